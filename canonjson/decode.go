@@ -1,0 +1,443 @@
+package canonjson
+
+import (
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
+
+// DefaultMaxDepth is the nesting depth (arrays and objects) that Decode
+// accepts unless DecodeOptions.MaxDepth says otherwise.
+const DefaultMaxDepth = 1000
+
+// DecodeOptions adjusts Decode. The zero value is the strict default.
+type DecodeOptions struct {
+	// MaxDepth bounds array and object nesting; 0 means DefaultMaxDepth.
+	MaxDepth int
+	// AllowDuplicateNames keeps the last of several members with one name,
+	// as JSON.parse does, instead of refusing the document. Only for
+	// reading legacy documents: two parsers that disagree on duplicates
+	// disagree on what a document says.
+	AllowDuplicateNames bool
+}
+
+// Decode codes reported by *DecodeError.
+const (
+	CodeSyntax        = "syntax"
+	CodeInvalidUTF8   = "invalid_utf8"
+	CodeDuplicateName = "duplicate_key"
+	CodeTrailingData  = "trailing_data"
+	CodeTooDeep       = "too_deep"
+)
+
+// DecodeError reports why a document was refused and where.
+type DecodeError struct {
+	// Code is one of the Code* constants.
+	Code string
+	// Pointer is the RFC 6901 pointer of the value being read.
+	Pointer string
+	// Offset is the byte offset in the input where the problem was found.
+	Offset int
+	// Message says what was wrong, for people.
+	Message string
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("invalid JSON at %q (byte %d): %s", e.Pointer, e.Offset, e.Message)
+}
+
+// Decode parses one JSON document strictly (see DecodeOptions for the one
+// relaxation). Surrounding whitespace is allowed; anything else after the
+// value is refused.
+func Decode(data []byte) (Value, error) { return DecodeWith(data, DecodeOptions{}) }
+
+// DecodeWith is Decode with options.
+func DecodeWith(data []byte, opts DecodeOptions) (Value, error) {
+	if opts.MaxDepth <= 0 {
+		opts.MaxDepth = DefaultMaxDepth
+	}
+	d := decoder{data: data, opts: opts}
+	d.skipSpace()
+	v, err := d.value(0)
+	if err != nil {
+		return Value{}, err
+	}
+	d.skipSpace()
+	if d.pos != len(d.data) {
+		return Value{}, d.fail(CodeTrailingData, "unexpected data after the JSON value")
+	}
+	return v, nil
+}
+
+type pathToken struct {
+	name  string
+	index int // -1 for a member name
+}
+
+type decoder struct {
+	data    []byte
+	pos     int
+	opts    DecodeOptions
+	path    []pathToken
+	scratch []byte
+	items   []Value  // stack of array items under construction
+	members []Member // stack of object members under construction
+}
+
+func (d *decoder) pointer() string {
+	var b []byte
+	for _, t := range d.path {
+		if t.index >= 0 {
+			b = append(b, '/')
+			b = strconv.AppendInt(b, int64(t.index), 10)
+		} else {
+			b = AppendPointerToken(b, t.name)
+		}
+	}
+	return string(b)
+}
+
+func (d *decoder) fail(code, msg string) *DecodeError {
+	return &DecodeError{Code: code, Pointer: d.pointer(), Offset: d.pos, Message: msg}
+}
+
+func (d *decoder) skipSpace() {
+	for d.pos < len(d.data) {
+		switch d.data[d.pos] {
+		case ' ', '\t', '\n', '\r':
+			d.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (d *decoder) unexpected(want string) *DecodeError {
+	if d.pos >= len(d.data) {
+		return d.fail(CodeSyntax, "unexpected end of input, expected "+want)
+	}
+	c := d.data[d.pos]
+	if c < 0x20 || c >= 0x7F {
+		return d.fail(CodeSyntax, fmt.Sprintf("unexpected byte 0x%02x, expected %s", c, want))
+	}
+	return d.fail(CodeSyntax, fmt.Sprintf("unexpected %q, expected %s", c, want))
+}
+
+func (d *decoder) literal(word string, v Value) (Value, error) {
+	if len(d.data)-d.pos >= len(word) && string(d.data[d.pos:d.pos+len(word)]) == word {
+		d.pos += len(word)
+		return v, nil
+	}
+	return Value{}, d.unexpected("a JSON value")
+}
+
+func (d *decoder) value(depth int) (Value, error) {
+	if d.pos >= len(d.data) {
+		return Value{}, d.unexpected("a JSON value")
+	}
+	switch c := d.data[d.pos]; {
+	case c == '{':
+		return d.object(depth + 1)
+	case c == '[':
+		return d.array(depth + 1)
+	case c == '"':
+		s, err := d.str()
+		if err != nil {
+			return Value{}, err
+		}
+		return Value{kind: String, str: s}, nil
+	case c == 't':
+		return d.literal("true", Value{kind: Bool, boolean: true})
+	case c == 'f':
+		return d.literal("false", Value{kind: Bool})
+	case c == 'n':
+		return d.literal("null", Value{kind: Null})
+	case c == '-' || c >= '0' && c <= '9':
+		return d.number()
+	}
+	return Value{}, d.unexpected("a JSON value")
+}
+
+func (d *decoder) array(depth int) (Value, error) {
+	if depth > d.opts.MaxDepth {
+		return Value{}, d.fail(CodeTooDeep, fmt.Sprintf("nesting deeper than %d", d.opts.MaxDepth))
+	}
+	d.pos++ // [
+	d.skipSpace()
+	if d.pos < len(d.data) && d.data[d.pos] == ']' {
+		d.pos++
+		return Value{kind: Array, items: []Value{}}, nil
+	}
+	base := len(d.items)
+	d.path = append(d.path, pathToken{index: 0})
+	for i := 0; ; i++ {
+		d.path[len(d.path)-1].index = i
+		v, err := d.value(depth)
+		if err != nil {
+			return Value{}, err
+		}
+		d.items = append(d.items, v)
+		d.skipSpace()
+		if d.pos < len(d.data) && d.data[d.pos] == ',' {
+			d.pos++
+			d.skipSpace()
+			continue
+		}
+		if d.pos < len(d.data) && d.data[d.pos] == ']' {
+			d.pos++
+			break
+		}
+		return Value{}, d.unexpected(`"," or "]"`)
+	}
+	d.path = d.path[:len(d.path)-1]
+	items := make([]Value, len(d.items)-base)
+	copy(items, d.items[base:])
+	clear(d.items[base:])
+	d.items = d.items[:base]
+	return Value{kind: Array, items: items}, nil
+}
+
+func (d *decoder) object(depth int) (Value, error) {
+	if depth > d.opts.MaxDepth {
+		return Value{}, d.fail(CodeTooDeep, fmt.Sprintf("nesting deeper than %d", d.opts.MaxDepth))
+	}
+	d.pos++ // {
+	d.skipSpace()
+	if d.pos < len(d.data) && d.data[d.pos] == '}' {
+		d.pos++
+		return Value{kind: Object, members: []Member{}}, nil
+	}
+	base := len(d.members)
+	for {
+		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+			return Value{}, d.unexpected("a member name")
+		}
+		name, err := d.str()
+		if err != nil {
+			return Value{}, err
+		}
+		d.skipSpace()
+		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+			return Value{}, d.unexpected(`":"`)
+		}
+		d.pos++
+		d.skipSpace()
+		d.path = append(d.path, pathToken{name: name, index: -1})
+		v, err := d.value(depth)
+		if err != nil {
+			return Value{}, err
+		}
+		if dup := d.findMember(base, name); dup >= 0 {
+			if !d.opts.AllowDuplicateNames {
+				return Value{}, d.fail(CodeDuplicateName, fmt.Sprintf("member name %q appears more than once", name))
+			}
+			d.members[dup].Value = v
+		} else {
+			d.members = append(d.members, Member{Name: name, Value: v})
+		}
+		d.path = d.path[:len(d.path)-1]
+		d.skipSpace()
+		if d.pos < len(d.data) && d.data[d.pos] == ',' {
+			d.pos++
+			d.skipSpace()
+			continue
+		}
+		if d.pos < len(d.data) && d.data[d.pos] == '}' {
+			d.pos++
+			break
+		}
+		return Value{}, d.unexpected(`"," or "}"`)
+	}
+	members := make([]Member, len(d.members)-base)
+	copy(members, d.members[base:])
+	clear(d.members[base:])
+	d.members = d.members[:base]
+	return Value{kind: Object, members: members}, nil
+}
+
+// findMember returns the index in d.members of a member named name that
+// belongs to the object whose members start at base, or -1.
+func (d *decoder) findMember(base int, name string) int {
+	for i := base; i < len(d.members); i++ {
+		if d.members[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (d *decoder) str() (string, error) {
+	d.pos++ // opening quote
+	start := d.pos
+	// Fast path: no escapes.
+	for d.pos < len(d.data) {
+		c := d.data[d.pos]
+		switch {
+		case c == '"':
+			s := string(d.data[start:d.pos])
+			d.pos++
+			return s, nil
+		case c == '\\':
+			return d.strSlow(start)
+		case c < 0x20:
+			return "", d.fail(CodeSyntax, fmt.Sprintf("unescaped control character 0x%02x in string", c))
+		case c < utf8.RuneSelf:
+			d.pos++
+		default:
+			r, size := utf8.DecodeRune(d.data[d.pos:])
+			if r == utf8.RuneError && size <= 1 {
+				return "", d.fail(CodeInvalidUTF8, "string is not valid UTF-8")
+			}
+			d.pos += size
+		}
+	}
+	return "", d.fail(CodeSyntax, "unterminated string")
+}
+
+func (d *decoder) strSlow(start int) (string, error) {
+	b := append(d.scratch[:0], d.data[start:d.pos]...)
+	defer func() { d.scratch = b[:0] }()
+	for d.pos < len(d.data) {
+		c := d.data[d.pos]
+		switch {
+		case c == '"':
+			d.pos++
+			return string(b), nil
+		case c == '\\':
+			if d.pos+1 >= len(d.data) {
+				return "", d.fail(CodeSyntax, "unterminated escape")
+			}
+			e := d.data[d.pos+1]
+			d.pos += 2
+			switch e {
+			case '"', '\\', '/':
+				b = append(b, e)
+			case 'b':
+				b = append(b, '\b')
+			case 'f':
+				b = append(b, '\f')
+			case 'n':
+				b = append(b, '\n')
+			case 'r':
+				b = append(b, '\r')
+			case 't':
+				b = append(b, '\t')
+			case 'u':
+				r, ok := d.hex4()
+				if !ok {
+					return "", d.fail(CodeSyntax, `invalid \u escape`)
+				}
+				if r >= 0xD800 && r <= 0xDBFF && d.pos+1 < len(d.data) && d.data[d.pos] == '\\' && d.data[d.pos+1] == 'u' {
+					save := d.pos
+					d.pos += 2
+					lo, ok := d.hex4()
+					if ok && lo >= 0xDC00 && lo <= 0xDFFF {
+						r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
+					} else {
+						d.pos = save // the next escape stands on its own
+					}
+				}
+				b = appendWTF8(b, r)
+			default:
+				d.pos--
+				return "", d.fail(CodeSyntax, fmt.Sprintf(`invalid escape "\%c"`, e))
+			}
+		case c < 0x20:
+			return "", d.fail(CodeSyntax, fmt.Sprintf("unescaped control character 0x%02x in string", c))
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			d.pos++
+		default:
+			r, size := utf8.DecodeRune(d.data[d.pos:])
+			if r == utf8.RuneError && size <= 1 {
+				return "", d.fail(CodeInvalidUTF8, "string is not valid UTF-8")
+			}
+			b = append(b, d.data[d.pos:d.pos+size]...)
+			d.pos += size
+		}
+	}
+	return "", d.fail(CodeSyntax, "unterminated string")
+}
+
+func (d *decoder) hex4() (rune, bool) {
+	if d.pos+4 > len(d.data) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range d.data[d.pos : d.pos+4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, false
+		}
+	}
+	d.pos += 4
+	return r, true
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func (d *decoder) number() (Value, error) {
+	start := d.pos
+	neg := false
+	if d.data[d.pos] == '-' {
+		neg = true
+		d.pos++
+	}
+	intStart := d.pos
+	switch {
+	case d.pos < len(d.data) && d.data[d.pos] == '0':
+		d.pos++
+	case d.pos < len(d.data) && d.data[d.pos] >= '1' && d.data[d.pos] <= '9':
+		for d.pos < len(d.data) && isDigit(d.data[d.pos]) {
+			d.pos++
+		}
+	default:
+		return Value{}, d.unexpected("a digit")
+	}
+	intEnd := d.pos
+	simple := true
+	if d.pos < len(d.data) && d.data[d.pos] == '.' {
+		simple = false
+		d.pos++
+		if d.pos >= len(d.data) || !isDigit(d.data[d.pos]) {
+			return Value{}, d.unexpected("a digit after the decimal point")
+		}
+		for d.pos < len(d.data) && isDigit(d.data[d.pos]) {
+			d.pos++
+		}
+	}
+	if d.pos < len(d.data) && (d.data[d.pos] == 'e' || d.data[d.pos] == 'E') {
+		simple = false
+		d.pos++
+		if d.pos < len(d.data) && (d.data[d.pos] == '+' || d.data[d.pos] == '-') {
+			d.pos++
+		}
+		if d.pos >= len(d.data) || !isDigit(d.data[d.pos]) {
+			return Value{}, d.unexpected("a digit in the exponent")
+		}
+		for d.pos < len(d.data) && isDigit(d.data[d.pos]) {
+			d.pos++
+		}
+	}
+	if simple && intEnd-intStart <= 15 {
+		var n int64
+		for _, c := range d.data[intStart:intEnd] {
+			n = n*10 + int64(c-'0')
+		}
+		f := float64(n)
+		if neg {
+			f = -f
+		}
+		return Value{kind: Number, num: f}, nil
+	}
+	// Overflow yields ±Inf and underflow yields ±0, as in JSON.parse.
+	f, _ := strconv.ParseFloat(string(d.data[start:d.pos]), 64)
+	return Value{kind: Number, num: f}, nil
+}

@@ -1,0 +1,3 @@
+module github.com/agentrt/agentrt
+
+go 1.26
