@@ -1,3 +1,15 @@
 module github.com/agentrt/agentrt
 
-go 1.26
+go 1.26.0
+
+require (
+	github.com/google/go-cmp v0.7.0
+	github.com/spf13/cobra v1.10.2
+	golang.org/x/net v0.62.0
+	golang.org/x/text v0.43.0
+)
+
+require (
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/spf13/pflag v1.0.9 // indirect
+)
