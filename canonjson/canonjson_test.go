@@ -332,4 +332,3 @@ func TestIsDigest(t *testing.T) {
 		}
 	}
 }
-

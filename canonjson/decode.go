@@ -3,6 +3,7 @@ package canonjson
 import (
 	"fmt"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -48,7 +49,8 @@ func (e *DecodeError) Error() string {
 
 // Decode parses one JSON document strictly (see DecodeOptions for the one
 // relaxation). Surrounding whitespace is allowed; anything else after the
-// value is refused.
+// value is refused. Strings without escapes share the memory of one copy
+// of data, so a retained Value keeps that copy alive.
 func Decode(data []byte) (Value, error) { return DecodeWith(data, DecodeOptions{}) }
 
 // DecodeWith is Decode with options.
@@ -56,9 +58,12 @@ func DecodeWith(data []byte, opts DecodeOptions) (Value, error) {
 	if opts.MaxDepth <= 0 {
 		opts.MaxDepth = DefaultMaxDepth
 	}
-	d := decoder{data: data, opts: opts}
+	st := stackPool.Get().(*stacks)
+	defer st.release()
+	d := decoder{data: data, src: string(data), opts: opts, items: st.items[:0], members: st.members[:0], path: st.path[:0]}
 	d.skipSpace()
 	v, err := d.value(0)
+	st.items, st.members, st.path = d.items[:0], d.members[:0], d.path[:0]
 	if err != nil {
 		return Value{}, err
 	}
@@ -69,6 +74,23 @@ func DecodeWith(data []byte, opts DecodeOptions) (Value, error) {
 	return v, nil
 }
 
+// stacks are a decoder's scratch space, recycled between calls; it is a
+// cache, not state: every decode starts with empty stacks.
+type stacks struct {
+	items   []Value
+	members []Member
+	path    []pathToken
+}
+
+var stackPool = sync.Pool{New: func() any { return new(stacks) }}
+
+func (s *stacks) release() {
+	if cap(s.items) > 4096 || cap(s.members) > 4096 {
+		return // let an unusually large document's stacks go
+	}
+	stackPool.Put(s)
+}
+
 type pathToken struct {
 	name  string
 	index int // -1 for a member name
@@ -76,6 +98,7 @@ type pathToken struct {
 
 type decoder struct {
 	data    []byte
+	src     string // data as one string: unescaped strings are substrings of it
 	pos     int
 	opts    DecodeOptions
 	path    []pathToken
@@ -274,7 +297,7 @@ func (d *decoder) str() (string, error) {
 		c := d.data[d.pos]
 		switch {
 		case c == '"':
-			s := string(d.data[start:d.pos])
+			s := d.src[start:d.pos]
 			d.pos++
 			return s, nil
 		case c == '\\':

@@ -4,9 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -46,20 +48,35 @@ const DigestPrefix = "sha256:"
 // Digest returns "sha256:" followed by the lowercase hex SHA-256 of the
 // canonical form of v.
 func Digest(v Value) (string, error) {
-	b, err := Canonical(v)
+	h := sha256.New()
+	bp := bufferPool.Get().(*[]byte)
+	defer bufferPool.Put(bp)
+	e := encoder{buf: (*bp)[:0], sink: h}
+	err := e.value(v)
+	*bp = e.buf[:0]
 	if err != nil {
 		return "", err
 	}
-	return DigestBytes(b), nil
+	h.Write(e.buf)
+	var sum [sha256.Size]byte
+	return formatDigest(h.Sum(sum[:0])), nil
+}
+
+// bufferPool recycles the encode buffers of Digest; it is a cache, not
+// state: every use starts from an empty buffer.
+var bufferPool = sync.Pool{New: func() any { b := make([]byte, 0, flushThreshold+512); return &b }}
+
+func formatDigest(sum []byte) string {
+	var out [len(DigestPrefix) + 64]byte
+	copy(out[:], DigestPrefix)
+	hex.Encode(out[len(DigestPrefix):], sum)
+	return string(out[:])
 }
 
 // DigestBytes returns "sha256:" and the lowercase hex SHA-256 of b.
 func DigestBytes(b []byte) string {
 	sum := sha256.Sum256(b)
-	var out [len(DigestPrefix) + 64]byte
-	copy(out[:], DigestPrefix)
-	hex.Encode(out[len(DigestPrefix):], sum[:])
-	return string(out[:])
+	return formatDigest(sum[:])
 }
 
 // IsDigest reports whether s is "sha256:" followed by exactly 64 lowercase
@@ -80,6 +97,17 @@ func IsDigest(s string) bool {
 type encoder struct {
 	buf  []byte
 	path []pathToken
+	sink io.Writer // when set, full buffers are flushed here
+}
+
+// flushThreshold is the buffered size at which a sinking encoder flushes.
+const flushThreshold = 2048
+
+func (e *encoder) maybeFlush() {
+	if e.sink != nil && len(e.buf) >= flushThreshold {
+		e.sink.Write(e.buf)
+		e.buf = e.buf[:0]
+	}
 }
 
 func (e *encoder) fail(reason string) error {
@@ -103,10 +131,11 @@ func (e *encoder) value(v Value) error {
 		}
 		e.buf = AppendNumber(e.buf, v.num)
 	case String:
-		if !utf8.ValidString(v.str) {
+		var ok bool
+		if e.buf, ok = appendCheckedString(e.buf, v.str); !ok {
 			return e.fail("string is not well-formed Unicode")
 		}
-		e.buf = appendString(e.buf, v.str)
+		e.maybeFlush()
 	case Array:
 		e.buf = append(e.buf, '[')
 		e.path = append(e.path, pathToken{})
@@ -130,19 +159,21 @@ func (e *encoder) value(v Value) error {
 }
 
 func (e *encoder) object(members []Member) error {
-	order := sortedMembers(members)
+	var idxBuf [32]int32
+	order := sortedOrder(members, idxBuf[:0])
 	e.buf = append(e.buf, '{')
-	for i, m := range order {
-		if !utf8.ValidString(m.Name) {
-			return e.fail("member name is not well-formed Unicode")
-		}
+	for i, j := range order {
+		m := &members[j]
 		if i > 0 {
-			if order[i-1].Name == m.Name {
+			if members[order[i-1]].Name == m.Name {
 				return e.fail(fmt.Sprintf("member name %q appears more than once", m.Name))
 			}
 			e.buf = append(e.buf, ',')
 		}
-		e.buf = appendString(e.buf, m.Name)
+		var ok bool
+		if e.buf, ok = appendCheckedString(e.buf, m.Name); !ok {
+			return e.fail("member name is not well-formed Unicode")
+		}
 		e.buf = append(e.buf, ':')
 		e.path = append(e.path, pathToken{name: m.Name, index: -1})
 		if err := e.value(m.Value); err != nil {
@@ -154,21 +185,19 @@ func (e *encoder) object(members []Member) error {
 	return nil
 }
 
-// sortedMembers returns members in UTF-16 name order, reusing the input
-// slice when it is already sorted.
-func sortedMembers(members []Member) []Member {
-	sorted := true
-	for i := 1; i < len(members); i++ {
-		if CompareUTF16(members[i-1].Name, members[i].Name) > 0 {
-			sorted = false
+// sortedOrder returns the indices of members in UTF-16 name order. Sorting
+// indices rather than members keeps pointer writes (and their GC write
+// barriers) out of the sort.
+func sortedOrder(members []Member, order []int32) []int32 {
+	for i := range members {
+		order = append(order, int32(i))
+	}
+	for i := 1; i < len(order); i++ {
+		if CompareUTF16(members[order[i-1]].Name, members[order[i]].Name) > 0 {
+			slices.SortFunc(order, func(a, b int32) int { return CompareUTF16(members[a].Name, members[b].Name) })
 			break
 		}
 	}
-	if sorted {
-		return members
-	}
-	order := slices.Clone(members)
-	slices.SortFunc(order, func(a, b Member) int { return CompareUTF16(a.Name, b.Name) })
 	return order
 }
 
@@ -183,6 +212,27 @@ func appendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
+// appendCheckedString appends s as appendString does and reports whether s
+// is well-formed; ASCII strings are checked in the escaping pass itself.
+func appendCheckedString(b []byte, s string) ([]byte, bool) {
+	b = append(b, '"')
+	start, ascii := 0, true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			if c >= 0x80 {
+				ascii = false
+			}
+			continue
+		}
+		b = append(b, s[start:i]...)
+		b = appendEscape(b, c)
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"'), ascii || utf8.ValidString(s)
+}
+
 // appendStringBody appends s escaped as in appendString, without quotes.
 func appendStringBody(b []byte, s string) []byte {
 	start := 0
@@ -192,25 +242,29 @@ func appendStringBody(b []byte, s string) []byte {
 			continue
 		}
 		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\f':
-			b = append(b, '\\', 'f')
-		case '\r':
-			b = append(b, '\\', 'r')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-		}
+		b = appendEscape(b, c)
 		start = i + 1
 	}
 	return append(b, s[start:]...)
+}
+
+// appendEscape appends the RFC 8785 escape of '"', '\\' or a C0 control.
+func appendEscape(b []byte, c byte) []byte {
+	switch c {
+	case '"', '\\':
+		return append(b, '\\', c)
+	case '\b':
+		return append(b, '\\', 'b')
+	case '\t':
+		return append(b, '\\', 't')
+	case '\n':
+		return append(b, '\\', 'n')
+	case '\f':
+		return append(b, '\\', 'f')
+	case '\r':
+		return append(b, '\\', 'r')
+	}
+	return append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 }
 
 // AppendNumber appends f spelled as ECMAScript Number::toString does, which

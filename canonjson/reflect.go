@@ -129,7 +129,19 @@ func ToValue(x any) (Value, error) {
 	return v, nil
 }
 
-type toValue struct{ path []pathToken }
+type toValue struct {
+	path    []pathToken
+	members []Member // stack of object members under construction
+}
+
+// take pops the members pushed since base into an exact-size slice.
+func (e *toValue) take(base int) []Member {
+	members := make([]Member, len(e.members)-base)
+	copy(members, e.members[base:])
+	clear(e.members[base:])
+	e.members = e.members[:base]
+	return members
+}
 
 func (e *toValue) fail(reason string) error {
 	d := decoder{path: e.path}
@@ -206,7 +218,7 @@ func (e *toValue) convert(rv reflect.Value) (Value, error) {
 		if t.Key().Kind() != reflect.String {
 			return Value{}, e.fail("map key type " + t.Key().String() + " is not a string")
 		}
-		members := make([]Member, 0, rv.Len())
+		base := len(e.members)
 		iter := rv.MapRange()
 		for iter.Next() {
 			name := iter.Key().String()
@@ -217,14 +229,15 @@ func (e *toValue) convert(rv reflect.Value) (Value, error) {
 			}
 			e.path = e.path[:len(e.path)-1]
 			if v.IsValid() {
-				members = append(members, Member{Name: name, Value: v})
+				e.members = append(e.members, Member{Name: name, Value: v})
 			}
 		}
+		members := e.take(base)
 		slices.SortFunc(members, func(a, b Member) int { return CompareUTF16(a.Name, b.Name) })
 		return ObjectValue(members), nil
 	case reflect.Struct:
 		p := planFor(t)
-		members := make([]Member, 0, len(p.fields))
+		base := len(e.members)
 		for _, f := range p.fields {
 			fv, ok := fieldByIndex(rv, f.index)
 			if !ok || f.optional && fv.IsZero() {
@@ -237,10 +250,10 @@ func (e *toValue) convert(rv reflect.Value) (Value, error) {
 			}
 			e.path = e.path[:len(e.path)-1]
 			if v.IsValid() {
-				members = append(members, Member{Name: f.name, Value: v})
+				e.members = append(e.members, Member{Name: f.name, Value: v})
 			}
 		}
-		return ObjectValue(members), nil
+		return ObjectValue(e.take(base)), nil
 	}
 	return Value{}, e.fail("type " + t.String() + " has no JSON form")
 }
@@ -396,7 +409,7 @@ func (d *fromValue) assign(v Value, rv reflect.Value) error {
 		}
 		p := planFor(t)
 		var seenBuf [32]bool
-		seen := seenBuf[:0]
+		var seen []bool
 		if len(p.fields) > len(seenBuf) {
 			seen = make([]bool, len(p.fields))
 		} else {

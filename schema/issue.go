@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -144,6 +145,13 @@ func (c *Context) fatalSince(m mark) bool { return c.fatal > m.fatal }
 
 func (c *Context) issuesSince(m mark) bool { return len(c.issues) > m.issues }
 
+// rewind forgets the issues reported since m.
+func (c *Context) rewind(m mark) {
+	clear(c.issues[m.issues:])
+	c.issues = c.issues[:m.issues]
+	c.fatal = m.fatal
+}
+
 func received(v canonjson.Value) string {
 	if !v.IsValid() {
 		return "nothing"
@@ -152,4 +160,34 @@ func received(v canonjson.Value) string {
 		return "a non-finite number"
 	}
 	return "a " + v.Kind().String()
+}
+
+// Decode decodes data strictly (canonjson.Decode) and turns a refusal into
+// an *Error naming kind, so callers see one error type for bad JSON and bad
+// shapes alike.
+func Decode(kind string, data []byte) (canonjson.Value, error) {
+	v, err := canonjson.Decode(data)
+	if err != nil {
+		var de *canonjson.DecodeError
+		if errors.As(err, &de) {
+			code := CodeInvalidJSON
+			if de.Code == canonjson.CodeDuplicateName {
+				code = de.Code
+			}
+			return canonjson.Value{}, &Error{Kind: kind, Issues: []Issue{{Path: de.Pointer, Code: code, Message: de.Message, fatal: true}}}
+		}
+		return canonjson.Value{}, err
+	}
+	return v, nil
+}
+
+// Kind describes one wire kind for generic checking (`agentrt check`).
+type Kind struct {
+	// Name is the kind's contract name, such as "AgentProfile".
+	Name string
+	// Node validates the kind and returns the accepted value.
+	Node Node
+	// Identity, when set, adds kind-specific identity members (such as
+	// AgentProfile's profileDigest) computed from the accepted value.
+	Identity func(accepted canonjson.Value) []canonjson.Member
 }

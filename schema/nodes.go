@@ -24,7 +24,7 @@ func (f NodeFunc) Check(c *Context, v canonjson.Value) canonjson.Value { return 
 // Run checks v against n from the root and returns the accepted value, or
 // an *Error naming kind with every issue.
 func Run(kind string, n Node, v canonjson.Value) (canonjson.Value, error) {
-	var c Context
+	c := Context{path: make([]token, 0, 16)}
 	out := n.Check(&c, v)
 	if c.Failed() {
 		return canonjson.Value{}, &Error{Kind: kind, Issues: c.Issues()}
@@ -550,32 +550,24 @@ func Union(options ...Node) Node {
 type unionNode struct{ options []Node }
 
 func (u unionNode) Check(c *Context, v canonjson.Value) canonjson.Value {
-	type result struct {
-		ctx Context
-		out canonjson.Value
-	}
-	results := make([]result, len(u.options))
+	// Options run on c itself and are rewound when they fail, so the
+	// common case (some option matches) allocates nothing. Failures are
+	// rare: the one option whose issues get reported is simply re-run.
+	start := c.mark()
+	matched, shapeMatches := -1, 0
 	for i, opt := range u.options {
-		r := &results[i]
-		r.ctx.path = c.path
-		r.out = opt.Check(&r.ctx, v)
-		if !r.ctx.Failed() {
-			return r.out
+		out := opt.Check(c, v)
+		if !c.issuesSince(start) {
+			return out
 		}
-	}
-	var matched *result
-	for i := range results {
-		if results[i].ctx.fatal == 0 {
-			if matched != nil {
-				matched = nil
-				break
-			}
-			matched = &results[i]
+		if !c.fatalSince(start) {
+			matched = i
+			shapeMatches++
 		}
+		c.rewind(start)
 	}
-	if matched != nil {
-		c.issues = append(c.issues, matched.ctx.issues...)
-		return matched.out
+	if shapeMatches == 1 {
+		return u.options[matched].Check(c, v)
 	}
 	c.Fatal(CodeInvalidUnion, "matches none of the accepted shapes")
 	return v

@@ -1,0 +1,62 @@
+package canonjson_test
+
+import (
+	"bytes"
+	"math"
+	"strconv"
+	"testing"
+
+	"github.com/agentrt/agentrt/canonjson"
+)
+
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{`{}`, `[]`, `{"a":[1,2.5,-0,1e400,"\ud800"]}`, `"\u0000\u2028😀"`,
+		`{"b":1,"a":{"😀":1,"ﬁ":2}}`, `[1.0e3,123e-20,9007199254740993]`, `{"a":1,"a":2}`, "\xff", `  null `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := canonjson.Decode(data)
+		if err != nil {
+			return
+		}
+		// Marshal is lossless for every decoded value.
+		back, err := canonjson.Decode(canonjson.Marshal(v))
+		if err != nil || !canonjson.Equal(back, v) {
+			t.Fatalf("Marshal round trip of %q: %s, %v", data, canonjson.Marshal(v), err)
+		}
+		c, err := canonjson.Canonical(v)
+		if err != nil {
+			return
+		}
+		// Canonical form is a fixed point.
+		v2, err := canonjson.Decode(c)
+		if err != nil {
+			t.Fatalf("canonical form %q does not decode: %v", c, err)
+		}
+		c2, err := canonjson.Canonical(v2)
+		if err != nil || !bytes.Equal(c, c2) {
+			t.Fatalf("canonical form is not a fixed point: %q vs %q (%v)", c, c2, err)
+		}
+	})
+}
+
+func FuzzNumber(f *testing.F) {
+	for _, x := range []float64{0, 1, -1, 0.1, 1e21, 1e-7, 5e-324, math.MaxFloat64, 123e-20, 1 << 53} {
+		f.Add(math.Float64bits(x))
+	}
+	f.Fuzz(func(t *testing.T, bits uint64) {
+		x := math.Float64frombits(bits)
+		if !canonjson.IsFinite(x) {
+			return
+		}
+		s := canonjson.AppendNumber(nil, x)
+		y, err := strconv.ParseFloat(string(s), 64)
+		if err != nil || y != x {
+			t.Fatalf("AppendNumber(%v) = %s does not round-trip (%v, %v)", x, s, y, err)
+		}
+		v, err := canonjson.Decode(s)
+		if err != nil || v.Float() != x {
+			t.Fatalf("AppendNumber(%v) = %s is not JSON that decodes to it: %v", x, s, err)
+		}
+	})
+}

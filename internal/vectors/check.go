@@ -1,0 +1,106 @@
+package vectors
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/schema"
+)
+
+// Accept parses raw JSON text as one kind and returns the accepted value
+// (the validator's output, whose canonical form is the identity), or an
+// error. Refusals must be *schema.Error.
+type Accept func(raw []byte) (canonjson.Value, error)
+
+// Result counts how a kind's cases went.
+type Result struct {
+	Cases, Valid, Canonical int
+}
+
+// CheckKind runs every case of kind through accept and fails t on any
+// disagreement with the reference: verdict, canonical bytes and digest for
+// valid cases, and for refused cases at least one issue whose path is one
+// of the reference's.
+func CheckKind(t *testing.T, kind string, accept Accept) Result {
+	t.Helper()
+	k, err := Load(kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res Result
+	for _, c := range k.Cases {
+		res.Cases++
+		out, err := accept(c.Raw())
+		if c.Valid {
+			if err != nil {
+				t.Errorf("%s/%s: refused a valid value: %v", kind, c.Name, err)
+				continue
+			}
+			res.Valid++
+			if c.Canonical == "" {
+				continue
+			}
+			got, err := canonjson.Canonical(out)
+			if err != nil {
+				t.Errorf("%s/%s: canonical: %v", kind, c.Name, err)
+				continue
+			}
+			if string(got) != c.Canonical {
+				t.Errorf("%s/%s: canonical\n got %s\nwant %s", kind, c.Name, got, c.Canonical)
+			} else if d := canonjson.DigestBytes(got); d != c.Digest {
+				t.Errorf("%s/%s: digest %s, want %s", kind, c.Name, d, c.Digest)
+			} else {
+				res.Canonical++
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("%s/%s: accepted a value the reference refuses (%s)", kind, c.Name, describeIssues(c.Issues))
+			continue
+		}
+		var se *schema.Error
+		if !errors.As(err, &se) {
+			t.Errorf("%s/%s: refusal is %T, want *schema.Error: %v", kind, c.Name, err, err)
+			continue
+		}
+		if !anyPathMatches(se.Issues, c.Issues) {
+			t.Errorf("%s/%s: no issue at the reference's paths\n got %s\nwant one of %s", kind, c.Name, describeSchemaIssues(se.Issues), describeIssues(c.Issues))
+		}
+	}
+	if res.Cases == 0 {
+		t.Fatalf("%s: no cases", kind)
+	}
+	return res
+}
+
+func anyPathMatches(got []schema.Issue, want []Issue) bool {
+	if len(want) == 0 {
+		return true
+	}
+	for _, g := range got {
+		for _, w := range want {
+			if PathMatches(g.Path, w.Path) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func describeIssues(issues []Issue) string {
+	var parts []string
+	for _, i := range issues {
+		parts = append(parts, "["+i.Path+"] "+i.Code+": "+i.Message)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func describeSchemaIssues(issues []schema.Issue) string {
+	var parts []string
+	for _, i := range issues {
+		parts = append(parts, "["+i.Path+"] "+i.Code+": "+i.Message)
+	}
+	return strings.Join(parts, "; ")
+}

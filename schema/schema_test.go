@@ -1,0 +1,180 @@
+package schema_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/schema"
+)
+
+func decode(t *testing.T, s string) canonjson.Value {
+	t.Helper()
+	v, err := canonjson.Decode([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func issues(t *testing.T, n schema.Node, in string) []schema.Issue {
+	t.Helper()
+	_, err := schema.Run("T", n, decode(t, in))
+	if err == nil {
+		return nil
+	}
+	var se *schema.Error
+	if !errors.As(err, &se) {
+		t.Fatalf("err %T", err)
+	}
+	return se.Issues
+}
+
+func paths(is []schema.Issue) []string {
+	var out []string
+	for _, i := range is {
+		out = append(out, i.Path+" "+i.Code)
+	}
+	return out
+}
+
+func TestObjectStrictnessAndProto(t *testing.T) {
+	obj := schema.Object(schema.Req("a", schema.String()), schema.Opt("b", schema.Bool()))
+	tests := []struct {
+		in, want string
+	}{
+		{`{"a":"x"}`, ""},
+		{`{"a":"x","b":null}`, "/b invalid_type"},
+		{`{}`, "/a invalid_type"},
+		{`{"a":"x","c":1}`, " unrecognized_keys"},
+		{`[]`, " invalid_type"},
+	}
+	for _, tc := range tests {
+		got := paths(issues(t, obj, tc.in))
+		if tc.want == "" && len(got) != 0 || tc.want != "" && (len(got) != 1 || got[0] != tc.want) {
+			t.Errorf("%s: %v, want %q", tc.in, got, tc.want)
+		}
+	}
+	// "__proto__" is neither validated nor kept by an object…
+	out, err := schema.Run("T", obj, decode(t, `{"a":"x","__proto__":{"b":7}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := canonjson.Canonical(out); string(c) != `{"a":"x"}` {
+		t.Errorf("object output %s", c)
+	}
+	// …nor by a plain record, while an own-key record keeps and checks it.
+	rec := schema.Record(schema.Number())
+	out, _ = schema.Run("T", rec, decode(t, `{"__proto__":"x","n":1}`))
+	if c, _ := canonjson.Canonical(out); string(c) != `{"n":1}` {
+		t.Errorf("record output %s", c)
+	}
+	if got := paths(issues(t, rec.OwnKeys(), `{"__proto__":"x"}`)); len(got) != 1 || got[0] != "/__proto__ invalid_type" {
+		t.Errorf("own-key record: %v", got)
+	}
+	if got := paths(issues(t, rec.OwnKeys(), `{"\ud800":1}`)); len(got) != 1 || got[0] != "/\xed\xa0\x80 invalid_key" {
+		t.Errorf("ill-formed key: %v", got)
+	}
+	if got := paths(issues(t, obj.Strip(), `{"a":"x","zzz":1}`)); len(got) != 0 {
+		t.Errorf("strip: %v", got)
+	}
+}
+
+func TestUnionReporting(t *testing.T) {
+	short := schema.String(schema.MaxLen(2))
+	u := schema.Union(
+		schema.Object(schema.Req("kind", schema.LiteralString("a")), schema.Req("v", short)),
+		schema.Object(schema.Req("kind", schema.LiteralString("b")), schema.Req("w", schema.Number())),
+	)
+	// The one option whose shape matched reports its own issue.
+	if got := paths(issues(t, u, `{"kind":"a","v":"long"}`)); len(got) != 1 || got[0] != "/v too_big" {
+		t.Errorf("shape-matched option: %v", got)
+	}
+	// No option matched its shape: one invalid_union at the union.
+	if got := paths(issues(t, u, `{"kind":"c"}`)); len(got) != 1 || got[0] != " invalid_union" {
+		t.Errorf("no option: %v", got)
+	}
+	if got := paths(issues(t, u, `{"kind":"b","w":1}`)); len(got) != 0 {
+		t.Errorf("second option: %v", got)
+	}
+	// Two options matching their shapes but failing checks: ambiguous.
+	amb := schema.Union(schema.String(schema.MinLen(5)), schema.String(schema.MinLen(6)))
+	if got := paths(issues(t, amb, `"abc"`)); len(got) != 1 || got[0] != " invalid_union" {
+		t.Errorf("ambiguous: %v", got)
+	}
+}
+
+func TestDiscriminated(t *testing.T) {
+	d := schema.Discriminated("kind", map[string]schema.Node{
+		"x": schema.Object(schema.Req("kind", schema.LiteralString("x")), schema.Req("n", schema.Number(schema.Int))),
+	})
+	if got := paths(issues(t, d, `{"kind":"y"}`)); len(got) != 1 || got[0] != "/kind invalid_union" {
+		t.Errorf("bad discriminator: %v", got)
+	}
+	if got := paths(issues(t, d, `{"kind":"x","n":1.5}`)); len(got) != 1 || got[0] != "/n invalid_type" {
+		t.Errorf("inner: %v", got)
+	}
+}
+
+func TestRefinementsRunOnlyWithoutFatalIssues(t *testing.T) {
+	ran := 0
+	obj := schema.Object(schema.Req("n", schema.Number(schema.Positive))).Refine(func(c *schema.Context, v canonjson.Value) { ran++ })
+	issues(t, obj, `{"n":"x"}`) // fatal: type
+	if ran != 0 {
+		t.Error("refinement ran after a fatal issue")
+	}
+	issues(t, obj, `{"n":-1}`) // a failed check is not fatal
+	if ran != 1 {
+		t.Error("refinement did not run after a failed check")
+	}
+}
+
+func TestNumbers(t *testing.T) {
+	n := schema.Number(schema.Int, schema.Positive)
+	for in, ok := range map[string]bool{`1`: true, `1.0e3`: true, `9007199254740991`: true, `9007199254740992`: false,
+		`0`: false, `-0`: false, `1.5`: false, `1e400`: false, `"1"`: false} {
+		if got := len(issues(t, n, in)) == 0; got != ok {
+			t.Errorf("%s: ok=%v", in, got)
+		}
+	}
+}
+
+func TestStringRulesCountUTF16(t *testing.T) {
+	n := schema.String(schema.MinLen(2), schema.MaxLen(2))
+	for in, ok := range map[string]bool{`"ab"`: true, `"😀"`: true, `"a"`: false, `"😀a"`: false, `"\ud800\ud800"`: true} {
+		if got := len(issues(t, n, in)) == 0; got != ok {
+			t.Errorf("%s: ok=%v", in, got)
+		}
+	}
+	if got := len(issues(t, schema.String(schema.Trimmed), `"\u0085x"`)); got != 0 {
+		t.Error("U+0085 is not JavaScript whitespace")
+	}
+	if got := len(issues(t, schema.String(schema.Trimmed), `"\ufeffx"`)); got != 1 {
+		t.Error("U+FEFF is JavaScript whitespace")
+	}
+}
+
+func TestTransform(t *testing.T) {
+	n := schema.Transform(schema.String(), func(v canonjson.Value) canonjson.Value { return canonjson.StringValue("T:" + v.Str()) })
+	obj := schema.Object(schema.Req("s", n))
+	out, err := schema.Run("T", obj, decode(t, `{"s":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := canonjson.Canonical(out); string(c) != `{"s":"T:x"}` {
+		t.Errorf("transform output %s", c)
+	}
+	in := decode(t, `{"s":"y"}`)
+	schema.Run("T", obj, in)
+	if s, _ := in.Get("s"); s.Str() != "y" {
+		t.Error("transform modified its input")
+	}
+}
+
+func TestDecodeErrorsAreSchemaErrors(t *testing.T) {
+	_, err := schema.Decode("T", []byte(`{"a":1,"a":2}`))
+	var se *schema.Error
+	if !errors.As(err, &se) || se.Issues[0].Path != "/a" || se.Issues[0].Code != "duplicate_key" {
+		t.Fatalf("err = %v", err)
+	}
+}
