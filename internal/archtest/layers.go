@@ -1,0 +1,74 @@
+package archtest
+
+import "strings"
+
+// Module is the agentrt module path.
+const Module = "github.com/agentrt/agentrt"
+
+// layers maps a package directory (relative to the module root) or a
+// directory prefix ending in "/" to its layer. The longest match wins.
+var layers = map[string]int{
+	"canonjson":          0,
+	"schema":             0,
+	"internal/whatwgurl": 0,
+
+	"harness":    1,
+	"profile":    1,
+	"profile/":   1,
+	"contract":   1,
+	"contract/":  1,
+	"candidate":  1,
+	"candidate/": 1,
+
+	"providers/": 2,
+
+	"store":      3,
+	"store/":     3,
+	"workspace":  3,
+	"workspace/": 3,
+
+	"ledger":    4,
+	"kernel":    4,
+	"kernel/":   4,
+	"taskqueue": 4,
+	"supervise": 4,
+	"graph":     4,
+	"retained":  4,
+	"improve":   4,
+	"improve/":  4,
+
+	"sidecar":           5,
+	"mcpserver":         5,
+	"telemetry":         5,
+	"conformance":       5,
+	"cmd/":              5,
+	"internal/cli":      5,
+	"internal/checkreg": 5,
+
+	"examples/": 6,
+}
+
+// testOnly packages may be imported only from _test.go files.
+var testOnly = map[string]bool{"internal/vectors": true}
+
+// unlayered packages are tooling, exempt from the layer table.
+var unlayered = map[string]bool{"internal/archtest": true, "internal/vectors": true}
+
+// contractDeps are the only non-standard imports allowed in layers 0 and
+// 1 (DESIGN.md: the contract depends on the standard library and canonjson).
+// The Go team's x/net/idna mapping table and x/text's normalization and
+// bidi classes serve WHATWG host parsing (the reference's new URL), which
+// decides whether an MCP URL or a public config value carries credentials.
+var contractDeps = []string{"golang.org/x/net/idna", "golang.org/x/text/unicode/norm", "golang.org/x/text/unicode/bidi"}
+
+// layerOf returns the layer of a module-relative package directory.
+func layerOf(dir string) (int, bool) {
+	best, layer := -1, 0
+	for key, l := range layers {
+		match := key == dir || strings.HasSuffix(key, "/") && strings.HasPrefix(dir, key)
+		if match && len(key) > best {
+			best, layer = len(key), l
+		}
+	}
+	return layer, best >= 0
+}

@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes.
+const (
+	ExitOK      = 0
+	ExitFailed  = 1
+	ExitUsage   = 2
+	maxInputLen = 64 << 20
+)
+
+// IO is where a command reads and writes.
+type IO struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// exitError carries an exit code out of a command. A nil err means the
+// command already reported what went wrong.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// refused ends a command with exit code 1 after it printed its verdict.
+func refused() error { return &exitError{code: ExitFailed} }
+
+// usage ends a command with exit code 2.
+func usage(format string, args ...any) error {
+	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// Main runs the agentrt command line with args (without the program name)
+// and returns the process exit code.
+func Main(ctx context.Context, args []string, stdio IO) int {
+	root := newRoot(stdio)
+	root.SetArgs(args)
+	root.SetIn(stdio.In)
+	root.SetOut(stdio.Out)
+	root.SetErr(stdio.Err)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(stdio.Err, "agentrt:", ee.err)
+		}
+		return ee.code
+	}
+	// Errors cobra raises itself (unknown command or flag, wrong number
+	// of arguments) are usage errors.
+	fmt.Fprintln(stdio.Err, "agentrt:", err)
+	return ExitUsage
+}
+
+func newRoot(stdio IO) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "agentrt",
+		Short: "agentrt runs agents exactly as their profiles declare and records what really happened",
+		Long: `agentrt is an agent execution contract and runtime.
+
+It validates and identifies agent profiles and contract documents byte for
+byte like the reference TypeScript implementation, and runs them.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newProfileCmd(stdio), newCheckCmd(stdio), newVersionCmd(stdio))
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usage("%v (see %s --help)", err, c.CommandPath())
+	})
+	return root
+}
+
+// readInput reads a file argument; "-" is standard input.
+func readInput(stdio IO, path string) ([]byte, error) {
+	var r io.Reader
+	if path == "-" {
+		r = stdio.In
+	} else {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, &exitError{code: ExitFailed, err: err}
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxInputLen+1))
+	if err != nil {
+		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("reading %s: %w", path, err)}
+	}
+	if len(data) > maxInputLen {
+		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("%s is larger than %d bytes", path, maxInputLen)}
+	}
+	return data, nil
+}
+
+func newVersionCmd(stdio IO) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the agentrt version",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			fmt.Fprintln(stdio.Out, "agentrt", Version)
+			return nil
+		},
+	}
+}
+
+// Version is the agentrt release.
+const Version = "0.1.0-dev"

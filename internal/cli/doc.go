@@ -1,0 +1,5 @@
+// Package cli implements the agentrt command line. Every command writes
+// results for people by default and JSON with --json, sends progress and
+// diagnostics to stderr, and exits 0 when it succeeded, 1 when the input
+// was refused or the work failed, and 2 on a usage error.
+package cli
