@@ -1,6 +1,7 @@
 package canonjson
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"sync"
@@ -164,11 +165,11 @@ func (d *decoder) value(depth int) (Value, error) {
 	case c == '[':
 		return d.array(depth + 1)
 	case c == '"':
-		s, err := d.str()
+		s, wf, err := d.strFlag()
 		if err != nil {
 			return Value{}, err
 		}
-		return Value{kind: String, str: s}, nil
+		return Value{kind: String, str: s, wellFormed: wf}, nil
 	case c == 't':
 		return d.literal("true", Value{kind: Bool, boolean: true})
 	case c == 'f':
@@ -290,31 +291,78 @@ func (d *decoder) findMember(base int, name string) int {
 }
 
 func (d *decoder) str() (string, error) {
+	s, _, err := d.strFlag()
+	return s, err
+}
+
+// strFlag reads a string and reports whether it is well-formed (only a
+// lone-surrogate escape makes it ill-formed; raw bytes are validated).
+func (d *decoder) strFlag() (string, bool, error) {
 	d.pos++ // opening quote
 	start := d.pos
-	// Fast path: no escapes.
+	// Fast path: no escapes. Skip plain ASCII eight bytes at a time.
 	for d.pos < len(d.data) {
+		d.pos += plainASCIIPrefix(d.data[d.pos:])
+		if d.pos >= len(d.data) {
+			break
+		}
 		c := d.data[d.pos]
 		switch {
 		case c == '"':
 			s := d.src[start:d.pos]
 			d.pos++
-			return s, nil
+			return s, true, nil
 		case c == '\\':
-			return d.strSlow(start)
+			s, err := d.strSlow(start)
+			return s, err == nil && utf8.ValidString(s), err
 		case c < 0x20:
-			return "", d.fail(CodeSyntax, fmt.Sprintf("unescaped control character 0x%02x in string", c))
+			return "", false, d.fail(CodeSyntax, fmt.Sprintf("unescaped control character 0x%02x in string", c))
 		case c < utf8.RuneSelf:
 			d.pos++
 		default:
 			r, size := utf8.DecodeRune(d.data[d.pos:])
 			if r == utf8.RuneError && size <= 1 {
-				return "", d.fail(CodeInvalidUTF8, "string is not valid UTF-8")
+				return "", false, d.fail(CodeInvalidUTF8, "string is not valid UTF-8")
 			}
 			d.pos += size
 		}
 	}
-	return "", d.fail(CodeSyntax, "unterminated string")
+	return "", false, d.fail(CodeSyntax, "unterminated string")
+}
+
+// plainASCIIPrefix returns how many leading bytes of b are ASCII other
+// than control characters, '"' and '\\', checking eight bytes at a time.
+func plainASCIIPrefix(b []byte) int {
+	n := 0
+	for len(b)-n >= 8 {
+		w := binary.LittleEndian.Uint64(b[n:])
+		if needsAttention(w) != 0 {
+			break
+		}
+		n += 8
+	}
+	for n < len(b) {
+		c := b[n]
+		if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// needsAttention has the high bit set in each byte of w that is a control
+// character (< 0x20), '"', '\\' or not ASCII (SWAR; may over-report only
+// in bytes after the first flagged one).
+func needsAttention(w uint64) uint64 {
+	hasLess := func(x uint64, n byte) uint64 { return (x - lsb*uint64(n)) &^ x & msb }
+	hasZero := func(x uint64) uint64 { return (x - lsb) &^ x & msb }
+	return hasLess(w, 0x20) | hasZero(w^(lsb*'"')) | hasZero(w^(lsb*'\\')) | w&msb
 }
 
 func (d *decoder) strSlow(start int) (string, error) {

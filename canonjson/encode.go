@@ -132,7 +132,7 @@ func (e *encoder) value(v Value) error {
 		e.buf = AppendNumber(e.buf, v.num)
 	case String:
 		var ok bool
-		if e.buf, ok = appendCheckedString(e.buf, v.str); !ok {
+		if e.buf, ok = appendCheckedString(e.buf, v.str, v.wellFormed); !ok {
 			return e.fail("string is not well-formed Unicode")
 		}
 		e.maybeFlush()
@@ -171,7 +171,7 @@ func (e *encoder) object(members []Member) error {
 			e.buf = append(e.buf, ',')
 		}
 		var ok bool
-		if e.buf, ok = appendCheckedString(e.buf, m.Name); !ok {
+		if e.buf, ok = appendCheckedString(e.buf, m.Name, false); !ok {
 			return e.fail("member name is not well-formed Unicode")
 		}
 		e.buf = append(e.buf, ':')
@@ -187,16 +187,27 @@ func (e *encoder) object(members []Member) error {
 
 // sortedOrder returns the indices of members in UTF-16 name order. Sorting
 // indices rather than members keeps pointer writes (and their GC write
-// barriers) out of the sort.
+// barriers) out of the sort; small objects sort in place on the caller's
+// stack.
 func sortedOrder(members []Member, order []int32) []int32 {
 	for i := range members {
 		order = append(order, int32(i))
 	}
 	for i := 1; i < len(order); i++ {
-		if CompareUTF16(members[order[i-1]].Name, members[order[i]].Name) > 0 {
-			slices.SortFunc(order, func(a, b int32) int { return CompareUTF16(members[a].Name, members[b].Name) })
-			break
+		if CompareUTF16(members[order[i-1]].Name, members[order[i]].Name) <= 0 {
+			continue
 		}
+		if len(order) > 32 {
+			slices.SortFunc(order, func(a, b int32) int { return CompareUTF16(members[a].Name, members[b].Name) })
+			return order
+		}
+		// Insertion sort from i on: the prefix is sorted.
+		for j := i; j < len(order); j++ {
+			for k := j; k > 0 && CompareUTF16(members[order[k-1]].Name, members[order[k]].Name) > 0; k-- {
+				order[k-1], order[k] = order[k], order[k-1]
+			}
+		}
+		return order
 	}
 	return order
 }
@@ -213,24 +224,46 @@ func appendString(b []byte, s string) []byte {
 }
 
 // appendCheckedString appends s as appendString does and reports whether s
-// is well-formed; ASCII strings are checked in the escaping pass itself.
-func appendCheckedString(b []byte, s string) ([]byte, bool) {
+// is well-formed (known is true when that was established already); ASCII
+// strings are checked in the escaping pass itself.
+func appendCheckedString(b []byte, s string, known bool) ([]byte, bool) {
 	b = append(b, '"')
 	start, ascii := 0, true
-	for i := 0; i < len(s); i++ {
+	for i := 0; i < len(s); {
+		if len(s)-i >= 8 {
+			w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+			if needsEscape(w) == 0 {
+				if w&msb != 0 {
+					ascii = false
+				}
+				i += 8
+				continue
+			}
+		}
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' {
 			if c >= 0x80 {
 				ascii = false
 			}
+			i++
 			continue
 		}
 		b = append(b, s[start:i]...)
 		b = appendEscape(b, c)
-		start = i + 1
+		i++
+		start = i
 	}
 	b = append(b, s[start:]...)
-	return append(b, '"'), ascii || utf8.ValidString(s)
+	return append(b, '"'), ascii || known || utf8.ValidString(s)
+}
+
+// needsEscape has the high bit set in bytes of w that are control
+// characters, '"' or '\\' (non-ASCII bytes need no escape).
+func needsEscape(w uint64) uint64 {
+	hasLess := func(x uint64, n byte) uint64 { return (x - lsb*uint64(n)) &^ x & msb }
+	hasZero := func(x uint64) uint64 { return (x - lsb) &^ x & msb }
+	return (hasLess(w, 0x20) | hasZero(w^(lsb*'"')) | hasZero(w^(lsb*'\\'))) &^ (w & msb)
 }
 
 // appendStringBody appends s escaped as in appendString, without quotes.

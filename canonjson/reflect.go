@@ -314,6 +314,9 @@ func (d *fromValue) assign(v Value, rv reflect.Value) error {
 		rv.Set(reflect.ValueOf(v))
 		return nil
 	}
+	if done, err := d.assignCommon(v, rv, t); done {
+		return err
+	}
 	if reflect.PointerTo(t).Implements(unmarshalerType) {
 		if err := rv.Addr().Interface().(ValueUnmarshaler).UnmarshalValue(v); err != nil {
 			var ue *UnmarshalError
@@ -440,6 +443,71 @@ func (d *fromValue) assign(v Value, rv reflect.Value) error {
 		return d.fail("type " + t.String() + " cannot be decoded from JSON")
 	}
 	return nil
+}
+
+// Types with a direct decoding path, spared reflection per element.
+var (
+	valueMapType  = reflect.TypeFor[map[string]Value]()
+	boolMapType   = reflect.TypeFor[map[string]bool]()
+	stringsType   = reflect.TypeFor[[]string]()
+	stringMapType = reflect.TypeFor[map[string]string]()
+)
+
+// assignCommon decodes the most frequent collection types directly.
+func (d *fromValue) assignCommon(v Value, rv reflect.Value, t reflect.Type) (bool, error) {
+	switch t {
+	case valueMapType:
+		if v.kind != Object {
+			return true, d.want("object", v)
+		}
+		m := make(map[string]Value, len(v.members))
+		for _, mem := range v.members {
+			m[mem.Name] = mem.Value
+		}
+		rv.Set(reflect.ValueOf(m))
+	case boolMapType:
+		if v.kind != Object {
+			return true, d.want("object", v)
+		}
+		m := make(map[string]bool, len(v.members))
+		for _, mem := range v.members {
+			if mem.Value.kind != Bool {
+				d.path = append(d.path, pathToken{name: mem.Name, index: -1})
+				return true, d.want("boolean", mem.Value)
+			}
+			m[mem.Name] = mem.Value.boolean
+		}
+		rv.Set(reflect.ValueOf(m))
+	case stringMapType:
+		if v.kind != Object {
+			return true, d.want("object", v)
+		}
+		m := make(map[string]string, len(v.members))
+		for _, mem := range v.members {
+			if mem.Value.kind != String {
+				d.path = append(d.path, pathToken{name: mem.Name, index: -1})
+				return true, d.want("string", mem.Value)
+			}
+			m[mem.Name] = mem.Value.str
+		}
+		rv.Set(reflect.ValueOf(m))
+	case stringsType:
+		if v.kind != Array {
+			return true, d.want("array", v)
+		}
+		out := make([]string, len(v.items))
+		for i, item := range v.items {
+			if item.kind != String {
+				d.path = append(d.path, pathToken{index: i})
+				return true, d.want("string", item)
+			}
+			out[i] = item.str
+		}
+		rv.Set(reflect.ValueOf(out))
+	default:
+		return false, nil
+	}
+	return true, nil
 }
 
 func (d *fromValue) fieldForSet(rv reflect.Value, index []int) (reflect.Value, error) {

@@ -36,6 +36,9 @@ func (k Kind) String() string {
 type Value struct {
 	kind    Kind
 	boolean bool
+	// wellFormed records that a decoded string is known to be valid UTF-8
+	// (it held no lone-surrogate escape), sparing the check when encoding.
+	wellFormed bool
 	num     float64
 	str     string
 	items   []Value

@@ -24,13 +24,22 @@ func (f NodeFunc) Check(c *Context, v canonjson.Value) canonjson.Value { return 
 // Run checks v against n from the root and returns the accepted value, or
 // an *Error naming kind with every issue.
 func Run(kind string, n Node, v canonjson.Value) (canonjson.Value, error) {
-	c := Context{path: make([]token, 0, 16)}
-	out := n.Check(&c, v)
+	c := contextPool.Get().(*Context)
+	defer func() {
+		clear(c.path[:cap(c.path)])
+		*c = Context{path: c.path[:0]}
+		contextPool.Put(c)
+	}()
+	out := n.Check(c, v)
 	if c.Failed() {
 		return canonjson.Value{}, &Error{Kind: kind, Issues: c.Issues()}
 	}
 	return out, nil
 }
+
+// contextPool recycles check contexts (their path stacks); a recycled
+// context holds no issues.
+var contextPool = sync.Pool{New: func() any { return &Context{path: make([]token, 0, 16)} }}
 
 // ---- scalars ---------------------------------------------------------------
 

@@ -14,8 +14,9 @@ import (
 // EnvDir names the environment variable that overrides the vector directory.
 const EnvDir = "AGENTRT_VECTORS"
 
-// Dir returns the vector directory: $AGENTRT_VECTORS, or ../shared/vectors
-// next to the module root.
+// Dir returns the vector directory: $AGENTRT_VECTORS, or else the first
+// shared/vectors found beside the module root or beside one of its
+// ancestors (../shared/vectors for the usual checkout).
 func Dir() (string, error) {
 	if d := os.Getenv(EnvDir); d != "" {
 		return d, nil
@@ -24,12 +25,17 @@ func Dir() (string, error) {
 	if !ok {
 		return "", errors.New("vectors: cannot locate the module root")
 	}
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	dir := filepath.Join(root, "..", "shared", "vectors")
-	if _, err := os.Stat(filepath.Join(dir, "INDEX.tsv")); err != nil {
-		return "", fmt.Errorf("vectors: no vector set at %s (set %s to the directory holding INDEX.tsv): %w", dir, EnvDir, err)
+	root := filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	for d := filepath.Dir(root); ; d = filepath.Dir(d) {
+		dir := filepath.Join(d, "shared", "vectors")
+		if _, err := os.Stat(filepath.Join(dir, "INDEX.tsv")); err == nil {
+			return dir, nil
+		}
+		if d == filepath.Dir(d) {
+			break
+		}
 	}
-	return dir, nil
+	return "", fmt.Errorf("vectors: no shared/vectors/INDEX.tsv beside %s or its parents (set %s to the vector directory)", root, EnvDir)
 }
 
 // Issue is one issue the reference reported for a refused input.
