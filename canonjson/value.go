@@ -39,10 +39,10 @@ type Value struct {
 	// wellFormed records that a decoded string is known to be valid UTF-8
 	// (it held no lone-surrogate escape), sparing the check when encoding.
 	wellFormed bool
-	num     float64
-	str     string
-	items   []Value
-	members []Member
+	num        float64
+	str        string
+	items      []Value
+	members    []Member
 }
 
 // Member is one name/value pair of a JSON object.
