@@ -180,7 +180,6 @@ func (b CwdBases) Accepts(base string) bool {
 // CwdBasesSchema requires both members.
 var CwdBasesSchema = schema.Object(schema.Req("repository", schema.Bool()), schema.Req("host", schema.Bool()))
 
-// Kinds lists the wire kinds this package owns, for `agentrt check`.
-func Kinds() []schema.Kind {
+func cwdKinds() []schema.Kind {
 	return []schema.Kind{{Name: KindWorkspaceCwd, Node: WorkspaceCwdSchema}}
 }

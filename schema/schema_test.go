@@ -178,3 +178,18 @@ func TestDecodeErrorsAreSchemaErrors(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestISODateTime(t *testing.T) {
+	for s, ok := range map[string]bool{
+		"2026-08-01T20:00:00.000Z": true, "2026-08-01T20:00Z": true, "2026-08-01T20:00:59Z": true,
+		"2024-02-29T00:00:00Z": true, "2023-02-29T00:00:00Z": false, "2000-02-29T00:00Z": true, "1900-02-29T00:00Z": false,
+		"2026-08-01T20:00:00.1234567890Z": true, "2026-08-01T20:00:00+00:00": false, "2026-08-01T20:00:00": false,
+		"2026-08-01 20:00:00Z": false, "2026-13-01T20:00Z": false, "2026-04-31T20:00Z": false, "2026-08-01T24:00Z": false,
+		"2026-08-01T20:60Z": false, "2026-08-01T20:00:60Z": false, "2026-08-01T20:00:00.Z": false, "2026-8-01T20:00Z": false,
+		"2026-08-01t20:00Z": false, "2026-08-01T20:00z": false, "": false, "2026-08-01T2:00Z": false,
+	} {
+		if got := schema.IsISODateTime(s); got != ok {
+			t.Errorf("IsISODateTime(%q) = %v", s, got)
+		}
+	}
+}

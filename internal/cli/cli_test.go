@@ -198,3 +198,31 @@ func TestProfileCommands(t *testing.T) {
 		t.Errorf("projection does not validate")
 	}
 }
+
+func TestProfileKB(t *testing.T) {
+	example := filepath.Join("..", "..", "examples", "profiles", "claude-worker.json")
+	once, _, code := run(t, "", "profile", "kb", "--json", example)
+	if code != 0 {
+		t.Fatalf("kb exit %d", code)
+	}
+	v := decode(t, once)
+	appended, _ := canonjson.Resolve(v, "/prompt/appendSystemPrompt")
+	if !strings.HasPrefix(appended.Str(), `<profile-guidance source="harness" id="claude-code">`) ||
+		!strings.HasSuffix(appended.Str(), "\n\nCite the file you read.") {
+		t.Errorf("composed appendSystemPrompt %q", appended.Str())
+	}
+	// Composing the composed profile again changes nothing (KB-15).
+	twice, _, code := run(t, once, "profile", "kb", "--json", "-")
+	if code != 0 || twice != once {
+		t.Errorf("recomposition is not stable:\n%s\n%s", once, twice)
+	}
+	// An executor override moves guidance to instructions for codex (KB-14, KB-16).
+	codex, _, _ := run(t, once, "profile", "kb", "--json", "--harness", "codex", "-")
+	cv := decode(t, codex)
+	if a, _ := canonjson.Resolve(cv, "/prompt/appendSystemPrompt"); a.Str() != "Cite the file you read." {
+		t.Errorf("codex appendSystemPrompt %q", a.Str())
+	}
+	if h, _ := canonjson.Resolve(cv, "/harness"); h.Str() != "claude-code" {
+		t.Errorf("the profile's own harness changed to %q", h.Str())
+	}
+}
