@@ -1,0 +1,428 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Budget is a set of ceilings. A nil field sets no ceiling on that channel
+// for a pool's root; in a reservation a nil field requests nothing of it.
+type Budget struct {
+	Tokens     *int64
+	Iterations *int64
+	// MicroUSD is dollars × 1,000,000.
+	MicroUSD *int64
+	// Resources are named, caller-measured channels (GPU seconds, box
+	// minutes, …) in their own integer units.
+	Resources map[string]int64
+}
+
+// Spend is what one worker actually used. A nil quantity is unknown: the
+// worker ran but its usage was not reported.
+type Spend struct {
+	Tokens     *int64
+	Iterations *int64
+	MicroUSD   *int64
+	Resources  map[string]*int64
+}
+
+// Reasons a reservation is refused.
+var (
+	// ErrExhausted: a requested channel does not fit the free capacity.
+	ErrExhausted = errors.New("ledger: budget exhausted")
+	// ErrUSDUnbudgeted: dollars were requested from a pool without a
+	// dollar ceiling.
+	ErrUSDUnbudgeted = errors.New("ledger: dollars requested from a pool with no dollar ceiling")
+	// ErrUSDTainted: an earlier settlement reported unknown dollars under
+	// a dollar ceiling, so the remaining dollar balance is unknowable.
+	ErrUSDTainted = errors.New("ledger: dollar balance unknown after an unmeasured spend")
+	// ErrDeadline: the pool's absolute deadline has passed.
+	ErrDeadline = errors.New("ledger: budget deadline passed")
+	// ErrTicket: the ticket is unknown or already settled (a ticket
+	// settles once; there is no double refund).
+	ErrTicket = errors.New("ledger: unknown or settled ticket")
+	// ErrInvalid: a negative or otherwise malformed quantity.
+	ErrInvalid = errors.New("ledger: invalid quantity")
+)
+
+// ExhaustedError names the channel that did not fit.
+type ExhaustedError struct {
+	Channel         string
+	Requested, Free int64
+}
+
+func (e *ExhaustedError) Error() string {
+	return fmt.Sprintf("ledger: budget exhausted on %s: requested %d, %d free", e.Channel, e.Requested, e.Free)
+}
+
+// Unwrap lets errors.Is(err, ErrExhausted) match.
+func (e *ExhaustedError) Unwrap() error { return ErrExhausted }
+
+// Channel names of the standard channels; named resources use
+// "resource:<name>".
+const (
+	ChannelTokens     = "tokens"
+	ChannelIterations = "iterations"
+	ChannelUSD        = "usd"
+)
+
+func resourceChannel(name string) string { return "resource:" + name }
+
+// account is one conserved channel.
+type account struct {
+	total, free, reserved, committed int64
+	capped                           bool
+	known                            bool
+}
+
+// Ticket is a single-use reservation.
+type Ticket struct {
+	ID       string
+	Reserved map[string]int64
+}
+
+// Violation records measured spend beyond a reservation: the spend is
+// committed (capacity is never minted back) and the overrun is reported,
+// not hidden.
+type Violation struct {
+	Ticket    string
+	Channel   string
+	Reserved  int64
+	Spent     int64
+	Overspent int64
+}
+
+// Pool is a conserved budget shared by concurrent workers. It is safe for
+// concurrent use.
+type Pool struct {
+	mu         sync.Mutex
+	accounts   map[string]*account
+	tickets    map[string]map[string]int64
+	next       int
+	deadline   time.Time
+	usdTainted bool
+	violations []Violation
+	now        func() time.Time
+}
+
+// PoolOptions adjusts NewPool.
+type PoolOptions struct {
+	// Deadline, when not zero, is the absolute time after which the pool
+	// admits nothing. It never slides, not even on Restore.
+	Deadline time.Time
+	// Now replaces time.Now (tests).
+	Now func() time.Time
+}
+
+// NewPool returns a pool whose capacity is root. Tokens and iterations
+// must be given; dollars and named resources are capped only when given.
+func NewPool(root Budget, opts PoolOptions) (*Pool, error) {
+	if root.Tokens == nil || root.Iterations == nil {
+		return nil, fmt.Errorf("%w: a root budget needs token and iteration ceilings", ErrInvalid)
+	}
+	p := &Pool{accounts: map[string]*account{}, tickets: map[string]map[string]int64{}, deadline: opts.Deadline, now: opts.Now}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	add := func(ch string, v *int64) error {
+		if v == nil {
+			p.accounts[ch] = &account{known: true}
+			return nil
+		}
+		if *v < 0 {
+			return fmt.Errorf("%w: %s ceiling %d is negative", ErrInvalid, ch, *v)
+		}
+		p.accounts[ch] = &account{total: *v, free: *v, capped: true, known: true}
+		return nil
+	}
+	for _, c := range []struct {
+		ch string
+		v  *int64
+	}{{ChannelTokens, root.Tokens}, {ChannelIterations, root.Iterations}, {ChannelUSD, root.MicroUSD}} {
+		if err := add(c.ch, c.v); err != nil {
+			return nil, err
+		}
+	}
+	for name, limit := range root.Resources {
+		if err := add(resourceChannel(name), &limit); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func requested(b Budget) (map[string]int64, error) {
+	req := map[string]int64{}
+	for _, c := range []struct {
+		ch string
+		v  *int64
+	}{{ChannelTokens, b.Tokens}, {ChannelIterations, b.Iterations}, {ChannelUSD, b.MicroUSD}} {
+		if c.v == nil {
+			continue
+		}
+		if *c.v < 0 {
+			return nil, fmt.Errorf("%w: %s request %d is negative", ErrInvalid, c.ch, *c.v)
+		}
+		req[c.ch] = *c.v
+	}
+	for name, v := range b.Resources {
+		if v < 0 {
+			return nil, fmt.Errorf("%w: resource %s request %d is negative", ErrInvalid, name, v)
+		}
+		req[resourceChannel(name)] = v
+	}
+	return req, nil
+}
+
+// Reserve moves the whole of b from free to reserved, atomically across
+// channels, and returns the ticket to settle. It refuses (before any
+// spend can happen) when a channel does not fit, when dollars are requested
+// from a pool without a dollar ceiling, when the dollar channel is tainted,
+// when the deadline passed, or when a capped named resource is not
+// declared by the request.
+func (p *Pool) Reserve(b Budget) (*Ticket, error) {
+	req, err := requested(b)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.deadline.IsZero() && !p.now().Before(p.deadline) {
+		return nil, ErrDeadline
+	}
+	usd := p.accounts[ChannelUSD]
+	if usd.capped && p.usdTainted {
+		return nil, ErrUSDTainted
+	}
+	if _, asks := req[ChannelUSD]; asks && !usd.capped {
+		return nil, ErrUSDUnbudgeted
+	}
+	for ch, a := range p.accounts {
+		if a.capped && ch != ChannelTokens && ch != ChannelIterations && ch != ChannelUSD {
+			if _, ok := req[ch]; !ok {
+				return nil, fmt.Errorf("%w: the request does not declare enforced channel %s", ErrInvalid, ch)
+			}
+		}
+	}
+	for _, ch := range slices.Sorted(maps.Keys(req)) {
+		a, ok := p.accounts[ch]
+		if !ok {
+			return nil, fmt.Errorf("%w: channel %s is not budgeted by this pool", ErrInvalid, ch)
+		}
+		if a.capped && req[ch] > a.free {
+			return nil, &ExhaustedError{Channel: ch, Requested: req[ch], Free: a.free}
+		}
+	}
+	for ch, v := range req {
+		a := p.accounts[ch]
+		a.free -= v
+		a.reserved += v
+	}
+	p.next++
+	id := "t" + strconv.Itoa(p.next)
+	p.tickets[id] = req
+	return &Ticket{ID: id, Reserved: maps.Clone(req)}, nil
+}
+
+// Settle closes ticket t with what was actually spent: known spend is
+// committed and the rest of the reservation returns to free. Spend beyond
+// the reservation is committed too and recorded as a Violation. A channel
+// whose spend is unknown is charged the whole reservation and marked
+// unknown (the balance becomes a ceiling); unknown dollars under a dollar
+// ceiling also taint the dollar channel, refusing later reservations. The
+// ticket is closed even when Settle returns an error.
+func (p *Pool) Settle(t *Ticket, spent Spend) error {
+	if t == nil {
+		return ErrTicket
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	req, ok := p.tickets[t.ID]
+	if !ok {
+		return ErrTicket
+	}
+	delete(p.tickets, t.ID)
+	actual := spendByChannel(spent)
+	var invalid error
+	for ch, reserved := range req {
+		a := p.accounts[ch]
+		v, measured := actual[ch]
+		if measured && v != nil && *v < 0 {
+			invalid = fmt.Errorf("%w: %s spend %d is negative", ErrInvalid, ch, *v)
+			v = nil
+		}
+		a.reserved -= reserved
+		if !measured || v == nil {
+			// Unknown: charge the whole reservation; never mint.
+			a.committed += reserved
+			a.known = false
+			if ch == ChannelUSD && a.capped {
+				p.usdTainted = true
+			}
+			continue
+		}
+		a.committed += *v
+		a.free += reserved - *v
+		if *v > reserved {
+			p.violations = append(p.violations, Violation{Ticket: t.ID, Channel: ch, Reserved: reserved, Spent: *v, Overspent: *v - reserved})
+		}
+	}
+	// Spend on channels the ticket did not reserve is observed spend.
+	for ch, v := range actual {
+		if _, ok := req[ch]; ok {
+			continue
+		}
+		p.observeLocked(ch, v)
+	}
+	return invalid
+}
+
+func spendByChannel(s Spend) map[string]*int64 {
+	out := map[string]*int64{ChannelTokens: s.Tokens, ChannelIterations: s.Iterations}
+	if s.MicroUSD != nil {
+		out[ChannelUSD] = s.MicroUSD
+	}
+	for name, v := range s.Resources {
+		out[resourceChannel(name)] = v
+	}
+	return out
+}
+
+// Observe debits spend the pool did not reserve (a driver's own model
+// calls) directly from free to committed. Free may go negative; Observe
+// never refuses, because the spend already happened. Unknown quantities
+// mark their channel unknown.
+func (p *Pool) Observe(spent Spend) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for ch, v := range spendByChannel(spent) {
+		p.observeLocked(ch, v)
+	}
+}
+
+func (p *Pool) observeLocked(ch string, v *int64) {
+	a, ok := p.accounts[ch]
+	if !ok {
+		a = &account{known: true}
+		p.accounts[ch] = a
+	}
+	if v == nil {
+		a.known = false
+		if ch == ChannelUSD && a.capped {
+			p.usdTainted = true
+		}
+		return
+	}
+	if *v < 0 {
+		return
+	}
+	a.free -= *v
+	a.committed += *v
+}
+
+// Balance is one channel's state.
+type Balance struct {
+	Total, Free, Reserved, Committed int64
+	// Capped is false for a channel the root did not limit.
+	Capped bool
+	// Known is false once any spend on the channel went unreported: Free
+	// is then an upper bound and Committed a floor.
+	Known bool
+}
+
+// Readout is a consistent snapshot of every channel.
+type Readout struct {
+	Channels    map[string]Balance
+	USDTainted  bool
+	OpenTickets int
+	Violations  []Violation
+	Deadline    time.Time
+}
+
+// Readout returns the pool's state.
+func (p *Pool) Readout() Readout {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := Readout{Channels: map[string]Balance{}, USDTainted: p.usdTainted, OpenTickets: len(p.tickets),
+		Violations: slices.Clone(p.violations), Deadline: p.deadline}
+	for ch, a := range p.accounts {
+		r.Channels[ch] = Balance{Total: a.total, Free: a.free, Reserved: a.reserved, Committed: a.committed, Capped: a.capped, Known: a.known}
+	}
+	return r
+}
+
+// OpenTickets returns the ids of reservations not yet settled: leaks at a
+// join barrier, to be reported (they make every total a floor).
+func (p *Pool) OpenTickets() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Sorted(maps.Keys(p.tickets))
+}
+
+// Snapshot is a pool's durable state.
+type Snapshot struct {
+	Channels   map[string]Balance
+	Open       map[string]map[string]int64
+	USDTainted bool
+	Deadline   time.Time
+	Violations []Violation
+}
+
+// Snapshot returns the state to persist.
+func (p *Pool) Snapshot() Snapshot {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := Snapshot{Channels: map[string]Balance{}, Open: map[string]map[string]int64{}, USDTainted: p.usdTainted,
+		Deadline: p.deadline, Violations: slices.Clone(p.violations)}
+	for ch, a := range p.accounts {
+		s.Channels[ch] = Balance{Total: a.total, Free: a.free, Reserved: a.reserved, Committed: a.committed, Capped: a.capped, Known: a.known}
+	}
+	for id, req := range p.tickets {
+		s.Open[id] = maps.Clone(req)
+	}
+	return s
+}
+
+// Restore rebuilds a pool after a restart. Reservations that were open
+// when the snapshot was taken belonged to work that may have spent
+// anything up to its ceiling, so each is charged in full (committed), and
+// its channels are marked unknown: a restart never mints capacity. The
+// deadline stays absolute.
+func Restore(s Snapshot, opts PoolOptions) (*Pool, error) {
+	p := &Pool{accounts: map[string]*account{}, tickets: map[string]map[string]int64{}, deadline: s.Deadline,
+		usdTainted: s.USDTainted, violations: slices.Clone(s.Violations), now: opts.Now}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	for ch, b := range s.Channels {
+		if b.Total != b.Free+b.Reserved+b.Committed {
+			return nil, fmt.Errorf("%w: snapshot channel %s does not conserve (%d != %d + %d + %d)", ErrInvalid, ch, b.Total, b.Free, b.Reserved, b.Committed)
+		}
+		p.accounts[ch] = &account{total: b.Total, free: b.Free, reserved: b.Reserved, committed: b.Committed, capped: b.Capped, known: b.Known}
+	}
+	for id, req := range s.Open {
+		for ch, v := range req {
+			a, ok := p.accounts[ch]
+			if !ok {
+				return nil, fmt.Errorf("%w: open ticket %s names unknown channel %s", ErrInvalid, id, ch)
+			}
+			a.reserved -= v
+			a.committed += v
+			a.known = false
+			if ch == ChannelUSD && a.capped {
+				p.usdTainted = true
+			}
+		}
+	}
+	for ch, a := range p.accounts {
+		if a.reserved != 0 {
+			return nil, fmt.Errorf("%w: snapshot channel %s has reservations no open ticket explains", ErrInvalid, ch)
+		}
+	}
+	return p, nil
+}

@@ -1,0 +1,209 @@
+package ledger_test
+
+import (
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/ledger"
+)
+
+func i64(v int64) *int64 { return &v }
+
+func conserved(t *testing.T, r ledger.Readout) {
+	t.Helper()
+	for ch, b := range r.Channels {
+		if b.Total != b.Free+b.Reserved+b.Committed {
+			t.Fatalf("%s does not conserve: %+v", ch, b)
+		}
+	}
+}
+
+// Issue 4 "Budget property test": 32 goroutines reserving and settling at
+// random never overspend and always conserve.
+func TestPoolConservesUnderConcurrency(t *testing.T) {
+	for seed := range uint64(20) {
+		pool, err := ledger.NewPool(ledger.Budget{Tokens: i64(100_000), Iterations: i64(500), MicroUSD: i64(5_000_000),
+			Resources: map[string]int64{"gpu-seconds": 3_000}}, ledger.PoolOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		admitted, refused := 0, 0
+		for w := range 32 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(seed, uint64(w)))
+				for range 200 {
+					req := ledger.Budget{Tokens: i64(rng.Int64N(3_000)), Iterations: i64(rng.Int64N(10)),
+						MicroUSD: i64(rng.Int64N(100_000)), Resources: map[string]int64{"gpu-seconds": rng.Int64N(50)}}
+					ticket, err := pool.Reserve(req)
+					if err != nil {
+						if !errors.Is(err, ledger.ErrExhausted) {
+							t.Errorf("Reserve: %v", err)
+						}
+						mu.Lock()
+						refused++
+						mu.Unlock()
+						continue
+					}
+					mu.Lock()
+					admitted++
+					mu.Unlock()
+					conserved(t, pool.Readout())
+					spend := ledger.Spend{
+						Tokens:     i64(rng.Int64N(*req.Tokens + 1)),
+						Iterations: i64(rng.Int64N(*req.Iterations + 1)),
+						MicroUSD:   i64(rng.Int64N(*req.MicroUSD + 1)),
+						Resources:  map[string]*int64{"gpu-seconds": i64(rng.Int64N(req.Resources["gpu-seconds"] + 1))},
+					}
+					if err := pool.Settle(ticket, spend); err != nil {
+						t.Errorf("Settle: %v", err)
+					}
+					if err := pool.Settle(ticket, spend); !errors.Is(err, ledger.ErrTicket) {
+						t.Errorf("second Settle = %v, want ErrTicket", err)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		r := pool.Readout()
+		conserved(t, r)
+		for ch, b := range r.Channels {
+			if b.Capped && (b.Free < 0 || b.Committed > b.Total) {
+				t.Errorf("seed %d: %s overspent: %+v", seed, ch, b)
+			}
+			if b.Reserved != 0 {
+				t.Errorf("seed %d: %s still reserved: %+v", seed, ch, b)
+			}
+		}
+		if r.OpenTickets != 0 || len(r.Violations) != 0 || admitted == 0 || refused == 0 {
+			t.Errorf("seed %d: open %d, violations %d, admitted %d, refused %d", seed, r.OpenTickets, len(r.Violations), admitted, refused)
+		}
+	}
+}
+
+func TestReserveRefusesWhatDoesNotFit(t *testing.T) {
+	pool, _ := ledger.NewPool(ledger.Budget{Tokens: i64(100), Iterations: i64(2)}, ledger.PoolOptions{})
+	if _, err := pool.Reserve(ledger.Budget{Tokens: i64(60), Iterations: i64(1)}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := pool.Reserve(ledger.Budget{Tokens: i64(60), Iterations: i64(1)})
+	var ee *ledger.ExhaustedError
+	if !errors.As(err, &ee) || ee.Channel != ledger.ChannelTokens || ee.Free != 40 {
+		t.Fatalf("err = %v", err)
+	}
+	// A refused reservation moves nothing: atomic across channels.
+	if b := pool.Readout().Channels[ledger.ChannelIterations]; b.Reserved != 1 {
+		t.Errorf("iterations after refusal: %+v", b)
+	}
+	if _, err := pool.Reserve(ledger.Budget{MicroUSD: i64(1)}); !errors.Is(err, ledger.ErrUSDUnbudgeted) {
+		t.Errorf("usd from a pool without a usd ceiling: %v", err)
+	}
+	if _, err := pool.Reserve(ledger.Budget{Tokens: i64(-1)}); !errors.Is(err, ledger.ErrInvalid) {
+		t.Errorf("negative request: %v", err)
+	}
+}
+
+func TestUnknownSpendIsChargedAndStaysUnknown(t *testing.T) {
+	pool, _ := ledger.NewPool(ledger.Budget{Tokens: i64(1000), Iterations: i64(10), MicroUSD: i64(1_000_000)}, ledger.PoolOptions{})
+	tk, err := pool.Reserve(ledger.Budget{Tokens: i64(300), Iterations: i64(1), MicroUSD: i64(200_000)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The worker ran one iteration, its tokens and dollars were not reported.
+	if err := pool.Settle(tk, ledger.Spend{Iterations: i64(1)}); err != nil {
+		t.Fatal(err)
+	}
+	r := pool.Readout()
+	conserved(t, r)
+	tokens := r.Channels[ledger.ChannelTokens]
+	if tokens.Known || tokens.Committed != 300 || tokens.Free != 700 {
+		t.Errorf("unknown tokens must be charged in full and marked unknown: %+v", tokens)
+	}
+	if !r.USDTainted {
+		t.Error("unknown dollars under a dollar ceiling must taint the dollar channel")
+	}
+	if _, err := pool.Reserve(ledger.Budget{Tokens: i64(1)}); !errors.Is(err, ledger.ErrUSDTainted) {
+		t.Errorf("reservation after taint: %v", err)
+	}
+}
+
+func TestOverspendIsCommittedAndReported(t *testing.T) {
+	pool, _ := ledger.NewPool(ledger.Budget{Tokens: i64(1000), Iterations: i64(10)}, ledger.PoolOptions{})
+	tk, _ := pool.Reserve(ledger.Budget{Tokens: i64(100), Iterations: i64(1)})
+	if err := pool.Settle(tk, ledger.Spend{Tokens: i64(150), Iterations: i64(1)}); err != nil {
+		t.Fatal(err)
+	}
+	r := pool.Readout()
+	conserved(t, r)
+	if b := r.Channels[ledger.ChannelTokens]; b.Committed != 150 || b.Free != 850 {
+		t.Errorf("tokens %+v", b)
+	}
+	if len(r.Violations) != 1 || r.Violations[0].Overspent != 50 {
+		t.Errorf("violations %+v", r.Violations)
+	}
+}
+
+func TestObserveAndNamedResources(t *testing.T) {
+	pool, _ := ledger.NewPool(ledger.Budget{Tokens: i64(100), Iterations: i64(10), Resources: map[string]int64{"box-minutes": 60}}, ledger.PoolOptions{})
+	if _, err := pool.Reserve(ledger.Budget{Tokens: i64(1), Iterations: i64(1)}); !errors.Is(err, ledger.ErrInvalid) {
+		t.Errorf("a reservation must declare every enforced channel: %v", err)
+	}
+	pool.Observe(ledger.Spend{Tokens: i64(150), Iterations: i64(0)})
+	r := pool.Readout()
+	conserved(t, r)
+	if b := r.Channels[ledger.ChannelTokens]; b.Free != -50 || b.Committed != 150 {
+		t.Errorf("observed spend %+v", b)
+	}
+}
+
+// Restart never mints capacity: open reservations are charged in full.
+func TestRestoreChargesOpenReservations(t *testing.T) {
+	pool, _ := ledger.NewPool(ledger.Budget{Tokens: i64(1000), Iterations: i64(10)}, ledger.PoolOptions{})
+	done, _ := pool.Reserve(ledger.Budget{Tokens: i64(100), Iterations: i64(1)})
+	_ = pool.Settle(done, ledger.Spend{Tokens: i64(40), Iterations: i64(1)})
+	if _, err := pool.Reserve(ledger.Budget{Tokens: i64(300), Iterations: i64(2)}); err != nil {
+		t.Fatal(err)
+	}
+	snap := pool.Snapshot()
+	restored, err := ledger.Restore(snap, ledger.PoolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := restored.Readout()
+	conserved(t, r)
+	tokens := r.Channels[ledger.ChannelTokens]
+	if tokens.Free != 660 || tokens.Committed != 340 || tokens.Reserved != 0 || tokens.Known {
+		t.Errorf("restored tokens %+v", tokens)
+	}
+	if r.OpenTickets != 0 {
+		t.Error("restored pool kept the dead ticket")
+	}
+	bad := snap
+	bad.Channels = map[string]ledger.Balance{ledger.ChannelTokens: {Total: 10, Free: 11}}
+	if _, err := ledger.Restore(bad, ledger.PoolOptions{}); !errors.Is(err, ledger.ErrInvalid) {
+		t.Errorf("a non-conserving snapshot was restored: %v", err)
+	}
+}
+
+func TestDeadlineIsAbsolute(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	pool, _ := ledger.NewPool(ledger.Budget{Tokens: i64(10), Iterations: i64(10)}, ledger.PoolOptions{Deadline: now.Add(time.Minute), Now: clock})
+	if _, err := pool.Reserve(ledger.Budget{Tokens: i64(1)}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Minute)
+	if _, err := pool.Reserve(ledger.Budget{Tokens: i64(1)}); !errors.Is(err, ledger.ErrDeadline) {
+		t.Errorf("after the deadline: %v", err)
+	}
+	restored, _ := ledger.Restore(pool.Snapshot(), ledger.PoolOptions{Now: clock})
+	if _, err := restored.Reserve(ledger.Budget{Tokens: i64(1)}); !errors.Is(err, ledger.ErrDeadline) {
+		t.Errorf("the deadline slid on restore: %v", err)
+	}
+}
