@@ -1,0 +1,264 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/store"
+)
+
+// Store is an in-memory store.Store. The zero value is not usable; call
+// New.
+type Store struct {
+	mu          sync.Mutex
+	runs        map[string]*store.Run
+	events      map[string][]store.Event
+	ledger      map[string][]store.LedgerEntry
+	idempotency map[[2]string]store.Idempotency
+	now         func() time.Time
+	closed      bool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns an empty store. now, when not nil, replaces time.Now.
+func New(now func() time.Time) *Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{runs: map[string]*store.Run{}, events: map[string][]store.Event{},
+		ledger: map[string][]store.LedgerEntry{}, idempotency: map[[2]string]store.Idempotency{}, now: now}
+}
+
+func (s *Store) check() error {
+	if s.closed {
+		return fmt.Errorf("memory store is closed: %w", store.ErrInvalid)
+	}
+	return nil
+}
+
+// CreateRun implements store.Store.
+func (s *Store) CreateRun(ctx context.Context, r store.Run) (store.Run, error) {
+	if err := store.CheckNew(r); err != nil {
+		return store.Run{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(); err != nil {
+		return store.Run{}, err
+	}
+	if _, ok := s.runs[r.ID]; ok {
+		return store.Run{}, fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
+	}
+	now := s.now().UTC()
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = now
+	}
+	r.UpdatedAt, r.Revision = now, 1
+	cp := r
+	s.runs[r.ID] = &cp
+	return r, nil
+}
+
+// GetRun implements store.Store.
+func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(); err != nil {
+		return store.Run{}, err
+	}
+	r, ok := s.runs[id]
+	if !ok {
+		return store.Run{}, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+	}
+	out := *r
+	out.Status = store.Effective(out, s.now())
+	return out, nil
+}
+
+// UpdateRun implements store.Store.
+func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*store.Run) error) (store.Run, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(); err != nil {
+		return store.Run{}, err
+	}
+	cur, ok := s.runs[id]
+	if !ok {
+		return store.Run{}, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+	}
+	before := *cur
+	before.Status = store.Effective(before, s.now())
+	next := before
+	if err := fn(&next); err != nil {
+		return store.Run{}, err
+	}
+	if err := store.CheckUpdate(before, next); err != nil {
+		return store.Run{}, err
+	}
+	if next.Doc.IsValid() {
+		if _, err := canonjson.Canonical(next.Doc); err != nil {
+			return store.Run{}, fmt.Errorf("%w: run document: %w", store.ErrInvalid, err)
+		}
+	}
+	next.Revision = cur.Revision + 1
+	next.UpdatedAt = s.now().UTC()
+	*cur = next
+	return next, nil
+}
+
+// ListRuns implements store.Store.
+func (s *Store) ListRuns(ctx context.Context, opts store.ListOptions) ([]store.Run, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	var out []store.Run
+	for _, r := range s.runs {
+		cp := *r
+		cp.Status = store.Effective(cp, now)
+		if opts.Status == "" || cp.Status == opts.Status {
+			out = append(out, cp)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.After(out[j].CreatedAt)
+		}
+		return out[i].ID > out[j].ID
+	})
+	if opts.Limit > 0 && len(out) > opts.Limit {
+		out = out[:opts.Limit]
+	}
+	return out, nil
+}
+
+// AppendEvents implements store.Store.
+func (s *Store) AppendEvents(ctx context.Context, runID string, events []store.NewEvent) ([]store.Event, error) {
+	if err := store.CheckEvents(events); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if _, ok := s.runs[runID]; !ok {
+		return nil, fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
+	}
+	log := s.events[runID]
+	for _, e := range events {
+		if slices.ContainsFunc(log, func(x store.Event) bool { return x.ID == e.ID }) {
+			return nil, fmt.Errorf("event %s of run %s: %w", e.ID, runID, store.ErrExists)
+		}
+	}
+	out := make([]store.Event, len(events))
+	for i, e := range events {
+		seq := int64(len(log) + 1)
+		ev := store.Event{RunID: runID, Sequence: seq, Cursor: store.CursorFor(seq), ID: e.ID, Type: e.Type, Time: e.Time.UTC(), Body: e.Body}
+		log = append(log, ev)
+		out[i] = ev
+	}
+	s.events[runID] = log
+	return out, nil
+}
+
+// Events implements store.Store.
+func (s *Store) Events(ctx context.Context, runID, after string, limit int) ([]store.Event, error) {
+	from, err := store.ParseCursor(after)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if _, ok := s.runs[runID]; !ok {
+		return nil, fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
+	}
+	log := s.events[runID]
+	if from >= int64(len(log)) {
+		return nil, nil
+	}
+	out := slices.Clone(log[from:])
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// AppendLedger implements store.Store.
+func (s *Store) AppendLedger(ctx context.Context, runID string, bodies []canonjson.Value, at time.Time) ([]store.LedgerEntry, error) {
+	for i, b := range bodies {
+		if _, err := canonjson.Canonical(b); err != nil {
+			return nil, fmt.Errorf("%w: ledger entry %d: %w", store.ErrInvalid, i, err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if _, ok := s.runs[runID]; !ok {
+		return nil, fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
+	}
+	entries := s.ledger[runID]
+	out := make([]store.LedgerEntry, len(bodies))
+	for i, b := range bodies {
+		e := store.LedgerEntry{RunID: runID, Sequence: int64(len(entries) + 1), Time: at.UTC(), Body: b}
+		entries = append(entries, e)
+		out[i] = e
+	}
+	s.ledger[runID] = entries
+	return out, nil
+}
+
+// Ledger implements store.Store.
+func (s *Store) Ledger(ctx context.Context, runID string) ([]store.LedgerEntry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if _, ok := s.runs[runID]; !ok {
+		return nil, fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
+	}
+	return slices.Clone(s.ledger[runID]), nil
+}
+
+// ClaimIdempotency implements store.Store.
+func (s *Store) ClaimIdempotency(ctx context.Context, rec store.Idempotency) (store.Idempotency, bool, error) {
+	if err := store.CheckIdempotency(rec); err != nil {
+		return store.Idempotency{}, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(); err != nil {
+		return store.Idempotency{}, false, err
+	}
+	k := [2]string{rec.Scope, rec.Key}
+	if existing, ok := s.idempotency[k]; ok {
+		return existing, false, nil
+	}
+	if rec.CreatedAt.IsZero() {
+		rec.CreatedAt = s.now().UTC()
+	}
+	s.idempotency[k] = rec
+	return rec, true, nil
+}
+
+// Close implements store.Store.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}

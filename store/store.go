@@ -1,0 +1,246 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentrt/agentrt/canonjson"
+)
+
+// Status is a run's lifecycle state. Pending and Running are live; the
+// rest are terminal and exactly one of them ends every run.
+type Status string
+
+// Run statuses.
+const (
+	StatusPending   Status = "pending"
+	StatusRunning   Status = "running"
+	StatusCompleted Status = "completed"
+	StatusFailed    Status = "failed"
+	StatusCancelled Status = "cancelled"
+	StatusTimedOut  Status = "timed_out"
+	// StatusInterrupted marks a run whose process died before it reached a
+	// terminal state: its owner's lease expired. It is never "completed".
+	StatusInterrupted Status = "interrupted"
+)
+
+// Terminal reports whether s ends a run.
+func (s Status) Terminal() bool {
+	switch s {
+	case StatusCompleted, StatusFailed, StatusCancelled, StatusTimedOut, StatusInterrupted:
+		return true
+	}
+	return false
+}
+
+// Valid reports whether s is a known status.
+func (s Status) Valid() bool { return s == StatusPending || s == StatusRunning || s.Terminal() }
+
+// Run is a run record.
+type Run struct {
+	ID string
+	// Kind names the front door that created the run (execute, rounds,
+	// toolloop, …).
+	Kind      string
+	Status    Status
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	// Revision increases with every update; Update refuses a stale one.
+	Revision int64
+	// Owner identifies the process driving a live run, and LeaseUntil
+	// when its claim lapses unless renewed. A live run whose lease lapsed
+	// is reported as StatusInterrupted.
+	Owner      string
+	LeaseUntil time.Time
+	// Doc is the run's document: what was requested, what ran, what was
+	// observed. The store keeps it as canonical JSON.
+	Doc canonjson.Value
+}
+
+// Event is one durable event of a run.
+type Event struct {
+	RunID string
+	// Sequence numbers a run's events 1, 2, 3… without gaps.
+	Sequence int64
+	// Cursor is an opaque position: replaying after it yields the events
+	// that follow.
+	Cursor string
+	// ID is the event's own id (unique within the run).
+	ID   string
+	Type string
+	Time time.Time
+	Body canonjson.Value
+}
+
+// NewEvent is an event to append; the store assigns its sequence and
+// cursor.
+type NewEvent struct {
+	ID   string
+	Type string
+	Time time.Time
+	Body canonjson.Value
+}
+
+// LedgerEntry is one durable cost-ledger entry of a run.
+type LedgerEntry struct {
+	RunID    string
+	Sequence int64
+	Time     time.Time
+	Body     canonjson.Value
+}
+
+// Idempotency is the record of one idempotent operation: the key, the
+// canonical digest of the request that first used it, and its result.
+type Idempotency struct {
+	Scope         string
+	Key           string
+	RequestDigest string
+	Result        canonjson.Value
+	CreatedAt     time.Time
+}
+
+// ListOptions filters ListRuns. The zero value lists the newest runs.
+type ListOptions struct {
+	Status Status
+	Limit  int
+}
+
+// Store is durable run state. Implementations are safe for concurrent use
+// by many goroutines and, for the database adapters, many processes.
+type Store interface {
+	// CreateRun stores a new run with Revision 1. A run with the same id
+	// is ErrExists.
+	CreateRun(ctx context.Context, r Run) (Run, error)
+	// GetRun returns a run, reporting a live run whose lease lapsed as
+	// StatusInterrupted. A missing run is ErrNotFound.
+	GetRun(ctx context.Context, id string) (Run, error)
+	// UpdateRun applies fn to the current run and stores the result if
+	// nobody updated it in between (compare-and-set on Revision); fn may be
+	// called more than once. A terminal run cannot change status.
+	UpdateRun(ctx context.Context, id string, fn func(*Run) error) (Run, error)
+	// ListRuns returns runs, newest first.
+	ListRuns(ctx context.Context, opts ListOptions) ([]Run, error)
+	// AppendEvents durably appends events to a run in order and returns
+	// them with their sequences and cursors. Nothing is visible to
+	// readers before it is durable. An event id already in the run is
+	// ErrExists and nothing is appended.
+	AppendEvents(ctx context.Context, runID string, events []NewEvent) ([]Event, error)
+	// Events returns up to limit events of a run after cursor ("" for the
+	// beginning), in sequence order.
+	Events(ctx context.Context, runID, after string, limit int) ([]Event, error)
+	// AppendLedger durably appends cost-ledger entries to a run.
+	AppendLedger(ctx context.Context, runID string, bodies []canonjson.Value, at time.Time) ([]LedgerEntry, error)
+	// Ledger returns a run's ledger entries in order.
+	Ledger(ctx context.Context, runID string) ([]LedgerEntry, error)
+	// ClaimIdempotency records rec if (Scope, Key) is new and returns it
+	// with created true. Otherwise it returns the existing record: the
+	// caller compares RequestDigest to tell a replay from a conflict.
+	ClaimIdempotency(ctx context.Context, rec Idempotency) (existing Idempotency, created bool, err error)
+	// Close releases the store.
+	Close() error
+}
+
+// Errors every adapter returns (wrapped) for these conditions.
+var (
+	ErrNotFound = errors.New("store: not found")
+	ErrExists   = errors.New("store: already exists")
+	ErrConflict = errors.New("store: concurrent update")
+	ErrTerminal = errors.New("store: run already ended")
+	ErrInvalid  = errors.New("store: invalid record")
+)
+
+// CursorFor returns the cursor of sequence seq. Cursors are opaque to
+// callers; this spelling keeps them ordered as strings too.
+func CursorFor(seq int64) string { return fmt.Sprintf("c%019d", seq) }
+
+// ParseCursor returns the sequence a cursor names ("" is 0).
+func ParseCursor(c string) (int64, error) {
+	if c == "" {
+		return 0, nil
+	}
+	if !strings.HasPrefix(c, "c") || len(c) != 20 {
+		return 0, fmt.Errorf("%w: malformed cursor %q", ErrInvalid, c)
+	}
+	n, err := strconv.ParseInt(c[1:], 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: malformed cursor %q", ErrInvalid, c)
+	}
+	return n, nil
+}
+
+// Effective returns the status a reader should see: a live run whose
+// lease lapsed before now is interrupted.
+func Effective(r Run, now time.Time) Status {
+	if (r.Status == StatusRunning || r.Status == StatusPending) && !r.LeaseUntil.IsZero() && now.After(r.LeaseUntil) {
+		return StatusInterrupted
+	}
+	return r.Status
+}
+
+// CheckUpdate validates an update of before into after: the identity and
+// history fields are fixed, the status is known, and a terminal run keeps
+// its status. Adapters call it inside UpdateRun.
+func CheckUpdate(before, after Run) error {
+	if after.ID != before.ID || after.Kind != before.Kind || !after.CreatedAt.Equal(before.CreatedAt) {
+		return fmt.Errorf("%w: a run's id, kind and creation time cannot change", ErrInvalid)
+	}
+	if !after.Status.Valid() {
+		return fmt.Errorf("%w: unknown status %q", ErrInvalid, after.Status)
+	}
+	if before.Status.Terminal() && after.Status != before.Status {
+		return fmt.Errorf("%w: %s run %s cannot become %s", ErrTerminal, before.Status, before.ID, after.Status)
+	}
+	return nil
+}
+
+// CheckNew validates a run before CreateRun.
+func CheckNew(r Run) error {
+	if r.ID == "" || r.Kind == "" {
+		return fmt.Errorf("%w: a run needs an id and a kind", ErrInvalid)
+	}
+	if !r.Status.Valid() {
+		return fmt.Errorf("%w: unknown status %q", ErrInvalid, r.Status)
+	}
+	if r.Doc.IsValid() {
+		if _, err := canonjson.Canonical(r.Doc); err != nil {
+			return fmt.Errorf("%w: run document: %w", ErrInvalid, err)
+		}
+	}
+	return nil
+}
+
+// CheckEvents validates events before AppendEvents: ids and types set,
+// unique within the batch, bodies canonical JSON.
+func CheckEvents(events []NewEvent) error {
+	seen := map[string]bool{}
+	for i, e := range events {
+		if e.ID == "" || e.Type == "" {
+			return fmt.Errorf("%w: event %d needs an id and a type", ErrInvalid, i)
+		}
+		if seen[e.ID] {
+			return fmt.Errorf("%w: event id %q appears twice in one append", ErrExists, e.ID)
+		}
+		seen[e.ID] = true
+		if _, err := canonjson.Canonical(e.Body); err != nil {
+			return fmt.Errorf("%w: event %q body: %w", ErrInvalid, e.ID, err)
+		}
+	}
+	return nil
+}
+
+// CheckIdempotency validates a record before ClaimIdempotency.
+func CheckIdempotency(rec Idempotency) error {
+	if rec.Scope == "" || rec.Key == "" || !canonjson.IsDigest(rec.RequestDigest) {
+		return fmt.Errorf("%w: an idempotency record needs a scope, a key and a sha256 request digest", ErrInvalid)
+	}
+	if rec.Result.IsValid() {
+		if _, err := canonjson.Canonical(rec.Result); err != nil {
+			return fmt.Errorf("%w: idempotency result: %w", ErrInvalid, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,390 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/store"
+)
+
+// Clock is a controllable time source for the cases.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a clock at a fixed instant.
+func NewClock() *Clock { return &Clock{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// Open returns a fresh, empty store using clock for "now". The adapter
+// closes it when the test ends (t.Cleanup).
+type Open func(t *testing.T, clock func() time.Time) store.Store
+
+// Run runs every contract case against stores from open.
+func Run(t *testing.T, open Open) {
+	cases := []struct {
+		name string
+		fn   func(t *testing.T, open Open)
+	}{
+		{"CreateGet", testCreateGet},
+		{"UpdateCompareAndSet", testUpdateCAS},
+		{"TerminalStatusIsFinal", testTerminal},
+		{"LapsedLeaseIsInterrupted", testLease},
+		{"ListNewestFirst", testList},
+		{"AppendAndReplay", testAppendReplay},
+		{"AppendIsAllOrNothing", testAppendAtomic},
+		{"ConcurrentAppendsStayContiguous", testConcurrentAppend},
+		{"Ledger", testLedger},
+		{"IdempotencyClaim", testIdempotency},
+		{"RefusesNonCanonicalJSON", testNonCanonical},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, open) })
+	}
+}
+
+func doc(s string) canonjson.Value {
+	v, err := canonjson.Decode([]byte(s))
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func newRun(id string) store.Run {
+	return store.Run{ID: id, Kind: "execute", Status: store.StatusRunning, Doc: doc(`{"task":"write a note"}`)}
+}
+
+func testCreateGet(t *testing.T, open Open) {
+	ctx := context.Background()
+	clock := NewClock()
+	s := open(t, clock.Now)
+	created, err := s.CreateRun(ctx, newRun("r1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.Revision != 1 || !created.CreatedAt.Equal(clock.Now()) {
+		t.Errorf("created %+v", created)
+	}
+	got, err := s.GetRun(ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != "r1" || got.Kind != "execute" || got.Status != store.StatusRunning || !canonjson.Equal(got.Doc, newRun("r1").Doc) {
+		t.Errorf("got %+v", got)
+	}
+	if _, err := s.CreateRun(ctx, newRun("r1")); !errors.Is(err, store.ErrExists) {
+		t.Errorf("duplicate create: %v", err)
+	}
+	if _, err := s.GetRun(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("missing run: %v", err)
+	}
+	if _, err := s.CreateRun(ctx, store.Run{ID: "x", Kind: "execute", Status: "weird"}); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("bad status: %v", err)
+	}
+}
+
+func testUpdateCAS(t *testing.T, open Open) {
+	ctx := context.Background()
+	s := open(t, NewClock().Now)
+	if _, err := s.CreateRun(ctx, store.Run{ID: "r", Kind: "execute", Status: store.StatusRunning, Doc: doc(`{"n":0}`)}); err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 8, 25
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				_, err := s.UpdateRun(ctx, "r", func(r *store.Run) error {
+					n, _ := r.Doc.Get("n")
+					r.Doc = doc(fmt.Sprintf(`{"n":%d}`, int(n.Float())+1))
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	got, err := s.GetRun(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := got.Doc.Get("n"); int(n.Float()) != writers*each || got.Revision != writers*each+1 {
+		t.Errorf("lost updates: n=%v revision=%d", n.Float(), got.Revision)
+	}
+	if _, err := s.UpdateRun(ctx, "r", func(r *store.Run) error { r.Kind = "other"; return nil }); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("changed kind: %v", err)
+	}
+	sentinel := errors.New("refused by fn")
+	if _, err := s.UpdateRun(ctx, "r", func(*store.Run) error { return sentinel }); !errors.Is(err, sentinel) {
+		t.Errorf("fn error: %v", err)
+	}
+}
+
+func testTerminal(t *testing.T, open Open) {
+	ctx := context.Background()
+	s := open(t, NewClock().Now)
+	s.CreateRun(ctx, newRun("r"))
+	if _, err := s.UpdateRun(ctx, "r", func(r *store.Run) error { r.Status = store.StatusFailed; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateRun(ctx, "r", func(r *store.Run) error { r.Status = store.StatusCompleted; return nil }); !errors.Is(err, store.ErrTerminal) {
+		t.Errorf("failed run became completed: %v", err)
+	}
+	// A terminal run's document may still be annotated.
+	if _, err := s.UpdateRun(ctx, "r", func(r *store.Run) error { r.Doc = doc(`{"note":"after"}`); return nil }); err != nil {
+		t.Errorf("annotating a terminal run: %v", err)
+	}
+}
+
+func testLease(t *testing.T, open Open) {
+	ctx := context.Background()
+	clock := NewClock()
+	s := open(t, clock.Now)
+	r := newRun("r")
+	r.Owner, r.LeaseUntil = "proc-1", clock.Now().Add(10*time.Second)
+	s.CreateRun(ctx, r)
+	if got, _ := s.GetRun(ctx, "r"); got.Status != store.StatusRunning {
+		t.Fatalf("status %s within the lease", got.Status)
+	}
+	clock.Advance(11 * time.Second)
+	if got, _ := s.GetRun(ctx, "r"); got.Status != store.StatusInterrupted {
+		t.Errorf("status %s after the lease lapsed, want interrupted", got.Status)
+	}
+	runs, _ := s.ListRuns(ctx, store.ListOptions{Status: store.StatusInterrupted})
+	if len(runs) != 1 {
+		t.Errorf("interrupted runs listed: %d", len(runs))
+	}
+	// The owner cannot quietly complete a run it lost: the status it
+	// starts from is interrupted.
+	if _, err := s.UpdateRun(ctx, "r", func(r *store.Run) error { r.Status = store.StatusCompleted; return nil }); !errors.Is(err, store.ErrTerminal) {
+		t.Errorf("completing an interrupted run: %v", err)
+	}
+}
+
+func testList(t *testing.T, open Open) {
+	ctx := context.Background()
+	clock := NewClock()
+	s := open(t, clock.Now)
+	for i := range 5 {
+		s.CreateRun(ctx, newRun(fmt.Sprint("r", i)))
+		clock.Advance(time.Second)
+	}
+	runs, err := s.ListRuns(ctx, store.ListOptions{Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 3 || runs[0].ID != "r4" || runs[2].ID != "r2" {
+		t.Errorf("list %v", ids(runs))
+	}
+}
+
+func ids(runs []store.Run) []string {
+	var out []string
+	for _, r := range runs {
+		out = append(out, r.ID)
+	}
+	return out
+}
+
+func events(n int, prefix string) []store.NewEvent {
+	out := make([]store.NewEvent, n)
+	for i := range out {
+		out[i] = store.NewEvent{ID: fmt.Sprintf("%s%d", prefix, i), Type: "message.delta", Time: time.Unix(1_800_000_000, 0),
+			Body: doc(fmt.Sprintf(`{"type":"message.delta","text":"part %d"}`, i))}
+	}
+	return out
+}
+
+func testAppendReplay(t *testing.T, open Open) {
+	ctx := context.Background()
+	s := open(t, NewClock().Now)
+	s.CreateRun(ctx, newRun("r"))
+	first, err := s.AppendEvents(ctx, "r", events(3, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := s.AppendEvents(ctx, "r", events(2, "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := append(first, second...)
+	for i, e := range all {
+		if e.Sequence != int64(i+1) || e.Cursor != store.CursorFor(int64(i+1)) {
+			t.Fatalf("event %d: seq %d cursor %s", i, e.Sequence, e.Cursor)
+		}
+	}
+	replay, err := s.Events(ctx, "r", "", 0)
+	if err != nil || len(replay) != 5 {
+		t.Fatalf("replay %d, %v", len(replay), err)
+	}
+	for i := range replay {
+		if replay[i].ID != all[i].ID || replay[i].Type != "message.delta" || !canonjson.Equal(replay[i].Body, all[i].Body) || !replay[i].Time.Equal(all[i].Time) {
+			t.Errorf("replayed event %d differs: %+v", i, replay[i])
+		}
+	}
+	after, _ := s.Events(ctx, "r", first[2].Cursor, 0)
+	if len(after) != 2 || after[0].ID != "b0" {
+		t.Errorf("after cursor: %v", after)
+	}
+	limited, _ := s.Events(ctx, "r", first[0].Cursor, 2)
+	if len(limited) != 2 || limited[0].Sequence != 2 {
+		t.Errorf("limited: %v", limited)
+	}
+	if end, _ := s.Events(ctx, "r", second[1].Cursor, 0); len(end) != 0 {
+		t.Errorf("after the last cursor: %v", end)
+	}
+	if _, err := s.Events(ctx, "r", "garbage", 0); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("bad cursor: %v", err)
+	}
+	if _, err := s.AppendEvents(ctx, "missing", events(1, "x")); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("append to a missing run: %v", err)
+	}
+}
+
+func testAppendAtomic(t *testing.T, open Open) {
+	ctx := context.Background()
+	s := open(t, NewClock().Now)
+	s.CreateRun(ctx, newRun("r"))
+	s.AppendEvents(ctx, "r", events(2, "a"))
+	batch := append(events(2, "c"), events(1, "a")...) // a0 already exists
+	if _, err := s.AppendEvents(ctx, "r", batch); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("duplicate event id: %v", err)
+	}
+	got, _ := s.Events(ctx, "r", "", 0)
+	if len(got) != 2 {
+		t.Errorf("a refused append left %d events", len(got))
+	}
+}
+
+func testConcurrentAppend(t *testing.T, open Open) {
+	ctx := context.Background()
+	s := open(t, NewClock().Now)
+	s.CreateRun(ctx, newRun("r"))
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				if _, err := s.AppendEvents(ctx, "r", events(2, fmt.Sprintf("w%d-%d-", w, i))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	got, _ := s.Events(ctx, "r", "", 0)
+	if len(got) != 160 {
+		t.Fatalf("%d events", len(got))
+	}
+	for i, e := range got {
+		if e.Sequence != int64(i+1) {
+			t.Fatalf("sequence gap at %d: %d", i, e.Sequence)
+		}
+	}
+}
+
+func testLedger(t *testing.T, open Open) {
+	ctx := context.Background()
+	s := open(t, NewClock().Now)
+	s.CreateRun(ctx, newRun("r"))
+	at := time.Unix(1_800_000_000, 0).UTC()
+	if _, err := s.AppendLedger(ctx, "r", []canonjson.Value{doc(`{"tokens":10}`), doc(`{"tokens":null}`)}, at); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Ledger(ctx, "r")
+	if err != nil || len(got) != 2 || got[1].Sequence != 2 || !got[0].Time.Equal(at) {
+		t.Fatalf("ledger %+v, %v", got, err)
+	}
+	if v, _ := got[1].Body.Get("tokens"); v.Kind() != canonjson.Null {
+		t.Error("an unknown (null) ledger value came back as something else")
+	}
+}
+
+func testIdempotency(t *testing.T, open Open) {
+	ctx := context.Background()
+	s := open(t, NewClock().Now)
+	d1 := "sha256:" + fmt.Sprintf("%064x", 1)
+	d2 := "sha256:" + fmt.Sprintf("%064x", 2)
+	rec, created, err := s.ClaimIdempotency(ctx, store.Idempotency{Scope: "create", Key: "k", RequestDigest: d1, Result: doc(`{"env":"e1"}`)})
+	if err != nil || !created || rec.RequestDigest != d1 {
+		t.Fatalf("first claim %+v %v %v", rec, created, err)
+	}
+	again, created, err := s.ClaimIdempotency(ctx, store.Idempotency{Scope: "create", Key: "k", RequestDigest: d2, Result: doc(`{"env":"e2"}`)})
+	if err != nil || created || again.RequestDigest != d1 {
+		t.Fatalf("second claim must return the first record: %+v %v %v", again, created, err)
+	}
+	if env, _ := again.Result.Get("env"); env.Str() != "e1" {
+		t.Errorf("result %s", canonjson.Marshal(again.Result))
+	}
+	if _, created, _ := s.ClaimIdempotency(ctx, store.Idempotency{Scope: "fork", Key: "k", RequestDigest: d2}); !created {
+		t.Error("scopes are not independent")
+	}
+	if _, _, err := s.ClaimIdempotency(ctx, store.Idempotency{Scope: "x", Key: "k", RequestDigest: "nope"}); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("bad digest: %v", err)
+	}
+	// Concurrent claims of one key: exactly one creates.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	winners := 0
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, created, err := s.ClaimIdempotency(ctx, store.Idempotency{Scope: "race", Key: "k", RequestDigest: d1})
+			if err != nil {
+				t.Error(err)
+			}
+			if created {
+				mu.Lock()
+				winners++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if winners != 1 {
+		t.Errorf("%d concurrent claims created the record", winners)
+	}
+}
+
+func testNonCanonical(t *testing.T, open Open) {
+	ctx := context.Background()
+	s := open(t, NewClock().Now)
+	bad := canonjson.ObjectValue([]canonjson.Member{{Name: "x", Value: canonjson.StringValue(canonjson.FromUTF16([]uint16{0xD800}))}})
+	r := newRun("r")
+	r.Doc = bad
+	if _, err := s.CreateRun(ctx, r); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("run doc with a lone surrogate: %v", err)
+	}
+	s.CreateRun(ctx, newRun("ok"))
+	if _, err := s.AppendEvents(ctx, "ok", []store.NewEvent{{ID: "e", Type: "t", Body: bad}}); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("event body with a lone surrogate: %v", err)
+	}
+}
