@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -43,12 +44,33 @@ var contextPool = sync.Pool{New: func() any { return &Context{path: make([]token
 
 // ---- scalars ---------------------------------------------------------------
 
-// Rule is a non-fatal check of a string or number. Test returns false when
-// the value breaks the rule.
+// Rule is a check of a string or number. Test returns false when the value
+// breaks the rule. A broken rule is reported as a check issue, or as a
+// fatal one when Fatal is set (and then no later rule runs). Then, when set,
+// runs only if this rule held.
 type Rule[T any] struct {
 	Code    string
 	Message string
 	Test    func(T) bool
+	Fatal   bool
+	Then    *Rule[T]
+}
+
+// apply runs r (and its chain) on x and reports whether a fatal issue was
+// raised.
+func (r Rule[T]) apply(c *Context, x T) (fatal bool) {
+	for rule := &r; rule != nil; rule = rule.Then {
+		if rule.Test(x) {
+			continue
+		}
+		if rule.Fatal {
+			c.Fatal(rule.Code, rule.Message)
+			return true
+		}
+		c.Check(rule.Code, rule.Message)
+		return false
+	}
+	return false
 }
 
 // StringNode accepts a JSON string that passes every rule.
@@ -64,8 +86,8 @@ func (n StringNode) Check(c *Context, v canonjson.Value) canonjson.Value {
 		return v
 	}
 	for _, r := range n.rules {
-		if !r.Test(v.Str()) {
-			c.Check(r.Code, r.Message)
+		if r.apply(c, v.Str()) {
+			break
 		}
 	}
 	return v
@@ -77,31 +99,31 @@ func MinLen(n int) Rule[string] {
 	if n == 1 {
 		msg = "must not be empty"
 	}
-	return Rule[string]{CodeTooSmall, msg, func(s string) bool { return len(s) >= n && canonjson.UTF16Len(s) >= n }}
+	return Rule[string]{Code: CodeTooSmall, Message: msg, Test: func(s string) bool { return len(s) >= n && canonjson.UTF16Len(s) >= n }}
 }
 
 // MaxLen allows at most n UTF-16 code units.
 func MaxLen(n int) Rule[string] {
-	return Rule[string]{CodeTooBig, fmt.Sprintf("must be at most %d characters (UTF-16 units) long", n),
-		func(s string) bool { return len(s) <= n || canonjson.UTF16Len(s) <= n }}
+	return Rule[string]{Code: CodeTooBig, Message: fmt.Sprintf("must be at most %d characters (UTF-16 units) long", n),
+		Test: func(s string) bool { return len(s) <= n || canonjson.UTF16Len(s) <= n }}
 }
 
 // NonBlank requires something besides JavaScript whitespace.
-var NonBlank = Rule[string]{CodeCustom, "must not be blank", func(s string) bool { return canonjson.TrimJS(s) != "" }}
+var NonBlank = Rule[string]{Code: CodeCustom, Message: "must not be blank", Test: func(s string) bool { return canonjson.TrimJS(s) != "" }}
 
 // Trimmed requires no leading or trailing JavaScript whitespace.
-var Trimmed = Rule[string]{CodeCustom, "must not have leading or trailing whitespace", func(s string) bool { return canonjson.TrimJS(s) == s }}
+var Trimmed = Rule[string]{Code: CodeCustom, Message: "must not have leading or trailing whitespace", Test: func(s string) bool { return canonjson.TrimJS(s) == s }}
 
 // WellFormed requires well-formed Unicode (no lone surrogate).
-var WellFormed = Rule[string]{CodeCustom, "must be well-formed Unicode (no lone surrogates)", canonjson.IsWellFormed}
+var WellFormed = Rule[string]{Code: CodeCustom, Message: "must be well-formed Unicode (no lone surrogates)", Test: canonjson.IsWellFormed}
 
 // NoControl forbids C0 control characters and U+007F.
-var NoControl = Rule[string]{CodeCustom, "must not contain control characters", func(s string) bool { return !canonjson.HasControl(s) }}
+var NoControl = Rule[string]{Code: CodeCustom, Message: "must not contain control characters", Test: func(s string) bool { return !canonjson.HasControl(s) }}
 
 // Matches requires test(s); use it for patterns, with a message that names
 // the pattern.
 func Matches(message string, test func(string) bool) Rule[string] {
-	return Rule[string]{CodeInvalidFormat, message, test}
+	return Rule[string]{Code: CodeInvalidFormat, Message: message, Test: test}
 }
 
 // NumberNode accepts a finite JSON number that passes every rule.
@@ -117,30 +139,33 @@ func (n NumberNode) Check(c *Context, v canonjson.Value) canonjson.Value {
 		return v
 	}
 	for _, r := range n.rules {
-		if !r.Test(v.Float()) {
-			c.Check(r.Code, r.Message)
+		if r.apply(c, v.Float()) {
+			break
 		}
 	}
 	return v
 }
 
-// Int requires a safe integer (|n| ≤ 2^53-1).
-var Int = Rule[float64]{CodeInvalidType, "must be an integer between -(2^53-1) and 2^53-1", canonjson.IsSafeInteger}
+// Int requires a safe integer, as the reference's .int() does: a fraction
+// is a fatal type error; an integer beyond ±(2^53-1) is a range check.
+var Int = Rule[float64]{Code: CodeInvalidType, Message: "must be an integer", Fatal: true,
+	Test: func(f float64) bool { return f == math.Trunc(f) },
+	Then: &Rule[float64]{Code: CodeTooBig, Message: "must be an integer between -(2^53-1) and 2^53-1", Test: canonjson.IsSafeInteger}}
 
 // Positive requires n > 0.
-var Positive = Rule[float64]{CodeTooSmall, "must be greater than 0", func(f float64) bool { return f > 0 }}
+var Positive = Rule[float64]{Code: CodeTooSmall, Message: "must be greater than 0", Test: func(f float64) bool { return f > 0 }}
 
 // NonNegative requires n ≥ 0.
-var NonNegative = Rule[float64]{CodeTooSmall, "must not be negative", func(f float64) bool { return f >= 0 }}
+var NonNegative = Rule[float64]{Code: CodeTooSmall, Message: "must not be negative", Test: func(f float64) bool { return f >= 0 }}
 
 // Min requires n ≥ min.
 func Min(min float64) Rule[float64] {
-	return Rule[float64]{CodeTooSmall, fmt.Sprintf("must be at least %v", min), func(f float64) bool { return f >= min }}
+	return Rule[float64]{Code: CodeTooSmall, Message: fmt.Sprintf("must be at least %v", min), Test: func(f float64) bool { return f >= min }}
 }
 
 // Max requires n ≤ max.
 func Max(max float64) Rule[float64] {
-	return Rule[float64]{CodeTooBig, fmt.Sprintf("must be at most %v", max), func(f float64) bool { return f <= max }}
+	return Rule[float64]{Code: CodeTooBig, Message: fmt.Sprintf("must be at most %v", max), Test: func(f float64) bool { return f <= max }}
 }
 
 type boolNode struct{}

@@ -193,3 +193,19 @@ func TestISODateTime(t *testing.T) {
 		}
 	}
 }
+
+// The reference's .int(): a fraction aborts (no later rule, no union
+// shape match); an integer past 2^53 is only a range check.
+func TestIntFatality(t *testing.T) {
+	n := schema.Number(schema.Int, schema.Positive)
+	if got := paths(issues(t, n, `-1.5`)); len(got) != 1 || got[0] != " invalid_type" {
+		t.Errorf("fraction: %v", got)
+	}
+	if got := paths(issues(t, n, `-9007199254740992`)); len(got) != 2 {
+		t.Errorf("unsafe negative integer: %v (range and sign are both reported)", got)
+	}
+	u := schema.Union(schema.Number(schema.Int), schema.Number(schema.Max(1)))
+	if got := paths(issues(t, u, `2.5`)); len(got) != 1 || got[0] != " too_big" {
+		t.Errorf("a fraction must not count as the Int option's shape match: %v", got)
+	}
+}
