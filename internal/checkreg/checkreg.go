@@ -269,6 +269,9 @@ func functions() []Function {
 			}
 			return optional(harness.ModelProvider(m)), nil
 		}},
+		{Name: "validateInteractionResponse", MinArity: 2, Arity: 2, Call: func(a []canonjson.Value) (canonjson.Value, error) {
+			return contract.ValidateInteractionResponseValue(a[0], a[1]), nil
+		}},
 		{Name: "preferredHarnessForModel", MinArity: 1, Arity: 1, Call: func(a []canonjson.Value) (canonjson.Value, error) {
 			m, err := stringArg(a, 0, "model")
 			if err != nil {

@@ -57,6 +57,9 @@ func TestCheckAgreesWithVectors(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, c := range k.Cases {
+			if _, ok := vectors.Deviation(kind, c.Name); ok {
+				continue
+			}
 			out, errOut, code := run(t, string(c.Raw()), "check", "--kind", kind, "-")
 			res := decode(t, out)
 			valid := member(res, "valid").Bool()
@@ -118,8 +121,13 @@ func TestCheckFunctionsAgreeWithVectors(t *testing.T) {
 				t.Errorf("%s(%s): exit %d: %s", name, args, code, errOut)
 				continue
 			}
-			want, _ := c.Expect.Get("result")
-			if got := member(decode(t, out), "result"); !canonjson.Equal(got, want) {
+			want, ok := c.Expect.Get("result")
+			got := member(decode(t, out), "result")
+			if !ok { // {"ok","errors"} verdicts (validateInteractionResponse) compare on ok
+				want, _ = c.Expect.Get("ok")
+				got = member(got, "ok")
+			}
+			if !canonjson.Equal(got, want) {
 				t.Errorf("%s(%s) = %s, want %s", name, args, canonjson.Marshal(got), canonjson.Marshal(want))
 			}
 		}

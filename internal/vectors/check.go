@@ -19,6 +19,21 @@ type Result struct {
 	Cases, Valid, Canonical int
 }
 
+// deviations are the vector cases agentrt deliberately disagrees with, each
+// with the reason. Keep this list tiny and explained.
+var deviations = map[string]string{
+	"InteractionBinding/delete@/sessionId of recorded-9233e4badc": "seed 000 binds a response to an \"optional provider session\"; " +
+		"vectors/README.md says the reference cases refusing a binding without sessionId were left out and spec/provider.md decision P.5 " +
+		"makes sessionId optional, but this one case remained",
+}
+
+// Deviation reports whether agentrt deliberately disagrees with a case,
+// and why.
+func Deviation(kind, name string) (string, bool) {
+	reason, ok := deviations[kind+"/"+name]
+	return reason, ok
+}
+
 // CheckKind runs every case of kind through accept and fails t on any
 // disagreement with the reference: verdict, canonical bytes and digest for
 // valid cases, and for refused cases at least one issue whose path is one
@@ -31,6 +46,9 @@ func CheckKind(t *testing.T, kind string, accept Accept) Result {
 	}
 	var res Result
 	for _, c := range k.Cases {
+		if _, ok := Deviation(kind, c.Name); ok {
+			continue
+		}
 		res.Cases++
 		out, err := accept(c.Raw())
 		if c.Valid {
