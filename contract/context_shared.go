@@ -28,9 +28,15 @@ var (
 	pcPositive = schema.Number(schema.Int, schema.Positive, schema.Max(canonjson.MaxSafeInteger))
 )
 
-// pcErrMaterial is wrapped when digest material exceeds the contract
-// bounds or has no RFC 8785 form.
-var pcErrMaterial = errors.New("digest material exceeds the contract bounds or is not canonical JSON")
+// pcMaterialError reports digest material that exceeds the contract
+// bounds or has no RFC 8785 form, wrapping cause when there is one.
+func pcMaterialError(cause error) error {
+	const msg = "digest material exceeds the contract bounds or is not canonical JSON"
+	if cause == nil {
+		return errors.New(msg)
+	}
+	return fmt.Errorf("%s: %w", msg, cause)
+}
 
 // pcWireDigest is the digest the portable context contracts use for their
 // material: the value must be within the contract bounds (IsBoundedJSON),
@@ -38,14 +44,14 @@ var pcErrMaterial = errors.New("digest material exceeds the contract bounds or i
 // MaxJSONBytes; its digest is then the canonical digest.
 func pcWireDigest(v canonjson.Value) (string, error) {
 	if !IsBoundedJSON(v) {
-		return "", pcErrMaterial
+		return "", pcMaterialError(nil)
 	}
 	b, err := canonjson.Canonical(v)
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", pcErrMaterial, err)
+		return "", pcMaterialError(err)
 	}
 	if len(b) > MaxJSONBytes {
-		return "", pcErrMaterial
+		return "", pcMaterialError(nil)
 	}
 	return canonjson.DigestBytes(b), nil
 }
@@ -57,7 +63,7 @@ func pcDigestOf(x any) (string, error) {
 	if !ok {
 		var err error
 		if v, err = canonjson.ToValue(x); err != nil {
-			return "", fmt.Errorf("%w: %w", pcErrMaterial, err)
+			return "", pcMaterialError(err)
 		}
 	}
 	return pcWireDigest(v)
