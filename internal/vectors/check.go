@@ -27,6 +27,19 @@ var deviations = map[string]string{
 		"makes sessionId optional, but this one case remained",
 }
 
+// informative are the kinds whose vectors the seeds override (vectors
+// README, "Where the seeds win"): seed 004 changed the plan digest and the
+// transfer request. Their cases are checked by contract's own v5 tests,
+// which explain every difference.
+var informative = map[string]bool{
+	"ContextTransferRequest": true, "ContextTransferResult": true, "ContextTransferReceipt": true,
+	"PortableContextPlan": true, "PortableContextPlanRequest": true, "PortableContextPlanResult": true,
+	"PortableContextPartPlan": true, "PortableConversationContext": true,
+}
+
+// Informative reports whether a kind's vectors are informative only.
+func Informative(kind string) bool { return informative[kind] }
+
 // Deviation reports whether agentrt deliberately disagrees with a case,
 // and why.
 func Deviation(kind, name string) (string, bool) {
