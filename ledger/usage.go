@@ -21,7 +21,9 @@ type Amount[N int64 | float64] struct {
 }
 
 // ExactAmount returns a fully known amount.
-func ExactAmount[N int64 | float64](v N) Amount[N] { return Amount[N]{Value: v, Reported: true, Complete: true} }
+func ExactAmount[N int64 | float64](v N) Amount[N] {
+	return Amount[N]{Value: v, Reported: true, Complete: true}
+}
 
 // Known reports whether the amount is exact.
 func (a Amount[N]) Known() bool { return a.Reported && a.Complete }
