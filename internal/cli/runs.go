@@ -1,0 +1,274 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/sqlite"
+)
+
+// storeFlags selects the run store.
+type storeFlags struct {
+	path string
+}
+
+func (f *storeFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.path, "db", "", "SQLite file of the run store (default $AGENTRT_HOME/agentrt.db, ~/.agentrt/agentrt.db)")
+}
+
+func (f *storeFlags) open(ctx context.Context) (store.Store, error) {
+	path := f.path
+	if path == "" {
+		var err error
+		if path, err = sqlite.DefaultPath(); err != nil {
+			return nil, &exitError{code: ExitFailed, err: err}
+		}
+	}
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("opening the run store: %w", err)}
+	}
+	return s, nil
+}
+
+func newRunsCmd(stdio IO) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "List, show and follow recorded runs",
+	}
+	cmd.AddCommand(newRunsListCmd(stdio), newRunsShowCmd(stdio), newRunsEventsCmd(stdio))
+	return cmd
+}
+
+func newRunsListCmd(stdio IO) *cobra.Command {
+	var sf storeFlags
+	var asJSON bool
+	var status string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List recorded runs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if status != "" && !store.Status(status).Valid() {
+				return usage("unknown status %q", status)
+			}
+			s, err := sf.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			runs, err := s.ListRuns(cmd.Context(), store.ListOptions{Status: store.Status(status), Limit: limit})
+			if err != nil {
+				return &exitError{code: ExitFailed, err: err}
+			}
+			if asJSON {
+				out := make([]canonjson.Value, len(runs))
+				for i, r := range runs {
+					out[i] = runValue(r)
+				}
+				return writeJSON(stdio.Out, canonjson.ArrayValue(out))
+			}
+			if len(runs) == 0 {
+				fmt.Fprintln(stdio.Out, "no runs recorded")
+				return nil
+			}
+			fmt.Fprintf(stdio.Out, "%-28s %-12s %-9s %-20s %s\n", "RUN", "STATUS", "KIND", "STARTED", "SUMMARY")
+			for _, r := range runs {
+				fmt.Fprintf(stdio.Out, "%-28s %-12s %-9s %-20s %s\n", r.ID, r.Status, r.Kind,
+					r.CreatedAt.Local().Format("2006-01-02 15:04:05"), summary(r))
+			}
+			return nil
+		},
+	}
+	sf.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
+	cmd.Flags().StringVar(&status, "status", "", "only runs with this status (running, completed, failed, cancelled, timed_out, interrupted)")
+	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many runs (0 for all)")
+	return cmd
+}
+
+// summary is a short human description of a run from its document.
+func summary(r store.Run) string {
+	var parts []string
+	if v, ok := r.Doc.Get("task"); ok && v.Kind() == canonjson.String {
+		t := v.Str()
+		if len(t) > 40 {
+			t = t[:37] + "..."
+		}
+		parts = append(parts, fmt.Sprintf("%q", t))
+	}
+	if v, ok := r.Doc.Get("delivered"); ok && v.Kind() == canonjson.Bool {
+		if v.Bool() {
+			parts = append(parts, "delivered")
+		} else {
+			parts = append(parts, "not delivered")
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// runValue is the JSON form of a run record.
+func runValue(r store.Run) canonjson.Value {
+	members := []canonjson.Member{
+		{Name: "id", Value: canonjson.StringValue(r.ID)},
+		{Name: "kind", Value: canonjson.StringValue(r.Kind)},
+		{Name: "status", Value: canonjson.StringValue(string(r.Status))},
+		{Name: "createdAt", Value: canonjson.StringValue(r.CreatedAt.UTC().Format(time.RFC3339Nano))},
+		{Name: "updatedAt", Value: canonjson.StringValue(r.UpdatedAt.UTC().Format(time.RFC3339Nano))},
+		{Name: "revision", Value: canonjson.NumberValue(float64(r.Revision))},
+	}
+	if r.Doc.IsValid() {
+		members = append(members, canonjson.Member{Name: "record", Value: r.Doc})
+	}
+	return canonjson.ObjectValue(members)
+}
+
+func newRunsShowCmd(stdio IO) *cobra.Command {
+	var sf storeFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show RUN",
+		Short: "Show one run's record: what was requested, what ran, what was observed",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := sf.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			r, err := s.GetRun(cmd.Context(), args[0])
+			if errors.Is(err, store.ErrNotFound) {
+				return &exitError{code: ExitFailed, err: fmt.Errorf("no run %q in the store (agentrt runs list shows the recorded runs)", args[0])}
+			}
+			if err != nil {
+				return &exitError{code: ExitFailed, err: err}
+			}
+			if asJSON {
+				return writeJSON(stdio.Out, runValue(r))
+			}
+			printRun(stdio.Out, r)
+			return nil
+		},
+	}
+	sf.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run record as JSON")
+	return cmd
+}
+
+// printRun writes a run record for people: the fixed fields, then the
+// record's members, one per line, with nested values as compact JSON.
+func printRun(w io.Writer, r store.Run) {
+	fmt.Fprintf(w, "run %s\n", r.ID)
+	fmt.Fprintf(w, "  status    %s\n", r.Status)
+	fmt.Fprintf(w, "  kind      %s\n", r.Kind)
+	fmt.Fprintf(w, "  started   %s\n", r.CreatedAt.Local().Format(time.RFC3339))
+	fmt.Fprintf(w, "  updated   %s\n", r.UpdatedAt.Local().Format(time.RFC3339))
+	for _, m := range r.Doc.Members() {
+		val := string(canonjson.Marshal(m.Value))
+		if m.Value.Kind() == canonjson.String {
+			val = m.Value.Str()
+		}
+		fmt.Fprintf(w, "  %-9s %s\n", m.Name, val)
+	}
+}
+
+func newRunsEventsCmd(stdio IO) *cobra.Command {
+	var sf storeFlags
+	var asJSON, follow bool
+	var after string
+	cmd := &cobra.Command{
+		Use:   "events RUN",
+		Short: "Print a run's durable events, optionally following new ones",
+		Long: `Print a run's events in order from the store. --after CURSOR resumes after a
+cursor a previous call printed; --follow keeps polling until the run ends.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			s, err := sf.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			cursor := after
+			for {
+				events, err := s.Events(ctx, args[0], cursor, 500)
+				if errors.Is(err, store.ErrNotFound) {
+					return &exitError{code: ExitFailed, err: fmt.Errorf("no run %q in the store", args[0])}
+				}
+				if err != nil {
+					return &exitError{code: ExitFailed, err: err}
+				}
+				for _, e := range events {
+					if asJSON {
+						line := canonjson.ObjectValue([]canonjson.Member{
+							{Name: "sequence", Value: canonjson.NumberValue(float64(e.Sequence))},
+							{Name: "cursor", Value: canonjson.StringValue(e.Cursor)},
+							{Name: "id", Value: canonjson.StringValue(e.ID)},
+							{Name: "type", Value: canonjson.StringValue(e.Type)},
+							{Name: "time", Value: canonjson.StringValue(e.Time.UTC().Format(time.RFC3339Nano))},
+							{Name: "event", Value: e.Body},
+						})
+						stdio.Out.Write(append(canonjson.Marshal(line), '\n'))
+					} else {
+						fmt.Fprintf(stdio.Out, "%4d  %s  %-24s %s\n", e.Sequence, e.Time.Local().Format("15:04:05.000"), e.Type, eventText(e.Body))
+					}
+					cursor = e.Cursor
+				}
+				if len(events) == 500 {
+					continue
+				}
+				if !follow {
+					return nil
+				}
+				r, err := s.GetRun(ctx, args[0])
+				if err != nil {
+					return &exitError{code: ExitFailed, err: err}
+				}
+				if r.Status.Terminal() {
+					// One last read: events appended just before the end.
+					if tail, err := s.Events(ctx, args[0], cursor, 0); err == nil && len(tail) > 0 {
+						continue
+					}
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+		},
+	}
+	sf.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per event")
+	cmd.Flags().BoolVar(&follow, "follow", false, "keep printing new events until the run ends")
+	cmd.Flags().StringVar(&after, "after", "", "print only events after this cursor")
+	return cmd
+}
+
+// eventText is a one-line rendering of an event body.
+func eventText(body canonjson.Value) string {
+	for _, name := range []string{"text", "delta", "message", "error"} {
+		if v, ok := body.Get(name); ok && v.Kind() == canonjson.String {
+			s := strings.ReplaceAll(v.Str(), "\n", " ")
+			if len(s) > 100 {
+				s = s[:97] + "..."
+			}
+			return s
+		}
+	}
+	s := string(canonjson.Marshal(body))
+	if len(s) > 100 {
+		s = s[:97] + "..."
+	}
+	return s
+}
