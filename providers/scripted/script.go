@@ -1,0 +1,153 @@
+package scripted
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/schema"
+)
+
+// Script says what the scripted provider does for each turn. Turns are
+// matched in order: the first unused turn whose Match fits the prompt
+// plays; a turn with Repeat plays every time it matches.
+type Script struct {
+	// ServedModel is the model the provider reports it served. Empty
+	// means the model the profile requested (an honest provider).
+	ServedModel string `json:"servedModel,omitzero"`
+	// Turns are the scripted turns.
+	Turns []Turn `json:"turns"`
+}
+
+// Turn is one scripted turn.
+type Turn struct {
+	// Match selects the turn: a substring of the prompt, or a regular
+	// expression written /like this/. Empty matches every prompt.
+	Match string `json:"match,omitzero"`
+	// Repeat lets the turn play more than once.
+	Repeat bool `json:"repeat,omitzero"`
+	// Steps play in order.
+	Steps []Step `json:"steps"`
+	// End is how the turn ends: "completed" (default), "failed" (an
+	// in-band error event carrying Error), "cancelled", "no-terminal"
+	// (the stream just stops — a misbehaving provider), or "die" (the
+	// stream breaks with a transport error mid-turn).
+	End string `json:"end,omitzero"`
+	// Error is the failure message for End "failed" or "die".
+	Error string `json:"error,omitzero"`
+	// ServedModel overrides Script.ServedModel for this turn.
+	ServedModel string `json:"servedModel,omitzero"`
+}
+
+// Step is one thing a turn does. Exactly one of its fields is set.
+type Step struct {
+	// Text streams assistant text.
+	Text *string `json:"text,omitzero"`
+	// Usage reports token usage, with Mode "delta", "cumulative" or ""
+	// (no usageMode: unknown aggregation).
+	Usage *contract.TokenUsage `json:"usage,omitzero"`
+	Mode  *string              `json:"mode,omitzero"`
+	// ToolCall asks the caller's tool loop to run a tool.
+	ToolCall *ToolCall `json:"toolCall,omitzero"`
+	// Result sets the turn's structured result (canonical JSON).
+	Result *canonjson.Value `json:"result,omitzero"`
+	// DelayMS pauses the stream (milliseconds), to exercise cancellation
+	// and kills mid-turn.
+	DelayMS *int64 `json:"delayMs,omitzero"`
+}
+
+// ToolCall is a scripted tool call.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments canonjson.Value `json:"arguments"`
+}
+
+// Ends of a scripted turn.
+const (
+	EndCompleted  = "completed"
+	EndFailed     = "failed"
+	EndCancelled  = "cancelled"
+	EndNoTerminal = "no-terminal"
+	EndDie        = "die"
+)
+
+var (
+	stepSchema = schema.Object(
+		schema.Opt("text", schema.String()),
+		schema.Opt("usage", contract.TokenUsageSchema),
+		schema.Opt("mode", schema.Enum("delta", "cumulative", "")),
+		schema.Opt("toolCall", schema.Object(
+			schema.Req("id", schema.String(schema.MinLen(1))),
+			schema.Req("name", schema.String(schema.MinLen(1))),
+			schema.Req("arguments", schema.Record(schema.Any())),
+		)),
+		schema.Opt("result", schema.Any()),
+		schema.Opt("delayMs", schema.Number(schema.Int, schema.NonNegative)),
+	).Refine(func(c *schema.Context, v canonjson.Value) {
+		n := 0
+		for _, m := range v.Members() {
+			if m.Name != "mode" {
+				n++
+			}
+		}
+		if n != 1 {
+			c.Custom("a step does exactly one thing: text, usage, toolCall, result or delayMs")
+		}
+		if _, hasMode := v.Get("mode"); hasMode {
+			if _, hasUsage := v.Get("usage"); !hasUsage {
+				c.Custom("mode belongs to a usage step", "mode")
+			}
+		}
+	})
+
+	// ScriptSchema validates a script document.
+	ScriptSchema = schema.Object(
+		schema.Opt("servedModel", schema.String(schema.MinLen(1))),
+		schema.Req("turns", schema.Array(schema.Object(
+			schema.Opt("match", schema.String()),
+			schema.Opt("repeat", schema.Bool()),
+			schema.Req("steps", schema.Array(stepSchema)),
+			schema.Opt("end", schema.Enum(EndCompleted, EndFailed, EndCancelled, EndNoTerminal, EndDie)),
+			schema.Opt("error", schema.String()),
+			schema.Opt("servedModel", schema.String(schema.MinLen(1))),
+		).Refine(func(c *schema.Context, v canonjson.Value) {
+			if m, ok := v.Get("match"); ok && isRegexp(m.Str()) {
+				if _, err := regexp.Compile(m.Str()[1 : len(m.Str())-1]); err != nil {
+					c.Custom("match is not a valid regular expression: "+err.Error(), "match")
+				}
+			}
+		}))),
+	)
+)
+
+func isRegexp(s string) bool { return len(s) >= 2 && strings.HasPrefix(s, "/") && strings.HasSuffix(s, "/") }
+
+// ParseScript decodes and validates a script.
+func ParseScript(data []byte) (*Script, error) {
+	return contract.Parse[Script]("ScriptedScript", ScriptSchema, data)
+}
+
+// LoadScript reads a script file.
+func LoadScript(path string) (*Script, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("scripted: %w", err)
+	}
+	return ParseScript(data)
+}
+
+// matches reports whether t plays for prompt.
+func (t Turn) matches(prompt string) bool {
+	switch {
+	case t.Match == "":
+		return true
+	case isRegexp(t.Match):
+		re, err := regexp.Compile(t.Match[1 : len(t.Match)-1])
+		return err == nil && re.MatchString(prompt)
+	}
+	return strings.Contains(prompt, t.Match)
+}
