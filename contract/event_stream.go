@@ -363,38 +363,38 @@ var (
 	// ToolStateSchema is the tool part state shape, discriminated by
 	// status; "failed" is accepted as a synonym of "error".
 	ToolStateSchema = schema.Discriminated("status", map[string]schema.Node{
-		ToolStatusPending: schema.Object(
+		ToolStatusPending: evRequireJSON(schema.Object(
 			schema.Req("status", schema.LiteralString(ToolStatusPending)),
-			schema.Req("input", BoundedJSONRecord),
+			schema.Opt("input", BoundedJSONRecord),
 			schema.Opt("raw", BoundedString),
-		),
-		ToolStatusRunning: schema.Object(
+		), "input"),
+		ToolStatusRunning: evRequireJSON(schema.Object(
 			schema.Req("status", schema.LiteralString(ToolStatusRunning)),
-			schema.Req("input", BoundedJSONRecord),
+			schema.Opt("input", BoundedJSONRecord),
 			schema.Opt("title", BoundedString),
 			schema.Opt("metadata", BoundedJSONRecord),
 			schema.Opt("time", schema.Object(schema.Req("start", evFiniteNumber))),
-		),
-		ToolStatusCompleted: schema.Object(
+		), "input"),
+		ToolStatusCompleted: evRequireJSON(schema.Object(
 			schema.Req("status", schema.LiteralString(ToolStatusCompleted)),
-			schema.Req("input", BoundedJSONRecord),
-			schema.Req("output", BoundedJSON),
+			schema.Opt("input", BoundedJSONRecord),
+			schema.Opt("output", BoundedJSON),
 			schema.Opt("title", BoundedString),
 			schema.Opt("metadata", BoundedJSONRecord),
 			schema.Opt("time", schema.Object(schema.Req("start", evFiniteNumber), schema.Req("end", evFiniteNumber))),
-		),
+		), "input", "output"),
 		ToolStatusError:  evToolErrorState,
 		ToolStatusFailed: evToolErrorState,
 	})
 
-	evToolErrorState = schema.Object(
+	evToolErrorState = evRequireJSON(schema.Object(
 		schema.Req("status", schema.Enum(ToolStatusError, ToolStatusFailed)),
-		schema.Req("input", BoundedJSONRecord),
+		schema.Opt("input", BoundedJSONRecord),
 		schema.Opt("error", BoundedString),
 		schema.Opt("output", BoundedJSON),
 		schema.Opt("metadata", BoundedJSONRecord),
 		schema.Opt("time", evToolTimeSchema),
-	)
+	), "input")
 
 	// PartSchema is the shape of a runner-reported message part,
 	// discriminated by type.
@@ -451,10 +451,10 @@ var (
 			schema.Req("code", BoundedIdentifier),
 			schema.Req("message", BoundedString),
 		),
-		EventTypeRaw: evVariant(EventTypeRaw,
+		EventTypeRaw: evRequireJSON(evVariant(EventTypeRaw,
 			schema.Req("backend", BoundedIdentifier),
-			schema.Req("event", BoundedJSON),
-		),
+			schema.Opt("event", BoundedJSON),
+		), "event"),
 		EventTypeNativeSessionObserved: NativeSessionObservedEventSchema,
 		EventTypeSessionUpdated: evVariant(EventTypeSessionUpdated,
 			schema.Req("sessionId", BoundedIdentifier),
@@ -487,6 +487,26 @@ func evPart(t string, fields ...schema.Field) *schema.ObjectNode {
 		schema.Req("messageID", BoundedIdentifier),
 		schema.Req("type", schema.LiteralString(t)),
 	}, fields...)...)
+}
+
+// evRequireJSON makes the named members of o, which o declares optional,
+// required the way the contract requires a bounded-JSON member: a missing
+// member is a failed check at its path, not a shape error, so the
+// refinements of enclosing objects still run and an enclosing union still
+// counts the shape as matched. (A local facility: a "required, checked
+// only" field belongs in schema.)
+func evRequireJSON(o *schema.ObjectNode, names ...string) schema.Node {
+	return schema.NodeFunc(func(c *schema.Context, v canonjson.Value) canonjson.Value {
+		out := o.Check(c, v)
+		if v.Kind() == canonjson.Object {
+			for _, name := range names {
+				if _, ok := v.Get(name); !ok {
+					c.Custom("is required", name)
+				}
+			}
+		}
+		return out
+	})
 }
 
 // evVariant is a strict stream event object of type t with fields.

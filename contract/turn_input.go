@@ -105,15 +105,15 @@ func (e EnvironmentEvent) UsageReport() (usage *TokenUsage, mode UsageMode, ok b
 
 var (
 	// EnvironmentEventSchema is the strict AgentEnvironmentEvent shape.
-	EnvironmentEventSchema = schema.Object(
+	EnvironmentEventSchema = evRequireJSON(schema.Object(
 		schema.Req("type", BoundedIdentifier),
-		schema.Req("data", BoundedJSONRecord),
+		schema.Opt("data", BoundedJSONRecord),
 		schema.Opt("id", BoundedIdentifier),
 		schema.Opt("normalized", CanonicalStreamEventSchema),
 		schema.Opt("usage", TokenUsageSchema),
 		schema.Opt("usageMode", schema.Enum(string(UsageDelta), string(UsageCumulative))),
 		schema.Opt("providerEvent", BoundedJSON),
-	)
+	), "data")
 
 	// TurnInputSchema is the strict AgentTurnInput shape. The profile is
 	// validated by the canonical profile schema.

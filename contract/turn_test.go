@@ -237,6 +237,12 @@ func TestNativeContinuationResult(t *testing.T) {
 	_, err = contract.ParseNativeContinuationResult([]byte(pcMarshal(t, withReceipt)))
 	evRefusedAt(t, "receipt", err, "/result/contextTransferReceipt")
 
+	// A missing bounded-JSON member is a failed check, not a shape error,
+	// so the union still reports it where it is (as the reference does).
+	noData := strings.Replace(text, `"success":true`, `"success":true,"events":[{"type":"x"}]`, 1)
+	_, err = contract.ParseNativeContinuationResult([]byte(noData))
+	evRefusedAt(t, "event without data", err, "/result/events/0/data")
+
 	// As in the reference, members the acknowledgement does not declare
 	// are dropped inside a result rather than refused.
 	extra := strings.Replace(text, `"historyMessagesSent":0`, `"historyMessagesSent":0,"note":"x"`, 1)
