@@ -2,5 +2,13 @@ package contract
 
 import "github.com/agentrt/agentrt/schema"
 
-// turnKinds lists the turn group's wire kinds; the group fills it in.
-func turnKinds() []schema.Kind { return nil }
+// turnKinds lists the wire kinds of turns, their results and events, and
+// the native continuation result.
+func turnKinds() []schema.Kind {
+	return []schema.Kind{
+		{Name: KindTurnInput, Node: TurnInputSchema},
+		{Name: KindTurnResult, Node: TurnResultSchema},
+		{Name: KindEnvironmentEvent, Node: EnvironmentEventSchema},
+		{Name: KindNativeContinuationResult, Node: NativeContinuationResultSchema},
+	}
+}
