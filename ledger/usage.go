@@ -107,41 +107,56 @@ func FromTokenUsage(t *contract.TokenUsage) Usage {
 	return u
 }
 
-// Usage modes, as providers declare them on usage events.
-const (
-	// ModeDelta: the event's usage is new usage, added to the turn.
-	ModeDelta = "delta"
-	// ModeCumulative: the event's usage includes earlier contributions and
-	// replaces the turn's total; a repeated cumulative total adds nothing.
-	ModeCumulative = "cumulative"
-	// ModeUnknown ("" on the wire: no usageMode) leaves the aggregation
-	// unknown, so the turn's total can only be a floor.
-	ModeUnknown = ""
-)
-
-// TurnUsage aggregates one turn's usage events in stream order. The zero
-// value is an empty turn (usage unknown).
+// TurnUsage aggregates one turn's usage reports in stream order, following
+// seed 000's usageMode: contract.UsageDelta adds new usage;
+// contract.UsageCumulative includes earlier contributions and replaces the
+// turn's total, so a repeated cumulative total adds nothing; no mode leaves
+// the aggregation unknown, so the total can only be a floor (the larger of
+// what was seen), never a sum. Events already seen (by id) are ignored, so
+// a replayed or reconnected stream does not count twice. The zero value is
+// an empty turn whose usage is unknown.
 type TurnUsage struct {
 	total Usage
 	seen  bool
+	ids   map[string]struct{}
+}
+
+// ObserveEvent folds one event's usage into the turn and reports whether
+// it counted (false for an event without usage or with an id already
+// seen).
+func (t *TurnUsage) ObserveEvent(e contract.EnvironmentEvent) (bool, error) {
+	u, mode, ok := e.UsageReport()
+	if !ok {
+		return false, nil
+	}
+	if e.ID != nil {
+		if _, dup := t.ids[*e.ID]; dup {
+			return false, nil
+		}
+		if t.ids == nil {
+			t.ids = map[string]struct{}{}
+		}
+		t.ids[*e.ID] = struct{}{}
+	}
+	return true, t.Observe(u, mode)
 }
 
 // Observe folds one usage report into the turn according to its mode.
-func (t *TurnUsage) Observe(u *contract.TokenUsage, mode string) error {
+func (t *TurnUsage) Observe(u *contract.TokenUsage, mode contract.UsageMode) error {
 	if u == nil {
 		return nil
 	}
 	next := FromTokenUsage(u)
 	switch mode {
-	case ModeDelta:
+	case contract.UsageDelta:
 		if t.seen {
 			t.total = t.total.Plus(next)
 		} else {
 			t.total = next // the turn had used nothing before its first report
 		}
-	case ModeCumulative:
+	case contract.UsageCumulative:
 		t.total = next
-	case ModeUnknown:
+	case "":
 		// Delta or cumulative? Either way the true total is at least the
 		// larger of what we have and what was reported; it is a floor.
 		if !t.seen {

@@ -124,7 +124,9 @@ var (
 	)
 )
 
-func isRegexp(s string) bool { return len(s) >= 2 && strings.HasPrefix(s, "/") && strings.HasSuffix(s, "/") }
+func isRegexp(s string) bool {
+	return len(s) >= 2 && strings.HasPrefix(s, "/") && strings.HasSuffix(s, "/")
+}
 
 // ParseScript decodes and validates a script.
 func ParseScript(data []byte) (*Script, error) {
@@ -138,16 +140,4 @@ func LoadScript(path string) (*Script, error) {
 		return nil, fmt.Errorf("scripted: %w", err)
 	}
 	return ParseScript(data)
-}
-
-// matches reports whether t plays for prompt.
-func (t Turn) matches(prompt string) bool {
-	switch {
-	case t.Match == "":
-		return true
-	case isRegexp(t.Match):
-		re, err := regexp.Compile(t.Match[1 : len(t.Match)-1])
-		return err == nil && re.MatchString(prompt)
-	}
-	return strings.Contains(prompt, t.Match)
 }
