@@ -45,8 +45,8 @@ const (
 // failed.
 type SessionStatus string
 
-// Session statuses beyond the environment statuses (every
-// EnvironmentStatus value is also a SessionStatus).
+// Session statuses: every environment status, plus completed and
+// cancelled.
 const (
 	SessionPending      SessionStatus = "pending"
 	SessionProvisioning SessionStatus = "provisioning"
