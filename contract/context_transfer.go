@@ -53,8 +53,9 @@ type ContextPlanAcceptance struct {
 // A destination without an environment id (unbound) lets the provider
 // create the environment; it then requires the inline Profile, whose
 // canonical digest must be the destination's profileDigest. Workspace and
-// Resources are optional creation inputs (opaque bounded JSON records
-// here); both are frozen into the request digest.
+// Resources are optional creation inputs, validated as a WorkspaceRequest
+// and a ResourceRequest and kept here as their JSON members; both are
+// frozen into the request digest.
 type ContextTransferRequest struct {
 	OperationID   string                      `json:"operationId"`
 	RequestDigest string                      `json:"requestDigest"`
@@ -203,8 +204,8 @@ var (
 		schema.Req("plan", PortableContextTransferPlanSchema),
 		schema.Req("acceptance", ContextPlanAcceptanceSchema),
 		schema.Opt("profile", profile.Schema),
-		schema.Opt("workspace", BoundedJSONRecord),
-		schema.Opt("resources", BoundedJSONRecord),
+		schema.Opt("workspace", WorkspaceRequestSchema),
+		schema.Opt("resources", ResourceRequestSchema),
 	)
 
 	// ContextTransferRequestSchema is the Interface 5 transfer request
