@@ -1,0 +1,65 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/agentrt/agentrt/store"
+)
+
+// Reasons a run did not complete. RunError.Reason holds one of them.
+const (
+	// ReasonRefused: the run was refused before any spend (the provider
+	// cannot honor the profile, the seat stage does not exist, the budget
+	// has no room).
+	ReasonRefused = "refused"
+	// ReasonInBandError: the provider's stream reported a failure.
+	ReasonInBandError = "in-band-error"
+	// ReasonNoTerminal: the stream ended without a terminal event.
+	ReasonNoTerminal = "no-terminal-event"
+	// ReasonTransport: the stream broke.
+	ReasonTransport = "transport"
+	// ReasonModelMismatch: the platform served another model than the
+	// profile requested.
+	ReasonModelMismatch = "served-model-mismatch"
+	// ReasonProvider: the provider failed to create the environment.
+	ReasonProvider = "provider"
+	// ReasonCancelled: the caller cancelled.
+	ReasonCancelled = "cancelled"
+	// ReasonTimedOut: the caller's deadline passed.
+	ReasonTimedOut = "timed-out"
+)
+
+// ErrRefused matches a RunError whose run was refused before any spend.
+var ErrRefused = errors.New("kernel: run refused before dispatch")
+
+// RunError is the error of a run that did not complete: its terminal
+// status (failed, cancelled or timed out — never conflated), the reason,
+// and the underlying cause. The run record holds the same facts.
+type RunError struct {
+	RunID  string
+	Status store.Status
+	Reason string
+	Detail string
+	Cause  error
+}
+
+func (e *RunError) Error() string {
+	msg := fmt.Sprintf("run %s %s (%s)", e.RunID, e.Status, e.Reason)
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
+}
+
+// Unwrap returns the cause, and ErrRefused for refusals.
+func (e *RunError) Unwrap() []error {
+	errs := []error{}
+	if e.Cause != nil {
+		errs = append(errs, e.Cause)
+	}
+	if e.Reason == ReasonRefused {
+		errs = append(errs, ErrRefused)
+	}
+	return errs
+}

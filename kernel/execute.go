@@ -1,0 +1,493 @@
+package kernel
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/harness"
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/store"
+)
+
+// Check decides whether a settled result is delivered. It is the caller's
+// independent completion check: a run is delivered because a check
+// passed, never because the worker said it finished. An error means "not
+// delivered" and is recorded.
+type Check func(ctx context.Context, out Outcome) (Verdict, error)
+
+// Verdict is a completion check's judgment.
+type Verdict struct {
+	Passed bool     `json:"passed"`
+	Reason string   `json:"reason,omitzero"`
+	Score  *float64 `json:"score,omitzero"`
+}
+
+// Outcome is what a settled run produced, as a check sees it.
+type Outcome struct {
+	RunID string
+	// Text is the turn's final text.
+	Text string
+	// Output is the structured result the provider reported, if any.
+	Output canonjson.Value
+	// Events are the turn's events in order.
+	Events []contract.EnvironmentEvent
+}
+
+// Request is one exact run.
+type Request struct {
+	// Profile is the authored profile; it keeps its identity.
+	Profile *profile.Profile
+	// Task is the turn's prompt.
+	Task string
+	// Provider runs the turn.
+	Provider contract.Provider
+	// Store records the run; required.
+	Store store.Store
+	// Check decides delivery; nil leaves the run settled but not
+	// delivered.
+	Check Check
+	// Stage is the seat stage to run (0 for a profile without seats).
+	Stage int
+	// RunID names the run; empty generates one.
+	RunID string
+	// Kind is the run record's kind; "" means "execute".
+	Kind string
+	// Budget, when set, is reserved before anything is dispatched and
+	// settled with the observed spend.
+	Budget *ledger.Pool
+	// Reserve is what the run reserves from Budget.
+	Reserve ledger.Budget
+	// LeaseTTL bounds how long the run stays "running" if this process
+	// dies; 0 means 15 seconds. The lease is renewed while the run lives.
+	LeaseTTL time.Duration
+	// Now replaces time.Now; Logger receives progress (nil discards).
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Result is a recorded run.
+type Result struct {
+	RunID  string
+	Status store.Status
+	// Reason and Detail explain a run that did not complete.
+	Reason, Detail string
+	// Text and Output are what the run produced.
+	Text   string
+	Output canonjson.Value
+	// Usage is the observed usage; unknown channels stay unknown.
+	Usage ledger.Usage
+	// RequestedModel is the model the effective profile requested;
+	// Served is what the platform reported serving (empty: unknown).
+	RequestedModel string
+	Served         ServedIdentity
+	// AuthoredDigest is the authored profile's identity (with seats);
+	// EffectiveDigest is the provider-facing projection's.
+	AuthoredDigest, EffectiveDigest string
+	EnvironmentID                   string
+	// Delivered is true only when the completion check passed.
+	Delivered bool
+	Verdict   *Verdict
+	// CheckError is why the check could not judge (then not delivered).
+	CheckError string
+	Events     int
+}
+
+// Execute runs one exact run and records it in req.Store. It returns the
+// recorded result and, for a run that did not complete, a *RunError whose
+// Status is failed, cancelled or timed out. Refusals happen before the
+// provider creates anything or the budget is charged.
+func Execute(ctx context.Context, req Request) (*Result, error) {
+	x, err := newExecution(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	x.run(ctx)
+	return x.finish(ctx)
+}
+
+type execution struct {
+	req      Request
+	now      func() time.Time
+	log      *slog.Logger
+	res      Result
+	owner    string
+	effect   *profile.Profile
+	runErr   *RunError
+	ticket   *ledger.Ticket
+	turn     ledger.TurnUsage
+	events   []contract.EnvironmentEvent
+	stopBeat func()
+}
+
+func newExecution(ctx context.Context, req Request) (*execution, error) {
+	if req.Store == nil || req.Provider == nil || req.Profile == nil {
+		return nil, errors.New("kernel: Execute needs a profile, a provider and a store")
+	}
+	x := &execution{req: req, now: req.Now, log: req.Logger}
+	if x.now == nil {
+		x.now = time.Now
+	}
+	if x.log == nil {
+		x.log = slog.New(slog.DiscardHandler)
+	}
+	if x.req.LeaseTTL <= 0 {
+		x.req.LeaseTTL = 15 * time.Second
+	}
+	if x.req.RunID == "" {
+		x.req.RunID = NewID("run")
+	}
+	if x.req.Kind == "" {
+		x.req.Kind = "execute"
+	}
+	host, _ := os.Hostname()
+	x.owner = fmt.Sprintf("%s/%d", host, os.Getpid())
+	x.res = Result{RunID: x.req.RunID, Status: store.StatusRunning}
+	authored, err := profile.Digest(req.Profile)
+	if err != nil {
+		return nil, fmt.Errorf("kernel: the authored profile has no identity: %w", err)
+	}
+	x.res.AuthoredDigest = authored
+	run := store.Run{ID: x.req.RunID, Kind: x.req.Kind, Status: store.StatusRunning, Owner: x.owner,
+		LeaseUntil: x.now().Add(x.req.LeaseTTL), Doc: x.doc()}
+	if _, err := req.Store.CreateRun(ctx, run); err != nil {
+		return nil, fmt.Errorf("kernel: recording run %s: %w", x.req.RunID, err)
+	}
+	x.stopBeat = x.heartbeat()
+	return x, nil
+}
+
+// heartbeat renews the run's lease until the run ends.
+func (x *execution) heartbeat() func() {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(x.req.LeaseTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				x.req.Store.UpdateRun(context.Background(), x.req.RunID, func(r *store.Run) error {
+					if r.Status.Terminal() {
+						return nil
+					}
+					r.LeaseUntil = x.now().Add(x.req.LeaseTTL)
+					return nil
+				})
+			}
+		}
+	}()
+	return func() { close(stop); <-done }
+}
+
+func (x *execution) fail(status store.Status, reason, detail string, cause error) {
+	if x.runErr != nil {
+		return // the first terminal fact wins
+	}
+	x.runErr = &RunError{RunID: x.req.RunID, Status: status, Reason: reason, Detail: detail, Cause: cause}
+}
+
+// contextEnd maps a done context to its terminal status.
+func (x *execution) contextEnd(ctx context.Context) bool {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		x.fail(store.StatusTimedOut, ReasonTimedOut, "the caller's deadline passed", ctx.Err())
+	case ctx.Err() != nil:
+		x.fail(store.StatusCancelled, ReasonCancelled, "the caller cancelled", ctx.Err())
+	default:
+		return false
+	}
+	return true
+}
+
+func (x *execution) run(ctx context.Context) {
+	caps, err := x.req.Provider.Capabilities(ctx)
+	if err != nil {
+		x.fail(store.StatusFailed, ReasonProvider, "reading the provider's capabilities", err)
+		return
+	}
+	if err := x.prepare(caps); err != nil {
+		x.fail(store.StatusFailed, ReasonRefused, err.Error(), err)
+		return
+	}
+	if x.req.Budget != nil {
+		t, err := x.req.Budget.Reserve(x.req.Reserve)
+		if err != nil {
+			x.fail(store.StatusFailed, ReasonRefused, "the budget has no room: "+err.Error(), err)
+			return
+		}
+		x.ticket = t
+	}
+	if x.contextEnd(ctx) {
+		return
+	}
+	env, err := x.req.Provider.Create(ctx, &contract.CreateInput{Profile: profile.Ref{Inline: x.effect}})
+	if err != nil {
+		if !x.contextEnd(ctx) {
+			reason := ReasonProvider
+			if errors.Is(err, contract.ErrUnsupported) {
+				reason = ReasonRefused
+			}
+			x.fail(store.StatusFailed, reason, "creating the environment: "+err.Error(), err)
+		}
+		return
+	}
+	x.res.EnvironmentID = env.ID()
+	if env.Creation() != contract.CreationReplayed {
+		defer env.Destroy(context.WithoutCancel(ctx))
+	}
+	x.stream(ctx, env)
+}
+
+// prepare checks, before any spend, that the provider can honor the
+// provider-facing projection of the chosen seat stage.
+func (x *execution) prepare(caps *contract.Capabilities) error {
+	if len(x.req.Profile.Seats) == 0 && x.req.Stage != 0 {
+		return fmt.Errorf("the profile has no seats; stage %d does not exist", x.req.Stage)
+	}
+	eff, err := profile.Project(x.req.Profile, x.req.Stage)
+	if err != nil {
+		return err
+	}
+	x.effect = eff
+	if x.res.EffectiveDigest, err = profile.Digest(eff); err != nil {
+		return fmt.Errorf("the effective profile has no identity: %w", err)
+	}
+	if eff.Model != nil && eff.Model.Default != nil {
+		x.res.RequestedModel = *eff.Model.Default
+	}
+	var errs []error
+	if err := contract.CheckProfileSupport(&caps.Profile, eff); err != nil {
+		errs = append(errs, err)
+	}
+	if e := effortOf(eff); e != "" && eff.Harness != "" {
+		if !slices.Contains(harness.ReasoningEfforts(eff.Harness), e) || !harness.HonorsEffort(eff.Harness) {
+			errs = append(errs, fmt.Errorf("harness %s cannot express reasoning effort %q", eff.Harness, e))
+		}
+	}
+	if eff.Harness != "" && x.res.RequestedModel != "" && !harness.SupportsModel(eff.Harness, x.res.RequestedModel) {
+		errs = append(errs, fmt.Errorf("harness %s cannot run model %s", eff.Harness, x.res.RequestedModel))
+	}
+	return errors.Join(errs...)
+}
+
+func effortOf(p *profile.Profile) harness.ReasoningEffort {
+	if p.Model == nil {
+		return ""
+	}
+	return p.Model.ReasoningEffort
+}
+
+func (x *execution) stream(ctx context.Context, env contract.Environment) {
+	prompt := x.req.Task
+	terminal := false
+	var text strings.Builder
+	for e, err := range env.Stream(ctx, &contract.TurnInput{Profile: x.effect, Prompt: &prompt}) {
+		if err != nil {
+			if !x.contextEnd(ctx) {
+				reason := ReasonTransport
+				if errors.Is(err, contract.ErrUnsupported) {
+					reason = ReasonRefused
+				}
+				x.fail(store.StatusFailed, reason, err.Error(), err)
+			}
+			return
+		}
+		if err := contract.CheckPublicEnvironmentEvent(e); err != nil {
+			continue // private (native session identity): never recorded publicly
+		}
+		if err := x.record(ctx, e); err != nil {
+			x.fail(store.StatusFailed, ReasonTransport, "recording an event: "+err.Error(), err)
+			return
+		}
+		if _, err := x.turn.ObserveEvent(e); err != nil {
+			x.log.Warn("usage not aggregated", "run", x.req.RunID, "err", err)
+		}
+		x.observeIdentity(e)
+		appendText(&text, e)
+		if out, ok := e.Data["result"]; ok && out.IsValid() {
+			x.res.Output = out
+		}
+		if kind, ok := contract.EnvironmentEventTerminal(e); ok && !terminal {
+			terminal = true
+			switch kind {
+			case contract.TerminalFailed:
+				x.fail(store.StatusFailed, ReasonInBandError, eventError(e), nil)
+			case contract.TerminalCancelled:
+				// The caller's own cancel or deadline, when that is why,
+				// names the ending more exactly than the provider can.
+				if !x.contextEnd(ctx) {
+					x.fail(store.StatusCancelled, ReasonCancelled, "the provider reported the run cancelled", nil)
+				}
+			}
+			if t, ok := e.Data["text"]; ok && t.Kind() == canonjson.String && t.Str() != "" {
+				text.Reset()
+				text.WriteString(t.Str())
+			}
+		}
+	}
+	x.res.Text = text.String()
+	if !terminal && !x.contextEnd(ctx) {
+		x.fail(store.StatusFailed, ReasonNoTerminal, "the stream ended without a terminal event", nil)
+	}
+}
+
+func (x *execution) record(ctx context.Context, e contract.EnvironmentEvent) error {
+	x.events = append(x.events, e)
+	body, err := canonjson.ToValue(e)
+	if err != nil {
+		return err
+	}
+	id := fmt.Sprintf("e%d", len(x.events))
+	if e.ID != nil {
+		id = *e.ID
+	}
+	_, err = x.req.Store.AppendEvents(ctx, x.req.RunID, []store.NewEvent{{ID: id, Type: e.Type, Time: x.now(), Body: body}})
+	x.res.Events++
+	return err
+}
+
+// observeIdentity reads effectiveBackend{provider, model, source} and
+// fails the run when the served model differs from the requested one.
+func (x *execution) observeIdentity(e contract.EnvironmentEvent) {
+	b, ok := e.Data["effectiveBackend"]
+	if !ok || b.Kind() != canonjson.Object {
+		return
+	}
+	get := func(name string) string {
+		v, _ := b.Get(name)
+		return v.Str()
+	}
+	model := get("model")
+	if model == "" {
+		return
+	}
+	if x.res.Served.Model != "" && !SameModel(x.res.Served.Model, model) {
+		x.fail(store.StatusFailed, ReasonModelMismatch, fmt.Sprintf("the platform reported two served models, %s and %s", x.res.Served.Model, model), nil)
+	}
+	x.res.Served = ServedIdentity{Provider: get("provider"), Model: model, Source: e.Type}
+	if x.res.RequestedModel != "" && !SameModel(x.res.RequestedModel, model) {
+		x.fail(store.StatusFailed, ReasonModelMismatch, fmt.Sprintf("requested %s but the platform served %s", x.res.RequestedModel, model), nil)
+	}
+}
+
+func appendText(b *strings.Builder, e contract.EnvironmentEvent) {
+	n := e.Normalized
+	if n == nil || n.MessagePartUpdated == nil || n.MessagePartUpdated.Delta == nil || !n.MessagePartUpdated.Part.IsText() {
+		return
+	}
+	b.WriteString(*n.MessagePartUpdated.Delta)
+}
+
+func eventError(e contract.EnvironmentEvent) string {
+	for _, name := range []string{"error", "message", "status"} {
+		if v, ok := e.Data[name]; ok && v.Kind() == canonjson.String && v.Str() != "" {
+			return v.Str()
+		}
+	}
+	if e.Normalized != nil && e.Normalized.Status != nil && e.Normalized.Status.Detail != nil {
+		return *e.Normalized.Status.Detail
+	}
+	return "the provider reported a failure"
+}
+
+// finish settles the budget, runs the completion check, appends the
+// ledger entry and records the terminal state.
+func (x *execution) finish(ctx context.Context) (*Result, error) {
+	defer x.stopBeat()
+	x.res.Usage = x.turn.Total()
+	if x.ticket != nil {
+		if err := x.req.Budget.Settle(x.ticket, spendOf(x.res.Usage)); err != nil {
+			x.log.Warn("budget settlement", "run", x.req.RunID, "err", err)
+		}
+	}
+	if x.runErr == nil {
+		x.res.Status = store.StatusCompleted
+		x.check(ctx)
+	} else {
+		x.res.Status, x.res.Reason, x.res.Detail = x.runErr.Status, x.runErr.Reason, x.runErr.Detail
+	}
+	bg := context.WithoutCancel(ctx)
+	entry, err := canonjson.ToValue(ledgerEntry(x.res))
+	if err == nil {
+		_, err = x.req.Store.AppendLedger(bg, x.req.RunID, []canonjson.Value{entry}, x.now())
+	}
+	if err != nil {
+		x.log.Error("recording the ledger entry", "run", x.req.RunID, "err", err)
+	}
+	_, err = x.req.Store.UpdateRun(bg, x.req.RunID, func(r *store.Run) error {
+		if r.Status.Terminal() {
+			return fmt.Errorf("run %s already ended as %s", r.ID, r.Status)
+		}
+		r.Status = x.res.Status
+		r.LeaseUntil = time.Time{}
+		r.Doc = x.doc()
+		return nil
+	})
+	if err != nil {
+		return &x.res, fmt.Errorf("kernel: recording the end of run %s: %w", x.req.RunID, err)
+	}
+	if x.runErr != nil {
+		return &x.res, x.runErr
+	}
+	return &x.res, nil
+}
+
+func (x *execution) check(ctx context.Context) {
+	if x.req.Check == nil {
+		x.res.CheckError = "no completion check was given"
+		return
+	}
+	out := Outcome{RunID: x.req.RunID, Text: x.res.Text, Output: x.res.Output, Events: slices.Clone(x.events)}
+	v, err := safeCheck(ctx, x.req.Check, out)
+	if err != nil {
+		x.res.CheckError = err.Error()
+		return
+	}
+	x.res.Verdict = &v
+	x.res.Delivered = v.Passed
+}
+
+func safeCheck(ctx context.Context, c Check, out Outcome) (v Verdict, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the completion check panicked: %v", p)
+		}
+	}()
+	return c(ctx, out)
+}
+
+func spendOf(u ledger.Usage) ledger.Spend {
+	var s ledger.Spend
+	if u.InputTokens.Known() && u.OutputTokens.Known() {
+		t := u.InputTokens.Value + u.OutputTokens.Value
+		s.Tokens = &t
+	}
+	one := int64(1)
+	s.Iterations = &one
+	if u.CostUSD.Known() {
+		micro := int64(math.Ceil(u.CostUSD.Value * 1e6))
+		s.MicroUSD = &micro
+	}
+	return s
+}
+
+// NewID returns prefix, a dash and 16 random hex digits.
+func NewID(prefix string) string {
+	var b [8]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%s-%x", prefix, b)
+}

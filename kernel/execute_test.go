@@ -1,0 +1,232 @@
+package kernel_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/providers/scripted"
+	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/memory"
+)
+
+const noteWriter = `{"name":"note-writer","harness":"cli-base","model":{"provider":"scripted","default":"scripted/note-writer"}}`
+
+func mustProfile(t *testing.T, s string) *profile.Profile {
+	t.Helper()
+	p, err := profile.Parse([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func mustScript(t *testing.T, s string) *scripted.Script {
+	t.Helper()
+	sc, err := scripted.ParseScript([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func nonEmpty(ctx context.Context, out kernel.Outcome) (kernel.Verdict, error) {
+	return kernel.Verdict{Passed: strings.TrimSpace(out.Text) != "", Reason: "the note is not empty"}, nil
+}
+
+// Issue 4 "truthfulness matrix": each misbehaviour is recorded as what it
+// is — unknown (not 0), failed (not success), mismatch, not delivered.
+func TestTruthfulnessMatrix(t *testing.T) {
+	tests := []struct {
+		name          string
+		script        string
+		check         kernel.Check
+		status        store.Status
+		reason        string
+		delivered     bool
+		input, output string // usage as rendered
+	}{
+		{"honest", `{"turns":[{"steps":[{"text":"Shipped one-click restore."},{"usage":{"inputTokens":12,"outputTokens":5},"mode":"delta"}]}]}`,
+			nonEmpty, store.StatusCompleted, "", true, "12", "5"},
+		{"no usage reported", `{"turns":[{"steps":[{"text":"A note."}]}]}`,
+			nonEmpty, store.StatusCompleted, "", true, "unknown", "unknown"},
+		{"cumulative reported twice", `{"turns":[{"steps":[{"text":"A note."},{"usage":{"inputTokens":30,"outputTokens":4},"mode":"cumulative"},{"usage":{"inputTokens":30,"outputTokens":4},"mode":"cumulative"}]}]}`,
+			nonEmpty, store.StatusCompleted, "", true, "30", "4"},
+		{"usage without a mode", `{"turns":[{"steps":[{"text":"A note."},{"usage":{"inputTokens":10,"outputTokens":1}},{"usage":{"inputTokens":10,"outputTokens":1}}]}]}`,
+			nonEmpty, store.StatusCompleted, "", true, "≥ 10", "≥ 1"},
+		{"in-band error", `{"turns":[{"steps":[{"text":"partial"}],"end":"failed","error":"quota exhausted"}]}`,
+			nonEmpty, store.StatusFailed, kernel.ReasonInBandError, false, "unknown", "unknown"},
+		{"death mid-turn", `{"turns":[{"steps":[{"text":"par"}],"end":"die","error":"connection reset"}]}`,
+			nonEmpty, store.StatusFailed, kernel.ReasonTransport, false, "unknown", "unknown"},
+		{"no terminal event", `{"turns":[{"steps":[{"text":"a note"}],"end":"no-terminal"}]}`,
+			nonEmpty, store.StatusFailed, kernel.ReasonNoTerminal, false, "unknown", "unknown"},
+		{"another model served", `{"servedModel":"scripted/cheaper-model","turns":[{"steps":[{"text":"A note."}]}]}`,
+			nonEmpty, store.StatusFailed, kernel.ReasonModelMismatch, false, "unknown", "unknown"},
+		{"empty result fails its check", `{"turns":[{"steps":[]}]}`,
+			nonEmpty, store.StatusCompleted, "", false, "unknown", "unknown"},
+		{"check that errors", `{"turns":[{"steps":[{"text":"A note."}]}]}`,
+			func(context.Context, kernel.Outcome) (kernel.Verdict, error) {
+				return kernel.Verdict{}, errors.New("grader offline")
+			},
+			store.StatusCompleted, "", false, "unknown", "unknown"},
+		{"check that panics", `{"turns":[{"steps":[{"text":"A note."}]}]}`,
+			func(context.Context, kernel.Outcome) (kernel.Verdict, error) { panic("grader bug") },
+			store.StatusCompleted, "", false, "unknown", "unknown"},
+		{"no check", `{"turns":[{"steps":[{"text":"A note."}]}]}`,
+			nil, store.StatusCompleted, "", false, "unknown", "unknown"},
+		{"provider reports cancellation", `{"turns":[{"steps":[],"end":"cancelled"}]}`,
+			nonEmpty, store.StatusCancelled, kernel.ReasonCancelled, false, "unknown", "unknown"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := memory.New(nil)
+			res, err := kernel.Execute(context.Background(), kernel.Request{
+				Profile: mustProfile(t, noteWriter), Task: "Write a release note.", Provider: scripted.New(mustScript(t, tc.script), scripted.Options{}),
+				Store: st, Check: tc.check,
+			})
+			if res == nil {
+				t.Fatalf("no result: %v", err)
+			}
+			if res.Status != tc.status || res.Reason != tc.reason || res.Delivered != tc.delivered {
+				t.Errorf("status %s reason %q delivered %v (%s); want %s %q %v", res.Status, res.Reason, res.Delivered, res.Detail, tc.status, tc.reason, tc.delivered)
+			}
+			if (err == nil) != (tc.status == store.StatusCompleted) {
+				t.Errorf("err = %v for status %s", err, res.Status)
+			}
+			var re *kernel.RunError
+			if err != nil && (!errors.As(err, &re) || re.Status != res.Status) {
+				t.Errorf("err %v is not a RunError with status %s", err, res.Status)
+			}
+			if got := res.Usage.InputTokens.String(); got != tc.input {
+				t.Errorf("input tokens %s, want %s", got, tc.input)
+			}
+			if got := res.Usage.OutputTokens.String(); got != tc.output {
+				t.Errorf("output tokens %s, want %s", got, tc.output)
+			}
+			// The store holds the same facts.
+			run, err := st.GetRun(context.Background(), res.RunID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if run.Status != tc.status {
+				t.Errorf("recorded status %s", run.Status)
+			}
+			if d, _ := run.Doc.Get("delivered"); d.Bool() != tc.delivered {
+				t.Errorf("recorded delivered %v", d.Bool())
+			}
+			usage, _ := run.Doc.Get("usage")
+			if in, _ := usage.Get("inputTokens"); tc.input == "unknown" && in.Kind() != canonjson.Null {
+				t.Errorf("unknown input tokens recorded as %s", canonjson.Marshal(in))
+			}
+			if (tc.check == nil || tc.name == "check that errors" || tc.name == "check that panics") && tc.status == store.StatusCompleted {
+				if ce, _ := run.Doc.Get("checkError"); ce.Str() == "" {
+					t.Error("the check's failure to judge was not recorded")
+				}
+			}
+			events, _ := st.Events(context.Background(), res.RunID, "", 0)
+			if len(events) != res.Events {
+				t.Errorf("%d events recorded, result says %d", len(events), res.Events)
+			}
+			ledgerEntries, _ := st.Ledger(context.Background(), res.RunID)
+			if len(ledgerEntries) != 1 {
+				t.Fatalf("%d ledger entries", len(ledgerEntries))
+			}
+			if lu, _ := ledgerEntries[0].Body.Get("usage"); !canonjson.Equal(lu, usage) {
+				t.Errorf("ledger usage %s does not reconcile with the run's %s", canonjson.Marshal(lu), canonjson.Marshal(usage))
+			}
+		})
+	}
+}
+
+// Served model read back and recorded.
+func TestServedModelRecorded(t *testing.T) {
+	st := memory.New(nil)
+	res, err := kernel.Execute(context.Background(), kernel.Request{Profile: mustProfile(t, noteWriter), Task: "x",
+		Provider: scripted.New(mustScript(t, `{"turns":[{"steps":[{"text":"ok"}]}]}`), scripted.Options{}), Store: st, Check: nonEmpty})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Served.Model != "scripted/note-writer" || res.Served.Provider != "scripted" || res.RequestedModel != "scripted/note-writer" {
+		t.Errorf("served %+v requested %s", res.Served, res.RequestedModel)
+	}
+	if res.AuthoredDigest == "" || res.EffectiveDigest != res.AuthoredDigest {
+		t.Errorf("digests authored %s effective %s (no seats: equal)", res.AuthoredDigest, res.EffectiveDigest)
+	}
+}
+
+// Checklist PRF-07, SYS-05: refusal before any spend — no environment, no
+// turn, no budget charge.
+func TestRefusedBeforeSpend(t *testing.T) {
+	tests := []struct{ name, profile string }{
+		{"mcp the provider cannot mount", `{"harness":"cli-base","model":{"default":"scripted/x"},"mcp":{"docs":{"url":"https://mcp.example.com"}}}`},
+		{"reasoning effort the harness cannot express", `{"harness":"cli-base","model":{"default":"scripted/x","reasoningEffort":"high"}}`},
+		{"model the harness cannot run", `{"harness":"codex","model":{"default":"anthropic/claude-opus-5-5"}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			prov := scripted.New(mustScript(t, `{"turns":[{"repeat":true,"steps":[{"text":"ok"}]}]}`), scripted.Options{})
+			pool, _ := ledger.NewPool(ledger.Budget{Tokens: ptr(int64(1000)), Iterations: ptr(int64(5))}, ledger.PoolOptions{})
+			res, err := kernel.Execute(context.Background(), kernel.Request{Profile: mustProfile(t, tc.profile), Task: "x", Provider: prov,
+				Store: memory.New(nil), Check: nonEmpty, Budget: pool, Reserve: ledger.Budget{Tokens: ptr(int64(100)), Iterations: ptr(int64(1))}})
+			if !errors.Is(err, kernel.ErrRefused) || res.Status != store.StatusFailed {
+				t.Fatalf("err %v status %v", err, res.Status)
+			}
+			if prov.Creates() != 0 || prov.Turns() != 0 {
+				t.Errorf("%d creates, %d turns before the refusal", prov.Creates(), prov.Turns())
+			}
+			if b := pool.Readout().Channels[ledger.ChannelTokens]; b.Committed != 0 || b.Reserved != 0 {
+				t.Errorf("the budget was charged: %+v", b)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestCancelAndTimeout(t *testing.T) {
+	slow := `{"turns":[{"repeat":true,"steps":[{"text":"a"},{"delayMs":2000},{"text":"b"}]}]}`
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+	res, err := kernel.Execute(ctx, kernel.Request{Profile: mustProfile(t, noteWriter), Task: "x",
+		Provider: scripted.New(mustScript(t, slow), scripted.Options{}), Store: memory.New(nil), Check: nonEmpty})
+	if res.Status != store.StatusCancelled || !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled run: %s, %v", res.Status, err)
+	}
+	tctx, tcancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer tcancel()
+	res, err = kernel.Execute(tctx, kernel.Request{Profile: mustProfile(t, noteWriter), Task: "x",
+		Provider: scripted.New(mustScript(t, slow), scripted.Options{}), Store: memory.New(nil), Check: nonEmpty})
+	if res.Status != store.StatusTimedOut || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("timed-out run: %s, %v", res.Status, err)
+	}
+}
+
+// Seats: the authored profile keeps its identity; the provider receives
+// the stage's projection (PRF-09, PRF-10).
+func TestSeatProjection(t *testing.T) {
+	seated := `{"harness":"codex","model":{"provider":"openai","default":"openai/gpt-6-sol"},"tools":{"Bash":true},
+	 "seats":[{"harness":"codex","provider":"openai","model":"openai/gpt-6-sol","selector":{"kind":"all-eligible"}},
+	          {"harness":"codex","provider":"openai","model":"openai/gpt-6-luna","selector":{"kind":"seat","id":"team"},"tools":{}}]}`
+	p := mustProfile(t, seated)
+	authored, _ := profile.Digest(p)
+	proj, _ := profile.Project(p, 1)
+	effective, _ := profile.Digest(proj)
+	res, err := kernel.Execute(context.Background(), kernel.Request{Profile: p, Task: "x", Stage: 1,
+		Provider: scripted.New(mustScript(t, `{"turns":[{"steps":[{"text":"ok"}]}]}`), scripted.Options{}), Store: memory.New(nil), Check: nonEmpty})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.AuthoredDigest != authored || res.EffectiveDigest != effective || res.RequestedModel != "openai/gpt-6-luna" || res.Served.Model != "openai/gpt-6-luna" {
+		t.Errorf("authored %s effective %s requested %s served %s", res.AuthoredDigest, res.EffectiveDigest, res.RequestedModel, res.Served.Model)
+	}
+	if _, err := kernel.Execute(context.Background(), kernel.Request{Profile: p, Task: "x", Stage: 2,
+		Provider: scripted.New(mustScript(t, `{"turns":[{"steps":[{"text":"ok"}]}]}`), scripted.Options{}), Store: memory.New(nil)}); !errors.Is(err, kernel.ErrRefused) {
+		t.Errorf("a stage outside the chain: %v", err)
+	}
+}

@@ -1,0 +1,110 @@
+package kernel
+
+import (
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/ledger"
+)
+
+// AmountValue is the JSON form of a measured amount: null when unknown,
+// the number when exact, and {"atLeast": n} when only a floor is known.
+func AmountValue[N int64 | float64](a ledger.Amount[N]) canonjson.Value {
+	switch {
+	case !a.Reported:
+		return canonjson.NullValue()
+	case !a.Complete:
+		return canonjson.ObjectValue([]canonjson.Member{{Name: "atLeast", Value: canonjson.NumberValue(float64(a.Value))}})
+	}
+	return canonjson.NumberValue(float64(a.Value))
+}
+
+// UsageValue is the JSON form of a usage: every channel present, unknown
+// ones null.
+func UsageValue(u ledger.Usage) canonjson.Value {
+	return canonjson.ObjectValue([]canonjson.Member{
+		{Name: "inputTokens", Value: AmountValue(u.InputTokens)},
+		{Name: "outputTokens", Value: AmountValue(u.OutputTokens)},
+		{Name: "cacheReadTokens", Value: AmountValue(u.CacheReadTokens)},
+		{Name: "cacheWriteTokens", Value: AmountValue(u.CacheWriteTokens)},
+		{Name: "reasoningTokens", Value: AmountValue(u.ReasoningTokens)},
+		{Name: "costUsd", Value: AmountValue(u.CostUSD)},
+	})
+}
+
+func str(s string) canonjson.Value { return canonjson.StringValue(s) }
+
+func optStr(s string) canonjson.Value {
+	if s == "" {
+		return canonjson.NullValue()
+	}
+	return canonjson.StringValue(s)
+}
+
+// doc is the run record's document: what was requested, what ran, what
+// was observed.
+func (x *execution) doc() canonjson.Value {
+	r := x.res
+	m := []canonjson.Member{
+		{Name: "task", Value: str(x.req.Task)},
+		{Name: "provider", Value: str(x.req.Provider.Name())},
+		{Name: "stage", Value: canonjson.NumberValue(float64(x.req.Stage))},
+		{Name: "authoredProfileDigest", Value: str(r.AuthoredDigest)},
+		{Name: "effectiveProfileDigest", Value: optStr(r.EffectiveDigest)},
+		{Name: "requestedModel", Value: optStr(r.RequestedModel)},
+		{Name: "servedModel", Value: optStr(r.Served.Model)},
+		{Name: "servedProvider", Value: optStr(r.Served.Provider)},
+		{Name: "environmentId", Value: optStr(r.EnvironmentID)},
+		{Name: "events", Value: canonjson.NumberValue(float64(r.Events))},
+	}
+	if x.req.Profile.Harness != "" {
+		m = append(m, canonjson.Member{Name: "harness", Value: str(string(x.req.Profile.Harness))})
+	}
+	if r.Status.Terminal() {
+		m = append(m,
+			canonjson.Member{Name: "terminal", Value: terminalValue(r)},
+			canonjson.Member{Name: "usage", Value: UsageValue(r.Usage)},
+			canonjson.Member{Name: "text", Value: str(r.Text)},
+			canonjson.Member{Name: "delivered", Value: canonjson.BoolValue(r.Delivered)},
+		)
+		if r.Output.IsValid() {
+			m = append(m, canonjson.Member{Name: "output", Value: r.Output})
+		}
+		if r.Verdict != nil {
+			if v, err := canonjson.ToValue(r.Verdict); err == nil {
+				m = append(m, canonjson.Member{Name: "verdict", Value: v})
+			}
+		}
+		if r.CheckError != "" {
+			m = append(m, canonjson.Member{Name: "checkError", Value: str(r.CheckError)})
+		}
+	}
+	return canonjson.ObjectValue(m)
+}
+
+func terminalValue(r Result) canonjson.Value {
+	m := []canonjson.Member{{Name: "status", Value: str(string(r.Status))}}
+	if r.Reason != "" {
+		m = append(m, canonjson.Member{Name: "reason", Value: str(r.Reason)})
+	}
+	if r.Detail != "" {
+		m = append(m, canonjson.Member{Name: "detail", Value: str(r.Detail)})
+	}
+	return canonjson.ObjectValue(m)
+}
+
+// ledgerEntry is the run's cost-ledger entry: the turn's observed usage,
+// with unknown channels null so sums over entries stay floors.
+type ledgerRecord struct {
+	Kind   string          `json:"kind"`
+	Model  *string         `json:"servedModel,omitzero"`
+	Usage  canonjson.Value `json:"usage"`
+	Status string          `json:"status"`
+}
+
+func ledgerEntry(r Result) ledgerRecord {
+	rec := ledgerRecord{Kind: "turn", Usage: UsageValue(r.Usage), Status: string(r.Status)}
+	if r.Served.Model != "" {
+		m := r.Served.Model
+		rec.Model = &m
+	}
+	return rec
+}
