@@ -100,11 +100,7 @@ func newRunsListCmd(stdio IO) *cobra.Command {
 func summary(r store.Run) string {
 	var parts []string
 	if v, ok := r.Doc.Get("task"); ok && v.Kind() == canonjson.String {
-		t := v.Str()
-		if len(t) > 40 {
-			t = t[:37] + "..."
-		}
-		parts = append(parts, fmt.Sprintf("%q", t))
+		parts = append(parts, fmt.Sprintf("%q", clip(v.Str(), 40)))
 	}
 	if v, ok := r.Doc.Get("delivered"); ok && v.Kind() == canonjson.Bool {
 		if v.Bool() {

@@ -340,7 +340,7 @@ func (e *Environment) Stream(ctx context.Context, in *contract.TurnInput) iter.S
 		r.turn++
 		turnNo := r.turn
 		r.mu.Unlock()
-		play := player{env: e, turnNo: turnNo, yield: yield, now: p.now}
+		play := player{env: e, turnNo: turnNo, yield: yield, now: p.now, prompt: prompt}
 		play.run(ctx, turn, served(p.script, turn, prof))
 	}
 }
@@ -392,6 +392,7 @@ type player struct {
 	seq    int
 	yield  func(contract.EnvironmentEvent, error) bool
 	now    func() time.Time
+	prompt string
 	text   strings.Builder
 	result canonjson.Value
 }
@@ -467,7 +468,9 @@ func (pl *player) run(ctx context.Context, t Turn, model string) {
 func (pl *player) step(ctx context.Context, s Step) bool {
 	switch {
 	case s.Text != nil:
-		pl.text.WriteString(*s.Text)
+		delta := strings.ReplaceAll(*s.Text, "{{prompt}}", pl.prompt)
+		s.Text = &delta
+		pl.text.WriteString(delta)
 		env := pl.env
 		part := contract.Part{ID: "text-" + strconv.Itoa(pl.turnNo), SessionID: env.id, MessageID: fmt.Sprintf("%s-m%d", env.id, pl.turnNo),
 			Type: contract.PartTypeText, Text: ptr(pl.text.String())}

@@ -66,3 +66,30 @@ func TestExposureCatchesLiars(t *testing.T) {
 		t.Errorf("the honest environment failed: %v", err)
 	}
 }
+
+// The default script answers with the prompt it was given, so a run with
+// no script still shows the task flowed through to the provider.
+func TestDefaultScriptEchoesPrompt(t *testing.T) {
+	ctx := context.Background()
+	p := scripted.New(scripted.DefaultScript(), scripted.Options{})
+	env, err := p.Create(ctx, &contract.CreateInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	terminal := 0
+	for ev, err := range env.Stream(ctx, &contract.TurnInput{Prompt: ptr("Write a note.")}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := ev.Normalized; n != nil && n.MessagePartUpdated != nil && n.MessagePartUpdated.Part.IsText() {
+			text = *n.MessagePartUpdated.Part.Text
+		}
+		if _, ok := contract.EnvironmentEventTerminal(ev); ok {
+			terminal++
+		}
+	}
+	if text != "Done: Write a note." || terminal != 1 {
+		t.Errorf("text %q, %d terminal events; want %q and 1", text, terminal, "Done: Write a note.")
+	}
+}

@@ -44,7 +44,8 @@ type Turn struct {
 
 // Step is one thing a turn does. Exactly one of its fields is set.
 type Step struct {
-	// Text streams assistant text.
+	// Text streams assistant text; "{{prompt}}" in it is replaced by the
+	// turn's prompt.
 	Text *string `json:"text,omitzero"`
 	// Usage reports token usage, with Mode "delta", "cumulative" or ""
 	// (no usageMode: unknown aggregation).
@@ -140,4 +141,12 @@ func LoadScript(path string) (*Script, error) {
 		return nil, fmt.Errorf("scripted: %w", err)
 	}
 	return ParseScript(data)
+}
+
+// DefaultScript is what the provider plays when no script is given: every
+// turn answers with the prompt it was given, as a note, and reports no
+// usage (a scripted provider has no real usage to report).
+func DefaultScript() *Script {
+	text := "Done: {{prompt}}"
+	return &Script{Turns: []Turn{{Repeat: true, Steps: []Step{{Text: &text}}}}}
 }

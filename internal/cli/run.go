@@ -1,0 +1,235 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/providers/scripted"
+	"github.com/agentrt/agentrt/store"
+)
+
+func newRunCmd(stdio IO) *cobra.Command {
+	var sf storeFlags
+	var asJSON bool
+	var task, providerName, scriptPath, expect string
+	var stage int
+	var lease, timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "run PROFILE --task TEXT",
+		Short: "Run one exact turn of an agent profile and record what happened",
+		Long: `Run one exact turn of the profile in PROFILE (or - for stdin) and record it in
+the run store. The provider must honor the profile or the run is refused before
+anything is spent. The run is delivered only if the completion check passes:
+the result contains --expect TEXT, or, without --expect, the result is not empty.
+
+The default provider is "scripted": offline, deterministic, no credentials. It
+answers each task with a note; --script FILE plays a script instead (see
+providers/scripted). Unknown usage is printed as unknown, never as 0.
+
+Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if strings.TrimSpace(task) == "" {
+				return usage("--task is required")
+			}
+			p, err := loadProfile(stdio, args[0], asJSON)
+			if err != nil {
+				return err
+			}
+			provider, err := openProvider(providerName, scriptPath)
+			if err != nil {
+				return err
+			}
+			s, err := sf.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			fmt.Fprintf(stdio.Err, "running %s with %s…\n", args[0], provider.Name())
+			res, runErr := kernel.Execute(ctx, kernel.Request{Profile: p, Task: task, Provider: provider, Store: s,
+				Check: expectCheck(expect), Stage: stage, LeaseTTL: lease})
+			if res == nil {
+				return &exitError{code: ExitFailed, err: runErr}
+			}
+			if asJSON {
+				if err := writeJSON(stdio.Out, resultValue(res)); err != nil {
+					return err
+				}
+			} else {
+				printResult(stdio.Out, res, sf.describe())
+			}
+			var re *kernel.RunError
+			if runErr != nil && !errors.As(runErr, &re) {
+				return &exitError{code: ExitFailed, err: runErr}
+			}
+			if res.Status != store.StatusCompleted || !res.Delivered {
+				return refused()
+			}
+			return nil
+		},
+	}
+	sf.register(cmd)
+	cmd.Flags().StringVar(&task, "task", "", "the task to give the agent (required)")
+	cmd.Flags().StringVar(&providerName, "provider", "scripted", "provider to run on (scripted)")
+	cmd.Flags().StringVar(&scriptPath, "script", "", "script for the scripted provider (default: answer every task)")
+	cmd.Flags().StringVar(&expect, "expect", "", "deliver only if the result contains this text")
+	cmd.Flags().IntVar(&stage, "stage", 0, "seat stage to run (0 is the first)")
+	cmd.Flags().DurationVar(&lease, "lease", 15*time.Second, "how long the run stays running if this process dies")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (the run is recorded as timed out)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}
+
+func openProvider(name, scriptPath string) (contract.Provider, error) {
+	switch name {
+	case "scripted":
+		script := scripted.DefaultScript()
+		if scriptPath != "" {
+			var err error
+			if script, err = scripted.LoadScript(scriptPath); err != nil {
+				return nil, &exitError{code: ExitFailed, err: err}
+			}
+		}
+		return scripted.New(script, scripted.Options{}), nil
+	}
+	return nil, usage("unknown provider %q (available: scripted)", name)
+}
+
+func expectCheck(expect string) kernel.Check {
+	return func(_ context.Context, out kernel.Outcome) (kernel.Verdict, error) {
+		if expect == "" {
+			return kernel.Verdict{Passed: strings.TrimSpace(out.Text) != "", Reason: "the result is not empty"}, nil
+		}
+		return kernel.Verdict{Passed: strings.Contains(out.Text, expect), Reason: fmt.Sprintf("the result contains %q", expect)}, nil
+	}
+}
+
+func (f *storeFlags) describe() string {
+	if f.path != "" {
+		return f.path
+	}
+	return "the default store ($AGENTRT_HOME/agentrt.db)"
+}
+
+func resultValue(r *kernel.Result) canonjson.Value {
+	m := []canonjson.Member{
+		{Name: "runId", Value: canonjson.StringValue(r.RunID)},
+		{Name: "status", Value: canonjson.StringValue(string(r.Status))},
+		{Name: "delivered", Value: canonjson.BoolValue(r.Delivered)},
+		{Name: "usage", Value: kernel.UsageValue(r.Usage)},
+		{Name: "requestedModel", Value: nullableString(r.RequestedModel)},
+		{Name: "servedModel", Value: nullableString(r.Served.Model)},
+		{Name: "authoredProfileDigest", Value: canonjson.StringValue(r.AuthoredDigest)},
+		{Name: "effectiveProfileDigest", Value: nullableString(r.EffectiveDigest)},
+		{Name: "text", Value: canonjson.StringValue(r.Text)},
+		{Name: "events", Value: canonjson.NumberValue(float64(r.Events))},
+	}
+	if r.Reason != "" {
+		m = append(m, canonjson.Member{Name: "reason", Value: canonjson.StringValue(r.Reason)},
+			canonjson.Member{Name: "detail", Value: canonjson.StringValue(r.Detail)})
+	}
+	if r.Verdict != nil {
+		v, _ := canonjson.ToValue(r.Verdict)
+		m = append(m, canonjson.Member{Name: "verdict", Value: v})
+	}
+	if r.CheckError != "" {
+		m = append(m, canonjson.Member{Name: "checkError", Value: canonjson.StringValue(r.CheckError)})
+	}
+	if r.Output.IsValid() {
+		m = append(m, canonjson.Member{Name: "output", Value: r.Output})
+	}
+	return canonjson.ObjectValue(m)
+}
+
+func nullableString(s string) canonjson.Value {
+	if s == "" {
+		return canonjson.NullValue()
+	}
+	return canonjson.StringValue(s)
+}
+
+func printResult(w io.Writer, r *kernel.Result, where string) {
+	state := string(r.Status)
+	if r.Status == store.StatusCompleted {
+		if r.Delivered {
+			state += ", delivered"
+		} else {
+			state += ", NOT delivered"
+		}
+	}
+	fmt.Fprintf(w, "run %s  %s\n", r.RunID, state)
+	if r.Reason != "" {
+		fmt.Fprintf(w, "  why       %s: %s\n", r.Reason, r.Detail)
+	}
+	served := r.Served.Model
+	if served == "" {
+		served = "unknown (not reported)"
+	}
+	fmt.Fprintf(w, "  model     requested %s, served %s\n", orUnknown(r.RequestedModel), served)
+	fmt.Fprintf(w, "  profile   %s\n", r.AuthoredDigest)
+	if r.EffectiveDigest != "" && r.EffectiveDigest != r.AuthoredDigest {
+		fmt.Fprintf(w, "  effective %s\n", r.EffectiveDigest)
+	}
+	switch {
+	case r.Verdict != nil:
+		verdict := "failed"
+		if r.Verdict.Passed {
+			verdict = "passed"
+		}
+		fmt.Fprintf(w, "  check     %s: %s\n", verdict, r.Verdict.Reason)
+	case r.CheckError != "":
+		fmt.Fprintf(w, "  check     not judged: %s\n", r.CheckError)
+	}
+	fmt.Fprintf(w, "  usage     input %s, output %s, cost %s\n", r.Usage.InputTokens, r.Usage.OutputTokens, usd(r.Usage.CostUSD))
+	if r.Text != "" {
+		fmt.Fprintf(w, "  result    %s\n", clip(strings.ReplaceAll(r.Text, "\n", " "), 120))
+	}
+	fmt.Fprintf(w, "  recorded  %d events in %s\n", r.Events, where)
+	fmt.Fprintf(w, "  next      agentrt runs show %s\n", r.RunID)
+}
+
+// orUnknown renders an empty string as unknown.
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// usd renders a cost for people: "unknown", "≥ $0.25" (a floor) or "$0.25".
+func usd(a ledger.Amount[float64]) string {
+	switch s := a.String(); {
+	case !a.Reported:
+		return s
+	case !a.Complete:
+		return "≥ $" + strings.TrimPrefix(s, "≥ ")
+	default:
+		return "$" + s
+	}
+}
+
+// clip shortens s to at most n runes, marking the cut with "…".
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}

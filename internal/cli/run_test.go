@@ -1,0 +1,211 @@
+package cli_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/internal/cli"
+	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/sqlite"
+)
+
+// TestMain lets a test run the real agentrt command in a child process
+// (the test binary re-executed with AGENTRT_CLI_CHILD=1), so a test can
+// kill it.
+func TestMain(m *testing.M) {
+	if os.Getenv("AGENTRT_CLI_CHILD") == "1" {
+		os.Exit(cli.Main(context.Background(), os.Args[1:], cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+	}
+	os.Exit(m.Run())
+}
+
+var noteWriter = filepath.Join("..", "..", "examples", "profiles", "note-writer.json")
+
+func writeFile(t *testing.T, name, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Issue 4: `agentrt run` reports what ran and exits 0 only for a
+// completed, delivered run; every other outcome is exit 1 with the reason.
+func TestRunCommand(t *testing.T) {
+	liar := writeFile(t, "liar.json", `{"servedModel":"other/model","turns":[{"repeat":true,"steps":[{"text":"ok"}]}]}`)
+	broken := writeFile(t, "broken.json", `{"turns":[{"steps":[{"text":"half"}],"end":"no-terminal"}]}`)
+	usage := writeFile(t, "usage.json", `{"turns":[{"steps":[{"text":"ok"},{"usage":{"inputTokens":12,"outputTokens":3},"mode":"delta"}]}]}`)
+	tests := []struct {
+		name    string
+		stdin   string
+		args    []string
+		code    int
+		status  string
+		deliver bool
+		reason  string
+		text    string
+		input   string // canonical form of usage.inputTokens
+	}{
+		{name: "delivered", args: []string{noteWriter, "--task", "Write a note."}, status: "completed", deliver: true, text: "Done: Write a note.", input: "null"},
+		{name: "usage reported", args: []string{noteWriter, "--task", "t", "--script", usage}, status: "completed", deliver: true, text: "ok", input: "12"},
+		{name: "check fails", args: []string{noteWriter, "--task", "t", "--expect", "nope"}, code: 1, status: "completed", text: "Done: t", input: "null"},
+		{name: "served another model", args: []string{noteWriter, "--task", "t", "--script", liar}, code: 1, status: "failed", reason: "served-model-mismatch", text: "ok", input: "null"},
+		{name: "no terminal event", args: []string{noteWriter, "--task", "t", "--script", broken}, code: 1, status: "failed", reason: "no-terminal-event", text: "half", input: "null"},
+		{name: "unsupported profile refused before spend", stdin: `{"name":"x","mcp":{"fs":{"transport":"stdio","command":"fs"}}}`,
+			args: []string{"-", "--task", "t"}, code: 1, status: "failed", reason: "refused", input: "null"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "runs.db")
+			out, errOut, code := run(t, tc.stdin, append([]string{"run", "--json", "--db", db}, tc.args...)...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s%s", code, tc.code, out, errOut)
+			}
+			res := decode(t, out)
+			got := map[string]string{
+				"status": member(res, "status").Str(), "text": member(res, "text").Str(),
+				"reason": member(res, "reason").Str(), "input": string(canonjson.Marshal(member(member(res, "usage"), "inputTokens"))),
+			}
+			want := map[string]string{"status": tc.status, "text": tc.text, "reason": tc.reason, "input": tc.input}
+			for k := range want {
+				if got[k] != want[k] {
+					t.Errorf("%s = %q, want %q\n%s", k, got[k], want[k], out)
+				}
+			}
+			if member(res, "delivered").Bool() != tc.deliver {
+				t.Errorf("delivered = %v, want %v", member(res, "delivered").Bool(), tc.deliver)
+			}
+			// The store holds the same story.
+			id := member(res, "runId").Str()
+			show, errOut, code := run(t, "", "runs", "show", "--json", "--db", db, id)
+			if code != 0 {
+				t.Fatalf("runs show exit %d: %s", code, errOut)
+			}
+			if s := member(decode(t, show), "status").Str(); s != tc.status {
+				t.Errorf("stored status %q, want %q", s, tc.status)
+			}
+		})
+	}
+}
+
+func TestRunCommandHuman(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "runs.db")
+	out, errOut, code := run(t, "", "run", "--db", db, noteWriter, "--task", "Write a note.")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"completed, delivered", "served scripted/note-writer", "cost unknown", "Done: Write a note.", "agentrt runs show run-"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "running") {
+		t.Errorf("no progress on stderr: %q", errOut)
+	}
+	if _, _, code := run(t, "", "run", "--db", db, noteWriter); code != cli.ExitUsage {
+		t.Errorf("run without --task: exit %d, want %d", code, cli.ExitUsage)
+	}
+	if _, _, code := run(t, "", "run", "--db", db, noteWriter, "--task", "t", "--provider", "nope"); code != cli.ExitUsage {
+		t.Errorf("unknown provider: exit %d, want %d", code, cli.ExitUsage)
+	}
+}
+
+// Issue 4 "Done when": a run killed with SIGKILL mid-stream leaves every
+// acknowledged event intact and is reported interrupted once its lease
+// lapses; the store stays usable.
+func TestRunSurvivesSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and kills a child process")
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "runs.db")
+	script := writeFile(t, "slow.json", `{"turns":[{"steps":[{"text":"first words"},{"delayMs":60000},{"text":" never said"}]}]}`)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "run", "--db", db, "--lease", "600ms", "--script", script, noteWriter, "--task", "Write slowly.")
+	cmd.Env = append(os.Environ(), "AGENTRT_CLI_CHILD=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Wait until the child has durably acknowledged the first words.
+	var runID string
+	var seen []store.Event
+	deadline := time.Now().Add(30 * time.Second)
+	for len(seen) == 0 || !hasText(seen, "first words") {
+		if time.Now().After(deadline) {
+			t.Fatal("the child never recorded its first event")
+		}
+		time.Sleep(20 * time.Millisecond)
+		runs, err := s.ListRuns(ctx, store.ListOptions{Limit: 1})
+		if err != nil || len(runs) == 0 {
+			continue
+		}
+		runID = runs[0].ID
+		if seen, err = s.Events(ctx, runID, "", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+
+	// Reopen, as the next process would.
+	s.Close()
+	s2, err := sqlite.Open(ctx, db, sqlite.Options{})
+	if err != nil {
+		t.Fatalf("reopening after SIGKILL: %v", err)
+	}
+	defer s2.Close()
+	after, err := s2.Events(ctx, runID, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) < len(seen) {
+		t.Fatalf("%d acknowledged events, %d after the kill", len(seen), len(after))
+	}
+	for i := range seen {
+		if seen[i].Cursor != after[i].Cursor || string(canonjson.Marshal(seen[i].Body)) != string(canonjson.Marshal(after[i].Body)) {
+			t.Errorf("event %d changed across the kill", i)
+		}
+	}
+	time.Sleep(700 * time.Millisecond) // the lease lapses
+	r, err := s2.GetRun(ctx, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != store.StatusInterrupted {
+		t.Errorf("status after SIGKILL and lease lapse = %q, want interrupted", r.Status)
+	}
+	// The store stays usable: the next run in it completes.
+	if _, errOut, code := run(t, "", "run", "--db", db, noteWriter, "--task", "again"); code != 0 {
+		t.Errorf("a run after the kill failed: %s", errOut)
+	}
+}
+
+func hasText(events []store.Event, text string) bool {
+	for _, e := range events {
+		if strings.Contains(string(canonjson.Marshal(e.Body)), text) {
+			return true
+		}
+	}
+	return false
+}
