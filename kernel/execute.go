@@ -42,6 +42,10 @@ type Outcome struct {
 	Output canonjson.Value
 	// Events are the turn's events in order.
 	Events []contract.EnvironmentEvent
+	// Environment is the run's environment, still alive while the check
+	// runs, so a check can read the files the worker wrote. Nil when the
+	// run never reached one.
+	Environment contract.Environment
 }
 
 // Request is one exact run.
@@ -128,6 +132,9 @@ type execution struct {
 	turn     ledger.TurnUsage
 	events   []contract.EnvironmentEvent
 	stopBeat func()
+	// env is the run's environment, alive until the completion check
+	// has judged (so a check can read its workspace), then destroyed.
+	env contract.Environment
 }
 
 func newExecution(ctx context.Context, req Request) (*execution, error) {
@@ -163,34 +170,8 @@ func newExecution(ctx context.Context, req Request) (*execution, error) {
 	if _, err := req.Store.CreateRun(ctx, run); err != nil {
 		return nil, fmt.Errorf("kernel: recording run %s: %w", x.req.RunID, err)
 	}
-	x.stopBeat = x.heartbeat()
+	x.stopBeat = keepLease(req.Store, x.req.RunID, x.req.LeaseTTL, x.now)
 	return x, nil
-}
-
-// heartbeat renews the run's lease until the run ends.
-func (x *execution) heartbeat() func() {
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(x.req.LeaseTTL / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				x.req.Store.UpdateRun(context.Background(), x.req.RunID, func(r *store.Run) error {
-					if r.Status.Terminal() {
-						return nil
-					}
-					r.LeaseUntil = x.now().Add(x.req.LeaseTTL)
-					return nil
-				})
-			}
-		}
-	}()
-	return func() { close(stop); <-done }
 }
 
 func (x *execution) fail(status store.Status, reason, detail string, cause error) {
@@ -246,9 +227,7 @@ func (x *execution) run(ctx context.Context) {
 		return
 	}
 	x.res.EnvironmentID = env.ID()
-	if env.Creation() != contract.CreationReplayed {
-		defer env.Destroy(context.WithoutCancel(ctx))
-	}
+	x.env = env
 	x.stream(ctx, env)
 }
 
@@ -417,7 +396,13 @@ func (x *execution) finish(ctx context.Context) (*Result, error) {
 	if x.runErr == nil {
 		x.res.Status = store.StatusCompleted
 		x.check(ctx)
-	} else {
+	}
+	if x.env != nil && x.env.Creation() != contract.CreationReplayed {
+		if err := x.env.Destroy(context.WithoutCancel(ctx)); err != nil {
+			x.log.Warn("destroying the environment", "run", x.req.RunID, "env", x.res.EnvironmentID, "err", err)
+		}
+	}
+	if x.runErr != nil {
 		x.res.Status, x.res.Reason, x.res.Detail = x.runErr.Status, x.runErr.Reason, x.runErr.Detail
 	}
 	bg := context.WithoutCancel(ctx)
@@ -451,7 +436,7 @@ func (x *execution) check(ctx context.Context) {
 		x.res.CheckError = "no completion check was given"
 		return
 	}
-	out := Outcome{RunID: x.req.RunID, Text: x.res.Text, Output: x.res.Output, Events: slices.Clone(x.events)}
+	out := Outcome{RunID: x.req.RunID, Text: x.res.Text, Output: x.res.Output, Events: slices.Clone(x.events), Environment: x.env}
 	v, err := safeCheck(ctx, x.req.Check, out)
 	if err != nil {
 		x.res.CheckError = err.Error()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
@@ -228,5 +229,33 @@ func TestSeatProjection(t *testing.T) {
 	if _, err := kernel.Execute(context.Background(), kernel.Request{Profile: p, Task: "x", Stage: 2,
 		Provider: scripted.New(mustScript(t, `{"turns":[{"steps":[{"text":"ok"}]}]}`), scripted.Options{}), Store: memory.New(nil)}); !errors.Is(err, kernel.ErrRefused) {
 		t.Errorf("a stage outside the chain: %v", err)
+	}
+}
+
+// The completion check judges while the environment is alive (spec §3.1
+// step 6: validators can read the worker's files); the kernel destroys it
+// after the check.
+func TestCheckSeesLiveEnvironment(t *testing.T) {
+	ctx := context.Background()
+	p := scripted.New(mustScript(t, `{"turns":[{"steps":[{"text":"wrote it"}]}]}`), scripted.Options{})
+	var env contract.Environment
+	check := func(ctx context.Context, out kernel.Outcome) (kernel.Verdict, error) {
+		env = out.Environment
+		w, ok := env.(contract.WorkspaceWriter)
+		if !ok {
+			return kernel.Verdict{}, errors.New("no workspace")
+		}
+		if err := w.WriteFile(ctx, "note.md", "restore", ""); err != nil {
+			return kernel.Verdict{}, err
+		}
+		got, err := env.(contract.WorkspaceReader).ReadFile(ctx, "note.md", "")
+		return kernel.Verdict{Passed: err == nil && got == "restore", Reason: "note.md written"}, err
+	}
+	res, err := kernel.Execute(ctx, kernel.Request{Profile: mustProfile(t, noteWriter), Task: "t", Provider: p, Store: memory.New(nil), Check: check})
+	if err != nil || !res.Delivered {
+		t.Fatalf("delivered=%v err=%v check=%q", res.Delivered, err, res.CheckError)
+	}
+	if _, err := env.(contract.WorkspaceReader).ReadFile(ctx, "note.md", ""); err == nil {
+		t.Error("the environment is still alive after Execute returned")
 	}
 }

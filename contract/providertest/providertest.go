@@ -255,11 +255,36 @@ func destroy(t *testing.T, p contract.Provider, opts Options) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A file that exists before Destroy must not be readable after it.
+	probe := "providertest-destroy.txt"
+	w, writes := env.(contract.WorkspaceWriter)
+	if writes {
+		if err := w.WriteFile(context.Background(), probe, "x", ""); err != nil {
+			t.Fatalf("WriteFile before Destroy: %v", err)
+		}
+	}
 	if err := env.Destroy(context.Background()); err != nil {
 		t.Fatalf("Destroy: %v", err)
 	}
 	if status, err := env.Status(context.Background()); err == nil && status == contract.EnvironmentRunning {
 		t.Error("a destroyed environment still reports running")
+	}
+	if r, ok := env.(contract.WorkspaceReader); ok && writes {
+		if _, err := r.ReadFile(context.Background(), probe, ""); err == nil {
+			t.Error("a destroyed environment still serves workspace reads")
+		}
+	}
+	if writes {
+		if err := w.WriteFile(context.Background(), "after-destroy.txt", "x", ""); err == nil {
+			t.Error("a destroyed environment still accepts workspace writes")
+		}
+	}
+	afterDestroy := "after destroy"
+	for _, err := range env.Stream(context.Background(), &contract.TurnInput{Prompt: &afterDestroy}) {
+		if err == nil {
+			t.Error("a destroyed environment still streams a turn")
+		}
+		break
 	}
 	if g, ok := p.(contract.EnvironmentGetter); ok {
 		if got, err := g.Get(context.Background(), env.ID()); err == nil && got != nil {

@@ -283,6 +283,9 @@ func (e *Environment) ReadFile(ctx context.Context, path, sessionID string) (str
 	r := e.root()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.destroyed {
+		return "", e.gone()
+	}
 	content, ok := r.files[path]
 	if !ok {
 		return "", fmt.Errorf("scripted: %s: file does not exist", path)
@@ -298,9 +301,17 @@ func (e *Environment) WriteFile(ctx context.Context, path, content, sessionID st
 	r := e.root()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.destroyed {
+		return e.gone()
+	}
 	r.files[path] = content
 	return nil
 }
+
+// ErrDestroyed is wrapped by every operation on a destroyed environment.
+var ErrDestroyed = errors.New("scripted: environment was destroyed")
+
+func (e *Environment) gone() error { return fmt.Errorf("%w: %s", ErrDestroyed, e.id) }
 
 // Placement implements contract.Placer.
 func (e *Environment) Placement(ctx context.Context) (*contract.PlacementInfo, error) {
@@ -316,7 +327,7 @@ func (e *Environment) Stream(ctx context.Context, in *contract.TurnInput) iter.S
 	return func(yield func(contract.EnvironmentEvent, error) bool) {
 		r := e.root()
 		if r.isDestroyed() {
-			yield(contract.EnvironmentEvent{}, fmt.Errorf("scripted: environment %s was destroyed", e.id))
+			yield(contract.EnvironmentEvent{}, e.gone())
 			return
 		}
 		p := e.provider
