@@ -28,6 +28,30 @@ type Options struct {
 	Name string
 	// Now replaces time.Now.
 	Now func() time.Time
+	// OnPrompt, when set, answers every turn instead of the script: the
+	// provider streams the events it returns, as they are (the in-process
+	// worker of the quickstart). Events without a terminal event make a
+	// turn that never ended, which the kernel records as a failure.
+	OnPrompt OnPrompt
+}
+
+// OnPrompt answers one turn with the events the worker emits.
+type OnPrompt func(ctx context.Context, prompt string, pc PromptContext) ([]contract.EnvironmentEvent, error)
+
+// PromptContext tells an OnPrompt function which turn it answers.
+type PromptContext struct {
+	// Round counts the environment's turns from 0.
+	Round int
+	// EnvironmentID is the environment the turn runs in.
+	EnvironmentID string
+	// Input is the turn as the caller sent it (profile, session, parts).
+	Input *contract.TurnInput
+}
+
+// InProcess returns a provider whose turns are answered by onPrompt: an
+// offline worker for examples and tests, with no script and no network.
+func InProcess(onPrompt OnPrompt) *Provider {
+	return New(nil, Options{Name: "in-process", OnPrompt: onPrompt})
 }
 
 // Provider is the scripted provider. It is safe for concurrent use.
@@ -35,6 +59,7 @@ type Provider struct {
 	name   string
 	script *Script
 	now    func() time.Time
+	answer OnPrompt
 	keyed  contract.KeyedCreate[*Environment]
 
 	mu   sync.Mutex
@@ -63,7 +88,7 @@ func New(script *Script, opts Options) *Provider {
 	if script == nil {
 		script = &Script{}
 	}
-	return &Provider{name: opts.Name, script: script, now: opts.Now, envs: map[string]*Environment{}, used: map[int]bool{}}
+	return &Provider{name: opts.Name, script: script, now: opts.Now, answer: opts.OnPrompt, envs: map[string]*Environment{}, used: map[int]bool{}}
 }
 
 // Name implements contract.Provider.
@@ -89,7 +114,8 @@ func (p *Provider) Capabilities(ctx context.Context) (*contract.Capabilities, er
 		Streaming: contract.StreamingCapabilities{Live: true},
 		Workspace: contract.WorkspaceCapabilities{Read: true, Write: true, CwdBases: &contract.CwdBases{Repository: true}},
 		Placement: true,
-		Usage:     true,
+		// An in-process worker reports usage only if it chooses to.
+		Usage: p.answer == nil,
 	}
 	return caps, caps.Validate()
 }
@@ -341,6 +367,10 @@ func (e *Environment) Stream(ctx context.Context, in *contract.TurnInput) iter.S
 			prof = in.Profile
 		}
 		prompt := promptText(in)
+		if p.answer != nil {
+			e.answer(ctx, prompt, in, yield)
+			return
+		}
 		turn, _, ok := p.nextTurn(prompt)
 		if !ok {
 			yield(contract.EnvironmentEvent{}, fmt.Errorf("scripted: no scripted turn matches prompt %q", truncate(prompt, 80)))
@@ -354,6 +384,36 @@ func (e *Environment) Stream(ctx context.Context, in *contract.TurnInput) iter.S
 		play := player{env: e, turnNo: turnNo, yield: yield, now: p.now, prompt: prompt}
 		play.run(ctx, turn, served(p.script, turn, prof))
 	}
+}
+
+// answer plays one turn answered by the provider's OnPrompt function.
+func (e *Environment) answer(ctx context.Context, prompt string, in *contract.TurnInput, yield func(contract.EnvironmentEvent, error) bool) {
+	r := e.root()
+	r.mu.Lock()
+	round := r.turn
+	r.turn++
+	r.mu.Unlock()
+	e.provider.turns.Add(1)
+	events, err := e.callWorker(ctx, prompt, PromptContext{Round: round, EnvironmentID: e.id, Input: in})
+	if err != nil {
+		yield(contract.EnvironmentEvent{}, fmt.Errorf("scripted: the worker failed: %w", err))
+		return
+	}
+	for _, ev := range events {
+		if !yield(ev, nil) {
+			return
+		}
+	}
+}
+
+// callWorker calls OnPrompt, turning a panic into the turn's error.
+func (e *Environment) callWorker(ctx context.Context, prompt string, pc PromptContext) (events []contract.EnvironmentEvent, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("panic: %v", v)
+		}
+	}()
+	return e.provider.answer(ctx, prompt, pc)
 }
 
 func promptText(in *contract.TurnInput) string {

@@ -2,8 +2,11 @@ package scripted_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/contract/providertest"
 	"github.com/agentrt/agentrt/providers/scripted"
@@ -92,4 +95,58 @@ func TestDefaultScriptEchoesPrompt(t *testing.T) {
 	if text != "Done: Write a note." || terminal != 1 {
 		t.Errorf("text %q, %d terminal events; want %q and 1", text, terminal, "Done: Write a note.")
 	}
+}
+
+// QSK-02, QSK-10: the in-process worker's events reach the caller as they
+// are; its rounds count per environment; a panic is the turn's error.
+func TestInProcess(t *testing.T) {
+	ctx := context.Background()
+	var rounds []int
+	p := scripted.InProcess(func(ctx context.Context, prompt string, pc scripted.PromptContext) ([]contract.EnvironmentEvent, error) {
+		rounds = append(rounds, pc.Round)
+		if prompt == "panic" {
+			panic("boom")
+		}
+		note := canonjson.ObjectValue([]canonjson.Member{{Name: "note", Value: canonjson.StringValue("Shipped " + prompt)}})
+		return []contract.EnvironmentEvent{{Type: "result", Data: map[string]canonjson.Value{"result": note}}}, nil
+	})
+	env, err := p.Create(ctx, &contract.CreateInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, prompt := range []string{"restore.", "backup."} {
+		var got []contract.EnvironmentEvent
+		for ev, err := range env.Stream(ctx, &contract.TurnInput{Prompt: ptr(prompt)}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, ev)
+		}
+		if len(got) != 1 || got[0].Type != "result" {
+			t.Fatalf("%s: got %+v", prompt, got)
+		}
+		note, _ := got[0].Data["result"].Get("note")
+		if note.Str() != "Shipped "+prompt {
+			t.Errorf("note %q", note.Str())
+		}
+		if kind, ok := contract.EnvironmentEventTerminal(got[0]); !ok || kind != contract.TerminalCompleted {
+			t.Errorf("a result event is not a completed terminal: %v %v", kind, ok)
+		}
+	}
+	for _, err := range env.Stream(ctx, &contract.TurnInput{Prompt: ptr("panic")}) {
+		if err == nil || !strings.Contains(err.Error(), "boom") {
+			t.Errorf("a panicking worker: err %v", err)
+		}
+	}
+	if fmt.Sprint(rounds) != "[0 1 2]" {
+		t.Errorf("rounds %v, want [0 1 2]", rounds)
+	}
+}
+
+func TestInProcessConformance(t *testing.T) {
+	providertest.Run(t, func(t *testing.T) contract.Provider {
+		return scripted.InProcess(func(ctx context.Context, prompt string, pc scripted.PromptContext) ([]contract.EnvironmentEvent, error) {
+			return []contract.EnvironmentEvent{{Type: "done", Data: map[string]canonjson.Value{"text": canonjson.StringValue("ok")}}}, nil
+		})
+	}, providertest.Options{})
 }
