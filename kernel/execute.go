@@ -157,8 +157,7 @@ func newExecution(ctx context.Context, req Request) (*execution, error) {
 	if x.req.Kind == "" {
 		x.req.Kind = "execute"
 	}
-	host, _ := os.Hostname()
-	x.owner = fmt.Sprintf("%s/%d", host, os.Getpid())
+	x.owner = owner()
 	x.res = Result{RunID: x.req.RunID, Status: store.StatusRunning}
 	authored, err := profile.Digest(req.Profile)
 	if err != nil {
@@ -300,7 +299,13 @@ func (x *execution) stream(ctx context.Context, env contract.Environment) {
 		if out, ok := e.Data["result"]; ok && out.IsValid() {
 			x.res.Output = out
 		}
-		if kind, ok := contract.EnvironmentEventTerminal(e); ok && !terminal {
+		kind, ok := contract.EnvironmentEventTerminal(e)
+		if !ok && e.Type == "error" {
+			// Spec §2.3: an error event fails the execution even when the
+			// provider did not mark it terminal.
+			kind, ok = contract.TerminalFailed, true
+		}
+		if ok && !terminal {
 			terminal = true
 			switch kind {
 			case contract.TerminalFailed:
@@ -371,9 +376,15 @@ func appendText(b *strings.Builder, e contract.EnvironmentEvent) {
 	b.WriteString(*n.MessagePartUpdated.Delta)
 }
 
+// eventError is a failure event's message: data.error, outcome.error,
+// result.error, message or status, the first that is a non-empty string.
 func eventError(e contract.EnvironmentEvent) string {
-	for _, name := range []string{"error", "message", "status"} {
-		if v, ok := e.Data[name]; ok && v.Kind() == canonjson.String && v.Str() != "" {
+	for _, path := range [][]string{{"error"}, {"outcome", "error"}, {"result", "error"}, {"message"}, {"status"}} {
+		v, ok := e.Data[path[0]]
+		if ok && len(path) == 2 {
+			v, ok = v.Get(path[1])
+		}
+		if ok && v.Kind() == canonjson.String && v.Str() != "" {
 			return v.Str()
 		}
 	}
@@ -468,6 +479,12 @@ func spendOf(u ledger.Usage) ledger.Spend {
 		s.MicroUSD = &micro
 	}
 	return s
+}
+
+// owner names this process as a run's owner: host/pid.
+func owner() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d", host, os.Getpid())
 }
 
 // NewID returns prefix, a dash and 16 random hex digits.
