@@ -37,6 +37,7 @@ type PathError struct {
 	Reason string
 }
 
+// Error says which path was refused and why.
 func (e *PathError) Error() string {
 	return fmt.Sprintf("workspace: invalid path %q: %s", e.Path, e.Reason)
 }

@@ -54,6 +54,7 @@ func DefaultMemoryPolicy(admit AdmitFunc) MemoryPolicy { return defaultPolicy{ad
 
 type defaultPolicy struct{ admit AdmitFunc }
 
+// Authorize allows the workspace scope and the turn's own member scope.
 func (p defaultPolicy) Authorize(turn ActiveTurn, access Access, path string) error {
 	if err := ValidatePath(path); err != nil {
 		return err
@@ -72,6 +73,7 @@ func (p defaultPolicy) Authorize(turn ActiveTurn, access Access, path string) er
 	return fmt.Errorf("%w: %s is not a memory", ErrNotAuthorized, path)
 }
 
+// Admit defers to the product's hook, if any.
 func (p defaultPolicy) Admit(ctx context.Context, turn ActiveTurn, path string, content []byte) error {
 	if p.admit == nil {
 		return nil

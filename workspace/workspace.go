@@ -168,6 +168,7 @@ type ConflictError struct {
 	Actual int64
 }
 
+// Error says the path, the precondition and what was found.
 func (e *ConflictError) Error() string {
 	actual := "no live document"
 	if e.Actual > 0 {

@@ -805,6 +805,7 @@ func testMemberScope(t *testing.T, a Adapter) {
 // readOnlyWorkspace is a product policy: workspace memories are read-only.
 type readOnlyWorkspace struct{ workspace.MemoryPolicy }
 
+// Authorize refuses writes to workspace memories.
 func (p readOnlyWorkspace) Authorize(turn workspace.ActiveTurn, access workspace.Access, path string) error {
 	if access == workspace.Write && strings.HasPrefix(path, "/memories/workspace/") {
 		return errors.New("workspace memories are read-only")
