@@ -126,6 +126,25 @@ func (v Value) Get(name string) (Value, bool) {
 	return Value{}, false
 }
 
+// Without returns a copy of the object v without the members named name.
+// v itself is not changed.
+func (v Value) Without(name string) Value {
+	members := make([]Member, 0, len(v.members))
+	for _, m := range v.members {
+		if m.Name != name {
+			members = append(members, m)
+		}
+	}
+	return ObjectValue(members)
+}
+
+// With returns a copy of the object v with member name set to m: replaced
+// where it was, else added last. v itself is not changed; a v that is not
+// an object is treated as an empty one.
+func (v Value) With(name string, m Value) Value {
+	return ObjectValue(append(v.Without(name).members, Member{Name: name, Value: m}))
+}
+
 // IsSafeInteger reports whether v is a number that is an integer with
 // magnitude at most 2^53-1 (JavaScript's Number.isSafeInteger).
 func (v Value) IsSafeInteger() bool {

@@ -72,15 +72,7 @@ func DigestOf(x any) (string, error) {
 }
 
 // withoutMember returns v (an object) without its member name.
-func withoutMember(v canonjson.Value, name string) canonjson.Value {
-	members := make([]canonjson.Member, 0, v.Len())
-	for _, m := range v.Members() {
-		if m.Name != name {
-			members = append(members, m)
-		}
-	}
-	return canonjson.ObjectValue(members)
-}
+func withoutMember(v canonjson.Value, name string) canonjson.Value { return v.Without(name) }
 
 // checkMaterialDigest is a refinement: the member digestName of the
 // accepted object must equal the canonical digest of the object without

@@ -78,6 +78,16 @@ type Request struct {
 	// Now replaces time.Now; Logger receives progress (nil discards).
 	Now    func() time.Time
 	Logger *slog.Logger
+
+	// observe, set by Stream, sees each event once it is durable and the
+	// run record once it has ended.
+	observe observer
+}
+
+// observer watches an execution's durable record.
+type observer interface {
+	event(e store.Event)
+	ended(r store.Run, events int64)
 }
 
 // Result is a recorded run.
@@ -112,7 +122,10 @@ type Result struct {
 // Status is failed, cancelled or timed out. Refusals happen before the
 // provider creates anything or the budget is charged.
 func Execute(ctx context.Context, req Request) (*Result, error) {
-	x, err := newExecution(ctx, req)
+	// A cancel request from any process (RequestCancel) cancels ctx.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	x, err := newExecution(ctx, req, cancel)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +150,7 @@ type execution struct {
 	env contract.Environment
 }
 
-func newExecution(ctx context.Context, req Request) (*execution, error) {
+func newExecution(ctx context.Context, req Request, cancel context.CancelCauseFunc) (*execution, error) {
 	if req.Store == nil || req.Provider == nil || req.Profile == nil {
 		return nil, errors.New("kernel: Execute needs a profile, a provider and a store")
 	}
@@ -169,7 +182,7 @@ func newExecution(ctx context.Context, req Request) (*execution, error) {
 	if _, err := req.Store.CreateRun(ctx, run); err != nil {
 		return nil, fmt.Errorf("kernel: recording run %s: %w", x.req.RunID, err)
 	}
-	x.stopBeat = keepLease(req.Store, x.req.RunID, x.req.LeaseTTL, x.now)
+	x.stopBeat = keepLease(req.Store, x.req.RunID, x.req.LeaseTTL, x.now, cancel)
 	return x, nil
 }
 
@@ -186,7 +199,12 @@ func (x *execution) contextEnd(ctx context.Context) bool {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		x.fail(store.StatusTimedOut, ReasonTimedOut, "the caller's deadline passed", ctx.Err())
 	case ctx.Err() != nil:
-		x.fail(store.StatusCancelled, ReasonCancelled, "the caller cancelled", ctx.Err())
+		detail, cause := "the caller cancelled", context.Cause(ctx)
+		var requested *CancelRequestedError
+		if errors.As(cause, &requested) {
+			detail = requested.Error()
+		}
+		x.fail(store.StatusCancelled, ReasonCancelled, detail, cause)
 	default:
 		return false
 	}
@@ -287,7 +305,8 @@ func (x *execution) stream(ctx context.Context, env contract.Environment) {
 		if err := contract.CheckPublicEnvironmentEvent(e); err != nil {
 			continue // private (native session identity): never recorded publicly
 		}
-		if err := x.record(ctx, e); err != nil {
+		// Events that arrive after a cancel are facts too: record them.
+		if err := x.record(context.WithoutCancel(ctx), e); err != nil {
 			x.fail(store.StatusFailed, ReasonTransport, "recording an event: "+err.Error(), err)
 			return
 		}
@@ -339,9 +358,15 @@ func (x *execution) record(ctx context.Context, e contract.EnvironmentEvent) err
 	if e.ID != nil {
 		id = *e.ID
 	}
-	_, err = x.req.Store.AppendEvents(ctx, x.req.RunID, []store.NewEvent{{ID: id, Type: e.Type, Time: x.now(), Body: body}})
+	stored, err := x.req.Store.AppendEvents(ctx, x.req.RunID, []store.NewEvent{{ID: id, Type: e.Type, Time: x.now(), Body: body}})
+	if err != nil {
+		return err
+	}
 	x.res.Events++
-	return err
+	if x.req.observe != nil {
+		x.req.observe.event(stored[0])
+	}
+	return nil
 }
 
 // observeIdentity reads effectiveBackend{provider, model, source} and
@@ -424,7 +449,7 @@ func (x *execution) finish(ctx context.Context) (*Result, error) {
 	if err != nil {
 		x.log.Error("recording the ledger entry", "run", x.req.RunID, "err", err)
 	}
-	_, err = x.req.Store.UpdateRun(bg, x.req.RunID, func(r *store.Run) error {
+	ended, err := x.req.Store.UpdateRun(bg, x.req.RunID, func(r *store.Run) error {
 		if r.Status.Terminal() {
 			return fmt.Errorf("run %s already ended as %s", r.ID, r.Status)
 		}
@@ -435,6 +460,9 @@ func (x *execution) finish(ctx context.Context) (*Result, error) {
 	})
 	if err != nil {
 		return &x.res, fmt.Errorf("kernel: recording the end of run %s: %w", x.req.RunID, err)
+	}
+	if x.req.observe != nil {
+		x.req.observe.ended(ended, int64(x.res.Events))
 	}
 	if x.runErr != nil {
 		return &x.res, x.runErr

@@ -259,3 +259,50 @@ func TestCheckSeesLiveEnvironment(t *testing.T) {
 		t.Error("the environment is still alive after Execute returned")
 	}
 }
+
+// A cancel request recorded by anyone (another process, `agentrt runs
+// cancel`) reaches the run's owner, which ends the run cancelled and says
+// why; requests to ended or dead runs change nothing.
+func TestRequestCancel(t *testing.T) {
+	ctx := context.Background()
+	st := memory.New(nil)
+	p := scripted.New(mustScript(t, `{"turns":[{"repeat":true,"steps":[{"text":"slow"},{"delayMs":30000}]}]}`), scripted.Options{})
+	done := make(chan *kernel.Result)
+	go func() {
+		res, _ := kernel.Execute(ctx, kernel.Request{Profile: mustProfile(t, noteWriter), Task: "t", RunID: "victim", Provider: p, Store: st, Check: nonEmpty})
+		done <- res
+	}()
+	for p.Turns() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	effect, _, err := kernel.RequestCancel(ctx, st, "victim", "operator says stop", time.Now())
+	if err != nil || effect != kernel.EffectCancelRequested {
+		t.Fatalf("effect %q err %v", effect, err)
+	}
+	select {
+	case res := <-done:
+		if res.Status != store.StatusCancelled || !strings.Contains(res.Detail, "operator says stop") {
+			t.Errorf("status %q detail %q", res.Status, res.Detail)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run did not notice the cancel request")
+	}
+	if effect, _, _ := kernel.RequestCancel(ctx, st, "victim", "again", time.Now()); effect != kernel.EffectCancelled {
+		t.Errorf("cancelling a cancelled run: %q", effect)
+	}
+	res, _ := kernel.Execute(ctx, kernel.Request{Profile: mustProfile(t, noteWriter), Task: "t", RunID: "finished",
+		Provider: scripted.New(scripted.DefaultScript(), scripted.Options{}), Store: st, Check: nonEmpty})
+	if effect, r, _ := kernel.RequestCancel(ctx, st, "finished", "late", time.Now()); effect != kernel.EffectNotLive || r.Status != store.StatusCompleted || res.Status != store.StatusCompleted {
+		t.Errorf("cancelling a completed run: %q, status %q", effect, r.Status)
+	}
+	// A run whose owner died (lease lapsed) is not live.
+	if _, err := st.CreateRun(ctx, store.Run{ID: "orphan", Kind: "execute", Status: store.StatusRunning, LeaseUntil: time.Now().Add(-time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if effect, r, _ := kernel.RequestCancel(ctx, st, "orphan", "x", time.Now()); effect != kernel.EffectNotLive || r.Status != store.StatusInterrupted {
+		t.Errorf("cancelling an interrupted run: %q, status %q", effect, r.Status)
+	}
+	if _, _, err := kernel.RequestCancel(ctx, st, "missing", "x", time.Now()); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("cancelling a missing run: %v", err)
+	}
+}

@@ -189,7 +189,9 @@ type RoundsResult[T, O any] struct {
 // then stops admitting, waits for the iterations already started, and
 // the first error wins.
 func Rounds[T, O any](ctx context.Context, opts RoundsOptions[T, O]) (*RoundsResult[T, O], error) {
-	r, err := newRounds(ctx, opts)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r, err := newRounds(ctx, opts, cancel)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +211,7 @@ type rounds[T, O any] struct {
 	stopLease func()
 }
 
-func newRounds[T, O any](ctx context.Context, o RoundsOptions[T, O]) (*rounds[T, O], error) {
+func newRounds[T, O any](ctx context.Context, o RoundsOptions[T, O], cancel context.CancelCauseFunc) (*rounds[T, O], error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if o.Driver.Plan == nil || o.Driver.Decide == nil {
@@ -272,7 +274,7 @@ func newRounds[T, O any](ctx context.Context, o RoundsOptions[T, O]) (*rounds[T,
 	if _, err := o.Store.CreateRun(ctx, run); err != nil {
 		return nil, fmt.Errorf("kernel: recording rounds run %s: %w", o.RunID, err)
 	}
-	r.stopLease = keepLease(o.Store, o.RunID, o.LeaseTTL, r.now)
+	r.stopLease = keepLease(o.Store, o.RunID, o.LeaseTTL, r.now, cancel)
 	return r, nil
 }
 

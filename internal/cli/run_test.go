@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,24 +146,7 @@ func TestRunSurvivesSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	// Wait until the child has durably acknowledged the first words.
-	var runID string
-	var seen []store.Event
-	deadline := time.Now().Add(30 * time.Second)
-	for len(seen) == 0 || !hasText(seen, "first words") {
-		if time.Now().After(deadline) {
-			t.Fatal("the child never recorded its first event")
-		}
-		time.Sleep(20 * time.Millisecond)
-		runs, err := s.ListRuns(ctx, store.ListOptions{Limit: 1})
-		if err != nil || len(runs) == 0 {
-			continue
-		}
-		runID = runs[0].ID
-		if seen, err = s.Events(ctx, runID, "", 0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	runID, seen := awaitEvent(t, s, "first words")
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -208,4 +192,84 @@ func hasText(events []store.Event, text string) bool {
 		}
 	}
 	return false
+}
+
+// awaitEvent waits until the newest run in s has recorded an event
+// containing text, and returns the run id and its events so far.
+func awaitEvent(t *testing.T, s store.Store, text string) (string, []store.Event) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if time.Now().After(deadline) {
+			t.Fatalf("no run recorded an event containing %q", text)
+		}
+		time.Sleep(20 * time.Millisecond)
+		runs, err := s.ListRuns(ctx, store.ListOptions{Limit: 1})
+		if err != nil || len(runs) == 0 {
+			continue
+		}
+		events, err := s.Events(ctx, runs[0].ID, "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hasText(events, text) {
+			return runs[0].ID, events
+		}
+	}
+}
+
+// Issue 4 (agentrt runs cancel): a run in another process is cancelled
+// through the shared store; that process ends it cancelled and exits 1.
+func TestRunsCancelAcrossProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "runs.db")
+	script := writeFile(t, "slow.json", `{"turns":[{"steps":[{"text":"working"},{"delayMs":60000}]}]}`)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "run", "--json", "--db", db, "--script", script, noteWriter, "--task", "Work slowly.")
+	cmd.Env = append(os.Environ(), "AGENTRT_CLI_CHILD=1")
+	var childOut strings.Builder
+	cmd.Stdout = &childOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	s, err := sqlite.Open(context.Background(), db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	runID, _ := awaitEvent(t, s, "working")
+
+	out, errOut, code := run(t, "", "runs", "cancel", "--json", "--db", db, "--reason", "test says stop", runID)
+	if code != 0 {
+		t.Fatalf("runs cancel exit %d: %s%s", code, out, errOut)
+	}
+	if res := decode(t, out); member(res, "effect").Str() != "cancelled" || member(res, "status").Str() != "cancelled" {
+		t.Errorf("cancel reported %s", out)
+	}
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("child exit: %v", err)
+	}
+	child := decode(t, childOut.String())
+	if member(child, "status").Str() != "cancelled" || !strings.Contains(member(child, "detail").Str(), "test says stop") {
+		t.Errorf("child printed %s", childOut.String())
+	}
+	// Cancelling again, or a run that completed, changes nothing.
+	if out, _, code := run(t, "", "runs", "cancel", "--db", db, runID); code != 0 || !strings.Contains(out, "cancelled") {
+		t.Errorf("re-cancel: exit %d %s", code, out)
+	}
+	done, _, _ := run(t, "", "run", "--json", "--db", db, noteWriter, "--task", "quick")
+	doneID := member(decode(t, done), "runId").Str()
+	if out, _, code := run(t, "", "runs", "cancel", "--db", db, doneID); code != 1 || !strings.Contains(out, "not_live") {
+		t.Errorf("cancelling a completed run: exit %d %s", code, out)
+	}
 }

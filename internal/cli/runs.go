@@ -42,9 +42,9 @@ func (f *storeFlags) open(ctx context.Context) (store.Store, error) {
 func newRunsCmd(stdio IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "runs",
-		Short: "List, show and follow recorded runs",
+		Short: "List, show, follow and cancel recorded runs",
 	}
-	cmd.AddCommand(newRunsListCmd(stdio), newRunsShowCmd(stdio), newRunsEventsCmd(stdio))
+	cmd.AddCommand(newRunsListCmd(stdio), newRunsShowCmd(stdio), newRunsEventsCmd(stdio), newRunsCancelCmd(stdio))
 	return cmd
 }
 

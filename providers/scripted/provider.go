@@ -497,17 +497,24 @@ func (pl *player) run(ctx context.Context, t Turn, model string) {
 		e := contract.StatusStreamEvent(s, detail)
 		return &e
 	}
+	cancelled := func() {
+		pl.emit("execution.cancelled", map[string]canonjson.Value{"status": canonjson.StringValue("cancelled")}, status(contract.StreamStatusCancelled, nil), nil, "")
+	}
 	if !pl.emit("execution.started", map[string]canonjson.Value{"effectiveBackend": pl.backend(model)}, status(contract.StreamStatusStarted, nil), nil, "") {
 		return
 	}
 	for _, step := range t.Steps {
 		if err := ctx.Err(); err != nil {
-			pl.emit("execution.cancelled", map[string]canonjson.Value{"status": canonjson.StringValue("cancelled")}, status(contract.StreamStatusCancelled, nil), nil, "")
+			cancelled()
 			return
 		}
 		if !pl.step(ctx, step) {
 			return
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		cancelled()
+		return
 	}
 	switch t.End {
 	case EndNoTerminal:
@@ -522,7 +529,7 @@ func (pl *player) run(ctx context.Context, t Turn, model string) {
 		}
 		pl.emit("error", map[string]canonjson.Value{"error": canonjson.StringValue(msg), "effectiveBackend": pl.backend(model)}, status(contract.StreamStatusFailed, &msg), nil, "")
 	case EndCancelled:
-		pl.emit("execution.cancelled", map[string]canonjson.Value{"status": canonjson.StringValue("cancelled")}, status(contract.StreamStatusCancelled, nil), nil, "")
+		cancelled()
 	default:
 		data := map[string]canonjson.Value{
 			"status":           canonjson.StringValue("completed"),

@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/store"
+)
+
+func newRunsCancelCmd(stdio IO) *cobra.Command {
+	var sf storeFlags
+	var asJSON bool
+	var reason string
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "cancel RUN",
+		Short: "Ask the process running a run to cancel it, and wait until it has",
+		Long: `Record a cancel request for a live run. The process that owns the run — this
+machine or another one sharing the store — notices within about half a
+second, cancels the run and records it cancelled. cancel waits for that
+(--wait, 0 to return at once) and reports the effect:
+
+  cancelled         the run ended cancelled
+  cancel_requested  the request is recorded; the run has not ended yet
+  not_live          the run had already ended, or its process died
+                    (interrupted): nothing was changed
+
+Exit status: 0 when the run is cancelled (or the request is recorded and
+--wait is 0), 1 otherwise.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			s, err := sf.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			effect, r, err := kernel.RequestCancel(ctx, s, args[0], reason, time.Now())
+			if errors.Is(err, store.ErrNotFound) {
+				return &exitError{code: ExitFailed, err: fmt.Errorf("no run %q in the store (agentrt runs list shows the recorded runs)", args[0])}
+			}
+			if err != nil {
+				return &exitError{code: ExitFailed, err: err}
+			}
+			if effect == kernel.EffectCancelRequested && wait > 0 {
+				fmt.Fprintf(stdio.Err, "cancel requested; waiting up to %s for run %s to end…\n", wait, r.ID)
+				deadline := time.Now().Add(wait)
+				for time.Now().Before(deadline) && !r.Status.Terminal() {
+					select {
+					case <-ctx.Done():
+						return &exitError{code: ExitFailed, err: ctx.Err()}
+					case <-time.After(100 * time.Millisecond):
+					}
+					if r, err = s.GetRun(ctx, r.ID); err != nil {
+						return &exitError{code: ExitFailed, err: err}
+					}
+				}
+				switch {
+				case r.Status == store.StatusCancelled:
+					effect = kernel.EffectCancelled
+				case r.Status.Terminal():
+					effect = kernel.EffectNotLive // it ended some other way first
+				}
+			}
+			if asJSON {
+				err = writeJSON(stdio.Out, canonjson.ObjectValue([]canonjson.Member{
+					{Name: "runId", Value: canonjson.StringValue(r.ID)},
+					{Name: "effect", Value: canonjson.StringValue(string(effect))},
+					{Name: "status", Value: canonjson.StringValue(string(r.Status))},
+				}))
+			} else {
+				fmt.Fprintf(stdio.Out, "run %s  %s (status %s)\n", r.ID, effect, r.Status)
+			}
+			if err != nil {
+				return err
+			}
+			if effect == kernel.EffectCancelled || (effect == kernel.EffectCancelRequested && wait == 0) {
+				return nil
+			}
+			return refused()
+		},
+	}
+	sf.register(cmd)
+	cmd.Flags().StringVar(&reason, "reason", "cancelled from the command line", "why, recorded with the run")
+	cmd.Flags().DurationVar(&wait, "wait", 30*time.Second, "how long to wait for the run to end (0: do not wait)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the effect as JSON")
+	return cmd
+}
