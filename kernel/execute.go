@@ -148,6 +148,9 @@ type execution struct {
 	// env is the run's environment, alive until the completion check
 	// has judged (so a check can read its workspace), then destroyed.
 	env contract.Environment
+	// dispatched is set once the provider is asked for anything costly;
+	// a run that ends before it certainly spent nothing.
+	dispatched bool
 }
 
 func newExecution(ctx context.Context, req Request, cancel context.CancelCauseFunc) (*execution, error) {
@@ -232,6 +235,7 @@ func (x *execution) run(ctx context.Context) {
 	if x.contextEnd(ctx) {
 		return
 	}
+	x.dispatched = true
 	env, err := x.req.Provider.Create(ctx, &contract.CreateInput{Profile: profile.Ref{Inline: x.effect}})
 	if err != nil {
 		if !x.contextEnd(ctx) {
@@ -424,6 +428,9 @@ func eventError(e contract.EnvironmentEvent) string {
 func (x *execution) finish(ctx context.Context) (*Result, error) {
 	defer x.stopBeat()
 	x.res.Usage = x.turn.Total()
+	if !x.dispatched {
+		x.res.Usage = ledger.NoUsage()
+	}
 	if x.ticket != nil {
 		if err := x.req.Budget.Settle(x.ticket, spendOf(x.res.Usage)); err != nil {
 			x.log.Warn("budget settlement", "run", x.req.RunID, "err", err)

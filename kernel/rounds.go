@@ -659,9 +659,7 @@ func scoreOf[T, O any](it Iteration[T, O]) *float64 {
 // nothing.
 func sumUsage[T, O any](its []Iteration[T, O]) ledger.Usage {
 	if len(its) == 0 {
-		zero, cost := ledger.ExactAmount[int64](0), ledger.ExactAmount[float64](0)
-		return ledger.Usage{InputTokens: zero, OutputTokens: zero, CacheReadTokens: zero, CacheWriteTokens: zero,
-			ReasoningTokens: zero, CostUSD: cost}
+		return ledger.NoUsage()
 	}
 	u := its[0].Usage
 	for _, it := range its[1:] {

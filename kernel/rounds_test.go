@@ -15,6 +15,7 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/memory"
@@ -509,5 +510,85 @@ func TestRoundsUsageFloor(t *testing.T) {
 	}
 	if res.Iterations[0].Usage.InputTokens.String() != "10" || res.Iterations[1].Usage.InputTokens.Reported {
 		t.Errorf("per-iteration usage %v / %v", res.Iterations[0].Usage.InputTokens, res.Iterations[1].Usage.InputTokens)
+	}
+}
+
+// P7 and issue 4 (ledger): iterations reserve from one conserved pool
+// before dispatch and settle what they used; at the end the pool, the
+// per-run cost ledger and the rounds' usage tell the same story, and work
+// the pool had no room for was refused before the provider saw it.
+func TestRoundsBudgetReconciles(t *testing.T) {
+	ctx := context.Background()
+	tokens, iterations, perTokens, one := int64(1000), int64(3), int64(100), int64(1)
+	pool, err := ledger.NewPool(ledger.Budget{Tokens: &tokens, Iterations: &iterations}, ledger.PoolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var turns atomic.Int32
+	worker := scripted.InProcess(func(ctx context.Context, prompt string, pc scripted.PromptContext) ([]contract.EnvironmentEvent, error) {
+		turns.Add(1)
+		done := resultEvent(note(prompt))
+		done.Usage, done.UsageMode = &contract.TokenUsage{InputTokens: 10, OutputTokens: 5}, contract.UsageDelta
+		return []contract.EnvironmentEvent{done}, nil
+	})
+	st := memory.New(nil)
+	res, err := kernel.Rounds(ctx, kernel.RoundsOptions[string, string]{
+		Task: "t",
+		Driver: kernel.Driver[string, string]{
+			Plan: func(ctx context.Context, task string, h []kernel.Iteration[string, string]) ([]string, error) {
+				if len(h) > 0 {
+					return nil, nil
+				}
+				return []string{"a", "b", "c", "d", "e"}, nil
+			},
+			Decide: func(context.Context, []kernel.Iteration[string, string]) (kernel.Decision, error) { return kernel.DecisionDone, nil },
+		},
+		Agents: []kernel.Agent[string]{{Profile: mustProfile(t, noteWriter)}}, Parse: parseNote,
+		Provider: worker, Store: st, Budget: pool, Reserve: ledger.Budget{Tokens: &perTokens, Iterations: &one},
+		MaxConcurrency: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran, refused := 0, 0
+	var ledgerTokens int64
+	for _, it := range res.Iterations {
+		var re *kernel.RunError
+		switch {
+		case it.Err == nil:
+			ran++
+		case errors.As(it.Err, &re) && errors.Is(re, kernel.ErrRefused):
+			refused++
+		default:
+			t.Errorf("iteration %d: %v", it.Index, it.Err)
+		}
+		entries, err := st.Ledger(ctx, it.RunID)
+		if err != nil || len(entries) != 1 {
+			t.Fatalf("iteration %d: %d ledger entries, %v", it.Index, len(entries), err)
+		}
+		usage, _ := entries[0].Body.Get("usage")
+		for _, ch := range []string{"inputTokens", "outputTokens"} {
+			if v, _ := usage.Get(ch); v.Kind() == canonjson.Number {
+				ledgerTokens += int64(v.Float())
+			}
+		}
+	}
+	if ran != 3 || refused != 2 || turns.Load() != 3 {
+		t.Fatalf("%d ran, %d refused, %d turns reached the provider; want 3, 2, 3", ran, refused, turns.Load())
+	}
+	r := pool.Readout()
+	tok, its := r.Channels["tokens"], r.Channels["iterations"]
+	if r.OpenTickets != 0 || tok.Reserved != 0 || tok.Committed != 45 || tok.Free != 955 || its.Committed != 3 {
+		t.Errorf("pool: open %d, tokens %+v, iterations %+v", r.OpenTickets, tok, its)
+	}
+	if tok.Total != tok.Free+tok.Reserved+tok.Committed {
+		t.Errorf("tokens not conserved: %+v", tok)
+	}
+	if ledgerTokens != tok.Committed {
+		t.Errorf("the run ledgers sum to %d tokens, the pool committed %d", ledgerTokens, tok.Committed)
+	}
+	// The refused runs spent nothing, and say so exactly.
+	if got := res.Usage.InputTokens.String(); got != "30" {
+		t.Errorf("rounds input tokens %s, want 30", got)
 	}
 }

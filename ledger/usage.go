@@ -69,6 +69,14 @@ type Usage struct {
 	CostUSD          Amount[float64]
 }
 
+// NoUsage is the usage of work that certainly spent nothing (it was
+// refused before anything was dispatched): every channel exactly zero.
+func NoUsage() Usage {
+	zero, cost := ExactAmount[int64](0), ExactAmount[float64](0)
+	return Usage{InputTokens: zero, OutputTokens: zero, CacheReadTokens: zero, CacheWriteTokens: zero,
+		ReasoningTokens: zero, CostUSD: cost}
+}
+
 // Plus adds two usages channel by channel.
 func (u Usage) Plus(v Usage) Usage {
 	return Usage{

@@ -61,7 +61,7 @@ func TestRunCommand(t *testing.T) {
 		{name: "served another model", args: []string{noteWriter, "--task", "t", "--script", liar}, code: 1, status: "failed", reason: "served-model-mismatch", text: "ok", input: "null"},
 		{name: "no terminal event", args: []string{noteWriter, "--task", "t", "--script", broken}, code: 1, status: "failed", reason: "no-terminal-event", text: "half", input: "null"},
 		{name: "unsupported profile refused before spend", stdin: `{"name":"x","mcp":{"fs":{"transport":"stdio","command":"fs"}}}`,
-			args: []string{"-", "--task", "t"}, code: 1, status: "failed", reason: "refused", input: "null"},
+			args: []string{"-", "--task", "t"}, code: 1, status: "failed", reason: "refused", input: "0"}, // nothing dispatched: exactly zero
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
