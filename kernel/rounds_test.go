@@ -541,7 +541,9 @@ func TestRoundsBudgetReconciles(t *testing.T) {
 				}
 				return []string{"a", "b", "c", "d", "e"}, nil
 			},
-			Decide: func(context.Context, []kernel.Iteration[string, string]) (kernel.Decision, error) { return kernel.DecisionDone, nil },
+			Decide: func(context.Context, []kernel.Iteration[string, string]) (kernel.Decision, error) {
+				return kernel.DecisionDone, nil
+			},
 		},
 		Agents: []kernel.Agent[string]{{Profile: mustProfile(t, noteWriter)}}, Parse: parseNote,
 		Provider: worker, Store: st, Budget: pool, Reserve: ledger.Budget{Tokens: &perTokens, Iterations: &one},
