@@ -21,7 +21,9 @@
 //
 // Identity comes from the host: it installs the trusted active turn on the
 // context with [WithActiveTurn], and the tools read it with
-// [ActiveTurnFrom]. Tool arguments never name a tenant or a member.
+// [ActiveTurnFrom]. Tool arguments never name a tenant or a member: an
+// argument that tries (memberId, tenant, …) is ignored and the call acts
+// as the active turn; any other unknown argument is refused.
 //
 // This package holds the contract and the rules (one owner per rule:
 // [ValidatePath], [Match], [RenderPinnedMemory]); it imports no operating

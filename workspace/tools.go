@@ -67,12 +67,25 @@ func mustSchema(text string) canonjson.Value {
 	return v
 }
 
+// identityArgs are argument names a model may send to claim an identity.
+// They are dropped unread (WST-10: identity comes from the trusted active
+// turn, never from arguments), so a forged memberId writes under the
+// active turn's member; every other unknown argument is refused.
+var identityArgs = []string{"tenant", "tenantId", "member", "memberId", "userId", "turn", "turnId"}
+
 // parseArgs checks args against spec strictly and decodes the accepted
 // value into T. Refusals are *schema.Error.
 func parseArgs[T any](spec *toolSpec, args canonjson.Value) (T, error) {
 	var out T
 	if !args.IsValid() {
 		args = canonjson.ObjectValue(nil)
+	}
+	if args.Kind() == canonjson.Object {
+		for _, name := range identityArgs {
+			if _, ok := args.Get(name); ok {
+				args = args.Without(name)
+			}
+		}
 	}
 	accepted, err := schema.Run(spec.name+" arguments", spec.node, args)
 	if err != nil {

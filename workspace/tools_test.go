@@ -296,3 +296,23 @@ func TestDefaultPolicyAdmit(t *testing.T) {
 		t.Errorf("bad path: %v", err)
 	}
 }
+
+// WST-10: a forged identity argument is ignored, never trusted: the write
+// lands under the active turn's member.
+func TestForgedIdentityIgnored(t *testing.T) {
+	s := newStore()
+	tools := workspace.MemoryTools(s, nil)
+	alice := asMember("alice")
+	mustRun(t, tools, alice, workspace.ToolRemember, `{"scope":"member","key":"k","content":"mine","ifRevision":null,"memberId":"bob","tenant":"evil"}`)
+	if got := mustRun(t, tools, asMember("bob"), workspace.ToolRecall, `{"scope":"member","key":"k"}`); strings.Contains(got, "mine") {
+		t.Errorf("bob sees alice's memory through a forged memberId: %s", got)
+	}
+	if got := mustRun(t, tools, alice, workspace.ToolRecall, `{"scope":"member","key":"k"}`); !strings.Contains(got, "mine") {
+		t.Errorf("alice's memory is not under alice: %s", got)
+	}
+	// Other unknown arguments are still refused.
+	var se *schema.Error
+	if _, err := run(t, tools, alice, workspace.ToolRecall, `{"scope":"member","key":"k","colour":"red"}`); !errors.As(err, &se) {
+		t.Errorf("unknown argument: %v", err)
+	}
+}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
-	"github.com/agentrt/agentrt/schema"
 	"github.com/agentrt/agentrt/store/storetest"
 	"github.com/agentrt/agentrt/workspace"
 )
@@ -856,8 +855,8 @@ func testAdmitVeto(t *testing.T, a Adapter) {
 }
 
 // WST-10: identity comes from the trusted active turn only. Arguments that
-// try to name a tenant or member are refused (tool arguments are strict),
-// keys cannot climb into another scope, and file tools cannot reach
+// try to name a tenant or member are ignored — the call acts as the active
+// turn — keys cannot climb into another scope, and file tools cannot reach
 // memories.
 func testIdentity(t *testing.T, a Adapter) {
 	s, _ := open(t, a)
@@ -865,20 +864,6 @@ func testIdentity(t *testing.T, a Adapter) {
 	mem := workspace.MemoryTools(s, nil)
 	files := workspace.FileTools(s, nil)
 	asAlice := turnCtx(tenantA, alice)
-	forged := []struct{ tool, args string }{
-		{workspace.ToolRemember, `{"scope":"member","key":"k","content":"x","ifRevision":null,"memberId":"bob"}`},
-		{workspace.ToolRemember, `{"scope":"member","key":"k","content":"x","ifRevision":null,"tenant":"tenant-b"}`},
-		{workspace.ToolRemember, `{"scope":"member","key":"k","content":"x","ifRevision":null,"member":"bob","tenantId":"tenant-b"}`},
-		{workspace.ToolRecall, `{"memberId":"bob"}`},
-		{workspace.ToolForget, `{"scope":"member","key":"k","ifRevision":1,"memberId":"bob"}`},
-		{workspace.ToolFilesWrite, `{"path":"/files/x","content":"x","ifRevision":null,"tenant":"tenant-b"}`},
-	}
-	for _, f := range forged {
-		var se *schema.Error
-		if _, err := call(t, asAlice, append(mem, files...), f.tool, f.args); !errors.As(err, &se) || se.Issues[0].Code != schema.CodeUnrecognizedKeys {
-			t.Errorf("%s %s: %v, want an unrecognized_keys refusal", f.tool, f.args, err)
-		}
-	}
 	escapes := []struct{ tool, args string }{
 		{workspace.ToolRemember, `{"scope":"member","key":"../bob/k","content":"x","ifRevision":null}`},
 		{workspace.ToolRemember, `{"scope":"member","key":"..","content":"x","ifRevision":null}`},
@@ -898,6 +883,32 @@ func testIdentity(t *testing.T, a Adapter) {
 		if ms, _ := s.List(ctx, tn, "/"); len(ms) != 0 {
 			t.Fatalf("refused calls stored %v in %s", paths(ms), tn)
 		}
+	}
+	forged := []struct{ tool, args string }{
+		{workspace.ToolRemember, `{"scope":"member","key":"f1","content":"x","ifRevision":null,"memberId":"bob"}`},
+		{workspace.ToolRemember, `{"scope":"member","key":"f2","content":"x","ifRevision":null,"tenant":"tenant-b"}`},
+		{workspace.ToolRemember, `{"scope":"member","key":"f3","content":"x","ifRevision":null,"member":"bob","tenantId":"tenant-b"}`},
+		{workspace.ToolRecall, `{"memberId":"bob"}`},
+		{workspace.ToolForget, `{"scope":"member","key":"f1","ifRevision":1,"memberId":"bob"}`},
+		{workspace.ToolFilesWrite, `{"path":"/files/f","content":"x","ifRevision":null,"tenant":"tenant-b"}`},
+	}
+	for _, f := range forged {
+		mustCall(t, asAlice, append(mem, files...), f.tool, f.args)
+	}
+	ms, err := s.List(ctx, tenantA, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"/files/f", "/memories/members/alice/f2", "/memories/members/alice/f3"}, paths(ms)); diff != "" {
+		t.Errorf("forged-identity calls stored (-want +got):\n%s", diff)
+	}
+	for _, m := range ms {
+		if m.UpdatedBy != alice {
+			t.Errorf("%s written by %q, want the active turn's member", m.Path, m.UpdatedBy)
+		}
+	}
+	if ts, _ := s.Tombstones(ctx, tenantA, "/memories/members/alice/f1"); len(ts) != 1 || ts[0].DeletedBy != alice {
+		t.Errorf("the forged forget did not act as alice: %+v", ts)
 	}
 	out := mustCall(t, asAlice, mem, workspace.ToolRemember, `{"scope":"member","key":"k","content":"mine","ifRevision":null}`)
 	if p, _ := out.Get("path"); p.Str() != "/memories/members/alice/k" {
