@@ -121,13 +121,6 @@ func expectCheck(expect string) kernel.Check {
 	}
 }
 
-func (f *storeFlags) describe() string {
-	if f.path != "" {
-		return f.path
-	}
-	return "the default store ($AGENTRT_HOME/agentrt.db)"
-}
-
 func resultValue(r *kernel.Result) canonjson.Value {
 	m := []canonjson.Member{
 		{Name: "runId", Value: canonjson.StringValue(r.RunID)},

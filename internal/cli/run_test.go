@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/internal/cli"
+	"github.com/agentrt/agentrt/internal/pgtest"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/sqlite"
 )
@@ -271,5 +272,27 @@ func TestRunsCancelAcrossProcesses(t *testing.T) {
 	doneID := member(decode(t, done), "runId").Str()
 	if out, _, code := run(t, "", "runs", "cancel", "--db", db, doneID); code != 1 || !strings.Contains(out, "not_live") {
 		t.Errorf("cancelling a completed run: exit %d %s", code, out)
+	}
+}
+
+// With --database (or $AGENTRT_DATABASE_URL) the run store is PostgreSQL,
+// shared by every process that names it; the password never reaches the
+// output.
+func TestRunOnPostgres(t *testing.T) {
+	db := pgtest.Schema(t)
+	out, errOut, code := run(t, "", "run", "--database", db, noteWriter, "--task", "Write a note.")
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	if strings.Contains(out+errOut, "agentrt:agentrt@") {
+		t.Errorf("the password reached the output:\n%s%s", out, errOut)
+	}
+	t.Setenv("AGENTRT_DATABASE_URL", db)
+	list, errOut, code := run(t, "", "runs", "list", "--json")
+	if code != 0 || !strings.Contains(list, `"completed"`) {
+		t.Errorf("runs list from $AGENTRT_DATABASE_URL: exit %d %s%s", code, list, errOut)
+	}
+	if _, _, code := run(t, "", "runs", "list", "--db", "x.db", "--database", db); code != cli.ExitUsage {
+		t.Errorf("--db with --database: exit %d, want %d", code, cli.ExitUsage)
 	}
 }

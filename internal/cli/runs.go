@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -12,19 +14,44 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/postgres"
 	"github.com/agentrt/agentrt/store/sqlite"
 )
 
-// storeFlags selects the run store.
+// storeFlags selects the run store: SQLite by default, PostgreSQL when
+// --database or $AGENTRT_DATABASE_URL names one.
 type storeFlags struct {
-	path string
+	path     string
+	database string
 }
 
 func (f *storeFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.path, "db", "", "SQLite file of the run store (default $AGENTRT_HOME/agentrt.db, ~/.agentrt/agentrt.db)")
+	cmd.Flags().StringVar(&f.database, "database", "", "PostgreSQL connection URL of a run store shared by many processes (default $AGENTRT_DATABASE_URL)")
+}
+
+// url is the PostgreSQL store asked for, if any.
+func (f *storeFlags) url() string {
+	if f.database != "" {
+		return f.database
+	}
+	if f.path == "" {
+		return os.Getenv("AGENTRT_DATABASE_URL")
+	}
+	return ""
 }
 
 func (f *storeFlags) open(ctx context.Context) (store.Store, error) {
+	if f.database != "" && f.path != "" {
+		return nil, usage("--db (SQLite) and --database (PostgreSQL) name two different stores; give one")
+	}
+	if u := f.url(); u != "" {
+		s, err := postgres.Open(ctx, u, postgres.Options{})
+		if err != nil {
+			return nil, &exitError{code: ExitFailed, err: fmt.Errorf("opening the run store at %s: %w", redactURL(u), err)}
+		}
+		return s, nil
+	}
 	path := f.path
 	if path == "" {
 		var err error
@@ -37,6 +64,35 @@ func (f *storeFlags) open(ctx context.Context) (store.Store, error) {
 		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("opening the run store: %w", err)}
 	}
 	return s, nil
+}
+
+// describe names the store for people, without secrets.
+func (f *storeFlags) describe() string {
+	switch {
+	case f.url() != "":
+		return redactURL(f.url())
+	case f.path != "":
+		return f.path
+	}
+	return "the default store ($AGENTRT_HOME/agentrt.db)"
+}
+
+// redactURL drops the password from a connection URL so it never reaches
+// output or logs.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "the PostgreSQL database (unparsable URL)"
+	}
+	if u.User != nil {
+		u.User = url.User(u.User.Username())
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
 }
 
 func newRunsCmd(stdio IO) *cobra.Command {
