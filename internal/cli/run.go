@@ -37,6 +37,9 @@ The default provider is "scripted": offline, deterministic, no credentials. It
 answers each task with a note; --script FILE plays a script instead (see
 providers/scripted). Unknown usage is printed as unknown, never as 0.
 
+agentrt run is a one-shot driver: its decision is "done" when the run was
+delivered and "fail" otherwise (use kernel.Rounds for plan/decide loops).
+
 Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -125,6 +128,7 @@ func resultValue(r *kernel.Result) canonjson.Value {
 	m := []canonjson.Member{
 		{Name: "runId", Value: canonjson.StringValue(r.RunID)},
 		{Name: "status", Value: canonjson.StringValue(string(r.Status))},
+		{Name: "decision", Value: canonjson.StringValue(string(decision(r)))},
 		{Name: "delivered", Value: canonjson.BoolValue(r.Delivered)},
 		{Name: "usage", Value: kernel.UsageValue(r.Usage)},
 		{Name: "requestedModel", Value: nullableString(r.RequestedModel)},
@@ -168,6 +172,7 @@ func printResult(w io.Writer, r *kernel.Result, where string) {
 		}
 	}
 	fmt.Fprintf(w, "run %s  %s\n", r.RunID, state)
+	fmt.Fprintf(w, "  decision  %s\n", decision(r))
 	if r.Reason != "" {
 		fmt.Fprintf(w, "  why       %s: %s\n", r.Reason, r.Detail)
 	}
@@ -196,6 +201,14 @@ func printResult(w io.Writer, r *kernel.Result, where string) {
 	}
 	fmt.Fprintf(w, "  recorded  %d events in %s\n", r.Events, where)
 	fmt.Fprintf(w, "  next      agentrt runs show %s\n", r.RunID)
+}
+
+// decision is the one-shot driver's decision: done when delivered.
+func decision(r *kernel.Result) kernel.Decision {
+	if r.Status == store.StatusCompleted && r.Delivered {
+		return kernel.DecisionDone
+	}
+	return kernel.DecisionFail
 }
 
 // orUnknown renders an empty string as unknown.

@@ -82,6 +82,9 @@ func TestRunCommand(t *testing.T) {
 					t.Errorf("%s = %q, want %q\n%s", k, got[k], want[k], out)
 				}
 			}
+			if d := member(res, "decision").Str(); (d == "done") != tc.deliver || (d != "done" && d != "fail") {
+				t.Errorf("decision %q with delivered=%v", d, tc.deliver)
+			}
 			if member(res, "delivered").Bool() != tc.deliver {
 				t.Errorf("delivered = %v, want %v", member(res, "delivered").Bool(), tc.deliver)
 			}
@@ -104,7 +107,7 @@ func TestRunCommandHuman(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"completed, delivered", "served scripted/note-writer", "cost unknown", "Done: Write a note.", "agentrt runs show run-"} {
+	for _, want := range []string{"completed, delivered", "decision  done", "served scripted/note-writer", "cost unknown", "Done: Write a note.", "agentrt runs show run-"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

@@ -74,6 +74,9 @@ func (f *storeFlags) describe() string {
 	case f.path != "":
 		return f.path
 	}
+	if path, err := sqlite.DefaultPath(); err == nil {
+		return path
+	}
 	return "the default store ($AGENTRT_HOME/agentrt.db)"
 }
 
