@@ -22,10 +22,12 @@ var layers = map[string]int{
 
 	"providers/": 2,
 
-	"store":      3,
-	"store/":     3,
-	"workspace":  3,
-	"workspace/": 3,
+	"store":             3,
+	"store/":            3,
+	"internal/sqlitedb": 3,
+	"internal/pgdb":     3,
+	"workspace":         3,
+	"workspace/":        3,
 
 	"ledger":    4,
 	"kernel":    4,

@@ -5,10 +5,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,7 +12,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/internal/pgdb"
 	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/internal/sqlrow"
 )
 
 //go:embed migrations/*.sql
@@ -63,50 +61,12 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if err := migrate(ctx, pool, "schema_migrations", migrationLock); err != nil {
+	if err := pgdb.Migrate(ctx, pool, migrations, "schema_migrations", migrationLock, s.now()); err != nil {
+		err = fmt.Errorf("postgres: %w", err)
 		pool.Close()
 		return nil, err
 	}
 	return s, nil
-}
-
-// migrate applies the embedded migrations not yet recorded in table,
-// holding an advisory lock so that concurrent processes migrate once.
-func migrate(ctx context.Context, pool *pgxpool.Pool, table string, lock int64) error {
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lock); err != nil {
-			return fmt.Errorf("postgres: migrate: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (version text PRIMARY KEY, applied_at bigint NOT NULL)`); err != nil {
-			return fmt.Errorf("postgres: migrate: %w", err)
-		}
-		names, err := fs.Glob(migrations, "migrations/*.sql")
-		if err != nil {
-			return err
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			version := strings.TrimSuffix(filepath.Base(name), ".sql")
-			var n int
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE version = $1`, version).Scan(&n); err != nil {
-				return fmt.Errorf("postgres: migrate: %w", err)
-			}
-			if n > 0 {
-				continue
-			}
-			body, err := migrations.ReadFile(name)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, string(body)); err != nil {
-				return fmt.Errorf("postgres: migration %s: %w", version, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO `+table+` (version, applied_at) VALUES ($1, $2)`, version, time.Now().UnixNano()); err != nil {
-				return fmt.Errorf("postgres: migrate: %w", err)
-			}
-		}
-		return nil
-	})
 }
 
 // Close implements store.Store.
@@ -115,69 +75,23 @@ func (s *Store) Close() error {
 	return nil
 }
 
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
 
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
 
-func encode(v canonjson.Value) (*string, error) {
-	if !v.IsValid() {
-		return nil, nil
-	}
-	b, err := canonjson.Canonical(v)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", store.ErrInvalid, err)
-	}
-	text := string(b)
-	return &text, nil
-}
 
-func decode(text *string) (canonjson.Value, error) {
-	if text == nil {
-		return canonjson.Value{}, nil
-	}
-	return canonjson.Decode([]byte(*text))
-}
 
 func isUniqueViolation(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
-const runColumns = `id, kind, status, created_at, updated_at, revision, owner, lease_until, doc`
 
-func scanRun(row pgx.Row) (store.Run, error) {
-	var r store.Run
-	var status string
-	var created, updated, lease int64
-	var doc *string
-	if err := row.Scan(&r.ID, &r.Kind, &status, &created, &updated, &r.Revision, &r.Owner, &lease, &doc); err != nil {
-		return store.Run{}, err
-	}
-	r.Status = store.Status(status)
-	r.CreatedAt, r.UpdatedAt, r.LeaseUntil = fromNanos(created), fromNanos(updated), fromNanos(lease)
-	var err error
-	if r.Doc, err = decode(doc); err != nil {
-		return store.Run{}, fmt.Errorf("postgres: run %s document: %w", r.ID, err)
-	}
-	return r, nil
-}
 
 // CreateRun implements store.Store.
 func (s *Store) CreateRun(ctx context.Context, r store.Run) (store.Run, error) {
 	if err := store.CheckNew(r); err != nil {
 		return store.Run{}, err
 	}
-	doc, err := encode(r.Doc)
+	doc, err := sqlrow.Encode(r.Doc)
 	if err != nil {
 		return store.Run{}, err
 	}
@@ -186,21 +100,21 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) (store.Run, error) {
 		r.CreatedAt = now
 	}
 	r.UpdatedAt, r.Revision = now, 1
-	_, err = s.pool.Exec(ctx, `INSERT INTO runs (`+runColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		r.ID, r.Kind, string(r.Status), nanos(r.CreatedAt), nanos(r.UpdatedAt), r.Revision, r.Owner, nanos(r.LeaseUntil), doc)
+	_, err = s.pool.Exec(ctx, `INSERT INTO runs (`+sqlrow.RunColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		r.ID, r.Kind, string(r.Status), sqlrow.Nanos(r.CreatedAt), sqlrow.Nanos(r.UpdatedAt), r.Revision, r.Owner, sqlrow.Nanos(r.LeaseUntil), doc)
 	if isUniqueViolation(err) {
 		return store.Run{}, fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
 	}
 	if err != nil {
 		return store.Run{}, fmt.Errorf("postgres: create run: %w", err)
 	}
-	r.CreatedAt = fromNanos(nanos(r.CreatedAt))
+	r.CreatedAt = sqlrow.FromNanos(sqlrow.Nanos(r.CreatedAt))
 	return r, nil
 }
 
 // GetRun implements store.Store.
 func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
-	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE id = $1`, id))
+	r, err := sqlrow.ScanRun(s.pool.QueryRow(ctx, `SELECT `+sqlrow.RunColumns+` FROM runs WHERE id = $1`, id), "postgres")
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Run{}, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
 	}
@@ -226,7 +140,7 @@ func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*store.Run) er
 		if err := store.CheckUpdate(cur, next); err != nil {
 			return store.Run{}, err
 		}
-		doc, err := encode(next.Doc)
+		doc, err := sqlrow.Encode(next.Doc)
 		if err != nil {
 			return store.Run{}, err
 		}
@@ -234,7 +148,7 @@ func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*store.Run) er
 		next.UpdatedAt = s.now().UTC()
 		tag, err := s.pool.Exec(ctx, `UPDATE runs SET status = $1, updated_at = $2, revision = $3, owner = $4, lease_until = $5, doc = $6
 			WHERE id = $7 AND revision = $8`,
-			string(next.Status), nanos(next.UpdatedAt), next.Revision, next.Owner, nanos(next.LeaseUntil), doc, id, cur.Revision)
+			string(next.Status), sqlrow.Nanos(next.UpdatedAt), next.Revision, next.Owner, sqlrow.Nanos(next.LeaseUntil), doc, id, cur.Revision)
 		if err != nil {
 			return store.Run{}, fmt.Errorf("postgres: update run: %w", err)
 		}
@@ -266,7 +180,7 @@ func (s *Store) ListRuns(ctx context.Context, opts store.ListOptions) ([]store.R
 		where = `WHERE status = $1`
 		args = append(args, string(opts.Status))
 	}
-	q := `SELECT ` + runColumns + ` FROM runs ` + where + ` ORDER BY created_at DESC, id DESC`
+	q := `SELECT ` + sqlrow.RunColumns + ` FROM runs ` + where + ` ORDER BY created_at DESC, id DESC`
 	if opts.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", opts.Limit)
 	}
@@ -278,7 +192,7 @@ func (s *Store) ListRuns(ctx context.Context, opts store.ListOptions) ([]store.R
 	var out []store.Run
 	clock := s.now()
 	for rows.Next() {
-		r, err := scanRun(rows)
+		r, err := sqlrow.ScanRun(rows, "postgres")
 		if err != nil {
 			return nil, fmt.Errorf("postgres: list runs: %w", err)
 		}
@@ -380,35 +294,17 @@ func (s *Store) Events(ctx context.Context, runID, after string, limit int) ([]s
 		return nil, fmt.Errorf("postgres: events: %w", err)
 	}
 	defer rows.Close()
-	var out []store.Event
-	for rows.Next() {
-		e := store.Event{RunID: runID}
-		var t int64
-		var body string
-		if err := rows.Scan(&e.Sequence, &e.ID, &e.Type, &t, &body); err != nil {
-			return nil, fmt.Errorf("postgres: events: %w", err)
-		}
-		e.Cursor, e.Time = store.CursorFor(e.Sequence), time.Unix(0, t).UTC()
-		if e.Body, err = canonjson.Decode([]byte(body)); err != nil {
-			return nil, fmt.Errorf("postgres: event %d body: %w", e.Sequence, err)
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return sqlrow.ScanEvents(rows, runID, "postgres")
 }
 
 // AppendLedger implements store.Store.
 func (s *Store) AppendLedger(ctx context.Context, runID string, bodies []canonjson.Value, at time.Time) ([]store.LedgerEntry, error) {
-	texts := make([]string, len(bodies))
-	for i, b := range bodies {
-		c, err := canonjson.Canonical(b)
-		if err != nil {
-			return nil, fmt.Errorf("%w: ledger entry %d: %w", store.ErrInvalid, i, err)
-		}
-		texts[i] = string(c)
+	texts, err := sqlrow.CanonicalTexts(bodies)
+	if err != nil {
+		return nil, err
 	}
 	seqs := make([]int64, len(bodies))
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := lockRun(ctx, tx, runID); err != nil {
 			return err
 		}
@@ -445,21 +341,7 @@ func (s *Store) Ledger(ctx context.Context, runID string) ([]store.LedgerEntry, 
 		return nil, fmt.Errorf("postgres: ledger: %w", err)
 	}
 	defer rows.Close()
-	var out []store.LedgerEntry
-	for rows.Next() {
-		e := store.LedgerEntry{RunID: runID}
-		var t int64
-		var body string
-		if err := rows.Scan(&e.Sequence, &t, &body); err != nil {
-			return nil, fmt.Errorf("postgres: ledger: %w", err)
-		}
-		e.Time = time.Unix(0, t).UTC()
-		if e.Body, err = canonjson.Decode([]byte(body)); err != nil {
-			return nil, fmt.Errorf("postgres: ledger entry %d: %w", e.Sequence, err)
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return sqlrow.ScanLedger(rows, runID, "postgres")
 }
 
 // ClaimIdempotency implements store.Store. INSERT … ON CONFLICT DO
@@ -469,7 +351,7 @@ func (s *Store) ClaimIdempotency(ctx context.Context, rec store.Idempotency) (st
 	if err := store.CheckIdempotency(rec); err != nil {
 		return store.Idempotency{}, false, err
 	}
-	result, err := encode(rec.Result)
+	result, err := sqlrow.Encode(rec.Result)
 	if err != nil {
 		return store.Idempotency{}, false, err
 	}
@@ -478,12 +360,12 @@ func (s *Store) ClaimIdempotency(ctx context.Context, rec store.Idempotency) (st
 	}
 	for {
 		tag, err := s.pool.Exec(ctx, `INSERT INTO idempotency (scope, key, request_digest, result, created_at) VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT (scope, key) DO NOTHING`, rec.Scope, rec.Key, rec.RequestDigest, result, nanos(rec.CreatedAt))
+			ON CONFLICT (scope, key) DO NOTHING`, rec.Scope, rec.Key, rec.RequestDigest, result, sqlrow.Nanos(rec.CreatedAt))
 		if err != nil {
 			return store.Idempotency{}, false, fmt.Errorf("postgres: idempotency: %w", err)
 		}
 		if tag.RowsAffected() == 1 {
-			rec.CreatedAt = fromNanos(nanos(rec.CreatedAt))
+			rec.CreatedAt = sqlrow.FromNanos(sqlrow.Nanos(rec.CreatedAt))
 			return rec, true, nil
 		}
 		var existing store.Idempotency
@@ -497,8 +379,8 @@ func (s *Store) ClaimIdempotency(ctx context.Context, rec store.Idempotency) (st
 		if err != nil {
 			return store.Idempotency{}, false, fmt.Errorf("postgres: idempotency: %w", err)
 		}
-		existing.CreatedAt = fromNanos(created)
-		if existing.Result, err = decode(res); err != nil {
+		existing.CreatedAt = sqlrow.FromNanos(created)
+		if existing.Result, err = sqlrow.Decode(res); err != nil {
 			return store.Idempotency{}, false, err
 		}
 		return existing, false, nil

@@ -6,18 +6,16 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/internal/sqlitedb"
+	"github.com/agentrt/agentrt/store/internal/sqlrow"
 )
 
 //go:embed migrations/*.sql
@@ -60,42 +58,16 @@ var _ store.Store = (*Store)(nil)
 // Open opens (creating if needed) the store at path and applies pending
 // migrations.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("sqlite: creating %s: %w", dir, err)
-		}
-	}
-	busy := opts.BusyTimeout
-	if busy <= 0 {
-		busy = 10 * time.Second
-	}
-	dsn := func(txlock string) string {
-		q := url.Values{}
-		q.Add("_pragma", "journal_mode(WAL)")
-		q.Add("_pragma", "synchronous(FULL)")
-		q.Add("_pragma", "foreign_keys(ON)")
-		q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
-		q.Set("_txlock", txlock)
-		return "file:" + path + "?" + q.Encode()
-	}
-	w, err := sql.Open("sqlite", dsn("immediate"))
+	w, r, err := sqlitedb.Open(path, opts.BusyTimeout, "foreign_keys(ON)")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
-	// One writer connection: SQLite serializes writers anyway, and this
-	// keeps this process's writers queued in Go instead of retrying busy.
-	w.SetMaxOpenConns(1)
-	r, err := sql.Open("sqlite", dsn("deferred"))
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("sqlite: %w", err)
-	}
-	r.SetMaxOpenConns(4)
 	s := &Store{w: w, r: r, now: opts.Now, path: path}
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if err := s.migrate(ctx); err != nil {
+	if err := sqlitedb.Migrate(ctx, s.w, migrations, "schema_migrations", s.now()); err != nil {
+		err = fmt.Errorf("sqlite: %w", err)
 		s.Close()
 		return nil, err
 	}
@@ -105,107 +77,24 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 // Path returns the database file.
 func (s *Store) Path() string { return s.path }
 
-func (s *Store) migrate(ctx context.Context) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite: migrate: %w", err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`); err != nil {
-		return fmt.Errorf("sqlite: migrate: %w", err)
-	}
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return err
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		version := strings.TrimSuffix(filepath.Base(name), ".sql")
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil {
-			return fmt.Errorf("sqlite: migrate: %w", err)
-		}
-		if n > 0 {
-			continue
-		}
-		body, err := migrations.ReadFile(name)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-			return fmt.Errorf("sqlite: migration %s: %w", version, err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, version, s.now().UnixNano()); err != nil {
-			return fmt.Errorf("sqlite: migrate: %w", err)
-		}
-	}
-	return tx.Commit()
-}
-
 // Close implements store.Store.
 func (s *Store) Close() error {
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
 
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
 
-func encode(v canonjson.Value) (sql.NullString, error) {
-	if !v.IsValid() {
-		return sql.NullString{}, nil
-	}
-	b, err := canonjson.Canonical(v)
-	if err != nil {
-		return sql.NullString{}, fmt.Errorf("%w: %w", store.ErrInvalid, err)
-	}
-	return sql.NullString{String: string(b), Valid: true}, nil
-}
 
-func decode(ns sql.NullString) (canonjson.Value, error) {
-	if !ns.Valid {
-		return canonjson.Value{}, nil
-	}
-	return canonjson.Decode([]byte(ns.String))
-}
 
-const runColumns = `id, kind, status, created_at, updated_at, revision, owner, lease_until, doc`
 
-type scanner interface{ Scan(dest ...any) error }
 
-func scanRun(row scanner) (store.Run, error) {
-	var r store.Run
-	var status string
-	var created, updated, lease int64
-	var doc sql.NullString
-	if err := row.Scan(&r.ID, &r.Kind, &status, &created, &updated, &r.Revision, &r.Owner, &lease, &doc); err != nil {
-		return store.Run{}, err
-	}
-	r.Status = store.Status(status)
-	r.CreatedAt, r.UpdatedAt, r.LeaseUntil = fromNanos(created), fromNanos(updated), fromNanos(lease)
-	var err error
-	if r.Doc, err = decode(doc); err != nil {
-		return store.Run{}, fmt.Errorf("sqlite: run %s document: %w", r.ID, err)
-	}
-	return r, nil
-}
 
 // CreateRun implements store.Store.
 func (s *Store) CreateRun(ctx context.Context, r store.Run) (store.Run, error) {
 	if err := store.CheckNew(r); err != nil {
 		return store.Run{}, err
 	}
-	doc, err := encode(r.Doc)
+	doc, err := sqlrow.Encode(r.Doc)
 	if err != nil {
 		return store.Run{}, err
 	}
@@ -214,8 +103,8 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) (store.Run, error) {
 		r.CreatedAt = now
 	}
 	r.UpdatedAt, r.Revision = now, 1
-	_, err = s.w.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, r.Kind, string(r.Status), nanos(r.CreatedAt), nanos(r.UpdatedAt), r.Revision, r.Owner, nanos(r.LeaseUntil), doc)
+	_, err = s.w.ExecContext(ctx, `INSERT INTO runs (`+sqlrow.RunColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.Kind, string(r.Status), sqlrow.Nanos(r.CreatedAt), sqlrow.Nanos(r.UpdatedAt), r.Revision, r.Owner, sqlrow.Nanos(r.LeaseUntil), doc)
 	if err != nil {
 		if isConstraint(err) {
 			return store.Run{}, fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
@@ -231,7 +120,7 @@ func isConstraint(err error) bool {
 
 // GetRun implements store.Store.
 func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
-	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	r, err := sqlrow.ScanRun(s.r.QueryRowContext(ctx, `SELECT `+sqlrow.RunColumns+` FROM runs WHERE id = ?`, id), "sqlite")
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Run{}, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
 	}
@@ -256,7 +145,7 @@ func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*store.Run) er
 		if err := store.CheckUpdate(cur, next); err != nil {
 			return store.Run{}, err
 		}
-		doc, err := encode(next.Doc)
+		doc, err := sqlrow.Encode(next.Doc)
 		if err != nil {
 			return store.Run{}, err
 		}
@@ -264,7 +153,7 @@ func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*store.Run) er
 		next.UpdatedAt = s.now().UTC()
 		res, err := s.w.ExecContext(ctx, `UPDATE runs SET status = ?, updated_at = ?, revision = ?, owner = ?, lease_until = ?, doc = ?
 			WHERE id = ? AND revision = ?`,
-			string(next.Status), nanos(next.UpdatedAt), next.Revision, next.Owner, nanos(next.LeaseUntil), doc, id, cur.Revision)
+			string(next.Status), sqlrow.Nanos(next.UpdatedAt), next.Revision, next.Owner, sqlrow.Nanos(next.LeaseUntil), doc, id, cur.Revision)
 		if err != nil {
 			return store.Run{}, fmt.Errorf("sqlite: update run: %w", err)
 		}
@@ -296,7 +185,7 @@ func (s *Store) ListRuns(ctx context.Context, opts store.ListOptions) ([]store.R
 		where = `WHERE status = ?`
 		args = append(args, string(opts.Status))
 	}
-	q := `SELECT ` + runColumns + ` FROM runs ` + where + ` ORDER BY created_at DESC, id DESC`
+	q := `SELECT ` + sqlrow.RunColumns + ` FROM runs ` + where + ` ORDER BY created_at DESC, id DESC`
 	if opts.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", opts.Limit)
 	}
@@ -308,7 +197,7 @@ func (s *Store) ListRuns(ctx context.Context, opts store.ListOptions) ([]store.R
 	var out []store.Run
 	clock := s.now()
 	for rows.Next() {
-		r, err := scanRun(rows)
+		r, err := sqlrow.ScanRun(rows, "sqlite")
 		if err != nil {
 			return nil, err
 		}
@@ -397,32 +286,14 @@ func (s *Store) Events(ctx context.Context, runID, after string, limit int) ([]s
 		return nil, fmt.Errorf("sqlite: events: %w", err)
 	}
 	defer rows.Close()
-	var out []store.Event
-	for rows.Next() {
-		e := store.Event{RunID: runID}
-		var t int64
-		var body string
-		if err := rows.Scan(&e.Sequence, &e.ID, &e.Type, &t, &body); err != nil {
-			return nil, fmt.Errorf("sqlite: events: %w", err)
-		}
-		e.Cursor, e.Time = store.CursorFor(e.Sequence), time.Unix(0, t).UTC()
-		if e.Body, err = canonjson.Decode([]byte(body)); err != nil {
-			return nil, fmt.Errorf("sqlite: event %d body: %w", e.Sequence, err)
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return sqlrow.ScanEvents(rows, runID, "sqlite")
 }
 
 // AppendLedger implements store.Store.
 func (s *Store) AppendLedger(ctx context.Context, runID string, bodies []canonjson.Value, at time.Time) ([]store.LedgerEntry, error) {
-	texts := make([]string, len(bodies))
-	for i, b := range bodies {
-		c, err := canonjson.Canonical(b)
-		if err != nil {
-			return nil, fmt.Errorf("%w: ledger entry %d: %w", store.ErrInvalid, i, err)
-		}
-		texts[i] = string(c)
+	texts, err := sqlrow.CanonicalTexts(bodies)
+	if err != nil {
+		return nil, err
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -457,21 +328,7 @@ func (s *Store) Ledger(ctx context.Context, runID string) ([]store.LedgerEntry, 
 		return nil, fmt.Errorf("sqlite: ledger: %w", err)
 	}
 	defer rows.Close()
-	var out []store.LedgerEntry
-	for rows.Next() {
-		e := store.LedgerEntry{RunID: runID}
-		var t int64
-		var body string
-		if err := rows.Scan(&e.Sequence, &t, &body); err != nil {
-			return nil, fmt.Errorf("sqlite: ledger: %w", err)
-		}
-		e.Time = time.Unix(0, t).UTC()
-		if e.Body, err = canonjson.Decode([]byte(body)); err != nil {
-			return nil, fmt.Errorf("sqlite: ledger entry %d: %w", e.Sequence, err)
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return sqlrow.ScanLedger(rows, runID, "sqlite")
 }
 
 // ClaimIdempotency implements store.Store.
@@ -479,7 +336,7 @@ func (s *Store) ClaimIdempotency(ctx context.Context, rec store.Idempotency) (st
 	if err := store.CheckIdempotency(rec); err != nil {
 		return store.Idempotency{}, false, err
 	}
-	result, err := encode(rec.Result)
+	result, err := sqlrow.Encode(rec.Result)
 	if err != nil {
 		return store.Idempotency{}, false, err
 	}
@@ -492,14 +349,14 @@ func (s *Store) ClaimIdempotency(ctx context.Context, rec store.Idempotency) (st
 	}
 	defer tx.Rollback()
 	var existing store.Idempotency
-	var res sql.NullString
+	var res *string
 	var created int64
 	err = tx.QueryRowContext(ctx, `SELECT scope, key, request_digest, result, created_at FROM idempotency WHERE scope = ? AND key = ?`, rec.Scope, rec.Key).
 		Scan(&existing.Scope, &existing.Key, &existing.RequestDigest, &res, &created)
 	switch {
 	case err == nil:
-		existing.CreatedAt = fromNanos(created)
-		if existing.Result, err = decode(res); err != nil {
+		existing.CreatedAt = sqlrow.FromNanos(created)
+		if existing.Result, err = sqlrow.Decode(res); err != nil {
 			return store.Idempotency{}, false, err
 		}
 		return existing, false, nil
@@ -507,12 +364,12 @@ func (s *Store) ClaimIdempotency(ctx context.Context, rec store.Idempotency) (st
 		return store.Idempotency{}, false, fmt.Errorf("sqlite: idempotency: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO idempotency (scope, key, request_digest, result, created_at) VALUES (?, ?, ?, ?, ?)`,
-		rec.Scope, rec.Key, rec.RequestDigest, result, nanos(rec.CreatedAt)); err != nil {
+		rec.Scope, rec.Key, rec.RequestDigest, result, sqlrow.Nanos(rec.CreatedAt)); err != nil {
 		return store.Idempotency{}, false, fmt.Errorf("sqlite: idempotency: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return store.Idempotency{}, false, fmt.Errorf("sqlite: idempotency: %w", err)
 	}
-	rec.CreatedAt = fromNanos(nanos(rec.CreatedAt))
+	rec.CreatedAt = sqlrow.FromNanos(sqlrow.Nanos(rec.CreatedAt))
 	return rec, true, nil
 }

@@ -5,15 +5,12 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/agentrt/agentrt/internal/pgdb"
 	"github.com/agentrt/agentrt/workspace"
 )
 
@@ -66,48 +63,12 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if err := s.migrate(ctx); err != nil {
+	if err := pgdb.Migrate(ctx, s.pool, migrations, migrationsTable, migrationLock, s.now()); err != nil {
+		err = fmt.Errorf("workspace postgres: %w", err)
 		pool.Close()
 		return nil, err
 	}
 	return s, nil
-}
-
-func (s *Store) migrate(ctx context.Context) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
-			return fmt.Errorf("workspace postgres: migrate: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+migrationsTable+` (version text PRIMARY KEY, applied_at bigint NOT NULL)`); err != nil {
-			return fmt.Errorf("workspace postgres: migrate: %w", err)
-		}
-		names, err := fs.Glob(migrations, "migrations/*.sql")
-		if err != nil {
-			return err
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			version := strings.TrimSuffix(filepath.Base(name), ".sql")
-			var n int
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+migrationsTable+` WHERE version = $1`, version).Scan(&n); err != nil {
-				return fmt.Errorf("workspace postgres: migrate: %w", err)
-			}
-			if n > 0 {
-				continue
-			}
-			body, err := migrations.ReadFile(name)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, string(body)); err != nil {
-				return fmt.Errorf("workspace postgres: migration %s: %w", version, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO `+migrationsTable+` (version, applied_at) VALUES ($1, $2)`, version, s.now().UnixNano()); err != nil {
-				return fmt.Errorf("workspace postgres: migrate: %w", err)
-			}
-		}
-		return nil
-	})
 }
 
 // Close implements workspace.Store.

@@ -6,16 +6,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"net/url"
-	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
+	"github.com/agentrt/agentrt/internal/sqlitedb"
 	"github.com/agentrt/agentrt/workspace"
 )
 
@@ -60,42 +54,16 @@ var _ workspace.Store = (*Store)(nil)
 // at path, which may also hold the run store, and applies pending
 // migrations.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("workspace sqlite: creating %s: %w", dir, err)
-		}
-	}
-	busy := opts.BusyTimeout
-	if busy <= 0 {
-		busy = 10 * time.Second
-	}
-	dsn := func(txlock string) string {
-		q := url.Values{}
-		q.Add("_pragma", "journal_mode(WAL)")
-		q.Add("_pragma", "synchronous(FULL)")
-		q.Add("_pragma", "secure_delete(ON)")
-		q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
-		q.Set("_txlock", txlock)
-		return "file:" + path + "?" + q.Encode()
-	}
-	w, err := sql.Open("sqlite", dsn("immediate"))
+	w, r, err := sqlitedb.Open(path, opts.BusyTimeout, "secure_delete(ON)")
 	if err != nil {
 		return nil, fmt.Errorf("workspace sqlite: %w", err)
 	}
-	// One writer connection: SQLite serializes writers anyway, and this
-	// queues this process's writers in Go instead of retrying busy.
-	w.SetMaxOpenConns(1)
-	r, err := sql.Open("sqlite", dsn("deferred"))
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("workspace sqlite: %w", err)
-	}
-	r.SetMaxOpenConns(4)
 	s := &Store{w: w, r: r, now: opts.Now, path: path}
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if err := s.migrate(ctx); err != nil {
+	if err := sqlitedb.Migrate(ctx, s.w, migrations, migrationsTable, s.now()); err != nil {
+		err = fmt.Errorf("workspace sqlite: %w", err)
 		s.Close()
 		return nil, err
 	}
@@ -114,43 +82,6 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 
 // Path returns the database file.
 func (s *Store) Path() string { return s.path }
-
-func (s *Store) migrate(ctx context.Context) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("workspace sqlite: migrate: %w", err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+migrationsTable+` (version TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`); err != nil {
-		return fmt.Errorf("workspace sqlite: migrate: %w", err)
-	}
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return err
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		version := strings.TrimSuffix(filepath.Base(name), ".sql")
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+migrationsTable+` WHERE version = ?`, version).Scan(&n); err != nil {
-			return fmt.Errorf("workspace sqlite: migrate: %w", err)
-		}
-		if n > 0 {
-			continue
-		}
-		body, err := migrations.ReadFile(name)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-			return fmt.Errorf("workspace sqlite: migration %s: %w", version, err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO `+migrationsTable+` (version, applied_at) VALUES (?, ?)`, version, s.now().UnixNano()); err != nil {
-			return fmt.Errorf("workspace sqlite: migrate: %w", err)
-		}
-	}
-	return tx.Commit()
-}
 
 // Close implements workspace.Store.
 func (s *Store) Close() error {

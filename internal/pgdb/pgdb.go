@@ -1,0 +1,55 @@
+package pgdb
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Migrate applies, in one transaction and in name order, the files
+// migrations/*.sql of fsys that table does not record yet, and records
+// each (version = the file name without .sql). It holds the advisory lock
+// lock for the transaction, so processes starting together migrate once.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS, table string, lock int64, now time.Time) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lock); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (version text PRIMARY KEY, applied_at bigint NOT NULL)`); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		names, err := fs.Glob(fsys, "migrations/*.sql")
+		if err != nil {
+			return err
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			version := strings.TrimSuffix(filepath.Base(name), ".sql")
+			var n int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE version = $1`, version).Scan(&n); err != nil {
+				return fmt.Errorf("migrate: %w", err)
+			}
+			if n > 0 {
+				continue
+			}
+			body, err := fs.ReadFile(fsys, name)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, string(body)); err != nil {
+				return fmt.Errorf("migration %s: %w", version, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO `+table+` (version, applied_at) VALUES ($1, $2)`, version, now.UnixNano()); err != nil {
+				return fmt.Errorf("migrate: %w", err)
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,100 @@
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // the pure-Go SQLite driver
+)
+
+// DefaultBusyTimeout is how long a writer waits for another process's
+// write lock when the caller sets no timeout.
+const DefaultBusyTimeout = 10 * time.Second
+
+// Open opens the SQLite file at path (creating it and its directory,
+// mode 0700, if needed) as a writer pool of one connection, whose
+// transactions take the write lock up front, and a reader pool of four.
+// Every connection uses WAL, synchronous FULL (a commit survives power
+// loss), the busy timeout (0 means DefaultBusyTimeout) and the extra
+// pragmas, written as "name(value)".
+func Open(path string, busy time.Duration, pragmas ...string) (w, r *sql.DB, err error) {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, nil, fmt.Errorf("creating %s: %w", dir, err)
+		}
+	}
+	if busy <= 0 {
+		busy = DefaultBusyTimeout
+	}
+	dsn := func(txlock string) string {
+		q := url.Values{}
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(FULL)")
+		for _, p := range pragmas {
+			q.Add("_pragma", p)
+		}
+		q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+		q.Set("_txlock", txlock)
+		return "file:" + path + "?" + q.Encode()
+	}
+	if w, err = sql.Open("sqlite", dsn("immediate")); err != nil {
+		return nil, nil, err
+	}
+	// One writer connection: SQLite serializes writers anyway, and this
+	// queues this process's writers in Go instead of retrying busy.
+	w.SetMaxOpenConns(1)
+	if r, err = sql.Open("sqlite", dsn("deferred")); err != nil {
+		w.Close()
+		return nil, nil, err
+	}
+	r.SetMaxOpenConns(4)
+	return w, r, nil
+}
+
+// Migrate applies, in one transaction and in name order, the files
+// migrations/*.sql of fsys that table does not record yet, and records
+// each (version = the file name without .sql).
+func Migrate(ctx context.Context, w *sql.DB, fsys fs.FS, table string, now time.Time) error {
+	tx, err := w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (version TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	names, err := fs.Glob(fsys, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		version := strings.TrimSuffix(filepath.Base(name), ".sql")
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+table+` WHERE version = ?`, version).Scan(&n); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		if n > 0 {
+			continue
+		}
+		body, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			return fmt.Errorf("migration %s: %w", version, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO `+table+` (version, applied_at) VALUES (?, ?)`, version, now.UnixNano()); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+	}
+	return tx.Commit()
+}

@@ -1,0 +1,133 @@
+package sqlrow
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/store"
+)
+
+// Scanner is one row: *sql.Row, *sql.Rows, pgx.Row and pgx.Rows all are.
+type Scanner interface{ Scan(dest ...any) error }
+
+// Rows is a result set: *sql.Rows and pgx.Rows both are.
+type Rows interface {
+	Scanner
+	Next() bool
+	Err() error
+}
+
+// Nanos stores an instant as Unix nanoseconds; the zero time is 0.
+func Nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// FromNanos reads an instant stored by Nanos, in UTC.
+func FromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// Encode stores a document as its canonical JSON text; an absent (invalid)
+// value is NULL (nil).
+func Encode(v canonjson.Value) (*string, error) {
+	if !v.IsValid() {
+		return nil, nil
+	}
+	b, err := canonjson.Canonical(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", store.ErrInvalid, err)
+	}
+	text := string(b)
+	return &text, nil
+}
+
+// Decode reads a document stored by Encode.
+func Decode(text *string) (canonjson.Value, error) {
+	if text == nil {
+		return canonjson.Value{}, nil
+	}
+	return canonjson.Decode([]byte(*text))
+}
+
+// CanonicalTexts encodes ledger bodies, refusing any that has no
+// canonical form before anything is written.
+func CanonicalTexts(bodies []canonjson.Value) ([]string, error) {
+	texts := make([]string, len(bodies))
+	for i, b := range bodies {
+		c, err := canonjson.Canonical(b)
+		if err != nil {
+			return nil, fmt.Errorf("%w: ledger entry %d: %w", store.ErrInvalid, i, err)
+		}
+		texts[i] = string(c)
+	}
+	return texts, nil
+}
+
+// RunColumns are the run columns ScanRun reads, in order.
+const RunColumns = `id, kind, status, created_at, updated_at, revision, owner, lease_until, doc`
+
+// ScanRun reads a run selected with RunColumns; adapter names the
+// database in errors.
+func ScanRun(row Scanner, adapter string) (store.Run, error) {
+	var r store.Run
+	var status string
+	var created, updated, lease int64
+	var doc *string
+	if err := row.Scan(&r.ID, &r.Kind, &status, &created, &updated, &r.Revision, &r.Owner, &lease, &doc); err != nil {
+		return store.Run{}, err
+	}
+	r.Status = store.Status(status)
+	r.CreatedAt, r.UpdatedAt, r.LeaseUntil = FromNanos(created), FromNanos(updated), FromNanos(lease)
+	var err error
+	if r.Doc, err = Decode(doc); err != nil {
+		return store.Run{}, fmt.Errorf("%s: run %s document: %w", adapter, r.ID, err)
+	}
+	return r, nil
+}
+
+// ScanEvents reads events selected as (seq, id, type, time, body).
+func ScanEvents(rows Rows, runID, adapter string) ([]store.Event, error) {
+	var out []store.Event
+	for rows.Next() {
+		e := store.Event{RunID: runID}
+		var t int64
+		var body string
+		if err := rows.Scan(&e.Sequence, &e.ID, &e.Type, &t, &body); err != nil {
+			return nil, fmt.Errorf("%s: events: %w", adapter, err)
+		}
+		e.Cursor, e.Time = store.CursorFor(e.Sequence), time.Unix(0, t).UTC()
+		var err error
+		if e.Body, err = canonjson.Decode([]byte(body)); err != nil {
+			return nil, fmt.Errorf("%s: event %d body: %w", adapter, e.Sequence, err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// ScanLedger reads ledger entries selected as (seq, time, body).
+func ScanLedger(rows Rows, runID, adapter string) ([]store.LedgerEntry, error) {
+	var out []store.LedgerEntry
+	for rows.Next() {
+		e := store.LedgerEntry{RunID: runID}
+		var t int64
+		var body string
+		if err := rows.Scan(&e.Sequence, &t, &body); err != nil {
+			return nil, fmt.Errorf("%s: ledger: %w", adapter, err)
+		}
+		e.Time = time.Unix(0, t).UTC()
+		var err error
+		if e.Body, err = canonjson.Decode([]byte(body)); err != nil {
+			return nil, fmt.Errorf("%s: ledger entry %d: %w", adapter, e.Sequence, err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
