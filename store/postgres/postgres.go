@@ -75,16 +75,10 @@ func (s *Store) Close() error {
 	return nil
 }
 
-
-
-
-
 func isUniqueViolation(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505"
 }
-
-
 
 // CreateRun implements store.Store.
 func (s *Store) CreateRun(ctx context.Context, r store.Run) (store.Run, error) {

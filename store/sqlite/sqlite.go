@@ -11,10 +11,9 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/agentrt/agentrt/canonjson"
-	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/internal/sqlitedb"
+	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/internal/sqlrow"
 )
 
@@ -81,13 +80,6 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Close() error {
 	return errors.Join(s.r.Close(), s.w.Close())
 }
-
-
-
-
-
-
-
 
 // CreateRun implements store.Store.
 func (s *Store) CreateRun(ctx context.Context, r store.Run) (store.Run, error) {

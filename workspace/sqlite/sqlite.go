@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"time"
 
-
 	"github.com/agentrt/agentrt/internal/sqlitedb"
 	"github.com/agentrt/agentrt/workspace"
 )
