@@ -53,3 +53,25 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS, table string, 
 		return nil
 	})
 }
+
+// Open connects a pool to the database named by connString (a
+// postgres:// URL or key=value string), capped at maxConns connections
+// when it is positive, and applies the migrations of fsys as Migrate does.
+func Open(ctx context.Context, connString string, maxConns int32, fsys fs.FS, table string, lock int64, now time.Time) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(connString)
+	if err != nil {
+		return nil, err
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := Migrate(ctx, pool, fsys, table, lock, now); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}

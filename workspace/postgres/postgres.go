@@ -48,27 +48,15 @@ var _ workspace.Store = (*Store)(nil)
 // Open connects to the database named by connString (a postgres:// URL
 // or key=value string) and applies pending migrations.
 func Open(ctx context.Context, connString string, opts Options) (*Store, error) {
-	cfg, err := pgxpool.ParseConfig(connString)
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	pool, err := pgdb.Open(ctx, connString, opts.MaxConns, migrations, migrationsTable, migrationLock, now())
 	if err != nil {
 		return nil, fmt.Errorf("workspace postgres: %w", err)
 	}
-	if opts.MaxConns > 0 {
-		cfg.MaxConns = opts.MaxConns
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("workspace postgres: %w", err)
-	}
-	s := &Store{pool: pool, now: opts.Now}
-	if s.now == nil {
-		s.now = time.Now
-	}
-	if err := pgdb.Migrate(ctx, s.pool, migrations, migrationsTable, migrationLock, s.now()); err != nil {
-		err = fmt.Errorf("workspace postgres: %w", err)
-		pool.Close()
-		return nil, err
-	}
-	return s, nil
+	return &Store{pool: pool, now: now}, nil
 }
 
 // Close implements workspace.Store.
