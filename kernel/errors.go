@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -62,4 +63,21 @@ func (e *RunError) Unwrap() []error {
 		errs = append(errs, ErrRefused)
 	}
 	return errs
+}
+
+// contextError is the error of work whose context ended: timed out when
+// its deadline passed, cancelled otherwise (naming the RequestCancel that
+// caused it, if one did). It is nil while ctx is live.
+func contextError(ctx context.Context, runID string) *RunError {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return &RunError{RunID: runID, Status: store.StatusTimedOut, Reason: ReasonTimedOut, Detail: "the caller's deadline passed", Cause: ctx.Err()}
+	case ctx.Err() != nil:
+		detail, cause := "the caller cancelled", context.Cause(ctx)
+		if requested, ok := errors.AsType[*CancelRequestedError](cause); ok {
+			detail = requested.Error()
+		}
+		return &RunError{RunID: runID, Status: store.StatusCancelled, Reason: ReasonCancelled, Detail: detail, Cause: cause}
+	}
+	return nil
 }

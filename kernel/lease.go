@@ -68,6 +68,19 @@ func keepLease(s store.Store, runID string, ttl time.Duration, now func() time.T
 
 var errRunEnded = errors.New("kernel: the run already ended")
 
+// endRun records a run's one terminal state: its status and final
+// document, its lease released. A run that already ended is left as it
+// is, and that is an error.
+func endRun(ctx context.Context, s store.Store, runID string, status store.Status, doc canonjson.Value) (store.Run, error) {
+	return s.UpdateRun(ctx, runID, func(r *store.Run) error {
+		if r.Status.Terminal() {
+			return fmt.Errorf("run %s already ended as %s", r.ID, r.Status)
+		}
+		r.Status, r.LeaseUntil, r.Doc = status, time.Time{}, doc
+		return nil
+	})
+}
+
 // CancelRequestedError is the cancellation cause of a run cancelled by
 // RequestCancel.
 type CancelRequestedError struct {
