@@ -29,6 +29,9 @@ const (
 	ReasonCancelled = "cancelled"
 	// ReasonTimedOut: the caller's deadline passed.
 	ReasonTimedOut = "timed-out"
+	// ReasonInvalidCost: the caller's pricing function returned a cost
+	// that is not a finite non-negative number.
+	ReasonInvalidCost = "invalid-cost"
 )
 
 // ErrRefused matches a RunError whose run was refused before any spend.
@@ -46,7 +49,11 @@ type RunError struct {
 }
 
 func (e *RunError) Error() string {
-	msg := fmt.Sprintf("run %s %s (%s)", e.RunID, e.Status, e.Reason)
+	msg := "run"
+	if e.RunID != "" {
+		msg += " " + e.RunID
+	}
+	msg += fmt.Sprintf(" %s (%s)", e.Status, e.Reason)
 	if e.Detail != "" {
 		msg += ": " + e.Detail
 	}
