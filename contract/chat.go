@@ -51,6 +51,7 @@ const (
 // calls it made, and each tool result is a tool message naming the call it
 // answers. MarshalValue writes that wire shape.
 type ChatMessage struct {
+	// Role says who wrote the message.
 	Role ChatRole
 	// Content is the message text; nil is JSON null, as in an assistant
 	// message that only called tools.
@@ -138,10 +139,15 @@ const (
 // ChatEvent is one event of a model turn. Kind says which of the other
 // fields is set.
 type ChatEvent struct {
-	Kind      ChatEventKind
-	Text      string
-	ToolCall  ToolCall
+	Kind ChatEventKind
+	// Text is a ChatText event's piece of the assistant's text.
+	Text string
+	// ToolCall is a ChatToolCall event's call.
+	ToolCall ToolCall
+	// Usage and UsageMode are a ChatUsage event's report and how it
+	// aggregates ("" when the model did not say: unknown).
 	Usage     *TokenUsage
 	UsageMode UsageMode
-	Failure   string
+	// Failure is a ChatFailure event's reason.
+	Failure string
 }

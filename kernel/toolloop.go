@@ -91,6 +91,7 @@ var ErrInvalidToolLoop = errors.New("kernel: invalid tool loop options")
 // value: a failure is data the model can react to, never a crash of the
 // loop.
 type ToolOutcome struct {
+	// OK is true when the tool ran and returned a result.
 	OK bool
 	// Result is what the tool returned (OK only; absent when it returned
 	// nothing).
@@ -194,7 +195,8 @@ type ToolLoopResult struct {
 	// handled because the loop stopped.
 	Pending []contract.ToolCall
 	// Turns is how many model turns were started.
-	Turns      int
+	Turns int
+	// StopReason says why the loop stopped.
 	StopReason StopReason
 	// Usage is the sum of every turn's usage; a channel no turn reported
 	// is unknown, and a sum over partly reported turns is a floor.
@@ -227,9 +229,12 @@ const (
 // ToolLoopEvent is one item of StreamToolLoop. Kind says which field is
 // set; Turn is the index of the model turn it belongs to.
 type ToolLoopEvent struct {
-	Kind       ToolLoopEventKind
-	Turn       int
-	Event      contract.ChatEvent
+	Kind ToolLoopEventKind
+	Turn int
+	// Event is a ToolLoopModelEvent's model event, as the model yielded
+	// it (a call's ID not yet filled in).
+	Event contract.ChatEvent
+	// ToolResult is a ToolLoopToolResult's call and outcome.
 	ToolResult ToolResult
 	// Result is nil only when the loop never started (invalid options,
 	// or its run could not be recorded).
@@ -242,7 +247,8 @@ type ToolLoopEvent struct {
 // that failed, or the caller's context ending, returns the result so far
 // with a *RunError whose Status is failed, cancelled or timed out (for a
 // context, wrapping its error). Invalid options return ErrInvalidToolLoop
-// before anything runs. RunToolLoop is StreamToolLoop, drained.
+// before anything runs. Tools run one at a time, in the order the model
+// called them. RunToolLoop is StreamToolLoop, drained.
 func RunToolLoop(ctx context.Context, o ToolLoopOptions) (*ToolLoopResult, error) {
 	for ev, err := range StreamToolLoop(ctx, o) {
 		if ev.Kind == ToolLoopFinal {

@@ -13,6 +13,7 @@ import (
 // ChatScript is what a scripted chat model plays: Turns in order, one per
 // call of Turn.
 type ChatScript struct {
+	// Turns play in order, one per call of Turn.
 	Turns []ChatTurn
 	// Cycle starts the script over after its last turn; without it, a
 	// turn asked for beyond the script fails with ErrScriptExhausted.
@@ -22,6 +23,7 @@ type ChatScript struct {
 // ChatTurn is one scripted model turn: its events, played in order with
 // no latency, and how the turn ends.
 type ChatTurn struct {
+	// Events are yielded in order.
 	Events []contract.ChatEvent
 	// Expect, when set, sees what the turn was given before it plays; an
 	// error it returns is the turn's stream error (a test's assertion
