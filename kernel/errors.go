@@ -32,6 +32,9 @@ const (
 	// ReasonInvalidCost: the caller's pricing function returned a cost
 	// that is not a finite non-negative number.
 	ReasonInvalidCost = "invalid-cost"
+	// ReasonPanic: the work panicked (the panic went on; the record says
+	// so rather than staying running).
+	ReasonPanic = "panic"
 )
 
 // ErrRefused matches a RunError whose run was refused before any spend.

@@ -279,6 +279,12 @@ func StreamToolLoop(ctx context.Context, o ToolLoopOptions) iter.Seq2[ToolLoopEv
 			return
 		}
 		l.yield = yield
+		defer func() {
+			if p := recover(); p != nil {
+				l.afterPanic(ctx, p)
+				panic(p)
+			}
+		}()
 		err = l.run(ctx)
 		if !l.abandoned {
 			yield(ToolLoopEvent{Kind: ToolLoopFinal, Turn: l.turn, Result: &l.res}, err)
@@ -303,6 +309,7 @@ type toolLoop struct {
 	abandoned bool
 	runErr    *RunError
 	final     strings.Builder
+	finished  bool // finish ran: the record has ended
 
 	// The caller's context, and the loop's (which also ends at the
 	// options' deadline). They live here, for the one call of run, so
@@ -807,8 +814,23 @@ func (l *toolLoop) renderDefault(label string, out ToolOutcome) string {
 	return string(b)
 }
 
+// afterPanic ends the record of a loop that panicked — in the model, in a
+// caller's callback, or in the consumer's loop body — as failed, so that
+// its run does not stay running under a lease renewed forever. The panic
+// then goes on.
+func (l *toolLoop) afterPanic(ctx context.Context, p any) {
+	if l.finished {
+		return
+	}
+	l.stop(StopFailed)
+	l.fail(store.StatusFailed, ReasonPanic, fmt.Sprint("the tool loop panicked: ", p), nil)
+	l.res.FinalText = l.final.String()
+	l.finish(ctx)
+}
+
 // finish records the loop's end and returns its error.
 func (l *toolLoop) finish(ctx context.Context) error {
+	l.finished = true
 	if l.res.StopReason == "" {
 		l.stop(StopFailed) // unreachable: every way out of run stops
 	}

@@ -923,3 +923,27 @@ func TestToolLoopRequestCancel(t *testing.T) {
 		t.Errorf("recorded %s after %d model calls; want cancelled after 1", run.Status, m.Calls())
 	}
 }
+
+// A panic outside the tools — here in the caller's Render — is not
+// swallowed, but the recorded run ends failed instead of staying running.
+func TestToolLoopPanicEndsTheRecord(t *testing.T) {
+	st := memory.New(nil)
+	defer func() {
+		if p := recover(); p != "render bug" {
+			t.Fatalf("recovered %v; want the caller's panic to go on", p)
+		}
+		run, err := st.GetRun(context.Background(), "loop-panic")
+		if err != nil || run.Status != store.StatusFailed || !run.LeaseUntil.IsZero() {
+			t.Errorf("recorded %s, lease %v (%v); want failed with the lease released", run.Status, run.LeaseUntil, err)
+		}
+		reason, _ := run.Doc.Get("terminal")
+		if b, _ := canonjson.Canonical(reason); !strings.Contains(string(b), `"reason":"panic"`) {
+			t.Errorf("terminal %s", b)
+		}
+	}()
+	kernel.RunToolLoop(context.Background(), kernel.ToolLoopOptions{
+		Model: model(turn(scripted.Call("c1", "echo", `{}`)), answer("never")), Tools: []contract.Tool{echoTool("echo", nil)},
+		Render: func(string, kernel.ToolOutcome) string { panic("render bug") },
+		Store:  st, RunID: "loop-panic",
+	})
+}
