@@ -48,11 +48,13 @@ const (
 	StopBudget StopReason = "budget"
 	// StopRefused: a tool refused a call and StopOnRefusal is set.
 	StopRefused StopReason = "refused"
-	// StopCancelled: the caller cancelled the context, or stopped reading
-	// the stream.
+	// StopCancelled: the caller cancelled the context, a RequestCancel
+	// reached a recorded loop, or the consumer stopped reading the stream.
 	StopCancelled StopReason = "cancelled"
 	// StopFailed: a model turn failed — its stream broke or the model
-	// reported a failure in-band — or the run could not be recorded.
+	// reported a failure in-band — or the loop could not go on: its run
+	// could not be recorded, CostOf priced a call as no number, the
+	// budget found the reservation invalid, or something panicked.
 	StopFailed StopReason = "failed"
 )
 
