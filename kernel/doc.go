@@ -9,7 +9,8 @@
 // terminal state — completed, failed, cancelled or timed out. A stream
 // that ends without a terminal event, or carries an in-band error, is a
 // failure, never an empty success. Rounds runs caller-authored plan/decide
-// loops over Execute; ToolLoop drives a model that calls tools; Stream
+// loops over Execute; RunToolLoop and StreamToolLoop drive a chat model
+// that calls tools until it answers or a stop rule fires; Stream
 // normalizes one turn. A result is delivered only when the caller's
 // completion check passed on it: settlement is not delivery.
 //

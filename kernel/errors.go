@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -28,6 +29,12 @@ const (
 	ReasonCancelled = "cancelled"
 	// ReasonTimedOut: the caller's deadline passed.
 	ReasonTimedOut = "timed-out"
+	// ReasonInvalidCost: the caller's pricing function returned a cost
+	// that is not a finite non-negative number.
+	ReasonInvalidCost = "invalid-cost"
+	// ReasonPanic: the work panicked (the panic went on; the record says
+	// so rather than staying running).
+	ReasonPanic = "panic"
 )
 
 // ErrRefused matches a RunError whose run was refused before any spend.
@@ -45,7 +52,11 @@ type RunError struct {
 }
 
 func (e *RunError) Error() string {
-	msg := fmt.Sprintf("run %s %s (%s)", e.RunID, e.Status, e.Reason)
+	msg := "run"
+	if e.RunID != "" {
+		msg += " " + e.RunID
+	}
+	msg += fmt.Sprintf(" %s (%s)", e.Status, e.Reason)
 	if e.Detail != "" {
 		msg += ": " + e.Detail
 	}
@@ -62,4 +73,21 @@ func (e *RunError) Unwrap() []error {
 		errs = append(errs, ErrRefused)
 	}
 	return errs
+}
+
+// contextError is the error of work whose context ended: timed out when
+// its deadline passed, cancelled otherwise (naming the RequestCancel that
+// caused it, if one did). It is nil while ctx is live.
+func contextError(ctx context.Context, runID string) *RunError {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return &RunError{RunID: runID, Status: store.StatusTimedOut, Reason: ReasonTimedOut, Detail: "the caller's deadline passed", Cause: ctx.Err()}
+	case ctx.Err() != nil:
+		detail, cause := "the caller cancelled", context.Cause(ctx)
+		if requested, ok := errors.AsType[*CancelRequestedError](cause); ok {
+			detail = requested.Error()
+		}
+		return &RunError{RunID: runID, Status: store.StatusCancelled, Reason: ReasonCancelled, Detail: detail, Cause: cause}
+	}
+	return nil
 }

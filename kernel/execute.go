@@ -196,22 +196,13 @@ func (x *execution) fail(status store.Status, reason, detail string, cause error
 	x.runErr = &RunError{RunID: x.req.RunID, Status: status, Reason: reason, Detail: detail, Cause: cause}
 }
 
-// contextEnd maps a done context to its terminal status.
+// contextEnd fails the run with the terminal status of a done context.
 func (x *execution) contextEnd(ctx context.Context) bool {
-	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		x.fail(store.StatusTimedOut, ReasonTimedOut, "the caller's deadline passed", ctx.Err())
-	case ctx.Err() != nil:
-		detail, cause := "the caller cancelled", context.Cause(ctx)
-		var requested *CancelRequestedError
-		if errors.As(cause, &requested) {
-			detail = requested.Error()
-		}
-		x.fail(store.StatusCancelled, ReasonCancelled, detail, cause)
-	default:
-		return false
+	e := contextError(ctx, x.req.RunID)
+	if e != nil {
+		x.fail(e.Status, e.Reason, e.Detail, e.Cause)
 	}
-	return true
+	return e != nil
 }
 
 func (x *execution) run(ctx context.Context) {
@@ -456,15 +447,7 @@ func (x *execution) finish(ctx context.Context) (*Result, error) {
 	if err != nil {
 		x.log.Error("recording the ledger entry", "run", x.req.RunID, "err", err)
 	}
-	ended, err := x.req.Store.UpdateRun(bg, x.req.RunID, func(r *store.Run) error {
-		if r.Status.Terminal() {
-			return fmt.Errorf("run %s already ended as %s", r.ID, r.Status)
-		}
-		r.Status = x.res.Status
-		r.LeaseUntil = time.Time{}
-		r.Doc = x.doc()
-		return nil
-	})
+	ended, err := endRun(bg, x.req.Store, x.req.RunID, x.res.Status, x.doc())
 	if err != nil {
 		return &x.res, fmt.Errorf("kernel: recording the end of run %s: %w", x.req.RunID, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -21,52 +22,85 @@ const leaseWatch = 500 * time.Millisecond
 // the process that owns it died. It also watches the run record for a
 // cancel request (RequestCancel, from any process) and calls cancel with
 // its reason. A renewal that fails is retried at the next tick: the lease
-// then lapses on its own, which is the truth.
+// then lapses on its own, which is the truth. It runs on a timer, not a
+// goroutine of its own, so a short run does not pay a goroutine's start
+// and hand-over at its end; after stop returns, nothing more runs.
 func keepLease(s store.Store, runID string, ttl time.Duration, now func() time.Time, cancel context.CancelCauseFunc) (stop func()) {
-	quit := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		renewEvery := ttl / 3
-		tick := min(renewEvery, leaseWatch)
-		t := time.NewTicker(tick)
-		defer t.Stop()
-		lastRenewal := time.Now()
-		requested := false
-		for {
-			select {
-			case <-quit:
-				return
-			case <-t.C:
+	l := &lease{s: s, runID: runID, ttl: ttl, now: now, cancel: cancel, renewEvery: ttl / 3, lastRenewal: time.Now()}
+	l.tick = min(l.renewEvery, leaseWatch)
+	l.mu.Lock()
+	l.timer = time.AfterFunc(l.tick, l.beat)
+	l.mu.Unlock()
+	return l.stop
+}
+
+// lease is keepLease's state. mu is held through each beat, so stop waits
+// for a beat in progress.
+type lease struct {
+	s                  store.Store
+	runID              string
+	ttl                time.Duration
+	now                func() time.Time
+	cancel             context.CancelCauseFunc
+	renewEvery, tick   time.Duration
+	mu                 sync.Mutex
+	timer              *time.Timer
+	lastRenewal        time.Time
+	stopped, requested bool
+}
+
+func (l *lease) beat() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return
+	}
+	defer l.timer.Reset(l.tick)
+	if time.Since(l.lastRenewal) >= l.renewEvery-l.tick/2 {
+		l.lastRenewal = time.Now()
+		l.s.UpdateRun(context.Background(), l.runID, func(r *store.Run) error {
+			if r.Status.Terminal() {
+				return errRunEnded
 			}
-			if time.Since(lastRenewal) >= renewEvery-tick/2 {
-				lastRenewal = time.Now()
-				s.UpdateRun(context.Background(), runID, func(r *store.Run) error {
-					if r.Status.Terminal() {
-						return errRunEnded
-					}
-					r.LeaseUntil = now().Add(ttl)
-					return nil
-				})
-			}
-			if requested || cancel == nil {
-				continue
-			}
-			r, err := s.GetRun(context.Background(), runID)
-			if err != nil {
-				continue
-			}
-			if v, ok := r.Doc.Get(cancelMember); ok {
-				requested = true
-				reason, _ := v.Get("reason")
-				cancel(&CancelRequestedError{RunID: runID, Reason: reason.Str()})
-			}
-		}
-	}()
-	return func() { close(quit); <-done }
+			r.LeaseUntil = l.now().Add(l.ttl)
+			return nil
+		})
+	}
+	if l.requested || l.cancel == nil {
+		return
+	}
+	r, err := l.s.GetRun(context.Background(), l.runID)
+	if err != nil {
+		return
+	}
+	if v, ok := r.Doc.Get(cancelMember); ok {
+		l.requested = true
+		reason, _ := v.Get("reason")
+		l.cancel(&CancelRequestedError{RunID: l.runID, Reason: reason.Str()})
+	}
+}
+
+func (l *lease) stop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stopped = true
+	l.timer.Stop()
 }
 
 var errRunEnded = errors.New("kernel: the run already ended")
+
+// endRun records a run's one terminal state: its status and final
+// document, its lease released. A run that already ended is left as it
+// is, and that is an error.
+func endRun(ctx context.Context, s store.Store, runID string, status store.Status, doc canonjson.Value) (store.Run, error) {
+	return s.UpdateRun(ctx, runID, func(r *store.Run) error {
+		if r.Status.Terminal() {
+			return fmt.Errorf("run %s already ended as %s", r.ID, r.Status)
+		}
+		r.Status, r.LeaseUntil, r.Doc = status, time.Time{}, doc
+		return nil
+	})
+}
 
 // CancelRequestedError is the cancellation cause of a run cancelled by
 // RequestCancel.

@@ -3,6 +3,7 @@ package kernel
 import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/store"
 )
 
 // AmountValue is the JSON form of a measured amount: null when unknown,
@@ -60,7 +61,7 @@ func (x *execution) doc() canonjson.Value {
 	}
 	if r.Status.Terminal() {
 		m = append(m,
-			canonjson.Member{Name: "terminal", Value: terminalValue(r)},
+			canonjson.Member{Name: "terminal", Value: terminalValue(r.Status, r.Reason, r.Detail)},
 			canonjson.Member{Name: "usage", Value: UsageValue(r.Usage)},
 			canonjson.Member{Name: "text", Value: str(r.Text)},
 			canonjson.Member{Name: "delivered", Value: canonjson.BoolValue(r.Delivered)},
@@ -80,13 +81,15 @@ func (x *execution) doc() canonjson.Value {
 	return canonjson.ObjectValue(m)
 }
 
-func terminalValue(r Result) canonjson.Value {
-	m := []canonjson.Member{{Name: "status", Value: str(string(r.Status))}}
-	if r.Reason != "" {
-		m = append(m, canonjson.Member{Name: "reason", Value: str(r.Reason)})
+// terminalValue is a run document's terminal state: its status and, for
+// a run that did not complete, the reason and detail.
+func terminalValue(status store.Status, reason, detail string) canonjson.Value {
+	m := []canonjson.Member{{Name: "status", Value: str(string(status))}}
+	if reason != "" {
+		m = append(m, canonjson.Member{Name: "reason", Value: str(reason)})
 	}
-	if r.Detail != "" {
-		m = append(m, canonjson.Member{Name: "detail", Value: str(r.Detail)})
+	if detail != "" {
+		m = append(m, canonjson.Member{Name: "detail", Value: str(detail)})
 	}
 	return canonjson.ObjectValue(m)
 }

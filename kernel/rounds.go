@@ -558,13 +558,7 @@ func (r *rounds[T, O]) finish(ctx context.Context, loopErr error) (*RoundsResult
 	}
 	doc, docErr := r.doc(status, err)
 	if docErr == nil {
-		_, docErr = r.opts.Store.UpdateRun(bg, res.RunID, func(run *store.Run) error {
-			if run.Status.Terminal() {
-				return fmt.Errorf("rounds run %s already ended as %s", run.ID, run.Status)
-			}
-			run.Status, run.LeaseUntil, run.Doc = status, time.Time{}, doc
-			return nil
-		})
+		_, docErr = endRun(bg, r.opts.Store, res.RunID, status, doc)
 	}
 	if docErr != nil {
 		err = errors.Join(err, fmt.Errorf("kernel: recording the end of rounds %s: %w", res.RunID, docErr))

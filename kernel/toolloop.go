@@ -1,0 +1,851 @@
+package kernel
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"math"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/store"
+)
+
+// StopReason says why a tool loop stopped.
+type StopReason string
+
+// Why a tool loop stops. Completed means the model answered; the other
+// stops that return no error (stuck-loop, backstop, deadline, budget,
+// refused) are resource or policy outcomes, not failures of the model.
+// Failed and cancelled stops, and a deadline of the caller's context, come
+// with an error.
+const (
+	// StopCompleted: a model turn made no call of a tool the loop runs.
+	StopCompleted StopReason = "completed"
+	// StopStuckLoop: the model made the same call (same tool, same
+	// canonical-JSON arguments) StuckLoopThreshold times in a row; the
+	// repeating call was not run.
+	StopStuckLoop StopReason = "stuck-loop"
+	// StopBackstop: the model still called tools after MaxToolTurns tool
+	// turns; that turn's calls were not run.
+	StopBackstop StopReason = "backstop"
+	// StopDeadline: ToolLoopOptions.Deadline or the Pool's deadline passed
+	// (checked before every turn; a turn still running at the options'
+	// deadline is cut short), or the caller's context deadline passed
+	// (then with an error).
+	StopDeadline StopReason = "deadline"
+	// StopBudget: the tool calls' accumulated cost reached MaxCostUSD (the
+	// call that crossed it is recorded), or the Pool had no room for the
+	// next model turn (the model was not called).
+	StopBudget StopReason = "budget"
+	// StopRefused: a tool refused a call and StopOnRefusal is set.
+	StopRefused StopReason = "refused"
+	// StopCancelled: the caller cancelled the context, a RequestCancel
+	// reached a recorded loop, or the consumer stopped reading the stream.
+	StopCancelled StopReason = "cancelled"
+	// StopFailed: a model turn failed — its stream broke or the model
+	// reported a failure in-band — or the loop could not go on: its run
+	// could not be recorded, CostOf priced a call as no number, the
+	// budget found the reservation invalid, or something panicked.
+	StopFailed StopReason = "failed"
+)
+
+// Capped reports whether the loop stopped before the model answered.
+func (r StopReason) Capped() bool { return r != StopCompleted }
+
+// Tool loop limits.
+const (
+	// DefaultMaxToolTurns is the runaway backstop when
+	// ToolLoopOptions.MaxToolTurns is 0: set far above any legitimate
+	// workflow, it is a watchdog, not a policy.
+	DefaultMaxToolTurns = 200
+	// StuckLoopThreshold is how many consecutive identical calls stop the
+	// loop as stuck. Any different call starts the count over.
+	StuckLoopThreshold = 3
+)
+
+// Codes of failed tool outcomes the loop produces itself.
+const (
+	// CodeToolError: the tool returned an error.
+	CodeToolError = "tool_error"
+	// CodeExecutorError: the tool panicked.
+	CodeExecutorError = "executor_error"
+	// CodeRefused: the tool returned a *contract.ToolRefusal.
+	CodeRefused = "refused"
+	// CodeInvalidArguments: the call's arguments were not a JSON object,
+	// so the tool was not run.
+	CodeInvalidArguments = "invalid_arguments"
+)
+
+// ErrInvalidToolLoop matches the error of a tool loop whose options are
+// invalid; nothing ran.
+var ErrInvalidToolLoop = errors.New("kernel: invalid tool loop options")
+
+// ToolOutcome is the outcome of one tool call, fed back to the model as a
+// value: a failure is data the model can react to, never a crash of the
+// loop.
+type ToolOutcome struct {
+	// OK is true when the tool ran and returned a result.
+	OK bool
+	// Result is what the tool returned (OK only; absent when it returned
+	// nothing).
+	Result canonjson.Value
+	// Code and Message say why a call failed (not OK).
+	Code, Message string
+}
+
+// MarshalValue writes o as {"ok": true, "result": …} or {"ok": false,
+// "code": …, "message": …}; an absent result is null.
+func (o ToolOutcome) MarshalValue() (canonjson.Value, error) {
+	var a memberArena
+	return a.outcome(o), nil
+}
+
+// ToolResult is one call the loop handled: the call (its ID filled in
+// when the model gave none), its label and its outcome.
+type ToolResult struct {
+	Call    contract.ToolCall
+	Label   string
+	Outcome ToolOutcome
+}
+
+// ToolLoopOptions configure a tool loop. Only Model is required.
+type ToolLoopOptions struct {
+	// Model is the chat model the loop drives.
+	Model contract.ChatModel
+	// System, Prior and User make the first transcript: the system
+	// prompt, the earlier conversation, and this turn's user message.
+	System string
+	Prior  []contract.ChatMessage
+	User   string
+	// Tools are offered to the model and run by name. A call of any other
+	// name is ignored: not run, given no tool message, and left out of
+	// the transcript's tool calls (it may be a provider-side or UI tool);
+	// the result lists it under Ignored. Names must be unique.
+	Tools []contract.Tool
+	// MaxToolTurns is how many turns' tool calls the loop runs at most;
+	// a further turn that still calls tools stops it with StopBackstop.
+	// 0 means DefaultMaxToolTurns.
+	MaxToolTurns int
+	// Deadline, when not zero, is the absolute time after which no turn
+	// starts (StopDeadline); a turn still running then is cut short.
+	Deadline time.Time
+	// MaxCostUSD, when above 0, stops the loop with StopBudget once the
+	// calls' accumulated CostOf reaches it. It needs CostOf.
+	MaxCostUSD float64
+	// CostOf prices one handled call in US dollars (finite, not
+	// negative). Without MaxCostUSD it only sums the result's CostUSD.
+	CostOf func(call contract.ToolCall, out ToolOutcome) float64
+	// Budget, when set, is drawn from before every model turn: Reserve is
+	// reserved before the model is called and settled with the turn's
+	// observed usage (unknown usage is charged the whole reservation). A
+	// reservation the pool refuses for lack of room stops the loop with
+	// StopBudget (StopDeadline for the pool's deadline) before the model
+	// is called. Reserve must hold Tokens and Iterations, and MicroUSD
+	// when the pool caps dollars, so that no spend goes unreserved.
+	Budget  *ledger.Pool
+	Reserve ledger.Budget
+	// StopOnRefusal stops the loop with StopRefused after a call a tool
+	// refused (its outcome is recorded and fed back first).
+	StopOnRefusal bool
+	// Label names a call in results and rendered messages; nil uses the
+	// tool's name.
+	Label func(call contract.ToolCall) string
+	// Render writes an outcome as the content of its tool message; nil
+	// writes "- <label> → ok: <json>" or "- <label> → failed (<code>):
+	// <message>".
+	Render func(label string, out ToolOutcome) string
+	// Store, when set, records the loop as a run: its record, one durable
+	// append of events per model turn (the turn, then the results of the
+	// calls it made; a stream consumer sees them a turn before they are
+	// durable), a ledger entry with the loop's usage, and exactly one
+	// terminal state — completed for every stop that is not a failure or
+	// a cancellation, with the stop reason in the run's document. RunID
+	// names it (generated when empty), Kind is the record's kind
+	// ("tool-loop" when empty), and LeaseTTL bounds how long the run stays
+	// running should this process die (0: 15 s).
+	Store    store.Store
+	RunID    string
+	Kind     string
+	LeaseTTL time.Duration
+	// Now replaces time.Now (the deadline check and record times);
+	// Logger receives what the loop cannot return (nil discards).
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// ToolLoopResult is what a tool loop did.
+type ToolLoopResult struct {
+	// RunID is the recorded run's id ("" when the loop was not recorded
+	// and no RunID was given).
+	RunID string
+	// FinalText is the text of every turn, concatenated.
+	FinalText string
+	// ToolResults are the calls handled, in order.
+	ToolResults []ToolResult
+	// Ignored are the calls of tools the loop does not run.
+	Ignored []contract.ToolCall
+	// Pending are the last turn's calls of the loop's tools that were not
+	// handled because the loop stopped.
+	Pending []contract.ToolCall
+	// Turns is how many model turns were started.
+	Turns int
+	// StopReason says why the loop stopped.
+	StopReason StopReason
+	// Usage is the sum of every turn's usage; a channel no turn reported
+	// is unknown, and a sum over partly reported turns is a floor.
+	Usage ledger.Usage
+	// CostUSD is the calls' accumulated CostOf (0 without CostOf).
+	CostUSD float64
+	// Messages is the transcript: system, prior, user, then per tool turn
+	// the assistant message with its tool calls and one tool message per
+	// handled call, and the final assistant message when it has text. A
+	// loop that stopped with calls pending ends on an assistant message
+	// some of whose calls have no tool message.
+	Messages []contract.ChatMessage
+}
+
+// ToolLoopEventKind says what a ToolLoopEvent carries.
+type ToolLoopEventKind string
+
+// Tool loop event kinds.
+const (
+	// ToolLoopModelEvent: Event is one event of a model turn, as the model
+	// yielded it.
+	ToolLoopModelEvent ToolLoopEventKind = "event"
+	// ToolLoopToolResult: ToolResult is a handled call and its outcome.
+	ToolLoopToolResult ToolLoopEventKind = "tool_result"
+	// ToolLoopFinal: Result is the loop's result. It is the last item of
+	// every stream, and the only one that can carry an error.
+	ToolLoopFinal ToolLoopEventKind = "final"
+)
+
+// ToolLoopEvent is one item of StreamToolLoop. Kind says which field is
+// set; Turn is the index of the model turn it belongs to.
+type ToolLoopEvent struct {
+	Kind ToolLoopEventKind
+	Turn int
+	// Event is a ToolLoopModelEvent's model event, as the model yielded
+	// it (a call's ID not yet filled in).
+	Event contract.ChatEvent
+	// ToolResult is a ToolLoopToolResult's call and outcome.
+	ToolResult ToolResult
+	// Result is nil only when the loop never started (invalid options,
+	// or its run could not be recorded).
+	Result *ToolLoopResult
+}
+
+// RunToolLoop drives a model that calls tools until it answers or a stop
+// rule fires, and returns what happened. A stop (completed, stuck-loop,
+// backstop, deadline, budget, refused) returns a nil error; a model turn
+// that failed, or the caller's context ending, returns the result so far
+// with a *RunError whose Status is failed, cancelled or timed out (for a
+// context, wrapping its error). Invalid options return ErrInvalidToolLoop
+// before anything runs. Tools run one at a time, in the order the model
+// called them. RunToolLoop is StreamToolLoop, drained.
+func RunToolLoop(ctx context.Context, o ToolLoopOptions) (*ToolLoopResult, error) {
+	for ev, err := range StreamToolLoop(ctx, o) {
+		if ev.Kind == ToolLoopFinal {
+			return ev.Result, err
+		}
+	}
+	return nil, errors.New("kernel: the tool loop ended without its final event")
+}
+
+// StreamToolLoop is RunToolLoop as a stream: it yields every model event,
+// each handled call's result, and then exactly one ToolLoopFinal item,
+// which carries the result and the error RunToolLoop would return. The
+// loop runs while the caller ranges; stopping early ends it as cancelled
+// (and so records it). The sequence runs the loop each time it is ranged.
+func StreamToolLoop(ctx context.Context, o ToolLoopOptions) iter.Seq2[ToolLoopEvent, error] {
+	return func(yield func(ToolLoopEvent, error) bool) {
+		ctx := ctx
+		var cancel context.CancelCauseFunc
+		if o.Store != nil {
+			// A cancel request from any process (RequestCancel) cancels
+			// a recorded loop.
+			ctx, cancel = context.WithCancelCause(ctx)
+			defer cancel(nil)
+		}
+		l, err := newToolLoop(ctx, o, cancel)
+		if err != nil {
+			yield(ToolLoopEvent{Kind: ToolLoopFinal}, err)
+			return
+		}
+		l.yield = yield
+		defer func() {
+			if p := recover(); p != nil {
+				l.afterPanic(ctx, p)
+				panic(p)
+			}
+		}()
+		err = l.run(ctx)
+		if !l.abandoned {
+			yield(ToolLoopEvent{Kind: ToolLoopFinal, Turn: l.turn, Result: &l.res}, err)
+		}
+	}
+}
+
+// errLoopDeadline is the cause of the loop context's end at the options'
+// deadline, telling it from the caller's own deadline.
+var errLoopDeadline = errors.New("kernel: the tool loop's deadline passed")
+
+type toolLoop struct {
+	o     ToolLoopOptions
+	now   func() time.Time
+	log   *slog.Logger
+	yield func(ToolLoopEvent, error) bool
+	res   ToolLoopResult
+	rec   *loopRecorder
+	turn  int
+	usage bool // res.Usage holds at least one turn's total
+	// abandoned: the consumer stopped reading; nothing more is yielded.
+	abandoned bool
+	runErr    *RunError
+	final     strings.Builder
+	finished  bool // finish ran: the record has ended
+
+	// The caller's context, and the loop's (which also ends at the
+	// options' deadline). They live here, for the one call of run, so
+	// that the per-event callback needs no closure.
+	ctx, loopCtx context.Context
+	// The current turn: its usage, its text (one piece, or assembled in
+	// text), whether it is over, and the event callback (made once).
+	turnUsage    ledger.TurnUsage
+	piece        string
+	pieces       int
+	turnOver     bool
+	onModelEvent func(contract.ChatEvent, error) bool
+
+	// Scratch reused across turns: the calls of the current turn, the
+	// backing store of transcript tool calls and contents, the
+	// stuck-loop keys, text.
+	strs        []string
+	calls       []contract.ToolCall
+	ignoredFrom int
+	slab        []contract.ToolCall
+	key, last   []byte
+	repeats     int
+	text        []byte
+	render      []byte
+	toolsByName map[string]*contract.Tool
+}
+
+func newToolLoop(ctx context.Context, o ToolLoopOptions, cancel context.CancelCauseFunc) (*toolLoop, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if o.MaxToolTurns == 0 {
+		o.MaxToolTurns = DefaultMaxToolTurns
+	}
+	o.Tools = slices.Clone(o.Tools) // the loop's tools are fixed when it starts
+	l := &toolLoop{o: o, now: o.Now, log: o.Logger}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	if len(o.Tools) > smallToolSet {
+		l.toolsByName = make(map[string]*contract.Tool, len(o.Tools))
+		for i := range o.Tools {
+			l.toolsByName[o.Tools[i].Name] = &l.o.Tools[i]
+		}
+	}
+	l.res.RunID = o.RunID
+	if o.Store != nil {
+		if l.res.RunID == "" {
+			l.res.RunID = NewID("loop")
+		}
+		rec, err := startLoopRecord(ctx, l, cancel)
+		if err != nil {
+			return nil, err
+		}
+		l.rec = rec
+	}
+	return l, nil
+}
+
+// smallToolSet is the size up to which tools are found by a linear scan.
+const smallToolSet = 8
+
+func (o *ToolLoopOptions) validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if o.Model == nil {
+		bad("a tool loop needs a Model")
+	}
+	if o.MaxToolTurns < 0 {
+		bad("MaxToolTurns %d is negative", o.MaxToolTurns)
+	}
+	if math.IsNaN(o.MaxCostUSD) || math.IsInf(o.MaxCostUSD, 0) || o.MaxCostUSD < 0 {
+		bad("MaxCostUSD %v is not a finite non-negative number", o.MaxCostUSD)
+	}
+	if o.MaxCostUSD > 0 && o.CostOf == nil {
+		bad("MaxCostUSD needs CostOf to price each call")
+	}
+	if o.LeaseTTL < 0 {
+		bad("LeaseTTL %v is negative", o.LeaseTTL)
+	}
+	for i, t := range o.Tools {
+		switch {
+		case t.Name == "":
+			bad("tool %d has no name", i)
+		case t.Run == nil:
+			bad("tool %s has no Run", t.Name)
+		}
+		for _, u := range o.Tools[:i] {
+			if u.Name == t.Name && t.Name != "" {
+				bad("tool name %s appears twice", t.Name)
+				break
+			}
+		}
+	}
+	if o.Budget == nil {
+		if !isZeroBudget(o.Reserve) {
+			bad("Reserve is set but there is no Budget to reserve from")
+		}
+	} else {
+		if o.Reserve.Tokens == nil || o.Reserve.Iterations == nil {
+			bad("a Budget needs a per-turn Reserve of Tokens and Iterations")
+		}
+		if o.Budget.Readout().Channels[ledger.ChannelUSD].Capped && o.Reserve.MicroUSD == nil {
+			bad("the Budget caps dollars, so Reserve needs MicroUSD")
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrInvalidToolLoop, errors.Join(errs...))
+	}
+	return nil
+}
+
+func isZeroBudget(b ledger.Budget) bool {
+	return b.Tokens == nil && b.Iterations == nil && b.MicroUSD == nil && len(b.Resources) == 0
+}
+
+// tool returns the loop's tool named name, or nil.
+func (l *toolLoop) tool(name string) *contract.Tool {
+	if l.toolsByName != nil {
+		return l.toolsByName[name]
+	}
+	for i := range l.o.Tools {
+		if l.o.Tools[i].Name == name {
+			return &l.o.Tools[i]
+		}
+	}
+	return nil
+}
+
+// emit yields an item unless the consumer already stopped; it reports
+// whether the loop may go on.
+func (l *toolLoop) emit(ev ToolLoopEvent) bool {
+	if l.abandoned {
+		return false
+	}
+	if !l.yield(ev, nil) {
+		l.abandoned = true
+		l.stop(StopCancelled)
+		l.fail(store.StatusCancelled, ReasonCancelled, "the consumer stopped reading the stream", nil)
+		return false
+	}
+	return true
+}
+
+func (l *toolLoop) stop(r StopReason) {
+	if l.res.StopReason == "" {
+		l.res.StopReason = r
+	}
+}
+
+func (l *toolLoop) fail(status store.Status, reason, detail string, cause error) {
+	if l.runErr == nil {
+		l.runErr = &RunError{RunID: l.res.RunID, Status: status, Reason: reason, Detail: detail, Cause: cause}
+	}
+}
+
+// contextEnd stops the loop when the caller's context is done and reports
+// whether it was.
+func (l *toolLoop) contextEnd(ctx context.Context) bool {
+	e := contextError(ctx, l.res.RunID)
+	if e == nil {
+		return false
+	}
+	if e.Status == store.StatusTimedOut {
+		l.stop(StopDeadline)
+	} else {
+		l.stop(StopCancelled)
+	}
+	l.fail(e.Status, e.Reason, e.Detail, e.Cause)
+	return true
+}
+
+func (l *toolLoop) run(ctx context.Context) error {
+	o := &l.o
+	l.ctx, l.loopCtx = ctx, ctx
+	if !o.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		l.loopCtx, cancel = context.WithDeadlineCause(ctx, o.Deadline, errLoopDeadline)
+		defer cancel()
+	}
+	l.onModelEvent = l.onModelEventFunc
+	msgs := make([]contract.ChatMessage, 0, len(o.Prior)+8)
+	msgs = append(msgs, contract.ChatMessage{Role: contract.ChatSystem, Content: &o.System})
+	msgs = append(msgs, o.Prior...)
+	msgs = append(msgs, contract.ChatMessage{Role: contract.ChatUser, Content: &o.User})
+	l.res.Messages = msgs
+
+	for ; ; l.turn++ {
+		if l.contextEnd(ctx) {
+			break
+		}
+		if !o.Deadline.IsZero() && !l.now().Before(o.Deadline) {
+			l.stop(StopDeadline)
+			break
+		}
+		var ticket *ledger.Ticket
+		if o.Budget != nil {
+			t, err := o.Budget.Reserve(o.Reserve)
+			switch {
+			case errors.Is(err, ledger.ErrDeadline):
+				l.stop(StopDeadline)
+			case errors.Is(err, ledger.ErrExhausted), errors.Is(err, ledger.ErrUSDTainted):
+				l.stop(StopBudget)
+			case err != nil:
+				l.stop(StopFailed)
+				l.fail(store.StatusFailed, ReasonRefused, "the budget refused the turn's reservation: "+err.Error(), err)
+			}
+			if err != nil {
+				break
+			}
+			ticket = t
+		}
+		l.res.Turns++
+		turnUsage, text := l.modelTurn()
+		if ticket != nil {
+			if err := o.Budget.Settle(ticket, spendOf(turnUsage)); err != nil {
+				l.log.Warn("budget settlement", "run", l.res.RunID, "turn", l.turn, "err", err)
+			}
+		}
+		if l.res.StopReason != "" {
+			l.record(text, turnUsage, 0, true)
+			break
+		}
+		if len(l.calls) == 0 {
+			l.stop(StopCompleted)
+			if c := strings.TrimSpace(text); c != "" {
+				l.res.Messages = append(l.res.Messages, contract.ChatMessage{Role: contract.ChatAssistant, Content: l.strPtr(c)})
+			}
+			l.record(text, turnUsage, 0, true)
+			break
+		}
+		if l.turn >= o.MaxToolTurns {
+			l.stop(StopBackstop)
+			l.res.Pending = l.calls
+			l.record(text, turnUsage, 0, true)
+			break
+		}
+		handled := l.runCalls(text)
+		l.record(text, turnUsage, handled, l.res.StopReason != "")
+		if l.res.StopReason != "" {
+			break
+		}
+	}
+	l.res.FinalText = l.final.String()
+	return l.finish(ctx)
+}
+
+// modelTurn runs one model turn: it yields the model's events, keeps the
+// turn's text, its calls (in l.calls) and its usage, and stops the loop
+// when the turn fails or is cut short. The model's sequence is called
+// with a method value made once per loop, not ranged over, so that a turn
+// costs no closure.
+func (l *toolLoop) modelTurn() (ledger.Usage, string) {
+	l.turnUsage = ledger.TurnUsage{}
+	l.calls = l.calls[:0]
+	l.ignoredFrom = len(l.res.Ignored)
+	l.text, l.piece, l.pieces, l.turnOver = l.text[:0], "", 0, false
+	msgs := l.res.Messages
+	l.o.Model.Turn(l.loopCtx, msgs[:len(msgs):len(msgs)], l.o.Tools)(l.onModelEvent)
+	l.turnOver = true
+	text := l.piece
+	if l.pieces > 1 {
+		text = string(l.text)
+	}
+	total := l.turnUsage.Total()
+	if l.usage {
+		l.res.Usage = l.res.Usage.Plus(total)
+	} else {
+		l.res.Usage, l.usage = total, true
+	}
+	if l.res.StopReason != "" && l.res.StopReason != StopFailed {
+		l.res.Pending = l.calls
+	}
+	return total, text
+}
+
+// onModelEventFunc takes one item of the model's turn and reports whether the
+// turn goes on. Once it said no, it ignores whatever a misbehaving model
+// still yields.
+func (l *toolLoop) onModelEventFunc(e contract.ChatEvent, err error) bool {
+	if l.turnOver {
+		return false
+	}
+	if err != nil {
+		if !l.turnCut() {
+			l.stop(StopFailed)
+			l.fail(store.StatusFailed, ReasonTransport, "the model's stream broke: "+err.Error(), err)
+		}
+		l.turnOver = true
+		return false
+	}
+	if !l.emit(ToolLoopEvent{Kind: ToolLoopModelEvent, Turn: l.turn, Event: e}) {
+		l.turnOver = true
+		return false
+	}
+	switch e.Kind {
+	case contract.ChatText:
+		l.final.WriteString(e.Text)
+		if l.pieces++; l.pieces == 1 {
+			l.piece = e.Text // most turns speak in one piece: no copy
+		} else {
+			if l.pieces == 2 {
+				l.text = append(l.text, l.piece...)
+			}
+			l.text = append(l.text, e.Text...)
+		}
+	case contract.ChatToolCall:
+		c := e.ToolCall
+		if c.ID == "" {
+			c.ID = "call_" + c.Name
+		}
+		if l.tool(c.Name) == nil {
+			l.res.Ignored = append(l.res.Ignored, c)
+		} else {
+			l.calls = append(l.calls, c)
+		}
+	case contract.ChatUsage:
+		if err := l.turnUsage.Observe(e.Usage, e.UsageMode); err != nil {
+			// A mode the contract does not know: the aggregation is
+			// unknown, so the report can only make a floor.
+			l.log.Warn("usage with an unknown mode counted as a floor", "run", l.res.RunID, "turn", l.turn, "err", err)
+			l.turnUsage.Observe(e.Usage, "")
+		}
+	case contract.ChatFailure:
+		l.stop(StopFailed)
+		msg := e.Failure
+		if msg == "" {
+			msg = "the model reported a failure"
+		}
+		l.fail(store.StatusFailed, ReasonInBandError, msg, nil)
+	default:
+		l.stop(StopFailed)
+		l.fail(store.StatusFailed, ReasonTransport, fmt.Sprintf("the model yielded an event of unknown kind %q", e.Kind), nil)
+	}
+	if l.res.StopReason != "" {
+		l.turnOver = true
+		return false
+	}
+	return true
+}
+
+// turnCut reports whether a broken model stream was cut short by a
+// context — the options' deadline or the caller's — and stops the loop so.
+func (l *toolLoop) turnCut() bool {
+	if l.contextEnd(l.ctx) {
+		return true
+	}
+	if l.loopCtx.Err() != nil && errors.Is(context.Cause(l.loopCtx), errLoopDeadline) {
+		l.stop(StopDeadline)
+		return true
+	}
+	return false
+}
+
+// runCalls appends the turn's assistant message and handles its calls in
+// order, each answered by a tool message, until they are done or a stop
+// rule fires. It returns how many calls it handled.
+func (l *toolLoop) runCalls(text string) int {
+	// The transcript's tool calls come from chunks that are never copied
+	// (earlier messages keep pointing into them).
+	if cap(l.slab)-len(l.slab) < len(l.calls) {
+		l.slab = make([]contract.ToolCall, 0, max(16, len(l.calls)))
+	}
+	start := len(l.slab)
+	l.slab = append(l.slab, l.calls...)
+	assistant := contract.ChatMessage{Role: contract.ChatAssistant, ToolCalls: l.slab[start:len(l.slab):len(l.slab)]}
+	if c := strings.TrimSpace(text); c != "" {
+		assistant.Content = l.strPtr(c)
+	}
+	l.res.Messages = append(l.res.Messages, assistant)
+	calls := assistant.ToolCalls
+	for i, call := range calls {
+		if l.contextEnd(l.ctx) {
+			l.res.Pending = calls[i:]
+			return i
+		}
+		if l.stuck(call) {
+			l.stop(StopStuckLoop)
+			l.res.Pending = calls[i:]
+			return i
+		}
+		t := l.tool(call.Name)
+		out := l.runTool(l.loopCtx, t, call)
+		label := t.Name
+		if l.o.Label != nil {
+			label = l.o.Label(call)
+		}
+		var content string
+		if l.o.Render != nil {
+			content = l.o.Render(label, out)
+		} else {
+			content = l.renderDefault(label, out)
+		}
+		r := ToolResult{Call: call, Label: label, Outcome: out}
+		l.res.ToolResults = append(l.res.ToolResults, r)
+		l.res.Messages = append(l.res.Messages, contract.ChatMessage{Role: contract.ChatTool, Content: l.strPtr(content), ToolCallID: call.ID})
+		if !l.emit(ToolLoopEvent{Kind: ToolLoopToolResult, Turn: l.turn, ToolResult: r}) {
+			l.res.Pending = calls[i+1:]
+			return i + 1
+		}
+		if l.o.CostOf != nil {
+			cost := l.o.CostOf(call, out)
+			if math.IsNaN(cost) || math.IsInf(cost, 0) || cost < 0 {
+				l.stop(StopFailed)
+				l.fail(store.StatusFailed, ReasonInvalidCost, fmt.Sprintf("CostOf priced call %s at %v, not a finite non-negative number", call.ID, cost), nil)
+				l.res.Pending = calls[i+1:]
+				return i + 1
+			}
+			l.res.CostUSD += cost
+			if l.o.MaxCostUSD > 0 && l.res.CostUSD >= l.o.MaxCostUSD {
+				l.stop(StopBudget)
+			}
+		}
+		if l.o.StopOnRefusal && !out.OK && out.Code == CodeRefused {
+			l.stop(StopRefused)
+		}
+		if l.res.StopReason != "" {
+			l.res.Pending = calls[i+1:]
+			return i + 1
+		}
+	}
+	return len(calls)
+}
+
+// stuck counts consecutive identical calls — same tool, same canonical
+// arguments — and reports whether call makes StuckLoopThreshold of them.
+func (l *toolLoop) stuck(call contract.ToolCall) bool {
+	k := append(l.key[:0], call.Name...)
+	k = append(k, 0)
+	if c, err := canonjson.AppendCanonical(k, call.Args); err == nil {
+		k = c
+	} else {
+		// Arguments without a canonical form (absent, non-finite numbers,
+		// lone surrogates) are still compared, by their lossless text.
+		k = canonjson.AppendMarshal(append(k[:len(call.Name)+1], 1), call.Args)
+	}
+	if l.repeats > 0 && bytes.Equal(k, l.last) {
+		l.repeats++
+		l.key = k
+	} else {
+		l.key, l.last = l.last, k
+		l.repeats = 1
+	}
+	return l.repeats >= StuckLoopThreshold
+}
+
+// runTool runs one call. Whatever the tool does — return an error, refuse,
+// panic — the outcome is a value; arguments that are not a JSON object
+// never reach it.
+func (l *toolLoop) runTool(ctx context.Context, t *contract.Tool, call contract.ToolCall) (out ToolOutcome) {
+	if call.Args.Kind() != canonjson.Object {
+		what := "absent or not JSON"
+		if call.Args.IsValid() {
+			what = "a JSON " + call.Args.Kind().String()
+		}
+		return ToolOutcome{Code: CodeInvalidArguments, Message: "the arguments are " + what + ", not a JSON object"}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			l.log.Warn("tool panicked", "run", l.res.RunID, "tool", t.Name, "panic", p, "stack", string(debug.Stack()))
+			out = ToolOutcome{Code: CodeExecutorError, Message: fmt.Sprint("the tool panicked: ", p)}
+		}
+	}()
+	v, err := t.Run(ctx, call.Args)
+	if err != nil {
+		if _, ok := errors.AsType[*contract.ToolRefusal](err); ok {
+			return ToolOutcome{Code: CodeRefused, Message: err.Error()}
+		}
+		return ToolOutcome{Code: CodeToolError, Message: err.Error()}
+	}
+	return ToolOutcome{OK: true, Result: v}
+}
+
+// strPtr returns a pointer to a copy of s, drawn from chunks of strings
+// so that the transcript's contents do not cost an allocation each.
+func (l *toolLoop) strPtr(s string) *string {
+	if len(l.strs) == cap(l.strs) {
+		l.strs = make([]string, 0, 32)
+	}
+	l.strs = append(l.strs, s)
+	return &l.strs[len(l.strs)-1]
+}
+
+// renderDefault writes "- <label> → ok: <json>" or "- <label> → failed
+// (<code>): <message>".
+func (l *toolLoop) renderDefault(label string, out ToolOutcome) string {
+	b := append(l.render[:0], "- "...)
+	b = append(b, label...)
+	if out.OK {
+		b = append(b, " → ok: "...)
+		b = canonjson.AppendMarshal(b, out.Result)
+	} else {
+		b = append(b, " → failed ("...)
+		b = append(b, out.Code...)
+		b = append(b, "): "...)
+		b = append(b, out.Message...)
+	}
+	l.render = b
+	return string(b)
+}
+
+// afterPanic ends the record of a loop that panicked — in the model, in a
+// caller's callback, or in the consumer's loop body — as failed, so that
+// its run does not stay running under a lease renewed forever. The panic
+// then goes on.
+func (l *toolLoop) afterPanic(ctx context.Context, p any) {
+	if l.finished {
+		return
+	}
+	l.stop(StopFailed)
+	l.fail(store.StatusFailed, ReasonPanic, fmt.Sprint("the tool loop panicked: ", p), nil)
+	l.res.FinalText = l.final.String()
+	l.finish(ctx)
+}
+
+// finish records the loop's end and returns its error.
+func (l *toolLoop) finish(ctx context.Context) error {
+	l.finished = true
+	if l.res.StopReason == "" {
+		l.stop(StopFailed) // unreachable: every way out of run stops
+	}
+	if l.rec != nil {
+		if err := l.rec.end(context.WithoutCancel(ctx)); err != nil {
+			l.log.Error("recording the end of the tool loop", "run", l.res.RunID, "err", err)
+			if l.runErr == nil {
+				return err
+			}
+		}
+	}
+	if l.runErr != nil {
+		return l.runErr
+	}
+	return nil
+}
