@@ -129,8 +129,29 @@ func Execute(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer x.afterPanic(ctx)
 	x.run(ctx)
 	return x.finish(ctx)
+}
+
+// afterPanic, deferred, ends the record of a run that panicked — in the
+// provider, or in a Stream consumer's loop body — as failed, so that it
+// does not stay running under a lease renewed forever; the panic then goes
+// on. A panic during finish only stops the lease: the run then reads as
+// interrupted once it lapses, which is the truth.
+func (x *execution) afterPanic(ctx context.Context) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if x.finishing {
+		x.stopBeat()
+		panic(p)
+	}
+	x.fail(store.StatusFailed, ReasonPanic, fmt.Sprint("the run panicked: ", p), nil)
+	x.req.observe = nil // the consumer is gone
+	x.finish(context.WithoutCancel(ctx))
+	panic(p)
 }
 
 type execution struct {
@@ -148,6 +169,8 @@ type execution struct {
 	// env is the run's environment, alive until the completion check
 	// has judged (so a check can read its workspace), then destroyed.
 	env contract.Environment
+	// finishing is set once finish has begun.
+	finishing bool
 	// dispatched is set once the provider is asked for anything costly;
 	// a run that ends before it certainly spent nothing.
 	dispatched bool
@@ -417,6 +440,7 @@ func eventError(e contract.EnvironmentEvent) string {
 // finish settles the budget, runs the completion check, appends the
 // ledger entry and records the terminal state.
 func (x *execution) finish(ctx context.Context) (*Result, error) {
+	x.finishing = true
 	defer x.stopBeat()
 	x.res.Usage = x.turn.Total()
 	if !x.dispatched {

@@ -196,8 +196,23 @@ func Rounds[T, O any](ctx context.Context, opts RoundsOptions[T, O]) (*RoundsRes
 		return nil, err
 	}
 	defer r.stopLease()
+	defer r.afterPanic(ctx)
 	err = r.loop(ctx)
 	return r.finish(ctx, err)
+}
+
+// afterPanic, deferred, ends the record of rounds whose driver (or a
+// callback) panicked as failed, rather than leaving it running under a
+// renewed lease; the panic then goes on.
+func (r *rounds[T, O]) afterPanic(ctx context.Context) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if !r.finishing {
+		r.finish(context.WithoutCancel(ctx), fmt.Errorf("kernel: the rounds panicked: %v", p))
+	}
+	panic(p)
 }
 
 type rounds[T, O any] struct {
@@ -209,6 +224,7 @@ type rounds[T, O any] struct {
 	res       RoundsResult[T, O]
 	events    int
 	stopLease func()
+	finishing bool
 }
 
 func newRounds[T, O any](ctx context.Context, o RoundsOptions[T, O], cancel context.CancelCauseFunc) (*rounds[T, O], error) {
@@ -528,6 +544,7 @@ func digestOf(x any) string {
 
 // finish selects the winner, sums usage and records how the rounds ended.
 func (r *rounds[T, O]) finish(ctx context.Context, loopErr error) (*RoundsResult[T, O], error) {
+	r.finishing = true
 	res := &r.res
 	res.Duration = r.now().Sub(r.started)
 	res.Usage = sumUsage(res.Iterations)

@@ -594,3 +594,33 @@ func TestRoundsBudgetReconciles(t *testing.T) {
 		t.Errorf("rounds input tokens %s, want 30", got)
 	}
 }
+
+// A driver that panics does not leave its rounds running under a lease
+// renewed forever: the record ends failed and the panic goes on.
+func TestRoundsPanicEndsTheRecord(t *testing.T) {
+	st := memory.New(nil)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic did not go on")
+			}
+		}()
+		kernel.Rounds(context.Background(), kernel.RoundsOptions[string, string]{
+			RunID: "panicky",
+			Driver: kernel.Driver[string, string]{
+				Plan: func(context.Context, string, []kernel.Iteration[string, string]) ([]string, error) {
+					panic("driver bug")
+				},
+				Decide: func(context.Context, []kernel.Iteration[string, string]) (kernel.Decision, error) {
+					return kernel.DecisionDone, nil
+				},
+			},
+			Agents: []kernel.Agent[string]{{Profile: mustProfile(t, noteWriter)}}, Parse: parseNote,
+			Provider: scripted.InProcess(echo), Store: st,
+		})
+	}()
+	r, err := st.GetRun(context.Background(), "panicky")
+	if err != nil || r.Status != store.StatusFailed {
+		t.Errorf("rounds record %q, %v; want failed", r.Status, err)
+	}
+}

@@ -169,3 +169,27 @@ func TestStreamUnrecordable(t *testing.T) {
 		}
 	}
 }
+
+// A consumer whose loop body panics does not leave the run running: the
+// record ends failed (reason panic) and the panic goes on.
+func TestStreamConsumerPanicEndsTheRecord(t *testing.T) {
+	st := memory.New(nil)
+	p := scripted.New(mustScript(t, `{"turns":[{"steps":[{"text":"one"},{"text":"two"}]}]}`), scripted.Options{})
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic did not go on")
+			}
+		}()
+		for range kernel.Stream(context.Background(), kernel.Request{Profile: mustProfile(t, noteWriter), Task: "t", RunID: "boom", Provider: p, Store: st}) {
+			panic("consumer bug")
+		}
+	}()
+	r, err := st.GetRun(context.Background(), "boom")
+	if err != nil || r.Status != store.StatusFailed {
+		t.Fatalf("record %q, %v; want failed", r.Status, err)
+	}
+	if term, _ := r.Doc.Get("terminal"); !strings.Contains(string(canonjson.Marshal(term)), "panic") {
+		t.Errorf("terminal %s does not say panic", canonjson.Marshal(term))
+	}
+}
