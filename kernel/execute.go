@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -524,10 +525,13 @@ func spendOf(u ledger.Usage) ledger.Spend {
 }
 
 // owner names this process as a run's owner: host/pid.
-func owner() string {
+func owner() string { return processOwner() }
+
+// processOwner is computed once: a process's host and pid do not change.
+var processOwner = sync.OnceValue(func() string {
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s/%d", host, os.Getpid())
-}
+})
 
 // NewID returns prefix, a dash and 16 random hex digits.
 func NewID(prefix string) string {

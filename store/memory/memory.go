@@ -18,6 +18,7 @@ type Store struct {
 	mu          sync.Mutex
 	runs        map[string]*store.Run
 	events      map[string][]store.Event
+	eventIDs    map[string]map[string]bool // per run: the event ids it holds
 	ledger      map[string][]store.LedgerEntry
 	idempotency map[[2]string]store.Idempotency
 	now         func() time.Time
@@ -31,7 +32,7 @@ func New(now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{runs: map[string]*store.Run{}, events: map[string][]store.Event{},
+	return &Store{runs: map[string]*store.Run{}, events: map[string][]store.Event{}, eventIDs: map[string]map[string]bool{},
 		ledger: map[string][]store.LedgerEntry{}, idempotency: map[[2]string]store.Idempotency{}, now: now}
 }
 
@@ -154,10 +155,18 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, events []store.N
 		return nil, fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
 	}
 	log := s.events[runID]
+	ids := s.eventIDs[runID]
+	if ids == nil {
+		ids = map[string]bool{}
+		s.eventIDs[runID] = ids
+	}
 	for _, e := range events {
-		if slices.ContainsFunc(log, func(x store.Event) bool { return x.ID == e.ID }) {
+		if ids[e.ID] {
 			return nil, fmt.Errorf("event %s of run %s: %w", e.ID, runID, store.ErrExists)
 		}
+	}
+	for _, e := range events {
+		ids[e.ID] = true
 	}
 	out := make([]store.Event, len(events))
 	for i, e := range events {
