@@ -42,6 +42,18 @@ func AppendCanonical(b []byte, v Value) ([]byte, error) {
 	return e.buf, nil
 }
 
+// Check reports whether v has a canonical form, refusing exactly what
+// Canonical refuses, without keeping the text (it allocates nothing for
+// values whose objects have at most 32 members).
+func Check(v Value) error {
+	bp := bufferPool.Get().(*[]byte)
+	defer bufferPool.Put(bp)
+	e := encoder{buf: (*bp)[:0], sink: io.Discard}
+	err := e.value(v)
+	*bp = e.buf[:0]
+	return err
+}
+
 // DigestPrefix starts every digest string.
 const DigestPrefix = "sha256:"
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -206,7 +207,7 @@ func CheckNew(r Run) error {
 		return fmt.Errorf("%w: unknown status %q", ErrInvalid, r.Status)
 	}
 	if r.Doc.IsValid() {
-		if _, err := canonjson.Canonical(r.Doc); err != nil {
+		if err := canonjson.Check(r.Doc); err != nil {
 			return fmt.Errorf("%w: run document: %w", ErrInvalid, err)
 		}
 	}
@@ -216,16 +217,14 @@ func CheckNew(r Run) error {
 // CheckEvents validates events before AppendEvents: ids and types set,
 // unique within the batch, bodies canonical JSON.
 func CheckEvents(events []NewEvent) error {
-	seen := map[string]bool{}
 	for i, e := range events {
 		if e.ID == "" || e.Type == "" {
 			return fmt.Errorf("%w: event %d needs an id and a type", ErrInvalid, i)
 		}
-		if seen[e.ID] {
+		if slices.ContainsFunc(events[:i], func(x NewEvent) bool { return x.ID == e.ID }) {
 			return fmt.Errorf("%w: event id %q appears twice in one append", ErrExists, e.ID)
 		}
-		seen[e.ID] = true
-		if _, err := canonjson.Canonical(e.Body); err != nil {
+		if err := canonjson.Check(e.Body); err != nil {
 			return fmt.Errorf("%w: event %q body: %w", ErrInvalid, e.ID, err)
 		}
 	}
@@ -238,7 +237,7 @@ func CheckIdempotency(rec Idempotency) error {
 		return fmt.Errorf("%w: an idempotency record needs a scope, a key and a sha256 request digest", ErrInvalid)
 	}
 	if rec.Result.IsValid() {
-		if _, err := canonjson.Canonical(rec.Result); err != nil {
+		if err := canonjson.Check(rec.Result); err != nil {
 			return fmt.Errorf("%w: idempotency result: %w", ErrInvalid, err)
 		}
 	}
