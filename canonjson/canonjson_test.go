@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -262,6 +264,18 @@ func TestCanonicalRefuses(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Pointer != tc.pointer {
 			t.Errorf("%s: err = %v, want CanonicalError at %q", tc.name, err, tc.pointer)
 		}
+		// Check refuses exactly what Canonical refuses, at the same place.
+		err = canonjson.Check(tc.v)
+		if !errors.As(err, &ce) || ce.Pointer != tc.pointer {
+			t.Errorf("Check %s: err = %v, want CanonicalError at %q", tc.name, err, tc.pointer)
+		}
+	}
+	big := make([]canonjson.Member, 300) // past the flush threshold and the in-place sort
+	for i := range big {
+		big[i] = canonjson.Member{Name: fmt.Sprintf("m%03d", i), Value: canonjson.StringValue(strings.Repeat("x", 40))}
+	}
+	if err := canonjson.Check(canonjson.ObjectValue(big)); err != nil {
+		t.Errorf("Check of a large valid object: %v", err)
 	}
 }
 
