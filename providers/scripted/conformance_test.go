@@ -52,7 +52,7 @@ func conformanceOptions() providertest.Options {
 		Interactions: providertest.InteractionOptions{Prompt: "providertest: ask", ExpirePrompt: "providertest: expire",
 			UnreachablePrompt: "providertest: unreachable"},
 		PortableContext: providertest.PortableContextOptions{Counters: func(p contract.Provider) providertest.ContextCounters {
-			c := p.(*scripted.Provider).Counters()
+			c := p.(interface{ Counters() scripted.Counters }).Counters()
 			return providertest.ContextCounters{Transfers: c.Transfers, FreshSessions: c.FreshSessions, NativeContinuations: c.NativeContinuations}
 		}},
 	}
