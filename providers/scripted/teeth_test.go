@@ -294,7 +294,9 @@ func TestProbeReportsSkipsAndFailures(t *testing.T) {
 	if !rep.Skipped || rep.Failed {
 		t.Errorf("a provider without interactions: skipped %v, failed %v, want a skip", rep.Skipped, rep.Failed)
 	}
-	interactive := func(t *testing.T) contract.Provider { return scripted.New(mustScript(t, conformanceScript), scripted.Options{}) }
+	interactive := func(t *testing.T) contract.Provider {
+		return scripted.New(mustScript(t, conformanceScript), scripted.Options{})
+	}
 	rep = providertest.Probe(t, "interaction-response", interactive, providertest.Options{})
 	if !rep.Failed || len(rep.Messages) == 0 {
 		t.Errorf("declared interactions without the inputs to exercise them must fail: %+v", rep)
