@@ -116,7 +116,7 @@ func (br *branching) Checkpoint(ctx context.Context, req *contract.WorkspaceChec
 		return res, nil
 	}
 	run := st.runs[req.Source.RunID]
-	if run == nil || !contract.SameRunControlRef(run.ref, req.Source) {
+	if run == nil || !contract.SameRunControlRef(run.exact(), req.Source) {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownRun, req.Source.RunID)
 	}
 	b := &st.branching

@@ -70,6 +70,9 @@ func (pl *player) interact(ctx context.Context, req *contract.InteractionRequest
 	}
 	is := &interactionState{req: req, unreachable: unreachable, state: interactionOutstanding, resolved: make(chan struct{})}
 	run.mu.Lock()
+	if run.interactions == nil {
+		run.interactions = map[string]*interactionState{}
+	}
 	run.interactions[req.ID] = is
 	run.mu.Unlock()
 	ev, err := contract.NewStreamEvent(&contract.InteractionEvent{Request: *req})

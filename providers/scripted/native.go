@@ -20,8 +20,9 @@ type nativeRecord struct {
 // native history holds n runs: a revision that changes with every run.
 func (st *envState) proof(run *runState, n int) *contract.NativeContextBoundaryProof {
 	revision := fmt.Sprintf("%s@%d", run.session.id, n)
-	return &contract.NativeContextBoundaryProof{RunID: run.ref.RunID, Provider: run.ref.Provider, EnvironmentID: run.ref.EnvironmentID,
-		SessionID: run.ref.SessionID, ExecutionID: run.ref.ExecutionID, RequestDigest: run.ref.RequestDigest,
+	ref := run.exact()
+	return &contract.NativeContextBoundaryProof{RunID: ref.RunID, Provider: ref.Provider, EnvironmentID: ref.EnvironmentID,
+		SessionID: ref.SessionID, ExecutionID: ref.ExecutionID, RequestDigest: ref.RequestDigest,
 		Boundary:   contract.NativeContextBoundary{Kind: contract.BoundaryKindRevision, Revision: &revision},
 		ObservedAt: timestamp(st.b.now())}
 }
@@ -83,7 +84,7 @@ func (s *session) ContinueNative(ctx context.Context, req *contract.NativeContex
 		return res, err
 	}
 	if rec.ack.Status == contract.ContinuationStatusAccepted && opts.OnAdmission != nil {
-		opts.OnAdmission(rec.run.ref)
+		opts.OnAdmission(rec.run.exact())
 	}
 	return s.nativeOutcome(ctx, rec)
 }
@@ -95,7 +96,7 @@ func (s *session) nativeOutcome(ctx context.Context, rec *nativeRecord) (*contra
 	}
 	result := rec.run.result()
 	result.ContextTransferReceipt = nil
-	ref := rec.run.ref
+	ref := rec.run.exact()
 	return &contract.NativeContinuationResult{Acknowledgement: rec.ack, Result: result, ControlRef: &ref}, nil
 }
 
@@ -141,7 +142,7 @@ func (s *session) admitNative(ctx context.Context, req *contract.NativeContextCo
 	if err != nil {
 		return nil, nil, err
 	}
-	if !contract.SameRunControlRef(latest.ref, req.Run) || !same {
+	if !contract.SameRunControlRef(latest.exact(), req.Run) || !same {
 		return nil, failure(contract.ContinuationStatusBoundaryMismatch, "", actual), nil
 	}
 	in := &contract.TurnInput{Prompt: turn.Prompt, Parts: turn.Parts, Model: turn.Model, Context: turn.Context,

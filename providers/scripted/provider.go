@@ -74,6 +74,9 @@ type backend struct {
 	// interactive: the script originates interactions, of kinds.
 	interactive bool
 	kinds       []string
+	// caps is the provider's document for its own checks; callers get a
+	// fresh copy from Capabilities.
+	caps *contract.Capabilities
 	keyed       contract.KeyedCreate[*envState]
 
 	// transferMu serializes context transfers (check, then admit).
@@ -126,9 +129,11 @@ func New(script *Script, opts Options) *Provider {
 		script = &Script{}
 	}
 	kinds := interactionKinds(script)
-	return &Provider{b: &backend{name: opts.Name, script: script, now: opts.Now, answer: opts.OnPrompt,
+	p := &Provider{b: &backend{name: opts.Name, script: script, now: opts.Now, answer: opts.OnPrompt,
 		ownCopies: opts.ForksOwnCheckpoints, kinds: kinds, interactive: opts.OnPrompt == nil && len(kinds) > 0,
 		envs: map[string]*envState{}, used: map[int]bool{}, transfers: map[string]*transferRecord{}}}
+	p.b.caps, _ = p.Capabilities(context.Background())
+	return p
 }
 
 // Reconnect returns a new client of the same provider state, as a
@@ -183,8 +188,25 @@ func interactionKinds(s *Script) []string {
 // really does, and nothing more. Every optional ability it declares is
 // implemented by Provider, Environment or Session.
 func (p *Provider) Capabilities(ctx context.Context) (*contract.Capabilities, error) {
-	yes := func() *bool { v := true; return &v }
-	caps := &contract.Capabilities{
+	// Every block of the document lives in one allocation: a fresh,
+	// caller-owned document per call at the cost of one.
+	d := new(struct {
+		caps     contract.Capabilities
+		retained contract.RetainedControlCapabilities
+		native   contract.NativeContinuationCapabilities
+		transfer contract.ContextTransferCapabilities
+		interact contract.InteractionCapabilities
+		observe  contract.ObservationCapabilities
+		cwd      contract.CwdBases
+		yes      [4]bool
+	})
+	d.yes = [4]bool{true, true, true, true}
+	d.retained = contract.RetainedControlCapabilities{ExactRunIdentity: true, ResultIdentity: true, EventIdentity: true, CancellationIdempotency: true}
+	d.native = contract.NativeContinuationCapabilities{AtomicBoundary: true, RequestIdempotency: true, AdmissionControl: &d.yes[0]}
+	d.transfer = contract.ContextTransferCapabilities{FreshSession: true, RequestIdempotency: true, Lookup: true}
+	d.observe = contract.ObservationCapabilities{Identity: true, Lifecycle: true, Placement: true}
+	d.cwd = contract.CwdBases{Repository: true}
+	d.caps = contract.Capabilities{
 		Profile: contract.ProfileCapabilities{
 			SystemPrompt: harness.SystemPromptIntents{Replace: true, Append: true},
 			Instructions: true,
@@ -193,22 +215,20 @@ func (p *Provider) Capabilities(ctx context.Context) (*contract.Capabilities, er
 			Resources:    contract.ProfileResourceCapabilities{Files: true, Instructions: true},
 			Validation:   true,
 		},
-		Streaming: contract.StreamingCapabilities{Live: true, Replay: true, Detach: true, TurnIdempotency: true},
-		Sessions:  contract.SessionCapabilities{Continue: true},
-		RetainedControl: &contract.RetainedControlCapabilities{ExactRunIdentity: true, ResultIdentity: true,
-			EventIdentity: true, CancellationIdempotency: true},
-		NativeContinuation: &contract.NativeContinuationCapabilities{AtomicBoundary: true, RequestIdempotency: true,
-			AdmissionControl: yes()},
-		ContextTransfer: &contract.ContextTransferCapabilities{FreshSession: true, RequestIdempotency: true, Lookup: true},
-		Workspace:       contract.WorkspaceCapabilities{Read: true, Write: true, Exec: true, CwdBases: &contract.CwdBases{Repository: true}},
-		Branching:       contract.BranchingCapabilities{Checkpoint: true, Fork: true, RetrySafe: yes(), Lookup: yes(), Cleanup: yes()},
-		Placement:       true,
+		Streaming:          contract.StreamingCapabilities{Live: true, Replay: true, Detach: true, TurnIdempotency: true},
+		Sessions:           contract.SessionCapabilities{Continue: true},
+		RetainedControl:    &d.retained,
+		NativeContinuation: &d.native,
+		ContextTransfer:    &d.transfer,
+		Workspace:          contract.WorkspaceCapabilities{Read: true, Write: true, Exec: true, CwdBases: &d.cwd},
+		Branching:          contract.BranchingCapabilities{Checkpoint: true, Fork: true, RetrySafe: &d.yes[1], Lookup: &d.yes[2], Cleanup: &d.yes[3]},
+		Placement:          true,
 		// An in-process worker reports usage only if it chooses to.
 		Usage:       p.b.answer == nil,
-		Observation: &contract.ObservationCapabilities{Identity: true, Lifecycle: true, Placement: true},
+		Observation: &d.observe,
 	}
 	if p.b.interactive {
-		caps.Interactions = &contract.InteractionCapabilities{
+		d.interact = contract.InteractionCapabilities{
 			Kinds: slices.Clone(p.b.kinds),
 			AnswerFieldTypes: []contract.InteractionFieldType{contract.InteractionFieldTypeText, contract.InteractionFieldTypeNumber,
 				contract.InteractionFieldTypeBoolean, contract.InteractionFieldTypeSelect, contract.InteractionFieldTypeSecret},
@@ -220,11 +240,12 @@ func (p *Provider) Capabilities(ctx context.Context) (*contract.Capabilities, er
 			Replay:              true,
 			ResponseIdempotency: true,
 		}
+		d.caps.Interactions = &d.interact
 	}
 	// The document is valid by construction (providertest's capabilities
 	// scenario validates it); validating it on every call cost a third
 	// of a kernel run.
-	return caps, nil
+	return &d.caps, nil
 }
 
 // Create implements contract.Provider. With an idempotency key, the same
@@ -250,7 +271,7 @@ func (p *Provider) Create(ctx context.Context, in *contract.CreateInput) (contra
 // checkCreate refuses, before any effect, a create the provider cannot
 // honor.
 func (p *Provider) checkCreate(ctx context.Context, in *contract.CreateInput) error {
-	caps, _ := p.Capabilities(ctx)
+	caps := p.b.caps
 	if w := in.Workspace; w != nil && w.Cwd != nil && !caps.Workspace.CwdBases.Accepts(w.Cwd.Base) {
 		return fmt.Errorf("scripted: workspace cwd base %q: %w", w.Cwd.Base, contract.ErrUnsupported)
 	}
@@ -351,8 +372,7 @@ func (p *Provider) ValidateProfile(ctx context.Context, ref profile.Ref) (*contr
 		return &contract.ProfileValidation{Issues: []contract.ProfileValidationIssue{{Level: contract.ProfileIssueError,
 			Code: "invalid-profile", Message: err.Error()}}}, nil
 	}
-	caps, _ := p.Capabilities(ctx)
-	if err := contract.CheckProfileSupport(&caps.Profile, ref.Inline); err != nil {
+	if err := contract.CheckProfileSupport(&p.b.caps.Profile, ref.Inline); err != nil {
 		return &contract.ProfileValidation{Issues: []contract.ProfileValidationIssue{{Level: contract.ProfileIssueError,
 			Code: "unsupported-profile", Message: err.Error()}}}, nil
 	}

@@ -42,9 +42,14 @@ type sessionState struct {
 type runState struct {
 	env     *envState
 	session *sessionState
-	ref     contract.ExactRunControlRef
-	turnNo  int
-	input   *contract.TurnInput
+	// ref is the run's identity; its RequestDigest is read through exact,
+	// which computes the admission digest on first use (a streamed turn
+	// nobody retains never pays for it).
+	ref        contract.ExactRunControlRef
+	digestOnce sync.Once
+	digest     string
+	turnNo     int
+	input      *contract.TurnInput
 
 	mu           sync.Mutex
 	cancel       context.CancelFunc
@@ -64,8 +69,36 @@ type runState struct {
 
 func newRun(env *envState, session *sessionState, ref contract.ExactRunControlRef, turnNo int, in *contract.TurnInput) *runState {
 	return &runState{env: env, session: session, ref: ref, turnNo: turnNo, input: in,
-		changed: make(chan struct{}), done: make(chan struct{}), status: contract.SessionRunning,
-		interactions: map[string]*interactionState{}}
+		done: make(chan struct{}), status: contract.SessionRunning}
+}
+
+// exact is the run's exact control reference, with its admission digest:
+// the digest given at admission, else the turn's (turnDigest). A turn
+// without a canonical form (which the typed input cannot express) gets
+// the digest of its run's identity instead.
+func (r *runState) exact() contract.ExactRunControlRef {
+	r.digestOnce.Do(func() {
+		r.digest = r.ref.RequestDigest
+		if r.digest != "" {
+			return
+		}
+		d, err := turnDigest(r.input)
+		if err != nil {
+			d, _ = contract.DigestOf(map[string]string{"undigestableTurn": r.ref.RunID})
+		}
+		r.digest = d
+	})
+	ref := r.ref
+	ref.RequestDigest = r.digest
+	return ref
+}
+
+// wake wakes the run's followers; the caller holds r.mu.
+func (r *runState) wake() {
+	if r.changed != nil {
+		close(r.changed)
+		r.changed = nil
+	}
 }
 
 // setCancel arms the run's cancellation; a run stopped before it armed is
@@ -111,8 +144,7 @@ func (r *runState) record(ev contract.EnvironmentEvent, err error) {
 			r.terminal = kind
 		}
 	}
-	close(r.changed)
-	r.changed = make(chan struct{})
+	r.wake()
 }
 
 // finish ends the run: its status follows its terminal event, else its
@@ -143,8 +175,7 @@ func (r *runState) finish(ctx context.Context) {
 	}
 	r.finished = true
 	close(r.done)
-	close(r.changed)
-	r.changed = make(chan struct{})
+	r.wake()
 }
 
 // follow replays the run's events after the event id since (exclusive;
@@ -171,7 +202,11 @@ func (r *runState) follow(ctx context.Context, since string) iter.Seq2[contract.
 		for {
 			r.mu.Lock()
 			batch := append([]contract.EnvironmentEvent(nil), r.events[next:]...)
-			finished, err, changed := r.finished, r.err, r.changed
+			finished, err := r.finished, r.err
+			if len(batch) == 0 && !finished && r.changed == nil {
+				r.changed = make(chan struct{})
+			}
+			changed := r.changed
 			r.mu.Unlock()
 			for _, ev := range batch {
 				if !yield(ev, nil) {
@@ -244,7 +279,7 @@ func (r *runState) wait(ctx context.Context) error {
 
 // sessionRef is the reference Dispatch returns for the run.
 func (r *runState) sessionRef() *contract.SessionRef {
-	ref := r.ref.Ref()
+	ref := r.exact().Ref()
 	return &contract.SessionRef{ID: r.session.id, Provider: ptr(r.ref.Provider), ControlRef: &ref}
 }
 
@@ -279,10 +314,9 @@ func (e *environment) start(ctx context.Context, in *contract.TurnInput) (*runSt
 	if st.isDestroyed() {
 		return nil, nil, st.gone()
 	}
-	caps, _ := e.p.Capabilities(ctx)
 	prof := st.profile
 	if in.Profile != nil {
-		if err := contract.CheckProfileSupport(&caps.Profile, in.Profile); err != nil {
+		if err := contract.CheckProfileSupport(&b.caps.Profile, in.Profile); err != nil {
 			return nil, nil, fmt.Errorf("scripted: turn refused before dispatch: %w", err)
 		}
 		prof = in.Profile
@@ -296,16 +330,19 @@ func (e *environment) start(ctx context.Context, in *contract.TurnInput) (*runSt
 		run, err := st.findRun(*in.ControlRef)
 		return run, nil, err
 	}
-	digest, err := turnDigest(in)
-	if err != nil {
-		return nil, nil, fmt.Errorf("scripted: the turn has no canonical form: %w", err)
-	}
+	// The admission digest is computed now only to compare a turn id's
+	// turns; otherwise the run computes it when first needed.
+	digest := ""
 	if in.TurnID != nil {
+		var err error
+		if digest, err = turnDigest(in); err != nil {
+			return nil, nil, fmt.Errorf("scripted: the turn has no canonical form: %w", err)
+		}
 		st.mu.Lock()
 		prior := st.turnKeys[*in.TurnID]
 		st.mu.Unlock()
 		if prior != nil {
-			if prior.ref.RequestDigest != digest {
+			if prior.exact().RequestDigest != digest {
 				return nil, nil, fmt.Errorf("%w: %s", ErrTurnConflict, *in.TurnID)
 			}
 			return prior, nil, nil
@@ -410,7 +447,7 @@ func (st *envState) findRun(ref contract.RunControlRef) (*runState, error) {
 	st.mu.Lock()
 	run := st.runs[ref.RunID]
 	st.mu.Unlock()
-	if run == nil || !sameCoordinates(ref, run.ref) {
+	if run == nil || !sameCoordinates(ref, run.exact()) {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownRun, ref.RunID)
 	}
 	return run, nil
@@ -566,7 +603,7 @@ func (s *session) ID() string { return s.s.id }
 // ControlRef implements contract.Session: the exact reference of the run
 // the session is bound to.
 func (s *session) ControlRef() *contract.RunControlRef {
-	ref := s.run().ref.Ref()
+	ref := s.run().exact().Ref()
 	return &ref
 }
 
@@ -687,7 +724,7 @@ func (s *session) CancelRun(ctx context.Context, req *contract.RunCancellationRe
 			Message: ptr("the operation id is bound to a different cancellation request")}, nil
 	}
 	run := st.runs[req.Run.RunID]
-	if run == nil || run.session != s.s || !contract.SameRunControlRef(run.ref, req.Run) {
+	if run == nil || run.session != s.s || !contract.SameRunControlRef(run.exact(), req.Run) {
 		st.mu.Unlock()
 		return &contract.RunCancellationAcknowledgement{OperationID: req.OperationID, RequestDigest: req.RequestDigest, Run: req.Run,
 			Status: contract.StatusUnknown, Effect: contract.EffectUnknown, Retryable: ptr(false),
