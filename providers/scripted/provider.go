@@ -76,8 +76,8 @@ type backend struct {
 	kinds       []string
 	// caps is the provider's document for its own checks; callers get a
 	// fresh copy from Capabilities.
-	caps *contract.Capabilities
-	keyed       contract.KeyedCreate[*envState]
+	caps  *contract.Capabilities
+	keyed contract.KeyedCreate[*envState]
 
 	// transferMu serializes context transfers (check, then admit).
 	transferMu sync.Mutex
