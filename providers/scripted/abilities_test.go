@@ -600,3 +600,71 @@ func TestRequestedIDTaken(t *testing.T) {
 		t.Errorf("a taken id: %v, want ErrIDTaken", err)
 	}
 }
+
+// CTL-01, CAN-02, INT-17: a control reference survives JSON and a
+// restarted client — the reconnected provider finds the run, cancels it,
+// and both clients see the same durable acknowledgements.
+func TestReconnectedControl(t *testing.T) {
+	f := newFixture(t)
+	ref, s := f.dispatch(&contract.TurnInput{Prompt: ptr("providertest: live")})
+	wire := canonjson.Marshal(mustValue(t, ref.ControlRef))
+	parsed, err := contract.Parse[contract.RunControlRef](contract.KindRunControlRef, contract.RunControlRefSchema, wire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restarted := f.p.Reconnect()
+	env, err := restarted.Get(f.ctx, f.env.ID())
+	if err != nil || env == nil {
+		t.Fatal(env, err)
+	}
+	s2, err := env.(contract.SessionOpener).Session(f.ctx, ref.ID, parsed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := contract.NewRunCancellationRequest("stop", exact(t, parsed), nil)
+	ack, err := s2.(contract.RunCanceller).CancelRun(f.ctx, req)
+	if err != nil || ack.Status != contract.StatusAccepted || ack.Effect != contract.EffectCancelRequested {
+		t.Fatalf("cancel through the restarted client: %+v, %v", ack, err)
+	}
+	if got := terminalOf(eventsOf(t, s.Events(f.ctx, "", ""))); got != contract.TerminalCancelled {
+		t.Errorf("the original client sees the run end %q", got)
+	}
+	again, err := s.(contract.RunCanceller).CancelRun(f.ctx, req)
+	if err != nil || again.Status != contract.StatusReplayed || again.Effect != ack.Effect {
+		t.Errorf("the same cancellation through the first client: %+v, %v; want replayed", again, err)
+	}
+}
+
+// INT-17: the same response command sent again through a restarted
+// client returns the byte-identical acknowledgement.
+func TestInteractionAckSurvivesRestart(t *testing.T) {
+	f := newFixture(t)
+	_, s := f.dispatch(&contract.TurnInput{Prompt: ptr("providertest: ask")})
+	var cmd *contract.InteractionResponseCommand
+	for e, err := range s.Events(f.ctx, "", "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Normalized != nil && e.Normalized.Interaction != nil {
+			req := e.Normalized.Interaction.Request
+			cmd, err = contract.NewInteractionResponseCommand("answer", req.ResponseBinding(),
+				contract.InteractionResponse{ID: req.ID, Outcome: contract.InteractionOutcomeAccepted, Data: contract.InteractionData{"colour": contract.ChoiceAnswer("red")}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	first, err := s.(contract.InteractionResponder).RespondToInteraction(f.ctx, cmd)
+	if err != nil || first.Status != contract.InteractionAckAccepted {
+		t.Fatal(first, err)
+	}
+	env, _ := f.p.Reconnect().Get(f.ctx, f.env.ID())
+	again, err := env.(contract.InteractionResponder).RespondToInteraction(f.ctx, cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := canonjson.Marshal(mustValue(t, first)), canonjson.Marshal(mustValue(t, again)); string(a) != string(b) {
+		t.Errorf("after a restart the same command is acknowledged\n%s\nnot\n%s", b, a)
+	}
+}
