@@ -170,6 +170,11 @@ type (
 // NativeContinuationOptions are the runtime controls of a native
 // continuation; none of them is part of the request digest.
 type NativeContinuationOptions struct {
+	// Turn is the exact new user turn the request's turnDigest binds
+	// (NativeContextContinuationTurnDigest). The request carries only the
+	// digest, so the turn travels here; a provider refuses a turn whose
+	// digest differs before any effect.
+	Turn NativeContextContinuationTurn
 	// OnAdmission, with nativeContinuation.admissionControl, is called
 	// once with the exact new run before the result is awaited.
 	OnAdmission func(ExactRunControlRef)

@@ -1,5 +1,12 @@
 // Package scripted is an offline, deterministic provider driven by a
-// script: which text, usage, tool calls and failures each prompt yields.
+// script: which text, usage, tool calls, interaction requests and failures
+// each prompt yields, and what workspace commands print. It implements
+// every optional ability of the provider contract with real state —
+// detached runs and replayable sessions, retained control with
+// digest-bound cancellation, interactions, context transfer, native
+// continuation, durable and legacy branching, exec, observation and
+// profile validation — and declares exactly those, so providertest runs
+// whole against it; Reconnect builds the client a restarted process would.
 // It is the quickstart's worker and the runtime's test double, and it can
 // misbehave on purpose — drop usage, report cumulative usage twice, emit an
 // in-band error, die mid-turn, or serve another model than the one

@@ -8,7 +8,6 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
-	"github.com/agentrt/agentrt/contract/providertest"
 	"github.com/agentrt/agentrt/providers/scripted"
 )
 
@@ -21,26 +20,17 @@ func hello() *scripted.Script {
 	return s
 }
 
-// Issue 3: the scripted provider passes providertest.
-func TestConformance(t *testing.T) {
-	providertest.Run(t, func(t *testing.T) contract.Provider { return scripted.New(hello(), scripted.Options{}) }, providertest.Options{})
-}
-
-// liar declares durable branching it does not implement.
+// liar denies durable branching it implements.
 type liar struct{ *scripted.Provider }
 
 func (l liar) Capabilities(ctx context.Context) (*contract.Capabilities, error) {
 	c, err := l.Provider.Capabilities(ctx)
-	c.Branching = contract.BranchingCapabilities{Checkpoint: true, Fork: true, RetrySafe: ptr(true), Lookup: ptr(true), Cleanup: ptr(true)}
+	c.Branching = contract.BranchingCapabilities{Checkpoint: true, Fork: true}
 	return c, err
 }
 
-// hider implements an ability (Dispatcher) it does not declare.
+// hiderEnv implements none of the abilities the provider declares.
 type hiderEnv struct{ contract.Environment }
-
-func (hiderEnv) Dispatch(context.Context, *contract.TurnInput) (*contract.SessionRef, error) {
-	return nil, nil
-}
 
 func ptr[T any](v T) *T { return &v }
 
@@ -56,17 +46,20 @@ func TestExposureCatchesLiars(t *testing.T) {
 	lying := liar{p}
 	c, _ := lying.Capabilities(ctx)
 	if err := contract.CheckProviderExposure(c, lying); err == nil {
-		t.Error("a provider declaring durable branching without BranchingProvider passed")
+		t.Error("a provider implementing BranchingProvider without declaring durable branching passed")
 	}
 	if err := contract.CheckExposure(c, env); err == nil {
-		t.Error("an environment declared durably branchable without DurableBrancher passed")
+		t.Error("an environment implementing DurableBrancher without the declaration passed")
 	}
 	honest, _ := p.Capabilities(ctx)
 	if err := contract.CheckExposure(honest, hiderEnv{env}); err == nil {
-		t.Error("an environment implementing an undeclared Dispatcher passed")
+		t.Error("an environment missing every declared ability passed")
 	}
 	if err := contract.CheckExposure(honest, env); err != nil {
 		t.Errorf("the honest environment failed: %v", err)
+	}
+	if err := contract.CheckProviderExposure(honest, p); err != nil {
+		t.Errorf("the honest provider failed: %v", err)
 	}
 }
 
@@ -141,12 +134,4 @@ func TestInProcess(t *testing.T) {
 	if fmt.Sprint(rounds) != "[0 1 2]" {
 		t.Errorf("rounds %v, want [0 1 2]", rounds)
 	}
-}
-
-func TestInProcessConformance(t *testing.T) {
-	providertest.Run(t, func(t *testing.T) contract.Provider {
-		return scripted.InProcess(func(ctx context.Context, prompt string, pc scripted.PromptContext) ([]contract.EnvironmentEvent, error) {
-			return []contract.EnvironmentEvent{{Type: "done", Data: map[string]canonjson.Value{"text": canonjson.StringValue("ok")}}}, nil
-		})
-	}, providertest.Options{})
 }

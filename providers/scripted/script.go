@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -20,6 +21,22 @@ type Script struct {
 	ServedModel string `json:"servedModel,omitzero"`
 	// Turns are the scripted turns.
 	Turns []Turn `json:"turns"`
+	// Exec are the scripted results of workspace commands (optional): the
+	// first rule whose match fits a command answers it. Commands no rule
+	// matches fall to the built-ins (see Environment.Exec).
+	Exec []ExecRule `json:"exec,omitzero"`
+}
+
+// ExecRule is the scripted result of matching workspace commands; no
+// process runs.
+type ExecRule struct {
+	// Match selects commands: a substring, or a regular expression
+	// written /like this/. It is never empty.
+	Match string `json:"match"`
+	// ExitCode, Stdout and Stderr are the command's result.
+	ExitCode int64  `json:"exitCode,omitzero"`
+	Stdout   string `json:"stdout,omitzero"`
+	Stderr   string `json:"stderr,omitzero"`
 }
 
 // Turn is one scripted turn.
@@ -58,6 +75,27 @@ type Step struct {
 	// DelayMS pauses the stream (milliseconds), to exercise cancellation
 	// and kills mid-turn.
 	DelayMS *int64 `json:"delayMs,omitzero"`
+	// Interaction originates a typed interaction request and waits for it
+	// to resolve (see InteractionStep).
+	Interaction *InteractionStep `json:"interaction,omitzero"`
+}
+
+// InteractionStep is a scripted interaction request. The provider binds
+// the request to the run (its binding and digest are the provider's to
+// set), emits it as an interaction event, and waits: an accepted,
+// declined or cancelled answer lets the turn continue; a timeout applies
+// the request's default (onTimeout "default") or expires the request and
+// fails the turn; a cancelled run cancels it. A turn whose interaction
+// posture does not enable the request's kind skips the step.
+type InteractionStep struct {
+	// Request is an InteractionRequest without binding and requestDigest:
+	// id, kind, title, answerSpec and the optional members. Its kind is
+	// well-known (permission, question, plan) or namespaced (vendor.kind).
+	Request canonjson.Value `json:"request"`
+	// Unreachable simulates a broken answer channel: every response is
+	// acknowledged transport_failure (retryable) and the request stays
+	// outstanding.
+	Unreachable bool `json:"unreachable,omitzero"`
 }
 
 // ToolCall is a scripted tool call.
@@ -88,6 +126,7 @@ var (
 		)),
 		schema.Opt("result", schema.Any()),
 		schema.Opt("delayMs", schema.Number(schema.Int, schema.NonNegative)),
+		schema.Opt("interaction", interactionStepSchema),
 	).Refine(func(c *schema.Context, v canonjson.Value) {
 		n := 0
 		for _, m := range v.Members() {
@@ -96,12 +135,29 @@ var (
 			}
 		}
 		if n != 1 {
-			c.Custom("a step does exactly one thing: text, usage, toolCall, result or delayMs")
+			c.Custom("a step does exactly one thing: text, usage, toolCall, result, delayMs or interaction")
 		}
 		if _, hasMode := v.Get("mode"); hasMode {
 			if _, hasUsage := v.Get("usage"); !hasUsage {
 				c.Custom("mode belongs to a usage step", "mode")
 			}
+		}
+	})
+
+	// interactionStepSchema checks the request material by binding it to
+	// a placeholder run and validating the whole request with the
+	// contract's schema (digest included).
+	interactionStepSchema = schema.Object(
+		schema.Req("request", schema.Record(schema.Any())),
+		schema.Opt("unreachable", schema.Bool()),
+	).Refine(func(c *schema.Context, v canonjson.Value) {
+		material, _ := v.Get("request")
+		if _, err := bindInteraction(material, placeholderBinding); err != nil {
+			c.Custom("the interaction request is invalid: "+err.Error(), "request")
+			return
+		}
+		if kind, _ := material.Get("kind"); !contract.IsWellKnownInteractionKind(kind.Str()) && !contract.IsNamespacedInteractionKind(kind.Str()) {
+			c.Custom("an interaction kind is permission, question, plan or namespaced (vendor.kind)", "request", "kind")
 		}
 	})
 
@@ -115,15 +171,46 @@ var (
 			schema.Opt("end", schema.Enum(EndCompleted, EndFailed, EndCancelled, EndNoTerminal, EndDie)),
 			schema.Opt("error", schema.String()),
 			schema.Opt("servedModel", schema.String(schema.MinLen(1))),
-		).Refine(func(c *schema.Context, v canonjson.Value) {
-			if m, ok := v.Get("match"); ok && isRegexp(m.Str()) {
-				if _, err := regexp.Compile(m.Str()[1 : len(m.Str())-1]); err != nil {
-					c.Custom("match is not a valid regular expression: "+err.Error(), "match")
-				}
-			}
-		}))),
+		).Refine(checkMatch).Refine(checkInteractionIDs))),
+		schema.Opt("exec", schema.Array(schema.Object(
+			schema.Req("match", schema.String(schema.MinLen(1))),
+			schema.Opt("exitCode", schema.Number(schema.Int)),
+			schema.Opt("stdout", schema.String()),
+			schema.Opt("stderr", schema.String()),
+		).Refine(checkMatch))),
 	)
+
+	placeholderBinding = contract.InteractionExecutionBinding{RunID: "script", Provider: "scripted", EnvironmentID: "script",
+		SessionID: "script", ExecutionID: "script"}
 )
+
+// checkMatch refuses a match written as an invalid regular expression.
+func checkMatch(c *schema.Context, v canonjson.Value) {
+	if m, ok := v.Get("match"); ok && isRegexp(m.Str()) {
+		if _, err := regexp.Compile(m.Str()[1 : len(m.Str())-1]); err != nil {
+			c.Custom("match is not a valid regular expression: "+err.Error(), "match")
+		}
+	}
+}
+
+// checkInteractionIDs refuses a turn that originates two interactions
+// with one id: a response could not tell them apart.
+func checkInteractionIDs(c *schema.Context, v canonjson.Value) {
+	steps, _ := v.Get("steps")
+	seen := map[string]bool{}
+	for _, step := range steps.Items() {
+		in, ok := step.Get("interaction")
+		if !ok {
+			continue
+		}
+		req, _ := in.Get("request")
+		id, _ := req.Get("id")
+		if seen[id.Str()] {
+			c.Custom("interaction id "+strconv.Quote(id.Str())+" is used twice in one turn", "steps")
+		}
+		seen[id.Str()] = true
+	}
+}
 
 func isRegexp(s string) bool {
 	return len(s) >= 2 && strings.HasPrefix(s, "/") && strings.HasSuffix(s, "/")

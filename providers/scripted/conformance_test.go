@@ -1,0 +1,100 @@
+package scripted_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/contract/providertest"
+	"github.com/agentrt/agentrt/providers/scripted"
+)
+
+// conformanceScript exercises every ability: a question the caller must
+// answer, a permission request that expires, one whose answers cannot be
+// delivered, a turn that runs until cancelled, and a catch-all turn with
+// text and usage.
+const conformanceScript = `{"turns":[
+ {"match":"providertest: ask","repeat":true,"steps":[
+  {"text":"Asking."},
+  {"interaction":{"request":{"id":"colour","kind":"question","title":"Which colour?",
+   "answerSpec":{"fields":[
+    {"type":"text","name":"reason","label":"Why"},
+    {"type":"select","name":"colour","label":"Colour","required":true,"options":[{"value":"red","label":"Red"},{"value":"blue","label":"Blue"}]},
+    {"type":"secret","name":"token","label":"Token"}]}}}},
+  {"text":" Thanks."}]},
+ {"match":"providertest: expire","repeat":true,"steps":[
+  {"interaction":{"request":{"id":"run-tool","kind":"permission","title":"Run the tool?","timeoutMs":1,"onTimeout":"fail",
+   "answerSpec":{"fields":[{"type":"select","name":"grant","label":"Grant","required":true,
+    "options":[{"value":"allow_once","label":"Allow once"},{"value":"deny","label":"Deny"}]}]}}}}]},
+ {"match":"providertest: unreachable","repeat":true,"steps":[
+  {"interaction":{"unreachable":true,"request":{"id":"vendor","kind":"acme.review","title":"Review?",
+   "answerSpec":{"fields":[{"type":"boolean","name":"ok","label":"OK"},{"type":"number","name":"score","label":"Score","min":1,"max":5}]}}}}]},
+ {"match":"providertest: live","repeat":true,"steps":[{"text":"working"},{"delayMs":60000},{"text":"done"}]},
+ {"repeat":true,"steps":[{"text":"Hello."},{"usage":{"inputTokens":12,"outputTokens":3},"mode":"delta"}]}
+]}`
+
+func mustScript(t testing.TB, src string) *scripted.Script {
+	t.Helper()
+	s, err := scripted.ParseScript([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// conformanceOptions tells providertest how to drive the scripted
+// provider's abilities.
+func conformanceOptions() providertest.Options {
+	return providertest.Options{
+		Reconnect: func(p contract.Provider) contract.Provider { return p.(*scripted.Provider).Reconnect() },
+		Sessions:  providertest.SessionOptions{LivePrompt: "providertest: live"},
+		Interactions: providertest.InteractionOptions{Prompt: "providertest: ask", ExpirePrompt: "providertest: expire",
+			UnreachablePrompt: "providertest: unreachable"},
+		PortableContext: providertest.PortableContextOptions{Counters: func(p contract.Provider) providertest.ContextCounters {
+			c := p.(interface{ Counters() scripted.Counters }).Counters()
+			return providertest.ContextCounters{Transfers: c.Transfers, FreshSessions: c.FreshSessions, NativeContinuations: c.NativeContinuations}
+		}},
+	}
+}
+
+// Issue 3: the scripted provider passes the whole providertest suite,
+// every ability declared and exercised.
+func TestConformance(t *testing.T) {
+	providertest.Run(t, func(t *testing.T) contract.Provider {
+		return scripted.New(mustScript(t, conformanceScript), scripted.Options{})
+	}, conformanceOptions())
+}
+
+// The same provider whose forks own their checkpoint copy: the branching
+// family checks the other cleanup order it declares (spec M.2, P.2).
+func TestConformanceForksOwnCheckpoints(t *testing.T) {
+	opts := conformanceOptions()
+	opts.Branching.ForksOwnCheckpoint = true
+	providertest.Run(t, func(t *testing.T) contract.Provider {
+		return scripted.New(mustScript(t, conformanceScript), scripted.Options{ForksOwnCheckpoints: true})
+	}, opts)
+}
+
+// A provider without interaction steps declares no interactions (and its
+// environments do not answer them); the rest still conforms.
+func TestConformanceWithoutInteractions(t *testing.T) {
+	opts := conformanceOptions()
+	opts.Interactions = providertest.InteractionOptions{}
+	opts.Sessions.LivePrompt = ""
+	providertest.Run(t, func(t *testing.T) contract.Provider { return scripted.New(hello(), scripted.Options{}) }, opts)
+}
+
+func TestInProcessConformance(t *testing.T) {
+	opts := conformanceOptions()
+	opts.Interactions = providertest.InteractionOptions{}
+	opts.Sessions.LivePrompt = ""
+	providertest.Run(t, func(t *testing.T) contract.Provider {
+		return scripted.InProcess(func(ctx context.Context, prompt string, pc scripted.PromptContext) ([]contract.EnvironmentEvent, error) {
+			return []contract.EnvironmentEvent{
+				{Type: "note", Data: map[string]canonjson.Value{"text": canonjson.StringValue("working")}},
+				{Type: "done", Data: map[string]canonjson.Value{"text": canonjson.StringValue("ok")}},
+			}, nil
+		})
+	}, opts)
+}
