@@ -24,15 +24,7 @@ var ErrIdempotencyConflict = errors.New("environment create idempotency key conf
 // must also forward the key and let the service retain the canonical
 // input, so that a reconstructed adapter still replays.
 type KeyedCreate[E any] struct {
-	mu      sync.Mutex
-	records map[string]*envKeyedRecord[E]
-}
-
-type envKeyedRecord[E any] struct {
-	digest string
-	done   chan struct{} // closed when the create settled
-	env    E
-	err    error
+	keys keyedRecords[E]
 }
 
 // Do runs one create under the keyed contract.
@@ -62,7 +54,6 @@ func (k *KeyedCreate[E]) Do(ctx context.Context, in *CreateInput, create func(ct
 	if in == nil {
 		return zero, "", fmt.Errorf("%w: nil input", ErrCreateInput)
 	}
-	key := in.Key()
 	if in.IdempotencyKey == nil {
 		env, err := create(ctx, in)
 		if err != nil {
@@ -82,7 +73,77 @@ func (k *KeyedCreate[E]) Do(ctx context.Context, in *CreateInput, create func(ct
 	if err := canonjson.FromValue(v, snapshot); err != nil {
 		return zero, "", fmt.Errorf("%w: %w", ErrCreateInput, err)
 	}
+	return k.keys.do(ctx, in.Key(), digest, func(ctx context.Context) (E, error) { return create(ctx, snapshot) })
+}
 
+// Forget drops the record of key, for a provider whose environment under
+// that key was destroyed: a later create with the key then creates again.
+// A create still running under the key is not affected.
+func (k *KeyedCreate[E]) Forget(key string) { k.keys.forget(key) }
+
+// KeyedExactProcessCreate applies the same keyed contract to exact-process
+// creates (CreateExactProcessInput, whose key is required): the same key
+// and CreateExactProcessInputDigest return the same environment, a changed
+// input under a used key fails with ErrIdempotencyConflict before any
+// effect, and concurrent same-key creates are one create effect (spec J;
+// checklist EXP-11). Its keys are its own: an adapter offering both kinds
+// of create embeds one KeyedCreate and one KeyedExactProcessCreate, so an
+// agent environment's key never collides with an exact one's. The zero
+// value is ready to use; it must not be copied after first use, and it
+// keeps keys only in memory, as KeyedCreate does.
+type KeyedExactProcessCreate[E any] struct {
+	keys keyedRecords[E]
+}
+
+// Do runs one exact create under the keyed contract: it validates in (a
+// refusal is a *schema.Error), computes its digest, and runs create at
+// most once per key with a detached canonical copy of in, exactly as
+// KeyedCreate.Do does for a keyed create.
+func (k *KeyedExactProcessCreate[E]) Do(ctx context.Context, in *CreateExactProcessInput, create func(ctx context.Context, in *CreateExactProcessInput) (E, error)) (E, Creation, error) {
+	var zero E
+	if err := ctx.Err(); err != nil {
+		return zero, "", err
+	}
+	v, err := exactCreateInputValue(in)
+	if err != nil {
+		return zero, "", err
+	}
+	digest, err := exactCreateDigest(v)
+	if err != nil {
+		return zero, "", err
+	}
+	snapshot := new(CreateExactProcessInput)
+	if err := canonjson.FromValue(v, snapshot); err != nil {
+		return zero, "", fmt.Errorf("%w: %w", ErrCreateInput, err)
+	}
+	return k.keys.do(ctx, in.IdempotencyKey, digest, func(ctx context.Context) (E, error) { return create(ctx, snapshot) })
+}
+
+// Forget drops the record of key (see KeyedCreate.Forget).
+func (k *KeyedExactProcessCreate[E]) Forget(key string) { k.keys.forget(key) }
+
+// keyedRecords is the one implementation of keyed create admission: per
+// key, the digest of the input that holds it and the outcome of its one
+// create effect.
+type keyedRecords[E any] struct {
+	mu      sync.Mutex
+	records map[string]*envKeyedRecord[E]
+}
+
+type envKeyedRecord[E any] struct {
+	digest string
+	done   chan struct{} // closed when the create settled
+	env    E
+	err    error
+}
+
+// do runs create once for key and digest: a new key creates
+// (CreationCreated), the same digest waits for and returns that create's
+// environment (CreationReplayed), another digest is refused with
+// ErrIdempotencyConflict before any effect. A failed create forgets the
+// key.
+func (k *keyedRecords[E]) do(ctx context.Context, key, digest string, create func(ctx context.Context) (E, error)) (E, Creation, error) {
+	var zero E
 	k.mu.Lock()
 	if rec, ok := k.records[key]; ok {
 		k.mu.Unlock()
@@ -115,7 +176,7 @@ func (k *KeyedCreate[E]) Do(ctx context.Context, in *CreateInput, create func(ct
 		// panic continue.
 		k.settle(key, rec, zero, errors.New("environment create panicked"))
 	}()
-	env, err := create(ctx, snapshot)
+	env, err := create(ctx)
 	k.settle(key, rec, env, err)
 	settled = true
 	if err != nil {
@@ -126,7 +187,7 @@ func (k *KeyedCreate[E]) Do(ctx context.Context, in *CreateInput, create func(ct
 
 // settle records the outcome of rec's create and wakes its waiters; a
 // failure forgets the key.
-func (k *KeyedCreate[E]) settle(key string, rec *envKeyedRecord[E], env E, err error) {
+func (k *keyedRecords[E]) settle(key string, rec *envKeyedRecord[E], env E, err error) {
 	k.mu.Lock()
 	rec.env, rec.err = env, err
 	if err != nil && k.records[key] == rec {
@@ -136,10 +197,8 @@ func (k *KeyedCreate[E]) settle(key string, rec *envKeyedRecord[E], env E, err e
 	close(rec.done)
 }
 
-// Forget drops the record of key, for a provider whose environment under
-// that key was destroyed: a later create with the key then creates again.
-// A create still running under the key is not affected.
-func (k *KeyedCreate[E]) Forget(key string) {
+// forget drops the settled record of key.
+func (k *keyedRecords[E]) forget(key string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if rec, ok := k.records[key]; ok {

@@ -222,15 +222,29 @@ func ParseProcessTermination(data []byte) (*ProcessTermination, error) {
 // reused key: equal digests return the same environment, different ones
 // fail. The input must be valid (a refusal is a *schema.Error).
 func CreateExactProcessInputDigest(in *CreateExactProcessInput) (string, error) {
-	if in == nil {
-		return "", fmt.Errorf("%w: nil input", ErrCreateInput)
-	}
-	v, err := Validate(KindCreateExactProcessInput, CreateExactProcessInputSchema, in)
+	v, err := exactCreateInputValue(in)
 	if err != nil {
 		return "", err
 	}
-	return DigestOf(canonjson.ObjectValue([]canonjson.Member{
+	return exactCreateDigest(v)
+}
+
+// exactCreateInputValue converts and validates an exact create input,
+// returning the value as given.
+func exactCreateInputValue(in *CreateExactProcessInput) (canonjson.Value, error) {
+	if in == nil {
+		return canonjson.Value{}, fmt.Errorf("%w: nil input", ErrCreateInput)
+	}
+	return Validate(KindCreateExactProcessInput, CreateExactProcessInputSchema, in)
+}
+
+func exactCreateDigest(v canonjson.Value) (string, error) {
+	d, err := DigestOf(canonjson.ObjectValue([]canonjson.Member{
 		{Name: "kind", Value: canonjson.StringValue(ExactProcessCreateDigestKind)},
 		{Name: "input", Value: withoutMember(v, "idempotencyKey")},
 	}))
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrCreateInput, err)
+	}
+	return d, nil
 }

@@ -200,20 +200,29 @@ func (e *ExposureError) Error() string {
 
 func exposure[I any](x any, name, gate string, declared bool) error {
 	_, implemented := x.(I)
-	if implemented == declared {
-		return nil
-	}
-	return &ExposureError{Ability: name, Declared: declared, Gate: gate}
+	return disagreement(implemented, name, gate, declared)
 }
 
 // CheckProviderExposure reports every provider ability whose declaration in
-// caps and implementation by p disagree.
+// caps and implementation by p disagree. The exact-process facet counts as
+// implemented when p is an ExactProcessHost whose ExactProcess returns a
+// non-nil facet.
 func CheckProviderExposure(caps *Capabilities, p Provider) error {
 	return errors.Join(
 		exposure[ProfileValidator](p, "ProfileValidator", "profile.validation", caps.Profile.Validation),
 		exposure[ContextTransferrer](p, "ContextTransferrer", "contextTransfer", caps.ContextTransfer != nil),
 		exposure[BranchingProvider](p, "BranchingProvider", "branching.retrySafe+lookup+cleanup", caps.Branching.Durable()),
+		disagreement(offersExactProcess(p), "ExactProcessHost", "exactProcess", caps.ExactProcess != nil),
 	)
+}
+
+// disagreement reports an ability whose implementation (or offer, for an
+// accessor returning a non-nil facet) and declaration disagree.
+func disagreement(implemented bool, name, gate string, declared bool) error {
+	if implemented == declared {
+		return nil
+	}
+	return &ExposureError{Ability: name, Declared: declared, Gate: gate}
 }
 
 // CheckExposure reports every environment ability whose declaration in

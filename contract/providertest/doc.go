@@ -1,6 +1,6 @@
 // Package providertest is the conformance suite every agentrt provider runs
 // from its own tests: providertest.Run(t, factory, options). Scenario names
-// are the reference testkit's where one exists (spec L.1-L.5), so a result
+// are the reference testkit's where one exists (spec L.1-L.6), so a result
 // reads the same in both ecosystems:
 //
 //   - provider contract (L.1): provider-shape, capabilities,
@@ -24,7 +24,12 @@
 //   - workspace-branching (L.5): checkpoint-retry, checkpoint-recovery,
 //     checkpoint-conflict, fork-retry, fork-recovery, fork-conflict,
 //     cleanup-dependency-order, cleanup-operation-conflict,
-//     confirmed-cleanup, cleanup-lookup.
+//     confirmed-cleanup, cleanup-lookup;
+//   - exact-process-lifecycle (L.6, runAgentExactProcessProviderLifecycleChecks,
+//     configured by Options.ExactProcess): exact-process-capability,
+//     exact-process-idempotency, exact-process-idempotency-collision,
+//     fresh-environment, exact-file-roundtrip, exact-process-run,
+//     exact-process-recovery, exact-process-list, exact-process-destroy.
 //
 // Scenarios and steps no testkit has are named in the same style:
 // create-idempotency-concurrent, profile-validation, observation,
@@ -38,8 +43,9 @@
 // reason. A declared ability must be proven: when a family needs an input
 // only the provider's test can give — how to make it originate an
 // interaction request, how to read its effect counters — the family fails
-// without it. The exact-process runner (L.6) is absent: the contract has
-// exact-process wire types but no Go interface to drive.
+// without it. Like the testkit, the exact-process family does not certify
+// network isolation, secret handling or process-tree behaviour; a provider
+// proves those on its real infrastructure.
 //
 // One scenario no other kit has: capability-exposure fails a provider
 // whose declared capabilities and implemented interfaces disagree in

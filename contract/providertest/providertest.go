@@ -48,6 +48,8 @@ type Options struct {
 	PortableContext PortableContextOptions
 	// Branching configures the workspace-branching family.
 	Branching BranchingOptions
+	// ExactProcess configures the exact-process-lifecycle family.
+	ExactProcess ExactProcessOptions
 }
 
 // SessionOptions are the inputs of the session-replay and
@@ -174,7 +176,7 @@ type scenario struct {
 }
 
 // scenarios are Run's scenarios in order. Names are the reference
-// testkit's where one exists (spec L.1-L.5); the families run their steps
+// testkit's where one exists (spec L.1-L.6); the families run their steps
 // under the testkit's step names.
 var scenarios = []scenario{
 	{"provider-shape", providerShape},
@@ -197,6 +199,7 @@ var scenarios = []scenario{
 	{"interaction-response", interactionResponse},
 	{"portable-context", portableContext},
 	{"workspace-branching", workspaceBranching},
+	{"exact-process-lifecycle", exactProcessLifecycle},
 	{"destroy", destroy},
 }
 

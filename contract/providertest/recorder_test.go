@@ -53,7 +53,7 @@ func TestNamesAreUnique(t *testing.T) {
 		}
 		seen[n] = true
 	}
-	for _, want := range []string{"session-replay", "interaction-response", "portable-context", "workspace-branching", "dispatch"} {
+	for _, want := range []string{"session-replay", "interaction-response", "portable-context", "workspace-branching", "exact-process-lifecycle", "dispatch"} {
 		if !seen[want] {
 			t.Errorf("no scenario %s", want)
 		}

@@ -32,7 +32,31 @@ const conformanceScript = `{"turns":[
    "answerSpec":{"fields":[{"type":"boolean","name":"ok","label":"OK"},{"type":"number","name":"score","label":"Score","min":1,"max":5}]}}}}]},
  {"match":"providertest: live","repeat":true,"steps":[{"text":"working"},{"delayMs":60000},{"text":"done"}]},
  {"repeat":true,"steps":[{"text":"Hello."},{"usage":{"inputTokens":12,"outputTokens":3},"mode":"delta"}]}
+],"processes":[
+ {"executable":"/opt/tool/greet","args":["--name","world"],"output":[
+  {"stdout":"hello "},{"delayMs":2},{"stderr":"note: scripted\n"},{"stdout":"world\n"}]}
 ]}`
+
+// exactImage is a digest-pinned image: the scripted provider refuses tags.
+const exactImage = "registry.example.com/providertest@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// exactOptions drive the exact-process-lifecycle family against the
+// conformance script's greet process.
+func exactOptions() providertest.ExactProcessOptions {
+	return providertest.ExactProcessOptions{
+		CreateInput: &contract.CreateExactProcessInput{
+			Image:          exactImage,
+			Egress:         contract.EgressPolicy{Mode: contract.EgressBlocked},
+			MaxLifetimeMs:  600_000,
+			Resources:      contract.ExactProcessResources{CPU: 0.5, MemoryMB: 256, DiskMB: 1},
+			Metadata:       map[string]canonjson.Value{"suite": canonjson.StringValue("scripted")},
+			IdempotencyKey: "scripted-exact",
+		},
+		Launch:         &contract.ExactProcessLaunch{Executable: "/opt/tool/greet", Args: []string{"--name", "world"}, Cwd: "/tmp", Env: map[string]string{}, TimeoutMs: 10_000},
+		ExpectedStdout: "hello world\n",
+		ExpectedStderr: "note: scripted\n",
+	}
+}
 
 func mustScript(t testing.TB, src string) *scripted.Script {
 	t.Helper()
@@ -55,6 +79,7 @@ func conformanceOptions() providertest.Options {
 			c := p.(interface{ Counters() scripted.Counters }).Counters()
 			return providertest.ContextCounters{Transfers: c.Transfers, FreshSessions: c.FreshSessions, NativeContinuations: c.NativeContinuations}
 		}},
+		ExactProcess: exactOptions(),
 	}
 }
 

@@ -87,10 +87,14 @@ type backend struct {
 	used      map[int]bool
 	seq       int
 	transfers map[string]*transferRecord
+	// exactEnvs are the exact-process environments, by id.
+	exactEnvs  map[string]*exactEnvState
+	exactSeq   int
+	exactKeyed contract.KeyedExactProcessCreate[*exactEnvState]
 
 	// Counters of effects, for tests that prove "refused before spend"
 	// and "replayed without dispatch".
-	creates, turns, transferCount, freshSessions, continuations atomic.Int64
+	creates, turns, transferCount, freshSessions, continuations, exactCreates atomic.Int64
 }
 
 // Provider is the scripted provider. It is safe for concurrent use.
@@ -102,8 +106,9 @@ type backend struct {
 // rest (see Environment and Session); Capabilities declares exactly that
 // set. Interactions are declared only when the script originates them
 // (it has interaction steps); an in-process worker originates none.
-// Exact-process execution is not offered: the contract has wire types for
-// it but no Go interface.
+// Exact-process execution (ExactProcess) is offered and declared only when
+// the script describes processes, since a launch no rule matches is
+// refused.
 type Provider struct {
 	b *backend
 }
@@ -131,7 +136,8 @@ func New(script *Script, opts Options) *Provider {
 	kinds := interactionKinds(script)
 	p := &Provider{b: &backend{name: opts.Name, script: script, now: opts.Now, answer: opts.OnPrompt,
 		ownCopies: opts.ForksOwnCheckpoints, kinds: kinds, interactive: opts.OnPrompt == nil && len(kinds) > 0,
-		envs: map[string]*envState{}, used: map[int]bool{}, transfers: map[string]*transferRecord{}}}
+		envs: map[string]*envState{}, used: map[int]bool{}, transfers: map[string]*transferRecord{},
+		exactEnvs: map[string]*exactEnvState{}}}
 	p.b.caps, _ = p.Capabilities(context.Background())
 	return p
 }
@@ -198,6 +204,7 @@ func (p *Provider) Capabilities(ctx context.Context) (*contract.Capabilities, er
 		interact contract.InteractionCapabilities
 		observe  contract.ObservationCapabilities
 		cwd      contract.CwdBases
+		exact    contract.ExactProcessCapabilities
 		yes      [4]bool
 	})
 	d.yes = [4]bool{true, true, true, true}
@@ -226,6 +233,10 @@ func (p *Provider) Capabilities(ctx context.Context) (*contract.Capabilities, er
 		// An in-process worker reports usage only if it chooses to.
 		Usage:       p.b.answer == nil,
 		Observation: &d.observe,
+	}
+	if len(p.b.script.Processes) > 0 {
+		d.exact = contract.ExactProcessCapabilities{Egress: slices.Clone(exactEgress)}
+		d.caps.ExactProcess = &d.exact
 	}
 	if p.b.interactive {
 		d.interact = contract.InteractionCapabilities{

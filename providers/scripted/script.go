@@ -3,6 +3,7 @@ package scripted
 import (
 	"fmt"
 	"os"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -25,6 +26,50 @@ type Script struct {
 	// first rule whose match fits a command answers it. Commands no rule
 	// matches fall to the built-ins (see Environment.Exec).
 	Exec []ExecRule `json:"exec,omitzero"`
+	// Processes are the scripted exact processes (optional): a launch in
+	// an exact-process environment plays the first rule that matches it,
+	// and a launch no rule matches is refused (ErrUnscriptedLaunch), never
+	// answered by a default. A script with processes makes the provider
+	// offer and declare exact-process execution (see Provider.ExactProcess).
+	Processes []ProcessRule `json:"processes,omitzero"`
+}
+
+// ProcessRule is one scripted exact process: which launches it answers,
+// what they print, and how they end. No real process runs and nothing
+// reaches any network.
+type ProcessRule struct {
+	// Executable is the absolute path a launch must run, compared
+	// exactly; a launch naming a bare command is resolved against its
+	// env's PATH first (the first directory whose path some rule names).
+	Executable string `json:"executable"`
+	// Args, when present, must equal the launch's argv exactly ([] for
+	// none): no shell, no patterns. Absent, any argv matches.
+	Args []string `json:"args,omitzero"`
+	// Image, when set, limits the rule to environments created from
+	// exactly this digest-pinned image.
+	Image string `json:"image,omitzero"`
+	// Output plays in order: chunks of stdout or stderr and pauses.
+	Output []ProcessStep `json:"output"`
+	// ExitCode is the exit code once the output played (default 0).
+	ExitCode int64 `json:"exitCode,omitzero"`
+	// Signal, instead of an exit code, makes the process die of this
+	// signal (a SIG name) once the output played.
+	Signal string `json:"signal,omitzero"`
+	// Hang, instead, keeps the process running after its output until
+	// it is killed, its launch times out, or its environment goes.
+	Hang bool `json:"hang,omitzero"`
+}
+
+// ProcessStep is one thing a scripted process does; exactly one field is
+// set. In Stdout and Stderr, "{{stdin}}" is replaced by the launch's
+// stdin and "{{env:NAME}}" by the launch's value of NAME ("" when the
+// launch does not set it: the process sees only the launch's replacement
+// environment, never the provider's).
+type ProcessStep struct {
+	Stdout *string `json:"stdout,omitzero"`
+	Stderr *string `json:"stderr,omitzero"`
+	// DelayMS pauses the process (milliseconds).
+	DelayMS *int64 `json:"delayMs,omitzero"`
 }
 
 // ExecRule is the scripted result of matching workspace commands; no
@@ -178,7 +223,41 @@ var (
 			schema.Opt("stdout", schema.String()),
 			schema.Opt("stderr", schema.String()),
 		).Refine(checkMatch))),
+		schema.Opt("processes", schema.Array(processRuleSchema)),
 	)
+
+	// processRuleSchema validates one scripted exact process.
+	processRuleSchema = schema.Object(
+		schema.Req("executable", schema.String(schema.MinLen(1), schema.MaxLen(contract.MaxStringLength),
+			schema.Matches("must be an absolute, clean path", isExactPath))),
+		schema.Opt("args", schema.Array(contract.BoundedString).MaxItems(contract.MaxArrayLength)),
+		schema.Opt("image", schema.String(schema.Matches("must be a digest-pinned image (name@sha256:<64 hex>)", isPinnedImage))),
+		schema.Req("output", schema.Array(schema.Object(
+			schema.Opt("stdout", schema.String()),
+			schema.Opt("stderr", schema.String()),
+			schema.Opt("delayMs", schema.Number(schema.Int, schema.NonNegative)),
+		).Refine(func(c *schema.Context, v canonjson.Value) {
+			if len(v.Members()) != 1 {
+				c.Custom("an output step does exactly one thing: stdout, stderr or delayMs")
+			}
+		}))),
+		schema.Opt("exitCode", schema.Number(schema.Int, schema.Min(-2147483648), schema.Max(2147483647))),
+		schema.Opt("signal", schema.String(schema.Matches("must be a signal name (SIG…)", isSignalName))),
+		schema.Opt("hang", schema.Bool()),
+	).Refine(func(c *schema.Context, v canonjson.Value) {
+		ends := 0
+		for _, name := range []string{"exitCode", "signal"} {
+			if _, ok := v.Get(name); ok {
+				ends++
+			}
+		}
+		if h, ok := v.Get("hang"); ok && h.Bool() {
+			ends++
+		}
+		if ends > 1 {
+			c.Custom("a process ends one way: exitCode, signal or hang")
+		}
+	})
 
 	placeholderBinding = contract.InteractionExecutionBinding{RunID: "script", Provider: "scripted", EnvironmentID: "script",
 		SessionID: "script", ExecutionID: "script"}
@@ -210,6 +289,23 @@ func checkInteractionIDs(c *schema.Context, v canonjson.Value) {
 		}
 		seen[id.Str()] = true
 	}
+}
+
+var (
+	pinnedImage = regexp.MustCompile(`^[^\s@]+@sha256:[a-f0-9]{64}$`)
+	signalName  = regexp.MustCompile(`^SIG[A-Z0-9]+$`)
+)
+
+// isPinnedImage reports whether s names an image by its content digest
+// (name@sha256:<64 lowercase hex>): an immutable identity, unlike a tag.
+func isPinnedImage(s string) bool { return pinnedImage.MatchString(s) }
+
+func isSignalName(s string) bool { return signalName.MatchString(s) }
+
+// isExactPath reports whether p is an absolute, clean path other than
+// the root.
+func isExactPath(p string) bool {
+	return path.IsAbs(p) && path.Clean(p) == p && p != "/"
 }
 
 func isRegexp(s string) bool {

@@ -33,6 +33,17 @@ const (
 	faultSecondCheckpoint fault = "mints a second checkpoint for a retried key"
 	faultDeleteInUse      fault = "deletes a checkpoint its live fork depends on"
 	faultCleanupConflict  fault = "reuses a cleanup operation id for another target"
+	// exact-process-lifecycle
+	faultWeakenedEgress      fault = "accepts an undeclared egress mode by weakening it"
+	faultSecondExactEnv      fault = "creates a second exact environment for a retried key"
+	faultChangedExactInput   fault = "accepts a changed exact input under the same key"
+	faultNotFresh            fault = "hands out an exact environment with a process already running"
+	faultReadPastMax         fault = "returns more than maxBytes from an exact read"
+	faultStatusDisagrees     fault = "reports a terminal status whose termination differs from Wait's"
+	faultKillAfterExitFails  fault = "fails a kill after the process exited"
+	faultRecoveredReplay     fault = "replays different output through a recovered process handle"
+	faultListIgnoresMetadata fault = "lists exact environments whatever their metadata"
+	faultDestroyedListed     fault = "still lists and finds a destroyed exact environment"
 )
 
 // broken wraps the scripted provider and corrupts one behaviour; every
@@ -268,6 +279,16 @@ func TestScenarioFamiliesHaveTeeth(t *testing.T) {
 		{faultSecondCheckpoint, "workspace-branching", "checkpoint-retry"},
 		{faultDeleteInUse, "workspace-branching", "cleanup-dependency-order"},
 		{faultCleanupConflict, "workspace-branching", "cleanup-operation-conflict"},
+		{faultWeakenedEgress, "exact-process-lifecycle", "exact-process-capability"},
+		{faultSecondExactEnv, "exact-process-lifecycle", "exact-process-idempotency"},
+		{faultChangedExactInput, "exact-process-lifecycle", "exact-process-idempotency-collision"},
+		{faultNotFresh, "exact-process-lifecycle", "fresh-environment"},
+		{faultReadPastMax, "exact-process-lifecycle", "exact-file-roundtrip"},
+		{faultStatusDisagrees, "exact-process-lifecycle", "exact-process-run"},
+		{faultKillAfterExitFails, "exact-process-lifecycle", "exact-process-run"},
+		{faultRecoveredReplay, "exact-process-lifecycle", "exact-process-recovery"},
+		{faultListIgnoresMetadata, "exact-process-lifecycle", "exact-process-list"},
+		{faultDestroyedListed, "exact-process-lifecycle", "exact-process-destroy"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.scenario+"/"+tc.step, func(t *testing.T) {
