@@ -35,23 +35,26 @@ func Canonical(v Value) ([]byte, error) {
 
 // AppendCanonical appends the canonical form of v to b.
 func AppendCanonical(b []byte, v Value) ([]byte, error) {
-	e := encoder{buf: b}
-	if err := e.value(v); err != nil {
+	e := getEncoder(nil)
+	defer putEncoder(e)
+	own := e.buf
+	e.buf = b
+	err := e.value(v)
+	out := e.buf
+	e.buf = own
+	if err != nil {
 		return b, err
 	}
-	return e.buf, nil
+	return out, nil
 }
 
 // Check reports whether v has a canonical form, refusing exactly what
 // Canonical refuses, without keeping the text (it allocates nothing for
 // values whose objects have at most 32 members).
 func Check(v Value) error {
-	bp := bufferPool.Get().(*[]byte)
-	defer bufferPool.Put(bp)
-	e := encoder{buf: (*bp)[:0], sink: io.Discard}
-	err := e.value(v)
-	*bp = e.buf[:0]
-	return err
+	e := getEncoder(io.Discard)
+	defer putEncoder(e)
+	return e.value(v)
 }
 
 // DigestPrefix starts every digest string.
@@ -61,12 +64,9 @@ const DigestPrefix = "sha256:"
 // canonical form of v.
 func Digest(v Value) (string, error) {
 	h := sha256.New()
-	bp := bufferPool.Get().(*[]byte)
-	defer bufferPool.Put(bp)
-	e := encoder{buf: (*bp)[:0], sink: h}
-	err := e.value(v)
-	*bp = e.buf[:0]
-	if err != nil {
+	e := getEncoder(h)
+	defer putEncoder(e)
+	if err := e.value(v); err != nil {
 		return "", err
 	}
 	h.Write(e.buf)
@@ -74,9 +74,26 @@ func Digest(v Value) (string, error) {
 	return formatDigest(h.Sum(sum[:0])), nil
 }
 
-// bufferPool recycles the encode buffers of Digest; it is a cache, not
-// state: every use starts from an empty buffer.
-var bufferPool = sync.Pool{New: func() any { b := make([]byte, 0, flushThreshold+512); return &b }}
+// encoderPool recycles encoders (their buffer and path stack); it is a
+// cache, not state: every use starts empty.
+var encoderPool = sync.Pool{New: func() any {
+	return &encoder{buf: make([]byte, 0, flushThreshold+512), path: make([]pathToken, 0, 16)}
+}}
+
+// getEncoder returns an empty encoder flushing to sink (nil: keep the
+// text in buf).
+func getEncoder(sink io.Writer) *encoder {
+	e := encoderPool.Get().(*encoder)
+	e.buf, e.path, e.sink = e.buf[:0], e.path[:0], sink
+	return e
+}
+
+// putEncoder recycles e, dropping its references to member names.
+func putEncoder(e *encoder) {
+	clear(e.path[:cap(e.path)])
+	e.sink = nil
+	encoderPool.Put(e)
+}
 
 func formatDigest(sum []byte) string {
 	var out [len(DigestPrefix) + 64]byte

@@ -19,15 +19,16 @@ func AmountValue[N int64 | float64](a ledger.Amount[N]) canonjson.Value {
 }
 
 // UsageValue is the JSON form of a usage: every channel present, unknown
-// ones null.
+// ones null. Members are in canonical order, so canonicalizing it (every
+// recorded body is) sorts nothing.
 func UsageValue(u ledger.Usage) canonjson.Value {
 	return canonjson.ObjectValue([]canonjson.Member{
-		{Name: "inputTokens", Value: AmountValue(u.InputTokens)},
-		{Name: "outputTokens", Value: AmountValue(u.OutputTokens)},
 		{Name: "cacheReadTokens", Value: AmountValue(u.CacheReadTokens)},
 		{Name: "cacheWriteTokens", Value: AmountValue(u.CacheWriteTokens)},
-		{Name: "reasoningTokens", Value: AmountValue(u.ReasoningTokens)},
 		{Name: "costUsd", Value: AmountValue(u.CostUSD)},
+		{Name: "inputTokens", Value: AmountValue(u.InputTokens)},
+		{Name: "outputTokens", Value: AmountValue(u.OutputTokens)},
+		{Name: "reasoningTokens", Value: AmountValue(u.ReasoningTokens)},
 	})
 }
 
