@@ -50,6 +50,7 @@ func main() {
 		// A grandchild in its own session (escaping the process group),
 		// then both sleep.
 		c := exec.Command(os.Args[0], "sleep", args[0], "grandchild")
+		c.Stdin, c.Stdout, c.Stderr = os.Stdin, os.Stdout, os.Stderr
 		c.SysProcAttr = setsid()
 		if err := c.Start(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
