@@ -10,9 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
-	"strings"
 )
 
 // ErrImage is wrapped by refusals of an image: an unknown reference, a
@@ -28,8 +26,6 @@ const ImageRefPrefix = "local@sha256:"
 // manifestHeader starts every image manifest; a change of the manifest
 // format changes it.
 const manifestHeader = "localproc-image-manifest.v1\n"
-
-var imageRefPattern = regexp.MustCompile(`^local@sha256:[0-9a-f]{64}$`)
 
 // ImageRef returns the immutable reference of the image directory dir:
 // "local@sha256:<hex>", the SHA-256 of its manifest. The manifest lists
@@ -217,12 +213,4 @@ func copyFile(root *os.Root, rel, target string) (int64, string, error) {
 		err = cerr
 	}
 	return n, hex.EncodeToString(h.Sum(nil)), err
-}
-
-// imageDigestHex is the hex digest of a valid image reference.
-func imageDigestHex(ref string) (string, bool) {
-	if !imageRefPattern.MatchString(ref) {
-		return "", false
-	}
-	return strings.TrimPrefix(ref, ImageRefPrefix), true
 }
