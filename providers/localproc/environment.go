@@ -41,6 +41,10 @@ type environment struct {
 	nextPID   int64
 	expiry    *time.Timer
 	destroyMu sync.Mutex
+	// spawning is held (read) by every Spawn of this instance and
+	// (write) by Destroy while it marks the environment gone, so each
+	// process either is refused or is killed by the Destroy.
+	spawning sync.RWMutex
 }
 
 func newEnvironment(p *Provider, rec *envRecord) *environment {
@@ -243,7 +247,9 @@ func (e *environment) ReadFile(ctx context.Context, p string, maxBytes int64) ([
 func (e *environment) Destroy(ctx context.Context) error {
 	e.destroyMu.Lock()
 	defer e.destroyMu.Unlock()
+	e.spawning.Lock()
 	e.markGone()
+	e.spawning.Unlock()
 	defer e.p.forget(e)
 	if _, err := os.Stat(e.dir); errors.Is(err, os.ErrNotExist) {
 		return nil

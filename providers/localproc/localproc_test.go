@@ -770,19 +770,145 @@ func TestMaxLifetime(t *testing.T) {
 	}
 }
 
-// A memory limit below what the process needs stops it.
+// memoryMb bounds what a process can allocate: 16 MiB fit in 64, 128 MiB
+// do not.
 func TestMemoryLimit(t *testing.T) {
 	p := newProvider(t, t.TempDir())
 	in := createInput(t, "memory")
-	in.Resources.MemoryMB = 1
+	in.Resources.MemoryMB = 64
 	env, err := p.ExactProcess().Create(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer env.Destroy(context.Background())
-	_, _, _, term := run(t, env, helper("greet"))
-	if contract.SameProcessTermination(term, exitTerm(0)) {
-		t.Errorf("a Go program ran in 1 MiB of address space: %+v", term)
+	if _, stdout, _, term := run(t, env, helper("alloc", "16")); stdout != "allocated 16\n" || !contract.SameProcessTermination(term, exitTerm(0)) {
+		t.Errorf("16 MiB under memoryMb 64: %q, %+v", stdout, term)
+	}
+	_, stdout, _, term := run(t, env, helper("alloc", "128"))
+	if stdout != "" || contract.SameProcessTermination(term, exitTerm(0)) {
+		t.Errorf("128 MiB were allocated under memoryMb 64: %q, %+v", stdout, term)
+	}
+	t.Logf("128 MiB under memoryMb 64 ended %s", termString(term))
+}
+
+func termString(t *contract.ProcessTermination) string {
+	switch {
+	case t == nil:
+		return "none"
+	case t.ExitCode != nil:
+		return fmt.Sprintf("%s %d", t.Kind, *t.ExitCode)
+	case t.Signal != nil:
+		return t.Kind + " " + *t.Signal
+	case t.TimeoutMs != nil:
+		return fmt.Sprintf("%s %d", t.Kind, *t.TimeoutMs)
+	}
+	return t.Kind
+}
+
+// A process that ended while no instance was there to reap it (its start
+// is recorded, its termination is not, its host pid is gone) is recovered
+// as cancelled: its exit status cannot be known, and none is invented.
+func TestRecoveredUnobservedEndIsCancelled(t *testing.T) {
+	dir := t.TempDir()
+	p1 := newProvider(t, dir)
+	env := newEnv(t, p1, "unobserved")
+	done, _, _, _ := run(t, env, helper("greet"))
+	p1.Close()
+	// White box: make the record look like one whose supervisor died
+	// before it reaped: no term.json, and a host pid that no longer runs.
+	procDir := filepath.Join(dir, "envs", env.ID(), "procs", fmt.Sprint(done.PID()))
+	if err := os.Remove(filepath.Join(procDir, "term.json")); err != nil {
+		t.Fatal(err)
+	}
+	gone := exec.Command("/bin/true")
+	if err := gone.Run(); err != nil {
+		t.Skip("no /bin/true on the host:", err)
+	}
+	rec := fmt.Sprintf(`{"hostPid":%d,"pid":%d,"startTicks":1,"startedAtMs":1,"timeoutMs":0,"v":1}`, gone.Process.Pid, done.PID())
+	if err := os.WriteFile(filepath.Join(procDir, "start.json"), []byte(rec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p2 := newProvider(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	e2, err := p2.ExactProcess().Get(ctx, env.ID())
+	if err != nil || e2 == nil {
+		t.Fatal(err)
+	}
+	rp, err := e2.Processes().Get(ctx, done.PID())
+	if err != nil || rp == nil {
+		t.Fatal(err)
+	}
+	if out := readAll(t, rp.Stdout(ctx)); out != "hello world\n" {
+		t.Errorf("the output was not kept: %q", out)
+	}
+	term, err := rp.Wait(ctx)
+	if err != nil || term.Kind != contract.TerminationCancelled {
+		t.Errorf("an unobserved end recovered as %s, %v; want cancelled", termString(term), err)
+	}
+	// Recorded: a later instance reports the same.
+	p3 := newProvider(t, dir)
+	e3, _ := p3.ExactProcess().Get(ctx, env.ID())
+	r3, _ := e3.Processes().Get(ctx, done.PID())
+	if st, _ := r3.Status(ctx); st.Running || !contract.SameProcessTermination(st.Termination, term) {
+		t.Errorf("a later instance reports %+v", st)
+	}
+}
+
+// Values of environment variables never reach an error.
+func TestSecretsStayOutOfErrors(t *testing.T) {
+	env := newEnv(t, newProvider(t, t.TempDir()), "secrets")
+	const secret = "hunter2-very-secret"
+	for name, launch := range map[string]*contract.ExactProcessLaunch{
+		"bad name":  {Executable: "/bin/helper", Args: []string{}, Cwd: "/", Env: map[string]string{"A=B": secret}},
+		"nul value": {Executable: "/bin/helper", Args: []string{}, Cwd: "/", Env: map[string]string{"TOKEN": secret + "\x00"}},
+		"no such":   {Executable: "/bin/none", Args: []string{}, Cwd: "/", Env: map[string]string{"TOKEN": secret}},
+		"bad cwd":   {Executable: "/bin/helper", Args: []string{}, Cwd: "/none", Env: map[string]string{"TOKEN": secret}},
+		"no PATH":   {Executable: "helper", Args: []string{}, Cwd: "/", Env: map[string]string{"TOKEN": secret}},
+	} {
+		_, err := env.Processes().Spawn(context.Background(), launch)
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+		} else if strings.Contains(err.Error(), secret) {
+			t.Errorf("%s: the error shows a value: %v", name, err)
+		}
+	}
+}
+
+// A Spawn whose context ended is refused before anything starts, and a
+// destroyed environment refuses every operation but Destroy.
+func TestSpawnCancelledAndDestroyed(t *testing.T) {
+	env := newEnv(t, newProvider(t, t.TempDir()), "cancel")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if proc, err := env.Processes().Spawn(ctx, helper("greet")); err == nil || proc != nil {
+		t.Errorf("a cancelled Spawn: %v, %v", proc, err)
+	}
+	if list, _ := env.Processes().List(context.Background()); len(list) != 0 {
+		t.Errorf("a cancelled Spawn left %v", list)
+	}
+	bg := context.Background()
+	sleeper, err := env.Processes().Spawn(bg, helper("sleep", "60s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Destroy(bg); err != nil {
+		t.Fatal(err)
+	}
+	if term, _ := sleeper.Wait(bg); !contract.SameProcessTermination(term, sigkill()) {
+		t.Errorf("Destroy ended a running process as %s; want signal SIGKILL", termString(term))
+	}
+	if _, err := env.Processes().Spawn(bg, helper("greet")); !errors.Is(err, localproc.ErrDestroyed) {
+		t.Errorf("Spawn after Destroy: %v", err)
+	}
+	if _, err := env.ReadFile(bg, "/tmp", 1); !errors.Is(err, localproc.ErrDestroyed) {
+		t.Errorf("ReadFile after Destroy: %v", err)
+	}
+	if err := env.WriteFile(bg, "/tmp/x", nil, 0o600); !errors.Is(err, localproc.ErrDestroyed) {
+		t.Errorf("WriteFile after Destroy: %v", err)
+	}
+	if err := env.Destroy(bg); err != nil {
+		t.Errorf("a second Destroy: %v", err)
 	}
 }
 

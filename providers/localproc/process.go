@@ -482,6 +482,8 @@ func (m manager) Spawn(ctx context.Context, launch *contract.ExactProcessLaunch)
 	if _, err := contract.Validate(contract.KindExactProcessLaunch, contract.ExactProcessLaunchSchema, launch); err != nil {
 		return nil, err
 	}
+	e.spawning.RLock()
+	defer e.spawning.RUnlock()
 	if err := e.live(); err != nil {
 		return nil, err
 	}

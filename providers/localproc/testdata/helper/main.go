@@ -67,6 +67,13 @@ func main() {
 		}
 		conn.Close()
 		fmt.Println("connected")
+	case "alloc":
+		n, _ := strconv.Atoi(args[0])
+		b := make([]byte, n<<20)
+		for i := range b {
+			b[i] = byte(i)
+		}
+		fmt.Println("allocated", len(b)>>20)
 	case "pwd":
 		wd, err := os.Getwd()
 		fmt.Println(wd, err)
