@@ -31,10 +31,13 @@
 //     Spawn; nothing listens for ingress.
 //   - Confinement: processes run chrooted into root/ as the sandbox user
 //     (Options.SandboxUID/GID, default 65534, never root) with no
-//     supplementary groups, in fresh network, pid, IPC and UTS
-//     namespaces. File operations resolve inside root/ (os.Root): ".."
-//     and symbolic links that leave the root are refused (an absolute
-//     link target counts as leaving it).
+//     supplementary groups, in fresh user, network, pid, IPC and UTS
+//     namespaces. The user namespace maps only the sandbox ids (to
+//     themselves) and is owned by the provider, so the process holds no
+//     capability while the provider may still set its limits. File
+//     operations resolve inside root/ (os.Root): ".." stays at the root,
+//     and symbolic links that leave it are refused with ErrPath (an
+//     absolute link target counts as leaving it).
 //   - Egress blocked: the fresh network namespace has no interface but a
 //     down loopback, so every protocol to every address fails. Only mode
 //     blocked is declared; strict is refused (contract.ErrUnsupported),
@@ -42,12 +45,15 @@
 //   - Shell-free argv and a replacement environment: the executable is
 //     exec'd directly with [executable, args...] and exactly launch.Env.
 //   - Explicit resources, as per-process rlimits set while the process is
-//     held at exec (ptrace), before it runs: RLIMIT_DATA = memoryMb (writable private memory),
-//     RLIMIT_FSIZE = diskMb, RLIMIT_CPU = cpu × maxLifetimeMs (a CPU time
-//     budget), RLIMIT_CORE = 0; the image and each WriteFile must also
-//     fit in diskMb. These bound each process, not the sum of a tree, and
-//     not total disk use: cgroup v2 would, but this provider does not use
-//     cgroups.
+//     held at exec (ptrace), before it runs an instruction: RLIMIT_DATA =
+//     memoryMb (writable private memory; RLIMIT_AS would refuse runtimes
+//     that reserve address space, such as Go's), RLIMIT_FSIZE = diskMb,
+//     RLIMIT_CPU = cpu × maxLifetimeMs (a CPU-time budget), RLIMIT_CORE =
+//     0; the image and each WriteFile must also fit in diskMb. They bound
+//     each process, not the sum of a tree, nor total disk use or CPU
+//     share: cgroup v2 would, but this provider does not use cgroups (the
+//     machine it was built on has cgroup v1 only), and it sets no
+//     RLIMIT_NPROC, which counts per user across environments.
 //   - Process trees: each process is pid 1 of its own pid namespace and
 //     leader of its own process group; killing it (Kill, timeout, a
 //     cancelled Spawn, Destroy) kills every descendant, including ones
@@ -78,9 +84,12 @@
 //
 // # What it does not do
 //
-// It needs root and namespace support: New probes both, and without
-// them the provider declares and offers no exactProcess
-// (ExactProcessUnavailable says why). It does not limit CPU share or
+// It needs root and namespace support: New probes the real launch path
+// (a process in the fresh namespaces as the sandbox user, held at exec,
+// limited, then killed before it runs), and when that fails the provider
+// declares and offers no exactProcess (ExactProcessUnavailable says why).
+// It creates no agent environments, so providertest's agent scenarios
+// skip for it; its exact-process-lifecycle family runs in full. It does not limit CPU share or
 // total memory of a tree, does not enforce egress allowlists, and does
 // not make root/ read-only. Values of environment variables never
 // appear in its errors.
