@@ -562,6 +562,8 @@ func (e *environment) resolveLaunch(launch *contract.ExactProcessLaunch) (string
 // holds '=' or NUL, or a value holding NUL, cannot be passed; the refusal
 // names the variable, never the value.
 func envList(env map[string]string) ([]string, error) {
+	// Never nil: os.StartProcess would give a nil Env the provider's own
+	// environment.
 	out := make([]string, 0, len(env))
 	for k, v := range env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {

@@ -187,6 +187,11 @@ func holdAtExec(proc *os.Process, limits map[int]uint64) error {
 	if !ws.Stopped() {
 		return errors.New("the process did not stop at exec")
 	}
+	// Should this process die before the process is released, the kernel
+	// kills the process: none runs without its limits and record.
+	if err := unix.PtraceSetOptions(proc.Pid, unix.PTRACE_O_EXITKILL); err != nil {
+		return fmt.Errorf("ptrace options: %w", err)
+	}
 	for res, v := range limits {
 		if err := unix.Prlimit(proc.Pid, res, &unix.Rlimit{Cur: v, Max: v}, nil); err != nil {
 			return fmt.Errorf("limit %d: %w", res, err)
