@@ -730,7 +730,7 @@ func TestMaxLifetime(t *testing.T) {
 	p := newProvider(t, dir)
 	ctx := context.Background()
 	in := createInput(t, "lifetime")
-	in.MaxLifetimeMs = 300
+	in.MaxLifetimeMs = 2000
 	env, err := p.ExactProcess().Create(ctx, in)
 	if err != nil {
 		t.Fatal(err)
@@ -742,7 +742,7 @@ func TestMaxLifetime(t *testing.T) {
 	if term, _ := proc.Wait(ctx); !contract.SameProcessTermination(term, sigkill()) {
 		t.Errorf("the expiry ended the process %+v; want signal SIGKILL", term)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for got, _ := p.ExactProcess().Get(ctx, env.ID()); got != nil; got, _ = p.ExactProcess().Get(ctx, env.ID()) {
 		if time.Now().After(deadline) {
 			t.Fatal("the expired environment lives")
@@ -751,13 +751,13 @@ func TestMaxLifetime(t *testing.T) {
 	}
 
 	in = createInput(t, "lifetime-restart")
-	in.MaxLifetimeMs = 300
+	in.MaxLifetimeMs = 1000
 	env, err = p.ExactProcess().Create(ctx, in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.Close()
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(1200 * time.Millisecond)
 	if _, err := os.Stat(filepath.Join(dir, "envs", env.ID())); err != nil {
 		t.Fatalf("the environment vanished without an instance: %v", err)
 	}
