@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"reflect"
 	"runtime"
 	"sync"
 	"testing"
@@ -458,7 +459,25 @@ func envCaps(t TB, p contract.Provider, env contract.Environment) *contract.Capa
 
 func create(t TB, p contract.Provider, in *contract.CreateInput) contract.Environment {
 	t.Helper()
+	env, ok := agentEnvironment(t, p, in)
+	if !ok {
+		t.Skip("an exact-process-only provider: Create refuses agent environments with contract.ErrUnsupported, and the document declares nothing but exactProcess")
+	}
+	return env
+}
+
+// agentEnvironment creates an agent environment, destroyed when the test
+// ends unless the create replayed. It reports false, without failing, for
+// an exact-process-only provider: one whose document declares nothing but
+// exactProcess and whose Create refuses with contract.ErrUnsupported
+// (spec J: exact processes are separate from agent-backed create). Any
+// other create failure fails the test.
+func agentEnvironment(t TB, p contract.Provider, in *contract.CreateInput) (contract.Environment, bool) {
+	t.Helper()
 	env, err := p.Create(context.Background(), in)
+	if err != nil && errors.Is(err, contract.ErrUnsupported) && exactOnly(t, p) {
+		return nil, false
+	}
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
@@ -467,7 +486,18 @@ func create(t TB, p contract.Provider, in *contract.CreateInput) contract.Enviro
 			env.Destroy(context.Background())
 		}
 	})
-	return env
+	return env, true
+}
+
+// exactOnly reports whether p's document declares exactProcess and
+// nothing else.
+func exactOnly(t TB, p contract.Provider) bool {
+	c := *caps(t, p)
+	if c.ExactProcess == nil {
+		return false
+	}
+	c.ExactProcess = nil
+	return reflect.DeepEqual(c, contract.Capabilities{})
 }
 
 // ability returns x as I, or fails: the document declares what I
@@ -648,6 +678,9 @@ func createIdempotencyConcurrent(t TB, p contract.Provider, opts Options) {
 	wg.Wait()
 	created := 0
 	for i := range n {
+		if errs[i] != nil && errors.Is(errs[i], contract.ErrUnsupported) && exactOnly(t, p) {
+			t.Skip("an exact-process-only provider: Create refuses agent environments")
+		}
 		if errs[i] != nil {
 			t.Fatalf("create %d: %v", i, errs[i])
 		}
@@ -905,6 +938,9 @@ func legacyBranching(t TB, p contract.Provider, opts Options) {
 
 func destroy(t TB, p contract.Provider, opts Options) {
 	env, err := p.Create(context.Background(), opts.createInput(""))
+	if err != nil && errors.Is(err, contract.ErrUnsupported) && exactOnly(t, p) {
+		t.Skip("an exact-process-only provider: Create refuses agent environments")
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
