@@ -207,7 +207,7 @@ func (n *claudeNormalizer) init(l *claudeLine) []contract.EnvironmentEvent {
 		}
 		data["mcpServers"] = canonjson.ArrayValue(items)
 	}
-	n.served(l.Model, data)
+	n.served(claudeAPIModel(l.Model), data)
 	started := contract.StatusStreamEvent(contract.StreamStatusStarted, nil)
 	return append(evs, n.event("system.init", data, &started))
 }
@@ -225,6 +225,17 @@ func (n *claudeNormalizer) served(model string, data map[string]canonjson.Value)
 		{Name: "model", Value: canonjson.StringValue(model)},
 		{Name: "source", Value: canonjson.StringValue(claudeBackend)},
 	})
+}
+
+// claudeAPIModel is the model name claude sends the API for the model
+// its init line names: claude marks a context-window variant with a
+// bracketed suffix ("claude-opus-4-8[1m]") that the API request does not
+// carry (it asks for "claude-opus-4-8").
+func claudeAPIModel(model string) string {
+	if i := strings.LastIndexByte(model, '['); i > 0 && strings.HasSuffix(model, "]") {
+		return model[:i]
+	}
+	return model
 }
 
 // blocks decodes a message's content: an array of blocks, or a string

@@ -272,7 +272,7 @@ func TestClaudeCancellation(t *testing.T) {
 	f := newFakeAnthropic(t, func(req fakeRequest) fakeReply { return fakeReply{Hang: true, In: 5} })
 	p := newClaudeProvider(t, f)
 	pgids := make(chan int, 1)
-	p.cfg.onSpawn = func(pgid int) { pgids <- pgid }
+	p.cfg.hooks.onSpawn = func(pgid int) { pgids <- pgid }
 	env, err := p.Create(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)

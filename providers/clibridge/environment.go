@@ -212,8 +212,17 @@ func (e *Environment) StreamOwned(ctx context.Context, in *contract.TurnInput) i
 			}
 		}
 		cfg := st.p.cfg
+		h := cfg.hooks
 		x := run(ctx, proc{binary: cfg.binary, args: pl.args, dir: st.dirs.work, env: environ, stdin: spec.prompt,
-			logDir: st.dirs.bridge, secrets: spec.secrets(), onSpawn: cfg.onSpawn}, func(line []byte) { emit(n.line(line)) })
+			logDir: st.dirs.bridge, secrets: spec.secrets(), onSpawn: h.onSpawn}, func(line []byte) {
+			if h.onLine != nil {
+				h.onLine(line)
+			}
+			emit(n.line(line))
+		})
+		if h.onExit != nil {
+			h.onExit(x)
+		}
 		emit(n.end(x))
 		rec.Outcome = n.outcome()
 		st.mu.Lock()

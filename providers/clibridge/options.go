@@ -106,9 +106,17 @@ type config struct {
 	baseURL  string
 	apiKey   string
 	workRoot string
-	// onSpawn, when set (tests), is called with the process group id of
-	// every harness process right after it starts.
+	// hooks are test seams; all nil in production.
+	hooks hooks
+}
+
+// hooks observe a turn's process, for tests: onSpawn receives the
+// process group id right after the start, onLine every raw stdout line
+// (before redaction), onExit how the process ended.
+type hooks struct {
 	onSpawn func(pgid int)
+	onLine  func(line []byte)
+	onExit  func(x exit)
 }
 
 // resolve checks opts and resolves the binary and directories.

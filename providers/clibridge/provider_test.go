@@ -241,7 +241,7 @@ sleep 300`)
 		t.Fatal(err)
 	}
 	pgids := make(chan int, 1)
-	p.cfg.onSpawn = func(pgid int) { pgids <- pgid }
+	p.cfg.hooks.onSpawn = func(pgid int) { pgids <- pgid }
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		for {
