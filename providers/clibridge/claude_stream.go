@@ -148,11 +148,13 @@ func (n *claudeNormalizer) line(b []byte) []contract.EnvironmentEvent {
 		return nil
 	}
 	if len(evs) == 0 {
+		// Any other line is passed on as raw, under a type of ours: a
+		// native type could otherwise read as terminal ("x.completed").
 		typ := l.Type
 		if l.Subtype != "" {
 			typ += "." + l.Subtype
 		}
-		ev := n.event(boundedType(typ), nil, nil)
+		ev := n.event(contract.EventTypeRaw, map[string]canonjson.Value{"nativeType": canonjson.StringValue(bounded(typ, 512))}, nil)
 		if pe.IsValid() {
 			ev.Normalized = &contract.StreamEvent{Type: contract.EventTypeRaw, Raw: &contract.RawEvent{Backend: claudeBackend, Event: pe}}
 		}
@@ -549,9 +551,6 @@ func identOr(s, fallback string) string {
 	}
 	return fallback
 }
-
-// boundedType is a native line type as an event type identifier.
-func boundedType(s string) string { return identOr(s, "unknown") }
 
 // stringsValue is a bounded array of bounded strings.
 func stringsValue(ss []string) canonjson.Value {
