@@ -177,20 +177,15 @@ func TestClaudeEndToEnd(t *testing.T) {
 	}
 
 	// Secrets: neither the key nor the endpoint in any event or receipt.
-	all, _ := json.Marshal(struct {
-		E []contract.EnvironmentEvent
-		R []TurnRecord
-	}{evs, recs})
-	raw := []string{}
-	for _, ev := range evs {
-		b, err := canonjson.Canonical(mustValue(t, ev))
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw = append(raw, string(b))
+	v, err := canonjson.ToValue(map[string]any{"events": evs, "turns": recs})
+	if err != nil {
+		t.Fatal(err)
 	}
-	raw = append(raw, string(all))
-	if hasText(raw, fakeKey) || hasText(raw, f.URL()) {
+	all, err := canonjson.Canonical(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(all), fakeKey) || strings.Contains(string(all), f.URL()) {
 		t.Error("the API key or the endpoint leaked into an event or receipt")
 	}
 
@@ -203,15 +198,6 @@ func TestClaudeEndToEnd(t *testing.T) {
 			t.Error(err)
 		}
 	}
-}
-
-func mustValue(t *testing.T, x any) canonjson.Value {
-	t.Helper()
-	v, err := canonjson.ToValue(x)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
 }
 
 // The served model is read back from the stream: a server answering with

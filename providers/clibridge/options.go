@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/harness"
 	"github.com/agentrt/agentrt/profile"
 )
@@ -133,7 +134,8 @@ func resolve(opts Options) (*config, error) {
 	if name == "" {
 		name = "clibridge-" + string(h)
 	}
-	if !isProviderName(name) {
+	// The name must be one a native session observation can carry.
+	if _, err := contract.NewNativeSessionObserved(name, "probe"); err != nil {
 		return nil, fmt.Errorf("%w: %q", ErrInvalidName, name)
 	}
 	bin, err := findBinary(d, opts.Binary)
@@ -207,19 +209,4 @@ func bridgeOwned(name string, d driver) bool {
 		}
 	}
 	return false
-}
-
-// isProviderName reports whether s is a lower-case provider name: a
-// letter, then up to 127 letters, digits or hyphens.
-func isProviderName(s string) bool {
-	if len(s) == 0 || len(s) > 128 || s[0] < 'a' || s[0] > 'z' {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
