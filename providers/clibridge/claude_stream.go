@@ -446,6 +446,8 @@ func (n *claudeNormalizer) sessionID() string {
 // describe says how the process exited.
 func (x exit) describe() string {
 	switch {
+	case x.timedOut > 0:
+		return "killed when the turn's timeout of " + x.timedOut.String() + " elapsed"
 	case x.err != nil:
 		return "error: " + x.err.Error()
 	case x.code < 0:

@@ -19,8 +19,12 @@
 // written to the harness's standard input, never to its argv. One turn
 // runs at a time per environment.
 //
-// Cancelling the turn's context kills the whole process group and ends
-// the turn "cancelled", never "failed". When the harness exits, whatever
+// A turn's profile, when it carries one, replaces the environment's for
+// that turn; each turn is a fresh harness session (no continuation).
+//
+// Cancelling the turn's context (or destroying the environment) kills
+// the whole process group and ends the turn "cancelled", never "failed";
+// the turn's own timeoutMs kills it too but ends it "failed". When the harness exits, whatever
 // remains of its group is killed too. A process that dies before its
 // result line, or exits non-zero, ends the turn "failed", never
 // "completed".

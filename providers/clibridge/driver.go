@@ -2,6 +2,7 @@ package clibridge
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/harness"
@@ -66,7 +67,9 @@ type turnSpec struct {
 	prompt  string
 	profile *profile.Profile
 	// model is the turn's model override ("" none).
-	model   string
+	model string
+	// timeout is the turn's own deadline (0 none).
+	timeout time.Duration
 	dirs    dirs
 	baseURL string
 	apiKey  string
@@ -108,6 +111,9 @@ type exit struct {
 	// cancelled: the caller cancelled the turn and the bridge killed the
 	// process group.
 	cancelled bool
+	// timedOut, when non-zero, is the turn's own deadline, which elapsed:
+	// the bridge killed the process group and the turn failed.
+	timedOut time.Duration
 	// code is the exit status (-1 when killed by a signal or not
 	// started).
 	code int

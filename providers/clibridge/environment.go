@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -26,6 +27,8 @@ var (
 	ErrBusy = errors.New("clibridge: the environment's current turn has not ended")
 	// ErrNoPrompt: the turn carries no prompt text.
 	ErrNoPrompt = errors.New("clibridge: the turn has no prompt")
+	// errTurnTimeout is the cause of a turn's own deadline (timeoutMs).
+	errTurnTimeout = errors.New("clibridge: the turn's timeoutMs elapsed")
 )
 
 // envState is one environment as the provider holds it.
@@ -40,8 +43,10 @@ type envState struct {
 	mu        sync.Mutex
 	destroyed bool
 	busy      bool
-	// cancel stops the running turn (Destroy).
+	// cancel stops the running turn and done is closed when it has
+	// ended (Destroy).
 	cancel context.CancelFunc
+	done   chan struct{}
 	turns  []TurnRecord
 }
 
@@ -107,11 +112,21 @@ func (e *Environment) Destroy(ctx context.Context) error {
 	st := e.st
 	st.mu.Lock()
 	st.destroyed = true
-	cancel := st.cancel
+	cancel, done := st.cancel, st.done
 	st.mu.Unlock()
 	if cancel != nil {
 		cancel()
+		// The running turn kills its process group; wait for it, so no
+		// process writes into the directories being removed.
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
+	st.p.mu.Lock()
+	delete(st.p.envs, st.id)
+	st.p.mu.Unlock()
 	if err := os.RemoveAll(st.dirs.root); err != nil {
 		return fmt.Errorf("clibridge: removing environment %s: %w", st.id, err)
 	}
@@ -148,21 +163,35 @@ func (e *Environment) Stream(ctx context.Context, in *contract.TurnInput) iter.S
 func (e *Environment) StreamOwned(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
 	return func(yield func(contract.EnvironmentEvent, error) bool) {
 		st := e.st
+		if err := ctx.Err(); err != nil {
+			yield(contract.EnvironmentEvent{}, err)
+			return
+		}
 		spec, err := st.admit(in)
 		if err != nil {
 			yield(contract.EnvironmentEvent{}, err)
 			return
 		}
 		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
 		defer func() {
 			cancel()
 			st.mu.Lock()
-			st.busy, st.cancel = false, nil
+			st.busy, st.cancel, st.done = false, nil, nil
 			st.mu.Unlock()
+			close(done)
 		}()
 		st.mu.Lock()
-		st.cancel = cancel
+		st.cancel, st.done = cancel, done
 		st.mu.Unlock()
+		// The turn's own deadline ends it as failed (timed out), not as
+		// cancelled: only the caller cancels.
+		procCtx := ctx
+		if spec.timeout > 0 {
+			var stop context.CancelFunc
+			procCtx, stop = context.WithTimeoutCause(ctx, spec.timeout, errTurnTimeout)
+			defer stop()
+		}
 		d := st.p.cfg.driver
 		pl, err := d.materialize(spec)
 		if err != nil {
@@ -213,13 +242,16 @@ func (e *Environment) StreamOwned(ctx context.Context, in *contract.TurnInput) i
 		}
 		cfg := st.p.cfg
 		h := cfg.hooks
-		x := run(ctx, proc{binary: cfg.binary, args: pl.args, dir: st.dirs.work, env: environ, stdin: spec.prompt,
+		x := run(procCtx, proc{binary: cfg.binary, args: pl.args, dir: st.dirs.work, env: environ, stdin: spec.prompt,
 			logDir: st.dirs.bridge, secrets: spec.secrets(), onSpawn: h.onSpawn}, func(line []byte) {
 			if h.onLine != nil {
 				h.onLine(line)
 			}
 			emit(n.line(line))
 		})
+		if x.cancelled && ctx.Err() == nil && errors.Is(context.Cause(procCtx), errTurnTimeout) {
+			x.cancelled, x.timedOut = false, spec.timeout
+		}
 		if h.onExit != nil {
 			h.onExit(x)
 		}
@@ -261,6 +293,9 @@ func (st *envState) admit(in *contract.TurnInput) (*turnSpec, error) {
 		baseURL: cfg.baseURL, apiKey: cfg.apiKey}
 	if in.Model != nil {
 		spec.model = *in.Model
+	}
+	if in.TimeoutMs != nil {
+		spec.timeout = time.Duration(*in.TimeoutMs) * time.Millisecond
 	}
 	return spec, nil
 }

@@ -319,3 +319,65 @@ func TestMaterializeMCP(t *testing.T) {
 		t.Error("the key is not in the process environment, or it is in the receipt")
 	}
 }
+
+// A turn's own timeoutMs kills the process group and fails the turn: a
+// deadline is not the caller cancelling.
+func TestTurnTimeoutFails(t *testing.T) {
+	bin, _ := fakeCLI(t, "cat >/dev/null\nsleep 300")
+	p, err := New(Options{Binary: bin, WorkRoot: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgids := make(chan int, 1)
+	p.cfg.hooks.onSpawn = func(pgid int) { pgids <- pgid }
+	env, err := p.Create(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Destroy(context.Background())
+	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("hi"), TimeoutMs: profile.Ptr(int64(200))})
+	last := evs[len(evs)-1]
+	if kind, _ := contract.EnvironmentEventTerminal(last); kind != contract.TerminalFailed || !strings.Contains(*last.Normalized.Status.Detail, "timeout") {
+		t.Errorf("terminal %q detail %q, want failed by the timeout", kind, *last.Normalized.Status.Detail)
+	}
+	if err := groupGone(<-pgids, 5*time.Second); err != nil {
+		t.Error(err)
+	}
+}
+
+// Destroying an environment mid-turn cancels the turn, waits for its
+// process group and removes the directories.
+func TestDestroyDuringTurn(t *testing.T) {
+	bin, marker := fakeCLI(t, "cat >/dev/null\nsleep 300")
+	p, err := New(Options{Binary: bin, WorkRoot: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := p.Create(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for !spawned(marker) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := env.Destroy(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("hi")})
+	if kind, _ := contract.EnvironmentEventTerminal(evs[len(evs)-1]); kind != contract.TerminalCancelled {
+		t.Errorf("terminal %q, want cancelled", kind)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(env.(*Environment).st.dirs.root); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the environment directory survived Destroy")
+		}
+	}
+	if got, _ := p.Get(context.Background(), env.ID()); got != nil {
+		t.Error("Get finds a destroyed environment")
+	}
+}
