@@ -327,3 +327,76 @@ func liveMembers(pgid int) []string {
 	}
 	return live
 }
+
+// The replacing system prompt, permission patterns and MCP servers reach
+// the real binary: the server sees the profile's system prompt instead of
+// the coding-agent one, and claude's init line lists the mounted server.
+func TestClaudeProfileMaterialized(t *testing.T) {
+	f := newFakeAnthropic(t, toolScript)
+	p := newClaudeProvider(t, f)
+	pr := &profile.Profile{
+		Prompt: &profile.Prompt{SystemPrompt: profile.Ptr("You are the e2e probe.")},
+		Permissions: map[string]profile.Permission{
+			"bash":     {Patterns: map[string]profile.PermissionValue{"git *": profile.Allow}},
+			"webfetch": {Value: profile.Deny},
+		},
+		MCP: map[string]profile.MCPServer{"probe": {Command: profile.Ptr("agentrt-no-such-mcp-server")}},
+	}
+	env, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: pr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Destroy(context.Background())
+	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("hello")})
+	if kind, _ := contract.EnvironmentEventTerminal(evs[len(evs)-1]); kind != contract.TerminalCompleted {
+		t.Fatalf("terminal %q", kind)
+	}
+	msgs := f.messages()
+	if len(msgs) == 0 {
+		t.Fatal("no message call")
+	}
+	var body struct {
+		System []struct {
+			Text string `json:"text"`
+		} `json:"system"`
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(msgs[0].Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	var system, tools []string
+	for _, s := range body.System {
+		system = append(system, s.Text)
+	}
+	for _, tl := range body.Tools {
+		tools = append(tools, tl.Name)
+	}
+	if !hasText(system, "You are the e2e probe.") || hasText(system, "You are an interactive agent") {
+		t.Errorf("system blocks %q: want the profile's prompt instead of claude's", system)
+	}
+	if slices.Contains(tools, "WebFetch") {
+		t.Error("a denied tool was offered to the model")
+	}
+	var servers canonjson.Value
+	for _, ev := range evs {
+		if ev.Type == "system.init" {
+			servers = ev.Data["mcpServers"]
+		}
+	}
+	if servers.Len() != 1 {
+		t.Fatalf("init mcp servers %v", servers)
+	}
+	name, _ := servers.Items()[0].Get("name")
+	status, _ := servers.Items()[0].Get("status")
+	if name.Str() != "probe" {
+		t.Errorf("init mcp server %v", servers.Items()[0])
+	}
+	t.Logf("claude reports the mounted MCP server %q as %q", name.Str(), status.Str())
+	rc := env.(*Environment).Turns()[0].Receipt
+	if !slices.Equal(rc.Applied.AllowedTools, []string{"Bash(git *)"}) || !slices.Equal(rc.Applied.DisallowedTools, []string{"WebFetch"}) ||
+		!slices.Equal(rc.Applied.MCPServers, []string{"probe"}) || len(rc.Files) != 1 || rc.Applied.SystemPromptDigest == "" {
+		t.Errorf("receipt %+v", rc)
+	}
+}
