@@ -44,24 +44,43 @@ func (claudeDriver) profileCaps() contract.ProfileCapabilities {
 	}
 }
 
-// claudeTools are the built-in tool names claude-code 2.1.197 reported in
-// its init line (and "Agent", the name its API request gives Task).
-var claudeTools = []string{"Agent", "Bash", "CronCreate", "CronDelete", "CronList", "Edit", "EnterWorktree", "ExitWorktree",
-	"NotebookEdit", "Read", "ReportFindings", "ScheduleWakeup", "SendMessage", "Skill", "Task", "TaskCreate", "TaskGet",
-	"TaskList", "TaskOutput", "TaskStop", "TaskUpdate", "WebFetch", "WebSearch", "Workflow", "Write"}
+// isClaudeBuiltin reports whether name is a built-in tool claude-code
+// 2.1.197 reported in its init line (or "Agent", the name its API
+// request gives Task).
+func isClaudeBuiltin(name string) bool {
+	switch name {
+	case "Agent", "Bash", "CronCreate", "CronDelete", "CronList", "Edit", "EnterWorktree", "ExitWorktree",
+		"NotebookEdit", "Read", "ReportFindings", "ScheduleWakeup", "SendMessage", "Skill", "Task", "TaskCreate", "TaskGet",
+		"TaskList", "TaskOutput", "TaskStop", "TaskUpdate", "WebFetch", "WebSearch", "Workflow", "Write":
+		return true
+	}
+	return false
+}
 
-// claudePermissionKeys maps lower-case permission keys to claude tools.
-var claudePermissionKeys = map[string]string{"bash": "Bash", "edit": "Edit", "write": "Write", "read": "Read",
-	"webfetch": "WebFetch", "websearch": "WebSearch", "notebookedit": "NotebookEdit", "task": "Task"}
+// claudePermissionKey maps a lower-case permission key to its claude
+// tool ("" for none).
+func claudePermissionKey(key string) string {
+	switch key {
+	case "bash", "edit", "write", "read", "task":
+		return strings.ToUpper(key[:1]) + key[1:]
+	case "webfetch":
+		return "WebFetch"
+	case "websearch":
+		return "WebSearch"
+	case "notebookedit":
+		return "NotebookEdit"
+	}
+	return ""
+}
 
 // claudeTool returns the claude tool a tools or permissions key names: a
 // built-in name, a lower-case permission key, or an MCP tool
 // ("mcp__server" or "mcp__server__tool") of a server p mounts.
 func claudeTool(p *profile.Profile, key string) (string, bool) {
-	if slices.Contains(claudeTools, key) {
+	if isClaudeBuiltin(key) {
 		return key, true
 	}
-	if t, ok := claudePermissionKeys[key]; ok {
+	if t := claudePermissionKey(key); t != "" {
 		return t, true
 	}
 	if rest, ok := strings.CutPrefix(key, "mcp__"); ok {
