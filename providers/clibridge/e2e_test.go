@@ -2,7 +2,6 @@ package clibridge
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -81,32 +80,11 @@ func TestClaudeEndToEnd(t *testing.T) {
 	if got := first.Header.Get("X-Api-Key"); got != fakeKey {
 		t.Errorf("x-api-key = %q", got)
 	}
-	var body struct {
-		Model        string `json:"model"`
-		Stream       bool   `json:"stream"`
-		OutputConfig struct {
-			Effort string `json:"effort"`
-		} `json:"output_config"`
-		System []struct {
-			Text string `json:"text"`
-		} `json:"system"`
-		Tools []struct {
-			Name string `json:"name"`
-		} `json:"tools"`
+	body := first.wire(t)
+	if body.Model != "claude-e2e-1" || !body.Stream || body.Effort != "low" {
+		t.Errorf("request model %q stream %t effort %q", body.Model, body.Stream, body.Effort)
 	}
-	if err := json.Unmarshal(first.Body, &body); err != nil {
-		t.Fatal(err)
-	}
-	if body.Model != "claude-e2e-1" || !body.Stream || body.OutputConfig.Effort != "low" {
-		t.Errorf("request model %q stream %t effort %q", body.Model, body.Stream, body.OutputConfig.Effort)
-	}
-	var system, tools []string
-	for _, s := range body.System {
-		system = append(system, s.Text)
-	}
-	for _, tl := range body.Tools {
-		tools = append(tools, tl.Name)
-	}
+	system, tools := body.System, body.Tools
 	if !hasText(system, "Answer tersely.") {
 		t.Error("the appended system prompt did not reach the model")
 	}
@@ -355,24 +333,8 @@ func TestClaudeProfileMaterialized(t *testing.T) {
 	if len(msgs) == 0 {
 		t.Fatal("no message call")
 	}
-	var body struct {
-		System []struct {
-			Text string `json:"text"`
-		} `json:"system"`
-		Tools []struct {
-			Name string `json:"name"`
-		} `json:"tools"`
-	}
-	if err := json.Unmarshal(msgs[0].Body, &body); err != nil {
-		t.Fatal(err)
-	}
-	var system, tools []string
-	for _, s := range body.System {
-		system = append(system, s.Text)
-	}
-	for _, tl := range body.Tools {
-		tools = append(tools, tl.Name)
-	}
+	body := msgs[0].wire(t)
+	system, tools := body.System, body.Tools
 	if !hasText(system, "You are the e2e probe.") || hasText(system, "You are an interactive agent") {
 		t.Errorf("system blocks %q: want the profile's prompt instead of claude's", system)
 	}

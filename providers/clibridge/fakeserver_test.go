@@ -36,6 +36,45 @@ type fakeRequest struct {
 	HasResult bool
 }
 
+// wireBody is what the tests read of a message call's body.
+type wireBody struct {
+	Model  string
+	Stream bool
+	// Effort is output_config.effort.
+	Effort string
+	// System are the system blocks' texts; Tools the tools' names.
+	System, Tools []string
+}
+
+// wire decodes the message call's body.
+func (r fakeRequest) wire(t testing.TB) wireBody {
+	t.Helper()
+	var b struct {
+		Model        string `json:"model"`
+		Stream       bool   `json:"stream"`
+		OutputConfig struct {
+			Effort string `json:"effort"`
+		} `json:"output_config"`
+		System []struct {
+			Text string `json:"text"`
+		} `json:"system"`
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(r.Body, &b); err != nil {
+		t.Fatalf("the message call's body: %v", err)
+	}
+	w := wireBody{Model: b.Model, Stream: b.Stream, Effort: b.OutputConfig.Effort}
+	for _, s := range b.System {
+		w.System = append(w.System, s.Text)
+	}
+	for _, tl := range b.Tools {
+		w.Tools = append(w.Tools, tl.Name)
+	}
+	return w
+}
+
 // fakeReply is one scripted answer.
 type fakeReply struct {
 	// Model is the model the reply says served it; "" means the

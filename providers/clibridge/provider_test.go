@@ -30,6 +30,18 @@ func fakeCLI(t *testing.T, body string) (bin, marker string) {
 	return bin, marker
 }
 
+// fakeProvider is a bridge to a fakeCLI running body; marker is the
+// stand-in's spawn record.
+func fakeProvider(t *testing.T, body string) (p *Provider, marker string) {
+	t.Helper()
+	bin, marker := fakeCLI(t, body)
+	p, err := New(Options{Binary: bin, WorkRoot: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, marker
+}
+
 func spawned(marker string) bool {
 	_, err := os.Stat(marker)
 	return err == nil
@@ -89,11 +101,7 @@ func TestNewRefusals(t *testing.T) {
 // process is spawned, at create and per turn, and ValidateProfile says
 // so.
 func TestProfileRefusedBeforeSpawn(t *testing.T) {
-	bin, marker := fakeCLI(t, "exit 0")
-	p, err := New(Options{Binary: bin, WorkRoot: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, marker := fakeProvider(t, "exit 0")
 	secret := profile.ConfigValue{Kind: profile.ConfigSecretRef, Key: profile.Ptr("mcp-token")}
 	for name, pr := range map[string]*profile.Profile{
 		"instructions": {Prompt: &profile.Prompt{Instructions: []string{"be brief"}}},
@@ -142,11 +150,7 @@ func TestProfileRefusedBeforeSpawn(t *testing.T) {
 
 // Turn inputs the bridge cannot honor are refused before spawning.
 func TestTurnRefusedBeforeSpawn(t *testing.T) {
-	bin, marker := fakeCLI(t, "exit 0")
-	p, err := New(Options{Binary: bin, WorkRoot: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, marker := fakeProvider(t, "exit 0")
 	env, err := p.Create(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -214,13 +218,9 @@ kill -9 $$`)
 
 // A successful result line followed by a non-zero exit is a failure.
 func TestSuccessLineButNonZeroExit(t *testing.T) {
-	bin, _ := fakeCLI(t, `cat >/dev/null
+	p, _ := fakeProvider(t, `cat >/dev/null
 echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","usage":{"input_tokens":1,"output_tokens":1}}'
 exit 3`)
-	p, err := New(Options{Binary: bin, WorkRoot: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
 	evs, _ := collectTurn(t, context.Background(), p, "hi")
 	last := evs[len(evs)-1]
 	if kind, _ := contract.EnvironmentEventTerminal(last); kind != contract.TerminalFailed || last.Usage != nil {
@@ -323,11 +323,7 @@ func TestMaterializeMCP(t *testing.T) {
 // A turn's own timeoutMs kills the process group and fails the turn: a
 // deadline is not the caller cancelling.
 func TestTurnTimeoutFails(t *testing.T) {
-	bin, _ := fakeCLI(t, "cat >/dev/null\nsleep 300")
-	p, err := New(Options{Binary: bin, WorkRoot: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _ := fakeProvider(t, "cat >/dev/null\nsleep 300")
 	pgids := make(chan int, 1)
 	p.cfg.hooks.onSpawn = func(pgid int) { pgids <- pgid }
 	env, err := p.Create(context.Background(), nil)
@@ -348,11 +344,7 @@ func TestTurnTimeoutFails(t *testing.T) {
 // Destroying an environment mid-turn cancels the turn, waits for its
 // process group and removes the directories.
 func TestDestroyDuringTurn(t *testing.T) {
-	bin, marker := fakeCLI(t, "cat >/dev/null\nsleep 300")
-	p, err := New(Options{Binary: bin, WorkRoot: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, marker := fakeProvider(t, "cat >/dev/null\nsleep 300")
 	env, err := p.Create(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
