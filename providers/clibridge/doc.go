@@ -63,8 +63,9 @@
 // the profile's reasoning effort; a tools entry true/false is an allowed/
 // disallowed rule for that tool; a permission value allow/deny is one for
 // the tool ("bash" → Bash, …), a pattern "p" one for "Tool(p)" and "*" the
-// whole tool. Under dontAsk a tool without an allow rule is denied rather
-// than asked for. MCP servers are written to a per-turn JSON file (public
+// whole tool. Under dontAsk a tool call without an allow rule is denied
+// rather than asked for, except what claude itself deems read-only
+// (observed: "touch pwned" denied, "echo hi" run). MCP servers are written to a per-turn JSON file (public
 // values only) and mounted alone (--strict-mcp-config).
 //
 // Observed of the real binary (see testdata/claude-code/README): it

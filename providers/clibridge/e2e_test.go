@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -360,5 +361,35 @@ func TestClaudeProfileMaterialized(t *testing.T) {
 	if !slices.Equal(rc.Applied.AllowedTools, []string{"Bash(git *)"}) || !slices.Equal(rc.Applied.DisallowedTools, []string{"WebFetch"}) ||
 		!slices.Equal(rc.Applied.MCPServers, []string{"probe"}) || len(rc.Files) != 1 || rc.Applied.SystemPromptDigest == "" {
 		t.Errorf("receipt %+v", rc)
+	}
+}
+
+// Under --permission-mode=dontAsk a tool call without an allow rule is
+// denied, not run: a file-writing command the profile did not allow
+// leaves the workspace untouched, and the tool part ends in error.
+func TestClaudeDeniesUnallowedTool(t *testing.T) {
+	f := newFakeAnthropic(t, func(req fakeRequest) fakeReply {
+		if !req.HasResult {
+			return fakeReply{ToolName: "Bash", ToolInput: `{"command":"touch pwned","description":"write a file"}`, In: 4, Out: 2}
+		}
+		return fakeReply{Text: "ok", In: 5, Out: 1}
+	})
+	p := newClaudeProvider(t, f)
+	env, err := p.Create(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Destroy(context.Background())
+	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("write a file")})
+	if _, err := os.Stat(filepath.Join(env.(*Environment).WorkDir(), "pwned")); err == nil {
+		t.Error("a tool call without an allow rule ran")
+	}
+	for _, ev := range evs {
+		if ev.Type == "user.tool_result" {
+			st := ev.Normalized.MessagePartUpdated.Part.State
+			if st.Status != contract.ToolStatusError {
+				t.Errorf("tool state %q, want error", st.Status)
+			}
+		}
 	}
 }

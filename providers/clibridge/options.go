@@ -72,6 +72,7 @@ type BinaryNotFoundError struct {
 	Err error
 }
 
+// Error names the harness, what was looked for and the npm package.
 func (e *BinaryNotFoundError) Error() string {
 	return fmt.Sprintf("clibridge: the %s executable %q was not found (%v); install it with `npm install -g %s` or set Options.Binary",
 		e.Harness, e.Binary, e.Err, e.Package)
@@ -91,6 +92,7 @@ type EnvRefusedError struct {
 	Reason string
 }
 
+// Error names the variable (never its value) and the reason.
 func (e *EnvRefusedError) Error() string {
 	return fmt.Sprintf("clibridge: environment variable %q refused: %s", e.Name, e.Reason)
 }
