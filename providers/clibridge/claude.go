@@ -1,0 +1,378 @@
+package clibridge
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/harness"
+	"github.com/agentrt/agentrt/profile"
+)
+
+// claudeDriver drives claude-code (npm @anthropic-ai/claude-code), whose
+// print mode (-p) streams one JSON object per line with
+// --output-format stream-json --verbose.
+type claudeDriver struct{}
+
+func (claudeDriver) harness() harness.Type { return harness.ClaudeCode }
+func (claudeDriver) executable() string    { return "claude" }
+func (claudeDriver) npmPackage() string    { return "@anthropic-ai/claude-code" }
+
+// ownedEnv are the variables the claude driver sets.
+func (claudeDriver) ownedEnv() []string {
+	return []string{"CLAUDE_CONFIG_DIR", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_TELEMETRY", "DISABLE_AUTOUPDATER", "DISABLE_ERROR_REPORTING"}
+}
+
+// profileCaps: system prompt replace and append (--system-prompt,
+// --append-system-prompt), tools and permissions (--allowedTools,
+// --disallowedTools under --permission-mode dontAsk) and MCP servers
+// (--mcp-config with --strict-mcp-config). Nothing else is applied, so
+// nothing else is declared.
+func (claudeDriver) profileCaps() contract.ProfileCapabilities {
+	return contract.ProfileCapabilities{
+		SystemPrompt: harness.PromptIntents(harness.ClaudeCode),
+		Tools:        true,
+		Permissions:  true,
+		MCP:          true,
+		Validation:   true,
+	}
+}
+
+// isClaudeBuiltin reports whether name is a built-in tool claude-code
+// 2.1.197 reported in its init line (or "Agent", the name its API
+// request gives Task).
+func isClaudeBuiltin(name string) bool {
+	switch name {
+	case "Agent", "Bash", "CronCreate", "CronDelete", "CronList", "Edit", "EnterWorktree", "ExitWorktree",
+		"NotebookEdit", "Read", "ReportFindings", "ScheduleWakeup", "SendMessage", "Skill", "Task", "TaskCreate", "TaskGet",
+		"TaskList", "TaskOutput", "TaskStop", "TaskUpdate", "WebFetch", "WebSearch", "Workflow", "Write":
+		return true
+	}
+	return false
+}
+
+// claudePermissionKey maps a lower-case permission key to its claude
+// tool ("" for none).
+func claudePermissionKey(key string) string {
+	switch key {
+	case "bash", "edit", "write", "read", "task":
+		return strings.ToUpper(key[:1]) + key[1:]
+	case "webfetch":
+		return "WebFetch"
+	case "websearch":
+		return "WebSearch"
+	case "notebookedit":
+		return "NotebookEdit"
+	}
+	return ""
+}
+
+// claudeTool returns the claude tool a tools or permissions key names: a
+// built-in name, a lower-case permission key, or an MCP tool
+// ("mcp__server" or "mcp__server__tool") of a server p mounts.
+func claudeTool(p *profile.Profile, key string) (string, bool) {
+	if isClaudeBuiltin(key) {
+		return key, true
+	}
+	if t := claudePermissionKey(key); t != "" {
+		return t, true
+	}
+	if rest, ok := strings.CutPrefix(key, "mcp__"); ok {
+		server, _, _ := strings.Cut(rest, "__")
+		if s, mounted := p.MCP[server]; mounted && !s.IsDisabled() && isRuleText(key) {
+			return key, true
+		}
+	}
+	return "", false
+}
+
+// isRuleText reports whether s can travel inside one tool rule: printable,
+// and free of the characters claude's rule lists split or nest on.
+func isRuleText(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || strings.ContainsRune("(),\"'", r) {
+			return false
+		}
+	}
+	return true
+}
+
+// check refuses what claude-code cannot be told by this driver.
+func (claudeDriver) check(p *profile.Profile) []error {
+	if p == nil {
+		return nil
+	}
+	var errs []error
+	refuse := func(path, reason string) {
+		errs = append(errs, contract.Unsupported{Err: &profile.UnsupportedError{Path: path, Reason: reason}})
+	}
+	if p.Harness != "" && p.Harness != harness.ClaudeCode {
+		refuse("/harness", fmt.Sprintf("this environment drives %s, not %s", harness.ClaudeCode, p.Harness))
+	}
+	if len(p.Seats) > 0 {
+		refuse("/seats", "the bridge runs one harness process with the configured key; it cannot select seats")
+	}
+	if len(p.Connections) > 0 {
+		refuse("/connections", "the bridge cannot grant external connections")
+	}
+	if p.Confidential != nil {
+		refuse("/confidential", "the bridge runs on this machine, not in a confidential environment")
+	}
+	if m := p.Model; m != nil {
+		if m.Provider != nil && *m.Provider != "anthropic" {
+			refuse("/model/provider", "claude-code speaks the Anthropic Messages API only")
+		}
+		if m.Small != nil {
+			refuse("/model/small", "the bridge does not set claude-code's small model")
+		}
+		if m.MaxVisibleOutputTokens != nil || m.MaxReasoningTokens != nil || m.MaxTotalOutputTokens != nil {
+			refuse("/model", "the bridge cannot bound claude-code's output tokens")
+		}
+		if m.ReasoningEffort != "" {
+			if _, ok := harness.NativeReasoningControl(harness.ClaudeCode, m.ReasoningEffort); !ok {
+				refuse("/model/reasoningEffort", fmt.Sprintf("claude-code has no native control for effort %q", m.ReasoningEffort))
+			}
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(p.Tools)) {
+		if _, ok := claudeTool(p, key); !ok {
+			refuse("/tools/"+key, "not a claude-code tool (a built-in name, or mcp__server[__tool] of a mounted server)")
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(p.Permissions)) {
+		if _, ok := claudeTool(p, key); !ok {
+			refuse("/permissions/"+key, "not a claude-code tool the bridge can write a permission rule for")
+			continue
+		}
+		perm := p.Permissions[key]
+		if perm.Patterns == nil {
+			if perm.Value == profile.Ask {
+				refuse("/permissions/"+key, "ask cannot be honored: print mode has no one to ask and the bridge declares no interactions")
+			}
+			continue
+		}
+		for _, pat := range slices.Sorted(maps.Keys(perm.Patterns)) {
+			switch {
+			case perm.Patterns[pat] == profile.Ask:
+				refuse("/permissions/"+key+"/"+pat, "ask cannot be honored: print mode has no one to ask and the bridge declares no interactions")
+			case pat != "*" && !isRuleText(pat):
+				refuse("/permissions/"+key+"/"+pat, "the pattern holds characters a claude-code tool rule cannot carry")
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.MCP)) {
+		if err := claudeMCPCheck(name, p.MCP[name]); err != "" {
+			refuse("/mcp/"+name, err)
+		}
+	}
+	return errs
+}
+
+// claudeMCPCheck returns why server cannot be mounted ("" when it can).
+func claudeMCPCheck(name string, s profile.MCPServer) string {
+	if !isRuleText(name) || strings.Contains(name, "__") {
+		return "the server name cannot name claude-code MCP tools"
+	}
+	if s.IsDisabled() {
+		return ""
+	}
+	if s.Cwd != nil && *s.Cwd != "." {
+		return "claude-code's MCP configuration has no working directory"
+	}
+	values := slices.Concat(s.Args, slices.Collect(maps.Values(s.Env)), slices.Collect(maps.Values(s.Headers)))
+	for _, v := range values {
+		if v.Kind != profile.ConfigPublic || v.Value == nil {
+			return "secret references cannot be resolved by the bridge (it holds no secret store)"
+		}
+	}
+	return ""
+}
+
+// materialize builds the claude argv: print mode reading the prompt from
+// standard input, stream-json output, user settings only (the isolated
+// config directory), no MCP server but the profile's, permission mode
+// dontAsk, and the profile's model, effort, system prompts and tool rules.
+func (d claudeDriver) materialize(t *turnSpec) (*plan, error) {
+	p := t.profile
+	if p == nil {
+		p = &profile.Profile{}
+	}
+	pl := &plan{env: map[string]string{
+		"CLAUDE_CONFIG_DIR":                        t.dirs.config,
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+		"DISABLE_TELEMETRY":                        "1",
+		"DISABLE_AUTOUPDATER":                      "1",
+		"DISABLE_ERROR_REPORTING":                  "1",
+	}}
+	if t.baseURL != "" {
+		pl.env["ANTHROPIC_BASE_URL"] = t.baseURL
+	}
+	if t.apiKey != "" {
+		pl.env["ANTHROPIC_API_KEY"] = t.apiKey
+	}
+	ap := &pl.receipt.Applied
+	args := []string{"-p", "--output-format=stream-json", "--verbose", "--setting-sources=user", "--strict-mcp-config",
+		"--permission-mode=dontAsk"}
+	ap.PermissionMode = "dontAsk"
+	shown := slices.Clone(args)
+	add := func(flag, value string, secretish bool) {
+		args = append(args, flag+"="+value)
+		if secretish {
+			value = textDigest(value)
+		}
+		shown = append(shown, flag+"="+value)
+	}
+	model := t.model
+	if model == "" && p.Model != nil && p.Model.Default != nil {
+		model = *p.Model.Default
+	}
+	if model != "" {
+		add("--model", model, false)
+		ap.Model = model
+	}
+	if p.Model != nil && p.Model.ReasoningEffort != "" {
+		native, ok := harness.NativeReasoningControl(harness.ClaudeCode, p.Model.ReasoningEffort)
+		if !ok {
+			return nil, fmt.Errorf("clibridge: effort %q: %w", p.Model.ReasoningEffort, contract.ErrUnsupported)
+		}
+		add("--effort", native, false)
+		ap.ReasoningEffort, ap.NativeEffort = p.Model.ReasoningEffort, native
+	}
+	if pr := p.Prompt; pr != nil {
+		if pr.SystemPrompt != nil {
+			add("--system-prompt", *pr.SystemPrompt, true)
+			ap.SystemPromptDigest = textDigest(*pr.SystemPrompt)
+		}
+		if pr.AppendSystemPrompt != nil {
+			add("--append-system-prompt", *pr.AppendSystemPrompt, true)
+			ap.AppendSystemPromptDigest = textDigest(*pr.AppendSystemPrompt)
+		}
+	}
+	allowed, denied := claudeRules(p)
+	for _, r := range allowed {
+		add("--allowedTools", r, false)
+	}
+	for _, r := range denied {
+		add("--disallowedTools", r, false)
+	}
+	ap.AllowedTools, ap.DisallowedTools = allowed, denied
+	if len(p.MCP) > 0 {
+		content, mounted, disabled, err := claudeMCPConfig(p.MCP)
+		if err != nil {
+			return nil, err
+		}
+		path := filepath.Join(t.dirs.bridge, fmt.Sprintf("turn-%d-mcp.json", t.turn))
+		rel, _ := filepath.Rel(t.dirs.root, path)
+		pl.files = append(pl.files, planFile{path: path, rel: rel, content: content})
+		pl.receipt.Files = append(pl.receipt.Files, ReceiptFile{Path: rel, Digest: textDigest(string(content)), Purpose: "mcp-config"})
+		args = append(args, "--mcp-config="+path)
+		shown = append(shown, "--mcp-config="+rel)
+		ap.MCPServers, ap.DisabledMCPServers = mounted, disabled
+	}
+	pl.args = args
+	pl.receipt.Args = shown
+	return pl, nil
+}
+
+// claudeRules turns the profile's tools and permissions into claude tool
+// rules: tools first, then permissions, each in key order; a pattern "*"
+// is the whole tool.
+func claudeRules(p *profile.Profile) (allowed, denied []string) {
+	put := func(rule string, v profile.PermissionValue) {
+		switch v {
+		case profile.Allow:
+			allowed = append(allowed, rule)
+		case profile.Deny:
+			denied = append(denied, rule)
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(p.Tools)) {
+		tool, _ := claudeTool(p, key)
+		if p.Tools[key] {
+			put(tool, profile.Allow)
+		} else {
+			put(tool, profile.Deny)
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(p.Permissions)) {
+		tool, _ := claudeTool(p, key)
+		perm := p.Permissions[key]
+		if perm.Patterns == nil {
+			put(tool, perm.Value)
+			continue
+		}
+		for _, pat := range slices.Sorted(maps.Keys(perm.Patterns)) {
+			rule := tool
+			if pat != "*" {
+				rule = tool + "(" + pat + ")"
+			}
+			put(rule, perm.Patterns[pat])
+		}
+	}
+	return allowed, denied
+}
+
+// claudeMCPServer is one server of claude's --mcp-config document.
+type claudeMCPServer struct {
+	Type    string            `json:"type"`
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// claudeMCPConfig renders the mounted servers as claude's MCP document
+// ({"mcpServers": {name: server}}). Only public values are present
+// (check refused secret references).
+func claudeMCPConfig(servers map[string]profile.MCPServer) (content []byte, mounted, disabled []string, err error) {
+	public := func(vs map[string]profile.ConfigValue) map[string]string {
+		if len(vs) == 0 {
+			return nil
+		}
+		out := make(map[string]string, len(vs))
+		for k, v := range vs {
+			out[k] = *v.Value
+		}
+		return out
+	}
+	doc := map[string]claudeMCPServer{}
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		s := servers[name]
+		if reason := claudeMCPCheck(name, s); reason != "" {
+			return nil, nil, nil, fmt.Errorf("clibridge: mcp server %q: %s: %w", name, reason, contract.ErrUnsupported)
+		}
+		if s.IsDisabled() {
+			disabled = append(disabled, name)
+			continue
+		}
+		var c claudeMCPServer
+		if s.IsLocal() {
+			c = claudeMCPServer{Type: "stdio", Command: *s.Command, Env: public(s.Env)}
+			for _, a := range s.Args {
+				c.Args = append(c.Args, *a.Value)
+			}
+		} else {
+			c = claudeMCPServer{Type: "http", URL: *s.URL, Headers: public(s.Headers)}
+			if s.Transport != nil && *s.Transport == "sse" {
+				c.Type = "sse"
+			}
+		}
+		doc[name] = c
+		mounted = append(mounted, name)
+	}
+	content, err = json.MarshalIndent(map[string]any{"mcpServers": doc}, "", "  ")
+	if err != nil {
+		return nil, nil, nil, errors.Join(errors.New("clibridge: rendering the MCP configuration"), err)
+	}
+	return content, mounted, disabled, nil
+}

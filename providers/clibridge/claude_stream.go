@@ -1,0 +1,567 @@
+package clibridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+)
+
+// claudeLine is one line of claude's stream-json output: the fields of
+// every line type the normalizer reads (system init, assistant, user,
+// result). Unknown members are ignored; a line is only what it says.
+type claudeLine struct {
+	Type            string         `json:"type"`
+	Subtype         string         `json:"subtype"`
+	SessionID       string         `json:"session_id"`
+	Model           string         `json:"model"`
+	Version         string         `json:"claude_code_version"`
+	Tools           []string       `json:"tools"`
+	PermissionMode  string         `json:"permissionMode"`
+	MCPServers      []claudeMCP    `json:"mcp_servers"`
+	Message         *claudeMessage `json:"message"`
+	ParentToolUseID *string        `json:"parent_tool_use_id"`
+
+	IsError        bool         `json:"is_error"`
+	Result         *string      `json:"result"`
+	NumTurns       *float64     `json:"num_turns"`
+	StopReason     *string      `json:"stop_reason"`
+	TerminalReason *string      `json:"terminal_reason"`
+	APIErrorStatus *float64     `json:"api_error_status"`
+	TotalCostUSD   *float64     `json:"total_cost_usd"`
+	Usage          *claudeUsage `json:"usage"`
+}
+
+// claudeMCP is one MCP server of the init line.
+type claudeMCP struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+}
+
+// claudeMessage is the API message an assistant or user line carries.
+type claudeMessage struct {
+	ID      string          `json:"id"`
+	Model   string          `json:"model"`
+	Content json.RawMessage `json:"content"`
+}
+
+// claudeBlock is one content block: text, thinking, tool_use or
+// tool_result.
+type claudeBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+// claudeUsage is the result line's usage: the turn's total over every
+// API call claude made.
+type claudeUsage struct {
+	InputTokens   *float64 `json:"input_tokens"`
+	OutputTokens  *float64 `json:"output_tokens"`
+	CacheRead     *float64 `json:"cache_read_input_tokens"`
+	CacheCreation *float64 `json:"cache_creation_input_tokens"`
+}
+
+// claudeSyntheticModel is the model claude writes on messages it made up
+// itself (an API error rendered as an assistant message); it was served
+// by nobody.
+const claudeSyntheticModel = "<synthetic>"
+
+// claudeBackend is the backend name raw events carry.
+const claudeBackend = "claude-code"
+
+// claudeNormalizer maps one turn's claude stream to environment events.
+type claudeNormalizer struct {
+	provider string
+	turn     int
+	seq      int
+	// secrets are removed from every line before it is read.
+	secrets []string
+
+	out      Outcome
+	sawInit  bool
+	calls    map[string]claudeCall
+	result   *claudeLine
+	resultPE canonjson.Value
+}
+
+// claudeCall is a tool call the stream announced, for its result.
+type claudeCall struct {
+	tool, messageID string
+	input           map[string]canonjson.Value
+}
+
+func (claudeDriver) normalizer(t *turnSpec) normalizer {
+	return &claudeNormalizer{provider: t.provider, turn: t.turn, calls: map[string]claudeCall{}, secrets: t.secrets()}
+}
+
+func (n *claudeNormalizer) outcome() Outcome { return n.out }
+
+// event returns a new event of type typ with data and normalized form.
+func (n *claudeNormalizer) event(typ string, data map[string]canonjson.Value, norm *contract.StreamEvent) contract.EnvironmentEvent {
+	n.seq++
+	id := fmt.Sprintf("turn-%d-%d", n.turn, n.seq)
+	if data == nil {
+		data = map[string]canonjson.Value{}
+	}
+	return contract.EnvironmentEvent{Type: typ, ID: &id, Data: data, Normalized: norm}
+}
+
+// line implements normalizer.
+func (n *claudeNormalizer) line(b []byte) []contract.EnvironmentEvent {
+	b = bytes.TrimSpace(redact(b, n.secrets))
+	if len(b) == 0 {
+		return nil
+	}
+	var l claudeLine
+	if err := json.Unmarshal(b, &l); err != nil || l.Type == "" {
+		reason := "the line has no type"
+		if err != nil {
+			reason = err.Error()
+		}
+		return []contract.EnvironmentEvent{n.warning("unreadable-line", "claude-code wrote a line that is not a stream-json event: "+reason)}
+	}
+	pe := providerEvent(b)
+	var evs []contract.EnvironmentEvent
+	switch {
+	case l.Type == "system" && l.Subtype == "init":
+		evs = n.init(&l)
+	case l.Type == "assistant" && l.Message != nil:
+		evs = n.assistant(&l)
+	case l.Type == "user" && l.Message != nil:
+		evs = n.user(&l)
+	case l.Type == "result":
+		if n.result != nil {
+			return []contract.EnvironmentEvent{n.warning("duplicate-result", "claude-code wrote a second result line; the first one stands")}
+		}
+		n.result, n.resultPE = &l, pe
+		return nil
+	}
+	if len(evs) == 0 {
+		// Any other line is passed on as raw, under a type of ours: a
+		// native type could otherwise read as terminal ("x.completed").
+		typ := l.Type
+		if l.Subtype != "" {
+			typ += "." + l.Subtype
+		}
+		ev := n.event(contract.EventTypeRaw, map[string]canonjson.Value{"nativeType": canonjson.StringValue(bounded(typ, 512))}, nil)
+		if pe.IsValid() {
+			ev.Normalized = &contract.StreamEvent{Type: contract.EventTypeRaw, Raw: &contract.RawEvent{Backend: claudeBackend, Event: pe}}
+		}
+		evs = []contract.EnvironmentEvent{ev}
+	}
+	if pe.IsValid() {
+		evs[0].ProviderEvent = pe
+	}
+	return evs
+}
+
+// init maps the init line: the private native session observation, then
+// a public started status with the served model.
+func (n *claudeNormalizer) init(l *claudeLine) []contract.EnvironmentEvent {
+	var evs []contract.EnvironmentEvent
+	if n.sawInit {
+		evs = append(evs, n.warning("duplicate-init", "claude-code wrote a second init line"))
+	}
+	n.sawInit = true
+	if l.SessionID != "" && n.out.NativeSessionID == "" {
+		if obs, err := contract.NewNativeSessionObserved(n.provider, l.SessionID); err == nil {
+			n.out.NativeSessionID = obs.NativeSessionID
+			norm := obs.Event()
+			evs = append(evs, n.event(contract.EventTypeNativeSessionObserved, map[string]canonjson.Value{
+				"provider": canonjson.StringValue(obs.Provider), "nativeSessionId": canonjson.StringValue(obs.NativeSessionID)}, &norm))
+		} else {
+			evs = append(evs, n.warning("invalid-session-id", "claude-code reported a session id that is not a native session id"))
+		}
+	}
+	if l.Version != "" {
+		n.out.HarnessVersion = bounded(l.Version, 200)
+	}
+	data := map[string]canonjson.Value{"harness": canonjson.StringValue(claudeBackend)}
+	if n.out.HarnessVersion != "" {
+		data["harnessVersion"] = canonjson.StringValue(n.out.HarnessVersion)
+	}
+	if l.PermissionMode != "" {
+		data["permissionMode"] = canonjson.StringValue(bounded(l.PermissionMode, 200))
+	}
+	if len(l.Tools) > 0 {
+		data["tools"] = stringsValue(l.Tools)
+	}
+	if len(l.MCPServers) > 0 {
+		var items []canonjson.Value
+		for i, s := range l.MCPServers {
+			if i == contract.MaxArrayLength {
+				break
+			}
+			items = append(items, canonjson.ObjectValue([]canonjson.Member{
+				{Name: "name", Value: canonjson.StringValue(bounded(s.Name, 512))},
+				{Name: "status", Value: canonjson.StringValue(bounded(s.Status, 200))}}))
+		}
+		data["mcpServers"] = canonjson.ArrayValue(items)
+	}
+	n.served(claudeAPIModel(l.Model), data)
+	started := contract.StatusStreamEvent(contract.StreamStatusStarted, nil)
+	return append(evs, n.event("system.init", data, &started))
+}
+
+// served records a model the stream reports serving and marks data with
+// effectiveBackend, the kernel's served-identity member. Claude's own
+// synthetic messages and empty names are not a served model.
+func (n *claudeNormalizer) served(model string, data map[string]canonjson.Value) {
+	if model == "" || model == claudeSyntheticModel || !isIdent(model) {
+		return
+	}
+	n.out.ServedModel = model
+	data["effectiveBackend"] = canonjson.ObjectValue([]canonjson.Member{
+		{Name: "provider", Value: canonjson.StringValue("anthropic")},
+		{Name: "model", Value: canonjson.StringValue(model)},
+		{Name: "source", Value: canonjson.StringValue(claudeBackend)},
+	})
+}
+
+// claudeAPIModel is the model name claude sends the API for the model
+// its init line names: claude marks a context-window variant with a
+// bracketed suffix ("claude-opus-4-8[1m]") that the API request does not
+// carry (it asks for "claude-opus-4-8").
+func claudeAPIModel(model string) string {
+	if i := strings.LastIndexByte(model, '['); i > 0 && strings.HasSuffix(model, "]") {
+		return model[:i]
+	}
+	return model
+}
+
+// blocks decodes a message's content: an array of blocks, or a string
+// (one text block).
+func blocks(raw json.RawMessage) []claudeBlock {
+	var bs []claudeBlock
+	if json.Unmarshal(raw, &bs) == nil {
+		return bs
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return []claudeBlock{{Type: "text", Text: s}}
+	}
+	return nil
+}
+
+// assistant maps an assistant message: text and thinking become message
+// parts, tool_use a running tool part. A subagent's messages (with a
+// parent tool use) never establish the served model.
+func (n *claudeNormalizer) assistant(l *claudeLine) []contract.EnvironmentEvent {
+	m := l.Message
+	msgID := identOr(m.ID, fmt.Sprintf("turn-%d-message-%d", n.turn, n.seq+1))
+	var evs []contract.EnvironmentEvent
+	for i, b := range blocks(m.Content) {
+		data := map[string]canonjson.Value{}
+		if l.ParentToolUseID == nil {
+			n.served(m.Model, data)
+		} else if isIdent(m.Model) {
+			data["subagentModel"] = canonjson.StringValue(m.Model)
+		}
+		partID := fmt.Sprintf("%s-%d", msgID, i)
+		switch b.Type {
+		case "text", "thinking":
+			text, kind := b.Text, contract.PartTypeText
+			if b.Type == "thinking" {
+				text, kind = b.Thinking, contract.PartTypeReasoning
+			}
+			if m.Model == claudeSyntheticModel {
+				data["synthetic"] = canonjson.BoolValue(true)
+			}
+			for j, chunk := range chunks(text) {
+				id := partID
+				if j > 0 {
+					id = fmt.Sprintf("%s-%d", partID, j)
+				}
+				part := contract.Part{ID: id, SessionID: n.sessionID(), MessageID: msgID, Type: kind, Text: &chunk}
+				norm := contract.StreamEvent{Type: contract.EventTypeMessagePartUpdated,
+					MessagePartUpdated: &contract.MessagePartUpdatedEvent{Part: part, Delta: &chunk}}
+				evs = append(evs, n.event("assistant."+b.Type, data, &norm))
+			}
+		case "tool_use":
+			callID := identOr(b.ID, partID)
+			call := claudeCall{tool: identOr(b.Name, "unknown"), messageID: msgID, input: jsonRecord(b.Input)}
+			n.calls[callID] = call
+			part := contract.Part{ID: callID, SessionID: n.sessionID(), MessageID: msgID, Type: contract.PartTypeTool,
+				CallID: &callID, Tool: &call.tool, State: &contract.ToolState{Status: contract.ToolStatusRunning, Input: call.input}}
+			norm := contract.StreamEvent{Type: contract.EventTypeMessagePartUpdated, MessagePartUpdated: &contract.MessagePartUpdatedEvent{Part: part}}
+			evs = append(evs, n.event("assistant.tool_use", data, &norm))
+		}
+	}
+	return evs
+}
+
+// user maps a user message's tool results to completed (or error) tool
+// parts of the call they answer.
+func (n *claudeNormalizer) user(l *claudeLine) []contract.EnvironmentEvent {
+	var evs []contract.EnvironmentEvent
+	for _, b := range blocks(l.Message.Content) {
+		if b.Type != "tool_result" {
+			continue
+		}
+		callID := identOr(b.ToolUseID, fmt.Sprintf("turn-%d-call-%d", n.turn, n.seq+1))
+		call, ok := n.calls[callID]
+		if !ok {
+			call = claudeCall{tool: "unknown", messageID: identOr(l.Message.ID, callID), input: map[string]canonjson.Value{}}
+		}
+		output := toolOutput(b.Content)
+		state := &contract.ToolState{Status: contract.ToolStatusCompleted, Input: call.input, Output: canonjson.StringValue(output)}
+		if b.IsError {
+			state = &contract.ToolState{Status: contract.ToolStatusError, Input: call.input, Error: &output}
+		}
+		part := contract.Part{ID: callID, SessionID: n.sessionID(), MessageID: call.messageID, Type: contract.PartTypeTool,
+			CallID: &callID, Tool: &call.tool, State: state}
+		norm := contract.StreamEvent{Type: contract.EventTypeMessagePartUpdated, MessagePartUpdated: &contract.MessagePartUpdatedEvent{Part: part}}
+		evs = append(evs, n.event("user.tool_result", nil, &norm))
+	}
+	return evs
+}
+
+// end implements normalizer: the turn's one terminal event. A cancelled
+// turn is cancelled whatever the stream said; a turn is completed only
+// when claude wrote a successful result line and exited 0; anything else
+// is failed. Usage is reported only with a completed result (a failed
+// turn's total is claude's own partial account: unknown).
+func (n *claudeNormalizer) end(x exit) []contract.EnvironmentEvent {
+	if x.cancelled {
+		n.out.Terminal = contract.TerminalCancelled
+		detail := "the caller cancelled the turn; the bridge killed the claude process group"
+		norm := contract.StatusStreamEvent(contract.StreamStatusCancelled, &detail)
+		return []contract.EnvironmentEvent{n.event(contract.EventTypeStatus, map[string]canonjson.Value{
+			"status": canonjson.StringValue(contract.StreamStatusCancelled)}, &norm)}
+	}
+	r := n.result
+	if r == nil {
+		n.out.Terminal = contract.TerminalFailed
+		detail := fmt.Sprintf("the claude process ended (%s) without a result line", x.describe())
+		if x.stderr != "" {
+			detail += ": " + x.stderr
+		}
+		detail = bounded(detail, 4000)
+		norm := contract.StatusStreamEvent(contract.StreamStatusFailed, &detail)
+		return []contract.EnvironmentEvent{n.event(contract.EventTypeStatus, map[string]canonjson.Value{
+			"status": canonjson.StringValue(contract.StreamStatusFailed), "exitCode": canonjson.NumberValue(float64(x.code))}, &norm)}
+	}
+	ok := !r.IsError && r.Subtype == "success" && x.code == 0 && x.err == nil
+	data := map[string]canonjson.Value{"exitCode": canonjson.NumberValue(float64(x.code)),
+		"subtype": canonjson.StringValue(bounded(r.Subtype, 200)), "isError": canonjson.BoolValue(r.IsError)}
+	if r.Result != nil {
+		n.out.Text = *r.Result
+		data["finalText"] = canonjson.StringValue(bounded(*r.Result, contract.MaxStringLength/2))
+	}
+	for name, v := range map[string]*float64{"numTurns": r.NumTurns, "apiErrorStatus": r.APIErrorStatus, "reportedCostUsd": r.TotalCostUSD} {
+		if v != nil && canonjson.IsFinite(*v) {
+			data[name] = canonjson.NumberValue(*v)
+		}
+	}
+	for name, v := range map[string]*string{"stopReason": r.StopReason, "terminalReason": r.TerminalReason} {
+		if v != nil {
+			data[name] = canonjson.StringValue(bounded(*v, 200))
+		}
+	}
+	status, detail := contract.StreamStatusCompleted, (*string)(nil)
+	if !ok {
+		status = contract.StreamStatusFailed
+		d := fmt.Sprintf("claude reported %s (is_error %t) and exited (%s)", bounded(r.Subtype, 200), r.IsError, x.describe())
+		if r.Result != nil && r.IsError {
+			d += ": " + *r.Result
+		}
+		if x.stderr != "" && x.code != 0 {
+			d += "; stderr: " + x.stderr
+		}
+		d = bounded(d, 4000)
+		detail = &d
+	}
+	data["status"] = canonjson.StringValue(status)
+	norm := contract.StatusStreamEvent(status, detail)
+	ev := n.event("result", data, &norm)
+	if n.resultPE.IsValid() {
+		ev.ProviderEvent = n.resultPE
+	}
+	if ok {
+		n.out.Terminal = contract.TerminalCompleted
+		if u := r.Usage.token(); u != nil {
+			n.out.Usage = u
+			ev.Usage, ev.UsageMode = u, contract.UsageCumulative
+		}
+	} else {
+		n.out.Terminal = contract.TerminalFailed
+	}
+	return []contract.EnvironmentEvent{ev}
+}
+
+// token converts claude's usage: both counts must be present, whole and
+// non-negative, or the usage is unknown (nil). Cache counts are kept
+// apart from input_tokens, as the Messages API reports them.
+func (u *claudeUsage) token() *contract.TokenUsage {
+	count := func(f *float64) (int64, bool) {
+		if f == nil || *f < 0 || !canonjson.IsSafeInteger(*f) {
+			return 0, false
+		}
+		return int64(*f), true
+	}
+	if u == nil {
+		return nil
+	}
+	in, ok1 := count(u.InputTokens)
+	out, ok2 := count(u.OutputTokens)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	t := &contract.TokenUsage{InputTokens: in, OutputTokens: out}
+	if c, ok := count(u.CacheRead); ok {
+		t.CacheReadInputTokens = &c
+	}
+	if c, ok := count(u.CacheCreation); ok {
+		t.CacheCreationInputTokens = &c
+	}
+	return t
+}
+
+// warning returns a warning event.
+func (n *claudeNormalizer) warning(code, message string) contract.EnvironmentEvent {
+	message = bounded(message, 2000)
+	norm := contract.StreamEvent{Type: contract.EventTypeWarning, Warning: &contract.WarningEvent{Code: code, Message: message}}
+	return n.event(contract.EventTypeWarning, map[string]canonjson.Value{"code": canonjson.StringValue(code)}, &norm)
+}
+
+// sessionID is the part session id: the native session, once known.
+func (n *claudeNormalizer) sessionID() string {
+	if n.out.NativeSessionID != "" {
+		return n.out.NativeSessionID
+	}
+	return fmt.Sprintf("turn-%d", n.turn)
+}
+
+// describe says how the process exited.
+func (x exit) describe() string {
+	switch {
+	case x.timedOut > 0:
+		return "killed when the turn's timeout of " + x.timedOut.String() + " elapsed"
+	case x.err != nil:
+		return "error: " + x.err.Error()
+	case x.code < 0:
+		return "killed by a signal"
+	}
+	return "exit status " + strconv.Itoa(x.code)
+}
+
+// providerEvent is the line as bounded JSON, or an invalid Value when it
+// is not within the contract's bounds.
+func providerEvent(b []byte) canonjson.Value {
+	v, err := canonjson.Decode(b)
+	if err != nil || !contract.IsBoundedJSON(v) {
+		return canonjson.Value{}
+	}
+	return v
+}
+
+// jsonRecord is a tool input as a bounded JSON object; an input that is
+// not one is recorded by its digest.
+func jsonRecord(raw json.RawMessage) map[string]canonjson.Value {
+	v, err := canonjson.Decode(raw)
+	if err == nil && v.Kind() == canonjson.Object && contract.IsBoundedJSON(v) {
+		out := make(map[string]canonjson.Value, v.Len())
+		for _, m := range v.Members() {
+			out[m.Name] = m.Value
+		}
+		return out
+	}
+	if len(raw) == 0 {
+		return map[string]canonjson.Value{}
+	}
+	return map[string]canonjson.Value{"unboundedInputDigest": canonjson.StringValue(canonjson.DigestBytes(raw))}
+}
+
+// toolOutput is a tool result's content as bounded text: a string, or
+// the text blocks of an array, joined.
+func toolOutput(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return bounded(s, contract.MaxStringLength/2)
+	}
+	var parts []string
+	for _, b := range blocks(raw) {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return bounded(strings.Join(parts, "\n"), contract.MaxStringLength/2)
+}
+
+// chunkUnits bounds one text event's text, in UTF-16 units, below the
+// contract's string limit.
+const chunkUnits = contract.MaxStringLength / 2
+
+// chunks splits text into pieces of at most chunkUnits UTF-16 units,
+// never inside a character; an empty text is one empty piece.
+func chunks(text string) []string {
+	out := []string{prefixUnits(text, chunkUnits)}
+	for rest := text[len(out[0]):]; rest != ""; rest = rest[len(out[len(out)-1]):] {
+		out = append(out, prefixUnits(rest, chunkUnits))
+	}
+	return out
+}
+
+// bounded cuts s to at most max UTF-16 units (never inside a character),
+// marking a cut with "…".
+func bounded(s string, max int) string {
+	if canonjson.UTF16Len(s) <= max {
+		return s
+	}
+	return prefixUnits(s, max-1) + "…"
+}
+
+// prefixUnits is the longest prefix of s of at most units UTF-16 units
+// that ends at a character boundary.
+func prefixUnits(s string, units int) string {
+	n := 0
+	for i, r := range s {
+		w := 1
+		if r > 0xFFFF {
+			w = 2
+		}
+		if n+w > units {
+			return s[:i]
+		}
+		n += w
+	}
+	return s
+}
+
+// isIdent reports whether s is a bounded identifier: 1..512 units, no
+// outer whitespace, no control characters.
+func isIdent(s string) bool {
+	return s != "" && canonjson.UTF16Len(s) <= contract.MaxIdentifierLength && canonjson.TrimJS(s) == s &&
+		!canonjson.HasControl(s) && canonjson.IsWellFormed(s)
+}
+
+// identOr returns s when it is a bounded identifier, else fallback.
+func identOr(s, fallback string) string {
+	if isIdent(s) {
+		return s
+	}
+	return fallback
+}
+
+// stringsValue is a bounded array of bounded strings.
+func stringsValue(ss []string) canonjson.Value {
+	items := make([]canonjson.Value, 0, min(len(ss), contract.MaxArrayLength))
+	for i, s := range ss {
+		if i == contract.MaxArrayLength {
+			break
+		}
+		items = append(items, canonjson.StringValue(bounded(s, 512)))
+	}
+	return canonjson.ArrayValue(items)
+}

@@ -1,0 +1,126 @@
+// Package clibridge runs coding-agent harness CLIs as child processes
+// behind the provider contract (layer 2). The first harness is
+// claude-code (npm @anthropic-ai/claude-code, observed at 2.1.197);
+// codex and opencode are further drivers of the same small interface
+// (driver: binary lookup, argv/config materialization, a stream-line
+// normalizer) and are not built yet: New refuses them with
+// ErrHarnessUnsupported.
+//
+// # What the bridge owns
+//
+// An environment is a directory under Options.WorkRoot holding the
+// workspace (the harness's working directory), an isolated HOME with the
+// harness's configuration directory, a TMPDIR and the bridge's own files.
+// Create spawns nothing. Each turn runs the harness once, shell-free (the
+// binary and argv exactly), in its own process group, with a replacement
+// environment: PATH, HOME, TMPDIR, the caller's variables (Options.Env and
+// the create input's, with runtime process-control names and the names
+// the bridge sets refused) and the driver's own. The turn's prompt is
+// written to the harness's standard input, never to its argv. One turn
+// runs at a time per environment.
+//
+// A turn's profile, when it carries one, replaces the environment's for
+// that turn; each turn is a fresh harness session (no continuation).
+//
+// Cancelling the turn's context (or destroying the environment) kills
+// the whole process group and ends the turn "cancelled", never "failed";
+// the turn's own timeoutMs kills it too but ends it "failed". When the harness exits, whatever
+// remains of its group is killed too. A process that dies before its
+// result line, or exits non-zero, ends the turn "failed", never
+// "completed".
+//
+// # What it refuses (before spawning anything)
+//
+// New refuses a harness without a driver, a binary that is not installed
+// (*BinaryNotFoundError, naming the npm package) and refused variables
+// (*EnvRefusedError). Create and each turn refuse, with errors matching
+// contract.ErrUnsupported, every profile feature the driver cannot
+// apply: first what contract.CheckProfileSupport finds against the
+// capability document (instructions, subagents, hooks, modes, resources,
+// extensions), then the driver's own checks — for claude-code: another
+// harness, seats, connections, confidential execution, a model provider
+// other than anthropic, a small model, token ceilings, an effort without
+// a native control (harness.NativeReasoningControl), tool or permission
+// keys that name no claude-code tool, "ask" permissions (print mode has no
+// one to ask and the bridge declares no interactions), rule patterns
+// claude's rule lists cannot carry, and MCP servers with secret
+// references or a working directory. Turns asking for detach, replay,
+// control references, context transfer, native continuation,
+// interactions or non-text parts are refused too.
+//
+// # claude-code: what the argv applies
+//
+//	claude -p --output-format=stream-json --verbose --setting-sources=user
+//	  --strict-mcp-config --permission-mode=dontAsk
+//	  [--model=M] [--effort=E] [--system-prompt=S] [--append-system-prompt=A]
+//	  [--allowedTools=R]... [--disallowedTools=R]... [--mcp-config=FILE]
+//
+// with CLAUDE_CONFIG_DIR in the environment's HOME,
+// CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC, DISABLE_TELEMETRY,
+// DISABLE_AUTOUPDATER and DISABLE_ERROR_REPORTING set, and
+// ANTHROPIC_BASE_URL / ANTHROPIC_API_KEY from Options. The model is the
+// turn's, else the profile's default; the effort is the native token of
+// the profile's reasoning effort; a tools entry true/false is an allowed/
+// disallowed rule for that tool; a permission value allow/deny is one for
+// the tool ("bash" → Bash, …), a pattern "p" one for "Tool(p)" and "*" the
+// whole tool. Under dontAsk a tool call without an allow rule is denied
+// rather than asked for, except what claude itself deems read-only
+// (observed: "touch pwned" denied, "echo hi" run). MCP servers are written to a per-turn JSON file (public
+// values only) and mounted alone (--strict-mcp-config).
+//
+// Observed of the real binary (see testdata/claude-code/README): it
+// calls HEAD on the base URL, then POST /v1/messages?beta=true (always
+// streamed) once per model call, with the key in x-api-key and its session
+// id in X-Claude-Code-Session-Id; no count_tokens or side-model calls.
+// --system-prompt replaces the coding-agent prompt but claude keeps its
+// one-line SDK identity block before it.
+//
+// # How the claude-code stream maps to canonical events
+//
+//   - system/init: a private native.session.observed (session_id) and a
+//     public "system.init" event normalized as status started, carrying
+//     effectiveBackend {provider anthropic, model} (the init model without
+//     its "[1m]" context marker), the harness version, tools, permission
+//     mode and MCP servers;
+//   - assistant: each text or thinking block is message.part.updated
+//     with a text or reasoning part and its delta (split under the
+//     contract's string bound); each tool_use block a tool part in state
+//     running; effectiveBackend carries the message's model, except for
+//     claude's "<synthetic>" error messages and subagent messages;
+//   - user tool_result blocks: the tool part completed (output) or error;
+//   - result: held until the process exits, then the one terminal event
+//     "result" — completed only for subtype success, is_error false and
+//     exit 0, with the result's usage (the turn's total over every API
+//     call) as usageMode cumulative; otherwise failed, with no usage
+//     (claude's partial account of a failed turn is not reported as
+//     known);
+//   - any other line: a "raw" event with the line as its normalized raw
+//     event; an unreadable line: a warning.
+//
+// Stream hands its consumer everything but the private native session
+// observation; StreamOwned, for the execution owner only, yields it too.
+// Environment.Turns returns each ended turn's record: the receipt and
+// what the stream established (native session id, served model, harness
+// version, usage, final text).
+//
+// # The receipt
+//
+// Each turn's first event, "clibridge.materialization", carries the
+// Receipt and its canonical digest: the binary path, the argv with the
+// system prompt values replaced by their sha256 digests, the prompt's
+// digest, the files written (path relative to the environment, digest,
+// purpose), the names — never the values — of every environment variable,
+// the profile's digest, and the applied model, effort (canonical and
+// native), system prompt digests, tool rules, permission mode and MCP
+// servers. The API key and the endpoint never appear in a receipt, an
+// event or an error: they are redacted from every stdout line and from
+// the stderr tail a failure reports.
+//
+// # Capabilities
+//
+// The document declares exactly what is enforced: the profile features
+// above (system prompt replace and append, tools, permissions, MCP,
+// validation), live streaming and usage. No detach, replay, session
+// continuation, workspace access, branching, placement, observation,
+// interactions, context transfer or exact process.
+package clibridge

@@ -1,0 +1,124 @@
+package clibridge
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/harness"
+	"github.com/agentrt/agentrt/profile"
+)
+
+// driver is what the bridge knows about one harness CLI: how to find and
+// isolate it, what of a profile it can apply, how to turn a profile and
+// a turn into an argv and files (materialize), and how to read its
+// stream (a normalizer). Adding a harness is adding a driver.
+type driver interface {
+	harness() harness.Type
+	// executable is the name looked up in PATH when Options.Binary is
+	// empty; npmPackage is the package that installs it.
+	executable() string
+	npmPackage() string
+	// ownedEnv are the upper-case variable names the driver sets for the
+	// harness process; callers may not set them.
+	ownedEnv() []string
+	// profileCaps is what of a profile the driver applies; the
+	// provider's capability document declares exactly this.
+	profileCaps() contract.ProfileCapabilities
+	// check refuses, before any effect, what of p (beyond the capability
+	// document's flags) the driver cannot apply.
+	check(p *profile.Profile) []error
+	// materialize turns one admitted turn into the process plan.
+	materialize(t *turnSpec) (*plan, error)
+	// normalizer returns a fresh stream normalizer for one turn.
+	normalizer(t *turnSpec) normalizer
+}
+
+// driverFor returns the driver of h.
+func driverFor(h harness.Type) (driver, error) {
+	switch h {
+	case harness.ClaudeCode:
+		return claudeDriver{}, nil
+	}
+	return nil, fmt.Errorf("%w: %q (this bridge drives %s; codex and opencode are not built yet)", ErrHarnessUnsupported, h, harness.ClaudeCode)
+}
+
+// dirs are one environment's directories, all absolute.
+type dirs struct {
+	// root holds the others and is removed by Destroy.
+	root string
+	// work is the harness's working directory (the workspace).
+	work string
+	// home is the harness's HOME; config its configuration directory.
+	home, config string
+	// tmp is the harness's TMPDIR.
+	tmp string
+	// bridge holds the files the bridge materializes (never in work).
+	bridge string
+}
+
+// turnSpec is one admitted turn, as a driver sees it.
+type turnSpec struct {
+	// provider is the provider name native session observations carry.
+	provider string
+	// turn is the environment's turn number (from 1), for file names and
+	// event ids.
+	turn    int
+	prompt  string
+	profile *profile.Profile
+	// model is the turn's model override ("" none).
+	model string
+	// timeout is the turn's own deadline (0 none).
+	timeout time.Duration
+	dirs    dirs
+	baseURL string
+	apiKey  string
+}
+
+// plan is what one turn runs: the argv after the binary, the files
+// written before the process starts, the harness-specific environment
+// (which may carry secrets) and the receipt of what was applied (which
+// never does).
+type plan struct {
+	args    []string
+	files   []planFile
+	env     map[string]string
+	receipt Receipt
+}
+
+// planFile is one file the bridge writes before spawning.
+type planFile struct {
+	// path is absolute; rel is what the receipt shows (relative to the
+	// environment root).
+	path, rel string
+	content   []byte
+}
+
+// normalizer reads one turn's native stream. line is called for every
+// stdout line, in order, and returns the events it maps to; end is
+// called once when the process has exited and returns the turn's
+// terminal event (and any final events before it).
+type normalizer interface {
+	line(b []byte) []contract.EnvironmentEvent
+	end(x exit) []contract.EnvironmentEvent
+	// outcome is what the stream established (native session, served
+	// model, usage); valid after end.
+	outcome() Outcome
+}
+
+// exit is how the harness process ended.
+type exit struct {
+	// cancelled: the caller cancelled the turn and the bridge killed the
+	// process group.
+	cancelled bool
+	// timedOut, when non-zero, is the turn's own deadline, which elapsed:
+	// the bridge killed the process group and the turn failed.
+	timedOut time.Duration
+	// code is the exit status (-1 when killed by a signal or not
+	// started).
+	code int
+	// err is a failure to run or read the process, if any.
+	err error
+	// stderr is the tail of the process's standard error, redacted.
+	stderr string
+}

@@ -1,0 +1,74 @@
+package clibridge
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/tools/txtar"
+
+	"github.com/agentrt/agentrt/contract"
+)
+
+// FuzzClaudeLine: whatever line claude writes, the normalizer never
+// panics, every event it yields is a valid AgentEnvironmentEvent, and a
+// turn ends in exactly one terminal event — completed only for a
+// successful result line and exit 0.
+func FuzzClaudeLine(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join(transcriptDir, "*.txtar"))
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, file := range txtar.Parse(b).Files {
+			if file.Name != "stream.jsonl" {
+				continue
+			}
+			for _, l := range bytes.Split(file.Data, []byte("\n")) {
+				f.Add(l, 0)
+			}
+		}
+	}
+	for _, l := range []string{
+		`{"type":"result","subtype":"success","is_error":false,"result":"x","usage":{"input_tokens":1e300,"output_tokens":-1}}`,
+		`{"type":"assistant","message":{"id":" padded ","model":"<synthetic>","content":"plain string"}}`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"","content":[{"type":"text","text":"a"}],"is_error":true}]}}`,
+		`{"type":"system","subtype":"init","session_id":"has space","model":"m[1m]"}`,
+		`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"Bash","input":[1,2]}]},"parent_tool_use_id":"p"}`,
+		`null`, `[]`, `{"type":1}`, "\xff\xfe", `{"type":"stream_event","event":{"deep":[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]}}`,
+	} {
+		f.Add([]byte(l), 1)
+	}
+	f.Fuzz(func(t *testing.T, line []byte, code int) {
+		n := claudeDriver{}.normalizer(&turnSpec{provider: "clibridge-claude-code", turn: 1, apiKey: "sk-secret"})
+		evs := n.line(line)
+		evs = append(evs, n.line(line)...)
+		evs = append(evs, n.end(exit{code: code})...)
+		terminals := 0
+		for _, ev := range evs {
+			if _, err := contract.Validate(contract.KindEnvironmentEvent, contract.EnvironmentEventSchema, ev); err != nil {
+				t.Fatalf("event %s is invalid: %v", ev.Type, err)
+			}
+			if kind, ok := contract.EnvironmentEventTerminal(ev); ok {
+				terminals++
+				if kind == contract.TerminalCompleted && code != 0 {
+					t.Fatal("a non-zero exit completed the turn")
+				}
+			}
+		}
+		if terminals != 1 {
+			t.Fatalf("%d terminal events", terminals)
+		}
+		out := n.outcome()
+		if out.NativeSessionID != "" {
+			if _, err := contract.NewNativeSessionObserved("clibridge-claude-code", out.NativeSessionID); err != nil {
+				t.Fatalf("native session %q: %v", out.NativeSessionID, err)
+			}
+		}
+		if out.Usage != nil && out.Terminal != contract.TerminalCompleted {
+			t.Fatal("usage on a turn that did not complete")
+		}
+	})
+}
