@@ -11,56 +11,32 @@ import (
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/providers/openai"
 	"github.com/agentrt/agentrt/store"
-	"github.com/agentrt/agentrt/store/sqlite"
 )
 
 func main() {
-	ctx := context.Background()
-	path, err := sqlite.DefaultPath()
-	if err != nil {
-		fail(err)
-	}
-	st, err := sqlite.Open(ctx, path, sqlite.Options{})
-	if err != nil {
-		fail(err)
-	}
-	defer st.Close()
 	model := os.Getenv("OPENAI_MODEL")
 	if model == "" {
 		model = "gpt-5.2"
 	}
 	opts := openai.Options{BaseURL: os.Getenv("OPENAI_BASE_URL"), APIKey: os.Getenv("OPENAI_API_KEY"), Model: model}
-	if err := weatherLoop(ctx, os.Stdout, opts, st); err != nil {
-		fail(err)
+	if err := weatherLoop(context.Background(), os.Stdout, opts, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "openai-compatible:", err)
+		os.Exit(1)
 	}
 }
 
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "openai-compatible:", err)
-	os.Exit(1)
-}
-
-// weather is the tool: the current weather of a city (a fixed answer).
-var weather = contract.Tool{
-	Name:        "get_weather",
-	Description: "Current weather for a city.",
-	InputSchema: mustJSON(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`),
-	Run: func(ctx context.Context, args canonjson.Value) (canonjson.Value, error) {
-		return mustJSON(`{"celsius":4,"sky":"rain"}`), nil
-	},
-}
-
-func mustJSON(s string) canonjson.Value {
-	v, err := canonjson.Decode([]byte(s))
-	if err != nil {
-		panic(err)
-	}
-	return v
+// weatherTool is the tool: the current weather of a city (a fixed
+// answer).
+func weatherTool() contract.Tool {
+	schema, _ := canonjson.Decode([]byte(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`))
+	answer, _ := canonjson.Decode([]byte(`{"celsius":4,"sky":"rain"}`))
+	return contract.Tool{Name: "get_weather", Description: "Current weather for a city.", InputSchema: schema,
+		Run: func(ctx context.Context, args canonjson.Value) (canonjson.Value, error) { return answer, nil }}
 }
 
 // weatherLoop asks the model about Oslo's weather, lets it call the tool,
 // and prints the calls, the answer, the stop, the usage and the served
-// models; the loop is recorded in st.
+// models; the loop is recorded in st when it is not nil.
 func weatherLoop(ctx context.Context, out io.Writer, opts openai.Options, st store.Store) error {
 	served := map[string]bool{}
 	var order []string
@@ -77,7 +53,7 @@ func weatherLoop(ctx context.Context, out io.Writer, opts openai.Options, st sto
 	}
 	res, err := kernel.RunToolLoop(ctx, kernel.ToolLoopOptions{
 		Model: m, System: "Use the tools.", User: "What is the weather in Oslo?",
-		Tools: []contract.Tool{weather}, Store: st,
+		Tools: []contract.Tool{weatherTool()}, Store: st,
 	})
 	if res != nil {
 		for _, r := range res.ToolResults {

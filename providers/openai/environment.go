@@ -286,14 +286,16 @@ func (t *turnPlay) event(ev contract.ChatEvent, failure *string, yield func(cont
 	return true
 }
 
+// effectiveBackend is what a turn's terminal event reports serving; the
+// model is omitted when the endpoint named none (unknown).
+type effectiveBackend struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model,omitzero"`
+	Source   string `json:"source"`
+}
+
 // backend is the effectiveBackend of the turn's terminal event.
 func (t *turnPlay) backend(served string) canonjson.Value {
-	members := []canonjson.Member{
-		{Name: "provider", Value: canonjson.StringValue(t.env.p.name)},
-		{Name: "source", Value: canonjson.StringValue("response")},
-	}
-	if served != "" {
-		members = append(members, canonjson.Member{Name: "model", Value: canonjson.StringValue(served)})
-	}
-	return canonjson.ObjectValue(members)
+	v, _ := canonjson.ToValue(effectiveBackend{Provider: t.env.p.name, Model: served, Source: "response"})
+	return v
 }

@@ -55,8 +55,10 @@ func hello() []contract.ChatMessage {
 	return []contract.ChatMessage{{Role: contract.ChatSystem, Content: str("Be brief.")}, {Role: contract.ChatUser, Content: str("Say hello.")}}
 }
 
-func collect(seq iter.Seq2[contract.ChatEvent, error]) ([]contract.ChatEvent, error) {
-	var evs []contract.ChatEvent
+// collect ranges over a turn's sequence: its items up to the first
+// error, and that error.
+func collect[T any](seq iter.Seq2[T, error]) ([]T, error) {
+	var evs []T
 	for e, err := range seq {
 		if err != nil {
 			return evs, err
@@ -110,10 +112,19 @@ func (r *reports) last(t *testing.T) openai.TurnReport {
 	return r.all[len(r.all)-1]
 }
 
-func TestTextWithUsage(t *testing.T) {
+// play runs one turn of hello() over transcript name and returns its
+// events, the turn's report, the endpoint and its stream error.
+func play(t *testing.T, name string, opts openai.Options) ([]contract.ChatEvent, openai.TurnReport, *openaitest.Server, error) {
+	t.Helper()
 	var reps reports
-	srv, m := replay(t, "text", openai.Options{Observe: reps.observe})
+	opts.Observe = reps.observe
+	srv, m := replay(t, name, opts)
 	evs, err := collect(m.Turn(context.Background(), hello(), nil))
+	return evs, reps.last(t), srv, err
+}
+
+func TestTextWithUsage(t *testing.T) {
+	evs, rep, srv, err := play(t, "text", openai.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +142,6 @@ func TestTextWithUsage(t *testing.T) {
 	if evs[len(evs)-1].Kind != contract.ChatUsage {
 		t.Errorf("the usage chunk is the last event; got %v", evs[len(evs)-1].Kind)
 	}
-	rep := reps.last(t)
 	if rep.RequestedModel != "gpt-5.2" || rep.ServedModel != "gpt-5.2" || rep.FinishReason != "stop" || rep.ResponseID != "chatcmpl-BjT1" || rep.Usage == nil || rep.Err != nil {
 		t.Errorf("report %+v", rep)
 	}
@@ -188,9 +198,7 @@ func TestToolCallAcrossDeltasThenAnswer(t *testing.T) {
 }
 
 func TestNoUsageChunkIsUnknown(t *testing.T) {
-	var reps reports
-	_, m := replay(t, "nousage", openai.Options{Observe: reps.observe})
-	evs, err := collect(m.Turn(context.Background(), hello(), nil))
+	evs, rep, _, err := play(t, "nousage", openai.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,25 +208,23 @@ func TestNoUsageChunkIsUnknown(t *testing.T) {
 	if u := usages(evs); len(u) != 0 {
 		t.Errorf("a stream without a usage chunk reported usage %+v", u)
 	}
-	if rep := reps.last(t); rep.Usage != nil {
+	if rep.Usage != nil {
 		t.Errorf("unknown usage reported as %+v", rep.Usage)
 	}
 }
 
 func TestServedModelReadBack(t *testing.T) {
-	var reps reports
-	_, m := replay(t, "served", openai.Options{Observe: reps.observe})
-	if _, err := collect(m.Turn(context.Background(), hello(), nil)); err != nil {
+	_, rep, _, err := play(t, "served", openai.Options{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if rep := reps.last(t); rep.RequestedModel != "gpt-5.2" || rep.ServedModel != "gpt-5.2-mini" {
+	if rep.RequestedModel != "gpt-5.2" || rep.ServedModel != "gpt-5.2-mini" {
 		t.Errorf("requested %q served %q", rep.RequestedModel, rep.ServedModel)
 	}
 }
 
 func TestInBandErrorIsAFailure(t *testing.T) {
-	_, m := replay(t, "inband_error", openai.Options{})
-	evs, err := collect(m.Turn(context.Background(), hello(), nil))
+	evs, _, _, err := play(t, "inband_error", openai.Options{})
 	if err != nil {
 		t.Fatalf("an in-band error is an event, not a stream error: %v", err)
 	}
@@ -232,8 +238,7 @@ func TestInBandErrorIsAFailure(t *testing.T) {
 }
 
 func TestUnauthorized(t *testing.T) {
-	srv, m := replay(t, "unauthorized", openai.Options{})
-	_, err := collect(m.Turn(context.Background(), hello(), nil))
+	_, _, srv, err := play(t, "unauthorized", openai.Options{})
 	apiErr, ok := errors.AsType[*openai.APIError](err)
 	if !ok {
 		t.Fatalf("err %v is not an *APIError", err)
@@ -250,9 +255,8 @@ func TestUnauthorized(t *testing.T) {
 }
 
 func TestRateLimitRetriedAfterRetryAfter(t *testing.T) {
-	srv, m := replay(t, "ratelimit", openai.Options{})
 	start := time.Now()
-	evs, err := collect(m.Turn(context.Background(), hello(), nil))
+	evs, _, srv, err := play(t, "ratelimit", openai.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,8 +271,7 @@ func TestRateLimitRetriedAfterRetryAfter(t *testing.T) {
 // A Retry-After beyond MaxRetryWait is not waited for: the 429 comes back
 // as data the caller can schedule with.
 func TestRateLimitBeyondBound(t *testing.T) {
-	srv, m := replay(t, "ratelimit", openai.Options{MaxRetryWait: 100 * time.Millisecond})
-	_, err := collect(m.Turn(context.Background(), hello(), nil))
+	_, _, srv, err := play(t, "ratelimit", openai.Options{MaxRetryWait: 100 * time.Millisecond})
 	apiErr, ok := errors.AsType[*openai.APIError](err)
 	if !ok || apiErr.StatusCode != http.StatusTooManyRequests || !apiErr.Retryable || apiErr.RetryAfter != time.Second || apiErr.Code != "rate_limit_exceeded" {
 		t.Fatalf("err %v (%+v)", err, apiErr)
@@ -279,8 +282,7 @@ func TestRateLimitBeyondBound(t *testing.T) {
 }
 
 func TestServerError(t *testing.T) {
-	_, m := replay(t, "server_error", openai.Options{MaxRetries: -1})
-	_, err := collect(m.Turn(context.Background(), hello(), nil))
+	_, _, _, err := play(t, "server_error", openai.Options{MaxRetries: -1})
 	apiErr, ok := errors.AsType[*openai.APIError](err)
 	if !ok || apiErr.StatusCode != http.StatusInternalServerError || !apiErr.Retryable || apiErr.Type != "server_error" {
 		t.Fatalf("err %v (%+v)", err, apiErr)
@@ -288,16 +290,14 @@ func TestServerError(t *testing.T) {
 }
 
 func TestDroppedConnectionIsNotSuccess(t *testing.T) {
-	var reps reports
-	_, m := replay(t, "dropped", openai.Options{Observe: reps.observe})
-	evs, err := collect(m.Turn(context.Background(), hello(), nil))
+	evs, rep, _, err := play(t, "dropped", openai.Options{})
 	if !errors.Is(err, openai.ErrStreamBroken) {
 		t.Fatalf("err %v, want ErrStreamBroken", err)
 	}
 	if text(evs) != "Hello" {
 		t.Errorf("text before the drop %q", text(evs))
 	}
-	if rep := reps.last(t); rep.Usage != nil || rep.Err == nil {
+	if rep.Usage != nil || rep.Err == nil {
 		t.Errorf("report %+v", rep)
 	}
 }
@@ -349,8 +349,7 @@ func TestReasoningEffortPerHarnessTable(t *testing.T) {
 	if _, ok := harness.NativeReasoningControl(harness.CLIBase, harness.EffortNone); ok {
 		t.Skip("the harness table now has a native control for cli-base; extend the transcript")
 	}
-	_, m := replay(t, "text", openai.Options{ReasoningEffort: harness.EffortNone})
-	if _, err := collect(m.Turn(context.Background(), hello(), nil)); err != nil {
+	if _, _, _, err := play(t, "text", openai.Options{ReasoningEffort: harness.EffortNone}); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range []harness.ReasoningEffort{harness.EffortLow, harness.EffortHigh, "bogus"} {

@@ -3,7 +3,6 @@ package openai_test
 import (
 	"context"
 	"errors"
-	"iter"
 	"testing"
 	"time"
 
@@ -69,17 +68,6 @@ func mustProfile(t testing.TB, src string) *profile.Profile {
 	return p
 }
 
-func collectEnv(seq iter.Seq2[contract.EnvironmentEvent, error]) ([]contract.EnvironmentEvent, error) {
-	var evs []contract.EnvironmentEvent
-	for e, err := range seq {
-		if err != nil {
-			return evs, err
-		}
-		evs = append(evs, e)
-	}
-	return evs, nil
-}
-
 // briefProfile asks for gpt-5.2 with the system prompt the transcripts
 // expect.
 const briefProfile = `{"name":"brief","harness":"cli-base","model":{"provider":"openai","default":"openai/gpt-5.2"},"prompt":{"systemPrompt":"Be brief."}}`
@@ -91,7 +79,7 @@ func streamTurn(t *testing.T, transcript, prof string) ([]contract.EnvironmentEv
 	if err != nil {
 		t.Fatal(err)
 	}
-	return collectEnv(env.Stream(context.Background(), &contract.TurnInput{Prompt: str("Say hello.")}))
+	return collect(env.Stream(context.Background(), &contract.TurnInput{Prompt: str("Say hello.")}))
 }
 
 func backendModel(e contract.EnvironmentEvent) string {
@@ -268,7 +256,7 @@ func TestRefusedBeforeDispatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := collectEnv(env.Stream(context.Background(), tc.in)); !errors.Is(err, contract.ErrUnsupported) {
+			if _, err := collect(env.Stream(context.Background(), tc.in)); !errors.Is(err, contract.ErrUnsupported) {
 				t.Errorf("err %v", err)
 			}
 			if srv.Requests() != 0 {
