@@ -18,6 +18,10 @@ import (
 // environment.
 var ErrDestroyed = errors.New("openai: the environment was destroyed")
 
+// errTurnTimeout is the cause of a turn cut short by its own timeoutMs:
+// the turn failed, the caller did not cancel it.
+var errTurnTimeout = errors.New("the turn's timeoutMs elapsed before the completion ended")
+
 // Environment is one profile bound to the endpoint. It implements
 // contract.Environment and no optional ability.
 type Environment struct {
@@ -76,7 +80,8 @@ func (e *Environment) Destroy(ctx context.Context) error {
 // event when the endpoint reported usage (cumulative: the completion's
 // total), and a terminal event — done, error (the endpoint failed the
 // turn in-band) or execution.cancelled — whose effectiveBackend names the
-// served model. A broken stream ends with its error instead. A turn the
+// served model. A turn cut short by its timeoutMs ends with an error
+// event; a broken stream ends with its error instead. A turn the
 // provider cannot honour is refused before any request.
 func (e *Environment) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
 	return func(yield func(contract.EnvironmentEvent, error) bool) {
@@ -87,7 +92,7 @@ func (e *Environment) Stream(ctx context.Context, in *contract.TurnInput) iter.S
 		}
 		if in != nil && in.TimeoutMs != nil {
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, time.Duration(*in.TimeoutMs)*time.Millisecond)
+			ctx, cancel = context.WithTimeoutCause(ctx, time.Duration(*in.TimeoutMs)*time.Millisecond, errTurnTimeout)
 			defer cancel()
 		}
 		t.play(ctx, yield)
@@ -231,6 +236,11 @@ func (t *turnPlay) play(ctx context.Context, yield func(contract.EnvironmentEven
 	failure := ""
 	for ev, err := range p.model.turn(ctx, t.req, t.messages, nil) {
 		if err != nil {
+			if errors.Is(context.Cause(ctx), errTurnTimeout) {
+				msg := errTurnTimeout.Error()
+				t.emit(yield, "error", map[string]canonjson.Value{"error": canonjson.StringValue(msg)}, status(contract.StreamStatusFailed, &msg))
+				return
+			}
 			if ctx.Err() != nil {
 				t.emit(yield, "execution.cancelled", map[string]canonjson.Value{"status": canonjson.StringValue("cancelled")}, status(contract.StreamStatusCancelled, nil))
 				return

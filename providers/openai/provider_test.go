@@ -1,8 +1,11 @@
 package openai_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,6 +204,52 @@ func TestStreamCancelled(t *testing.T) {
 	}
 	if kind, ok := contract.EnvironmentEventTerminal(last); !ok || kind != contract.TerminalCancelled {
 		t.Errorf("last event %s", last.Type)
+	}
+}
+
+func TestStreamTimeoutFails(t *testing.T) {
+	p := provider(t, server(t, "hang", openaitest.ServerOptions{}), true)
+	env, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: mustProfile(t, briefProfile)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeout := int64(50)
+	evs, err := collect(env.Stream(context.Background(), &contract.TurnInput{Prompt: str("Say hello."), TimeoutMs: &timeout}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := evs[len(evs)-1]
+	if kind, ok := contract.EnvironmentEventTerminal(last); !ok || kind != contract.TerminalFailed || !strings.Contains(last.Data["error"].Str(), "timeoutMs") {
+		t.Errorf("last event %s %v", last.Type, kind)
+	}
+}
+
+// The key reaches the endpoint in the Authorization header only: the
+// debug log of every attempt, the error and the failure never carry it.
+func TestKeyNeverLogged(t *testing.T) {
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	for _, name := range []string{"unauthorized", "inband_error", "dropped"} {
+		srv := server(t, name, openaitest.ServerOptions{})
+		m, err := openai.New(openai.Options{BaseURL: srv.BaseURL(), APIKey: testKey, Model: "gpt-5.2", Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := collect(m.Turn(context.Background(), hello(), nil))
+		if err != nil && strings.Contains(err.Error(), testKey) {
+			t.Errorf("%s: the error carries the key: %v", name, err)
+		}
+		for _, e := range evs {
+			if strings.Contains(e.Failure, testKey) {
+				t.Errorf("%s: the failure carries the key", name)
+			}
+		}
+	}
+	if !strings.Contains(logs.String(), "request attempt") {
+		t.Fatalf("nothing was logged: %q", logs.String())
+	}
+	if strings.Contains(logs.String(), testKey) || strings.Contains(logs.String(), "Bearer") {
+		t.Errorf("the log carries the key:\n%s", logs.String())
 	}
 }
 
