@@ -75,14 +75,20 @@ func mustProfile(t testing.TB, src string) *profile.Profile {
 // expect.
 const briefProfile = `{"name":"brief","harness":"cli-base","model":{"provider":"openai","default":"openai/gpt-5.2"},"prompt":{"systemPrompt":"Be brief."}}`
 
-func streamTurn(t *testing.T, transcript, prof string) ([]contract.EnvironmentEvent, error) {
+// briefEnv is an environment of briefProfile over transcript.
+func briefEnv(t *testing.T, transcript string) contract.Environment {
 	t.Helper()
 	p := provider(t, server(t, transcript, openaitest.ServerOptions{}), true)
-	env, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: mustProfile(t, prof)}})
+	env, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: mustProfile(t, briefProfile)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return collect(env.Stream(context.Background(), &contract.TurnInput{Prompt: str("Say hello.")}))
+	return env
+}
+
+func streamTurn(t *testing.T, transcript string) ([]contract.EnvironmentEvent, error) {
+	t.Helper()
+	return collect(briefEnv(t, transcript).Stream(context.Background(), &contract.TurnInput{Prompt: str("Say hello.")}))
 }
 
 func backendModel(e contract.EnvironmentEvent) string {
@@ -92,7 +98,7 @@ func backendModel(e contract.EnvironmentEvent) string {
 }
 
 func TestStreamTextUsageAndServedModel(t *testing.T) {
-	evs, err := streamTurn(t, "text", briefProfile)
+	evs, err := streamTurn(t, "text")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +146,7 @@ func members(m map[string]canonjson.Value) []canonjson.Member {
 }
 
 func TestStreamServedModelMismatchIsReported(t *testing.T) {
-	evs, err := streamTurn(t, "served", briefProfile)
+	evs, err := streamTurn(t, "served")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +156,7 @@ func TestStreamServedModelMismatchIsReported(t *testing.T) {
 }
 
 func TestStreamNoUsageStaysUnknown(t *testing.T) {
-	evs, err := streamTurn(t, "nousage", briefProfile)
+	evs, err := streamTurn(t, "nousage")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +168,7 @@ func TestStreamNoUsageStaysUnknown(t *testing.T) {
 }
 
 func TestStreamInBandErrorFails(t *testing.T) {
-	evs, err := streamTurn(t, "inband_error", briefProfile)
+	evs, err := streamTurn(t, "inband_error")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +179,7 @@ func TestStreamInBandErrorFails(t *testing.T) {
 }
 
 func TestStreamDroppedConnectionBreaks(t *testing.T) {
-	evs, err := streamTurn(t, "dropped", briefProfile)
+	evs, err := streamTurn(t, "dropped")
 	if !errors.Is(err, openai.ErrStreamBroken) {
 		t.Fatalf("err %v", err)
 	}
@@ -185,11 +191,7 @@ func TestStreamDroppedConnectionBreaks(t *testing.T) {
 }
 
 func TestStreamCancelled(t *testing.T) {
-	p := provider(t, server(t, "hang", openaitest.ServerOptions{}), true)
-	env, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: mustProfile(t, briefProfile)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := briefEnv(t, "hang")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var last contract.EnvironmentEvent
@@ -208,11 +210,7 @@ func TestStreamCancelled(t *testing.T) {
 }
 
 func TestStreamTimeoutFails(t *testing.T) {
-	p := provider(t, server(t, "hang", openaitest.ServerOptions{}), true)
-	env, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: mustProfile(t, briefProfile)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := briefEnv(t, "hang")
 	timeout := int64(50)
 	evs, err := collect(env.Stream(context.Background(), &contract.TurnInput{Prompt: str("Say hello."), TimeoutMs: &timeout}))
 	if err != nil {
