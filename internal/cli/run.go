@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -15,6 +16,7 @@ import (
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/providers/openai"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/store"
 )
@@ -22,7 +24,7 @@ import (
 func newRunCmd(stdio IO) *cobra.Command {
 	var sf storeFlags
 	var asJSON bool
-	var task, providerName, scriptPath, expect string
+	var task, providerName, scriptPath, expect, baseURL string
 	var stage int
 	var lease, timeout time.Duration
 	cmd := &cobra.Command{
@@ -35,7 +37,9 @@ the result contains --expect TEXT, or, without --expect, the result is not empty
 
 The default provider is "scripted": offline, deterministic, no credentials. It
 answers each task with a note; --script FILE plays a script instead (see
-providers/scripted). Unknown usage is printed as unknown, never as 0.
+providers/scripted). --provider openai runs harness cli-base profiles on an
+OpenAI-compatible Chat Completions endpoint: OpenAI's, or --base-url URL, with
+the key in OPENAI_API_KEY. Unknown usage is printed as unknown, never as 0.
 
 agentrt run is a one-shot driver: its decision is "done" when the run was
 delivered and "fail" otherwise (use kernel.Rounds for plan/decide loops).
@@ -51,7 +55,7 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 			if err != nil {
 				return err
 			}
-			provider, err := openProvider(providerName, scriptPath)
+			provider, err := openProvider(providerName, scriptPath, baseURL)
 			if err != nil {
 				return err
 			}
@@ -90,7 +94,8 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 	}
 	sf.register(cmd)
 	cmd.Flags().StringVar(&task, "task", "", "the task to give the agent (required)")
-	cmd.Flags().StringVar(&providerName, "provider", "scripted", "provider to run on (scripted)")
+	cmd.Flags().StringVar(&providerName, "provider", "scripted", "provider to run on (scripted, openai)")
+	cmd.Flags().StringVar(&baseURL, "base-url", "", "the openai provider's endpoint (default: OpenAI's)")
 	cmd.Flags().StringVar(&scriptPath, "script", "", "script for the scripted provider (default: answer every task)")
 	cmd.Flags().StringVar(&expect, "expect", "", "deliver only if the result contains this text")
 	cmd.Flags().IntVar(&stage, "stage", 0, "seat stage to run (0 is the first)")
@@ -100,8 +105,23 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 	return cmd
 }
 
-func openProvider(name, scriptPath string) (contract.Provider, error) {
+func openProvider(name, scriptPath, baseURL string) (contract.Provider, error) {
+	if baseURL != "" && name != "openai" {
+		return nil, usage("--base-url applies to --provider openai only")
+	}
 	switch name {
+	case "openai":
+		// OpenAI's own endpoint reports usage and wants bare model ids;
+		// another endpoint is not vouched for and gets the profile's id.
+		opts := openai.ProviderOptions{Options: openai.Options{BaseURL: baseURL, APIKey: os.Getenv("OPENAI_API_KEY")}}
+		if baseURL == "" {
+			opts.ReportsUsage, opts.StripModelPrefix = true, "openai/"
+		}
+		p, err := openai.NewProvider(opts)
+		if err != nil {
+			return nil, usage("%v", err)
+		}
+		return p, nil
 	case "scripted":
 		script := scripted.DefaultScript()
 		if scriptPath != "" {
@@ -112,7 +132,7 @@ func openProvider(name, scriptPath string) (contract.Provider, error) {
 		}
 		return scripted.New(script, scripted.Options{}), nil
 	}
-	return nil, usage("unknown provider %q (available: scripted)", name)
+	return nil, usage("unknown provider %q (available: scripted, openai)", name)
 }
 
 func expectCheck(expect string) kernel.Check {

@@ -1,0 +1,40 @@
+package cli_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentrt/agentrt/internal/cli"
+	"github.com/agentrt/agentrt/providers/openai/openaitest"
+)
+
+// `agentrt run --provider openai --base-url URL` runs a cli-base profile
+// on an OpenAI-compatible endpoint (here a local one replaying a
+// transcript), with the key from OPENAI_API_KEY and the endpoint's usage
+// and served model reported.
+func TestRunOpenAI(t *testing.T) {
+	tr, err := openaitest.Load(filepath.Join("..", "..", "providers", "openai", "testdata", "text.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := openaitest.NewServer(t, tr, openaitest.ServerOptions{})
+	t.Setenv("OPENAI_API_KEY", "sk-test-4f9c2a7b1e")
+	prof := writeFile(t, "brief.json", `{"name":"brief","harness":"cli-base","model":{"default":"gpt-5.2"},"prompt":{"systemPrompt":"Be brief."}}`)
+	db := filepath.Join(t.TempDir(), "runs.db")
+	out, errOut, code := run(t, "", "run", "--db", db, prof, "--task", "Say hello.", "--provider", "openai", "--base-url", srv.BaseURL())
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+	}
+	for _, want := range []string{"completed, delivered", "served gpt-5.2", "Hello!", "19"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out+errOut, "sk-test-4f9c2a7b1e") {
+		t.Error("the key was printed")
+	}
+	if _, _, code := run(t, "", "run", "--db", db, prof, "--task", "t", "--base-url", srv.BaseURL()); code != cli.ExitUsage {
+		t.Errorf("--base-url without --provider openai: exit %d, want %d", code, cli.ExitUsage)
+	}
+}

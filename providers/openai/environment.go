@@ -1,0 +1,311 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/profile"
+)
+
+// ErrDestroyed is matched by the error of a turn on a destroyed
+// environment.
+var ErrDestroyed = errors.New("openai: the environment was destroyed")
+
+// errTurnTimeout is the cause of a turn cut short by its own timeoutMs:
+// the turn failed, the caller did not cancel it.
+var errTurnTimeout = errors.New("the turn's timeoutMs elapsed before the completion ended")
+
+// Environment is one profile bound to the endpoint. It implements
+// contract.Environment and no optional ability.
+type Environment struct {
+	p        *Provider
+	st       *envState
+	creation contract.Creation
+}
+
+var _ contract.Environment = (*Environment)(nil)
+
+// ID implements contract.Environment.
+func (e *Environment) ID() string { return e.st.id }
+
+// Provider implements contract.Environment.
+func (e *Environment) Provider() string { return e.p.name }
+
+// Name implements contract.Environment.
+func (e *Environment) Name() string { return e.st.name }
+
+// Creation implements contract.Environment.
+func (e *Environment) Creation() contract.Creation { return e.creation }
+
+// Metadata implements contract.Environment.
+func (e *Environment) Metadata() map[string]canonjson.Value { return maps.Clone(e.st.metadata) }
+
+// Capabilities implements contract.Environment: the provider's document
+// applies.
+func (e *Environment) Capabilities() *contract.Capabilities { return nil }
+
+// Status implements contract.Environment: running until destroyed.
+func (e *Environment) Status(ctx context.Context) (contract.EnvironmentStatus, error) {
+	e.st.mu.Lock()
+	defer e.st.mu.Unlock()
+	if e.st.destroyed {
+		return contract.EnvironmentStopped, nil
+	}
+	return contract.EnvironmentRunning, nil
+}
+
+// Destroy implements contract.Environment. Turns still streaming run to
+// their end; no new turn starts. A later create under the same key
+// creates again.
+func (e *Environment) Destroy(ctx context.Context) error {
+	e.st.mu.Lock()
+	e.st.destroyed = true
+	e.st.mu.Unlock()
+	if e.st.key != "" {
+		e.p.keyed.Forget(e.st.key)
+	}
+	return nil
+}
+
+// Stream implements contract.Environment: one chat completion of the
+// profile's system prompt and the turn's prompt. It yields
+// execution.started, a message.part.updated per text delta, a usage
+// event when the endpoint reported usage (cumulative: the completion's
+// total), and a terminal event — done, error (the endpoint failed the
+// turn in-band) or execution.cancelled — whose effectiveBackend names the
+// served model. A turn cut short by its timeoutMs ends with an error
+// event; a broken stream ends with its error instead. A turn the
+// provider cannot honour is refused before any request.
+func (e *Environment) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
+	return func(yield func(contract.EnvironmentEvent, error) bool) {
+		t, err := e.admit(in)
+		if err != nil {
+			yield(contract.EnvironmentEvent{}, err)
+			return
+		}
+		if in != nil && in.TimeoutMs != nil {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeoutCause(ctx, time.Duration(*in.TimeoutMs)*time.Millisecond, errTurnTimeout)
+			defer cancel()
+		}
+		t.play(ctx, yield)
+	}
+}
+
+// admit checks a turn and prepares it; every refusal precedes the
+// request.
+func (e *Environment) admit(in *contract.TurnInput) (*turnPlay, error) {
+	if in == nil {
+		in = &contract.TurnInput{}
+	}
+	st := e.st
+	st.mu.Lock()
+	destroyed := st.destroyed
+	st.turns++
+	n := st.turns
+	st.mu.Unlock()
+	if destroyed {
+		return nil, fmt.Errorf("%w: %s", ErrDestroyed, st.id)
+	}
+	var errs []error
+	refuse := func(present bool, what string) {
+		if present {
+			errs = append(errs, unsupported("a turn with "+what))
+		}
+	}
+	refuse(in.ControlRef != nil, "a control reference (no retained control)")
+	refuse(in.ContextTransfer != nil, "a context transfer")
+	refuse(in.NativeContinuation != nil, "a native continuation")
+	refuse(in.Detach != nil && *in.Detach, "detach")
+	refuse(in.TurnID != nil, "a turn id (no turn idempotency)")
+	refuse(in.SessionID != nil || in.ExecutionID != nil || in.LastEventID != nil, "a session, execution or replay position (no sessions)")
+	refuse(len(in.Context) > 0, "context")
+	refuse(len(in.ProviderOptions) > 0, "provider options")
+	refuse(len(in.Interactions) > 0, "interactions")
+	prompt, err := promptOf(in)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	pr := st.profile
+	if in.Profile != nil {
+		if err := e.p.checkProfile(in.Profile); err != nil {
+			errs = append(errs, err)
+		}
+		pr = in.Profile
+	}
+	r, err := e.p.request(pr)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if in.Model != nil {
+		r.model = strings.TrimPrefix(*in.Model, e.p.opts.StripModelPrefix)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("openai: turn refused before dispatch: %w", err)
+	}
+	return &turnPlay{env: e, n: n, req: r, messages: messagesOf(pr, prompt)}, nil
+}
+
+// promptOf is the turn's prompt: its text, or its text parts joined. A
+// part of another type cannot be sent and is refused.
+func promptOf(in *contract.TurnInput) (string, error) {
+	var b strings.Builder
+	if in.Prompt != nil {
+		b.WriteString(*in.Prompt)
+	}
+	for i, part := range in.Parts {
+		if part.Type != "text" || part.Text == nil {
+			return "", unsupported(fmt.Sprintf("input part %d of type %q (only text)", i, part.Type))
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(*part.Text)
+	}
+	if b.Len() == 0 {
+		return "", unsupported("no prompt")
+	}
+	return b.String(), nil
+}
+
+// messagesOf is the transcript of a turn: the system message (the
+// profile's systemPrompt, then its appendSystemPrompt), then the prompt.
+func messagesOf(pr *profile.Profile, prompt string) []contract.ChatMessage {
+	var msgs []contract.ChatMessage
+	if pr != nil && pr.Prompt != nil {
+		var parts []string
+		for _, s := range []*string{pr.Prompt.SystemPrompt, pr.Prompt.AppendSystemPrompt} {
+			if s != nil && *s != "" {
+				parts = append(parts, *s)
+			}
+		}
+		if len(parts) > 0 {
+			sys := strings.Join(parts, "\n\n")
+			msgs = append(msgs, contract.ChatMessage{Role: contract.ChatSystem, Content: &sys})
+		}
+	}
+	return append(msgs, contract.ChatMessage{Role: contract.ChatUser, Content: &prompt})
+}
+
+// turnPlay is one admitted turn.
+type turnPlay struct {
+	env      *Environment
+	n, seq   int
+	req      request
+	messages []contract.ChatMessage
+	text     strings.Builder
+}
+
+func (t *turnPlay) id() *string {
+	t.seq++
+	s := fmt.Sprintf("%s-t%d-e%d", t.env.st.id, t.n, t.seq)
+	return &s
+}
+
+func (t *turnPlay) emit(yield func(contract.EnvironmentEvent, error) bool, typ string, data map[string]canonjson.Value, norm *contract.StreamEvent) bool {
+	if data == nil {
+		data = map[string]canonjson.Value{}
+	}
+	return yield(contract.EnvironmentEvent{Type: typ, Data: data, ID: t.id(), Normalized: norm}, nil)
+}
+
+func status(s string, detail *string) *contract.StreamEvent {
+	e := contract.StatusStreamEvent(s, detail)
+	return &e
+}
+
+func (t *turnPlay) play(ctx context.Context, yield func(contract.EnvironmentEvent, error) bool) {
+	p := t.env.p
+	var rep TurnReport
+	t.req.onComplete = func(r TurnReport) {
+		rep = r
+		if p.opts.Observe != nil {
+			p.opts.Observe(r)
+		}
+	}
+	if !t.emit(yield, "execution.started", nil, status(contract.StreamStatusStarted, nil)) {
+		return
+	}
+	failure := ""
+	for ev, err := range p.model.turn(ctx, t.req, t.messages, nil) {
+		if err != nil {
+			if errors.Is(context.Cause(ctx), errTurnTimeout) {
+				msg := errTurnTimeout.Error()
+				t.emit(yield, "error", map[string]canonjson.Value{"error": canonjson.StringValue(msg)}, status(contract.StreamStatusFailed, &msg))
+				return
+			}
+			if ctx.Err() != nil {
+				t.emit(yield, "execution.cancelled", map[string]canonjson.Value{"status": canonjson.StringValue("cancelled")}, status(contract.StreamStatusCancelled, nil))
+				return
+			}
+			yield(contract.EnvironmentEvent{}, err)
+			return
+		}
+		if !t.event(ev, &failure, yield) {
+			return
+		}
+	}
+	backend := t.backend(rep.ServedModel)
+	if failure != "" {
+		t.emit(yield, "error", map[string]canonjson.Value{"error": canonjson.StringValue(failure), "effectiveBackend": backend},
+			status(contract.StreamStatusFailed, &failure))
+		return
+	}
+	data := map[string]canonjson.Value{
+		"status":           canonjson.StringValue("completed"),
+		"text":             canonjson.StringValue(t.text.String()),
+		"effectiveBackend": backend,
+	}
+	if rep.FinishReason != "" {
+		data["finishReason"] = canonjson.StringValue(rep.FinishReason)
+	}
+	t.emit(yield, "done", data, status(contract.StreamStatusCompleted, nil))
+}
+
+// event turns one chat event into environment events.
+func (t *turnPlay) event(ev contract.ChatEvent, failure *string, yield func(contract.EnvironmentEvent, error) bool) bool {
+	st := t.env.st
+	msgID := fmt.Sprintf("%s-m%d", st.id, t.n)
+	switch ev.Kind {
+	case contract.ChatText:
+		t.text.WriteString(ev.Text)
+		delta, text := ev.Text, t.text.String()
+		part := contract.Part{ID: fmt.Sprintf("text-%d", t.n), SessionID: st.id, MessageID: msgID, Type: contract.PartTypeText, Text: &text}
+		norm, err := contract.NewStreamEvent(&contract.MessagePartUpdatedEvent{Part: part, Delta: &delta})
+		if err != nil {
+			return yield(contract.EnvironmentEvent{}, err)
+		}
+		return t.emit(yield, contract.EventTypeMessagePartUpdated, map[string]canonjson.Value{"delta": canonjson.StringValue(delta)}, &norm)
+	case contract.ChatUsage:
+		return yield(contract.EnvironmentEvent{Type: "usage", Data: map[string]canonjson.Value{}, ID: t.id(), Usage: ev.Usage, UsageMode: ev.UsageMode}, nil)
+	case contract.ChatFailure:
+		*failure = ev.Failure
+		if *failure == "" {
+			*failure = "the endpoint reported a failure"
+		}
+	}
+	// No tools are offered, so a tool call cannot be run; it is not
+	// reported as work done.
+	return true
+}
+
+// effectiveBackend is what a turn's terminal event reports serving; the
+// model is omitted when the endpoint named none (unknown).
+type effectiveBackend struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model,omitzero"`
+	Source   string `json:"source"`
+}
+
+// backend is the effectiveBackend of the turn's terminal event.
+func (t *turnPlay) backend(served string) canonjson.Value {
+	v, _ := canonjson.ToValue(effectiveBackend{Provider: t.env.p.name, Model: served, Source: "response"})
+	return v
+}

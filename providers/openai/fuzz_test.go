@@ -1,0 +1,63 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/providers/openai/openaitest"
+)
+
+// FuzzStream feeds arbitrary bytes to the SSE and chunk decoding path as a
+// response body. Whatever arrives, decoding never panics, nothing follows
+// a failure or an error, reported usage is never negative, and a turn
+// ends without an error only when the endpoint said [DONE] after a finish
+// reason or reported an in-band failure.
+func FuzzStream(f *testing.F) {
+	paths, _ := filepath.Glob(filepath.Join("testdata", "*.txtar"))
+	for _, p := range paths {
+		tr, err := openaitest.Load(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, x := range tr.Exchanges {
+			f.Add(x.ResponseBody)
+		}
+	}
+	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":3,\"function\":{\"arguments\":\"{]\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n"))
+	f.Add([]byte("data: {\"usage\":{\"prompt_tokens\":-1,\"completion_tokens\":2}}\n\n"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		res := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(body))}
+		s := newStreamState("sk-secret")
+		var events []contract.ChatEvent
+		var yieldedErr error
+		err := s.run(context.Background(), res, func(e contract.ChatEvent, err error) bool {
+			if yieldedErr != nil {
+				t.Fatalf("an item after the error %v", yieldedErr)
+			}
+			if n := len(events); n > 0 && events[n-1].Kind == contract.ChatFailure {
+				t.Fatalf("an item after a failure: %+v, %v", e, err)
+			}
+			if err != nil {
+				yieldedErr = err
+				return false
+			}
+			if e.Kind == contract.ChatUsage && (e.Usage == nil || e.Usage.InputTokens < 0 || e.Usage.OutputTokens < 0) {
+				t.Fatalf("usage %+v", e.Usage)
+			}
+			events = append(events, e)
+			return true
+		})
+		if err != yieldedErr {
+			t.Fatalf("returned %v, yielded %v", err, yieldedErr)
+		}
+		failed := len(events) > 0 && events[len(events)-1].Kind == contract.ChatFailure
+		if err == nil && !failed && (!s.done || s.finish == "") {
+			t.Fatalf("a turn without [DONE] and a finish reason ended cleanly (done %v, finish %q)", s.done, s.finish)
+		}
+	})
+}

@@ -1,0 +1,351 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/harness"
+)
+
+// DefaultBaseURL is OpenAI's own endpoint.
+const DefaultBaseURL = "https://api.openai.com/v1/"
+
+// Retry defaults.
+const (
+	// DefaultMaxRetries is how many times a request the endpoint refused
+	// with a retryable status (429, 408, 409, 5xx) or a connection
+	// failure is sent again when Options.MaxRetries is 0.
+	DefaultMaxRetries = 2
+	// DefaultMaxRetryWait bounds how long one retry waits when
+	// Options.MaxRetryWait is 0. A Retry-After beyond the bound is not
+	// waited for: the error is returned with its RetryAfter.
+	DefaultMaxRetryWait = 30 * time.Second
+)
+
+// Options configure a Model. Only APIKey is required, and only by
+// endpoints that check it.
+type Options struct {
+	// BaseURL is the OpenAI-compatible endpoint, up to and including the
+	// version segment ("https://api.openai.com/v1/"); "" is
+	// DefaultBaseURL. Nothing is read from the process environment.
+	BaseURL string
+	// APIKey is sent as "Authorization: Bearer <key>". It is never
+	// logged, and never part of an error, event or receipt.
+	APIKey string
+	// HTTPClient sends the requests; nil is http.DefaultClient.
+	HTTPClient *http.Client
+	// Model is the model a turn requests when nothing else names one.
+	Model string
+	// ReasoningEffort is the canonical effort a Model's turns request;
+	// "" requests none. It must be one harness cli-base can express
+	// (harness.ReasoningEfforts), and reaches the wire only as the
+	// harness table's native control (harness.NativeReasoningControl).
+	ReasoningEffort harness.ReasoningEffort
+	// MaxCompletionTokens, when set, bounds each completion's output
+	// (visible and reasoning tokens together), sent as
+	// max_completion_tokens.
+	MaxCompletionTokens *int64
+	// MaxRetries is how many times a retryable failure is retried: 0 is
+	// DefaultMaxRetries, a negative value none. Only the request is
+	// retried; a stream that broke after the endpoint accepted the
+	// request is never replayed.
+	MaxRetries int
+	// MaxRetryWait bounds one retry's wait, Retry-After included; 0 is
+	// DefaultMaxRetryWait.
+	MaxRetryWait time.Duration
+	// Observe, when set, is called once at the end of every turn with
+	// what the endpoint reported about it: the served model, the finish
+	// reason and the usage. It is how a caller of the bare ChatModel
+	// reads the served model back. It must be safe for concurrent use
+	// when the Model is shared.
+	Observe func(TurnReport)
+	// Logger receives request attempts and retries at debug level (never
+	// a header or the key); nil discards.
+	Logger *slog.Logger
+}
+
+// TurnReport is what the endpoint reported about one turn.
+type TurnReport struct {
+	// RequestedModel is the model the request named.
+	RequestedModel string
+	// ServedModel is the "model" the stream's chunks carried; "" when no
+	// chunk named one (unknown, not a mismatch).
+	ServedModel string
+	// ResponseID is the chunks' "id"; "" when none arrived.
+	ResponseID string
+	// FinishReason is the choice's finish_reason; "" when none arrived.
+	FinishReason string
+	// Usage is the usage chunk's report; nil when the endpoint sent none
+	// (unknown, never zero).
+	Usage *contract.TokenUsage
+	// Err is the turn's stream error (nil for a turn that ended, with or
+	// without an in-band failure).
+	Err error
+}
+
+// Model is a contract.ChatModel over an OpenAI-compatible Chat
+// Completions endpoint, streaming each turn. It holds no mutable state
+// and is safe for concurrent use.
+type Model struct {
+	client sdk.Client
+	opts   Options
+	effort string // the native reasoning control, "" for none
+	log    *slog.Logger
+}
+
+var _ contract.ChatModel = (*Model)(nil)
+
+// ErrInvalidOptions is matched by the error of New for options it
+// refuses.
+var ErrInvalidOptions = errors.New("openai: invalid options")
+
+// New returns a Model for opts. It refuses, before any request, a base
+// URL that is not an absolute http(s) URL and a reasoning effort harness
+// cli-base cannot express.
+func New(opts Options) (*Model, error) {
+	if opts.BaseURL == "" {
+		opts.BaseURL = DefaultBaseURL
+	}
+	u, err := url.Parse(opts.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%w: BaseURL must be an absolute http(s) URL", ErrInvalidOptions)
+	}
+	effort, err := nativeEffort(opts.ReasoningEffort)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	if opts.MaxCompletionTokens != nil && *opts.MaxCompletionTokens <= 0 {
+		return nil, fmt.Errorf("%w: MaxCompletionTokens must be positive", ErrInvalidOptions)
+	}
+	switch {
+	case opts.MaxRetries == 0:
+		opts.MaxRetries = DefaultMaxRetries
+	case opts.MaxRetries < 0:
+		opts.MaxRetries = 0
+	}
+	if opts.MaxRetryWait <= 0 {
+		opts.MaxRetryWait = DefaultMaxRetryWait
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	m := &Model{opts: opts, effort: effort, log: opts.Logger}
+	if m.log == nil {
+		m.log = slog.New(slog.DiscardHandler)
+	}
+	// The client is built from these options only: the SDK's
+	// NewClient would also read OPENAI_* variables from the process
+	// environment, and a run must send exactly what was configured.
+	m.client = sdk.Client{Options: []option.RequestOption{
+		option.WithBaseURL(opts.BaseURL),
+		option.WithAPIKey(opts.APIKey),
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(opts.MaxRetries),
+		option.WithMaxRetryDelay(opts.MaxRetryWait),
+		option.WithMiddleware(m.logAttempt),
+	}}
+	return m, nil
+}
+
+// nativeEffort checks e against harness cli-base's table and returns the
+// token its request carries ("" for none).
+func nativeEffort(e harness.ReasoningEffort) (string, error) {
+	if e == "" {
+		return "", nil
+	}
+	ok := false
+	for _, x := range harness.ReasoningEfforts(harness.CLIBase) {
+		ok = ok || x == e
+	}
+	if !ok {
+		return "", fmt.Errorf("harness %s cannot express reasoning effort %q: %w", harness.CLIBase, e, contract.ErrUnsupported)
+	}
+	token, _ := harness.NativeReasoningControl(harness.CLIBase, e)
+	return token, nil
+}
+
+// logAttempt logs each HTTP attempt's outcome, never its headers.
+func (m *Model) logAttempt(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	start := time.Now()
+	res, err := next(req)
+	attrs := []any{"path", req.URL.Path, "elapsed", time.Since(start)}
+	if res != nil {
+		attrs = append(attrs, "status", res.StatusCode)
+	}
+	if err != nil {
+		attrs = append(attrs, "err", scrub(err.Error(), m.opts.APIKey))
+	}
+	m.log.Debug("openai: request attempt", attrs...)
+	return res, err
+}
+
+// request is one turn's settings.
+type request struct {
+	model      string
+	effort     string
+	maxTokens  *int64
+	onComplete func(TurnReport)
+}
+
+// Turn implements contract.ChatModel: one streamed chat completion of the
+// Options' model over messages, offering tools. A turn without a model
+// (neither Options.Model nor anything else) fails before any request.
+func (m *Model) Turn(ctx context.Context, messages []contract.ChatMessage, tools []contract.Tool) iter.Seq2[contract.ChatEvent, error] {
+	return m.turn(ctx, request{model: m.opts.Model, effort: m.effort, maxTokens: m.opts.MaxCompletionTokens, onComplete: m.opts.Observe}, messages, tools)
+}
+
+// ErrNoModel is matched by the error of a turn that names no model.
+var ErrNoModel = errors.New("openai: no model requested")
+
+func (m *Model) turn(ctx context.Context, r request, messages []contract.ChatMessage, tools []contract.Tool) iter.Seq2[contract.ChatEvent, error] {
+	return func(yield func(contract.ChatEvent, error) bool) {
+		rep := TurnReport{RequestedModel: r.model}
+		if r.onComplete != nil {
+			defer func() { r.onComplete(rep) }()
+		}
+		fail := func(err error) {
+			rep.Err = err
+			yield(contract.ChatEvent{}, err)
+		}
+		if err := ctx.Err(); err != nil {
+			fail(err)
+			return
+		}
+		if r.model == "" {
+			fail(ErrNoModel)
+			return
+		}
+		params, err := m.params(r, messages, tools)
+		if err != nil {
+			fail(err)
+			return
+		}
+		var raw *http.Response
+		err = m.client.Post(ctx, "chat/completions", params, &raw, option.WithJSONSet("stream", true))
+		if err != nil {
+			fail(m.requestError(ctx, err))
+			return
+		}
+		st := newStreamState(m.opts.APIKey)
+		err = st.run(ctx, raw, yield)
+		rep.ServedModel, rep.ResponseID, rep.FinishReason, rep.Usage = st.served, st.id, st.finish, st.usage
+		if err != nil {
+			rep.Err = err
+		}
+	}
+}
+
+// requestError classifies a failed request: the context's error, an
+// *APIError, or a scrubbed transport error.
+func (m *Model) requestError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("openai: %w", ctx.Err())
+	}
+	if e, ok := errors.AsType[*sdk.Error](err); ok {
+		return apiError(e, m.opts.APIKey)
+	}
+	return transportError(err, m.opts.APIKey)
+}
+
+// params builds the request body: model, messages, tools, usage in the
+// stream, and the reasoning and token controls when set.
+func (m *Model) params(r request, messages []contract.ChatMessage, tools []contract.Tool) (sdk.ChatCompletionNewParams, error) {
+	p := sdk.ChatCompletionNewParams{
+		Model:         r.model,
+		StreamOptions: sdk.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)},
+	}
+	msgs, err := chatMessages(messages)
+	if err != nil {
+		return p, err
+	}
+	p.Messages = msgs
+	if p.Tools, err = chatTools(tools); err != nil {
+		return p, err
+	}
+	if r.effort != "" {
+		p.ReasoningEffort = shared.ReasoningEffort(r.effort)
+	}
+	if r.maxTokens != nil {
+		p.MaxCompletionTokens = param.NewOpt(*r.maxTokens)
+	}
+	return p, nil
+}
+
+// ErrBadTranscript is matched by the error of a turn whose messages or
+// tools cannot be written as a Chat Completions request.
+var ErrBadTranscript = errors.New("openai: the transcript cannot be sent")
+
+func chatMessages(in []contract.ChatMessage) ([]sdk.ChatCompletionMessageParamUnion, error) {
+	out := make([]sdk.ChatCompletionMessageParamUnion, 0, len(in))
+	for i, msg := range in {
+		content := ""
+		if msg.Content != nil {
+			content = *msg.Content
+		}
+		switch msg.Role {
+		case contract.ChatSystem:
+			out = append(out, sdk.SystemMessage(content))
+		case contract.ChatUser:
+			out = append(out, sdk.UserMessage(content))
+		case contract.ChatTool:
+			out = append(out, sdk.ToolMessage(content, msg.ToolCallID))
+		case contract.ChatAssistant:
+			a := &sdk.ChatCompletionAssistantMessageParam{}
+			if msg.Content != nil {
+				a.Content.OfString = param.NewOpt(content)
+			}
+			for _, c := range msg.ToolCalls {
+				args := "{}"
+				if c.Args.IsValid() {
+					args = string(canonjson.Marshal(c.Args))
+				}
+				a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
+					ID: c.ID, Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: args}}})
+			}
+			out = append(out, sdk.ChatCompletionMessageParamUnion{OfAssistant: a})
+		default:
+			return nil, fmt.Errorf("%w: message %d has role %q", ErrBadTranscript, i, msg.Role)
+		}
+	}
+	return out, nil
+}
+
+func chatTools(in []contract.Tool) ([]sdk.ChatCompletionToolUnionParam, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make([]sdk.ChatCompletionToolUnionParam, 0, len(in))
+	for _, t := range in {
+		def := shared.FunctionDefinitionParam{Name: t.Name}
+		if t.Description != "" {
+			def.Description = param.NewOpt(t.Description)
+		}
+		if t.InputSchema.IsValid() {
+			if t.InputSchema.Kind() != canonjson.Object {
+				return nil, fmt.Errorf("%w: tool %s's input schema is not a JSON object", ErrBadTranscript, t.Name)
+			}
+			var schema map[string]any
+			if err := json.Unmarshal(canonjson.Marshal(t.InputSchema), &schema); err != nil {
+				return nil, fmt.Errorf("%w: tool %s's input schema: %w", ErrBadTranscript, t.Name, err)
+			}
+			def.Parameters = schema
+		}
+		out = append(out, sdk.ChatCompletionFunctionTool(def))
+	}
+	return out, nil
+}

@@ -1,0 +1,281 @@
+package openai
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+)
+
+// streamState decodes one turn's server-sent events into chat events:
+// text as it arrives, tool calls assembled from their deltas and yielded
+// whole when the choice finishes, the usage chunk's report, and the
+// in-band error object or a finish reason that is not an answer as a
+// ChatFailure. It owns the rule "a turn succeeded only if the stream said
+// [DONE]".
+type streamState struct {
+	secret string
+	// served, id: the chunks' model and id; finish: the choice's reason.
+	served, id, finish string
+	usage              *contract.TokenUsage
+	calls              []partialCall
+	refusal            strings.Builder
+	done, failed       bool
+}
+
+// partialCall is a tool call whose deltas are still arriving.
+type partialCall struct {
+	index    int64
+	id, name string
+	args     strings.Builder
+}
+
+func newStreamState(secret string) *streamState { return &streamState{secret: secret} }
+
+// run reads res's event stream to its end, yielding chat events; it
+// returns the stream error it yielded, if any.
+func (s *streamState) run(ctx context.Context, res *http.Response, yield func(contract.ChatEvent, error) bool) error {
+	dec := ssestream.NewDecoder(res)
+	if dec == nil {
+		err := fmt.Errorf("%w: the response has no body", ErrStreamBroken)
+		yield(contract.ChatEvent{}, err)
+		return err
+	}
+	defer dec.Close()
+	for dec.Next() {
+		stop, err := s.feed(dec.Event().Data, yield)
+		if err != nil {
+			yield(contract.ChatEvent{}, err)
+			return err
+		}
+		if stop {
+			return nil
+		}
+	}
+	err := s.end(dec.Err())
+	if ctx.Err() != nil {
+		err = fmt.Errorf("openai: %w", ctx.Err())
+	}
+	if err != nil {
+		yield(contract.ChatEvent{}, err)
+	}
+	return err
+}
+
+// end is the verdict on a stream that ran out: a transport error, or a
+// stream cut before [DONE]. A stream that said [DONE] ends the turn; if
+// no finish reason came, the turn failed in-band.
+func (s *streamState) end(readErr error) error {
+	if readErr != nil {
+		return fmt.Errorf("%w: %w", ErrStreamBroken, transportError(readErr, s.secret))
+	}
+	if !s.done {
+		return ErrStreamBroken
+	}
+	return nil
+}
+
+// errorObject is the in-band error an endpoint streams instead of a chunk.
+type errorObject struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Code    any    `json:"code"`
+}
+
+// feed takes one event's data. It reports stop when the turn is over
+// (after [DONE], a failure, or a consumer that stopped reading) and an
+// error when the data is not a chunk.
+func (s *streamState) feed(data []byte, yield func(contract.ChatEvent, error) bool) (stop bool, err error) {
+	data = bytes.TrimSpace(data)
+	if bytes.Equal(data, []byte("[DONE]")) {
+		s.done = true
+		if s.finish == "" {
+			return true, s.fail("the stream ended without a finish_reason", yield)
+		}
+		return true, nil
+	}
+	if len(data) == 0 || data[0] != '{' || !json.Valid(data) {
+		return true, fmt.Errorf("%w: not a JSON object", ErrMalformed)
+	}
+	var c sdk.ChatCompletionChunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		return true, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	if f, ok := c.JSON.ExtraFields["error"]; ok && f.Raw() != "null" {
+		return true, s.inBandError([]byte(f.Raw()), yield)
+	}
+	if c.ID != "" && s.id == "" {
+		s.id = c.ID
+	}
+	if c.Model != "" {
+		switch {
+		case s.served == "":
+			s.served = c.Model
+		case s.served != c.Model:
+			return true, s.fail(fmt.Sprintf("the endpoint reported two served models, %s and %s", s.served, c.Model), yield)
+		}
+	}
+	for i := range c.Choices {
+		if stop, err := s.choice(&c.Choices[i], yield); stop || err != nil {
+			return true, err
+		}
+	}
+	if c.JSON.Usage.Valid() {
+		u, err := tokenUsage(&c.Usage)
+		if err != nil {
+			return true, err
+		}
+		if u != nil {
+			s.usage = u
+			if !yield(contract.ChatEvent{Kind: contract.ChatUsage, Usage: u, UsageMode: contract.UsageCumulative}, nil) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// fail yields an in-band failure; nothing follows it.
+func (s *streamState) fail(msg string, yield func(contract.ChatEvent, error) bool) error {
+	s.failed = true
+	yield(contract.ChatEvent{Kind: contract.ChatFailure, Failure: scrub(msg, s.secret)}, nil)
+	return nil
+}
+
+func (s *streamState) inBandError(raw []byte, yield func(contract.ChatEvent, error) bool) error {
+	var e errorObject
+	msg := "the endpoint reported an error"
+	if json.Unmarshal(raw, &e) == nil {
+		if e.Message != "" {
+			msg = e.Message
+		}
+		if e.Type != "" {
+			msg += " (" + e.Type + ")"
+		}
+	} else if str := ""; json.Unmarshal(raw, &str) == nil && str != "" {
+		msg = str
+	}
+	return s.fail(msg, yield)
+}
+
+// choice takes one choice's delta.
+func (s *streamState) choice(ch *sdk.ChatCompletionChunkChoice, yield func(contract.ChatEvent, error) bool) (stop bool, err error) {
+	if ch.Index != 0 {
+		return true, fmt.Errorf("%w: choice index %d (one choice was requested)", ErrMalformed, ch.Index)
+	}
+	if s.finish != "" {
+		return true, fmt.Errorf("%w: a delta after finish_reason %s", ErrMalformed, s.finish)
+	}
+	d := &ch.Delta
+	if d.Content != "" && !yield(contract.ChatEvent{Kind: contract.ChatText, Text: d.Content}, nil) {
+		return true, nil
+	}
+	s.refusal.WriteString(d.Refusal)
+	for i := range d.ToolCalls {
+		if err := s.toolDelta(&d.ToolCalls[i]); err != nil {
+			return true, err
+		}
+	}
+	if ch.FinishReason == "" {
+		return false, nil
+	}
+	s.finish = ch.FinishReason
+	return s.finished(yield)
+}
+
+func (s *streamState) toolDelta(d *sdk.ChatCompletionChunkChoiceDeltaToolCall) error {
+	if d.Index < 0 {
+		return fmt.Errorf("%w: tool call index %d", ErrMalformed, d.Index)
+	}
+	i := slices.IndexFunc(s.calls, func(c partialCall) bool { return c.index == d.Index })
+	if i < 0 {
+		if len(s.calls) >= maxToolCalls {
+			return fmt.Errorf("%w: more than %d tool calls", ErrMalformed, maxToolCalls)
+		}
+		s.calls = append(s.calls, partialCall{index: d.Index})
+		i = len(s.calls) - 1
+	}
+	c := &s.calls[i]
+	if d.ID != "" {
+		c.id = d.ID
+	}
+	c.name += d.Function.Name
+	c.args.WriteString(d.Function.Arguments)
+	return nil
+}
+
+// maxToolCalls bounds the calls one turn may assemble.
+const maxToolCalls = 256
+
+// finished applies the finish reason: an answer (stop, tool_calls)
+// yields the assembled calls; anything else is an in-band failure.
+func (s *streamState) finished(yield func(contract.ChatEvent, error) bool) (bool, error) {
+	if s.refusal.Len() > 0 {
+		return true, s.fail("the model refused: "+s.refusal.String(), yield)
+	}
+	switch s.finish {
+	case "stop", "tool_calls", "function_call":
+	case "length":
+		return true, s.fail("the completion was cut at its token limit (finish_reason length)", yield)
+	case "content_filter":
+		return true, s.fail("the endpoint's content filter stopped the completion (finish_reason content_filter)", yield)
+	default:
+		return true, s.fail("the completion finished with an unknown reason "+s.finish, yield)
+	}
+	slices.SortFunc(s.calls, func(a, b partialCall) int { return cmp.Compare(a.index, b.index) })
+	for i := range s.calls {
+		c := &s.calls[i]
+		if !yield(contract.ChatEvent{Kind: contract.ChatToolCall, ToolCall: contract.ToolCall{ID: c.id, Name: c.name, Args: toolArgs(c.args.String())}}, nil) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// toolArgs decodes a call's arguments as the contract asks: "" is an
+// empty object, text that is not JSON the absent Value.
+func toolArgs(s string) canonjson.Value {
+	if strings.TrimSpace(s) == "" {
+		return canonjson.ObjectValue(nil)
+	}
+	v, err := canonjson.Decode([]byte(s))
+	if err != nil {
+		return canonjson.Value{}
+	}
+	return v
+}
+
+// tokenUsage converts the usage chunk. Counts the endpoint did not send
+// stay nil; a report without prompt and completion counts is no report
+// (unknown), and a negative count is malformed.
+func tokenUsage(u *sdk.CompletionUsage) (*contract.TokenUsage, error) {
+	if !u.JSON.PromptTokens.Valid() || !u.JSON.CompletionTokens.Valid() {
+		return nil, nil
+	}
+	out := &contract.TokenUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+	if u.JSON.TotalTokens.Valid() {
+		out.TotalTokens = new(u.TotalTokens)
+	}
+	if u.JSON.PromptTokensDetails.Valid() && u.PromptTokensDetails.JSON.CachedTokens.Valid() {
+		out.CacheReadInputTokens = new(u.PromptTokensDetails.CachedTokens)
+	}
+	if u.JSON.CompletionTokensDetails.Valid() && u.CompletionTokensDetails.JSON.ReasoningTokens.Valid() {
+		out.ReasoningTokens = new(u.CompletionTokensDetails.ReasoningTokens)
+	}
+	for _, n := range []*int64{&out.InputTokens, &out.OutputTokens, out.TotalTokens, out.CacheReadInputTokens, out.ReasoningTokens} {
+		if n != nil && *n < 0 {
+			return nil, fmt.Errorf("%w: a negative token count", ErrMalformed)
+		}
+	}
+	return out, nil
+}
