@@ -18,6 +18,11 @@ import (
 	"github.com/agentrt/agentrt/harness"
 )
 
+// APIVersion is the anthropic-version every request names: the one
+// anthropic-sdk-go v2.15.0 was generated for, pinned here so that a
+// dependency update cannot change the wire version unseen.
+const APIVersion = "2026-10-21"
+
 // Model is a contract.ChatModel over the Anthropic Messages API, one
 // streamed request per turn. It is safe for concurrent use. It keeps no
 // transcript; the only state it holds is the thinking blocks of its own
@@ -48,9 +53,11 @@ func NewModel(opts Options) (*Model, error) {
 		option.WithBaseURL(o.BaseURL),
 		option.WithHTTPClient(o.HTTPClient),
 		option.WithMaxRetries(0), // Turn retries, and only before any event
+		option.WithHeader("anthropic-version", APIVersion),
 	}
 	if o.APIKey != "" {
-		copts = append(copts, option.WithAPIKey(o.APIKey))
+		// The API's own header, not the SDK's bearer form.
+		copts = append(copts, option.WithHeader("x-api-key", o.APIKey))
 	}
 	m.client = sdk.NewClient(copts...)
 	return m, nil

@@ -1,0 +1,356 @@
+package anthropic_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/providers/anthropic"
+	"github.com/agentrt/agentrt/providers/anthropic/anthropictest"
+)
+
+const (
+	testKey   = "sk-ant-api03-test-0123456789abcdef"
+	testModel = "claude-sonnet-4-5-20250929"
+)
+
+func str(s string) *string { return &s }
+
+// hello is the conversation of most transcripts.
+var hello = []contract.ChatMessage{
+	{Role: contract.ChatSystem, Content: str("You are terse.")},
+	{Role: contract.ChatUser, Content: str("Say hello.")},
+}
+
+func weatherTool(t testing.TB) contract.Tool {
+	schema, err := canonjson.Decode([]byte(`{"type":"object","properties":{"city":{"type":"string"},"unit":{"type":"string","enum":["celsius","fahrenheit"]}},"required":["city"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return contract.Tool{Name: "weather", Description: "Current weather for a city", InputSchema: schema,
+		Run: func(context.Context, canonjson.Value) (canonjson.Value, error) {
+			return canonjson.Decode([]byte(`{"temp_c":18,"sky":"sunny"}`))
+		}}
+}
+
+// serve starts the transcript testdata/name.txtar and returns a model
+// talking to it.
+func serve(t testing.TB, name string, opts anthropic.Options) (*anthropic.Model, *anthropictest.Server) {
+	t.Helper()
+	tr, err := anthropictest.Load(filepath.Join("testdata", name+".txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := anthropictest.NewServer(t, tr, testKey, anthropic.APIVersion)
+	opts.BaseURL, opts.APIKey = srv.URL, testKey
+	if opts.Model == "" {
+		opts.Model = testModel
+	}
+	if opts.MaxTokens == 0 {
+		opts.MaxTokens = 1024
+	}
+	m, err := anthropic.NewModel(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, srv
+}
+
+// show writes an event as one line.
+func show(e contract.ChatEvent) string {
+	switch e.Kind {
+	case contract.ChatText:
+		return "text " + e.Text
+	case contract.ChatToolCall:
+		args := "<absent>"
+		if e.ToolCall.Args.IsValid() {
+			args = string(canonjson.Marshal(e.ToolCall.Args))
+		}
+		return fmt.Sprintf("call %s %s %s", e.ToolCall.ID, e.ToolCall.Name, args)
+	case contract.ChatUsage:
+		u := e.Usage
+		opt := func(p *int64) string {
+			if p == nil {
+				return "?"
+			}
+			return fmt.Sprint(*p)
+		}
+		return fmt.Sprintf("usage %s in=%d out=%d cache_read=%s cache_write=%s reasoning=%s", e.UsageMode,
+			u.InputTokens, u.OutputTokens, opt(u.CacheReadInputTokens), opt(u.CacheCreationInputTokens), opt(u.ReasoningTokens))
+	case contract.ChatFailure:
+		return "failure " + e.Failure
+	}
+	return "unknown kind " + string(e.Kind)
+}
+
+// drain runs one turn and returns its events as lines and its error.
+func drain(ctx context.Context, m contract.ChatModel, msgs []contract.ChatMessage, tools []contract.Tool) ([]string, error) {
+	var got []string
+	for e, err := range m.Turn(ctx, msgs, tools) {
+		if err != nil {
+			return got, err
+		}
+		got = append(got, show(e))
+	}
+	return got, nil
+}
+
+func check(t *testing.T, got, want []string) {
+	t.Helper()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+func TestTextAnswerWithCacheUsage(t *testing.T) {
+	m, _ := serve(t, "text", anthropic.Options{})
+	got, err := drain(t.Context(), m, hello, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, got, []string{
+		"usage cumulative in=25 out=1 cache_read=2048 cache_write=1200 reasoning=?",
+		"text Hello",
+		"text , world.",
+		"usage cumulative in=25 out=6 cache_read=2048 cache_write=1200 reasoning=?",
+	})
+}
+
+func TestToolUseThenAnswerFromToolResult(t *testing.T) {
+	m, _ := serve(t, "tool_use", anthropic.Options{})
+	tools := []contract.Tool{weatherTool(t)}
+	msgs := []contract.ChatMessage{{Role: contract.ChatSystem, Content: str("")}, {Role: contract.ChatUser, Content: str("What is the weather in Paris?")}}
+	got, err := drain(t.Context(), m, msgs, tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, got, []string{
+		"usage cumulative in=412 out=2 cache_read=0 cache_write=0 reasoning=?",
+		"text Let me check.",
+		`call toolu_01A09q90qw90lq917835lq9 weather {"city":"Paris","unit":"celsius"}`,
+		"usage cumulative in=412 out=58 cache_read=0 cache_write=0 reasoning=?",
+	})
+	args, _ := canonjson.Decode([]byte(`{"city":"Paris","unit":"celsius"}`))
+	msgs = append(msgs,
+		contract.ChatMessage{Role: contract.ChatAssistant, Content: str("Let me check."),
+			ToolCalls: []contract.ToolCall{{ID: "toolu_01A09q90qw90lq917835lq9", Name: "weather", Args: args}}},
+		contract.ChatMessage{Role: contract.ChatTool, ToolCallID: "toolu_01A09q90qw90lq917835lq9", Content: str(`- weather → ok: {"sky":"sunny","temp_c":18}`)},
+	)
+	got, err = drain(t.Context(), m, msgs, tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, got, []string{
+		"usage cumulative in=106 out=1 cache_read=424 cache_write=0 reasoning=?",
+		"text It is 18°C and sunny",
+		"text  in Paris.",
+		"usage cumulative in=106 out=16 cache_read=424 cache_write=0 reasoning=?",
+	})
+}
+
+func TestMissingUsageIsUnknown(t *testing.T) {
+	m, _ := serve(t, "usage_missing", anthropic.Options{})
+	got, err := drain(t.Context(), m, hello, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No input_tokens anywhere: no usage event, so the turn's usage is
+	// unknown rather than a zero input.
+	check(t, got, []string{"text Hello."})
+}
+
+func TestServedModelDiffers(t *testing.T) {
+	var served []string
+	m, _ := serve(t, "served_other", anthropic.Options{OnServed: func(s string) { served = append(served, s) }})
+	got, err := drain(t.Context(), m, hello, nil)
+	var mm *anthropic.ModelMismatchError
+	if !errors.As(err, &mm) || mm.Requested != testModel || mm.Served != "claude-3-5-haiku-20241022" {
+		t.Fatalf("err = %v, want a ModelMismatchError naming both models", err)
+	}
+	check(t, got, []string{"usage cumulative in=25 out=1 cache_read=? cache_write=? reasoning=?"})
+	if len(served) != 1 || served[0] != "claude-3-5-haiku-20241022" {
+		t.Errorf("OnServed saw %q", served)
+	}
+}
+
+func TestServedModelAcceptedBySameModel(t *testing.T) {
+	m, _ := serve(t, "served_other", anthropic.Options{SameModel: func(string, string) bool { return true }})
+	got, err := drain(t.Context(), m, hello, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, got, []string{
+		"usage cumulative in=25 out=1 cache_read=? cache_write=? reasoning=?",
+		"text Hi from another model.",
+		"usage cumulative in=25 out=7 cache_read=? cache_write=? reasoning=?",
+	})
+}
+
+func TestInBandErrorIsAFailure(t *testing.T) {
+	m, _ := serve(t, "inband_error", anthropic.Options{})
+	got, err := drain(t.Context(), m, hello, nil)
+	if err != nil {
+		t.Fatalf("err = %v; an in-band error is a ChatFailure event, not a stream error", err)
+	}
+	check(t, got, []string{
+		"usage cumulative in=25 out=1 cache_read=? cache_write=? reasoning=?",
+		"text Hel",
+		"failure overloaded_error: Overloaded",
+	})
+}
+
+// apiError runs one turn expected to end in an *APIError.
+func apiError(t *testing.T, name string, opts anthropic.Options) (*anthropic.APIError, *anthropictest.Server) {
+	t.Helper()
+	m, srv := serve(t, name, opts)
+	got, err := drain(t.Context(), m, hello, nil)
+	if len(got) != 0 {
+		t.Errorf("events before the refusal: %q", got)
+	}
+	var ae *anthropic.APIError
+	if !errors.As(err, &ae) {
+		t.Fatalf("err = %v (%T), want *APIError", err, err)
+	}
+	if strings.Contains(err.Error(), testKey) {
+		t.Errorf("the error carries the API key: %v", err)
+	}
+	return ae, srv
+}
+
+func TestUnauthorized(t *testing.T) {
+	ae, srv := apiError(t, "unauthorized", anthropic.Options{})
+	want := anthropic.APIError{StatusCode: 401, Type: "authentication_error", Message: "invalid x-api-key", RequestID: "req_011CVauth", Attempts: 1}
+	if diff := cmp.Diff(want, *ae); diff != "" {
+		t.Errorf("error (-want +got):\n%s", diff)
+	}
+	if srv.Requests() != 1 {
+		t.Errorf("%d requests; a 401 is not retried", srv.Requests())
+	}
+}
+
+func TestRateLimitedThenRetried(t *testing.T) {
+	m, srv := serve(t, "rate_limited", anthropic.Options{})
+	start := time.Now()
+	got, err := drain(t.Context(), m, hello, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited < time.Second {
+		t.Errorf("retried after %v; the server asked for 1s", waited)
+	}
+	check(t, got, []string{
+		"usage cumulative in=25 out=1 cache_read=0 cache_write=0 reasoning=?",
+		"text Hello.",
+		"usage cumulative in=25 out=4 cache_read=0 cache_write=0 reasoning=?",
+	})
+	if srv.Requests() != 2 {
+		t.Errorf("%d requests, want 2", srv.Requests())
+	}
+}
+
+func TestRateLimitedBeyondTheWaitBound(t *testing.T) {
+	ae, _ := apiError(t, "rate_limited_long", anthropic.Options{})
+	if ae.StatusCode != 429 || !ae.Retryable || ae.RetryAfter != 2*time.Minute || ae.Attempts != 1 {
+		t.Errorf("error = %+v, want a retryable 429 asking for 2m after one attempt", *ae)
+	}
+}
+
+func TestOverloaded529(t *testing.T) {
+	ae, _ := apiError(t, "overloaded", anthropic.Options{MaxRetries: -1})
+	want := anthropic.APIError{StatusCode: 529, Type: "overloaded_error", Message: "Overloaded", Retryable: true, Attempts: 1}
+	if diff := cmp.Diff(want, *ae); diff != "" {
+		t.Errorf("error (-want +got):\n%s", diff)
+	}
+}
+
+func TestServerError500RetriedThenGivenUp(t *testing.T) {
+	ae, srv := apiError(t, "server_error", anthropic.Options{MaxRetries: 1, RetryBackoff: time.Millisecond})
+	want := anthropic.APIError{StatusCode: 500, Type: "api_error", Message: "Internal server error", Retryable: true, Attempts: 2}
+	if diff := cmp.Diff(want, *ae); diff != "" {
+		t.Errorf("error (-want +got):\n%s", diff)
+	}
+	if srv.Requests() != 2 {
+		t.Errorf("%d requests, want 2", srv.Requests())
+	}
+}
+
+func TestDroppedConnectionIsAnError(t *testing.T) {
+	m, _ := serve(t, "dropped", anthropic.Options{})
+	got, err := drain(t.Context(), m, hello, nil)
+	if !errors.Is(err, anthropic.ErrStreamBroken) {
+		t.Fatalf("err = %v, want ErrStreamBroken", err)
+	}
+	check(t, got, []string{"usage cumulative in=25 out=1 cache_read=? cache_write=? reasoning=?", "text Hello"})
+}
+
+func TestContextCancelEndsTheTurn(t *testing.T) {
+	m, _ := serve(t, "hang", anthropic.Options{})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var got []string
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e, e2 := range m.Turn(ctx, hello, nil) {
+			if e2 != nil {
+				err = e2
+				return
+			}
+			got = append(got, show(e))
+			if e.Kind == contract.ChatText {
+				cancel()
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the turn did not end after its context was cancelled")
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want one wrapping context.Canceled", err)
+	}
+	check(t, got, []string{"usage cumulative in=25 out=1 cache_read=? cache_write=? reasoning=?", "text Thinking about it"})
+}
+
+func TestThinkingBlocksAreNotAnswerText(t *testing.T) {
+	m, _ := serve(t, "thinking_tool", anthropic.Options{Effort: "medium", MaxTokens: 8192})
+	tools := []contract.Tool{weatherTool(t)}
+	msgs := []contract.ChatMessage{{Role: contract.ChatUser, Content: str("What is the weather in Paris?")}}
+	got, err := drain(t.Context(), m, msgs, tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, got, []string{
+		"usage cumulative in=420 out=4 cache_read=0 cache_write=0 reasoning=?",
+		`call toolu_01Thk weather {"city":"Paris"}`,
+		"usage cumulative in=420 out=61 cache_read=0 cache_write=0 reasoning=40",
+	})
+	args, _ := canonjson.Decode([]byte(`{"city":"Paris"}`))
+	msgs = append(msgs,
+		contract.ChatMessage{Role: contract.ChatAssistant, ToolCalls: []contract.ToolCall{{ID: "toolu_01Thk", Name: "weather", Args: args}}},
+		contract.ChatMessage{Role: contract.ChatTool, ToolCallID: "toolu_01Thk", Content: str("18C, sunny")},
+	)
+	got, err = drain(t.Context(), m, msgs, tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, got, []string{
+		"usage cumulative in=530 out=3 cache_read=0 cache_write=0 reasoning=?",
+		"text 18C and sunny.",
+		"usage cumulative in=530 out=25 cache_read=0 cache_write=0 reasoning=12",
+	})
+	effort, applied, on := m.AppliedEffort()
+	if effort != "medium" || applied != "medium" || !on {
+		t.Errorf("AppliedEffort = %q %q %v", effort, applied, on)
+	}
+}
