@@ -142,7 +142,7 @@ func TestToolUseThenAnswerFromToolResult(t *testing.T) {
 	msgs = append(msgs,
 		contract.ChatMessage{Role: contract.ChatAssistant, Content: str("Let me check."),
 			ToolCalls: []contract.ToolCall{{ID: "toolu_01A09q90qw90lq917835lq9", Name: "weather", Args: args}}},
-		contract.ChatMessage{Role: contract.ChatTool, ToolCallID: "toolu_01A09q90qw90lq917835lq9", Content: str(`- weather → ok: {"sky":"sunny","temp_c":18}`)},
+		contract.ChatMessage{Role: contract.ChatTool, ToolCallID: "toolu_01A09q90qw90lq917835lq9", Content: str(`- weather → ok: {"temp_c":18,"sky":"sunny"}`)},
 	)
 	got, err = drain(t.Context(), m, msgs, tools)
 	if err != nil {
