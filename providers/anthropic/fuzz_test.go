@@ -1,0 +1,93 @@
+package anthropic_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/providers/anthropic"
+	"github.com/agentrt/agentrt/providers/anthropic/anthropictest"
+)
+
+// bodyTransport answers every request with 200 and one event-stream body.
+type bodyTransport struct{ body []byte }
+
+func (b *bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_ = r.Body.Close()
+	}
+	return &http.Response{StatusCode: 200, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:  http.Header{"Content-Type": {"text/event-stream"}},
+		Body:    io.NopCloser(bytes.NewReader(b.body)),
+		Request: r}, nil
+}
+
+// FuzzStream feeds arbitrary response bytes through the whole decoding
+// path (the SDK's event-stream decoder, its event union, this package's
+// turn state) and checks that a turn never panics, that it succeeds only
+// when the stream reached message_stop, that usage is never negative and
+// that a tool call's arguments are an object or absent.
+func FuzzStream(f *testing.F) {
+	paths, _ := filepath.Glob(filepath.Join("testdata", "*.txtar"))
+	for _, p := range paths {
+		tr, err := anthropictest.Load(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, ex := range tr.Exchanges {
+			if ex.Status == 200 {
+				f.Add(ex.Body)
+			}
+		}
+	}
+	f.Add([]byte("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"))
+	f.Add([]byte("data: {\"type\":\"message_start\",\"message\":{\"model\":\"m\",\"usage\":{\"input_tokens\":-1,\"output_tokens\":\"x\"}}}\n\n"))
+	tp := &bodyTransport{}
+	m, err := anthropic.NewModel(anthropic.Options{Model: testModel, APIKey: testKey, MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: tp}, SameModel: func(string, string) bool { return true }})
+	if err != nil {
+		f.Fatal(err)
+	}
+	tools := []contract.Tool{weatherTool(f)}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		tp.body = body
+		failed := false
+		var err error
+		for e, e2 := range m.Turn(context.Background(), hello, tools) {
+			if e2 != nil {
+				err = e2
+				break
+			}
+			if failed {
+				t.Fatalf("an event after a ChatFailure: %+v", e)
+			}
+			switch e.Kind {
+			case contract.ChatFailure:
+				failed = true
+			case contract.ChatUsage:
+				u := e.Usage
+				if u == nil || u.InputTokens < 0 || u.OutputTokens < 0 || e.UsageMode != contract.UsageCumulative {
+					t.Fatalf("bad usage event %+v", e)
+				}
+			case contract.ChatToolCall:
+				if e.ToolCall.ID == "" || e.ToolCall.Name == "" {
+					t.Fatalf("a call without id or name: %+v", e.ToolCall)
+				}
+			case contract.ChatText:
+			default:
+				t.Fatalf("unknown event kind %q", e.Kind)
+			}
+		}
+		if err == nil && !failed && !bytes.Contains(body, []byte("message_stop")) {
+			t.Fatalf("a turn succeeded without message_stop in %q", body)
+		}
+		if err != nil && bytes.Contains([]byte(err.Error()), []byte(testKey)) {
+			t.Fatalf("the error carries the key: %v", err)
+		}
+	})
+}
