@@ -13,16 +13,24 @@ import (
 	"github.com/agentrt/agentrt/providers/anthropic/anthropictest"
 )
 
-// bodyTransport answers every request with 200 and one event-stream body.
-type bodyTransport struct{ body []byte }
+// bodyTransport answers every request with one body: an event stream
+// with status 200 unless status says otherwise (then JSON).
+type bodyTransport struct {
+	status int
+	body   []byte
+}
 
 func (b *bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Body != nil {
 		_, _ = io.Copy(io.Discard, r.Body)
 		_ = r.Body.Close()
 	}
-	return &http.Response{StatusCode: 200, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header:  http.Header{"Content-Type": {"text/event-stream"}},
+	status, ctype := 200, "text/event-stream"
+	if b.status != 0 {
+		status, ctype = b.status, "application/json"
+	}
+	return &http.Response{StatusCode: status, Status: http.StatusText(status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:  http.Header{"Content-Type": {ctype}},
 		Body:    io.NopCloser(bytes.NewReader(b.body)),
 		Request: r}, nil
 }

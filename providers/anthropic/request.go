@@ -11,9 +11,12 @@ import (
 	"github.com/agentrt/agentrt/contract"
 )
 
-// emptyObject is the JSON of a call without arguments and of a tool
-// without an input schema's members.
-var emptyObject = json.RawMessage(`{}`)
+// emptyObject is the input of a call without arguments, and objectSchema
+// the input_schema of a tool that has none.
+var (
+	emptyObject  = json.RawMessage(`{}`)
+	objectSchema = json.RawMessage(`{"type":"object"}`)
+)
 
 // params builds the Messages API request of one turn: system messages go
 // to the top-level system parameter (in order, empty ones left out),
@@ -112,8 +115,9 @@ func argsJSON(args canonjson.Value) json.RawMessage {
 // inputSchema is a tool's JSON Schema as the API's input_schema, sent as
 // written; an absent schema is {"type":"object"}.
 func inputSchema(schema canonjson.Value) sdk.ToolInputSchemaParam {
-	if schema.Kind() != canonjson.Object {
-		return sdk.ToolInputSchemaParam{}
+	raw := objectSchema
+	if schema.Kind() == canonjson.Object {
+		raw = json.RawMessage(canonjson.Marshal(schema))
 	}
-	return param.Override[sdk.ToolInputSchemaParam](json.RawMessage(canonjson.Marshal(schema)))
+	return param.Override[sdk.ToolInputSchemaParam](raw)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -352,5 +353,39 @@ func TestThinkingBlocksAreNotAnswerText(t *testing.T) {
 	effort, applied, on := m.AppliedEffort()
 	if effort != "medium" || applied != "medium" || !on {
 		t.Errorf("AppliedEffort = %q %q %v", effort, applied, on)
+	}
+}
+
+// A server that echoes the API key into an error never gets it into an
+// error or an event.
+func TestKeyNeverLeaks(t *testing.T) {
+	echo := `{"type":"error","error":{"type":"authentication_error","message":"key ` + testKey + ` is revoked"}}`
+	for _, c := range []struct {
+		name string
+		tp   *bodyTransport
+	}{
+		{"in-band", &bodyTransport{body: []byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"" + testModel + "\",\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\nevent: error\ndata: " + echo + "\n\n")}},
+		{"http", &bodyTransport{status: 401, body: []byte(echo)}},
+	} {
+		m, err := anthropic.NewModel(anthropic.Options{Model: testModel, APIKey: testKey, HTTPClient: &http.Client{Transport: c.tp}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seen []string
+		for e, err := range m.Turn(t.Context(), hello, nil) {
+			if err != nil {
+				seen = append(seen, err.Error())
+				var ae *anthropic.APIError
+				if errors.As(err, &ae) {
+					seen = append(seen, ae.Message)
+				}
+				continue
+			}
+			seen = append(seen, show(e))
+		}
+		joined := strings.Join(seen, "\n")
+		if strings.Contains(joined, testKey) || !strings.Contains(joined, "[redacted]") {
+			t.Errorf("%s: %s", c.name, joined)
+		}
 	}
 }
