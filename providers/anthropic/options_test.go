@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,7 +54,7 @@ func TestEffortMapping(t *testing.T) {
 		m, err := NewModel(Options{Model: "claude-x", Effort: c.effort, Reasoning: c.reasoning, MaxTokens: c.maxTokens})
 		if c.refused != "" {
 			var ee *EffortError
-			if !errors.As(err, &ee) || ee.Effort != c.effort || !contains(err.Error(), c.refused) {
+			if !errors.As(err, &ee) || ee.Effort != c.effort || !strings.Contains(err.Error(), c.refused) {
 				t.Errorf("effort %q: err = %v, want an EffortError saying %q", c.effort, err, c.refused)
 			}
 			continue
@@ -70,17 +71,6 @@ func TestEffortMapping(t *testing.T) {
 			t.Errorf("effort %q: thinking parameter sent = %v", c.effort, on)
 		}
 	}
-}
-
-func contains(s, sub string) bool { return len(sub) == 0 || indexOf(s, sub) >= 0 }
-
-func indexOf(s, sub string) int {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return i
-		}
-	}
-	return -1
 }
 
 func TestRequestShape(t *testing.T) {

@@ -74,16 +74,10 @@ func (s *turnState) event(ev *sdk.MessageStreamEventUnion, emit func(contract.Ch
 		return s.blockStop(ev, emit)
 	case "message_delta":
 		u := &ev.Usage
-		if err := s.observe(&s.input, u.InputTokens, u.JSON.InputTokens); err != nil {
-			return false, err
-		}
-		if err := s.observe(&s.output, u.OutputTokens, u.JSON.OutputTokens); err != nil {
-			return false, err
-		}
-		if err := s.observe(&s.cacheRead, u.CacheReadInputTokens, u.JSON.CacheReadInputTokens); err != nil {
-			return false, err
-		}
-		if err := s.observe(&s.cacheWrite, u.CacheCreationInputTokens, u.JSON.CacheCreationInputTokens); err != nil {
+		err := s.observeCounts(
+			reported{u.InputTokens, u.JSON.InputTokens}, reported{u.OutputTokens, u.JSON.OutputTokens},
+			reported{u.CacheReadInputTokens, u.JSON.CacheReadInputTokens}, reported{u.CacheCreationInputTokens, u.JSON.CacheCreationInputTokens})
+		if err != nil {
 			return false, err
 		}
 		if u.JSON.OutputTokensDetails.Valid() {
@@ -119,16 +113,10 @@ func (s *turnState) start(ev *sdk.MessageStreamEventUnion, emit func(contract.Ch
 	s.served = string(msg.Model)
 	u := &msg.Usage
 	if msg.JSON.Usage.Valid() {
-		if err := s.observe(&s.input, u.InputTokens, u.JSON.InputTokens); err != nil {
-			return false, err
-		}
-		if err := s.observe(&s.output, u.OutputTokens, u.JSON.OutputTokens); err != nil {
-			return false, err
-		}
-		if err := s.observe(&s.cacheRead, u.CacheReadInputTokens, u.JSON.CacheReadInputTokens); err != nil {
-			return false, err
-		}
-		if err := s.observe(&s.cacheWrite, u.CacheCreationInputTokens, u.JSON.CacheCreationInputTokens); err != nil {
+		err := s.observeCounts(
+			reported{u.InputTokens, u.JSON.InputTokens}, reported{u.OutputTokens, u.JSON.OutputTokens},
+			reported{u.CacheReadInputTokens, u.JSON.CacheReadInputTokens}, reported{u.CacheCreationInputTokens, u.JSON.CacheCreationInputTokens})
+		if err != nil {
 			return false, err
 		}
 	}
@@ -141,6 +129,26 @@ func (s *turnState) start(ev *sdk.MessageStreamEventUnion, emit func(contract.Ch
 		return false, &ModelMismatchError{Requested: s.m.o.Model, Served: s.served}
 	}
 	return s.emitUsage(emit), nil
+}
+
+// reported is one usage counter as decoded, with its presence.
+type reported struct {
+	v int64
+	f respjson.Field
+}
+
+// observeCounts records the input, output, cache read and cache creation
+// counters of one usage object (message_start's or message_delta's).
+func (s *turnState) observeCounts(input, output, cacheRead, cacheWrite reported) error {
+	for _, c := range [...]struct {
+		dst *count
+		r   reported
+	}{{&s.input, input}, {&s.output, output}, {&s.cacheRead, cacheRead}, {&s.cacheWrite, cacheWrite}} {
+		if err := s.observe(c.dst, c.r.v, c.r.f); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // observe records one counter the server sent: absent or null leaves it

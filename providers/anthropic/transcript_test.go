@@ -111,18 +111,45 @@ func check(t *testing.T, got, want []string) {
 	}
 }
 
-func TestTextAnswerWithCacheUsage(t *testing.T) {
-	m, _ := serve(t, "text", anthropic.Options{})
-	got, err := drain(t.Context(), m, hello, nil)
-	if err != nil {
-		t.Fatal(err)
+// TestOneTurn plays the transcripts of one successful exchange: the
+// turn's events are the transcript's, and the sequence ends without error.
+func TestOneTurn(t *testing.T) {
+	for _, c := range []struct {
+		name, transcript string
+		opts             anthropic.Options
+		want             []string
+	}{
+		{name: "text answer with cache usage", transcript: "text", want: []string{
+			"usage cumulative in=25 out=1 cache_read=2048 cache_write=1200 reasoning=?",
+			"text Hello",
+			"text , world.",
+			"usage cumulative in=25 out=6 cache_read=2048 cache_write=1200 reasoning=?",
+		}},
+		// No input_tokens anywhere: no usage event, so the turn's usage is
+		// unknown rather than a zero input.
+		{name: "missing usage is unknown", transcript: "usage_missing", want: []string{"text Hello."}},
+		{name: "served model accepted by SameModel", transcript: "served_other",
+			opts: anthropic.Options{SameModel: func(string, string) bool { return true }}, want: []string{
+				"usage cumulative in=25 out=1 cache_read=? cache_write=? reasoning=?",
+				"text Hi from another model.",
+				"usage cumulative in=25 out=7 cache_read=? cache_write=? reasoning=?",
+			}},
+		// An in-band error is a ChatFailure event, not a stream error.
+		{name: "in-band error is a failure", transcript: "inband_error", want: []string{
+			"usage cumulative in=25 out=1 cache_read=? cache_write=? reasoning=?",
+			"text Hel",
+			"failure overloaded_error: Overloaded",
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, _ := serve(t, c.transcript, c.opts)
+			got, err := drain(t.Context(), m, hello, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, got, c.want)
+		})
 	}
-	check(t, got, []string{
-		"usage cumulative in=25 out=1 cache_read=2048 cache_write=1200 reasoning=?",
-		"text Hello",
-		"text , world.",
-		"usage cumulative in=25 out=6 cache_read=2048 cache_write=1200 reasoning=?",
-	})
 }
 
 func TestToolUseThenAnswerFromToolResult(t *testing.T) {
@@ -157,17 +184,6 @@ func TestToolUseThenAnswerFromToolResult(t *testing.T) {
 	})
 }
 
-func TestMissingUsageIsUnknown(t *testing.T) {
-	m, _ := serve(t, "usage_missing", anthropic.Options{})
-	got, err := drain(t.Context(), m, hello, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// No input_tokens anywhere: no usage event, so the turn's usage is
-	// unknown rather than a zero input.
-	check(t, got, []string{"text Hello."})
-}
-
 func TestServedModelDiffers(t *testing.T) {
 	var served []string
 	m, _ := serve(t, "served_other", anthropic.Options{OnServed: func(s string) { served = append(served, s) }})
@@ -180,32 +196,6 @@ func TestServedModelDiffers(t *testing.T) {
 	if len(served) != 1 || served[0] != "claude-3-5-haiku-20241022" {
 		t.Errorf("OnServed saw %q", served)
 	}
-}
-
-func TestServedModelAcceptedBySameModel(t *testing.T) {
-	m, _ := serve(t, "served_other", anthropic.Options{SameModel: func(string, string) bool { return true }})
-	got, err := drain(t.Context(), m, hello, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(t, got, []string{
-		"usage cumulative in=25 out=1 cache_read=? cache_write=? reasoning=?",
-		"text Hi from another model.",
-		"usage cumulative in=25 out=7 cache_read=? cache_write=? reasoning=?",
-	})
-}
-
-func TestInBandErrorIsAFailure(t *testing.T) {
-	m, _ := serve(t, "inband_error", anthropic.Options{})
-	got, err := drain(t.Context(), m, hello, nil)
-	if err != nil {
-		t.Fatalf("err = %v; an in-band error is a ChatFailure event, not a stream error", err)
-	}
-	check(t, got, []string{
-		"usage cumulative in=25 out=1 cache_read=? cache_write=? reasoning=?",
-		"text Hel",
-		"failure overloaded_error: Overloaded",
-	})
 }
 
 // apiError runs one turn expected to end in an *APIError.
