@@ -379,3 +379,49 @@ func TestKeyNeverLeaks(t *testing.T) {
 		}
 	}
 }
+
+func TestContextCancelDuringRetryWait(t *testing.T) {
+	m, srv := serve(t, "rate_limited_cancel", anthropic.Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := drain(ctx, m, hello, nil)
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 900*time.Millisecond {
+		t.Fatalf("err = %v after %v, want the context's deadline before the retry", err, time.Since(start))
+	}
+	if srv.Requests() != 1 {
+		t.Errorf("%d requests, want 1", srv.Requests())
+	}
+}
+
+// A response that never reaches message_stop, or that cannot be read, is
+// an error, never an empty success.
+func TestBrokenBodies(t *testing.T) {
+	start := func(usage string) string {
+		return "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"" + testModel + "\",\"usage\":" + usage + "}}\n\n"
+	}
+	stop := "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	for name, body := range map[string]string{
+		"empty":                "",
+		"not an event stream":  `{"type":"message","content":[]}`,
+		"no message_stop":      start(`{"input_tokens":1,"output_tokens":1}`),
+		"no model":             "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\n" + stop,
+		"negative count":       start(`{"input_tokens":-1,"output_tokens":1}`) + stop,
+		"count of wrong type":  start(`{"input_tokens":"many","output_tokens":1}`) + stop,
+		"delta before start":   "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n" + stop,
+		"delta of no block":    start(`{}`) + "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":3,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n" + stop,
+		"block left open":      start(`{}`) + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n" + stop,
+		"undecodable event":    start(`{}`) + "event: message_delta\ndata: {not json\n\n" + stop,
+		"two message_start":    start(`{}`) + start(`{}`) + stop,
+		"tool_use without id":  start(`{}`) + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"name\":\"weather\",\"input\":{}}}\n\n" + stop,
+		"json delta into text": start(`{}`) + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}\n\n" + stop,
+	} {
+		m, err := anthropic.NewModel(anthropic.Options{Model: testModel, APIKey: testKey, HTTPClient: &http.Client{Transport: &bodyTransport{body: []byte(body)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := drain(t.Context(), m, hello, nil); !errors.Is(err, anthropic.ErrStreamBroken) {
+			t.Errorf("%s: err = %v, want ErrStreamBroken", name, err)
+		}
+	}
+}
