@@ -99,3 +99,42 @@ func FuzzStream(f *testing.F) {
 		}
 	})
 }
+
+// A Model shared by concurrent callers: every turn gets its own events
+// (run with -race).
+func TestConcurrentTurns(t *testing.T) {
+	tr, err := anthropictest.Load(filepath.Join("testdata", "thinking_tool.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := anthropic.NewModel(anthropic.Options{Model: testModel, APIKey: testKey, Effort: "medium", MaxTokens: 8192,
+		HTTPClient: &http.Client{Transport: &bodyTransport{body: tr.Exchanges[0].Body}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			calls := 0
+			for e, err := range m.Turn(context.Background(), hello, nil) {
+				if err != nil {
+					errs <- err
+					return
+				}
+				if e.Kind == contract.ChatToolCall {
+					calls++
+				}
+			}
+			if calls != 1 {
+				errs <- io.ErrUnexpectedEOF
+				return
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
