@@ -138,3 +138,36 @@ func TestConcurrentTurns(t *testing.T) {
 		}
 	}
 }
+
+// A caller may stop ranging after any event: the turn then yields nothing
+// more (Go panics if it did), for every recorded stream.
+func TestStopAfterAnyEvent(t *testing.T) {
+	paths, _ := filepath.Glob(filepath.Join("testdata", "*.txtar"))
+	for _, p := range paths {
+		tr, err := anthropictest.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ex := range tr.Exchanges {
+			if ex.Status != 200 || ex.Action != "" {
+				continue
+			}
+			m, err := anthropic.NewModel(anthropic.Options{Model: testModel, APIKey: testKey,
+				HTTPClient: &http.Client{Transport: &bodyTransport{body: ex.Body}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for stopAt := 1; ; stopAt++ {
+				n := 0
+				for range m.Turn(context.Background(), hello, nil) {
+					if n++; n == stopAt {
+						break
+					}
+				}
+				if n < stopAt {
+					break // the turn had fewer items
+				}
+			}
+		}
+	}
+}

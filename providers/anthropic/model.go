@@ -130,8 +130,10 @@ func (m *Model) attempt(ctx context.Context, params sdk.MessageNewParams, attemp
 		if err != nil {
 			return 0, err
 		}
-		if !more {
-			return 0, nil // the caller stopped ranging
+		if !more || st.stopped {
+			// The caller stopped ranging, or the message is complete:
+			// nothing after message_stop is read.
+			return 0, nil
 		}
 	}
 	err := stream.Err()

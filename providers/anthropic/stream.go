@@ -57,9 +57,6 @@ func malformed(format string, args ...any) error {
 // makes through emit. It returns false when emit said stop, and an error
 // when the event breaks the turn (a malformed event, or another model).
 func (s *turnState) event(ev *sdk.MessageStreamEventUnion, emit func(contract.ChatEvent) bool) (bool, error) {
-	if s.stopped {
-		return true, nil // nothing counts after message_stop
-	}
 	if !s.started && ev.Type != "message_start" {
 		return false, malformed("a %q event came before message_start", ev.Type)
 	}
@@ -124,8 +121,11 @@ func (s *turnState) start(ev *sdk.MessageStreamEventUnion, emit func(contract.Ch
 		s.m.o.OnServed(s.served)
 	}
 	if !s.m.o.SameModel(s.m.o.Model, s.served) {
-		// The tokens were spent all the same: report them, then stop.
-		s.emitUsage(emit)
+		// The tokens were spent all the same: report them, then stop
+		// (unless the caller already stopped reading).
+		if !s.emitUsage(emit) {
+			return false, nil
+		}
 		return false, &ModelMismatchError{Requested: s.m.o.Model, Served: s.served}
 	}
 	return s.emitUsage(emit), nil
