@@ -55,7 +55,8 @@
 //
 // Failures: an HTTP refusal before the stream is an *APIError whose
 // Retryable and RetryAfter are data; 408, 409, 429 and 5xx (529 is
-// "overloaded") are retried up to Options.MaxRetries, waiting as
+// "overloaded"), or whatever the response's x-should-retry header says
+// instead, are retried up to Options.MaxRetries, waiting as
 // retry-after-ms or retry-after asks when that is within
 // Options.MaxRetryWait, else with a doubling backoff. Nothing is retried
 // once an event has arrived. An error event inside the stream is the

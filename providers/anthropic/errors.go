@@ -38,7 +38,8 @@ type APIError struct {
 	Message string
 	// RequestID is the response's request-id header, "" when absent.
 	RequestID string
-	// Retryable is true for 408, 409, 429 and every 5xx status (529 is
+	// Retryable is what the response's x-should-retry header says, and
+	// without it true for 408, 409, 429 and every 5xx status (529 is
 	// Anthropic's "overloaded").
 	Retryable bool
 	// RetryAfter is the wait the server asked for (retry-after-ms or

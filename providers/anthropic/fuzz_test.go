@@ -17,6 +17,7 @@ import (
 // with status 200 unless status says otherwise (then JSON).
 type bodyTransport struct {
 	status int
+	header http.Header
 	body   []byte
 }
 
@@ -29,8 +30,12 @@ func (b *bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if b.status != 0 {
 		status, ctype = b.status, "application/json"
 	}
+	h := http.Header{"Content-Type": {ctype}}
+	for k, vs := range b.header {
+		h[k] = vs
+	}
 	return &http.Response{StatusCode: status, Status: http.StatusText(status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header:  http.Header{"Content-Type": {ctype}},
+		Header:  h,
 		Body:    io.NopCloser(bytes.NewReader(b.body)),
 		Request: r}, nil
 }

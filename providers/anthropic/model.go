@@ -175,7 +175,15 @@ func (m *Model) attempt(ctx context.Context, params sdk.MessageNewParams, attemp
 		Attempts:   attempt,
 	}
 	if aerr.Response != nil {
-		e.RetryAfter = retryAfter(aerr.Response.Header, time.Now())
+		h := aerr.Response.Header
+		e.RetryAfter = retryAfter(h, time.Now())
+		// The API may say outright whether a retry can help.
+		switch h.Get("x-should-retry") {
+		case "true":
+			e.Retryable = true
+		case "false":
+			e.Retryable = false
+		}
 	}
 	if !e.Retryable || attempt > m.o.MaxRetries {
 		return 0, e

@@ -425,3 +425,29 @@ func TestBrokenBodies(t *testing.T) {
 		}
 	}
 }
+
+// x-should-retry overrides the status's retryability, both ways.
+func TestShouldRetryHeader(t *testing.T) {
+	for _, c := range []struct {
+		status    int
+		header    string
+		retryable bool
+		attempts  int
+	}{
+		{429, "false", false, 1},
+		{400, "true", true, 2},
+	} {
+		tp := &bodyTransport{status: c.status, header: http.Header{"X-Should-Retry": {c.header}},
+			body: []byte(`{"type":"error","error":{"type":"x","message":"y"}}`)}
+		m, err := anthropic.NewModel(anthropic.Options{Model: testModel, APIKey: testKey, MaxRetries: 1,
+			RetryBackoff: time.Millisecond, HTTPClient: &http.Client{Transport: tp}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = drain(t.Context(), m, hello, nil)
+		var ae *anthropic.APIError
+		if !errors.As(err, &ae) || ae.Retryable != c.retryable || ae.Attempts != c.attempts {
+			t.Errorf("%d with x-should-retry %s: %+v", c.status, c.header, ae)
+		}
+	}
+}
