@@ -149,9 +149,9 @@ func (m *Model) attempt(ctx context.Context, params sdk.MessageNewParams, attemp
 	var aerr *sdk.Error
 	if !errors.As(err, &aerr) {
 		if !st.started {
-			return 0, fmt.Errorf("anthropic: the request failed: %s", m.redact(err.Error()))
+			return 0, m.wrap(errors.New("anthropic: the request failed"), err)
 		}
-		return 0, fmt.Errorf("%w: %s", ErrStreamBroken, m.redact(err.Error()))
+		return 0, m.wrap(ErrStreamBroken, err)
 	}
 	if aerr.StatusCode >= 200 && aerr.StatusCode < 300 {
 		// An error event inside a successful response: the API reports
@@ -221,6 +221,16 @@ func (m *Model) redact(s string) string {
 		return s
 	}
 	return strings.ReplaceAll(s, m.o.APIKey, "[redacted]")
+}
+
+// wrap returns "outer: cause" matching both, unless cause's text carries
+// the API key: then the cause is replaced by its redacted text.
+func (m *Model) wrap(outer, cause error) error {
+	text := cause.Error()
+	if red := m.redact(text); red != text {
+		return fmt.Errorf("%w: %s", outer, red)
+	}
+	return fmt.Errorf("%w: %w", outer, cause)
 }
 
 // retryAfter reads the wait a refusal asks for: retry-after-ms

@@ -451,3 +451,21 @@ func TestShouldRetryHeader(t *testing.T) {
 		}
 	}
 }
+
+// A server that cannot be reached is an error that still matches the
+// transport's own.
+func TestUnreachable(t *testing.T) {
+	refuse := errors.New("connection refused")
+	m, err := anthropic.NewModel(anthropic.Options{Model: testModel, APIKey: testKey,
+		HTTPClient: &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, refuse })}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := drain(t.Context(), m, hello, nil); !errors.Is(err, refuse) || errors.Is(err, anthropic.ErrStreamBroken) {
+		t.Errorf("err = %v, want one wrapping the transport's", err)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
