@@ -60,7 +60,10 @@
 // retry-after-ms or retry-after asks when that is within
 // Options.MaxRetryWait, else with a doubling backoff. Nothing is retried
 // once an event has arrived. An error event inside the stream is the
-// model's failure: a contract.ChatFailure event ends the turn. A response
+// model's failure: a contract.ChatFailure event ends the turn; so does a
+// message whose stop_reason is refusal (the API's classifiers stopped
+// it). Other stop reasons (end_turn, tool_use, max_tokens, stop_sequence,
+// pause_turn) end the turn normally. A response
 // that ends before message_stop, or that cannot be decoded, is an error
 // matching ErrStreamBroken, never a success. A cancelled context ends the
 // turn with an error wrapping the context's.

@@ -23,9 +23,10 @@ type count = *int64
 type turnState struct {
 	m *Model
 
-	started bool // message_start seen
-	stopped bool // message_stop seen
-	served  string
+	started    bool // message_start seen
+	stopped    bool // message_stop seen
+	served     string
+	stopReason string // message_delta's stop_reason, "" until sent
 
 	// usage counters, each nil until reported.
 	input, output, cacheRead, cacheWrite, thinking count
@@ -70,6 +71,9 @@ func (s *turnState) event(ev *sdk.MessageStreamEventUnion, emit func(contract.Ch
 	case "content_block_stop":
 		return s.blockStop(ev, emit)
 	case "message_delta":
+		if ev.Delta.JSON.StopReason.Valid() {
+			s.stopReason = string(ev.Delta.StopReason)
+		}
 		u := &ev.Usage
 		err := s.observeCounts(
 			reported{u.InputTokens, u.JSON.InputTokens}, reported{u.OutputTokens, u.JSON.OutputTokens},
@@ -90,6 +94,11 @@ func (s *turnState) event(ev *sdk.MessageStreamEventUnion, emit func(contract.Ch
 			return false, malformed("message_stop came with %d content blocks still open", len(s.blocks))
 		}
 		s.m.thoughts.remember(s.firstCall, s.thoughts)
+		if s.stopReason == "refusal" {
+			// The API's classifiers stopped the answer: the turn did not
+			// produce what was asked, so it must not settle as a success.
+			return emit(contract.ChatEvent{Kind: contract.ChatFailure, Failure: "refusal: the API stopped the response for policy reasons"}), nil
+		}
 		return true, nil
 	}
 	// The API may add event types; an unknown one carries nothing this

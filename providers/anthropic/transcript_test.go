@@ -469,3 +469,24 @@ func TestUnreachable(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A response the API stopped with stop_reason refusal is a failure, not
+// an answer.
+func TestRefusalIsAFailure(t *testing.T) {
+	body := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"" + testModel + "\",\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n" +
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"refusal\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":2}}\n\n" +
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	m, err := anthropic.NewModel(anthropic.Options{Model: testModel, APIKey: testKey, HTTPClient: &http.Client{Transport: &bodyTransport{body: []byte(body)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := drain(t.Context(), m, hello, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, got, []string{
+		"usage cumulative in=9 out=1 cache_read=? cache_write=? reasoning=?",
+		"usage cumulative in=9 out=2 cache_read=? cache_write=? reasoning=?",
+		"failure refusal: the API stopped the response for policy reasons",
+	})
+}
