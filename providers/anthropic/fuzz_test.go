@@ -40,32 +40,34 @@ func (b *bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		Request: r}, nil
 }
 
+// over returns a model whose requests rt answers, with the test's model
+// and key unless opts names others.
+func over(t testing.TB, rt http.RoundTripper, opts anthropic.Options) *anthropic.Model {
+	t.Helper()
+	if opts.Model == "" {
+		opts.Model = testModel
+	}
+	opts.APIKey, opts.HTTPClient = testKey, &http.Client{Transport: rt}
+	m, err := anthropic.NewModel(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // FuzzStream feeds arbitrary response bytes through the whole decoding
 // path (the SDK's event-stream decoder, its event union, this package's
 // turn state) and checks that a turn never panics, that it succeeds only
 // when the stream reached message_stop, that usage is never negative and
 // that a tool call's arguments are an object or absent.
 func FuzzStream(f *testing.F) {
-	paths, _ := filepath.Glob(filepath.Join("testdata", "*.txtar"))
-	for _, p := range paths {
-		tr, err := anthropictest.Load(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		for _, ex := range tr.Exchanges {
-			if ex.Status == 200 {
-				f.Add(ex.Body)
-			}
-		}
+	for _, body := range recordedStreams(f) {
+		f.Add(body)
 	}
 	f.Add([]byte("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"))
 	f.Add([]byte("data: {\"type\":\"message_start\",\"message\":{\"model\":\"m\",\"usage\":{\"input_tokens\":-1,\"output_tokens\":\"x\"}}}\n\n"))
 	tp := &bodyTransport{}
-	m, err := anthropic.NewModel(anthropic.Options{Model: testModel, APIKey: testKey, MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: tp}, SameModel: func(string, string) bool { return true }})
-	if err != nil {
-		f.Fatal(err)
-	}
+	m := over(f, tp, anthropic.Options{MaxRetries: -1, SameModel: func(string, string) bool { return true }})
 	tools := []contract.Tool{weatherTool(f)}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		tp.body = body
@@ -112,11 +114,7 @@ func TestConcurrentTurns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := anthropic.NewModel(anthropic.Options{Model: testModel, APIKey: testKey, Effort: "medium", MaxTokens: 8192,
-		HTTPClient: &http.Client{Transport: &bodyTransport{body: tr.Exchanges[0].Body}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := over(t, &bodyTransport{body: tr.Exchanges[0].Body}, anthropic.Options{Effort: "medium", MaxTokens: 8192})
 	errs := make(chan error, 8)
 	for range 8 {
 		go func() {
@@ -147,32 +145,37 @@ func TestConcurrentTurns(t *testing.T) {
 // A caller may stop ranging after any event: the turn then yields nothing
 // more (Go panics if it did), for every recorded stream.
 func TestStopAfterAnyEvent(t *testing.T) {
+	for _, body := range recordedStreams(t) {
+		m := over(t, &bodyTransport{body: body}, anthropic.Options{})
+		for stopAt := 1; ; stopAt++ {
+			n := 0
+			for range m.Turn(context.Background(), hello, nil) {
+				if n++; n == stopAt {
+					break
+				}
+			}
+			if n < stopAt {
+				break // the turn had fewer items
+			}
+		}
+	}
+}
+
+// recordedStreams returns the bodies of the transcripts' streamed
+// responses (status 200).
+func recordedStreams(t testing.TB) [][]byte {
 	paths, _ := filepath.Glob(filepath.Join("testdata", "*.txtar"))
+	var bodies [][]byte
 	for _, p := range paths {
 		tr, err := anthropictest.Load(p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, ex := range tr.Exchanges {
-			if ex.Status != 200 || ex.Action != "" {
-				continue
-			}
-			m, err := anthropic.NewModel(anthropic.Options{Model: testModel, APIKey: testKey,
-				HTTPClient: &http.Client{Transport: &bodyTransport{body: ex.Body}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for stopAt := 1; ; stopAt++ {
-				n := 0
-				for range m.Turn(context.Background(), hello, nil) {
-					if n++; n == stopAt {
-						break
-					}
-				}
-				if n < stopAt {
-					break // the turn had fewer items
-				}
+			if ex.Status == 200 {
+				bodies = append(bodies, ex.Body)
 			}
 		}
 	}
+	return bodies
 }

@@ -104,6 +104,16 @@ func drain(ctx context.Context, m contract.ChatModel, msgs []contract.ChatMessag
 	return got, nil
 }
 
+// expect runs one turn that must end without error and checks its events.
+func expect(t *testing.T, m contract.ChatModel, msgs []contract.ChatMessage, tools []contract.Tool, want []string) {
+	t.Helper()
+	got, err := drain(t.Context(), m, msgs, tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, got, want)
+}
+
 func check(t *testing.T, got, want []string) {
 	t.Helper()
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -143,11 +153,7 @@ func TestOneTurn(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m, _ := serve(t, c.transcript, c.opts)
-			got, err := drain(t.Context(), m, hello, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			check(t, got, c.want)
+			expect(t, m, hello, nil, c.want)
 		})
 	}
 }
@@ -156,11 +162,7 @@ func TestToolUseThenAnswerFromToolResult(t *testing.T) {
 	m, _ := serve(t, "tool_use", anthropic.Options{})
 	tools := []contract.Tool{weatherTool(t)}
 	msgs := []contract.ChatMessage{{Role: contract.ChatSystem, Content: str("")}, {Role: contract.ChatUser, Content: str("What is the weather in Paris?")}}
-	got, err := drain(t.Context(), m, msgs, tools)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(t, got, []string{
+	expect(t, m, msgs, tools, []string{
 		"usage cumulative in=412 out=2 cache_read=0 cache_write=0 reasoning=?",
 		"text Let me check.",
 		`call toolu_01A09q90qw90lq917835lq9 weather {"city":"Paris","unit":"celsius"}`,
@@ -172,11 +174,7 @@ func TestToolUseThenAnswerFromToolResult(t *testing.T) {
 			ToolCalls: []contract.ToolCall{{ID: "toolu_01A09q90qw90lq917835lq9", Name: "weather", Args: args}}},
 		contract.ChatMessage{Role: contract.ChatTool, ToolCallID: "toolu_01A09q90qw90lq917835lq9", Content: str(`- weather → ok: {"temp_c":18,"sky":"sunny"}`)},
 	)
-	got, err = drain(t.Context(), m, msgs, tools)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(t, got, []string{
+	expect(t, m, msgs, tools, []string{
 		"usage cumulative in=106 out=1 cache_read=424 cache_write=0 reasoning=?",
 		"text It is 18°C and sunny",
 		"text  in Paris.",
@@ -198,32 +196,44 @@ func TestServedModelDiffers(t *testing.T) {
 	}
 }
 
-// apiError runs one turn expected to end in an *APIError.
-func apiError(t *testing.T, name string, opts anthropic.Options) (*anthropic.APIError, *anthropictest.Server) {
-	t.Helper()
-	m, srv := serve(t, name, opts)
-	got, err := drain(t.Context(), m, hello, nil)
-	if len(got) != 0 {
-		t.Errorf("events before the refusal: %q", got)
-	}
-	var ae *anthropic.APIError
-	if !errors.As(err, &ae) {
-		t.Fatalf("err = %v (%T), want *APIError", err, err)
-	}
-	if strings.Contains(err.Error(), testKey) {
-		t.Errorf("the error carries the API key: %v", err)
-	}
-	return ae, srv
-}
-
-func TestUnauthorized(t *testing.T) {
-	ae, srv := apiError(t, "unauthorized", anthropic.Options{})
-	want := anthropic.APIError{StatusCode: 401, Type: "authentication_error", Message: "invalid x-api-key", RequestID: "req_011CVauth", Attempts: 1}
-	if diff := cmp.Diff(want, *ae); diff != "" {
-		t.Errorf("error (-want +got):\n%s", diff)
-	}
-	if srv.Requests() != 1 {
-		t.Errorf("%d requests; a 401 is not retried", srv.Requests())
+// TestRefusals plays HTTP refusals before the stream: each ends the turn
+// with the *APIError the transcript implies, after the requests the retry
+// policy allows, and never with the key in its text.
+func TestRefusals(t *testing.T) {
+	for _, c := range []struct {
+		name, transcript string
+		opts             anthropic.Options
+		want             anthropic.APIError
+	}{
+		{name: "401 is not retried", transcript: "unauthorized",
+			want: anthropic.APIError{StatusCode: 401, Type: "authentication_error", Message: "invalid x-api-key", RequestID: "req_011CVauth", Attempts: 1}},
+		{name: "429 beyond the wait bound", transcript: "rate_limited_long",
+			want: anthropic.APIError{StatusCode: 429, Type: "rate_limit_error", Message: "rate limited", Retryable: true, RetryAfter: 2 * time.Minute, Attempts: 1}},
+		{name: "529 without retries", transcript: "overloaded", opts: anthropic.Options{MaxRetries: -1},
+			want: anthropic.APIError{StatusCode: 529, Type: "overloaded_error", Message: "Overloaded", Retryable: true, Attempts: 1}},
+		{name: "500 retried then given up", transcript: "server_error", opts: anthropic.Options{MaxRetries: 1, RetryBackoff: time.Millisecond},
+			want: anthropic.APIError{StatusCode: 500, Type: "api_error", Message: "Internal server error", Retryable: true, Attempts: 2}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, srv := serve(t, c.transcript, c.opts)
+			got, err := drain(t.Context(), m, hello, nil)
+			if len(got) != 0 {
+				t.Errorf("events before the refusal: %q", got)
+			}
+			var ae *anthropic.APIError
+			if !errors.As(err, &ae) {
+				t.Fatalf("err = %v (%T), want *APIError", err, err)
+			}
+			if strings.Contains(err.Error(), testKey) {
+				t.Errorf("the error carries the API key: %v", err)
+			}
+			if diff := cmp.Diff(c.want, *ae); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+			if srv.Requests() != c.want.Attempts {
+				t.Errorf("%d requests, want %d", srv.Requests(), c.want.Attempts)
+			}
+		})
 	}
 }
 
@@ -242,32 +252,6 @@ func TestRateLimitedThenRetried(t *testing.T) {
 		"text Hello.",
 		"usage cumulative in=25 out=4 cache_read=0 cache_write=0 reasoning=?",
 	})
-	if srv.Requests() != 2 {
-		t.Errorf("%d requests, want 2", srv.Requests())
-	}
-}
-
-func TestRateLimitedBeyondTheWaitBound(t *testing.T) {
-	ae, _ := apiError(t, "rate_limited_long", anthropic.Options{})
-	if ae.StatusCode != 429 || !ae.Retryable || ae.RetryAfter != 2*time.Minute || ae.Attempts != 1 {
-		t.Errorf("error = %+v, want a retryable 429 asking for 2m after one attempt", *ae)
-	}
-}
-
-func TestOverloaded529(t *testing.T) {
-	ae, _ := apiError(t, "overloaded", anthropic.Options{MaxRetries: -1})
-	want := anthropic.APIError{StatusCode: 529, Type: "overloaded_error", Message: "Overloaded", Retryable: true, Attempts: 1}
-	if diff := cmp.Diff(want, *ae); diff != "" {
-		t.Errorf("error (-want +got):\n%s", diff)
-	}
-}
-
-func TestServerError500RetriedThenGivenUp(t *testing.T) {
-	ae, srv := apiError(t, "server_error", anthropic.Options{MaxRetries: 1, RetryBackoff: time.Millisecond})
-	want := anthropic.APIError{StatusCode: 500, Type: "api_error", Message: "Internal server error", Retryable: true, Attempts: 2}
-	if diff := cmp.Diff(want, *ae); diff != "" {
-		t.Errorf("error (-want +got):\n%s", diff)
-	}
 	if srv.Requests() != 2 {
 		t.Errorf("%d requests, want 2", srv.Requests())
 	}
@@ -317,11 +301,7 @@ func TestThinkingBlocksAreNotAnswerText(t *testing.T) {
 	m, _ := serve(t, "thinking_tool", anthropic.Options{Effort: "medium", MaxTokens: 8192})
 	tools := []contract.Tool{weatherTool(t)}
 	msgs := []contract.ChatMessage{{Role: contract.ChatUser, Content: str("What is the weather in Paris?")}}
-	got, err := drain(t.Context(), m, msgs, tools)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(t, got, []string{
+	expect(t, m, msgs, tools, []string{
 		"usage cumulative in=420 out=4 cache_read=0 cache_write=0 reasoning=?",
 		`call toolu_01Thk weather {"city":"Paris"}`,
 		"usage cumulative in=420 out=61 cache_read=0 cache_write=0 reasoning=40",
@@ -331,11 +311,7 @@ func TestThinkingBlocksAreNotAnswerText(t *testing.T) {
 		contract.ChatMessage{Role: contract.ChatAssistant, ToolCalls: []contract.ToolCall{{ID: "toolu_01Thk", Name: "weather", Args: args}}},
 		contract.ChatMessage{Role: contract.ChatTool, ToolCallID: "toolu_01Thk", Content: str("18C, sunny")},
 	)
-	got, err = drain(t.Context(), m, msgs, tools)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(t, got, []string{
+	expect(t, m, msgs, tools, []string{
 		"usage cumulative in=530 out=3 cache_read=0 cache_write=0 reasoning=?",
 		"text 18C and sunny.",
 		"usage cumulative in=530 out=25 cache_read=0 cache_write=0 reasoning=12",
@@ -357,10 +333,7 @@ func TestKeyNeverLeaks(t *testing.T) {
 		{"in-band", &bodyTransport{body: []byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"" + testModel + "\",\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\nevent: error\ndata: " + echo + "\n\n")}},
 		{"http", &bodyTransport{status: 401, body: []byte(echo)}},
 	} {
-		m, err := anthropic.NewModel(anthropic.Options{Model: testModel, APIKey: testKey, HTTPClient: &http.Client{Transport: c.tp}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := over(t, c.tp, anthropic.Options{})
 		var seen []string
 		for e, err := range m.Turn(t.Context(), hello, nil) {
 			if err != nil {
@@ -416,10 +389,7 @@ func TestBrokenBodies(t *testing.T) {
 		"tool_use without id":  start(`{}`) + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"name\":\"weather\",\"input\":{}}}\n\n" + stop,
 		"json delta into text": start(`{}`) + "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}\n\n" + stop,
 	} {
-		m, err := anthropic.NewModel(anthropic.Options{Model: testModel, APIKey: testKey, HTTPClient: &http.Client{Transport: &bodyTransport{body: []byte(body)}}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := over(t, &bodyTransport{body: []byte(body)}, anthropic.Options{})
 		if _, err := drain(t.Context(), m, hello, nil); !errors.Is(err, anthropic.ErrStreamBroken) {
 			t.Errorf("%s: err = %v, want ErrStreamBroken", name, err)
 		}
@@ -439,12 +409,8 @@ func TestShouldRetryHeader(t *testing.T) {
 	} {
 		tp := &bodyTransport{status: c.status, header: http.Header{"X-Should-Retry": {c.header}},
 			body: []byte(`{"type":"error","error":{"type":"x","message":"y"}}`)}
-		m, err := anthropic.NewModel(anthropic.Options{Model: testModel, APIKey: testKey, MaxRetries: 1,
-			RetryBackoff: time.Millisecond, HTTPClient: &http.Client{Transport: tp}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = drain(t.Context(), m, hello, nil)
+		m := over(t, tp, anthropic.Options{MaxRetries: 1, RetryBackoff: time.Millisecond})
+		_, err := drain(t.Context(), m, hello, nil)
 		var ae *anthropic.APIError
 		if !errors.As(err, &ae) || ae.Retryable != c.retryable || ae.Attempts != c.attempts {
 			t.Errorf("%d with x-should-retry %s: %+v", c.status, c.header, ae)
@@ -456,11 +422,7 @@ func TestShouldRetryHeader(t *testing.T) {
 // transport's own.
 func TestUnreachable(t *testing.T) {
 	refuse := errors.New("connection refused")
-	m, err := anthropic.NewModel(anthropic.Options{Model: testModel, APIKey: testKey,
-		HTTPClient: &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, refuse })}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := over(t, roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, refuse }), anthropic.Options{})
 	if _, err := drain(t.Context(), m, hello, nil); !errors.Is(err, refuse) || errors.Is(err, anthropic.ErrStreamBroken) {
 		t.Errorf("err = %v, want one wrapping the transport's", err)
 	}
@@ -476,15 +438,8 @@ func TestRefusalIsAFailure(t *testing.T) {
 	body := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"" + testModel + "\",\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n" +
 		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"refusal\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":2}}\n\n" +
 		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
-	m, err := anthropic.NewModel(anthropic.Options{Model: testModel, APIKey: testKey, HTTPClient: &http.Client{Transport: &bodyTransport{body: []byte(body)}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := drain(t.Context(), m, hello, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(t, got, []string{
+	m := over(t, &bodyTransport{body: []byte(body)}, anthropic.Options{})
+	expect(t, m, hello, nil, []string{
 		"usage cumulative in=9 out=1 cache_read=? cache_write=? reasoning=?",
 		"usage cumulative in=9 out=2 cache_read=? cache_write=? reasoning=?",
 		"failure refusal: the API stopped the response for policy reasons",
