@@ -1,0 +1,126 @@
+package kernel_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/providers/anthropic"
+	"github.com/agentrt/agentrt/providers/anthropic/anthropictest"
+	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/memory"
+)
+
+// The Anthropic model's evidence: the tool loop driven over HTTP against
+// a local server that plays providers/anthropic's recorded transcripts.
+
+const anthropicKey = "sk-ant-api03-kernel-test-key"
+
+// anthropicModel serves the transcript name and returns a model talking to
+// it that judges served models by kernel.SameModel and records the one
+// each turn was served by.
+func anthropicModel(t *testing.T, name string) (*anthropic.Model, *[]string) {
+	t.Helper()
+	tr, err := anthropictest.Load(filepath.Join("..", "providers", "anthropic", "testdata", name+".txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := anthropictest.NewServer(t, tr, anthropicKey, anthropic.APIVersion)
+	served := &[]string{}
+	m, err := anthropic.NewModel(anthropic.Options{BaseURL: srv.URL, APIKey: anthropicKey, Model: "claude-sonnet-4-5-20250929",
+		MaxTokens: 1024, SameModel: kernel.SameModel, OnServed: func(s string) { *served = append(*served, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, served
+}
+
+func weather() contract.Tool {
+	schema, _ := canonjson.Decode([]byte(`{"type":"object","properties":{"city":{"type":"string"},"unit":{"type":"string","enum":["celsius","fahrenheit"]}},"required":["city"]}`))
+	return contract.Tool{Name: "weather", Description: "Current weather for a city", InputSchema: schema,
+		Run: func(context.Context, canonjson.Value) (canonjson.Value, error) {
+			return canonjson.Decode([]byte(`{"temp_c":18,"sky":"sunny"}`))
+		}}
+}
+
+func TestToolLoopOverAnthropic(t *testing.T) {
+	m, served := anthropicModel(t, "tool_use")
+	st := memory.New(nil)
+	ctx := t.Context()
+	res, err := kernel.RunToolLoop(ctx, kernel.ToolLoopOptions{Model: m, User: "What is the weather in Paris?",
+		Tools: []contract.Tool{weather()}, Store: st, RunID: "loop-anthropic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StopReason != kernel.StopCompleted || res.Turns != 2 || len(res.ToolResults) != 1 || !res.ToolResults[0].Outcome.OK {
+		t.Fatalf("stopped %s after %d turns with %d results", res.StopReason, res.Turns, len(res.ToolResults))
+	}
+	if res.FinalText != "Let me check.It is 18°C and sunny in Paris." {
+		t.Errorf("final text %q", res.FinalText)
+	}
+	want := ledger.Usage{InputTokens: ledger.ExactAmount[int64](412 + 106), OutputTokens: ledger.ExactAmount[int64](58 + 16),
+		CacheReadTokens: ledger.ExactAmount[int64](424), CacheWriteTokens: ledger.ExactAmount[int64](0)}
+	if res.Usage != want {
+		t.Errorf("usage %+v; want %+v", res.Usage, want)
+	}
+	if len(*served) != 2 || (*served)[0] != m.RequestedModel() || (*served)[1] != m.RequestedModel() {
+		t.Errorf("served models %q", *served)
+	}
+	run, err := st.GetRun(ctx, "loop-anthropic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := run.Doc.Get("usage")
+	got, _ := canonjson.Canonical(v)
+	if string(got) != `{"cacheReadTokens":424,"cacheWriteTokens":0,"costUsd":null,"inputTokens":518,"outputTokens":74,"reasoningTokens":null}` {
+		t.Errorf("recorded usage %s", got)
+	}
+	if run.Status != store.StatusCompleted {
+		t.Errorf("run %s", run.Status)
+	}
+}
+
+// The truthfulness cases HTTP can produce.
+func TestToolLoopOverAnthropicTruthfulness(t *testing.T) {
+	t.Run("missing usage is unknown", func(t *testing.T) {
+		m, _ := anthropicModel(t, "usage_missing")
+		res, err := kernel.RunToolLoop(t.Context(), kernel.ToolLoopOptions{Model: m, System: "You are terse.", User: "Say hello."})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StopReason != kernel.StopCompleted || res.Usage.InputTokens.Reported || res.Usage.OutputTokens.Reported {
+			t.Errorf("stopped %s with usage %+v; want completed with unknown usage", res.StopReason, res.Usage)
+		}
+	})
+	t.Run("in-band error fails the loop", func(t *testing.T) {
+		m, _ := anthropicModel(t, "inband_error")
+		res, err := kernel.RunToolLoop(t.Context(), kernel.ToolLoopOptions{Model: m, System: "You are terse.", User: "Say hello."})
+		var re *kernel.RunError
+		if !errors.As(err, &re) || re.Status != store.StatusFailed || re.Reason != kernel.ReasonInBandError || res.StopReason != kernel.StopFailed {
+			t.Fatalf("err %v, stop %s; want a failed run with reason %s", err, res.StopReason, kernel.ReasonInBandError)
+		}
+		if !res.Usage.InputTokens.Known() || res.Usage.InputTokens.Value != 25 {
+			t.Errorf("usage %+v; the tokens spent before the failure are kept", res.Usage)
+		}
+	})
+	t.Run("another served model fails the loop", func(t *testing.T) {
+		m, served := anthropicModel(t, "served_other")
+		res, err := kernel.RunToolLoop(t.Context(), kernel.ToolLoopOptions{Model: m, System: "You are terse.", User: "Say hello."})
+		var re *kernel.RunError
+		var mm *anthropic.ModelMismatchError
+		if !errors.As(err, &re) || re.Status != store.StatusFailed || res.StopReason != kernel.StopFailed || !errors.As(err, &mm) {
+			t.Fatalf("err %v, stop %s; want a failed run caused by a ModelMismatchError", err, res.StopReason)
+		}
+		if mm.Served != "claude-3-5-haiku-20241022" || len(*served) != 1 || kernel.SameModel(m.RequestedModel(), (*served)[0]) {
+			t.Errorf("mismatch %+v, served %q", mm, *served)
+		}
+		if res.FinalText != "" {
+			t.Errorf("final text %q; nothing another model wrote is taken", res.FinalText)
+		}
+	})
+}

@@ -1,0 +1,74 @@
+// Package anthropic is direct model execution over the Anthropic Messages
+// API: Model is a contract.ChatModel that runs each turn as one streamed
+// request (anthropic-sdk-go v2 sends it and splits the server-sent events;
+// this package builds the request and decodes the events into chat
+// events). The kernel's tool loop drives it like any other chat model.
+//
+// What it owns: the translation between the provider-neutral chat
+// transcript and the Messages API, the decoding of the event stream
+// (message_start, content_block_start/delta/stop with text_delta,
+// input_json_delta, thinking_delta and signature_delta, message_delta,
+// message_stop, ping, error), usage reporting, the served-model check,
+// the mapping of a reasoning effort to a thinking budget, and the typed
+// errors of the HTTP exchange with their retry policy.
+//
+// What it refuses, before anything is sent: options without a model or
+// with a bad base URL (ErrInvalidOptions), and a reasoning effort the
+// model cannot honour (*EffortError): one off the ladder, one the API
+// cannot express exactly (minimal would be raised to low), one above the
+// model's ceiling or for a model that does not reason, or one whose
+// budget does not fit under MaxTokens. It is not a contract.Provider: the
+// environment and session wrapper is shared by every model API and lives
+// elsewhere.
+//
+// System prompt: the API has no system role, so every system message of
+// the transcript goes, in order, into the top-level system parameter; the
+// caller decides what those messages say (a profile's replace or append
+// semantics are applied before the transcript reaches the model — this
+// package neither adds a prompt of its own nor drops one). Tool results
+// become tool_result blocks of a user message, tool calls tool_use blocks
+// of an assistant message, and consecutive messages of one API role are
+// merged, as the API requires. With extended thinking on, the API wants an
+// assistant message that called tools to start with the thinking blocks
+// that preceded the calls; the transcript has no place for them, so a
+// Model remembers the thinking blocks of its own recent tool-calling turns
+// (keyed by the first call's id, bounded) and hands them back unmodified.
+//
+// Usage truthfulness: the API's counts are cumulative within a response —
+// message_start carries input_tokens, cache_read_input_tokens and
+// cache_creation_input_tokens and the output so far, and message_delta
+// the totals so far — so every usage event has contract.UsageCumulative
+// mode and the turn's usage is the last one. A counter the server did not
+// send is unknown (nil), never 0; because contract.TokenUsage must know
+// input and output tokens, a response that never names one of them yields
+// no usage event at all, and the turn's usage stays unknown. InputTokens
+// is the API's input_tokens, which excludes the cache reads and writes
+// reported beside it; ReasoningTokens is output_tokens_details.
+// thinking_tokens when sent (already included in OutputTokens).
+//
+// Served model: message_start names the model that served the turn.
+// Options.SameModel judges it against the requested one (exact equality
+// by default; the kernel's SameModel accepts provider prefixes); another
+// model ends the turn with a *ModelMismatchError after reporting the
+// tokens it spent, so a run never settles on another model's answer.
+// Options.OnServed sees the name, for a caller that records it.
+//
+// Failures: an HTTP refusal before the stream is an *APIError whose
+// Retryable and RetryAfter are data; 408, 409, 429 and 5xx (529 is
+// "overloaded"), or whatever the response's x-should-retry header says
+// instead, are retried up to Options.MaxRetries, waiting as
+// retry-after-ms or retry-after asks when that is within
+// Options.MaxRetryWait, else with a doubling backoff. Nothing is retried
+// once an event has arrived. An error event inside the stream is the
+// model's failure: a contract.ChatFailure event ends the turn; so does a
+// message whose stop_reason is refusal (the API's classifiers stopped
+// it). Other stop reasons (end_turn, tool_use, max_tokens, stop_sequence,
+// pause_turn) end the turn normally. A response
+// that ends before message_stop, or that cannot be decoded, is an error
+// matching ErrStreamBroken, never a success. A cancelled context ends the
+// turn with an error wrapping the context's.
+//
+// Secrets: the API key travels only in the x-api-key header. It is never
+// logged, and any text from a server or transport that reaches an error
+// or event has it redacted. The package holds no global mutable state.
+package anthropic
