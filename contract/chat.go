@@ -134,6 +134,11 @@ const (
 	// ChatFailure: the model reported that the turn failed; Failure says
 	// why. It is the turn's last event.
 	ChatFailure ChatEventKind = "failure"
+	// ChatServed: Model is the model the provider reports served the turn,
+	// read back from its response (never the requested name echoed). A
+	// turn reports it at most once, as early as the provider knows it; a
+	// turn without it served a model nobody reported (unknown).
+	ChatServed ChatEventKind = "served"
 )
 
 // ChatEvent is one event of a model turn. Kind says which of the other
@@ -150,4 +155,6 @@ type ChatEvent struct {
 	UsageMode UsageMode
 	// Failure is a ChatFailure event's reason.
 	Failure string
+	// Model is a ChatServed event's served model.
+	Model string
 }

@@ -163,6 +163,13 @@ type ToolLoopOptions struct {
 	// writes "- <label> → ok: <json>" or "- <label> → failed (<code>):
 	// <message>".
 	Render func(label string, out ToolOutcome) string
+	// RequestedModel, when set, is the model the caller asked for: a turn
+	// whose model reports serving another (SameModel) fails the loop with
+	// ReasonModelMismatch once the turn ended. Nothing of that turn is
+	// used — its text is dropped and its calls do not run — but its usage
+	// counts, since its tokens were spent. A turn that reports no served
+	// model is not a mismatch (the served model is unknown).
+	RequestedModel string
 	// Store, when set, records the loop as a run: its record, one durable
 	// append of events per model turn (the turn, then the results of the
 	// calls it made; a stream consumer sees them a turn before they are
@@ -205,6 +212,10 @@ type ToolLoopResult struct {
 	Usage ledger.Usage
 	// CostUSD is the calls' accumulated CostOf (0 without CostOf).
 	CostUSD float64
+	// ServedModels are the distinct models the turns reported serving
+	// them, in the order first reported; empty when no turn reported one
+	// (unknown, never the requested model assumed).
+	ServedModels []string
 	// Messages is the transcript: system, prior, user, then per tool turn
 	// the assistant message with its tool calls and one tool message per
 	// handled call, and the final assistant message when it has text. A
@@ -324,6 +335,10 @@ type toolLoop struct {
 	pieces       int
 	turnOver     bool
 	onModelEvent func(contract.ChatEvent, error) bool
+	// mismatch, when set, says the current turn reported serving a model
+	// other than the requested one: the rest of the turn is read for its
+	// usage only, and the loop fails once it ends.
+	mismatch string
 
 	// Scratch reused across turns: the calls of the current turn, the
 	// backing store of transcript tool calls and contents, the
@@ -571,10 +586,16 @@ func (l *toolLoop) modelTurn() (ledger.Usage, string) {
 	l.turnUsage = ledger.TurnUsage{}
 	l.calls = l.calls[:0]
 	l.ignoredFrom = len(l.res.Ignored)
-	l.text, l.piece, l.pieces, l.turnOver = l.text[:0], "", 0, false
+	l.text, l.piece, l.pieces, l.turnOver, l.mismatch = l.text[:0], "", 0, false, ""
 	msgs := l.res.Messages
 	l.o.Model.Turn(l.loopCtx, msgs[:len(msgs):len(msgs)], l.o.Tools)(l.onModelEvent)
 	l.turnOver = true
+	if l.mismatch != "" && l.res.StopReason == "" {
+		// Nothing of the turn is used: its calls do not run.
+		l.calls = l.calls[:0]
+		l.stop(StopFailed)
+		l.fail(store.StatusFailed, ReasonModelMismatch, l.mismatch, nil)
+	}
 	text := l.piece
 	if l.pieces > 1 {
 		text = string(l.text)
@@ -610,6 +631,11 @@ func (l *toolLoop) onModelEventFunc(e contract.ChatEvent, err error) bool {
 		l.turnOver = true
 		return false
 	}
+	if l.mismatch != "" && e.Kind != contract.ChatUsage {
+		// Another model served the turn: it is read on only for the
+		// tokens it spent, which the budget and ledger must still see.
+		return true
+	}
 	switch e.Kind {
 	case contract.ChatText:
 		l.final.WriteString(e.Text)
@@ -638,6 +664,8 @@ func (l *toolLoop) onModelEventFunc(e contract.ChatEvent, err error) bool {
 			l.log.Warn("usage with an unknown mode counted as a floor", "run", l.res.RunID, "turn", l.turn, "err", err)
 			l.turnUsage.Observe(e.Usage, "")
 		}
+	case contract.ChatServed:
+		l.observeServed(e.Model)
 	case contract.ChatFailure:
 		l.stop(StopFailed)
 		msg := e.Failure
@@ -654,6 +682,21 @@ func (l *toolLoop) onModelEventFunc(e contract.ChatEvent, err error) bool {
 		return false
 	}
 	return true
+}
+
+// observeServed keeps a turn's report of its served model and stops the
+// loop when it is not the requested one (spec runtime §2.3: a reported
+// served model that differs fails the execution; no report is unknown).
+func (l *toolLoop) observeServed(model string) {
+	if model == "" {
+		return // a report that names nothing reports nothing
+	}
+	if !slices.Contains(l.res.ServedModels, model) {
+		l.res.ServedModels = append(l.res.ServedModels, model)
+	}
+	if l.o.RequestedModel != "" && !SameModel(l.o.RequestedModel, model) && l.mismatch == "" {
+		l.mismatch = fmt.Sprintf("requested %s, but turn %d reports serving %s", l.o.RequestedModel, l.turn, model)
+	}
 }
 
 // turnCut reports whether a broken model stream was cut short by a

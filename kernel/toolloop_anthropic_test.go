@@ -22,22 +22,19 @@ import (
 const anthropicKey = "sk-ant-api03-kernel-test-key"
 
 // anthropicModel serves the transcript name and returns a model talking to
-// it that judges served models by kernel.SameModel and records the one
-// each turn was served by.
-func anthropicModel(t *testing.T, name string) (*anthropic.Model, *[]string) {
+// it.
+func anthropicModel(t *testing.T, name string) *anthropic.Model {
 	t.Helper()
 	tr, err := anthropictest.Load(filepath.Join("..", "providers", "anthropic", "testdata", name+".txtar"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := anthropictest.NewServer(t, tr, anthropicKey, anthropic.APIVersion)
-	served := &[]string{}
-	m, err := anthropic.NewModel(anthropic.Options{BaseURL: srv.URL, APIKey: anthropicKey, Model: "claude-sonnet-4-5-20250929",
-		MaxTokens: 1024, SameModel: kernel.SameModel, OnServed: func(s string) { *served = append(*served, s) }})
+	m, err := anthropic.NewModel(anthropic.Options{BaseURL: srv.URL, APIKey: anthropicKey, Model: "claude-sonnet-4-5-20250929", MaxTokens: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return m, served
+	return m
 }
 
 func weather() contract.Tool {
@@ -49,11 +46,11 @@ func weather() contract.Tool {
 }
 
 func TestToolLoopOverAnthropic(t *testing.T) {
-	m, served := anthropicModel(t, "tool_use")
+	m := anthropicModel(t, "tool_use")
 	st := memory.New(nil)
 	ctx := t.Context()
 	res, err := kernel.RunToolLoop(ctx, kernel.ToolLoopOptions{Model: m, User: "What is the weather in Paris?",
-		Tools: []contract.Tool{weather()}, Store: st, RunID: "loop-anthropic"})
+		Tools: []contract.Tool{weather()}, Store: st, RunID: "loop-anthropic", RequestedModel: m.RequestedModel()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,8 +65,8 @@ func TestToolLoopOverAnthropic(t *testing.T) {
 	if res.Usage != want {
 		t.Errorf("usage %+v; want %+v", res.Usage, want)
 	}
-	if len(*served) != 2 || (*served)[0] != m.RequestedModel() || (*served)[1] != m.RequestedModel() {
-		t.Errorf("served models %q", *served)
+	if len(res.ServedModels) != 1 || res.ServedModels[0] != m.RequestedModel() {
+		t.Errorf("served models %q", res.ServedModels)
 	}
 	run, err := st.GetRun(ctx, "loop-anthropic")
 	if err != nil {
@@ -88,7 +85,7 @@ func TestToolLoopOverAnthropic(t *testing.T) {
 // The truthfulness cases HTTP can produce.
 func TestToolLoopOverAnthropicTruthfulness(t *testing.T) {
 	t.Run("missing usage is unknown", func(t *testing.T) {
-		m, _ := anthropicModel(t, "usage_missing")
+		m := anthropicModel(t, "usage_missing")
 		res, err := kernel.RunToolLoop(t.Context(), kernel.ToolLoopOptions{Model: m, System: "You are terse.", User: "Say hello."})
 		if err != nil {
 			t.Fatal(err)
@@ -98,7 +95,7 @@ func TestToolLoopOverAnthropicTruthfulness(t *testing.T) {
 		}
 	})
 	t.Run("in-band error fails the loop", func(t *testing.T) {
-		m, _ := anthropicModel(t, "inband_error")
+		m := anthropicModel(t, "inband_error")
 		res, err := kernel.RunToolLoop(t.Context(), kernel.ToolLoopOptions{Model: m, System: "You are terse.", User: "Say hello."})
 		var re *kernel.RunError
 		if !errors.As(err, &re) || re.Status != store.StatusFailed || re.Reason != kernel.ReasonInBandError || res.StopReason != kernel.StopFailed {
@@ -109,18 +106,20 @@ func TestToolLoopOverAnthropicTruthfulness(t *testing.T) {
 		}
 	})
 	t.Run("another served model fails the loop", func(t *testing.T) {
-		m, served := anthropicModel(t, "served_other")
-		res, err := kernel.RunToolLoop(t.Context(), kernel.ToolLoopOptions{Model: m, System: "You are terse.", User: "Say hello."})
+		m := anthropicModel(t, "served_other")
+		res, err := kernel.RunToolLoop(t.Context(), kernel.ToolLoopOptions{Model: m, System: "You are terse.", User: "Say hello.", RequestedModel: m.RequestedModel()})
 		var re *kernel.RunError
-		var mm *anthropic.ModelMismatchError
-		if !errors.As(err, &re) || re.Status != store.StatusFailed || res.StopReason != kernel.StopFailed || !errors.As(err, &mm) {
-			t.Fatalf("err %v, stop %s; want a failed run caused by a ModelMismatchError", err, res.StopReason)
+		if !errors.As(err, &re) || re.Status != store.StatusFailed || re.Reason != kernel.ReasonModelMismatch || res.StopReason != kernel.StopFailed {
+			t.Fatalf("err %v, stop %s; want a failed run with reason %s", err, res.StopReason, kernel.ReasonModelMismatch)
 		}
-		if mm.Served != "claude-3-5-haiku-20241022" || len(*served) != 1 || kernel.SameModel(m.RequestedModel(), (*served)[0]) {
-			t.Errorf("mismatch %+v, served %q", mm, *served)
+		if len(res.ServedModels) != 1 || res.ServedModels[0] != "claude-3-5-haiku-20241022" {
+			t.Errorf("served models %q", res.ServedModels)
 		}
 		if res.FinalText != "" {
 			t.Errorf("final text %q; nothing another model wrote is taken", res.FinalText)
+		}
+		if !res.Usage.OutputTokens.Known() || res.Usage.OutputTokens.Value != 7 {
+			t.Errorf("usage %+v; the tokens another model spent still count", res.Usage)
 		}
 	})
 }

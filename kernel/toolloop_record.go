@@ -261,6 +261,9 @@ func (l *toolLoop) doc() canonjson.Value {
 	if o.MaxCostUSD > 0 {
 		m = append(m, canonjson.Member{Name: "maxCostUsd", Value: canonjson.NumberValue(o.MaxCostUSD)})
 	}
+	if o.RequestedModel != "" {
+		m = append(m, canonjson.Member{Name: "requestedModel", Value: str(o.RequestedModel)})
+	}
 	if l.res.StopReason == "" {
 		return canonjson.ObjectValue(m)
 	}
@@ -277,6 +280,13 @@ func (l *toolLoop) doc() canonjson.Value {
 	)
 	if o.CostOf != nil {
 		m = append(m, canonjson.Member{Name: "costUsd", Value: canonjson.NumberValue(l.res.CostUSD)})
+	}
+	if len(l.res.ServedModels) > 0 {
+		served := make([]canonjson.Value, len(l.res.ServedModels))
+		for i, s := range l.res.ServedModels {
+			served[i] = str(s)
+		}
+		m = append(m, canonjson.Member{Name: "servedModels", Value: canonjson.ArrayValue(served)})
 	}
 	return canonjson.ObjectValue(m)
 }

@@ -38,15 +38,6 @@ func weatherTool() contract.Tool {
 // and prints the calls, the answer, the stop, the usage and the served
 // models; the loop is recorded in st when it is not nil.
 func weatherLoop(ctx context.Context, out io.Writer, opts openai.Options, st store.Store) error {
-	served := map[string]bool{}
-	var order []string
-	opts.Observe = func(r openai.TurnReport) {
-		// RunToolLoop calls the model's turns one after another.
-		if r.ServedModel != "" && !served[r.ServedModel] {
-			served[r.ServedModel] = true
-			order = append(order, r.ServedModel)
-		}
-	}
 	m, err := openai.New(opts)
 	if err != nil {
 		return err
@@ -54,6 +45,9 @@ func weatherLoop(ctx context.Context, out io.Writer, opts openai.Options, st sto
 	res, err := kernel.RunToolLoop(ctx, kernel.ToolLoopOptions{
 		Model: m, System: "Use the tools.", User: "What is the weather in Oslo?",
 		Tools: []contract.Tool{weatherTool()}, Store: st,
+		// A turn the endpoint reports serving another model fails the
+		// loop (served-model-mismatch).
+		RequestedModel: opts.Model,
 	})
 	if res != nil {
 		for _, r := range res.ToolResults {
@@ -62,7 +56,7 @@ func weatherLoop(ctx context.Context, out io.Writer, opts openai.Options, st sto
 		fmt.Fprintf(out, "answer: %s\n", res.FinalText)
 		fmt.Fprintf(out, "stop: %s after %d model turns; tokens in %s, out %s\n", res.StopReason, res.Turns,
 			res.Usage.InputTokens, res.Usage.OutputTokens)
-		fmt.Fprintf(out, "requested %s, served %v\n", opts.Model, order)
+		fmt.Fprintf(out, "requested %s, served %v\n", opts.Model, res.ServedModels)
 	}
 	return err
 }

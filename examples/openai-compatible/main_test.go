@@ -64,7 +64,8 @@ requested gpt-5.2, served [gpt-5.2]
 }
 
 // The tool loop's truthfulness over HTTP: missing usage stays unknown, an
-// in-band error and a dropped connection fail the loop.
+// in-band error and a dropped connection fail the loop, and so does a
+// served model other than the requested one.
 func TestToolLoopTruthfulnessOverHTTP(t *testing.T) {
 	tests := []struct {
 		transcript    string
@@ -76,6 +77,9 @@ func TestToolLoopTruthfulnessOverHTTP(t *testing.T) {
 		{"nousage", kernel.StopCompleted, "", "unknown", "unknown"},
 		{"inband_error", kernel.StopFailed, kernel.ReasonInBandError, "unknown", "unknown"},
 		{"dropped", kernel.StopFailed, kernel.ReasonTransport, "unknown", "unknown"},
+		// Another served model fails the loop, and the tokens it spent
+		// still count.
+		{"served", kernel.StopFailed, kernel.ReasonModelMismatch, "19", "2"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.transcript, func(t *testing.T) {
@@ -84,7 +88,7 @@ func TestToolLoopTruthfulnessOverHTTP(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := kernel.RunToolLoop(context.Background(), kernel.ToolLoopOptions{Model: m, System: "Be brief.", User: "Say hello.", Store: memory.New(nil)})
+			res, err := kernel.RunToolLoop(context.Background(), kernel.ToolLoopOptions{Model: m, System: "Be brief.", User: "Say hello.", Store: memory.New(nil), RequestedModel: "gpt-5.2"})
 			if res == nil {
 				t.Fatalf("no result: %v", err)
 			}

@@ -46,12 +46,11 @@
 // reported beside it; ReasoningTokens is output_tokens_details.
 // thinking_tokens when sent (already included in OutputTokens).
 //
-// Served model: message_start names the model that served the turn.
-// Options.SameModel judges it against the requested one (exact equality
-// by default; the kernel's SameModel accepts provider prefixes); another
-// model ends the turn with a *ModelMismatchError after reporting the
-// tokens it spent, so a run never settles on another model's answer.
-// Options.OnServed sees the name, for a caller that records it.
+// Served model: message_start names the model that served the turn, and
+// the turn reports it first, as a contract.ChatServed event. The model
+// does not judge it: the consumer owns that rule (the kernel's tool loop
+// with RequestedModel fails a turn served by another model, keeping the
+// tokens it spent and nothing else of it).
 //
 // Failures: an HTTP refusal before the stream is an *APIError whose
 // Retryable and RetryAfter are data; 408, 409, 429 and 5xx (529 is

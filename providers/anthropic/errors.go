@@ -99,15 +99,3 @@ func (e *EffortError) Error() string {
 	}
 	return fmt.Sprintf("anthropic: reasoning effort %q refused: %s (honoured: %s)", e.Effort, e.Reason, strings.Join(names, ", "))
 }
-
-// ModelMismatchError is the stream error of a turn whose message_start
-// named a served model other than the one requested (as Options.SameModel
-// judges). The turn stops there: nothing the other model wrote is
-// yielded, only the usage it reported.
-type ModelMismatchError struct {
-	Requested, Served string
-}
-
-func (e *ModelMismatchError) Error() string {
-	return fmt.Sprintf("anthropic: requested model %s but the API served %s", e.Requested, e.Served)
-}

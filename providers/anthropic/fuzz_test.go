@@ -67,11 +67,11 @@ func FuzzStream(f *testing.F) {
 	f.Add([]byte("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"))
 	f.Add([]byte("data: {\"type\":\"message_start\",\"message\":{\"model\":\"m\",\"usage\":{\"input_tokens\":-1,\"output_tokens\":\"x\"}}}\n\n"))
 	tp := &bodyTransport{}
-	m := over(f, tp, anthropic.Options{MaxRetries: -1, SameModel: func(string, string) bool { return true }})
+	m := over(f, tp, anthropic.Options{MaxRetries: -1})
 	tools := []contract.Tool{weatherTool(f)}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		tp.body = body
-		failed := false
+		failed, served := false, 0
 		var err error
 		for e, e2 := range m.Turn(context.Background(), hello, tools) {
 			if e2 != nil {
@@ -92,6 +92,10 @@ func FuzzStream(f *testing.F) {
 			case contract.ChatToolCall:
 				if e.ToolCall.ID == "" || e.ToolCall.Name == "" {
 					t.Fatalf("a call without id or name: %+v", e.ToolCall)
+				}
+			case contract.ChatServed:
+				if served++; served > 1 || e.Model == "" {
+					t.Fatalf("a second or empty served model: %+v", e)
 				}
 			case contract.ChatText:
 			default:

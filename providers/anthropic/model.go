@@ -83,8 +83,8 @@ func (m *Model) AppliedEffort() (harness.ReasoningEffort, string, bool) {
 // Options.MaxRetryWait); the last refusal is the sequence's *APIError. An
 // in-band error event ends the turn with a ChatFailure event. A response
 // that ends before message_stop yields an error matching ErrStreamBroken;
-// a different served model a *ModelMismatchError; ctx ending an error
-// wrapping ctx's error.
+// ctx ending an error wrapping ctx's error. The served model is reported
+// (a ChatServed event first), never judged.
 func (m *Model) Turn(ctx context.Context, messages []contract.ChatMessage, tools []contract.Tool) iter.Seq2[contract.ChatEvent, error] {
 	params := m.params(messages, tools)
 	return func(yield func(contract.ChatEvent, error) bool) {

@@ -67,15 +67,6 @@ type Options struct {
 	// Reasoning is what a model catalog knows about the model's reasoning
 	// (nil: unknown, the whole ladder is allowed).
 	Reasoning *harness.ModelReasoning
-	// SameModel judges whether the model message_start names is the one
-	// requested; nil compares the names exactly. A turn served by another
-	// model ends with a *ModelMismatchError. Callers that accept aliases
-	// pass a looser rule (the kernel's SameModel, say).
-	SameModel func(requested, served string) bool
-	// OnServed, when set, is called once per turn with the model
-	// message_start named, before any of the turn's events are yielded,
-	// on the goroutine ranging over the turn.
-	OnServed func(served string)
 }
 
 // thinkingBudgets are the budget_tokens of each native effort token that
@@ -173,9 +164,6 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = http.DefaultClient
-	}
-	if o.SameModel == nil {
-		o.SameModel = func(requested, served string) bool { return requested == served }
 	}
 	if len(errs) > 0 {
 		return o, fmt.Errorf("%w: %w", ErrInvalidOptions, errors.Join(errs...))

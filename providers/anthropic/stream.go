@@ -126,16 +126,11 @@ func (s *turnState) start(ev *sdk.MessageStreamEventUnion, emit func(contract.Ch
 			return false, err
 		}
 	}
-	if s.m.o.OnServed != nil {
-		s.m.o.OnServed(s.served)
-	}
-	if !s.m.o.SameModel(s.m.o.Model, s.served) {
-		// The tokens were spent all the same: report them, then stop
-		// (unless the caller already stopped reading).
-		if !s.emitUsage(emit) {
-			return false, nil
-		}
-		return false, &ModelMismatchError{Requested: s.m.o.Model, Served: s.served}
+	// The served model is reported, not judged: the consumer (the
+	// kernel's tool loop) owns the rule of what counts as the requested
+	// model.
+	if !emit(contract.ChatEvent{Kind: contract.ChatServed, Model: s.served}) {
+		return false, nil
 	}
 	return s.emitUsage(emit), nil
 }

@@ -214,12 +214,22 @@ func TestNoUsageChunkIsUnknown(t *testing.T) {
 }
 
 func TestServedModelReadBack(t *testing.T) {
-	_, rep, _, err := play(t, "served", openai.Options{})
+	evs, rep, _, err := play(t, "served", openai.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.RequestedModel != "gpt-5.2" || rep.ServedModel != "gpt-5.2-mini" {
 		t.Errorf("requested %q served %q", rep.RequestedModel, rep.ServedModel)
+	}
+	// The turn reports it, once and first, for the kernel to judge.
+	var served []string
+	for _, e := range evs {
+		if e.Kind == contract.ChatServed {
+			served = append(served, e.Model)
+		}
+	}
+	if len(evs) == 0 || evs[0].Kind != contract.ChatServed || len(served) != 1 || served[0] != "gpt-5.2-mini" {
+		t.Errorf("served events %q (first event %+v)", served, evs[0])
 	}
 }
 

@@ -121,6 +121,9 @@ func (s *streamState) feed(data []byte, yield func(contract.ChatEvent, error) bo
 		switch {
 		case s.served == "":
 			s.served = c.Model
+			if !yield(contract.ChatEvent{Kind: contract.ChatServed, Model: c.Model}, nil) {
+				return true, nil
+			}
 		case s.served != c.Model:
 			return true, s.fail(fmt.Sprintf("the endpoint reported two served models, %s and %s", s.served, c.Model), yield)
 		}

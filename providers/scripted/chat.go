@@ -128,6 +128,11 @@ func Usage(input, output int64, mode contract.UsageMode) contract.ChatEvent {
 	return contract.ChatEvent{Kind: contract.ChatUsage, Usage: &contract.TokenUsage{InputTokens: input, OutputTokens: output}, UsageMode: mode}
 }
 
+// Served is the provider's report of the model that served the turn.
+func Served(model string) contract.ChatEvent {
+	return contract.ChatEvent{Kind: contract.ChatServed, Model: model}
+}
+
 // Failure is an in-band failure event: the model says the turn failed.
 func Failure(message string) contract.ChatEvent {
 	return contract.ChatEvent{Kind: contract.ChatFailure, Failure: message}
