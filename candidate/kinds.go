@@ -1,0 +1,112 @@
+package candidate
+
+import (
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/schema"
+)
+
+// Kind names, for errors and `agentrt check --kind`.
+const (
+	KindArtifactRef               = "AgentCandidateArtifactRef"
+	KindEmbeddedArtifact          = "AgentCandidateEmbeddedArtifact"
+	KindWorkspaceManifestMaterial = "AgentCandidateWorkspaceManifestMaterial"
+	KindWorkspaceSnapshotEvidence = "AgentCandidateWorkspaceSnapshotEvidence"
+	KindInlineResource            = "AgentCandidateInlineResource"
+	KindGitHubResource            = "AgentCandidateGitHubResource"
+	KindFileMount                 = "AgentCandidateFileMount"
+	KindResources                 = "AgentCandidateResources"
+	KindImprovementSource         = "AgentImprovementSource"
+	KindProfile                   = "AgentCandidateProfile"
+	KindCode                      = "AgentCandidateCode"
+	KindExecution                 = "AgentCandidateExecution"
+	KindBundle                    = "AgentCandidateBundle"
+)
+
+// Kinds lists the wire kinds this package owns, for `agentrt check`.
+// Standalone kinds are read in the ts16 dialect (the reference shapes the
+// vectors bind); AgentCandidateBundle is read in DialectAuto.
+func Kinds() []schema.Kind {
+	return []schema.Kind{
+		{Name: KindArtifactRef, Node: ArtifactRefSchema},
+		{Name: KindEmbeddedArtifact, Node: EmbeddedArtifactSchema},
+		{Name: KindWorkspaceManifestMaterial, Node: WorkspaceManifestMaterialSchema},
+		{Name: KindWorkspaceSnapshotEvidence, Node: WorkspaceSnapshotEvidenceSchema},
+		{Name: KindInlineResource, Node: InlineResourceSchema},
+		{Name: KindGitHubResource, Node: GitHubResourceSchema},
+		{Name: KindFileMount, Node: FileMountSchema},
+		{Name: KindResources, Node: ResourcesSchema},
+		{Name: KindImprovementSource, Node: SourceSchema},
+		{Name: KindProfile, Node: ProfileSchema},
+		{Name: KindCode, Node: CodeSchema},
+		{Name: KindExecution, Node: ExecutionSchema},
+		{Name: KindBundle, Node: BundleSchemaFor(DialectAuto)},
+	}
+}
+
+// ParseBundle decodes data strictly and validates it as an
+// AgentCandidateBundle in dialect d (the zero Dialect is DialectAuto).
+// It checks the shape only: the carried digest is compared by
+// [VerifyDigest].
+func ParseBundle(data []byte, d Dialect) (*Bundle, error) {
+	return contract.Parse[Bundle](KindBundle, BundleSchemaFor(d), data)
+}
+
+// ParseProfile decodes and validates an AgentCandidateProfile.
+func ParseProfile(data []byte) (*Profile, error) {
+	return contract.Parse[Profile](KindProfile, ProfileSchema, data)
+}
+
+// ParseCode decodes and validates an AgentCandidateCode (ts16 dialect).
+func ParseCode(data []byte) (*Code, error) {
+	return contract.Parse[Code](KindCode, CodeSchema, data)
+}
+
+// ParseExecution decodes and validates an AgentCandidateExecution.
+func ParseExecution(data []byte) (*Execution, error) {
+	return contract.Parse[Execution](KindExecution, ExecutionSchema, data)
+}
+
+// ParseArtifactRef decodes and validates an AgentCandidateArtifactRef.
+func ParseArtifactRef(data []byte) (*ArtifactRef, error) {
+	return contract.Parse[ArtifactRef](KindArtifactRef, ArtifactRefSchema, data)
+}
+
+// ParseEmbeddedArtifact decodes and validates an
+// AgentCandidateEmbeddedArtifact.
+func ParseEmbeddedArtifact(data []byte) (*EmbeddedArtifact, error) {
+	return contract.Parse[EmbeddedArtifact](KindEmbeddedArtifact, EmbeddedArtifactSchema, data)
+}
+
+// ParseWorkspaceSnapshotEvidence decodes and validates an
+// AgentCandidateWorkspaceSnapshotEvidence.
+func ParseWorkspaceSnapshotEvidence(data []byte) (*WorkspaceSnapshotEvidence, error) {
+	return contract.Parse[WorkspaceSnapshotEvidence](KindWorkspaceSnapshotEvidence, WorkspaceSnapshotEvidenceSchema, data)
+}
+
+// ParseWorkspaceManifestMaterial decodes and validates an
+// AgentCandidateWorkspaceManifestMaterial.
+func ParseWorkspaceManifestMaterial(data []byte) (*WorkspaceManifestMaterial, error) {
+	return contract.Parse[WorkspaceManifestMaterial](KindWorkspaceManifestMaterial, WorkspaceManifestMaterialSchema, data)
+}
+
+// ParseResources decodes and validates an AgentCandidateResources.
+func ParseResources(data []byte) (*Resources, error) {
+	return contract.Parse[Resources](KindResources, ResourcesSchema, data)
+}
+
+// ParseFileMount decodes and validates an AgentCandidateFileMount.
+func ParseFileMount(data []byte) (*FileMount, error) {
+	return contract.Parse[FileMount](KindFileMount, FileMountSchema, data)
+}
+
+// ParseInlineResource decodes and validates an
+// AgentCandidateInlineResource.
+func ParseInlineResource(data []byte) (*InlineResource, error) {
+	return contract.Parse[InlineResource](KindInlineResource, InlineResourceSchema, data)
+}
+
+// ParseGitHubResource decodes and validates an
+// AgentCandidateGitHubResource.
+func ParseGitHubResource(data []byte) (*GitHubResource, error) {
+	return contract.Parse[GitHubResource](KindGitHubResource, GitHubResourceSchema, data)
+}

@@ -1,0 +1,77 @@
+package candidate_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/candidate"
+	"github.com/agentrt/agentrt/internal/vectors"
+	"github.com/agentrt/agentrt/schema"
+)
+
+// acceptVia validates raw text with node, then decodes the output into a
+// fresh T and converts it back, so the vectors also prove that the Go
+// types keep presence.
+func acceptVia[T any](kind string, node schema.Node) vectors.Accept {
+	return func(raw []byte) (canonjson.Value, error) {
+		v, err := schema.Decode(kind, raw)
+		if err != nil {
+			return canonjson.Value{}, err
+		}
+		out, err := schema.Run(kind, node, v)
+		if err != nil {
+			return canonjson.Value{}, err
+		}
+		typed := new(T)
+		if err := canonjson.FromValue(out, typed); err != nil {
+			return canonjson.Value{}, errors.New("accepted value does not fit the Go type: " + err.Error())
+		}
+		back, err := canonjson.ToValue(typed)
+		if err != nil {
+			return canonjson.Value{}, err
+		}
+		if !canonjson.Equal(back, out) {
+			return canonjson.Value{}, errors.New("Go type does not round-trip: " + string(canonjson.Marshal(back)) + " vs " + string(canonjson.Marshal(out)))
+		}
+		return out, nil
+	}
+}
+
+type vectorKind struct {
+	name   string
+	accept vectors.Accept
+}
+
+func check[T any](name string, node schema.Node) vectorKind {
+	return vectorKind{name, acceptVia[T](name, node)}
+}
+
+// TestVectors agrees with the reference on every case of every candidate
+// kind: verdict, canonical bytes and digest, issue paths, and presence
+// round trips through the Go types (CAND §23, RTP-09).
+func TestVectors(t *testing.T) {
+	for _, k := range vectorKinds() {
+		t.Run(k.name, func(t *testing.T) {
+			res := vectors.CheckKind(t, k.name, k.accept)
+			t.Logf("%s: %d cases, %d valid, %d canonical", k.name, res.Cases, res.Valid, res.Canonical)
+		})
+	}
+}
+
+func vectorKinds() []vectorKind {
+	return []vectorKind{
+		check[candidate.ArtifactRef](candidate.KindArtifactRef, candidate.ArtifactRefSchema),
+		check[candidate.EmbeddedArtifact](candidate.KindEmbeddedArtifact, candidate.EmbeddedArtifactSchema),
+		check[candidate.WorkspaceManifestMaterial](candidate.KindWorkspaceManifestMaterial, candidate.WorkspaceManifestMaterialSchema),
+		check[candidate.WorkspaceSnapshotEvidence](candidate.KindWorkspaceSnapshotEvidence, candidate.WorkspaceSnapshotEvidenceSchema),
+		check[candidate.InlineResource](candidate.KindInlineResource, candidate.InlineResourceSchema),
+		check[candidate.GitHubResource](candidate.KindGitHubResource, candidate.GitHubResourceSchema),
+		check[candidate.FileMount](candidate.KindFileMount, candidate.FileMountSchema),
+		check[candidate.Resources](candidate.KindResources, candidate.ResourcesSchema),
+		check[candidate.Profile](candidate.KindProfile, candidate.ProfileSchema),
+		check[candidate.Code](candidate.KindCode, candidate.CodeSchema),
+		check[candidate.Execution](candidate.KindExecution, candidate.ExecutionSchema),
+		check[candidate.Bundle](candidate.KindBundle, candidate.BundleSchemaFor(candidate.DialectAuto)),
+	}
+}
