@@ -20,6 +20,26 @@ const (
 	KindCode                      = "AgentCandidateCode"
 	KindExecution                 = "AgentCandidateExecution"
 	KindBundle                    = "AgentCandidateBundle"
+	KindResolvedModel             = "AgentCandidateResolvedModel"
+	KindExecutionLimits           = "AgentCandidateExecutionLimits"
+	KindFixedSpend                = "AgentCandidateFixedSpend"
+	KindProfilePlanMaterial       = "AgentCandidateProfilePlanMaterial"
+	KindProfileActivation         = "AgentCandidateProfileActivation"
+	KindExecutionPlanMaterial     = "AgentCandidateExecutionPlanMaterial"
+	KindModelSettlementCall       = "AgentCandidateModelSettlementCall"
+	KindModelSettlementMaterial   = "AgentCandidateModelSettlementMaterial"
+	KindModelSettlementEvidence   = "AgentCandidateModelSettlementEvidence"
+	KindTaskOutcomeMaterial       = "AgentCandidateTaskOutcomeMaterial"
+	KindTaskOutcomeEvidence       = "AgentCandidateTaskOutcomeEvidence"
+	KindBenchmarkDimension        = "AgentCandidateBenchmarkDimension"
+	KindBenchmarkResultMaterial   = "AgentCandidateBenchmarkResultMaterial"
+	KindBenchmarkResultEvidence   = "AgentCandidateBenchmarkResultEvidence"
+	KindBenchmarkTask             = "AgentCandidateBenchmarkTask"
+	KindBenchmarkSuite            = "AgentCandidateBenchmarkSuite"
+	KindBenchmarkSuiteInputs      = "AgentCandidateBenchmarkSuiteInputs"
+	KindMaterializationReceipt    = "AgentCandidateMaterializationReceipt"
+	KindRunReceipt                = "AgentCandidateRunReceipt"
+	KindExecutionEvidence         = "CandidateExecutionEvidence"
 )
 
 // Kinds lists the wire kinds this package owns, for `agentrt check`.
@@ -40,6 +60,26 @@ func Kinds() []schema.Kind {
 		{Name: KindCode, Node: CodeSchema},
 		{Name: KindExecution, Node: ExecutionSchema},
 		{Name: KindBundle, Node: BundleSchemaFor(DialectAuto)},
+		{Name: KindResolvedModel, Node: ResolvedModelSchema},
+		{Name: KindExecutionLimits, Node: ExecutionLimitsSchema},
+		{Name: KindFixedSpend, Node: FixedSpendSchema},
+		{Name: KindProfilePlanMaterial, Node: ProfilePlanMaterialSchema},
+		{Name: KindProfileActivation, Node: ProfileActivationSchema},
+		{Name: KindExecutionPlanMaterial, Node: ExecutionPlanMaterialSchema},
+		{Name: KindModelSettlementCall, Node: ModelSettlementCallSchema},
+		{Name: KindModelSettlementMaterial, Node: ModelSettlementMaterialSchema},
+		{Name: KindModelSettlementEvidence, Node: ModelSettlementEvidenceSchema},
+		{Name: KindTaskOutcomeMaterial, Node: TaskOutcomeMaterialSchema},
+		{Name: KindTaskOutcomeEvidence, Node: TaskOutcomeEvidenceSchema},
+		{Name: KindBenchmarkDimension, Node: BenchmarkDimensionSchema},
+		{Name: KindBenchmarkResultMaterial, Node: BenchmarkResultMaterialSchema},
+		{Name: KindBenchmarkResultEvidence, Node: BenchmarkResultEvidenceSchema},
+		{Name: KindBenchmarkTask, Node: BenchmarkTaskSchema},
+		{Name: KindBenchmarkSuite, Node: BenchmarkSuiteSchema},
+		{Name: KindBenchmarkSuiteInputs, Node: BenchmarkSuiteInputsSchema},
+		{Name: KindMaterializationReceipt, Node: MaterializationReceiptSchema},
+		{Name: KindRunReceipt, Node: RunReceiptSchema},
+		{Name: KindExecutionEvidence, Node: ExecutionEvidenceSchema},
 	}
 }
 

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/candidate"
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/internal/vectors"
 	"github.com/agentrt/agentrt/schema"
 )
@@ -73,5 +73,24 @@ func vectorKinds() []vectorKind {
 		check[candidate.Code](candidate.KindCode, candidate.CodeSchema),
 		check[candidate.Execution](candidate.KindExecution, candidate.ExecutionSchema),
 		check[candidate.Bundle](candidate.KindBundle, candidate.BundleSchemaFor(candidate.DialectAuto)),
+		check[candidate.ResolvedModel](candidate.KindResolvedModel, candidate.ResolvedModelSchema),
+		check[candidate.ExecutionLimits](candidate.KindExecutionLimits, candidate.ExecutionLimitsSchema),
+		check[candidate.FixedSpend](candidate.KindFixedSpend, candidate.FixedSpendSchema),
+		check[candidate.ProfilePlanMaterial](candidate.KindProfilePlanMaterial, candidate.ProfilePlanMaterialSchema),
+		check[candidate.ProfileActivation](candidate.KindProfileActivation, candidate.ProfileActivationSchema),
+		check[candidate.ExecutionPlanMaterial](candidate.KindExecutionPlanMaterial, candidate.ExecutionPlanMaterialSchema),
+		check[candidate.ModelSettlementCall](candidate.KindModelSettlementCall, candidate.ModelSettlementCallSchema),
+		check[candidate.ModelSettlementMaterial](candidate.KindModelSettlementMaterial, candidate.ModelSettlementMaterialSchema),
+		check[candidate.ModelSettlementEvidence](candidate.KindModelSettlementEvidence, candidate.ModelSettlementEvidenceSchema),
+		check[candidate.TaskOutcomeMaterial](candidate.KindTaskOutcomeMaterial, candidate.TaskOutcomeMaterialSchema),
+		check[candidate.TaskOutcomeEvidence](candidate.KindTaskOutcomeEvidence, candidate.TaskOutcomeEvidenceSchema),
+		check[candidate.BenchmarkResultMaterial](candidate.KindBenchmarkResultMaterial, candidate.BenchmarkResultMaterialSchema),
+		check[candidate.BenchmarkResultEvidence](candidate.KindBenchmarkResultEvidence, candidate.BenchmarkResultEvidenceSchema),
+		check[candidate.BenchmarkTask](candidate.KindBenchmarkTask, candidate.BenchmarkTaskSchema),
+		check[candidate.BenchmarkSuite](candidate.KindBenchmarkSuite, candidate.BenchmarkSuiteSchema),
+		check[candidate.BenchmarkSuiteInputs](candidate.KindBenchmarkSuiteInputs, candidate.BenchmarkSuiteInputsSchema),
+		check[candidate.MaterializationReceipt](candidate.KindMaterializationReceipt, candidate.MaterializationReceiptSchema),
+		check[candidate.RunReceipt](candidate.KindRunReceipt, candidate.RunReceiptSchema),
+		check[candidate.ExecutionEvidence](candidate.KindExecutionEvidence, candidate.ExecutionEvidenceSchema),
 	}
 }
