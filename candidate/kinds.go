@@ -40,6 +40,13 @@ const (
 	KindMaterializationReceipt    = "AgentCandidateMaterializationReceipt"
 	KindRunReceipt                = "AgentCandidateRunReceipt"
 	KindExecutionEvidence         = "CandidateExecutionEvidence"
+	KindPreparationReceipt        = "AgentExecutionPreparationReceipt"
+	KindPreparationAxisResult     = "AgentExecutionPreparationAxisResult"
+	KindPreparationReasoning      = "AgentExecutionPreparationReasoningEffort"
+	KindLeaseRecord               = "AgentWorkspaceLeaseRecord"
+	KindLeaseRecordMaterial       = "AgentWorkspaceLeaseRecordMaterial"
+	KindCertifiedContext          = "CertifiedContext"
+	KindCertifiedContextEntry     = "CertifiedContextEntry"
 )
 
 // Kinds lists the wire kinds this package owns, for `agentrt check`.
@@ -80,6 +87,13 @@ func Kinds() []schema.Kind {
 		{Name: KindMaterializationReceipt, Node: MaterializationReceiptSchema},
 		{Name: KindRunReceipt, Node: RunReceiptSchema},
 		{Name: KindExecutionEvidence, Node: ExecutionEvidenceSchema},
+		{Name: KindPreparationReceipt, Node: PreparationReceiptSchema},
+		{Name: KindPreparationAxisResult, Node: PreparationAxisResultSchema},
+		{Name: KindPreparationReasoning, Node: PreparationReasoningEffortSchema},
+		{Name: KindLeaseRecord, Node: LeaseRecordSchema},
+		{Name: KindLeaseRecordMaterial, Node: LeaseRecordMaterialSchema},
+		{Name: KindCertifiedContext, Node: CertifiedContextSchema},
+		{Name: KindCertifiedContextEntry, Node: CertifiedContextEntrySchema},
 	}
 }
 

@@ -69,6 +69,7 @@ func vectorKinds() []vectorKind {
 		check[candidate.GitHubResource](candidate.KindGitHubResource, candidate.GitHubResourceSchema),
 		check[candidate.FileMount](candidate.KindFileMount, candidate.FileMountSchema),
 		check[candidate.Resources](candidate.KindResources, candidate.ResourcesSchema),
+		check[candidate.Source](candidate.KindImprovementSource, candidate.SourceSchema),
 		check[candidate.Profile](candidate.KindProfile, candidate.ProfileSchema),
 		check[candidate.Code](candidate.KindCode, candidate.CodeSchema),
 		check[candidate.Execution](candidate.KindExecution, candidate.ExecutionSchema),
@@ -92,5 +93,12 @@ func vectorKinds() []vectorKind {
 		check[candidate.MaterializationReceipt](candidate.KindMaterializationReceipt, candidate.MaterializationReceiptSchema),
 		check[candidate.RunReceipt](candidate.KindRunReceipt, candidate.RunReceiptSchema),
 		check[candidate.ExecutionEvidence](candidate.KindExecutionEvidence, candidate.ExecutionEvidenceSchema),
+		check[candidate.PreparationReceipt](candidate.KindPreparationReceipt, candidate.PreparationReceiptSchema),
+		check[candidate.PreparationAxisResult](candidate.KindPreparationAxisResult, candidate.PreparationAxisResultSchema),
+		check[candidate.PreparationReasoningEffort](candidate.KindPreparationReasoning, candidate.PreparationReasoningEffortSchema),
+		check[candidate.LeaseRecord](candidate.KindLeaseRecord, candidate.LeaseRecordSchema),
+		check[candidate.LeaseRecord](candidate.KindLeaseRecordMaterial, candidate.LeaseRecordMaterialSchema),
+		check[candidate.CertifiedContext](candidate.KindCertifiedContext, candidate.CertifiedContextSchema),
+		check[candidate.CertifiedContextEntry](candidate.KindCertifiedContextEntry, candidate.CertifiedContextEntrySchema),
 	}
 }
