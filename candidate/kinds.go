@@ -164,3 +164,96 @@ func ParseInlineResource(data []byte) (*InlineResource, error) {
 func ParseGitHubResource(data []byte) (*GitHubResource, error) {
 	return contract.Parse[GitHubResource](KindGitHubResource, GitHubResourceSchema, data)
 }
+
+// ParseSource decodes and validates an AgentImprovementSource.
+func ParseSource(data []byte) (*Source, error) {
+	return contract.Parse[Source](KindImprovementSource, SourceSchema, data)
+}
+
+// ParseBenchmarkTask decodes and validates an AgentCandidateBenchmarkTask.
+func ParseBenchmarkTask(data []byte) (*BenchmarkTask, error) {
+	return contract.Parse[BenchmarkTask](KindBenchmarkTask, BenchmarkTaskSchema, data)
+}
+
+// ParseBenchmarkSuite decodes and validates an
+// AgentCandidateBenchmarkSuite.
+func ParseBenchmarkSuite(data []byte) (*BenchmarkSuite, error) {
+	return contract.Parse[BenchmarkSuite](KindBenchmarkSuite, BenchmarkSuiteSchema, data)
+}
+
+// ParseBenchmarkSuiteInputs decodes and validates an
+// AgentCandidateBenchmarkSuiteInputs.
+func ParseBenchmarkSuiteInputs(data []byte) (*BenchmarkSuiteInputs, error) {
+	return contract.Parse[BenchmarkSuiteInputs](KindBenchmarkSuiteInputs, BenchmarkSuiteInputsSchema, data)
+}
+
+// ParseProfilePlanMaterial decodes and validates an
+// AgentCandidateProfilePlanMaterial.
+func ParseProfilePlanMaterial(data []byte) (*ProfilePlanMaterial, error) {
+	return contract.Parse[ProfilePlanMaterial](KindProfilePlanMaterial, ProfilePlanMaterialSchema, data)
+}
+
+// ParseProfileActivation decodes and validates an
+// AgentCandidateProfileActivation.
+func ParseProfileActivation(data []byte) (*ProfileActivation, error) {
+	return contract.Parse[ProfileActivation](KindProfileActivation, ProfileActivationSchema, data)
+}
+
+// ParseExecutionPlanMaterial decodes and validates an
+// AgentCandidateExecutionPlanMaterial.
+func ParseExecutionPlanMaterial(data []byte) (*ExecutionPlanMaterial, error) {
+	return contract.Parse[ExecutionPlanMaterial](KindExecutionPlanMaterial, ExecutionPlanMaterialSchema, data)
+}
+
+// ParseModelSettlementMaterial decodes and validates an
+// AgentCandidateModelSettlementMaterial.
+func ParseModelSettlementMaterial(data []byte) (*ModelSettlementMaterial, error) {
+	return contract.Parse[ModelSettlementMaterial](KindModelSettlementMaterial, ModelSettlementMaterialSchema, data)
+}
+
+// ParseTaskOutcomeMaterial decodes and validates an
+// AgentCandidateTaskOutcomeMaterial.
+func ParseTaskOutcomeMaterial(data []byte) (*TaskOutcomeMaterial, error) {
+	return contract.Parse[TaskOutcomeMaterial](KindTaskOutcomeMaterial, TaskOutcomeMaterialSchema, data)
+}
+
+// ParseBenchmarkResultMaterial decodes and validates an
+// AgentCandidateBenchmarkResultMaterial.
+func ParseBenchmarkResultMaterial(data []byte) (*BenchmarkResultMaterial, error) {
+	return contract.Parse[BenchmarkResultMaterial](KindBenchmarkResultMaterial, BenchmarkResultMaterialSchema, data)
+}
+
+// ParseMaterializationReceipt decodes and validates an
+// AgentCandidateMaterializationReceipt.
+func ParseMaterializationReceipt(data []byte) (*MaterializationReceipt, error) {
+	return contract.Parse[MaterializationReceipt](KindMaterializationReceipt, MaterializationReceiptSchema, data)
+}
+
+// ParseRunReceipt decodes and validates an AgentCandidateRunReceipt.
+func ParseRunReceipt(data []byte) (*RunReceipt, error) {
+	return contract.Parse[RunReceipt](KindRunReceipt, RunReceiptSchema, data)
+}
+
+// ParseExecutionEvidence decodes and validates a
+// CandidateExecutionEvidence.
+func ParseExecutionEvidence(data []byte) (*ExecutionEvidence, error) {
+	return contract.Parse[ExecutionEvidence](KindExecutionEvidence, ExecutionEvidenceSchema, data)
+}
+
+// ParsePreparationReceipt decodes and validates an
+// AgentExecutionPreparationReceipt, including its self-digest.
+func ParsePreparationReceipt(data []byte) (*PreparationReceipt, error) {
+	return contract.Parse[PreparationReceipt](KindPreparationReceipt, PreparationReceiptSchema, data)
+}
+
+// ParseLeaseRecord decodes and validates an AgentWorkspaceLeaseRecord,
+// including its self-digest.
+func ParseLeaseRecord(data []byte) (*LeaseRecord, error) {
+	return contract.Parse[LeaseRecord](KindLeaseRecord, LeaseRecordSchema, data)
+}
+
+// ParseCertifiedContext decodes and validates a CertifiedContext,
+// including its content hashes.
+func ParseCertifiedContext(data []byte) (*CertifiedContext, error) {
+	return contract.Parse[CertifiedContext](KindCertifiedContext, CertifiedContextSchema, data)
+}
