@@ -16,13 +16,17 @@ import (
 const KindExecutionPreparationValue = "agent-execution-preparation"
 
 // MaterializationAxes are the profile axes an execution preparation
-// receipt covers, in their canonical order (reference 1.6.0; CAND §17).
-// The seed's three token-ceiling axes have no published names or
-// positions, so they are not admitted here (decision CAND §25.5 applies
-// only where the seed names a detail).
+// receipt covers, in their canonical order (CAND §17). They are the
+// reference 1.6.0 axes plus, following the seed text (seed 000: receipts
+// account for all three model token ceilings at their exact paths,
+// MAT-01; decision CAND §25.5), one axis per ceiling after
+// modelReasoningEffort. The seed names neither the axes nor their
+// position; these names are agentrt's.
 var MaterializationAxes = []string{
 	"name", "description", "version", "tags", "systemPrompt", "appendSystemPrompt", "instructions",
-	"modelDefault", "modelSmall", "modelProvider", "modelReasoningEffort", "modelMetadata", "harness",
+	"modelDefault", "modelSmall", "modelProvider", "modelReasoningEffort",
+	"modelMaxVisibleOutputTokens", "modelMaxReasoningTokens", "modelMaxTotalOutputTokens",
+	"modelMetadata", "harness",
 	"permissions", "tools", "mcp", "connections", "subagents", "files", "resourceTools", "skills",
 	"resourceAgents", "commands", "resourceInstructions", "resourceFailOnError", "hooks", "modes",
 	"confidential", "metadata", "extensions",
