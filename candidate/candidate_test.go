@@ -256,3 +256,34 @@ func hasPath(se *schema.Error, path string) bool {
 }
 
 func itoa(n int) string { return string(canonjson.AppendNumber(nil, float64(n))) }
+
+func TestEvidenceDigestIsMaterialDigest(t *testing.T) {
+	// CAND §2.2: an evidence digest is sha256(JCS(material)) and its
+	// artifact carries exactly those bytes; SelfMaterialBytes hashes to
+	// the self-digest.
+	m := &candidate.WorkspaceManifestMaterial{Kind: candidate.KindWorkspaceManifestValue, Files: []candidate.ManifestFile{
+		{Path: "README.md", Mode: 420, SHA256: "sha256:4a1e67f2fe1d1cc7b31d0ca2ec441da4778203a036a77da10344c85e24ff0f92", ByteLength: 12},
+		{Path: "src/agent.js", Mode: 493, SHA256: "sha256:83511ffd85c982e62fe0ca03ecff7a4b8c96c7f20450b1c65550d0c1a126cdf3", ByteLength: 38},
+	}}
+	// CAND §23.1 A4: the JCS manifest is 320 bytes with this digest.
+	const want = "sha256:18dcc0dff19d56bcadb7fe90e12a0037af8fc223a6e3d221398aa33401b58227"
+	b, err := candidate.MaterialBytes(m)
+	if err != nil || len(b) != 320 || canonjson.DigestBytes(b) != want {
+		t.Fatalf("MaterialBytes = %d bytes %s, %v", len(b), canonjson.DigestBytes(b), err)
+	}
+	if d, err := candidate.WorkspaceManifestDigest(m); err != nil || d != want {
+		t.Fatalf("WorkspaceManifestDigest = %s, %v", d, err)
+	}
+	e := &candidate.Evidence[candidate.WorkspaceManifestMaterial]{Material: *m}
+	if d, err := candidate.EvidenceDigest(e); err != nil || d != want {
+		t.Fatalf("EvidenceDigest = %s, %v", d, err)
+	}
+	bundle, err := candidate.ParseBundle(bundleText(t, digestA2, nil), candidate.DialectAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := candidate.SelfMaterialBytes(bundle)
+	if err != nil || canonjson.DigestBytes(sb) != digestA2 || string(sb) != anchorA2 {
+		t.Fatalf("SelfMaterialBytes = %s, %v", sb, err)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/agentrt/agentrt/canonjson"
-	"github.com/agentrt/agentrt/schema"
 )
 
 // ErrNotCanonical is wrapped by digest functions when a value has no RFC
@@ -40,19 +39,22 @@ func SelfDigestValue(v canonjson.Value) (string, error) {
 }
 
 // SelfDigest returns the self-digest of a Go document (a *Bundle,
-// *RunReceipt, …) after validating it against node, so a document built
-// in Go and the same document parsed from JSON have one digest.
-func SelfDigest(kind string, node schema.Node, doc any) (string, error) {
-	v, err := canonjson.ToValue(doc)
+// *RunReceipt, *MaterializationReceipt, *ExecutionEvidence,
+// *ProfileActivation, *RunCell, *BenchmarkTask, *BenchmarkSuite,
+// *PreparationReceipt, *LeaseRecord). Presence round-trips through the Go
+// types, so a document built in Go and the same document parsed from
+// JSON have one digest.
+func SelfDigest(doc any) (string, error) {
+	v, err := valueOf(doc)
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrNotCanonical, err)
+		return "", err
 	}
 	return SelfDigestValue(v)
 }
 
 // Digest returns the identity of a bundle: the RFC 8785 SHA-256 of the
-// bundle without its top-level digest (CAND §2.1, §10).
-func Digest(b *Bundle) (string, error) { return SelfDigest(KindBundle, nil, b) }
+// bundle without its top-level digest (CAND §2.1, §10; CND-27).
+func Digest(b *Bundle) (string, error) { return SelfDigest(b) }
 
 // VerifyDigest recomputes a bundle's digest and compares it with the
 // carried one, wrapping ErrDigestMismatch when they differ.
@@ -71,22 +73,41 @@ func VerifyDigest(b *Bundle) error {
 // the content digest of the material itself (it has no digest member).
 // The record's artifact must carry exactly the material's canonical bytes
 // ([EvidenceBytes]).
-func EvidenceDigest[M any](e *Evidence[M]) (string, error) {
-	v, err := canonjson.ToValue(e.Material)
+func EvidenceDigest[M any](e *Evidence[M]) (string, error) { return DigestOf(e.Material) }
+
+// DigestOf returns the content digest of a Go value (CAND §2.1).
+func DigestOf(x any) (string, error) {
+	v, err := valueOf(x)
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrNotCanonical, err)
+		return "", err
 	}
 	return ContentDigest(v)
+}
+
+// SelfMaterialBytes returns the canonical bytes of a self-digested
+// document without its top-level digest: what a materialization
+// receipt's benchmark suite and task artifacts carry (CAND §14). Their
+// SHA-256 is the document's self-digest.
+func SelfMaterialBytes(doc any) ([]byte, error) {
+	v, err := valueOf(doc)
+	if err != nil {
+		return nil, err
+	}
+	return canonicalBytes(v.Without("digest"))
 }
 
 // MaterialBytes returns the canonical bytes of a material value: what an
 // evidence artifact or a workspace manifest artifact must carry byte for
 // byte (CAND §2.2, §3.5).
 func MaterialBytes(material any) ([]byte, error) {
-	v, err := canonjson.ToValue(material)
+	v, err := valueOf(material)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNotCanonical, err)
+		return nil, err
 	}
+	return canonicalBytes(v)
+}
+
+func canonicalBytes(v canonjson.Value) ([]byte, error) {
 	b, err := canonjson.Canonical(v)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNotCanonical, err)
@@ -96,10 +117,17 @@ func MaterialBytes(material any) ([]byte, error) {
 
 // ProfileDigest returns sha256(JCS(profile)): a profile plan's
 // sourceProfileDigest (CAND §13.1).
-func ProfileDigest(p *Profile) (string, error) {
-	v, err := canonjson.ToValue(p)
+func ProfileDigest(p *Profile) (string, error) { return DigestOf(p) }
+
+// WorkspaceManifestDigest returns the digest a workspace snapshot's
+// manifest must carry: the content digest of its material (CAND §3.5).
+func WorkspaceManifestDigest(m *WorkspaceManifestMaterial) (string, error) { return DigestOf(m) }
+
+// valueOf converts a Go document to its JSON value.
+func valueOf(x any) (canonjson.Value, error) {
+	v, err := canonjson.ToValue(x)
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrNotCanonical, err)
+		return canonjson.Value{}, fmt.Errorf("%w: %w", ErrNotCanonical, err)
 	}
-	return ContentDigest(v)
+	return v, nil
 }
