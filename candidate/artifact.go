@@ -1,8 +1,6 @@
 package candidate
 
 import (
-	"regexp"
-
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/profile"
@@ -73,36 +71,12 @@ func decodedBase64Length(s string) int {
 }
 
 var (
-	s3BucketPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
-	ipv4Shape       = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$`)
-	awsRegion       = regexp.MustCompile(`^[a-z]{2}(?:-gov)?-[a-z]+-[0-9]$`)
-	ipfsCID         = regexp.MustCompile(`^(?:Qm[1-9A-HJ-NP-Za-km-z]{44}|b[a-z2-7]{20,})$`)
-
-	artifactPath = func(message string) schema.StringNode {
-		return schema.String(schema.Rule[string]{Code: schema.CodeCustom, Message: message,
-			Test: func(s string) bool { return profile.IsSafeRelativePath(s, false) && !profile.LooksLikeCredential(s) }})
-	}
-
-	s3LocatorNode = schema.Object(
-		schema.Req("kind", schema.LiteralString(contract.LocatorS3)),
-		schema.Req("bucket", schema.String(schema.Matches("must be an S3 bucket name that is not an IPv4 address", func(s string) bool {
-			return s3BucketPattern.MatchString(s) && !ipv4Shape.MatchString(s)
-		}))),
-		schema.Req("key", artifactPath("S3 key must be a canonical relative artifact path")),
-		schema.Opt("region", schema.String(schema.Matches("must be an AWS region", awsRegion.MatchString))),
-	)
-	ipfsLocatorNode = schema.Object(
-		schema.Req("kind", schema.LiteralString(contract.LocatorIPFS)),
-		schema.Req("cid", schema.String(schema.Matches("must be a CIDv0 or base32 CIDv1", ipfsCID.MatchString))),
-		schema.Opt("path", artifactPath("IPFS path must be a canonical relative artifact path")),
-	)
-
 	// locatorNode is the closed locator union of the reference build: s3
 	// and ipfs (CAND §3.1). The seed dialect's private-cas locator is
 	// not part of the ts16 wire shapes the vectors bind.
 	locatorNode = schema.Discriminated("kind", map[string]schema.Node{
-		contract.LocatorS3:   s3LocatorNode,
-		contract.LocatorIPFS: ipfsLocatorNode,
+		contract.LocatorS3:   contract.S3LocatorSchema,
+		contract.LocatorIPFS: contract.IPFSLocatorSchema,
 	})
 
 	// ArtifactRefSchema is AgentCandidateArtifactRef: bytes stored outside

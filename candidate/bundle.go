@@ -59,7 +59,7 @@ var (
 	// MemoryPolicySchema is the bundle memory policy: disabled, or
 	// isolated to exactly one task with an optional seed.
 	MemoryPolicySchema = schema.Discriminated("mode", map[string]schema.Node{
-		"disabled": schema.Object(schema.Req("mode", schema.LiteralString("disabled"))),
+		"disabled": modeDisabled,
 		"isolated": schema.Object(
 			schema.Req("mode", schema.LiteralString("isolated")),
 			schema.Req("scope", schema.LiteralString("task")),

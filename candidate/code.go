@@ -130,6 +130,10 @@ var (
 
 	disabled = schema.LiteralString("disabled")
 
+	// modeDisabled is {mode:"disabled"}: memory, model network and plan
+	// network switched off.
+	modeDisabled = schema.Object(schema.Req("mode", disabled))
+
 	// ExecutionSchema is AgentCandidateExecution: the shell-free launch
 	// contract (CAND §7).
 	ExecutionSchema = schema.Object(

@@ -16,7 +16,6 @@ import (
 const DigestAlgorithm = "rfc8785-sha256"
 
 var (
-	str      = schema.String()
 	nonEmpty = schema.String(schema.MinLen(1))
 	boolean  = schema.Bool()
 

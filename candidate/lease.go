@@ -3,7 +3,6 @@ package candidate
 import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
-	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/schema"
 )
 
@@ -18,23 +17,17 @@ const (
 )
 
 var (
-	publicText = func(s string) bool {
-		return canonjson.TrimJS(s) != "" && canonjson.IsWellFormed(s) && !canonjson.HasControl(s) && !profile.LooksLikeCredential(s)
-	}
-	publicIdentifier = schema.String(schema.MinLen(1), schema.MaxLen(500), schema.Rule[string]{Code: schema.CodeCustom,
-		Message: "public workspace identity cannot carry credential-like material", Test: publicText})
 	timestampNode = schema.Number(schema.Int, schema.NonNegative)
 
 	leaseFields = []schema.Field{
 		schema.Req("kind", schema.LiteralString("agent-workspace-lease")),
 		schema.Req("schemaVersion", schema.Literal(canonjson.NumberValue(1))),
 		schema.Req("phase", schema.Enum(LeaseCopyReady, LeaseSealed, LeaseExecutionBound, LeaseDestroying, LeaseCleanupFailed, LeaseDestroyed)),
-		schema.Req("leaseId", publicIdentifier),
-		schema.Req("ownerId", publicIdentifier),
+		schema.Req("leaseId", contract.PublicWorkspaceIdentifierSchema),
+		schema.Req("ownerId", contract.PublicWorkspaceIdentifierSchema),
 		schema.Req("workspace", schema.Object(
-			schema.Req("provider", publicIdentifier),
-			schema.Req("root", schema.String(schema.MinLen(1), schema.MaxLen(16384), schema.Rule[string]{Code: schema.CodeCustom,
-				Message: "workspace locator must be public, well-formed text", Test: publicText})),
+			schema.Req("provider", contract.PublicWorkspaceIdentifierSchema),
+			schema.Req("root", contract.PublicWorkspaceLocatorSchema),
 			schema.Req("identityDigest", digestNode),
 		)),
 		schema.Req("isolation", schema.Enum("per-run", "shared")),
@@ -48,7 +41,7 @@ var (
 		schema.Req("expiresAtMs", timestampNode),
 		schema.Req("cleanupAttempts", timestampNode),
 		schema.Opt("cleanupError", schema.String(schema.MinLen(1), schema.MaxLen(2000), schema.Rule[string]{Code: schema.CodeCustom,
-			Message: "workspace cleanup error must be sanitized public text", Test: publicText})),
+			Message: "workspace cleanup error must be sanitized public text", Test: isPublicText})),
 	}
 
 	// LeaseRecordMaterialSchema is AgentWorkspaceLeaseRecordMaterial: a
@@ -62,6 +55,12 @@ var (
 	LeaseRecordSchema = schema.Object(append(leaseFields, schema.Req("digest", digestNode))...).Refine(checkLeaseState).
 				Refine(checkSelfDigest("workspace lease record"))
 )
+
+// isPublicText: non-blank, well-formed, no control characters, nothing
+// that looks like a credential.
+func isPublicText(s string) bool {
+	return canonjson.TrimJS(s) != "" && isPublicConfigValue(s)
+}
 
 // checkLeaseState holds the lease invariants of CAND §18.
 func checkLeaseState(c *schema.Context, v canonjson.Value) {

@@ -194,7 +194,7 @@ var (
 	// EffectiveMemorySchema is the plan's effective memory: disabled, or
 	// a fresh task-scoped namespace.
 	EffectiveMemorySchema = schema.Discriminated("mode", map[string]schema.Node{
-		"disabled": schema.Object(schema.Req("mode", schema.LiteralString("disabled"))),
+		"disabled": modeDisabled,
 		"isolated": schema.Object(
 			schema.Req("mode", schema.LiteralString("isolated")),
 			schema.Req("scope", schema.LiteralString("task")),
@@ -240,7 +240,7 @@ var (
 	})
 
 	modelNetworkNode = schema.Discriminated("mode", map[string]schema.Node{
-		"disabled": schema.Object(schema.Req("mode", schema.LiteralString("disabled"))),
+		"disabled": modeDisabled,
 		"gateway-only": schema.Object(
 			schema.Req("mode", schema.LiteralString("gateway-only")),
 			schema.Req("domains", schema.Array(schema.String(schema.Rule[string]{Code: schema.CodeCustom,
@@ -295,7 +295,7 @@ var (
 		)),
 		schema.Opt("knowledgeManifestDigest", digestNode),
 		schema.Req("memory", EffectiveMemorySchema),
-		schema.Req("network", schema.Object(schema.Req("mode", disabled))),
+		schema.Req("network", modeDisabled),
 	).Refine(checkExecutionPlan).Refine(checkCanonical("execution-plan material must contain only RFC 8785 JSON values"))
 
 	// ExecutionPlanEvidenceSchema is the execution plan evidence record;

@@ -61,7 +61,7 @@ var (
 
 	// MemoryReceiptSchema is a run's memory receipt.
 	MemoryReceiptSchema = schema.Discriminated("mode", map[string]schema.Node{
-		"disabled": schema.Object(schema.Req("mode", schema.LiteralString("disabled"))),
+		"disabled": modeDisabled,
 		"isolated": schema.Object(
 			schema.Req("mode", schema.LiteralString("isolated")),
 			schema.Req("scope", schema.LiteralString("task")),
