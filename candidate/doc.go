@@ -41,6 +41,8 @@
 // # Rules decided here
 //
 //   - Duplicate JSON member names are refused (decision §25.2).
+//   - SPDX licence expressions follow spdx-expression-parse 5.0.0's
+//     grammar over the SPDX list data in spdx.go (CND-18).
 //   - Provenance identities are trimmed exactly as the reference trims
 //     them and the trimmed value is hashed (§2.3, decision §25.3).
 //   - Artifact locators are the reference's s3 and ipfs; the seed's
@@ -52,8 +54,6 @@
 //
 // # Open items
 //
-//   - SPDX licence expressions are checked against the widely used subset
-//     of the SPDX license list in spdx.go, not the complete list.
 //   - The integrity verifier's artifact, repository and Git steps,
 //     network resolvers and materialization belong to other packages and
 //     are not here.

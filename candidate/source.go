@@ -134,98 +134,213 @@ var (
 )
 
 // isStandardSPDXExpression reports whether s parses as an SPDX license
-// expression over known license and exception identifiers and names no
-// LicenseRef (custom terms must be content-pinned instead).
+// expression (the grammar and tokens of spdx-expression-parse 5.0.0: case
+// insensitive AND/OR/WITH, parentheses, "+", DocumentRef/LicenseRef) over
+// known identifiers, and names no LicenseRef: custom terms must be
+// content-pinned with kind "custom" instead (CAND §4.3, CND-18).
 func isStandardSPDXExpression(s string) bool {
-	p := spdxParser{tokens: spdxTokens(s)}
-	if p.tokens == nil || !p.expr() {
+	tokens, ok := spdxScan(s)
+	if !ok {
 		return false
 	}
-	return p.pos == len(p.tokens)
+	p := spdxParser{tokens: tokens}
+	if !p.expression() || p.pos != len(tokens) || p.failed {
+		return false
+	}
+	for _, t := range tokens {
+		if t.kind == spdxLicenseRef {
+			return false
+		}
+	}
+	return true
 }
 
-type spdxParser struct {
-	tokens []string
-	pos    int
+type spdxKind int
+
+const (
+	spdxOperator spdxKind = iota
+	spdxDocumentRef
+	spdxLicenseRef
+	spdxLicense
+	spdxException
+)
+
+type spdxToken struct {
+	kind spdxKind
+	text string
 }
 
-func spdxTokens(s string) []string {
-	var out []string
-	for _, f := range strings.Fields(s) {
-		for f != "" {
+var (
+	spdxLicenseSet   = setOf(spdxLicenseIDs)
+	spdxExceptionSet = setOf(spdxExceptionIDs)
+)
+
+func setOf(ids []string) map[string]bool {
+	m := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
+}
+
+func isIDByte(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.'
+}
+
+// spdxScan splits an expression into tokens; it fails where the
+// reference's scanner throws.
+func spdxScan(s string) ([]spdxToken, bool) {
+	var out []spdxToken
+	i := 0
+	idstring := func() string {
+		j := i
+		for j < len(s) && isIDByte(s[j]) {
+			j++
+		}
+		id := s[i:j]
+		i = j
+		return id
+	}
+	for i < len(s) {
+		for i < len(s) && s[i] == ' ' {
+			i++
+		}
+		if i >= len(s) {
+			break
+		}
+		rest := s[i:]
+		switch {
+		case hasFoldPrefix(rest, "WITH"), hasFoldPrefix(rest, "AND"), hasFoldPrefix(rest, "OR"):
+			n := 2
+			if hasFoldPrefix(rest, "WITH") {
+				n = 4
+			} else if hasFoldPrefix(rest, "AND") {
+				n = 3
+			}
+			out = append(out, spdxToken{spdxOperator, strings.ToUpper(rest[:n])})
+			i += n
+		case rest[0] == '(' || rest[0] == ')' || rest[0] == ':' || rest[0] == '+':
+			if rest[0] == '+' && i > 0 && s[i-1] == ' ' {
+				return nil, false // space before "+"
+			}
+			out = append(out, spdxToken{spdxOperator, rest[:1]})
+			i++
+		case strings.HasPrefix(rest, "DocumentRef-"), strings.HasPrefix(rest, "LicenseRef-"):
+			kind := spdxDocumentRef
+			if rest[0] == 'L' {
+				kind = spdxLicenseRef
+			}
+			i += strings.IndexByte(rest, '-') + 1
+			id := idstring()
+			if id == "" {
+				return nil, false
+			}
+			out = append(out, spdxToken{kind, id})
+		default:
+			id := idstring()
 			switch {
-			case f[0] == '(' || f[0] == ')':
-				out = append(out, f[:1])
-				f = f[1:]
+			case spdxLicenseSet[id]:
+				out = append(out, spdxToken{spdxLicense, id})
+			case spdxExceptionSet[id]:
+				out = append(out, spdxToken{spdxException, id})
 			default:
-				i := strings.IndexAny(f, "()")
-				if i < 0 {
-					i = len(f)
-				}
-				out = append(out, f[:i])
-				f = f[i:]
+				return nil, false
 			}
 		}
 	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
+	return out, true
 }
 
-func (p *spdxParser) peek() string {
-	if p.pos < len(p.tokens) {
-		return p.tokens[p.pos]
-	}
-	return ""
+func hasFoldPrefix(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
-func (p *spdxParser) expr() bool {
-	if !p.and() {
-		return false
-	}
-	for p.peek() == "OR" {
-		p.pos++
-		if !p.and() {
-			return false
-		}
-	}
-	return true
+// spdxParser is the reference's precedence parser: OR over AND over
+// atoms (parenthesized expression, license reference, license).
+type spdxParser struct {
+	tokens []spdxToken
+	pos    int
+	failed bool
 }
 
-func (p *spdxParser) and() bool {
-	if !p.with() {
-		return false
-	}
-	for p.peek() == "AND" {
-		p.pos++
-		if !p.with() {
-			return false
-		}
-	}
-	return true
-}
-
-func (p *spdxParser) with() bool {
-	if p.peek() == "(" {
-		p.pos++
-		if !p.expr() || p.peek() != ")" {
-			return false
-		}
+func (p *spdxParser) operator(op string) bool {
+	if p.pos < len(p.tokens) && p.tokens[p.pos].kind == spdxOperator && p.tokens[p.pos].text == op {
 		p.pos++
 		return true
 	}
-	id := strings.TrimSuffix(p.peek(), "+")
-	if !spdxLicenses[id] {
-		return false
-	}
-	p.pos++
-	if p.peek() == "WITH" {
-		p.pos++
-		if !spdxExceptions[p.peek()] {
-			return false
+	return false
+}
+
+func (p *spdxParser) is(kind spdxKind) bool {
+	return p.pos < len(p.tokens) && p.tokens[p.pos].kind == kind
+}
+
+func (p *spdxParser) with() {
+	if p.operator("WITH") {
+		if !p.is(spdxException) {
+			p.failed = true
+			return
 		}
 		p.pos++
 	}
+}
+
+func (p *spdxParser) atom() bool {
+	if p.failed {
+		return false
+	}
+	if p.operator("(") {
+		if !p.expression() || !p.operator(")") {
+			p.failed = true
+			return false
+		}
+		return true
+	}
+	if p.pos >= len(p.tokens) {
+		p.failed = true
+		return false
+	}
+	begin := p.pos
+	if p.is(spdxDocumentRef) {
+		p.pos++
+		if !p.operator(":") {
+			p.failed = true
+			return false
+		}
+		if p.pos >= len(p.tokens) {
+			p.failed = true
+			return false
+		}
+	}
+	if p.is(spdxLicenseRef) {
+		p.pos++
+		p.with()
+		return !p.failed
+	}
+	p.pos = begin
+	if p.is(spdxLicense) {
+		p.pos++
+		p.operator("+")
+		p.with()
+		return !p.failed
+	}
+	return false
+}
+
+// binary parses next (op next)* right-recursively, as the reference does.
+func (p *spdxParser) binary(op string, next func() bool) bool {
+	if !next() {
+		return false
+	}
+	if !p.operator(op) {
+		return true
+	}
+	if !p.binary(op, next) {
+		p.failed = true
+		return false
+	}
 	return true
 }
+
+func (p *spdxParser) and() bool        { return p.binary("AND", p.atom) }
+func (p *spdxParser) expression() bool { return p.binary("OR", p.and) }
