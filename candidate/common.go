@@ -1,7 +1,10 @@
 package candidate
 
 import (
+	"errors"
+	"math"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -130,20 +133,36 @@ func IsPrivateHost(raw string) bool {
 		a == 172 && b >= 16 && b <= 31 || a == 192 && b == 168 || a == 198 && (b == 18 || b == 19) || a >= 224
 }
 
-// jsNumberInt is Number(s) for the decimal strings a normalized IPv4 host
-// holds; anything else is not an integer.
+var jsDecimal = regexp.MustCompile(`^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$`)
+
+// jsNumberInt is JavaScript's Number(s) followed by Number.isInteger:
+// the integer s denotes (decimal with optional fraction and exponent,
+// 0x/0o/0b integers, "" as 0), or false when it is NaN, infinite or not
+// an integer. A host that failed WHATWG parsing (such as "1e1.0.0.1")
+// reaches here unnormalized, as in the reference.
 func jsNumberInt(s string) (int, bool) {
-	if s == "" || len(s) > 4 {
+	s = canonjson.TrimJS(s)
+	if s == "" {
+		return 0, true
+	}
+	if len(s) > 2 && s[0] == '0' {
+		base := map[byte]int{'x': 16, 'X': 16, 'o': 8, 'O': 8, 'b': 2, 'B': 2}[s[1]]
+		if base != 0 {
+			n, err := strconv.ParseUint(s[2:], base, 64)
+			if err != nil && !errors.Is(err, strconv.ErrRange) {
+				return 0, false
+			}
+			return int(min(n, 256)), true // beyond 255 is outside every octet
+		}
+	}
+	if !jsDecimal.MatchString(s) {
 		return 0, false
 	}
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-		n = n*10 + int(s[i]-'0')
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil && !math.IsInf(f, 0) || math.IsInf(f, 0) || f != math.Trunc(f) {
+		return 0, false
 	}
-	return n, true
+	return int(max(min(f, 256), -1)), true // beyond 0..255 is outside every octet
 }
 
 func asciiLower(s string) string {
