@@ -99,7 +99,7 @@ var (
 				c.Custom("generated candidates must pin their development split", "benchmark")
 			}
 			if !has(v, "spend") {
-				c.Custom("generated candidates must record their spend", "spend")
+				c.Custom("generated candidates must record proposal and evaluation spend", "spend")
 			}
 		}
 	})
@@ -131,7 +131,7 @@ var (
 		Refine(func(c *schema.Context, v canonjson.Value) {
 			parents := itemStrings(at(v, "lineage", "parentDigests"))
 			if slices.Contains(parents, member(v, "digest")) {
-				c.Custom("a bundle cannot name itself as its parent", "lineage", "parentDigests")
+				c.Custom("a candidate cannot name itself as a parent", "lineage", "parentDigests")
 			}
 		})
 
