@@ -1,6 +1,7 @@
 package candidate
 
 import (
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/schema"
 )
@@ -66,7 +67,7 @@ func Kinds() []schema.Kind {
 		{Name: KindProfile, Node: ProfileSchema},
 		{Name: KindCode, Node: CodeSchema},
 		{Name: KindExecution, Node: ExecutionSchema},
-		{Name: KindBundle, Node: BundleSchemaFor(DialectAuto)},
+		{Name: KindBundle, Node: BundleSchemaFor(DialectAuto), Identity: bundleIdentity},
 		{Name: KindResolvedModel, Node: ResolvedModelSchema},
 		{Name: KindExecutionLimits, Node: ExecutionLimitsSchema},
 		{Name: KindFixedSpend, Node: FixedSpendSchema},
@@ -95,6 +96,20 @@ func Kinds() []schema.Kind {
 		{Name: KindCertifiedContext, Node: CertifiedContextSchema},
 		{Name: KindCertifiedContextEntry, Node: CertifiedContextEntrySchema},
 	}
+}
+
+// bundleIdentity reports, for `agentrt check`, the dialect a bundle was
+// read in, its recomputed digest and whether the carried digest matches
+// (parsing alone proves only the shape, CND-26).
+func bundleIdentity(v canonjson.Value) []canonjson.Member {
+	members := []canonjson.Member{{Name: "dialect", Value: canonjson.StringValue(string(DialectAuto.Resolve(v)))}}
+	d, err := SelfDigestValue(v)
+	if err != nil {
+		return members
+	}
+	return append(members,
+		canonjson.Member{Name: "bundleDigest", Value: canonjson.StringValue(d)},
+		canonjson.Member{Name: "digestMatches", Value: canonjson.BoolValue(d == member(v, "digest"))})
 }
 
 // ParseBundle decodes data strictly and validates it as an
