@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/schema"
 )
 
@@ -67,6 +68,35 @@ var (
 		),
 	})
 
+	// seedArtifactRefNode is the seed dialect's artifact ref: the closed
+	// locators plus seed 004's private-cas, whose digest must name the
+	// referenced bytes (CAND §3.1 [INFERRED], §23.2 V34p; the rule follows
+	// the seed text, decision §25.5).
+	seedArtifactRefNode = schema.Object(
+		schema.Req("locator", schema.Discriminated("kind", map[string]schema.Node{
+			contract.LocatorS3:         contract.S3LocatorSchema,
+			contract.LocatorIPFS:       contract.IPFSLocatorSchema,
+			contract.LocatorPrivateCAS: contract.PrivateCASLocatorSchema,
+		})),
+		schema.Req("sha256", digestNode),
+		schema.Req("byteLength", safeCount),
+	).Refine(func(c *schema.Context, v canonjson.Value) {
+		if loc := at(v, "locator"); member(loc, "kind") == contract.LocatorPrivateCAS && member(loc, "digest") != member(v, "sha256") {
+			c.Custom("a private-cas locator must name the referenced digest", "locator", "digest")
+		}
+	})
+
+	// seedMemoryPolicyNode is the seed dialect's memory policy, whose seed
+	// may live in a private content-addressed store.
+	seedMemoryPolicyNode = schema.Discriminated("mode", map[string]schema.Node{
+		"disabled": modeDisabled,
+		"isolated": schema.Object(
+			schema.Req("mode", schema.LiteralString("isolated")),
+			schema.Req("scope", schema.LiteralString("task")),
+			schema.Opt("seed", seedArtifactRefNode),
+		),
+	})
+
 	spendNode = schema.Object(
 		schema.Req("costUsd", schema.Number(schema.NonNegative)),
 		schema.Req("inputTokens", safeCount),
@@ -125,6 +155,7 @@ var (
 	// disabled code carries its reason, and lineage is required.
 	SeedBundleSchema = schema.Object(bundleFields...).Extend(
 		schema.Req("code", codeSeedSchema),
+		schema.Req("memory", seedMemoryPolicyNode),
 		schema.Req("lineage", SeedLineageSchema),
 	).Refine(checkCanonical("candidate bundle must contain only finite, acyclic RFC 8785 JSON values")).
 		Refine(checkBundle).

@@ -287,3 +287,46 @@ func TestEvidenceDigestIsMaterialDigest(t *testing.T) {
 		t.Fatalf("SelfMaterialBytes = %s, %v", sb, err)
 	}
 }
+
+func TestSeedMemorySeedMayUsePrivateCAS(t *testing.T) {
+	// CAND §23.2 V34p: seed/5.x accepts a private-cas memory seed whose
+	// digest names the bytes; ts16 (1.6.0) refuses the locator.
+	ref := `{"locator":{"kind":"private-cas","namespace":"eval","digest":"sha256:` + strings.Repeat("c", 64) + `"},"sha256":"sha256:` + strings.Repeat("c", 64) + `","byteLength":10}`
+	memory := `{"mode":"isolated","scope":"task","seed":` + ref + `}`
+	seed := map[string]string{"code": `{"kind":"disabled","reason":"control"}`, "lineage": `{"source":"human"}`, "memory": memory}
+	if _, err := candidate.ParseBundle(seal(t, bundleText(t, digestA2, seed)), candidate.DialectAuto); err != nil {
+		t.Fatalf("seed dialect refused a private-cas memory seed: %v", err)
+	}
+	seed["memory"] = strings.Replace(memory, `"digest":"sha256:`+strings.Repeat("c", 64), `"digest":"sha256:`+strings.Repeat("d", 64), 1)
+	if _, err := candidate.ParseBundle(seal(t, bundleText(t, digestA2, seed)), candidate.DialectAuto); err == nil {
+		t.Fatal("accepted a private-cas locator naming other bytes")
+	}
+	if _, err := candidate.ParseBundle(seal(t, bundleText(t, digestA2, map[string]string{"memory": memory})), candidate.DialectAuto); err == nil {
+		t.Fatal("ts16 accepted a private-cas memory seed")
+	}
+}
+
+func TestTermination(t *testing.T) {
+	// CND-34, CAND §15.2 and §23.2 T01: timeouts, signals and cancellation
+	// are never exits.
+	for text, valid := range map[string]bool{
+		`{"kind":"exit","exitCode":-1}`:                  true,
+		`{"kind":"exit","exitCode":0.5}`:                 false,
+		`{"kind":"timeout","timeoutMs":0}`:               false,
+		`{"kind":"signal","signal":"KILL"}`:              false,
+		`{"kind":"signal","signal":"SIGKILL"}`:           true,
+		`{"kind":"cancelled","reason":"user"}`:           false,
+		`{"kind":"cancelled"}`:                           true,
+		`{"kind":"crash"}`:                               false,
+		`{"kind":"timeout","timeoutMs":1000}`:            true,
+		`{"kind":"exit","exitCode":137,"signal":"KILL"}`: false,
+	} {
+		v, err := schema.Decode("t", []byte(text))
+		if err == nil {
+			_, err = schema.Run("t", candidate.TerminationSchema, v)
+		}
+		if (err == nil) != valid {
+			t.Errorf("%s: err = %v, want valid=%v", text, err, valid)
+		}
+	}
+}

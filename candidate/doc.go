@@ -45,8 +45,9 @@
 //     grammar over the SPDX list data in spdx.go (CND-18).
 //   - Provenance identities are trimmed exactly as the reference trims
 //     them and the trimmed value is hashed (§2.3, decision §25.3).
-//   - Artifact locators are the reference's s3 and ipfs; the seed's
-//     private-cas locator belongs to WorkspaceRequest.snapshot (contract).
+//   - Artifact locators are the reference's s3 and ipfs; a seed-dialect
+//     bundle's memory seed may also use seed 004's private-cas locator,
+//     whose digest must equal the ref's sha256 (CAND §3.1, V34p).
 //   - Execution preparation axes add one axis per model token ceiling,
 //     following the seed text (MAT-01, decision §25.5).
 //   - The materialization receipt compares plan bindings structurally

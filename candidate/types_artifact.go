@@ -9,16 +9,10 @@ const (
 	KindWorkspaceSnapshotValue = contract.WorkspaceSnapshotKind
 )
 
-// Locator is a closed artifact locator: s3 (Bucket, Key, optional Region)
-// or ipfs (CID, optional Path).
-type Locator struct {
-	Kind   string  `json:"kind"`
-	Bucket *string `json:"bucket,omitzero"`
-	Key    *string `json:"key,omitzero"`
-	Region *string `json:"region,omitzero"`
-	CID    *string `json:"cid,omitzero"`
-	Path   *string `json:"path,omitzero"`
-}
+// Locator is a closed artifact locator: s3 (Bucket, Key, optional
+// Region), ipfs (CID, optional Path) or, in a seed-dialect memory seed,
+// private-cas (Namespace, Digest). It is contract's locator.
+type Locator = contract.WorkspaceSnapshotLocator
 
 // ArtifactRef is AgentCandidateArtifactRef: bytes outside the document.
 type ArtifactRef struct {

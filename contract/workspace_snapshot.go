@@ -169,15 +169,19 @@ var (
 			Message: "an IPFS path must be a canonical relative artifact path", Test: envArtifactAt})),
 	)
 
+	// PrivateCASLocatorSchema is the private content-addressed store
+	// locator (Interface 5, seed 004): a public namespace and a digest.
+	PrivateCASLocatorSchema = schema.Object(
+		schema.Req("kind", schema.LiteralString(LocatorPrivateCAS)),
+		schema.Req("namespace", envPublicIdentifier),
+		schema.Req("digest", Digest),
+	)
+
 	// WorkspaceSnapshotLocatorSchema is the closed locator union.
 	WorkspaceSnapshotLocatorSchema = schema.Discriminated("kind", map[string]schema.Node{
-		LocatorS3:   S3LocatorSchema,
-		LocatorIPFS: IPFSLocatorSchema,
-		LocatorPrivateCAS: schema.Object(
-			schema.Req("kind", schema.LiteralString(LocatorPrivateCAS)),
-			schema.Req("namespace", envPublicIdentifier),
-			schema.Req("digest", Digest),
-		),
+		LocatorS3:         S3LocatorSchema,
+		LocatorIPFS:       IPFSLocatorSchema,
+		LocatorPrivateCAS: PrivateCASLocatorSchema,
 	})
 
 	// WorkspaceSnapshotArtifactSchema is one content-addressed artifact.
