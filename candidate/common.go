@@ -88,8 +88,6 @@ func isPublicConfigValue(s string) bool {
 	return !canonjson.HasControl(s) && canonjson.IsWellFormed(s) && !profile.LooksLikeCredential(s)
 }
 
-var blockedHostnames = map[string]bool{"localhost": true, "metadata.google.internal": true, "metadata.google": true}
-
 // IsPrivateHost reports whether a host name or address literal names a
 // loopback, private, link-local, metadata or otherwise internal host,
 // after normalizing it the way a WHATWG URL parser does (so "127.1" and
@@ -105,7 +103,11 @@ func IsPrivateHost(raw string) bool {
 	if u, err := whatwgurl.Parse("http://" + wrapped + "/"); err == nil {
 		host = strings.TrimSuffix(strings.TrimPrefix(u.Hostname, "["), "]")
 	}
-	if blockedHostnames[host] || strings.HasSuffix(host, ".localhost") {
+	switch host {
+	case "localhost", "metadata.google.internal", "metadata.google":
+		return true
+	}
+	if strings.HasSuffix(host, ".localhost") {
 		return true
 	}
 	if strings.Contains(host, ":") {

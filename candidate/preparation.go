@@ -15,14 +15,14 @@ import (
 // preparation receipt.
 const KindExecutionPreparationValue = "agent-execution-preparation"
 
-// MaterializationAxes are the profile axes an execution preparation
+// materializationAxes are the profile axes an execution preparation
 // receipt covers, in their canonical order (CAND §17). They are the
 // reference 1.6.0 axes plus, following the seed text (seed 000: receipts
 // account for all three model token ceilings at their exact paths,
 // MAT-01; decision CAND §25.5), one axis per ceiling after
 // modelReasoningEffort. The seed names neither the axes nor their
 // position; these names are agentrt's.
-var MaterializationAxes = []string{
+var materializationAxes = []string{
 	"name", "description", "version", "tags", "systemPrompt", "appendSystemPrompt", "instructions",
 	"modelDefault", "modelSmall", "modelProvider", "modelReasoningEffort",
 	"modelMaxVisibleOutputTokens", "modelMaxReasoningTokens", "modelMaxTotalOutputTokens",
@@ -48,7 +48,7 @@ var (
 	// how one profile axis (and leaf path) was honoured. Overridden and
 	// unsupported rows need a reason; others must not carry one.
 	PreparationAxisResultSchema = schema.Object(
-		schema.Req("axis", schema.Enum(MaterializationAxes...)),
+		schema.Req("axis", schema.Enum(materializationAxes...)),
 		schema.Req("disposition", schema.Enum("behavior", "control", "overridden", "unsupported")),
 		schema.Req("owner", schema.Enum("runtime", "executor")),
 		schema.Req("mechanism", schema.String(schema.Matches("mechanism must be a public identifier, not launch arguments", mechanismPattern.MatchString), notCredential("mechanism"))),
@@ -133,6 +133,10 @@ var (
 	).Refine(checkAxisResults).Refine(checkSelfDigest("execution preparation receipt"))
 )
 
+// MaterializationAxes returns the profile axes an execution preparation
+// receipt covers, in canonical order (a copy).
+func MaterializationAxes() []string { return slices.Clone(materializationAxes) }
+
 func effortIndex(e string) int { return slices.Index(harness.EffortNames(), e) }
 
 // isCanonicalPointer: an RFC 6901 pointer from the root whose "~" only
@@ -176,7 +180,7 @@ func checkAxisResults(c *schema.Context, v canonjson.Value) {
 }
 
 func compareAxisRows(a, b canonjson.Value) int {
-	if d := slices.Index(MaterializationAxes, member(a, "axis")) - slices.Index(MaterializationAxes, member(b, "axis")); d != 0 {
+	if d := slices.Index(materializationAxes, member(a, "axis")) - slices.Index(materializationAxes, member(b, "axis")); d != 0 {
 		return d
 	}
 	return canonjson.CompareUTF16(member(a, "path"), member(b, "path"))
