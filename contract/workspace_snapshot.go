@@ -140,28 +140,48 @@ var (
 	envPublicLocator = schema.String(schema.MinLen(1), schema.MaxLen(MaxStringLength), schema.Rule[string]{Code: schema.CodeCustom,
 		Message: "a workspace locator must be public, well-formed text", Test: envPublicText})
 
+	// PublicWorkspaceIdentifierSchema is a public workspace identifier
+	// (1..500 UTF-16 units of public text), shared with lease records.
+	PublicWorkspaceIdentifierSchema = envPublicIdentifier
+
+	// PublicWorkspaceLocatorSchema is a public workspace root locator,
+	// shared with lease records.
+	PublicWorkspaceLocatorSchema = envPublicLocator
+
+	// S3LocatorSchema is the s3 artifact locator: a bucket that is not an
+	// IPv4 address, a canonical relative key and an optional region.
+	S3LocatorSchema = schema.Object(
+		schema.Req("kind", schema.LiteralString(LocatorS3)),
+		schema.Req("bucket", schema.String(schema.Matches("must be an S3 bucket name", func(s string) bool {
+			return envS3Bucket.MatchString(s) && !envIPv4Like.MatchString(s)
+		}))),
+		schema.Req("key", schema.String(schema.Rule[string]{Code: schema.CodeCustom,
+			Message: "an S3 key must be a canonical relative artifact path", Test: envArtifactAt})),
+		schema.Opt("region", schema.String(schema.Matches("must be an AWS region", envAWSRegion.MatchString))),
+	)
+
+	// IPFSLocatorSchema is the ipfs artifact locator: a CIDv0 or base32
+	// CIDv1 and an optional canonical relative path.
+	IPFSLocatorSchema = schema.Object(
+		schema.Req("kind", schema.LiteralString(LocatorIPFS)),
+		schema.Req("cid", schema.String(schema.Matches("must be an IPFS CID", envIPFSCID.MatchString))),
+		schema.Opt("path", schema.String(schema.Rule[string]{Code: schema.CodeCustom,
+			Message: "an IPFS path must be a canonical relative artifact path", Test: envArtifactAt})),
+	)
+
+	// PrivateCASLocatorSchema is the private content-addressed store
+	// locator (Interface 5, seed 004): a public namespace and a digest.
+	PrivateCASLocatorSchema = schema.Object(
+		schema.Req("kind", schema.LiteralString(LocatorPrivateCAS)),
+		schema.Req("namespace", envPublicIdentifier),
+		schema.Req("digest", Digest),
+	)
+
 	// WorkspaceSnapshotLocatorSchema is the closed locator union.
 	WorkspaceSnapshotLocatorSchema = schema.Discriminated("kind", map[string]schema.Node{
-		LocatorS3: schema.Object(
-			schema.Req("kind", schema.LiteralString(LocatorS3)),
-			schema.Req("bucket", schema.String(schema.Matches("must be an S3 bucket name", func(s string) bool {
-				return envS3Bucket.MatchString(s) && !envIPv4Like.MatchString(s)
-			}))),
-			schema.Req("key", schema.String(schema.Rule[string]{Code: schema.CodeCustom,
-				Message: "an S3 key must be a canonical relative artifact path", Test: envArtifactAt})),
-			schema.Opt("region", schema.String(schema.Matches("must be an AWS region", envAWSRegion.MatchString))),
-		),
-		LocatorIPFS: schema.Object(
-			schema.Req("kind", schema.LiteralString(LocatorIPFS)),
-			schema.Req("cid", schema.String(schema.Matches("must be an IPFS CID", envIPFSCID.MatchString))),
-			schema.Opt("path", schema.String(schema.Rule[string]{Code: schema.CodeCustom,
-				Message: "an IPFS path must be a canonical relative artifact path", Test: envArtifactAt})),
-		),
-		LocatorPrivateCAS: schema.Object(
-			schema.Req("kind", schema.LiteralString(LocatorPrivateCAS)),
-			schema.Req("namespace", envPublicIdentifier),
-			schema.Req("digest", Digest),
-		),
+		LocatorS3:         S3LocatorSchema,
+		LocatorIPFS:       IPFSLocatorSchema,
+		LocatorPrivateCAS: PrivateCASLocatorSchema,
 	})
 
 	// WorkspaceSnapshotArtifactSchema is one content-addressed artifact.

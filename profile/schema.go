@@ -90,6 +90,24 @@ var (
 
 	modelHintsNode = ModelHintsBaseSchema.Refine(CheckTokenCeilings)
 
+	// PromptSchema is the profile prompt shape (systemPrompt,
+	// appendSystemPrompt, instructions), shared with candidate profiles.
+	PromptSchema = promptNode
+
+	// PermissionSchema is one permission entry: an enum value or a map of
+	// patterns to values, shared with candidate profiles.
+	PermissionSchema = permissionNode
+
+	// SubagentSchema is the subagent shape, which candidate profiles
+	// narrow (no metadata, exact model and step bounds).
+	SubagentSchema = subagentNode
+
+	// ModeSchema is the mode shape, which candidate profiles narrow.
+	ModeSchema = modeNode
+
+	// ConfidentialSchema is the confidential-execution hints shape.
+	ConfidentialSchema = confidentialNode
+
 	// ModelHintsSchema is the AgentProfileModelHints shape with its rule.
 	ModelHintsSchema schema.Node = modelHintsNode
 

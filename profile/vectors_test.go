@@ -4,7 +4,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/harness"
 	"github.com/agentrt/agentrt/internal/vectors"
 	"github.com/agentrt/agentrt/profile"
@@ -16,28 +15,7 @@ import (
 // types keep presence (false, 0, "", {} and [] survive; absent stays
 // absent).
 func acceptVia[T any](kind string, node schema.Node) vectors.Accept {
-	return func(raw []byte) (canonjson.Value, error) {
-		v, err := schema.Decode(kind, raw)
-		if err != nil {
-			return canonjson.Value{}, err
-		}
-		out, err := schema.Run(kind, node, v)
-		if err != nil {
-			return canonjson.Value{}, err
-		}
-		typed := new(T)
-		if err := canonjson.FromValue(out, typed); err != nil {
-			return canonjson.Value{}, errors.New("accepted value does not fit the Go type: " + err.Error())
-		}
-		back, err := canonjson.ToValue(typed)
-		if err != nil {
-			return canonjson.Value{}, err
-		}
-		if !canonjson.Equal(back, out) {
-			return canonjson.Value{}, errors.New("Go type does not round-trip: " + string(canonjson.Marshal(back)) + " vs " + string(canonjson.Marshal(out)))
-		}
-		return out, nil
-	}
+	return vectors.AcceptVia[T](kind, node)
 }
 
 func TestAgentProfileVectors(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/agentrt/agentrt/candidate"
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/harness"
@@ -30,7 +31,7 @@ type Function struct {
 // New returns the registry of everything agentrt implements.
 func New() *Registry {
 	r := &Registry{kinds: map[string]schema.Kind{}, functions: map[string]Function{}}
-	for _, group := range [][]schema.Kind{profile.Kinds(), contract.Kinds()} {
+	for _, group := range [][]schema.Kind{profile.Kinds(), contract.Kinds(), candidate.Kinds()} {
 		for _, k := range group {
 			r.kinds[k.Name] = k
 		}

@@ -135,3 +135,32 @@ func describeSchemaIssues(issues []schema.Issue) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// AcceptVia returns an Accept that validates raw text as kind with node,
+// then decodes the accepted value into a fresh T and converts it back, so
+// the vectors also prove that the Go type keeps presence (absent stays
+// absent; "", false and 0 stay present).
+func AcceptVia[T any](kind string, node schema.Node) Accept {
+	return func(raw []byte) (canonjson.Value, error) {
+		v, err := schema.Decode(kind, raw)
+		if err != nil {
+			return canonjson.Value{}, err
+		}
+		out, err := schema.Run(kind, node, v)
+		if err != nil {
+			return canonjson.Value{}, err
+		}
+		typed := new(T)
+		if err := canonjson.FromValue(out, typed); err != nil {
+			return canonjson.Value{}, errors.New("accepted value does not fit the Go type: " + err.Error())
+		}
+		back, err := canonjson.ToValue(typed)
+		if err != nil {
+			return canonjson.Value{}, err
+		}
+		if !canonjson.Equal(back, out) {
+			return canonjson.Value{}, errors.New("Go type does not round-trip: " + string(canonjson.Marshal(back)) + " vs " + string(canonjson.Marshal(out)))
+		}
+		return out, nil
+	}
+}
