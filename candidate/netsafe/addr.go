@@ -86,37 +86,6 @@ func Blocked(a netip.Addr) bool {
 	return false
 }
 
-// privateNames are the host names that are private whatever they resolve
-// to.
-var privateNames = map[string]bool{"localhost": true, "metadata.google.internal": true, "metadata.google": true}
-
-// IsPrivateHost reports whether host, as written in a locator or URL, is
-// private (spec candidate §1 isPrivateHost): lower-cased, stripped of
-// IPv6 brackets and normalized as a WHATWG URL parser normalizes a host,
-// it is localhost, a name under .localhost, a cloud metadata name, or a
-// private address (IsPrivateAddr). A host the URL parser refuses is not
-// private by this predicate (the caller's own grammar refuses it); a name
-// is not private until it resolves to a private address, which the client
-// checks at connect time.
-func IsPrivateHost(host string) bool {
-	h, ok := normalizeHost(host)
-	if !ok {
-		return false
-	}
-	return privateNormalized(h)
-}
-
-// privateNormalized is IsPrivateHost for a normalized host.
-func privateNormalized(h string) bool {
-	if privateNames[h] || strings.HasSuffix(h, ".localhost") {
-		return true
-	}
-	if a, err := netip.ParseAddr(h); err == nil {
-		return IsPrivateAddr(a)
-	}
-	return false
-}
-
 // normalizeHost returns host as JavaScript's URL would serialize it
 // (lower-case, IDNA ASCII, IPv4 spellings such as 127.1 and 0x7f000001
 // resolved, IPv6 compressed), without brackets.

@@ -3,11 +3,14 @@ package netsafe
 import (
 	"net/netip"
 	"testing"
+
+	"github.com/agentrt/agentrt/candidate"
 )
 
-// TestIsPrivateHost: spec candidate §1 isPrivateHost and the N01 anchor
-// (spec candidate §23.2): the MUST set, the odd spellings a WHATWG parser
-// normalizes, and the addresses that are explicitly not private.
+// TestIsPrivateHost: the N01 anchor (spec candidate §23.2) holds for the
+// schema-level host rule the client applies (candidate.IsPrivateHost):
+// the MUST set, the odd spellings a WHATWG parser normalizes, and the
+// addresses that are explicitly not private.
 func TestIsPrivateHost(t *testing.T) {
 	for _, tc := range []struct {
 		host string
@@ -33,11 +36,14 @@ func TestIsPrivateHost(t *testing.T) {
 		{"100.63.255.255", false}, {"100.127.255.255", true}, {"172.15.255.255", false}, {"172.31.255.255", true},
 		{"198.17.255.255", false}, {"198.19.255.255", true}, {"223.255.255.255", false}, {"169.253.0.1", false},
 		// IPv6 boundaries.
-		{"fe7f::1", false}, {"fec0::", false}, {"fbff::1", false}, {"fe80::1%eth0", false},
+		{"fe7f::1", false}, {"fec0::", false}, {"fbff::1", false},
+		// As the reference reads them: a zone makes the URL invalid, and the
+		// raw text still starts "fe8"; a user part is not the host.
+		{"fe80::1%eth0", true}, {"user@127.0.0.1", true},
 		// Not a host at all: the caller's grammar refuses it.
-		{"", false}, {"a b", false}, {"user@127.0.0.1", false},
+		{"", false}, {"a b", false},
 	} {
-		if got := IsPrivateHost(tc.host); got != tc.want {
+		if got := candidate.IsPrivateHost(tc.host); got != tc.want {
 			t.Errorf("IsPrivateHost(%q) = %v, want %v", tc.host, got, tc.want)
 		}
 	}
@@ -77,15 +83,16 @@ func TestBlocked(t *testing.T) {
 	}
 }
 
-// FuzzIsPrivateHost: any host string is decided without panicking, and a
-// host that is already a canonical IP address is private exactly when the
-// address is.
+// FuzzIsPrivateHost: the two owners agree — a host that is already a
+// canonical IP address is private by the schema's rule
+// (candidate.IsPrivateHost) exactly when the resolver's address rule
+// (IsPrivateAddr) says so.
 func FuzzIsPrivateHost(f *testing.F) {
 	for _, s := range []string{"127.0.0.1", "0x7f.1", "[::ffff:1.2.3.4]", "localhost", "xn--nxasmq6b", "fe80::1", "1.2.3.4.5", "%31.2.3.4", "[::1]:80"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, host string) {
-		got := IsPrivateHost(host)
+		got := candidate.IsPrivateHost(host)
 		if a, err := netip.ParseAddr(host); err == nil && a.Zone() == "" && a.String() == host {
 			if want := IsPrivateAddr(a); got != want {
 				t.Fatalf("IsPrivateHost(%q) = %v, IsPrivateAddr = %v", host, got, want)

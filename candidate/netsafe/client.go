@@ -12,6 +12,8 @@ import (
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/agentrt/agentrt/candidate"
 )
 
 // ErrBlocked is matched (errors.Is) by every refusal to reach an address
@@ -99,7 +101,7 @@ func (p policy) checkHost(u *url.URL) error {
 		}
 		return nil
 	}
-	if privateNormalized(norm) {
+	if candidate.IsPrivateHost(norm) {
 		return &BlockedError{Host: host, Reason: "a private or metadata name"}
 	}
 	return nil

@@ -12,11 +12,11 @@
 //   - Blocked adds what a resolver SHOULD refuse: IPv6 multicast
 //     (ff00::/8), and NAT64 (64:ff9b::/96) and 6to4 (2002::/16) addresses
 //     whose embedded IPv4 address is private.
-//   - IsPrivateHost is the schema-level predicate on a host as written:
-//     the names localhost, *.localhost, metadata.google.internal and
-//     metadata.google, and any host whose WHATWG normalization (the one
-//     JavaScript's URL applies, so 127.1, 0x7f.1 and 2130706433 all read
-//     127.0.0.1) is a private address.
+//
+// The schema-level predicate on a host as written (localhost, metadata
+// names, and the WHATWG-normalized private addresses) is
+// candidate.IsPrivateHost; the client applies it too, so a resolver never
+// accepts a host the schema refuses.
 //
 // NewClient's client checks the request's host before it resolves it,
 // every address it connects to (a dialer control hook, so a DNS answer
