@@ -3,7 +3,6 @@ package anthropic
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/profile"
@@ -69,6 +68,7 @@ func NewProvider(opts ProviderOptions) (*Provider, error) {
 	p := &Provider{opts: opts}
 	p.Provider, err = chatprovider.New(chatprovider.Config{
 		Name: name, Vendor: "anthropic", Usage: true, ErrDestroyed: ErrDestroyed,
+		DefaultModel: opts.Model, StripModelPrefix: opts.StripModelPrefix,
 		CheckModel: p.checkModel, Dispatch: p.dispatch,
 	})
 	if err != nil {
@@ -105,29 +105,17 @@ func (p *Provider) checkModel(m *profile.ModelHints) error {
 	return errors.Join(errs...)
 }
 
-// dispatch is the model of a turn of profile pr: the options with the
-// profile's model, reasoning effort and output ceiling, and the turn's
-// own model when it names one. Nothing is sent.
-func (p *Provider) dispatch(pr *profile.Profile, model *string) (chatprovider.Turn, error) {
+// dispatch is a turn's model: the options with the turn's model, the
+// profile's reasoning effort (as a thinking budget) and output ceiling
+// (as max_tokens). Nothing is sent.
+func (p *Provider) dispatch(s chatprovider.Settings) (chatprovider.Turn, error) {
 	o := p.opts.Options
-	if pr != nil && pr.Model != nil {
-		m := pr.Model
-		if m.Default != nil {
-			o.Model = *m.Default
-		}
-		if m.ReasoningEffort != "" {
-			o.Effort = m.ReasoningEffort
-		}
-		if m.MaxTotalOutputTokens != nil {
-			o.MaxTokens = *m.MaxTotalOutputTokens
-		}
+	o.Model = s.Model
+	if s.ReasoningEffort != "" {
+		o.Effort = s.ReasoningEffort
 	}
-	if model != nil {
-		o.Model = *model
-	}
-	o.Model = strings.TrimPrefix(o.Model, p.opts.StripModelPrefix)
-	if o.Model == "" {
-		return chatprovider.Turn{}, unsupported("the profile names no model and the provider has no default")
+	if s.MaxTotalOutputTokens != nil {
+		o.MaxTokens = *s.MaxTotalOutputTokens
 	}
 	m, err := NewModel(o)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"strings"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -71,6 +70,7 @@ func NewProvider(opts ProviderOptions) (*Provider, error) {
 	p := &Provider{model: m, opts: opts}
 	p.Provider, err = chatprovider.New(chatprovider.Config{
 		Name: name, Vendor: "openai", Usage: opts.ReportsUsage, ErrDestroyed: ErrDestroyed,
+		DefaultModel: opts.Model, StripModelPrefix: opts.StripModelPrefix,
 		CheckModel: checkModel, Dispatch: p.dispatch,
 	})
 	if err != nil {
@@ -101,12 +101,20 @@ func checkModel(m *profile.ModelHints) error {
 	return errors.Join(errs...)
 }
 
-// dispatch is the turn of profile pr: its request settings (see request)
-// with the turn's own model, when it names one, on the provider's Model.
-func (p *Provider) dispatch(pr *profile.Profile, model *string) (chatprovider.Turn, error) {
-	r, err := p.request(pr)
-	if model != nil {
-		r.model = strings.TrimPrefix(*model, p.opts.StripModelPrefix)
+// dispatch is a turn's model: the provider's Model with the turn's
+// model, the profile's reasoning effort (as cli-base's native control)
+// and output ceiling, else the options'.
+func (p *Provider) dispatch(s chatprovider.Settings) (chatprovider.Turn, error) {
+	r := request{model: s.Model, maxTokens: p.opts.MaxCompletionTokens, effort: p.model.effort}
+	if s.ReasoningEffort != "" {
+		e, err := nativeEffort(s.ReasoningEffort)
+		if err != nil {
+			return chatprovider.Turn{}, err
+		}
+		r.effort = e
+	}
+	if s.MaxTotalOutputTokens != nil {
+		r.maxTokens = s.MaxTotalOutputTokens
 	}
 	b := &boundTurn{m: p.model, r: r}
 	b.r.onComplete = func(rep TurnReport) {
@@ -115,36 +123,7 @@ func (p *Provider) dispatch(pr *profile.Profile, model *string) (chatprovider.Tu
 			p.opts.Observe(rep)
 		}
 	}
-	return chatprovider.Turn{Model: b, Done: b.done}, err
-}
-
-// request returns the turn settings for profile pr: its model (or the
-// options'), reasoning effort and output ceiling.
-func (p *Provider) request(pr *profile.Profile) (request, error) {
-	r := request{model: p.opts.Model, maxTokens: p.opts.MaxCompletionTokens, effort: p.model.effort}
-	if pr != nil && pr.Model != nil {
-		m := pr.Model
-		if m.Default != nil {
-			r.model = *m.Default
-		}
-		if m.ReasoningEffort != "" {
-			e, err := nativeEffort(m.ReasoningEffort)
-			if err != nil {
-				return r, err
-			}
-			r.effort = e
-		}
-		if m.MaxTotalOutputTokens != nil {
-			r.maxTokens = m.MaxTotalOutputTokens
-		}
-	}
-	if r.model == "" {
-		return r, unsupported("the profile names no model and the provider has no default")
-	}
-	if pre := p.opts.StripModelPrefix; pre != "" {
-		r.model = strings.TrimPrefix(r.model, pre)
-	}
-	return r, nil
+	return chatprovider.Turn{Model: b, Done: b.done}, nil
 }
 
 // boundTurn is one provider turn's model: the Model with the turn's

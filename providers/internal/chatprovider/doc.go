@@ -2,9 +2,11 @@
 // the contract.Provider and contract.Environment that every direct model
 // API (providers/openai, providers/anthropic) shares. A vendor package
 // supplies a Config — its name, its error prefix, whether its streams
-// report usage, the refusals of its profile model section, and a Dispatch
-// factory that returns the ChatModel a turn runs on — and gets a Provider
-// back.
+// report usage, its default model and model-id prefix, the refusals of
+// its profile model section (CheckModel), and a Dispatch factory that
+// turns a turn's Settings (model, reasoning effort, output ceiling) into
+// the ChatModel the turn runs on, refusing with its own typed error what
+// it cannot honour — and gets a Provider back.
 //
 // What it owns, for every vendor alike:
 //
@@ -23,7 +25,8 @@
 //     Config.ErrDestroyed; a control reference, context transfer, native
 //     continuation, detach, turn id, session, execution or replay
 //     position, context, provider options, interactions, a non-text part,
-//     no prompt, a turn profile it cannot apply, or settings
+//     no prompt, a turn profile it cannot apply, no model (neither the
+//     profile nor Config.DefaultModel names one), or Settings
 //     Config.Dispatch refuses are refused before any request (the model
 //     is never called).
 //   - The transcript: one system message (the profile's systemPrompt, then

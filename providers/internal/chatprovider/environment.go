@@ -136,8 +136,10 @@ func (e *Environment) admit(in *contract.TurnInput) (*turnPlay, error) {
 		}
 		pr = in.Profile
 	}
-	turn, err := p.cfg.Dispatch(pr, in.Model)
-	if err != nil {
+	var turn Turn
+	if set, err := p.settings(pr, in.Model); err != nil {
+		errs = append(errs, err)
+	} else if turn, err = p.cfg.Dispatch(set); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

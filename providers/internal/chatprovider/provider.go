@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -32,12 +33,57 @@ type Config struct {
 	// own typed error. It sees only non-nil sections and is checked at
 	// create and for a turn's own profile.
 	CheckModel func(m *profile.ModelHints) error
-	// Dispatch returns what one turn of profile pr runs on: its model
-	// name (model, when not nil, is the turn's own and replaces the
-	// profile's), reasoning effort and token ceiling. It must send
-	// nothing; an error refuses the turn before dispatch and should wrap
-	// contract.ErrUnsupported. pr may be nil (no profile).
-	Dispatch func(pr *profile.Profile, model *string) (Turn, error)
+	// DefaultModel is the model a turn whose profile names none requests
+	// ("" refuses such a turn).
+	DefaultModel string
+	// StripModelPrefix, when set ("openai/"), is removed from the front
+	// of the model a turn requests: profiles name models as
+	// "provider/id", while vendors' APIs want the bare id.
+	StripModelPrefix string
+	// Dispatch returns the model one turn runs on, given what the turn
+	// asks for. It must send nothing; an error refuses the turn before
+	// dispatch and should wrap contract.ErrUnsupported (and the vendor's
+	// own typed error, where it has one).
+	Dispatch func(s Settings) (Turn, error)
+}
+
+// Settings is what one turn asks of the model: the model section of the
+// turn's profile (its own, else the environment's), with the turn's own
+// model.
+type Settings struct {
+	// Model is the turn's model, else the profile's model.default, else
+	// Config.DefaultModel, with Config.StripModelPrefix removed; never
+	// "" (such a turn is refused before Dispatch).
+	Model string
+	// ReasoningEffort is the profile's model.reasoningEffort; "" when it
+	// names none (the vendor's own default applies).
+	ReasoningEffort harness.ReasoningEffort
+	// MaxTotalOutputTokens is the profile's model.maxTotalOutputTokens;
+	// nil when it names none (the vendor's own default applies).
+	MaxTotalOutputTokens *int64
+}
+
+// settings is what a turn of profile pr, with the turn's own model when
+// not nil, asks for. A turn whose profile names no model is refused when
+// the provider has no default, whatever the turn names (as before the
+// provider was shared).
+func (p *Provider) settings(pr *profile.Profile, model *string) (Settings, error) {
+	s := Settings{Model: p.cfg.DefaultModel}
+	if pr != nil && pr.Model != nil {
+		m := pr.Model
+		if m.Default != nil {
+			s.Model = *m.Default
+		}
+		s.ReasoningEffort, s.MaxTotalOutputTokens = m.ReasoningEffort, m.MaxTotalOutputTokens
+	}
+	if s.Model == "" {
+		return s, p.unsupported("the profile names no model and the provider has no default")
+	}
+	if model != nil {
+		s.Model = *model
+	}
+	s.Model = strings.TrimPrefix(s.Model, p.cfg.StripModelPrefix)
+	return s, nil
 }
 
 // Turn is one admitted turn's model, as Config.Dispatch returns it.
