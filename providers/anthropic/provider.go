@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentrt/agentrt/contract"
-	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/harness"
 	"github.com/agentrt/agentrt/providers/internal/chatprovider"
 )
 
@@ -69,7 +69,7 @@ func NewProvider(opts ProviderOptions) (*Provider, error) {
 	p.Provider, err = chatprovider.New(chatprovider.Config{
 		Name: name, Vendor: "anthropic", Usage: true, ErrDestroyed: ErrDestroyed,
 		DefaultModel: opts.Model, StripModelPrefix: opts.StripModelPrefix,
-		CheckModel: p.checkModel, Dispatch: p.dispatch,
+		CheckEffort: p.checkEffort, Dispatch: p.dispatch,
 	})
 	if err != nil {
 		return nil, err
@@ -77,32 +77,23 @@ func NewProvider(opts ProviderOptions) (*Provider, error) {
 	return p, nil
 }
 
-func unsupported(what string) error { return chatprovider.Unsupported("anthropic", what) }
 
 // refused makes a NewModel refusal (an *EffortError, ErrInvalidOptions)
 // a refusal of the provider: it matches contract.ErrUnsupported too.
 func refused(err error) error { return fmt.Errorf("%w: %w", err, contract.ErrUnsupported) }
 
-// checkModel refuses a profile model section the API cannot honour: a
-// reasoning effort the model cannot express as a thinking budget within
-// its max_tokens (*EffortError), and token ceilings max_tokens cannot
-// enforce separately (visible, reasoning).
-func (p *Provider) checkModel(m *profile.ModelHints) error {
-	var errs []error
+// checkEffort refuses an effort NewModel would refuse: one the models
+// cannot express as a thinking budget (*EffortError), or whose budget
+// does not fit under max_tokens (maxTotal, else the options').
+func (p *Provider) checkEffort(e harness.ReasoningEffort, maxTotal *int64) error {
 	maxTokens := p.opts.MaxTokens
-	if m.MaxTotalOutputTokens != nil {
-		maxTokens = *m.MaxTotalOutputTokens
+	if maxTotal != nil {
+		maxTokens = *maxTotal
 	}
-	if err := checkEffort(m.ReasoningEffort, p.opts.Reasoning, maxTokens); err != nil {
-		errs = append(errs, refused(err))
+	if err := checkEffort(e, p.opts.Reasoning, maxTokens); err != nil {
+		return refused(err)
 	}
-	if m.MaxVisibleOutputTokens != nil {
-		errs = append(errs, unsupported("model.maxVisibleOutputTokens (max_tokens bounds visible and thinking tokens together)"))
-	}
-	if m.MaxReasoningTokens != nil {
-		errs = append(errs, unsupported("model.maxReasoningTokens (max_tokens bounds visible and thinking tokens together)"))
-	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // dispatch is a turn's model: the options with the turn's model, the

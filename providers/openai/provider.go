@@ -8,7 +8,7 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
-	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/harness"
 	"github.com/agentrt/agentrt/providers/internal/chatprovider"
 )
 
@@ -71,7 +71,7 @@ func NewProvider(opts ProviderOptions) (*Provider, error) {
 	p.Provider, err = chatprovider.New(chatprovider.Config{
 		Name: name, Vendor: "openai", Usage: opts.ReportsUsage, ErrDestroyed: ErrDestroyed,
 		DefaultModel: opts.Model, StripModelPrefix: opts.StripModelPrefix,
-		CheckModel: checkModel, Dispatch: p.dispatch,
+		CheckEffort: checkEffort, Dispatch: p.dispatch,
 	})
 	if err != nil {
 		return nil, err
@@ -82,23 +82,14 @@ func NewProvider(opts ProviderOptions) (*Provider, error) {
 // Model returns the chat model the provider's turns run on.
 func (p *Provider) Model() *Model { return p.model }
 
-func unsupported(what string) error { return chatprovider.Unsupported("openai", what) }
 
-// checkModel refuses a profile model section the endpoint cannot
-// honour: a reasoning effort cli-base cannot express, and token ceilings
-// the endpoint cannot enforce separately (visible, reasoning).
-func checkModel(m *profile.ModelHints) error {
-	var errs []error
-	if _, err := nativeEffort(m.ReasoningEffort); err != nil {
-		errs = append(errs, fmt.Errorf("openai: %w", err))
+// checkEffort refuses a reasoning effort harness cli-base cannot
+// express (see nativeEffort); the output ceiling does not matter.
+func checkEffort(e harness.ReasoningEffort, _ *int64) error {
+	if _, err := nativeEffort(e); err != nil {
+		return fmt.Errorf("openai: %w", err)
 	}
-	if m.MaxVisibleOutputTokens != nil {
-		errs = append(errs, unsupported("model.maxVisibleOutputTokens (the endpoint bounds visible and reasoning tokens together)"))
-	}
-	if m.MaxReasoningTokens != nil {
-		errs = append(errs, unsupported("model.maxReasoningTokens (the endpoint bounds visible and reasoning tokens together)"))
-	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // dispatch is a turn's model: the provider's Model with the turn's

@@ -2,8 +2,8 @@
 // the contract.Provider and contract.Environment that every direct model
 // API (providers/openai, providers/anthropic) shares. A vendor package
 // supplies a Config — its name, its error prefix, whether its streams
-// report usage, its default model and model-id prefix, the refusals of
-// its profile model section (CheckModel), and a Dispatch factory that
+// report usage, its default model and model-id prefix, the reasoning
+// efforts it refuses (CheckEffort), and a Dispatch factory that
 // turns a turn's Settings (model, reasoning effort, output ceiling) into
 // the ChatModel the turn runs on, refusing with its own typed error what
 // it cannot honour — and gets a Provider back.
@@ -16,7 +16,8 @@
 //     variables, secrets, egress, a billing owner) and every profile it
 //     cannot apply (what contract.CheckProfileSupport refuses against
 //     ProfileCapabilities, another harness than cli-base, seats,
-//     connections, confidential execution, and what Config.CheckModel
+//     connections, confidential execution, visible or reasoning token
+//     ceilings alone, and the reasoning efforts Config.CheckEffort
 //     refuses) is refused before anything exists, wrapping
 //     contract.ErrUnsupported. Idempotency keys go through
 //     contract.KeyedCreate: the same input returns the same environment, a

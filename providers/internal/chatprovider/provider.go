@@ -27,12 +27,12 @@ type Config struct {
 	// ErrDestroyed is matched by the error of a turn on a destroyed
 	// environment.
 	ErrDestroyed error
-	// CheckModel, when set, refuses a profile's model section the vendor
-	// cannot honour (a reasoning effort, a token ceiling), each refusal
-	// wrapping contract.ErrUnsupported and, where the vendor has one, its
-	// own typed error. It sees only non-nil sections and is checked at
+	// CheckEffort, when set, refuses a profile's reasoning effort ("" is
+	// none) the vendor cannot honour under the profile's
+	// maxTotalOutputTokens (nil: none), wrapping contract.ErrUnsupported
+	// and, where the vendor has one, its own typed error. It is checked at
 	// create and for a turn's own profile.
-	CheckModel func(m *profile.ModelHints) error
+	CheckEffort func(effort harness.ReasoningEffort, maxTotalOutputTokens *int64) error
 	// DefaultModel is the model a turn whose profile names none requests
 	// ("" refuses such a turn).
 	DefaultModel string
@@ -120,12 +120,6 @@ func New(cfg Config) (*Provider, error) {
 	return &Provider{cfg: cfg}, nil
 }
 
-// Unsupported is a refusal of what: "vendor: what", wrapping
-// contract.ErrUnsupported.
-func Unsupported(vendor, what string) error {
-	return fmt.Errorf("%s: %s: %w", vendor, what, contract.ErrUnsupported)
-}
-
 // Name implements contract.Provider.
 func (p *Provider) Name() string { return p.cfg.Name }
 
@@ -175,7 +169,11 @@ func (p *Provider) Create(ctx context.Context, in *contract.CreateInput) (contra
 	return &Environment{p: p, st: st, creation: creation}, nil
 }
 
-func (p *Provider) unsupported(what string) error { return Unsupported(p.cfg.Vendor, what) }
+// unsupported is a refusal of what: "vendor: what", wrapping
+// contract.ErrUnsupported.
+func (p *Provider) unsupported(what string) error {
+	return fmt.Errorf("%s: %s: %w", p.cfg.Vendor, what, contract.ErrUnsupported)
+}
 
 func (p *Provider) checkCreate(in *contract.CreateInput) error {
 	var errs []error
@@ -203,9 +201,10 @@ func (p *Provider) checkCreate(in *contract.CreateInput) error {
 // CheckProfile refuses a profile this provider cannot apply exactly:
 // what contract.CheckProfileSupport refuses against
 // ProfileCapabilities, another harness than cli-base, seats (a chain of
-// providers), connections, confidential execution, and what
-// Config.CheckModel refuses of its model section. A nil profile is
-// accepted.
+// providers), connections, confidential execution, token ceilings for
+// visible or reasoning tokens alone (a model call bounds its output as a
+// whole: only maxTotalOutputTokens), and a reasoning effort
+// Config.CheckEffort refuses. A nil profile is accepted.
 func (p *Provider) CheckProfile(pr *profile.Profile) error {
 	if pr == nil {
 		return nil
@@ -227,9 +226,17 @@ func (p *Provider) CheckProfile(pr *profile.Profile) error {
 	if pr.Confidential != nil {
 		errs = append(errs, p.unsupported("confidential execution"))
 	}
-	if pr.Model != nil && p.cfg.CheckModel != nil {
-		if err := p.cfg.CheckModel(pr.Model); err != nil {
-			errs = append(errs, err)
+	if m := pr.Model; m != nil {
+		if p.cfg.CheckEffort != nil {
+			if err := p.cfg.CheckEffort(m.ReasoningEffort, m.MaxTotalOutputTokens); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if m.MaxVisibleOutputTokens != nil {
+			errs = append(errs, p.unsupported("model.maxVisibleOutputTokens (the endpoint bounds visible and reasoning tokens together)"))
+		}
+		if m.MaxReasoningTokens != nil {
+			errs = append(errs, p.unsupported("model.maxReasoningTokens (the endpoint bounds visible and reasoning tokens together)"))
 		}
 	}
 	return errors.Join(errs...)
