@@ -77,7 +77,6 @@ func NewProvider(opts ProviderOptions) (*Provider, error) {
 	return p, nil
 }
 
-
 // refused makes a NewModel refusal (an *EffortError, ErrInvalidOptions)
 // a refusal of the provider: it matches contract.ErrUnsupported too.
 func refused(err error) error { return fmt.Errorf("%w: %w", err, contract.ErrUnsupported) }

@@ -82,7 +82,6 @@ func NewProvider(opts ProviderOptions) (*Provider, error) {
 // Model returns the chat model the provider's turns run on.
 func (p *Provider) Model() *Model { return p.model }
 
-
 // checkEffort refuses a reasoning effort harness cli-base cannot
 // express (see nativeEffort); the output ceiling does not matter.
 func checkEffort(e harness.ReasoningEffort, _ *int64) error {
