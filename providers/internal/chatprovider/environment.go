@@ -136,10 +136,14 @@ func (e *Environment) admit(in *contract.TurnInput) (*turnPlay, error) {
 		}
 		pr = in.Profile
 	}
-	var turn Turn
-	if set, err := p.settings(pr, in.Model); err != nil {
+	set, err := p.settings(pr, in.Model)
+	if err != nil {
 		errs = append(errs, err)
-	} else if turn, err = p.cfg.Dispatch(set); err != nil {
+	}
+	var turn Turn
+	if len(errs) == 0 {
+		// Dispatch sees only a turn nothing else refused.
+		turn, err = p.cfg.Dispatch(set)
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

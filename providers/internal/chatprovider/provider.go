@@ -41,7 +41,8 @@ type Config struct {
 	// "provider/id", while vendors' APIs want the bare id.
 	StripModelPrefix string
 	// Dispatch returns the model one turn runs on, given what the turn
-	// asks for. It must send nothing; an error refuses the turn before
+	// asks for; it is called only for a turn nothing else refused. It
+	// must send nothing; an error refuses the turn before
 	// dispatch and should wrap contract.ErrUnsupported (and the vendor's
 	// own typed error, where it has one).
 	Dispatch func(s Settings) (Turn, error)
