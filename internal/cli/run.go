@@ -16,6 +16,7 @@ import (
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/providers/anthropic"
 	"github.com/agentrt/agentrt/providers/openai"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/store"
@@ -39,7 +40,9 @@ The default provider is "scripted": offline, deterministic, no credentials. It
 answers each task with a note; --script FILE plays a script instead (see
 providers/scripted). --provider openai runs harness cli-base profiles on an
 OpenAI-compatible Chat Completions endpoint: OpenAI's, or --base-url URL, with
-the key in OPENAI_API_KEY. Unknown usage is printed as unknown, never as 0.
+the key in OPENAI_API_KEY. --provider anthropic runs them on the Anthropic
+Messages API: Anthropic's, or --base-url URL, with the key in ANTHROPIC_API_KEY.
+Unknown usage is printed as unknown, never as 0.
 
 agentrt run is a one-shot driver: its decision is "done" when the run was
 delivered and "fail" otherwise (use kernel.Rounds for plan/decide loops).
@@ -94,8 +97,8 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 	}
 	sf.register(cmd)
 	cmd.Flags().StringVar(&task, "task", "", "the task to give the agent (required)")
-	cmd.Flags().StringVar(&providerName, "provider", "scripted", "provider to run on (scripted, openai)")
-	cmd.Flags().StringVar(&baseURL, "base-url", "", "the openai provider's endpoint (default: OpenAI's)")
+	cmd.Flags().StringVar(&providerName, "provider", "scripted", "provider to run on (scripted, openai, anthropic)")
+	cmd.Flags().StringVar(&baseURL, "base-url", "", "the openai or anthropic provider's endpoint (default: the vendor's)")
 	cmd.Flags().StringVar(&scriptPath, "script", "", "script for the scripted provider (default: answer every task)")
 	cmd.Flags().StringVar(&expect, "expect", "", "deliver only if the result contains this text")
 	cmd.Flags().IntVar(&stage, "stage", 0, "seat stage to run (0 is the first)")
@@ -106,8 +109,8 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 }
 
 func openProvider(name, scriptPath, baseURL string) (contract.Provider, error) {
-	if baseURL != "" && name != "openai" {
-		return nil, usage("--base-url applies to --provider openai only")
+	if baseURL != "" && name != "openai" && name != "anthropic" {
+		return nil, usage("--base-url applies to --provider openai or anthropic only")
 	}
 	switch name {
 	case "openai":
@@ -122,6 +125,16 @@ func openProvider(name, scriptPath, baseURL string) (contract.Provider, error) {
 			return nil, usage("%v", err)
 		}
 		return p, nil
+	case "anthropic":
+		// The Messages API always streams usage and wants bare model ids.
+		p, err := anthropic.NewProvider(anthropic.ProviderOptions{
+			Options:          anthropic.Options{BaseURL: baseURL, APIKey: os.Getenv("ANTHROPIC_API_KEY")},
+			StripModelPrefix: "anthropic/",
+		})
+		if err != nil {
+			return nil, usage("%v", err)
+		}
+		return p, nil
 	case "scripted":
 		script := scripted.DefaultScript()
 		if scriptPath != "" {
@@ -132,7 +145,7 @@ func openProvider(name, scriptPath, baseURL string) (contract.Provider, error) {
 		}
 		return scripted.New(script, scripted.Options{}), nil
 	}
-	return nil, usage("unknown provider %q (available: scripted, openai)", name)
+	return nil, usage("unknown provider %q (available: scripted, openai, anthropic)", name)
 }
 
 func expectCheck(expect string) kernel.Check {

@@ -17,9 +17,23 @@
 // model cannot honour (*EffortError): one off the ladder, one the API
 // cannot express exactly (minimal would be raised to low), one above the
 // model's ceiling or for a model that does not reason, or one whose
-// budget does not fit under MaxTokens. It is not a contract.Provider: the
-// environment and session wrapper is shared by every model API and lives
-// elsewhere.
+// budget does not fit under MaxTokens.
+//
+// Provider (NewProvider) is harness cli-base over that model: the
+// environments, turn admission and canonical events are shared with every
+// direct model API (providers/internal/chatprovider); this package
+// supplies a Model per turn (the profile's model, reasoningEffort as the
+// thinking budget, maxTotalOutputTokens as max_tokens) and its refusals.
+// It declares live streaming, the system prompt (a profile's systemPrompt
+// then appendSystemPrompt become the top-level system parameter) and
+// usage — the API's stream always carries usage, and a counter it did not
+// send stays unknown — and nothing else. Before any request it refuses
+// what it cannot honour, wrapping contract.ErrUnsupported: an effort
+// NewModel would refuse (also an *EffortError), visible or reasoning
+// token ceilings (max_tokens bounds both together), and whatever the
+// shared provider refuses for every model API (instructions, tools,
+// permissions, MCP, another harness, sessions, non-text parts, …). Its
+// APIKey and BaseURL come from ProviderOptions only.
 //
 // System prompt: the API has no system role, so every system message of
 // the transcript goes, in order, into the top-level system parameter; the

@@ -130,9 +130,13 @@ func checkEffort(e harness.ReasoningEffort, r *harness.ModelReasoning, maxTokens
 }
 
 // withDefaults validates o and fills its zero fields.
-func (o Options) withDefaults() (Options, error) {
+func (o Options) withDefaults() (Options, error) { return o.resolve(true) }
+
+// resolve validates o and fills its zero fields; Model is required only
+// when requireModel is set (a Provider's profiles may name the model).
+func (o Options) resolve(requireModel bool) (Options, error) {
 	var errs []error
-	if o.Model == "" {
+	if requireModel && o.Model == "" {
 		errs = append(errs, errors.New("Model is required"))
 	}
 	if o.BaseURL == "" {

@@ -10,7 +10,11 @@
 // model: an environment is a profile bound to the endpoint, a turn is one
 // completion of the profile's system prompt and the turn's prompt, and
 // its events are canonical (execution.started, message.part.updated,
-// usage, then done, error or execution.cancelled).
+// usage, then done, error or execution.cancelled). The environments, turn
+// admission and events are shared with every other direct model API
+// (providers/internal/chatprovider); this package supplies the model per
+// turn, its refusals of a profile's model section, and the done event's
+// finishReason.
 //
 // # What it refuses
 //
@@ -42,8 +46,9 @@
 // # Identity and errors
 //
 // The served model is read back from the chunks' "model" field: on the
-// bare Model through Options.Observe (TurnReport), on the Provider on the
-// terminal event's effectiveBackend, where kernel.Execute compares it with
+// bare Model as a contract.ChatServed event and through Options.Observe
+// (TurnReport), on the Provider on the terminal event's effectiveBackend
+// (taken from the ChatServed event), where kernel.Execute compares it with
 // the requested model. HTTP failures are *APIError with Retryable and
 // RetryAfter as data; requests refused with 429, 408, 409 or 5xx are
 // retried up to Options.MaxRetries, honouring Retry-After within

@@ -118,6 +118,7 @@ type Server struct {
 	tr      *Transcript
 	apiKey  string
 	version string
+	cycle   bool
 
 	mu   sync.Mutex
 	next int
@@ -128,6 +129,17 @@ type Server struct {
 // reports exchanges the client never asked for.
 func NewServer(t testing.TB, tr *Transcript, apiKey, version string) *Server {
 	s := &Server{t: t, tr: tr, apiKey: apiKey, version: version}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// NewCyclingServer is NewServer, except that after the transcript's last
+// exchange it serves the transcript again from its start (conformance
+// suites, which stream an unknown number of turns); Close reports nothing
+// about unplayed exchanges.
+func NewCyclingServer(t testing.TB, tr *Transcript, apiKey, version string) *Server {
+	s := &Server{t: t, tr: tr, apiKey: apiKey, version: version, cycle: true}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
@@ -144,7 +156,7 @@ func (s *Server) Requests() int {
 // end.
 func (s *Server) Close() {
 	s.Server.Close()
-	if n := s.Requests(); n < len(s.tr.Exchanges) {
+	if n := s.Requests(); !s.cycle && n < len(s.tr.Exchanges) {
 		s.t.Errorf("anthropictest: the client made %d requests; the transcript has %d", n, len(s.tr.Exchanges))
 	}
 }
@@ -154,6 +166,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	n := s.next
 	s.next++
 	s.mu.Unlock()
+	if s.cycle {
+		n %= len(s.tr.Exchanges)
+	}
 	if n >= len(s.tr.Exchanges) {
 		s.t.Errorf("anthropictest: request %d is beyond the transcript's %d exchanges", n+1, len(s.tr.Exchanges))
 		http.Error(w, "beyond the transcript", http.StatusTeapot)

@@ -1,4 +1,4 @@
-package openai
+package chatprovider
 
 import (
 	"context"
@@ -14,15 +14,11 @@ import (
 	"github.com/agentrt/agentrt/profile"
 )
 
-// ErrDestroyed is matched by the error of a turn on a destroyed
-// environment.
-var ErrDestroyed = errors.New("openai: the environment was destroyed")
-
 // errTurnTimeout is the cause of a turn cut short by its own timeoutMs:
 // the turn failed, the caller did not cancel it.
 var errTurnTimeout = errors.New("the turn's timeoutMs elapsed before the completion ended")
 
-// Environment is one profile bound to the endpoint. It implements
+// Environment is one profile bound to the vendor. It implements
 // contract.Environment and no optional ability.
 type Environment struct {
 	p        *Provider
@@ -36,7 +32,7 @@ var _ contract.Environment = (*Environment)(nil)
 func (e *Environment) ID() string { return e.st.id }
 
 // Provider implements contract.Environment.
-func (e *Environment) Provider() string { return e.p.name }
+func (e *Environment) Provider() string { return e.p.cfg.Name }
 
 // Name implements contract.Environment.
 func (e *Environment) Name() string { return e.st.name }
@@ -74,15 +70,15 @@ func (e *Environment) Destroy(ctx context.Context) error {
 	return nil
 }
 
-// Stream implements contract.Environment: one chat completion of the
+// Stream implements contract.Environment: one model turn of the
 // profile's system prompt and the turn's prompt. It yields
 // execution.started, a message.part.updated per text delta, a usage
-// event when the endpoint reported usage (cumulative: the completion's
-// total), and a terminal event — done, error (the endpoint failed the
-// turn in-band) or execution.cancelled — whose effectiveBackend names the
-// served model. A turn cut short by its timeoutMs ends with an error
-// event; a broken stream ends with its error instead. A turn the
-// provider cannot honour is refused before any request.
+// event per usage the model reported, and a terminal event — done, error
+// (the model failed the turn in-band) or execution.cancelled — whose
+// effectiveBackend names the served model. A turn cut short by its
+// timeoutMs ends with an error event; a broken stream ends with its
+// error instead. A turn the provider cannot honour is refused before any
+// request.
 func (e *Environment) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
 	return func(yield func(contract.EnvironmentEvent, error) bool) {
 		t, err := e.admit(in)
@@ -105,19 +101,19 @@ func (e *Environment) admit(in *contract.TurnInput) (*turnPlay, error) {
 	if in == nil {
 		in = &contract.TurnInput{}
 	}
-	st := e.st
+	p, st := e.p, e.st
 	st.mu.Lock()
 	destroyed := st.destroyed
 	st.turns++
 	n := st.turns
 	st.mu.Unlock()
 	if destroyed {
-		return nil, fmt.Errorf("%w: %s", ErrDestroyed, st.id)
+		return nil, fmt.Errorf("%w: %s", p.cfg.ErrDestroyed, st.id)
 	}
 	var errs []error
 	refuse := func(present bool, what string) {
 		if present {
-			errs = append(errs, unsupported("a turn with "+what))
+			errs = append(errs, p.unsupported("a turn with "+what))
 		}
 	}
 	refuse(in.ControlRef != nil, "a control reference (no retained control)")
@@ -129,40 +125,43 @@ func (e *Environment) admit(in *contract.TurnInput) (*turnPlay, error) {
 	refuse(len(in.Context) > 0, "context")
 	refuse(len(in.ProviderOptions) > 0, "provider options")
 	refuse(len(in.Interactions) > 0, "interactions")
-	prompt, err := promptOf(in)
+	prompt, err := p.promptOf(in)
 	if err != nil {
 		errs = append(errs, err)
 	}
 	pr := st.profile
 	if in.Profile != nil {
-		if err := e.p.checkProfile(in.Profile); err != nil {
+		if err := p.CheckProfile(in.Profile); err != nil {
 			errs = append(errs, err)
 		}
 		pr = in.Profile
 	}
-	r, err := e.p.request(pr)
+	set, err := p.settings(pr, in.Model)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if in.Model != nil {
-		r.model = strings.TrimPrefix(*in.Model, e.p.opts.StripModelPrefix)
+	var turn Turn
+	if len(errs) == 0 {
+		// Dispatch sees only a turn nothing else refused.
+		turn, err = p.cfg.Dispatch(set)
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("openai: turn refused before dispatch: %w", err)
+		return nil, fmt.Errorf("%s: turn refused before dispatch: %w", p.cfg.Vendor, err)
 	}
-	return &turnPlay{env: e, n: n, req: r, messages: messagesOf(pr, prompt)}, nil
+	return &turnPlay{env: e, n: n, turn: turn, messages: Messages(pr, prompt)}, nil
 }
 
 // promptOf is the turn's prompt: its text, or its text parts joined. A
 // part of another type cannot be sent and is refused.
-func promptOf(in *contract.TurnInput) (string, error) {
+func (p *Provider) promptOf(in *contract.TurnInput) (string, error) {
 	var b strings.Builder
 	if in.Prompt != nil {
 		b.WriteString(*in.Prompt)
 	}
 	for i, part := range in.Parts {
 		if part.Type != "text" || part.Text == nil {
-			return "", unsupported(fmt.Sprintf("input part %d of type %q (only text)", i, part.Type))
+			return "", p.unsupported(fmt.Sprintf("input part %d of type %q (only text)", i, part.Type))
 		}
 		if b.Len() > 0 {
 			b.WriteString("\n")
@@ -170,14 +169,15 @@ func promptOf(in *contract.TurnInput) (string, error) {
 		b.WriteString(*part.Text)
 	}
 	if b.Len() == 0 {
-		return "", unsupported("no prompt")
+		return "", p.unsupported("no prompt")
 	}
 	return b.String(), nil
 }
 
-// messagesOf is the transcript of a turn: the system message (the
-// profile's systemPrompt, then its appendSystemPrompt), then the prompt.
-func messagesOf(pr *profile.Profile, prompt string) []contract.ChatMessage {
+// Messages is the transcript of a turn of profile pr: the system message
+// (the profile's systemPrompt, then its appendSystemPrompt, joined by a
+// blank line; none when both are empty), then the prompt.
+func Messages(pr *profile.Profile, prompt string) []contract.ChatMessage {
 	var msgs []contract.ChatMessage
 	if pr != nil && pr.Prompt != nil {
 		var parts []string
@@ -198,9 +198,11 @@ func messagesOf(pr *profile.Profile, prompt string) []contract.ChatMessage {
 type turnPlay struct {
 	env      *Environment
 	n, seq   int
-	req      request
+	turn     Turn
 	messages []contract.ChatMessage
 	text     strings.Builder
+	served   string
+	failure  string
 }
 
 func (t *turnPlay) id() *string {
@@ -222,19 +224,10 @@ func status(s string, detail *string) *contract.StreamEvent {
 }
 
 func (t *turnPlay) play(ctx context.Context, yield func(contract.EnvironmentEvent, error) bool) {
-	p := t.env.p
-	var rep TurnReport
-	t.req.onComplete = func(r TurnReport) {
-		rep = r
-		if p.opts.Observe != nil {
-			p.opts.Observe(r)
-		}
-	}
 	if !t.emit(yield, "execution.started", nil, status(contract.StreamStatusStarted, nil)) {
 		return
 	}
-	failure := ""
-	for ev, err := range p.model.turn(ctx, t.req, t.messages, nil) {
+	for ev, err := range t.turn.Model.Turn(ctx, t.messages, nil) {
 		if err != nil {
 			if errors.Is(context.Cause(ctx), errTurnTimeout) {
 				msg := errTurnTimeout.Error()
@@ -248,14 +241,14 @@ func (t *turnPlay) play(ctx context.Context, yield func(contract.EnvironmentEven
 			yield(contract.EnvironmentEvent{}, err)
 			return
 		}
-		if !t.event(ev, &failure, yield) {
+		if !t.event(ev, yield) {
 			return
 		}
 	}
-	backend := t.backend(rep.ServedModel)
-	if failure != "" {
-		t.emit(yield, "error", map[string]canonjson.Value{"error": canonjson.StringValue(failure), "effectiveBackend": backend},
-			status(contract.StreamStatusFailed, &failure))
+	backend := t.backend()
+	if t.failure != "" {
+		t.emit(yield, "error", map[string]canonjson.Value{"error": canonjson.StringValue(t.failure), "effectiveBackend": backend},
+			status(contract.StreamStatusFailed, &t.failure))
 		return
 	}
 	data := map[string]canonjson.Value{
@@ -263,20 +256,20 @@ func (t *turnPlay) play(ctx context.Context, yield func(contract.EnvironmentEven
 		"text":             canonjson.StringValue(t.text.String()),
 		"effectiveBackend": backend,
 	}
-	if rep.FinishReason != "" {
-		data["finishReason"] = canonjson.StringValue(rep.FinishReason)
+	if t.turn.Done != nil {
+		t.turn.Done(data)
 	}
 	t.emit(yield, "done", data, status(contract.StreamStatusCompleted, nil))
 }
 
 // event turns one chat event into environment events.
-func (t *turnPlay) event(ev contract.ChatEvent, failure *string, yield func(contract.EnvironmentEvent, error) bool) bool {
+func (t *turnPlay) event(ev contract.ChatEvent, yield func(contract.EnvironmentEvent, error) bool) bool {
 	st := t.env.st
-	msgID := fmt.Sprintf("%s-m%d", st.id, t.n)
 	switch ev.Kind {
 	case contract.ChatText:
 		t.text.WriteString(ev.Text)
 		delta, text := ev.Text, t.text.String()
+		msgID := fmt.Sprintf("%s-m%d", st.id, t.n)
 		part := contract.Part{ID: fmt.Sprintf("text-%d", t.n), SessionID: st.id, MessageID: msgID, Type: contract.PartTypeText, Text: &text}
 		norm, err := contract.NewStreamEvent(&contract.MessagePartUpdatedEvent{Part: part, Delta: &delta})
 		if err != nil {
@@ -285,10 +278,14 @@ func (t *turnPlay) event(ev contract.ChatEvent, failure *string, yield func(cont
 		return t.emit(yield, contract.EventTypeMessagePartUpdated, map[string]canonjson.Value{"delta": canonjson.StringValue(delta)}, &norm)
 	case contract.ChatUsage:
 		return yield(contract.EnvironmentEvent{Type: "usage", Data: map[string]canonjson.Value{}, ID: t.id(), Usage: ev.Usage, UsageMode: ev.UsageMode}, nil)
+	case contract.ChatServed:
+		if t.served == "" {
+			t.served = ev.Model
+		}
 	case contract.ChatFailure:
-		*failure = ev.Failure
-		if *failure == "" {
-			*failure = "the endpoint reported a failure"
+		t.failure = ev.Failure
+		if t.failure == "" {
+			t.failure = "the endpoint reported a failure"
 		}
 	}
 	// No tools are offered, so a tool call cannot be run; it is not
@@ -297,7 +294,7 @@ func (t *turnPlay) event(ev contract.ChatEvent, failure *string, yield func(cont
 }
 
 // effectiveBackend is what a turn's terminal event reports serving; the
-// model is omitted when the endpoint named none (unknown).
+// model is omitted when the model reported none (unknown).
 type effectiveBackend struct {
 	Provider string `json:"provider"`
 	Model    string `json:"model,omitzero"`
@@ -305,7 +302,7 @@ type effectiveBackend struct {
 }
 
 // backend is the effectiveBackend of the turn's terminal event.
-func (t *turnPlay) backend(served string) canonjson.Value {
-	v, _ := canonjson.ToValue(effectiveBackend{Provider: t.env.p.name, Model: served, Source: "response"})
+func (t *turnPlay) backend() canonjson.Value {
+	v, _ := canonjson.ToValue(effectiveBackend{Provider: t.env.p.cfg.Name, Model: t.served, Source: "response"})
 	return v
 }
