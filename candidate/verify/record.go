@@ -1,0 +1,113 @@
+package verify
+
+import "github.com/agentrt/agentrt/candidate"
+
+// Record kinds, verdicts and archive states of a verification record
+// (spec candidate §22 step 12).
+const (
+	RecordKind      = "agent-candidate-verification"
+	DigestAlgorithm = "rfc8785-sha256"
+	Verified        = "verified"
+	Rejected        = "rejected"
+	// ArchiveUnverified says an archive's bytes matched its sha256 and
+	// byteLength but its content was not decoded and compared with the
+	// manifest (no archive decoder exists yet).
+	ArchiveUnverified = "unverified"
+)
+
+// Verdict codes of spec candidate §22 decided in this package; gitsafe's
+// codes (repository-mismatch, base-commit-missing, …) pass through.
+const (
+	CodeParseError                = "parse-error"
+	CodeSchemaInvalid             = "schema-invalid"
+	CodeDigestMismatch            = "digest-mismatch"
+	CodeResolverBlocked           = "resolver-blocked"
+	CodeArtifactUnavailable       = "artifact-unavailable"
+	CodeArtifactLength            = "artifact-length"
+	CodeArtifactHash              = "artifact-hash"
+	CodeWorkspaceManifestMismatch = "workspace-manifest-mismatch"
+	CodeResourceHash              = "resource-hash"
+	CodeCandidateTreeMismatch     = "candidate-tree-mismatch"
+)
+
+// NotPerformed lists the §22 steps this verifier does not perform; every
+// record carries it so no reader takes their absence for a pass.
+var NotPerformed = []string{
+	"step 5 support policy (--execute-support)",
+	"step 7 archive content (no archive decoder; archives are checked by sha256 and byteLength only)",
+	"step 11 container (OCI index resolution)",
+	"step 13 materialization",
+}
+
+// Record is the verification record of spec candidate §22 step 12: a
+// project-defined document, self-digested like every candidate document.
+type Record struct {
+	Kind             string            `json:"kind"`
+	DigestAlgorithm  string            `json:"digestAlgorithm"`
+	Dialect          candidate.Dialect `json:"dialect"`
+	Verdict          string            `json:"verdict"`
+	BundleDigest     string            `json:"bundleDigest,omitzero"`
+	CarriedDigest    string            `json:"carriedDigest,omitzero"`
+	CodeKind         string            `json:"codeKind,omitzero"`
+	MaterializedTree *string           `json:"materializedTree,omitzero"`
+	Repository       *RepositoryRecord `json:"repository,omitzero"`
+	Artifacts        []ArtifactRecord  `json:"artifacts"`
+	Resources        []ResourceRecord  `json:"resources"`
+	Workspaces       []WorkspaceRecord `json:"workspaces"`
+	Entrypoint       *EntrypointRecord `json:"entrypoint,omitzero"`
+	NotPerformed     []string          `json:"notPerformed"`
+	Issues           []Issue           `json:"issues"`
+	Digest           string            `json:"digest"`
+}
+
+// RepositoryRecord is the repository and trees a no-op or git-patch
+// code was checked against.
+type RepositoryRecord struct {
+	Owner         string  `json:"owner"`
+	Repo          string  `json:"repo"`
+	BaseCommit    string  `json:"baseCommit"`
+	BaseTree      string  `json:"baseTree"`
+	CandidateTree *string `json:"candidateTree,omitzero"`
+}
+
+// ArtifactRecord is one artifact whose bytes were verified (length, then
+// sha256). Source is "embedded" or the locator kind.
+type ArtifactRecord struct {
+	Path       string `json:"path"`
+	SHA256     string `json:"sha256"`
+	ByteLength int64  `json:"byteLength"`
+	Source     string `json:"source"`
+}
+
+// ResourceRecord is one resource whose bytes were verified.
+type ResourceRecord struct {
+	Path       string `json:"path"`
+	Kind       string `json:"kind"`
+	SHA256     string `json:"sha256"`
+	ByteLength int64  `json:"byteLength"`
+}
+
+// WorkspaceRecord is one workspace snapshot whose manifest bytes were
+// verified; ArchiveContent is always ArchiveUnverified here.
+type WorkspaceRecord struct {
+	Path           string `json:"path"`
+	Digest         string `json:"digest"`
+	Files          int    `json:"files"`
+	ArchiveContent string `json:"archiveContent"`
+}
+
+// EntrypointRecord is the manifest row of an active candidate's
+// entrypoint (§22 step 10).
+type EntrypointRecord struct {
+	Path       string `json:"path"`
+	SHA256     string `json:"sha256"`
+	ByteLength int64  `json:"byteLength"`
+}
+
+// Issue is one reason for rejection: a §22 verdict code, the JSON pointer
+// of the offending value and a message.
+type Issue struct {
+	Code    string `json:"code"`
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
