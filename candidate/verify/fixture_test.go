@@ -132,7 +132,7 @@ func a2() obj {
 }
 
 // a4 is the git-patch bundle A4 (ts16) over patch, unsealed.
-func a4(t *testing.T, patch []byte, candTree string) obj {
+func a4(t testing.TB, patch []byte, candTree string) obj {
 	t.Helper()
 	material := candidate.WorkspaceManifestMaterial{Kind: candidate.KindWorkspaceManifestValue, Files: []candidate.ManifestFile{
 		{Path: "README.md", Mode: 420, SHA256: digestOf([]byte("hello\nworld\n")), ByteLength: 12},
@@ -172,7 +172,7 @@ func a4(t *testing.T, patch []byte, candTree string) obj {
 }
 
 // seal sets b's digest to its self-digest and returns its JSON bytes.
-func seal(t *testing.T, b obj) []byte {
+func seal(t testing.TB, b obj) []byte {
 	t.Helper()
 	delete(b, "digest")
 	v, err := canonjson.Decode(marshal(t, b))
@@ -187,12 +187,12 @@ func seal(t *testing.T, b obj) []byte {
 	return marshal(t, b)
 }
 
-func marshal(t *testing.T, b obj) []byte {
+func marshal(t testing.TB, b obj) []byte {
 	t.Helper()
 	return marshalJSON(t, b)
 }
 
-func marshalJSON(t *testing.T, v any) []byte {
+func marshalJSON(t testing.TB, v any) []byte {
 	t.Helper()
 	data, err := json.Marshal(v)
 	if err != nil {
