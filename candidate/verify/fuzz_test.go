@@ -21,8 +21,8 @@ func FuzzVerify(f *testing.F) {
 	f.Add(seal(f, memorySeed(s3Loc, []byte("seed"))))
 	f.Add([]byte(`{"kind":"a","kind":"b"}`))
 	f.Add([]byte("\xef\xbb\xbf{}"))
+	opts := verify.Options{Artifacts: verify.Dir(f.TempDir())}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		opts := verify.Options{Artifacts: verify.Dir(t.TempDir())}
 		r1, err1 := verify.Verify(context.Background(), data, opts)
 		r2, err2 := verify.Verify(context.Background(), data, opts)
 		if (err1 == nil) != (err2 == nil) {
