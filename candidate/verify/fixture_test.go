@@ -5,14 +5,12 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentrt/agentrt/candidate"
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/internal/gittest"
 )
 
 // Anchors of spec candidate §23.1 (A2, A4, A5).
@@ -28,62 +26,24 @@ const (
 	patchSHA256A4 = "sha256:cd921b79f26b81756efdfa74d105cf4706e563031eed63c6f698e349cd01dfc7"
 )
 
-// repoFixture is the A4 repository (§23.1), made with the system git
-// isolated from the machine's configuration.
+// repoFixture is the A4 repository (§23.1), made with the system git.
 type repoFixture struct {
-	t   *testing.T
+	*gittest.Repo
+	t   testing.TB
 	dir string
-	env []string
 }
 
-func newRepo(t *testing.T, origin string) *repoFixture {
+func newRepo(t testing.TB, origin string) *repoFixture {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Fatalf("git is required: %v", err)
-	}
-	f := &repoFixture{t: t, dir: filepath.Join(t.TempDir(), "repo"), env: []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.invalid",
-		"GIT_AUTHOR_DATE=2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2000-01-01T00:00:00Z",
-	}}
-	f.git("init", "-q", "-b", "main", f.dir)
-	f.git("-C", f.dir, "remote", "add", "origin", origin)
-	f.write(map[string]string{"README.md": "hello\n", "src/agent.js": "x:#!/usr/bin/env node\nconsole.log(\"v1\")\n"})
-	f.git("-C", f.dir, "add", "-A")
-	f.git("-C", f.dir, "commit", "-q", "-m", "base")
-	if got := f.git("-C", f.dir, "rev-parse", "HEAD"); got != baseCommitA4 {
+	r := gittest.New(t, origin, gittest.Identity{Name: "T", Email: "t@example.invalid", Date: "2000-01-01T00:00:00Z"})
+	f := &repoFixture{Repo: r, t: t, dir: r.Dir}
+	f.Write(map[string]string{"README.md": "hello\n", "src/agent.js": "x:#!/usr/bin/env node\nconsole.log(\"v1\")\n"})
+	f.Git("-C", f.dir, "add", "-A")
+	f.Git("-C", f.dir, "commit", "-q", "-m", "base")
+	if got := f.Git("-C", f.dir, "rev-parse", "HEAD"); got != baseCommitA4 {
 		t.Fatalf("fixture base commit %s, want the A4 anchor %s", got, baseCommitA4)
 	}
 	return f
-}
-
-func (f *repoFixture) git(args ...string) string {
-	f.t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Env = f.env
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		f.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// write writes files (a content prefix "x:" makes the file executable).
-func (f *repoFixture) write(files map[string]string) {
-	f.t.Helper()
-	for p, c := range files {
-		mode := os.FileMode(0o644)
-		if rest, ok := strings.CutPrefix(c, "x:"); ok {
-			c, mode = rest, 0o755
-		}
-		full := filepath.Join(f.dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			f.t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), mode); err != nil {
-			f.t.Fatal(err)
-		}
-	}
 }
 
 // diff returns `git diff --binary` of the work tree against HEAD and the
@@ -92,15 +52,10 @@ func (f *repoFixture) write(files map[string]string) {
 func (f *repoFixture) diff(change func()) (patch []byte, tree string) {
 	f.t.Helper()
 	change()
-	f.git("-C", f.dir, "add", "-A")
-	cmd := exec.Command("git", "-C", f.dir, "diff", "--cached", "--binary")
-	cmd.Env = f.env
-	patch, err := cmd.Output()
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	tree = f.git("-C", f.dir, "write-tree")
-	f.git("-C", f.dir, "reset", "-q", "--hard", "HEAD")
+	f.Git("-C", f.dir, "add", "-A")
+	patch = f.Output("-C", f.dir, "diff", "--cached", "--binary")
+	tree = f.Git("-C", f.dir, "write-tree")
+	f.Git("-C", f.dir, "reset", "-q", "--hard", "HEAD")
 	return patch, tree
 }
 

@@ -66,7 +66,7 @@ func newGitFixture(t *testing.T) *gitFixture {
 	t.Helper()
 	r := newRepo(t, githubOrigin)
 	patch, tree := r.diff(func() {
-		r.write(map[string]string{"README.md": "hello\nworld\n", "src/agent.js": "x:#!/usr/bin/env node\nconsole.log(\"v2\")\n"})
+		r.Write(map[string]string{"README.md": "hello\nworld\n", "src/agent.js": "x:#!/usr/bin/env node\nconsole.log(\"v2\")\n"})
 	})
 	if digestOf(patch) != patchSHA256A4 || len(patch) != 309 || tree != candTreeA4 {
 		t.Fatalf("A4 patch %s (%d B), tree %s; want the §23.1 anchors", digestOf(patch), len(patch), tree)
@@ -95,7 +95,7 @@ func TestDisabledBothDialects(t *testing.T) {
 // TestGitPatchVerified: V02, A4 with the repository fixture present.
 func TestGitPatchVerified(t *testing.T) {
 	g := newGitFixture(t)
-	before := g.repo.git("-C", g.repo.dir, "count-objects", "-v")
+	before := g.repo.Git("-C", g.repo.dir, "count-objects", "-v")
 	rec := run(t, seal(t, a4(t, g.patch, g.tree)), g.opts)
 	if rec.BundleDigest != digestA4 || rec.MaterializedTree == nil || *rec.MaterializedTree != candTreeA4 {
 		t.Fatalf("A4 record digest %s, tree %v", rec.BundleDigest, rec.MaterializedTree)
@@ -119,7 +119,7 @@ func TestGitPatchVerified(t *testing.T) {
 	if len(rec.Resources) != 1 || rec.Resources[0].Path != "/profile/resources/files/0/resource" {
 		t.Fatalf("resources %+v", rec.Resources)
 	}
-	if after := g.repo.git("-C", g.repo.dir, "count-objects", "-v"); after != before {
+	if after := g.repo.Git("-C", g.repo.dir, "count-objects", "-v"); after != before {
 		t.Fatalf("verification changed the object store:\n%s\n%s", before, after)
 	}
 	// The seed-dialect twin verifies too.
