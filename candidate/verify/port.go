@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -39,7 +40,9 @@ type StreamReader interface {
 
 // Key is the identity of verified bytes: sha256 and byteLength (§3.4).
 type Key struct {
-	SHA256     string
+	// SHA256 is the "sha256:" digest of the bytes.
+	SHA256 string
+	// ByteLength is their length.
 	ByteLength int64
 }
 
@@ -60,7 +63,7 @@ type Dir string
 // ReadStream opens the file named by ref's sha256.
 func (d Dir) ReadStream(_ context.Context, ref candidate.ArtifactRef) (io.ReadCloser, error) {
 	hex, ok := strings.CutPrefix(ref.SHA256, "sha256:")
-	if !ok || len(hex) != 64 || strings.ContainsAny(hex, `/\.`) {
+	if !ok || len(hex) != 64 || strings.Trim(hex, "0123456789abcdef") != "" {
 		return nil, fmt.Errorf("%w: %q is not a sha256 digest", ErrUnavailable, ref.SHA256)
 	}
 	f, err := os.Open(filepath.Join(string(d), hex))
@@ -119,7 +122,7 @@ func (r *Resolver) ReadStream(ctx context.Context, ref candidate.ArtifactRef) (i
 		if err != nil {
 			return nil, err
 		}
-		return io.NopCloser(strings.NewReader(string(data))), nil
+		return io.NopCloser(bytes.NewReader(data)), nil
 	default:
 		return nil, fmt.Errorf("%w: locator kind %q", ErrUnavailable, loc.Kind)
 	}

@@ -42,22 +42,43 @@ var NotPerformed = []string{
 // Record is the verification record of spec candidate §22 step 12: a
 // project-defined document, self-digested like every candidate document.
 type Record struct {
-	Kind             string            `json:"kind"`
-	DigestAlgorithm  string            `json:"digestAlgorithm"`
-	Dialect          candidate.Dialect `json:"dialect"`
-	Verdict          string            `json:"verdict"`
-	BundleDigest     string            `json:"bundleDigest,omitzero"`
-	CarriedDigest    string            `json:"carriedDigest,omitzero"`
-	CodeKind         string            `json:"codeKind,omitzero"`
-	MaterializedTree *string           `json:"materializedTree,omitzero"`
-	Repository       *RepositoryRecord `json:"repository,omitzero"`
-	Artifacts        []ArtifactRecord  `json:"artifacts"`
-	Resources        []ResourceRecord  `json:"resources"`
-	Workspaces       []WorkspaceRecord `json:"workspaces"`
-	Entrypoint       *EntrypointRecord `json:"entrypoint,omitzero"`
-	NotPerformed     []string          `json:"notPerformed"`
-	Issues           []Issue           `json:"issues"`
-	Digest           string            `json:"digest"`
+	// Kind is RecordKind.
+	Kind string `json:"kind"`
+	// DigestAlgorithm is DigestAlgorithm.
+	DigestAlgorithm string `json:"digestAlgorithm"`
+	// Dialect is the dialect the bundle was read in (the requested one
+	// when the bytes could not be decoded).
+	Dialect candidate.Dialect `json:"dialect"`
+	// Verdict is Verified when Issues is empty, else Rejected.
+	Verdict string `json:"verdict"`
+	// BundleDigest is the computed digest; absent when the bundle has no
+	// canonical form (a parse error, a lone surrogate).
+	BundleDigest string `json:"bundleDigest,omitzero"`
+	// CarriedDigest is the bundle's own digest member, untrusted.
+	CarriedDigest string `json:"carriedDigest,omitzero"`
+	// CodeKind is code.kind of a schema-valid bundle.
+	CodeKind string `json:"codeKind,omitzero"`
+	// MaterializedTree is the tree a verified no-op or git-patch code
+	// materializes.
+	MaterializedTree *string `json:"materializedTree,omitzero"`
+	// Repository is the repository a no-op or git-patch code names.
+	Repository *RepositoryRecord `json:"repository,omitzero"`
+	// Artifacts are the artifacts whose bytes were verified, in §22 order.
+	Artifacts []ArtifactRecord `json:"artifacts"`
+	// Resources are the resources whose bytes were verified, in §4.2
+	// order.
+	Resources []ResourceRecord `json:"resources"`
+	// Workspaces are the workspace snapshots whose manifests were
+	// verified.
+	Workspaces []WorkspaceRecord `json:"workspaces"`
+	// Entrypoint is the manifest row of an active candidate's entrypoint.
+	Entrypoint *EntrypointRecord `json:"entrypoint,omitzero"`
+	// NotPerformed lists the §22 steps this verifier skipped.
+	NotPerformed []string `json:"notPerformed"`
+	// Issues are every reason for rejection.
+	Issues []Issue `json:"issues"`
+	// Digest is the record's self-digest (candidate.SelfDigest).
+	Digest string `json:"digest"`
 }
 
 // RepositoryRecord is the repository and trees a no-op or git-patch
