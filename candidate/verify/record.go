@@ -84,51 +84,78 @@ type Record struct {
 // RepositoryRecord is the repository and trees a no-op or git-patch
 // code was checked against.
 type RepositoryRecord struct {
-	Owner         string  `json:"owner"`
-	Repo          string  `json:"repo"`
-	BaseCommit    string  `json:"baseCommit"`
-	BaseTree      string  `json:"baseTree"`
+	// Owner and Repo name the GitHub repository.
+	Owner string `json:"owner"`
+	Repo  string `json:"repo"`
+	// BaseCommit is the commit the code starts from.
+	BaseCommit string `json:"baseCommit"`
+	// BaseTree is BaseCommit's tree.
+	BaseTree string `json:"baseTree"`
+	// CandidateTree is a git-patch code's declared result tree.
 	CandidateTree *string `json:"candidateTree,omitzero"`
 }
 
 // ArtifactRecord is one artifact whose bytes were verified (length, then
 // sha256). Source is "embedded" or the locator kind.
 type ArtifactRecord struct {
-	Path       string `json:"path"`
-	SHA256     string `json:"sha256"`
-	ByteLength int64  `json:"byteLength"`
-	Source     string `json:"source"`
+	// Path is the JSON pointer of the value in the bundle (for an
+	// entrypoint, its path in the workspace).
+	Path string `json:"path"`
+	// SHA256 is the "sha256:" digest of the verified bytes.
+	SHA256 string `json:"sha256"`
+	// ByteLength is their length.
+	ByteLength int64 `json:"byteLength"`
+	// Source is "embedded" or the locator kind the bytes came through.
+	Source string `json:"source"`
 }
 
 // ResourceRecord is one resource whose bytes were verified.
 type ResourceRecord struct {
-	Path       string `json:"path"`
-	Kind       string `json:"kind"`
-	SHA256     string `json:"sha256"`
-	ByteLength int64  `json:"byteLength"`
+	// Path is the JSON pointer of the value in the bundle (for an
+	// entrypoint, its path in the workspace).
+	Path string `json:"path"`
+	// Kind is the resource kind, inline or github.
+	Kind string `json:"kind"`
+	// SHA256 is the "sha256:" digest of the verified bytes.
+	SHA256 string `json:"sha256"`
+	// ByteLength is their length.
+	ByteLength int64 `json:"byteLength"`
 }
 
 // WorkspaceRecord is one workspace snapshot whose manifest bytes were
 // verified; ArchiveContent is always ArchiveUnverified here.
 type WorkspaceRecord struct {
-	Path           string `json:"path"`
-	Digest         string `json:"digest"`
-	Files          int    `json:"files"`
+	// Path is the JSON pointer of the value in the bundle (for an
+	// entrypoint, its path in the workspace).
+	Path string `json:"path"`
+	// Digest is the snapshot digest, the manifest's sha256.
+	Digest string `json:"digest"`
+	// Files is the number of files in the manifest.
+	Files int `json:"files"`
+	// ArchiveContent is ArchiveUnverified: the archive was checked by
+	// length and sha256 only.
 	ArchiveContent string `json:"archiveContent"`
 }
 
 // EntrypointRecord is the manifest row of an active candidate's
 // entrypoint (§22 step 10).
 type EntrypointRecord struct {
-	Path       string `json:"path"`
-	SHA256     string `json:"sha256"`
-	ByteLength int64  `json:"byteLength"`
+	// Path is the JSON pointer of the value in the bundle (for an
+	// entrypoint, its path in the workspace).
+	Path string `json:"path"`
+	// SHA256 is the "sha256:" digest of the verified bytes.
+	SHA256 string `json:"sha256"`
+	// ByteLength is their length.
+	ByteLength int64 `json:"byteLength"`
 }
 
 // Issue is one reason for rejection: a §22 verdict code, the JSON pointer
 // of the offending value and a message.
 type Issue struct {
-	Code    string `json:"code"`
-	Path    string `json:"path"`
+	// Code is the §22 verdict code.
+	Code string `json:"code"`
+	// Path is the JSON pointer of the offending value.
+	Path string `json:"path"`
+	// Message says what was found.
 	Message string `json:"message"`
 }
