@@ -361,3 +361,54 @@ func TestRecordIsCanonicalJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestGitPatchShapes: G7, a binary patch verifies when candidateTree
+// matches the §23.2 anchor; G8, a patch deleting every file yields the
+// empty tree (unsafe-tree).
+func TestGitPatchShapes(t *testing.T) {
+	g := newGitFixture(t)
+	patch, tree := g.repo.diff(func() { g.repo.Write(map[string]string{"bin.dat": "binary\x00\x01\x02"}) })
+	if tree != "18c849433daef331760cf511d76982d28572f2f2" || !strings.Contains(string(patch), "GIT binary patch") {
+		t.Fatalf("G7 tree %s, patch %q", tree, patch)
+	}
+	rec := run(t, seal(t, a4(t, patch, tree)), g.opts)
+	if *rec.MaterializedTree != tree {
+		t.Fatalf("G7 materialized %s", *rec.MaterializedTree)
+	}
+	patch, tree = g.repo.diff(func() { g.repo.Git("-C", g.repo.Dir, "rm", "-q", "-r", ".") })
+	run(t, seal(t, a4(t, patch, tree)), g.opts, "unsafe-tree")
+}
+
+// TestResourceCommit: a github resource pinned to a commit the
+// repository lacks, or to a tree id, is resource-commit.
+func TestResourceCommit(t *testing.T) {
+	g := newGitFixture(t)
+	for _, commit := range []string{strings.Repeat("e", 40), baseTreeA4} {
+		b := a4(t, g.patch, g.tree)
+		b["profile"].(obj)["resources"].(obj)["tools"] = []any{obj{"kind": "github", "repository": obj{"kind": "github", "owner": "example", "repo": "agent"},
+			"path": "README.md", "commit": commit, "sha256": digestOf([]byte("hello\n")), "byteLength": 6}}
+		run(t, seal(t, b), g.opts, "resource-commit")
+	}
+}
+
+// TestIPFSResolver: an ipfs memory seed read through a permitted local
+// gateway verifies and is recorded with source ipfs.
+func TestIPFSResolver(t *testing.T) {
+	seedBytes := []byte("ipfs seed")
+	cid := "b" + strings.Repeat("a", 58)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/ipfs/"+cid+"/seed.json" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(seedBytes)
+	}))
+	defer srv.Close()
+	client := netsafe.NewClient(netsafe.Options{Permit: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	data := seal(t, memorySeed(obj{"kind": "ipfs", "cid": cid, "path": "seed.json"}, seedBytes))
+	rec := run(t, data, verify.Options{Artifacts: &verify.Resolver{IPFSGateway: srv.URL, Client: client}})
+	if rec.Artifacts[0].Source != "ipfs" {
+		t.Fatalf("artifacts %+v", rec.Artifacts)
+	}
+	run(t, data, verify.Options{Artifacts: &verify.Resolver{IPFSGateway: srv.URL}}, verify.CodeResolverBlocked)
+}
