@@ -412,3 +412,41 @@ func TestIPFSResolver(t *testing.T) {
 	}
 	run(t, data, verify.Options{Artifacts: &verify.Resolver{IPFSGateway: srv.URL}}, verify.CodeResolverBlocked)
 }
+
+// TestKnowledgeArtifacts: V46, a knowledge block whose snapshot is the A4
+// workspace: integrity verifies, the artifacts come in §22 order, the
+// repeated manifest is served from the (sha256, byteLength) cache, and a
+// missing retrievalConfig ref is artifact-unavailable.
+func TestKnowledgeArtifacts(t *testing.T) {
+	g := newGitFixture(t)
+	config := []byte(`{"topK":4}`)
+	knowledge := func(b obj) obj {
+		h := "sha256:" + strings.Repeat("1", 64)
+		b["knowledge"] = obj{
+			"candidate": obj{"kind": "knowledge-improvement-candidate", "runId": "run-1", "candidateId": "cand-1", "goalHash": h, "baseHash": h,
+				"candidateHash": h, "evidenceHash": h, "promotionPlanHash": h},
+			"snapshot":        b["execution"].(obj)["workspace"],
+			"retrievalConfig": obj{"locator": s3Loc, "sha256": digestOf(config), "byteLength": len(config)},
+			"evaluation":      embedded([]byte("evaluation report")),
+		}
+		return b
+	}
+	data := seal(t, knowledge(a4(t, g.patch, g.tree)))
+	run(t, data, g.opts, verify.CodeArtifactUnavailable)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, strings.TrimPrefix(digestOf(config), "sha256:")), config, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := g.opts
+	opts.Artifacts = verify.Dir(dir)
+	rec := run(t, data, opts)
+	var paths []string
+	for _, a := range rec.Artifacts {
+		paths = append(paths, a.Path)
+	}
+	want := []string{"/code/patch/artifact", "/execution/workspace/manifest", "/execution/workspace/archive",
+		"/knowledge/snapshot/manifest", "/knowledge/snapshot/archive", "/knowledge/retrievalConfig", "/knowledge/evaluation"}
+	if !slices.Equal(paths, want) || len(rec.Workspaces) != 2 {
+		t.Fatalf("artifacts %v, workspaces %+v", paths, rec.Workspaces)
+	}
+}
