@@ -450,3 +450,17 @@ func TestKnowledgeArtifacts(t *testing.T) {
 		t.Fatalf("artifacts %v, workspaces %+v", paths, rec.Workspaces)
 	}
 }
+
+// TestResolverUnreachable: a resolver that cannot connect is an
+// operational error (exit 2), not a rejection.
+func TestResolverUnreachable(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	endpoint := srv.URL
+	srv.Close() // nothing listens there any more
+	client := netsafe.NewClient(netsafe.Options{Permit: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	rec, err := verify.Verify(context.Background(), seal(t, memorySeed(s3Loc, []byte("seed"))),
+		verify.Options{Artifacts: &verify.Resolver{S3Endpoint: endpoint, Client: client}})
+	if err == nil || rec != nil {
+		t.Fatalf("Verify = %+v, %v; want an operational error", rec, err)
+	}
+}
