@@ -55,9 +55,9 @@
 //
 // # Open items
 //
-//   - The integrity verifier's artifact, repository and Git steps,
-//     network resolvers and materialization belong to other packages and
-//     are not here.
+//   - The integrity verifier (spec §22) is package candidate/verify, over
+//     candidate/gitsafe and candidate/netsafe; materialization is not
+//     implemented yet.
 //
 // The package is layer 1: it imports canonjson, schema, harness, profile,
 // contract and internal/whatwgurl (WHATWG host normalization for the

@@ -6,68 +6,38 @@ import (
 	"crypto/sha256"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentrt/agentrt/candidate/gitsafe"
+	"github.com/agentrt/agentrt/internal/gittest"
 )
 
 // fixture is a real repository made with the system git, isolated from
 // the machine's configuration.
 type fixture struct {
+	*gittest.Repo
 	t   *testing.T
 	dir string
-	env []string
 }
 
 func newFixture(t *testing.T, origin string) *fixture {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Fatalf("git is required: %v", err)
-	}
-	home := t.TempDir()
-	f := &fixture{t: t, dir: filepath.Join(t.TempDir(), "repo"), env: []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com",
-		"GIT_AUTHOR_DATE=2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2026-01-01T00:00:00Z",
-	}}
-	f.git("init", "-q", "-b", "main", f.dir)
-	if origin != "" {
-		f.git("-C", f.dir, "remote", "add", "origin", origin)
-	}
-	return f
+	r := gittest.New(t, origin, gittest.Identity{Name: "t", Email: "t@example.com", Date: "2026-01-01T00:00:00Z"})
+	return &fixture{Repo: r, t: t, dir: r.Dir}
 }
 
 func (f *fixture) git(args ...string) string {
 	f.t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Env = f.env
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		f.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return f.Git(args...)
 }
 
 // commit writes files (path → content; a mode prefix "x:" makes it
 // executable) and commits them, returning the commit and tree ids.
 func (f *fixture) commit(files map[string]string) (commit, tree string) {
 	f.t.Helper()
-	for p, c := range files {
-		mode := os.FileMode(0o644)
-		if rest, ok := strings.CutPrefix(c, "x:"); ok {
-			c, mode = rest, 0o755
-		}
-		full := filepath.Join(f.dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			f.t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), mode); err != nil {
-			f.t.Fatal(err)
-		}
-	}
+	f.Write(files)
 	f.git("-C", f.dir, "add", "-A")
 	f.git("-C", f.dir, "commit", "-q", "-m", "c")
 	return f.git("-C", f.dir, "rev-parse", "HEAD"), f.git("-C", f.dir, "rev-parse", "HEAD^{tree}")

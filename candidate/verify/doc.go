@@ -1,0 +1,58 @@
+// Package verify is the candidate integrity verifier of spec candidate
+// §22: [Verify] reads an AgentCandidateBundle's bytes and returns a
+// self-digested verification [Record] whose verdict is "verified" or
+// "rejected" with issues carrying §22's verdict codes.
+//
+// It builds on package candidate (strict decoding, both dialects, the
+// schema and the digest rule), candidate/gitsafe (repository admission,
+// base commit and tree, patch application in a temporary index, safe
+// trees, resource blobs) and candidate/netsafe (the address-checking
+// resolver client); it re-implements none of their rules.
+//
+// # Steps performed
+//
+//   - 1 read: size cap, UTF-8, no byte order mark, strict JSON, an object
+//     at the top (parse-error).
+//   - 2 dialect: auto (the default), seed or ts16; the record names the
+//     dialect used.
+//   - 3 schema: every issue with its JSON pointer (schema-invalid).
+//   - 4 digest: carried against computed (digest-mismatch).
+//   - 6 artifacts in §22 order (code.patch.artifact, execution.workspace
+//     manifest and archive, knowledge snapshot manifest and archive,
+//     retrievalConfig, evaluation, memory.seed): embedded bytes decoded,
+//     refs read through an [ArtifactPort]; length first, then sha256;
+//     verified bytes cached by (sha256, byteLength) (resolver-blocked,
+//     artifact-unavailable, artifact-length, artifact-hash).
+//   - 7 workspace snapshots: manifest bytes equal JCS(material) and hash
+//     to the digest (workspace-manifest-mismatch). Archive content is
+//     NOT decoded: no archive decoder exists yet, so every workspace is
+//     recorded with archiveContent "unverified" (its bytes were checked
+//     by length and sha256 only).
+//   - 8 resources in §4.2 order: inline and github (repository-mismatch,
+//     resource-commit, resource-path, resource-hash).
+//   - 9 code: disabled, no-op and git-patch (base-commit-missing,
+//     base-tree-mismatch, patch-does-not-apply, candidate-tree-mismatch,
+//     unsafe-tree) and materializedTree.
+//   - 10 entrypoint evidence from the workspace manifest.
+//   - 12 the verification record, self-digested with candidate's rule.
+//
+// # Steps not performed
+//
+// Step 5 (the --execute-support policy), step 11 (OCI container
+// resolution) and step 13 (materialization) are not performed, and the
+// step 7 archive decoding is missing; every record lists them in
+// notPerformed, so a "verified" record never claims them.
+//
+// # Ports
+//
+// [Dir] is a local content-addressed directory (files named by sha256
+// hex); [Resolver] fetches s3 and ipfs locators through a netsafe client
+// and private-cas from a configured port, else artifact-unavailable;
+// [Chain] tries ports in order.
+//
+// Errors returned by Verify are operational (I/O, git missing, a
+// repository not mapped, a resolver unreachable); a command maps them to
+// exit status 2, a rejection to 1 and a verified bundle to 0.
+//
+// The package is layer 1.
+package verify

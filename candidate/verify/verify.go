@@ -1,0 +1,464 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/agentrt/agentrt/candidate"
+	"github.com/agentrt/agentrt/candidate/gitsafe"
+	"github.com/agentrt/agentrt/candidate/netsafe"
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/schema"
+)
+
+// DefaultMaxBytes is the bundle size cap when Options.MaxBytes is 0.
+const DefaultMaxBytes = 64 << 20
+
+// Options configure Verify.
+type Options struct {
+	// Dialect is the envelope dialect; "" means candidate.DialectAuto.
+	Dialect candidate.Dialect
+	// MaxBytes caps the bundle size; 0 means DefaultMaxBytes.
+	MaxBytes int
+	// Artifacts reads artifact refs; nil makes every ref unavailable.
+	Artifacts ArtifactPort
+	// Repositories maps "owner/repo" to a local repository path (object
+	// stores already present; nothing is fetched). A repository the
+	// bundle needs and the map lacks is an operational error.
+	Repositories map[string]string
+	// Git configures gitsafe.
+	Git gitsafe.Options
+}
+
+// ErrRepositoryNotMapped is wrapped by Verify's error when the bundle
+// names a repository Options.Repositories does not map.
+var ErrRepositoryNotMapped = errors.New("verify: repository not mapped to a local path")
+
+// Verify runs the integrity verifier of spec candidate §22 over a bundle's
+// bytes: steps 1–4, 6–10 and 12 (steps 5, 11 and 13 are not performed;
+// the record lists them in NotPerformed). A rejection is a Record with
+// verdict "rejected" and its issues; the error is only for operational
+// failures (I/O, git missing, a repository not mapped, a resolver
+// unreachable), when no record is returned.
+func Verify(ctx context.Context, data []byte, opts Options) (*Record, error) {
+	v := &verifier{opts: opts, cache: map[Key][]byte{}, repos: map[string]*gitsafe.Repo{}}
+	v.rec = &Record{
+		Kind: RecordKind, DigestAlgorithm: DigestAlgorithm, Dialect: opts.Dialect,
+		Artifacts: []ArtifactRecord{}, Resources: []ResourceRecord{}, Workspaces: []WorkspaceRecord{},
+		NotPerformed: NotPerformed, Issues: []Issue{},
+	}
+	if v.rec.Dialect == "" {
+		v.rec.Dialect = candidate.DialectAuto
+	}
+	if err := v.run(ctx, data); err != nil {
+		return nil, err
+	}
+	return v.finish()
+}
+
+type verifier struct {
+	opts  Options
+	rec   *Record
+	cache map[Key][]byte
+	repos map[string]*gitsafe.Repo
+}
+
+func (v *verifier) issue(code, path, format string, args ...any) {
+	v.rec.Issues = append(v.rec.Issues, Issue{Code: code, Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+func (v *verifier) finish() (*Record, error) {
+	v.rec.Verdict = Verified
+	if len(v.rec.Issues) > 0 {
+		v.rec.Verdict = Rejected
+	}
+	d, err := candidate.SelfDigest(v.rec)
+	if err != nil {
+		return nil, fmt.Errorf("verify: digesting the record: %w", err)
+	}
+	v.rec.Digest = d
+	return v.rec, nil
+}
+
+func (v *verifier) run(ctx context.Context, data []byte) error {
+	// Step 1: read and decode strictly.
+	limit := v.opts.MaxBytes
+	if limit <= 0 {
+		limit = DefaultMaxBytes
+	}
+	switch {
+	case len(data) > limit:
+		v.issue(CodeParseError, "", "the bundle is %d bytes, more than %d", len(data), limit)
+	case bytes.HasPrefix(data, []byte("\xef\xbb\xbf")):
+		v.issue(CodeParseError, "", "the bundle starts with a byte order mark")
+	case !utf8.Valid(data):
+		v.issue(CodeParseError, "", "the bundle is not valid UTF-8")
+	}
+	if len(v.rec.Issues) > 0 {
+		return nil
+	}
+	val, err := schema.Decode(candidate.KindBundle, data)
+	if err != nil {
+		return v.schemaIssues(CodeParseError, err)
+	}
+	if val.Kind() != canonjson.Object {
+		v.issue(CodeParseError, "", "the top level is not an object")
+		return nil
+	}
+	// Step 2: dialect.
+	dialect := v.rec.Dialect.Resolve(val)
+	v.rec.Dialect = dialect
+	if c, ok := val.Get("digest"); ok && c.Kind() == canonjson.String {
+		v.rec.CarriedDigest = c.Str()
+	}
+	// Step 3: schema, every issue.
+	b, err := contract.FromValue[candidate.Bundle](candidate.KindBundle, candidate.BundleSchemaFor(dialect), val)
+	if err != nil {
+		if d, derr := candidate.SelfDigestValue(val); derr == nil {
+			v.rec.BundleDigest = d
+		}
+		return v.schemaIssues(CodeSchemaInvalid, err)
+	}
+	// Step 4: digest.
+	computed, err := candidate.Digest(b)
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	v.rec.BundleDigest = computed
+	v.rec.CodeKind = b.Code.Kind
+	if computed != b.Digest {
+		v.issue(CodeDigestMismatch, "/digest", "carried %s, computed %s", b.Digest, computed)
+	}
+	// Step 6: artifacts, in §22 order.
+	if err := v.artifacts(ctx, b); err != nil {
+		return err
+	}
+	// Step 7: workspace snapshots.
+	v.workspace("/execution/workspace", b.Execution.Workspace)
+	if b.Knowledge != nil {
+		v.workspace("/knowledge/snapshot", &b.Knowledge.Snapshot)
+	}
+	// Step 8: resources.
+	if err := v.resources(ctx, b.Profile.Resources); err != nil {
+		return err
+	}
+	// Step 9: code.
+	if err := v.code(ctx, &b.Code); err != nil {
+		return err
+	}
+	// Step 10: entrypoint evidence.
+	v.entrypoint(b)
+	return nil
+}
+
+// schemaIssues turns a *schema.Error into issues with code; any other
+// error is operational.
+func (v *verifier) schemaIssues(code string, err error) error {
+	var se *schema.Error
+	if !errors.As(err, &se) {
+		return fmt.Errorf("verify: %w", err)
+	}
+	for _, is := range se.Issues {
+		v.issue(code, is.Path, "%s (%s)", is.Message, is.Code)
+	}
+	return nil
+}
+
+// artifact is one captured artifact to verify: embedded bytes or a ref.
+type artifact struct {
+	path     string
+	embedded *string
+	ref      *candidate.ArtifactRef
+	key      Key
+}
+
+func captured(path string, c *candidate.CapturedArtifact) artifact {
+	a := artifact{path: path, key: Key{c.SHA256, c.ByteLength}}
+	if c.Locator != nil {
+		a.ref = &candidate.ArtifactRef{Locator: *c.Locator, SHA256: c.SHA256, ByteLength: c.ByteLength}
+	} else {
+		a.embedded = c.Content
+	}
+	return a
+}
+
+func (v *verifier) artifacts(ctx context.Context, b *candidate.Bundle) error {
+	var list []artifact
+	if p := b.Code.Patch; p != nil {
+		content := p.Artifact.Content
+		list = append(list, artifact{path: "/code/patch/artifact", embedded: &content, key: Key{p.Artifact.SHA256, p.Artifact.ByteLength}})
+	}
+	if w := b.Execution.Workspace; w != nil {
+		list = append(list, captured("/execution/workspace/manifest", &w.Manifest), captured("/execution/workspace/archive", &w.Archive))
+	}
+	if k := b.Knowledge; k != nil {
+		list = append(list, captured("/knowledge/snapshot/manifest", &k.Snapshot.Manifest), captured("/knowledge/snapshot/archive", &k.Snapshot.Archive))
+		if k.RetrievalConfig != nil {
+			list = append(list, captured("/knowledge/retrievalConfig", k.RetrievalConfig))
+		}
+		list = append(list, captured("/knowledge/evaluation", &k.Evaluation))
+	}
+	if s := b.Memory.Seed; s != nil {
+		list = append(list, artifact{path: "/memory/seed", ref: s, key: Key{s.SHA256, s.ByteLength}})
+	}
+	for _, a := range list {
+		if err := v.artifact(ctx, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// artifact verifies one artifact per §3.4: bytes, then length, then
+// sha256; verified bytes are cached by (sha256, byteLength).
+func (v *verifier) artifact(ctx context.Context, a artifact) error {
+	source := "embedded"
+	if a.ref != nil {
+		source = a.ref.Locator.Kind
+	}
+	if _, ok := v.cache[a.key]; ok {
+		v.rec.Artifacts = append(v.rec.Artifacts, ArtifactRecord{a.path, a.key.SHA256, a.key.ByteLength, source})
+		return nil
+	}
+	var data []byte
+	if a.embedded != nil {
+		var err error
+		if data, err = base64.StdEncoding.Strict().DecodeString(*a.embedded); err != nil {
+			v.issue(CodeArtifactLength, a.path, "content is not canonical base64: %v", err)
+			return nil
+		}
+	} else {
+		var err error
+		data, err = v.read(ctx, *a.ref)
+		switch {
+		case errors.Is(err, netsafe.ErrBlocked):
+			v.issue(CodeResolverBlocked, a.path, "%v", err)
+			return nil
+		case errors.Is(err, ErrUnavailable):
+			v.issue(CodeArtifactUnavailable, a.path, "%v", err)
+			return nil
+		case errors.Is(err, netsafe.ErrTooLarge):
+			v.issue(CodeArtifactLength, a.path, "the store returned more than %d bytes", a.key.ByteLength)
+			return nil
+		case err != nil:
+			return fmt.Errorf("verify: reading %s: %w", a.path, err)
+		}
+	}
+	if int64(len(data)) != a.key.ByteLength {
+		v.issue(CodeArtifactLength, a.path, "%d bytes, declared %d", len(data), a.key.ByteLength)
+		return nil
+	}
+	if got := sha256Digest(data); got != a.key.SHA256 {
+		v.issue(CodeArtifactHash, a.path, "bytes hash to %s, declared %s", got, a.key.SHA256)
+		return nil
+	}
+	v.cache[a.key] = data
+	v.rec.Artifacts = append(v.rec.Artifacts, ArtifactRecord{a.path, a.key.SHA256, a.key.ByteLength, source})
+	return nil
+}
+
+func (v *verifier) read(ctx context.Context, ref candidate.ArtifactRef) ([]byte, error) {
+	switch p := v.opts.Artifacts.(type) {
+	case nil:
+		return nil, fmt.Errorf("%w: no artifact port is configured", ErrUnavailable)
+	case StreamReader:
+		return readAll(ctx, p, ref)
+	default:
+		return p.Read(ctx, ref)
+	}
+}
+
+func sha256Digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// workspace checks step 7: the manifest bytes verified in step 6 are
+// exactly JCS(material) and hash to the snapshot digest. The archive's
+// content is not decoded (ArchiveUnverified).
+func (v *verifier) workspace(path string, w *candidate.WorkspaceSnapshotEvidence) {
+	if w == nil {
+		return
+	}
+	data, ok := v.cache[Key{w.Manifest.SHA256, w.Manifest.ByteLength}]
+	if !ok {
+		return // step 6 already reported the manifest
+	}
+	want, err := candidate.MaterialBytes(&w.Material)
+	if err != nil {
+		v.issue(CodeWorkspaceManifestMismatch, path+"/material", "%v", err)
+		return
+	}
+	if !bytes.Equal(data, want) {
+		v.issue(CodeWorkspaceManifestMismatch, path+"/manifest", "the manifest bytes are not the canonical JSON of the material")
+		return
+	}
+	if got := sha256Digest(data); got != w.Digest {
+		v.issue(CodeWorkspaceManifestMismatch, path+"/digest", "the manifest hashes to %s, digest is %s", got, w.Digest)
+		return
+	}
+	v.rec.Workspaces = append(v.rec.Workspaces, WorkspaceRecord{Path: path, Digest: w.Digest, Files: len(w.Material.Files), ArchiveContent: ArchiveUnverified})
+}
+
+// resources checks step 8 in the order of §4.2.
+func (v *verifier) resources(ctx context.Context, r *candidate.Resources) error {
+	if r == nil {
+		return nil
+	}
+	base := "/profile/resources"
+	for i := range r.Files {
+		if err := v.resource(ctx, fmt.Sprintf("%s/files/%d/resource", base, i), &r.Files[i].Resource); err != nil {
+			return err
+		}
+	}
+	for _, g := range []struct {
+		name string
+		refs []candidate.ResourceRef
+	}{{"tools", r.Tools}, {"skills", r.Skills}, {"agents", r.Agents}, {"commands", r.Commands}} {
+		for i := range g.refs {
+			if err := v.resource(ctx, base+"/"+g.name+"/"+strconv.Itoa(i), &g.refs[i]); err != nil {
+				return err
+			}
+		}
+	}
+	if r.Instructions != nil && r.Instructions.Ref != nil {
+		return v.resource(ctx, base+"/instructions", r.Instructions.Ref)
+	}
+	return nil
+}
+
+func (v *verifier) resource(ctx context.Context, path string, r *candidate.ResourceRef) error {
+	var data []byte
+	switch r.Kind {
+	case "inline":
+		data = []byte(deref(r.Content))
+	case "github":
+		repo, err := v.repo(ctx, path+"/repository", r.Repository)
+		if repo == nil || err != nil {
+			return err
+		}
+		data, err = repo.Blob(ctx, deref(r.Commit), deref(r.Path), r.ByteLength)
+		var re *gitsafe.RefusedError
+		if errors.As(err, &re) {
+			code := re.Code
+			if code == gitsafe.CodeResourceTooLarge {
+				code = CodeResourceHash // the length check of §22 step 8
+			}
+			v.issue(code, path, "%s", re.Detail)
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("verify: %s: %w", path, err)
+		}
+	default:
+		return fmt.Errorf("verify: %s: resource kind %q", path, r.Kind)
+	}
+	if int64(len(data)) != r.ByteLength {
+		v.issue(CodeResourceHash, path, "%d bytes, declared %d", len(data), r.ByteLength)
+		return nil
+	}
+	if got := sha256Digest(data); got != r.SHA256 {
+		v.issue(CodeResourceHash, path, "bytes hash to %s, declared %s", got, r.SHA256)
+		return nil
+	}
+	v.rec.Resources = append(v.rec.Resources, ResourceRecord{Path: path, Kind: r.Kind, SHA256: r.SHA256, ByteLength: r.ByteLength})
+	return nil
+}
+
+// repo admits the repository once (§20.4). A refusal becomes a
+// repository-mismatch issue and a nil Repo; a repository missing from
+// the map is operational.
+func (v *verifier) repo(ctx context.Context, path string, r *candidate.Repository) (*gitsafe.Repo, error) {
+	name := r.Owner + "/" + r.Repo
+	if repo, ok := v.repos[name]; ok {
+		if repo == nil {
+			v.issue(gitsafe.CodeRepositoryMismatch, path, "repository %s was refused", name)
+		}
+		return repo, nil
+	}
+	dir, ok := v.opts.Repositories[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrRepositoryNotMapped, name)
+	}
+	repo, err := gitsafe.Open(ctx, dir, r.Owner, r.Repo, v.opts.Git)
+	var re *gitsafe.RefusedError
+	if errors.As(err, &re) {
+		v.repos[name] = nil
+		v.issue(re.Code, path, "%s", re.Detail)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	v.repos[name] = repo
+	return repo, nil
+}
+
+// code checks step 9.
+func (v *verifier) code(ctx context.Context, c *candidate.Code) error {
+	if c.Kind == candidate.CodeDisabled || c.Repository == nil {
+		return nil
+	}
+	baseCommit, baseTree := deref(c.BaseCommit), deref(c.BaseTree)
+	v.rec.Repository = &RepositoryRecord{Owner: c.Repository.Owner, Repo: c.Repository.Repo, BaseCommit: baseCommit, BaseTree: baseTree, CandidateTree: c.CandidateTree}
+	repo, err := v.repo(ctx, "/code/repository", c.Repository)
+	if repo == nil || err != nil {
+		return err
+	}
+	refused := func(err error) error {
+		var re *gitsafe.RefusedError
+		if errors.As(err, &re) {
+			v.issue(re.Code, "/code", "%s", re.Detail)
+			return nil
+		}
+		return fmt.Errorf("verify: %w", err)
+	}
+	if err := repo.CheckBase(ctx, baseCommit, baseTree); err != nil {
+		return refused(err)
+	}
+	if c.Patch == nil {
+		if err := repo.CheckTree(ctx, baseTree); err != nil {
+			return refused(err)
+		}
+		v.rec.MaterializedTree = &baseTree
+		return nil
+	}
+	patch, ok := v.cache[Key{c.Patch.Artifact.SHA256, c.Patch.Artifact.ByteLength}]
+	if !ok {
+		return nil // step 6 already rejected the patch bytes
+	}
+	tree, err := repo.ApplyPatch(ctx, baseTree, patch)
+	if err != nil {
+		return refused(err)
+	}
+	want := deref(c.CandidateTree)
+	if tree != want {
+		v.issue(CodeCandidateTreeMismatch, "/code/candidateTree", "the patch yields tree %s, not %s", tree, want)
+		return nil
+	}
+	v.rec.MaterializedTree = &tree
+	return nil
+}
+
+// entrypoint records step 10: the workspace manifest row of an active
+// candidate's entrypoint.
+func (v *verifier) entrypoint(b *candidate.Bundle) {
+	ep := b.Execution.Launch.Entrypoint
+	if b.Code.Kind == candidate.CodeDisabled || ep == nil || b.Execution.Workspace == nil {
+		return
+	}
+	for _, f := range b.Execution.Workspace.Material.Files {
+		if f.Path == *ep {
+			v.rec.Entrypoint = &EntrypointRecord{Path: f.Path, SHA256: f.SHA256, ByteLength: f.ByteLength}
+			return
+		}
+	}
+}

@@ -1,0 +1,199 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentrt/agentrt/candidate"
+	"github.com/agentrt/agentrt/candidate/verify"
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/schema"
+)
+
+func newCandidateCmd(stdio IO) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "candidate",
+		Short: "Identify and verify frozen improvement candidates (AgentCandidateBundle)",
+	}
+	cmd.AddCommand(newCandidateDigestCmd(stdio), newCandidateVerifyCmd(stdio))
+	return cmd
+}
+
+// dialectFlag parses --dialect.
+func dialectFlag(s string) (candidate.Dialect, error) {
+	switch d := candidate.Dialect(s); d {
+	case candidate.DialectAuto, candidate.DialectSeed, candidate.DialectTS16:
+		return d, nil
+	}
+	return "", usage("--dialect must be auto, seed or ts16, not %q", s)
+}
+
+func newCandidateDigestCmd(stdio IO) *cobra.Command {
+	var asJSON bool
+	var dialect string
+	cmd := &cobra.Command{
+		Use:   "digest FILE",
+		Short: "Validate FILE (or - for stdin) as an AgentCandidateBundle and print its computed digest",
+		Long: `Validate FILE as an AgentCandidateBundle in the chosen dialect and print the
+digest computed over it (RFC 8785 SHA-256 without the top-level digest). The
+carried digest is reported, not trusted. Exit status: 0 valid, 1 invalid,
+2 usage error.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := dialectFlag(dialect)
+			if err != nil {
+				return err
+			}
+			data, err := readInput(stdio, args[0])
+			if err != nil {
+				return err
+			}
+			b, err := candidate.ParseBundle(data, d)
+			if err != nil {
+				var se *schema.Error
+				if !errors.As(err, &se) {
+					return &exitError{code: ExitUsage, err: err}
+				}
+				if asJSON {
+					if err := writeJSON(stdio.Out, map[string]any{"valid": false, "issues": se.Issues}); err != nil {
+						return err
+					}
+				} else {
+					writeIssues(stdio.Out, args[0], se.Issues)
+				}
+				return refused()
+			}
+			digest, err := candidate.Digest(b)
+			if err != nil {
+				return &exitError{code: ExitUsage, err: err}
+			}
+			used := candidate.DialectTS16
+			if b.Lineage != nil && d != candidate.DialectTS16 {
+				used = candidate.DialectSeed
+			}
+			if asJSON {
+				return writeJSON(stdio.Out, map[string]any{"valid": true, "dialect": used, "digest": digest,
+					"carriedDigest": b.Digest, "carriedMatches": digest == b.Digest})
+			}
+			fmt.Fprintln(stdio.Out, digest)
+			if digest != b.Digest {
+				fmt.Fprintf(stdio.Err, "agentrt: %s carries %s, not its computed digest\n", args[0], b.Digest)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dialect, "dialect", string(candidate.DialectAuto), "bundle dialect: auto, seed or ts16")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}
+
+func newCandidateVerifyCmd(stdio IO) *cobra.Command {
+	var asJSON bool
+	var dialect, artifacts string
+	var repos []string
+	cmd := &cobra.Command{
+		Use:   "verify FILE [--repo owner/repo=DIR]... [--artifacts DIR]",
+		Short: "Verify a candidate bundle's integrity (spec candidate §22) and print the verification record",
+		Long: `Verify FILE (or - for stdin) as spec candidate §22 describes: strict parse,
+dialect, schema, digest, artifacts (length then sha256), workspace manifests,
+resources, code (git repositories given with --repo, never fetched) and
+entrypoint evidence. Artifact refs are read from the content-addressed
+directory --artifacts (files named by sha256 hex) and otherwise from s3/ipfs
+through a resolver that refuses private and internal addresses.
+Steps 5, 11 and 13 and archive decoding are not performed; the record says so.
+
+Prints a summary, or with --json the verification record as canonical JSON.
+Exit status: 0 verified, 1 rejected, 2 operational or usage error.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := dialectFlag(dialect)
+			if err != nil {
+				return err
+			}
+			opts := verify.Options{Dialect: d, Repositories: map[string]string{}}
+			for _, r := range repos {
+				name, dir, ok := strings.Cut(r, "=")
+				if !ok || strings.Count(name, "/") != 1 || dir == "" {
+					return usage("--repo wants owner/repo=DIR, not %q", r)
+				}
+				opts.Repositories[name] = dir
+			}
+			resolver := &verify.Resolver{}
+			opts.Artifacts = resolver
+			if artifacts != "" {
+				resolver.PrivateCAS = verify.Dir(artifacts)
+				opts.Artifacts = verify.Chain{verify.Dir(artifacts), resolver}
+			}
+			data, err := readInput(stdio, args[0])
+			if err != nil {
+				var ee *exitError
+				if errors.As(err, &ee) {
+					ee.code = ExitUsage // I/O is operational
+				}
+				return err
+			}
+			rec, err := verify.Verify(cmd.Context(), data, opts)
+			if err != nil {
+				return &exitError{code: ExitUsage, err: err}
+			}
+			if asJSON {
+				v, err := canonjson.ToValue(rec)
+				if err != nil {
+					return &exitError{code: ExitUsage, err: err}
+				}
+				text, err := canonjson.Canonical(v)
+				if err != nil {
+					return &exitError{code: ExitUsage, err: err}
+				}
+				fmt.Fprintf(stdio.Out, "%s\n", text)
+			} else {
+				writeRecord(stdio, args[0], rec)
+			}
+			if rec.Verdict != verify.Verified {
+				return refused()
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dialect, "dialect", string(candidate.DialectAuto), "bundle dialect: auto, seed or ts16")
+	cmd.Flags().StringArrayVar(&repos, "repo", nil, "a local repository for owner/repo, as owner/repo=DIR (repeatable)")
+	cmd.Flags().StringVar(&artifacts, "artifacts", "", "a content-addressed artifact directory (files named by sha256 hex)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verification record as canonical JSON")
+	return cmd
+}
+
+// writeRecord prints a verification record for people.
+func writeRecord(stdio IO, what string, rec *verify.Record) {
+	w := stdio.Out
+	fmt.Fprintf(w, "%s: %s (dialect %s)\n", what, rec.Verdict, rec.Dialect)
+	if rec.BundleDigest != "" {
+		fmt.Fprintf(w, "  bundle digest %s\n", rec.BundleDigest)
+	}
+	if rec.CodeKind != "" {
+		fmt.Fprintf(w, "  code %s", rec.CodeKind)
+		if rec.MaterializedTree != nil {
+			fmt.Fprintf(w, ", materialized tree %s", *rec.MaterializedTree)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "  %d artifacts, %d resources, %d workspaces verified", len(rec.Artifacts), len(rec.Resources), len(rec.Workspaces))
+	if len(rec.Workspaces) > 0 {
+		fmt.Fprint(w, " (archive content unverified)")
+	}
+	fmt.Fprintln(w)
+	if rec.Entrypoint != nil {
+		fmt.Fprintf(w, "  entrypoint %s %s\n", rec.Entrypoint.Path, rec.Entrypoint.SHA256)
+	}
+	for _, is := range rec.Issues {
+		path := is.Path
+		if path == "" {
+			path = "(root)"
+		}
+		fmt.Fprintf(w, "  %s %s: %s\n", is.Code, path, is.Message)
+	}
+	fmt.Fprintf(w, "  not performed: %s\n", strings.Join(rec.NotPerformed, "; "))
+	fmt.Fprintf(w, "  record digest %s\n", rec.Digest)
+}

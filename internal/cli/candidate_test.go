@@ -1,0 +1,103 @@
+package cli_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentrt/agentrt/candidate"
+	"github.com/agentrt/agentrt/canonjson"
+)
+
+// bundleA2 is spec candidate §23.1's A2 (ts16, disabled code) with its
+// anchor digest.
+const (
+	digestA2  = "sha256:d6e849af4a7c5f850466543a825b04461ba62aeeec3546c2f6f808763b7dc88c"
+	bundleA2  = `{"code":{"kind":"disabled"},"digestAlgorithm":"rfc8785-sha256","execution":{"cwd":{"path":".","workspace":"task"},"environment":{"kind":"evaluator-task-container"},"harness":"codex","harnessVersion":"0.1.0","instructionDelivery":{"kind":"stdin-utf8"},"isolation":{"candidateSecrets":"disabled","network":"disabled","remoteIntegrations":"disabled"},"launch":{"args":[{"kind":"public","value":"exec"}],"executable":"/usr/local/bin/codex","kind":"container-command"}},"kind":"agent-candidate-bundle","memory":{"mode":"disabled"},"profile":{"harness":"codex","model":{"default":"openai/gpt-5.4"}}`
+	sealedA2  = bundleA2 + `,"digest":"` + digestA2 + `"}`
+	seedBytes = `{"k":"v"}!`
+)
+
+// sealedText replaces A2's memory policy, seals the result and returns it.
+func sealedText(t *testing.T, memory string) string {
+	t.Helper()
+	v, err := canonjson.Decode([]byte(strings.Replace(bundleA2, `{"mode":"disabled"}`, memory, 1) + "}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := candidate.SelfDigestValue(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := canonjson.Canonical(v)
+	return strings.TrimSuffix(string(text), "}") + `,"digest":"` + d + `"}`
+}
+
+// TestCandidateDigest: the computed digest of A2 (V01), the dialect
+// auto picks, and exit codes for invalid input and a bad flag.
+func TestCandidateDigest(t *testing.T) {
+	good := writeFile(t, "a2.json", sealedA2)
+	out, _, code := run(t, "", "candidate", "digest", good)
+	if code != 0 || out != digestA2+"\n" {
+		t.Fatalf("digest exit %d: %q", code, out)
+	}
+	out, _, code = run(t, "", "candidate", "digest", "--json", good)
+	v := decode(t, out)
+	if code != 0 || member(v, "digest").Str() != digestA2 || member(v, "dialect").Str() != "ts16" || !member(v, "carriedMatches").Bool() {
+		t.Fatalf("digest --json exit %d: %s", code, out)
+	}
+	// A2 read in the seed dialect lacks its lineage (S05): invalid.
+	out, _, code = run(t, "", "candidate", "digest", "--dialect", "seed", good)
+	if code != 1 || !strings.Contains(out, "refused") {
+		t.Fatalf("seed dialect exit %d: %s", code, out)
+	}
+	if _, _, code = run(t, "", "candidate", "digest", "--dialect", "ts17", good); code != 2 {
+		t.Fatalf("bad dialect exit %d", code)
+	}
+}
+
+// TestCandidateVerify: verified (V01), tampered digest (V04), the record
+// as canonical JSON, an artifact directory (V33) and operational errors.
+func TestCandidateVerify(t *testing.T) {
+	good := writeFile(t, "a2.json", sealedA2)
+	out, _, code := run(t, "", "candidate", "verify", good)
+	if code != 0 || !strings.Contains(out, "verified (dialect ts16)") || !strings.Contains(out, digestA2) || !strings.Contains(out, "not performed") {
+		t.Fatalf("verify exit %d:\n%s", code, out)
+	}
+	tampered := writeFile(t, "v04.json", strings.Replace(sealedA2, "c88c\"", "c88d\"", 1))
+	out, _, code = run(t, "", "candidate", "verify", "--json", tampered)
+	v := decode(t, out)
+	if code != 1 || member(v, "verdict").Str() != "rejected" || member(member(v, "issues").Items()[0], "code").Str() != "digest-mismatch" {
+		t.Fatalf("V04 exit %d: %s", code, out)
+	}
+	if canon, err := canonjson.Canonical(v); err != nil || string(canon)+"\n" != out {
+		t.Fatalf("--json is not canonical JSON: %v", err)
+	}
+
+	sum := sha256.Sum256([]byte(seedBytes))
+	hexSum := hex.EncodeToString(sum[:])
+	seeded := writeFile(t, "v33.json", sealedText(t, `{"mode":"isolated","scope":"task","seed":{"byteLength":10,"locator":{"bucket":"candidate-artifacts","key":"seeds/memory.json","kind":"s3","region":"us-east-1"},"sha256":"sha256:`+hexSum+`"}}`))
+	stored := writeFile(t, hexSum, seedBytes)
+	store := filepath.Dir(stored)
+	out, _, code = run(t, "", "candidate", "verify", "--artifacts", store, seeded)
+	if code != 0 || !strings.Contains(out, "1 artifacts") {
+		t.Fatalf("V33 exit %d:\n%s", code, out)
+	}
+	if err := os.WriteFile(stored, []byte(seedBytes+"!"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = run(t, "", "candidate", "verify", "--artifacts", store, seeded)
+	if code != 1 || !strings.Contains(out, "artifact-length /memory/seed") {
+		t.Fatalf("V33g exit %d:\n%s", code, out)
+	}
+
+	if _, _, code = run(t, "", "candidate", "verify", filepath.Join(t.TempDir(), "absent.json")); code != 2 {
+		t.Fatalf("missing file exit %d", code)
+	}
+	if _, _, code = run(t, "", "candidate", "verify", "--repo", "example", good); code != 2 {
+		t.Fatalf("bad --repo exit %d", code)
+	}
+}
