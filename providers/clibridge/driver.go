@@ -43,6 +43,76 @@ func driverFor(h harness.Type) (driver, error) {
 	return nil, fmt.Errorf("%w: %q (this bridge drives %s; codex and opencode are not built yet)", ErrHarnessUnsupported, h, harness.ClaudeCode)
 }
 
+// unsupported is the refusal of the profile feature at path.
+func unsupported(path, reason string) error {
+	return contract.Unsupported{Err: &profile.UnsupportedError{Path: path, Reason: reason}}
+}
+
+// checkCommon refuses, for driver d, what no harness process of the
+// bridge can apply: another harness, seats, connections, confidential
+// execution, a model provider other than vendor (the one API the harness
+// speaks), a small model, token ceilings and an effort without a native
+// control.
+func checkCommon(d driver, vendor, api string, p *profile.Profile) []error {
+	h := d.harness()
+	var errs []error
+	refuse := func(path, reason string) { errs = append(errs, unsupported(path, reason)) }
+	if p.Harness != "" && p.Harness != h {
+		refuse("/harness", fmt.Sprintf("this environment drives %s, not %s", h, p.Harness))
+	}
+	if len(p.Seats) > 0 {
+		refuse("/seats", "the bridge runs one harness process with the configured key; it cannot select seats")
+	}
+	if len(p.Connections) > 0 {
+		refuse("/connections", "the bridge cannot grant external connections")
+	}
+	if p.Confidential != nil {
+		refuse("/confidential", "the bridge runs on this machine, not in a confidential environment")
+	}
+	if m := p.Model; m != nil {
+		if m.Provider != nil && *m.Provider != vendor {
+			refuse("/model/provider", fmt.Sprintf("%s speaks %s only", h, api))
+		}
+		if m.Small != nil {
+			refuse("/model/small", fmt.Sprintf("the bridge does not set %s's small model", h))
+		}
+		if m.MaxVisibleOutputTokens != nil || m.MaxReasoningTokens != nil || m.MaxTotalOutputTokens != nil {
+			refuse("/model", fmt.Sprintf("the bridge cannot bound %s's output tokens", h))
+		}
+		if m.ReasoningEffort != "" {
+			if _, ok := harness.NativeReasoningControl(h, m.ReasoningEffort); !ok {
+				refuse("/model/reasoningEffort", fmt.Sprintf("%s has no native control for effort %q", h, m.ReasoningEffort))
+			}
+		}
+	}
+	return errs
+}
+
+// turnModel is the model a turn asks for: the turn's, else the
+// profile's default ("" for the harness's own default).
+func turnModel(t *turnSpec, p *profile.Profile) string {
+	if t.model != "" {
+		return t.model
+	}
+	if p.Model != nil && p.Model.Default != nil {
+		return *p.Model.Default
+	}
+	return ""
+}
+
+// nativeEffort is the native token of the profile's reasoning effort for
+// harness h ("" when the profile asks for none).
+func nativeEffort(h harness.Type, p *profile.Profile) (harness.ReasoningEffort, string, error) {
+	if p.Model == nil || p.Model.ReasoningEffort == "" {
+		return "", "", nil
+	}
+	native, ok := harness.NativeReasoningControl(h, p.Model.ReasoningEffort)
+	if !ok {
+		return "", "", fmt.Errorf("clibridge: effort %q: %w", p.Model.ReasoningEffort, contract.ErrUnsupported)
+	}
+	return p.Model.ReasoningEffort, native, nil
+}
+
 // dirs are one environment's directories, all absolute.
 type dirs struct {
 	// root holds the others and is removed by Destroy.
