@@ -237,9 +237,7 @@ func (d claudeDriver) materialize(t *turnSpec) (*plan, error) {
 			return nil, err
 		}
 		path := filepath.Join(t.dirs.bridge, fmt.Sprintf("turn-%d-mcp.json", t.turn))
-		rel, _ := filepath.Rel(t.dirs.root, path)
-		pl.files = append(pl.files, planFile{path: path, rel: rel, content: content})
-		pl.receipt.Files = append(pl.receipt.Files, ReceiptFile{Path: rel, Digest: textDigest(string(content)), Purpose: "mcp-config"})
+		rel := pl.addFile(t, path, content, "mcp-config")
 		args = append(args, "--mcp-config="+path)
 		shown = append(shown, "--mcp-config="+rel)
 		ap.MCPServers, ap.DisabledMCPServers = mounted, disabled

@@ -293,35 +293,17 @@ func (n *claudeNormalizer) end(x exit) []contract.EnvironmentEvent {
 			data[name] = canonjson.StringValue(bounded(*v, 200))
 		}
 	}
-	status, detail := contract.StreamStatusCompleted, (*string)(nil)
+	detail := ""
 	if !ok {
-		status = contract.StreamStatusFailed
-		d := fmt.Sprintf("claude reported %s (is_error %t) and exited (%s)", bounded(r.Subtype, 200), r.IsError, x.describe())
+		detail = fmt.Sprintf("claude reported %s (is_error %t) and exited (%s)", bounded(r.Subtype, 200), r.IsError, x.describe())
 		if r.Result != nil && r.IsError {
-			d += ": " + *r.Result
+			detail += ": " + *r.Result
 		}
 		if x.stderr != "" && x.code != 0 {
-			d += "; stderr: " + x.stderr
+			detail += "; stderr: " + x.stderr
 		}
-		d = bounded(d, 4000)
-		detail = &d
 	}
-	data["status"] = canonjson.StringValue(status)
-	norm := contract.StatusStreamEvent(status, detail)
-	ev := n.event("result", data, &norm)
-	if n.resultPE.IsValid() {
-		ev.ProviderEvent = n.resultPE
-	}
-	if ok {
-		n.out.Terminal = contract.TerminalCompleted
-		if u := r.Usage.token(); u != nil {
-			n.out.Usage = u
-			ev.Usage, ev.UsageMode = u, contract.UsageCumulative
-		}
-	} else {
-		n.out.Terminal = contract.TerminalFailed
-	}
-	return []contract.EnvironmentEvent{ev}
+	return []contract.EnvironmentEvent{n.terminal(ok, detail, data, n.resultPE, r.Usage.token())}
 }
 
 // token converts claude's usage: both counts must be present, whole and

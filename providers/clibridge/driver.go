@@ -2,6 +2,7 @@ package clibridge
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/agentrt/agentrt/contract"
@@ -39,8 +40,10 @@ func driverFor(h harness.Type) (driver, error) {
 	switch h {
 	case harness.ClaudeCode:
 		return claudeDriver{}, nil
+	case harness.Codex:
+		return codexDriver{}, nil
 	}
-	return nil, fmt.Errorf("%w: %q (this bridge drives %s; codex and opencode are not built yet)", ErrHarnessUnsupported, h, harness.ClaudeCode)
+	return nil, fmt.Errorf("%w: %q (this bridge drives %s and %s)", ErrHarnessUnsupported, h, harness.ClaudeCode, harness.Codex)
 }
 
 // unsupported is the refusal of the profile feature at path.
@@ -154,6 +157,18 @@ type plan struct {
 	files   []planFile
 	env     map[string]string
 	receipt Receipt
+}
+
+// addFile adds a file to write before spawning and its receipt entry:
+// the path relative to the environment and the digest of the content
+// with the turn's secrets (the key and the endpoint) redacted, so that
+// the receipt pins what was applied without carrying a digest of a
+// secret.
+func (pl *plan) addFile(t *turnSpec, path string, content []byte, purpose string) string {
+	rel, _ := filepath.Rel(t.dirs.root, path)
+	pl.files = append(pl.files, planFile{path: path, rel: rel, content: content})
+	pl.receipt.Files = append(pl.receipt.Files, ReceiptFile{Path: rel, Digest: textDigest(string(redact(content, t.secrets()))), Purpose: purpose})
+	return rel
 }
 
 // planFile is one file the bridge writes before spawning.

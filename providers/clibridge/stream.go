@@ -165,6 +165,35 @@ func (n *streamBase) noResult(x exit, what string) []contract.EnvironmentEvent {
 		"status": canonjson.StringValue(contract.StreamStatusFailed), "exitCode": canonjson.NumberValue(float64(x.code))}, &norm)}
 }
 
+// terminal is the turn's terminal "result" event: completed when ok, with
+// the turn's usage (cumulative) when known; failed otherwise, with
+// detail and no usage (a failed turn's account is the harness's own
+// partial one: unknown). pe is the harness's end line.
+func (n *streamBase) terminal(ok bool, detail string, data map[string]canonjson.Value, pe canonjson.Value, usage *contract.TokenUsage) contract.EnvironmentEvent {
+	status, d := contract.StreamStatusCompleted, (*string)(nil)
+	if !ok {
+		status = contract.StreamStatusFailed
+		detail = bounded(detail, 4000)
+		d = &detail
+	}
+	data["status"] = canonjson.StringValue(status)
+	norm := contract.StatusStreamEvent(status, d)
+	ev := n.event("result", data, &norm)
+	if pe.IsValid() {
+		ev.ProviderEvent = pe
+	}
+	if !ok {
+		n.out.Terminal = contract.TerminalFailed
+		return ev
+	}
+	n.out.Terminal = contract.TerminalCompleted
+	if usage != nil {
+		n.out.Usage = usage
+		ev.Usage, ev.UsageMode = usage, contract.UsageCumulative
+	}
+	return ev
+}
+
 // count is a usage count: present, whole and non-negative, or not.
 func count(f *float64) (int64, bool) {
 	if f == nil || *f < 0 || !canonjson.IsSafeInteger(*f) {
