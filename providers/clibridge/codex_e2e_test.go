@@ -1,0 +1,334 @@
+package clibridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/harness"
+	"github.com/agentrt/agentrt/profile"
+)
+
+// codexScript answers a prompt mentioning "use shell" with an
+// exec_command call first and text after its result; anything else with
+// text.
+func codexScript(req fakeRequest) fakeReply {
+	switch {
+	case strings.Contains(req.LastUser, "use shell") && !req.HasResult:
+		return fakeReply{ToolName: "exec_command", ToolInput: `{"cmd":"echo hi"}`, In: 11, Out: 7, Cached: 1}
+	case req.HasResult:
+		return fakeReply{Text: "Done: hi", In: 17, Out: 5, Cached: 4}
+	}
+	return fakeReply{Text: "Hello.", In: 12, Out: 3, Cached: 2}
+}
+
+// responsesBody is what the tests read of a Responses API call.
+type responsesBody struct {
+	Model     string `json:"model"`
+	Stream    bool   `json:"stream"`
+	Reasoning struct {
+		Effort string `json:"effort"`
+	} `json:"reasoning"`
+	Input []struct {
+		Type    string `json:"type"`
+		Role    string `json:"role"`
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"input"`
+}
+
+// responses decodes a model call's body.
+func responses(t *testing.T, r fakeRequest) responsesBody {
+	t.Helper()
+	var b responsesBody
+	if err := json.Unmarshal(r.Body, &b); err != nil {
+		t.Fatalf("the model call's body: %v", err)
+	}
+	return b
+}
+
+// eventTypes lists the events' types.
+func eventTypes(evs []contract.EnvironmentEvent) []string {
+	var types []string
+	for _, ev := range evs {
+		types = append(types, ev.Type)
+	}
+	return types
+}
+
+// Issue 7, item 3: the real codex binary, driven by the bridge against a
+// local Responses API, yields the canonical events, the exact usage the
+// server reported, the native session id and a receipt of exactly what
+// was applied — and never the key or endpoint.
+func TestCodexEndToEnd(t *testing.T) {
+	f := newFakeServer(t, openAIAPI{}, codexScript)
+	p := newCodexProvider(t, f)
+	pr := &profile.Profile{
+		Name:    profile.Ptr("e2e"),
+		Harness: harness.Codex,
+		Model:   &profile.ModelHints{Default: profile.Ptr("gpt-e2e-1"), ReasoningEffort: harness.EffortHigh},
+		Prompt:  &profile.Prompt{SystemPrompt: profile.Ptr("You are the e2e probe.")},
+	}
+	env, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: pr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Destroy(context.Background())
+	start := time.Now()
+	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("please use shell")})
+	t.Logf("the codex turn took %v", time.Since(start))
+
+	// Wire: two model calls, the key as a bearer token, the profile's
+	// model, effort and replacing instructions applied.
+	msgs := f.messages()
+	if len(msgs) != 2 {
+		t.Fatalf("the server saw %d model calls, want 2 (tool call, then answer); requests %v", len(msgs), f.Requests())
+	}
+	first := msgs[0]
+	if got := first.Header.Get("Authorization"); got != "Bearer "+fakeKey {
+		t.Errorf("authorization = %q", got)
+	}
+	body := responses(t, first)
+	if body.Model != "gpt-e2e-1" || !body.Stream || body.Reasoning.Effort != "high" {
+		t.Errorf("request model %q stream %t effort %q", body.Model, body.Stream, body.Reasoning.Effort)
+	}
+	if len(body.Input) == 0 || body.Input[0].Role != "developer" || len(body.Input[0].Content) == 0 ||
+		body.Input[0].Content[0].Text != "You are the e2e probe." {
+		t.Errorf("the first input is not the profile's instructions: %+v", body.Input[:min(1, len(body.Input))])
+	}
+
+	// Events: receipt first, then the private session and started, the
+	// tool running and completed, the text, and one completed result
+	// with the exact usage.
+	types := eventTypes(evs)
+	var mapped []string
+	for _, typ := range types {
+		if typ != contract.EventTypeRaw && typ != contract.EventTypeWarning {
+			mapped = append(mapped, typ)
+		}
+	}
+	want := []string{"clibridge.materialization", "native.session.observed", "thread.started", "item.command_execution",
+		"item.command_execution", "item.agent_message", "result"}
+	if !slices.Equal(mapped, want) {
+		t.Fatalf("event types %v (mapped %v), want %v", types, mapped, want)
+	}
+	last := evs[len(evs)-1]
+	if kind, ok := contract.EnvironmentEventTerminal(last); !ok || kind != contract.TerminalCompleted {
+		t.Errorf("terminal %q %t, want completed", kind, ok)
+	}
+	u, mode, ok := last.UsageReport()
+	if !ok || mode != contract.UsageCumulative || u.InputTokens != 11+17 || u.OutputTokens != 7+5 ||
+		u.CacheReadInputTokens == nil || *u.CacheReadInputTokens != 1+4 {
+		t.Errorf("usage %+v mode %q, want 28 in (5 cached), 12 out, cumulative", u, mode)
+	}
+	var tools []contract.Part
+	var text string
+	for _, ev := range evs {
+		if ev.Normalized == nil || ev.Normalized.MessagePartUpdated == nil {
+			continue
+		}
+		part := ev.Normalized.MessagePartUpdated.Part
+		if part.IsTool() {
+			tools = append(tools, part)
+		} else if part.Type == contract.PartTypeText {
+			text += *part.Text
+		}
+	}
+	if len(tools) != 2 || tools[0].State.Status != contract.ToolStatusRunning || tools[1].State.Status != contract.ToolStatusCompleted ||
+		!strings.Contains(tools[1].State.Input["command"].Str(), "echo hi") || strings.TrimSpace(tools[1].State.Output.Str()) != "hi" {
+		t.Errorf("tool parts %+v", tools)
+	}
+	if text != "Done: hi" {
+		t.Errorf("text %q", text)
+	}
+
+	// Native session id: the thread id codex sent the server as its
+	// session id, private; the served model is unknown (the stream does
+	// not report it).
+	recs := env.(*Environment).Turns()
+	if len(recs) != 1 {
+		t.Fatalf("%d turn records", len(recs))
+	}
+	out := recs[0].Outcome
+	if sid := first.Header.Get("Session-Id"); sid == "" || out.NativeSessionID != sid {
+		t.Errorf("native session %q, the server saw %q", out.NativeSessionID, sid)
+	}
+	if evs[1].Normalized.NativeSessionObserved.NativeSessionID != out.NativeSessionID || !contract.IsPrivateEnvironmentEvent(evs[1]) {
+		t.Error("the native session observation is missing or public")
+	}
+	if out.ServedModel != "" || out.Text != "Done: hi" || out.Terminal != contract.TerminalCompleted {
+		t.Errorf("outcome %+v", out)
+	}
+
+	// Receipt: exactly the flags applied, the configuration file's
+	// digest, env names only.
+	rc := recs[0].Receipt
+	for _, arg := range []string{"exec", "--json", "--model=gpt-e2e-1", "--sandbox=read-only", "--skip-git-repo-check", "--ephemeral"} {
+		if !slices.Contains(rc.Args, arg) {
+			t.Errorf("receipt args %v lack %s", rc.Args, arg)
+		}
+	}
+	if rc.Applied.PromptDigest != canonjson.DigestBytes([]byte("please use shell")) || rc.Applied.NativeEffort != "high" ||
+		rc.Applied.SystemPromptDigest != canonjson.DigestBytes([]byte("You are the e2e probe.")) || rc.Applied.Model != "gpt-e2e-1" {
+		t.Errorf("receipt applied %+v", rc.Applied)
+	}
+	if len(rc.Files) != 1 || rc.Files[0].Purpose != "codex-config" || rc.Files[0].Path != "home/.config/codex/config.toml" {
+		t.Errorf("receipt files %+v", rc.Files)
+	}
+	if !slices.Contains(rc.EnvNames, "OPENAI_API_KEY") || !slices.Contains(rc.EnvNames, "CODEX_HOME") {
+		t.Errorf("receipt env names %v", rc.EnvNames)
+	}
+	if d, _ := rc.Digest(); d != recs[0].ReceiptDigest || !canonjson.IsDigest(d) {
+		t.Errorf("receipt digest %s, recorded %s", d, recs[0].ReceiptDigest)
+	}
+	checkNoSecrets(t, f, evs, recs)
+
+	// The public stream withholds the native observation.
+	for ev, err := range env.Stream(context.Background(), &contract.TurnInput{Prompt: profile.Ptr("hello")}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := contract.CheckPublicEnvironmentEvent(ev); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// checkNoSecrets fails when the API key or the endpoint appears in any
+// event or turn record.
+func checkNoSecrets(t *testing.T, f *fakeServer, evs []contract.EnvironmentEvent, recs []TurnRecord) {
+	t.Helper()
+	v, err := canonjson.ToValue(map[string]any{"events": evs, "turns": recs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := canonjson.Canonical(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(all), fakeKey) || strings.Contains(string(all), strings.TrimPrefix(f.URL(), "http://")) {
+		t.Error("the API key or the endpoint leaked into an event or receipt")
+	}
+}
+
+// An API error is a failed turn with unknown usage, never a success.
+func TestCodexAPIErrorFails(t *testing.T) {
+	f := newFakeServer(t, openAIAPI{}, func(req fakeRequest) fakeReply { return fakeReply{Status: 400, Text: "fake refusal"} })
+	p := newCodexProvider(t, f)
+	env, err := p.Create(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Destroy(context.Background())
+	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("hi")})
+	last := evs[len(evs)-1]
+	if kind, _ := contract.EnvironmentEventTerminal(last); kind != contract.TerminalFailed {
+		t.Errorf("terminal %q, want failed (events %v)", kind, eventTypes(evs))
+	}
+	if last.Usage != nil {
+		t.Errorf("a failed turn reported usage %+v", last.Usage)
+	}
+	if d := last.Normalized.Status.Detail; d == nil || !strings.Contains(*d, "fake refusal") {
+		t.Errorf("detail %v", d)
+	}
+	checkNoSecrets(t, f, evs, env.(*Environment).Turns())
+}
+
+// Cancelling the turn's context mid-stream kills the whole process group
+// and reports cancelled, not failed.
+func TestCodexCancellation(t *testing.T) {
+	f := newFakeServer(t, openAIAPI{}, func(req fakeRequest) fakeReply { return fakeReply{Hang: true} })
+	p := newCodexProvider(t, f)
+	pgids := make(chan int, 1)
+	p.cfg.hooks.onSpawn = func(pgid int) { pgids <- pgid }
+	env, err := p.Create(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Destroy(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for len(f.messages()) == 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancel()
+	}()
+	evs := collectOwned(t, ctx, env, &contract.TurnInput{Prompt: profile.Ptr("hang")})
+	last := evs[len(evs)-1]
+	if kind, _ := contract.EnvironmentEventTerminal(last); kind != contract.TerminalCancelled {
+		t.Fatalf("terminal %q, want cancelled", kind)
+	}
+	if err := groupGone(<-pgids, 5*time.Second); err != nil {
+		t.Error(err)
+	}
+	if got := env.(*Environment).Turns()[0].Outcome.Terminal; got != contract.TerminalCancelled {
+		t.Errorf("recorded terminal %q", got)
+	}
+}
+
+// Model-generated commands run in codex's read-only sandbox: a
+// file-writing command leaves the workspace untouched and its tool part
+// ends in error.
+func TestCodexReadOnlySandbox(t *testing.T) {
+	f := newFakeServer(t, openAIAPI{}, func(req fakeRequest) fakeReply {
+		if !req.HasResult {
+			return fakeReply{ToolName: "exec_command", ToolInput: `{"cmd":"touch pwned"}`, In: 4, Out: 2}
+		}
+		return fakeReply{Text: "ok", In: 5, Out: 1}
+	})
+	p := newCodexProvider(t, f)
+	env, err := p.Create(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Destroy(context.Background())
+	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("write a file")})
+	if _, err := os.Stat(filepath.Join(env.(*Environment).WorkDir(), "pwned")); err == nil {
+		t.Error("a file-writing command ran outside the read-only sandbox")
+	}
+	var states []string
+	for _, ev := range evs {
+		if ev.Type == "item.command_execution" {
+			states = append(states, ev.Normalized.MessagePartUpdated.Part.State.Status)
+		}
+	}
+	if len(states) == 0 || states[len(states)-1] != contract.ToolStatusError {
+		t.Errorf("command states %v (events %v), want the last one error", states, eventTypes(evs))
+	}
+}
+
+// What codex cannot be told is refused before anything is spawned: an
+// appended system prompt (codex has only a replacing one), tools,
+// permissions, MCP servers, another vendor's model.
+func TestCodexProfileRefusals(t *testing.T) {
+	bin, marker := fakeCLI(t, "")
+	p, err := New(Options{Harness: harness.Codex, Binary: bin, WorkRoot: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, pr := range map[string]*profile.Profile{
+		"append":      {Prompt: &profile.Prompt{AppendSystemPrompt: profile.Ptr("x")}},
+		"tools":       {Tools: map[string]bool{"shell": true}},
+		"permissions": {Permissions: map[string]profile.Permission{"bash": {Value: profile.Allow}}},
+		"mcp":         {MCP: map[string]profile.MCPServer{"s": {Command: profile.Ptr("x")}}},
+		"vendor":      {Model: &profile.ModelHints{Provider: profile.Ptr("anthropic")}},
+		"harness":     {Harness: harness.ClaudeCode},
+	} {
+		if _, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: pr}}); !errors.Is(err, contract.ErrUnsupported) {
+			t.Errorf("%s: %v, want unsupported", name, err)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("a refused profile spawned the harness")
+	}
+}
