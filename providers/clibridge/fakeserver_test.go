@@ -99,6 +99,8 @@ type fakeReply struct {
 
 // fakeAPI is one model API's wire format.
 type fakeAPI interface {
+	// name names the API in recordings.
+	name() string
 	// path is the model call's path.
 	path() string
 	// parse reads the model call's body into req.
@@ -186,6 +188,7 @@ func (f *fakeServer) reply(w http.ResponseWriter, r *http.Request, req fakeReque
 // anthropicAPI is the Messages API claude-code calls.
 type anthropicAPI struct{}
 
+func (anthropicAPI) name() string { return "Anthropic" }
 func (anthropicAPI) path() string { return "/v1/messages" }
 
 func (anthropicAPI) parse(body []byte, req *fakeRequest) {
@@ -250,6 +253,7 @@ func (anthropicAPI) stream(ev func(string, any), req fakeRequest, rep fakeReply,
 // "responses"): POST /v1/responses, streamed.
 type openAIAPI struct{}
 
+func (openAIAPI) name() string { return "OpenAI Responses" }
 func (openAIAPI) path() string { return "/v1/responses" }
 
 func (openAIAPI) parse(body []byte, req *fakeRequest) {
