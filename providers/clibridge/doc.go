@@ -162,9 +162,10 @@
 // Each turn's first event, "clibridge.materialization", carries the
 // Receipt and its canonical digest: the binary path, the argv with the
 // system prompt values replaced by their sha256 digests, the prompt's
-// digest, the files written (path relative to the environment, digest,
-// purpose), the names — never the values — of every environment variable,
-// the profile's digest, and the applied model, effort (canonical and
+// digest, the files written (path relative to the environment, the
+// digest of their bytes with the key and endpoint redacted, purpose),
+// the names — never the values — of every environment variable, the
+// profile's digest, and the applied model, effort (canonical and
 // native), system prompt digests, tool rules, permission mode and MCP
 // servers. The API key and the endpoint never appear in a receipt, an
 // event or an error: they are redacted from every stdout line and from
