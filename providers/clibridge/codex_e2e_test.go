@@ -37,13 +37,7 @@ type responsesBody struct {
 	Reasoning struct {
 		Effort string `json:"effort"`
 	} `json:"reasoning"`
-	Input []struct {
-		Type    string `json:"type"`
-		Role    string `json:"role"`
-		Content []struct {
-			Text string `json:"text"`
-		} `json:"content"`
-	} `json:"input"`
+	Input []responsesInput `json:"input"`
 }
 
 // responses decodes a model call's body.
@@ -78,11 +72,7 @@ func TestCodexEndToEnd(t *testing.T) {
 		Model:   &profile.ModelHints{Default: profile.Ptr("gpt-e2e-1"), ReasoningEffort: harness.EffortHigh},
 		Prompt:  &profile.Prompt{SystemPrompt: profile.Ptr("You are the e2e probe.")},
 	}
-	env, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: pr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Destroy(context.Background())
+	env := newTestEnv(t, p, pr)
 	start := time.Now()
 	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("please use shell")})
 	t.Logf("the codex turn took %v", time.Since(start))
@@ -192,88 +182,20 @@ func TestCodexEndToEnd(t *testing.T) {
 	}
 	checkNoSecrets(t, f, evs, recs)
 
-	// The public stream withholds the native observation.
-	for ev, err := range env.Stream(context.Background(), &contract.TurnInput{Prompt: profile.Ptr("hello")}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := contract.CheckPublicEnvironmentEvent(ev); err != nil {
-			t.Error(err)
-		}
-	}
-}
-
-// checkNoSecrets fails when the API key or the endpoint appears in any
-// event or turn record.
-func checkNoSecrets(t *testing.T, f *fakeServer, evs []contract.EnvironmentEvent, recs []TurnRecord) {
-	t.Helper()
-	v, err := canonjson.ToValue(map[string]any{"events": evs, "turns": recs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := canonjson.Canonical(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(all), fakeKey) || strings.Contains(string(all), strings.TrimPrefix(f.URL(), "http://")) {
-		t.Error("the API key or the endpoint leaked into an event or receipt")
-	}
+	checkPublicStream(t, env)
 }
 
 // An API error is a failed turn with unknown usage, never a success.
 func TestCodexAPIErrorFails(t *testing.T) {
 	f := newFakeServer(t, openAIAPI{}, func(req fakeRequest) fakeReply { return fakeReply{Status: 400, Text: "fake refusal"} })
-	p := newCodexProvider(t, f)
-	env, err := p.Create(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Destroy(context.Background())
-	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("hi")})
-	last := evs[len(evs)-1]
-	if kind, _ := contract.EnvironmentEventTerminal(last); kind != contract.TerminalFailed {
-		t.Errorf("terminal %q, want failed (events %v)", kind, eventTypes(evs))
-	}
-	if last.Usage != nil {
-		t.Errorf("a failed turn reported usage %+v", last.Usage)
-	}
-	if d := last.Normalized.Status.Detail; d == nil || !strings.Contains(*d, "fake refusal") {
-		t.Errorf("detail %v", d)
-	}
-	checkNoSecrets(t, f, evs, env.(*Environment).Turns())
+	checkAPIErrorFails(t, f, newTestEnv(t, newCodexProvider(t, f), nil))
 }
 
 // Cancelling the turn's context mid-stream kills the whole process group
 // and reports cancelled, not failed.
 func TestCodexCancellation(t *testing.T) {
 	f := newFakeServer(t, openAIAPI{}, func(req fakeRequest) fakeReply { return fakeReply{Hang: true} })
-	p := newCodexProvider(t, f)
-	pgids := make(chan int, 1)
-	p.cfg.hooks.onSpawn = func(pgid int) { pgids <- pgid }
-	env, err := p.Create(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Destroy(context.Background())
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		for len(f.messages()) == 0 {
-			time.Sleep(20 * time.Millisecond)
-		}
-		cancel()
-	}()
-	evs := collectOwned(t, ctx, env, &contract.TurnInput{Prompt: profile.Ptr("hang")})
-	last := evs[len(evs)-1]
-	if kind, _ := contract.EnvironmentEventTerminal(last); kind != contract.TerminalCancelled {
-		t.Fatalf("terminal %q, want cancelled", kind)
-	}
-	if err := groupGone(<-pgids, 5*time.Second); err != nil {
-		t.Error(err)
-	}
-	if got := env.(*Environment).Turns()[0].Outcome.Terminal; got != contract.TerminalCancelled {
-		t.Errorf("recorded terminal %q", got)
-	}
+	checkCancellation(t, f, newCodexProvider(t, f))
 }
 
 // Model-generated commands run in codex's read-only sandbox: a
@@ -286,12 +208,7 @@ func TestCodexReadOnlySandbox(t *testing.T) {
 		}
 		return fakeReply{Text: "ok", In: 5, Out: 1}
 	})
-	p := newCodexProvider(t, f)
-	env, err := p.Create(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Destroy(context.Background())
+	env := newTestEnv(t, newCodexProvider(t, f), nil)
 	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("write a file")})
 	if _, err := os.Stat(filepath.Join(env.(*Environment).WorkDir(), "pwned")); err == nil {
 		t.Error("a file-writing command ran outside the read-only sandbox")

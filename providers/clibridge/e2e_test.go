@@ -155,7 +155,14 @@ func TestClaudeEndToEnd(t *testing.T) {
 		t.Errorf("receipt digest %s, recorded %s", d, recs[0].ReceiptDigest)
 	}
 
-	// Secrets: neither the key nor the endpoint in any event or receipt.
+	checkNoSecrets(t, f, evs, recs)
+	checkPublicStream(t, env)
+}
+
+// checkNoSecrets fails when the API key or the endpoint appears in any
+// event or turn record.
+func checkNoSecrets(t *testing.T, f *fakeServer, evs []contract.EnvironmentEvent, recs []TurnRecord) {
+	t.Helper()
 	v, err := canonjson.ToValue(map[string]any{"events": evs, "turns": recs})
 	if err != nil {
 		t.Fatal(err)
@@ -164,11 +171,15 @@ func TestClaudeEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(all), fakeKey) || strings.Contains(string(all), f.URL()) {
+	if strings.Contains(string(all), fakeKey) || strings.Contains(string(all), strings.TrimPrefix(f.URL(), "http://")) {
 		t.Error("the API key or the endpoint leaked into an event or receipt")
 	}
+}
 
-	// The public stream withholds the native observation.
+// checkPublicStream runs a turn on the public stream, which withholds
+// the native session observation.
+func checkPublicStream(t *testing.T, env contract.Environment) {
+	t.Helper()
 	for ev, err := range env.Stream(context.Background(), &contract.TurnInput{Prompt: profile.Ptr("hello")}) {
 		if err != nil {
 			t.Fatal(err)
@@ -177,6 +188,18 @@ func TestClaudeEndToEnd(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// newTestEnv creates an environment of p with the inline profile pr
+// (nil for none), destroyed when the test ends.
+func newTestEnv(t *testing.T, p *Provider, pr *profile.Profile) contract.Environment {
+	t.Helper()
+	env, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: pr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Destroy(context.Background()) })
+	return env
 }
 
 // The served model is read back from the stream: a server answering with
@@ -210,11 +233,18 @@ func TestClaudeServedModelMismatch(t *testing.T) {
 func TestClaudeAPIErrorFails(t *testing.T) {
 	f := newFakeAnthropic(t, func(req fakeRequest) fakeReply { return fakeReply{Status: 400, Text: "fake refusal"} })
 	p := newClaudeProvider(t, f)
-	env, err := p.Create(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
+	env := newTestEnv(t, p, nil)
+	checkAPIErrorFails(t, f, env)
+	if got := env.(*Environment).Turns()[0].Outcome.ServedModel; got == claudeSyntheticModel {
+		t.Errorf("claude's synthetic error message counted as the served model")
 	}
-	defer env.Destroy(context.Background())
+}
+
+// checkAPIErrorFails runs a turn against a server answering every model
+// call with HTTP 400 "fake refusal": a failed turn with unknown usage,
+// never a success, and no secret in what it reports.
+func checkAPIErrorFails(t *testing.T, f *fakeServer, env contract.Environment) {
+	t.Helper()
 	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("hi")})
 	last := evs[len(evs)-1]
 	if kind, _ := contract.EnvironmentEventTerminal(last); kind != contract.TerminalFailed {
@@ -226,23 +256,23 @@ func TestClaudeAPIErrorFails(t *testing.T) {
 	if d := last.Normalized.Status.Detail; d == nil || !strings.Contains(*d, "fake refusal") {
 		t.Errorf("detail %v", d)
 	}
-	if got := env.(*Environment).Turns()[0].Outcome.ServedModel; got == claudeSyntheticModel {
-		t.Errorf("claude's synthetic error message counted as the served model")
-	}
+	checkNoSecrets(t, f, evs, env.(*Environment).Turns())
 }
 
 // Cancelling the turn's context mid-stream kills the whole process group
 // and reports cancelled, not failed.
 func TestClaudeCancellation(t *testing.T) {
 	f := newFakeAnthropic(t, func(req fakeRequest) fakeReply { return fakeReply{Hang: true, In: 5} })
-	p := newClaudeProvider(t, f)
+	checkCancellation(t, f, newClaudeProvider(t, f))
+}
+
+// checkCancellation cancels a turn once f saw a model call (f's script
+// hangs) and checks that it ended cancelled with p's process group gone.
+func checkCancellation(t *testing.T, f *fakeServer, p *Provider) {
+	t.Helper()
 	pgids := make(chan int, 1)
 	p.cfg.hooks.onSpawn = func(pgid int) { pgids <- pgid }
-	env, err := p.Create(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Destroy(context.Background())
+	env := newTestEnv(t, p, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {

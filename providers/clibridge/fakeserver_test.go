@@ -258,14 +258,8 @@ func (openAIAPI) path() string { return "/v1/responses" }
 
 func (openAIAPI) parse(body []byte, req *fakeRequest) {
 	var m struct {
-		Model string `json:"model"`
-		Input []struct {
-			Type    string `json:"type"`
-			Role    string `json:"role"`
-			Content []struct {
-				Text string `json:"text"`
-			} `json:"content"`
-		} `json:"input"`
+		Model string           `json:"model"`
+		Input []responsesInput `json:"input"`
 	}
 	json.Unmarshal(body, &m)
 	req.Model = m.Model
@@ -280,6 +274,15 @@ func (openAIAPI) parse(body []byte, req *fakeRequest) {
 			}
 		}
 	}
+}
+
+// responsesInput is one input item of a Responses API call.
+type responsesInput struct {
+	Type    string `json:"type"`
+	Role    string `json:"role"`
+	Content []struct {
+		Text string `json:"text"`
+	} `json:"content"`
 }
 
 func (openAIAPI) fail(w http.ResponseWriter, status int, message string) {
