@@ -313,13 +313,7 @@ func (u *claudeUsage) token() *contract.TokenUsage {
 	if u == nil {
 		return nil
 	}
-	in, ok1 := count(u.InputTokens)
-	out, ok2 := count(u.OutputTokens)
-	if !ok1 || !ok2 {
-		return nil
-	}
-	return &contract.TokenUsage{InputTokens: in, OutputTokens: out,
-		CacheReadInputTokens: optCount(u.CacheRead), CacheCreationInputTokens: optCount(u.CacheCreation)}
+	return tokenUsage(u.InputTokens, u.OutputTokens, u.CacheRead, u.CacheCreation, nil)
 }
 
 // toolOutput is a tool result's content as bounded text: a string, or

@@ -144,17 +144,8 @@ func TestCodexEndToEnd(t *testing.T) {
 	// Native session id: the thread id codex sent the server as its
 	// session id, private; the served model is unknown (the stream does
 	// not report it).
-	recs := env.(*Environment).Turns()
-	if len(recs) != 1 {
-		t.Fatalf("%d turn records", len(recs))
-	}
+	recs := checkSession(t, env, evs, first.Header.Get("Session-Id"))
 	out := recs[0].Outcome
-	if sid := first.Header.Get("Session-Id"); sid == "" || out.NativeSessionID != sid {
-		t.Errorf("native session %q, the server saw %q", out.NativeSessionID, sid)
-	}
-	if evs[1].Normalized.NativeSessionObserved.NativeSessionID != out.NativeSessionID || !contract.IsPrivateEnvironmentEvent(evs[1]) {
-		t.Error("the native session observation is missing or public")
-	}
 	if out.ServedModel != "" || out.Text != "Done: hi" || out.Terminal != contract.TerminalCompleted {
 		t.Errorf("outcome %+v", out)
 	}

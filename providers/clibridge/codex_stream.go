@@ -246,11 +246,5 @@ func (u *codexUsage) token() *contract.TokenUsage {
 	if u == nil {
 		return nil
 	}
-	in, ok1 := count(u.InputTokens)
-	out, ok2 := count(u.OutputTokens)
-	if !ok1 || !ok2 {
-		return nil
-	}
-	return &contract.TokenUsage{InputTokens: in, OutputTokens: out, CacheReadInputTokens: optCount(u.CachedInput),
-		CacheCreationInputTokens: optCount(u.CacheWriteInput), ReasoningTokens: optCount(u.ReasoningOutput)}
+	return tokenUsage(u.InputTokens, u.OutputTokens, u.CachedInput, u.CacheWriteInput, u.ReasoningOutput)
 }

@@ -121,17 +121,8 @@ func TestClaudeEndToEnd(t *testing.T) {
 	}
 
 	// Native session id: the one claude sent the server, private.
-	recs := env.(*Environment).Turns()
-	if len(recs) != 1 {
-		t.Fatalf("%d turn records", len(recs))
-	}
+	recs := checkSession(t, env, evs, first.Header.Get("X-Claude-Code-Session-Id"))
 	out := recs[0].Outcome
-	if sid := first.Header.Get("X-Claude-Code-Session-Id"); sid == "" || out.NativeSessionID != sid {
-		t.Errorf("native session %q, the server saw %q", out.NativeSessionID, sid)
-	}
-	if evs[1].Normalized.NativeSessionObserved.NativeSessionID != out.NativeSessionID || !contract.IsPrivateEnvironmentEvent(evs[1]) {
-		t.Error("the native session observation is missing or public")
-	}
 	if out.ServedModel != "claude-e2e-1" || out.HarnessVersion == "" || out.Text != "Done: hi" {
 		t.Errorf("outcome %+v", out)
 	}
@@ -157,6 +148,26 @@ func TestClaudeEndToEnd(t *testing.T) {
 
 	checkNoSecrets(t, f, evs, recs)
 	checkPublicStream(t, env)
+}
+
+// checkSession checks the turn record of env's one turn: its native
+// session id is sent, the one the harness sent the server, and evs[1] is
+// its private observation. It returns the records.
+func checkSession(t *testing.T, env contract.Environment, evs []contract.EnvironmentEvent, sent string) []TurnRecord {
+	t.Helper()
+	recs := env.(*Environment).Turns()
+	if len(recs) != 1 {
+		t.Fatalf("%d turn records", len(recs))
+	}
+	out := recs[0].Outcome
+	if sent == "" || out.NativeSessionID != sent {
+		t.Errorf("native session %q, the server saw %q", out.NativeSessionID, sent)
+	}
+	if obs := evs[1].Normalized.NativeSessionObserved; obs == nil || obs.NativeSessionID != out.NativeSessionID ||
+		!contract.IsPrivateEnvironmentEvent(evs[1]) {
+		t.Error("the native session observation is missing or public")
+	}
+	return recs
 }
 
 // checkNoSecrets fails when the API key or the endpoint appears in any

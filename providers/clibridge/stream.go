@@ -211,6 +211,19 @@ func optCount(f *float64) *int64 {
 	return nil
 }
 
+// tokenUsage is a harness's reported usage: the input and output counts
+// must be present, whole and non-negative, or the usage is unknown
+// (nil); the other counts are kept when they are counts.
+func tokenUsage(in, out, cacheRead, cacheCreation, reasoning *float64) *contract.TokenUsage {
+	i, ok1 := count(in)
+	o, ok2 := count(out)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	return &contract.TokenUsage{InputTokens: i, OutputTokens: o, CacheReadInputTokens: optCount(cacheRead),
+		CacheCreationInputTokens: optCount(cacheCreation), ReasoningTokens: optCount(reasoning)}
+}
+
 // describe says how the process exited.
 func (x exit) describe() string {
 	switch {
