@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -73,17 +72,10 @@ func TestCodexEndToEnd(t *testing.T) {
 		Prompt:  &profile.Prompt{SystemPrompt: profile.Ptr("You are the e2e probe.")},
 	}
 	env := newTestEnv(t, p, pr)
-	start := time.Now()
-	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("please use shell")})
-	t.Logf("the codex turn took %v", time.Since(start))
+	evs, first := toolTurn(t, f, env, "please use shell")
 
-	// Wire: two model calls, the key as a bearer token, the profile's
-	// model, effort and replacing instructions applied.
-	msgs := f.messages()
-	if len(msgs) != 2 {
-		t.Fatalf("the server saw %d model calls, want 2 (tool call, then answer); requests %v", len(msgs), f.Requests())
-	}
-	first := msgs[0]
+	// Wire: the key as a bearer token, the profile's model, effort and
+	// replacing instructions applied.
 	if got := first.Header.Get("Authorization"); got != "Bearer "+fakeKey {
 		t.Errorf("authorization = %q", got)
 	}

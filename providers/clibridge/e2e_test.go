@@ -62,22 +62,11 @@ func TestClaudeEndToEnd(t *testing.T) {
 		Prompt:  &profile.Prompt{AppendSystemPrompt: profile.Ptr("Answer tersely.")},
 		Tools:   map[string]bool{"Bash": true, "WebFetch": false},
 	}
-	env, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: pr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Destroy(context.Background())
-	start := time.Now()
-	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("please use bash")})
-	t.Logf("the claude turn took %v", time.Since(start))
+	env := newTestEnv(t, p, pr)
+	evs, first := toolTurn(t, f, env, "please use bash")
 
-	// Wire: two message calls, the key in x-api-key, the profile's
-	// model, effort, appended prompt and tool rules applied.
-	msgs := f.messages()
-	if len(msgs) != 2 {
-		t.Fatalf("the server saw %d message calls, want 2 (tool call, then answer)", len(msgs))
-	}
-	first := msgs[0]
+	// Wire: the key in x-api-key, the profile's model, effort, appended
+	// prompt and tool rules applied.
 	if got := first.Header.Get("X-Api-Key"); got != fakeKey {
 		t.Errorf("x-api-key = %q", got)
 	}
@@ -148,6 +137,22 @@ func TestClaudeEndToEnd(t *testing.T) {
 
 	checkNoSecrets(t, f, evs, recs)
 	checkPublicStream(t, env)
+}
+
+// toolTurn runs one owned turn of env whose prompt makes f's script
+// call a tool first and answer after its result, logs how long it took,
+// checks that f saw exactly those two model calls and returns the events
+// and the first call.
+func toolTurn(t *testing.T, f *fakeServer, env contract.Environment, prompt string) ([]contract.EnvironmentEvent, fakeRequest) {
+	t.Helper()
+	start := time.Now()
+	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: &prompt})
+	t.Logf("the %s turn took %v", env.(*Environment).st.p.cfg.driver.harness(), time.Since(start))
+	msgs := f.messages()
+	if len(msgs) != 2 {
+		t.Fatalf("the server saw %d model calls, want 2 (tool call, then answer); requests %v", len(msgs), f.Requests())
+	}
+	return evs, msgs[0]
 }
 
 // checkSession checks the turn record of env's one turn: its native
