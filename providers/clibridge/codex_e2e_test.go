@@ -58,6 +58,11 @@ func eventTypes(evs []contract.EnvironmentEvent) []string {
 	return types
 }
 
+// codexProbe is the replacing system prompt of the end-to-end test: its
+// quotes, backslash, tab, newline, control and non-ASCII characters must
+// survive codex's TOML configuration exactly.
+const codexProbe = "You are the \"e2e\" probe.\n\tC:\\path \u0007 é"
+
 // Issue 7, item 3: the real codex binary, driven by the bridge against a
 // local Responses API, yields the canonical events, the exact usage the
 // server reported, the native session id and a receipt of exactly what
@@ -69,7 +74,7 @@ func TestCodexEndToEnd(t *testing.T) {
 		Name:    profile.Ptr("e2e"),
 		Harness: harness.Codex,
 		Model:   &profile.ModelHints{Default: profile.Ptr("gpt-e2e-1"), ReasoningEffort: harness.EffortHigh},
-		Prompt:  &profile.Prompt{SystemPrompt: profile.Ptr("You are the e2e probe.")},
+		Prompt:  &profile.Prompt{SystemPrompt: profile.Ptr(codexProbe)},
 	}
 	env := newTestEnv(t, p, pr)
 	evs, first := toolTurn(t, f, env, "please use shell")
@@ -84,7 +89,7 @@ func TestCodexEndToEnd(t *testing.T) {
 		t.Errorf("request model %q stream %t effort %q", body.Model, body.Stream, body.Reasoning.Effort)
 	}
 	if len(body.Input) == 0 || body.Input[0].Role != "developer" || len(body.Input[0].Content) == 0 ||
-		body.Input[0].Content[0].Text != "You are the e2e probe." {
+		body.Input[0].Content[0].Text != codexProbe {
 		t.Errorf("the first input is not the profile's instructions: %+v", body.Input[:min(1, len(body.Input))])
 	}
 
@@ -151,7 +156,7 @@ func TestCodexEndToEnd(t *testing.T) {
 		}
 	}
 	if rc.Applied.PromptDigest != canonjson.DigestBytes([]byte("please use shell")) || rc.Applied.NativeEffort != "high" ||
-		rc.Applied.SystemPromptDigest != canonjson.DigestBytes([]byte("You are the e2e probe.")) || rc.Applied.Model != "gpt-e2e-1" {
+		rc.Applied.SystemPromptDigest != canonjson.DigestBytes([]byte(codexProbe)) || rc.Applied.Model != "gpt-e2e-1" {
 		t.Errorf("receipt applied %+v", rc.Applied)
 	}
 	if len(rc.Files) != 1 || rc.Files[0].Purpose != "codex-config" || rc.Files[0].Path != "home/.config/codex/config.toml" {
