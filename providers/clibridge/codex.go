@@ -67,10 +67,12 @@ func (d codexDriver) check(p *profile.Profile) []error {
 }
 
 // materialize writes codex's configuration (CODEX_HOME/config.toml: the
-// bridge's model provider, the approval policy, the effort and the
-// replacing instructions) and builds the argv: exec mode, JSONL output,
-// no Git repository required, no session files, the read-only sandbox,
-// the model, and the prompt read from standard input ("-").
+// bridge's model provider, the approval policy, no update check,
+// analytics or feedback, the effort and the replacing instructions) and
+// builds the argv: exec mode, JSONL output, a configuration codex must
+// recognize entirely (--strict-config), no Git repository required, no
+// session files, the read-only sandbox, the model, and the prompt read
+// from standard input ("-").
 func (d codexDriver) materialize(t *turnSpec) (*plan, error) {
 	p := t.profile
 	if p == nil {
@@ -81,7 +83,7 @@ func (d codexDriver) materialize(t *turnSpec) (*plan, error) {
 		pl.env[codexKeyEnv] = t.apiKey
 	}
 	ap := &pl.receipt.Applied
-	args := []string{"exec", "--json", "--skip-git-repo-check", "--ephemeral", "--sandbox=" + codexSandbox}
+	args := []string{"exec", "--json", "--strict-config", "--skip-git-repo-check", "--ephemeral", "--sandbox=" + codexSandbox}
 	ap.PermissionMode = "sandbox=" + codexSandbox + ",approval=" + codexApproval
 	if model := turnModel(t, p); model != "" {
 		args = append(args, "--model="+model)
@@ -96,6 +98,7 @@ func (d codexDriver) materialize(t *turnSpec) (*plan, error) {
 	set := func(key, value string) { fmt.Fprintf(&cfg, "%s = %s\n", key, tomlString(value)) }
 	set("model_provider", codexProvider)
 	set("approval_policy", codexApproval)
+	fmt.Fprintf(&cfg, "check_for_update_on_startup = false\n")
 	effort, native, err := nativeEffort(harness.Codex, p)
 	if err != nil {
 		return nil, err
@@ -108,6 +111,9 @@ func (d codexDriver) materialize(t *turnSpec) (*plan, error) {
 		set("instructions", *pr.SystemPrompt)
 		ap.SystemPromptDigest = textDigest(*pr.SystemPrompt)
 	}
+	// No analytics and no feedback uploads: the turn talks to the model
+	// endpoint only.
+	fmt.Fprintf(&cfg, "\n[analytics]\nenabled = false\n\n[feedback]\nenabled = false\n")
 	fmt.Fprintf(&cfg, "\n[model_providers.%s]\n", codexProvider)
 	set("name", codexProvider)
 	set("base_url", baseURL)

@@ -88,6 +88,9 @@ func TestCodexEndToEnd(t *testing.T) {
 	if body.Model != "gpt-e2e-1" || !body.Stream || body.Reasoning.Effort != "high" {
 		t.Errorf("request model %q stream %t effort %q", body.Model, body.Stream, body.Reasoning.Effort)
 	}
+	if meta := first.Header.Get("X-Codex-Turn-Metadata"); !strings.Contains(meta, `"analytics_enabled":false`) {
+		t.Errorf("codex's turn metadata %s: analytics not disabled", meta)
+	}
 	if len(body.Input) == 0 || body.Input[0].Role != "developer" || len(body.Input[0].Content) == 0 ||
 		body.Input[0].Content[0].Text != codexProbe {
 		t.Errorf("the first input is not the profile's instructions: %+v", body.Input[:min(1, len(body.Input))])
@@ -150,7 +153,7 @@ func TestCodexEndToEnd(t *testing.T) {
 	// Receipt: exactly the flags applied, the configuration file's
 	// digest, env names only.
 	rc := recs[0].Receipt
-	for _, arg := range []string{"exec", "--json", "--model=gpt-e2e-1", "--sandbox=read-only", "--skip-git-repo-check", "--ephemeral"} {
+	for _, arg := range []string{"exec", "--json", "--strict-config", "--model=gpt-e2e-1", "--sandbox=read-only", "--skip-git-repo-check", "--ephemeral"} {
 		if !slices.Contains(rc.Args, arg) {
 			t.Errorf("receipt args %v lack %s", rc.Args, arg)
 		}
@@ -187,8 +190,9 @@ func TestCodexCancellation(t *testing.T) {
 }
 
 // Model-generated commands run in codex's read-only sandbox: a
-// file-writing command leaves the workspace untouched and its tool part
-// ends in error.
+// file-writing command leaves the workspace untouched, the model is told
+// the file system is read-only, and the tool part (when codex reports
+// one) ends in error.
 func TestCodexReadOnlySandbox(t *testing.T) {
 	f := newFakeServer(t, openAIAPI{}, func(req fakeRequest) fakeReply {
 		if !req.HasResult {
@@ -198,17 +202,40 @@ func TestCodexReadOnlySandbox(t *testing.T) {
 	})
 	env := newTestEnv(t, newCodexProvider(t, f), nil)
 	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("write a file")})
+	if kind, _ := contract.EnvironmentEventTerminal(evs[len(evs)-1]); kind != contract.TerminalCompleted {
+		t.Errorf("terminal %q, want completed (the model answered after the failed command)", kind)
+	}
 	if _, err := os.Stat(filepath.Join(env.(*Environment).WorkDir(), "pwned")); err == nil {
 		t.Error("a file-writing command ran outside the read-only sandbox")
 	}
+	// What codex returned to the model says the sandbox refused the
+	// write.
+	msgs := f.messages()
+	var b struct {
+		Input []struct {
+			Type   string `json:"type"`
+			Output string `json:"output"`
+		} `json:"input"`
+	}
+	if err := json.Unmarshal(msgs[len(msgs)-1].Body, &b); err != nil {
+		t.Fatal(err)
+	}
+	if i := len(b.Input) - 1; i < 0 || b.Input[i].Type != "function_call_output" || !strings.Contains(b.Input[i].Output, "Read-only file system") {
+		t.Errorf("the command's output sent to the model: %+v", b.Input[max(len(b.Input)-1, 0):])
+	}
+	// codex 0.171.0 sometimes writes no command_execution item for such a
+	// command (observed about once in six runs); when it does, the last
+	// state is error.
 	var states []string
 	for _, ev := range evs {
 		if ev.Type == "item.command_execution" {
 			states = append(states, ev.Normalized.MessagePartUpdated.Part.State.Status)
 		}
 	}
-	if len(states) == 0 || states[len(states)-1] != contract.ToolStatusError {
-		t.Errorf("command states %v (events %v), want the last one error", states, eventTypes(evs))
+	if len(states) == 0 {
+		t.Logf("codex reported no command_execution item this time (events %v)", eventTypes(evs))
+	} else if states[len(states)-1] != contract.ToolStatusError {
+		t.Errorf("command states %v, want the last one error", states)
 	}
 }
 

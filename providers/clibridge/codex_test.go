@@ -33,7 +33,7 @@ func TestCodexMaterialize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantArgs := []string{"exec", "--json", "--skip-git-repo-check", "--ephemeral", "--sandbox=read-only", "--model=gpt-x", "-"}
+	wantArgs := []string{"exec", "--json", "--strict-config", "--skip-git-repo-check", "--ephemeral", "--sandbox=read-only", "--model=gpt-x", "-"}
 	if !slices.Equal(pl.args, wantArgs) || !slices.Equal(pl.receipt.Args, wantArgs) {
 		t.Errorf("args %q receipt %q", pl.args, pl.receipt.Args)
 	}
@@ -42,8 +42,15 @@ func TestCodexMaterialize(t *testing.T) {
 	}
 	want := `model_provider = "agentrt"
 approval_policy = "never"
+check_for_update_on_startup = false
 model_reasoning_effort = "ultra"
 instructions = "Be \"exact\".\n\tC:\\path \u0007 é"
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
 
 [model_providers.agentrt]
 name = "agentrt"

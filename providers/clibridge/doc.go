@@ -77,12 +77,13 @@
 //
 // # codex: what the argv and configuration apply
 //
-//	codex exec --json --skip-git-repo-check --ephemeral --sandbox=read-only
-//	  [--model=M] -
+//	codex exec --json --strict-config --skip-git-repo-check --ephemeral
+//	  --sandbox=read-only [--model=M] -
 //
 // with CODEX_HOME the environment's configuration directory, holding a
 // per-turn config.toml: model_provider "agentrt", approval_policy
-// "never", [model_reasoning_effort = E], [instructions = S] and
+// "never", no update check, analytics or feedback,
+// [model_reasoning_effort = E], [instructions = S] and
 // [model_providers.agentrt] with base_url (Options.BaseURL, the API base
 // including /v1; else https://api.openai.com/v1), env_key OPENAI_API_KEY
 // (set from Options.APIKey) and wire_api "responses". The model is the
@@ -100,7 +101,9 @@
 // Observed of the real binary (see testdata/codex/README): it calls only
 // POST <base_url>/responses (always streamed), once per model call, with
 // the key as a bearer token and its thread id in Session-Id and
-// Thread-Id. OPENAI_BASE_URL is ignored (hence the config file).
+// Thread-Id. OPENAI_BASE_URL is ignored (hence the config file). For a
+// command that fails fast in the sandbox it sometimes writes no
+// command_execution item at all; the tool part is then simply missing.
 //
 // # How the claude-code stream maps to canonical events
 //
