@@ -264,3 +264,34 @@ func TestCodexProfileRefusals(t *testing.T) {
 		t.Error("a refused profile spawned the harness")
 	}
 }
+
+// Every canonical effort the codex driver admits is accepted by codex's
+// strict configuration as its native token, and reaches the model call
+// as reasoning.effort: the same token, except "ultra", which codex
+// 0.171.0 sends as "xhigh" (observed with its default model).
+func TestCodexEfforts(t *testing.T) {
+	f := newFakeServer(t, openAIAPI{}, codexScript)
+	p := newCodexProvider(t, f)
+	env := newTestEnv(t, p, nil)
+	for _, e := range []harness.ReasoningEffort{harness.EffortNone, harness.EffortMinimal, harness.EffortLow, harness.EffortMedium,
+		harness.EffortHigh, harness.EffortXHigh, harness.EffortUltracode} {
+		native, _ := harness.NativeReasoningControl(harness.Codex, e)
+		wire := native
+		if native == "ultra" {
+			wire = "xhigh"
+		}
+		in := &contract.TurnInput{Prompt: profile.Ptr("hi"), Profile: &profile.Profile{Model: &profile.ModelHints{ReasoningEffort: e}}}
+		evs := collectOwned(t, context.Background(), env, in)
+		if kind, _ := contract.EnvironmentEventTerminal(evs[len(evs)-1]); kind != contract.TerminalCompleted {
+			t.Errorf("effort %s (%s): terminal %q: %v", e, native, kind, evs[len(evs)-1].Normalized.Status.Detail)
+			continue
+		}
+		if got := env.(*Environment).Turns(); got[len(got)-1].Receipt.Applied.NativeEffort != native {
+			t.Errorf("effort %s: receipt %+v", e, got[len(got)-1].Receipt.Applied)
+		}
+		msgs := f.messages()
+		if got := responses(t, msgs[len(msgs)-1]).Reasoning.Effort; got != wire {
+			t.Errorf("effort %s (codex %s): the model call asked for %q, want %q", e, native, got, wire)
+		}
+	}
+}

@@ -88,7 +88,9 @@
 // including /v1; else https://api.openai.com/v1), env_key OPENAI_API_KEY
 // (set from Options.APIKey) and wire_api "responses". The model is the
 // turn's, else the profile's default; E is the native token of the
-// profile's reasoning effort; S, the profile's systemPrompt, replaces
+// profile's reasoning effort (harness.NativeReasoningControl: the
+// canonical name, ultracode → "ultra", which codex 0.171.0 accepts but
+// sends the API as "xhigh"); S, the profile's systemPrompt, replaces
 // codex's built-in base instructions. codex has no append route the
 // bridge verified, and the driver applies no tools, permissions or MCP
 // servers: a profile carrying appendSystemPrompt, tools, permissions or
