@@ -111,38 +111,8 @@ func (claudeDriver) check(p *profile.Profile) []error {
 	if p == nil {
 		return nil
 	}
-	var errs []error
-	refuse := func(path, reason string) {
-		errs = append(errs, contract.Unsupported{Err: &profile.UnsupportedError{Path: path, Reason: reason}})
-	}
-	if p.Harness != "" && p.Harness != harness.ClaudeCode {
-		refuse("/harness", fmt.Sprintf("this environment drives %s, not %s", harness.ClaudeCode, p.Harness))
-	}
-	if len(p.Seats) > 0 {
-		refuse("/seats", "the bridge runs one harness process with the configured key; it cannot select seats")
-	}
-	if len(p.Connections) > 0 {
-		refuse("/connections", "the bridge cannot grant external connections")
-	}
-	if p.Confidential != nil {
-		refuse("/confidential", "the bridge runs on this machine, not in a confidential environment")
-	}
-	if m := p.Model; m != nil {
-		if m.Provider != nil && *m.Provider != "anthropic" {
-			refuse("/model/provider", "claude-code speaks the Anthropic Messages API only")
-		}
-		if m.Small != nil {
-			refuse("/model/small", "the bridge does not set claude-code's small model")
-		}
-		if m.MaxVisibleOutputTokens != nil || m.MaxReasoningTokens != nil || m.MaxTotalOutputTokens != nil {
-			refuse("/model", "the bridge cannot bound claude-code's output tokens")
-		}
-		if m.ReasoningEffort != "" {
-			if _, ok := harness.NativeReasoningControl(harness.ClaudeCode, m.ReasoningEffort); !ok {
-				refuse("/model/reasoningEffort", fmt.Sprintf("claude-code has no native control for effort %q", m.ReasoningEffort))
-			}
-		}
-	}
+	errs := checkCommon(claudeDriver{}, "anthropic", "the Anthropic Messages API", p)
+	refuse := func(path, reason string) { errs = append(errs, unsupported(path, reason)) }
 	for _, key := range slices.Sorted(maps.Keys(p.Tools)) {
 		if _, ok := claudeTool(p, key); !ok {
 			refuse("/tools/"+key, "not a claude-code tool (a built-in name, or mcp__server[__tool] of a mounted server)")
@@ -231,21 +201,17 @@ func (d claudeDriver) materialize(t *turnSpec) (*plan, error) {
 		}
 		shown = append(shown, flag+"="+value)
 	}
-	model := t.model
-	if model == "" && p.Model != nil && p.Model.Default != nil {
-		model = *p.Model.Default
-	}
-	if model != "" {
+	if model := turnModel(t, p); model != "" {
 		add("--model", model, false)
 		ap.Model = model
 	}
-	if p.Model != nil && p.Model.ReasoningEffort != "" {
-		native, ok := harness.NativeReasoningControl(harness.ClaudeCode, p.Model.ReasoningEffort)
-		if !ok {
-			return nil, fmt.Errorf("clibridge: effort %q: %w", p.Model.ReasoningEffort, contract.ErrUnsupported)
-		}
+	effort, native, err := nativeEffort(harness.ClaudeCode, p)
+	if err != nil {
+		return nil, err
+	}
+	if native != "" {
 		add("--effort", native, false)
-		ap.ReasoningEffort, ap.NativeEffort = p.Model.ReasoningEffort, native
+		ap.ReasoningEffort, ap.NativeEffort = effort, native
 	}
 	if pr := p.Prompt; pr != nil {
 		if pr.SystemPrompt != nil {
@@ -271,9 +237,7 @@ func (d claudeDriver) materialize(t *turnSpec) (*plan, error) {
 			return nil, err
 		}
 		path := filepath.Join(t.dirs.bridge, fmt.Sprintf("turn-%d-mcp.json", t.turn))
-		rel, _ := filepath.Rel(t.dirs.root, path)
-		pl.files = append(pl.files, planFile{path: path, rel: rel, content: content})
-		pl.receipt.Files = append(pl.receipt.Files, ReceiptFile{Path: rel, Digest: textDigest(string(content)), Purpose: "mcp-config"})
+		rel := pl.addFile(t, path, content, "mcp-config")
 		args = append(args, "--mcp-config="+path)
 		shown = append(shown, "--mcp-config="+rel)
 		ap.MCPServers, ap.DisabledMCPServers = mounted, disabled

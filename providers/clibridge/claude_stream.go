@@ -1,10 +1,8 @@
 package clibridge
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -82,13 +80,7 @@ const claudeBackend = "claude-code"
 
 // claudeNormalizer maps one turn's claude stream to environment events.
 type claudeNormalizer struct {
-	provider string
-	turn     int
-	seq      int
-	// secrets are removed from every line before it is read.
-	secrets []string
-
-	out      Outcome
+	streamBase
 	sawInit  bool
 	calls    map[string]claudeCall
 	result   *claudeLine
@@ -102,37 +94,16 @@ type claudeCall struct {
 }
 
 func (claudeDriver) normalizer(t *turnSpec) normalizer {
-	return &claudeNormalizer{provider: t.provider, turn: t.turn, calls: map[string]claudeCall{}, secrets: t.secrets()}
-}
-
-func (n *claudeNormalizer) outcome() Outcome { return n.out }
-
-// event returns a new event of type typ with data and normalized form.
-func (n *claudeNormalizer) event(typ string, data map[string]canonjson.Value, norm *contract.StreamEvent) contract.EnvironmentEvent {
-	n.seq++
-	id := fmt.Sprintf("turn-%d-%d", n.turn, n.seq)
-	if data == nil {
-		data = map[string]canonjson.Value{}
-	}
-	return contract.EnvironmentEvent{Type: typ, ID: &id, Data: data, Normalized: norm}
+	return &claudeNormalizer{streamBase: newStreamBase(t, claudeDriver{}), calls: map[string]claudeCall{}}
 }
 
 // line implements normalizer.
 func (n *claudeNormalizer) line(b []byte) []contract.EnvironmentEvent {
-	b = bytes.TrimSpace(redact(b, n.secrets))
-	if len(b) == 0 {
-		return nil
-	}
 	var l claudeLine
-	if err := json.Unmarshal(b, &l); err != nil || l.Type == "" {
-		reason := "the line has no type"
-		if err != nil {
-			reason = err.Error()
-		}
-		return []contract.EnvironmentEvent{n.warning("unreadable-line", "claude-code wrote a line that is not a stream-json event: "+reason)}
+	pe, evs, ok := n.decodeLine(b, &l, func() string { return l.Type })
+	if !ok {
+		return evs
 	}
-	pe := providerEvent(b)
-	var evs []contract.EnvironmentEvent
 	switch {
 	case l.Type == "system" && l.Subtype == "init":
 		evs = n.init(&l)
@@ -147,23 +118,11 @@ func (n *claudeNormalizer) line(b []byte) []contract.EnvironmentEvent {
 		n.result, n.resultPE = &l, pe
 		return nil
 	}
-	if len(evs) == 0 {
-		// Any other line is passed on as raw, under a type of ours: a
-		// native type could otherwise read as terminal ("x.completed").
-		typ := l.Type
-		if l.Subtype != "" {
-			typ += "." + l.Subtype
-		}
-		ev := n.event(contract.EventTypeRaw, map[string]canonjson.Value{"nativeType": canonjson.StringValue(bounded(typ, 512))}, nil)
-		if pe.IsValid() {
-			ev.Normalized = &contract.StreamEvent{Type: contract.EventTypeRaw, Raw: &contract.RawEvent{Backend: claudeBackend, Event: pe}}
-		}
-		evs = []contract.EnvironmentEvent{ev}
+	typ := l.Type
+	if l.Subtype != "" {
+		typ += "." + l.Subtype
 	}
-	if pe.IsValid() {
-		evs[0].ProviderEvent = pe
-	}
-	return evs
+	return n.finish(evs, typ, pe)
 }
 
 // init maps the init line: the private native session observation, then
@@ -174,16 +133,7 @@ func (n *claudeNormalizer) init(l *claudeLine) []contract.EnvironmentEvent {
 		evs = append(evs, n.warning("duplicate-init", "claude-code wrote a second init line"))
 	}
 	n.sawInit = true
-	if l.SessionID != "" && n.out.NativeSessionID == "" {
-		if obs, err := contract.NewNativeSessionObserved(n.provider, l.SessionID); err == nil {
-			n.out.NativeSessionID = obs.NativeSessionID
-			norm := obs.Event()
-			evs = append(evs, n.event(contract.EventTypeNativeSessionObserved, map[string]canonjson.Value{
-				"provider": canonjson.StringValue(obs.Provider), "nativeSessionId": canonjson.StringValue(obs.NativeSessionID)}, &norm))
-		} else {
-			evs = append(evs, n.warning("invalid-session-id", "claude-code reported a session id that is not a native session id"))
-		}
-	}
+	evs = append(evs, n.observeSession(l.SessionID)...)
 	if l.Version != "" {
 		n.out.HarnessVersion = bounded(l.Version, 200)
 	}
@@ -278,24 +228,13 @@ func (n *claudeNormalizer) assistant(l *claudeLine) []contract.EnvironmentEvent 
 			if m.Model == claudeSyntheticModel {
 				data["synthetic"] = canonjson.BoolValue(true)
 			}
-			for j, chunk := range chunks(text) {
-				id := partID
-				if j > 0 {
-					id = fmt.Sprintf("%s-%d", partID, j)
-				}
-				part := contract.Part{ID: id, SessionID: n.sessionID(), MessageID: msgID, Type: kind, Text: &chunk}
-				norm := contract.StreamEvent{Type: contract.EventTypeMessagePartUpdated,
-					MessagePartUpdated: &contract.MessagePartUpdatedEvent{Part: part, Delta: &chunk}}
-				evs = append(evs, n.event("assistant."+b.Type, data, &norm))
-			}
+			evs = append(evs, n.textEvents("assistant."+b.Type, kind, text, msgID, partID, data)...)
 		case "tool_use":
 			callID := identOr(b.ID, partID)
 			call := claudeCall{tool: identOr(b.Name, "unknown"), messageID: msgID, input: jsonRecord(b.Input)}
 			n.calls[callID] = call
-			part := contract.Part{ID: callID, SessionID: n.sessionID(), MessageID: msgID, Type: contract.PartTypeTool,
-				CallID: &callID, Tool: &call.tool, State: &contract.ToolState{Status: contract.ToolStatusRunning, Input: call.input}}
-			norm := contract.StreamEvent{Type: contract.EventTypeMessagePartUpdated, MessagePartUpdated: &contract.MessagePartUpdatedEvent{Part: part}}
-			evs = append(evs, n.event("assistant.tool_use", data, &norm))
+			evs = append(evs, n.toolEvent("assistant.tool_use", callID, msgID, call.tool,
+				&contract.ToolState{Status: contract.ToolStatusRunning, Input: call.input}, data))
 		}
 	}
 	return evs
@@ -319,10 +258,7 @@ func (n *claudeNormalizer) user(l *claudeLine) []contract.EnvironmentEvent {
 		if b.IsError {
 			state = &contract.ToolState{Status: contract.ToolStatusError, Input: call.input, Error: &output}
 		}
-		part := contract.Part{ID: callID, SessionID: n.sessionID(), MessageID: call.messageID, Type: contract.PartTypeTool,
-			CallID: &callID, Tool: &call.tool, State: state}
-		norm := contract.StreamEvent{Type: contract.EventTypeMessagePartUpdated, MessagePartUpdated: &contract.MessagePartUpdatedEvent{Part: part}}
-		evs = append(evs, n.event("user.tool_result", nil, &norm))
+		evs = append(evs, n.toolEvent("user.tool_result", callID, call.messageID, call.tool, state, nil))
 	}
 	return evs
 }
@@ -334,23 +270,11 @@ func (n *claudeNormalizer) user(l *claudeLine) []contract.EnvironmentEvent {
 // turn's total is claude's own partial account: unknown).
 func (n *claudeNormalizer) end(x exit) []contract.EnvironmentEvent {
 	if x.cancelled {
-		n.out.Terminal = contract.TerminalCancelled
-		detail := "the caller cancelled the turn; the bridge killed the claude process group"
-		norm := contract.StatusStreamEvent(contract.StreamStatusCancelled, &detail)
-		return []contract.EnvironmentEvent{n.event(contract.EventTypeStatus, map[string]canonjson.Value{
-			"status": canonjson.StringValue(contract.StreamStatusCancelled)}, &norm)}
+		return n.cancelled()
 	}
 	r := n.result
 	if r == nil {
-		n.out.Terminal = contract.TerminalFailed
-		detail := fmt.Sprintf("the claude process ended (%s) without a result line", x.describe())
-		if x.stderr != "" {
-			detail += ": " + x.stderr
-		}
-		detail = bounded(detail, 4000)
-		norm := contract.StatusStreamEvent(contract.StreamStatusFailed, &detail)
-		return []contract.EnvironmentEvent{n.event(contract.EventTypeStatus, map[string]canonjson.Value{
-			"status": canonjson.StringValue(contract.StreamStatusFailed), "exitCode": canonjson.NumberValue(float64(x.code))}, &norm)}
+		return n.noResult(x, "a result line")
 	}
 	ok := !r.IsError && r.Subtype == "success" && x.code == 0 && x.err == nil
 	data := map[string]canonjson.Value{"exitCode": canonjson.NumberValue(float64(x.code)),
@@ -369,118 +293,27 @@ func (n *claudeNormalizer) end(x exit) []contract.EnvironmentEvent {
 			data[name] = canonjson.StringValue(bounded(*v, 200))
 		}
 	}
-	status, detail := contract.StreamStatusCompleted, (*string)(nil)
+	detail := ""
 	if !ok {
-		status = contract.StreamStatusFailed
-		d := fmt.Sprintf("claude reported %s (is_error %t) and exited (%s)", bounded(r.Subtype, 200), r.IsError, x.describe())
+		detail = fmt.Sprintf("claude reported %s (is_error %t) and exited (%s)", bounded(r.Subtype, 200), r.IsError, x.describe())
 		if r.Result != nil && r.IsError {
-			d += ": " + *r.Result
+			detail += ": " + *r.Result
 		}
 		if x.stderr != "" && x.code != 0 {
-			d += "; stderr: " + x.stderr
+			detail += "; stderr: " + x.stderr
 		}
-		d = bounded(d, 4000)
-		detail = &d
 	}
-	data["status"] = canonjson.StringValue(status)
-	norm := contract.StatusStreamEvent(status, detail)
-	ev := n.event("result", data, &norm)
-	if n.resultPE.IsValid() {
-		ev.ProviderEvent = n.resultPE
-	}
-	if ok {
-		n.out.Terminal = contract.TerminalCompleted
-		if u := r.Usage.token(); u != nil {
-			n.out.Usage = u
-			ev.Usage, ev.UsageMode = u, contract.UsageCumulative
-		}
-	} else {
-		n.out.Terminal = contract.TerminalFailed
-	}
-	return []contract.EnvironmentEvent{ev}
+	return []contract.EnvironmentEvent{n.terminal(ok, detail, data, n.resultPE, r.Usage.token())}
 }
 
 // token converts claude's usage: both counts must be present, whole and
 // non-negative, or the usage is unknown (nil). Cache counts are kept
 // apart from input_tokens, as the Messages API reports them.
 func (u *claudeUsage) token() *contract.TokenUsage {
-	count := func(f *float64) (int64, bool) {
-		if f == nil || *f < 0 || !canonjson.IsSafeInteger(*f) {
-			return 0, false
-		}
-		return int64(*f), true
-	}
 	if u == nil {
 		return nil
 	}
-	in, ok1 := count(u.InputTokens)
-	out, ok2 := count(u.OutputTokens)
-	if !ok1 || !ok2 {
-		return nil
-	}
-	t := &contract.TokenUsage{InputTokens: in, OutputTokens: out}
-	if c, ok := count(u.CacheRead); ok {
-		t.CacheReadInputTokens = &c
-	}
-	if c, ok := count(u.CacheCreation); ok {
-		t.CacheCreationInputTokens = &c
-	}
-	return t
-}
-
-// warning returns a warning event.
-func (n *claudeNormalizer) warning(code, message string) contract.EnvironmentEvent {
-	message = bounded(message, 2000)
-	norm := contract.StreamEvent{Type: contract.EventTypeWarning, Warning: &contract.WarningEvent{Code: code, Message: message}}
-	return n.event(contract.EventTypeWarning, map[string]canonjson.Value{"code": canonjson.StringValue(code)}, &norm)
-}
-
-// sessionID is the part session id: the native session, once known.
-func (n *claudeNormalizer) sessionID() string {
-	if n.out.NativeSessionID != "" {
-		return n.out.NativeSessionID
-	}
-	return fmt.Sprintf("turn-%d", n.turn)
-}
-
-// describe says how the process exited.
-func (x exit) describe() string {
-	switch {
-	case x.timedOut > 0:
-		return "killed when the turn's timeout of " + x.timedOut.String() + " elapsed"
-	case x.err != nil:
-		return "error: " + x.err.Error()
-	case x.code < 0:
-		return "killed by a signal"
-	}
-	return "exit status " + strconv.Itoa(x.code)
-}
-
-// providerEvent is the line as bounded JSON, or an invalid Value when it
-// is not within the contract's bounds.
-func providerEvent(b []byte) canonjson.Value {
-	v, err := canonjson.Decode(b)
-	if err != nil || !contract.IsBoundedJSON(v) {
-		return canonjson.Value{}
-	}
-	return v
-}
-
-// jsonRecord is a tool input as a bounded JSON object; an input that is
-// not one is recorded by its digest.
-func jsonRecord(raw json.RawMessage) map[string]canonjson.Value {
-	v, err := canonjson.Decode(raw)
-	if err == nil && v.Kind() == canonjson.Object && contract.IsBoundedJSON(v) {
-		out := make(map[string]canonjson.Value, v.Len())
-		for _, m := range v.Members() {
-			out[m.Name] = m.Value
-		}
-		return out
-	}
-	if len(raw) == 0 {
-		return map[string]canonjson.Value{}
-	}
-	return map[string]canonjson.Value{"unboundedInputDigest": canonjson.StringValue(canonjson.DigestBytes(raw))}
+	return tokenUsage(u.InputTokens, u.OutputTokens, u.CacheRead, u.CacheCreation, nil)
 }
 
 // toolOutput is a tool result's content as bounded text: a string, or
@@ -497,71 +330,4 @@ func toolOutput(raw json.RawMessage) string {
 		}
 	}
 	return bounded(strings.Join(parts, "\n"), contract.MaxStringLength/2)
-}
-
-// chunkUnits bounds one text event's text, in UTF-16 units, below the
-// contract's string limit.
-const chunkUnits = contract.MaxStringLength / 2
-
-// chunks splits text into pieces of at most chunkUnits UTF-16 units,
-// never inside a character; an empty text is one empty piece.
-func chunks(text string) []string {
-	out := []string{prefixUnits(text, chunkUnits)}
-	for rest := text[len(out[0]):]; rest != ""; rest = rest[len(out[len(out)-1]):] {
-		out = append(out, prefixUnits(rest, chunkUnits))
-	}
-	return out
-}
-
-// bounded cuts s to at most max UTF-16 units (never inside a character),
-// marking a cut with "…".
-func bounded(s string, max int) string {
-	if canonjson.UTF16Len(s) <= max {
-		return s
-	}
-	return prefixUnits(s, max-1) + "…"
-}
-
-// prefixUnits is the longest prefix of s of at most units UTF-16 units
-// that ends at a character boundary.
-func prefixUnits(s string, units int) string {
-	n := 0
-	for i, r := range s {
-		w := 1
-		if r > 0xFFFF {
-			w = 2
-		}
-		if n+w > units {
-			return s[:i]
-		}
-		n += w
-	}
-	return s
-}
-
-// isIdent reports whether s is a bounded identifier: 1..512 units, no
-// outer whitespace, no control characters.
-func isIdent(s string) bool {
-	return s != "" && canonjson.UTF16Len(s) <= contract.MaxIdentifierLength && canonjson.TrimJS(s) == s &&
-		!canonjson.HasControl(s) && canonjson.IsWellFormed(s)
-}
-
-// identOr returns s when it is a bounded identifier, else fallback.
-func identOr(s, fallback string) string {
-	if isIdent(s) {
-		return s
-	}
-	return fallback
-}
-
-// stringsValue is a bounded array of bounded strings.
-func stringsValue(ss []string) canonjson.Value {
-	items := make([]canonjson.Value, 0, min(len(ss), contract.MaxArrayLength))
-	for i, s := range ss {
-		if i == contract.MaxArrayLength {
-			break
-		}
-		items = append(items, canonjson.StringValue(bounded(s, 512)))
-	}
-	return canonjson.ArrayValue(items)
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/contract/providertest"
+	"github.com/agentrt/agentrt/harness"
 )
 
 // The bridge passes the providertest suite with the real claude binary:
@@ -17,6 +18,20 @@ func TestConformance(t *testing.T) {
 	bin := claudeBinary(t)
 	providertest.Run(t, func(t *testing.T) contract.Provider {
 		p, err := New(Options{Binary: bin, BaseURL: f.URL(), APIKey: fakeKey, WorkRoot: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}, providertest.Options{RequireUsage: true})
+}
+
+// The codex bridge passes the providertest suite with the real codex
+// binary against a fake Responses API.
+func TestCodexConformance(t *testing.T) {
+	f := newFakeServer(t, openAIAPI{}, codexScript)
+	bin := codexBinary(t)
+	providertest.Run(t, func(t *testing.T) contract.Provider {
+		p, err := New(Options{Harness: harness.Codex, Binary: bin, BaseURL: f.URL() + "/v1", APIKey: fakeKey, WorkRoot: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}

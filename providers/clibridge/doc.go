@@ -1,9 +1,9 @@
 // Package clibridge runs coding-agent harness CLIs as child processes
-// behind the provider contract (layer 2). The first harness is
-// claude-code (npm @anthropic-ai/claude-code, observed at 2.1.197);
-// codex and opencode are further drivers of the same small interface
-// (driver: binary lookup, argv/config materialization, a stream-line
-// normalizer) and are not built yet: New refuses them with
+// behind the provider contract (layer 2). Each harness is a driver of one
+// small interface (binary lookup, argv/config materialization, a
+// stream-line normalizer): claude-code (npm @anthropic-ai/claude-code,
+// observed at 2.1.197) and codex (npm @openai/codex, observed at
+// 0.171.0). New refuses a harness without a driver with
 // ErrHarnessUnsupported.
 //
 // # What the bridge owns
@@ -75,6 +75,38 @@
 // --system-prompt replaces the coding-agent prompt but claude keeps its
 // one-line SDK identity block before it.
 //
+// # codex: what the argv and configuration apply
+//
+//	codex exec --json --strict-config --skip-git-repo-check --ephemeral
+//	  --sandbox=read-only [--model=M] -
+//
+// with CODEX_HOME the environment's configuration directory, holding a
+// per-turn config.toml: model_provider "agentrt", approval_policy
+// "never", no update check, analytics or feedback,
+// [model_reasoning_effort = E], [instructions = S] and
+// [model_providers.agentrt] with base_url (Options.BaseURL, the API base
+// including /v1; else https://api.openai.com/v1), env_key OPENAI_API_KEY
+// (set from Options.APIKey) and wire_api "responses". The model is the
+// turn's, else the profile's default; E is the native token of the
+// profile's reasoning effort (harness.NativeReasoningControl: the
+// canonical name, ultracode → "ultra", which codex 0.171.0 accepts but
+// sends the API as "xhigh"); S, the profile's systemPrompt, replaces
+// codex's built-in base instructions. codex has no append route the
+// bridge verified, and the driver applies no tools, permissions or MCP
+// servers: a profile carrying appendSystemPrompt, tools, permissions or
+// mcp is refused, as is a model provider other than openai (plus the
+// checks every driver makes: harness, seats, connections, confidential,
+// small model, token ceilings). Model-generated commands run in codex's
+// read-only sandbox (observed: "touch" fails with a read-only file
+// system, "echo hi" runs) and no approval is ever asked for.
+//
+// Observed of the real binary (see testdata/codex/README): it calls only
+// POST <base_url>/responses (always streamed), once per model call, with
+// the key as a bearer token and its thread id in Session-Id and
+// Thread-Id. OPENAI_BASE_URL is ignored (hence the config file). For a
+// command that fails fast in the sandbox it sometimes writes no
+// command_execution item at all; the tool part is then simply missing.
+//
 // # How the claude-code stream maps to canonical events
 //
 //   - system/init: a private native.session.observed (session_id) and a
@@ -97,6 +129,33 @@
 //   - any other line: a "raw" event with the line as its normalized raw
 //     event; an unreadable line: a warning.
 //
+// # How the codex stream maps to canonical events
+//
+//   - thread.started: a private native.session.observed (thread_id) and a
+//     public "thread.started" event normalized as status started;
+//   - item.completed agent_message and reasoning items: message.part.updated
+//     with a text or reasoning part ("item.agent_message",
+//     "item.reasoning"); the last message is the turn's final text;
+//   - command_execution, file_change, mcp_tool_call and web_search items: a
+//     tool part (tool "command_execution", …, "mcp__server__tool"), running
+//     on item.started, then completed (output) or error (status failed or
+//     declined, a non-zero exit code, an error) on item.completed;
+//   - error lines and error items: warnings (codex's retry notices and
+//     non-fatal errors);
+//   - turn.completed / turn.failed: held until the process exits, then the
+//     one terminal event "result" — completed only for turn.completed and
+//     exit 0, with its usage (the turn's total over every model call) as
+//     usageMode cumulative: input_tokens (which include the cached ones,
+//     as the Responses API counts them), output_tokens (which include the
+//     reasoning ones), cached_input_tokens as cacheReadInputTokens,
+//     cache_write_input_tokens as cacheCreationInputTokens and
+//     reasoning_output_tokens as reasoningTokens; otherwise failed with
+//     turn.failed's message and no usage;
+//   - any other line (turn.started, todo lists, unknown items): "raw".
+//
+// codex's stream names neither the served model nor its version, so both
+// stay unknown ("") in the turn's outcome.
+//
 // Stream hands its consumer everything but the private native session
 // observation; StreamOwned, for the execution owner only, yields it too.
 // Environment.Turns returns each ended turn's record: the receipt and
@@ -108,9 +167,10 @@
 // Each turn's first event, "clibridge.materialization", carries the
 // Receipt and its canonical digest: the binary path, the argv with the
 // system prompt values replaced by their sha256 digests, the prompt's
-// digest, the files written (path relative to the environment, digest,
-// purpose), the names — never the values — of every environment variable,
-// the profile's digest, and the applied model, effort (canonical and
+// digest, the files written (path relative to the environment, the
+// digest of their bytes with the key and endpoint redacted, purpose),
+// the names — never the values — of every environment variable, the
+// profile's digest, and the applied model, effort (canonical and
 // native), system prompt digests, tool rules, permission mode and MCP
 // servers. The API key and the endpoint never appear in a receipt, an
 // event or an error: they are redacted from every stdout line and from
@@ -119,7 +179,8 @@
 // # Capabilities
 //
 // The document declares exactly what is enforced: the profile features
-// above (system prompt replace and append, tools, permissions, MCP,
+// the driver applies (claude-code: system prompt replace and append,
+// tools, permissions, MCP, validation; codex: system prompt replace and
 // validation), live streaming and usage. No detach, replay, session
 // continuation, workspace access, branching, placement, observation,
 // interactions, context transfer or exact process.

@@ -2,6 +2,7 @@ package clibridge
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/agentrt/agentrt/contract"
@@ -39,8 +40,80 @@ func driverFor(h harness.Type) (driver, error) {
 	switch h {
 	case harness.ClaudeCode:
 		return claudeDriver{}, nil
+	case harness.Codex:
+		return codexDriver{}, nil
 	}
-	return nil, fmt.Errorf("%w: %q (this bridge drives %s; codex and opencode are not built yet)", ErrHarnessUnsupported, h, harness.ClaudeCode)
+	return nil, fmt.Errorf("%w: %q (this bridge drives %s and %s)", ErrHarnessUnsupported, h, harness.ClaudeCode, harness.Codex)
+}
+
+// unsupported is the refusal of the profile feature at path.
+func unsupported(path, reason string) error {
+	return contract.Unsupported{Err: &profile.UnsupportedError{Path: path, Reason: reason}}
+}
+
+// checkCommon refuses, for driver d, what no harness process of the
+// bridge can apply: another harness, seats, connections, confidential
+// execution, a model provider other than vendor (the one API the harness
+// speaks), a small model, token ceilings and an effort without a native
+// control.
+func checkCommon(d driver, vendor, api string, p *profile.Profile) []error {
+	h := d.harness()
+	var errs []error
+	refuse := func(path, reason string) { errs = append(errs, unsupported(path, reason)) }
+	if p.Harness != "" && p.Harness != h {
+		refuse("/harness", fmt.Sprintf("this environment drives %s, not %s", h, p.Harness))
+	}
+	if len(p.Seats) > 0 {
+		refuse("/seats", "the bridge runs one harness process with the configured key; it cannot select seats")
+	}
+	if len(p.Connections) > 0 {
+		refuse("/connections", "the bridge cannot grant external connections")
+	}
+	if p.Confidential != nil {
+		refuse("/confidential", "the bridge runs on this machine, not in a confidential environment")
+	}
+	if m := p.Model; m != nil {
+		if m.Provider != nil && *m.Provider != vendor {
+			refuse("/model/provider", fmt.Sprintf("%s speaks %s only", h, api))
+		}
+		if m.Small != nil {
+			refuse("/model/small", fmt.Sprintf("the bridge does not set %s's small model", h))
+		}
+		if m.MaxVisibleOutputTokens != nil || m.MaxReasoningTokens != nil || m.MaxTotalOutputTokens != nil {
+			refuse("/model", fmt.Sprintf("the bridge cannot bound %s's output tokens", h))
+		}
+		if m.ReasoningEffort != "" {
+			if _, ok := harness.NativeReasoningControl(h, m.ReasoningEffort); !ok {
+				refuse("/model/reasoningEffort", fmt.Sprintf("%s has no native control for effort %q", h, m.ReasoningEffort))
+			}
+		}
+	}
+	return errs
+}
+
+// turnModel is the model a turn asks for: the turn's, else the
+// profile's default ("" for the harness's own default).
+func turnModel(t *turnSpec, p *profile.Profile) string {
+	if t.model != "" {
+		return t.model
+	}
+	if p.Model != nil && p.Model.Default != nil {
+		return *p.Model.Default
+	}
+	return ""
+}
+
+// nativeEffort is the native token of the profile's reasoning effort for
+// harness h ("" when the profile asks for none).
+func nativeEffort(h harness.Type, p *profile.Profile) (harness.ReasoningEffort, string, error) {
+	if p.Model == nil || p.Model.ReasoningEffort == "" {
+		return "", "", nil
+	}
+	native, ok := harness.NativeReasoningControl(h, p.Model.ReasoningEffort)
+	if !ok {
+		return "", "", fmt.Errorf("clibridge: effort %q: %w", p.Model.ReasoningEffort, contract.ErrUnsupported)
+	}
+	return p.Model.ReasoningEffort, native, nil
 }
 
 // dirs are one environment's directories, all absolute.
@@ -84,6 +157,18 @@ type plan struct {
 	files   []planFile
 	env     map[string]string
 	receipt Receipt
+}
+
+// addFile adds a file to write before spawning and its receipt entry:
+// the path relative to the environment and the digest of the content
+// with the turn's secrets (the key and the endpoint) redacted, so that
+// the receipt pins what was applied without carrying a digest of a
+// secret.
+func (pl *plan) addFile(t *turnSpec, path string, content []byte, purpose string) string {
+	rel, _ := filepath.Rel(t.dirs.root, path)
+	pl.files = append(pl.files, planFile{path: path, rel: rel, content: content})
+	pl.receipt.Files = append(pl.receipt.Files, ReceiptFile{Path: rel, Digest: textDigest(string(redact(content, t.secrets()))), Purpose: purpose})
+	return rel
 }
 
 // planFile is one file the bridge writes before spawning.

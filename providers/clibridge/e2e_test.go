@@ -62,22 +62,11 @@ func TestClaudeEndToEnd(t *testing.T) {
 		Prompt:  &profile.Prompt{AppendSystemPrompt: profile.Ptr("Answer tersely.")},
 		Tools:   map[string]bool{"Bash": true, "WebFetch": false},
 	}
-	env, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: pr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Destroy(context.Background())
-	start := time.Now()
-	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("please use bash")})
-	t.Logf("the claude turn took %v", time.Since(start))
+	env := newTestEnv(t, p, pr)
+	evs, first := toolTurn(t, f, env, "please use bash")
 
-	// Wire: two message calls, the key in x-api-key, the profile's
-	// model, effort, appended prompt and tool rules applied.
-	msgs := f.messages()
-	if len(msgs) != 2 {
-		t.Fatalf("the server saw %d message calls, want 2 (tool call, then answer)", len(msgs))
-	}
-	first := msgs[0]
+	// Wire: the key in x-api-key, the profile's model, effort, appended
+	// prompt and tool rules applied.
 	if got := first.Header.Get("X-Api-Key"); got != fakeKey {
 		t.Errorf("x-api-key = %q", got)
 	}
@@ -121,17 +110,8 @@ func TestClaudeEndToEnd(t *testing.T) {
 	}
 
 	// Native session id: the one claude sent the server, private.
-	recs := env.(*Environment).Turns()
-	if len(recs) != 1 {
-		t.Fatalf("%d turn records", len(recs))
-	}
+	recs := checkSession(t, env, evs, first.Header.Get("X-Claude-Code-Session-Id"))
 	out := recs[0].Outcome
-	if sid := first.Header.Get("X-Claude-Code-Session-Id"); sid == "" || out.NativeSessionID != sid {
-		t.Errorf("native session %q, the server saw %q", out.NativeSessionID, sid)
-	}
-	if evs[1].Normalized.NativeSessionObserved.NativeSessionID != out.NativeSessionID || !contract.IsPrivateEnvironmentEvent(evs[1]) {
-		t.Error("the native session observation is missing or public")
-	}
 	if out.ServedModel != "claude-e2e-1" || out.HarnessVersion == "" || out.Text != "Done: hi" {
 		t.Errorf("outcome %+v", out)
 	}
@@ -155,7 +135,50 @@ func TestClaudeEndToEnd(t *testing.T) {
 		t.Errorf("receipt digest %s, recorded %s", d, recs[0].ReceiptDigest)
 	}
 
-	// Secrets: neither the key nor the endpoint in any event or receipt.
+	checkNoSecrets(t, f, evs, recs)
+	checkPublicStream(t, env)
+}
+
+// toolTurn runs one owned turn of env whose prompt makes f's script
+// call a tool first and answer after its result, logs how long it took,
+// checks that f saw exactly those two model calls and returns the events
+// and the first call.
+func toolTurn(t *testing.T, f *fakeServer, env contract.Environment, prompt string) ([]contract.EnvironmentEvent, fakeRequest) {
+	t.Helper()
+	start := time.Now()
+	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: &prompt})
+	t.Logf("the %s turn took %v", env.(*Environment).st.p.cfg.driver.harness(), time.Since(start))
+	msgs := f.messages()
+	if len(msgs) != 2 {
+		t.Fatalf("the server saw %d model calls, want 2 (tool call, then answer); requests %v", len(msgs), f.Requests())
+	}
+	return evs, msgs[0]
+}
+
+// checkSession checks the turn record of env's one turn: its native
+// session id is sent, the one the harness sent the server, and evs[1] is
+// its private observation. It returns the records.
+func checkSession(t *testing.T, env contract.Environment, evs []contract.EnvironmentEvent, sent string) []TurnRecord {
+	t.Helper()
+	recs := env.(*Environment).Turns()
+	if len(recs) != 1 {
+		t.Fatalf("%d turn records", len(recs))
+	}
+	out := recs[0].Outcome
+	if sent == "" || out.NativeSessionID != sent {
+		t.Errorf("native session %q, the server saw %q", out.NativeSessionID, sent)
+	}
+	if obs := evs[1].Normalized.NativeSessionObserved; obs == nil || obs.NativeSessionID != out.NativeSessionID ||
+		!contract.IsPrivateEnvironmentEvent(evs[1]) {
+		t.Error("the native session observation is missing or public")
+	}
+	return recs
+}
+
+// checkNoSecrets fails when the API key or the endpoint appears in any
+// event or turn record.
+func checkNoSecrets(t *testing.T, f *fakeServer, evs []contract.EnvironmentEvent, recs []TurnRecord) {
+	t.Helper()
 	v, err := canonjson.ToValue(map[string]any{"events": evs, "turns": recs})
 	if err != nil {
 		t.Fatal(err)
@@ -164,11 +187,15 @@ func TestClaudeEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(all), fakeKey) || strings.Contains(string(all), f.URL()) {
+	if strings.Contains(string(all), fakeKey) || strings.Contains(string(all), strings.TrimPrefix(f.URL(), "http://")) {
 		t.Error("the API key or the endpoint leaked into an event or receipt")
 	}
+}
 
-	// The public stream withholds the native observation.
+// checkPublicStream runs a turn on the public stream, which withholds
+// the native session observation.
+func checkPublicStream(t *testing.T, env contract.Environment) {
+	t.Helper()
 	for ev, err := range env.Stream(context.Background(), &contract.TurnInput{Prompt: profile.Ptr("hello")}) {
 		if err != nil {
 			t.Fatal(err)
@@ -177,6 +204,18 @@ func TestClaudeEndToEnd(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// newTestEnv creates an environment of p with the inline profile pr
+// (nil for none), destroyed when the test ends.
+func newTestEnv(t *testing.T, p *Provider, pr *profile.Profile) contract.Environment {
+	t.Helper()
+	env, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: pr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Destroy(context.Background()) })
+	return env
 }
 
 // The served model is read back from the stream: a server answering with
@@ -210,11 +249,18 @@ func TestClaudeServedModelMismatch(t *testing.T) {
 func TestClaudeAPIErrorFails(t *testing.T) {
 	f := newFakeAnthropic(t, func(req fakeRequest) fakeReply { return fakeReply{Status: 400, Text: "fake refusal"} })
 	p := newClaudeProvider(t, f)
-	env, err := p.Create(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
+	env := newTestEnv(t, p, nil)
+	checkAPIErrorFails(t, f, env)
+	if got := env.(*Environment).Turns()[0].Outcome.ServedModel; got == claudeSyntheticModel {
+		t.Errorf("claude's synthetic error message counted as the served model")
 	}
-	defer env.Destroy(context.Background())
+}
+
+// checkAPIErrorFails runs a turn against a server answering every model
+// call with HTTP 400 "fake refusal": a failed turn with unknown usage,
+// never a success, and no secret in what it reports.
+func checkAPIErrorFails(t *testing.T, f *fakeServer, env contract.Environment) {
+	t.Helper()
 	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("hi")})
 	last := evs[len(evs)-1]
 	if kind, _ := contract.EnvironmentEventTerminal(last); kind != contract.TerminalFailed {
@@ -226,23 +272,23 @@ func TestClaudeAPIErrorFails(t *testing.T) {
 	if d := last.Normalized.Status.Detail; d == nil || !strings.Contains(*d, "fake refusal") {
 		t.Errorf("detail %v", d)
 	}
-	if got := env.(*Environment).Turns()[0].Outcome.ServedModel; got == claudeSyntheticModel {
-		t.Errorf("claude's synthetic error message counted as the served model")
-	}
+	checkNoSecrets(t, f, evs, env.(*Environment).Turns())
 }
 
 // Cancelling the turn's context mid-stream kills the whole process group
 // and reports cancelled, not failed.
 func TestClaudeCancellation(t *testing.T) {
 	f := newFakeAnthropic(t, func(req fakeRequest) fakeReply { return fakeReply{Hang: true, In: 5} })
-	p := newClaudeProvider(t, f)
+	checkCancellation(t, f, newClaudeProvider(t, f))
+}
+
+// checkCancellation cancels a turn once f saw a model call (f's script
+// hangs) and checks that it ended cancelled with p's process group gone.
+func checkCancellation(t *testing.T, f *fakeServer, p *Provider) {
+	t.Helper()
 	pgids := make(chan int, 1)
 	p.cfg.hooks.onSpawn = func(pgid int) { pgids <- pgid }
-	env, err := p.Create(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Destroy(context.Background())
+	env := newTestEnv(t, p, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {

@@ -11,15 +11,18 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/agentrt/agentrt/harness"
 )
 
-// fakeAnthropic is a local Anthropic Messages API for the real claude
-// binary: it logs every request and answers POST /v1/messages with the
-// streamed (SSE) reply its script picks. What claude 2.1.197 calls is
-// documented in doc.go and testdata/claude-code/README.
-type fakeAnthropic struct {
+// fakeServer is a local model API for a real harness binary: it logs
+// every request and answers the model call (POST api.path) with the
+// streamed (SSE) reply its script picks, in the API's wire format. What
+// each binary calls is documented in doc.go and testdata/*/README.
+type fakeServer struct {
 	srv    *httptest.Server
 	script func(req fakeRequest) fakeReply
+	api    fakeAPI
 
 	mu       sync.Mutex
 	requests []fakeRequest
@@ -85,69 +88,70 @@ type fakeReply struct {
 	ToolName  string
 	ToolInput string
 	// Usage: input tokens (message_start) and output tokens
-	// (message_delta).
-	In, Out int
+	// (message_delta); for the Responses API, response.completed's, with
+	// Cached input tokens among In.
+	In, Out, Cached int
 	// Status, when non-zero, answers with this HTTP error instead.
 	Status int
 	// Hang sends message_start and then blocks until the client leaves.
 	Hang bool
 }
 
-func newFakeAnthropic(t testing.TB, script func(req fakeRequest) fakeReply) *fakeAnthropic {
-	f := &fakeAnthropic{script: script}
+// fakeAPI is one model API's wire format.
+type fakeAPI interface {
+	// name names the API in recordings.
+	name() string
+	// path is the model call's path.
+	path() string
+	// parse reads the model call's body into req.
+	parse(body []byte, req *fakeRequest)
+	// fail answers with an HTTP error carrying message.
+	fail(w http.ResponseWriter, status int, message string)
+	// stream writes the reply's events (n counts the model calls); hang
+	// blocks after the first until the client leaves.
+	stream(ev func(name string, data any), req fakeRequest, rep fakeReply, model string, n int, hang func())
+}
+
+func newFakeServer(t testing.TB, api fakeAPI, script func(req fakeRequest) fakeReply) *fakeServer {
+	f := &fakeServer{script: script, api: api}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
 }
 
-// URL is the server's base URL (ANTHROPIC_BASE_URL).
-func (f *fakeAnthropic) URL() string { return f.srv.URL }
+// newFakeAnthropic is a local Anthropic Messages API for the real
+// claude binary (POST /v1/messages).
+func newFakeAnthropic(t testing.TB, script func(req fakeRequest) fakeReply) *fakeServer {
+	return newFakeServer(t, anthropicAPI{}, script)
+}
+
+// URL is the server's base URL (ANTHROPIC_BASE_URL; codex's base_url
+// is URL()+"/v1").
+func (f *fakeServer) URL() string { return f.srv.URL }
 
 // Requests returns the requests received so far.
-func (f *fakeAnthropic) Requests() []fakeRequest {
+func (f *fakeServer) Requests() []fakeRequest {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]fakeRequest(nil), f.requests...)
 }
 
-// messages returns the POST /v1/messages requests.
-func (f *fakeAnthropic) messages() []fakeRequest {
+// messages returns the model calls (POST api.path).
+func (f *fakeServer) messages() []fakeRequest {
 	var out []fakeRequest
 	for _, r := range f.Requests() {
-		if r.Method == http.MethodPost && r.Path == "/v1/messages" {
+		if r.Method == http.MethodPost && r.Path == f.api.path() {
 			out = append(out, r)
 		}
 	}
 	return out
 }
 
-func (f *fakeAnthropic) serve(w http.ResponseWriter, r *http.Request) {
+func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	req := fakeRequest{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
-	if r.Method == http.MethodPost && r.URL.Path == "/v1/messages" {
-		var m struct {
-			Model    string `json:"model"`
-			Messages []struct {
-				Role    string          `json:"role"`
-				Content json.RawMessage `json:"content"`
-			} `json:"messages"`
-		}
-		json.Unmarshal(body, &m)
-		req.Model = m.Model
-		for _, msg := range m.Messages {
-			if msg.Role != "user" {
-				continue
-			}
-			req.LastUser = ""
-			for _, b := range blocks(msg.Content) {
-				switch b.Type {
-				case "text":
-					req.LastUser += b.Text
-				case "tool_result":
-					req.HasResult = true
-				}
-			}
-		}
+	if r.Method == http.MethodPost && r.URL.Path == f.api.path() {
+		f.api.parse(body, &req)
 	}
 	f.mu.Lock()
 	f.requests = append(f.requests, req)
@@ -155,20 +159,16 @@ func (f *fakeAnthropic) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodHead:
 		return
-	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
+	case r.Method == http.MethodPost && r.URL.Path == f.api.path():
 		f.reply(w, r, req, f.script(req))
 	default:
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusNotFound)
-		fmt.Fprint(w, `{"type":"error","error":{"type":"not_found_error","message":"not served by the fake"}}`)
+		f.api.fail(w, http.StatusNotFound, "not served by the fake")
 	}
 }
 
-func (f *fakeAnthropic) reply(w http.ResponseWriter, r *http.Request, req fakeRequest, rep fakeReply) {
+func (f *fakeServer) reply(w http.ResponseWriter, r *http.Request, req fakeRequest, rep fakeReply) {
 	if rep.Status != 0 {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(rep.Status)
-		fmt.Fprintf(w, `{"type":"error","error":{"type":"invalid_request_error","message":%q}}`, rep.Text)
+		f.api.fail(w, rep.Status, rep.Text)
 		return
 	}
 	model := rep.Model
@@ -182,13 +182,54 @@ func (f *fakeAnthropic) reply(w http.ResponseWriter, r *http.Request, req fakeRe
 		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
 		fl.Flush()
 	}
-	n := len(f.messages())
+	f.api.stream(ev, req, rep, model, len(f.messages()), func() { <-r.Context().Done() })
+}
+
+// anthropicAPI is the Messages API claude-code calls.
+type anthropicAPI struct{}
+
+func (anthropicAPI) name() string { return "Anthropic" }
+func (anthropicAPI) path() string { return "/v1/messages" }
+
+func (anthropicAPI) parse(body []byte, req *fakeRequest) {
+	var m struct {
+		Model    string `json:"model"`
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	json.Unmarshal(body, &m)
+	req.Model = m.Model
+	for _, msg := range m.Messages {
+		if msg.Role != "user" {
+			continue
+		}
+		req.LastUser = ""
+		for _, b := range blocks(msg.Content) {
+			switch b.Type {
+			case "text":
+				req.LastUser += b.Text
+			case "tool_result":
+				req.HasResult = true
+			}
+		}
+	}
+}
+
+func (anthropicAPI) fail(w http.ResponseWriter, status int, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `{"type":"error","error":{"type":"invalid_request_error","message":%q}}`, message)
+}
+
+func (anthropicAPI) stream(ev func(string, any), req fakeRequest, rep fakeReply, model string, n int, hang func()) {
 	ev("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": fmt.Sprintf("msg_fake_%d", n), "type": "message", "role": "assistant", "model": model, "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil,
 		"usage": map[string]any{"input_tokens": rep.In, "output_tokens": 1, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}}})
 	if rep.Hang {
-		<-r.Context().Done()
+		hang()
 		return
 	}
 	stop := "end_turn"
@@ -208,21 +249,98 @@ func (f *fakeAnthropic) reply(w http.ResponseWriter, r *http.Request, req fakeRe
 	ev("message_stop", map[string]any{"type": "message_stop"})
 }
 
-// claudeBinary finds the real claude binary for a test: AGENTRT_CLAUDE_BIN,
-// else claude in PATH. Without one the test fails when
-// AGENTRT_REQUIRE_CLIS=1 and is skipped otherwise.
+// openAIAPI is the OpenAI Responses API codex calls (wire_api
+// "responses"): POST /v1/responses, streamed.
+type openAIAPI struct{}
+
+func (openAIAPI) name() string { return "OpenAI Responses" }
+func (openAIAPI) path() string { return "/v1/responses" }
+
+func (openAIAPI) parse(body []byte, req *fakeRequest) {
+	var m struct {
+		Model string           `json:"model"`
+		Input []responsesInput `json:"input"`
+	}
+	json.Unmarshal(body, &m)
+	req.Model = m.Model
+	for _, in := range m.Input {
+		switch {
+		case in.Type == "function_call_output":
+			req.HasResult = true
+		case in.Type == "message" && in.Role == "user":
+			req.LastUser = ""
+			for _, c := range in.Content {
+				req.LastUser += c.Text
+			}
+		}
+	}
+}
+
+// responsesInput is one input item of a Responses API call.
+type responsesInput struct {
+	Type    string `json:"type"`
+	Role    string `json:"role"`
+	Content []struct {
+		Text string `json:"text"`
+	} `json:"content"`
+}
+
+func (openAIAPI) fail(w http.ResponseWriter, status int, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `{"error":{"message":%q,"type":"invalid_request_error","code":"fake"}}`, message)
+}
+
+func (openAIAPI) stream(ev func(string, any), req fakeRequest, rep fakeReply, model string, n int, hang func()) {
+	id := fmt.Sprintf("resp_fake_%d", n)
+	ev("response.created", map[string]any{"type": "response.created", "response": map[string]any{"id": id, "model": model, "status": "in_progress"}})
+	if rep.Hang {
+		hang()
+		return
+	}
+	if rep.ToolName != "" {
+		ev("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": 0, "item": map[string]any{
+			"type": "function_call", "id": fmt.Sprintf("fc_fake_%d", n), "call_id": fmt.Sprintf("call_fake_%d", n),
+			"name": rep.ToolName, "arguments": rep.ToolInput}})
+	} else {
+		msgID := fmt.Sprintf("msg_fake_%d", n)
+		ev("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": 0, "item": map[string]any{
+			"type": "message", "id": msgID, "role": "assistant", "content": []any{}}})
+		ev("response.output_text.delta", map[string]any{"type": "response.output_text.delta", "item_id": msgID, "output_index": 0,
+			"content_index": 0, "delta": rep.Text})
+		ev("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": 0, "item": map[string]any{
+			"type": "message", "id": msgID, "role": "assistant", "content": []any{map[string]any{"type": "output_text", "text": rep.Text}}}})
+	}
+	ev("response.completed", map[string]any{"type": "response.completed", "response": map[string]any{"id": id, "model": model,
+		"status": "completed", "usage": map[string]any{"input_tokens": rep.In, "output_tokens": rep.Out, "total_tokens": rep.In + rep.Out,
+			"input_tokens_details": map[string]any{"cached_tokens": rep.Cached}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}}}})
+}
+
+// claudeBinary finds the real claude binary for a test.
 func claudeBinary(t testing.TB) string {
+	return cliBinary(t, "AGENTRT_CLAUDE_BIN", "claude", "@anthropic-ai/claude-code@2.1.197")
+}
+
+// codexBinary finds the real codex binary for a test.
+func codexBinary(t testing.TB) string {
+	return cliBinary(t, "AGENTRT_CODEX_BIN", "codex", "@openai/codex@0.171.0")
+}
+
+// cliBinary finds a real harness binary for a test: the variable
+// envVar, else exe in PATH. Without one the test fails when
+// AGENTRT_REQUIRE_CLIS=1 and is skipped otherwise.
+func cliBinary(t testing.TB, envVar, exe, pkg string) string {
 	t.Helper()
-	if bin := os.Getenv("AGENTRT_CLAUDE_BIN"); bin != "" {
+	if bin := os.Getenv(envVar); bin != "" {
 		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("AGENTRT_CLAUDE_BIN=%s is not an executable: %v", bin, err)
+			t.Fatalf("%s=%s is not an executable: %v", envVar, bin, err)
 		}
 		return bin
 	}
-	if bin, err := exec.LookPath("claude"); err == nil {
+	if bin, err := exec.LookPath(exe); err == nil {
 		return bin
 	}
-	msg := "the claude binary is not installed (npm install @anthropic-ai/claude-code@2.1.197, then set AGENTRT_CLAUDE_BIN or put claude in PATH)"
+	msg := fmt.Sprintf("the %s binary is not installed (npm install %s, then set %s or put %s in PATH)", exe, pkg, envVar, exe)
 	if os.Getenv("AGENTRT_REQUIRE_CLIS") == "1" {
 		t.Fatal(msg + "; AGENTRT_REQUIRE_CLIS=1 forbids skipping")
 	}
@@ -236,7 +354,7 @@ const fakeKey = "sk-ant-fake-e2e-key-0123456789"
 
 // newClaudeProvider returns a bridge to the real claude binary talking to
 // f.
-func newClaudeProvider(t testing.TB, f *fakeAnthropic) *Provider {
+func newClaudeProvider(t testing.TB, f *fakeServer) *Provider {
 	t.Helper()
 	p, err := New(Options{Binary: claudeBinary(t), BaseURL: f.URL(), APIKey: fakeKey, WorkRoot: t.TempDir()})
 	if err != nil {
@@ -253,4 +371,15 @@ func hasText(ss []string, sub string) bool {
 		}
 	}
 	return false
+}
+
+// newCodexProvider returns a bridge to the real codex binary talking to
+// f (a fake Responses API).
+func newCodexProvider(t testing.TB, f *fakeServer) *Provider {
+	t.Helper()
+	p, err := New(Options{Harness: harness.Codex, Binary: codexBinary(t), BaseURL: f.URL() + "/v1", APIKey: fakeKey, WorkRoot: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

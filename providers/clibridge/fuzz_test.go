@@ -16,7 +16,36 @@ import (
 // turn ends in exactly one terminal event — completed only for a
 // successful result line and exit 0.
 func FuzzClaudeLine(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join(transcriptDir, "*.txtar"))
+	fuzzLines(f, claudeSuite, []string{
+		`{"type":"result","subtype":"success","is_error":false,"result":"x","usage":{"input_tokens":1e300,"output_tokens":-1}}`,
+		`{"type":"assistant","message":{"id":" padded ","model":"<synthetic>","content":"plain string"}}`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"","content":[{"type":"text","text":"a"}],"is_error":true}]}}`,
+		`{"type":"system","subtype":"init","session_id":"has space","model":"m[1m]"}`,
+		`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"Bash","input":[1,2]}]},"parent_tool_use_id":"p"}`,
+	})
+}
+
+// FuzzCodexLine: the same for codex exec --json lines — completed only
+// for a turn.completed line (with no turn.failed) and exit 0.
+func FuzzCodexLine(f *testing.F) {
+	fuzzLines(f, codexSuite, []string{
+		`{"type":"turn.completed","usage":{"input_tokens":1e300,"output_tokens":-1}}`,
+		`{"type":"turn.failed","error":null}`,
+		`{"type":"thread.started","thread_id":"has space"}`,
+		`{"type":"item.completed","item":{"id":" padded ","type":"mcp_tool_call","server":"s","tool":"t","arguments":[1],"result":{"a":1},"error":{"message":"x"},"status":"failed"}}`,
+		`{"type":"item.started","item":{"type":"file_change","changes":[{"path":"a","kind":"add"}],"status":"in_progress"}}`,
+		`{"type":"item.completed","item":{"type":"x.completed"}}`,
+		`{"type":"item.completed","item":{"type":"command_execution","exit_code":1.5,"aggregated_output":"\u0000"}}`,
+		`{"type":"item.completed","item":{"type":"web_search","query":"q"}}`,
+		`{"type":"error","message":"Reconnecting... 1/5"}`,
+	})
+}
+
+// fuzzLines seeds the fuzzer with every recorded stream line of the
+// suite, generic shapes and seeds, and checks what the suite driver's
+// normalizer makes of a line written twice, then the process's exit.
+func fuzzLines(f *testing.F, s transcriptSuite, seeds []string) {
+	files, _ := filepath.Glob(filepath.Join(s.dir, "*.txtar"))
 	for _, name := range files {
 		b, err := os.ReadFile(name)
 		if err != nil {
@@ -31,18 +60,13 @@ func FuzzClaudeLine(f *testing.F) {
 			}
 		}
 	}
-	for _, l := range []string{
-		`{"type":"result","subtype":"success","is_error":false,"result":"x","usage":{"input_tokens":1e300,"output_tokens":-1}}`,
-		`{"type":"assistant","message":{"id":" padded ","model":"<synthetic>","content":"plain string"}}`,
-		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"","content":[{"type":"text","text":"a"}],"is_error":true}]}}`,
-		`{"type":"system","subtype":"init","session_id":"has space","model":"m[1m]"}`,
-		`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"Bash","input":[1,2]}]},"parent_tool_use_id":"p"}`,
-		`null`, `[]`, `{"type":1}`, "\xff\xfe", `{"type":"stream_event","event":{"deep":[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]}}`,
-	} {
+	seeds = append(seeds, `null`, `[]`, `{"type":1}`, "\xff\xfe", `{"type":"stream_event","event":{"deep":[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]}}`)
+	for _, l := range seeds {
 		f.Add([]byte(l), 1)
 	}
+	provider := "clibridge-" + string(s.driver.harness())
 	f.Fuzz(func(t *testing.T, line []byte, code int) {
-		n := claudeDriver{}.normalizer(&turnSpec{provider: "clibridge-claude-code", turn: 1, apiKey: "sk-secret"})
+		n := s.driver.normalizer(&turnSpec{provider: provider, turn: 1, apiKey: "sk-secret"})
 		evs := n.line(line)
 		evs = append(evs, n.line(line)...)
 		evs = append(evs, n.end(exit{code: code})...)
@@ -63,7 +87,7 @@ func FuzzClaudeLine(f *testing.F) {
 		}
 		out := n.outcome()
 		if out.NativeSessionID != "" {
-			if _, err := contract.NewNativeSessionObserved("clibridge-claude-code", out.NativeSessionID); err != nil {
+			if _, err := contract.NewNativeSessionObserved(provider, out.NativeSessionID); err != nil {
 				t.Fatalf("native session %q: %v", out.NativeSessionID, err)
 			}
 		}

@@ -34,11 +34,14 @@ type Options struct {
 	// sets itself are refused (*EnvRefusedError).
 	Env map[string]string
 	// BaseURL is the model endpoint the harness calls (for claude-code,
-	// ANTHROPIC_BASE_URL); "" leaves the harness's default. It is never
+	// ANTHROPIC_BASE_URL; for codex, the base_url of the model provider
+	// the bridge configures, the API base including /v1); "" leaves the
+	// harness's default. It is never
 	// logged and never appears in events or receipts.
 	BaseURL string
 	// APIKey is the model endpoint's key (for claude-code,
-	// ANTHROPIC_API_KEY). It is never logged and never appears in events
+	// ANTHROPIC_API_KEY; for codex, OPENAI_API_KEY, the configured
+	// provider's env_key). It is never logged and never appears in events
 	// or receipts.
 	APIKey string
 	// WorkRoot is the directory environments are created under; "" means

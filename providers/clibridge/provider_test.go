@@ -68,7 +68,9 @@ func TestMissingBinary(t *testing.T) {
 func TestNewRefusals(t *testing.T) {
 	bin, _ := fakeCLI(t, "")
 	for name, opts := range map[string]Options{
-		"codex":      {Harness: harness.Codex},
+		"gemini":     {Harness: harness.Gemini},
+		"codex_home": {Harness: harness.Codex, Env: map[string]string{"CODEX_HOME": "/tmp"}},
+		"codex_key":  {Harness: harness.Codex, Env: map[string]string{"openai_api_key": "k"}},
 		"opencode":   {Harness: harness.OpenCode},
 		"name":       {Name: "Not A Name"},
 		"ld_preload": {Env: map[string]string{"LD_PRELOAD": "/x.so"}},
@@ -82,8 +84,8 @@ func TestNewRefusals(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	if _, err := New(Options{Binary: bin, WorkRoot: t.TempDir(), Harness: harness.Codex}); !errors.Is(err, ErrHarnessUnsupported) {
-		t.Errorf("codex: %v", err)
+	if _, err := New(Options{Binary: bin, WorkRoot: t.TempDir(), Harness: harness.Gemini}); !errors.Is(err, ErrHarnessUnsupported) {
+		t.Errorf("gemini: %v", err)
 	}
 	if _, err := New(Options{Binary: bin, WorkRoot: t.TempDir(), Env: map[string]string{"NODE_OPTIONS": "--require x"}}); !errors.Is(err, ErrEnvRefused) {
 		t.Errorf("NODE_OPTIONS: %v", err)

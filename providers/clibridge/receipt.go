@@ -36,7 +36,8 @@ type Receipt struct {
 type ReceiptFile struct {
 	// Path is relative to the environment's root directory.
 	Path string `json:"path"`
-	// Digest is "sha256:<hex>" of the file's bytes.
+	// Digest is "sha256:<hex>" of the file's bytes with the API key and
+	// the endpoint, where the file carries them, replaced by "[redacted]".
 	Digest string `json:"digest"`
 	// Purpose says what the file carries (for example "mcp-config").
 	Purpose string `json:"purpose"`

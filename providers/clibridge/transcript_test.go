@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,12 +22,31 @@ import (
 	"github.com/agentrt/agentrt/profile"
 )
 
-// capture re-records testdata/claude-code/*.txtar from the real claude
-// binary (go test -run TestCaptureTranscripts -capture).
-var capture = flag.Bool("capture", false, "re-record the claude-code transcripts from the real binary")
+// capture re-records testdata/<harness>/*.txtar from the real binaries
+// (go test -run TestCaptureTranscripts -capture).
+var capture = flag.Bool("capture", false, "re-record the harness transcripts from the real binaries")
 
 // transcriptDir holds the recorded claude-code transcripts.
 const transcriptDir = "testdata/claude-code"
+
+// transcriptSuite is one harness's recorded transcripts: where they
+// live, the driver whose normalizer reads them, and how to record them
+// (the fake server's wire format, the provider, the scenarios).
+type transcriptSuite struct {
+	dir         string
+	driver      driver
+	api         fakeAPI
+	newProvider func(testing.TB, *fakeServer) *Provider
+	scenarios   []captureScenario
+}
+
+var (
+	claudeSuite = transcriptSuite{dir: transcriptDir, driver: claudeDriver{}, api: anthropicAPI{}, newProvider: newClaudeProvider,
+		scenarios: captureScenarios}
+	codexSuite = transcriptSuite{dir: "testdata/codex", driver: codexDriver{}, api: openAIAPI{}, newProvider: newCodexProvider,
+		scenarios: codexScenarios}
+	suites = []transcriptSuite{claudeSuite, codexSuite}
+)
 
 // captureScenario is one recorded turn.
 type captureScenario struct {
@@ -48,20 +68,44 @@ var captureScenarios = []captureScenario{
 	{name: "cancelled", prompt: "hang", cancel: true, script: func(fakeRequest) fakeReply { return fakeReply{Hang: true, In: 5} }},
 }
 
-// TestCaptureTranscripts records what the real claude binary writes for
-// each scenario, with the fake server's request log, and the events the
+var codexScenarios = []captureScenario{
+	{name: "text", prompt: "Say hello.", script: codexScript},
+	{name: "tool", prompt: "please use shell", script: codexScript, model: "gpt-e2e-1",
+		profile: &profile.Profile{Model: &profile.ModelHints{ReasoningEffort: harness.EffortHigh}}},
+	{name: "api-error", prompt: "hi", script: func(fakeRequest) fakeReply { return fakeReply{Status: 400, Text: "fake refusal"} }},
+	{name: "served-other-model", prompt: "hi", model: "gpt-asked-1",
+		script: func(fakeRequest) fakeReply { return fakeReply{Model: "gpt-other-9", Text: "hi", In: 3, Out: 1} }},
+	{name: "sandbox-denied", prompt: "write a file", script: func(req fakeRequest) fakeReply {
+		if !req.HasResult {
+			return fakeReply{ToolName: "exec_command", ToolInput: `{"cmd":"touch pwned"}`, In: 4, Out: 2}
+		}
+		return fakeReply{Text: "ok", In: 5, Out: 1}
+	}},
+	{name: "cancelled", prompt: "hang", cancel: true, script: func(fakeRequest) fakeReply { return fakeReply{Hang: true, In: 5} }},
+}
+
+// TestCaptureTranscripts records what each real binary writes for each
+// scenario, with the fake server's request log, and the events the
 // normalizer makes of it (the golden TestTranscripts checks).
 func TestCaptureTranscripts(t *testing.T) {
 	if !*capture {
-		t.Skip("run with -capture to re-record the transcripts from the real claude binary")
+		t.Skip("run with -capture to re-record the transcripts from the real binaries")
 	}
-	if err := os.MkdirAll(transcriptDir, 0o755); err != nil {
+	for _, s := range suites {
+		t.Run(filepath.Base(s.dir), func(t *testing.T) { s.capture(t) })
+	}
+}
+
+// capture records the suite's scenarios.
+func (s transcriptSuite) capture(t *testing.T) {
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, sc := range captureScenarios {
+	exe := s.driver.executable()
+	for _, sc := range s.scenarios {
 		t.Run(sc.name, func(t *testing.T) {
-			f := newFakeAnthropic(t, sc.script)
-			p := newClaudeProvider(t, f)
+			f := newFakeServer(t, s.api, sc.script)
+			p := s.newProvider(t, f)
 			var mu sync.Mutex
 			var lines [][]byte
 			var x exit
@@ -94,28 +138,33 @@ func TestCaptureTranscripts(t *testing.T) {
 			for _, r := range f.Requests() {
 				fmt.Fprintf(&reqs, "%s %s\n", r.Method, r.Path)
 			}
+			version := env.(*Environment).Turns()[0].Outcome.HarnessVersion
+			if version == "" {
+				b, _ := exec.Command(p.Binary(), "--version").Output()
+				version = strings.TrimSpace(string(b))
+			}
 			a := &txtar.Archive{
-				Comment: fmt.Appendf(nil, "Recorded from the real claude binary (%s) against the fake Anthropic server\n"+
+				Comment: fmt.Appendf(nil, "Recorded from the real %s binary (%s) against the fake %s server\n"+
 					"of fakeserver_test.go by TestCaptureTranscripts -capture.\nprompt: %s\nexit: %d\ncancelled: %t\n",
-					env.(*Environment).Turns()[0].Outcome.HarnessVersion, sc.prompt, x.code, x.cancelled),
+					exe, version, s.api.name(), sc.prompt, x.code, x.cancelled),
 				Files: []txtar.File{
 					{Name: "requests", Data: []byte(reqs.String())},
 					{Name: "stream.jsonl", Data: append(bytes.Join(lines, []byte("\n")), '\n')},
 				},
 			}
-			a.Files = append(a.Files, txtar.File{Name: "events.jsonl", Data: normalizeTranscript(t, a)})
-			if err := os.WriteFile(filepath.Join(transcriptDir, sc.name+".txtar"), txtar.Format(a), 0o644); err != nil {
+			a.Files = append(a.Files, txtar.File{Name: "events.jsonl", Data: s.normalize(t, a)})
+			if err := os.WriteFile(filepath.Join(s.dir, sc.name+".txtar"), txtar.Format(a), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		})
 	}
 }
 
-// normalizeTranscript feeds a transcript's stream to a fresh claude
-// normalizer and returns its events as canonical JSON lines.
-func normalizeTranscript(t *testing.T, a *txtar.Archive) []byte {
+// normalize feeds a transcript's stream to a fresh normalizer of the
+// suite's driver and returns its events as canonical JSON lines.
+func (s transcriptSuite) normalize(t *testing.T, a *txtar.Archive) []byte {
 	t.Helper()
-	evs, _ := replayArchive(t, a)
+	evs, _ := s.replayArchive(t, a)
 	var out bytes.Buffer
 	for _, ev := range evs {
 		if _, err := contract.Validate(contract.KindEnvironmentEvent, contract.EnvironmentEventSchema, ev); err != nil {
@@ -147,40 +196,49 @@ func section(t *testing.T, a *txtar.Archive, name string) []byte {
 	return nil
 }
 
-// loadTranscript reads one recorded transcript.
-func loadTranscript(t *testing.T, name string) *txtar.Archive {
+// load reads one recorded transcript.
+func (s transcriptSuite) load(t *testing.T, name string) *txtar.Archive {
 	t.Helper()
-	a, err := txtar.ParseFile(filepath.Join(transcriptDir, name+".txtar"))
+	a, err := txtar.ParseFile(filepath.Join(s.dir, name+".txtar"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return a
 }
 
-// The normalizer maps every recorded stream of the real binary to the
+// The normalizers map every recorded stream of the real binaries to the
 // recorded canonical events.
 func TestTranscripts(t *testing.T) {
-	for _, sc := range captureScenarios {
-		t.Run(sc.name, func(t *testing.T) {
-			a := loadTranscript(t, sc.name)
-			if got, want := normalizeTranscript(t, a), section(t, a, "events.jsonl"); !bytes.Equal(got, want) {
-				t.Errorf("events differ from the recording\ngot:\n%s\nwant:\n%s", got, want)
-			}
-		})
+	for _, s := range suites {
+		for _, sc := range s.scenarios {
+			t.Run(filepath.Base(s.dir)+"/"+sc.name, func(t *testing.T) {
+				a := s.load(t, sc.name)
+				if got, want := s.normalize(t, a), section(t, a, "events.jsonl"); !bytes.Equal(got, want) {
+					t.Errorf("events differ from the recording\ngot:\n%s\nwant:\n%s", got, want)
+				}
+			})
+		}
 	}
+}
+
+// replay normalizes a recorded claude transcript and returns its events
+// and outcome.
+func replay(t *testing.T, name string) ([]contract.EnvironmentEvent, Outcome) {
+	t.Helper()
+	return claudeSuite.replay(t, name)
 }
 
 // replay normalizes a recorded transcript and returns its events and
 // outcome.
-func replay(t *testing.T, name string) ([]contract.EnvironmentEvent, Outcome) {
+func (s transcriptSuite) replay(t *testing.T, name string) ([]contract.EnvironmentEvent, Outcome) {
 	t.Helper()
-	return replayArchive(t, loadTranscript(t, name))
+	return s.replayArchive(t, s.load(t, name))
 }
 
-// replayArchive feeds a transcript's stream to a fresh claude normalizer,
-// ends it as the comment's exit line says, and returns its events and
-// outcome.
-func replayArchive(t *testing.T, a *txtar.Archive) ([]contract.EnvironmentEvent, Outcome) {
+// replayArchive feeds a transcript's stream to a fresh normalizer of the
+// suite's driver, ends it as the comment's exit line says, and returns
+// its events and outcome.
+func (s transcriptSuite) replayArchive(t *testing.T, a *txtar.Archive) ([]contract.EnvironmentEvent, Outcome) {
 	t.Helper()
 	x := exit{}
 	for _, l := range strings.Split(string(a.Comment), "\n") {
@@ -191,7 +249,7 @@ func replayArchive(t *testing.T, a *txtar.Archive) ([]contract.EnvironmentEvent,
 			x.cancelled = v == "true"
 		}
 	}
-	n := claudeDriver{}.normalizer(&turnSpec{provider: "clibridge-claude-code", turn: 1})
+	n := s.driver.normalizer(&turnSpec{provider: "clibridge-" + string(s.driver.harness()), turn: 1})
 	var evs []contract.EnvironmentEvent
 	for _, l := range bytes.Split(section(t, a, "stream.jsonl"), []byte("\n")) {
 		evs = append(evs, n.line(l)...)
@@ -258,7 +316,7 @@ func TestTranscriptMeaning(t *testing.T) {
 	t.Run("truncated", func(t *testing.T) {
 		// The tool stream cut after its first two lines, the process gone:
 		// failed, never success.
-		a := loadTranscript(t, "tool")
+		a := claudeSuite.load(t, "tool")
 		n := claudeDriver{}.normalizer(&turnSpec{provider: "clibridge-claude-code", turn: 1})
 		for _, l := range bytes.SplitN(section(t, a, "stream.jsonl"), []byte("\n"), 3)[:2] {
 			n.line(l)
@@ -266,6 +324,97 @@ func TestTranscriptMeaning(t *testing.T) {
 		evs := n.end(exit{code: -1})
 		if terminal(evs) != contract.TerminalFailed || n.outcome().Usage != nil {
 			t.Errorf("terminal %q", terminal(evs))
+		}
+	})
+}
+
+// What each recorded codex stream means, asserted by hand.
+func TestCodexTranscriptMeaning(t *testing.T) {
+	terminal := func(evs []contract.EnvironmentEvent) contract.TerminalKind {
+		k, _ := contract.EnvironmentEventTerminal(evs[len(evs)-1])
+		return k
+	}
+	toolStates := func(evs []contract.EnvironmentEvent) string {
+		var states []string
+		for _, ev := range evs {
+			if ev.Normalized != nil && ev.Normalized.MessagePartUpdated != nil && ev.Normalized.MessagePartUpdated.Part.IsTool() {
+				states = append(states, ev.Normalized.MessagePartUpdated.Part.State.Status)
+			}
+		}
+		return strings.Join(states, ",")
+	}
+	t.Run("text", func(t *testing.T) {
+		evs, out := codexSuite.replay(t, "text")
+		u := out.Usage
+		if terminal(evs) != contract.TerminalCompleted || u == nil || u.InputTokens != 12 || u.OutputTokens != 3 ||
+			u.CacheReadInputTokens == nil || *u.CacheReadInputTokens != 2 {
+			t.Errorf("terminal %q usage %+v", terminal(evs), u)
+		}
+		// codex's stream reports no model and no version: both unknown.
+		if out.Text != "Hello." || out.NativeSessionID == "" || out.ServedModel != "" || out.HarnessVersion != "" {
+			t.Errorf("outcome %+v", out)
+		}
+	})
+	t.Run("tool", func(t *testing.T) {
+		evs, out := codexSuite.replay(t, "tool")
+		if terminal(evs) != contract.TerminalCompleted || out.Usage.InputTokens != 28 || out.Usage.OutputTokens != 12 {
+			t.Errorf("terminal %q usage %+v", terminal(evs), out.Usage)
+		}
+		if got := toolStates(evs); got != "running,completed" {
+			t.Errorf("tool states %v", got)
+		}
+	})
+	t.Run("api-error", func(t *testing.T) {
+		evs, out := codexSuite.replay(t, "api-error")
+		if terminal(evs) != contract.TerminalFailed || out.Usage != nil {
+			t.Errorf("terminal %q usage %+v", terminal(evs), out.Usage)
+		}
+		if d := evs[len(evs)-1].Normalized.Status.Detail; d == nil || !strings.Contains(*d, "fake refusal") {
+			t.Errorf("detail %v", d)
+		}
+	})
+	t.Run("served-other-model", func(t *testing.T) {
+		// The server answered as gpt-other-9; the stream never says so.
+		_, out := codexSuite.replay(t, "served-other-model")
+		if out.ServedModel != "" {
+			t.Errorf("served %q, want unknown", out.ServedModel)
+		}
+	})
+	t.Run("sandbox-denied", func(t *testing.T) {
+		evs, _ := codexSuite.replay(t, "sandbox-denied")
+		if got := toolStates(evs); got != "running,error" || terminal(evs) != contract.TerminalCompleted {
+			t.Errorf("tool states %v terminal %q", got, terminal(evs))
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		evs, out := codexSuite.replay(t, "cancelled")
+		if terminal(evs) != contract.TerminalCancelled || out.Usage != nil {
+			t.Errorf("terminal %q usage %+v", terminal(evs), out.Usage)
+		}
+	})
+	t.Run("truncated", func(t *testing.T) {
+		// The tool stream cut before turn.completed, the process gone:
+		// failed, never success.
+		a := codexSuite.load(t, "tool")
+		n := codexDriver{}.normalizer(&turnSpec{provider: "clibridge-codex", turn: 1})
+		lines := bytes.Split(section(t, a, "stream.jsonl"), []byte("\n"))
+		for _, l := range lines[:len(lines)-2] {
+			n.line(l)
+		}
+		evs := n.end(exit{code: -1})
+		if terminal(evs) != contract.TerminalFailed || n.outcome().Usage != nil {
+			t.Errorf("terminal %q", terminal(evs))
+		}
+	})
+	t.Run("completed-but-nonzero-exit", func(t *testing.T) {
+		a := codexSuite.load(t, "text")
+		n := codexDriver{}.normalizer(&turnSpec{provider: "clibridge-codex", turn: 1})
+		for _, l := range bytes.Split(section(t, a, "stream.jsonl"), []byte("\n")) {
+			n.line(l)
+		}
+		evs := n.end(exit{code: 1})
+		if terminal(evs) != contract.TerminalFailed || n.outcome().Usage != nil {
+			t.Errorf("terminal %q usage %+v", terminal(evs), n.outcome().Usage)
 		}
 	})
 }
