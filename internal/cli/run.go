@@ -14,9 +14,11 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/harness"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/providers/anthropic"
+	"github.com/agentrt/agentrt/providers/clibridge"
 	"github.com/agentrt/agentrt/providers/openai"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/store"
@@ -42,6 +44,10 @@ providers/scripted). --provider openai runs harness cli-base profiles on an
 OpenAI-compatible Chat Completions endpoint: OpenAI's, or --base-url URL, with
 the key in OPENAI_API_KEY. --provider anthropic runs them on the Anthropic
 Messages API: Anthropic's, or --base-url URL, with the key in ANTHROPIC_API_KEY.
+--provider claude-code and --provider codex run the harness CLI (claude from
+npm @anthropic-ai/claude-code, codex from @openai/codex, found in PATH) as a
+child process in a fresh working directory, its model endpoint --base-url or
+the vendor's, with the key in ANTHROPIC_API_KEY or OPENAI_API_KEY.
 Unknown usage is printed as unknown, never as 0.
 
 agentrt run is a one-shot driver: its decision is "done" when the run was
@@ -97,8 +103,8 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 	}
 	sf.register(cmd)
 	cmd.Flags().StringVar(&task, "task", "", "the task to give the agent (required)")
-	cmd.Flags().StringVar(&providerName, "provider", "scripted", "provider to run on (scripted, openai, anthropic)")
-	cmd.Flags().StringVar(&baseURL, "base-url", "", "the openai or anthropic provider's endpoint (default: the vendor's)")
+	cmd.Flags().StringVar(&providerName, "provider", "scripted", "provider to run on (scripted, openai, anthropic, claude-code, codex)")
+	cmd.Flags().StringVar(&baseURL, "base-url", "", "the model endpoint of the openai, anthropic, claude-code or codex provider (default: the vendor's)")
 	cmd.Flags().StringVar(&scriptPath, "script", "", "script for the scripted provider (default: answer every task)")
 	cmd.Flags().StringVar(&expect, "expect", "", "deliver only if the result contains this text")
 	cmd.Flags().IntVar(&stage, "stage", 0, "seat stage to run (0 is the first)")
@@ -109,10 +115,25 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 }
 
 func openProvider(name, scriptPath, baseURL string) (contract.Provider, error) {
-	if baseURL != "" && name != "openai" && name != "anthropic" {
-		return nil, usage("--base-url applies to --provider openai or anthropic only")
+	if baseURL != "" && name == "scripted" {
+		return nil, usage("--base-url does not apply to --provider scripted")
 	}
 	switch name {
+	case "claude-code", "codex":
+		// The harness CLI runs as a child process; its model endpoint's key
+		// comes from the vendor's variable, never from the profile.
+		key := os.Getenv("ANTHROPIC_API_KEY")
+		if name == "codex" {
+			key = os.Getenv("OPENAI_API_KEY")
+		}
+		p, err := clibridge.New(clibridge.Options{Harness: harness.Type(name), BaseURL: baseURL, APIKey: key})
+		if errors.Is(err, clibridge.ErrBinaryNotFound) {
+			return nil, &exitError{code: ExitFailed, err: err}
+		}
+		if err != nil {
+			return nil, usage("%v", err)
+		}
+		return p, nil
 	case "openai":
 		// OpenAI's own endpoint reports usage and wants bare model ids;
 		// another endpoint is not vouched for and gets the profile's id.
@@ -145,7 +166,7 @@ func openProvider(name, scriptPath, baseURL string) (contract.Provider, error) {
 		}
 		return scripted.New(script, scripted.Options{}), nil
 	}
-	return nil, usage("unknown provider %q (available: scripted, openai, anthropic)", name)
+	return nil, usage("unknown provider %q (available: scripted, openai, anthropic, claude-code, codex)", name)
 }
 
 func expectCheck(expect string) kernel.Check {
