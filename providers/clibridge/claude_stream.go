@@ -82,13 +82,7 @@ const claudeBackend = "claude-code"
 
 // claudeNormalizer maps one turn's claude stream to environment events.
 type claudeNormalizer struct {
-	provider string
-	turn     int
-	seq      int
-	// secrets are removed from every line before it is read.
-	secrets []string
-
-	out      Outcome
+	streamBase
 	sawInit  bool
 	calls    map[string]claudeCall
 	result   *claudeLine
@@ -102,19 +96,7 @@ type claudeCall struct {
 }
 
 func (claudeDriver) normalizer(t *turnSpec) normalizer {
-	return &claudeNormalizer{provider: t.provider, turn: t.turn, calls: map[string]claudeCall{}, secrets: t.secrets()}
-}
-
-func (n *claudeNormalizer) outcome() Outcome { return n.out }
-
-// event returns a new event of type typ with data and normalized form.
-func (n *claudeNormalizer) event(typ string, data map[string]canonjson.Value, norm *contract.StreamEvent) contract.EnvironmentEvent {
-	n.seq++
-	id := fmt.Sprintf("turn-%d-%d", n.turn, n.seq)
-	if data == nil {
-		data = map[string]canonjson.Value{}
-	}
-	return contract.EnvironmentEvent{Type: typ, ID: &id, Data: data, Normalized: norm}
+	return &claudeNormalizer{streamBase: newStreamBase(t, claudeBackend), calls: map[string]claudeCall{}}
 }
 
 // line implements normalizer.
@@ -148,17 +130,12 @@ func (n *claudeNormalizer) line(b []byte) []contract.EnvironmentEvent {
 		return nil
 	}
 	if len(evs) == 0 {
-		// Any other line is passed on as raw, under a type of ours: a
-		// native type could otherwise read as terminal ("x.completed").
+		// Any other line is passed on as raw.
 		typ := l.Type
 		if l.Subtype != "" {
 			typ += "." + l.Subtype
 		}
-		ev := n.event(contract.EventTypeRaw, map[string]canonjson.Value{"nativeType": canonjson.StringValue(bounded(typ, 512))}, nil)
-		if pe.IsValid() {
-			ev.Normalized = &contract.StreamEvent{Type: contract.EventTypeRaw, Raw: &contract.RawEvent{Backend: claudeBackend, Event: pe}}
-		}
-		evs = []contract.EnvironmentEvent{ev}
+		evs = []contract.EnvironmentEvent{n.raw(typ, pe)}
 	}
 	if pe.IsValid() {
 		evs[0].ProviderEvent = pe
@@ -174,16 +151,7 @@ func (n *claudeNormalizer) init(l *claudeLine) []contract.EnvironmentEvent {
 		evs = append(evs, n.warning("duplicate-init", "claude-code wrote a second init line"))
 	}
 	n.sawInit = true
-	if l.SessionID != "" && n.out.NativeSessionID == "" {
-		if obs, err := contract.NewNativeSessionObserved(n.provider, l.SessionID); err == nil {
-			n.out.NativeSessionID = obs.NativeSessionID
-			norm := obs.Event()
-			evs = append(evs, n.event(contract.EventTypeNativeSessionObserved, map[string]canonjson.Value{
-				"provider": canonjson.StringValue(obs.Provider), "nativeSessionId": canonjson.StringValue(obs.NativeSessionID)}, &norm))
-		} else {
-			evs = append(evs, n.warning("invalid-session-id", "claude-code reported a session id that is not a native session id"))
-		}
-	}
+	evs = append(evs, n.observeSession(l.SessionID)...)
 	if l.Version != "" {
 		n.out.HarnessVersion = bounded(l.Version, 200)
 	}
@@ -334,23 +302,11 @@ func (n *claudeNormalizer) user(l *claudeLine) []contract.EnvironmentEvent {
 // turn's total is claude's own partial account: unknown).
 func (n *claudeNormalizer) end(x exit) []contract.EnvironmentEvent {
 	if x.cancelled {
-		n.out.Terminal = contract.TerminalCancelled
-		detail := "the caller cancelled the turn; the bridge killed the claude process group"
-		norm := contract.StatusStreamEvent(contract.StreamStatusCancelled, &detail)
-		return []contract.EnvironmentEvent{n.event(contract.EventTypeStatus, map[string]canonjson.Value{
-			"status": canonjson.StringValue(contract.StreamStatusCancelled)}, &norm)}
+		return n.cancelledEnd("claude")
 	}
 	r := n.result
 	if r == nil {
-		n.out.Terminal = contract.TerminalFailed
-		detail := fmt.Sprintf("the claude process ended (%s) without a result line", x.describe())
-		if x.stderr != "" {
-			detail += ": " + x.stderr
-		}
-		detail = bounded(detail, 4000)
-		norm := contract.StatusStreamEvent(contract.StreamStatusFailed, &detail)
-		return []contract.EnvironmentEvent{n.event(contract.EventTypeStatus, map[string]canonjson.Value{
-			"status": canonjson.StringValue(contract.StreamStatusFailed), "exitCode": canonjson.NumberValue(float64(x.code))}, &norm)}
+		return n.failedEnd(fmt.Sprintf("the claude process ended (%s) without a result line", x.describe()), x)
 	}
 	ok := !r.IsError && r.Subtype == "success" && x.code == 0 && x.err == nil
 	data := map[string]canonjson.Value{"exitCode": canonjson.NumberValue(float64(x.code)),
@@ -426,21 +382,6 @@ func (u *claudeUsage) token() *contract.TokenUsage {
 		t.CacheCreationInputTokens = &c
 	}
 	return t
-}
-
-// warning returns a warning event.
-func (n *claudeNormalizer) warning(code, message string) contract.EnvironmentEvent {
-	message = bounded(message, 2000)
-	norm := contract.StreamEvent{Type: contract.EventTypeWarning, Warning: &contract.WarningEvent{Code: code, Message: message}}
-	return n.event(contract.EventTypeWarning, map[string]canonjson.Value{"code": canonjson.StringValue(code)}, &norm)
-}
-
-// sessionID is the part session id: the native session, once known.
-func (n *claudeNormalizer) sessionID() string {
-	if n.out.NativeSessionID != "" {
-		return n.out.NativeSessionID
-	}
-	return fmt.Sprintf("turn-%d", n.turn)
 }
 
 // describe says how the process exited.

@@ -1,0 +1,105 @@
+package clibridge
+
+import (
+	"fmt"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+)
+
+// streamBase is what every driver's normalizer shares: event numbering,
+// secret redaction, the outcome, the native session observation, raw and
+// warning events, and the terminal events that do not depend on the
+// harness's own result (cancelled; failed without one).
+type streamBase struct {
+	provider string
+	turn     int
+	seq      int
+	// backend names the harness in raw events and details.
+	backend string
+	// secrets are removed from every line before it is read.
+	secrets []string
+
+	out Outcome
+}
+
+func newStreamBase(t *turnSpec, backend string) streamBase {
+	return streamBase{provider: t.provider, turn: t.turn, backend: backend, secrets: t.secrets()}
+}
+
+func (n *streamBase) outcome() Outcome { return n.out }
+
+// event returns a new event of type typ with data and normalized form.
+func (n *streamBase) event(typ string, data map[string]canonjson.Value, norm *contract.StreamEvent) contract.EnvironmentEvent {
+	n.seq++
+	id := fmt.Sprintf("turn-%d-%d", n.turn, n.seq)
+	if data == nil {
+		data = map[string]canonjson.Value{}
+	}
+	return contract.EnvironmentEvent{Type: typ, ID: &id, Data: data, Normalized: norm}
+}
+
+// warning returns a warning event.
+func (n *streamBase) warning(code, message string) contract.EnvironmentEvent {
+	message = bounded(message, 2000)
+	norm := contract.StreamEvent{Type: contract.EventTypeWarning, Warning: &contract.WarningEvent{Code: code, Message: message}}
+	return n.event(contract.EventTypeWarning, map[string]canonjson.Value{"code": canonjson.StringValue(code)}, &norm)
+}
+
+// raw passes a line on as a raw event under a type of ours (a native
+// type could otherwise read as terminal: "x.completed").
+func (n *streamBase) raw(nativeType string, pe canonjson.Value) contract.EnvironmentEvent {
+	ev := n.event(contract.EventTypeRaw, map[string]canonjson.Value{"nativeType": canonjson.StringValue(bounded(nativeType, 512))}, nil)
+	if pe.IsValid() {
+		ev.Normalized = &contract.StreamEvent{Type: contract.EventTypeRaw, Raw: &contract.RawEvent{Backend: n.backend, Event: pe}}
+	}
+	return ev
+}
+
+// observeSession records the harness's session id the first time the
+// stream reports one and returns the private native.session.observed
+// event (or a warning for an id that is not a native session id).
+func (n *streamBase) observeSession(id string) []contract.EnvironmentEvent {
+	if id == "" || n.out.NativeSessionID != "" {
+		return nil
+	}
+	obs, err := contract.NewNativeSessionObserved(n.provider, id)
+	if err != nil {
+		return []contract.EnvironmentEvent{n.warning("invalid-session-id", n.backend+" reported a session id that is not a native session id")}
+	}
+	n.out.NativeSessionID = obs.NativeSessionID
+	norm := obs.Event()
+	return []contract.EnvironmentEvent{n.event(contract.EventTypeNativeSessionObserved, map[string]canonjson.Value{
+		"provider": canonjson.StringValue(obs.Provider), "nativeSessionId": canonjson.StringValue(obs.NativeSessionID)}, &norm)}
+}
+
+// sessionID is the part session id: the native session, once known.
+func (n *streamBase) sessionID() string {
+	if n.out.NativeSessionID != "" {
+		return n.out.NativeSessionID
+	}
+	return fmt.Sprintf("turn-%d", n.turn)
+}
+
+// cancelledEnd is the terminal event of a cancelled turn; process
+// names the harness process in the detail.
+func (n *streamBase) cancelledEnd(process string) []contract.EnvironmentEvent {
+	n.out.Terminal = contract.TerminalCancelled
+	detail := "the caller cancelled the turn; the bridge killed the " + process + " process group"
+	norm := contract.StatusStreamEvent(contract.StreamStatusCancelled, &detail)
+	return []contract.EnvironmentEvent{n.event(contract.EventTypeStatus, map[string]canonjson.Value{
+		"status": canonjson.StringValue(contract.StreamStatusCancelled)}, &norm)}
+}
+
+// failedEnd is the terminal event of a turn that failed as detail says
+// (the stderr tail is added); it reports no usage.
+func (n *streamBase) failedEnd(detail string, x exit) []contract.EnvironmentEvent {
+	n.out.Terminal = contract.TerminalFailed
+	if x.stderr != "" {
+		detail += ": " + x.stderr
+	}
+	detail = bounded(detail, 4000)
+	norm := contract.StatusStreamEvent(contract.StreamStatusFailed, &detail)
+	return []contract.EnvironmentEvent{n.event(contract.EventTypeStatus, map[string]canonjson.Value{
+		"status": canonjson.StringValue(contract.StreamStatusFailed), "exitCode": canonjson.NumberValue(float64(x.code))}, &norm)}
+}
