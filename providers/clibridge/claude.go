@@ -115,33 +115,9 @@ func (claudeDriver) check(p *profile.Profile) []error {
 	refuse := func(path, reason string) {
 		errs = append(errs, contract.Unsupported{Err: &profile.UnsupportedError{Path: path, Reason: reason}})
 	}
-	if p.Harness != "" && p.Harness != harness.ClaudeCode {
-		refuse("/harness", fmt.Sprintf("this environment drives %s, not %s", harness.ClaudeCode, p.Harness))
-	}
-	if len(p.Seats) > 0 {
-		refuse("/seats", "the bridge runs one harness process with the configured key; it cannot select seats")
-	}
-	if len(p.Connections) > 0 {
-		refuse("/connections", "the bridge cannot grant external connections")
-	}
-	if p.Confidential != nil {
-		refuse("/confidential", "the bridge runs on this machine, not in a confidential environment")
-	}
-	if m := p.Model; m != nil {
-		if m.Provider != nil && *m.Provider != "anthropic" {
-			refuse("/model/provider", "claude-code speaks the Anthropic Messages API only")
-		}
-		if m.Small != nil {
-			refuse("/model/small", "the bridge does not set claude-code's small model")
-		}
-		if m.MaxVisibleOutputTokens != nil || m.MaxReasoningTokens != nil || m.MaxTotalOutputTokens != nil {
-			refuse("/model", "the bridge cannot bound claude-code's output tokens")
-		}
-		if m.ReasoningEffort != "" {
-			if _, ok := harness.NativeReasoningControl(harness.ClaudeCode, m.ReasoningEffort); !ok {
-				refuse("/model/reasoningEffort", fmt.Sprintf("claude-code has no native control for effort %q", m.ReasoningEffort))
-			}
-		}
+	errs = append(errs, checkCommon(harness.ClaudeCode, p)...)
+	if m := p.Model; m != nil && m.Provider != nil && *m.Provider != "anthropic" {
+		refuse("/model/provider", "claude-code speaks the Anthropic Messages API only")
 	}
 	for _, key := range slices.Sorted(maps.Keys(p.Tools)) {
 		if _, ok := claudeTool(p, key); !ok {
@@ -231,11 +207,7 @@ func (d claudeDriver) materialize(t *turnSpec) (*plan, error) {
 		}
 		shown = append(shown, flag+"="+value)
 	}
-	model := t.model
-	if model == "" && p.Model != nil && p.Model.Default != nil {
-		model = *p.Model.Default
-	}
-	if model != "" {
+	if model := t.requestedModel(); model != "" {
 		add("--model", model, false)
 		ap.Model = model
 	}

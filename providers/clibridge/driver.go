@@ -66,8 +66,9 @@ type turnSpec struct {
 	turn    int
 	prompt  string
 	profile *profile.Profile
-	// model is the turn's model override ("" none).
-	model string
+	// model is the turn's model override ("" none); fallbackModel the
+	// provider's default (Options.Model).
+	model, fallbackModel string
 	// timeout is the turn's own deadline (0 none).
 	timeout time.Duration
 	dirs    dirs
@@ -121,4 +122,53 @@ type exit struct {
 	err error
 	// stderr is the tail of the process's standard error, redacted.
 	stderr string
+}
+
+// requestedModel is the model the turn asks for: the turn's, else the
+// profile's default, else the provider's ("" none).
+func (t *turnSpec) requestedModel() string {
+	switch {
+	case t.model != "":
+		return t.model
+	case t.profile != nil && t.profile.Model != nil && t.profile.Model.Default != nil:
+		return *t.profile.Model.Default
+	}
+	return t.fallbackModel
+}
+
+// checkCommon refuses, for a driver of h, what of p no harness process
+// the bridge runs can apply: another harness, seats, connections,
+// confidential execution, a small model, token ceilings and an effort
+// without a native control (harness.NativeReasoningControl).
+func checkCommon(h harness.Type, p *profile.Profile) []error {
+	var errs []error
+	refuse := func(path, reason string) {
+		errs = append(errs, contract.Unsupported{Err: &profile.UnsupportedError{Path: path, Reason: reason}})
+	}
+	if p.Harness != "" && p.Harness != h {
+		refuse("/harness", fmt.Sprintf("this environment drives %s, not %s", h, p.Harness))
+	}
+	if len(p.Seats) > 0 {
+		refuse("/seats", "the bridge runs one harness process with the configured key; it cannot select seats")
+	}
+	if len(p.Connections) > 0 {
+		refuse("/connections", "the bridge cannot grant external connections")
+	}
+	if p.Confidential != nil {
+		refuse("/confidential", "the bridge runs on this machine, not in a confidential environment")
+	}
+	if m := p.Model; m != nil {
+		if m.Small != nil {
+			refuse("/model/small", fmt.Sprintf("the bridge does not set %s's small model", h))
+		}
+		if m.MaxVisibleOutputTokens != nil || m.MaxReasoningTokens != nil || m.MaxTotalOutputTokens != nil {
+			refuse("/model", fmt.Sprintf("the bridge cannot bound %s's output tokens", h))
+		}
+		if m.ReasoningEffort != "" {
+			if _, ok := harness.NativeReasoningControl(h, m.ReasoningEffort); !ok {
+				refuse("/model/reasoningEffort", fmt.Sprintf("%s has no native control for effort %q", h, m.ReasoningEffort))
+			}
+		}
+	}
+	return errs
 }

@@ -41,6 +41,11 @@ type Options struct {
 	// ANTHROPIC_API_KEY). It is never logged and never appears in events
 	// or receipts.
 	APIKey string
+	// Model is the model a turn uses when neither the turn nor its
+	// profile names one; "" leaves the harness's default. The opencode
+	// driver with a BaseURL needs one (its provider's models are the ones
+	// the bridge declares).
+	Model string
 	// WorkRoot is the directory environments are created under; "" means
 	// a directory in os.TempDir.
 	WorkRoot string
@@ -108,6 +113,7 @@ type config struct {
 	env      map[string]string
 	baseURL  string
 	apiKey   string
+	model    string
 	workRoot string
 	// hooks are test seams; all nil in production.
 	hooks hooks
@@ -158,7 +164,7 @@ func resolve(opts Options) (*config, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("clibridge: work root: %w", err)
 	}
-	return &config{name: name, driver: d, binary: bin, env: env, baseURL: opts.BaseURL, apiKey: opts.APIKey, workRoot: root}, nil
+	return &config{name: name, driver: d, binary: bin, env: env, baseURL: opts.BaseURL, apiKey: opts.APIKey, model: opts.Model, workRoot: root}, nil
 }
 
 // findBinary resolves the harness executable: the given path, else the
