@@ -360,25 +360,19 @@ func (n *claudeNormalizer) end(x exit) []contract.EnvironmentEvent {
 // non-negative, or the usage is unknown (nil). Cache counts are kept
 // apart from input_tokens, as the Messages API reports them.
 func (u *claudeUsage) token() *contract.TokenUsage {
-	count := func(f *float64) (int64, bool) {
-		if f == nil || *f < 0 || !canonjson.IsSafeInteger(*f) {
-			return 0, false
-		}
-		return int64(*f), true
-	}
 	if u == nil {
 		return nil
 	}
-	in, ok1 := count(u.InputTokens)
-	out, ok2 := count(u.OutputTokens)
+	in, ok1 := tokenCount(u.InputTokens)
+	out, ok2 := tokenCount(u.OutputTokens)
 	if !ok1 || !ok2 {
 		return nil
 	}
 	t := &contract.TokenUsage{InputTokens: in, OutputTokens: out}
-	if c, ok := count(u.CacheRead); ok {
+	if c, ok := tokenCount(u.CacheRead); ok {
 		t.CacheReadInputTokens = &c
 	}
-	if c, ok := count(u.CacheCreation); ok {
+	if c, ok := tokenCount(u.CacheCreation); ok {
 		t.CacheCreationInputTokens = &c
 	}
 	return t

@@ -39,8 +39,10 @@ func driverFor(h harness.Type) (driver, error) {
 	switch h {
 	case harness.ClaudeCode:
 		return claudeDriver{}, nil
+	case harness.OpenCode:
+		return opencodeDriver{}, nil
 	}
-	return nil, fmt.Errorf("%w: %q (this bridge drives %s; codex and opencode are not built yet)", ErrHarnessUnsupported, h, harness.ClaudeCode)
+	return nil, fmt.Errorf("%w: %q (this bridge drives %s and %s)", ErrHarnessUnsupported, h, harness.ClaudeCode, harness.OpenCode)
 }
 
 // dirs are one environment's directories, all absolute.

@@ -20,6 +20,9 @@ import (
 type fakeAnthropic struct {
 	srv    *httptest.Server
 	script func(req fakeRequest) fakeReply
+	// openai makes it an OpenAI-compatible chat completions server
+	// instead (fakeopenai_test.go), for opencode.
+	openai bool
 
 	mu       sync.Mutex
 	requests []fakeRequest
@@ -34,6 +37,9 @@ type fakeRequest struct {
 	Model     string
 	LastUser  string
 	HasResult bool
+	// Title marks opencode's title-generation call (not a turn's model
+	// call).
+	Title bool
 }
 
 // wireBody is what the tests read of a message call's body.
@@ -110,11 +116,12 @@ func (f *fakeAnthropic) Requests() []fakeRequest {
 	return append([]fakeRequest(nil), f.requests...)
 }
 
-// messages returns the POST /v1/messages requests.
+// messages returns the model calls: POST /v1/messages, or (openai) POST
+// /v1/chat/completions other than title generation.
 func (f *fakeAnthropic) messages() []fakeRequest {
 	var out []fakeRequest
 	for _, r := range f.Requests() {
-		if r.Method == http.MethodPost && r.Path == "/v1/messages" {
+		if r.Method == http.MethodPost && (r.Path == "/v1/messages" || r.Path == "/v1/chat/completions" && !r.Title) {
 			out = append(out, r)
 		}
 	}
@@ -148,6 +155,10 @@ func (f *fakeAnthropic) serve(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		}
+	}
+	if f.openai {
+		f.serveOpenAI(w, r, req)
+		return
 	}
 	f.mu.Lock()
 	f.requests = append(f.requests, req)

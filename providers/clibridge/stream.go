@@ -103,3 +103,12 @@ func (n *streamBase) failedEnd(detail string, x exit) []contract.EnvironmentEven
 	return []contract.EnvironmentEvent{n.event(contract.EventTypeStatus, map[string]canonjson.Value{
 		"status": canonjson.StringValue(contract.StreamStatusFailed), "exitCode": canonjson.NumberValue(float64(x.code))}, &norm)}
 }
+
+// tokenCount is a reported token count: present, whole and
+// non-negative, or not a count.
+func tokenCount(f *float64) (int64, bool) {
+	if f == nil || *f < 0 || !canonjson.IsSafeInteger(*f) {
+		return 0, false
+	}
+	return int64(*f), true
+}

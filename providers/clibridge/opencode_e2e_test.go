@@ -1,0 +1,221 @@
+package clibridge
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/contract/providertest"
+	"github.com/agentrt/agentrt/harness"
+	"github.com/agentrt/agentrt/profile"
+)
+
+// Issue 7, item 3: the real opencode binary, driven by the bridge against
+// a local OpenAI-compatible server, yields the canonical events, the
+// exact usage the server reported (summed over its model calls), the
+// native session id, and a receipt of exactly what was applied — and
+// never the key or endpoint.
+func TestOpencodeEndToEnd(t *testing.T) {
+	f := newFakeOpenAI(t, opencodeScript)
+	p := newOpencodeProvider(t, f)
+	pr := &profile.Profile{
+		Name:    profile.Ptr("e2e"),
+		Harness: harness.OpenCode,
+		Model:   &profile.ModelHints{Default: profile.Ptr("fake-oc-e2e"), ReasoningEffort: harness.EffortHigh},
+	}
+	env, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: pr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Destroy(context.Background())
+	start := time.Now()
+	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("please use bash")})
+	t.Logf("the opencode turn took %v", time.Since(start))
+	for _, r := range f.Requests() {
+		t.Logf("request: %s %s title=%t", r.Method, r.Path, r.Title)
+	}
+
+	// Wire: two model calls (tool call, then answer) with the bearer key
+	// and the profile's model.
+	msgs := f.messages()
+	if len(msgs) != 2 {
+		t.Fatalf("the server saw %d model calls, want 2 (tool call, then answer)", len(msgs))
+	}
+	first := msgs[0]
+	if got := first.Header.Get("Authorization"); got != "Bearer "+fakeKey {
+		t.Errorf("authorization = %q", got)
+	}
+	var body struct {
+		Model  string `json:"model"`
+		Stream bool   `json:"stream"`
+	}
+	json.Unmarshal(first.Body, &body)
+	if body.Model != "fake-oc-e2e" || !body.Stream {
+		t.Errorf("request model %q stream %t", body.Model, body.Stream)
+	}
+	if first.LastUser != "please use bash" {
+		t.Errorf("the prompt reached the model as %q", first.LastUser)
+	}
+
+	var types []string
+	for _, ev := range evs {
+		types = append(types, ev.Type)
+	}
+	want := []string{"clibridge.materialization", "native.session.observed", contract.EventTypeRaw, "tool_use", "step_finish",
+		contract.EventTypeRaw, "text", "step_finish", "result"}
+	if !slices.Equal(types, want) {
+		t.Fatalf("event types %v, want %v", types, want)
+	}
+	last := evs[len(evs)-1]
+	if kind, ok := contract.EnvironmentEventTerminal(last); !ok || kind != contract.TerminalCompleted {
+		t.Errorf("terminal %q %t, want completed", kind, ok)
+	}
+	u, mode, ok := last.UsageReport()
+	if !ok || mode != contract.UsageCumulative || u.InputTokens != 11+17 || u.OutputTokens != 7+5 {
+		t.Errorf("usage %+v mode %q, want 28 in, 12 out, cumulative", u, mode)
+	}
+	tool := evs[3].Normalized.MessagePartUpdated.Part
+	if *tool.Tool != "bash" || tool.State.Status != contract.ToolStatusCompleted || tool.State.Output.Str() != "hi\n" ||
+		tool.State.Input["command"].Str() != "echo hi" || *tool.CallID != "call_fake_1" {
+		t.Errorf("tool part %+v", tool)
+	}
+	if d := evs[6].Normalized.MessagePartUpdated.Delta; d == nil || *d != "Done: hi" {
+		t.Errorf("text delta %v", d)
+	}
+
+	// Native session id: the one opencode sent the server, private.
+	recs := env.(*Environment).Turns()
+	if len(recs) != 1 {
+		t.Fatalf("%d turn records", len(recs))
+	}
+	out := recs[0].Outcome
+	if sid := first.Header.Get("X-Session-Id"); sid == "" || out.NativeSessionID != sid {
+		t.Errorf("native session %q, the server saw %q", out.NativeSessionID, sid)
+	}
+	if evs[1].Normalized.NativeSessionObserved.NativeSessionID != out.NativeSessionID || !contract.IsPrivateEnvironmentEvent(evs[1]) {
+		t.Error("the native session observation is missing or public")
+	}
+	// opencode's JSON events never name the served model: unknown.
+	if out.ServedModel != "" || out.Text != "Done: hi" {
+		t.Errorf("outcome %+v", out)
+	}
+
+	rc := recs[0].Receipt
+	if !slices.Equal(rc.Args, []string{"run", "--format", "json", "--model", "agentrt/fake-oc-e2e", "--variant", "high"}) {
+		t.Errorf("receipt args %v", rc.Args)
+	}
+	if rc.Applied.PromptDigest != canonjson.DigestBytes([]byte("please use bash")) || rc.Applied.NativeEffort != "high" ||
+		len(rc.Files) != 1 || rc.Files[0].Purpose != "opencode-config" {
+		t.Errorf("receipt %+v", rc)
+	}
+	if !slices.Contains(rc.EnvNames, opencodeAPIKeyEnv) || !slices.Contains(rc.EnvNames, "XDG_DATA_HOME") {
+		t.Errorf("receipt env names %v", rc.EnvNames)
+	}
+	if d, _ := rc.Digest(); d != recs[0].ReceiptDigest || !canonjson.IsDigest(d) {
+		t.Errorf("receipt digest %s, recorded %s", d, recs[0].ReceiptDigest)
+	}
+	assertNoSecrets(t, f, evs, recs)
+
+	// The public stream withholds the native observation.
+	for ev, err := range env.Stream(context.Background(), &contract.TurnInput{Prompt: profile.Ptr("hello")}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := contract.CheckPublicEnvironmentEvent(ev); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// assertNoSecrets fails when the key or the endpoint is in any event or
+// turn record.
+func assertNoSecrets(t *testing.T, f *fakeAnthropic, evs []contract.EnvironmentEvent, recs []TurnRecord) {
+	t.Helper()
+	v, err := canonjson.ToValue(map[string]any{"events": evs, "turns": recs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := canonjson.Canonical(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(all), fakeKey) || strings.Contains(string(all), f.URL()) {
+		t.Error("the API key or the endpoint leaked into an event or receipt")
+	}
+}
+
+// An API error is a failed turn with unknown usage, never a success.
+func TestOpencodeAPIErrorFails(t *testing.T) {
+	f := newFakeOpenAI(t, func(req fakeRequest) fakeReply { return fakeReply{Status: 400, Text: "fake refusal"} })
+	p := newOpencodeProvider(t, f)
+	env, err := p.Create(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Destroy(context.Background())
+	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("hi")})
+	last := evs[len(evs)-1]
+	if kind, _ := contract.EnvironmentEventTerminal(last); kind != contract.TerminalFailed {
+		t.Errorf("terminal %q, want failed", kind)
+	}
+	if last.Usage != nil {
+		t.Errorf("a failed turn reported usage %+v", last.Usage)
+	}
+	if d := last.Normalized.Status.Detail; d == nil || !strings.Contains(*d, "fake refusal") {
+		t.Errorf("detail %v", d)
+	}
+	assertNoSecrets(t, f, evs, env.(*Environment).Turns())
+}
+
+// Cancelling the turn's context mid-stream kills the whole process group
+// and reports cancelled, not failed.
+func TestOpencodeCancellation(t *testing.T) {
+	f := newFakeOpenAI(t, func(req fakeRequest) fakeReply { return fakeReply{Hang: true, In: 5} })
+	p := newOpencodeProvider(t, f)
+	pgids := make(chan int, 1)
+	p.cfg.hooks.onSpawn = func(pgid int) { pgids <- pgid }
+	env, err := p.Create(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Destroy(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for len(f.messages()) == 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancel()
+	}()
+	evs := collectOwned(t, ctx, env, &contract.TurnInput{Prompt: profile.Ptr("hang")})
+	last := evs[len(evs)-1]
+	if kind, _ := contract.EnvironmentEventTerminal(last); kind != contract.TerminalCancelled {
+		t.Fatalf("terminal %q, want cancelled", kind)
+	}
+	if err := groupGone(<-pgids, 5*time.Second); err != nil {
+		t.Error(err)
+	}
+	if got := env.(*Environment).Turns()[0].Outcome.Terminal; got != contract.TerminalCancelled {
+		t.Errorf("recorded terminal %q", got)
+	}
+}
+
+// The opencode bridge passes the providertest suite with the real
+// binary.
+func TestOpencodeConformance(t *testing.T) {
+	f := newFakeOpenAI(t, opencodeScript)
+	bin := opencodeBinary(t)
+	providertest.Run(t, func(t *testing.T) contract.Provider {
+		p, err := New(Options{Harness: harness.OpenCode, Binary: bin, BaseURL: f.openaiURL(), APIKey: fakeKey,
+			Model: opencodeModelName, WorkRoot: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}, providertest.Options{RequireUsage: true})
+}

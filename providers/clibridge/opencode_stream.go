@@ -1,0 +1,318 @@
+package clibridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+)
+
+// opencodeBackend is the backend name raw events carry.
+const opencodeBackend = "opencode"
+
+// opencodeLine is one line of opencode run --format json: a type, the
+// session id, and a part (step_start, text, reasoning, tool_use,
+// step_finish) or an error. Unknown members are ignored.
+type opencodeLine struct {
+	Type      string         `json:"type"`
+	SessionID string         `json:"sessionID"`
+	Part      *opencodePart  `json:"part"`
+	Error     *opencodeError `json:"error"`
+}
+
+// opencodePart is a message part of the line.
+type opencodePart struct {
+	ID        string          `json:"id"`
+	MessageID string          `json:"messageID"`
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Tool      string          `json:"tool"`
+	CallID    string          `json:"callID"`
+	State     *opencodeState  `json:"state"`
+	Reason    string          `json:"reason"`
+	Tokens    *opencodeTokens `json:"tokens"`
+	Cost      *float64        `json:"cost"`
+}
+
+// opencodeState is a tool part's state.
+type opencodeState struct {
+	Status string          `json:"status"`
+	Input  json.RawMessage `json:"input"`
+	Output json.RawMessage `json:"output"`
+	Error  json.RawMessage `json:"error"`
+}
+
+// opencodeTokens is a step-finish part's usage: one model call's.
+type opencodeTokens struct {
+	Total     *float64 `json:"total"`
+	Input     *float64 `json:"input"`
+	Output    *float64 `json:"output"`
+	Reasoning *float64 `json:"reasoning"`
+	Cache     *struct {
+		Read  *float64 `json:"read"`
+		Write *float64 `json:"write"`
+	} `json:"cache"`
+}
+
+// opencodeError is an error line's error.
+type opencodeError struct {
+	Name string `json:"name"`
+	Data *struct {
+		Message    string   `json:"message"`
+		StatusCode *float64 `json:"statusCode"`
+	} `json:"data"`
+}
+
+// opencodeNormalizer maps one turn's opencode stream to environment
+// events.
+type opencodeNormalizer struct {
+	streamBase
+	// steps counts step_finish lines; usage sums them (nil once a step
+	// reported no readable usage).
+	steps     int
+	usage     *contract.TokenUsage
+	usageGone bool
+	cost      float64
+	// errs are the error lines' messages.
+	errs []string
+	// lastReason is the last step's finish reason.
+	lastReason string
+	// text is the final message's text parts.
+	textMessage string
+	text        []string
+}
+
+func (opencodeDriver) normalizer(t *turnSpec) normalizer {
+	return &opencodeNormalizer{streamBase: newStreamBase(t, opencodeBackend)}
+}
+
+// line implements normalizer.
+func (n *opencodeNormalizer) line(b []byte) []contract.EnvironmentEvent {
+	b = bytes.TrimSpace(redact(b, n.secrets))
+	if len(b) == 0 {
+		return nil
+	}
+	var l opencodeLine
+	if err := json.Unmarshal(b, &l); err != nil || l.Type == "" {
+		reason := "the line has no type"
+		if err != nil {
+			reason = err.Error()
+		}
+		return []contract.EnvironmentEvent{n.warning("unreadable-line", "opencode wrote a line that is not a JSON event: "+reason)}
+	}
+	pe := providerEvent(b)
+	evs := n.observeSession(l.SessionID)
+	var ev *contract.EnvironmentEvent
+	switch {
+	case (l.Type == "text" || l.Type == "reasoning") && l.Part != nil:
+		evs = append(evs, n.textPart(l.Type, l.Part)...)
+	case l.Type == "tool_use" && l.Part != nil:
+		e := n.toolPart(l.Part)
+		ev = &e
+	case l.Type == "step_finish" && l.Part != nil:
+		e := n.stepFinish(l.Part)
+		ev = &e
+	case l.Type == "error":
+		msg := "opencode reported an error"
+		if e := l.Error; e != nil {
+			msg = e.Name
+			if e.Data != nil && e.Data.Message != "" {
+				msg += ": " + e.Data.Message
+			}
+		}
+		n.errs = append(n.errs, bounded(msg, 1000))
+		e := n.warning("harness-error", msg)
+		ev = &e
+	}
+	if ev != nil {
+		evs = append(evs, *ev)
+	}
+	if len(evs) == 0 || evs[len(evs)-1].Type == contract.EventTypeNativeSessionObserved {
+		// Any other line (step_start, …) is passed on as raw.
+		evs = append(evs, n.raw(l.Type, pe))
+	}
+	if pe.IsValid() {
+		evs[len(evs)-1].ProviderEvent = pe
+	}
+	return evs
+}
+
+// textPart maps a text or reasoning part: opencode writes each part once,
+// complete, so its text is also the delta (split under the contract's
+// string bound).
+func (n *opencodeNormalizer) textPart(typ string, p *opencodePart) []contract.EnvironmentEvent {
+	msgID := identOr(p.MessageID, fmt.Sprintf("turn-%d-message-%d", n.turn, n.seq+1))
+	partID := identOr(p.ID, fmt.Sprintf("turn-%d-part-%d", n.turn, n.seq+1))
+	kind := contract.PartTypeText
+	if typ == "reasoning" {
+		kind = contract.PartTypeReasoning
+	} else {
+		if msgID != n.textMessage {
+			n.textMessage, n.text = msgID, nil
+		}
+		n.text = append(n.text, p.Text)
+	}
+	var evs []contract.EnvironmentEvent
+	for j, chunk := range chunks(p.Text) {
+		id := partID
+		if j > 0 {
+			id = fmt.Sprintf("%s-%d", partID, j)
+		}
+		part := contract.Part{ID: id, SessionID: n.sessionID(), MessageID: msgID, Type: kind, Text: &chunk}
+		norm := contract.StreamEvent{Type: contract.EventTypeMessagePartUpdated,
+			MessagePartUpdated: &contract.MessagePartUpdatedEvent{Part: part, Delta: &chunk}}
+		evs = append(evs, n.event(typ, nil, &norm))
+	}
+	return evs
+}
+
+// toolPart maps a tool part in whatever state opencode reports it
+// (observed: completed, written once when the call ended).
+func (n *opencodeNormalizer) toolPart(p *opencodePart) contract.EnvironmentEvent {
+	msgID := identOr(p.MessageID, fmt.Sprintf("turn-%d-message-%d", n.turn, n.seq+1))
+	callID := identOr(p.CallID, identOr(p.ID, fmt.Sprintf("turn-%d-call-%d", n.turn, n.seq+1)))
+	tool := identOr(p.Tool, "unknown")
+	st := p.State
+	if st == nil {
+		st = &opencodeState{}
+	}
+	state := &contract.ToolState{Status: contract.ToolStatusRunning, Input: jsonRecord(st.Input)}
+	switch st.Status {
+	case "pending":
+		state.Status = contract.ToolStatusPending
+	case "completed":
+		state.Status, state.Output = contract.ToolStatusCompleted, canonjson.StringValue(toolText(st.Output))
+	case "error":
+		msg := toolText(st.Error)
+		state.Status, state.Error = contract.ToolStatusError, &msg
+	}
+	part := contract.Part{ID: callID, SessionID: n.sessionID(), MessageID: msgID, Type: contract.PartTypeTool,
+		CallID: &callID, Tool: &tool, State: state}
+	norm := contract.StreamEvent{Type: contract.EventTypeMessagePartUpdated, MessagePartUpdated: &contract.MessagePartUpdatedEvent{Part: part}}
+	return n.event("tool_use", nil, &norm)
+}
+
+// toolText is a tool output or error as bounded text: a JSON string's
+// value, else the JSON itself.
+func toolText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return bounded(s, contract.MaxStringLength/2)
+	}
+	return bounded(strings.ToValidUTF8(string(raw), "\uFFFD"), contract.MaxStringLength/2)
+}
+
+// stepFinish adds one model call's usage to the turn's and reports the
+// step (with its usage as data, never as the turn's usage).
+func (n *opencodeNormalizer) stepFinish(p *opencodePart) contract.EnvironmentEvent {
+	n.steps++
+	n.lastReason = bounded(p.Reason, 200)
+	data := map[string]canonjson.Value{"reason": canonjson.StringValue(n.lastReason)}
+	u := p.Tokens.token()
+	switch {
+	case u == nil:
+		n.usage, n.usageGone = nil, true
+	case !n.usageGone:
+		n.usage = addUsage(n.usage, u)
+	}
+	if p.Cost != nil && canonjson.IsFinite(*p.Cost) && *p.Cost >= 0 {
+		n.cost += *p.Cost
+		data["reportedCostUsd"] = canonjson.NumberValue(*p.Cost)
+	}
+	if u != nil {
+		data["inputTokens"] = canonjson.NumberValue(float64(u.InputTokens))
+		data["outputTokens"] = canonjson.NumberValue(float64(u.OutputTokens))
+	}
+	return n.event("step_finish", data, nil)
+}
+
+// token converts one step's tokens: input and output must be counts, or
+// the step's usage is unknown (nil).
+func (t *opencodeTokens) token() *contract.TokenUsage {
+	if t == nil {
+		return nil
+	}
+	in, ok1 := tokenCount(t.Input)
+	out, ok2 := tokenCount(t.Output)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	u := &contract.TokenUsage{InputTokens: in, OutputTokens: out}
+	opt := func(f *float64) *int64 {
+		if c, ok := tokenCount(f); ok {
+			return &c
+		}
+		return nil
+	}
+	u.TotalTokens, u.ReasoningTokens = opt(t.Total), opt(t.Reasoning)
+	if c := t.Cache; c != nil {
+		u.CacheReadInputTokens, u.CacheCreationInputTokens = opt(c.Read), opt(c.Write)
+	}
+	return u
+}
+
+// addUsage sums two usages; an optional count is kept only when both
+// report it. A sum past the safe-integer range is unknown (nil).
+func addUsage(a, b *contract.TokenUsage) *contract.TokenUsage {
+	if a == nil {
+		return b
+	}
+	const limit = 1<<53 - 1
+	sum := func(x, y int64) (int64, bool) { return x + y, x+y <= limit }
+	in, ok1 := sum(a.InputTokens, b.InputTokens)
+	out, ok2 := sum(a.OutputTokens, b.OutputTokens)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	opt := func(x, y *int64) *int64 {
+		if x == nil || y == nil {
+			return nil
+		}
+		if s, ok := sum(*x, *y); ok {
+			return &s
+		}
+		return nil
+	}
+	return &contract.TokenUsage{InputTokens: in, OutputTokens: out, TotalTokens: opt(a.TotalTokens, b.TotalTokens),
+		ReasoningTokens:          opt(a.ReasoningTokens, b.ReasoningTokens),
+		CacheReadInputTokens:     opt(a.CacheReadInputTokens, b.CacheReadInputTokens),
+		CacheCreationInputTokens: opt(a.CacheCreationInputTokens, b.CacheCreationInputTokens)}
+}
+
+// end implements normalizer: the turn's one terminal event. A cancelled
+// turn is cancelled; a turn is completed only when opencode finished at
+// least one step, the last one not for an error, wrote no error line and
+// exited 0 — with the sum of its steps' usage as usageMode cumulative.
+// Anything else is failed, with no usage.
+func (n *opencodeNormalizer) end(x exit) []contract.EnvironmentEvent {
+	if x.cancelled {
+		return n.cancelledEnd("opencode")
+	}
+	n.out.Text = strings.Join(n.text, "")
+	ok := x.code == 0 && x.err == nil && len(n.errs) == 0 && n.steps > 0 && n.lastReason != "error"
+	if !ok {
+		why := fmt.Sprintf("the opencode process ended (%s) after %d finished steps", x.describe(), n.steps)
+		if len(n.errs) > 0 {
+			why += ": " + strings.Join(n.errs, "; ")
+		}
+		return n.failedEnd(why, x)
+	}
+	data := map[string]canonjson.Value{"exitCode": canonjson.NumberValue(float64(x.code)),
+		"steps": canonjson.NumberValue(float64(n.steps)), "status": canonjson.StringValue(contract.StreamStatusCompleted),
+		"finalText":       canonjson.StringValue(bounded(n.out.Text, contract.MaxStringLength/2)),
+		"reportedCostUsd": canonjson.NumberValue(n.cost)}
+	if n.lastReason != "" {
+		data["stopReason"] = canonjson.StringValue(n.lastReason)
+	}
+	norm := contract.StatusStreamEvent(contract.StreamStatusCompleted, nil)
+	ev := n.event("result", data, &norm)
+	n.out.Terminal = contract.TerminalCompleted
+	if n.usage != nil && !n.usageGone {
+		n.out.Usage = n.usage
+		ev.Usage, ev.UsageMode = n.usage, contract.UsageCumulative
+	}
+	return []contract.EnvironmentEvent{ev}
+}
