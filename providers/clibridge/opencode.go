@@ -160,9 +160,15 @@ func (d opencodeDriver) materialize(t *turnSpec) (*plan, error) {
 	}
 	if p.Model != nil && p.Model.ReasoningEffort != "" {
 		native, ok := harness.NativeReasoningControl(harness.OpenCode, p.Model.ReasoningEffort)
-		if !ok {
-			return nil, fmt.Errorf("clibridge: effort %q: %w", p.Model.ReasoningEffort, contract.ErrUnsupported)
+		if !ok || t.baseURL == "" {
+			// Without the bridge's provider the variant may not exist, and
+			// opencode ignores an unknown --variant silently.
+			return nil, fmt.Errorf("clibridge: effort %q (opencode applies it only as a variant of the bridge's provider, which needs a BaseURL): %w",
+				p.Model.ReasoningEffort, contract.ErrUnsupported)
 		}
+		// opencode applies --variant only when the model declares that
+		// variant; its options become the request's reasoning_effort.
+		cfg.Provider[opencodeProvider].Models[bare]["variants"] = map[string]any{native: map[string]string{"reasoningEffort": native}}
 		args = append(args, "--variant", native)
 		ap.ReasoningEffort, ap.NativeEffort = p.Model.ReasoningEffort, native
 	}

@@ -51,12 +51,13 @@ func TestOpencodeEndToEnd(t *testing.T) {
 		t.Errorf("authorization = %q", got)
 	}
 	var body struct {
-		Model  string `json:"model"`
-		Stream bool   `json:"stream"`
+		Model           string `json:"model"`
+		Stream          bool   `json:"stream"`
+		ReasoningEffort string `json:"reasoning_effort"`
 	}
 	json.Unmarshal(first.Body, &body)
-	if body.Model != "fake-oc-e2e" || !body.Stream {
-		t.Errorf("request model %q stream %t", body.Model, body.Stream)
+	if body.Model != "fake-oc-e2e" || !body.Stream || body.ReasoningEffort != "high" {
+		t.Errorf("request model %q stream %t reasoning_effort %q", body.Model, body.Stream, body.ReasoningEffort)
 	}
 	if first.LastUser != "please use bash" {
 		t.Errorf("the prompt reached the model as %q", first.LastUser)
