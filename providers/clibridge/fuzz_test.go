@@ -16,7 +16,7 @@ import (
 // turn ends in exactly one terminal event — completed only for a
 // successful result line and exit 0.
 func FuzzClaudeLine(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join(transcriptDir, "*.txtar"))
+	files, _ := filepath.Glob(filepath.Join(claudeTranscripts.dir, "*.txtar"))
 	for _, name := range files {
 		b, err := os.ReadFile(name)
 		if err != nil {

@@ -1,6 +1,7 @@
 package clibridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
@@ -219,4 +220,71 @@ func TestOpencodeConformance(t *testing.T) {
 		}
 		return p
 	}, providertest.Options{RequireUsage: true})
+}
+
+// opencodeScenarios are the recorded opencode turns
+// (testdata/opencode).
+var opencodeScenarios = []captureScenario{
+	{name: "text", prompt: "Say hello.", script: opencodeScript},
+	{name: "tool", prompt: "please use bash", script: opencodeScript, model: "fake-oc-e2e",
+		profile: &profile.Profile{Model: &profile.ModelHints{ReasoningEffort: harness.EffortHigh}}},
+	{name: "api-error", prompt: "hi", script: func(fakeRequest) fakeReply { return fakeReply{Status: 400, Text: "fake refusal"} }},
+	{name: "cancelled", prompt: "hang", cancel: true, script: func(fakeRequest) fakeReply { return fakeReply{Hang: true, In: 5} }},
+}
+
+// What each recorded opencode stream means, asserted by hand.
+func TestOpencodeTranscriptMeaning(t *testing.T) {
+	set := opencodeTranscripts
+	replay := func(name string) ([]contract.EnvironmentEvent, Outcome, contract.TerminalKind) {
+		evs, out := set.replayArchive(t, set.load(t, name))
+		k, _ := contract.EnvironmentEventTerminal(evs[len(evs)-1])
+		return evs, out, k
+	}
+	t.Run("text", func(t *testing.T) {
+		_, out, k := replay("text")
+		if k != contract.TerminalCompleted || out.Usage == nil || out.Usage.InputTokens != 12 || out.Usage.OutputTokens != 3 {
+			t.Errorf("terminal %q usage %+v", k, out.Usage)
+		}
+		if out.Text != "Hello." || !strings.HasPrefix(out.NativeSessionID, "ses_") || out.ServedModel != "" {
+			t.Errorf("outcome %+v", out)
+		}
+	})
+	t.Run("tool", func(t *testing.T) {
+		evs, out, k := replay("tool")
+		if k != contract.TerminalCompleted || out.Usage.InputTokens != 28 || out.Usage.OutputTokens != 12 || *out.Usage.TotalTokens != 40 {
+			t.Errorf("terminal %q usage %+v", k, out.Usage)
+		}
+		var states []string
+		for _, ev := range evs {
+			if ev.Normalized != nil && ev.Normalized.MessagePartUpdated != nil && ev.Normalized.MessagePartUpdated.Part.IsTool() {
+				states = append(states, ev.Normalized.MessagePartUpdated.Part.State.Status)
+			}
+		}
+		// opencode writes a tool part once, when the call has ended.
+		if strings.Join(states, ",") != "completed" {
+			t.Errorf("tool states %v", states)
+		}
+	})
+	t.Run("api-error", func(t *testing.T) {
+		_, out, k := replay("api-error")
+		if k != contract.TerminalFailed || out.Usage != nil || out.NativeSessionID == "" {
+			t.Errorf("terminal %q outcome %+v", k, out)
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		_, out, k := replay("cancelled")
+		if k != contract.TerminalCancelled || out.Usage != nil {
+			t.Errorf("terminal %q usage %+v", k, out.Usage)
+		}
+	})
+	t.Run("exit-zero-without-steps", func(t *testing.T) {
+		// A stream cut before any step finished, even with exit 0: failed.
+		n := opencodeDriver{}.normalizer(&turnSpec{provider: set.provider(), turn: 1})
+		a := set.load(t, "text")
+		n.line(bytes.SplitN(section(t, a, "stream.jsonl"), []byte("\n"), 2)[0])
+		evs := n.end(exit{code: 0})
+		if k, _ := contract.EnvironmentEventTerminal(evs[len(evs)-1]); k != contract.TerminalFailed || n.outcome().Usage != nil {
+			t.Errorf("terminal %q", k)
+		}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,12 +22,33 @@ import (
 	"github.com/agentrt/agentrt/profile"
 )
 
-// capture re-records testdata/claude-code/*.txtar from the real claude
-// binary (go test -run TestCaptureTranscripts -capture).
-var capture = flag.Bool("capture", false, "re-record the claude-code transcripts from the real binary")
+// capture re-records testdata/<harness>/*.txtar from the real binaries
+// (go test -run TestCaptureTranscripts -capture).
+var capture = flag.Bool("capture", false, "re-record the harness transcripts from the real binaries")
 
-// transcriptDir holds the recorded claude-code transcripts.
-const transcriptDir = "testdata/claude-code"
+// transcriptSet is one harness's recorded transcripts: where they live,
+// the driver that normalizes them, the fake server and bridge that
+// record them, and the scenarios.
+type transcriptSet struct {
+	// dir holds the archives; binary names the harness in comments and
+	// server the fake's API.
+	dir, binary, server string
+	d                   driver
+	newFake             func(testing.TB, func(fakeRequest) fakeReply) *fakeAnthropic
+	newProvider         func(testing.TB, *fakeAnthropic) *Provider
+	scenarios           []captureScenario
+}
+
+// provider is the provider name the set's normalizer reports.
+func (s *transcriptSet) provider() string { return "clibridge-" + string(s.d.harness()) }
+
+var claudeTranscripts = &transcriptSet{dir: "testdata/claude-code", binary: "claude", server: "Anthropic", d: claudeDriver{},
+	newFake: newFakeAnthropic, newProvider: newClaudeProvider, scenarios: captureScenarios}
+
+var opencodeTranscripts = &transcriptSet{dir: "testdata/opencode", binary: "opencode", server: "OpenAI-compatible", d: opencodeDriver{},
+	newFake: newFakeOpenAI, newProvider: newOpencodeProvider, scenarios: opencodeScenarios}
+
+var transcriptSets = []*transcriptSet{claudeTranscripts, opencodeTranscripts}
 
 // captureScenario is one recorded turn.
 type captureScenario struct {
@@ -48,20 +70,27 @@ var captureScenarios = []captureScenario{
 	{name: "cancelled", prompt: "hang", cancel: true, script: func(fakeRequest) fakeReply { return fakeReply{Hang: true, In: 5} }},
 }
 
-// TestCaptureTranscripts records what the real claude binary writes for
-// each scenario, with the fake server's request log, and the events the
+// TestCaptureTranscripts records what the real binaries write for each
+// scenario, with the fake server's request log, and the events the
 // normalizer makes of it (the golden TestTranscripts checks).
 func TestCaptureTranscripts(t *testing.T) {
 	if !*capture {
-		t.Skip("run with -capture to re-record the transcripts from the real claude binary")
+		t.Skip("run with -capture to re-record the transcripts from the real binaries")
 	}
-	if err := os.MkdirAll(transcriptDir, 0o755); err != nil {
+	for _, set := range transcriptSets {
+		t.Run(set.binary, func(t *testing.T) { set.capture(t) })
+	}
+}
+
+// capture records the set's scenarios.
+func (set *transcriptSet) capture(t *testing.T) {
+	if err := os.MkdirAll(set.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, sc := range captureScenarios {
+	for _, sc := range set.scenarios {
 		t.Run(sc.name, func(t *testing.T) {
-			f := newFakeAnthropic(t, sc.script)
-			p := newClaudeProvider(t, f)
+			f := set.newFake(t, sc.script)
+			p := set.newProvider(t, f)
 			var mu sync.Mutex
 			var lines [][]byte
 			var x exit
@@ -94,28 +123,33 @@ func TestCaptureTranscripts(t *testing.T) {
 			for _, r := range f.Requests() {
 				fmt.Fprintf(&reqs, "%s %s\n", r.Method, r.Path)
 			}
+			version := env.(*Environment).Turns()[0].Outcome.HarnessVersion
+			if version == "" {
+				v, _ := exec.Command(p.cfg.binary, "--version").Output()
+				version = strings.TrimSpace(string(v))
+			}
 			a := &txtar.Archive{
-				Comment: fmt.Appendf(nil, "Recorded from the real claude binary (%s) against the fake Anthropic server\n"+
+				Comment: fmt.Appendf(nil, "Recorded from the real %s binary (%s) against the fake %s server\n"+
 					"of fakeserver_test.go by TestCaptureTranscripts -capture.\nprompt: %s\nexit: %d\ncancelled: %t\n",
-					env.(*Environment).Turns()[0].Outcome.HarnessVersion, sc.prompt, x.code, x.cancelled),
+					set.binary, version, set.server, sc.prompt, x.code, x.cancelled),
 				Files: []txtar.File{
 					{Name: "requests", Data: []byte(reqs.String())},
 					{Name: "stream.jsonl", Data: append(bytes.Join(lines, []byte("\n")), '\n')},
 				},
 			}
-			a.Files = append(a.Files, txtar.File{Name: "events.jsonl", Data: normalizeTranscript(t, a)})
-			if err := os.WriteFile(filepath.Join(transcriptDir, sc.name+".txtar"), txtar.Format(a), 0o644); err != nil {
+			a.Files = append(a.Files, txtar.File{Name: "events.jsonl", Data: set.normalize(t, a)})
+			if err := os.WriteFile(filepath.Join(set.dir, sc.name+".txtar"), txtar.Format(a), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		})
 	}
 }
 
-// normalizeTranscript feeds a transcript's stream to a fresh claude
-// normalizer and returns its events as canonical JSON lines.
-func normalizeTranscript(t *testing.T, a *txtar.Archive) []byte {
+// normalize feeds a transcript's stream to a fresh normalizer of the
+// set's driver and returns its events as canonical JSON lines.
+func (set *transcriptSet) normalize(t *testing.T, a *txtar.Archive) []byte {
 	t.Helper()
-	evs, _ := replayArchive(t, a)
+	evs, _ := set.replayArchive(t, a)
 	var out bytes.Buffer
 	for _, ev := range evs {
 		if _, err := contract.Validate(contract.KindEnvironmentEvent, contract.EnvironmentEventSchema, ev); err != nil {
@@ -147,10 +181,10 @@ func section(t *testing.T, a *txtar.Archive, name string) []byte {
 	return nil
 }
 
-// loadTranscript reads one recorded transcript.
-func loadTranscript(t *testing.T, name string) *txtar.Archive {
+// load reads one recorded transcript.
+func (set *transcriptSet) load(t *testing.T, name string) *txtar.Archive {
 	t.Helper()
-	a, err := txtar.ParseFile(filepath.Join(transcriptDir, name+".txtar"))
+	a, err := txtar.ParseFile(filepath.Join(set.dir, name+".txtar"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,27 +194,29 @@ func loadTranscript(t *testing.T, name string) *txtar.Archive {
 // The normalizer maps every recorded stream of the real binary to the
 // recorded canonical events.
 func TestTranscripts(t *testing.T) {
-	for _, sc := range captureScenarios {
-		t.Run(sc.name, func(t *testing.T) {
-			a := loadTranscript(t, sc.name)
-			if got, want := normalizeTranscript(t, a), section(t, a, "events.jsonl"); !bytes.Equal(got, want) {
-				t.Errorf("events differ from the recording\ngot:\n%s\nwant:\n%s", got, want)
-			}
-		})
+	for _, set := range transcriptSets {
+		for _, sc := range set.scenarios {
+			t.Run(set.binary+"/"+sc.name, func(t *testing.T) {
+				a := set.load(t, sc.name)
+				if got, want := set.normalize(t, a), section(t, a, "events.jsonl"); !bytes.Equal(got, want) {
+					t.Errorf("events differ from the recording\ngot:\n%s\nwant:\n%s", got, want)
+				}
+			})
+		}
 	}
 }
 
-// replay normalizes a recorded transcript and returns its events and
-// outcome.
+// replay normalizes a recorded claude transcript and returns its events
+// and outcome.
 func replay(t *testing.T, name string) ([]contract.EnvironmentEvent, Outcome) {
 	t.Helper()
-	return replayArchive(t, loadTranscript(t, name))
+	return claudeTranscripts.replayArchive(t, claudeTranscripts.load(t, name))
 }
 
-// replayArchive feeds a transcript's stream to a fresh claude normalizer,
-// ends it as the comment's exit line says, and returns its events and
-// outcome.
-func replayArchive(t *testing.T, a *txtar.Archive) ([]contract.EnvironmentEvent, Outcome) {
+// replayArchive feeds a transcript's stream to a fresh normalizer of the
+// set's driver, ends it as the comment's exit line says, and returns its
+// events and outcome.
+func (set *transcriptSet) replayArchive(t *testing.T, a *txtar.Archive) ([]contract.EnvironmentEvent, Outcome) {
 	t.Helper()
 	x := exit{}
 	for _, l := range strings.Split(string(a.Comment), "\n") {
@@ -191,7 +227,7 @@ func replayArchive(t *testing.T, a *txtar.Archive) ([]contract.EnvironmentEvent,
 			x.cancelled = v == "true"
 		}
 	}
-	n := claudeDriver{}.normalizer(&turnSpec{provider: "clibridge-claude-code", turn: 1})
+	n := set.d.normalizer(&turnSpec{provider: set.provider(), turn: 1})
 	var evs []contract.EnvironmentEvent
 	for _, l := range bytes.Split(section(t, a, "stream.jsonl"), []byte("\n")) {
 		evs = append(evs, n.line(l)...)
@@ -258,7 +294,7 @@ func TestTranscriptMeaning(t *testing.T) {
 	t.Run("truncated", func(t *testing.T) {
 		// The tool stream cut after its first two lines, the process gone:
 		// failed, never success.
-		a := loadTranscript(t, "tool")
+		a := claudeTranscripts.load(t, "tool")
 		n := claudeDriver{}.normalizer(&turnSpec{provider: "clibridge-claude-code", turn: 1})
 		for _, l := range bytes.SplitN(section(t, a, "stream.jsonl"), []byte("\n"), 3)[:2] {
 			n.line(l)
