@@ -16,7 +16,39 @@ import (
 // turn ends in exactly one terminal event — completed only for a
 // successful result line and exit 0.
 func FuzzClaudeLine(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join(claudeTranscripts.dir, "*.txtar"))
+	fuzzNormalizer(f, claudeTranscripts, []string{
+		`{"type":"result","subtype":"success","is_error":false,"result":"x","usage":{"input_tokens":1e300,"output_tokens":-1}}`,
+		`{"type":"assistant","message":{"id":" padded ","model":"<synthetic>","content":"plain string"}}`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"","content":[{"type":"text","text":"a"}],"is_error":true}]}}`,
+		`{"type":"system","subtype":"init","session_id":"has space","model":"m[1m]"}`,
+		`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"Bash","input":[1,2]}]},"parent_tool_use_id":"p"}`,
+		`null`, `[]`, `{"type":1}`, "\xff\xfe", `{"type":"stream_event","event":{"deep":[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]}}`,
+	})
+}
+
+// FuzzOpencodeLine: the same guarantees for opencode's JSON events —
+// completed only for exit 0 after a finished step and no error line.
+func FuzzOpencodeLine(f *testing.F) {
+	fuzzNormalizer(f, opencodeTranscripts, []string{
+		`{"type":"step_finish","sessionID":"ses_1","part":{"reason":"stop","tokens":{"input":9007199254740991,"output":1,"total":-1,"cache":{"read":1.5}},"cost":1e308}}`,
+		`{"type":"step_finish","part":{"reason":"error","tokens":{"input":"1"}}}`,
+		`{"type":"tool_use","sessionID":" ","part":{"type":"tool","callID":"","tool":"","state":{"status":"error","input":[1],"error":{"x":1}}}}`,
+		`{"type":"tool_use","part":{"state":{"status":"pending","input":{},"output":"\u0000"}}}`,
+		`{"type":"text","sessionID":"has space","part":{"id":"","messageID":"\n","text":"\ud800"}}`,
+		`{"type":"reasoning","part":{"text":"think"}}`,
+		`{"type":"error","error":{"name":"APIError","data":{"message":"m","statusCode":400}}}`,
+		`{"type":"error","error":null}`, `{"type":"step_start","part":null}`,
+		`null`, `[]`, `{"type":1}`, "\xff\xfe", `{"type":"x.completed","part":{"deep":[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]}}`,
+	})
+}
+
+// fuzzNormalizer fuzzes one driver's normalizer, seeded with the set's
+// recorded lines and extra: whatever line the harness writes (twice),
+// the normalizer never panics, every event it yields is a valid
+// AgentEnvironmentEvent, and a turn ends in exactly one terminal event,
+// never completed for a non-zero exit, with usage only when completed.
+func fuzzNormalizer(f *testing.F, set *transcriptSet, extra []string) {
+	files, _ := filepath.Glob(filepath.Join(set.dir, "*.txtar"))
 	for _, name := range files {
 		b, err := os.ReadFile(name)
 		if err != nil {
@@ -31,18 +63,12 @@ func FuzzClaudeLine(f *testing.F) {
 			}
 		}
 	}
-	for _, l := range []string{
-		`{"type":"result","subtype":"success","is_error":false,"result":"x","usage":{"input_tokens":1e300,"output_tokens":-1}}`,
-		`{"type":"assistant","message":{"id":" padded ","model":"<synthetic>","content":"plain string"}}`,
-		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"","content":[{"type":"text","text":"a"}],"is_error":true}]}}`,
-		`{"type":"system","subtype":"init","session_id":"has space","model":"m[1m]"}`,
-		`{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t","name":"Bash","input":[1,2]}]},"parent_tool_use_id":"p"}`,
-		`null`, `[]`, `{"type":1}`, "\xff\xfe", `{"type":"stream_event","event":{"deep":[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]}}`,
-	} {
+	for _, l := range extra {
 		f.Add([]byte(l), 1)
 	}
+	provider := set.provider()
 	f.Fuzz(func(t *testing.T, line []byte, code int) {
-		n := claudeDriver{}.normalizer(&turnSpec{provider: "clibridge-claude-code", turn: 1, apiKey: "sk-secret"})
+		n := set.d.normalizer(&turnSpec{provider: provider, turn: 1, apiKey: "sk-secret"})
 		evs := n.line(line)
 		evs = append(evs, n.line(line)...)
 		evs = append(evs, n.end(exit{code: code})...)
@@ -63,7 +89,7 @@ func FuzzClaudeLine(f *testing.F) {
 		}
 		out := n.outcome()
 		if out.NativeSessionID != "" {
-			if _, err := contract.NewNativeSessionObserved("clibridge-claude-code", out.NativeSessionID); err != nil {
+			if _, err := contract.NewNativeSessionObserved(provider, out.NativeSessionID); err != nil {
 				t.Fatalf("native session %q: %v", out.NativeSessionID, err)
 			}
 		}

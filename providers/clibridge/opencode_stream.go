@@ -75,7 +75,8 @@ type opencodeNormalizer struct {
 	steps     int
 	usage     *contract.TokenUsage
 	usageGone bool
-	cost      float64
+	// cost sums the steps' reported cost (-1 once it overflows).
+	cost float64
 	// errs are the error lines' messages.
 	errs []string
 	// lastReason is the last step's finish reason.
@@ -219,7 +220,11 @@ func (n *opencodeNormalizer) stepFinish(p *opencodePart) contract.EnvironmentEve
 		n.usage = addUsage(n.usage, u)
 	}
 	if p.Cost != nil && canonjson.IsFinite(*p.Cost) && *p.Cost >= 0 {
-		n.cost += *p.Cost
+		if n.cost >= 0 && canonjson.IsFinite(n.cost+*p.Cost) {
+			n.cost += *p.Cost
+		} else {
+			n.cost = -1 // past what a number holds: not reported
+		}
 		data["reportedCostUsd"] = canonjson.NumberValue(*p.Cost)
 	}
 	if u != nil {
