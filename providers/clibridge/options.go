@@ -34,12 +34,14 @@ type Options struct {
 	// sets itself are refused (*EnvRefusedError).
 	Env map[string]string
 	// BaseURL is the model endpoint the harness calls (for claude-code,
-	// ANTHROPIC_BASE_URL); "" leaves the harness's default. It is never
-	// logged and never appears in events or receipts.
+	// ANTHROPIC_BASE_URL; for opencode, the OpenAI-compatible base URL,
+	// such as "http://host/v1", of a provider the bridge defines); ""
+	// leaves the harness's default. It is never logged and never appears
+	// in events or receipts.
 	BaseURL string
 	// APIKey is the model endpoint's key (for claude-code,
-	// ANTHROPIC_API_KEY). It is never logged and never appears in events
-	// or receipts.
+	// ANTHROPIC_API_KEY; for opencode, the bridge provider's apiKey). It
+	// is never logged and never appears in events or receipts.
 	APIKey string
 	// Model is the model a turn uses when neither the turn nor its
 	// profile names one; "" leaves the harness's default. The opencode
