@@ -1,7 +1,6 @@
 package clibridge
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -101,20 +100,11 @@ func (claudeDriver) normalizer(t *turnSpec) normalizer {
 
 // line implements normalizer.
 func (n *claudeNormalizer) line(b []byte) []contract.EnvironmentEvent {
-	b = bytes.TrimSpace(redact(b, n.secrets))
-	if len(b) == 0 {
-		return nil
-	}
 	var l claudeLine
-	if err := json.Unmarshal(b, &l); err != nil || l.Type == "" {
-		reason := "the line has no type"
-		if err != nil {
-			reason = err.Error()
-		}
-		return []contract.EnvironmentEvent{n.warning("unreadable-line", "claude-code wrote a line that is not a stream-json event: "+reason)}
+	pe, evs, ok := n.decode(b, &l, func() string { return l.Type }, "a stream-json event")
+	if !ok {
+		return evs
 	}
-	pe := providerEvent(b)
-	var evs []contract.EnvironmentEvent
 	switch {
 	case l.Type == "system" && l.Subtype == "init":
 		evs = n.init(&l)

@@ -156,17 +156,7 @@ func TestClaudeEndToEnd(t *testing.T) {
 	}
 
 	// Secrets: neither the key nor the endpoint in any event or receipt.
-	v, err := canonjson.ToValue(map[string]any{"events": evs, "turns": recs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := canonjson.Canonical(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(all), fakeKey) || strings.Contains(string(all), f.URL()) {
-		t.Error("the API key or the endpoint leaked into an event or receipt")
-	}
+	assertNoSecrets(t, f, evs, recs)
 
 	// The public stream withholds the native observation.
 	for ev, err := range env.Stream(context.Background(), &contract.TurnInput{Prompt: profile.Ptr("hello")}) {
@@ -215,6 +205,17 @@ func TestClaudeAPIErrorFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer env.Destroy(context.Background())
+	checkAPIErrorFails(t, env)
+	if got := env.(*Environment).Turns()[0].Outcome.ServedModel; got == claudeSyntheticModel {
+		t.Errorf("claude's synthetic error message counted as the served model")
+	}
+}
+
+// checkAPIErrorFails runs a turn against a server answering HTTP 400
+// "fake refusal": failed, with no usage and the server's message, and
+// returns its events.
+func checkAPIErrorFails(t *testing.T, env contract.Environment) []contract.EnvironmentEvent {
+	t.Helper()
 	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("hi")})
 	last := evs[len(evs)-1]
 	if kind, _ := contract.EnvironmentEventTerminal(last); kind != contract.TerminalFailed {
@@ -226,16 +227,21 @@ func TestClaudeAPIErrorFails(t *testing.T) {
 	if d := last.Normalized.Status.Detail; d == nil || !strings.Contains(*d, "fake refusal") {
 		t.Errorf("detail %v", d)
 	}
-	if got := env.(*Environment).Turns()[0].Outcome.ServedModel; got == claudeSyntheticModel {
-		t.Errorf("claude's synthetic error message counted as the served model")
-	}
+	return evs
 }
 
 // Cancelling the turn's context mid-stream kills the whole process group
 // and reports cancelled, not failed.
 func TestClaudeCancellation(t *testing.T) {
 	f := newFakeAnthropic(t, func(req fakeRequest) fakeReply { return fakeReply{Hang: true, In: 5} })
-	p := newClaudeProvider(t, f)
+	checkCancellation(t, f, newClaudeProvider(t, f))
+}
+
+// checkCancellation runs a turn on p against f (whose script hangs) and
+// cancels it once f saw a model call: the turn ends cancelled and the
+// harness's process group is gone.
+func checkCancellation(t *testing.T, f *fakeAnthropic, p *Provider) {
+	t.Helper()
 	pgids := make(chan int, 1)
 	p.cfg.hooks.onSpawn = func(pgid int) { pgids <- pgid }
 	env, err := p.Create(context.Background(), nil)
@@ -256,8 +262,7 @@ func TestClaudeCancellation(t *testing.T) {
 	if kind, _ := contract.EnvironmentEventTerminal(last); kind != contract.TerminalCancelled {
 		t.Fatalf("terminal %q, want cancelled", kind)
 	}
-	pgid := <-pgids
-	if err := groupGone(pgid, 5*time.Second); err != nil {
+	if err := groupGone(<-pgids, 5*time.Second); err != nil {
 		t.Error(err)
 	}
 	if got := env.(*Environment).Turns()[0].Outcome.Terminal; got != contract.TerminalCancelled {

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 )
@@ -115,26 +113,11 @@ func (f *fakeAnthropic) replyOpenAI(w http.ResponseWriter, r *http.Request, req 
 	fl.Flush()
 }
 
-// opencodeBinary finds the real opencode binary for a test:
-// AGENTRT_OPENCODE_BIN, else opencode in PATH. Without one the test fails
-// when AGENTRT_REQUIRE_CLIS=1 and is skipped otherwise.
+// opencodeBinary finds the real opencode binary for a test
+// (harnessBinary).
 func opencodeBinary(t testing.TB) string {
 	t.Helper()
-	if bin := os.Getenv("AGENTRT_OPENCODE_BIN"); bin != "" {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("AGENTRT_OPENCODE_BIN=%s is not an executable: %v", bin, err)
-		}
-		return bin
-	}
-	if bin, err := exec.LookPath("opencode"); err == nil {
-		return bin
-	}
-	msg := "the opencode binary is not installed (npm install opencode-ai@1.18.33, then set AGENTRT_OPENCODE_BIN or put opencode in PATH)"
-	if os.Getenv("AGENTRT_REQUIRE_CLIS") == "1" {
-		t.Fatal(msg + "; AGENTRT_REQUIRE_CLIS=1 forbids skipping")
-	}
-	t.Skip(msg)
-	return ""
+	return harnessBinary(t, "AGENTRT_OPENCODE_BIN", "opencode", "opencode-ai@1.18.33")
 }
 
 // opencodeModelName is the model the opencode tests ask for.

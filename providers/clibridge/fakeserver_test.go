@@ -219,21 +219,27 @@ func (f *fakeAnthropic) reply(w http.ResponseWriter, r *http.Request, req fakeRe
 	ev("message_stop", map[string]any{"type": "message_stop"})
 }
 
-// claudeBinary finds the real claude binary for a test: AGENTRT_CLAUDE_BIN,
-// else claude in PATH. Without one the test fails when
-// AGENTRT_REQUIRE_CLIS=1 and is skipped otherwise.
+// claudeBinary finds the real claude binary for a test (harnessBinary).
 func claudeBinary(t testing.TB) string {
 	t.Helper()
-	if bin := os.Getenv("AGENTRT_CLAUDE_BIN"); bin != "" {
+	return harnessBinary(t, "AGENTRT_CLAUDE_BIN", "claude", "@anthropic-ai/claude-code@2.1.197")
+}
+
+// harnessBinary finds a real harness binary for a test: $envVar, else
+// name in PATH. Without one the test fails when AGENTRT_REQUIRE_CLIS=1
+// and is skipped otherwise, naming the npm package to install.
+func harnessBinary(t testing.TB, envVar, name, pkg string) string {
+	t.Helper()
+	if bin := os.Getenv(envVar); bin != "" {
 		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("AGENTRT_CLAUDE_BIN=%s is not an executable: %v", bin, err)
+			t.Fatalf("%s=%s is not an executable: %v", envVar, bin, err)
 		}
 		return bin
 	}
-	if bin, err := exec.LookPath("claude"); err == nil {
+	if bin, err := exec.LookPath(name); err == nil {
 		return bin
 	}
-	msg := "the claude binary is not installed (npm install @anthropic-ai/claude-code@2.1.197, then set AGENTRT_CLAUDE_BIN or put claude in PATH)"
+	msg := fmt.Sprintf("the %s binary is not installed (npm install %s, then set %s or put %s in PATH)", name, pkg, envVar, name)
 	if os.Getenv("AGENTRT_REQUIRE_CLIS") == "1" {
 		t.Fatal(msg + "; AGENTRT_REQUIRE_CLIS=1 forbids skipping")
 	}

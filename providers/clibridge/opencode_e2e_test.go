@@ -160,17 +160,7 @@ func TestOpencodeAPIErrorFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer env.Destroy(context.Background())
-	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("hi")})
-	last := evs[len(evs)-1]
-	if kind, _ := contract.EnvironmentEventTerminal(last); kind != contract.TerminalFailed {
-		t.Errorf("terminal %q, want failed", kind)
-	}
-	if last.Usage != nil {
-		t.Errorf("a failed turn reported usage %+v", last.Usage)
-	}
-	if d := last.Normalized.Status.Detail; d == nil || !strings.Contains(*d, "fake refusal") {
-		t.Errorf("detail %v", d)
-	}
+	evs := checkAPIErrorFails(t, env)
 	assertNoSecrets(t, f, evs, env.(*Environment).Turns())
 }
 
@@ -178,33 +168,7 @@ func TestOpencodeAPIErrorFails(t *testing.T) {
 // and reports cancelled, not failed.
 func TestOpencodeCancellation(t *testing.T) {
 	f := newFakeOpenAI(t, func(req fakeRequest) fakeReply { return fakeReply{Hang: true, In: 5} })
-	p := newOpencodeProvider(t, f)
-	pgids := make(chan int, 1)
-	p.cfg.hooks.onSpawn = func(pgid int) { pgids <- pgid }
-	env, err := p.Create(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Destroy(context.Background())
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		for len(f.messages()) == 0 {
-			time.Sleep(20 * time.Millisecond)
-		}
-		cancel()
-	}()
-	evs := collectOwned(t, ctx, env, &contract.TurnInput{Prompt: profile.Ptr("hang")})
-	last := evs[len(evs)-1]
-	if kind, _ := contract.EnvironmentEventTerminal(last); kind != contract.TerminalCancelled {
-		t.Fatalf("terminal %q, want cancelled", kind)
-	}
-	if err := groupGone(<-pgids, 5*time.Second); err != nil {
-		t.Error(err)
-	}
-	if got := env.(*Environment).Turns()[0].Outcome.Terminal; got != contract.TerminalCancelled {
-		t.Errorf("recorded terminal %q", got)
-	}
+	checkCancellation(t, f, newOpencodeProvider(t, f))
 }
 
 // The opencode bridge passes the providertest suite with the real

@@ -1,7 +1,6 @@
 package clibridge
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -92,20 +91,12 @@ func (opencodeDriver) normalizer(t *turnSpec) normalizer {
 
 // line implements normalizer.
 func (n *opencodeNormalizer) line(b []byte) []contract.EnvironmentEvent {
-	b = bytes.TrimSpace(redact(b, n.secrets))
-	if len(b) == 0 {
-		return nil
-	}
 	var l opencodeLine
-	if err := json.Unmarshal(b, &l); err != nil || l.Type == "" {
-		reason := "the line has no type"
-		if err != nil {
-			reason = err.Error()
-		}
-		return []contract.EnvironmentEvent{n.warning("unreadable-line", "opencode wrote a line that is not a JSON event: "+reason)}
+	pe, evs, ok := n.decode(b, &l, func() string { return l.Type }, "a JSON event")
+	if !ok {
+		return evs
 	}
-	pe := providerEvent(b)
-	evs := n.observeSession(l.SessionID)
+	evs = n.observeSession(l.SessionID)
 	var ev *contract.EnvironmentEvent
 	switch {
 	case (l.Type == "text" || l.Type == "reasoning") && l.Part != nil:

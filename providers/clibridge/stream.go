@@ -1,6 +1,8 @@
 package clibridge
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -111,4 +113,23 @@ func tokenCount(f *float64) (int64, bool) {
 		return 0, false
 	}
 	return int64(*f), true
+}
+
+// decode reads one stdout line into v, whose type typeOf reports: the
+// line redacted and trimmed, with its bounded JSON form. A blank line
+// yields nothing; an unreadable or untyped one a warning (what names the
+// line format the harness should have written).
+func (n *streamBase) decode(b []byte, v any, typeOf func() string, what string) (pe canonjson.Value, evs []contract.EnvironmentEvent, ok bool) {
+	b = bytes.TrimSpace(redact(b, n.secrets))
+	if len(b) == 0 {
+		return pe, nil, false
+	}
+	if err := json.Unmarshal(b, v); err != nil || typeOf() == "" {
+		reason := "the line has no type"
+		if err != nil {
+			reason = err.Error()
+		}
+		return pe, []contract.EnvironmentEvent{n.warning("unreadable-line", n.backend+" wrote a line that is not "+what+": "+reason)}, false
+	}
+	return providerEvent(b), nil, true
 }
