@@ -353,17 +353,9 @@ func (u *claudeUsage) token() *contract.TokenUsage {
 	if u == nil {
 		return nil
 	}
-	in, ok1 := tokenCount(u.InputTokens)
-	out, ok2 := tokenCount(u.OutputTokens)
-	if !ok1 || !ok2 {
-		return nil
-	}
-	t := &contract.TokenUsage{InputTokens: in, OutputTokens: out}
-	if c, ok := tokenCount(u.CacheRead); ok {
-		t.CacheReadInputTokens = &c
-	}
-	if c, ok := tokenCount(u.CacheCreation); ok {
-		t.CacheCreationInputTokens = &c
+	t := newUsage(u.InputTokens, u.OutputTokens)
+	if t != nil {
+		t.CacheReadInputTokens, t.CacheCreationInputTokens = optCount(u.CacheRead), optCount(u.CacheCreation)
 	}
 	return t
 }

@@ -121,17 +121,8 @@ func TestClaudeEndToEnd(t *testing.T) {
 	}
 
 	// Native session id: the one claude sent the server, private.
-	recs := env.(*Environment).Turns()
-	if len(recs) != 1 {
-		t.Fatalf("%d turn records", len(recs))
-	}
+	recs := checkTurnRecord(t, env, evs, first.Header.Get("X-Claude-Code-Session-Id"))
 	out := recs[0].Outcome
-	if sid := first.Header.Get("X-Claude-Code-Session-Id"); sid == "" || out.NativeSessionID != sid {
-		t.Errorf("native session %q, the server saw %q", out.NativeSessionID, sid)
-	}
-	if evs[1].Normalized.NativeSessionObserved.NativeSessionID != out.NativeSessionID || !contract.IsPrivateEnvironmentEvent(evs[1]) {
-		t.Error("the native session observation is missing or public")
-	}
 	if out.ServedModel != "claude-e2e-1" || out.HarnessVersion == "" || out.Text != "Done: hi" {
 		t.Errorf("outcome %+v", out)
 	}
@@ -151,14 +142,39 @@ func TestClaudeEndToEnd(t *testing.T) {
 	if !slices.Contains(rc.EnvNames, "ANTHROPIC_API_KEY") || !slices.Contains(rc.EnvNames, "HOME") {
 		t.Errorf("receipt env names %v", rc.EnvNames)
 	}
-	if d, _ := rc.Digest(); d != recs[0].ReceiptDigest || !canonjson.IsDigest(d) {
+	// Secrets: neither the key nor the endpoint in any event or receipt;
+	// the public stream withholds the native observation.
+	checkPrivacy(t, f, env, evs, recs)
+}
+
+// checkTurnRecord checks the environment's one turn record against its
+// events: the native session id is the one the server saw (sid), and
+// its observation (the event after the receipt) is private; the
+// receipt's digest is its canonical digest.
+func checkTurnRecord(t *testing.T, env contract.Environment, evs []contract.EnvironmentEvent, sid string) []TurnRecord {
+	t.Helper()
+	recs := env.(*Environment).Turns()
+	if len(recs) != 1 {
+		t.Fatalf("%d turn records", len(recs))
+	}
+	out := recs[0].Outcome
+	if sid == "" || out.NativeSessionID != sid {
+		t.Errorf("native session %q, the server saw %q", out.NativeSessionID, sid)
+	}
+	if evs[1].Normalized.NativeSessionObserved.NativeSessionID != out.NativeSessionID || !contract.IsPrivateEnvironmentEvent(evs[1]) {
+		t.Error("the native session observation is missing or public")
+	}
+	if d, _ := recs[0].Receipt.Digest(); d != recs[0].ReceiptDigest || !canonjson.IsDigest(d) {
 		t.Errorf("receipt digest %s, recorded %s", d, recs[0].ReceiptDigest)
 	}
+	return recs
+}
 
-	// Secrets: neither the key nor the endpoint in any event or receipt.
+// checkPrivacy: neither the key nor the endpoint is in any event or
+// turn record, and a turn's public stream holds only public events.
+func checkPrivacy(t *testing.T, f *fakeAnthropic, env contract.Environment, evs []contract.EnvironmentEvent, recs []TurnRecord) {
+	t.Helper()
 	assertNoSecrets(t, f, evs, recs)
-
-	// The public stream withholds the native observation.
 	for ev, err := range env.Stream(context.Background(), &contract.TurnInput{Prompt: profile.Ptr("hello")}) {
 		if err != nil {
 			t.Fatal(err)
@@ -166,6 +182,23 @@ func TestClaudeEndToEnd(t *testing.T) {
 		if err := contract.CheckPublicEnvironmentEvent(ev); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// assertNoSecrets fails when the key or the endpoint is in any event or
+// turn record.
+func assertNoSecrets(t *testing.T, f *fakeAnthropic, evs []contract.EnvironmentEvent, recs []TurnRecord) {
+	t.Helper()
+	v, err := canonjson.ToValue(map[string]any{"events": evs, "turns": recs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := canonjson.Canonical(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(all), fakeKey) || strings.Contains(string(all), f.URL()) {
+		t.Error("the API key or the endpoint leaked into an event or receipt")
 	}
 }
 

@@ -68,18 +68,10 @@ func (f *fakeAnthropic) serveOpenAI(w http.ResponseWriter, r *http.Request, req 
 }
 
 func (f *fakeAnthropic) replyOpenAI(w http.ResponseWriter, r *http.Request, req fakeRequest, rep fakeReply) {
-	if rep.Status != 0 {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(rep.Status)
-		fmt.Fprintf(w, `{"error":{"type":"invalid_request_error","message":%q}}`, rep.Text)
+	model, fl, ok := startReply(w, req, rep, `{"error":{"type":"invalid_request_error","message":%q}}`)
+	if !ok {
 		return
 	}
-	model := rep.Model
-	if model == "" {
-		model = req.Model
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	fl := w.(http.Flusher)
 	chunk := func(choices []any, usage any) {
 		c := map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": model, "choices": choices}
 		if usage != nil {

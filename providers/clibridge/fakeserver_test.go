@@ -176,18 +176,10 @@ func (f *fakeAnthropic) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fakeAnthropic) reply(w http.ResponseWriter, r *http.Request, req fakeRequest, rep fakeReply) {
-	if rep.Status != 0 {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(rep.Status)
-		fmt.Fprintf(w, `{"type":"error","error":{"type":"invalid_request_error","message":%q}}`, rep.Text)
+	model, fl, ok := startReply(w, req, rep, `{"type":"error","error":{"type":"invalid_request_error","message":%q}}`)
+	if !ok {
 		return
 	}
-	model := rep.Model
-	if model == "" {
-		model = req.Model
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	fl := w.(http.Flusher)
 	ev := func(name string, data any) {
 		b, _ := json.Marshal(data)
 		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
@@ -217,6 +209,24 @@ func (f *fakeAnthropic) reply(w http.ResponseWriter, r *http.Request, req fakeRe
 	ev("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
 		"usage": map[string]any{"output_tokens": rep.Out}})
 	ev("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// startReply answers rep's HTTP error (errFormat with the reply's text)
+// and returns false, or starts an event stream and returns the model
+// the reply is served by.
+func startReply(w http.ResponseWriter, req fakeRequest, rep fakeReply, errFormat string) (string, http.Flusher, bool) {
+	if rep.Status != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(rep.Status)
+		fmt.Fprintf(w, errFormat, rep.Text)
+		return "", nil, false
+	}
+	model := rep.Model
+	if model == "" {
+		model = req.Model
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	return model, w.(http.Flusher), true
 }
 
 // claudeBinary finds the real claude binary for a test (harnessBinary).

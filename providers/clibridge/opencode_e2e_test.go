@@ -91,17 +91,8 @@ func TestOpencodeEndToEnd(t *testing.T) {
 	}
 
 	// Native session id: the one opencode sent the server, private.
-	recs := env.(*Environment).Turns()
-	if len(recs) != 1 {
-		t.Fatalf("%d turn records", len(recs))
-	}
+	recs := checkTurnRecord(t, env, evs, first.Header.Get("X-Session-Id"))
 	out := recs[0].Outcome
-	if sid := first.Header.Get("X-Session-Id"); sid == "" || out.NativeSessionID != sid {
-		t.Errorf("native session %q, the server saw %q", out.NativeSessionID, sid)
-	}
-	if evs[1].Normalized.NativeSessionObserved.NativeSessionID != out.NativeSessionID || !contract.IsPrivateEnvironmentEvent(evs[1]) {
-		t.Error("the native session observation is missing or public")
-	}
 	// opencode's JSON events never name the served model: unknown.
 	if out.ServedModel != "" || out.Text != "Done: hi" {
 		t.Errorf("outcome %+v", out)
@@ -118,37 +109,7 @@ func TestOpencodeEndToEnd(t *testing.T) {
 	if !slices.Contains(rc.EnvNames, opencodeAPIKeyEnv) || !slices.Contains(rc.EnvNames, "XDG_DATA_HOME") {
 		t.Errorf("receipt env names %v", rc.EnvNames)
 	}
-	if d, _ := rc.Digest(); d != recs[0].ReceiptDigest || !canonjson.IsDigest(d) {
-		t.Errorf("receipt digest %s, recorded %s", d, recs[0].ReceiptDigest)
-	}
-	assertNoSecrets(t, f, evs, recs)
-
-	// The public stream withholds the native observation.
-	for ev, err := range env.Stream(context.Background(), &contract.TurnInput{Prompt: profile.Ptr("hello")}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := contract.CheckPublicEnvironmentEvent(ev); err != nil {
-			t.Error(err)
-		}
-	}
-}
-
-// assertNoSecrets fails when the key or the endpoint is in any event or
-// turn record.
-func assertNoSecrets(t *testing.T, f *fakeAnthropic, evs []contract.EnvironmentEvent, recs []TurnRecord) {
-	t.Helper()
-	v, err := canonjson.ToValue(map[string]any{"events": evs, "turns": recs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := canonjson.Canonical(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(all), fakeKey) || strings.Contains(string(all), f.URL()) {
-		t.Error("the API key or the endpoint leaked into an event or receipt")
-	}
+	checkPrivacy(t, f, env, evs, recs)
 }
 
 // An API error is a failed turn with unknown usage, never a success.

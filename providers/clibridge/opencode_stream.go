@@ -231,21 +231,13 @@ func (t *opencodeTokens) token() *contract.TokenUsage {
 	if t == nil {
 		return nil
 	}
-	in, ok1 := tokenCount(t.Input)
-	out, ok2 := tokenCount(t.Output)
-	if !ok1 || !ok2 {
+	u := newUsage(t.Input, t.Output)
+	if u == nil {
 		return nil
 	}
-	u := &contract.TokenUsage{InputTokens: in, OutputTokens: out}
-	opt := func(f *float64) *int64 {
-		if c, ok := tokenCount(f); ok {
-			return &c
-		}
-		return nil
-	}
-	u.TotalTokens, u.ReasoningTokens = opt(t.Total), opt(t.Reasoning)
+	u.TotalTokens, u.ReasoningTokens = optCount(t.Total), optCount(t.Reasoning)
 	if c := t.Cache; c != nil {
-		u.CacheReadInputTokens, u.CacheCreationInputTokens = opt(c.Read), opt(c.Write)
+		u.CacheReadInputTokens, u.CacheCreationInputTokens = optCount(c.Read), optCount(c.Write)
 	}
 	return u
 }

@@ -133,3 +133,22 @@ func (n *streamBase) decode(b []byte, v any, typeOf func() string, what string) 
 	}
 	return providerEvent(b), nil, true
 }
+
+// optCount is a reported optional count (nil when it is not one).
+func optCount(f *float64) *int64 {
+	if c, ok := tokenCount(f); ok {
+		return &c
+	}
+	return nil
+}
+
+// newUsage is a usage with the input and output counts reported, or nil
+// (unknown) unless both are counts.
+func newUsage(in, out *float64) *contract.TokenUsage {
+	i, ok1 := tokenCount(in)
+	o, ok2 := tokenCount(out)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	return &contract.TokenUsage{InputTokens: i, OutputTokens: o}
+}
