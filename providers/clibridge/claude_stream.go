@@ -236,16 +236,7 @@ func (n *claudeNormalizer) assistant(l *claudeLine) []contract.EnvironmentEvent 
 			if m.Model == claudeSyntheticModel {
 				data["synthetic"] = canonjson.BoolValue(true)
 			}
-			for j, chunk := range chunks(text) {
-				id := partID
-				if j > 0 {
-					id = fmt.Sprintf("%s-%d", partID, j)
-				}
-				part := contract.Part{ID: id, SessionID: n.sessionID(), MessageID: msgID, Type: kind, Text: &chunk}
-				norm := contract.StreamEvent{Type: contract.EventTypeMessagePartUpdated,
-					MessagePartUpdated: &contract.MessagePartUpdatedEvent{Part: part, Delta: &chunk}}
-				evs = append(evs, n.event("assistant."+b.Type, data, &norm))
-			}
+			evs = append(evs, n.textEvents("assistant."+b.Type, data, msgID, partID, kind, text)...)
 		case "tool_use":
 			callID := identOr(b.ID, partID)
 			call := claudeCall{tool: identOr(b.Name, "unknown"), messageID: msgID, input: jsonRecord(b.Input)}

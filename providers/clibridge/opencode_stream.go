@@ -147,18 +147,7 @@ func (n *opencodeNormalizer) textPart(typ string, p *opencodePart) []contract.En
 		}
 		n.text = append(n.text, p.Text)
 	}
-	var evs []contract.EnvironmentEvent
-	for j, chunk := range chunks(p.Text) {
-		id := partID
-		if j > 0 {
-			id = fmt.Sprintf("%s-%d", partID, j)
-		}
-		part := contract.Part{ID: id, SessionID: n.sessionID(), MessageID: msgID, Type: kind, Text: &chunk}
-		norm := contract.StreamEvent{Type: contract.EventTypeMessagePartUpdated,
-			MessagePartUpdated: &contract.MessagePartUpdatedEvent{Part: part, Delta: &chunk}}
-		evs = append(evs, n.event(typ, nil, &norm))
-	}
-	return evs
+	return n.textEvents(typ, nil, msgID, partID, kind, p.Text)
 }
 
 // toolPart maps a tool part in whatever state opencode reports it

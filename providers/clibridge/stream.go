@@ -152,3 +152,21 @@ func newUsage(in, out *float64) *contract.TokenUsage {
 	}
 	return &contract.TokenUsage{InputTokens: i, OutputTokens: o}
 }
+
+// textEvents are the message.part.updated events of one text or
+// reasoning part whose delta is text: one per piece under the contract's
+// string bound, the first with partID, the others suffixed "-j".
+func (n *streamBase) textEvents(typ string, data map[string]canonjson.Value, msgID, partID, kind, text string) []contract.EnvironmentEvent {
+	var evs []contract.EnvironmentEvent
+	for j, chunk := range chunks(text) {
+		id := partID
+		if j > 0 {
+			id = fmt.Sprintf("%s-%d", partID, j)
+		}
+		part := contract.Part{ID: id, SessionID: n.sessionID(), MessageID: msgID, Type: kind, Text: &chunk}
+		norm := contract.StreamEvent{Type: contract.EventTypeMessagePartUpdated,
+			MessagePartUpdated: &contract.MessagePartUpdatedEvent{Part: part, Delta: &chunk}}
+		evs = append(evs, n.event(typ, data, &norm))
+	}
+	return evs
+}
