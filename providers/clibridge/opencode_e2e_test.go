@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -212,4 +213,105 @@ func TestOpencodeTranscriptMeaning(t *testing.T) {
 			t.Errorf("terminal %q", k)
 		}
 	})
+}
+
+// What the opencode driver cannot apply is refused before anything is
+// spawned: the capability document's refusals (system prompts, tools,
+// permissions, MCP), a model provider or another harness at create and
+// validation; an effort without the bridge's provider and a missing
+// model at the turn.
+func TestOpencodeRefusedBeforeSpawn(t *testing.T) {
+	bin, marker := fakeCLI(t, "exit 0")
+	newP := func(baseURL, model string) *Provider {
+		p, err := New(Options{Harness: harness.OpenCode, Binary: bin, BaseURL: baseURL, APIKey: fakeKey, Model: model, WorkRoot: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := newP("http://127.0.0.1:9/v1", "m")
+	for name, pr := range map[string]*profile.Profile{
+		"system-prompt": {Prompt: &profile.Prompt{SystemPrompt: profile.Ptr("You are x.")}},
+		"append-prompt": {Prompt: &profile.Prompt{AppendSystemPrompt: profile.Ptr("Be brief.")}},
+		"tools":         {Tools: map[string]bool{"bash": false}},
+		"permissions":   {Permissions: map[string]profile.Permission{"bash": {Value: profile.Deny}}},
+		"mcp":           {MCP: map[string]profile.MCPServer{"s": {Command: profile.Ptr("server")}}},
+		"provider":      {Model: &profile.ModelHints{Provider: profile.Ptr("openai")}},
+		"harness":       {Harness: harness.ClaudeCode},
+		"small-model":   {Model: &profile.ModelHints{Small: profile.Ptr("s")}},
+	} {
+		if _, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: pr}}); !errors.Is(err, contract.ErrUnsupported) {
+			t.Errorf("%s: create error %v, want ErrUnsupported", name, err)
+		}
+		if v, err := p.ValidateProfile(context.Background(), profile.Ref{Inline: pr}); err != nil || v.OK {
+			t.Errorf("%s: validation %+v, %v", name, v, err)
+		}
+	}
+	for name, c := range map[string]struct {
+		p  *Provider
+		pr *profile.Profile
+	}{
+		"effort-without-base-url": {newP("", "openai/gpt-x"), &profile.Profile{Model: &profile.ModelHints{ReasoningEffort: harness.EffortHigh}}},
+		"no-model":                {newP("http://127.0.0.1:9/v1", ""), nil},
+	} {
+		env, err := c.p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: c.pr}})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, err := range env.Stream(context.Background(), &contract.TurnInput{Prompt: profile.Ptr("x")}) {
+			if !errors.Is(err, contract.ErrUnsupported) {
+				t.Errorf("%s: turn error %v, want ErrUnsupported", name, err)
+			}
+			break
+		}
+		env.Destroy(context.Background())
+	}
+	if spawned(marker) {
+		t.Error("a refused profile spawned the harness")
+	}
+}
+
+// The configuration the bridge writes: the provider on the bundled
+// OpenAI-compatible SDK with the endpoint and key read from the
+// environment (never written), the model declared with the effort's
+// variant.
+func TestOpencodeMaterialize(t *testing.T) {
+	root := t.TempDir()
+	d := dirs{root: root, home: root + "/home", bridge: root + "/bridge"}
+	pr := &profile.Profile{Model: &profile.ModelHints{Default: profile.Ptr("agentrt/m1"), ReasoningEffort: harness.EffortLow}}
+	pl, err := opencodeDriver{}.materialize(&turnSpec{turn: 2, profile: pr, dirs: d, baseURL: "http://h/v1", apiKey: "sk-x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(pl.args, []string{"run", "--format", "json", "--model", "agentrt/m1", "--variant", "low"}) {
+		t.Errorf("args %v", pl.args)
+	}
+	if len(pl.files) != 1 || pl.files[0].rel != "bridge/turn-2-opencode.json" || pl.env["OPENCODE_CONFIG"] != pl.files[0].path {
+		t.Fatalf("files %+v env %v", pl.files, pl.env)
+	}
+	content := string(pl.files[0].content)
+	if strings.Contains(content, "sk-x") || strings.Contains(content, "http://h/v1") {
+		t.Error("the key or endpoint was written to the configuration")
+	}
+	var cfg struct {
+		Model    string `json:"model"`
+		Provider map[string]struct {
+			NPM     string            `json:"npm"`
+			Options map[string]string `json:"options"`
+			Models  map[string]struct {
+				Variants map[string]map[string]string `json:"variants"`
+			} `json:"models"`
+		} `json:"provider"`
+	}
+	if err := json.Unmarshal(pl.files[0].content, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	prov := cfg.Provider["agentrt"]
+	if cfg.Model != "agentrt/m1" || prov.NPM != "@ai-sdk/openai-compatible" || prov.Options["apiKey"] != "{env:AGENTRT_OPENCODE_API_KEY}" ||
+		prov.Models["m1"].Variants["low"]["reasoningEffort"] != "low" {
+		t.Errorf("configuration %s", content)
+	}
+	if pl.env[opencodeAPIKeyEnv] != "sk-x" || pl.env[opencodeBaseURLEnv] != "http://h/v1" || pl.env["XDG_DATA_HOME"] != root+"/home/.local/share" {
+		t.Errorf("env %v", pl.env)
+	}
 }
