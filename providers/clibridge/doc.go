@@ -108,7 +108,8 @@
 //	opencode run --format json [--model agentrt/M] [--variant V]
 //
 // with OPENCODE_CONFIG naming a per-turn configuration file the bridge
-// writes (autoupdate off, share disabled, the model) and, when
+// writes (autoupdate off, share disabled, the title agent disabled, the
+// model) and, when
 // Options.BaseURL is set, a provider "agentrt" on opencode's bundled
 // "@ai-sdk/openai-compatible" SDK whose baseURL and apiKey are read from
 // AGENTRT_OPENCODE_BASE_URL and AGENTRT_OPENCODE_API_KEY ({env:...}, so
@@ -135,8 +136,9 @@
 //
 // Observed of the real binary (see testdata/opencode/README): it calls
 // only POST {baseURL}/chat/completions, streamed, with the key as a
-// bearer token and its session id in x-session-id — first a title
-// generation call for the new session, then one call per model step.
+// bearer token and its session id in x-session-id, one call per model
+// step (its title-generation call for a new session is disabled through
+// the configuration's agent.title).
 // Its stdout lines are step_start, text (a complete text part, written
 // once), tool_use (a tool part, written once when the call ended),
 // step_finish (one step's tokens and cost) and error; none names the
@@ -157,8 +159,8 @@
 //
 // At exit the one terminal event: "result", completed only when opencode
 // exited 0, wrote no error line and finished at least one step, the last
-// not for an error — with the summed usage as usageMode cumulative (the
-// title call's tokens are not in opencode's account); otherwise failed
+// not for an error — with the summed usage as usageMode cumulative (every
+// model call of the turn: the title call is disabled); otherwise failed
 // with no usage; cancelled when the caller cancelled. The served model
 // is unknown ("").
 //

@@ -92,6 +92,9 @@ type opencodeConfig struct {
 	Share      string                            `json:"share"`
 	Model      string                            `json:"model,omitempty"`
 	Provider   map[string]opencodeProviderConfig `json:"provider,omitempty"`
+	// Agent disables the title agent: without it every new session
+	// makes one more model call (a title), outside the turn's usage.
+	Agent map[string]map[string]bool `json:"agent"`
 }
 
 // opencodeProviderConfig defines the bridge's provider: the bundled
@@ -120,7 +123,7 @@ func opencodeModel(t *turnSpec, model string) (full, bare string, err error) {
 
 // materialize builds the opencode argv (run --format json, the prompt
 // read from standard input) and its configuration file: the bridge's
-// provider and model, autoupdate and share off. XDG directories live in
+// provider and model, autoupdate, share and the title agent off. XDG directories live in
 // the environment's HOME.
 func (d opencodeDriver) materialize(t *turnSpec) (*plan, error) {
 	p := t.profile
@@ -139,7 +142,8 @@ func (d opencodeDriver) materialize(t *turnSpec) (*plan, error) {
 	}
 	ap := &pl.receipt.Applied
 	args := []string{"run", "--format", "json"}
-	cfg := opencodeConfig{Schema: "https://opencode.ai/config.json", Share: "disabled"}
+	cfg := opencodeConfig{Schema: "https://opencode.ai/config.json", Share: "disabled",
+		Agent: map[string]map[string]bool{"title": {"disable": true}}}
 	full, bare, err := opencodeModel(t, t.requestedModel())
 	if err != nil {
 		return nil, err

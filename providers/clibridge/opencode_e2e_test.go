@@ -39,7 +39,9 @@ func TestOpencodeEndToEnd(t *testing.T) {
 	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("please use bash")})
 	t.Logf("the opencode turn took %v", time.Since(start))
 	for _, r := range f.Requests() {
-		t.Logf("request: %s %s title=%t", r.Method, r.Path, r.Title)
+		if r.Title {
+			t.Error("opencode made a title-generation call; the bridge disables the title agent")
+		}
 	}
 
 	// Wire: two model calls (tool call, then answer) with the bearer key
@@ -294,7 +296,8 @@ func TestOpencodeMaterialize(t *testing.T) {
 		t.Error("the key or endpoint was written to the configuration")
 	}
 	var cfg struct {
-		Model    string `json:"model"`
+		Agent    map[string]map[string]bool `json:"agent"`
+		Model    string                     `json:"model"`
 		Provider map[string]struct {
 			NPM     string            `json:"npm"`
 			Options map[string]string `json:"options"`
@@ -307,7 +310,7 @@ func TestOpencodeMaterialize(t *testing.T) {
 		t.Fatal(err)
 	}
 	prov := cfg.Provider["agentrt"]
-	if cfg.Model != "agentrt/m1" || prov.NPM != "@ai-sdk/openai-compatible" || prov.Options["apiKey"] != "{env:AGENTRT_OPENCODE_API_KEY}" ||
+	if cfg.Model != "agentrt/m1" || !cfg.Agent["title"]["disable"] || prov.NPM != "@ai-sdk/openai-compatible" || prov.Options["apiKey"] != "{env:AGENTRT_OPENCODE_API_KEY}" ||
 		prov.Models["m1"].Variants["low"]["reasoningEffort"] != "low" {
 		t.Errorf("configuration %s", content)
 	}
