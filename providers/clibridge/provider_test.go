@@ -68,14 +68,15 @@ func TestMissingBinary(t *testing.T) {
 func TestNewRefusals(t *testing.T) {
 	bin, _ := fakeCLI(t, "")
 	for name, opts := range map[string]Options{
-		"codex":      {Harness: harness.Codex},
-		"opencode":   {Harness: harness.OpenCode},
-		"name":       {Name: "Not A Name"},
-		"ld_preload": {Env: map[string]string{"LD_PRELOAD": "/x.so"}},
-		"proxy":      {Env: map[string]string{"HTTPS_PROXY": "http://proxy"}},
-		"home":       {Env: map[string]string{"HOME": "/root"}},
-		"key":        {Env: map[string]string{"ANTHROPIC_API_KEY": "k"}},
-		"config":     {Env: map[string]string{"claude_config_dir": "/tmp"}},
+		"codex":           {Harness: harness.Codex},
+		"opencode-config": {Harness: harness.OpenCode, Env: map[string]string{"OPENCODE_CONFIG": "/x.json"}},
+		"opencode-xdg":    {Harness: harness.OpenCode, Env: map[string]string{"XDG_CONFIG_HOME": "/x"}},
+		"name":            {Name: "Not A Name"},
+		"ld_preload":      {Env: map[string]string{"LD_PRELOAD": "/x.so"}},
+		"proxy":           {Env: map[string]string{"HTTPS_PROXY": "http://proxy"}},
+		"home":            {Env: map[string]string{"HOME": "/root"}},
+		"key":             {Env: map[string]string{"ANTHROPIC_API_KEY": "k"}},
+		"config":          {Env: map[string]string{"claude_config_dir": "/tmp"}},
 	} {
 		opts.Binary, opts.WorkRoot = bin, t.TempDir()
 		if _, err := New(opts); err == nil {
