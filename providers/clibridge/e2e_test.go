@@ -48,6 +48,22 @@ func collectOwned(t *testing.T, ctx context.Context, env contract.Environment, i
 	return evs
 }
 
+// timedTurn creates an environment of p with profile pr (destroyed when
+// the test ends), runs one owned turn with prompt and logs how long the
+// turn took.
+func timedTurn(t *testing.T, p *Provider, pr *profile.Profile, prompt string) (contract.Environment, []contract.EnvironmentEvent) {
+	t.Helper()
+	env, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: pr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Destroy(context.Background()) })
+	start := time.Now()
+	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: &prompt})
+	t.Logf("the %s turn took %v", p.cfg.driver.harness(), time.Since(start))
+	return env, evs
+}
+
 // Issue 7, item 3: the real claude binary, driven by the bridge against
 // a local Anthropic server, yields the canonical events, the exact usage
 // the server reported, the native session id, the served model and a
@@ -62,14 +78,7 @@ func TestClaudeEndToEnd(t *testing.T) {
 		Prompt:  &profile.Prompt{AppendSystemPrompt: profile.Ptr("Answer tersely.")},
 		Tools:   map[string]bool{"Bash": true, "WebFetch": false},
 	}
-	env, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: pr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Destroy(context.Background())
-	start := time.Now()
-	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("please use bash")})
-	t.Logf("the claude turn took %v", time.Since(start))
+	env, evs := timedTurn(t, p, pr, "please use bash")
 
 	// Wire: two message calls, the key in x-api-key, the profile's
 	// model, effort, appended prompt and tool rules applied.

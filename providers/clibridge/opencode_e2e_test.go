@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -30,14 +29,7 @@ func TestOpencodeEndToEnd(t *testing.T) {
 		Harness: harness.OpenCode,
 		Model:   &profile.ModelHints{Default: profile.Ptr("fake-oc-e2e"), ReasoningEffort: harness.EffortHigh},
 	}
-	env, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: pr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Destroy(context.Background())
-	start := time.Now()
-	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("please use bash")})
-	t.Logf("the opencode turn took %v", time.Since(start))
+	env, evs := timedTurn(t, p, pr, "please use bash")
 	for _, r := range f.Requests() {
 		if r.Title {
 			t.Error("opencode made a title-generation call; the bridge disables the title agent")
@@ -260,13 +252,7 @@ func TestOpencodeRefusedBeforeSpawn(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		for _, err := range env.Stream(context.Background(), &contract.TurnInput{Prompt: profile.Ptr("x")}) {
-			if !errors.Is(err, contract.ErrUnsupported) {
-				t.Errorf("%s: turn error %v, want ErrUnsupported", name, err)
-			}
-			break
-		}
-		env.Destroy(context.Background())
+		checkTurnUnsupported(t, name, env, &contract.TurnInput{Prompt: profile.Ptr("x")})
 	}
 	if spawned(marker) {
 		t.Error("a refused profile spawned the harness")

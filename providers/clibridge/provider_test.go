@@ -136,17 +136,24 @@ func TestProfileRefusedBeforeSpawn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, err := range env.Stream(context.Background(), &contract.TurnInput{Prompt: profile.Ptr("x"), Profile: pr}) {
-			if !errors.Is(err, contract.ErrUnsupported) {
-				t.Errorf("%s: turn error %v, want ErrUnsupported", name, err)
-			}
-			break
-		}
-		env.Destroy(context.Background())
+		checkTurnUnsupported(t, name, env, &contract.TurnInput{Prompt: profile.Ptr("x"), Profile: pr})
 	}
 	if spawned(marker) {
 		t.Error("a refused profile spawned the harness")
 	}
+}
+
+// checkTurnUnsupported runs in on env, wants its first yield to be an
+// error matching contract.ErrUnsupported, and destroys env.
+func checkTurnUnsupported(t *testing.T, name string, env contract.Environment, in *contract.TurnInput) {
+	t.Helper()
+	for _, err := range env.Stream(context.Background(), in) {
+		if !errors.Is(err, contract.ErrUnsupported) {
+			t.Errorf("%s: turn error %v, want ErrUnsupported", name, err)
+		}
+		break
+	}
+	env.Destroy(context.Background())
 }
 
 // Turn inputs the bridge cannot honor are refused before spawning.
