@@ -117,7 +117,8 @@
 // base (".../v1"). The model is the turn's, else the profile's default,
 // else Options.Model, and is declared under the provider (opencode
 // refuses an undeclared one); without a BaseURL it is passed as the
-// provider/model id given. The effort is harness.NativeReasoningControl's
+// provider/model id given, and Options.APIKey is not used (opencode
+// then relies on its own, isolated and empty, credentials). The effort is harness.NativeReasoningControl's
 // token, passed as --variant and declared as a variant of the model
 // ({"reasoningEffort": V}, which becomes the request's reasoning_effort):
 // opencode ignores an undeclared --variant silently, so an effort
