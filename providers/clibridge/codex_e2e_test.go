@@ -111,14 +111,8 @@ func TestCodexEndToEnd(t *testing.T) {
 	if !slices.Equal(mapped, want) {
 		t.Fatalf("event types %v (mapped %v), want %v", types, mapped, want)
 	}
-	last := evs[len(evs)-1]
-	if kind, ok := contract.EnvironmentEventTerminal(last); !ok || kind != contract.TerminalCompleted {
-		t.Errorf("terminal %q %t, want completed", kind, ok)
-	}
-	u, mode, ok := last.UsageReport()
-	if !ok || mode != contract.UsageCumulative || u.InputTokens != 11+17 || u.OutputTokens != 7+5 ||
-		u.CacheReadInputTokens == nil || *u.CacheReadInputTokens != 1+4 {
-		t.Errorf("usage %+v mode %q, want 28 in (5 cached), 12 out, cumulative", u, mode)
+	if u := checkToolTurnUsage(t, evs); u.CacheReadInputTokens == nil || *u.CacheReadInputTokens != 1+4 {
+		t.Errorf("usage %+v, want 5 cached input tokens", u)
 	}
 	var tools []contract.Part
 	var text string
@@ -168,25 +162,9 @@ func TestCodexEndToEnd(t *testing.T) {
 	if !slices.Contains(rc.EnvNames, "OPENAI_API_KEY") || !slices.Contains(rc.EnvNames, "CODEX_HOME") {
 		t.Errorf("receipt env names %v", rc.EnvNames)
 	}
-	if d, _ := rc.Digest(); d != recs[0].ReceiptDigest || !canonjson.IsDigest(d) {
-		t.Errorf("receipt digest %s, recorded %s", d, recs[0].ReceiptDigest)
-	}
 	checkNoSecrets(t, f, evs, recs)
 
 	checkPublicStream(t, env)
-}
-
-// An API error is a failed turn with unknown usage, never a success.
-func TestCodexAPIErrorFails(t *testing.T) {
-	f := newFakeServer(t, openAIAPI{}, func(req fakeRequest) fakeReply { return fakeReply{Status: 400, Text: "fake refusal"} })
-	checkAPIErrorFails(t, f, newTestEnv(t, newCodexProvider(t, f), nil))
-}
-
-// Cancelling the turn's context mid-stream kills the whole process group
-// and reports cancelled, not failed.
-func TestCodexCancellation(t *testing.T) {
-	f := newFakeServer(t, openAIAPI{}, func(req fakeRequest) fakeReply { return fakeReply{Hang: true} })
-	checkCancellation(t, f, newCodexProvider(t, f))
 }
 
 // Model-generated commands run in codex's read-only sandbox: a

@@ -38,3 +38,11 @@ func TestCodexConformance(t *testing.T) {
 		return p
 	}, providertest.Options{RequireUsage: true})
 }
+
+// The opencode bridge passes the providertest suite with the real
+// binary.
+func TestOpencodeConformance(t *testing.T) {
+	f := newFakeServer(t, chatCompletionsAPI{}, opencodeScript)
+	opencodeBinary(t)
+	providertest.Run(t, func(t *testing.T) contract.Provider { return newOpencodeProvider(t, f) }, providertest.Options{RequireUsage: true})
+}

@@ -2,8 +2,10 @@
 // behind the provider contract (layer 2). Each harness is a driver of one
 // small interface (binary lookup, argv/config materialization, a
 // stream-line normalizer): claude-code (npm @anthropic-ai/claude-code,
-// observed at 2.1.197) and codex (npm @openai/codex, observed at
-// 0.171.0). New refuses a harness without a driver with
+// observed at 2.1.197), codex (npm @openai/codex, observed at 0.171.0)
+// and opencode (npm opencode-ai, observed at 1.18.33). All three share
+// one normalizer base (stream.go) and one set of profile checks
+// (checkCommon). New refuses a harness without a driver with
 // ErrHarnessUnsupported.
 //
 // # What the bridge owns
@@ -59,8 +61,8 @@
 // CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC, DISABLE_TELEMETRY,
 // DISABLE_AUTOUPDATER and DISABLE_ERROR_REPORTING set, and
 // ANTHROPIC_BASE_URL / ANTHROPIC_API_KEY from Options. The model is the
-// turn's, else the profile's default; the effort is the native token of
-// the profile's reasoning effort; a tools entry true/false is an allowed/
+// turn's, else the profile's default, else Options.Model; the effort is
+// the native token of the profile's reasoning effort; a tools entry true/false is an allowed/
 // disallowed rule for that tool; a permission value allow/deny is one for
 // the tool ("bash" → Bash, …), a pattern "p" one for "Tool(p)" and "*" the
 // whole tool. Under dontAsk a tool call without an allow rule is denied
@@ -87,8 +89,8 @@
 // [model_providers.agentrt] with base_url (Options.BaseURL, the API base
 // including /v1; else https://api.openai.com/v1), env_key OPENAI_API_KEY
 // (set from Options.APIKey) and wire_api "responses". The model is the
-// turn's, else the profile's default; E is the native token of the
-// profile's reasoning effort (harness.NativeReasoningControl: the
+// turn's, else the profile's default, else Options.Model; E is the
+// native token of the profile's reasoning effort (harness.NativeReasoningControl: the
 // canonical name, ultracode → "ultra", which codex 0.171.0 accepts but
 // sends the API as "xhigh"); S, the profile's systemPrompt, replaces
 // codex's built-in base instructions. codex has no append route the
@@ -156,6 +158,68 @@
 // codex's stream names neither the served model nor its version, so both
 // stay unknown ("") in the turn's outcome.
 //
+// # opencode: what the argv and configuration apply
+//
+//	opencode run --format json [--model agentrt/M] [--variant V]
+//
+// with OPENCODE_CONFIG naming a per-turn configuration file the bridge
+// writes (autoupdate off, share disabled, the title agent disabled, the
+// model) and, when
+// Options.BaseURL is set, a provider "agentrt" on opencode's bundled
+// "@ai-sdk/openai-compatible" SDK whose baseURL and apiKey are read from
+// AGENTRT_OPENCODE_BASE_URL and AGENTRT_OPENCODE_API_KEY ({env:...}, so
+// neither is written to a file); BaseURL is then an OpenAI-compatible
+// base (".../v1"). The model is the turn's, else the profile's default,
+// else Options.Model, and is declared under the provider (opencode
+// refuses an undeclared one); without a BaseURL it is passed as the
+// provider/model id given, and Options.APIKey is not used (opencode
+// then relies on its own, isolated and empty, credentials). The effort is harness.NativeReasoningControl's
+// token, passed as --variant and declared as a variant of the model
+// ({"reasoningEffort": V}, which becomes the request's reasoning_effort):
+// opencode ignores an undeclared --variant silently, so an effort
+// without a BaseURL is refused. XDG_CONFIG_HOME, XDG_DATA_HOME,
+// XDG_CACHE_HOME and XDG_STATE_HOME are in the environment's HOME, and
+// OPENCODE_DISABLE_AUTOUPDATE, _SHARE, _MODELS_FETCH, _LSP_DOWNLOAD,
+// _DEFAULT_PLUGINS, _PROJECT_CONFIG (no opencode.json from the
+// workspace), _CLAUDE_CODE, _CLAUDE_CODE_SKILLS, _EXTERNAL_SKILLS and
+// _EMBEDDED_WEB_UI are set.
+//
+// opencode has no system-prompt flag, and the bridge writes no agent,
+// tool, permission or MCP configuration for it: its capability document
+// declares none of them and a profile carrying them is refused, as is a
+// model provider. opencode run executes tool calls without asking
+// (observed: a bash "echo hi" ran); the bridge does not restrict them.
+//
+// Observed of the real binary (see testdata/opencode/README): it calls
+// only POST {baseURL}/chat/completions, streamed, with the key as a
+// bearer token and its session id in x-session-id, one call per model
+// step (its title-generation call for a new session is disabled through
+// the configuration's agent.title).
+// Its stdout lines are step_start, text (a complete text part, written
+// once), tool_use (a tool part, written once when the call ended),
+// step_finish (one step's tokens and cost) and error; none names the
+// served model or the opencode version, and none ends the turn.
+//
+// # How the opencode stream maps to canonical events
+//
+//   - the first sessionID: the private native.session.observed;
+//   - text (and reasoning) lines: message.part.updated with a text (or
+//     reasoning) part whose delta is its whole text (split under the
+//     contract's string bound);
+//   - tool_use: a tool part keyed by its callID in the state opencode
+//     reports (completed with its output, error with its error);
+//   - step_finish: a "step_finish" event carrying the step's counts as
+//     data; the steps' usage is summed;
+//   - error: a warning, and the turn fails;
+//   - step_start and anything else: raw; an unreadable line: a warning.
+//
+// At exit the one terminal event: "result", completed only when opencode
+// exited 0, wrote no error line and finished at least one step, the last
+// not for an error — with the summed usage as usageMode cumulative (every
+// model call of the turn: the title call is disabled); otherwise failed
+// with no usage; cancelled when the caller cancelled. The served model
+// is unknown ("").
+//
 // Stream hands its consumer everything but the private native session
 // observation; StreamOwned, for the execution owner only, yields it too.
 // Environment.Turns returns each ended turn's record: the receipt and
@@ -181,7 +245,8 @@
 // The document declares exactly what is enforced: the profile features
 // the driver applies (claude-code: system prompt replace and append,
 // tools, permissions, MCP, validation; codex: system prompt replace and
-// validation), live streaming and usage. No detach, replay, session
+// validation; opencode: validation only), live streaming and usage. No
+// detach, replay, session
 // continuation, workspace access, branching, placement, observation,
 // interactions, context transfer or exact process.
 package clibridge

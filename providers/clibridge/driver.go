@@ -42,8 +42,10 @@ func driverFor(h harness.Type) (driver, error) {
 		return claudeDriver{}, nil
 	case harness.Codex:
 		return codexDriver{}, nil
+	case harness.OpenCode:
+		return opencodeDriver{}, nil
 	}
-	return nil, fmt.Errorf("%w: %q (this bridge drives %s and %s)", ErrHarnessUnsupported, h, harness.ClaudeCode, harness.Codex)
+	return nil, fmt.Errorf("%w: %q (this bridge drives %s, %s and %s)", ErrHarnessUnsupported, h, harness.ClaudeCode, harness.Codex, harness.OpenCode)
 }
 
 // unsupported is the refusal of the profile feature at path.
@@ -54,7 +56,7 @@ func unsupported(path, reason string) error {
 // checkCommon refuses, for driver d, what no harness process of the
 // bridge can apply: another harness, seats, connections, confidential
 // execution, a model provider other than vendor (the one API the harness
-// speaks), a small model, token ceilings and an effort without a native
+// speaks; vendor "" leaves the provider to the driver), a small model, token ceilings and an effort without a native
 // control.
 func checkCommon(d driver, vendor, api string, p *profile.Profile) []error {
 	h := d.harness()
@@ -73,7 +75,7 @@ func checkCommon(d driver, vendor, api string, p *profile.Profile) []error {
 		refuse("/confidential", "the bridge runs on this machine, not in a confidential environment")
 	}
 	if m := p.Model; m != nil {
-		if m.Provider != nil && *m.Provider != vendor {
+		if m.Provider != nil && vendor != "" && *m.Provider != vendor {
 			refuse("/model/provider", fmt.Sprintf("%s speaks %s only", h, api))
 		}
 		if m.Small != nil {
@@ -92,15 +94,16 @@ func checkCommon(d driver, vendor, api string, p *profile.Profile) []error {
 }
 
 // turnModel is the model a turn asks for: the turn's, else the
-// profile's default ("" for the harness's own default).
+// profile's default, else the provider's (Options.Model; "" for the
+// harness's own default).
 func turnModel(t *turnSpec, p *profile.Profile) string {
 	if t.model != "" {
 		return t.model
 	}
-	if p.Model != nil && p.Model.Default != nil {
+	if p != nil && p.Model != nil && p.Model.Default != nil {
 		return *p.Model.Default
 	}
-	return ""
+	return t.fallbackModel
 }
 
 // nativeEffort is the native token of the profile's reasoning effort for
@@ -139,8 +142,9 @@ type turnSpec struct {
 	turn    int
 	prompt  string
 	profile *profile.Profile
-	// model is the turn's model override ("" none).
-	model string
+	// model is the turn's model override ("" none); fallbackModel the
+	// provider's default (Options.Model).
+	model, fallbackModel string
 	// timeout is the turn's own deadline (0 none).
 	timeout time.Duration
 	dirs    dirs

@@ -19,16 +19,22 @@ import (
 	"github.com/agentrt/agentrt/profile"
 )
 
-// toolScript answers a prompt mentioning "use bash" with a Bash call
-// first and text after its result; anything else with text.
-func toolScript(req fakeRequest) fakeReply {
-	switch {
-	case strings.Contains(req.LastUser, "use bash") && !req.HasResult:
-		return fakeReply{ToolName: "Bash", ToolInput: `{"command":"echo hi","description":"say hi"}`, In: 11, Out: 7}
-	case req.HasResult:
-		return fakeReply{Text: "Done: hi", In: 17, Out: 5}
+// toolScript is claude's bashScript (its tool is "Bash").
+var toolScript = bashScript("Bash")
+
+// bashScript answers a prompt mentioning "use bash" with a call of the
+// harness's bash tool (named tool) running "echo hi" first and text
+// after its result; anything else with text.
+func bashScript(tool string) func(fakeRequest) fakeReply {
+	return func(req fakeRequest) fakeReply {
+		switch {
+		case strings.Contains(req.LastUser, "use bash") && !req.HasResult:
+			return fakeReply{ToolName: tool, ToolInput: `{"command":"echo hi","description":"say hi"}`, In: 11, Out: 7}
+		case req.HasResult:
+			return fakeReply{Text: "Done: hi", In: 17, Out: 5}
+		}
+		return fakeReply{Text: "Hello.", In: 12, Out: 3}
 	}
-	return fakeReply{Text: "Hello.", In: 12, Out: 3}
 }
 
 // collectOwned runs one owned turn and returns its events; a yielded
@@ -93,13 +99,7 @@ func TestClaudeEndToEnd(t *testing.T) {
 	if !slices.Equal(types, want) {
 		t.Fatalf("event types %v, want %v", types, want)
 	}
-	if kind, ok := contract.EnvironmentEventTerminal(evs[len(evs)-1]); !ok || kind != contract.TerminalCompleted {
-		t.Errorf("terminal %q %t, want completed", kind, ok)
-	}
-	u, mode, ok := evs[len(evs)-1].UsageReport()
-	if !ok || mode != contract.UsageCumulative || u.InputTokens != 11+17 || u.OutputTokens != 7+5 {
-		t.Errorf("usage %+v mode %q, want 28 in, 12 out, cumulative", u, mode)
-	}
+	checkToolTurnUsage(t, evs)
 	tool := evs[4].Normalized.MessagePartUpdated.Part
 	if *tool.Tool != "Bash" || tool.State.Status != contract.ToolStatusCompleted || tool.State.Output.Str() != "hi" ||
 		tool.State.Input["command"].Str() != "echo hi" {
@@ -131,9 +131,6 @@ func TestClaudeEndToEnd(t *testing.T) {
 	if !slices.Contains(rc.EnvNames, "ANTHROPIC_API_KEY") || !slices.Contains(rc.EnvNames, "HOME") {
 		t.Errorf("receipt env names %v", rc.EnvNames)
 	}
-	if d, _ := rc.Digest(); d != recs[0].ReceiptDigest || !canonjson.IsDigest(d) {
-		t.Errorf("receipt digest %s, recorded %s", d, recs[0].ReceiptDigest)
-	}
 
 	checkNoSecrets(t, f, evs, recs)
 	checkPublicStream(t, env)
@@ -155,9 +152,26 @@ func toolTurn(t *testing.T, f *fakeServer, env contract.Environment, prompt stri
 	return evs, msgs[0]
 }
 
+// checkToolTurnUsage checks that a tool turn of bashScript (or
+// codexScript) completed with the usage of its two model calls, 28 input
+// and 12 output tokens, as usageMode cumulative, and returns the usage.
+func checkToolTurnUsage(t *testing.T, evs []contract.EnvironmentEvent) *contract.TokenUsage {
+	t.Helper()
+	last := evs[len(evs)-1]
+	if kind, ok := contract.EnvironmentEventTerminal(last); !ok || kind != contract.TerminalCompleted {
+		t.Errorf("terminal %q %t, want completed", kind, ok)
+	}
+	u, mode, ok := last.UsageReport()
+	if !ok || mode != contract.UsageCumulative || u.InputTokens != 11+17 || u.OutputTokens != 7+5 {
+		t.Fatalf("usage %+v mode %q, want 28 in, 12 out, cumulative", u, mode)
+	}
+	return u
+}
+
 // checkSession checks the turn record of env's one turn: its native
-// session id is sent, the one the harness sent the server, and evs[1] is
-// its private observation. It returns the records.
+// session id is sent, the one the harness sent the server, evs[1] is its
+// private observation, and its receipt digest is the receipt's canonical
+// digest. It returns the records.
 func checkSession(t *testing.T, env contract.Environment, evs []contract.EnvironmentEvent, sent string) []TurnRecord {
 	t.Helper()
 	recs := env.(*Environment).Turns()
@@ -171,6 +185,9 @@ func checkSession(t *testing.T, env contract.Environment, evs []contract.Environ
 	if obs := evs[1].Normalized.NativeSessionObserved; obs == nil || obs.NativeSessionID != out.NativeSessionID ||
 		!contract.IsPrivateEnvironmentEvent(evs[1]) {
 		t.Error("the native session observation is missing or public")
+	}
+	if d, _ := recs[0].Receipt.Digest(); d != recs[0].ReceiptDigest || !canonjson.IsDigest(d) {
+		t.Errorf("receipt digest %s, recorded %s", d, recs[0].ReceiptDigest)
 	}
 	return recs
 }
@@ -245,14 +262,19 @@ func TestClaudeServedModelMismatch(t *testing.T) {
 	}
 }
 
-// An API error is a failed turn with unknown usage, never a success.
-func TestClaudeAPIErrorFails(t *testing.T) {
-	f := newFakeAnthropic(t, func(req fakeRequest) fakeReply { return fakeReply{Status: 400, Text: "fake refusal"} })
-	p := newClaudeProvider(t, f)
-	env := newTestEnv(t, p, nil)
-	checkAPIErrorFails(t, f, env)
-	if got := env.(*Environment).Turns()[0].Outcome.ServedModel; got == claudeSyntheticModel {
-		t.Errorf("claude's synthetic error message counted as the served model")
+// For every harness, an API error is a failed turn with unknown usage,
+// never a success (and claude's synthetic error message is no served
+// model).
+func TestAPIErrorFails(t *testing.T) {
+	for _, s := range suites {
+		t.Run(string(s.driver.harness()), func(t *testing.T) {
+			f := newFakeServer(t, s.api, func(req fakeRequest) fakeReply { return fakeReply{Status: 400, Text: "fake refusal"} })
+			env := newTestEnv(t, s.newProvider(t, f), nil)
+			checkAPIErrorFails(t, f, env)
+			if got := env.(*Environment).Turns()[0].Outcome.ServedModel; got == claudeSyntheticModel {
+				t.Errorf("claude's synthetic error message counted as the served model")
+			}
+		})
 	}
 }
 
@@ -275,11 +297,15 @@ func checkAPIErrorFails(t *testing.T, f *fakeServer, env contract.Environment) {
 	checkNoSecrets(t, f, evs, env.(*Environment).Turns())
 }
 
-// Cancelling the turn's context mid-stream kills the whole process group
-// and reports cancelled, not failed.
-func TestClaudeCancellation(t *testing.T) {
-	f := newFakeAnthropic(t, func(req fakeRequest) fakeReply { return fakeReply{Hang: true, In: 5} })
-	checkCancellation(t, f, newClaudeProvider(t, f))
+// For every harness, cancelling the turn's context mid-stream kills the
+// whole process group and reports cancelled, not failed.
+func TestCancellation(t *testing.T) {
+	for _, s := range suites {
+		t.Run(string(s.driver.harness()), func(t *testing.T) {
+			f := newFakeServer(t, s.api, func(req fakeRequest) fakeReply { return fakeReply{Hang: true, In: 5} })
+			checkCancellation(t, f, s.newProvider(t, f))
+		})
+	}
 }
 
 // checkCancellation cancels a turn once f saw a model call (f's script

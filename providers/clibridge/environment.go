@@ -290,7 +290,7 @@ func (st *envState) admit(in *contract.TurnInput) (*turnSpec, error) {
 	st.busy = true
 	cfg := st.p.cfg
 	spec := &turnSpec{provider: cfg.name, turn: len(st.turns) + 1, prompt: prompt, profile: pr, dirs: st.dirs,
-		baseURL: cfg.baseURL, apiKey: cfg.apiKey}
+		baseURL: cfg.baseURL, apiKey: cfg.apiKey, fallbackModel: cfg.model}
 	if in.Model != nil {
 		spec.model = *in.Model
 	}

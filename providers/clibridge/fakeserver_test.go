@@ -37,6 +37,9 @@ type fakeRequest struct {
 	Model     string
 	LastUser  string
 	HasResult bool
+	// Title marks opencode's title-generation call (which the bridge
+	// disables).
+	Title bool
 }
 
 // wireBody is what the tests read of a message call's body.
@@ -97,6 +100,9 @@ type fakeReply struct {
 	Hang bool
 }
 
+// sseData is an event's data written as is (not as JSON).
+type sseData []byte
+
 // fakeAPI is one model API's wire format.
 type fakeAPI interface {
 	// name names the API in recordings.
@@ -107,8 +113,9 @@ type fakeAPI interface {
 	parse(body []byte, req *fakeRequest)
 	// fail answers with an HTTP error carrying message.
 	fail(w http.ResponseWriter, status int, message string)
-	// stream writes the reply's events (n counts the model calls); hang
-	// blocks after the first until the client leaves.
+	// stream writes the reply's events (n counts the model calls; an
+	// event without a name is a bare data line); hang blocks after the
+	// first until the client leaves.
 	stream(ev func(name string, data any), req fakeRequest, rep fakeReply, model string, n int, hang func())
 }
 
@@ -126,7 +133,7 @@ func newFakeAnthropic(t testing.TB, script func(req fakeRequest) fakeReply) *fak
 }
 
 // URL is the server's base URL (ANTHROPIC_BASE_URL; codex's base_url
-// is URL()+"/v1").
+// and opencode's provider baseURL are URL()+"/v1").
 func (f *fakeServer) URL() string { return f.srv.URL }
 
 // Requests returns the requests received so far.
@@ -178,11 +185,27 @@ func (f *fakeServer) reply(w http.ResponseWriter, r *http.Request, req fakeReque
 	w.Header().Set("Content-Type", "text/event-stream")
 	fl := w.(http.Flusher)
 	ev := func(name string, data any) {
-		b, _ := json.Marshal(data)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
+		b, ok := data.(sseData)
+		if !ok {
+			b, _ = json.Marshal(data)
+		}
+		if name != "" {
+			fmt.Fprintf(w, "event: %s\n", name)
+		}
+		fmt.Fprintf(w, "data: %s\n\n", b)
 		fl.Flush()
 	}
 	f.api.stream(ev, req, rep, model, len(f.messages()), func() { <-r.Context().Done() })
+}
+
+// messagesBody is what the fake reads of a Messages or chat completions
+// call: the model and the role and content of each message.
+type messagesBody struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
 }
 
 // anthropicAPI is the Messages API claude-code calls.
@@ -192,13 +215,7 @@ func (anthropicAPI) name() string { return "Anthropic" }
 func (anthropicAPI) path() string { return "/v1/messages" }
 
 func (anthropicAPI) parse(body []byte, req *fakeRequest) {
-	var m struct {
-		Model    string `json:"model"`
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-	}
+	var m messagesBody
 	json.Unmarshal(body, &m)
 	req.Model = m.Model
 	for _, msg := range m.Messages {
@@ -316,6 +333,76 @@ func (openAIAPI) stream(ev func(string, any), req fakeRequest, rep fakeReply, mo
 			"input_tokens_details": map[string]any{"cached_tokens": rep.Cached}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}}}})
 }
 
+// chatCompletionsAPI is the OpenAI-compatible chat completions API
+// opencode's bridge provider calls: POST /v1/chat/completions, streamed
+// as bare data lines ending in [DONE]. What opencode 1.18.33 calls is
+// documented in doc.go and testdata/opencode/README.
+type chatCompletionsAPI struct{}
+
+func (chatCompletionsAPI) name() string { return "OpenAI-compatible" }
+func (chatCompletionsAPI) path() string { return "/v1/chat/completions" }
+
+// parse reads the model, the last user message and whether a tool result
+// was sent; a system prompt naming a "title generator" marks opencode's
+// title-generation call.
+func (chatCompletionsAPI) parse(body []byte, req *fakeRequest) {
+	var m messagesBody
+	json.Unmarshal(body, &m)
+	req.Model = m.Model
+	for _, msg := range m.Messages {
+		var text string
+		if json.Unmarshal(msg.Content, &text) != nil {
+			for _, b := range blocks(msg.Content) {
+				text += b.Text
+			}
+		}
+		switch msg.Role {
+		case "system":
+			req.Title = req.Title || strings.Contains(text, "You are a title generator")
+		case "user":
+			req.LastUser = text
+		case "tool":
+			req.HasResult = true
+		}
+	}
+}
+
+func (chatCompletionsAPI) fail(w http.ResponseWriter, status int, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `{"error":{"type":"invalid_request_error","message":%q}}`, message)
+}
+
+func (chatCompletionsAPI) stream(ev func(string, any), req fakeRequest, rep fakeReply, model string, n int, hang func()) {
+	chunk := func(choices []any, usage any) {
+		c := map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": model, "choices": choices}
+		if usage != nil {
+			c["usage"] = usage
+		}
+		ev("", c)
+	}
+	delta := func(d map[string]any, finish any) []any {
+		return []any{map[string]any{"index": 0, "delta": d, "finish_reason": finish}}
+	}
+	if rep.Hang {
+		chunk(delta(map[string]any{"role": "assistant", "content": ""}, nil), nil)
+		hang()
+		return
+	}
+	finish := "stop"
+	if rep.ToolName != "" {
+		finish = "tool_calls"
+		chunk(delta(map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{"index": 0, "id": fmt.Sprintf("call_fake_%d", n),
+			"type": "function", "function": map[string]any{"name": rep.ToolName, "arguments": ""}}}}, nil), nil)
+		chunk(delta(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "function": map[string]any{"arguments": rep.ToolInput}}}}, nil), nil)
+	} else {
+		chunk(delta(map[string]any{"role": "assistant", "content": rep.Text}, nil), nil)
+	}
+	chunk(delta(map[string]any{}, finish), nil)
+	chunk([]any{}, map[string]any{"prompt_tokens": rep.In, "completion_tokens": rep.Out, "total_tokens": rep.In + rep.Out})
+	ev("", sseData("[DONE]"))
+}
+
 // claudeBinary finds the real claude binary for a test.
 func claudeBinary(t testing.TB) string {
 	return cliBinary(t, "AGENTRT_CLAUDE_BIN", "claude", "@anthropic-ai/claude-code@2.1.197")
@@ -383,3 +470,26 @@ func newCodexProvider(t testing.TB, f *fakeServer) *Provider {
 	}
 	return p
 }
+
+// opencodeBinary finds the real opencode binary for a test.
+func opencodeBinary(t testing.TB) string {
+	return cliBinary(t, "AGENTRT_OPENCODE_BIN", "opencode", "opencode-ai@1.18.33")
+}
+
+// opencodeModelName is the model the opencode tests ask for.
+const opencodeModelName = "fake-oc-1"
+
+// newOpencodeProvider returns a bridge to the real opencode binary
+// talking to f, with opencodeModelName as the default model.
+func newOpencodeProvider(t testing.TB, f *fakeServer) *Provider {
+	t.Helper()
+	p, err := New(Options{Harness: harness.OpenCode, Binary: opencodeBinary(t), BaseURL: f.URL() + "/v1", APIKey: fakeKey,
+		Model: opencodeModelName, WorkRoot: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// opencodeScript is opencode's bashScript (its tool is "bash").
+var opencodeScript = bashScript("bash")

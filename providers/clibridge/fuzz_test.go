@@ -41,6 +41,22 @@ func FuzzCodexLine(f *testing.F) {
 	})
 }
 
+// FuzzOpencodeLine: the same for opencode run --format json lines —
+// completed only for exit 0 after a finished step and no error line.
+func FuzzOpencodeLine(f *testing.F) {
+	fuzzLines(f, opencodeSuite, []string{
+		`{"type":"step_finish","sessionID":"ses_1","part":{"reason":"stop","tokens":{"input":9007199254740991,"output":1,"total":-1,"cache":{"read":1.5}},"cost":1e308}}`,
+		`{"type":"step_finish","part":{"reason":"error","tokens":{"input":"1"}}}`,
+		`{"type":"tool_use","sessionID":" ","part":{"type":"tool","callID":"","tool":"","state":{"status":"error","input":[1],"error":{"x":1}}}}`,
+		`{"type":"tool_use","part":{"state":{"status":"pending","input":{},"output":"\u0000"}}}`,
+		`{"type":"text","sessionID":"has space","part":{"id":"","messageID":"\n","text":"\ud800"}}`,
+		`{"type":"reasoning","part":{"text":"think"}}`,
+		`{"type":"error","error":{"name":"APIError","data":{"message":"m","statusCode":400}}}`,
+		`{"type":"error","error":null}`, `{"type":"step_start","part":null}`,
+		`{"type":"x.completed","part":{"deep":[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]}}`,
+	})
+}
+
 // fuzzLines seeds the fuzzer with every recorded stream line of the
 // suite, generic shapes and seeds, and checks what the suite driver's
 // normalizer makes of a line written twice, then the process's exit.

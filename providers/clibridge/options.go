@@ -35,15 +35,21 @@ type Options struct {
 	Env map[string]string
 	// BaseURL is the model endpoint the harness calls (for claude-code,
 	// ANTHROPIC_BASE_URL; for codex, the base_url of the model provider
-	// the bridge configures, the API base including /v1); "" leaves the
-	// harness's default. It is never
-	// logged and never appears in events or receipts.
+	// the bridge configures, the API base including /v1; for opencode,
+	// the OpenAI-compatible base URL, such as "http://host/v1", of a
+	// provider the bridge defines); "" leaves the harness's default. It is
+	// never logged and never appears in events or receipts.
 	BaseURL string
 	// APIKey is the model endpoint's key (for claude-code,
 	// ANTHROPIC_API_KEY; for codex, OPENAI_API_KEY, the configured
-	// provider's env_key). It is never logged and never appears in events
-	// or receipts.
+	// provider's env_key; for opencode, the bridge provider's apiKey).
+	// It is never logged and never appears in events or receipts.
 	APIKey string
+	// Model is the model a turn uses when neither the turn nor its
+	// profile names one; "" leaves the harness's default. The opencode
+	// driver with a BaseURL needs one (its provider's models are the ones
+	// the bridge declares).
+	Model string
 	// WorkRoot is the directory environments are created under; "" means
 	// a directory in os.TempDir.
 	WorkRoot string
@@ -111,6 +117,7 @@ type config struct {
 	env      map[string]string
 	baseURL  string
 	apiKey   string
+	model    string
 	workRoot string
 	// hooks are test seams; all nil in production.
 	hooks hooks
@@ -161,7 +168,7 @@ func resolve(opts Options) (*config, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("clibridge: work root: %w", err)
 	}
-	return &config{name: name, driver: d, binary: bin, env: env, baseURL: opts.BaseURL, apiKey: opts.APIKey, workRoot: root}, nil
+	return &config{name: name, driver: d, binary: bin, env: env, baseURL: opts.BaseURL, apiKey: opts.APIKey, model: opts.Model, workRoot: root}, nil
 }
 
 // findBinary resolves the harness executable: the given path, else the

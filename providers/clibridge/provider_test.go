@@ -68,16 +68,17 @@ func TestMissingBinary(t *testing.T) {
 func TestNewRefusals(t *testing.T) {
 	bin, _ := fakeCLI(t, "")
 	for name, opts := range map[string]Options{
-		"gemini":     {Harness: harness.Gemini},
-		"codex_home": {Harness: harness.Codex, Env: map[string]string{"CODEX_HOME": "/tmp"}},
-		"codex_key":  {Harness: harness.Codex, Env: map[string]string{"openai_api_key": "k"}},
-		"opencode":   {Harness: harness.OpenCode},
-		"name":       {Name: "Not A Name"},
-		"ld_preload": {Env: map[string]string{"LD_PRELOAD": "/x.so"}},
-		"proxy":      {Env: map[string]string{"HTTPS_PROXY": "http://proxy"}},
-		"home":       {Env: map[string]string{"HOME": "/root"}},
-		"key":        {Env: map[string]string{"ANTHROPIC_API_KEY": "k"}},
-		"config":     {Env: map[string]string{"claude_config_dir": "/tmp"}},
+		"gemini":          {Harness: harness.Gemini},
+		"codex_home":      {Harness: harness.Codex, Env: map[string]string{"CODEX_HOME": "/tmp"}},
+		"codex_key":       {Harness: harness.Codex, Env: map[string]string{"openai_api_key": "k"}},
+		"opencode_config": {Harness: harness.OpenCode, Env: map[string]string{"OPENCODE_CONFIG": "/x.json"}},
+		"opencode_xdg":    {Harness: harness.OpenCode, Env: map[string]string{"XDG_CONFIG_HOME": "/x"}},
+		"name":            {Name: "Not A Name"},
+		"ld_preload":      {Env: map[string]string{"LD_PRELOAD": "/x.so"}},
+		"proxy":           {Env: map[string]string{"HTTPS_PROXY": "http://proxy"}},
+		"home":            {Env: map[string]string{"HOME": "/root"}},
+		"key":             {Env: map[string]string{"ANTHROPIC_API_KEY": "k"}},
+		"config":          {Env: map[string]string{"claude_config_dir": "/tmp"}},
 	} {
 		opts.Binary, opts.WorkRoot = bin, t.TempDir()
 		if _, err := New(opts); err == nil {
@@ -137,17 +138,24 @@ func TestProfileRefusedBeforeSpawn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, err := range env.Stream(context.Background(), &contract.TurnInput{Prompt: profile.Ptr("x"), Profile: pr}) {
-			if !errors.Is(err, contract.ErrUnsupported) {
-				t.Errorf("%s: turn error %v, want ErrUnsupported", name, err)
-			}
-			break
-		}
-		env.Destroy(context.Background())
+		checkTurnUnsupported(t, name, env, &contract.TurnInput{Prompt: profile.Ptr("x"), Profile: pr})
 	}
 	if spawned(marker) {
 		t.Error("a refused profile spawned the harness")
 	}
+}
+
+// checkTurnUnsupported runs in on env, wants its first yield to be an
+// error matching contract.ErrUnsupported, and destroys env.
+func checkTurnUnsupported(t *testing.T, name string, env contract.Environment, in *contract.TurnInput) {
+	t.Helper()
+	for _, err := range env.Stream(context.Background(), in) {
+		if !errors.Is(err, contract.ErrUnsupported) {
+			t.Errorf("%s: turn error %v, want ErrUnsupported", name, err)
+		}
+		break
+	}
+	env.Destroy(context.Background())
 }
 
 // Turn inputs the bridge cannot honor are refused before spawning.

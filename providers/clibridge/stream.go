@@ -154,8 +154,15 @@ func (n *streamBase) cancelled() []contract.EnvironmentEvent {
 // noResult is the terminal event of a process that ended without the
 // stream's result line (named what): failed.
 func (n *streamBase) noResult(x exit, what string) []contract.EnvironmentEvent {
+	return n.failed(x, "without", what)
+}
+
+// failed is the terminal status event of a failed turn whose harness
+// wrote no result of its own: the process ended (x) "without" or "after"
+// what, and the stderr tail.
+func (n *streamBase) failed(x exit, rel, what string) []contract.EnvironmentEvent {
 	n.out.Terminal = contract.TerminalFailed
-	detail := fmt.Sprintf("the %s process ended (%s) without %s", n.exe, x.describe(), what)
+	detail := fmt.Sprintf("the %s process ended (%s) %s %s", n.exe, x.describe(), rel, what)
 	if x.stderr != "" {
 		detail += ": " + x.stderr
 	}

@@ -45,7 +45,9 @@ var (
 		scenarios: captureScenarios}
 	codexSuite = transcriptSuite{dir: "testdata/codex", driver: codexDriver{}, api: openAIAPI{}, newProvider: newCodexProvider,
 		scenarios: codexScenarios}
-	suites = []transcriptSuite{claudeSuite, codexSuite}
+	opencodeSuite = transcriptSuite{dir: "testdata/opencode", driver: opencodeDriver{}, api: chatCompletionsAPI{}, newProvider: newOpencodeProvider,
+		scenarios: opencodeScenarios}
+	suites = []transcriptSuite{claudeSuite, codexSuite, opencodeSuite}
 )
 
 // captureScenario is one recorded turn.

@@ -1,0 +1,192 @@
+package clibridge
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/harness"
+	"github.com/agentrt/agentrt/profile"
+)
+
+// opencodeDriver drives opencode (npm opencode-ai), whose headless mode
+// (opencode run --format json) writes one JSON event per line.
+type opencodeDriver struct{}
+
+func (opencodeDriver) harness() harness.Type { return harness.OpenCode }
+func (opencodeDriver) executable() string    { return "opencode" }
+func (opencodeDriver) npmPackage() string    { return "opencode-ai" }
+
+// opencodeProvider is the id of the provider the bridge defines in
+// opencode's configuration for Options.BaseURL.
+const opencodeProvider = "agentrt"
+
+// Variables the opencode configuration reads the endpoint and key from
+// ({env:NAME}), so that neither is written to a file.
+const (
+	opencodeBaseURLEnv = "AGENTRT_OPENCODE_BASE_URL"
+	opencodeAPIKeyEnv  = "AGENTRT_OPENCODE_API_KEY"
+)
+
+// opencodeFixedEnv are the variables every opencode process gets: no
+// update, share, model-catalog fetch, LSP download or default plugin (all
+// would reach the network), and no configuration but the bridge's (no
+// project opencode.json from the workspace, no ~/.claude import, no
+// external skills).
+var opencodeFixedEnv = map[string]string{
+	"OPENCODE_DISABLE_AUTOUPDATE":         "1",
+	"OPENCODE_DISABLE_SHARE":              "1",
+	"OPENCODE_DISABLE_MODELS_FETCH":       "1",
+	"OPENCODE_DISABLE_LSP_DOWNLOAD":       "1",
+	"OPENCODE_DISABLE_DEFAULT_PLUGINS":    "1",
+	"OPENCODE_DISABLE_PROJECT_CONFIG":     "1",
+	"OPENCODE_DISABLE_CLAUDE_CODE":        "1",
+	"OPENCODE_DISABLE_EXTERNAL_SKILLS":    "1",
+	"OPENCODE_DISABLE_EMBEDDED_WEB_UI":    "1",
+	"OPENCODE_DISABLE_CLAUDE_CODE_SKILLS": "1",
+}
+
+// ownedEnv are the variables the opencode driver sets, and the ones that
+// would let a caller replace its configuration.
+func (opencodeDriver) ownedEnv() []string {
+	names := []string{"OPENCODE_CONFIG", "OPENCODE_CONFIG_CONTENT", "OPENCODE_CONFIG_DIR", "OPENCODE_PERMISSION",
+		"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", opencodeBaseURLEnv, opencodeAPIKeyEnv}
+	for name := range opencodeFixedEnv {
+		names = append(names, name)
+	}
+	return names
+}
+
+// profileCaps: validation only. opencode has no system-prompt flag (an
+// agent definition could carry one, which the bridge does not write), and
+// the bridge writes no tool, permission or MCP configuration for it, so
+// it declares none of them and refuses a profile carrying them.
+func (opencodeDriver) profileCaps() contract.ProfileCapabilities {
+	return contract.ProfileCapabilities{Validation: true}
+}
+
+// check refuses what opencode cannot be told by this driver, beyond the
+// capability document: checkCommon's refusals and a model provider (the
+// provider is the bridge's OpenAI-compatible endpoint, or the one the
+// model id names).
+func (d opencodeDriver) check(p *profile.Profile) []error {
+	if p == nil {
+		return nil
+	}
+	errs := checkCommon(d, "", "", p)
+	if m := p.Model; m != nil && m.Provider != nil {
+		errs = append(errs, unsupported("/model/provider",
+			"opencode's provider is the bridge's endpoint (or the provider/model id given); the bridge does not select one"))
+	}
+	return errs
+}
+
+// opencodeConfig is the part of opencode's configuration the bridge
+// writes.
+type opencodeConfig struct {
+	Schema     string                            `json:"$schema"`
+	Autoupdate bool                              `json:"autoupdate"`
+	Share      string                            `json:"share"`
+	Model      string                            `json:"model,omitempty"`
+	Provider   map[string]opencodeProviderConfig `json:"provider,omitempty"`
+	// Agent disables the title agent: without it every new session
+	// makes one more model call (a title), outside the turn's usage.
+	Agent map[string]map[string]bool `json:"agent"`
+}
+
+// opencodeProviderConfig defines the bridge's provider: the bundled
+// OpenAI-compatible SDK (no package download) at the endpoint, with the
+// key, both read from the environment.
+type opencodeProviderConfig struct {
+	NPM     string                    `json:"npm"`
+	Name    string                    `json:"name"`
+	Options map[string]string         `json:"options"`
+	Models  map[string]map[string]any `json:"models"`
+}
+
+// opencodeModel is the -m value for model: with a BaseURL, a model of the
+// bridge's provider (a bare name, or "agentrt/name"); without one, the
+// provider/model id as given.
+func opencodeModel(t *turnSpec, model string) (full, bare string, err error) {
+	if t.baseURL == "" {
+		return model, "", nil
+	}
+	bare = strings.TrimPrefix(model, opencodeProvider+"/")
+	if bare == "" {
+		return "", "", fmt.Errorf("clibridge: opencode against a BaseURL needs a model (the turn's, the profile's default or Options.Model): %w", contract.ErrUnsupported)
+	}
+	return opencodeProvider + "/" + bare, bare, nil
+}
+
+// materialize builds the opencode argv (run --format json, the prompt
+// read from standard input) and its configuration file: the bridge's
+// provider and model, autoupdate, share and the title agent off. XDG directories live in
+// the environment's HOME.
+func (d opencodeDriver) materialize(t *turnSpec) (*plan, error) {
+	p := t.profile
+	if p == nil {
+		p = &profile.Profile{}
+	}
+	home := t.dirs.home
+	pl := &plan{env: map[string]string{
+		"XDG_CONFIG_HOME": filepath.Join(home, ".config"),
+		"XDG_DATA_HOME":   filepath.Join(home, ".local", "share"),
+		"XDG_CACHE_HOME":  filepath.Join(home, ".cache"),
+		"XDG_STATE_HOME":  filepath.Join(home, ".local", "state"),
+	}}
+	for k, v := range opencodeFixedEnv {
+		pl.env[k] = v
+	}
+	ap := &pl.receipt.Applied
+	args := []string{"run", "--format", "json"}
+	cfg := opencodeConfig{Schema: "https://opencode.ai/config.json", Share: "disabled",
+		Agent: map[string]map[string]bool{"title": {"disable": true}}}
+	full, bare, err := opencodeModel(t, turnModel(t, p))
+	if err != nil {
+		return nil, err
+	}
+	if t.baseURL != "" {
+		pl.env[opencodeBaseURLEnv] = t.baseURL
+		pl.env[opencodeAPIKeyEnv] = t.apiKey
+		cfg.Provider = map[string]opencodeProviderConfig{opencodeProvider: {
+			NPM: "@ai-sdk/openai-compatible", Name: opencodeProvider,
+			Options: map[string]string{"baseURL": "{env:" + opencodeBaseURLEnv + "}", "apiKey": "{env:" + opencodeAPIKeyEnv + "}"},
+			Models:  map[string]map[string]any{bare: {"name": bare}},
+		}}
+	}
+	if full != "" {
+		args = append(args, "--model", full)
+		cfg.Model = full
+		ap.Model = full
+	}
+	effort, native, err := nativeEffort(harness.OpenCode, p)
+	if err != nil {
+		return nil, err
+	}
+	if effort != "" {
+		if t.baseURL == "" {
+			// Without the bridge's provider the variant may not exist, and
+			// opencode ignores an unknown --variant silently.
+			return nil, fmt.Errorf("clibridge: effort %q (opencode applies it only as a variant of the bridge's provider, which needs a BaseURL): %w",
+				effort, contract.ErrUnsupported)
+		}
+		// opencode applies --variant only when the model declares that
+		// variant; its options become the request's reasoning_effort.
+		cfg.Provider[opencodeProvider].Models[bare]["variants"] = map[string]any{native: map[string]string{"reasoningEffort": native}}
+		args = append(args, "--variant", native)
+		ap.ReasoningEffort, ap.NativeEffort = effort, native
+	}
+	content, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return nil, errors.Join(errors.New("clibridge: rendering the opencode configuration"), err)
+	}
+	path := filepath.Join(t.dirs.bridge, fmt.Sprintf("turn-%d-opencode.json", t.turn))
+	pl.addFile(t, path, content, "opencode-config")
+	pl.env["OPENCODE_CONFIG"] = path
+	pl.args = args
+	pl.receipt.Args = args
+	return pl, nil
+}
