@@ -44,10 +44,11 @@ providers/scripted). --provider openai runs harness cli-base profiles on an
 OpenAI-compatible Chat Completions endpoint: OpenAI's, or --base-url URL, with
 the key in OPENAI_API_KEY. --provider anthropic runs them on the Anthropic
 Messages API: Anthropic's, or --base-url URL, with the key in ANTHROPIC_API_KEY.
---provider claude-code and --provider codex run the harness CLI (claude from
-npm @anthropic-ai/claude-code, codex from @openai/codex, found in PATH) as a
-child process in a fresh working directory, its model endpoint --base-url or
-the vendor's, with the key in ANTHROPIC_API_KEY or OPENAI_API_KEY.
+--provider claude-code, codex and opencode run the harness CLI (claude from
+npm @anthropic-ai/claude-code, codex from @openai/codex, opencode from
+opencode-ai, found in PATH) as a child process in a fresh working directory,
+its model endpoint --base-url or the vendor's, with the key in
+ANTHROPIC_API_KEY (claude-code) or OPENAI_API_KEY (codex, opencode).
 Unknown usage is printed as unknown, never as 0.
 
 agentrt run is a one-shot driver: its decision is "done" when the run was
@@ -103,8 +104,8 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 	}
 	sf.register(cmd)
 	cmd.Flags().StringVar(&task, "task", "", "the task to give the agent (required)")
-	cmd.Flags().StringVar(&providerName, "provider", "scripted", "provider to run on (scripted, openai, anthropic, claude-code, codex)")
-	cmd.Flags().StringVar(&baseURL, "base-url", "", "the model endpoint of the openai, anthropic, claude-code or codex provider (default: the vendor's)")
+	cmd.Flags().StringVar(&providerName, "provider", "scripted", "provider to run on (scripted, openai, anthropic, claude-code, codex, opencode)")
+	cmd.Flags().StringVar(&baseURL, "base-url", "", "the model endpoint of the openai, anthropic, claude-code, codex or opencode provider (default: the vendor's)")
 	cmd.Flags().StringVar(&scriptPath, "script", "", "script for the scripted provider (default: answer every task)")
 	cmd.Flags().StringVar(&expect, "expect", "", "deliver only if the result contains this text")
 	cmd.Flags().IntVar(&stage, "stage", 0, "seat stage to run (0 is the first)")
@@ -119,11 +120,12 @@ func openProvider(name, scriptPath, baseURL string) (contract.Provider, error) {
 		return nil, usage("--base-url does not apply to --provider scripted")
 	}
 	switch name {
-	case "claude-code", "codex":
+	case "claude-code", "codex", "opencode":
 		// The harness CLI runs as a child process; its model endpoint's key
-		// comes from the vendor's variable, never from the profile.
+		// comes from the vendor's variable, never from the profile
+		// (opencode's endpoint is OpenAI-compatible).
 		key := os.Getenv("ANTHROPIC_API_KEY")
-		if name == "codex" {
+		if name != "claude-code" {
 			key = os.Getenv("OPENAI_API_KEY")
 		}
 		p, err := clibridge.New(clibridge.Options{Harness: harness.Type(name), BaseURL: baseURL, APIKey: key})
@@ -166,7 +168,7 @@ func openProvider(name, scriptPath, baseURL string) (contract.Provider, error) {
 		}
 		return scripted.New(script, scripted.Options{}), nil
 	}
-	return nil, usage("unknown provider %q (available: scripted, openai, anthropic, claude-code, codex)", name)
+	return nil, usage("unknown provider %q (available: scripted, openai, anthropic, claude-code, codex, opencode)", name)
 }
 
 func expectCheck(expect string) kernel.Check {

@@ -39,14 +39,14 @@ func TestRunOpenAI(t *testing.T) {
 	}
 }
 
-// `agentrt run --provider claude-code|codex` drives the harness CLI; a
+// `agentrt run --provider claude-code|codex|opencode` drives the harness CLI; a
 // machine without it gets a refusal naming the npm package to install,
 // not a crash and not a usage error.
 func TestRunHarnessCLINotInstalled(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	prof := writeFile(t, "brief.json", `{"name":"brief","harness":"claude-code"}`)
 	db := filepath.Join(t.TempDir(), "runs.db")
-	for _, tc := range []struct{ provider, pkg string }{{"claude-code", "@anthropic-ai/claude-code"}, {"codex", "@openai/codex"}} {
+	for _, tc := range []struct{ provider, pkg string }{{"claude-code", "@anthropic-ai/claude-code"}, {"codex", "@openai/codex"}, {"opencode", "opencode-ai"}} {
 		_, errOut, code := run(t, "", "run", "--db", db, prof, "--task", "t", "--provider", tc.provider)
 		if code != cli.ExitFailed || !strings.Contains(errOut, tc.pkg) {
 			t.Errorf("--provider %s without its binary: exit %d, stderr %q; want %d naming %s", tc.provider, code, errOut, cli.ExitFailed, tc.pkg)
