@@ -18,7 +18,7 @@ func newCandidateCmd(stdio IO) *cobra.Command {
 		Use:   "candidate",
 		Short: "Identify and verify frozen improvement candidates (AgentCandidateBundle)",
 	}
-	cmd.AddCommand(newCandidateDigestCmd(stdio), newCandidateVerifyCmd(stdio))
+	cmd.AddCommand(newCandidateDigestCmd(stdio), newCandidateVerifyCmd(stdio), newCandidateScanCmd(stdio))
 	return cmd
 }
 
@@ -87,6 +87,58 @@ carried digest is reported, not trusted. Exit status: 0 valid, 1 invalid,
 	}
 	cmd.Flags().StringVar(&dialect, "dialect", string(candidate.DialectAuto), "bundle dialect: auto, seed or ts16")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}
+
+func newCandidateScanCmd(stdio IO) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "scan FILE",
+		Short: "Report the strings of a JSON document (a candidate bundle, say) that look like secrets",
+		Long: `Scan every string of FILE (or - for stdin), member names, prompts and inline
+file contents included, for credential material (spec candidate §20: run it
+before persisting a bundle). Each finding is a JSON pointer and the rule that
+matched; the matched text is never printed. FILE need not be a valid bundle:
+any strict JSON document is scanned.
+
+Exit status: 0 no finding, 1 findings, 2 unreadable input or usage error.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := readInput(stdio, args[0])
+			if err != nil {
+				return err
+			}
+			v, err := canonjson.Decode(data)
+			if err != nil {
+				return &exitError{code: ExitUsage, err: fmt.Errorf("%s: %w", args[0], err)}
+			}
+			findings := candidate.ScanSecrets(v)
+			if asJSON {
+				if findings == nil {
+					findings = []candidate.SecretFinding{}
+				}
+				if err := writeJSON(stdio.Out, map[string]any{"findings": findings}); err != nil {
+					return err
+				}
+			} else {
+				for _, f := range findings {
+					where := "value"
+					if f.InName {
+						where = "member name"
+					}
+					fmt.Fprintf(stdio.Out, "%s%s: %s looks like a secret (%s)\n", args[0], f.Path, where, f.Rule)
+				}
+				if len(findings) == 0 {
+					fmt.Fprintf(stdio.Out, "%s: no secret found\n", args[0])
+				}
+			}
+			if len(findings) > 0 {
+				return refused()
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the findings as JSON")
 	return cmd
 }
 

@@ -101,3 +101,30 @@ func TestCandidateVerify(t *testing.T) {
 		t.Fatalf("bad --repo exit %d", code)
 	}
 }
+
+// TestCandidateScan: a clean bundle has no finding; a prompt and an inline
+// file carrying secrets are reported by pointer and rule, and the secret
+// itself is never printed.
+func TestCandidateScan(t *testing.T) {
+	clean := writeFile(t, "a2.json", sealedA2)
+	out, _, code := run(t, "", "candidate", "scan", clean)
+	if code != 0 || !strings.Contains(out, "no secret found") {
+		t.Fatalf("clean bundle: exit %d: %s", code, out)
+	}
+	const key = "sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAA"
+	leaky := writeFile(t, "leaky.json", `{"profile":{"prompt":{"systemPrompt":"use `+key+`"}},"resources":{"inline":[{"path":"a.pem","content":"-----BEGIN RSA PRIVATE KEY-----\nMIIE"}]}}`)
+	out, errOut, code := run(t, "", "candidate", "scan", leaky)
+	if code != 1 || !strings.Contains(out, "/profile/prompt/systemPrompt") || !strings.Contains(out, "anthropic-key") || !strings.Contains(out, "/resources/inline/0/content") {
+		t.Fatalf("leaky: exit %d: %s", code, out)
+	}
+	if strings.Contains(out+errOut, key) || strings.Contains(out+errOut, "MIIE") {
+		t.Error("a secret was printed")
+	}
+	out, _, code = run(t, "", "candidate", "scan", "--json", leaky)
+	if v := decode(t, out); code != 1 || len(member(v, "findings").Items()) != 2 {
+		t.Errorf("--json exit %d: %s", code, out)
+	}
+	if _, _, code := run(t, "", "candidate", "scan", writeFile(t, "bad.json", `{"a":1,"a":2}`)); code != 2 {
+		t.Errorf("a document with duplicate names: exit %d, want 2", code)
+	}
+}
