@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentrt/agentrt/internal/pgdb"
 	"github.com/agentrt/agentrt/workspace"
+	"github.com/agentrt/agentrt/workspace/internal/sqlrows"
 )
 
 //go:embed migrations/*.sql
@@ -65,8 +66,6 @@ func (s *Store) Close() error {
 	return nil
 }
 
-func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
-
 // liveRevision returns the path's live revision, 0 when it has none.
 func (s *Store) liveRevision(ctx context.Context, tenant, path string) (int64, error) {
 	var live int64
@@ -118,7 +117,7 @@ func (s *Store) Get(ctx context.Context, tenant, path string) (workspace.Documen
 	if d.Body == nil {
 		d.Body = []byte{}
 	}
-	d.UpdatedAt = fromNanos(at)
+	d.UpdatedAt = sqlrows.FromNanos(at)
 	return d, nil
 }
 
@@ -240,28 +239,11 @@ func (s *Store) scan(ctx context.Context, tenant, prefix string, q *workspace.Qu
 		return nil, fmt.Errorf("workspace postgres: list: %w", err)
 	}
 	defer rows.Close()
-	out := []workspace.Meta{}
-	for rows.Next() {
-		var m workspace.Meta
-		var at int64
-		var body []byte
-		dest := []any{&m.Path, &m.Revision, &m.Size, &at, &m.UpdatedBy}
-		if q != nil {
-			dest = append(dest, &body)
-		}
-		if err := rows.Scan(dest...); err != nil {
-			return nil, fmt.Errorf("workspace postgres: list: %w", err)
-		}
-		if q != nil && !workspace.Match(*q, m.Path, body) {
-			continue
-		}
-		m.UpdatedAt = fromNanos(at)
-		out = append(out, m)
-		if limit > 0 && len(out) == limit {
-			break
-		}
+	out, err := sqlrows.Metas(rows, q, limit)
+	if err != nil {
+		return nil, fmt.Errorf("workspace postgres: list: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Tombstones implements workspace.Store.
@@ -280,15 +262,9 @@ func (s *Store) Tombstones(ctx context.Context, tenant, prefix string) ([]worksp
 		return nil, fmt.Errorf("workspace postgres: tombstones: %w", err)
 	}
 	defer rows.Close()
-	out := []workspace.Tombstone{}
-	for rows.Next() {
-		var ts workspace.Tombstone
-		var at int64
-		if err := rows.Scan(&ts.Path, &ts.Revision, &at, &ts.DeletedBy); err != nil {
-			return nil, fmt.Errorf("workspace postgres: tombstones: %w", err)
-		}
-		ts.DeletedAt = fromNanos(at)
-		out = append(out, ts)
+	out, err := sqlrows.Tombstones(rows)
+	if err != nil {
+		return nil, fmt.Errorf("workspace postgres: tombstones: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentrt/agentrt/internal/sqlitedb"
 	"github.com/agentrt/agentrt/workspace"
+	"github.com/agentrt/agentrt/workspace/internal/sqlrows"
 )
 
 //go:embed migrations/*.sql
@@ -108,8 +109,6 @@ func (s *Store) Checkpoint(ctx context.Context) error {
 	return nil
 }
 
-func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
-
 // prefixClause returns the SQL condition (on column col) and arguments
 // selecting the paths a normalized prefix selects (workspace.InPrefix):
 // the prefix itself and everything in [prefix+"/", prefix+"0"), "0"
@@ -158,7 +157,7 @@ func (s *Store) Get(ctx context.Context, tenant, path string) (workspace.Documen
 	if d.Body == nil {
 		d.Body = []byte{}
 	}
-	d.UpdatedAt = fromNanos(at)
+	d.UpdatedAt = sqlrows.FromNanos(at)
 	return d, nil
 }
 
@@ -271,28 +270,11 @@ func (s *Store) scan(ctx context.Context, tenant, prefix string, q *workspace.Qu
 		return nil, fmt.Errorf("workspace sqlite: list: %w", err)
 	}
 	defer rows.Close()
-	out := []workspace.Meta{}
-	for rows.Next() {
-		var m workspace.Meta
-		var at int64
-		var body []byte
-		dest := []any{&m.Path, &m.Revision, &m.Size, &at, &m.UpdatedBy}
-		if q != nil {
-			dest = append(dest, &body)
-		}
-		if err := rows.Scan(dest...); err != nil {
-			return nil, fmt.Errorf("workspace sqlite: list: %w", err)
-		}
-		if q != nil && !workspace.Match(*q, m.Path, body) {
-			continue
-		}
-		m.UpdatedAt = fromNanos(at)
-		out = append(out, m)
-		if limit > 0 && len(out) == limit {
-			break
-		}
+	out, err := sqlrows.Metas(rows, q, limit)
+	if err != nil {
+		return nil, fmt.Errorf("workspace sqlite: list: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Tombstones implements workspace.Store.
@@ -311,15 +293,9 @@ func (s *Store) Tombstones(ctx context.Context, tenant, prefix string) ([]worksp
 		return nil, fmt.Errorf("workspace sqlite: tombstones: %w", err)
 	}
 	defer rows.Close()
-	out := []workspace.Tombstone{}
-	for rows.Next() {
-		var ts workspace.Tombstone
-		var at int64
-		if err := rows.Scan(&ts.Path, &ts.Revision, &at, &ts.DeletedBy); err != nil {
-			return nil, fmt.Errorf("workspace sqlite: tombstones: %w", err)
-		}
-		ts.DeletedAt = fromNanos(at)
-		out = append(out, ts)
+	out, err := sqlrows.Tombstones(rows)
+	if err != nil {
+		return nil, fmt.Errorf("workspace sqlite: tombstones: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
