@@ -279,17 +279,34 @@ func checkExecutionEvidence(c *schema.Context, v canonjson.Value) {
 		{member(at(m, "profileActivation", "profilePlan"), "digest") == member(at(material, "profile"), "planDigest"), "profile activation must bind the materialized execution plan", p("materializationReceipt", "profileActivation", "profilePlan", "digest")},
 		{member(at(r, "modelSettlement", "material"), "grantDigest") == member(at(material, "model", "access"), "grantDigest"), "model settlement must bind the execution plan grant", p("receipt", "modelSettlement", "material", "grantDigest")},
 	})
+	for _, violation := range ExecutionEvidenceLimitViolations(v) {
+		c.Custom(violation.Message(), violation.Path...)
+	}
+}
+
+// ExecutionEvidenceLimitViolations applies the within-limits check
+// (CAND §12.1) to a CandidateExecutionEvidence value: the plan's frozen
+// limits against the run receipt's duration and steps and the settled
+// usage. Each violation's Path is its location in the evidence
+// (receipt/timing/durationMs, receipt/steps or
+// receipt/modelSettlement/material/usage/…). It returns nil when the
+// limits or the usage cannot be read (the schema reports those).
+func ExecutionEvidenceLimitViolations(v canonjson.Value) []contract.ExecutionLimitViolation {
+	r := at(v, "receipt")
 	var limits contract.ExecutionLimits
 	var usage contract.FixedSpend
-	if canonjson.FromValue(at(material, "limits"), &limits) != nil || canonjson.FromValue(at(r, "modelSettlement", "material", "usage"), &usage) != nil {
-		return
+	if canonjson.FromValue(at(v, "materializationReceipt", "executionPlan", "material", "limits"), &limits) != nil ||
+		canonjson.FromValue(at(r, "modelSettlement", "material", "usage"), &usage) != nil {
+		return nil
 	}
 	obs := contract.ExecutionLimitObservation{DurationMs: num(r, "timing", "durationMs"), Steps: int64(num(r, "steps")), Usage: usage}
-	for _, violation := range contract.ExecutionLimitViolations(limits, obs) {
+	violations := contract.ExecutionLimitViolations(limits, obs)
+	for i, violation := range violations {
 		path := append([]string{"receipt"}, violation.Path...)
 		if violation.Path[0] == "usage" {
 			path = append([]string{"receipt", "modelSettlement", "material", "usage"}, violation.Path[1:]...)
 		}
-		c.Custom(violation.Message(), path...)
+		violations[i].Path = path
 	}
+	return violations
 }

@@ -43,6 +43,25 @@
 // step 7 archive decoding is missing; every record lists them in
 // notPerformed, so a "verified" record never claims them.
 //
+// # Receipts
+//
+// [VerifyReceipt] is the companion of spec candidate §22.1 for an
+// AgentCandidateMaterializationReceipt, an AgentCandidateRunReceipt or a
+// CandidateExecutionEvidence: the schema with every cross-field rule;
+// every self-digest (receipts, run cell, profile activation) and every
+// evidence digest recomputed; every evidence artifact byte-identical to
+// its material's canonical JSON; the captured suite and task canonical
+// documents of their kinds; every other artifact (trace, executor
+// capture, outcome diff or output, grader evidence, memory reset,
+// workspace manifests and archives) verified by length then sha256;
+// a run receipt bound to its materialization; the within-limits check
+// (§12.1) and the router's usageWithinLimits; and, given a bundle or a
+// task, the publication rules of §§13.3, 14 and 15.3. Its verdict is
+// valid, invalid, limit-exceeded or invalid-capture (§15.4: no closed
+// settlement or no complete trace), with issues; NotPerformed lists what
+// the inputs did not allow (no materialization, bundle or task; archive
+// content; the task outcome's diff replay).
+//
 // # Ports
 //
 // [Dir] is a local content-addressed directory (files named by sha256

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentrt/agentrt/candidate/verify"
+	"github.com/agentrt/agentrt/internal/receipttest"
 )
 
 // FuzzVerify: Verify never panics on arbitrary bytes, and a second run
@@ -35,6 +36,35 @@ func FuzzVerify(f *testing.F) {
 			t.Fatalf("records differ: %s %s / %s %s", r1.Verdict, r1.Digest, r2.Verdict, r2.Digest)
 		}
 		if (r1.Verdict == verify.Verified) != (len(r1.Issues) == 0) {
+			t.Fatalf("verdict %s with %d issues", r1.Verdict, len(r1.Issues))
+		}
+	})
+}
+
+// FuzzVerifyReceipt: VerifyReceipt never panics on arbitrary bytes
+// (seeded with a sealed chain's three documents), is deterministic, and
+// its verdict agrees with its issues: valid exactly when there are none.
+func FuzzVerifyReceipt(f *testing.F) {
+	c := receipttest.New(f)
+	for _, doc := range []any{c.Evidence, &c.Evidence.Receipt, &c.Evidence.MaterializationReceipt} {
+		f.Add(receipttest.Bytes(f, doc))
+	}
+	f.Add([]byte(`{"kind":"agent-candidate-run"}`))
+	f.Add([]byte(`{"kind":"agent-candidate-execution-evidence","receipt":{},"materializationReceipt":[]}`))
+	opts := verify.ReceiptOptions{Artifacts: verify.Dir(c.Dir), Bundle: c.Bundle, Task: c.Task, Materialization: &c.Evidence.MaterializationReceipt}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r1, err1 := verify.VerifyReceipt(context.Background(), data, opts)
+		r2, err2 := verify.VerifyReceipt(context.Background(), data, opts)
+		if (err1 == nil) != (err2 == nil) {
+			t.Fatalf("errors differ: %v / %v", err1, err2)
+		}
+		if err1 != nil {
+			return
+		}
+		if r1.Verdict != r2.Verdict || r1.Digest != r2.Digest {
+			t.Fatalf("records differ: %s %s / %s %s", r1.Verdict, r1.Digest, r2.Verdict, r2.Digest)
+		}
+		if (r1.Verdict == verify.Valid) != (len(r1.Issues) == 0) {
 			t.Fatalf("verdict %s with %d issues", r1.Verdict, len(r1.Issues))
 		}
 	})

@@ -3,17 +3,12 @@ package verify
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/agentrt/agentrt/candidate"
 	"github.com/agentrt/agentrt/candidate/gitsafe"
-	"github.com/agentrt/agentrt/candidate/netsafe"
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/schema"
@@ -49,7 +44,7 @@ var ErrRepositoryNotMapped = errors.New("verify: repository not mapped to a loca
 // failures (I/O, git missing, a repository not mapped, a resolver
 // unreachable), when no record is returned.
 func Verify(ctx context.Context, data []byte, opts Options) (*Record, error) {
-	v := &verifier{opts: opts, cache: map[Key][]byte{}, repos: map[string]*gitsafe.Repo{}}
+	v := &verifier{opts: opts, store: newStore(opts.Artifacts), repos: map[string]*gitsafe.Repo{}}
 	v.rec = &Record{
 		Kind: RecordKind, DigestAlgorithm: DigestAlgorithm, Dialect: opts.Dialect,
 		Artifacts: []ArtifactRecord{}, Resources: []ResourceRecord{}, Workspaces: []WorkspaceRecord{},
@@ -67,7 +62,7 @@ func Verify(ctx context.Context, data []byte, opts Options) (*Record, error) {
 type verifier struct {
 	opts  Options
 	rec   *Record
-	cache map[Key][]byte
+	store *store
 	repos map[string]*gitsafe.Repo
 }
 
@@ -90,24 +85,13 @@ func (v *verifier) finish() (*Record, error) {
 
 func (v *verifier) run(ctx context.Context, data []byte) error {
 	// Step 1: read and decode strictly.
-	limit := v.opts.MaxBytes
-	if limit <= 0 {
-		limit = DefaultMaxBytes
-	}
-	switch {
-	case len(data) > limit:
-		v.issue(CodeParseError, "", "the bundle is %d bytes, more than %d", len(data), limit)
-	case bytes.HasPrefix(data, []byte("\xef\xbb\xbf")):
-		v.issue(CodeParseError, "", "the bundle starts with a byte order mark")
-	case !utf8.Valid(data):
-		v.issue(CodeParseError, "", "the bundle is not valid UTF-8")
-	}
-	if len(v.rec.Issues) > 0 {
+	if msg := readIssue(data, v.opts.MaxBytes, "bundle"); msg != "" {
+		v.issue(CodeParseError, "", "%s", msg)
 		return nil
 	}
 	val, err := schema.Decode(candidate.KindBundle, data)
 	if err != nil {
-		return v.schemaIssues(CodeParseError, err)
+		return schemaIssues(v.issue, CodeParseError, err)
 	}
 	if val.Kind() != canonjson.Object {
 		v.issue(CodeParseError, "", "the top level is not an object")
@@ -125,7 +109,7 @@ func (v *verifier) run(ctx context.Context, data []byte) error {
 		if d, derr := candidate.SelfDigestValue(val); derr == nil {
 			v.rec.BundleDigest = d
 		}
-		return v.schemaIssues(CodeSchemaInvalid, err)
+		return schemaIssues(v.issue, CodeSchemaInvalid, err)
 	}
 	// Step 4: digest.
 	computed, err := candidate.Digest(b)
@@ -159,35 +143,17 @@ func (v *verifier) run(ctx context.Context, data []byte) error {
 	return nil
 }
 
-// schemaIssues turns a *schema.Error into issues with code; any other
-// error is operational.
-func (v *verifier) schemaIssues(code string, err error) error {
+// schemaIssues turns a *schema.Error into issues with code, reported
+// through issue; any other error is operational.
+func schemaIssues(issue func(code, path, format string, args ...any), code string, err error) error {
 	var se *schema.Error
 	if !errors.As(err, &se) {
 		return fmt.Errorf("verify: %w", err)
 	}
 	for _, is := range se.Issues {
-		v.issue(code, is.Path, "%s (%s)", is.Message, is.Code)
+		issue(code, is.Path, "%s (%s)", is.Message, is.Code)
 	}
 	return nil
-}
-
-// artifact is one captured artifact to verify: embedded bytes or a ref.
-type artifact struct {
-	path     string
-	embedded *string
-	ref      *candidate.ArtifactRef
-	key      Key
-}
-
-func captured(path string, c *candidate.CapturedArtifact) artifact {
-	a := artifact{path: path, key: Key{c.SHA256, c.ByteLength}}
-	if c.Locator != nil {
-		a.ref = &candidate.ArtifactRef{Locator: *c.Locator, SHA256: c.SHA256, ByteLength: c.ByteLength}
-	} else {
-		a.embedded = c.Content
-	}
-	return a
 }
 
 func (v *verifier) artifacts(ctx context.Context, b *candidate.Bundle) error {
@@ -207,7 +173,7 @@ func (v *verifier) artifacts(ctx context.Context, b *candidate.Bundle) error {
 		list = append(list, captured("/knowledge/evaluation", &k.Evaluation))
 	}
 	if s := b.Memory.Seed; s != nil {
-		list = append(list, artifact{path: "/memory/seed", ref: s, key: Key{s.SHA256, s.ByteLength}})
+		list = append(list, referenced("/memory/seed", s))
 	}
 	for _, a := range list {
 		if err := v.artifact(ctx, a); err != nil {
@@ -217,68 +183,18 @@ func (v *verifier) artifacts(ctx context.Context, b *candidate.Bundle) error {
 	return nil
 }
 
-// artifact verifies one artifact per §3.4: bytes, then length, then
-// sha256; verified bytes are cached by (sha256, byteLength).
+// artifact verifies one artifact per §3.4 and records it.
 func (v *verifier) artifact(ctx context.Context, a artifact) error {
-	source := "embedded"
-	if a.ref != nil {
-		source = a.ref.Locator.Kind
-	}
-	if _, ok := v.cache[a.key]; ok {
-		v.rec.Artifacts = append(v.rec.Artifacts, ArtifactRecord{a.path, a.key.SHA256, a.key.ByteLength, source})
-		return nil
-	}
-	var data []byte
-	if a.embedded != nil {
-		var err error
-		if data, err = base64.StdEncoding.Strict().DecodeString(*a.embedded); err != nil {
-			v.issue(CodeArtifactLength, a.path, "content is not canonical base64: %v", err)
-			return nil
-		}
-	} else {
-		var err error
-		data, err = v.read(ctx, *a.ref)
-		switch {
-		case errors.Is(err, netsafe.ErrBlocked):
-			v.issue(CodeResolverBlocked, a.path, "%v", err)
-			return nil
-		case errors.Is(err, ErrUnavailable):
-			v.issue(CodeArtifactUnavailable, a.path, "%v", err)
-			return nil
-		case errors.Is(err, netsafe.ErrTooLarge):
-			v.issue(CodeArtifactLength, a.path, "the store returned more than %d bytes", a.key.ByteLength)
-			return nil
-		case err != nil:
-			return fmt.Errorf("verify: reading %s: %w", a.path, err)
-		}
-	}
-	if int64(len(data)) != a.key.ByteLength {
-		v.issue(CodeArtifactLength, a.path, "%d bytes, declared %d", len(data), a.key.ByteLength)
-		return nil
-	}
-	if got := sha256Digest(data); got != a.key.SHA256 {
-		v.issue(CodeArtifactHash, a.path, "bytes hash to %s, declared %s", got, a.key.SHA256)
-		return nil
-	}
-	v.cache[a.key] = data
-	v.rec.Artifacts = append(v.rec.Artifacts, ArtifactRecord{a.path, a.key.SHA256, a.key.ByteLength, source})
-	return nil
-}
-
-func (v *verifier) read(ctx context.Context, ref candidate.ArtifactRef) ([]byte, error) {
-	switch p := v.opts.Artifacts.(type) {
-	case nil:
-		return nil, fmt.Errorf("%w: no artifact port is configured", ErrUnavailable)
-	case StreamReader:
-		return readAll(ctx, p, ref)
+	_, is, err := v.store.verify(ctx, a)
+	switch {
+	case err != nil:
+		return err
+	case is != nil:
+		v.rec.Issues = append(v.rec.Issues, *is)
 	default:
-		return p.Read(ctx, ref)
+		v.rec.Artifacts = append(v.rec.Artifacts, ArtifactRecord{a.path, a.key.SHA256, a.key.ByteLength, a.source()})
 	}
-}
-
-func sha256Digest(b []byte) string {
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return nil
 }
 
 // workspace checks step 7: the manifest bytes verified in step 6 are
@@ -288,24 +204,31 @@ func (v *verifier) workspace(path string, w *candidate.WorkspaceSnapshotEvidence
 	if w == nil {
 		return
 	}
-	data, ok := v.cache[Key{w.Manifest.SHA256, w.Manifest.ByteLength}]
+	data, ok := v.store.cache[Key{w.Manifest.SHA256, w.Manifest.ByteLength}]
 	if !ok {
 		return // step 6 already reported the manifest
 	}
-	want, err := candidate.MaterialBytes(&w.Material)
-	if err != nil {
-		v.issue(CodeWorkspaceManifestMismatch, path+"/material", "%v", err)
-		return
-	}
-	if !bytes.Equal(data, want) {
-		v.issue(CodeWorkspaceManifestMismatch, path+"/manifest", "the manifest bytes are not the canonical JSON of the material")
-		return
-	}
-	if got := sha256Digest(data); got != w.Digest {
-		v.issue(CodeWorkspaceManifestMismatch, path+"/digest", "the manifest hashes to %s, digest is %s", got, w.Digest)
+	if is := manifestIssue(path, w, data); is != nil {
+		v.rec.Issues = append(v.rec.Issues, *is)
 		return
 	}
 	v.rec.Workspaces = append(v.rec.Workspaces, WorkspaceRecord{Path: path, Digest: w.Digest, Files: len(w.Material.Files), ArchiveContent: ArchiveUnverified})
+}
+
+// manifestIssue is the rule of a workspace snapshot's verified manifest
+// bytes (§3.5): exactly JCS(material), hashing to the snapshot digest.
+func manifestIssue(path string, w *candidate.WorkspaceSnapshotEvidence, data []byte) *Issue {
+	want, err := candidate.MaterialBytes(&w.Material)
+	switch {
+	case err != nil:
+		return &Issue{CodeWorkspaceManifestMismatch, path + "/material", err.Error()}
+	case !bytes.Equal(data, want):
+		return &Issue{CodeWorkspaceManifestMismatch, path + "/manifest", "the manifest bytes are not the canonical JSON of the material"}
+	}
+	if got := sha256Digest(data); got != w.Digest {
+		return &Issue{CodeWorkspaceManifestMismatch, path + "/digest", fmt.Sprintf("the manifest hashes to %s, digest is %s", got, w.Digest)}
+	}
+	return nil
 }
 
 // resources checks step 8 in the order of §4.2.
@@ -431,7 +354,7 @@ func (v *verifier) code(ctx context.Context, c *candidate.Code) error {
 		v.rec.MaterializedTree = &baseTree
 		return nil
 	}
-	patch, ok := v.cache[Key{c.Patch.Artifact.SHA256, c.Patch.Artifact.ByteLength}]
+	patch, ok := v.store.cache[Key{c.Patch.Artifact.SHA256, c.Patch.Artifact.ByteLength}]
 	if !ok {
 		return nil // step 6 already rejected the patch bytes
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -18,7 +19,7 @@ func newCandidateCmd(stdio IO) *cobra.Command {
 		Use:   "candidate",
 		Short: "Identify and verify frozen improvement candidates (AgentCandidateBundle)",
 	}
-	cmd.AddCommand(newCandidateDigestCmd(stdio), newCandidateVerifyCmd(stdio), newCandidateScanCmd(stdio))
+	cmd.AddCommand(newCandidateDigestCmd(stdio), newCandidateVerifyCmd(stdio), newCandidateVerifyReceiptCmd(stdio), newCandidateScanCmd(stdio))
 	return cmd
 }
 
@@ -145,6 +146,7 @@ Exit status: 0 no finding, 1 findings, 2 unreadable input or usage error.`,
 func newCandidateVerifyCmd(stdio IO) *cobra.Command {
 	var asJSON bool
 	var dialect, artifacts string
+	var offline bool
 	var repos []string
 	cmd := &cobra.Command{
 		Use:   "verify FILE [--repo owner/repo=DIR]... [--artifacts DIR]",
@@ -173,18 +175,9 @@ Exit status: 0 verified, 1 rejected, 2 operational or usage error.`,
 				}
 				opts.Repositories[name] = dir
 			}
-			resolver := &verify.Resolver{}
-			opts.Artifacts = resolver
-			if artifacts != "" {
-				resolver.PrivateCAS = verify.Dir(artifacts)
-				opts.Artifacts = verify.Chain{verify.Dir(artifacts), resolver}
-			}
-			data, err := readInput(stdio, args[0])
+			opts.Artifacts = artifactPort(artifacts, offline)
+			data, err := readOperational(stdio, args[0])
 			if err != nil {
-				var ee *exitError
-				if errors.As(err, &ee) {
-					ee.code = ExitUsage // I/O is operational
-				}
 				return err
 			}
 			rec, err := verify.Verify(cmd.Context(), data, opts)
@@ -192,15 +185,9 @@ Exit status: 0 verified, 1 rejected, 2 operational or usage error.`,
 				return &exitError{code: ExitUsage, err: err}
 			}
 			if asJSON {
-				v, err := canonjson.ToValue(rec)
-				if err != nil {
-					return &exitError{code: ExitUsage, err: err}
+				if err := writeCanonical(stdio, rec); err != nil {
+					return err
 				}
-				text, err := canonjson.Canonical(v)
-				if err != nil {
-					return &exitError{code: ExitUsage, err: err}
-				}
-				fmt.Fprintf(stdio.Out, "%s\n", text)
 			} else {
 				writeRecord(stdio, args[0], rec)
 			}
@@ -213,8 +200,183 @@ Exit status: 0 verified, 1 rejected, 2 operational or usage error.`,
 	cmd.Flags().StringVar(&dialect, "dialect", string(candidate.DialectAuto), "bundle dialect: auto, seed or ts16")
 	cmd.Flags().StringArrayVar(&repos, "repo", nil, "a local repository for owner/repo, as owner/repo=DIR (repeatable)")
 	cmd.Flags().StringVar(&artifacts, "artifacts", "", "a content-addressed artifact directory (files named by sha256 hex)")
+	cmd.Flags().BoolVar(&offline, "offline", false, "read artifact refs from --artifacts only, never through the network")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verification record as canonical JSON")
 	return cmd
+}
+
+// artifactPort is the port of --artifacts DIR and --offline: the local
+// content-addressed directory first, then (unless offline) s3 and ipfs
+// through the address-checking resolver, with private-cas objects read
+// from the directory.
+func artifactPort(dir string, offline bool) verify.ArtifactPort {
+	switch {
+	case offline && dir == "":
+		return nil // every ref unavailable: only embedded bytes are checked
+	case offline:
+		return verify.Dir(dir)
+	case dir == "":
+		return &verify.Resolver{}
+	}
+	return verify.Chain{verify.Dir(dir), &verify.Resolver{PrivateCAS: verify.Dir(dir)}}
+}
+
+// readOperational reads FILE (or - for stdin); failing to read is an
+// operational error (exit 2), not a rejection.
+func readOperational(stdio IO, name string) ([]byte, error) {
+	data, err := readInput(stdio, name)
+	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			ee.code = ExitUsage
+		}
+	}
+	return data, err
+}
+
+// writeCanonical prints a record as canonical JSON and a newline.
+func writeCanonical(stdio IO, rec any) error {
+	v, err := canonjson.ToValue(rec)
+	if err != nil {
+		return &exitError{code: ExitUsage, err: err}
+	}
+	text, err := canonjson.Canonical(v)
+	if err != nil {
+		return &exitError{code: ExitUsage, err: err}
+	}
+	fmt.Fprintf(stdio.Out, "%s\n", text)
+	return nil
+}
+
+// contextDocument reads the context file of flag and parses it with
+// parse; an unreadable or invalid context file is an operational error.
+func contextDocument[T any](stdio IO, flag, name string, parse func([]byte) (*T, error)) (*T, error) {
+	if name == "" {
+		return nil, nil
+	}
+	data, err := readOperational(stdio, name)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := parse(data)
+	if err != nil {
+		return nil, &exitError{code: ExitUsage, err: fmt.Errorf("--%s %s: %w", flag, name, err)}
+	}
+	return doc, nil
+}
+
+func newCandidateVerifyReceiptCmd(stdio IO) *cobra.Command {
+	var asJSON, offline bool
+	var artifacts, materialization, bundle, task, dialect string
+	cmd := &cobra.Command{
+		Use:   "verify-receipt FILE [--materialization FILE] [--bundle FILE] [--task FILE] [--artifacts DIR]",
+		Short: "Verify a candidate materialization receipt, run receipt or execution evidence (spec candidate §22.1)",
+		Long: `Verify FILE (or - for stdin): an AgentCandidateMaterializationReceipt, an
+AgentCandidateRunReceipt or a CandidateExecutionEvidence. Every schema rule,
+every self-digest and evidence digest is recomputed, every evidence artifact
+must be byte for byte the canonical JSON of its material, and every other
+artifact is checked by length then sha256 (refs read from --artifacts, files
+named by sha256 hex, and unless --offline from s3/ipfs through a resolver that
+refuses private addresses). A run receipt is bound to --materialization; the
+frozen limits are checked over its duration, steps and settled usage.
+--bundle and --task add the publication rules (bundle digest, profile,
+harness, instruction delivery, workspace, container, model, limits, grader).
+
+Verdicts: valid; invalid; limit-exceeded (sound, but over a frozen limit);
+invalid-capture (no closed settlement or no complete trace: such a cell is
+excluded, never scored or counted as zero spend).
+
+Prints a summary, or with --json the record as canonical JSON.
+Exit status: 0 valid, 1 any other verdict, 2 operational or usage error
+(unreadable files, a context document that does not verify).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := dialectFlag(dialect)
+			if err != nil {
+				return err
+			}
+			opts := verify.ReceiptOptions{Artifacts: artifactPort(artifacts, offline)}
+			if opts.Materialization, err = contextDocument(stdio, "materialization", materialization, candidate.ParseMaterializationReceipt); err != nil {
+				return err
+			}
+			if opts.Bundle, err = contextDocument(stdio, "bundle", bundle, func(b []byte) (*candidate.Bundle, error) { return candidate.ParseBundle(b, d) }); err != nil {
+				return err
+			}
+			if opts.Task, err = contextDocument(stdio, "task", task, candidate.ParseBenchmarkTask); err != nil {
+				return err
+			}
+			data, err := readOperational(stdio, args[0])
+			if err != nil {
+				return err
+			}
+			rec, err := verify.VerifyReceipt(cmd.Context(), data, opts)
+			if err != nil {
+				return &exitError{code: ExitUsage, err: err}
+			}
+			if asJSON {
+				if err := writeCanonical(stdio, rec); err != nil {
+					return err
+				}
+			} else {
+				writeReceiptRecord(stdio, args[0], rec)
+			}
+			if rec.Verdict != verify.Valid {
+				return refused()
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&materialization, "materialization", "", "the materialization receipt a run receipt binds")
+	cmd.Flags().StringVar(&bundle, "bundle", "", "the candidate bundle, for the publication rules")
+	cmd.Flags().StringVar(&dialect, "dialect", string(candidate.DialectAuto), "the --bundle dialect: auto, seed or ts16")
+	cmd.Flags().StringVar(&task, "task", "", "the benchmark task, for the publication rules")
+	cmd.Flags().StringVar(&artifacts, "artifacts", "", "a content-addressed artifact directory (files named by sha256 hex)")
+	cmd.Flags().BoolVar(&offline, "offline", false, "read artifact refs from --artifacts only, never through the network")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the record as canonical JSON")
+	return cmd
+}
+
+// writeReceiptRecord prints a receipt verification record for people.
+func writeReceiptRecord(stdio IO, what string, rec *verify.ReceiptRecord) {
+	w := stdio.Out
+	fmt.Fprintf(w, "%s: %s", what, rec.Verdict)
+	if rec.ReceiptKind != "" {
+		fmt.Fprintf(w, " (%s)", rec.ReceiptKind)
+	}
+	fmt.Fprintln(w)
+	if rec.ReceiptDigest != "" {
+		fmt.Fprintf(w, "  receipt digest %s\n", rec.ReceiptDigest)
+	}
+	fmt.Fprintf(w, "  %d digests, %d artifacts, %d workspace manifests verified\n", len(rec.Evidence), len(rec.Artifacts), len(rec.Workspaces))
+	if l := rec.Limits; l != nil {
+		switch {
+		case len(l.Violations) > 0:
+			fmt.Fprintf(w, "  limits exceeded: %s\n", strings.Join(l.Violations, "; "))
+		case !l.UsageWithinLimits:
+			fmt.Fprintln(w, "  limits: the router reported the usage over the limits")
+		default:
+			fmt.Fprintln(w, "  within the frozen limits")
+		}
+	}
+	if len(rec.Context) > 0 {
+		fmt.Fprintf(w, "  checked against: %s\n", strings.Join(rec.Context, ", "))
+	}
+	writeIssueLines(w, rec.Issues)
+	if len(rec.NotPerformed) > 0 {
+		fmt.Fprintf(w, "  not performed: %s\n", strings.Join(rec.NotPerformed, "; "))
+	}
+	fmt.Fprintf(w, "  record digest %s\n", rec.Digest)
+}
+
+// writeIssueLines prints verification issues, one per line.
+func writeIssueLines(w io.Writer, issues []verify.Issue) {
+	for _, is := range issues {
+		path := is.Path
+		if path == "" {
+			path = "(root)"
+		}
+		fmt.Fprintf(w, "  %s %s: %s\n", is.Code, path, is.Message)
+	}
 }
 
 // writeRecord prints a verification record for people.
@@ -239,13 +401,7 @@ func writeRecord(stdio IO, what string, rec *verify.Record) {
 	if rec.Entrypoint != nil {
 		fmt.Fprintf(w, "  entrypoint %s %s\n", rec.Entrypoint.Path, rec.Entrypoint.SHA256)
 	}
-	for _, is := range rec.Issues {
-		path := is.Path
-		if path == "" {
-			path = "(root)"
-		}
-		fmt.Fprintf(w, "  %s %s: %s\n", is.Code, path, is.Message)
-	}
+	writeIssueLines(w, rec.Issues)
 	fmt.Fprintf(w, "  not performed: %s\n", strings.Join(rec.NotPerformed, "; "))
 	fmt.Fprintf(w, "  record digest %s\n", rec.Digest)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentrt/agentrt/candidate"
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/internal/receipttest"
 )
 
 // bundleA2 is spec candidate §23.1's A2 (ts16, disabled code) with its
@@ -126,5 +127,49 @@ func TestCandidateScan(t *testing.T) {
 	}
 	if _, _, code := run(t, "", "candidate", "scan", writeFile(t, "bad.json", `{"a":1,"a":2}`)); code != 2 {
 		t.Errorf("a document with duplicate names: exit %d, want 2", code)
+	}
+}
+
+// TestCandidateVerifyReceipt: `agentrt candidate verify-receipt` over a
+// sealed receipt chain — valid with its context documents, limit-exceeded
+// when the run took one step too many, operational (exit 2) for a context
+// document that does not verify (spec candidate §22.1).
+func TestCandidateVerifyReceipt(t *testing.T) {
+	c := receipttest.New(t)
+	files := map[string]string{}
+	for name, doc := range map[string]any{
+		"evidence": c.Evidence, "run": &c.Evidence.Receipt, "materialization": &c.Evidence.MaterializationReceipt,
+		"bundle": c.Bundle, "task": c.Task,
+	} {
+		files[name] = writeFile(t, name+".json", string(receipttest.Bytes(t, doc)))
+	}
+	out, errOut, code := run(t, "", "candidate", "verify-receipt", files["evidence"], "--artifacts", c.Dir, "--offline",
+		"--bundle", files["bundle"], "--task", files["task"])
+	if code != 0 || !strings.Contains(out, ": valid (agent-candidate-execution-evidence)") || !strings.Contains(out, "within the frozen limits") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	out, _, code = run(t, "", "candidate", "verify-receipt", "--json", files["run"], "--materialization", files["materialization"],
+		"--artifacts", c.Dir, "--offline")
+	if v := decode(t, out); code != 0 || member(v, "verdict").Str() != "valid" || member(v, "kind").Str() != "agent-candidate-receipt-verification" {
+		t.Fatalf("run receipt --json exit %d: %s", code, out)
+	}
+	// Offline without the artifact directory: every ref is unavailable.
+	out, _, code = run(t, "", "candidate", "verify-receipt", files["run"], "--offline")
+	if code != 1 || !strings.Contains(out, "artifact-unavailable /trace/artifact") {
+		t.Fatalf("offline without artifacts exit %d: %s", code, out)
+	}
+	c.Evidence.Receipt.Steps = 21
+	c.Reseal()
+	over := writeFile(t, "over.json", string(receipttest.Bytes(t, c.Evidence)))
+	out, _, code = run(t, "", "candidate", "verify-receipt", over, "--artifacts", c.Dir, "--offline")
+	if code != 1 || !strings.Contains(out, ": limit-exceeded") || !strings.Contains(out, "execution steps 21 exceeds frozen limit 20") {
+		t.Fatalf("over the limit exit %d: %s", code, out)
+	}
+	// The task changed after the chain was sealed: its digest does not
+	// verify, which is the caller's error, not the receipt's.
+	tampered := strings.Replace(string(receipttest.Bytes(t, c.Task)), `"maxSteps":20`, `"maxSteps":21`, 1)
+	_, errOut, code = run(t, "", "candidate", "verify-receipt", over, "--task", writeFile(t, "tampered.json", tampered))
+	if code != 2 || !strings.Contains(errOut, "does not verify") {
+		t.Fatalf("tampered task exit %d: %s", code, errOut)
 	}
 }
