@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -384,5 +385,52 @@ func TestErrorMessage(t *testing.T) {
 	e.Entry = ""
 	if got := e.Error(); got != `workspace archive: path-order: d` {
 		t.Fatal(got)
+	}
+}
+
+// TestNumericFields pins tar-stream's field forms, including the two no
+// limit lets a workspace reach: an overflowing octal field (all sevens)
+// and the base-256 size of 8 GiB and more.
+func TestNumericFields(t *testing.T) {
+	b := make([]byte, 8)
+	putOctal(b, 0o644, 6)
+	if string(b) != "000644 \x00" {
+		t.Fatalf("mode field %q", b)
+	}
+	putOctal(b, 0o10000000, 6)
+	if string(b) != "777777 \x00" {
+		t.Fatalf("overflow field %q", b)
+	}
+	size := make([]byte, 12)
+	putSize(size, 0o77777777777)
+	if string(size) != "77777777777 " {
+		t.Fatalf("size field %q", size)
+	}
+	if v, ok := parseSize(size); !ok || v != 0o77777777777 {
+		t.Fatalf("parseSize = %d, %v", v, ok)
+	}
+	clear(size)
+	putSize(size, 1<<33)
+	if want := []byte{0x80, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0}; !bytes.Equal(size, want) {
+		t.Fatalf("base-256 size % x", size)
+	}
+	if v, ok := parseSize(size); !ok || v != 1<<33 {
+		t.Fatalf("parseSize = %d, %v", v, ok)
+	}
+	for _, bad := range []string{"", "   ", "0 1", "08", "1\x00x"} {
+		if _, ok := parseOctal([]byte(bad)); ok {
+			t.Errorf("parseOctal(%q) accepted", bad)
+		}
+	}
+}
+
+// TestPAXRecordLength pins the self-counting length at the digit steps.
+func TestPAXRecordLength(t *testing.T) {
+	for _, tt := range []struct{ body, want int }{{97, 99}, {98, 101}, {99, 102}, {996, 999}, {997, 1001}, {998, 1002}} {
+		name := strings.Repeat("a", tt.body-len(" path=\n"))
+		rec := paxRecord(name)
+		if len(rec) != tt.want || !strings.HasPrefix(string(rec), strconv.Itoa(tt.want)+" ") {
+			t.Errorf("body %d: record of %d bytes starts %q, want %d", tt.body, len(rec), rec[:5], tt.want)
+		}
 	}
 }
