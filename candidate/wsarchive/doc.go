@@ -16,6 +16,10 @@
 //     (mode 0600: a git bundle of HEAD);
 //   - two zero blocks, and no further record padding.
 //
+// The metadata document has no schemaVersion member, although spec §21.4
+// lists one: the reference writer omits it and its reader refuses any
+// member beyond those four, so this package does the same.
+//
 // Each header is a POSIX ustar block: name (and, when the name exceeds 100
 // bytes, a prefix cut at the first slashes that leaves a name of at most
 // 100 bytes), octal fields of six digits then a space then NUL (mode, uid,
