@@ -84,9 +84,12 @@ type File struct {
 // commit and tree ids (40 or 64 lowercase hex digits, one object format)
 // and a git bundle of HEAD.
 type Repository struct {
+	// HeadCommit is the id of the HEAD commit.
 	HeadCommit string
-	HeadTree   string
-	Bundle     []byte
+	// HeadTree is the id of HEAD's tree.
+	HeadTree string
+	// Bundle is the bytes of `git bundle create <file> HEAD`.
+	Bundle []byte
 }
 
 // Archive is a decoded workspace archive.
@@ -143,6 +146,7 @@ const (
 
 // Error is the error of every function of the package.
 type Error struct {
+	// Code classifies the failure.
 	Code Code
 	// Entry is the tar entry name or workspace path concerned, if any.
 	Entry string
