@@ -24,10 +24,13 @@
 //     verified bytes cached by (sha256, byteLength) (resolver-blocked,
 //     artifact-unavailable, artifact-length, artifact-hash).
 //   - 7 workspace snapshots: manifest bytes equal JCS(material) and hash
-//     to the digest (workspace-manifest-mismatch). Archive content is
-//     NOT decoded: no archive decoder exists yet, so every workspace is
-//     recorded with archiveContent "unverified" (its bytes were checked
-//     by length and sha256 only).
+//     to the digest (workspace-manifest-mismatch); an archive in the
+//     reference layout of §21.4 (candidate/wsarchive) decodes strictly,
+//     re-encodes to the same bytes, carries repository evidence only in
+//     a task workspace and reproduces the manifest's files, modes and
+//     bytes (workspace-archive-mismatch); archiveContent says "verified",
+//     or "unverified" for an archive in another encoding (checked by
+//     length and sha256 only).
 //   - 8 resources in §4.2 order: inline and github (repository-mismatch,
 //     resource-commit, resource-path, resource-hash).
 //   - 9 code: disabled, no-op and git-patch (base-commit-missing,
@@ -39,9 +42,9 @@
 // # Steps not performed
 //
 // Step 5 (the --execute-support policy), step 11 (OCI container
-// resolution) and step 13 (materialization) are not performed, and the
-// step 7 archive decoding is missing; every record lists them in
-// notPerformed, so a "verified" record never claims them.
+// resolution) and step 13 (materialization) are not performed; every
+// record lists them in notPerformed, so a "verified" record never claims
+// them.
 //
 // # Receipts
 //

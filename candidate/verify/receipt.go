@@ -432,26 +432,30 @@ func (rv *receiptVerifier) artifact(ctx context.Context, a artifact) ([]byte, bo
 }
 
 // snapshot verifies a workspace snapshot: manifest and archive bytes,
-// then that the manifest is exactly JCS(material) hashing to digest.
-func (rv *receiptVerifier) snapshot(ctx context.Context, path string, w *candidate.WorkspaceSnapshotEvidence) error {
+// that the manifest is exactly JCS(material) hashing to digest, and the
+// archive's content where it is in the reference layout.
+func (rv *receiptVerifier) snapshot(ctx context.Context, path string, w *candidate.WorkspaceSnapshotEvidence, kind workspaceKind) error {
 	if w == nil {
 		return nil
 	}
-	manifest, ok, err := rv.artifact(ctx, captured(path+"/manifest", &w.Manifest))
+	manifest, manifestOK, err := rv.artifact(ctx, captured(path+"/manifest", &w.Manifest))
 	if err != nil {
 		return err
 	}
-	if _, _, err := rv.artifact(ctx, captured(path+"/archive", &w.Archive)); err != nil {
+	archive, archiveOK, err := rv.artifact(ctx, captured(path+"/archive", &w.Archive))
+	if err != nil || !manifestOK || !archiveOK {
 		return err
-	}
-	if !ok {
-		return nil
 	}
 	if is := manifestIssue(path, w, manifest); is != nil {
 		rv.rec.Issues = append(rv.rec.Issues, *is)
 		return nil
 	}
-	rv.rec.Workspaces = append(rv.rec.Workspaces, WorkspaceRecord{Path: path, Digest: w.Digest, Files: len(w.Material.Files), ArchiveContent: ArchiveUnverified})
+	state, is := archiveContent(path, w, archive, kind)
+	if is != nil {
+		rv.rec.Issues = append(rv.rec.Issues, *is)
+		return nil
+	}
+	rv.rec.Workspaces = append(rv.rec.Workspaces, WorkspaceRecord{Path: path, Digest: w.Digest, Files: len(w.Material.Files), ArchiveContent: state})
 	return nil
 }
 
@@ -500,7 +504,7 @@ func (rv *receiptVerifier) materialization(ctx context.Context, base string, m *
 	}
 	pm := &plan.Material
 	rv.selfDigest(base+"/executionPlan/material/runCell", pm.RunCell.Kind, &pm.RunCell, pm.RunCell.Digest)
-	if err := rv.snapshot(ctx, base+"/executionPlan/material/candidateWorkspace", pm.CandidateWorkspace); err != nil {
+	if err := rv.snapshot(ctx, base+"/executionPlan/material/candidateWorkspace", pm.CandidateWorkspace, candidateWorkspace); err != nil {
 		return err
 	}
 	if mem := pm.Memory; mem.Reset != nil {
@@ -508,10 +512,10 @@ func (rv *receiptVerifier) materialization(ctx context.Context, base string, m *
 			return err
 		}
 	}
-	if err := rv.snapshot(ctx, base+"/executionPlan/material/memory/beforeState", pm.Memory.BeforeState); err != nil {
+	if err := rv.snapshot(ctx, base+"/executionPlan/material/memory/beforeState", pm.Memory.BeforeState, candidateWorkspace); err != nil {
 		return err
 	}
-	return rv.snapshot(ctx, base+"/candidateWorkspace", m.CandidateWorkspace)
+	return rv.snapshot(ctx, base+"/candidateWorkspace", m.CandidateWorkspace, candidateWorkspace)
 }
 
 // runReceipt runs §22.1 step 2 over a run receipt.
@@ -526,7 +530,7 @@ func (rv *receiptVerifier) runReceipt(ctx context.Context, base string, r *candi
 		return err
 	}
 	out := &r.TaskOutcome.Material.Outcome
-	if err := rv.snapshot(ctx, base+"/taskOutcome/material/outcome/afterState", out.AfterState); err != nil {
+	if err := rv.snapshot(ctx, base+"/taskOutcome/material/outcome/afterState", out.AfterState, taskWorkspace); err != nil {
 		return err
 	}
 	if out.GitDiff != nil {
@@ -551,7 +555,7 @@ func (rv *receiptVerifier) runReceipt(ctx context.Context, base string, r *candi
 	if _, _, err := rv.artifact(ctx, referenced(base+"/executorCapture", &r.ExecutorCapture)); err != nil {
 		return err
 	}
-	return rv.snapshot(ctx, base+"/memory/afterState", r.Memory.AfterState)
+	return rv.snapshot(ctx, base+"/memory/afterState", r.Memory.AfterState, candidateWorkspace)
 }
 
 // bind checks a standalone run receipt against the given materialization
@@ -627,7 +631,6 @@ func (rv *receiptVerifier) notPerformed(m *candidate.MaterializationReceipt, r *
 	if rv.opts.Task == nil {
 		*np = append(*np, "publication rules against the task (no task given)")
 	}
-	*np = append(*np, "workspace archive content (archives are checked by sha256 and byteLength only)")
 	if r != nil {
 		*np = append(*np, "task outcome replay (applying gitDiff to the base tree)")
 	}

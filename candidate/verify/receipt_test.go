@@ -73,6 +73,11 @@ func TestVerifyReceiptValid(t *testing.T) {
 					t.Errorf("not performed although the context was given: %s", np)
 				}
 			}
+			for _, w := range rec.Workspaces {
+				if w.ArchiveContent != verify.ArchiveVerified {
+					t.Errorf("workspace %+v: the fixture's archives are in the reference layout", w)
+				}
+			}
 			if rec.ReceiptDigest != rec.CarriedDigest {
 				t.Errorf("receipt digest %s, carried %s", rec.ReceiptDigest, rec.CarriedDigest)
 			}

@@ -9,9 +9,13 @@ const (
 	DigestAlgorithm = "rfc8785-sha256"
 	Verified        = "verified"
 	Rejected        = "rejected"
+	// ArchiveVerified says an archive in the reference layout (spec
+	// candidate §21.4) decoded strictly, re-encoded to the same bytes and
+	// reproduced the manifest's files, modes and bytes exactly.
+	ArchiveVerified = "verified"
 	// ArchiveUnverified says an archive's bytes matched its sha256 and
-	// byteLength but its content was not decoded and compared with the
-	// manifest (no archive decoder exists yet).
+	// byteLength but are in another encoding than the reference layout,
+	// so their content was not compared with the manifest.
 	ArchiveUnverified = "unverified"
 )
 
@@ -26,6 +30,7 @@ const (
 	CodeArtifactLength            = "artifact-length"
 	CodeArtifactHash              = "artifact-hash"
 	CodeWorkspaceManifestMismatch = "workspace-manifest-mismatch"
+	CodeWorkspaceArchiveMismatch  = "workspace-archive-mismatch"
 	CodeResourceHash              = "resource-hash"
 	CodeCandidateTreeMismatch     = "candidate-tree-mismatch"
 )
@@ -34,7 +39,6 @@ const (
 // record carries it so no reader takes their absence for a pass.
 var NotPerformed = []string{
 	"step 5 support policy (--execute-support)",
-	"step 7 archive content (no archive decoder; archives are checked by sha256 and byteLength only)",
 	"step 11 container (OCI index resolution)",
 	"step 13 materialization",
 }
@@ -111,8 +115,7 @@ type ArtifactRecord struct {
 
 // ResourceRecord is one resource whose bytes were verified.
 type ResourceRecord struct {
-	// Path is the JSON pointer of the value in the bundle (for an
-	// entrypoint, its path in the workspace).
+	// Path is the JSON pointer of the resource in the bundle.
 	Path string `json:"path"`
 	// Kind is the resource kind, inline or github.
 	Kind string `json:"kind"`
@@ -123,25 +126,24 @@ type ResourceRecord struct {
 }
 
 // WorkspaceRecord is one workspace snapshot whose manifest bytes were
-// verified; ArchiveContent is always ArchiveUnverified here.
+// verified, and whether its archive's content was.
 type WorkspaceRecord struct {
-	// Path is the JSON pointer of the value in the bundle (for an
-	// entrypoint, its path in the workspace).
+	// Path is the JSON pointer of the snapshot in the document.
 	Path string `json:"path"`
 	// Digest is the snapshot digest, the manifest's sha256.
 	Digest string `json:"digest"`
 	// Files is the number of files in the manifest.
 	Files int `json:"files"`
-	// ArchiveContent is ArchiveUnverified: the archive was checked by
-	// length and sha256 only.
+	// ArchiveContent is ArchiveVerified (the reference layout, decoded
+	// and matched) or ArchiveUnverified (another encoding, or the archive
+	// bytes could not be read: checked by length and sha256 only).
 	ArchiveContent string `json:"archiveContent"`
 }
 
 // EntrypointRecord is the manifest row of an active candidate's
 // entrypoint (§22 step 10).
 type EntrypointRecord struct {
-	// Path is the JSON pointer of the value in the bundle (for an
-	// entrypoint, its path in the workspace).
+	// Path is the entrypoint's path in the candidate workspace.
 	Path string `json:"path"`
 	// SHA256 is the "sha256:" digest of the verified bytes.
 	SHA256 string `json:"sha256"`

@@ -198,8 +198,8 @@ func (v *verifier) artifact(ctx context.Context, a artifact) error {
 }
 
 // workspace checks step 7: the manifest bytes verified in step 6 are
-// exactly JCS(material) and hash to the snapshot digest. The archive's
-// content is not decoded (ArchiveUnverified).
+// exactly JCS(material) and hash to the snapshot digest, and an archive
+// in the reference layout reproduces the manifest (archiveContent).
 func (v *verifier) workspace(path string, w *candidate.WorkspaceSnapshotEvidence) {
 	if w == nil {
 		return
@@ -212,7 +212,16 @@ func (v *verifier) workspace(path string, w *candidate.WorkspaceSnapshotEvidence
 		v.rec.Issues = append(v.rec.Issues, *is)
 		return
 	}
-	v.rec.Workspaces = append(v.rec.Workspaces, WorkspaceRecord{Path: path, Digest: w.Digest, Files: len(w.Material.Files), ArchiveContent: ArchiveUnverified})
+	archive, ok := v.store.cache[Key{w.Archive.SHA256, w.Archive.ByteLength}]
+	if !ok {
+		return // step 6 already reported the archive
+	}
+	state, is := archiveContent(path, w, archive, candidateWorkspace)
+	if is != nil {
+		v.rec.Issues = append(v.rec.Issues, *is)
+		return
+	}
+	v.rec.Workspaces = append(v.rec.Workspaces, WorkspaceRecord{Path: path, Digest: w.Digest, Files: len(w.Material.Files), ArchiveContent: state})
 }
 
 // manifestIssue is the rule of a workspace snapshot's verified manifest

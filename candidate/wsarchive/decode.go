@@ -411,3 +411,19 @@ func hasExactly(v canonjson.Value, names ...string) bool {
 	}
 	return true
 }
+
+// IsReferenceLayout reports whether data claims the reference layout: it
+// is exactly the two zero end blocks of an empty archive, or its first
+// block is a ustar header (magic "ustar\x00", version "00"). A verifier
+// decodes such an archive strictly with [Decode] and treats any failure
+// as a mismatch; other encodings are outside this package (spec
+// candidate §22 step 7: their content stays unverified).
+func IsReferenceLayout(data []byte) bool {
+	if len(data) < 2*blockSize {
+		return false
+	}
+	if len(data) == 2*blockSize && isZero(data) {
+		return true
+	}
+	return string(data[257:265]) == "ustar\x0000"
+}

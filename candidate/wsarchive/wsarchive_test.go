@@ -434,3 +434,35 @@ func TestPAXRecordLength(t *testing.T) {
 		}
 	}
 }
+
+// TestIsReferenceLayout: what claims the reference layout (and is then
+// decoded strictly) and what does not.
+func TestIsReferenceLayout(t *testing.T) {
+	one, err := Encode([]File{{Path: "a.txt", Mode: 0o644, Data: []byte("a\n")}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty, err := Encode(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := bytes.Clone(one)
+	broken[148] = 'x' // a bad checksum still claims the layout
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want bool
+	}{
+		{"one file", one, true},
+		{"empty archive", empty, true},
+		{"bad checksum", broken, true},
+		{"zip", append([]byte("PK\x03\x04"), make([]byte, 2000)...), false},
+		{"short", one[:600], false},
+		{"json", []byte(`{"files":[]}`), false},
+		{"zeros then data", append(make([]byte, 1024), 'x'), false},
+	} {
+		if got := IsReferenceLayout(tc.data); got != tc.want {
+			t.Errorf("%s: IsReferenceLayout = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -157,7 +157,9 @@ resources, code (git repositories given with --repo, never fetched) and
 entrypoint evidence. Artifact refs are read from the content-addressed
 directory --artifacts (files named by sha256 hex) and otherwise from s3/ipfs
 through a resolver that refuses private and internal addresses.
-Steps 5, 11 and 13 and archive decoding are not performed; the record says so.
+Archives in the reference layout are decoded and compared with their
+manifests; other encodings are reported "unverified". --offline never reads
+through the network. Steps 11 and 13 are not performed; the record says so.
 
 Prints a summary, or with --json the verification record as canonical JSON.
 Exit status: 0 verified, 1 rejected, 2 operational or usage error.`,
@@ -393,11 +395,10 @@ func writeRecord(stdio IO, what string, rec *verify.Record) {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "  %d artifacts, %d resources, %d workspaces verified", len(rec.Artifacts), len(rec.Resources), len(rec.Workspaces))
-	if len(rec.Workspaces) > 0 {
-		fmt.Fprint(w, " (archive content unverified)")
+	fmt.Fprintf(w, "  %d artifacts, %d resources, %d workspaces verified\n", len(rec.Artifacts), len(rec.Resources), len(rec.Workspaces))
+	for _, ws := range rec.Workspaces {
+		fmt.Fprintf(w, "  workspace %s: %d files, archive content %s\n", ws.Path, ws.Files, ws.ArchiveContent)
 	}
-	fmt.Fprintln(w)
 	if rec.Entrypoint != nil {
 		fmt.Fprintf(w, "  entrypoint %s %s\n", rec.Entrypoint.Path, rec.Entrypoint.SHA256)
 	}

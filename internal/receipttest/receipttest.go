@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentrt/agentrt/candidate"
+	"github.com/agentrt/agentrt/candidate/wsarchive"
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/internal/vectors"
@@ -86,7 +87,7 @@ func New(t testing.TB) *Chain {
 	task.Repository = &candidate.TaskRepository{Identity: base.Identity, RootIdentity: base.RootIdentity, BaseCommit: base.Commit, BaseTree: base.Tree}
 	task.Grader = r.BenchmarkResult.Material.Grader
 	task.DatasetSnapshot = nil
-	c.snapshot(&task.Workspace, "task workspace")
+	c.snapshot(&task.Workspace, nil)
 	c.ref(&task.Grader.Artifact, "grader")
 	r.BenchmarkResult.Material.Grader = task.Grader
 	c.Task = task
@@ -152,7 +153,7 @@ func (c *Chain) Reseal() {
 	SealEvidence(c, &r.ModelSettlement)
 	r.TaskOutcome.Material.ExecutionPlanDigest = plan
 	if w := r.TaskOutcome.Material.Outcome.AfterState; w != nil {
-		c.snapshot(w, "after state")
+		c.snapshot(w, []wsarchive.File{{Path: "src/result.ts", Mode: 0o644, Data: []byte("export const x = 1\n")}})
 	}
 	if d := r.TaskOutcome.Material.Outcome.GitDiff; d != nil {
 		c.ref(&d.Artifact, "diff --git a/src/result.ts b/src/result.ts\n")
@@ -221,17 +222,23 @@ func (c *Chain) input(doc any, digest string) candidate.BenchmarkMaterialEvidenc
 	return ev
 }
 
-// snapshot stores a workspace snapshot's manifest (the canonical
-// material) and an archive, and sets its digest.
-func (c *Chain) snapshot(w *candidate.WorkspaceSnapshotEvidence, what string) {
+// snapshot makes w a snapshot of files: the manifest material, its
+// canonical bytes and an archive in the reference layout (spec candidate
+// §21.4), both stored, and the digest.
+func (c *Chain) snapshot(w *candidate.WorkspaceSnapshotEvidence, files []wsarchive.File) {
 	c.t.Helper()
+	w.Material = wsarchive.Manifest(files)
 	data, err := candidate.MaterialBytes(&w.Material)
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	c.Captured(&w.Manifest, data)
 	w.Digest = w.Manifest.SHA256
-	c.Captured(&w.Archive, []byte("archive of "+what))
+	archive, err := wsarchive.Encode(files, nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.Captured(&w.Archive, archive)
 }
 
 // SealEvidence sets an evidence record's digest and artifact from its
