@@ -17,6 +17,10 @@
 //     dialect used.
 //   - 3 schema: every issue with its JSON pointer (schema-invalid).
 //   - 4 digest: carried against computed (digest-mismatch).
+//   - 5 support policy, with Options.Support ([ReferenceSupport] is the
+//     reference runtime's §21.6 policy): knowledge, code kinds, memory
+//     modes, profile members and MCP transports the executor cannot
+//     honour are unsupported-surface; the other steps still run.
 //   - 6 artifacts in §22 order (code.patch.artifact, execution.workspace
 //     manifest and archive, knowledge snapshot manifest and archive,
 //     retrievalConfig, evaluation, memory.seed): embedded bytes decoded,
@@ -37,14 +41,24 @@
 //     base-tree-mismatch, patch-does-not-apply, candidate-tree-mismatch,
 //     unsafe-tree) and materializedTree.
 //   - 10 entrypoint evidence from the workspace manifest.
+//   - 11 container, with Options.OCI (an [OCIStore]; [OCILayout] is a
+//     local OCI image layout): a pinned container's index read by digest
+//     and checked, the manifest for Options.Platform (linux/amd64 by
+//     default) selected and checked (container-unavailable,
+//     container-digest-mismatch, container-index-invalid,
+//     container-platform-missing); an evaluator-owned container is
+//     recorded as deferred to the task. No registry is contacted.
 //   - 12 the verification record, self-digested with candidate's rule.
+//
+// Every record also lists, by JSON pointer and rule and never by text,
+// the strings that look like credential material (§20.1); they do not
+// change the verdict.
 //
 // # Steps not performed
 //
-// Step 5 (the --execute-support policy), step 11 (OCI container
-// resolution) and step 13 (materialization) are not performed; every
-// record lists them in notPerformed, so a "verified" record never claims
-// them.
+// Step 13 (materialization) is not performed, nor steps 5 and 11 when
+// their options are absent; every record lists what it skipped in
+// notPerformed, so a "verified" record never claims it.
 //
 // # Receipts
 //

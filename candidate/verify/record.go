@@ -35,13 +35,13 @@ const (
 	CodeCandidateTreeMismatch     = "candidate-tree-mismatch"
 )
 
-// NotPerformed lists the §22 steps this verifier does not perform; every
-// record carries it so no reader takes their absence for a pass.
-var NotPerformed = []string{
-	"step 5 support policy (--execute-support)",
-	"step 11 container (OCI index resolution)",
-	"step 13 materialization",
-}
+// The optional §22 steps a record lists in NotPerformed when the options
+// did not ask for them, so no reader takes their absence for a pass.
+const (
+	NotPerformedSupport         = "step 5 support policy (no policy given: --execute-support)"
+	NotPerformedContainer       = "step 11 container (no OCI store given: --oci-layout)"
+	NotPerformedMaterialization = "step 13 materialization"
+)
 
 // Record is the verification record of spec candidate §22 step 12: a
 // project-defined document, self-digested like every candidate document.
@@ -77,6 +77,15 @@ type Record struct {
 	Workspaces []WorkspaceRecord `json:"workspaces"`
 	// Entrypoint is the manifest row of an active candidate's entrypoint.
 	Entrypoint *EntrypointRecord `json:"entrypoint,omitzero"`
+	// Container is step 11's evidence, when it was performed.
+	Container *ContainerRecord `json:"container,omitzero"`
+	// SupportPolicy names the step 5 policy applied, if any.
+	SupportPolicy string `json:"supportPolicy,omitzero"`
+	// Secrets are the strings of the bundle that look like credential
+	// material (by JSON pointer and rule, never the text; spec candidate
+	// §20.1). They are reported, not judged: they do not change the
+	// verdict.
+	Secrets []candidate.SecretFinding `json:"secrets"`
 	// NotPerformed lists the §22 steps this verifier skipped.
 	NotPerformed []string `json:"notPerformed"`
 	// Issues are every reason for rejection.

@@ -31,6 +31,14 @@ type Options struct {
 	Repositories map[string]string
 	// Git configures gitsafe.
 	Git gitsafe.Options
+	// Support is the step 5 executor policy; nil skips step 5.
+	Support *SupportPolicy
+	// OCI reads pinned containers' indexes and manifests for step 11; nil
+	// skips step 11.
+	OCI OCIStore
+	// Platform is the platform step 11 selects; the zero value means
+	// linux/amd64.
+	Platform candidate.Platform
 }
 
 // ErrRepositoryNotMapped is wrapped by Verify's error when the bundle
@@ -38,8 +46,9 @@ type Options struct {
 var ErrRepositoryNotMapped = errors.New("verify: repository not mapped to a local path")
 
 // Verify runs the integrity verifier of spec candidate §22 over a bundle's
-// bytes: steps 1–4, 6–10 and 12 (steps 5, 11 and 13 are not performed;
-// the record lists them in NotPerformed). A rejection is a Record with
+// bytes: steps 1–4, 6–10 and 12, step 5 with Options.Support and step 11
+// with Options.OCI (the record lists in NotPerformed what it skipped),
+// and reports the bundle's secret-looking strings. A rejection is a Record with
 // verdict "rejected" and its issues; the error is only for operational
 // failures (I/O, git missing, a repository not mapped, a resolver
 // unreachable), when no record is returned.
@@ -48,8 +57,15 @@ func Verify(ctx context.Context, data []byte, opts Options) (*Record, error) {
 	v.rec = &Record{
 		Kind: RecordKind, DigestAlgorithm: DigestAlgorithm, Dialect: opts.Dialect,
 		Artifacts: []ArtifactRecord{}, Resources: []ResourceRecord{}, Workspaces: []WorkspaceRecord{},
-		NotPerformed: NotPerformed, Issues: []Issue{},
+		Secrets: []candidate.SecretFinding{}, NotPerformed: []string{}, Issues: []Issue{},
 	}
+	if opts.Support == nil {
+		v.rec.NotPerformed = append(v.rec.NotPerformed, NotPerformedSupport)
+	}
+	if opts.OCI == nil {
+		v.rec.NotPerformed = append(v.rec.NotPerformed, NotPerformedContainer)
+	}
+	v.rec.NotPerformed = append(v.rec.NotPerformed, NotPerformedMaterialization)
 	if v.rec.Dialect == "" {
 		v.rec.Dialect = candidate.DialectAuto
 	}
@@ -103,6 +119,10 @@ func (v *verifier) run(ctx context.Context, data []byte) error {
 	if c, ok := val.Get("digest"); ok && c.Kind() == canonjson.String {
 		v.rec.CarriedDigest = c.Str()
 	}
+	// Secrets are reported over whatever decoded (§20.1), never judged.
+	if found := candidate.ScanSecrets(val); found != nil {
+		v.rec.Secrets = found
+	}
 	// Step 3: schema, every issue.
 	b, err := contract.FromValue[candidate.Bundle](candidate.KindBundle, candidate.BundleSchemaFor(dialect), val)
 	if err != nil {
@@ -120,6 +140,11 @@ func (v *verifier) run(ctx context.Context, data []byte) error {
 	v.rec.CodeKind = b.Code.Kind
 	if computed != b.Digest {
 		v.issue(CodeDigestMismatch, "/digest", "carried %s, computed %s", b.Digest, computed)
+	}
+	// Step 5: support policy; integrity verification goes on.
+	if p := v.opts.Support; p != nil {
+		v.rec.SupportPolicy = p.Name
+		v.support(b, p)
 	}
 	// Step 6: artifacts, in §22 order.
 	if err := v.artifacts(ctx, b); err != nil {
@@ -140,6 +165,10 @@ func (v *verifier) run(ctx context.Context, data []byte) error {
 	}
 	// Step 10: entrypoint evidence.
 	v.entrypoint(b)
+	// Step 11: container.
+	if v.opts.OCI != nil {
+		return v.container(ctx, b)
+	}
 	return nil
 }
 

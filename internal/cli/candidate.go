@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -145,8 +146,8 @@ Exit status: 0 no finding, 1 findings, 2 unreadable input or usage error.`,
 
 func newCandidateVerifyCmd(stdio IO) *cobra.Command {
 	var asJSON bool
-	var dialect, artifacts string
-	var offline bool
+	var dialect, artifacts, ociLayout, platform string
+	var offline, executeSupport bool
 	var repos []string
 	cmd := &cobra.Command{
 		Use:   "verify FILE [--repo owner/repo=DIR]... [--artifacts DIR]",
@@ -159,7 +160,11 @@ directory --artifacts (files named by sha256 hex) and otherwise from s3/ipfs
 through a resolver that refuses private and internal addresses.
 Archives in the reference layout are decoded and compared with their
 manifests; other encodings are reported "unverified". --offline never reads
-through the network. Steps 11 and 13 are not performed; the record says so.
+through the network. --execute-support applies the reference runtime's
+support policy (step 5: unsupported-surface); --oci-layout DIR resolves a
+pinned container's index and the manifest for --platform (step 11); strings
+that look like secrets are reported by JSON pointer, never printed, and do
+not change the verdict. Step 13 is not performed; the record says so.
 
 Prints a summary, or with --json the verification record as canonical JSON.
 Exit status: 0 verified, 1 rejected, 2 operational or usage error.`,
@@ -178,6 +183,16 @@ Exit status: 0 verified, 1 rejected, 2 operational or usage error.`,
 				opts.Repositories[name] = dir
 			}
 			opts.Artifacts = artifactPort(artifacts, offline)
+			if executeSupport {
+				policy := verify.ReferenceSupport()
+				opts.Support = &policy
+			}
+			if ociLayout != "" {
+				opts.OCI = verify.OCILayout(ociLayout)
+			}
+			if opts.Platform, err = platformFlag(platform); err != nil {
+				return err
+			}
 			data, err := readOperational(stdio, args[0])
 			if err != nil {
 				return err
@@ -203,8 +218,24 @@ Exit status: 0 verified, 1 rejected, 2 operational or usage error.`,
 	cmd.Flags().StringArrayVar(&repos, "repo", nil, "a local repository for owner/repo, as owner/repo=DIR (repeatable)")
 	cmd.Flags().StringVar(&artifacts, "artifacts", "", "a content-addressed artifact directory (files named by sha256 hex)")
 	cmd.Flags().BoolVar(&offline, "offline", false, "read artifact refs from --artifacts only, never through the network")
+	cmd.Flags().BoolVar(&executeSupport, "execute-support", false, "apply the reference runtime's execution support policy (step 5)")
+	cmd.Flags().StringVar(&ociLayout, "oci-layout", "", "an OCI image layout directory holding pinned containers' indexes and manifests (step 11)")
+	cmd.Flags().StringVar(&platform, "platform", "linux/amd64", "the container platform step 11 selects, os/architecture[/variant]")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verification record as canonical JSON")
 	return cmd
+}
+
+// platformFlag parses --platform os/architecture[/variant].
+func platformFlag(s string) (candidate.Platform, error) {
+	parts := strings.Split(s, "/")
+	if len(parts) < 2 || len(parts) > 3 || slices.Contains(parts, "") {
+		return candidate.Platform{}, usage("--platform wants os/architecture[/variant], not %q", s)
+	}
+	p := candidate.Platform{OS: parts[0], Architecture: parts[1]}
+	if len(parts) == 3 {
+		p.Variant = &parts[2]
+	}
+	return p, nil
 }
 
 // artifactPort is the port of --artifacts DIR and --offline: the local
@@ -401,6 +432,19 @@ func writeRecord(stdio IO, what string, rec *verify.Record) {
 	}
 	if rec.Entrypoint != nil {
 		fmt.Fprintf(w, "  entrypoint %s %s\n", rec.Entrypoint.Path, rec.Entrypoint.SHA256)
+	}
+	if c := rec.Container; c != nil {
+		if c.DeferredToTask {
+			fmt.Fprintln(w, "  container: evaluator-owned, deferred to the task")
+		} else {
+			fmt.Fprintf(w, "  container %s index %s manifest %s\n", c.Image, c.IndexDigest, c.ManifestDigest)
+		}
+	}
+	if rec.SupportPolicy != "" {
+		fmt.Fprintf(w, "  support policy %s applied\n", rec.SupportPolicy)
+	}
+	for _, f := range rec.Secrets {
+		fmt.Fprintf(w, "  warning: %s looks like a secret (%s); it is not printed\n", f.Path, f.Rule)
 	}
 	writeIssueLines(w, rec.Issues)
 	fmt.Fprintf(w, "  not performed: %s\n", strings.Join(rec.NotPerformed, "; "))

@@ -101,6 +101,28 @@ func TestCandidateVerify(t *testing.T) {
 	if _, _, code = run(t, "", "candidate", "verify", "--repo", "example", good); code != 2 {
 		t.Fatalf("bad --repo exit %d", code)
 	}
+	if _, _, code = run(t, "", "candidate", "verify", "--platform", "linux", good); code != 2 {
+		t.Fatalf("bad --platform exit %d", code)
+	}
+	// Step 5 and step 11 (A2's container is the task's) performed.
+	out, _, code = run(t, "", "candidate", "verify", "--execute-support", "--oci-layout", t.TempDir(), good)
+	if code != 0 || !strings.Contains(out, "support policy reference-runtime applied") || !strings.Contains(out, "deferred to the task") || strings.Contains(out, "step 5") {
+		t.Fatalf("--execute-support --oci-layout exit %d:\n%s", code, out)
+	}
+	// A secret in the prompt is reported, never printed.
+	key := "sk-ant-api03-" + strings.Repeat("Z", 24)
+	withKey := strings.Replace(bundleA2, `"model":{"default":"openai/gpt-5.4"}`, `"model":{"default":"openai/gpt-5.4"},"prompt":{"systemPrompt":"key `+key+`"}`, 1)
+	v, err := canonjson.Decode([]byte(withKey + "}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := candidate.SelfDigestValue(v)
+	text, _ := canonjson.Canonical(v)
+	file := writeFile(t, "withkey.json", strings.TrimSuffix(string(text), "}")+`,"digest":"`+d+`"}`)
+	out, errOut, code := run(t, "", "candidate", "verify", file)
+	if code != 0 || !strings.Contains(out, "warning: /profile/prompt/systemPrompt looks like a secret (anthropic-key)") || strings.Contains(out+errOut, key) {
+		t.Fatalf("secret exit %d:\n%s%s", code, out, errOut)
+	}
 }
 
 // TestCandidateScan: a clean bundle has no finding; a prompt and an inline
