@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentrt/agentrt/candidate/gitsafe"
 	"github.com/agentrt/agentrt/canonjson"
 )
 
@@ -389,7 +390,7 @@ func parseRepositoryMetadata(b []byte, limits Limits) (*repositoryDoc, error) {
 		HeadTree:   tree.Str(),
 		Bundle:     bundleRef{SHA256: sum.Str(), ByteLength: int64(length.Float())},
 	}
-	if !isGitObjectID(doc.HeadCommit) || !isGitObjectID(doc.HeadTree) {
+	if !gitsafe.IsObjectID(doc.HeadCommit) || !gitsafe.IsObjectID(doc.HeadTree) {
 		return bad("headCommit and headTree must be git object ids")
 	}
 	if len(doc.HeadCommit) != len(doc.HeadTree) {

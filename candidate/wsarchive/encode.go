@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/agentrt/agentrt/candidate"
+	"github.com/agentrt/agentrt/candidate/gitsafe"
 	"github.com/agentrt/agentrt/canonjson"
 )
 
@@ -85,7 +86,7 @@ func checkFiles(files []File, limits Limits) error {
 }
 
 func checkRepository(r *Repository, limits Limits) error {
-	if !isGitObjectID(r.HeadCommit) || !isGitObjectID(r.HeadTree) {
+	if !gitsafe.IsObjectID(r.HeadCommit) || !gitsafe.IsObjectID(r.HeadTree) {
 		return errorf(CodeRepository, "", "head commit and tree must be git object ids")
 	}
 	if len(r.HeadCommit) != len(r.HeadTree) {
@@ -98,19 +99,6 @@ func checkRepository(r *Repository, limits Limits) error {
 		return errorf(CodeLimit, RepositoryBundleName, "bundle of %d bytes exceeds the bundle limit", len(r.Bundle))
 	}
 	return nil
-}
-
-// isGitObjectID reports whether s is 40 or 64 lowercase hex digits.
-func isGitObjectID(s string) bool {
-	if len(s) != 40 && len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 type bundleRef struct {

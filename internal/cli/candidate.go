@@ -201,17 +201,7 @@ Exit status: 0 verified, 1 rejected, 2 operational or usage error.`,
 			if err != nil {
 				return &exitError{code: ExitUsage, err: err}
 			}
-			if asJSON {
-				if err := writeCanonical(stdio, rec); err != nil {
-					return err
-				}
-			} else {
-				writeRecord(stdio, args[0], rec)
-			}
-			if rec.Verdict != verify.Verified {
-				return refused()
-			}
-			return nil
+			return report(stdio, asJSON, rec, rec.Verdict == verify.Verified, func() { writeRecord(stdio, args[0], rec) })
 		},
 	}
 	cmd.Flags().StringVar(&dialect, "dialect", string(candidate.DialectAuto), "bundle dialect: auto, seed or ts16")
@@ -265,6 +255,23 @@ func readOperational(stdio IO, name string) ([]byte, error) {
 		}
 	}
 	return data, err
+}
+
+// report prints a verification record (canonical JSON with --json, else
+// through summary) and maps its verdict to the exit status: 0 when ok, 1
+// otherwise.
+func report(stdio IO, asJSON bool, rec any, ok bool, summary func()) error {
+	if asJSON {
+		if err := writeCanonical(stdio, rec); err != nil {
+			return err
+		}
+	} else {
+		summary()
+	}
+	if !ok {
+		return refused()
+	}
+	return nil
 }
 
 // writeCanonical prints a record as canonical JSON and a newline.
@@ -346,17 +353,7 @@ Exit status: 0 valid, 1 any other verdict, 2 operational or usage error
 			if err != nil {
 				return &exitError{code: ExitUsage, err: err}
 			}
-			if asJSON {
-				if err := writeCanonical(stdio, rec); err != nil {
-					return err
-				}
-			} else {
-				writeReceiptRecord(stdio, args[0], rec)
-			}
-			if rec.Verdict != verify.Valid {
-				return refused()
-			}
-			return nil
+			return report(stdio, asJSON, rec, rec.Verdict == verify.Valid, func() { writeReceiptRecord(stdio, args[0], rec) })
 		},
 	}
 	cmd.Flags().StringVar(&materialization, "materialization", "", "the materialization receipt a run receipt binds")
