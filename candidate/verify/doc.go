@@ -41,13 +41,15 @@
 //     base-tree-mismatch, patch-does-not-apply, candidate-tree-mismatch,
 //     unsafe-tree) and materializedTree.
 //   - 10 entrypoint evidence from the workspace manifest.
-//   - 11 container, with Options.OCI (an [OCIStore]; [OCILayout] is a
-//     local OCI image layout): a pinned container's index read by digest
+//   - 11 container, with Options.OCI (an [OCIStore]: [Registry] fetches
+//     from the image's registry through a netsafe client with anonymous
+//     bearer tokens, [OCILayout] reads a local OCI image layout): a
+//     pinned container's index read by digest
 //     and checked, the manifest for Options.Platform (linux/amd64 by
 //     default) selected and checked (container-unavailable,
 //     container-digest-mismatch, container-index-invalid,
 //     container-platform-missing); an evaluator-owned container is
-//     recorded as deferred to the task. No registry is contacted.
+//     recorded as deferred to the task.
 //   - 12 the verification record, self-digested with candidate's rule.
 //
 // Every record also lists, by JSON pointer and rule and never by text,

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/agentrt/agentrt/candidate"
+	"github.com/agentrt/agentrt/candidate/netsafe"
 )
 
 // Step 11 verdict codes (project-defined: spec candidate §22 names none).
@@ -173,6 +174,9 @@ func (v *verifier) container(ctx context.Context, b *candidate.Bundle) error {
 func (v *verifier) ociBlob(ctx context.Context, image, digest string, size int64, path string) ([]byte, bool, error) {
 	data, err := v.opts.OCI.Blob(ctx, image, digest)
 	switch {
+	case errors.Is(err, netsafe.ErrBlocked):
+		v.issue(CodeResolverBlocked, path, "%v", err)
+		return nil, false, nil
 	case errors.Is(err, ErrUnavailable):
 		v.issue(CodeContainerUnavailable, path, "%v", err)
 		return nil, false, nil

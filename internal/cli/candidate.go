@@ -147,7 +147,7 @@ Exit status: 0 no finding, 1 findings, 2 unreadable input or usage error.`,
 func newCandidateVerifyCmd(stdio IO) *cobra.Command {
 	var asJSON bool
 	var dialect, artifacts, ociLayout, platform string
-	var offline, executeSupport bool
+	var offline, executeSupport, resolveOCI bool
 	var repos []string
 	cmd := &cobra.Command{
 		Use:   "verify FILE [--repo owner/repo=DIR]... [--artifacts DIR]",
@@ -161,8 +161,10 @@ through a resolver that refuses private and internal addresses.
 Archives in the reference layout are decoded and compared with their
 manifests; other encodings are reported "unverified". --offline never reads
 through the network. --execute-support applies the reference runtime's
-support policy (step 5: unsupported-surface); --oci-layout DIR resolves a
-pinned container's index and the manifest for --platform (step 11); strings
+support policy (step 5: unsupported-surface); --resolve-oci (from the image's
+registry, anonymous, private addresses refused) or --oci-layout DIR (a local
+OCI image layout) resolves a pinned container's index and the manifest for
+--platform (step 11); strings
 that look like secrets are reported by JSON pointer, never printed, and do
 not change the verdict. Step 13 is not performed; the record says so.
 
@@ -187,7 +189,12 @@ Exit status: 0 verified, 1 rejected, 2 operational or usage error.`,
 				policy := verify.ReferenceSupport()
 				opts.Support = &policy
 			}
-			if ociLayout != "" {
+			switch {
+			case resolveOCI && (ociLayout != "" || offline):
+				return usage("--resolve-oci reads registries over the network: it goes with neither --oci-layout nor --offline")
+			case resolveOCI:
+				opts.OCI = &verify.Registry{}
+			case ociLayout != "":
 				opts.OCI = verify.OCILayout(ociLayout)
 			}
 			if opts.Platform, err = platformFlag(platform); err != nil {
@@ -210,6 +217,7 @@ Exit status: 0 verified, 1 rejected, 2 operational or usage error.`,
 	cmd.Flags().BoolVar(&offline, "offline", false, "read artifact refs from --artifacts only, never through the network")
 	cmd.Flags().BoolVar(&executeSupport, "execute-support", false, "apply the reference runtime's execution support policy (step 5)")
 	cmd.Flags().StringVar(&ociLayout, "oci-layout", "", "an OCI image layout directory holding pinned containers' indexes and manifests (step 11)")
+	cmd.Flags().BoolVar(&resolveOCI, "resolve-oci", false, "fetch pinned containers' indexes and manifests from their registries, refusing private addresses (step 11)")
 	cmd.Flags().StringVar(&platform, "platform", "linux/amd64", "the container platform step 11 selects, os/architecture[/variant]")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verification record as canonical JSON")
 	return cmd

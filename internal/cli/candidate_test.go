@@ -101,6 +101,9 @@ func TestCandidateVerify(t *testing.T) {
 	if _, _, code = run(t, "", "candidate", "verify", "--repo", "example", good); code != 2 {
 		t.Fatalf("bad --repo exit %d", code)
 	}
+	if _, _, code = run(t, "", "candidate", "verify", "--resolve-oci", "--offline", good); code != 2 {
+		t.Fatalf("--resolve-oci --offline exit %d", code)
+	}
 	if _, _, code = run(t, "", "candidate", "verify", "--platform", "linux", good); code != 2 {
 		t.Fatalf("bad --platform exit %d", code)
 	}
