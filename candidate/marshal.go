@@ -3,29 +3,6 @@ package candidate
 import "github.com/agentrt/agentrt/canonjson"
 
 // MarshalValue implements canonjson.ValueMarshaler.
-func (i Instructions) MarshalValue() (canonjson.Value, error) {
-	if i.Ref != nil {
-		return canonjson.ToValue(i.Ref)
-	}
-	if i.Text != nil {
-		return canonjson.StringValue(*i.Text), nil
-	}
-	return canonjson.Value{}, nil
-}
-
-// UnmarshalValue implements canonjson.ValueUnmarshaler.
-func (i *Instructions) UnmarshalValue(v canonjson.Value) error {
-	*i = Instructions{}
-	if v.Kind() == canonjson.String {
-		s := v.Str()
-		i.Text = &s
-		return nil
-	}
-	i.Ref = new(ResourceRef)
-	return canonjson.FromValue(v, i.Ref)
-}
-
-// MarshalValue implements canonjson.ValueMarshaler.
 func (r Revision) MarshalValue() (canonjson.Value, error) {
 	if r.Number != nil {
 		return canonjson.NumberValue(float64(*r.Number)), nil

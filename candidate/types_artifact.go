@@ -1,6 +1,9 @@
 package candidate
 
-import "github.com/agentrt/agentrt/contract"
+import (
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/profile"
+)
 
 // Kind members of candidate documents.
 const (
@@ -126,11 +129,8 @@ type Resources struct {
 	FailOnError  bool          `json:"failOnError"`
 }
 
-// Instructions is resources.instructions: text or a resource.
-type Instructions struct {
-	Text *string
-	Ref  *ResourceRef
-}
+// Instructions is resources.instructions: text or a frozen resource.
+type Instructions = profile.TextOrRef[ResourceRef]
 
 // Source is AgentImprovementSource, a resource's provenance.
 // SourceRevision is a string or a non-negative integer.

@@ -157,13 +157,19 @@ type Resources struct {
 
 // Instructions is either literal text or a resource reference. Exactly one
 // of Text and Ref is set.
-type Instructions struct {
+type Instructions = TextOrRef[ResourceRef]
+
+// TextOrRef is a value that is either a JSON string (Text) or an object
+// decoded as an R (Ref); exactly one is set. It is the shape of
+// resources.instructions, here and in frozen candidates (whose resource
+// type differs).
+type TextOrRef[R any] struct {
 	Text *string
-	Ref  *ResourceRef
+	Ref  *R
 }
 
 // MarshalValue implements canonjson.ValueMarshaler.
-func (i Instructions) MarshalValue() (canonjson.Value, error) {
+func (i TextOrRef[R]) MarshalValue() (canonjson.Value, error) {
 	if i.Ref != nil {
 		return canonjson.ToValue(i.Ref)
 	}
@@ -174,14 +180,14 @@ func (i Instructions) MarshalValue() (canonjson.Value, error) {
 }
 
 // UnmarshalValue implements canonjson.ValueUnmarshaler.
-func (i *Instructions) UnmarshalValue(v canonjson.Value) error {
-	*i = Instructions{}
+func (i *TextOrRef[R]) UnmarshalValue(v canonjson.Value) error {
+	*i = TextOrRef[R]{}
 	if v.Kind() == canonjson.String {
 		s := v.Str()
 		i.Text = &s
 		return nil
 	}
-	i.Ref = new(ResourceRef)
+	i.Ref = new(R)
 	return canonjson.FromValue(v, i.Ref)
 }
 
