@@ -8,10 +8,10 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/internal/transcript"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/providers/anthropic"
-	"github.com/agentrt/agentrt/providers/anthropic/anthropictest"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/memory"
 )
@@ -25,11 +25,8 @@ const anthropicKey = "sk-ant-api03-kernel-test-key"
 // it.
 func anthropicModel(t *testing.T, name string) *anthropic.Model {
 	t.Helper()
-	tr, err := anthropictest.Load(filepath.Join("..", "providers", "anthropic", "testdata", name+".txtar"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := anthropictest.NewServer(t, tr, anthropicKey, anthropic.APIVersion)
+	srv := transcript.Serve(t, filepath.Join("..", "providers", "anthropic", "testdata", name+".txtar"), transcript.ServerOptions{
+		Complete: true, Check: transcript.AnthropicHeaders(anthropicKey, anthropic.APIVersion)})
 	m, err := anthropic.NewModel(anthropic.Options{BaseURL: srv.URL, APIKey: anthropicKey, Model: "claude-sonnet-4-5-20250929", MaxTokens: 1024})
 	if err != nil {
 		t.Fatal(err)

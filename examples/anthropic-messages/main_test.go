@@ -9,9 +9,9 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/internal/transcript"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/providers/anthropic"
-	"github.com/agentrt/agentrt/providers/anthropic/anthropictest"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/memory"
 )
@@ -25,13 +25,10 @@ const (
 
 // endpoint starts a local server replaying providers/anthropic's
 // transcript name; it checks every request body and the key.
-func endpoint(t *testing.T, name string) *anthropictest.Server {
+func endpoint(t *testing.T, name string) *transcript.Server {
 	t.Helper()
-	tr, err := anthropictest.Load(filepath.Join("..", "..", "providers", "anthropic", "testdata", name+".txtar"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return anthropictest.NewServer(t, tr, testKey, anthropic.APIVersion)
+	return transcript.Serve(t, filepath.Join("..", "..", "providers", "anthropic", "testdata", name+".txtar"), transcript.ServerOptions{
+		Complete: true, Check: transcript.AnthropicHeaders(testKey, anthropic.APIVersion)})
 }
 
 // The example's run over HTTP: completed, with the API's exact usage and
@@ -125,7 +122,7 @@ func TestTruthfulnessMatrixOverHTTP(t *testing.T) {
 // A profile the API cannot honour (an effort it cannot express) is
 // refused before any request.
 func TestRefusedBeforeRequest(t *testing.T) {
-	srv := anthropictest.NewCyclingServer(t, &anthropictest.Transcript{Exchanges: []anthropictest.Exchange{{Status: 500}}}, testKey, anthropic.APIVersion)
+	srv := transcript.NewServer(t, &transcript.Transcript{Exchanges: []transcript.Exchange{{Method: "POST", Path: "/v1/messages", Status: 500}}}, transcript.ServerOptions{Cycle: true})
 	p, err := anthropic.NewProvider(anthropic.ProviderOptions{Options: anthropic.Options{BaseURL: srv.URL, APIKey: testKey}, StripModelPrefix: "anthropic/"})
 	if err != nil {
 		t.Fatal(err)

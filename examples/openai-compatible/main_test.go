@@ -9,10 +9,10 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/internal/transcript"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/openai"
-	"github.com/agentrt/agentrt/providers/openai/openaitest"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/memory"
 )
@@ -22,13 +22,13 @@ const testKey = "sk-test-4f9c2a7b1e"
 
 // endpoint starts a local endpoint replaying providers/openai's
 // transcript name.
-func endpoint(t *testing.T, name string) *openaitest.Server {
+func endpoint(t *testing.T, name string) *transcript.Server {
 	t.Helper()
-	tr, err := openaitest.Load(filepath.Join("..", "..", "providers", "openai", "testdata", name+".txtar"))
+	tr, err := transcript.Load(filepath.Join("..", "..", "providers", "openai", "testdata", name+".txtar"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return openaitest.NewServer(t, tr, openaitest.ServerOptions{})
+	return transcript.NewServer(t, tr, transcript.ServerOptions{})
 }
 
 // Issue 7 "done when": a recorded tool loop over HTTP completes with the

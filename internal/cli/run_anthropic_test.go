@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentrt/agentrt/internal/transcript"
 	"github.com/agentrt/agentrt/providers/anthropic"
-	"github.com/agentrt/agentrt/providers/anthropic/anthropictest"
 )
 
 // `agentrt run --provider anthropic --base-url URL` runs a cli-base
@@ -16,11 +16,8 @@ import (
 // model reported.
 func TestRunAnthropic(t *testing.T) {
 	const key = "sk-ant-api03-test-0123456789abcdef"
-	tr, err := anthropictest.Load(filepath.Join("..", "..", "providers", "anthropic", "testdata", "text.txtar"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := anthropictest.NewServer(t, tr, key, anthropic.APIVersion)
+	srv := transcript.Serve(t, filepath.Join("..", "..", "providers", "anthropic", "testdata", "text.txtar"), transcript.ServerOptions{
+		Complete: true, Check: transcript.AnthropicHeaders(key, anthropic.APIVersion)})
 	t.Setenv("ANTHROPIC_API_KEY", key)
 	prof := writeFile(t, "terse.json", `{"name":"terse","harness":"cli-base","model":{"default":"anthropic/claude-sonnet-4-5-20250929","maxTotalOutputTokens":1024},"prompt":{"systemPrompt":"You are terse."}}`)
 	db := filepath.Join(t.TempDir(), "runs.db")

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentrt/agentrt/internal/cli"
-	"github.com/agentrt/agentrt/providers/openai/openaitest"
+	"github.com/agentrt/agentrt/internal/transcript"
 )
 
 // `agentrt run --provider openai --base-url URL` runs a cli-base profile
@@ -14,11 +14,11 @@ import (
 // transcript), with the key from OPENAI_API_KEY and the endpoint's usage
 // and served model reported.
 func TestRunOpenAI(t *testing.T) {
-	tr, err := openaitest.Load(filepath.Join("..", "..", "providers", "openai", "testdata", "text.txtar"))
+	tr, err := transcript.Load(filepath.Join("..", "..", "providers", "openai", "testdata", "text.txtar"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := openaitest.NewServer(t, tr, openaitest.ServerOptions{})
+	srv := transcript.NewServer(t, tr, transcript.ServerOptions{})
 	t.Setenv("OPENAI_API_KEY", "sk-test-4f9c2a7b1e")
 	prof := writeFile(t, "brief.json", `{"name":"brief","harness":"cli-base","model":{"default":"gpt-5.2"},"prompt":{"systemPrompt":"Be brief."}}`)
 	db := filepath.Join(t.TempDir(), "runs.db")

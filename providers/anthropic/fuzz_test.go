@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/internal/transcript"
 	"github.com/agentrt/agentrt/providers/anthropic"
-	"github.com/agentrt/agentrt/providers/anthropic/anthropictest"
 )
 
 // bodyTransport answers every request with one body: an event stream
@@ -114,11 +114,11 @@ func FuzzStream(f *testing.F) {
 // A Model shared by concurrent callers: every turn gets its own events
 // (run with -race).
 func TestConcurrentTurns(t *testing.T) {
-	tr, err := anthropictest.Load(filepath.Join("testdata", "thinking_tool.txtar"))
+	tr, err := transcript.Load(filepath.Join("testdata", "thinking_tool.txtar"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := over(t, &bodyTransport{body: tr.Exchanges[0].Body}, anthropic.Options{Effort: "medium", MaxTokens: 8192})
+	m := over(t, &bodyTransport{body: tr.Exchanges[0].ResponseBody}, anthropic.Options{Effort: "medium", MaxTokens: 8192})
 	errs := make(chan error, 8)
 	for range 8 {
 		go func() {
@@ -171,13 +171,13 @@ func recordedStreams(t testing.TB) [][]byte {
 	paths, _ := filepath.Glob(filepath.Join("testdata", "*.txtar"))
 	var bodies [][]byte
 	for _, p := range paths {
-		tr, err := anthropictest.Load(p)
+		tr, err := transcript.Load(p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, ex := range tr.Exchanges {
 			if ex.Status == 200 {
-				bodies = append(bodies, ex.Body)
+				bodies = append(bodies, ex.ResponseBody)
 			}
 		}
 	}

@@ -13,9 +13,9 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/contract/providertest"
+	"github.com/agentrt/agentrt/internal/transcript"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/anthropic"
-	"github.com/agentrt/agentrt/providers/anthropic/anthropictest"
 )
 
 // terseProfile asks for the transcripts' model with the system prompt
@@ -39,16 +39,10 @@ func newProvider(t testing.TB, baseURL string, hc *http.Client) *anthropic.Provi
 
 // transcriptServer plays testdata/name.txtar; cycling, it also tolerates
 // exchanges never asked for (the refusal tests expect none).
-func transcriptServer(t testing.TB, name string, cycle bool) *anthropictest.Server {
+func transcriptServer(t testing.TB, name string, cycle bool) *transcript.Server {
 	t.Helper()
-	tr, err := anthropictest.Load(filepath.Join("testdata", name+".txtar"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cycle {
-		return anthropictest.NewCyclingServer(t, tr, testKey, anthropic.APIVersion)
-	}
-	return anthropictest.NewServer(t, tr, testKey, anthropic.APIVersion)
+	return transcript.Serve(t, filepath.Join("testdata", name+".txtar"), transcript.ServerOptions{
+		Cycle: cycle, Complete: true, Check: transcript.AnthropicHeaders(testKey, anthropic.APIVersion)})
 }
 
 func mustProfile(t testing.TB, src string) *profile.Profile {

@@ -14,8 +14,8 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/internal/transcript"
 	"github.com/agentrt/agentrt/providers/anthropic"
-	"github.com/agentrt/agentrt/providers/anthropic/anthropictest"
 )
 
 const (
@@ -44,13 +44,10 @@ func weatherTool(t testing.TB) contract.Tool {
 
 // serve starts the transcript testdata/name.txtar and returns a model
 // talking to it.
-func serve(t testing.TB, name string, opts anthropic.Options) (*anthropic.Model, *anthropictest.Server) {
+func serve(t testing.TB, name string, opts anthropic.Options) (*anthropic.Model, *transcript.Server) {
 	t.Helper()
-	tr, err := anthropictest.Load(filepath.Join("testdata", name+".txtar"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := anthropictest.NewServer(t, tr, testKey, anthropic.APIVersion)
+	srv := transcript.Serve(t, filepath.Join("testdata", name+".txtar"), transcript.ServerOptions{
+		Complete: true, Check: transcript.AnthropicHeaders(testKey, anthropic.APIVersion)})
 	opts.BaseURL, opts.APIKey = srv.URL, testKey
 	if opts.Model == "" {
 		opts.Model = testModel

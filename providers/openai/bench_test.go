@@ -5,15 +5,15 @@ import (
 	"testing"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/internal/transcript"
 	"github.com/agentrt/agentrt/providers/openai"
-	"github.com/agentrt/agentrt/providers/openai/openaitest"
 )
 
 // BenchmarkStreamedTurn is one streamed turn (text deltas, finish, usage,
 // [DONE]) against the local endpoint: request encoding, HTTP over
 // loopback, SSE and chunk decoding.
 func BenchmarkStreamedTurn(b *testing.B) {
-	srv := server(b, "text", openaitest.ServerOptions{Cycle: true})
+	srv := server(b, "text", transcript.ServerOptions{Cycle: true})
 	m, err := openai.New(openai.Options{BaseURL: srv.BaseURL(), APIKey: testKey, Model: "gpt-5.2"})
 	if err != nil {
 		b.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentrt/agentrt/contract"
-	"github.com/agentrt/agentrt/providers/openai/openaitest"
+	"github.com/agentrt/agentrt/internal/transcript"
 )
 
 // FuzzStream feeds arbitrary bytes to the SSE and chunk decoding path as a
@@ -20,7 +20,7 @@ import (
 func FuzzStream(f *testing.F) {
 	paths, _ := filepath.Glob(filepath.Join("testdata", "*.txtar"))
 	for _, p := range paths {
-		tr, err := openaitest.Load(p)
+		tr, err := transcript.Load(p)
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -16,8 +16,8 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/harness"
+	"github.com/agentrt/agentrt/internal/transcript"
 	"github.com/agentrt/agentrt/providers/openai"
-	"github.com/agentrt/agentrt/providers/openai/openaitest"
 )
 
 // testKey is the key every transcript expects in its Authorization header.
@@ -25,9 +25,9 @@ const testKey = "sk-test-4f9c2a7b1e"
 
 // replay starts a local endpoint playing testdata/name.txtar and returns
 // it with a Model of gpt-5.2 over it.
-func replay(t testing.TB, name string, opts openai.Options) (*openaitest.Server, *openai.Model) {
+func replay(t testing.TB, name string, opts openai.Options) (*transcript.Server, *openai.Model) {
 	t.Helper()
-	srv := server(t, name, openaitest.ServerOptions{})
+	srv := server(t, name, transcript.ServerOptions{})
 	opts.BaseURL, opts.APIKey = srv.BaseURL(), testKey
 	if opts.Model == "" {
 		opts.Model = "gpt-5.2"
@@ -39,13 +39,13 @@ func replay(t testing.TB, name string, opts openai.Options) (*openaitest.Server,
 	return srv, m
 }
 
-func server(t testing.TB, name string, so openaitest.ServerOptions) *openaitest.Server {
+func server(t testing.TB, name string, so transcript.ServerOptions) *transcript.Server {
 	t.Helper()
-	tr, err := openaitest.Load(filepath.Join("testdata", name+".txtar"))
+	tr, err := transcript.Load(filepath.Join("testdata", name+".txtar"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return openaitest.NewServer(t, tr, so)
+	return transcript.NewServer(t, tr, so)
 }
 
 func str(s string) *string { return &s }
@@ -114,7 +114,7 @@ func (r *reports) last(t *testing.T) openai.TurnReport {
 
 // play runs one turn of hello() over transcript name and returns its
 // events, the turn's report, the endpoint and its stream error.
-func play(t *testing.T, name string, opts openai.Options) ([]contract.ChatEvent, openai.TurnReport, *openaitest.Server, error) {
+func play(t *testing.T, name string, opts openai.Options) ([]contract.ChatEvent, openai.TurnReport, *transcript.Server, error) {
 	t.Helper()
 	var reps reports
 	opts.Observe = reps.observe
@@ -370,7 +370,7 @@ func TestReasoningEffortPerHarnessTable(t *testing.T) {
 }
 
 func TestNoModelFailsBeforeRequest(t *testing.T) {
-	srv := server(t, "text", openaitest.ServerOptions{})
+	srv := server(t, "text", transcript.ServerOptions{})
 	m, err := openai.New(openai.Options{BaseURL: srv.BaseURL(), APIKey: testKey})
 	if err != nil {
 		t.Fatal(err)

@@ -12,14 +12,14 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/contract/providertest"
+	"github.com/agentrt/agentrt/internal/transcript"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/openai"
-	"github.com/agentrt/agentrt/providers/openai/openaitest"
 )
 
 // provider returns a provider over srv whose default model is gpt-5.2
 // and which sends a profile's "openai/…" model as the bare id.
-func provider(t testing.TB, srv *openaitest.Server, reportsUsage bool) *openai.Provider {
+func provider(t testing.TB, srv *transcript.Server, reportsUsage bool) *openai.Provider {
 	t.Helper()
 	p, err := openai.NewProvider(openai.ProviderOptions{
 		Options:      openai.Options{BaseURL: srv.BaseURL(), APIKey: testKey, Model: "gpt-5.2"},
@@ -41,14 +41,14 @@ func TestConformance(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			providertest.Run(t, func(t *testing.T) contract.Provider {
-				return provider(t, server(t, "conformance", openaitest.ServerOptions{Cycle: true}), usage)
+				return provider(t, server(t, "conformance", transcript.ServerOptions{Cycle: true}), usage)
 			}, providertest.Options{})
 		})
 	}
 }
 
 func TestCapabilitiesDeclareOnlyWhatIsEnforced(t *testing.T) {
-	p := provider(t, server(t, "conformance", openaitest.ServerOptions{}), false)
+	p := provider(t, server(t, "conformance", transcript.ServerOptions{}), false)
 	c, err := p.Capabilities(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -75,10 +75,10 @@ func mustProfile(t testing.TB, src string) *profile.Profile {
 // expect.
 const briefProfile = `{"name":"brief","harness":"cli-base","model":{"provider":"openai","default":"openai/gpt-5.2"},"prompt":{"systemPrompt":"Be brief."}}`
 
-// briefEnv is an environment of briefProfile over transcript.
-func briefEnv(t *testing.T, transcript string) contract.Environment {
+// briefEnv is an environment of briefProfile over the transcript name.
+func briefEnv(t *testing.T, name string) contract.Environment {
 	t.Helper()
-	p := provider(t, server(t, transcript, openaitest.ServerOptions{}), true)
+	p := provider(t, server(t, name, transcript.ServerOptions{}), true)
 	env, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: mustProfile(t, briefProfile)}})
 	if err != nil {
 		t.Fatal(err)
@@ -86,9 +86,9 @@ func briefEnv(t *testing.T, transcript string) contract.Environment {
 	return env
 }
 
-func streamTurn(t *testing.T, transcript string) ([]contract.EnvironmentEvent, error) {
+func streamTurn(t *testing.T, name string) ([]contract.EnvironmentEvent, error) {
 	t.Helper()
-	return collect(briefEnv(t, transcript).Stream(context.Background(), &contract.TurnInput{Prompt: str("Say hello.")}))
+	return collect(briefEnv(t, name).Stream(context.Background(), &contract.TurnInput{Prompt: str("Say hello.")}))
 }
 
 func backendModel(e contract.EnvironmentEvent) string {
@@ -228,7 +228,7 @@ func TestKeyNeverLogged(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	for _, name := range []string{"unauthorized", "inband_error", "dropped"} {
-		srv := server(t, name, openaitest.ServerOptions{})
+		srv := server(t, name, transcript.ServerOptions{})
 		m, err := openai.New(openai.Options{BaseURL: srv.BaseURL(), APIKey: testKey, Model: "gpt-5.2", Logger: log})
 		if err != nil {
 			t.Fatal(err)
@@ -277,7 +277,7 @@ func TestRefusedBeforeDispatch(t *testing.T) {
 	}
 	for _, tc := range creates {
 		t.Run("create/"+tc.name, func(t *testing.T) {
-			srv := server(t, "text", openaitest.ServerOptions{})
+			srv := server(t, "text", transcript.ServerOptions{})
 			if _, err := provider(t, srv, true).Create(context.Background(), tc.in(t)); !errors.Is(err, contract.ErrUnsupported) {
 				t.Errorf("err %v", err)
 			}
@@ -298,7 +298,7 @@ func TestRefusedBeforeDispatch(t *testing.T) {
 	}
 	for _, tc := range turns {
 		t.Run("turn/"+tc.name, func(t *testing.T) {
-			srv := server(t, "text", openaitest.ServerOptions{})
+			srv := server(t, "text", transcript.ServerOptions{})
 			env, err := provider(t, srv, true).Create(context.Background(), profileInput(briefProfile)(t))
 			if err != nil {
 				t.Fatal(err)

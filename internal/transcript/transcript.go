@@ -1,4 +1,4 @@
-package openaitest
+package transcript
 
 import (
 	"bufio"
@@ -176,10 +176,16 @@ type ServerOptions struct {
 	// exchange (benchmarks, conformance suites); without it a request
 	// beyond the transcript fails the test.
 	Cycle bool
+	// Complete fails the test, when it ends, if the client did not ask
+	// for every exchange of the transcript.
+	Complete bool
+	// Check runs on every request besides the exchange's own
+	// expectations (the headers a vendor requires on every call, say).
+	Check func(r *http.Request) error
 }
 
-// Server is a local endpoint speaking the Chat Completions wire protocol
-// from a transcript: it checks each request against the exchange it
+// Server is a local endpoint speaking a vendor's wire protocol from a
+// transcript: it checks each request against the exchange it
 // expects, failing the test on a difference, and answers with the
 // recorded bytes. It is safe for concurrent requests, which it serves in
 // arrival order.
@@ -198,8 +204,23 @@ type Server struct {
 func NewServer(t testing.TB, tr *Transcript, opts ServerOptions) *Server {
 	s := &Server{t: t, tr: tr, opts: opts}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(s.Close)
+	t.Cleanup(func() {
+		s.Close()
+		if opts.Complete && !opts.Cycle && !s.Served() {
+			t.Errorf("transcript: the client made %d requests; the transcript has %d exchanges", s.Requests(), len(tr.Exchanges))
+		}
+	})
 	return s
+}
+
+// Serve loads the transcript file at path and starts a server for it.
+func Serve(t testing.TB, path string, opts ServerOptions) *Server {
+	t.Helper()
+	tr, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewServer(t, tr, opts)
 }
 
 // BaseURL is the endpoint's base URL, ending in "/v1/".
@@ -237,17 +258,22 @@ func (s *Server) exchange() (Exchange, int, bool) {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	x, n, ok := s.exchange()
 	if !ok {
-		s.t.Errorf("openaitest: request %d %s %s is beyond the transcript (%d exchanges)", n, r.Method, r.URL.Path, len(s.tr.Exchanges))
+		s.t.Errorf("transcript: request %d %s %s is beyond the transcript (%d exchanges)", n, r.Method, r.URL.Path, len(s.tr.Exchanges))
 		http.Error(w, `{"error":{"message":"beyond the transcript","type":"server_error"}}`, http.StatusInternalServerError)
 		return
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		s.t.Errorf("openaitest: reading request %d: %v", n, err)
+		s.t.Errorf("transcript: reading request %d: %v", n, err)
 		return
 	}
 	if err := x.Check(r, body); err != nil {
-		s.t.Errorf("openaitest: request %d: %v", n, err)
+		s.t.Errorf("transcript: request %d: %v", n, err)
+	}
+	if s.opts.Check != nil {
+		if err := s.opts.Check(r); err != nil {
+			s.t.Errorf("transcript: request %d: %v", n, err)
+		}
 	}
 	for name, values := range x.ResponseHeader {
 		w.Header()[name] = values
@@ -306,4 +332,26 @@ func compact(b []byte) string {
 		return string(b)
 	}
 	return out.String()
+}
+
+// AnthropicHeaders is the Check of the Anthropic Messages API: every
+// request carries the key in x-api-key (and no Authorization header),
+// the API version and a JSON body.
+func AnthropicHeaders(key, version string) func(*http.Request) error {
+	return func(r *http.Request) error {
+		var errs []error
+		if r.Header.Get("X-Api-Key") != key {
+			errs = append(errs, errors.New("x-api-key is not the test's key"))
+		}
+		if got := r.Header.Get("Anthropic-Version"); got != version {
+			errs = append(errs, fmt.Errorf("anthropic-version %q, want %q", got, version))
+		}
+		if r.Header.Get("Authorization") != "" {
+			errs = append(errs, errors.New("an Authorization header was sent besides x-api-key"))
+		}
+		if got := r.Header.Get("Content-Type"); got != "application/json" {
+			errs = append(errs, fmt.Errorf("content-type %q, want application/json", got))
+		}
+		return errors.Join(errs...)
+	}
 }
