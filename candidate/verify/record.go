@@ -77,6 +77,9 @@ type Record struct {
 	Workspaces []WorkspaceRecord `json:"workspaces"`
 	// Entrypoint is the manifest row of an active candidate's entrypoint.
 	Entrypoint *EntrypointRecord `json:"entrypoint,omitzero"`
+	// MaterializationReceipt is the receipt of §22 step 13, emitted when
+	// Options.Materialize was set and the bundle verified.
+	MaterializationReceipt *candidate.MaterializationReceipt `json:"materializationReceipt,omitzero"`
 	// NotPerformed lists the §22 steps this verifier skipped.
 	NotPerformed []string `json:"notPerformed"`
 	// Issues are every reason for rejection.

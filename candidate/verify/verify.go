@@ -31,6 +31,15 @@ type Options struct {
 	Repositories map[string]string
 	// Git configures gitsafe.
 	Git gitsafe.Options
+	// Materialize, when set, performs §22 step 13 for a bundle that
+	// verifies: it writes the candidate workspace, the profile staging
+	// directory and the task workspace from the verified bytes into the
+	// context's fresh roots, re-scans them, and attaches the
+	// self-digested AgentCandidateMaterializationReceipt to the record
+	// (nothing is executed). A surface the materializer cannot reproduce
+	// is an unsupported-surface issue; a context it refuses is a
+	// *MaterializationError.
+	Materialize *MaterializationContext
 }
 
 // ErrRepositoryNotMapped is wrapped by Verify's error when the bundle
@@ -140,6 +149,10 @@ func (v *verifier) run(ctx context.Context, data []byte) error {
 	}
 	// Step 10: entrypoint evidence.
 	v.entrypoint(b)
+	// Step 13: materialization, for a bundle that verified.
+	if v.opts.Materialize != nil && len(v.rec.Issues) == 0 {
+		return v.materialize(ctx, b)
+	}
 	return nil
 }
 
