@@ -41,6 +41,23 @@ func (t *trees) write() error {
 		created[i] = c
 		prepared++
 	}
+	// The roots were checked disjoint as written; through a symbolic
+	// link in a parent they could still meet.
+	real := make([]string, len(list))
+	for i, x := range list {
+		r, err := filepath.EvalSymlinks(x.root)
+		if err != nil {
+			cleanup()
+			return err
+		}
+		for _, o := range real[:i] {
+			if overlaps(r, o) {
+				cleanup()
+				return matErr(MatRoots, "", "%s resolves to %s, which overlaps %s", x.root, r, o)
+			}
+		}
+		real[i] = r
+	}
 	for _, x := range list {
 		if err := x.write(); err != nil {
 			cleanup()

@@ -37,14 +37,14 @@ func taskFiles() []wsarchive.File {
 // workspace stored behind s3 locators in the chain's artifact
 // directory), its suite, and a context builder.
 type matFixture struct {
-	t     *testing.T
+	t     testing.TB
 	chain *receipttest.Chain
 	task  *candidate.BenchmarkTask
 	suite *candidate.BenchmarkSuite
 	base  string
 }
 
-func newMatFixture(t *testing.T) *matFixture {
+func newMatFixture(t testing.TB) *matFixture {
 	t.Helper()
 	c := receipttest.New(t)
 	task := c.Task
@@ -194,14 +194,26 @@ func requireValidReceipt(t *testing.T, f *matFixture, rec *verify.Record, b *can
 func TestMaterializeGitPatch(t *testing.T) {
 	g := newGitFixture(t)
 	f := newMatFixture(t)
-	data, b := sealed(t, materializable(t, g))
+	bundle := materializable(t, g)
+	files := bundle["profile"].(obj)["resources"].(obj)["files"].([]any)
+	bundle["profile"].(obj)["resources"].(obj)["files"] = append(files, obj{"path": ".agent/base-readme.md", "executable": true, "resource": obj{
+		"kind": "github", "repository": obj{"kind": "github", "owner": "example", "repo": "agent"}, "path": "README.md",
+		"commit": baseCommitA4, "sha256": digestOf([]byte("hello\n")), "byteLength": 6}})
+	data, b := sealed(t, bundle)
 	m := f.context(b.Digest, true)
 	rec := run(t, data, f.opts(g, m))
 	r := requireValidReceipt(t, f, rec, b)
 
 	requireTree(t, *m.CandidateRoot, candidateFiles())
 	requireTree(t, m.TaskRoot, taskFiles())
-	requireTree(t, m.ProfileRoot, []wsarchive.File{{Path: ".agent/policy.json", Mode: 0o644, Data: []byte("{}")}})
+	requireTree(t, m.ProfileRoot, []wsarchive.File{
+		{Path: ".agent/base-readme.md", Mode: 0o755, Data: []byte("hello\n")},
+		{Path: ".agent/policy.json", Mode: 0o644, Data: []byte("{}")},
+	})
+	act := r.ProfileActivation
+	if len(act.Files) != 2 || act.Files[0].Content != "hello\n" || act.ProfilePlan.Material.Files[0].ContentSHA256 != digestOf([]byte("hello\n")) {
+		t.Errorf("activation %+v", act)
+	}
 
 	pm := r.ExecutionPlan.Material
 	if r.MaterializedTree == nil || *r.MaterializedTree != candTreeA4 || r.CodeKind != candidate.CodeGitPatch {
@@ -216,7 +228,7 @@ func TestMaterializeGitPatch(t *testing.T) {
 	if len(pm.Launch.Env) != 1 || pm.Launch.Env["NODE_ENV"].Value != "production" || pm.Launch.Cwd.Workspace != "candidate" {
 		t.Errorf("env %+v cwd %+v", pm.Launch.Env, pm.Launch.Cwd)
 	}
-	if pm.Profile.TargetWorkspace != "candidate" || !slices.Equal(pm.Profile.MountPaths, []string{".agent/policy.json"}) {
+	if pm.Profile.TargetWorkspace != "candidate" || !slices.Equal(pm.Profile.MountPaths, []string{".agent/base-readme.md", ".agent/policy.json"}) {
 		t.Errorf("profile %+v", pm.Profile)
 	}
 	if pm.Container.Source != "pinned-container" || pm.Container.Image != "node:22" || pm.Container.ManifestDigest != m.Container.ManifestDigest {
@@ -266,7 +278,7 @@ func TestMaterializeDisabled(t *testing.T) {
 	}
 }
 
-func same(t *testing.T, a, b any) bool {
+func same(t testing.TB, a, b any) bool {
 	t.Helper()
 	return string(receipttest.Bytes(t, a)) == string(receipttest.Bytes(t, b))
 }
@@ -410,6 +422,9 @@ func TestMaterializeUnsupportedSurface(t *testing.T) {
 		}, "/profile/model/maxReasoningTokens"},
 		{"tools map", func(b obj) { b["profile"].(obj)["tools"] = obj{"bash": false} }, "/profile/tools"},
 		{"mcp", func(b obj) { b["profile"].(obj)["mcp"] = obj{"docs": obj{"command": "docs-server"}} }, "/profile/mcp"},
+		{"mount over a candidate workspace file", func(b obj) {
+			b["profile"].(obj)["resources"].(obj)["files"].([]any)[0].(obj)["path"] = "src/agent.js/x"
+		}, "/profile/resources/files"},
 		{"another archive encoding", func(b obj) {
 			b["execution"].(obj)["workspace"].(obj)["archive"] = embedded([]byte("PK\x03\x04 a zip archive, say"))
 		}, "/execution/workspace/archive"},
@@ -466,4 +481,31 @@ func TestMaterializationContextDocument(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
+}
+
+// FuzzParseMaterializationContext: any document the parser accepts
+// re-encodes to one it accepts again, unchanged, and validates.
+func FuzzParseMaterializationContext(f *testing.F) {
+	fx := newMatFixture(f)
+	m := fx.context("sha256:"+strings.Repeat("1", 64), true)
+	f.Add(receipttest.Bytes(f, m))
+	m.CandidateRoot, m.PreparationID, m.Container = nil, nil, nil
+	m.Model.Network = candidate.ModelNetwork{Mode: "disabled"}
+	f.Add(receipttest.Bytes(f, m))
+	f.Add([]byte(`{"kind":"agentrt-candidate-materialization-context"}`))
+	f.Add([]byte(`{"kind":"agentrt-candidate-materialization-context","kind":"x"}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := verify.ParseMaterializationContext(data)
+		if err != nil {
+			return
+		}
+		again, err := verify.ParseMaterializationContext(receipttest.Bytes(t, got))
+		if err != nil {
+			t.Fatalf("an accepted context does not re-parse: %v", err)
+		}
+		if !same(t, got, again) {
+			t.Fatal("an accepted context changed on a round trip")
+		}
+	})
 }
