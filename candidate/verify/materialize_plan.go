@@ -15,6 +15,7 @@ import (
 	"github.com/agentrt/agentrt/candidate/wsarchive"
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/profile"
 )
 
 func base64Std(data []byte) string { return base64.StdEncoding.EncodeToString(data) }
@@ -47,6 +48,7 @@ type profilePlanned struct {
 // (steps 6–7), the task's through the same store and port, checked here
 // as step 7 checks a bundle's.
 func (v *verifier) workspaces(ctx context.Context, b *candidate.Bundle, m *MaterializationContext) (*trees, error) {
+	utf8File := b.Execution.InstructionDelivery.Kind == "utf8-file"
 	roots := [][2]string{{"/taskRoot", m.TaskRoot}, {"/profileRoot", m.ProfileRoot}}
 	if m.CandidateRoot != nil {
 		roots = append(roots, [2]string{"/candidateRoot", *m.CandidateRoot})
@@ -55,7 +57,7 @@ func (v *verifier) workspaces(ctx context.Context, b *candidate.Bundle, m *Mater
 		if !isCanonicalRoot(r[1]) {
 			return nil, matErr(MatRoots, r[0], "%q is not a canonical absolute path", r[1])
 		}
-		if overlaps(r[1], candidate.TaskPath) {
+		if utf8File && overlaps(r[1], candidate.TaskPath) {
 			return nil, matErr(MatRoots, r[0], "%q overlaps the task file %s", r[1], candidate.TaskPath)
 		}
 		for _, o := range roots[:i] {
@@ -115,18 +117,10 @@ func (v *verifier) taskWorkspace(ctx context.Context, w *candidate.WorkspaceSnap
 
 func isReference(data []byte) bool { return wsarchive.IsReferenceLayout(data) }
 
-// isCanonicalRoot: absolute, not "/", no empty, "." or ".." segment, no
-// trailing slash (the plan's canonical absolute path).
+// isCanonicalRoot is the plan's canonical absolute path: "/" and a safe
+// relative path (no empty, "." or ".." segment, no control character).
 func isCanonicalRoot(p string) bool {
-	if !strings.HasPrefix(p, "/") || p == "/" || strings.HasSuffix(p, "/") || canonjson.HasControl(p) || !utf8.ValidString(p) {
-		return false
-	}
-	for _, seg := range strings.Split(p[1:], "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return false
-		}
-	}
-	return true
+	return strings.HasPrefix(p, "/") && p != "/" && !strings.Contains(p, "//") && profile.IsSafeRelativePath(p[1:], false)
 }
 
 // overlaps: equal or one nested in the other.

@@ -271,6 +271,12 @@ func TestMaterializeDisabled(t *testing.T) {
 	if !same(t, pm.Container, *f.task.EvaluatorTaskContainer) {
 		t.Errorf("container %+v", pm.Container)
 	}
+	// The task file must lie outside every root.
+	f.base = t.TempDir()
+	inside := f.context(parsed.Digest, false)
+	inside.Container, inside.TaskRoot = nil, "/tangle/input"
+	matErr(t, data, f.opts(nil, inside), verify.MatRoots)
+
 	mem := pm.Memory
 	if mem.Mode != "isolated" || mem.EffectiveNamespace == nil || !strings.HasPrefix(*mem.EffectiveNamespace, "candidate/"+parsed.Digest[7:23]+"/") ||
 		len(strings.Split(*mem.EffectiveNamespace, "/")) != 5 || len(mem.BeforeState.Material.Files) != 0 || mem.Reset.EmptyStateDigest != mem.BeforeState.Digest {
