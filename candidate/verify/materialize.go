@@ -157,7 +157,8 @@ const (
 	// MatRoots: a root is not canonical and absolute, the roots overlap,
 	// or a root is not a fresh empty directory.
 	MatRoots = "roots"
-	// MatRescan: a written directory does not re-scan to its manifest.
+	// MatRescan: a written directory does not re-scan to its manifest,
+	// or bytes verified in an earlier step no longer read back the same.
 	MatRescan = "rescan-mismatch"
 	// MatTooLarge: an evidence artifact exceeds MaxEmbeddedBytes.
 	MatTooLarge = "too-large"
@@ -177,6 +178,7 @@ type MaterializationError struct {
 	Detail string
 }
 
+// Error says the code, the path and the detail.
 func (e *MaterializationError) Error() string {
 	if e.Path == "" {
 		return fmt.Sprintf("verify: materialization refused: %s: %s", e.Code, e.Detail)
