@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/agentrt/agentrt/candidate"
-	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/schema"
 )
@@ -28,9 +27,9 @@ const CodeUnsupportedSurface = "unsupported-surface"
 const StepMaterialization = "step 13 materialization"
 
 // MaxEmbeddedBytes is the largest evidence artifact a receipt embeds as
-// base64 (spec candidate §21.4, the reference's embedded-artifact limit).
-// Materialization refuses larger ones: it has no artifact store to write
-// them to.
+// base64 (spec candidate §21.4, the reference's embedded-artifact limit);
+// larger ones go through MaterializationContext.Store, or are refused
+// (too-large) when it has none.
 const MaxEmbeddedBytes = 1 << 20
 
 // MaterializationContext is the evaluator-owned input of §22 step 13
@@ -74,6 +73,9 @@ type MaterializationContext struct {
 	// and for an evaluator task container it must be absent or equal the
 	// task's.
 	Container *ContainerSelection `json:"container,omitzero"`
+	// Store receives evidence artifacts larger than MaxEmbeddedBytes
+	// (not part of the document: set it in Go).
+	Store ArtifactStore `json:"-"`
 }
 
 // ModelGrant is the evaluator-mediated model access of a plan.
@@ -160,7 +162,8 @@ const (
 	// MatRescan: a written directory does not re-scan to its manifest,
 	// or bytes verified in an earlier step no longer read back the same.
 	MatRescan = "rescan-mismatch"
-	// MatTooLarge: an evidence artifact exceeds MaxEmbeddedBytes.
+	// MatTooLarge: an evidence artifact exceeds MaxEmbeddedBytes and
+	// the context has no Store.
 	MatTooLarge = "too-large"
 )
 
@@ -214,7 +217,7 @@ func (v *verifier) materialize(ctx context.Context, b *candidate.Bundle) error {
 	if err != nil || pp == nil {
 		return err
 	}
-	receipt, err := v.receipt(b, m, w, pp)
+	receipt, err := v.receipt(capturer{ctx, m.Store}, b, m, pp)
 	if err != nil {
 		return err
 	}
@@ -371,14 +374,4 @@ func profileRefusals(p *candidate.Profile, refuse func(path, why string)) {
 			refuse("/profile/resources/instructions", "resources.instructions "+lowering)
 		}
 	}
-}
-
-// embed is an embedded captured artifact of data, refused over
-// MaxEmbeddedBytes.
-func embed(path string, data []byte) (candidate.CapturedArtifact, error) {
-	if len(data) > MaxEmbeddedBytes {
-		return candidate.CapturedArtifact{}, matErr(MatTooLarge, path, "%d bytes exceed the %d-byte embedded-artifact limit and no artifact store is configured", len(data), MaxEmbeddedBytes)
-	}
-	enc, content := "base64", base64Std(data)
-	return candidate.CapturedArtifact{Encoding: &enc, Content: &content, SHA256: canonjson.DigestBytes(data), ByteLength: int64(len(data))}, nil
 }

@@ -227,12 +227,12 @@ func (v *verifier) resourceBytes(ctx context.Context, r *candidate.ResourceRef) 
 
 // seal makes an evidence record of material: its canonical bytes
 // embedded, their sha256 the digest.
-func seal[M any](kind, path string, material M) (candidate.Evidence[M], error) {
+func seal[M any](cp capturer, kind, path string, material M) (candidate.Evidence[M], error) {
 	data, err := candidate.MaterialBytes(material)
 	if err != nil {
 		return candidate.Evidence[M]{}, err
 	}
-	a, err := embed(path, data)
+	a, err := cp.capture(path, data)
 	if err != nil {
 		return candidate.Evidence[M]{}, err
 	}
@@ -241,9 +241,9 @@ func seal[M any](kind, path string, material M) (candidate.Evidence[M], error) {
 
 // receipt builds the plan chain and the receipt of §§13–14 and checks
 // it with candidate.MaterializationReceiptSchema.
-func (v *verifier) receipt(b *candidate.Bundle, m *MaterializationContext, t *trees, pp *profilePlanned) (*candidate.MaterializationReceipt, error) {
+func (v *verifier) receipt(cp capturer, b *candidate.Bundle, m *MaterializationContext, pp *profilePlanned) (*candidate.MaterializationReceipt, error) {
 	task := m.Task
-	planEv, err := seal(candidate.KindProfilePlanEvidenceValue, "/profileActivation/profilePlan", pp.material)
+	planEv, err := seal(cp, candidate.KindProfilePlanEvidenceValue, "/profileActivation/profilePlan", pp.material)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +251,7 @@ func (v *verifier) receipt(b *candidate.Bundle, m *MaterializationContext, t *tr
 	if act.Digest, err = candidate.SelfDigest(&act); err != nil {
 		return nil, err
 	}
-	mem, err := effectiveMemory(b, m)
+	mem, err := effectiveMemory(cp, b, m)
 	if err != nil {
 		return nil, err
 	}
@@ -285,15 +285,15 @@ func (v *verifier) receipt(b *candidate.Bundle, m *MaterializationContext, t *tr
 	if b.Code.Kind == candidate.CodeDisabled {
 		pm.CandidateWorkspace = nil
 	}
-	execEv, err := seal(candidate.KindExecutionPlanEvidenceValue, "/executionPlan", pm)
+	execEv, err := seal(cp, candidate.KindExecutionPlanEvidenceValue, "/executionPlan", pm)
 	if err != nil {
 		return nil, err
 	}
-	suiteIn, err := benchmarkInput("/benchmark/suite", m.Suite, m.Suite.Digest)
+	suiteIn, err := benchmarkInput(cp, "/benchmark/suite", m.Suite, m.Suite.Digest)
 	if err != nil {
 		return nil, err
 	}
-	taskIn, err := benchmarkInput("/benchmark/task", task, task.Digest)
+	taskIn, err := benchmarkInput(cp, "/benchmark/task", task, task.Digest)
 	if err != nil {
 		return nil, err
 	}
@@ -326,13 +326,13 @@ func (v *verifier) receipt(b *candidate.Bundle, m *MaterializationContext, t *tr
 
 // benchmarkInput captures a self-digested document's canonical bytes
 // without its digest (§14).
-func benchmarkInput(path string, doc any, digest string) (candidate.BenchmarkMaterialEvidence, error) {
+func benchmarkInput(cp capturer, path string, doc any, digest string) (candidate.BenchmarkMaterialEvidence, error) {
 	data, err := candidate.SelfMaterialBytes(doc)
 	if err != nil {
 		return candidate.BenchmarkMaterialEvidence{}, err
 	}
 	// checkContext proved digest is the sha256 of these bytes.
-	a, err := embed(path+"/material", data)
+	a, err := cp.capture(path+"/material", data)
 	return candidate.BenchmarkMaterialEvidence{Digest: digest, Material: a}, err
 }
 
@@ -440,7 +440,7 @@ func planLaunch(b *candidate.Bundle, m *MaterializationContext, pm *candidate.Pr
 // effectiveMemory is disabled, or task-scoped with §21.5's namespace, a
 // fresh-reset evidence document and an empty before-state (an empty
 // manifest and an empty reference archive).
-func effectiveMemory(b *candidate.Bundle, m *MaterializationContext) (candidate.EffectiveMemory, error) {
+func effectiveMemory(cp capturer, b *candidate.Bundle, m *MaterializationContext) (candidate.EffectiveMemory, error) {
 	if b.Memory.Mode != "isolated" {
 		return candidate.EffectiveMemory{Mode: "disabled"}, nil
 	}
@@ -475,17 +475,17 @@ func effectiveMemory(b *candidate.Bundle, m *MaterializationContext) (candidate.
 		return candidate.EffectiveMemory{}, err
 	}
 	before := &candidate.WorkspaceSnapshotEvidence{Kind: candidate.KindWorkspaceSnapshotValue, Digest: canonjson.DigestBytes(manifest), Material: empty}
-	if before.Manifest, err = embed("/memory/beforeState/manifest", manifest); err != nil {
+	if before.Manifest, err = cp.capture("/memory/beforeState/manifest", manifest); err != nil {
 		return candidate.EffectiveMemory{}, err
 	}
-	if before.Archive, err = embed("/memory/beforeState/archive", archive); err != nil {
+	if before.Archive, err = cp.capture("/memory/beforeState/archive", archive); err != nil {
 		return candidate.EffectiveMemory{}, err
 	}
 	reset, err := candidate.MaterialBytes(map[string]string{"kind": MemoryResetKind, "effectiveNamespace": ns, "emptyStateDigest": before.Digest})
 	if err != nil {
 		return candidate.EffectiveMemory{}, err
 	}
-	ev, err := embed("/memory/reset/evidence", reset)
+	ev, err := cp.capture("/memory/reset/evidence", reset)
 	if err != nil {
 		return candidate.EffectiveMemory{}, err
 	}

@@ -515,3 +515,31 @@ func FuzzParseMaterializationContext(f *testing.F) {
 		}
 	})
 }
+
+// TestMaterializeLargeEvidence: a task whose canonical bytes exceed the
+// embedded-artifact limit is refused without a store and captured
+// through one (an s3 ref the receipt's readers fetch) with it.
+func TestMaterializeLargeEvidence(t *testing.T) {
+	f := newMatFixture(t)
+	f.task.Instruction = strings.Repeat("Resolve the customer request. ", 40000)
+	f.task.Digest = f.chain.SelfDigest(f.task)
+	f.suite.TaskDigests = []string{f.task.Digest}
+	f.suite.Digest = f.chain.SelfDigest(f.suite)
+	data, b := sealed(t, a2())
+	m := f.context(b.Digest, false)
+	m.Container = nil
+	matErr(t, data, f.opts(nil, m), verify.MatTooLarge)
+
+	f.base = t.TempDir()
+	m = f.context(b.Digest, false)
+	m.Container = nil
+	m.Store = verify.DirStore{Dir: verify.Dir(f.chain.Dir), Bucket: "agent-candidate-artifacts"}
+	rec := run(t, data, f.opts(nil, m))
+	r := requireValidReceipt(t, f, rec, b)
+	if a := r.Benchmark.Task.Material; a.Locator == nil || a.Content != nil || a.ByteLength <= verify.MaxEmbeddedBytes {
+		t.Errorf("task material %+v", a)
+	}
+	if a := r.Benchmark.Suite.Material; a.Content == nil {
+		t.Errorf("the small suite material was not embedded: %+v", a)
+	}
+}
