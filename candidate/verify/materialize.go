@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/agentrt/agentrt/candidate"
 	"github.com/agentrt/agentrt/contract"
@@ -275,7 +276,8 @@ func checkContext(m *MaterializationContext, b *candidate.Bundle, bundleDigest s
 }
 
 // checkTaskFit checks what the task imposes on the candidate: §21.3's
-// model rule, the container and the model network (§13.3).
+// model rule, an instruction argv can carry, the container and the model
+// network (§13.3).
 func checkTaskFit(m *MaterializationContext, b *candidate.Bundle) error {
 	task := m.Task
 	if mh := b.Profile.Model; mh != nil {
@@ -287,6 +289,9 @@ func checkTaskFit(m *MaterializationContext, b *candidate.Bundle) error {
 		case mh.ReasoningEffort != "" && mh.ReasoningEffort != task.Model.ReasoningEffort:
 			return matErr(MatTaskMismatch, "bundle:/profile/model/reasoningEffort", "the candidate asks for effort %q, the task's is %q", mh.ReasoningEffort, task.Model.ReasoningEffort)
 		}
+	}
+	if b.Execution.InstructionDelivery.Kind == "argv-append" && strings.ContainsRune(task.Instruction, 0) {
+		return matErr(MatTaskMismatch, "/task/instruction", "argv-append cannot carry U+0000; the task is refused rather than altered (§13.3)")
 	}
 	if (task.Limits.MaxModelCalls == 0) != (m.Model.Network.Mode == "disabled") {
 		return matErr(MatTaskMismatch, "/model/network/mode", "a task allowing %d model calls cannot run with model network %q", task.Limits.MaxModelCalls, m.Model.Network.Mode)

@@ -321,6 +321,19 @@ func TestMaterializeRefusals(t *testing.T) {
 	f := newMatFixture(t)
 	data, b := sealed(t, materializable(t, g))
 	reseal := func(m *verify.MaterializationContext) { m.RunCell.Digest = f.chain.SelfDigest(&m.RunCell) }
+	// retask changes a copy of the task and reseals it, its suite and the
+	// cell: a consistent context around another task.
+	retask := func(m *verify.MaterializationContext, change func(*candidate.BenchmarkTask)) {
+		task := *f.task
+		change(&task)
+		task.Digest = f.chain.SelfDigest(&task)
+		s := *f.suite
+		s.TaskDigests = []string{task.Digest}
+		s.Digest = f.chain.SelfDigest(&s)
+		m.Task, m.Suite = &task, &s
+		m.RunCell.TaskDigest, m.RunCell.SuiteDigest = task.Digest, s.Digest
+		reseal(m)
+	}
 	cases := []struct {
 		name   string
 		mutate func(m *verify.MaterializationContext)
@@ -373,22 +386,22 @@ func TestMaterializeRefusals(t *testing.T) {
 			task.Instruction = "Do something else."
 			m.Task = &task
 		}, verify.MatContextInvalid},
+		{"instruction argv cannot carry", func(m *verify.MaterializationContext) {
+			retask(m, func(task *candidate.BenchmarkTask) { task.Instruction = "a\x00b" })
+		}, verify.MatTaskMismatch},
 		{"model network disabled for a task with model calls", func(m *verify.MaterializationContext) {
 			m.Model.Network = candidate.ModelNetwork{Mode: "disabled"}
 		}, verify.MatTaskMismatch},
 		{"pinned container without a selection", func(m *verify.MaterializationContext) { m.Container = nil }, verify.MatContextInvalid},
 		{"task workspace bytes unavailable", func(m *verify.MaterializationContext) {
-			task := *f.task
-			w := task.Workspace
-			w.Archive.SHA256 = "sha256:" + strings.Repeat("d", 64)
-			task.Workspace = w
-			task.Digest = f.chain.SelfDigest(&task)
-			s := *f.suite
-			s.TaskDigests = []string{task.Digest}
-			s.Digest = f.chain.SelfDigest(&s)
-			m.Task, m.Suite = &task, &s
-			m.RunCell.TaskDigest, m.RunCell.SuiteDigest = task.Digest, s.Digest
-			reseal(m)
+			retask(m, func(task *candidate.BenchmarkTask) {
+				task.Workspace.Archive.SHA256 = "sha256:" + strings.Repeat("d", 64)
+			})
+		}, verify.MatTaskMismatch},
+		{"task workspace in another encoding", func(m *verify.MaterializationContext) {
+			retask(m, func(task *candidate.BenchmarkTask) {
+				f.chain.Captured(&task.Workspace.Archive, []byte("PK\x03\x04 a zip"))
+			})
 		}, verify.MatTaskMismatch},
 	}
 	for _, tc := range cases {
