@@ -51,6 +51,19 @@
 //     container-platform-missing); an evaluator-owned container is
 //     recorded as deferred to the task.
 //   - 12 the verification record, self-digested with candidate's rule.
+//   - 13 materialization, with Options.Materialize (a
+//     [MaterializationContext]: task, suite, run cell, fresh roots, the
+//     model grant) for a bundle that verified: the candidate workspace,
+//     the profile staging directory and the task workspace are written
+//     from the verified bytes and re-scanned against their manifests; the
+//     profile plan, activation, memory and execution plan are built
+//     (§13, §21.1–21.5) and the AgentCandidateMaterializationReceipt is
+//     checked against its schema, self-digested and attached to the
+//     record. Nothing is executed. A profile surface the generic
+//     materializer cannot reproduce exactly (prompts, token ceilings,
+//     tools, permissions, MCP, hooks, modes, subagents, knowledge, a
+//     memory seed) is unsupported-surface, never dropped; a context that
+//     does not fit the bundle is a *MaterializationError.
 //
 // Every record also lists, by JSON pointer and rule and never by text,
 // the strings that look like credential material (§20.1); they do not
@@ -58,9 +71,9 @@
 //
 // # Steps not performed
 //
-// Step 13 (materialization) is not performed, nor steps 5 and 11 when
-// their options are absent; every record lists what it skipped in
-// notPerformed, so a "verified" record never claims it.
+// Steps 5, 11 and 13 run only when their options ask; every record
+// lists what it skipped in notPerformed, so a "verified" record never
+// claims it.
 //
 // # Receipts
 //

@@ -86,6 +86,9 @@ type Record struct {
 	// §20.1). They are reported, not judged: they do not change the
 	// verdict.
 	Secrets []candidate.SecretFinding `json:"secrets"`
+	// MaterializationReceipt is the receipt of §22 step 13, emitted when
+	// Options.Materialize was set and the bundle verified.
+	MaterializationReceipt *candidate.MaterializationReceipt `json:"materializationReceipt,omitzero"`
 	// NotPerformed lists the §22 steps this verifier skipped.
 	NotPerformed []string `json:"notPerformed"`
 	// Issues are every reason for rejection.

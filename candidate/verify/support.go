@@ -9,9 +9,10 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 )
 
-// CodeUnsupportedSurface is the verdict code of §22 step 5: the bundle
-// uses a surface the executor's support policy cannot honour. Integrity
-// verification still completes and is reported.
+// CodeUnsupportedSurface is the verdict code of a surface the executor
+// cannot honour: §22 step 5's support policy (integrity verification
+// still completes and is reported), and step 13's materializer, which
+// refuses what it cannot reproduce exactly (§13.1) rather than drop it.
 const CodeUnsupportedSurface = "unsupported-surface"
 
 // SupportPolicy is what an executor honours (spec candidate §22 step 5):

@@ -39,6 +39,15 @@ type Options struct {
 	// Platform is the platform step 11 selects; the zero value means
 	// linux/amd64.
 	Platform candidate.Platform
+	// Materialize, when set, performs §22 step 13 for a bundle that
+	// verifies: it writes the candidate workspace, the profile staging
+	// directory and the task workspace from the verified bytes into the
+	// context's fresh roots, re-scans them, and attaches the
+	// self-digested AgentCandidateMaterializationReceipt to the record
+	// (nothing is executed). A surface the materializer cannot reproduce
+	// is an unsupported-surface issue; a context it refuses is a
+	// *MaterializationError.
+	Materialize *MaterializationContext
 }
 
 // ErrRepositoryNotMapped is wrapped by Verify's error when the bundle
@@ -46,9 +55,10 @@ type Options struct {
 var ErrRepositoryNotMapped = errors.New("verify: repository not mapped to a local path")
 
 // Verify runs the integrity verifier of spec candidate §22 over a bundle's
-// bytes: steps 1–4, 6–10 and 12, step 5 with Options.Support and step 11
-// with Options.OCI (the record lists in NotPerformed what it skipped),
-// and reports the bundle's secret-looking strings. A rejection is a Record with
+// bytes: steps 1–4, 6–10 and 12, step 5 with Options.Support, step 11
+// with Options.OCI and step 13 with Options.Materialize (the record lists
+// in NotPerformed what it skipped), and reports the bundle's
+// secret-looking strings. A rejection is a Record with
 // verdict "rejected" and its issues; the error is only for operational
 // failures (I/O, git missing, a repository not mapped, a resolver
 // unreachable), when no record is returned.
@@ -167,7 +177,13 @@ func (v *verifier) run(ctx context.Context, data []byte) error {
 	v.entrypoint(b)
 	// Step 11: container.
 	if v.opts.OCI != nil {
-		return v.container(ctx, b)
+		if err := v.container(ctx, b); err != nil {
+			return err
+		}
+	}
+	// Step 13: materialization, for a bundle that verified.
+	if v.opts.Materialize != nil && len(v.rec.Issues) == 0 {
+		return v.materialize(ctx, b)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
@@ -146,7 +147,7 @@ Exit status: 0 no finding, 1 findings, 2 unreadable input or usage error.`,
 
 func newCandidateVerifyCmd(stdio IO) *cobra.Command {
 	var asJSON bool
-	var dialect, artifacts, ociLayout, platform string
+	var dialect, artifacts, ociLayout, platform, materialize, receiptOut string
 	var offline, executeSupport, resolveOCI bool
 	var repos []string
 	cmd := &cobra.Command{
@@ -166,7 +167,12 @@ registry, anonymous, private addresses refused) or --oci-layout DIR (a local
 OCI image layout) resolves a pinned container's index and the manifest for
 --platform (step 11); strings
 that look like secrets are reported by JSON pointer, never printed, and do
-not change the verdict. Step 13 is not performed; the record says so.
+not change the verdict. --materialize CONTEXT performs step 13 for a bundle
+that verifies: the candidate workspace, the profile staging directory and the
+task workspace are written from the verified bytes into the context's fresh
+roots and re-scanned, and the AgentCandidateMaterializationReceipt is added
+to the record (and written to --receipt FILE); nothing is executed. A context
+that does not fit the bundle is an operational error (exit 2).
 
 Prints a summary, or with --json the verification record as canonical JSON.
 Exit status: 0 verified, 1 rejected, 2 operational or usage error.`,
@@ -200,6 +206,12 @@ Exit status: 0 verified, 1 rejected, 2 operational or usage error.`,
 			if opts.Platform, err = platformFlag(platform); err != nil {
 				return err
 			}
+			if receiptOut != "" && materialize == "" {
+				return usage("--receipt needs --materialize")
+			}
+			if opts.Materialize, err = contextDocument(stdio, "materialize", materialize, verify.ParseMaterializationContext); err != nil {
+				return err
+			}
 			data, err := readOperational(stdio, args[0])
 			if err != nil {
 				return err
@@ -207,6 +219,11 @@ Exit status: 0 verified, 1 rejected, 2 operational or usage error.`,
 			rec, err := verify.Verify(cmd.Context(), data, opts)
 			if err != nil {
 				return &exitError{code: ExitUsage, err: err}
+			}
+			if r := rec.MaterializationReceipt; r != nil && receiptOut != "" {
+				if err := writeDocument(receiptOut, r); err != nil {
+					return &exitError{code: ExitUsage, err: err}
+				}
 			}
 			return report(stdio, asJSON, rec, rec.Verdict == verify.Verified, func() { writeRecord(stdio, args[0], rec) })
 		},
@@ -218,6 +235,8 @@ Exit status: 0 verified, 1 rejected, 2 operational or usage error.`,
 	cmd.Flags().BoolVar(&executeSupport, "execute-support", false, "apply the reference runtime's execution support policy (step 5)")
 	cmd.Flags().StringVar(&ociLayout, "oci-layout", "", "an OCI image layout directory holding pinned containers' indexes and manifests (step 11)")
 	cmd.Flags().BoolVar(&resolveOCI, "resolve-oci", false, "fetch pinned containers' indexes and manifests from their registries, refusing private addresses (step 11)")
+	cmd.Flags().StringVar(&materialize, "materialize", "", "a materialization context document: perform step 13 into its fresh roots and emit the receipt")
+	cmd.Flags().StringVar(&receiptOut, "receipt", "", "with --materialize, also write the materialization receipt to this file")
 	cmd.Flags().StringVar(&platform, "platform", "linux/amd64", "the container platform step 11 selects, os/architecture[/variant]")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verification record as canonical JSON")
 	return cmd
@@ -280,6 +299,28 @@ func report(stdio IO, asJSON bool, rec any, ok bool, summary func()) error {
 		return refused()
 	}
 	return nil
+}
+
+// writeDocument writes doc's canonical JSON to the file name, which must
+// not exist yet (a receipt is never overwritten).
+func writeDocument(name string, doc any) error {
+	v, err := canonjson.ToValue(doc)
+	if err != nil {
+		return err
+	}
+	text, err := canonjson.Canonical(v)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(text, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // writeCanonical prints a record as canonical JSON and a newline.
@@ -444,6 +485,9 @@ func writeRecord(stdio IO, what string, rec *verify.Record) {
 		} else {
 			fmt.Fprintf(w, "  container %s index %s manifest %s\n", c.Image, c.IndexDigest, c.ManifestDigest)
 		}
+	}
+	if r := rec.MaterializationReceipt; r != nil {
+		fmt.Fprintf(w, "  materialized: receipt %s (plan %s)\n", r.Digest, r.ExecutionPlan.Digest)
 	}
 	if rec.SupportPolicy != "" {
 		fmt.Fprintf(w, "  support policy %s applied\n", rec.SupportPolicy)

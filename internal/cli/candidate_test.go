@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentrt/agentrt/candidate"
+	"github.com/agentrt/agentrt/candidate/verify"
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/internal/receipttest"
 )
@@ -196,5 +197,52 @@ func TestCandidateVerifyReceipt(t *testing.T) {
 	_, errOut, code = run(t, "", "candidate", "verify-receipt", over, "--task", writeFile(t, "tampered.json", tampered))
 	if code != 2 || !strings.Contains(errOut, "does not verify") {
 		t.Fatalf("tampered task exit %d: %s", code, errOut)
+	}
+}
+
+// TestCandidateMaterialize: `candidate verify --materialize` performs §22
+// step 13 for A2 into fresh roots and writes the receipt, which
+// `candidate verify-receipt` then finds valid against the bundle and the
+// task; a run into a root that is not empty is refused as an operational
+// error.
+func TestCandidateMaterialize(t *testing.T) {
+	c := receipttest.New(t)
+	suite := &candidate.BenchmarkSuite{Kind: candidate.KindBenchmarkSuiteValue, DigestAlgorithm: candidate.DigestAlgorithm,
+		TaskDigests: []string{c.Task.Digest}, Reps: 1, Seeds: []int64{42}}
+	suite.Digest = c.SelfDigest(suite)
+	cell := candidate.RunCell{Kind: candidate.KindRunCellValue, ExperimentDigest: "sha256:" + strings.Repeat("e", 64), Arm: "candidate",
+		BundleDigest: digestA2, SuiteDigest: suite.Digest, TaskDigest: c.Task.Digest, Seed: 42, Attempt: 1}
+	cell.Digest = c.SelfDigest(&cell)
+	base := t.TempDir()
+	ctx := verify.MaterializationContext{
+		Kind: verify.MaterializationContextKind, Task: c.Task, Suite: suite, RunCell: cell, ExecutionID: "exec-1",
+		TaskRoot: filepath.Join(base, "task"), ProfileRoot: filepath.Join(base, "profile"),
+		Model: verify.ModelGrant{GrantDigest: "sha256:" + strings.Repeat("4", 64),
+			Network: candidate.ModelNetwork{Mode: "gateway-only", Domains: []string{"router.tangle.tools"}}},
+	}
+	bundle := writeFile(t, "a2.json", sealedA2)
+	ctxFile := writeFile(t, "context.json", string(receipttest.Bytes(t, &ctx)))
+	taskFile := writeFile(t, "task.json", string(receipttest.Bytes(t, c.Task)))
+	receipt := filepath.Join(t.TempDir(), "receipt.json")
+	out, errOut, code := run(t, "", "candidate", "verify", bundle, "--materialize", ctxFile, "--receipt", receipt, "--artifacts", c.Dir, "--offline")
+	if code != 0 || !strings.Contains(out, "materialized: receipt sha256:") || strings.Contains(out, "step 13") {
+		t.Fatalf("materialize exit %d:\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(ctx.TaskRoot); err != nil {
+		t.Fatalf("task root: %v", err)
+	}
+	out, errOut, code = run(t, "", "candidate", "verify-receipt", receipt, "--bundle", bundle, "--task", taskFile, "--artifacts", c.Dir, "--offline")
+	if code != 0 || !strings.Contains(out, ": valid (agent-candidate-materialization)") {
+		t.Fatalf("verify-receipt exit %d:\n%s%s", code, out, errOut)
+	}
+	if err := os.WriteFile(filepath.Join(ctx.TaskRoot, "stray.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code = run(t, "", "candidate", "verify", bundle, "--materialize", ctxFile, "--artifacts", c.Dir, "--offline")
+	if code != 2 || !strings.Contains(errOut, "empty") {
+		t.Fatalf("second materialization exit %d: %s", code, errOut)
+	}
+	if _, _, code = run(t, "", "candidate", "verify", bundle, "--receipt", receipt); code != 2 {
+		t.Fatalf("--receipt without --materialize exit %d", code)
 	}
 }
