@@ -24,21 +24,35 @@ func FuzzVerify(f *testing.F) {
 	f.Add([]byte("\xef\xbb\xbf{}"))
 	opts := verify.Options{Artifacts: verify.Dir(f.TempDir())}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r1, err1 := verify.Verify(context.Background(), data, opts)
-		r2, err2 := verify.Verify(context.Background(), data, opts)
-		if (err1 == nil) != (err2 == nil) {
-			t.Fatalf("errors differ: %v / %v", err1, err2)
-		}
-		if err1 != nil {
-			return
-		}
-		if r1.Verdict != r2.Verdict || r1.Digest != r2.Digest {
-			t.Fatalf("records differ: %s %s / %s %s", r1.Verdict, r1.Digest, r2.Verdict, r2.Digest)
-		}
-		if (r1.Verdict == verify.Verified) != (len(r1.Issues) == 0) {
-			t.Fatalf("verdict %s with %d issues", r1.Verdict, len(r1.Issues))
-		}
+		deterministic(t, verify.Verified, func() (string, string, int, error) {
+			r, err := verify.Verify(context.Background(), data, opts)
+			if err != nil {
+				return "", "", 0, err
+			}
+			return r.Verdict, r.Digest, len(r.Issues), nil
+		})
 	})
+}
+
+// deterministic runs a verification twice: the errors must agree, and
+// so must the verdicts and record digests; the verdict is pass exactly
+// when there is no issue.
+func deterministic(t *testing.T, pass string, run func() (verdict, digest string, issues int, err error)) {
+	t.Helper()
+	v1, d1, n1, err1 := run()
+	v2, d2, _, err2 := run()
+	if (err1 == nil) != (err2 == nil) {
+		t.Fatalf("errors differ: %v / %v", err1, err2)
+	}
+	if err1 != nil {
+		return
+	}
+	if v1 != v2 || d1 != d2 {
+		t.Fatalf("records differ: %s %s / %s %s", v1, d1, v2, d2)
+	}
+	if (v1 == pass) != (n1 == 0) {
+		t.Fatalf("verdict %s with %d issues", v1, n1)
+	}
 }
 
 // FuzzVerifyReceipt: VerifyReceipt never panics on arbitrary bytes
@@ -53,19 +67,12 @@ func FuzzVerifyReceipt(f *testing.F) {
 	f.Add([]byte(`{"kind":"agent-candidate-execution-evidence","receipt":{},"materializationReceipt":[]}`))
 	opts := verify.ReceiptOptions{Artifacts: verify.Dir(c.Dir), Bundle: c.Bundle, Task: c.Task, Materialization: &c.Evidence.MaterializationReceipt}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r1, err1 := verify.VerifyReceipt(context.Background(), data, opts)
-		r2, err2 := verify.VerifyReceipt(context.Background(), data, opts)
-		if (err1 == nil) != (err2 == nil) {
-			t.Fatalf("errors differ: %v / %v", err1, err2)
-		}
-		if err1 != nil {
-			return
-		}
-		if r1.Verdict != r2.Verdict || r1.Digest != r2.Digest {
-			t.Fatalf("records differ: %s %s / %s %s", r1.Verdict, r1.Digest, r2.Verdict, r2.Digest)
-		}
-		if (r1.Verdict == verify.Valid) != (len(r1.Issues) == 0) {
-			t.Fatalf("verdict %s with %d issues", r1.Verdict, len(r1.Issues))
-		}
+		deterministic(t, verify.Valid, func() (string, string, int, error) {
+			r, err := verify.VerifyReceipt(context.Background(), data, opts)
+			if err != nil {
+				return "", "", 0, err
+			}
+			return r.Verdict, r.Digest, len(r.Issues), nil
+		})
 	})
 }
