@@ -1,14 +1,11 @@
 package anthropic_test
 
 import (
-	"context"
 	"errors"
-	"iter"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -16,6 +13,7 @@ import (
 	"github.com/agentrt/agentrt/internal/transcript"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/anthropic"
+	"github.com/agentrt/agentrt/providers/internal/chatprovider/chatprovidertest"
 )
 
 // terseProfile asks for the transcripts' model with the system prompt
@@ -45,28 +43,8 @@ func transcriptServer(t testing.TB, name string, cycle bool) *transcript.Server 
 		Cycle: cycle, Complete: true, Check: transcript.AnthropicHeaders(testKey, anthropic.APIVersion)})
 }
 
-func mustProfile(t testing.TB, src string) *profile.Profile {
-	t.Helper()
-	p, err := profile.Parse([]byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func profileInput(t testing.TB, src string) *contract.CreateInput {
-	return &contract.CreateInput{Profile: profile.Ref{Inline: mustProfile(t, src)}}
-}
-
-func collectEvents(seq iter.Seq2[contract.EnvironmentEvent, error]) ([]contract.EnvironmentEvent, error) {
-	var out []contract.EnvironmentEvent
-	for e, err := range seq {
-		if err != nil {
-			return out, err
-		}
-		out = append(out, e)
-	}
-	return out, nil
+	return &contract.CreateInput{Profile: profile.Ref{Inline: chatprovidertest.MustProfile(t, src)}}
 }
 
 // providerTurn streams "Say hello." in an environment of src over the
@@ -78,25 +56,7 @@ func providerTurn(t *testing.T, name, src string) ([]contract.EnvironmentEvent, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return collectEvents(env.Stream(t.Context(), &contract.TurnInput{Prompt: str("Say hello.")}))
-}
-
-func servedModel(e contract.EnvironmentEvent) string {
-	m, _ := e.Data["effectiveBackend"].Get("model")
-	return m.Str()
-}
-
-func terminal(t *testing.T, evs []contract.EnvironmentEvent) (contract.EnvironmentEvent, contract.TerminalKind) {
-	t.Helper()
-	if len(evs) == 0 {
-		t.Fatal("no events")
-	}
-	last := evs[len(evs)-1]
-	kind, ok := contract.EnvironmentEventTerminal(last)
-	if !ok {
-		t.Fatalf("the last event %s is not terminal", last.Type)
-	}
-	return last, kind
+	return chatprovidertest.Collect(env.Stream(t.Context(), &contract.TurnInput{Prompt: str("Say hello.")}))
 }
 
 // The provider passes providertest with what it declares: every scenario
@@ -149,8 +109,8 @@ func TestProviderStreamTextUsageAndServedModel(t *testing.T) {
 		usage.CacheCreationInputTokens == nil || *usage.CacheCreationInputTokens != 1200 || usage.ReasoningTokens != nil {
 		t.Errorf("usage %+v", usage)
 	}
-	done, kind := terminal(t, evs)
-	if kind != contract.TerminalCompleted || done.Data["text"].Str() != "Hello, world." || servedModel(done) != testModel {
+	done, kind := chatprovidertest.Terminal(t, evs)
+	if kind != contract.TerminalCompleted || done.Data["text"].Str() != "Hello, world." || chatprovidertest.ServedModel(done) != testModel {
 		t.Errorf("done %v: %s", kind, canonjson.Marshal(done.Data["effectiveBackend"]))
 	}
 	if p, _ := done.Data["effectiveBackend"].Get("provider"); p.Str() != anthropic.DefaultName {
@@ -166,142 +126,52 @@ func TestProviderSystemPromptReplaceAndAppend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done, kind := terminal(t, evs); kind != contract.TerminalCompleted || done.Data["text"].Str() != "Hello." {
+	if done, kind := chatprovidertest.Terminal(t, evs); kind != contract.TerminalCompleted || done.Data["text"].Str() != "Hello." {
 		t.Errorf("terminal %v %s", kind, done.Type)
 	}
 }
 
-// Another served model is reported on the terminal event's
-// effectiveBackend, where kernel.Execute compares it with the request.
-func TestProviderServedModelMismatchIsReported(t *testing.T) {
-	evs, err := providerTurn(t, "served_other", terseProfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if done, _ := terminal(t, evs); servedModel(done) != "claude-3-5-haiku-20241022" {
-		t.Errorf("served model on the terminal event %q", servedModel(done))
-	}
-}
-
-func TestProviderMissingUsageStaysUnknown(t *testing.T) {
-	evs, err := providerTurn(t, "usage_missing", terseProfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range evs {
-		if e.Usage != nil {
-			t.Errorf("event %s carries usage %+v the server never sent", e.Type, e.Usage)
-		}
-	}
-	if _, kind := terminal(t, evs); kind != contract.TerminalCompleted {
-		t.Errorf("terminal %v", kind)
+// endpoint is the provider over the recorded Messages API, for the
+// shared truthfulness suite.
+func endpoint() chatprovidertest.Endpoint {
+	return chatprovidertest.Endpoint{
+		Provider: func(t *testing.T, name string, cycle bool) (contract.Provider, func() int) {
+			srv := transcriptServer(t, name, cycle)
+			return newProvider(t, srv.URL, nil), srv.Requests
+		},
+		Profile: terseProfile,
+		Transcripts: chatprovidertest.Transcripts{Text: "text", ServedOther: "served_other", UsageMissing: "usage_missing",
+			InBandError: "inband_error", Dropped: "dropped", Hang: "hang"},
+		Want: chatprovidertest.Want{Text: "Hello, world.", InputTokens: 25, OutputTokens: 6,
+			Served: "claude-sonnet-4-5-20250929", ServedOther: "claude-3-5-haiku-20241022"},
+		ErrStreamBroken: anthropic.ErrStreamBroken,
 	}
 }
 
-func TestProviderInBandErrorFails(t *testing.T) {
-	evs, err := providerTurn(t, "inband_error", terseProfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	last, kind := terminal(t, evs)
-	if kind != contract.TerminalFailed || last.Type != "error" || !strings.Contains(last.Data["error"].Str(), "overloaded_error") {
-		t.Errorf("last event %s %v: %s", last.Type, kind, last.Data["error"].Str())
-	}
-}
-
-func TestProviderDroppedConnectionFails(t *testing.T) {
-	evs, err := providerTurn(t, "dropped", terseProfile)
-	if !errors.Is(err, anthropic.ErrStreamBroken) {
-		t.Fatalf("err %v", err)
-	}
-	for _, e := range evs {
-		if _, ok := contract.EnvironmentEventTerminal(e); ok {
-			t.Errorf("a dropped stream emitted terminal event %s", e.Type)
-		}
-	}
-}
-
-func TestProviderTimeoutFails(t *testing.T) {
-	p := newProvider(t, transcriptServer(t, "hang", false).URL, nil)
-	env, err := p.Create(t.Context(), profileInput(t, terseProfile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	timeout := int64(100)
-	evs, err := collectEvents(env.Stream(t.Context(), &contract.TurnInput{Prompt: str("Say hello."), TimeoutMs: &timeout}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if last, kind := terminal(t, evs); kind != contract.TerminalFailed || !strings.Contains(last.Data["error"].Str(), "timeoutMs") {
-		t.Errorf("last event %s %v", last.Type, kind)
-	}
-}
+// The truthfulness matrix over HTTP: exact usage and the served model,
+// another served model reported, missing usage unknown, an in-band error
+// failed, a dropped stream broken, a timeout and a cancellation.
+func TestProviderTruthfulness(t *testing.T) { chatprovidertest.Truthfulness(t, endpoint()) }
 
 // Refusals come before any request: the server sees nothing.
 func TestProviderRefusedBeforeDispatch(t *testing.T) {
-	creates := []struct {
-		name, profile string
-		effort        bool // the refusal is an *EffortError too
-	}{
-		{"effort off the API's ladder", `{"harness":"cli-base","model":{"default":"anthropic/claude-sonnet-4-5-20250929","reasoningEffort":"minimal"}}`, true},
-		{"effort budget above max_tokens", `{"harness":"cli-base","model":{"default":"anthropic/claude-sonnet-4-5-20250929","reasoningEffort":"high"}}`, true},
-		{"reasoning token ceiling", `{"harness":"cli-base","model":{"default":"anthropic/claude-sonnet-4-5-20250929","maxReasoningTokens":100}}`, false},
-		{"visible token ceiling", `{"harness":"cli-base","model":{"default":"anthropic/claude-sonnet-4-5-20250929","maxVisibleOutputTokens":100}}`, false},
-		{"mcp", `{"harness":"cli-base","mcp":{"docs":{"url":"https://mcp.example.com"}}}`, false},
-		{"tools map", `{"harness":"cli-base","tools":{"bash":true}}`, false},
-		{"permissions", `{"harness":"cli-base","permissions":{"bash":"deny"}}`, false},
-		{"instructions", `{"harness":"cli-base","prompt":{"instructions":["Use tabs."]}}`, false},
-		{"other harness", `{"harness":"claude-code"}`, false},
-	}
-	for _, tc := range creates {
-		t.Run("create/"+tc.name, func(t *testing.T) {
-			srv := transcriptServer(t, "text", true)
-			_, err := newProvider(t, srv.URL, nil).Create(t.Context(), profileInput(t, tc.profile))
-			if !errors.Is(err, contract.ErrUnsupported) {
-				t.Errorf("err %v", err)
+	effort := func(want bool) func(t *testing.T, err error) {
+		return func(t *testing.T, err error) {
+			if _, ok := errors.AsType[*anthropic.EffortError](err); ok != want {
+				t.Errorf("*EffortError %v, want %v: %v", ok, want, err)
 			}
-			if _, ok := errors.AsType[*anthropic.EffortError](err); ok != tc.effort {
-				t.Errorf("*EffortError %v, want %v: %v", ok, tc.effort, err)
-			}
-			if srv.Requests() != 0 {
-				t.Errorf("%d requests", srv.Requests())
-			}
-		})
-	}
-	t.Run("create/workspace", func(t *testing.T) {
-		srv := transcriptServer(t, "text", true)
-		in := profileInput(t, terseProfile)
-		in.Workspace = &contract.WorkspaceRequest{}
-		if _, err := newProvider(t, srv.URL, nil).Create(t.Context(), in); !errors.Is(err, contract.ErrUnsupported) {
-			t.Errorf("err %v", err)
 		}
-	})
-	turns := []struct {
-		name string
-		in   *contract.TurnInput
-	}{
-		{"turn id", &contract.TurnInput{Prompt: str("x"), TurnID: str("t1")}},
-		{"session", &contract.TurnInput{Prompt: str("x"), SessionID: str("s1")}},
-		{"image part", &contract.TurnInput{Parts: []contract.InputPart{{Type: "file", URL: str("https://example.com/a.png")}}}},
-		{"no prompt", &contract.TurnInput{}},
-		{"turn profile with mcp", &contract.TurnInput{Prompt: str("x"), Profile: mustProfile(t, `{"mcp":{"docs":{"url":"https://mcp.example.com"}}}`)}},
-		{"turn profile with an effort the API cannot express", &contract.TurnInput{Prompt: str("x"), Profile: mustProfile(t, `{"model":{"reasoningEffort":"minimal"}}`)}},
 	}
-	for _, tc := range turns {
-		t.Run("turn/"+tc.name, func(t *testing.T) {
-			srv := transcriptServer(t, "text", true)
-			env, err := newProvider(t, srv.URL, nil).Create(t.Context(), profileInput(t, terseProfile))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := collectEvents(env.Stream(t.Context(), tc.in)); !errors.Is(err, contract.ErrUnsupported) {
-				t.Errorf("err %v", err)
-			}
-			if srv.Requests() != 0 {
-				t.Errorf("%d requests", srv.Requests())
-			}
-		})
-	}
+	x := "x"
+	refusals := append(chatprovidertest.CommonRefusals(t),
+		chatprovidertest.Refusal{Name: "effort off the API's ladder", Profile: `{"harness":"cli-base","model":{"default":"anthropic/claude-sonnet-4-5-20250929","reasoningEffort":"minimal"}}`, Check: effort(true)},
+		chatprovidertest.Refusal{Name: "effort budget above max_tokens", Profile: `{"harness":"cli-base","model":{"default":"anthropic/claude-sonnet-4-5-20250929","reasoningEffort":"high"}}`, Check: effort(true)},
+		chatprovidertest.Refusal{Name: "reasoning token ceiling", Profile: `{"harness":"cli-base","model":{"default":"anthropic/claude-sonnet-4-5-20250929","maxReasoningTokens":100}}`, Check: effort(false)},
+		chatprovidertest.Refusal{Name: "visible token ceiling", Profile: `{"harness":"cli-base","model":{"default":"anthropic/claude-sonnet-4-5-20250929","maxVisibleOutputTokens":100}}`, Check: effort(false)},
+		chatprovidertest.Refusal{Name: "other harness", Profile: `{"harness":"claude-code"}`, Check: effort(false)},
+		chatprovidertest.Refusal{Name: "turn profile with an effort the API cannot express", Turn: &contract.TurnInput{Prompt: &x, Profile: chatprovidertest.MustProfile(t, `{"model":{"reasoningEffort":"minimal"}}`)}},
+	)
+	chatprovidertest.RefusedBeforeDispatch(t, endpoint(), refusals)
 	t.Run("turn/no model", func(t *testing.T) {
 		srv := transcriptServer(t, "text", true)
 		p, err := anthropic.NewProvider(anthropic.ProviderOptions{Options: anthropic.Options{BaseURL: srv.URL, APIKey: testKey}})
@@ -312,7 +182,7 @@ func TestProviderRefusedBeforeDispatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := collectEvents(env.Stream(t.Context(), &contract.TurnInput{Prompt: str("x")})); !errors.Is(err, contract.ErrUnsupported) {
+		if _, err := chatprovidertest.Collect(env.Stream(t.Context(), &contract.TurnInput{Prompt: str("x")})); !errors.Is(err, contract.ErrUnsupported) {
 			t.Errorf("err %v", err)
 		}
 		if srv.Requests() != 0 {
@@ -351,7 +221,7 @@ func TestProviderKeyNeverInEventsOrErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		evs, err := collectEvents(env.Stream(t.Context(), &contract.TurnInput{Prompt: str("Say hello.")}))
+		evs, err := chatprovidertest.Collect(env.Stream(t.Context(), &contract.TurnInput{Prompt: str("Say hello.")}))
 		var seen []string
 		if err != nil {
 			seen = append(seen, err.Error())
@@ -381,25 +251,3 @@ func members(m map[string]canonjson.Value) []canonjson.Member {
 }
 
 // Cancelling the caller's context ends the turn with execution.cancelled.
-func TestProviderCancelled(t *testing.T) {
-	p := newProvider(t, transcriptServer(t, "hang", false).URL, nil)
-	env, err := p.Create(t.Context(), profileInput(t, terseProfile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	var last contract.EnvironmentEvent
-	for e, err := range env.Stream(ctx, &contract.TurnInput{Prompt: str("Say hello.")}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e.Type == contract.EventTypeMessagePartUpdated {
-			cancel()
-		}
-		last = e
-	}
-	if kind, ok := contract.EnvironmentEventTerminal(last); !ok || kind != contract.TerminalCancelled {
-		t.Errorf("last event %s", last.Type)
-	}
-}

@@ -3,17 +3,16 @@ package openai_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/contract/providertest"
 	"github.com/agentrt/agentrt/internal/transcript"
 	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/providers/internal/chatprovider/chatprovidertest"
 	"github.com/agentrt/agentrt/providers/openai"
 )
 
@@ -91,134 +90,42 @@ func streamTurn(t *testing.T, name string) ([]contract.EnvironmentEvent, error) 
 	return collect(briefEnv(t, name).Stream(context.Background(), &contract.TurnInput{Prompt: str("Say hello.")}))
 }
 
-func backendModel(e contract.EnvironmentEvent) string {
-	b := e.Data["effectiveBackend"]
-	m, _ := b.Get("model")
-	return m.Str()
+// endpoint is the provider over the recorded OpenAI-compatible endpoint,
+// for the shared truthfulness suite.
+func endpoint() chatprovidertest.Endpoint {
+	return chatprovidertest.Endpoint{
+		Provider: func(t *testing.T, name string, cycle bool) (contract.Provider, func() int) {
+			srv := server(t, name, transcript.ServerOptions{Cycle: cycle})
+			return provider(t, srv, true), srv.Requests
+		},
+		Profile: briefProfile,
+		Transcripts: chatprovidertest.Transcripts{Text: "text", ServedOther: "served", UsageMissing: "nousage",
+			InBandError: "inband_error", Dropped: "dropped", Hang: "hang"},
+		Want:            chatprovidertest.Want{Text: "Hello!", InputTokens: 19, OutputTokens: 3, Served: "gpt-5.2", ServedOther: "gpt-5.2-mini"},
+		ErrStreamBroken: openai.ErrStreamBroken,
+	}
 }
 
-func TestStreamTextUsageAndServedModel(t *testing.T) {
+// The truthfulness matrix over HTTP: exact usage and the served model,
+// another served model reported, missing usage unknown, an in-band error
+// failed, a dropped stream broken, a timeout and a cancellation.
+func TestTruthfulness(t *testing.T) { chatprovidertest.Truthfulness(t, endpoint()) }
+
+// The events of a text turn, in order, with the finish reason.
+func TestStreamEventOrder(t *testing.T) {
 	evs, err := streamTurn(t, "text")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var types []string
-	var usage *contract.TokenUsage
 	for _, e := range evs {
 		types = append(types, e.Type)
-		if u, mode, ok := e.UsageReport(); ok {
-			if mode != contract.UsageCumulative {
-				t.Errorf("usage mode %q", mode)
-			}
-			usage = u
-		}
-		if _, err := contract.Validate(contract.KindEnvironmentEvent, contract.EnvironmentEventSchema, e); err != nil {
-			t.Errorf("event %s: %v", e.Type, err)
-		}
 	}
-	want := []string{"execution.started", "message.part.updated", "message.part.updated", "usage", "done"}
-	if len(types) != len(want) {
-		t.Fatalf("event types %v, want %v", types, want)
+	if got, want := strings.Join(types, " "), "execution.started message.part.updated message.part.updated usage done"; got != want {
+		t.Fatalf("event types %s, want %s", got, want)
 	}
-	for i := range want {
-		if types[i] != want[i] {
-			t.Fatalf("event types %v, want %v", types, want)
-		}
-	}
-	if usage == nil || usage.InputTokens != 19 || usage.OutputTokens != 3 {
-		t.Errorf("usage %+v", usage)
-	}
-	done := evs[len(evs)-1]
-	if kind, ok := contract.EnvironmentEventTerminal(done); !ok || kind != contract.TerminalCompleted {
-		t.Errorf("terminal %v %v", kind, ok)
-	}
-	if done.Data["text"].Str() != "Hello!" || backendModel(done) != "gpt-5.2" || done.Data["finishReason"].Str() != "stop" {
-		t.Errorf("done %s", canonjson.Marshal(canonjson.ObjectValue(members(done.Data))))
-	}
-}
-
-func members(m map[string]canonjson.Value) []canonjson.Member {
-	var out []canonjson.Member
-	for k, v := range m {
-		out = append(out, canonjson.Member{Name: k, Value: v})
-	}
-	return out
-}
-
-func TestStreamServedModelMismatchIsReported(t *testing.T) {
-	evs, err := streamTurn(t, "served")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := backendModel(evs[len(evs)-1]); got != "gpt-5.2-mini" {
-		t.Errorf("served model on the terminal event %q", got)
-	}
-}
-
-func TestStreamNoUsageStaysUnknown(t *testing.T) {
-	evs, err := streamTurn(t, "nousage")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range evs {
-		if e.Usage != nil {
-			t.Errorf("event %s carries usage %+v the endpoint never sent", e.Type, e.Usage)
-		}
-	}
-}
-
-func TestStreamInBandErrorFails(t *testing.T) {
-	evs, err := streamTurn(t, "inband_error")
-	if err != nil {
-		t.Fatal(err)
-	}
-	last := evs[len(evs)-1]
-	if kind, ok := contract.EnvironmentEventTerminal(last); !ok || kind != contract.TerminalFailed || last.Type != "error" {
-		t.Errorf("last event %s: %v %v", last.Type, kind, ok)
-	}
-}
-
-func TestStreamDroppedConnectionBreaks(t *testing.T) {
-	evs, err := streamTurn(t, "dropped")
-	if !errors.Is(err, openai.ErrStreamBroken) {
-		t.Fatalf("err %v", err)
-	}
-	for _, e := range evs {
-		if _, ok := contract.EnvironmentEventTerminal(e); ok {
-			t.Errorf("a dropped stream emitted terminal event %s", e.Type)
-		}
-	}
-}
-
-func TestStreamCancelled(t *testing.T) {
-	env := briefEnv(t, "hang")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var last contract.EnvironmentEvent
-	for e, err := range env.Stream(ctx, &contract.TurnInput{Prompt: str("Say hello.")}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e.Type == contract.EventTypeMessagePartUpdated {
-			cancel()
-		}
-		last = e
-	}
-	if kind, ok := contract.EnvironmentEventTerminal(last); !ok || kind != contract.TerminalCancelled {
-		t.Errorf("last event %s", last.Type)
-	}
-}
-
-func TestStreamTimeoutFails(t *testing.T) {
-	env := briefEnv(t, "hang")
-	timeout := int64(50)
-	evs, err := collect(env.Stream(context.Background(), &contract.TurnInput{Prompt: str("Say hello."), TimeoutMs: &timeout}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	last := evs[len(evs)-1]
-	if kind, ok := contract.EnvironmentEventTerminal(last); !ok || kind != contract.TerminalFailed || !strings.Contains(last.Data["error"].Str(), "timeoutMs") {
-		t.Errorf("last event %s %v", last.Type, kind)
+	if done, _ := chatprovidertest.Terminal(t, evs); done.Data["finishReason"].Str() != "stop" {
+		t.Errorf("finish reason %q", done.Data["finishReason"].Str())
 	}
 }
 
@@ -253,68 +160,11 @@ func TestKeyNeverLogged(t *testing.T) {
 
 // Refusals come before any request: the endpoint sees nothing.
 func TestRefusedBeforeDispatch(t *testing.T) {
-	creates := []struct {
-		name string
-		in   func(t *testing.T) *contract.CreateInput
-	}{
-		{"mcp", profileInput(`{"harness":"cli-base","model":{"default":"openai/gpt-5.2"},"mcp":{"docs":{"url":"https://mcp.example.com"}}}`)},
-		{"tools map", profileInput(`{"harness":"cli-base","model":{"default":"openai/gpt-5.2"},"tools":{"bash":true}}`)},
-		{"permissions", profileInput(`{"harness":"cli-base","model":{"default":"openai/gpt-5.2"},"permissions":{"bash":"deny"}}`)},
-		{"instructions", profileInput(`{"harness":"cli-base","model":{"default":"openai/gpt-5.2"},"prompt":{"instructions":["Use tabs."]}}`)},
-		{"reasoning effort", profileInput(`{"harness":"cli-base","model":{"default":"openai/gpt-5.2","reasoningEffort":"high"}}`)},
-		{"other harness", profileInput(`{"harness":"codex","model":{"default":"openai/gpt-5.2"}}`)},
-		{"reasoning token ceiling", profileInput(`{"harness":"cli-base","model":{"default":"openai/gpt-5.2","maxReasoningTokens":100}}`)},
-		{"workspace", func(t *testing.T) *contract.CreateInput {
-			in := profileInput(briefProfile)(t)
-			in.Workspace = &contract.WorkspaceRequest{}
-			return in
-		}},
-		{"env", func(t *testing.T) *contract.CreateInput {
-			in := profileInput(briefProfile)(t)
-			in.Env = map[string]string{"A": "b"}
-			return in
-		}},
-	}
-	for _, tc := range creates {
-		t.Run("create/"+tc.name, func(t *testing.T) {
-			srv := server(t, "text", transcript.ServerOptions{})
-			if _, err := provider(t, srv, true).Create(context.Background(), tc.in(t)); !errors.Is(err, contract.ErrUnsupported) {
-				t.Errorf("err %v", err)
-			}
-			if srv.Requests() != 0 {
-				t.Errorf("%d requests", srv.Requests())
-			}
-		})
-	}
-	turns := []struct {
-		name string
-		in   *contract.TurnInput
-	}{
-		{"turn id", &contract.TurnInput{Prompt: str("x"), TurnID: str("t1")}},
-		{"session", &contract.TurnInput{Prompt: str("x"), SessionID: str("s1")}},
-		{"image part", &contract.TurnInput{Parts: []contract.InputPart{{Type: "file", URL: str("https://example.com/a.png")}}}},
-		{"no prompt", &contract.TurnInput{}},
-		{"turn profile with mcp", &contract.TurnInput{Prompt: str("x"), Profile: mustProfile(t, `{"mcp":{"docs":{"url":"https://mcp.example.com"}}}`)}},
-	}
-	for _, tc := range turns {
-		t.Run("turn/"+tc.name, func(t *testing.T) {
-			srv := server(t, "text", transcript.ServerOptions{})
-			env, err := provider(t, srv, true).Create(context.Background(), profileInput(briefProfile)(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := collect(env.Stream(context.Background(), tc.in)); !errors.Is(err, contract.ErrUnsupported) {
-				t.Errorf("err %v", err)
-			}
-			if srv.Requests() != 0 {
-				t.Errorf("%d requests", srv.Requests())
-			}
-		})
-	}
-}
-
-func profileInput(src string) func(t *testing.T) *contract.CreateInput {
-	return func(t *testing.T) *contract.CreateInput {
-		return &contract.CreateInput{Profile: profile.Ref{Inline: mustProfile(t, src)}}
-	}
+	refusals := append(chatprovidertest.CommonRefusals(t),
+		chatprovidertest.Refusal{Name: "reasoning effort", Profile: `{"harness":"cli-base","model":{"default":"openai/gpt-5.2","reasoningEffort":"high"}}`},
+		chatprovidertest.Refusal{Name: "other harness", Profile: `{"harness":"codex","model":{"default":"openai/gpt-5.2"}}`},
+		chatprovidertest.Refusal{Name: "reasoning token ceiling", Profile: `{"harness":"cli-base","model":{"default":"openai/gpt-5.2","maxReasoningTokens":100}}`},
+		chatprovidertest.Refusal{Name: "env", Create: func(in *contract.CreateInput) { in.Env = map[string]string{"A": "b"} }},
+	)
+	chatprovidertest.RefusedBeforeDispatch(t, endpoint(), refusals)
 }
