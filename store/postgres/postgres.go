@@ -110,40 +110,15 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 // UpdateRun implements store.Store: read, apply fn, and write only if the
 // revision is still the one read; otherwise read again.
 func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*store.Run) error) (store.Run, error) {
-	for attempt := 0; ; attempt++ {
-		cur, err := s.GetRun(ctx, id)
-		if err != nil {
-			return store.Run{}, err
-		}
-		next := cur
-		if err := fn(&next); err != nil {
-			return store.Run{}, err
-		}
-		if err := store.CheckUpdate(cur, next); err != nil {
-			return store.Run{}, err
-		}
-		doc, err := sqlrow.Encode(next.Doc)
-		if err != nil {
-			return store.Run{}, err
-		}
-		next.Revision = cur.Revision + 1
-		next.UpdatedAt = s.now().UTC()
+	return sqlrow.UpdateRun(ctx, id, s.now, s.GetRun, fn, func(cur, next store.Run, doc *string) (bool, error) {
 		tag, err := s.pool.Exec(ctx, `UPDATE runs SET status = $1, updated_at = $2, revision = $3, owner = $4, lease_until = $5, doc = $6
 			WHERE id = $7 AND revision = $8`,
 			string(next.Status), sqlrow.Nanos(next.UpdatedAt), next.Revision, next.Owner, sqlrow.Nanos(next.LeaseUntil), doc, id, cur.Revision)
 		if err != nil {
-			return store.Run{}, fmt.Errorf("postgres: update run: %w", err)
+			return false, fmt.Errorf("postgres: update run: %w", err)
 		}
-		if tag.RowsAffected() == 1 {
-			return next, nil
-		}
-		if attempt >= 1000 {
-			return store.Run{}, fmt.Errorf("run %s: %w", id, store.ErrConflict)
-		}
-		if err := ctx.Err(); err != nil {
-			return store.Run{}, err
-		}
-	}
+		return tag.RowsAffected() == 1, nil
+	})
 }
 
 // ListRuns implements store.Store.

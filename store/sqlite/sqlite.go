@@ -125,40 +125,19 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 
 // UpdateRun implements store.Store.
 func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*store.Run) error) (store.Run, error) {
-	for attempt := 0; ; attempt++ {
-		cur, err := s.GetRun(ctx, id)
-		if err != nil {
-			return store.Run{}, err
-		}
-		next := cur
-		if err := fn(&next); err != nil {
-			return store.Run{}, err
-		}
-		if err := store.CheckUpdate(cur, next); err != nil {
-			return store.Run{}, err
-		}
-		doc, err := sqlrow.Encode(next.Doc)
-		if err != nil {
-			return store.Run{}, err
-		}
-		next.Revision = cur.Revision + 1
-		next.UpdatedAt = s.now().UTC()
+	return sqlrow.UpdateRun(ctx, id, s.now, s.GetRun, fn, func(cur, next store.Run, doc *string) (bool, error) {
 		res, err := s.w.ExecContext(ctx, `UPDATE runs SET status = ?, updated_at = ?, revision = ?, owner = ?, lease_until = ?, doc = ?
 			WHERE id = ? AND revision = ?`,
 			string(next.Status), sqlrow.Nanos(next.UpdatedAt), next.Revision, next.Owner, sqlrow.Nanos(next.LeaseUntil), doc, id, cur.Revision)
 		if err != nil {
-			return store.Run{}, fmt.Errorf("sqlite: update run: %w", err)
+			return false, fmt.Errorf("sqlite: update run: %w", err)
 		}
-		if n, _ := res.RowsAffected(); n == 1 {
-			return next, nil
+		n, err := res.RowsAffected()
+		if err != nil {
+			return false, fmt.Errorf("sqlite: update run: %w", err)
 		}
-		if attempt >= 1000 {
-			return store.Run{}, fmt.Errorf("run %s: %w", id, store.ErrConflict)
-		}
-		if err := ctx.Err(); err != nil {
-			return store.Run{}, err
-		}
-	}
+		return n == 1, nil
+	})
 }
 
 // ListRuns implements store.Store.

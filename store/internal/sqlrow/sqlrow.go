@@ -1,6 +1,7 @@
 package sqlrow
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -130,4 +131,49 @@ func ScanLedger(rows Rows, runID, adapter string) ([]store.LedgerEntry, error) {
 		out = append(out, e)
 	}
 	return out, rows.Err()
+}
+
+// maxUpdateAttempts bounds UpdateRun's retries under contention.
+const maxUpdateAttempts = 1000
+
+// UpdateRun is the optimistic update of both SQL adapters: read the run
+// with get, apply fn, check the update (store.CheckUpdate), stamp the
+// next revision and time, and write it with write, which must store it
+// only if the row's revision is still cur's and report whether it did;
+// otherwise read again (store.ErrConflict after maxUpdateAttempts).
+func UpdateRun(ctx context.Context, id string, now func() time.Time,
+	get func(ctx context.Context, id string) (store.Run, error), fn func(*store.Run) error,
+	write func(cur, next store.Run, doc *string) (bool, error)) (store.Run, error) {
+	for attempt := 0; ; attempt++ {
+		cur, err := get(ctx, id)
+		if err != nil {
+			return store.Run{}, err
+		}
+		next := cur
+		if err := fn(&next); err != nil {
+			return store.Run{}, err
+		}
+		if err := store.CheckUpdate(cur, next); err != nil {
+			return store.Run{}, err
+		}
+		doc, err := Encode(next.Doc)
+		if err != nil {
+			return store.Run{}, err
+		}
+		next.Revision = cur.Revision + 1
+		next.UpdatedAt = now().UTC()
+		written, err := write(cur, next, doc)
+		if err != nil {
+			return store.Run{}, err
+		}
+		if written {
+			return next, nil
+		}
+		if attempt >= maxUpdateAttempts {
+			return store.Run{}, fmt.Errorf("run %s: %w", id, store.ErrConflict)
+		}
+		if err := ctx.Err(); err != nil {
+			return store.Run{}, err
+		}
+	}
 }
