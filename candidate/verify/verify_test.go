@@ -415,8 +415,9 @@ func TestIPFSResolver(t *testing.T) {
 
 // TestKnowledgeArtifacts: V46, a knowledge block whose snapshot is the A4
 // workspace: integrity verifies, the artifacts come in §22 order, the
-// repeated manifest is served from the (sha256, byteLength) cache, and a
-// missing retrievalConfig ref is artifact-unavailable.
+// repeated manifest is served from the (sha256, byteLength) cache, a
+// missing retrievalConfig ref is artifact-unavailable, and the support
+// policy refuses knowledge (unsupported-surface).
 func TestKnowledgeArtifacts(t *testing.T) {
 	g := newGitFixture(t)
 	config := []byte(`{"topK":4}`)
@@ -448,6 +449,14 @@ func TestKnowledgeArtifacts(t *testing.T) {
 		"/knowledge/snapshot/manifest", "/knowledge/snapshot/archive", "/knowledge/retrievalConfig", "/knowledge/evaluation"}
 	if !slices.Equal(paths, want) || len(rec.Workspaces) != 2 {
 		t.Fatalf("artifacts %v, workspaces %+v", paths, rec.Workspaces)
+	}
+	// V46 with --execute-support: the reference runtime does not execute
+	// knowledge; integrity still verified every artifact.
+	policy := verify.ReferenceSupport()
+	opts.Support = &policy
+	rec = run(t, data, opts, verify.CodeUnsupportedSurface)
+	if len(rec.Issues) != 1 || rec.Issues[0].Path != "/knowledge" || len(rec.Artifacts) != len(want) {
+		t.Fatalf("issues %+v, %d artifacts", rec.Issues, len(rec.Artifacts))
 	}
 }
 
