@@ -195,6 +195,8 @@ type receiptVerifier struct {
 	opts  ReceiptOptions
 	store *store
 	rec   *ReceiptRecord
+	// val is the parsed document: digests are computed over it.
+	val canonjson.Value
 }
 
 func (rv *receiptVerifier) issue(code, path, format string, args ...any) {
@@ -266,6 +268,7 @@ func (rv *receiptVerifier) run(ctx context.Context, data []byte) error {
 		rv.issue(CodeParseError, "", "the top level is not an object")
 		return nil
 	}
+	rv.val = val
 	kind, _ := val.Get("kind")
 	rv.rec.ReceiptKind = kind.Str()
 	if c, ok := val.Get("digest"); ok && c.Kind() == canonjson.String {
@@ -280,7 +283,7 @@ func (rv *receiptVerifier) run(ctx context.Context, data []byte) error {
 		if !ok {
 			return nil
 		}
-		rv.selfDigest("", m.Kind, m, m.Digest)
+		rv.selfDigest("", m.Kind, m.Digest)
 		if err := rv.materialization(ctx, "", m); err != nil {
 			return err
 		}
@@ -291,7 +294,7 @@ func (rv *receiptVerifier) run(ctx context.Context, data []byte) error {
 		if !ok {
 			return nil
 		}
-		rv.selfDigest("", r.Kind, r, r.Digest)
+		rv.selfDigest("", r.Kind, r.Digest)
 		if err := rv.runReceipt(ctx, "", r); err != nil {
 			return err
 		}
@@ -309,9 +312,9 @@ func (rv *receiptVerifier) run(ctx context.Context, data []byte) error {
 		if !ok {
 			return nil
 		}
-		rv.selfDigest("", e.Kind, e, e.Digest)
-		rv.selfDigest("/materializationReceipt", e.MaterializationReceipt.Kind, &e.MaterializationReceipt, e.MaterializationReceipt.Digest)
-		rv.selfDigest("/receipt", e.Receipt.Kind, &e.Receipt, e.Receipt.Digest)
+		rv.selfDigest("", e.Kind, e.Digest)
+		rv.selfDigest("/materializationReceipt", e.MaterializationReceipt.Kind, e.MaterializationReceipt.Digest)
+		rv.selfDigest("/receipt", e.Receipt.Kind, e.Receipt.Digest)
 		if err := rv.materialization(ctx, "/materializationReceipt", &e.MaterializationReceipt); err != nil {
 			return err
 		}
@@ -378,9 +381,16 @@ func parseReceipt[T any](rv *receiptVerifier, kind string, node schema.Node, val
 	return doc, true
 }
 
-// selfDigest checks that a self-digested document carries its digest.
-func (rv *receiptVerifier) selfDigest(path, kind string, doc any, carried string) {
-	d, err := candidate.SelfDigest(doc)
+// selfDigest checks that the self-digested document at path carries its
+// digest, computed over the parsed value (spec candidate §2.3), not over
+// a re-encoding of the Go type.
+func (rv *receiptVerifier) selfDigest(path, kind, carried string) {
+	doc, ok := canonjson.Resolve(rv.val, path)
+	if !ok {
+		rv.issue(CodeDigestMismatch, path, "no document at %s", path)
+		return
+	}
+	d, err := candidate.SelfDigestValue(doc)
 	if err != nil {
 		rv.issue(CodeDigestMismatch, path, "no canonical form: %v", err)
 		return
@@ -395,7 +405,8 @@ func (rv *receiptVerifier) selfDigest(path, kind string, doc any, carried string
 // evidence checks one evidence record: digest == sha256(JCS(material)),
 // and the artifact's verified bytes are exactly JCS(material).
 func evidence[M any](ctx context.Context, rv *receiptVerifier, path string, e *candidate.Evidence[M]) error {
-	want, err := candidate.MaterialBytes(e.Material)
+	material, _ := canonjson.Resolve(rv.val, path+"/material")
+	want, err := canonjson.Canonical(material)
 	if err != nil {
 		rv.issue(CodeEvidenceDigestMismatch, path+"/material", "no canonical form: %v", err)
 		return nil
@@ -494,7 +505,7 @@ func (rv *receiptVerifier) materialization(ctx context.Context, base string, m *
 		return err
 	}
 	act := &m.ProfileActivation
-	rv.selfDigest(base+"/profileActivation", act.Kind, act, act.Digest)
+	rv.selfDigest(base+"/profileActivation", act.Kind, act.Digest)
 	if err := evidence(ctx, rv, base+"/profileActivation/profilePlan", &act.ProfilePlan); err != nil {
 		return err
 	}
@@ -503,7 +514,7 @@ func (rv *receiptVerifier) materialization(ctx context.Context, base string, m *
 		return err
 	}
 	pm := &plan.Material
-	rv.selfDigest(base+"/executionPlan/material/runCell", pm.RunCell.Kind, &pm.RunCell, pm.RunCell.Digest)
+	rv.selfDigest(base+"/executionPlan/material/runCell", pm.RunCell.Kind, pm.RunCell.Digest)
 	if err := rv.snapshot(ctx, base+"/executionPlan/material/candidateWorkspace", pm.CandidateWorkspace, candidateWorkspace); err != nil {
 		return err
 	}
