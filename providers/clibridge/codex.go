@@ -2,7 +2,9 @@ package clibridge
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/agentrt/agentrt/contract"
@@ -47,12 +49,14 @@ func (codexDriver) ownedEnv() []string {
 
 // profileCaps: the replacing system prompt (codex's instructions key,
 // which replaces its built-in base instructions; codex has no append
-// route the bridge verified) and validation. Tools, permissions and MCP
-// servers are not applied by this driver, so they are not declared and
-// a profile carrying them is refused.
+// route the bridge verified), local MCP servers ([mcp_servers.NAME] in
+// config.toml, proven against the real binary by TestCodexMCPServer) and
+// validation. Tools and permissions are not applied by this driver, so
+// they are not declared and a profile carrying them is refused.
 func (codexDriver) profileCaps() contract.ProfileCapabilities {
 	return contract.ProfileCapabilities{
 		SystemPrompt: harness.PromptIntents(harness.Codex),
+		MCP:          true,
 		Validation:   true,
 	}
 }
@@ -63,12 +67,32 @@ func (d codexDriver) check(p *profile.Profile) []error {
 	if p == nil {
 		return nil
 	}
-	return checkCommon(d, "openai", "the OpenAI Responses API", p)
+	errs := checkCommon(d, "openai", "the OpenAI Responses API", p)
+	for _, name := range slices.Sorted(maps.Keys(p.MCP)) {
+		if reason := codexMCPCheck(name, p.MCP[name]); reason != "" {
+			errs = append(errs, unsupported("/mcp/"+name, reason))
+		}
+	}
+	return errs
 }
+
+// codexMCPCheck returns why codex cannot mount server s ("" when it
+// can): only local (stdio) servers with public values, named so that
+// codex's tool namespace "mcp__<name>" is a valid tool name.
+func codexMCPCheck(name string, s profile.MCPServer) string {
+	return localMCPCheck("codex", name, s)
+}
+
+// codexMCPApproval is every mounted server's default_tools_approval_mode:
+// with approval_policy "never", codex 0.171.0 fails every MCP tool call
+// ("MCP tool call requires approval, but approval policy is never")
+// unless the server's tools are pre-approved.
+const codexMCPApproval = "approve"
 
 // materialize writes codex's configuration (CODEX_HOME/config.toml: the
 // bridge's model provider, the approval policy, no update check,
-// analytics or feedback, the effort and the replacing instructions) and
+// analytics or feedback, the effort, the replacing instructions and the
+// mounted MCP servers) and
 // builds the argv: exec mode, JSONL output, a configuration codex must
 // recognize entirely (--strict-config), no Git repository required, no
 // session files, the read-only sandbox, the model, and the prompt read
@@ -119,10 +143,42 @@ func (d codexDriver) materialize(t *turnSpec) (*plan, error) {
 	set("base_url", baseURL)
 	set("env_key", codexKeyEnv)
 	set("wire_api", "responses")
+	if len(p.MCP) > 0 {
+		mounted, disabled, err := localMCPServers(p.MCP, codexMCPCheck)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range mounted {
+			writeCodexMCP(&cfg, s)
+		}
+		ap.MCPServers, ap.DisabledMCPServers = mcpNames(mounted), disabled
+	}
 	pl.addFile(t, filepath.Join(t.dirs.config, "config.toml"), []byte(cfg.String()), "codex-config")
 	pl.args = args
 	pl.receipt.Args = args
 	return pl, nil
+}
+
+// writeCodexMCP writes server s as codex's [mcp_servers.NAME] table:
+// command, args, env (an inline table) and its tools pre-approved.
+func writeCodexMCP(cfg *strings.Builder, s localMCPServer) {
+	fmt.Fprintf(cfg, "\n[mcp_servers.%s]\n", s.name)
+	fmt.Fprintf(cfg, "command = %s\n", tomlString(s.command))
+	if len(s.args) > 0 {
+		quoted := make([]string, len(s.args))
+		for i, a := range s.args {
+			quoted[i] = tomlString(a)
+		}
+		fmt.Fprintf(cfg, "args = [%s]\n", strings.Join(quoted, ", "))
+	}
+	if len(s.env) > 0 {
+		var pairs []string
+		for _, k := range slices.Sorted(maps.Keys(s.env)) {
+			pairs = append(pairs, tomlString(k)+" = "+tomlString(s.env[k]))
+		}
+		fmt.Fprintf(cfg, "env = { %s }\n", strings.Join(pairs, ", "))
+	}
+	fmt.Fprintf(cfg, "default_tools_approval_mode = %s\n", tomlString(codexMCPApproval))
 }
 
 // tomlString is s as a TOML basic string: quotes, backslashes and

@@ -219,7 +219,9 @@ func TestCodexReadOnlySandbox(t *testing.T) {
 
 // What codex cannot be told is refused before anything is spawned: an
 // appended system prompt (codex has only a replacing one), tools,
-// permissions, MCP servers, another vendor's model.
+// permissions, MCP servers it cannot mount (remote, with a secret
+// reference, another working directory, a name that is no tool name),
+// another vendor's model.
 func TestCodexProfileRefusals(t *testing.T) {
 	bin, marker := fakeCLI(t, "")
 	p, err := New(Options{Harness: harness.Codex, Binary: bin, WorkRoot: t.TempDir()})
@@ -230,9 +232,13 @@ func TestCodexProfileRefusals(t *testing.T) {
 		"append":      {Prompt: &profile.Prompt{AppendSystemPrompt: profile.Ptr("x")}},
 		"tools":       {Tools: map[string]bool{"shell": true}},
 		"permissions": {Permissions: map[string]profile.Permission{"bash": {Value: profile.Allow}}},
-		"mcp":         {MCP: map[string]profile.MCPServer{"s": {Command: profile.Ptr("x")}}},
-		"vendor":      {Model: &profile.ModelHints{Provider: profile.Ptr("anthropic")}},
-		"harness":     {Harness: harness.ClaudeCode},
+		"mcp-remote":  {MCP: map[string]profile.MCPServer{"s": {URL: profile.Ptr("https://mcp.example.com/mcp")}}},
+		"mcp-secret": {MCP: map[string]profile.MCPServer{"s": {Command: profile.Ptr("x"), Env: map[string]profile.ConfigValue{
+			"TOKEN": {Kind: profile.ConfigSecretRef, Key: profile.Ptr("k")}}}}},
+		"mcp-cwd":  {MCP: map[string]profile.MCPServer{"s": {Command: profile.Ptr("x"), Cwd: profile.Ptr("sub")}}},
+		"mcp-name": {MCP: map[string]profile.MCPServer{"my.server": {Command: profile.Ptr("x")}}},
+		"vendor":   {Model: &profile.ModelHints{Provider: profile.Ptr("anthropic")}},
+		"harness":  {Harness: harness.ClaudeCode},
 	} {
 		if _, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: pr}}); !errors.Is(err, contract.ErrUnsupported) {
 			t.Errorf("%s: %v, want unsupported", name, err)

@@ -46,7 +46,7 @@
 // keys that name no claude-code tool, "ask" permissions (print mode has no
 // one to ask and the bridge declares no interactions), rule patterns
 // claude's rule lists cannot carry, and MCP servers with secret
-// references or a working directory. Turns asking for detach, replay,
+// references or a working directory other than the workspace. Turns asking for detach, replay,
 // control references, context transfer, native continuation,
 // interactions or non-text parts are refused too.
 //
@@ -93,14 +93,23 @@
 // native token of the profile's reasoning effort (harness.NativeReasoningControl: the
 // canonical name, ultracode → "ultra", which codex 0.171.0 accepts but
 // sends the API as "xhigh"); S, the profile's systemPrompt, replaces
-// codex's built-in base instructions. codex has no append route the
-// bridge verified, and the driver applies no tools, permissions or MCP
-// servers: a profile carrying appendSystemPrompt, tools, permissions or
-// mcp is refused, as is a model provider other than openai (plus the
-// checks every driver makes: harness, seats, connections, confidential,
-// small model, token ceilings). Model-generated commands run in codex's
+// codex's built-in base instructions. Each mounted MCP server is an
+// [mcp_servers.NAME] table (command, args, env — public values only —
+// and default_tools_approval_mode "approve": under approval_policy
+// "never" codex fails every MCP tool call of a server whose tools are
+// not pre-approved). codex has no append route the bridge verified, and
+// the driver applies no tools or permissions: a profile carrying
+// appendSystemPrompt, tools or permissions is refused, as are MCP servers
+// codex cannot be given exactly (remote ones, secret references, a
+// working directory other than the workspace, a name that is not ASCII
+// letters, digits and single '_') and a model provider other than openai
+// (plus the checks every driver makes: harness, seats, connections,
+// confidential, small model, token ceilings). Model-generated commands run in codex's
 // read-only sandbox (observed: "touch" fails with a read-only file
-// system, "echo hi" runs) and no approval is ever asked for.
+// system, "echo hi" runs) and no approval is ever asked for. MCP servers
+// run outside that sandbox, started by codex in the workspace with the
+// configured environment (observed: the probe server wrote its log
+// outside the workspace), and their tools run without asking.
 //
 // Observed of the real binary (see testdata/codex/README): it calls only
 // POST <base_url>/responses (always streamed), once per model call, with
@@ -184,8 +193,15 @@
 // workspace), _CLAUDE_CODE, _CLAUDE_CODE_SKILLS, _EXTERNAL_SKILLS and
 // _EMBEDDED_WEB_UI are set.
 //
+// Each mounted MCP server is an entry of the configuration's "mcp":
+// {"type": "local", "command": [command, args...], "environment": env,
+// "enabled": true} (public values only; remote servers, secret
+// references, another working directory and names that are not ASCII
+// letters, digits and single '_' are refused). opencode starts it in the
+// workspace and offers its tools as "<server>_<tool>".
+//
 // opencode has no system-prompt flag, and the bridge writes no agent,
-// tool, permission or MCP configuration for it: its capability document
+// tool or permission configuration for it: its capability document
 // declares none of them and a profile carrying them is refused, as is a
 // model provider. opencode run executes tool calls without asking
 // (observed: a bash "echo hi" ran); the bridge does not restrict them.
@@ -244,8 +260,8 @@
 //
 // The document declares exactly what is enforced: the profile features
 // the driver applies (claude-code: system prompt replace and append,
-// tools, permissions, MCP, validation; codex: system prompt replace and
-// validation; opencode: validation only), live streaming and usage. No
+// tools, permissions, MCP, validation; codex: system prompt replace,
+// MCP and validation; opencode: MCP and validation), live streaming and usage. No
 // detach, replay, session
 // continuation, workspace access, branching, placement, observation,
 // interactions, context transfer or exact process.

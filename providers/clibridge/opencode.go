@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/agentrt/agentrt/contract"
@@ -60,12 +62,14 @@ func (opencodeDriver) ownedEnv() []string {
 	return names
 }
 
-// profileCaps: validation only. opencode has no system-prompt flag (an
-// agent definition could carry one, which the bridge does not write), and
-// the bridge writes no tool, permission or MCP configuration for it, so
-// it declares none of them and refuses a profile carrying them.
+// profileCaps: local MCP servers ("mcp" in the configuration, proven
+// against the real binary by TestOpencodeMCPServer) and validation.
+// opencode has no system-prompt flag (an agent definition could carry
+// one, which the bridge does not write), and the bridge writes no tool or
+// permission configuration for it, so it declares none of them and
+// refuses a profile carrying them.
 func (opencodeDriver) profileCaps() contract.ProfileCapabilities {
-	return contract.ProfileCapabilities{Validation: true}
+	return contract.ProfileCapabilities{MCP: true, Validation: true}
 }
 
 // check refuses what opencode cannot be told by this driver, beyond the
@@ -81,7 +85,19 @@ func (d opencodeDriver) check(p *profile.Profile) []error {
 		errs = append(errs, unsupported("/model/provider",
 			"opencode's provider is the bridge's endpoint (or the provider/model id given); the bridge does not select one"))
 	}
+	for _, name := range slices.Sorted(maps.Keys(p.MCP)) {
+		if reason := opencodeMCPCheck(name, p.MCP[name]); reason != "" {
+			errs = append(errs, unsupported("/mcp/"+name, reason))
+		}
+	}
 	return errs
+}
+
+// opencodeMCPCheck returns why opencode cannot mount server s ("" when
+// it can): only local servers with public values, named so that
+// opencode's tool names "<name>_<tool>" are valid tool names.
+func opencodeMCPCheck(name string, s profile.MCPServer) string {
+	return localMCPCheck("opencode", name, s)
 }
 
 // opencodeConfig is the part of opencode's configuration the bridge
@@ -95,6 +111,17 @@ type opencodeConfig struct {
 	// Agent disables the title agent: without it every new session
 	// makes one more model call (a title), outside the turn's usage.
 	Agent map[string]map[string]bool `json:"agent"`
+	// MCP are the mounted local MCP servers.
+	MCP map[string]opencodeMCP `json:"mcp,omitempty"`
+}
+
+// opencodeMCP is one local MCP server of opencode's configuration: the
+// command and its arguments as one array, and its environment.
+type opencodeMCP struct {
+	Type        string            `json:"type"`
+	Command     []string          `json:"command"`
+	Environment map[string]string `json:"environment,omitempty"`
+	Enabled     bool              `json:"enabled"`
 }
 
 // opencodeProviderConfig defines the bridge's provider: the bundled
@@ -123,7 +150,8 @@ func opencodeModel(t *turnSpec, model string) (full, bare string, err error) {
 
 // materialize builds the opencode argv (run --format json, the prompt
 // read from standard input) and its configuration file: the bridge's
-// provider and model, autoupdate, share and the title agent off. XDG directories live in
+// provider and model, autoupdate, share and the title agent off, and the
+// mounted MCP servers. XDG directories live in
 // the environment's HOME.
 func (d opencodeDriver) materialize(t *turnSpec) (*plan, error) {
 	p := t.profile
@@ -178,6 +206,17 @@ func (d opencodeDriver) materialize(t *turnSpec) (*plan, error) {
 		cfg.Provider[opencodeProvider].Models[bare]["variants"] = map[string]any{native: map[string]string{"reasoningEffort": native}}
 		args = append(args, "--variant", native)
 		ap.ReasoningEffort, ap.NativeEffort = effort, native
+	}
+	if len(p.MCP) > 0 {
+		mounted, disabled, err := localMCPServers(p.MCP, opencodeMCPCheck)
+		if err != nil {
+			return nil, err
+		}
+		cfg.MCP = map[string]opencodeMCP{}
+		for _, s := range mounted {
+			cfg.MCP[s.name] = opencodeMCP{Type: "local", Command: append([]string{s.command}, s.args...), Environment: s.env, Enabled: true}
+		}
+		ap.MCPServers, ap.DisabledMCPServers = mcpNames(mounted), disabled
 	}
 	content, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {

@@ -161,9 +161,10 @@ func TestOpencodeTranscriptMeaning(t *testing.T) {
 
 // What the opencode driver cannot apply is refused before anything is
 // spawned: the capability document's refusals (system prompts, tools,
-// permissions, MCP), a model provider or another harness at create and
-// validation; an effort without the bridge's provider and a missing
-// model at the turn.
+// permissions), a model provider, another harness and MCP servers it
+// cannot mount (remote, a secret reference) at create and validation;
+// an effort without the bridge's provider and a missing model at the
+// turn.
 func TestOpencodeRefusedBeforeSpawn(t *testing.T) {
 	bin, marker := fakeCLI(t, "exit 0")
 	newP := func(baseURL, model string) *Provider {
@@ -179,10 +180,12 @@ func TestOpencodeRefusedBeforeSpawn(t *testing.T) {
 		"append-prompt": {Prompt: &profile.Prompt{AppendSystemPrompt: profile.Ptr("Be brief.")}},
 		"tools":         {Tools: map[string]bool{"bash": false}},
 		"permissions":   {Permissions: map[string]profile.Permission{"bash": {Value: profile.Deny}}},
-		"mcp":           {MCP: map[string]profile.MCPServer{"s": {Command: profile.Ptr("server")}}},
-		"provider":      {Model: &profile.ModelHints{Provider: profile.Ptr("openai")}},
-		"harness":       {Harness: harness.ClaudeCode},
-		"small-model":   {Model: &profile.ModelHints{Small: profile.Ptr("s")}},
+		"mcp-remote":    {MCP: map[string]profile.MCPServer{"s": {URL: profile.Ptr("https://mcp.example.com/mcp")}}},
+		"mcp-secret": {MCP: map[string]profile.MCPServer{"s": {Command: profile.Ptr("server"), Args: []profile.ConfigValue{
+			{Kind: profile.ConfigSecretRef, Key: profile.Ptr("k")}}}}},
+		"provider":    {Model: &profile.ModelHints{Provider: profile.Ptr("openai")}},
+		"harness":     {Harness: harness.ClaudeCode},
+		"small-model": {Model: &profile.ModelHints{Small: profile.Ptr("s")}},
 	} {
 		if _, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: pr}}); !errors.Is(err, contract.ErrUnsupported) {
 			t.Errorf("%s: create error %v, want ErrUnsupported", name, err)
