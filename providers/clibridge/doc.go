@@ -196,8 +196,11 @@
 // Each mounted MCP server is an entry of the configuration's "mcp":
 // {"type": "local", "command": [command, args...], "environment": env,
 // "enabled": true} (public values only; remote servers, secret
-// references, another working directory and names that are not ASCII
-// letters, digits and single '_' are refused). opencode starts it in the
+// references, another working directory, names that are not ASCII
+// letters, digits and single '_', and any value holding "{env:" or
+// "{file:" — opencode substitutes those in every configuration string,
+// with no escape, and would hand the server the bridge's key — are
+// refused, as is such a model). opencode starts it in the
 // workspace and offers its tools as "<server>_<tool>".
 //
 // opencode has no system-prompt flag, and the bridge writes no agent,

@@ -133,3 +133,35 @@ func TestOpencodeMaterializeMCP(t *testing.T) {
 		t.Errorf("no servers: %v\n%s", err, pl.files[0].content)
 	}
 }
+
+// opencode substitutes {env:NAME} and {file:PATH} in every string of its
+// configuration (observed: an MCP environment value
+// "{env:AGENTRT_OPENCODE_API_KEY}" handed the server the bridge's key),
+// so a server or model carrying such text is refused — at check, and at
+// materialize for a turn's model — and nothing is written.
+func TestOpencodeRefusesSubstitutedText(t *testing.T) {
+	steal := "{env:" + opencodeAPIKeyEnv + "}"
+	for name, s := range map[string]profile.MCPServer{
+		"command":   {Command: profile.Ptr("{file:/etc/passwd}")},
+		"arg":       {Command: profile.Ptr("srv"), Args: []profile.ConfigValue{pubValue("--token=" + steal)}},
+		"env-value": {Command: profile.Ptr("srv"), Env: map[string]profile.ConfigValue{"X": pubValue(steal)}},
+		"env-name":  {Command: profile.Ptr("srv"), Env: map[string]profile.ConfigValue{"{ENV:HOME}": pubValue("x")}},
+	} {
+		pr := &profile.Profile{MCP: map[string]profile.MCPServer{"probe": s}}
+		errs := opencodeDriver{}.check(pr)
+		var ue *profile.UnsupportedError
+		if len(errs) != 1 || !errors.As(errs[0], &ue) || ue.Path != "/mcp/probe" || !strings.Contains(ue.Reason, "{env:...}") {
+			t.Errorf("%s: check %v, want one refusal at /mcp/probe", name, errs)
+		}
+		// The same refusal in codex would be wrong: codex writes the text
+		// as is.
+		if errs := (codexDriver{}).check(pr); len(errs) != 0 {
+			t.Errorf("%s: codex refused %v", name, errs)
+		}
+	}
+	root := t.TempDir()
+	spec := &turnSpec{turn: 1, model: "m{file:/etc/hostname}", baseURL: "http://h/v1", dirs: dirs{root: root, home: root + "/home", bridge: root + "/bridge"}}
+	if pl, err := (opencodeDriver{}).materialize(spec); !errors.Is(err, contract.ErrUnsupported) || pl != nil {
+		t.Errorf("model with {file:}: %v, want unsupported and no plan", err)
+	}
+}

@@ -95,9 +95,36 @@ func (d opencodeDriver) check(p *profile.Profile) []error {
 
 // opencodeMCPCheck returns why opencode cannot mount server s ("" when
 // it can): only local servers with public values, named so that
-// opencode's tool names "<name>_<tool>" are valid tool names.
+// opencode's tool names "<name>_<tool>" are valid tool names, and with
+// no value opencode would substitute (opencodeSubstitutes).
 func opencodeMCPCheck(name string, s profile.MCPServer) string {
-	return localMCPCheck("opencode", name, s)
+	if reason := localMCPCheck("opencode", name, s); reason != "" || s.IsDisabled() {
+		return reason
+	}
+	values := []string{*s.Command}
+	for _, a := range s.Args {
+		values = append(values, *a.Value)
+	}
+	for k, v := range s.Env {
+		values = append(values, k, *v.Value)
+	}
+	if slices.ContainsFunc(values, opencodeSubstitutes) {
+		return "opencode would replace its {env:...} or {file:...} text (observed: an environment value \"{env:NAME}\" reached the server as that variable's value)"
+	}
+	return ""
+}
+
+// opencodeSubstitutes reports whether opencode would rewrite s when it
+// reads its configuration: opencode 1.18.33 replaces "{env:NAME}" with a
+// variable of its own environment and "{file:PATH}" with a file's
+// content in every string of the configuration (observed: a server
+// environment value "{env:AGENTRT_OPENCODE_API_KEY}" handed the server
+// the bridge's API key; a prompt "{file:/etc/hostname}" became the host
+// name). There is no escape, so such a value is refused rather than
+// written.
+func opencodeSubstitutes(s string) bool {
+	l := strings.ToLower(s)
+	return strings.Contains(l, "{env:") || strings.Contains(l, "{file:")
 }
 
 // opencodeConfig is the part of opencode's configuration the bridge
@@ -136,8 +163,12 @@ type opencodeProviderConfig struct {
 
 // opencodeModel is the -m value for model: with a BaseURL, a model of the
 // bridge's provider (a bare name, or "agentrt/name"); without one, the
-// provider/model id as given.
+// provider/model id as given. A model opencode would substitute in its
+// configuration is refused.
 func opencodeModel(t *turnSpec, model string) (full, bare string, err error) {
+	if opencodeSubstitutes(model) {
+		return "", "", fmt.Errorf("clibridge: model %q: opencode would substitute its {env:...} or {file:...} text: %w", model, contract.ErrUnsupported)
+	}
 	if t.baseURL == "" {
 		return model, "", nil
 	}
@@ -145,6 +176,7 @@ func opencodeModel(t *turnSpec, model string) (full, bare string, err error) {
 	if bare == "" {
 		return "", "", fmt.Errorf("clibridge: opencode against a BaseURL needs a model (the turn's, the profile's default or Options.Model): %w", contract.ErrUnsupported)
 	}
+
 	return opencodeProvider + "/" + bare, bare, nil
 }
 
