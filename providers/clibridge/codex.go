@@ -47,15 +47,20 @@ func (codexDriver) ownedEnv() []string {
 	return []string{"CODEX_HOME", codexKeyEnv, "OPENAI_BASE_URL", "CODEX_API_KEY"}
 }
 
-// profileCaps: the replacing system prompt (codex's instructions key,
-// which replaces its built-in base instructions; codex has no append
-// route the bridge verified), local MCP servers ([mcp_servers.NAME] in
-// config.toml, proven against the real binary by TestCodexMCPServer) and
-// validation. Tools and permissions are not applied by this driver, so
-// they are not declared and a profile carrying them is refused.
+// profileCaps: the system prompt replaced (codex's instructions key,
+// which replaces its built-in base instructions) and appended (its
+// developer_instructions key, a developer message after them; both
+// proven against the real binary by TestCodexSystemPrompts), local MCP
+// servers ([mcp_servers.NAME] in config.toml, proven by
+// TestCodexMCPServer) and validation. Tools and permissions are not
+// applied: codex's only controls over what model-generated commands may
+// do are its sandbox mode and approval policy, which govern every
+// command alike, and it has no per-tool allow or deny the bridge could
+// map a profile's tools or permissions onto exactly; they are not
+// declared and a profile carrying them is refused.
 func (codexDriver) profileCaps() contract.ProfileCapabilities {
 	return contract.ProfileCapabilities{
-		SystemPrompt: harness.PromptIntents(harness.Codex),
+		SystemPrompt: harness.SystemPromptIntents{Replace: true, Append: true},
 		MCP:          true,
 		Validation:   true,
 	}
@@ -91,8 +96,8 @@ const codexMCPApproval = "approve"
 
 // materialize writes codex's configuration (CODEX_HOME/config.toml: the
 // bridge's model provider, the approval policy, no update check,
-// analytics or feedback, the effort, the replacing instructions and the
-// mounted MCP servers) and
+// analytics or feedback, the effort, the replacing instructions, the
+// appended developer instructions and the mounted MCP servers) and
 // builds the argv: exec mode, JSONL output, a configuration codex must
 // recognize entirely (--strict-config), no Git repository required, no
 // session files, the read-only sandbox, the model, and the prompt read
@@ -131,9 +136,15 @@ func (d codexDriver) materialize(t *turnSpec) (*plan, error) {
 		set("model_reasoning_effort", native)
 		ap.ReasoningEffort, ap.NativeEffort = effort, native
 	}
-	if pr := p.Prompt; pr != nil && pr.SystemPrompt != nil {
-		set("instructions", *pr.SystemPrompt)
-		ap.SystemPromptDigest = textDigest(*pr.SystemPrompt)
+	if pr := p.Prompt; pr != nil {
+		if pr.SystemPrompt != nil {
+			set("instructions", *pr.SystemPrompt)
+			ap.SystemPromptDigest = textDigest(*pr.SystemPrompt)
+		}
+		if pr.AppendSystemPrompt != nil {
+			set("developer_instructions", *pr.AppendSystemPrompt)
+			ap.AppendSystemPromptDigest = textDigest(*pr.AppendSystemPrompt)
+		}
 	}
 	// No analytics and no feedback uploads: the turn talks to the model
 	// endpoint only.

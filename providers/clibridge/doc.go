@@ -85,7 +85,8 @@
 // with CODEX_HOME the environment's configuration directory, holding a
 // per-turn config.toml: model_provider "agentrt", approval_policy
 // "never", no update check, analytics or feedback,
-// [model_reasoning_effort = E], [instructions = S] and
+// [model_reasoning_effort = E], [instructions = S],
+// [developer_instructions = A], [mcp_servers.NAME]... and
 // [model_providers.agentrt] with base_url (Options.BaseURL, the API base
 // including /v1; else https://api.openai.com/v1), env_key OPENAI_API_KEY
 // (set from Options.APIKey) and wire_api "responses". The model is the
@@ -93,13 +94,17 @@
 // native token of the profile's reasoning effort (harness.NativeReasoningControl: the
 // canonical name, ultracode → "ultra", which codex 0.171.0 accepts but
 // sends the API as "xhigh"); S, the profile's systemPrompt, replaces
-// codex's built-in base instructions. Each mounted MCP server is an
+// codex's built-in base instructions (the first developer message of
+// the request becomes exactly S); A, its appendSystemPrompt, is added
+// as the first part of the next developer message, the base
+// instructions (or S) kept before it. Each mounted MCP server is an
 // [mcp_servers.NAME] table (command, args, env — public values only —
 // and default_tools_approval_mode "approve": under approval_policy
 // "never" codex fails every MCP tool call of a server whose tools are
-// not pre-approved). codex has no append route the bridge verified, and
-// the driver applies no tools or permissions: a profile carrying
-// appendSystemPrompt, tools or permissions is refused, as are MCP servers
+// not pre-approved). The driver applies no tools or permissions (codex's
+// sandbox mode and approval policy govern every command alike; it has no
+// per-tool allow or deny a profile's rules map onto exactly): a profile
+// carrying tools or permissions is refused, as are MCP servers
 // codex cannot be given exactly (remote ones, secret references, a
 // working directory other than the workspace, a name that is not ASCII
 // letters, digits and single '_') and a model provider other than openai
@@ -263,8 +268,8 @@
 //
 // The document declares exactly what is enforced: the profile features
 // the driver applies (claude-code: system prompt replace and append,
-// tools, permissions, MCP, validation; codex: system prompt replace,
-// MCP and validation; opencode: MCP and validation), live streaming and usage. No
+// tools, permissions, MCP, validation; codex: system prompt replace and
+// append, MCP and validation; opencode: MCP and validation), live streaming and usage. No
 // detach, replay, session
 // continuation, workspace access, branching, placement, observation,
 // interactions, context transfer or exact process.
