@@ -208,10 +208,21 @@
 // refused, as is such a model). opencode starts it in the
 // workspace and offers its tools as "<server>_<tool>".
 //
-// opencode has no system-prompt flag, and the bridge writes no agent,
-// tool or permission configuration for it: its capability document
-// declares none of them and a profile carrying them is refused, as is a
-// model provider. opencode run executes tool calls without asking
+// The profile's systemPrompt S is written to a file and becomes the prompt of
+// the build agent (the one opencode run uses), "agent": {"build":
+// {"prompt": "{file:PATH}"}}: the request's system message is then S, a
+// newline and opencode's own environment part (the model line, the
+// <env> block, the skills) instead of its built-in prompt; an empty S is
+// refused (opencode would send its built-in prompt). Its
+// appendSystemPrompt A is written to a file named in "instructions":
+// opencode keeps its prompt and adds "Instructions from: PATH", a
+// newline and A after the <env> block. Files, because opencode would
+// substitute {env:...} and {file:...} in a prompt written into the
+// configuration, not in a file's content.
+//
+// The bridge writes no tool or permission configuration for opencode: its
+// capability document declares neither and a profile carrying them is
+// refused, as is a model provider. opencode run executes tool calls without asking
 // (observed: a bash "echo hi" ran); the bridge does not restrict them.
 //
 // Observed of the real binary (see testdata/opencode/README): it calls

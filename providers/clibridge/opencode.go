@@ -22,6 +22,10 @@ func (opencodeDriver) harness() harness.Type { return harness.OpenCode }
 func (opencodeDriver) executable() string    { return "opencode" }
 func (opencodeDriver) npmPackage() string    { return "opencode-ai" }
 
+// opencodeBuildAgent is the agent opencode run uses when none is named:
+// the replacing system prompt is its prompt.
+const opencodeBuildAgent = "build"
+
 // opencodeProvider is the id of the provider the bridge defines in
 // opencode's configuration for Options.BaseURL.
 const opencodeProvider = "agentrt"
@@ -62,20 +66,27 @@ func (opencodeDriver) ownedEnv() []string {
 	return names
 }
 
-// profileCaps: local MCP servers ("mcp" in the configuration, proven
-// against the real binary by TestOpencodeMCPServer) and validation.
-// opencode has no system-prompt flag (an agent definition could carry
-// one, which the bridge does not write), and the bridge writes no tool or
-// permission configuration for it, so it declares none of them and
-// refuses a profile carrying them.
+// profileCaps: the system prompt replaced (the build agent's prompt,
+// which replaces opencode's built-in prompt and keeps its environment
+// part) and appended (an instructions file, added after the environment
+// block), both proven against the real binary by
+// TestOpencodeSystemPrompts; local MCP servers ("mcp" in the
+// configuration, proven by TestOpencodeMCPServer); and validation. The
+// bridge writes no tool or permission configuration for opencode, so it
+// declares neither and refuses a profile carrying them.
 func (opencodeDriver) profileCaps() contract.ProfileCapabilities {
-	return contract.ProfileCapabilities{MCP: true, Validation: true}
+	return contract.ProfileCapabilities{
+		SystemPrompt: harness.SystemPromptIntents{Replace: true, Append: true},
+		MCP:          true,
+		Validation:   true,
+	}
 }
 
 // check refuses what opencode cannot be told by this driver, beyond the
-// capability document: checkCommon's refusals and a model provider (the
+// capability document: checkCommon's refusals, a model provider (the
 // provider is the bridge's OpenAI-compatible endpoint, or the one the
-// model id names).
+// model id names), an empty replacing system prompt and MCP servers it
+// cannot mount.
 func (d opencodeDriver) check(p *profile.Profile) []error {
 	if p == nil {
 		return nil
@@ -84,6 +95,12 @@ func (d opencodeDriver) check(p *profile.Profile) []error {
 	if m := p.Model; m != nil && m.Provider != nil {
 		errs = append(errs, unsupported("/model/provider",
 			"opencode's provider is the bridge's endpoint (or the provider/model id given); the bridge does not select one"))
+	}
+	if pr := p.Prompt; pr != nil {
+		if pr.SystemPrompt != nil && *pr.SystemPrompt == "" {
+			errs = append(errs, unsupported("/prompt/systemPrompt",
+				"opencode takes an empty agent prompt as none and sends its built-in prompt (observed); an empty replacement cannot be honored"))
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(p.MCP)) {
 		if reason := opencodeMCPCheck(name, p.MCP[name]); reason != "" {
@@ -135,11 +152,21 @@ type opencodeConfig struct {
 	Share      string                            `json:"share"`
 	Model      string                            `json:"model,omitempty"`
 	Provider   map[string]opencodeProviderConfig `json:"provider,omitempty"`
-	// Agent disables the title agent: without it every new session
-	// makes one more model call (a title), outside the turn's usage.
-	Agent map[string]map[string]bool `json:"agent"`
+	// Agent disables the title agent (without it every new session
+	// makes one more model call, a title, outside the turn's usage) and
+	// carries the replacing system prompt as the build agent's prompt.
+	Agent map[string]opencodeAgent `json:"agent"`
+	// Instructions are files whose content opencode adds to its system
+	// prompt: the appended system prompt.
+	Instructions []string `json:"instructions,omitempty"`
 	// MCP are the mounted local MCP servers.
 	MCP map[string]opencodeMCP `json:"mcp,omitempty"`
+}
+
+// opencodeAgent is one agent's configuration.
+type opencodeAgent struct {
+	Disable bool   `json:"disable,omitempty"`
+	Prompt  string `json:"prompt,omitempty"`
 }
 
 // opencodeMCP is one local MCP server of opencode's configuration: the
@@ -182,8 +209,9 @@ func opencodeModel(t *turnSpec, model string) (full, bare string, err error) {
 
 // materialize builds the opencode argv (run --format json, the prompt
 // read from standard input) and its configuration file: the bridge's
-// provider and model, autoupdate, share and the title agent off, and the
-// mounted MCP servers. XDG directories live in
+// provider and model, autoupdate, share and the title agent off, the
+// system prompts (each in a file of its own) and the mounted MCP
+// servers. XDG directories live in
 // the environment's HOME.
 func (d opencodeDriver) materialize(t *turnSpec) (*plan, error) {
 	p := t.profile
@@ -203,7 +231,7 @@ func (d opencodeDriver) materialize(t *turnSpec) (*plan, error) {
 	ap := &pl.receipt.Applied
 	args := []string{"run", "--format", "json"}
 	cfg := opencodeConfig{Schema: "https://opencode.ai/config.json", Share: "disabled",
-		Agent: map[string]map[string]bool{"title": {"disable": true}}}
+		Agent: map[string]opencodeAgent{"title": {Disable: true}}}
 	full, bare, err := opencodeModel(t, turnModel(t, p))
 	if err != nil {
 		return nil, err
@@ -249,6 +277,26 @@ func (d opencodeDriver) materialize(t *turnSpec) (*plan, error) {
 			cfg.MCP[s.name] = opencodeMCP{Type: "local", Command: append([]string{s.command}, s.args...), Environment: s.env, Enabled: true}
 		}
 		ap.MCPServers, ap.DisabledMCPServers = mcpNames(mounted), disabled
+	}
+	if pr := p.Prompt; pr != nil {
+		// The prompts travel in files the configuration names: opencode
+		// would substitute {env:...} and {file:...} in a prompt written
+		// into the configuration itself, but not in a file's content.
+		if pr.SystemPrompt != nil {
+			path := filepath.Join(t.dirs.bridge, fmt.Sprintf("turn-%d-system-prompt.md", t.turn))
+			if opencodeSubstitutes(path) || strings.ContainsAny(path, "{}") {
+				return nil, fmt.Errorf("clibridge: the environment's path %q holds braces opencode's {file:...} cannot carry: %w", t.dirs.bridge, contract.ErrUnsupported)
+			}
+			pl.addFile(t, path, []byte(*pr.SystemPrompt), "system-prompt")
+			cfg.Agent[opencodeBuildAgent] = opencodeAgent{Prompt: "{file:" + path + "}"}
+			ap.SystemPromptDigest = textDigest(*pr.SystemPrompt)
+		}
+		if pr.AppendSystemPrompt != nil {
+			path := filepath.Join(t.dirs.bridge, fmt.Sprintf("turn-%d-append-system-prompt.md", t.turn))
+			pl.addFile(t, path, []byte(*pr.AppendSystemPrompt), "append-system-prompt")
+			cfg.Instructions = []string{path}
+			ap.AppendSystemPromptDigest = textDigest(*pr.AppendSystemPrompt)
+		}
 	}
 	content, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
