@@ -220,10 +220,23 @@
 // substitute {env:...} and {file:...} in a prompt written into the
 // configuration, not in a file's content.
 //
-// The bridge writes no tool or permission configuration for opencode: its
-// capability document declares neither and a profile carrying them is
-// refused, as is a model provider. opencode run executes tool calls without asking
-// (observed: a bash "echo hi" ran); the bridge does not restrict them.
+// The profile's tools are the configuration's "tools" ({NAME: false}
+// removes that tool from the model call) for opencode's built-in tools
+// (bash, edit, glob, grep, read, skill, task, todowrite, webfetch,
+// write); its permissions are "permission" for the keys bash, edit
+// (which covers edit and write), glob, grep, read, skill, task,
+// todowrite and webfetch — "deny" removes the tool, "allow" lets it run
+// — and, for bash only, command patterns. opencode applies the last
+// matching rule, so each tool's allow patterns are written before its
+// deny patterns: a command both match is denied, as in claude-code. A
+// denied command never runs; the model is told a rule prevents it.
+// Refused: other tool or permission keys (opencode ignores an unknown
+// one silently; MCP tools were not verified), "ask" (opencode run has no
+// one to ask and the bridge declares no interactions), patterns for
+// another key than bash, patterns holding {env: or {file: text, and a
+// model provider. Without rules opencode run executes tool calls
+// without asking (observed: a bash "echo hi" ran); a command no pattern
+// matches follows opencode's default (allowed).
 //
 // Observed of the real binary (see testdata/opencode/README): it calls
 // only POST {baseURL}/chat/completions, streamed, with the key as a

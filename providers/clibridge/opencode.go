@@ -70,13 +70,15 @@ func (opencodeDriver) ownedEnv() []string {
 // which replaces opencode's built-in prompt and keeps its environment
 // part) and appended (an instructions file, added after the environment
 // block), both proven against the real binary by
-// TestOpencodeSystemPrompts; local MCP servers ("mcp" in the
-// configuration, proven by TestOpencodeMCPServer); and validation. The
-// bridge writes no tool or permission configuration for opencode, so it
-// declares neither and refuses a profile carrying them.
+// TestOpencodeSystemPrompts; tools and permissions ("tools" and
+// "permission" in the configuration, for the keys opencodeToolsCheck
+// admits, proven by TestOpencodeToolsAndPermissions); local MCP servers
+// ("mcp", proven by TestOpencodeMCPServer); and validation.
 func (opencodeDriver) profileCaps() contract.ProfileCapabilities {
 	return contract.ProfileCapabilities{
 		SystemPrompt: harness.SystemPromptIntents{Replace: true, Append: true},
+		Tools:        true,
+		Permissions:  true,
 		MCP:          true,
 		Validation:   true,
 	}
@@ -85,8 +87,9 @@ func (opencodeDriver) profileCaps() contract.ProfileCapabilities {
 // check refuses what opencode cannot be told by this driver, beyond the
 // capability document: checkCommon's refusals, a model provider (the
 // provider is the bridge's OpenAI-compatible endpoint, or the one the
-// model id names), an empty replacing system prompt and MCP servers it
-// cannot mount.
+// model id names), an empty replacing system prompt, tools and
+// permissions it cannot be given exactly (opencodeToolsCheck) and MCP
+// servers it cannot mount.
 func (d opencodeDriver) check(p *profile.Profile) []error {
 	if p == nil {
 		return nil
@@ -102,6 +105,7 @@ func (d opencodeDriver) check(p *profile.Profile) []error {
 				"opencode takes an empty agent prompt as none and sends its built-in prompt (observed); an empty replacement cannot be honored"))
 		}
 	}
+	errs = append(errs, opencodeToolsCheck(p)...)
 	for _, name := range slices.Sorted(maps.Keys(p.MCP)) {
 		if reason := opencodeMCPCheck(name, p.MCP[name]); reason != "" {
 			errs = append(errs, unsupported("/mcp/"+name, reason))
@@ -161,6 +165,10 @@ type opencodeConfig struct {
 	Instructions []string `json:"instructions,omitempty"`
 	// MCP are the mounted local MCP servers.
 	MCP map[string]opencodeMCP `json:"mcp,omitempty"`
+	// Tools enables (true) or removes (false) built-in tools.
+	Tools map[string]bool `json:"tools,omitempty"`
+	// Permission allows or denies tools (and bash command patterns).
+	Permission *opencodePermissions `json:"permission,omitempty"`
 }
 
 // opencodeAgent is one agent's configuration.
@@ -210,8 +218,8 @@ func opencodeModel(t *turnSpec, model string) (full, bare string, err error) {
 // materialize builds the opencode argv (run --format json, the prompt
 // read from standard input) and its configuration file: the bridge's
 // provider and model, autoupdate, share and the title agent off, the
-// system prompts (each in a file of its own) and the mounted MCP
-// servers. XDG directories live in
+// system prompts (each in a file of its own), the tools and permissions
+// and the mounted MCP servers. XDG directories live in
 // the environment's HOME.
 func (d opencodeDriver) materialize(t *turnSpec) (*plan, error) {
 	p := t.profile
@@ -298,6 +306,13 @@ func (d opencodeDriver) materialize(t *turnSpec) (*plan, error) {
 			ap.AppendSystemPromptDigest = textDigest(*pr.AppendSystemPrompt)
 		}
 	}
+	if len(p.Tools) > 0 {
+		cfg.Tools = p.Tools
+	}
+	if len(p.Permissions) > 0 {
+		cfg.Permission = &opencodePermissions{profile: p.Permissions}
+	}
+	ap.AllowedTools, ap.DisallowedTools = opencodeRules(p)
 	content, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return nil, errors.Join(errors.New("clibridge: rendering the opencode configuration"), err)

@@ -163,8 +163,10 @@ func TestOpencodeTranscriptMeaning(t *testing.T) {
 }
 
 // What the opencode driver cannot apply is refused before anything is
-// spawned: the capability document's refusals (tools, permissions), an
-// empty replacing system prompt (opencode would send its own), a model
+// spawned: tools and permission keys the bridge did not verify (opencode
+// ignores an unknown one), "ask", patterns for another tool than bash or
+// holding text opencode would substitute, an empty replacing system
+// prompt (opencode would send its own), a model
 // provider, another harness and MCP servers it cannot mount (remote, a
 // secret reference) at create and validation;
 // an effort without the bridge's provider and a missing model at the
@@ -181,8 +183,13 @@ func TestOpencodeRefusedBeforeSpawn(t *testing.T) {
 	p := newP("http://127.0.0.1:9/v1", "m")
 	for name, pr := range map[string]*profile.Profile{
 		"empty-system-prompt": {Prompt: &profile.Prompt{SystemPrompt: profile.Ptr("")}},
-		"tools":               {Tools: map[string]bool{"bash": false}},
-		"permissions":         {Permissions: map[string]profile.Permission{"bash": {Value: profile.Deny}}},
+		"unknown-tool":        {Tools: map[string]bool{"Bash": false}},
+		"mcp-tool":            {Tools: map[string]bool{"probe_probe_echo": false}},
+		"unknown-permission":  {Permissions: map[string]profile.Permission{"write": {Value: profile.Deny}}},
+		"ask":                 {Permissions: map[string]profile.Permission{"bash": {Value: profile.Ask}}},
+		"ask-pattern":         {Permissions: map[string]profile.Permission{"bash": {Patterns: map[string]profile.PermissionValue{"git *": profile.Ask}}}},
+		"edit-pattern":        {Permissions: map[string]profile.Permission{"edit": {Patterns: map[string]profile.PermissionValue{"*.go": profile.Deny}}}},
+		"substituted-pattern": {Permissions: map[string]profile.Permission{"bash": {Patterns: map[string]profile.PermissionValue{"echo {env:HOME}": profile.Allow}}}},
 		"mcp-remote":          {MCP: map[string]profile.MCPServer{"s": {URL: profile.Ptr("https://mcp.example.com/mcp")}}},
 		"mcp-secret": {MCP: map[string]profile.MCPServer{"s": {Command: profile.Ptr("server"), Args: []profile.ConfigValue{
 			{Kind: profile.ConfigSecretRef, Key: profile.Ptr("k")}}}}},
