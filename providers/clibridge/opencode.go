@@ -290,11 +290,13 @@ func (d opencodeDriver) materialize(t *turnSpec) (*plan, error) {
 		// The prompts travel in files the configuration names: opencode
 		// would substitute {env:...} and {file:...} in a prompt written
 		// into the configuration itself, but not in a file's content.
+		if (pr.SystemPrompt != nil || pr.AppendSystemPrompt != nil) && strings.ContainsAny(t.dirs.bridge, "{}") {
+			// The files' paths are configuration strings too: opencode
+			// would substitute them, and {file:...} cannot carry a brace.
+			return nil, fmt.Errorf("clibridge: the environment's path %q holds braces opencode's configuration cannot carry: %w", t.dirs.bridge, contract.ErrUnsupported)
+		}
 		if pr.SystemPrompt != nil {
 			path := filepath.Join(t.dirs.bridge, fmt.Sprintf("turn-%d-system-prompt.md", t.turn))
-			if opencodeSubstitutes(path) || strings.ContainsAny(path, "{}") {
-				return nil, fmt.Errorf("clibridge: the environment's path %q holds braces opencode's {file:...} cannot carry: %w", t.dirs.bridge, contract.ErrUnsupported)
-			}
 			pl.addFile(t, path, []byte(*pr.SystemPrompt), "system-prompt")
 			cfg.Agent[opencodeBuildAgent] = opencodeAgent{Prompt: "{file:" + path + "}"}
 			ap.SystemPromptDigest = textDigest(*pr.SystemPrompt)

@@ -438,3 +438,17 @@ func hasFile(rc Receipt, purpose, content string) bool {
 	}
 	return false
 }
+
+// An environment path holding a brace cannot be named in opencode's
+// configuration (it would be substituted, and {file:...} cannot carry
+// it): a turn with a system prompt there is refused, nothing written.
+func TestOpencodePromptPathWithBraces(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "{env:HOME}")
+	d := dirs{root: root, home: root + "/home", bridge: root + "/bridge"}
+	for _, pr := range []*profile.Prompt{{SystemPrompt: profile.Ptr("S")}, {AppendSystemPrompt: profile.Ptr("A")}} {
+		pl, err := opencodeDriver{}.materialize(&turnSpec{turn: 1, profile: &profile.Profile{Prompt: pr}, dirs: d, baseURL: "http://h/v1", model: "m"})
+		if !errors.Is(err, contract.ErrUnsupported) || pl != nil {
+			t.Errorf("%+v: %v, want unsupported", pr, err)
+		}
+	}
+}
