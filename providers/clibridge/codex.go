@@ -52,15 +52,19 @@ func (codexDriver) ownedEnv() []string {
 // developer_instructions key, a developer message after them; both
 // proven against the real binary by TestCodexSystemPrompts), local MCP
 // servers ([mcp_servers.NAME] in config.toml, proven by
-// TestCodexMCPServer) and validation. Tools and permissions are not
-// applied: codex's only controls over what model-generated commands may
-// do are its sandbox mode and approval policy, which govern every
-// command alike, and it has no per-tool allow or deny the bridge could
-// map a profile's tools or permissions onto exactly; they are not
-// declared and a profile carrying them is refused.
+// TestCodexMCPServer), tools for the mounted servers' MCP tools only
+// (false: the server's disabled_tools, proven by
+// TestCodexMCPToolDisabled; check refuses every other key) and
+// validation. Permissions are not applied, nor tools for codex's own
+// tools: its only controls over what model-generated commands may do are
+// its sandbox mode and approval policy, which govern every command
+// alike, and it has no per-tool allow or deny a profile's rules map onto
+// exactly; permissions are not declared and a profile carrying them is
+// refused.
 func (codexDriver) profileCaps() contract.ProfileCapabilities {
 	return contract.ProfileCapabilities{
 		SystemPrompt: harness.SystemPromptIntents{Replace: true, Append: true},
+		Tools:        true,
 		MCP:          true,
 		Validation:   true,
 	}
@@ -73,12 +77,32 @@ func (d codexDriver) check(p *profile.Profile) []error {
 		return nil
 	}
 	errs := checkCommon(d, "openai", "the OpenAI Responses API", p)
+	for _, key := range slices.Sorted(maps.Keys(p.Tools)) {
+		if _, _, ok := codexMCPTool(p, key); !ok {
+			errs = append(errs, unsupported("/tools/"+key, "codex's only per-tool control the bridge verified is an MCP server's disabled_tools: "+
+				"the key must be mcp__<server>__<tool> of a mounted server (codex's own tools are governed by its sandbox and approval policy alone)"))
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(p.MCP)) {
 		if reason := codexMCPCheck(name, p.MCP[name]); reason != "" {
 			errs = append(errs, unsupported("/mcp/"+name, reason))
 		}
 	}
 	return errs
+}
+
+// codexMCPTool splits a tools key "mcp__<server>__<tool>" naming a tool
+// of a server p mounts.
+func codexMCPTool(p *profile.Profile, key string) (server, tool string, ok bool) {
+	rest, ok := strings.CutPrefix(key, "mcp__")
+	if !ok {
+		return "", "", false
+	}
+	server, tool, ok = strings.Cut(rest, "__")
+	if s, mounted := p.MCP[server]; !ok || tool == "" || !mounted || s.IsDisabled() {
+		return "", "", false
+	}
+	return server, tool, true
 }
 
 // codexMCPCheck returns why codex cannot mount server s ("" when it
@@ -159,10 +183,29 @@ func (d codexDriver) materialize(t *turnSpec) (*plan, error) {
 		if err != nil {
 			return nil, err
 		}
+		// A tool the profile sets false is in its server's
+		// disabled_tools: codex then neither offers it nor runs a call
+		// of it ("unsupported call"). true needs nothing: a mounted
+		// server's tools are offered and pre-approved.
+		off := map[string][]string{}
+		for _, key := range slices.Sorted(maps.Keys(p.Tools)) {
+			server, tool, ok := codexMCPTool(p, key)
+			if !ok {
+				return nil, fmt.Errorf("clibridge: tools key %q: %w", key, contract.ErrUnsupported)
+			}
+			if p.Tools[key] {
+				ap.AllowedTools = append(ap.AllowedTools, key)
+			} else {
+				off[server] = append(off[server], tool)
+				ap.DisallowedTools = append(ap.DisallowedTools, key)
+			}
+		}
 		for _, s := range mounted {
-			writeCodexMCP(&cfg, s)
+			writeCodexMCP(&cfg, s, off[s.name])
 		}
 		ap.MCPServers, ap.DisabledMCPServers = mcpNames(mounted), disabled
+	} else if len(p.Tools) > 0 {
+		return nil, fmt.Errorf("clibridge: tools without MCP servers: %w", contract.ErrUnsupported)
 	}
 	pl.addFile(t, filepath.Join(t.dirs.config, "config.toml"), []byte(cfg.String()), "codex-config")
 	pl.args = args
@@ -171,16 +214,13 @@ func (d codexDriver) materialize(t *turnSpec) (*plan, error) {
 }
 
 // writeCodexMCP writes server s as codex's [mcp_servers.NAME] table:
-// command, args, env (an inline table) and its tools pre-approved.
-func writeCodexMCP(cfg *strings.Builder, s localMCPServer) {
+// command, args, env (an inline table), its tools pre-approved and the
+// ones in off disabled.
+func writeCodexMCP(cfg *strings.Builder, s localMCPServer, off []string) {
 	fmt.Fprintf(cfg, "\n[mcp_servers.%s]\n", s.name)
 	fmt.Fprintf(cfg, "command = %s\n", tomlString(s.command))
 	if len(s.args) > 0 {
-		quoted := make([]string, len(s.args))
-		for i, a := range s.args {
-			quoted[i] = tomlString(a)
-		}
-		fmt.Fprintf(cfg, "args = [%s]\n", strings.Join(quoted, ", "))
+		fmt.Fprintf(cfg, "args = %s\n", tomlArray(s.args))
 	}
 	if len(s.env) > 0 {
 		var pairs []string
@@ -190,6 +230,18 @@ func writeCodexMCP(cfg *strings.Builder, s localMCPServer) {
 		fmt.Fprintf(cfg, "env = { %s }\n", strings.Join(pairs, ", "))
 	}
 	fmt.Fprintf(cfg, "default_tools_approval_mode = %s\n", tomlString(codexMCPApproval))
+	if len(off) > 0 {
+		fmt.Fprintf(cfg, "disabled_tools = %s\n", tomlArray(off))
+	}
+}
+
+// tomlArray is ss as a TOML array of basic strings.
+func tomlArray(ss []string) string {
+	quoted := make([]string, len(ss))
+	for i, s := range ss {
+		quoted[i] = tomlString(s)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
 }
 
 // tomlString is s as a TOML basic string: quotes, backslashes and

@@ -101,10 +101,14 @@
 // [mcp_servers.NAME] table (command, args, env — public values only —
 // and default_tools_approval_mode "approve": under approval_policy
 // "never" codex fails every MCP tool call of a server whose tools are
-// not pre-approved). The driver applies no tools or permissions (codex's
-// sandbox mode and approval policy govern every command alike; it has no
-// per-tool allow or deny a profile's rules map onto exactly): a profile
-// carrying tools or permissions is refused, as are MCP servers
+// not pre-approved). A tools key mcp__SERVER__TOOL of a mounted server
+// set false puts TOOL in that server's disabled_tools (codex then
+// neither offers it nor runs a call of it); true needs nothing (the
+// server's tools are offered and pre-approved). Every other tools key and
+// all permissions are refused: codex's sandbox mode and approval policy
+// govern every command alike, and it has no per-tool allow or deny for
+// its own tools that a profile's rules map onto exactly. Refused too are
+// MCP servers
 // codex cannot be given exactly (remote ones, secret references, a
 // working directory other than the workspace, a name that is not ASCII
 // letters, digits and single '_') and a model provider other than openai
@@ -293,7 +297,7 @@
 // The document declares exactly what is enforced: the profile features
 // the driver applies (claude-code: system prompt replace and append,
 // tools, permissions, MCP, validation; codex: system prompt replace and
-// append, MCP and validation; opencode: MCP and validation), live streaming and usage. No
+// append, tools (MCP tools only), MCP and validation; opencode: MCP and validation), live streaming and usage. No
 // detach, replay, session
 // continuation, workspace access, branching, placement, observation,
 // interactions, context transfer or exact process.

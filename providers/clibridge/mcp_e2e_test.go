@@ -153,21 +153,7 @@ func TestCodexMCPServer(t *testing.T) {
 	if len(msgs) != 2 {
 		t.Fatalf("%d model calls, want 2 (the MCP call, then the answer)", len(msgs))
 	}
-	var first struct {
-		Tools []struct {
-			Type, Name string
-			Tools      []struct{ Name string }
-		}
-	}
-	if err := json.Unmarshal(msgs[0].Body, &first); err != nil {
-		t.Fatal(err)
-	}
-	var offered []string
-	for _, tl := range first.Tools {
-		for _, sub := range tl.Tools {
-			offered = append(offered, tl.Type+":"+tl.Name+"/"+sub.Name)
-		}
-	}
+	offered := codexNamespacedTools(t, msgs[0])
 	if !slices.Contains(offered, "namespace:mcp__probe/probe_echo") {
 		t.Errorf("namespaced tools offered %v, want the probe's probe_echo in mcp__probe", offered)
 	}
@@ -255,4 +241,73 @@ func chatTools(t *testing.T, r fakeRequest) []string {
 		names = append(names, tl.Function.Name)
 	}
 	return names
+}
+
+// A mounted server's tool the profile sets false is in codex's
+// disabled_tools: the model call does not offer it, a call of it anyway
+// is answered "unsupported call" and never reaches the server, and the
+// receipt records the rule.
+func TestCodexMCPToolDisabled(t *testing.T) {
+	probe := buildMCPProbe(t)
+	logPath := filepath.Join(t.TempDir(), "mcp.log")
+	f := newFakeServer(t, openAIAPI{}, mcpScript("probe_echo", "mcp__probe", "ping-codex"))
+	pr := mcpProbeProfile(probe, logPath)
+	pr.Model = &profile.ModelHints{Default: profile.Ptr("gpt-e2e-1")}
+	pr.Tools = map[string]bool{"mcp__probe__probe_echo": false}
+	env := newTestEnv(t, newCodexProvider(t, f), pr)
+	evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("use the probe")})
+	if kind, _ := contract.EnvironmentEventTerminal(evs[len(evs)-1]); kind != contract.TerminalCompleted {
+		t.Errorf("terminal %q", kind)
+	}
+	msgs := f.messages()
+	if len(msgs) != 2 {
+		t.Fatalf("%d model calls, want 2 (the refused call, then the answer)", len(msgs))
+	}
+	if offered := codexNamespacedTools(t, msgs[0]); slices.Contains(offered, "namespace:mcp__probe/probe_echo") {
+		t.Errorf("the disabled tool was offered to the model: %v", offered)
+	}
+	var second struct {
+		Input []struct {
+			Type   string `json:"type"`
+			Output any    `json:"output"`
+		} `json:"input"`
+	}
+	json.Unmarshal(msgs[1].Body, &second)
+	last := second.Input[len(second.Input)-1]
+	if out, _ := last.Output.(string); last.Type != "function_call_output" || !strings.Contains(out, "unsupported call") {
+		t.Errorf("the refused call's output %+v, want codex's unsupported call", last)
+	}
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatalf("the MCP server never started: %v", err)
+	}
+	if lines := strings.Split(string(b), "\n"); !slices.Contains(lines, "tools/list") || slices.Contains(lines, "tools/call") {
+		t.Errorf("the server's log %q: want it listed and never called", lines)
+	}
+	recs := env.(*Environment).Turns()
+	if ap := recs[0].Receipt.Applied; !slices.Equal(ap.DisallowedTools, []string{"mcp__probe__probe_echo"}) {
+		t.Errorf("receipt disallowed tools %v", ap.DisallowedTools)
+	}
+}
+
+// codexNamespacedTools returns the tools of a Responses API call's
+// namespaces, as "TYPE:NAMESPACE/TOOL".
+func codexNamespacedTools(t *testing.T, r fakeRequest) []string {
+	t.Helper()
+	var b struct {
+		Tools []struct {
+			Type, Name string
+			Tools      []struct{ Name string }
+		}
+	}
+	if err := json.Unmarshal(r.Body, &b); err != nil {
+		t.Fatal(err)
+	}
+	var offered []string
+	for _, tl := range b.Tools {
+		for _, sub := range tl.Tools {
+			offered = append(offered, tl.Type+":"+tl.Name+"/"+sub.Name)
+		}
+	}
+	return offered
 }

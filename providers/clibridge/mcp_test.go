@@ -68,7 +68,11 @@ var mcpTestServers = map[string]profile.MCPServer{
 // tools; the receipt records the mounted and disabled servers.
 func TestCodexMaterializeMCP(t *testing.T) {
 	root := t.TempDir()
-	spec := &turnSpec{turn: 1, profile: &profile.Profile{MCP: mcpTestServers}, dirs: dirs{root: root, config: filepath.Join(root, "home", ".config", "codex")}}
+	pr := &profile.Profile{MCP: mcpTestServers, Tools: map[string]bool{"mcp__files__write": false, "mcp__files__delete": false, "mcp__probe_2__echo": true}}
+	if errs := (codexDriver{}).check(pr); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	spec := &turnSpec{turn: 1, profile: pr, dirs: dirs{root: root, config: filepath.Join(root, "home", ".config", "codex")}}
 	pl, err := codexDriver{}.materialize(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -80,6 +84,7 @@ command = "/opt/mcp files"
 args = ["--root", "C:\\x \"y\""]
 env = { "A.VAR" = "o\"ne\n", "B_VAR" = "two" }
 default_tools_approval_mode = "approve"
+disabled_tools = ["delete", "write"]
 
 [mcp_servers.probe_2]
 command = "probe"
@@ -91,6 +96,19 @@ default_tools_approval_mode = "approve"
 	got := [][]string{pl.receipt.Applied.MCPServers, pl.receipt.Applied.DisabledMCPServers}
 	if diff := cmp.Diff([][]string{{"files", "probe_2"}, {"off"}}, got); diff != "" {
 		t.Errorf("receipt mounted, disabled (-want +got):\n%s", diff)
+	}
+	rules := [][]string{pl.receipt.Applied.AllowedTools, pl.receipt.Applied.DisallowedTools}
+	if diff := cmp.Diff([][]string{{"mcp__probe_2__echo"}, {"mcp__files__delete", "mcp__files__write"}}, rules); diff != "" {
+		t.Errorf("receipt tool rules (-want +got):\n%s", diff)
+	}
+	// Tools keys other than a mounted server's MCP tools are refused.
+	for _, key := range []string{"shell", "exec_command", "mcp__off__x", "mcp__ghost__x", "mcp__files", "mcp__files__"} {
+		pr := &profile.Profile{MCP: mcpTestServers, Tools: map[string]bool{key: false}}
+		errs := codexDriver{}.check(pr)
+		var ue *profile.UnsupportedError
+		if len(errs) != 1 || !errors.As(errs[0], &ue) || ue.Path != "/tools/"+key {
+			t.Errorf("tools key %q: check %v, want one refusal at /tools/%s", key, errs, key)
+		}
 	}
 	// A server check refuses is refused by materialize too, typed.
 	spec.profile = &profile.Profile{MCP: map[string]profile.MCPServer{"web": {URL: profile.Ptr("https://x.example/mcp")}}}
