@@ -46,7 +46,8 @@
 // keys that name no claude-code tool, "ask" permissions (print mode has no
 // one to ask and the bridge declares no interactions), rule patterns
 // claude's rule lists cannot carry, and MCP servers with secret
-// references or a working directory other than the workspace. Turns asking for detach, replay,
+// references or a working directory other than the workspace (codex and
+// opencode: see their sections). Turns asking for detach, replay,
 // control references, context transfer, native continuation,
 // interactions or non-text parts are refused too.
 //
@@ -108,14 +109,14 @@
 // all permissions are refused: codex's sandbox mode and approval policy
 // govern every command alike, and it has no per-tool allow or deny for
 // its own tools that a profile's rules map onto exactly. Refused too are
-// MCP servers
-// codex cannot be given exactly (remote ones, secret references, a
-// working directory other than the workspace, a name that is not ASCII
-// letters, digits and single '_') and a model provider other than openai
-// (plus the checks every driver makes: harness, seats, connections,
-// confidential, small model, token ceilings). Model-generated commands run in codex's
-// read-only sandbox (observed: "touch" fails with a read-only file
-// system, "echo hi" runs) and no approval is ever asked for. MCP servers
+// MCP servers codex cannot be given exactly (remote ones, secret
+// references, a working directory other than the workspace, a name that
+// is not ASCII letters, digits and single '_') and a model provider other
+// than openai (plus the checks every driver makes: harness, seats,
+// connections, confidential, small model, token ceilings).
+// Model-generated commands run in codex's read-only sandbox (observed:
+// "touch" fails with a read-only file system, "echo hi" runs) and no
+// approval is ever asked for. MCP servers
 // run outside that sandbox, started by codex in the workspace with the
 // configured environment (observed: the probe server wrote its log
 // outside the workspace), and their tools run without asking.
@@ -209,11 +210,11 @@
 // letters, digits and single '_', and any value holding "{env:" or
 // "{file:" — opencode substitutes those in every configuration string,
 // with no escape, and would hand the server the bridge's key — are
-// refused, as is such a model). opencode starts it in the
-// workspace and offers its tools as "<server>_<tool>".
+// refused, as is such a model). opencode starts it in the workspace and
+// offers its tools as "<server>_<tool>".
 //
-// The profile's systemPrompt S is written to a file and becomes the prompt of
-// the build agent (the one opencode run uses), "agent": {"build":
+// The profile's systemPrompt S is written to a file and becomes the
+// prompt of the build agent (the one opencode run uses), "agent": {"build":
 // {"prompt": "{file:PATH}"}}: the request's system message is then S, a
 // newline and opencode's own environment part (the model line, the
 // <env> block, the skills) instead of its built-in prompt; an empty S is
@@ -288,7 +289,11 @@
 // the names — never the values — of every environment variable, the
 // profile's digest, and the applied model, effort (canonical and
 // native), system prompt digests, tool rules, permission mode and MCP
-// servers. The API key and the endpoint never appear in a receipt, an
+// servers. codex and opencode receive their prompts and MCP servers in
+// files (config.toml; opencode's configuration and its prompt files), so
+// their argv carries none, and the receipt pins those files by digest
+// only: an MCP server's environment values appear in no receipt or
+// event. The API key and the endpoint never appear in a receipt, an
 // event or an error: they are redacted from every stdout line and from
 // the stderr tail a failure reports.
 //
@@ -297,8 +302,9 @@
 // The document declares exactly what is enforced: the profile features
 // the driver applies (claude-code: system prompt replace and append,
 // tools, permissions, MCP, validation; codex: system prompt replace and
-// append, tools (MCP tools only), MCP and validation; opencode: MCP and validation), live streaming and usage. No
-// detach, replay, session
-// continuation, workspace access, branching, placement, observation,
+// append, tools (MCP tools only), MCP and validation; opencode: system
+// prompt replace and append, tools, permissions, MCP and validation),
+// live streaming and usage. No detach, replay, session continuation,
+// workspace access, branching, placement, observation,
 // interactions, context transfer or exact process.
 package clibridge
