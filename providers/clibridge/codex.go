@@ -50,9 +50,9 @@ func (codexDriver) ownedEnv() []string {
 // profileCaps: the system prompt replaced (codex's instructions key,
 // which replaces its built-in base instructions) and appended (its
 // developer_instructions key, a developer message after them; both
-// proven against the real binary by TestCodexSystemPrompts), local MCP
-// servers ([mcp_servers.NAME] in config.toml, proven by
-// TestCodexMCPServer), tools for the mounted servers' MCP tools only
+// proven against the real binary by TestCodexSystemPrompts), local and
+// streamable-HTTP MCP servers ([mcp_servers.NAME] in config.toml, proven
+// by TestCodexMCPServer and TestRemoteMCPServer), tools for the mounted servers' MCP tools only
 // (false: the server's disabled_tools, proven by
 // TestCodexMCPToolDisabled; check refuses every other key) and
 // validation. Permissions are not applied, nor tools for codex's own
@@ -106,10 +106,10 @@ func codexMCPTool(p *profile.Profile, key string) (server, tool string, ok bool)
 }
 
 // codexMCPCheck returns why codex cannot mount server s ("" when it
-// can): only local (stdio) servers with public values, named so that
-// codex's tool namespace "mcp__<name>" is a valid tool name.
+// can): local (stdio) or streamable-HTTP servers with public values,
+// named so that codex's tool namespace "mcp__<name>" is the name as is.
 func codexMCPCheck(name string, s profile.MCPServer) string {
-	return localMCPCheck("codex", name, s)
+	return mcpCheck("codex", name, s)
 }
 
 // codexMCPApproval is every mounted server's default_tools_approval_mode:
@@ -179,7 +179,7 @@ func (d codexDriver) materialize(t *turnSpec) (*plan, error) {
 	set("env_key", codexKeyEnv)
 	set("wire_api", "responses")
 	if len(p.MCP) > 0 {
-		mounted, disabled, err := localMCPServers(p.MCP, codexMCPCheck)
+		mounted, disabled, err := mcpMounts(p.MCP, codexMCPCheck)
 		if err != nil {
 			return nil, err
 		}
@@ -214,25 +214,39 @@ func (d codexDriver) materialize(t *turnSpec) (*plan, error) {
 }
 
 // writeCodexMCP writes server s as codex's [mcp_servers.NAME] table:
-// command, args, env (an inline table), its tools pre-approved and the
-// ones in off disabled.
-func writeCodexMCP(cfg *strings.Builder, s localMCPServer, off []string) {
+// command, args and env (an inline table) for a local server, url and
+// http_headers for a remote one, its tools pre-approved and the ones in
+// off disabled.
+func writeCodexMCP(cfg *strings.Builder, s mcpMount, off []string) {
 	fmt.Fprintf(cfg, "\n[mcp_servers.%s]\n", s.name)
-	fmt.Fprintf(cfg, "command = %s\n", tomlString(s.command))
-	if len(s.args) > 0 {
-		fmt.Fprintf(cfg, "args = %s\n", tomlArray(s.args))
-	}
-	if len(s.env) > 0 {
-		var pairs []string
-		for _, k := range slices.Sorted(maps.Keys(s.env)) {
-			pairs = append(pairs, tomlString(k)+" = "+tomlString(s.env[k]))
+	if s.url != "" {
+		fmt.Fprintf(cfg, "url = %s\n", tomlString(s.url))
+		if len(s.headers) > 0 {
+			fmt.Fprintf(cfg, "http_headers = %s\n", tomlInlineTable(s.headers))
 		}
-		fmt.Fprintf(cfg, "env = { %s }\n", strings.Join(pairs, ", "))
+	} else {
+		fmt.Fprintf(cfg, "command = %s\n", tomlString(s.command))
+		if len(s.args) > 0 {
+			fmt.Fprintf(cfg, "args = %s\n", tomlArray(s.args))
+		}
+		if len(s.env) > 0 {
+			fmt.Fprintf(cfg, "env = %s\n", tomlInlineTable(s.env))
+		}
 	}
 	fmt.Fprintf(cfg, "default_tools_approval_mode = %s\n", tomlString(codexMCPApproval))
 	if len(off) > 0 {
 		fmt.Fprintf(cfg, "disabled_tools = %s\n", tomlArray(off))
 	}
+}
+
+// tomlInlineTable is m as a TOML inline table of basic strings, with
+// quoted keys in key order.
+func tomlInlineTable(m map[string]string) string {
+	var pairs []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		pairs = append(pairs, tomlString(k)+" = "+tomlString(m[k]))
+	}
+	return "{ " + strings.Join(pairs, ", ") + " }"
 }
 
 // tomlArray is ss as a TOML array of basic strings.

@@ -218,7 +218,7 @@ func TestCodexReadOnlySandbox(t *testing.T) {
 }
 
 // What codex cannot be told is refused before anything is spawned:
-// tools, permissions, MCP servers it cannot mount (remote, with a secret
+// tools, permissions, MCP servers it cannot mount (SSE, with a secret
 // reference, another working directory, a name that is no tool name),
 // another vendor's model.
 func TestCodexProfileRefusals(t *testing.T) {
@@ -230,7 +230,7 @@ func TestCodexProfileRefusals(t *testing.T) {
 	for name, pr := range map[string]*profile.Profile{
 		"tools":       {Tools: map[string]bool{"shell": true}},
 		"permissions": {Permissions: map[string]profile.Permission{"bash": {Value: profile.Allow}}},
-		"mcp-remote":  {MCP: map[string]profile.MCPServer{"s": {URL: profile.Ptr("https://mcp.example.com/mcp")}}},
+		"mcp-sse":     {MCP: map[string]profile.MCPServer{"s": {URL: profile.Ptr("https://mcp.example.com/sse"), Transport: profile.Ptr("sse")}}},
 		"mcp-secret": {MCP: map[string]profile.MCPServer{"s": {Command: profile.Ptr("x"), Env: map[string]profile.ConfigValue{
 			"TOKEN": {Kind: profile.ConfigSecretRef, Key: profile.Ptr("k")}}}}},
 		"mcp-cwd":  {MCP: map[string]profile.MCPServer{"s": {Command: profile.Ptr("x"), Cwd: profile.Ptr("sub")}}},

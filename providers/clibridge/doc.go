@@ -99,7 +99,8 @@
 // the request becomes exactly S); A, its appendSystemPrompt, is added
 // as the first part of the next developer message, the base
 // instructions (or S) kept before it. Each mounted MCP server is an
-// [mcp_servers.NAME] table (command, args, env — public values only —
+// [mcp_servers.NAME] table (command, args and env for a local server, or
+// url and http_headers for a streamable-HTTP one — public values only —
 // and default_tools_approval_mode "approve": under approval_policy
 // "never" codex fails every MCP tool call of a server whose tools are
 // not pre-approved). A tools key mcp__SERVER__TOOL of a mounted server
@@ -109,7 +110,7 @@
 // all permissions are refused: codex's sandbox mode and approval policy
 // govern every command alike, and it has no per-tool allow or deny for
 // its own tools that a profile's rules map onto exactly. Refused too are
-// MCP servers codex cannot be given exactly (remote ones, secret
+// MCP servers codex cannot be given exactly (SSE ones, secret
 // references, a working directory other than the workspace, a name that
 // is not ASCII letters, digits and single '_') and a model provider other
 // than openai (plus the checks every driver makes: harness, seats,
@@ -205,7 +206,8 @@
 //
 // Each mounted MCP server is an entry of the configuration's "mcp":
 // {"type": "local", "command": [command, args...], "environment": env,
-// "enabled": true} (public values only; remote servers, secret
+// "enabled": true} or {"type": "remote", "url": url, "headers": headers,
+// "enabled": true} (public values only; SSE servers, secret
 // references, another working directory, names that are not ASCII
 // letters, digits and single '_', and any value holding "{env:" or
 // "{file:" — opencode substitutes those in every configuration string,

@@ -46,36 +46,47 @@ func isMCPServerIdent(s string) bool {
 	return true
 }
 
-// localMCPCheck returns why a harness that mounts local (stdio) MCP
-// servers only — the transport the bridge verified against its real
-// binary — cannot mount server s named name ("" when it can). h names
-// the harness in the reason.
-func localMCPCheck(h, name string, s profile.MCPServer) string {
+// mcpCheck returns why harness h cannot mount server s named name (""
+// when it can): local (stdio) servers and remote streamable-HTTP ones
+// are the transports the bridge verified against the real codex and
+// opencode binaries; a remote server declared "sse" is refused (codex
+// speaks streamable HTTP only, and opencode falls back from one to the
+// other on its own).
+func mcpCheck(h, name string, s profile.MCPServer) string {
 	if !isMCPServerIdent(name) {
 		return fmt.Sprintf("%s names the server's tools after it; the name must be ASCII letters, digits and single '_'", h)
 	}
 	if s.IsDisabled() {
 		return ""
 	}
-	if !s.IsLocal() || s.Command == nil {
-		return fmt.Sprintf("the bridge mounts only local (stdio) MCP servers for %s; a remote server was not verified against it", h)
+	if s.IsLocal() {
+		if s.Command == nil {
+			return "a local MCP server needs a command"
+		}
+	} else if s.URL == nil {
+		return "a remote MCP server needs a url"
+	} else if s.Transport != nil && *s.Transport != "http" {
+		return fmt.Sprintf("the bridge verified remote MCP servers with %s over streamable HTTP only, not %q", h, *s.Transport)
 	}
 	return mcpValuesCheck(s)
 }
 
-// localMCPServer is one local MCP server as the bridge mounts it: only
-// public values (check refused secret references).
-type localMCPServer struct {
+// mcpMount is one MCP server as the bridge mounts it, with public
+// values only (check refused secret references): a local server's
+// command, args and env, or a remote server's url and headers.
+type mcpMount struct {
 	name    string
 	command string
 	args    []string
 	env     map[string]string
+	url     string
+	headers map[string]string
 }
 
-// localMCPServers returns the servers to mount, in name order, and the
-// names of the ones declared disabled; why is the driver's check of one
+// mcpMounts returns the servers to mount, in name order, and the names
+// of the ones declared disabled; why is the driver's check of one
 // server, which must pass.
-func localMCPServers(servers map[string]profile.MCPServer, why func(name string, s profile.MCPServer) string) (mounted []localMCPServer, disabled []string, err error) {
+func mcpMounts(servers map[string]profile.MCPServer, why func(name string, s profile.MCPServer) string) (mounted []mcpMount, disabled []string, err error) {
 	for _, name := range slices.Sorted(maps.Keys(servers)) {
 		s := servers[name]
 		if reason := why(name, s); reason != "" {
@@ -85,9 +96,14 @@ func localMCPServers(servers map[string]profile.MCPServer, why func(name string,
 			disabled = append(disabled, name)
 			continue
 		}
-		m := localMCPServer{name: name, command: *s.Command, env: publicValues(s.Env)}
-		for _, a := range s.Args {
-			m.args = append(m.args, *a.Value)
+		m := mcpMount{name: name}
+		if s.IsLocal() {
+			m.command, m.env = *s.Command, publicValues(s.Env)
+			for _, a := range s.Args {
+				m.args = append(m.args, *a.Value)
+			}
+		} else {
+			m.url, m.headers = *s.URL, publicValues(s.Headers)
 		}
 		mounted = append(mounted, m)
 	}
@@ -107,7 +123,7 @@ func publicValues(vs map[string]profile.ConfigValue) map[string]string {
 }
 
 // mcpNames returns the servers' names, in order.
-func mcpNames(servers []localMCPServer) []string {
+func mcpNames(servers []mcpMount) []string {
 	var names []string
 	for _, s := range servers {
 		names = append(names, s.name)

@@ -18,9 +18,10 @@ func pubValue(s string) profile.ConfigValue {
 }
 
 // Which MCP servers codex and opencode can mount, and why not: local
-// servers with public values, in the workspace, with a tool-name-safe
-// name; a disabled server is always admissible (it is not mounted).
-func TestLocalMCPCheck(t *testing.T) {
+// servers (in the workspace) and streamable-HTTP ones, with public
+// values and a tool-name-safe name; a disabled server is always
+// admissible (it is not mounted).
+func TestMCPCheck(t *testing.T) {
 	secret := profile.ConfigValue{Kind: profile.ConfigSecretRef, Key: profile.Ptr("k")}
 	for _, c := range []struct {
 		name   string
@@ -34,8 +35,10 @@ func TestLocalMCPCheck(t *testing.T) {
 		{"underscore-digit", "a_b9", profile.MCPServer{Command: profile.Ptr("srv")}, ""},
 		{"dash", "probe-2", profile.MCPServer{Command: profile.Ptr("srv")}, "ASCII letters"},
 		{"double-underscore", "a__b", profile.MCPServer{Command: profile.Ptr("srv")}, "ASCII letters"},
-		{"remote", "web", profile.MCPServer{URL: profile.Ptr("https://mcp.example.com/mcp")}, "only local (stdio)"},
-		{"sse", "web", profile.MCPServer{URL: profile.Ptr("https://mcp.example.com/sse"), Transport: profile.Ptr("sse")}, "only local (stdio)"},
+		{"remote", "web", profile.MCPServer{URL: profile.Ptr("https://mcp.example.com/mcp"), Headers: map[string]profile.ConfigValue{"X-A": pubValue("b")}}, ""},
+		{"remote-http", "web", profile.MCPServer{URL: profile.Ptr("https://mcp.example.com/mcp"), Transport: profile.Ptr("http")}, ""},
+		{"sse", "web", profile.MCPServer{URL: profile.Ptr("https://mcp.example.com/sse"), Transport: profile.Ptr("sse")}, "streamable HTTP only"},
+		{"secret-header", "web", profile.MCPServer{URL: profile.Ptr("https://mcp.example.com/mcp"), Headers: map[string]profile.ConfigValue{"Authorization": secret}}, "secret references"},
 		{"secret-arg", "files", profile.MCPServer{Command: profile.Ptr("srv"), Args: []profile.ConfigValue{secret}}, "secret references"},
 		{"secret-env", "files", profile.MCPServer{Command: profile.Ptr("srv"), Env: map[string]profile.ConfigValue{"T": secret}}, "secret references"},
 		{"cwd", "files", profile.MCPServer{Command: profile.Ptr("srv"), Cwd: profile.Ptr("sub")}, "working directory"},
@@ -44,7 +47,7 @@ func TestLocalMCPCheck(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, h := range []string{"codex", "opencode"} {
-				got := localMCPCheck(h, c.server, c.s)
+				got := mcpCheck(h, c.server, c.s)
 				if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
 					t.Errorf("%s: reason %q, want %q", h, got, c.want)
 				}
@@ -60,6 +63,7 @@ var mcpTestServers = map[string]profile.MCPServer{
 	"files": {Command: profile.Ptr("/opt/mcp files"), Args: []profile.ConfigValue{pubValue("--root"), pubValue(`C:\x "y"`)},
 		Env: map[string]profile.ConfigValue{"B_VAR": pubValue("two"), "A.VAR": pubValue("o\"ne\n")}},
 	"probe_2": {Command: profile.Ptr("probe")},
+	"web":     {URL: profile.Ptr("http://127.0.0.1:9/mcp"), Headers: map[string]profile.ConfigValue{"X-Probe": pubValue("v")}},
 	"off":     {Enabled: profile.Ptr(false)},
 }
 
@@ -89,12 +93,17 @@ disabled_tools = ["delete", "write"]
 [mcp_servers.probe_2]
 command = "probe"
 default_tools_approval_mode = "approve"
+
+[mcp_servers.web]
+url = "http://127.0.0.1:9/mcp"
+http_headers = { "X-Probe" = "v" }
+default_tools_approval_mode = "approve"
 `
 	if diff := cmp.Diff(want, tables); diff != "" {
 		t.Errorf("mcp tables (-want +got):\n%s", diff)
 	}
 	got := [][]string{pl.receipt.Applied.MCPServers, pl.receipt.Applied.DisabledMCPServers}
-	if diff := cmp.Diff([][]string{{"files", "probe_2"}, {"off"}}, got); diff != "" {
+	if diff := cmp.Diff([][]string{{"files", "probe_2", "web"}, {"off"}}, got); diff != "" {
 		t.Errorf("receipt mounted, disabled (-want +got):\n%s", diff)
 	}
 	rules := [][]string{pl.receipt.Applied.AllowedTools, pl.receipt.Applied.DisallowedTools}
@@ -111,9 +120,9 @@ default_tools_approval_mode = "approve"
 		}
 	}
 	// A server check refuses is refused by materialize too, typed.
-	spec.profile = &profile.Profile{MCP: map[string]profile.MCPServer{"web": {URL: profile.Ptr("https://x.example/mcp")}}}
+	spec.profile = &profile.Profile{MCP: map[string]profile.MCPServer{"web": {URL: profile.Ptr("https://x.example/sse"), Transport: profile.Ptr("sse")}}}
 	if _, err := (codexDriver{}).materialize(spec); !errors.Is(err, contract.ErrUnsupported) {
-		t.Errorf("remote server: %v, want unsupported", err)
+		t.Errorf("sse server: %v, want unsupported", err)
 	}
 }
 
@@ -137,12 +146,13 @@ func TestOpencodeMaterializeMCP(t *testing.T) {
 	want := map[string]opencodeMCP{
 		"files":   {Type: "local", Command: []string{"/opt/mcp files", "--root", `C:\x "y"`}, Environment: map[string]string{"A.VAR": "o\"ne\n", "B_VAR": "two"}, Enabled: true},
 		"probe_2": {Type: "local", Command: []string{"probe"}, Enabled: true},
+		"web":     {Type: "remote", URL: "http://127.0.0.1:9/mcp", Headers: map[string]string{"X-Probe": "v"}, Enabled: true},
 	}
 	if diff := cmp.Diff(want, cfg.MCP); diff != "" {
 		t.Errorf("mcp (-want +got):\n%s", diff)
 	}
 	got := [][]string{pl.receipt.Applied.MCPServers, pl.receipt.Applied.DisabledMCPServers}
-	if diff := cmp.Diff([][]string{{"files", "probe_2"}, {"off"}}, got); diff != "" {
+	if diff := cmp.Diff([][]string{{"files", "probe_2", "web"}, {"off"}}, got); diff != "" {
 		t.Errorf("receipt mounted, disabled (-want +got):\n%s", diff)
 	}
 	// Without servers the configuration has no "mcp" key at all.
@@ -164,6 +174,8 @@ func TestOpencodeRefusesSubstitutedText(t *testing.T) {
 		"arg":       {Command: profile.Ptr("srv"), Args: []profile.ConfigValue{pubValue("--token=" + steal)}},
 		"env-value": {Command: profile.Ptr("srv"), Env: map[string]profile.ConfigValue{"X": pubValue(steal)}},
 		"env-name":  {Command: profile.Ptr("srv"), Env: map[string]profile.ConfigValue{"{ENV:HOME}": pubValue("x")}},
+		"url":       {URL: profile.Ptr("http://127.0.0.1:9/{env:" + opencodeAPIKeyEnv + "}")},
+		"header":    {URL: profile.Ptr("http://127.0.0.1:9/mcp"), Headers: map[string]profile.ConfigValue{"X-Key": pubValue(steal)}},
 	} {
 		pr := &profile.Profile{MCP: map[string]profile.MCPServer{"probe": s}}
 		errs := opencodeDriver{}.check(pr)

@@ -72,8 +72,9 @@ func (opencodeDriver) ownedEnv() []string {
 // block), both proven against the real binary by
 // TestOpencodeSystemPrompts; tools and permissions ("tools" and
 // "permission" in the configuration, for the keys opencodeToolsCheck
-// admits, proven by TestOpencodeToolsAndPermissions); local MCP servers
-// ("mcp", proven by TestOpencodeMCPServer); and validation.
+// admits, proven by TestOpencodeToolsAndPermissions); local and
+// streamable-HTTP MCP servers ("mcp", proven by TestOpencodeMCPServer
+// and TestRemoteMCPServer); and validation.
 func (opencodeDriver) profileCaps() contract.ProfileCapabilities {
 	return contract.ProfileCapabilities{
 		SystemPrompt: harness.SystemPromptIntents{Replace: true, Append: true},
@@ -115,19 +116,26 @@ func (d opencodeDriver) check(p *profile.Profile) []error {
 }
 
 // opencodeMCPCheck returns why opencode cannot mount server s ("" when
-// it can): only local servers with public values, named so that
+// it can): local or streamable-HTTP servers with public values, named so that
 // opencode's tool names "<name>_<tool>" are valid tool names, and with
 // no value opencode would substitute (opencodeSubstitutes).
 func opencodeMCPCheck(name string, s profile.MCPServer) string {
-	if reason := localMCPCheck("opencode", name, s); reason != "" || s.IsDisabled() {
+	if reason := mcpCheck("opencode", name, s); reason != "" || s.IsDisabled() {
 		return reason
 	}
-	values := []string{*s.Command}
+	var values []string
+	for _, v := range []*string{s.Command, s.URL} {
+		if v != nil {
+			values = append(values, *v)
+		}
+	}
 	for _, a := range s.Args {
 		values = append(values, *a.Value)
 	}
-	for k, v := range s.Env {
-		values = append(values, k, *v.Value)
+	for _, vs := range []map[string]profile.ConfigValue{s.Env, s.Headers} {
+		for k, v := range vs {
+			values = append(values, k, *v.Value)
+		}
 	}
 	if slices.ContainsFunc(values, opencodeSubstitutes) {
 		return "opencode would replace its {env:...} or {file:...} text (observed: an environment value \"{env:NAME}\" reached the server as that variable's value)"
@@ -163,7 +171,7 @@ type opencodeConfig struct {
 	// Instructions are files whose content opencode adds to its system
 	// prompt: the appended system prompt.
 	Instructions []string `json:"instructions,omitempty"`
-	// MCP are the mounted local MCP servers.
+	// MCP are the mounted MCP servers.
 	MCP map[string]opencodeMCP `json:"mcp,omitempty"`
 	// Tools enables (true) or removes (false) built-in tools.
 	Tools map[string]bool `json:"tools,omitempty"`
@@ -177,12 +185,15 @@ type opencodeAgent struct {
 	Prompt  string `json:"prompt,omitempty"`
 }
 
-// opencodeMCP is one local MCP server of opencode's configuration: the
-// command and its arguments as one array, and its environment.
+// opencodeMCP is one MCP server of opencode's configuration: a local
+// one's command and arguments as one array and its environment, or a
+// remote one's url and headers.
 type opencodeMCP struct {
 	Type        string            `json:"type"`
-	Command     []string          `json:"command"`
+	Command     []string          `json:"command,omitempty"`
 	Environment map[string]string `json:"environment,omitempty"`
+	URL         string            `json:"url,omitempty"`
+	Headers     map[string]string `json:"headers,omitempty"`
 	Enabled     bool              `json:"enabled"`
 }
 
@@ -276,13 +287,17 @@ func (d opencodeDriver) materialize(t *turnSpec) (*plan, error) {
 		ap.ReasoningEffort, ap.NativeEffort = effort, native
 	}
 	if len(p.MCP) > 0 {
-		mounted, disabled, err := localMCPServers(p.MCP, opencodeMCPCheck)
+		mounted, disabled, err := mcpMounts(p.MCP, opencodeMCPCheck)
 		if err != nil {
 			return nil, err
 		}
 		cfg.MCP = map[string]opencodeMCP{}
 		for _, s := range mounted {
-			cfg.MCP[s.name] = opencodeMCP{Type: "local", Command: append([]string{s.command}, s.args...), Environment: s.env, Enabled: true}
+			if s.url != "" {
+				cfg.MCP[s.name] = opencodeMCP{Type: "remote", URL: s.url, Headers: s.headers, Enabled: true}
+			} else {
+				cfg.MCP[s.name] = opencodeMCP{Type: "local", Command: append([]string{s.command}, s.args...), Environment: s.env, Enabled: true}
+			}
 		}
 		ap.MCPServers, ap.DisabledMCPServers = mcpNames(mounted), disabled
 	}

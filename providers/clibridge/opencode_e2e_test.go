@@ -167,7 +167,7 @@ func TestOpencodeTranscriptMeaning(t *testing.T) {
 // ignores an unknown one), "ask", patterns for another tool than bash or
 // holding text opencode would substitute, an empty replacing system
 // prompt (opencode would send its own), a model
-// provider, another harness and MCP servers it cannot mount (remote, a
+// provider, another harness and MCP servers it cannot mount (SSE, a
 // secret reference) at create and validation;
 // an effort without the bridge's provider and a missing model at the
 // turn.
@@ -190,7 +190,7 @@ func TestOpencodeRefusedBeforeSpawn(t *testing.T) {
 		"ask-pattern":         {Permissions: map[string]profile.Permission{"bash": {Patterns: map[string]profile.PermissionValue{"git *": profile.Ask}}}},
 		"edit-pattern":        {Permissions: map[string]profile.Permission{"edit": {Patterns: map[string]profile.PermissionValue{"*.go": profile.Deny}}}},
 		"substituted-pattern": {Permissions: map[string]profile.Permission{"bash": {Patterns: map[string]profile.PermissionValue{"echo {env:HOME}": profile.Allow}}}},
-		"mcp-remote":          {MCP: map[string]profile.MCPServer{"s": {URL: profile.Ptr("https://mcp.example.com/mcp")}}},
+		"mcp-sse":             {MCP: map[string]profile.MCPServer{"s": {URL: profile.Ptr("https://mcp.example.com/sse"), Transport: profile.Ptr("sse")}}},
 		"mcp-secret": {MCP: map[string]profile.MCPServer{"s": {Command: profile.Ptr("server"), Args: []profile.ConfigValue{
 			{Kind: profile.ConfigSecretRef, Key: profile.Ptr("k")}}}}},
 		"provider":    {Model: &profile.ModelHints{Provider: profile.Ptr("openai")}},

@@ -16,7 +16,7 @@ import (
 func TestRefusalsReachNoServer(t *testing.T) {
 	secret := profile.ConfigValue{Kind: profile.ConfigSecretRef, Key: profile.Ptr("k")}
 	common := map[string]*profile.Profile{
-		"mcp-remote": {MCP: map[string]profile.MCPServer{"s": {URL: profile.Ptr("https://mcp.example.com/mcp")}}},
+		"mcp-sse":    {MCP: map[string]profile.MCPServer{"s": {URL: profile.Ptr("https://mcp.example.com/sse"), Transport: profile.Ptr("sse")}}},
 		"mcp-secret": {MCP: map[string]profile.MCPServer{"s": {Command: profile.Ptr("x"), Env: map[string]profile.ConfigValue{"T": secret}}}},
 		"mcp-cwd":    {MCP: map[string]profile.MCPServer{"s": {Command: profile.Ptr("x"), Cwd: profile.Ptr("sub")}}},
 		"mcp-name":   {MCP: map[string]profile.MCPServer{"a-b": {Command: profile.Ptr("x")}}},
