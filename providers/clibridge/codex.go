@@ -52,8 +52,8 @@ func (codexDriver) ownedEnv() []string {
 // developer_instructions key, a developer message after them; both
 // proven against the real binary by TestCodexSystemPrompts), local and
 // streamable-HTTP MCP servers ([mcp_servers.NAME] in config.toml, proven
-// by TestCodexMCPServer and TestRemoteMCPServer), tools for the mounted servers' MCP tools only
-// (false: the server's disabled_tools, proven by
+// by TestCodexMCPServer and TestRemoteMCPServer), tools for the mounted
+// servers' MCP tools only (false: the server's disabled_tools, proven by
 // TestCodexMCPToolDisabled; check refuses every other key) and
 // validation. Permissions are not applied, nor tools for codex's own
 // tools: its only controls over what model-generated commands may do are

@@ -189,6 +189,11 @@ func TestOpencodeRefusesSubstitutedText(t *testing.T) {
 			t.Errorf("%s: codex refused %v", name, errs)
 		}
 	}
+	var ue *profile.UnsupportedError
+	if errs := (opencodeDriver{}).check(&profile.Profile{Model: &profile.ModelHints{Default: profile.Ptr("m{env:HOME}")}}); len(errs) != 1 ||
+		!errors.As(errs[0], &ue) || ue.Path != "/model/default" {
+		t.Errorf("default model with {env:}: check %v, want one refusal at /model/default", errs)
+	}
 	root := t.TempDir()
 	spec := &turnSpec{turn: 1, model: "m{file:/etc/hostname}", baseURL: "http://h/v1", dirs: dirs{root: root, home: root + "/home", bridge: root + "/bridge"}}
 	if pl, err := (opencodeDriver{}).materialize(spec); !errors.Is(err, contract.ErrUnsupported) || pl != nil {

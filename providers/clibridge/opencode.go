@@ -88,7 +88,8 @@ func (opencodeDriver) profileCaps() contract.ProfileCapabilities {
 // check refuses what opencode cannot be told by this driver, beyond the
 // capability document: checkCommon's refusals, a model provider (the
 // provider is the bridge's OpenAI-compatible endpoint, or the one the
-// model id names), an empty replacing system prompt, tools and
+// model id names), a default model opencode would substitute, an empty
+// replacing system prompt, tools and
 // permissions it cannot be given exactly (opencodeToolsCheck) and MCP
 // servers it cannot mount.
 func (d opencodeDriver) check(p *profile.Profile) []error {
@@ -99,6 +100,9 @@ func (d opencodeDriver) check(p *profile.Profile) []error {
 	if m := p.Model; m != nil && m.Provider != nil {
 		errs = append(errs, unsupported("/model/provider",
 			"opencode's provider is the bridge's endpoint (or the provider/model id given); the bridge does not select one"))
+	}
+	if m := p.Model; m != nil && m.Default != nil && opencodeSubstitutes(*m.Default) {
+		errs = append(errs, unsupported("/model/default", "opencode would substitute the model's {env:...} or {file:...} text"))
 	}
 	if pr := p.Prompt; pr != nil {
 		if pr.SystemPrompt != nil && *pr.SystemPrompt == "" {
@@ -116,9 +120,9 @@ func (d opencodeDriver) check(p *profile.Profile) []error {
 }
 
 // opencodeMCPCheck returns why opencode cannot mount server s ("" when
-// it can): local or streamable-HTTP servers with public values, named so that
-// opencode's tool names "<name>_<tool>" are valid tool names, and with
-// no value opencode would substitute (opencodeSubstitutes).
+// it can): local or streamable-HTTP servers with public values, named so
+// that opencode's tool names "<name>_<tool>" carry the name as is, and
+// with no value opencode would substitute (opencodeSubstitutes).
 func opencodeMCPCheck(name string, s profile.MCPServer) string {
 	if reason := mcpCheck("opencode", name, s); reason != "" || s.IsDisabled() {
 		return reason
@@ -222,7 +226,6 @@ func opencodeModel(t *turnSpec, model string) (full, bare string, err error) {
 	if bare == "" {
 		return "", "", fmt.Errorf("clibridge: opencode against a BaseURL needs a model (the turn's, the profile's default or Options.Model): %w", contract.ErrUnsupported)
 	}
-
 	return opencodeProvider + "/" + bare, bare, nil
 }
 
