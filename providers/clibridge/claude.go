@@ -155,16 +155,7 @@ func claudeMCPCheck(name string, s profile.MCPServer) string {
 	if s.IsDisabled() {
 		return ""
 	}
-	if s.Cwd != nil && *s.Cwd != "." {
-		return "claude-code's MCP configuration has no working directory"
-	}
-	values := slices.Concat(s.Args, slices.Collect(maps.Values(s.Env)), slices.Collect(maps.Values(s.Headers)))
-	for _, v := range values {
-		if v.Kind != profile.ConfigPublic || v.Value == nil {
-			return "secret references cannot be resolved by the bridge (it holds no secret store)"
-		}
-	}
-	return ""
+	return mcpValuesCheck(s)
 }
 
 // materialize builds the claude argv: print mode reading the prompt from
@@ -299,16 +290,6 @@ type claudeMCPServer struct {
 // ({"mcpServers": {name: server}}). Only public values are present
 // (check refused secret references).
 func claudeMCPConfig(servers map[string]profile.MCPServer) (content []byte, mounted, disabled []string, err error) {
-	public := func(vs map[string]profile.ConfigValue) map[string]string {
-		if len(vs) == 0 {
-			return nil
-		}
-		out := make(map[string]string, len(vs))
-		for k, v := range vs {
-			out[k] = *v.Value
-		}
-		return out
-	}
 	doc := map[string]claudeMCPServer{}
 	for _, name := range slices.Sorted(maps.Keys(servers)) {
 		s := servers[name]
@@ -321,12 +302,12 @@ func claudeMCPConfig(servers map[string]profile.MCPServer) (content []byte, moun
 		}
 		var c claudeMCPServer
 		if s.IsLocal() {
-			c = claudeMCPServer{Type: "stdio", Command: *s.Command, Env: public(s.Env)}
+			c = claudeMCPServer{Type: "stdio", Command: *s.Command, Env: publicValues(s.Env)}
 			for _, a := range s.Args {
 				c.Args = append(c.Args, *a.Value)
 			}
 		} else {
-			c = claudeMCPServer{Type: "http", URL: *s.URL, Headers: public(s.Headers)}
+			c = claudeMCPServer{Type: "http", URL: *s.URL, Headers: publicValues(s.Headers)}
 			if s.Transport != nil && *s.Transport == "sse" {
 				c.Type = "sse"
 			}

@@ -2,7 +2,9 @@ package clibridge
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/agentrt/agentrt/contract"
@@ -45,14 +47,25 @@ func (codexDriver) ownedEnv() []string {
 	return []string{"CODEX_HOME", codexKeyEnv, "OPENAI_BASE_URL", "CODEX_API_KEY"}
 }
 
-// profileCaps: the replacing system prompt (codex's instructions key,
-// which replaces its built-in base instructions; codex has no append
-// route the bridge verified) and validation. Tools, permissions and MCP
-// servers are not applied by this driver, so they are not declared and
-// a profile carrying them is refused.
+// profileCaps: the system prompt replaced (codex's instructions key,
+// which replaces its built-in base instructions) and appended (its
+// developer_instructions key, a developer message after them; both
+// proven against the real binary by TestCodexSystemPrompts), local and
+// streamable-HTTP MCP servers ([mcp_servers.NAME] in config.toml, proven
+// by TestCodexMCPServer and TestRemoteMCPServer), tools for the mounted
+// servers' MCP tools only (false: the server's disabled_tools, proven by
+// TestCodexMCPToolDisabled; check refuses every other key) and
+// validation. Permissions are not applied, nor tools for codex's own
+// tools: its only controls over what model-generated commands may do are
+// its sandbox mode and approval policy, which govern every command
+// alike, and it has no per-tool allow or deny a profile's rules map onto
+// exactly; permissions are not declared and a profile carrying them is
+// refused.
 func (codexDriver) profileCaps() contract.ProfileCapabilities {
 	return contract.ProfileCapabilities{
-		SystemPrompt: harness.PromptIntents(harness.Codex),
+		SystemPrompt: harness.SystemPromptIntents{Replace: true, Append: true},
+		Tools:        true,
+		MCP:          true,
 		Validation:   true,
 	}
 }
@@ -63,12 +76,52 @@ func (d codexDriver) check(p *profile.Profile) []error {
 	if p == nil {
 		return nil
 	}
-	return checkCommon(d, "openai", "the OpenAI Responses API", p)
+	errs := checkCommon(d, "openai", "the OpenAI Responses API", p)
+	for _, key := range slices.Sorted(maps.Keys(p.Tools)) {
+		if _, _, ok := codexMCPTool(p, key); !ok {
+			errs = append(errs, unsupported("/tools/"+key, "codex's only per-tool control the bridge verified is an MCP server's disabled_tools: "+
+				"the key must be mcp__<server>__<tool> of a mounted server (codex's own tools are governed by its sandbox and approval policy alone)"))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.MCP)) {
+		if reason := codexMCPCheck(name, p.MCP[name]); reason != "" {
+			errs = append(errs, unsupported("/mcp/"+name, reason))
+		}
+	}
+	return errs
 }
+
+// codexMCPTool splits a tools key "mcp__<server>__<tool>" naming a tool
+// of a server p mounts.
+func codexMCPTool(p *profile.Profile, key string) (server, tool string, ok bool) {
+	rest, ok := strings.CutPrefix(key, "mcp__")
+	if !ok {
+		return "", "", false
+	}
+	server, tool, ok = strings.Cut(rest, "__")
+	if s, mounted := p.MCP[server]; !ok || tool == "" || !mounted || s.IsDisabled() {
+		return "", "", false
+	}
+	return server, tool, true
+}
+
+// codexMCPCheck returns why codex cannot mount server s ("" when it
+// can): local (stdio) or streamable-HTTP servers with public values,
+// named so that codex's tool namespace "mcp__<name>" is the name as is.
+func codexMCPCheck(name string, s profile.MCPServer) string {
+	return mcpCheck("codex", name, s)
+}
+
+// codexMCPApproval is every mounted server's default_tools_approval_mode:
+// with approval_policy "never", codex 0.171.0 fails every MCP tool call
+// ("MCP tool call requires approval, but approval policy is never")
+// unless the server's tools are pre-approved.
+const codexMCPApproval = "approve"
 
 // materialize writes codex's configuration (CODEX_HOME/config.toml: the
 // bridge's model provider, the approval policy, no update check,
-// analytics or feedback, the effort and the replacing instructions) and
+// analytics or feedback, the effort, the replacing instructions, the
+// appended developer instructions and the mounted MCP servers) and
 // builds the argv: exec mode, JSONL output, a configuration codex must
 // recognize entirely (--strict-config), no Git repository required, no
 // session files, the read-only sandbox, the model, and the prompt read
@@ -107,9 +160,15 @@ func (d codexDriver) materialize(t *turnSpec) (*plan, error) {
 		set("model_reasoning_effort", native)
 		ap.ReasoningEffort, ap.NativeEffort = effort, native
 	}
-	if pr := p.Prompt; pr != nil && pr.SystemPrompt != nil {
-		set("instructions", *pr.SystemPrompt)
-		ap.SystemPromptDigest = textDigest(*pr.SystemPrompt)
+	if pr := p.Prompt; pr != nil {
+		if pr.SystemPrompt != nil {
+			set("instructions", *pr.SystemPrompt)
+			ap.SystemPromptDigest = textDigest(*pr.SystemPrompt)
+		}
+		if pr.AppendSystemPrompt != nil {
+			set("developer_instructions", *pr.AppendSystemPrompt)
+			ap.AppendSystemPromptDigest = textDigest(*pr.AppendSystemPrompt)
+		}
 	}
 	// No analytics and no feedback uploads: the turn talks to the model
 	// endpoint only.
@@ -119,10 +178,84 @@ func (d codexDriver) materialize(t *turnSpec) (*plan, error) {
 	set("base_url", baseURL)
 	set("env_key", codexKeyEnv)
 	set("wire_api", "responses")
+	if len(p.MCP) > 0 {
+		mounted, disabled, err := mcpMounts(p.MCP, codexMCPCheck)
+		if err != nil {
+			return nil, err
+		}
+		// A tool the profile sets false is in its server's
+		// disabled_tools: codex then neither offers it nor runs a call
+		// of it ("unsupported call"). true needs nothing: a mounted
+		// server's tools are offered and pre-approved.
+		off := map[string][]string{}
+		for _, key := range slices.Sorted(maps.Keys(p.Tools)) {
+			server, tool, ok := codexMCPTool(p, key)
+			if !ok {
+				return nil, fmt.Errorf("clibridge: tools key %q: %w", key, contract.ErrUnsupported)
+			}
+			if p.Tools[key] {
+				ap.AllowedTools = append(ap.AllowedTools, key)
+			} else {
+				off[server] = append(off[server], tool)
+				ap.DisallowedTools = append(ap.DisallowedTools, key)
+			}
+		}
+		for _, s := range mounted {
+			writeCodexMCP(&cfg, s, off[s.name])
+		}
+		ap.MCPServers, ap.DisabledMCPServers = mcpNames(mounted), disabled
+	} else if len(p.Tools) > 0 {
+		return nil, fmt.Errorf("clibridge: tools without MCP servers: %w", contract.ErrUnsupported)
+	}
 	pl.addFile(t, filepath.Join(t.dirs.config, "config.toml"), []byte(cfg.String()), "codex-config")
 	pl.args = args
 	pl.receipt.Args = args
 	return pl, nil
+}
+
+// writeCodexMCP writes server s as codex's [mcp_servers.NAME] table:
+// command, args and env (an inline table) for a local server, url and
+// http_headers for a remote one, its tools pre-approved and the ones in
+// off disabled.
+func writeCodexMCP(cfg *strings.Builder, s mcpMount, off []string) {
+	fmt.Fprintf(cfg, "\n[mcp_servers.%s]\n", s.name)
+	if s.url != "" {
+		fmt.Fprintf(cfg, "url = %s\n", tomlString(s.url))
+		if len(s.headers) > 0 {
+			fmt.Fprintf(cfg, "http_headers = %s\n", tomlInlineTable(s.headers))
+		}
+	} else {
+		fmt.Fprintf(cfg, "command = %s\n", tomlString(s.command))
+		if len(s.args) > 0 {
+			fmt.Fprintf(cfg, "args = %s\n", tomlArray(s.args))
+		}
+		if len(s.env) > 0 {
+			fmt.Fprintf(cfg, "env = %s\n", tomlInlineTable(s.env))
+		}
+	}
+	fmt.Fprintf(cfg, "default_tools_approval_mode = %s\n", tomlString(codexMCPApproval))
+	if len(off) > 0 {
+		fmt.Fprintf(cfg, "disabled_tools = %s\n", tomlArray(off))
+	}
+}
+
+// tomlInlineTable is m as a TOML inline table of basic strings, with
+// quoted keys in key order.
+func tomlInlineTable(m map[string]string) string {
+	var pairs []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		pairs = append(pairs, tomlString(k)+" = "+tomlString(m[k]))
+	}
+	return "{ " + strings.Join(pairs, ", ") + " }"
+}
+
+// tomlArray is ss as a TOML array of basic strings.
+func tomlArray(ss []string) string {
+	quoted := make([]string, len(ss))
+	for i, s := range ss {
+		quoted[i] = tomlString(s)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
 }
 
 // tomlString is s as a TOML basic string: quotes, backslashes and

@@ -217,9 +217,10 @@ func TestCodexReadOnlySandbox(t *testing.T) {
 	}
 }
 
-// What codex cannot be told is refused before anything is spawned: an
-// appended system prompt (codex has only a replacing one), tools,
-// permissions, MCP servers, another vendor's model.
+// What codex cannot be told is refused before anything is spawned:
+// tools, permissions, MCP servers it cannot mount (SSE, with a secret
+// reference, another working directory, a name that is no tool name),
+// another vendor's model.
 func TestCodexProfileRefusals(t *testing.T) {
 	bin, marker := fakeCLI(t, "")
 	p, err := New(Options{Harness: harness.Codex, Binary: bin, WorkRoot: t.TempDir()})
@@ -227,12 +228,15 @@ func TestCodexProfileRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, pr := range map[string]*profile.Profile{
-		"append":      {Prompt: &profile.Prompt{AppendSystemPrompt: profile.Ptr("x")}},
 		"tools":       {Tools: map[string]bool{"shell": true}},
 		"permissions": {Permissions: map[string]profile.Permission{"bash": {Value: profile.Allow}}},
-		"mcp":         {MCP: map[string]profile.MCPServer{"s": {Command: profile.Ptr("x")}}},
-		"vendor":      {Model: &profile.ModelHints{Provider: profile.Ptr("anthropic")}},
-		"harness":     {Harness: harness.ClaudeCode},
+		"mcp-sse":     {MCP: map[string]profile.MCPServer{"s": {URL: profile.Ptr("https://mcp.example.com/sse"), Transport: profile.Ptr("sse")}}},
+		"mcp-secret": {MCP: map[string]profile.MCPServer{"s": {Command: profile.Ptr("x"), Env: map[string]profile.ConfigValue{
+			"TOKEN": {Kind: profile.ConfigSecretRef, Key: profile.Ptr("k")}}}}},
+		"mcp-cwd":  {MCP: map[string]profile.MCPServer{"s": {Command: profile.Ptr("x"), Cwd: profile.Ptr("sub")}}},
+		"mcp-name": {MCP: map[string]profile.MCPServer{"my.server": {Command: profile.Ptr("x")}}},
+		"vendor":   {Model: &profile.ModelHints{Provider: profile.Ptr("anthropic")}},
+		"harness":  {Harness: harness.ClaudeCode},
 	} {
 		if _, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: pr}}); !errors.Is(err, contract.ErrUnsupported) {
 			t.Errorf("%s: %v, want unsupported", name, err)
@@ -271,5 +275,83 @@ func TestCodexEfforts(t *testing.T) {
 		if got := responses(t, msgs[len(msgs)-1]).Reasoning.Effort; got != wire {
 			t.Errorf("effort %s (codex %s): the model call asked for %q, want %q", e, native, got, wire)
 		}
+	}
+}
+
+// codexDeveloperTexts returns the texts of each developer message of a
+// Responses API call, in order.
+func codexDeveloperTexts(t *testing.T, r fakeRequest) [][]string {
+	t.Helper()
+	var msgs [][]string
+	for _, in := range responses(t, r).Input {
+		if in.Type == "message" && in.Role == "developer" {
+			var texts []string
+			for _, c := range in.Content {
+				texts = append(texts, c.Text)
+			}
+			msgs = append(msgs, texts)
+		}
+	}
+	return msgs
+}
+
+// clip is s cut to n bytes, for messages.
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// The system prompt intents reach the real codex binary. Without a
+// prompt the first developer message is codex's base instructions;
+// appendSystemPrompt alone (developer_instructions) keeps that message
+// unchanged and adds the text, exactly, as the first part of the next;
+// with systemPrompt too (instructions) the first message is exactly the
+// replacing prompt, the base instructions are nowhere and the appended
+// text follows. The receipt records the digests.
+func TestCodexSystemPrompts(t *testing.T) {
+	f := newFakeServer(t, openAIAPI{}, codexScript)
+	env := newTestEnv(t, newCodexProvider(t, f), nil)
+	turn := func(pr *profile.Prompt) ([][]string, Applied) {
+		t.Helper()
+		evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("hi"), Profile: &profile.Profile{Prompt: pr}})
+		if kind, _ := contract.EnvironmentEventTerminal(evs[len(evs)-1]); kind != contract.TerminalCompleted {
+			t.Fatalf("terminal %q", kind)
+		}
+		msgs := f.messages()
+		dev := codexDeveloperTexts(t, msgs[len(msgs)-1])
+		if len(dev) < 2 || len(dev[0]) != 1 {
+			t.Fatalf("%d developer messages, want the instructions alone, then more", len(dev))
+		}
+		recs := env.(*Environment).Turns()
+		return dev, recs[len(recs)-1].Receipt.Applied
+	}
+	base, _ := turn(nil)
+	builtin := base[0][0]
+	const appended = "Also: \"append\" probe.\n\tC:\\x é"
+
+	dev, ap := turn(&profile.Prompt{AppendSystemPrompt: profile.Ptr(appended)})
+	if dev[0][0] != builtin {
+		t.Errorf("append: the first developer message became %q, want codex's base instructions kept", clip(dev[0][0], 80))
+	}
+	if dev[1][0] != appended {
+		t.Errorf("append: the second developer message begins %q, want the appended prompt", clip(dev[1][0], 80))
+	}
+	if ap.AppendSystemPromptDigest != canonjson.DigestBytes([]byte(appended)) || ap.SystemPromptDigest != "" {
+		t.Errorf("append: receipt %+v", ap)
+	}
+
+	dev, ap = turn(&profile.Prompt{SystemPrompt: profile.Ptr(codexProbe), AppendSystemPrompt: profile.Ptr(appended)})
+	if dev[0][0] != codexProbe || dev[1][0] != appended {
+		t.Errorf("replace and append: developer messages begin %q, %q", clip(dev[0][0], 80), clip(dev[1][0], 80))
+	}
+	for _, m := range dev {
+		if slices.Contains(m, builtin) {
+			t.Error("replace and append: codex's base instructions are still sent")
+		}
+	}
+	if ap.AppendSystemPromptDigest != canonjson.DigestBytes([]byte(appended)) || ap.SystemPromptDigest != canonjson.DigestBytes([]byte(codexProbe)) {
+		t.Errorf("replace and append: receipt %+v", ap)
 	}
 }

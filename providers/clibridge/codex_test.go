@@ -13,7 +13,7 @@ import (
 
 // The codex plan: the argv, the configuration file (the bridge's model
 // provider, approval never, the native effort, the replacing
-// instructions as a TOML string), the key in the provider's env_key, and
+// instructions and the appended developer instructions as TOML strings), the key in the provider's env_key, and
 // a receipt whose file digest is taken with the endpoint redacted.
 func TestCodexMaterialize(t *testing.T) {
 	d := codexDriver{}
@@ -21,7 +21,7 @@ func TestCodexMaterialize(t *testing.T) {
 	instructions := "Be \"exact\".\n\tC:\\path \u0007 é"
 	pr := &profile.Profile{
 		Model:  &profile.ModelHints{Default: profile.Ptr("gpt-x"), ReasoningEffort: harness.EffortUltracode},
-		Prompt: &profile.Prompt{SystemPrompt: &instructions},
+		Prompt: &profile.Prompt{SystemPrompt: &instructions, AppendSystemPrompt: profile.Ptr("And \"more\".")},
 	}
 	if errs := d.check(pr); len(errs) > 0 {
 		t.Fatal(errs)
@@ -45,6 +45,7 @@ approval_policy = "never"
 check_for_update_on_startup = false
 model_reasoning_effort = "ultra"
 instructions = "Be \"exact\".\n\tC:\\path \u0007 é"
+developer_instructions = "And \"more\"."
 
 [analytics]
 enabled = false
@@ -69,7 +70,8 @@ wire_api = "responses"
 	}
 	ap := pl.receipt.Applied
 	if ap.Model != "gpt-x" || ap.ReasoningEffort != harness.EffortUltracode || ap.NativeEffort != "ultra" ||
-		ap.SystemPromptDigest != canonjson.DigestBytes([]byte(instructions)) || ap.PermissionMode != "sandbox=read-only,approval=never" {
+		ap.SystemPromptDigest != canonjson.DigestBytes([]byte(instructions)) ||
+		ap.AppendSystemPromptDigest != canonjson.DigestBytes([]byte(`And "more".`)) || ap.PermissionMode != "sandbox=read-only,approval=never" {
 		t.Errorf("applied %+v", ap)
 	}
 

@@ -46,7 +46,8 @@
 // keys that name no claude-code tool, "ask" permissions (print mode has no
 // one to ask and the bridge declares no interactions), rule patterns
 // claude's rule lists cannot carry, and MCP servers with secret
-// references or a working directory. Turns asking for detach, replay,
+// references or a working directory other than the workspace (codex and
+// opencode: see their sections). Turns asking for detach, replay,
 // control references, context transfer, native continuation,
 // interactions or non-text parts are refused too.
 //
@@ -85,7 +86,8 @@
 // with CODEX_HOME the environment's configuration directory, holding a
 // per-turn config.toml: model_provider "agentrt", approval_policy
 // "never", no update check, analytics or feedback,
-// [model_reasoning_effort = E], [instructions = S] and
+// [model_reasoning_effort = E], [instructions = S],
+// [developer_instructions = A], [mcp_servers.NAME]... and
 // [model_providers.agentrt] with base_url (Options.BaseURL, the API base
 // including /v1; else https://api.openai.com/v1), env_key OPENAI_API_KEY
 // (set from Options.APIKey) and wire_api "responses". The model is the
@@ -93,14 +95,32 @@
 // native token of the profile's reasoning effort (harness.NativeReasoningControl: the
 // canonical name, ultracode → "ultra", which codex 0.171.0 accepts but
 // sends the API as "xhigh"); S, the profile's systemPrompt, replaces
-// codex's built-in base instructions. codex has no append route the
-// bridge verified, and the driver applies no tools, permissions or MCP
-// servers: a profile carrying appendSystemPrompt, tools, permissions or
-// mcp is refused, as is a model provider other than openai (plus the
-// checks every driver makes: harness, seats, connections, confidential,
-// small model, token ceilings). Model-generated commands run in codex's
-// read-only sandbox (observed: "touch" fails with a read-only file
-// system, "echo hi" runs) and no approval is ever asked for.
+// codex's built-in base instructions (the first developer message of
+// the request becomes exactly S); A, its appendSystemPrompt, is added
+// as the first part of the next developer message, the base
+// instructions (or S) kept before it. Each mounted MCP server is an
+// [mcp_servers.NAME] table (command, args and env for a local server, or
+// url and http_headers for a streamable-HTTP one — public values only —
+// and default_tools_approval_mode "approve": under approval_policy
+// "never" codex fails every MCP tool call of a server whose tools are
+// not pre-approved). A tools key mcp__SERVER__TOOL of a mounted server
+// set false puts TOOL in that server's disabled_tools (codex then
+// neither offers it nor runs a call of it); true needs nothing (the
+// server's tools are offered and pre-approved). Every other tools key and
+// all permissions are refused: codex's sandbox mode and approval policy
+// govern every command alike, and it has no per-tool allow or deny for
+// its own tools that a profile's rules map onto exactly. Refused too are
+// MCP servers codex cannot be given exactly (SSE ones, secret
+// references, a working directory other than the workspace, a name that
+// is not ASCII letters, digits and single '_') and a model provider other
+// than openai (plus the checks every driver makes: harness, seats,
+// connections, confidential, small model, token ceilings).
+// Model-generated commands run in codex's read-only sandbox (observed:
+// "touch" fails with a read-only file system, "echo hi" runs) and no
+// approval is ever asked for. MCP servers
+// run outside that sandbox, started by codex in the workspace with the
+// configured environment (observed: the probe server wrote its log
+// outside the workspace), and their tools run without asking.
 //
 // Observed of the real binary (see testdata/codex/README): it calls only
 // POST <base_url>/responses (always streamed), once per model call, with
@@ -184,11 +204,46 @@
 // workspace), _CLAUDE_CODE, _CLAUDE_CODE_SKILLS, _EXTERNAL_SKILLS and
 // _EMBEDDED_WEB_UI are set.
 //
-// opencode has no system-prompt flag, and the bridge writes no agent,
-// tool, permission or MCP configuration for it: its capability document
-// declares none of them and a profile carrying them is refused, as is a
-// model provider. opencode run executes tool calls without asking
-// (observed: a bash "echo hi" ran); the bridge does not restrict them.
+// Each mounted MCP server is an entry of the configuration's "mcp":
+// {"type": "local", "command": [command, args...], "environment": env,
+// "enabled": true} or {"type": "remote", "url": url, "headers": headers,
+// "enabled": true} (public values only; SSE servers, secret
+// references, another working directory, names that are not ASCII
+// letters, digits and single '_', and any value holding "{env:" or
+// "{file:" — opencode substitutes those in every configuration string,
+// with no escape, and would hand the server the bridge's key — are
+// refused, as is such a model). opencode starts it in the workspace and
+// offers its tools as "<server>_<tool>".
+//
+// The profile's systemPrompt S is written to a file and becomes the
+// prompt of the build agent (the one opencode run uses), "agent": {"build":
+// {"prompt": "{file:PATH}"}}: the request's system message is then S, a
+// newline and opencode's own environment part (the model line, the
+// <env> block, the skills) instead of its built-in prompt; an empty S is
+// refused (opencode would send its built-in prompt). Its
+// appendSystemPrompt A is written to a file named in "instructions":
+// opencode keeps its prompt and adds "Instructions from: PATH", a
+// newline and A after the <env> block. Files, because opencode would
+// substitute {env:...} and {file:...} in a prompt written into the
+// configuration, not in a file's content.
+//
+// The profile's tools are the configuration's "tools" ({NAME: false}
+// removes that tool from the model call) for opencode's built-in tools
+// (bash, edit, glob, grep, read, skill, task, todowrite, webfetch,
+// write); its permissions are "permission" for the keys bash, edit
+// (which covers edit and write), glob, grep, read, skill, task,
+// todowrite and webfetch — "deny" removes the tool, "allow" lets it run
+// — and, for bash only, command patterns. opencode applies the last
+// matching rule, so each tool's allow patterns are written before its
+// deny patterns: a command both match is denied, as in claude-code. A
+// denied command never runs; the model is told a rule prevents it.
+// Refused: other tool or permission keys (opencode ignores an unknown
+// one silently; MCP tools were not verified), "ask" (opencode run has no
+// one to ask and the bridge declares no interactions), patterns for
+// another key than bash, patterns holding {env: or {file: text, and a
+// model provider. Without rules opencode run executes tool calls
+// without asking (observed: a bash "echo hi" ran); a command no pattern
+// matches follows opencode's default (allowed).
 //
 // Observed of the real binary (see testdata/opencode/README): it calls
 // only POST {baseURL}/chat/completions, streamed, with the key as a
@@ -236,7 +291,11 @@
 // the names — never the values — of every environment variable, the
 // profile's digest, and the applied model, effort (canonical and
 // native), system prompt digests, tool rules, permission mode and MCP
-// servers. The API key and the endpoint never appear in a receipt, an
+// servers. codex and opencode receive their prompts and MCP servers in
+// files (config.toml; opencode's configuration and its prompt files), so
+// their argv carries none, and the receipt pins those files by digest
+// only: an MCP server's environment values appear in no receipt or
+// event. The API key and the endpoint never appear in a receipt, an
 // event or an error: they are redacted from every stdout line and from
 // the stderr tail a failure reports.
 //
@@ -245,8 +304,9 @@
 // The document declares exactly what is enforced: the profile features
 // the driver applies (claude-code: system prompt replace and append,
 // tools, permissions, MCP, validation; codex: system prompt replace and
-// validation; opencode: validation only), live streaming and usage. No
-// detach, replay, session
-// continuation, workspace access, branching, placement, observation,
+// append, tools (MCP tools only), MCP and validation; opencode: system
+// prompt replace and append, tools, permissions, MCP and validation),
+// live streaming and usage. No detach, replay, session continuation,
+// workspace access, branching, placement, observation,
 // interactions, context transfer or exact process.
 package clibridge

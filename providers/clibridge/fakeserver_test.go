@@ -90,6 +90,10 @@ type fakeReply struct {
 	Text      string
 	ToolName  string
 	ToolInput string
+	// ToolNamespace, for the Responses API, is the function call's
+	// namespace (codex groups an MCP server's tools in a namespace
+	// "mcp__<server>"); "" for none.
+	ToolNamespace string
 	// Usage: input tokens (message_start) and output tokens
 	// (message_delta); for the Responses API, response.completed's, with
 	// Cached input tokens among In.
@@ -316,9 +320,12 @@ func (openAIAPI) stream(ev func(string, any), req fakeRequest, rep fakeReply, mo
 		return
 	}
 	if rep.ToolName != "" {
-		ev("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": 0, "item": map[string]any{
-			"type": "function_call", "id": fmt.Sprintf("fc_fake_%d", n), "call_id": fmt.Sprintf("call_fake_%d", n),
-			"name": rep.ToolName, "arguments": rep.ToolInput}})
+		item := map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_fake_%d", n), "call_id": fmt.Sprintf("call_fake_%d", n),
+			"name": rep.ToolName, "arguments": rep.ToolInput}
+		if rep.ToolNamespace != "" {
+			item["namespace"] = rep.ToolNamespace
+		}
+		ev("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": 0, "item": item})
 	} else {
 		msgID := fmt.Sprintf("msg_fake_%d", n)
 		ev("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": 0, "item": map[string]any{

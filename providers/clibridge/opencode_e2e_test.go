@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/harness"
 	"github.com/agentrt/agentrt/profile"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // Issue 7, item 3: the real opencode binary, driven by the bridge against
@@ -160,10 +163,14 @@ func TestOpencodeTranscriptMeaning(t *testing.T) {
 }
 
 // What the opencode driver cannot apply is refused before anything is
-// spawned: the capability document's refusals (system prompts, tools,
-// permissions, MCP), a model provider or another harness at create and
-// validation; an effort without the bridge's provider and a missing
-// model at the turn.
+// spawned: tools and permission keys the bridge did not verify (opencode
+// ignores an unknown one), "ask", patterns for another tool than bash or
+// holding text opencode would substitute, an empty replacing system
+// prompt (opencode would send its own), a model
+// provider, another harness and MCP servers it cannot mount (SSE, a
+// secret reference) at create and validation;
+// an effort without the bridge's provider and a missing model at the
+// turn.
 func TestOpencodeRefusedBeforeSpawn(t *testing.T) {
 	bin, marker := fakeCLI(t, "exit 0")
 	newP := func(baseURL, model string) *Provider {
@@ -175,14 +182,20 @@ func TestOpencodeRefusedBeforeSpawn(t *testing.T) {
 	}
 	p := newP("http://127.0.0.1:9/v1", "m")
 	for name, pr := range map[string]*profile.Profile{
-		"system-prompt": {Prompt: &profile.Prompt{SystemPrompt: profile.Ptr("You are x.")}},
-		"append-prompt": {Prompt: &profile.Prompt{AppendSystemPrompt: profile.Ptr("Be brief.")}},
-		"tools":         {Tools: map[string]bool{"bash": false}},
-		"permissions":   {Permissions: map[string]profile.Permission{"bash": {Value: profile.Deny}}},
-		"mcp":           {MCP: map[string]profile.MCPServer{"s": {Command: profile.Ptr("server")}}},
-		"provider":      {Model: &profile.ModelHints{Provider: profile.Ptr("openai")}},
-		"harness":       {Harness: harness.ClaudeCode},
-		"small-model":   {Model: &profile.ModelHints{Small: profile.Ptr("s")}},
+		"empty-system-prompt": {Prompt: &profile.Prompt{SystemPrompt: profile.Ptr("")}},
+		"unknown-tool":        {Tools: map[string]bool{"Bash": false}},
+		"mcp-tool":            {Tools: map[string]bool{"probe_probe_echo": false}},
+		"unknown-permission":  {Permissions: map[string]profile.Permission{"write": {Value: profile.Deny}}},
+		"ask":                 {Permissions: map[string]profile.Permission{"bash": {Value: profile.Ask}}},
+		"ask-pattern":         {Permissions: map[string]profile.Permission{"bash": {Patterns: map[string]profile.PermissionValue{"git *": profile.Ask}}}},
+		"edit-pattern":        {Permissions: map[string]profile.Permission{"edit": {Patterns: map[string]profile.PermissionValue{"*.go": profile.Deny}}}},
+		"substituted-pattern": {Permissions: map[string]profile.Permission{"bash": {Patterns: map[string]profile.PermissionValue{"echo {env:HOME}": profile.Allow}}}},
+		"mcp-sse":             {MCP: map[string]profile.MCPServer{"s": {URL: profile.Ptr("https://mcp.example.com/sse"), Transport: profile.Ptr("sse")}}},
+		"mcp-secret": {MCP: map[string]profile.MCPServer{"s": {Command: profile.Ptr("server"), Args: []profile.ConfigValue{
+			{Kind: profile.ConfigSecretRef, Key: profile.Ptr("k")}}}}},
+		"provider":    {Model: &profile.ModelHints{Provider: profile.Ptr("openai")}},
+		"harness":     {Harness: harness.ClaudeCode},
+		"small-model": {Model: &profile.ModelHints{Small: profile.Ptr("s")}},
 	} {
 		if _, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: pr}}); !errors.Is(err, contract.ErrUnsupported) {
 			t.Errorf("%s: create error %v, want ErrUnsupported", name, err)
@@ -206,6 +219,55 @@ func TestOpencodeRefusedBeforeSpawn(t *testing.T) {
 	}
 	if spawned(marker) {
 		t.Error("a refused profile spawned the harness")
+	}
+}
+
+// The system prompts travel in files: the replacing one as the build
+// agent's prompt read through {file:...}, the appended one as an
+// instructions file; the receipt lists both files with the digests of
+// their text.
+func TestOpencodeMaterializePrompts(t *testing.T) {
+	root := t.TempDir()
+	d := dirs{root: root, home: root + "/home", bridge: root + "/bridge"}
+	for _, c := range []struct {
+		name         string
+		prompt       *profile.Prompt
+		agent        map[string]opencodeAgent
+		instructions []string
+		files        []ReceiptFile
+	}{
+		{"none", nil, map[string]opencodeAgent{"title": {Disable: true}}, nil, nil},
+		{"replace", &profile.Prompt{SystemPrompt: profile.Ptr("S {env:X}")},
+			map[string]opencodeAgent{"title": {Disable: true}, "build": {Prompt: "{file:" + root + "/bridge/turn-3-system-prompt.md}"}}, nil,
+			[]ReceiptFile{{Path: "bridge/turn-3-system-prompt.md", Digest: canonjson.DigestBytes([]byte("S {env:X}")), Purpose: "system-prompt"}}},
+		{"append", &profile.Prompt{AppendSystemPrompt: profile.Ptr("A")},
+			map[string]opencodeAgent{"title": {Disable: true}}, []string{root + "/bridge/turn-3-append-system-prompt.md"},
+			[]ReceiptFile{{Path: "bridge/turn-3-append-system-prompt.md", Digest: canonjson.DigestBytes([]byte("A")), Purpose: "append-system-prompt"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pr := &profile.Profile{Prompt: c.prompt}
+			pl, err := opencodeDriver{}.materialize(&turnSpec{turn: 3, profile: pr, dirs: d, baseURL: "http://h/v1", model: "m"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cfg struct {
+				Agent        map[string]opencodeAgent `json:"agent"`
+				Instructions []string                 `json:"instructions"`
+			}
+			if err := json.Unmarshal(pl.files[len(pl.files)-1].content, &cfg); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(c.agent, cfg.Agent); diff != "" {
+				t.Errorf("agent (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(c.instructions, cfg.Instructions); diff != "" {
+				t.Errorf("instructions (-want +got):\n%s", diff)
+			}
+			files := pl.receipt.Files[:len(pl.receipt.Files)-1] // the last is the configuration
+			if diff := cmp.Diff(c.files, files, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("receipt files (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
@@ -252,5 +314,141 @@ func TestOpencodeMaterialize(t *testing.T) {
 	}
 	if pl.env[opencodeAPIKeyEnv] != "sk-x" || pl.env[opencodeBaseURLEnv] != "http://h/v1" || pl.env["XDG_DATA_HOME"] != root+"/home/.local/share" {
 		t.Errorf("env %v", pl.env)
+	}
+}
+
+// chatSystem returns the text of a chat completions call's system
+// messages, joined by newlines.
+func chatSystem(t *testing.T, r fakeRequest) string {
+	t.Helper()
+	var b messagesBody
+	if err := json.Unmarshal(r.Body, &b); err != nil {
+		t.Fatalf("the model call's body: %v", err)
+	}
+	var texts []string
+	for _, m := range b.Messages {
+		if m.Role != "system" {
+			continue
+		}
+		var text string
+		if json.Unmarshal(m.Content, &text) != nil {
+			for _, bl := range blocks(m.Content) {
+				text += bl.Text
+			}
+		}
+		texts = append(texts, text)
+	}
+	return strings.Join(texts, "\n")
+}
+
+// opencodeBuiltinPrompt begins opencode 1.18.33's built-in system
+// prompt; opencodeEnvPrompt begins what it adds after any agent prompt
+// (the model, the environment, the skills).
+const (
+	opencodeBuiltinPrompt = "You are opencode, an interactive CLI tool"
+	opencodeEnvPrompt     = "You are powered by the model named"
+)
+
+// The system prompt intents reach the real opencode binary. Without a
+// prompt the system message is opencode's built-in prompt followed by
+// its environment part. systemPrompt (the build agent's prompt, read
+// from a file) replaces the built-in prompt: the system message is
+// exactly the profile's text, a newline and the same environment part.
+// appendSystemPrompt (an instructions file) keeps everything and adds
+// "Instructions from: <file>" and the text, exactly, after the
+// environment block; with both, the text follows the replacing prompt's
+// environment part the same way. Prompt text opencode would otherwise
+// substitute ({env:...}, {file:...}) arrives verbatim. The receipt
+// records the digests and the prompt files.
+func TestOpencodeSystemPrompts(t *testing.T) {
+	f := newFakeServer(t, chatCompletionsAPI{}, opencodeScript)
+	env := newTestEnv(t, newOpencodeProvider(t, f), nil)
+	turn := func(pr *profile.Prompt) (string, Receipt) {
+		t.Helper()
+		evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("hi"), Profile: &profile.Profile{Prompt: pr}})
+		if kind, _ := contract.EnvironmentEventTerminal(evs[len(evs)-1]); kind != contract.TerminalCompleted {
+			t.Fatalf("terminal %q", kind)
+		}
+		msgs := f.messages()
+		recs := env.(*Environment).Turns()
+		return chatSystem(t, msgs[len(msgs)-1]), recs[len(recs)-1].Receipt
+	}
+	base, _ := turn(nil)
+	i := strings.Index(base, opencodeEnvPrompt)
+	if !strings.HasPrefix(base, opencodeBuiltinPrompt) || i < 0 {
+		t.Fatalf("the default system message does not begin with opencode's prompt and hold its environment part: %q", clip(base, 200))
+	}
+	envPart := base[i:]
+	const (
+		replacing = "You are the \"oc\" probe.\n\tC:\\x {env:HOME} {file:/etc/hostname} é"
+		appended  = "Also: the \"append\" probe.\n{env:AGENTRT_OPENCODE_API_KEY}"
+	)
+	root := filepath.Dir(env.(*Environment).WorkDir())
+	// withInstructions is sys with the instructions block opencode adds
+	// for file rel (relative to the environment) after its environment
+	// block.
+	withInstructions := func(sys, rel string) string {
+		return strings.Replace(sys, "</env>\n", "</env>\nInstructions from: "+filepath.Join(root, rel)+"\n"+appended+"\n", 1)
+	}
+
+	sys, rc := turn(&profile.Prompt{SystemPrompt: profile.Ptr(replacing)})
+	if sys != replacing+"\n"+envPart {
+		t.Errorf("replace: system message %q, want the profile's prompt, a newline and opencode's environment part", clip(sys, 300))
+	}
+	if rc.Applied.SystemPromptDigest != canonjson.DigestBytes([]byte(replacing)) || !hasFile(rc, "system-prompt", replacing) {
+		t.Errorf("replace: receipt %+v", rc)
+	}
+
+	sys, rc = turn(&profile.Prompt{AppendSystemPrompt: profile.Ptr(appended)})
+	if rel := fileOf(rc, "append-system-prompt"); rel == "" || sys != withInstructions(base, rel) {
+		t.Errorf("append: system message %q, want opencode's with the instructions block for %s", clip(sys, 300), rel)
+	}
+	if rc.Applied.AppendSystemPromptDigest != canonjson.DigestBytes([]byte(appended)) || rc.Applied.SystemPromptDigest != "" ||
+		!hasFile(rc, "append-system-prompt", appended) {
+		t.Errorf("append: receipt %+v", rc)
+	}
+
+	sys, rc = turn(&profile.Prompt{SystemPrompt: profile.Ptr(replacing), AppendSystemPrompt: profile.Ptr(appended)})
+	if rel := fileOf(rc, "append-system-prompt"); rel == "" || sys != withInstructions(replacing+"\n"+envPart, rel) {
+		t.Errorf("replace and append: system message %q", clip(sys, 300))
+	}
+	if strings.Contains(sys, opencodeBuiltinPrompt) || strings.Contains(sys, fakeKey) {
+		t.Error("replace and append: opencode's prompt or the API key is in the system message")
+	}
+}
+
+// fileOf returns the path of the receipt's file with purpose ("" for
+// none).
+func fileOf(rc Receipt, purpose string) string {
+	for _, f := range rc.Files {
+		if f.Purpose == purpose {
+			return f.Path
+		}
+	}
+	return ""
+}
+
+// hasFile reports whether the receipt lists a file with purpose whose
+// digest is content's.
+func hasFile(rc Receipt, purpose, content string) bool {
+	for _, f := range rc.Files {
+		if f.Purpose == purpose && f.Digest == canonjson.DigestBytes([]byte(content)) {
+			return true
+		}
+	}
+	return false
+}
+
+// An environment path holding a brace cannot be named in opencode's
+// configuration (it would be substituted, and {file:...} cannot carry
+// it): a turn with a system prompt there is refused, nothing written.
+func TestOpencodePromptPathWithBraces(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "{env:HOME}")
+	d := dirs{root: root, home: root + "/home", bridge: root + "/bridge"}
+	for _, pr := range []*profile.Prompt{{SystemPrompt: profile.Ptr("S")}, {AppendSystemPrompt: profile.Ptr("A")}} {
+		pl, err := opencodeDriver{}.materialize(&turnSpec{turn: 1, profile: &profile.Profile{Prompt: pr}, dirs: d, baseURL: "http://h/v1", model: "m"})
+		if !errors.Is(err, contract.ErrUnsupported) || pl != nil {
+			t.Errorf("%+v: %v, want unsupported", pr, err)
+		}
 	}
 }
