@@ -123,12 +123,16 @@ func (p *Provider) checkCreate(in *contract.CreateInput) (map[string]string, err
 	return env, nil
 }
 
-// checkProfile refuses what of pr the harness driver cannot apply: the
-// capability document's flags (contract.CheckProfileSupport), then the
-// driver's own checks.
+// checkProfile refuses a profile that is not a valid AgentProfile (a Go
+// value need not have come through profile.Parse), then what of it the
+// harness driver cannot apply: the capability document's flags
+// (contract.CheckProfileSupport), then the driver's own checks.
 func (p *Provider) checkProfile(pr *profile.Profile) error {
 	if pr == nil {
 		return nil
+	}
+	if _, err := pr.Value(); err != nil {
+		return fmt.Errorf("clibridge: the profile is not a valid AgentProfile: %w", err)
 	}
 	caps := p.cfg.driver.profileCaps()
 	errs := []error{contract.CheckProfileSupport(&caps, pr)}

@@ -14,6 +14,7 @@ import (
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/harness"
 	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/schema"
 )
 
 // fakeCLI writes an executable test stand-in for a harness binary: a
@@ -120,7 +121,8 @@ func TestProfileRefusedBeforeSpawn(t *testing.T) {
 		"ceiling":      {Model: &profile.ModelHints{MaxVisibleOutputTokens: profile.Ptr(int64(10))}},
 		"provider":     {Model: &profile.ModelHints{Provider: profile.Ptr("openai")}},
 		"harness":      {Harness: harness.Codex},
-		"seats":        {Seats: []profile.Seat{{Harness: harness.ClaudeCode, Provider: "anthropic", Model: "m", Selector: profile.SeatSelector{Kind: profile.SelectorAllEligible}}}},
+		"seats": {Harness: harness.ClaudeCode, Model: &profile.ModelHints{Provider: profile.Ptr("anthropic"), Default: profile.Ptr("claude-sonnet-4-5")},
+			Seats: []profile.Seat{{Harness: harness.ClaudeCode, Provider: "anthropic", Model: "claude-sonnet-4-5", Selector: profile.SeatSelector{Kind: profile.SelectorAllEligible}}}},
 		"secret-mcp":   {MCP: map[string]profile.MCPServer{"s": {Command: profile.Ptr("server"), Env: map[string]profile.ConfigValue{"TOKEN": secret}}}},
 		"mcp-cwd":      {MCP: map[string]profile.MCPServer{"s": {Command: profile.Ptr("server"), Cwd: profile.Ptr("sub")}}},
 		"confidential": {Confidential: &profile.Confidential{}},
@@ -381,5 +383,36 @@ func TestDestroyDuringTurn(t *testing.T) {
 	}
 	if got, _ := p.Get(context.Background(), env.ID()); got != nil {
 		t.Error("Get finds a destroyed environment")
+	}
+}
+
+// A profile built in Go that is not a valid AgentProfile (here an MCP env
+// value shaped like a credential, which the schema refuses) is refused at
+// Create and at the turn with the schema's issues, before anything is
+// provisioned or spawned.
+func TestInvalidProfileRefusedAtCreate(t *testing.T) {
+	p, marker := fakeProvider(t, "exit 0")
+	invalid := &profile.Profile{MCP: map[string]profile.MCPServer{"s": {Command: profile.Ptr("server"),
+		Env: map[string]profile.ConfigValue{"X": {Kind: profile.ConfigPublic, Value: profile.Ptr("sk-live-abcdefghijklmnop")}}}}}
+	_, err := p.Create(context.Background(), &contract.CreateInput{Profile: profile.Ref{Inline: invalid}})
+	if _, ok := errors.AsType[*schema.Error](err); !ok {
+		t.Fatalf("create error %v, want a *schema.Error", err)
+	}
+	if entries, _ := os.ReadDir(p.cfg.workRoot); len(entries) != 0 {
+		t.Errorf("an environment was provisioned: %v", entries)
+	}
+	env, err := p.Create(context.Background(), &contract.CreateInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt := "x"
+	for _, err := range env.Stream(context.Background(), &contract.TurnInput{Prompt: &prompt, Profile: invalid}) {
+		if _, ok := errors.AsType[*schema.Error](err); !ok {
+			t.Fatalf("turn error %v, want a *schema.Error", err)
+		}
+		break
+	}
+	if spawned(marker) {
+		t.Error("the harness was spawned")
 	}
 }
