@@ -299,6 +299,14 @@
 // event or an error: they are redacted from every stdout line and from
 // the stderr tail a failure reports.
 //
+// # Unknown usage
+//
+// A usage report with no input token of any kind (input, cache reads and
+// cache writes all zero) is unknown, never a measured zero: every model
+// call a harness makes sends at least the prompt, and all three CLIs
+// print zeros of their own when the endpoint sent no usage (observed
+// against an endpoint omitting it; TestMissingUsageStaysUnknown).
+//
 // # Capabilities
 //
 // The document declares exactly what is enforced: the profile features

@@ -278,6 +278,30 @@ func TestAPIErrorFails(t *testing.T) {
 	}
 }
 
+// For every harness, an endpoint that reports no usage leaves the turn's
+// usage unknown: the CLIs fill in zeros of their own, which the bridge
+// must not pass on as a measured zero (unknown is never 0).
+func TestMissingUsageStaysUnknown(t *testing.T) {
+	for _, s := range suites {
+		t.Run(string(s.driver.harness()), func(t *testing.T) {
+			f := newFakeServer(t, s.api, func(req fakeRequest) fakeReply { return fakeReply{Text: "Hello.", NoUsage: true} })
+			env := newTestEnv(t, s.newProvider(t, f), nil)
+			evs := collectOwned(t, context.Background(), env, &contract.TurnInput{Prompt: profile.Ptr("hi")})
+			last := evs[len(evs)-1]
+			kind, _ := contract.EnvironmentEventTerminal(last)
+			t.Logf("%s without usage from the endpoint: terminal %q, usage %+v", s.driver.harness(), kind, last.Usage)
+			for _, e := range evs {
+				if e.Usage != nil {
+					t.Errorf("event %s carries usage %+v the endpoint never sent", e.Type, e.Usage)
+				}
+			}
+			if len(f.messages()) == 0 {
+				t.Fatal("no model call reached the server")
+			}
+		})
+	}
+}
+
 // checkAPIErrorFails runs a turn against a server answering every model
 // call with HTTP 400 "fake refusal": a failed turn with unknown usage,
 // never a success, and no secret in what it reports.

@@ -98,6 +98,9 @@ type fakeReply struct {
 	// (message_delta); for the Responses API, response.completed's, with
 	// Cached input tokens among In.
 	In, Out, Cached int
+	// NoUsage leaves every usage field out of the stream, as an endpoint
+	// that reports none.
+	NoUsage bool
 	// Status, when non-zero, answers with this HTTP error instead.
 	Status int
 	// Hang sends message_start and then blocks until the client leaves.
@@ -245,10 +248,12 @@ func (anthropicAPI) fail(w http.ResponseWriter, status int, message string) {
 }
 
 func (anthropicAPI) stream(ev func(string, any), req fakeRequest, rep fakeReply, model string, n int, hang func()) {
-	ev("message_start", map[string]any{"type": "message_start", "message": map[string]any{
-		"id": fmt.Sprintf("msg_fake_%d", n), "type": "message", "role": "assistant", "model": model, "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": rep.In, "output_tokens": 1, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}}})
+	start := map[string]any{"id": fmt.Sprintf("msg_fake_%d", n), "type": "message", "role": "assistant", "model": model, "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil}
+	if !rep.NoUsage {
+		start["usage"] = map[string]any{"input_tokens": rep.In, "output_tokens": 1, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+	}
+	ev("message_start", map[string]any{"type": "message_start", "message": start})
 	if rep.Hang {
 		hang()
 		return
@@ -265,8 +270,11 @@ func (anthropicAPI) stream(ev func(string, any), req fakeRequest, rep fakeReply,
 		ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": rep.Text}})
 	}
 	ev("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
-	ev("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
-		"usage": map[string]any{"output_tokens": rep.Out}})
+	delta := map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}}
+	if !rep.NoUsage {
+		delta["usage"] = map[string]any{"output_tokens": rep.Out}
+	}
+	ev("message_delta", delta)
 	ev("message_stop", map[string]any{"type": "message_stop"})
 }
 
@@ -335,9 +343,12 @@ func (openAIAPI) stream(ev func(string, any), req fakeRequest, rep fakeReply, mo
 		ev("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": 0, "item": map[string]any{
 			"type": "message", "id": msgID, "role": "assistant", "content": []any{map[string]any{"type": "output_text", "text": rep.Text}}}})
 	}
-	ev("response.completed", map[string]any{"type": "response.completed", "response": map[string]any{"id": id, "model": model,
-		"status": "completed", "usage": map[string]any{"input_tokens": rep.In, "output_tokens": rep.Out, "total_tokens": rep.In + rep.Out,
-			"input_tokens_details": map[string]any{"cached_tokens": rep.Cached}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}}}})
+	completed := map[string]any{"id": id, "model": model, "status": "completed"}
+	if !rep.NoUsage {
+		completed["usage"] = map[string]any{"input_tokens": rep.In, "output_tokens": rep.Out, "total_tokens": rep.In + rep.Out,
+			"input_tokens_details": map[string]any{"cached_tokens": rep.Cached}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}}
+	}
+	ev("response.completed", map[string]any{"type": "response.completed", "response": completed})
 }
 
 // chatCompletionsAPI is the OpenAI-compatible chat completions API
@@ -406,7 +417,9 @@ func (chatCompletionsAPI) stream(ev func(string, any), req fakeRequest, rep fake
 		chunk(delta(map[string]any{"role": "assistant", "content": rep.Text}, nil), nil)
 	}
 	chunk(delta(map[string]any{}, finish), nil)
-	chunk([]any{}, map[string]any{"prompt_tokens": rep.In, "completion_tokens": rep.Out, "total_tokens": rep.In + rep.Out})
+	if !rep.NoUsage {
+		chunk([]any{}, map[string]any{"prompt_tokens": rep.In, "completion_tokens": rep.Out, "total_tokens": rep.In + rep.Out})
+	}
 	ev("", sseData("[DONE]"))
 }
 

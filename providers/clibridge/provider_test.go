@@ -416,3 +416,29 @@ func TestInvalidProfileRefusedAtCreate(t *testing.T) {
 		t.Error("the harness was spawned")
 	}
 }
+
+// tokenUsage: counts that are not whole and non-negative are unknown,
+// and so is a report of no input token of any kind (what the CLIs print
+// when the endpoint sent no usage); a cached-only input is a measurement.
+func TestTokenUsage(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for _, tc := range []struct {
+		name                        string
+		in, out, read, write, think *float64
+		known                       bool
+	}{
+		{"measured", f(11), f(3), nil, nil, nil, true},
+		{"no output", f(11), f(0), nil, nil, nil, true},
+		{"all cached", f(0), f(2), f(40), f(0), nil, true},
+		{"cache written", f(0), f(2), f(0), f(40), nil, true},
+		{"zero input, zero cache", f(0), f(0), f(0), f(0), f(0), false},
+		{"zero input, no cache counts", f(0), f(7), nil, nil, nil, false},
+		{"missing input", nil, f(3), nil, nil, nil, false},
+		{"fraction", f(1.5), f(3), nil, nil, nil, false},
+		{"negative", f(-1), f(3), nil, nil, nil, false},
+	} {
+		if got := tokenUsage(tc.in, tc.out, tc.read, tc.write, tc.think); (got != nil) != tc.known {
+			t.Errorf("%s: usage %+v, known %v", tc.name, got, tc.known)
+		}
+	}
+}

@@ -221,15 +221,28 @@ func optCount(f *float64) *int64 {
 // tokenUsage is a harness's reported usage: the input and output counts
 // must be present, whole and non-negative, or the usage is unknown
 // (nil); the other counts are kept when they are counts.
+//
+// A report of no input token at all (input, cache reads and cache writes
+// all zero) is unknown too. Every model call the bridge's harnesses make
+// sends at least the prompt, so zero is never measured: it is what all
+// three CLIs print when the endpoint sent no usage (observed with claude
+// 2.1.197, codex 0.171.0 and opencode 1.18.33 against an endpoint
+// omitting it: TestMissingUsageStaysUnknown), and unknown is never 0.
 func tokenUsage(in, out, cacheRead, cacheCreation, reasoning *float64) *contract.TokenUsage {
 	i, ok1 := count(in)
 	o, ok2 := count(out)
 	if !ok1 || !ok2 {
 		return nil
 	}
-	return &contract.TokenUsage{InputTokens: i, OutputTokens: o, CacheReadInputTokens: optCount(cacheRead),
+	u := &contract.TokenUsage{InputTokens: i, OutputTokens: o, CacheReadInputTokens: optCount(cacheRead),
 		CacheCreationInputTokens: optCount(cacheCreation), ReasoningTokens: optCount(reasoning)}
+	if i == 0 && zeroOrAbsent(u.CacheReadInputTokens) && zeroOrAbsent(u.CacheCreationInputTokens) {
+		return nil
+	}
+	return u
 }
+
+func zeroOrAbsent(n *int64) bool { return n == nil || *n == 0 }
 
 // describe says how the process exited.
 func (x exit) describe() string {
