@@ -35,6 +35,7 @@ var (
 	codexExecHelp     = local("codex exec --help", codexVersion, "")
 	codexCatalog      = local("codex debug models --bundled", codexVersion, "the bundled model catalog: models[].slug, display_name, default_reasoning_level, supported_reasoning_levels, supported_in_api, visibility")
 	codexPromptInput  = local("codex -c <key>=<value> debug prompt-input hello", codexVersion, "keys instructions, model_instructions_file and developer_instructions set to a marker string, run in an empty git repository; the marker's position read from the rendered JSON")
+	codexEndpoint     = local("codex exec --json against a local OpenAI Responses endpoint", codexVersion, "$CODEX_HOME/config.toml model_reasoning_effort set to each level; the request's reasoning.effort read by the endpoint (providers/clibridge TestCodexEfforts)")
 	opencodeHelp      = local("opencode --help", opencodeVersion, "")
 	opencodeRunHelp   = local("opencode run --help", opencodeVersion, "")
 	opencodeAgentList = local("opencode agent list", opencodeVersion, "no user or project configuration")
@@ -79,7 +80,7 @@ func shippedHarnesses() []Harness {
 				observed(AudienceOperator, "Neither codex --help nor codex exec --help lists a system-prompt or append flag; the generic route they show is -c/--config key=value, which overrides ~/.codex/config.toml (the value is parsed as TOML, or taken as a literal string when that fails).", codexHelp, codexExecHelp),
 				observed(AudienceOperator, "In codex debug prompt-input, -c instructions=<text> and -c model_instructions_file=<path> each replaced the model's built-in base instructions (the first developer message), while -c developer_instructions=<text> kept them and added the text as the first item of the next developer message.", codexPromptInput),
 				observed(AudienceOperator, "codex exec --json prints events to stdout as JSONL; -o/--output-last-message <FILE> writes the agent's last message to a file; --output-schema <FILE> gives a JSON Schema for the final response.", codexExecHelp),
-				observed(AudienceOperator, "Neither help output lists a reasoning-effort flag. The bundled model catalog lists each model's supported_reasoning_levels, drawn from low, medium, high, xhigh, max and ultra, and its default_reasoning_level; the config key that selects a level was not checked.", codexHelp, codexExecHelp, codexCatalog),
+				observed(AudienceOperator, "Neither help output lists a reasoning-effort flag. The bundled model catalog lists each model's supported_reasoning_levels, drawn from low, medium, high, xhigh, max and ultra, and its default_reasoning_level. The config key model_reasoning_effort selects the level: none, minimal, low, medium, high and xhigh reach the request's reasoning.effort as they are, and ultra was sent as xhigh with the default model.", codexHelp, codexExecHelp, codexCatalog, codexEndpoint),
 				observed(AudienceOperator, "codex exec takes -s/--sandbox read-only|workspace-write|danger-full-access, --skip-git-repo-check (to run outside a Git repository), --ephemeral (no session files on disk) and --ignore-user-config; -a/--ask-for-approval appears in codex --help but not in codex exec --help.", codexHelp, codexExecHelp),
 				observed(AudienceOperator, "-m/--model selects the model; --oss with --local-provider lmstudio|ollama selects a local open-source provider.", codexHelp, codexExecHelp),
 			},
