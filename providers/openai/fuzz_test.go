@@ -32,10 +32,10 @@ func FuzzStream(f *testing.F) {
 	f.Add([]byte("data: {\"usage\":{\"prompt_tokens\":-1,\"completion_tokens\":2}}\n\n"))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		res := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(body))}
-		s := newStreamState("sk-secret")
+		s := newChatState("sk-secret")
 		var events []contract.ChatEvent
 		var yieldedErr error
-		err := s.run(context.Background(), res, func(e contract.ChatEvent, err error) bool {
+		err := runStream(context.Background(), res, s, func(e contract.ChatEvent, err error) bool {
 			if yieldedErr != nil {
 				t.Fatalf("an item after the error %v", yieldedErr)
 			}

@@ -241,8 +241,8 @@ func (m *Model) turn(ctx context.Context, r request, messages []contract.ChatMes
 			fail(m.requestError(ctx, err))
 			return
 		}
-		st := newStreamState(m.opts.APIKey)
-		err = st.run(ctx, raw, yield)
+		st := newChatState(m.opts.APIKey)
+		err = runStream(ctx, raw, st, yield)
 		rep.ServedModel, rep.ResponseID, rep.FinishReason, rep.Usage = st.served, st.id, st.finish, st.usage
 		if err != nil {
 			rep.Err = err
