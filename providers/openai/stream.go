@@ -327,10 +327,15 @@ func tokenUsage(u *sdk.CompletionUsage) (*contract.TokenUsage, error) {
 	if u.JSON.CompletionTokensDetails.Valid() && u.CompletionTokensDetails.JSON.ReasoningTokens.Valid() {
 		out.ReasoningTokens = new(u.CompletionTokensDetails.ReasoningTokens)
 	}
-	for _, n := range []*int64{&out.InputTokens, &out.OutputTokens, out.TotalTokens, out.CacheReadInputTokens, out.ReasoningTokens} {
+	return out, checkUsage(out)
+}
+
+// checkUsage refuses a usage report with a negative count as malformed.
+func checkUsage(u *contract.TokenUsage) error {
+	for _, n := range []*int64{&u.InputTokens, &u.OutputTokens, u.TotalTokens, u.CacheReadInputTokens, u.ReasoningTokens} {
 		if n != nil && *n < 0 {
-			return nil, fmt.Errorf("%w: a negative token count", ErrMalformed)
+			return fmt.Errorf("%w: a negative token count", ErrMalformed)
 		}
 	}
-	return out, nil
+	return nil
 }
