@@ -110,7 +110,8 @@ type TurnReport struct {
 	// the response's status, "completed", "incomplete" or "failed"
 	// (Responses); "" when none arrived.
 	FinishReason string
-	// Usage is the usage chunk's report; nil when the endpoint sent none
+	// Usage is the usage chunk's (Responses: the terminal response's)
+	// report; nil when the endpoint sent none
 	// (unknown, never zero).
 	Usage *contract.TokenUsage
 	// Err is the turn's stream error (nil for a turn that ended, with or

@@ -15,6 +15,7 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/contract/providertest"
+	"github.com/agentrt/agentrt/harness"
 	"github.com/agentrt/agentrt/internal/transcript"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/internal/chatprovider/chatprovidertest"
@@ -343,5 +344,23 @@ func TestResponsesStreamEventOrder(t *testing.T) {
 	done, _ := chatprovidertest.Terminal(t, evs)
 	if done.Data["finishReason"].Str() != "completed" {
 		t.Errorf("finish reason %q", done.Data["finishReason"].Str())
+	}
+}
+
+// Harness cli-base expresses reasoning effort none only, with no native
+// control: over the Responses API too, "none" sends no reasoning object
+// (the text transcript has none) and anything else is refused before a
+// request.
+func TestResponsesReasoningEffortPerHarnessTable(t *testing.T) {
+	if _, ok := harness.NativeReasoningControl(harness.CLIBase, harness.EffortNone); ok {
+		t.Skip("the harness table now has a native control for cli-base; extend the transcript")
+	}
+	if _, _, _, err := playResponses(t, "text", openai.Options{ReasoningEffort: harness.EffortNone}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []harness.ReasoningEffort{harness.EffortLow, harness.EffortHigh, "bogus"} {
+		if _, err := openai.New(openai.Options{API: openai.APIResponses, ReasoningEffort: e}); !errors.Is(err, contract.ErrUnsupported) || !errors.Is(err, openai.ErrInvalidOptions) {
+			t.Errorf("effort %s: %v", e, err)
+		}
 	}
 }
