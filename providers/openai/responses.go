@@ -348,8 +348,8 @@ func (s *responsesState) open(it *responsesOutputItem) (bool, error) {
 }
 
 // itemDone closes an output item: a function call is complete with the
-// item's call id, name and arguments (else those its added event and
-// deltas carried); a message's refusal parts are kept for the verdict.
+// item's call id, name and arguments (else, where the item leaves them
+// empty, those its added event and deltas carried); a message's refusal parts are kept for the verdict.
 func (s *responsesState) itemDone(index int64, it *responsesOutputItem) (bool, error) {
 	if it == nil {
 		return true, fmt.Errorf("%w: response.output_item.done without an item", ErrMalformed)
@@ -371,7 +371,7 @@ func (s *responsesState) itemDone(index int64, it *responsesOutputItem) (bool, e
 			p = &pendingCall{}
 		}
 		args := p.args.String()
-		if it.Arguments != nil {
+		if it.Arguments != nil && *it.Arguments != "" {
 			args = *it.Arguments
 		}
 		call := contract.ToolCall{ID: cmp.Or(it.CallID, p.callID), Name: cmp.Or(it.Name, p.name), Args: toolArgs(args)}
