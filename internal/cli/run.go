@@ -27,7 +27,7 @@ import (
 func newRunCmd(stdio IO) *cobra.Command {
 	var sf storeFlags
 	var asJSON bool
-	var task, providerName, scriptPath, expect, baseURL string
+	var task, providerName, scriptPath, expect, baseURL, openaiAPI string
 	var stage int
 	var lease, timeout time.Duration
 	cmd := &cobra.Command{
@@ -41,8 +41,8 @@ the result contains --expect TEXT, or, without --expect, the result is not empty
 The default provider is "scripted": offline, deterministic, no credentials. It
 answers each task with a note; --script FILE plays a script instead (see
 providers/scripted). --provider openai runs harness cli-base profiles on an
-OpenAI-compatible Chat Completions endpoint: OpenAI's, or --base-url URL, with
-the key in OPENAI_API_KEY. --provider anthropic runs them on the Anthropic
+OpenAI-compatible Chat Completions endpoint, or with --openai-api responses a
+Responses endpoint: OpenAI's, or --base-url URL, with the key in OPENAI_API_KEY. --provider anthropic runs them on the Anthropic
 Messages API: Anthropic's, or --base-url URL, with the key in ANTHROPIC_API_KEY.
 --provider claude-code, codex and opencode run the harness CLI (claude from
 npm @anthropic-ai/claude-code, codex from @openai/codex, opencode from
@@ -65,7 +65,7 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 			if err != nil {
 				return err
 			}
-			provider, err := openProvider(providerName, scriptPath, baseURL)
+			provider, err := openProvider(providerName, scriptPath, baseURL, openaiAPI)
 			if err != nil {
 				return err
 			}
@@ -106,6 +106,7 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 	cmd.Flags().StringVar(&task, "task", "", "the task to give the agent (required)")
 	cmd.Flags().StringVar(&providerName, "provider", "scripted", "provider to run on (scripted, openai, anthropic, claude-code, codex, opencode)")
 	cmd.Flags().StringVar(&baseURL, "base-url", "", "the model endpoint of the openai, anthropic, claude-code, codex or opencode provider (default: the vendor's)")
+	cmd.Flags().StringVar(&openaiAPI, "openai-api", "", "the wire protocol of the openai provider: chat-completions or responses (default chat-completions)")
 	cmd.Flags().StringVar(&scriptPath, "script", "", "script for the scripted provider (default: answer every task)")
 	cmd.Flags().StringVar(&expect, "expect", "", "deliver only if the result contains this text")
 	cmd.Flags().IntVar(&stage, "stage", 0, "seat stage to run (0 is the first)")
@@ -115,9 +116,12 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 	return cmd
 }
 
-func openProvider(name, scriptPath, baseURL string) (contract.Provider, error) {
+func openProvider(name, scriptPath, baseURL, openaiAPI string) (contract.Provider, error) {
 	if baseURL != "" && name == "scripted" {
 		return nil, usage("--base-url does not apply to --provider scripted")
+	}
+	if openaiAPI != "" && name != "openai" {
+		return nil, usage("--openai-api applies to --provider openai only")
 	}
 	switch name {
 	case "claude-code", "codex", "opencode":
@@ -139,7 +143,7 @@ func openProvider(name, scriptPath, baseURL string) (contract.Provider, error) {
 	case "openai":
 		// OpenAI's own endpoint reports usage and wants bare model ids;
 		// another endpoint is not vouched for and gets the profile's id.
-		opts := openai.ProviderOptions{Options: openai.Options{BaseURL: baseURL, APIKey: os.Getenv("OPENAI_API_KEY")}}
+		opts := openai.ProviderOptions{Options: openai.Options{API: openai.API(openaiAPI), BaseURL: baseURL, APIKey: os.Getenv("OPENAI_API_KEY")}}
 		if baseURL == "" {
 			opts.ReportsUsage, opts.StripModelPrefix = true, "openai/"
 		}

@@ -53,3 +53,41 @@ func TestRunHarnessCLINotInstalled(t *testing.T) {
 		}
 	}
 }
+
+// `agentrt run --provider openai --openai-api responses` speaks the
+// Responses API to the endpoint; a value that is not a protocol, or the
+// flag with another provider, is a usage error before any request.
+func TestRunOpenAIResponses(t *testing.T) {
+	tr, err := transcript.Load(filepath.Join("..", "..", "providers", "openai", "testdata", "responses", "text.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := transcript.NewServer(t, tr, transcript.ServerOptions{})
+	t.Setenv("OPENAI_API_KEY", "sk-test-4f9c2a7b1e")
+	prof := writeFile(t, "brief.json", `{"name":"brief","harness":"cli-base","model":{"default":"gpt-5.2"},"prompt":{"systemPrompt":"Be brief."}}`)
+	db := filepath.Join(t.TempDir(), "runs.db")
+	out, errOut, code := run(t, "", "run", "--db", db, prof, "--task", "Say hello.", "--provider", "openai", "--openai-api", "responses", "--base-url", srv.BaseURL())
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
+	}
+	for _, want := range []string{"completed, delivered", "served gpt-5.2", "Hello!", "19"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out+errOut, "sk-test-4f9c2a7b1e") {
+		t.Error("the key was printed")
+	}
+	for _, args := range [][]string{
+		{"--provider", "openai", "--openai-api", "completions", "--base-url", srv.BaseURL()},
+		{"--openai-api", "responses"},
+		{"--provider", "anthropic", "--openai-api", "responses", "--base-url", srv.BaseURL()},
+	} {
+		if _, _, code := run(t, "", append([]string{"run", "--db", db, prof, "--task", "t"}, args...)...); code != cli.ExitUsage {
+			t.Errorf("%q: exit %d, want %d", args, code, cli.ExitUsage)
+		}
+	}
+	if srv.Requests() != 1 {
+		t.Errorf("%d requests; the refused runs sent none", srv.Requests())
+	}
+}

@@ -12,13 +12,15 @@ import (
 )
 
 // ErrStreamBroken is matched (errors.Is) by the error of a turn whose
-// event stream ended before the endpoint said it was done (no "data:
-// [DONE]"): a dropped connection, a truncated body. Such a turn never
-// settles as a success, even when text arrived.
-var ErrStreamBroken = errors.New("openai: the event stream ended before [DONE]")
+// event stream ended before the endpoint said it was done (Chat
+// Completions: no "data: [DONE]"; Responses: no response.completed,
+// response.incomplete, response.failed or error event): a dropped
+// connection, a truncated body. Such a turn never settles as a success,
+// even when text arrived.
+var ErrStreamBroken = errors.New("openai: the event stream ended before the endpoint said it was done")
 
 // ErrMalformed is matched by the error of a turn whose stream carried
-// something that is not a chat completion chunk.
+// something that is not a chat completion chunk or Responses event.
 var ErrMalformed = errors.New("openai: malformed stream chunk")
 
 // APIError is an HTTP error the endpoint answered a request with (401,

@@ -36,9 +36,26 @@ const (
 	DefaultMaxRetryWait = 30 * time.Second
 )
 
+// API names the wire protocol a Model speaks.
+type API string
+
+// The wire protocols.
+const (
+	// APIChatCompletions is POST {base}/chat/completions, streamed as
+	// "data:" chunks ending in "data: [DONE]".
+	APIChatCompletions API = "chat-completions"
+	// APIResponses is POST {base}/responses, streamed as named events
+	// ending in response.completed (or response.incomplete,
+	// response.failed, error).
+	APIResponses API = "responses"
+)
+
 // Options configure a Model. Only APIKey is required, and only by
 // endpoints that check it.
 type Options struct {
+	// API is the wire protocol: APIChatCompletions ("" too) or
+	// APIResponses. Everything else applies to both.
+	API API
 	// BaseURL is the OpenAI-compatible endpoint, up to and including the
 	// version segment ("https://api.openai.com/v1/"); "" is
 	// DefaultBaseURL. Nothing is read from the process environment.
@@ -57,7 +74,7 @@ type Options struct {
 	ReasoningEffort harness.ReasoningEffort
 	// MaxCompletionTokens, when set, bounds each completion's output
 	// (visible and reasoning tokens together), sent as
-	// max_completion_tokens.
+	// max_completion_tokens (Responses: max_output_tokens).
 	MaxCompletionTokens *int64
 	// MaxRetries is how many times a retryable failure is retried: 0 is
 	// DefaultMaxRetries, a negative value none. Only the request is
@@ -82,14 +99,19 @@ type Options struct {
 type TurnReport struct {
 	// RequestedModel is the model the request named.
 	RequestedModel string
-	// ServedModel is the "model" the stream's chunks carried; "" when no
-	// chunk named one (unknown, not a mismatch).
+	// ServedModel is the "model" the stream's chunks (Responses: its
+	// response objects) carried; "" when none named one (unknown, not a
+	// mismatch).
 	ServedModel string
-	// ResponseID is the chunks' "id"; "" when none arrived.
+	// ResponseID is the chunks' (Responses: the response's) "id"; ""
+	// when none arrived.
 	ResponseID string
-	// FinishReason is the choice's finish_reason; "" when none arrived.
+	// FinishReason is the choice's finish_reason (Chat Completions) or
+	// the response's status, "completed", "incomplete" or "failed"
+	// (Responses); "" when none arrived.
 	FinishReason string
-	// Usage is the usage chunk's report; nil when the endpoint sent none
+	// Usage is the usage chunk's (Responses: the terminal response's)
+	// report; nil when the endpoint sent none
 	// (unknown, never zero).
 	Usage *contract.TokenUsage
 	// Err is the turn's stream error (nil for a turn that ended, with or
@@ -98,7 +120,7 @@ type TurnReport struct {
 }
 
 // Model is a contract.ChatModel over an OpenAI-compatible Chat
-// Completions endpoint, streaming each turn. It holds no mutable state
+// Completions or Responses endpoint (Options.API), streaming each turn. It holds no mutable state
 // and is safe for concurrent use.
 type Model struct {
 	client sdk.Client
@@ -114,8 +136,8 @@ var _ contract.ChatModel = (*Model)(nil)
 var ErrInvalidOptions = errors.New("openai: invalid options")
 
 // New returns a Model for opts. It refuses, before any request, a base
-// URL that is not an absolute http(s) URL and a reasoning effort harness
-// cli-base cannot express.
+// URL that is not an absolute http(s) URL, an API it does not speak and
+// a reasoning effort harness cli-base cannot express.
 func New(opts Options) (*Model, error) {
 	if opts.BaseURL == "" {
 		opts.BaseURL = DefaultBaseURL
@@ -127,6 +149,13 @@ func New(opts Options) (*Model, error) {
 	effort, err := nativeEffort(opts.ReasoningEffort)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	switch opts.API {
+	case "":
+		opts.API = APIChatCompletions
+	case APIChatCompletions, APIResponses:
+	default:
+		return nil, fmt.Errorf("%w: API %q is neither %s nor %s", ErrInvalidOptions, opts.API, APIChatCompletions, APIResponses)
 	}
 	if opts.MaxCompletionTokens != nil && *opts.MaxCompletionTokens <= 0 {
 		return nil, fmt.Errorf("%w: MaxCompletionTokens must be positive", ErrInvalidOptions)
@@ -202,8 +231,9 @@ type request struct {
 	onComplete func(TurnReport)
 }
 
-// Turn implements contract.ChatModel: one streamed chat completion of the
-// Options' model over messages, offering tools. A turn without a model
+// Turn implements contract.ChatModel: one streamed chat completion (or
+// Responses response) of the Options' model over messages, offering
+// tools. A turn without a model
 // (neither Options.Model nor anything else) fails before any request.
 func (m *Model) Turn(ctx context.Context, messages []contract.ChatMessage, tools []contract.Tool) iter.Seq2[contract.ChatEvent, error] {
 	return m.turn(ctx, request{model: m.opts.Model, effort: m.effort, maxTokens: m.opts.MaxCompletionTokens, onComplete: m.opts.Observe}, messages, tools)
@@ -230,19 +260,33 @@ func (m *Model) turn(ctx context.Context, r request, messages []contract.ChatMes
 			fail(ErrNoModel)
 			return
 		}
-		params, err := m.params(r, messages, tools)
+		var (
+			path string
+			body any
+			ro   []option.RequestOption
+			dec  eventDecoder
+			err  error
+		)
+		switch m.opts.API {
+		case APIResponses:
+			path, dec = "responses", newResponsesState(m.opts.APIKey)
+			body, err = responsesParams(r, messages, tools)
+		default:
+			path, dec = "chat/completions", newChatState(m.opts.APIKey)
+			body, err = m.params(r, messages, tools)
+			ro = append(ro, option.WithJSONSet("stream", true))
+		}
 		if err != nil {
 			fail(err)
 			return
 		}
 		var raw *http.Response
-		err = m.client.Post(ctx, "chat/completions", params, &raw, option.WithJSONSet("stream", true))
-		if err != nil {
+		if err := m.client.Post(ctx, path, body, &raw, ro...); err != nil {
 			fail(m.requestError(ctx, err))
 			return
 		}
-		st := newStreamState(m.opts.APIKey)
-		err = st.run(ctx, raw, yield)
+		err = runStream(ctx, raw, dec, yield)
+		st := dec.base()
 		rep.ServedModel, rep.ResponseID, rep.FinishReason, rep.Usage = st.served, st.id, st.finish, st.usage
 		if err != nil {
 			rep.Err = err
@@ -310,10 +354,7 @@ func chatMessages(in []contract.ChatMessage) ([]sdk.ChatCompletionMessageParamUn
 				a.Content.OfString = param.NewOpt(content)
 			}
 			for _, c := range msg.ToolCalls {
-				args := "{}"
-				if c.Args.IsValid() {
-					args = string(canonjson.Marshal(c.Args))
-				}
+				args := callArgs(c)
 				a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
 					ID: c.ID, Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: args}}})
 			}
@@ -335,17 +376,39 @@ func chatTools(in []contract.Tool) ([]sdk.ChatCompletionToolUnionParam, error) {
 		if t.Description != "" {
 			def.Description = param.NewOpt(t.Description)
 		}
-		if t.InputSchema.IsValid() {
-			if t.InputSchema.Kind() != canonjson.Object {
-				return nil, fmt.Errorf("%w: tool %s's input schema is not a JSON object", ErrBadTranscript, t.Name)
-			}
-			var schema map[string]any
-			if err := json.Unmarshal(canonjson.Marshal(t.InputSchema), &schema); err != nil {
-				return nil, fmt.Errorf("%w: tool %s's input schema: %w", ErrBadTranscript, t.Name, err)
-			}
+		schema, err := toolSchema(t)
+		if err != nil {
+			return nil, err
+		}
+		if schema != nil {
 			def.Parameters = schema
 		}
 		out = append(out, sdk.ChatCompletionFunctionTool(def))
 	}
 	return out, nil
+}
+
+// toolSchema is a tool's input schema as the request's parameters; nil
+// when the tool has none, an error when it is not a JSON object.
+func toolSchema(t contract.Tool) (map[string]any, error) {
+	if !t.InputSchema.IsValid() {
+		return nil, nil
+	}
+	if t.InputSchema.Kind() != canonjson.Object {
+		return nil, fmt.Errorf("%w: tool %s's input schema is not a JSON object", ErrBadTranscript, t.Name)
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(canonjson.Marshal(t.InputSchema), &schema); err != nil {
+		return nil, fmt.Errorf("%w: tool %s's input schema: %w", ErrBadTranscript, t.Name, err)
+	}
+	return schema, nil
+}
+
+// callArgs is an earlier tool call's arguments as the request carries
+// them: JSON text, "{}" when the call had none.
+func callArgs(c contract.ToolCall) string {
+	if !c.Args.IsValid() {
+		return "{}"
+	}
+	return string(canonjson.Marshal(c.Args))
 }

@@ -21,8 +21,9 @@ var ErrDestroyed = errors.New("openai: the environment was destroyed")
 
 // ProviderOptions configure a Provider.
 type ProviderOptions struct {
-	// Options configure the model the provider's turns run on; its Model
-	// is the model a profile that names none gets, and its
+	// Options configure the model the provider's turns run on, its API
+	// included; its Model is the model a profile that names none gets,
+	// and its
 	// ReasoningEffort and MaxCompletionTokens are replaced by each
 	// profile's own.
 	Options
@@ -30,7 +31,8 @@ type ProviderOptions struct {
 	// and effectiveBackend it reports carries it.
 	Name string
 	// ReportsUsage declares capability usage: the endpoint honours
-	// stream_options.include_usage, as OpenAI's does. Leave it false for
+	// stream_options.include_usage (Responses: puts usage on the
+	// terminal response), as OpenAI's does. Leave it false for
 	// an endpoint that may not; its turns still forward any usage it
 	// sends, and usage it does not send stays unknown either way.
 	ReportsUsage bool
@@ -43,8 +45,8 @@ type ProviderOptions struct {
 
 // Provider is harness cli-base over an OpenAI-compatible endpoint: each
 // environment is a profile bound to the endpoint, and each turn one
-// streamed chat completion of the profile's system prompt and the turn's
-// prompt. The environments, turn admission and events are the shared
+// streamed chat completion (or Responses response, per Options.API) of
+// the profile's system prompt and the turn's prompt. The environments, turn admission and events are the shared
 // cli-base provider's (providers/internal/chatprovider); this package
 // supplies the model. It declares no optional ability (see Capabilities)
 // and is safe for concurrent use.
@@ -129,7 +131,8 @@ func (b *boundTurn) Turn(ctx context.Context, messages []contract.ChatMessage, t
 	return b.m.turn(ctx, b.r, messages, tools)
 }
 
-// done adds the choice's finish reason to the done event.
+// done adds the finish reason to the done event: the choice's
+// finish_reason, or the Responses response's status.
 func (b *boundTurn) done(data map[string]canonjson.Value) {
 	if b.rep.FinishReason != "" {
 		data["finishReason"] = canonjson.StringValue(b.rep.FinishReason)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -17,20 +18,145 @@ import (
 	"github.com/agentrt/agentrt/contract"
 )
 
-// streamState decodes one turn's server-sent events into chat events:
+// eventDecoder is one wire protocol's reading of a turn's server-sent
+// events: chatState for Chat Completions chunks, responsesState for
+// Responses events. runStream drives either over the same SSE path.
+type eventDecoder interface {
+	// feed takes one event. It reports stop when the turn is over (its
+	// last event, a failure, or a consumer that stopped reading) and an
+	// error when the event is malformed.
+	feed(ev ssestream.Event, yield func(contract.ChatEvent, error) bool) (stop bool, err error)
+	// over reports whether the endpoint said the turn was over (a
+	// failure it reported in-band counts).
+	over() bool
+	// base is the state both protocols keep.
+	base() *streamBase
+}
+
+// streamBase is what a turn's stream reports whatever its protocol, and
+// the rules both protocols share: a failure is the turn's last event and
+// never carries the key, the served model is reported once and a second
+// one is a failure, usage is reported only when the endpoint sent it.
+type streamBase struct {
+	secret string
+	// served, id: the model and response id the stream named; finish:
+	// the finish reason (Chat Completions) or response status
+	// (Responses).
+	served, id, finish string
+	usage              *contract.TokenUsage
+	failed             bool
+}
+
+func (b *streamBase) base() *streamBase { return b }
+
+// fail yields an in-band failure; nothing follows it.
+func (b *streamBase) fail(msg string, yield func(contract.ChatEvent, error) bool) error {
+	b.failed = true
+	yield(contract.ChatEvent{Kind: contract.ChatFailure, Failure: scrub(msg, b.secret)}, nil)
+	return nil
+}
+
+// serve takes a served model the stream named: the first is reported as
+// a ChatServed event, another one fails the turn.
+func (b *streamBase) serve(model string, yield func(contract.ChatEvent, error) bool) (stop bool, err error) {
+	switch {
+	case model == "" || model == b.served:
+		return false, nil
+	case b.served == "":
+		b.served = model
+		return !yield(contract.ChatEvent{Kind: contract.ChatServed, Model: model}, nil), nil
+	}
+	return true, b.fail(fmt.Sprintf("the endpoint reported two served models, %s and %s", b.served, model), yield)
+}
+
+// report yields the endpoint's usage report (mode cumulative: the
+// turn's total); nil, a report the endpoint did not send, yields
+// nothing and leaves the turn's usage unknown.
+func (b *streamBase) report(u *contract.TokenUsage, yield func(contract.ChatEvent, error) bool) (stop bool) {
+	if u == nil {
+		return false
+	}
+	b.usage = u
+	return !yield(contract.ChatEvent{Kind: contract.ChatUsage, Usage: u, UsageMode: contract.UsageCumulative}, nil)
+}
+
+// inBandError fails the turn with an error object's message and its
+// type (else its code), or a bare string's text.
+func (b *streamBase) inBandError(raw []byte, yield func(contract.ChatEvent, error) bool) error {
+	var e errorObject
+	msg := "the endpoint reported an error"
+	if json.Unmarshal(raw, &e) == nil {
+		if e.Message != "" {
+			msg = e.Message
+		}
+		if kind := cmp.Or(e.Type, codeText(e.Code)); kind != "" {
+			msg += " (" + kind + ")"
+		}
+	} else if str := ""; json.Unmarshal(raw, &str) == nil && str != "" {
+		msg = str
+	}
+	return b.fail(msg, yield)
+}
+
+// codeText is an error object's code as text: codes are strings or, on
+// some endpoints, numbers.
+func codeText(code any) string {
+	switch c := code.(type) {
+	case string:
+		return c
+	case float64:
+		return strconv.FormatFloat(c, 'f', -1, 64)
+	}
+	return ""
+}
+
+// runStream reads res's event stream to its end through d, yielding chat
+// events; it returns the stream error it yielded, if any. It owns the
+// rule "a turn succeeded only if the endpoint said it was done": a
+// stream that runs out first is ErrStreamBroken.
+func runStream(ctx context.Context, res *http.Response, d eventDecoder, yield func(contract.ChatEvent, error) bool) error {
+	dec := ssestream.NewDecoder(res)
+	if dec == nil {
+		err := fmt.Errorf("%w: the response has no body", ErrStreamBroken)
+		yield(contract.ChatEvent{}, err)
+		return err
+	}
+	defer dec.Close()
+	for dec.Next() {
+		stop, err := d.feed(dec.Event(), yield)
+		if err != nil {
+			yield(contract.ChatEvent{}, err)
+			return err
+		}
+		if stop {
+			return nil
+		}
+	}
+	var err error
+	switch readErr := dec.Err(); {
+	case ctx.Err() != nil:
+		err = fmt.Errorf("openai: %w", ctx.Err())
+	case readErr != nil:
+		err = fmt.Errorf("%w: %w", ErrStreamBroken, transportError(readErr, d.base().secret))
+	case !d.over():
+		err = ErrStreamBroken
+	}
+	if err != nil {
+		yield(contract.ChatEvent{}, err)
+	}
+	return err
+}
+
+// chatState decodes a Chat Completions stream's chunks into chat events:
 // text as it arrives, tool calls assembled from their deltas and yielded
 // whole when the choice finishes, the usage chunk's report, and the
 // in-band error object or a finish reason that is not an answer as a
-// ChatFailure. It owns the rule "a turn succeeded only if the stream said
-// [DONE]".
-type streamState struct {
-	secret string
-	// served, id: the chunks' model and id; finish: the choice's reason.
-	served, id, finish string
-	usage              *contract.TokenUsage
-	calls              []partialCall
-	refusal            strings.Builder
-	done, failed       bool
+// ChatFailure. The endpoint is done when it says "data: [DONE]".
+type chatState struct {
+	streamBase
+	calls   []partialCall
+	refusal strings.Builder
+	done    bool
 }
 
 // partialCall is a tool call whose deltas are still arriving.
@@ -40,50 +166,11 @@ type partialCall struct {
 	args     strings.Builder
 }
 
-func newStreamState(secret string) *streamState { return &streamState{secret: secret} }
-
-// run reads res's event stream to its end, yielding chat events; it
-// returns the stream error it yielded, if any.
-func (s *streamState) run(ctx context.Context, res *http.Response, yield func(contract.ChatEvent, error) bool) error {
-	dec := ssestream.NewDecoder(res)
-	if dec == nil {
-		err := fmt.Errorf("%w: the response has no body", ErrStreamBroken)
-		yield(contract.ChatEvent{}, err)
-		return err
-	}
-	defer dec.Close()
-	for dec.Next() {
-		stop, err := s.feed(dec.Event().Data, yield)
-		if err != nil {
-			yield(contract.ChatEvent{}, err)
-			return err
-		}
-		if stop {
-			return nil
-		}
-	}
-	err := s.end(dec.Err())
-	if ctx.Err() != nil {
-		err = fmt.Errorf("openai: %w", ctx.Err())
-	}
-	if err != nil {
-		yield(contract.ChatEvent{}, err)
-	}
-	return err
+func newChatState(secret string) *chatState {
+	return &chatState{streamBase: streamBase{secret: secret}}
 }
 
-// end is the verdict on a stream that ran out: a transport error, or a
-// stream cut before [DONE]. A stream that said [DONE] ends the turn; if
-// no finish reason came, the turn failed in-band.
-func (s *streamState) end(readErr error) error {
-	if readErr != nil {
-		return fmt.Errorf("%w: %w", ErrStreamBroken, transportError(readErr, s.secret))
-	}
-	if !s.done {
-		return ErrStreamBroken
-	}
-	return nil
-}
+func (s *chatState) over() bool { return s.done || s.failed }
 
 // errorObject is the in-band error an endpoint streams instead of a chunk.
 type errorObject struct {
@@ -92,11 +179,10 @@ type errorObject struct {
 	Code    any    `json:"code"`
 }
 
-// feed takes one event's data. It reports stop when the turn is over
-// (after [DONE], a failure, or a consumer that stopped reading) and an
-// error when the data is not a chunk.
-func (s *streamState) feed(data []byte, yield func(contract.ChatEvent, error) bool) (stop bool, err error) {
-	data = bytes.TrimSpace(data)
+// feed takes one chunk: the event's data, whatever its name. It stops
+// after [DONE], and fails on data that is not a chunk.
+func (s *chatState) feed(ev ssestream.Event, yield func(contract.ChatEvent, error) bool) (stop bool, err error) {
+	data := bytes.TrimSpace(ev.Data)
 	if bytes.Equal(data, []byte("[DONE]")) {
 		s.done = true
 		if s.finish == "" {
@@ -117,16 +203,8 @@ func (s *streamState) feed(data []byte, yield func(contract.ChatEvent, error) bo
 	if c.ID != "" && s.id == "" {
 		s.id = c.ID
 	}
-	if c.Model != "" {
-		switch {
-		case s.served == "":
-			s.served = c.Model
-			if !yield(contract.ChatEvent{Kind: contract.ChatServed, Model: c.Model}, nil) {
-				return true, nil
-			}
-		case s.served != c.Model:
-			return true, s.fail(fmt.Sprintf("the endpoint reported two served models, %s and %s", s.served, c.Model), yield)
-		}
+	if stop, err := s.serve(c.Model, yield); stop || err != nil {
+		return true, err
 	}
 	for i := range c.Choices {
 		if stop, err := s.choice(&c.Choices[i], yield); stop || err != nil {
@@ -138,41 +216,15 @@ func (s *streamState) feed(data []byte, yield func(contract.ChatEvent, error) bo
 		if err != nil {
 			return true, err
 		}
-		if u != nil {
-			s.usage = u
-			if !yield(contract.ChatEvent{Kind: contract.ChatUsage, Usage: u, UsageMode: contract.UsageCumulative}, nil) {
-				return true, nil
-			}
+		if s.report(u, yield) {
+			return true, nil
 		}
 	}
 	return false, nil
 }
 
-// fail yields an in-band failure; nothing follows it.
-func (s *streamState) fail(msg string, yield func(contract.ChatEvent, error) bool) error {
-	s.failed = true
-	yield(contract.ChatEvent{Kind: contract.ChatFailure, Failure: scrub(msg, s.secret)}, nil)
-	return nil
-}
-
-func (s *streamState) inBandError(raw []byte, yield func(contract.ChatEvent, error) bool) error {
-	var e errorObject
-	msg := "the endpoint reported an error"
-	if json.Unmarshal(raw, &e) == nil {
-		if e.Message != "" {
-			msg = e.Message
-		}
-		if e.Type != "" {
-			msg += " (" + e.Type + ")"
-		}
-	} else if str := ""; json.Unmarshal(raw, &str) == nil && str != "" {
-		msg = str
-	}
-	return s.fail(msg, yield)
-}
-
 // choice takes one choice's delta.
-func (s *streamState) choice(ch *sdk.ChatCompletionChunkChoice, yield func(contract.ChatEvent, error) bool) (stop bool, err error) {
+func (s *chatState) choice(ch *sdk.ChatCompletionChunkChoice, yield func(contract.ChatEvent, error) bool) (stop bool, err error) {
 	if ch.Index != 0 {
 		return true, fmt.Errorf("%w: choice index %d (one choice was requested)", ErrMalformed, ch.Index)
 	}
@@ -196,7 +248,7 @@ func (s *streamState) choice(ch *sdk.ChatCompletionChunkChoice, yield func(contr
 	return s.finished(yield)
 }
 
-func (s *streamState) toolDelta(d *sdk.ChatCompletionChunkChoiceDeltaToolCall) error {
+func (s *chatState) toolDelta(d *sdk.ChatCompletionChunkChoiceDeltaToolCall) error {
 	if d.Index < 0 {
 		return fmt.Errorf("%w: tool call index %d", ErrMalformed, d.Index)
 	}
@@ -222,7 +274,7 @@ const maxToolCalls = 256
 
 // finished applies the finish reason: an answer (stop, tool_calls)
 // yields the assembled calls; anything else is an in-band failure.
-func (s *streamState) finished(yield func(contract.ChatEvent, error) bool) (bool, error) {
+func (s *chatState) finished(yield func(contract.ChatEvent, error) bool) (bool, error) {
 	if s.refusal.Len() > 0 {
 		return true, s.fail("the model refused: "+s.refusal.String(), yield)
 	}
@@ -275,10 +327,15 @@ func tokenUsage(u *sdk.CompletionUsage) (*contract.TokenUsage, error) {
 	if u.JSON.CompletionTokensDetails.Valid() && u.CompletionTokensDetails.JSON.ReasoningTokens.Valid() {
 		out.ReasoningTokens = new(u.CompletionTokensDetails.ReasoningTokens)
 	}
-	for _, n := range []*int64{&out.InputTokens, &out.OutputTokens, out.TotalTokens, out.CacheReadInputTokens, out.ReasoningTokens} {
+	return out, checkUsage(out)
+}
+
+// checkUsage refuses a usage report with a negative count as malformed.
+func checkUsage(u *contract.TokenUsage) error {
+	for _, n := range []*int64{&u.InputTokens, &u.OutputTokens, u.TotalTokens, u.CacheReadInputTokens, u.ReasoningTokens} {
 		if n != nil && *n < 0 {
-			return nil, fmt.Errorf("%w: a negative token count", ErrMalformed)
+			return fmt.Errorf("%w: a negative token count", ErrMalformed)
 		}
 	}
-	return out, nil
+	return nil
 }
