@@ -159,41 +159,55 @@ func weather() contract.Tool {
 		}}
 }
 
-func TestToolCallAcrossDeltasThenAnswer(t *testing.T) {
-	srv, m := replay(t, "toolcall", openai.Options{})
-	tools := []contract.Tool{weather()}
-	msgs := []contract.ChatMessage{{Role: contract.ChatSystem, Content: str("Use the tools.")}, {Role: contract.ChatUser, Content: str("What is the weather in Oslo?")}}
-	evs, err := collect(m.Turn(context.Background(), msgs, tools))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var calls []contract.ToolCall
-	for _, e := range evs {
-		if e.Kind == contract.ChatToolCall {
-			calls = append(calls, e.ToolCall)
-		}
-	}
-	if len(calls) != 1 || calls[0].ID != "call_Qx7aLm" || calls[0].Name != "get_weather" || string(canonjson.Marshal(calls[0].Args)) != `{"city":"Oslo"}` {
-		t.Fatalf("calls %+v", calls)
-	}
-	if u := usages(evs); len(u) != 1 || u[0].Usage.InputTokens != 61 || u[0].Usage.OutputTokens != 17 {
-		t.Errorf("usage %+v", u)
-	}
-	out := "- get_weather → ok: {\"celsius\":4,\"sky\":\"rain\"}"
-	msgs = append(msgs, contract.ChatMessage{Role: contract.ChatAssistant, ToolCalls: calls},
-		contract.ChatMessage{Role: contract.ChatTool, Content: &out, ToolCallID: calls[0].ID})
-	evs, err = collect(m.Turn(context.Background(), msgs, tools))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := text(evs); got != "Rain in Oslo, 4 °C." {
-		t.Errorf("answer %q", got)
-	}
-	if u := usages(evs); len(u) != 1 || *u[0].Usage.CacheReadInputTokens != 64 {
-		t.Errorf("usage %+v", u)
-	}
-	if !srv.Served() {
-		t.Error("the transcript was not served")
+// A tool call streamed in pieces goes into the kernel's loop whole, and
+// its result goes back in the next request (a tool message for Chat
+// Completions, a function_call_output item after the function_call item
+// for Responses); both transcripts answer with the same text and usage.
+func TestToolCallRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		api        openai.API
+		transcript string
+	}{{openai.APIChatCompletions, "toolcall"}, {openai.APIResponses, "responses/toolcall"}} {
+		t.Run(string(tc.api), func(t *testing.T) {
+			srv, m := replay(t, tc.transcript, openai.Options{API: tc.api})
+			tools := []contract.Tool{weather()}
+			msgs := []contract.ChatMessage{{Role: contract.ChatSystem, Content: str("Use the tools.")}, {Role: contract.ChatUser, Content: str("What is the weather in Oslo?")}}
+			evs, err := collect(m.Turn(context.Background(), msgs, tools))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var calls []contract.ToolCall
+			for _, e := range evs {
+				if e.Kind == contract.ChatToolCall {
+					calls = append(calls, e.ToolCall)
+				}
+			}
+			if len(calls) != 1 || calls[0].ID != "call_Qx7aLm" || calls[0].Name != "get_weather" || string(canonjson.Marshal(calls[0].Args)) != `{"city":"Oslo"}` {
+				t.Fatalf("calls %+v", calls)
+			}
+			if text(evs) != "" {
+				t.Errorf("text %q", text(evs))
+			}
+			if u := usages(evs); len(u) != 1 || u[0].Usage.InputTokens != 61 || u[0].Usage.OutputTokens != 17 {
+				t.Errorf("usage %+v", u)
+			}
+			out := "- get_weather → ok: {\"celsius\":4,\"sky\":\"rain\"}"
+			msgs = append(msgs, contract.ChatMessage{Role: contract.ChatAssistant, ToolCalls: calls},
+				contract.ChatMessage{Role: contract.ChatTool, Content: &out, ToolCallID: calls[0].ID})
+			evs, err = collect(m.Turn(context.Background(), msgs, tools))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := text(evs); got != "Rain in Oslo, 4 °C." {
+				t.Errorf("answer %q", got)
+			}
+			if u := usages(evs); len(u) != 1 || u[0].Usage.CacheReadInputTokens == nil || *u[0].Usage.CacheReadInputTokens != 64 {
+				t.Errorf("usage %+v", u)
+			}
+			if !srv.Served() {
+				t.Error("the transcript was not served")
+			}
+		})
 	}
 }
 
