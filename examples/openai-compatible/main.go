@@ -18,7 +18,10 @@ func main() {
 	if model == "" {
 		model = "gpt-5.2"
 	}
-	opts := openai.Options{BaseURL: os.Getenv("OPENAI_BASE_URL"), APIKey: os.Getenv("OPENAI_API_KEY"), Model: model}
+	// OPENAI_API=responses speaks the Responses API instead of Chat
+	// Completions.
+	opts := openai.Options{BaseURL: os.Getenv("OPENAI_BASE_URL"), APIKey: os.Getenv("OPENAI_API_KEY"), Model: model,
+		API: openai.API(os.Getenv("OPENAI_API"))}
 	if err := weatherLoop(context.Background(), os.Stdout, opts, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "openai-compatible:", err)
 		os.Exit(1)

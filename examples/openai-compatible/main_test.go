@@ -33,33 +33,40 @@ func endpoint(t *testing.T, name string) *transcript.Server {
 
 // Issue 7 "done when": a recorded tool loop over HTTP completes with the
 // endpoint's exact usage (two turns summed) and the served model read
-// back.
+// back, over Chat Completions and over the Responses API.
 func TestWeatherLoopOverHTTP(t *testing.T) {
-	srv := endpoint(t, "toolcall")
-	st := memory.New(nil)
-	var out bytes.Buffer
-	err := weatherLoop(context.Background(), &out, openai.Options{BaseURL: srv.BaseURL(), APIKey: testKey, Model: "gpt-5.2"}, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `tool get_weather({"city":"Oslo"}) → {"celsius":4,"sky":"rain"}
+	for _, tc := range []struct {
+		api        openai.API
+		transcript string
+	}{{openai.APIChatCompletions, "toolcall"}, {openai.APIResponses, "responses/toolcall"}} {
+		t.Run(string(tc.api), func(t *testing.T) {
+			srv := endpoint(t, tc.transcript)
+			st := memory.New(nil)
+			var out bytes.Buffer
+			err := weatherLoop(context.Background(), &out, openai.Options{API: tc.api, BaseURL: srv.BaseURL(), APIKey: testKey, Model: "gpt-5.2"}, st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := `tool get_weather({"city":"Oslo"}) → {"celsius":4,"sky":"rain"}
 answer: Rain in Oslo, 4 °C.
 stop: completed after 2 model turns; tokens in 165, out 26
 requested gpt-5.2, served [gpt-5.2]
 `
-	if out.String() != want {
-		t.Errorf("printed\n%s\nwant\n%s", out.String(), want)
-	}
-	if !srv.Served() {
-		t.Error("the transcript was not served")
-	}
-	runs, err := st.ListRuns(context.Background(), store.ListOptions{})
-	if err != nil || len(runs) != 1 || runs[0].Status != store.StatusCompleted {
-		t.Fatalf("recorded %+v, %v", runs, err)
-	}
-	usage, _ := runs[0].Doc.Get("usage")
-	if in, _ := usage.Get("inputTokens"); string(canonjson.Marshal(in)) != "165" {
-		t.Errorf("recorded usage %s", canonjson.Marshal(usage))
+			if out.String() != want {
+				t.Errorf("printed\n%s\nwant\n%s", out.String(), want)
+			}
+			if !srv.Served() {
+				t.Error("the transcript was not served")
+			}
+			runs, err := st.ListRuns(context.Background(), store.ListOptions{})
+			if err != nil || len(runs) != 1 || runs[0].Status != store.StatusCompleted {
+				t.Fatalf("recorded %+v, %v", runs, err)
+			}
+			usage, _ := runs[0].Doc.Get("usage")
+			if in, _ := usage.Get("inputTokens"); string(canonjson.Marshal(in)) != "165" {
+				t.Errorf("recorded usage %s", canonjson.Marshal(usage))
+			}
+		})
 	}
 }
 
