@@ -239,41 +239,18 @@ func (d claudeDriver) materialize(t *turnSpec) (*plan, error) {
 }
 
 // claudeRules turns the profile's tools and permissions into claude tool
-// rules: tools first, then permissions, each in key order; a pattern "*"
-// is the whole tool.
+// rules (toolRules): claude's tool names, and a pattern "*" is the whole
+// tool.
 func claudeRules(p *profile.Profile) (allowed, denied []string) {
-	put := func(rule string, v profile.PermissionValue) {
-		switch v {
-		case profile.Allow:
-			allowed = append(allowed, rule)
-		case profile.Deny:
-			denied = append(denied, rule)
-		}
-	}
-	for _, key := range slices.Sorted(maps.Keys(p.Tools)) {
+	return toolRules(p, func(key string) string {
 		tool, _ := claudeTool(p, key)
-		if p.Tools[key] {
-			put(tool, profile.Allow)
-		} else {
-			put(tool, profile.Deny)
+		return tool
+	}, func(tool, pat string) string {
+		if pat == "*" {
+			return tool
 		}
-	}
-	for _, key := range slices.Sorted(maps.Keys(p.Permissions)) {
-		tool, _ := claudeTool(p, key)
-		perm := p.Permissions[key]
-		if perm.Patterns == nil {
-			put(tool, perm.Value)
-			continue
-		}
-		for _, pat := range slices.Sorted(maps.Keys(perm.Patterns)) {
-			rule := tool
-			if pat != "*" {
-				rule = tool + "(" + pat + ")"
-			}
-			put(rule, perm.Patterns[pat])
-		}
-	}
-	return allowed, denied
+		return tool + "(" + pat + ")"
+	})
 }
 
 // claudeMCPServer is one server of claude's --mcp-config document.

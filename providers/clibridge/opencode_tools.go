@@ -113,35 +113,8 @@ func (o opencodePermissions) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// opencodeRules are the receipt's tool rules for p, in the form
-// claude-code's are recorded: "tool" for a whole tool, "tool(pattern)"
-// for a pattern; tools first, then permissions, each in key order (and
-// a tool's patterns in the order written).
+// opencodeRules are the receipt's tool rules for p (toolRules): the
+// profile's keys as opencode's tool names, and every pattern as written.
 func opencodeRules(p *profile.Profile) (allowed, denied []string) {
-	put := func(rule string, v profile.PermissionValue) {
-		switch v {
-		case profile.Allow:
-			allowed = append(allowed, rule)
-		case profile.Deny:
-			denied = append(denied, rule)
-		}
-	}
-	for _, key := range slices.Sorted(maps.Keys(p.Tools)) {
-		if p.Tools[key] {
-			put(key, profile.Allow)
-		} else {
-			put(key, profile.Deny)
-		}
-	}
-	for _, key := range slices.Sorted(maps.Keys(p.Permissions)) {
-		perm := p.Permissions[key]
-		if perm.Patterns == nil {
-			put(key, perm.Value)
-			continue
-		}
-		for _, pat := range slices.Sorted(maps.Keys(perm.Patterns)) {
-			put(key+"("+pat+")", perm.Patterns[pat])
-		}
-	}
-	return allowed, denied
+	return toolRules(p, func(key string) string { return key }, func(tool, pat string) string { return tool + "(" + pat + ")" })
 }

@@ -1,9 +1,13 @@
 package clibridge
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/harness"
+	"github.com/agentrt/agentrt/profile"
 )
 
 // Receipt records exactly what the bridge applied for one turn, before
@@ -107,3 +111,38 @@ type TurnRecord struct {
 
 // textDigest is "sha256:<hex>" of s's UTF-8 bytes.
 func textDigest(s string) string { return canonjson.DigestBytes([]byte(s)) }
+
+// toolRules are a profile's tools and permissions as the receipt records
+// them, in claude-code's rule form: "tool" for a whole tool and
+// "tool(pattern)" for a pattern (as pattern spells it), allowed or
+// denied; tools first, then permissions, each in key order, a tool's
+// patterns in key order. name maps a profile key to the harness's tool
+// name.
+func toolRules(p *profile.Profile, name func(key string) string, pattern func(tool, pat string) string) (allowed, denied []string) {
+	put := func(rule string, v profile.PermissionValue) {
+		switch v {
+		case profile.Allow:
+			allowed = append(allowed, rule)
+		case profile.Deny:
+			denied = append(denied, rule)
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(p.Tools)) {
+		if p.Tools[key] {
+			put(name(key), profile.Allow)
+		} else {
+			put(name(key), profile.Deny)
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(p.Permissions)) {
+		tool, perm := name(key), p.Permissions[key]
+		if perm.Patterns == nil {
+			put(tool, perm.Value)
+			continue
+		}
+		for _, pat := range slices.Sorted(maps.Keys(perm.Patterns)) {
+			put(pattern(tool, pat), perm.Patterns[pat])
+		}
+	}
+	return allowed, denied
+}
