@@ -154,25 +154,31 @@ func newCandidateVerifyCmd(stdio IO) *cobra.Command {
 		Use:   "verify FILE [--repo owner/repo=DIR]... [--artifacts DIR]",
 		Short: "Verify a candidate bundle's integrity (spec candidate §22) and print the verification record",
 		Long: `Verify FILE (or - for stdin) as spec candidate §22 describes: strict parse,
-dialect, schema, digest, artifacts (length then sha256), workspace manifests,
-resources, code (git repositories given with --repo, never fetched) and
-entrypoint evidence. Artifact refs are read from the content-addressed
-directory --artifacts (files named by sha256 hex) and otherwise from s3/ipfs
-through a resolver that refuses private and internal addresses.
-Archives in the reference layout are decoded and compared with their
-manifests; other encodings are reported "unverified". --offline never reads
-through the network. --execute-support applies the reference runtime's
-support policy (step 5: unsupported-surface); --resolve-oci (from the image's
-registry, anonymous, private addresses refused) or --oci-layout DIR (a local
-OCI image layout) resolves a pinned container's index and the manifest for
---platform (step 11); strings
-that look like secrets are reported by JSON pointer, never printed, and do
-not change the verdict. --materialize CONTEXT performs step 13 for a bundle
-that verifies: the candidate workspace, the profile staging directory and the
-task workspace are written from the verified bytes into the context's fresh
-roots and re-scanned, and the AgentCandidateMaterializationReceipt is added
-to the record (and written to --receipt FILE); nothing is executed. A context
-that does not fit the bundle is an operational error (exit 2).
+dialect, schema, digest, artifacts (length then sha256), workspace manifests
+and archives, resources, code (git repositories given with --repo, never
+fetched) and entrypoint evidence.
+
+Artifact refs are read from the content-addressed directory --artifacts
+(files named by sha256 hex) and, unless --offline, from s3/ipfs through a
+resolver that refuses private and internal addresses. Archives in the
+reference layout are decoded and compared with their manifests; other
+encodings are reported "unverified". Strings that look like secrets are
+reported by JSON pointer, never printed, and do not change the verdict.
+
+Optional steps:
+  --execute-support     step 5, the reference runtime's support policy
+                        (unsupported-surface)
+  --resolve-oci         step 11 from the image's registry (anonymous,
+                        private addresses refused), or --oci-layout DIR from
+                        a local OCI image layout; --platform picks the manifest
+  --materialize CONTEXT step 13 for a bundle that verifies: the candidate
+                        workspace, profile staging directory and task workspace
+                        are written from the verified bytes into the context's
+                        fresh roots and re-scanned, and the
+                        AgentCandidateMaterializationReceipt is added to the
+                        record (and written to --receipt FILE); nothing is
+                        executed. A context that does not fit the bundle is an
+                        operational error.
 
 Prints a summary, or with --json the verification record as canonical JSON.
 Exit status: 0 verified, 1 rejected, 2 operational or usage error.`,

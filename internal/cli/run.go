@@ -41,9 +41,10 @@ the result contains --expect TEXT, or, without --expect, the result is not empty
 The default provider is "scripted": offline, deterministic, no credentials. It
 answers each task with a note; --script FILE plays a script instead (see
 providers/scripted). --provider openai runs harness cli-base profiles on an
-OpenAI-compatible Chat Completions endpoint, or with --openai-api responses a
-Responses endpoint: OpenAI's, or --base-url URL, with the key in OPENAI_API_KEY. --provider anthropic runs them on the Anthropic
-Messages API: Anthropic's, or --base-url URL, with the key in ANTHROPIC_API_KEY.
+OpenAI-compatible Chat Completions endpoint (or, with --openai-api responses, a
+Responses endpoint): OpenAI's, or --base-url URL, with the key in
+OPENAI_API_KEY. --provider anthropic runs them on the Anthropic Messages API:
+Anthropic's, or --base-url URL, with the key in ANTHROPIC_API_KEY.
 --provider claude-code, codex and opencode run the harness CLI (claude from
 npm @anthropic-ai/claude-code, codex from @openai/codex, opencode from
 opencode-ai, found in PATH) as a child process in a fresh working directory,
