@@ -22,35 +22,53 @@ func FuzzStream(f *testing.F) {
 	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":3,\"function\":{\"arguments\":\"{]\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n"))
 	f.Add([]byte("data: {\"usage\":{\"prompt_tokens\":-1,\"completion_tokens\":2}}\n\n"))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		res := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(body))}
 		s := newChatState("sk-secret")
-		var events []contract.ChatEvent
-		var yieldedErr error
-		err := runStream(context.Background(), res, s, func(e contract.ChatEvent, err error) bool {
-			if yieldedErr != nil {
-				t.Fatalf("an item after the error %v", yieldedErr)
-			}
-			if n := len(events); n > 0 && events[n-1].Kind == contract.ChatFailure {
-				t.Fatalf("an item after a failure: %+v, %v", e, err)
-			}
-			if err != nil {
-				yieldedErr = err
-				return false
-			}
-			if e.Kind == contract.ChatUsage && (e.Usage == nil || e.Usage.InputTokens < 0 || e.Usage.OutputTokens < 0) {
-				t.Fatalf("usage %+v", e.Usage)
-			}
-			events = append(events, e)
-			return true
-		})
-		if err != yieldedErr {
-			t.Fatalf("returned %v, yielded %v", err, yieldedErr)
-		}
+		events, err := fuzzTurn(t, s, body)
 		failed := len(events) > 0 && events[len(events)-1].Kind == contract.ChatFailure
 		if err == nil && !failed && (!s.done || s.finish == "") {
 			t.Fatalf("a turn without [DONE] and a finish reason ended cleanly (done %v, finish %q)", s.done, s.finish)
 		}
 	})
+}
+
+// fuzzTurn runs decoder d over body as a streamed 200 response and
+// checks what every wire protocol must hold: nothing follows an error or
+// a failure, the error returned is the one yielded, reported usage is
+// never negative, and a failure never carries the key. It returns the
+// events and the error.
+func fuzzTurn(t *testing.T, d eventDecoder, body []byte) ([]contract.ChatEvent, error) {
+	t.Helper()
+	res := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(body))}
+	var events []contract.ChatEvent
+	var yieldedErr error
+	err := runStream(context.Background(), res, d, func(e contract.ChatEvent, err error) bool {
+		if yieldedErr != nil {
+			t.Fatalf("an item after the error %v", yieldedErr)
+		}
+		if n := len(events); n > 0 && events[n-1].Kind == contract.ChatFailure {
+			t.Fatalf("an item after a failure: %+v, %v", e, err)
+		}
+		if err != nil {
+			yieldedErr = err
+			return false
+		}
+		switch e.Kind {
+		case contract.ChatUsage:
+			if e.Usage == nil || e.Usage.InputTokens < 0 || e.Usage.OutputTokens < 0 {
+				t.Fatalf("usage %+v", e.Usage)
+			}
+		case contract.ChatFailure:
+			if bytes.Contains([]byte(e.Failure), []byte("sk-secret")) {
+				t.Fatalf("the failure carries the key: %q", e.Failure)
+			}
+		}
+		events = append(events, e)
+		return true
+	})
+	if err != yieldedErr {
+		t.Fatalf("returned %v, yielded %v", err, yieldedErr)
+	}
+	return events, err
 }
 
 // addBodies seeds f with the response bodies of the transcripts matching
@@ -79,40 +97,12 @@ func FuzzResponsesStream(f *testing.F) {
 	f.Add([]byte("event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"item\":{\"type\":\"function_call\",\"id\":\"a\",\"call_id\":\"c\",\"name\":\"f\",\"arguments\":\"{]\"}}\n\ndata: {\"type\":\"response.completed\",\"response\":{\"status\":\"completed\"}}\n\n"))
 	f.Add([]byte("data: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":-1,\"output_tokens\":2}}}\n\n"))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		res := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(body))}
 		s := newResponsesState("sk-secret")
-		var events []contract.ChatEvent
-		var yieldedErr error
-		err := runStream(context.Background(), res, s, func(e contract.ChatEvent, err error) bool {
-			if yieldedErr != nil {
-				t.Fatalf("an item after the error %v", yieldedErr)
+		events, err := fuzzTurn(t, s, body)
+		for _, e := range events {
+			if e.Kind == contract.ChatToolCall && (e.ToolCall.ID == "" || e.ToolCall.Name == "") {
+				t.Fatalf("tool call %+v", e.ToolCall)
 			}
-			if n := len(events); n > 0 && events[n-1].Kind == contract.ChatFailure {
-				t.Fatalf("an item after a failure: %+v, %v", e, err)
-			}
-			if err != nil {
-				yieldedErr = err
-				return false
-			}
-			switch e.Kind {
-			case contract.ChatUsage:
-				if e.Usage == nil || e.Usage.InputTokens < 0 || e.Usage.OutputTokens < 0 {
-					t.Fatalf("usage %+v", e.Usage)
-				}
-			case contract.ChatToolCall:
-				if e.ToolCall.ID == "" || e.ToolCall.Name == "" {
-					t.Fatalf("tool call %+v", e.ToolCall)
-				}
-			case contract.ChatFailure:
-				if bytes.Contains([]byte(e.Failure), []byte("sk-secret")) {
-					t.Fatalf("the failure carries the key: %q", e.Failure)
-				}
-			}
-			events = append(events, e)
-			return true
-		})
-		if err != yieldedErr {
-			t.Fatalf("returned %v, yielded %v", err, yieldedErr)
 		}
 		failed := len(events) > 0 && events[len(events)-1].Kind == contract.ChatFailure
 		if err == nil && !failed && (!s.completed || s.finish != "completed" || !bytes.Contains(body, []byte("response.completed"))) {
