@@ -155,6 +155,14 @@ type ChatEvent struct {
 	UsageMode UsageMode
 	// Failure is a ChatFailure event's reason.
 	Failure string
+	// StopReason is, on a ChatFailure, the reason the model itself gave
+	// for ending the turn where it did (a token limit, a content filter, a
+	// refusal: OpenAI's finish_reason length or content_filter, a
+	// Responses incomplete reason, Anthropic's stop_reason max_tokens or
+	// refusal). Such a turn ran to its end, so its usage reports are
+	// final. It is empty when the turn broke off (an in-band error event
+	// mid-message): what it reported is then only a floor.
+	StopReason string
 	// Model is a ChatServed event's served model.
 	Model string
 }

@@ -32,6 +32,14 @@ const (
 	// ReasonInvalidCost: the caller's pricing function returned a cost
 	// that is not a finite non-negative number.
 	ReasonInvalidCost = "invalid-cost"
+	// ReasonDriver: a rounds driver failed (Plan, Decide or a selector
+	// returned an error) or decided that the work failed.
+	ReasonDriver = "driver"
+	// ReasonLeaseLost: this process lost the run's lease (it was paused
+	// or cut off from the store past the lease, or another holder took
+	// the run over). Readers see the run interrupted; the store refused
+	// what this process would have recorded after the loss.
+	ReasonLeaseLost = "lease-lost"
 	// ReasonPanic: the work panicked (the panic went on; the record says
 	// so rather than staying running).
 	ReasonPanic = "panic"
@@ -41,8 +49,9 @@ const (
 var ErrRefused = errors.New("kernel: run refused before dispatch")
 
 // RunError is the error of a run that did not complete: its terminal
-// status (failed, cancelled or timed out — never conflated), the reason,
-// and the underlying cause. The run record holds the same facts.
+// status (failed, cancelled, timed out or interrupted — never
+// conflated), the reason, and the underlying cause. The run record holds
+// the same facts.
 type RunError struct {
 	RunID  string
 	Status store.Status

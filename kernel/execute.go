@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -74,9 +75,15 @@ type Request struct {
 	// Reserve is what the run reserves from Budget.
 	Reserve ledger.Budget
 	// LeaseTTL bounds how long the run stays "running" if this process
-	// dies; 0 means 15 seconds. The lease is renewed while the run lives.
+	// dies or stalls: 0 means DefaultLeaseTTL; below MinLeaseTTL is
+	// refused. The lease is renewed while the run lives, and once it
+	// lapses the store refuses everything more this process would record.
 	LeaseTTL time.Duration
-	// Now replaces time.Now; Logger receives progress (nil discards).
+	// CleanupTimeout bounds the store and provider calls made once ctx
+	// has ended or the run is finishing: 0 means DefaultCleanupTimeout.
+	CleanupTimeout time.Duration
+	// Now replaces time.Now for the record's timestamps (leases always
+	// run on the real clock); Logger receives progress (nil discards).
 	Now    func() time.Time
 	Logger *slog.Logger
 
@@ -100,7 +107,9 @@ type Result struct {
 	// Text and Output are what the run produced.
 	Text   string
 	Output canonjson.Value
-	// Usage is the observed usage; unknown channels stay unknown.
+	// Usage is the observed usage; unknown channels stay unknown, and a
+	// turn that ended early (cut, timed out, cancelled, failed, lease
+	// lost) reports what it saw as a floor.
 	Usage ledger.Usage
 	// RequestedModel is the model the effective profile requested;
 	// Served is what the platform reported serving (empty: unknown).
@@ -116,12 +125,17 @@ type Result struct {
 	// CheckError is why the check could not judge (then not delivered).
 	CheckError string
 	Events     int
+	// Receipt is what the provider observed of an execution it rejected
+	// (a contract.ExecutionError), kept on a failed or cancelled run.
+	Receipt *contract.ExecutionFailureReceipt
 }
 
 // Execute runs one exact run and records it in req.Store. It returns the
 // recorded result and, for a run that did not complete, a *RunError whose
-// Status is failed, cancelled or timed out. Refusals happen before the
-// provider creates anything or the budget is charged.
+// Status is failed, cancelled, timed out or — when this process lost the
+// run's lease — interrupted. Refusals happen before the provider creates
+// anything or the budget is charged; options that cannot be honored are
+// refused before anything is recorded (ErrInvalidOptions).
 func Execute(ctx context.Context, req Request) (*Result, error) {
 	// A cancel request from any process (RequestCancel) cancels ctx.
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -146,27 +160,36 @@ func (x *execution) afterPanic(ctx context.Context) {
 		return
 	}
 	if x.finishing {
-		x.stopBeat()
+		x.life.release()
 		panic(p)
 	}
 	x.fail(store.StatusFailed, ReasonPanic, fmt.Sprint("the run panicked: ", p), nil)
 	x.req.observe = nil // the consumer is gone
-	x.finish(context.WithoutCancel(ctx))
+	x.finish(ctx)
 	panic(p)
 }
 
 type execution struct {
-	req      Request
-	now      func() time.Time
-	log      *slog.Logger
-	res      Result
-	owner    string
-	effect   *profile.Profile
-	runErr   *RunError
-	ticket   *ledger.Ticket
-	turn     ledger.TurnUsage
-	events   []contract.EnvironmentEvent
-	stopBeat func()
+	req    Request
+	now    func() time.Time
+	log    *slog.Logger
+	res    Result
+	life   *life
+	effect *profile.Profile
+	runErr *RunError
+	ticket *ledger.Ticket
+	turn   ledger.TurnUsage
+	events []contract.EnvironmentEvent
+	// text is the turn's text so far, kept whatever ends the turn.
+	text strings.Builder
+	// ended is set when the provider's stream ended with its own
+	// completed terminal event, without an error: only then is the usage
+	// it reported the turn's whole usage.
+	ended bool
+	// stoppedByModel is set when the turn's failed terminal event named
+	// the model's own stop reason (StopReasonMember): the turn is over and
+	// its usage reports are final.
+	stoppedByModel bool
 	// env is the run's environment, alive until the completion check
 	// has judged (so a check can read its workspace), then destroyed.
 	env contract.Environment
@@ -178,38 +201,36 @@ type execution struct {
 }
 
 func newExecution(ctx context.Context, req Request, cancel context.CancelCauseFunc) (*execution, error) {
-	if req.Store == nil || req.Provider == nil || req.Profile == nil {
-		return nil, errors.New("kernel: Execute needs a profile, a provider and a store")
+	var errs optionErrors
+	if req.Profile == nil {
+		errs.add("Profile", "a profile is required")
 	}
-	x := &execution{req: req, now: req.Now, log: req.Logger}
+	if req.Provider == nil {
+		errs.add("Provider", "a provider is required")
+	}
+	if req.Stage < 0 {
+		errs.add("Stage", "%d is negative", req.Stage)
+	}
+	lo := lifeOptions{Store: req.Store, RunID: cmp.Or(req.RunID, NewID("run")), Kind: cmp.Or(req.Kind, "execute"),
+		LeaseTTL: req.LeaseTTL, CleanupTimeout: req.CleanupTimeout, Logger: req.Logger}
+	lo.check(&errs)
+	if err := errs.err(); err != nil {
+		return nil, err
+	}
+	x := &execution{req: req, now: req.Now, log: lo.Logger}
 	if x.now == nil {
 		x.now = time.Now
 	}
-	if x.log == nil {
-		x.log = slog.New(slog.DiscardHandler)
-	}
-	if x.req.LeaseTTL <= 0 {
-		x.req.LeaseTTL = 15 * time.Second
-	}
-	if x.req.RunID == "" {
-		x.req.RunID = NewID("run")
-	}
-	if x.req.Kind == "" {
-		x.req.Kind = "execute"
-	}
-	x.owner = owner()
+	x.req.RunID, x.req.Kind, x.req.LeaseTTL, x.req.CleanupTimeout = lo.RunID, lo.Kind, lo.LeaseTTL, lo.CleanupTimeout
 	x.res = Result{RunID: x.req.RunID, Status: store.StatusRunning}
 	authored, err := profile.Digest(req.Profile)
 	if err != nil {
 		return nil, fmt.Errorf("kernel: the authored profile has no identity: %w", err)
 	}
 	x.res.AuthoredDigest = authored
-	run := store.Run{ID: x.req.RunID, Kind: x.req.Kind, Status: store.StatusRunning, Owner: x.owner,
-		LeaseUntil: x.now().Add(x.req.LeaseTTL), Doc: x.doc()}
-	if _, err := req.Store.CreateRun(ctx, run); err != nil {
-		return nil, fmt.Errorf("kernel: recording run %s: %w", x.req.RunID, err)
+	if x.life, err = startLife(ctx, lo, x.doc(), cancel); err != nil {
+		return nil, err
 	}
-	x.stopBeat = keepLease(req.Store, x.req.RunID, x.req.LeaseTTL, x.now, cancel)
 	return x, nil
 }
 
@@ -239,6 +260,12 @@ func (x *execution) run(ctx context.Context) {
 		x.fail(store.StatusFailed, ReasonRefused, err.Error(), err)
 		return
 	}
+	// What will run is known: record it before anything is spent, so a
+	// run that dies from here on still names its requested model.
+	if err := x.life.updateDoc(x.doc()); err != nil {
+		x.recordFailed(ctx, "recording the run's plan", err)
+		return
+	}
 	if x.req.Budget != nil {
 		t, err := x.req.Budget.Reserve(x.req.Reserve)
 		if err != nil {
@@ -253,6 +280,7 @@ func (x *execution) run(ctx context.Context) {
 	x.dispatched = true
 	env, err := x.req.Provider.Create(ctx, &contract.CreateInput{Profile: profile.Ref{Inline: x.effect}})
 	if err != nil {
+		x.keepReceipt(err)
 		if !x.contextEnd(ctx) {
 			reason := ReasonProvider
 			if errors.Is(err, contract.ErrUnsupported) {
@@ -308,10 +336,10 @@ func effortOf(p *profile.Profile) harness.ReasoningEffort {
 
 func (x *execution) stream(ctx context.Context, env contract.Environment) {
 	prompt := x.req.Task
-	terminal := false
-	var text strings.Builder
+	terminal := contract.TerminalKind("")
 	for e, err := range env.Stream(ctx, &contract.TurnInput{Profile: x.effect, Prompt: &prompt}) {
 		if err != nil {
+			x.keepReceipt(err)
 			if !x.contextEnd(ctx) {
 				reason := ReasonTransport
 				if errors.Is(err, contract.ErrUnsupported) {
@@ -325,15 +353,20 @@ func (x *execution) stream(ctx context.Context, env contract.Environment) {
 			continue // private (native session identity): never recorded publicly
 		}
 		// Events that arrive after a cancel are facts too: record them.
-		if err := x.record(context.WithoutCancel(ctx), e); err != nil {
-			x.fail(store.StatusFailed, ReasonTransport, "recording an event: "+err.Error(), err)
+		if err := x.record(e); err != nil {
+			x.recordFailed(ctx, "recording an event", err)
 			return
 		}
-		if _, err := x.turn.ObserveEvent(e); err != nil {
+		counted, err := x.turn.ObserveEvent(e)
+		if err != nil {
 			x.log.Warn("usage not aggregated", "run", x.req.RunID, "err", err)
 		}
+		served := x.res.Served.Model
 		x.observeIdentity(e)
-		appendText(&text, e)
+		if counted || x.res.Served.Model != served {
+			x.progress(counted)
+		}
+		appendText(&x.text, e)
 		if out, ok := e.Data["result"]; ok && out.IsValid() {
 			x.res.Output = out
 		}
@@ -343,31 +376,90 @@ func (x *execution) stream(ctx context.Context, env contract.Environment) {
 			// provider did not mark it terminal.
 			kind, ok = contract.TerminalFailed, true
 		}
-		if ok && !terminal {
-			terminal = true
+		if ok && terminal == "" {
+			terminal = kind
 			switch kind {
 			case contract.TerminalFailed:
 				x.fail(store.StatusFailed, ReasonInBandError, eventError(e), nil)
+				// A failure the model ended the turn with itself (a token
+				// limit, say) closes a whole turn; an error breaks one off.
+				if r, ok := e.Data[StopReasonMember]; ok && r.Kind() == canonjson.String && r.Str() != "" && e.Type != "error" {
+					x.stoppedByModel = true
+				}
 			case contract.TerminalCancelled:
 				// The caller's own cancel or deadline, when that is why,
-				// names the ending more exactly than the provider can.
+				// names the ending more exactly than the provider can; a
+				// cancellation nobody asked for is the provider failing.
 				if !x.contextEnd(ctx) {
-					x.fail(store.StatusCancelled, ReasonCancelled, "the provider reported the run cancelled", nil)
+					x.fail(store.StatusFailed, ReasonInBandError, "the provider reported the turn cancelled, which nobody requested", nil)
 				}
 			}
 			if t, ok := e.Data["text"]; ok && t.Kind() == canonjson.String && t.Str() != "" {
-				text.Reset()
-				text.WriteString(t.Str())
+				x.text.Reset()
+				x.text.WriteString(t.Str())
 			}
 		}
 	}
-	x.res.Text = text.String()
-	if !terminal && !x.contextEnd(ctx) {
+	switch {
+	case terminal == contract.TerminalCompleted, terminal == contract.TerminalFailed && x.stoppedByModel:
+		x.ended = true
+	case terminal == "" && !x.contextEnd(ctx):
 		x.fail(store.StatusFailed, ReasonNoTerminal, "the stream ended without a terminal event", nil)
 	}
 }
 
-func (x *execution) record(ctx context.Context, e contract.EnvironmentEvent) error {
+// StopReasonMember is the member of a failed terminal event's data that
+// names the model's own reason for ending the turn (contract.ChatEvent's
+// StopReason): such a turn ran to its end, and the usage it reported is
+// the turn's whole usage rather than a floor.
+const StopReasonMember = "stopReason"
+
+// recordFailed fails the run whose record write was refused: interrupted
+// when the lease was lost (the store refuses the old holder), otherwise
+// failed — the run cannot go on unrecorded.
+func (x *execution) recordFailed(ctx context.Context, what string, err error) {
+	if lost := x.life.leaseLost(); lost != nil {
+		x.fail(store.StatusInterrupted, ReasonLeaseLost, lost.Error(), lost)
+		return
+	}
+	if x.contextEnd(ctx) {
+		return
+	}
+	x.fail(store.StatusFailed, ReasonTransport, what+": "+err.Error(), err)
+}
+
+// keepReceipt keeps the receipt of a provider's contract.ExecutionError.
+func (x *execution) keepReceipt(err error) {
+	if ee, ok := errors.AsType[*contract.ExecutionError](err); ok && x.res.Receipt == nil {
+		r := ee.Receipt()
+		x.res.Receipt = &r
+	}
+}
+
+// progress records what the run has learned so far, as soon as it is
+// reported: when usage was reported, a ledger entry with the turn's usage
+// as a floor (the turn is not over); and the run document naming the
+// served model and the events so far. A run whose process dies keeps
+// them.
+func (x *execution) progress(usage bool) {
+	var err error
+	if usage {
+		var entry canonjson.Value
+		entry, err = canonjson.ToValue(ledgerRecord{Kind: LedgerProgress, Model: optModel(x.res.Served.Model),
+			Usage: UsageValue(x.turn.Total().Floor()), Status: string(store.StatusRunning)})
+		if err == nil {
+			err = x.life.appendLedger([]canonjson.Value{entry}, x.now())
+		}
+	}
+	if err == nil {
+		err = x.life.updateDoc(x.doc())
+	}
+	if err != nil && x.life.leaseLost() == nil {
+		x.log.Warn("recording progress", "run", x.req.RunID, "err", err)
+	}
+}
+
+func (x *execution) record(e contract.EnvironmentEvent) error {
 	x.events = append(x.events, e)
 	body, err := canonjson.ToValue(e)
 	if err != nil {
@@ -377,7 +469,7 @@ func (x *execution) record(ctx context.Context, e contract.EnvironmentEvent) err
 	if e.ID != nil {
 		id = *e.ID
 	}
-	stored, err := x.req.Store.AppendEvents(ctx, x.req.RunID, []store.NewEvent{{ID: id, Type: e.Type, Time: x.now(), Body: body}})
+	stored, err := x.life.appendEvents([]store.NewEvent{{ID: id, Type: e.Type, Time: x.now(), Body: body}})
 	if err != nil {
 		return err
 	}
@@ -438,43 +530,68 @@ func eventError(e contract.EnvironmentEvent) string {
 	return "the provider reported a failure"
 }
 
-// finish settles the budget, runs the completion check, appends the
-// ledger entry and records the terminal state.
+// finish settles the budget, runs the completion check, destroys the
+// environment it created, appends the ledger entry and records the
+// terminal state — every call bounded by the cleanup timeout once ctx has
+// ended. A run whose lease was lost ends interrupted: the store refuses
+// its old holder, and nothing claims it completed.
 func (x *execution) finish(ctx context.Context) (*Result, error) {
 	x.finishing = true
-	defer x.stopBeat()
+	defer x.life.release()
+	x.res.Text = x.text.String()
 	x.res.Usage = x.turn.Total()
-	if !x.dispatched {
+	switch {
+	case !x.dispatched:
 		x.res.Usage = ledger.NoUsage()
+	case !x.ended:
+		x.res.Usage = x.res.Usage.Floor() // the turn ended early: what it reported is a floor
 	}
 	if x.ticket != nil {
 		if err := x.req.Budget.Settle(x.ticket, spendOf(x.res.Usage)); err != nil {
 			x.log.Warn("budget settlement", "run", x.req.RunID, "err", err)
 		}
 	}
+	if lost := x.life.leaseLost(); lost != nil {
+		x.runErr = nil
+		x.fail(store.StatusInterrupted, ReasonLeaseLost, lost.Error(), lost)
+	}
 	if x.runErr == nil {
 		x.res.Status = store.StatusCompleted
 		x.check(ctx)
 	}
-	if x.env != nil && x.env.Creation() != contract.CreationReplayed {
-		if err := x.env.Destroy(context.WithoutCancel(ctx)); err != nil {
+	x.life.finishing()
+	// An environment is destroyed only when this run provably created it
+	// (ENV-06): a replayed one belongs to another caller, and one whose
+	// creation is unknown may too.
+	if x.env != nil && x.env.Creation() == contract.CreationCreated {
+		if err := x.env.Destroy(x.life.writeCtx()); err != nil {
 			x.log.Warn("destroying the environment", "run", x.req.RunID, "env", x.res.EnvironmentID, "err", err)
 		}
 	}
 	if x.runErr != nil {
 		x.res.Status, x.res.Reason, x.res.Detail = x.runErr.Status, x.runErr.Reason, x.runErr.Detail
+		x.res.Delivered, x.res.Verdict = false, nil
 	}
-	bg := context.WithoutCancel(ctx)
-	entry, err := canonjson.ToValue(ledgerEntry(x.res))
-	if err == nil {
-		_, err = x.req.Store.AppendLedger(bg, x.req.RunID, []canonjson.Value{entry}, x.now())
+	if x.res.Status != store.StatusInterrupted {
+		entry, err := canonjson.ToValue(ledgerEntry(x.res))
+		if err == nil {
+			err = x.life.appendLedger([]canonjson.Value{entry}, x.now())
+		}
+		if err != nil && x.life.leaseLost() == nil {
+			x.log.Error("recording the ledger entry", "run", x.req.RunID, "err", err)
+		}
+	}
+	ended, err := x.life.end(x.res.Status, x.doc())
+	if lost, ok := errors.AsType[*LeaseLostError](err); ok {
+		x.res.Status, x.res.Reason, x.res.Detail, x.res.Delivered = store.StatusInterrupted, ReasonLeaseLost, lost.Error(), false
+		x.runErr = &RunError{RunID: x.req.RunID, Status: store.StatusInterrupted, Reason: ReasonLeaseLost, Detail: lost.Error(), Cause: lost}
+		if x.req.observe != nil {
+			x.req.observe.ended(x.interruptedRun(), int64(x.res.Events))
+		}
+		return &x.res, x.runErr
 	}
 	if err != nil {
-		x.log.Error("recording the ledger entry", "run", x.req.RunID, "err", err)
-	}
-	ended, err := endRun(bg, x.req.Store, x.req.RunID, x.res.Status, x.doc())
-	if err != nil {
-		return &x.res, fmt.Errorf("kernel: recording the end of run %s: %w", x.req.RunID, err)
+		return &x.res, err
 	}
 	if x.req.observe != nil {
 		x.req.observe.ended(ended, int64(x.res.Events))
@@ -483,6 +600,12 @@ func (x *execution) finish(ctx context.Context) (*Result, error) {
 		return &x.res, x.runErr
 	}
 	return &x.res, nil
+}
+
+// interruptedRun is the run as every reader sees it once this process
+// lost its lease: interrupted, with what it had recorded.
+func (x *execution) interruptedRun() store.Run {
+	return store.Run{ID: x.req.RunID, Kind: x.req.Kind, Status: store.StatusInterrupted, UpdatedAt: x.now(), Doc: x.doc()}
 }
 
 func (x *execution) check(ctx context.Context) {

@@ -81,8 +81,16 @@ func TestTruthfulnessMatrix(t *testing.T) {
 			store.StatusCompleted, "", false, "unknown", "unknown"},
 		{"no check", `{"turns":[{"steps":[{"text":"A note."}]}]}`,
 			nil, store.StatusCompleted, "", false, "unknown", "unknown"},
+		// A cancellation nobody requested is the provider failing.
 		{"provider reports cancellation", `{"turns":[{"steps":[],"end":"cancelled"}]}`,
-			nonEmpty, store.StatusCancelled, kernel.ReasonCancelled, false, "unknown", "unknown"},
+			nonEmpty, store.StatusFailed, kernel.ReasonInBandError, false, "unknown", "unknown"},
+		// ERR-04/05: a turn that ends early keeps what it reported, as a floor.
+		{"death after usage", `{"turns":[{"steps":[{"usage":{"inputTokens":12,"outputTokens":5},"mode":"cumulative"},{"text":"par"}],"end":"die","error":"connection reset"}]}`,
+			nonEmpty, store.StatusFailed, kernel.ReasonTransport, false, "≥ 12", "≥ 5"},
+		{"in-band error after usage", `{"turns":[{"steps":[{"usage":{"inputTokens":7,"outputTokens":2},"mode":"delta"}],"end":"failed","error":"overloaded"}]}`,
+			nonEmpty, store.StatusFailed, kernel.ReasonInBandError, false, "≥ 7", "≥ 2"},
+		{"no terminal after usage", `{"turns":[{"steps":[{"usage":{"inputTokens":3,"outputTokens":1},"mode":"delta"}],"end":"no-terminal"}]}`,
+			nonEmpty, store.StatusFailed, kernel.ReasonNoTerminal, false, "≥ 3", "≥ 1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,6 +111,9 @@ func TestTruthfulnessMatrix(t *testing.T) {
 			var re *kernel.RunError
 			if err != nil && (!errors.As(err, &re) || re.Status != res.Status) {
 				t.Errorf("err %v is not a RunError with status %s", err, res.Status)
+			}
+			if strings.Contains(tc.script, `{"text":"par"}`) && res.Text != "par" {
+				t.Errorf("text %q: the text streamed before the turn broke was not kept", res.Text)
 			}
 			if got := res.Usage.InputTokens.String(); got != tc.input {
 				t.Errorf("input tokens %s, want %s", got, tc.input)
@@ -134,12 +145,23 @@ func TestTruthfulnessMatrix(t *testing.T) {
 			if len(events) != res.Events {
 				t.Errorf("%d events recorded, result says %d", len(events), res.Events)
 			}
+			// The ledger: progress entries (floors) as usage was reported,
+			// then one turn entry that reconciles with the run.
 			ledgerEntries, _ := st.Ledger(context.Background(), res.RunID)
-			if len(ledgerEntries) != 1 {
-				t.Fatalf("%d ledger entries", len(ledgerEntries))
+			if len(ledgerEntries) == 0 {
+				t.Fatal("no ledger entry")
 			}
-			if lu, _ := ledgerEntries[0].Body.Get("usage"); !canonjson.Equal(lu, usage) {
+			last := ledgerEntries[len(ledgerEntries)-1].Body
+			if k, _ := last.Get("kind"); k.Str() != kernel.LedgerTurn {
+				t.Errorf("the last ledger entry is %s, want a turn entry", canonjson.Marshal(last))
+			}
+			if lu, _ := last.Get("usage"); !canonjson.Equal(lu, usage) {
 				t.Errorf("ledger usage %s does not reconcile with the run's %s", canonjson.Marshal(lu), canonjson.Marshal(usage))
+			}
+			for _, e := range ledgerEntries[:len(ledgerEntries)-1] {
+				if k, _ := e.Body.Get("kind"); k.Str() != kernel.LedgerProgress {
+					t.Errorf("ledger entry %s before the turn entry is not a progress entry", canonjson.Marshal(e.Body))
+				}
 			}
 		})
 	}

@@ -78,6 +78,11 @@ func (x *execution) doc() canonjson.Value {
 		if r.CheckError != "" {
 			m = append(m, canonjson.Member{Name: "checkError", Value: str(r.CheckError)})
 		}
+		if r.Receipt != nil {
+			if v, err := canonjson.ToValue(r.Receipt); err == nil {
+				m = append(m, canonjson.Member{Name: "failureReceipt", Value: v})
+			}
+		}
 	}
 	return canonjson.ObjectValue(m)
 }
@@ -95,8 +100,23 @@ func terminalValue(status store.Status, reason, detail string) canonjson.Value {
 	return canonjson.ObjectValue(m)
 }
 
-// ledgerEntry is the run's cost-ledger entry: the turn's observed usage,
-// with unknown channels null so sums over entries stay floors.
+// Ledger entry kinds. A turn's ledger holds a LedgerProgress entry each
+// time its reported usage changes, with the usage so far as a floor (the
+// turn was not over), and one LedgerTurn entry when it ends, with its
+// usage as recorded; a tool loop's, a progress entry after each turn and
+// one LedgerToolLoop entry at the end. A run's entries are snapshots,
+// not increments: its spend is its last entry — the closing one, or for
+// a run whose process died, the last progress it reported (a floor).
+const (
+	LedgerProgress = "progress"
+	LedgerTurn     = "turn"
+	// LedgerToolLoop is a tool loop's closing entry: the usage of all its
+	// turns.
+	LedgerToolLoop = "tool-loop"
+)
+
+// ledgerRecord is one cost-ledger entry: the turn's observed usage, with
+// unknown channels null so sums over entries stay floors.
 type ledgerRecord struct {
 	Kind   string          `json:"kind"`
 	Model  *string         `json:"servedModel,omitzero"`
@@ -105,10 +125,13 @@ type ledgerRecord struct {
 }
 
 func ledgerEntry(r Result) ledgerRecord {
-	rec := ledgerRecord{Kind: "turn", Usage: UsageValue(r.Usage), Status: string(r.Status)}
-	if r.Served.Model != "" {
-		m := r.Served.Model
-		rec.Model = &m
+	return ledgerRecord{Kind: LedgerTurn, Model: optModel(r.Served.Model), Usage: UsageValue(r.Usage), Status: string(r.Status)}
+}
+
+// optModel is a served model for a ledger entry: nil when unknown.
+func optModel(m string) *string {
+	if m == "" {
+		return nil
 	}
-	return rec
+	return &m
 }

@@ -118,10 +118,12 @@ type RoundsOptions[T, O any] struct {
 	// SelectWinner, when set, overrides the driver's and the default
 	// winner selection.
 	SelectWinner func(history []Iteration[T, O]) (index int, ok bool)
-	// LeaseTTL, Now and Logger are as in Request.
-	LeaseTTL time.Duration
-	Now      func() time.Time
-	Logger   *slog.Logger
+	// LeaseTTL, CleanupTimeout, Now and Logger are as in Request; each
+	// iteration's run has the same.
+	LeaseTTL       time.Duration
+	CleanupTimeout time.Duration
+	Now            func() time.Time
+	Logger         *slog.Logger
 }
 
 // Iteration is one task run on one agent.
@@ -195,7 +197,7 @@ func Rounds[T, O any](ctx context.Context, opts RoundsOptions[T, O]) (*RoundsRes
 	if err != nil {
 		return nil, err
 	}
-	defer r.stopLease()
+	defer r.life.release()
 	defer r.afterPanic(ctx)
 	err = r.loop(ctx)
 	return r.finish(ctx, err)
@@ -210,7 +212,7 @@ func (r *rounds[T, O]) afterPanic(ctx context.Context) {
 		return
 	}
 	if !r.finishing {
-		r.finish(context.WithoutCancel(ctx), fmt.Errorf("kernel: the rounds panicked: %v", p))
+		r.finish(ctx, fmt.Errorf("kernel: the rounds panicked: %v", p))
 	}
 	panic(p)
 }
@@ -223,54 +225,53 @@ type rounds[T, O any] struct {
 	started   time.Time
 	res       RoundsResult[T, O]
 	events    int
-	stopLease func()
+	life      *life
 	finishing bool
 }
 
 func newRounds[T, O any](ctx context.Context, o RoundsOptions[T, O], cancel context.CancelCauseFunc) (*rounds[T, O], error) {
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if o.Driver.Plan == nil || o.Driver.Decide == nil {
-		bad("the driver needs Plan and Decide")
+	var errs optionErrors
+	if o.Driver.Plan == nil {
+		errs.add("Driver.Plan", "the driver needs Plan")
+	}
+	if o.Driver.Decide == nil {
+		errs.add("Driver.Decide", "the driver needs Decide")
 	}
 	if len(o.Agents) == 0 {
-		bad("at least one agent is needed")
+		errs.add("Agents", "at least one agent is needed")
 	}
 	for i, a := range o.Agents {
 		if a.Profile == nil {
-			bad("agent %d has no profile", i)
+			errs.add(fmt.Sprintf("Agents[%d].Profile", i), "agent %d has no profile", i)
+		}
+		if a.Stage < 0 {
+			errs.add(fmt.Sprintf("Agents[%d].Stage", i), "%d is negative", a.Stage)
 		}
 	}
 	if o.Parse == nil {
-		bad("Parse is required")
+		errs.add("Parse", "Parse is required")
 	}
-	if o.Provider == nil || o.Store == nil {
-		bad("a provider and a store are required")
+	if o.Provider == nil {
+		errs.add("Provider", "a provider is required")
 	}
-	if o.MaxIterations < 0 || o.MaxConcurrency < 0 {
-		bad("MaxIterations and MaxConcurrency cannot be negative")
+	if o.MaxIterations < 0 {
+		errs.add("MaxIterations", "%d is negative", o.MaxIterations)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("kernel: invalid rounds options: %w", err)
+	if o.MaxConcurrency < 0 {
+		errs.add("MaxConcurrency", "%d is negative", o.MaxConcurrency)
 	}
-	if o.MaxIterations == 0 {
-		o.MaxIterations = 10
+	lo := lifeOptions{Store: o.Store, RunID: cmp.Or(o.RunID, NewID("rounds")), Kind: "rounds", LeaseTTL: o.LeaseTTL,
+		CleanupTimeout: o.CleanupTimeout, Logger: o.Logger}
+	lo.check(&errs)
+	if err := errs.err(); err != nil {
+		return nil, err
 	}
-	if o.MaxConcurrency == 0 {
-		o.MaxConcurrency = 4
-	}
-	if o.LeaseTTL <= 0 {
-		o.LeaseTTL = 15 * time.Second
-	}
-	if o.RunID == "" {
-		o.RunID = NewID("rounds")
-	}
-	r := &rounds[T, O]{opts: o, now: o.Now, log: o.Logger}
+	o.MaxIterations = cmp.Or(o.MaxIterations, 10)
+	o.MaxConcurrency = cmp.Or(o.MaxConcurrency, 4)
+	o.RunID, o.LeaseTTL, o.CleanupTimeout = lo.RunID, lo.LeaseTTL, lo.CleanupTimeout
+	r := &rounds[T, O]{opts: o, now: o.Now, log: lo.Logger}
 	if r.now == nil {
 		r.now = time.Now
-	}
-	if r.log == nil {
-		r.log = slog.New(slog.DiscardHandler)
 	}
 	for _, a := range o.Agents {
 		name := a.Name
@@ -285,12 +286,9 @@ func newRounds[T, O any](ctx context.Context, o RoundsOptions[T, O], cancel cont
 	if err != nil {
 		return nil, err
 	}
-	run := store.Run{ID: o.RunID, Kind: "rounds", Status: store.StatusRunning, Owner: owner(),
-		LeaseUntil: r.now().Add(o.LeaseTTL), Doc: doc}
-	if _, err := o.Store.CreateRun(ctx, run); err != nil {
-		return nil, fmt.Errorf("kernel: recording rounds run %s: %w", o.RunID, err)
+	if r.life, err = startLife(ctx, lo, doc, cancel); err != nil {
+		return nil, err
 	}
-	r.stopLease = keepLease(o.Store, o.RunID, o.LeaseTTL, r.now, cancel)
 	return r, nil
 }
 
@@ -429,7 +427,7 @@ func (r *rounds[T, O]) batch(ctx context.Context, round int, parent *int, tasks 
 			}
 		}
 		settled = append(settled, it)
-		if err := r.record(context.WithoutCancel(ctx), "loop.iteration.ended", endedEvent(it)); err != nil {
+		if err := r.record(ctx, "loop.iteration.ended", endedEvent(it)); err != nil {
 			first = cmp.Or(first, err)
 		}
 	}
@@ -469,7 +467,7 @@ func (r *rounds[T, O]) iterate(ctx context.Context, it Iteration[T, O]) (Iterati
 	}
 	res, err := Execute(ctx, Request{Profile: agent.Profile, Task: prompt, Provider: r.opts.Provider, Store: r.opts.Store,
 		Check: check, Stage: agent.Stage, RunID: it.RunID, Kind: "iteration", Budget: r.opts.Budget, Reserve: r.opts.Reserve,
-		LeaseTTL: r.opts.LeaseTTL, Now: r.opts.Now, Logger: r.opts.Logger})
+		LeaseTTL: r.opts.LeaseTTL, CleanupTimeout: r.opts.CleanupTimeout, Now: r.opts.Now, Logger: r.opts.Logger})
 	it.EndedAt = r.now()
 	var runErr *RunError
 	if res == nil || (err != nil && !errors.As(err, &runErr)) {
@@ -542,26 +540,37 @@ func digestOf(x any) string {
 	return d
 }
 
-// finish selects the winner, sums usage and records how the rounds ended.
+// finish selects the winner, sums usage and records how the rounds
+// ended. Rounds that did not complete return a *RunError.
 func (r *rounds[T, O]) finish(ctx context.Context, loopErr error) (*RoundsResult[T, O], error) {
 	r.finishing = true
 	res := &r.res
 	res.Duration = r.now().Sub(r.started)
 	res.Usage = sumUsage(res.Iterations)
 	selErr := r.selectWinner()
-	status := store.StatusCompleted
+	status, reason := store.StatusCompleted, ""
 	if res.Decision == DecisionFail {
-		status = store.StatusFailed
+		status, reason = store.StatusFailed, ReasonDriver
 	}
 	err := errors.Join(loopErr, selErr)
+	var runErr *RunError
 	switch {
+	case r.life.leaseLost() != nil:
+		lost := r.life.leaseLost()
+		runErr = &RunError{RunID: res.RunID, Status: store.StatusInterrupted, Reason: ReasonLeaseLost, Detail: lost.Error(), Cause: lost}
 	case err == nil:
 	case ctx.Err() != nil:
-		status = contextStatus(ctx)
+		runErr = contextError(ctx, res.RunID)
 	default:
-		status = store.StatusFailed
+		status, reason = store.StatusFailed, ReasonDriver
 	}
-	bg := context.WithoutCancel(ctx)
+	if runErr != nil {
+		status, reason = runErr.Status, runErr.Reason
+		err = errors.Join(err, runErr.Cause)
+	}
+	if status == store.StatusInterrupted {
+		return res, runErr // the store refuses this process: there is nothing more to record
+	}
 	ended := loopEnded{Decision: string(res.Decision), Iterations: len(res.Iterations), Usage: UsageValue(res.Usage),
 		DurationMS: res.Duration.Milliseconds(), Status: string(status)}
 	if res.Winner != nil {
@@ -570,17 +579,36 @@ func (r *rounds[T, O]) finish(ctx context.Context, loopErr error) (*RoundsResult
 	if err != nil {
 		ended.Error = err.Error()
 	}
-	if recErr := r.record(bg, "loop.ended", ended); recErr != nil {
+	if recErr := r.record(ctx, "loop.ended", ended); recErr != nil {
 		err = errors.Join(err, recErr)
 	}
 	doc, docErr := r.doc(status, err)
 	if docErr == nil {
-		_, docErr = endRun(bg, r.opts.Store, res.RunID, status, doc)
+		_, docErr = r.life.end(status, doc)
+	}
+	if lost, ok := errors.AsType[*LeaseLostError](docErr); ok {
+		return res, &RunError{RunID: res.RunID, Status: store.StatusInterrupted, Reason: ReasonLeaseLost, Detail: lost.Error(), Cause: lost}
 	}
 	if docErr != nil {
-		err = errors.Join(err, fmt.Errorf("kernel: recording the end of rounds %s: %w", res.RunID, docErr))
+		err = errors.Join(err, docErr)
 	}
-	return res, err
+	if status == store.StatusCompleted {
+		if err != nil {
+			return res, fmt.Errorf("kernel: rounds %s: %w", res.RunID, err)
+		}
+		return res, nil
+	}
+	if runErr == nil {
+		runErr = &RunError{RunID: res.RunID, Status: status, Reason: reason}
+		if err != nil {
+			runErr.Detail, runErr.Cause = err.Error(), err
+		} else {
+			runErr.Detail = "the driver decided the work failed"
+		}
+	} else if docErr != nil {
+		runErr.Cause = errors.Join(runErr.Cause, docErr)
+	}
+	return res, runErr
 }
 
 // selectWinner applies the caller's selector, then the driver's, then

@@ -93,7 +93,8 @@ type loopEnded struct {
 	Error      string          `json:"error,omitzero"`
 }
 
-// record durably appends one event to the rounds run.
+// record durably appends one event to the rounds run (fenced by its
+// lease; once ctx ended, within the cleanup window).
 func (r *rounds[T, O]) record(ctx context.Context, typ string, body any) error {
 	v, err := canonjson.ToValue(body)
 	if err != nil {
@@ -101,7 +102,7 @@ func (r *rounds[T, O]) record(ctx context.Context, typ string, body any) error {
 	}
 	r.events++
 	id := "e" + strconv.Itoa(r.events)
-	if _, err := r.opts.Store.AppendEvents(ctx, r.opts.RunID, []store.NewEvent{{ID: id, Type: typ, Time: r.now(), Body: v}}); err != nil {
+	if _, err := r.life.appendEvents([]store.NewEvent{{ID: id, Type: typ, Time: r.now(), Body: v}}); err != nil {
 		return fmt.Errorf("kernel: recording %s of rounds %s: %w", typ, r.opts.RunID, err)
 	}
 	return nil

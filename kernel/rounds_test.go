@@ -415,8 +415,8 @@ func TestRoundsSelectorsAndFail(t *testing.T) {
 	}
 	st := memory.New(nil)
 	res, err := kernel.Rounds(context.Background(), base(st))
-	if err != nil {
-		t.Fatal(err)
+	if re, ok := errors.AsType[*kernel.RunError](err); !ok || re.Status != store.StatusFailed || re.Reason != kernel.ReasonDriver {
+		t.Fatalf("a fail decision returned %v; want a *RunError, failed (driver)", err)
 	}
 	if res.Winner == nil || res.Winner.Index != 1 || res.Receipts[1].Selector != "driver" || !res.Receipts[1].Selected {
 		t.Errorf("driver selection: winner %+v receipts %+v", res.Winner, res.Receipts)
@@ -451,7 +451,10 @@ func TestRoundsOptionsRefused(t *testing.T) {
 		edit func(*kernel.RoundsOptions[string, string])
 		want string
 	}{
-		{"no plan", func(o *kernel.RoundsOptions[string, string]) { o.Driver.Plan = nil }, "Plan and Decide"},
+		{"no plan", func(o *kernel.RoundsOptions[string, string]) { o.Driver.Plan = nil }, "Driver.Plan"},
+		{"lease below the minimum", func(o *kernel.RoundsOptions[string, string]) { o.LeaseTTL = time.Millisecond }, "LeaseTTL: 1ms is below the minimum"},
+		{"negative lease", func(o *kernel.RoundsOptions[string, string]) { o.LeaseTTL = -time.Second }, "LeaseTTL"},
+		{"negative cleanup", func(o *kernel.RoundsOptions[string, string]) { o.CleanupTimeout = -time.Second }, "CleanupTimeout"},
 		{"no agents", func(o *kernel.RoundsOptions[string, string]) { o.Agents = nil }, "at least one agent"},
 		{"agent without profile", func(o *kernel.RoundsOptions[string, string]) { o.Agents = []kernel.Agent[string]{{}} }, "agent 0 has no profile"},
 		{"no parse", func(o *kernel.RoundsOptions[string, string]) { o.Parse = nil }, "Parse"},
@@ -463,8 +466,8 @@ func TestRoundsOptionsRefused(t *testing.T) {
 		o := ok
 		o.Store = st
 		tc.edit(&o)
-		if _, err := kernel.Rounds(context.Background(), o); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: err %v, want %q", tc.name, err, tc.want)
+		if _, err := kernel.Rounds(context.Background(), o); !errors.Is(err, kernel.ErrInvalidOptions) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want ErrInvalidOptions saying %q", tc.name, err, tc.want)
 		}
 		if runs, _ := st.ListRuns(context.Background(), store.ListOptions{}); len(runs) != 0 {
 			t.Errorf("%s: %d runs recorded", tc.name, len(runs))
@@ -564,11 +567,13 @@ func TestRoundsBudgetReconciles(t *testing.T) {
 		default:
 			t.Errorf("iteration %d: %v", it.Index, it.Err)
 		}
+		// A run's spend is its last ledger entry (the earlier ones are
+		// progress snapshots).
 		entries, err := st.Ledger(ctx, it.RunID)
-		if err != nil || len(entries) != 1 {
+		if err != nil || len(entries) == 0 {
 			t.Fatalf("iteration %d: %d ledger entries, %v", it.Index, len(entries), err)
 		}
-		usage, _ := entries[0].Body.Get("usage")
+		usage, _ := entries[len(entries)-1].Body.Get("usage")
 		for _, ch := range []string{"inputTokens", "outputTokens"} {
 			if v, _ := usage.Get(ch); v.Kind() == canonjson.Number {
 				ledgerTokens += int64(v.Float())

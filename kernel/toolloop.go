@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -87,7 +88,9 @@ const (
 
 // ErrInvalidToolLoop matches the error of a tool loop whose options are
 // invalid; nothing ran.
-var ErrInvalidToolLoop = errors.New("kernel: invalid tool loop options")
+//
+// Deprecated: it is ErrInvalidOptions, which every front door returns.
+var ErrInvalidToolLoop = ErrInvalidOptions
 
 // ToolOutcome is the outcome of one tool call, fed back to the model as a
 // value: a failure is data the model can react to, never a crash of the
@@ -177,12 +180,13 @@ type ToolLoopOptions struct {
 	// terminal state — completed for every stop that is not a failure or
 	// a cancellation, with the stop reason in the run's document. RunID
 	// names it (generated when empty), Kind is the record's kind
-	// ("tool-loop" when empty), and LeaseTTL bounds how long the run stays
-	// running should this process die (0: 15 s).
-	Store    store.Store
-	RunID    string
-	Kind     string
-	LeaseTTL time.Duration
+	// ("tool-loop" when empty); LeaseTTL and CleanupTimeout are as in
+	// Request (they need a Store).
+	Store          store.Store
+	RunID          string
+	Kind           string
+	LeaseTTL       time.Duration
+	CleanupTimeout time.Duration
 	// Now replaces time.Now (the deadline check and record times);
 	// Logger receives what the loop cannot return (nil discards).
 	Now    func() time.Time
@@ -339,6 +343,9 @@ type toolLoop struct {
 	// other than the requested one: the rest of the turn is read for its
 	// usage only, and the loop fails once it ends.
 	mismatch string
+	// stoppedBy is the stop reason of a turn the model ended itself with
+	// a failure (ChatEvent.StopReason).
+	stoppedBy string
 
 	// Scratch reused across turns: the calls of the current turn, the
 	// backing store of transcript tool calls and contents, the
@@ -355,7 +362,18 @@ type toolLoop struct {
 }
 
 func newToolLoop(ctx context.Context, o ToolLoopOptions, cancel context.CancelCauseFunc) (*toolLoop, error) {
-	if err := o.validate(); err != nil {
+	var errs optionErrors
+	o.validate(&errs)
+	var lo lifeOptions
+	if o.Store != nil {
+		lo = lifeOptions{Store: o.Store, RunID: cmp.Or(o.RunID, NewID("loop")), Kind: cmp.Or(o.Kind, "tool-loop"),
+			LeaseTTL: o.LeaseTTL, CleanupTimeout: o.CleanupTimeout, Logger: o.Logger}
+		lo.check(&errs)
+		o.RunID, o.LeaseTTL, o.CleanupTimeout = lo.RunID, lo.LeaseTTL, lo.CleanupTimeout
+	} else if o.LeaseTTL != 0 || o.CleanupTimeout != 0 {
+		errs.add("Store", "LeaseTTL and CleanupTimeout apply to a recorded loop, and no Store was given")
+	}
+	if err := errs.err(); err != nil {
 		return nil, err
 	}
 	if o.MaxToolTurns == 0 {
@@ -377,10 +395,7 @@ func newToolLoop(ctx context.Context, o ToolLoopOptions, cancel context.CancelCa
 	}
 	l.res.RunID = o.RunID
 	if o.Store != nil {
-		if l.res.RunID == "" {
-			l.res.RunID = NewID("loop")
-		}
-		rec, err := startLoopRecord(ctx, l, cancel)
+		rec, err := startLoopRecord(ctx, l, lo, cancel)
 		if err != nil {
 			return nil, err
 		}
@@ -392,54 +407,46 @@ func newToolLoop(ctx context.Context, o ToolLoopOptions, cancel context.CancelCa
 // smallToolSet is the size up to which tools are found by a linear scan.
 const smallToolSet = 8
 
-func (o *ToolLoopOptions) validate() error {
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+func (o *ToolLoopOptions) validate(errs *optionErrors) {
 	if o.Model == nil {
-		bad("a tool loop needs a Model")
+		errs.add("Model", "a tool loop needs a Model")
 	}
 	if o.MaxToolTurns < 0 {
-		bad("MaxToolTurns %d is negative", o.MaxToolTurns)
+		errs.add("MaxToolTurns", "%d is negative", o.MaxToolTurns)
 	}
 	if math.IsNaN(o.MaxCostUSD) || math.IsInf(o.MaxCostUSD, 0) || o.MaxCostUSD < 0 {
-		bad("MaxCostUSD %v is not a finite non-negative number", o.MaxCostUSD)
+		errs.add("MaxCostUSD", "%v is not a finite non-negative number", o.MaxCostUSD)
 	}
 	if o.MaxCostUSD > 0 && o.CostOf == nil {
-		bad("MaxCostUSD needs CostOf to price each call")
-	}
-	if o.LeaseTTL < 0 {
-		bad("LeaseTTL %v is negative", o.LeaseTTL)
+		errs.add("CostOf", "MaxCostUSD needs CostOf to price each call")
 	}
 	for i, t := range o.Tools {
+		field := fmt.Sprintf("Tools[%d]", i)
 		switch {
 		case t.Name == "":
-			bad("tool %d has no name", i)
+			errs.add(field+".Name", "tool %d has no name", i)
 		case t.Run == nil:
-			bad("tool %s has no Run", t.Name)
+			errs.add(field+".Run", "tool %s has no Run", t.Name)
 		}
 		for _, u := range o.Tools[:i] {
 			if u.Name == t.Name && t.Name != "" {
-				bad("tool name %s appears twice", t.Name)
+				errs.add(field+".Name", "tool name %s appears twice", t.Name)
 				break
 			}
 		}
 	}
 	if o.Budget == nil {
 		if !isZeroBudget(o.Reserve) {
-			bad("Reserve is set but there is no Budget to reserve from")
+			errs.add("Reserve", "Reserve is set but there is no Budget to reserve from")
 		}
 	} else {
 		if o.Reserve.Tokens == nil || o.Reserve.Iterations == nil {
-			bad("a Budget needs a per-turn Reserve of Tokens and Iterations")
+			errs.add("Reserve", "a Budget needs a per-turn Reserve of Tokens and Iterations")
 		}
 		if o.Budget.Readout().Channels[ledger.ChannelUSD].Capped && o.Reserve.MicroUSD == nil {
-			bad("the Budget caps dollars, so Reserve needs MicroUSD")
+			errs.add("Reserve.MicroUSD", "the Budget caps dollars, so Reserve needs MicroUSD")
 		}
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("%w: %w", ErrInvalidToolLoop, errors.Join(errs...))
-	}
-	return nil
 }
 
 func isZeroBudget(b ledger.Budget) bool {
@@ -586,7 +593,7 @@ func (l *toolLoop) modelTurn() (ledger.Usage, string) {
 	l.turnUsage = ledger.TurnUsage{}
 	l.calls = l.calls[:0]
 	l.ignoredFrom = len(l.res.Ignored)
-	l.text, l.piece, l.pieces, l.turnOver, l.mismatch = l.text[:0], "", 0, false, ""
+	l.text, l.piece, l.pieces, l.turnOver, l.mismatch, l.stoppedBy = l.text[:0], "", 0, false, "", ""
 	msgs := l.res.Messages
 	l.o.Model.Turn(l.loopCtx, msgs[:len(msgs):len(msgs)], l.o.Tools)(l.onModelEvent)
 	l.turnOver = true
@@ -601,6 +608,14 @@ func (l *toolLoop) modelTurn() (ledger.Usage, string) {
 		text = string(l.text)
 	}
 	total := l.turnUsage.Total()
+	switch sr := l.res.StopReason; {
+	case sr == StopFailed && l.mismatch == "" && l.stoppedBy == "", sr == StopCancelled, sr == StopDeadline:
+		// The turn broke off (cut, an in-band error, cancelled, past its
+		// deadline): what it reported is a floor. A turn the model ended
+		// itself (a token limit, say), or one served by another model and
+		// read to its end, reported its whole usage.
+		total = total.Floor()
+	}
 	if l.usage {
 		l.res.Usage = l.res.Usage.Plus(total)
 	} else {
@@ -668,6 +683,7 @@ func (l *toolLoop) onModelEventFunc(e contract.ChatEvent, err error) bool {
 		l.observeServed(e.Model)
 	case contract.ChatFailure:
 		l.stop(StopFailed)
+		l.stoppedBy = e.StopReason
 		msg := e.Failure
 		if msg == "" {
 			msg = "the model reported a failure"
@@ -880,7 +896,15 @@ func (l *toolLoop) finish(ctx context.Context) error {
 		l.stop(StopFailed) // unreachable: every way out of run stops
 	}
 	if l.rec != nil {
-		if err := l.rec.end(context.WithoutCancel(ctx)); err != nil {
+		defer l.rec.life.release()
+		err := l.rec.end()
+		if lost, ok := errors.AsType[*LeaseLostError](err); ok {
+			// The store refused this process: readers see the run
+			// interrupted, whatever the loop reached.
+			l.runErr = &RunError{RunID: l.res.RunID, Status: store.StatusInterrupted, Reason: ReasonLeaseLost, Detail: lost.Error(), Cause: lost}
+			return l.runErr
+		}
+		if err != nil {
 			l.log.Error("recording the end of the tool loop", "run", l.res.RunID, "err", err)
 			if l.runErr == nil {
 				return err

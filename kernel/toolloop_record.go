@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,8 +25,8 @@ const (
 
 // loopRecorder records a tool loop as a run.
 type loopRecorder struct {
-	l         *toolLoop
-	stopLease func()
+	l    *toolLoop
+	life *life
 	// batch is the events not yet appended; ids holds their ids back to
 	// back (one string per batch), ends where each id ends.
 	batch []store.NewEvent
@@ -36,14 +35,14 @@ type loopRecorder struct {
 }
 
 // startLoopRecord records the loop's run, running under this process's
-// lease; cancel is called when a RequestCancel for the run arrives.
-func startLoopRecord(ctx context.Context, l *toolLoop, cancel context.CancelCauseFunc) (*loopRecorder, error) {
-	kind, ttl := cmp.Or(l.o.Kind, "tool-loop"), cmp.Or(l.o.LeaseTTL, 15*time.Second)
-	run := store.Run{ID: l.res.RunID, Kind: kind, Status: store.StatusRunning, Owner: owner(), LeaseUntil: l.now().Add(ttl), Doc: l.doc()}
-	if _, err := l.o.Store.CreateRun(ctx, run); err != nil {
-		return nil, fmt.Errorf("kernel: recording run %s: %w", l.res.RunID, err)
+// lease; cancel is called when a RequestCancel for the run arrives or the
+// lease is lost.
+func startLoopRecord(ctx context.Context, l *toolLoop, lo lifeOptions, cancel context.CancelCauseFunc) (*loopRecorder, error) {
+	life, err := startLife(ctx, lo, l.doc(), cancel)
+	if err != nil {
+		return nil, err
 	}
-	return &loopRecorder{l: l, stopLease: keepLease(l.o.Store, l.res.RunID, ttl, l.now, cancel)}, nil
+	return &loopRecorder{l: l, life: life}, nil
 }
 
 // add queues one event whose id is prefix followed by n (none when n < 0).
@@ -56,8 +55,8 @@ func (r *loopRecorder) add(typ, prefix string, n int, body canonjson.Value) {
 	r.batch = append(r.batch, store.NewEvent{Type: typ, Body: body})
 }
 
-// flush appends the queued events in one durable append.
-func (r *loopRecorder) flush(ctx context.Context) error {
+// flush appends the queued events in one durable, fenced append.
+func (r *loopRecorder) flush() error {
 	if len(r.batch) == 0 {
 		return nil
 	}
@@ -66,9 +65,9 @@ func (r *loopRecorder) flush(ctx context.Context) error {
 		r.batch[i].ID, r.batch[i].Time = ids[from:r.ends[i]], at
 		from = r.ends[i]
 	}
-	_, err := r.l.o.Store.AppendEvents(ctx, r.l.res.RunID, r.batch)
+	_, err := r.life.appendEvents(r.batch)
 	if errors.Is(err, store.ErrInvalid) && sanitize(r.batch) {
-		_, err = r.l.o.Store.AppendEvents(ctx, r.l.res.RunID, r.batch)
+		_, err = r.life.appendEvents(r.batch)
 	}
 	clear(r.batch) // drop references to bodies
 	r.batch, r.ids, r.ends = r.batch[:0], r.ids[:0], r.ends[:0]
@@ -146,10 +145,31 @@ func (l *toolLoop) record(text string, usage ledger.Usage, handled int, ending b
 	if ending {
 		return
 	}
-	if err := r.flush(context.Background()); err != nil {
-		l.stop(StopFailed)
-		l.fail(store.StatusFailed, ReasonTransport, "recording the step: "+err.Error(), err)
+	if err := r.flush(); err != nil {
+		l.recordFailed("recording the step", err)
+		return
 	}
+	// The loop's spend so far, as a floor (the loop is not over): a run
+	// whose process dies keeps it.
+	entry, err := canonjson.ToValue(ledgerRecord{Kind: LedgerProgress, Usage: UsageValue(l.res.Usage.Floor()), Status: string(store.StatusRunning)})
+	if err == nil {
+		err = r.life.appendLedger([]canonjson.Value{entry}, l.now())
+	}
+	if err != nil {
+		l.recordFailed("recording the loop's spend so far", err)
+	}
+}
+
+// recordFailed stops a loop whose record write was refused: interrupted
+// when the lease was lost, failed otherwise (the loop cannot go on
+// unrecorded).
+func (l *toolLoop) recordFailed(what string, err error) {
+	l.stop(StopFailed)
+	if lost := l.rec.life.leaseLost(); lost != nil {
+		l.fail(store.StatusInterrupted, ReasonLeaseLost, lost.Error(), lost)
+		return
+	}
+	l.fail(store.StatusFailed, ReasonTransport, what+": "+err.Error(), err)
 }
 
 // memberArena hands out object members from one backing array. Objects
@@ -197,9 +217,14 @@ func (a *memberArena) outcome(o ToolOutcome) canonjson.Value {
 }
 
 // end appends the final event (with any queued turn), the ledger entry,
-// and the run's one terminal state.
-func (r *loopRecorder) end(ctx context.Context) error {
+// and the run's one terminal state. A lost lease is returned as the
+// *LeaseLostError: nothing more was recorded.
+func (r *loopRecorder) end() error {
 	l := r.l
+	r.life.finishing()
+	if lost := r.life.leaseLost(); lost != nil {
+		return lost
+	}
 	status, reason, detail := l.terminal()
 	pending := make([]canonjson.Value, len(l.res.Pending))
 	for i, c := range l.res.Pending {
@@ -213,19 +238,24 @@ func (r *loopRecorder) end(ctx context.Context) error {
 	}
 	r.add(EventToolLoopFinal, "final", -1, canonjson.ObjectValue(final))
 	var errs []error
-	if err := r.flush(ctx); err != nil {
+	if err := r.flush(); err != nil {
 		errs = append(errs, fmt.Errorf("kernel: recording the events of run %s: %w", l.res.RunID, err))
 	}
-	entry, err := canonjson.ToValue(ledgerRecord{Kind: "tool-loop", Usage: UsageValue(l.res.Usage), Status: string(status)})
+	entry, err := canonjson.ToValue(ledgerRecord{Kind: LedgerToolLoop, Usage: UsageValue(l.res.Usage), Status: string(status)})
 	if err == nil {
-		_, err = l.o.Store.AppendLedger(ctx, l.res.RunID, []canonjson.Value{entry}, l.now())
+		err = r.life.appendLedger([]canonjson.Value{entry}, l.now())
 	}
 	if err != nil {
 		errs = append(errs, fmt.Errorf("kernel: recording the ledger entry of run %s: %w", l.res.RunID, err))
 	}
-	r.stopLease()
-	if _, err := endRun(ctx, l.o.Store, l.res.RunID, status, l.doc()); err != nil {
-		errs = append(errs, fmt.Errorf("kernel: recording the end of run %s: %w", l.res.RunID, err))
+	if _, err := r.life.end(status, l.doc()); err != nil {
+		if lost, ok := errors.AsType[*LeaseLostError](err); ok {
+			return lost
+		}
+		errs = append(errs, err)
+	}
+	if lost := r.life.leaseLost(); lost != nil {
+		return lost
 	}
 	return errors.Join(errs...)
 }

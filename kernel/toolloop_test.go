@@ -651,8 +651,8 @@ type countingStore struct {
 	appends atomic.Int64
 }
 
-func (s *countingStore) AppendEvents(ctx context.Context, runID string, events []store.NewEvent) ([]store.Event, error) {
-	out, err := s.Store.AppendEvents(ctx, runID, events)
+func (s *countingStore) AppendEvents(ctx context.Context, f store.Fence, events []store.NewEvent) ([]store.Event, error) {
+	out, err := s.Store.AppendEvents(ctx, f, events)
 	if err == nil {
 		s.appends.Add(1)
 	}
@@ -722,12 +722,23 @@ func TestToolLoopRecorded(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
+	// A progress entry (the spend so far, a floor) after each turn that
+	// did not end the loop, then the closing entry.
 	ledgerEntries, err := st.Ledger(ctx, "loop-1")
-	if err != nil || len(ledgerEntries) != 1 {
-		t.Fatalf("%d ledger entries (%v); want 1", len(ledgerEntries), err)
+	if err != nil || len(ledgerEntries) != 3 {
+		t.Fatalf("%d ledger entries (%v); want 3", len(ledgerEntries), err)
 	}
-	if b, _ := canonjson.Canonical(ledgerEntries[0].Body); !strings.Contains(string(b), `"inputTokens":37`) || !strings.Contains(string(b), `"status":"completed"`) {
-		t.Errorf("ledger entry %s", b)
+	for i, wants := range [][]string{
+		{`"kind":"progress"`, `"inputTokens":{"atLeast":10}`, `"status":"running"`},
+		{`"kind":"progress"`, `"inputTokens":{"atLeast":22}`},
+		{`"kind":"tool-loop"`, `"inputTokens":37`, `"status":"completed"`},
+	} {
+		b, _ := canonjson.Canonical(ledgerEntries[i].Body)
+		for _, w := range wants {
+			if !strings.Contains(string(b), w) {
+				t.Errorf("ledger entry %d %s lacks %s", i, b, w)
+			}
+		}
 	}
 	// A run ends once: the same id cannot be recorded again.
 	if _, err := kernel.RunToolLoop(ctx, kernel.ToolLoopOptions{Model: model(answer("x")), Store: st, RunID: "loop-1"}); !errors.Is(err, store.ErrExists) {
@@ -774,23 +785,28 @@ func TestToolLoopOptionsValidated(t *testing.T) {
 		says string
 	}{
 		{"no model", kernel.ToolLoopOptions{}, "needs a Model"},
-		{"negative backstop", kernel.ToolLoopOptions{Model: m, MaxToolTurns: -1}, "MaxToolTurns -1"},
+		{"negative backstop", kernel.ToolLoopOptions{Model: m, MaxToolTurns: -1}, "MaxToolTurns: -1"},
 		{"cost cap without pricing", kernel.ToolLoopOptions{Model: m, MaxCostUSD: 1}, "needs CostOf"},
-		{"NaN cost cap", kernel.ToolLoopOptions{Model: m, MaxCostUSD: math.NaN(), CostOf: func(contract.ToolCall, kernel.ToolOutcome) float64 { return 0 }}, "MaxCostUSD NaN"},
-		{"negative cost cap", kernel.ToolLoopOptions{Model: m, MaxCostUSD: -1}, "MaxCostUSD -1"},
+		{"NaN cost cap", kernel.ToolLoopOptions{Model: m, MaxCostUSD: math.NaN(), CostOf: func(contract.ToolCall, kernel.ToolOutcome) float64 { return 0 }}, "MaxCostUSD: NaN"},
+		{"negative cost cap", kernel.ToolLoopOptions{Model: m, MaxCostUSD: -1}, "MaxCostUSD: -1"},
 		{"duplicate tools", kernel.ToolLoopOptions{Model: m, Tools: []contract.Tool{{Name: "a", Run: run}, {Name: "a", Run: run}}}, "tool name a appears twice"},
 		{"nameless tool", kernel.ToolLoopOptions{Model: m, Tools: []contract.Tool{{Run: run}}}, "tool 0 has no name"},
 		{"tool without Run", kernel.ToolLoopOptions{Model: m, Tools: []contract.Tool{{Name: "a"}}}, "tool a has no Run"},
 		{"reserve without budget", kernel.ToolLoopOptions{Model: m, Reserve: reserve}, "no Budget"},
 		{"budget without reserve", kernel.ToolLoopOptions{Model: m, Budget: pool}, "Reserve of Tokens and Iterations"},
 		{"dollar budget without dollars reserved", kernel.ToolLoopOptions{Model: m, Budget: usdPool, Reserve: reserve}, "needs MicroUSD"},
-		{"negative lease", kernel.ToolLoopOptions{Model: m, LeaseTTL: -time.Second}, "LeaseTTL"},
+		{"negative lease", kernel.ToolLoopOptions{Model: m, LeaseTTL: -time.Second, Store: memory.New(nil)}, "LeaseTTL"},
+		{"lease below the minimum", kernel.ToolLoopOptions{Model: m, LeaseTTL: time.Millisecond, Store: memory.New(nil)}, "LeaseTTL: 1ms is below the minimum of 1s"},
+		{"lease without a store", kernel.ToolLoopOptions{Model: m, LeaseTTL: time.Minute}, "no Store was given"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res, err := kernel.RunToolLoop(context.Background(), tt.opts)
-			if !errors.Is(err, kernel.ErrInvalidToolLoop) || !strings.Contains(err.Error(), tt.says) || res != nil {
-				t.Errorf("got %v, %v; want ErrInvalidToolLoop saying %q", res, err, tt.says)
+			if !errors.Is(err, kernel.ErrInvalidOptions) || !strings.Contains(err.Error(), tt.says) || res != nil {
+				t.Errorf("got %v, %v; want ErrInvalidOptions saying %q", res, err, tt.says)
+			}
+			if _, ok := errors.AsType[*kernel.OptionsError](err); !ok {
+				t.Errorf("%v is not an *OptionsError naming the field", err)
 			}
 		})
 	}
@@ -852,7 +868,7 @@ func TestToolLoopLabelAndRender(t *testing.T) {
 // brokenStore refuses every event append, as a full disk would.
 type brokenStore struct{ store.Store }
 
-func (brokenStore) AppendEvents(context.Context, string, []store.NewEvent) ([]store.Event, error) {
+func (brokenStore) AppendEvents(context.Context, store.Fence, []store.NewEvent) ([]store.Event, error) {
 	return nil, errors.New("disk full")
 }
 
@@ -877,7 +893,7 @@ func TestToolLoopLeaseRenewed(t *testing.T) {
 	st := memory.New(nil)
 	var during store.Status
 	slow := contract.Tool{Name: "slow", Run: func(ctx context.Context, _ canonjson.Value) (canonjson.Value, error) {
-		time.Sleep(time.Second) // four lease lifetimes
+		time.Sleep(1500 * time.Millisecond) // one and a half lease lifetimes
 		run, err := st.GetRun(ctx, "loop-lease")
 		during = run.Status
 		return canonjson.NullValue(), err
@@ -886,9 +902,9 @@ func TestToolLoopLeaseRenewed(t *testing.T) {
 		Model: model(turn(scripted.Call("c1", "slow", `{}`)), answer("ok")), Tools: []contract.Tool{slow},
 		// A lifetime long enough that a loaded CI machine still schedules
 		// the renewal in time; what is tested is that it renews at all.
-		Store: st, RunID: "loop-lease", LeaseTTL: 250 * time.Millisecond,
+		Store: st, RunID: "loop-lease", LeaseTTL: kernel.MinLeaseTTL,
 	})
-	if err != nil || !res.ToolResults[0].Outcome.OK {
+	if err != nil || len(res.ToolResults) == 0 || !res.ToolResults[0].Outcome.OK {
 		t.Fatalf("err %v, outcome %+v", err, res.ToolResults[0].Outcome)
 	}
 	if during != store.StatusRunning {
@@ -912,7 +928,7 @@ func TestToolLoopRequestCancel(t *testing.T) {
 	}}
 	m := model(turn(scripted.Call("c1", "operator", `{}`)), answer("never"))
 	res, err := kernel.RunToolLoop(context.Background(), kernel.ToolLoopOptions{
-		Model: m, Tools: []contract.Tool{operator}, Store: st, RunID: "loop-victim", LeaseTTL: 30 * time.Millisecond,
+		Model: m, Tools: []contract.Tool{operator}, Store: st, RunID: "loop-victim", LeaseTTL: kernel.MinLeaseTTL,
 	})
 	runErr, ok := errors.AsType[*kernel.RunError](err)
 	if !ok || runErr.Status != store.StatusCancelled || !strings.Contains(runErr.Detail, "operator says stop") || res.StopReason != kernel.StopCancelled {

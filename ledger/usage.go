@@ -57,6 +57,13 @@ func format[N int64 | float64](v N) string {
 	return fmt.Sprint(v)
 }
 
+// Floor returns a as a lower bound: unknown stays unknown, a reported
+// amount is no longer complete.
+func (a Amount[N]) Floor() Amount[N] {
+	a.Complete = false
+	return a
+}
+
 // Usage is token usage and cost with every channel's knowledge kept.
 // Reasoning tokens count as output; they are also reported on their own
 // when the provider separates them.
@@ -75,6 +82,21 @@ func NoUsage() Usage {
 	zero, cost := ExactAmount[int64](0), ExactAmount[float64](0)
 	return Usage{InputTokens: zero, OutputTokens: zero, CacheReadTokens: zero, CacheWriteTokens: zero,
 		ReasoningTokens: zero, CostUSD: cost}
+}
+
+// Floor returns u with every reported channel a lower bound: the usage
+// of work that ended before it reported all it spent (a cut stream, a
+// timeout, a cancellation, a process that died). Unknown channels stay
+// unknown.
+func (u Usage) Floor() Usage {
+	return Usage{
+		InputTokens:      u.InputTokens.Floor(),
+		OutputTokens:     u.OutputTokens.Floor(),
+		CacheReadTokens:  u.CacheReadTokens.Floor(),
+		CacheWriteTokens: u.CacheWriteTokens.Floor(),
+		ReasoningTokens:  u.ReasoningTokens.Floor(),
+		CostUSD:          u.CostUSD.Floor(),
+	}
 }
 
 // Plus adds two usages channel by channel.

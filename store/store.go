@@ -52,6 +52,12 @@ type Run struct {
 	UpdatedAt time.Time
 	// Revision increases with every update; Update refuses a stale one.
 	Revision int64
+	// Generation is the run's lease generation: 1 when it is created,
+	// raised by whoever takes over a lapsed run. A lease holder's writes
+	// name the generation they were granted under (a Fence), and the
+	// store refuses them once another generation, a lapsed lease or a
+	// terminal status says the holder no longer owns the run.
+	Generation int64
 	// Owner identifies the process driving a live run, and LeaseUntil
 	// when its claim lapses unless renewed. A live run whose lease lapsed
 	// is reported as StatusInterrupted.
@@ -113,8 +119,8 @@ type ListOptions struct {
 // Store is durable run state. Implementations are safe for concurrent use
 // by many goroutines and, for the database adapters, many processes.
 type Store interface {
-	// CreateRun stores a new run with Revision 1. A run with the same id
-	// is ErrExists.
+	// CreateRun stores a new run with Revision 1 and, when r.Generation
+	// is 0, lease generation 1. A run with the same id is ErrExists.
 	CreateRun(ctx context.Context, r Run) (Run, error)
 	// GetRun returns a run, reporting a live run whose lease lapsed as
 	// StatusInterrupted. A missing run is ErrNotFound.
@@ -125,16 +131,24 @@ type Store interface {
 	UpdateRun(ctx context.Context, id string, fn func(*Run) error) (Run, error)
 	// ListRuns returns runs, newest first.
 	ListRuns(ctx context.Context, opts ListOptions) ([]Run, error)
-	// AppendEvents durably appends events to a run in order and returns
-	// them with their sequences and cursors. Nothing is visible to
-	// readers before it is durable. An event id already in the run is
-	// ErrExists and nothing is appended.
-	AppendEvents(ctx context.Context, runID string, events []NewEvent) ([]Event, error)
+	// UpdateFenced is UpdateRun for the run's lease holder: it applies fn
+	// and stores the result only while f holds (CheckFence), atomically
+	// with the write; otherwise it returns a *FenceError and changes
+	// nothing.
+	UpdateFenced(ctx context.Context, f Fence, fn func(*Run) error) (Run, error)
+	// AppendEvents durably appends events to the fenced run in order and
+	// returns them with their sequences and cursors. Nothing is visible
+	// to readers before it is durable. An event id already in the run is
+	// ErrExists, a fence that no longer holds is a *FenceError, and then
+	// nothing is appended.
+	AppendEvents(ctx context.Context, f Fence, events []NewEvent) ([]Event, error)
 	// Events returns up to limit events of a run after cursor ("" for the
 	// beginning), in sequence order.
 	Events(ctx context.Context, runID, after string, limit int) ([]Event, error)
-	// AppendLedger durably appends cost-ledger entries to a run.
-	AppendLedger(ctx context.Context, runID string, bodies []canonjson.Value, at time.Time) ([]LedgerEntry, error)
+	// AppendLedger durably appends cost-ledger entries to the fenced run;
+	// a fence that no longer holds is a *FenceError and nothing is
+	// appended.
+	AppendLedger(ctx context.Context, f Fence, bodies []canonjson.Value, at time.Time) ([]LedgerEntry, error)
 	// Ledger returns a run's ledger entries in order.
 	Ledger(ctx context.Context, runID string) ([]LedgerEntry, error)
 	// ClaimIdempotency records rec if (Scope, Key) is new and returns it
@@ -153,6 +167,80 @@ var (
 	ErrTerminal = errors.New("store: run already ended")
 	ErrInvalid  = errors.New("store: invalid record")
 )
+
+// Fence is a lease holder's claim on a live run: the run and the lease
+// generation it was granted. A fenced write succeeds only while the run
+// is live, still in that generation, and its lease has not lapsed.
+type Fence struct {
+	RunID      string
+	Generation int64
+}
+
+// Fence returns the claim of whoever holds r's current lease.
+func (r Run) Fence() Fence { return Fence{RunID: r.ID, Generation: r.Generation} }
+
+// ErrFenced matches every *FenceError.
+var ErrFenced = errors.New("store: the lease no longer holds")
+
+// Why a fence no longer holds (FenceError.Reason).
+const (
+	// FenceLapsed: the lease expired before the write; readers already
+	// see the run interrupted.
+	FenceLapsed = "lapsed"
+	// FenceSuperseded: another holder took the run over (a newer
+	// generation).
+	FenceSuperseded = "superseded"
+	// FenceEnded: the run already reached a terminal status.
+	FenceEnded = "ended"
+)
+
+// FenceError is the refusal of a write by a holder that no longer owns
+// the run. errors.Is(err, ErrFenced) matches it.
+type FenceError struct {
+	RunID string
+	// Generation is the writer's; Current the run's.
+	Generation, Current int64
+	// Reason is FenceLapsed, FenceSuperseded or FenceEnded.
+	Reason string
+	// Status is the run's status as readers see it.
+	Status Status
+	// LeaseUntil is when the run's lease lapsed (or lapses).
+	LeaseUntil time.Time
+}
+
+func (e *FenceError) Error() string {
+	switch e.Reason {
+	case FenceLapsed:
+		return fmt.Sprintf("run %s: the lease of generation %d lapsed at %s; the run is %s", e.RunID, e.Generation, e.LeaseUntil.UTC().Format(time.RFC3339Nano), e.Status)
+	case FenceSuperseded:
+		return fmt.Sprintf("run %s: generation %d was superseded by generation %d", e.RunID, e.Generation, e.Current)
+	}
+	return fmt.Sprintf("run %s already ended as %s", e.RunID, e.Status)
+}
+
+// Is makes errors.Is(err, ErrFenced) match.
+func (e *FenceError) Is(target error) bool { return target == ErrFenced }
+
+// CheckFence reports whether f still holds on r at now: nil, or the
+// *FenceError saying why not. r may be as stored or as GetRun reports it
+// (a lapsed lease read as interrupted is still reported lapsed).
+// Adapters call it inside the transaction (or under the lock) of a
+// fenced write.
+func CheckFence(r Run, f Fence, now time.Time) error {
+	e := &FenceError{RunID: r.ID, Generation: f.Generation, Current: r.Generation, Status: Effective(r, now), LeaseUntil: r.LeaseUntil}
+	lapsed := !r.LeaseUntil.IsZero() && now.After(r.LeaseUntil)
+	switch {
+	case r.Generation != f.Generation:
+		e.Reason = FenceSuperseded
+	case r.Status.Terminal() && !(r.Status == StatusInterrupted && lapsed):
+		e.Reason = FenceEnded
+	case lapsed:
+		e.Reason = FenceLapsed
+	default:
+		return nil
+	}
+	return e
+}
 
 // CursorFor returns the cursor of sequence seq. Cursors are opaque to
 // callers; this spelling keeps them ordered as strings too.
@@ -195,6 +283,9 @@ func CheckUpdate(before, after Run) error {
 	if before.Status.Terminal() && after.Status != before.Status {
 		return fmt.Errorf("%w: %s run %s cannot become %s", ErrTerminal, before.Status, before.ID, after.Status)
 	}
+	if after.Generation < before.Generation {
+		return fmt.Errorf("%w: run %s's lease generation cannot go back from %d to %d", ErrInvalid, before.ID, before.Generation, after.Generation)
+	}
 	return nil
 }
 
@@ -202,6 +293,9 @@ func CheckUpdate(before, after Run) error {
 func CheckNew(r Run) error {
 	if r.ID == "" || r.Kind == "" {
 		return fmt.Errorf("%w: a run needs an id and a kind", ErrInvalid)
+	}
+	if r.Generation < 0 {
+		return fmt.Errorf("%w: run %s has a negative lease generation", ErrInvalid, r.ID)
 	}
 	if !r.Status.Valid() {
 		return fmt.Errorf("%w: unknown status %q", ErrInvalid, r.Status)

@@ -137,7 +137,7 @@ func TestRunSurvivesSIGKILL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, "run", "--db", db, "--lease", "600ms", "--script", script, noteWriter, "--task", "Write slowly.")
+	cmd := exec.Command(exe, "run", "--db", db, "--lease", "1s", "--script", script, noteWriter, "--task", "Write slowly.")
 	cmd.Env = append(os.Environ(), "AGENTRT_CLI_CHILD=1")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -175,7 +175,7 @@ func TestRunSurvivesSIGKILL(t *testing.T) {
 			t.Errorf("event %d changed across the kill", i)
 		}
 	}
-	time.Sleep(700 * time.Millisecond) // the lease lapses
+	time.Sleep(1100 * time.Millisecond) // the lease lapses
 	r, err := s2.GetRun(ctx, runID)
 	if err != nil {
 		t.Fatal(err)

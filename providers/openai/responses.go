@@ -299,7 +299,7 @@ func (s *responsesState) feed(ev ssestream.Event, yield func(contract.ChatEvent,
 		if stop, err := s.responseUsage(e.Response, yield); stop || err != nil {
 			return true, err
 		}
-		return true, s.fail("the response is incomplete ("+reason+")", yield)
+		return true, s.stopped("the response is incomplete ("+reason+")", "incomplete: "+reason, yield)
 	case "response.failed":
 		s.finish = "failed"
 		if stop, err := s.responseUsage(e.Response, yield); stop || err != nil {
@@ -401,9 +401,9 @@ func (s *responsesState) complete(r *responsesResponse, yield func(contract.Chat
 			return err
 		}
 		if s.refusal.Len() > 0 {
-			return s.fail("the model refused: "+s.refusal.String(), yield)
+			return s.stopped("the model refused: "+s.refusal.String(), "refusal", yield)
 		}
-		return s.fail("the response completed with status "+s.finish, yield)
+		return s.stopped("the response completed with status "+s.finish, s.finish, yield)
 	}
 	s.completed = true
 	slices.SortStableFunc(s.calls, func(a, b doneCall) int { return cmp.Compare(a.index, b.index) })

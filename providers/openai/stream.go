@@ -49,10 +49,19 @@ type streamBase struct {
 
 func (b *streamBase) base() *streamBase { return b }
 
-// fail yields an in-band failure; nothing follows it.
+// fail yields an in-band failure that broke the turn off; nothing
+// follows it.
 func (b *streamBase) fail(msg string, yield func(contract.ChatEvent, error) bool) error {
+	return b.stopped(msg, "", yield)
+}
+
+// stopped yields the failure of a turn the model ended itself for
+// reason (a token limit, a filter, a refusal): the turn ran to its end,
+// so its usage is final (contract.ChatEvent.StopReason). Nothing follows
+// it.
+func (b *streamBase) stopped(msg, reason string, yield func(contract.ChatEvent, error) bool) error {
 	b.failed = true
-	yield(contract.ChatEvent{Kind: contract.ChatFailure, Failure: scrub(msg, b.secret)}, nil)
+	yield(contract.ChatEvent{Kind: contract.ChatFailure, Failure: scrub(msg, b.secret), StopReason: reason}, nil)
 	return nil
 }
 
@@ -276,16 +285,16 @@ const maxToolCalls = 256
 // yields the assembled calls; anything else is an in-band failure.
 func (s *chatState) finished(yield func(contract.ChatEvent, error) bool) (bool, error) {
 	if s.refusal.Len() > 0 {
-		return true, s.fail("the model refused: "+s.refusal.String(), yield)
+		return true, s.stopped("the model refused: "+s.refusal.String(), "refusal", yield)
 	}
 	switch s.finish {
 	case "stop", "tool_calls", "function_call":
 	case "length":
-		return true, s.fail("the completion was cut at its token limit (finish_reason length)", yield)
+		return true, s.stopped("the completion was cut at its token limit (finish_reason length)", s.finish, yield)
 	case "content_filter":
-		return true, s.fail("the endpoint's content filter stopped the completion (finish_reason content_filter)", yield)
+		return true, s.stopped("the endpoint's content filter stopped the completion (finish_reason content_filter)", s.finish, yield)
 	default:
-		return true, s.fail("the completion finished with an unknown reason "+s.finish, yield)
+		return true, s.stopped("the completion finished with an unknown reason "+s.finish, s.finish, yield)
 	}
 	slices.SortFunc(s.calls, func(a, b partialCall) int { return cmp.Compare(a.index, b.index) })
 	for i := range s.calls {

@@ -61,6 +61,9 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) (store.Run, error) {
 		r.CreatedAt = now
 	}
 	r.UpdatedAt, r.Revision = now, 1
+	if r.Generation == 0 {
+		r.Generation = 1
+	}
 	cp := r
 	s.runs[r.ID] = &cp
 	return r, nil
@@ -84,14 +87,20 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 
 // UpdateRun implements store.Store.
 func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*store.Run) error) (store.Run, error) {
+	return s.update(id, nil, fn)
+}
+
+// UpdateFenced implements store.Store.
+func (s *Store) UpdateFenced(ctx context.Context, f store.Fence, fn func(*store.Run) error) (store.Run, error) {
+	return s.update(f.RunID, &f, fn)
+}
+
+func (s *Store) update(id string, f *store.Fence, fn func(*store.Run) error) (store.Run, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.check(); err != nil {
+	cur, err := s.run(id, f)
+	if err != nil {
 		return store.Run{}, err
-	}
-	cur, ok := s.runs[id]
-	if !ok {
-		return store.Run{}, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
 	}
 	before := *cur
 	before.Status = store.Effective(before, s.now())
@@ -111,6 +120,24 @@ func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*store.Run) er
 	next.UpdatedAt = s.now().UTC()
 	*cur = next
 	return next, nil
+}
+
+// run returns the stored run id, checking f when it is not nil; s.mu is
+// held.
+func (s *Store) run(id string, f *store.Fence) (*store.Run, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	r, ok := s.runs[id]
+	if !ok {
+		return nil, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+	}
+	if f != nil {
+		if err := store.CheckFence(*r, *f, s.now()); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
 // ListRuns implements store.Store.
@@ -142,18 +169,16 @@ func (s *Store) ListRuns(ctx context.Context, opts store.ListOptions) ([]store.R
 }
 
 // AppendEvents implements store.Store.
-func (s *Store) AppendEvents(ctx context.Context, runID string, events []store.NewEvent) ([]store.Event, error) {
+func (s *Store) AppendEvents(ctx context.Context, f store.Fence, events []store.NewEvent) ([]store.Event, error) {
 	if err := store.CheckEvents(events); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.check(); err != nil {
+	if _, err := s.run(f.RunID, &f); err != nil {
 		return nil, err
 	}
-	if _, ok := s.runs[runID]; !ok {
-		return nil, fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
-	}
+	runID := f.RunID
 	log := s.events[runID]
 	ids := s.eventIDs[runID]
 	if ids == nil {
@@ -205,7 +230,7 @@ func (s *Store) Events(ctx context.Context, runID, after string, limit int) ([]s
 }
 
 // AppendLedger implements store.Store.
-func (s *Store) AppendLedger(ctx context.Context, runID string, bodies []canonjson.Value, at time.Time) ([]store.LedgerEntry, error) {
+func (s *Store) AppendLedger(ctx context.Context, f store.Fence, bodies []canonjson.Value, at time.Time) ([]store.LedgerEntry, error) {
 	for i, b := range bodies {
 		if _, err := canonjson.Canonical(b); err != nil {
 			return nil, fmt.Errorf("%w: ledger entry %d: %w", store.ErrInvalid, i, err)
@@ -213,12 +238,10 @@ func (s *Store) AppendLedger(ctx context.Context, runID string, bodies []canonjs
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.check(); err != nil {
+	if _, err := s.run(f.RunID, &f); err != nil {
 		return nil, err
 	}
-	if _, ok := s.runs[runID]; !ok {
-		return nil, fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
-	}
+	runID := f.RunID
 	entries := s.ledger[runID]
 	out := make([]store.LedgerEntry, len(bodies))
 	for i, b := range bodies {

@@ -82,8 +82,11 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) (store.Run, error) {
 		r.CreatedAt = now
 	}
 	r.UpdatedAt, r.Revision = now, 1
-	_, err = s.pool.Exec(ctx, `INSERT INTO runs (`+sqlrow.RunColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		r.ID, r.Kind, string(r.Status), sqlrow.Nanos(r.CreatedAt), sqlrow.Nanos(r.UpdatedAt), r.Revision, r.Owner, sqlrow.Nanos(r.LeaseUntil), doc)
+	if r.Generation == 0 {
+		r.Generation = 1
+	}
+	_, err = s.pool.Exec(ctx, `INSERT INTO runs (`+sqlrow.RunColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		r.ID, r.Kind, string(r.Status), sqlrow.Nanos(r.CreatedAt), sqlrow.Nanos(r.UpdatedAt), r.Revision, r.Owner, sqlrow.Nanos(r.LeaseUntil), doc, r.Generation)
 	if isUniqueViolation(err) {
 		return store.Run{}, fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
 	}
@@ -110,15 +113,30 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 // UpdateRun implements store.Store: read, apply fn, and write only if the
 // revision is still the one read; otherwise read again.
 func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*store.Run) error) (store.Run, error) {
-	return sqlrow.UpdateRun(ctx, id, s.now, s.GetRun, fn, func(cur, next store.Run, doc *string) (bool, error) {
-		tag, err := s.pool.Exec(ctx, `UPDATE runs SET status = $1, updated_at = $2, revision = $3, owner = $4, lease_until = $5, doc = $6
-			WHERE id = $7 AND revision = $8`,
-			string(next.Status), sqlrow.Nanos(next.UpdatedAt), next.Revision, next.Owner, sqlrow.Nanos(next.LeaseUntil), doc, id, cur.Revision)
+	return sqlrow.UpdateRun(ctx, id, nil, s.now, s.GetRun, fn, s.write(ctx))
+}
+
+// UpdateFenced implements store.Store.
+func (s *Store) UpdateFenced(ctx context.Context, f store.Fence, fn func(*store.Run) error) (store.Run, error) {
+	return sqlrow.UpdateRun(ctx, f.RunID, &f, s.now, s.GetRun, fn, s.write(ctx))
+}
+
+func (s *Store) write(ctx context.Context) sqlrow.Write {
+	return func(cur, next store.Run, doc *string, fenced bool, now time.Time) (bool, error) {
+		q := `UPDATE runs SET status = $1, updated_at = $2, revision = $3, owner = $4, lease_until = $5, doc = $6, generation = $7
+			WHERE id = $8 AND revision = $9`
+		args := []any{string(next.Status), sqlrow.Nanos(next.UpdatedAt), next.Revision, next.Owner, sqlrow.Nanos(next.LeaseUntil), doc, next.Generation,
+			cur.ID, cur.Revision}
+		if fenced {
+			q += ` AND ` + sqlrow.LeaseHolds("$10")
+			args = append(args, now.UnixNano())
+		}
+		tag, err := s.pool.Exec(ctx, q, args...)
 		if err != nil {
 			return false, fmt.Errorf("postgres: update run: %w", err)
 		}
 		return tag.RowsAffected() == 1, nil
-	})
+	}
 }
 
 // ListRuns implements store.Store.
@@ -162,16 +180,11 @@ func (s *Store) ListRuns(ctx context.Context, opts store.ListOptions) ([]store.R
 // lockRun locks the run's row for the rest of tx, so that appends to one
 // run are serialized across connections and processes (gapless
 // sequences), or reports ErrNotFound.
-func lockRun(ctx context.Context, tx pgx.Tx, runID string) error {
-	var one int
-	err := tx.QueryRow(ctx, `SELECT 1 FROM runs WHERE id = $1 FOR NO KEY UPDATE`, runID).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
-	}
-	if err != nil {
-		return fmt.Errorf("postgres: %w", err)
-	}
-	return nil
+// lockFenced locks the run's row against other writers until tx ends and
+// checks f on it.
+func (s *Store) lockFenced(ctx context.Context, tx pgx.Tx, f store.Fence) error {
+	row := tx.QueryRow(ctx, `SELECT status, generation, lease_until FROM runs WHERE id = $1 FOR NO KEY UPDATE`, f.RunID)
+	return sqlrow.CheckFenced(row, f, s.now(), "postgres", pgx.ErrNoRows)
 }
 
 func (s *Store) runExists(ctx context.Context, runID string) error {
@@ -187,7 +200,8 @@ func (s *Store) runExists(ctx context.Context, runID string) error {
 
 // AppendEvents implements store.Store. The batch commits in one
 // transaction (synchronous commit) before it returns.
-func (s *Store) AppendEvents(ctx context.Context, runID string, events []store.NewEvent) ([]store.Event, error) {
+func (s *Store) AppendEvents(ctx context.Context, f store.Fence, events []store.NewEvent) ([]store.Event, error) {
+	runID := f.RunID
 	if err := store.CheckEvents(events); err != nil {
 		return nil, err
 	}
@@ -202,7 +216,7 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, events []store.N
 	}
 	out := make([]store.Event, n)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := lockRun(ctx, tx, runID); err != nil {
+		if err := s.lockFenced(ctx, tx, f); err != nil {
 			return err
 		}
 		var last int64
@@ -255,14 +269,15 @@ func (s *Store) Events(ctx context.Context, runID, after string, limit int) ([]s
 }
 
 // AppendLedger implements store.Store.
-func (s *Store) AppendLedger(ctx context.Context, runID string, bodies []canonjson.Value, at time.Time) ([]store.LedgerEntry, error) {
+func (s *Store) AppendLedger(ctx context.Context, f store.Fence, bodies []canonjson.Value, at time.Time) ([]store.LedgerEntry, error) {
+	runID := f.RunID
 	texts, err := sqlrow.CanonicalTexts(bodies)
 	if err != nil {
 		return nil, err
 	}
 	seqs := make([]int64, len(bodies))
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := lockRun(ctx, tx, runID); err != nil {
+		if err := s.lockFenced(ctx, tx, f); err != nil {
 			return err
 		}
 		var last int64

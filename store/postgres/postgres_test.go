@@ -67,7 +67,7 @@ func appendFrom(t *testing.T, s *postgres.Store, who string) {
 				for j := range batch {
 					batch[j] = store.NewEvent{ID: fmt.Sprintf("%s-w%d-%d-%d", who, w, i, j), Type: "message.delta", Time: time.Now(), Body: body}
 				}
-				if _, err := s.AppendEvents(context.Background(), "r", batch); err != nil {
+				if _, err := s.AppendEvents(context.Background(), store.Fence{RunID: "r", Generation: 1}, batch); err != nil {
 					t.Error(err)
 					return
 				}

@@ -36,7 +36,7 @@ func BenchmarkEventAppendSQLite(b *testing.B) {
 		i := 0
 		for b.Loop() {
 			i++
-			if _, err := s.AppendEvents(ctx, "r", []store.NewEvent{{ID: fmt.Sprint("e", i), Type: "message.delta", Time: time.Now(), Body: body}}); err != nil {
+			if _, err := s.AppendEvents(ctx, store.Fence{RunID: "r", Generation: 1}, []store.NewEvent{{ID: fmt.Sprint("e", i), Type: "message.delta", Time: time.Now(), Body: body}}); err != nil {
 				b.Fatal(err)
 			}
 		}

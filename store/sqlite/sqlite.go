@@ -95,8 +95,11 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) (store.Run, error) {
 		r.CreatedAt = now
 	}
 	r.UpdatedAt, r.Revision = now, 1
-	_, err = s.w.ExecContext(ctx, `INSERT INTO runs (`+sqlrow.RunColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, r.Kind, string(r.Status), sqlrow.Nanos(r.CreatedAt), sqlrow.Nanos(r.UpdatedAt), r.Revision, r.Owner, sqlrow.Nanos(r.LeaseUntil), doc)
+	if r.Generation == 0 {
+		r.Generation = 1
+	}
+	_, err = s.w.ExecContext(ctx, `INSERT INTO runs (`+sqlrow.RunColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.Kind, string(r.Status), sqlrow.Nanos(r.CreatedAt), sqlrow.Nanos(r.UpdatedAt), r.Revision, r.Owner, sqlrow.Nanos(r.LeaseUntil), doc, r.Generation)
 	if err != nil {
 		if isConstraint(err) {
 			return store.Run{}, fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
@@ -125,10 +128,25 @@ func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
 
 // UpdateRun implements store.Store.
 func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*store.Run) error) (store.Run, error) {
-	return sqlrow.UpdateRun(ctx, id, s.now, s.GetRun, fn, func(cur, next store.Run, doc *string) (bool, error) {
-		res, err := s.w.ExecContext(ctx, `UPDATE runs SET status = ?, updated_at = ?, revision = ?, owner = ?, lease_until = ?, doc = ?
-			WHERE id = ? AND revision = ?`,
-			string(next.Status), sqlrow.Nanos(next.UpdatedAt), next.Revision, next.Owner, sqlrow.Nanos(next.LeaseUntil), doc, id, cur.Revision)
+	return sqlrow.UpdateRun(ctx, id, nil, s.now, s.GetRun, fn, s.write(ctx))
+}
+
+// UpdateFenced implements store.Store.
+func (s *Store) UpdateFenced(ctx context.Context, f store.Fence, fn func(*store.Run) error) (store.Run, error) {
+	return sqlrow.UpdateRun(ctx, f.RunID, &f, s.now, s.GetRun, fn, s.write(ctx))
+}
+
+func (s *Store) write(ctx context.Context) sqlrow.Write {
+	return func(cur, next store.Run, doc *string, fenced bool, now time.Time) (bool, error) {
+		q := `UPDATE runs SET status = ?, updated_at = ?, revision = ?, owner = ?, lease_until = ?, doc = ?, generation = ?
+			WHERE id = ? AND revision = ?`
+		args := []any{string(next.Status), sqlrow.Nanos(next.UpdatedAt), next.Revision, next.Owner, sqlrow.Nanos(next.LeaseUntil), doc, next.Generation,
+			cur.ID, cur.Revision}
+		if fenced {
+			q += ` AND ` + sqlrow.LeaseHolds("?")
+			args = append(args, now.UnixNano())
+		}
+		res, err := s.w.ExecContext(ctx, q, args...)
 		if err != nil {
 			return false, fmt.Errorf("sqlite: update run: %w", err)
 		}
@@ -137,7 +155,7 @@ func (s *Store) UpdateRun(ctx context.Context, id string, fn func(*store.Run) er
 			return false, fmt.Errorf("sqlite: update run: %w", err)
 		}
 		return n == 1, nil
-	})
+	}
 }
 
 // ListRuns implements store.Store.
@@ -191,9 +209,17 @@ func (s *Store) runExists(ctx context.Context, q interface {
 	return nil
 }
 
+// checkFence checks f inside tx, a write transaction (BEGIN IMMEDIATE:
+// no other writer can change the run before it commits).
+func (s *Store) checkFence(ctx context.Context, tx *sql.Tx, f store.Fence) error {
+	row := tx.QueryRowContext(ctx, `SELECT status, generation, lease_until FROM runs WHERE id = ?`, f.RunID)
+	return sqlrow.CheckFenced(row, f, s.now(), "sqlite", sql.ErrNoRows)
+}
+
 // AppendEvents implements store.Store. The batch commits in one
 // transaction with a full fsync before it returns.
-func (s *Store) AppendEvents(ctx context.Context, runID string, events []store.NewEvent) ([]store.Event, error) {
+func (s *Store) AppendEvents(ctx context.Context, f store.Fence, events []store.NewEvent) ([]store.Event, error) {
+	runID := f.RunID
 	if err := store.CheckEvents(events); err != nil {
 		return nil, err
 	}
@@ -210,7 +236,7 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, events []store.N
 		return nil, fmt.Errorf("sqlite: append events: %w", err)
 	}
 	defer tx.Rollback()
-	if err := s.runExists(ctx, tx, runID); err != nil {
+	if err := s.checkFence(ctx, tx, f); err != nil {
 		return nil, err
 	}
 	var last int64
@@ -261,7 +287,8 @@ func (s *Store) Events(ctx context.Context, runID, after string, limit int) ([]s
 }
 
 // AppendLedger implements store.Store.
-func (s *Store) AppendLedger(ctx context.Context, runID string, bodies []canonjson.Value, at time.Time) ([]store.LedgerEntry, error) {
+func (s *Store) AppendLedger(ctx context.Context, f store.Fence, bodies []canonjson.Value, at time.Time) ([]store.LedgerEntry, error) {
+	runID := f.RunID
 	texts, err := sqlrow.CanonicalTexts(bodies)
 	if err != nil {
 		return nil, err
@@ -271,7 +298,7 @@ func (s *Store) AppendLedger(ctx context.Context, runID string, bodies []canonjs
 		return nil, fmt.Errorf("sqlite: append ledger: %w", err)
 	}
 	defer tx.Rollback()
-	if err := s.runExists(ctx, tx, runID); err != nil {
+	if err := s.checkFence(ctx, tx, f); err != nil {
 		return nil, err
 	}
 	var last int64

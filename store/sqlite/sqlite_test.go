@@ -32,7 +32,7 @@ func TestReopenKeepsEverythingAndMigratesOnce(t *testing.T) {
 	if _, err := s.CreateRun(ctx, store.Run{ID: "r", Kind: "execute", Status: store.StatusRunning}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AppendEvents(ctx, "r", []store.NewEvent{{ID: "e1", Type: "t", Time: time.Now()}}); err == nil {
+	if _, err := s.AppendEvents(ctx, store.Fence{RunID: "r", Generation: 1}, []store.NewEvent{{ID: "e1", Type: "t", Time: time.Now()}}); err == nil {
 		t.Fatal("appended an event with no body")
 	}
 	s.Close()

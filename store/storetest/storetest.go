@@ -56,6 +56,10 @@ func Run(t *testing.T, open Open) {
 		{"Ledger", testLedger},
 		{"IdempotencyClaim", testIdempotency},
 		{"RefusesNonCanonicalJSON", testNonCanonical},
+		{"FencedWritesNeedALiveLease", testFenceLapsed},
+		{"FencedWritesNeedTheGeneration", testFenceSuperseded},
+		{"FencedWritesStopAtTheEnd", testFenceEnded},
+		{"FencedUpdateRacesTheLease", testFenceRace},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open) })
@@ -69,6 +73,9 @@ func doc(s string) canonjson.Value {
 	}
 	return v
 }
+
+// fence is the claim of the first lease holder of run id.
+func fence(id string) store.Fence { return store.Fence{RunID: id, Generation: 1} }
 
 func newRun(id string) store.Run {
 	return store.Run{ID: id, Kind: "execute", Status: store.StatusRunning, Doc: doc(`{"task":"write a note"}`)}
@@ -224,11 +231,11 @@ func testAppendReplay(t *testing.T, open Open) {
 	ctx := context.Background()
 	s := open(t, NewClock().Now)
 	s.CreateRun(ctx, newRun("r"))
-	first, err := s.AppendEvents(ctx, "r", events(3, "a"))
+	first, err := s.AppendEvents(ctx, fence("r"), events(3, "a"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := s.AppendEvents(ctx, "r", events(2, "b"))
+	second, err := s.AppendEvents(ctx, fence("r"), events(2, "b"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +268,7 @@ func testAppendReplay(t *testing.T, open Open) {
 	if _, err := s.Events(ctx, "r", "garbage", 0); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("bad cursor: %v", err)
 	}
-	if _, err := s.AppendEvents(ctx, "missing", events(1, "x")); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.AppendEvents(ctx, fence("missing"), events(1, "x")); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("append to a missing run: %v", err)
 	}
 }
@@ -270,9 +277,9 @@ func testAppendAtomic(t *testing.T, open Open) {
 	ctx := context.Background()
 	s := open(t, NewClock().Now)
 	s.CreateRun(ctx, newRun("r"))
-	s.AppendEvents(ctx, "r", events(2, "a"))
+	s.AppendEvents(ctx, fence("r"), events(2, "a"))
 	batch := append(events(2, "c"), events(1, "a")...) // a0 already exists
-	if _, err := s.AppendEvents(ctx, "r", batch); !errors.Is(err, store.ErrExists) {
+	if _, err := s.AppendEvents(ctx, fence("r"), batch); !errors.Is(err, store.ErrExists) {
 		t.Fatalf("duplicate event id: %v", err)
 	}
 	got, _ := s.Events(ctx, "r", "", 0)
@@ -291,7 +298,7 @@ func testConcurrentAppend(t *testing.T, open Open) {
 		go func() {
 			defer wg.Done()
 			for i := range 10 {
-				if _, err := s.AppendEvents(ctx, "r", events(2, fmt.Sprintf("w%d-%d-", w, i))); err != nil {
+				if _, err := s.AppendEvents(ctx, fence("r"), events(2, fmt.Sprintf("w%d-%d-", w, i))); err != nil {
 					t.Error(err)
 					return
 				}
@@ -315,7 +322,7 @@ func testLedger(t *testing.T, open Open) {
 	s := open(t, NewClock().Now)
 	s.CreateRun(ctx, newRun("r"))
 	at := time.Unix(1_800_000_000, 0).UTC()
-	if _, err := s.AppendLedger(ctx, "r", []canonjson.Value{doc(`{"tokens":10}`), doc(`{"tokens":null}`)}, at); err != nil {
+	if _, err := s.AppendLedger(ctx, fence("r"), []canonjson.Value{doc(`{"tokens":10}`), doc(`{"tokens":null}`)}, at); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Ledger(ctx, "r")
@@ -384,7 +391,190 @@ func testNonCanonical(t *testing.T, open Open) {
 		t.Errorf("run doc with a lone surrogate: %v", err)
 	}
 	s.CreateRun(ctx, newRun("ok"))
-	if _, err := s.AppendEvents(ctx, "ok", []store.NewEvent{{ID: "e", Type: "t", Body: bad}}); !errors.Is(err, store.ErrInvalid) {
+	if _, err := s.AppendEvents(ctx, fence("ok"), []store.NewEvent{{ID: "e", Type: "t", Body: bad}}); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("event body with a lone surrogate: %v", err)
+	}
+}
+
+// leased is a running run whose lease lapses at until.
+func leased(id string, until time.Time) store.Run {
+	r := newRun(id)
+	r.Owner, r.LeaseUntil = "host/1", until
+	return r
+}
+
+// wantFence fails t unless err is a *FenceError with the reason.
+func wantFence(t *testing.T, what string, err error, reason string) {
+	t.Helper()
+	fe, ok := errors.AsType[*store.FenceError](err)
+	if !ok || !errors.Is(err, store.ErrFenced) || fe.Reason != reason {
+		t.Errorf("%s: got %v, want a fence error (%s)", what, err, reason)
+	}
+}
+
+// After the lease lapses, the old holder's appends, ledger entries and
+// status changes are all refused, and nothing of them is stored; readers
+// see the run interrupted with everything recorded before the lapse.
+func testFenceLapsed(t *testing.T, open Open) {
+	ctx := context.Background()
+	clock := NewClock()
+	s := open(t, clock.Now)
+	created, err := s.CreateRun(ctx, leased("r", clock.Now().Add(10*time.Second)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.Generation != 1 {
+		t.Fatalf("a new run's generation is %d, want 1", created.Generation)
+	}
+	f := created.Fence()
+	if _, err := s.AppendEvents(ctx, f, events(2, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendLedger(ctx, f, []canonjson.Value{doc(`{"usage":1}`)}, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateFenced(ctx, f, func(r *store.Run) error { r.LeaseUntil = clock.Now().Add(10 * time.Second); return nil }); err != nil {
+		t.Fatalf("renewal: %v", err)
+	}
+	clock.Advance(10 * time.Second) // exactly at the lease's end: still held
+	if _, err := s.AppendEvents(ctx, f, events(1, "b")); err != nil {
+		t.Fatalf("append at the lease's last instant: %v", err)
+	}
+	clock.Advance(time.Nanosecond)
+	_, err = s.AppendEvents(ctx, f, events(1, "c"))
+	wantFence(t, "append after the lapse", err, store.FenceLapsed)
+	_, err = s.AppendLedger(ctx, f, []canonjson.Value{doc(`{"usage":2}`)}, clock.Now())
+	wantFence(t, "ledger after the lapse", err, store.FenceLapsed)
+	_, err = s.UpdateFenced(ctx, f, func(r *store.Run) error { r.Status = store.StatusCompleted; return nil })
+	wantFence(t, "ending after the lapse", err, store.FenceLapsed)
+	_, err = s.UpdateFenced(ctx, f, func(r *store.Run) error { r.LeaseUntil = clock.Now().Add(time.Hour); return nil })
+	wantFence(t, "renewing after the lapse", err, store.FenceLapsed)
+
+	got, err := s.GetRun(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != store.StatusInterrupted {
+		t.Errorf("status %s, want interrupted", got.Status)
+	}
+	evs, _ := s.Events(ctx, "r", "", 0)
+	led, _ := s.Ledger(ctx, "r")
+	if len(evs) != 3 || len(led) != 1 {
+		t.Errorf("%d events and %d ledger entries, want the 3 and 1 written before the lapse", len(evs), len(led))
+	}
+	// Anyone may record the interruption; the old holder still cannot write.
+	if _, err := s.UpdateRun(ctx, "r", func(r *store.Run) error { r.Status = store.StatusInterrupted; return nil }); err != nil {
+		t.Fatalf("marking interrupted: %v", err)
+	}
+	_, err = s.AppendEvents(ctx, f, events(1, "d"))
+	wantFence(t, "append after the run was marked interrupted", err, store.FenceLapsed)
+}
+
+// A run taken over by a newer generation refuses the older holder.
+func testFenceSuperseded(t *testing.T, open Open) {
+	ctx := context.Background()
+	clock := NewClock()
+	s := open(t, clock.Now)
+	created, err := s.CreateRun(ctx, leased("r2", clock.Now().Add(time.Minute)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := created.Fence()
+	taken, err := s.UpdateRun(ctx, "r2", func(r *store.Run) error { r.Generation++; r.Owner = "host/2"; return nil })
+	if err != nil || taken.Generation != 2 {
+		t.Fatalf("take over: %v, generation %d", err, taken.Generation)
+	}
+	_, err = s.AppendEvents(ctx, old, events(1, "a"))
+	wantFence(t, "old holder's append", err, store.FenceSuperseded)
+	_, err = s.AppendLedger(ctx, old, []canonjson.Value{doc(`{}`)}, clock.Now())
+	wantFence(t, "old holder's ledger entry", err, store.FenceSuperseded)
+	_, err = s.UpdateFenced(ctx, old, func(r *store.Run) error { r.Status = store.StatusCompleted; return nil })
+	wantFence(t, "old holder's ending", err, store.FenceSuperseded)
+	if _, err := s.AppendEvents(ctx, taken.Fence(), events(1, "b")); err != nil {
+		t.Errorf("new holder's append: %v", err)
+	}
+	if _, err := s.UpdateRun(ctx, "r2", func(r *store.Run) error { r.Generation = 1; return nil }); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("a generation went back: %v", err)
+	}
+}
+
+// Once the holder ended the run, nothing more is appended to it.
+func testFenceEnded(t *testing.T, open Open) {
+	ctx := context.Background()
+	clock := NewClock()
+	s := open(t, clock.Now)
+	created, err := s.CreateRun(ctx, leased("r", clock.Now().Add(time.Minute)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := created.Fence()
+	ended, err := s.UpdateFenced(ctx, f, func(r *store.Run) error {
+		r.Status, r.LeaseUntil = store.StatusCompleted, time.Time{}
+		return nil
+	})
+	if err != nil || ended.Status != store.StatusCompleted {
+		t.Fatalf("end: %v %s", err, ended.Status)
+	}
+	_, err = s.AppendEvents(ctx, f, events(1, "a"))
+	wantFence(t, "append after the end", err, store.FenceEnded)
+	_, err = s.AppendLedger(ctx, f, []canonjson.Value{doc(`{}`)}, clock.Now())
+	wantFence(t, "ledger after the end", err, store.FenceEnded)
+	_, err = s.AppendEvents(ctx, fence("missing"), events(1, "a"))
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("append to a missing run: %v", err)
+	}
+}
+
+// Renewals racing a reader that marks the run interrupted once it lapses:
+// whichever comes first wins, and a renewal never resurrects a run a
+// reader saw interrupted.
+func testFenceRace(t *testing.T, open Open) {
+	ctx := context.Background()
+	clock := NewClock()
+	s := open(t, clock.Now)
+	created, err := s.CreateRun(ctx, leased("r", clock.Now().Add(time.Second)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := created.Fence()
+	var wg sync.WaitGroup
+	var renewed, marked int
+	var mu sync.Mutex
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i%2 == 0 {
+				_, err := s.UpdateFenced(ctx, f, func(r *store.Run) error { r.LeaseUntil = clock.Now().Add(time.Second); return nil })
+				if err == nil {
+					mu.Lock()
+					renewed++
+					mu.Unlock()
+				}
+				return
+			}
+			_, err := s.UpdateRun(ctx, "r", func(r *store.Run) error {
+				if r.Status != store.StatusInterrupted {
+					return errors.New("live")
+				}
+				return nil
+			})
+			if err == nil {
+				mu.Lock()
+				marked++
+				mu.Unlock()
+			}
+		}()
+		if i == 7 {
+			clock.Advance(2 * time.Second)
+		}
+	}
+	wg.Wait()
+	got, err := s.GetRun(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if marked > 0 && got.Status != store.StatusInterrupted {
+		t.Errorf("a reader recorded the run interrupted, yet it is %s after %d renewals", got.Status, renewed)
 	}
 }

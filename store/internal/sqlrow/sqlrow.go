@@ -2,6 +2,7 @@ package sqlrow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -72,7 +73,7 @@ func CanonicalTexts(bodies []canonjson.Value) ([]string, error) {
 }
 
 // RunColumns are the run columns ScanRun reads, in order.
-const RunColumns = `id, kind, status, created_at, updated_at, revision, owner, lease_until, doc`
+const RunColumns = `id, kind, status, created_at, updated_at, revision, owner, lease_until, doc, generation`
 
 // ScanRun reads a run selected with RunColumns; adapter names the
 // database in errors.
@@ -81,7 +82,7 @@ func ScanRun(row Scanner, adapter string) (store.Run, error) {
 	var status string
 	var created, updated, lease int64
 	var doc *string
-	if err := row.Scan(&r.ID, &r.Kind, &status, &created, &updated, &r.Revision, &r.Owner, &lease, &doc); err != nil {
+	if err := row.Scan(&r.ID, &r.Kind, &status, &created, &updated, &r.Revision, &r.Owner, &lease, &doc, &r.Generation); err != nil {
 		return store.Run{}, err
 	}
 	r.Status = store.Status(status)
@@ -136,18 +137,28 @@ func ScanLedger(rows Rows, runID, adapter string) ([]store.LedgerEntry, error) {
 // maxUpdateAttempts bounds UpdateRun's retries under contention.
 const maxUpdateAttempts = 1000
 
+// Write stores next over cur: only if the row's revision is still cur's
+// and, when fenced, the lease has not lapsed at now (lease_until is 0 or
+// at least now) — it reports whether it did.
+type Write func(cur, next store.Run, doc *string, fenced bool, now time.Time) (bool, error)
+
 // UpdateRun is the optimistic update of both SQL adapters: read the run
-// with get, apply fn, check the update (store.CheckUpdate), stamp the
-// next revision and time, and write it with write, which must store it
-// only if the row's revision is still cur's and report whether it did;
-// otherwise read again (store.ErrConflict after maxUpdateAttempts).
-func UpdateRun(ctx context.Context, id string, now func() time.Time,
-	get func(ctx context.Context, id string) (store.Run, error), fn func(*store.Run) error,
-	write func(cur, next store.Run, doc *string) (bool, error)) (store.Run, error) {
+// with get, check the fence f when it is not nil (store.CheckFence),
+// apply fn, check the update (store.CheckUpdate), stamp the next revision
+// and time, and store it with write; when write did not store it, read
+// again (store.ErrConflict after maxUpdateAttempts).
+func UpdateRun(ctx context.Context, id string, f *store.Fence, now func() time.Time,
+	get func(ctx context.Context, id string) (store.Run, error), fn func(*store.Run) error, write Write) (store.Run, error) {
 	for attempt := 0; ; attempt++ {
 		cur, err := get(ctx, id)
 		if err != nil {
 			return store.Run{}, err
+		}
+		at := now()
+		if f != nil {
+			if err := store.CheckFence(cur, *f, at); err != nil {
+				return store.Run{}, err
+			}
 		}
 		next := cur
 		if err := fn(&next); err != nil {
@@ -161,8 +172,8 @@ func UpdateRun(ctx context.Context, id string, now func() time.Time,
 			return store.Run{}, err
 		}
 		next.Revision = cur.Revision + 1
-		next.UpdatedAt = now().UTC()
-		written, err := write(cur, next, doc)
+		next.UpdatedAt = at.UTC()
+		written, err := write(cur, next, doc, f != nil, at)
 		if err != nil {
 			return store.Run{}, err
 		}
@@ -176,4 +187,25 @@ func UpdateRun(ctx context.Context, id string, now func() time.Time,
 			return store.Run{}, err
 		}
 	}
+}
+
+// LeaseHolds is the SQL condition, over a parameter holding now in Unix
+// nanoseconds, that a run's lease has not lapsed.
+func LeaseHolds(param string) string { return `(lease_until = 0 OR lease_until >= ` + param + `)` }
+
+// CheckFenced reads the fence columns of a run locked for writing (its
+// status, generation and lease) and checks f at now; a missing run is
+// store.ErrNotFound.
+func CheckFenced(row Scanner, f store.Fence, now time.Time, adapter string, notFound error) error {
+	var status string
+	var lease int64
+	r := store.Run{ID: f.RunID}
+	if err := row.Scan(&status, &r.Generation, &lease); err != nil {
+		if errors.Is(err, notFound) {
+			return fmt.Errorf("run %s: %w", f.RunID, store.ErrNotFound)
+		}
+		return fmt.Errorf("%s: %w", adapter, err)
+	}
+	r.Status, r.LeaseUntil = store.Status(status), FromNanos(lease)
+	return store.CheckFence(r, f, now)
 }

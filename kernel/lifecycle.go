@@ -1,0 +1,397 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/store"
+)
+
+// Lifecycle defaults and limits, the same for every front door.
+const (
+	// DefaultLeaseTTL is a run's lease when the options leave it zero: a
+	// run whose process dies reads as interrupted this long after its
+	// last renewal.
+	DefaultLeaseTTL = 15 * time.Second
+	// MinLeaseTTL is the shortest lease a run may ask for. The lease is
+	// renewed every third of its length, and one store round trip must
+	// fit in that with room to spare; a shorter lease is refused, never
+	// stretched.
+	MinLeaseTTL = time.Second
+	// DefaultCleanupTimeout bounds the store and provider calls a run
+	// makes once its context has ended or it has begun to finish
+	// (recording the last events, the ledger entry and the terminal
+	// state; destroying the environment), and each call of the lease
+	// heartbeat: a front door returns at most this long after the
+	// caller's deadline, even when the store stops answering.
+	DefaultCleanupTimeout = 5 * time.Second
+)
+
+// ErrInvalidOptions matches every *OptionsError: a front door's options
+// were refused before anything was recorded or spent.
+var ErrInvalidOptions = errors.New("kernel: invalid options")
+
+// OptionsError names one refused option of a front door.
+type OptionsError struct {
+	// Field is the option's name as the options struct spells it.
+	Field string
+	// Problem says what is wrong with it.
+	Problem string
+}
+
+func (e *OptionsError) Error() string {
+	return fmt.Sprintf("kernel: invalid options: %s: %s", e.Field, e.Problem)
+}
+
+// Is makes errors.Is(err, ErrInvalidOptions) match.
+func (e *OptionsError) Is(target error) bool { return target == ErrInvalidOptions }
+
+// optionErrors collects a front door's refused options.
+type optionErrors []error
+
+func (o *optionErrors) add(field, format string, args ...any) {
+	*o = append(*o, &OptionsError{Field: field, Problem: fmt.Sprintf(format, args...)})
+}
+
+func (o optionErrors) err() error { return errors.Join(o...) }
+
+// lifeOptions are the options every front door shares for its record.
+type lifeOptions struct {
+	Store          store.Store
+	RunID, Kind    string
+	LeaseTTL       time.Duration
+	CleanupTimeout time.Duration
+	Logger         *slog.Logger
+}
+
+// check refuses what cannot be honored, naming each field, and fills in
+// the defaults.
+func (o *lifeOptions) check(errs *optionErrors) {
+	if o.Store == nil {
+		errs.add("Store", "a store is required: the run is recorded there")
+	}
+	switch {
+	case o.LeaseTTL == 0:
+		o.LeaseTTL = DefaultLeaseTTL
+	case o.LeaseTTL < MinLeaseTTL:
+		errs.add("LeaseTTL", "%v is below the minimum of %v", o.LeaseTTL, MinLeaseTTL)
+	}
+	switch {
+	case o.CleanupTimeout == 0:
+		o.CleanupTimeout = DefaultCleanupTimeout
+	case o.CleanupTimeout < 0:
+		errs.add("CleanupTimeout", "%v is negative", o.CleanupTimeout)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// LeaseLostError is the cause of a run cancelled because its process no
+// longer holds the run's lease: it lapsed (the process was paused, or
+// the store could not be reached to renew it), or another holder took
+// the run over. Readers already see the run interrupted, and the store
+// refuses everything more this process would record; the front door
+// returns a *RunError with StatusInterrupted and ReasonLeaseLost.
+type LeaseLostError struct {
+	RunID string
+	// Fence is the store's refusal, when a write was refused; nil when the
+	// lease ran out before any write could say so.
+	Fence *store.FenceError
+}
+
+func (e *LeaseLostError) Error() string {
+	if e.Fence != nil {
+		return "the run's lease was lost: " + e.Fence.Error()
+	}
+	return fmt.Sprintf("the lease of run %s ran out before it could be renewed", e.RunID)
+}
+
+// Unwrap returns the store's refusal.
+func (e *LeaseLostError) Unwrap() error {
+	if e.Fence == nil {
+		return nil
+	}
+	return e.Fence
+}
+
+// life is one run's lifecycle, owned once for every front door: the run
+// is created under this process's lease, every later write is fenced by
+// the lease generation, the lease is renewed (and cancel requests
+// watched) by a heartbeat that holds no lock across I/O, and every store
+// call made after the run's context ended, or once it is finishing, is
+// bounded by the cleanup timeout.
+type life struct {
+	s       store.Store
+	fence   store.Fence
+	ttl     time.Duration
+	cleanup time.Duration
+	log     *slog.Logger
+	cancel  context.CancelCauseFunc
+
+	// io is the context of the run's store and cleanup calls: detached
+	// from the caller's cancellation so that what happened is recorded,
+	// and cancelled cleanup after the caller's context ends or the run
+	// begins to finish, whichever is first.
+	io        context.Context
+	ioCancel  context.CancelFunc
+	armOnce   sync.Once
+	stopAfter func() bool
+
+	// leaseUntil is when the lease lapses, as last renewed (Unix nanos).
+	leaseUntil atomic.Int64
+	// lost is set once this process knows it no longer holds the lease.
+	lost atomic.Pointer[LeaseLostError]
+
+	beat *heartbeat
+}
+
+// startLife records a new run (status running, this process's lease) and
+// starts its heartbeat. cancel is called with the cause when a cancel
+// request arrives or the lease is lost.
+func startLife(ctx context.Context, o lifeOptions, doc canonjson.Value, cancel context.CancelCauseFunc) (*life, error) {
+	l := &life{s: o.Store, ttl: o.LeaseTTL, cleanup: o.CleanupTimeout, log: o.Logger, cancel: cancel}
+	l.io, l.ioCancel = context.WithCancel(context.WithoutCancel(ctx))
+	l.stopAfter = context.AfterFunc(ctx, l.armCleanup)
+	until := time.Now().Add(l.ttl)
+	run := store.Run{ID: o.RunID, Kind: o.Kind, Status: store.StatusRunning, Owner: owner(), LeaseUntil: until, Doc: doc}
+	cctx, done := l.bounded(ctx)
+	created, err := o.Store.CreateRun(cctx, run)
+	done()
+	if err != nil {
+		l.release()
+		return nil, fmt.Errorf("kernel: recording run %s: %w", o.RunID, err)
+	}
+	l.fence = created.Fence()
+	l.leaseUntil.Store(until.UnixNano())
+	l.beat = startHeartbeat(l)
+	return l, nil
+}
+
+// bounded returns ctx for a call made while ctx is live, bounded by
+// ctx's own deadline; once ctx has ended, the run's cleanup context.
+func (l *life) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Err() == nil {
+		return ctx, func() {}
+	}
+	l.armCleanup()
+	return l.io, func() {}
+}
+
+// armCleanup starts the cleanup window: the run's remaining store and
+// provider calls must end within it.
+func (l *life) armCleanup() {
+	l.armOnce.Do(func() { time.AfterFunc(l.cleanup, l.ioCancel) })
+}
+
+// writeCtx is the context of a record write: the run's I/O context, so
+// that events which arrive as the caller cancels are still recorded,
+// within the cleanup window.
+func (l *life) writeCtx() context.Context { return l.io }
+
+// fenced notes a write refused because the lease no longer holds and
+// cancels the run with that cause; it returns err unchanged.
+func (l *life) fenced(err error) error {
+	if fe, ok := errors.AsType[*store.FenceError](err); ok {
+		l.loseLease(&LeaseLostError{RunID: l.fence.RunID, Fence: fe})
+	}
+	return err
+}
+
+func (l *life) loseLease(e *LeaseLostError) {
+	if l.lost.CompareAndSwap(nil, e) {
+		l.log.Warn("lease lost", "run", l.fence.RunID, "err", e)
+		l.cancel(e)
+	}
+}
+
+// leaseLost returns why this process no longer holds the run, or nil.
+func (l *life) leaseLost() *LeaseLostError { return l.lost.Load() }
+
+// appendEvents durably appends events, fenced.
+func (l *life) appendEvents(events []store.NewEvent) ([]store.Event, error) {
+	out, err := l.s.AppendEvents(l.writeCtx(), l.fence, events)
+	return out, l.fenced(err)
+}
+
+// appendLedger durably appends ledger entries, fenced.
+func (l *life) appendLedger(bodies []canonjson.Value, at time.Time) error {
+	_, err := l.s.AppendLedger(l.writeCtx(), l.fence, bodies, at)
+	return l.fenced(err)
+}
+
+// updateDoc replaces the live run's document, fenced.
+func (l *life) updateDoc(doc canonjson.Value) error {
+	_, err := l.s.UpdateFenced(l.writeCtx(), l.fence, func(r *store.Run) error {
+		r.Doc = keepCancelRequest(r.Doc, doc)
+		return nil
+	})
+	return l.fenced(err)
+}
+
+// finishing starts the cleanup window: from here on the run's remaining
+// calls are bounded even if the caller's context never ends.
+func (l *life) finishing() {
+	l.beat.stop()
+	l.armCleanup()
+}
+
+// end records the run's one terminal state and document, fenced, and
+// releases the lease. A refused fence is returned as the
+// *LeaseLostError.
+func (l *life) end(status store.Status, doc canonjson.Value) (store.Run, error) {
+	l.finishing()
+	if lost := l.leaseLost(); lost != nil {
+		return store.Run{}, lost
+	}
+	ended, err := l.s.UpdateFenced(l.writeCtx(), l.fence, func(r *store.Run) error {
+		r.Status, r.LeaseUntil, r.Doc = status, time.Time{}, keepCancelRequest(r.Doc, doc)
+		return nil
+	})
+	if err := l.fenced(err); err != nil {
+		if lost := l.leaseLost(); lost != nil {
+			return store.Run{}, lost
+		}
+		return store.Run{}, fmt.Errorf("kernel: recording the end of run %s: %w", l.fence.RunID, err)
+	}
+	return ended, nil
+}
+
+// release stops the heartbeat and frees the run's timers. It is
+// idempotent.
+func (l *life) release() {
+	if l.beat != nil {
+		l.beat.stop()
+	}
+	l.stopAfter()
+	l.ioCancel()
+}
+
+// heartbeat renews a live run's lease every third of its length and
+// watches the run record for a cancel request (RequestCancel, from any
+// process) about twice a second. Each store call has its own deadline and
+// no lock is held across one, so a store that stops answering neither
+// blocks stop nor outlives the lease: when the lease runs out unrenewed,
+// or the store refuses the renewal's fence, the run is cancelled with a
+// *LeaseLostError.
+type heartbeat struct {
+	l        *life
+	ctx      context.Context
+	cancel   context.CancelFunc
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+func startHeartbeat(l *life) *heartbeat {
+	h := &heartbeat{l: l, done: make(chan struct{})}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	go h.loop()
+	return h
+}
+
+func (h *heartbeat) loop() {
+	defer close(h.done)
+	l := h.l
+	renewEvery := l.ttl / 3
+	tick := min(renewEvery, leaseWatch)
+	t := time.NewTimer(tick)
+	defer t.Stop()
+	lastRenewal, requested := time.Now(), false
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		if until := time.Unix(0, l.leaseUntil.Load()); now.After(until) {
+			l.loseLease(&LeaseLostError{RunID: l.fence.RunID})
+			return
+		}
+		if now.Sub(lastRenewal) >= renewEvery-tick/2 {
+			if h.renew() {
+				lastRenewal = now
+			}
+			if l.leaseLost() != nil {
+				return
+			}
+		}
+		if !requested {
+			requested = h.watchCancel()
+		}
+		t.Reset(tick)
+	}
+}
+
+// renew extends the lease; a call that fails for any reason other than
+// the fence is retried at the next tick, until the lease runs out.
+func (h *heartbeat) renew() bool {
+	l := h.l
+	ctx, cancel := context.WithTimeout(h.ctx, min(l.cleanup, l.ttl/3))
+	defer cancel()
+	until := time.Now().Add(l.ttl)
+	_, err := l.s.UpdateFenced(ctx, l.fence, func(r *store.Run) error {
+		r.LeaseUntil = until
+		return nil
+	})
+	if err != nil {
+		if l.fenced(err); l.leaseLost() == nil && h.ctx.Err() == nil {
+			l.log.Warn("lease renewal", "run", l.fence.RunID, "err", err)
+		}
+		return false
+	}
+	l.leaseUntil.Store(until.UnixNano())
+	return true
+}
+
+// watchCancel looks for a cancel request and cancels the run with it;
+// it reports whether it found one.
+func (h *heartbeat) watchCancel() bool {
+	l := h.l
+	ctx, cancel := context.WithTimeout(h.ctx, min(l.cleanup, leaseWatch))
+	defer cancel()
+	r, err := l.s.GetRun(ctx, l.fence.RunID)
+	if err != nil {
+		return false
+	}
+	v, ok := r.Doc.Get(cancelMember)
+	if !ok {
+		return false
+	}
+	reason, _ := v.Get("reason")
+	l.cancel(&CancelRequestedError{RunID: l.fence.RunID, Reason: reason.Str()})
+	return true
+}
+
+// stop ends the heartbeat: a store call in progress is cancelled, and
+// stop waits for it at most the cleanup timeout (a store that ignores
+// its context cannot hold the run).
+func (h *heartbeat) stop() {
+	h.stopOnce.Do(func() {
+		h.cancel()
+		select {
+		case <-h.done:
+		case <-time.After(h.l.cleanup):
+		}
+	})
+}
+
+// keepCancelRequest returns doc, the holder's new run document, with the
+// cancel request another process recorded in old (RequestCancel): the
+// holder's writes never erase it.
+func keepCancelRequest(old, doc canonjson.Value) canonjson.Value {
+	req, ok := old.Get(cancelMember)
+	if !ok {
+		return doc
+	}
+	if _, has := doc.Get(cancelMember); has {
+		return doc
+	}
+	return doc.With(cancelMember, req)
+}

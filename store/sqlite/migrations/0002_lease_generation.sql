@@ -1,0 +1,3 @@
+-- A run's lease generation (store.Run.Generation): fenced writes name the
+-- generation they were granted under and are refused once it changed.
+ALTER TABLE runs ADD COLUMN generation INTEGER NOT NULL DEFAULT 1;
