@@ -14,6 +14,7 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/internal/cli"
 	"github.com/agentrt/agentrt/internal/pgtest"
+	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/sqlite"
 )
@@ -186,6 +187,81 @@ func TestRunSurvivesSIGKILL(t *testing.T) {
 	// The store stays usable: the next run in it completes.
 	if _, errOut, code := run(t, "", "run", "--db", db, noteWriter, "--task", "again"); code != 0 {
 		t.Errorf("a run after the kill failed: %s", errOut)
+	}
+}
+
+// Kernel issue, fencing: a run whose process is paused (SIGSTOP) past its
+// lease is interrupted for every reader; resumed (SIGCONT), the process
+// records nothing more — no event, no ledger entry, no status — and
+// reports the run interrupted with exit 1, never "completed, delivered".
+func TestRunPausedPastItsLease(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts, pauses and resumes a child process")
+	}
+	dir := t.TempDir()
+	db := filepath.Join(dir, "runs.db")
+	script := writeFile(t, "pause.json", `{"turns":[{"steps":[{"text":"first words"},{"usage":{"inputTokens":9,"outputTokens":2},"mode":"cumulative"},{"delayMs":2500},{"text":" after the pause"}]}]}`)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "run", "--db", db, "--lease", "1s", "--script", script, noteWriter, "--task", "Write, then pause.")
+	cmd.Env = append(os.Environ(), "AGENTRT_CLI_CHILD=1")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	runID, _ := awaitEvent(t, s, "first words")
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1600 * time.Millisecond) // past the lease
+	r, err := s.GetRun(ctx, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != store.StatusInterrupted {
+		t.Errorf("status while paused past the lease = %s, want interrupted", r.Status)
+	}
+	before, _ := s.Events(ctx, runID, "", 0)
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the resumed process did not exit")
+	}
+	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != 1 {
+		t.Errorf("exit %v, want 1; stdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	if out := stdout.String(); !strings.Contains(out, "interrupted") || strings.Contains(out, "completed") || strings.Contains(out, "delivered") {
+		t.Errorf("the resumed process reported:\n%s\nwant interrupted, never completed or delivered", out)
+	}
+	after, _ := s.Events(ctx, runID, "", 0)
+	if len(after) != len(before) || hasText(after, "after the pause") {
+		t.Errorf("%d events before the resume, %d after; the old holder appended after its lease lapsed", len(before), len(after))
+	}
+	r, _ = s.GetRun(ctx, runID)
+	if r.Status != store.StatusInterrupted {
+		t.Errorf("final status %s, want interrupted", r.Status)
+	}
+	entries, _ := s.Ledger(ctx, runID)
+	for _, e := range entries {
+		if k, _ := e.Body.Get("kind"); k.Str() != kernel.LedgerProgress {
+			t.Errorf("ledger entry %s written after the lease lapsed", canonjson.Marshal(e.Body))
+		}
 	}
 }
 
