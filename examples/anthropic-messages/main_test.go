@@ -41,7 +41,7 @@ func TestGreetOverHTTP(t *testing.T) {
 	}
 	want := `status: completed (delivered true)
 answer: Hello, world.
-tokens in 25, out 6
+tokens in 3273, out 6
 requested anthropic/claude-sonnet-4-5-20250929, served claude-sonnet-4-5-20250929
 `
 	if out.String() != want {
@@ -60,7 +60,9 @@ func TestTruthfulnessMatrixOverHTTP(t *testing.T) {
 		input, output string
 		served        string
 	}{
-		{"text", store.StatusCompleted, "", true, "25", "6", "claude-sonnet-4-5-20250929"},
+		// input_tokens 25 plus 2048 cache reads and 1200 cache writes: the
+		// whole prompt (spec runtime §2.1).
+		{"text", store.StatusCompleted, "", true, "3273", "6", "claude-sonnet-4-5-20250929"},
 		// No input_tokens: no usage event, so the run's usage is unknown,
 		// never 0.
 		{"usage_missing", store.StatusCompleted, "", true, "unknown", "unknown", "claude-sonnet-4-5-20250929"},

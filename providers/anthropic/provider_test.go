@@ -104,7 +104,7 @@ func TestProviderStreamTextUsageAndServedModel(t *testing.T) {
 	if got := strings.Join(types, " "); got != want {
 		t.Fatalf("event types %s, want %s", got, want)
 	}
-	if usage == nil || usage.InputTokens != 25 || usage.OutputTokens != 6 ||
+	if usage == nil || usage.InputTokens != 25+2048+1200 || usage.OutputTokens != 6 ||
 		usage.CacheReadInputTokens == nil || *usage.CacheReadInputTokens != 2048 ||
 		usage.CacheCreationInputTokens == nil || *usage.CacheCreationInputTokens != 1200 || usage.ReasoningTokens != nil {
 		t.Errorf("usage %+v", usage)
@@ -142,7 +142,7 @@ func endpoint() chatprovidertest.Endpoint {
 		Profile: terseProfile,
 		Transcripts: chatprovidertest.Transcripts{Text: "text", ServedOther: "served_other", UsageMissing: "usage_missing",
 			InBandError: "inband_error", Dropped: "dropped", Hang: "hang"},
-		Want: chatprovidertest.Want{Text: "Hello, world.", InputTokens: 25, OutputTokens: 6,
+		Want: chatprovidertest.Want{Text: "Hello, world.", InputTokens: 25 + 2048 + 1200, OutputTokens: 6,
 			Served: "claude-sonnet-4-5-20250929", ServedOther: "claude-3-5-haiku-20241022"},
 		ErrStreamBroken: anthropic.ErrStreamBroken,
 	}
