@@ -69,10 +69,10 @@ func TestTruthfulnessMatrixOverHTTP(t *testing.T) {
 		// An in-band error fails the run; the tokens message_start reported
 		// were spent and count.
 		{"inband_error", store.StatusFailed, kernel.ReasonInBandError, false, "25", "1", "claude-sonnet-4-5-20250929"},
-		// A dropped connection fails the run with no terminal event, so the
-		// served model is unknown; the tokens reported before the drop
-		// count.
-		{"dropped", store.StatusFailed, kernel.ReasonTransport, false, "25", "1", ""},
+		// A dropped connection fails the run with no terminal event; the
+		// served model message_start named was reported at once and
+		// survives (RG-02), and the tokens reported before the drop count.
+		{"dropped", store.StatusFailed, kernel.ReasonTransport, false, "25", "1", "claude-sonnet-4-5-20250929"},
 		// Another served model fails the run, and the tokens it spent
 		// still count.
 		{"served_other", store.StatusFailed, kernel.ReasonModelMismatch, false, "25", "7", "claude-3-5-haiku-20241022"},

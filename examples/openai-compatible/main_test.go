@@ -138,7 +138,9 @@ func TestTruthfulnessMatrixOverHTTP(t *testing.T) {
 		{"text", store.StatusCompleted, "", true, "19", "3", "gpt-5.2"},
 		{"nousage", store.StatusCompleted, "", true, "unknown", "unknown", "gpt-5.2"},
 		{"inband_error", store.StatusFailed, kernel.ReasonInBandError, false, "unknown", "unknown", "gpt-5.2"},
-		{"dropped", store.StatusFailed, kernel.ReasonTransport, false, "unknown", "unknown", ""},
+		// The first chunk named the served model, which survives the drop
+		// (RG-02); no usage chunk arrived, so usage is unknown.
+		{"dropped", store.StatusFailed, kernel.ReasonTransport, false, "unknown", "unknown", "gpt-5.2"},
 		{"served", store.StatusFailed, kernel.ReasonModelMismatch, false, "19", "2", "gpt-5.2-mini"},
 	}
 	for _, tc := range tests {

@@ -100,7 +100,7 @@ func TestProviderStreamTextUsageAndServedModel(t *testing.T) {
 			t.Errorf("event %s: %v", e.Type, err)
 		}
 	}
-	want := "execution.started usage message.part.updated message.part.updated usage done"
+	want := "execution.started status usage message.part.updated message.part.updated usage done"
 	if got := strings.Join(types, " "); got != want {
 		t.Fatalf("event types %s, want %s", got, want)
 	}
@@ -141,9 +141,12 @@ func endpoint() chatprovidertest.Endpoint {
 		},
 		Profile: terseProfile,
 		Transcripts: chatprovidertest.Transcripts{Text: "text", ServedOther: "served_other", UsageMissing: "usage_missing",
-			InBandError: "inband_error", Dropped: "dropped", Hang: "hang"},
+			InBandError: "inband_error", Dropped: "dropped", Hang: "hang", UnofferedTool: "tool_unoffered"},
 		Want: chatprovidertest.Want{Text: "Hello, world.", InputTokens: 25 + 2048 + 1200, OutputTokens: 6,
-			Served: "claude-sonnet-4-5-20250929", ServedOther: "claude-3-5-haiku-20241022"},
+			Served: "claude-sonnet-4-5-20250929", ServedOther: "claude-3-5-haiku-20241022",
+			// message_start of the early-ending transcripts reports the
+			// input side and the first output token.
+			PartialUsage: &contract.TokenUsage{InputTokens: 25, OutputTokens: 1}, UnofferedTool: "send_greeting"},
 		ErrStreamBroken: anthropic.ErrStreamBroken,
 	}
 }
