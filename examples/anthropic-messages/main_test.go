@@ -142,3 +142,29 @@ func TestRefusedBeforeRequest(t *testing.T) {
 		t.Errorf("%d requests", srv.Requests())
 	}
 }
+
+// A call of a tool nobody offered (stop_reason tool_use) is neither run
+// nor lost: the tool loop records it as ignored, in its result and in the
+// run record.
+func TestUnofferedToolCallIsRecorded(t *testing.T) {
+	srv := endpoint(t, "tool_unoffered")
+	m, err := anthropic.NewModel(anthropic.Options{BaseURL: srv.URL, APIKey: testKey, Model: "claude-sonnet-4-5-20250929", MaxTokens: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := memory.New(nil)
+	res, err := kernel.RunToolLoop(context.Background(), kernel.ToolLoopOptions{Model: m, System: "You are terse.", User: "Say hello.", Store: st, RunID: "unoffered"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Ignored) != 1 || res.Ignored[0].Name != "send_greeting" || res.Ignored[0].ID != "toolu_01Ghost" || len(res.ToolResults) != 0 {
+		t.Errorf("ignored %+v, results %+v; want the call of send_greeting ignored and nothing run", res.Ignored, res.ToolResults)
+	}
+	run, err := st.GetRun(context.Background(), "unoffered")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := run.Doc.Get("ignoredCalls"); n.Kind() != canonjson.Number || n.Float() != 1 {
+		t.Errorf("the run record counts ignoredCalls %s, want 1", canonjson.Marshal(n))
+	}
+}

@@ -1,9 +1,12 @@
 package anthropic_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/providers/anthropic"
@@ -117,4 +120,78 @@ func TestInputTokensIncludeTheCache(t *testing.T) {
 			}
 		})
 	}
+}
+
+// endTurn runs one turn of hello over transcript name, ending it as how
+// says: "" lets it run, "timeout" gives it a 100ms deadline, "cancel"
+// cancels it at its first text. It returns every event, served model
+// included, and the error as a last "error" line.
+func endTurn(t *testing.T, name, how string) ([]string, error) {
+	t.Helper()
+	m, _ := serve(t, name, anthropic.Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if how == "timeout" {
+		ctx, cancel = context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+	}
+	var got []string
+	for e, err := range m.Turn(ctx, hello, nil) {
+		if err != nil {
+			return append(got, "error"), err
+		}
+		got = append(got, show(e))
+		if how == "cancel" && e.Kind == contract.ChatText {
+			cancel()
+		}
+	}
+	return got, nil
+}
+
+// ERR-04, RG-02: a turn that ends early (cut, timed out, cancelled, or
+// failed in-band after message_start) has handed over, before its error
+// or failure, the served model and the usage message_start reported (a
+// cumulative running total: the kernel records it as a floor) and the
+// text so far.
+func TestEarlyEndingKeepsWhatWasKnown(t *testing.T) {
+	const start = "usage cumulative in=25 out=1 cache_read=? cache_write=? reasoning=?"
+	for _, c := range []struct {
+		name, transcript, how string
+		want                  []string
+		err                   error
+	}{
+		{"cut", "dropped", "", []string{"served " + testModel, start, "text Hello", "error"}, anthropic.ErrStreamBroken},
+		{"timeout", "hang", "timeout", []string{"served " + testModel, start, "text Thinking about it", "error"}, context.DeadlineExceeded},
+		{"cancelled", "hang", "cancel", []string{"served " + testModel, start, "text Thinking about it", "error"}, context.Canceled},
+		{"in-band error", "inband_error", "", []string{"served " + testModel, start, "text Hel", "failure overloaded_error: Overloaded"}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := endTurn(t, c.transcript, c.how)
+			if !errors.Is(err, c.err) || (c.err == nil) != (err == nil) {
+				t.Fatalf("err %v, want %v", err, c.err)
+			}
+			check(t, got, c.want)
+		})
+	}
+}
+
+// A tool_use stop whose call names a tool that was not offered still
+// yields the call (the model does not judge it); the kernel's tool loop
+// records it as ignored — neither run nor dropped (examples/
+// anthropic-messages shows that over this transcript: providers do not
+// import the kernel).
+func TestUnofferedToolCallLeavesATrace(t *testing.T) {
+	t.Run("model", func(t *testing.T) {
+		got, err := endTurn(t, "tool_unoffered", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, got, []string{
+			"served " + testModel,
+			"usage cumulative in=25 out=1 cache_read=0 cache_write=0 reasoning=?",
+			"text Let me greet.",
+			`call toolu_01Ghost send_greeting {"to":"world"}`,
+			"usage cumulative in=25 out=31 cache_read=0 cache_write=0 reasoning=?",
+		})
+	})
 }
