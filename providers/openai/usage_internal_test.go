@@ -69,3 +69,53 @@ func TestCachedInputTokensAreBrokenOutOfTheWholePrompt(t *testing.T) {
 		})
 	}
 }
+
+// RG-03: a Chat Completions turn is an answer only when it finished with
+// stop or tool_calls; length, content_filter, a missing or an unknown
+// finish reason fail it — the rule the anthropic package applies to
+// stop_reason. The calls of a turn that did not finish as an answer are
+// not yielded (length may have cut their arguments).
+func TestFinishReasons(t *testing.T) {
+	for _, c := range []struct {
+		reason, failure string
+		call            bool
+	}{
+		{"stop", "", true},
+		{"tool_calls", "", true},
+		{"length", "the completion was cut at its token limit (finish_reason length)", false},
+		{"content_filter", "the endpoint's content filter stopped the completion (finish_reason content_filter)", false},
+		{"sleepy", "the completion finished with an unknown reason sleepy", false},
+		{"", "the stream ended without a finish_reason", false},
+	} {
+		t.Run(c.reason, func(t *testing.T) {
+			finish := "null"
+			if c.reason != "" {
+				finish = `"` + c.reason + `"`
+			}
+			body := `data: {"id":"c","model":"m","choices":[{"index":0,"delta":{"content":"x","tool_calls":[{"index":0,"id":"call_1","function":{"name":"ghost","arguments":"{}"}}]},"finish_reason":null}]}` + "\n\n" +
+				`data: {"id":"c","model":"m","choices":[{"index":0,"delta":{},"finish_reason":` + finish + `}]}` + "\n\n" + "data: [DONE]\n\n"
+			res := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(body))}
+			var failure string
+			calls := 0
+			err := runStream(context.Background(), res, newChatState(""), func(e contract.ChatEvent, err error) bool {
+				switch {
+				case err != nil:
+				case e.Kind == contract.ChatFailure:
+					failure = e.Failure
+				case e.Kind == contract.ChatToolCall:
+					calls++
+				}
+				return true
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if failure != c.failure {
+				t.Errorf("failure %q, want %q", failure, c.failure)
+			}
+			if (calls == 1) != c.call {
+				t.Errorf("%d calls yielded", calls)
+			}
+		})
+	}
+}
