@@ -41,7 +41,7 @@ func TestGreetOverHTTP(t *testing.T) {
 	}
 	want := `status: completed (delivered true)
 answer: Hello, world.
-tokens in 25, out 6
+tokens in 3273, out 6
 requested anthropic/claude-sonnet-4-5-20250929, served claude-sonnet-4-5-20250929
 `
 	if out.String() != want {
@@ -60,7 +60,9 @@ func TestTruthfulnessMatrixOverHTTP(t *testing.T) {
 		input, output string
 		served        string
 	}{
-		{"text", store.StatusCompleted, "", true, "25", "6", "claude-sonnet-4-5-20250929"},
+		// input_tokens 25 plus 2048 cache reads and 1200 cache writes: the
+		// whole prompt (spec runtime §2.1).
+		{"text", store.StatusCompleted, "", true, "3273", "6", "claude-sonnet-4-5-20250929"},
 		// No input_tokens: no usage event, so the run's usage is unknown,
 		// never 0.
 		{"usage_missing", store.StatusCompleted, "", true, "unknown", "unknown", "claude-sonnet-4-5-20250929"},
@@ -68,8 +70,10 @@ func TestTruthfulnessMatrixOverHTTP(t *testing.T) {
 		// were spent and count, as a floor (ERR-04: the turn broke off).
 		{"inband_error", store.StatusFailed, kernel.ReasonInBandError, false, "≥ 25", "≥ 1", "claude-sonnet-4-5-20250929"},
 		// A dropped connection fails the run with no terminal event; the
-		// tokens reported before the drop count, as a floor.
-		{"dropped", store.StatusFailed, kernel.ReasonTransport, false, "≥ 25", "≥ 1", ""},
+		// served model message_start named was reported at once and
+		// survives (RG-02), and the tokens reported before the drop count,
+		// as a floor.
+		{"dropped", store.StatusFailed, kernel.ReasonTransport, false, "≥ 25", "≥ 1", "claude-sonnet-4-5-20250929"},
 		// Another served model fails the run, and the tokens it spent
 		// still count.
 		{"served_other", store.StatusFailed, kernel.ReasonModelMismatch, false, "25", "7", "claude-3-5-haiku-20241022"},
@@ -137,5 +141,31 @@ func TestRefusedBeforeRequest(t *testing.T) {
 	}
 	if srv.Requests() != 0 {
 		t.Errorf("%d requests", srv.Requests())
+	}
+}
+
+// A call of a tool nobody offered (stop_reason tool_use) is neither run
+// nor lost: the tool loop records it as ignored, in its result and in the
+// run record.
+func TestUnofferedToolCallIsRecorded(t *testing.T) {
+	srv := endpoint(t, "tool_unoffered")
+	m, err := anthropic.NewModel(anthropic.Options{BaseURL: srv.URL, APIKey: testKey, Model: "claude-sonnet-4-5-20250929", MaxTokens: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := memory.New(nil)
+	res, err := kernel.RunToolLoop(context.Background(), kernel.ToolLoopOptions{Model: m, System: "You are terse.", User: "Say hello.", Store: st, RunID: "unoffered"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Ignored) != 1 || res.Ignored[0].Name != "send_greeting" || res.Ignored[0].ID != "toolu_01Ghost" || len(res.ToolResults) != 0 {
+		t.Errorf("ignored %+v, results %+v; want the call of send_greeting ignored and nothing run", res.Ignored, res.ToolResults)
+	}
+	run, err := st.GetRun(context.Background(), "unoffered")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := run.Doc.Get("ignoredCalls"); n.Kind() != canonjson.Number || n.Float() != 1 {
+		t.Errorf("the run record counts ignoredCalls %s, want 1", canonjson.Marshal(n))
 	}
 }

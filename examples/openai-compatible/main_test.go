@@ -138,7 +138,9 @@ func TestTruthfulnessMatrixOverHTTP(t *testing.T) {
 		{"text", store.StatusCompleted, "", true, "19", "3", "gpt-5.2"},
 		{"nousage", store.StatusCompleted, "", true, "unknown", "unknown", "gpt-5.2"},
 		{"inband_error", store.StatusFailed, kernel.ReasonInBandError, false, "unknown", "unknown", "gpt-5.2"},
-		{"dropped", store.StatusFailed, kernel.ReasonTransport, false, "unknown", "unknown", ""},
+		// The first chunk named the served model, which survives the drop
+		// (RG-02); no usage chunk arrived, so usage is unknown.
+		{"dropped", store.StatusFailed, kernel.ReasonTransport, false, "unknown", "unknown", "gpt-5.2"},
 		{"served", store.StatusFailed, kernel.ReasonModelMismatch, false, "19", "2", "gpt-5.2-mini"},
 	}
 	for _, tc := range tests {
@@ -211,5 +213,38 @@ func TestRefusedBeforeRequest(t *testing.T) {
 	}
 	if srv.Requests() != 0 {
 		t.Errorf("%d requests", srv.Requests())
+	}
+}
+
+// A call of a tool nobody offered is neither run nor lost: over either
+// API the tool loop records it as ignored, in its result and in the run
+// record.
+func TestUnofferedToolCallIsRecorded(t *testing.T) {
+	for _, tc := range []struct {
+		api        openai.API
+		transcript string
+	}{{openai.APIChatCompletions, "tool_unoffered"}, {openai.APIResponses, "responses/tool_unoffered"}} {
+		t.Run(string(tc.api), func(t *testing.T) {
+			srv := endpoint(t, tc.transcript)
+			m, err := openai.New(openai.Options{API: tc.api, BaseURL: srv.BaseURL(), APIKey: testKey, Model: "gpt-5.2"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := memory.New(nil)
+			res, err := kernel.RunToolLoop(context.Background(), kernel.ToolLoopOptions{Model: m, System: "Be brief.", User: "Say hello.", Store: st, RunID: "unoffered"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Ignored) != 1 || res.Ignored[0].Name != "send_greeting" || res.Ignored[0].ID != "call_Gh01" || len(res.ToolResults) != 0 {
+				t.Errorf("ignored %+v, results %+v; want the call of send_greeting ignored and nothing run", res.Ignored, res.ToolResults)
+			}
+			run, err := st.GetRun(context.Background(), "unoffered")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, _ := run.Doc.Get("ignoredCalls"); n.Kind() != canonjson.Number || n.Float() != 1 {
+				t.Errorf("the run record counts ignoredCalls %s, want 1", canonjson.Marshal(n))
+			}
+		})
 	}
 }

@@ -56,8 +56,10 @@
 // send is unknown (nil), never 0; because contract.TokenUsage must know
 // input and output tokens, a response that never names one of them yields
 // no usage event at all, and the turn's usage stays unknown. InputTokens
-// is the API's input_tokens, which excludes the cache reads and writes
-// reported beside it; ReasoningTokens is output_tokens_details.
+// is the whole prompt, as on every provider: the API's input_tokens (which
+// excludes the cache) plus the cache reads and writes, which are also
+// reported beside it (a cache counter not sent stays nil and adds
+// nothing); ReasoningTokens is output_tokens_details.
 // thinking_tokens when sent (already included in OutputTokens).
 //
 // Served model: message_start names the model that served the turn, and
@@ -74,9 +76,13 @@
 // Options.MaxRetryWait, else with a doubling backoff. Nothing is retried
 // once an event has arrived. An error event inside the stream is the
 // model's failure: a contract.ChatFailure event ends the turn; so does a
-// message whose stop_reason is refusal (the API's classifiers stopped
-// it). Other stop reasons (end_turn, tool_use, max_tokens, stop_sequence,
-// pause_turn) end the turn normally. A response
+// message whose stop_reason is not an answer: refusal (the API's
+// classifiers stopped it), max_tokens or model_context_window_exceeded
+// (cut short, as Chat Completions' finish_reason length), pause_turn (an
+// unfinished turn this port cannot resume), none or an unknown one. Only
+// end_turn, stop_sequence and tool_use end the turn normally. Every event
+// the stream carried before its end — the served model, the usage so far,
+// text, complete tool calls — has been yielded by then. A response
 // that ends before message_stop, or that cannot be decoded, is an error
 // matching ErrStreamBroken, never a success. A cancelled context ends the
 // turn with an error wrapping the context's.

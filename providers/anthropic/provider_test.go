@@ -100,11 +100,11 @@ func TestProviderStreamTextUsageAndServedModel(t *testing.T) {
 			t.Errorf("event %s: %v", e.Type, err)
 		}
 	}
-	want := "execution.started usage message.part.updated message.part.updated usage done"
+	want := "execution.started status usage message.part.updated message.part.updated usage done"
 	if got := strings.Join(types, " "); got != want {
 		t.Fatalf("event types %s, want %s", got, want)
 	}
-	if usage == nil || usage.InputTokens != 25 || usage.OutputTokens != 6 ||
+	if usage == nil || usage.InputTokens != 25+2048+1200 || usage.OutputTokens != 6 ||
 		usage.CacheReadInputTokens == nil || *usage.CacheReadInputTokens != 2048 ||
 		usage.CacheCreationInputTokens == nil || *usage.CacheCreationInputTokens != 1200 || usage.ReasoningTokens != nil {
 		t.Errorf("usage %+v", usage)
@@ -141,9 +141,12 @@ func endpoint() chatprovidertest.Endpoint {
 		},
 		Profile: terseProfile,
 		Transcripts: chatprovidertest.Transcripts{Text: "text", ServedOther: "served_other", UsageMissing: "usage_missing",
-			InBandError: "inband_error", Dropped: "dropped", Hang: "hang"},
-		Want: chatprovidertest.Want{Text: "Hello, world.", InputTokens: 25, OutputTokens: 6,
-			Served: "claude-sonnet-4-5-20250929", ServedOther: "claude-3-5-haiku-20241022"},
+			InBandError: "inband_error", Dropped: "dropped", Hang: "hang", UnofferedTool: "tool_unoffered"},
+		Want: chatprovidertest.Want{Text: "Hello, world.", InputTokens: 25 + 2048 + 1200, OutputTokens: 6,
+			Served: "claude-sonnet-4-5-20250929", ServedOther: "claude-3-5-haiku-20241022",
+			// message_start of the early-ending transcripts reports the
+			// input side and the first output token.
+			PartialUsage: &contract.TokenUsage{InputTokens: 25, OutputTokens: 1}, UnofferedTool: "send_greeting"},
 		ErrStreamBroken: anthropic.ErrStreamBroken,
 	}
 }

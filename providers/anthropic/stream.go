@@ -94,10 +94,8 @@ func (s *turnState) event(ev *sdk.MessageStreamEventUnion, emit func(contract.Ch
 			return false, malformed("message_stop came with %d content blocks still open", len(s.blocks))
 		}
 		s.m.thoughts.remember(s.firstCall, s.thoughts)
-		if s.stopReason == "refusal" {
-			// The API's classifiers stopped the answer: the turn did not
-			// produce what was asked, so it must not settle as a success.
-			return emit(contract.ChatEvent{Kind: contract.ChatFailure, Failure: "refusal: the API stopped the response for policy reasons"}), nil
+		if msg := stopFailure(s.stopReason); msg != "" {
+			return emit(contract.ChatEvent{Kind: contract.ChatFailure, Failure: msg}), nil
 		}
 		return true, nil
 	}
@@ -105,6 +103,44 @@ func (s *turnState) event(ev *sdk.MessageStreamEventUnion, emit func(contract.Ch
 	// port can express, so it is skipped, as Anthropic's versioning
 	// policy asks.
 	return true, nil
+}
+
+// stopFailure is the failure a message's stop_reason makes of the turn,
+// "" for a turn that ended normally. It is the rule Chat Completions'
+// finish_reason follows in providers/openai, so that a turn ends the same
+// way whichever API served it:
+//
+//   - end_turn, stop_sequence and tool_use are answers: the model finished
+//     (tool_use: with the calls it made, yielded before; a call of a tool
+//     that was not offered is still yielded, for the caller to record).
+//   - max_tokens and model_context_window_exceeded cut the answer short,
+//     as finish_reason length does: what was produced is not what was
+//     asked, and a tool call cut there may be incomplete.
+//   - refusal: the API's classifiers stopped the answer (finish_reason
+//     content_filter).
+//   - pause_turn: the API paused a long-running turn and expects the
+//     caller to send it back to continue. This port offers no server
+//     tools (the only ones the API pauses for) and cannot resume a turn,
+//     so a paused turn is unfinished: settling it as an answer would pass
+//     off part of one as the whole.
+//   - no stop_reason, or one this package does not know, cannot be read
+//     as an answer (finish_reason missing or unknown fails the same way).
+func stopFailure(reason string) string {
+	switch reason {
+	case "end_turn", "stop_sequence", "tool_use":
+		return ""
+	case "max_tokens":
+		return "the response was cut at its token limit (stop_reason max_tokens)"
+	case "model_context_window_exceeded":
+		return "the response was cut at the model's context window (stop_reason model_context_window_exceeded)"
+	case "refusal":
+		return "refusal: the API stopped the response for policy reasons (stop_reason refusal)"
+	case "pause_turn":
+		return "the API paused the turn, which cannot be resumed here: the answer is unfinished (stop_reason pause_turn)"
+	case "":
+		return "the message ended without a stop_reason"
+	}
+	return "the response stopped with an unknown reason (stop_reason " + reason + ")"
 }
 
 func (s *turnState) start(ev *sdk.MessageStreamEventUnion, emit func(contract.ChatEvent) bool) (bool, error) {
@@ -175,12 +211,29 @@ func (s *turnState) observe(dst *count, v int64, f respjson.Field) error {
 // and output tokens are known: contract.TokenUsage cannot say that one of
 // them is unknown, so a turn missing either reports no usage at all
 // (unknown, never 0).
+//
+// InputTokens is the whole prompt (spec runtime §2.1, the rule every
+// provider follows): the API's input_tokens counts only the tokens after
+// the last cache breakpoint, so the cache reads and writes it reports
+// beside it are added in, and stay broken out in CacheReadInputTokens and
+// CacheCreationInputTokens. A cache counter the server did not send stays
+// unknown (nil) and adds nothing: the Messages API sends both on every
+// message_start (0 when the cache was not touched), so a missing one means
+// an endpoint that does not cache, whose input_tokens is already the whole
+// prompt. Were an endpoint to cache and withhold the counter, the total
+// would be short by it; nothing in the stream could tell.
 func (s *turnState) emitUsage(emit func(contract.ChatEvent) bool) bool {
 	if s.input == nil || s.output == nil {
 		return true
 	}
+	input := *s.input
+	for _, c := range []count{s.cacheRead, s.cacheWrite} {
+		if c != nil {
+			input += *c
+		}
+	}
 	u := &contract.TokenUsage{
-		InputTokens:              *s.input,
+		InputTokens:              input,
 		OutputTokens:             *s.output,
 		CacheReadInputTokens:     copyCount(s.cacheRead),
 		CacheCreationInputTokens: copyCount(s.cacheWrite),

@@ -135,11 +135,13 @@ func TestOneTurn(t *testing.T) {
 		opts             anthropic.Options
 		want             []string
 	}{
+		// input_tokens 25 excludes the cache: the prompt was 25 + 2048
+		// read + 1200 written (spec runtime §2.1).
 		{name: "text answer with cache usage", transcript: "text", want: []string{
-			"usage cumulative in=25 out=1 cache_read=2048 cache_write=1200 reasoning=?",
+			"usage cumulative in=3273 out=1 cache_read=2048 cache_write=1200 reasoning=?",
 			"text Hello",
 			"text , world.",
-			"usage cumulative in=25 out=6 cache_read=2048 cache_write=1200 reasoning=?",
+			"usage cumulative in=3273 out=6 cache_read=2048 cache_write=1200 reasoning=?",
 		}},
 		// No input_tokens anywhere: no usage event, so the turn's usage is
 		// unknown rather than a zero input.
@@ -182,10 +184,10 @@ func TestToolUseThenAnswerFromToolResult(t *testing.T) {
 		contract.ChatMessage{Role: contract.ChatTool, ToolCallID: "toolu_01A09q90qw90lq917835lq9", Content: str(`- weather → ok: {"temp_c":18,"sky":"sunny"}`)},
 	)
 	expect(t, m, msgs, tools, []string{
-		"usage cumulative in=106 out=1 cache_read=424 cache_write=0 reasoning=?",
+		"usage cumulative in=530 out=1 cache_read=424 cache_write=0 reasoning=?",
 		"text It is 18°C and sunny",
 		"text  in Paris.",
-		"usage cumulative in=106 out=16 cache_read=424 cache_write=0 reasoning=?",
+		"usage cumulative in=530 out=16 cache_read=424 cache_write=0 reasoning=?",
 	})
 }
 
@@ -448,6 +450,6 @@ func TestRefusalIsAFailure(t *testing.T) {
 	expect(t, m, hello, nil, []string{
 		"usage cumulative in=9 out=1 cache_read=? cache_write=? reasoning=?",
 		"usage cumulative in=9 out=2 cache_read=? cache_write=? reasoning=?",
-		"failure refusal: the API stopped the response for policy reasons",
+		"failure refusal: the API stopped the response for policy reasons (stop_reason refusal)",
 	})
 }

@@ -307,13 +307,15 @@ func (n *claudeNormalizer) end(x exit) []contract.EnvironmentEvent {
 }
 
 // token converts claude's usage: both counts must be present, whole and
-// non-negative, or the usage is unknown (nil). Cache counts are kept
-// apart from input_tokens, as the Messages API reports them.
+// non-negative, or the usage is unknown (nil). claude reports the
+// Messages API's counts, whose input_tokens excludes the cache reads and
+// writes reported beside it; InputTokens adds them back (the whole
+// prompt), and they stay broken out.
 func (u *claudeUsage) token() *contract.TokenUsage {
 	if u == nil {
 		return nil
 	}
-	return tokenUsage(u.InputTokens, u.OutputTokens, u.CacheRead, u.CacheCreation, nil)
+	return withCacheInInput(tokenUsage(u.InputTokens, u.OutputTokens, u.CacheRead, u.CacheCreation, nil))
 }
 
 // toolOutput is a tool result's content as bounded text: a string, or

@@ -145,7 +145,9 @@
 //   - result: held until the process exits, then the one terminal event
 //     "result" — completed only for subtype success, is_error false and
 //     exit 0, with the result's usage (the turn's total over every API
-//     call) as usageMode cumulative; otherwise failed, with no usage
+//     call) as usageMode cumulative — inputTokens the whole prompt,
+//     input_tokens plus the cache reads and writes it excludes, which stay
+//     broken out; otherwise failed, with no usage
 //     (claude's partial account of a failed turn is not reported as
 //     known);
 //   - any other line: a "raw" event with the line as its normalized raw
@@ -264,7 +266,9 @@
 //   - tool_use: a tool part keyed by its callID in the state opencode
 //     reports (completed with its output, error with its error);
 //   - step_finish: a "step_finish" event carrying the step's counts as
-//     data; the steps' usage is summed;
+//     data; the steps' usage is summed (inputTokens the whole prompt:
+//     opencode's tokens.input excludes the cache reads and writes, which
+//     are added in and stay broken out);
 //   - error: a warning, and the turn fails;
 //   - step_start and anything else: raw; an unreadable line: a warning.
 //

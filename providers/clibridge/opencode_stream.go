@@ -205,7 +205,10 @@ func (t *opencodeTokens) token() *contract.TokenUsage {
 	if c := t.Cache; c != nil {
 		read, write = c.Read, c.Write
 	}
-	u := tokenUsage(t.Input, t.Output, read, write, t.Reasoning)
+	// opencode's tokens.input excludes the cache reads and writes it
+	// reports beside it (it normalizes every vendor to the Messages
+	// API's split): InputTokens adds them back, the whole prompt.
+	u := withCacheInInput(tokenUsage(t.Input, t.Output, read, write, t.Reasoning))
 	if u != nil {
 		u.TotalTokens = optCount(t.Total)
 	}

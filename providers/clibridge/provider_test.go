@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -439,6 +440,42 @@ func TestTokenUsage(t *testing.T) {
 	} {
 		if got := tokenUsage(tc.in, tc.out, tc.read, tc.write, tc.think); (got != nil) != tc.known {
 			t.Errorf("%s: usage %+v, known %v", tc.name, got, tc.known)
+		}
+	}
+}
+
+// Spec runtime §2.1: InputTokens is the whole prompt on every provider.
+// claude (the Messages API's split) and opencode report an input count
+// that excludes the cache, so the cache reads and writes are added in and
+// stay broken out; codex's input_tokens already includes the cached ones
+// (the Responses API's split) and is kept. A cache count not reported
+// stays unknown and adds nothing.
+func TestInputTokensAreTheWholePrompt(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	i := func(v int64) *int64 { return &v }
+	type cache = struct {
+		Read  *float64 `json:"read"`
+		Write *float64 `json:"write"`
+	}
+	for _, tc := range []struct {
+		name string
+		got  *contract.TokenUsage
+		want *contract.TokenUsage
+	}{
+		{"claude with cache", (&claudeUsage{InputTokens: f(12), OutputTokens: f(3), CacheRead: f(2048), CacheCreation: f(300)}).token(),
+			&contract.TokenUsage{InputTokens: 2360, OutputTokens: 3, CacheReadInputTokens: i(2048), CacheCreationInputTokens: i(300)}},
+		{"claude without cache counts", (&claudeUsage{InputTokens: f(12), OutputTokens: f(3)}).token(),
+			&contract.TokenUsage{InputTokens: 12, OutputTokens: 3}},
+		{"opencode with cache", (&opencodeTokens{Input: f(12), Output: f(3), Cache: &cache{Read: f(2048), Write: f(300)}}).token(),
+			&contract.TokenUsage{InputTokens: 2360, OutputTokens: 3, CacheReadInputTokens: i(2048), CacheCreationInputTokens: i(300)}},
+		{"opencode with only a read", (&opencodeTokens{Input: f(12), Output: f(3), Cache: &cache{Read: f(2048)}}).token(),
+			&contract.TokenUsage{InputTokens: 2060, OutputTokens: 3, CacheReadInputTokens: i(2048)}},
+		{"codex already whole", (&codexUsage{InputTokens: f(2060), OutputTokens: f(3), CachedInput: f(2048)}).token(),
+			&contract.TokenUsage{InputTokens: 2060, OutputTokens: 3, CacheReadInputTokens: i(2048)}},
+		{"a total past the safe range is unknown", (&claudeUsage{InputTokens: f(1 << 52), OutputTokens: f(3), CacheRead: f(1 << 52)}).token(), nil},
+	} {
+		if !reflect.DeepEqual(tc.got, tc.want) {
+			t.Errorf("%s: usage %+v, want %+v", tc.name, tc.got, tc.want)
 		}
 	}
 }

@@ -242,6 +242,28 @@ func tokenUsage(in, out, cacheRead, cacheCreation, reasoning *float64) *contract
 	return u
 }
 
+// withCacheInInput makes u's InputTokens the whole prompt (spec runtime
+// §2.1, the rule every provider follows) for a harness whose input count
+// excludes the cache, as the Messages API's input_tokens does: the cache
+// reads and writes it reported beside it are added in (and stay broken
+// out). A cache count it did not report adds nothing and stays unknown;
+// a total past the safe-integer range makes the usage unknown (nil).
+func withCacheInInput(u *contract.TokenUsage) *contract.TokenUsage {
+	if u == nil {
+		return nil
+	}
+	for _, c := range []*int64{u.CacheReadInputTokens, u.CacheCreationInputTokens} {
+		if c == nil {
+			continue
+		}
+		if u.InputTokens > 1<<53-1-*c {
+			return nil
+		}
+		u.InputTokens += *c
+	}
+	return u
+}
+
 func zeroOrAbsent(n *int64) bool { return n == nil || *n == 0 }
 
 // describe says how the process exited.

@@ -74,7 +74,21 @@
 // output_tokens_details.reasoning_tokens, total_tokens) become a usage
 // event (mode cumulative: the turn's total); counts it did not carry
 // stay nil. An endpoint that sends no usage produces no usage event, so
-// the turn's usage is unknown — never 0.
+// the turn's usage is unknown — never 0. prompt_tokens and input_tokens
+// already count the cached tokens, so InputTokens is the whole prompt
+// with CacheReadInputTokens broken out beside it; neither API reports
+// cache writes, so CacheCreationInputTokens stays nil (unknown).
+//
+// What a turn learned before an early end (a cut stream, a cancelled or
+// timed-out context, an in-band failure) is handed over before the end:
+// text and the served model as they arrive; usage whenever the endpoint
+// sends it (Chat Completions: usually only in the last chunk, so a turn
+// cut before it has unknown usage; Responses: the terminal response,
+// and a lifecycle event's running total when an endpoint sends one); and
+// a Responses function call whose item was done. A Chat Completions tool
+// call is whole only when its choice finishes, so one still streaming
+// when the turn ends is dropped, as is a Responses call whose item was
+// still open.
 //
 // A Chat Completions turn succeeds only when the stream said [DONE]
 // after a finish reason of stop or tool_calls: an in-band error object,
@@ -92,10 +106,11 @@
 //
 // The served model is read back from the chunks' "model" field
 // (Responses: the response object's "model"): on the
-// bare Model as a contract.ChatServed event and through Options.Observe
-// (TurnReport), on the Provider on the terminal event's effectiveBackend
-// (taken from the ChatServed event), where kernel.Execute compares it with
-// the requested model. HTTP failures are *APIError with Retryable and
+// bare Model as a contract.ChatServed event as soon as the first chunk
+// (Responses: response.created) names it, and through Options.Observe
+// (TurnReport); on the Provider as the effectiveBackend of a status event
+// emitted at once and of the terminal event, where kernel.Execute compares
+// it with the requested model. HTTP failures are *APIError with Retryable and
 // RetryAfter as data; requests refused with 429, 408, 409 or 5xx are
 // retried up to Options.MaxRetries, honouring Retry-After within
 // Options.MaxRetryWait. Context cancellation ends a turn at once with an

@@ -100,8 +100,11 @@ func endpoint() chatprovidertest.Endpoint {
 		},
 		Profile: briefProfile,
 		Transcripts: chatprovidertest.Transcripts{Text: "text", ServedOther: "served", UsageMissing: "nousage",
-			InBandError: "inband_error", Dropped: "dropped", Hang: "hang"},
-		Want:            chatprovidertest.Want{Text: "Hello!", InputTokens: 19, OutputTokens: 3, Served: "gpt-5.2", ServedOther: "gpt-5.2-mini"},
+			InBandError: "inband_error", Dropped: "dropped", Hang: "hang", UnofferedTool: "tool_unoffered"},
+		// The early-ending transcripts end before the usage chunk, the
+		// only one carrying usage: PartialUsage nil, unknown.
+		Want: chatprovidertest.Want{Text: "Hello!", InputTokens: 19, OutputTokens: 3, Served: "gpt-5.2", ServedOther: "gpt-5.2-mini",
+			UnofferedTool: "send_greeting"},
 		ErrStreamBroken: openai.ErrStreamBroken,
 	}
 }
@@ -121,7 +124,7 @@ func TestStreamEventOrder(t *testing.T) {
 	for _, e := range evs {
 		types = append(types, e.Type)
 	}
-	if got, want := strings.Join(types, " "), "execution.started message.part.updated message.part.updated usage done"; got != want {
+	if got, want := strings.Join(types, " "), "execution.started status message.part.updated message.part.updated usage done"; got != want {
 		t.Fatalf("event types %s, want %s", got, want)
 	}
 	if done, _ := chatprovidertest.Terminal(t, evs); done.Data["finishReason"].Str() != "stop" {

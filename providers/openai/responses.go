@@ -152,6 +152,9 @@ type responsesState struct {
 	calls     []doneCall
 	refusal   strings.Builder
 	completed bool
+	// yielded: the done calls were handed over (at the verdict, or
+	// salvaged from a turn that ended early).
+	yielded bool
 }
 
 // pendingCall is a function call whose item is still streaming.
@@ -171,6 +174,30 @@ func newResponsesState(secret string) *responsesState {
 }
 
 func (s *responsesState) over() bool { return s.completed || s.failed }
+
+// yieldCalls yields the function calls whose items are done, in output
+// order, once. It reports false when the consumer stopped reading.
+func (s *responsesState) yieldCalls(yield func(contract.ChatEvent, error) bool) bool {
+	if s.yielded {
+		return true
+	}
+	s.yielded = true
+	slices.SortStableFunc(s.calls, func(a, b doneCall) int { return cmp.Compare(a.index, b.index) })
+	for _, c := range s.calls {
+		if !yield(contract.ChatEvent{Kind: contract.ChatToolCall, ToolCall: c.call}, nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// salvage hands over, from a stream that ended early, the function calls
+// whose items were done: each is a whole call the model made (the caller
+// records it; a failed turn's calls are not run). A call whose item was
+// still open is partial and is dropped.
+func (s *responsesState) salvage(yield func(contract.ChatEvent, error) bool) bool {
+	return s.yieldCalls(yield)
+}
 
 // responsesEvent is the part of a Responses stream event this package
 // reads; every event carries its type in the data as well as in the
@@ -255,6 +282,11 @@ func (s *responsesState) feed(ev ssestream.Event, yield func(contract.ChatEvent,
 		}
 	}
 	switch typ {
+	case "response.created", "response.in_progress", "response.queued":
+		// The lifecycle events' response usually carries usage null; an
+		// endpoint that counts as it goes reports the running total here,
+		// which must not be lost if the stream then ends early.
+		return s.responseUsage(e.Response, yield)
 	case "":
 		return true, fmt.Errorf("%w: an event without a type", ErrMalformed)
 	case "response.output_text.delta":
@@ -296,12 +328,18 @@ func (s *responsesState) feed(ev ssestream.Event, yield func(contract.ChatEvent,
 		if e.Response != nil && e.Response.IncompleteDetails != nil && e.Response.IncompleteDetails.Reason != "" {
 			reason = e.Response.IncompleteDetails.Reason
 		}
+		if !s.yieldCalls(yield) {
+			return true, nil
+		}
 		if stop, err := s.responseUsage(e.Response, yield); stop || err != nil {
 			return true, err
 		}
 		return true, s.stopped("the response is incomplete ("+reason+")", "incomplete: "+reason, yield)
 	case "response.failed":
 		s.finish = "failed"
+		if !s.yieldCalls(yield) {
+			return true, nil
+		}
 		if stop, err := s.responseUsage(e.Response, yield); stop || err != nil {
 			return true, err
 		}
@@ -310,6 +348,9 @@ func (s *responsesState) feed(ev ssestream.Event, yield func(contract.ChatEvent,
 		}
 		return true, s.fail("the response failed", yield)
 	case "error":
+		if !s.yieldCalls(yield) {
+			return true, nil
+		}
 		if len(e.Error) > 0 && string(e.Error) != "null" {
 			return true, s.inBandError(e.Error, yield)
 		}
@@ -396,7 +437,12 @@ func (s *responsesState) complete(r *responsesResponse, yield func(contract.Chat
 		return fmt.Errorf("%w: the response completed with a function call still open", ErrMalformed)
 	}
 	if s.refusal.Len() > 0 || s.finish != "completed" {
-		// The tokens were spent all the same.
+		// The calls were made and the tokens spent all the same: both
+		// are handed over before the failure (a failed turn's calls are
+		// recorded, not run).
+		if !s.yieldCalls(yield) {
+			return nil
+		}
 		if stop, err := s.responseUsage(r, yield); stop || err != nil {
 			return err
 		}
@@ -406,11 +452,8 @@ func (s *responsesState) complete(r *responsesResponse, yield func(contract.Chat
 		return s.stopped("the response completed with status "+s.finish, s.finish, yield)
 	}
 	s.completed = true
-	slices.SortStableFunc(s.calls, func(a, b doneCall) int { return cmp.Compare(a.index, b.index) })
-	for _, c := range s.calls {
-		if !yield(contract.ChatEvent{Kind: contract.ChatToolCall, ToolCall: c.call}, nil) {
-			return nil
-		}
+	if !s.yieldCalls(yield) {
+		return nil
 	}
 	_, err := s.responseUsage(r, yield)
 	return err

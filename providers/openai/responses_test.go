@@ -263,7 +263,7 @@ func responsesEndpoint() chatprovidertest.Endpoint {
 		return responsesProvider(t, srv, true), srv.Requests
 	}
 	e.Transcripts = chatprovidertest.Transcripts{Text: resp("text"), ServedOther: resp("served"), UsageMissing: resp("nousage"),
-		InBandError: resp("inband_error"), Dropped: resp("dropped"), Hang: resp("hang")}
+		InBandError: resp("inband_error"), Dropped: resp("dropped"), Hang: resp("hang"), UnofferedTool: resp("tool_unoffered")}
 	return e
 }
 
@@ -294,7 +294,7 @@ func TestResponsesStreamEventOrder(t *testing.T) {
 	for _, e := range evs {
 		types = append(types, e.Type)
 	}
-	if got, want := strings.Join(types, " "), "execution.started message.part.updated message.part.updated usage done"; got != want {
+	if got, want := strings.Join(types, " "), "execution.started status message.part.updated message.part.updated usage done"; got != want {
 		t.Fatalf("event types %s, want %s", got, want)
 	}
 	done, _ := chatprovidertest.Terminal(t, evs)

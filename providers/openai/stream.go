@@ -31,6 +31,11 @@ type eventDecoder interface {
 	over() bool
 	// base is the state both protocols keep.
 	base() *streamBase
+	// salvage yields what the decoder holds back that is already whole
+	// when the stream ends early (cut, cancelled): a fact learned before
+	// the end is handed over before the turn's error. It reports false
+	// when the consumer stopped reading.
+	salvage(yield func(contract.ChatEvent, error) bool) bool
 }
 
 // streamBase is what a turn's stream reports whatever its protocol, and
@@ -134,7 +139,9 @@ func runStream(ctx context.Context, res *http.Response, d eventDecoder, yield fu
 	for dec.Next() {
 		stop, err := d.feed(dec.Event(), yield)
 		if err != nil {
-			yield(contract.ChatEvent{}, err)
+			if d.salvage(yield) {
+				yield(contract.ChatEvent{}, err)
+			}
 			return err
 		}
 		if stop {
@@ -151,6 +158,9 @@ func runStream(ctx context.Context, res *http.Response, d eventDecoder, yield fu
 		err = ErrStreamBroken
 	}
 	if err != nil {
+		if !d.salvage(yield) {
+			return err
+		}
 		yield(contract.ChatEvent{}, err)
 	}
 	return err
@@ -180,6 +190,12 @@ func newChatState(secret string) *chatState {
 }
 
 func (s *chatState) over() bool { return s.done || s.failed }
+
+// salvage yields nothing: a Chat Completions tool call is known to be
+// whole only when its choice finishes (its deltas carry no end marker),
+// so the calls of a stream that ended before finish_reason are partial,
+// and text and the served model were yielded as they came.
+func (s *chatState) salvage(func(contract.ChatEvent, error) bool) bool { return true }
 
 // errorObject is the in-band error an endpoint streams instead of a chunk.
 type errorObject struct {

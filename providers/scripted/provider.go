@@ -262,7 +262,8 @@ func (p *Provider) Capabilities(ctx context.Context) (*contract.Capabilities, er
 // Create implements contract.Provider. With an idempotency key, the same
 // input returns the same environment (replayed) and a changed input is
 // refused before a second environment exists. A requested id that is
-// taken is refused.
+// taken is refused. A workspace member it does not apply (anything but a
+// repository cwd) is refused before anything exists (see checkWorkspace).
 func (p *Provider) Create(ctx context.Context, in *contract.CreateInput) (contract.Environment, error) {
 	if in == nil {
 		in = &contract.CreateInput{}
@@ -283,6 +284,9 @@ func (p *Provider) Create(ctx context.Context, in *contract.CreateInput) (contra
 // honor.
 func (p *Provider) checkCreate(ctx context.Context, in *contract.CreateInput) error {
 	caps := p.b.caps
+	if err := checkWorkspace(in.Workspace); err != nil {
+		return err
+	}
 	if w := in.Workspace; w != nil && w.Cwd != nil && !caps.Workspace.CwdBases.Accepts(w.Cwd.Base) {
 		return fmt.Errorf("scripted: workspace cwd base %q: %w", w.Cwd.Base, contract.ErrUnsupported)
 	}
@@ -292,6 +296,33 @@ func (p *Provider) checkCreate(ctx context.Context, in *contract.CreateInput) er
 		}
 	}
 	return nil
+}
+
+// checkWorkspace refuses the workspace members the scripted provider
+// does not apply (WSP-26): its workspace always starts empty, in memory,
+// so a repository (repoUrl, gitRef), a provider checkpoint, a portable
+// snapshot, a template environment, an image or provider options would
+// be silently dropped — the caller would believe its run saw a workspace
+// it never had. Each refusal names its member by JSON pointer and wraps
+// contract.ErrUnsupported; only cwd is honoured.
+func checkWorkspace(w *contract.WorkspaceRequest) error {
+	if w == nil {
+		return nil
+	}
+	var errs []error
+	refuse := func(present bool, member string) {
+		if present {
+			errs = append(errs, fmt.Errorf("scripted: /workspace/%s is not applied (the workspace starts empty): %w", member, contract.ErrUnsupported))
+		}
+	}
+	refuse(w.Snapshot != nil, "snapshot")
+	refuse(w.RepoURL != nil, "repoUrl")
+	refuse(w.GitRef != nil, "gitRef")
+	refuse(w.Checkpoint != nil, "checkpoint")
+	refuse(w.Environment != nil, "environment")
+	refuse(w.Image != nil, "image")
+	refuse(len(w.ProviderOptions) > 0, "providerOptions")
+	return errors.Join(errs...)
 }
 
 // ErrIDTaken is wrapped by a create whose requested id names an existing

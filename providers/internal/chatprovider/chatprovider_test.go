@@ -109,9 +109,11 @@ func backend(e contract.EnvironmentEvent, member string) (string, bool) {
 }
 
 // Chat events become canonical events: text deltas, usage as reported,
-// the ChatServed model on the terminal event; a tool call is not work
-// done; the vendor's Done adds to the done event. The transcript is the
-// profile's system prompt (replace, then append) and the prompt.
+// the ChatServed model at once on a status event (RG-02: it survives a
+// later cut) and again on the terminal event; a tool call is not work
+// done, but is not dropped either: a warning names it; the vendor's Done
+// adds to the done event. The transcript is the profile's system prompt
+// (replace, then append) and the prompt.
 func TestTurnEvents(t *testing.T) {
 	u := &contract.TokenUsage{InputTokens: 7, OutputTokens: 2}
 	f := &fake{model: fakeModel{events: []contract.ChatEvent{
@@ -134,10 +136,26 @@ func TestTurnEvents(t *testing.T) {
 			t.Errorf("event %s: %v", e.Type, err)
 		}
 	}
-	if got := strings.Join(types, " "); got != "execution.started message.part.updated message.part.updated usage done" {
+	if got := strings.Join(types, " "); got != "execution.started status message.part.updated warning message.part.updated usage done" {
 		t.Fatalf("types %s", got)
 	}
-	if got, _, ok := evs[3].UsageReport(); !ok || got != u {
+	if model, _ := backend(evs[1], "model"); model != "m-served" {
+		t.Errorf("status event %s, want the served model", canonjson.Marshal(evs[1].Data["effectiveBackend"]))
+	}
+	if _, ok := contract.EnvironmentEventTerminal(evs[1]); ok {
+		t.Error("the served-model status event is terminal")
+	}
+	w := evs[3]
+	if n := w.Normalized; n == nil || n.Warning == nil || n.Warning.Code != chatprovider.WarningToolCallNotRun {
+		t.Errorf("warning %+v", w.Normalized)
+	}
+	if id, _ := w.Data["toolCall"].Get("id"); id.Str() != "c1" {
+		t.Errorf("warning call id %q", id.Str())
+	}
+	if name, _ := w.Data["toolCall"].Get("name"); name.Str() != "x" {
+		t.Errorf("warning names tool %q", name.Str())
+	}
+	if got, _, ok := evs[5].UsageReport(); !ok || got != u {
 		t.Errorf("usage %+v", got)
 	}
 	done := evs[len(evs)-1]

@@ -34,25 +34,31 @@
 //     its appendSystemPrompt, joined by a blank line; none when both are
 //     empty) and the prompt as one user message. The model decides how a
 //     system message reaches its wire.
-//   - The turn's events: execution.started; a message.part.updated per
-//     text delta; a usage event per contract.ChatUsage, carried as the
-//     model reported it (a counter it did not report stays unknown, no
-//     usage event means the turn's usage is unknown, never 0); and one
+//   - The turn's events: execution.started; a status event (processing,
+//     not terminal) whose effectiveBackend names the provider and the
+//     served model as soon as the contract.ChatServed event reports it,
+//     so that a turn that breaks later still names it; a
+//     message.part.updated per text delta; a usage event per
+//     contract.ChatUsage, carried as the model reported it and when it
+//     reported it (a counter it did not report stays unknown, no usage
+//     event means the turn's usage is unknown, never 0); a warning
+//     (code WarningToolCallNotRun, the call's id and name) per tool call,
+//     since no tools are offered and the call is not run; and one
 //     terminal event — done, error (a contract.ChatFailure, or the turn's
 //     own timeoutMs elapsing) or execution.cancelled (the caller's
-//     context ended). The terminal event's effectiveBackend names the
-//     provider and the model the contract.ChatServed event reported
-//     (omitted when none did: unknown, not a mismatch); kernel.Execute
-//     compares it with the requested model. A stream error (a dropped
-//     connection, a refusal over HTTP) ends the sequence with that error
-//     and no terminal event: never a success.
+//     context ended). Every terminal event's effectiveBackend names the
+//     served model too (omitted when none was reported: unknown, not a
+//     mismatch); kernel.Execute compares it with the requested model. A
+//     stream error (a dropped connection, a refusal over HTTP) ends the
+//     sequence with that error and no terminal event: never a success;
+//     what the turn reported before it was already emitted.
 //
 // Capabilities declares exactly that: live streaming, the system prompt
 // (replace and append: cli-base has no prompt of its own, so both are
 // the system message), and usage when Config.Usage says the vendor's
 // streams report it — nothing else, so every providertest scenario about
 // another ability skips. No tools are offered, so a tool call the model
-// makes is not run and not reported as work done.
+// makes is not run and not reported as work done, only warned of.
 //
 // The package holds no global mutable state and reads nothing from the
 // process environment; credentials live in the vendor's ChatModel.

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -229,13 +230,18 @@ func (t *turnPlay) play(ctx context.Context, yield func(contract.EnvironmentEven
 	}
 	for ev, err := range t.turn.Model.Turn(ctx, t.messages, nil) {
 		if err != nil {
+			// The usage, text and served model the turn reported before
+			// its end were yielded as they came; the terminal event
+			// repeats the served model, as every terminal event does.
 			if errors.Is(context.Cause(ctx), errTurnTimeout) {
 				msg := errTurnTimeout.Error()
-				t.emit(yield, "error", map[string]canonjson.Value{"error": canonjson.StringValue(msg)}, status(contract.StreamStatusFailed, &msg))
+				t.emit(yield, "error", map[string]canonjson.Value{"error": canonjson.StringValue(msg), "effectiveBackend": t.backend()},
+					status(contract.StreamStatusFailed, &msg))
 				return
 			}
 			if ctx.Err() != nil {
-				t.emit(yield, "execution.cancelled", map[string]canonjson.Value{"status": canonjson.StringValue("cancelled")}, status(contract.StreamStatusCancelled, nil))
+				t.emit(yield, "execution.cancelled", map[string]canonjson.Value{"status": canonjson.StringValue("cancelled"), "effectiveBackend": t.backend()},
+					status(contract.StreamStatusCancelled, nil))
 				return
 			}
 			yield(contract.EnvironmentEvent{}, err)
@@ -279,18 +285,66 @@ func (t *turnPlay) event(ev contract.ChatEvent, yield func(contract.EnvironmentE
 	case contract.ChatUsage:
 		return yield(contract.EnvironmentEvent{Type: "usage", Data: map[string]canonjson.Value{}, ID: t.id(), Usage: ev.Usage, UsageMode: ev.UsageMode}, nil)
 	case contract.ChatServed:
-		if t.served == "" {
-			t.served = ev.Model
+		if t.served != "" || ev.Model == "" {
+			return true
 		}
+		// Reported at once, not only on the terminal event: a turn that
+		// is cut, times out or breaks later still names its served model
+		// (RG-02). A status event is not terminal.
+		t.served = ev.Model
+		detail := "served by " + ev.Model
+		return t.emit(yield, contract.EventTypeStatus, map[string]canonjson.Value{"effectiveBackend": t.backend()},
+			status(contract.StreamStatusProcessing, &detail))
+	case contract.ChatToolCall:
+		// No tools are offered, so a call cannot be run and is not work
+		// done; but the model made it (a tool it was not offered, maybe
+		// one it imagined), and dropping it would hide that. It is
+		// reported as a warning naming the call.
+		return t.toolCallWarning(ev.ToolCall, yield)
 	case contract.ChatFailure:
 		t.failure = ev.Failure
 		if t.failure == "" {
 			t.failure = "the endpoint reported a failure"
 		}
 	}
-	// No tools are offered, so a tool call cannot be run; it is not
-	// reported as work done.
 	return true
+}
+
+// WarningToolCallNotRun is the code of the warning a turn emits for a
+// tool call the model made: the provider offers no tools, so the call
+// was not run.
+const WarningToolCallNotRun = "tool_call_not_run"
+
+// toolCallWarning emits the warning of a call that was not run, with its
+// id and name (its arguments stay out of the stream: they are the
+// model's, unbounded, and not needed to see that a call was made).
+func (t *turnPlay) toolCallWarning(c contract.ToolCall, yield func(contract.EnvironmentEvent, error) bool) bool {
+	name := bounded(c.Name)
+	msg := fmt.Sprintf("the model called tool %q, which was not offered; the call was not run", name)
+	norm, err := contract.NewStreamEvent(&contract.WarningEvent{Code: WarningToolCallNotRun, Message: msg})
+	if err != nil {
+		return yield(contract.EnvironmentEvent{}, err)
+	}
+	call := []canonjson.Member{{Name: "name", Value: canonjson.StringValue(name)}}
+	if c.ID != "" {
+		call = append(call, canonjson.Member{Name: "id", Value: canonjson.StringValue(bounded(c.ID))})
+	}
+	return t.emit(yield, contract.EventTypeWarning, map[string]canonjson.Value{
+		"code": canonjson.StringValue(WarningToolCallNotRun), "message": canonjson.StringValue(msg),
+		"toolCall": canonjson.ObjectValue(call)}, &norm)
+}
+
+// bounded cuts a model-chosen name to a length every event schema takes.
+func bounded(s string) string {
+	const limit = 256
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }
 
 // effectiveBackend is what a turn's terminal event reports serving; the

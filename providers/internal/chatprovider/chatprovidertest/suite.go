@@ -42,6 +42,8 @@ type Transcripts struct {
 	Dropped string
 	// Hang sends some text, then nothing until the client goes away.
 	Hang string
+	// UnofferedTool completes with a call of a tool nobody offered.
+	UnofferedTool string
 }
 
 // Want is the Text transcript's account.
@@ -49,8 +51,15 @@ type Want struct {
 	Text                      string
 	InputTokens, OutputTokens int64
 	// Served is the model the Text transcript says served it;
-	// ServedOther the one the ServedOther transcript names.
+	// ServedOther the one the ServedOther transcript names. The Dropped,
+	// Hang and InBandError transcripts name Served before they end.
 	Served, ServedOther string
+	// PartialUsage is the last usage the Dropped, Hang and InBandError
+	// transcripts report before they end (input and output tokens); nil
+	// when they report none, so that the turn's usage stays unknown.
+	PartialUsage *contract.TokenUsage
+	// UnofferedTool is the tool the UnofferedTool transcript calls.
+	UnofferedTool string
 }
 
 // Collect gathers a stream's events, stopping at the first error.
@@ -167,9 +176,11 @@ func Truthfulness(t *testing.T, e Endpoint) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if last, kind := Terminal(t, evs); kind != contract.TerminalFailed || last.Type != "error" {
+		last, kind := Terminal(t, evs)
+		if kind != contract.TerminalFailed || last.Type != "error" {
 			t.Errorf("last event %s %v", last.Type, kind)
 		}
+		e.keptBeforeTheEnd(t, evs[:len(evs)-1])
 	})
 	t.Run("dropped stream breaks", func(t *testing.T) {
 		evs, err := Collect(e.env(t, e.Transcripts.Dropped).Stream(t.Context(), hello(nil)))
@@ -181,6 +192,7 @@ func Truthfulness(t *testing.T, e Endpoint) {
 				t.Errorf("a dropped stream emitted terminal event %s", ev.Type)
 			}
 		}
+		e.keptBeforeTheEnd(t, evs)
 	})
 	t.Run("timeout fails", func(t *testing.T) {
 		timeout := int64(100)
@@ -188,15 +200,20 @@ func Truthfulness(t *testing.T, e Endpoint) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if last, kind := Terminal(t, evs); kind != contract.TerminalFailed || !strings.Contains(last.Data["error"].Str(), "timeoutMs") {
+		last, kind := Terminal(t, evs)
+		if kind != contract.TerminalFailed || !strings.Contains(last.Data["error"].Str(), "timeoutMs") {
 			t.Errorf("last event %s %v", last.Type, kind)
 		}
+		if ServedModel(last) != e.Want.Served {
+			t.Errorf("the timeout's terminal event names served model %q, want %q", ServedModel(last), e.Want.Served)
+		}
+		e.keptBeforeTheEnd(t, evs[:len(evs)-1])
 	})
 	t.Run("cancelled", func(t *testing.T) {
 		env := e.env(t, e.Transcripts.Hang)
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
-		var last contract.EnvironmentEvent
+		var evs []contract.EnvironmentEvent
 		for ev, err := range env.Stream(ctx, hello(nil)) {
 			if err != nil {
 				t.Fatal(err)
@@ -204,12 +221,67 @@ func Truthfulness(t *testing.T, e Endpoint) {
 			if ev.Type == contract.EventTypeMessagePartUpdated {
 				cancel()
 			}
-			last = ev
+			evs = append(evs, ev)
 		}
-		if kind, ok := contract.EnvironmentEventTerminal(last); !ok || kind != contract.TerminalCancelled {
+		last, kind := Terminal(t, evs)
+		if kind != contract.TerminalCancelled {
 			t.Errorf("last event %s", last.Type)
 		}
+		if ServedModel(last) != e.Want.Served {
+			t.Errorf("the cancellation's terminal event names served model %q, want %q", ServedModel(last), e.Want.Served)
+		}
+		e.keptBeforeTheEnd(t, evs[:len(evs)-1])
 	})
+	t.Run("a call of a tool nobody offered leaves a warning", func(t *testing.T) {
+		evs, err := Collect(e.env(t, e.Transcripts.UnofferedTool).Stream(t.Context(), hello(nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		warned := false
+		for _, ev := range evs {
+			if n := ev.Normalized; n != nil && n.Warning != nil && n.Warning.Code == "tool_call_not_run" {
+				name, _ := ev.Data["toolCall"].Get("name")
+				warned = warned || name.Str() == e.Want.UnofferedTool
+			}
+		}
+		if !warned {
+			t.Errorf("no warning names the call of %s", e.Want.UnofferedTool)
+		}
+		if _, kind := Terminal(t, evs); kind != contract.TerminalCompleted {
+			t.Errorf("terminal %v", kind)
+		}
+	})
+}
+
+// keptBeforeTheEnd checks what a turn that ended early (cut, timed out,
+// cancelled, failed in-band) handed over before its end, so that it
+// survives the end (ERR-04, RG-02): the served model on an event of its
+// own, and the usage reported so far — exactly Want.PartialUsage, none
+// when that is nil (unknown stays unknown).
+func (e Endpoint) keptBeforeTheEnd(t *testing.T, before []contract.EnvironmentEvent) {
+	t.Helper()
+	served := ""
+	var usage *contract.TokenUsage
+	for _, ev := range before {
+		if m := ServedModel(ev); m != "" && served == "" {
+			served = m
+		}
+		if u, mode, ok := ev.UsageReport(); ok {
+			if mode != contract.UsageCumulative {
+				t.Errorf("usage mode %q", mode)
+			}
+			usage = u
+		}
+	}
+	if served != e.Want.Served {
+		t.Errorf("served model reported before the end %q, want %q", served, e.Want.Served)
+	}
+	switch want := e.Want.PartialUsage; {
+	case want == nil && usage != nil:
+		t.Errorf("usage %+v reported, but the endpoint sent none", usage)
+	case want != nil && (usage == nil || usage.InputTokens != want.InputTokens || usage.OutputTokens != want.OutputTokens):
+		t.Errorf("usage before the end %+v, want %d in / %d out", usage, want.InputTokens, want.OutputTokens)
+	}
 }
 
 // Refusal is one create or turn the provider must refuse before any
