@@ -383,7 +383,7 @@ func (x *execution) stream(ctx context.Context, env contract.Environment) {
 				x.fail(store.StatusFailed, ReasonInBandError, eventError(e), nil)
 				// A failure the model ended the turn with itself (a token
 				// limit, say) closes a whole turn; an error breaks one off.
-				if r, ok := e.Data[StopReasonMember]; ok && r.Kind() == canonjson.String && r.Str() != "" && e.Type != "error" {
+				if r, ok := e.Data[StopReasonMember]; ok && r.Kind() == canonjson.String && r.Str() != "" {
 					x.stoppedByModel = true
 				}
 			case contract.TerminalCancelled:
@@ -498,7 +498,7 @@ func (x *execution) observeIdentity(e contract.EnvironmentEvent) {
 	if x.res.Served.Model != "" && !SameModel(x.res.Served.Model, model) {
 		x.fail(store.StatusFailed, ReasonModelMismatch, fmt.Sprintf("the platform reported two served models, %s and %s", x.res.Served.Model, model), nil)
 	}
-	x.res.Served = ServedIdentity{Provider: get("provider"), Model: model, Source: e.Type}
+	x.res.Served = ServedIdentity{Provider: get("provider"), Model: model, Source: cmp.Or(get("source"), e.Type)}
 	if x.res.RequestedModel != "" && !SameModel(x.res.RequestedModel, model) {
 		x.fail(store.StatusFailed, ReasonModelMismatch, fmt.Sprintf("requested %s but the platform served %s", x.res.RequestedModel, model), nil)
 	}

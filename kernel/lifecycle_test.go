@@ -178,8 +178,12 @@ func TestFrontDoorsBoundedWhenStoreHangs(t *testing.T) {
 			_, err := kernel.Rounds(ctx, kernel.RoundsOptions[string, string]{
 				Task: "t", RunID: "hang", Store: st, CleanupTimeout: cleanup,
 				Driver: kernel.Driver[string, string]{
-					Plan:   func(context.Context, string, []kernel.Iteration[string, string]) ([]string, error) { return []string{"a"}, nil },
-					Decide: func(context.Context, []kernel.Iteration[string, string]) (kernel.Decision, error) { return kernel.DecisionDone, nil },
+					Plan: func(context.Context, string, []kernel.Iteration[string, string]) ([]string, error) {
+						return []string{"a"}, nil
+					},
+					Decide: func(context.Context, []kernel.Iteration[string, string]) (kernel.Decision, error) {
+						return kernel.DecisionDone, nil
+					},
 				},
 				Agents: []kernel.Agent[string]{{Profile: mustProfile(t, noteWriter)}}, Parse: parseNote,
 				Provider: scripted.New(mustScript(t, slowScript), scripted.Options{}),

@@ -123,3 +123,50 @@ func TestToolLoopOverOpenAIResponsesTruthfulness(t *testing.T) {
 		}
 	})
 }
+
+// ERR-04 through Execute and the Provider path: a turn the model ended
+// itself (Responses "incomplete" at its token limit) reported its whole
+// usage, which stays exact; a turn that broke off (an in-band error
+// event, a dropped connection) keeps what it reported as a floor, and its
+// served model.
+func TestExecuteEarlyEndingsOverOpenAIResponses(t *testing.T) {
+	tests := []struct {
+		transcript string
+		reason     string
+		exact      bool
+	}{
+		{"incomplete", kernel.ReasonInBandError, true},
+		{"inband_error", kernel.ReasonInBandError, false},
+		{"dropped", kernel.ReasonTransport, false},
+	}
+	prof := mustProfile(t, `{"name":"n","harness":"cli-base","model":{"provider":"openai","default":"openai/gpt-5.2"},"prompt":{"systemPrompt":"Be brief."}}`)
+	for _, tc := range tests {
+		t.Run(tc.transcript, func(t *testing.T) {
+			srv := transcript.Serve(t, filepath.Join("..", "providers", "openai", "testdata", "responses", tc.transcript+".txtar"), transcript.ServerOptions{Complete: true})
+			opts := openai.Options{API: openai.APIResponses, BaseURL: srv.BaseURL(), APIKey: openaiKey}
+			if tc.transcript == "incomplete" {
+				opts.MaxCompletionTokens = new(int64(16))
+			}
+			p, err := openai.NewProvider(openai.ProviderOptions{Options: opts, StripModelPrefix: "openai/"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := memory.New(nil)
+			res, err := kernel.Execute(t.Context(), kernel.Request{Profile: prof, Task: "Say hello.", Provider: p, Store: st, Check: nonEmpty})
+			re, ok := errors.AsType[*kernel.RunError](err)
+			if !ok || re.Status != store.StatusFailed || re.Reason != tc.reason {
+				t.Fatalf("err %v; want failed (%s)", err, tc.reason)
+			}
+			in := res.Usage.InputTokens
+			if tc.exact != in.Known() || (in.Reported && in.Value == 0) {
+				t.Errorf("input tokens %s; want exact %v", in, tc.exact)
+			}
+			if !in.Reported && tc.exact {
+				t.Errorf("input tokens unknown; the finished turn reported them")
+			}
+			if res.Served.Model == "" && tc.transcript != "dropped" {
+				t.Errorf("served model lost")
+			}
+		})
+	}
+}

@@ -25,7 +25,7 @@ func TestRunAnthropic(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, errOut, out)
 	}
-	for _, want := range []string{"completed, delivered", "served claude-sonnet-4-5-20250929", "Hello, world.", "input 25", "output 6"} {
+	for _, want := range []string{"completed, delivered", "served claude-sonnet-4-5-20250929", "Hello, world.", "input 3273", "output 6"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

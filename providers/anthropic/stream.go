@@ -95,7 +95,9 @@ func (s *turnState) event(ev *sdk.MessageStreamEventUnion, emit func(contract.Ch
 		}
 		s.m.thoughts.remember(s.firstCall, s.thoughts)
 		if msg := stopFailure(s.stopReason); msg != "" {
-			return emit(contract.ChatEvent{Kind: contract.ChatFailure, Failure: msg}), nil
+			// The model ended the turn itself: its usage is final
+			// (StopReason); without a stop_reason, nobody said so.
+			return emit(contract.ChatEvent{Kind: contract.ChatFailure, Failure: msg, StopReason: s.stopReason}), nil
 		}
 		return true, nil
 	}

@@ -204,6 +204,8 @@ type turnPlay struct {
 	text     strings.Builder
 	served   string
 	failure  string
+	// stopReason is the failure's ChatEvent.StopReason.
+	stopReason string
 }
 
 func (t *turnPlay) id() *string {
@@ -253,8 +255,13 @@ func (t *turnPlay) play(ctx context.Context, yield func(contract.EnvironmentEven
 	}
 	backend := t.backend()
 	if t.failure != "" {
-		t.emit(yield, "error", map[string]canonjson.Value{"error": canonjson.StringValue(t.failure), "effectiveBackend": backend},
-			status(contract.StreamStatusFailed, &t.failure))
+		data := map[string]canonjson.Value{"error": canonjson.StringValue(t.failure), "effectiveBackend": backend}
+		if t.stopReason != "" {
+			// The model ended the turn itself, so its usage is final
+			// (kernel.StopReasonMember).
+			data["stopReason"] = canonjson.StringValue(t.stopReason)
+		}
+		t.emit(yield, "error", data, status(contract.StreamStatusFailed, &t.failure))
 		return
 	}
 	data := map[string]canonjson.Value{
@@ -302,7 +309,7 @@ func (t *turnPlay) event(ev contract.ChatEvent, yield func(contract.EnvironmentE
 		// reported as a warning naming the call.
 		return t.toolCallWarning(ev.ToolCall, yield)
 	case contract.ChatFailure:
-		t.failure = ev.Failure
+		t.failure, t.stopReason = ev.Failure, ev.StopReason
 		if t.failure == "" {
 			t.failure = "the endpoint reported a failure"
 		}
