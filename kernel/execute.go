@@ -428,6 +428,29 @@ func (x *execution) recordFailed(ctx context.Context, what string, err error) {
 	x.fail(store.StatusFailed, ReasonTransport, what+": "+err.Error(), err)
 }
 
+// receiptFloor fills the channels u does not know from a provider's
+// failure receipt, which is a lower bound (a floor), never complete.
+func receiptFloor(u ledger.Usage, r *contract.ExecutionFailureReceipt) ledger.Usage {
+	if r == nil || r.TokenUsage == nil {
+		return u
+	}
+	fill := func(a *ledger.Amount[int64], p *int64) {
+		if !a.Reported && p != nil {
+			*a = ledger.Amount[int64]{Value: *p, Reported: true}
+		}
+	}
+	t := r.TokenUsage
+	fill(&u.InputTokens, t.InputTokens)
+	fill(&u.OutputTokens, t.OutputTokens)
+	fill(&u.CacheReadTokens, t.CacheReadInputTokens)
+	fill(&u.CacheWriteTokens, t.CacheCreationInputTokens)
+	fill(&u.ReasoningTokens, t.ReasoningTokens)
+	if !u.CostUSD.Reported && t.Cost != nil {
+		u.CostUSD = ledger.Amount[float64]{Value: *t.Cost, Reported: true}
+	}
+	return u
+}
+
 // keepReceipt keeps the receipt of a provider's contract.ExecutionError.
 func (x *execution) keepReceipt(err error) {
 	if ee, ok := errors.AsType[*contract.ExecutionError](err); ok && x.res.Receipt == nil {
@@ -445,7 +468,7 @@ func (x *execution) progress(usage bool) {
 	var err error
 	if usage {
 		var entry canonjson.Value
-		entry, err = canonjson.ToValue(ledgerRecord{Kind: LedgerProgress, Model: optModel(x.res.Served.Model),
+		entry, err = canonjson.ToValue(ledgerRecord{Kind: LedgerProgress, Model: optional(x.res.Served.Model),
 			Usage: UsageValue(x.turn.Total().Floor()), Status: string(store.StatusRunning)})
 		if err == nil {
 			err = x.life.appendLedger([]canonjson.Value{entry}, x.now())
@@ -545,6 +568,7 @@ func (x *execution) finish(ctx context.Context) (*Result, error) {
 		x.res.Usage = ledger.NoUsage()
 	case !x.ended:
 		x.res.Usage = x.res.Usage.Floor() // the turn ended early: what it reported is a floor
+		x.res.Usage = receiptFloor(x.res.Usage, x.res.Receipt)
 	}
 	if x.ticket != nil {
 		if err := x.req.Budget.Settle(x.ticket, spendOf(x.res.Usage)); err != nil {

@@ -234,3 +234,77 @@ func cmpErr(a, b error) error {
 	}
 	return a
 }
+
+// unprovenProvider creates environments whose creation it cannot prove
+// (Creation ""), or fails Create with an ExecutionError, and counts
+// destroys.
+type unprovenProvider struct {
+	contract.Provider
+	fail      error
+	destroyed atomic.Int64
+}
+
+func (p *unprovenProvider) Create(ctx context.Context, in *contract.CreateInput) (contract.Environment, error) {
+	if p.fail != nil {
+		return nil, p.fail
+	}
+	env, err := p.Provider.Create(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return &unprovenEnv{Environment: env, p: p}, nil
+}
+
+type unprovenEnv struct {
+	contract.Environment
+	p *unprovenProvider
+}
+
+func (e *unprovenEnv) Creation() contract.Creation { return "" }
+
+func (e *unprovenEnv) Destroy(ctx context.Context) error {
+	e.p.destroyed.Add(1)
+	return e.Environment.Destroy(ctx)
+}
+
+// ENV-06: an environment whose creation the provider cannot prove is
+// never destroyed — another caller may hold it.
+func TestUnprovenEnvironmentIsNotDestroyed(t *testing.T) {
+	p := &unprovenProvider{Provider: scripted.New(mustScript(t, `{"turns":[{"steps":[{"text":"A note."}]}]}`), scripted.Options{})}
+	res, err := kernel.Execute(context.Background(), kernel.Request{Profile: mustProfile(t, noteWriter), Task: "t", Provider: p,
+		Store: memory.New(nil), Check: nonEmpty})
+	if err != nil || !res.Delivered {
+		t.Fatalf("run: %v", err)
+	}
+	if n := p.destroyed.Load(); n != 0 {
+		t.Errorf("destroyed %d environments of unknown creation", n)
+	}
+}
+
+// ERR-05: a provider's ExecutionError keeps its receipt on the failed
+// run's result and record.
+func TestExecutionErrorReceiptKept(t *testing.T) {
+	in, out := int64(40), int64(3)
+	ee, err := contract.NewExecutionError("the sandbox rejected the turn", contract.ExecutionFailureReceipt{
+		TokenUsage: &contract.PartialTokenUsage{InputTokens: &in, OutputTokens: &out}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &unprovenProvider{Provider: scripted.New(mustScript(t, `{"turns":[{"steps":[{"text":"A note."}]}]}`), scripted.Options{}), fail: ee}
+	st := memory.New(nil)
+	res, err := kernel.Execute(context.Background(), kernel.Request{Profile: mustProfile(t, noteWriter), Task: "t", Provider: p, Store: st, Check: nonEmpty})
+	if re, ok := errors.AsType[*kernel.RunError](err); !ok || re.Status != store.StatusFailed {
+		t.Fatalf("err %v; want a failed run", err)
+	}
+	if res.Receipt == nil || res.Receipt.TokenUsage == nil || *res.Receipt.TokenUsage.InputTokens != 40 {
+		t.Fatalf("receipt %+v; want the provider's", res.Receipt)
+	}
+	// The receipt is a lower bound: the run's usage takes it as a floor.
+	if res.Usage.InputTokens.String() != "≥ 40" || res.Usage.OutputTokens.String() != "≥ 3" || res.Usage.CostUSD.Reported {
+		t.Errorf("usage %+v; want the receipt's counts as floors, cost unknown", res.Usage)
+	}
+	rec, err := kernel.ReadRun(context.Background(), st, res.RunID)
+	if err != nil || rec.Exact == nil || rec.Exact.FailureReceipt == nil || *rec.Exact.FailureReceipt.TokenUsage.OutputTokens != 3 {
+		t.Errorf("recorded receipt: %+v (%v)", rec, err)
+	}
+}

@@ -41,50 +41,22 @@ func optStr(s string) canonjson.Value {
 	return canonjson.StringValue(s)
 }
 
-// doc is the run record's document: what was requested, what ran, what
-// was observed.
+// doc is the run record's document (Record): what was requested, what
+// ran, what was observed.
 func (x *execution) doc() canonjson.Value {
-	r := x.res
-	m := []canonjson.Member{
-		{Name: "task", Value: str(x.req.Task)},
-		{Name: "provider", Value: str(x.req.Provider.Name())},
-		{Name: "stage", Value: canonjson.NumberValue(float64(x.req.Stage))},
-		{Name: "authoredProfileDigest", Value: str(r.AuthoredDigest)},
-		{Name: "effectiveProfileDigest", Value: optStr(r.EffectiveDigest)},
-		{Name: "requestedModel", Value: optStr(r.RequestedModel)},
-		{Name: "servedModel", Value: optStr(r.Served.Model)},
-		{Name: "servedProvider", Value: optStr(r.Served.Provider)},
-		{Name: "environmentId", Value: optStr(r.EnvironmentID)},
-		{Name: "events", Value: canonjson.NumberValue(float64(r.Events))},
+	rec := x.typed()
+	v, err := canonjson.ToValue(rec)
+	if err != nil && rec.Output.IsValid() {
+		// An output without a JSON form is left out rather than losing
+		// the record.
+		x.log.Warn("the run's output has no JSON form; not recorded", "run", x.req.RunID, "err", err)
+		rec.Output = canonjson.Value{}
+		v, err = canonjson.ToValue(rec)
 	}
-	if x.req.Profile.Harness != "" {
-		m = append(m, canonjson.Member{Name: "harness", Value: str(string(x.req.Profile.Harness))})
+	if err != nil {
+		x.log.Error("encoding the run record", "run", x.req.RunID, "err", err)
 	}
-	if r.Status.Terminal() {
-		m = append(m,
-			canonjson.Member{Name: "terminal", Value: terminalValue(r.Status, r.Reason, r.Detail)},
-			canonjson.Member{Name: "usage", Value: UsageValue(r.Usage)},
-			canonjson.Member{Name: "text", Value: str(r.Text)},
-			canonjson.Member{Name: "delivered", Value: canonjson.BoolValue(r.Delivered)},
-		)
-		if r.Output.IsValid() {
-			m = append(m, canonjson.Member{Name: "output", Value: r.Output})
-		}
-		if r.Verdict != nil {
-			if v, err := canonjson.ToValue(r.Verdict); err == nil {
-				m = append(m, canonjson.Member{Name: "verdict", Value: v})
-			}
-		}
-		if r.CheckError != "" {
-			m = append(m, canonjson.Member{Name: "checkError", Value: str(r.CheckError)})
-		}
-		if r.Receipt != nil {
-			if v, err := canonjson.ToValue(r.Receipt); err == nil {
-				m = append(m, canonjson.Member{Name: "failureReceipt", Value: v})
-			}
-		}
-	}
-	return canonjson.ObjectValue(m)
+	return v
 }
 
 // terminalValue is a run document's terminal state: its status and, for
@@ -125,11 +97,12 @@ type ledgerRecord struct {
 }
 
 func ledgerEntry(r Result) ledgerRecord {
-	return ledgerRecord{Kind: LedgerTurn, Model: optModel(r.Served.Model), Usage: UsageValue(r.Usage), Status: string(r.Status)}
+	return ledgerRecord{Kind: LedgerTurn, Model: optional(r.Served.Model), Usage: UsageValue(r.Usage), Status: string(r.Status)}
 }
 
-// optModel is a served model for a ledger entry: nil when unknown.
-func optModel(m string) *string {
+// optional is s for a document member that is null when unknown: nil
+// when s is empty.
+func optional(m string) *string {
 	if m == "" {
 		return nil
 	}

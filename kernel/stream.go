@@ -26,27 +26,68 @@ import (
 // An error is yielded, once and last, only when the run could not be
 // recorded at all. Replay yields the same envelopes from the store.
 func Stream(ctx context.Context, req Request) iter.Seq2[contract.EventEnvelope, error] {
+	return StreamRun(ctx, req).Events()
+}
+
+// StreamedRun is one turn run by StreamRun: its envelopes, then its
+// recorded result.
+type StreamedRun struct {
+	ctx context.Context
+	req Request
+	res *Result
+	err error
+	// done is set once Events has run the turn to its end.
+	done bool
+}
+
+// ErrStreamNotDone is StreamedRun.Result's error before Events has run
+// the turn to its end.
+var ErrStreamNotDone = errors.New("kernel: the streamed run has not ended: range over Events first")
+
+// StreamRun is Stream with the result kept: range over Events (once),
+// then Result returns what Execute would have — the typed result
+// (status, delivered, usage, served model, verdict) and the *RunError of
+// a run that did not complete — without reading the store again.
+func StreamRun(ctx context.Context, req Request) *StreamedRun {
+	if req.RunID == "" {
+		req.RunID = NewID("run")
+	}
+	return &StreamedRun{ctx: ctx, req: req}
+}
+
+// Events yields the run's envelopes as Stream documents. It runs the
+// turn each time it is ranged over; Result reports the last run.
+func (s *StreamedRun) Events() iter.Seq2[contract.EventEnvelope, error] {
 	return func(yield func(contract.EventEnvelope, error) bool) {
-		ctx, cancel := context.WithCancel(ctx)
+		ctx, cancel := context.WithCancel(s.ctx)
 		defer cancel()
-		if req.RunID == "" {
-			req.RunID = NewID("run")
-		}
+		req := s.req
 		w := &streamer{yield: yield, cancel: cancel, runID: req.RunID, open: true}
 		if req.Provider != nil {
 			w.backend = req.Provider.Name()
 		}
 		req.observe = w
-		_, err := Execute(ctx, req)
+		s.res, s.err = Execute(ctx, req)
+		s.done = true
 		var runErr *RunError
-		if err != nil && !errors.As(err, &runErr) {
-			w.emit(contract.EventEnvelope{}, err)
+		if s.err != nil && !errors.As(s.err, &runErr) {
+			w.emit(contract.EventEnvelope{}, s.err)
 			return
 		}
 		if !w.terminal {
 			w.emit(contract.EventEnvelope{}, fmt.Errorf("kernel: run %s ended without a recorded end", req.RunID))
 		}
 	}
+}
+
+// Result returns the run's recorded result and error once Events has
+// run it to its end (ErrStreamNotDone before). A consumer that stopped
+// ranging early cancelled the run: its result says so.
+func (s *StreamedRun) Result() (*Result, error) {
+	if !s.done {
+		return nil, ErrStreamNotDone
+	}
+	return s.res, s.err
 }
 
 // streamer turns an execution's durable record into envelopes.

@@ -2,6 +2,7 @@ package kernel_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -191,5 +192,45 @@ func TestStreamConsumerPanicEndsTheRecord(t *testing.T) {
 	}
 	if term, _ := r.Doc.Get("terminal"); !strings.Contains(string(canonjson.Marshal(term)), "panic") {
 		t.Errorf("terminal %s does not say panic", canonjson.Marshal(term))
+	}
+}
+
+// After a streamed run, the caller has its typed result without reading
+// the store: status, delivered, usage, served model, verdict — the same
+// facts the terminal envelope states.
+func TestStreamRunResult(t *testing.T) {
+	st := memory.New(nil)
+	run := kernel.StreamRun(context.Background(), kernel.Request{Profile: mustProfile(t, noteWriter), Task: "Write a release note.",
+		Provider: scripted.New(mustScript(t, `{"turns":[{"steps":[{"text":"Shipped."},{"usage":{"inputTokens":12,"outputTokens":5},"mode":"delta"}]}]}`), scripted.Options{}),
+		Store: st, Check: nonEmpty})
+	if _, err := run.Result(); !errors.Is(err, kernel.ErrStreamNotDone) {
+		t.Fatalf("Result before the stream ran: %v; want ErrStreamNotDone", err)
+	}
+	var last contract.EventEnvelope
+	for env, err := range run.Events() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = env
+	}
+	res, err := run.Result()
+	if err != nil || res == nil {
+		t.Fatalf("result %v, %v", res, err)
+	}
+	if res.Status != store.StatusCompleted || !res.Delivered || res.Verdict == nil || !res.Verdict.Passed ||
+		res.Served.Model != "scripted/note-writer" || res.Usage.InputTokens.String() != "12" || res.Text != "Shipped." {
+		t.Errorf("result %+v", res)
+	}
+	if last.RunID != res.RunID || last.Event.Status == nil || last.Event.Status.Status != contract.StreamStatusCompleted {
+		t.Errorf("last envelope %+v does not state the result", last)
+	}
+	// The typed record in the store says the same.
+	rec, err := kernel.ReadRun(context.Background(), st, res.RunID)
+	if err != nil || rec.Exact == nil {
+		t.Fatalf("ReadRun: %v", err)
+	}
+	if *rec.Exact.Delivered != res.Delivered || rec.Exact.Usage.Usage != res.Usage || string(rec.Exact.ServedModel) != res.Served.Model ||
+		rec.Events != int64(res.Events) || rec.Spend != res.Usage {
+		t.Errorf("record %+v (spend %+v, %d events) disagrees with result %+v", rec.Exact, rec.Spend, rec.Events, res)
 	}
 }

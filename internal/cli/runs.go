@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/postgres"
 	"github.com/agentrt/agentrt/store/sqlite"
@@ -155,14 +156,18 @@ func newRunsListCmd(stdio IO) *cobra.Command {
 	return cmd
 }
 
-// summary is a short human description of a run from its document.
+// summary is a short human description of a run from its record.
 func summary(r store.Run) string {
-	var parts []string
-	if v, ok := r.Doc.Get("task"); ok && v.Kind() == canonjson.String {
-		parts = append(parts, fmt.Sprintf("%q", clip(v.Str(), 40)))
+	if !kernel.IsExactKind(r.Kind) {
+		return ""
 	}
-	if v, ok := r.Doc.Get("delivered"); ok && v.Kind() == canonjson.Bool {
-		if v.Bool() {
+	rec, err := kernel.DecodeRecord(r.Doc)
+	if err != nil {
+		return "(unreadable record)"
+	}
+	parts := []string{fmt.Sprintf("%q", clip(rec.Task, 40))}
+	if rec.Delivered != nil {
+		if *rec.Delivered {
 			parts = append(parts, "delivered")
 		} else {
 			parts = append(parts, "not delivered")
@@ -200,7 +205,7 @@ func newRunsShowCmd(stdio IO) *cobra.Command {
 				return err
 			}
 			defer s.Close()
-			r, err := s.GetRun(cmd.Context(), args[0])
+			r, err := kernel.ReadRun(cmd.Context(), s, args[0])
 			if errors.Is(err, store.ErrNotFound) {
 				return &exitError{code: ExitFailed, err: fmt.Errorf("no run %q in the store (agentrt runs list shows the recorded runs)", args[0])}
 			}
@@ -208,7 +213,11 @@ func newRunsShowCmd(stdio IO) *cobra.Command {
 				return &exitError{code: ExitFailed, err: err}
 			}
 			if asJSON {
-				return writeJSON(stdio.Out, runValue(r))
+				v := runValue(r.Run).With("eventsRecorded", canonjson.NumberValue(float64(r.Events)))
+				if r.LedgerEntries > 0 {
+					v = v.With("spend", kernel.UsageValue(r.Spend))
+				}
+				return writeJSON(stdio.Out, v)
 			}
 			printRun(stdio.Out, r)
 			return nil
@@ -219,14 +228,22 @@ func newRunsShowCmd(stdio IO) *cobra.Command {
 	return cmd
 }
 
-// printRun writes a run record for people: the fixed fields, then the
-// record's members, one per line, with nested values as compact JSON.
-func printRun(w io.Writer, r store.Run) {
+// printRun writes a run record for people: the fixed fields, then an
+// exact run's typed record, or another kind's document members one per
+// line (nested values as compact JSON).
+func printRun(w io.Writer, r *kernel.RunRecord) {
 	fmt.Fprintf(w, "run %s\n", r.ID)
 	fmt.Fprintf(w, "  status    %s\n", r.Status)
 	fmt.Fprintf(w, "  kind      %s\n", r.Kind)
 	fmt.Fprintf(w, "  started   %s\n", r.CreatedAt.Local().Format(time.RFC3339))
 	fmt.Fprintf(w, "  updated   %s\n", r.UpdatedAt.Local().Format(time.RFC3339))
+	if rec := r.Exact; rec != nil {
+		printRecord(w, r, rec)
+		return
+	}
+	if r.DocErr != nil {
+		fmt.Fprintf(w, "  record    unreadable: %v\n", r.DocErr)
+	}
 	for _, m := range r.Doc.Members() {
 		val := string(canonjson.Marshal(m.Value))
 		if m.Value.Kind() == canonjson.String {
@@ -234,6 +251,57 @@ func printRun(w io.Writer, r store.Run) {
 		}
 		fmt.Fprintf(w, "  %-9s %s\n", m.Name, val)
 	}
+	fmt.Fprintf(w, "  recorded  %d events, %d ledger entries\n", r.Events, r.LedgerEntries)
+}
+
+// printRecord writes an exact run's record.
+func printRecord(w io.Writer, r *kernel.RunRecord, rec *kernel.Record) {
+	fmt.Fprintf(w, "  task      %s\n", clip(strings.ReplaceAll(rec.Task, "\n", " "), 120))
+	fmt.Fprintf(w, "  provider  %s (stage %d)\n", rec.Provider, rec.Stage)
+	served := string(rec.ServedModel)
+	if served == "" {
+		served = "unknown (not reported)"
+	}
+	fmt.Fprintf(w, "  model     requested %s, served %s\n", orUnknown(string(rec.RequestedModel)), served)
+	fmt.Fprintf(w, "  profile   %s\n", rec.AuthoredProfileDigest)
+	if e := string(rec.EffectiveProfileDigest); e != "" && e != rec.AuthoredProfileDigest {
+		fmt.Fprintf(w, "  effective %s\n", e)
+	}
+	if t := rec.Terminal; t != nil && t.Reason != "" {
+		fmt.Fprintf(w, "  why       %s: %s\n", t.Reason, t.Detail)
+	}
+	if r.Status == store.StatusInterrupted && rec.Terminal == nil {
+		fmt.Fprintf(w, "  why       the process running it stopped (or lost its lease) before it ended\n")
+	}
+	switch {
+	case rec.Verdict != nil:
+		verdict := "failed"
+		if rec.Verdict.Passed {
+			verdict = "passed"
+		}
+		fmt.Fprintf(w, "  check     %s: %s\n", verdict, rec.Verdict.Reason)
+	case rec.CheckError != "":
+		fmt.Fprintf(w, "  check     not judged: %s\n", rec.CheckError)
+	}
+	if rec.Delivered != nil {
+		fmt.Fprintf(w, "  delivered %v\n", *rec.Delivered)
+	}
+	usage := r.Spend
+	if rec.Usage != nil {
+		usage = rec.Usage.Usage
+	}
+	if rec.Usage != nil || r.LedgerEntries > 0 {
+		fmt.Fprintf(w, "  usage     input %s, output %s, cost %s\n", usage.InputTokens, usage.OutputTokens, usd(usage.CostUSD))
+	} else {
+		fmt.Fprintf(w, "  usage     unknown (none reported)\n")
+	}
+	if rec.Text != nil && *rec.Text != "" {
+		fmt.Fprintf(w, "  result    %s\n", clip(strings.ReplaceAll(*rec.Text, "\n", " "), 120))
+	}
+	if rec.CancelRequested != nil {
+		fmt.Fprintf(w, "  cancel    requested at %s: %s\n", rec.CancelRequested.At, rec.CancelRequested.Reason)
+	}
+	fmt.Fprintf(w, "  recorded  %d events, %d ledger entries\n", r.Events, r.LedgerEntries)
 }
 
 func newRunsEventsCmd(stdio IO) *cobra.Command {
