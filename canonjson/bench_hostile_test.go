@@ -58,3 +58,26 @@ func BenchmarkDecodeWideArray(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeObjectWidth decodes objects of several widths with the
+// duplicate check done only pairwise and only by map, to locate the width
+// where the decoder should switch from one to the other.
+func BenchmarkDecodeObjectWidth(b *testing.B) {
+	for _, method := range []struct {
+		name      string
+		threshold int
+	}{{"pairwise", 1 << 30}, {"map", 0}} {
+		for _, n := range []int{8, 16, 32, 48, 64, 128} {
+			data := wideObject(n)
+			b.Run(method.name+"/"+strconv.Itoa(n), func(b *testing.B) {
+				defer canonjson.SetPairwiseMembers(canonjson.SetPairwiseMembers(method.threshold))
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := canonjson.Decode(data); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,18 @@
+package canonjson
+
+// SetPairwiseMembers sets the duplicate-check crossover for a benchmark
+// and returns the previous value.
+func SetPairwiseMembers(n int) int {
+	old := pairwiseMembers
+	pairwiseMembers = n
+	return old
+}
+
+// NameChecks decodes data and returns how many member-name comparisons
+// and lookups the duplicate check made.
+func NameChecks(data []byte) (int, error) {
+	d := decoder{data: data, src: string(data), opts: DecodeOptions{MaxDepth: DefaultMaxDepth}}
+	d.skipSpace()
+	_, err := d.value(0)
+	return d.nameChecks, err
+}

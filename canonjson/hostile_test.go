@@ -1,0 +1,79 @@
+package canonjson_test
+
+import (
+	"errors"
+	"runtime"
+	"testing"
+
+	"github.com/agentrt/agentrt/canonjson"
+)
+
+// allocated returns the bytes f allocates.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestDecodeWideObjectScalesLinearly doubles the member count of an object
+// and requires the duplicate-name work and the bytes allocated to grow no
+// more than 2.5 times: pairwise checking would quadruple the work.
+func TestDecodeWideObjectScalesLinearly(t *testing.T) {
+	const n = 20_000
+	small, large := wideObject(n), wideObject(2*n)
+	checksSmall, err := canonjson.NameChecks(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checksLarge, err := canonjson.NameChecks(large)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := float64(checksLarge) / float64(checksSmall); r > 2.5 {
+		t.Errorf("name checks: %d members take %d, %d take %d (%.2fx)", n, checksSmall, 2*n, checksLarge, r)
+	}
+	decode := func(data []byte) func() {
+		return func() {
+			if _, err := canonjson.Decode(data); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	bytesSmall, bytesLarge := allocated(decode(small)), allocated(decode(large))
+	if r := float64(bytesLarge) / float64(bytesSmall); r > 2.5 {
+		t.Errorf("allocation: %d members take %d B, %d take %d B (%.2fx)", n, bytesSmall, 2*n, bytesLarge, r)
+	}
+}
+
+// TestDecodeDuplicateNamesAtEveryWidth puts a duplicate at the end of
+// objects just below, at and above the width where the duplicate check
+// changes method, with and without AllowDuplicateNames.
+func TestDecodeDuplicateNamesAtEveryWidth(t *testing.T) {
+	for _, n := range []int{1, 2, 47, 48, 49, 50, 200} {
+		for _, first := range []bool{true, false} {
+			obj := wideObject(n)
+			dupOf := "k0"
+			if !first {
+				dupOf = "k" + itoa(n-1)
+			}
+			data := append(obj[:len(obj)-1:len(obj)-1], `,"`+dupOf+`":"last"}`...)
+			_, err := canonjson.Decode(data)
+			var de *canonjson.DecodeError
+			if !errors.As(err, &de) || de.Code != canonjson.CodeDuplicateName || de.Pointer != "/"+dupOf {
+				t.Errorf("%d members, duplicate of %s: err = %v", n, dupOf, err)
+			}
+			v, err := canonjson.DecodeWith(data, canonjson.DecodeOptions{AllowDuplicateNames: true})
+			if err != nil {
+				t.Fatalf("%d members, duplicate of %s allowed: %v", n, dupOf, err)
+			}
+			if got, _ := v.Get(dupOf); v.Len() != n || got.Str() != "last" {
+				t.Errorf("%d members, duplicate of %s allowed: len %d, %s = %v", n, dupOf, v.Len(), dupOf, got)
+			}
+		}
+	}
+}
+
+func itoa(i int) string { return string(canonjson.AppendNumber(nil, float64(i))) }
