@@ -3,6 +3,7 @@ package canonjson
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -172,9 +173,9 @@ func (d *decoder) value(depth int) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		return Value{kind: String, str: s, wellFormed: wf}, nil
+		return stringValue(s, wf), nil
 	case c == 't':
-		return d.literal("true", Value{kind: Bool, boolean: true})
+		return d.literal("true", BoolValue(true))
 	case c == 'f':
 		return d.literal("false", Value{kind: Bool})
 	case c == 'n':
@@ -193,7 +194,7 @@ func (d *decoder) array(depth int) (Value, error) {
 	d.skipSpace()
 	if d.pos < len(d.data) && d.data[d.pos] == ']' {
 		d.pos++
-		return Value{kind: Array, items: []Value{}}, nil
+		return ArrayValue(nil), nil
 	}
 	base := len(d.items)
 	d.path = append(d.path, pathToken{index: 0})
@@ -202,6 +203,12 @@ func (d *decoder) array(depth int) (Value, error) {
 		v, err := d.value(depth)
 		if err != nil {
 			return Value{}, err
+		}
+		if len(d.items) == cap(d.items) {
+			// Double rather than let append grow large stacks by a
+			// quarter: a wide array would allocate five times its
+			// final size on the way.
+			d.items = slices.Grow(d.items, len(d.items))
 		}
 		d.items = append(d.items, v)
 		d.skipSpace()
@@ -221,7 +228,7 @@ func (d *decoder) array(depth int) (Value, error) {
 	copy(items, d.items[base:])
 	clear(d.items[base:])
 	d.items = d.items[:base]
-	return Value{kind: Array, items: items}, nil
+	return ArrayValue(items), nil
 }
 
 func (d *decoder) object(depth int) (Value, error) {
@@ -232,7 +239,7 @@ func (d *decoder) object(depth int) (Value, error) {
 	d.skipSpace()
 	if d.pos < len(d.data) && d.data[d.pos] == '}' {
 		d.pos++
-		return Value{kind: Object, members: []Member{}}, nil
+		return ObjectValue(nil), nil
 	}
 	base := len(d.members)
 	var names map[string]int // member name -> index in d.members, once the object is large
@@ -283,6 +290,9 @@ func (d *decoder) object(depth int) (Value, error) {
 			if names != nil {
 				names[name] = len(d.members)
 			}
+			if len(d.members) == cap(d.members) {
+				d.members = slices.Grow(d.members, len(d.members))
+			}
 			d.members = append(d.members, Member{Name: name, Value: v})
 		}
 		d.path = d.path[:len(d.path)-1]
@@ -302,7 +312,7 @@ func (d *decoder) object(depth int) (Value, error) {
 	copy(members, d.members[base:])
 	clear(d.members[base:])
 	d.members = d.members[:base]
-	return Value{kind: Object, members: members}, nil
+	return ObjectValue(members), nil
 }
 
 // pairwiseMembers is the member count up to which an object's names are
@@ -541,9 +551,9 @@ func (d *decoder) number() (Value, error) {
 		if neg {
 			f = -f
 		}
-		return Value{kind: Number, num: f}, nil
+		return NumberValue(f), nil
 	}
 	// Overflow yields ±Inf and underflow yields ±0, as in JSON.parse.
-	f, _ := strconv.ParseFloat(string(d.data[start:d.pos]), 64)
-	return Value{kind: Number, num: f}, nil
+	f, _ := strconv.ParseFloat(d.src[start:d.pos], 64)
+	return NumberValue(f), nil
 }

@@ -1,5 +1,7 @@
 package canonjson
 
+import "unsafe"
+
 // SetPairwiseMembers sets the duplicate-check crossover for a benchmark
 // and returns the previous value.
 func SetPairwiseMembers(n int) int {
@@ -16,3 +18,6 @@ func NameChecks(data []byte) (int, error) {
 	_, err := d.value(0)
 	return d.nameChecks, err
 }
+
+// ValueSize is the size of a Value in bytes.
+const ValueSize = unsafe.Sizeof(Value{})

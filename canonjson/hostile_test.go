@@ -77,3 +77,50 @@ func TestDecodeDuplicateNamesAtEveryWidth(t *testing.T) {
 }
 
 func itoa(i int) string { return string(canonjson.AppendNumber(nil, float64(i))) }
+
+// TestValueIsThreeWords keeps a decoded document's dominant cost small: a
+// wide array holds one Value per item.
+func TestValueIsThreeWords(t *testing.T) {
+	if canonjson.ValueSize > 24 {
+		t.Errorf("a Value takes %d bytes, want at most 24", canonjson.ValueSize)
+	}
+}
+
+// TestValueAccessorsOfOtherKinds checks that each accessor returns its
+// zero result for a Value of another kind, since kinds share storage.
+func TestValueAccessorsOfOtherKinds(t *testing.T) {
+	values := []canonjson.Value{{}, canonjson.NullValue(), canonjson.BoolValue(true), canonjson.NumberValue(1.5),
+		canonjson.StringValue("s"), canonjson.ArrayValue([]canonjson.Value{canonjson.NullValue()}),
+		canonjson.ObjectValue([]canonjson.Member{{Name: "a", Value: canonjson.NullValue()}})}
+	for _, v := range values {
+		k := v.Kind()
+		if got := v.Bool(); got != (k == canonjson.Bool) {
+			t.Errorf("%s: Bool() = %v", k, got)
+		}
+		if got := v.Float(); got != 0 && k != canonjson.Number {
+			t.Errorf("%s: Float() = %v", k, got)
+		}
+		if got := v.Str(); got != "" && k != canonjson.String {
+			t.Errorf("%s: Str() = %q", k, got)
+		}
+		if got := v.Items(); got != nil && k != canonjson.Array {
+			t.Errorf("%s: Items() = %v", k, got)
+		}
+		if got := v.Members(); got != nil && k != canonjson.Object {
+			t.Errorf("%s: Members() = %v", k, got)
+		}
+		if got, want := v.Len(), map[canonjson.Kind]int{canonjson.Array: 1, canonjson.Object: 1}[k]; got != want {
+			t.Errorf("%s: Len() = %d, want %d", k, got, want)
+		}
+	}
+	if v := canonjson.ArrayValue(nil); v.Items() == nil {
+		t.Error("ArrayValue(nil).Items() is nil, want empty")
+	}
+	if v := canonjson.ObjectValue(nil); v.Members() == nil {
+		t.Error("ObjectValue(nil).Members() is nil, want empty")
+	}
+	v, err := canonjson.Decode([]byte(`[[],{}]`))
+	if err != nil || v.Items()[0].Items() == nil || v.Items()[1].Members() == nil {
+		t.Errorf("decoded empty array and object: %v, %v", v, err)
+	}
+}
