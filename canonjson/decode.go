@@ -3,7 +3,6 @@ package canonjson
 import (
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -13,10 +12,22 @@ import (
 // accepts unless DecodeOptions.MaxDepth says otherwise.
 const DefaultMaxDepth = 1000
 
+// DefaultMaxValues is how many values (every array item, member value and
+// the document itself counts one) Decode accepts in one document unless
+// DecodeOptions.MaxValues says otherwise. Every value costs a 24-byte
+// Value however short its text, so a cap on input bytes alone would let a
+// 64 MiB array of one-digit numbers cost a gigabyte or more; at this bound
+// the values of one document stay under about 100 MB. The largest agentrt
+// documents in the reference vectors hold under 100,000 values.
+const DefaultMaxValues = 1 << 20
+
 // DecodeOptions adjusts Decode. The zero value is the strict default.
 type DecodeOptions struct {
 	// MaxDepth bounds array and object nesting; 0 means DefaultMaxDepth.
 	MaxDepth int
+	// MaxValues bounds the number of values in the document; 0 means
+	// DefaultMaxValues and a negative number means no bound.
+	MaxValues int
 	// AllowDuplicateNames keeps the last of several members with one name,
 	// as JSON.parse does, instead of refusing the document. Only for
 	// reading legacy documents: two parsers that disagree on duplicates
@@ -31,6 +42,7 @@ const (
 	CodeDuplicateName = "duplicate_key"
 	CodeTrailingData  = "trailing_data"
 	CodeTooDeep       = "too_deep"
+	CodeTooManyValues = "too_many_values"
 )
 
 // DecodeError reports why a document was refused and where.
@@ -59,6 +71,12 @@ func Decode(data []byte) (Value, error) { return DecodeWith(data, DecodeOptions{
 func DecodeWith(data []byte, opts DecodeOptions) (Value, error) {
 	if opts.MaxDepth <= 0 {
 		opts.MaxDepth = DefaultMaxDepth
+	}
+	switch {
+	case opts.MaxValues == 0:
+		opts.MaxValues = DefaultMaxValues
+	case opts.MaxValues < 0:
+		opts.MaxValues = int(^uint(0) >> 1)
 	}
 	st := stackPool.Get().(*stacks)
 	defer st.release()
@@ -107,6 +125,7 @@ type decoder struct {
 	scratch []byte
 	items   []Value  // stack of array items under construction
 	members []Member // stack of object members under construction
+	values  int      // values begun so far, bounded by opts.MaxValues
 	// nameChecks counts member-name comparisons and lookups made to find
 	// duplicates; tests use it to show the work grows linearly.
 	nameChecks int
@@ -163,6 +182,9 @@ func (d *decoder) value(depth int) (Value, error) {
 	if d.pos >= len(d.data) {
 		return Value{}, d.unexpected("a JSON value")
 	}
+	if d.values++; d.values > d.opts.MaxValues {
+		return Value{}, d.fail(CodeTooManyValues, fmt.Sprintf("more than %d values in one document", d.opts.MaxValues))
+	}
 	switch c := d.data[d.pos]; {
 	case c == '{':
 		return d.object(depth + 1)
@@ -204,13 +226,7 @@ func (d *decoder) array(depth int) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		if len(d.items) == cap(d.items) {
-			// Double rather than let append grow large stacks by a
-			// quarter: a wide array would allocate five times its
-			// final size on the way.
-			d.items = slices.Grow(d.items, len(d.items))
-		}
-		d.items = append(d.items, v)
+		d.items = append(grow(d.items), v)
 		d.skipSpace()
 		if d.pos < len(d.data) && d.data[d.pos] == ',' {
 			d.pos++
@@ -290,10 +306,7 @@ func (d *decoder) object(depth int) (Value, error) {
 			if names != nil {
 				names[name] = len(d.members)
 			}
-			if len(d.members) == cap(d.members) {
-				d.members = slices.Grow(d.members, len(d.members))
-			}
-			d.members = append(d.members, Member{Name: name, Value: v})
+			d.members = append(grow(d.members), Member{Name: name, Value: v})
 		}
 		d.path = d.path[:len(d.path)-1]
 		d.skipSpace()
@@ -322,6 +335,18 @@ func (d *decoder) object(depth int) (Value, error) {
 // (BenchmarkDecodeObjectWidth: the two methods take the same time
 // somewhere between 32 and 64 members, and the map allocates twice as much).
 var pairwiseMembers = 48
+
+// grow returns s with room for one more element. A full stack doubles,
+// rather than let append grow a large one by a quarter at a time: a wide
+// array would allocate five times its final size on the way.
+func grow[T any](s []T) []T {
+	if len(s) < cap(s) {
+		return s
+	}
+	bigger := make([]T, len(s), max(2*cap(s), 64))
+	copy(bigger, s)
+	return bigger
+}
 
 // findMember returns the index in d.members of a member named name that
 // belongs to the object whose members start at base, or -1.

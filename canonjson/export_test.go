@@ -13,7 +13,7 @@ func SetPairwiseMembers(n int) int {
 // NameChecks decodes data and returns how many member-name comparisons
 // and lookups the duplicate check made.
 func NameChecks(data []byte) (int, error) {
-	d := decoder{data: data, src: string(data), opts: DecodeOptions{MaxDepth: DefaultMaxDepth}}
+	d := decoder{data: data, src: string(data), opts: DecodeOptions{MaxDepth: DefaultMaxDepth, MaxValues: DefaultMaxValues}}
 	d.skipSpace()
 	_, err := d.value(0)
 	return d.nameChecks, err

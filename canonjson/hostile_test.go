@@ -124,3 +124,53 @@ func TestValueAccessorsOfOtherKinds(t *testing.T) {
 		t.Errorf("decoded empty array and object: %v, %v", v, err)
 	}
 }
+
+// maxInputLen is the largest input the agentrt command line reads.
+const maxInputLen = 64 << 20
+
+// TestDecodeInputAtCapStaysSmall decodes a wide array as large as the
+// command line accepts. Its 32M items are refused, and the attempt
+// allocates less than three times the input (one copy of it, plus the
+// item stack up to DefaultMaxValues).
+func TestDecodeInputAtCapStaysSmall(t *testing.T) {
+	data := wideArray(maxInputLen)
+	var err error
+	used := allocated(func() { _, err = canonjson.Decode(data) })
+	var de *canonjson.DecodeError
+	if !errors.As(err, &de) || de.Code != canonjson.CodeTooManyValues {
+		t.Fatalf("err = %v, want %s", err, canonjson.CodeTooManyValues)
+	}
+	if want := "/" + itoa(canonjson.DefaultMaxValues-1); de.Pointer != want {
+		t.Errorf("pointer = %q, want %q", de.Pointer, want)
+	}
+	if limit := 3 * uint64(len(data)); used > limit {
+		t.Errorf("decoding %d bytes allocated %d (%.1fx), want at most 3x", len(data), used, float64(used)/float64(len(data)))
+	}
+	t.Logf("decoding %d bytes allocated %d (%.2fx)", len(data), used, float64(used)/float64(len(data)))
+}
+
+func TestDecodeMaxValues(t *testing.T) {
+	tests := []struct {
+		in      string
+		max     int
+		pointer string // "" when the document is accepted
+	}{
+		{`[1,2]`, 3, ""},
+		{`[1,2,3]`, 3, "/2"},
+		{`{"a":{"b":[true]}}`, 4, ""},
+		{`{"a":{"b":[true]}}`, 3, "/a/b/0"},
+		{`{"a":1,"b":2}`, 2, "/b"},
+		{`0`, 1, ""},
+		{`[1,2,3]`, -1, ""},
+	}
+	for _, tc := range tests {
+		_, err := canonjson.DecodeWith([]byte(tc.in), canonjson.DecodeOptions{MaxValues: tc.max})
+		var de *canonjson.DecodeError
+		switch {
+		case tc.pointer == "" && err != nil:
+			t.Errorf("%s with MaxValues %d: %v", tc.in, tc.max, err)
+		case tc.pointer != "" && (!errors.As(err, &de) || de.Code != canonjson.CodeTooManyValues || de.Pointer != tc.pointer):
+			t.Errorf("%s with MaxValues %d: err = %v, want %s at %s", tc.in, tc.max, err, canonjson.CodeTooManyValues, tc.pointer)
+		}
+	}
+}
