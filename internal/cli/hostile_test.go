@@ -36,3 +36,40 @@ func TestInputAtCapWithTooManyValues(t *testing.T) {
 		}
 	}
 }
+
+// TestReadingRunsNeedsAStore: runs list, show and events given a --db with
+// no store behind it exit 1 naming the path, and create nothing; run
+// still creates its store.
+func TestReadingRunsNeedsAStore(t *testing.T) {
+	dir := t.TempDir()
+	notDir := filepath.Join(dir, "nodir")
+	tests := []struct {
+		name, db, want string
+	}{
+		{"missing directory", filepath.Join(notDir, "runs.db"), "the directory " + notDir + " does not exist"},
+		{"missing file", filepath.Join(dir, "runs.db"), "the file does not exist"},
+		{"directory", dir, "it is not a file"},
+	}
+	for _, tc := range tests {
+		for _, args := range [][]string{{"runs", "list"}, {"runs", "show", "r1"}, {"runs", "events", "r1"}} {
+			args = append(args, "--db", tc.db)
+			_, errOut, code := run(t, "", args...)
+			if code != 1 || !strings.Contains(errOut, tc.db) || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "--db") {
+				t.Errorf("%s: %s: exit %d, stderr %q; want 1 naming the path and %q", tc.name, strings.Join(args, " "), code, errOut, tc.want)
+			}
+		}
+	}
+	for _, p := range []string{notDir, filepath.Join(dir, "runs.db")} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s exists after reading commands (%v)", p, err)
+		}
+	}
+	// Recording a run still creates the store, directory and all.
+	db := filepath.Join(notDir, "runs.db")
+	if out, errOut, code := run(t, "", "run", "--json", "--db", db, noteWriter, "--task", "t"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := run(t, "", "runs", "list", "--db", db); code != 0 || !strings.Contains(out, "completed") {
+		t.Errorf("runs list after run: exit %d\n%s%s", code, out, errOut)
+	}
+}
