@@ -1,10 +1,15 @@
 package cli_test
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentrt/agentrt/internal/cli"
 )
 
 // TestInputAtCapWithTooManyValues feeds commands a 64 MiB array of
@@ -72,4 +77,52 @@ func TestReadingRunsNeedsAStore(t *testing.T) {
 	if out, errOut, code := run(t, "", "runs", "list", "--db", db); code != 0 || !strings.Contains(out, "completed") {
 		t.Errorf("runs list after run: exit %d\n%s%s", code, out, errOut)
 	}
+}
+
+// failingReader fails every read, as a broken pipe or device would.
+type failingReader struct{}
+
+func (failingReader) Read([]byte) (int, error) { return 0, errors.New("input/output error") }
+
+// TestCandidateScanUnreadableInput: scan's help promises exit 2 for input
+// it cannot read, whatever the reason.
+func TestCandidateScanUnreadableInput(t *testing.T) {
+	dir := t.TempDir()
+	locked := filepath.Join(dir, "locked.json")
+	if err := os.WriteFile(locked, []byte(`{}`), 0o000); err != nil {
+		t.Fatal(err)
+	}
+	tooLarge := filepath.Join(dir, "large.json")
+	if err := os.WriteFile(tooLarge, bytes.Repeat([]byte(" "), 64<<20+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, path, want string
+	}{
+		{"missing file", filepath.Join(dir, "missing.json"), "no such file"},
+		{"directory", dir, "is a directory"},
+		{"permission denied", locked, "permission denied"},
+		{"too large", tooLarge, "larger than"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "permission denied" {
+				if f, err := os.Open(tc.path); err == nil {
+					f.Close()
+					t.Skip("this user reads files whatever their mode (root)")
+				}
+			}
+			_, errOut, code := run(t, "", "candidate", "scan", tc.path)
+			if code != cli.ExitUsage || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, errOut, tc.want)
+			}
+		})
+	}
+	t.Run("stdin read error", func(t *testing.T) {
+		var out, errb bytes.Buffer
+		code := cli.Main(context.Background(), []string{"candidate", "scan", "-"}, cli.IO{In: failingReader{}, Out: &out, Err: &errb})
+		if code != cli.ExitUsage || !strings.Contains(errb.String(), "input/output error") {
+			t.Errorf("exit %d, stderr %q; want 2", code, errb.String())
+		}
+	})
 }
