@@ -111,10 +111,15 @@ func IsPrivateHost(raw string) bool {
 		return true
 	}
 	if strings.Contains(host, ":") {
+		// The serialized host drops leading zeros, so a prefix test on
+		// the first hextet only means fe80::/10 or fc00::/7 when all four
+		// digits are written: fc0:: is 0fc0::, fe8:: is 0fe8::.
 		first, _, _ := strings.Cut(host, ":")
-		if host == "::" || host == "::1" || strings.HasPrefix(host, "fe8") || strings.HasPrefix(host, "fe9") ||
-			strings.HasPrefix(host, "fea") || strings.HasPrefix(host, "feb") ||
-			strings.HasPrefix(first, "fc") || strings.HasPrefix(first, "fd") || strings.HasPrefix(host, "::ffff:") {
+		full := len(first) == 4
+		if host == "::" || host == "::1" || strings.HasPrefix(host, "::ffff:") ||
+			full && (strings.HasPrefix(first, "fe8") || strings.HasPrefix(first, "fe9") ||
+				strings.HasPrefix(first, "fea") || strings.HasPrefix(first, "feb") ||
+				strings.HasPrefix(first, "fc") || strings.HasPrefix(first, "fd")) {
 			return true
 		}
 	}

@@ -12,10 +12,22 @@ import (
 // accepts unless DecodeOptions.MaxDepth says otherwise.
 const DefaultMaxDepth = 1000
 
+// DefaultMaxValues is how many values (every array item, member value and
+// the document itself counts one) Decode accepts in one document unless
+// DecodeOptions.MaxValues says otherwise. Every value costs a 24-byte
+// Value however short its text, so a cap on input bytes alone would let a
+// 64 MiB array of one-digit numbers cost a gigabyte or more; at this bound
+// the values of one document stay under about 100 MB. The largest agentrt
+// documents in the reference vectors hold under 100,000 values.
+const DefaultMaxValues = 1 << 20
+
 // DecodeOptions adjusts Decode. The zero value is the strict default.
 type DecodeOptions struct {
 	// MaxDepth bounds array and object nesting; 0 means DefaultMaxDepth.
 	MaxDepth int
+	// MaxValues bounds the number of values in the document; 0 means
+	// DefaultMaxValues and a negative number means no bound.
+	MaxValues int
 	// AllowDuplicateNames keeps the last of several members with one name,
 	// as JSON.parse does, instead of refusing the document. Only for
 	// reading legacy documents: two parsers that disagree on duplicates
@@ -30,6 +42,7 @@ const (
 	CodeDuplicateName = "duplicate_key"
 	CodeTrailingData  = "trailing_data"
 	CodeTooDeep       = "too_deep"
+	CodeTooManyValues = "too_many_values"
 )
 
 // DecodeError reports why a document was refused and where.
@@ -58,6 +71,12 @@ func Decode(data []byte) (Value, error) { return DecodeWith(data, DecodeOptions{
 func DecodeWith(data []byte, opts DecodeOptions) (Value, error) {
 	if opts.MaxDepth <= 0 {
 		opts.MaxDepth = DefaultMaxDepth
+	}
+	switch {
+	case opts.MaxValues == 0:
+		opts.MaxValues = DefaultMaxValues
+	case opts.MaxValues < 0:
+		opts.MaxValues = int(^uint(0) >> 1)
 	}
 	st := stackPool.Get().(*stacks)
 	defer st.release()
@@ -106,6 +125,10 @@ type decoder struct {
 	scratch []byte
 	items   []Value  // stack of array items under construction
 	members []Member // stack of object members under construction
+	values  int      // values begun so far, bounded by opts.MaxValues
+	// nameChecks counts member-name comparisons and lookups made to find
+	// duplicates; tests use it to show the work grows linearly.
+	nameChecks int
 }
 
 func (d *decoder) pointer() string {
@@ -159,6 +182,9 @@ func (d *decoder) value(depth int) (Value, error) {
 	if d.pos >= len(d.data) {
 		return Value{}, d.unexpected("a JSON value")
 	}
+	if d.values++; d.values > d.opts.MaxValues {
+		return Value{}, d.fail(CodeTooManyValues, fmt.Sprintf("more than %d values in one document", d.opts.MaxValues))
+	}
 	switch c := d.data[d.pos]; {
 	case c == '{':
 		return d.object(depth + 1)
@@ -169,9 +195,9 @@ func (d *decoder) value(depth int) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		return Value{kind: String, str: s, wellFormed: wf}, nil
+		return stringValue(s, wf), nil
 	case c == 't':
-		return d.literal("true", Value{kind: Bool, boolean: true})
+		return d.literal("true", BoolValue(true))
 	case c == 'f':
 		return d.literal("false", Value{kind: Bool})
 	case c == 'n':
@@ -190,7 +216,7 @@ func (d *decoder) array(depth int) (Value, error) {
 	d.skipSpace()
 	if d.pos < len(d.data) && d.data[d.pos] == ']' {
 		d.pos++
-		return Value{kind: Array, items: []Value{}}, nil
+		return ArrayValue(nil), nil
 	}
 	base := len(d.items)
 	d.path = append(d.path, pathToken{index: 0})
@@ -200,7 +226,7 @@ func (d *decoder) array(depth int) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		d.items = append(d.items, v)
+		d.items = append(grow(d.items), v)
 		d.skipSpace()
 		if d.pos < len(d.data) && d.data[d.pos] == ',' {
 			d.pos++
@@ -218,7 +244,7 @@ func (d *decoder) array(depth int) (Value, error) {
 	copy(items, d.items[base:])
 	clear(d.items[base:])
 	d.items = d.items[:base]
-	return Value{kind: Array, items: items}, nil
+	return ArrayValue(items), nil
 }
 
 func (d *decoder) object(depth int) (Value, error) {
@@ -229,9 +255,10 @@ func (d *decoder) object(depth int) (Value, error) {
 	d.skipSpace()
 	if d.pos < len(d.data) && d.data[d.pos] == '}' {
 		d.pos++
-		return Value{kind: Object, members: []Member{}}, nil
+		return ObjectValue(nil), nil
 	}
 	base := len(d.members)
+	var names map[string]int // member name -> index in d.members, once the object is large
 	for {
 		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
 			return Value{}, d.unexpected("a member name")
@@ -251,13 +278,35 @@ func (d *decoder) object(depth int) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		if dup := d.findMember(base, name); dup >= 0 {
+		dup := -1
+		switch {
+		case names != nil:
+			d.nameChecks++
+			if i, ok := names[name]; ok {
+				dup = i
+			}
+		case len(d.members)-base < pairwiseMembers:
+			dup = d.findMember(base, name)
+		default:
+			names = make(map[string]int, 2*pairwiseMembers)
+			d.nameChecks += len(d.members) - base + 1
+			for i := base; i < len(d.members); i++ {
+				names[d.members[i].Name] = i
+			}
+			if i, ok := names[name]; ok {
+				dup = i
+			}
+		}
+		if dup >= 0 {
 			if !d.opts.AllowDuplicateNames {
 				return Value{}, d.fail(CodeDuplicateName, fmt.Sprintf("member name %q appears more than once", name))
 			}
 			d.members[dup].Value = v
 		} else {
-			d.members = append(d.members, Member{Name: name, Value: v})
+			if names != nil {
+				names[name] = len(d.members)
+			}
+			d.members = append(grow(d.members), Member{Name: name, Value: v})
 		}
 		d.path = d.path[:len(d.path)-1]
 		d.skipSpace()
@@ -276,12 +325,33 @@ func (d *decoder) object(depth int) (Value, error) {
 	copy(members, d.members[base:])
 	clear(d.members[base:])
 	d.members = d.members[:base]
-	return Value{kind: Object, members: members}, nil
+	return ObjectValue(members), nil
+}
+
+// pairwiseMembers is the member count up to which an object's names are
+// checked for duplicates by comparing each new name with every earlier one.
+// Past it a map takes over, so a wide object costs linear time. Below it
+// the comparisons are about as fast as hashing and allocate nothing
+// (BenchmarkDecodeObjectWidth: the two methods take the same time
+// somewhere between 32 and 64 members, and the map allocates twice as much).
+var pairwiseMembers = 48
+
+// grow returns s with room for one more element. A full stack doubles,
+// rather than let append grow a large one by a quarter at a time: a wide
+// array would allocate five times its final size on the way.
+func grow[T any](s []T) []T {
+	if len(s) < cap(s) {
+		return s
+	}
+	bigger := make([]T, len(s), max(2*cap(s), 64))
+	copy(bigger, s)
+	return bigger
 }
 
 // findMember returns the index in d.members of a member named name that
 // belongs to the object whose members start at base, or -1.
 func (d *decoder) findMember(base int, name string) int {
+	d.nameChecks += len(d.members) - base
 	for i := base; i < len(d.members); i++ {
 		if d.members[i].Name == name {
 			return i
@@ -506,9 +576,9 @@ func (d *decoder) number() (Value, error) {
 		if neg {
 			f = -f
 		}
-		return Value{kind: Number, num: f}, nil
+		return NumberValue(f), nil
 	}
 	// Overflow yields ±Inf and underflow yields ±0, as in JSON.parse.
-	f, _ := strconv.ParseFloat(string(d.data[start:d.pos]), 64)
-	return Value{kind: Number, num: f}, nil
+	f, _ := strconv.ParseFloat(d.src[start:d.pos], 64)
+	return NumberValue(f), nil
 }

@@ -15,9 +15,9 @@
 //     as JSON.parse does; such a value can be validated but never
 //     canonicalized. Canonical numbers use ECMAScript Number::toString.
 //
-// [Decode] is strict: invalid UTF-8, duplicate member names, trailing data
-// and excessive nesting are refused with a [*DecodeError] that carries a
-// JSON pointer. Lone surrogates are preserved rather than refused, because
+// [Decode] is strict: invalid UTF-8, duplicate member names, trailing data,
+// excessive nesting and too many values are refused with a [*DecodeError]
+// that carries a JSON pointer. Lone surrogates are preserved rather than refused, because
 // whether they are acceptable depends on where they appear (a profile may
 // carry one in a string but never in a record key, and never in a digest);
 // [Canonical] refuses them with a [*CanonicalError].

@@ -149,26 +149,26 @@ func (e *encoder) value(v Value) error {
 	case Null:
 		e.buf = append(e.buf, "null"...)
 	case Bool:
-		if v.boolean {
+		if v.Bool() {
 			e.buf = append(e.buf, "true"...)
 		} else {
 			e.buf = append(e.buf, "false"...)
 		}
 	case Number:
-		if !IsFinite(v.num) {
+		if !IsFinite(v.Float()) {
 			return e.fail("number is not finite")
 		}
-		e.buf = AppendNumber(e.buf, v.num)
+		e.buf = AppendNumber(e.buf, v.Float())
 	case String:
 		var ok bool
-		if e.buf, ok = appendCheckedString(e.buf, v.str, v.wellFormed); !ok {
+		if e.buf, ok = appendCheckedString(e.buf, v.Str(), v.wellFormed); !ok {
 			return e.fail("string is not well-formed Unicode")
 		}
 		e.maybeFlush()
 	case Array:
 		e.buf = append(e.buf, '[')
 		e.path = append(e.path, pathToken{})
-		for i, item := range v.items {
+		for i, item := range v.Items() {
 			if i > 0 {
 				e.buf = append(e.buf, ',')
 			}
@@ -180,7 +180,7 @@ func (e *encoder) value(v Value) error {
 		e.path = e.path[:len(e.path)-1]
 		e.buf = append(e.buf, ']')
 	case Object:
-		return e.object(v.members)
+		return e.object(v.Members())
 	default:
 		return e.fail("value is absent")
 	}

@@ -2,6 +2,7 @@ package canonjson_test
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"strconv"
 	"testing"
@@ -18,6 +19,12 @@ func FuzzDecode(f *testing.F) {
 		v, err := canonjson.Decode(data)
 		if err != nil {
 			return
+		}
+		// A bound on values either changes nothing or refuses the document.
+		small, err := canonjson.DecodeWith(data, canonjson.DecodeOptions{MaxValues: 8})
+		var de *canonjson.DecodeError
+		if err != nil && (!errors.As(err, &de) || de.Code != canonjson.CodeTooManyValues) || err == nil && !canonjson.Equal(small, v) {
+			t.Fatalf("MaxValues 8 on %q: %v, %v", data, canonjson.Marshal(small), err)
 		}
 		// Marshal is lossless for every decoded value.
 		back, err := canonjson.Decode(canonjson.Marshal(v))

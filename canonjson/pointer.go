@@ -87,10 +87,10 @@ func Resolve(v Value, p string) (Value, bool) {
 			v = next
 		case Array:
 			i, err := strconv.Atoi(t)
-			if err != nil || i < 0 || i >= len(v.items) || (len(t) > 1 && t[0] == '0') {
+			if err != nil || i < 0 || i >= len(v.Items()) || (len(t) > 1 && t[0] == '0') {
 				return Value{}, false
 			}
-			v = v.items[i]
+			v = v.Items()[i]
 		default:
 			return Value{}, false
 		}

@@ -332,36 +332,36 @@ func (d *fromValue) assign(v Value, rv reflect.Value) error {
 		if v.kind != Bool {
 			return d.want("boolean", v)
 		}
-		rv.SetBool(v.boolean)
+		rv.SetBool(v.Bool())
 	case reflect.String:
 		if v.kind != String {
 			return d.want("string", v)
 		}
-		rv.SetString(v.str)
+		rv.SetString(v.Str())
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		if v.kind != Number {
 			return d.want("number", v)
 		}
-		if !IsSafeInteger(v.num) || rv.OverflowInt(int64(v.num)) {
-			return d.fail(fmt.Sprintf("number %v is not an integer that fits %s", v.num, t))
+		if !IsSafeInteger(v.Float()) || rv.OverflowInt(int64(v.Float())) {
+			return d.fail(fmt.Sprintf("number %v is not an integer that fits %s", v.Float(), t))
 		}
-		rv.SetInt(int64(v.num))
+		rv.SetInt(int64(v.Float()))
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		if v.kind != Number {
 			return d.want("number", v)
 		}
-		if !IsSafeInteger(v.num) || v.num < 0 || rv.OverflowUint(uint64(v.num)) {
-			return d.fail(fmt.Sprintf("number %v is not an integer that fits %s", v.num, t))
+		if !IsSafeInteger(v.Float()) || v.Float() < 0 || rv.OverflowUint(uint64(v.Float())) {
+			return d.fail(fmt.Sprintf("number %v is not an integer that fits %s", v.Float(), t))
 		}
-		rv.SetUint(uint64(v.num))
+		rv.SetUint(uint64(v.Float()))
 	case reflect.Float32, reflect.Float64:
 		if v.kind != Number {
 			return d.want("number", v)
 		}
-		if t.Kind() == reflect.Float32 && math.Abs(v.num) > math.MaxFloat32 && IsFinite(v.num) {
+		if t.Kind() == reflect.Float32 && math.Abs(v.Float()) > math.MaxFloat32 && IsFinite(v.Float()) {
 			return d.fail("number overflows float32")
 		}
-		rv.SetFloat(v.num)
+		rv.SetFloat(v.Float())
 	case reflect.Pointer:
 		elem := reflect.New(t.Elem())
 		if err := d.assign(v, elem.Elem()); err != nil {
@@ -377,9 +377,9 @@ func (d *fromValue) assign(v Value, rv reflect.Value) error {
 		if v.kind != Array {
 			return d.want("array", v)
 		}
-		s := reflect.MakeSlice(t, len(v.items), len(v.items))
+		s := reflect.MakeSlice(t, len(v.Items()), len(v.Items()))
 		d.path = append(d.path, pathToken{})
-		for i, item := range v.items {
+		for i, item := range v.Items() {
 			d.path[len(d.path)-1].index = i
 			if err := d.assign(item, s.Index(i)); err != nil {
 				return err
@@ -394,9 +394,9 @@ func (d *fromValue) assign(v Value, rv reflect.Value) error {
 		if t.Key().Kind() != reflect.String {
 			return d.fail("map key type " + t.Key().String() + " is not a string")
 		}
-		m := reflect.MakeMapWithSize(t, len(v.members))
+		m := reflect.MakeMapWithSize(t, len(v.Members()))
 		elem := reflect.New(t.Elem()).Elem()
-		for _, mem := range v.members {
+		for _, mem := range v.Members() {
 			d.path = append(d.path, pathToken{name: mem.Name, index: -1})
 			elem.SetZero()
 			if err := d.assign(mem.Value, elem); err != nil {
@@ -418,7 +418,7 @@ func (d *fromValue) assign(v Value, rv reflect.Value) error {
 		} else {
 			seen = seenBuf[:len(p.fields)]
 		}
-		for _, mem := range v.members {
+		for _, mem := range v.Members() {
 			i, ok := p.byName[mem.Name]
 			if !ok {
 				return d.fail(fmt.Sprintf("unknown member %q", mem.Name))
@@ -460,8 +460,8 @@ func (d *fromValue) assignCommon(v Value, rv reflect.Value, t reflect.Type) (boo
 		if v.kind != Object {
 			return true, d.want("object", v)
 		}
-		m := make(map[string]Value, len(v.members))
-		for _, mem := range v.members {
+		m := make(map[string]Value, len(v.Members()))
+		for _, mem := range v.Members() {
 			m[mem.Name] = mem.Value
 		}
 		rv.Set(reflect.ValueOf(m))
@@ -469,39 +469,39 @@ func (d *fromValue) assignCommon(v Value, rv reflect.Value, t reflect.Type) (boo
 		if v.kind != Object {
 			return true, d.want("object", v)
 		}
-		m := make(map[string]bool, len(v.members))
-		for _, mem := range v.members {
+		m := make(map[string]bool, len(v.Members()))
+		for _, mem := range v.Members() {
 			if mem.Value.kind != Bool {
 				d.path = append(d.path, pathToken{name: mem.Name, index: -1})
 				return true, d.want("boolean", mem.Value)
 			}
-			m[mem.Name] = mem.Value.boolean
+			m[mem.Name] = mem.Value.Bool()
 		}
 		rv.Set(reflect.ValueOf(m))
 	case stringMapType:
 		if v.kind != Object {
 			return true, d.want("object", v)
 		}
-		m := make(map[string]string, len(v.members))
-		for _, mem := range v.members {
+		m := make(map[string]string, len(v.Members()))
+		for _, mem := range v.Members() {
 			if mem.Value.kind != String {
 				d.path = append(d.path, pathToken{name: mem.Name, index: -1})
 				return true, d.want("string", mem.Value)
 			}
-			m[mem.Name] = mem.Value.str
+			m[mem.Name] = mem.Value.Str()
 		}
 		rv.Set(reflect.ValueOf(m))
 	case stringsType:
 		if v.kind != Array {
 			return true, d.want("array", v)
 		}
-		out := make([]string, len(v.items))
-		for i, item := range v.items {
+		out := make([]string, len(v.Items()))
+		for i, item := range v.Items() {
 			if item.kind != String {
 				d.path = append(d.path, pathToken{index: i})
 				return true, d.want("string", item)
 			}
-			out[i] = item.str
+			out[i] = item.Str()
 		}
 		rv.Set(reflect.ValueOf(out))
 	default:

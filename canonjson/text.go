@@ -35,28 +35,28 @@ func AppendMarshal(b []byte, v Value) []byte {
 	case Null, Invalid:
 		return append(b, "null"...)
 	case Bool:
-		if v.boolean {
+		if v.Bool() {
 			return append(b, "true"...)
 		}
 		return append(b, "false"...)
 	case Number:
 		switch {
-		case math.IsNaN(v.num):
+		case math.IsNaN(v.Float()):
 			return append(b, "null"...)
-		case math.IsInf(v.num, 1):
+		case math.IsInf(v.Float(), 1):
 			return append(b, "1e400"...)
-		case math.IsInf(v.num, -1):
+		case math.IsInf(v.Float(), -1):
 			return append(b, "-1e400"...)
 		}
-		if v.num == 0 && math.Signbit(v.num) {
+		if v.Float() == 0 && math.Signbit(v.Float()) {
 			return append(b, "-0"...)
 		}
-		return AppendNumber(b, v.num)
+		return AppendNumber(b, v.Float())
 	case String:
-		return appendLossless(b, v.str)
+		return appendLossless(b, v.Str())
 	case Array:
 		b = append(b, '[')
-		for i, item := range v.items {
+		for i, item := range v.Items() {
 			if i > 0 {
 				b = append(b, ',')
 			}
@@ -65,7 +65,7 @@ func AppendMarshal(b []byte, v Value) []byte {
 		return append(b, ']')
 	case Object:
 		b = append(b, '{')
-		for i, m := range v.members {
+		for i, m := range v.Members() {
 			if i > 0 {
 				b = append(b, ',')
 			}

@@ -3,6 +3,7 @@ package canonjson
 import (
 	"math"
 	"strconv"
+	"unsafe"
 )
 
 // Kind is the JSON type of a [Value].
@@ -34,15 +35,17 @@ func (k Kind) String() string {
 // which they were written; canonical encoding sorts them. The zero Value is
 // Invalid and stands for "absent".
 type Value struct {
-	kind    Kind
-	boolean bool
+	// A Value is three words, whatever its kind, because a decoded
+	// document is mostly Values: ptr and n together hold a string, the
+	// items of an array or the members of an object (data pointer and
+	// length), n alone holds a number's IEEE-754 bits or a boolean.
+	_    [0]func() // not comparable with ==; use Equal
+	ptr  unsafe.Pointer
+	n    uint64
+	kind Kind
 	// wellFormed records that a decoded string is known to be valid UTF-8
 	// (it held no lone-surrogate escape), sparing the check when encoding.
 	wellFormed bool
-	num        float64
-	str        string
-	items      []Value
-	members    []Member
 }
 
 // Member is one name/value pair of a JSON object.
@@ -55,21 +58,30 @@ type Member struct {
 func NullValue() Value { return Value{kind: Null} }
 
 // BoolValue returns a JSON boolean.
-func BoolValue(b bool) Value { return Value{kind: Bool, boolean: b} }
+func BoolValue(b bool) Value {
+	if b {
+		return Value{kind: Bool, n: 1}
+	}
+	return Value{kind: Bool}
+}
 
 // NumberValue returns a JSON number. Non-finite numbers are representable
 // (JSON.parse produces them for overflowing literals) but not canonical.
-func NumberValue(f float64) Value { return Value{kind: Number, num: f} }
+func NumberValue(f float64) Value { return Value{kind: Number, n: math.Float64bits(f)} }
 
 // StringValue returns a JSON string holding s (WTF-8; see the package doc).
-func StringValue(s string) Value { return Value{kind: String, str: s} }
+func StringValue(s string) Value { return stringValue(s, false) }
+
+func stringValue(s string, wellFormed bool) Value {
+	return Value{kind: String, ptr: unsafe.Pointer(unsafe.StringData(s)), n: uint64(len(s)), wellFormed: wellFormed}
+}
 
 // ArrayValue returns a JSON array. The slice is retained, not copied.
 func ArrayValue(items []Value) Value {
 	if items == nil {
 		items = []Value{}
 	}
-	return Value{kind: Array, items: items}
+	return Value{kind: Array, ptr: unsafe.Pointer(unsafe.SliceData(items)), n: uint64(len(items))}
 }
 
 // ObjectValue returns a JSON object with members in the given order. The
@@ -79,7 +91,7 @@ func ObjectValue(members []Member) Value {
 	if members == nil {
 		members = []Member{}
 	}
-	return Value{kind: Object, members: members}
+	return Value{kind: Object, ptr: unsafe.Pointer(unsafe.SliceData(members)), n: uint64(len(members))}
 }
 
 // Kind reports the JSON type of v.
@@ -89,38 +101,58 @@ func (v Value) Kind() Kind { return v.kind }
 func (v Value) IsValid() bool { return v.kind != Invalid }
 
 // Bool returns the boolean held by v, or false for other kinds.
-func (v Value) Bool() bool { return v.boolean }
+func (v Value) Bool() bool { return v.kind == Bool && v.n != 0 }
 
 // Float returns the number held by v, or 0 for other kinds.
-func (v Value) Float() float64 { return v.num }
+func (v Value) Float() float64 {
+	if v.kind != Number {
+		return 0
+	}
+	return math.Float64frombits(v.n)
+}
 
 // Str returns the string held by v, or "" for other kinds.
-func (v Value) Str() string { return v.str }
+func (v Value) Str() string {
+	if v.kind != String {
+		return ""
+	}
+	return unsafe.String((*byte)(v.ptr), int(v.n))
+}
 
 // Len returns the number of array items or object members.
 func (v Value) Len() int {
 	switch v.kind {
-	case Array:
-		return len(v.items)
-	case Object:
-		return len(v.members)
+	case Array, Object:
+		return int(v.n)
 	}
 	return 0
 }
 
-// Items returns the items of an array. The caller must not modify them.
-func (v Value) Items() []Value { return v.items }
-
-// Members returns the members of an object in written order. The caller
+// Items returns the items of an array, or nil for other kinds. The caller
 // must not modify them.
-func (v Value) Members() []Member { return v.members }
+func (v Value) Items() []Value {
+	if v.kind != Array {
+		return nil
+	}
+	return unsafe.Slice((*Value)(v.ptr), int(v.n))
+}
+
+// Members returns the members of an object in written order, or nil for
+// other kinds. The caller must not modify them.
+func (v Value) Members() []Member {
+	if v.kind != Object {
+		return nil
+	}
+	return unsafe.Slice((*Member)(v.ptr), int(v.n))
+}
 
 // Get returns the member named name and whether it exists. For a Value built
 // with duplicate names, the last one wins, as in JSON.parse.
 func (v Value) Get(name string) (Value, bool) {
-	for i := len(v.members) - 1; i >= 0; i-- {
-		if v.members[i].Name == name {
-			return v.members[i].Value, true
+	members := v.Members()
+	for i := len(members) - 1; i >= 0; i-- {
+		if members[i].Name == name {
+			return members[i].Value, true
 		}
 	}
 	return Value{}, false
@@ -129,8 +161,8 @@ func (v Value) Get(name string) (Value, bool) {
 // Without returns a copy of the object v without the members named name.
 // v itself is not changed.
 func (v Value) Without(name string) Value {
-	members := make([]Member, 0, len(v.members))
-	for _, m := range v.members {
+	members := make([]Member, 0, v.Len())
+	for _, m := range v.Members() {
 		if m.Name != name {
 			members = append(members, m)
 		}
@@ -142,13 +174,13 @@ func (v Value) Without(name string) Value {
 // where it was, else added last. v itself is not changed; a v that is not
 // an object is treated as an empty one.
 func (v Value) With(name string, m Value) Value {
-	return ObjectValue(append(v.Without(name).members, Member{Name: name, Value: m}))
+	return ObjectValue(append(v.Without(name).Members(), Member{Name: name, Value: m}))
 }
 
 // IsSafeInteger reports whether v is a number that is an integer with
 // magnitude at most 2^53-1 (JavaScript's Number.isSafeInteger).
 func (v Value) IsSafeInteger() bool {
-	return v.kind == Number && IsSafeInteger(v.num)
+	return v.kind == Number && IsSafeInteger(v.Float())
 }
 
 // MaxSafeInteger is 2^53-1, the largest integer a double holds exactly
@@ -174,26 +206,27 @@ func Equal(a, b Value) bool {
 	case Invalid, Null:
 		return true
 	case Bool:
-		return a.boolean == b.boolean
+		return a.Bool() == b.Bool()
 	case Number:
-		return a.num == b.num
+		return a.Float() == b.Float()
 	case String:
-		return a.str == b.str
+		return a.Str() == b.Str()
 	case Array:
-		if len(a.items) != len(b.items) {
+		as, bs := a.Items(), b.Items()
+		if len(as) != len(bs) {
 			return false
 		}
-		for i := range a.items {
-			if !Equal(a.items[i], b.items[i]) {
+		for i := range as {
+			if !Equal(as[i], bs[i]) {
 				return false
 			}
 		}
 		return true
 	case Object:
-		if len(a.members) != len(b.members) {
+		if a.Len() != b.Len() {
 			return false
 		}
-		for _, m := range a.members {
+		for _, m := range a.Members() {
 			o, ok := b.Get(m.Name)
 			if !ok || !Equal(m.Value, o) {
 				return false

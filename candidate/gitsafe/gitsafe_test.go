@@ -350,3 +350,30 @@ func FuzzParseTree(f *testing.F) {
 		}
 	})
 }
+
+// TestParseTreeSeparators: fields are separated by exactly one space, as
+// git prints them; any other whitespace is a malformed entry.
+func TestParseTreeSeparators(t *testing.T) {
+	id := strings.Repeat("a", 40)
+	for _, tc := range []struct {
+		name, in string
+		ok       bool
+	}{
+		{"git's form", "100644 blob " + id + "\tREADME.md\x00", true},
+		{"space in path", "100644 blob " + id + "\ta b\x00", true},
+		{"form feed", "100644\fblob " + id + "\tREADME.md\x00", false},
+		{"vertical tab", "100644 blob\v" + id + "\tREADME.md\x00", false},
+		{"two spaces", "100644  blob " + id + "\tREADME.md\x00", false},
+		{"leading space", " 100644 blob " + id + "\tREADME.md\x00", false},
+		{"trailing space", "100644 blob " + id + " \tREADME.md\x00", false},
+		{"no-break space", "100644\u00a0blob " + id + "\tREADME.md\x00", false},
+		{"next line", "100644\u0085blob " + id + "\tREADME.md\x00", false},
+		{"empty type", "100644  " + id + "\tREADME.md\x00", false},
+		{"type not a word", "100644 BLOB " + id + "\tREADME.md\x00", false},
+	} {
+		_, err := gitsafe.ParseTree([]byte(tc.in))
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: ParseTree(%q) err = %v, want ok %v", tc.name, tc.in, err, tc.ok)
+		}
+	}
+}

@@ -168,16 +168,25 @@ func ParseTree(out []byte) ([]TreeEntry, error) {
 		rec := out[:end]
 		out = out[end+1:]
 		meta, path, ok := bytes.Cut(rec, []byte{'\t'})
-		fields := strings.Fields(string(meta))
+		// Exactly one space between fields, as git writes them: splitting
+		// on any whitespace would accept a form feed or a run of spaces
+		// that git never prints, and lose it on re-encoding.
+		fields := strings.Split(string(meta), " ")
 		if !ok || len(fields) != 3 {
 			return nil, fmt.Errorf("malformed ls-tree entry %q", rec)
 		}
-		if _, err := strconv.ParseUint(fields[0], 8, 32); err != nil || !IsObjectID(fields[2]) {
+		if _, err := strconv.ParseUint(fields[0], 8, 32); err != nil || !isObjectType(fields[1]) || !IsObjectID(fields[2]) {
 			return nil, fmt.Errorf("malformed ls-tree entry %q", rec)
 		}
 		entries = append(entries, TreeEntry{Mode: fields[0], Type: fields[1], ID: fields[2], Path: string(path)})
 	}
 	return entries, nil
+}
+
+// isObjectType reports whether s can be a git object type: one or more
+// lower-case ASCII letters (blob, tree, commit).
+func isObjectType(s string) bool {
+	return s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyz") == ""
 }
 
 // SafeEntry applies spec candidate §20.5 to one entry of a recursive

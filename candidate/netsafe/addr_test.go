@@ -37,6 +37,10 @@ func TestIsPrivateHost(t *testing.T) {
 		{"198.17.255.255", false}, {"198.19.255.255", true}, {"223.255.255.255", false}, {"169.253.0.1", false},
 		// IPv6 boundaries.
 		{"fe7f::1", false}, {"fec0::", false}, {"fbff::1", false},
+		// A first hextet written with fewer than four digits has leading
+		// zeros: fc0:: is 0fc0::, outside fc00::/7; fe8:: is outside fe80::/10.
+		{"fc0::", false}, {"fd::1", false}, {"[fc0::1]", false}, {"fe8::", false}, {"feb::1", false},
+		{"fc00::", true}, {"fdff:1::", true}, {"FC00::1", true}, {"feb0::1", true},
 		// As the reference reads them: a zone makes the URL invalid, and the
 		// raw text still starts "fe8"; a user part is not the host.
 		{"fe80::1%eth0", true}, {"user@127.0.0.1", true},

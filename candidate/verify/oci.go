@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -54,9 +53,12 @@ func (d OCILayout) Blob(_ context.Context, _ string, digest string) ([]byte, err
 	if !ok || len(hex) != 64 || strings.Trim(hex, "0123456789abcdef") != "" {
 		return nil, fmt.Errorf("%w: %q is not a sha256 digest", ErrUnavailable, digest)
 	}
-	f, err := os.Open(filepath.Join(string(d), "blobs", "sha256", hex))
+	f, err := openRegular(filepath.Join(string(d), "blobs", "sha256", hex))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: blob %s is not in the OCI layout %s", ErrUnavailable, digest, string(d))
+	}
+	if errors.Is(err, errNotRegular) {
+		return nil, fmt.Errorf("%w: blob %s in the OCI layout %s is not a regular file", ErrUnavailable, digest, string(d))
 	}
 	if err != nil {
 		return nil, err

@@ -66,16 +66,43 @@ func (d Dir) ReadStream(_ context.Context, ref candidate.ArtifactRef) (io.ReadCl
 	if !ok || len(hex) != 64 || strings.Trim(hex, "0123456789abcdef") != "" {
 		return nil, fmt.Errorf("%w: %q is not a sha256 digest", ErrUnavailable, ref.SHA256)
 	}
-	f, err := os.Open(filepath.Join(string(d), hex))
+	f, err := openRegular(filepath.Join(string(d), hex))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s is not in %s", ErrUnavailable, ref.SHA256, string(d))
+	}
+	if errors.Is(err, errNotRegular) {
+		return nil, fmt.Errorf("%w: %s in %s is not a regular file", ErrUnavailable, hex, string(d))
 	}
 	if err != nil {
 		return nil, err
 	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+	return f, nil
+}
+
+// errNotRegular is openRegular's refusal of anything but a regular file.
+var errNotRegular = errors.New("not a regular file")
+
+// openRegular opens path for reading only if it is a regular file (a
+// symbolic link to one will do). It looks before it opens, because
+// opening a FIFO waits for a writer that may never come and opening a
+// device can have effects; the open itself does not block either, and
+// the file opened must be the one looked at.
+func openRegular(path string) (*os.File, error) {
+	before, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !before.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %w (%s)", path, errNotRegular, before.Mode().Type())
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|nonBlock, 0)
+	if err != nil {
+		return nil, err
+	}
+	after, err := f.Stat()
+	if err != nil || !after.Mode().IsRegular() || !os.SameFile(before, after) {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s in %s is not a regular file", ErrUnavailable, hex, string(d))
+		return nil, fmt.Errorf("%s: %w (it changed while being opened)", path, errNotRegular)
 	}
 	return f, nil
 }

@@ -108,7 +108,11 @@ Exit status: 0 no finding, 1 findings, 2 unreadable input or usage error.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := readInput(stdio, args[0])
-			if err != nil {
+			if ee := (*exitError)(nil); errors.As(err, &ee) {
+				// Missing, a directory, unreadable or too large: the help
+				// promises 2 for input that cannot be scanned.
+				return &exitError{code: ExitUsage, err: ee.err}
+			} else if err != nil {
 				return err
 			}
 			v, err := canonjson.Decode(data)

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -24,6 +26,9 @@ import (
 type storeFlags struct {
 	path     string
 	database string
+	// existing is set by commands that only read: a --db path with no
+	// store behind it is an error for them, not a new empty store.
+	existing bool
 }
 
 func (f *storeFlags) register(cmd *cobra.Command) {
@@ -60,11 +65,36 @@ func (f *storeFlags) open(ctx context.Context) (store.Store, error) {
 			return nil, &exitError{code: ExitFailed, err: err}
 		}
 	}
-	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	mustExist := f.existing && f.path != ""
+	if mustExist {
+		if err := checkStorePath(path); err != nil {
+			return nil, &exitError{code: ExitFailed, err: err}
+		}
+	}
+	s, err := sqlite.Open(ctx, path, sqlite.Options{MustExist: mustExist})
 	if err != nil {
 		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("opening the run store: %w", err)}
 	}
 	return s, nil
+}
+
+// checkStorePath explains why there is no run store at path, if there is
+// none: reading commands never create one.
+func checkStorePath(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		what := "file"
+		if _, derr := os.Stat(filepath.Dir(path)); errors.Is(derr, fs.ErrNotExist) {
+			what = "directory " + filepath.Dir(path)
+		}
+		return fmt.Errorf("no run store at %s (the %s does not exist); check --db, or record a run there first with agentrt run --db %s", path, what, path)
+	case err != nil:
+		return fmt.Errorf("opening the run store at %s: %w", path, err)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("no run store at %s: it is not a file (%s); check --db", path, fi.Mode().Type())
+	}
+	return nil
 }
 
 // describe names the store for people, without secrets.
@@ -109,7 +139,7 @@ func newRunsCmd(stdio IO) *cobra.Command {
 }
 
 func newRunsListCmd(stdio IO) *cobra.Command {
-	var sf storeFlags
+	sf := storeFlags{existing: true}
 	var asJSON bool
 	var status string
 	var limit int
@@ -193,7 +223,7 @@ func runValue(r store.Run) canonjson.Value {
 }
 
 func newRunsShowCmd(stdio IO) *cobra.Command {
-	var sf storeFlags
+	sf := storeFlags{existing: true}
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "show RUN",
@@ -305,7 +335,7 @@ func printRecord(w io.Writer, r *kernel.RunRecord, rec *kernel.Record) {
 }
 
 func newRunsEventsCmd(stdio IO) *cobra.Command {
-	var sf storeFlags
+	sf := storeFlags{existing: true}
 	var asJSON, follow bool
 	var after string
 	cmd := &cobra.Command{

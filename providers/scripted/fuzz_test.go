@@ -22,6 +22,9 @@ func FuzzParseScript(f *testing.F) {
 		`{"turns":[{"steps":[{"interaction":{"request":{"id":"v","kind":"acme.review","title":"V","answerSpec":{"fields":[]},"binding":{}}}}]}]}`,
 		`{"turns":[{"steps":[{"toolCall":{"id":"c","name":"n","arguments":{}}},{"result":{"k":[1,2]}}]}],"exec":[{"match":"/^ls/","exitCode":3,"stdout":"o","stderr":"e"}]}`,
 		`{"turns":[],"exec":[{"match":""}]}`,
+		`{"turns":[{"steps":[{"delayMs":9223372036854}]}]}`,
+		`{"turns":[{"steps":[{"delayMs":9223372036855}]}]}`,
+		`{"turns":[],"processes":[{"executable":"/bin/x","output":[{"delayMs":9007199254740991}]}]}`,
 		`{"turns":[{"steps":[{"interaction":{"request":{"id":"d","kind":"question","title":"D","answerSpec":{"fields":[]}}}},{"interaction":{"request":{"id":"d","kind":"question","title":"D","answerSpec":{"fields":[]}}}}]}]}`,
 	} {
 		f.Add([]byte(seed))
@@ -33,6 +36,20 @@ func FuzzParseScript(f *testing.F) {
 		s, err := ParseScript(data)
 		if err != nil {
 			return
+		}
+		for _, turn := range s.Turns {
+			for _, step := range turn.Steps {
+				if step.DelayMS != nil && (*step.DelayMS < 0 || *step.DelayMS > MaxDelayMS) {
+					t.Fatalf("an accepted delay of %d ms does not fit a time.Duration", *step.DelayMS)
+				}
+			}
+		}
+		for _, rule := range s.Processes {
+			for _, step := range rule.Output {
+				if step.DelayMS != nil && (*step.DelayMS < 0 || *step.DelayMS > MaxDelayMS) {
+					t.Fatalf("an accepted process delay of %d ms does not fit a time.Duration", *step.DelayMS)
+				}
+			}
 		}
 		p := New(s, Options{})
 		caps, _ := p.Capabilities(context.Background())

@@ -2,11 +2,13 @@ package scripted
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -159,6 +161,16 @@ const (
 	EndDie        = "die"
 )
 
+// MaxDelayMS is the longest delayMs a script may ask for: the longest
+// time.Duration in whole milliseconds (about 292 years). A longer one would
+// wrap around to a negative or short delay when converted.
+const MaxDelayMS = math.MaxInt64 / int64(time.Millisecond)
+
+// delayInRange refuses a delayMs that does not fit a time.Duration.
+var delayInRange = schema.Rule[float64]{Code: schema.CodeTooBig,
+	Message: fmt.Sprintf("must be at most %d (the longest delay a time.Duration holds)", MaxDelayMS),
+	Test:    func(f float64) bool { return f <= float64(MaxDelayMS) }}
+
 var (
 	stepSchema = schema.Object(
 		schema.Opt("text", schema.String()),
@@ -170,7 +182,7 @@ var (
 			schema.Req("arguments", schema.Record(schema.Any())),
 		)),
 		schema.Opt("result", schema.Any()),
-		schema.Opt("delayMs", schema.Number(schema.Int, schema.NonNegative)),
+		schema.Opt("delayMs", schema.Number(schema.Int, schema.NonNegative, delayInRange)),
 		schema.Opt("interaction", interactionStepSchema),
 	).Refine(func(c *schema.Context, v canonjson.Value) {
 		n := 0
@@ -235,7 +247,7 @@ var (
 		schema.Req("output", schema.Array(schema.Object(
 			schema.Opt("stdout", schema.String()),
 			schema.Opt("stderr", schema.String()),
-			schema.Opt("delayMs", schema.Number(schema.Int, schema.NonNegative)),
+			schema.Opt("delayMs", schema.Number(schema.Int, schema.NonNegative, delayInRange)),
 		).Refine(func(c *schema.Context, v canonjson.Value) {
 			if len(v.Members()) != 1 {
 				c.Custom("an output step does exactly one thing: stdout, stderr or delayMs")

@@ -43,6 +43,12 @@ type Options struct {
 	// BusyTimeout bounds how long a writer waits for another process's
 	// lock; 0 means 10 seconds.
 	BusyTimeout time.Duration
+	// MustExist refuses to create the store: Open fails with an error
+	// wrapping fs.ErrNotExist when nothing is at path, and creates
+	// neither the file nor its directory. Readers use it so that a
+	// mistyped path is reported rather than answered from a new, empty
+	// store.
+	MustExist bool
 }
 
 // Store is a store.Store on one SQLite file.
@@ -54,9 +60,18 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
-// Open opens (creating if needed) the store at path and applies pending
-// migrations.
+// Open opens (creating if needed, unless opts.MustExist) the store at path
+// and applies pending migrations.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if opts.MustExist {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: no store at %s: %w", path, err)
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("sqlite: %s is not a store file (%s)", path, fi.Mode().Type())
+		}
+	}
 	w, r, err := sqlitedb.Open(path, opts.BusyTimeout, "foreign_keys(ON)")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
