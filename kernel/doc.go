@@ -6,13 +6,48 @@
 // cannot honor it, resolves seats and runs each segment with its
 // provider-facing projection while the authored profile keeps its
 // identity, reads back the served model, and ends every run in exactly one
-// terminal state — completed, failed, cancelled or timed out. A stream
-// that ends without a terminal event, or carries an in-band error, is a
-// failure, never an empty success. Rounds runs caller-authored plan/decide
-// loops over Execute; RunToolLoop and StreamToolLoop drive a chat model
-// that calls tools until it answers or a stop rule fires; Stream
-// normalizes one turn. A result is delivered only when the caller's
+// terminal state — completed, failed, cancelled, timed out or, when its
+// process lost the run's lease, interrupted. A stream that ends without a
+// terminal event, or carries an in-band error, is a failure, never an
+// empty success. Rounds runs caller-authored plan/decide loops over
+// Execute; RunToolLoop and StreamToolLoop drive a chat model that calls
+// tools until it answers or a stop rule fires; Stream and StreamRun
+// normalize one turn. A result is delivered only when the caller's
 // completion check passed on it: settlement is not delivery.
+//
+// # The run lifecycle
+//
+// Every front door records its run through one lifecycle. Options are
+// checked first (ErrInvalidOptions, an *OptionsError naming the field);
+// the run is then created under this process's lease (LeaseTTL, default
+// DefaultLeaseTTL, at least MinLeaseTTL), renewed every third of its
+// length by a heartbeat that also watches for cancel requests
+// (RequestCancel, from any process). Every write the run makes afterwards
+// — events, ledger entries, its document, its terminal state — is fenced
+// by the lease generation: once the lease lapses (the process was paused,
+// or could not reach the store to renew it) readers see the run
+// interrupted, and the store refuses everything more the old holder would
+// record. The run is then cancelled with a *LeaseLostError and its front
+// door returns a *RunError with StatusInterrupted and ReasonLeaseLost.
+//
+// No store or provider call can hold a run past its caller: calls made
+// while the caller's context lives are bounded by it, and every call made
+// after it ended or once the run is finishing shares one cleanup window
+// (CleanupTimeout, default DefaultCleanupTimeout). The heartbeat gives
+// each of its calls its own deadline and holds no lock across I/O.
+//
+// # What is recorded
+//
+// An exact run's document is a Record, written and read (ReadRun,
+// DecodeRecord) through one codec. Usage stays unknown until reported; a
+// turn that ended early — a cut stream, a timeout, a cancellation, an
+// in-band error, a lost lease — keeps what it reported as a floor, with
+// the text it streamed and the served model it was told. The cost ledger
+// holds a progress entry each time the reported usage changes and a
+// closing entry when the run ends; entries are snapshots, so a run's
+// spend is its last entry, and a run whose process died keeps the spend
+// it reported. An environment is destroyed only when its creation was
+// proven by this run.
 //
 // The kernel records runs, events and ledger entries in a store.Store and
 // draws spend from a ledger.Pool when one is given.

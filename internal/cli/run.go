@@ -114,7 +114,7 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 	cmd.Flags().StringVar(&scriptPath, "script", "", "script for the scripted provider (default: answer every task)")
 	cmd.Flags().StringVar(&expect, "expect", "", "deliver only if the result contains this text")
 	cmd.Flags().IntVar(&stage, "stage", 0, "seat stage to run (0 is the first)")
-	cmd.Flags().DurationVar(&lease, "lease", 15*time.Second, "how long the run stays running if this process dies or stalls (at least 1s); once it lapses the run is interrupted and this process may record nothing more")
+	cmd.Flags().DurationVar(&lease, "lease", kernel.DefaultLeaseTTL, "how long the run stays running if this process dies or stalls (at least 1s); once it lapses the run is interrupted and this process may record nothing more")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (the run is recorded as timed out)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
