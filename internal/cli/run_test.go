@@ -133,7 +133,7 @@ func TestRunSurvivesSIGKILL(t *testing.T) {
 	}
 	dir := t.TempDir()
 	db := filepath.Join(dir, "runs.db")
-	script := writeFile(t, "slow.json", `{"turns":[{"steps":[{"text":"first words"},{"delayMs":60000},{"text":" never said"}]}]}`)
+	script := writeFile(t, "slow.json", `{"turns":[{"steps":[{"usage":{"inputTokens":9,"outputTokens":2},"mode":"cumulative"},{"text":"first words"},{"delayMs":60000},{"text":" never said"}]}]}`)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -183,6 +183,24 @@ func TestRunSurvivesSIGKILL(t *testing.T) {
 	}
 	if r.Status != store.StatusInterrupted {
 		t.Errorf("status after SIGKILL and lease lapse = %q, want interrupted", r.Status)
+	}
+	// The interrupted run keeps its event count, its requested model and
+	// the spend it reported before it died (a floor).
+	rec, err := kernel.ReadRun(ctx, s2, runID)
+	if err != nil || rec.Exact == nil {
+		t.Fatalf("ReadRun: %v", err)
+	}
+	if rec.Events != int64(len(after)) || rec.Exact.RequestedModel != "scripted/note-writer" {
+		t.Errorf("record: %d events (store %d), requested model %q", rec.Events, len(after), rec.Exact.RequestedModel)
+	}
+	if rec.LedgerEntries == 0 || rec.Spend.InputTokens.String() != "≥ 9" || rec.Spend.OutputTokens.String() != "≥ 2" {
+		t.Errorf("spend after the kill: %d entries, %+v; want the reported 9 and 2 as floors", rec.LedgerEntries, rec.Spend)
+	}
+	out, _, _ := run(t, "", "runs", "show", "--db", db, runID)
+	for _, want := range []string{"interrupted", "input ≥ 9", "requested scripted/note-writer"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("runs show lacks %q:\n%s", want, out)
+		}
 	}
 	// The store stays usable: the next run in it completes.
 	if _, errOut, code := run(t, "", "run", "--db", db, noteWriter, "--task", "again"); code != 0 {
