@@ -260,7 +260,7 @@ func newRounds[T, O any](ctx context.Context, o RoundsOptions[T, O], cancel cont
 	if o.MaxConcurrency < 0 {
 		errs.add("MaxConcurrency", "%d is negative", o.MaxConcurrency)
 	}
-	lo := lifeOptions{Store: o.Store, RunID: cmp.Or(o.RunID, NewID("rounds")), Kind: "rounds", LeaseTTL: o.LeaseTTL,
+	lo := lifeOptions{Store: o.Store, RunID: cmp.Or(o.RunID, NewID("rounds")), Kind: KindRounds, LeaseTTL: o.LeaseTTL,
 		CleanupTimeout: o.CleanupTimeout, Logger: o.Logger}
 	lo.check(&errs)
 	if err := errs.err(); err != nil {

@@ -108,30 +108,35 @@ func (r *rounds[T, O]) record(ctx context.Context, typ string, body any) error {
 	return nil
 }
 
-type agentDoc struct {
+// RoundsAgent is one agent of a rounds run's record.
+type RoundsAgent struct {
 	Name          string `json:"name"`
 	ProfileDigest string `json:"profileDigest"`
 	Stage         int    `json:"stage"`
 }
 
-type roundsDoc struct {
-	Task           string          `json:"task"`
-	Driver         string          `json:"driver,omitzero"`
-	Provider       string          `json:"provider"`
-	Agents         []agentDoc      `json:"agents"`
-	MaxIterations  int             `json:"maxIterations"`
-	MaxConcurrency int             `json:"maxConcurrency"`
-	Decision       string          `json:"decision,omitzero"`
-	Iterations     int             `json:"iterations"`
-	Winner         *int            `json:"winner,omitzero"`
-	Delivered      bool            `json:"delivered"`
-	Usage          canonjson.Value `json:"usage,omitzero"`
-	Error          string          `json:"error,omitzero"`
+// RoundsRecord is the document of a rounds run, written by Rounds and
+// read by ReadRun with the same codec.
+type RoundsRecord struct {
+	Task           string        `json:"task"`
+	Driver         string        `json:"driver,omitzero"`
+	Provider       string        `json:"provider"`
+	Agents         []RoundsAgent `json:"agents"`
+	MaxIterations  int           `json:"maxIterations"`
+	MaxConcurrency int           `json:"maxConcurrency"`
+	Decision       string        `json:"decision,omitzero"`
+	Iterations     int           `json:"iterations"`
+	Winner         *int          `json:"winner,omitzero"`
+	Delivered      bool          `json:"delivered"`
+	Usage          *Usage        `json:"usage,omitzero"`
+	// CancelRequested is a cancel request another process recorded.
+	CancelRequested *CancelRequest `json:"cancelRequested,omitzero"`
+	Error           string         `json:"error,omitzero"`
 }
 
 // doc is the rounds run's record document.
 func (r *rounds[T, O]) doc(status store.Status, runErr error) (canonjson.Value, error) {
-	d := roundsDoc{Driver: r.opts.Driver.Name, Provider: r.opts.Provider.Name(), MaxIterations: r.opts.MaxIterations,
+	d := RoundsRecord{Driver: r.opts.Driver.Name, Provider: r.opts.Provider.Name(), MaxIterations: r.opts.MaxIterations,
 		MaxConcurrency: r.opts.MaxConcurrency, Decision: string(r.res.Decision), Iterations: len(r.res.Iterations)}
 	d.Task = preview(r.opts.Task, "")
 	for i, a := range r.opts.Agents {
@@ -139,10 +144,10 @@ func (r *rounds[T, O]) doc(status store.Status, runErr error) (canonjson.Value, 
 		if err != nil {
 			return canonjson.Value{}, fmt.Errorf("kernel: agent %d's profile has no identity: %w", i, err)
 		}
-		d.Agents = append(d.Agents, agentDoc{Name: r.names[i], ProfileDigest: dg, Stage: a.Stage})
+		d.Agents = append(d.Agents, RoundsAgent{Name: r.names[i], ProfileDigest: dg, Stage: a.Stage})
 	}
 	if status.Terminal() {
-		d.Usage = UsageValue(r.res.Usage)
+		d.Usage = &Usage{r.res.Usage}
 		if w := r.res.Winner; w != nil {
 			d.Winner, d.Delivered = &w.Index, w.Delivered
 		}

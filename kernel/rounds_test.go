@@ -84,6 +84,15 @@ func TestRoundsQuickstart(t *testing.T) {
 	if res.Decision != kernel.DecisionDone || len(res.Iterations) != 1 {
 		t.Fatalf("decision %q, %d iterations; want done, 1", res.Decision, len(res.Iterations))
 	}
+	// The rounds run and its iteration read back as typed records.
+	rec, err := kernel.ReadRun(ctx, st, res.RunID)
+	if err != nil || rec.Rounds == nil || rec.Rounds.Decision != string(kernel.DecisionDone) || rec.Rounds.Iterations != 1 || rec.Rounds.Usage == nil {
+		t.Errorf("rounds record %+v (%v)", rec, err)
+	}
+	irec, err := kernel.ReadRun(ctx, st, res.Iterations[0].RunID)
+	if err != nil || irec.Exact == nil || irec.Exact.Task != "TASK: Write a one-line release note for one-click restore." || irec.Kind != "iteration" {
+		t.Errorf("iteration record %+v (%v)", irec, err)
+	}
 	it := res.Iterations[0]
 	if diff := cmp.Diff([]string{"TASK: Write a one-line release note for one-click restore."}, prompts); diff != "" {
 		t.Errorf("prompts (-want +got):\n%s", diff)

@@ -171,6 +171,24 @@ func parseAmount(c canonjson.Value) (value float64, reported, complete bool, err
 	return value, true, complete, nil
 }
 
+// DecodeRoundsRecord reads a rounds run's document.
+func DecodeRoundsRecord(doc canonjson.Value) (*RoundsRecord, error) {
+	var r RoundsRecord
+	if err := canonjson.FromValue(doc, &r); err != nil {
+		return nil, fmt.Errorf("kernel: the run document is not a rounds record: %w", err)
+	}
+	return &r, nil
+}
+
+// DecodeToolLoopRecord reads a tool loop's document.
+func DecodeToolLoopRecord(doc canonjson.Value) (*ToolLoopRecord, error) {
+	var r ToolLoopRecord
+	if err := canonjson.FromValue(doc, &r); err != nil {
+		return nil, fmt.Errorf("kernel: the run document is not a tool loop's record: %w", err)
+	}
+	return &r, nil
+}
+
 // DecodeRecord reads an exact run's document.
 func DecodeRecord(doc canonjson.Value) (*Record, error) {
 	var r Record
@@ -180,21 +198,29 @@ func DecodeRecord(doc canonjson.Value) (*Record, error) {
 	return &r, nil
 }
 
-// IsExactKind reports whether runs of kind carry a Record: Execute's
-// (execute, or the Kind its caller chose) and Rounds' iterations do;
-// rounds and tool loops have documents of their own.
-func IsExactKind(kind string) bool { return kind != "rounds" && kind != "tool-loop" }
+// Run kinds with documents of their own; every other kind is an exact
+// run's (execute, iteration, or the Kind an Execute caller chose).
+const (
+	KindRounds   = "rounds"
+	KindToolLoop = "tool-loop"
+)
+
+// IsExactKind reports whether runs of kind carry a Record.
+func IsExactKind(kind string) bool { return kind != KindRounds && kind != KindToolLoop }
 
 // RunRecord is a recorded run read back through one codec: the store's
 // row, the typed document of an exact run, and the spend its ledger
 // holds.
 type RunRecord struct {
 	store.Run
-	// Exact is the typed document of an exact run; nil for other kinds
-	// (their document is Run.Doc) and for a document this version cannot
-	// read (DocErr says why).
-	Exact  *Record
-	DocErr error
+	// Exactly one of Exact, Rounds and ToolLoop is the run's typed
+	// document, by its kind — none when the document could not be read
+	// (DocErr says why). A tool loop recorded under a Kind of its
+	// caller's choosing reads as exact only if its document is one.
+	Exact    *Record
+	Rounds   *RoundsRecord
+	ToolLoop *ToolLoopRecord
+	DocErr   error
 	// Events is how many events the store holds for the run.
 	Events int64
 	// Spend is the run's spend as its ledger states it: the last entry
@@ -215,8 +241,21 @@ func ReadRun(ctx context.Context, s store.Store, id string) (*RunRecord, error) 
 		return nil, err
 	}
 	out := &RunRecord{Run: r}
-	if IsExactKind(r.Kind) && r.Doc.IsValid() {
-		out.Exact, out.DocErr = DecodeRecord(r.Doc)
+	if r.Doc.IsValid() {
+		switch r.Kind {
+		case KindRounds:
+			out.Rounds, out.DocErr = DecodeRoundsRecord(r.Doc)
+		case KindToolLoop:
+			out.ToolLoop, out.DocErr = DecodeToolLoopRecord(r.Doc)
+		default:
+			out.Exact, out.DocErr = DecodeRecord(r.Doc)
+			if out.DocErr != nil {
+				// A tool loop recorded under its caller's own kind.
+				if tl, err := DecodeToolLoopRecord(r.Doc); err == nil {
+					out.ToolLoop, out.DocErr = tl, nil
+				}
+			}
+		}
 	}
 	for after := ""; ; {
 		page, err := s.Events(ctx, id, after, 1000)

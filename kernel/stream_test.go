@@ -202,7 +202,7 @@ func TestStreamRunResult(t *testing.T) {
 	st := memory.New(nil)
 	run := kernel.StreamRun(context.Background(), kernel.Request{Profile: mustProfile(t, noteWriter), Task: "Write a release note.",
 		Provider: scripted.New(mustScript(t, `{"turns":[{"steps":[{"text":"Shipped."},{"usage":{"inputTokens":12,"outputTokens":5},"mode":"delta"}]}]}`), scripted.Options{}),
-		Store: st, Check: nonEmpty})
+		Store:    st, Check: nonEmpty})
 	if _, err := run.Result(); !errors.Is(err, kernel.ErrStreamNotDone) {
 		t.Fatalf("Result before the stream ran: %v; want ErrStreamNotDone", err)
 	}

@@ -366,7 +366,7 @@ func newToolLoop(ctx context.Context, o ToolLoopOptions, cancel context.CancelCa
 	o.validate(&errs)
 	var lo lifeOptions
 	if o.Store != nil {
-		lo = lifeOptions{Store: o.Store, RunID: cmp.Or(o.RunID, NewID("loop")), Kind: cmp.Or(o.Kind, "tool-loop"),
+		lo = lifeOptions{Store: o.Store, RunID: cmp.Or(o.RunID, NewID("loop")), Kind: cmp.Or(o.Kind, KindToolLoop),
 			LeaseTTL: o.LeaseTTL, CleanupTimeout: o.CleanupTimeout, Logger: o.Logger}
 		lo.check(&errs)
 		o.RunID, o.LeaseTTL, o.CleanupTimeout = lo.RunID, lo.LeaseTTL, lo.CleanupTimeout

@@ -269,54 +269,59 @@ func (l *toolLoop) terminal() (status store.Status, reason, detail string) {
 	return store.StatusCompleted, "", ""
 }
 
-// doc is the run's document: what the loop was asked to do and, once it
-// ended, what it did.
+// ToolLoopRecord is the document of a recorded tool loop, written by
+// the loop and read by ReadRun with the same codec: what the loop was
+// asked to do and, once it ended, what it did.
+type ToolLoopRecord struct {
+	System         string   `json:"system"`
+	PriorMessages  int      `json:"priorMessages"`
+	User           string   `json:"user"`
+	Tools          []string `json:"tools"`
+	MaxToolTurns   int      `json:"maxToolTurns"`
+	StopOnRefusal  bool     `json:"stopOnRefusal"`
+	Deadline       string   `json:"deadline,omitzero"`
+	MaxCostUSD     float64  `json:"maxCostUsd,omitzero"`
+	RequestedModel string   `json:"requestedModel,omitzero"`
+	// The members below are set once the loop ended.
+	StopReason   StopReason `json:"stopReason,omitzero"`
+	Turns        *int       `json:"turns,omitzero"`
+	ToolResults  *int       `json:"toolResults,omitzero"`
+	IgnoredCalls *int       `json:"ignoredCalls,omitzero"`
+	PendingCalls *int       `json:"pendingCalls,omitzero"`
+	Usage        *Usage     `json:"usage,omitzero"`
+	Text         *string    `json:"text,omitzero"`
+	Terminal     *Terminal  `json:"terminal,omitzero"`
+	CostUSD      *float64   `json:"costUsd,omitzero"`
+	ServedModels []string   `json:"servedModels,omitzero"`
+	// CancelRequested is a cancel request another process recorded.
+	CancelRequested *CancelRequest `json:"cancelRequested,omitzero"`
+}
+
+// doc is the run's document (ToolLoopRecord).
 func (l *toolLoop) doc() canonjson.Value {
 	o := &l.o
-	names := make([]canonjson.Value, len(o.Tools))
+	rec := ToolLoopRecord{System: o.System, PriorMessages: len(o.Prior), User: o.User, Tools: make([]string, len(o.Tools)),
+		MaxToolTurns: o.MaxToolTurns, StopOnRefusal: o.StopOnRefusal, MaxCostUSD: o.MaxCostUSD, RequestedModel: o.RequestedModel}
 	for i, t := range o.Tools {
-		names[i] = str(t.Name)
-	}
-	m := []canonjson.Member{
-		{Name: "system", Value: str(o.System)},
-		{Name: "priorMessages", Value: canonjson.NumberValue(float64(len(o.Prior)))},
-		{Name: "user", Value: str(o.User)},
-		{Name: "tools", Value: canonjson.ArrayValue(names)},
-		{Name: "maxToolTurns", Value: canonjson.NumberValue(float64(o.MaxToolTurns))},
-		{Name: "stopOnRefusal", Value: canonjson.BoolValue(o.StopOnRefusal)},
+		rec.Tools[i] = t.Name
 	}
 	if !o.Deadline.IsZero() {
-		m = append(m, canonjson.Member{Name: "deadline", Value: str(o.Deadline.UTC().Format(time.RFC3339Nano))})
+		rec.Deadline = o.Deadline.UTC().Format(time.RFC3339Nano)
 	}
-	if o.MaxCostUSD > 0 {
-		m = append(m, canonjson.Member{Name: "maxCostUsd", Value: canonjson.NumberValue(o.MaxCostUSD)})
-	}
-	if o.RequestedModel != "" {
-		m = append(m, canonjson.Member{Name: "requestedModel", Value: str(o.RequestedModel)})
-	}
-	if l.res.StopReason == "" {
-		return canonjson.ObjectValue(m)
-	}
-	status, reason, detail := l.terminal()
-	m = append(m,
-		canonjson.Member{Name: "stopReason", Value: str(string(l.res.StopReason))},
-		canonjson.Member{Name: "turns", Value: canonjson.NumberValue(float64(l.res.Turns))},
-		canonjson.Member{Name: "toolResults", Value: canonjson.NumberValue(float64(len(l.res.ToolResults)))},
-		canonjson.Member{Name: "ignoredCalls", Value: canonjson.NumberValue(float64(len(l.res.Ignored)))},
-		canonjson.Member{Name: "pendingCalls", Value: canonjson.NumberValue(float64(len(l.res.Pending)))},
-		canonjson.Member{Name: "usage", Value: UsageValue(l.res.Usage)},
-		canonjson.Member{Name: "text", Value: str(l.res.FinalText)},
-		canonjson.Member{Name: "terminal", Value: terminalValue(status, reason, detail)},
-	)
-	if o.CostOf != nil {
-		m = append(m, canonjson.Member{Name: "costUsd", Value: canonjson.NumberValue(l.res.CostUSD)})
-	}
-	if len(l.res.ServedModels) > 0 {
-		served := make([]canonjson.Value, len(l.res.ServedModels))
-		for i, s := range l.res.ServedModels {
-			served[i] = str(s)
+	if l.res.StopReason != "" {
+		status, reason, detail := l.terminal()
+		turns, results, ignored, pending, text := l.res.Turns, len(l.res.ToolResults), len(l.res.Ignored), len(l.res.Pending), l.res.FinalText
+		rec.StopReason, rec.Turns, rec.ToolResults, rec.IgnoredCalls, rec.PendingCalls = l.res.StopReason, &turns, &results, &ignored, &pending
+		rec.Usage, rec.Text, rec.Terminal = &Usage{l.res.Usage}, &text, &Terminal{Status: status, Reason: reason, Detail: detail}
+		if o.CostOf != nil {
+			cost := l.res.CostUSD
+			rec.CostUSD = &cost
 		}
-		m = append(m, canonjson.Member{Name: "servedModels", Value: canonjson.ArrayValue(served)})
+		rec.ServedModels = l.res.ServedModels
 	}
-	return canonjson.ObjectValue(m)
+	v, err := canonjson.ToValue(rec)
+	if err != nil {
+		l.log.Error("encoding the tool loop's record", "run", l.res.RunID, "err", err)
+	}
+	return v
 }

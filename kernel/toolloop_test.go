@@ -740,6 +740,15 @@ func TestToolLoopRecorded(t *testing.T) {
 			}
 		}
 	}
+	// The typed record reads the loop back.
+	rec, err := kernel.ReadRun(ctx, st, "loop-1")
+	if err != nil || rec.ToolLoop == nil || rec.DocErr != nil {
+		t.Fatalf("ReadRun: %+v, %v", rec, err)
+	}
+	if tl := rec.ToolLoop; tl.StopReason != kernel.StopCompleted || *tl.Turns != 3 || tl.Usage.InputTokens.String() != "37" ||
+		tl.Terminal.Status != store.StatusCompleted || rec.Spend.InputTokens.String() != "37" || rec.Events != 4 {
+		t.Errorf("tool loop record %+v, spend %+v, %d events", tl, rec.Spend, rec.Events)
+	}
 	// A run ends once: the same id cannot be recorded again.
 	if _, err := kernel.RunToolLoop(ctx, kernel.ToolLoopOptions{Model: model(answer("x")), Store: st, RunID: "loop-1"}); !errors.Is(err, store.ErrExists) {
 		t.Errorf("reusing a run id: %v; want store.ErrExists", err)

@@ -186,18 +186,39 @@ func newRunsListCmd(stdio IO) *cobra.Command {
 	return cmd
 }
 
-// summary is a short human description of a run from its record.
+// summary is a short human description of a run from its typed record.
 func summary(r store.Run) string {
-	if !kernel.IsExactKind(r.Kind) {
-		return ""
+	var parts []string
+	var delivered *bool
+	switch r.Kind {
+	case kernel.KindRounds:
+		rec, err := kernel.DecodeRoundsRecord(r.Doc)
+		if err != nil {
+			return "(unreadable record)"
+		}
+		parts = append(parts, fmt.Sprintf("%q", clip(rec.Task, 40)))
+		if rec.Decision != "" {
+			parts = append(parts, "decision "+rec.Decision)
+		}
+	case kernel.KindToolLoop:
+		rec, err := kernel.DecodeToolLoopRecord(r.Doc)
+		if err != nil {
+			return "(unreadable record)"
+		}
+		parts = append(parts, fmt.Sprintf("%q", clip(rec.User, 40)))
+		if rec.StopReason != "" {
+			parts = append(parts, "stopped "+string(rec.StopReason))
+		}
+	default:
+		rec, err := kernel.DecodeRecord(r.Doc)
+		if err != nil {
+			return "(unreadable record)"
+		}
+		parts = append(parts, fmt.Sprintf("%q", clip(rec.Task, 40)))
+		delivered = rec.Delivered
 	}
-	rec, err := kernel.DecodeRecord(r.Doc)
-	if err != nil {
-		return "(unreadable record)"
-	}
-	parts := []string{fmt.Sprintf("%q", clip(rec.Task, 40))}
-	if rec.Delivered != nil {
-		if *rec.Delivered {
+	if delivered != nil {
+		if *delivered {
 			parts = append(parts, "delivered")
 		} else {
 			parts = append(parts, "not delivered")
