@@ -467,12 +467,7 @@ func (x *execution) keepReceipt(err error) {
 func (x *execution) progress(usage bool) {
 	var err error
 	if usage {
-		var entry canonjson.Value
-		entry, err = canonjson.ToValue(ledgerRecord{Kind: LedgerProgress, Model: optional(x.res.Served.Model),
-			Usage: UsageValue(x.turn.Total().Floor()), Status: string(store.StatusRunning)})
-		if err == nil {
-			err = x.life.appendLedger([]canonjson.Value{entry}, x.now())
-		}
+		err = x.life.appendLedger([]canonjson.Value{progressEntry(x.turn.Total(), x.res.Served.Model)}, x.now())
 	}
 	if err == nil {
 		err = x.life.updateDoc(x.doc())

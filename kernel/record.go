@@ -96,6 +96,21 @@ type ledgerRecord struct {
 	Status string          `json:"status"`
 }
 
+// progressEntry is a LedgerProgress entry: usage so far as a floor, the
+// served model when known. It is built directly (it is written once per
+// turn on the tool loop's hot path).
+func progressEntry(usage ledger.Usage, served string) canonjson.Value {
+	m := make([]canonjson.Member, 0, 4)
+	m = append(m, canonjson.Member{Name: "kind", Value: str(LedgerProgress)})
+	if served != "" {
+		m = append(m, canonjson.Member{Name: "servedModel", Value: str(served)})
+	}
+	m = append(m,
+		canonjson.Member{Name: "status", Value: str(string(store.StatusRunning))},
+		canonjson.Member{Name: "usage", Value: UsageValue(usage.Floor())})
+	return canonjson.ObjectValue(m)
+}
+
 func ledgerEntry(r Result) ledgerRecord {
 	return ledgerRecord{Kind: LedgerTurn, Model: optional(r.Served.Model), Usage: UsageValue(r.Usage), Status: string(r.Status)}
 }

@@ -151,11 +151,7 @@ func (l *toolLoop) record(text string, usage ledger.Usage, handled int, ending b
 	}
 	// The loop's spend so far, as a floor (the loop is not over): a run
 	// whose process dies keeps it.
-	entry, err := canonjson.ToValue(ledgerRecord{Kind: LedgerProgress, Usage: UsageValue(l.res.Usage.Floor()), Status: string(store.StatusRunning)})
-	if err == nil {
-		err = r.life.appendLedger([]canonjson.Value{entry}, l.now())
-	}
-	if err != nil {
+	if err := r.life.appendLedger([]canonjson.Value{progressEntry(l.res.Usage, "")}, l.now()); err != nil {
 		l.recordFailed("recording the loop's spend so far", err)
 	}
 }
