@@ -34,13 +34,6 @@ func UsageValue(u ledger.Usage) canonjson.Value {
 
 func str(s string) canonjson.Value { return canonjson.StringValue(s) }
 
-func optStr(s string) canonjson.Value {
-	if s == "" {
-		return canonjson.NullValue()
-	}
-	return canonjson.StringValue(s)
-}
-
 // doc is the run record's document (Record): what was requested, what
 // ran, what was observed.
 func (x *execution) doc() canonjson.Value {

@@ -226,6 +226,21 @@ func nullableString(s string) canonjson.Value {
 	return canonjson.StringValue(s)
 }
 
+// printCheck writes the completion check's line: its verdict, or why it
+// could not judge; nothing when no check ran.
+func printCheck(w io.Writer, v *kernel.Verdict, checkErr string) {
+	switch {
+	case v != nil:
+		verdict := "failed"
+		if v.Passed {
+			verdict = "passed"
+		}
+		fmt.Fprintf(w, "  check     %s: %s\n", verdict, v.Reason)
+	case checkErr != "":
+		fmt.Fprintf(w, "  check     not judged: %s\n", checkErr)
+	}
+}
+
 func printResult(w io.Writer, r *kernel.Result, where string) {
 	state := string(r.Status)
 	if r.Status == store.StatusCompleted {
@@ -249,16 +264,7 @@ func printResult(w io.Writer, r *kernel.Result, where string) {
 	if r.EffectiveDigest != "" && r.EffectiveDigest != r.AuthoredDigest {
 		fmt.Fprintf(w, "  effective %s\n", r.EffectiveDigest)
 	}
-	switch {
-	case r.Verdict != nil:
-		verdict := "failed"
-		if r.Verdict.Passed {
-			verdict = "passed"
-		}
-		fmt.Fprintf(w, "  check     %s: %s\n", verdict, r.Verdict.Reason)
-	case r.CheckError != "":
-		fmt.Fprintf(w, "  check     not judged: %s\n", r.CheckError)
-	}
+	printCheck(w, r.Verdict, r.CheckError)
 	fmt.Fprintf(w, "  usage     input %s, output %s, cost %s\n", r.Usage.InputTokens, r.Usage.OutputTokens, usd(r.Usage.CostUSD))
 	if r.Text != "" {
 		fmt.Fprintf(w, "  result    %s\n", clip(strings.ReplaceAll(r.Text, "\n", " "), 120))

@@ -134,16 +134,7 @@ func TestRunSurvivesSIGKILL(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "runs.db")
 	script := writeFile(t, "slow.json", `{"turns":[{"steps":[{"usage":{"inputTokens":9,"outputTokens":2},"mode":"cumulative"},{"text":"first words"},{"delayMs":60000},{"text":" never said"}]}]}`)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "run", "--db", db, "--lease", "1s", "--script", script, noteWriter, "--task", "Write slowly.")
-	cmd.Env = append(os.Environ(), "AGENTRT_CLI_CHILD=1")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
+	cmd := startChild(t, nil, "run", "--db", db, "--lease", "1s", "--script", script, noteWriter, "--task", "Write slowly.")
 
 	ctx := context.Background()
 	s, err := sqlite.Open(ctx, db, sqlite.Options{})
@@ -219,18 +210,9 @@ func TestRunPausedPastItsLease(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "runs.db")
 	script := writeFile(t, "pause.json", `{"turns":[{"steps":[{"text":"first words"},{"usage":{"inputTokens":9,"outputTokens":2},"mode":"cumulative"},{"delayMs":2500},{"text":" after the pause"}]}]}`)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "run", "--db", db, "--lease", "1s", "--script", script, noteWriter, "--task", "Write, then pause.")
-	cmd.Env = append(os.Environ(), "AGENTRT_CLI_CHILD=1")
 	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
+	cmd := startChild(t, func(cmd *exec.Cmd) { cmd.Stdout, cmd.Stderr = &stdout, &stderr }, "run", "--db", db, "--lease", "1s",
+		"--script", script, noteWriter, "--task", "Write, then pause.")
 
 	ctx := context.Background()
 	s, err := sqlite.Open(ctx, db, sqlite.Options{})
@@ -281,6 +263,27 @@ func TestRunPausedPastItsLease(t *testing.T) {
 			t.Errorf("ledger entry %s written after the lease lapsed", canonjson.Marshal(e.Body))
 		}
 	}
+}
+
+// startChild starts this test binary as agentrt with args (setup, when
+// given, adjusts the command first); the child is killed when the test
+// ends.
+func startChild(t *testing.T, setup func(*exec.Cmd), args ...string) *exec.Cmd {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), "AGENTRT_CLI_CHILD=1")
+	if setup != nil {
+		setup(cmd)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
 }
 
 func hasText(events []store.Event, text string) bool {

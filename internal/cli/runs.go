@@ -324,16 +324,7 @@ func printRecord(w io.Writer, r *kernel.RunRecord, rec *kernel.Record) {
 	if r.Status == store.StatusInterrupted && rec.Terminal == nil {
 		fmt.Fprintf(w, "  why       the process running it stopped (or lost its lease) before it ended\n")
 	}
-	switch {
-	case rec.Verdict != nil:
-		verdict := "failed"
-		if rec.Verdict.Passed {
-			verdict = "passed"
-		}
-		fmt.Fprintf(w, "  check     %s: %s\n", verdict, rec.Verdict.Reason)
-	case rec.CheckError != "":
-		fmt.Fprintf(w, "  check     not judged: %s\n", rec.CheckError)
-	}
+	printCheck(w, rec.Verdict, rec.CheckError)
 	if rec.Delivered != nil {
 		fmt.Fprintf(w, "  delivered %v\n", *rec.Delivered)
 	}
