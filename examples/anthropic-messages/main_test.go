@@ -74,6 +74,10 @@ func TestTruthfulnessMatrixOverHTTP(t *testing.T) {
 		// survives (RG-02), and the tokens reported before the drop count,
 		// as a floor.
 		{"dropped", store.StatusFailed, kernel.ReasonTransport, false, "≥ 25", "≥ 1", "claude-sonnet-4-5-20250929"},
+		// The token limit ends the turn as a failure, like OpenAI's
+		// finish_reason length; the model ended it itself, so its usage is
+		// exact, cache included in the input.
+		{"max_tokens", store.StatusFailed, kernel.ReasonInBandError, false, "3273", "6", "claude-sonnet-4-5-20250929"},
 		// Another served model fails the run, and the tokens it spent
 		// still count.
 		{"served_other", store.StatusFailed, kernel.ReasonModelMismatch, false, "25", "7", "claude-3-5-haiku-20241022"},
