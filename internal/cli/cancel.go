@@ -29,6 +29,8 @@ second, cancels the run and records it cancelled. cancel waits for that
   cancel_requested  the request is recorded; the run has not ended yet
   not_live          the run had already ended, or its process died
                     (interrupted): nothing was changed
+  unknown           the request could not be recorded (the store failed):
+                    whether the run will stop is not known
 
 Exit status: 0 when the run is cancelled (or the request is recorded and
 --wait is 0), 1 otherwise.`,
@@ -45,7 +47,13 @@ Exit status: 0 when the run is cancelled (or the request is recorded and
 				return &exitError{code: ExitFailed, err: fmt.Errorf("no run %q in the store (agentrt runs list shows the recorded runs)", args[0])}
 			}
 			if err != nil {
-				return &exitError{code: ExitFailed, err: err}
+				if asJSON {
+					writeJSON(stdio.Out, canonjson.ObjectValue([]canonjson.Member{
+						{Name: "runId", Value: canonjson.StringValue(args[0])},
+						{Name: "effect", Value: canonjson.StringValue(string(effect))},
+					}))
+				}
+				return &exitError{code: ExitFailed, err: fmt.Errorf("effect %s: %w", effect, err)}
 			}
 			if effect == kernel.EffectCancelRequested && wait > 0 {
 				fmt.Fprintf(stdio.Err, "cancel requested; waiting up to %s for run %s to end…\n", wait, r.ID)
