@@ -198,14 +198,19 @@ func LeaseHolds(param string) string { return `(lease_until = 0 OR lease_until >
 // store.ErrNotFound.
 func CheckFenced(row Scanner, f store.Fence, now time.Time, adapter string, notFound error) error {
 	var status string
-	var lease int64
-	r := store.Run{ID: f.RunID}
-	if err := row.Scan(&status, &r.Generation, &lease); err != nil {
+	var gen, lease int64
+	if err := row.Scan(&status, &gen, &lease); err != nil {
 		if errors.Is(err, notFound) {
 			return fmt.Errorf("run %s: %w", f.RunID, store.ErrNotFound)
 		}
 		return fmt.Errorf("%s: %w", adapter, err)
 	}
-	r.Status, r.LeaseUntil = store.Status(status), FromNanos(lease)
+	return Fenced(f, status, gen, lease, now)
+}
+
+// Fenced checks f at now against a run's stored fence columns: its
+// status, generation and lease_until.
+func Fenced(f store.Fence, status string, generation, leaseUntil int64, now time.Time) error {
+	r := store.Run{ID: f.RunID, Status: store.Status(status), Generation: generation, LeaseUntil: FromNanos(leaseUntil)}
 	return store.CheckFence(r, f, now)
 }
