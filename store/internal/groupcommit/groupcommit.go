@@ -23,6 +23,11 @@ type Options struct {
 	// Timeout bounds one transaction, from its start to its commit.
 	// Default 30 seconds.
 	Timeout time.Duration
+	// Committers is how many transactions may run at once, each on its
+	// own goroutine: more than one lets a database that takes concurrent
+	// writers build the next batch while the last one commits. The
+	// commit function must then be safe for concurrent use. Default 1.
+	Committers int
 }
 
 func (o Options) withDefaults() Options {
@@ -37,6 +42,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
+	}
+	if o.Committers <= 0 {
+		o.Committers = 1
 	}
 	return o
 }
@@ -80,7 +88,8 @@ func (r *Request[In, Out]) Failed() bool { return r.err != nil }
 // fail fails with that error. ctx carries the transaction's bound.
 type Commit[In, Out any] func(ctx context.Context, batch []*Request[In, Out]) error
 
-// Committer runs one goroutine that commits queued requests in batches.
+// Committer runs the goroutines (Options.Committers) that commit queued
+// requests in batches.
 type Committer[In, Out any] struct {
 	opts   Options
 	commit Commit[In, Out]
@@ -92,12 +101,12 @@ type Committer[In, Out any] struct {
 	mu      sync.RWMutex
 	closed  bool
 	sealed  chan struct{}
-	stopped chan struct{}
+	running sync.WaitGroup
 	once    sync.Once
 }
 
-// New starts a committer. commit runs on its goroutine only, one batch
-// at a time.
+// New starts a committer. With one committer goroutine (the default),
+// commit runs one batch at a time.
 func New[In, Out any](opts Options, commit Commit[In, Out]) *Committer[In, Out] {
 	opts = opts.withDefaults()
 	c := &Committer[In, Out]{
@@ -106,9 +115,10 @@ func New[In, Out any](opts Options, commit Commit[In, Out]) *Committer[In, Out] 
 		queue:   make(chan *Request[In, Out], opts.Queue),
 		closing: make(chan struct{}),
 		sealed:  make(chan struct{}),
-		stopped: make(chan struct{}),
 	}
-	go c.loop()
+	for range opts.Committers {
+		c.running.Go(c.loop)
+	}
 	return c
 }
 
@@ -158,7 +168,7 @@ func (c *Committer[In, Out]) enqueue(ctx context.Context, r *Request[In, Out]) e
 var errClosed = fmt.Errorf("the store is closing: %w", store.ErrClosed)
 
 // Close stops taking requests, commits those already queued, and waits
-// for the committer goroutine to end. It is safe to call more than once.
+// for the committer goroutines to end. It is safe to call more than once.
 func (c *Committer[In, Out]) Close() {
 	c.once.Do(func() {
 		close(c.closing)
@@ -167,11 +177,10 @@ func (c *Committer[In, Out]) Close() {
 		c.mu.Unlock()
 		close(c.sealed)
 	})
-	<-c.stopped
+	c.running.Wait()
 }
 
 func (c *Committer[In, Out]) loop() {
-	defer close(c.stopped)
 	batch := make([]*Request[In, Out], 0, c.opts.MaxBatch)
 	var carry *Request[In, Out]
 	for {
