@@ -166,6 +166,9 @@ var (
 	ErrConflict = errors.New("store: concurrent update")
 	ErrTerminal = errors.New("store: run already ended")
 	ErrInvalid  = errors.New("store: invalid record")
+	// ErrClosed is a write that reached a store after (or while) it
+	// was closed; nothing of it was written.
+	ErrClosed = errors.New("store: closed")
 )
 
 // Fence is a lease holder's claim on a live run: the run and the lease

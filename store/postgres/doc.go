@@ -3,7 +3,8 @@
 // store/storetest exactly as store/sqlite does: updates compare-and-set on
 // revision, terminal states are final, a lapsed lease reads as
 // interrupted, each run's events get gapless sequences even when many
-// processes append at once (appends lock the run's row), and idempotency
+// processes append at once (appends lock the run's row), appends from
+// many runs in one process share commits (group commit), and idempotency
 // claims are race-safe (INSERT … ON CONFLICT DO NOTHING). Migrations are
 // embedded and applied at Open under an advisory lock, so processes that
 // start together migrate once. Tables are created in the connection's

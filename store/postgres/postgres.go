@@ -5,7 +5,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -14,6 +17,7 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/internal/pgdb"
 	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/internal/groupcommit"
 	"github.com/agentrt/agentrt/store/internal/sqlrow"
 )
 
@@ -37,8 +41,9 @@ type Options struct {
 // Store is a store.Store on PostgreSQL. It is safe for concurrent use by
 // many goroutines and many processes.
 type Store struct {
-	pool *pgxpool.Pool
-	now  func() time.Time
+	pool    *pgxpool.Pool
+	now     func() time.Time
+	appends *groupcommit.Committer[sqlrow.Append, []store.Event]
 }
 
 var _ store.Store = (*Store)(nil)
@@ -54,11 +59,17 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	return &Store{pool: pool, now: now}, nil
+	s := &Store{pool: pool, now: now}
+	// Two committers: one builds and writes the next batch while the
+	// other waits for its commit to flush.
+	s.appends = groupcommit.New(groupcommit.Options{Committers: 2}, s.commitAppends)
+	return s, nil
 }
 
-// Close implements store.Store.
+// Close implements store.Store. Appends already queued commit first;
+// later ones fail with store.ErrClosed.
 func (s *Store) Close() error {
+	s.appends.Close()
 	s.pool.Close()
 	return nil
 }
@@ -198,39 +209,124 @@ func (s *Store) runExists(ctx context.Context, runID string) error {
 	return nil
 }
 
-// AppendEvents implements store.Store. The batch commits in one
-// transaction (synchronous commit) before it returns.
+type appendCall = groupcommit.Request[sqlrow.Append, []store.Event]
+
+// AppendEvents implements store.Store. The events commit (synchronous
+// commit) before it returns, in one transaction with whatever other
+// appends (of any run) were waiting at that moment in this process: one
+// WAL flush serves them all.
 func (s *Store) AppendEvents(ctx context.Context, f store.Fence, events []store.NewEvent) ([]store.Event, error) {
-	runID := f.RunID
-	if err := store.CheckEvents(events); err != nil {
+	a, err := sqlrow.NewAppend(f, events)
+	if err != nil {
 		return nil, err
 	}
-	n := len(events)
-	seqs, ids, types, times, bodies := make([]int64, n), make([]string, n), make([]string, n), make([]int64, n), make([]string, n)
-	for i, e := range events {
-		b, err := canonjson.Canonical(e.Body)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", store.ErrInvalid, err)
-		}
-		ids[i], types[i], times[i], bodies[i] = e.ID, e.Type, e.Time.UnixNano(), string(b)
+	// PostgreSQL text holds neither NUL nor invalid UTF-8: refuse them
+	// here, alone, rather than fail the batch that would carry them.
+	if !storable(f.RunID) {
+		return nil, fmt.Errorf("run %q: %w", f.RunID, store.ErrNotFound)
 	}
-	out := make([]store.Event, n)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := s.lockFenced(ctx, tx, f); err != nil {
-			return err
+	for _, e := range events {
+		if !storable(e.ID) || !storable(e.Type) {
+			return nil, fmt.Errorf("%w: event %q: PostgreSQL text cannot hold its id or type", store.ErrInvalid, e.ID)
 		}
-		var last int64
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE run_id = $1`, runID).Scan(&last); err != nil {
+	}
+	return s.appends.Do(ctx, a, len(events))
+}
+
+func storable(text string) bool { return utf8.ValidString(text) && !strings.ContainsRune(text, 0) }
+
+// commitAppends writes a batch of appends in one transaction. It locks
+// the batch's runs (in id order, so that committers in other processes
+// cannot deadlock with it), reads their fences, last sequences and which
+// of the batch's event ids they already hold, and decides each append
+// (sqlrow.PlanAppends): one whose fence no longer holds, whose run is
+// missing or whose event id exists fails alone, before anything is
+// written. The rest go in one insert, and the transaction commits.
+func (s *Store) commitAppends(ctx context.Context, batch []*appendCall) error {
+	if len(batch) == 1 {
+		return s.commitAlone(ctx, batch[0])
+	}
+	var runIDs, keyRuns, keyIDs []string
+	seen := map[string]bool{}
+	appends := make([]sqlrow.Append, len(batch))
+	for i, c := range batch {
+		a := c.In
+		appends[i] = a
+		if !seen[a.Fence.RunID] {
+			seen[a.Fence.RunID] = true
+			runIDs = append(runIDs, a.Fence.RunID)
+		}
+		for _, e := range a.Events {
+			keyRuns, keyIDs = append(keyRuns, a.Fence.RunID), append(keyIDs, e.ID)
+		}
+	}
+	slices.Sort(runIDs)
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// One round trip: the statements run in order, each later one
+		// with a snapshot taken after the locks were granted.
+		b := &pgx.Batch{}
+		b.Queue(`SELECT id, status, generation, lease_until FROM runs WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, runIDs)
+		b.Queue(`SELECT r, coalesce((SELECT max(seq) FROM events WHERE run_id = r), 0) FROM unnest($1::text[]) AS r`, runIDs)
+		b.Queue(`SELECT e.run_id, e.id FROM events e JOIN unnest($1::text[], $2::text[]) AS k (run_id, id) ON e.run_id = k.run_id AND e.id = k.id`, keyRuns, keyIDs)
+		br := tx.SendBatch(ctx, b)
+		heads, stored, err := readHeads(br)
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
 			return fmt.Errorf("postgres: append events: %w", err)
 		}
-		for i := range events {
-			seqs[i] = last + int64(i) + 1
+		first, errs := sqlrow.PlanAppends(appends, heads, stored, s.now())
+		var rows struct {
+			runs, ids, types, bodies []string
+			seqs, times              []int64
+		}
+		for i, a := range appends {
+			if errs[i] != nil {
+				batch[i].Fail(errs[i])
+				continue
+			}
+			for j, e := range a.Events {
+				rows.runs, rows.ids, rows.types, rows.bodies = append(rows.runs, a.Fence.RunID), append(rows.ids, e.ID), append(rows.types, e.Type), append(rows.bodies, a.Bodies[j])
+				rows.seqs, rows.times = append(rows.seqs, first[i]+int64(j)), append(rows.times, e.Time.UnixNano())
+			}
+			batch[i].Succeed(sqlrow.Appended(a, first[i]))
+		}
+		if len(rows.runs) == 0 {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO events (run_id, seq, id, type, time, body)
+			SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[])`,
+			rows.runs, rows.seqs, rows.ids, rows.types, rows.times, rows.bodies); err != nil {
+			return fmt.Errorf("postgres: append events: %w", err)
+		}
+		return nil
+	})
+}
+
+// commitAlone writes an append that has its transaction to itself: it
+// has no neighbour to spare, so a duplicate id may simply abort it,
+// which saves the batch's look-ups.
+func (s *Store) commitAlone(ctx context.Context, c *appendCall) error {
+	a := c.In
+	var last int64
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := s.lockFenced(ctx, tx, a.Fence); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE run_id = $1`, a.Fence.RunID).Scan(&last); err != nil {
+			return fmt.Errorf("postgres: append events: %w", err)
+		}
+		n := len(a.Events)
+		seqs, ids, types, times := make([]int64, n), make([]string, n), make([]string, n), make([]int64, n)
+		for i, e := range a.Events {
+			seqs[i], ids[i], types[i], times[i] = last+int64(i)+1, e.ID, e.Type, e.Time.UnixNano()
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO events (run_id, seq, id, type, time, body)
 			SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[])`,
-			runID, seqs, ids, types, times, bodies)
+			a.Fence.RunID, seqs, ids, types, times, a.Bodies)
 		if isUniqueViolation(err) {
-			return fmt.Errorf("an event id of this batch is already in run %s: %w", runID, store.ErrExists)
+			return fmt.Errorf("an event id of this batch is already in run %s: %w", a.Fence.RunID, store.ErrExists)
 		}
 		if err != nil {
 			return fmt.Errorf("postgres: append events: %w", err)
@@ -238,13 +334,48 @@ func (s *Store) AppendEvents(ctx context.Context, f store.Fence, events []store.
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		if errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) {
+			c.Fail(err)
+			return nil
+		}
+		return err
 	}
-	for i, e := range events {
-		out[i] = store.Event{RunID: runID, Sequence: seqs[i], Cursor: store.CursorFor(seqs[i]), ID: e.ID, Type: e.Type,
-			Time: time.Unix(0, times[i]).UTC(), Body: e.Body}
+	c.Succeed(sqlrow.Appended(a, last+1))
+	return nil
+}
+
+// readHeads reads the results of commitAppends' three queries.
+func readHeads(br pgx.BatchResults) (map[string]*sqlrow.Head, map[sqlrow.EventKey]bool, error) {
+	heads := map[string]*sqlrow.Head{}
+	rows, _ := br.Query()
+	var id string
+	var h sqlrow.Head
+	if _, err := pgx.ForEachRow(rows, []any{&id, &h.Status, &h.Generation, &h.LeaseUntil}, func() error {
+		heads[id] = &sqlrow.Head{Status: h.Status, Generation: h.Generation, LeaseUntil: h.LeaseUntil}
+		return nil
+	}); err != nil {
+		return nil, nil, err
 	}
-	return out, nil
+	rows, _ = br.Query()
+	var last int64
+	if _, err := pgx.ForEachRow(rows, []any{&id, &last}, func() error {
+		if h, ok := heads[id]; ok {
+			h.Last = last
+		}
+		return nil
+	}); err != nil {
+		return nil, nil, err
+	}
+	stored := map[sqlrow.EventKey]bool{}
+	rows, _ = br.Query()
+	var k sqlrow.EventKey
+	if _, err := pgx.ForEachRow(rows, []any{&k.RunID, &k.ID}, func() error {
+		stored[k] = true
+		return nil
+	}); err != nil {
+		return nil, nil, err
+	}
+	return heads, stored, nil
 }
 
 // Events implements store.Store.

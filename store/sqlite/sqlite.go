@@ -14,6 +14,7 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/internal/sqlitedb"
 	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/internal/groupcommit"
 	"github.com/agentrt/agentrt/store/internal/sqlrow"
 )
 
@@ -53,9 +54,10 @@ type Options struct {
 
 // Store is a store.Store on one SQLite file.
 type Store struct {
-	w, r *sql.DB
-	now  func() time.Time
-	path string
+	w, r    *sql.DB
+	now     func() time.Time
+	path    string
+	appends *groupcommit.Committer[appendReq, []store.Event]
 }
 
 var _ store.Store = (*Store)(nil)
@@ -72,7 +74,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("sqlite: %s is not a store file (%s)", path, fi.Mode().Type())
 		}
 	}
-	w, r, err := sqlitedb.Open(path, opts.BusyTimeout, "foreign_keys(ON)")
+	busy := opts.BusyTimeout
+	if busy <= 0 {
+		busy = sqlitedb.DefaultBusyTimeout
+	}
+	w, r, err := sqlitedb.Open(path, busy, "foreign_keys(ON)")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
@@ -80,6 +86,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	// A batch may first wait out another process's write lock.
+	s.appends = groupcommit.New(groupcommit.Options{Timeout: busy + commitTimeout}, s.commitAppends)
 	if err := sqlitedb.Migrate(ctx, s.w, migrations, "schema_migrations", s.now()); err != nil {
 		err = fmt.Errorf("sqlite: %w", err)
 		s.Close()
@@ -91,8 +99,14 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 // Path returns the database file.
 func (s *Store) Path() string { return s.path }
 
-// Close implements store.Store.
+// commitTimeout bounds one group-commit transaction once it holds the
+// write lock.
+const commitTimeout = 30 * time.Second
+
+// Close implements store.Store. Appends already queued commit first;
+// later ones fail with store.ErrClosed.
 func (s *Store) Close() error {
+	s.appends.Close()
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
@@ -231,10 +245,21 @@ func (s *Store) checkFence(ctx context.Context, tx *sql.Tx, f store.Fence) error
 	return sqlrow.CheckFenced(row, f, s.now(), "sqlite", sql.ErrNoRows)
 }
 
-// AppendEvents implements store.Store. The batch commits in one
-// transaction with a full fsync before it returns.
+// appendReq is one AppendEvents call waiting for the committer: the
+// fence, the events and their canonical bodies.
+type appendReq struct {
+	f      store.Fence
+	events []store.NewEvent
+	bodies []string
+}
+
+type appendCall = groupcommit.Request[appendReq, []store.Event]
+
+// AppendEvents implements store.Store. The events commit with a full
+// fsync before it returns, in one transaction with whatever other
+// appends (of any run) were waiting at that moment: one fsync serves
+// them all.
 func (s *Store) AppendEvents(ctx context.Context, f store.Fence, events []store.NewEvent) ([]store.Event, error) {
-	runID := f.RunID
 	if err := store.CheckEvents(events); err != nil {
 		return nil, err
 	}
@@ -246,36 +271,89 @@ func (s *Store) AppendEvents(ctx context.Context, f store.Fence, events []store.
 		}
 		bodies[i] = string(b)
 	}
+	return s.appends.Do(ctx, appendReq{f: f, events: events, bodies: bodies}, len(events))
+}
+
+// commitAppends writes a batch of appends in one write transaction and
+// commits it. Each append is checked and written on its own: one whose
+// fence no longer holds, whose run is missing or whose event id already
+// exists fails alone, and the rest of the batch commits.
+func (s *Store) commitAppends(ctx context.Context, batch []*appendCall) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: append events: %w", err)
+		return fmt.Errorf("sqlite: append events: %w", err)
 	}
 	defer tx.Rollback()
-	if err := s.checkFence(ctx, tx, f); err != nil {
+	head, err := tx.PrepareContext(ctx, `SELECT status, generation, lease_until, (SELECT coalesce(max(seq), 0) FROM events WHERE run_id = runs.id) FROM runs WHERE id = ?`)
+	if err != nil {
+		return fmt.Errorf("sqlite: append events: %w", err)
+	}
+	defer head.Close()
+	insert, err := tx.PrepareContext(ctx, `INSERT INTO events (run_id, seq, id, type, time, body) VALUES (?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("sqlite: append events: %w", err)
+	}
+	defer insert.Close()
+	for _, c := range batch {
+		out, err := s.appendOne(ctx, tx, head, insert, c.In)
+		switch {
+		case err == nil:
+			c.Succeed(out)
+		case errors.Is(err, store.ErrFenced), errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrExists):
+			c.Fail(err)
+		default:
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: append events: %w", err)
+	}
+	return nil
+}
+
+// appendOne writes one append inside tx. It leaves nothing of the append
+// behind when it fails: a single insert is undone by SQLite on its own
+// when it breaks a constraint; several are wrapped in a savepoint.
+func (s *Store) appendOne(ctx context.Context, tx *sql.Tx, head, insert *sql.Stmt, a appendReq) (out []store.Event, err error) {
+	runID := a.f.RunID
+	var status string
+	var gen, lease, last int64
+	if err := head.QueryRowContext(ctx, runID).Scan(&status, &gen, &lease, &last); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
+		}
+		return nil, fmt.Errorf("sqlite: append events: %w", err)
+	}
+	if err := sqlrow.Fenced(a.f, status, gen, lease, s.now()); err != nil {
 		return nil, err
 	}
-	var last int64
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE run_id = ?`, runID).Scan(&last); err != nil {
-		return nil, fmt.Errorf("sqlite: append events: %w", err)
+	if len(a.events) > 1 {
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT append_events`); err != nil {
+			return nil, fmt.Errorf("sqlite: append events: %w", err)
+		}
+		defer func() {
+			if err != nil {
+				if _, rerr := tx.ExecContext(ctx, `ROLLBACK TO append_events`); rerr != nil {
+					// The append may be half written: the batch cannot commit.
+					err = fmt.Errorf("sqlite: append events: undoing a failed append (%v): %w", err, rerr)
+					return
+				}
+			}
+			if _, rerr := tx.ExecContext(ctx, `RELEASE append_events`); rerr != nil {
+				out, err = nil, fmt.Errorf("sqlite: append events: %w", rerr)
+			}
+		}()
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (run_id, seq, id, type, time, body) VALUES (?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: append events: %w", err)
-	}
-	defer stmt.Close()
-	out := make([]store.Event, len(events))
-	for i, e := range events {
+	out = make([]store.Event, len(a.events))
+	for i, e := range a.events {
 		seq := last + int64(i) + 1
-		if _, err := stmt.ExecContext(ctx, runID, seq, e.ID, e.Type, e.Time.UnixNano(), bodies[i]); err != nil {
+		if _, err := insert.ExecContext(ctx, runID, seq, e.ID, e.Type, e.Time.UnixNano(), a.bodies[i]); err != nil {
 			if isConstraint(err) {
 				return nil, fmt.Errorf("event %s of run %s: %w", e.ID, runID, store.ErrExists)
 			}
 			return nil, fmt.Errorf("sqlite: append events: %w", err)
 		}
 		out[i] = store.Event{RunID: runID, Sequence: seq, Cursor: store.CursorFor(seq), ID: e.ID, Type: e.Type, Time: time.Unix(0, e.Time.UnixNano()).UTC(), Body: e.Body}
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("sqlite: append events: %w", err)
 	}
 	return out, nil
 }

@@ -53,6 +53,7 @@ func Run(t *testing.T, open Open) {
 		{"AppendAndReplay", testAppendReplay},
 		{"AppendIsAllOrNothing", testAppendAtomic},
 		{"ConcurrentAppendsStayContiguous", testConcurrentAppend},
+		{"ConcurrentAppendsAcrossRunsFailAlone", testConcurrentAppendsFailAlone},
 		{"Ledger", testLedger},
 		{"IdempotencyClaim", testIdempotency},
 		{"RefusesNonCanonicalJSON", testNonCanonical},
@@ -576,5 +577,141 @@ func testFenceRace(t *testing.T, open Open) {
 	}
 	if marked > 0 && got.Status != store.StatusInterrupted {
 		t.Errorf("a reader recorded the run interrupted, yet it is %s after %d renewals", got.Status, renewed)
+	}
+}
+
+// Appends from many runs at once, some of which must fail — the holder
+// was superseded, the run ended or does not exist, an event id is already
+// in the run (or is being appended by a neighbour at the same moment) —
+// fail alone: every other append succeeds, and each run's events are
+// exactly the successful appends, numbered 1…N without gaps.
+func testConcurrentAppendsFailAlone(t *testing.T, open Open) {
+	ctx := context.Background()
+	clock := NewClock()
+	s := open(t, clock.Now)
+	const live, writers, rounds = 12, 3, 8
+	type target struct {
+		f    store.Fence
+		want error // what every append to it gets; nil for a live run
+	}
+	var targets []target
+	for i := range live {
+		r, err := s.CreateRun(ctx, leased(fmt.Sprint("live-", i), clock.Now().Add(time.Hour)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		targets = append(targets, target{f: r.Fence()})
+	}
+	for i := range 2 {
+		r, err := s.CreateRun(ctx, leased(fmt.Sprint("superseded-", i), clock.Now().Add(time.Hour)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.UpdateRun(ctx, r.ID, func(r *store.Run) error { r.Generation++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		targets = append(targets, target{f: r.Fence(), want: store.ErrFenced})
+	}
+	ended, err := s.CreateRun(ctx, leased("ended", clock.Now().Add(time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateFenced(ctx, ended.Fence(), func(r *store.Run) error { r.Status = store.StatusCompleted; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	targets = append(targets, target{f: ended.Fence(), want: store.ErrFenced}, target{f: fence("missing"), want: store.ErrNotFound})
+
+	var mu sync.Mutex
+	acked := map[string][]store.Event{} // run → events of successful appends
+	shared := map[string]int{}          // "run/round" → appends of the shared id that succeeded
+	begin := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, tg := range targets {
+		for w := range writers {
+			wg.Go(func() {
+				<-begin
+				for i := range rounds {
+					// 1 to 3 fresh events; every third round repeats this
+					// writer's first event id, which must fail; every round
+					// the writers of a run race to append one shared id,
+					// which exactly one of them may.
+					batch := events(1+(w+i)%3, fmt.Sprintf("w%d-r%d-", w, i))
+					dup := tg.want == nil && i > 0 && i%3 == 0 && w != 0
+					if dup {
+						batch = append(batch, store.NewEvent{ID: "w" + fmt.Sprint(w) + "-r0-0", Type: "message.delta", Time: time.Unix(1_800_000_000, 0), Body: doc(`{"dup":true}`)})
+					}
+					got, err := s.AppendEvents(ctx, tg.f, batch)
+					switch {
+					case tg.want != nil:
+						if !errors.Is(err, tg.want) {
+							t.Errorf("%s: append got %v, want %v", tg.f.RunID, err, tg.want)
+						}
+					case dup:
+						if !errors.Is(err, store.ErrExists) {
+							t.Errorf("%s: append repeating an event id got %v, want ErrExists", tg.f.RunID, err)
+						}
+					case err != nil:
+						t.Errorf("%s: append: %v", tg.f.RunID, err)
+					case len(got) != len(batch):
+						t.Errorf("%s: %d events appended, want %d", tg.f.RunID, len(got), len(batch))
+					default:
+						mu.Lock()
+						acked[tg.f.RunID] = append(acked[tg.f.RunID], got...)
+						mu.Unlock()
+					}
+					if tg.want == nil {
+						one := []store.NewEvent{{ID: fmt.Sprint("shared-", i), Type: "message.delta", Time: time.Unix(1_800_000_000, 0), Body: doc(fmt.Sprintf(`{"w":%d}`, w))}}
+						got, err := s.AppendEvents(ctx, tg.f, one)
+						switch {
+						case err == nil:
+							mu.Lock()
+							acked[tg.f.RunID] = append(acked[tg.f.RunID], got...)
+							shared[fmt.Sprint(tg.f.RunID, "/", i)]++
+							mu.Unlock()
+						case !errors.Is(err, store.ErrExists):
+							t.Errorf("%s: appending a shared id: %v", tg.f.RunID, err)
+						}
+					}
+				}
+			})
+		}
+	}
+	close(begin)
+	wg.Wait()
+	for _, tg := range targets {
+		if tg.want == store.ErrNotFound {
+			continue
+		}
+		stored, err := s.Events(ctx, tg.f.RunID, "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tg.want != nil {
+			if len(stored) != 0 {
+				t.Errorf("%s: %d events stored from refused appends", tg.f.RunID, len(stored))
+			}
+			continue
+		}
+		mine := acked[tg.f.RunID]
+		if len(stored) != len(mine) {
+			t.Errorf("%s: %d events stored, %d acknowledged", tg.f.RunID, len(stored), len(mine))
+			continue
+		}
+		bySeq := map[int64]store.Event{}
+		for _, e := range mine {
+			bySeq[e.Sequence] = e
+		}
+		for i, e := range stored {
+			a, ok := bySeq[e.Sequence]
+			if e.Sequence != int64(i+1) || !ok || a.ID != e.ID || !canonjson.Equal(a.Body, e.Body) {
+				t.Errorf("%s: stored event %d (seq %d, %s) is not the acknowledged one (%+v)", tg.f.RunID, i, e.Sequence, e.ID, a)
+				break
+			}
+		}
+		for i := range rounds {
+			if n := shared[fmt.Sprint(tg.f.RunID, "/", i)]; n != 1 {
+				t.Errorf("%s: shared id of round %d appended %d times", tg.f.RunID, i, n)
+			}
+		}
 	}
 }

@@ -198,14 +198,106 @@ func LeaseHolds(param string) string { return `(lease_until = 0 OR lease_until >
 // store.ErrNotFound.
 func CheckFenced(row Scanner, f store.Fence, now time.Time, adapter string, notFound error) error {
 	var status string
-	var lease int64
-	r := store.Run{ID: f.RunID}
-	if err := row.Scan(&status, &r.Generation, &lease); err != nil {
+	var gen, lease int64
+	if err := row.Scan(&status, &gen, &lease); err != nil {
 		if errors.Is(err, notFound) {
 			return fmt.Errorf("run %s: %w", f.RunID, store.ErrNotFound)
 		}
 		return fmt.Errorf("%s: %w", adapter, err)
 	}
-	r.Status, r.LeaseUntil = store.Status(status), FromNanos(lease)
+	return Fenced(f, status, gen, lease, now)
+}
+
+// Fenced checks f at now against a run's stored fence columns: its
+// status, generation and lease_until.
+func Fenced(f store.Fence, status string, generation, leaseUntil int64, now time.Time) error {
+	r := store.Run{ID: f.RunID, Status: store.Status(status), Generation: generation, LeaseUntil: FromNanos(leaseUntil)}
 	return store.CheckFence(r, f, now)
+}
+
+// Head is what a batch of appends needs to know of one run, read while
+// the run is locked for writing: its fence columns and its last event
+// sequence.
+type Head struct {
+	Status                 string
+	Generation, LeaseUntil int64
+	Last                   int64
+}
+
+// Append is one AppendEvents call in a batch: the writer's fence, the
+// events, and their canonical bodies.
+type Append struct {
+	Fence  store.Fence
+	Events []store.NewEvent
+	Bodies []string
+}
+
+// EventKey names an event within its run.
+type EventKey struct{ RunID, ID string }
+
+// PlanAppends decides, in order, each append of a batch whose runs are
+// locked: it fails one whose run is missing from heads
+// (store.ErrNotFound), whose fence does not hold at now (a
+// *store.FenceError), or that repeats an event id already stored
+// (stored) or appended earlier in the batch (store.ErrExists), and gives
+// the others consecutive sequences after their run's last. It returns
+// each append's first sequence (0 if it failed) and error, and updates
+// heads' Last.
+func PlanAppends(batch []Append, heads map[string]*Head, stored map[EventKey]bool, now time.Time) (first []int64, errs []error) {
+	first, errs = make([]int64, len(batch)), make([]error, len(batch))
+	taken := map[EventKey]bool{}
+	for i, a := range batch {
+		h, ok := heads[a.Fence.RunID]
+		if !ok {
+			errs[i] = fmt.Errorf("run %s: %w", a.Fence.RunID, store.ErrNotFound)
+			continue
+		}
+		if err := Fenced(a.Fence, h.Status, h.Generation, h.LeaseUntil, now); err != nil {
+			errs[i] = err
+			continue
+		}
+		for _, e := range a.Events {
+			if k := (EventKey{a.Fence.RunID, e.ID}); stored[k] || taken[k] {
+				errs[i] = fmt.Errorf("event %s of run %s: %w", e.ID, a.Fence.RunID, store.ErrExists)
+				break
+			}
+		}
+		if errs[i] != nil {
+			continue
+		}
+		for _, e := range a.Events {
+			taken[EventKey{a.Fence.RunID, e.ID}] = true
+		}
+		first[i] = h.Last + 1
+		h.Last += int64(len(a.Events))
+	}
+	return first, errs
+}
+
+// Appended is the events of an append whose first sequence is first.
+func Appended(a Append, first int64) []store.Event {
+	out := make([]store.Event, len(a.Events))
+	for i, e := range a.Events {
+		seq := first + int64(i)
+		out[i] = store.Event{RunID: a.Fence.RunID, Sequence: seq, Cursor: store.CursorFor(seq), ID: e.ID, Type: e.Type,
+			Time: time.Unix(0, e.Time.UnixNano()).UTC(), Body: e.Body}
+	}
+	return out
+}
+
+// NewAppend checks events (store.CheckEvents) and encodes their bodies
+// for an append by the holder of f.
+func NewAppend(f store.Fence, events []store.NewEvent) (Append, error) {
+	if err := store.CheckEvents(events); err != nil {
+		return Append{}, err
+	}
+	bodies := make([]string, len(events))
+	for i, e := range events {
+		b, err := canonjson.Canonical(e.Body)
+		if err != nil {
+			return Append{}, fmt.Errorf("%w: %w", store.ErrInvalid, err)
+		}
+		bodies[i] = string(b)
+	}
+	return Append{Fence: f, Events: events, Bodies: bodies}, nil
 }
