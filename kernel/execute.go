@@ -571,8 +571,7 @@ func (x *execution) finish(ctx context.Context) (*Result, error) {
 		}
 	}
 	if lost := x.life.leaseLost(); lost != nil {
-		x.runErr = nil
-		x.fail(store.StatusInterrupted, ReasonLeaseLost, lost.Error(), lost)
+		x.lost(lost)
 	}
 	if x.runErr == nil {
 		x.res.Status = store.StatusCompleted
@@ -600,10 +599,13 @@ func (x *execution) finish(ctx context.Context) (*Result, error) {
 			x.log.Error("recording the ledger entry", "run", x.req.RunID, "err", err)
 		}
 	}
-	ended, err := x.life.end(x.res.Status, x.doc())
-	if lost, ok := errors.AsType[*LeaseLostError](err); ok {
-		x.res.Status, x.res.Reason, x.res.Detail, x.res.Delivered = store.StatusInterrupted, ReasonLeaseLost, lost.Error(), false
-		x.runErr = &RunError{RunID: x.req.RunID, Status: store.StatusInterrupted, Reason: ReasonLeaseLost, Detail: lost.Error(), Cause: lost}
+	ended, err := x.life.end(x.res.Status, func(lost *LeaseLostError) canonjson.Value {
+		if lost != nil {
+			x.lost(lost)
+		}
+		return x.doc()
+	})
+	if _, ok := errors.AsType[*LeaseLostError](err); ok {
 		if x.req.observe != nil {
 			x.req.observe.ended(x.interruptedRun(), int64(x.res.Events))
 		}
@@ -619,6 +621,14 @@ func (x *execution) finish(ctx context.Context) (*Result, error) {
 		return &x.res, x.runErr
 	}
 	return &x.res, nil
+}
+
+// lost makes the run's outcome what readers see once this process lost
+// its lease: interrupted, not delivered, whatever it had reached.
+func (x *execution) lost(lost *LeaseLostError) {
+	x.runErr = &RunError{RunID: x.req.RunID, Status: store.StatusInterrupted, Reason: ReasonLeaseLost, Detail: lost.Error(), Cause: lost}
+	x.res.Status, x.res.Reason, x.res.Detail = store.StatusInterrupted, ReasonLeaseLost, lost.Error()
+	x.res.Delivered, x.res.Verdict = false, nil
 }
 
 // interruptedRun is the run as every reader sees it once this process

@@ -196,13 +196,23 @@ func (l *life) armCleanup() {
 func (l *life) writeCtx() context.Context { return l.io }
 
 // fenced notes a write refused because the lease no longer holds and
-// cancels the run with that cause; it returns err unchanged.
+// cancels the run with that cause; it returns err unchanged. A write the
+// store accepted, but that returned after the lease (as this process
+// last renewed it) ran out, counts as a loss too: the store checked the
+// fence when the write began, and a process paused inside the write may
+// have committed it after readers saw the run interrupted — so the run
+// must not go on as if it still held the lease.
 func (l *life) fenced(err error) error {
 	if fe, ok := errors.AsType[*store.FenceError](err); ok {
 		l.loseLease(&LeaseLostError{RunID: l.fence.RunID, Fence: fe})
+	} else if err == nil && l.lapsed(time.Now()) {
+		l.loseLease(&LeaseLostError{RunID: l.fence.RunID})
 	}
 	return err
 }
+
+// lapsed reports whether the lease, as last renewed, had run out at now.
+func (l *life) lapsed(now time.Time) bool { return now.After(time.Unix(0, l.leaseUntil.Load())) }
 
 func (l *life) loseLease(e *LeaseLostError) {
 	if l.lost.CompareAndSwap(nil, e) {
@@ -214,20 +224,44 @@ func (l *life) loseLease(e *LeaseLostError) {
 // leaseLost returns why this process no longer holds the run, or nil.
 func (l *life) leaseLost() *LeaseLostError { return l.lost.Load() }
 
+// holds reports whether this process may still write: nil, or the
+// *LeaseLostError. The store fences every write, but a process knows
+// first when its own lease ran out (it was paused, or its renewals
+// failed), and a write it does not send cannot land late.
+func (l *life) holds() error {
+	if lost := l.leaseLost(); lost != nil {
+		return lost
+	}
+	if l.lapsed(time.Now()) {
+		l.loseLease(&LeaseLostError{RunID: l.fence.RunID})
+		return l.leaseLost()
+	}
+	return nil
+}
+
 // appendEvents durably appends events, fenced.
 func (l *life) appendEvents(events []store.NewEvent) ([]store.Event, error) {
+	if err := l.holds(); err != nil {
+		return nil, err
+	}
 	out, err := l.s.AppendEvents(l.writeCtx(), l.fence, events)
 	return out, l.fenced(err)
 }
 
 // appendLedger durably appends ledger entries, fenced.
 func (l *life) appendLedger(bodies []canonjson.Value, at time.Time) error {
+	if err := l.holds(); err != nil {
+		return err
+	}
 	_, err := l.s.AppendLedger(l.writeCtx(), l.fence, bodies, at)
 	return l.fenced(err)
 }
 
 // updateDoc replaces the live run's document, fenced.
 func (l *life) updateDoc(doc canonjson.Value) error {
+	if err := l.holds(); err != nil {
+		return err
+	}
 	_, err := l.s.UpdateFenced(l.writeCtx(), l.fence, func(r *store.Run) error {
 		r.Doc = keepCancelRequest(r.Doc, doc)
 		return nil
@@ -236,31 +270,51 @@ func (l *life) updateDoc(doc canonjson.Value) error {
 }
 
 // finishing starts the cleanup window: from here on the run's remaining
-// calls are bounded even if the caller's context never ends.
-func (l *life) finishing() {
-	l.beat.stop()
-	l.armCleanup()
-}
+// calls are bounded even if the caller's context never ends. The lease
+// is still renewed until end.
+func (l *life) finishing() { l.armCleanup() }
 
-// end records the run's one terminal state and document, fenced, and
-// releases the lease. A refused fence is returned as the
-// *LeaseLostError.
-func (l *life) end(status store.Status, doc canonjson.Value) (store.Run, error) {
+// end records the run's one terminal state and releases the lease,
+// fenced. doc builds the run's final document; it is given the
+// *LeaseLostError when the lease was lost (then the document must say
+// the run was interrupted), nil otherwise. A lost lease is returned as
+// the *LeaseLostError.
+//
+// When the lease was lost, end records nothing but the truth readers
+// already see: if the store still holds this process's fence (a write
+// that landed late re-extended the lease, or the loss was seen here
+// first), the run is recorded interrupted; otherwise the store refuses,
+// and the run reads interrupted already.
+func (l *life) end(status store.Status, doc func(lost *LeaseLostError) canonjson.Value) (store.Run, error) {
 	l.finishing()
-	if lost := l.leaseLost(); lost != nil {
-		return store.Run{}, lost
+	l.beat.stop()
+	if l.holds() != nil {
+		return store.Run{}, l.recordLost(doc)
 	}
+	final := doc(nil)
 	ended, err := l.s.UpdateFenced(l.writeCtx(), l.fence, func(r *store.Run) error {
-		r.Status, r.LeaseUntil, r.Doc = status, time.Time{}, keepCancelRequest(r.Doc, doc)
+		r.Status, r.LeaseUntil, r.Doc = status, time.Time{}, keepCancelRequest(r.Doc, final)
 		return nil
 	})
 	if err := l.fenced(err); err != nil {
-		if lost := l.leaseLost(); lost != nil {
-			return store.Run{}, lost
+		if l.leaseLost() != nil {
+			return store.Run{}, l.recordLost(doc)
 		}
 		return store.Run{}, fmt.Errorf("kernel: recording the end of run %s: %w", l.fence.RunID, err)
 	}
 	return ended, nil
+}
+
+// recordLost records a run whose lease was lost as interrupted, where
+// the store still lets this process (see end), and returns the loss.
+func (l *life) recordLost(doc func(lost *LeaseLostError) canonjson.Value) *LeaseLostError {
+	lost := l.leaseLost()
+	final := doc(lost)
+	l.s.UpdateFenced(l.writeCtx(), l.fence, func(r *store.Run) error {
+		r.Status, r.LeaseUntil, r.Doc = store.StatusInterrupted, time.Time{}, keepCancelRequest(r.Doc, final)
+		return nil
+	})
+	return lost
 }
 
 // release stops the heartbeat and frees the run's timers. It is
@@ -344,6 +398,13 @@ func (h *heartbeat) renew() bool {
 		if l.fenced(err); l.leaseLost() == nil && h.ctx.Err() == nil {
 			l.log.Warn("lease renewal", "run", l.fence.RunID, "err", err)
 		}
+		return false
+	}
+	// A renewal that returned after the old lease ran out may have been
+	// applied after readers saw the run interrupted: the lease is lost,
+	// whatever the store now says (end records the run interrupted).
+	if l.lapsed(time.Now()) {
+		l.loseLease(&LeaseLostError{RunID: l.fence.RunID})
 		return false
 	}
 	l.leaseUntil.Store(until.UnixNano())

@@ -569,7 +569,13 @@ func (r *rounds[T, O]) finish(ctx context.Context, loopErr error) (*RoundsResult
 		err = errors.Join(err, runErr.Cause)
 	}
 	if status == store.StatusInterrupted {
-		return res, runErr // the store refuses this process: there is nothing more to record
+		// The store refuses this process: it records only the
+		// interruption, where the store still lets it.
+		r.life.end(status, func(lost *LeaseLostError) canonjson.Value {
+			d, _ := r.doc(store.StatusInterrupted, runErr)
+			return d
+		})
+		return res, runErr
 	}
 	ended := loopEnded{Decision: string(res.Decision), Iterations: len(res.Iterations), Usage: UsageValue(res.Usage),
 		DurationMS: res.Duration.Milliseconds(), Status: string(status)}
@@ -584,7 +590,13 @@ func (r *rounds[T, O]) finish(ctx context.Context, loopErr error) (*RoundsResult
 	}
 	doc, docErr := r.doc(status, err)
 	if docErr == nil {
-		_, docErr = r.life.end(status, doc)
+		_, docErr = r.life.end(status, func(lost *LeaseLostError) canonjson.Value {
+			if lost == nil {
+				return doc
+			}
+			lostDoc, _ := r.doc(store.StatusInterrupted, lost)
+			return lostDoc
+		})
 	}
 	if lost, ok := errors.AsType[*LeaseLostError](docErr); ok {
 		return res, &RunError{RunID: res.RunID, Status: store.StatusInterrupted, Reason: ReasonLeaseLost, Detail: lost.Error(), Cause: lost}

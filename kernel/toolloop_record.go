@@ -219,7 +219,11 @@ func (r *loopRecorder) end() error {
 	l := r.l
 	r.life.finishing()
 	if lost := r.life.leaseLost(); lost != nil {
-		return lost
+		_, err := r.life.end(store.StatusInterrupted, func(lost *LeaseLostError) canonjson.Value {
+			l.runErr = &RunError{RunID: l.res.RunID, Status: store.StatusInterrupted, Reason: ReasonLeaseLost, Detail: lost.Error(), Cause: lost}
+			return l.doc()
+		})
+		return err
 	}
 	status, reason, detail := l.terminal()
 	pending := make([]canonjson.Value, len(l.res.Pending))
@@ -244,7 +248,12 @@ func (r *loopRecorder) end() error {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("kernel: recording the ledger entry of run %s: %w", l.res.RunID, err))
 	}
-	if _, err := r.life.end(status, l.doc()); err != nil {
+	if _, err := r.life.end(status, func(lost *LeaseLostError) canonjson.Value {
+		if lost != nil {
+			l.runErr = &RunError{RunID: l.res.RunID, Status: store.StatusInterrupted, Reason: ReasonLeaseLost, Detail: lost.Error(), Cause: lost}
+		}
+		return l.doc()
+	}); err != nil {
 		if lost, ok := errors.AsType[*LeaseLostError](err); ok {
 			return lost
 		}

@@ -221,6 +221,17 @@ func TestRunPausedPastItsLease(t *testing.T) {
 	}
 	defer s.Close()
 	runID, _ := awaitEvent(t, s, "first words")
+	// Pause it once the spend it reported is recorded (the usage event's
+	// progress entry): from then on it only waits in the script's delay,
+	// with no write of its own in flight.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if entries, _ := s.Ledger(ctx, runID); len(entries) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the run recorded no progress entry")
+		}
+	}
 	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}

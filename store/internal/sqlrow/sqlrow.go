@@ -173,7 +173,9 @@ func UpdateRun(ctx context.Context, id string, f *store.Fence, now func() time.T
 		}
 		next.Revision = cur.Revision + 1
 		next.UpdatedAt = at.UTC()
-		written, err := write(cur, next, doc, f != nil, at)
+		// The lease is checked again by the write itself, at the latest
+		// instant this process can name.
+		written, err := write(cur, next, doc, f != nil, now())
 		if err != nil {
 			return store.Run{}, err
 		}
