@@ -57,7 +57,7 @@ var testOnly = map[string]bool{"internal/vectors": true, "internal/pgtest": true
 var unlayered = map[string]bool{"internal/archtest": true, "internal/vectors": true, "internal/pgtest": true, "internal/gittest": true, "internal/receipttest": true, "internal/transcript": true}
 
 // contractDeps are the only non-standard imports allowed in layers 0 and
-// 1 (DESIGN.md: the contract depends on the standard library and canonjson).
+// 1 (docs/DESIGN.md: the contract depends on the standard library and canonjson).
 // The Go team's x/net/idna mapping table and x/text's normalization and
 // bidi classes serve WHATWG host parsing (the reference's new URL), which
 // decides whether an MCP URL or a public config value carries credentials.

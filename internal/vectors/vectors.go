@@ -14,28 +14,35 @@ import (
 // EnvDir names the environment variable that overrides the vector directory.
 const EnvDir = "AGENTRT_VECTORS"
 
-// Dir returns the vector directory: $AGENTRT_VECTORS, or else the first
-// shared/vectors found beside the module root or beside one of its
-// ancestors (../shared/vectors for the usual checkout).
+// Dir returns the vector directory: $AGENTRT_VECTORS when it is set, or
+// else the module's own copy, testdata/vectors under the module root.
 func Dir() (string, error) {
 	if d := os.Getenv(EnvDir); d != "" {
 		return d, nil
 	}
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, "testdata", "vectors")
+	if _, err := os.Stat(filepath.Join(dir, "INDEX.tsv")); err != nil {
+		return "", fmt.Errorf("vectors: the module's copy is missing (%w); restore it with scripts/sync-vectors or set %s to the vector directory", err, EnvDir)
+	}
+	return dir, nil
+}
+
+// moduleRoot returns the directory of the module's go.mod, found from this
+// source file's own path, so it does not depend on the working directory.
+func moduleRoot() (string, error) {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		return "", errors.New("vectors: cannot locate the module root")
 	}
 	root := filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-	for d := filepath.Dir(root); ; d = filepath.Dir(d) {
-		dir := filepath.Join(d, "shared", "vectors")
-		if _, err := os.Stat(filepath.Join(dir, "INDEX.tsv")); err == nil {
-			return dir, nil
-		}
-		if d == filepath.Dir(d) {
-			break
-		}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		return "", fmt.Errorf("vectors: no go.mod at the module root %s: %w", root, err)
 	}
-	return "", fmt.Errorf("vectors: no shared/vectors/INDEX.tsv beside %s or its parents (set %s to the vector directory)", root, EnvDir)
+	return root, nil
 }
 
 // Issue is one issue the reference reported for a refused input.
