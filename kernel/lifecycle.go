@@ -161,9 +161,7 @@ func startLife(ctx context.Context, o lifeOptions, doc canonjson.Value, cancel c
 	l.stopAfter = context.AfterFunc(ctx, l.armCleanup)
 	until := time.Now().Add(l.ttl)
 	run := store.Run{ID: o.RunID, Kind: o.Kind, Status: store.StatusRunning, Owner: owner(), LeaseUntil: until, Doc: doc}
-	cctx, done := l.bounded(ctx)
-	created, err := o.Store.CreateRun(cctx, run)
-	done()
+	created, err := o.Store.CreateRun(l.bounded(ctx), run)
 	if err != nil {
 		l.release()
 		return nil, fmt.Errorf("kernel: recording run %s: %w", o.RunID, err)
@@ -176,12 +174,12 @@ func startLife(ctx context.Context, o lifeOptions, doc canonjson.Value, cancel c
 
 // bounded returns ctx for a call made while ctx is live, bounded by
 // ctx's own deadline; once ctx has ended, the run's cleanup context.
-func (l *life) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+func (l *life) bounded(ctx context.Context) context.Context {
 	if ctx.Err() == nil {
-		return ctx, func() {}
+		return ctx
 	}
 	l.armCleanup()
-	return l.io, func() {}
+	return l.io
 }
 
 // armCleanup starts the cleanup window: the run's remaining store and
