@@ -637,3 +637,33 @@ func TestLockInProcess(t *testing.T) {
 	}
 	j2.Close()
 }
+
+// Open finds the last lines wherever its read buffer splits the file.
+func TestRepairAcrossBufferBoundaries(t *testing.T) {
+	const b = `{"b":1}` + "\n"
+	tails := []struct {
+		tail  string
+		torn  int64
+		lines int64
+	}{
+		{"{x\n", 3, 2},
+		{"{x\n{y\n", 0, 4},
+		{"{x", 2, 2},
+		{"\n{x", 3, 2},
+		{"", 0, 2},
+	}
+	for size := 1<<16 - 24; size <= 1<<16+8; size++ {
+		a := `{"p":"` + strings.Repeat("x", size-len(`{"p":""}`+"\n")) + `"}` + "\n"
+		for _, tt := range tails {
+			path := writeFile(t, a+b+tt.tail)
+			j, err := journal.Open(path, journal.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := j.Recovery(); got.TornBytes != tt.torn || got.Lines != tt.lines {
+				t.Errorf("first line %d bytes, tail %q: Recovery() = %+v, want %d torn, %d lines", size, tt.tail, got, tt.torn, tt.lines)
+			}
+			j.Close()
+		}
+	}
+}
