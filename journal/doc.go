@@ -9,23 +9,29 @@
 // goes bad.
 //
 // Writing. [Open] takes an exclusive advisory lock on the file, so two
-// processes never write one journal, and repairs a torn tail: the final
-// line is kept only if the reader would yield it (it ends in '\n', fits
-// the record limit and decodes to a canonical value); otherwise exactly
-// that line is truncated and the byte count reported in [Recovery]. A
-// corrupt line before the final one is never dropped by the writer: it
-// could hold a record some caller was told was durable, so Open keeps it
-// and readers report it. [Journal.Append] writes a batch with one write
-// and makes it durable with one fsync before returning; concurrent
-// callers are group-committed, one fsync covering every batch queued
-// while the previous one ran. A failed write or fsync poisons the journal
-// (a partial write may have landed); reopening repairs the tail.
+// processes never write one journal, and repairs a torn tail, which is
+// what an interrupted append leaves: the bytes after the last '\n', and
+// the last complete line if it is not a record (it fails to decode
+// strictly, has no canonical form or is over the record limit) and is
+// the only line or follows a record. Those bytes are truncated and
+// counted in [Recovery]. Any other bad line is corruption, not a torn
+// append: it could sit where a record some caller was told was durable
+// used to be, so the writer never drops it; Open keeps it and readers
+// report it. The rule also makes the repair idempotent: a second Open
+// finds nothing to truncate.
+//
+// [Journal.Append] writes a batch with one write and makes it durable
+// with one fsync before returning. Concurrent callers are group-committed:
+// the batches queued while one write and fsync run share the next ones. A
+// failed write or fsync poisons the journal (part of a batch may have
+// landed); reopening repairs the tail.
 //
 // Reading. [Read] and [Journal.Read] decode each line strictly and with a
-// bounded buffer. A corrupt line is reported as a [*CorruptError] and
-// reading goes on, so one bad line never hides later ones; a torn final
-// line (the one Open would truncate) is silently ignored, since its
-// append was never acknowledged.
+// bounded buffer, and apply the same rule as Open: a corrupt line is
+// reported as a [*CorruptError] and reading goes on, so one bad line never
+// hides later ones, while a torn tail is ignored, since the append that
+// wrote it never returned. Reading a file before and after Open yields the
+// same.
 //
 // The package depends on the standard library and canonjson only. It does
 // not interpret records: what a spawn or conversation record means is its

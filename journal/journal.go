@@ -88,7 +88,8 @@ type batch struct {
 // its exclusive lock and repairs a torn tail (see the package doc); the
 // repair is reported by [Journal.Recovery]. If another open journal holds
 // the lock, Open returns a [*LockedError]. Open reads the whole file once,
-// with a fixed buffer, to count its lines.
+// with a fixed buffer, to count its lines. Where the system offers no
+// flock (Windows, Solaris, AIX), Open fails rather than write unlocked.
 func Open(path string, opts Options) (*Journal, error) {
 	limit, err := opts.recordLimit()
 	if err != nil {
@@ -241,9 +242,9 @@ func (j *Journal) Path() string { return j.path }
 
 // Append writes records as consecutive lines of canonical JSON and returns
 // once they are durable (written and fsynced), with the sequence number of
-// the first. The batch is written with one write: readers and a later Open
-// see all of it or, after a crash, a prefix of it that ends in a torn
-// line. With no records Append does nothing and returns 0.
+// the first. The batch is written with one write, so after a crash a
+// later Open finds all of it or a prefix of it, whose torn last line it
+// truncates. With no records Append does nothing and returns 0.
 //
 // A record without canonical form is refused with a [*RecordError], one
 // longer than MaxRecordBytes with a [*TooLargeError]; nothing of the batch

@@ -28,9 +28,8 @@ const readBufferSize = 64 << 10
 // opts.MaxRecordBytes matters here; it should be the writer's.
 //
 // The reader is tolerant: a corrupt line is yielded as a [*CorruptError]
-// (with a zero Entry) and reading continues. A torn final line — one
-// without '\n', or one that is not a record — is ignored, since the
-// append that wrote it never returned. Any other error (the file cannot
+// (with a zero Entry) and reading continues. A torn tail (see the package
+// doc) is ignored, since the append that wrote it never returned. Any other error (the file cannot
 // be opened or read, ctx is done) is the last value yielded; a missing
 // file yields an error matching fs.ErrNotExist.
 //
