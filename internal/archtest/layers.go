@@ -38,6 +38,7 @@ var layers = map[string]int{
 	"retained":  4,
 	"improve":   4,
 	"improve/":  4,
+	"journal":   4,
 
 	"sidecar":           5,
 	"mcpserver":         5,

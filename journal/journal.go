@@ -1,0 +1,422 @@
+package journal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/agentrt/agentrt/canonjson"
+)
+
+// DefaultMaxRecordBytes bounds one record's canonical form unless
+// Options.MaxRecordBytes says otherwise.
+const DefaultMaxRecordBytes = 1 << 20
+
+// maxGroupBytes bounds what one group commit writes: a leader takes queued
+// batches up to this size (always at least one), leaving the rest for the
+// next commit.
+const maxGroupBytes = 4 << 20
+
+// Options configure Open and Read. The zero value is the default.
+type Options struct {
+	// MaxRecordBytes bounds the canonical form of one record, newline
+	// excluded: Append refuses a longer one and readers report a longer
+	// line as corrupt without reading it into memory. 0 means
+	// DefaultMaxRecordBytes; a negative value is refused.
+	MaxRecordBytes int
+	// CreateDir makes Open create missing parent directories (mode 0700).
+	// Otherwise the parent directory must exist. Read ignores it.
+	CreateDir bool
+}
+
+func (o Options) recordLimit() (int, error) {
+	switch {
+	case o.MaxRecordBytes < 0:
+		return 0, fmt.Errorf("%w: MaxRecordBytes %d is negative", ErrInvalidOptions, o.MaxRecordBytes)
+	case o.MaxRecordBytes == 0:
+		return DefaultMaxRecordBytes, nil
+	}
+	return o.MaxRecordBytes, nil
+}
+
+// Recovery says what Open found, for the caller to log.
+type Recovery struct {
+	// TornBytes is how many bytes of a torn final line Open truncated.
+	TornBytes int64
+	// Lines is how many lines the file held after the repair: the
+	// sequence number of its last line, good or corrupt.
+	Lines int64
+}
+
+// Journal is an open, locked journal file. Its methods are safe for
+// concurrent use.
+type Journal struct {
+	path     string
+	f        *os.File
+	limit    int
+	recovery Recovery
+
+	// token is held by the one goroutine writing and syncing a group.
+	token chan struct{}
+
+	mu      sync.Mutex
+	queue   []*batch
+	next    int64 // sequence number of the next line
+	size    int64 // bytes committed
+	err     error // the *WriteError that poisoned the journal
+	closed  bool
+	commits int64 // fsyncs that committed at least one batch
+	wbuf    []byte
+}
+
+// batch is one Append call's lines, waiting to be committed.
+type batch struct {
+	data  []byte
+	n     int64
+	first int64
+	taken bool // a committer owns it; it can no longer be withdrawn
+	err   error
+	done  chan struct{}
+}
+
+// Open opens the journal at path, creating it (mode 0600) if absent, takes
+// its exclusive lock and repairs a torn tail (see the package doc); the
+// repair is reported by [Journal.Recovery]. If another open journal holds
+// the lock, Open returns a [*LockedError]. Open reads the whole file once,
+// with a fixed buffer, to count its lines. Where the system offers no
+// flock (Windows, Solaris, AIX), Open fails rather than write unlocked.
+func Open(path string, opts Options) (*Journal, error) {
+	limit, err := opts.recordLimit()
+	if err != nil {
+		return nil, err
+	}
+	var newDirs []string // directories Open creates, innermost first
+	if opts.CreateDir {
+		for dir := filepath.Dir(path); ; dir = filepath.Dir(dir) {
+			if _, err := os.Stat(dir); err == nil || dir == filepath.Dir(dir) {
+				break
+			}
+			newDirs = append(newDirs, dir)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	j, err := open(path, f, limit)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	// Make the file's directory entry durable (it may have been created
+	// now, or by a process that died before it could), and those of the
+	// directories created for it.
+	holders := []string{filepath.Dir(path)}
+	for _, dir := range newDirs {
+		holders = append(holders, filepath.Dir(dir))
+	}
+	for _, dir := range holders {
+		if err := syncDir(dir); err != nil {
+			j.Close()
+			return nil, err
+		}
+	}
+	return j, nil
+}
+
+func open(path string, f *os.File, limit int) (*Journal, error) {
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("journal: %s is not a regular file", path)
+	}
+	if err := lock(f); err != nil {
+		if errors.Is(err, errWouldBlock) {
+			return nil, &LockedError{Path: path, PID: lockHolder(f)}
+		}
+		return nil, fmt.Errorf("journal: lock %s: %w", path, err)
+	}
+	keep, lines, err := repairPoint(f, limit)
+	if err != nil {
+		return nil, err
+	}
+	size, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return nil, err
+	}
+	if keep < size {
+		if err := f.Truncate(keep); err != nil {
+			return nil, err
+		}
+		if err := f.Sync(); err != nil {
+			return nil, err
+		}
+	}
+	return &Journal{
+		path:     path,
+		f:        f,
+		limit:    limit,
+		recovery: Recovery{TornBytes: size - keep, Lines: lines},
+		token:    make(chan struct{}, 1),
+		next:     lines + 1,
+		size:     keep,
+	}, nil
+}
+
+// repairPoint scans the file and returns how many bytes to keep and how
+// many lines those bytes hold: everything up to the last '\n', minus the
+// last complete line if it is a torn tail (see isTornTail), exactly what
+// the readers ignore.
+func repairPoint(f *os.File, limit int) (keep, lines int64, err error) {
+	buf := make([]byte, readBufferSize)
+	// ends holds the offsets just past the last three '\n', newest first.
+	var ends [3]int64
+	var off int64
+	for {
+		n, err := f.ReadAt(buf, off)
+		chunk := buf[:n]
+		c := bytes.Count(chunk, []byte{'\n'})
+		lines += int64(c)
+		var found []int64
+		for i := len(chunk); len(found) < min(c, len(ends)); {
+			i = bytes.LastIndexByte(chunk[:i], '\n')
+			found = append(found, off+int64(i)+1)
+		}
+		copy(ends[len(found):], ends[:len(ends)-len(found)])
+		copy(ends[:], found)
+		off += int64(n)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+	}
+	if lines == 0 {
+		return 0, 0, nil
+	}
+	good := func(start, end int64) (bool, error) {
+		if end-1-start > int64(limit) {
+			return false, nil
+		}
+		line := make([]byte, end-1-start)
+		if _, err := f.ReadAt(line, start); err != nil {
+			return false, err
+		}
+		_, bad := decodeRecord(line)
+		return bad == nil, nil
+	}
+	// The last complete line spans [ends[1], ends[0]); the one before it
+	// [ends[2], ends[1]). Offsets past the lines that exist are 0.
+	ok, err := good(ends[1], ends[0])
+	if err != nil || ok {
+		return ends[0], lines, err
+	}
+	afterGood := lines == 1
+	if !afterGood {
+		if afterGood, err = good(ends[2], ends[1]); err != nil {
+			return 0, 0, err
+		}
+	}
+	if isTornTail(afterGood) {
+		return ends[1], lines - 1, nil
+	}
+	return ends[0], lines, nil
+}
+
+// Recovery reports what Open repaired.
+func (j *Journal) Recovery() Recovery { return j.recovery }
+
+// Path returns the journal's path.
+func (j *Journal) Path() string { return j.path }
+
+// Append writes records as consecutive lines of canonical JSON and returns
+// once they are durable (written and fsynced), with the sequence number of
+// the first. The batch is written with one write, so after a crash a
+// later Open finds all of it or a prefix of it, whose torn last line it
+// truncates. With no records Append does nothing and returns 0.
+//
+// A record without canonical form is refused with a [*RecordError], one
+// longer than MaxRecordBytes with a [*TooLargeError]; nothing of the batch
+// is written. If ctx ends before a commit takes the batch, Append returns
+// context.Cause(ctx) and nothing is written; once taken, the batch's
+// outcome is awaited. After a [*WriteError] every Append fails with it.
+func (j *Journal) Append(ctx context.Context, records ...canonjson.Value) (firstSeq int64, err error) {
+	if len(records) == 0 {
+		return 0, nil
+	}
+	if ctx.Err() != nil {
+		return 0, context.Cause(ctx)
+	}
+	var data []byte
+	for i, r := range records {
+		start := len(data)
+		data, err = canonjson.AppendCanonical(data, r)
+		if err != nil {
+			return 0, &RecordError{Index: i, Err: err}
+		}
+		if size := len(data) - start; size > j.limit {
+			return 0, &TooLargeError{Index: i, Size: size, Limit: j.limit}
+		}
+		data = append(data, '\n')
+	}
+	b := &batch{data: data, n: int64(len(records)), done: make(chan struct{})}
+	j.mu.Lock()
+	if err := j.stateErr(); err != nil {
+		j.mu.Unlock()
+		return 0, err
+	}
+	j.queue = append(j.queue, b)
+	j.mu.Unlock()
+
+	select {
+	case <-b.done:
+	case j.token <- struct{}{}:
+		// Whoever held the token before committed or failed every batch
+		// it took; this goroutine now commits whatever is queued, its own
+		// batch included unless an earlier commit already took it.
+		for !j.commit(b) {
+		}
+		<-j.token
+	case <-ctx.Done():
+		if j.withdraw(b) {
+			return 0, context.Cause(ctx)
+		}
+	}
+	<-b.done
+	return b.first, b.err
+}
+
+// stateErr is why nothing more can be appended, if anything; j.mu is held.
+func (j *Journal) stateErr() error {
+	if j.closed {
+		return ErrClosed
+	}
+	return j.err
+}
+
+// withdraw removes b from the queue if no commit has taken it yet.
+func (j *Journal) withdraw(b *batch) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if b.taken {
+		return false
+	}
+	for i, q := range j.queue {
+		if q == b {
+			j.queue = append(j.queue[:i], j.queue[i+1:]...)
+			break
+		}
+	}
+	return true
+}
+
+// commit writes and syncs one group of queued batches; the caller holds
+// the token. It reports whether own is done (committed or failed), so its
+// caller keeps committing groups until its own batch is settled.
+func (j *Journal) commit(own *batch) bool {
+	j.mu.Lock()
+	var group []*batch
+	total := 0
+	for len(j.queue) > 0 && (len(group) == 0 || total+len(j.queue[0].data) <= maxGroupBytes) {
+		b := j.queue[0]
+		j.queue[0] = nil
+		j.queue = j.queue[1:]
+		b.taken = true
+		group = append(group, b)
+		total += len(b.data)
+	}
+	if len(j.queue) == 0 {
+		j.queue = nil // let a long queue's backing array go
+	}
+	err := j.stateErr()
+	if err == nil {
+		for _, b := range group {
+			b.first = j.next
+			j.next += b.n
+		}
+	}
+	out := j.wbuf[:0]
+	j.mu.Unlock()
+
+	if err == nil && len(group) > 0 {
+		if len(group) == 1 {
+			out = group[0].data
+		} else {
+			for _, b := range group {
+				out = append(out, b.data...)
+			}
+		}
+		err = j.write(out)
+	}
+
+	j.mu.Lock()
+	switch {
+	case err == nil && len(group) > 0:
+		j.size += int64(len(out))
+		j.commits++
+	case err != nil && j.err == nil && !errors.Is(err, ErrClosed):
+		j.err = err
+	}
+	if len(group) > 1 && cap(out) <= maxGroupBytes {
+		j.wbuf = out[:0]
+	}
+	j.mu.Unlock()
+	for _, b := range group {
+		if err != nil {
+			b.first, b.err = 0, err
+		}
+		close(b.done)
+	}
+	select {
+	case <-own.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// write writes and fsyncs one group.
+func (j *Journal) write(data []byte) error {
+	if _, err := j.f.Write(data); err != nil {
+		return &WriteError{Path: j.path, Op: "write", Err: err}
+	}
+	if err := j.f.Sync(); err != nil {
+		return &WriteError{Path: j.path, Op: "sync", Err: err}
+	}
+	return nil
+}
+
+// Close waits for the commit in progress, fails batches still queued with
+// ErrClosed, releases the lock and closes the file. Later calls return nil.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return nil
+	}
+	j.closed = true
+	j.mu.Unlock()
+
+	j.token <- struct{}{}
+	defer func() { <-j.token }()
+	j.mu.Lock()
+	queued := j.queue
+	j.queue = nil
+	j.mu.Unlock()
+	for _, b := range queued {
+		b.taken, b.err = true, ErrClosed
+		close(b.done)
+	}
+	return j.f.Close()
+}
