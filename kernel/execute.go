@@ -190,6 +190,8 @@ type execution struct {
 	// the model's own stop reason (StopReasonMember): the turn is over and
 	// its usage reports are final.
 	stoppedByModel bool
+	// lastProgress is when the last progress entry was written.
+	lastProgress time.Time
 	// env is the run's environment, alive until the completion check
 	// has judged (so a check can read its workspace), then destroyed.
 	env contract.Environment
@@ -364,7 +366,7 @@ func (x *execution) stream(ctx context.Context, env contract.Environment) {
 		served := x.res.Served.Model
 		x.observeIdentity(e)
 		if counted || x.res.Served.Model != served {
-			x.progress(counted)
+			x.progress(counted, x.res.Served.Model != served)
 		}
 		appendText(&x.text, e)
 		if out, ok := e.Data["result"]; ok && out.IsValid() {
@@ -459,17 +461,25 @@ func (x *execution) keepReceipt(err error) {
 	}
 }
 
+// progressEvery bounds how often a run writes the progress of its
+// reported usage: the first report at once, later ones at most this
+// often (a stream that reports usage with every chunk must not cost a
+// durable write per chunk). A progress entry is a floor, so one skipped
+// is a lower floor kept, never a wrong number; the closing entry states
+// the turn's usage whole.
+const progressEvery = 250 * time.Millisecond
+
 // progress records what the run has learned so far, as soon as it is
 // reported: when usage was reported, a ledger entry with the turn's usage
-// as a floor (the turn is not over); and the run document naming the
-// served model and the events so far. A run whose process dies keeps
-// them.
-func (x *execution) progress(usage bool) {
+// as a floor (the turn is not over); when the served model became known,
+// the run document naming it. A run whose process dies keeps them.
+func (x *execution) progress(usage, served bool) {
 	var err error
-	if usage {
+	if now := time.Now(); usage && now.Sub(x.lastProgress) >= progressEvery {
+		x.lastProgress = now
 		err = x.life.appendLedger([]canonjson.Value{progressEntry(x.turn.Total(), x.res.Served.Model)}, x.now())
 	}
-	if err == nil {
+	if err == nil && served {
 		err = x.life.updateDoc(x.doc())
 	}
 	if err != nil && x.life.leaseLost() == nil {

@@ -3,6 +3,7 @@ package kernel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -326,5 +327,28 @@ func TestRequestCancel(t *testing.T) {
 	}
 	if _, _, err := kernel.RequestCancel(ctx, st, "missing", "x", time.Now()); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("cancelling a missing run: %v", err)
+	}
+}
+
+// A stream that reports usage with every chunk does not cost a durable
+// write per chunk: the first report is recorded at once, later ones at
+// most a few times a second, and the closing entry states the whole.
+func TestProgressIsThrottled(t *testing.T) {
+	var steps []string
+	for i := 1; i <= 50; i++ {
+		steps = append(steps, fmt.Sprintf(`{"text":"w%d "},{"usage":{"inputTokens":10,"outputTokens":%d},"mode":"cumulative"}`, i, i))
+	}
+	st := memory.New(nil)
+	res, err := kernel.Execute(context.Background(), kernel.Request{Profile: mustProfile(t, noteWriter), Task: "t",
+		Provider: scripted.New(mustScript(t, `{"turns":[{"steps":[`+strings.Join(steps, ",")+`]}]}`), scripted.Options{}), Store: st, Check: nonEmpty})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := st.Ledger(context.Background(), res.RunID)
+	if len(entries) < 2 || len(entries) > 5 {
+		t.Errorf("%d ledger entries for 50 usage reports in one fast turn; want the first progress, few others and the turn", len(entries))
+	}
+	if res.Usage.OutputTokens.String() != "50" {
+		t.Errorf("output tokens %s, want the last cumulative report, 50", res.Usage.OutputTokens)
 	}
 }
