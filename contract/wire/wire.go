@@ -327,3 +327,23 @@ func FromSchemaError(err error) ErrorDetail {
 	}
 	return d
 }
+
+// Served is the part of c the wire carries: profile handling,
+// live streaming, usage, create options and cwd bases. Every ability the
+// wire does not carry (detach, sessions, interactions, workspace I/O,
+// branching, observation, exact processes, profile validation) is
+// declared absent, so a client's exposure matches its document. The server serves
+// this document and a client trusts no more than it.
+func Served(c *contract.Capabilities) contract.Capabilities {
+	out := contract.Capabilities{
+		Profile:   c.Profile,
+		Streaming: contract.StreamingCapabilities{Live: c.Streaming.Live},
+		Workspace: contract.WorkspaceCapabilities{CwdBases: c.Workspace.CwdBases},
+		Usage:     c.Usage,
+	}
+	out.Profile.Validation = false
+	if cr := c.Create; cr != nil && (len(cr.Egress) > 0 || cr.BillingOwner != nil || cr.RuntimeAttachments != nil) {
+		out.Create = &contract.CreateCapabilities{Egress: cr.Egress, BillingOwner: cr.BillingOwner, RuntimeAttachments: cr.RuntimeAttachments}
+	}
+	return out
+}
