@@ -293,4 +293,3 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, wire.Capabilities{Provider: s.p.Name(), Capabilities: wire.Served(c)})
 }
-
