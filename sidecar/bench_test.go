@@ -137,4 +137,3 @@ func countEvents(b *testing.B, c *http.Client, method, url, body string) int {
 	}
 	return n
 }
-
