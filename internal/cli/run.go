@@ -20,6 +20,7 @@ import (
 	"github.com/agentrt/agentrt/providers/anthropic"
 	"github.com/agentrt/agentrt/providers/clibridge"
 	"github.com/agentrt/agentrt/providers/openai"
+	"github.com/agentrt/agentrt/providers/remote"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/store"
 )
@@ -50,6 +51,8 @@ npm @anthropic-ai/claude-code, codex from @openai/codex, opencode from
 opencode-ai, found in PATH) as a child process in a fresh working directory,
 its model endpoint --base-url or the vendor's, with the key in
 ANTHROPIC_API_KEY (claude-code) or OPENAI_API_KEY (codex, opencode).
+--provider remote runs on an agentrt serve sidecar at --base-url URL, with
+its bearer token in AGENTRT_SERVE_TOKEN.
 Unknown usage is printed as unknown, never as 0.
 
 agentrt run is a one-shot driver: its decision is "done" when the run was
@@ -108,7 +111,7 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 	}
 	sf.register(cmd)
 	cmd.Flags().StringVar(&task, "task", "", "the task to give the agent (required)")
-	cmd.Flags().StringVar(&providerName, "provider", "scripted", "provider to run on (scripted, openai, anthropic, claude-code, codex, opencode)")
+	cmd.Flags().StringVar(&providerName, "provider", "scripted", "provider to run on (scripted, openai, anthropic, claude-code, codex, opencode, remote)")
 	cmd.Flags().StringVar(&baseURL, "base-url", "", "the model endpoint of the openai, anthropic, claude-code, codex or opencode provider (default: the vendor's)")
 	cmd.Flags().StringVar(&openaiAPI, "openai-api", "", "the wire protocol of the openai provider: chat-completions or responses (default chat-completions)")
 	cmd.Flags().StringVar(&scriptPath, "script", "", "script for the scripted provider (default: answer every task)")
@@ -128,6 +131,17 @@ func openProvider(name, scriptPath, baseURL, openaiAPI string) (contract.Provide
 		return nil, usage("--openai-api applies to --provider openai only")
 	}
 	switch name {
+	case "remote":
+		// An agentrt serve sidecar; its token comes from the environment,
+		// never from a flag (flags show in process listings).
+		if baseURL == "" {
+			return nil, usage("--provider remote needs --base-url, the sidecar's address")
+		}
+		p, err := remote.New(remote.Options{BaseURL: baseURL, Token: os.Getenv("AGENTRT_SERVE_TOKEN")})
+		if err != nil {
+			return nil, usage("%v", err)
+		}
+		return p, nil
 	case "claude-code", "codex", "opencode":
 		// The harness CLI runs as a child process; its model endpoint's key
 		// comes from the vendor's variable, never from the profile
@@ -176,7 +190,7 @@ func openProvider(name, scriptPath, baseURL, openaiAPI string) (contract.Provide
 		}
 		return scripted.New(script, scripted.Options{}), nil
 	}
-	return nil, usage("unknown provider %q (available: scripted, openai, anthropic, claude-code, codex, opencode)", name)
+	return nil, usage("unknown provider %q (available: scripted, openai, anthropic, claude-code, codex, opencode, remote)", name)
 }
 
 func expectCheck(expect string) kernel.Check {

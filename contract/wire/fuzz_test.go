@@ -1,0 +1,68 @@
+package wire_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/agentrt/agentrt/contract/wire"
+)
+
+// FuzzDecoders: every request and response decoder refuses or accepts
+// any input without panicking, and an accepted value re-encodes to a
+// body the same decoder accepts.
+func FuzzDecoders(f *testing.F) {
+	for _, s := range []string{
+		`{"turnId":"t","input":{"prompt":"hi"}}`,
+		`{"operationId":"op","reason":"r"}`,
+		`{"profile":{"inline":{"name":"x"}},"idempotencyKey":"k"}`,
+		`{"error":{"code":"not_found","message":"m","path":"/a"}}`,
+		`{"environment":{"id":"e","provider":"p","name":"n"},"creation":"created"}`,
+		`{"type":"text","data":{"text":"x"},"id":"1"}`,
+		`{"a":`, `[]`, `null`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		check := func(name string, parse func([]byte) (any, error)) {
+			v, err := parse(data)
+			if err != nil {
+				return
+			}
+			b, err := wire.Marshal(v)
+			if err != nil {
+				t.Fatalf("%s: an accepted value does not re-encode: %v", name, err)
+			}
+			if _, err := parse(b); err != nil {
+				t.Fatalf("%s: re-encoded %s is refused: %v", name, b, err)
+			}
+		}
+		check("turn", func(b []byte) (any, error) { return wire.ParseTurnRequest(b) })
+		check("cancel", func(b []byte) (any, error) { return wire.ParseCancelRequest(b) })
+		check("create", func(b []byte) (any, error) { return wire.ParseCreateInput(b) })
+		check("error", func(b []byte) (any, error) { return wire.ParseErrorBody(b) })
+		check("createResult", func(b []byte) (any, error) { return wire.ParseCreateResult(b) })
+		check("event", func(b []byte) (any, error) { return wire.ParseEnvironmentEvent(b) })
+		check("capabilities", func(b []byte) (any, error) { return wire.ParseCapabilities(b) })
+	})
+}
+
+// FuzzSSEReader: the event reader never panics, never returns data over
+// the limit, and terminates on any input.
+func FuzzSSEReader(f *testing.F) {
+	f.Add([]byte("id: 1\ndata: {}\n\n"))
+	f.Add([]byte(": c\r\nevent: end\r\ndata: x\r\n\r\n"))
+	f.Add([]byte("data: a\ndata: b\n\nid: 2"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := wire.NewSSEReader(bytes.NewReader(data))
+		for i := 0; i <= len(data); i++ {
+			ev, err := r.Next()
+			if err != nil {
+				return
+			}
+			if len(ev.Data) > wire.MaxBodyBytes {
+				t.Fatalf("event data of %d bytes", len(ev.Data))
+			}
+		}
+		t.Fatal("the reader returned more events than the input has bytes")
+	})
+}

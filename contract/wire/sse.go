@@ -1,0 +1,137 @@
+package wire
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// SSEEvent is one server-sent event as framed on the wire.
+type SSEEvent struct {
+	// ID is the event's id line ("" when it had none).
+	ID string
+	// Event is its event name ("" for a plain message).
+	Event string
+	// Data is its data, lines joined by "\n".
+	Data []byte
+}
+
+// AppendSSE appends one event frame to b. data must not contain a
+// newline (compact JSON never does); a newline is refused so a frame can
+// never be split into two.
+func AppendSSE(b []byte, id int64, event string, data []byte) ([]byte, error) {
+	if bytes.ContainsAny(data, "\r\n") || bytes.ContainsAny([]byte(event), "\r\n") {
+		return b, errors.New("sse: an event's data or name contains a line break")
+	}
+	if id > 0 {
+		b = append(b, "id: "...)
+		b = strconv.AppendInt(b, id, 10)
+		b = append(b, '\n')
+	}
+	if event != "" {
+		b = append(b, "event: "...)
+		b = append(b, event...)
+		b = append(b, '\n')
+	}
+	b = append(b, "data: "...)
+	b = append(b, data...)
+	return append(b, '\n', '\n'), nil
+}
+
+// ErrSSETooLarge is returned by SSEReader.Next for an event whose data
+// exceeds MaxBodyBytes.
+var ErrSSETooLarge = errors.New("sse: event larger than the limit")
+
+// SSEReader reads server-sent events, each bounded by MaxBodyBytes.
+type SSEReader struct {
+	r *bufio.Reader
+}
+
+// NewSSEReader reads events from r.
+func NewSSEReader(r io.Reader) *SSEReader {
+	return &SSEReader{r: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// maxLine bounds one line: a data line of MaxBodyBytes plus its field name.
+const maxLine = MaxBodyBytes + 64
+
+// line reads one line without its terminator, refusing one over maxLine.
+func (s *SSEReader) line() ([]byte, error) {
+	var out []byte
+	for {
+		chunk, err := s.r.ReadSlice('\n')
+		if len(out)+len(chunk) > maxLine+2 {
+			return nil, ErrSSETooLarge
+		}
+		out = append(out, chunk...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			if err == io.EOF && len(out) > 0 {
+				return nil, io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		out = bytes.TrimSuffix(out, []byte("\n"))
+		return bytes.TrimSuffix(out, []byte("\r")), nil
+	}
+}
+
+// Next returns the next event. Comment lines (":" keep-alives) and
+// unknown fields are skipped. At a clean end of stream between events it
+// returns io.EOF; a stream cut inside an event is io.ErrUnexpectedEOF.
+func (s *SSEReader) Next() (SSEEvent, error) {
+	var ev SSEEvent
+	started, hasData := false, false
+	for {
+		ln, err := s.line()
+		if err != nil {
+			if err == io.EOF && started {
+				return SSEEvent{}, io.ErrUnexpectedEOF
+			}
+			return SSEEvent{}, err
+		}
+		if len(ln) == 0 {
+			if started {
+				return ev, nil
+			}
+			continue
+		}
+		if ln[0] == ':' {
+			continue
+		}
+		field, value, _ := bytes.Cut(ln, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(field) {
+		case "id":
+			started = true
+			ev.ID = string(value)
+		case "event":
+			started = true
+			ev.Event = string(value)
+		case "data":
+			if hasData {
+				ev.Data = append(ev.Data, '\n')
+			}
+			started, hasData = true, true
+			if len(ev.Data)+len(value) > MaxBodyBytes {
+				return SSEEvent{}, ErrSSETooLarge
+			}
+			ev.Data = append(ev.Data, value...)
+		}
+	}
+}
+
+// ParseEventID parses an SSE id (or Last-Event-ID) as an event sequence
+// number: a positive decimal integer.
+func ParseEventID(s string) (int64, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || strconv.FormatInt(n, 10) != s {
+		return 0, fmt.Errorf("event id %q is not a sequence number", s)
+	}
+	return n, nil
+}

@@ -1,0 +1,349 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/schema"
+)
+
+// Routes. {id} is an environment id, {turn} a turn id chosen by the
+// client.
+const (
+	PathHealth       = "/healthz"
+	PathCapabilities = "/v1/capabilities"
+	PathEnvironments = "/v1/environments"
+	// RouteEnvironment is GET (read) and DELETE (destroy).
+	RouteEnvironment = "/v1/environments/{id}"
+	// RouteTurns is POST: start (or, for a known turn id with the same
+	// input, resume) a turn and stream its events as SSE.
+	RouteTurns = "/v1/environments/{id}/turns"
+	// RouteTurnEvents is GET: resume a known turn's event stream.
+	RouteTurnEvents = "/v1/environments/{id}/turns/{turn}/events"
+	// RouteTurnCancel is POST: cancel a turn, acknowledged with its effect.
+	RouteTurnCancel = "/v1/environments/{id}/turns/{turn}/cancel"
+)
+
+// Headers and media types.
+const (
+	HeaderLastEventID = "Last-Event-ID"
+	ContentTypeJSON   = "application/json"
+	ContentTypeSSE    = "text/event-stream"
+)
+
+// MaxBodyBytes bounds every request and response body and every SSE
+// event's data.
+const MaxBodyBytes = 1 << 20
+
+// SSE event names. An environment event is an unnamed ("message") event
+// whose id is its sequence number; a stream that ends without EventEnd or
+// EventError was cut and may be resumed.
+const (
+	EventError = "error"
+	EventEnd   = "end"
+)
+
+// Error codes of ErrorBody, each with one HTTP status (Status).
+const (
+	CodeInvalidRequest      = "invalid_request"
+	CodeTooLarge            = "request_too_large"
+	CodeUnauthorized        = "unauthorized"
+	CodeNotFound            = "not_found"
+	CodeMethodNotAllowed    = "method_not_allowed"
+	CodeUnsupportedMedia    = "unsupported_media_type"
+	CodeIdempotencyConflict = "idempotency_conflict"
+	CodeTurnConflict        = "turn_conflict"
+	CodeCreateInDoubt       = "create_in_doubt"
+	CodeResumeGone          = "resume_window_passed"
+	CodeUnsupported         = "unsupported"
+	CodeUnavailable         = "unavailable"
+	CodeProvider            = "provider_error"
+	CodeInternal            = "internal"
+)
+
+var codeStatus = map[string]int{
+	CodeInvalidRequest:      400,
+	CodeTooLarge:            413,
+	CodeUnauthorized:        401,
+	CodeNotFound:            404,
+	CodeMethodNotAllowed:    405,
+	CodeUnsupportedMedia:    415,
+	CodeIdempotencyConflict: 409,
+	CodeTurnConflict:        409,
+	CodeCreateInDoubt:       409,
+	CodeResumeGone:          410,
+	CodeUnsupported:         422,
+	CodeUnavailable:         503,
+	CodeProvider:            502,
+	CodeInternal:            500,
+}
+
+// Status is the HTTP status that goes with code (500 for an unknown one).
+func Status(code string) int {
+	if s, ok := codeStatus[code]; ok {
+		return s
+	}
+	return 500
+}
+
+// ErrorBody is every error response: {error:{code,message,path?}}.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail says what went wrong; Path is the JSON pointer of the
+// offending value in the request body, when one is to blame.
+type ErrorDetail struct {
+	Code    string  `json:"code"`
+	Message string  `json:"message"`
+	Path    *string `json:"path,omitzero"`
+}
+
+// Error is an ErrorBody received (or about to be sent) as a Go error.
+type Error struct {
+	Status int
+	ErrorDetail
+}
+
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("%s (%d): %s", e.Code, e.Status, e.Message)
+	if e.Path != nil {
+		msg += " at " + *e.Path
+	}
+	return msg
+}
+
+// Is maps wire codes onto the contract's sentinel errors, so a client's
+// caller matches a remote refusal as it would a local one.
+func (e *Error) Is(target error) bool {
+	switch target {
+	case contract.ErrIdempotencyConflict:
+		return e.Code == CodeIdempotencyConflict
+	case contract.ErrUnsupported:
+		return e.Code == CodeUnsupported
+	case ErrNotFound:
+		return e.Code == CodeNotFound
+	}
+	return false
+}
+
+// ErrNotFound is matched by a not_found error.
+var ErrNotFound = errors.New("not found")
+
+// Capabilities is GET /v1/capabilities: the served provider's name and
+// the capability document of what the server serves.
+type Capabilities struct {
+	Provider     string                `json:"provider"`
+	Capabilities contract.Capabilities `json:"capabilities"`
+}
+
+// Environment is one environment as the server describes it.
+type Environment struct {
+	ID           string                     `json:"id"`
+	Provider     string                     `json:"provider"`
+	Name         string                     `json:"name"`
+	Status       contract.EnvironmentStatus `json:"status,omitzero"`
+	Metadata     map[string]canonjson.Value `json:"metadata,omitzero"`
+	Capabilities *contract.Capabilities     `json:"capabilities,omitzero"`
+}
+
+// CreateResult answers POST /v1/environments (201 created, 200 replayed).
+type CreateResult struct {
+	Environment Environment       `json:"environment"`
+	Creation    contract.Creation `json:"creation,omitzero"`
+}
+
+// TurnRequest is POST /v1/environments/{id}/turns. TurnID is the
+// client's: sending the same id and input again resumes the turn (after
+// Last-Event-ID) instead of starting a second one.
+type TurnRequest struct {
+	TurnID string             `json:"turnId"`
+	Input  contract.TurnInput `json:"input"`
+}
+
+// CancelRequest is POST /v1/environments/{id}/turns/{turn}/cancel. The
+// same OperationID sent again is acknowledged as replayed.
+type CancelRequest struct {
+	OperationID string  `json:"operationId"`
+	Reason      *string `json:"reason,omitzero"`
+}
+
+// CancelAcknowledgement answers a cancel with the contract's statuses
+// (accepted, replayed) and effects (cancel_requested, not_live).
+type CancelAcknowledgement struct {
+	OperationID string `json:"operationId"`
+	TurnID      string `json:"turnId"`
+	Status      string `json:"status"`
+	Effect      string `json:"effect"`
+}
+
+// Health is GET /healthz.
+type Health struct {
+	Status string `json:"status"`
+}
+
+// Kind names, for errors.
+const (
+	KindErrorBody             = "SidecarErrorBody"
+	KindCapabilities          = "SidecarCapabilities"
+	KindEnvironment           = "SidecarEnvironment"
+	KindCreateResult          = "SidecarCreateResult"
+	KindTurnRequest           = "SidecarTurnRequest"
+	KindCancelRequest         = "SidecarCancelRequest"
+	KindCancelAcknowledgement = "SidecarCancelAcknowledgement"
+	KindHealth                = "SidecarHealth"
+)
+
+var (
+	errorDetailSchema = schema.Object(
+		schema.Req("code", contract.BoundedIdentifier),
+		schema.Req("message", contract.BoundedString),
+		schema.Opt("path", contract.BoundedString),
+	)
+	// ErrorBodySchema is the strict ErrorBody shape.
+	ErrorBodySchema = schema.Object(schema.Req("error", errorDetailSchema))
+	// CapabilitiesResponseSchema is the strict Capabilities shape.
+	CapabilitiesResponseSchema = schema.Object(
+		schema.Req("provider", contract.BoundedIdentifier),
+		schema.Req("capabilities", contract.CapabilitiesSchema),
+	)
+	// EnvironmentSchema is the strict Environment shape.
+	EnvironmentSchema = schema.Object(
+		schema.Req("id", contract.BoundedIdentifier),
+		schema.Req("provider", contract.BoundedIdentifier),
+		schema.Req("name", contract.BoundedString),
+		schema.Opt("status", contract.EnvironmentStatusSchema),
+		schema.Opt("metadata", contract.BoundedJSONRecord),
+		schema.Opt("capabilities", contract.CapabilitiesSchema),
+	)
+	// CreateResultSchema is the strict CreateResult shape.
+	CreateResultSchema = schema.Object(
+		schema.Req("environment", EnvironmentSchema),
+		schema.Opt("creation", schema.Enum(string(contract.CreationCreated), string(contract.CreationReplayed))),
+	)
+	// TurnRequestSchema is the strict TurnRequest shape.
+	TurnRequestSchema = schema.Object(
+		schema.Req("turnId", contract.BoundedIdentifier),
+		schema.Req("input", contract.TurnInputSchema),
+	)
+	// CancelRequestSchema is the strict CancelRequest shape.
+	CancelRequestSchema = schema.Object(
+		schema.Req("operationId", contract.BoundedIdentifier),
+		schema.Opt("reason", schema.String(schema.MinLen(1), schema.MaxLen(2048))),
+	)
+	// CancelAcknowledgementSchema is the strict CancelAcknowledgement shape.
+	CancelAcknowledgementSchema = schema.Object(
+		schema.Req("operationId", contract.BoundedIdentifier),
+		schema.Req("turnId", contract.BoundedIdentifier),
+		schema.Req("status", schema.Enum(contract.StatusAccepted, contract.StatusReplayed)),
+		schema.Req("effect", schema.Enum(contract.EffectCancelRequested, contract.EffectNotLive)),
+	)
+	// HealthSchema is the strict Health shape.
+	HealthSchema = schema.Object(schema.Req("status", schema.Enum("ok")))
+)
+
+// parse refuses a body over MaxBodyBytes, then decodes it strictly
+// against node. Every refusal is a *schema.Error with JSON-pointer paths.
+func parse[T any](kind string, node schema.Node, data []byte) (*T, error) {
+	if len(data) > MaxBodyBytes {
+		return nil, &schema.Error{Kind: kind, Issues: []schema.Issue{{Code: schema.CodeTooBig,
+			Message: fmt.Sprintf("the body is larger than %d bytes", MaxBodyBytes)}}}
+	}
+	return contract.Parse[T](kind, node, data)
+}
+
+// ParseCreateInput decodes a create request body.
+func ParseCreateInput(data []byte) (*contract.CreateInput, error) {
+	return parse[contract.CreateInput](contract.KindCreateInput, contract.CreateInputSchema, data)
+}
+
+// ParseTurnRequest decodes a turn request body.
+func ParseTurnRequest(data []byte) (*TurnRequest, error) {
+	return parse[TurnRequest](KindTurnRequest, TurnRequestSchema, data)
+}
+
+// ParseCancelRequest decodes a cancel request body.
+func ParseCancelRequest(data []byte) (*CancelRequest, error) {
+	return parse[CancelRequest](KindCancelRequest, CancelRequestSchema, data)
+}
+
+// ParseCapabilities decodes a capabilities response.
+func ParseCapabilities(data []byte) (*Capabilities, error) {
+	return parse[Capabilities](KindCapabilities, CapabilitiesResponseSchema, data)
+}
+
+// ParseEnvironment decodes an environment response.
+func ParseEnvironment(data []byte) (*Environment, error) {
+	return parse[Environment](KindEnvironment, EnvironmentSchema, data)
+}
+
+// ParseCreateResult decodes a create response.
+func ParseCreateResult(data []byte) (*CreateResult, error) {
+	return parse[CreateResult](KindCreateResult, CreateResultSchema, data)
+}
+
+// ParseCancelAcknowledgement decodes a cancel response.
+func ParseCancelAcknowledgement(data []byte) (*CancelAcknowledgement, error) {
+	return parse[CancelAcknowledgement](KindCancelAcknowledgement, CancelAcknowledgementSchema, data)
+}
+
+// ParseErrorBody decodes an error response.
+func ParseErrorBody(data []byte) (*ErrorBody, error) {
+	return parse[ErrorBody](KindErrorBody, ErrorBodySchema, data)
+}
+
+// ParseHealth decodes a health response.
+func ParseHealth(data []byte) (*Health, error) {
+	return parse[Health](KindHealth, HealthSchema, data)
+}
+
+// ParseEnvironmentEvent decodes one SSE event's data.
+func ParseEnvironmentEvent(data []byte) (*contract.EnvironmentEvent, error) {
+	return parse[contract.EnvironmentEvent](contract.KindEnvironmentEvent, contract.EnvironmentEventSchema, data)
+}
+
+// Marshal encodes a wire value as JSON.
+func Marshal(x any) ([]byte, error) {
+	v, err := canonjson.ToValue(x)
+	if err != nil {
+		return nil, err
+	}
+	return canonjson.Marshal(v), nil
+}
+
+// FromSchemaError turns a decoding refusal into the ErrorBody detail that
+// names its first issue's path.
+func FromSchemaError(err error) ErrorDetail {
+	d := ErrorDetail{Code: CodeInvalidRequest, Message: err.Error()}
+	var se *schema.Error
+	if errors.As(err, &se) && len(se.Issues) > 0 {
+		p := se.Issues[0].Path
+		d.Path = &p
+		if se.Issues[0].Code == schema.CodeTooBig && p == "" {
+			d.Code = CodeTooLarge
+		}
+	}
+	return d
+}
+
+// Served is the part of c the wire carries: profile handling,
+// live streaming, usage, create options and cwd bases. Every ability the
+// wire does not carry (detach, sessions, interactions, workspace I/O,
+// branching, observation, exact processes, profile validation) is
+// declared absent, so a client's exposure matches its document. The server serves
+// this document and a client trusts no more than it.
+func Served(c *contract.Capabilities) contract.Capabilities {
+	out := contract.Capabilities{
+		Profile:   c.Profile,
+		Streaming: contract.StreamingCapabilities{Live: c.Streaming.Live},
+		Workspace: contract.WorkspaceCapabilities{CwdBases: c.Workspace.CwdBases},
+		Usage:     c.Usage,
+	}
+	out.Profile.Validation = false
+	if cr := c.Create; cr != nil && (len(cr.Egress) > 0 || cr.BillingOwner != nil || cr.RuntimeAttachments != nil) {
+		out.Create = &contract.CreateCapabilities{Egress: cr.Egress, BillingOwner: cr.BillingOwner, RuntimeAttachments: cr.RuntimeAttachments}
+	}
+	return out
+}

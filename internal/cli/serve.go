@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentrt/agentrt/sidecar"
+	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/sqlite"
+)
+
+// shutdownGrace bounds a graceful shutdown: open requests get this long
+// to finish before the server closes them.
+const shutdownGrace = 10 * time.Second
+
+func newServeCmd(stdio IO) *cobra.Command {
+	var listen, providerName, scriptPath, baseURL, openaiAPI, tokenFile, dbPath string
+	cmd := &cobra.Command{
+		Use:   "serve --listen ADDR",
+		Short: "Serve a provider over HTTP (the agentrt sidecar)",
+		Long: `Serve one provider over HTTP/JSON with server-sent event streams, for
+providers/remote (agentrt run --provider remote) on another machine.
+
+The bearer token is read from --token-file FILE or $AGENTRT_SERVE_TOKEN.
+Without a token the server listens on loopback only. With --db FILE, keyed
+creates are recorded in that SQLite store, so a restarted server replays a
+retried create instead of making a second environment. The listen address
+is printed on stderr once the server accepts connections. SIGINT or SIGTERM
+shuts it down gracefully.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			token, err := serveToken(tokenFile)
+			if err != nil {
+				return err
+			}
+			if listen == "" {
+				return usage("--listen is required")
+			}
+			if token == "" && !loopbackOnly(listen) {
+				return usage("refusing to listen on %s without a token: give --token-file or $AGENTRT_SERVE_TOKEN, or listen on 127.0.0.1", listen)
+			}
+			if providerName == "remote" {
+				return usage("--provider remote cannot be served")
+			}
+			provider, err := openProvider(providerName, scriptPath, baseURL, openaiAPI)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			var st store.Store
+			if dbPath != "" {
+				s, err := sqlite.Open(ctx, dbPath, sqlite.Options{})
+				if err != nil {
+					return &exitError{code: ExitFailed, err: fmt.Errorf("opening the store: %w", err)}
+				}
+				defer s.Close()
+				st = s
+			}
+			logger := slog.New(slog.NewTextHandler(stdio.Err, nil))
+			srv, err := sidecar.New(provider, sidecar.Options{Token: token, Store: st, Logger: logger})
+			if err != nil {
+				return &exitError{code: ExitFailed, err: err}
+			}
+			defer srv.Close()
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return &exitError{code: ExitFailed, err: err}
+			}
+			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+				ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+			hs.RegisterOnShutdown(srv.Drain)
+			served := make(chan error, 1)
+			go func() { served <- hs.Serve(ln) }()
+			fmt.Fprintf(stdio.Err, "agentrt serve: listening on http://%s (provider %s)\n", ln.Addr(), provider.Name())
+			select {
+			case err := <-served:
+				return &exitError{code: ExitFailed, err: err}
+			case <-ctx.Done():
+			}
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+			defer cancel()
+			if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				return &exitError{code: ExitFailed, err: err}
+			}
+			fmt.Fprintln(stdio.Err, "agentrt serve: stopped")
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "", "address to listen on, such as 127.0.0.1:8080 (required)")
+	cmd.Flags().StringVar(&providerName, "provider", "scripted", "provider to serve (scripted, openai, anthropic, claude-code, codex, opencode)")
+	cmd.Flags().StringVar(&scriptPath, "script", "", "script for the scripted provider")
+	cmd.Flags().StringVar(&baseURL, "base-url", "", "the model endpoint of the served provider (default: the vendor's)")
+	cmd.Flags().StringVar(&openaiAPI, "openai-api", "", "the wire protocol of the openai provider: chat-completions or responses")
+	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the bearer token (default $AGENTRT_SERVE_TOKEN)")
+	cmd.Flags().StringVar(&dbPath, "db", "", "SQLite file recording keyed creates across restarts (default: in memory)")
+	return cmd
+}
+
+// serveToken reads the token from file, else $AGENTRT_SERVE_TOKEN.
+func serveToken(file string) (string, error) {
+	if file == "" {
+		return strings.TrimSpace(os.Getenv("AGENTRT_SERVE_TOKEN")), nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", &exitError{code: ExitFailed, err: fmt.Errorf("reading the token file: %w", err)}
+	}
+	token := strings.TrimSpace(string(b))
+	if token == "" {
+		return "", usage("the token file %s is empty", file)
+	}
+	return token, nil
+}
+
+// loopbackOnly reports whether addr names a loopback IP (not a host
+// name, not the unspecified address).
+func loopbackOnly(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

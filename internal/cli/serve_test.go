@@ -1,0 +1,147 @@
+package cli_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/contract/providertest"
+	"github.com/agentrt/agentrt/internal/cli"
+	"github.com/agentrt/agentrt/providers/remote"
+)
+
+const serveToken = "serve-test-token-0123456789"
+
+const serveScript = `{"turns":[{"repeat":true,"steps":[{"text":"Hello."},{"usage":{"inputTokens":12,"outputTokens":3},"mode":"delta"}]}]}`
+
+var listening = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
+
+// startServe runs `agentrt serve` as a real child process on a free
+// loopback port and returns its base URL once it listens. The process is
+// interrupted (then killed) when the test ends; its stderr is checked
+// for the token.
+func startServe(t *testing.T, args ...string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(os.Environ(), "AGENTRT_CLI_CHILD=1", "AGENTRT_SERVE_TOKEN="+serveToken)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var log bytes.Buffer
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			mu.Lock()
+			log.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case found <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.Contains(log.String(), serveToken) {
+			t.Errorf("the server's log carries its token")
+		}
+		if !strings.Contains(log.String(), "agentrt serve: stopped") {
+			t.Errorf("the server did not shut down gracefully; its log:\n%s", log.String())
+		}
+	})
+	select {
+	case url := <-found:
+		return url
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("agentrt serve did not report its listen address")
+		return ""
+	}
+}
+
+// The conformance suite passes on providers/remote against a real
+// `agentrt serve` process serving the scripted provider.
+func TestRemoteConformanceAgainstServeProcess(t *testing.T) {
+	url := startServe(t, "--provider", "scripted", "--script", writeFile(t, "script.json", serveScript), "--db", writeFile(t, "unused", "")+".db")
+	newRemote := func(t *testing.T) *remote.Provider {
+		p, err := remote.New(remote.Options{BaseURL: url, Token: serveToken})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	providertest.Run(t, func(t *testing.T) contract.Provider { return newRemote(t) }, providertest.Options{
+		RequireUsage: true,
+		Reconnect: func(contract.Provider) contract.Provider {
+			p, err := remote.New(remote.Options{BaseURL: url, Token: serveToken})
+			if err != nil {
+				panic(err)
+			}
+			return p
+		},
+	})
+	// A wrong token is refused.
+	bad, err := remote.New(remote.Options{BaseURL: url, Token: "wrong"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bad.Capabilities(context.Background()); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("a wrong token: %v, want a 401", err)
+	}
+}
+
+// `agentrt run --provider remote` runs the kernel through a served
+// provider and records the run.
+func TestRunThroughRemoteProvider(t *testing.T) {
+	url := startServe(t, "--provider", "scripted")
+	t.Setenv("AGENTRT_SERVE_TOKEN", serveToken)
+	var out, errOut bytes.Buffer
+	code := cli.Main(context.Background(), []string{"run", noteWriter, "--task", "Write a note.", "--provider", "remote", "--base-url", url,
+		"--db", writeFile(t, "unused", "") + ".db", "--json"}, cli.IO{In: strings.NewReader(""), Out: &out, Err: &errOut})
+	if code != cli.ExitOK {
+		t.Fatalf("run exited %d\nstdout: %s\nstderr: %s", code, out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), `"status": "completed"`) || !strings.Contains(out.String(), "Done: Write a note.") || !strings.Contains(out.String(), `"delivered": true`) {
+		t.Fatalf("run result: %s", out.String())
+	}
+}
+
+// Without a token the server refuses to listen beyond loopback.
+func TestServeRefusesOpenListenWithoutToken(t *testing.T) {
+	t.Setenv("AGENTRT_SERVE_TOKEN", "")
+	var out, errOut bytes.Buffer
+	code := cli.Main(context.Background(), []string{"serve", "--listen", "0.0.0.0:0"}, cli.IO{In: strings.NewReader(""), Out: &out, Err: &errOut})
+	if code != cli.ExitUsage || !strings.Contains(errOut.String(), "without a token") {
+		t.Fatalf("serve on 0.0.0.0 without a token: exit %d, %s", code, errOut.String())
+	}
+}

@@ -1,0 +1,368 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/contract/wire"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxRetries    = 4
+	DefaultRetryBackoff  = 100 * time.Millisecond
+	DefaultCallTimeout   = 30 * time.Second
+	DefaultCreateTimeout = 5 * time.Minute
+	DefaultIdleTimeout   = 60 * time.Second
+	DefaultCancelTimeout = 5 * time.Second
+)
+
+// Options configure a Provider.
+type Options struct {
+	// BaseURL is the server's address, such as http://127.0.0.1:8080.
+	BaseURL string
+	// Token is the server's bearer token ("" sends none).
+	Token string
+	// HTTPClient sends the requests; nil uses a client without an overall
+	// timeout (streams are long), bounded per call instead. Its Timeout,
+	// if set, must outlast a whole turn.
+	HTTPClient *http.Client
+	// MaxRetries bounds the retries of one call after a lost connection
+	// or a 5xx answer; a stream's reconnects are bounded by it too.
+	MaxRetries int
+	// RetryBackoff is the first retry's delay, doubled per retry.
+	RetryBackoff time.Duration
+	// CallTimeout bounds every call but create and a turn stream.
+	CallTimeout time.Duration
+	// CreateTimeout bounds one create, retries included.
+	CreateTimeout time.Duration
+	// IdleTimeout drops a stream connection that delivered nothing (not
+	// even a keep-alive) for this long, and reconnects.
+	IdleTimeout time.Duration
+	// CancelTimeout bounds the cancel sent when a stream's context ends
+	// before its turn did.
+	CancelTimeout time.Duration
+}
+
+// Provider is a contract.Provider served by a sidecar.
+type Provider struct {
+	opts   Options
+	base   *url.URL
+	client *http.Client
+
+	mu   sync.Mutex
+	name string
+}
+
+var _ contract.EnvironmentGetter = (*Provider)(nil)
+
+// New returns a Provider for the server at opts.BaseURL. It does not
+// connect; the first call does.
+func New(opts Options) (*Provider, error) {
+	u, err := url.Parse(opts.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("remote: base URL %q must be an http(s) URL with a host and no credentials, query or fragment", redact(opts.BaseURL))
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	if opts.MaxRetries <= 0 {
+		opts.MaxRetries = DefaultMaxRetries
+	}
+	if opts.RetryBackoff <= 0 {
+		opts.RetryBackoff = DefaultRetryBackoff
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = DefaultCallTimeout
+	}
+	if opts.CreateTimeout <= 0 {
+		opts.CreateTimeout = DefaultCreateTimeout
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.CancelTimeout <= 0 {
+		opts.CancelTimeout = DefaultCancelTimeout
+	}
+	client := opts.HTTPClient
+	if client == nil {
+		client = &http.Client{}
+	}
+	return &Provider{opts: opts, base: u, client: client}, nil
+}
+
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable)"
+	}
+	return u.Redacted()
+}
+
+// Name is the served provider's name, read from the server once; before
+// the server answered it is "remote".
+func (p *Provider) Name() string {
+	p.mu.Lock()
+	name := p.name
+	p.mu.Unlock()
+	if name != "" {
+		return name
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.opts.CallTimeout)
+	defer cancel()
+	if _, err := p.Capabilities(ctx); err != nil {
+		return "remote"
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.name
+}
+
+// Capabilities reads the server's document: what the server serves of
+// its provider, which is what this client implements.
+func (p *Provider) Capabilities(ctx context.Context) (*contract.Capabilities, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	defer cancel()
+	body, _, err := p.call(ctx, http.MethodGet, wire.PathCapabilities, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := wire.ParseCapabilities(body)
+	if err != nil {
+		return nil, fmt.Errorf("remote: the server's capability document: %w", err)
+	}
+	p.mu.Lock()
+	p.name = doc.Provider
+	p.mu.Unlock()
+	served := wire.Served(&doc.Capabilities)
+	return &served, nil
+}
+
+// Create creates an environment on the server. Every create is keyed
+// (with the caller's key, or one minted for this call), so a create whose
+// answer was lost is re-sent with the same key and the server replays it.
+// A replay after such a loss reports the creation unknown for a caller's
+// key (an earlier call of the caller may have made it) and created for a
+// minted one.
+func (p *Provider) Create(ctx context.Context, in *contract.CreateInput) (contract.Environment, error) {
+	if in == nil {
+		return nil, fmt.Errorf("%w: nil input", contract.ErrCreateInput)
+	}
+	req := *in
+	minted := req.IdempotencyKey == nil
+	if minted {
+		key := "remote-" + randomID()
+		req.IdempotencyKey = &key
+	}
+	body, err := wire.Marshal(&req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", contract.ErrCreateInput, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.opts.CreateTimeout)
+	defer cancel()
+	resp, attempts, err := p.call(ctx, http.MethodPost, wire.PathEnvironments, body, true)
+	if err != nil {
+		return nil, err
+	}
+	res, err := wire.ParseCreateResult(resp)
+	if err != nil {
+		return nil, fmt.Errorf("remote: the server's create result: %w", err)
+	}
+	creation := res.Creation
+	if attempts > 1 && creation == contract.CreationReplayed {
+		creation = ""
+		if minted {
+			creation = contract.CreationCreated
+		}
+	}
+	return &environment{p: p, doc: res.Environment, creation: creation}, nil
+}
+
+// Get finds an environment by id; (nil, nil) when the server knows none.
+func (p *Provider) Get(ctx context.Context, id string) (contract.Environment, error) {
+	doc, err := p.get(ctx, id)
+	if errors.Is(err, wire.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &environment{p: p, doc: *doc}, nil
+}
+
+func (p *Provider) get(ctx context.Context, id string) (*wire.Environment, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	defer cancel()
+	body, _, err := p.call(ctx, http.MethodGet, envPath(id), nil, true)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := wire.ParseEnvironment(body)
+	if err != nil {
+		return nil, fmt.Errorf("remote: the server's environment: %w", err)
+	}
+	return doc, nil
+}
+
+func envPath(id string) string { return wire.PathEnvironments + "/" + url.PathEscape(id) }
+
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (p *Provider) newRequest(ctx context.Context, method, path string, body []byte) (*http.Request, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, p.base.String()+path, r)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", wire.ContentTypeJSON)
+	}
+	if p.opts.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+p.opts.Token)
+	}
+	return req, nil
+}
+
+// call sends one request and reads its answer within wire.MaxBodyBytes.
+// With retry, a lost connection or a 5xx answer is retried (bounded,
+// with backoff) with the same body. It returns the body of a 2xx answer,
+// the number of attempts made, or the error: a *wire.Error for an error
+// answer.
+func (p *Provider) call(ctx context.Context, method, path string, body []byte, retry bool) ([]byte, int, error) {
+	var last error
+	for attempt := 1; ; attempt++ {
+		out, err := p.once(ctx, method, path, body)
+		if err == nil {
+			return out, attempt, nil
+		}
+		var we *wire.Error
+		transient := !errors.As(err, &we) || we.Status >= 500
+		if !retry || !transient || attempt > p.opts.MaxRetries || ctx.Err() != nil {
+			if last != nil && ctx.Err() != nil {
+				return nil, attempt, fmt.Errorf("%w (after %v)", ctx.Err(), last)
+			}
+			return nil, attempt, err
+		}
+		last = err
+		if err := sleep(ctx, p.opts.RetryBackoff<<(attempt-1)); err != nil {
+			return nil, attempt, err
+		}
+	}
+}
+
+func (p *Provider) once(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	req, err := p.newRequest(ctx, method, path, body)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("remote: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, wire.MaxBodyBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("remote: %s %s: reading the answer: %w", method, path, err)
+	}
+	if len(out) > wire.MaxBodyBytes {
+		return nil, &wire.Error{Status: resp.StatusCode, ErrorDetail: wire.ErrorDetail{Code: wire.CodeTooLarge, Message: "the server's answer is larger than the limit"}}
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, answerError(resp.StatusCode, out)
+	}
+	return out, nil
+}
+
+// answerError is the error an error answer carries.
+func answerError(status int, body []byte) error {
+	e := &wire.Error{Status: status}
+	if eb, err := wire.ParseErrorBody(body); err == nil {
+		e.ErrorDetail = eb.Error
+	} else {
+		e.Code, e.Message = wire.CodeInternal, fmt.Sprintf("HTTP %d without an error body", status)
+	}
+	return e
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// environment is one environment on the server.
+type environment struct {
+	p        *Provider
+	doc      wire.Environment
+	creation contract.Creation
+}
+
+func (e *environment) ID() string                  { return e.doc.ID }
+func (e *environment) Provider() string            { return e.doc.Provider }
+func (e *environment) Name() string                { return e.doc.Name }
+func (e *environment) Creation() contract.Creation { return e.creation }
+
+func (e *environment) Metadata() map[string]canonjson.Value {
+	if e.doc.Metadata == nil {
+		return nil
+	}
+	out := make(map[string]canonjson.Value, len(e.doc.Metadata))
+	for k, v := range e.doc.Metadata {
+		out[k] = v
+	}
+	return out
+}
+
+func (e *environment) Capabilities() *contract.Capabilities {
+	if e.doc.Capabilities == nil {
+		return nil
+	}
+	c := wire.Served(e.doc.Capabilities)
+	return &c
+}
+
+// Status asks the server; an environment it no longer knows is an error.
+func (e *environment) Status(ctx context.Context) (contract.EnvironmentStatus, error) {
+	doc, err := e.p.get(ctx, e.doc.ID)
+	if err != nil {
+		return contract.EnvironmentUnknown, err
+	}
+	if doc.Status == "" {
+		return contract.EnvironmentUnknown, nil
+	}
+	return doc.Status, nil
+}
+
+// Destroy destroys the environment. A retried destroy whose first answer
+// was lost finds the environment gone, which is success.
+func (e *environment) Destroy(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, e.p.opts.CallTimeout)
+	defer cancel()
+	_, attempts, err := e.p.call(ctx, http.MethodDelete, envPath(e.doc.ID), nil, true)
+	if attempts > 1 && errors.Is(err, wire.ErrNotFound) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,204 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/contract/wire"
+)
+
+// Stream runs one turn on the server and yields its events. A dropped
+// connection is resumed with the same turn id and Last-Event-ID (bounded
+// reconnects), so no event is lost or repeated. When ctx ends (or the
+// caller stops reading) before the turn did, the turn is cancelled on the
+// server.
+func (e *environment) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
+	return func(yield func(contract.EnvironmentEvent, error) bool) {
+		var input contract.TurnInput
+		if in != nil {
+			input = *in
+		}
+		turnID := "turn-" + randomID()
+		body, err := wire.Marshal(wire.TurnRequest{TurnID: turnID, Input: input})
+		if err != nil {
+			yield(contract.EnvironmentEvent{}, fmt.Errorf("remote: the turn input has no JSON form: %w", err))
+			return
+		}
+		ended, started := false, false
+		defer func() {
+			if started && !ended {
+				e.cancel(ctx, turnID)
+			}
+		}()
+		var last int64
+		failures := 0
+		for {
+			started = true
+			r, err := e.open(ctx, body, last)
+			if err == nil {
+				var stop bool
+				stop, ended, err = e.read(r, &last, &failures, yield)
+				if stop {
+					return
+				}
+			}
+			if ctx.Err() != nil {
+				yield(contract.EnvironmentEvent{}, ctx.Err())
+				return
+			}
+			var we *wire.Error
+			if errors.As(err, &we) && we.Status < 500 {
+				// The server refused: nothing more will come of this turn.
+				ended = true
+				yield(contract.EnvironmentEvent{}, err)
+				return
+			}
+			failures++
+			if failures > e.p.opts.MaxRetries {
+				yield(contract.EnvironmentEvent{}, fmt.Errorf("remote: the turn stream was lost %d times: %w", failures, err))
+				return
+			}
+			if err := sleep(ctx, e.p.opts.RetryBackoff<<(failures-1)); err != nil {
+				yield(contract.EnvironmentEvent{}, err)
+				return
+			}
+		}
+	}
+}
+
+// open starts (or resumes after last) the turn's event stream.
+func (e *environment) open(ctx context.Context, body []byte, last int64) (*idleBody, error) {
+	req, err := e.p.newRequest(ctx, http.MethodPost, envPath(e.doc.ID)+"/turns", body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", wire.ContentTypeSSE)
+	if last > 0 {
+		req.Header.Set(wire.HeaderLastEventID, strconv.FormatInt(last, 10))
+	}
+	resp, err := e.p.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("remote: opening the turn stream: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(io.LimitReader(resp.Body, wire.MaxBodyBytes))
+		return nil, answerError(resp.StatusCode, out)
+	}
+	return newIdleBody(resp.Body, e.p.opts.IdleTimeout), nil
+}
+
+// read yields the events of one connection. It reports stop when the
+// caller stopped or the stream ended for good (ended: the server said
+// end or error), else the error that cut the connection.
+func (e *environment) read(r *idleBody, last *int64, failures *int, yield func(contract.EnvironmentEvent, error) bool) (stop, ended bool, err error) {
+	defer r.Close()
+	sse := wire.NewSSEReader(r)
+	for {
+		ev, err := sse.Next()
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF // a stream ends only with end or error
+			}
+			return false, false, err
+		}
+		switch ev.Event {
+		case "":
+			seq, err := wire.ParseEventID(ev.ID)
+			if err != nil {
+				return true, true, yieldErr(yield, fmt.Errorf("remote: an event without a sequence id: %w", err))
+			}
+			if seq <= *last {
+				continue
+			}
+			if seq != *last+1 {
+				return true, true, yieldErr(yield, fmt.Errorf("remote: the turn stream skipped from event %d to %d", *last, seq))
+			}
+			env, err := wire.ParseEnvironmentEvent(ev.Data)
+			if err != nil {
+				return true, true, yieldErr(yield, fmt.Errorf("remote: event %d: %w", seq, err))
+			}
+			*last, *failures = seq, 0
+			if !yield(*env, nil) {
+				return true, false, nil
+			}
+		case wire.EventEnd:
+			return true, true, nil
+		case wire.EventError:
+			e := &wire.Error{Status: http.StatusBadGateway}
+			if eb, perr := wire.ParseErrorBody(ev.Data); perr == nil {
+				e.ErrorDetail = eb.Error
+				e.Status = wire.Status(eb.Error.Code)
+			} else {
+				e.Code, e.Message = wire.CodeInternal, "the server ended the turn with an unreadable error"
+			}
+			return true, true, yieldErr(yield, e)
+		}
+	}
+}
+
+func yieldErr(yield func(contract.EnvironmentEvent, error) bool, err error) error {
+	yield(contract.EnvironmentEvent{}, err)
+	return err
+}
+
+// cancel asks the server to cancel the turn, within CancelTimeout and
+// even when ctx has ended.
+func (e *environment) cancel(ctx context.Context, turnID string) {
+	ctx, done := context.WithTimeout(context.WithoutCancel(ctx), e.p.opts.CancelTimeout)
+	defer done()
+	body, err := wire.Marshal(wire.CancelRequest{OperationID: "cancel-" + turnID})
+	if err != nil {
+		return
+	}
+	_, _, _ = e.p.call(ctx, http.MethodPost, envPath(e.doc.ID)+"/turns/"+turnID+"/cancel", body, true)
+}
+
+// CancelTurn cancels a turn by id and returns the server's
+// acknowledgement: accepted or replayed (the same operation id again),
+// with the effect cancel_requested (the turn was live) or not_live.
+func (p *Provider) CancelTurn(ctx context.Context, environmentID, turnID, operationID string) (*wire.CancelAcknowledgement, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	defer cancel()
+	body, err := wire.Marshal(wire.CancelRequest{OperationID: operationID})
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := p.call(ctx, http.MethodPost, envPath(environmentID)+"/turns/"+turnID+"/cancel", body, true)
+	if err != nil {
+		return nil, err
+	}
+	return wire.ParseCancelAcknowledgement(out)
+}
+
+// idleBody closes its reader when no byte arrived for the idle timeout,
+// so a stalled connection ends and is resumed.
+type idleBody struct {
+	io.ReadCloser
+	timer *time.Timer
+	idle  time.Duration
+}
+
+func newIdleBody(rc io.ReadCloser, idle time.Duration) *idleBody {
+	return &idleBody{ReadCloser: rc, idle: idle, timer: time.AfterFunc(idle, func() { rc.Close() })}
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.timer.Reset(b.idle)
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.timer.Stop()
+	return b.ReadCloser.Close()
+}

@@ -1,0 +1,48 @@
+package sidecar_test
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/agentrt/agentrt/contract/wire"
+	"github.com/agentrt/agentrt/sidecar"
+)
+
+// FuzzRequestDecoders: any body sent to the create, turn and cancel
+// routes is answered (never a panic, never a 5xx for bad input), and
+// every refusal is an ErrorBody.
+func FuzzRequestDecoders(f *testing.F) {
+	for _, s := range []string{
+		`{"profile":{"name":"t"}}`,
+		`{"profile":{"name":"t"},"idempotencyKey":"k"}`,
+		`{"turnId":"t","input":{"prompt":"hi"}}`,
+		`{"operationId":"op"}`,
+		`{"profile":`, `[]`, `{"a":1,"a":2}`, "\"\xff\"",
+	} {
+		f.Add([]byte(s))
+	}
+	p := newScripted(f)
+	s, err := sidecar.New(p, sidecar.Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { s.Close() })
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, path := range []string{wire.PathEnvironments, "/v1/environments/none/turns", "/v1/environments/none/turns/t/cancel"} {
+			req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+			req.Header.Set("Content-Type", wire.ContentTypeJSON)
+			rec := httptest.NewRecorder()
+			s.ServeHTTP(rec, req)
+			if rec.Code >= 500 {
+				t.Fatalf("%s %q: status %d %s", path, body, rec.Code, rec.Body)
+			}
+			if rec.Code >= 400 {
+				if _, err := wire.ParseErrorBody(rec.Body.Bytes()); err != nil {
+					t.Fatalf("%s: the refusal %s is not an ErrorBody: %v", path, rec.Body, err)
+				}
+			}
+		}
+	})
+}

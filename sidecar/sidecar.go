@@ -1,0 +1,295 @@
+package sidecar
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/contract/wire"
+	"github.com/agentrt/agentrt/schema"
+	"github.com/agentrt/agentrt/store"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxTurnEvents  = 16384
+	DefaultMaxTurns       = 1024
+	DefaultAbandonAfter   = 2 * time.Minute
+	DefaultRetainFinished = 5 * time.Minute
+	DefaultKeepAlive      = 15 * time.Second
+	DefaultCreateTimeout  = 5 * time.Minute
+	DefaultCallTimeout    = 30 * time.Second
+)
+
+// Options configure a Server. The zero value serves without
+// authentication (the caller must then listen on loopback only), keeps
+// keyed creates in memory and logs nothing.
+type Options struct {
+	// Token, when set, is the bearer token every /v1 request must carry.
+	Token string
+	// Store, when set, records keyed creates durably: a server restarted
+	// on the same store replays a retried create instead of making a
+	// second environment.
+	Store store.Store
+	// Logger receives one line per request (method, route, status,
+	// duration); nil logs nothing.
+	Logger *slog.Logger
+	// MaxBodyBytes bounds request bodies (default and ceiling
+	// wire.MaxBodyBytes).
+	MaxBodyBytes int64
+	// MaxTurnEvents bounds the events a turn keeps for resumption; older
+	// ones are dropped and a resume before them is refused (410).
+	MaxTurnEvents int
+	// MaxTurns bounds the turns kept (live or recently ended).
+	MaxTurns int
+	// AbandonAfter cancels a live turn nobody has read for this long.
+	AbandonAfter time.Duration
+	// RetainFinished is how long an ended turn stays resumable.
+	RetainFinished time.Duration
+	// KeepAlive is the interval of SSE comment frames on an idle stream.
+	KeepAlive time.Duration
+	// CreateTimeout bounds one provider create; it runs on even when the
+	// client that asked goes away, so its retry can replay it.
+	CreateTimeout time.Duration
+	// CallTimeout bounds every other provider call (status, destroy,
+	// capabilities).
+	CallTimeout time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.MaxBodyBytes <= 0 || o.MaxBodyBytes > wire.MaxBodyBytes {
+		o.MaxBodyBytes = wire.MaxBodyBytes
+	}
+	if o.MaxTurnEvents <= 0 {
+		o.MaxTurnEvents = DefaultMaxTurnEvents
+	}
+	if o.MaxTurns <= 0 {
+		o.MaxTurns = DefaultMaxTurns
+	}
+	if o.AbandonAfter <= 0 {
+		o.AbandonAfter = DefaultAbandonAfter
+	}
+	if o.RetainFinished <= 0 {
+		o.RetainFinished = DefaultRetainFinished
+	}
+	if o.KeepAlive <= 0 {
+		o.KeepAlive = DefaultKeepAlive
+	}
+	if o.CreateTimeout <= 0 {
+		o.CreateTimeout = DefaultCreateTimeout
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Server is the provider contract over HTTP. It is an http.Handler.
+type Server struct {
+	p     contract.Provider
+	opts  Options
+	token [sha256.Size]byte
+	mux   *http.ServeMux
+
+	// base is the context of every turn and create; Close cancels it.
+	base    context.Context
+	stop    context.CancelFunc
+	closing chan struct{}
+	once    sync.Once
+
+	keyed contract.KeyedCreate[createOutcome]
+
+	mu    sync.Mutex
+	envs  map[string]contract.Environment
+	turns map[turnKey]*turn
+}
+
+// New returns a Server for p.
+func New(p contract.Provider, opts Options) (*Server, error) {
+	if p == nil {
+		return nil, errors.New("sidecar: no provider")
+	}
+	opts.defaults()
+	s := &Server{p: p, opts: opts, mux: http.NewServeMux(), closing: make(chan struct{}),
+		envs: map[string]contract.Environment{}, turns: map[turnKey]*turn{}}
+	s.base, s.stop = context.WithCancel(context.Background())
+	if opts.Token != "" {
+		s.token = sha256.Sum256([]byte(opts.Token))
+	}
+	s.mux.HandleFunc(wire.PathHealth, s.method(http.MethodGet, s.health))
+	s.mux.HandleFunc(wire.PathCapabilities, s.auth(s.method(http.MethodGet, s.capabilities)))
+	s.mux.HandleFunc(wire.PathEnvironments, s.auth(s.method(http.MethodPost, s.create)))
+	s.mux.HandleFunc(wire.RouteEnvironment, s.auth(s.environment))
+	s.mux.HandleFunc(wire.RouteTurns, s.auth(s.method(http.MethodPost, s.startTurn)))
+	s.mux.HandleFunc(wire.RouteTurnEvents, s.auth(s.method(http.MethodGet, s.resumeTurn)))
+	s.mux.HandleFunc(wire.RouteTurnCancel, s.auth(s.method(http.MethodPost, s.cancelTurn)))
+	s.mux.HandleFunc("/", s.auth(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, wire.ErrorDetail{Code: wire.CodeNotFound, Message: "no such route"})
+	}))
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusWriter{ResponseWriter: w}
+	s.mux.ServeHTTP(rec, r)
+	pattern := r.Pattern
+	if pattern == "" {
+		pattern = "(none)"
+	}
+	s.opts.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request",
+		slog.String("method", r.Method), slog.String("route", pattern),
+		slog.Int("status", rec.status), slog.Duration("duration", time.Since(start)))
+}
+
+// Drain ends every open event stream without its end frame (a client
+// sees a cut stream) so that http.Server.Shutdown need not wait for
+// them. Register it with http.Server.RegisterOnShutdown.
+func (s *Server) Drain() { s.once.Do(func() { close(s.closing) }) }
+
+// Close drains the streams and cancels every live turn and create.
+func (s *Server) Close() error {
+	s.Drain()
+	s.stop()
+	return nil
+}
+
+// statusWriter records the status a handler wrote; Unwrap lets
+// http.ResponseController reach the real writer (Flush for SSE).
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// auth refuses a request without the bearer token: 401, no detail.
+func (s *Server) auth(next http.HandlerFunc) http.HandlerFunc {
+	if s.opts.Token == "" {
+		return next
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		sum := sha256.Sum256([]byte(got))
+		if subtle.ConstantTimeCompare(sum[:], s.token[:]) != 1 || !ok {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			writeError(w, wire.ErrorDetail{Code: wire.CodeUnauthorized, Message: "unauthorized"})
+			return
+		}
+		next(w, r)
+	}
+}
+
+func (s *Server) method(m string, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != m {
+			w.Header().Set("Allow", m)
+			writeError(w, wire.ErrorDetail{Code: wire.CodeMethodNotAllowed, Message: r.Method + " is not allowed here; use " + m})
+			return
+		}
+		next(w, r)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, x any) {
+	b, err := wire.Marshal(x)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = wire.Marshal(wire.ErrorBody{Error: wire.ErrorDetail{Code: wire.CodeInternal, Message: "the response has no JSON form"}})
+	}
+	w.Header().Set("Content-Type", wire.ContentTypeJSON)
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func writeError(w http.ResponseWriter, d wire.ErrorDetail) {
+	writeJSON(w, wire.Status(d.Code), wire.ErrorBody{Error: d})
+}
+
+// readBody reads a JSON request body within the size limit.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	ct := r.Header.Get("Content-Type")
+	if mt, _, _ := strings.Cut(ct, ";"); strings.TrimSpace(strings.ToLower(mt)) != wire.ContentTypeJSON {
+		writeError(w, wire.ErrorDetail{Code: wire.CodeUnsupportedMedia, Message: "the body must be " + wire.ContentTypeJSON})
+		return nil, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		writeError(w, wire.ErrorDetail{Code: wire.CodeTooLarge, Message: fmt.Sprintf("the body is larger than %d bytes", mbe.Limit)})
+		return nil, false
+	}
+	if err != nil {
+		writeError(w, wire.ErrorDetail{Code: wire.CodeInvalidRequest, Message: "the body could not be read"})
+		return nil, false
+	}
+	return body, true
+}
+
+// providerError maps a provider's (or decoder's) error onto the wire.
+func providerError(err error) wire.ErrorDetail {
+	var se *schema.Error
+	var we *wire.Error
+	switch {
+	case errors.As(err, &se):
+		return wire.FromSchemaError(err)
+	case errors.As(err, &we):
+		return we.ErrorDetail
+	case errors.Is(err, contract.ErrIdempotencyConflict):
+		return wire.ErrorDetail{Code: wire.CodeIdempotencyConflict, Message: err.Error()}
+	case errors.Is(err, contract.ErrUnsupported):
+		return wire.ErrorDetail{Code: wire.CodeUnsupported, Message: err.Error()}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return wire.ErrorDetail{Code: wire.CodeUnavailable, Message: err.Error()}
+	}
+	return wire.ErrorDetail{Code: wire.CodeProvider, Message: err.Error()}
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, wire.Health{Status: "ok"})
+}
+
+func (s *Server) callContext(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), s.opts.CallTimeout)
+}
+
+func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := s.callContext(r)
+	defer cancel()
+	c, err := s.p.Capabilities(ctx)
+	if err == nil && c == nil {
+		err = errors.New("the provider returned no capability document")
+	}
+	if err != nil {
+		writeError(w, providerError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.Capabilities{Provider: s.p.Name(), Capabilities: wire.Served(c)})
+}
