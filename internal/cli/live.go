@@ -20,6 +20,7 @@ type liveRun struct {
 	status *statusLine // nil to show no progress
 	shared bool        // text and status share one screen
 	label  string      // what runs where
+	short  string      // what runs, briefly
 	now    func() time.Time
 
 	start    time.Time
@@ -39,15 +40,16 @@ type liveOptions struct {
 	Text io.Writer
 	// Status receives progress; nil shows none.
 	Status io.Writer
-	// Label says what runs where, e.g. "note-writer.json with scripted".
-	Label string
+	// Label says what runs where, e.g. "note-writer.json with scripted";
+	// Short says it within a status line, e.g. "scripted".
+	Label, Short string
 }
 
 // tickEvery is how often a terminal's status line redraws its clock.
 const tickEvery = 200 * time.Millisecond
 
 func newLiveRun(o liveOptions) *liveRun {
-	l := &liveRun{text: o.Text, label: o.Label, now: time.Now, tools: map[string]string{}, atStart: true}
+	l := &liveRun{text: o.Text, label: o.Label, short: o.Short, now: time.Now, tools: map[string]string{}, atStart: true}
 	if o.Status != nil {
 		tty, width := terminal(o.Status)
 		l.status = &statusLine{w: o.Status, tty: tty, width: width}
@@ -92,10 +94,11 @@ func (l *liveRun) begin() {
 	})
 }
 
-// render is the terminal's status line: what runs, what it is doing or
-// waiting for, and for how long the run has run.
+// render is the terminal's status line: what runs, for how long it has
+// run, and what it is doing or waiting for (last, as a narrow terminal
+// clips it).
 func (l *liveRun) render() string {
-	return fmt.Sprintf("%s · %s · %s", l.label, l.phase, seconds(l.now().Sub(l.start)))
+	return fmt.Sprintf("%s · %s · %s", l.short, clock(l.now().Sub(l.start)), l.phase)
 }
 
 // setPhase records what the run is doing now and shows it: on a terminal
@@ -255,4 +258,13 @@ func seconds(d time.Duration) string {
 		return d.Round(time.Millisecond).String()
 	}
 	return d.Round(100 * time.Millisecond).String()
+}
+
+// clock renders the time a run has run so far, steady as it ticks:
+// "0.2s", "12.6s", "2m3s".
+func clock(d time.Duration) string {
+	if d < time.Minute {
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return d.Truncate(time.Second).String()
 }

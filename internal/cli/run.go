@@ -86,7 +86,7 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 				ctx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
 			}
-			live := liveOptions{Label: args[0] + " with " + provider.Name()}
+			live := liveOptions{Label: args[0] + " with " + provider.Name(), Short: provider.Name()}
 			if !quiet {
 				live.Status = stdio.Err
 				if !asJSON {
