@@ -1,7 +1,8 @@
 package cli_test
 
 import (
-	"errors"
+	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -12,6 +13,10 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/sqlite"
 )
 
 // slowScript streams two pieces of text with a pause between them.
@@ -218,7 +223,7 @@ func runOnTerminal(t *testing.T, sharedScreen bool) (term, stdout string) {
 	for c := range readChunks(ptmx) {
 		got.WriteString(c)
 	}
-	if err := cmd.Wait(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	if err := cmd.Wait(); err != nil {
 		t.Fatalf("exit: %v\nterminal:\n%q\nstdout:\n%s", err, got.String(), out.String())
 	}
 	return got.String(), out.String()
@@ -269,5 +274,65 @@ func TestRunStatusLineSharesTheScreen(t *testing.T) {
 	}
 	if !strings.Contains(term, " · waiting for the first token") {
 		t.Errorf("no status line was shown before the first token:\n%q", term)
+	}
+}
+
+// runs events over a big run counts on stderr when stderr is a terminal
+// and stdout is not; off a terminal it prints no count.
+func TestRunsEventsProgress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a child process on a pseudo-terminal")
+	}
+	const total = 4500
+	db := filepath.Join(t.TempDir(), "runs.db")
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.CreateRun(ctx, store.Run{ID: "big", Kind: "execute", Status: store.StatusRunning, LeaseUntil: time.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := make([]store.NewEvent, total)
+	for i := range events {
+		events[i] = store.NewEvent{ID: fmt.Sprint("e", i), Type: "message.part.updated", Time: time.Now(),
+			Body: canonjson.ObjectValue([]canonjson.Member{{Name: "delta", Value: canonjson.StringValue("x")}})}
+	}
+	if _, err := s.AppendEvents(ctx, r.Fence(), events); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	out, errOut, code := run(t, "", "runs", "events", "--db", db, "big")
+	if code != 0 || strings.Count(out, "\n") != total || errOut != "" {
+		t.Fatalf("off a terminal: exit %d, %d lines, stderr %q", code, strings.Count(out, "\n"), errOut)
+	}
+
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	defer ptmx.Close()
+	var stdout strings.Builder
+	cmd := startChild(t, func(c *exec.Cmd) { c.Stdout, c.Stderr = &stdout, tty }, "runs", "events", "--db", db, "big")
+	tty.Close()
+	var term strings.Builder
+	for c := range readChunks(ptmx) {
+		term.WriteString(c)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit %v: %q", err, term.String())
+	}
+	for _, want := range []string{"\r2000 events…", "\r4000 events…"} {
+		if !strings.Contains(term.String(), want) {
+			t.Errorf("stderr never showed %q:\n%q", want, term.String())
+		}
+	}
+	if sc := screen(term.String()); len(sc) != 1 || sc[0] != "" {
+		t.Errorf("the count was not cleared at the end; the terminal shows %q", sc)
+	}
+	if n := strings.Count(stdout.String(), "\n"); n != total {
+		t.Errorf("stdout has %d events, want %d", n, total)
 	}
 }

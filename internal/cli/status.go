@@ -102,3 +102,42 @@ func (s *statusLine) done() {
 	s.clear()
 	s.msg = ""
 }
+
+// counter shows how far a long listing has got — "1200 events…" — on
+// stderr's status line, while the listing itself goes to stdout. It
+// shows nothing unless stderr is a terminal that stdout is not: a log
+// keeps no counts, and a listing on the screen is its own progress.
+type counter struct {
+	line        *statusLine // nil: show nothing
+	what        string
+	every, next int
+	n           int
+}
+
+// newCounter counts what (a plural noun) on stdio.Err, updating the
+// line every so many.
+func newCounter(stdio IO, what string, every int) *counter {
+	c := &counter{what: what, every: every, next: every}
+	errTTY, width := terminal(stdio.Err)
+	if outTTY, _ := terminal(stdio.Out); errTTY && !outTTY {
+		c.line = &statusLine{w: stdio.Err, tty: true, width: width}
+	}
+	return c
+}
+
+// add counts k more.
+func (c *counter) add(k int) {
+	c.n += k
+	if c.line == nil || c.n < c.next {
+		return
+	}
+	c.next = (c.n/c.every + 1) * c.every
+	c.line.set(fmt.Sprintf("%d %s…", c.n, c.what))
+}
+
+// done clears the count.
+func (c *counter) done() {
+	if c.line != nil {
+		c.line.done()
+	}
+}

@@ -166,3 +166,23 @@ func TestLiveRunFinalTextWithoutDeltas(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// The count updates each time it passes a multiple of every, not on
+// every page, and is gone at the end.
+func TestCounter(t *testing.T) {
+	var b strings.Builder
+	c := &counter{line: &statusLine{w: &b, tty: true, width: 80}, what: "events", every: 1000, next: 1000}
+	var shown []string
+	for range 5 {
+		c.add(500)
+		line, _ := screenLine(t, b.String())
+		shown = append(shown, line)
+	}
+	c.done()
+	if want := []string{"", "1000 events…", "1000 events…", "2000 events…", "2000 events…"}; !slices.Equal(shown, want) {
+		t.Errorf("the count showed %q", shown)
+	}
+	if line, _ := screenLine(t, b.String()); line != "" {
+		t.Errorf("after done the line shows %q", line)
+	}
+}
