@@ -186,3 +186,26 @@ func TestCounter(t *testing.T) {
 		t.Errorf("after done the line shows %q", line)
 	}
 }
+
+// On a terminal the status line's clock ticks by itself while the run
+// waits, and stops and clears at the end.
+func TestLiveRunTicks(t *testing.T) {
+	var status strings.Builder
+	l := newLiveRun(liveOptions{Status: &status, Short: "fake"})
+	l.status.tty = true // a terminal, as far as the line is concerned
+	l.begin()
+	time.Sleep(3*tickEvery + tickEvery/2)
+	l.event(contract.EventEnvelope{Event: contract.StreamEvent{Type: contract.EventTypeWarning,
+		Warning: &contract.WarningEvent{Code: "w", Message: "careful"}}})
+	l.end("")
+	out := status.String()
+	if n := strings.Count(out, "\rfake · "); n < 4 {
+		t.Errorf("the line was drawn %d times in 3.5 ticks:\n%q", n, out)
+	}
+	if !strings.Contains(out, " · warning w: careful") {
+		t.Errorf("the line never showed the warning:\n%q", out)
+	}
+	if line, _ := screenLine(t, out); line != "" {
+		t.Errorf("after end the line shows %q", line)
+	}
+}
