@@ -48,6 +48,11 @@ type Options struct {
 	// is an unsupported-surface issue; a context it refuses is a
 	// *MaterializationError.
 	Materialize *MaterializationContext
+	// Progress, when set, is called as each step of §22 begins, with the
+	// step's number and a short name ("artifacts"), so a caller can show
+	// how far the verification of a large bundle has got. It is called
+	// from Verify's goroutine and should return quickly.
+	Progress func(step int, name string)
 }
 
 // ErrRepositoryNotMapped is wrapped by Verify's error when the bundle
@@ -109,8 +114,16 @@ func (v *verifier) finish() (*Record, error) {
 	return v.rec, nil
 }
 
+// step reports that step n of §22 begins.
+func (v *verifier) step(n int, name string) {
+	if v.opts.Progress != nil {
+		v.opts.Progress(n, name)
+	}
+}
+
 func (v *verifier) run(ctx context.Context, data []byte) error {
 	// Step 1: read and decode strictly.
+	v.step(1, "read and decode")
 	if msg := readIssue(data, v.opts.MaxBytes, "bundle"); msg != "" {
 		v.issue(CodeParseError, "", "%s", msg)
 		return nil
@@ -124,6 +137,7 @@ func (v *verifier) run(ctx context.Context, data []byte) error {
 		return nil
 	}
 	// Step 2: dialect.
+	v.step(2, "dialect")
 	dialect := v.rec.Dialect.Resolve(val)
 	v.rec.Dialect = dialect
 	if c, ok := val.Get("digest"); ok && c.Kind() == canonjson.String {
@@ -134,6 +148,7 @@ func (v *verifier) run(ctx context.Context, data []byte) error {
 		v.rec.Secrets = found
 	}
 	// Step 3: schema, every issue.
+	v.step(3, "schema")
 	b, err := contract.FromValue[candidate.Bundle](candidate.KindBundle, candidate.BundleSchemaFor(dialect), val)
 	if err != nil {
 		if d, derr := candidate.SelfDigestValue(val); derr == nil {
@@ -142,6 +157,7 @@ func (v *verifier) run(ctx context.Context, data []byte) error {
 		return schemaIssues(v.issue, CodeSchemaInvalid, err)
 	}
 	// Step 4: digest.
+	v.step(4, "digest")
 	computed, err := candidate.Digest(b)
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
@@ -153,36 +169,44 @@ func (v *verifier) run(ctx context.Context, data []byte) error {
 	}
 	// Step 5: support policy; integrity verification goes on.
 	if p := v.opts.Support; p != nil {
+		v.step(5, "support policy")
 		v.rec.SupportPolicy = p.Name
 		v.support(b, p)
 	}
 	// Step 6: artifacts, in §22 order.
+	v.step(6, "artifacts")
 	if err := v.artifacts(ctx, b); err != nil {
 		return err
 	}
 	// Step 7: workspace snapshots.
+	v.step(7, "workspace snapshots")
 	v.workspace("/execution/workspace", b.Execution.Workspace)
 	if b.Knowledge != nil {
 		v.workspace("/knowledge/snapshot", &b.Knowledge.Snapshot)
 	}
 	// Step 8: resources.
+	v.step(8, "resources")
 	if err := v.resources(ctx, b.Profile.Resources); err != nil {
 		return err
 	}
 	// Step 9: code.
+	v.step(9, "code")
 	if err := v.code(ctx, &b.Code); err != nil {
 		return err
 	}
 	// Step 10: entrypoint evidence.
+	v.step(10, "entrypoint evidence")
 	v.entrypoint(b)
 	// Step 11: container.
 	if v.opts.OCI != nil {
+		v.step(11, "container")
 		if err := v.container(ctx, b); err != nil {
 			return err
 		}
 	}
 	// Step 13: materialization, for a bundle that verified.
 	if v.opts.Materialize != nil && len(v.rec.Issues) == 0 {
+		v.step(13, "materialization")
 		return v.materialize(ctx, b)
 	}
 	return nil

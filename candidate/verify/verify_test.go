@@ -3,6 +3,7 @@ package verify_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -471,5 +472,31 @@ func TestResolverUnreachable(t *testing.T) {
 		verify.Options{Artifacts: &verify.Resolver{S3Endpoint: endpoint, Client: client}})
 	if err == nil || rec != nil {
 		t.Fatalf("Verify = %+v, %v; want an operational error", rec, err)
+	}
+}
+
+// Options.Progress hears each step as it begins, in order, and only the
+// steps that run: the optional ones when asked for, none after a bundle
+// that does not decode.
+func TestProgress(t *testing.T) {
+	var steps []string
+	opts := verify.Options{Progress: func(n int, name string) { steps = append(steps, fmt.Sprint(n, " ", name)) }}
+	run(t, seal(t, a2()), opts)
+	want := []string{"1 read and decode", "2 dialect", "3 schema", "4 digest", "6 artifacts", "7 workspace snapshots",
+		"8 resources", "9 code", "10 entrypoint evidence"}
+	if !slices.Equal(steps, want) {
+		t.Errorf("steps %q, want %q", steps, want)
+	}
+	steps = nil
+	policy := verify.ReferenceSupport()
+	opts.Support = &policy
+	run(t, seal(t, a2()), opts)
+	if !slices.Contains(steps, "5 support policy") {
+		t.Errorf("with a support policy, steps %q lack step 5", steps)
+	}
+	steps = nil
+	run(t, []byte("{"), opts, verify.CodeParseError)
+	if !slices.Equal(steps, []string{"1 read and decode"}) {
+		t.Errorf("a bundle that does not decode: steps %q", steps)
 	}
 }

@@ -149,6 +149,10 @@ Exit status: 0 no finding, 1 findings, 2 unreadable input or usage error.`,
 	return cmd
 }
 
+// largeBundle is the size from which candidate verify reports each step
+// on stderr.
+const largeBundle = 1 << 20
+
 func newCandidateVerifyCmd(stdio IO) *cobra.Command {
 	var asJSON bool
 	var dialect, artifacts, ociLayout, platform, materialize, receiptOut string
@@ -185,6 +189,7 @@ Optional steps:
                         operational error.
 
 Prints a summary, or with --json the verification record as canonical JSON.
+A bundle of 1 MiB or more gets a line on stderr as each step begins.
 Exit status: 0 verified, 1 rejected, 2 operational or usage error.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -225,6 +230,12 @@ Exit status: 0 verified, 1 rejected, 2 operational or usage error.`,
 			data, err := readOperational(stdio, args[0])
 			if err != nil {
 				return err
+			}
+			if len(data) >= largeBundle {
+				// A large bundle takes a while: say which step it is in.
+				opts.Progress = func(n int, name string) {
+					fmt.Fprintf(stdio.Err, "verifying %s: step %d, %s…\n", args[0], n, name)
+				}
 			}
 			rec, err := verify.Verify(cmd.Context(), data, opts)
 			if err != nil {

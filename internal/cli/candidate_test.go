@@ -69,6 +69,21 @@ func TestCandidateVerify(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "verified (dialect ts16)") || !strings.Contains(out, digestA2) || !strings.Contains(out, "not performed") {
 		t.Fatalf("verify exit %d:\n%s", code, out)
 	}
+	_, errOut, code := run(t, "", "candidate", "verify", good)
+	if code != 0 || errOut != "" {
+		t.Errorf("a small bundle: exit %d, progress %q", code, errOut)
+	}
+	// A large bundle (here padded with blanks, which leave its digest
+	// alone) says which step it is in, a line each.
+	large := writeFile(t, "large.json", sealedA2+strings.Repeat(" ", 1<<20))
+	out, errOut, code = run(t, "", "candidate", "verify", large)
+	if code != 0 || !strings.Contains(out, "verified") {
+		t.Fatalf("large bundle: exit %d\n%s%s", code, out, errOut)
+	}
+	if lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n"); len(lines) != 9 ||
+		lines[0] != "verifying "+large+": step 1, read and decode…" || lines[8] != "verifying "+large+": step 10, entrypoint evidence…" {
+		t.Errorf("large bundle progress:\n%s", errOut)
+	}
 	tampered := writeFile(t, "v04.json", strings.Replace(sealedA2, "c88c\"", "c88d\"", 1))
 	out, _, code = run(t, "", "candidate", "verify", "--json", tampered)
 	v := decode(t, out)
@@ -123,7 +138,7 @@ func TestCandidateVerify(t *testing.T) {
 	d, _ := candidate.SelfDigestValue(v)
 	text, _ := canonjson.Canonical(v)
 	file := writeFile(t, "withkey.json", strings.TrimSuffix(string(text), "}")+`,"digest":"`+d+`"}`)
-	out, errOut, code := run(t, "", "candidate", "verify", file)
+	out, errOut, code = run(t, "", "candidate", "verify", file)
 	if code != 0 || !strings.Contains(out, "warning: /profile/prompt/systemPrompt looks like a secret (anthropic-key)") || strings.Contains(out+errOut, key) {
 		t.Fatalf("secret exit %d:\n%s%s", code, out, errOut)
 	}

@@ -27,7 +27,7 @@ import (
 
 func newRunCmd(stdio IO) *cobra.Command {
 	var sf storeFlags
-	var asJSON bool
+	var asJSON, quiet bool
 	var task, providerName, scriptPath, expect, baseURL, openaiAPI string
 	var stage int
 	var lease, timeout time.Duration
@@ -54,6 +54,12 @@ ANTHROPIC_API_KEY (claude-code) or OPENAI_API_KEY (codex, opencode).
 --provider remote runs on an agentrt serve sidecar at --base-url URL, with
 its bearer token in AGENTRT_SERVE_TOKEN.
 Unknown usage is printed as unknown, never as 0.
+
+While the run goes, the model's text streams to stdout as it arrives and
+what the run waits for (the first token, tool calls, the model, an answer)
+shows on stderr: as one updating status line on a terminal, as plain lines
+otherwise. The summary follows the text. --json prints only the result as
+JSON on stdout; --quiet prints only the summary.
 
 agentrt run is a one-shot driver: its decision is "done" when the run was
 delivered and "fail" otherwise (use kernel.Rounds for plan/decide loops).
@@ -83,8 +89,14 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 				ctx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
 			}
-			fmt.Fprintf(stdio.Err, "running %s with %s…\n", args[0], provider.Name())
-			res, runErr := kernel.Execute(ctx, kernel.Request{Profile: p, Task: task, Provider: provider, Store: s,
+			live := liveOptions{Label: args[0] + " with " + provider.Name(), Short: provider.Name()}
+			if !quiet {
+				live.Status = stdio.Err
+				if !asJSON {
+					live.Text = stdio.Out
+				}
+			}
+			res, runErr := runLive(ctx, live, kernel.Request{Profile: p, Task: task, Provider: provider, Store: s,
 				Check: expectCheck(expect), Stage: stage, LeaseTTL: lease})
 			if errors.Is(runErr, kernel.ErrInvalidOptions) {
 				return usage("%v", runErr)
@@ -120,7 +132,31 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 	cmd.Flags().DurationVar(&lease, "lease", kernel.DefaultLeaseTTL, "how long the run stays running if this process dies or stalls (at least 1s); once it lapses the run is interrupted and this process may record nothing more")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (the run is recorded as timed out)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the summary (or the JSON result): no streamed text, no progress")
 	return cmd
+}
+
+// runLive runs one turn as kernel.Execute does, showing it as it happens
+// (see liveRun): every envelope the moment it is durable, then the
+// recorded result.
+func runLive(ctx context.Context, o liveOptions, req kernel.Request) (*kernel.Result, error) {
+	l := newLiveRun(o)
+	l.begin()
+	sr := kernel.StreamRun(ctx, req)
+	// Never break out of the loop: that would cancel the run. An error
+	// the stream yields is the run's own, which Result returns as well.
+	for env, err := range sr.Events() {
+		if err == nil {
+			l.event(env)
+		}
+	}
+	res, err := sr.Result()
+	final := ""
+	if res != nil {
+		final = res.Text
+	}
+	l.end(final)
+	return res, err
 }
 
 func openProvider(name, scriptPath, baseURL, openaiAPI string) (contract.Provider, error) {

@@ -346,6 +346,10 @@ func printRecord(w io.Writer, r *kernel.RunRecord, rec *kernel.Record) {
 	fmt.Fprintf(w, "  recorded  %d events, %d ledger entries\n", r.Events, r.LedgerEntries)
 }
 
+// eventsProgressEvery is how many events runs events prints between
+// updates of its count.
+const eventsProgressEvery = 2000
+
 func newRunsEventsCmd(stdio IO) *cobra.Command {
 	sf := storeFlags{existing: true}
 	var asJSON, follow bool
@@ -354,7 +358,9 @@ func newRunsEventsCmd(stdio IO) *cobra.Command {
 		Use:   "events RUN",
 		Short: "Print a run's durable events, optionally following new ones",
 		Long: `Print a run's events in order from the store. --after CURSOR resumes after a
-cursor a previous call printed; --follow keeps polling until the run ends.`,
+cursor a previous call printed; --follow keeps polling until the run ends.
+With stdout redirected and stderr on a terminal, a count of the events
+printed so far shows on stderr.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -363,6 +369,8 @@ cursor a previous call printed; --follow keeps polling until the run ends.`,
 				return err
 			}
 			defer s.Close()
+			progress := newCounter(stdio, "events", eventsProgressEvery)
+			defer progress.done()
 			cursor := after
 			for {
 				events, err := s.Events(ctx, args[0], cursor, 500)
@@ -388,6 +396,7 @@ cursor a previous call printed; --follow keeps polling until the run ends.`,
 					}
 					cursor = e.Cursor
 				}
+				progress.add(len(events))
 				if len(events) == 500 {
 					continue
 				}
