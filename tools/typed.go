@@ -41,7 +41,9 @@ func WithInference(o *jsonschema.ForOptions) ToolOption {
 // Each call's arguments are checked against the schema (see Validator)
 // and then decoded into In by encoding/json, refusing unknown members;
 // arguments that fail either are an *ArgumentsError and fn is not
-// called. The Out fn returns is the call's result, encoded as
+// called. The tool checks its own arguments so that it is safe wherever it
+// is called; kernel's tool loop checks them too, before, against the same
+// schema (a few microseconds per call). The Out fn returns is the call's result, encoded as
 // encoding/json encodes it (a canonjson.Value or canonjson.ValueMarshaler
 // as itself). An error fn returns is the call's failure, as is:
 // return a *contract.ToolRefusal to refuse a call.
