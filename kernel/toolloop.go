@@ -17,6 +17,7 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/tools"
 )
@@ -127,6 +128,24 @@ type ToolResult struct {
 type ToolLoopOptions struct {
 	// Model is the chat model the loop drives.
 	Model contract.ChatModel
+	// Profile, when set, is the agent the loop runs, and everything it
+	// declares is honoured or the loop is refused before the model is
+	// called (ErrInvalidOptions, naming what):
+	//
+	//   - its system message (profile.SystemMessage) is the loop's
+	//     system prompt, and its model.default the requested model
+	//     (System and RequestedModel must be left empty);
+	//   - its tools map and Tools match exactly: every tool it declares
+	//     true needs a Go tool of that name in Tools, and every tool in
+	//     Tools must be declared true;
+	//   - it declares nothing else a bare model cannot apply: another
+	//     harness than cli-base, instructions, permissions, MCP servers,
+	//     subagents, hooks, modes, extensions, resources, seats,
+	//     connections, confidential execution, a reasoning effort or
+	//     token ceilings (configure those on the Model).
+	//
+	// The run's record carries the profile's digest.
+	Profile *profile.Profile
 	// System, Prior and User make the first transcript: the system
 	// prompt, the earlier conversation, and this turn's user message.
 	System string
@@ -368,6 +387,8 @@ type toolLoop struct {
 	toolsByName map[string]int
 	// checks holds each tool's compiled argument check, by index.
 	checks []*tools.Validator
+	// profileDigest is the identity of the loop's profile, if it has one.
+	profileDigest string
 }
 
 func newToolLoop(ctx context.Context, o ToolLoopOptions, cancel context.CancelCauseFunc) (*toolLoop, error) {
@@ -398,6 +419,10 @@ func newToolLoop(ctx context.Context, o ToolLoopOptions, cancel context.CancelCa
 	}
 	o.Tools = slices.Clone(o.Tools) // the loop's tools are fixed when it starts
 	l := &toolLoop{o: o, now: o.Now, log: o.Logger, checks: checks}
+	if o.Profile != nil {
+		// Checked: the profile has an identity.
+		l.profileDigest, _ = profile.Digest(o.Profile)
+	}
 	if l.now == nil {
 		l.now = time.Now
 	}
@@ -427,6 +452,9 @@ const smallToolSet = 8
 func (o *ToolLoopOptions) validate(errs *optionErrors) {
 	if o.Model == nil {
 		errs.add("Model", "a tool loop needs a Model")
+	}
+	if o.Profile != nil {
+		o.applyProfile(errs)
 	}
 	if o.MaxToolTurns < 0 {
 		errs.add("MaxToolTurns", "%d is negative", o.MaxToolTurns)
