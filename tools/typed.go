@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -57,7 +58,7 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 		o(&c)
 	}
 	if name == "" || fn == nil {
-		return contract.Tool{}, fmt.Errorf("tools: a tool needs a name and a function")
+		return contract.Tool{}, errors.New("tools: a tool needs a name and a function")
 	}
 	s := c.schema
 	if s == nil {
