@@ -11,7 +11,11 @@
 // terminal event, or carries an in-band error, is a failure, never an
 // empty success. Rounds runs caller-authored plan/decide loops over
 // Execute; RunToolLoop and StreamToolLoop drive a chat model that calls
-// tools until it answers or a stop rule fires; Stream and StreamRun
+// tools until it answers or a stop rule fires — checking every call's
+// arguments against its tool's input schema before the tool runs
+// (package tools), and, given a profile (ToolLoopOptions.Profile), taking
+// its system prompt and model and matching the tools it declares to the
+// Go tools given; Stream and StreamRun
 // normalize one turn. A result is delivered only when the caller's
 // completion check passed on it: settlement is not delivery.
 //

@@ -17,7 +17,9 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/tools"
 )
 
 // StopReason says why a tool loop stopped.
@@ -82,7 +84,9 @@ const (
 	// CodeRefused: the tool returned a *contract.ToolRefusal.
 	CodeRefused = "refused"
 	// CodeInvalidArguments: the call's arguments were not a JSON object,
-	// so the tool was not run.
+	// did not match the tool's InputSchema, or did not decode into a
+	// typed tool's input (a *tools.ArgumentsError), so the tool was not
+	// run; the message says where and why.
 	CodeInvalidArguments = "invalid_arguments"
 )
 
@@ -124,6 +128,24 @@ type ToolResult struct {
 type ToolLoopOptions struct {
 	// Model is the chat model the loop drives.
 	Model contract.ChatModel
+	// Profile, when set, is the agent the loop runs, and everything it
+	// declares is honoured or the loop is refused before the model is
+	// called (ErrInvalidOptions, naming what):
+	//
+	//   - its system message (profile.SystemMessage) is the loop's
+	//     system prompt, and its model.default the requested model
+	//     (System and RequestedModel must be left empty);
+	//   - its tools map and Tools match exactly: every tool it declares
+	//     true needs a Go tool of that name in Tools, and every tool in
+	//     Tools must be declared true;
+	//   - it declares nothing else a bare model cannot apply: another
+	//     harness than cli-base, instructions, permissions, MCP servers,
+	//     subagents, hooks, modes, extensions, resources, seats,
+	//     connections, confidential execution, a reasoning effort or
+	//     token ceilings (configure those on the Model).
+	//
+	// The run's record carries the profile's digest.
+	Profile *profile.Profile
 	// System, Prior and User make the first transcript: the system
 	// prompt, the earlier conversation, and this turn's user message.
 	System string
@@ -132,7 +154,11 @@ type ToolLoopOptions struct {
 	// Tools are offered to the model and run by name. A call of any other
 	// name is ignored: not run, given no tool message, and left out of
 	// the transcript's tool calls (it may be a provider-side or UI tool);
-	// the result lists it under Ignored. Names must be unique.
+	// the result lists it under Ignored. Names must be unique, and an
+	// InputSchema must compile (tools.NewValidator): each is compiled
+	// once when the loop starts, and every call's arguments are checked
+	// against it before the tool runs (tools.NewTool makes tools whose
+	// schema is inferred from a Go type).
 	Tools []contract.Tool
 	// MaxToolTurns is how many turns' tool calls the loop runs at most;
 	// a further turn that still calls tools stops it with StopBackstop.
@@ -358,12 +384,24 @@ type toolLoop struct {
 	repeats     int
 	text        []byte
 	render      []byte
-	toolsByName map[string]*contract.Tool
+	toolsByName map[string]int
+	// checks holds each tool's compiled argument check, by index.
+	checks []*tools.Validator
+	// profileDigest is the identity of the loop's profile, if it has one.
+	profileDigest string
 }
 
 func newToolLoop(ctx context.Context, o ToolLoopOptions, cancel context.CancelCauseFunc) (*toolLoop, error) {
 	var errs optionErrors
 	o.validate(&errs)
+	checks := make([]*tools.Validator, len(o.Tools))
+	for i, t := range o.Tools {
+		v, err := tools.NewValidator(t)
+		if err != nil {
+			errs.add(fmt.Sprintf("Tools[%d].InputSchema", i), "%v", err)
+		}
+		checks[i] = v
+	}
 	var lo lifeOptions
 	if o.Store != nil {
 		lo = lifeOptions{Store: o.Store, RunID: cmp.Or(o.RunID, NewID("loop")), Kind: cmp.Or(o.Kind, KindToolLoop),
@@ -380,7 +418,11 @@ func newToolLoop(ctx context.Context, o ToolLoopOptions, cancel context.CancelCa
 		o.MaxToolTurns = DefaultMaxToolTurns
 	}
 	o.Tools = slices.Clone(o.Tools) // the loop's tools are fixed when it starts
-	l := &toolLoop{o: o, now: o.Now, log: o.Logger}
+	l := &toolLoop{o: o, now: o.Now, log: o.Logger, checks: checks}
+	if o.Profile != nil {
+		// Checked: the profile has an identity.
+		l.profileDigest, _ = profile.Digest(o.Profile)
+	}
 	if l.now == nil {
 		l.now = time.Now
 	}
@@ -388,9 +430,9 @@ func newToolLoop(ctx context.Context, o ToolLoopOptions, cancel context.CancelCa
 		l.log = slog.New(slog.DiscardHandler)
 	}
 	if len(o.Tools) > smallToolSet {
-		l.toolsByName = make(map[string]*contract.Tool, len(o.Tools))
+		l.toolsByName = make(map[string]int, len(o.Tools))
 		for i := range o.Tools {
-			l.toolsByName[o.Tools[i].Name] = &l.o.Tools[i]
+			l.toolsByName[o.Tools[i].Name] = i
 		}
 	}
 	l.res.RunID = o.RunID
@@ -410,6 +452,9 @@ const smallToolSet = 8
 func (o *ToolLoopOptions) validate(errs *optionErrors) {
 	if o.Model == nil {
 		errs.add("Model", "a tool loop needs a Model")
+	}
+	if o.Profile != nil {
+		o.applyProfile(errs)
 	}
 	if o.MaxToolTurns < 0 {
 		errs.add("MaxToolTurns", "%d is negative", o.MaxToolTurns)
@@ -453,17 +498,20 @@ func isZeroBudget(b ledger.Budget) bool {
 	return b.Tokens == nil && b.Iterations == nil && b.MicroUSD == nil && len(b.Resources) == 0
 }
 
-// tool returns the loop's tool named name, or nil.
-func (l *toolLoop) tool(name string) *contract.Tool {
+// tool returns the index of the loop's tool named name, or -1.
+func (l *toolLoop) tool(name string) int {
 	if l.toolsByName != nil {
-		return l.toolsByName[name]
+		if i, ok := l.toolsByName[name]; ok {
+			return i
+		}
+		return -1
 	}
 	for i := range l.o.Tools {
 		if l.o.Tools[i].Name == name {
-			return &l.o.Tools[i]
+			return i
 		}
 	}
-	return nil
+	return -1
 }
 
 // emit yields an item unless the consumer already stopped; it reports
@@ -667,7 +715,7 @@ func (l *toolLoop) onModelEventFunc(e contract.ChatEvent, err error) bool {
 		if c.ID == "" {
 			c.ID = "call_" + c.Name
 		}
-		if l.tool(c.Name) == nil {
+		if l.tool(c.Name) < 0 {
 			l.res.Ignored = append(l.res.Ignored, c)
 		} else {
 			l.calls = append(l.calls, c)
@@ -755,8 +803,9 @@ func (l *toolLoop) runCalls(text string) int {
 			l.res.Pending = calls[i:]
 			return i
 		}
-		t := l.tool(call.Name)
-		out := l.runTool(l.loopCtx, t, call)
+		ti := l.tool(call.Name)
+		t := &l.o.Tools[ti]
+		out := l.runTool(l.loopCtx, ti, call)
 		label := t.Name
 		if l.o.Label != nil {
 			label = l.o.Label(call)
@@ -820,16 +869,14 @@ func (l *toolLoop) stuck(call contract.ToolCall) bool {
 	return l.repeats >= StuckLoopThreshold
 }
 
-// runTool runs one call. Whatever the tool does — return an error, refuse,
-// panic — the outcome is a value; arguments that are not a JSON object
-// never reach it.
-func (l *toolLoop) runTool(ctx context.Context, t *contract.Tool, call contract.ToolCall) (out ToolOutcome) {
-	if call.Args.Kind() != canonjson.Object {
-		what := "absent or not JSON"
-		if call.Args.IsValid() {
-			what = "a JSON " + call.Args.Kind().String()
-		}
-		return ToolOutcome{Code: CodeInvalidArguments, Message: "the arguments are " + what + ", not a JSON object"}
+// runTool runs the call of tool i. Whatever the tool does — return an
+// error, refuse, panic — the outcome is a value; arguments its check
+// refuses (not a JSON object, or not valid against its InputSchema) never
+// reach it.
+func (l *toolLoop) runTool(ctx context.Context, i int, call contract.ToolCall) (out ToolOutcome) {
+	t := &l.o.Tools[i]
+	if err := l.checks[i].Check(call.Args); err != nil {
+		return ToolOutcome{Code: CodeInvalidArguments, Message: err.Error()}
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -841,6 +888,10 @@ func (l *toolLoop) runTool(ctx context.Context, t *contract.Tool, call contract.
 	if err != nil {
 		if _, ok := errors.AsType[*contract.ToolRefusal](err); ok {
 			return ToolOutcome{Code: CodeRefused, Message: err.Error()}
+		}
+		if _, ok := errors.AsType[*tools.ArgumentsError](err); ok {
+			// A typed tool refused its arguments before running.
+			return ToolOutcome{Code: CodeInvalidArguments, Message: err.Error()}
 		}
 		return ToolOutcome{Code: CodeToolError, Message: err.Error()}
 	}

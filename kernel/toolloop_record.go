@@ -287,6 +287,9 @@ type ToolLoopRecord struct {
 	Deadline       string   `json:"deadline,omitzero"`
 	MaxCostUSD     float64  `json:"maxCostUsd,omitzero"`
 	RequestedModel string   `json:"requestedModel,omitzero"`
+	// ProfileDigest is the identity of the profile the loop ran
+	// (ToolLoopOptions.Profile); absent for a loop without one.
+	ProfileDigest string `json:"profileDigest,omitzero"`
 	// The members below are set once the loop ended.
 	StopReason   StopReason `json:"stopReason,omitzero"`
 	Turns        *int       `json:"turns,omitzero"`
@@ -306,7 +309,8 @@ type ToolLoopRecord struct {
 func (l *toolLoop) doc() canonjson.Value {
 	o := &l.o
 	rec := ToolLoopRecord{System: o.System, PriorMessages: len(o.Prior), User: o.User, Tools: make([]string, len(o.Tools)),
-		MaxToolTurns: o.MaxToolTurns, StopOnRefusal: o.StopOnRefusal, MaxCostUSD: o.MaxCostUSD, RequestedModel: o.RequestedModel}
+		MaxToolTurns: o.MaxToolTurns, StopOnRefusal: o.StopOnRefusal, MaxCostUSD: o.MaxCostUSD, RequestedModel: o.RequestedModel,
+		ProfileDigest: l.profileDigest}
 	for i, t := range o.Tools {
 		rec.Tools[i] = t.Name
 	}

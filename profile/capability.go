@@ -3,6 +3,7 @@ package profile
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/agentrt/agentrt/harness"
 )
@@ -41,4 +42,21 @@ func CheckSystemPrompt(p *Profile, can harness.SystemPromptIntents) error {
 			Reason: "the provider cannot add to the harness's system prompt (systemPrompt.append is false)"})
 	}
 	return errors.Join(errs...)
+}
+
+// SystemMessage is the system message a harness with no system prompt of
+// its own (cli-base: a bare model call, the tool loop) sends for p: its
+// systemPrompt, then its appendSystemPrompt, joined by a blank line; ""
+// when both are absent or empty.
+func SystemMessage(p *Profile) string {
+	if p == nil || p.Prompt == nil {
+		return ""
+	}
+	var parts []string
+	for _, s := range []*string{p.Prompt.SystemPrompt, p.Prompt.AppendSystemPrompt} {
+		if s != nil && *s != "" {
+			parts = append(parts, *s)
+		}
+	}
+	return strings.Join(parts, "\n\n")
 }

@@ -21,6 +21,7 @@ var layers = map[string]int{
 	"candidate/": 1,
 
 	"providers/": 2,
+	"tools":      2,
 
 	"store":             3,
 	"store/":            3,

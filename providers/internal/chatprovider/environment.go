@@ -176,21 +176,11 @@ func (p *Provider) promptOf(in *contract.TurnInput) (string, error) {
 }
 
 // Messages is the transcript of a turn of profile pr: the system message
-// (the profile's systemPrompt, then its appendSystemPrompt, joined by a
-// blank line; none when both are empty), then the prompt.
+// (profile.SystemMessage; none when it is empty), then the prompt.
 func Messages(pr *profile.Profile, prompt string) []contract.ChatMessage {
 	var msgs []contract.ChatMessage
-	if pr != nil && pr.Prompt != nil {
-		var parts []string
-		for _, s := range []*string{pr.Prompt.SystemPrompt, pr.Prompt.AppendSystemPrompt} {
-			if s != nil && *s != "" {
-				parts = append(parts, *s)
-			}
-		}
-		if len(parts) > 0 {
-			sys := strings.Join(parts, "\n\n")
-			msgs = append(msgs, contract.ChatMessage{Role: contract.ChatSystem, Content: &sys})
-		}
+	if sys := profile.SystemMessage(pr); sys != "" {
+		msgs = append(msgs, contract.ChatMessage{Role: contract.ChatSystem, Content: &sys})
 	}
 	return append(msgs, contract.ChatMessage{Role: contract.ChatUser, Content: &prompt})
 }
