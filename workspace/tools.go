@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -61,6 +62,13 @@ func mustSchema(text string) canonjson.Value {
 	if err != nil {
 		panic("workspace: bad tool JSON Schema: " + err.Error())
 	}
+	// The identity arguments a model may send are accepted and ignored
+	// (see identityArgs), so a checker of the schema alone — the tool
+	// loop's — agrees with the tool's own rule; they are not advertised
+	// as properties.
+	v = v.With("patternProperties", canonjson.ObjectValue([]canonjson.Member{
+		{Name: "^(" + strings.Join(identityArgs, "|") + ")$", Value: canonjson.ObjectValue(nil)},
+	}))
 	if _, err := canonjson.Canonical(v); err != nil {
 		panic("workspace: bad tool JSON Schema: " + err.Error())
 	}
