@@ -124,7 +124,7 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 	sf.register(cmd)
 	cmd.Flags().StringVar(&task, "task", "", "the task to give the agent (required)")
 	cmd.Flags().StringVar(&providerName, "provider", "scripted", "provider to run on (scripted, openai, anthropic, claude-code, codex, opencode, remote)")
-	cmd.Flags().StringVar(&baseURL, "base-url", "", "the model endpoint of the openai, anthropic, claude-code, codex or opencode provider (default: the vendor's)")
+	cmd.Flags().StringVar(&baseURL, "base-url", "", "the model endpoint of the openai, anthropic, claude-code, codex or opencode provider (default: the vendor's), or the agentrt serve address of the remote provider")
 	cmd.Flags().StringVar(&openaiAPI, "openai-api", "", "the wire protocol of the openai provider: chat-completions or responses (default chat-completions)")
 	cmd.Flags().StringVar(&scriptPath, "script", "", "script for the scripted provider (default: answer every task)")
 	cmd.Flags().StringVar(&expect, "expect", "", "deliver only if the result contains this text")
