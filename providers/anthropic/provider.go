@@ -6,7 +6,7 @@ import (
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/harness"
-	"github.com/agentrt/agentrt/providers/internal/chatprovider"
+	"github.com/agentrt/agentrt/providers/chatprovider"
 )
 
 // DefaultName is the provider's name when ProviderOptions.Name is empty.
@@ -49,7 +49,7 @@ const ModelPrefix = "anthropic/"
 // Messages request of the profile's system prompt (systemPrompt, then
 // appendSystemPrompt, as the top-level system parameter) and the turn's
 // prompt. The environments, turn admission and events are the shared
-// cli-base provider's (providers/internal/chatprovider); this package
+// cli-base provider's (providers/chatprovider); this package
 // supplies the model per turn and its refusals. It declares live
 // streaming, the system prompt and usage — the API's stream always
 // carries usage; a counter it did not send stays unknown — and nothing

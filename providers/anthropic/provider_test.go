@@ -14,7 +14,7 @@ import (
 	"github.com/agentrt/agentrt/internal/transcript"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/anthropic"
-	"github.com/agentrt/agentrt/providers/internal/chatprovider/chatprovidertest"
+	"github.com/agentrt/agentrt/providers/chatprovider/chatprovidertest"
 )
 
 // terseProfile asks for the transcripts' model with the system prompt

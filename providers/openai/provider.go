@@ -10,7 +10,7 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/harness"
-	"github.com/agentrt/agentrt/providers/internal/chatprovider"
+	"github.com/agentrt/agentrt/providers/chatprovider"
 )
 
 // DefaultName is the provider's name when ProviderOptions.Name is empty.
@@ -79,7 +79,7 @@ func withEndpointDefaults(opts ProviderOptions) ProviderOptions {
 // environment is a profile bound to the endpoint, and each turn one
 // streamed chat completion (or Responses response, per Options.API) of
 // the profile's system prompt and the turn's prompt. The environments, turn admission and events are the shared
-// cli-base provider's (providers/internal/chatprovider); this package
+// cli-base provider's (providers/chatprovider); this package
 // supplies the model. It declares no optional ability (see Capabilities)
 // and is safe for concurrent use.
 type Provider struct {

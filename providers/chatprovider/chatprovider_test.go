@@ -13,7 +13,7 @@ import (
 	"github.com/agentrt/agentrt/contract/providertest"
 	"github.com/agentrt/agentrt/harness"
 	"github.com/agentrt/agentrt/profile"
-	"github.com/agentrt/agentrt/providers/internal/chatprovider"
+	"github.com/agentrt/agentrt/providers/chatprovider"
 )
 
 var errDestroyed = errors.New("fake: the environment was destroyed")
