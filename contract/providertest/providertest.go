@@ -972,6 +972,8 @@ func destroy(t TB, p contract.Provider, opts Options) {
 	for _, err := range env.Stream(context.Background(), &contract.TurnInput{Prompt: &afterDestroy}) {
 		if err == nil {
 			t.Error("a destroyed environment still streams a turn")
+		} else if !errors.Is(err, contract.ErrDestroyed) {
+			t.Errorf("a turn on a destroyed environment failed with %v, which does not wrap contract.ErrDestroyed", err)
 		}
 		break
 	}

@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/agentrt/agentrt/contract"
@@ -13,8 +12,8 @@ import (
 const DefaultName = "anthropic"
 
 // ErrDestroyed is matched by the error of a turn on a destroyed
-// environment.
-var ErrDestroyed = errors.New("anthropic: the environment was destroyed")
+// environment. It wraps contract.ErrDestroyed.
+var ErrDestroyed = fmt.Errorf("anthropic: %w", contract.ErrDestroyed)
 
 // ProviderOptions configure a Provider.
 type ProviderOptions struct {

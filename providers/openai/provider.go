@@ -2,7 +2,6 @@ package openai
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"strings"
@@ -17,8 +16,8 @@ import (
 const DefaultName = "openai"
 
 // ErrDestroyed is matched by the error of a turn on a destroyed
-// environment.
-var ErrDestroyed = errors.New("openai: the environment was destroyed")
+// environment. It wraps contract.ErrDestroyed.
+var ErrDestroyed = fmt.Errorf("openai: %w", contract.ErrDestroyed)
 
 // ProviderOptions configure a Provider.
 type ProviderOptions struct {
