@@ -22,4 +22,39 @@
 //
 // Contract types decode strictly through package schema and must not
 // import the runtime, stores or providers.
+//
+// # Writing a provider
+//
+// Of the many names here, a provider author needs about fifteen; the
+// rest are wire kinds for abilities a first provider does not declare.
+//
+//   - Provider (Name, Capabilities, Create) and Environment (ID,
+//     Provider, Name, Creation, Metadata, Capabilities, Status, Stream,
+//     Destroy): the two interfaces to implement.
+//   - Capabilities: the document Capabilities returns. Declare only what
+//     is enforced — StreamingCapabilities{Live: true} and, when the
+//     backend reports token usage, Usage — and implement an optional
+//     ability's interface exactly when its capability is declared
+//     (CheckExposure).
+//   - CreateInput and KeyedCreate: what Create receives, and the helper
+//     that gives it the idempotency-key contract (same input, same
+//     environment; a changed input refused; Forget on Destroy).
+//   - ProfileCapabilities and CheckProfileSupport: refuse, before anything
+//     exists, a profile the provider cannot apply.
+//   - TurnInput and EnvironmentEvent: what Stream receives and yields;
+//     StatusStreamEvent and NewStreamEvent for the events' normalized
+//     form, TokenUsage and UsageMode for an event's usage.
+//   - CompletedEvent, FailedEvent and CancelledEvent: the terminal event
+//     that ends every turn, exactly as EnvironmentEventTerminal reads it.
+//     A broken stream is an error yielded instead, never a terminal
+//     event.
+//   - ErrUnsupported and ErrDestroyed: what a refusal and a turn on a
+//     destroyed environment wrap.
+//
+// A model API that streams a chat completion need not implement
+// Environment at all: a ChatModel (ChatMessage in, ChatEvent out) and a
+// providers/chatprovider Config make the whole Provider. Either way,
+// package contract/providertest runs the conformance scenarios on it:
+// providertest.Run in a test, providertest.Check where there is no test
+// (see its example, a complete provider in about a hundred lines).
 package contract

@@ -55,5 +55,7 @@
 //
 // Probe runs one scenario under a recording test, so a provider's tests
 // can prove the suite has teeth: a provider broken in one rule must fail
-// the step that covers it.
+// the step that covers it. Check runs every scenario the same way with no
+// test at all, for a program or an Example (ExampleCheck is a complete
+// tiny provider).
 package providertest

@@ -264,7 +264,25 @@ func Probe(t *testing.T, name string, factory Factory, opts Options) Report {
 	if fn == nil {
 		t.Fatalf("providertest: no scenario %q", name)
 	}
-	p := factory(t)
+	return probe(t, fn, factory(t), opts)
+}
+
+// Check runs every scenario, as Run does, against a fresh provider from
+// newProvider each, under a recording test: it needs no *testing.T, so a
+// program or an Example can run the suite and print what it found. The
+// reports are keyed by scenario name (Names lists them in order).
+// Prefer Run in a test: it reports each failure where it happened.
+func Check(newProvider func() contract.Provider, opts Options) map[string]Report {
+	reports := make(map[string]Report, len(scenarios))
+	for _, s := range scenarios {
+		reports[s.name] = probe(nil, s.fn, newProvider(), opts)
+	}
+	return reports
+}
+
+// probe runs fn against p under a recorder whose parent test is t (nil
+// under Check).
+func probe(t testing.TB, fn func(TB, contract.Provider, Options), p contract.Provider, opts Options) Report {
 	rec := &recorder{TB: t, shared: &recording{}}
 	rec.run(func(r *recorder) { fn(r, p, opts) })
 	rec.shared.runCleanups()
@@ -309,11 +327,18 @@ type recorder struct {
 	failed, skipped bool
 }
 
-// run runs f on its own goroutine and waits for it.
+// run runs f on its own goroutine and waits for it. A panic fails the
+// step instead of ending the process (Check has no test to end).
 func (r *recorder) run(f func(*recorder)) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		defer func() {
+			if v := recover(); v != nil {
+				r.note("error", fmt.Sprintf("panic: %v", v))
+				r.markFailed()
+			}
+		}()
 		f(r)
 	}()
 	<-done
@@ -424,7 +449,12 @@ func (r *recorder) Cleanup(f func()) {
 }
 
 // Name implements testing.TB.
-func (r *recorder) Name() string { return r.TB.Name() + "/probe/" + r.path }
+func (r *recorder) Name() string {
+	if r.TB == nil {
+		return "providertest/" + r.path
+	}
+	return r.TB.Name() + "/probe/" + r.path
+}
 
 // waitTimeout bounds every wait of a scenario, so a provider that never
 // answers fails instead of hanging the suite.
@@ -972,6 +1002,8 @@ func destroy(t TB, p contract.Provider, opts Options) {
 	for _, err := range env.Stream(context.Background(), &contract.TurnInput{Prompt: &afterDestroy}) {
 		if err == nil {
 			t.Error("a destroyed environment still streams a turn")
+		} else if !errors.Is(err, contract.ErrDestroyed) {
+			t.Errorf("a turn on a destroyed environment failed with %v, which does not wrap contract.ErrDestroyed", err)
 		}
 		break
 	}

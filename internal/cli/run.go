@@ -195,22 +195,21 @@ func openProvider(name, scriptPath, baseURL, openaiAPI string) (contract.Provide
 		}
 		return p, nil
 	case "openai":
-		// OpenAI's own endpoint reports usage and wants bare model ids;
-		// another endpoint is not vouched for and gets the profile's id.
-		opts := openai.ProviderOptions{Options: openai.Options{API: openai.API(openaiAPI), BaseURL: baseURL, APIKey: os.Getenv("OPENAI_API_KEY")}}
-		if baseURL == "" {
-			opts.ReportsUsage, opts.StripModelPrefix = true, "openai/"
-		}
-		p, err := openai.NewProvider(opts)
+		// The provider knows OpenAI's own endpoint's rules (usage, bare
+		// model ids); another endpoint is not vouched for and gets the
+		// profile's id.
+		p, err := openai.NewProvider(openai.ProviderOptions{
+			Options: openai.Options{API: openai.API(openaiAPI), BaseURL: baseURL, APIKey: os.Getenv("OPENAI_API_KEY")},
+		})
 		if err != nil {
 			return nil, usage("%v", err)
 		}
 		return p, nil
 	case "anthropic":
-		// The Messages API always streams usage and wants bare model ids.
+		// The provider knows the Messages API's rules (usage, bare model
+		// ids) itself.
 		p, err := anthropic.NewProvider(anthropic.ProviderOptions{
-			Options:          anthropic.Options{BaseURL: baseURL, APIKey: os.Getenv("ANTHROPIC_API_KEY")},
-			StripModelPrefix: "anthropic/",
+			Options: anthropic.Options{BaseURL: baseURL, APIKey: os.Getenv("ANTHROPIC_API_KEY")},
 		})
 		if err != nil {
 			return nil, usage("%v", err)

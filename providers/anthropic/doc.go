@@ -21,7 +21,7 @@
 //
 // Provider (NewProvider) is harness cli-base over that model: the
 // environments, turn admission and canonical events are shared with every
-// direct model API (providers/internal/chatprovider); this package
+// direct model API (providers/chatprovider); this package
 // supplies a Model per turn (the profile's model, reasoningEffort as the
 // thinking budget, maxTotalOutputTokens as max_tokens) and its refusals.
 // It declares live streaming, the system prompt (a profile's systemPrompt

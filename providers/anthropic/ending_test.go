@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/providers/anthropic"
-	"github.com/agentrt/agentrt/providers/internal/chatprovider/chatprovidertest"
+	"github.com/agentrt/agentrt/providers/chatprovider/chatprovidertest"
 )
 
 // stream is a Messages API event stream: message_start with usage, the

@@ -1,20 +1,19 @@
 package anthropic
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/harness"
-	"github.com/agentrt/agentrt/providers/internal/chatprovider"
+	"github.com/agentrt/agentrt/providers/chatprovider"
 )
 
 // DefaultName is the provider's name when ProviderOptions.Name is empty.
 const DefaultName = "anthropic"
 
 // ErrDestroyed is matched by the error of a turn on a destroyed
-// environment.
-var ErrDestroyed = errors.New("anthropic: the environment was destroyed")
+// environment. It wraps contract.ErrDestroyed.
+var ErrDestroyed = fmt.Errorf("anthropic: %w", contract.ErrDestroyed)
 
 // ProviderOptions configure a Provider.
 type ProviderOptions struct {
@@ -28,18 +27,28 @@ type ProviderOptions struct {
 	// Name is the provider's name ("" is DefaultName); every environment
 	// and effectiveBackend it reports carries it.
 	Name string
-	// StripModelPrefix, when set ("anthropic/"), is removed from the
-	// front of a profile's or turn's model before it is sent: profiles
-	// name models as "provider/id", while the API wants the bare id.
+	// StripModelPrefix is removed from the front of a profile's or
+	// turn's model before it is sent: profiles name models as
+	// "provider/id", while the Messages API wants the bare id. "" is
+	// ModelPrefix, unless KeepModelPrefix is set.
 	StripModelPrefix string
+	// KeepModelPrefix sends a profile's model as it is, prefix and all
+	// (an endpoint that speaks the Messages API but names its models
+	// "provider/id" itself).
+	KeepModelPrefix bool
 }
+
+// ModelPrefix is the provider part of a profile's model id that names an
+// Anthropic model ("anthropic/claude-sonnet-4-5"); the Messages API gets
+// the id without it.
+const ModelPrefix = "anthropic/"
 
 // Provider is harness cli-base over the Anthropic Messages API: each
 // environment is a profile bound to the API, and each turn one streamed
 // Messages request of the profile's system prompt (systemPrompt, then
 // appendSystemPrompt, as the top-level system parameter) and the turn's
 // prompt. The environments, turn admission and events are the shared
-// cli-base provider's (providers/internal/chatprovider); this package
+// cli-base provider's (providers/chatprovider); this package
 // supplies the model per turn and its refusals. It declares live
 // streaming, the system prompt and usage — the API's stream always
 // carries usage; a counter it did not send stays unknown — and nothing
@@ -54,13 +63,17 @@ var _ contract.Provider = (*Provider)(nil)
 // NewProvider returns a provider over the API opts describe. It refuses
 // what NewModel refuses, except that Model may be empty: invalid options
 // match ErrInvalidOptions, a default effort the models cannot honour is
-// an *EffortError. Nothing is sent.
+// an *EffortError. Nothing is sent. A profile's ModelPrefix is stripped
+// unless opts say otherwise, so an API key is all a caller has to give.
 func NewProvider(opts ProviderOptions) (*Provider, error) {
 	o, err := opts.Options.resolve(false)
 	if err != nil {
 		return nil, err
 	}
 	opts.Options = o
+	if opts.StripModelPrefix == "" && !opts.KeepModelPrefix {
+		opts.StripModelPrefix = ModelPrefix
+	}
 	name := opts.Name
 	if name == "" {
 		name = DefaultName

@@ -1,6 +1,7 @@
 package anthropic_test
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"path/filepath"
@@ -13,7 +14,7 @@ import (
 	"github.com/agentrt/agentrt/internal/transcript"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/anthropic"
-	"github.com/agentrt/agentrt/providers/internal/chatprovider/chatprovidertest"
+	"github.com/agentrt/agentrt/providers/chatprovider/chatprovidertest"
 )
 
 // terseProfile asks for the transcripts' model with the system prompt
@@ -21,13 +22,13 @@ import (
 const terseProfile = `{"name":"terse","harness":"cli-base","model":{"provider":"anthropic","default":"anthropic/claude-sonnet-4-5-20250929"},"prompt":{"systemPrompt":"You are terse."}}`
 
 // newProvider returns a provider over baseURL whose default model is the
-// test model, with max_tokens 1024, sending a profile's "anthropic/…"
-// model as the bare id.
+// test model, with max_tokens 1024. It names no model prefix: sending a
+// profile's "anthropic/…" model as the bare id the transcripts expect is
+// the provider's own default.
 func newProvider(t testing.TB, baseURL string, hc *http.Client) *anthropic.Provider {
 	t.Helper()
 	p, err := anthropic.NewProvider(anthropic.ProviderOptions{
-		Options:          anthropic.Options{BaseURL: baseURL, APIKey: testKey, HTTPClient: hc, Model: testModel, MaxTokens: 1024},
-		StripModelPrefix: "anthropic/",
+		Options: anthropic.Options{BaseURL: baseURL, APIKey: testKey, HTTPClient: hc, Model: testModel, MaxTokens: 1024},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -254,3 +255,54 @@ func members(m map[string]canonjson.Value) []canonjson.Member {
 }
 
 // Cancelling the caller's context ends the turn with execution.cancelled.
+
+// sentModel is a transport that records the model of the one request it
+// receives and answers nothing.
+type sentModel struct{ model string }
+
+var errNotSent = errors.New("not sent")
+
+func (s *sentModel) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body struct {
+		Model string `json:"model"`
+	}
+	if err := json.NewDecoder(req.Body).Decode(&body); err != nil {
+		return nil, err
+	}
+	s.model = body.Model
+	return nil, errNotSent
+}
+
+// The "anthropic/" prefix goes by default; KeepModelPrefix sends the
+// profile's model as it is.
+func TestModelPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		keep bool
+		want string
+	}{
+		{"stripped by default", false, testModel},
+		{"kept when asked", true, anthropic.ModelPrefix + testModel},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := &sentModel{}
+			p, err := anthropic.NewProvider(anthropic.ProviderOptions{
+				Options:         anthropic.Options{APIKey: testKey, HTTPClient: &http.Client{Transport: rt}, MaxTokens: 1024, MaxRetries: -1},
+				KeepModelPrefix: tc.keep,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			env, err := p.Create(t.Context(), profileInput(t, terseProfile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := chatprovidertest.Collect(env.Stream(t.Context(), &contract.TurnInput{Prompt: str("Say hello.")})); err == nil {
+				t.Fatal("a turn whose request was never answered succeeded")
+			}
+			if rt.model != tc.want {
+				t.Errorf("sent model %q, want %q", rt.model, tc.want)
+			}
+		})
+	}
+}

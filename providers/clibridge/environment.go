@@ -21,8 +21,9 @@ import (
 // Errors of turn admission. Each is wrapped, and each refusal happens
 // before any process is spawned.
 var (
-	// ErrDestroyed: the environment was destroyed.
-	ErrDestroyed = errors.New("clibridge: environment was destroyed")
+	// ErrDestroyed: the environment was destroyed. It wraps
+	// contract.ErrDestroyed.
+	ErrDestroyed = fmt.Errorf("clibridge: %w", contract.ErrDestroyed)
 	// ErrBusy: the environment's current turn has not ended.
 	ErrBusy = errors.New("clibridge: the environment's current turn has not ended")
 	// ErrNoPrompt: the turn carries no prompt text.

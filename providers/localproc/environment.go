@@ -20,8 +20,8 @@ import (
 )
 
 // ErrDestroyed is wrapped by every operation on a destroyed environment
-// but Destroy.
-var ErrDestroyed = errors.New("localproc: the environment was destroyed")
+// but Destroy. It wraps contract.ErrDestroyed.
+var ErrDestroyed = fmt.Errorf("localproc: %w", contract.ErrDestroyed)
 
 // ErrPath is wrapped by the refusal of a path that is not absolute or
 // leaves the environment's root.

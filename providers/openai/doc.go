@@ -12,7 +12,7 @@
 // its events are canonical (execution.started, message.part.updated,
 // usage, then done, error or execution.cancelled). The environments, turn
 // admission and events are shared with every other direct model API
-// (providers/internal/chatprovider); this package supplies the model per
+// (providers/chatprovider); this package supplies the model per
 // turn, its refusals of a profile's model section, and the done event's
 // finishReason.
 //

@@ -2,22 +2,22 @@ package openai
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
+	"strings"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/harness"
-	"github.com/agentrt/agentrt/providers/internal/chatprovider"
+	"github.com/agentrt/agentrt/providers/chatprovider"
 )
 
 // DefaultName is the provider's name when ProviderOptions.Name is empty.
 const DefaultName = "openai"
 
 // ErrDestroyed is matched by the error of a turn on a destroyed
-// environment.
-var ErrDestroyed = errors.New("openai: the environment was destroyed")
+// environment. It wraps contract.ErrDestroyed.
+var ErrDestroyed = fmt.Errorf("openai: %w", contract.ErrDestroyed)
 
 // ProviderOptions configure a Provider.
 type ProviderOptions struct {
@@ -32,22 +32,53 @@ type ProviderOptions struct {
 	Name string
 	// ReportsUsage declares capability usage: the endpoint honours
 	// stream_options.include_usage (Responses: puts usage on the
-	// terminal response), as OpenAI's does. Leave it false for
-	// an endpoint that may not; its turns still forward any usage it
-	// sends, and usage it does not send stays unknown either way.
+	// terminal response). OpenAI's own endpoint (BaseURL "" or
+	// DefaultBaseURL) does, so NewProvider declares it there whatever
+	// this says. Leave it false for another endpoint that may not; its
+	// turns still forward any usage it sends, and usage it does not send
+	// stays unknown either way.
 	ReportsUsage bool
-	// StripModelPrefix, when set ("openai/"), is removed from the front
-	// of a profile's model before it is sent: profiles name models as
-	// "provider/id", while OpenAI's endpoint wants the bare id. The
-	// served model is compared with the profile's model by the kernel.
+	// StripModelPrefix, when set, is removed from the front of a
+	// profile's model before it is sent: profiles name models as
+	// "provider/id", while OpenAI's endpoint wants the bare id. On
+	// OpenAI's own endpoint "" means ModelPrefix; on another endpoint ""
+	// sends the profile's model as it is (the endpoint's ids are its
+	// own). The served model is compared with the profile's model by the
+	// kernel.
 	StripModelPrefix string
+}
+
+// ModelPrefix is the provider part of a profile's model id that names an
+// OpenAI model ("openai/gpt-5.2"); OpenAI's own endpoint gets the id
+// without it.
+const ModelPrefix = "openai/"
+
+// isOfficialEndpoint reports whether baseURL is OpenAI's own endpoint:
+// "" (Options.BaseURL's default) or DefaultBaseURL, with or without its
+// trailing slash.
+func isOfficialEndpoint(baseURL string) bool {
+	return baseURL == "" || strings.TrimSuffix(baseURL, "/") == strings.TrimSuffix(DefaultBaseURL, "/")
+}
+
+// withEndpointDefaults is opts with what OpenAI's own endpoint is known
+// to do: it reports usage when asked and wants bare model ids. Another
+// endpoint's options are returned as they are.
+func withEndpointDefaults(opts ProviderOptions) ProviderOptions {
+	if !isOfficialEndpoint(opts.BaseURL) {
+		return opts
+	}
+	opts.ReportsUsage = true
+	if opts.StripModelPrefix == "" {
+		opts.StripModelPrefix = ModelPrefix
+	}
+	return opts
 }
 
 // Provider is harness cli-base over an OpenAI-compatible endpoint: each
 // environment is a profile bound to the endpoint, and each turn one
 // streamed chat completion (or Responses response, per Options.API) of
 // the profile's system prompt and the turn's prompt. The environments, turn admission and events are the shared
-// cli-base provider's (providers/internal/chatprovider); this package
+// cli-base provider's (providers/chatprovider); this package
 // supplies the model. It declares no optional ability (see Capabilities)
 // and is safe for concurrent use.
 type Provider struct {
@@ -59,8 +90,12 @@ type Provider struct {
 var _ contract.Provider = (*Provider)(nil)
 
 // NewProvider returns a provider over the endpoint opts describe; it
-// refuses what New refuses.
+// refuses what New refuses. On OpenAI's own endpoint (opts.BaseURL ""
+// or DefaultBaseURL) it applies that endpoint's rules itself: usage is
+// declared and a profile's "openai/" prefix is stripped (see
+// ProviderOptions), so an API key is all a caller has to give.
 func NewProvider(opts ProviderOptions) (*Provider, error) {
+	opts = withEndpointDefaults(opts)
 	m, err := New(opts.Options)
 	if err != nil {
 		return nil, err

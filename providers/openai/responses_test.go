@@ -17,7 +17,7 @@ import (
 	"github.com/agentrt/agentrt/harness"
 	"github.com/agentrt/agentrt/internal/transcript"
 	"github.com/agentrt/agentrt/profile"
-	"github.com/agentrt/agentrt/providers/internal/chatprovider/chatprovidertest"
+	"github.com/agentrt/agentrt/providers/chatprovider/chatprovidertest"
 	"github.com/agentrt/agentrt/providers/openai"
 )
 

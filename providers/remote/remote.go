@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -317,7 +318,14 @@ type environment struct {
 	p        *Provider
 	doc      wire.Environment
 	creation contract.Creation
+	// destroyed: this handle's Destroy succeeded; its turns are refused
+	// without asking the server, which no longer knows the environment.
+	destroyed atomic.Bool
 }
+
+// ErrDestroyed is wrapped by the error of a turn on an environment
+// this handle destroyed. It wraps contract.ErrDestroyed.
+var ErrDestroyed = fmt.Errorf("remote: %w", contract.ErrDestroyed)
 
 func (e *environment) ID() string                  { return e.doc.ID }
 func (e *environment) Provider() string            { return e.doc.Provider }
@@ -362,7 +370,10 @@ func (e *environment) Destroy(ctx context.Context) error {
 	defer cancel()
 	_, attempts, err := e.p.call(ctx, http.MethodDelete, envPath(e.doc.ID), nil, true)
 	if attempts > 1 && errors.Is(err, wire.ErrNotFound) {
-		return nil
+		err = nil
+	}
+	if err == nil {
+		e.destroyed.Store(true)
 	}
 	return err
 }

@@ -21,6 +21,10 @@ import (
 // server.
 func (e *environment) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
 	return func(yield func(contract.EnvironmentEvent, error) bool) {
+		if e.destroyed.Load() {
+			yield(contract.EnvironmentEvent{}, fmt.Errorf("%w: %s", ErrDestroyed, e.doc.ID))
+			return
+		}
 		var input contract.TurnInput
 		if in != nil {
 			input = *in

@@ -156,7 +156,8 @@ func (st *envState) destroy() {
 }
 
 // ErrDestroyed is wrapped by every operation on a destroyed environment.
-var ErrDestroyed = errors.New("scripted: environment was destroyed")
+// It wraps contract.ErrDestroyed.
+var ErrDestroyed = fmt.Errorf("scripted: %w", contract.ErrDestroyed)
 
 func (st *envState) gone() error { return fmt.Errorf("%w: %s", ErrDestroyed, st.id) }
 

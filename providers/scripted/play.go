@@ -73,9 +73,14 @@ func status(s string, detail *string) *contract.StreamEvent {
 	return &e
 }
 
-func (pl *player) cancelled() {
-	pl.emit("execution.cancelled", map[string]canonjson.Value{"status": canonjson.StringValue("cancelled")}, status(contract.StreamStatusCancelled, nil), nil, "")
+// end yields the turn's terminal event e with its id.
+func (pl *player) end(e contract.EnvironmentEvent) {
+	id := pl.id()
+	e.ID = &id
+	pl.yield(e, nil)
 }
+
+func (pl *player) cancelled() { pl.end(contract.CancelledEvent(nil)) }
 
 // setText records the turn's text as the run's result text.
 func (pl *player) setText() {
@@ -120,21 +125,19 @@ func (pl *player) script(ctx context.Context, t Turn, model string) {
 		pl.cancelled()
 	default:
 		data := map[string]canonjson.Value{
-			"status":           canonjson.StringValue("completed"),
 			"text":             canonjson.StringValue(pl.text.String()),
 			"effectiveBackend": pl.backend(model),
 		}
 		if pl.result.IsValid() {
 			data["result"] = pl.result
 		}
-		pl.emit("done", data, status(contract.StreamStatusCompleted, nil), nil, "")
+		pl.end(contract.CompletedEvent(data))
 	}
 }
 
 // fail ends the turn with an in-band error event.
 func (pl *player) fail(msg, model string) {
-	data := map[string]canonjson.Value{"error": canonjson.StringValue(msg), "effectiveBackend": pl.backend(model)}
-	pl.emit("error", data, status(contract.StreamStatusFailed, &msg), nil, "")
+	pl.end(contract.FailedEvent(msg, map[string]canonjson.Value{"effectiveBackend": pl.backend(model)}))
 }
 
 func (pl *player) step(ctx context.Context, s Step) bool {

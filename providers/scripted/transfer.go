@@ -86,7 +86,7 @@ func (p *Provider) TransferContext(ctx context.Context, req *contract.ContextTra
 	}}
 	pl.emit("context.admitted", map[string]canonjson.Value{"contextDigest": canonjson.StringValue(transferred.Digest),
 		"messages": canonjson.NumberValue(float64(len(ids)))}, nil, nil, "")
-	pl.emit("done", map[string]canonjson.Value{"status": canonjson.StringValue("completed")}, status(contract.StreamStatusCompleted, nil), nil, "")
+	pl.end(contract.CompletedEvent(nil))
 	run.mu.Lock()
 	stored := receipt
 	run.receipt = &stored

@@ -3,6 +3,7 @@ package chatprovider_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"strings"
 	"sync/atomic"
@@ -13,10 +14,10 @@ import (
 	"github.com/agentrt/agentrt/contract/providertest"
 	"github.com/agentrt/agentrt/harness"
 	"github.com/agentrt/agentrt/profile"
-	"github.com/agentrt/agentrt/providers/internal/chatprovider"
+	"github.com/agentrt/agentrt/providers/chatprovider"
 )
 
-var errDestroyed = errors.New("fake: the environment was destroyed")
+var errDestroyed = fmt.Errorf("fake: %w", contract.ErrDestroyed)
 
 // fakeModel yields its events, then err when set; calls counts its
 // turns.
@@ -251,7 +252,7 @@ func TestDestroyed(t *testing.T) {
 		t.Errorf("status %s", s)
 	}
 	for _, err := range env.Stream(t.Context(), &contract.TurnInput{Prompt: str("Q")}) {
-		if !errors.Is(err, errDestroyed) {
+		if !errors.Is(err, errDestroyed) || !errors.Is(err, contract.ErrDestroyed) {
 			t.Errorf("err %v", err)
 		}
 	}
@@ -263,6 +264,13 @@ func TestDestroyed(t *testing.T) {
 func TestNewRequiresTheVendorParts(t *testing.T) {
 	if _, err := chatprovider.New(chatprovider.Config{Name: "x"}); err == nil {
 		t.Error("no error")
+	}
+	dispatch := func(chatprovider.Settings) (chatprovider.Turn, error) { return chatprovider.Turn{}, nil }
+	if _, err := chatprovider.New(chatprovider.Config{Name: "x", Vendor: "x", Dispatch: dispatch, ErrDestroyed: errors.New("x: gone")}); err == nil {
+		t.Error("an ErrDestroyed that does not wrap contract.ErrDestroyed was accepted")
+	}
+	if _, err := chatprovider.New(chatprovider.Config{Name: "x", Vendor: "x", Dispatch: dispatch}); err != nil {
+		t.Errorf("no ErrDestroyed: %v", err)
 	}
 }
 

@@ -25,7 +25,8 @@ type Config struct {
 	// usage. Turns forward whatever usage the model reports either way.
 	Usage bool
 	// ErrDestroyed is matched by the error of a turn on a destroyed
-	// environment.
+	// environment; it must wrap contract.ErrDestroyed (nil is
+	// contract.ErrDestroyed itself).
 	ErrDestroyed error
 	// CheckEffort, when set, refuses a profile's reasoning effort ("" is
 	// none) the vendor cannot honour under the profile's
@@ -112,11 +113,18 @@ type Provider struct {
 
 var _ contract.Provider = (*Provider)(nil)
 
-// New returns a provider configured by cfg; Name, Vendor, ErrDestroyed
-// and Dispatch are required.
+// New returns a provider configured by cfg; Name, Vendor and Dispatch
+// are required, and an ErrDestroyed that does not wrap
+// contract.ErrDestroyed is refused.
 func New(cfg Config) (*Provider, error) {
-	if cfg.Name == "" || cfg.Vendor == "" || cfg.ErrDestroyed == nil || cfg.Dispatch == nil {
-		return nil, errors.New("chatprovider: Name, Vendor, ErrDestroyed and Dispatch are required")
+	if cfg.Name == "" || cfg.Vendor == "" || cfg.Dispatch == nil {
+		return nil, errors.New("chatprovider: Name, Vendor and Dispatch are required")
+	}
+	if cfg.ErrDestroyed == nil {
+		cfg.ErrDestroyed = contract.ErrDestroyed
+	}
+	if !errors.Is(cfg.ErrDestroyed, contract.ErrDestroyed) {
+		return nil, errors.New("chatprovider: ErrDestroyed must wrap contract.ErrDestroyed")
 	}
 	return &Provider{cfg: cfg}, nil
 }

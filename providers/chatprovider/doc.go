@@ -1,6 +1,8 @@
 // Package chatprovider is harness cli-base over any contract.ChatModel:
 // the contract.Provider and contract.Environment that every direct model
-// API (providers/openai, providers/anthropic) shares. A vendor package
+// API (providers/openai, providers/anthropic) shares, and that a provider
+// for another model API written outside this module reuses the same way
+// (a ChatModel and a Config are all it writes). A vendor package
 // supplies a Config — its name, its error prefix, whether its streams
 // report usage, its default model and model-id prefix, the reasoning
 // efforts it refuses (CheckEffort), and a Dispatch factory that

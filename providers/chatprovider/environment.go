@@ -211,6 +211,12 @@ func (t *turnPlay) emit(yield func(contract.EnvironmentEvent, error) bool, typ s
 	return yield(contract.EnvironmentEvent{Type: typ, Data: data, ID: t.id(), Normalized: norm}, nil)
 }
 
+// end yields the turn's terminal event e with its id.
+func (t *turnPlay) end(yield func(contract.EnvironmentEvent, error) bool, e contract.EnvironmentEvent) {
+	e.ID = t.id()
+	yield(e, nil)
+}
+
 func status(s string, detail *string) *contract.StreamEvent {
 	e := contract.StatusStreamEvent(s, detail)
 	return &e
@@ -226,14 +232,11 @@ func (t *turnPlay) play(ctx context.Context, yield func(contract.EnvironmentEven
 			// its end were yielded as they came; the terminal event
 			// repeats the served model, as every terminal event does.
 			if errors.Is(context.Cause(ctx), errTurnTimeout) {
-				msg := errTurnTimeout.Error()
-				t.emit(yield, "error", map[string]canonjson.Value{"error": canonjson.StringValue(msg), "effectiveBackend": t.backend()},
-					status(contract.StreamStatusFailed, &msg))
+				t.end(yield, contract.FailedEvent(errTurnTimeout.Error(), map[string]canonjson.Value{"effectiveBackend": t.backend()}))
 				return
 			}
 			if ctx.Err() != nil {
-				t.emit(yield, "execution.cancelled", map[string]canonjson.Value{"status": canonjson.StringValue("cancelled"), "effectiveBackend": t.backend()},
-					status(contract.StreamStatusCancelled, nil))
+				t.end(yield, contract.CancelledEvent(map[string]canonjson.Value{"effectiveBackend": t.backend()}))
 				return
 			}
 			yield(contract.EnvironmentEvent{}, err)
@@ -245,24 +248,23 @@ func (t *turnPlay) play(ctx context.Context, yield func(contract.EnvironmentEven
 	}
 	backend := t.backend()
 	if t.failure != "" {
-		data := map[string]canonjson.Value{"error": canonjson.StringValue(t.failure), "effectiveBackend": backend}
+		data := map[string]canonjson.Value{"effectiveBackend": backend}
 		if t.stopReason != "" {
 			// The model ended the turn itself, so its usage is final
 			// (kernel.StopReasonMember).
 			data["stopReason"] = canonjson.StringValue(t.stopReason)
 		}
-		t.emit(yield, "error", data, status(contract.StreamStatusFailed, &t.failure))
+		t.end(yield, contract.FailedEvent(t.failure, data))
 		return
 	}
 	data := map[string]canonjson.Value{
-		"status":           canonjson.StringValue("completed"),
 		"text":             canonjson.StringValue(t.text.String()),
 		"effectiveBackend": backend,
 	}
 	if t.turn.Done != nil {
 		t.turn.Done(data)
 	}
-	t.emit(yield, "done", data, status(contract.StreamStatusCompleted, nil))
+	t.end(yield, contract.CompletedEvent(data))
 }
 
 // event turns one chat event into environment events.
