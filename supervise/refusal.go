@@ -1,0 +1,98 @@
+package supervise
+
+import (
+	"errors"
+	"strconv"
+)
+
+// Code is a spawn refusal's spec code (§3.6 "Rejections" and
+// "Continuity").
+type Code string
+
+// The refusal codes of §3.6.
+const (
+	// CodeUSDUnbudgeted: dollars were requested from a root without a
+	// dollar ceiling; retrying smaller never helps.
+	CodeUSDUnbudgeted Code = "usd-unbudgeted"
+	// CodeBudgetExhausted: the merged reservation does not fit what is
+	// free, the dollar balance is unknowable, or the deadline passed.
+	CodeBudgetExhausted Code = "budget-exhausted"
+	// CodeDepthExceeded: the child would sit deeper than MaxDepth.
+	CodeDepthExceeded Code = "depth-exceeded"
+	// CodeDuplicateKey: the key's earlier spawn is still live.
+	CodeDuplicateKey Code = "duplicate-key"
+	// CodeInDoubt: the key's earlier spawn started and its outcome is
+	// unknown; recover that exact execution first.
+	CodeInDoubt Code = "in-doubt"
+	// CodeInvalidIdentity: the request names no profile, an unknown or
+	// settled parent, a malformed key or label, or a model outside
+	// AllowedModels.
+	CodeInvalidIdentity Code = "invalid-identity"
+	// CodeKeyConflict: the key was used before with a different request.
+	CodeKeyConflict Code = "key-conflict"
+	// CodeMaxLiveWorkers: MaxLiveWorkers nodes are live; checked before
+	// any reservation.
+	CodeMaxLiveWorkers Code = "max-live-workers"
+	// CodeScopeAborted: the scope was aborted.
+	CodeScopeAborted Code = "scope-aborted"
+	// CodeScopeSettled: the driver already returned (Close).
+	CodeScopeSettled Code = "scope-settled"
+	// CodePreflightRefused: AuthorizeSpawn, Preflight or request
+	// validation refused; Cause says which.
+	CodePreflightRefused Code = "preflight-refused"
+	// CodeResumeNoPrior: continuity resume with no settled worker to
+	// re-attach to.
+	CodeResumeNoPrior Code = "resume-no-prior"
+	// CodeResumeWhileLive: continuity resume while a worker of that label
+	// is live (steer is the live channel).
+	CodeResumeWhileLive Code = "resume-while-live"
+	// CodeResumeWithKey: continuity resume combined with an idempotency
+	// key.
+	CodeResumeWithKey Code = "resume-with-key"
+)
+
+// Refusal is a refused spawn. A refusal changes nothing in the scope or
+// its pool. Like a reply it carries Live and FreeSlots.
+type Refusal struct {
+	Code Code
+	// Cause refines Code (preflight-refused: "not-authorized",
+	// "preflight", "invalid-budget"; budget-exhausted: the ledger channel,
+	// "usd-tainted" or "deadline").
+	Cause string
+	// Detail is a human-readable explanation.
+	Detail string
+	// Live is the number of live nodes; FreeSlots is nil when
+	// MaxLiveWorkers is not set.
+	Live      int
+	FreeSlots *int
+	// Err is the underlying error (a ledger error or a hook's), if any.
+	Err error
+}
+
+func (r *Refusal) Error() string {
+	s := "supervise: spawn refused: " + string(r.Code)
+	if r.Cause != "" {
+		s += " (" + r.Cause + ")"
+	}
+	if r.Detail != "" {
+		s += ": " + r.Detail
+	}
+	s += " [live " + strconv.Itoa(r.Live)
+	if r.FreeSlots != nil {
+		s += ", free slots " + strconv.Itoa(*r.FreeSlots)
+	}
+	return s + "]"
+}
+
+// Unwrap returns the underlying error.
+func (r *Refusal) Unwrap() error { return r.Err }
+
+// CodeOf returns the refusal code carried by err, if err is or wraps a
+// *Refusal.
+func CodeOf(err error) (Code, bool) {
+	var r *Refusal
+	if errors.As(err, &r) {
+		return r.Code, true
+	}
+	return "", false
+}

@@ -1,0 +1,621 @@
+package supervise
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"unicode"
+
+	"github.com/agentrt/agentrt/ledger"
+)
+
+// Continuity says whether a spawn starts a fresh worker or re-attaches to
+// the session of its label's latest settled worker (§3.6 "Continuity").
+type Continuity string
+
+// Continuity modes; the zero value is fresh.
+const (
+	ContinuityFresh  Continuity = ""
+	ContinuityResume Continuity = "resume"
+)
+
+// Resumed says how a keyed spawn related to an earlier spawn of its key.
+type Resumed string
+
+// Resumed values (§3.6 "Keyed spawns").
+const (
+	// ResumedNone: the key was new (or the spawn was not keyed).
+	ResumedNone Resumed = ""
+	// ResumedCompleted: the key's earlier spawn is done; the reply
+	// returns its settlement and nothing runs or spends.
+	ResumedCompleted Resumed = "completed"
+	// ResumedRetried: the key's earlier spawn went down; a fresh node
+	// was admitted and PriorWorker names the earlier one.
+	ResumedRetried Resumed = "retried"
+)
+
+// DefaultRootID is the root's id when Options.RootID is empty.
+const DefaultRootID NodeID = "root"
+
+// Options configures a Scope. The zero value admits any number of
+// workers at any depth, each reserving only what its request asks.
+type Options struct {
+	// RootID is the root node's id (a run id); DefaultRootID when empty.
+	RootID NodeID
+	// PerWorker is the default reservation; a request's budget overrides
+	// it field by field (and resource by resource).
+	PerWorker ledger.Budget
+	// MaxLiveWorkers caps the live nodes of the whole tree; 0 is no cap.
+	// It is checked before any reservation.
+	MaxLiveWorkers int
+	// MaxDepth caps a node's depth (the root's children are depth 1);
+	// 0 is no cap.
+	MaxDepth int
+	// AllowedModels, when not empty, is the only models a request may
+	// name (an empty request model defers to the profile and passes).
+	AllowedModels []string
+	// AuthorizeSpawn, when set, may refuse a request by returning an
+	// error (preflight-refused, cause "not-authorized"). It runs with the
+	// scope locked and must not call back into the scope.
+	AuthorizeSpawn func(SpawnRequest) error
+	// Preflight, when set, may refuse a request by returning an error
+	// (preflight-refused, cause "preflight"). Same rules as
+	// AuthorizeSpawn.
+	Preflight func(SpawnRequest) error
+}
+
+// SpawnRequest asks for one worker.
+type SpawnRequest struct {
+	// Parent is the spawning node; empty means the root.
+	Parent NodeID
+	// Label names the worker among its siblings (continuity resumes by
+	// it; the profile name stands in when it is empty).
+	Label   string
+	Profile string
+	Model   string
+	Task    string
+	// Key, when set, makes the spawn idempotent: the same key with the
+	// same request replays, with a different request conflicts.
+	Key        string
+	Budget     ledger.Budget
+	Continuity Continuity
+}
+
+// SpawnReply is an admitted (or replayed) spawn.
+type SpawnReply struct {
+	Node NodeID
+	Seq  int
+	// Assignment is "key:<k>" or "ordinal:<n>".
+	Assignment string
+	// Reserved is the merged ceiling reserved for the node.
+	Reserved ledger.Budget
+	Resumed  Resumed
+	// PriorWorker and PriorReason name the earlier spawn of the key when
+	// Resumed is retried.
+	PriorWorker NodeID
+	PriorReason string
+	// ResumeOf is the settled worker a continuity-resume spawn
+	// re-attaches to.
+	ResumeOf NodeID
+	// Settlement is the earlier settlement when Resumed is completed.
+	Settlement *Settlement
+	// Live counts live nodes after the spawn; FreeSlots is nil when
+	// MaxLiveWorkers is not set.
+	Live      int
+	FreeSlots *int
+}
+
+// Result is how a node ended: a terminal state and what it spent. A nil
+// spend quantity is unknown and is charged at the node's ceiling.
+type Result struct {
+	State  State
+	Spent  ledger.Spend
+	Reason string
+}
+
+// Settlement is a node's recorded end. Order counts settlements in the
+// order they were recorded.
+type Settlement struct {
+	Node   NodeID
+	Seq    int
+	Order  int
+	State  State
+	Spent  ledger.Spend
+	Reason string
+}
+
+// NodeInfo is a read-only view of one node.
+type NodeInfo struct {
+	ID, Parent                 NodeID
+	Seq, Depth                 int
+	Label, Profile, Model, Key string
+	State                      State
+	Reserved                   ledger.Budget
+	ResumeOf                   NodeID
+	// InDoubt: the node's outcome is unknown; it is charged at its
+	// ceiling and its key refuses in-doubt.
+	InDoubt bool
+	// NeverSettled: the scope closed while the node was live; it is
+	// charged at its ceiling.
+	NeverSettled bool
+	Settlement   *Settlement
+}
+
+type node struct {
+	NodeInfo
+	ticket *ledger.Ticket
+	canon  string
+}
+
+func (n *node) live() bool { return n.State.Live() && !n.InDoubt && !n.NeverSettled }
+
+// Scope is the conserved budget scope of one supervised tree. It is safe
+// for concurrent use.
+type Scope struct {
+	mu      sync.Mutex
+	pool    *ledger.Pool
+	opts    Options
+	root    NodeID
+	nodes   map[NodeID]*node
+	order   []*node
+	keys    map[string]*node
+	seq     int
+	ordinal int
+	settled int
+	live    int
+	aborted bool
+	closed  bool
+	allowed map[string]bool
+}
+
+// ErrInvalidOptions: New was given a nil pool or a negative cap.
+var ErrInvalidOptions = errors.New("supervise: invalid scope options")
+
+// New returns a scope drawing from pool.
+func New(pool *ledger.Pool, opts Options) (*Scope, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("%w: nil pool", ErrInvalidOptions)
+	}
+	if opts.MaxLiveWorkers < 0 || opts.MaxDepth < 0 {
+		return nil, fmt.Errorf("%w: negative MaxLiveWorkers or MaxDepth", ErrInvalidOptions)
+	}
+	root := opts.RootID
+	if root == "" {
+		root = DefaultRootID
+	}
+	if !validName(string(root)) {
+		return nil, fmt.Errorf("%w: root id %q", ErrInvalidOptions, root)
+	}
+	s := &Scope{pool: pool, opts: opts, root: root, nodes: map[NodeID]*node{}, keys: map[string]*node{}}
+	if len(opts.AllowedModels) > 0 {
+		s.allowed = map[string]bool{}
+		for _, m := range opts.AllowedModels {
+			s.allowed[m] = true
+		}
+	}
+	return s, nil
+}
+
+// Root returns the root node's id.
+func (s *Scope) Root() NodeID { return s.root }
+
+func validName(v string) bool {
+	for _, r := range v {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Scope) freeSlotsLocked() *int {
+	if s.opts.MaxLiveWorkers == 0 {
+		return nil
+	}
+	f := max(s.opts.MaxLiveWorkers-s.live, 0)
+	return &f
+}
+
+func (s *Scope) refuse(code Code, cause, detail string, err error) *Refusal {
+	return &Refusal{Code: code, Cause: cause, Detail: detail, Live: s.live, FreeSlots: s.freeSlotsLocked(), Err: err}
+}
+
+// canonical is the request as compared for idempotency keys.
+type canonical struct {
+	Parent     NodeID
+	Label      string
+	Profile    string
+	Model      string
+	Task       string
+	Budget     ledger.Budget
+	Continuity Continuity
+}
+
+// Spawn admits a worker or refuses it. Fences run in this order, and a
+// refusal at any of them changes nothing:
+//
+//  1. scope state: scope-settled, scope-aborted;
+//  2. identity: invalid-identity (no profile, unknown or settled parent,
+//     control characters in label or key, a model outside AllowedModels);
+//  3. the key: key-conflict, in-doubt, duplicate-key, or a replay of a
+//     completed key (no new node, no spend);
+//  4. max-live-workers (before any reservation);
+//  5. depth-exceeded;
+//  6. continuity: resume-with-key, resume-while-live, resume-no-prior;
+//  7. AuthorizeSpawn, then Preflight: preflight-refused;
+//  8. the budget, merged over PerWorker and reserved from the pool:
+//     usd-unbudgeted, budget-exhausted, preflight-refused (invalid
+//     budget).
+//
+// An admitted node is pending with id "<parent>:s<seq>".
+func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return SpawnReply{}, s.refuse(CodeScopeSettled, "", "the driver already returned", nil)
+	}
+	if s.aborted {
+		return SpawnReply{}, s.refuse(CodeScopeAborted, "", "the scope was aborted", nil)
+	}
+
+	// 2. identity.
+	if req.Parent == "" {
+		req.Parent = s.root
+	}
+	depth := 1
+	if req.Parent != s.root {
+		p, ok := s.nodes[req.Parent]
+		if !ok {
+			return SpawnReply{}, s.refuse(CodeInvalidIdentity, "unknown-parent", string(req.Parent), nil)
+		}
+		if !p.live() {
+			return SpawnReply{}, s.refuse(CodeInvalidIdentity, "parent-not-live", string(req.Parent), nil)
+		}
+		depth = p.Depth + 1
+	}
+	if req.Profile == "" {
+		return SpawnReply{}, s.refuse(CodeInvalidIdentity, "no-profile", "a spawn names its profile", nil)
+	}
+	if !validName(req.Label) || !validName(req.Key) || !validName(req.Profile) {
+		return SpawnReply{}, s.refuse(CodeInvalidIdentity, "control-characters", "label, key and profile must be printable", nil)
+	}
+	if s.allowed != nil && req.Model != "" && !s.allowed[req.Model] {
+		return SpawnReply{}, s.refuse(CodeInvalidIdentity, "model-not-allowed", req.Model, nil)
+	}
+	if req.Continuity != ContinuityFresh && req.Continuity != ContinuityResume {
+		return SpawnReply{}, s.refuse(CodeInvalidIdentity, "continuity", string(req.Continuity), nil)
+	}
+
+	// 3. the key.
+	var canon string
+	var prior *node
+	if req.Key != "" {
+		b, err := json.Marshal(canonical{req.Parent, req.Label, req.Profile, req.Model, req.Task, req.Budget, req.Continuity})
+		if err != nil {
+			return SpawnReply{}, s.refuse(CodePreflightRefused, "invalid-request", err.Error(), err)
+		}
+		canon = string(b)
+		if k, ok := s.keys[req.Key]; ok {
+			switch {
+			case k.canon != canon:
+				return SpawnReply{}, s.refuse(CodeKeyConflict, "", "key "+req.Key+" was used by "+string(k.ID)+" with a different request", nil)
+			case k.InDoubt || k.NeverSettled:
+				return SpawnReply{}, s.refuse(CodeInDoubt, "", string(k.ID)+" started without a terminal receipt", nil)
+			case k.live():
+				return SpawnReply{}, s.refuse(CodeDuplicateKey, "", string(k.ID)+" is live", nil)
+			case k.State == StateDone:
+				st := *k.Settlement
+				return SpawnReply{Node: k.ID, Seq: k.Seq, Assignment: "key:" + req.Key, Reserved: k.Reserved,
+					Resumed: ResumedCompleted, ResumeOf: k.ResumeOf, Settlement: &st, Live: s.live, FreeSlots: s.freeSlotsLocked()}, nil
+			default:
+				prior = k
+			}
+		}
+	}
+
+	// 4. live workers.
+	if s.opts.MaxLiveWorkers > 0 && s.live >= s.opts.MaxLiveWorkers {
+		return SpawnReply{}, s.refuse(CodeMaxLiveWorkers, "", strconv.Itoa(s.live)+" of "+strconv.Itoa(s.opts.MaxLiveWorkers)+" live", nil)
+	}
+
+	// 5. depth.
+	if s.opts.MaxDepth > 0 && depth > s.opts.MaxDepth {
+		return SpawnReply{}, s.refuse(CodeDepthExceeded, "", "depth "+strconv.Itoa(depth)+" > "+strconv.Itoa(s.opts.MaxDepth), nil)
+	}
+
+	// 6. continuity.
+	var resumeOf NodeID
+	if req.Continuity == ContinuityResume {
+		if req.Key != "" {
+			return SpawnReply{}, s.refuse(CodeResumeWithKey, "", "a resume re-attaches to a settled worker; keys name fresh work", nil)
+		}
+		label := labelOf(req.Label, req.Profile)
+		for _, n := range slices.Backward(s.order) {
+			if n.Parent != req.Parent || labelOf(n.Label, n.Profile) != label {
+				continue
+			}
+			if n.live() {
+				return SpawnReply{}, s.refuse(CodeResumeWhileLive, "", string(n.ID)+" is live; steer it instead", nil)
+			}
+			if resumeOf == "" && n.Settlement != nil {
+				resumeOf = n.ID
+			}
+		}
+		if resumeOf == "" {
+			return SpawnReply{}, s.refuse(CodeResumeNoPrior, "", "no settled worker labelled "+label, nil)
+		}
+	}
+
+	// 7. authorization and preflight.
+	if h := s.opts.AuthorizeSpawn; h != nil {
+		if err := h(req); err != nil {
+			return SpawnReply{}, s.refuse(CodePreflightRefused, "not-authorized", err.Error(), err)
+		}
+	}
+	if h := s.opts.Preflight; h != nil {
+		if err := h(req); err != nil {
+			return SpawnReply{}, s.refuse(CodePreflightRefused, "preflight", err.Error(), err)
+		}
+	}
+
+	// 8. budget.
+	budget := mergeBudget(req.Budget, s.opts.PerWorker)
+	ticket, err := s.pool.Reserve(budget)
+	if err != nil {
+		return SpawnReply{}, s.reserveRefusal(err)
+	}
+
+	s.seq++
+	n := &node{NodeInfo: NodeInfo{ID: ChildID(req.Parent, s.seq), Parent: req.Parent, Seq: s.seq, Depth: depth,
+		Label: req.Label, Profile: req.Profile, Model: req.Model, Key: req.Key, State: StatePending,
+		Reserved: budget, ResumeOf: resumeOf}, ticket: ticket, canon: canon}
+	s.nodes[n.ID] = n
+	s.order = append(s.order, n)
+	s.live++
+	reply := SpawnReply{Node: n.ID, Seq: n.Seq, Reserved: budget, ResumeOf: resumeOf}
+	if req.Key != "" {
+		s.keys[req.Key] = n
+		reply.Assignment = "key:" + req.Key
+	} else {
+		s.ordinal++
+		reply.Assignment = "ordinal:" + strconv.Itoa(s.ordinal)
+	}
+	if prior != nil {
+		reply.Resumed, reply.PriorWorker = ResumedRetried, prior.ID
+		reply.PriorReason = string(prior.State)
+		if prior.Settlement != nil && prior.Settlement.Reason != "" {
+			reply.PriorReason = prior.Settlement.Reason
+		}
+	}
+	reply.Live, reply.FreeSlots = s.live, s.freeSlotsLocked()
+	return reply, nil
+}
+
+func labelOf(label, profile string) string {
+	if label != "" {
+		return label
+	}
+	return profile
+}
+
+func (s *Scope) reserveRefusal(err error) *Refusal {
+	var ex *ledger.ExhaustedError
+	switch {
+	case errors.As(err, &ex):
+		return s.refuse(CodeBudgetExhausted, ex.Channel, ex.Error(), err)
+	case errors.Is(err, ledger.ErrUSDUnbudgeted):
+		return s.refuse(CodeUSDUnbudgeted, "", "the root has no dollar ceiling", err)
+	case errors.Is(err, ledger.ErrUSDTainted):
+		return s.refuse(CodeBudgetExhausted, "usd-tainted", err.Error(), err)
+	case errors.Is(err, ledger.ErrDeadline):
+		return s.refuse(CodeBudgetExhausted, "deadline", err.Error(), err)
+	default:
+		return s.refuse(CodePreflightRefused, "invalid-budget", err.Error(), err)
+	}
+}
+
+// mergeBudget overlays over on base field by field, copying every value
+// so the reservation never aliases the caller's memory.
+func mergeBudget(over, base ledger.Budget) ledger.Budget {
+	pick := func(o, b *int64) *int64 {
+		if o == nil {
+			o = b
+		}
+		if o == nil {
+			return nil
+		}
+		v := *o
+		return &v
+	}
+	out := ledger.Budget{Tokens: pick(over.Tokens, base.Tokens), Iterations: pick(over.Iterations, base.Iterations),
+		MicroUSD: pick(over.MicroUSD, base.MicroUSD)}
+	if len(over.Resources)+len(base.Resources) > 0 {
+		out.Resources = maps.Clone(base.Resources)
+		if out.Resources == nil {
+			out.Resources = map[string]int64{}
+		}
+		maps.Copy(out.Resources, over.Resources)
+	}
+	return out
+}
+
+func (s *Scope) liveNode(id NodeID) (*node, error) {
+	if s.closed {
+		return nil, ErrScopeClosed
+	}
+	n, ok := s.nodes[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownNode, id)
+	}
+	return n, nil
+}
+
+// Transition moves a live node to a non-terminal state (acquiring,
+// running, waiting). Terminal states are reached by Settle, which
+// accounts for the spend.
+func (s *Scope) Transition(id NodeID, to State) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, err := s.liveNode(id)
+	if err != nil {
+		return err
+	}
+	if to.Terminal() || !n.live() || !n.State.CanTransition(to) {
+		return &TransitionError{Node: id, From: n.State, To: to}
+	}
+	n.State = to
+	return nil
+}
+
+// Settle records how a live node ended: its observed spend is committed
+// and the rest of its reservation freed; a channel whose spend is
+// unknown (nil) is charged at the node's ceiling and named in the spend
+// gaps. The node's slot is freed. A negative quantity is treated as
+// unknown and reported as a wrapped ledger.ErrInvalid after the node has
+// settled.
+func (s *Scope) Settle(id NodeID, r Result) (Settlement, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, err := s.liveNode(id)
+	if err != nil {
+		return Settlement{}, err
+	}
+	if !r.State.Terminal() || !n.live() || !n.State.CanTransition(r.State) {
+		return Settlement{}, &TransitionError{Node: id, From: n.State, To: r.State}
+	}
+	spent := cloneSpend(r.Spent)
+	settleErr := s.pool.Settle(n.ticket, spent)
+	if settleErr != nil {
+		spent = dropNegative(spent)
+	}
+	s.settled++
+	st := Settlement{Node: id, Seq: n.Seq, Order: s.settled, State: r.State, Spent: spent, Reason: r.Reason}
+	n.State, n.Settlement, n.ticket = r.State, &st, nil
+	s.live--
+	return st, settleErr
+}
+
+// Cancel settles a live node as cancelled with what it was observed to
+// spend.
+func (s *Scope) Cancel(id NodeID, spent ledger.Spend) (Settlement, error) {
+	return s.Settle(id, Result{State: StateCancelled, Spent: spent, Reason: "cancelled"})
+}
+
+// MarkInDoubt records that a live node's outcome is unknown (its executor
+// was lost before a terminal receipt): it is charged at its ceiling,
+// leaves the live count, stays named in the spend gaps, and its key
+// refuses in-doubt until the exact execution is recovered.
+func (s *Scope) MarkInDoubt(id NodeID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, err := s.liveNode(id)
+	if err != nil {
+		return err
+	}
+	if !n.live() {
+		return &TransitionError{Node: id, From: n.State, To: n.State}
+	}
+	_ = s.pool.Settle(n.ticket, ledger.Spend{}) // all unknown: charged in full; cannot fail on an open ticket
+	n.ticket, n.InDoubt = nil, true
+	s.live--
+	return nil
+}
+
+// Abort refuses every later spawn (scope-aborted). Live nodes keep their
+// reservations until they settle.
+func (s *Scope) Abort() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.aborted = true
+}
+
+// Close settles the scope: the driver has returned. Every later spawn is
+// refused scope-settled, every node still live is charged at its
+// ceiling and marked never-settled, and the final totals are returned.
+func (s *Scope) Close() Totals {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		for _, n := range s.order {
+			if n.live() {
+				_ = s.pool.Settle(n.ticket, ledger.Spend{}) // charged in full
+				n.ticket, n.NeverSettled = nil, true
+				s.live--
+			}
+		}
+	}
+	return s.totalsLocked()
+}
+
+// Aborted reports whether Abort was called; Closed whether Close was.
+func (s *Scope) Aborted() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.aborted }
+
+// Closed reports whether Close was called.
+func (s *Scope) Closed() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.closed }
+
+// Live returns the number of live nodes and the free slots (nil when
+// MaxLiveWorkers is not set).
+func (s *Scope) Live() (int, *int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.live, s.freeSlotsLocked()
+}
+
+// Node returns a view of one node.
+func (s *Scope) Node(id NodeID) (NodeInfo, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, ok := s.nodes[id]
+	if !ok {
+		return NodeInfo{}, false
+	}
+	return n.NodeInfo, true
+}
+
+// Nodes returns every node in admission (seq) order.
+func (s *Scope) Nodes() []NodeInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]NodeInfo, len(s.order))
+	for i, n := range s.order {
+		out[i] = n.NodeInfo
+	}
+	return out
+}
+
+func cloneSpend(sp ledger.Spend) ledger.Spend {
+	cp := func(v *int64) *int64 {
+		if v == nil {
+			return nil
+		}
+		c := *v
+		return &c
+	}
+	out := ledger.Spend{Tokens: cp(sp.Tokens), Iterations: cp(sp.Iterations), MicroUSD: cp(sp.MicroUSD)}
+	if sp.Resources != nil {
+		out.Resources = make(map[string]*int64, len(sp.Resources))
+		for k, v := range sp.Resources {
+			out.Resources[k] = cp(v)
+		}
+	}
+	return out
+}
+
+func dropNegative(sp ledger.Spend) ledger.Spend {
+	neg := func(v *int64) *int64 {
+		if v != nil && *v < 0 {
+			return nil
+		}
+		return v
+	}
+	sp.Tokens, sp.Iterations, sp.MicroUSD = neg(sp.Tokens), neg(sp.Iterations), neg(sp.MicroUSD)
+	for k, v := range sp.Resources {
+		sp.Resources[k] = neg(v)
+	}
+	return sp
+}
