@@ -79,7 +79,8 @@ type SpawnRequest struct {
 	Model   string
 	Task    string
 	// Key, when set, makes the spawn idempotent: the same key with the
-	// same request replays, with a different request conflicts.
+	// same request replays, with a different request conflicts. Keys
+	// are scope-wide, not per parent.
 	Key        string
 	Budget     ledger.Budget
 	Continuity Continuity
