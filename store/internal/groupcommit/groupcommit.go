@@ -125,9 +125,11 @@ func New[In, Out any](opts Options, commit Commit[In, Out]) *Committer[In, Out] 
 // Do queues in (rows rows of it) and waits for the transaction that
 // carries it to commit, returning its result. If ctx ends while the
 // request is still queued, Do returns ctx's error and the request is not
-// written; once a transaction has taken it, Do waits for that
-// transaction's true outcome (bounded by Options.Timeout). After Close,
-// Do fails with store.ErrClosed.
+// written; if it ends once a transaction has taken the request, Do
+// returns at once with store.ErrUnknownOutcome (wrapping ctx's error):
+// the caller's bound holds even when the database stops answering, and
+// the append may still commit. After Close, Do fails with
+// store.ErrClosed.
 func (c *Committer[In, Out]) Do(ctx context.Context, in In, rows int) (Out, error) {
 	var zero Out
 	if err := ctx.Err(); err != nil {
@@ -144,8 +146,15 @@ func (c *Committer[In, Out]) Do(ctx context.Context, in In, rows int) (Out, erro
 		if r.state.CompareAndSwap(queued, abandoned) {
 			return zero, ctx.Err()
 		}
-		<-r.done // taken: the transaction's outcome is the truth
-		return r.out, r.err
+		// Taken: a transaction carries it. The caller's bound wins over
+		// waiting for the outcome, which is then unknown — the append
+		// may yet commit.
+		select {
+		case <-r.done:
+			return r.out, r.err
+		default:
+			return zero, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, ctx.Err())
+		}
 	}
 }
 
