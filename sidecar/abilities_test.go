@@ -1,11 +1,13 @@
 package sidecar_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/contract/wire"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/sidecar"
 )
 
@@ -58,4 +60,38 @@ func TestObservationAndInteractionRoutes(t *testing.T) {
 	wantError(t, status, body, http.StatusNotFound, wire.CodeNotFound, nil)
 	status, body = do(t, ts, http.MethodPost, "/v1/environments/"+env.ID+"/interactions", `{"operationId":"op","binding":7}`, nil)
 	wantError(t, status, body, http.StatusBadRequest, wire.CodeInvalidRequest, ptr("/binding"))
+}
+
+// The remote client offers exactly the abilities the server's document
+// declares: observation, and no interaction responder for a provider that
+// originates none.
+func TestRemoteExposesServedAbilities(t *testing.T) {
+	ts, _ := serve(t, newScripted(t), sidecar.Options{})
+	p := newRemote(t, ts.URL)
+	ctx := context.Background()
+	env, err := p.Create(ctx, &contract.CreateInput{Profile: profile.Ref{Inline: &profile.Profile{Name: profile.Ptr("t")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps, err := p.Capabilities(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if caps.Observation == nil || caps.Interactions != nil {
+		t.Fatalf("served document: observation %v, interactions %v; want observation only", caps.Observation, caps.Interactions)
+	}
+	if err := contract.CheckExposure(caps, env); err != nil {
+		t.Fatal(err)
+	}
+	o, ok := env.(contract.Observer)
+	if !ok {
+		t.Fatal("the environment offers no Observe")
+	}
+	obs, err := o.Observe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obs.Subject.EnvironmentID != env.ID() {
+		t.Errorf("observed %q, want %q", obs.Subject.EnvironmentID, env.ID())
+	}
 }

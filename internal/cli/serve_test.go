@@ -20,7 +20,27 @@ import (
 
 const serveToken = "serve-test-token-0123456789"
 
-const serveScript = `{"turns":[{"repeat":true,"steps":[{"text":"Hello."},{"usage":{"inputTokens":12,"outputTokens":3},"mode":"delta"}]}]}`
+// serveScript originates the interaction requests providertest answers
+// (one to answer, one that expires, one that cannot be delivered), and
+// otherwise says hello with usage.
+const serveScript = `{"turns":[
+ {"match":"providertest: ask","repeat":true,"steps":[
+  {"text":"Asking."},
+  {"interaction":{"request":{"id":"colour","kind":"question","title":"Which colour?",
+   "answerSpec":{"fields":[
+    {"type":"text","name":"reason","label":"Why"},
+    {"type":"select","name":"colour","label":"Colour","required":true,"options":[{"value":"red","label":"Red"},{"value":"blue","label":"Blue"}]},
+    {"type":"secret","name":"token","label":"Token"}]}}}},
+  {"text":" Thanks."}]},
+ {"match":"providertest: expire","repeat":true,"steps":[
+  {"interaction":{"request":{"id":"run-tool","kind":"permission","title":"Run the tool?","timeoutMs":1,"onTimeout":"fail",
+   "answerSpec":{"fields":[{"type":"select","name":"grant","label":"Grant","required":true,
+    "options":[{"value":"allow_once","label":"Allow once"},{"value":"deny","label":"Deny"}]}]}}}}]},
+ {"match":"providertest: unreachable","repeat":true,"steps":[
+  {"interaction":{"unreachable":true,"request":{"id":"vendor","kind":"acme.review","title":"Review?",
+   "answerSpec":{"fields":[{"type":"boolean","name":"ok","label":"OK"},{"type":"number","name":"score","label":"Score","min":1,"max":5}]}}}}]},
+ {"repeat":true,"steps":[{"text":"Hello."},{"usage":{"inputTokens":12,"outputTokens":3},"mode":"delta"}]}
+]}`
 
 var listening = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
 
@@ -102,6 +122,8 @@ func TestRemoteConformanceAgainstServeProcess(t *testing.T) {
 	}
 	providertest.Run(t, func(t *testing.T) contract.Provider { return newRemote(t) }, providertest.Options{
 		RequireUsage: true,
+		Interactions: providertest.InteractionOptions{Prompt: "providertest: ask", ExpirePrompt: "providertest: expire",
+			UnreachablePrompt: "providertest: unreachable"},
 		Reconnect: func(contract.Provider) contract.Provider {
 			p, err := remote.New(remote.Options{BaseURL: url, Token: serveToken})
 			if err != nil {
