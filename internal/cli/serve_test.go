@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"regexp"
@@ -15,6 +17,8 @@ import (
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/contract/providertest"
 	"github.com/agentrt/agentrt/internal/cli"
+	"github.com/agentrt/agentrt/internal/pgtest"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/remote"
 )
 
@@ -95,6 +99,13 @@ func startServe(t *testing.T, args ...string) string {
 		if strings.Contains(log.String(), serveToken) {
 			t.Errorf("the server's log carries its token")
 		}
+		for _, a := range args {
+			if u, err := neturl.Parse(a); err == nil && u.User != nil {
+				if pw, ok := u.User.Password(); ok && strings.Contains(log.String(), pw+"@") {
+					t.Errorf("the server's log carries the database password")
+				}
+			}
+		}
 		if !strings.Contains(log.String(), "agentrt serve: stopped") {
 			t.Errorf("the server did not shut down gracefully; its log:\n%s", log.String())
 		}
@@ -165,5 +176,45 @@ func TestServeRefusesOpenListenWithoutToken(t *testing.T) {
 	code := cli.Main(context.Background(), []string{"serve", "--listen", "0.0.0.0:0"}, cli.IO{In: strings.NewReader(""), Out: &out, Err: &errOut})
 	if code != cli.ExitUsage || !strings.Contains(errOut.String(), "without a token") {
 		t.Fatalf("serve on 0.0.0.0 without a token: exit %d, %s", code, errOut.String())
+	}
+}
+
+// With --database, keyed creates are recorded in PostgreSQL: a second
+// server on the same database replays a create the first one made (the
+// same environment, no second one) and refuses a changed input under the
+// key; the password never reaches a server's log (startServe checks).
+func TestServeKeyedCreatesOnPostgres(t *testing.T) {
+	db := pgtest.Schema(t)
+	urls := []string{startServe(t, "--provider", "scripted", "--database", db), startServe(t, "--provider", "scripted", "--database", db)}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	in := func(name string) *contract.CreateInput {
+		return &contract.CreateInput{Profile: profile.Ref{Inline: &profile.Profile{Name: profile.Ptr("t")}}, Name: &name,
+			IdempotencyKey: profile.Ptr("serve-postgres-key")}
+	}
+	clients := make([]*remote.Provider, len(urls))
+	for i, u := range urls {
+		p, err := remote.New(remote.Options{BaseURL: u, Token: serveToken})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients[i] = p
+	}
+	first, err := clients[0].Create(ctx, in("env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Creation() != contract.CreationCreated {
+		t.Fatalf("the first create: %q, want created", first.Creation())
+	}
+	again, err := clients[1].Create(ctx, in("env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Creation() != contract.CreationReplayed || again.ID() != first.ID() {
+		t.Fatalf("the other server's create: %q %s, want replayed %s", again.Creation(), again.ID(), first.ID())
+	}
+	if _, err := clients[1].Create(ctx, in("other")); !errors.Is(err, contract.ErrIdempotencyConflict) {
+		t.Fatalf("a changed input under the key: %v, want an idempotency conflict", err)
 	}
 }
