@@ -1,7 +1,8 @@
 // Package sidecar serves one contract.Provider over HTTP/JSON with
 // server-sent event streams (the routes and bodies of contract/wire):
 // capabilities, keyed and unkeyed create, get, destroy, turn streams
-// resumable with Last-Event-ID, and acknowledged turn cancellation. It
+// resumable with Last-Event-ID, acknowledged turn cancellation, answers
+// to the interaction requests of a turn, and observation. It
 // authenticates with a bearer token compared in constant time, bounds
 // every body, buffer and wait, keeps keyed creates in a store so a
 // restarted server replays a retried create, and never logs a token, a

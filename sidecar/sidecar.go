@@ -134,6 +134,8 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 	s.mux.HandleFunc(wire.RouteTurns, s.auth(s.method(http.MethodPost, s.startTurn)))
 	s.mux.HandleFunc(wire.RouteTurnEvents, s.auth(s.method(http.MethodGet, s.resumeTurn)))
 	s.mux.HandleFunc(wire.RouteTurnCancel, s.auth(s.method(http.MethodPost, s.cancelTurn)))
+	s.mux.HandleFunc(wire.RouteInteractions, s.auth(s.method(http.MethodPost, s.respond)))
+	s.mux.HandleFunc(wire.RouteObservation, s.auth(s.method(http.MethodGet, s.observe)))
 	s.mux.HandleFunc("/", s.auth(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, wire.ErrorDetail{Code: wire.CodeNotFound, Message: "no such route"})
 	}))
@@ -271,6 +273,9 @@ func providerError(err error) wire.ErrorDetail {
 	}
 	return wire.ErrorDetail{Code: wire.CodeProvider, Message: err.Error()}
 }
+
+// errNoAnswer: a provider call returned neither a value nor an error.
+var errNoAnswer = errors.New("the provider returned no answer")
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, wire.Health{Status: "ok"})

@@ -18,6 +18,9 @@ func FuzzDecoders(f *testing.F) {
 		`{"error":{"code":"not_found","message":"m","path":"/a"}}`,
 		`{"environment":{"id":"e","provider":"p","name":"n"},"creation":"created"}`,
 		`{"type":"text","data":{"text":"x"},"id":"1"}`,
+		`{"operationId":"op","binding":{"provider":"p","environmentId":"e","runId":"r","interactionId":"i"},"commandDigest":"sha256:00","response":{"id":"i","outcome":"declined"}}`,
+		`{"operationId":"op","binding":{"provider":"p","environmentId":"e","runId":"r","interactionId":"i"},"commandDigest":"sha256:00","status":"accepted"}`,
+		`{"subject":{"provider":"p","environmentId":"e"}}`,
 		`{"a":`, `[]`, `null`,
 	} {
 		f.Add([]byte(s))
@@ -42,6 +45,9 @@ func FuzzDecoders(f *testing.F) {
 		check("error", func(b []byte) (any, error) { return wire.ParseErrorBody(b) })
 		check("createResult", func(b []byte) (any, error) { return wire.ParseCreateResult(b) })
 		check("event", func(b []byte) (any, error) { return wire.ParseEnvironmentEvent(b) })
+		check("interaction", func(b []byte) (any, error) { return wire.ParseInteractionResponseCommand(b) })
+		check("interactionAck", func(b []byte) (any, error) { return wire.ParseInteractionAcknowledgement(b) })
+		check("observation", func(b []byte) (any, error) { return wire.ParseEnvironmentObservation(b) })
 		check("capabilities", func(b []byte) (any, error) { return wire.ParseCapabilities(b) })
 	})
 }

@@ -3,6 +3,7 @@ package wire
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -24,6 +25,13 @@ const (
 	RouteTurnEvents = "/v1/environments/{id}/turns/{turn}/events"
 	// RouteTurnCancel is POST: cancel a turn, acknowledged with its effect.
 	RouteTurnCancel = "/v1/environments/{id}/turns/{turn}/cancel"
+	// RouteInteractions is POST: answer an interaction request of one of
+	// the environment's turns (a contract.InteractionResponseCommand),
+	// acknowledged with a contract.InteractionAcknowledgement.
+	RouteInteractions = "/v1/environments/{id}/interactions"
+	// RouteObservation is GET: the environment's normalized observation
+	// (a contract.EnvironmentObservation).
+	RouteObservation = "/v1/environments/{id}/observation"
 )
 
 // Headers and media types.
@@ -289,6 +297,22 @@ func ParseCancelAcknowledgement(data []byte) (*CancelAcknowledgement, error) {
 	return parse[CancelAcknowledgement](KindCancelAcknowledgement, CancelAcknowledgementSchema, data)
 }
 
+// ParseInteractionResponseCommand decodes an interaction answer body.
+func ParseInteractionResponseCommand(data []byte) (*contract.InteractionResponseCommand, error) {
+	return parse[contract.InteractionResponseCommand](contract.KindInteractionResponseCommand, contract.InteractionResponseCommandSchema, data)
+}
+
+// ParseInteractionAcknowledgement decodes an interaction answer's
+// acknowledgement.
+func ParseInteractionAcknowledgement(data []byte) (*contract.InteractionAcknowledgement, error) {
+	return parse[contract.InteractionAcknowledgement](contract.KindInteractionAcknowledgement, contract.InteractionAcknowledgementSchema, data)
+}
+
+// ParseEnvironmentObservation decodes an observation response.
+func ParseEnvironmentObservation(data []byte) (*contract.EnvironmentObservation, error) {
+	return parse[contract.EnvironmentObservation](contract.KindEnvironmentObservation, contract.EnvironmentObservationSchema, data)
+}
+
 // ParseErrorBody decodes an error response.
 func ParseErrorBody(data []byte) (*ErrorBody, error) {
 	return parse[ErrorBody](KindErrorBody, ErrorBodySchema, data)
@@ -329,10 +353,10 @@ func FromSchemaError(err error) ErrorDetail {
 }
 
 // Served is the part of c the wire carries: profile handling,
-// live streaming, usage, create options and cwd bases. Every ability the
-// wire does not carry (detach, sessions, interactions, workspace I/O,
-// branching, observation, exact processes, profile validation) is
-// declared absent, so a client's exposure matches its document. The server serves
+// live streaming, usage, create options, cwd bases, interactions (on an
+// environment's turns) and observation. Every ability the wire does not
+// carry (detach, sessions, workspace I/O, branching, exact processes,
+// profile validation) is declared absent, so a client's exposure matches its document. The server serves
 // this document and a client trusts no more than it.
 func Served(c *contract.Capabilities) contract.Capabilities {
 	out := contract.Capabilities{
@@ -340,6 +364,17 @@ func Served(c *contract.Capabilities) contract.Capabilities {
 		Streaming: contract.StreamingCapabilities{Live: c.Streaming.Live},
 		Workspace: contract.WorkspaceCapabilities{CwdBases: c.Workspace.CwdBases},
 		Usage:     c.Usage,
+	}
+	if c.Interactions != nil {
+		ic := *c.Interactions
+		ic.Kinds = slices.Clone(ic.Kinds)
+		ic.AnswerFieldTypes = slices.Clone(ic.AnswerFieldTypes)
+		ic.ResponseScopes = slices.Clone(ic.ResponseScopes)
+		out.Interactions = &ic
+	}
+	if c.Observation != nil {
+		oc := *c.Observation
+		out.Observation = &oc
 	}
 	out.Profile.Validation = false
 	if cr := c.Create; cr != nil && (len(cr.Egress) > 0 || cr.BillingOwner != nil || cr.RuntimeAttachments != nil) {

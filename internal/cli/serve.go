@@ -17,7 +17,6 @@ import (
 
 	"github.com/agentrt/agentrt/sidecar"
 	"github.com/agentrt/agentrt/store"
-	"github.com/agentrt/agentrt/store/sqlite"
 )
 
 // shutdownGrace bounds a graceful shutdown: open requests get this long
@@ -25,7 +24,8 @@ import (
 const shutdownGrace = 10 * time.Second
 
 func newServeCmd(stdio IO) *cobra.Command {
-	var listen, providerName, scriptPath, baseURL, openaiAPI, tokenFile, dbPath string
+	var listen, providerName, scriptPath, baseURL, openaiAPI, tokenFile string
+	var sf storeFlags
 	cmd := &cobra.Command{
 		Use:   "serve --listen ADDR",
 		Short: "Serve a provider over HTTP (the agentrt sidecar)",
@@ -33,9 +33,11 @@ func newServeCmd(stdio IO) *cobra.Command {
 providers/remote (agentrt run --provider remote) on another machine.
 
 The bearer token is read from --token-file FILE or $AGENTRT_SERVE_TOKEN.
-Without a token the server listens on loopback only. With --db FILE, keyed
-creates are recorded in that SQLite store, so a restarted server replays a
-retried create instead of making a second environment. The listen address
+Without a token the server listens on loopback only. With --db FILE (SQLite)
+or --database URL (PostgreSQL, default $AGENTRT_DATABASE_URL), keyed creates
+are recorded in that store, so a restarted server (or another server on the
+same PostgreSQL database) replays a retried create instead of making a
+second environment. Without either they are kept in memory. The listen address
 is printed on stderr once the server accepts connections. SIGINT or SIGTERM
 shuts it down gracefully.`,
 		Args: cobra.NoArgs,
@@ -60,10 +62,10 @@ shuts it down gracefully.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			var st store.Store
-			if dbPath != "" {
-				s, err := sqlite.Open(ctx, dbPath, sqlite.Options{})
+			if sf.path != "" || sf.url() != "" {
+				s, err := sf.open(ctx)
 				if err != nil {
-					return &exitError{code: ExitFailed, err: fmt.Errorf("opening the store: %w", err)}
+					return err
 				}
 				defer s.Close()
 				st = s
@@ -104,7 +106,8 @@ shuts it down gracefully.`,
 	cmd.Flags().StringVar(&baseURL, "base-url", "", "the model endpoint of the served provider (default: the vendor's)")
 	cmd.Flags().StringVar(&openaiAPI, "openai-api", "", "the wire protocol of the openai provider: chat-completions or responses")
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the bearer token (default $AGENTRT_SERVE_TOKEN)")
-	cmd.Flags().StringVar(&dbPath, "db", "", "SQLite file recording keyed creates across restarts (default: in memory)")
+	cmd.Flags().StringVar(&sf.path, "db", "", "SQLite file recording keyed creates across restarts (default: in memory)")
+	cmd.Flags().StringVar(&sf.database, "database", "", "PostgreSQL connection URL recording keyed creates, shared by many servers (default $AGENTRT_DATABASE_URL)")
 	return cmd
 }
 

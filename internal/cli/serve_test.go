@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"regexp"
@@ -15,12 +17,34 @@ import (
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/contract/providertest"
 	"github.com/agentrt/agentrt/internal/cli"
+	"github.com/agentrt/agentrt/internal/pgtest"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/remote"
 )
 
 const serveToken = "serve-test-token-0123456789"
 
-const serveScript = `{"turns":[{"repeat":true,"steps":[{"text":"Hello."},{"usage":{"inputTokens":12,"outputTokens":3},"mode":"delta"}]}]}`
+// serveScript originates the interaction requests providertest answers
+// (one to answer, one that expires, one that cannot be delivered), and
+// otherwise says hello with usage.
+const serveScript = `{"turns":[
+ {"match":"providertest: ask","repeat":true,"steps":[
+  {"text":"Asking."},
+  {"interaction":{"request":{"id":"colour","kind":"question","title":"Which colour?",
+   "answerSpec":{"fields":[
+    {"type":"text","name":"reason","label":"Why"},
+    {"type":"select","name":"colour","label":"Colour","required":true,"options":[{"value":"red","label":"Red"},{"value":"blue","label":"Blue"}]},
+    {"type":"secret","name":"token","label":"Token"}]}}}},
+  {"text":" Thanks."}]},
+ {"match":"providertest: expire","repeat":true,"steps":[
+  {"interaction":{"request":{"id":"run-tool","kind":"permission","title":"Run the tool?","timeoutMs":1,"onTimeout":"fail",
+   "answerSpec":{"fields":[{"type":"select","name":"grant","label":"Grant","required":true,
+    "options":[{"value":"allow_once","label":"Allow once"},{"value":"deny","label":"Deny"}]}]}}}}]},
+ {"match":"providertest: unreachable","repeat":true,"steps":[
+  {"interaction":{"unreachable":true,"request":{"id":"vendor","kind":"acme.review","title":"Review?",
+   "answerSpec":{"fields":[{"type":"boolean","name":"ok","label":"OK"},{"type":"number","name":"score","label":"Score","min":1,"max":5}]}}}}]},
+ {"repeat":true,"steps":[{"text":"Hello."},{"usage":{"inputTokens":12,"outputTokens":3},"mode":"delta"}]}
+]}`
 
 var listening = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
 
@@ -75,6 +99,13 @@ func startServe(t *testing.T, args ...string) string {
 		if strings.Contains(log.String(), serveToken) {
 			t.Errorf("the server's log carries its token")
 		}
+		for _, a := range args {
+			if u, err := neturl.Parse(a); err == nil && u.User != nil {
+				if pw, ok := u.User.Password(); ok && strings.Contains(log.String(), pw+"@") {
+					t.Errorf("the server's log carries the database password")
+				}
+			}
+		}
 		if !strings.Contains(log.String(), "agentrt serve: stopped") {
 			t.Errorf("the server did not shut down gracefully; its log:\n%s", log.String())
 		}
@@ -102,6 +133,8 @@ func TestRemoteConformanceAgainstServeProcess(t *testing.T) {
 	}
 	providertest.Run(t, func(t *testing.T) contract.Provider { return newRemote(t) }, providertest.Options{
 		RequireUsage: true,
+		Interactions: providertest.InteractionOptions{Prompt: "providertest: ask", ExpirePrompt: "providertest: expire",
+			UnreachablePrompt: "providertest: unreachable"},
 		Reconnect: func(contract.Provider) contract.Provider {
 			p, err := remote.New(remote.Options{BaseURL: url, Token: serveToken})
 			if err != nil {
@@ -143,5 +176,45 @@ func TestServeRefusesOpenListenWithoutToken(t *testing.T) {
 	code := cli.Main(context.Background(), []string{"serve", "--listen", "0.0.0.0:0"}, cli.IO{In: strings.NewReader(""), Out: &out, Err: &errOut})
 	if code != cli.ExitUsage || !strings.Contains(errOut.String(), "without a token") {
 		t.Fatalf("serve on 0.0.0.0 without a token: exit %d, %s", code, errOut.String())
+	}
+}
+
+// With --database, keyed creates are recorded in PostgreSQL: a second
+// server on the same database replays a create the first one made (the
+// same environment, no second one) and refuses a changed input under the
+// key; the password never reaches a server's log (startServe checks).
+func TestServeKeyedCreatesOnPostgres(t *testing.T) {
+	db := pgtest.Schema(t)
+	urls := []string{startServe(t, "--provider", "scripted", "--database", db), startServe(t, "--provider", "scripted", "--database", db)}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	in := func(name string) *contract.CreateInput {
+		return &contract.CreateInput{Profile: profile.Ref{Inline: &profile.Profile{Name: profile.Ptr("t")}}, Name: &name,
+			IdempotencyKey: profile.Ptr("serve-postgres-key")}
+	}
+	clients := make([]*remote.Provider, len(urls))
+	for i, u := range urls {
+		p, err := remote.New(remote.Options{BaseURL: u, Token: serveToken})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients[i] = p
+	}
+	first, err := clients[0].Create(ctx, in("env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Creation() != contract.CreationCreated {
+		t.Fatalf("the first create: %q, want created", first.Creation())
+	}
+	again, err := clients[1].Create(ctx, in("env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Creation() != contract.CreationReplayed || again.ID() != first.ID() {
+		t.Fatalf("the other server's create: %q %s, want replayed %s", again.Creation(), again.ID(), first.ID())
+	}
+	if _, err := clients[1].Create(ctx, in("other")); !errors.Is(err, contract.ErrIdempotencyConflict) {
+		t.Fatalf("a changed input under the key: %v, want an idempotency conflict", err)
 	}
 }

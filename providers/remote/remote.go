@@ -65,6 +65,7 @@ type Provider struct {
 
 	mu   sync.Mutex
 	name string
+	caps *contract.Capabilities // the server's document, once read
 }
 
 var _ contract.EnvironmentGetter = (*Provider)(nil)
@@ -142,10 +143,12 @@ func (p *Provider) Capabilities(ctx context.Context) (*contract.Capabilities, er
 	if err != nil {
 		return nil, fmt.Errorf("remote: the server's capability document: %w", err)
 	}
+	served := wire.Served(&doc.Capabilities)
 	p.mu.Lock()
 	p.name = doc.Provider
+	kept := served
+	p.caps = &kept
 	p.mu.Unlock()
-	served := wire.Served(&doc.Capabilities)
 	return &served, nil
 }
 
@@ -186,7 +189,7 @@ func (p *Provider) Create(ctx context.Context, in *contract.CreateInput) (contra
 			creation = contract.CreationCreated
 		}
 	}
-	return &environment{p: p, doc: res.Environment, creation: creation}, nil
+	return p.expose(ctx, &environment{p: p, doc: res.Environment, creation: creation})
 }
 
 // Get finds an environment by id; (nil, nil) when the server knows none.
@@ -198,7 +201,7 @@ func (p *Provider) Get(ctx context.Context, id string) (contract.Environment, er
 	if err != nil {
 		return nil, err
 	}
-	return &environment{p: p, doc: *doc}, nil
+	return p.expose(ctx, &environment{p: p, doc: *doc})
 }
 
 func (p *Provider) get(ctx context.Context, id string) (*wire.Environment, error) {

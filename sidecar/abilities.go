@@ -1,0 +1,73 @@
+package sidecar
+
+import (
+	"net/http"
+
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/contract/wire"
+)
+
+// respond answers an interaction request of one of the environment's
+// turns. The provider judges the command (binding, response, replay);
+// its acknowledgement is passed on as it is.
+func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	cmd, err := wire.ParseInteractionResponseCommand(body)
+	if err != nil {
+		writeError(w, wire.FromSchemaError(err))
+		return
+	}
+	ctx, cancel := s.callContext(r)
+	defer cancel()
+	ir, ok := ability[contract.InteractionResponder](w, s.lookup(ctx, r.PathValue("id")), "interactions")
+	if !ok {
+		return
+	}
+	ack, err := ir.RespondToInteraction(ctx, cmd)
+	if err == nil && ack == nil {
+		err = errNoAnswer
+	}
+	if err != nil {
+		writeError(w, providerError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, ack)
+}
+
+// observe returns the environment's normalized observation.
+func (s *Server) observe(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := s.callContext(r)
+	defer cancel()
+	o, ok := ability[contract.Observer](w, s.lookup(ctx, r.PathValue("id")), "observation")
+	if !ok {
+		return
+	}
+	obs, err := o.Observe(ctx)
+	if err == nil && obs == nil {
+		err = errNoAnswer
+	}
+	if err != nil {
+		writeError(w, providerError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, obs)
+}
+
+// ability is env's optional interface I, or a written refusal: not_found
+// for no environment, unsupported for one without the ability.
+func ability[I any](w http.ResponseWriter, env contract.Environment, gate string) (I, bool) {
+	var zero I
+	if env == nil {
+		writeError(w, wire.ErrorDetail{Code: wire.CodeNotFound, Message: "no such environment"})
+		return zero, false
+	}
+	x, ok := env.(I)
+	if !ok {
+		writeError(w, wire.ErrorDetail{Code: wire.CodeUnsupported, Message: "the environment does not offer " + gate})
+		return zero, false
+	}
+	return x, true
+}
