@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"io"
 	"math"
 	"slices"
@@ -63,21 +64,21 @@ const DigestPrefix = "sha256:"
 // Digest returns "sha256:" followed by the lowercase hex SHA-256 of the
 // canonical form of v.
 func Digest(v Value) (string, error) {
-	h := sha256.New()
-	e := getEncoder(h)
+	e := getEncoder(nil)
 	defer putEncoder(e)
+	e.hash.Reset()
+	e.sink = e.hash
 	if err := e.value(v); err != nil {
 		return "", err
 	}
-	h.Write(e.buf)
-	var sum [sha256.Size]byte
-	return formatDigest(h.Sum(sum[:0])), nil
+	e.hash.Write(e.buf)
+	return formatDigest(e.hash.Sum(e.sum[:0])), nil
 }
 
-// encoderPool recycles encoders (their buffer and path stack); it is a
-// cache, not state: every use starts empty.
+// encoderPool recycles encoders (their buffer, path stack and hash); it is
+// a cache, not state: every use starts empty.
 var encoderPool = sync.Pool{New: func() any {
-	return &encoder{buf: make([]byte, 0, flushThreshold+512), path: make([]pathToken, 0, 16)}
+	return &encoder{buf: make([]byte, 0, flushThreshold+512), path: make([]pathToken, 0, 16), hash: sha256.New()}
 }}
 
 // getEncoder returns an empty encoder flushing to sink (nil: keep the
@@ -127,6 +128,8 @@ type encoder struct {
 	buf  []byte
 	path []pathToken
 	sink io.Writer // when set, full buffers are flushed here
+	hash hash.Hash // Digest's SHA-256, kept with the encoder
+	sum  [sha256.Size]byte
 }
 
 // flushThreshold is the buffered size at which a sinking encoder flushes.

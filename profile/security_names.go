@@ -166,13 +166,14 @@ func IsSafeExecutable(s string) bool {
 			return false
 		}
 	}
-	parts := strings.Split(strings.TrimPrefix(s, "/"), "/")
-	for _, p := range parts {
+	last := ""
+	for p := range strings.SplitSeq(strings.TrimPrefix(s, "/"), "/") {
 		if p == "" || p == "." || p == ".." {
 			return false
 		}
+		last = p
 	}
-	return !shellNames[asciiLower(parts[len(parts)-1])]
+	return !shellNames[asciiLower(last)]
 }
 
 // IsSafeRelativePath reports whether s is a canonical workspace-relative
