@@ -390,6 +390,10 @@ func (d *decoder) strFlag() (string, bool, error) {
 		case c < utf8.RuneSelf:
 			d.pos++
 		default:
+			if n := multiBytePrefix(d.data[d.pos:]); n > 0 {
+				d.pos += n
+				continue
+			}
 			r, size := utf8.DecodeRune(d.data[d.pos:])
 			if r == utf8.RuneError && size <= 1 {
 				return "", false, d.fail(CodeInvalidUTF8, "string is not valid UTF-8")
@@ -398,6 +402,47 @@ func (d *decoder) strFlag() (string, bool, error) {
 		}
 	}
 	return "", false, d.fail(CodeSyntax, "unterminated string")
+}
+
+// multiBytePrefix returns how many leading bytes of b are well-formed
+// multi-byte UTF-8 sequences (RFC 3629 table 3-7: no overlong forms, no
+// surrogates, nothing past U+10FFFF). It stops at ASCII and at anything
+// ill-formed, which utf8.DecodeRune then judges.
+func multiBytePrefix(b []byte) int {
+	n := 0
+	for n+1 < len(b) {
+		c, c1 := b[n], b[n+1]
+		lo, hi := byte(0x80), byte(0xBF) // bounds of the second byte
+		size := 0
+		switch {
+		case c >= 0xC2 && c <= 0xDF:
+			size = 2
+		case c == 0xE0:
+			size, lo = 3, 0xA0
+		case c == 0xED:
+			size, hi = 3, 0x9F
+		case c >= 0xE1 && c <= 0xEF:
+			size = 3
+		case c == 0xF0:
+			size, lo = 4, 0x90
+		case c == 0xF4:
+			size, hi = 4, 0x8F
+		case c >= 0xF1 && c <= 0xF3:
+			size = 4
+		default:
+			return n
+		}
+		if n+size > len(b) || c1 < lo || c1 > hi {
+			return n
+		}
+		for k := n + 2; k < n+size; k++ {
+			if b[k]&0xC0 != 0x80 {
+				return n
+			}
+		}
+		n += size
+	}
+	return n
 }
 
 // plainASCIIPrefix returns how many leading bytes of b are ASCII other

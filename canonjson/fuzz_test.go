@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/agentrt/agentrt/canonjson"
 )
@@ -64,6 +65,28 @@ func FuzzNumber(f *testing.F) {
 		v, err := canonjson.Decode(s)
 		if err != nil || v.Float() != x {
 			t.Fatalf("AppendNumber(%v) = %s is not JSON that decodes to it: %v", x, s, err)
+		}
+	})
+}
+
+// FuzzStringUTF8 checks that a string without escapes decodes exactly
+// when its bytes are valid UTF-8, and then to those bytes.
+func FuzzStringUTF8(f *testing.F) {
+	for _, s := range []string{"é", "\xc2\x80", "\xdf\xbf", "\xe0\xa0\x80", "\xe1\x80\x80", "\xec\xbf\xbf", "\xed\x9f\xbf",
+		"\xed\xa0\x80", "\xee\x80\x80", "\xef\xbf\xbf", "\xf0\x90\x80\x80", "\xc1\xbf", "\xe0\x80\x80", "\xe1\x80", "a\xe1\x80\x80b€ü"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, s []byte) {
+		if bytes.ContainsAny(s, "\"\\") || bytes.ContainsFunc(s, func(r rune) bool { return r < 0x20 }) {
+			return
+		}
+		doc := append(append([]byte{'"'}, s...), '"')
+		v, err := canonjson.Decode(doc)
+		if valid := utf8.Valid(s); valid != (err == nil) {
+			t.Fatalf("%q: valid UTF-8 %v, decode error %v", s, valid, err)
+		}
+		if err == nil && v.Str() != string(s) {
+			t.Fatalf("%q decoded as %q", s, v.Str())
 		}
 	})
 }
