@@ -126,6 +126,8 @@ type decoder struct {
 	items   []Value  // stack of array items under construction
 	members []Member // stack of object members under construction
 	values  int      // values begun so far, bounded by opts.MaxValues
+	// plain reports whether the last string read had no escapes.
+	plain bool
 	// nameChecks counts member-name comparisons and lookups made to find
 	// duplicates; tests use it to show the work grows linearly.
 	nameChecks int
@@ -195,7 +197,9 @@ func (d *decoder) value(depth int) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		return stringValue(s, wf), nil
+		v := stringValue(s, wf)
+		v.plain = d.plain
+		return v, nil
 	case c == 't':
 		return d.literal("true", BoolValue(true))
 	case c == 'f':
@@ -381,8 +385,10 @@ func (d *decoder) strFlag() (string, bool, error) {
 		case c == '"':
 			s := d.src[start:d.pos]
 			d.pos++
+			d.plain = true
 			return s, true, nil
 		case c == '\\':
+			d.plain = false
 			s, err := d.strSlow(start)
 			return s, err == nil && utf8.ValidString(s), err
 		case c < 0x20:

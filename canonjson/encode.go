@@ -163,9 +163,15 @@ func (e *encoder) value(v Value) error {
 		}
 		e.buf = AppendNumber(e.buf, v.Float())
 	case String:
-		var ok bool
-		if e.buf, ok = appendCheckedString(e.buf, v.Str(), v.wellFormed); !ok {
-			return e.fail("string is not well-formed Unicode")
+		if v.plain {
+			e.buf = append(e.buf, '"')
+			e.buf = append(e.buf, v.Str()...)
+			e.buf = append(e.buf, '"')
+		} else {
+			var ok bool
+			if e.buf, ok = appendCheckedString(e.buf, v.Str(), v.wellFormed); !ok {
+				return e.fail("string is not well-formed Unicode")
+			}
 		}
 		e.maybeFlush()
 	case Array:

@@ -46,6 +46,10 @@ type Value struct {
 	// wellFormed records that a decoded string is known to be valid UTF-8
 	// (it held no lone-surrogate escape), sparing the check when encoding.
 	wellFormed bool
+	// plain records that a decoded string was written without escapes,
+	// so its text holds nothing RFC 8785 escapes: its canonical form is
+	// the text itself in quotes.
+	plain bool
 }
 
 // Member is one name/value pair of a JSON object.
