@@ -320,6 +320,10 @@ func sameValue(a, b canonjson.Value) bool {
 		return len(am) == len(bm) && (len(am) == 0 || &am[0] == &bm[0])
 	case canonjson.String:
 		return a.Str() == b.Str()
+	case canonjson.Number:
+		return a.Float() == b.Float()
+	case canonjson.Bool:
+		return a.Bool() == b.Bool()
 	}
 	return canonjson.Equal(a, b)
 }
