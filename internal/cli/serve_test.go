@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/agentrt/agentrt/providers/scripted"
 	neturl "net/url"
 	"os"
 	"os/exec"
@@ -23,28 +24,6 @@ import (
 )
 
 const serveToken = "serve-test-token-0123456789"
-
-// serveScript originates the interaction requests providertest answers
-// (one to answer, one that expires, one that cannot be delivered), and
-// otherwise says hello with usage.
-const serveScript = `{"turns":[
- {"match":"providertest: ask","repeat":true,"steps":[
-  {"text":"Asking."},
-  {"interaction":{"request":{"id":"colour","kind":"question","title":"Which colour?",
-   "answerSpec":{"fields":[
-    {"type":"text","name":"reason","label":"Why"},
-    {"type":"select","name":"colour","label":"Colour","required":true,"options":[{"value":"red","label":"Red"},{"value":"blue","label":"Blue"}]},
-    {"type":"secret","name":"token","label":"Token"}]}}}},
-  {"text":" Thanks."}]},
- {"match":"providertest: expire","repeat":true,"steps":[
-  {"interaction":{"request":{"id":"run-tool","kind":"permission","title":"Run the tool?","timeoutMs":1,"onTimeout":"fail",
-   "answerSpec":{"fields":[{"type":"select","name":"grant","label":"Grant","required":true,
-    "options":[{"value":"allow_once","label":"Allow once"},{"value":"deny","label":"Deny"}]}]}}}}]},
- {"match":"providertest: unreachable","repeat":true,"steps":[
-  {"interaction":{"unreachable":true,"request":{"id":"vendor","kind":"acme.review","title":"Review?",
-   "answerSpec":{"fields":[{"type":"boolean","name":"ok","label":"OK"},{"type":"number","name":"score","label":"Score","min":1,"max":5}]}}}}]},
- {"repeat":true,"steps":[{"text":"Hello."},{"usage":{"inputTokens":12,"outputTokens":3},"mode":"delta"}]}
-]}`
 
 var listening = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
 
@@ -123,7 +102,7 @@ func startServe(t *testing.T, args ...string) string {
 // The conformance suite passes on providers/remote against a real
 // `agentrt serve` process serving the scripted provider.
 func TestRemoteConformanceAgainstServeProcess(t *testing.T) {
-	url := startServe(t, "--provider", "scripted", "--script", writeFile(t, "script.json", serveScript), "--db", writeFile(t, "unused", "")+".db")
+	url := startServe(t, "--provider", "scripted", "--script", writeFile(t, "script.json", scripted.ConformanceScript), "--db", writeFile(t, "unused", "")+".db")
 	newRemote := func(t *testing.T) *remote.Provider {
 		p, err := remote.New(remote.Options{BaseURL: url, Token: serveToken})
 		if err != nil {

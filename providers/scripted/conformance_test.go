@@ -10,33 +10,6 @@ import (
 	"github.com/agentrt/agentrt/providers/scripted"
 )
 
-// conformanceScript exercises every ability: a question the caller must
-// answer, a permission request that expires, one whose answers cannot be
-// delivered, a turn that runs until cancelled, and a catch-all turn with
-// text and usage.
-const conformanceScript = `{"turns":[
- {"match":"providertest: ask","repeat":true,"steps":[
-  {"text":"Asking."},
-  {"interaction":{"request":{"id":"colour","kind":"question","title":"Which colour?",
-   "answerSpec":{"fields":[
-    {"type":"text","name":"reason","label":"Why"},
-    {"type":"select","name":"colour","label":"Colour","required":true,"options":[{"value":"red","label":"Red"},{"value":"blue","label":"Blue"}]},
-    {"type":"secret","name":"token","label":"Token"}]}}}},
-  {"text":" Thanks."}]},
- {"match":"providertest: expire","repeat":true,"steps":[
-  {"interaction":{"request":{"id":"run-tool","kind":"permission","title":"Run the tool?","timeoutMs":1,"onTimeout":"fail",
-   "answerSpec":{"fields":[{"type":"select","name":"grant","label":"Grant","required":true,
-    "options":[{"value":"allow_once","label":"Allow once"},{"value":"deny","label":"Deny"}]}]}}}}]},
- {"match":"providertest: unreachable","repeat":true,"steps":[
-  {"interaction":{"unreachable":true,"request":{"id":"vendor","kind":"acme.review","title":"Review?",
-   "answerSpec":{"fields":[{"type":"boolean","name":"ok","label":"OK"},{"type":"number","name":"score","label":"Score","min":1,"max":5}]}}}}]},
- {"match":"providertest: live","repeat":true,"steps":[{"text":"working"},{"delayMs":60000},{"text":"done"}]},
- {"repeat":true,"steps":[{"text":"Hello."},{"usage":{"inputTokens":12,"outputTokens":3},"mode":"delta"}]}
-],"processes":[
- {"executable":"/opt/tool/greet","args":["--name","world"],"output":[
-  {"stdout":"hello "},{"delayMs":2},{"stderr":"note: scripted\n"},{"stdout":"world\n"}]}
-]}`
-
 // exactImage is a digest-pinned image: the scripted provider refuses tags.
 const exactImage = "registry.example.com/providertest@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
@@ -87,7 +60,7 @@ func conformanceOptions() providertest.Options {
 // every ability declared and exercised.
 func TestConformance(t *testing.T) {
 	providertest.Run(t, func(t *testing.T) contract.Provider {
-		return scripted.New(mustScript(t, conformanceScript), scripted.Options{})
+		return scripted.New(mustScript(t, scripted.ConformanceScript), scripted.Options{})
 	}, conformanceOptions())
 }
 
@@ -97,7 +70,7 @@ func TestConformanceForksOwnCheckpoints(t *testing.T) {
 	opts := conformanceOptions()
 	opts.Branching.ForksOwnCheckpoint = true
 	providertest.Run(t, func(t *testing.T) contract.Provider {
-		return scripted.New(mustScript(t, conformanceScript), scripted.Options{ForksOwnCheckpoints: true})
+		return scripted.New(mustScript(t, scripted.ConformanceScript), scripted.Options{ForksOwnCheckpoints: true})
 	}, opts)
 }
 

@@ -58,7 +58,7 @@ type broken struct {
 }
 
 func newBroken(t *testing.T, f fault) *broken {
-	return &broken{Provider: scripted.New(mustScript(t, conformanceScript), scripted.Options{}), fault: f,
+	return &broken{Provider: scripted.New(mustScript(t, scripted.ConformanceScript), scripted.Options{}), fault: f,
 		cancels: map[string]*contract.RunCancellationAcknowledgement{}, receipt: map[string]*contract.ContextTransferReceipt{}}
 }
 
@@ -316,7 +316,7 @@ func TestProbeReportsSkipsAndFailures(t *testing.T) {
 		t.Errorf("a provider without interactions: skipped %v, failed %v, want a skip", rep.Skipped, rep.Failed)
 	}
 	interactive := func(t *testing.T) contract.Provider {
-		return scripted.New(mustScript(t, conformanceScript), scripted.Options{})
+		return scripted.New(mustScript(t, scripted.ConformanceScript), scripted.Options{})
 	}
 	rep = providertest.Probe(t, "interaction-response", interactive, providertest.Options{})
 	if !rep.Failed || len(rep.Messages) == 0 {
