@@ -4,10 +4,9 @@ package scripted
 // passes contract/providertest's scenarios, for this package's tests and
 // for anything that serves the scripted provider onward (agentrt serve,
 // the remote provider). It exercises every ability: a question the
-// caller must
-// answer, a permission request that expires, one whose answers cannot be
-// delivered, a turn that runs until cancelled, and a catch-all turn with
-// text and usage.
+// caller must answer, a permission request that expires, one whose
+// answers cannot be delivered, a turn that runs until cancelled, a
+// catch-all turn with text and usage, and an exact process.
 const ConformanceScript = `{"turns":[
  {"match":"providertest: ask","repeat":true,"steps":[
   {"text":"Asking."},
