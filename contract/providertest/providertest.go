@@ -541,8 +541,9 @@ func ability[I any](t TB, x any, name, gate string) I {
 	return v
 }
 
-// collect reads a stream to its end.
-func collect(seq iter.Seq2[contract.EnvironmentEvent, error]) ([]contract.EnvironmentEvent, error) {
+// Collect reads a stream to its end, stopping at the first error, and
+// returns the events it yielded.
+func Collect(seq iter.Seq2[contract.EnvironmentEvent, error]) ([]contract.EnvironmentEvent, error) {
 	var out []contract.EnvironmentEvent
 	for e, err := range seq {
 		if err != nil {
@@ -810,7 +811,7 @@ func session(t TB, ctx context.Context, env contract.Environment, prompt, id str
 		s, _, _ := detached(t, ctx, env, &contract.TurnInput{Prompt: &prompt, SessionID: &id})
 		return s
 	}
-	if _, err := collect(env.Stream(ctx, &contract.TurnInput{Prompt: &prompt, SessionID: &id})); err != nil {
+	if _, err := Collect(env.Stream(ctx, &contract.TurnInput{Prompt: &prompt, SessionID: &id})); err != nil {
 		t.Fatalf("stream: %v", err)
 	}
 	o := ability[contract.SessionOpener](t, env, "SessionOpener", "sessions.continue")

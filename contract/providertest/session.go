@@ -80,14 +80,14 @@ func sessionReplay(t TB, p contract.Provider, opts Options) {
 		if competing.ExecutionID != nil {
 			execution = *competing.ExecutionID
 		}
-		if _, err := collect(rival.Events(ctx, "", execution)); err != nil {
+		if _, err := Collect(rival.Events(ctx, "", execution)); err != nil {
 			return // refused when read
 		}
 		t.Error("a session accepted a competing run control reference and served its events")
 	})
 	var ids []string
 	ok = t.Step("stable-event-ids", func(t TB) {
-		events, err := collect(s.Events(ctx, "", ""))
+		events, err := Collect(s.Events(ctx, "", ""))
 		if err != nil {
 			t.Fatalf("Events: %v", err)
 		}
@@ -118,7 +118,7 @@ func sessionReplay(t TB, p contract.Provider, opts Options) {
 	}
 	replayAfter := func(t TB, s contract.Session) {
 		t.Helper()
-		events, err := collect(s.Events(ctx, ids[0], execution))
+		events, err := Collect(s.Events(ctx, ids[0], execution))
 		if err != nil {
 			t.Fatalf("Events(since %s): %v", ids[0], err)
 		}
@@ -238,7 +238,7 @@ func cancellationAcknowledgement(t TB, p contract.Provider, opts Options) {
 		if ack.Effect == contract.EffectNotLive {
 			t.Fatal("the live run was not live when cancelled (LivePrompt must keep running until cancelled)")
 		}
-		events, err := collect(s.Events(ctx, "", ""))
+		events, err := Collect(s.Events(ctx, "", ""))
 		if err != nil {
 			t.Fatalf("Events after cancel: %v", err)
 		}

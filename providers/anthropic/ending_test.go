@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/contract/providertest"
 	"github.com/agentrt/agentrt/providers/anthropic"
 	"github.com/agentrt/agentrt/providers/chatprovider/chatprovidertest"
 )
@@ -36,7 +37,7 @@ func providerOver(t *testing.T, body string) ([]contract.EnvironmentEvent, error
 	if err != nil {
 		t.Fatal(err)
 	}
-	return chatprovidertest.Collect(env.Stream(t.Context(), &contract.TurnInput{Prompt: str("Say hello.")}))
+	return providertest.Collect(env.Stream(t.Context(), &contract.TurnInput{Prompt: str("Say hello.")}))
 }
 
 // Each stop_reason ends the turn as an answer or as a failure, the rule

@@ -57,7 +57,7 @@ func providerTurn(t *testing.T, name, src string) ([]contract.EnvironmentEvent, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return chatprovidertest.Collect(env.Stream(t.Context(), &contract.TurnInput{Prompt: str("Say hello.")}))
+	return providertest.Collect(env.Stream(t.Context(), &contract.TurnInput{Prompt: str("Say hello.")}))
 }
 
 // The provider passes providertest with what it declares: every scenario
@@ -186,7 +186,7 @@ func TestProviderRefusedBeforeDispatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := chatprovidertest.Collect(env.Stream(t.Context(), &contract.TurnInput{Prompt: str("x")})); !errors.Is(err, contract.ErrUnsupported) {
+		if _, err := providertest.Collect(env.Stream(t.Context(), &contract.TurnInput{Prompt: str("x")})); !errors.Is(err, contract.ErrUnsupported) {
 			t.Errorf("err %v", err)
 		}
 		if srv.Requests() != 0 {
@@ -225,7 +225,7 @@ func TestProviderKeyNeverInEventsOrErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		evs, err := chatprovidertest.Collect(env.Stream(t.Context(), &contract.TurnInput{Prompt: str("Say hello.")}))
+		evs, err := providertest.Collect(env.Stream(t.Context(), &contract.TurnInput{Prompt: str("Say hello.")}))
 		var seen []string
 		if err != nil {
 			seen = append(seen, err.Error())
@@ -297,7 +297,7 @@ func TestModelPrefix(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := chatprovidertest.Collect(env.Stream(t.Context(), &contract.TurnInput{Prompt: str("Say hello.")})); err == nil {
+			if _, err := providertest.Collect(env.Stream(t.Context(), &contract.TurnInput{Prompt: str("Say hello.")})); err == nil {
 				t.Fatal("a turn whose request was never answered succeeded")
 			}
 			if rt.model != tc.want {

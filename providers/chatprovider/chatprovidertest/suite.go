@@ -3,12 +3,12 @@ package chatprovidertest
 import (
 	"context"
 	"errors"
-	"iter"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/contract/providertest"
 	"github.com/agentrt/agentrt/profile"
 )
 
@@ -62,18 +62,6 @@ type Want struct {
 	UnofferedTool string
 }
 
-// Collect gathers a stream's events, stopping at the first error.
-func Collect(seq iter.Seq2[contract.EnvironmentEvent, error]) ([]contract.EnvironmentEvent, error) {
-	var out []contract.EnvironmentEvent
-	for e, err := range seq {
-		if err != nil {
-			return out, err
-		}
-		out = append(out, e)
-	}
-	return out, nil
-}
-
 // Terminal is the stream's last event and its terminal kind, failing the
 // test when it is not terminal.
 func Terminal(t *testing.T, evs []contract.EnvironmentEvent) (contract.EnvironmentEvent, contract.TerminalKind) {
@@ -124,7 +112,7 @@ func hello(timeoutMs *int64) *contract.TurnInput {
 // endpoint, one subtest per fault.
 func Truthfulness(t *testing.T, e Endpoint) {
 	t.Run("text usage and served model", func(t *testing.T) {
-		evs, err := Collect(e.env(t, e.Transcripts.Text).Stream(t.Context(), hello(nil)))
+		evs, err := providertest.Collect(e.env(t, e.Transcripts.Text).Stream(t.Context(), hello(nil)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +137,7 @@ func Truthfulness(t *testing.T, e Endpoint) {
 		}
 	})
 	t.Run("another served model is reported", func(t *testing.T) {
-		evs, err := Collect(e.env(t, e.Transcripts.ServedOther).Stream(t.Context(), hello(nil)))
+		evs, err := providertest.Collect(e.env(t, e.Transcripts.ServedOther).Stream(t.Context(), hello(nil)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +146,7 @@ func Truthfulness(t *testing.T, e Endpoint) {
 		}
 	})
 	t.Run("missing usage stays unknown", func(t *testing.T) {
-		evs, err := Collect(e.env(t, e.Transcripts.UsageMissing).Stream(t.Context(), hello(nil)))
+		evs, err := providertest.Collect(e.env(t, e.Transcripts.UsageMissing).Stream(t.Context(), hello(nil)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,7 +160,7 @@ func Truthfulness(t *testing.T, e Endpoint) {
 		}
 	})
 	t.Run("in-band error fails", func(t *testing.T) {
-		evs, err := Collect(e.env(t, e.Transcripts.InBandError).Stream(t.Context(), hello(nil)))
+		evs, err := providertest.Collect(e.env(t, e.Transcripts.InBandError).Stream(t.Context(), hello(nil)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +171,7 @@ func Truthfulness(t *testing.T, e Endpoint) {
 		e.keptBeforeTheEnd(t, evs[:len(evs)-1])
 	})
 	t.Run("dropped stream breaks", func(t *testing.T) {
-		evs, err := Collect(e.env(t, e.Transcripts.Dropped).Stream(t.Context(), hello(nil)))
+		evs, err := providertest.Collect(e.env(t, e.Transcripts.Dropped).Stream(t.Context(), hello(nil)))
 		if !errors.Is(err, e.ErrStreamBroken) {
 			t.Fatalf("err %v, want %v", err, e.ErrStreamBroken)
 		}
@@ -196,7 +184,7 @@ func Truthfulness(t *testing.T, e Endpoint) {
 	})
 	t.Run("timeout fails", func(t *testing.T) {
 		timeout := int64(100)
-		evs, err := Collect(e.env(t, e.Transcripts.Hang).Stream(t.Context(), hello(&timeout)))
+		evs, err := providertest.Collect(e.env(t, e.Transcripts.Hang).Stream(t.Context(), hello(&timeout)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,7 +221,7 @@ func Truthfulness(t *testing.T, e Endpoint) {
 		e.keptBeforeTheEnd(t, evs[:len(evs)-1])
 	})
 	t.Run("a call of a tool nobody offered leaves a warning", func(t *testing.T) {
-		evs, err := Collect(e.env(t, e.Transcripts.UnofferedTool).Stream(t.Context(), hello(nil)))
+		evs, err := providertest.Collect(e.env(t, e.Transcripts.UnofferedTool).Stream(t.Context(), hello(nil)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -344,7 +332,7 @@ func RefusedBeforeDispatch(t *testing.T, e Endpoint, refusals []Refusal) {
 				if cerr != nil {
 					t.Fatal(cerr)
 				}
-				_, err = Collect(env.Stream(t.Context(), r.Turn))
+				_, err = providertest.Collect(env.Stream(t.Context(), r.Turn))
 			}
 			if !errors.Is(err, contract.ErrUnsupported) {
 				t.Errorf("err %v, want contract.ErrUnsupported", err)
