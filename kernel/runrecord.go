@@ -206,20 +206,23 @@ const (
 )
 
 // IsExactKind reports whether runs of kind carry a Record.
-func IsExactKind(kind string) bool { return kind != KindRounds && kind != KindToolLoop }
+func IsExactKind(kind string) bool {
+	return kind != KindRounds && kind != KindToolLoop && kind != KindRuntime
+}
 
 // RunRecord is a recorded run read back through one codec: the store's
 // row, the typed document of an exact run, and the spend its ledger
 // holds.
 type RunRecord struct {
 	store.Run
-	// Exactly one of Exact, Rounds and ToolLoop is the run's typed
+	// Exactly one of Exact, Rounds, ToolLoop and Runtime is the run's typed
 	// document, by its kind — none when the document could not be read
 	// (DocErr says why). A tool loop recorded under a Kind of its
 	// caller's choosing reads as exact only if its document is one.
 	Exact    *Record
 	Rounds   *RoundsRecord
 	ToolLoop *ToolLoopRecord
+	Runtime  *RuntimeRecord
 	DocErr   error
 	// Events is how many events the store holds for the run.
 	Events int64
@@ -247,6 +250,8 @@ func ReadRun(ctx context.Context, s store.Store, id string) (*RunRecord, error) 
 			out.Rounds, out.DocErr = DecodeRoundsRecord(r.Doc)
 		case KindToolLoop:
 			out.ToolLoop, out.DocErr = DecodeToolLoopRecord(r.Doc)
+		case KindRuntime:
+			out.Runtime, out.DocErr = DecodeRuntimeRecord(r.Doc)
 		default:
 			out.Exact, out.DocErr = DecodeRecord(r.Doc)
 			if out.DocErr != nil {
