@@ -254,6 +254,26 @@ func (r *RuntimeRun) Observe(ev RuntimeEvent) error {
 	return nil
 }
 
+// AppendEvents durably appends events to the run, fenced by its lease,
+// and returns them with their sequences and cursors; without a Store it
+// is an error (there is nowhere to keep them). Appending to an ended run
+// is a *RuntimeRunStateError.
+func (r *RuntimeRun) AppendEvents(events []store.NewEvent) ([]store.Event, error) {
+	if r.life == nil {
+		return nil, fmt.Errorf("kernel: runtime run %s has no store to record events in", r.opts.RunID)
+	}
+	r.record.Lock()
+	defer r.record.Unlock()
+	if st := r.Status(); st != store.StatusRunning {
+		return nil, &RuntimeRunStateError{RunID: r.opts.RunID, Status: st, Op: "record events"}
+	}
+	out, err := r.life.appendEvents(events)
+	if err != nil {
+		return nil, fmt.Errorf("kernel: recording runtime run %s's events: %w", r.opts.RunID, err)
+	}
+	return out, nil
+}
+
 // Cost returns what the run spent so far as observed.
 func (r *RuntimeRun) Cost() RuntimeCost {
 	r.mu.Lock()

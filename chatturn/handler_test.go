@@ -1,0 +1,294 @@
+package chatturn_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/chatturn"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/sqlite"
+)
+
+func openStore(t *testing.T, path string) store.Store {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// gatedProducer yields n deltas "d1"…"dn", each after the previous one
+// was released on gate (nil: no gate).
+func gatedProducer(rec *recorder, n int, gate <-chan struct{}, pause time.Duration) func(context.Context) (chatturn.Production, error) {
+	return func(ctx context.Context) (chatturn.Production, error) {
+		rec.produced.Add(1)
+		var all strings.Builder
+		return chatturn.Production{
+			Events: func(yield func(chatturn.Line, error) bool) {
+				for i := 1; i <= n; i++ {
+					if i > 1 && gate != nil {
+						select {
+						case <-gate:
+						case <-ctx.Done():
+							yield(chatturn.Line{}, ctx.Err())
+							return
+						}
+					}
+					if pause > 0 {
+						time.Sleep(pause)
+					}
+					d := "d" + strconv.Itoa(i)
+					all.WriteString(d)
+					if !yield(text(d), nil) {
+						return
+					}
+				}
+			},
+			FinalText: all.String,
+			Usage: func() ledger.Usage {
+				return ledger.Usage{InputTokens: ledger.ExactAmount[int64](40), OutputTokens: ledger.ExactAmount[int64](int64(n))}
+			},
+		}, nil
+	}
+}
+
+func turnFor(rec *recorder, produce func(context.Context) (chatturn.Production, error)) func(*http.Request) (*chatturn.Turn, error) {
+	return func(r *http.Request) (*chatturn.Turn, error) {
+		id := ident
+		if s := r.URL.Query().Get("session"); s != "" {
+			id.SessionID = s
+		}
+		return &chatturn.Turn{Identity: id, Hooks: chatturn.Hooks{Produce: produce, PersistAssistantMessage: rec.persist}}, nil
+	}
+}
+
+// A reader that drops its connection mid-turn does not stop the turn;
+// coming back to another server sharing the store (another handle on the
+// same database) with the execution id and its Last-Event-ID, it gets
+// the rest of the same execution — never a second production — and the
+// text is persisted once.
+func TestReattachAfterDroppedConnection(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "turns.db")
+	rec := &recorder{}
+	gate := make(chan struct{})
+	h1 := &chatturn.Handler{Store: openStore(t, path), Turn: turnFor(rec, gatedProducer(rec, 4, gate, 0))}
+	h2 := &chatturn.Handler{Store: openStore(t, path), Turn: turnFor(rec, gatedProducer(rec, 4, nil, 0)), PollInterval: 20 * time.Millisecond}
+	srv1, srv2 := httptest.NewServer(h1), httptest.NewServer(h2)
+	defer srv1.Close()
+	defer srv2.Close()
+
+	// Read two lines (started, d1), then drop the connection.
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv1.URL, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	execID := resp.Header.Get(chatturn.HeaderExecutionID)
+	if execID != "p:s:3" {
+		t.Fatalf("execution id %q", execID)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	var first []chatturn.Line
+	for len(first) < 2 && sc.Scan() {
+		first = append(first, decodeLine(t, sc.Bytes()))
+	}
+	cancel()
+	resp.Body.Close()
+	close(gate) // the turn goes on without its reader
+
+	rest, resp2 := post(t, srv2.URL, http.Header{chatturn.HeaderExecutionID: {execID}, "Last-Event-Id": {"2"}})
+	if resp2.StatusCode != http.StatusOK {
+		t.Fatalf("re-attach: status %d", resp2.StatusCode)
+	}
+	all := append(first, rest...)
+	want := []string{chatturn.TypeStarted, "text", "text", "text", "text", chatturn.TypeCompleted}
+	if diff := cmp.Diff(want, types(all)); diff != "" {
+		t.Fatalf("lines across the two connections (-want +got):\n%s", diff)
+	}
+	for i, l := range all[1:5] {
+		if d, _ := l.Data.Get("delta"); d.Str() != "d"+strconv.Itoa(i+1) {
+			t.Errorf("line %d is %s", i+2, canonjson.Marshal(l.Value()))
+		}
+	}
+	if err := h1.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if rec.produced.Load() != 1 || len(rec.persisted) != 1 || rec.persisted[0] != "d1d2d3d4" {
+		t.Errorf("produced %d times, persisted %v; want one production persisted once", rec.produced.Load(), rec.persisted)
+	}
+	// The record: a completed runtime run with the producer's usage.
+	r, err := kernel.ReadRun(context.Background(), h2.Store, execID)
+	if err != nil || r.Status != store.StatusCompleted || r.Runtime == nil || r.Events != 6 {
+		t.Fatalf("record %+v (%v)", r, err)
+	}
+	if r.Spend.InputTokens != ledger.ExactAmount[int64](40) || r.Spend.CostUSD.Reported {
+		t.Errorf("spend %+v; want 40 input tokens and the unreported cost unknown", r.Spend)
+	}
+
+	// A plain retry of the same turn (no Last-Event-ID) replays it from
+	// the start instead of running it again.
+	again, _ := post(t, srv2.URL, nil)
+	if diff := cmp.Diff(want, types(again)); diff != "" || rec.produced.Load() != 1 {
+		t.Errorf("retry (-want +got):\n%s\nproduced %d times", diff, rec.produced.Load())
+	}
+}
+
+// Server-sent events on request: each line an event with its number as
+// id, so EventSource's own Last-Event-ID resumes it.
+func TestServerSentEvents(t *testing.T) {
+	rec := &recorder{}
+	h := &chatturn.Handler{Store: openStore(t, filepath.Join(t.TempDir(), "turns.db")), Turn: turnFor(rec, gatedProducer(rec, 2, nil, 0))}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != chatturn.ContentTypeSSE {
+		t.Fatalf("content type %q", ct)
+	}
+	var ids, events []string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		switch line := sc.Text(); {
+		case strings.HasPrefix(line, "id: "):
+			ids = append(ids, strings.TrimPrefix(line, "id: "))
+		case strings.HasPrefix(line, "event: "):
+			events = append(events, strings.TrimPrefix(line, "event: "))
+		}
+	}
+	if diff := cmp.Diff([]string{"1", "2", "3", "4"}, ids); diff != "" {
+		t.Errorf("ids (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{chatturn.TypeStarted, "text", "text", chatturn.TypeCompleted}, events); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+func TestHandlerRefusals(t *testing.T) {
+	rec := &recorder{}
+	durable := &chatturn.Handler{Store: openStore(t, filepath.Join(t.TempDir(), "turns.db")), Turn: turnFor(rec, rec.producer("x"))}
+	inMemory := &chatturn.Handler{Turn: turnFor(rec, rec.producer("x"))}
+	cases := []struct {
+		name   string
+		h      http.Handler
+		header http.Header
+		want   int
+	}{
+		{"another turn's execution id", durable, http.Header{chatturn.HeaderExecutionID: {"p:other:1"}}, http.StatusConflict},
+		{"a Last-Event-ID that is not a number", durable, http.Header{"Last-Event-Id": {"abc"}}, http.StatusBadRequest},
+		{"a negative Last-Event-ID", durable, http.Header{"Last-Event-Id": {"-1"}}, http.StatusBadRequest},
+		{"resuming without a store", inMemory, http.Header{"Last-Event-Id": {"2"}}, http.StatusConflict},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(c.h)
+			defer srv.Close()
+			_, resp := post(t, srv.URL, c.header)
+			if resp.StatusCode != c.want {
+				t.Errorf("status %d; want %d", resp.StatusCode, c.want)
+			}
+		})
+	}
+	if rec.produced.Load() != 0 {
+		t.Errorf("a refused request produced %d turns", rec.produced.Load())
+	}
+}
+
+// The turn's server process is killed (SIGKILL) mid-turn: a reader that
+// re-attaches through another process sharing the store gets the lines
+// recorded before the kill and then the failure, once the dead process's
+// lease lapsed — never a completed turn, never silence.
+func TestReattachAfterServerKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server process")
+	}
+	path := filepath.Join(t.TempDir(), "turns.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperTurnServer$")
+	cmd.Env = append(os.Environ(), "CHATTURN_HELPER_DB="+path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() {
+		t.Fatal("the server process printed no address")
+	}
+	addr := strings.TrimSpace(sc.Text())
+
+	resp, err := http.Post("http://"+addr+"/", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(resp.Body)
+	var got []chatturn.Line
+	for len(got) < 3 && lines.Scan() {
+		got = append(got, decodeLine(t, lines.Bytes()))
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	resp.Body.Close()
+
+	h := &chatturn.Handler{Store: openStore(t, path), Turn: turnFor(&recorder{}, (&recorder{}).producer("never")), PollInterval: 50 * time.Millisecond}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	rest, _ := post(t, srv.URL, http.Header{"Last-Event-Id": {strconv.Itoa(len(got))}})
+	all := types(append(got, rest...))
+	if len(all) < 5 || all[0] != chatturn.TypeStarted || all[len(all)-2] != chatturn.TypeError || all[len(all)-1] != chatturn.TypeFailed {
+		t.Fatalf("lines %v; want started, the recorded deltas, then error and session.run.failed", all)
+	}
+	r, err := h.Store.GetRun(context.Background(), "p:s:3")
+	if err != nil || r.Status != store.StatusInterrupted {
+		t.Errorf("the killed turn reads %s (%v); want interrupted", r.Status, err)
+	}
+}
+
+// TestHelperTurnServer is the server process of TestReattachAfterServerKilled.
+func TestHelperTurnServer(t *testing.T) {
+	path := os.Getenv("CHATTURN_HELPER_DB")
+	if path == "" {
+		t.Skip("the server process of TestReattachAfterServerKilled")
+	}
+	st, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	h := &chatturn.Handler{Store: st, Turn: turnFor(rec, gatedProducer(rec, 1000, nil, 20*time.Millisecond)), LeaseTTL: kernel.MinLeaseTTL}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println(ln.Addr())
+	http.Serve(ln, h) // until killed
+}
