@@ -138,6 +138,9 @@ type CreateInput struct {
 	// create identity.
 	IdempotencyKey  *string                    `json:"idempotencyKey,omitzero"`
 	ProviderOptions map[string]canonjson.Value `json:"providerOptions,omitzero"`
+	// Credential is the seat stage's credential request (nil without
+	// seats). It is not part of the input's canonical form or digest.
+	Credential *CredentialRequest `json:"-"`
 }
 
 // Key returns the idempotency key, or "" when the create is unkeyed.

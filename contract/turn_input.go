@@ -45,6 +45,9 @@ type TurnInput struct {
 	Context            map[string]canonjson.Value        `json:"context,omitzero"`
 	Interactions       RequestedInteractions             `json:"interactions,omitzero"`
 	ProviderOptions    map[string]canonjson.Value        `json:"providerOptions,omitzero"`
+	// Credential is the seat stage's credential request (nil without
+	// seats). It is not part of the input's canonical form.
+	Credential *CredentialRequest `json:"-"`
 }
 
 // TurnResult is the outcome of one turn: the final text, whether the turn

@@ -280,7 +280,8 @@ func (x *execution) run(ctx context.Context) {
 		return
 	}
 	x.dispatched = true
-	env, err := x.req.Provider.Create(ctx, &contract.CreateInput{Profile: profile.Ref{Inline: x.effect}})
+	env, err := x.req.Provider.Create(ctx, &contract.CreateInput{Profile: profile.Ref{Inline: x.effect},
+		Credential: contract.CredentialRequestFor(x.req.Profile, x.req.Stage, contract.CredentialOnCreate)})
 	if err != nil {
 		x.keepReceipt(err)
 		if !x.contextEnd(ctx) {
@@ -339,7 +340,9 @@ func effortOf(p *profile.Profile) harness.ReasoningEffort {
 func (x *execution) stream(ctx context.Context, env contract.Environment) {
 	prompt := x.req.Task
 	terminal := contract.TerminalKind("")
-	for e, err := range env.Stream(ctx, &contract.TurnInput{Profile: x.effect, Prompt: &prompt}) {
+	turn := &contract.TurnInput{Profile: x.effect, Prompt: &prompt,
+		Credential: contract.CredentialRequestFor(x.req.Profile, x.req.Stage, contract.CredentialOnTurn)}
+	for e, err := range env.Stream(ctx, turn) {
 		if err != nil {
 			x.keepReceipt(err)
 			if !x.contextEnd(ctx) {

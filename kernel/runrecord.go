@@ -207,7 +207,7 @@ const (
 
 // IsExactKind reports whether runs of kind carry a Record.
 func IsExactKind(kind string) bool {
-	return kind != KindRounds && kind != KindToolLoop && kind != KindRuntime
+	return kind != KindRounds && kind != KindToolLoop && kind != KindRuntime && kind != KindSeated
 }
 
 // RunRecord is a recorded run read back through one codec: the store's
@@ -215,7 +215,7 @@ func IsExactKind(kind string) bool {
 // holds.
 type RunRecord struct {
 	store.Run
-	// Exactly one of Exact, Rounds, ToolLoop and Runtime is the run's typed
+	// Exactly one of Exact, Rounds, ToolLoop, Runtime and Seated is the run's typed
 	// document, by its kind — none when the document could not be read
 	// (DocErr says why). A tool loop recorded under a Kind of its
 	// caller's choosing reads as exact only if its document is one.
@@ -223,6 +223,7 @@ type RunRecord struct {
 	Rounds   *RoundsRecord
 	ToolLoop *ToolLoopRecord
 	Runtime  *RuntimeRecord
+	Seated   *SeatedRecord
 	DocErr   error
 	// Events is how many events the store holds for the run.
 	Events int64
@@ -252,6 +253,8 @@ func ReadRun(ctx context.Context, s store.Store, id string) (*RunRecord, error) 
 			out.ToolLoop, out.DocErr = DecodeToolLoopRecord(r.Doc)
 		case KindRuntime:
 			out.Runtime, out.DocErr = DecodeRuntimeRecord(r.Doc)
+		case KindSeated:
+			out.Seated, out.DocErr = DecodeSeatedRecord(r.Doc)
 		default:
 			out.Exact, out.DocErr = DecodeRecord(r.Doc)
 			if out.DocErr != nil {

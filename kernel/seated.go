@@ -1,0 +1,226 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/store"
+)
+
+// KindSeated is the kind of a seated run's record: the logical run and
+// every seat stage it tried.
+const KindSeated = "seated"
+
+// ReasonQuota: every stage left to try refused for quota, the last with
+// the *contract.QuotaRefusalError the run ends with.
+const ReasonQuota = "quota-refused"
+
+// Outcomes of one seat stage.
+const (
+	StageCompleted    = "completed"
+	StageFailed       = "failed"
+	StageQuotaRefused = "quota-refused"
+	StageUnresolved   = "unresolved"
+)
+
+// AccountManager resolves a seat stage to the provider that runs it.
+// The provider's account owner binds the stage's credential from the
+// credential request each create and turn carry; the manager never hands
+// a credential to the runtime (RG-10).
+type AccountManager interface {
+	ProviderFor(ctx context.Context, stage int, seat profile.Seat) (contract.Provider, error)
+}
+
+// AccountManagerFunc adapts a function to AccountManager.
+type AccountManagerFunc func(ctx context.Context, stage int, seat profile.Seat) (contract.Provider, error)
+
+// ProviderFor implements AccountManager.
+func (f AccountManagerFunc) ProviderFor(ctx context.Context, stage int, seat profile.Seat) (contract.Provider, error) {
+	return f(ctx, stage, seat)
+}
+
+// SeatedRequest is a run of a profile's seat chain.
+type SeatedRequest struct {
+	// Request is the run: Profile is the authored profile with its
+	// seats, Stage the first stage to try, RunID the logical run's id
+	// (each stage runs as RunID.stage-K). Its Provider is unused: the
+	// Accounts resolve each stage's.
+	Request
+	Accounts AccountManager
+}
+
+// StageAttempt is one seat stage a seated run tried, and how it ended.
+type StageAttempt struct {
+	Stage    int    `json:"stage"`
+	Harness  string `json:"harness"`
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	// RunID is the stage's exact run ("" when the stage never ran).
+	RunID   string `json:"runId,omitzero"`
+	Outcome string `json:"outcome"`
+	Reason  string `json:"reason,omitzero"`
+	// RetryAfterMs is when the refusing provider said the quota may
+	// allow the stage again.
+	RetryAfterMs *int64 `json:"retryAfterMs,omitzero"`
+}
+
+// SeatedRecord is a seated run's document.
+type SeatedRecord struct {
+	Task     string         `json:"task"`
+	Stages   []StageAttempt `json:"stages"`
+	Terminal *Terminal      `json:"terminal,omitzero"`
+	// CancelRequested is a cancel request another process recorded.
+	CancelRequested *CancelRequest `json:"cancelRequested,omitzero"`
+}
+
+// DecodeSeatedRecord reads a seated run's document.
+func DecodeSeatedRecord(doc canonjson.Value) (*SeatedRecord, error) {
+	var r SeatedRecord
+	if err := canonjson.FromValue(doc, &r); err != nil {
+		return nil, fmt.Errorf("kernel: the run document is not a seated run's record: %w", err)
+	}
+	return &r, nil
+}
+
+// SeatedResult is what a seated run did.
+type SeatedResult struct {
+	// RunID is the logical run's id: the same for every stage.
+	RunID  string
+	Stages []StageAttempt
+	// Final is the result of the last stage that ran; nil when none did.
+	Final *Result
+}
+
+// ExecuteSeated runs a profile's seat chain (seed 000's seats; PRF-03,
+// PRF-07, PRF-11, RG-07..RG-11). Starting at req.Stage, it resolves the
+// stage's provider through Accounts and runs the stage's projection there
+// as one exact run, the stage's credential request on its create and
+// turn. A typed quota refusal (*contract.QuotaRefusalError) moves on to
+// the next authored stage, under the same context — the original
+// deadline — and the same logical run id; every other outcome ends the
+// run: there is no implicit failover, and no provider outside the chain
+// is ever asked. A stage starts a fresh session: continuity across
+// providers is not proven.
+//
+// The logical run is recorded (kind KindSeated) with every stage tried
+// and why it moved on; each stage's run is recorded as usual. A stage
+// whose provider cannot be resolved is refused before any spend
+// (ErrRefused); quota refusals on every stage left end the run with
+// ReasonQuota.
+func ExecuteSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error) {
+	var errs optionErrors
+	if req.Accounts == nil {
+		errs.add("Accounts", "an account manager is required: it resolves each stage's provider")
+	}
+	if req.Profile == nil {
+		errs.add("Profile", "a profile is required")
+	} else if len(req.Profile.Seats) == 0 {
+		errs.add("Profile", "the profile has no seats (use Execute)")
+	} else if req.Stage < 0 || req.Stage >= len(req.Profile.Seats) {
+		errs.add("Stage", "stage %d does not exist (the profile has %d)", req.Stage, len(req.Profile.Seats))
+	}
+	lo := lifeOptions{Store: req.Store, Kind: KindSeated, LeaseTTL: req.LeaseTTL, CleanupTimeout: req.CleanupTimeout, Logger: req.Logger}
+	lo.check(&errs)
+	if err := errs.err(); err != nil {
+		return nil, err
+	}
+	if req.RunID == "" {
+		req.RunID = NewID("seated")
+	}
+	lo.RunID = req.RunID
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	rec := SeatedRecord{Task: req.Task, Stages: []StageAttempt{}}
+	l, err := startLife(ctx, lo, seatedDoc(rec), cancel)
+	if err != nil {
+		return nil, err
+	}
+	defer l.release()
+	res := &SeatedResult{RunID: req.RunID}
+	status, reason, detail, runErr := store.StatusFailed, "", "", error(nil)
+	for k := req.Stage; k < len(req.Profile.Seats); k++ {
+		seat := req.Profile.Seats[k]
+		at := StageAttempt{Stage: k, Harness: string(seat.Harness), Provider: seat.Provider, Model: seat.Model}
+		provider, perr := req.Accounts.ProviderFor(ctx, k, seat)
+		if perr == nil && provider == nil {
+			perr = errors.New("no provider")
+		}
+		if perr != nil {
+			at.Outcome, at.Reason = StageUnresolved, perr.Error()
+			rec.Stages = append(rec.Stages, at)
+			reason, detail = ReasonRefused, fmt.Sprintf("stage %d (%s on %s): the account manager resolved no provider: %v", k, seat.Model, seat.Provider, perr)
+			runErr = perr
+			break
+		}
+		stage := req.Request
+		stage.Provider, stage.Stage, stage.RunID = provider, k, fmt.Sprintf("%s.stage-%d", req.RunID, k)
+		at.RunID = stage.RunID
+		out, err := Execute(ctx, stage)
+		res.Final = out
+		var quota *contract.QuotaRefusalError
+		switch {
+		case err == nil:
+			at.Outcome = StageCompleted
+			status, reason, detail, runErr = store.StatusCompleted, "", "", nil
+		case errors.As(err, &quota):
+			at.Outcome, at.Reason = StageQuotaRefused, quota.Error()
+			if quota.RetryAfter != nil {
+				ms := quota.RetryAfter.Milliseconds()
+				at.RetryAfterMs = &ms
+			}
+			reason, detail, runErr = ReasonQuota, fmt.Sprintf("stage %d: %v", k, quota), err
+		default:
+			at.Outcome, at.Reason = StageFailed, err.Error()
+			reason, detail, runErr = ReasonProvider, fmt.Sprintf("stage %d: %v", k, err), err
+			status = store.StatusFailed
+			if re, ok := errors.AsType[*RunError](err); ok {
+				status, reason = re.Status, re.Reason
+			}
+		}
+		rec.Stages = append(rec.Stages, at)
+		if at.Outcome != StageQuotaRefused {
+			break
+		}
+		if err := l.updateDoc(seatedDoc(rec)); err != nil {
+			l.log.Warn("recording a seated run's stage", "run", req.RunID, "err", err)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	res.Stages = rec.Stages
+	if status != store.StatusCompleted {
+		if ce := contextError(ctx, req.RunID); ce != nil && reason == ReasonQuota {
+			status, reason, detail, runErr = ce.Status, ce.Reason, ce.Detail, ce.Cause
+		}
+	}
+	rec.Terminal = &Terminal{Status: status, Reason: reason, Detail: detail}
+	if _, err := l.end(status, func(lost *LeaseLostError) canonjson.Value {
+		if lost != nil {
+			r := rec
+			r.Terminal = &Terminal{Status: store.StatusInterrupted, Reason: ReasonLeaseLost, Detail: lost.Error()}
+			return seatedDoc(r)
+		}
+		return seatedDoc(rec)
+	}); err != nil {
+		if lost, ok := errors.AsType[*LeaseLostError](err); ok {
+			return res, &RunError{RunID: req.RunID, Status: store.StatusInterrupted, Reason: ReasonLeaseLost, Detail: lost.Error(), Cause: lost}
+		}
+		return res, err
+	}
+	if status == store.StatusCompleted {
+		return res, nil
+	}
+	return res, &RunError{RunID: req.RunID, Status: status, Reason: reason, Detail: detail, Cause: runErr}
+}
+
+func seatedDoc(rec SeatedRecord) canonjson.Value {
+	// Every member is a string, a number or a struct of them: it always
+	// has a JSON form.
+	v, _ := canonjson.ToValue(rec)
+	return v
+}
