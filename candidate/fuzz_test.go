@@ -128,3 +128,12 @@ func FuzzParseProfileActivation(f *testing.F) {
 func FuzzParseTaskOutcomeMaterial(f *testing.F) {
 	fuzzDecoder(f, candidate.KindTaskOutcomeMaterial, candidate.ParseTaskOutcomeMaterial)
 }
+func FuzzParseImprovementReview(f *testing.F) {
+	fuzzDecoder(f, candidate.KindImprovementReview, candidate.ParseImprovementReview)
+}
+func FuzzParseImprovementActivation(f *testing.F) {
+	fuzzDecoder(f, candidate.KindImprovementActivation, candidate.ParseImprovementActivation)
+}
+func FuzzParseImprovementActivationResult(f *testing.F) {
+	fuzzDecoder(f, candidate.KindActivationResult, candidate.ParseImprovementActivationResult)
+}

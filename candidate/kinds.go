@@ -48,6 +48,9 @@ const (
 	KindLeaseRecordMaterial       = "AgentWorkspaceLeaseRecordMaterial"
 	KindCertifiedContext          = "CertifiedContext"
 	KindCertifiedContextEntry     = "CertifiedContextEntry"
+	KindImprovementReview         = "AgentImprovementReview"
+	KindImprovementActivation     = "AgentImprovementActivation"
+	KindActivationResult          = "AgentImprovementActivationResult"
 )
 
 // Kinds lists the wire kinds this package owns, for `agentrt check`.
@@ -95,6 +98,9 @@ func Kinds() []schema.Kind {
 		{Name: KindLeaseRecordMaterial, Node: LeaseRecordMaterialSchema},
 		{Name: KindCertifiedContext, Node: CertifiedContextSchema},
 		{Name: KindCertifiedContextEntry, Node: CertifiedContextEntrySchema},
+		{Name: KindImprovementReview, Node: ImprovementReviewSchema},
+		{Name: KindImprovementActivation, Node: ImprovementActivationSchema},
+		{Name: KindActivationResult, Node: ImprovementActivationResultSchema},
 	}
 }
 
@@ -271,4 +277,21 @@ func ParseLeaseRecord(data []byte) (*LeaseRecord, error) {
 // including its content hashes.
 func ParseCertifiedContext(data []byte) (*CertifiedContext, error) {
 	return contract.Parse[CertifiedContext](KindCertifiedContext, CertifiedContextSchema, data)
+}
+
+// ParseImprovementReview decodes and validates an AgentImprovementReview.
+func ParseImprovementReview(data []byte) (*ImprovementReview, error) {
+	return contract.Parse[ImprovementReview](KindImprovementReview, ImprovementReviewSchema, data)
+}
+
+// ParseImprovementActivation decodes and validates an
+// AgentImprovementActivation.
+func ParseImprovementActivation(data []byte) (*ImprovementActivation, error) {
+	return contract.Parse[ImprovementActivation](KindImprovementActivation, ImprovementActivationSchema, data)
+}
+
+// ParseImprovementActivationResult decodes and validates an
+// AgentImprovementActivationResult.
+func ParseImprovementActivationResult(data []byte) (*ImprovementActivationResult, error) {
+	return contract.Parse[ImprovementActivationResult](KindActivationResult, ImprovementActivationResultSchema, data)
 }

@@ -70,5 +70,8 @@ func vectorKinds() []vectorKind {
 		check[candidate.LeaseRecord](candidate.KindLeaseRecordMaterial, candidate.LeaseRecordMaterialSchema),
 		check[candidate.CertifiedContext](candidate.KindCertifiedContext, candidate.CertifiedContextSchema),
 		check[candidate.CertifiedContextEntry](candidate.KindCertifiedContextEntry, candidate.CertifiedContextEntrySchema),
+		check[candidate.ImprovementReview](candidate.KindImprovementReview, candidate.ImprovementReviewSchema),
+		check[candidate.ImprovementActivation](candidate.KindImprovementActivation, candidate.ImprovementActivationSchema),
+		check[candidate.ImprovementActivationResult](candidate.KindActivationResult, candidate.ImprovementActivationResultSchema),
 	}
 }
