@@ -137,3 +137,6 @@ func FuzzParseImprovementActivation(f *testing.F) {
 func FuzzParseImprovementActivationResult(f *testing.F) {
 	fuzzDecoder(f, candidate.KindActivationResult, candidate.ParseImprovementActivationResult)
 }
+func FuzzParseProfileChange(f *testing.F) {
+	fuzzDecoder(f, candidate.KindProfileChange, candidate.ParseProfileChange)
+}

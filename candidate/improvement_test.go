@@ -6,8 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agentrt/agentrt/candidate"
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/schema"
 )
 
@@ -140,4 +143,52 @@ func mustGet(t *testing.T, v canonjson.Value, name string) canonjson.Value {
 		t.Fatalf("member %q missing", name)
 	}
 	return x
+}
+
+// TestChangedSurfaces maps profile diffs to improvement surfaces as the
+// reference does: resource collections are their own surfaces, every
+// other axis is agent-profile, and a step that changes nothing or
+// patches a resource by reference is refused (RTP-12: the surface handed
+// to a method is exactly what the change alters).
+func TestChangedSurfaces(t *testing.T) {
+	cases := []struct {
+		name string
+		step string
+		want []string
+		path string // a refused step's issue path
+	}{
+		{name: "prompt", step: `{"kind":"agent-profile-diff","set":{"prompt":{"systemPrompt":"x"}}}`, want: []string{"prompt"}},
+		{name: "identity is agent-profile", step: `{"kind":"agent-profile-diff","set":{"name":"n"}}`, want: []string{"agent-profile"}},
+		{name: "inline skill", step: `{"kind":"agent-profile-diff","set":{"resources":{"skills":[{"kind":"inline","name":"s","content":"c"}]}}}`, want: []string{"skills"}},
+		{name: "agents are subagents", step: `{"kind":"agent-profile-diff","set":{"resources":{"agents":[{"kind":"inline","name":"a","content":"c"}]}}}`, want: []string{"subagents"}},
+		{name: "empty resources set is agent-profile", step: `{"kind":"agent-profile-diff","set":{"resources":{}}}`, want: []string{"agent-profile"}},
+		{name: "remove all resources", step: `{"kind":"agent-profile-diff","remove":{"resources":true}}`, want: []string{"skills", "tools", "subagents", "agent-profile"}},
+		{name: "remove named tools resources", step: `{"kind":"agent-profile-diff","remove":{"resources":{"tools":["t"],"skills":[]}}}`, want: []string{"tools"}},
+		{name: "order is canonical", step: `{"kind":"agent-profile-diff","set":{"harness":"codex","hooks":{},"prompt":{"systemPrompt":"x"}}}`, want: []string{"prompt", "hooks", "agent-profile"}},
+		{name: "empty removal changes nothing", step: `{"kind":"agent-profile-diff","remove":{"tools":[]}}`, path: ""},
+		{name: "no change", step: `{"kind":"agent-profile-diff"}`, path: ""},
+		{name: "referenced skill", step: `{"kind":"agent-profile-diff","set":{"resources":{"skills":[{"kind":"github","repository":"o/r","path":"s","ref":"main"}]}}}`, path: "/set/resources/skills/0"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := candidate.ParseProfileChangeStep([]byte(tc.step))
+			if tc.want == nil {
+				var se *schema.Error
+				if !errors.As(err, &se) || !slices.ContainsFunc(se.Issues, func(is schema.Issue) bool { return is.Path == tc.path }) {
+					t.Fatalf("err = %v, want an issue at %q", err, tc.path)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := candidate.ChangedSurfaces([]profile.Diff{*d})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("surfaces (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package candidate
 import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/schema"
 )
 
@@ -51,6 +52,8 @@ const (
 	KindImprovementReview         = "AgentImprovementReview"
 	KindImprovementActivation     = "AgentImprovementActivation"
 	KindActivationResult          = "AgentImprovementActivationResult"
+	KindProfileChangeStep         = "AgentProfileImprovementChangeStep"
+	KindProfileChange             = "AgentProfileImprovementChange"
 )
 
 // Kinds lists the wire kinds this package owns, for `agentrt check`.
@@ -101,6 +104,8 @@ func Kinds() []schema.Kind {
 		{Name: KindImprovementReview, Node: ImprovementReviewSchema},
 		{Name: KindImprovementActivation, Node: ImprovementActivationSchema},
 		{Name: KindActivationResult, Node: ImprovementActivationResultSchema},
+		{Name: KindProfileChangeStep, Node: ProfileChangeStepSchema},
+		{Name: KindProfileChange, Node: ProfileChangeSchema},
 	}
 }
 
@@ -294,4 +299,16 @@ func ParseImprovementActivation(data []byte) (*ImprovementActivation, error) {
 // AgentImprovementActivationResult.
 func ParseImprovementActivationResult(data []byte) (*ImprovementActivationResult, error) {
 	return contract.Parse[ImprovementActivationResult](KindActivationResult, ImprovementActivationResultSchema, data)
+}
+
+// ParseProfileChange decodes and validates an
+// AgentProfileImprovementChange.
+func ParseProfileChange(data []byte) (*ProfileChange, error) {
+	return contract.Parse[ProfileChange](KindProfileChange, ProfileChangeSchema, data)
+}
+
+// ParseProfileChangeStep decodes and validates an
+// AgentProfileImprovementChangeStep.
+func ParseProfileChangeStep(data []byte) (*profile.Diff, error) {
+	return contract.Parse[profile.Diff](KindProfileChangeStep, ProfileChangeStepSchema, data)
 }

@@ -1,5 +1,11 @@
 package candidate
 
+import "github.com/agentrt/agentrt/profile"
+
+// ProfileChange is AgentProfileImprovementChange: ordered profile diffs
+// (each an AgentProfileImprovementChangeStep).
+type ProfileChange []profile.Diff
+
 // ProfileExecutionRef is AgentProfileImprovementExecutionRef, the
 // measured runner of a profile experiment.
 type ProfileExecutionRef struct {

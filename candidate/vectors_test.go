@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentrt/agentrt/candidate"
 	"github.com/agentrt/agentrt/internal/vectors"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/schema"
 )
 
@@ -73,5 +74,7 @@ func vectorKinds() []vectorKind {
 		check[candidate.ImprovementReview](candidate.KindImprovementReview, candidate.ImprovementReviewSchema),
 		check[candidate.ImprovementActivation](candidate.KindImprovementActivation, candidate.ImprovementActivationSchema),
 		check[candidate.ImprovementActivationResult](candidate.KindActivationResult, candidate.ImprovementActivationResultSchema),
+		check[profile.Diff](candidate.KindProfileChangeStep, candidate.ProfileChangeStepSchema),
+		check[candidate.ProfileChange](candidate.KindProfileChange, candidate.ProfileChangeSchema),
 	}
 }
