@@ -140,3 +140,9 @@ func FuzzParseImprovementActivationResult(f *testing.F) {
 func FuzzParseProfileChange(f *testing.F) {
 	fuzzDecoder(f, candidate.KindProfileChange, candidate.ParseProfileChange)
 }
+func FuzzParseProfileRunReceipt(f *testing.F) {
+	fuzzDecoder(f, candidate.KindProfileRunReceipt, candidate.ParseProfileRunReceipt)
+}
+func FuzzParseProfileMeasuredComparison(f *testing.F) {
+	fuzzDecoder(f, candidate.KindProfileComparison, candidate.ParseProfileMeasuredComparison)
+}

@@ -54,6 +54,8 @@ const (
 	KindActivationResult          = "AgentImprovementActivationResult"
 	KindProfileChangeStep         = "AgentProfileImprovementChangeStep"
 	KindProfileChange             = "AgentProfileImprovementChange"
+	KindProfileRunReceipt         = "AgentProfileImprovementRunReceipt"
+	KindProfileComparison         = "AgentProfileImprovementMeasuredComparison"
 )
 
 // Kinds lists the wire kinds this package owns, for `agentrt check`.
@@ -106,6 +108,8 @@ func Kinds() []schema.Kind {
 		{Name: KindActivationResult, Node: ImprovementActivationResultSchema},
 		{Name: KindProfileChangeStep, Node: ProfileChangeStepSchema},
 		{Name: KindProfileChange, Node: ProfileChangeSchema},
+		{Name: KindProfileRunReceipt, Node: ProfileRunReceiptSchema},
+		{Name: KindProfileComparison, Node: ProfileMeasuredComparisonSchema},
 	}
 }
 
@@ -311,4 +315,17 @@ func ParseProfileChange(data []byte) (*ProfileChange, error) {
 // AgentProfileImprovementChangeStep.
 func ParseProfileChangeStep(data []byte) (*profile.Diff, error) {
 	return contract.Parse[profile.Diff](KindProfileChangeStep, ProfileChangeStepSchema, data)
+}
+
+// ParseProfileRunReceipt decodes and validates an
+// AgentProfileImprovementRunReceipt, including its self-digest.
+func ParseProfileRunReceipt(data []byte) (*ProfileRunReceipt, error) {
+	return contract.Parse[ProfileRunReceipt](KindProfileRunReceipt, ProfileRunReceiptSchema, data)
+}
+
+// ParseProfileMeasuredComparison decodes and validates an
+// AgentProfileImprovementMeasuredComparison: every digest, binding and
+// reported mean is recomputed.
+func ParseProfileMeasuredComparison(data []byte) (*ProfileMeasuredComparison, error) {
+	return contract.Parse[ProfileMeasuredComparison](KindProfileComparison, ProfileMeasuredComparisonSchema, data)
 }

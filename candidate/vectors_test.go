@@ -76,5 +76,7 @@ func vectorKinds() []vectorKind {
 		check[candidate.ImprovementActivationResult](candidate.KindActivationResult, candidate.ImprovementActivationResultSchema),
 		check[profile.Diff](candidate.KindProfileChangeStep, candidate.ProfileChangeStepSchema),
 		check[candidate.ProfileChange](candidate.KindProfileChange, candidate.ProfileChangeSchema),
+		check[candidate.ProfileRunReceipt](candidate.KindProfileRunReceipt, candidate.ProfileRunReceiptSchema),
+		check[candidate.ProfileMeasuredComparison](candidate.KindProfileComparison, candidate.ProfileMeasuredComparisonSchema),
 	}
 }
