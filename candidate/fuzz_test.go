@@ -146,3 +146,6 @@ func FuzzParseProfileRunReceipt(f *testing.F) {
 func FuzzParseProfileMeasuredComparison(f *testing.F) {
 	fuzzDecoder(f, candidate.KindProfileComparison, candidate.ParseProfileMeasuredComparison)
 }
+func FuzzParseImprovementProposal(f *testing.F) {
+	fuzzDecoder(f, candidate.KindImprovementProposal, candidate.ParseImprovementProposal)
+}

@@ -56,6 +56,7 @@ const (
 	KindProfileChange             = "AgentProfileImprovementChange"
 	KindProfileRunReceipt         = "AgentProfileImprovementRunReceipt"
 	KindProfileComparison         = "AgentProfileImprovementMeasuredComparison"
+	KindImprovementProposal       = "AgentImprovementProposal"
 )
 
 // Kinds lists the wire kinds this package owns, for `agentrt check`.
@@ -110,6 +111,7 @@ func Kinds() []schema.Kind {
 		{Name: KindProfileChange, Node: ProfileChangeSchema},
 		{Name: KindProfileRunReceipt, Node: ProfileRunReceiptSchema},
 		{Name: KindProfileComparison, Node: ProfileMeasuredComparisonSchema},
+		{Name: KindImprovementProposal, Node: ImprovementProposalSchema},
 	}
 }
 
@@ -328,4 +330,10 @@ func ParseProfileRunReceipt(data []byte) (*ProfileRunReceipt, error) {
 // reported mean is recomputed.
 func ParseProfileMeasuredComparison(data []byte) (*ProfileMeasuredComparison, error) {
 	return contract.Parse[ProfileMeasuredComparison](KindProfileComparison, ProfileMeasuredComparisonSchema, data)
+}
+
+// ParseImprovementProposal decodes and validates an
+// AgentImprovementProposal, including the measured comparison it carries.
+func ParseImprovementProposal(data []byte) (*ImprovementProposal, error) {
+	return contract.Parse[ImprovementProposal](KindImprovementProposal, ImprovementProposalSchema, data)
 }

@@ -292,3 +292,70 @@ type ProfileMeasuredComparison struct {
 	Measurements []ProfileMeasurement `json:"measurements"`
 	ComparisonSummary
 }
+
+// CandidateExperiment is AgentCandidateExperiment.
+type CandidateExperiment struct {
+	Kind             string               `json:"kind"`
+	DigestAlgorithm  string               `json:"digestAlgorithm"`
+	Baseline         Bundle               `json:"baseline"`
+	Candidate        Bundle               `json:"candidate"`
+	CandidateLineage CandidateLineage     `json:"candidateLineage"`
+	Benchmark        BenchmarkSuiteInputs `json:"benchmark"`
+	Policy           EvaluationPolicy     `json:"policy"`
+	Digest           string               `json:"digest"`
+}
+
+// CandidateMeasurement is one paired bundle measurement.
+type CandidateMeasurement struct {
+	Baseline  ExecutionEvidence `json:"baseline"`
+	Candidate ExecutionEvidence `json:"candidate"`
+}
+
+// CandidateMeasuredComparison is AgentImprovementMeasuredComparison.
+type CandidateMeasuredComparison struct {
+	Kind         string                 `json:"kind"`
+	Experiment   CandidateExperiment    `json:"experiment"`
+	Measurements []CandidateMeasurement `json:"measurements"`
+	ComparisonSummary
+}
+
+// ImprovementProposal is AgentImprovementProposal.
+type ImprovementProposal struct {
+	Kind            string                       `json:"kind"`
+	RunID           string                       `json:"runId"`
+	ChangedSurfaces []string                     `json:"changedSurfaces"`
+	ProposedAt      string                       `json:"proposedAt"`
+	Findings        []map[string]canonjson.Value `json:"findings"`
+	Evaluation      ProposalEvaluation           `json:"evaluation"`
+	Digest          string                       `json:"digest"`
+}
+
+// ProposalEvaluation is the comparison a proposal carries: exactly one of
+// Candidate (bundles) and Profile (profile states) is set.
+type ProposalEvaluation struct {
+	Candidate *CandidateMeasuredComparison
+	Profile   *ProfileMeasuredComparison
+}
+
+// MarshalValue implements canonjson.ValueMarshaler.
+func (e ProposalEvaluation) MarshalValue() (canonjson.Value, error) {
+	if e.Candidate != nil {
+		return canonjson.ToValue(e.Candidate)
+	}
+	if e.Profile != nil {
+		return canonjson.ToValue(e.Profile)
+	}
+	return canonjson.Value{}, nil
+}
+
+// UnmarshalValue implements canonjson.ValueUnmarshaler, choosing the
+// comparison by its kind.
+func (e *ProposalEvaluation) UnmarshalValue(v canonjson.Value) error {
+	*e = ProposalEvaluation{}
+	if member(v, "kind") == KindCandidateMeasuredComparisonValue {
+		e.Candidate = new(CandidateMeasuredComparison)
+		return canonjson.FromValue(v, e.Candidate)
+	}
+	e.Profile = new(ProfileMeasuredComparison)
+	return canonjson.FromValue(v, e.Profile)
+}

@@ -78,5 +78,6 @@ func vectorKinds() []vectorKind {
 		check[candidate.ProfileChange](candidate.KindProfileChange, candidate.ProfileChangeSchema),
 		check[candidate.ProfileRunReceipt](candidate.KindProfileRunReceipt, candidate.ProfileRunReceiptSchema),
 		check[candidate.ProfileMeasuredComparison](candidate.KindProfileComparison, candidate.ProfileMeasuredComparisonSchema),
+		check[candidate.ImprovementProposal](candidate.KindImprovementProposal, candidate.ImprovementProposalSchema),
 	}
 }
