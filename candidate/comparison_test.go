@@ -163,6 +163,14 @@ func TestComparisonRules(t *testing.T) {
 			mutate: func(t *testing.T, v canonjson.Value) canonjson.Value {
 				return setAt(t, v, "decision/outcome", `"hold"`)
 			}},
+		{name: "comparison/a huge repetition count is refused without visiting its cells", base: comparison, path: "/measurements",
+			mutate: func(t *testing.T, v canonjson.Value) canonjson.Value {
+				return setAt(t, v, "experiment/benchmark/suite/reps", `9007199254740991`)
+			}},
+		{name: "proposal/a huge repetition count is refused without visiting its cells", base: bundleProposal, path: "/evaluation/measurements",
+			mutate: func(t *testing.T, v canonjson.Value) canonjson.Value {
+				return setAt(t, v, "evaluation/experiment/benchmark/suite/reps", `9007199254740991`)
+			}},
 		{name: "comparison/candidate label needs content", base: comparison, path: "/candidate",
 			mutate: func(t *testing.T, v canonjson.Value) canonjson.Value { return setAt(t, v, "candidate", `{}`) }},
 		{name: "comparison/unsorted critical dimensions", base: comparison, path: "/experiment/policy/criticalDimensions",

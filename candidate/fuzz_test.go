@@ -149,3 +149,6 @@ func FuzzParseProfileMeasuredComparison(f *testing.F) {
 func FuzzParseImprovementProposal(f *testing.F) {
 	fuzzDecoder(f, candidate.KindImprovementProposal, candidate.ParseImprovementProposal)
 }
+func FuzzParseProfileChangeStep(f *testing.F) {
+	fuzzDecoder(f, candidate.KindProfileChangeStep, candidate.ParseProfileChangeStep)
+}

@@ -298,7 +298,7 @@ func path(names ...string) []string { return names }
 // checkComparisonSummary recomputes a comparison's summary from its
 // signed measurements: estimates, sample counts, means per objective,
 // accounting, the objective set and the frozen policy's uncertainty.
-func checkComparisonSummary(c *schema.Context, v, policy canonjson.Value, expectedN int, pairs []measuredPair, values receiptValues) {
+func checkComparisonSummary(c *schema.Context, v, policy canonjson.Value, expectedN float64, pairs []measuredPair, values receiptValues) {
 	overall := at(v, "overall")
 	checkEstimate(c, overall, "overall")
 	eval := at(v, "evaluation")
@@ -312,7 +312,7 @@ func checkComparisonSummary(c *schema.Context, v, policy canonjson.Value, expect
 		member(at(total, "cost"), "provenance") != totalProvenance {
 		c.Custom("evaluation totals must equal preparation and measurement accounting", "evaluation")
 	}
-	if num(overall, "n") != float64(expectedN) {
+	if num(overall, "n") != expectedN {
 		c.Custom("measured sample count must equal the complete benchmark suite", "overall", "n")
 	}
 	if len(pairs) > 0 {
@@ -332,7 +332,7 @@ func checkComparisonSummary(c *schema.Context, v, policy canonjson.Value, expect
 		kind, name := member(o, "kind"), member(o, "name")
 		if member(o, "availability") == "measured" {
 			checkEstimate(c, o, "objectives", idx)
-			if num(o, "n") != float64(expectedN) {
+			if num(o, "n") != expectedN {
 				c.Custom("measured objective count must equal the complete benchmark suite", "objectives", idx, "n")
 			}
 			if len(pairs) > 0 {
@@ -408,7 +408,7 @@ func checkComparisonSummary(c *schema.Context, v, policy canonjson.Value, expect
 			c.Custom("measured dimension must name a present quality objective", "objectives", canonjson.IndexToken(p.index), "objective")
 		}
 	}
-	if num(at(v, "power"), "n") != float64(expectedN) {
+	if num(at(v, "power"), "n") != expectedN {
 		c.Custom("power analysis must use the paired held-out sample", "power", "n")
 	}
 	level, resamples := num(policy, "confidenceLevel"), num(policy, "resamples")
@@ -445,4 +445,26 @@ func dimensionScore(dimensions canonjson.Value, name string) (float64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// cell is one benchmark cell a measurement index stands for.
+type cell struct {
+	index, task int
+	rep         int64
+}
+
+// cells returns the (task, repetition) of every measurement index below
+// both len(measurements) and tasks×reps, in index order (task-major), as
+// the reference's nested loops visit them; it never visits cells that
+// have no measurement, however large reps is.
+func cells(measurements, tasks int, reps int64) []cell {
+	var out []cell
+	for index := 0; index < measurements && reps > 0; index++ {
+		task := int64(index) / reps
+		if task >= int64(tasks) {
+			break
+		}
+		out = append(out, cell{index, int(task), int64(index) % reps})
+	}
+	return out
 }

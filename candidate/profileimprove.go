@@ -310,15 +310,15 @@ func checkProfileComparison(c *schema.Context, v canonjson.Value) {
 	experiment := at(v, "experiment")
 	suite := at(experiment, "benchmark", "suite")
 	tasks := at(experiment, "benchmark", "tasks").Items()
-	reps := int(num(suite, "reps"))
-	expectedN := len(tasks) * reps
+	reps := int64(num(suite, "reps"))
+	expectedN := float64(len(tasks)) * num(suite, "reps")
 	provenance := at(v, "provenance")
 	if member(provenance, "baselineContentHash") != member(at(experiment, "baseline"), "stateDigest") ||
 		member(provenance, "candidateContentHash") != member(at(experiment, "candidate"), "stateDigest") {
 		c.Custom("profile comparison provenance must bind both complete measured states", "provenance")
 	}
 	measurements := at(v, "measurements").Items()
-	if len(measurements) != expectedN {
+	if float64(len(measurements)) != expectedN {
 		c.Custom("profile comparison must contain every signed benchmark cell", "measurements")
 	}
 	registry := identityRegistry{label: "profile measurements"}
@@ -327,49 +327,45 @@ func checkProfileComparison(c *schema.Context, v canonjson.Value) {
 		expectedDimensions = memberStrings(at(measurements[0], "baseline", "grading", "dimensions"), "name")
 	}
 	seeds := at(suite, "seeds").Items()
-	for ti, task := range tasks {
-		for rep := 0; rep < reps; rep++ {
-			index := ti*reps + rep
-			if index >= len(measurements) {
-				continue
+	for _, cl := range cells(len(measurements), len(tasks), reps) {
+		index, ti, rep := cl.index, cl.task, cl.rep
+		task := tasks[ti]
+		m := measurements[index]
+		idx := canonjson.IndexToken(index)
+		for _, arm := range []string{"baseline", "candidate"} {
+			r := at(m, arm)
+			cell := at(r, "runCell")
+			armPath := path("measurements", idx, arm)
+			under := func(rel ...string) []string { return append(slices.Clone(armPath), rel...) }
+			seedOK := index < len(seeds) && num(cell, "seed") == seeds[index].Float()
+			report(c, []binding{
+				{member(cell, "experimentDigest") == member(experiment, "digest"), "profile run receipt must bind the measured experiment", under("runCell", "experimentDigest")},
+				{canonjson.Equal(at(r, "executionRef"), at(experiment, "executionRef")), "profile run receipt must bind the measured executor", under("executionRef")},
+				{member(cell, "arm") == arm, "profile run receipt must bind its measured arm", under("runCell", "arm")},
+				{member(cell, "stateDigest") == member(at(experiment, arm), "stateDigest"), "profile run receipt must bind the experiment arm state", under("runCell", "stateDigest")},
+				{member(cell, "suiteDigest") == member(suite, "digest") && member(cell, "taskDigest") == member(task, "digest") &&
+					num(cell, "taskIndex") == float64(ti) && num(cell, "repetition") == float64(rep) && seedOK && num(cell, "attempt") == 1,
+					"publishable profile evidence must use the first signed task attempt", under("runCell")},
+				{canonjson.Equal(at(r, "grading", "grader"), at(task, "grader")), "profile run receipt must bind the signed evaluator", under("grading", "grader")},
+				{canonjson.Equal(at(r, "resolvedModel"), at(task, "model")), "profile run receipt must bind the signed model snapshot", under("resolvedModel")},
+				{canonjson.Equal(at(r, "limits"), at(task, "limits")), "profile run receipt must bind the signed execution limits", under("limits")},
+				{slices.Equal(memberStrings(at(r, "grading", "dimensions"), "name"), expectedDimensions), "profile run receipt dimensions must match the complete measured comparison", under("grading", "dimensions")},
+			})
+			ids := []identity{
+				{kind: "execution", value: member(r, "executionId")},
+				{kind: "runCell", value: member(cell, "digest")},
+				{kind: "receipt", value: member(r, "digest")},
+				{kind: "runRecord", value: evidenceKey(at(r, "runRecord"))},
 			}
-			m := measurements[index]
-			idx := canonjson.IndexToken(index)
-			for _, arm := range []string{"baseline", "candidate"} {
-				r := at(m, arm)
-				cell := at(r, "runCell")
-				armPath := path("measurements", idx, arm)
-				under := func(rel ...string) []string { return append(slices.Clone(armPath), rel...) }
-				seedOK := index < len(seeds) && num(cell, "seed") == seeds[index].Float()
-				report(c, []binding{
-					{member(cell, "experimentDigest") == member(experiment, "digest"), "profile run receipt must bind the measured experiment", under("runCell", "experimentDigest")},
-					{canonjson.Equal(at(r, "executionRef"), at(experiment, "executionRef")), "profile run receipt must bind the measured executor", under("executionRef")},
-					{member(cell, "arm") == arm, "profile run receipt must bind its measured arm", under("runCell", "arm")},
-					{member(cell, "stateDigest") == member(at(experiment, arm), "stateDigest"), "profile run receipt must bind the experiment arm state", under("runCell", "stateDigest")},
-					{member(cell, "suiteDigest") == member(suite, "digest") && member(cell, "taskDigest") == member(task, "digest") &&
-						num(cell, "taskIndex") == float64(ti) && num(cell, "repetition") == float64(rep) && seedOK && num(cell, "attempt") == 1,
-						"publishable profile evidence must use the first signed task attempt", under("runCell")},
-					{canonjson.Equal(at(r, "grading", "grader"), at(task, "grader")), "profile run receipt must bind the signed evaluator", under("grading", "grader")},
-					{canonjson.Equal(at(r, "resolvedModel"), at(task, "model")), "profile run receipt must bind the signed model snapshot", under("resolvedModel")},
-					{canonjson.Equal(at(r, "limits"), at(task, "limits")), "profile run receipt must bind the signed execution limits", under("limits")},
-					{slices.Equal(memberStrings(at(r, "grading", "dimensions"), "name"), expectedDimensions), "profile run receipt dimensions must match the complete measured comparison", under("grading", "dimensions")},
-				})
-				ids := []identity{
-					{kind: "execution", value: member(r, "executionId")},
-					{kind: "runCell", value: member(cell, "digest")},
-					{kind: "receipt", value: member(r, "digest")},
-					{kind: "runRecord", value: evidenceKey(at(r, "runRecord"))},
-				}
-				for _, b := range at(r, "billing").Items() {
-					ids = append(ids, identity{kind: "billing", value: evidenceKey(b), path: under("billing")})
-				}
-				registry.record(c, ids, armPath)
+			for _, b := range at(r, "billing").Items() {
+				ids = append(ids, identity{kind: "billing", value: evidenceKey(b), path: under("billing")})
 			}
-			b, x := at(m, "baseline"), at(m, "candidate")
-			if member(b, "executionId") == member(x, "executionId") || member(at(b, "runCell"), "digest") == member(at(x, "runCell"), "digest") ||
-				member(b, "digest") == member(x, "digest") {
-				c.Custom("profile measurement must use independent baseline and candidate executions", "measurements", idx)
-			}
+			registry.record(c, ids, armPath)
+		}
+		b, x := at(m, "baseline"), at(m, "candidate")
+		if member(b, "executionId") == member(x, "executionId") || member(at(b, "runCell"), "digest") == member(at(x, "runCell"), "digest") ||
+			member(b, "digest") == member(x, "digest") {
+			c.Custom("profile measurement must use independent baseline and candidate executions", "measurements", idx)
 		}
 	}
 	if member(at(v, "decision"), "outcome") == "ship" {

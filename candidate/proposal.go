@@ -112,40 +112,35 @@ func checkCandidateComparison(c *schema.Context, v canonjson.Value) {
 	suite := at(experiment, "benchmark", "suite")
 	tasks := at(experiment, "benchmark", "tasks").Items()
 	taskCount := at(suite, "taskDigests").Len()
-	reps := int(num(suite, "reps"))
-	expectedN := taskCount * reps
+	reps := int64(num(suite, "reps"))
+	expectedN := float64(taskCount) * num(suite, "reps")
 	measurements := at(v, "measurements").Items()
-	if len(measurements) != expectedN {
+	if float64(len(measurements)) != expectedN {
 		c.Custom("measured comparison must contain every signed benchmark cell", "measurements")
 	}
 	registry := identityRegistry{label: "measured executions"}
 	seeds := at(suite, "seeds").Items()
-	for ti := 0; ti < taskCount && ti < len(tasks); ti++ {
+	for _, cl := range cells(len(measurements), min(taskCount, len(tasks)), reps) {
+		index, ti, rep := cl.index, cl.task, cl.rep
 		task := tasks[ti]
-		for rep := 0; rep < reps; rep++ {
-			index := ti*reps + rep
-			if index >= len(measurements) {
-				continue
-			}
-			idx := canonjson.IndexToken(index)
-			for _, arm := range []string{"baseline", "candidate"} {
-				armPath := path("measurements", idx, arm)
-				under := func(rel ...string) []string { return append(slices.Clone(armPath), rel...) }
-				e := at(measurements[index], arm)
-				checkEvidenceBindings(c, evidenceBinding{
-					evidence: e, bundle: at(experiment, arm), task: task, suite: suite,
-					experimentDigest: member(experiment, "digest"), arm: arm,
-					taskIndex: ti, repetition: rep, seed: seedAt(seeds, index),
-				}, under)
-				m := at(e, "materializationReceipt")
-				registry.record(c, []identity{
-					{kind: "execution", value: member(at(m, "executionPlan", "material"), "executionId")},
-					{kind: "runCell", value: member(at(m, "executionPlan", "material", "runCell"), "digest")},
-					{kind: "materialization", value: member(m, "digest")},
-					{kind: "receipt", value: member(at(e, "receipt"), "digest")},
-					{kind: "evidence", value: member(e, "digest")},
-				}, armPath)
-			}
+		idx := canonjson.IndexToken(index)
+		for _, arm := range []string{"baseline", "candidate"} {
+			armPath := path("measurements", idx, arm)
+			under := func(rel ...string) []string { return append(slices.Clone(armPath), rel...) }
+			e := at(measurements[index], arm)
+			checkEvidenceBindings(c, evidenceBinding{
+				evidence: e, bundle: at(experiment, arm), task: task, suite: suite,
+				experimentDigest: member(experiment, "digest"), arm: arm,
+				taskIndex: ti, repetition: int(rep), seed: seedAt(seeds, index),
+			}, under)
+			m := at(e, "materializationReceipt")
+			registry.record(c, []identity{
+				{kind: "execution", value: member(at(m, "executionPlan", "material"), "executionId")},
+				{kind: "runCell", value: member(at(m, "executionPlan", "material", "runCell"), "digest")},
+				{kind: "materialization", value: member(m, "digest")},
+				{kind: "receipt", value: member(at(e, "receipt"), "digest")},
+				{kind: "evidence", value: member(e, "digest")},
+			}, armPath)
 		}
 	}
 	checkComparisonSummary(c, v, at(experiment, "policy"), expectedN, pairsOf(at(v, "measurements")), evidenceReceiptValues)
