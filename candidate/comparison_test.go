@@ -131,6 +131,22 @@ func TestComparisonRules(t *testing.T) {
 			mutate: func(t *testing.T, v canonjson.Value) canonjson.Value {
 				return setAt(t, v, "runId", `"`+strings.Repeat("r", 201)+`"`)
 			}},
+		{name: "proposal/execution on another model", base: bundleProposal, path: "/evaluation/measurements/0/candidate/materializationReceipt/resolvedModel",
+			mutate: func(t *testing.T, v canonjson.Value) canonjson.Value {
+				return setAt(t, v, "evaluation/measurements/0/candidate/materializationReceipt/resolvedModel/snapshot", `"other-snapshot"`)
+			}},
+		{name: "proposal/execution with another seed", base: bundleProposal, path: "/evaluation/measurements/1/baseline/materializationReceipt/executionPlan/material/runCell",
+			mutate: func(t *testing.T, v canonjson.Value) canonjson.Value {
+				return setAt(t, v, "evaluation/measurements/1/baseline/materializationReceipt/executionPlan/material/runCell/seed", `7`)
+			}},
+		{name: "proposal/execution in another container", base: bundleProposal, path: "/evaluation/measurements/2/baseline/materializationReceipt/executionPlan/material/container",
+			mutate: func(t *testing.T, v canonjson.Value) canonjson.Value {
+				return setAt(t, v, "evaluation/measurements/2/baseline/materializationReceipt/executionPlan/material/container/source", `"pinned-container"`)
+			}},
+		{name: "proposal/retried attempt is not publishable", base: bundleProposal, path: "/evaluation/measurements/0/baseline/materializationReceipt/executionPlan/material/runCell",
+			mutate: func(t *testing.T, v canonjson.Value) canonjson.Value {
+				return setAt(t, v, "evaluation/measurements/0/baseline/materializationReceipt/executionPlan/material/runCell/attempt", `2`)
+			}},
 		{name: "comparison/valid", base: comparison},
 		{name: "comparison/reported mean off", base: comparison, path: "/overall/baseline",
 			mutate: func(t *testing.T, v canonjson.Value) canonjson.Value {
