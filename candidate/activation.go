@@ -1,6 +1,8 @@
 package candidate
 
 import (
+	"slices"
+
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/schema"
 )
@@ -15,15 +17,19 @@ const (
 	KindProfileExecutionRefValue         = "agent-profile-improvement-execution-ref"
 )
 
-// ImprovementSurfaces are the surfaces an improvement may change, in the
+// improvementSurfaces are the surfaces an improvement may change, in the
 // reference's order (AGENT_IMPROVEMENT_SURFACES).
-var ImprovementSurfaces = []string{
+var improvementSurfaces = []string{
 	"prompt", "skills", "tools", "mcp", "hooks", "subagents", "agent-profile",
 	"memory", "code", "knowledge", "rollout-policy",
 }
 
+// ImprovementSurfaces returns the surfaces an improvement may change, in
+// the reference's order.
+func ImprovementSurfaces() []string { return slices.Clone(improvementSurfaces) }
+
 var (
-	surfaceNode   = schema.Enum(ImprovementSurfaces...)
+	surfaceNode   = schema.Enum(improvementSurfaces...)
 	isoTimeNode   = schema.String(schema.ISODateTime)
 	identity500   = schema.String(schema.MinLen(1), schema.MaxLen(500))
 	codeText100   = schema.String(schema.MinLen(1), schema.MaxLen(100))
