@@ -6,6 +6,14 @@
 // execution preparation receipt, the workspace lease record and certified
 // context that share its digest machinery.
 //
+// It also owns the improvement records of runtime §3.9: a profile change
+// ([ProfileChangeSchema], [ChangedSurfaces]), a profile run receipt, the
+// profile and bundle measured comparisons whose summaries are recomputed
+// from their signed receipts (measurement.go holds those rules once), and
+// the production path's proposal, review, activation and activation
+// result. Their verdicts follow the reference 1.6.0 build, whose vectors
+// bind them; none of them activates anything.
+//
 // Each wire kind has a Go type whose presence round-trips (nil pointers,
 // maps and slices are absent; "", false and 0 are kept), a schema value
 // built with package schema (strict objects, JSON-pointer issues, one

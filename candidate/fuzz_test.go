@@ -128,3 +128,27 @@ func FuzzParseProfileActivation(f *testing.F) {
 func FuzzParseTaskOutcomeMaterial(f *testing.F) {
 	fuzzDecoder(f, candidate.KindTaskOutcomeMaterial, candidate.ParseTaskOutcomeMaterial)
 }
+func FuzzParseImprovementReview(f *testing.F) {
+	fuzzDecoder(f, candidate.KindImprovementReview, candidate.ParseImprovementReview)
+}
+func FuzzParseImprovementActivation(f *testing.F) {
+	fuzzDecoder(f, candidate.KindImprovementActivation, candidate.ParseImprovementActivation)
+}
+func FuzzParseImprovementActivationResult(f *testing.F) {
+	fuzzDecoder(f, candidate.KindActivationResult, candidate.ParseImprovementActivationResult)
+}
+func FuzzParseProfileChange(f *testing.F) {
+	fuzzDecoder(f, candidate.KindProfileChange, candidate.ParseProfileChange)
+}
+func FuzzParseProfileRunReceipt(f *testing.F) {
+	fuzzDecoder(f, candidate.KindProfileRunReceipt, candidate.ParseProfileRunReceipt)
+}
+func FuzzParseProfileMeasuredComparison(f *testing.F) {
+	fuzzDecoder(f, candidate.KindProfileComparison, candidate.ParseProfileMeasuredComparison)
+}
+func FuzzParseImprovementProposal(f *testing.F) {
+	fuzzDecoder(f, candidate.KindImprovementProposal, candidate.ParseImprovementProposal)
+}
+func FuzzParseProfileChangeStep(f *testing.F) {
+	fuzzDecoder(f, candidate.KindProfileChangeStep, candidate.ParseProfileChangeStep)
+}

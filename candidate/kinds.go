@@ -3,6 +3,7 @@ package candidate
 import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/schema"
 )
 
@@ -48,6 +49,14 @@ const (
 	KindLeaseRecordMaterial       = "AgentWorkspaceLeaseRecordMaterial"
 	KindCertifiedContext          = "CertifiedContext"
 	KindCertifiedContextEntry     = "CertifiedContextEntry"
+	KindImprovementReview         = "AgentImprovementReview"
+	KindImprovementActivation     = "AgentImprovementActivation"
+	KindActivationResult          = "AgentImprovementActivationResult"
+	KindProfileChangeStep         = "AgentProfileImprovementChangeStep"
+	KindProfileChange             = "AgentProfileImprovementChange"
+	KindProfileRunReceipt         = "AgentProfileImprovementRunReceipt"
+	KindProfileComparison         = "AgentProfileImprovementMeasuredComparison"
+	KindImprovementProposal       = "AgentImprovementProposal"
 )
 
 // Kinds lists the wire kinds this package owns, for `agentrt check`.
@@ -95,6 +104,14 @@ func Kinds() []schema.Kind {
 		{Name: KindLeaseRecordMaterial, Node: LeaseRecordMaterialSchema},
 		{Name: KindCertifiedContext, Node: CertifiedContextSchema},
 		{Name: KindCertifiedContextEntry, Node: CertifiedContextEntrySchema},
+		{Name: KindImprovementReview, Node: ImprovementReviewSchema},
+		{Name: KindImprovementActivation, Node: ImprovementActivationSchema},
+		{Name: KindActivationResult, Node: ImprovementActivationResultSchema},
+		{Name: KindProfileChangeStep, Node: ProfileChangeStepSchema},
+		{Name: KindProfileChange, Node: ProfileChangeSchema},
+		{Name: KindProfileRunReceipt, Node: ProfileRunReceiptSchema},
+		{Name: KindProfileComparison, Node: ProfileMeasuredComparisonSchema},
+		{Name: KindImprovementProposal, Node: ImprovementProposalSchema},
 	}
 }
 
@@ -271,4 +288,52 @@ func ParseLeaseRecord(data []byte) (*LeaseRecord, error) {
 // including its content hashes.
 func ParseCertifiedContext(data []byte) (*CertifiedContext, error) {
 	return contract.Parse[CertifiedContext](KindCertifiedContext, CertifiedContextSchema, data)
+}
+
+// ParseImprovementReview decodes and validates an AgentImprovementReview.
+func ParseImprovementReview(data []byte) (*ImprovementReview, error) {
+	return contract.Parse[ImprovementReview](KindImprovementReview, ImprovementReviewSchema, data)
+}
+
+// ParseImprovementActivation decodes and validates an
+// AgentImprovementActivation.
+func ParseImprovementActivation(data []byte) (*ImprovementActivation, error) {
+	return contract.Parse[ImprovementActivation](KindImprovementActivation, ImprovementActivationSchema, data)
+}
+
+// ParseImprovementActivationResult decodes and validates an
+// AgentImprovementActivationResult.
+func ParseImprovementActivationResult(data []byte) (*ImprovementActivationResult, error) {
+	return contract.Parse[ImprovementActivationResult](KindActivationResult, ImprovementActivationResultSchema, data)
+}
+
+// ParseProfileChange decodes and validates an
+// AgentProfileImprovementChange.
+func ParseProfileChange(data []byte) (*ProfileChange, error) {
+	return contract.Parse[ProfileChange](KindProfileChange, ProfileChangeSchema, data)
+}
+
+// ParseProfileChangeStep decodes and validates an
+// AgentProfileImprovementChangeStep.
+func ParseProfileChangeStep(data []byte) (*profile.Diff, error) {
+	return contract.Parse[profile.Diff](KindProfileChangeStep, ProfileChangeStepSchema, data)
+}
+
+// ParseProfileRunReceipt decodes and validates an
+// AgentProfileImprovementRunReceipt, including its self-digest.
+func ParseProfileRunReceipt(data []byte) (*ProfileRunReceipt, error) {
+	return contract.Parse[ProfileRunReceipt](KindProfileRunReceipt, ProfileRunReceiptSchema, data)
+}
+
+// ParseProfileMeasuredComparison decodes and validates an
+// AgentProfileImprovementMeasuredComparison: every digest, binding and
+// reported mean is recomputed.
+func ParseProfileMeasuredComparison(data []byte) (*ProfileMeasuredComparison, error) {
+	return contract.Parse[ProfileMeasuredComparison](KindProfileComparison, ProfileMeasuredComparisonSchema, data)
+}
+
+// ParseImprovementProposal decodes and validates an
+// AgentImprovementProposal, including the measured comparison it carries.
+func ParseImprovementProposal(data []byte) (*ImprovementProposal, error) {
+	return contract.Parse[ImprovementProposal](KindImprovementProposal, ImprovementProposalSchema, data)
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentrt/agentrt/candidate"
 	"github.com/agentrt/agentrt/internal/vectors"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/schema"
 )
 
@@ -70,5 +71,13 @@ func vectorKinds() []vectorKind {
 		check[candidate.LeaseRecord](candidate.KindLeaseRecordMaterial, candidate.LeaseRecordMaterialSchema),
 		check[candidate.CertifiedContext](candidate.KindCertifiedContext, candidate.CertifiedContextSchema),
 		check[candidate.CertifiedContextEntry](candidate.KindCertifiedContextEntry, candidate.CertifiedContextEntrySchema),
+		check[candidate.ImprovementReview](candidate.KindImprovementReview, candidate.ImprovementReviewSchema),
+		check[candidate.ImprovementActivation](candidate.KindImprovementActivation, candidate.ImprovementActivationSchema),
+		check[candidate.ImprovementActivationResult](candidate.KindActivationResult, candidate.ImprovementActivationResultSchema),
+		check[profile.Diff](candidate.KindProfileChangeStep, candidate.ProfileChangeStepSchema),
+		check[candidate.ProfileChange](candidate.KindProfileChange, candidate.ProfileChangeSchema),
+		check[candidate.ProfileRunReceipt](candidate.KindProfileRunReceipt, candidate.ProfileRunReceiptSchema),
+		check[candidate.ProfileMeasuredComparison](candidate.KindProfileComparison, candidate.ProfileMeasuredComparisonSchema),
+		check[candidate.ImprovementProposal](candidate.KindImprovementProposal, candidate.ImprovementProposalSchema),
 	}
 }
