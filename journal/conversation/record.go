@@ -389,11 +389,25 @@ func encodeHalt(h Halt) ([]byte, error) {
 	return b, err
 }
 
+// decodeValue decodes stored JSON strictly, refusing what has no
+// canonical form (a lone surrogate, a number that overflows), which the
+// journal could not write back.
+func decodeValue(data []byte, prefix string) (canonjson.Value, error) {
+	v, err := canonjson.Decode(data)
+	if err == nil {
+		err = canonjson.Check(v)
+	}
+	if err != nil {
+		return canonjson.Value{}, decodeError(err, prefix)
+	}
+	return v, nil
+}
+
 // decodeTurn reads a turn's JSON (an SQL payload).
 func decodeTurn(data []byte) (Turn, error) {
-	v, err := canonjson.Decode(data)
+	v, err := decodeValue(data, "/turn")
 	if err != nil {
-		return Turn{}, decodeError(err, "/turn")
+		return Turn{}, err
 	}
 	var w turnWire
 	if err := fromValue(v, &w, "/turn"); err != nil {
@@ -404,9 +418,9 @@ func decodeTurn(data []byte) (Turn, error) {
 
 // decodeHalt reads a halt's JSON (an SQL payload).
 func decodeHalt(data []byte) (Halt, error) {
-	v, err := canonjson.Decode(data)
+	v, err := decodeValue(data, "/halted")
 	if err != nil {
-		return Halt{}, decodeError(err, "/halted")
+		return Halt{}, err
 	}
 	var w haltWire
 	if err := fromValue(v, &w, "/halted"); err != nil {
@@ -419,6 +433,10 @@ func decodeError(err error, prefix string) error {
 	var de *canonjson.DecodeError
 	if errors.As(err, &de) {
 		return &InvalidError{Pointer: prefix + de.Pointer, Reason: de.Error()}
+	}
+	var ce *canonjson.CanonicalError
+	if errors.As(err, &ce) {
+		return &InvalidError{Pointer: prefix + ce.Pointer, Reason: ce.Reason}
 	}
 	return &InvalidError{Pointer: prefix, Reason: err.Error()}
 }
@@ -443,6 +461,9 @@ func encodeRecord(r record) (canonjson.Value, error) {
 // decodeRecord reads one file record strictly: a known kind with exactly
 // its own members, each valid.
 func decodeRecord(v canonjson.Value) (record, error) {
+	if err := canonjson.Check(v); err != nil {
+		return record{}, decodeError(err, "")
+	}
 	var w recordWire
 	if err := fromValue(v, &w, ""); err != nil {
 		return record{}, err
