@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -170,11 +171,12 @@ func Resume(ctx context.Context, j Journal, runID string, startedAt time.Time) (
 	if err != nil || e != nil {
 		return e, err
 	}
-	if err := j.BeginRun(ctx, runID, startedAt); err != nil {
+	// Another process resuming the same run may begin it first, with its
+	// own start time: then this begin conflicts, and the run it began is
+	// the one to continue.
+	if err := j.BeginRun(ctx, runID, startedAt); err != nil && !errors.Is(err, ErrConflict) {
 		return nil, err
 	}
-	// Another process may have begun it first, with another start time;
-	// then BeginRun failed above. Load what is now recorded.
 	e, err = j.LoadRun(ctx, runID)
 	if err == nil && e == nil {
 		err = &RunError{Op: "resume", RunID: runID, Err: ErrUnknownRun, Detail: "begun but not found"}

@@ -50,6 +50,7 @@ func Run(t *testing.T, open Open) {
 		{"TurnsMustBeInOrder", testOrder},
 		{"ResumeAtFirstUnrecordedTurn", testResume},
 		{"ConcurrentRunsAndRaces", testConcurrent},
+		{"ConcurrentResumesAgree", testConcurrentResume},
 		{"CancelledContextWritesNothing", testCancelled},
 		{"ClosedJournalRefuses", testClosed},
 		{"SizeLimits", testLimits},
@@ -580,6 +581,31 @@ func testLimits(t *testing.T, open Open) {
 		e := mustLoad(t, j, "r")
 		if e.NextIndex() != n || e.Halt != nil {
 			t.Fatalf("after refusals (reopened: %v): %d turns, halt %v; want %d, none", i == 1, e.NextIndex(), e.Halt, n)
+		}
+	}
+}
+
+// testConcurrentResume: processes resuming one new run at once, each with
+// its own clock, all continue the one run that was begun (RES-06).
+func testConcurrentResume(t *testing.T, open Open) {
+	j := open(t, conversation.Limits{}).Journal
+	starts := make([]time.Time, 8)
+	var wg sync.WaitGroup
+	for i := range starts {
+		wg.Go(func() {
+			e, err := conversation.Resume(context.Background(), j, "shared", T0.Add(time.Duration(i)*time.Second))
+			if err != nil || e == nil {
+				t.Errorf("Resume = %+v, %v", e, err)
+				return
+			}
+			starts[i] = e.StartedAt
+		})
+	}
+	wg.Wait()
+	recorded := mustLoad(t, j, "shared").StartedAt
+	for i, s := range starts {
+		if !s.Equal(recorded) {
+			t.Fatalf("resume %d continued a run started at %v, the journal's started at %v", i, s, recorded)
 		}
 	}
 }
