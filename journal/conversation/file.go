@@ -33,8 +33,9 @@ type FileOptions struct {
 //
 // OpenFile reads the file once and keeps, for each run, only what it
 // needs to decide a call (start, halt, a digest per turn); LoadRun reads
-// the run's records back from the file. Calls on different runs proceed
-// concurrently and share fsyncs.
+// the file again from the run's begin record on, so its cost grows with
+// what was written since (BenchmarkLoadRun). Calls on different runs
+// proceed concurrently and share fsyncs.
 type File struct {
 	j   *journal.Journal
 	lim Limits

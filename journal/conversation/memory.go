@@ -8,7 +8,8 @@ import (
 
 // Memory is a Journal held in memory, for tests and single-process
 // scratch runs: it forgets everything when the process ends. It follows
-// the same rules and limits as the durable adapters.
+// the same rules and limits as the durable adapters; Limits bound each
+// run, not how many runs it holds.
 type Memory struct {
 	lim    Limits
 	mu     sync.Mutex
