@@ -40,6 +40,7 @@ var layers = map[string]int{
 	"improve":    4,
 	"improve/":   4,
 	"journal":    4,
+	"journal/":   4,
 	"chatturn":   4,
 	"taskstream": 4,
 

@@ -59,10 +59,48 @@ func Open(path string, busy time.Duration, pragmas ...string) (w, r *sql.DB, err
 	return w, r, nil
 }
 
+// Migration is one schema step: Version is what the migrations table
+// records once SQL (one or more statements) has run.
+type Migration struct {
+	Version string
+	SQL     string
+}
+
 // Migrate applies, in one transaction and in name order, the files
 // migrations/*.sql of fsys that table does not record yet, and records
 // each (version = the file name without .sql).
 func Migrate(ctx context.Context, w *sql.DB, fsys fs.FS, table string, now time.Time) error {
+	steps, err := readMigrations(fsys)
+	if err != nil {
+		return err
+	}
+	return MigrateSteps(ctx, w, steps, table, now)
+}
+
+// readMigrations returns the files migrations/*.sql of fsys in name
+// order, each as a Migration whose version is the file name without .sql.
+func readMigrations(fsys fs.FS) ([]Migration, error) {
+	names, err := fs.Glob(fsys, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	steps := make([]Migration, 0, len(names))
+	for _, name := range names {
+		body, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, Migration{Version: strings.TrimSuffix(filepath.Base(name), ".sql"), SQL: string(body)})
+	}
+	return steps, nil
+}
+
+// MigrateSteps applies, in one transaction and in the order given, the
+// steps whose version table does not record yet, and records each. It is
+// Migrate for schemas built at run time (a table prefix chosen by the
+// caller).
+func MigrateSteps(ctx context.Context, w *sql.DB, steps []Migration, table string, now time.Time) error {
 	tx, err := w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -71,28 +109,18 @@ func Migrate(ctx context.Context, w *sql.DB, fsys fs.FS, table string, now time.
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (version TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	names, err := fs.Glob(fsys, "migrations/*.sql")
-	if err != nil {
-		return err
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		version := strings.TrimSuffix(filepath.Base(name), ".sql")
+	for _, step := range steps {
 		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+table+` WHERE version = ?`, version).Scan(&n); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+table+` WHERE version = ?`, step.Version).Scan(&n); err != nil {
 			return fmt.Errorf("migrate: %w", err)
 		}
 		if n > 0 {
 			continue
 		}
-		body, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return err
+		if _, err := tx.ExecContext(ctx, step.SQL); err != nil {
+			return fmt.Errorf("migration %s: %w", step.Version, err)
 		}
-		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-			return fmt.Errorf("migration %s: %w", version, err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO `+table+` (version, applied_at) VALUES (?, ?)`, version, now.UnixNano()); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO `+table+` (version, applied_at) VALUES (?, ?)`, step.Version, now.UnixNano()); err != nil {
 			return fmt.Errorf("migrate: %w", err)
 		}
 	}

@@ -1,0 +1,96 @@
+package conversation
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Sentinel causes, matched with errors.Is.
+var (
+	// ErrUnknownRun: the run was never begun.
+	ErrUnknownRun = errors.New("unknown run")
+	// ErrHalted: the run has a recorded halt and takes no more turns.
+	ErrHalted = errors.New("run is halted")
+	// ErrConflict: the call contradicts what is recorded (another start
+	// time, another turn at the same index, another halt).
+	ErrConflict = errors.New("conflicts with what is recorded")
+	// ErrOutOfOrder: the turn's index is not the run's next one.
+	ErrOutOfOrder = errors.New("turn is not the run's next")
+	// ErrClosed: the journal was closed.
+	ErrClosed = errors.New("conversation journal: closed")
+)
+
+// RunError refuses a call because of what is recorded for its run. Err
+// is one of ErrUnknownRun, ErrHalted, ErrConflict, ErrOutOfOrder.
+type RunError struct {
+	// Op is the refused operation: "begin", "append", "halt", "resume".
+	Op string
+	// RunID names the run.
+	RunID string
+	// Err is the sentinel cause.
+	Err error
+	// Detail says what was recorded, for people.
+	Detail string
+}
+
+func (e *RunError) Error() string {
+	s := "conversation journal: " + e.Op + " " + strconv.Quote(e.RunID) + ": " + e.Err.Error()
+	if e.Detail != "" {
+		s += " (" + e.Detail + ")"
+	}
+	return s
+}
+
+// Unwrap returns the sentinel cause.
+func (e *RunError) Unwrap() error { return e.Err }
+
+// InvalidError refuses a value that is not a valid journal record, run
+// id, turn or halt. Pointer locates the offending member in the record
+// shape of the file journal ({"kind":"turn","runId":…,"turn":{…}}), so
+// "/turn/attempts" names a turn's attempts.
+type InvalidError struct {
+	// Pointer is an RFC 6901 JSON pointer.
+	Pointer string
+	// Reason says what is wrong.
+	Reason string
+}
+
+func (e *InvalidError) Error() string {
+	return fmt.Sprintf("conversation journal: invalid value at %q: %s", e.Pointer, e.Reason)
+}
+
+// TooLargeError refuses a turn, or a run's turns, over a limit of
+// [Limits]. Nothing was written.
+type TooLargeError struct {
+	// What is over: "turn", "run" or "run id".
+	What string
+	// RunID names the run.
+	RunID string
+	// Size and Limit are in bytes.
+	Size, Limit int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("conversation journal: %s of run %q is %d bytes, over the %d-byte limit", e.What, e.RunID, e.Size, e.Limit)
+}
+
+// CorruptError reports stored data that is not a valid journal: a record
+// that does not decode, or records that break the journal's rules (a
+// turn before its run's begin, a gap in turn indexes).
+type CorruptError struct {
+	// Source is the file path or the table holding the data.
+	Source string
+	// Where locates the data: "line 12", "run \"r1\" turn 3".
+	Where string
+	// Err is the cause: an *InvalidError, a *journal.CorruptError, or a
+	// rule that was broken.
+	Err error
+}
+
+func (e *CorruptError) Error() string {
+	return "conversation journal corrupted: " + e.Source + ", " + e.Where + ": " + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *CorruptError) Unwrap() error { return e.Err }
