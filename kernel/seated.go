@@ -167,12 +167,16 @@ func ExecuteSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error
 			at.Outcome = StageCompleted
 			status, reason, detail, runErr = store.StatusCompleted, "", "", nil
 		case errors.As(err, &quota):
-			at.Outcome, at.Reason = StageQuotaRefused, quota.Error()
+			q := *quota
+			if q.Stage < 0 {
+				q.Stage = k
+			}
+			at.Outcome, at.Reason = StageQuotaRefused, q.Error()
 			if quota.RetryAfter != nil {
 				ms := quota.RetryAfter.Milliseconds()
 				at.RetryAfterMs = &ms
 			}
-			reason, detail, runErr = ReasonQuota, fmt.Sprintf("stage %d: %v", k, quota), err
+			reason, detail, runErr = ReasonQuota, q.Error(), err
 		default:
 			at.Outcome, at.Reason = StageFailed, err.Error()
 			reason, detail, runErr = ReasonProvider, fmt.Sprintf("stage %d: %v", k, err), err
