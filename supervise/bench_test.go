@@ -12,7 +12,7 @@ import (
 // journal).
 func BenchmarkScopeSpawnSettle(b *testing.B) {
 	f := newFixture(b, ledger.Budget{Tokens: i64(1 << 40), Iterations: i64(1 << 40), MicroUSD: i64(1 << 40)},
-		supervise.Options{PerWorker: worker, MaxLiveWorkers: 64, MaxDepth: 4})
+		supervise.ScopeOptions{PerWorker: worker, MaxLiveWorkers: 64, MaxDepth: 4})
 	req := supervise.SpawnRequest{Profile: "coder", Label: "w", Task: "t"}
 	spent := supervise.Result{State: supervise.StateDone, Spent: fullSpend(40)}
 	b.ReportAllocs()

@@ -5,7 +5,7 @@
 // totals of a tree.
 //
 // A Scope sits over a ledger.Pool. Every admitted spawn reserves its
-// ceiling (the request's budget merged per field over Options.PerWorker)
+// ceiling (the request's budget merged per field over ScopeOptions.PerWorker)
 // before anything runs; Settle commits what was observed and frees the
 // rest. A refused spawn changes nothing: no reservation, no sequence
 // number, no live slot. Refusals are *Refusal values whose Code is one of
