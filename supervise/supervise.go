@@ -319,6 +319,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	timer.Stop()
 
 	res := c.finish(ctx, report, driveErr, start, now())
+	res.Resumed = resumed
 	if err := log.append(context.WithoutCancel(ctx), Record{Kind: KindFinished, Outcome: string(res.Status), Reason: string(res.Reason)}); err != nil {
 		logger.Error("supervise: journaling the end", "err", err)
 	}
@@ -518,4 +519,12 @@ func addTotals(a, b SpentTotal) SpentTotal {
 		}
 	}
 	return out
+}
+
+// BrainFunc adapts a function to Brain: a caller-owned brain.
+type BrainFunc func(ctx context.Context, c *Coordinator, task string) (BrainReport, error)
+
+// Drive calls f.
+func (f BrainFunc) Drive(ctx context.Context, c *Coordinator, task string) (BrainReport, error) {
+	return f(ctx, c, task)
 }
