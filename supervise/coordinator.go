@@ -702,3 +702,6 @@ func (c *Coordinator) publishReplayed(w *worker, state State) {
 	c.events = append(c.events, Event{Kind: "settled", WorkerID: w.id, Label: labelOf(info.Label, info.Profile), State: state,
 		Delivered: w.delivered, Verdict: w.verdict, OutRef: w.outRef, Output: clip(w.text, 4000), Reason: w.reason, Replayed: true})
 }
+
+// Readout returns the run's pool balances.
+func (c *Coordinator) Readout() ledger.Readout { return c.pool.Readout() }
