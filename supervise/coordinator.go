@@ -45,7 +45,8 @@ type Coordinator struct {
 	mu        sync.Mutex
 	workers   map[NodeID]*worker
 	events    []Event
-	delivered int // events before this index were returned by Await
+	taken     []bool // taken[i]: events[i] was returned by Await
+	questions []*question
 	wake      chan struct{}
 	replay    map[string][]NodeID // canonical request → settled journaled nodes not yet claimed
 	submitted *Winner
@@ -71,13 +72,22 @@ type worker struct {
 	done      chan struct{}
 }
 
-// Event is what Await returns: one settlement, in recorded order.
+// Event kinds Await returns.
+const (
+	EventSettled  = "settled"
+	EventQuestion = "question"
+)
+
+// Event is what Await returns: a settlement (in recorded order) or a
+// question a worker asked.
 type Event struct {
-	Kind      string          `json:"kind"`
-	WorkerID  NodeID          `json:"workerId"`
-	Label     string          `json:"label,omitzero"`
-	State     State           `json:"state"`
-	Delivered bool            `json:"delivered"`
+	Kind     string    `json:"kind"`
+	WorkerID NodeID    `json:"workerId"`
+	Question *Question `json:"question,omitzero"`
+	Label    string    `json:"label,omitzero"`
+	State    State     `json:"state,omitzero"`
+	// Delivered is set on a settlement: whether the check passed.
+	Delivered *bool           `json:"delivered,omitzero"`
 	Verdict   *kernel.Verdict `json:"verdict,omitzero"`
 	OutRef    string          `json:"outRef,omitzero"`
 	Output    string          `json:"output,omitzero"`
@@ -240,7 +250,11 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 		defer c.wg.Done()
 		defer close(w.done)
 		defer cancel(nil)
-		res, err := c.execute(wctx, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved})
+		ask := func(ctx context.Context, q AskArgs) (Decision, error) {
+			q.From = id
+			return c.Ask(ctx, q)
+		}
+		res, err := c.execute(wctx, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask})
 		c.settle(wctx, w, res, err)
 	}()
 }
@@ -312,8 +326,14 @@ func (c *Coordinator) publish(w *worker, state State) {
 	info, _ := c.scope.Node(w.id)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.events = append(c.events, Event{Kind: "settled", WorkerID: w.id, Label: labelOf(info.Label, info.Profile), State: state,
-		Delivered: w.delivered, Verdict: w.verdict, OutRef: w.outRef, Output: clip(w.text, 4000), Reason: w.reason, Replayed: w.replayed})
+	c.pushLocked(Event{Kind: EventSettled, WorkerID: w.id, Label: labelOf(info.Label, info.Profile), State: state,
+		Delivered: new(w.delivered), Verdict: w.verdict, OutRef: w.outRef, Output: clip(w.text, 4000), Reason: w.reason, Replayed: w.replayed})
+}
+
+// pushLocked queues ev and wakes every waiter; c.mu is held.
+func (c *Coordinator) pushLocked(ev Event) {
+	c.events = append(c.events, ev)
+	c.taken = append(c.taken, false)
 	close(c.wake)
 	c.wake = make(chan struct{})
 }
@@ -347,6 +367,9 @@ func (c *Coordinator) runCheck(ctx context.Context, out Output) (v kernel.Verdic
 
 // AwaitArgs are await_event's arguments.
 type AwaitArgs struct {
+	// Kinds, when set, limits the events returned (settled, question);
+	// the others stay queued.
+	Kinds []string `json:"kinds,omitzero" jsonschema:"event kinds to wait for: settled, question"`
 	// TimeoutMS bounds the wait (default DefaultAwaitTimeout, at most
 	// MaxAwaitTimeout).
 	TimeoutMS int64 `json:"timeoutMs,omitzero" jsonschema:"how long to wait, in milliseconds"`
@@ -380,9 +403,11 @@ func (c *Coordinator) Await(ctx context.Context, a AwaitArgs) (AwaitResult, erro
 	defer timer.Stop()
 	for {
 		c.mu.Lock()
-		if c.delivered < len(c.events) {
-			ev := c.events[c.delivered]
-			c.delivered++
+		for i, ev := range c.events {
+			if c.taken[i] || len(a.Kinds) > 0 && !slices.Contains(a.Kinds, ev.Kind) {
+				continue
+			}
+			c.taken[i] = true
 			c.mu.Unlock()
 			_, free := c.scope.Live()
 			return AwaitResult{Event: &ev, FreeSlots: free}, nil
@@ -562,9 +587,16 @@ type StopResult struct {
 }
 
 // Stop ends the run: nothing more is admitted and the brain's loop ends
-// after this call.
+// after this call. It is refused (unresolved-blocking-questions) while a
+// blocks-run question is undecided (§15 behaviour 54).
 func (c *Coordinator) Stop(a StopArgs) (StopResult, error) {
 	c.mu.Lock()
+	for _, q := range c.questions {
+		if q.Urgency == UrgencyBlocksRun && q.Status == "open" {
+			c.mu.Unlock()
+			return StopResult{}, &VerbRefusal{Code: "unresolved-blocking-questions", Reason: "question " + q.ID + " blocks the run and is undecided"}
+		}
+	}
 	c.stopped, c.stopWhy = true, a.Reason
 	fn := c.stopFn
 	c.mu.Unlock()
@@ -699,8 +731,8 @@ func (c *Coordinator) pending(id NodeID, key string) {
 
 func (c *Coordinator) publishReplayed(w *worker, state State) {
 	info, _ := c.scope.Node(w.id)
-	c.events = append(c.events, Event{Kind: "settled", WorkerID: w.id, Label: labelOf(info.Label, info.Profile), State: state,
-		Delivered: w.delivered, Verdict: w.verdict, OutRef: w.outRef, Output: clip(w.text, 4000), Reason: w.reason, Replayed: true})
+	c.pushLocked(Event{Kind: EventSettled, WorkerID: w.id, Label: labelOf(info.Label, info.Profile), State: state,
+		Delivered: new(w.delivered), Verdict: w.verdict, OutRef: w.outRef, Output: clip(w.text, 4000), Reason: w.reason, Replayed: true})
 }
 
 // Readout returns the run's pool balances.

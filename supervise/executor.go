@@ -25,6 +25,9 @@ type Work struct {
 	// Reserved is the ceiling reserved for the worker. The executor
 	// should not spend past it; what it does spend is charged either way.
 	Reserved ledger.Budget
+	// Ask raises the worker's question to its manager and waits for the
+	// decision (or ctx); an executor whose workers can ask passes it on.
+	Ask func(ctx context.Context, q AskArgs) (Decision, error)
 }
 
 // WorkResult is what a worker produced and what it spent. Spent is

@@ -19,18 +19,22 @@ const ToolPrefix = "agent_runtime_coordination_"
 
 // The coordination verbs this package serves.
 const (
-	VerbSpawnWorker  = "spawn_worker"
-	VerbAwaitEvent   = "await_event"
-	VerbObserveAgent = "observe_agent"
-	VerbSteerAgent   = "steer_agent"
-	VerbSubmitResult = "submit_result"
-	VerbStop         = "stop"
-	VerbReadJournal  = "read_journal"
+	VerbSpawnWorker    = "spawn_worker"
+	VerbAwaitEvent     = "await_event"
+	VerbObserveAgent   = "observe_agent"
+	VerbSteerAgent     = "steer_agent"
+	VerbSubmitResult   = "submit_result"
+	VerbStop           = "stop"
+	VerbReadJournal    = "read_journal"
+	VerbAskParent      = "ask_parent"
+	VerbListQuestions  = "list_questions"
+	VerbAnswerQuestion = "answer_question"
 )
 
 // Verbs lists the coordination verbs in a stable order.
 func Verbs() []string {
-	return []string{VerbSpawnWorker, VerbAwaitEvent, VerbObserveAgent, VerbSteerAgent, VerbSubmitResult, VerbStop, VerbReadJournal}
+	return []string{VerbSpawnWorker, VerbAwaitEvent, VerbObserveAgent, VerbSteerAgent, VerbSubmitResult, VerbStop, VerbReadJournal,
+		VerbAskParent, VerbListQuestions, VerbAnswerQuestion}
 }
 
 // RefusalResult is a refused verb's tool result: {error, reason}, and
@@ -101,6 +105,11 @@ func (c *Coordinator) Tools() ([]contract.Tool, error) {
 	add(verb(VerbReadJournal, "Read this run's journal (prior processes included), paged from sinceRow.", func(_ context.Context, a JournalArgs) (JournalPage, error) {
 		return c.ReadJournal(a), nil
 	}))
+	add(verb(VerbAskParent, "Ask this manager's parent a question {from, level, question, reason, urgency}.", c.AskParent))
+	add(verb(VerbListQuestions, "List the questions workers asked this manager, with their status.", func(context.Context, struct{}) (QuestionList, error) {
+		return c.ListQuestions(), nil
+	}))
+	add(verb(VerbAnswerQuestion, "Decide a question: answer, deferReason or escalateTo (parent|user). A decision resolves the question only when delivered to its asker.", c.AnswerQuestion))
 	return out, errors.Join(errs...)
 }
 
