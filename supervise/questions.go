@@ -81,9 +81,8 @@ func (a AskArgs) check() error {
 	return nil
 }
 
-func (c *Coordinator) addQuestion(a AskArgs, wait bool) *question {
+func (c *Coordinator) addQuestion(ctx context.Context, a AskArgs, wait bool) *question {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	q := &question{Question: Question{ID: "q" + strconv.Itoa(len(c.questions)+1), From: a.From, Level: a.Level, Question: a.Question,
 		Reason: a.Reason, Urgency: a.Urgency, Options: a.Options, Status: "open"}}
 	if wait {
@@ -92,6 +91,10 @@ func (c *Coordinator) addQuestion(a AskArgs, wait bool) *question {
 	c.questions = append(c.questions, q)
 	qq := q.Question
 	c.pushLocked(Event{Kind: EventQuestion, WorkerID: a.From, Question: &qq})
+	c.mu.Unlock()
+	if err := c.log.appendCoord(ctx, CoordRecord{Kind: "question", QuestionID: qq.ID, Question: &qq}); err != nil {
+		c.logger.Error("supervise: journaling a question", "question", qq.ID, "err", err)
+	}
 	return q
 }
 
@@ -102,7 +105,7 @@ func (c *Coordinator) Ask(ctx context.Context, a AskArgs) (Decision, error) {
 	if err := a.check(); err != nil {
 		return Decision{}, err
 	}
-	q := c.addQuestion(a, true)
+	q := c.addQuestion(ctx, a, true)
 	select {
 	case d := <-q.reply:
 		return d, nil
@@ -126,14 +129,14 @@ type AskParentResult struct {
 // AskParent records the manager's own question. This run's root has no
 // parent, so the reply is no-parent; the question is kept for
 // list_questions and the journal.
-func (c *Coordinator) AskParent(_ context.Context, a AskArgs) (AskParentResult, error) {
+func (c *Coordinator) AskParent(ctx context.Context, a AskArgs) (AskParentResult, error) {
 	if a.From == "" {
 		a.From = c.scope.Root()
 	}
 	if err := a.check(); err != nil {
 		return AskParentResult{}, &VerbRefusal{Code: "invalid-question", Reason: err.Error()}
 	}
-	q := c.addQuestion(a, false)
+	q := c.addQuestion(ctx, a, false)
 	c.mu.Lock()
 	q.Status, q.decision = "expired", &Decision{Kind: "escalate", EscalateTo: "parent", EscalateReason: "no-parent"}
 	c.mu.Unlock()
@@ -178,7 +181,18 @@ type AnswerResult struct {
 // AnswerQuestion decides a question and routes the decision to its
 // asker. An escalation from this root goes nowhere (no-parent) and
 // leaves the question open.
-func (c *Coordinator) AnswerQuestion(_ context.Context, a AnswerArgs) (AnswerResult, error) {
+func (c *Coordinator) AnswerQuestion(ctx context.Context, a AnswerArgs) (AnswerResult, error) {
+	res, d, err := c.decide(a)
+	if err == nil && d != nil {
+		if jerr := c.log.appendCoord(ctx, CoordRecord{Kind: "decision", QuestionID: res.QuestionID, Decision: d, Delivered: res.Delivered}); jerr != nil {
+			c.logger.Error("supervise: journaling a decision", "question", res.QuestionID, "err", jerr)
+		}
+	}
+	return res, err
+}
+
+// decide applies a decision under the lock and returns it for the log.
+func (c *Coordinator) decide(a AnswerArgs) (AnswerResult, *Decision, error) {
 	set := 0
 	for _, s := range []string{a.Answer, a.DeferReason, a.EscalateTo} {
 		if s != "" {
@@ -186,10 +200,10 @@ func (c *Coordinator) AnswerQuestion(_ context.Context, a AnswerArgs) (AnswerRes
 		}
 	}
 	if set != 1 {
-		return AnswerResult{}, &VerbRefusal{Code: "invalid-decision", Reason: "give exactly one of answer, deferReason, escalateTo"}
+		return AnswerResult{}, nil, &VerbRefusal{Code: "invalid-decision", Reason: "give exactly one of answer, deferReason, escalateTo"}
 	}
 	if a.EscalateTo != "" && a.EscalateTo != "parent" && a.EscalateTo != "user" {
-		return AnswerResult{}, &VerbRefusal{Code: "invalid-decision", Reason: "escalateTo is parent or user"}
+		return AnswerResult{}, nil, &VerbRefusal{Code: "invalid-decision", Reason: "escalateTo is parent or user"}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -201,11 +215,11 @@ func (c *Coordinator) AnswerQuestion(_ context.Context, a AnswerArgs) (AnswerRes
 	}
 	switch {
 	case q == nil:
-		return AnswerResult{}, &VerbRefusal{Code: "unknown-question", Reason: "no question " + a.QuestionID}
+		return AnswerResult{}, nil, &VerbRefusal{Code: "unknown-question", Reason: "no question " + a.QuestionID}
 	case q.decision != nil:
-		return AnswerResult{}, &VerbRefusal{Code: "already-decided", Reason: "question " + q.ID + " is " + q.Status}
+		return AnswerResult{}, nil, &VerbRefusal{Code: "already-decided", Reason: "question " + q.ID + " is " + q.Status}
 	case a.EscalateTo != "":
-		return AnswerResult{QuestionID: q.ID, Status: "no-parent"}, nil
+		return AnswerResult{QuestionID: q.ID, Status: "no-parent"}, nil, nil
 	}
 	d := Decision{Kind: "answer", Answer: a.Answer, By: a.By}
 	status := "answered"
@@ -214,9 +228,9 @@ func (c *Coordinator) AnswerQuestion(_ context.Context, a AnswerArgs) (AnswerRes
 	}
 	if q.reply == nil {
 		// Nobody is waiting: the decision cannot be delivered.
-		return AnswerResult{QuestionID: q.ID, Status: q.Status}, nil
+		return AnswerResult{QuestionID: q.ID, Status: q.Status}, nil, nil
 	}
 	q.reply <- d // buffered, and only ever sent once
 	q.decision, q.Status, q.reply = &d, status, nil
-	return AnswerResult{QuestionID: q.ID, Delivered: true, Status: status}, nil
+	return AnswerResult{QuestionID: q.ID, Delivered: true, Status: status}, &d, nil
 }

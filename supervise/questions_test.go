@@ -2,6 +2,9 @@ package supervise_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agentrt/agentrt/ledger"
@@ -26,6 +29,7 @@ var askingExecutor = supervise.ExecutorFunc(func(ctx context.Context, w supervis
 // succeeds, and the worker used the answer.
 func TestStopRefusedWhileBlockingQuestionBehaviour54(t *testing.T) {
 	o := baseOptions(t, askingExecutor, nil)
+	o.RunDir = t.TempDir()
 	var asked, refused, listed, answered, stopped, settled map[string]any
 	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
 		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint"))
@@ -62,6 +66,14 @@ func TestStopRefusedWhileBlockingQuestionBehaviour54(t *testing.T) {
 	}
 	if res.Status != supervise.StatusWinner {
 		t.Errorf("status %s reason %s", res.Status, res.Reason)
+	}
+	log, err := os.ReadFile(filepath.Join(o.RunDir, supervise.CoordinationLogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(log)), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"kind":"question"`) || !strings.Contains(lines[1], `"answer":"blue"`) {
+		t.Errorf("coordination log:\n%s", log)
 	}
 }
 

@@ -23,7 +23,20 @@ const (
 	// BlobsDir holds one content-addressed JSON file per settled result,
 	// named sha256-<hex>.json.
 	BlobsDir = "blobs"
+	// CoordinationLogFile holds questions and answer decisions: evidence
+	// only, never replayed or delivered again.
+	CoordinationLogFile = "coordination-log.jsonl"
 )
+
+// CoordRecord is one line of the coordination log: a question asked
+// (Kind "question") or a decision on one (Kind "decision").
+type CoordRecord struct {
+	Kind       string    `json:"kind"`
+	QuestionID string    `json:"questionId"`
+	Question   *Question `json:"question,omitzero"`
+	Decision   *Decision `json:"decision,omitzero"`
+	Delivered  bool      `json:"delivered,omitzero"`
+}
 
 // Journal record kinds.
 const (
@@ -135,8 +148,9 @@ func (e *ResumeError) Unwrap() error { return e.Err }
 // runLog is the run's journal: the durable file when a run dir is given,
 // and always an in-memory copy that read_journal pages through.
 type runLog struct {
-	dir string
-	j   *journal.Journal
+	dir   string
+	j     *journal.Journal
+	coord *journal.Journal
 
 	mu   sync.Mutex
 	rows []Record
@@ -157,6 +171,10 @@ func openRunLog(dir string) (*runLog, []Record, error) {
 		return nil, nil, fmt.Errorf("supervise: opening the spawn journal: %w", err)
 	}
 	l.j = j
+	if l.coord, err = journal.Open(filepath.Join(dir, CoordinationLogFile), journal.Options{}); err != nil {
+		j.Close()
+		return nil, nil, fmt.Errorf("supervise: opening the coordination log: %w", err)
+	}
 	var prior []Record
 	for e, err := range j.Read(context.Background(), 1) {
 		if err != nil {
@@ -164,12 +182,12 @@ func openRunLog(dir string) (*runLog, []Record, error) {
 			if errors.As(err, &corrupt) {
 				continue // one bad line never hides later ones
 			}
-			j.Close()
+			l.close()
 			return nil, nil, &ResumeError{RunDir: dir, Reason: "reading the journal", Err: err}
 		}
 		var r Record
 		if err := canonjson.FromValue(e.Value, &r); err != nil {
-			j.Close()
+			l.close()
 			return nil, nil, &ResumeError{RunDir: dir, Reason: fmt.Sprintf("record %d does not decode", e.Seq), Err: err}
 		}
 		prior = append(prior, r)
@@ -276,9 +294,27 @@ func (l *runLog) blobPath(ref string) string {
 	return filepath.Join(l.dir, BlobsDir, "sha256-"+strings.TrimPrefix(ref, "sha256:")+".json")
 }
 
-func (l *runLog) close() error {
-	if l.j == nil {
+// appendCoord makes r durable in the coordination log, when there is one.
+func (l *runLog) appendCoord(ctx context.Context, r CoordRecord) error {
+	if l.coord == nil {
 		return nil
 	}
-	return l.j.Close()
+	v, err := canonjson.ToValue(r)
+	if err != nil {
+		return fmt.Errorf("supervise: coordination record: %w", err)
+	}
+	if _, err := l.coord.Append(context.WithoutCancel(ctx), v); err != nil {
+		return fmt.Errorf("supervise: coordination log append: %w", err)
+	}
+	return nil
+}
+
+func (l *runLog) close() error {
+	var errs []error
+	for _, j := range []*journal.Journal{l.j, l.coord} {
+		if j != nil {
+			errs = append(errs, j.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
