@@ -133,3 +133,24 @@ func TestUnconfirmedTeardownChargedAtCeilingBehaviour51(t *testing.T) {
 		t.Errorf("teardown %v spent %+v gaps %+v", res.TeardownUnconfirmed, res.Spent, res.SpendGaps)
 	}
 }
+
+// The run's deadline is part of its budget: a brain still waiting when
+// it passes ends the run budget-exhausted, not driver-failed, and the
+// live worker is cancelled.
+func TestDeadlineEndsBudgetExhausted(t *testing.T) {
+	gate := &gateExecutor{release: make(chan struct{})}
+	o := baseOptions(t, gate, nil)
+	o.Deadline = time.Now().Add(100 * time.Millisecond)
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("one"))
+		_, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000})
+		return supervise.BrainReport{}, err
+	})
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reason != supervise.ReasonBudgetExhausted || res.Error != nil || res.Tree[0].State != supervise.StateCancelled {
+		t.Errorf("reason %s error %+v state %s", res.Reason, res.Error, res.Tree[0].State)
+	}
+}

@@ -277,13 +277,18 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		}
 	}
 
-	c.workCtx, c.cancelWork = context.WithCancelCause(context.WithoutCancel(ctx))
+	// Workers outlive a stopped brain only until they are cancelled
+	// below, and never the run's deadline.
+	workCtx := context.WithoutCancel(ctx)
 	brainCtx, stop := context.WithCancelCause(ctx)
 	if !deadline.IsZero() {
-		var cancelDeadline context.CancelFunc
+		var cancelWorkDeadline, cancelDeadline context.CancelFunc
+		workCtx, cancelWorkDeadline = context.WithDeadline(workCtx, deadline)
+		defer cancelWorkDeadline()
 		brainCtx, cancelDeadline = context.WithDeadline(brainCtx, deadline)
 		defer cancelDeadline()
 	}
+	c.workCtx, c.cancelWork = context.WithCancelCause(workCtx)
 	c.mu.Lock()
 	c.stopFn = stop
 	c.mu.Unlock()
@@ -293,6 +298,12 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 
 	report, driveErr := drive(brainCtx, brain, c, task)
 	stopped := errors.Is(context.Cause(brainCtx), ErrStopped)
+	if !deadline.IsZero() && ctx.Err() == nil && (errors.Is(brainCtx.Err(), context.DeadlineExceeded) || !time.Now().Before(deadline)) {
+		// The run's deadline is part of its budget.
+		c.mu.Lock()
+		c.exhausted = true
+		c.mu.Unlock()
+	}
 	stop(nil)
 	if stopped && driveErr != nil && errors.Is(driveErr, ErrStopped) {
 		driveErr = nil
