@@ -193,6 +193,9 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 	}
 	rec := Record{Kind: KindSpawned, Node: reply.Node, Parent: parentOf(reply.Node, c.scope.Root()), Label: req.Label,
 		Profile: req.Profile, Model: req.Model, Key: req.Key, Task: req.Task, Reserved: budgetRecord(reply.Reserved)}
+	if b := req.Budget; b.Tokens != nil || b.Iterations != nil || b.MicroUSD != nil || b.Resources != nil {
+		rec.Budget = budgetRecord(req.Budget)
+	}
 	if err := c.log.append(ctx, rec); err != nil {
 		// Not durable, so not started: release the reservation.
 		if _, serr := c.scope.Settle(reply.Node, Result{State: StateCancelled, Spent: zeroSpend(), Reason: "journal-failed"}); serr != nil {
@@ -656,7 +659,7 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 		switch r.Kind {
 		case KindSpawned:
 			req := SpawnRequest{Parent: r.Parent, Label: r.Label, Profile: r.Profile, Model: r.Model, Task: r.Task, Key: r.Key,
-				Budget: r.Reserved.budget()}
+				Budget: r.Budget.budget()}
 			reply, err := c.scope.Spawn(req)
 			if err != nil {
 				return &ResumeError{RunDir: c.log.dir, Reason: "replaying spawn of " + string(r.Node), Err: err}

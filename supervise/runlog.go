@@ -49,7 +49,8 @@ const (
 
 // Record is one line of the spawn journal. Kind says which fields are
 // set: run-started (RunID, StartedAtMS, DeadlineMS, Task), spawned
-// (Node, Parent, Label, Profile, Model, Key, Task, Reserved), settled
+// (Node, Parent, Label, Profile, Model, Key, Task, the request's own
+// Budget and the merged ceiling Reserved), settled
 // (Node, State, Spent, OutRef, Verdict, Delivered, Reason, CheckError),
 // submitted (OutRef, Verdict), finished (Outcome, Reason).
 type Record struct {
@@ -64,6 +65,7 @@ type Record struct {
 	Profile     string          `json:"profile,omitzero"`
 	Model       string          `json:"model,omitzero"`
 	Key         string          `json:"key,omitzero"`
+	Budget      *BudgetRecord   `json:"budget,omitzero"`
 	Reserved    *BudgetRecord   `json:"reserved,omitzero"`
 	State       State           `json:"state,omitzero"`
 	Spent       *SpendRecord    `json:"spent,omitzero"`
