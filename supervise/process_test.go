@@ -176,4 +176,3 @@ func TestKilledSupervisorResumesBehaviour46(t *testing.T) {
 		t.Errorf("spent %+v", got.Spent)
 	}
 }
-

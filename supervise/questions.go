@@ -106,8 +106,11 @@ func (c *Coordinator) Ask(ctx context.Context, a AskArgs) (Decision, error) {
 		return Decision{}, err
 	}
 	q := c.addQuestion(ctx, a, true)
+	c.mu.Lock()
+	reply := q.reply
+	c.mu.Unlock()
 	select {
-	case d := <-q.reply:
+	case d := <-reply:
 		return d, nil
 	case <-ctx.Done():
 		c.mu.Lock()
