@@ -1,9 +1,12 @@
 package supervise_test
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
 	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -27,5 +30,55 @@ func BenchmarkScopeSpawnSettle(b *testing.B) {
 	}
 	if live, _ := f.scope.Live(); live != 0 {
 		b.Fatalf("live %d", live)
+	}
+}
+
+// BenchmarkSuperviseSpawnSettle: one worker spawned, executed by a
+// zero-latency executor, checked, settled and awaited through Supervise,
+// with the journal in memory or in a run dir (two fsynced appends per
+// worker). One run of b.N workers: a tree of that many workers
+// completes.
+func BenchmarkSuperviseSpawnSettle(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		dir  bool
+	}{{"memory", false}, {"file-journal", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			exec := supervise.ExecutorFunc(func(context.Context, supervise.Work) (supervise.WorkResult, error) {
+				return supervise.WorkResult{Text: "DONE", Spent: fullSpend(1)}, nil
+			})
+			writer, err := profile.Parse([]byte(writerProfile))
+			if err != nil {
+				b.Fatal(err)
+			}
+			manager, err := profile.Parse([]byte(`{"name": "m", "harness": "cli-base", "tools": {"agent_runtime_coordination_spawn_worker": true}}`))
+			if err != nil {
+				b.Fatal(err)
+			}
+			o := supervise.Options{Budget: ledger.Budget{Tokens: i64(1 << 40), Iterations: i64(1 << 40), MicroUSD: i64(1 << 40)},
+				PerWorker: worker, Profiles: map[string]*profile.Profile{"writer": writer}, Deliverable: doneCheck, Executor: exec}
+			if tc.dir {
+				o.RunDir = b.TempDir()
+			}
+			n := 0
+			o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+				for range b.N {
+					if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "t"}); err != nil {
+						return supervise.BrainReport{}, err
+					}
+					if r, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 10_000}); err != nil || r.Event == nil {
+						return supervise.BrainReport{}, fmt.Errorf("await: %+v %v", r, err)
+					}
+					n++
+				}
+				return supervise.BrainReport{}, nil
+			})
+			b.ReportAllocs()
+			b.ResetTimer()
+			res, err := supervise.Supervise(context.Background(), manager, "t", o)
+			if err != nil || res.Error != nil || len(res.Tree) != n {
+				b.Fatalf("%v %+v: %d nodes for %d spawns", err, res.Error, len(res.Tree), n)
+			}
+		})
 	}
 }

@@ -46,6 +46,8 @@ type Coordinator struct {
 	workers   map[NodeID]*worker
 	events    []Event
 	taken     []bool // taken[i]: events[i] was returned by Await
+	inflight  int    // workers started whose settlement is not yet queued
+	firstOpen int    // every event before this index was taken
 	questions []*question
 	wake      chan struct{}
 	replay    map[string][]NodeID // canonical request → settled journaled nodes not yet claimed
@@ -244,6 +246,7 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 	w := &worker{id: id, task: task, cancel: cancel, done: make(chan struct{})}
 	c.mu.Lock()
 	c.workers[id] = w
+	c.inflight++
 	c.mu.Unlock()
 	if err := c.scope.Transition(id, StateRunning); err != nil {
 		c.logger.Warn("supervise: worker did not start running", "node", id, "err", err)
@@ -310,6 +313,9 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 		c.logger.Warn("supervise: settling a worker", "node", w.id, "err", err)
 		var te *TransitionError
 		if errors.As(err, &te) || errors.Is(err, ErrScopeClosed) {
+			c.mu.Lock()
+			c.inflight--
+			c.mu.Unlock()
 			return
 		}
 	}
@@ -329,6 +335,7 @@ func (c *Coordinator) publish(w *worker, state State) {
 	info, _ := c.scope.Node(w.id)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.inflight--
 	c.pushLocked(Event{Kind: EventSettled, WorkerID: w.id, Label: labelOf(info.Label, info.Profile), State: state,
 		Delivered: new(w.delivered), Verdict: w.verdict, OutRef: w.outRef, Output: clip(w.text, 4000), Reason: w.reason, Replayed: w.replayed})
 }
@@ -406,7 +413,11 @@ func (c *Coordinator) Await(ctx context.Context, a AwaitArgs) (AwaitResult, erro
 	defer timer.Stop()
 	for {
 		c.mu.Lock()
-		for i, ev := range c.events {
+		for c.firstOpen < len(c.taken) && c.taken[c.firstOpen] {
+			c.firstOpen++
+		}
+		for i := c.firstOpen; i < len(c.events); i++ {
+			ev := c.events[i]
 			if c.taken[i] || len(a.Kinds) > 0 && !slices.Contains(a.Kinds, ev.Kind) {
 				continue
 			}
@@ -415,17 +426,19 @@ func (c *Coordinator) Await(ctx context.Context, a AwaitArgs) (AwaitResult, erro
 			_, free := c.scope.Live()
 			return AwaitResult{Event: &ev, FreeSlots: free}, nil
 		}
-		wake := c.wake
+		wake, inflight := c.wake, c.inflight
 		c.mu.Unlock()
-		live := c.liveIDs()
-		_, free := c.scope.Live()
-		if len(live) == 0 {
+		if inflight == 0 {
+			// Nothing runs and nothing is about to be queued. (A node the
+			// scope still counts live is in doubt or was never started.)
+			_, free := c.scope.Live()
 			return AwaitResult{Idle: true, FreeSlots: free}, nil
 		}
 		select {
 		case <-wake:
 		case <-timer.C:
-			return AwaitResult{Pending: true, Live: live, FreeSlots: free}, nil
+			_, free := c.scope.Live()
+			return AwaitResult{Pending: true, Live: c.liveIDs(), FreeSlots: free}, nil
 		case <-ctx.Done():
 			return AwaitResult{}, context.Cause(ctx)
 		}
