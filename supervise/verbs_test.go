@@ -338,3 +338,34 @@ func TestConcurrentSpawnsConserveBudget(t *testing.T) {
 		t.Errorf("%d nodes, status %s", len(res.Tree), res.Status)
 	}
 }
+
+// A tree of 1,000 workers, each spawned and awaited in turn, completes
+// with every await returning its settlement: await_event never reports
+// idle while a started worker is still settling.
+func TestThousandWorkersEachAwaited(t *testing.T) {
+	const n = 1000
+	gate := &gateExecutor{release: make(chan struct{})}
+	close(gate.release)
+	o := baseOptions(t, gate, nil)
+	o.Budget = ledger.Budget{Tokens: i64(n * 1000), Iterations: i64(n), MicroUSD: i64(n * 100_000)}
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		for i := range n {
+			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "t"}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			r, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 10_000})
+			if err != nil || r.Event == nil {
+				t.Errorf("await %d: %+v %v", i, r, err)
+				return supervise.BrainReport{}, err
+			}
+		}
+		return supervise.BrainReport{}, nil
+	})
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tree) != n || res.Spent.Tokens != n*10 || !res.Spent.TokensKnown {
+		t.Errorf("%d nodes, spent %+v", len(res.Tree), res.Spent)
+	}
+}
