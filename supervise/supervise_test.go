@@ -182,3 +182,32 @@ func newStore(t *testing.T) store.Store {
 	t.Helper()
 	return memory.New(nil)
 }
+
+// A worker whose provider turn fails in-band settles failed: it is down,
+// never delivered, and the usage it reported before failing is only a
+// floor, so its tokens are charged at its ceiling and named unreported.
+func TestFailedWorkerChargedTruthfully(t *testing.T) {
+	var s scripted.Script
+	if err := json.Unmarshal([]byte(`{"turns": [{"steps": [{"text": "partial"}, {"usage": {"inputTokens": 7, "outputTokens": 3}, "mode": "delta"}], "end": "failed", "error": "tool crashed"}]}`), &s); err != nil {
+		t.Fatal(err)
+	}
+	o := baseOptions(t, &supervise.KernelExecutor{Provider: scripted.New(&s, scripted.Options{}), Store: newStore(t)}, nil)
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "anything"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		_, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 10_000})
+		return supervise.BrainReport{}, err
+	})
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != supervise.StatusNoWinner || res.Reason != supervise.ReasonAllChildrenDown || res.DownCount != 1 ||
+		res.Tree[0].State != supervise.StateFailed || res.Tree[0].Delivered {
+		t.Fatalf("result %+v", res)
+	}
+	if res.Spent.TokensKnown || res.Spent.Tokens != 1000 || len(res.SpendGaps) != 1 || res.SpendGaps[0].Kind != supervise.GapUnreported {
+		t.Errorf("spent %+v gaps %+v", res.Spent, res.SpendGaps)
+	}
+}
