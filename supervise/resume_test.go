@@ -184,3 +184,33 @@ func TestRerunWithoutResumeRefusedBehaviour47(t *testing.T) {
 		t.Error("the refused run changed the journal")
 	}
 }
+
+// A result accepted by submit_result is journaled: a resumed run keeps it
+// as the winner, and a later passing submission is still refused.
+func TestSubmittedResultSurvivesResume(t *testing.T) {
+	dir := t.TempDir()
+	submit := func(result string, got *map[string]any) supervise.Brain {
+		return supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+			*got = tool(t, ctx, c, supervise.VerbSubmitResult, map[string]any{"result": result})
+			return supervise.BrainReport{}, nil
+		})
+	}
+	var first, second map[string]any
+	o := baseOptions(t, &gateExecutor{release: make(chan struct{})}, nil)
+	o.RunDir, o.Brain = dir, submit("first DONE", &first)
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSubmitResult), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	o = baseOptions(t, &gateExecutor{release: make(chan struct{})}, nil)
+	o.RunDir, o.Resume, o.Brain = dir, true, submit("second DONE", &second)
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSubmitResult), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first["accepted"] != true || second["error"] != "earlier-passing-result" {
+		t.Errorf("first %v, second %v", first, second)
+	}
+	if res.Winner == nil || res.Winner.Text != "first DONE" || res.Winner.OutRef != first["outRef"] {
+		t.Errorf("winner %+v", res.Winner)
+	}
+}
