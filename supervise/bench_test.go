@@ -3,6 +3,7 @@ package supervise_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/agentrt/agentrt/ledger"
@@ -80,5 +81,48 @@ func BenchmarkSuperviseSpawnSettle(b *testing.B) {
 				b.Fatalf("%v %+v: %d nodes for %d spawns", err, res.Error, len(res.Tree), n)
 			}
 		})
+	}
+}
+
+// BenchmarkIdleLiveWorker reports the heap held per live worker that is
+// waiting on its executor (b.N workers live at once; goroutine stacks
+// excluded).
+func BenchmarkIdleLiveWorker(b *testing.B) {
+	release := make(chan struct{})
+	exec := supervise.ExecutorFunc(func(ctx context.Context, _ supervise.Work) (supervise.WorkResult, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return supervise.WorkResult{Text: "DONE", Spent: fullSpend(1)}, nil
+	})
+	writer, err := profile.Parse([]byte(writerProfile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	manager, err := profile.Parse([]byte(`{"name": "m", "harness": "cli-base", "tools": {"agent_runtime_coordination_spawn_worker": true}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := supervise.Options{Budget: ledger.Budget{Tokens: i64(1 << 40), Iterations: i64(1 << 40), MicroUSD: i64(1 << 40)},
+		PerWorker: worker, Profiles: map[string]*profile.Profile{"writer": writer}, Deliverable: doneCheck, Executor: exec}
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for range b.N {
+			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "t"}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(b.N), "heap-B/live-worker")
+		b.ReportMetric(float64(int64(after.StackInuse)-int64(before.StackInuse))/float64(b.N), "stack-B/live-worker")
+		close(release)
+		return supervise.BrainReport{}, nil
+	})
+	if _, err := supervise.Supervise(context.Background(), manager, "t", o); err != nil {
+		b.Fatal(err)
 	}
 }
