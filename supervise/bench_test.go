@@ -1,9 +1,13 @@
 package supervise_test
 
 import (
+	"context"
+	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -12,7 +16,7 @@ import (
 // journal).
 func BenchmarkScopeSpawnSettle(b *testing.B) {
 	f := newFixture(b, ledger.Budget{Tokens: i64(1 << 40), Iterations: i64(1 << 40), MicroUSD: i64(1 << 40)},
-		supervise.Options{PerWorker: worker, MaxLiveWorkers: 64, MaxDepth: 4})
+		supervise.ScopeOptions{PerWorker: worker, MaxLiveWorkers: 64, MaxDepth: 4})
 	req := supervise.SpawnRequest{Profile: "coder", Label: "w", Task: "t"}
 	spent := supervise.Result{State: supervise.StateDone, Spent: fullSpend(40)}
 	b.ReportAllocs()
@@ -27,5 +31,98 @@ func BenchmarkScopeSpawnSettle(b *testing.B) {
 	}
 	if live, _ := f.scope.Live(); live != 0 {
 		b.Fatalf("live %d", live)
+	}
+}
+
+// BenchmarkSuperviseSpawnSettle: one worker spawned, executed by a
+// zero-latency executor, checked, settled and awaited through Supervise,
+// with the journal in memory or in a run dir (two fsynced appends per
+// worker). One run of b.N workers: a tree of that many workers
+// completes.
+func BenchmarkSuperviseSpawnSettle(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		dir  bool
+	}{{"memory", false}, {"file-journal", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			exec := supervise.ExecutorFunc(func(context.Context, supervise.Work) (supervise.WorkResult, error) {
+				return supervise.WorkResult{Text: "DONE", Spent: fullSpend(1)}, nil
+			})
+			writer, err := profile.Parse([]byte(writerProfile))
+			if err != nil {
+				b.Fatal(err)
+			}
+			manager, err := profile.Parse([]byte(`{"name": "m", "harness": "cli-base", "tools": {"agent_runtime_coordination_spawn_worker": true}}`))
+			if err != nil {
+				b.Fatal(err)
+			}
+			o := supervise.Options{Budget: ledger.Budget{Tokens: i64(1 << 40), Iterations: i64(1 << 40), MicroUSD: i64(1 << 40)},
+				PerWorker: worker, Profiles: map[string]*profile.Profile{"writer": writer}, Deliverable: doneCheck, Executor: exec}
+			if tc.dir {
+				o.RunDir = b.TempDir()
+			}
+			n := 0
+			o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+				for range b.N {
+					if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "t"}); err != nil {
+						return supervise.BrainReport{}, err
+					}
+					if r, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 10_000}); err != nil || r.Event == nil {
+						return supervise.BrainReport{}, fmt.Errorf("await: %+v %v", r, err)
+					}
+					n++
+				}
+				return supervise.BrainReport{}, nil
+			})
+			b.ReportAllocs()
+			b.ResetTimer()
+			res, err := supervise.Supervise(context.Background(), manager, "t", o)
+			if err != nil || res.Error != nil || len(res.Tree) != n {
+				b.Fatalf("%v %+v: %d nodes for %d spawns", err, res.Error, len(res.Tree), n)
+			}
+		})
+	}
+}
+
+// BenchmarkIdleLiveWorker reports the heap held per live worker that is
+// waiting on its executor (b.N workers live at once; goroutine stacks
+// excluded).
+func BenchmarkIdleLiveWorker(b *testing.B) {
+	release := make(chan struct{})
+	exec := supervise.ExecutorFunc(func(ctx context.Context, _ supervise.Work) (supervise.WorkResult, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return supervise.WorkResult{Text: "DONE", Spent: fullSpend(1)}, nil
+	})
+	writer, err := profile.Parse([]byte(writerProfile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	manager, err := profile.Parse([]byte(`{"name": "m", "harness": "cli-base", "tools": {"agent_runtime_coordination_spawn_worker": true}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := supervise.Options{Budget: ledger.Budget{Tokens: i64(1 << 40), Iterations: i64(1 << 40), MicroUSD: i64(1 << 40)},
+		PerWorker: worker, Profiles: map[string]*profile.Profile{"writer": writer}, Deliverable: doneCheck, Executor: exec}
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for range b.N {
+			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "t"}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(b.N), "heap-B/live-worker")
+		b.ReportMetric(float64(int64(after.StackInuse)-int64(before.StackInuse))/float64(b.N), "stack-B/live-worker")
+		close(release)
+		return supervise.BrainReport{}, nil
+	})
+	if _, err := supervise.Supervise(context.Background(), manager, "t", o); err != nil {
+		b.Fatal(err)
 	}
 }

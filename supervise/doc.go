@@ -1,11 +1,30 @@
 // Package supervise coordinates a tree of workers under one conserved
-// budget (spec/runtime.md §3.6). This slice is the pure, in-process core
-// the rest of supervise builds on: the Scope that admits or refuses every
-// spawn, the deterministic node ids and lifecycle, and the truthful
-// totals of a tree.
+// budget (spec/runtime.md §3.6).
+//
+// Supervise runs a manager agent: its Brain — for harness cli-base the
+// RouterBrain, an in-process kernel tool loop of the manager's profile
+// whose tools are the coordination verbs it declares (ToolPrefix +
+// verb); otherwise a Brain the caller supplies — drives a Coordinator:
+// spawn_worker, await_event, observe_agent, steer_agent, submit_result,
+// stop, read_journal, ask_parent, list_questions and answer_question.
+// Refusals are tool results {error, reason}. Workers run through the
+// Executor port (KernelExecutor runs a worker profile through
+// kernel.Execute on any contract.Provider); each is reserved from the
+// Scope before it runs and settled with what it really spent, and is
+// delivered only when the caller's Deliverable check passed. Every state
+// change is appended to the run dir's spawn journal (package journal)
+// before it is visible; a run started again on the same dir with Resume
+// replays settled workers instead of executing them, charges workers
+// left unsettled at their ceilings, and keeps the original start and
+// deadline. The result is a SupervisedResult arm: winner, or no-winner
+// with a reason.
+//
+// The core under it is the Scope that admits or refuses every spawn, the
+// deterministic node ids and lifecycle, and the truthful totals of a
+// tree.
 //
 // A Scope sits over a ledger.Pool. Every admitted spawn reserves its
-// ceiling (the request's budget merged per field over Options.PerWorker)
+// ceiling (the request's budget merged per field over ScopeOptions.PerWorker)
 // before anything runs; Settle commits what was observed and frees the
 // rest. A refused spawn changes nothing: no reservation, no sequence
 // number, no live slot. Refusals are *Refusal values whose Code is one of
@@ -24,6 +43,7 @@
 // settled (charged at its ceiling) or settled without reporting a
 // channel.
 //
-// The executor port, the journal, resume across processes, the
-// coordination verbs and the CLI are built on this package elsewhere.
+// Not built yet: external-harness brains (the verbs served over MCP),
+// the cross-process run layout (steer and cancel files), the SQL
+// journal, analysts, runGraph and the CLI.
 package supervise

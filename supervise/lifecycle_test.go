@@ -44,7 +44,7 @@ func TestLifecycleTransitions(t *testing.T) {
 // TestScopeEnforcesTransitions: Transition reaches only non-terminal
 // states by legal moves; Settle reaches terminal ones once.
 func TestScopeEnforcesTransitions(t *testing.T) {
-	f := newFixture(t, rootBudget(), supervise.Options{PerWorker: worker})
+	f := newFixture(t, rootBudget(), supervise.ScopeOptions{PerWorker: worker})
 	n := f.spawn(t, supervise.SpawnRequest{Profile: "p"}).Node
 	steps := []struct {
 		to      supervise.State
@@ -86,7 +86,7 @@ func TestScopeEnforcesTransitions(t *testing.T) {
 // the same requests name their nodes identically.
 func TestNodeIDsAreDeterministic(t *testing.T) {
 	run := func() []supervise.NodeID {
-		f := newFixture(t, rootBudget(), supervise.Options{RootID: "run-7", PerWorker: worker, MaxDepth: 2})
+		f := newFixture(t, rootBudget(), supervise.ScopeOptions{RootID: "run-7", PerWorker: worker, MaxDepth: 2})
 		var ids []supervise.NodeID
 		a := f.spawn(t, supervise.SpawnRequest{Profile: "p"}).Node
 		b := f.spawn(t, supervise.SpawnRequest{Profile: "p"}).Node

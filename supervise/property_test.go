@@ -34,7 +34,7 @@ func TestScopeConservesUnderRandomSequences(t *testing.T) {
 			root.MicroUSD, per.MicroUSD = i64(2_000_000), i64(40_000)
 		}
 		maxLive := int(rng.IntN(6))
-		f := newFixture(t, root, supervise.Options{PerWorker: per, MaxLiveWorkers: maxLive, MaxDepth: 3,
+		f := newFixture(t, root, supervise.ScopeOptions{PerWorker: per, MaxLiveWorkers: maxLive, MaxDepth: 3,
 			AllowedModels: []string{"small", "large"}})
 		models := []string{"", "small", "large", "banned"}
 		for step := range propertySteps {

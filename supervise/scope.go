@@ -38,12 +38,12 @@ const (
 	ResumedRetried Resumed = "retried"
 )
 
-// DefaultRootID is the root's id when Options.RootID is empty.
+// DefaultRootID is the root's id when ScopeOptions.RootID is empty.
 const DefaultRootID NodeID = "root"
 
-// Options configures a Scope. The zero value admits any number of
+// ScopeOptions configures a Scope. The zero value admits any number of
 // workers at any depth, each reserving only what its request asks.
-type Options struct {
+type ScopeOptions struct {
 	// RootID is the root node's id (a run id); DefaultRootID when empty.
 	RootID NodeID
 	// PerWorker is the default reservation; a request's budget overrides
@@ -159,7 +159,7 @@ func (n *node) live() bool { return n.State.Live() && !n.InDoubt && !n.NeverSett
 type Scope struct {
 	mu      sync.Mutex
 	pool    *ledger.Pool
-	opts    Options
+	opts    ScopeOptions
 	root    NodeID
 	nodes   map[NodeID]*node
 	order   []*node
@@ -173,11 +173,13 @@ type Scope struct {
 	allowed map[string]bool
 }
 
-// ErrInvalidOptions: New was given a nil pool or a negative cap.
-var ErrInvalidOptions = errors.New("supervise: invalid scope options")
+// ErrInvalidOptions: New or Supervise was given options it cannot run
+// (a nil pool, a negative cap, a missing requirement); nothing ran and
+// nothing was journaled.
+var ErrInvalidOptions = errors.New("supervise: invalid options")
 
 // New returns a scope drawing from pool.
-func New(pool *ledger.Pool, opts Options) (*Scope, error) {
+func New(pool *ledger.Pool, opts ScopeOptions) (*Scope, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("%w: nil pool", ErrInvalidOptions)
 	}

@@ -16,7 +16,7 @@ type fixture struct {
 	scope *supervise.Scope
 }
 
-func newFixture(t testing.TB, root ledger.Budget, opts supervise.Options) fixture {
+func newFixture(t testing.TB, root ledger.Budget, opts supervise.ScopeOptions) fixture {
 	t.Helper()
 	pool, err := ledger.NewPool(root, ledger.PoolOptions{})
 	if err != nil {
@@ -71,7 +71,7 @@ func TestSpawnRefusals(t *testing.T) {
 	cases := []struct {
 		name  string
 		root  ledger.Budget
-		opts  supervise.Options
+		opts  supervise.ScopeOptions
 		setup func(t *testing.T, f fixture)
 		req   supervise.SpawnRequest
 		code  supervise.Code
@@ -80,13 +80,13 @@ func TestSpawnRefusals(t *testing.T) {
 		{name: "38 usd-unbudgeted: dollars from a root without maxUsd",
 			root: ledger.Budget{Tokens: i64(1000), Iterations: i64(10)},
 			req:  with(func(r *supervise.SpawnRequest) { r.Budget = worker }), code: supervise.CodeUSDUnbudgeted},
-		{name: "38 budget-exhausted: a channel does not fit", opts: supervise.Options{PerWorker: worker},
+		{name: "38 budget-exhausted: a channel does not fit", opts: supervise.ScopeOptions{PerWorker: worker},
 			req: with(func(r *supervise.SpawnRequest) { r.Budget.Tokens = i64(1001) }), code: supervise.CodeBudgetExhausted, cause: ledger.ChannelTokens},
 		{name: "38 budget-exhausted: the per-worker default does not fit twice",
-			opts:  supervise.Options{PerWorker: ledger.Budget{Tokens: i64(600), Iterations: i64(1)}},
+			opts:  supervise.ScopeOptions{PerWorker: ledger.Budget{Tokens: i64(600), Iterations: i64(1)}},
 			setup: func(t *testing.T, f fixture) { f.spawn(t, base) },
 			req:   base, code: supervise.CodeBudgetExhausted, cause: ledger.ChannelTokens},
-		{name: "39 budget-exhausted: unknown dollars taint the usd channel", opts: supervise.Options{PerWorker: worker},
+		{name: "39 budget-exhausted: unknown dollars taint the usd channel", opts: supervise.ScopeOptions{PerWorker: worker},
 			setup: func(t *testing.T, f fixture) {
 				r := f.spawn(t, base)
 				if _, err := f.scope.Settle(r.Node, supervise.Result{State: supervise.StateDone, Spent: ledger.Spend{Tokens: i64(1), Iterations: i64(1)}}); err != nil {
@@ -94,13 +94,13 @@ func TestSpawnRefusals(t *testing.T) {
 				}
 			},
 			req: base, code: supervise.CodeBudgetExhausted, cause: "usd-tainted"},
-		{name: "depth-exceeded", opts: supervise.Options{PerWorker: worker, MaxDepth: 1},
+		{name: "depth-exceeded", opts: supervise.ScopeOptions{PerWorker: worker, MaxDepth: 1},
 			setup: func(t *testing.T, f fixture) { f.spawn(t, base) },
 			req:   with(func(r *supervise.SpawnRequest) { r.Parent = "root:s1" }), code: supervise.CodeDepthExceeded},
-		{name: "44 duplicate-key: the key is live", opts: supervise.Options{PerWorker: worker},
+		{name: "44 duplicate-key: the key is live", opts: supervise.ScopeOptions{PerWorker: worker},
 			setup: func(t *testing.T, f fixture) { f.spawn(t, with(func(r *supervise.SpawnRequest) { r.Key = "k" })) },
 			req:   with(func(r *supervise.SpawnRequest) { r.Key = "k" }), code: supervise.CodeDuplicateKey},
-		{name: "44 in-doubt: the key started without a terminal receipt", opts: supervise.Options{PerWorker: worker},
+		{name: "44 in-doubt: the key started without a terminal receipt", opts: supervise.ScopeOptions{PerWorker: worker},
 			setup: func(t *testing.T, f fixture) {
 				r := f.spawn(t, with(func(r *supervise.SpawnRequest) { r.Key = "k" }))
 				if err := f.scope.MarkInDoubt(r.Node); err != nil {
@@ -108,14 +108,14 @@ func TestSpawnRefusals(t *testing.T) {
 				}
 			},
 			req: with(func(r *supervise.SpawnRequest) { r.Key = "k" }), code: supervise.CodeInDoubt},
-		{name: "key-conflict: same key, different request", opts: supervise.Options{PerWorker: worker},
+		{name: "key-conflict: same key, different request", opts: supervise.ScopeOptions{PerWorker: worker},
 			setup: func(t *testing.T, f fixture) { f.spawn(t, with(func(r *supervise.SpawnRequest) { r.Key = "k" })) },
 			req:   with(func(r *supervise.SpawnRequest) { r.Key, r.Task = "k", "another task" }), code: supervise.CodeKeyConflict},
-		{name: "invalid-identity: no profile", opts: supervise.Options{PerWorker: worker},
+		{name: "invalid-identity: no profile", opts: supervise.ScopeOptions{PerWorker: worker},
 			req: with(func(r *supervise.SpawnRequest) { r.Profile = "" }), code: supervise.CodeInvalidIdentity, cause: "no-profile"},
-		{name: "invalid-identity: unknown parent", opts: supervise.Options{PerWorker: worker},
+		{name: "invalid-identity: unknown parent", opts: supervise.ScopeOptions{PerWorker: worker},
 			req: with(func(r *supervise.SpawnRequest) { r.Parent = "root:s9" }), code: supervise.CodeInvalidIdentity, cause: "unknown-parent"},
-		{name: "invalid-identity: settled parent", opts: supervise.Options{PerWorker: worker},
+		{name: "invalid-identity: settled parent", opts: supervise.ScopeOptions{PerWorker: worker},
 			setup: func(t *testing.T, f fixture) {
 				r := f.spawn(t, base)
 				if _, err := f.scope.Cancel(r.Node, ledger.Spend{Tokens: i64(0), Iterations: i64(0), MicroUSD: i64(0)}); err != nil {
@@ -123,31 +123,31 @@ func TestSpawnRefusals(t *testing.T) {
 				}
 			},
 			req: with(func(r *supervise.SpawnRequest) { r.Parent = "root:s1" }), code: supervise.CodeInvalidIdentity, cause: "parent-not-live"},
-		{name: "invalid-identity: model outside allowedModels", opts: supervise.Options{PerWorker: worker, AllowedModels: []string{"small"}},
+		{name: "invalid-identity: model outside allowedModels", opts: supervise.ScopeOptions{PerWorker: worker, AllowedModels: []string{"small"}},
 			req: with(func(r *supervise.SpawnRequest) { r.Model = "large" }), code: supervise.CodeInvalidIdentity, cause: "model-not-allowed"},
-		{name: "45 max-live-workers", opts: supervise.Options{PerWorker: worker, MaxLiveWorkers: 1},
+		{name: "45 max-live-workers", opts: supervise.ScopeOptions{PerWorker: worker, MaxLiveWorkers: 1},
 			setup: func(t *testing.T, f fixture) { f.spawn(t, base) },
 			req:   base, code: supervise.CodeMaxLiveWorkers},
-		{name: "scope-aborted", opts: supervise.Options{PerWorker: worker},
+		{name: "scope-aborted", opts: supervise.ScopeOptions{PerWorker: worker},
 			setup: func(t *testing.T, f fixture) { f.scope.Abort() },
 			req:   base, code: supervise.CodeScopeAborted},
-		{name: "scope-settled", opts: supervise.Options{PerWorker: worker},
+		{name: "scope-settled", opts: supervise.ScopeOptions{PerWorker: worker},
 			setup: func(t *testing.T, f fixture) { f.scope.Close() },
 			req:   base, code: supervise.CodeScopeSettled},
-		{name: "preflight-refused: authorizeSpawn", opts: supervise.Options{PerWorker: worker,
+		{name: "preflight-refused: authorizeSpawn", opts: supervise.ScopeOptions{PerWorker: worker,
 			AuthorizeSpawn: func(r supervise.SpawnRequest) error { return errors.New("coder may not spawn") }},
 			req: base, code: supervise.CodePreflightRefused, cause: "not-authorized"},
-		{name: "preflight-refused: preflight hook", opts: supervise.Options{PerWorker: worker,
+		{name: "preflight-refused: preflight hook", opts: supervise.ScopeOptions{PerWorker: worker,
 			Preflight: func(r supervise.SpawnRequest) error { return errors.New("backend down") }},
 			req: base, code: supervise.CodePreflightRefused, cause: "preflight"},
-		{name: "preflight-refused: negative budget", opts: supervise.Options{PerWorker: worker},
+		{name: "preflight-refused: negative budget", opts: supervise.ScopeOptions{PerWorker: worker},
 			req: with(func(r *supervise.SpawnRequest) { r.Budget.Tokens = i64(-1) }), code: supervise.CodePreflightRefused, cause: "invalid-budget"},
-		{name: "resume-no-prior", opts: supervise.Options{PerWorker: worker},
+		{name: "resume-no-prior", opts: supervise.ScopeOptions{PerWorker: worker},
 			req: with(func(r *supervise.SpawnRequest) { r.Continuity = supervise.ContinuityResume }), code: supervise.CodeResumeNoPrior},
-		{name: "resume-while-live", opts: supervise.Options{PerWorker: worker},
+		{name: "resume-while-live", opts: supervise.ScopeOptions{PerWorker: worker},
 			setup: func(t *testing.T, f fixture) { f.spawn(t, base) },
 			req:   with(func(r *supervise.SpawnRequest) { r.Continuity = supervise.ContinuityResume }), code: supervise.CodeResumeWhileLive},
-		{name: "resume-with-key", opts: supervise.Options{PerWorker: worker},
+		{name: "resume-with-key", opts: supervise.ScopeOptions{PerWorker: worker},
 			req: with(func(r *supervise.SpawnRequest) { r.Continuity, r.Key = supervise.ContinuityResume, "k" }), code: supervise.CodeResumeWithKey},
 	}
 	seen := map[supervise.Code]bool{}

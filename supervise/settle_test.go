@@ -16,7 +16,7 @@ func fullSpend(tokens int64) ledger.Spend {
 // Behaviour 44: a completed key replays with zero new spend; a down prior
 // is retried with priorWorkerId.
 func TestKeyedSpawnReplaysAndRetries(t *testing.T) {
-	f := newFixture(t, rootBudget(), supervise.Options{PerWorker: worker})
+	f := newFixture(t, rootBudget(), supervise.ScopeOptions{PerWorker: worker})
 	req := supervise.SpawnRequest{Profile: "p", Key: "k1", Task: "t"}
 	first := f.spawn(t, req)
 	if first.Assignment != "key:k1" || first.Resumed != supervise.ResumedNone {
@@ -50,7 +50,7 @@ func TestKeyedSpawnReplaysAndRetries(t *testing.T) {
 // exhausted, and every reply carries freeSlots.
 func TestMaxLiveWorkersBeforeBudget(t *testing.T) {
 	f := newFixture(t, ledger.Budget{Tokens: i64(200), Iterations: i64(10), MicroUSD: i64(1_000_000)},
-		supervise.Options{PerWorker: worker, MaxLiveWorkers: 2})
+		supervise.ScopeOptions{PerWorker: worker, MaxLiveWorkers: 2})
 	for i, wantFree := range []int{1, 0} {
 		r := f.spawn(t, supervise.SpawnRequest{Profile: "p"})
 		if r.Live != i+1 || r.FreeSlots == nil || *r.FreeSlots != wantFree {
@@ -69,7 +69,7 @@ func TestMaxLiveWorkersBeforeBudget(t *testing.T) {
 	if code, _ := supervise.CodeOf(err); code != supervise.CodeBudgetExhausted {
 		t.Errorf("with a free slot the budget decides: %v", err)
 	}
-	f2 := newFixture(t, rootBudget(), supervise.Options{PerWorker: worker})
+	f2 := newFixture(t, rootBudget(), supervise.ScopeOptions{PerWorker: worker})
 	if r := f2.spawn(t, supervise.SpawnRequest{Profile: "p"}); r.FreeSlots != nil || r.Live != 1 {
 		t.Errorf("uncapped reply: %+v", r)
 	}
@@ -79,7 +79,7 @@ func TestMaxLiveWorkersBeforeBudget(t *testing.T) {
 // observed spend and returns the rest to free.
 func TestSettleCommitsSpendAndFreesTheRest(t *testing.T) {
 	f := newFixture(t, ledger.Budget{Tokens: i64(1000), Iterations: i64(10), MicroUSD: i64(1_000_000), Resources: map[string]int64{"gpu": 50}},
-		supervise.Options{PerWorker: ledger.Budget{Tokens: i64(300), Iterations: i64(2), Resources: map[string]int64{"gpu": 10}}})
+		supervise.ScopeOptions{PerWorker: ledger.Budget{Tokens: i64(300), Iterations: i64(2), Resources: map[string]int64{"gpu": 10}}})
 	r := f.spawn(t, supervise.SpawnRequest{Profile: "p", Budget: ledger.Budget{MicroUSD: i64(5000), Resources: map[string]int64{"gpu": 20}}})
 	if *r.Reserved.Tokens != 300 || *r.Reserved.Iterations != 2 || *r.Reserved.MicroUSD != 5000 || r.Reserved.Resources["gpu"] != 20 {
 		t.Fatalf("merged reservation %+v", r.Reserved)
@@ -118,7 +118,7 @@ func TestSettleCommitsSpendAndFreesTheRest(t *testing.T) {
 // never-settled node (charged at its ceiling on all channels) and every
 // unreported channel; known flags are false exactly for named channels.
 func TestSpendGaps(t *testing.T) {
-	f := newFixture(t, rootBudget(), supervise.Options{PerWorker: worker})
+	f := newFixture(t, rootBudget(), supervise.ScopeOptions{PerWorker: worker})
 	full := f.spawn(t, supervise.SpawnRequest{Profile: "p", Label: "full"}).Node
 	unrep := f.spawn(t, supervise.SpawnRequest{Profile: "p", Label: "unreported"}).Node
 	never := f.spawn(t, supervise.SpawnRequest{Profile: "p", Label: "never"}).Node

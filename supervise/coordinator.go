@@ -1,0 +1,755 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/profile"
+)
+
+// Coordinator is a live supervised run as its brain sees it: the
+// coordination verbs as Go methods (Spawn, Await, Observe, Steer,
+// Submit, Stop, ReadJournal) and as tools (Tools). A Brain drives it;
+// every method is safe for concurrent use.
+type Coordinator struct {
+	runID    string
+	scope    *Scope
+	pool     *ledger.Pool
+	log      *runLog
+	exec     Executor
+	profiles map[string]*profile.Profile
+	check    Deliverable
+	logger   *slog.Logger
+	now      func() time.Time
+
+	// workCtx is the parent of every worker's context; cancelWork ends
+	// them when the brain returns.
+	workCtx    context.Context
+	cancelWork context.CancelCauseFunc
+	wg         sync.WaitGroup
+
+	// spawnMu orders admission with its journal record, and settlement
+	// with its record, so the journal's order is the scope's.
+	spawnMu sync.Mutex
+
+	mu        sync.Mutex
+	workers   map[NodeID]*worker
+	events    []Event
+	taken     []bool // taken[i]: events[i] was returned by Await
+	inflight  int    // workers started whose settlement is not yet queued
+	firstOpen int    // every event before this index was taken
+	questions []*question
+	wake      chan struct{}
+	replay    map[string][]NodeID // canonical request → settled journaled nodes not yet claimed
+	submitted *Winner
+	stopped   bool
+	exhausted bool
+	stopWhy   string
+	stopFn    context.CancelCauseFunc
+}
+
+// worker is what the coordinator knows of one node beyond the scope.
+type worker struct {
+	id        NodeID
+	task      string
+	cancel    context.CancelCauseFunc
+	text      string
+	output    canonjson.Value
+	outRef    string
+	verdict   *kernel.Verdict
+	delivered bool
+	checkErr  string
+	reason    string
+	replayed  bool
+	done      chan struct{}
+}
+
+// Event kinds Await returns.
+const (
+	EventSettled  = "settled"
+	EventQuestion = "question"
+)
+
+// Event is what Await returns: a settlement (in recorded order) or a
+// question a worker asked.
+type Event struct {
+	Kind     string    `json:"kind"`
+	WorkerID NodeID    `json:"workerId"`
+	Question *Question `json:"question,omitzero"`
+	Label    string    `json:"label,omitzero"`
+	State    State     `json:"state,omitzero"`
+	// Delivered is set on a settlement: whether the check passed.
+	Delivered *bool           `json:"delivered,omitzero"`
+	Verdict   *kernel.Verdict `json:"verdict,omitzero"`
+	OutRef    string          `json:"outRef,omitzero"`
+	Output    string          `json:"output,omitzero"`
+	Reason    string          `json:"reason,omitzero"`
+	Replayed  bool            `json:"replayed,omitzero"`
+}
+
+// ErrStopped: the brain called Stop; nothing more is admitted.
+var ErrStopped = errors.New("supervise: the manager stopped")
+
+// SpawnArgs are spawn_worker's arguments.
+type SpawnArgs struct {
+	Profile    string       `json:"profile" jsonschema:"the worker profile's name"`
+	Task       string       `json:"task" jsonschema:"the worker's task"`
+	Label      string       `json:"label,omitzero" jsonschema:"names the worker among its siblings"`
+	Key        string       `json:"key,omitzero" jsonschema:"idempotency key: the same key with the same request replays"`
+	Continuity string       `json:"continuity,omitzero" jsonschema:"fresh (default) or resume"`
+	Budget     *SpawnBudget `json:"budget,omitzero" jsonschema:"per-spawn budget, merged per field over the per-worker default"`
+	Parent     NodeID       `json:"parent,omitzero" jsonschema:"the spawning node; the root when empty"`
+}
+
+// SpawnBudget is a spawn's requested ceiling; an absent field takes the
+// per-worker default.
+type SpawnBudget struct {
+	Tokens     *int64   `json:"tokens,omitzero"`
+	Iterations *int64   `json:"iterations,omitzero"`
+	USD        *float64 `json:"usd,omitzero" jsonschema:"US dollars"`
+}
+
+// SpawnResult is an admitted spawn (spawn_worker's reply).
+type SpawnResult struct {
+	WorkerID    NodeID  `json:"workerId"`
+	Assignment  string  `json:"assignment"`
+	Resumed     Resumed `json:"resumed,omitzero"`
+	PriorWorker NodeID  `json:"priorWorkerId,omitzero"`
+	PriorReason string  `json:"priorReason,omitzero"`
+	Replayed    bool    `json:"replayed,omitzero"`
+	Live        int     `json:"live"`
+	FreeSlots   *int    `json:"freeSlots"`
+}
+
+func (c *Coordinator) refusal(code Code, cause, detail string) *Refusal {
+	live, free := c.scope.Live()
+	return &Refusal{Code: code, Cause: cause, Detail: detail, Live: live, FreeSlots: free}
+}
+
+// Spawn admits a worker through the scope, journals it and starts it on
+// the executor; the worker is settled and checked in the background
+// (Await returns its settlement). A refusal is a *Refusal; nothing was
+// reserved or journaled. On a resumed run, a spawn that repeats a
+// journaled, settled one (same request, or same key) returns that worker
+// without running it again.
+func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, error) {
+	c.mu.Lock()
+	stopped := c.stopped
+	c.mu.Unlock()
+	if stopped {
+		return SpawnResult{}, c.refusal(CodeScopeSettled, "stopped", "the manager stopped")
+	}
+	p, ok := c.profiles[a.Profile]
+	if !ok {
+		return SpawnResult{}, c.refusal(CodeInvalidIdentity, "unknown-profile", "no worker profile named "+strconv.Quote(a.Profile))
+	}
+	req := SpawnRequest{Parent: a.Parent, Label: a.Label, Profile: a.Profile, Task: a.Task, Key: a.Key, Continuity: Continuity(a.Continuity)}
+	if p.Model != nil && p.Model.Default != nil {
+		req.Model = *p.Model.Default
+	}
+	if a.Budget != nil {
+		req.Budget = ledger.Budget{Tokens: a.Budget.Tokens, Iterations: a.Budget.Iterations}
+		if u := a.Budget.USD; u != nil {
+			if *u < 0 || *u > 1e9 {
+				return SpawnResult{}, c.refusal(CodePreflightRefused, "invalid-budget", "budget.usd out of range")
+			}
+			micro := int64(*u*1e6 + 0.5)
+			req.Budget.MicroUSD = &micro
+		}
+	}
+
+	c.spawnMu.Lock()
+	defer c.spawnMu.Unlock()
+	if req.Key == "" {
+		if id, ok := c.claimReplay(req); ok {
+			info, _ := c.scope.Node(id)
+			live, free := c.scope.Live()
+			return SpawnResult{WorkerID: id, Assignment: "replay:" + strconv.Itoa(info.Seq), Resumed: ResumedCompleted,
+				Replayed: true, Live: live, FreeSlots: free}, nil
+		}
+	}
+	reply, err := c.scope.Spawn(req)
+	if err != nil {
+		var r *Refusal
+		if errors.As(err, &r) && (r.Code == CodeBudgetExhausted || r.Code == CodeUSDUnbudgeted) {
+			c.mu.Lock()
+			c.exhausted = true
+			c.mu.Unlock()
+		}
+		return SpawnResult{}, err
+	}
+	out := SpawnResult{WorkerID: reply.Node, Assignment: reply.Assignment, Resumed: reply.Resumed,
+		PriorWorker: reply.PriorWorker, PriorReason: reply.PriorReason, Live: reply.Live, FreeSlots: reply.FreeSlots}
+	if reply.Resumed == ResumedCompleted {
+		return out, nil // the key's committed result; nothing runs
+	}
+	rec := Record{Kind: KindSpawned, Node: reply.Node, Parent: parentOf(reply.Node, c.scope.Root()), Label: req.Label,
+		Profile: req.Profile, Model: req.Model, Key: req.Key, Task: req.Task, Reserved: budgetRecord(reply.Reserved)}
+	if b := req.Budget; b.Tokens != nil || b.Iterations != nil || b.MicroUSD != nil || b.Resources != nil {
+		rec.Budget = budgetRecord(req.Budget)
+	}
+	if err := c.log.append(ctx, rec); err != nil {
+		// Not durable, so not started: release the reservation.
+		if _, serr := c.scope.Settle(reply.Node, Result{State: StateCancelled, Spent: zeroSpend(), Reason: "journal-failed"}); serr != nil {
+			err = errors.Join(err, serr)
+		}
+		return SpawnResult{}, err
+	}
+	c.start(reply.Node, p, req.Task, reply.Reserved)
+	return out, nil
+}
+
+func zeroSpend() ledger.Spend {
+	z, n := int64(0), int64(0)
+	return ledger.Spend{Tokens: &z, Iterations: &n, MicroUSD: &z}
+}
+
+func parentOf(id, root NodeID) NodeID {
+	p, ok := id.Parent()
+	if !ok || p == root {
+		return ""
+	}
+	return p
+}
+
+// claimReplay returns a journaled, settled node of a resumed run whose
+// request equals req and that this process has not handed out yet.
+func (c *Coordinator) claimReplay(req SpawnRequest) (NodeID, bool) {
+	k := replayKey(req)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := c.replay[k]
+	if len(ids) == 0 {
+		return "", false
+	}
+	c.replay[k] = ids[1:]
+	return ids[0], true
+}
+
+func replayKey(req SpawnRequest) string {
+	return fmt.Sprintf("%q %q %q %q", req.Parent, req.Label, req.Profile, req.Task)
+}
+
+// start runs an admitted worker in the background.
+func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved ledger.Budget) {
+	wctx, cancel := context.WithCancelCause(c.workCtx)
+	w := &worker{id: id, task: task, cancel: cancel, done: make(chan struct{})}
+	c.mu.Lock()
+	c.workers[id] = w
+	c.inflight++
+	c.mu.Unlock()
+	if err := c.scope.Transition(id, StateRunning); err != nil {
+		c.logger.Warn("supervise: worker did not start running", "node", id, "err", err)
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer close(w.done)
+		defer cancel(nil)
+		ask := func(ctx context.Context, q AskArgs) (Decision, error) {
+			q.From = id
+			return c.Ask(ctx, q)
+		}
+		res, err := c.execute(wctx, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask})
+		c.settle(wctx, w, res, err)
+	}()
+}
+
+// execute calls the executor, turning a panic into a failure.
+func (c *Coordinator) execute(ctx context.Context, w Work) (res WorkResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.logger.Error("supervise: executor panicked", "node", w.Node, "panic", p, "stack", string(debug.Stack()))
+			res, err = WorkResult{}, fmt.Errorf("supervise: executor panicked: %v", p)
+		}
+	}()
+	return c.exec.Execute(ctx, w)
+}
+
+// settle runs the completion gate on a finished worker, stores its
+// result, settles it in the scope and journals the settlement.
+func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, execErr error) {
+	state, reason := StateDone, ""
+	switch {
+	case execErr != nil && ctx.Err() != nil:
+		state, reason = StateCancelled, context.Cause(ctx).Error()
+	case execErr != nil:
+		state, reason = StateFailed, execErr.Error()
+	}
+	w.text, w.output, w.reason = res.Text, res.Output, reason
+	if state == StateDone {
+		// Settlement is not delivery: only the independent check passing
+		// delivers. A check that errors or panics does not deliver.
+		v, err := c.runCheck(context.WithoutCancel(ctx), Output{Node: w.id, Text: res.Text, Value: res.Output})
+		switch {
+		case err != nil:
+			w.checkErr = err.Error()
+		default:
+			w.verdict, w.delivered = &v, v.Passed
+		}
+	}
+	var outRef string
+	if state == StateDone {
+		ref, err := c.log.putBlob(resultValue(res.Text, res.Output))
+		if err != nil {
+			c.logger.Error("supervise: storing a result", "node", w.id, "err", err)
+		}
+		outRef = ref
+	}
+	c.spawnMu.Lock()
+	defer c.spawnMu.Unlock()
+	st, err := c.scope.Settle(w.id, Result{State: state, Spent: res.Spent, Reason: reason})
+	if err != nil {
+		c.logger.Warn("supervise: settling a worker", "node", w.id, "err", err)
+		var te *TransitionError
+		if errors.As(err, &te) || errors.Is(err, ErrScopeClosed) {
+			c.mu.Lock()
+			c.inflight--
+			c.mu.Unlock()
+			return
+		}
+	}
+	c.mu.Lock()
+	w.outRef = outRef
+	c.mu.Unlock()
+	rec := Record{Kind: KindSettled, Node: w.id, State: st.State, Spent: spendRecord(st.Spent), OutRef: outRef,
+		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr}
+	if err := c.log.append(context.WithoutCancel(ctx), rec); err != nil {
+		c.logger.Error("supervise: journaling a settlement", "node", w.id, "err", err)
+	}
+	c.publish(w, st.State)
+}
+
+// publish queues w's settlement for Await.
+func (c *Coordinator) publish(w *worker, state State) {
+	info, _ := c.scope.Node(w.id)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inflight--
+	c.pushLocked(Event{Kind: EventSettled, WorkerID: w.id, Label: labelOf(info.Label, info.Profile), State: state,
+		Delivered: new(w.delivered), Verdict: w.verdict, OutRef: w.outRef, Output: clip(w.text, 4000), Reason: w.reason, Replayed: w.replayed})
+}
+
+// pushLocked queues ev and wakes every waiter; c.mu is held.
+func (c *Coordinator) pushLocked(ev Event) {
+	c.events = append(c.events, ev)
+	c.taken = append(c.taken, false)
+	close(c.wake)
+	c.wake = make(chan struct{})
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func resultValue(text string, out canonjson.Value) canonjson.Value {
+	ms := []canonjson.Member{{Name: "text", Value: canonjson.StringValue(text)}}
+	if out.IsValid() {
+		ms = append(ms, canonjson.Member{Name: "output", Value: out})
+	}
+	return canonjson.ObjectValue(ms)
+}
+
+func (c *Coordinator) runCheck(ctx context.Context, out Output) (v kernel.Verdict, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			v, err = kernel.Verdict{}, fmt.Errorf("supervise: the deliverable check panicked: %v", p)
+		}
+	}()
+	return c.check.Check(ctx, out)
+}
+
+// AwaitArgs are await_event's arguments.
+type AwaitArgs struct {
+	// Kinds, when set, limits the events returned (settled, question);
+	// the others stay queued.
+	Kinds []string `json:"kinds,omitzero" jsonschema:"event kinds to wait for: settled, question"`
+	// TimeoutMS bounds the wait (default DefaultAwaitTimeout, at most
+	// MaxAwaitTimeout).
+	TimeoutMS int64 `json:"timeoutMs,omitzero" jsonschema:"how long to wait, in milliseconds"`
+}
+
+// AwaitResult is await_event's reply: the next settlement, or idle (no
+// live worker and nothing queued), or pending (the wait ran out while
+// workers are live). It always carries FreeSlots.
+type AwaitResult struct {
+	Event     *Event   `json:"event,omitzero"`
+	Idle      bool     `json:"idle,omitzero"`
+	Pending   bool     `json:"pending,omitzero"`
+	Live      []NodeID `json:"live,omitzero"`
+	FreeSlots *int     `json:"freeSlots"`
+}
+
+// Await bounds.
+const (
+	DefaultAwaitTimeout = 45 * time.Second
+	MaxAwaitTimeout     = 10 * time.Minute
+)
+
+// Await returns the next settlement not yet returned, in recorded order,
+// waiting at most the bounded timeout.
+func (c *Coordinator) Await(ctx context.Context, a AwaitArgs) (AwaitResult, error) {
+	d := DefaultAwaitTimeout
+	if a.TimeoutMS > 0 {
+		d = min(time.Duration(a.TimeoutMS)*time.Millisecond, MaxAwaitTimeout)
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		c.mu.Lock()
+		for c.firstOpen < len(c.taken) && c.taken[c.firstOpen] {
+			c.firstOpen++
+		}
+		for i := c.firstOpen; i < len(c.events); i++ {
+			ev := c.events[i]
+			if c.taken[i] || len(a.Kinds) > 0 && !slices.Contains(a.Kinds, ev.Kind) {
+				continue
+			}
+			c.taken[i] = true
+			c.mu.Unlock()
+			_, free := c.scope.Live()
+			return AwaitResult{Event: &ev, FreeSlots: free}, nil
+		}
+		wake, inflight := c.wake, c.inflight
+		c.mu.Unlock()
+		if inflight == 0 {
+			// Nothing runs and nothing is about to be queued. (A node the
+			// scope still counts live is in doubt or was never started.)
+			_, free := c.scope.Live()
+			return AwaitResult{Idle: true, FreeSlots: free}, nil
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			_, free := c.scope.Live()
+			return AwaitResult{Pending: true, Live: c.liveIDs(), FreeSlots: free}, nil
+		case <-ctx.Done():
+			return AwaitResult{}, context.Cause(ctx)
+		}
+	}
+}
+
+func (c *Coordinator) liveIDs() []NodeID {
+	var out []NodeID
+	for _, n := range c.scope.Nodes() {
+		if n.State.Live() && !n.InDoubt && !n.NeverSettled {
+			out = append(out, n.ID)
+		}
+	}
+	return out
+}
+
+// ObserveArgs are observe_agent's arguments.
+type ObserveArgs struct {
+	WorkerID NodeID `json:"workerId"`
+}
+
+// Observation is observe_agent's reply.
+type Observation struct {
+	WorkerID  NodeID          `json:"workerId"`
+	Label     string          `json:"label,omitzero"`
+	Profile   string          `json:"profile"`
+	Status    State           `json:"status"`
+	InDoubt   bool            `json:"inDoubt,omitzero"`
+	Reserved  *BudgetRecord   `json:"reserved"`
+	Spent     *SpendRecord    `json:"spent,omitzero"`
+	Delivered bool            `json:"delivered"`
+	Verdict   *kernel.Verdict `json:"verdict,omitzero"`
+	OutRef    string          `json:"outRef,omitzero"`
+	Output    string          `json:"output,omitzero"`
+	Reason    string          `json:"reason,omitzero"`
+	Steerable bool            `json:"steerable"`
+}
+
+// ErrUnknownWorker is observe_agent's and steer_agent's refusal of a
+// worker id the run does not have.
+var ErrUnknownWorker = errors.New("supervise: unknown worker")
+
+// Observe returns a worker's status, spend and, once settled, its
+// output.
+func (c *Coordinator) Observe(id NodeID) (Observation, error) {
+	info, ok := c.scope.Node(id)
+	if !ok {
+		return Observation{}, fmt.Errorf("%w: %s", ErrUnknownWorker, id)
+	}
+	o := Observation{WorkerID: id, Label: info.Label, Profile: info.Profile, Status: info.State, InDoubt: info.InDoubt,
+		Reserved: budgetRecord(info.Reserved)}
+	if info.Settlement != nil {
+		o.Spent = spendRecord(info.Settlement.Spent)
+		o.Reason = info.Settlement.Reason
+	}
+	c.mu.Lock()
+	if w := c.workers[id]; w != nil {
+		o.Delivered, o.Verdict, o.OutRef, o.Output = w.delivered, w.verdict, w.outRef, clip(w.text, 16000)
+	}
+	c.mu.Unlock()
+	return o, nil
+}
+
+// SteerArgs are steer_agent's arguments.
+type SteerArgs struct {
+	WorkerID    NodeID `json:"workerId"`
+	Instruction string `json:"instruction"`
+	Interrupt   bool   `json:"interrupt,omitzero"`
+}
+
+// SteerResult is steer_agent's reply; Outcome is one of the steer
+// acknowledgement effects (delivered, not_live, unsupported).
+type SteerResult struct {
+	Delivered bool   `json:"delivered"`
+	Outcome   string `json:"outcome"`
+	Reason    string `json:"reason,omitzero"`
+}
+
+// Steerer is implemented by an executor whose live workers accept
+// messages; Deliver reports whether the worker's inbox accepted msg and
+// never blocks past ctx.
+type Steerer interface {
+	Deliver(ctx context.Context, node NodeID, msg string) bool
+}
+
+// Steer delivers an instruction to a live worker's inbox when the
+// executor has one.
+func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, error) {
+	info, ok := c.scope.Node(a.WorkerID)
+	if !ok {
+		return SteerResult{}, fmt.Errorf("%w: %s", ErrUnknownWorker, a.WorkerID)
+	}
+	if !info.State.Live() || info.InDoubt || info.NeverSettled {
+		return SteerResult{Outcome: "not_live", Reason: "the worker is " + string(info.State)}, nil
+	}
+	s, ok := c.exec.(Steerer)
+	if !ok {
+		return SteerResult{Outcome: "unsupported", Reason: "the executor exposes no inbox"}, nil
+	}
+	if s.Deliver(ctx, a.WorkerID, a.Instruction) {
+		return SteerResult{Delivered: true, Outcome: "delivered"}, nil
+	}
+	return SteerResult{Outcome: "refused", Reason: "the worker's inbox did not accept the message"}, nil
+}
+
+// SubmitArgs are submit_result's arguments.
+type SubmitArgs struct {
+	Result string `json:"result" jsonschema:"the run's final result"`
+}
+
+// SubmitResult is submit_result's reply.
+type SubmitResult struct {
+	Accepted    bool            `json:"accepted"`
+	Verdict     *kernel.Verdict `json:"verdict,omitzero"`
+	Expectation string          `json:"expectation,omitzero"`
+	OutRef      string          `json:"outRef,omitzero"`
+}
+
+// Submit offers the run's result to the deliverable check. The first
+// passing result is kept; a later one is refused earlier-passing-result.
+func (c *Coordinator) Submit(ctx context.Context, a SubmitArgs) (SubmitResult, error) {
+	c.mu.Lock()
+	done := c.submitted != nil
+	c.mu.Unlock()
+	if done {
+		return SubmitResult{}, &VerbRefusal{Code: "earlier-passing-result", Reason: "a passing result was already accepted"}
+	}
+	v, err := c.runCheck(ctx, Output{Node: c.scope.Root(), Text: a.Result})
+	if err != nil || !v.Passed {
+		r := SubmitResult{Expectation: c.check.Describe}
+		if err == nil {
+			r.Verdict = &v
+		}
+		return r, nil
+	}
+	val := resultValue(a.Result, canonjson.Value{})
+	ref, err := c.log.putBlob(val)
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	c.mu.Lock()
+	if c.submitted != nil {
+		c.mu.Unlock()
+		return SubmitResult{}, &VerbRefusal{Code: "earlier-passing-result", Reason: "a passing result was already accepted"}
+	}
+	c.submitted = &Winner{Node: c.scope.Root(), Text: a.Result, OutRef: ref, Verdict: &v, Submitted: true}
+	c.mu.Unlock()
+	if err := c.log.append(ctx, Record{Kind: KindSubmitted, OutRef: ref, Verdict: &v}); err != nil {
+		return SubmitResult{}, err
+	}
+	return SubmitResult{Accepted: true, Verdict: &v, OutRef: ref}, nil
+}
+
+// StopArgs are stop's arguments.
+type StopArgs struct {
+	Reason string `json:"reason,omitzero"`
+}
+
+// StopResult is stop's reply.
+type StopResult struct {
+	Stopped bool `json:"stopped"`
+}
+
+// Stop ends the run: nothing more is admitted and the brain's loop ends
+// after this call. It is refused (unresolved-blocking-questions) while a
+// blocks-run question is undecided (§15 behaviour 54).
+func (c *Coordinator) Stop(a StopArgs) (StopResult, error) {
+	c.mu.Lock()
+	for _, q := range c.questions {
+		if q.Urgency == UrgencyBlocksRun && q.Status == "open" {
+			c.mu.Unlock()
+			return StopResult{}, &VerbRefusal{Code: "unresolved-blocking-questions", Reason: "question " + q.ID + " blocks the run and is undecided"}
+		}
+	}
+	c.stopped, c.stopWhy = true, a.Reason
+	fn := c.stopFn
+	c.mu.Unlock()
+	if fn != nil {
+		fn(ErrStopped)
+	}
+	return StopResult{Stopped: true}, nil
+}
+
+// JournalArgs are read_journal's arguments.
+type JournalArgs struct {
+	SinceRow int      `json:"sinceRow,omitzero"`
+	Kinds    []string `json:"kinds,omitzero"`
+	Limit    int      `json:"limit,omitzero"`
+}
+
+// JournalPage is read_journal's reply.
+type JournalPage struct {
+	Rows    []Record `json:"rows"`
+	NextRow int      `json:"nextRow"`
+	More    bool     `json:"more"`
+}
+
+// MaxJournalPage bounds one read_journal page.
+const MaxJournalPage = 200
+
+// ReadJournal pages through the run's own journal, prior processes'
+// records included.
+func (c *Coordinator) ReadJournal(a JournalArgs) JournalPage {
+	limit := a.Limit
+	if limit <= 0 || limit > MaxJournalPage {
+		limit = MaxJournalPage
+	}
+	rows, next, more := c.log.page(a.SinceRow, a.Kinds, limit)
+	if rows == nil {
+		rows = []Record{}
+	}
+	return JournalPage{Rows: rows, NextRow: next, More: more}
+}
+
+// VerbRefusal is a coordination verb's refusal other than a spawn's:
+// a tool result {error: Code, reason: Reason}.
+type VerbRefusal struct {
+	Code   string
+	Reason string
+}
+
+func (e *VerbRefusal) Error() string { return "supervise: refused: " + e.Code + ": " + e.Reason }
+
+// replayRecords rebuilds the scope and the coordinator from a resumed
+// run's journal, in recorded order: every spawn is admitted again (the
+// same ids, the same reservations), every settlement settled with its
+// journaled spend, and every spawn left without a settlement marked in
+// doubt, charged at its ceiling (§15 behaviour 40).
+func (c *Coordinator) replayRecords(prior []Record) error {
+	for _, r := range prior {
+		switch r.Kind {
+		case KindSpawned:
+			req := SpawnRequest{Parent: r.Parent, Label: r.Label, Profile: r.Profile, Model: r.Model, Task: r.Task, Key: r.Key,
+				Budget: r.Budget.budget()}
+			reply, err := c.scope.Spawn(req)
+			if err != nil {
+				return &ResumeError{RunDir: c.log.dir, Reason: "replaying spawn of " + string(r.Node), Err: err}
+			}
+			if reply.Node != r.Node {
+				return &ResumeError{RunDir: c.log.dir, Reason: fmt.Sprintf("replayed spawn got id %s, journal says %s", reply.Node, r.Node)}
+			}
+			if err := c.scope.Transition(r.Node, StateRunning); err != nil {
+				return &ResumeError{RunDir: c.log.dir, Reason: "replaying " + string(r.Node), Err: err}
+			}
+			c.workers[r.Node] = &worker{id: r.Node, task: r.Task, replayed: true}
+			if r.Key == "" {
+				k := replayKey(req)
+				c.pending(r.Node, k)
+			}
+		case KindSettled:
+			w := c.workers[r.Node]
+			if w == nil {
+				return &ResumeError{RunDir: c.log.dir, Reason: "settlement of unknown node " + string(r.Node)}
+			}
+			st, err := c.scope.Settle(r.Node, Result{State: r.State, Spent: r.Spent.spend(), Reason: r.Reason})
+			if err != nil && st.Node == "" {
+				return &ResumeError{RunDir: c.log.dir, Reason: "replaying settlement of " + string(r.Node), Err: err}
+			}
+			w.outRef, w.verdict, w.delivered, w.reason, w.checkErr = r.OutRef, r.Verdict, r.Delivered, r.Reason, r.CheckError
+			if r.OutRef != "" {
+				if v, err := c.log.getBlob(r.OutRef); err == nil {
+					if t, ok := canonjson.Resolve(v, "/text"); ok {
+						w.text = t.Str()
+					}
+					if o, ok := canonjson.Resolve(v, "/output"); ok {
+						w.output = o
+					}
+				} else {
+					c.logger.Warn("supervise: a settled result's blob is unreadable", "node", r.Node, "err", err)
+				}
+			}
+			c.publishReplayed(w, st.State)
+		case KindSubmitted:
+			c.submitted = &Winner{Node: c.scope.Root(), OutRef: r.OutRef, Verdict: r.Verdict, Submitted: true}
+			if v, err := c.log.getBlob(r.OutRef); err == nil {
+				if t, ok := canonjson.Resolve(v, "/text"); ok {
+					c.submitted.Text = t.Str()
+				}
+			}
+		}
+	}
+	for _, n := range c.scope.Nodes() {
+		if n.State.Live() && !n.InDoubt {
+			if err := c.scope.MarkInDoubt(n.ID); err != nil {
+				return &ResumeError{RunDir: c.log.dir, Reason: "marking " + string(n.ID) + " in doubt", Err: err}
+			}
+		}
+	}
+	// Only settled-done nodes replay for an unkeyed spawn; a node in
+	// doubt or down runs again when asked.
+	for k, ids := range c.replay {
+		c.replay[k] = slices.DeleteFunc(ids, func(id NodeID) bool {
+			n, _ := c.scope.Node(id)
+			return n.State != StateDone
+		})
+	}
+	return nil
+}
+
+func (c *Coordinator) pending(id NodeID, key string) {
+	if c.replay == nil {
+		c.replay = map[string][]NodeID{}
+	}
+	c.replay[key] = append(c.replay[key], id)
+}
+
+func (c *Coordinator) publishReplayed(w *worker, state State) {
+	info, _ := c.scope.Node(w.id)
+	c.pushLocked(Event{Kind: EventSettled, WorkerID: w.id, Label: labelOf(info.Label, info.Profile), State: state,
+		Delivered: new(w.delivered), Verdict: w.verdict, OutRef: w.outRef, Output: clip(w.text, 4000), Reason: w.reason, Replayed: true})
+}
+
+// Readout returns the run's pool balances.
+func (c *Coordinator) Readout() ledger.Readout { return c.pool.Readout() }

@@ -1,0 +1,120 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/store"
+)
+
+// Work is one admitted worker, as an executor receives it.
+type Work struct {
+	// RunID is the supervised run's id; Node the worker's node id.
+	RunID string
+	Node  NodeID
+	// Profile is the worker's resolved profile; Task its prompt.
+	Profile *profile.Profile
+	Task    string
+	// Reserved is the ceiling reserved for the worker. The executor
+	// should not spend past it; what it does spend is charged either way.
+	Reserved ledger.Budget
+	// Ask raises the worker's question to its manager and waits for the
+	// decision (or ctx); an executor whose workers can ask passes it on.
+	Ask func(ctx context.Context, q AskArgs) (Decision, error)
+}
+
+// WorkResult is what a worker produced and what it spent. Spent is
+// reported even when the work failed: a failed worker's spend is still
+// charged. A nil quantity is unknown and is charged at the worker's
+// ceiling.
+type WorkResult struct {
+	Text   string
+	Output canonjson.Value
+	Spent  ledger.Spend
+	// ServedModel is the model the platform reported serving ("" when
+	// unknown).
+	ServedModel string
+}
+
+// Executor runs workers (the executor port of §3.6). It is an open
+// interface: any leaf runtime (a provider through the kernel, a CLI
+// bridge, a remote sidecar) can run a worker. Execute returns the
+// worker's result, or an error when the work failed or was cancelled;
+// the result's Spent counts in both cases. Execute must return once ctx
+// ends.
+type Executor interface {
+	Execute(ctx context.Context, w Work) (WorkResult, error)
+}
+
+// UsageReporter is implemented by an executor that knows whether it can
+// report its workers' usage. An executor reporting false is refused
+// before any spawn unless Options.BudgetExempt is set (§3.6 "A
+// budgetExempt executor … is refused by the Scope before execute").
+type UsageReporter interface {
+	ReportsUsage() bool
+}
+
+// ExecutorFunc adapts a function to Executor.
+type ExecutorFunc func(ctx context.Context, w Work) (WorkResult, error)
+
+// Execute calls f.
+func (f ExecutorFunc) Execute(ctx context.Context, w Work) (WorkResult, error) { return f(ctx, w) }
+
+// KernelExecutor runs each worker as one exact run (kernel.Execute) of
+// its profile on Provider, recorded in Store. Usage the provider does
+// not report stays unknown; every run counts one iteration.
+type KernelExecutor struct {
+	Provider contract.Provider
+	Store    store.Store
+}
+
+// ReportsUsage reports true: the kernel reads the provider's usage
+// events, and what they leave out stays unknown rather than zero.
+func (e *KernelExecutor) ReportsUsage() bool { return true }
+
+// Execute runs w through kernel.Execute.
+func (e *KernelExecutor) Execute(ctx context.Context, w Work) (WorkResult, error) {
+	if e == nil || e.Provider == nil || e.Store == nil {
+		return WorkResult{}, errors.New("supervise: KernelExecutor needs a Provider and a Store")
+	}
+	res, err := kernel.Execute(ctx, kernel.Request{Profile: w.Profile, Task: w.Task, Provider: e.Provider, Store: e.Store,
+		RunID: kernel.NewID("worker"), Kind: "supervise-worker"})
+	if res == nil {
+		if err == nil {
+			err = errors.New("supervise: the kernel returned no result")
+		}
+		// Refused before dispatch: nothing ran, nothing was spent.
+		zero, none := int64(0), int64(0)
+		return WorkResult{Spent: ledger.Spend{Tokens: &zero, Iterations: &none, MicroUSD: &zero}}, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
+	}
+	out := WorkResult{Text: res.Text, Output: res.Output, Spent: SpendOf(res.Usage), ServedModel: res.Served.Model}
+	if err != nil {
+		return out, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
+	}
+	return out, nil
+}
+
+// SpendOf converts observed usage to a ledger spend of one iteration:
+// tokens are input plus output when both are known, dollars when the
+// cost is known (rounded up to the micro-dollar); anything unknown stays
+// nil.
+func SpendOf(u ledger.Usage) ledger.Spend {
+	one := int64(1)
+	s := ledger.Spend{Iterations: &one}
+	if u.InputTokens.Known() && u.OutputTokens.Known() {
+		t := u.InputTokens.Value + u.OutputTokens.Value
+		s.Tokens = &t
+	}
+	if u.CostUSD.Known() {
+		micro := int64(math.Ceil(u.CostUSD.Value * 1e6))
+		s.MicroUSD = &micro
+	}
+	return s
+}

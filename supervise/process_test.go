@@ -1,0 +1,178 @@
+package supervise_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/providers/scripted"
+	"github.com/agentrt/agentrt/store/memory"
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// childEnv makes the re-executed test binary run a supervisor in the run
+// dir childDir names, until it is killed.
+const (
+	childEnv = "AGENTRT_SUPERVISE_CHILD"
+	childDir = "AGENTRT_SUPERVISE_DIR"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "" {
+		os.Exit(m.Run())
+	}
+	if err := superviseUntilKilled(os.Getenv(childDir)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(3) // the parent kills the child before it can end
+}
+
+// pipeline is a replay-safe caller brain: it spawns each task in turn
+// and awaits its settlement.
+func pipeline(tasks ...string) supervise.Brain {
+	return supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		for _, task := range tasks {
+			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: task}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			if _, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+		}
+		return supervise.BrainReport{}, nil
+	})
+}
+
+var pipelineTasks = []string{"write alpha", "write slow", "write beta"}
+
+// processOptions are the options of every process of the kill test.
+func processOptions(exec supervise.Executor, dir string) (supervise.Options, error) {
+	writer, err := profile.Parse([]byte(writerProfile))
+	if err != nil {
+		return supervise.Options{}, err
+	}
+	tokens, iterations, perTokens, perIterations := int64(10_000), int64(10), int64(1_000), int64(1)
+	return supervise.Options{
+		Budget:    ledger.Budget{Tokens: &tokens, Iterations: &iterations},
+		PerWorker: ledger.Budget{Tokens: &perTokens, Iterations: &perIterations},
+		Profiles:  map[string]*profile.Profile{"writer": writer}, Deliverable: doneCheck, Executor: exec,
+		Brain: pipeline(pipelineTasks...), RunDir: dir, RunID: "run1", Resume: true,
+	}, nil
+}
+
+func processManager() (*profile.Profile, error) {
+	return profile.Parse([]byte(`{"name": "manager", "harness": "cli-base", "tools": {"agent_runtime_coordination_spawn_worker": true}}`))
+}
+
+// superviseUntilKilled is the child: its "slow" worker announces itself
+// and then never returns.
+func superviseUntilKilled(dir string) error {
+	var s scripted.Script
+	if err := json.Unmarshal([]byte(workerScript), &s); err != nil {
+		return err
+	}
+	inner := &supervise.KernelExecutor{Provider: scripted.New(&s, scripted.Options{}), Store: memory.New(nil)}
+	exec := supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+		if strings.Contains(w.Task, "slow") {
+			if err := os.WriteFile(filepath.Join(dir, "slow-started"), nil, 0o600); err != nil {
+				return supervise.WorkResult{}, err
+			}
+			select {}
+		}
+		return inner.Execute(ctx, w)
+	})
+	o, err := processOptions(exec, dir)
+	if err != nil {
+		return err
+	}
+	manager, err := processManager()
+	if err != nil {
+		return err
+	}
+	_, err = supervise.Supervise(context.Background(), manager, "t", o)
+	return err
+}
+
+// RES-03, behaviour 46 with a real process: a supervisor is killed with
+// SIGKILL while its second worker runs; restarted on the same run dir,
+// it does not execute the committed worker again (executor call counts),
+// charges the worker that was running at its ceiling, and settles with
+// the winner outRef of an uninterrupted run.
+func TestKilledSupervisorResumesBehaviour46(t *testing.T) {
+	if testing.Short() {
+		t.Skip("re-executes the test binary")
+	}
+	manager, err := processManager()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The uninterrupted run.
+	o, err := processOptions(newCounting(t, workerProvider(t)), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := supervise.Supervise(context.Background(), manager, "t", o)
+	if err != nil || want.Winner == nil {
+		t.Fatalf("uninterrupted run: %v %+v", err, want)
+	}
+
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=1", childDir+"="+dir)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "slow-started")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the child never started its slow worker; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	exec := newCounting(t, workerProvider(t))
+	o, err = processOptions(exec, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := supervise.Supervise(context.Background(), manager, "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exec.count("alpha") != 0 || exec.count("slow") != 1 || exec.count("beta") != 1 {
+		t.Errorf("restarted process executed alpha %d, slow %d, beta %d times; want 0, 1, 1",
+			exec.count("alpha"), exec.count("slow"), exec.count("beta"))
+	}
+	if got.Winner == nil || got.Winner.OutRef != want.Winner.OutRef || got.Winner.Node != want.Winner.Node {
+		t.Fatalf("winner %+v, want %+v", got.Winner, want.Winner)
+	}
+	gap := supervise.SpendGap{ID: "run1:s2", Kind: supervise.GapNeverSettled, Channels: []string{"tokens", "iterations", "usd"}}
+	if len(got.SpendGaps) != 1 || got.SpendGaps[0].ID != gap.ID || got.SpendGaps[0].Kind != gap.Kind {
+		t.Errorf("gaps %+v, want the killed worker never-settled", got.SpendGaps)
+	}
+	// alpha 120 + the killed slow worker at its 1000 ceiling + slow 2 +
+	// beta 60.
+	if got.Spent.Tokens != 1182 || got.Spent.TokensKnown {
+		t.Errorf("spent %+v", got.Spent)
+	}
+}

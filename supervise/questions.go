@@ -1,0 +1,239 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Urgency says how much a question holds up (§3.6 "Questions").
+type Urgency string
+
+// Urgencies.
+const (
+	UrgencyContinueWithout Urgency = "continue-without"
+	UrgencyBlocksStep      Urgency = "blocks-step"
+	UrgencyBlocksRun       Urgency = "blocks-run"
+)
+
+// AskArgs are ask_parent's arguments, and what a worker asks through
+// Work.Ask.
+type AskArgs struct {
+	From     NodeID   `json:"from,omitzero" jsonschema:"who asks; the asking node when empty"`
+	Level    string   `json:"level" jsonschema:"worker, driver or loop"`
+	Question string   `json:"question"`
+	Reason   string   `json:"reason"`
+	Urgency  Urgency  `json:"urgency" jsonschema:"continue-without, blocks-step or blocks-run"`
+	Options  []string `json:"options,omitzero"`
+}
+
+// Question is a question asked of a manager.
+type Question struct {
+	ID       string   `json:"id"`
+	From     NodeID   `json:"from"`
+	Level    string   `json:"level"`
+	Question string   `json:"question"`
+	Reason   string   `json:"reason"`
+	Urgency  Urgency  `json:"urgency"`
+	Options  []string `json:"options,omitzero"`
+	// Status is open, answered, deferred or expired (its asker stopped
+	// waiting before a decision reached it).
+	Status string `json:"status"`
+}
+
+// Decision is a manager's decision on a question: Kind answer (Answer),
+// defer (DeferReason) or escalate (EscalateTo parent or user).
+type Decision struct {
+	Kind           string `json:"kind"`
+	Answer         string `json:"answer,omitzero"`
+	DeferReason    string `json:"deferReason,omitzero"`
+	EscalateTo     string `json:"escalateTo,omitzero"`
+	EscalateReason string `json:"escalateReason,omitzero"`
+	By             string `json:"by,omitzero"`
+}
+
+type question struct {
+	Question
+	decision *Decision
+	// reply carries the decision to the waiting asker; nil when nobody
+	// waits (the manager's own ask_parent).
+	reply chan Decision
+}
+
+// ErrBadQuestion: a question's fields are not what §3.6 allows.
+var ErrBadQuestion = errors.New("supervise: invalid question")
+
+func (a AskArgs) check() error {
+	switch a.Level {
+	case "worker", "driver", "loop":
+	default:
+		return fmt.Errorf("%w: level %q", ErrBadQuestion, a.Level)
+	}
+	switch a.Urgency {
+	case UrgencyContinueWithout, UrgencyBlocksStep, UrgencyBlocksRun:
+	default:
+		return fmt.Errorf("%w: urgency %q", ErrBadQuestion, a.Urgency)
+	}
+	if a.Question == "" {
+		return fmt.Errorf("%w: empty question", ErrBadQuestion)
+	}
+	return nil
+}
+
+func (c *Coordinator) addQuestion(ctx context.Context, a AskArgs, wait bool) *question {
+	c.mu.Lock()
+	q := &question{Question: Question{ID: "q" + strconv.Itoa(len(c.questions)+1), From: a.From, Level: a.Level, Question: a.Question,
+		Reason: a.Reason, Urgency: a.Urgency, Options: a.Options, Status: "open"}}
+	if wait {
+		q.reply = make(chan Decision, 1)
+	}
+	c.questions = append(c.questions, q)
+	qq := q.Question
+	c.pushLocked(Event{Kind: EventQuestion, WorkerID: a.From, Question: &qq})
+	c.mu.Unlock()
+	if err := c.log.appendCoord(ctx, CoordRecord{Kind: "question", QuestionID: qq.ID, Question: &qq}); err != nil {
+		c.logger.Error("supervise: journaling a question", "question", qq.ID, "err", err)
+	}
+	return q
+}
+
+// Ask raises a worker's question to the manager and waits for the
+// decision that reaches it (answer, defer or escalate) or for ctx to
+// end. An executor offers it to its workers through Work.Ask.
+func (c *Coordinator) Ask(ctx context.Context, a AskArgs) (Decision, error) {
+	if err := a.check(); err != nil {
+		return Decision{}, err
+	}
+	q := c.addQuestion(ctx, a, true)
+	c.mu.Lock()
+	reply := q.reply
+	c.mu.Unlock()
+	select {
+	case d := <-reply:
+		return d, nil
+	case <-ctx.Done():
+		c.mu.Lock()
+		if q.decision == nil {
+			q.Status, q.reply = "expired", nil
+		}
+		c.mu.Unlock()
+		return Decision{}, context.Cause(ctx)
+	}
+}
+
+// AskParentResult is ask_parent's reply. A manager with no parent gets
+// status no-parent (no default operator queue).
+type AskParentResult struct {
+	QuestionID string `json:"questionId"`
+	Status     string `json:"status"`
+}
+
+// AskParent records the manager's own question. This run's root has no
+// parent, so the reply is no-parent; the question is kept for
+// list_questions and the journal.
+func (c *Coordinator) AskParent(ctx context.Context, a AskArgs) (AskParentResult, error) {
+	if a.From == "" {
+		a.From = c.scope.Root()
+	}
+	if err := a.check(); err != nil {
+		return AskParentResult{}, &VerbRefusal{Code: "invalid-question", Reason: err.Error()}
+	}
+	q := c.addQuestion(ctx, a, false)
+	c.mu.Lock()
+	q.Status, q.decision = "expired", &Decision{Kind: "escalate", EscalateTo: "parent", EscalateReason: "no-parent"}
+	c.mu.Unlock()
+	return AskParentResult{QuestionID: q.ID, Status: "no-parent"}, nil
+}
+
+// QuestionList is list_questions' reply.
+type QuestionList struct {
+	Questions []Question `json:"questions"`
+}
+
+// ListQuestions returns every question asked of this manager.
+func (c *Coordinator) ListQuestions() QuestionList {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := QuestionList{Questions: []Question{}}
+	for _, q := range c.questions {
+		out.Questions = append(out.Questions, q.Question)
+	}
+	return out
+}
+
+// AnswerArgs are answer_question's arguments: exactly one of Answer,
+// DeferReason and EscalateTo.
+type AnswerArgs struct {
+	QuestionID     string `json:"questionId"`
+	Answer         string `json:"answer,omitzero"`
+	DeferReason    string `json:"deferReason,omitzero"`
+	EscalateTo     string `json:"escalateTo,omitzero" jsonschema:"parent or user"`
+	By             string `json:"by,omitzero"`
+	EscalateReason string `json:"escalateReason,omitzero"`
+}
+
+// AnswerResult is answer_question's reply. Delivered says the decision
+// reached its asker; only a delivered decision resolves the question.
+type AnswerResult struct {
+	QuestionID string `json:"questionId"`
+	Delivered  bool   `json:"delivered"`
+	Status     string `json:"status"`
+}
+
+// AnswerQuestion decides a question and routes the decision to its
+// asker. An escalation from this root goes nowhere (no-parent) and
+// leaves the question open.
+func (c *Coordinator) AnswerQuestion(ctx context.Context, a AnswerArgs) (AnswerResult, error) {
+	res, d, err := c.decide(a)
+	if err == nil && d != nil {
+		if jerr := c.log.appendCoord(ctx, CoordRecord{Kind: "decision", QuestionID: res.QuestionID, Decision: d, Delivered: res.Delivered}); jerr != nil {
+			c.logger.Error("supervise: journaling a decision", "question", res.QuestionID, "err", jerr)
+		}
+	}
+	return res, err
+}
+
+// decide applies a decision under the lock and returns it for the log.
+func (c *Coordinator) decide(a AnswerArgs) (AnswerResult, *Decision, error) {
+	set := 0
+	for _, s := range []string{a.Answer, a.DeferReason, a.EscalateTo} {
+		if s != "" {
+			set++
+		}
+	}
+	if set != 1 {
+		return AnswerResult{}, nil, &VerbRefusal{Code: "invalid-decision", Reason: "give exactly one of answer, deferReason, escalateTo"}
+	}
+	if a.EscalateTo != "" && a.EscalateTo != "parent" && a.EscalateTo != "user" {
+		return AnswerResult{}, nil, &VerbRefusal{Code: "invalid-decision", Reason: "escalateTo is parent or user"}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var q *question
+	for _, x := range c.questions {
+		if x.ID == a.QuestionID {
+			q = x
+		}
+	}
+	switch {
+	case q == nil:
+		return AnswerResult{}, nil, &VerbRefusal{Code: "unknown-question", Reason: "no question " + a.QuestionID}
+	case q.decision != nil:
+		return AnswerResult{}, nil, &VerbRefusal{Code: "already-decided", Reason: "question " + q.ID + " is " + q.Status}
+	case a.EscalateTo != "":
+		return AnswerResult{QuestionID: q.ID, Status: "no-parent"}, nil, nil
+	}
+	d := Decision{Kind: "answer", Answer: a.Answer, By: a.By}
+	status := "answered"
+	if a.DeferReason != "" {
+		d, status = Decision{Kind: "defer", DeferReason: a.DeferReason, By: a.By}, "deferred"
+	}
+	if q.reply == nil {
+		// Nobody is waiting: the decision cannot be delivered.
+		return AnswerResult{QuestionID: q.ID, Status: q.Status}, nil, nil
+	}
+	q.reply <- d // buffered, and only ever sent once
+	q.decision, q.Status, q.reply = &d, status, nil
+	return AnswerResult{QuestionID: q.ID, Delivered: true, Status: status}, &d, nil
+}

@@ -1,0 +1,322 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/journal"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
+)
+
+// Files of a run directory (§3.6 "Persistence & resume").
+const (
+	// SpawnJournalFile is the run's append-only journal of state changes.
+	SpawnJournalFile = "spawn-journal.jsonl"
+	// BlobsDir holds one content-addressed JSON file per settled result,
+	// named sha256-<hex>.json.
+	BlobsDir = "blobs"
+	// CoordinationLogFile holds questions and answer decisions: evidence
+	// only, never replayed or delivered again.
+	CoordinationLogFile = "coordination-log.jsonl"
+)
+
+// CoordRecord is one line of the coordination log: a question asked
+// (Kind "question") or a decision on one (Kind "decision").
+type CoordRecord struct {
+	Kind       string    `json:"kind"`
+	QuestionID string    `json:"questionId"`
+	Question   *Question `json:"question,omitzero"`
+	Decision   *Decision `json:"decision,omitzero"`
+	Delivered  bool      `json:"delivered,omitzero"`
+}
+
+// Journal record kinds.
+const (
+	KindRunStarted = "run-started"
+	KindSpawned    = "spawned"
+	KindSettled    = "settled"
+	KindSubmitted  = "submitted"
+	KindFinished   = "finished"
+)
+
+// Record is one line of the spawn journal. Kind says which fields are
+// set: run-started (RunID, StartedAtMS, DeadlineMS, Task), spawned
+// (Node, Parent, Label, Profile, Model, Key, Task, the request's own
+// Budget and the merged ceiling Reserved), settled
+// (Node, State, Spent, OutRef, Verdict, Delivered, Reason, CheckError),
+// submitted (OutRef, Verdict), finished (Outcome, Reason).
+type Record struct {
+	Kind        string          `json:"kind"`
+	RunID       string          `json:"runId,omitzero"`
+	StartedAtMS int64           `json:"startedAtMs,omitzero"`
+	DeadlineMS  int64           `json:"deadlineMs,omitzero"`
+	Task        string          `json:"task,omitzero"`
+	Node        NodeID          `json:"node,omitzero"`
+	Parent      NodeID          `json:"parent,omitzero"`
+	Label       string          `json:"label,omitzero"`
+	Profile     string          `json:"profile,omitzero"`
+	Model       string          `json:"model,omitzero"`
+	Key         string          `json:"key,omitzero"`
+	Budget      *BudgetRecord   `json:"budget,omitzero"`
+	Reserved    *BudgetRecord   `json:"reserved,omitzero"`
+	State       State           `json:"state,omitzero"`
+	Spent       *SpendRecord    `json:"spent,omitzero"`
+	OutRef      string          `json:"outRef,omitzero"`
+	Verdict     *kernel.Verdict `json:"verdict,omitzero"`
+	Delivered   bool            `json:"delivered,omitzero"`
+	Reason      string          `json:"reason,omitzero"`
+	CheckError  string          `json:"checkError,omitzero"`
+	Outcome     string          `json:"outcome,omitzero"`
+}
+
+// BudgetRecord is a ledger.Budget as journaled; an absent channel is
+// uncapped.
+type BudgetRecord struct {
+	Tokens     *int64           `json:"tokens,omitzero"`
+	Iterations *int64           `json:"iterations,omitzero"`
+	MicroUSD   *int64           `json:"microUsd,omitzero"`
+	Resources  map[string]int64 `json:"resources,omitzero"`
+}
+
+// SpendRecord is a ledger.Spend as journaled; an absent channel is
+// unknown, never zero.
+type SpendRecord struct {
+	Tokens     *int64            `json:"tokens,omitzero"`
+	Iterations *int64            `json:"iterations,omitzero"`
+	MicroUSD   *int64            `json:"microUsd,omitzero"`
+	Resources  map[string]*int64 `json:"resources,omitzero"`
+}
+
+func budgetRecord(b ledger.Budget) *BudgetRecord {
+	return &BudgetRecord{Tokens: b.Tokens, Iterations: b.Iterations, MicroUSD: b.MicroUSD, Resources: b.Resources}
+}
+
+func (b *BudgetRecord) budget() ledger.Budget {
+	if b == nil {
+		return ledger.Budget{}
+	}
+	return ledger.Budget{Tokens: b.Tokens, Iterations: b.Iterations, MicroUSD: b.MicroUSD, Resources: b.Resources}
+}
+
+func spendRecord(s ledger.Spend) *SpendRecord {
+	return &SpendRecord{Tokens: s.Tokens, Iterations: s.Iterations, MicroUSD: s.MicroUSD, Resources: s.Resources}
+}
+
+func (s *SpendRecord) spend() ledger.Spend {
+	if s == nil {
+		return ledger.Spend{}
+	}
+	return ledger.Spend{Tokens: s.Tokens, Iterations: s.Iterations, MicroUSD: s.MicroUSD, Resources: s.Resources}
+}
+
+// RunExistsError: the run directory already holds a journal and the
+// caller did not ask to resume it (§15 behaviour 47).
+type RunExistsError struct {
+	RunDir string
+	RunID  string
+}
+
+func (e *RunExistsError) Error() string {
+	return fmt.Sprintf("supervise: run %q already has a journal in %s; pass Resume to continue it", e.RunID, e.RunDir)
+}
+
+// ResumeError: the journal cannot be resumed as asked (another run id,
+// a record that does not decode, a replayed spawn the scope refuses).
+type ResumeError struct {
+	RunDir string
+	Reason string
+	Err    error
+}
+
+func (e *ResumeError) Error() string {
+	s := "supervise: cannot resume " + e.RunDir + ": " + e.Reason
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the underlying error.
+func (e *ResumeError) Unwrap() error { return e.Err }
+
+// runLog is the run's journal: the durable file when a run dir is given,
+// and always an in-memory copy that read_journal pages through.
+type runLog struct {
+	dir   string
+	j     *journal.Journal
+	coord *journal.Journal
+
+	mu   sync.Mutex
+	rows []Record
+}
+
+// openRunLog opens dir's journal and returns what it already holds. With
+// dir empty the log lives in memory only.
+func openRunLog(dir string) (*runLog, []Record, error) {
+	l := &runLog{dir: dir}
+	if dir == "" {
+		return l, nil, nil
+	}
+	if err := os.MkdirAll(filepath.Join(dir, BlobsDir), 0o700); err != nil {
+		return nil, nil, fmt.Errorf("supervise: run dir: %w", err)
+	}
+	j, err := journal.Open(filepath.Join(dir, SpawnJournalFile), journal.Options{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("supervise: opening the spawn journal: %w", err)
+	}
+	l.j = j
+	if l.coord, err = journal.Open(filepath.Join(dir, CoordinationLogFile), journal.Options{}); err != nil {
+		j.Close()
+		return nil, nil, fmt.Errorf("supervise: opening the coordination log: %w", err)
+	}
+	var prior []Record
+	for e, err := range j.Read(context.Background(), 1) {
+		if err != nil {
+			var corrupt *journal.CorruptError
+			if errors.As(err, &corrupt) {
+				continue // one bad line never hides later ones
+			}
+			l.close()
+			return nil, nil, &ResumeError{RunDir: dir, Reason: "reading the journal", Err: err}
+		}
+		var r Record
+		if err := canonjson.FromValue(e.Value, &r); err != nil {
+			l.close()
+			return nil, nil, &ResumeError{RunDir: dir, Reason: fmt.Sprintf("record %d does not decode", e.Seq), Err: err}
+		}
+		prior = append(prior, r)
+	}
+	l.rows = append(l.rows, prior...)
+	return l, prior, nil
+}
+
+// append makes r durable (when the log has a file) and then visible.
+func (l *runLog) append(ctx context.Context, r Record) error {
+	if l.j != nil {
+		v, err := canonjson.ToValue(r)
+		if err != nil {
+			return fmt.Errorf("supervise: journal record: %w", err)
+		}
+		if _, err := l.j.Append(context.WithoutCancel(ctx), v); err != nil {
+			return fmt.Errorf("supervise: journal append: %w", err)
+		}
+	}
+	l.mu.Lock()
+	l.rows = append(l.rows, r)
+	l.mu.Unlock()
+	return nil
+}
+
+// page returns rows from index since on, filtered by kinds, at most
+// limit of them, and the index to continue from.
+func (l *runLog) page(since int, kinds []string, limit int) ([]Record, int, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	want := map[string]bool{}
+	for _, k := range kinds {
+		want[k] = true
+	}
+	var out []Record
+	i := max(since, 0)
+	for ; i < len(l.rows) && len(out) < limit; i++ {
+		if len(want) == 0 || want[l.rows[i].Kind] {
+			out = append(out, l.rows[i])
+		}
+	}
+	return out, i, i < len(l.rows)
+}
+
+// putBlob stores v content-addressed and returns its ref
+// ("sha256:<hex>").
+func (l *runLog) putBlob(v canonjson.Value) (string, error) {
+	ref, err := canonjson.Digest(v)
+	if err != nil {
+		return "", fmt.Errorf("supervise: result blob: %w", err)
+	}
+	if l.dir == "" {
+		return ref, nil
+	}
+	path := l.blobPath(ref)
+	if _, err := os.Stat(path); err == nil {
+		return ref, nil
+	}
+	data, err := canonjson.Canonical(v)
+	if err != nil {
+		return "", fmt.Errorf("supervise: result blob: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".blob-*")
+	if err != nil {
+		return "", fmt.Errorf("supervise: result blob: %w", err)
+	}
+	_, werr := tmp.Write(data)
+	if werr == nil {
+		werr = tmp.Sync()
+	}
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("supervise: result blob: %w", werr)
+	}
+	return ref, nil
+}
+
+// getBlob reads a stored result back; a missing blob is fs.ErrNotExist.
+func (l *runLog) getBlob(ref string) (canonjson.Value, error) {
+	if l.dir == "" {
+		return canonjson.Value{}, fs.ErrNotExist
+	}
+	data, err := os.ReadFile(l.blobPath(ref))
+	if err != nil {
+		return canonjson.Value{}, err
+	}
+	v, err := canonjson.Decode(data)
+	if err != nil {
+		return canonjson.Value{}, fmt.Errorf("supervise: blob %s: %w", ref, err)
+	}
+	if got, err := canonjson.Digest(v); err != nil || got != ref {
+		return canonjson.Value{}, fmt.Errorf("supervise: blob %s does not hash to its name", ref)
+	}
+	return v, nil
+}
+
+func (l *runLog) blobPath(ref string) string {
+	return filepath.Join(l.dir, BlobsDir, "sha256-"+strings.TrimPrefix(ref, "sha256:")+".json")
+}
+
+// appendCoord makes r durable in the coordination log, when there is one.
+func (l *runLog) appendCoord(ctx context.Context, r CoordRecord) error {
+	if l.coord == nil {
+		return nil
+	}
+	v, err := canonjson.ToValue(r)
+	if err != nil {
+		return fmt.Errorf("supervise: coordination record: %w", err)
+	}
+	if _, err := l.coord.Append(context.WithoutCancel(ctx), v); err != nil {
+		return fmt.Errorf("supervise: coordination log append: %w", err)
+	}
+	return nil
+}
+
+func (l *runLog) close() error {
+	var errs []error
+	for _, j := range []*journal.Journal{l.j, l.coord} {
+		if j != nil {
+			errs = append(errs, j.Close())
+		}
+	}
+	return errors.Join(errs...)
+}

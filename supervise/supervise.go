@@ -1,0 +1,541 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/harness"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/store/memory"
+)
+
+// Output is a result offered to the deliverable check: a worker's, or
+// the manager's own submit_result (Node is then the root).
+type Output struct {
+	Node  NodeID
+	Text  string
+	Value canonjson.Value
+}
+
+// Deliverable is the caller's independent completion check (§3.6
+// "Completion gate"). A result is delivered only when Check returned a
+// verdict that passed and no error; an error or a panic is "not
+// delivered", never a crash. Describe tells a manager whose submission
+// failed what is expected.
+type Deliverable struct {
+	Check    func(ctx context.Context, out Output) (kernel.Verdict, error)
+	Describe string
+}
+
+// Brain drives a supervised run through its Coordinator and returns when
+// it is done (it answered, called Stop, or failed). Metered is the
+// brain's own model usage, charged to the run's pool; nil means the brain
+// made no model calls of its own.
+//
+// The router brain (harness cli-base) is built in. A caller-owned brain
+// is any implementation. An external harness (claude-code, codex,
+// opencode) is a Brain that serves Coordinator.Tools over MCP to the
+// harness's process and waits for it; that brain is not built here.
+type Brain interface {
+	Drive(ctx context.Context, c *Coordinator, task string) (BrainReport, error)
+}
+
+// BrainReport is what a brain says of its own work.
+type BrainReport struct {
+	Text    string
+	Metered *ledger.Usage
+}
+
+// Options configure Supervise. Budget, Deliverable, Profiles and a way to
+// run workers (Executor, or Workers for the default kernel executor) are
+// required; a cli-base manager also needs Router.
+type Options struct {
+	// Budget is the run's conserved pool; it needs token and iteration
+	// ceilings. Deadline, when set, is its absolute deadline; on resume
+	// the journaled deadline holds.
+	Budget   ledger.Budget
+	Deadline time.Time
+	// PerWorker, MaxLiveWorkers, MaxDepth, AllowedModels and
+	// AuthorizeSpawn configure the Scope (see ScopeOptions).
+	PerWorker      ledger.Budget
+	MaxLiveWorkers int
+	MaxDepth       int
+	AllowedModels  []string
+	AuthorizeSpawn func(SpawnRequest) error
+	// Profiles are the worker profiles spawn_worker may name, by name.
+	Profiles map[string]*profile.Profile
+	// Deliverable decides delivery.
+	Deliverable Deliverable
+	// Executor runs workers. When nil, a KernelExecutor runs them on
+	// Workers (recorded in an in-memory store).
+	Executor Executor
+	Workers  contract.Provider
+	// BudgetExempt admits an executor that reports it cannot report
+	// usage (UsageReporter); its workers are charged at their ceilings.
+	BudgetExempt bool
+	// Brain drives the run. When nil, the manager profile's harness
+	// chooses: cli-base (or none) runs the router brain on Router.
+	Brain  Brain
+	Router contract.ChatModel
+	// MaxTurns caps the router brain's tool turns (0: the kernel's
+	// default backstop).
+	MaxTurns int
+	// RunDir, when set, holds the run's journal and result blobs; RunID
+	// names the run (generated when empty on a new run). Resume continues
+	// the run the journal in RunDir holds; without it an existing journal
+	// is refused (*RunExistsError).
+	RunDir string
+	RunID  string
+	Resume bool
+	// SettleGrace bounds how long live workers get to settle once the
+	// brain returned and they were cancelled (default 10s). A worker
+	// still running then is charged at its ceiling and named in
+	// TeardownUnconfirmed.
+	SettleGrace time.Duration
+	// Now replaces time.Now; Logger receives what the run cannot return.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Status is a supervised run's outcome.
+type Status string
+
+// Statuses.
+const (
+	StatusWinner   Status = "winner"
+	StatusNoWinner Status = "no-winner"
+)
+
+// NoWinnerReason says why a run has no winner.
+type NoWinnerReason string
+
+// No-winner reasons (§3.6 Result). Lifecycle causes (cancelled,
+// budget-exhausted, aborted) outrank driver-failed.
+const (
+	ReasonAllChildrenDown NoWinnerReason = "all-children-down"
+	ReasonBudgetExhausted NoWinnerReason = "budget-exhausted"
+	ReasonAborted         NoWinnerReason = "aborted"
+	ReasonCancelled       NoWinnerReason = "cancelled"
+	ReasonDriverFailed    NoWinnerReason = "driver-failed"
+)
+
+// Winner is the delivered result.
+type Winner struct {
+	// Node is the worker whose result won, or the root for a result the
+	// manager submitted.
+	Node      NodeID
+	Text      string
+	Output    canonjson.Value
+	OutRef    string
+	Verdict   *kernel.Verdict
+	Submitted bool
+}
+
+// DriverError is a failed brain's error.
+type DriverError struct {
+	Name, Message string
+}
+
+// Cancellation says who cancelled a run.
+type Cancellation struct {
+	Source, Reason string
+}
+
+// WorkerSummary is one node of the tree as the result reports it.
+type WorkerSummary struct {
+	NodeInfo
+	OutRef    string
+	Delivered bool
+	Verdict   *kernel.Verdict
+	Replayed  bool
+}
+
+// Breakdown splits the spend: the brain's own inference and the
+// workers'.
+type Breakdown struct {
+	DriverInference, ChildWork SpentTotal
+}
+
+// SupervisedResult is how a supervised run ended; it is never coerced to
+// a best-effort output. Status winner carries Winner; no-winner carries
+// Reason, and Error for driver-failed, Cancellation for cancelled.
+type SupervisedResult struct {
+	RunID        string
+	Status       Status
+	Reason       NoWinnerReason
+	Winner       *Winner
+	Error        *DriverError
+	Cancellation *Cancellation
+	// Tree is every node in seq order; DownCount counts failed and
+	// cancelled ones.
+	Tree      []WorkerSummary
+	DownCount int
+	// Spent is the whole run's spend (Breakdown's sum); MS is the wall
+	// clock from the run's original start, also on resume.
+	Spent     SpentTotal
+	MS        int64
+	Breakdown Breakdown
+	// SpendGaps names every node whose spend is not fully known.
+	SpendGaps []SpendGap
+	// TeardownUnconfirmed names workers still running when the run
+	// ended; they are charged at their ceilings.
+	TeardownUnconfirmed []NodeID
+	// Resumed says the run continued an earlier process's journal.
+	Resumed bool
+	// BrainText is the brain's final text.
+	BrainText string
+}
+
+// ErrUnsupportedHarness: the manager's harness needs an external brain
+// that is not built in; pass Options.Brain.
+var ErrUnsupportedHarness = errors.New("supervise: the manager's harness needs an external brain")
+
+// Supervise runs a manager agent (manager) on task: its brain spawns,
+// observes and settles workers, every spawn reserved from one conserved
+// pool and delivered only when the caller's check passed (spec runtime
+// §3.6). It returns an error only when it could not run the run at all
+// (invalid options, a journal it cannot open or resume); every way a run
+// ends is a SupervisedResult arm.
+func Supervise(ctx context.Context, manager *profile.Profile, task string, o Options) (SupervisedResult, error) {
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	brain, exec, err := o.resolve(manager)
+	if err != nil {
+		return SupervisedResult{}, err
+	}
+	log, prior, err := openRunLog(o.RunDir)
+	if err != nil {
+		return SupervisedResult{}, err
+	}
+	defer log.close()
+
+	runID, start, deadline := o.RunID, now(), o.Deadline
+	resumed := len(prior) > 0
+	if resumed {
+		first := prior[0]
+		switch {
+		case !o.Resume:
+			return SupervisedResult{}, &RunExistsError{RunDir: o.RunDir, RunID: first.RunID}
+		case first.Kind != KindRunStarted:
+			return SupervisedResult{}, &ResumeError{RunDir: o.RunDir, Reason: "the journal does not start with run-started"}
+		case runID != "" && runID != first.RunID:
+			return SupervisedResult{}, &ResumeError{RunDir: o.RunDir, Reason: fmt.Sprintf("the journal is run %q, not %q", first.RunID, runID)}
+		}
+		runID, start = first.RunID, time.UnixMilli(first.StartedAtMS)
+		deadline = time.Time{}
+		if first.DeadlineMS != 0 {
+			deadline = time.UnixMilli(first.DeadlineMS)
+		}
+	} else if runID == "" {
+		runID = kernel.NewID("supervise")
+	}
+
+	pool, err := ledger.NewPool(o.Budget, ledger.PoolOptions{Deadline: deadline, Now: now})
+	if err != nil {
+		return SupervisedResult{}, fmt.Errorf("%w: Budget: %w", ErrInvalidOptions, err)
+	}
+	c := &Coordinator{runID: runID, pool: pool, log: log, exec: exec, profiles: o.Profiles, check: o.Deliverable,
+		logger: logger, now: now, workers: map[NodeID]*worker{}, wake: make(chan struct{})}
+	_, canResume := exec.(interface{ ResumesSessions() bool })
+	scope, err := New(pool, ScopeOptions{RootID: NodeID(runID), PerWorker: o.PerWorker, MaxLiveWorkers: o.MaxLiveWorkers,
+		MaxDepth: o.MaxDepth, AllowedModels: o.AllowedModels, AuthorizeSpawn: o.AuthorizeSpawn,
+		Preflight: func(r SpawnRequest) error {
+			if r.Continuity == ContinuityResume && !canResume {
+				return errors.New("the executor cannot re-attach to a worker's session")
+			}
+			return nil
+		}})
+	if err != nil {
+		return SupervisedResult{}, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	c.scope = scope
+	if resumed {
+		if err := c.replayRecords(prior); err != nil {
+			return SupervisedResult{}, err
+		}
+	} else {
+		rec := Record{Kind: KindRunStarted, RunID: runID, StartedAtMS: start.UnixMilli(), Task: task}
+		if !deadline.IsZero() {
+			rec.DeadlineMS = deadline.UnixMilli()
+		}
+		if err := log.append(ctx, rec); err != nil {
+			return SupervisedResult{}, err
+		}
+	}
+
+	// Workers outlive a stopped brain only until they are cancelled
+	// below, and never the run's deadline.
+	workCtx := context.WithoutCancel(ctx)
+	brainCtx, stop := context.WithCancelCause(ctx)
+	if !deadline.IsZero() {
+		var cancelWorkDeadline, cancelDeadline context.CancelFunc
+		workCtx, cancelWorkDeadline = context.WithDeadline(workCtx, deadline)
+		defer cancelWorkDeadline()
+		brainCtx, cancelDeadline = context.WithDeadline(brainCtx, deadline)
+		defer cancelDeadline()
+	}
+	c.workCtx, c.cancelWork = context.WithCancelCause(workCtx)
+	c.mu.Lock()
+	c.stopFn = stop
+	c.mu.Unlock()
+	// A caller cancellation reaches the workers too.
+	unwatch := context.AfterFunc(ctx, func() { c.cancelWork(context.Cause(ctx)) })
+	defer unwatch()
+
+	report, driveErr := drive(brainCtx, brain, c, task)
+	stopped := errors.Is(context.Cause(brainCtx), ErrStopped)
+	if !deadline.IsZero() && ctx.Err() == nil && (errors.Is(brainCtx.Err(), context.DeadlineExceeded) || !time.Now().Before(deadline)) {
+		// The run's deadline is part of its budget.
+		c.mu.Lock()
+		c.exhausted = true
+		c.mu.Unlock()
+	}
+	stop(nil)
+	if stopped && driveErr != nil && errors.Is(driveErr, ErrStopped) {
+		driveErr = nil
+	}
+	var re *kernel.RunError
+	if stopped && errors.As(driveErr, &re) && re.Status == "cancelled" {
+		driveErr = nil
+	}
+
+	// The brain returned: cancel live workers and give them a bounded
+	// time to settle.
+	c.cancelWork(errors.New("supervise: the manager returned"))
+	grace := o.SettleGrace
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	waited := make(chan struct{})
+	go func() { c.wg.Wait(); close(waited) }()
+	timer := time.NewTimer(grace)
+	select {
+	case <-waited:
+	case <-timer.C:
+	}
+	timer.Stop()
+
+	res := c.finish(ctx, report, driveErr, start, now())
+	res.Resumed = resumed
+	if err := log.append(context.WithoutCancel(ctx), Record{Kind: KindFinished, Outcome: string(res.Status), Reason: string(res.Reason)}); err != nil {
+		logger.Error("supervise: journaling the end", "err", err)
+	}
+	return res, nil
+}
+
+// drive runs the brain, turning a panic into a driver failure.
+func drive(ctx context.Context, b Brain, c *Coordinator, task string) (r BrainReport, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("supervise: the brain panicked: %v", p)
+		}
+	}()
+	return b.Drive(ctx, c, task)
+}
+
+func (o *Options) resolve(manager *profile.Profile) (Brain, Executor, error) {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...))
+	}
+	if manager == nil {
+		bad("a nil manager profile")
+	}
+	if o.Budget.Tokens == nil || o.Budget.Iterations == nil {
+		bad("Budget needs token and iteration ceilings")
+	}
+	if o.Deliverable.Check == nil {
+		bad("Deliverable.Check is required: settlement is not delivery")
+	}
+	if len(o.Profiles) == 0 {
+		bad("Profiles names no worker profile")
+	}
+	if o.Resume && o.RunDir == "" {
+		bad("Resume needs a RunDir")
+	}
+	exec := o.Executor
+	if exec == nil {
+		if o.Workers == nil {
+			bad("Executor or Workers is required")
+		} else {
+			exec = &KernelExecutor{Provider: o.Workers, Store: memory.New(o.Now)}
+		}
+	}
+	if r, ok := exec.(UsageReporter); ok && !r.ReportsUsage() && !o.BudgetExempt {
+		bad("the executor cannot report usage; set BudgetExempt to run it charged at ceilings")
+	}
+	brain := o.Brain
+	if brain == nil && manager != nil {
+		switch manager.Harness {
+		case "", harness.CLIBase:
+			if o.Router == nil {
+				bad("a cli-base manager needs Router (its chat model)")
+			} else {
+				rb, err := NewRouterBrain(manager, o.Router, o.MaxTurns)
+				if err != nil {
+					errs = append(errs, err)
+				}
+				brain = rb
+			}
+		default:
+			errs = append(errs, fmt.Errorf("%w: harness %s", ErrUnsupportedHarness, manager.Harness))
+		}
+	}
+	return brain, exec, errors.Join(errs...)
+}
+
+// finish settles the scope and builds the result.
+func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr error, start, end time.Time) SupervisedResult {
+	res := SupervisedResult{RunID: c.runID, BrainText: report.Text, MS: end.Sub(start).Milliseconds()}
+	var driver SpentTotal
+	if report.Metered != nil {
+		sp := SpendOf(*report.Metered)
+		zero := int64(0)
+		sp.Iterations = &zero // the brain's turns are not worker iterations
+		c.pool.Observe(sp)
+		driver = spentOf(sp)
+		if sp.Tokens == nil || sp.MicroUSD == nil {
+			var ch []string
+			if sp.Tokens == nil {
+				ch = append(ch, ledger.ChannelTokens)
+			}
+			if sp.MicroUSD == nil {
+				ch = append(ch, ledger.ChannelUSD)
+			}
+			res.SpendGaps = append(res.SpendGaps, SpendGap{ID: c.scope.Root(), Label: "manager", Kind: GapUnreported, Channels: ch})
+		}
+	} else {
+		driver = SpentTotal{TokensKnown: true, IterationsKnown: true, USDKnown: true, Resources: map[string]int64{}}
+	}
+	for _, n := range c.scope.Nodes() {
+		if n.State.Live() && !n.InDoubt {
+			res.TeardownUnconfirmed = append(res.TeardownUnconfirmed, n.ID)
+		}
+	}
+	totals := c.scope.Close()
+	res.Breakdown = Breakdown{DriverInference: driver, ChildWork: totals.Spent}
+	res.Spent = addTotals(driver, totals.Spent)
+	res.SpendGaps = append(totals.Gaps, res.SpendGaps...)
+	if len(res.SpendGaps) == 0 {
+		res.SpendGaps = nil
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var best *WorkerSummary
+	bestScore := math.Inf(-1)
+	for _, n := range c.scope.Nodes() {
+		ws := WorkerSummary{NodeInfo: n}
+		if w := c.workers[n.ID]; w != nil {
+			ws.OutRef, ws.Delivered, ws.Verdict, ws.Replayed = w.outRef, w.delivered, w.verdict, w.replayed
+		}
+		if n.State == StateFailed || n.State == StateCancelled || n.InDoubt || n.NeverSettled {
+			res.DownCount++
+		}
+		res.Tree = append(res.Tree, ws)
+	}
+	for i := range res.Tree {
+		ws := &res.Tree[i]
+		if !ws.Delivered || ws.State != StateDone {
+			continue
+		}
+		score := 1.0
+		if ws.Verdict != nil && ws.Verdict.Score != nil {
+			score = *ws.Verdict.Score
+		}
+		if score > bestScore {
+			best, bestScore = ws, score
+		}
+	}
+
+	cancelled := ctx.Err() != nil
+	switch {
+	case cancelled:
+		res.Status, res.Reason = StatusNoWinner, ReasonCancelled
+		res.Cancellation = &Cancellation{Source: "context", Reason: context.Cause(ctx).Error()}
+	case c.submitted != nil:
+		res.Status, res.Winner = StatusWinner, c.submitted
+	case best != nil:
+		w := c.workers[best.ID]
+		res.Status = StatusWinner
+		res.Winner = &Winner{Node: best.ID, Text: w.text, Output: w.output, OutRef: w.outRef, Verdict: w.verdict}
+	case c.exhausted || errors.Is(driveErr, ledger.ErrExhausted) || budgetStop(driveErr):
+		res.Status, res.Reason = StatusNoWinner, ReasonBudgetExhausted
+	case c.scope.Aborted():
+		res.Status, res.Reason = StatusNoWinner, ReasonAborted
+	case driveErr != nil:
+		res.Status, res.Reason = StatusNoWinner, ReasonDriverFailed
+		res.Error = &DriverError{Name: errorName(driveErr), Message: driveErr.Error()}
+	default:
+		res.Status, res.Reason = StatusNoWinner, ReasonAllChildrenDown
+	}
+	return res
+}
+
+// errBudgetStop marks a router brain that stopped for lack of budget.
+var errBudgetStop = errors.New("supervise: the manager's loop stopped: budget or deadline")
+
+func budgetStop(err error) bool { return errors.Is(err, errBudgetStop) }
+
+func errorName(err error) string {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			break
+		}
+		var re *kernel.RunError
+		if !errors.As(err, &re) {
+			break
+		}
+		err = u
+	}
+	return fmt.Sprintf("%T", err)
+}
+
+func spentOf(sp ledger.Spend) SpentTotal {
+	t := SpentTotal{Resources: map[string]int64{}, TokensKnown: sp.Tokens != nil, IterationsKnown: sp.Iterations != nil, USDKnown: sp.MicroUSD != nil}
+	if sp.Tokens != nil {
+		t.Tokens = *sp.Tokens
+	}
+	if sp.Iterations != nil {
+		t.Iterations = *sp.Iterations
+	}
+	if sp.MicroUSD != nil {
+		t.MicroUSD = *sp.MicroUSD
+	}
+	return t
+}
+
+func addTotals(a, b SpentTotal) SpentTotal {
+	out := SpentTotal{Tokens: a.Tokens + b.Tokens, Iterations: a.Iterations + b.Iterations, MicroUSD: a.MicroUSD + b.MicroUSD,
+		Resources: map[string]int64{}, TokensKnown: a.TokensKnown && b.TokensKnown,
+		IterationsKnown: a.IterationsKnown && b.IterationsKnown, USDKnown: a.USDKnown && b.USDKnown}
+	for _, m := range []map[string]int64{a.Resources, b.Resources} {
+		for k, v := range m {
+			out.Resources[k] += v
+		}
+	}
+	return out
+}
+
+// BrainFunc adapts a function to Brain: a caller-owned brain.
+type BrainFunc func(ctx context.Context, c *Coordinator, task string) (BrainReport, error)
+
+// Drive calls f.
+func (f BrainFunc) Drive(ctx context.Context, c *Coordinator, task string) (BrainReport, error) {
+	return f(ctx, c, task)
+}

@@ -1,0 +1,177 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/tools"
+)
+
+// ToolPrefix is the prefix under which a profile declares the
+// coordination verbs (§9): agent_runtime_coordination_spawn_worker, ….
+const ToolPrefix = "agent_runtime_coordination_"
+
+// The coordination verbs this package serves.
+const (
+	VerbSpawnWorker    = "spawn_worker"
+	VerbAwaitEvent     = "await_event"
+	VerbObserveAgent   = "observe_agent"
+	VerbSteerAgent     = "steer_agent"
+	VerbSubmitResult   = "submit_result"
+	VerbStop           = "stop"
+	VerbReadJournal    = "read_journal"
+	VerbAskParent      = "ask_parent"
+	VerbListQuestions  = "list_questions"
+	VerbAnswerQuestion = "answer_question"
+)
+
+// Verbs lists the coordination verbs in a stable order.
+func Verbs() []string {
+	return []string{VerbSpawnWorker, VerbAwaitEvent, VerbObserveAgent, VerbSteerAgent, VerbSubmitResult, VerbStop, VerbReadJournal,
+		VerbAskParent, VerbListQuestions, VerbAnswerQuestion}
+}
+
+// RefusalResult is a refused verb's tool result: {error, reason}, and
+// for a spawn also cause, live and freeSlots. Refusals are results the
+// model reads, not transport errors.
+type RefusalResult struct {
+	Error     string `json:"error"`
+	Reason    string `json:"reason"`
+	Cause     string `json:"cause,omitzero"`
+	Live      *int   `json:"live,omitzero"`
+	FreeSlots *int   `json:"freeSlots,omitzero"`
+}
+
+// refusalOf turns a verb's typed refusal into its tool result; any other
+// error stays an error (a tool failure).
+func refusalOf(err error) (RefusalResult, bool) {
+	var r *Refusal
+	if errors.As(err, &r) {
+		live := r.Live
+		reason := r.Detail
+		if reason == "" {
+			reason = r.Cause
+		}
+		return RefusalResult{Error: string(r.Code), Reason: reason, Cause: r.Cause, Live: &live, FreeSlots: r.FreeSlots}, true
+	}
+	var v *VerbRefusal
+	if errors.As(err, &v) {
+		return RefusalResult{Error: v.Code, Reason: v.Reason}, true
+	}
+	if errors.Is(err, ErrUnknownWorker) {
+		return RefusalResult{Error: "unknown-worker", Reason: err.Error()}, true
+	}
+	return RefusalResult{}, false
+}
+
+func verb[In, Out any](name, desc string, fn func(ctx context.Context, in In) (Out, error)) (contract.Tool, error) {
+	return tools.NewTool(ToolPrefix+name, desc, func(ctx context.Context, in In) (any, error) {
+		out, err := fn(ctx, in)
+		if err != nil {
+			if r, ok := refusalOf(err); ok {
+				return r, nil
+			}
+			return nil, err
+		}
+		return out, nil
+	})
+}
+
+// Tools returns the coordination verbs as tools named with ToolPrefix,
+// in Verbs order: what the router brain offers its model, and what an
+// MCP server would list to an external harness.
+func (c *Coordinator) Tools() ([]contract.Tool, error) {
+	var out []contract.Tool
+	var errs []error
+	add := func(t contract.Tool, err error) {
+		if err != nil {
+			errs = append(errs, err)
+			return
+		}
+		out = append(out, t)
+	}
+	add(verb(VerbSpawnWorker, "Spawn a worker running a named profile on a task, reserved from the run's budget. Returns workerId, live and freeSlots, or {error, reason} when refused.", c.Spawn))
+	add(verb(VerbAwaitEvent, "Wait for the next worker settlement (in recorded order): returns {event}, {idle:true} when nothing is live, or {pending:true, live} after the bounded wait.", c.Await))
+	add(verb(VerbObserveAgent, "Observe a worker: status, reserved and spent budget, and once settled its output and verdict.", func(_ context.Context, a ObserveArgs) (Observation, error) { return c.Observe(a.WorkerID) }))
+	add(verb(VerbSteerAgent, "Send an instruction to a live worker's inbox.", c.Steer))
+	add(verb(VerbSubmitResult, "Submit the run's final result to the deliverable check; the first passing result is kept.", c.Submit))
+	add(verb(VerbStop, "Stop the run: nothing more is spawned and the manager's loop ends.", func(_ context.Context, a StopArgs) (StopResult, error) { return c.Stop(a) }))
+	add(verb(VerbReadJournal, "Read this run's journal (prior processes included), paged from sinceRow.", func(_ context.Context, a JournalArgs) (JournalPage, error) {
+		return c.ReadJournal(a), nil
+	}))
+	add(verb(VerbAskParent, "Ask this manager's parent a question {from, level, question, reason, urgency}.", c.AskParent))
+	add(verb(VerbListQuestions, "List the questions workers asked this manager, with their status.", func(context.Context, struct{}) (QuestionList, error) {
+		return c.ListQuestions(), nil
+	}))
+	add(verb(VerbAnswerQuestion, "Decide a question: answer, deferReason or escalateTo (parent|user). A decision resolves the question only when delivered to its asker.", c.AnswerQuestion))
+	return out, errors.Join(errs...)
+}
+
+// RouterBrain is the manager's brain for harness cli-base: an
+// in-process tool loop (kernel.RunToolLoop) of the manager's profile on a
+// chat model, whose tools are the coordination verbs the profile
+// declares (ToolPrefix + verb).
+type RouterBrain struct {
+	profile  *profile.Profile
+	model    contract.ChatModel
+	maxTurns int
+	granted  []string
+}
+
+// NewRouterBrain checks that manager declares only coordination verbs
+// this package serves (at least one) and returns its router brain.
+func NewRouterBrain(manager *profile.Profile, model contract.ChatModel, maxTurns int) (*RouterBrain, error) {
+	b := &RouterBrain{profile: manager, model: model, maxTurns: maxTurns}
+	var bad []string
+	for name, on := range manager.Tools {
+		if !on {
+			continue
+		}
+		v, ok := strings.CutPrefix(name, ToolPrefix)
+		if !ok || !slices.Contains(Verbs(), v) {
+			bad = append(bad, name)
+			continue
+		}
+		b.granted = append(b.granted, name)
+	}
+	slices.Sort(bad)
+	slices.Sort(b.granted)
+	switch {
+	case len(bad) > 0:
+		return nil, fmt.Errorf("%w: the manager profile declares tools the router brain does not serve: %s", ErrInvalidOptions, strings.Join(bad, ", "))
+	case len(b.granted) == 0:
+		return nil, fmt.Errorf("%w: the manager profile grants no coordination verb (declare %s%s)", ErrInvalidOptions, ToolPrefix, VerbSpawnWorker)
+	}
+	return b, nil
+}
+
+// Drive runs the manager's tool loop on task.
+func (b *RouterBrain) Drive(ctx context.Context, c *Coordinator, task string) (BrainReport, error) {
+	all, err := c.Tools()
+	if err != nil {
+		return BrainReport{}, err
+	}
+	var offered []contract.Tool
+	for _, t := range all {
+		if slices.Contains(b.granted, t.Name) {
+			offered = append(offered, t)
+		}
+	}
+	res, err := kernel.RunToolLoop(ctx, kernel.ToolLoopOptions{Model: b.model, Profile: b.profile, User: task, Tools: offered,
+		MaxToolTurns: b.maxTurns, Logger: c.logger, Now: c.now})
+	if res == nil {
+		return BrainReport{}, err
+	}
+	usage := res.Usage
+	report := BrainReport{Text: res.FinalText, Metered: &usage}
+	if err == nil && (res.StopReason == kernel.StopBudget || res.StopReason == kernel.StopDeadline) {
+		err = fmt.Errorf("%w (%s)", errBudgetStop, res.StopReason)
+	}
+	return report, err
+}
