@@ -21,7 +21,7 @@ func TestObserveSteerReadJournal(t *testing.T) {
 		live = tool(t, ctx, c, supervise.VerbObserveAgent, map[string]any{"workerId": "run1:s1"})
 		steerLive = tool(t, ctx, c, supervise.VerbSteerAgent, map[string]any{"workerId": "run1:s1", "instruction": "shorter"})
 		close(gate.release)
-		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 5000})
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
 		settled = tool(t, ctx, c, supervise.VerbObserveAgent, map[string]any{"workerId": "run1:s1"})
 		steerSettled = tool(t, ctx, c, supervise.VerbSteerAgent, map[string]any{"workerId": "run1:s1", "instruction": "shorter"})
 		unknown = tool(t, ctx, c, supervise.VerbObserveAgent, map[string]any{"workerId": "run1:s9"})
@@ -66,7 +66,7 @@ func TestKeyedSpawnCompletedAcrossResumeBehaviour44(t *testing.T) {
 	brain := func(got *map[string]any) supervise.Brain {
 		return supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
 			*got = tool(t, ctx, c, supervise.VerbSpawnWorker, keyed)
-			tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 5000})
+			tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
 			return supervise.BrainReport{}, nil
 		})
 	}

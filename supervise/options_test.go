@@ -63,7 +63,7 @@ func TestBudgetExemptExecutorChargedAtCeiling(t *testing.T) {
 	o.BudgetExempt = true
 	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
 		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("x"))
-		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 5000})
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
 		return supervise.BrainReport{}, nil
 	})
 	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)

@@ -33,11 +33,11 @@ func TestStopRefusedWhileBlockingQuestionBehaviour54(t *testing.T) {
 	var asked, refused, listed, answered, stopped, settled map[string]any
 	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
 		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint"))
-		asked = tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 5000})
+		asked = tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
 		refused = tool(t, ctx, c, supervise.VerbStop, map[string]any{"reason": "enough"})
 		listed = tool(t, ctx, c, supervise.VerbListQuestions, map[string]any{})
 		answered = tool(t, ctx, c, supervise.VerbAnswerQuestion, map[string]any{"questionId": "q1", "answer": "blue"})
-		settled = tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 5000})
+		settled = tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
 		stopped = tool(t, ctx, c, supervise.VerbStop, map[string]any{"reason": "enough"})
 		return supervise.BrainReport{}, nil
 	})
@@ -45,14 +45,20 @@ func TestStopRefusedWhileBlockingQuestionBehaviour54(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, _ := asked["event"].(map[string]any)["question"].(map[string]any)
+	askedEvent, _ := asked["event"].(map[string]any)
+	q, _ := askedEvent["question"].(map[string]any)
 	if q["id"] != "q1" || q["urgency"] != "blocks-run" || q["from"] != "run1:s1" {
 		t.Errorf("question event %v", asked)
 	}
 	if refused["error"] != "unresolved-blocking-questions" {
 		t.Errorf("stop with an open blocking question: %v", refused)
 	}
-	if qs := listed["questions"].([]any); len(qs) != 1 || qs[0].(map[string]any)["status"] != "open" {
+	qs, _ := listed["questions"].([]any)
+	var first map[string]any
+	if len(qs) == 1 {
+		first, _ = qs[0].(map[string]any)
+	}
+	if first["status"] != "open" {
 		t.Errorf("list_questions %v", listed)
 	}
 	if answered["delivered"] != true || answered["status"] != "answered" {
@@ -61,7 +67,7 @@ func TestStopRefusedWhileBlockingQuestionBehaviour54(t *testing.T) {
 	if stopped["stopped"] != true {
 		t.Errorf("stop after the answer: %v", stopped)
 	}
-	if ev := settled["event"].(map[string]any); ev["output"] != "answer: blue DONE" {
+	if ev, _ := settled["event"].(map[string]any); ev["output"] != "answer: blue DONE" {
 		t.Errorf("settled %v", settled)
 	}
 	if res.Status != supervise.StatusWinner {
@@ -84,7 +90,7 @@ func TestRouterStopEndsLoop(t *testing.T) {
 	close(gate.release)
 	router := scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{
 		turn(call("c1", supervise.VerbSpawnWorker, spawnArgs("one"))),
-		turn(call("c2", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 5000})),
+		turn(call("c2", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})),
 		turn(call("c3", supervise.VerbStop, map[string]any{"reason": "have a result"})),
 		turn(scripted.Text("never asked")),
 	}})

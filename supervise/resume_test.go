@@ -20,9 +20,9 @@ import (
 func sequentialManager() *scripted.ChatModel {
 	return scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{
 		turn(call("c1", supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "write alpha", "label": "a"}), managerUsage(10, 0, 0)),
-		turn(call("c2", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 5000}), managerUsage(10, 0, 0)),
+		turn(call("c2", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000}), managerUsage(10, 0, 0)),
 		turn(call("c3", supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "write beta", "label": "b"}), managerUsage(10, 0, 0)),
-		turn(call("c4", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 5000}), managerUsage(10, 0, 0)),
+		turn(call("c4", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000}), managerUsage(10, 0, 0)),
 		turn(scripted.Text("done"), managerUsage(10, 0, 0)),
 	}})
 }

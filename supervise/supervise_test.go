@@ -120,8 +120,8 @@ func twoWorkerManager() *scripted.ChatModel {
 		turn(call("c1", supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "write alpha", "label": "a"}),
 			call("c2", supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "write beta", "label": "b"}),
 			managerUsage(10, 5, 0.0001)),
-		turn(call("c3", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 5000}),
-			call("c4", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 5001}),
+		turn(call("c3", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000}),
+			call("c4", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60001}),
 			managerUsage(20, 5, 0.0002)),
 		turn(scripted.Text("alpha delivered"), managerUsage(30, 5, 0.0003)),
 	}})

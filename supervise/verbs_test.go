@@ -271,7 +271,7 @@ func TestThrowingCheckNotDeliveredBehaviour41(t *testing.T) {
 			var ev map[string]any
 			o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
 				tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("x"))
-				ev = tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 5000})
+				ev = tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
 				return supervise.BrainReport{}, nil
 			})
 			res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
