@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 )
 
 // SSEEvent is one server-sent event as framed on the wire.
@@ -23,8 +24,8 @@ type SSEEvent struct {
 // newline (compact JSON never does); a newline is refused so a frame can
 // never be split into two.
 func AppendSSE(b []byte, id int64, event string, data []byte) ([]byte, error) {
-	if bytes.ContainsAny(data, "\r\n") || bytes.ContainsAny([]byte(event), "\r\n") {
-		return b, errors.New("sse: an event's data or name contains a line break")
+	if bytes.ContainsAny(data, "\r\n") || strings.ContainsAny(event, "\r\n") {
+		return b, errSSELineBreak
 	}
 	if id > 0 {
 		b = append(b, "id: "...)
@@ -40,6 +41,8 @@ func AppendSSE(b []byte, id int64, event string, data []byte) ([]byte, error) {
 	b = append(b, data...)
 	return append(b, '\n', '\n'), nil
 }
+
+var errSSELineBreak = errors.New("sse: an event's data or name contains a line break")
 
 // ErrSSETooLarge is returned by SSEReader.Next for an event whose data
 // exceeds MaxBodyBytes.

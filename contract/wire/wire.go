@@ -64,11 +64,15 @@ const (
 	CodeIdempotencyConflict = "idempotency_conflict"
 	CodeTurnConflict        = "turn_conflict"
 	CodeCreateInDoubt       = "create_in_doubt"
-	CodeResumeGone          = "resume_window_passed"
-	CodeUnsupported         = "unsupported"
-	CodeUnavailable         = "unavailable"
-	CodeProvider            = "provider_error"
-	CodeInternal            = "internal"
+	// CodeSessionRefused: the provider refused to open the session with
+	// the given reference (no such session, or a reference naming
+	// another run). It is final: the same call cannot succeed later.
+	CodeSessionRefused = "session_refused"
+	CodeResumeGone     = "resume_window_passed"
+	CodeUnsupported    = "unsupported"
+	CodeUnavailable    = "unavailable"
+	CodeProvider       = "provider_error"
+	CodeInternal       = "internal"
 )
 
 var codeStatus = map[string]int{
@@ -81,6 +85,7 @@ var codeStatus = map[string]int{
 	CodeIdempotencyConflict: 409,
 	CodeTurnConflict:        409,
 	CodeCreateInDoubt:       409,
+	CodeSessionRefused:      409,
 	CodeResumeGone:          410,
 	CodeUnsupported:         422,
 	CodeUnavailable:         503,
