@@ -126,3 +126,38 @@ func TestAppendSSEID(t *testing.T) {
 		t.Error("data with a line break was framed")
 	}
 }
+
+// Served carries detach, replay, turn idempotency, session continuation
+// and retained control exactly as the provider declares them, and never
+// what the wire does not carry (native continuation, context transfer,
+// workspace I/O, branching, placement).
+func TestServedSessionAbilities(t *testing.T) {
+	full := contract.Capabilities{
+		Streaming:          contract.StreamingCapabilities{Live: true, Replay: true, Detach: true, TurnIdempotency: true},
+		Sessions:           contract.SessionCapabilities{Continue: true, List: true, Messages: true},
+		RetainedControl:    &contract.RetainedControlCapabilities{ExactRunIdentity: true, ResultIdentity: true, EventIdentity: true, CancellationIdempotency: true},
+		NativeContinuation: &contract.NativeContinuationCapabilities{AtomicBoundary: true, RequestIdempotency: true},
+		Workspace:          contract.WorkspaceCapabilities{Read: true, Write: true, Exec: true},
+		Branching:          contract.BranchingCapabilities{Checkpoint: true},
+		Placement:          true,
+	}
+	got := wire.Served(&full)
+	want := contract.Capabilities{
+		Streaming:       full.Streaming,
+		Sessions:        contract.SessionCapabilities{Continue: true},
+		RetainedControl: full.RetainedControl,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Served(full) (-want +got):\n%s", diff)
+	}
+	if got.RetainedControl == full.RetainedControl {
+		t.Error("Served shares the retained-control block with its input")
+	}
+	if _, err := contract.Validate(contract.KindEnvironmentCapabilities, contract.CapabilitiesSchema, got); err != nil {
+		t.Errorf("the served document is invalid: %v", err)
+	}
+	live := contract.Capabilities{Streaming: contract.StreamingCapabilities{Live: true}}
+	if diff := cmp.Diff(live, wire.Served(&live)); diff != "" {
+		t.Errorf("Served(live only) (-want +got):\n%s", diff)
+	}
+}
