@@ -278,6 +278,10 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) {
 		execution = *req.ExecutionID
 	}
 	if h := r.Header.Get(wire.HeaderLastEventID); h != "" {
+		if _, err := contract.Validate(wire.HeaderLastEventID, contract.BoundedIdentifier, h); err != nil {
+			writeError(w, wire.ErrorDetail{Code: wire.CodeInvalidRequest, Message: "Last-Event-ID is not an event id: " + err.Error()})
+			return
+		}
 		since = h
 	}
 	ctx, cancel := context.WithCancel(r.Context())

@@ -144,6 +144,9 @@ func TestDispatchAndSessionRoutes(t *testing.T) {
 		t.Errorf("an unknown cursor ended with %+v, want an error frame", end)
 	}
 
+	status, body = f.post("/events", wire.SessionEventsRequest{ControlRef: f.ref.ControlRef}, map[string]string{wire.HeaderLastEventID: strings.Repeat("x", contract.MaxIdentifierLength+1)})
+	wantError(t, status, body, http.StatusBadRequest, wire.CodeInvalidRequest, nil)
+
 	competing := *f.ref.ControlRef
 	competing.RunID += "-other"
 	for _, tc := range []struct {
