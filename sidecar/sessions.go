@@ -356,17 +356,13 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) {
 // after it). An event that cannot be framed becomes an error frame that
 // ends the stream (framed false).
 func appendSessionEvent(b []byte, ev contract.EnvironmentEvent) ([]byte, bool) {
-	data, err := wire.Marshal(ev)
-	if err != nil {
-		return append(b, frame(0, wire.EventError, errorData(wire.ErrorDetail{Code: wire.CodeProvider, Message: "the provider emitted an event with no JSON form: " + err.Error()}))...), false
-	}
 	id := ""
 	if ev.ID != nil && wire.SSEIDSafe(*ev.ID) {
 		id = *ev.ID
 	}
-	out, err := wire.AppendSSEID(b, id, "", data)
+	out, err := wire.AppendSSEJSONID(b, id, ev)
 	if err != nil {
-		return append(b, frame(0, wire.EventError, errorData(wire.ErrorDetail{Code: wire.CodeInternal, Message: "an event could not be framed"}))...), false
+		return append(b, frame(0, wire.EventError, errorData(wire.ErrorDetail{Code: wire.CodeProvider, Message: "the provider emitted an event with no JSON form: " + err.Error()}))...), false
 	}
 	return out, true
 }
