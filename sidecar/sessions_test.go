@@ -284,3 +284,20 @@ func TestSessionEventsReaderLeaves(t *testing.T) {
 		t.Errorf("the run after its reader left: %+v", res)
 	}
 }
+
+// Every dispatch and session route refuses a request without the token
+// (401, no detail) before it reads the body or reaches a run.
+func TestSessionRoutesNeedTheToken(t *testing.T) {
+	f := dispatched(t, sidecar.Options{}, "slow")
+	env := strings.TrimSuffix(f.base, "/sessions/"+f.ref.ID)
+	for _, path := range []string{env + "/dispatch", f.base, f.base + "/status", f.base + "/events", f.base + "/result",
+		f.base + "/prompt", f.base + "/cancel", f.base + "/cancel-run", f.base + "/interactions"} {
+		status, body := do(t, f.ts, http.MethodPost, path, `{}`, map[string]string{"Authorization": ""})
+		if status != http.StatusUnauthorized || string(body) != `{"error":{"code":"unauthorized","message":"unauthorized"}}` {
+			t.Errorf("%s without a token: %d %s", path, status, body)
+		}
+	}
+	if res := f.result(); !res.Success {
+		t.Error("a refused cancel reached the run")
+	}
+}
