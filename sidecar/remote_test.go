@@ -266,3 +266,53 @@ func TestRemoteSessionBinding(t *testing.T) {
 		t.Error("the served provider originates no interactions; the session offers an interaction responder")
 	}
 }
+
+// A dispatch whose answer is lost after the server admitted the run is
+// re-sent when the turn carries a turn id, and the provider's turn
+// idempotency resolves it to the same run: one run, the same reference.
+// Without a turn id the lost answer is reported, not re-sent.
+func TestRemoteDispatchLostAnswer(t *testing.T) {
+	for _, turnID := range []string{"turn-1", ""} {
+		p := newScripted(t)
+		s, err := sidecar.New(p, sidecar.Options{Token: testToken})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, hits := faulty(s, func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/dispatch") }, 0)
+		ts := httptest.NewServer(h)
+		rp := newRemote(t, ts.URL)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		env, err := rp.Create(ctx, createInput(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := &contract.TurnInput{Prompt: ptr("hi"), Detach: ptr(true)}
+		if turnID != "" {
+			in.TurnID = &turnID
+		}
+		ref, err := env.(contract.Dispatcher).Dispatch(ctx, in)
+		switch {
+		case turnID == "" && err == nil:
+			t.Error("a dispatch without a turn id was re-sent after its answer was lost")
+		case turnID != "" && err != nil:
+			t.Errorf("a dispatch with a turn id: %v", err)
+		case turnID != "":
+			if hits.Load() != 2 {
+				t.Errorf("the dispatch was sent %d times, want 2", hits.Load())
+			}
+			sess, err := env.(contract.SessionOpener).Session(ctx, ref.ID, ref.ControlRef)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res, err := sess.Result(ctx); err != nil || !res.Success {
+				t.Errorf("the run: %+v, %v", res, err)
+			}
+			if p.Turns() != 1 {
+				t.Errorf("the provider ran %d turns, want 1", p.Turns())
+			}
+		}
+		cancel()
+		s.Close()
+		ts.Close()
+	}
+}
