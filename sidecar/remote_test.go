@@ -2,6 +2,7 @@ package sidecar_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/contract/wire"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/remote"
 	"github.com/agentrt/agentrt/sidecar"
@@ -258,6 +260,14 @@ func TestRemoteSessionBinding(t *testing.T) {
 	other.RunID += "-other"
 	if _, err := opener.Session(ctx, "s1", &other); err == nil {
 		t.Error("a reference naming another run opened the session")
+	}
+	// CTL-03: the run's own coordinates with another admission digest
+	// (a changed input reusing the reference) are refused too.
+	changed := *ref.ControlRef
+	changed.RequestDigest = ptr("sha256:" + strings.Repeat("ab", 32))
+	var we *wire.Error
+	if _, err := opener.Session(ctx, "s1", &changed); !errors.As(err, &we) || we.Code != wire.CodeSessionRefused {
+		t.Errorf("a reference with a changed admission digest: %v, want session_refused", err)
 	}
 	if _, ok := sess.(contract.RunCanceller); !ok {
 		t.Error("the served provider declares retained control; the session offers no CancelRun")
