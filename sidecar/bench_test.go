@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentrt/agentrt/contract/wire"
 	"github.com/agentrt/agentrt/providers/scripted"
@@ -19,6 +20,7 @@ const benchEvents = 2000
 // with a bare Go SSE writer sending the same event bytes (one flush per
 // event), read by the same client loop.
 func BenchmarkSSE(b *testing.B) {
+	b.ReportAllocs()
 	steps := strings.Repeat(`{"text":"x"},`, benchEvents-1) + `{"text":"x"}`
 	script, err := scripted.ParseScript([]byte(`{"turns":[{"repeat":true,"steps":[` + steps + `]}]}`))
 	if err != nil {
@@ -37,10 +39,17 @@ func BenchmarkSSE(b *testing.B) {
 	// The bare writer sends the frames of one real sidecar turn.
 	frames := turnFrames(b, ts, env)
 
+	// Every turn gets a fresh id: a known id would replay the turn's
+	// kept frames instead of running the provider.
+	turns := 0
+	turnBody := func() string {
+		turns++
+		return `{"turnId":"bench-` + itoa(turns) + `","input":{"prompt":"go"}}`
+	}
 	b.Run("sidecar", func(b *testing.B) {
 		n := 0
-		for i := range b.N {
-			body := `{"turnId":"bench-` + itoa(i) + `","input":{"prompt":"go"}}`
+		for range b.N {
+			body := turnBody()
 			n += countEvents(b, ts.Client(), http.MethodPost, ts.URL+"/v1/environments/"+env+"/turns", body)
 		}
 		b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
@@ -60,6 +69,25 @@ func BenchmarkSSE(b *testing.B) {
 			n += countEvents(b, bare.Client(), http.MethodGet, bare.URL, "")
 		}
 		b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
+	})
+	// interleaved alternates one sidecar turn and one bare stream, so a
+	// busy machine slows both alike and the ratio stays comparable.
+	b.Run("interleaved", func(b *testing.B) {
+		var side, plain time.Duration
+		n, m := 0, 0
+		for range b.N {
+			start := time.Now()
+			body := turnBody()
+			n += countEvents(b, ts.Client(), http.MethodPost, ts.URL+"/v1/environments/"+env+"/turns", body)
+			side += time.Since(start)
+			start = time.Now()
+			m += countEvents(b, bare.Client(), http.MethodGet, bare.URL, "")
+			plain += time.Since(start)
+		}
+		sideRate, plainRate := float64(n)/side.Seconds(), float64(m)/plain.Seconds()
+		b.ReportMetric(sideRate, "sidecar-events/s")
+		b.ReportMetric(plainRate, "bare-events/s")
+		b.ReportMetric(100*sideRate/plainRate, "%-of-bare")
 	})
 }
 

@@ -2,7 +2,11 @@
 // server-sent event streams (the routes and bodies of contract/wire):
 // capabilities, keyed and unkeyed create, get, destroy, turn streams
 // resumable with Last-Event-ID, acknowledged turn cancellation, answers
-// to the interaction requests of a turn, and observation. It
+// to the interaction requests of a turn, observation, and detached runs:
+// dispatch, then session calls that each carry the run's control
+// reference (open, status, events resumable after Last-Event-ID, result,
+// prompt, cancel, the digest-bound cancel-run, interaction answers), so
+// the server keeps no session state of its own. It
 // authenticates with a bearer token compared in constant time, bounds
 // every body, buffer and wait, keeps keyed creates in a store so a
 // restarted server replays a retried create, and never logs a token, a

@@ -10,8 +10,8 @@ import (
 	"github.com/agentrt/agentrt/sidecar"
 )
 
-// FuzzRequestDecoders: any body sent to the create, turn and cancel
-// routes is answered (never a panic, never a 5xx for bad input), and
+// FuzzRequestDecoders: any body sent to the create, turn, cancel,
+// dispatch and session routes is answered (never a panic, never a 5xx for bad input), and
 // every refusal is an ErrorBody.
 func FuzzRequestDecoders(f *testing.F) {
 	for _, s := range []string{
@@ -19,6 +19,9 @@ func FuzzRequestDecoders(f *testing.F) {
 		`{"profile":{"name":"t"},"idempotencyKey":"k"}`,
 		`{"turnId":"t","input":{"prompt":"hi"}}`,
 		`{"operationId":"op"}`,
+		`{"prompt":"hi","detach":true}`,
+		`{"controlRef":{"runId":"r","provider":"scripted","environmentId":"e","sessionId":"s"}}`,
+		`{"since":"x","executionId":"y"}`, `{"waitMs":5}`, `{"input":{"prompt":"hi"}}`,
 		`{"profile":`, `[]`, `{"a":1,"a":2}`, "\"\xff\"",
 	} {
 		f.Add([]byte(s))
@@ -30,7 +33,11 @@ func FuzzRequestDecoders(f *testing.F) {
 	}
 	f.Cleanup(func() { s.Close() })
 	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, path := range []string{wire.PathEnvironments, "/v1/environments/none/turns", "/v1/environments/none/turns/t/cancel"} {
+		for _, path := range []string{wire.PathEnvironments, "/v1/environments/none/turns", "/v1/environments/none/turns/t/cancel",
+			"/v1/environments/none/dispatch", "/v1/environments/none/sessions/s", "/v1/environments/none/sessions/s/status",
+			"/v1/environments/none/sessions/s/events", "/v1/environments/none/sessions/s/result", "/v1/environments/none/sessions/s/prompt",
+			"/v1/environments/none/sessions/s/cancel", "/v1/environments/none/sessions/s/cancel-run",
+			"/v1/environments/none/sessions/s/interactions"} {
 			req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 			req.Header.Set("Content-Type", wire.ContentTypeJSON)
 			rec := httptest.NewRecorder()

@@ -2,14 +2,17 @@ package sidecar_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/contract/wire"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/remote"
 	"github.com/agentrt/agentrt/sidecar"
@@ -138,5 +141,188 @@ func TestRemoteStreamReconnects(t *testing.T) {
 	}
 	if n := p.Turns(); n != 1 {
 		t.Fatalf("the provider ran %d turns, want 1", n)
+	}
+}
+
+// deltas are the text deltas of events, in order.
+func deltas(events []contract.EnvironmentEvent) string {
+	var texts []string
+	for _, ev := range events {
+		if n := ev.Normalized; n != nil && n.MessagePartUpdated != nil && n.MessagePartUpdated.Delta != nil {
+			texts = append(texts, *n.MessagePartUpdated.Delta)
+		}
+	}
+	return strings.Join(texts, "|")
+}
+
+// A session's event stream cut mid-run is resumed after the last event
+// received's id (Last-Event-ID): every event arrives once, in order,
+// and the result is waited for across several pending answers.
+func TestRemoteSessionEventsReconnect(t *testing.T) {
+	p := newScripted(t)
+	s, err := sidecar.New(p, sidecar.Options{Token: testToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var resumedAfter atomic.Value
+	h, hits := faulty(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id := r.Header.Get("Last-Event-ID"); id != "" {
+			resumedAfter.Store(id)
+		}
+		s.ServeHTTP(w, r)
+	}), func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/events") }, 3)
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	rp, err := remote.New(remote.Options{BaseURL: ts.URL, Token: testToken, RetryBackoff: 10 * time.Millisecond, CallTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := rp.Create(context.Background(), createInput(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ref, err := env.(contract.Dispatcher).Dispatch(ctx, &contract.TurnInput{Prompt: ptr("slow"), Detach: ptr(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := env.(contract.SessionOpener).Session(ctx, ref.ID, ref.ControlRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []contract.EnvironmentEvent
+	for ev, err := range sess.Events(ctx, "", "") {
+		if err != nil {
+			t.Fatalf("events: %v", err)
+		}
+		events = append(events, ev)
+	}
+	if hits.Load() < 2 {
+		t.Fatalf("the stream was opened %d times; the cut did not happen", hits.Load())
+	}
+	if got := deltas(events); got != "one|two|three" {
+		t.Fatalf("texts %q, want one|two|three exactly once each", got)
+	}
+	got, _ := resumedAfter.Load().(string)
+	if !slices.ContainsFunc(events[:len(events)-1], func(e contract.EnvironmentEvent) bool { return e.ID != nil && *e.ID == got }) {
+		t.Errorf("resumed after %q, want the id of an event received before the cut", got)
+	}
+	// The run takes ~300ms; each result call waits CallTimeout/2.
+	res, err := sess.Result(ctx)
+	if err != nil || !res.Success || res.Text != "onetwothree" {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	if n := p.Turns(); n != 1 {
+		t.Fatalf("the provider ran %d turns, want 1", n)
+	}
+}
+
+// A session opened without a reference binds to the latest run; a prompt
+// rebinds it to the new run; a reference naming another run is refused
+// before any call reaches a run.
+func TestRemoteSessionBinding(t *testing.T) {
+	ts, _ := serve(t, newScripted(t), sidecar.Options{})
+	rp := newRemote(t, ts.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	env, err := rp.Create(ctx, createInput(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := env.(contract.Dispatcher).Dispatch(ctx, &contract.TurnInput{Prompt: ptr("hi"), SessionID: ptr("s1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opener := env.(contract.SessionOpener)
+	sess, err := opener.Session(ctx, "s1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.ControlRef() == nil || !contract.SameRunControlRef(*sess.ControlRef(), *ref.ControlRef) {
+		t.Fatalf("a session opened without a reference is bound to %+v, want the dispatched run", sess.ControlRef())
+	}
+	if _, err := sess.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := sess.Prompt(ctx, &contract.TurnInput{Prompt: ptr("again")})
+	if err != nil || !res.Success {
+		t.Fatalf("prompt: %+v, %v", res, err)
+	}
+	if sess.ControlRef().RunID == ref.ControlRef.RunID {
+		t.Error("the prompt did not rebind the session to its run")
+	}
+	if st, ok, err := sess.Status(ctx); err != nil || !ok || st != contract.SessionCompleted {
+		t.Errorf("status %q %v %v", st, ok, err)
+	}
+	other := *ref.ControlRef
+	other.RunID += "-other"
+	if _, err := opener.Session(ctx, "s1", &other); err == nil {
+		t.Error("a reference naming another run opened the session")
+	}
+	// CTL-03: the run's own coordinates with another admission digest
+	// (a changed input reusing the reference) are refused too.
+	changed := *ref.ControlRef
+	changed.RequestDigest = ptr("sha256:" + strings.Repeat("ab", 32))
+	var we *wire.Error
+	if _, err := opener.Session(ctx, "s1", &changed); !errors.As(err, &we) || we.Code != wire.CodeSessionRefused {
+		t.Errorf("a reference with a changed admission digest: %v, want session_refused", err)
+	}
+	if _, ok := sess.(contract.RunCanceller); !ok {
+		t.Error("the served provider declares retained control; the session offers no CancelRun")
+	}
+	if _, ok := sess.(contract.InteractionResponder); ok {
+		t.Error("the served provider originates no interactions; the session offers an interaction responder")
+	}
+}
+
+// A dispatch whose answer is lost after the server admitted the run is
+// re-sent when the turn carries a turn id, and the provider's turn
+// idempotency resolves it to the same run: one run, the same reference.
+// Without a turn id the lost answer is reported, not re-sent.
+func TestRemoteDispatchLostAnswer(t *testing.T) {
+	for _, turnID := range []string{"turn-1", ""} {
+		p := newScripted(t)
+		s, err := sidecar.New(p, sidecar.Options{Token: testToken})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, hits := faulty(s, func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/dispatch") }, 0)
+		ts := httptest.NewServer(h)
+		rp := newRemote(t, ts.URL)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		env, err := rp.Create(ctx, createInput(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := &contract.TurnInput{Prompt: ptr("hi"), Detach: ptr(true)}
+		if turnID != "" {
+			in.TurnID = &turnID
+		}
+		ref, err := env.(contract.Dispatcher).Dispatch(ctx, in)
+		switch {
+		case turnID == "" && err == nil:
+			t.Error("a dispatch without a turn id was re-sent after its answer was lost")
+		case turnID != "" && err != nil:
+			t.Errorf("a dispatch with a turn id: %v", err)
+		case turnID != "":
+			if hits.Load() != 2 {
+				t.Errorf("the dispatch was sent %d times, want 2", hits.Load())
+			}
+			sess, err := env.(contract.SessionOpener).Session(ctx, ref.ID, ref.ControlRef)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res, err := sess.Result(ctx); err != nil || !res.Success {
+				t.Errorf("the run: %+v, %v", res, err)
+			}
+			if p.Turns() != 1 {
+				t.Errorf("the provider ran %d turns, want 1", p.Turns())
+			}
+		}
+		cancel()
+		s.Close()
+		ts.Close()
 	}
 }

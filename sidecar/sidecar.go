@@ -28,6 +28,8 @@ const (
 	DefaultKeepAlive      = 15 * time.Second
 	DefaultCreateTimeout  = 5 * time.Minute
 	DefaultCallTimeout    = 30 * time.Second
+	DefaultResultWait     = 20 * time.Second
+	DefaultPromptTimeout  = 30 * time.Minute
 )
 
 // Options configure a Server. The zero value serves without
@@ -61,8 +63,13 @@ type Options struct {
 	// client that asked goes away, so its retry can replay it.
 	CreateTimeout time.Duration
 	// CallTimeout bounds every other provider call (status, destroy,
-	// capabilities).
+	// capabilities, session calls).
 	CallTimeout time.Duration
+	// ResultWait bounds how long one session result call waits for its
+	// run to end before answering pending (the client asks again).
+	ResultWait time.Duration
+	// PromptTimeout bounds one session prompt (a whole turn).
+	PromptTimeout time.Duration
 }
 
 func (o *Options) defaults() {
@@ -89,6 +96,12 @@ func (o *Options) defaults() {
 	}
 	if o.CallTimeout <= 0 {
 		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.ResultWait <= 0 {
+		o.ResultWait = DefaultResultWait
+	}
+	if o.PromptTimeout <= 0 {
+		o.PromptTimeout = DefaultPromptTimeout
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -136,6 +149,16 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 	s.mux.HandleFunc(wire.RouteTurnCancel, s.auth(s.method(http.MethodPost, s.cancelTurn)))
 	s.mux.HandleFunc(wire.RouteInteractions, s.auth(s.method(http.MethodPost, s.respond)))
 	s.mux.HandleFunc(wire.RouteObservation, s.auth(s.method(http.MethodGet, s.observe)))
+	post := func(route string, h http.HandlerFunc) { s.mux.HandleFunc(route, s.auth(s.method(http.MethodPost, h))) }
+	post(wire.RouteDispatch, s.dispatch)
+	post(wire.RouteSession, s.openRoute)
+	post(wire.RouteSessionStatus, s.sessionStatus)
+	post(wire.RouteSessionEvents, s.sessionEvents)
+	post(wire.RouteSessionResult, s.sessionResult)
+	post(wire.RouteSessionPrompt, s.sessionPrompt)
+	post(wire.RouteSessionCancel, s.sessionCancel)
+	post(wire.RouteSessionCancelRun, s.sessionCancelRun)
+	post(wire.RouteSessionInteractions, s.sessionRespond)
 	s.mux.HandleFunc("/", s.auth(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, wire.ErrorDetail{Code: wire.CodeNotFound, Message: "no such route"})
 	}))

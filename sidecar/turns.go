@@ -26,16 +26,28 @@ type turn struct {
 	done    bool
 	end     []byte // the closing frame (end or error)
 	endedAt time.Time
-	changed chan struct{} // closed and replaced on every change
+	changed chan struct{} // closed at the next change; nil when nobody waits
 	readers int
 	abandon *time.Timer
 	ops     map[string]string // cancel operation id -> effect
 }
 
-// changedLocked wakes every reader.
+// changedLocked wakes every waiting reader.
 func (t *turn) changedLocked() {
-	close(t.changed)
-	t.changed = make(chan struct{})
+	if t.changed != nil {
+		close(t.changed)
+		t.changed = nil
+	}
+}
+
+// waitLocked is the channel closed at the next change. It is made only
+// when a reader is about to wait, so an event nobody waits for costs no
+// channel.
+func (t *turn) waitLocked() chan struct{} {
+	if t.changed == nil {
+		t.changed = make(chan struct{})
+	}
+	return t.changed
 }
 
 func (t *turn) append(frame []byte, max int) {
@@ -81,23 +93,47 @@ func errorData(d wire.ErrorDetail) []byte {
 
 var endFrame = frame(0, wire.EventEnd, []byte(`{}`))
 
-// run streams the turn from env until it ends or is cancelled.
+// slabSize is the size of the blocks a turn's frames are encoded into.
+const slabSize = 64 << 10
+
+// frameSlab hands out frames encoded in place into shared blocks, so an
+// event costs no buffer growth and no allocation of its own. A frame is
+// never written again once handed out; a block lives while any of its
+// frames is kept.
+type frameSlab struct{ buf []byte }
+
+// next encodes ev as the frame of sequence seq.
+func (f *frameSlab) next(seq int64, ev contract.EnvironmentEvent) ([]byte, error) {
+	if cap(f.buf)-len(f.buf) < slabSize/16 {
+		f.buf = make([]byte, 0, slabSize)
+	}
+	start := len(f.buf)
+	out, err := wire.AppendSSEJSON(f.buf, seq, ev)
+	if err != nil {
+		return nil, err
+	}
+	f.buf = out
+	return out[start:len(out):len(out)], nil
+}
+
+// run streams the turn from env until it ends or is cancelled. It is the
+// turn's only writer, so it numbers the events itself.
 func (s *Server) run(ctx context.Context, t *turn, env contract.Environment, in *contract.TurnInput, cancel context.CancelFunc) {
 	defer cancel()
+	var slab frameSlab
+	var seq int64
 	for ev, err := range env.Stream(ctx, in) {
 		if err != nil {
 			t.finish(frame(0, wire.EventError, errorData(providerError(err))))
 			return
 		}
-		data, err := wire.Marshal(ev)
+		f, err := slab.next(seq+1, ev)
 		if err != nil {
 			t.finish(frame(0, wire.EventError, errorData(wire.ErrorDetail{Code: wire.CodeProvider, Message: "the provider emitted an event with no JSON form: " + err.Error()})))
 			return
 		}
-		t.mu.Lock()
-		seq := t.next + 1
-		t.mu.Unlock()
-		t.append(frame(seq, "", data), s.opts.MaxTurnEvents)
+		seq++
+		t.append(f, s.opts.MaxTurnEvents)
 	}
 	t.finish(endFrame)
 }
@@ -195,7 +231,7 @@ func (s *Server) admit(key turnKey, digest string) (t *turn, existing, ok bool) 
 		}
 		delete(s.turns, oldest.key)
 	}
-	t = &turn{key: key, digest: digest, changed: make(chan struct{}), ops: map[string]string{}, cancel: func() {}}
+	t = &turn{key: key, digest: digest, ops: map[string]string{}, cancel: func() {}}
 	s.turns[key] = t
 	return t, false, true
 }
@@ -271,7 +307,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, t *turn, after i
 			return
 		}
 		frames := t.events[pos-t.base:]
-		done, end, changed := t.done, t.end, t.changed
+		done, end := t.done, t.end
+		var changed chan struct{}
+		if len(frames) == 0 && !done {
+			changed = t.waitLocked()
+		}
 		t.mu.Unlock()
 		for _, f := range frames {
 			if _, err := w.Write(f); err != nil {
@@ -287,6 +327,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, t *turn, after i
 		if len(frames) > 0 {
 			if err := rc.Flush(); err != nil {
 				return
+			}
+			select {
+			case <-s.closing:
+				return
+			default:
+				continue
 			}
 		}
 		select {

@@ -21,6 +21,15 @@ func FuzzDecoders(f *testing.F) {
 		`{"operationId":"op","binding":{"provider":"p","environmentId":"e","runId":"r","interactionId":"i"},"commandDigest":"sha256:00","response":{"id":"i","outcome":"declined"}}`,
 		`{"operationId":"op","binding":{"provider":"p","environmentId":"e","runId":"r","interactionId":"i"},"commandDigest":"sha256:00","status":"accepted"}`,
 		`{"subject":{"provider":"p","environmentId":"e"}}`,
+		`{"controlRef":{"runId":"r","provider":"p","environmentId":"e","sessionId":"s"}}`,
+		`{"since":"ev-1","executionId":"x"}`,
+		`{"waitMs":100}`, `{"pending":true}`, `{"result":{"text":"hi","success":true}}`,
+		`{"id":"s","controlRef":{"runId":"r","provider":"p","environmentId":"e"}}`,
+		`{"status":"running"}`,
+		`{"input":{"prompt":"hi"}}`,
+		`{"result":{"text":"","success":false,"error":"x"}}`,
+		`{"id":"s","provider":"p","controlRef":{"runId":"r","provider":"p","environmentId":"e"}}`,
+		`{"prompt":"hi","detach":true,"turnId":"t"}`,
 		`{"a":`, `[]`, `null`,
 	} {
 		f.Add([]byte(s))
@@ -49,6 +58,19 @@ func FuzzDecoders(f *testing.F) {
 		check("interactionAck", func(b []byte) (any, error) { return wire.ParseInteractionAcknowledgement(b) })
 		check("observation", func(b []byte) (any, error) { return wire.ParseEnvironmentObservation(b) })
 		check("capabilities", func(b []byte) (any, error) { return wire.ParseCapabilities(b) })
+		check("turnInput", func(b []byte) (any, error) { return wire.ParseTurnInput(b) })
+		check("sessionRef", func(b []byte) (any, error) { return wire.ParseSessionRef(b) })
+		check("sessionRequest", func(b []byte) (any, error) { return wire.ParseSessionRequest(b) })
+		check("session", func(b []byte) (any, error) { return wire.ParseSession(b) })
+		check("sessionStatus", func(b []byte) (any, error) { return wire.ParseSessionStatus(b) })
+		check("sessionEvents", func(b []byte) (any, error) { return wire.ParseSessionEventsRequest(b) })
+		check("sessionResultRequest", func(b []byte) (any, error) { return wire.ParseSessionResultRequest(b) })
+		check("sessionResult", func(b []byte) (any, error) { return wire.ParseSessionResult(b) })
+		check("sessionPrompt", func(b []byte) (any, error) { return wire.ParseSessionPromptRequest(b) })
+		check("promptResult", func(b []byte) (any, error) { return wire.ParsePromptResult(b) })
+		check("sessionCancelRun", func(b []byte) (any, error) { return wire.ParseSessionCancelRunRequest(b) })
+		check("cancelRunAck", func(b []byte) (any, error) { return wire.ParseRunCancellationAcknowledgement(b) })
+		check("sessionInteraction", func(b []byte) (any, error) { return wire.ParseSessionInteractionRequest(b) })
 	})
 }
 

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
+
+	"github.com/agentrt/agentrt/canonjson"
 )
 
 // SSEEvent is one server-sent event as framed on the wire.
@@ -23,8 +26,8 @@ type SSEEvent struct {
 // newline (compact JSON never does); a newline is refused so a frame can
 // never be split into two.
 func AppendSSE(b []byte, id int64, event string, data []byte) ([]byte, error) {
-	if bytes.ContainsAny(data, "\r\n") || bytes.ContainsAny([]byte(event), "\r\n") {
-		return b, errors.New("sse: an event's data or name contains a line break")
+	if bytes.ContainsAny(data, "\r\n") || strings.ContainsAny(event, "\r\n") {
+		return b, errSSELineBreak
 	}
 	if id > 0 {
 		b = append(b, "id: "...)
@@ -40,6 +43,8 @@ func AppendSSE(b []byte, id int64, event string, data []byte) ([]byte, error) {
 	b = append(b, data...)
 	return append(b, '\n', '\n'), nil
 }
+
+var errSSELineBreak = errors.New("sse: an event's data or name contains a line break")
 
 // ErrSSETooLarge is returned by SSEReader.Next for an event whose data
 // exceeds MaxBodyBytes.
@@ -134,4 +139,52 @@ func ParseEventID(s string) (int64, error) {
 		return 0, fmt.Errorf("event id %q is not a sequence number", s)
 	}
 	return n, nil
+}
+
+// AppendSSEJSON appends one unnamed event frame whose data is x encoded
+// as Marshal encodes it, built in place in b (no intermediate buffer):
+// the per-event encoding of a stream. id > 0 is written as the id line.
+// On error b is returned unchanged.
+func AppendSSEJSON(b []byte, id int64, x any) ([]byte, error) {
+	head := len(b)
+	if id > 0 {
+		b = append(b, "id: "...)
+		b = strconv.AppendInt(b, id, 10)
+		b = append(b, '\n')
+	}
+	return appendJSONData(b, head, x)
+}
+
+// AppendSSEJSONID is AppendSSEJSON with an opaque string id (a session
+// event's own id; "" writes no id line). An id that is not SSEIDSafe is
+// refused with ErrSSEID.
+func AppendSSEJSONID(b []byte, id string, x any) ([]byte, error) {
+	head := len(b)
+	if id != "" {
+		if !SSEIDSafe(id) {
+			return b, ErrSSEID
+		}
+		b = append(b, "id: "...)
+		b = append(b, id...)
+		b = append(b, '\n')
+	}
+	return appendJSONData(b, head, x)
+}
+
+// appendJSONData appends the data line of x and the frame's end; on error
+// it returns b cut back to head.
+func appendJSONData(b []byte, head int, x any) ([]byte, error) {
+	v, err := canonjson.ToValue(x)
+	if err != nil {
+		return b[:head], err
+	}
+	b = append(b, "data: "...)
+	start := len(b)
+	b = canonjson.AppendMarshal(b, v)
+	// Marshal escapes every control character, so a line break here would
+	// be a bug; the check keeps a frame from ever splitting in two.
+	if bytes.IndexByte(b[start:], '\n') >= 0 || bytes.IndexByte(b[start:], '\r') >= 0 {
+		return b[:head], errSSELineBreak
+	}
+	return append(b, '\n', '\n'), nil
 }

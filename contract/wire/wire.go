@@ -64,11 +64,15 @@ const (
 	CodeIdempotencyConflict = "idempotency_conflict"
 	CodeTurnConflict        = "turn_conflict"
 	CodeCreateInDoubt       = "create_in_doubt"
-	CodeResumeGone          = "resume_window_passed"
-	CodeUnsupported         = "unsupported"
-	CodeUnavailable         = "unavailable"
-	CodeProvider            = "provider_error"
-	CodeInternal            = "internal"
+	// CodeSessionRefused: the provider refused to open the session with
+	// the given reference (no such session, or a reference naming
+	// another run). It is final: the same call cannot succeed later.
+	CodeSessionRefused = "session_refused"
+	CodeResumeGone     = "resume_window_passed"
+	CodeUnsupported    = "unsupported"
+	CodeUnavailable    = "unavailable"
+	CodeProvider       = "provider_error"
+	CodeInternal       = "internal"
 )
 
 var codeStatus = map[string]int{
@@ -81,6 +85,7 @@ var codeStatus = map[string]int{
 	CodeIdempotencyConflict: 409,
 	CodeTurnConflict:        409,
 	CodeCreateInDoubt:       409,
+	CodeSessionRefused:      409,
 	CodeResumeGone:          410,
 	CodeUnsupported:         422,
 	CodeUnavailable:         503,
@@ -352,18 +357,27 @@ func FromSchemaError(err error) ErrorDetail {
 	return d
 }
 
-// Served is the part of c the wire carries: profile handling,
-// live streaming, usage, create options, cwd bases, interactions (on an
-// environment's turns) and observation. Every ability the wire does not
-// carry (detach, sessions, workspace I/O, branching, exact processes,
-// profile validation) is declared absent, so a client's exposure matches its document. The server serves
+// Served is the part of c the wire carries: profile handling, streaming
+// (live, replay, detach, turn idempotency), session continuation,
+// retained control (exact runs, digest-bound cancellation), usage,
+// create options, cwd bases, interactions (on turns and sessions) and
+// observation, each only as far as c declares it. Every ability the wire
+// does not carry (native continuation, context transfer, workspace I/O,
+// branching, exact processes, profile validation, placement) is declared
+// absent, so a client's exposure matches its document. The server serves
 // this document and a client trusts no more than it.
 func Served(c *contract.Capabilities) contract.Capabilities {
 	out := contract.Capabilities{
-		Profile:   c.Profile,
-		Streaming: contract.StreamingCapabilities{Live: c.Streaming.Live},
+		Profile: c.Profile,
+		Streaming: contract.StreamingCapabilities{Live: c.Streaming.Live, Replay: c.Streaming.Replay,
+			Detach: c.Streaming.Detach, TurnIdempotency: c.Streaming.TurnIdempotency},
+		Sessions:  contract.SessionCapabilities{Continue: c.Sessions.Continue},
 		Workspace: contract.WorkspaceCapabilities{CwdBases: c.Workspace.CwdBases},
 		Usage:     c.Usage,
+	}
+	if rc := c.RetainedControl; rc != nil {
+		kept := *rc
+		out.RetainedControl = &kept
 	}
 	if c.Interactions != nil {
 		ic := *c.Interactions

@@ -112,6 +112,7 @@ func TestRemoteConformanceAgainstServeProcess(t *testing.T) {
 	}
 	providertest.Run(t, func(t *testing.T) contract.Provider { return newRemote(t) }, providertest.Options{
 		RequireUsage: true,
+		Sessions:     providertest.SessionOptions{LivePrompt: "providertest: live"},
 		Interactions: providertest.InteractionOptions{Prompt: "providertest: ask", ExpirePrompt: "providertest: expire",
 			UnreachablePrompt: "providertest: unreachable"},
 		Reconnect: func(contract.Provider) contract.Provider {

@@ -10,26 +10,25 @@ import (
 	"github.com/agentrt/agentrt/contract/wire"
 )
 
+//go:generate go run gen_exposure.go
+
 // expose returns e as the type whose optional methods are exactly the
 // abilities its capability document (its own, else the server's)
 // declares, so a caller's type assertions agree with the document.
 func (p *Provider) expose(ctx context.Context, e *environment) (contract.Environment, error) {
-	c := e.Capabilities()
-	if c == nil {
-		var err error
-		if c, err = p.served(ctx); err != nil {
-			return nil, err
-		}
+	c, err := e.caps(ctx)
+	if err != nil {
+		return nil, err
 	}
-	switch interact, observe := c.Interactions != nil, c.Observation != nil; {
-	case interact && observe:
-		return interactingObservedEnv{e}, nil
-	case interact:
-		return interactingEnv{e}, nil
-	case observe:
-		return observedEnv{e}, nil
+	return envExposed(e, envMask(c)), nil
+}
+
+// caps is the environment's own capability document, else the server's.
+func (e *environment) caps(ctx context.Context) (*contract.Capabilities, error) {
+	if c := e.Capabilities(); c != nil {
+		return c, nil
 	}
-	return e, nil
+	return e.p.served(ctx)
 }
 
 // served is the server's capability document, read once.
@@ -41,39 +40,6 @@ func (p *Provider) served(ctx context.Context) (*contract.Capabilities, error) {
 		return c, nil
 	}
 	return p.Capabilities(ctx)
-}
-
-type (
-	interactingEnv         struct{ *environment }
-	observedEnv            struct{ *environment }
-	interactingObservedEnv struct{ *environment }
-)
-
-var (
-	_ contract.InteractionResponder = interactingEnv{}
-	_ contract.Observer             = observedEnv{}
-	_ contract.InteractionResponder = interactingObservedEnv{}
-	_ contract.Observer             = interactingObservedEnv{}
-)
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e interactingEnv) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	return e.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e observedEnv) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	return e.observe(ctx)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e interactingObservedEnv) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	return e.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e interactingObservedEnv) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	return e.observe(ctx)
 }
 
 // respond sends an interaction answer. A retry after a lost answer

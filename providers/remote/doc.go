@@ -1,8 +1,13 @@
 // Package remote is a contract.Provider over the sidecar's HTTP API
 // (`agentrt serve`, contract/wire): capabilities read from the server,
 // keyed creates forwarded with their key, turn streams over SSE, answers
-// to interaction requests and observation, each offered (as a method of
-// the environment) exactly when the server's document declares it. Every
+// to interaction requests and observation, detached dispatch and
+// sessions (status, events resumable after an event id, result, prompt,
+// cancel, the digest-bound CancelRun and session interaction answers),
+// each offered (as a method of the environment or session) exactly when
+// the server's document declares it. A session holds only its ids and
+// the control reference of its run, so another process opens it again
+// from the same reference. Every
 // create carries an idempotency key (one is minted when the caller gave
 // none), so a create whose answer was lost is retried with the same key
 // and never makes a second environment; a cut turn stream reconnects with

@@ -28,6 +28,7 @@ const (
 	DefaultCreateTimeout = 5 * time.Minute
 	DefaultIdleTimeout   = 60 * time.Second
 	DefaultCancelTimeout = 5 * time.Second
+	DefaultPromptTimeout = 30 * time.Minute
 )
 
 // Options configure a Provider.
@@ -55,6 +56,8 @@ type Options struct {
 	// CancelTimeout bounds the cancel sent when a stream's context ends
 	// before its turn did.
 	CancelTimeout time.Duration
+	// PromptTimeout bounds one session prompt (a whole turn).
+	PromptTimeout time.Duration
 }
 
 // Provider is a contract.Provider served by a sidecar.
@@ -95,6 +98,9 @@ func New(opts Options) (*Provider, error) {
 	}
 	if opts.CancelTimeout <= 0 {
 		opts.CancelTimeout = DefaultCancelTimeout
+	}
+	if opts.PromptTimeout <= 0 {
+		opts.PromptTimeout = DefaultPromptTimeout
 	}
 	client := opts.HTTPClient
 	if client == nil {

@@ -136,14 +136,7 @@ func (e *environment) read(r *idleBody, last *int64, failures *int, yield func(c
 		case wire.EventEnd:
 			return true, true, nil
 		case wire.EventError:
-			e := &wire.Error{Status: http.StatusBadGateway}
-			if eb, perr := wire.ParseErrorBody(ev.Data); perr == nil {
-				e.ErrorDetail = eb.Error
-				e.Status = wire.Status(eb.Error.Code)
-			} else {
-				e.Code, e.Message = wire.CodeInternal, "the server ended the turn with an unreadable error"
-			}
-			return true, true, yieldErr(yield, e)
+			return true, true, yieldErr(yield, streamError(ev.Data))
 		}
 	}
 }

@@ -1,0 +1,67 @@
+package remote
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentrt/agentrt/contract"
+)
+
+// For every combination of the capabilities that gate remote's optional
+// abilities, the exposed environment and session implement exactly the
+// declared abilities (contract.CheckExposure, CheckSessionExposure).
+func TestExposureMatchesEveryDocument(t *testing.T) {
+	gates := []func(*contract.Capabilities){
+		func(c *contract.Capabilities) { c.Streaming.Detach = true },
+		func(c *contract.Capabilities) { c.Streaming.Replay = true },
+		func(c *contract.Capabilities) { c.Sessions.Continue = true },
+		func(c *contract.Capabilities) { c.Interactions = &contract.InteractionCapabilities{} },
+		func(c *contract.Capabilities) { c.Observation = &contract.ObservationCapabilities{} },
+		func(c *contract.Capabilities) { c.RetainedControl = &contract.RetainedControlCapabilities{} },
+	}
+	for m := range 1 << len(gates) {
+		var c contract.Capabilities
+		for i, set := range gates {
+			if m&(1<<i) != 0 {
+				set(&c)
+			}
+		}
+		e := &environment{}
+		if err := contract.CheckExposure(&c, envExposed(e, envMask(&c))); err != nil {
+			t.Errorf("document %06b: environment exposure: %v", m, err)
+		}
+		if err := contract.CheckSessionExposure(&c, sessExposed(&session{e: e}, sessMask(&c))); err != nil {
+			t.Errorf("document %06b: session exposure: %v", m, err)
+		}
+	}
+}
+
+// exposure_gen.go is what gen_exposure.go writes.
+func TestExposureGeneratedUpToDate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the generator")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command to run the generator")
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "exposure_gen.go")
+	cmd := exec.Command("go", "run", "gen_exposure.go", dir)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go run gen_exposure.go: %v\n%s", err, b)
+	}
+	want, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("exposure_gen.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Error("exposure_gen.go is stale: run go generate ./providers/remote")
+	}
+}

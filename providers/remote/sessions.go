@@ -1,0 +1,392 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/contract/wire"
+)
+
+// ErrNotResumable is wrapped by the error of a session event stream that
+// was cut after an event without a stable id: it cannot be resumed
+// without repeating that event, so it is not resumed.
+var ErrNotResumable = errors.New("remote: the session event stream was cut after an event without a stable id")
+
+// dispatch starts a detached run on the server. A dispatch is re-sent
+// after a lost answer only when the turn carries a turn id (the
+// provider's turn idempotency then resolves it to the same run); without
+// one a lost answer is the caller's to resolve.
+func (e *environment) dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	if e.destroyed.Load() {
+		return nil, fmt.Errorf("%w: %s", ErrDestroyed, e.doc.ID)
+	}
+	var input contract.TurnInput
+	if in != nil {
+		input = *in
+	}
+	body, err := wire.Marshal(&input)
+	if err != nil {
+		return nil, fmt.Errorf("remote: the turn input has no JSON form: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.p.opts.CallTimeout)
+	defer cancel()
+	out, _, err := e.p.call(ctx, http.MethodPost, envPath(e.doc.ID)+"/dispatch", body, input.TurnID != nil)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := wire.ParseSessionRef(out)
+	if err != nil {
+		return nil, fmt.Errorf("remote: the server's session reference: %w", err)
+	}
+	return ref, nil
+}
+
+// session opens session id on the server, bound to the run ref names
+// (the session's latest run without one). The server refuses a reference
+// naming another run of the session. The returned session holds only its
+// ids and reference, so a client in another process can open it again
+// from the same reference.
+func (e *environment) session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	c, err := e.caps(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{e: e, id: id, ref: ref}
+	var doc *wire.Session
+	if err := s.post(ctx, "", wire.SessionRequest{ControlRef: ref}, true, func(b []byte) (err error) {
+		doc, err = wire.ParseSession(b)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if doc.ID != id {
+		return nil, fmt.Errorf("remote: the server opened session %q for %q", doc.ID, id)
+	}
+	if ref != nil && doc.ControlRef != nil && !contract.SameRunControlRef(*doc.ControlRef, *ref) {
+		return nil, fmt.Errorf("remote: the server bound session %s to another run than %s", id, ref.RunID)
+	}
+	if doc.ControlRef != nil {
+		s.ref = doc.ControlRef
+	}
+	return sessExposed(s, sessMask(c)), nil
+}
+
+// session is one provider session on the server, bound to one run.
+type session struct {
+	e  *environment
+	id string
+
+	mu  sync.Mutex
+	ref *contract.RunControlRef
+}
+
+func (s *session) path(suffix string) string {
+	return envPath(s.e.doc.ID) + "/sessions/" + url.PathEscape(s.id) + suffix
+}
+
+// post sends one session call and decodes its answer with parse (nil for
+// an answer without a body).
+func (s *session) post(ctx context.Context, suffix string, req any, retry bool, parse func([]byte) error) error {
+	body, err := wire.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("remote: the session request has no JSON form: %w", err)
+	}
+	out, _, err := s.e.p.call(ctx, http.MethodPost, s.path(suffix), body, retry)
+	if err != nil {
+		return err
+	}
+	if parse == nil {
+		return nil
+	}
+	if err := parse(out); err != nil {
+		return fmt.Errorf("remote: the server's answer to %s: %w", s.path(suffix), err)
+	}
+	return nil
+}
+
+func (s *session) controlRef() *contract.RunControlRef {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ref
+}
+
+// ID implements contract.Session.
+func (s *session) ID() string { return s.id }
+
+// ControlRef implements contract.Session: the reference of the run the
+// session is bound to.
+func (s *session) ControlRef() *contract.RunControlRef {
+	ref := s.controlRef()
+	if ref == nil {
+		return nil
+	}
+	c := *ref
+	return &c
+}
+
+// Status implements contract.Session.
+func (s *session) Status(ctx context.Context) (contract.SessionStatus, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.e.p.opts.CallTimeout)
+	defer cancel()
+	var st *wire.SessionStatus
+	if err := s.post(ctx, "/status", wire.SessionRequest{ControlRef: s.controlRef()}, true, func(b []byte) (err error) {
+		st, err = wire.ParseSessionStatus(b)
+		return err
+	}); err != nil {
+		return contract.SessionUnknown, false, err
+	}
+	if st.Status == nil {
+		return contract.SessionUnknown, false, nil
+	}
+	return *st.Status, true, nil
+}
+
+// Result implements contract.Session: it asks until the bound run ended
+// (each ask waits on the server about half a call timeout), or ctx ends.
+func (s *session) Result(ctx context.Context) (*contract.TurnResult, error) {
+	wait := min(s.e.p.opts.CallTimeout/2, wire.MaxResultWaitMs*time.Millisecond).Milliseconds()
+	for {
+		var res *wire.SessionResult
+		err := func() error {
+			cctx, cancel := context.WithTimeout(ctx, s.e.p.opts.CallTimeout)
+			defer cancel()
+			return s.post(cctx, "/result", wire.SessionResultRequest{ControlRef: s.controlRef(), WaitMs: &wait}, true, func(b []byte) (err error) {
+				res, err = wire.ParseSessionResult(b)
+				return err
+			})
+		}()
+		if err != nil {
+			return nil, err
+		}
+		if res.Result != nil {
+			return res.Result, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Prompt implements contract.Session: it plays another turn in the
+// session and binds the session to its run. It is re-sent after a lost
+// answer only when the turn carries a turn id.
+func (s *session) Prompt(ctx context.Context, in *contract.TurnInput) (*contract.TurnResult, error) {
+	var input contract.TurnInput
+	if in != nil {
+		input = *in
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.e.p.opts.PromptTimeout)
+	defer cancel()
+	var res *wire.PromptResult
+	if err := s.post(ctx, "/prompt", wire.SessionPromptRequest{ControlRef: s.controlRef(), Input: input}, input.TurnID != nil, func(b []byte) (err error) {
+		res, err = wire.ParsePromptResult(b)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if res.ControlRef != nil {
+		s.mu.Lock()
+		s.ref = res.ControlRef
+		s.mu.Unlock()
+	}
+	return &res.Result, nil
+}
+
+// Cancel implements contract.Session: the legacy best-effort cancel of
+// the bound run.
+func (s *session) Cancel(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.e.p.opts.CallTimeout)
+	defer cancel()
+	return s.post(ctx, "/cancel", wire.SessionRequest{ControlRef: s.controlRef()}, true, nil)
+}
+
+// cancelRun sends a digest-bound cancellation. The provider binds the
+// operation id to the request digest, so a retry after a lost answer is
+// acknowledged as a replay.
+func (s *session) cancelRun(ctx context.Context, req *contract.RunCancellationRequest) (*contract.RunCancellationAcknowledgement, error) {
+	if req == nil {
+		return nil, errors.New("remote: nil run cancellation request")
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.e.p.opts.CallTimeout)
+	defer cancel()
+	var ack *contract.RunCancellationAcknowledgement
+	if err := s.post(ctx, "/cancel-run", wire.SessionCancelRunRequest{ControlRef: s.controlRef(), Request: *req}, true, func(b []byte) (err error) {
+		ack, err = wire.ParseRunCancellationAcknowledgement(b)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	return ack, nil
+}
+
+// respond answers an interaction request through the session; a retry
+// re-sends the same command, acknowledged as a replay.
+func (s *session) respond(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	if cmd == nil {
+		return nil, errors.New("remote: nil interaction response command")
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.e.p.opts.CallTimeout)
+	defer cancel()
+	var ack *contract.InteractionAcknowledgement
+	if err := s.post(ctx, "/interactions", wire.SessionInteractionRequest{ControlRef: s.controlRef(), Command: *cmd}, true, func(b []byte) (err error) {
+		ack, err = wire.ParseInteractionAcknowledgement(b)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	return ack, nil
+}
+
+// Events implements contract.Session: the session's events after since,
+// followed live until the run ends. A dropped connection is resumed
+// after the last event's own id (Last-Event-ID), through the provider's
+// replay, so nothing is lost or repeated; a stream cut after an event
+// without an id is not resumed (ErrNotResumable). Leaving the stream
+// early stops reading; the run goes on.
+func (s *session) Events(ctx context.Context, since, executionID string) iter.Seq2[contract.EnvironmentEvent, error] {
+	return func(yield func(contract.EnvironmentEvent, error) bool) {
+		cur := cursor{since: since}
+		failures := 0
+		for {
+			r, err := s.openEvents(ctx, &cur, executionID)
+			if err == nil {
+				var stop bool
+				stop, err = readSessionEvents(r, &cur, &failures, yield)
+				if stop {
+					return
+				}
+			}
+			if ctx.Err() != nil {
+				yield(contract.EnvironmentEvent{}, ctx.Err())
+				return
+			}
+			var we *wire.Error
+			if errors.As(err, &we) && we.Status < 500 {
+				yield(contract.EnvironmentEvent{}, err)
+				return
+			}
+			if cur.unresumable {
+				yield(contract.EnvironmentEvent{}, fmt.Errorf("%w: %w", ErrNotResumable, err))
+				return
+			}
+			failures++
+			if failures > s.e.p.opts.MaxRetries {
+				yield(contract.EnvironmentEvent{}, fmt.Errorf("remote: the session event stream was lost %d times: %w", failures, err))
+				return
+			}
+			if err := sleep(ctx, s.e.p.opts.RetryBackoff<<(failures-1)); err != nil {
+				yield(contract.EnvironmentEvent{}, err)
+				return
+			}
+		}
+	}
+}
+
+// cursor is where a session event stream resumes: after the caller's
+// since until an event arrived, then after the last event's id.
+type cursor struct {
+	since string
+	// last is the id of the last event yielded ("" before one).
+	last        string
+	unresumable bool
+}
+
+// openEvents opens the session's event stream after the cursor: the
+// last event's id goes in Last-Event-ID when a header can carry it, else
+// in the body.
+func (s *session) openEvents(ctx context.Context, cur *cursor, executionID string) (*idleBody, error) {
+	req := wire.SessionEventsRequest{ControlRef: s.controlRef()}
+	if cur.since != "" {
+		req.Since = &cur.since
+	}
+	header := ""
+	if cur.last != "" {
+		if wire.SSEIDSafe(cur.last) {
+			header = cur.last
+		} else {
+			req.Since = &cur.last
+		}
+	}
+	if executionID != "" {
+		req.ExecutionID = &executionID
+	}
+	body, err := wire.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("remote: the events request has no JSON form: %w", err)
+	}
+	hr, err := s.e.p.newRequest(ctx, http.MethodPost, s.path("/events"), body)
+	if err != nil {
+		return nil, err
+	}
+	hr.Header.Set("Accept", wire.ContentTypeSSE)
+	if header != "" {
+		hr.Header.Set(wire.HeaderLastEventID, header)
+	}
+	resp, err := s.e.p.client.Do(hr)
+	if err != nil {
+		return nil, fmt.Errorf("remote: opening the session event stream: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(io.LimitReader(resp.Body, wire.MaxBodyBytes))
+		return nil, answerError(resp.StatusCode, out)
+	}
+	return newIdleBody(resp.Body, s.e.p.opts.IdleTimeout), nil
+}
+
+// readSessionEvents yields the events of one connection. It reports stop
+// when the caller stopped or the stream ended for good, else the error
+// that cut the connection.
+func readSessionEvents(r *idleBody, cur *cursor, failures *int, yield func(contract.EnvironmentEvent, error) bool) (stop bool, err error) {
+	defer r.Close()
+	sse := wire.NewSSEReader(r)
+	for {
+		ev, err := sse.Next()
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF // a stream ends only with end or error
+			}
+			return false, err
+		}
+		switch ev.Event {
+		case "":
+			env, err := wire.ParseEnvironmentEvent(ev.Data)
+			if err != nil {
+				return true, yieldErr(yield, fmt.Errorf("remote: a session event: %w", err))
+			}
+			if env.ID != nil && *env.ID != "" {
+				cur.last, cur.unresumable = *env.ID, false
+			} else {
+				cur.unresumable = true
+			}
+			*failures = 0
+			if !yield(*env, nil) {
+				return true, nil
+			}
+		case wire.EventEnd:
+			return true, nil
+		case wire.EventError:
+			return true, yieldErr(yield, streamError(ev.Data))
+		}
+	}
+}
+
+// streamError is the error an SSE error frame carries.
+func streamError(data []byte) error {
+	e := &wire.Error{Status: http.StatusBadGateway}
+	if eb, err := wire.ParseErrorBody(data); err == nil {
+		e.ErrorDetail = eb.Error
+		e.Status = wire.Status(eb.Error.Code)
+	} else {
+		e.Code, e.Message = wire.CodeInternal, "the server ended the stream with an unreadable error"
+	}
+	return e
+}
