@@ -345,7 +345,8 @@ const (
 // retryable, after its Retry-After when that is within
 // Options.MaxRetryWait (else not at all), otherwise after a doubling
 // backoff with jitter; a connection failure after the backoff. A context
-// error is never retried.
+// error is never retried, nor a failure before any exchange (a request
+// that could not be built).
 func (m *Model) retry(err error, attempt int) (contract.ModelRetry, bool) {
 	if attempt > m.opts.MaxRetries {
 		return contract.ModelRetry{}, false
@@ -355,6 +356,7 @@ func (m *Model) retry(err error, attempt int) (contract.ModelRetry, bool) {
 	r := contract.ModelRetry{Attempt: attempt + 1, Delay: backoff}
 	var ae *APIError
 	var se *scrubbedError
+	var ue *url.Error // what the HTTP client's Do returns: the exchange failed
 	switch {
 	case errors.As(err, &ae):
 		if !ae.Retryable || ae.RetryAfter > m.opts.MaxRetryWait {
@@ -365,7 +367,7 @@ func (m *Model) retry(err error, attempt int) (contract.ModelRetry, bool) {
 		}
 		r.Status = ae.StatusCode
 		r.Reason = ae.summary()
-	case errors.As(err, &se):
+	case errors.As(err, &se) && errors.As(se.err, &ue):
 		r.Reason = "connection failed: " + strings.TrimPrefix(se.msg, "openai: ")
 	default:
 		return r, false
