@@ -198,7 +198,13 @@ func (m *Model) attempt(ctx context.Context, params sdk.MessageNewParams, attemp
 	}
 	wait := e.RetryAfter
 	if wait == 0 {
-		wait = min(m.o.RetryBackoff<<(attempt-1), m.o.MaxRetryWait)
+		// Doubling stops at MaxRetryWait, before the shift could
+		// overflow into a negative wait.
+		wait = m.o.RetryBackoff
+		for n := 1; n < attempt && wait < m.o.MaxRetryWait; n++ {
+			wait *= 2
+		}
+		wait = min(wait, m.o.MaxRetryWait)
 	}
 	if wait > m.o.MaxRetryWait {
 		return 0, e

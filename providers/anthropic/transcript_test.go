@@ -484,3 +484,36 @@ func TestRefusalIsAFailure(t *testing.T) {
 		"failure refusal: the API stopped the response for policy reasons (stop_reason refusal)",
 	})
 }
+
+// Many retries of a refusal without retry-after wait a doubling backoff
+// that stops at MaxRetryWait: never a negative or overflowed wait.
+func TestManyRetriesStayBounded(t *testing.T) {
+	srv := transcript.Serve(t, filepath.Join("testdata", "server_error.txtar"), transcript.ServerOptions{
+		Cycle: true, Check: transcript.AnthropicHeaders(testKey, anthropic.APIVersion)})
+	m, err := anthropic.NewModel(anthropic.Options{BaseURL: srv.URL, APIKey: testKey, Model: testModel, MaxTokens: 1024,
+		MaxRetries: 70, RetryBackoff: time.Microsecond, MaxRetryWait: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	retries := 0
+	for e, err := range m.Turn(t.Context(), hello, nil) {
+		if err != nil {
+			if ae, ok := errors.AsType[*anthropic.APIError](err); !ok || ae.Attempts != 71 {
+				t.Errorf("err %v; want the 71st refusal", err)
+			}
+			break
+		}
+		if e.Kind != contract.ChatRetry {
+			t.Fatalf("event %+v", e)
+		}
+		// 1µs doubled passes 1ms after 10 doublings; from then on every
+		// wait is the bound.
+		if want := min(time.Microsecond<<min(retries, 20), time.Millisecond); e.Retry.Delay != want {
+			t.Fatalf("retry %d waits %v, want %v", e.Retry.Attempt, e.Retry.Delay, want)
+		}
+		retries++
+	}
+	if retries != 70 {
+		t.Errorf("%d retries, want 70", retries)
+	}
+}

@@ -351,7 +351,9 @@ func (m *Model) retry(err error, attempt int) (contract.ModelRetry, bool) {
 	if attempt > m.opts.MaxRetries {
 		return contract.ModelRetry{}, false
 	}
-	backoff := min(retryBackoff<<(attempt-1), maxRetryBackoff, m.opts.MaxRetryWait)
+	// The shift is capped: the cap is reached long before, and a larger
+	// shift would overflow.
+	backoff := min(retryBackoff<<min(attempt-1, 16), maxRetryBackoff, m.opts.MaxRetryWait)
 	backoff -= rand.N(backoff/4 + 1)
 	r := contract.ModelRetry{Attempt: attempt + 1, Delay: backoff}
 	var ae *APIError

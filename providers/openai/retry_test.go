@@ -110,3 +110,28 @@ func TestConnectionFailureRetried(t *testing.T) {
 		}
 	}
 }
+
+// Many retries wait a backoff that stops at MaxRetryWait: never a
+// negative or overflowed wait (nor a panic).
+func TestManyRetriesStayBounded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String() + "/v1/"
+	ln.Close()
+	m, err := openai.New(openai.Options{BaseURL: base, APIKey: testKey, Model: "gpt-5.2", MaxRetries: 70, MaxRetryWait: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := collect(m.Turn(t.Context(), hello(), nil))
+	if err == nil || len(evs) != 70 {
+		t.Fatalf("%d events, err %v; want 70 retries and the connection failure", len(evs), err)
+	}
+	for _, e := range evs {
+		// The bound, less at most a quarter of jitter.
+		if e.Retry == nil || e.Retry.Delay < 750*time.Microsecond || e.Retry.Delay > time.Millisecond {
+			t.Fatalf("retry %+v", e.Retry)
+		}
+	}
+}
