@@ -3,6 +3,8 @@ package contract
 import (
 	"context"
 	"iter"
+	"time"
+	"unicode/utf8"
 
 	"github.com/agentrt/agentrt/canonjson"
 )
@@ -139,7 +141,46 @@ const (
 	// turn reports it at most once, as early as the provider knows it; a
 	// turn without it served a model nobody reported (unknown).
 	ChatServed ChatEventKind = "served"
+	// ChatRetry: Retry says the provider's request was refused or failed
+	// transiently and is about to be sent again. It is not a failure and
+	// does not end the turn; the refused attempt carried no model output,
+	// so nothing it reported counts toward the turn's usage.
+	ChatRetry ChatEventKind = "retry"
 )
+
+// ModelRetry describes one retry of a model request: which attempt comes
+// next, how long the provider waits before sending it, and why the
+// previous attempt did not go through. It carries no request or response
+// body, no headers and no secret: Reason is a short, bounded summary.
+type ModelRetry struct {
+	// Attempt is the number of the attempt about to be sent: 2 for the
+	// first retry.
+	Attempt int
+	// Delay is how long the provider waits before sending it.
+	Delay time.Duration
+	// Status is the HTTP status the previous attempt was refused with; 0
+	// when no HTTP response arrived (a connection failure).
+	Status int
+	// Reason says why the previous attempt failed, e.g. "HTTP 429 Too
+	// Many Requests (rate_limit_exceeded)", at most MaxRetryReasonBytes.
+	Reason string
+}
+
+// MaxRetryReasonBytes bounds ModelRetry.Reason.
+const MaxRetryReasonBytes = 200
+
+// RetryEvent returns the ChatRetry event of r, with r.Reason cut to
+// MaxRetryReasonBytes (at a character boundary, marked with "…").
+func RetryEvent(r ModelRetry) ChatEvent {
+	if len(r.Reason) > MaxRetryReasonBytes {
+		cut := MaxRetryReasonBytes - len("…")
+		for cut > 0 && !utf8.RuneStart(r.Reason[cut]) {
+			cut--
+		}
+		r.Reason = r.Reason[:cut] + "…"
+	}
+	return ChatEvent{Kind: ChatRetry, Retry: &r}
+}
 
 // ChatEvent is one event of a model turn. Kind says which of the other
 // fields is set.
@@ -165,4 +206,6 @@ type ChatEvent struct {
 	StopReason string
 	// Model is a ChatServed event's served model.
 	Model string
+	// Retry is a ChatRetry event's retry.
+	Retry *ModelRetry
 }

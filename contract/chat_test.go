@@ -3,7 +3,12 @@ package contract_test
 import (
 	"context"
 	"iter"
+	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -75,5 +80,36 @@ func TestChatModelFunc(t *testing.T) {
 	}
 	if len(got) != 1 || got[0].Kind != contract.ChatText || got[0].Text != "hi t" {
 		t.Errorf("got %+v", got)
+	}
+}
+
+// A retry event carries its reason bounded, cut at a character boundary,
+// and everything else as given.
+func TestRetryEvent(t *testing.T) {
+	long := strings.Repeat("é", contract.MaxRetryReasonBytes) // 2 bytes each
+	tests := []struct {
+		name, reason, want string
+	}{
+		{"short", "HTTP 429 Too Many Requests", "HTTP 429 Too Many Requests"},
+		{"empty", "", ""},
+		{"exactly the bound", strings.Repeat("a", contract.MaxRetryReasonBytes), strings.Repeat("a", contract.MaxRetryReasonBytes)},
+		{"multi-byte cut", long, strings.Repeat("é", (contract.MaxRetryReasonBytes-len("…"))/2) + "…"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := contract.ModelRetry{Attempt: 2, Delay: time.Second, Status: 429, Reason: tc.reason}
+			e := contract.RetryEvent(r)
+			want := r
+			want.Reason = tc.want
+			if e.Kind != contract.ChatRetry || e.Retry == nil {
+				t.Fatalf("event %+v", e)
+			}
+			if d := cmp.Diff(want, *e.Retry); d != "" {
+				t.Errorf("retry (-want +got):\n%s", d)
+			}
+			if len(e.Retry.Reason) > contract.MaxRetryReasonBytes || !utf8.ValidString(e.Retry.Reason) {
+				t.Errorf("reason of %d bytes, valid UTF-8 %v", len(e.Retry.Reason), utf8.ValidString(e.Retry.Reason))
+			}
+		})
 	}
 }

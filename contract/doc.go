@@ -53,7 +53,9 @@
 //
 // A model API that streams a chat completion need not implement
 // Environment at all: a ChatModel (ChatMessage in, ChatEvent out) and a
-// providers/chatprovider Config make the whole Provider. Either way,
+// providers/chatprovider Config make the whole Provider; a model that
+// retries a refused request yields RetryEvent before each wait, so the
+// run shows it. Either way,
 // package contract/providertest runs the conformance scenarios on it:
 // providertest.Run in a test, providertest.Check where there is no test
 // (see its example, a complete provider in about a hundred lines).

@@ -729,6 +729,10 @@ func (l *toolLoop) onModelEventFunc(e contract.ChatEvent, err error) bool {
 		}
 	case contract.ChatServed:
 		l.observeServed(e.Model)
+	case contract.ChatRetry:
+		// The model's request is sent again: not a failure, and the turn
+		// goes on. The consumer saw it as a ToolLoopModelEvent; the
+		// refused attempt spent nothing the turn reports.
 	case contract.ChatFailure:
 		l.stop(StopFailed)
 		l.stoppedBy = e.StopReason

@@ -53,14 +53,6 @@ func FromValue(v canonjson.Value) (*Profile, error) {
 	return typed(out)
 }
 
-func typed(out canonjson.Value) (*Profile, error) {
-	p := new(Profile)
-	if err := canonjson.FromValue(out, p); err != nil {
-		return nil, fmt.Errorf("profile: validated value does not fit the Go type: %w", err)
-	}
-	return p, nil
-}
-
 // Value returns p as a validated JSON value: the value the profile's
 // identity is computed from.
 func (p *Profile) Value() (canonjson.Value, error) {

@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/providers/chatprovider"
 )
 
 // liveRun shows a run while it happens: the model's text on one writer
 // as each delta becomes durable, and what the run is waiting for — the
-// first token, a tool call, the model, an answer — on a status line.
+// first token, a retry of the model's request, a tool call, the model,
+// an answer — on a status line.
 // Its methods are safe for concurrent use (a ticker redraws the line).
 type liveRun struct {
 	mu     sync.Mutex
@@ -145,6 +147,10 @@ func (l *liveRun) event(env contract.EventEnvelope) {
 		l.setPhase(fmt.Sprintf("waiting for an answer (%s %s): %s", r.Kind, r.ID, r.Title))
 	case e.InteractionCancel != nil:
 		l.setPhase("interaction " + e.InteractionCancel.ID + " withdrawn")
+	case e.Warning != nil && e.Warning.Code == chatprovider.WarningModelRetry:
+		// Not a problem yet: the provider waits and sends the request
+		// again, and says so (when, which attempt, after what).
+		l.setPhase(e.Warning.Message)
 	case e.Warning != nil:
 		l.setPhase("warning " + e.Warning.Code + ": " + e.Warning.Message)
 	}

@@ -56,9 +56,9 @@ its bearer token in AGENTRT_SERVE_TOKEN.
 Unknown usage is printed as unknown, never as 0.
 
 While the run goes, the model's text streams to stdout as it arrives and
-what the run waits for (the first token, tool calls, the model, an answer)
-shows on stderr: as one updating status line on a terminal, as plain lines
-otherwise. The summary follows the text. --json prints only the result as
+what the run waits for (the first token, a retry of a refused model
+request with its delay, tool calls, the model, an answer) shows on stderr:
+as one updating status line on a terminal, as plain lines otherwise. The summary follows the text. --json prints only the result as
 JSON on stdout; --quiet prints only the summary.
 
 agentrt run is a one-shot driver: its decision is "done" when the run was

@@ -2,11 +2,14 @@ package cli_test
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/internal/cli"
 	"github.com/agentrt/agentrt/internal/transcript"
+	"github.com/agentrt/agentrt/providers/anthropic"
 )
 
 // `agentrt run --provider openai --base-url URL` runs a cli-base profile
@@ -89,5 +92,90 @@ func TestRunOpenAIResponses(t *testing.T) {
 	}
 	if srv.Requests() != 1 {
 		t.Errorf("%d requests; the refused runs sent none", srv.Requests())
+	}
+}
+
+// A run whose model request is refused transiently shows the retry on
+// stderr — with --json too, whose stdout stays the result alone — and
+// completes with the accepted attempt's usage; --quiet shows nothing. A
+// 400 is not retried: one request, no retry shown, exit 1.
+func TestRunShowsRetries(t *testing.T) {
+	const key = "sk-test-4f9c2a7b1e"
+	const akey = "sk-ant-api03-test-0123456789abcdef"
+	t.Setenv("OPENAI_API_KEY", key)
+	t.Setenv("ANTHROPIC_API_KEY", akey)
+	openaiProf := writeFile(t, "brief.json", `{"name":"brief","harness":"cli-base","model":{"default":"gpt-5.2"},"prompt":{"systemPrompt":"Be brief."}}`)
+	anthropicProf := writeFile(t, "terse.json", `{"name":"terse","harness":"cli-base","model":{"default":"anthropic/claude-sonnet-4-5-20250929","maxTotalOutputTokens":1024},"prompt":{"systemPrompt":"You are terse."}}`)
+	openaiDir := filepath.Join("..", "..", "providers", "openai", "testdata")
+	anthropicDir := filepath.Join("..", "..", "providers", "anthropic", "testdata")
+	tests := []struct {
+		name, transcript, profile string
+		args                      []string
+		anthropic                 bool
+		retry                     string // the line stderr shows; "" for none
+		usage                     [2]float64
+		code                      int
+	}{
+		{name: "chat completions 503", transcript: filepath.Join(openaiDir, "unavailable.txtar"), profile: openaiProf,
+			retry: "retrying the model request in 20ms (attempt 2) after HTTP 503 Service Unavailable (server_error)", usage: [2]float64{19, 2}},
+		{name: "responses 429", transcript: filepath.Join(openaiDir, "responses", "ratelimit.txtar"), profile: openaiProf, args: []string{"--openai-api", "responses"},
+			retry: "retrying the model request in 1s (attempt 2) after HTTP 429 Too Many Requests (rate_limit_exceeded)", usage: [2]float64{19, 2}},
+		{name: "anthropic 503", transcript: filepath.Join(anthropicDir, "unavailable.txtar"), profile: anthropicProf, anthropic: true,
+			retry: "retrying the model request in 20ms (attempt 2) after HTTP 503 Service Unavailable (api_error)", usage: [2]float64{25, 4}},
+		{name: "chat completions 400", transcript: filepath.Join(openaiDir, "bad_request.txtar"), profile: openaiProf, code: cli.ExitFailed},
+		{name: "anthropic 400", transcript: filepath.Join(anthropicDir, "bad_request.txtar"), profile: anthropicProf, anthropic: true, code: cli.ExitFailed},
+	}
+	for _, tc := range tests {
+		for _, mode := range []string{"human", "json", "quiet"} {
+			t.Run(tc.name+"/"+mode, func(t *testing.T) {
+				so := transcript.ServerOptions{Complete: true}
+				provider := "openai"
+				if tc.anthropic {
+					so.Check = transcript.AnthropicHeaders(akey, anthropic.APIVersion)
+					provider = "anthropic"
+				}
+				srv := transcript.Serve(t, tc.transcript, so)
+				base := srv.BaseURL()
+				if tc.anthropic {
+					base = srv.URL
+				}
+				args := append([]string{"run", "--db", filepath.Join(t.TempDir(), "runs.db"), tc.profile, "--task", "Say hello.", "--provider", provider, "--base-url", base}, tc.args...)
+				switch mode {
+				case "json":
+					args = append(args, "--json")
+				case "quiet":
+					args = append(args, "--quiet")
+				}
+				out, errOut, code := run(t, "", args...)
+				if code != tc.code {
+					t.Fatalf("exit %d, want %d: %s\n%s", code, tc.code, errOut, out)
+				}
+				shown := tc.retry != "" && mode != "quiet"
+				if shown && !slices.Contains(strings.Split(errOut, "\n"), tc.retry) {
+					t.Errorf("stderr lacks the line %q:\n%s", tc.retry, errOut)
+				}
+				if strings.Contains(errOut, "retrying") != shown {
+					t.Errorf("stderr shows a retry: %v, want %v:\n%s", !shown, shown, errOut)
+				}
+				if strings.Contains(out+errOut, key) || strings.Contains(out+errOut, akey) {
+					t.Error("the key was printed")
+				}
+				requests := 1
+				if tc.retry != "" {
+					requests = 2
+				}
+				if srv.Requests() != requests {
+					t.Errorf("%d requests, want %d", srv.Requests(), requests)
+				}
+				if tc.code != 0 || mode != "json" {
+					return
+				}
+				res := decode(t, out)
+				usage := member(res, "usage")
+				if in, out := member(usage, "inputTokens"), member(usage, "outputTokens"); in.Float() != tc.usage[0] || out.Float() != tc.usage[1] {
+					t.Errorf("usage %s; want the accepted attempt's %v", canonjson.Marshal(usage), tc.usage)
+				}
+			})
+		}
 	}
 }

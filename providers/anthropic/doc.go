@@ -73,8 +73,10 @@
 // "overloaded"), or whatever the response's x-should-retry header says
 // instead, are retried up to Options.MaxRetries, waiting as
 // retry-after-ms or retry-after asks when that is within
-// Options.MaxRetryWait, else with a doubling backoff. Nothing is retried
-// once an event has arrived. An error event inside the stream is the
+// Options.MaxRetryWait, else with a doubling backoff. Each retry is
+// yielded as a contract.ChatRetry event before its wait (on the
+// Provider, a warning with code chatprovider.WarningModelRetry), so the
+// turn's consumer sees it. Nothing is retried once an event has arrived. An error event inside the stream is the
 // model's failure: a contract.ChatFailure event ends the turn; so does a
 // message whose stop_reason is not an answer: refusal (the API's
 // classifiers stopped it), max_tokens or model_context_window_exceeded

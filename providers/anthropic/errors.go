@@ -3,6 +3,7 @@ package anthropic
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -70,6 +71,19 @@ func (e *APIError) Error() string {
 		fmt.Fprintf(&b, " after %d attempts", e.Attempts)
 	}
 	return b.String()
+}
+
+// summary is the refusal in a few words, without the body's message:
+// the status and the error type.
+func (e *APIError) summary() string {
+	s := "HTTP " + strconv.Itoa(e.StatusCode)
+	if t := http.StatusText(e.StatusCode); t != "" {
+		s += " " + t
+	}
+	if e.Type != "" {
+		s += " (" + e.Type + ")"
+	}
+	return s
 }
 
 // retryableStatus reports whether a request refused with status may

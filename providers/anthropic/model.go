@@ -105,6 +105,14 @@ func (m *Model) turn(ctx context.Context, params sdk.MessageNewParams, yield fun
 		if retry == 0 {
 			return err
 		}
+		r := contract.ModelRetry{Attempt: attempt + 1, Delay: retry}
+		if e, ok := errors.AsType[*APIError](err); ok {
+			r.Status, r.Reason = e.StatusCode, e.summary()
+		}
+		// The refusal is shown, not returned: the turn goes on.
+		if !yield(contract.RetryEvent(r), nil) {
+			return nil
+		}
 		t := time.NewTimer(retry)
 		select {
 		case <-ctx.Done():
@@ -117,8 +125,8 @@ func (m *Model) turn(ctx context.Context, params sdk.MessageNewParams, yield fun
 
 // attempt sends the request once and streams its response. It returns a
 // wait before the next attempt when the request should be sent again,
-// else 0 and the turn's error (nil for a turn that ended normally or in
-// a ChatFailure).
+// with the refusal that makes it (an *APIError), else 0 and the turn's
+// error (nil for a turn that ended normally or in a ChatFailure).
 func (m *Model) attempt(ctx context.Context, params sdk.MessageNewParams, attempt int, yield func(contract.ChatEvent, error) bool) (time.Duration, error) {
 	stream := m.client.Messages.NewStreaming(ctx, params)
 	defer stream.Close()
@@ -190,12 +198,18 @@ func (m *Model) attempt(ctx context.Context, params sdk.MessageNewParams, attemp
 	}
 	wait := e.RetryAfter
 	if wait == 0 {
-		wait = min(m.o.RetryBackoff<<(attempt-1), m.o.MaxRetryWait)
+		// Doubling stops at MaxRetryWait, before the shift could
+		// overflow into a negative wait.
+		wait = m.o.RetryBackoff
+		for n := 1; n < attempt && wait < m.o.MaxRetryWait; n++ {
+			wait *= 2
+		}
+		wait = min(wait, m.o.MaxRetryWait)
 	}
 	if wait > m.o.MaxRetryWait {
 		return 0, e
 	}
-	return max(wait, time.Nanosecond), nil
+	return max(wait, time.Nanosecond), e
 }
 
 // progress says how far a broken response got.

@@ -87,23 +87,31 @@ func show(e contract.ChatEvent) string {
 		return "failure " + e.Failure
 	case contract.ChatServed:
 		return "served " + e.Model
+	case contract.ChatRetry:
+		r := e.Retry
+		return fmt.Sprintf("retry attempt=%d delay=%v status=%d reason=%s", r.Attempt, r.Delay, r.Status, r.Reason)
 	}
 	return "unknown kind " + string(e.Kind)
 }
 
 // drain runs one turn and returns its events as lines and its error. The
 // served-model report every successful message_start makes is checked
-// to come first and to name the transcripts' model, then left out, so
+// to come first (after any retries) and to name the transcripts' model,
+// then left out, so
 // the expectations read as what the turn said and spent
 // (TestServedModelReported covers another model).
 func drain(ctx context.Context, m contract.ChatModel, msgs []contract.ChatMessage, tools []contract.Tool) ([]string, error) {
 	var got []string
+	retries := 0
 	for e, err := range m.Turn(ctx, msgs, tools) {
 		if err != nil {
 			return got, err
 		}
-		if e.Kind == contract.ChatServed && len(got) == 0 && e.Model == testModel {
+		if e.Kind == contract.ChatServed && len(got) == retries && e.Model == testModel {
 			continue
+		}
+		if e.Kind == contract.ChatRetry && len(got) == retries {
+			retries++
 		}
 		got = append(got, show(e))
 	}
@@ -211,23 +219,31 @@ func TestRefusals(t *testing.T) {
 	for _, c := range []struct {
 		name, transcript string
 		opts             anthropic.Options
+		backoff          time.Duration // the first retry's wait
 		want             anthropic.APIError
 	}{
+		{name: "400 is not retried", transcript: "bad_request",
+			want: anthropic.APIError{StatusCode: 400, Type: "invalid_request_error", Message: "max_tokens: Field required", RequestID: "req_011CVbad", Attempts: 1}},
 		{name: "401 is not retried", transcript: "unauthorized",
 			want: anthropic.APIError{StatusCode: 401, Type: "authentication_error", Message: "invalid x-api-key", RequestID: "req_011CVauth", Attempts: 1}},
 		{name: "429 beyond the wait bound", transcript: "rate_limited_long",
 			want: anthropic.APIError{StatusCode: 429, Type: "rate_limit_error", Message: "rate limited", Retryable: true, RetryAfter: 2 * time.Minute, Attempts: 1}},
 		{name: "529 without retries", transcript: "overloaded", opts: anthropic.Options{MaxRetries: -1},
 			want: anthropic.APIError{StatusCode: 529, Type: "overloaded_error", Message: "Overloaded", Retryable: true, Attempts: 1}},
-		{name: "500 retried then given up", transcript: "server_error", opts: anthropic.Options{MaxRetries: 1, RetryBackoff: time.Millisecond},
+		{name: "500 retried then given up", transcript: "server_error", opts: anthropic.Options{MaxRetries: 1, RetryBackoff: time.Millisecond}, backoff: time.Millisecond,
 			want: anthropic.APIError{StatusCode: 500, Type: "api_error", Message: "Internal server error", Retryable: true, Attempts: 2}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m, srv := serve(t, c.transcript, c.opts)
 			got, err := drain(t.Context(), m, hello, nil)
-			if len(got) != 0 {
-				t.Errorf("events before the refusal: %q", got)
+			// Each retry is shown, and nothing else comes before the
+			// refusal.
+			var want []string
+			for a := 2; a <= c.want.Attempts; a++ {
+				want = append(want, fmt.Sprintf("retry attempt=%d delay=%v status=%d reason=HTTP %d %s (%s)",
+					a, c.backoff<<(a-2), c.want.StatusCode, c.want.StatusCode, http.StatusText(c.want.StatusCode), c.want.Type))
 			}
+			check(t, got, want)
 			var ae *anthropic.APIError
 			if !errors.As(err, &ae) {
 				t.Fatalf("err = %v (%T), want *APIError", err, err)
@@ -245,23 +261,38 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
-func TestRateLimitedThenRetried(t *testing.T) {
-	m, srv := serve(t, "rate_limited", anthropic.Options{})
-	start := time.Now()
-	got, err := drain(t.Context(), m, hello, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if waited := time.Since(start); waited < time.Second {
-		t.Errorf("retried after %v; the server asked for 1s", waited)
-	}
-	check(t, got, []string{
-		"usage cumulative in=25 out=1 cache_read=0 cache_write=0 reasoning=?",
-		"text Hello.",
-		"usage cumulative in=25 out=4 cache_read=0 cache_write=0 reasoning=?",
-	})
-	if srv.Requests() != 2 {
-		t.Errorf("%d requests, want 2", srv.Requests())
+// A transient refusal is retried after the wait the server asked for;
+// the retry is shown as an event, and only the accepted attempt's usage
+// is reported.
+func TestTransientRefusalRetried(t *testing.T) {
+	for _, c := range []struct {
+		transcript string
+		wait       time.Duration
+		retry      string
+	}{
+		{"rate_limited", time.Second, "retry attempt=2 delay=1s status=429 reason=HTTP 429 Too Many Requests (rate_limit_error)"},
+		{"unavailable", 20 * time.Millisecond, "retry attempt=2 delay=20ms status=503 reason=HTTP 503 Service Unavailable (api_error)"},
+	} {
+		t.Run(c.transcript, func(t *testing.T) {
+			m, srv := serve(t, c.transcript, anthropic.Options{})
+			start := time.Now()
+			got, err := drain(t.Context(), m, hello, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if waited := time.Since(start); waited < c.wait {
+				t.Errorf("retried after %v; the server asked for %v", waited, c.wait)
+			}
+			check(t, got, []string{
+				c.retry,
+				"usage cumulative in=25 out=1 cache_read=0 cache_write=0 reasoning=?",
+				"text Hello.",
+				"usage cumulative in=25 out=4 cache_read=0 cache_write=0 reasoning=?",
+			})
+			if srv.Requests() != 2 {
+				t.Errorf("%d requests, want 2", srv.Requests())
+			}
+		})
 	}
 }
 
@@ -452,4 +483,37 @@ func TestRefusalIsAFailure(t *testing.T) {
 		"usage cumulative in=9 out=2 cache_read=? cache_write=? reasoning=?",
 		"failure refusal: the API stopped the response for policy reasons (stop_reason refusal)",
 	})
+}
+
+// Many retries of a refusal without retry-after wait a doubling backoff
+// that stops at MaxRetryWait: never a negative or overflowed wait.
+func TestManyRetriesStayBounded(t *testing.T) {
+	srv := transcript.Serve(t, filepath.Join("testdata", "server_error.txtar"), transcript.ServerOptions{
+		Cycle: true, Check: transcript.AnthropicHeaders(testKey, anthropic.APIVersion)})
+	m, err := anthropic.NewModel(anthropic.Options{BaseURL: srv.URL, APIKey: testKey, Model: testModel, MaxTokens: 1024,
+		MaxRetries: 70, RetryBackoff: time.Microsecond, MaxRetryWait: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	retries := 0
+	for e, err := range m.Turn(t.Context(), hello, nil) {
+		if err != nil {
+			if ae, ok := errors.AsType[*anthropic.APIError](err); !ok || ae.Attempts != 71 {
+				t.Errorf("err %v; want the 71st refusal", err)
+			}
+			break
+		}
+		if e.Kind != contract.ChatRetry {
+			t.Fatalf("event %+v", e)
+		}
+		// 1µs doubled passes 1ms after 10 doublings; from then on every
+		// wait is the bound.
+		if want := min(time.Microsecond<<min(retries, 20), time.Millisecond); e.Retry.Delay != want {
+			t.Fatalf("retry %d waits %v, want %v", e.Retry.Attempt, e.Retry.Delay, want)
+		}
+		retries++
+	}
+	if retries != 70 {
+		t.Errorf("%d retries, want 70", retries)
+	}
 }

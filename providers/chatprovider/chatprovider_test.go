@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -107,6 +108,53 @@ func stream(t *testing.T, p *chatprovider.Provider, prof string, in *contract.Tu
 func backend(e contract.EnvironmentEvent, member string) (string, bool) {
 	v, ok := e.Data["effectiveBackend"].Get(member)
 	return v.Str(), ok
+}
+
+// A retry of the model's request becomes a warning naming it — attempt,
+// delay, status and the bounded reason — and the turn goes on to its
+// end; a retry event without its retry is skipped.
+func TestRetryIsAWarning(t *testing.T) {
+	f := &fake{model: fakeModel{events: []contract.ChatEvent{
+		contract.RetryEvent(contract.ModelRetry{Attempt: 2, Delay: 1500 * time.Millisecond, Status: 429, Reason: "HTTP 429 Too Many Requests (rate_limit_exceeded)"}),
+		contract.RetryEvent(contract.ModelRetry{Attempt: 3, Delay: 20 * time.Millisecond, Reason: strings.Repeat("x", 500)}),
+		{Kind: contract.ChatRetry},
+		{Kind: contract.ChatText, Text: "Hello"},
+	}, got: new([]contract.ChatMessage)}}
+	p := newFake(t, f, "")
+	evs, err := stream(t, p, `{"harness":"cli-base","model":{"default":"fake/m"}}`, &contract.TurnInput{Prompt: str("Q")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, e := range evs {
+		types = append(types, e.Type)
+		if _, err := contract.Validate(contract.KindEnvironmentEvent, contract.EnvironmentEventSchema, e); err != nil {
+			t.Errorf("event %s: %v", e.Type, err)
+		}
+	}
+	if got := strings.Join(types, " "); got != "execution.started warning warning message.part.updated done" {
+		t.Fatalf("types %s", got)
+	}
+	tests := []struct {
+		msg, retry string
+	}{
+		{"retrying the model request in 1.5s (attempt 2) after HTTP 429 Too Many Requests (rate_limit_exceeded)",
+			`{"attempt":2,"delayMs":1500,"reason":"HTTP 429 Too Many Requests (rate_limit_exceeded)","status":429}`},
+		{"retrying the model request in 20ms (attempt 3) after " + strings.Repeat("x", contract.MaxRetryReasonBytes-len("…")) + "…",
+			`{"attempt":3,"delayMs":20,"reason":"` + strings.Repeat("x", contract.MaxRetryReasonBytes-len("…")) + `…"}`},
+	}
+	for i, tc := range tests {
+		w := evs[1+i]
+		if n := w.Normalized; n == nil || n.Warning == nil || n.Warning.Code != chatprovider.WarningModelRetry || n.Warning.Message != tc.msg {
+			t.Errorf("warning %d: %+v", i, w.Normalized.Warning)
+		}
+		if got, _ := canonjson.Canonical(w.Data["retry"]); string(got) != tc.retry {
+			t.Errorf("warning %d retry %s; want %s", i, got, tc.retry)
+		}
+	}
+	if done := evs[len(evs)-1]; done.Data["text"].Str() != "Hello" {
+		t.Errorf("done %+v", done.Data)
+	}
 }
 
 // Chat events become canonical events: text deltas, usage as reported,

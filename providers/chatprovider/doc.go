@@ -45,7 +45,10 @@
 //     reported it (a counter it did not report stays unknown, no usage
 //     event means the turn's usage is unknown, never 0); a warning
 //     (code WarningToolCallNotRun, the call's id and name) per tool call,
-//     since no tools are offered and the call is not run; and one
+//     since no tools are offered and the call is not run; a warning
+//     (code WarningModelRetry, with the attempt, delay, status and a
+//     bounded reason) per contract.ChatRetry, when the model's request
+//     is sent again (not a failure: the turn goes on); and one
 //     terminal event — done, error (a contract.ChatFailure, or the turn's
 //     own timeoutMs elapsing) or execution.cancelled (the caller's
 //     context ended). Every terminal event's effectiveBackend names the

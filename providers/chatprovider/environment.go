@@ -300,6 +300,8 @@ func (t *turnPlay) event(ev contract.ChatEvent, yield func(contract.EnvironmentE
 		// one it imagined), and dropping it would hide that. It is
 		// reported as a warning naming the call.
 		return t.toolCallWarning(ev.ToolCall, yield)
+	case contract.ChatRetry:
+		return t.retryWarning(ev.Retry, yield)
 	case contract.ChatFailure:
 		t.failure, t.stopReason = ev.Failure, ev.StopReason
 		if t.failure == "" {
@@ -307,6 +309,42 @@ func (t *turnPlay) event(ev contract.ChatEvent, yield func(contract.EnvironmentE
 		}
 	}
 	return true
+}
+
+// WarningModelRetry is the code of the warning a turn emits when the
+// model's request is sent again (a contract.ChatRetry event): the
+// previous attempt was refused or failed transiently. It is not a
+// failure; the turn goes on. Its data carries the retry as "retry":
+// {"attempt", "delayMs", "status" (absent when no HTTP response arrived),
+// "reason"}.
+const WarningModelRetry = "model_retry"
+
+// retryWarning emits the warning of a retry of the model's request. A
+// retry event without its retry says nothing and is skipped.
+func (t *turnPlay) retryWarning(r *contract.ModelRetry, yield func(contract.EnvironmentEvent, error) bool) bool {
+	if r == nil {
+		return true
+	}
+	reason := contract.RetryEvent(*r).Retry.Reason // bounded, whoever built r
+	msg := fmt.Sprintf("retrying the model request in %s (attempt %d)", r.Delay.Round(time.Millisecond), r.Attempt)
+	if reason != "" {
+		msg += " after " + reason
+	}
+	norm, err := contract.NewStreamEvent(&contract.WarningEvent{Code: WarningModelRetry, Message: msg})
+	if err != nil {
+		return yield(contract.EnvironmentEvent{}, err)
+	}
+	retry := []canonjson.Member{
+		{Name: "attempt", Value: canonjson.NumberValue(float64(r.Attempt))},
+		{Name: "delayMs", Value: canonjson.NumberValue(float64(r.Delay.Milliseconds()))},
+		{Name: "reason", Value: canonjson.StringValue(reason)},
+	}
+	if r.Status != 0 {
+		retry = append(retry, canonjson.Member{Name: "status", Value: canonjson.NumberValue(float64(r.Status))})
+	}
+	return t.emit(yield, contract.EventTypeWarning, map[string]canonjson.Value{
+		"code": canonjson.StringValue(WarningModelRetry), "message": canonjson.StringValue(msg),
+		"retry": canonjson.ObjectValue(retry)}, &norm)
 }
 
 // WarningToolCallNotRun is the code of the warning a turn emits for a

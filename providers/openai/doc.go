@@ -111,9 +111,14 @@
 // (TurnReport); on the Provider as the effectiveBackend of a status event
 // emitted at once and of the terminal event, where kernel.Execute compares
 // it with the requested model. HTTP failures are *APIError with Retryable and
-// RetryAfter as data; requests refused with 429, 408, 409 or 5xx are
-// retried up to Options.MaxRetries, honouring Retry-After within
-// Options.MaxRetryWait. Context cancellation ends a turn at once with an
+// RetryAfter as data; requests refused with 429, 408, 409 or 5xx (or as
+// an X-Should-Retry header says), and connection failures, are retried
+// up to Options.MaxRetries, honouring Retry-After within
+// Options.MaxRetryWait, else after a doubling backoff from 0.5 s (at
+// most 8 s). The package retries, not the SDK, so that each retry is
+// seen: it is yielded as a contract.ChatRetry event before its wait (on
+// the Provider, a warning with code chatprovider.WarningModelRetry).
+// Context cancellation ends a turn at once with an
 // error wrapping the context's.
 //
 // The API key is sent only in the Authorization header: it is never

@@ -62,8 +62,25 @@ func (e *APIError) Error() string {
 	return b.String()
 }
 
+// summary is the error in a few words, without the endpoint's message:
+// the status and the error object's code or type.
+func (e *APIError) summary() string {
+	s := fmt.Sprintf("HTTP %d", e.StatusCode)
+	if t := http.StatusText(e.StatusCode); t != "" {
+		s += " " + t
+	}
+	switch {
+	case e.Code != "":
+		s += " (" + e.Code + ")"
+	case e.Type != "":
+		s += " (" + e.Type + ")"
+	}
+	return s
+}
+
 // retryableStatus is the one rule of which statuses may succeed on retry
-// (the SDK's retry loop applies the same set).
+// (the set the SDK's own retries used); an X-Should-Retry header
+// overrides it.
 func retryableStatus(code int) bool {
 	return code == http.StatusRequestTimeout || code == http.StatusConflict ||
 		code == http.StatusTooManyRequests || code >= http.StatusInternalServerError
@@ -79,6 +96,13 @@ func apiError(e *sdk.Error, secret string) *APIError {
 	}
 	if e.Response != nil {
 		out.RetryAfter = retryAfter(e.Response.Header)
+		// The endpoint may say outright whether a retry can help.
+		switch e.Response.Header.Get("X-Should-Retry") {
+		case "true":
+			out.Retryable = true
+		case "false":
+			out.Retryable = false
+		}
 	}
 	return out
 }

@@ -7,8 +7,12 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -184,8 +188,7 @@ func New(opts Options) (*Model, error) {
 		option.WithBaseURL(opts.BaseURL),
 		option.WithAPIKey(opts.APIKey),
 		option.WithHTTPClient(hc),
-		option.WithMaxRetries(opts.MaxRetries),
-		option.WithMaxRetryDelay(opts.MaxRetryWait),
+		option.WithMaxRetries(0), // send retries, so each retry is seen
 		option.WithMiddleware(m.logAttempt),
 	}}
 	return m, nil
@@ -280,10 +283,13 @@ func (m *Model) turn(ctx context.Context, r request, messages []contract.ChatMes
 			fail(err)
 			return
 		}
-		var raw *http.Response
-		if err := m.client.Post(ctx, path, body, &raw, ro...); err != nil {
-			fail(m.requestError(ctx, err))
+		raw, err := m.send(ctx, path, body, ro, yield)
+		if err != nil {
+			fail(err)
 			return
+		}
+		if raw == nil {
+			return // the caller stopped ranging at a retry event
 		}
 		err = runStream(ctx, raw, dec, yield)
 		st := dec.base()
@@ -292,6 +298,83 @@ func (m *Model) turn(ctx context.Context, r request, messages []contract.ChatMes
 			rep.Err = err
 		}
 	}
+}
+
+// send posts the request, retrying a retryable refusal or a connection
+// failure up to Options.MaxRetries times. Each retry is yielded as a
+// contract.ChatRetry event before its wait, so the turn's consumer sees
+// it; the SDK's own retries are off (New), because they are invisible.
+// It returns the accepted response, or the last attempt's error, or
+// neither when the caller stopped ranging.
+func (m *Model) send(ctx context.Context, path string, body any, ro []option.RequestOption, yield func(contract.ChatEvent, error) bool) (*http.Response, error) {
+	for attempt := 1; ; attempt++ {
+		var raw *http.Response
+		opts := append(slices.Clip(ro), option.WithHeader("X-Stainless-Retry-Count", strconv.Itoa(attempt-1)))
+		err := m.client.Post(ctx, path, body, &raw, opts...)
+		if err == nil {
+			return raw, nil
+		}
+		err = m.requestError(ctx, err)
+		r, ok := m.retry(err, attempt)
+		if !ok {
+			return nil, err
+		}
+		m.log.Debug("openai: retrying", "path", path, "attempt", r.Attempt, "delay", r.Delay, "status", r.Status)
+		if !yield(contract.RetryEvent(r), nil) {
+			return nil, nil
+		}
+		t := time.NewTimer(r.Delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("openai: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// Retry backoff when the endpoint asks for no wait: the first wait, and
+// the most any wait grows to (both as the SDK's own retries had them).
+const (
+	retryBackoff    = 500 * time.Millisecond
+	maxRetryBackoff = 8 * time.Second
+)
+
+// retry decides whether the request that failed with err on attempt is
+// sent again, and describes that retry: an *APIError the endpoint marked
+// retryable, after its Retry-After when that is within
+// Options.MaxRetryWait (else not at all), otherwise after a doubling
+// backoff with jitter; a connection failure after the backoff. A context
+// error is never retried, nor a failure before any exchange (a request
+// that could not be built).
+func (m *Model) retry(err error, attempt int) (contract.ModelRetry, bool) {
+	if attempt > m.opts.MaxRetries {
+		return contract.ModelRetry{}, false
+	}
+	// The shift is capped: the cap is reached long before, and a larger
+	// shift would overflow.
+	backoff := min(retryBackoff<<min(attempt-1, 16), maxRetryBackoff, m.opts.MaxRetryWait)
+	backoff -= rand.N(backoff/4 + 1)
+	r := contract.ModelRetry{Attempt: attempt + 1, Delay: backoff}
+	var ae *APIError
+	var se *scrubbedError
+	var ue *url.Error // what the HTTP client's Do returns: the exchange failed
+	switch {
+	case errors.As(err, &ae):
+		if !ae.Retryable || ae.RetryAfter > m.opts.MaxRetryWait {
+			return r, false
+		}
+		if ae.RetryAfter > 0 {
+			r.Delay = ae.RetryAfter
+		}
+		r.Status = ae.StatusCode
+		r.Reason = ae.summary()
+	case errors.As(err, &se) && errors.As(se.err, &ue):
+		r.Reason = "connection failed: " + strings.TrimPrefix(se.msg, "openai: ")
+	default:
+		return r, false
+	}
+	return r, true
 }
 
 // requestError classifies a failed request: the context's error, an
