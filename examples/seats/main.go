@@ -45,7 +45,7 @@ const writer = `{"name":"writer","harness":"cli-base","model":{"provider":"scrip
 // credential from the request it carries; out of quota, it refuses.
 type subscription struct {
 	contract.Provider
-	w        io.Writer
+	w         io.Writer
 	exhausted bool
 }
 
