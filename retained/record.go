@@ -152,6 +152,11 @@ func Load(ctx context.Context, s store.Store, id string) (*Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("retained: reading run %s: %w", id, err)
 	}
+	return FromRun(r)
+}
+
+// FromRun decodes a run-store record of kind Kind.
+func FromRun(r store.Run) (*Record, error) {
 	d, err := decodeDocument(r)
 	if err != nil {
 		return nil, err
