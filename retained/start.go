@@ -244,10 +244,7 @@ func (a *admission) prepare(key string, id *Identity, profileDigest, existing *s
 
 // checkIntent refuses a replayed intent the options do not recompute.
 func (a *admission) checkIntent(prior *Intent) error {
-	if prior == nil || *prior == a.intent {
-		return nil
-	}
-	if canonjson.Equal(mustValue(*prior), mustValue(a.intent)) {
+	if prior == nil || canonjson.Equal(mustValue(*prior), mustValue(a.intent)) {
 		return nil
 	}
 	return mismatch("replayed intent", *prior, a.intent)
@@ -293,6 +290,9 @@ func (a *admission) run(ctx context.Context) (*Run, error) {
 	envRec := EnvironmentRecord{Provider: a.intent.Provider, EnvironmentID: env.ID(), IdempotencyKey: a.intent.IdempotencyKey,
 		TurnID: a.intent.TurnID, SessionID: a.intent.SessionID, ExecutionID: a.intent.ExecutionID}
 	if doc.Environment != nil && *doc.Environment != envRec {
+		// The provider made another environment than the one admitted: it
+		// holds no run of ours, so one this call created is removed.
+		a.cleanUnused(env)
 		return nil, mismatch("environment record", *doc.Environment, envRec)
 	}
 	if doc.Environment == nil {
