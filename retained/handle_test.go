@@ -271,3 +271,62 @@ func TestStartInEnvironmentVerifiesTheRetainedKey(t *testing.T) {
 		}
 	})
 }
+
+// failingUpdates is a run store whose document updates fail: the
+// environment record can never become durable.
+type failingUpdates struct{ store.Store }
+
+func (f failingUpdates) UpdateRun(ctx context.Context, id string, fn func(*store.Run) error) (store.Run, error) {
+	return store.Run{}, errors.New("the disk is full")
+}
+
+// An environment this start created whose record cannot be written is
+// unused: it is destroyed, and nothing was dispatched to it.
+func TestUnrecordedEnvironmentIsCleanedUp(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		ctx := testCtx(t)
+		p := &wrapped{Provider: scripted.New(script(0), scripted.Options{})}
+		_, err := retained.StartRetainedRun(ctx, startOptions(p, failingUpdates{open(t)}, "key-unused", "turn-1", (&recorder{}).hook))
+		if err == nil {
+			t.Fatal("the start succeeded without its environment record")
+		}
+		if len(p.created) != 1 || p.Turns() != 0 {
+			t.Fatalf("environments %v, %d turns: want one environment, no turn", p.created, p.Turns())
+		}
+		if env, err := p.Get(ctx, p.created[0]); err != nil || env != nil {
+			t.Fatalf("environment %s was left behind (%v)", p.created[0], err)
+		}
+	})
+}
+
+// A dispatch whose answer is lost keeps the environment (the turn may be
+// running) and the start fails; recovery with the admitted turn finds the
+// same run through turn idempotency, dispatched once.
+func TestLostDispatchAnswerKeepsTheEnvironmentAndRecovers(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		ctx := testCtx(t)
+		w := &wrapped{Provider: scripted.New(script(0), scripted.Options{}), dispatchErr: errors.New("connection reset")}
+		o := startOptions(w, open(t), "key-lost", "turn-1", (&recorder{}).hook)
+		if _, err := retained.StartRetainedRun(ctx, o); err == nil {
+			t.Fatal("the start succeeded although the dispatch answer was lost")
+		}
+		_, recID, _ := retained.DeriveIdentity("key-lost", "turn-1")
+		rec, err := retained.Load(ctx, open(t), recID)
+		if err != nil || rec.Environment == nil || rec.Dispatched != nil {
+			t.Fatalf("record %+v, %v: want the environment admitted and no dispatch recorded", rec, err)
+		}
+		if env, err := w.Get(ctx, rec.Environment.EnvironmentID); err != nil || env == nil {
+			t.Fatalf("the environment was not kept: %v", err)
+		}
+		got, err := retained.RecoverRetainedRun(ctx, retained.RecoverOptions{Provider: w.Reconnect(), Store: open(t), RunID: recID, Turn: &o.Turn})
+		if err != nil || got.Outcome != retained.Recovered {
+			t.Fatalf("recovery %+v, %v", got, err)
+		}
+		if w.Turns() != 1 {
+			t.Fatalf("%d turns dispatched, want 1", w.Turns())
+		}
+		if res, err := got.Run.Result(ctx); err != nil || !res.Success {
+			t.Fatalf("result %+v, %v", res, err)
+		}
+	})
+}

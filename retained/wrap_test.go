@@ -19,9 +19,13 @@ type wrapped struct {
 	events func(iter.Seq2[contract.EnvironmentEvent, error]) iter.Seq2[contract.EnvironmentEvent, error]
 	// noCancel hides RunCanceller from sessions.
 	noCancel bool
+	// dispatchErr, when set, is returned by Dispatch after the provider
+	// admitted the turn: an answer lost on the way back.
+	dispatchErr error
 
 	mu      sync.Mutex
 	cancels []string // the status of every acknowledgement, in order
+	created []string // the id of every environment Create returned
 }
 
 func (w *wrapped) acks() []string {
@@ -38,7 +42,13 @@ func (w *wrapped) wrap(env contract.Environment, err error) (contract.Environmen
 }
 
 func (w *wrapped) Create(ctx context.Context, in *contract.CreateInput) (contract.Environment, error) {
-	return w.wrap(w.Provider.Create(ctx, in))
+	env, err := w.Provider.Create(ctx, in)
+	if err == nil {
+		w.mu.Lock()
+		w.created = append(w.created, env.ID())
+		w.mu.Unlock()
+	}
+	return w.wrap(env, err)
 }
 
 func (w *wrapped) Get(ctx context.Context, id string) (contract.Environment, error) {
@@ -51,7 +61,11 @@ type wrappedEnv struct {
 }
 
 func (e *wrappedEnv) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	return e.Environment.(contract.Dispatcher).Dispatch(ctx, in)
+	ref, err := e.Environment.(contract.Dispatcher).Dispatch(ctx, in)
+	if err == nil && e.w.dispatchErr != nil {
+		return nil, e.w.dispatchErr
+	}
+	return ref, err
 }
 
 func (e *wrappedEnv) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
