@@ -75,7 +75,8 @@ type InEnvironmentOptions struct {
 // replays the same environment and the turn id the same dispatch. A
 // failure after the turn may have been dispatched keeps the environment
 // for RecoverRetainedRun; an environment this call created and never
-// dispatched to is destroyed when its record cannot be written.
+// dispatched to is destroyed when it cannot serve the run or its record
+// cannot be written, unless the run record (read again) names it.
 func StartRetainedRun(ctx context.Context, o StartOptions) (*Run, error) {
 	if o.OnAdmission == nil {
 		return nil, ErrNoAdmissionHook
@@ -285,14 +286,19 @@ func (a *admission) run(ctx context.Context) (*Run, error) {
 		return nil, err
 	}
 	if env.Provider() != a.intent.Provider {
+		a.cleanUnrecorded(env)
 		return nil, &MismatchError{What: "environment's provider", Field: "provider", Want: a.intent.Provider, Got: env.Provider()}
+	}
+	if err := checkRetainable(ctx, a.provider, env); err != nil {
+		a.cleanUnrecorded(env)
+		return nil, err
 	}
 	envRec := EnvironmentRecord{Provider: a.intent.Provider, EnvironmentID: env.ID(), IdempotencyKey: a.intent.IdempotencyKey,
 		TurnID: a.intent.TurnID, SessionID: a.intent.SessionID, ExecutionID: a.intent.ExecutionID}
 	if doc.Environment != nil && *doc.Environment != envRec {
-		// The provider made another environment than the one admitted: it
-		// holds no run of ours, so one this call created is removed.
-		a.cleanUnused(env)
+		// The provider answered with another environment than the one
+		// admitted: it holds no run of ours.
+		a.cleanUnrecorded(env)
 		return nil, mismatch("environment record", *doc.Environment, envRec)
 	}
 	if doc.Environment == nil {
@@ -303,18 +309,12 @@ func (a *admission) run(ctx context.Context) (*Run, error) {
 			d.Environment = &envRec
 			return nil
 		}); err != nil {
-			a.cleanUnused(env)
+			a.cleanUnrecorded(env)
 			return nil, err
 		}
 		a.log.InfoContext(ctx, "retained: environment admitted", "run", a.intent.RunID, "environment", env.ID())
 	}
 	if err := a.deliver(ctx, Admission{Kind: AdmissionEnvironment, Environment: &envRec}); err != nil {
-		return nil, err
-	}
-	if err := checkRetainable(ctx, a.provider, env); err != nil {
-		if doc.Dispatched == nil {
-			a.cleanUnused(env)
-		}
 		return nil, err
 	}
 	dispatched := doc.Dispatched
@@ -467,16 +467,27 @@ func (a *admission) deliver(ctx context.Context, adm Admission) error {
 	return nil
 }
 
-// cleanUnused destroys an environment this start created and never
-// dispatched to; one whose creation is not proven is kept.
-func (a *admission) cleanUnused(env contract.Environment) {
+// cleanUnrecorded destroys an environment this start created when the
+// run record does not name it (read again, since a write whose outcome
+// was unknown may have stored it): nothing was dispatched to it and no
+// record leads to it. An environment whose creation is not proven, or
+// that the record names, or whose record cannot be read, is kept.
+func (a *admission) cleanUnrecorded(env contract.Environment) {
 	if env.Creation() != contract.CreationCreated {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
+	r, err := a.store.GetRun(ctx, a.intent.RunID)
+	if err != nil {
+		a.log.WarnContext(ctx, "retained: keeping an environment whose record cannot be read", "environment", env.ID(), "error", err)
+		return
+	}
+	if d, err := decodeDocument(r); err != nil || d.Environment != nil && d.Environment.EnvironmentID == env.ID() {
+		return
+	}
 	if err := env.Destroy(ctx); err != nil {
-		a.log.Warn("retained: could not destroy an unused environment", "environment", env.ID(), "error", err)
+		a.log.WarnContext(ctx, "retained: could not destroy an unused environment", "environment", env.ID(), "error", err)
 	}
 }
 
