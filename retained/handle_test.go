@@ -330,3 +330,38 @@ func TestLostDispatchAnswerKeepsTheEnvironmentAndRecovers(t *testing.T) {
 		}
 	})
 }
+
+// Unknown stays unknown: a cancellation whose answer is lost is reported
+// unknown (with the error), never as accepted; a status the provider
+// cannot tell is nil, never a guess, and the record is not settled.
+func TestUnknownOutcomesStayUnknown(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		ctx := testCtx(t)
+		w := &wrapped{Provider: scripted.New(script(time.Minute), scripted.Options{}),
+			cancelErr: errors.New("connection reset"), statusUnknown: true}
+		s := open(t)
+		run, err := retained.StartRetainedRun(ctx, startOptions(w, s, "key-unknown", "turn-1", (&recorder{}).hook))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := run.Cancel(ctx, retained.CancelRequest{OperationID: "op-lost"})
+		if err == nil || out.Status != contract.StatusUnknown || out.Effect != contract.EffectUnknown || out.Message == nil {
+			t.Fatalf("lost cancellation: %+v, %v; want unknown with an error", out, err)
+		}
+		snap, err := run.Status(ctx)
+		if err != nil || snap.Status != nil || snap.Reason == "" {
+			t.Fatalf("unknown status: %+v, %v", snap, err)
+		}
+		rec, err := retained.Load(ctx, s, run.ControlRef().Record)
+		if err != nil || rec.Status != store.StatusRunning {
+			t.Fatalf("record %+v, %v: want still running", rec, err)
+		}
+		// The answer was lost, not the binding: the same request reaches
+		// the provider again once it answers.
+		w.cancelErr = nil
+		again, err := run.Cancel(ctx, retained.CancelRequest{OperationID: "op-lost"})
+		if err != nil || again.Status != contract.StatusAccepted || again.RequestDigest != out.RequestDigest {
+			t.Fatalf("retried cancellation: %+v, %v", again, err)
+		}
+	})
+}

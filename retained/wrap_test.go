@@ -22,6 +22,10 @@ type wrapped struct {
 	// dispatchErr, when set, is returned by Dispatch after the provider
 	// admitted the turn: an answer lost on the way back.
 	dispatchErr error
+	// cancelErr, when set, is what CancelRun returns (the answer is lost).
+	cancelErr error
+	// statusUnknown makes sessions report their status as unknown.
+	statusUnknown bool
 
 	mu      sync.Mutex
 	cancels []string // the status of every acknowledgement, in order
@@ -95,7 +99,17 @@ func (s *wrappedSession) Events(ctx context.Context, since, executionID string) 
 
 type cancellingSession struct{ *wrappedSession }
 
+func (s *wrappedSession) Status(ctx context.Context) (contract.SessionStatus, bool, error) {
+	if s.w.statusUnknown {
+		return "", false, nil
+	}
+	return s.Session.Status(ctx)
+}
+
 func (s *cancellingSession) CancelRun(ctx context.Context, req *contract.RunCancellationRequest) (*contract.RunCancellationAcknowledgement, error) {
+	if s.w.cancelErr != nil {
+		return nil, s.w.cancelErr
+	}
 	ack, err := s.Session.(contract.RunCanceller).CancelRun(ctx, req)
 	if err == nil {
 		s.w.mu.Lock()
