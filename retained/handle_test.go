@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"strings"
 	"testing"
 	"time"
 
@@ -362,6 +363,63 @@ func TestUnknownOutcomesStayUnknown(t *testing.T) {
 		again, err := run.Cancel(ctx, retained.CancelRequest{OperationID: "op-lost"})
 		if err != nil || again.Status != contract.StatusAccepted || again.RequestDigest != out.RequestDigest {
 			t.Fatalf("retried cancellation: %+v, %v", again, err)
+		}
+	})
+}
+
+const askScript = `{"turns":[{"repeat":true,"steps":[
+ {"text":"Which colour? "},
+ {"interaction":{"request":{"id":"colour","kind":"question","title":"Which colour?",
+  "answerSpec":{"fields":[{"type":"select","name":"colour","label":"Colour","required":true,"options":[{"value":"red","label":"Red"}]}]}}}},
+ {"text":"red it is"}]}]}`
+
+// FD-08: a run waiting on a question outlives its starter; the handle
+// re-attached from a new store connection sees the question, answers it,
+// and follows the run to its result.
+func TestReattachedHandleAnswersTheRunsInteraction(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		ctx := testCtx(t)
+		sc, err := scripted.ParseScript([]byte(askScript))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := scripted.New(sc, scripted.Options{})
+		starter, err := retained.StartRetainedRun(ctx, startOptions(p, open(t), "key-ask", "turn-1", (&recorder{}).hook))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ticket := starter.ControlRef()
+		starter = nil
+
+		run, err := retained.ReconnectRetainedRun(ctx, retained.ReconnectOptions{Provider: p.Reconnect(), Store: open(t), Ref: ticket})
+		if err != nil {
+			t.Fatal(err)
+		}
+		answered, text := false, ""
+		for ev, err := range run.Events(ctx, retained.Cursor{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := ev.Event.Normalized; n != nil && n.Interaction != nil && !answered {
+				req := n.Interaction.Request
+				cmd, err := contract.NewInteractionResponseCommand("answer-1", req.ResponseBinding(),
+					contract.InteractionResponse{ID: req.ID, Outcome: contract.InteractionOutcomeAccepted, Data: contract.InteractionData{"colour": contract.ChoiceAnswer("red")}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ack, err := run.RespondToInteraction(ctx, cmd)
+				if err != nil || ack.Status != contract.InteractionAckAccepted {
+					t.Fatalf("answer: %+v, %v", ack, err)
+				}
+				answered = true
+			}
+			if d, ok := ev.Event.Data["delta"]; ok {
+				text += d.Str()
+			}
+		}
+		res, err := run.Result(ctx)
+		if err != nil || !answered || !res.Success || !strings.Contains(res.Text, "red it is") {
+			t.Fatalf("answered %v, result %+v, %v (streamed %q)", answered, res, err, text)
 		}
 	})
 }
