@@ -370,3 +370,95 @@ func printRetained(w io.Writer, r *retained.Record) {
 		fmt.Fprintf(w, "  control   not dispatched (agentrt runs recover %s)\n", r.ID)
 	}
 }
+
+// cancelRetained cancels a retained run through its provider under an
+// operation id, waiting up to wait for it to end.
+func cancelRetained(ctx context.Context, stdio IO, s store.Store, pf *providerFlags, open providerOpener, id, operationID, reason string, wait time.Duration, asJSON bool) error {
+	p, err := open(pf.name, pf.script, pf.baseURL, "")
+	if err != nil {
+		return err
+	}
+	run, err := retained.Attach(ctx, p, s, id)
+	if err != nil {
+		return retainedError(id, err)
+	}
+	if operationID == "" {
+		var b [12]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return &exitError{code: ExitFailed, err: err}
+		}
+		operationID = "cli-cancel-" + hex.EncodeToString(b[:])
+	}
+	var why *string
+	if reason != "" {
+		why = &reason
+	}
+	out, cancelErr := run.Cancel(ctx, retained.CancelRequest{OperationID: operationID, Reason: why})
+	if errors.Is(cancelErr, retained.ErrNoCancellation) || errors.Is(cancelErr, retained.ErrInvalidOptions) {
+		return usage("%v", cancelErr)
+	}
+	accepted := out.Status == contract.StatusAccepted || out.Status == contract.StatusReplayed
+	snap := out.Snapshot
+	if accepted && out.Effect == contract.EffectCancelRequested && wait > 0 {
+		fmt.Fprintf(stdio.Err, "cancel requested; waiting up to %s for run %s to end…\n", wait, id)
+		deadline := time.Now().Add(wait)
+		for time.Now().Before(deadline) && !terminalSnapshot(snap) {
+			select {
+			case <-ctx.Done():
+				return &exitError{code: ExitFailed, err: ctx.Err()}
+			case <-time.After(100 * time.Millisecond):
+			}
+			if snap, err = run.Status(ctx); err != nil {
+				return &exitError{code: ExitFailed, err: err}
+			}
+		}
+	}
+	status, statusValue := "unknown", canonjson.NullValue()
+	if snap.Status != nil {
+		status = string(*snap.Status)
+		statusValue = canonjson.StringValue(status)
+	}
+	if asJSON {
+		m := []canonjson.Member{
+			{Name: "runId", Value: canonjson.StringValue(id)},
+			{Name: "operationId", Value: canonjson.StringValue(out.OperationID)},
+			{Name: "outcome", Value: canonjson.StringValue(out.Status)},
+			{Name: "effect", Value: canonjson.StringValue(out.Effect)},
+			{Name: "status", Value: statusValue},
+		}
+		if out.Message != nil {
+			m = append(m, canonjson.Member{Name: "message", Value: canonjson.StringValue(*out.Message)})
+		}
+		if err := writeJSON(stdio.Out, canonjson.ObjectValue(m)); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdio.Out, "run %s  cancel %s, %s (status %s)\n", id, out.Status, out.Effect, status)
+		fmt.Fprintf(stdio.Out, "  operation %s\n", out.OperationID)
+		if out.Message != nil {
+			fmt.Fprintf(stdio.Out, "  why       %s\n", *out.Message)
+		}
+	}
+	if cancelErr != nil {
+		return &exitError{code: ExitFailed, err: cancelErr}
+	}
+	// As for any run: done when it ended cancelled, or when the request
+	// was taken and nobody asked to wait.
+	cancelled := snap.Status != nil && *snap.Status == contract.SessionCancelled
+	if accepted && (cancelled || out.Effect == contract.EffectCancelRequested && wait == 0) {
+		return nil
+	}
+	return refused()
+}
+
+// terminalSnapshot reports whether a snapshot shows the run ended.
+func terminalSnapshot(s retained.Snapshot) bool {
+	if s.Status == nil {
+		return false
+	}
+	switch *s.Status {
+	case contract.SessionCompleted, contract.SessionFailed, contract.SessionCancelled, contract.SessionStopped, contract.SessionExpired:
+		return true
+	}
+	return false
+}

@@ -155,3 +155,35 @@ func TestRetainFlagUsage(t *testing.T) {
 		}
 	}
 }
+
+// agentrt runs cancel on a retained run asks its provider under an
+// operation id: accepted and waited for, then replayed with the same id
+// and reason, and a conflict under the same id with another reason. The
+// record stays readable (the kernel's cancel request is not written into
+// it).
+func TestRunsCancelRetained(t *testing.T) {
+	db := []string{"--db", filepath.Join(t.TempDir(), "agentrt.db")}
+	open := sharedProvider(time.Minute)
+	out, errOut, code := runWith(t, open, append([]string{"run", noteWriter, "--task", "Work long.", "--retain", "--detach", "--json"}, db...)...)
+	if code != 0 {
+		t.Fatalf("run --retain: exit %d %s%s", code, out, errOut)
+	}
+	record := member(member(decode(t, strings.TrimSpace(out)), "controlRef"), "record").Str()
+	cancel := append([]string{"runs", "cancel", record, "--operation-id", "op-1", "--reason", "stop", "--json"}, db...)
+	out, errOut, code = runWith(t, open, cancel...)
+	if v := decode(t, out); code != 0 || member(v, "outcome").Str() != "accepted" || member(v, "status").Str() != "cancelled" {
+		t.Fatalf("cancel: exit %d\n%s%s", code, out, errOut)
+	}
+	out, _, code = runWith(t, open, cancel...)
+	if v := decode(t, out); code != 0 || member(v, "outcome").Str() != "replayed" {
+		t.Fatalf("cancel again: exit %d\n%s", code, out)
+	}
+	out, _, code = runWith(t, open, append([]string{"runs", "cancel", record, "--operation-id", "op-1", "--reason", "other"}, db...)...)
+	if code != cli.ExitFailed || !strings.Contains(out, "cancel conflict") {
+		t.Fatalf("conflicting cancel: exit %d\n%s", code, out)
+	}
+	out, _, code = runWith(t, open, append([]string{"runs", "show", record}, db...)...)
+	if code != 0 || !strings.Contains(out, "status    cancelled") {
+		t.Fatalf("runs show after the cancel: exit %d\n%s", code, out)
+	}
+}
