@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/internal/pgtest"
 	"github.com/agentrt/agentrt/providers/remote"
 )
 
@@ -21,11 +22,22 @@ import (
 // record id through the shared run store, receiving the remaining events
 // and the result under the identity the starter printed.
 //
-// It needs providers/remote to offer retained control over the sidecar
-// (dispatch, session reopen with replay by event id, cancelRun, and
-// lookup by id), and skips until the served capability document
-// declares retainedControl.
+// The provider is agentrt serve (scripted) reached through
+// providers/remote, which must declare retainedControl. On SQLite and
+// PostgreSQL run stores.
 func TestRetainedRunSurvivesSIGKILLOfItsStarter(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		store func(t *testing.T) []string
+	}{
+		{"sqlite", func(t *testing.T) []string { return []string{"--db", filepath.Join(t.TempDir(), "agentrt.db")} }},
+		{"postgres", func(t *testing.T) []string { return []string{"--database", pgtest.Schema(t)} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { retainedSurvivesSIGKILL(t, tc.store(t)) })
+	}
+}
+
+func retainedSurvivesSIGKILL(t *testing.T, db []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	script := writeFile(t, "slow.json", `{"turns":[{"repeat":true,"steps":[{"text":"first part "},{"delayMs":1500},{"text":"second part"}]}]}`)
@@ -40,15 +52,14 @@ func TestRetainedRunSurvivesSIGKILLOfItsStarter(t *testing.T) {
 		t.Fatal(err)
 	}
 	if caps.RetainedControl == nil {
-		t.Skip("providers/remote does not offer retained control over agentrt serve yet")
+		t.Fatal("agentrt serve (scripted) through providers/remote does not declare retainedControl")
 	}
-	db := filepath.Join(t.TempDir(), "agentrt.db")
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	starter := startChild(t, func(c *exec.Cmd) { c.Stdout = w }, "run", noteWriter, "--task", "Work long.", "--retain", "--json",
-		"--provider", "remote", "--base-url", url, "--db", db)
+	starter := startChild(t, func(c *exec.Cmd) { c.Stdout = w }, append([]string{"run", noteWriter, "--task", "Work long.", "--retain", "--json",
+		"--provider", "remote", "--base-url", url}, db...)...)
 	w.Close()
 	lines := bufio.NewScanner(r)
 	var ref canonjson.Value
@@ -75,8 +86,8 @@ func TestRetainedRunSurvivesSIGKILLOfItsStarter(t *testing.T) {
 	r.Close()
 
 	record := member(ref, "record").Str()
-	out, errOut, code := run(t, "", "runs", "attach", record, "--provider", "remote", "--base-url", url, "--db", db, "--json",
-		"--after-cursor", cursor, "--after-sequence", strconv.FormatInt(sequence, 10))
+	out, errOut, code := run(t, "", append([]string{"runs", "attach", record, "--provider", "remote", "--base-url", url, "--json",
+		"--after-cursor", cursor, "--after-sequence", strconv.FormatInt(sequence, 10)}, db...)...)
 	if code != 0 {
 		t.Fatalf("runs attach after the kill: exit %d\n%s%s", code, out, errOut)
 	}
@@ -88,7 +99,7 @@ func TestRetainedRunSurvivesSIGKILLOfItsStarter(t *testing.T) {
 	if first := member(got[0], "sequence").Float(); len(got) < 2 || int64(first) != sequence+1 {
 		t.Fatalf("attach resumed at sequence %v, want %d", first, sequence+1)
 	}
-	out, _, code = run(t, "", "runs", "recover", record, "--provider", "remote", "--base-url", url, "--db", db, "--json")
+	out, _, code = run(t, "", append([]string{"runs", "recover", record, "--provider", "remote", "--base-url", url, "--json"}, db...)...)
 	if code != 0 || !canonjson.Equal(member(decode(t, out), "controlRef"), ref) {
 		t.Fatalf("the identity changed across the kill: exit %d\n%s\nwant %s", code, out, canonjson.Marshal(ref))
 	}
