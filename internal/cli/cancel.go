@@ -9,13 +9,15 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/retained"
 	"github.com/agentrt/agentrt/store"
 )
 
-func newRunsCancelCmd(stdio IO) *cobra.Command {
+func newRunsCancelCmd(stdio IO, open providerOpener) *cobra.Command {
 	var sf storeFlags
+	var pf providerFlags
 	var asJSON bool
-	var reason string
+	var reason, operationID string
 	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "cancel RUN",
@@ -32,6 +34,12 @@ second, cancels the run and records it cancelled. cancel waits for that
   unknown           the request could not be recorded (the store failed):
                     whether the run will stop is not known
 
+A retained run (agentrt run --retain) is owned by its provider: cancel asks
+the provider through the run's control ref, under --operation-id (default: a
+new one), and reports the provider's answer — accepted or replayed with its
+effect, conflict (the operation id names another request) or unknown. Give the
+--provider (and --base-url) the run was started on.
+
 Exit status: 0 when the run is cancelled (or the request is recorded and
 --wait is 0), 1 otherwise.`,
 		Args: cobra.ExactArgs(1),
@@ -42,6 +50,12 @@ Exit status: 0 when the run is cancelled (or the request is recorded and
 				return err
 			}
 			defer s.Close()
+			if r, err := s.GetRun(ctx, args[0]); err == nil && r.Kind == retained.Kind {
+				return cancelRetained(ctx, stdio, s, &pf, open, args[0], operationID, reason, wait, asJSON)
+			}
+			if cmd.Flags().Changed("operation-id") {
+				return usage("--operation-id applies to retained runs only")
+			}
 			effect, r, err := kernel.RequestCancel(ctx, s, args[0], reason, time.Now())
 			if errors.Is(err, store.ErrNotFound) {
 				return &exitError{code: ExitFailed, err: fmt.Errorf("no run %q in the store (agentrt runs list shows the recorded runs)", args[0])}
@@ -94,6 +108,8 @@ Exit status: 0 when the run is cancelled (or the request is recorded and
 		},
 	}
 	sf.register(cmd)
+	pf.register(cmd)
+	cmd.Flags().StringVar(&operationID, "operation-id", "", "retained runs: the cancel operation's id; the same id and reason again is replayed, never applied twice (default: a new one)")
 	cmd.Flags().StringVar(&reason, "reason", "cancelled from the command line", "why, recorded with the run")
 	cmd.Flags().DurationVar(&wait, "wait", 30*time.Second, "how long to wait for the run to end (0: do not wait)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the effect as JSON")

@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/agentrt/agentrt/contract"
 )
 
 // Exit codes.
@@ -51,7 +53,18 @@ func usage(format string, args ...any) error {
 // Main runs the agentrt command line with args (without the program name)
 // and returns the process exit code.
 func Main(ctx context.Context, args []string, stdio IO) int {
-	root := newRoot(stdio)
+	return mainWith(ctx, args, stdio, openProvider)
+}
+
+// providerOpener opens the provider a command runs on from its --provider,
+// --script, --base-url and --openai-api flags.
+type providerOpener func(name, scriptPath, baseURL, openaiAPI string) (contract.Provider, error)
+
+// mainWith is Main with the providers of the run commands opened by open
+// (tests share one scripted provider between invocations with it, as a
+// provider outside the process would be shared).
+func mainWith(ctx context.Context, args []string, stdio IO, open providerOpener) int {
+	root := newRoot(stdio, open)
 	root.SetArgs(args)
 	root.SetIn(stdio.In)
 	root.SetOut(stdio.Out)
@@ -73,7 +86,7 @@ func Main(ctx context.Context, args []string, stdio IO) int {
 	return ExitUsage
 }
 
-func newRoot(stdio IO) *cobra.Command {
+func newRoot(stdio IO, open providerOpener) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "agentrt",
 		Short: "agentrt runs agents exactly as their profiles declare and records what really happened",
@@ -84,7 +97,7 @@ byte like the reference TypeScript implementation, and runs them.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(stdio), newRunsCmd(stdio), newProfileCmd(stdio), newCandidateCmd(stdio), newCheckCmd(stdio), newServeCmd(stdio), newVersionCmd(stdio))
+	root.AddCommand(newRunCmd(stdio, open), newRunsCmd(stdio, open), newProfileCmd(stdio), newCandidateCmd(stdio), newCheckCmd(stdio), newServeCmd(stdio), newVersionCmd(stdio))
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usage("%v (see %s --help)", err, c.CommandPath())
 	})

@@ -25,12 +25,13 @@ import (
 	"github.com/agentrt/agentrt/store"
 )
 
-func newRunCmd(stdio IO) *cobra.Command {
+func newRunCmd(stdio IO, open providerOpener) *cobra.Command {
 	var sf storeFlags
 	var asJSON, quiet bool
 	var task, providerName, scriptPath, expect, baseURL, openaiAPI string
 	var stage int
 	var lease, timeout time.Duration
+	var rf retainFlags
 	cmd := &cobra.Command{
 		Use:   "run PROFILE --task TEXT",
 		Short: "Run one exact turn of an agent profile and record what happened",
@@ -64,6 +65,15 @@ JSON on stdout; --quiet prints only the summary.
 agentrt run is a one-shot driver: its decision is "done" when the run was
 delivered and "fail" otherwise (use kernel.Rounds for plan/decide loops).
 
+--retain starts a retained run instead: the provider owns it, its admission
+(intent, environment, dispatched) is recorded in the run store before anything
+is printed, and the first thing printed is its control ref; then its events
+and result follow, or, with --detach, the command exits. agentrt runs attach
+RUN re-attaches to it from any process that shares the store and reaches the
+provider, and agentrt runs recover RUN recovers it after this process died. A
+run that must outlive this process needs a provider outside it (--provider
+remote); the scripted provider lives in this process and ends with it.
+
 Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -71,11 +81,14 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 			if strings.TrimSpace(task) == "" {
 				return usage("--task is required")
 			}
+			if err := rf.check(cmd); err != nil {
+				return err
+			}
 			p, err := loadProfile(stdio, args[0], asJSON)
 			if err != nil {
 				return err
 			}
-			provider, err := openProvider(providerName, scriptPath, baseURL, openaiAPI)
+			provider, err := open(providerName, scriptPath, baseURL, openaiAPI)
 			if err != nil {
 				return err
 			}
@@ -88,6 +101,9 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
+			}
+			if rf.retain {
+				return runRetained(ctx, stdio, rf, provider, s, p, task, asJSON)
 			}
 			live := liveOptions{Label: args[0] + " with " + provider.Name(), Short: provider.Name()}
 			if !quiet {
@@ -122,6 +138,7 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 		},
 	}
 	sf.register(cmd)
+	rf.register(cmd)
 	cmd.Flags().StringVar(&task, "task", "", "the task to give the agent (required)")
 	cmd.Flags().StringVar(&providerName, "provider", "scripted", "provider to run on (scripted, openai, anthropic, claude-code, codex, opencode, remote)")
 	cmd.Flags().StringVar(&baseURL, "base-url", "", "the model endpoint of the openai, anthropic, claude-code, codex or opencode provider (default: the vendor's), or the agentrt serve address of the remote provider")

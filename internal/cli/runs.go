@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/retained"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/postgres"
 	"github.com/agentrt/agentrt/store/sqlite"
@@ -129,12 +130,13 @@ func redactURL(raw string) string {
 	return u.String()
 }
 
-func newRunsCmd(stdio IO) *cobra.Command {
+func newRunsCmd(stdio IO, open providerOpener) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "runs",
-		Short: "List, show, follow and cancel recorded runs",
+		Short: "List, show, follow and cancel recorded runs; attach to and recover retained runs",
 	}
-	cmd.AddCommand(newRunsListCmd(stdio), newRunsShowCmd(stdio), newRunsEventsCmd(stdio), newRunsCancelCmd(stdio))
+	cmd.AddCommand(newRunsListCmd(stdio), newRunsShowCmd(stdio), newRunsEventsCmd(stdio), newRunsCancelCmd(stdio, open),
+		newRunsAttachCmd(stdio, open), newRunsRecoverCmd(stdio, open))
 	return cmd
 }
 
@@ -209,6 +211,8 @@ func summary(r store.Run) string {
 		if rec.StopReason != "" {
 			parts = append(parts, "stopped "+string(rec.StopReason))
 		}
+	case retained.Kind:
+		return retainedSummary(r)
 	default:
 		rec, err := kernel.DecodeRecord(r.Doc)
 		if err != nil {
@@ -262,6 +266,14 @@ func newRunsShowCmd(stdio IO) *cobra.Command {
 			}
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
+			}
+			if r.Kind == retained.Kind && !asJSON {
+				rec, err := retained.Load(cmd.Context(), s, args[0])
+				if err != nil {
+					return &exitError{code: ExitFailed, err: err}
+				}
+				printRetained(stdio.Out, rec)
+				return nil
 			}
 			if asJSON {
 				v := runValue(r.Run).With("eventsRecorded", canonjson.NumberValue(float64(r.Events)))

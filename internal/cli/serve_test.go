@@ -49,7 +49,12 @@ func startServe(t *testing.T, args ...string) string {
 	var mu sync.Mutex
 	var log bytes.Buffer
 	found := make(chan string, 1)
+	// read ends once the server closed its stderr (it exited); Wait may
+	// be called only then, or it closes the pipe under the reader and the
+	// last lines — "stopped" among them — are lost.
+	read := make(chan struct{})
 	go func() {
+		defer close(read)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			mu.Lock()
@@ -65,14 +70,13 @@ func startServe(t *testing.T, args ...string) string {
 	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(os.Interrupt)
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
 		select {
-		case <-exited:
+		case <-read:
 		case <-time.After(15 * time.Second):
 			_ = cmd.Process.Kill()
-			<-exited
+			<-read
 		}
+		_ = cmd.Wait()
 		mu.Lock()
 		defer mu.Unlock()
 		if strings.Contains(log.String(), serveToken) {

@@ -707,3 +707,29 @@ func (l exactLiar) Capabilities(ctx context.Context) (*contract.Capabilities, er
 	}
 	return c, err
 }
+
+// A turn naming its execution id runs under exactly that id, and a second
+// turn naming the same execution id is refused before any effect.
+func TestDispatchHonoursTheTurnsExecutionID(t *testing.T) {
+	ctx := context.Background()
+	p := scripted.InProcess(func(ctx context.Context, prompt string, pc scripted.PromptContext) ([]contract.EnvironmentEvent, error) {
+		return []contract.EnvironmentEvent{{Type: "message.final", Data: map[string]canonjson.Value{"text": canonjson.StringValue("ok")}}}, nil
+	})
+	env, err := p.Create(ctx, &contract.CreateInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := env.(contract.Dispatcher)
+	exec, turn := "exec-fixed", "turn-1"
+	ref, err := d.Dispatch(ctx, &contract.TurnInput{Prompt: ptr("hi"), ExecutionID: &exec, TurnID: &turn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := *ref.ControlRef.ExecutionID; got != exec {
+		t.Fatalf("execution id %q, want %q", got, exec)
+	}
+	other := "turn-2"
+	if _, err := d.Dispatch(ctx, &contract.TurnInput{Prompt: ptr("again"), ExecutionID: &exec, TurnID: &other}); !errors.Is(err, scripted.ErrTurnConflict) {
+		t.Fatalf("a second run under execution id %q: err %v, want ErrTurnConflict", exec, err)
+	}
+}

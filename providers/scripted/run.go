@@ -391,7 +391,8 @@ func (st *envState) checkSession(id *string) error {
 }
 
 // admit registers a new run of the turn in (its session named by the
-// turn, else a new one) with its admission digest; ids, when given, fix
+// turn, else a new one) and execution (the turn's execution id, else a
+// new one) with its admission digest; ids, when given, fix
 // the session, run and execution ids (a context transfer destination).
 func (st *envState) admit(in *contract.TurnInput, digest string, ids *contract.ExactRunControlRef) (*runState, error) {
 	st.mu.Lock()
@@ -406,6 +407,17 @@ func (st *envState) admit(in *contract.TurnInput, digest string, ids *contract.E
 		SessionID: fmt.Sprintf("%s-session-%d", st.id, n)}
 	if in.SessionID != nil {
 		ref.SessionID = *in.SessionID
+	}
+	if in.ExecutionID != nil {
+		// The caller names the execution (a retained run derives it from
+		// its idempotency key and turn id); one execution id names one
+		// run of the environment.
+		for _, other := range st.runs {
+			if other.ref.ExecutionID == *in.ExecutionID {
+				return nil, fmt.Errorf("%w: execution id %s already names run %s", ErrTurnConflict, *in.ExecutionID, other.ref.RunID)
+			}
+		}
+		ref.ExecutionID = *in.ExecutionID
 	}
 	if ids != nil {
 		ref.SessionID, ref.RunID, ref.ExecutionID = ids.SessionID, ids.RunID, ids.ExecutionID

@@ -1,0 +1,14 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/agentrt/agentrt/contract"
+)
+
+// MainWith is Main with the run commands' providers opened by open, so a
+// test can share one provider between invocations, as a provider outside
+// the process is shared.
+func MainWith(ctx context.Context, args []string, stdio IO, open func(name, scriptPath, baseURL, openaiAPI string) (contract.Provider, error)) int {
+	return mainWith(ctx, args, stdio, open)
+}

@@ -1,0 +1,464 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/retained"
+	"github.com/agentrt/agentrt/store"
+)
+
+// retainFlags are agentrt run's retained-run flags.
+type retainFlags struct {
+	retain, detach bool
+	key, turnID    string
+}
+
+func (f *retainFlags) register(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&f.retain, "retain", false, "start a retained run: the provider owns it, its admission is recorded in the run store, and the control ref printed first re-attaches to it from any process (agentrt runs attach)")
+	cmd.Flags().BoolVar(&f.detach, "detach", false, "with --retain: exit once the run is dispatched and its control ref printed, instead of following it")
+	cmd.Flags().StringVar(&f.key, "key", "", "with --retain: the idempotency key (default: a new random one); the same --key and --turn-id continue the same run")
+	cmd.Flags().StringVar(&f.turnID, "turn-id", "turn-1", "with --retain: the turn id; with --key it derives the run's identity")
+}
+
+// check refuses flags that need --retain without it.
+func (f *retainFlags) check(cmd *cobra.Command) error {
+	if f.retain {
+		for _, name := range []string{"expect", "stage", "lease"} {
+			if cmd.Flags().Changed(name) {
+				return usage("--%s does not apply to --retain (the provider owns a retained run)", name)
+			}
+		}
+		return nil
+	}
+	for _, name := range []string{"detach", "key", "turn-id"} {
+		if cmd.Flags().Changed(name) {
+			return usage("--%s applies to --retain only", name)
+		}
+	}
+	return nil
+}
+
+// runRetained starts a retained run of task and prints its control ref as
+// soon as the dispatched record is durable; without --detach it then
+// follows the run to its result.
+func runRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Provider, s store.Store, prof *profile.Profile, task string, asJSON bool) error {
+	key := f.key
+	if key == "" {
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return &exitError{code: ExitFailed, err: err}
+		}
+		key = "cli-" + hex.EncodeToString(b[:])
+	}
+	turnID := f.turnID
+	run, err := retained.StartRetainedRun(ctx, retained.StartOptions{
+		Provider:    p,
+		Store:       s,
+		Environment: &contract.CreateInput{Profile: profile.Ref{Inline: prof}, IdempotencyKey: &key},
+		Turn:        contract.TurnInput{TurnID: &turnID, Prompt: &task},
+		// The records are durable in the store before this hook runs; the
+		// command has nothing to add to them.
+		OnAdmission: func(context.Context, retained.Admission) error { return nil },
+	})
+	if errors.Is(err, retained.ErrInvalidOptions) || errors.Is(err, retained.ErrNotRetainable) {
+		return usage("%v", err)
+	}
+	if err != nil {
+		return &exitError{code: ExitFailed, err: err}
+	}
+	ref := run.ControlRef()
+	if asJSON {
+		if err := writeLine(stdio, canonjson.ObjectValue([]canonjson.Member{{Name: "controlRef", Value: mustValue(ref)}})); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdio.Out, "retained run %s  dispatched\n", ref.Record)
+		fmt.Fprintf(stdio.Out, "  control   %s\n", canonjson.Marshal(mustValue(ref)))
+		fmt.Fprintf(stdio.Out, "  key       %s (turn %s)\n", key, turnID)
+		fmt.Fprintf(stdio.Out, "  attach    agentrt runs attach %s\n", ref.Record)
+	}
+	if f.detach {
+		return nil
+	}
+	return follow(ctx, stdio, run, retained.Cursor{}, asJSON)
+}
+
+// mustValue converts plain data to a canonical value; the retained types
+// always convert.
+func mustValue(x any) canonjson.Value {
+	v, err := canonjson.ToValue(x)
+	if err != nil {
+		return canonjson.StringValue(fmt.Sprint(x))
+	}
+	return v
+}
+
+// writeLine prints v as one JSON line.
+func writeLine(stdio IO, v canonjson.Value) error {
+	_, err := stdio.Out.Write(append(canonjson.Marshal(v), '\n'))
+	return err
+}
+
+// follow prints a retained run's events after after and then its result;
+// the exit status is 0 only when the run succeeded.
+func follow(ctx context.Context, stdio IO, run *retained.Run, after retained.Cursor, asJSON bool) error {
+	last := after
+	for ev, err := range run.Events(ctx, after) {
+		if err != nil {
+			return &exitError{code: ExitFailed, err: fmt.Errorf("%w (resume with --after-cursor %q --after-sequence %d)", err, last.Cursor, last.Sequence)}
+		}
+		last = ev.After()
+		if asJSON {
+			if err := writeLine(stdio, canonjson.ObjectValue([]canonjson.Member{
+				{Name: "sequence", Value: canonjson.NumberValue(float64(ev.Sequence))},
+				{Name: "cursor", Value: canonjson.StringValue(ev.Cursor)},
+				{Name: "event", Value: mustValue(ev.Event)},
+			})); err != nil {
+				return err
+			}
+			continue
+		}
+		fmt.Fprintf(stdio.Out, "%4d  %-24s %s\n", ev.Sequence, ev.Event.Type, eventText(mustValue(ev.Event.Data)))
+	}
+	res, err := run.Result(ctx)
+	if err != nil {
+		return &exitError{code: ExitFailed, err: err}
+	}
+	snap, err := run.Status(ctx)
+	if err != nil {
+		return &exitError{code: ExitFailed, err: err}
+	}
+	status := canonjson.NullValue()
+	if snap.Status != nil {
+		status = canonjson.StringValue(string(*snap.Status))
+	}
+	if asJSON {
+		if err := writeLine(stdio, canonjson.ObjectValue([]canonjson.Member{
+			{Name: "record", Value: canonjson.StringValue(snap.RunID)},
+			{Name: "status", Value: status},
+			{Name: "success", Value: canonjson.BoolValue(res.Success)},
+			{Name: "text", Value: canonjson.StringValue(res.Text)},
+			{Name: "usage", Value: usageValue(res.Usage)},
+		})); err != nil {
+			return err
+		}
+	} else {
+		state := "unknown"
+		if snap.Status != nil {
+			state = string(*snap.Status)
+		}
+		fmt.Fprintf(stdio.Out, "run %s  %s\n", snap.RunID, state)
+		if res.Error != nil {
+			fmt.Fprintf(stdio.Out, "  why       %s\n", *res.Error)
+		}
+		if res.Text != "" {
+			fmt.Fprintf(stdio.Out, "  result    %s\n", clip(strings.ReplaceAll(res.Text, "\n", " "), 120))
+		}
+		fmt.Fprintf(stdio.Out, "  last      --after-cursor %q --after-sequence %d\n", last.Cursor, last.Sequence)
+	}
+	if !res.Success {
+		return refused()
+	}
+	return nil
+}
+
+// usageValue is a turn's usage, or null when the provider reported none
+// (unknown, never 0).
+func usageValue(u *contract.TokenUsage) canonjson.Value {
+	if u == nil {
+		return canonjson.NullValue()
+	}
+	return mustValue(u)
+}
+
+// providerFlags select the provider of a retained-run command.
+type providerFlags struct {
+	name, script, baseURL string
+}
+
+func (f *providerFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.name, "provider", "scripted", "the provider that owns the run (the one it was started on: scripted, remote, …)")
+	cmd.Flags().StringVar(&f.script, "script", "", "script for the scripted provider")
+	cmd.Flags().StringVar(&f.baseURL, "base-url", "", "the agentrt serve address of the remote provider")
+}
+
+// retainedStore opens the run store and the provider of a retained run.
+func openRetained(ctx context.Context, sf *storeFlags, pf *providerFlags, open providerOpener) (store.Store, contract.Provider, error) {
+	p, err := open(pf.name, pf.script, pf.baseURL, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := sf.open(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, p, nil
+}
+
+// retainedError maps a retained-run error to the command's exit.
+func retainedError(id string, err error) error {
+	switch {
+	case errors.Is(err, retained.ErrNoRecord):
+		return &exitError{code: ExitFailed, err: fmt.Errorf("no retained run %q in the store", id)}
+	case errors.Is(err, retained.ErrEnvironmentGone):
+		return &exitError{code: ExitFailed, err: fmt.Errorf("%w; the provider no longer holds the run (agentrt runs recover %s says what is left)", err, id)}
+	}
+	return &exitError{code: ExitFailed, err: err}
+}
+
+func newRunsAttachCmd(stdio IO, open providerOpener) *cobra.Command {
+	sf := storeFlags{existing: true}
+	var pf providerFlags
+	var asJSON bool
+	var after retained.Cursor
+	cmd := &cobra.Command{
+		Use:   "attach RUN",
+		Short: "Re-attach to a retained run from any process and follow it to its result",
+		Long: `Re-attach to the retained run RUN (as agentrt run --retain printed it) by
+the control ref its admission recorded in the run store, and print its events
+and then its result. Any process that shares the store and reaches the provider
+that owns the run can attach: give the same --provider (and --base-url) it was
+started on. --after-cursor and --after-sequence resume after an event a previous
+attach printed; the run's history must still hold that event at that position,
+or attach fails rather than skip anything. --json prints one JSON object per
+event and one for the result.
+
+Exit status: 0 when the run succeeded, 1 otherwise.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			s, p, err := openRetained(ctx, &sf, &pf, open)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			run, err := retained.Attach(ctx, p, s, args[0])
+			if err != nil {
+				return retainedError(args[0], err)
+			}
+			return follow(ctx, stdio, run, after, asJSON)
+		},
+	}
+	sf.register(cmd)
+	pf.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per event, then the result")
+	cmd.Flags().StringVar(&after.Cursor, "after-cursor", "", "print only events after this event id (with --after-sequence)")
+	cmd.Flags().Int64Var(&after.Sequence, "after-sequence", 0, "the sequence of the --after-cursor event")
+	return cmd
+}
+
+func newRunsRecoverCmd(stdio IO, open providerOpener) *cobra.Command {
+	sf := storeFlags{existing: true}
+	var pf providerFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "recover RUN",
+		Short: "Recover a retained run after the process that started it died",
+		Long: `Recover the retained run RUN from its admission records: re-attach when the
+provider proves it holds the run (recovered), report not_found when nothing is
+left (nothing to clean up), or unverifiable when the provider cannot say now —
+the environment is then kept, never destroyed: run recover again later.
+
+Exit status: 0 when recovered, 1 otherwise.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			s, p, err := openRetained(ctx, &sf, &pf, open)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			rec, err := retained.RecoverRetainedRun(ctx, retained.RecoverOptions{Provider: p, Store: s, RunID: args[0]})
+			if err != nil {
+				return retainedError(args[0], err)
+			}
+			m := []canonjson.Member{
+				{Name: "record", Value: canonjson.StringValue(args[0])},
+				{Name: "outcome", Value: canonjson.StringValue(string(rec.Outcome))},
+				{Name: "environmentId", Value: nullableString(rec.EnvironmentID)},
+			}
+			if rec.Via != "" {
+				m = append(m, canonjson.Member{Name: "via", Value: canonjson.StringValue(rec.Via)})
+			}
+			if rec.Run != nil {
+				m = append(m, canonjson.Member{Name: "controlRef", Value: mustValue(rec.Run.ControlRef())})
+			}
+			if rec.Reason != "" {
+				m = append(m, canonjson.Member{Name: "reason", Value: canonjson.StringValue(rec.Reason)})
+			}
+			if asJSON {
+				if err := writeJSON(stdio.Out, canonjson.ObjectValue(m)); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(stdio.Out, "run %s  %s\n", args[0], rec.Outcome)
+				if rec.EnvironmentID != "" {
+					fmt.Fprintf(stdio.Out, "  env       %s\n", rec.EnvironmentID)
+				}
+				switch rec.Outcome {
+				case retained.Recovered:
+					fmt.Fprintf(stdio.Out, "  via       %s\n", rec.Via)
+					fmt.Fprintf(stdio.Out, "  next      agentrt runs attach %s\n", args[0])
+				case retained.Unverifiable:
+					fmt.Fprintf(stdio.Out, "  why       %s\n", rec.Reason)
+					fmt.Fprintf(stdio.Out, "  kept      nothing was destroyed; run agentrt runs recover %s again later\n", args[0])
+				default:
+					fmt.Fprintf(stdio.Out, "  why       %s\n", rec.Reason)
+				}
+			}
+			if rec.Outcome != retained.Recovered {
+				return refused()
+			}
+			return nil
+		},
+	}
+	sf.register(cmd)
+	pf.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the outcome as JSON")
+	return cmd
+}
+
+// retainedSummary describes a retained run record for runs list: where
+// its admission got to.
+func retainedSummary(r store.Run) string {
+	rec, err := retained.FromRun(r)
+	if err != nil {
+		return "(unreadable record)"
+	}
+	stage := "intent"
+	switch {
+	case rec.Dispatched != nil:
+		stage = "dispatched"
+	case rec.Environment != nil:
+		stage = "environment admitted"
+	}
+	return fmt.Sprintf("retained on %s, turn %s, %s", rec.Intent.Provider, rec.Intent.TurnID, stage)
+}
+
+// printRetained writes a retained run's admission records for people.
+func printRetained(w io.Writer, r *retained.Record) {
+	fmt.Fprintf(w, "run %s\n", r.ID)
+	fmt.Fprintf(w, "  status    %s\n", r.Status)
+	fmt.Fprintf(w, "  kind      %s\n", retained.Kind)
+	fmt.Fprintf(w, "  started   %s\n", r.CreatedAt.Local().Format(time.RFC3339))
+	fmt.Fprintf(w, "  updated   %s\n", r.UpdatedAt.Local().Format(time.RFC3339))
+	in := r.Intent
+	fmt.Fprintf(w, "  intent    provider %s, key %s, turn %s\n", in.Provider, in.IdempotencyKey, in.TurnID)
+	fmt.Fprintf(w, "  identity  session %s, execution %s\n", in.SessionID, in.ExecutionID)
+	fmt.Fprintf(w, "  request   %s\n", in.RequestDigest)
+	if e := r.Environment; e != nil {
+		fmt.Fprintf(w, "  env       %s\n", e.EnvironmentID)
+	} else {
+		fmt.Fprintf(w, "  env       not admitted\n")
+	}
+	if ref, err := r.ControlRef(); err == nil {
+		fmt.Fprintf(w, "  control   %s\n", canonjson.Marshal(mustValue(ref)))
+		fmt.Fprintf(w, "  next      agentrt runs attach %s\n", r.ID)
+	} else {
+		fmt.Fprintf(w, "  control   not dispatched (agentrt runs recover %s)\n", r.ID)
+	}
+}
+
+// cancelRetained cancels a retained run through its provider under an
+// operation id, waiting up to wait for it to end.
+func cancelRetained(ctx context.Context, stdio IO, s store.Store, pf *providerFlags, open providerOpener, id, operationID, reason string, wait time.Duration, asJSON bool) error {
+	p, err := open(pf.name, pf.script, pf.baseURL, "")
+	if err != nil {
+		return err
+	}
+	run, err := retained.Attach(ctx, p, s, id)
+	if err != nil {
+		return retainedError(id, err)
+	}
+	if operationID == "" {
+		var b [12]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return &exitError{code: ExitFailed, err: err}
+		}
+		operationID = "cli-cancel-" + hex.EncodeToString(b[:])
+	}
+	var why *string
+	if reason != "" {
+		why = &reason
+	}
+	out, cancelErr := run.Cancel(ctx, retained.CancelRequest{OperationID: operationID, Reason: why})
+	if errors.Is(cancelErr, retained.ErrNoCancellation) || errors.Is(cancelErr, retained.ErrInvalidOptions) {
+		return usage("%v", cancelErr)
+	}
+	accepted := out.Status == contract.StatusAccepted || out.Status == contract.StatusReplayed
+	snap := out.Snapshot
+	if accepted && out.Effect == contract.EffectCancelRequested && wait > 0 {
+		fmt.Fprintf(stdio.Err, "cancel requested; waiting up to %s for run %s to end…\n", wait, id)
+		deadline := time.Now().Add(wait)
+		for time.Now().Before(deadline) && !terminalSnapshot(snap) {
+			select {
+			case <-ctx.Done():
+				return &exitError{code: ExitFailed, err: ctx.Err()}
+			case <-time.After(100 * time.Millisecond):
+			}
+			if snap, err = run.Status(ctx); err != nil {
+				return &exitError{code: ExitFailed, err: err}
+			}
+		}
+	}
+	status, statusValue := "unknown", canonjson.NullValue()
+	if snap.Status != nil {
+		status = string(*snap.Status)
+		statusValue = canonjson.StringValue(status)
+	}
+	if asJSON {
+		m := []canonjson.Member{
+			{Name: "runId", Value: canonjson.StringValue(id)},
+			{Name: "operationId", Value: canonjson.StringValue(out.OperationID)},
+			{Name: "outcome", Value: canonjson.StringValue(out.Status)},
+			{Name: "effect", Value: canonjson.StringValue(out.Effect)},
+			{Name: "status", Value: statusValue},
+		}
+		if out.Message != nil {
+			m = append(m, canonjson.Member{Name: "message", Value: canonjson.StringValue(*out.Message)})
+		}
+		if err := writeJSON(stdio.Out, canonjson.ObjectValue(m)); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdio.Out, "run %s  cancel %s, %s (status %s)\n", id, out.Status, out.Effect, status)
+		fmt.Fprintf(stdio.Out, "  operation %s\n", out.OperationID)
+		if out.Message != nil {
+			fmt.Fprintf(stdio.Out, "  why       %s\n", *out.Message)
+		}
+	}
+	if cancelErr != nil {
+		return &exitError{code: ExitFailed, err: cancelErr}
+	}
+	// As for any run: done when it ended cancelled, or when the request
+	// was taken and nobody asked to wait.
+	cancelled := snap.Status != nil && *snap.Status == contract.SessionCancelled
+	if accepted && (cancelled || out.Effect == contract.EffectCancelRequested && wait == 0) {
+		return nil
+	}
+	return refused()
+}
+
+// terminalSnapshot reports whether a snapshot shows the run ended.
+func terminalSnapshot(s retained.Snapshot) bool {
+	if s.Status == nil {
+		return false
+	}
+	switch *s.Status {
+	case contract.SessionCompleted, contract.SessionFailed, contract.SessionCancelled, contract.SessionStopped, contract.SessionExpired:
+		return true
+	}
+	return false
+}

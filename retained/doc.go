@@ -1,0 +1,33 @@
+// Package retained runs agent work that must outlive the process that
+// started it (spec/runtime.md §3.8; checklist FD-08, RES-05, RES-06).
+//
+// The provider owns and runs the job; the caller keeps a plain-data claim
+// ticket, a ControlRef, from which any process sharing the run store can
+// re-attach (ReconnectRetainedRun) or recover (RecoverRetainedRun).
+//
+// Starting a retained run admits it in three records, each durable in the
+// run store before anything about it becomes visible to the caller:
+//
+//  1. intent — who asks for what (digests only, no secrets), before the
+//     environment is created;
+//  2. environment — the environment that will hold the run, before the
+//     turn is dispatched;
+//  3. dispatched — the exact control reference of the dispatched run,
+//     after the provider confirmed it.
+//
+// After each record is durable the caller's required OnAdmission hook is
+// awaited; StartRetainedRun returns only after the dispatched hook
+// returned. The records live in the run store as the document of a run
+// record of kind "retained" (store.Store), so SQLite and PostgreSQL hold
+// them with no schema of their own.
+//
+// Identity is deterministic: omitted session and execution ids are derived
+// from (idempotency key, turn id), so every process derives the same ones,
+// and starting again with the same options continues the same run rather
+// than making a second one.
+//
+// The handle (Run) reads status, events (contiguous sequences whose replay
+// anchor is checked, never silently skipped), the result, answers
+// interactions and cancels with an operation id whose effect the provider
+// applies once. An outcome the provider does not prove stays unknown.
+package retained

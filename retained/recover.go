@@ -1,0 +1,221 @@
+package retained
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/store"
+)
+
+// ReconnectOptions configure ReconnectRetainedRun.
+type ReconnectOptions struct {
+	Provider contract.Provider
+	Store    store.Store
+	// Ref is the claim ticket to re-attach with.
+	Ref    ControlRef
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// ReconnectRetainedRun rebuilds the handle of a dispatched retained run
+// from its claim ticket, in any process sharing the store and provider.
+// The ticket must be exactly the run record's dispatched reference and
+// the provider's session must be bound to exactly that run: any
+// difference of provider, environment, session, execution, run or request
+// digest is a *MismatchError (or the provider's refusal). An environment
+// that no longer exists is ErrEnvironmentGone.
+func ReconnectRetainedRun(ctx context.Context, o ReconnectOptions) (*Run, error) {
+	if o.Provider == nil || o.Store == nil || o.Ref.Record == "" {
+		return nil, fmt.Errorf("%w: Provider, Store and Ref are required", ErrInvalidOptions)
+	}
+	rec, err := Load(ctx, o.Store, o.Ref.Record)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := rec.ControlRef()
+	if err != nil {
+		return nil, err
+	}
+	if !contract.SameRunControlRef(stored.Run, o.Ref.Run) {
+		return nil, mismatch("control reference recorded for run "+rec.ID, stored.Run, o.Ref.Run)
+	}
+	if o.Ref.Run.Provider != o.Provider.Name() {
+		return nil, &MismatchError{What: "control reference's provider", Field: "provider", Want: o.Ref.Run.Provider, Got: o.Provider.Name()}
+	}
+	env, err := lookup(ctx, o.Provider, o.Ref.Run.EnvironmentID)
+	if err != nil {
+		return nil, err
+	}
+	return attach(ctx, o.Provider, o.Store, env, o.Ref, o.Now, o.Logger)
+}
+
+// Attach re-attaches to a retained run by its run-store record id: it
+// reads the record's claim ticket and reconnects with it.
+func Attach(ctx context.Context, p contract.Provider, s store.Store, id string) (*Run, error) {
+	rec, err := Load(ctx, s, id)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := rec.ControlRef()
+	if err != nil {
+		return nil, err
+	}
+	return ReconnectRetainedRun(ctx, ReconnectOptions{Provider: p, Store: s, Ref: ref})
+}
+
+// RecoveryOutcome is what RecoverRetainedRun found.
+type RecoveryOutcome string
+
+// Recovery outcomes.
+const (
+	// Recovered: the run has a handle again (Recovery.Via says how).
+	Recovered RecoveryOutcome = "recovered"
+	// NotFound: there is nothing to re-attach to and nothing to clean up.
+	NotFound RecoveryOutcome = "not_found"
+	// Unverifiable: the environment may hold the run but the provider
+	// could not prove it now. Nothing was destroyed: keep it and retry.
+	Unverifiable RecoveryOutcome = "unverifiable"
+)
+
+// How a run was recovered.
+const (
+	// ViaReattached: the run was already dispatched; the handle follows it.
+	ViaReattached = "reattached"
+	// ViaResumed: the dispatch was uncertain and was sent again under the
+	// same turn id, which the provider admits at most once.
+	ViaResumed = "resumed"
+)
+
+// Recovery is the result of RecoverRetainedRun.
+type Recovery struct {
+	Outcome RecoveryOutcome
+	// Via is ViaReattached or ViaResumed when Outcome is Recovered.
+	Via string
+	// Run is the handle when Outcome is Recovered.
+	Run *Run
+	// EnvironmentID is the environment concerned, when one was admitted.
+	EnvironmentID string
+	// Reason explains NotFound and Unverifiable.
+	Reason string
+}
+
+// RecoverOptions configure RecoverRetainedRun.
+type RecoverOptions struct {
+	Provider contract.Provider
+	Store    store.Store
+	// RunID is the run-store record id of the retained run.
+	RunID string
+	// Turn, when given, lets a run whose dispatch was uncertain resume:
+	// it must be the turn that was admitted (its digest is the intent's).
+	Turn *contract.TurnInput
+	// OnAdmission, when set, is awaited after a dispatched record that
+	// recovery writes is durable.
+	OnAdmission AdmissionHook
+	Now         func() time.Time
+	Logger      *slog.Logger
+}
+
+// RecoverRetainedRun recovers a retained run after the process that
+// started it died, from its admission records. It never destroys
+// anything: an environment the provider cannot vouch for now is
+// Unverifiable (keep it, retry later); NotFound means there is nothing
+// left to destroy. A run whose dispatch was not recorded is re-attached
+// when the provider's session proves it exists under the run's identity,
+// or resumed when o.Turn is the admitted turn; otherwise it is
+// Unverifiable.
+func RecoverRetainedRun(ctx context.Context, o RecoverOptions) (Recovery, error) {
+	if o.Provider == nil || o.Store == nil || o.RunID == "" {
+		return Recovery{}, fmt.Errorf("%w: Provider, Store and RunID are required", ErrInvalidOptions)
+	}
+	rec, err := Load(ctx, o.Store, o.RunID)
+	if errors.Is(err, ErrNoRecord) {
+		return Recovery{Outcome: NotFound, Reason: "the run store holds no retained run " + o.RunID}, nil
+	}
+	if err != nil {
+		return Recovery{}, err
+	}
+	if rec.Intent.Provider != o.Provider.Name() {
+		return Recovery{}, &MismatchError{What: "recorded provider", Field: "provider", Want: rec.Intent.Provider, Got: o.Provider.Name()}
+	}
+	if rec.Environment == nil {
+		return Recovery{Outcome: NotFound, Reason: "no environment was admitted for the run; start it again with the same idempotency key and turn id"}, nil
+	}
+	envID := rec.Environment.EnvironmentID
+	unverifiable := func(why string, err error) (Recovery, error) {
+		if err != nil {
+			why += ": " + err.Error()
+		}
+		return Recovery{Outcome: Unverifiable, EnvironmentID: envID, Reason: why}, nil
+	}
+	g, ok := o.Provider.(contract.EnvironmentGetter)
+	if !ok {
+		return unverifiable("the provider cannot look environments up", nil)
+	}
+	env, err := g.Get(ctx, envID)
+	if err != nil {
+		return unverifiable("looking up the environment failed", err)
+	}
+	if env == nil {
+		return Recovery{Outcome: NotFound, EnvironmentID: envID, Reason: "the environment no longer exists; nothing is left to clean up"}, nil
+	}
+	if rec.Dispatched != nil {
+		run, err := attach(ctx, o.Provider, o.Store, env, ControlRef{Record: rec.ID, Run: rec.Dispatched.ControlRef}, o.Now, o.Logger)
+		if err != nil {
+			return unverifiable("the provider did not confirm the dispatched run", err)
+		}
+		return Recovery{Outcome: Recovered, Via: ViaReattached, Run: run, EnvironmentID: envID}, nil
+	}
+	// The dispatch was not recorded: it may or may not have happened.
+	via, ref, err := findOrResume(ctx, env, rec.Intent, o.Turn)
+	if err != nil {
+		return unverifiable("the dispatch was not recorded and could not be proven or resumed", err)
+	}
+	disp := DispatchedRecord{ControlRef: ref, IdempotencyKey: rec.Intent.IdempotencyKey, TurnID: rec.Intent.TurnID}
+	if err := recordDispatched(ctx, o.Store, rec.ID, disp); err != nil {
+		return Recovery{}, err
+	}
+	if o.OnAdmission != nil {
+		if err := o.OnAdmission(ctx, Admission{Kind: AdmissionDispatched, Dispatched: &disp}); err != nil {
+			return Recovery{}, fmt.Errorf("retained: the dispatched admission hook failed (the provider state is kept): %w", err)
+		}
+	}
+	run, err := attach(ctx, o.Provider, o.Store, env, ControlRef{Record: rec.ID, Run: ref}, o.Now, o.Logger)
+	if err != nil {
+		return unverifiable("the provider did not confirm the recovered run", err)
+	}
+	return Recovery{Outcome: Recovered, Via: via, Run: run, EnvironmentID: envID}, nil
+}
+
+// findOrResume proves an unrecorded dispatch: the run's session, if the
+// provider has it under the run's identity, else a re-dispatch of the
+// admitted turn.
+func findOrResume(ctx context.Context, env contract.Environment, in Intent, turn *contract.TurnInput) (string, contract.ExactRunControlRef, error) {
+	if opener, ok := env.(contract.SessionOpener); ok {
+		if sess, err := opener.Session(ctx, in.SessionID, nil); err == nil {
+			if ref := sess.ControlRef(); ref != nil {
+				if exact, err := verifyRef(*ref, in, env.ID()); err == nil {
+					return ViaReattached, exact, nil
+				}
+			}
+		}
+	}
+	if turn == nil {
+		return "", contract.ExactRunControlRef{}, errors.New("no session of the run exists under its identity and no turn was given to resume it")
+	}
+	d, err := digestTurn(turn)
+	if err != nil {
+		return "", contract.ExactRunControlRef{}, err
+	}
+	if d != in.TurnDigest {
+		return "", contract.ExactRunControlRef{}, &MismatchError{What: "turn to resume", Field: "turnDigest", Want: in.TurnDigest, Got: d}
+	}
+	ref, err := dispatchTurn(ctx, env, *turn, in)
+	if err != nil {
+		return "", contract.ExactRunControlRef{}, err
+	}
+	return ViaResumed, ref, nil
+}

@@ -1,0 +1,290 @@
+package retained
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"time"
+
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/store"
+)
+
+// Run is the handle of one retained run: a client of the provider's
+// session bound to the run's exact control reference. It holds no state
+// the run needs; dropping it loses nothing, and ReconnectRetainedRun
+// builds an equal one in any process.
+type Run struct {
+	ref      ControlRef
+	provider contract.Provider
+	env      contract.Environment
+	session  contract.Session
+	store    store.Store
+	now      func() time.Time
+	log      *slog.Logger
+}
+
+// ControlRef returns the run's claim ticket.
+func (r *Run) ControlRef() ControlRef { return r.ref }
+
+// Capabilities returns the capability document that governs the run: the
+// environment's own, else the provider's.
+func (r *Run) Capabilities(ctx context.Context) (*contract.Capabilities, error) {
+	if c := r.env.Capabilities(); c != nil {
+		return c, nil
+	}
+	return r.provider.Capabilities(ctx)
+}
+
+// attach opens the session of ref in env and checks it is bound to
+// exactly that run.
+func attach(ctx context.Context, p contract.Provider, s store.Store, env contract.Environment, ref ControlRef, now func() time.Time, log *slog.Logger) (*Run, error) {
+	opener, ok := env.(contract.SessionOpener)
+	if !ok {
+		return nil, fmt.Errorf("%w: environment %s cannot reopen sessions", ErrNotRetainable, env.ID())
+	}
+	want := ref.Run.Ref()
+	sess, err := opener.Session(ctx, ref.Run.SessionID, &want)
+	if err != nil {
+		return nil, fmt.Errorf("retained: reopening session %s of run %s: %w", ref.Run.SessionID, ref.Run.RunID, err)
+	}
+	got := sess.ControlRef()
+	if got == nil || !contract.SameRunControlRef(*got, want) {
+		return nil, mismatch("reopened session's control reference", want, got)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Run{ref: ref, provider: p, env: env, session: sess, store: s, now: now, log: log}, nil
+}
+
+// Snapshot is a run's status as observed at one moment.
+type Snapshot struct {
+	// RunID is the run-store record id.
+	RunID      string
+	ControlRef contract.ExactRunControlRef
+	// Status is nil when the provider cannot say (unknown is never a
+	// guess).
+	Status     *contract.SessionStatus
+	ObservedAt time.Time
+	// Reason says why Status is nil, when it is.
+	Reason string
+}
+
+// Status observes the run's status. A terminal status is also written to
+// the run record, so store readers see how the run ended.
+func (r *Run) Status(ctx context.Context) (Snapshot, error) {
+	snap := Snapshot{RunID: r.ref.Record, ControlRef: r.ref.Run}
+	st, ok, err := r.session.Status(ctx)
+	snap.ObservedAt = r.now()
+	if err != nil {
+		return snap, fmt.Errorf("retained: status of run %s: %w", r.ref.Run.RunID, err)
+	}
+	if !ok || st == contract.SessionUnknown {
+		snap.Reason = "the provider does not know the run's status"
+		return snap, nil
+	}
+	snap.Status = &st
+	r.settle(ctx, st)
+	return snap, nil
+}
+
+// settle writes a terminal session status to the run record, once.
+func (r *Run) settle(ctx context.Context, st contract.SessionStatus) {
+	var final store.Status
+	switch st {
+	case contract.SessionCompleted:
+		final = store.StatusCompleted
+	case contract.SessionFailed:
+		final = store.StatusFailed
+	case contract.SessionCancelled:
+		final = store.StatusCancelled
+	default:
+		return
+	}
+	_, err := r.store.UpdateRun(ctx, r.ref.Record, func(run *store.Run) error {
+		if run.Status.Terminal() {
+			return errSettled
+		}
+		run.Status = final
+		return nil
+	})
+	if err != nil && !errors.Is(err, errSettled) {
+		r.log.WarnContext(ctx, "retained: could not record the run's end", "run", r.ref.Record, "status", final, "error", err)
+	}
+}
+
+var errSettled = errors.New("already settled")
+
+// Cursor is an exclusive replay position: the id and sequence of the last
+// event the caller received. The zero Cursor is the start.
+type Cursor struct {
+	Cursor   string `json:"cursor"`
+	Sequence int64  `json:"sequence"`
+}
+
+// Event is one event of the run with its position.
+type Event struct {
+	// Sequence numbers the run's events 1, 2, 3… without gaps.
+	Sequence int64
+	// Cursor is the event's id: Cursor{Cursor, Sequence} resumes after it.
+	Cursor string
+	Event  contract.EnvironmentEvent
+}
+
+// After is the cursor that resumes after e.
+func (e Event) After() Cursor { return Cursor{Cursor: e.Cursor, Sequence: e.Sequence} }
+
+// Events yields the run's events strictly after after, then live ones
+// until the run ends. Sequences are positions in the provider's replay,
+// so every client numbers the same event the same way. The anchor is
+// checked before anything is skipped: the event at after.Sequence must
+// have id after.Cursor, and the replay must reach it; otherwise a
+// *ReplayError ends the stream and nothing is silently skipped. An event
+// without an id, or repeating one, is a *ReplayError too.
+func (r *Run) Events(ctx context.Context, after Cursor) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		if after.Sequence < 0 || (after.Sequence == 0) != (after.Cursor == "") {
+			yield(Event{}, &ReplayError{Sequence: after.Sequence, Reason: "a cursor needs both an event id and a positive sequence, or neither"})
+			return
+		}
+		seen := map[string]bool{}
+		var seq int64
+		for ev, err := range r.session.Events(ctx, "", r.ref.Run.ExecutionID) {
+			if err != nil {
+				yield(Event{}, fmt.Errorf("retained: events of run %s: %w", r.ref.Run.RunID, err))
+				return
+			}
+			seq++
+			if ev.ID == nil || *ev.ID == "" {
+				yield(Event{}, &ReplayError{Sequence: seq, Reason: "the provider sent an event without an id"})
+				return
+			}
+			id := *ev.ID
+			if seen[id] {
+				yield(Event{}, &ReplayError{Sequence: seq, Reason: fmt.Sprintf("event id %q repeats", id)})
+				return
+			}
+			seen[id] = true
+			switch {
+			case seq < after.Sequence:
+				continue
+			case seq == after.Sequence:
+				if id != after.Cursor {
+					yield(Event{}, &ReplayError{Sequence: seq, Reason: fmt.Sprintf("the anchor changed: the event here is %q, not %q", id, after.Cursor)})
+					return
+				}
+				continue
+			}
+			if !yield(Event{Sequence: seq, Cursor: id, Event: ev}, nil) {
+				return
+			}
+		}
+		if seq < after.Sequence {
+			yield(Event{}, &ReplayError{Sequence: after.Sequence, Reason: fmt.Sprintf("the run ended after %d events, before the anchor", seq)})
+		}
+	}
+}
+
+// Result waits for the run's result and records how it ended.
+func (r *Run) Result(ctx context.Context) (*contract.TurnResult, error) {
+	res, err := r.session.Result(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("retained: result of run %s: %w", r.ref.Run.RunID, err)
+	}
+	if st, ok, err := r.session.Status(ctx); err == nil && ok {
+		r.settle(ctx, st)
+	}
+	return res, nil
+}
+
+// RespondToInteraction answers an interaction request of the run.
+func (r *Run) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	ir, ok := r.session.(contract.InteractionResponder)
+	if !ok {
+		return nil, ErrNoInteractions
+	}
+	ack, err := ir.RespondToInteraction(ctx, cmd)
+	if err != nil {
+		return nil, fmt.Errorf("retained: answering an interaction of run %s: %w", r.ref.Run.RunID, err)
+	}
+	return ack, nil
+}
+
+// CancelRequest asks for the cancellation of a retained run.
+type CancelRequest struct {
+	// OperationID names the operation: the same request again is replayed,
+	// never applied twice.
+	OperationID string
+	// Reason, optional, travels to the provider (1..2048 characters).
+	Reason *string
+}
+
+// CancelOutcome is the answer to a cancellation. Status is accepted,
+// replayed, conflict or unknown (contract.Status*); Effect is known
+// (cancel_requested, cancelled, not_live) only for accepted and replayed.
+type CancelOutcome struct {
+	OperationID   string
+	RequestDigest string
+	Status        string
+	Effect        string
+	// ExistingRequestDigest, on a conflict, is the digest of the request
+	// the operation id is already bound to.
+	ExistingRequestDigest *string
+	// Message explains a conflict or an unknown outcome.
+	Message *string
+	// Snapshot is the run's status observed after the answer.
+	Snapshot Snapshot
+}
+
+// cancelScope prefixes the idempotency scope binding a run's
+// cancellation operation ids to their request digests.
+const cancelScope = "retained.cancel/"
+
+// Cancel cancels the run under an operation id. The operation id is bound
+// to the request's digest in the run store before the provider is asked:
+// a different request under a bound id is a conflict with no effect, in
+// any process. The provider's acknowledgement must answer exactly this
+// request; a failed or unmatched answer is an unknown outcome (returned
+// with an error), never a confirmed cancellation. Without a durable
+// cancellation contract Cancel is refused (ErrNoCancellation).
+func (r *Run) Cancel(ctx context.Context, req CancelRequest) (CancelOutcome, error) {
+	rc, ok := r.session.(contract.RunCanceller)
+	if !ok {
+		return CancelOutcome{}, ErrNoCancellation
+	}
+	creq, err := contract.NewRunCancellationRequest(req.OperationID, r.ref.Run, req.Reason)
+	if err != nil {
+		return CancelOutcome{}, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	out := CancelOutcome{OperationID: creq.OperationID, RequestDigest: creq.RequestDigest}
+	existing, _, err := r.store.ClaimIdempotency(ctx, store.Idempotency{Scope: cancelScope + r.ref.Record, Key: creq.OperationID, RequestDigest: creq.RequestDigest})
+	if err != nil {
+		return out, fmt.Errorf("retained: binding cancel operation %s: %w", creq.OperationID, err)
+	}
+	if existing.RequestDigest != creq.RequestDigest {
+		d := existing.RequestDigest
+		msg := "the operation id is bound to a different cancellation request"
+		out.Status, out.Effect, out.ExistingRequestDigest, out.Message = contract.StatusConflict, contract.EffectUnknown, &d, &msg
+		out.Snapshot, _ = r.Status(ctx)
+		return out, nil
+	}
+	ack, err := rc.CancelRun(ctx, creq)
+	if err != nil || !contract.CancellationAcknowledgementMatchesRequest(creq, ack) {
+		if err == nil {
+			err = errors.New("the acknowledgement does not answer this request")
+		}
+		msg := err.Error()
+		out.Status, out.Effect, out.Message = contract.StatusUnknown, contract.EffectUnknown, &msg
+		return out, fmt.Errorf("retained: cancelling run %s (outcome unknown): %w", r.ref.Run.RunID, err)
+	}
+	out.Status, out.Effect, out.ExistingRequestDigest, out.Message = ack.Status, ack.Effect, ack.ExistingRequestDigest, ack.Message
+	out.Snapshot, _ = r.Status(ctx)
+	r.log.InfoContext(ctx, "retained: cancellation answered", "run", r.ref.Record, "operation", creq.OperationID, "status", ack.Status, "effect", ack.Effect)
+	return out, nil
+}
