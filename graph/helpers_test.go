@@ -178,3 +178,6 @@ func (m *countingModel) Turn(ctx context.Context, messages []contract.ChatMessag
 	m.calls.Add(1)
 	return m.ChatModel.Turn(ctx, messages, tools)
 }
+
+// final is a final text turn event.
+func final(text string) contract.ChatEvent { return scripted.Text(text) }
