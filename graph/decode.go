@@ -166,8 +166,11 @@ func object(raw json.RawMessage, path string, allowed ...string) (map[string]jso
 	for _, k := range sortedKeys(m) {
 		if !slices.Contains(allowed, k) {
 			kp := k
+			if k == "" {
+				kp = `""`
+			}
 			if path != "" {
-				kp = path + "." + k
+				kp = path + "." + kp
 			}
 			return nil, invalid(kp, "unknown field (known: %s)", strings.Join(allowed, ", "))
 		}
