@@ -541,7 +541,9 @@ func (d *Driver) Stop(a supervise.StopArgs) (supervise.StopResult, error) { retu
 
 // ReadJournal is supervise's read_journal; the graph's edge records are
 // in it (kind edge).
-func (d *Driver) ReadJournal(a supervise.JournalArgs) supervise.JournalPage { return d.c.ReadJournal(a) }
+func (d *Driver) ReadJournal(a supervise.JournalArgs) supervise.JournalPage {
+	return d.c.ReadJournal(a)
+}
 
 // Ledger returns the edge ledger so far, in occurrence order.
 func (d *Driver) Ledger() []LedgerRow {

@@ -81,7 +81,9 @@ func TestValidationBeforeSpendBehaviour52(t *testing.T) {
 			})
 		}, want: refused{"config", "Supervise.Brain"}},
 		{name: "brain and router together", opts: func(o *graph.Options) {
-			o.Brain = graph.BrainFunc(func(context.Context, *graph.Driver, string) (supervise.BrainReport, error) { return supervise.BrainReport{}, nil })
+			o.Brain = graph.BrainFunc(func(context.Context, *graph.Driver, string) (supervise.BrainReport, error) {
+				return supervise.BrainReport{}, nil
+			})
 		}, want: refused{"config", "Brain"}},
 		{name: "resume", opts: func(o *graph.Options) { o.Supervise.Resume = true }, want: refused{"config", "Supervise.Resume"}},
 		{name: "no nodes", graph: func(g *graph.Graph, _ *testing.T) { g.Nodes = nil }, want: refused{"validation", "nodes"}},
