@@ -181,3 +181,9 @@ func (m *countingModel) Turn(ctx context.Context, messages []contract.ChatMessag
 
 // final is a final text turn event.
 func final(text string) contract.ChatEvent { return scripted.Text(text) }
+
+// resumingWorkers are inboxWorkers whose executor can re-attach to a
+// settled worker's session.
+type resumingWorkers struct{ inboxWorkers }
+
+func (*resumingWorkers) ResumesSessions() bool { return true }

@@ -302,8 +302,10 @@ func (r *run) checkOutput(ctx context.Context, out supervise.Output) (kernel.Ver
 	// A spawn binds before its worker's settle is read.
 	r.spawnMu.Lock()
 	ar, isAnalyst := r.analystRuns[out.Node]
-	c := r.coord
 	r.spawnMu.Unlock()
+	r.mu.Lock()
+	c := r.coord
+	r.mu.Unlock()
 	if isAnalyst {
 		r.routeFindings(ctx, c, ar, out)
 		return kernel.Verdict{Passed: false, Reason: "analyst findings are evidence, never a deliverable"}, nil
@@ -452,13 +454,15 @@ func (d *Driver) Spawn(ctx context.Context, a supervise.SpawnArgs) (supervise.Sp
 	r.mu.Lock()
 	prior := len(r.bound[e.To]) > 0
 	r.mu.Unlock()
+	// The call's continuity overrides the edge's; a resume edge's first
+	// spawn has nothing to resume and starts fresh.
 	switch {
-	case a.Continuity != "":
-		row.Continuity = a.Continuity
-	case e.Continuity == ContinuityResume && prior:
+	case a.Continuity == ContinuityResume, a.Continuity == "" && e.Continuity == ContinuityResume && prior:
 		row.Continuity, a.Continuity = ContinuityResume, string(supervise.ContinuityResume)
+	case a.Continuity == "" || a.Continuity == ContinuityFresh:
+		row.Continuity, a.Continuity = ContinuityFresh, string(supervise.ContinuityFresh)
 	default:
-		row.Continuity = ContinuityFresh
+		return supervise.SpawnResult{}, &supervise.VerbRefusal{Code: "invalid-continuity", Reason: fmt.Sprintf("continuity %q is fresh or resume", a.Continuity)}
 	}
 	if r.capReached(e) {
 		row.Outcome, row.Reason = OutcomeUnpropagated, capReason(e)
