@@ -22,10 +22,13 @@ import (
 //
 // Supervise carries every supervise option, classified: Budget,
 // Deliverable, Profiles and Brain are owned by the graph and refused
-// when set (*ConfigError naming the field); AuthorizeSpawn is forwarded
-// and sees a pinned node's request (Profile is the node id); Resume is
-// refused for now; everything else (Router, Executor, Workers,
-// PerWorker, MaxLiveWorkers, RunDir, RunID, …) is forwarded verbatim.
+// when set (*ConfigError naming the field); Resume is refused for now;
+// Router, MaxTurns, Now and Logger are read by the graph's router brain
+// too; everything else (Executor, Workers, PerWorker, MaxLiveWorkers,
+// AuthorizeSpawn — which sees a pinned node's request, Profile being the
+// node id — RunDir, RunID, …) is forwarded verbatim. Options is a Go
+// struct, so an unknown key cannot be passed; a graph definition read
+// from JSON refuses unknown keys in Decode.
 type Options struct {
 	// Task is the root's task; the graph's brief (the nodes it may
 	// spawn, by id) is appended to it.

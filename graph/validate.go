@@ -272,6 +272,31 @@ func checkRoot(pl *plan, o Options) error {
 	return nil
 }
 
+// Option classes: what RunGraph does with each supervise.Options field.
+const (
+	// owned: the graph derives the value from the Graph; a caller value
+	// is refused by name rather than silently overwritten.
+	classOwned = "owned"
+	// transformed: the graph's own router brain reads it.
+	classTransformed = "transformed"
+	// refused: not supported by a graph run yet.
+	classRefused = "refused"
+	// forwarded: passed to supervise.Supervise verbatim.
+	classForwarded = "forwarded"
+)
+
+// superviseOptionClass classifies every supervise.Options field; a test
+// fails when supervise gains a field this table does not classify, so a
+// new supervise option cannot go missing from graph runs unnoticed.
+var superviseOptionClass = map[string]string{
+	"Budget": classOwned, "Deliverable": classOwned, "Profiles": classOwned, "Brain": classOwned,
+	"Resume": classRefused,
+	"Router": classTransformed, "MaxTurns": classTransformed, "Now": classTransformed, "Logger": classTransformed,
+	"Deadline": classForwarded, "PerWorker": classForwarded, "MaxLiveWorkers": classForwarded, "MaxDepth": classForwarded,
+	"AllowedModels": classForwarded, "AuthorizeSpawn": classForwarded, "Executor": classForwarded, "Workers": classForwarded,
+	"BudgetExempt": classForwarded, "RunDir": classForwarded, "RunID": classForwarded, "SettleGrace": classForwarded,
+}
+
 // checkOptions refuses a supervise option the graph owns: a caller value
 // would be overwritten and the capability it asks for silently absent.
 func checkOptions(o Options) error {
