@@ -187,3 +187,7 @@ func final(text string) contract.ChatEvent { return scripted.Text(text) }
 type resumingWorkers struct{ inboxWorkers }
 
 func (*resumingWorkers) ResumesSessions() bool { return true }
+
+func ledgerSpend(iterations int64) ledger.Spend {
+	return ledger.Spend{Tokens: i64(5), Iterations: &iterations, MicroUSD: i64(0)}
+}

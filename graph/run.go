@@ -54,12 +54,14 @@ type Options struct {
 	Supervise supervise.Options
 }
 
-// Message is an instruction on its way into a live worker.
+// Message is an instruction on its way into a live worker: a steer, a
+// routed finding or an answer to the worker's question.
 type Message struct {
 	// WorkerID is the destination worker and Node its graph node.
 	WorkerID supervise.NodeID
 	Node     string
-	// Edge is the edge it travels; Instruction what was composed.
+	// Edge is the edge it travels ("" for an answer); Instruction what
+	// was composed.
 	Edge        string
 	Instruction string
 }
@@ -534,6 +536,39 @@ func (d *Driver) Await(ctx context.Context, a supervise.AwaitArgs) (supervise.Aw
 	return res, nil
 }
 
+// AnswerQuestion is supervise's answer_question, with an answer passed
+// through Options.AuthorizeMessage first (to the asking worker): the
+// product may narrow it or refuse it. Answers travel no edge, so they
+// are not ledgered.
+func (d *Driver) AnswerQuestion(ctx context.Context, a supervise.AnswerArgs) (supervise.AnswerResult, error) {
+	f := d.r.opts.AuthorizeMessage
+	if f == nil || a.Answer == "" {
+		return d.c.AnswerQuestion(ctx, a)
+	}
+	var asker supervise.NodeID
+	for _, q := range d.c.ListQuestions().Questions {
+		if q.ID == a.QuestionID {
+			asker = q.From
+		}
+	}
+	if asker == "" {
+		return d.c.AnswerQuestion(ctx, a) // supervise refuses the unknown question
+	}
+	m := Message{WorkerID: asker, Instruction: a.Answer}
+	if o, err := d.c.Observe(asker); err == nil {
+		m.Node = o.Profile
+	}
+	narrowed, err := f(ctx, m)
+	if err != nil {
+		return supervise.AnswerResult{}, &supervise.VerbRefusal{Code: "message-not-authorized", Reason: err.Error()}
+	}
+	a.Answer = narrowed
+	return d.c.AnswerQuestion(ctx, a)
+}
+
+// ListQuestions is supervise's list_questions.
+func (d *Driver) ListQuestions() supervise.QuestionList { return d.c.ListQuestions() }
+
 // Observe is supervise's observe_agent.
 func (d *Driver) Observe(id supervise.NodeID) (supervise.Observation, error) { return d.c.Observe(id) }
 
@@ -560,8 +595,8 @@ func (d *Driver) Ledger() []LedgerRow {
 }
 
 // Tools returns the coordination verbs as tools, as supervise names
-// them, with spawn_worker, steer_agent and await_event served by the
-// Driver.
+// them, with spawn_worker, steer_agent, answer_question and await_event
+// served by the Driver.
 func (d *Driver) Tools() ([]contract.Tool, error) {
 	base, err := d.c.Tools()
 	if err != nil {
@@ -578,6 +613,7 @@ func (d *Driver) Tools() ([]contract.Tool, error) {
 	}
 	add(verb(supervise.VerbSpawnWorker, "Spawn a worker node of this graph by its id (profile), on a task; the node's own profile runs. Returns workerId, or {error, reason} when refused.", d.Spawn))
 	add(verb(supervise.VerbSteerAgent, "Send an instruction to a live worker node.", d.Steer))
+	add(verb(supervise.VerbAnswerQuestion, "Decide a question: answer, deferReason or escalateTo (parent|user). A decision resolves the question only when delivered to its asker.", d.AnswerQuestion))
 	add(verb(supervise.VerbAwaitEvent, "Wait for the next worker settlement or analyst finding (in recorded order): returns {event}, {idle:true} when nothing is live, or {pending:true, live} after the bounded wait.", d.Await))
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

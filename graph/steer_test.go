@@ -120,3 +120,56 @@ func TestCapUnderConcurrentSpawns(t *testing.T) {
 		t.Errorf("tree has %d workers, want 3", len(res.Result.Tree))
 	}
 }
+
+// askingWorkers ask their manager one question and answer with the
+// decision they received.
+type askingWorkers struct{}
+
+func (askingWorkers) ReportsUsage() bool { return true }
+
+func (askingWorkers) Execute(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+	one := int64(1)
+	spent := supervise.WorkResult{Spent: ledgerSpend(one)}
+	d, err := w.Ask(ctx, supervise.AskArgs{Level: "worker", Question: "Which token?", Reason: "to reproduce", Urgency: supervise.UrgencyBlocksStep})
+	if err != nil {
+		return spent, err
+	}
+	spent.Text = "patch with " + d.Answer
+	return spent, nil
+}
+
+// An answer to a worker's question passes the product's authority too:
+// the worker receives the narrowed answer.
+func TestAnswerIsAuthorized(t *testing.T) {
+	o := options(t, askingWorkers{}, nil)
+	o.Supervise.Router = nil
+	var seen []graph.Message
+	o.AuthorizeMessage = func(_ context.Context, m graph.Message) (string, error) {
+		seen = append(seen, m)
+		return "[redacted]", nil
+	}
+	o.Brain = graph.BrainFunc(func(ctx context.Context, d *graph.Driver, _ string) (supervise.BrainReport, error) {
+		if _, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "t"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		ev, err := d.Await(ctx, supervise.AwaitArgs{TimeoutMS: 30000, Kinds: []string{supervise.EventQuestion}})
+		if err != nil || ev.Event == nil {
+			return supervise.BrainReport{}, errors.Join(err, errors.New("no question"))
+		}
+		if _, err := d.AnswerQuestion(ctx, supervise.AnswerArgs{QuestionID: ev.Event.Question.ID, Answer: "sk-123"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		_, err = d.Await(ctx, supervise.AwaitArgs{TimeoutMS: 30000})
+		return supervise.BrainReport{}, err
+	})
+	res, err := graph.RunGraph(context.Background(), starGraph(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := res.Result.Winner; w == nil || w.Text != "patch with [redacted]" {
+		t.Errorf("winner = %+v, want the narrowed answer", w)
+	}
+	if diff := cmp.Diff([]graph.Message{{WorkerID: "g:s1", Node: "coder", Instruction: "sk-123"}}, seen); diff != "" {
+		t.Errorf("AuthorizeMessage saw (-want +got):\n%s", diff)
+	}
+}
