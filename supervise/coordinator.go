@@ -751,5 +751,22 @@ func (c *Coordinator) publishReplayed(w *worker, state State) {
 		Delivered: new(w.delivered), Verdict: w.verdict, OutRef: w.outRef, Output: clip(w.text, 4000), Reason: w.reason, Replayed: true})
 }
 
+// ErrNoteKind: Note was asked to write a kind supervise does not accept
+// from a layer above.
+var ErrNoteKind = errors.New("supervise: not a note kind")
+
+// Note appends a record a layer above supervise keeps in this run's
+// journal — today only KindEdge, package graph's edge ledger — so the
+// run's one journal holds it beside the spawns and settlements it
+// explains. It is durable (when the run has a RunDir) before Note
+// returns, read_journal pages through it, and a resumed run passes it
+// over.
+func (c *Coordinator) Note(ctx context.Context, kind string, node NodeID, data canonjson.Value) error {
+	if kind != KindEdge {
+		return fmt.Errorf("%w: %q", ErrNoteKind, kind)
+	}
+	return c.log.append(ctx, Record{Kind: kind, Node: node, Data: data})
+}
+
 // Readout returns the run's pool balances.
 func (c *Coordinator) Readout() ledger.Readout { return c.pool.Readout() }

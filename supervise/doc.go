@@ -45,5 +45,7 @@
 //
 // Not built yet: external-harness brains (the verbs served over MCP),
 // the cross-process run layout (steer and cancel files), the SQL
-// journal, analysts, runGraph and the CLI.
+// journal, analysts and the CLI. Package graph interprets one supervised
+// run as a fixed topology (runGraph) and keeps its edge ledger in this
+// run's journal through Coordinator.Note.
 package supervise

@@ -45,6 +45,9 @@ const (
 	KindSettled    = "settled"
 	KindSubmitted  = "submitted"
 	KindFinished   = "finished"
+	// KindEdge is a graph edge traversal (package graph's edge ledger),
+	// appended through Coordinator.Note; replay passes it over.
+	KindEdge = "edge"
 )
 
 // Record is one line of the spawn journal. Kind says which fields are
@@ -52,7 +55,8 @@ const (
 // (Node, Parent, Label, Profile, Model, Key, Task, the request's own
 // Budget and the merged ceiling Reserved), settled
 // (Node, State, Spent, OutRef, Verdict, Delivered, Reason, CheckError),
-// submitted (OutRef, Verdict), finished (Outcome, Reason).
+// submitted (OutRef, Verdict), finished (Outcome, Reason), and a note of a
+// layer above (Kind edge: Node and Data).
 type Record struct {
 	Kind        string          `json:"kind"`
 	RunID       string          `json:"runId,omitzero"`
@@ -75,6 +79,8 @@ type Record struct {
 	Reason      string          `json:"reason,omitzero"`
 	CheckError  string          `json:"checkError,omitzero"`
 	Outcome     string          `json:"outcome,omitzero"`
+	// Data is a note's payload, owned by the layer that wrote it.
+	Data canonjson.Value `json:"data,omitzero"`
 }
 
 // BudgetRecord is a ledger.Budget as journaled; an absent channel is

@@ -1,0 +1,160 @@
+package graph_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentrt/agentrt/graph"
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// withCritic adds the analyst node critic over coder, its findings to
+// the given node.
+func withCritic(t *testing.T, to string) graph.Graph {
+	g := starGraph(t)
+	g.Nodes = append(g.Nodes, graph.Node{ID: "critic", Profile: workerProfile(t, "critic")})
+	g.Edges = append(g.Edges, graph.Edge{Kind: graph.Analyzes, Analyst: "critic", Over: []string{"coder"}, To: to, Directive: "analyze/critic/v2"})
+	return g
+}
+
+// §3.7 analyzes edges with an analyst NODE: each settle of a node it is
+// over spawns the analyst's pinned profile; its output is findings,
+// delivered to the root as a finding event (ledgered with the SOURCE
+// worker), never a deliverable even when it would pass the check; and
+// the driver can never spawn the analyst itself (oracle doctrine).
+func TestAnalystNodeFindingsReachTheRoot(t *testing.T) {
+	const findings = "finding: the patch skips a nil check"
+	var kinds []string
+	var refusal *supervise.VerbRefusal
+	o := options(t, kernelWorkers(t, workerScript), nil)
+	o.Supervise.Router = nil
+	o.Brain = graph.BrainFunc(func(ctx context.Context, d *graph.Driver, _ string) (supervise.BrainReport, error) {
+		if _, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "Fix test_login."}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		for range 2 {
+			ev, err := d.Await(ctx, supervise.AwaitArgs{TimeoutMS: 30000})
+			if err != nil || ev.Event == nil {
+				return supervise.BrainReport{}, errors.Join(err, errors.New("no event"))
+			}
+			kinds = append(kinds, ev.Event.Kind+" "+string(ev.Event.WorkerID)+" "+ev.Event.Output)
+		}
+		_, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "critic", Task: "review everything"})
+		errors.As(err, &refusal)
+		return supervise.BrainReport{}, nil
+	})
+	res, err := graph.RunGraph(context.Background(), withCritic(t, "driver"), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []graph.LedgerRow{
+		{Edge: "delegates:driver->coder", Kind: graph.Delegates, From: "driver", To: "coder", Directive: "delegate/coder/v1", Traversal: 1,
+			Outcome: graph.OutcomeDelivered, Continuity: graph.ContinuityFresh, Bytes: len(coderDirective) + len("Fix test_login."), WorkerID: "g:s1"},
+		{Edge: "analyzes:critic:coder->driver", Kind: graph.Analyzes, From: "coder", To: "driver", Directive: "analyze/critic/v2", Traversal: 1,
+			Outcome: graph.OutcomeDelivered, Continuity: graph.ContinuitySteer, Bytes: len(critDirective) + len(findings), WorkerID: "g:s1"},
+	}
+	if diff := cmp.Diff(want, res.Ledger); diff != "" {
+		t.Errorf("ledger (-want +got):\n%s", diff)
+	}
+	wantKinds := []string{"settled g:s1 patch: login fixed.", "finding g:s2 " + findings}
+	if diff := cmp.Diff(wantKinds, kinds); diff != "" {
+		t.Errorf("await events (-want +got):\n%s", diff)
+	}
+	if refusal == nil || refusal.Code != "not-a-worker-node" {
+		t.Errorf("spawning the analyst: refusal %+v, want not-a-worker-node", refusal)
+	}
+	if w := res.Result.Winner; w == nil || w.Node != "g:s1" {
+		t.Errorf("winner = %+v, want the coder: findings are never delivered", w)
+	}
+	for _, n := range res.Result.Tree {
+		if n.ID == "g:s2" && (n.Profile != "critic" || n.Delivered) {
+			t.Errorf("analyst worker %+v: want critic, not delivered", n)
+		}
+	}
+}
+
+// An analyzes edge over its cap is ledgered unpropagated and spawns no
+// analyst: observable, never a refusal of the run.
+func TestAnalyzesCapLedgersUnpropagated(t *testing.T) {
+	g := withCritic(t, "driver")
+	g.Edges[2].MaxTraversals = new(1)
+	const twoCoders = `{"turns": [
+  {"match": "test_login", "steps": [{"text": "patch: login fixed."}, {"usage": {"inputTokens": 1, "outputTokens": 1, "cost": 0.001}, "mode": "delta"}]},
+  {"match": "test_logout", "steps": [{"text": "patch: logout fixed."}, {"usage": {"inputTokens": 1, "outputTokens": 1, "cost": 0.001}, "mode": "delta"}]},
+  {"match": "unsafe changes", "steps": [{"text": "finding: fine"}, {"usage": {"inputTokens": 1, "outputTokens": 1, "cost": 0.001}, "mode": "delta"}]}
+]}`
+	o := options(t, kernelWorkers(t, twoCoders), nil)
+	o.Supervise.Router = nil
+	o.Brain = graph.BrainFunc(func(ctx context.Context, d *graph.Driver, _ string) (supervise.BrainReport, error) {
+		for _, task := range []string{"Fix test_login.", "Fix test_logout."} {
+			if _, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: task, Label: task[4:14]}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			for range 2 {
+				if _, err := d.Await(ctx, supervise.AwaitArgs{TimeoutMS: 30000}); err != nil {
+					return supervise.BrainReport{}, err
+				}
+			}
+		}
+		return supervise.BrainReport{}, nil
+	})
+	res, err := graph.RunGraph(context.Background(), g, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outcomes []string
+	for _, r := range res.Ledger {
+		if r.Kind == graph.Analyzes {
+			outcomes = append(outcomes, string(r.Outcome)+" "+r.Reason)
+		}
+	}
+	want := []string{"delivered ", "unpropagated traversal-cap-exhausted (max 1)"}
+	if diff := cmp.Diff(want, outcomes); diff != "" {
+		t.Errorf("analyzes rows (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"analyzes:critic:coder->driver"}, res.ExhaustedEdges); diff != "" {
+		t.Errorf("exhausted (-want +got):\n%s", diff)
+	}
+	if n := len(res.Result.Tree); n != 3 {
+		t.Errorf("tree has %d workers, want 3 (two coders, one analyst)", n)
+	}
+}
+
+// Findings destined for a worker node are steered into its live worker
+// (ledgered with the destination), or unpropagated when none is live.
+func TestAnalystFindingsRoutedToAWorkerNode(t *testing.T) {
+	g := withCritic(t, "reviewer")
+	workers := &inboxWorkers{}
+	o := options(t, workers, nil)
+	o.Supervise.Router = nil
+	o.Brain = graph.BrainFunc(func(ctx context.Context, d *graph.Driver, _ string) (supervise.BrainReport, error) {
+		for _, n := range []string{"reviewer", "coder"} {
+			if _, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: n, Task: "go"}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+		}
+		// The coder finishes; the critic runs over it, and finishes.
+		workers.Deliver(ctx, "g:s2", "login fixed")
+		workers.Deliver(ctx, "g:s3", "the patch skips a nil check")
+		for range 3 {
+			if _, err := d.Await(ctx, supervise.AwaitArgs{TimeoutMS: 30000}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+		}
+		return supervise.BrainReport{}, nil
+	})
+	res, err := graph.RunGraph(context.Background(), g, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := res.Ledger[len(res.Ledger)-1]
+	findings := "patch per: the patch skips a nil check"
+	want := graph.LedgerRow{Edge: "analyzes:critic:coder->reviewer", Kind: graph.Analyzes, From: "coder", To: "reviewer", Directive: "analyze/critic/v2",
+		Traversal: 1, Outcome: graph.OutcomeDelivered, Continuity: graph.ContinuitySteer, Bytes: len(critDirective) + 2 + len(findings), WorkerID: "g:s1"}
+	if diff := cmp.Diff(want, last); diff != "" {
+		t.Errorf("routed row (-want +got):\n%s", diff)
+	}
+}

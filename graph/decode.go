@@ -1,0 +1,216 @@
+package graph
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/profile"
+)
+
+// Decode reads a graph definition from JSON:
+//
+//	{"nodes": [{"id", "profile"}],
+//	 "edges": [{"kind": "delegates", "from", "to", "directive", "maxTraversals"?, "continuity"?}
+//	         | {"kind": "analyzes", "analyst", "over", "to", "directive", "maxTraversals"?}],
+//	 "budget": {"tokens", "iterations", "usd"?}}
+//
+// Every object is strict: an unknown or misplaced key is a
+// *ValidationError naming its path, and each profile is parsed and
+// validated as a profile. The deliverable is code, not data: the caller
+// sets Graph.Deliverable. Decode checks the document's shape only;
+// RunGraph (or Validate) checks the topology.
+func Decode(data []byte) (Graph, error) {
+	var g Graph
+	top, err := object(data, "", "nodes", "edges", "budget")
+	if err != nil {
+		return g, err
+	}
+	for _, key := range []string{"nodes", "edges", "budget"} {
+		if _, ok := top[key]; !ok {
+			return g, invalid(key, "is required")
+		}
+	}
+	var nodes, edges []json.RawMessage
+	if err := field(top["nodes"], "nodes", &nodes); err != nil {
+		return g, err
+	}
+	for i, raw := range nodes {
+		p := nodePath(i)
+		m, err := object(raw, p, "id", "profile")
+		if err != nil {
+			return g, err
+		}
+		var n Node
+		if err := field(m["id"], p+".id", &n.ID); err != nil {
+			return g, err
+		}
+		if raw, ok := m["profile"]; ok && !isNull(raw) {
+			prof, err := profile.Parse(raw)
+			if err != nil {
+				return g, invalid(p+".profile", "%v", err)
+			}
+			n.Profile = prof
+		}
+		g.Nodes = append(g.Nodes, n)
+	}
+	if err := field(top["edges"], "edges", &edges); err != nil {
+		return g, err
+	}
+	for i, raw := range edges {
+		e, err := decodeEdge(raw, edgePath(i))
+		if err != nil {
+			return g, err
+		}
+		g.Edges = append(g.Edges, e)
+	}
+	b, err := decodeBudget(top["budget"])
+	if err != nil {
+		return g, err
+	}
+	g.Budget = b
+	return g, nil
+}
+
+func decodeEdge(raw json.RawMessage, p string) (Edge, error) {
+	var e Edge
+	m, err := object(raw, p, "kind", "from", "to", "analyst", "over", "directive", "maxTraversals", "continuity")
+	if err != nil {
+		return e, err
+	}
+	var kind string
+	if err := field(m["kind"], p+".kind", &kind); err != nil {
+		return e, err
+	}
+	e.Kind = EdgeKind(kind)
+	allowed := map[EdgeKind][]string{
+		Delegates: {"kind", "from", "to", "directive", "maxTraversals", "continuity"},
+		Analyzes:  {"kind", "analyst", "over", "to", "directive", "maxTraversals"},
+	}[e.Kind]
+	if allowed == nil {
+		return e, invalid(p+".kind", "is %q; an edge is delegates or analyzes", kind)
+	}
+	for _, k := range sortedKeys(m) {
+		if !slices.Contains(allowed, k) {
+			return e, invalid(p+"."+k, "a %s edge has no %s", e.Kind, k)
+		}
+	}
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{{"from", &e.From}, {"to", &e.To}, {"analyst", &e.Analyst}, {"directive", &e.Directive}, {"continuity", &e.Continuity}} {
+		if err := field(m[f.key], p+"."+f.key, f.dst); err != nil {
+			return e, err
+		}
+	}
+	if err := field(m["over"], p+".over", &e.Over); err != nil {
+		return e, err
+	}
+	if raw, ok := m["maxTraversals"]; ok {
+		n, err := integer(raw, p+".maxTraversals", math.MaxInt32)
+		if err != nil {
+			return e, err
+		}
+		v := int(n)
+		e.MaxTraversals = &v
+	}
+	return e, nil
+}
+
+func decodeBudget(raw json.RawMessage) (*ledger.Budget, error) {
+	m, err := object(raw, "budget", "tokens", "iterations", "usd")
+	if err != nil {
+		return nil, err
+	}
+	var b ledger.Budget
+	for _, f := range []struct {
+		key string
+		dst **int64
+	}{{"tokens", &b.Tokens}, {"iterations", &b.Iterations}} {
+		if raw, ok := m[f.key]; ok {
+			n, err := integer(raw, "budget."+f.key, 1<<53-1)
+			if err != nil {
+				return nil, err
+			}
+			*f.dst = &n
+		}
+	}
+	if raw, ok := m["usd"]; ok {
+		var usd float64
+		if err := field(raw, "budget.usd", &usd); err != nil {
+			return nil, err
+		}
+		if usd < 0 || usd > 1e9 {
+			return nil, invalid("budget.usd", "is %v; dollars are between 0 and 1e9", usd)
+		}
+		micro := int64(math.Round(usd * 1e6))
+		b.MicroUSD = &micro
+	}
+	return &b, nil
+}
+
+// object decodes raw as a JSON object whose keys are among allowed.
+func object(raw json.RawMessage, path string, allowed ...string) (map[string]json.RawMessage, error) {
+	where := path
+	if where == "" {
+		where = "graph"
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return nil, invalid(where, "is not a JSON object")
+	}
+	for _, k := range sortedKeys(m) {
+		if !slices.Contains(allowed, k) {
+			kp := k
+			if k == "" {
+				kp = `""`
+			}
+			if path != "" {
+				kp = path + "." + kp
+			}
+			return nil, invalid(kp, "unknown field (known: %s)", strings.Join(allowed, ", "))
+		}
+	}
+	return m, nil
+}
+
+// field decodes an optional member into dst; an absent one leaves dst.
+func field(raw json.RawMessage, path string, dst any) error {
+	if raw == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		return invalid(path, "%v", err)
+	}
+	return nil
+}
+
+// integer decodes a non-negative integer no greater than limit.
+func integer(raw json.RawMessage, path string, limit int64) (int64, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var n json.Number
+	if err := d.Decode(&n); err != nil {
+		return 0, invalid(path, "is not a number")
+	}
+	v, err := strconv.ParseInt(n.String(), 10, 64)
+	if err != nil || v < 0 || v > limit {
+		return 0, invalid(path, "is %s; want an integer from 0 to %d", n, limit)
+	}
+	return v, nil
+}
+
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

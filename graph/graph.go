@@ -1,0 +1,209 @@
+package graph
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// DefaultMaxTraversals is an edge's traversal cap when it names none:
+// the cyclic-graph backstop.
+const DefaultMaxTraversals = 32
+
+// SpawnTool is the tool the root node must declare: the graph delegates
+// only through spawn_worker.
+const SpawnTool = supervise.ToolPrefix + supervise.VerbSpawnWorker
+
+// Node is a graph node: an id and its canonical profile, the only
+// description of the node. Profile.Name must equal ID.
+type Node struct {
+	ID      string
+	Profile *profile.Profile
+}
+
+// EdgeKind is delegates or analyzes.
+type EdgeKind string
+
+// Edge kinds.
+const (
+	// Delegates: work flows down from From to To. Each spawn of To and
+	// each mid-run steer of a live To worker is one traversal.
+	Delegates EdgeKind = "delegates"
+	// Analyzes: findings flow from Analyst, run over the settles of the
+	// Over nodes, to To.
+	Analyzes EdgeKind = "analyzes"
+)
+
+// Continuity of a delegates edge's spawns, and of a ledger row.
+const (
+	// ContinuityFresh starts every spawn of the edge afresh (the default).
+	ContinuityFresh = "fresh"
+	// ContinuityResume re-attaches each spawn after the node's first to
+	// its latest settled session.
+	ContinuityResume = "resume"
+	// ContinuitySteer marks a ledger row delivered into an already-live
+	// recipient (a steer, a finding).
+	ContinuitySteer = "steer"
+)
+
+// Edge is one typed edge. Delegates edges use From, To, Directive,
+// MaxTraversals and Continuity; analyzes edges use Analyst, Over, To,
+// Directive and MaxTraversals. A nil MaxTraversals is
+// DefaultMaxTraversals.
+type Edge struct {
+	Kind          EdgeKind
+	From          string
+	To            string
+	Analyst       string
+	Over          []string
+	Directive     string
+	MaxTraversals *int
+	// Continuity is "" (fresh), fresh or resume; analyzes edges carry
+	// none.
+	Continuity string
+}
+
+// ID is the edge's stable id: delegates:<from>-><to> or
+// analyzes:<analyst>:<over joined by +>-><to>.
+func (e Edge) ID() string {
+	if e.Kind == Analyzes {
+		return "analyzes:" + e.Analyst + ":" + strings.Join(e.Over, "+") + "->" + e.To
+	}
+	return string(e.Kind) + ":" + e.From + "->" + e.To
+}
+
+func (e Edge) limit() int {
+	if e.MaxTraversals == nil {
+		return DefaultMaxTraversals
+	}
+	return *e.MaxTraversals
+}
+
+// Graph is a topology as data. Deliverable (the termination oracle) and
+// Budget (the one conserved pool; it needs token and iteration ceilings)
+// are mandatory.
+type Graph struct {
+	Nodes       []Node
+	Edges       []Edge
+	Deliverable supervise.Deliverable
+	Budget      *ledger.Budget
+}
+
+// handlePattern is a directive handle: <surface>/v<n>.
+var handlePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)*/v[1-9][0-9]{0,8}$`)
+
+// ValidHandle reports whether h is a directive handle <surface>/v<n>
+// (a lowercase slash-separated surface, then a version from 1).
+func ValidHandle(h string) bool { return handlePattern.MatchString(h) }
+
+// Registry maps directive handles to their text: edge directives are
+// data, versioned and reviewable, never prose built into code. A
+// Registry is immutable once built.
+type Registry struct {
+	text map[string]string
+}
+
+// NewRegistry builds a registry from handle → text; every handle must be
+// ValidHandle.
+func NewRegistry(entries map[string]string) (*Registry, error) {
+	r := &Registry{text: make(map[string]string, len(entries))}
+	for h, t := range entries {
+		if !ValidHandle(h) {
+			return nil, &ValidationError{Path: "registry[" + fmt.Sprintf("%q", h) + "]", Reason: "a directive handle is <surface>/v<n>"}
+		}
+		r.text[h] = t
+	}
+	return r, nil
+}
+
+// Resolve returns the text of handle h.
+func (r *Registry) Resolve(h string) (string, bool) {
+	if r == nil {
+		return "", false
+	}
+	t, ok := r.text[h]
+	return t, ok
+}
+
+// ValidationError refuses a graph before anything is spent: Path names
+// the offending part (nodes[1].profile.name, edges[0].to, …).
+type ValidationError struct {
+	Path   string
+	Reason string
+}
+
+func (e *ValidationError) Error() string { return "graph: invalid " + e.Path + ": " + e.Reason }
+
+// ConfigError refuses an option: Field names it (Supervise.Profiles,
+// Brain, …).
+type ConfigError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string { return "graph: option " + e.Field + ": " + e.Reason }
+
+// Outcome is what one traversal delivered.
+type Outcome string
+
+// Traversal outcomes.
+const (
+	// OutcomeDelivered: the directive and payload crossed the edge.
+	OutcomeDelivered Outcome = "delivered"
+	// OutcomeStripped: AuthorizeMessage narrowed the instruction; Bytes
+	// counts what crossed, Reason what was composed.
+	OutcomeStripped Outcome = "stripped"
+	// OutcomeEmpty: nothing crossed (no directive text and no payload,
+	// or an analyst with no findings).
+	OutcomeEmpty Outcome = "empty"
+	// OutcomeUnpropagated: the traversal did not reach a worker (a cap,
+	// a refused spawn, no live recipient); Reason says why.
+	OutcomeUnpropagated Outcome = "unpropagated"
+)
+
+// LedgerRow is one edge traversal, in occurrence order. WorkerID is the
+// destination worker for delegates, steer and routed rows, and the
+// SOURCE worker for findings delivered to the root. Traversal is 1-based
+// per edge.
+type LedgerRow struct {
+	Edge       string           `json:"edge"`
+	Kind       EdgeKind         `json:"kind"`
+	From       string           `json:"from"`
+	To         string           `json:"to"`
+	Directive  string           `json:"directive"`
+	Traversal  int              `json:"traversal"`
+	Outcome    Outcome          `json:"outcome"`
+	Continuity string           `json:"continuity"`
+	Bytes      int              `json:"bytes"`
+	Reason     string           `json:"reason,omitzero"`
+	WorkerID   supervise.NodeID `json:"workerId,omitzero"`
+}
+
+// GraphResult is a graph run: the supervised result, every traversal in
+// occurrence order, the ids of edges whose cap was reached (analyzes
+// caps included), and the run id.
+type GraphResult struct {
+	Result         supervise.SupervisedResult
+	Ledger         []LedgerRow
+	ExhaustedEdges []string
+	RunID          string
+}
+
+// GraphEdgeCapError: a delegates edge spent its traversal cap and the
+// run produced no winner for any other reason than a lifecycle ending
+// (cancelled, aborted, budget-exhausted) — the cap, not the task, ended
+// it. It carries the whole evidence.
+type GraphEdgeCapError struct {
+	ExhaustedEdges []string
+	Ledger         []LedgerRow
+	Result         supervise.SupervisedResult
+}
+
+func (e *GraphEdgeCapError) Error() string {
+	return "graph: traversal cap exhausted on " + strings.Join(e.ExhaustedEdges, ", ") +
+		" and the run delivered no winner; raise maxTraversals on the edge or fix the cycle"
+}

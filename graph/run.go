@@ -1,0 +1,629 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// Options configure RunGraph.
+//
+// Supervise carries every supervise option, classified: Budget,
+// Deliverable, Profiles and Brain are owned by the graph and refused
+// when set (*ConfigError naming the field); Resume is refused for now;
+// Router, MaxTurns, Now and Logger are read by the graph's router brain
+// too; everything else (Executor, Workers, PerWorker, MaxLiveWorkers,
+// AuthorizeSpawn — which sees a pinned node's request, Profile being the
+// node id — RunDir, RunID, …) is forwarded verbatim. Options is a Go
+// struct, so an unknown key cannot be passed; a graph definition read
+// from JSON refuses unknown keys in Decode.
+type Options struct {
+	// Task is the root's task; the graph's brief (the nodes it may
+	// spawn, by id) is appended to it.
+	Task string
+	// Registry resolves every edge's directive handle.
+	Registry *Registry
+	// Brain, when set, is the caller-owned root brain; it drives the
+	// graph through a Driver and owns its model's identity and usage
+	// reporting. Without it the root runs on the router brain over
+	// Supervise.Router (the two are mutually exclusive). Refused for a
+	// root whose harness is external.
+	Brain Brain
+	// AuthorizeMessage, when set, is the product's authority over every
+	// mid-run instruction (a steer, a routed finding): it returns the
+	// instruction to deliver, possibly narrowed — a narrowed one is
+	// ledgered stripped — or an error to refuse it.
+	AuthorizeMessage func(ctx context.Context, m Message) (string, error)
+	// Analysts are the environment's analyst lens ids. Lens analysts are
+	// not run yet; the list lets an id that is both a node and a lens be
+	// refused as ambiguous.
+	Analysts []string
+	// Supervise are the forwarded supervise options (see above).
+	Supervise supervise.Options
+}
+
+// Message is an instruction on its way into a live worker: a steer, a
+// routed finding or an answer to the worker's question.
+type Message struct {
+	// WorkerID is the destination worker and Node its graph node.
+	WorkerID supervise.NodeID
+	Node     string
+	// Edge is the edge it travels ("" for an answer); Instruction what
+	// was composed.
+	Edge        string
+	Instruction string
+}
+
+// Brain drives a graph's root through its Driver (a caller-owned brain).
+type Brain interface {
+	Drive(ctx context.Context, d *Driver, task string) (supervise.BrainReport, error)
+}
+
+// BrainFunc adapts a function to Brain.
+type BrainFunc func(ctx context.Context, d *Driver, task string) (supervise.BrainReport, error)
+
+// Drive calls f.
+func (f BrainFunc) Drive(ctx context.Context, d *Driver, task string) (supervise.BrainReport, error) {
+	return f(ctx, d, task)
+}
+
+// EventFinding is the kind Driver.Await gives an analyst's settlement:
+// its output is findings, never a worker result.
+const EventFinding = "finding"
+
+// RunGraph runs g as one supervised run (spec runtime §3.7): the root
+// node is the manager, each worker node is spawned by id with its
+// canonical profile and its delegates edge's directive opening the task,
+// analyst nodes run on the settles they are over, and every traversal is
+// ledgered and journaled. Nothing is spent before g and o validate.
+//
+// It returns an error when the run could not start (a *ValidationError,
+// a *ConfigError, a supervise error), or a *GraphEdgeCapError — with
+// the GraphResult also returned — when a delegates cap was exhausted and
+// the run ended without a winner other than by cancellation, abort or
+// budget.
+func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
+	pl, err := validate(g, o)
+	if err != nil {
+		return GraphResult{}, err
+	}
+	logger := o.Supervise.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	r := &run{plan: pl, opts: o, check: g.Deliverable, logger: logger, count: map[string]int{}, spent: map[string]int{},
+		bound: map[string][]supervise.NodeID{}, analystRuns: map[supervise.NodeID]analystRun{}}
+	so := o.Supervise
+	so.Budget = *g.Budget
+	so.Deliverable = supervise.Deliverable{Check: r.checkOutput, Describe: g.Deliverable.Describe}
+	so.Profiles = map[string]*profile.Profile{}
+	for id, n := range pl.workers {
+		so.Profiles[id] = n.Profile
+	}
+	for id, n := range pl.analysts {
+		so.Profiles[id] = n.Profile
+	}
+	so.Brain = supervise.BrainFunc(r.drive)
+	res, err := supervise.Supervise(ctx, pl.root.Profile, r.task(), so)
+	if err != nil {
+		return GraphResult{}, err
+	}
+	r.mu.Lock()
+	out := GraphResult{Result: res, Ledger: slices.Clone(r.ledger), ExhaustedEdges: slices.Clone(r.exhausted), RunID: res.RunID}
+	capped := slices.Clone(r.exhaustedDelegates)
+	r.mu.Unlock()
+	lifecycle := res.Reason == supervise.ReasonCancelled || res.Reason == supervise.ReasonAborted || res.Reason == supervise.ReasonBudgetExhausted
+	if res.Status != supervise.StatusWinner && !lifecycle && len(capped) > 0 {
+		return out, &GraphEdgeCapError{ExhaustedEdges: capped, Ledger: out.Ledger, Result: res}
+	}
+	return out, nil
+}
+
+// run is one graph run's state.
+type run struct {
+	*plan
+	opts   Options
+	check  supervise.Deliverable
+	logger *slog.Logger
+
+	// spawnMu orders a graph spawn with its binding: a worker's settle
+	// looks its spawn up only after the spawn returned.
+	spawnMu sync.Mutex
+
+	mu                 sync.Mutex
+	coord              *supervise.Coordinator
+	ledger             []LedgerRow
+	count              map[string]int // ordinals per edge
+	spent              map[string]int // traversals charged to each edge's cap
+	exhausted          []string
+	exhaustedDelegates []string
+	bound              map[string][]supervise.NodeID // node → its workers, in spawn order
+	analystRuns        map[supervise.NodeID]analystRun
+}
+
+// analystRun is an analyst worker: its edge and the worker it analyzes.
+type analystRun struct {
+	edge   Edge
+	source supervise.NodeID
+}
+
+// task is the root's task with the graph brief.
+func (r *run) task() string {
+	var b strings.Builder
+	if r.opts.Task != "" {
+		b.WriteString(r.opts.Task)
+		b.WriteString("\n\n")
+	}
+	b.WriteString("AGENT GRAPH: you drive a fixed topology. Spawn ONLY these worker nodes, by exact id as spawn_worker's profile (the node's own profile runs):\n")
+	for _, id := range r.order {
+		e := r.delegatesTo[id]
+		fmt.Fprintf(&b, "- %s (cap %d traversals", id, e.limit())
+		if d := r.workers[id].Profile.Description; d != nil && *d != "" {
+			fmt.Fprintf(&b, "; %s", *d)
+		}
+		if e.Continuity == ContinuityResume {
+			b.WriteString("; continuity resume: each spawn after the first continues its latest settled session")
+		}
+		b.WriteString(")\n")
+	}
+	for _, e := range r.analyzes {
+		if e.To == r.root.ID {
+			fmt.Fprintf(&b, "Findings of analyst %s over %s arrive from await_event as %q events.\n", e.Analyst, strings.Join(e.Over, ", "), EventFinding)
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// drive is the supervised run's brain: it binds the coordinator and
+// drives the caller's brain or the router brain through a Driver.
+func (r *run) drive(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+	r.mu.Lock()
+	r.coord = c
+	r.mu.Unlock()
+	d := &Driver{r: r, c: c}
+	if r.opts.Brain != nil {
+		return r.opts.Brain.Drive(ctx, d, task)
+	}
+	return r.routerDrive(ctx, d, task)
+}
+
+// routerDrive runs the root profile's tool loop over the Driver's tools
+// the root declares.
+func (r *run) routerDrive(ctx context.Context, d *Driver, task string) (supervise.BrainReport, error) {
+	all, err := d.Tools()
+	if err != nil {
+		return supervise.BrainReport{}, err
+	}
+	var offered []contract.Tool
+	for _, t := range all {
+		if r.root.Profile.Tools[t.Name] {
+			offered = append(offered, t)
+		}
+	}
+	res, err := kernel.RunToolLoop(ctx, kernel.ToolLoopOptions{Model: r.opts.Supervise.Router, Profile: r.root.Profile, User: task,
+		Tools: offered, MaxToolTurns: r.opts.Supervise.MaxTurns, Logger: r.logger, Now: r.opts.Supervise.Now})
+	if res == nil {
+		return supervise.BrainReport{}, err
+	}
+	usage := res.Usage
+	report := supervise.BrainReport{Text: res.FinalText, Metered: &usage}
+	if err == nil && (res.StopReason == kernel.StopBudget || res.StopReason == kernel.StopDeadline) {
+		// The pool, not the root, ended the loop.
+		err = fmt.Errorf("graph: the root's loop stopped (%s): %w", res.StopReason, ledger.ErrExhausted)
+	}
+	return report, err
+}
+
+// record appends a ledger row with the edge's next ordinal, charges the
+// edge's cap when charge is set, and journals the row as an edge record.
+func (r *run) record(ctx context.Context, row LedgerRow, charge bool) LedgerRow {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count[row.Edge]++
+	row.Traversal = r.count[row.Edge]
+	if charge {
+		r.spent[row.Edge]++
+	}
+	r.ledger = append(r.ledger, row)
+	if r.coord != nil {
+		v, err := canonjson.ToValue(row)
+		if err == nil {
+			err = r.coord.Note(context.WithoutCancel(ctx), supervise.KindEdge, row.WorkerID, v)
+		}
+		if err != nil {
+			r.logger.Error("graph: journaling an edge traversal", "edge", row.Edge, "traversal", row.Traversal, "err", err)
+		}
+	}
+	return row
+}
+
+// capReached reports whether e has spent its cap, marking it exhausted
+// when it has.
+func (r *run) capReached(e Edge) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id := e.ID()
+	if r.spent[id] < e.limit() {
+		return false
+	}
+	if !slices.Contains(r.exhausted, id) {
+		r.exhausted = append(r.exhausted, id)
+	}
+	if e.Kind == Delegates && !slices.Contains(r.exhaustedDelegates, id) {
+		r.exhaustedDelegates = append(r.exhaustedDelegates, id)
+	}
+	return true
+}
+
+func (r *run) charge(e Edge) {
+	r.mu.Lock()
+	r.spent[e.ID()]++
+	r.mu.Unlock()
+}
+
+func capReason(e Edge) string {
+	return "traversal-cap-exhausted (max " + strconv.Itoa(e.limit()) + ")"
+}
+
+// compose opens a task with its directive.
+func compose(directive, payload string) string {
+	switch {
+	case directive == "":
+		return payload
+	case payload == "":
+		return directive
+	}
+	return directive + "\n\n" + payload
+}
+
+func (r *run) directive(e Edge) string {
+	t, _ := r.opts.Registry.Resolve(e.Directive) // resolved at validation
+	return t
+}
+
+// nodeOf returns the graph node a worker runs (its profile name is the
+// node id).
+func nodeOf(c *supervise.Coordinator, id supervise.NodeID) (supervise.Observation, bool) {
+	o, err := c.Observe(id)
+	return o, err == nil
+}
+
+// checkOutput is the supervised run's completion gate: an analyst's
+// output is findings (routed, never delivered); a worker's output goes
+// to the graph's deliverable and then to the analysts over its node.
+func (r *run) checkOutput(ctx context.Context, out supervise.Output) (kernel.Verdict, error) {
+	// A spawn binds before its worker's settle is read.
+	r.spawnMu.Lock()
+	ar, isAnalyst := r.analystRuns[out.Node]
+	r.spawnMu.Unlock()
+	r.mu.Lock()
+	c := r.coord
+	r.mu.Unlock()
+	if isAnalyst {
+		r.routeFindings(ctx, c, ar, out)
+		return kernel.Verdict{Passed: false, Reason: "analyst findings are evidence, never a deliverable"}, nil
+	}
+	v, err := r.check.Check(ctx, out)
+	if c != nil {
+		if o, ok := nodeOf(c, out.Node); ok {
+			r.analyze(ctx, c, o.Profile, out)
+		}
+	}
+	return v, err
+}
+
+// analyze spawns each analyst over node on this settle, or ledgers why
+// not.
+func (r *run) analyze(ctx context.Context, c *supervise.Coordinator, node string, out supervise.Output) {
+	for _, e := range r.analyzes {
+		if !slices.Contains(e.Over, node) {
+			continue
+		}
+		row := LedgerRow{Edge: e.ID(), Kind: Analyzes, From: strings.Join(e.Over, "+"), To: e.To, Directive: e.Directive,
+			Continuity: ContinuitySteer, Outcome: OutcomeUnpropagated, WorkerID: out.Node}
+		if r.capReached(e) {
+			row.Reason = capReason(e)
+			r.record(ctx, row, false)
+			continue
+		}
+		task := compose(r.directive(e), fmt.Sprintf("Output of node %s (worker %s):\n%s", node, out.Node, out.Text))
+		r.spawnMu.Lock()
+		res, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: e.Analyst, Task: task, Label: e.Analyst})
+		if err == nil {
+			r.analystRuns[res.WorkerID] = analystRun{edge: e, source: out.Node}
+			r.charge(e)
+		}
+		r.spawnMu.Unlock()
+		if err != nil {
+			row.Reason = "analyst spawn refused: " + err.Error()
+			r.record(ctx, row, false)
+		}
+	}
+}
+
+// routeFindings delivers an analyst's findings: to the root they are a
+// finding event (ledgered with the source worker); to a worker node they
+// are steered into its latest live worker.
+func (r *run) routeFindings(ctx context.Context, c *supervise.Coordinator, ar analystRun, out supervise.Output) {
+	e := ar.edge
+	directive := r.directive(e)
+	row := LedgerRow{Edge: e.ID(), Kind: Analyzes, From: strings.Join(e.Over, "+"), To: e.To, Directive: e.Directive, Continuity: ContinuitySteer}
+	if e.To == r.root.ID {
+		row.WorkerID, row.Bytes, row.Outcome = ar.source, len(directive)+len(out.Text), OutcomeDelivered
+		if out.Text == "" {
+			row.Outcome, row.Reason = OutcomeEmpty, "the analyst returned no findings"
+		}
+		r.record(ctx, row, false)
+		return
+	}
+	var dest supervise.NodeID
+	r.mu.Lock()
+	workers := slices.Clone(r.bound[e.To])
+	r.mu.Unlock()
+	for _, id := range slices.Backward(workers) {
+		if o, ok := nodeOf(c, id); ok && o.Status.Live() {
+			dest = id
+			break
+		}
+	}
+	if dest == "" {
+		row.Outcome, row.Reason = OutcomeUnpropagated, "no live worker of node "+e.To
+		r.record(ctx, row, false)
+		return
+	}
+	if out.Text == "" {
+		row.WorkerID, row.Outcome, row.Reason = dest, OutcomeEmpty, "the analyst returned no findings"
+		r.record(ctx, row, false)
+		return
+	}
+	r.steer(ctx, c, row, dest, e.To, compose(directive, out.Text), false)
+}
+
+// steer authorizes and delivers an instruction to a live worker and
+// ledgers the traversal: stripped when authorization narrowed it.
+func (r *run) steer(ctx context.Context, c *supervise.Coordinator, row LedgerRow, dest supervise.NodeID, node, instruction string, interrupt bool) (supervise.SteerResult, error) {
+	row.WorkerID = dest
+	charge := row.Kind == Delegates // steers consume the delegates edge's future spawns
+	sent := instruction
+	if f := r.opts.AuthorizeMessage; f != nil {
+		narrowed, err := f(ctx, Message{WorkerID: dest, Node: node, Edge: row.Edge, Instruction: instruction})
+		if err != nil {
+			row.Outcome, row.Reason = OutcomeUnpropagated, "not authorized: "+err.Error()
+			r.record(ctx, row, charge)
+			return supervise.SteerResult{}, &supervise.VerbRefusal{Code: "message-not-authorized", Reason: err.Error()}
+		}
+		sent = narrowed
+	}
+	res, err := c.Steer(ctx, supervise.SteerArgs{WorkerID: dest, Instruction: sent, Interrupt: interrupt})
+	if err != nil {
+		row.Outcome, row.Reason = OutcomeUnpropagated, err.Error()
+		r.record(ctx, row, false)
+		return res, err
+	}
+	row.Bytes = len(sent)
+	switch {
+	case !res.Delivered:
+		row.Outcome, row.Reason, row.Bytes = OutcomeUnpropagated, res.Outcome, 0
+	case sent != instruction:
+		row.Outcome, row.Reason = OutcomeStripped, "authorization narrowed "+strconv.Itoa(len(instruction))+" composed bytes"
+	case sent == "":
+		row.Outcome = OutcomeEmpty
+	default:
+		row.Outcome = OutcomeDelivered
+	}
+	r.record(ctx, row, charge)
+	return res, nil
+}
+
+// Driver is the graph's root as a brain sees it: the coordination verbs
+// of the one supervised run, with spawn_worker pinned to the graph's
+// worker nodes and capped per edge, steer_agent ledgered as the
+// delegates edge's mid-run leg, and analysts' settlements returned by
+// Await as findings. Its methods are safe for concurrent use.
+type Driver struct {
+	r *run
+	c *supervise.Coordinator
+}
+
+// Spawn spawns a worker node: a.Profile names the node, whose canonical
+// profile runs with its delegates edge's directive opening a.Task. It is
+// refused (a *supervise.VerbRefusal) for a name that is no worker node —
+// analyst nodes included — a non-root parent, or an edge whose cap is
+// spent (ledgered unpropagated); supervise's own refusals pass through
+// and are ledgered unpropagated too.
+func (d *Driver) Spawn(ctx context.Context, a supervise.SpawnArgs) (supervise.SpawnResult, error) {
+	r := d.r
+	if a.Parent != "" {
+		return supervise.SpawnResult{}, &supervise.VerbRefusal{Code: "not-graph-topology", Reason: "a graph spawns from its root only; leave parent empty"}
+	}
+	e, ok := r.delegatesTo[a.Profile]
+	if !ok {
+		return supervise.SpawnResult{}, &supervise.VerbRefusal{Code: "not-a-worker-node",
+			Reason: fmt.Sprintf("%q is not a worker node of this graph; spawn one of %s by id", a.Profile, strings.Join(r.order, ", "))}
+	}
+	r.spawnMu.Lock()
+	defer r.spawnMu.Unlock()
+	row := LedgerRow{Edge: e.ID(), Kind: Delegates, From: e.From, To: e.To, Directive: e.Directive}
+	r.mu.Lock()
+	prior := len(r.bound[e.To]) > 0
+	r.mu.Unlock()
+	// The call's continuity overrides the edge's; a resume edge's first
+	// spawn has nothing to resume and starts fresh.
+	switch {
+	case a.Continuity == ContinuityResume, a.Continuity == "" && e.Continuity == ContinuityResume && prior:
+		row.Continuity, a.Continuity = ContinuityResume, string(supervise.ContinuityResume)
+	case a.Continuity == "" || a.Continuity == ContinuityFresh:
+		row.Continuity, a.Continuity = ContinuityFresh, string(supervise.ContinuityFresh)
+	default:
+		return supervise.SpawnResult{}, &supervise.VerbRefusal{Code: "invalid-continuity", Reason: fmt.Sprintf("continuity %q is fresh or resume", a.Continuity)}
+	}
+	if r.capReached(e) {
+		row.Outcome, row.Reason = OutcomeUnpropagated, capReason(e)
+		r.record(ctx, row, false)
+		return supervise.SpawnResult{}, &supervise.VerbRefusal{Code: "edge-cap-exhausted",
+			Reason: fmt.Sprintf("%s spent its %d traversals; the cyclic-graph backstop refuses this spawn", e.ID(), e.limit())}
+	}
+	directive := r.directive(e)
+	payload := a.Task
+	a.Task = compose(directive, payload)
+	res, err := d.c.Spawn(ctx, a)
+	if err != nil {
+		row.Outcome, row.Reason = OutcomeUnpropagated, "spawn refused: "+err.Error()
+		r.record(ctx, row, false)
+		return res, err
+	}
+	row.WorkerID = res.WorkerID
+	if res.Replayed || res.Resumed == supervise.ResumedCompleted {
+		row.Outcome, row.Reason = OutcomeUnpropagated, "deduplicated to a completed result; nothing crossed"
+		r.record(ctx, row, false)
+		return res, nil
+	}
+	r.mu.Lock()
+	r.bound[e.To] = append(r.bound[e.To], res.WorkerID)
+	r.mu.Unlock()
+	row.Bytes, row.Outcome = len(directive)+len(payload), OutcomeDelivered
+	if row.Bytes == 0 {
+		row.Outcome, row.Reason = OutcomeEmpty, "no directive text and no task"
+	}
+	r.record(ctx, row, true)
+	return res, nil
+}
+
+// Steer sends an instruction to a live worker node: the mid-run leg of
+// its delegates edge, one traversal (it spends the edge's cap, never
+// refused by it), passed through Options.AuthorizeMessage first. An
+// analyst worker is never steered.
+func (d *Driver) Steer(ctx context.Context, a supervise.SteerArgs) (supervise.SteerResult, error) {
+	o, err := d.c.Observe(a.WorkerID)
+	if err != nil {
+		return supervise.SteerResult{}, err
+	}
+	e, ok := d.r.delegatesTo[o.Profile]
+	if !ok {
+		return supervise.SteerResult{}, &supervise.VerbRefusal{Code: "not-a-worker-node", Reason: fmt.Sprintf("worker %s runs %q, which is no worker node; analysts receive no work", a.WorkerID, o.Profile)}
+	}
+	row := LedgerRow{Edge: e.ID(), Kind: Delegates, From: e.From, To: e.To, Directive: e.Directive, Continuity: ContinuitySteer}
+	return d.r.steer(ctx, d.c, row, a.WorkerID, e.To, a.Instruction, a.Interrupt)
+}
+
+// Await returns the next event of the run (supervise's await_event); an
+// analyst's settlement comes back with Kind EventFinding.
+func (d *Driver) Await(ctx context.Context, a supervise.AwaitArgs) (supervise.AwaitResult, error) {
+	res, err := d.c.Await(ctx, a)
+	if err != nil || res.Event == nil || res.Event.Kind != supervise.EventSettled {
+		return res, err
+	}
+	d.r.spawnMu.Lock()
+	_, isAnalyst := d.r.analystRuns[res.Event.WorkerID]
+	d.r.spawnMu.Unlock()
+	if isAnalyst {
+		ev := *res.Event
+		ev.Kind = EventFinding
+		res.Event = &ev
+	}
+	return res, nil
+}
+
+// AnswerQuestion is supervise's answer_question, with an answer passed
+// through Options.AuthorizeMessage first (to the asking worker): the
+// product may narrow it or refuse it. Answers travel no edge, so they
+// are not ledgered.
+func (d *Driver) AnswerQuestion(ctx context.Context, a supervise.AnswerArgs) (supervise.AnswerResult, error) {
+	f := d.r.opts.AuthorizeMessage
+	if f == nil || a.Answer == "" {
+		return d.c.AnswerQuestion(ctx, a)
+	}
+	var asker supervise.NodeID
+	for _, q := range d.c.ListQuestions().Questions {
+		if q.ID == a.QuestionID {
+			asker = q.From
+		}
+	}
+	if asker == "" {
+		return d.c.AnswerQuestion(ctx, a) // supervise refuses the unknown question
+	}
+	m := Message{WorkerID: asker, Instruction: a.Answer}
+	if o, err := d.c.Observe(asker); err == nil {
+		m.Node = o.Profile
+	}
+	narrowed, err := f(ctx, m)
+	if err != nil {
+		return supervise.AnswerResult{}, &supervise.VerbRefusal{Code: "message-not-authorized", Reason: err.Error()}
+	}
+	a.Answer = narrowed
+	return d.c.AnswerQuestion(ctx, a)
+}
+
+// ListQuestions is supervise's list_questions.
+func (d *Driver) ListQuestions() supervise.QuestionList { return d.c.ListQuestions() }
+
+// Observe is supervise's observe_agent.
+func (d *Driver) Observe(id supervise.NodeID) (supervise.Observation, error) { return d.c.Observe(id) }
+
+// Submit is supervise's submit_result: the root's own result, judged by
+// the graph's deliverable.
+func (d *Driver) Submit(ctx context.Context, a supervise.SubmitArgs) (supervise.SubmitResult, error) {
+	return d.c.Submit(ctx, a)
+}
+
+// Stop is supervise's stop.
+func (d *Driver) Stop(a supervise.StopArgs) (supervise.StopResult, error) { return d.c.Stop(a) }
+
+// ReadJournal is supervise's read_journal; the graph's edge records are
+// in it (kind edge).
+func (d *Driver) ReadJournal(a supervise.JournalArgs) supervise.JournalPage {
+	return d.c.ReadJournal(a)
+}
+
+// Ledger returns the edge ledger so far, in occurrence order.
+func (d *Driver) Ledger() []LedgerRow {
+	d.r.mu.Lock()
+	defer d.r.mu.Unlock()
+	return slices.Clone(d.r.ledger)
+}
+
+// Tools returns the coordination verbs as tools, as supervise names
+// them, with spawn_worker, steer_agent, answer_question and await_event
+// served by the Driver.
+func (d *Driver) Tools() ([]contract.Tool, error) {
+	base, err := d.c.Tools()
+	if err != nil {
+		return nil, err
+	}
+	own := map[string]contract.Tool{}
+	var errs []error
+	add := func(t contract.Tool, err error) {
+		if err != nil {
+			errs = append(errs, err)
+			return
+		}
+		own[t.Name] = t
+	}
+	add(verb(supervise.VerbSpawnWorker, "Spawn a worker node of this graph by its id (profile), on a task; the node's own profile runs. Returns workerId, or {error, reason} when refused.", d.Spawn))
+	add(verb(supervise.VerbSteerAgent, "Send an instruction to a live worker node.", d.Steer))
+	add(verb(supervise.VerbAnswerQuestion, "Decide a question: answer, deferReason or escalateTo (parent|user). A decision resolves the question only when delivered to its asker.", d.AnswerQuestion))
+	add(verb(supervise.VerbAwaitEvent, "Wait for the next worker settlement or analyst finding (in recorded order): returns {event}, {idle:true} when nothing is live, or {pending:true, live} after the bounded wait.", d.Await))
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	out := make([]contract.Tool, 0, len(base))
+	for _, t := range base {
+		if o, ok := own[t.Name]; ok {
+			t = o
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}

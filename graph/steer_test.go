@@ -1,0 +1,175 @@
+package graph_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentrt/agentrt/graph"
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// Every steer of a worker node is the delegates edge's mid-run leg and
+// is ledgered however it ends: delivered as composed, stripped when the
+// product narrowed it, unpropagated when the product refused it (the
+// verb refused too) or the worker is no longer live.
+func TestSteerOutcomes(t *testing.T) {
+	cases := []struct {
+		name      string
+		authorize func(context.Context, graph.Message) (string, error)
+		settle    bool // the worker settles before the steer
+		want      graph.LedgerRow
+		refused   string
+	}{
+		{name: "delivered", want: graph.LedgerRow{Outcome: graph.OutcomeDelivered, Bytes: 9}},
+		{name: "stripped", authorize: func(_ context.Context, m graph.Message) (string, error) { return m.Instruction[:4], nil },
+			want: graph.LedgerRow{Outcome: graph.OutcomeStripped, Bytes: 4, Reason: "authorization narrowed 9 composed bytes"}},
+		{name: "refused by the product", authorize: func(context.Context, graph.Message) (string, error) { return "", errors.New("off-policy") },
+			want: graph.LedgerRow{Outcome: graph.OutcomeUnpropagated, Reason: "not authorized: off-policy"}, refused: "message-not-authorized"},
+		{name: "not live", settle: true, want: graph.LedgerRow{Outcome: graph.OutcomeUnpropagated, Reason: "not_live"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			workers := &inboxWorkers{}
+			o := options(t, workers, nil)
+			o.Supervise.Router = nil
+			o.AuthorizeMessage = tc.authorize
+			var refusal string
+			o.Brain = graph.BrainFunc(func(ctx context.Context, d *graph.Driver, _ string) (supervise.BrainReport, error) {
+				res, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "t"})
+				if err != nil {
+					return supervise.BrainReport{}, err
+				}
+				if tc.settle {
+					workers.Deliver(ctx, res.WorkerID, "done")
+					if _, err := d.Await(ctx, supervise.AwaitArgs{TimeoutMS: 30000}); err != nil {
+						return supervise.BrainReport{}, err
+					}
+				}
+				_, err = d.Steer(ctx, supervise.SteerArgs{WorkerID: res.WorkerID, Instruction: "go faster"})
+				var vr *supervise.VerbRefusal
+				if errors.As(err, &vr) {
+					refusal = vr.Code
+				} else if err != nil {
+					return supervise.BrainReport{}, err
+				}
+				workers.Deliver(ctx, res.WorkerID, "done")
+				_, err = d.Await(ctx, supervise.AwaitArgs{TimeoutMS: 30000})
+				return supervise.BrainReport{}, err
+			})
+			res, err := graph.RunGraph(context.Background(), starGraph(t), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Ledger) != 2 {
+				t.Fatalf("ledger = %+v, want a spawn row and a steer row", res.Ledger)
+			}
+			want := tc.want
+			want.Edge, want.Kind, want.From, want.To, want.Directive = "delegates:driver->coder", graph.Delegates, "driver", "coder", "delegate/coder/v1"
+			want.Traversal, want.Continuity, want.WorkerID = 2, graph.ContinuitySteer, "g:s1"
+			if diff := cmp.Diff(want, res.Ledger[1]); diff != "" {
+				t.Errorf("steer row (-want +got):\n%s", diff)
+			}
+			if refusal != tc.refused {
+				t.Errorf("steer refusal = %q, want %q", refusal, tc.refused)
+			}
+		})
+	}
+}
+
+// Caps hold under concurrency: ten simultaneous spawns of a node whose
+// edge allows three deliver exactly three and ledger seven refusals.
+func TestCapUnderConcurrentSpawns(t *testing.T) {
+	g := starGraph(t)
+	g.Edges[0].MaxTraversals = new(3)
+	workers := &inboxWorkers{}
+	o := options(t, workers, nil)
+	o.Supervise.Router = nil
+	o.Brain = graph.BrainFunc(func(ctx context.Context, d *graph.Driver, _ string) (supervise.BrainReport, error) {
+		var wg sync.WaitGroup
+		for range 10 {
+			wg.Go(func() {
+				if res, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "t"}); err == nil {
+					workers.Deliver(ctx, res.WorkerID, "patch")
+				}
+			})
+		}
+		wg.Wait()
+		for {
+			r, err := d.Await(ctx, supervise.AwaitArgs{TimeoutMS: 30000})
+			if err != nil || r.Idle {
+				return supervise.BrainReport{}, err
+			}
+		}
+	})
+	res, err := graph.RunGraph(context.Background(), g, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[graph.Outcome]int{}
+	for _, r := range res.Ledger {
+		count[r.Outcome]++
+	}
+	if diff := cmp.Diff(map[graph.Outcome]int{graph.OutcomeDelivered: 3, graph.OutcomeUnpropagated: 7}, count); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	if len(res.Result.Tree) != 3 {
+		t.Errorf("tree has %d workers, want 3", len(res.Result.Tree))
+	}
+}
+
+// askingWorkers ask their manager one question and answer with the
+// decision they received.
+type askingWorkers struct{}
+
+func (askingWorkers) ReportsUsage() bool { return true }
+
+func (askingWorkers) Execute(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+	one := int64(1)
+	spent := supervise.WorkResult{Spent: ledgerSpend(one)}
+	d, err := w.Ask(ctx, supervise.AskArgs{Level: "worker", Question: "Which token?", Reason: "to reproduce", Urgency: supervise.UrgencyBlocksStep})
+	if err != nil {
+		return spent, err
+	}
+	spent.Text = "patch with " + d.Answer
+	return spent, nil
+}
+
+// An answer to a worker's question passes the product's authority too:
+// the worker receives the narrowed answer.
+func TestAnswerIsAuthorized(t *testing.T) {
+	o := options(t, askingWorkers{}, nil)
+	o.Supervise.Router = nil
+	var seen []graph.Message
+	o.AuthorizeMessage = func(_ context.Context, m graph.Message) (string, error) {
+		seen = append(seen, m)
+		return "[redacted]", nil
+	}
+	o.Brain = graph.BrainFunc(func(ctx context.Context, d *graph.Driver, _ string) (supervise.BrainReport, error) {
+		if _, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "t"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		ev, err := d.Await(ctx, supervise.AwaitArgs{TimeoutMS: 30000, Kinds: []string{supervise.EventQuestion}})
+		if err != nil || ev.Event == nil {
+			return supervise.BrainReport{}, errors.Join(err, errors.New("no question"))
+		}
+		if _, err := d.AnswerQuestion(ctx, supervise.AnswerArgs{QuestionID: ev.Event.Question.ID, Answer: "sk-123"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		_, err = d.Await(ctx, supervise.AwaitArgs{TimeoutMS: 30000})
+		return supervise.BrainReport{}, err
+	})
+	res, err := graph.RunGraph(context.Background(), starGraph(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := res.Result.Winner; w == nil || w.Text != "patch with [redacted]" {
+		t.Errorf("winner = %+v, want the narrowed answer", w)
+	}
+	if diff := cmp.Diff([]graph.Message{{WorkerID: "g:s1", Node: "coder", Instruction: "sk-123"}}, seen); diff != "" {
+		t.Errorf("AuthorizeMessage saw (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,322 @@
+package graph
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/harness"
+	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// plan is a validated graph, indexed the way the run reads it.
+type plan struct {
+	root      Node
+	rootIndex int
+	// workers are the delegates targets by id, with their one edge.
+	workers     map[string]Node
+	delegatesTo map[string]Edge
+	// analysts are the analyst nodes by id, with their one edge.
+	analysts  map[string]Node
+	analyzeBy map[string]Edge
+	analyzes  []Edge
+	order     []string // worker ids in node order
+}
+
+func invalid(path, format string, args ...any) error {
+	return &ValidationError{Path: path, Reason: fmt.Sprintf(format, args...)}
+}
+
+func nodePath(i int) string { return "nodes[" + strconv.Itoa(i) + "]" }
+func edgePath(i int) string { return "edges[" + strconv.Itoa(i) + "]" }
+
+// Validate checks g and o exactly as RunGraph does before anything is
+// spent (spec runtime §3.7 "Validation before spend"), and returns the
+// first refusal: a *ConfigError for an option, a *ValidationError naming
+// the path for the graph.
+func Validate(g Graph, o Options) error {
+	_, err := validate(g, o)
+	return err
+}
+
+func validate(g Graph, o Options) (*plan, error) {
+	if err := checkOptions(o); err != nil {
+		return nil, err
+	}
+	switch {
+	case len(g.Nodes) == 0:
+		return nil, invalid("nodes", "a graph needs at least one node")
+	case len(g.Edges) == 0:
+		return nil, invalid("edges", "a graph needs at least one edge")
+	case g.Deliverable.Check == nil:
+		return nil, invalid("deliverable.check", "the deliverable (termination oracle) is mandatory")
+	case g.Budget == nil:
+		return nil, invalid("budget", "the budget (one conserved pool) is mandatory")
+	case g.Budget.Tokens == nil || g.Budget.Iterations == nil:
+		return nil, invalid("budget", "the pool needs token and iteration ceilings")
+	}
+	byID := map[string]int{}
+	for i, n := range g.Nodes {
+		p := nodePath(i)
+		if n.ID == "" {
+			return nil, invalid(p+".id", "a node needs a non-empty id")
+		}
+		if j, dup := byID[n.ID]; dup {
+			return nil, invalid(p+".id", "duplicate node id %q (also %s)", n.ID, nodePath(j))
+		}
+		if n.Profile == nil {
+			return nil, invalid(p+".profile", "a node is described by its profile, which is missing")
+		}
+		if err := checkProfile(n.Profile); err != nil {
+			return nil, invalid(p+".profile", "not a valid profile: %v", err)
+		}
+		if n.Profile.Name == nil || *n.Profile.Name != n.ID {
+			name := "absent"
+			if n.Profile.Name != nil {
+				name = strconv.Quote(*n.Profile.Name)
+			}
+			return nil, invalid(p+".profile.name", "is %s; profile.name is the node identity and must equal the id %q", name, n.ID)
+		}
+		byID[n.ID] = i
+	}
+	known := func(path, id string) error {
+		if _, ok := byID[id]; !ok {
+			return invalid(path, "names unknown node %q", id)
+		}
+		return nil
+	}
+
+	pl := &plan{workers: map[string]Node{}, delegatesTo: map[string]Edge{}, analysts: map[string]Node{}, analyzeBy: map[string]Edge{}}
+	var delegates []int
+	for i, e := range g.Edges {
+		p := edgePath(i)
+		if e.Kind != Delegates && e.Kind != Analyzes {
+			return nil, invalid(p+".kind", "is %q; an edge is delegates or analyzes", e.Kind)
+		}
+		if !ValidHandle(e.Directive) {
+			return nil, invalid(p+".directive", "%q is not a directive handle <surface>/v<n>", e.Directive)
+		}
+		if _, ok := o.Registry.Resolve(e.Directive); !ok {
+			return nil, invalid(p+".directive", "%q does not resolve in the directive registry", e.Directive)
+		}
+		if e.MaxTraversals != nil && *e.MaxTraversals < 1 {
+			return nil, invalid(p+".maxTraversals", "is %d; a cap is at least 1", *e.MaxTraversals)
+		}
+		if e.Kind == Analyzes {
+			if e.Continuity != "" {
+				return nil, invalid(p+".continuity", "an analyzes edge carries no continuity (every analyst run is fresh)")
+			}
+			if e.From != "" {
+				return nil, invalid(p+".from", "an analyzes edge has analyst and over, not from")
+			}
+			continue
+		}
+		if e.Analyst != "" || len(e.Over) > 0 {
+			return nil, invalid(p, "a delegates edge has from and to, not analyst or over")
+		}
+		if err := known(p+".from", e.From); err != nil {
+			return nil, err
+		}
+		if err := known(p+".to", e.To); err != nil {
+			return nil, err
+		}
+		if e.From == e.To {
+			return nil, invalid(p+".to", "%s delegates to itself; the driver-worker cycle is the settle-return loop, not a self-edge", e.ID())
+		}
+		switch e.Continuity {
+		case "", ContinuityFresh, ContinuityResume:
+		default:
+			return nil, invalid(p+".continuity", "is %q; a delegates edge's continuity is fresh or resume", e.Continuity)
+		}
+		delegates = append(delegates, i)
+	}
+	if len(delegates) == 0 {
+		return nil, invalid("edges", "at least one delegates edge is required (who spawns whom)")
+	}
+
+	delegatedTo := map[string]bool{}
+	for _, i := range delegates {
+		delegatedTo[g.Edges[i].To] = true
+	}
+	var roots []string
+	for _, i := range delegates {
+		if f := g.Edges[i].From; !delegatedTo[f] && !slices.Contains(roots, f) {
+			roots = append(roots, f)
+		}
+	}
+	switch len(roots) {
+	case 1:
+	case 0:
+		return nil, invalid("edges", "no root: the delegates edges form a cycle with no entry (a root delegates and is never delegated to)")
+	default:
+		return nil, invalid("edges", "%d roots (%s); a graph has exactly one node that delegates and is never delegated to", len(roots), strings.Join(roots, ", "))
+	}
+	pl.rootIndex = byID[roots[0]]
+	pl.root = g.Nodes[pl.rootIndex]
+	if !pl.root.Profile.Tools[SpawnTool] {
+		return nil, invalid(nodePath(pl.rootIndex)+".profile.tools", "the root %q does not declare %s; it could spawn no worker", pl.root.ID, SpawnTool)
+	}
+	for _, i := range delegates {
+		e := g.Edges[i]
+		if e.From != pl.root.ID {
+			return nil, invalid(edgePath(i)+".from", "%s delegates from %q, not the root %q; only the star (one driver over its workers) runs today", e.ID(), e.From, pl.root.ID)
+		}
+		if prior, dup := pl.delegatesTo[e.To]; dup {
+			return nil, invalid(edgePath(i)+".to", "%q is already the target of %s; one delegation directive per worker node (version the directive instead)", e.To, prior.ID())
+		}
+		pl.delegatesTo[e.To] = e
+		pl.workers[e.To] = g.Nodes[byID[e.To]]
+	}
+
+	for i, e := range g.Edges {
+		if e.Kind != Analyzes {
+			continue
+		}
+		p := edgePath(i)
+		if e.Analyst == "" {
+			return nil, invalid(p+".analyst", "an analyzes edge names its analyst")
+		}
+		if prior, dup := pl.analyzeBy[e.Analyst]; dup {
+			return nil, invalid(p+".analyst", "analyst %q already has %s; one analyzes edge per analyst", e.Analyst, prior.ID())
+		}
+		idx, isNode := byID[e.Analyst]
+		isLens := slices.Contains(o.Analysts, e.Analyst)
+		switch {
+		case isNode && isLens:
+			return nil, invalid(p+".analyst", "%q is both a graph node and an analyst lens; the id alone tells the two apart, so it is ambiguous", e.Analyst)
+		case isLens:
+			return nil, invalid(p+".analyst", "%q is an analyst lens; lens analysts are not run yet — name an analyst node", e.Analyst)
+		case !isNode:
+			return nil, invalid(p+".analyst", "%q is neither a graph node nor a known lens", e.Analyst)
+		case e.Analyst == pl.root.ID:
+			return nil, invalid(p+".analyst", "the root %q drives; give the analyst its own node", e.Analyst)
+		case delegatedTo[e.Analyst]:
+			return nil, invalid(p+".analyst", "node %q is a delegates target; an analyst is environment and never receives work", e.Analyst)
+		}
+		if len(e.Over) == 0 {
+			return nil, invalid(p+".over", "an analyzes edge is over at least one node")
+		}
+		for j, over := range e.Over {
+			op := p + ".over[" + strconv.Itoa(j) + "]"
+			if err := known(op, over); err != nil {
+				return nil, err
+			}
+			if over == pl.root.ID {
+				return nil, invalid(op, "the root never settles as a worker; this edge would never fire")
+			}
+		}
+		if err := known(p+".to", e.To); err != nil {
+			return nil, err
+		}
+		pl.analyzeBy[e.Analyst] = e
+		pl.analysts[e.Analyst] = g.Nodes[idx]
+		pl.analyzes = append(pl.analyzes, e)
+	}
+	for i, e := range g.Edges {
+		for j, over := range e.Over {
+			if _, ok := pl.analysts[over]; ok && e.Kind == Analyzes {
+				return nil, invalid(edgePath(i)+".over["+strconv.Itoa(j)+"]", "%q is an analyst node; its settle is a finding, never a worker's, so this edge would never fire", over)
+			}
+		}
+	}
+	for i, n := range g.Nodes {
+		_, w := pl.workers[n.ID]
+		_, a := pl.analysts[n.ID]
+		if n.ID != pl.root.ID && !w && !a {
+			return nil, invalid(nodePath(i), "node %q is reached by no edge and would never run", n.ID)
+		}
+		if w {
+			pl.order = append(pl.order, n.ID)
+		}
+	}
+	if err := checkRoot(pl, o); err != nil {
+		return nil, err
+	}
+	return pl, nil
+}
+
+// checkProfile validates a profile built in Go the way a parsed one is.
+func checkProfile(p *profile.Profile) error {
+	v, err := canonjson.ToValue(p)
+	if err != nil {
+		return err
+	}
+	_, err = profile.FromValue(v)
+	return err
+}
+
+// checkRoot refuses a root the chosen brain cannot drive.
+func checkRoot(pl *plan, o Options) error {
+	h := pl.root.Profile.Harness
+	external := h != "" && h != harness.CLIBase
+	tools := nodePath(pl.rootIndex) + ".profile.tools"
+	switch {
+	case o.Brain != nil && external:
+		return &ConfigError{Field: "Brain", Reason: fmt.Sprintf("the root %q declares harness %s, which drives it; a caller brain applies only to a cli-base root", pl.root.ID, h)}
+	case o.Brain != nil:
+		return nil
+	case external:
+		return &ConfigError{Field: "Brain", Reason: fmt.Sprintf("the root %q declares harness %s, whose brain is not built in", pl.root.ID, h)}
+	case o.Supervise.Router == nil:
+		return &ConfigError{Field: "Supervise.Router", Reason: "a cli-base root needs its chat model (or pass Brain)"}
+	}
+	for name, on := range pl.root.Profile.Tools {
+		v, ok := strings.CutPrefix(name, supervise.ToolPrefix)
+		if on && (!ok || !slices.Contains(supervise.Verbs(), v)) {
+			return invalid(tools, "the root declares %q, which its router brain does not serve (only coordination verbs)", name)
+		}
+	}
+	return nil
+}
+
+// Option classes: what RunGraph does with each supervise.Options field.
+const (
+	// owned: the graph derives the value from the Graph; a caller value
+	// is refused by name rather than silently overwritten.
+	classOwned = "owned"
+	// transformed: the graph's own router brain reads it.
+	classTransformed = "transformed"
+	// refused: not supported by a graph run yet.
+	classRefused = "refused"
+	// forwarded: passed to supervise.Supervise verbatim.
+	classForwarded = "forwarded"
+)
+
+// superviseOptionClass classifies every supervise.Options field; a test
+// fails when supervise gains a field this table does not classify, so a
+// new supervise option cannot go missing from graph runs unnoticed.
+var superviseOptionClass = map[string]string{
+	"Budget": classOwned, "Deliverable": classOwned, "Profiles": classOwned, "Brain": classOwned,
+	"Resume": classRefused,
+	"Router": classTransformed, "MaxTurns": classTransformed, "Now": classTransformed, "Logger": classTransformed,
+	"Deadline": classForwarded, "PerWorker": classForwarded, "MaxLiveWorkers": classForwarded, "MaxDepth": classForwarded,
+	"AllowedModels": classForwarded, "AuthorizeSpawn": classForwarded, "Executor": classForwarded, "Workers": classForwarded,
+	"BudgetExempt": classForwarded, "RunDir": classForwarded, "RunID": classForwarded, "SettleGrace": classForwarded,
+}
+
+// checkOptions refuses a supervise option the graph owns: a caller value
+// would be overwritten and the capability it asks for silently absent.
+func checkOptions(o Options) error {
+	s := o.Supervise
+	owned := func(field, why string) error {
+		return &ConfigError{Field: "Supervise." + field, Reason: "owned by the graph: " + why}
+	}
+	switch {
+	case s.Budget.Tokens != nil || s.Budget.Iterations != nil || s.Budget.MicroUSD != nil || s.Budget.Resources != nil:
+		return owned("Budget", "set Graph.Budget, the one conserved pool")
+	case s.Deliverable.Check != nil || s.Deliverable.Describe != "":
+		return owned("Deliverable", "set Graph.Deliverable")
+	case s.Profiles != nil:
+		return owned("Profiles", "the nodes' profiles are the only ones a graph spawns")
+	case s.Brain != nil:
+		return owned("Brain", "pass Options.Brain, which drives the graph's Driver")
+	case s.Resume:
+		return &ConfigError{Field: "Supervise.Resume", Reason: "a graph run does not resume yet (its edge ledger is not replayed)"}
+	case o.Brain != nil && s.Router != nil:
+		return &ConfigError{Field: "Brain", Reason: "Brain and Supervise.Router are mutually exclusive: both would make the root's calls"}
+	}
+	return nil
+}
