@@ -40,6 +40,7 @@ var layers = map[string]int{
 	"improve":   4,
 	"improve/":  4,
 	"journal":   4,
+	"fleet":     4,
 
 	"sidecar":           5,
 	"mcpserver":         5,
