@@ -24,16 +24,20 @@
 //
 // River delivers jobs and rescues the jobs of a worker that died, but
 // River's delivery is not the authority on who executes a run: the run
-// store's lease is. A worker claims the fleet run by compare-and-set
-// (store.UpdateRun): only a pending run, or one whose lease lapsed, can
-// be claimed, and a takeover raises the lease generation, so the old
-// holder's later writes are refused (store.FenceError). A worker that
-// receives a job whose run is still leased to a live worker snoozes the
-// job until that lease would lapse. Before re-running a run whose worker
-// died, the new worker reads the dead worker's attempt: an attempt that
-// reached a terminal state of its own (it finished but its worker died
-// before recording so in the fleet run) is adopted, never run twice; an
-// attempt that is interrupted (its lease lapsed) or never started is run
+// store is. A worker claims the fleet run by compare-and-set
+// (store.UpdateRun): only a pending run, or a running one whose claim
+// lapsed (the claim, renewed by the holder's heartbeat, is kept in the
+// run's document: a store lease that lapses would make the run read
+// interrupted for good), can be claimed, and a takeover raises the run's
+// generation, so the old holder's later writes, all fenced
+// (store.UpdateFenced), are refused with a store.FenceError. A worker
+// that receives a job whose run is still claimed by a live worker
+// snoozes the job until that claim would lapse. Before re-running a run
+// whose worker died, the new worker reads the dead worker's attempt: an
+// attempt that reached a terminal state of its own (it finished but its
+// worker died before recording so in the fleet run) is adopted, never run
+// twice; an attempt still live waits; an attempt that is interrupted (its
+// kernel lease lapsed) or never started is run
 // again as a new attempt in a new generation. An attempt's environment is
 // created by the worker's own provider; a provider whose environments
 // outlive the worker (a remote sidecar) needs retained-run recovery,

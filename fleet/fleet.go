@@ -265,10 +265,13 @@ type Outcome struct {
 // Run is a fleet run as read from the store.
 type Run struct {
 	ID string
-	// Status is the fleet run's status as readers see it: a fleet run
-	// whose worker died reads interrupted until another worker takes it
-	// over.
-	Status     store.Status
+	// Status is the fleet run's status: pending until a worker claims
+	// it, running while an attempt runs (or its worker died and no other
+	// worker took it over yet: see ClaimUntil), then terminal.
+	Status store.Status
+	// ClaimUntil is when the holder's claim lapses unless renewed; zero
+	// when no worker holds the run.
+	ClaimUntil time.Time
 	Generation int64
 	Owner      string
 	Spec       Spec
@@ -287,6 +290,11 @@ const (
 	docAttempts   = "attempts"
 	docOutcome    = "outcome"
 	docKey        = "idempotencyKey"
+	// docClaim is when the holder's claim lapses unless renewed (RFC
+	// 3339). It lives in the document, not in store.Run.LeaseUntil: a
+	// run whose store lease lapsed reads interrupted for good, while a
+	// fleet run whose worker died is taken over and goes on.
+	docClaim = "claimUntil"
 	// docCancel is the member kernel.RequestCancel records.
 	docCancel = "cancelRequested"
 )
@@ -304,7 +312,7 @@ func decodeRun(r store.Run) (*Run, error) {
 	if r.Kind != Kind {
 		return nil, fmt.Errorf("fleet: run %s is a %q run, not a fleet run: %w", r.ID, r.Kind, ErrNotFleetRun)
 	}
-	out := &Run{ID: r.ID, Status: r.Status, Generation: r.Generation, Owner: r.Owner}
+	out := &Run{ID: r.ID, Status: r.Status, Generation: r.Generation, Owner: r.Owner, ClaimUntil: claimUntilOf(r.Doc)}
 	if v, ok := r.Doc.Get(docSpec); ok {
 		if err := canonjson.FromValue(v, &out.Spec); err != nil {
 			return nil, fmt.Errorf("fleet: run %s: spec: %w", r.ID, err)
@@ -346,6 +354,23 @@ func withAttempts(doc canonjson.Value, attempts []Attempt) (canonjson.Value, err
 		return canonjson.Value{}, err
 	}
 	return doc.With(docAttempts, v), nil
+}
+
+func claimUntilOf(doc canonjson.Value) time.Time {
+	v, ok := doc.Get(docClaim)
+	if !ok {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, v.Str())
+	if err != nil {
+		// An unreadable claim holds nothing: the run may be taken over.
+		return time.Time{}
+	}
+	return t
+}
+
+func withClaim(doc canonjson.Value, until time.Time) canonjson.Value {
+	return doc.With(docClaim, canonjson.StringValue(until.UTC().Format(time.RFC3339Nano)))
 }
 
 // attemptID names the kernel run of a fleet run's attempt.

@@ -118,7 +118,7 @@ func (f *Fleet) Cancel(ctx context.Context, runID, reason string) (kernel.Effect
 		if r.Kind != Kind {
 			return ErrNotFleetRun
 		}
-		if r.Status == store.StatusPending && store.Effective(*r, f.now()) == store.StatusPending {
+		if r.Status == store.StatusPending {
 			r.Status = store.StatusCancelled
 			v, err := canonjson.ToValue(Outcome{Status: string(store.StatusCancelled), Error: "cancelled before a worker ran it: " + reason})
 			if err != nil {

@@ -42,9 +42,13 @@ type WorkerOptions struct {
 	// after at most this long (plus RescueAfter). 0 is
 	// kernel.DefaultLeaseTTL.
 	LeaseTTL time.Duration
-	// RescueAfter is when River hands a job whose worker went silent to
-	// another worker (River's stuck-job rescue). The run store's lease,
-	// not this, decides who may run it; 0 is DefaultRescueAfter.
+	// RescueAfter is how long after a job started River may hand it to
+	// another worker when it has not finished (River's stuck-job rescue,
+	// whose maintenance looks about every 30 seconds): the recovery delay
+	// after a worker's death. The run store's lease, not this, decides who
+	// runs a run: a job rescued from a live worker is snoozed by the
+	// worker that receives it until that run's lease lapses. 0 is
+	// DefaultRescueAfter.
 	RescueAfter time.Duration
 	// ShutdownTimeout is how long Run waits, once its context ends, for
 	// running attempts to finish before it cancels them and hands their
@@ -77,7 +81,13 @@ type Worker struct {
 	// stopping is set once Run's context ended: attempts cancelled from
 	// then on are handed back, not ended.
 	stopping atomic.Bool
-	stats    struct{ started, completed, failed, cancelled, released, adopted, snoozed atomic.Int64 }
+	// hard is the parent of every attempt's context: River's own job
+	// context ends at its job timeout (which only paces River's rescue
+	// of a dead worker's jobs), so attempts hang from this instead,
+	// cancelled when the worker gives up waiting for them.
+	hard       context.Context
+	hardCancel context.CancelFunc
+	stats      struct{ started, completed, failed, cancelled, released, adopted, snoozed atomic.Int64 }
 }
 
 // NewWorker prepares a worker. It refuses a database whose River schema
@@ -110,6 +120,7 @@ func (f *Fleet) NewWorker(ctx context.Context, o WorkerOptions) (*Worker, error)
 		return nil, err
 	}
 	w := &Worker{f: f, o: o, id: o.ID, log: f.log}
+	w.hard, w.hardCancel = context.WithCancel(context.WithoutCancel(ctx))
 	if w.id == "" {
 		w.id = workerID()
 	}
@@ -131,9 +142,10 @@ func (f *Fleet) NewWorker(ctx context.Context, o WorkerOptions) (*Worker, error)
 		ID:      strings.NewReplacer("/", "_", ":", "_").Replace(w.id),
 		Queues:  queues,
 		Workers: workers,
-		// The kernel bounds a run (Spec.TimeoutMillis); River never
-		// cancels one on its own.
-		JobTimeout:           -1,
+		// River rescues only jobs past their timeout, so the timeout is
+		// the rescue delay; it does not bound the run (the kernel does,
+		// with Spec.TimeoutMillis): attempts ignore River's job context.
+		JobTimeout:           o.RescueAfter,
 		RescueStuckJobsAfter: o.RescueAfter,
 		FetchPollInterval:    o.PollInterval,
 	}
@@ -169,6 +181,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.log.Info("worker started", "queues", queueNames(w.o.Providers), "concurrency", w.o.Concurrency, "lease", w.o.LeaseTTL.String())
 	<-ctx.Done()
 	w.stopping.Store(true)
+	defer w.hardCancel()
 	w.log.Info("worker stopping", "shutdown_timeout", w.o.ShutdownTimeout.String())
 	soft, cancel := context.WithTimeout(context.Background(), w.o.ShutdownTimeout)
 	defer cancel()
@@ -178,6 +191,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return nil
 	}
 	// Attempts still running are cancelled; they hand their runs back.
+	w.hardCancel()
 	hard, cancelHard := context.WithTimeout(context.Background(), w.o.LeaseTTL+kernel.DefaultCleanupTimeout)
 	defer cancelHard()
 	if err := w.client.StopAndCancel(hard); err != nil {
@@ -267,7 +281,7 @@ func (w *Worker) execute(ctx context.Context, runID string) error {
 	if err != nil || c.done {
 		return err
 	}
-	return w.runAttempt(ctx, c)
+	return w.runAttempt(c)
 }
 
 // claim takes the fleet run for this worker, when it may: a pending run,
@@ -282,13 +296,13 @@ func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
 	if r.Kind != Kind {
 		return claim{}, fmt.Errorf("fleet: claiming %s: %w", runID, ErrNotFleetRun)
 	}
-	eff := store.Effective(r, w.f.now())
+	claimed := claimUntilOf(r.Doc)
 	switch {
 	case r.Status.Terminal():
 		w.log.Info("run already ended", "run", runID, "status", string(r.Status))
 		return claim{done: true}, nil
-	case eff == store.StatusRunning:
-		return claim{}, &busyError{owner: r.Owner, until: r.LeaseUntil}
+	case r.Status == store.StatusRunning && !w.f.now().After(claimed):
+		return claim{}, &busyError{owner: r.Owner, until: claimed}
 	}
 	attempts, err := attemptsOf(r)
 	if err != nil {
@@ -303,6 +317,16 @@ func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
 		rec, err := kernel.ReadRun(ctx, s, last.RunID)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
+			// The attempt never started. Record it interrupted, so that its
+			// worker, if only slow, cannot start it now: the kernel
+			// creates its run under that id and would find it taken.
+			_, err := s.CreateRun(ctx, store.Run{ID: last.RunID, Kind: "execute", Status: store.StatusInterrupted, Owner: last.Worker})
+			if errors.Is(err, store.ErrExists) {
+				return claim{}, errChanged
+			}
+			if err != nil {
+				return claim{}, fmt.Errorf("fleet: closing attempt %s: %w", last.RunID, err)
+			}
 		case err != nil:
 			return claim{}, fmt.Errorf("fleet: reading attempt %s: %w", last.RunID, err)
 		case !rec.Run.Status.Terminal():
@@ -330,22 +354,23 @@ func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
 		out = claim{spec: spec}
 		list := append([]Attempt(nil), attempts...)
 		switch {
-		case cancelAsked:
-			out.done = true
-			cur.Status, cur.LeaseUntil = store.StatusCancelled, time.Time{}
-			oc := Outcome{Status: string(store.StatusCancelled), Error: "cancel requested before this worker started an attempt"}
-			return setOutcome(cur, list, oc)
 		case adopt != nil:
 			out.done = true
 			last := &list[len(list)-1]
 			last.Status, last.Note = string(adopt.Run.Status), "adopted by "+w.id+": its worker died after the attempt ended"
-			cur.Status, cur.LeaseUntil = adopt.Run.Status, time.Time{}
+			cur.Status, cur.Doc = adopt.Run.Status, cur.Doc.Without(docClaim)
 			return setOutcome(cur, list, outcomeOf(adopt))
+		case cancelAsked:
+			out.done = true
+			cur.Status, cur.Doc = store.StatusCancelled, cur.Doc.Without(docClaim)
+			oc := Outcome{Status: string(store.StatusCancelled), Error: "cancel requested before this worker started an attempt"}
+			return setOutcome(cur, list, oc)
 		}
 		if len(list) > 0 {
 			cur.Generation++
 		}
-		cur.Status, cur.Owner, cur.LeaseUntil = store.StatusRunning, w.id, now.Add(w.o.LeaseTTL)
+		cur.Status, cur.Owner = store.StatusRunning, w.id
+		cur.Doc = withClaim(cur.Doc, now.Add(w.o.LeaseTTL))
 		out.attempt = Attempt{Generation: cur.Generation, RunID: attemptID(runID, cur.Generation), Worker: w.id, StartedAt: now.UTC().Format(time.RFC3339Nano)}
 		out.fence = store.Fence{RunID: runID, Generation: cur.Generation}
 		doc, err := withAttempts(cur.Doc, append(list, out.attempt))
@@ -402,7 +427,7 @@ func outcomeOf(rec *kernel.RunRecord) Outcome {
 
 // runAttempt executes the claimed attempt through the kernel while a
 // heartbeat keeps the fleet run's lease, then records how it ended.
-func (w *Worker) runAttempt(ctx context.Context, c claim) error {
+func (w *Worker) runAttempt(c claim) error {
 	w.stats.started.Add(1)
 	p, err := profile.FromValue(c.spec.Profile)
 	if err != nil {
@@ -412,7 +437,8 @@ func (w *Worker) runAttempt(ctx context.Context, c claim) error {
 	if provider == nil {
 		return w.end(c, nil, fmt.Errorf("%w: this worker has no provider %q", ErrInvalid, c.spec.Provider))
 	}
-	runCtx, cancel := context.WithCancelCause(ctx)
+	// Not River's ctx: it ends at River's job timeout (see NewWorker).
+	runCtx, cancel := context.WithCancelCause(w.hard)
 	defer cancel(nil)
 	if c.spec.TimeoutMillis > 0 {
 		var stop context.CancelFunc
@@ -478,11 +504,11 @@ func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
 			}
 		}
 		if handBack {
-			r.Status, r.Owner, r.LeaseUntil = store.StatusPending, "", time.Time{}
-			r.Doc, err = withAttempts(r.Doc, attempts)
+			r.Status, r.Owner = store.StatusPending, ""
+			r.Doc, err = withAttempts(r.Doc.Without(docClaim), attempts)
 			return err
 		}
-		r.Status, r.LeaseUntil = status, time.Time{}
+		r.Status, r.Doc = status, r.Doc.Without(docClaim)
 		return setOutcome(r, attempts, oc)
 	})
 	if errors.Is(err, store.ErrFenced) {
@@ -558,7 +584,7 @@ func (w *Worker) startHeartbeat(c claim, cancel context.CancelCauseFunc) *heartb
 			ctx, stop := context.WithTimeout(context.Background(), every)
 			next := w.f.now().Add(w.o.LeaseTTL)
 			r, err := w.f.store.UpdateFenced(ctx, c.fence, func(r *store.Run) error {
-				r.LeaseUntil = next
+				r.Doc = withClaim(r.Doc, next)
 				return nil
 			})
 			stop()
