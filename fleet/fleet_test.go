@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"sync"
@@ -24,7 +25,7 @@ const noteProfile = `{"name":"note-writer","harness":"cli-base","model":{"provid
 
 // openFleet opens a fleet on a fresh test schema, River's tables in the
 // same schema (dropped with it), migrated.
-func openFleet(t *testing.T) (*fleet.Fleet, string) {
+func openFleet(t testing.TB) (*fleet.Fleet, string) {
 	t.Helper()
 	conn := pgtest.Schema(t)
 	u, err := url.Parse(conn)
@@ -45,7 +46,7 @@ func openFleet(t *testing.T) (*fleet.Fleet, string) {
 	return f, conn
 }
 
-func spec(t *testing.T, task string) fleet.Spec {
+func spec(t testing.TB, task string) fleet.Spec {
 	t.Helper()
 	v, err := canonjson.Decode([]byte(noteProfile))
 	if err != nil {
@@ -54,7 +55,7 @@ func spec(t *testing.T, task string) fleet.Spec {
 	return fleet.Spec{Profile: v, Task: task, Provider: "scripted"}
 }
 
-func provider(t *testing.T, script string) contract.Provider {
+func provider(t testing.TB, script string) contract.Provider {
 	t.Helper()
 	sc, err := scripted.ParseScript([]byte(script))
 	if err != nil {
@@ -152,7 +153,7 @@ func TestWorkerRefusesUnmigratedDatabase(t *testing.T) {
 
 // startWorker runs a worker on its own fleet connection until the test
 // ends (or stop is called).
-func startWorker(t *testing.T, conn, schema string, o fleet.WorkerOptions) (*fleet.Worker, func()) {
+func startWorker(t testing.TB, conn, schema string, o fleet.WorkerOptions) (*fleet.Worker, func()) {
 	t.Helper()
 	f, err := fleet.Open(t.Context(), fleet.Options{DatabaseURL: conn, RiverSchema: schema})
 	if err != nil {
@@ -185,7 +186,7 @@ func startWorker(t *testing.T, conn, schema string, o fleet.WorkerOptions) (*fle
 }
 
 // waitEnded waits until every run is terminal and returns them.
-func waitEnded(t *testing.T, f *fleet.Fleet, ids []string, within time.Duration) map[string]*fleet.Run {
+func waitEnded(t testing.TB, f *fleet.Fleet, ids []string, within time.Duration) map[string]*fleet.Run {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	out := map[string]*fleet.Run{}
@@ -212,7 +213,7 @@ func waitEnded(t *testing.T, f *fleet.Fleet, ids []string, within time.Duration)
 	}
 }
 
-func schemaOf(t *testing.T, conn string) string {
+func schemaOf(t testing.TB, conn string) string {
 	u, err := url.Parse(conn)
 	if err != nil {
 		t.Fatal(err)
@@ -351,5 +352,33 @@ func TestGracefulShutdownHandsRunsBack(t *testing.T) {
 	first, err := kernel.ReadRun(ctx, f.Store(), r.Attempts[0].RunID)
 	if err != nil || first.Run.Status != store.StatusCancelled {
 		t.Errorf("first attempt: %v, %v; want it recorded cancelled", first, err)
+	}
+}
+
+// BenchmarkFleet measures runs per second through the fleet on one
+// machine: b.N runs submitted, then executed by 1 or 4 workers (each its
+// own connection pool and River client, concurrency 8) on a zero-latency
+// scripted model, from the first worker's start to the last run's end.
+func BenchmarkFleet(b *testing.B) {
+	for _, workers := range []int{1, 4} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			f, conn := openFleet(b)
+			ids := make([]string, b.N)
+			for i := range b.N {
+				sub, err := f.Submit(b.Context(), fleet.Submission{Spec: spec(b, "note")})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ids[i] = sub.RunID
+			}
+			b.ResetTimer()
+			for range workers {
+				startWorker(b, conn, schemaOf(b, conn), fleet.WorkerOptions{Providers: map[string]contract.Provider{"scripted": provider(b, quickScript)},
+					Concurrency: 8, PollInterval: 20 * time.Millisecond})
+			}
+			waitEnded(b, f, ids, 5*time.Minute)
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
+		})
 	}
 }
