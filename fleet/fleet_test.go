@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -380,5 +382,66 @@ func BenchmarkFleet(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
 		})
+	}
+}
+
+func TestWorkerMetrics(t *testing.T) {
+	f, conn := openFleet(t)
+	const n = 5
+	var ids []string
+	for range n {
+		sub, err := f.Submit(t.Context(), fleet.Submission{Spec: spec(t, "note")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, sub.RunID)
+	}
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	_, stop := startWorker(t, conn, schemaOf(t, conn), fleet.WorkerOptions{Providers: map[string]contract.Provider{"scripted": provider(t, quickScript)},
+		PollInterval: 50 * time.Millisecond, Meter: mp.Meter("agentrt/fleet")})
+	waitEnded(t, f, ids, time.Minute)
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(t.Context(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	runs := map[string]int64{}
+	var appends uint64
+	depth := int64(-1)
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				if m.Name == fleet.MetricRuns {
+					for _, p := range d.DataPoints {
+						ev, _ := p.Attributes.Value("event")
+						runs[ev.AsString()] += p.Value
+					}
+				}
+			case metricdata.Histogram[float64]:
+				if m.Name == fleet.MetricAppendLatency {
+					for _, p := range d.DataPoints {
+						appends += p.Count
+					}
+				}
+			case metricdata.Gauge[int64]:
+				if m.Name == fleet.MetricQueueDepth {
+					for _, p := range d.DataPoints {
+						depth = p.Value
+					}
+				}
+			}
+		}
+	}
+	if diff := cmp.Diff(map[string]int64{"started": n, "completed": n}, runs); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", fleet.MetricRuns, diff)
+	}
+	if appends < n {
+		t.Errorf("%s recorded %d appends, want at least %d", fleet.MetricAppendLatency, appends, n)
+	}
+	if depth != 0 {
+		t.Errorf("%s = %d, want 0 once every run ended", fleet.MetricQueueDepth, depth)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -59,6 +60,9 @@ type WorkerOptions struct {
 	PollInterval time.Duration
 	// ID identifies the worker in run records; "" is host/pid/random.
 	ID string
+	// Meter receives the worker's metrics (MetricRuns,
+	// MetricQueueDepth, MetricAppendLatency); nil records none.
+	Meter metric.Meter
 }
 
 // Stats counts what a worker did since it started.
@@ -87,6 +91,7 @@ type Worker struct {
 	// cancelled when the worker gives up waiting for them.
 	hard       context.Context
 	hardCancel context.CancelFunc
+	metrics    *metrics
 	stats      struct{ started, completed, failed, cancelled, released, adopted, snoozed atomic.Int64 }
 }
 
@@ -125,8 +130,14 @@ func (f *Fleet) NewWorker(ctx context.Context, o WorkerOptions) (*Worker, error)
 		w.id = workerID()
 	}
 	w.log = f.log.With("worker", w.id)
+	m, err := newMetrics(o.Meter, f, queueNames(o.Providers))
+	if err != nil {
+		return nil, fmt.Errorf("fleet: metrics: %w", err)
+	}
+	w.metrics = m
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &jobWorker{w: w}); err != nil {
+		m.depth.Unregister()
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
 	queues := map[string]river.QueueConfig{}
@@ -154,6 +165,7 @@ func (f *Fleet) NewWorker(ctx context.Context, o WorkerOptions) (*Worker, error)
 	}
 	client, err := river.NewClient(riverpgxv5.New(f.pool), cfg)
 	if err != nil {
+		m.depth.Unregister()
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
 	w.client = client
@@ -182,6 +194,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	<-ctx.Done()
 	w.stopping.Store(true)
 	defer w.hardCancel()
+	defer w.metrics.depth.Unregister()
 	w.log.Info("worker stopping", "shutdown_timeout", w.o.ShutdownTimeout.String())
 	soft, cancel := context.WithTimeout(context.Background(), w.o.ShutdownTimeout)
 	defer cancel()
@@ -386,9 +399,11 @@ func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
 	switch {
 	case adopt != nil:
 		w.stats.adopted.Add(1)
+		w.metrics.count("adopted", spec.Provider)
 		w.log.Info("adopted a dead worker's finished attempt", "run", runID, "attempt", adopt.Run.ID, "status", string(adopt.Run.Status))
 	case out.done:
 		w.stats.cancelled.Add(1)
+		w.metrics.count(string(store.StatusCancelled), spec.Provider)
 		w.log.Info("run cancelled before it started", "run", runID)
 	default:
 		w.log.Info("run claimed", "run", runID, "generation", out.fence.Generation, "attempt", out.attempt.RunID, "took_over", len(attempts) > 0)
@@ -429,6 +444,7 @@ func outcomeOf(rec *kernel.RunRecord) Outcome {
 // heartbeat keeps the fleet run's lease, then records how it ended.
 func (w *Worker) runAttempt(c claim) error {
 	w.stats.started.Add(1)
+	w.metrics.count("started", c.spec.Provider)
 	p, err := profile.FromValue(c.spec.Profile)
 	if err != nil {
 		return w.end(c, nil, fmt.Errorf("%w: profile: %w", ErrInvalid, err))
@@ -447,7 +463,7 @@ func (w *Worker) runAttempt(c claim) error {
 	}
 	hb := w.startHeartbeat(c, cancel)
 	res, runErr := kernel.Execute(runCtx, kernel.Request{
-		Profile: p, Task: c.spec.Task, Provider: provider, Store: w.f.store,
+		Profile: p, Task: c.spec.Task, Provider: provider, Store: timedStore{Store: w.f.store, hist: w.metrics.append},
 		Check: expectCheck(c.spec.Expect), Stage: c.spec.Stage, RunID: c.attempt.RunID,
 		LeaseTTL: w.o.LeaseTTL, Logger: w.log,
 	})
@@ -521,9 +537,11 @@ func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
 	}
 	if handBack {
 		w.stats.released.Add(1)
+		w.metrics.count("released", c.spec.Provider)
 		w.log.Info("run handed back", "run", c.fence.RunID, "attempt", c.attempt.RunID, "why", handBackNote(res, runErr, w.stopping.Load()))
 		return errHandBack
 	}
+	w.metrics.count(string(status), c.spec.Provider)
 	switch status {
 	case store.StatusCompleted:
 		w.stats.completed.Add(1)

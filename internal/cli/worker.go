@@ -6,13 +6,20 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -65,7 +72,7 @@ func newLogger(w io.Writer, format string) (*slog.Logger, error) {
 
 func newWorkerCmd(stdio IO) *cobra.Command {
 	var ff fleetFlags
-	var providerName, scriptPath, baseURL, openaiAPI, logFormat, id string
+	var providerName, scriptPath, baseURL, openaiAPI, logFormat, id, metricsListen string
 	var concurrency int
 	var lease, rescue, shutdown, poll time.Duration
 	cmd := &cobra.Command{
@@ -104,9 +111,19 @@ runs back to the queue for another worker.`,
 				return err
 			}
 			defer fl.Close()
+			var meter metric.Meter
+			if metricsListen != "" {
+				m, stopMetrics, err := serveMetrics(metricsListen, logger)
+				if err != nil {
+					return &exitError{code: ExitFailed, err: err}
+				}
+				defer stopMetrics()
+				meter = m
+			}
 			w, err := fl.NewWorker(ctx, fleet.WorkerOptions{
 				Providers:   map[string]contract.Provider{providerName: provider},
 				Concurrency: concurrency, LeaseTTL: lease, RescueAfter: rescue, ShutdownTimeout: shutdown, PollInterval: poll, ID: id,
+				Meter: meter,
 			})
 			if errors.Is(err, fleet.ErrInvalid) {
 				return usage("%v", err)
@@ -134,7 +151,37 @@ runs back to the queue for another worker.`,
 	cmd.Flags().DurationVar(&poll, "poll-interval", 0, "how often to look for jobs when no notification arrives (default River's, 1s)")
 	cmd.Flags().StringVar(&id, "id", "", "this worker's name in run records (default host/pid/random)")
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format on stderr: text or json")
+	cmd.Flags().StringVar(&metricsListen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464); off by default")
 	return cmd
+}
+
+// serveMetrics serves the worker's OpenTelemetry metrics in the
+// Prometheus format at http://addr/metrics. stop shuts the server down
+// within a deadline.
+func serveMetrics(addr string, logger *slog.Logger) (metric.Meter, func(), error) {
+	reg := prometheus.NewRegistry()
+	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
+	if err != nil {
+		return nil, nil, fmt.Errorf("metrics: %w", err)
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		mp.Shutdown(context.Background())
+		return nil, nil, fmt.Errorf("metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	go srv.Serve(ln)
+	logger.Info("serving metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+		mp.Shutdown(ctx)
+	}
+	return mp.Meter("github.com/agentrt/agentrt/fleet"), stop, nil
 }
 
 func newFleetCmd(stdio IO) *cobra.Command {

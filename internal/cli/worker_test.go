@@ -2,9 +2,12 @@ package cli_test
 
 import (
 	"bytes"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,6 +19,8 @@ import (
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/store"
 )
+
+var metricsURL = regexp.MustCompile(`"url":"(http://127\.0\.0\.1:\d+/metrics)"`)
 
 // fleetDB returns a fresh test database URL and its schema, where the
 // tests keep River's tables too (dropped with the schema).
@@ -50,7 +55,7 @@ func (l *lockedBuffer) String() string {
 
 // startWorker runs `agentrt worker` as a real child process; it is
 // killed when the test ends if still running.
-func startWorkerProcess(t *testing.T, conn, schema, id, script string) (*exec.Cmd, *lockedBuffer) {
+func startWorkerProcess(t *testing.T, conn, schema, id, script string, extra ...string) (*exec.Cmd, *lockedBuffer) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -58,6 +63,7 @@ func startWorkerProcess(t *testing.T, conn, schema, id, script string) (*exec.Cm
 	}
 	cmd := exec.Command(exe, "worker", "--database", conn, "--river-schema", schema, "--id", id, "--script", script,
 		"--lease", "2s", "--rescue-after", "2s", "--poll-interval", "100ms", "--concurrency", "4", "--shutdown-timeout", "5s", "--log-format", "json")
+	cmd.Args = append(cmd.Args, extra...)
 	cmd.Env = append(os.Environ(), "AGENTRT_CLI_CHILD=1")
 	logs := new(lockedBuffer)
 	cmd.Stderr = logs
@@ -140,7 +146,7 @@ func TestFleetWorkerKilledMidRun(t *testing.T) {
 	}
 	start := time.Now()
 	victim, victimLogs := startWorkerProcess(t, conn, schema, "victim", script)
-	survivor, survivorLogs := startWorkerProcess(t, conn, schema, "survivor", script)
+	survivor, survivorLogs := startWorkerProcess(t, conn, schema, "survivor", script, "--metrics-listen", "127.0.0.1:0")
 
 	// Kill the victim while it executes runs.
 	deadline := time.Now().Add(60 * time.Second)
@@ -243,6 +249,23 @@ func TestFleetWorkerKilledMidRun(t *testing.T) {
 			t.Errorf("fleet show %s: %d %s %s; want the interrupted and the completed attempt", r.ID, code, out, errOut)
 		}
 		break
+	}
+
+	// The survivor's metrics count what it did.
+	m := metricsURL.FindStringSubmatch(survivorLogs.String())
+	if m == nil {
+		t.Fatalf("the survivor did not log its metrics address:\n%s", survivorLogs)
+	}
+	resp, err := http.Get(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`agentrt_fleet_runs_total{event="completed"`, `agentrt_fleet_queue_depth`, `agentrt_fleet_event_append_duration_seconds_bucket`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("the survivor's metrics lack %s:\n%s", want, body)
+		}
 	}
 
 	// The survivor stops gracefully, and no log carries the password.
