@@ -497,7 +497,8 @@ func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
 		handBack = true
 	case res.Status == store.StatusInterrupted:
 		handBack = true
-	case res.Status == store.StatusCancelled && w.stopping.Load():
+	case res.Status == store.StatusCancelled && w.hard.Err() != nil:
+		// Cancelled by this worker's shutdown, not by a request.
 		handBack = true
 	default:
 		status = res.Status
@@ -514,7 +515,7 @@ func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
 		if n := len(attempts); n > 0 && attempts[n-1].RunID == c.attempt.RunID {
 			last := &attempts[n-1]
 			if handBack {
-				last.Status, last.Note = "released", handBackNote(res, runErr, w.stopping.Load())
+				last.Status, last.Note = "released", handBackNote(res, runErr, w.hard.Err() != nil)
 			} else {
 				last.Status = string(status)
 			}
@@ -538,7 +539,7 @@ func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
 	if handBack {
 		w.stats.released.Add(1)
 		w.metrics.count("released", c.spec.Provider)
-		w.log.Info("run handed back", "run", c.fence.RunID, "attempt", c.attempt.RunID, "why", handBackNote(res, runErr, w.stopping.Load()))
+		w.log.Info("run handed back", "run", c.fence.RunID, "attempt", c.attempt.RunID, "why", handBackNote(res, runErr, w.hard.Err() != nil))
 		return errHandBack
 	}
 	w.metrics.count(string(status), c.spec.Provider)

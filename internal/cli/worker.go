@@ -40,6 +40,14 @@ func (f *fleetFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.riverSchema, "river-schema", fleet.DefaultRiverSchema, "schema of River's job tables")
 }
 
+// fleetCallTimeout bounds a fleet command's calls to the database.
+const fleetCallTimeout = 2 * time.Minute
+
+// bounded returns the command's context with fleetCallTimeout.
+func bounded(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(cmd.Context(), fleetCallTimeout)
+}
+
 func (f *fleetFlags) open(ctx context.Context, logger *slog.Logger) (*fleet.Fleet, error) {
 	u := f.database
 	if u == "" {
@@ -106,7 +114,9 @@ runs back to the queue for another worker.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			fl, err := ff.open(ctx, logger)
+			startCtx, cancelStart := context.WithTimeout(ctx, fleetCallTimeout)
+			defer cancelStart()
+			fl, err := ff.open(startCtx, logger)
 			if err != nil {
 				return err
 			}
@@ -120,7 +130,7 @@ runs back to the queue for another worker.`,
 				defer stopMetrics()
 				meter = m
 			}
-			w, err := fl.NewWorker(ctx, fleet.WorkerOptions{
+			w, err := fl.NewWorker(startCtx, fleet.WorkerOptions{
 				Providers:   map[string]contract.Provider{providerName: provider},
 				Concurrency: concurrency, LeaseTTL: lease, RescueAfter: rescue, ShutdownTimeout: shutdown, PollInterval: poll, ID: id,
 				Meter: meter,
@@ -202,12 +212,14 @@ func newFleetMigrateCmd(stdio IO) *cobra.Command {
 		Short: "Create or update the fleet's tables: the run store's and River's (in their own schema)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fl, err := ff.open(cmd.Context(), nil)
+			ctx, cancel := bounded(cmd)
+			defer cancel()
+			fl, err := ff.open(ctx, nil)
 			if err != nil {
 				return err
 			}
 			defer fl.Close()
-			applied, err := fl.Migrate(cmd.Context())
+			applied, err := fl.Migrate(ctx)
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
 			}
@@ -240,6 +252,8 @@ again with the same key and request prints the same run id and enqueues
 nothing; the same key with another request is refused.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := bounded(cmd)
+			defer cancel()
 			if strings.TrimSpace(task) == "" {
 				return usage("--task is required")
 			}
@@ -254,12 +268,12 @@ nothing; the same key with another request is refused.`,
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
 			}
-			fl, err := ff.open(cmd.Context(), nil)
+			fl, err := ff.open(ctx, nil)
 			if err != nil {
 				return err
 			}
 			defer fl.Close()
-			sub, err := fl.Submit(cmd.Context(), fleet.Submission{
+			sub, err := fl.Submit(ctx, fleet.Submission{
 				Spec:           fleet.Spec{Profile: pv, Task: task, Provider: providerName, Expect: expect, Stage: stage, TimeoutMillis: timeout.Milliseconds()},
 				IdempotencyKey: key, RunID: runID,
 			})
@@ -296,12 +310,14 @@ func newFleetStatusCmd(stdio IO) *cobra.Command {
 		Short: "Show the fleet's queues: jobs by provider and state",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fl, err := ff.open(cmd.Context(), nil)
+			ctx, cancel := bounded(cmd)
+			defer cancel()
+			fl, err := ff.open(ctx, nil)
 			if err != nil {
 				return err
 			}
 			defer fl.Close()
-			st, err := fl.Status(cmd.Context())
+			st, err := fl.Status(ctx)
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
 			}
@@ -337,7 +353,8 @@ func newFleetShowCmd(stdio IO) *cobra.Command {
 		Short: "Show a fleet run: its status, its attempts as their kernel runs recorded them, its outcome",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
+			ctx, cancel := bounded(cmd)
+			defer cancel()
 			fl, err := ff.open(ctx, nil)
 			if err != nil {
 				return err
@@ -418,12 +435,14 @@ func newFleetCancelCmd(stdio IO) *cobra.Command {
 		Short: "Cancel a fleet run: a pending one at once, a running one by asking its worker",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			fl, err := ff.open(cmd.Context(), nil)
+			ctx, cancel := bounded(cmd)
+			defer cancel()
+			fl, err := ff.open(ctx, nil)
 			if err != nil {
 				return err
 			}
 			defer fl.Close()
-			effect, err := fl.Cancel(cmd.Context(), args[0], reason)
+			effect, err := fl.Cancel(ctx, args[0], reason)
 			fmt.Fprintln(stdio.Out, effect)
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
