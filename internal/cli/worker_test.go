@@ -196,6 +196,7 @@ func TestFleetWorkerKilledMidRun(t *testing.T) {
 	t.Logf("%d runs on 2 workers, one killed at %s: all ended after %s", n, killedAt.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 
 	recovered := 0
+	var ledgerIn, ledgerOut int64
 	for _, r := range runs {
 		if r.Status != store.StatusCompleted || r.Outcome == nil || !r.Outcome.Delivered {
 			t.Errorf("run %s ended %s (%+v), want completed and delivered", r.ID, r.Status, r.Outcome)
@@ -213,6 +214,19 @@ func TestFleetWorkerKilledMidRun(t *testing.T) {
 			switch rec.Run.Status {
 			case store.StatusCompleted:
 				completed++
+				// Its spend is its last ledger entry: the closing one.
+				entries, err := f.Store().Ledger(t.Context(), a.RunID)
+				if err != nil || len(entries) == 0 {
+					t.Fatalf("attempt %s: %d ledger entries, %v", a.RunID, len(entries), err)
+				}
+				last := entries[len(entries)-1].Body
+				if kind, _ := last.Get("kind"); kind.Str() != kernel.LedgerTurn {
+					t.Errorf("attempt %s: last ledger entry %s, want the closing turn entry", a.RunID, kind.Str())
+				}
+				usage, _ := last.Get("usage")
+				in, _ := usage.Get("inputTokens")
+				out, _ := usage.Get("outputTokens")
+				ledgerIn, ledgerOut = ledgerIn+int64(in.Float()), ledgerOut+int64(out.Float())
 				if a.RunID != r.Outcome.RunID {
 					t.Errorf("run %s: completed attempt %s is not the outcome's %s", r.ID, a.RunID, r.Outcome.RunID)
 				}
@@ -236,6 +250,11 @@ func TestFleetWorkerKilledMidRun(t *testing.T) {
 	}
 	if recovered == 0 {
 		t.Error("no run was taken over from the killed worker")
+	}
+	// The ledger of the delivered attempts totals the usage of n runs
+	// (5 in, 3 out each), no more: no run was paid for twice as delivered.
+	if ledgerIn != 5*n || ledgerOut != 3*n {
+		t.Errorf("ledger totals %d in, %d out; want %d, %d", ledgerIn, ledgerOut, 5*n, 3*n)
 	}
 	t.Logf("%d runs recovered from the killed worker", recovered)
 
