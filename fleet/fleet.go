@@ -305,10 +305,12 @@ func (f *Fleet) Get(ctx context.Context, runID string) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
-	return decodeRun(r)
+	return DecodeRun(r)
 }
 
-func decodeRun(r store.Run) (*Run, error) {
+// DecodeRun reads a fleet run from its store record (as ListRuns or
+// GetRun return it); a run of another kind is ErrNotFleetRun.
+func DecodeRun(r store.Run) (*Run, error) {
 	if r.Kind != Kind {
 		return nil, fmt.Errorf("fleet: run %s is a %q run, not a fleet run: %w", r.ID, r.Kind, ErrNotFleetRun)
 	}

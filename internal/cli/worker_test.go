@@ -110,7 +110,16 @@ func TestFleetSubmitIsIdempotent(t *testing.T) {
 	if _, errOut, code := submit("write another note"); code != 1 || !strings.Contains(errOut, "already submitted run "+first) {
 		t.Errorf("the key with another request: exit %d, %s; want 1 naming %s", code, errOut, first)
 	}
-	out, errOut, code := run(t, "", append([]string{"fleet", "status", "--json"}, db...)...)
+	// runs list and runs show know a fleet run for what it is.
+	out, errOut, code := run(t, "", "runs", "list", "--database", conn)
+	if code != 0 || !strings.Contains(out, `"write a note", 0 attempt(s)`) {
+		t.Errorf("runs list: %d %s %s; want the fleet run summarized", code, out, errOut)
+	}
+	out, errOut, code = run(t, "", "runs", "show", first, "--database", conn)
+	if code != 0 || !strings.Contains(out, "agentrt fleet show "+first) || strings.Contains(out, "unreadable") {
+		t.Errorf("runs show: %d %s %s; want a pointer to fleet show", code, out, errOut)
+	}
+	out, errOut, code = run(t, "", append([]string{"fleet", "status", "--json"}, db...)...)
 	if code != 0 {
 		t.Fatalf("fleet status: %d %s", code, errOut)
 	}
