@@ -529,8 +529,11 @@ func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
 		return setOutcome(r, attempts, oc)
 	})
 	if errors.Is(err, store.ErrFenced) {
+		// Another worker took the run over. The job is looked at again
+		// rather than completed: a job completes only once its run ended,
+		// so a run is never left without a job.
 		w.log.Warn("the fleet run moved on before this worker recorded its attempt", "run", c.fence.RunID, "err", err)
-		return nil
+		return errHandBack
 	}
 	if err != nil {
 		// The lease lapses on its own and another worker takes over.
