@@ -43,6 +43,7 @@ var layers = map[string]int{
 	"journal/":   4,
 	"chatturn":   4,
 	"taskstream": 4,
+	"fleet":      4,
 
 	"sidecar":           5,
 	"mcpserver":         5,

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/fleet"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/retained"
 	"github.com/agentrt/agentrt/store"
@@ -202,6 +203,15 @@ func summary(r store.Run) string {
 		if rec.Decision != "" {
 			parts = append(parts, "decision "+rec.Decision)
 		}
+	case fleet.Kind:
+		fr, err := fleet.DecodeRun(r)
+		if err != nil {
+			return "(unreadable record)"
+		}
+		parts = append(parts, fmt.Sprintf("%q", clip(fr.Spec.Task, 40)), fmt.Sprintf("%d attempt(s)", len(fr.Attempts)))
+		if fr.Outcome != nil {
+			delivered = &fr.Outcome.Delivered
+		}
 	case kernel.KindToolLoop:
 		rec, err := kernel.DecodeToolLoopRecord(r.Doc)
 		if err != nil {
@@ -304,7 +314,10 @@ func printRun(w io.Writer, r *kernel.RunRecord) {
 		printRecord(w, r, rec)
 		return
 	}
-	if r.DocErr != nil {
+	if r.Kind == fleet.Kind {
+		// Its attempts are kernel runs of their own.
+		fmt.Fprintf(w, "  fleet     a fleet run: agentrt fleet show %s lists its attempts\n", r.ID)
+	} else if r.DocErr != nil {
 		fmt.Fprintf(w, "  record    unreadable: %v\n", r.DocErr)
 	}
 	for _, m := range r.Doc.Members() {

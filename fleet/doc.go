@@ -1,0 +1,58 @@
+// Package fleet runs agentrt runs on many machines: a run is submitted as
+// a River job (github.com/riverqueue/river) on the PostgreSQL database
+// that already holds the run store (store/postgres), and any number of
+// worker processes, on any number of machines, claim the jobs and execute
+// them through the kernel (kernel.Execute).
+//
+// # Records
+//
+// Submit records a fleet run (store.Run of Kind "fleet", status pending)
+// whose document holds the admitted request (the Spec: the profile, the
+// task, the provider's name, the completion check; no secrets, which
+// stay in each worker's environment) and its digest, then inserts a job
+// carrying the run id and the digest. With an idempotency key the
+// submission is recorded by store.ClaimIdempotency: retrying it returns
+// the same run id, and the job is a River unique job by its arguments,
+// so a retry never enqueues a second job.
+//
+// Each execution of a fleet run is an attempt: a kernel run of its own,
+// named "<fleet run id>.g<generation>", that records the events, ledger
+// and terminal state as every kernel run does. The fleet run lists its
+// attempts and ends in the status of the attempt that finished it.
+//
+// # Who runs a job
+//
+// River delivers jobs and rescues the jobs of a worker that died, but
+// River's delivery is not the authority on who executes a run: the run
+// store is. A worker claims the fleet run by compare-and-set
+// (store.UpdateRun): only a pending run, or a running one whose claim
+// lapsed (the claim, renewed by the holder's heartbeat, is kept in the
+// run's document: a store lease that lapses would make the run read
+// interrupted for good), can be claimed, and a takeover raises the run's
+// generation, so the old holder's later writes, all fenced
+// (store.UpdateFenced), are refused with a store.FenceError. A worker
+// that receives a job whose run is still claimed by a live worker
+// snoozes the job until that claim would lapse. Before re-running a run
+// whose worker died, the new worker reads the dead worker's attempt: an
+// attempt that reached a terminal state of its own (it finished but its
+// worker died before recording so in the fleet run) is adopted, never run
+// twice; an attempt still live waits; an attempt that is interrupted (its
+// kernel lease lapsed) or never started is run
+// again as a new attempt in a new generation. An attempt's environment is
+// created by the worker's own provider; a provider whose environments
+// outlive the worker (a remote sidecar) needs retained-run recovery,
+// which the fleet does not do yet: such work is re-run, not resumed.
+//
+// # Cancellation and shutdown
+//
+// Cancel ends a pending fleet run at once and asks a running one's worker
+// to cancel it (kernel.RequestCancel on the fleet run and on its current
+// attempt). A worker stopping gracefully (Worker.Run's context ends)
+// waits up to its shutdown timeout for its attempts, then cancels them
+// and hands their fleet runs back (status pending, a new generation at
+// the next claim) so another worker runs them again.
+//
+// River's tables live in their own schema (DefaultRiverSchema); Migrate
+// creates it and applies River's migrations and the run store's. Workers
+// refuse to start on a database that was not migrated.
+package fleet

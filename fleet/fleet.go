@@ -1,0 +1,381 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/postgres"
+)
+
+// DefaultRiverSchema is the PostgreSQL schema of River's tables unless
+// Options.RiverSchema names another.
+const DefaultRiverSchema = "agentrt_river"
+
+// Kind is the store.Run kind of a fleet run.
+const Kind = "fleet"
+
+// IdempotencyScope is the store.Idempotency scope of keyed submissions.
+const IdempotencyScope = "fleet.submit"
+
+// riverMigrationLock is the advisory lock held while migrating River's
+// schema ("agentrt river" in ASCII, truncated to 63 bits).
+const riverMigrationLock int64 = 0x6167656e74726976
+
+// Options configures Open.
+type Options struct {
+	// DatabaseURL names the PostgreSQL database (a postgres:// URL or a
+	// key=value string). The run store's tables live in its search_path.
+	DatabaseURL string
+	// RiverSchema is the schema of River's tables; "" is
+	// DefaultRiverSchema.
+	RiverSchema string
+	// Logger receives the fleet's logs; nil discards them.
+	Logger *slog.Logger
+	// Now replaces time.Now (tests).
+	Now func() time.Time
+}
+
+// Fleet submits runs as jobs and reads their state. It is safe for
+// concurrent use.
+type Fleet struct {
+	store  *postgres.Store
+	pool   *pgxpool.Pool
+	river  *river.Client[pgx.Tx]
+	schema string
+	log    *slog.Logger
+	now    func() time.Time
+}
+
+// Open connects to the database. The run store's migrations are applied
+// (as store/postgres always does); River's are not — run Migrate first.
+func Open(ctx context.Context, opts Options) (*Fleet, error) {
+	if opts.DatabaseURL == "" {
+		return nil, fmt.Errorf("fleet: %w: a database URL is required", ErrInvalid)
+	}
+	schema := opts.RiverSchema
+	if schema == "" {
+		schema = DefaultRiverSchema
+	}
+	if !identifier.MatchString(schema) {
+		return nil, fmt.Errorf("fleet: %w: River schema %q is not a plain lower-case identifier", ErrInvalid, schema)
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	s, err := postgres.Open(ctx, opts.DatabaseURL, postgres.Options{Now: opts.Now})
+	if err != nil {
+		return nil, fmt.Errorf("fleet: opening the run store: %w", err)
+	}
+	pool, err := pgxpool.New(ctx, opts.DatabaseURL)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("fleet: connecting: %w", err)
+	}
+	f := &Fleet{store: s, pool: pool, schema: schema, log: logger, now: now}
+	// An insert-only client: it runs no queues and no maintenance.
+	f.river, err = river.NewClient(riverpgxv5.New(pool), &river.Config{Schema: schema, Logger: logger})
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	return f, nil
+}
+
+// identifier is what a River schema name may be: it is spliced into SQL.
+var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// Close releases the connections.
+func (f *Fleet) Close() error {
+	if f.pool != nil {
+		f.pool.Close()
+	}
+	return f.store.Close()
+}
+
+// Store returns the run store the fleet records in (for reading runs,
+// their events and their ledgers).
+func (f *Fleet) Store() store.Store { return f.store }
+
+// RiverSchema returns the schema of River's tables.
+func (f *Fleet) RiverSchema() string { return f.schema }
+
+// Migrate creates River's schema if needed and applies River's pending
+// migrations, holding an advisory lock so that processes migrating
+// together migrate once. (The run store migrates itself at Open.) It
+// returns the River migration versions it applied.
+func (f *Fleet) Migrate(ctx context.Context) ([]int, error) {
+	// River's migrations cannot share one transaction (one adds an enum
+	// value another uses), so a session lock on a connection of its own
+	// serializes migrating processes instead.
+	conn, err := f.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: migrating: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, riverMigrationLock); err != nil {
+		return nil, fmt.Errorf("fleet: migrating: %w", err)
+	}
+	defer func() {
+		unlock, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(unlock, `SELECT pg_advisory_unlock($1)`, riverMigrationLock); err != nil {
+			// A lock that cannot be released dies with the connection.
+			conn.Conn().Close(unlock)
+		}
+	}()
+	if _, err := conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+f.schema); err != nil {
+		return nil, fmt.Errorf("fleet: migrating: creating schema %s: %w", f.schema, err)
+	}
+	m, err := rivermigrate.New(riverpgxv5.New(f.pool), &rivermigrate.Config{Schema: f.schema, Logger: f.log})
+	if err != nil {
+		return nil, fmt.Errorf("fleet: migrating: %w", err)
+	}
+	res, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: migrating River's schema %s: %w", f.schema, err)
+	}
+	var applied []int
+	for _, v := range res.Versions {
+		applied = append(applied, v.Version)
+	}
+	return applied, nil
+}
+
+// checkMigrated returns a *NotMigratedError when River's schema lacks
+// migrations.
+func (f *Fleet) checkMigrated(ctx context.Context) error {
+	m, err := rivermigrate.New(riverpgxv5.New(f.pool), &rivermigrate.Config{Schema: f.schema, Logger: f.log})
+	if err != nil {
+		return fmt.Errorf("fleet: %w", err)
+	}
+	res, err := m.Validate(ctx, nil)
+	if err != nil {
+		return &NotMigratedError{Schema: f.schema, Err: err}
+	}
+	if !res.OK {
+		return &NotMigratedError{Schema: f.schema, Err: fmt.Errorf("%v", res.Messages)}
+	}
+	return nil
+}
+
+// Spec is the admitted request of a fleet run: what a worker needs to
+// execute it, and nothing secret (credentials stay in each worker's
+// environment).
+type Spec struct {
+	// Profile is the AgentProfile document.
+	Profile canonjson.Value `json:"profile"`
+	// Task is the task given to the agent.
+	Task string `json:"task"`
+	// Provider names the provider to run on; it is also the River queue
+	// of the job, so only workers that serve the provider take it.
+	Provider string `json:"provider"`
+	// Expect, when set, delivers the result only if it contains this
+	// text; otherwise a non-empty result is delivered.
+	Expect string `json:"expect,omitzero"`
+	// Stage is the profile's seat stage to run (0 is the first).
+	Stage int `json:"stage,omitzero"`
+	// TimeoutMillis bounds each attempt (0: no bound but the worker's).
+	TimeoutMillis int64 `json:"timeoutMillis,omitzero"`
+}
+
+// queueName is what a provider name must be to serve as a River queue.
+var queueName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// check validates s and returns its parsed profile and digest.
+func (s Spec) check() (*profile.Profile, string, error) {
+	if !s.Profile.IsValid() {
+		return nil, "", fmt.Errorf("%w: the spec has no profile", ErrInvalid)
+	}
+	p, err := profile.FromValue(s.Profile)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: profile: %w", ErrInvalid, err)
+	}
+	if s.Task == "" {
+		return nil, "", fmt.Errorf("%w: the spec has no task", ErrInvalid)
+	}
+	if !queueName.MatchString(s.Provider) {
+		return nil, "", fmt.Errorf("%w: provider name %q is not a lower-case name", ErrInvalid, s.Provider)
+	}
+	if s.Stage < 0 || s.TimeoutMillis < 0 {
+		return nil, "", fmt.Errorf("%w: stage and timeout cannot be negative", ErrInvalid)
+	}
+	v, err := canonjson.ToValue(s)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	digest, err := canonjson.Digest(v)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return p, digest, nil
+}
+
+// Attempt is one execution of a fleet run: a kernel run of its own.
+type Attempt struct {
+	// Generation is the fleet run's lease generation the attempt ran
+	// under.
+	Generation int64 `json:"generation"`
+	// RunID is the attempt's kernel run.
+	RunID string `json:"runId"`
+	// Worker identifies the worker process.
+	Worker string `json:"worker"`
+	// StartedAt is when the worker claimed the run (RFC 3339).
+	StartedAt string `json:"startedAt"`
+	// Status is how the attempt ended, as far as the fleet knows: a
+	// store.Status, "released" (the worker stopped and handed the run
+	// back), or "" while it runs or when its worker died (then the
+	// attempt's kernel run tells: interrupted).
+	Status string `json:"status,omitzero"`
+	// Note says why, when the status alone does not.
+	Note string `json:"note,omitzero"`
+}
+
+// Outcome is what the attempt that finished a fleet run delivered.
+type Outcome struct {
+	// Status is the attempt's terminal status.
+	Status string `json:"status"`
+	// RunID is the attempt's kernel run.
+	RunID string `json:"runId"`
+	// Delivered reports whether the completion check passed.
+	Delivered bool `json:"delivered"`
+	// Text is the result's text.
+	Text string `json:"text,omitzero"`
+	// Error is why the attempt failed, if it did.
+	Error string `json:"error,omitzero"`
+}
+
+// Run is a fleet run as read from the store.
+type Run struct {
+	ID string
+	// Status is the fleet run's status: pending until a worker claims
+	// it, running while an attempt runs (or its worker died and no other
+	// worker took it over yet: see ClaimUntil), then terminal.
+	Status store.Status
+	// ClaimUntil is when the holder's claim lapses unless renewed; zero
+	// when no worker holds the run.
+	ClaimUntil time.Time
+	Generation int64
+	Owner      string
+	Spec       Spec
+	SpecDigest string
+	Attempts   []Attempt
+	// Outcome is set once an attempt finished the run; nil before.
+	Outcome *Outcome
+	// CancelRequested reports whether Cancel asked for the run to end.
+	CancelRequested bool
+}
+
+// Doc member names of a fleet run.
+const (
+	docSpec       = "spec"
+	docSpecDigest = "specDigest"
+	docAttempts   = "attempts"
+	docOutcome    = "outcome"
+	docKey        = "idempotencyKey"
+	// docClaim is when the holder's claim lapses unless renewed (RFC
+	// 3339). It lives in the document, not in store.Run.LeaseUntil: a
+	// run whose store lease lapsed reads interrupted for good, while a
+	// fleet run whose worker died is taken over and goes on.
+	docClaim = "claimUntil"
+	// docCancel is the member kernel.RequestCancel records.
+	docCancel = "cancelRequested"
+)
+
+// Get reads a fleet run.
+func (f *Fleet) Get(ctx context.Context, runID string) (*Run, error) {
+	r, err := f.store.GetRun(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	return DecodeRun(r)
+}
+
+// DecodeRun reads a fleet run from its store record (as ListRuns or
+// GetRun return it); a run of another kind is ErrNotFleetRun.
+func DecodeRun(r store.Run) (*Run, error) {
+	if r.Kind != Kind {
+		return nil, fmt.Errorf("fleet: run %s is a %q run, not a fleet run: %w", r.ID, r.Kind, ErrNotFleetRun)
+	}
+	out := &Run{ID: r.ID, Status: r.Status, Generation: r.Generation, Owner: r.Owner, ClaimUntil: claimUntilOf(r.Doc)}
+	if v, ok := r.Doc.Get(docSpec); ok {
+		if err := canonjson.FromValue(v, &out.Spec); err != nil {
+			return nil, fmt.Errorf("fleet: run %s: spec: %w", r.ID, err)
+		}
+	}
+	if v, ok := r.Doc.Get(docSpecDigest); ok {
+		out.SpecDigest = v.Str()
+	}
+	attempts, err := attemptsOf(r)
+	if err != nil {
+		return nil, err
+	}
+	out.Attempts = attempts
+	if v, ok := r.Doc.Get(docOutcome); ok {
+		out.Outcome = new(Outcome)
+		if err := canonjson.FromValue(v, out.Outcome); err != nil {
+			return nil, fmt.Errorf("fleet: run %s: outcome: %w", r.ID, err)
+		}
+	}
+	_, out.CancelRequested = r.Doc.Get(docCancel)
+	return out, nil
+}
+
+func attemptsOf(r store.Run) ([]Attempt, error) {
+	v, ok := r.Doc.Get(docAttempts)
+	if !ok {
+		return nil, nil
+	}
+	var out []Attempt
+	if err := canonjson.FromValue(v, &out); err != nil {
+		return nil, fmt.Errorf("fleet: run %s: attempts: %w", r.ID, err)
+	}
+	return out, nil
+}
+
+func withAttempts(doc canonjson.Value, attempts []Attempt) (canonjson.Value, error) {
+	v, err := canonjson.ToValue(attempts)
+	if err != nil {
+		return canonjson.Value{}, err
+	}
+	return doc.With(docAttempts, v), nil
+}
+
+func claimUntilOf(doc canonjson.Value) time.Time {
+	v, ok := doc.Get(docClaim)
+	if !ok {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, v.Str())
+	if err != nil {
+		// An unreadable claim holds nothing: the run may be taken over.
+		return time.Time{}
+	}
+	return t
+}
+
+func withClaim(doc canonjson.Value, until time.Time) canonjson.Value {
+	return doc.With(docClaim, canonjson.StringValue(until.UTC().Format(time.RFC3339Nano)))
+}
+
+// attemptID names the kernel run of a fleet run's attempt.
+func attemptID(runID string, generation int64) string {
+	return runID + ".g" + strconv.FormatInt(generation, 10)
+}

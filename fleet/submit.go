@@ -1,0 +1,148 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/riverqueue/river"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/store"
+)
+
+// RunArgs is the River job of a fleet run: the run id and the digest of
+// its admitted request. The request itself is in the run's record.
+type RunArgs struct {
+	RunID      string `json:"run_id"`
+	SpecDigest string `json:"spec_digest"`
+}
+
+// Kind implements river.JobArgs.
+func (RunArgs) Kind() string { return "agentrt.run" }
+
+// Submission is a run to submit.
+type Submission struct {
+	Spec Spec
+	// IdempotencyKey, when set, makes the submission idempotent: the
+	// same key with the same Spec returns the run it first submitted; with
+	// another Spec it is a *ConflictError.
+	IdempotencyKey string
+	// RunID names the run; "" makes one up. A keyed retry returns the id
+	// the key first recorded.
+	RunID string
+}
+
+// Submitted is what Submit did.
+type Submitted struct {
+	RunID string
+	// Replayed reports that the idempotency key had already submitted
+	// this run (nothing new was recorded).
+	Replayed bool
+	// JobID is the River job's id.
+	JobID int64
+}
+
+// Submit records a pending fleet run and enqueues its job; it returns
+// at once with the run's id. A retry with the same idempotency key
+// returns the same run, and never enqueues a second job (River unique
+// jobs by arguments), even when the first try died between recording
+// the run and enqueueing it.
+func (f *Fleet) Submit(ctx context.Context, sub Submission) (Submitted, error) {
+	_, digest, err := sub.Spec.check()
+	if err != nil {
+		return Submitted{}, fmt.Errorf("fleet: submit: %w", err)
+	}
+	runID := sub.RunID
+	if runID == "" {
+		runID = kernel.NewID("run")
+	}
+	out := Submitted{RunID: runID}
+	if sub.IdempotencyKey != "" {
+		rec := store.Idempotency{Scope: IdempotencyScope, Key: sub.IdempotencyKey, RequestDigest: digest,
+			Result: canonjson.ObjectValue([]canonjson.Member{{Name: "runId", Value: canonjson.StringValue(runID)}}), CreatedAt: f.now()}
+		got, created, err := f.store.ClaimIdempotency(ctx, rec)
+		if err != nil {
+			return Submitted{}, fmt.Errorf("fleet: submit: %w", err)
+		}
+		if !created {
+			v, _ := got.Result.Get("runId")
+			if got.RequestDigest != digest {
+				return Submitted{}, &ConflictError{Key: sub.IdempotencyKey, RunID: v.Str(), Digest: got.RequestDigest, Got: digest}
+			}
+			out.RunID, out.Replayed = v.Str(), true
+		}
+	}
+	spec, err := canonjson.ToValue(sub.Spec)
+	if err != nil {
+		return Submitted{}, fmt.Errorf("fleet: submit: %w", err)
+	}
+	members := []canonjson.Member{
+		{Name: docSpec, Value: spec},
+		{Name: docSpecDigest, Value: canonjson.StringValue(digest)},
+	}
+	if sub.IdempotencyKey != "" {
+		members = append(members, canonjson.Member{Name: docKey, Value: canonjson.StringValue(sub.IdempotencyKey)})
+	}
+	doc := canonjson.ObjectValue(members)
+	_, err = f.store.CreateRun(ctx, store.Run{ID: out.RunID, Kind: Kind, Status: store.StatusPending, Doc: doc})
+	switch {
+	case errors.Is(err, store.ErrExists) && out.Replayed:
+		// The first try recorded it; enqueue again below (unique).
+	case errors.Is(err, store.ErrExists):
+		return Submitted{}, fmt.Errorf("fleet: submit: run %s: %w", out.RunID, err)
+	case err != nil:
+		return Submitted{}, fmt.Errorf("fleet: submit: %w", err)
+	}
+	res, err := f.river.Insert(ctx, RunArgs{RunID: out.RunID, SpecDigest: digest}, &river.InsertOpts{
+		Queue:      sub.Spec.Provider,
+		UniqueOpts: river.UniqueOpts{ByArgs: true},
+	})
+	if err != nil {
+		return Submitted{}, fmt.Errorf("fleet: submit: enqueueing run %s: %w", out.RunID, err)
+	}
+	out.JobID = res.Job.ID
+	f.log.Info("run submitted", "run", out.RunID, "job", out.JobID, "queue", sub.Spec.Provider, "replayed", out.Replayed, "duplicate_job", res.UniqueSkippedAsDuplicate)
+	return out, nil
+}
+
+// Cancel asks for a fleet run to end cancelled: a pending run ends at
+// once; a running one's worker is asked to cancel its attempt (the
+// request is recorded in the run, so it holds across takeovers). The
+// effect is the kernel's cancel vocabulary.
+func (f *Fleet) Cancel(ctx context.Context, runID, reason string) (kernel.Effect, error) {
+	var ended store.Status
+	r, err := f.store.UpdateRun(ctx, runID, func(r *store.Run) error {
+		ended = ""
+		if r.Kind != Kind {
+			return ErrNotFleetRun
+		}
+		if r.Status == store.StatusPending {
+			r.Status = store.StatusCancelled
+			v, err := canonjson.ToValue(Outcome{Status: string(store.StatusCancelled), Error: "cancelled before a worker ran it: " + reason})
+			if err != nil {
+				return err
+			}
+			r.Doc = r.Doc.With(docOutcome, v)
+			ended = store.StatusCancelled
+		}
+		return nil
+	})
+	if err != nil {
+		return kernel.EffectUnknown, fmt.Errorf("fleet: cancel %s: %w", runID, err)
+	}
+	if ended != "" {
+		return kernel.EffectCancelled, nil
+	}
+	effect, _, err := kernel.RequestCancel(ctx, f.store, runID, reason, f.now())
+	if err != nil || effect != kernel.EffectCancelRequested {
+		return effect, err
+	}
+	attempts, err := attemptsOf(r)
+	if err == nil && len(attempts) > 0 {
+		// Best effort: the worker forwards the request too.
+		kernel.RequestCancel(ctx, f.store, attempts[len(attempts)-1].RunID, reason, f.now())
+	}
+	return effect, nil
+}

@@ -1,0 +1,656 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/store"
+)
+
+// Worker defaults.
+const (
+	DefaultConcurrency     = 4
+	DefaultRescueAfter     = time.Minute
+	DefaultShutdownTimeout = 30 * time.Second
+)
+
+// WorkerOptions configures a worker.
+type WorkerOptions struct {
+	// Providers are the providers this worker runs on, by the name jobs
+	// give (Spec.Provider). The worker takes jobs from their queues only.
+	Providers map[string]contract.Provider
+	// Concurrency is how many runs of each queue the worker executes at
+	// once; 0 is DefaultConcurrency.
+	Concurrency int
+	// LeaseTTL is the lease of the fleet runs and attempts this worker
+	// holds: once its process dies, another worker takes a run over
+	// after at most this long (plus RescueAfter). 0 is
+	// kernel.DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// RescueAfter is how long after a job started River may hand it to
+	// another worker when it has not finished (River's stuck-job rescue,
+	// whose maintenance looks about every 30 seconds): the recovery delay
+	// after a worker's death. The run store's lease, not this, decides who
+	// runs a run: a job rescued from a live worker is snoozed by the
+	// worker that receives it until that run's lease lapses. 0 is
+	// DefaultRescueAfter.
+	RescueAfter time.Duration
+	// ShutdownTimeout is how long Run waits, once its context ends, for
+	// running attempts to finish before it cancels them and hands their
+	// runs back; 0 is DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// PollInterval is how often the worker looks for jobs when no
+	// notification arrives; 0 keeps River's default (1s).
+	PollInterval time.Duration
+	// ID identifies the worker in run records; "" is host/pid/random.
+	ID string
+	// Meter receives the worker's metrics (MetricRuns,
+	// MetricQueueDepth, MetricAppendLatency); nil records none.
+	Meter metric.Meter
+}
+
+// Stats counts what a worker did since it started.
+type Stats struct {
+	// Started counts attempts started; Completed, Failed and Cancelled
+	// fleet runs this worker ended so; Released runs it handed back;
+	// Adopted runs it ended with a dead worker's finished attempt;
+	// Snoozed jobs it put back because another worker holds the run.
+	Started, Completed, Failed, Cancelled, Released, Adopted, Snoozed int64
+}
+
+// Worker executes fleet runs. Create it with Fleet.NewWorker and start it
+// with Run.
+type Worker struct {
+	f      *Fleet
+	o      WorkerOptions
+	id     string
+	client *river.Client[pgx.Tx]
+	log    *slog.Logger
+	// stopping is set once Run's context ended: attempts cancelled from
+	// then on are handed back, not ended.
+	stopping atomic.Bool
+	// hard is the parent of every attempt's context: River's own job
+	// context ends at its job timeout (which only paces River's rescue
+	// of a dead worker's jobs), so attempts hang from this instead,
+	// cancelled when the worker gives up waiting for them.
+	hard       context.Context
+	hardCancel context.CancelFunc
+	metrics    *metrics
+	stats      struct{ started, completed, failed, cancelled, released, adopted, snoozed atomic.Int64 }
+}
+
+// NewWorker prepares a worker. It refuses a database whose River schema
+// was not migrated (*NotMigratedError).
+func (f *Fleet) NewWorker(ctx context.Context, o WorkerOptions) (*Worker, error) {
+	if len(o.Providers) == 0 {
+		return nil, fmt.Errorf("fleet: %w: a worker needs at least one provider", ErrInvalid)
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.LeaseTTL == 0 {
+		o.LeaseTTL = kernel.DefaultLeaseTTL
+	}
+	if o.RescueAfter == 0 {
+		o.RescueAfter = DefaultRescueAfter
+	}
+	if o.ShutdownTimeout == 0 {
+		o.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	switch {
+	case o.Concurrency < 0:
+		return nil, fmt.Errorf("fleet: %w: concurrency %d", ErrInvalid, o.Concurrency)
+	case o.LeaseTTL < kernel.MinLeaseTTL:
+		return nil, fmt.Errorf("fleet: %w: lease %s is shorter than %s", ErrInvalid, o.LeaseTTL, kernel.MinLeaseTTL)
+	case o.RescueAfter < time.Second || o.ShutdownTimeout < 0 || o.PollInterval < 0:
+		return nil, fmt.Errorf("fleet: %w: rescue after %s (at least 1s), shutdown timeout %s, poll interval %s", ErrInvalid, o.RescueAfter, o.ShutdownTimeout, o.PollInterval)
+	}
+	if err := f.checkMigrated(ctx); err != nil {
+		return nil, err
+	}
+	w := &Worker{f: f, o: o, id: o.ID, log: f.log}
+	w.hard, w.hardCancel = context.WithCancel(context.WithoutCancel(ctx))
+	if w.id == "" {
+		w.id = workerID()
+	}
+	w.log = f.log.With("worker", w.id)
+	m, err := newMetrics(o.Meter, f, queueNames(o.Providers))
+	if err != nil {
+		return nil, fmt.Errorf("fleet: metrics: %w", err)
+	}
+	w.metrics = m
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, &jobWorker{w: w}); err != nil {
+		m.depth.Unregister()
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	queues := map[string]river.QueueConfig{}
+	for name := range o.Providers {
+		if !queueName.MatchString(name) {
+			return nil, fmt.Errorf("fleet: %w: provider name %q is not a lower-case name", ErrInvalid, name)
+		}
+		queues[name] = river.QueueConfig{MaxWorkers: o.Concurrency}
+	}
+	cfg := &river.Config{
+		Schema:  f.schema,
+		Logger:  w.log,
+		ID:      strings.NewReplacer("/", "_", ":", "_").Replace(w.id),
+		Queues:  queues,
+		Workers: workers,
+		// River rescues only jobs past their timeout, so the timeout is
+		// the rescue delay; it does not bound the run (the kernel does,
+		// with Spec.TimeoutMillis): attempts ignore River's job context.
+		JobTimeout:           o.RescueAfter,
+		RescueStuckJobsAfter: o.RescueAfter,
+		FetchPollInterval:    o.PollInterval,
+	}
+	if o.PollInterval > 0 && o.PollInterval < river.FetchCooldownDefault {
+		cfg.FetchCooldown = o.PollInterval
+	}
+	client, err := river.NewClient(riverpgxv5.New(f.pool), cfg)
+	if err != nil {
+		m.depth.Unregister()
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	w.client = client
+	return w, nil
+}
+
+// ID returns the worker's identity as run records show it.
+func (w *Worker) ID() string { return w.id }
+
+// Stats returns what the worker did so far.
+func (w *Worker) Stats() Stats {
+	s := &w.stats
+	return Stats{Started: s.started.Load(), Completed: s.completed.Load(), Failed: s.failed.Load(), Cancelled: s.cancelled.Load(),
+		Released: s.released.Load(), Adopted: s.adopted.Load(), Snoozed: s.snoozed.Load()}
+}
+
+// Run works jobs until ctx ends, then stops gracefully: it takes no new
+// jobs, waits up to the shutdown timeout for running attempts, then
+// cancels them and hands their runs back for another worker. It returns
+// nil after a graceful stop.
+func (w *Worker) Run(ctx context.Context) error {
+	if err := w.client.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("fleet: starting worker: %w", err)
+	}
+	w.log.Info("worker started", "queues", queueNames(w.o.Providers), "concurrency", w.o.Concurrency, "lease", w.o.LeaseTTL.String())
+	<-ctx.Done()
+	w.stopping.Store(true)
+	defer w.hardCancel()
+	defer w.metrics.depth.Unregister()
+	w.log.Info("worker stopping", "shutdown_timeout", w.o.ShutdownTimeout.String())
+	soft, cancel := context.WithTimeout(context.Background(), w.o.ShutdownTimeout)
+	defer cancel()
+	err := w.client.Stop(soft)
+	if err == nil {
+		w.log.Info("worker stopped")
+		return nil
+	}
+	// Attempts still running are cancelled; they hand their runs back.
+	w.hardCancel()
+	hard, cancelHard := context.WithTimeout(context.Background(), w.o.LeaseTTL+kernel.DefaultCleanupTimeout)
+	defer cancelHard()
+	if err := w.client.StopAndCancel(hard); err != nil {
+		return fmt.Errorf("fleet: stopping worker: %w", err)
+	}
+	w.log.Info("worker stopped after cancelling its running attempts")
+	return nil
+}
+
+func queueNames(p map[string]contract.Provider) []string {
+	var out []string
+	for name := range p {
+		out = append(out, name)
+	}
+	return out
+}
+
+func workerID() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown-host"
+	}
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), strings.TrimPrefix(kernel.NewID("w"), "w-")[:8])
+}
+
+// jobWorker is the River worker of RunArgs jobs.
+type jobWorker struct {
+	river.WorkerDefaults[RunArgs]
+	w *Worker
+}
+
+// Work implements river.Worker.
+func (j *jobWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
+	err := j.w.execute(ctx, job.Args.RunID)
+	if busy, ok := errors.AsType[*busyError](err); ok {
+		j.w.stats.snoozed.Add(1)
+		wait := max(time.Until(busy.until), 0) + 100*time.Millisecond
+		j.w.log.Debug("run held by another worker; snoozing", "run", job.Args.RunID, "holder", busy.owner, "for", wait.String())
+		return river.JobSnooze(wait)
+	}
+	if errors.Is(err, errHandBack) {
+		return river.JobSnooze(0)
+	}
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, ErrNotFleetRun) || errors.Is(err, ErrInvalid) {
+		// Nothing to retry: the job names no runnable fleet run.
+		j.w.log.Error("discarding job", "run", job.Args.RunID, "err", err)
+		return river.JobCancel(err)
+	}
+	return err
+}
+
+// busyError: the fleet run is leased to a live worker until until.
+type busyError struct {
+	owner string
+	until time.Time
+}
+
+func (e *busyError) Error() string {
+	return fmt.Sprintf("run held by %s until %s", e.owner, e.until.UTC().Format(time.RFC3339Nano))
+}
+
+// errHandBack: the run was handed back (the worker is stopping, or lost
+// its attempt's lease); the job should be worked again at once.
+var errHandBack = errors.New("fleet: run handed back")
+
+// errChanged: the fleet run changed between the read and the claim.
+var errChanged = errors.New("fleet: run changed while claiming")
+
+// claim is the outcome of claiming a fleet run.
+type claim struct {
+	done    bool // the run needs nothing more
+	fence   store.Fence
+	attempt Attempt
+	spec    Spec
+}
+
+// execute claims the fleet run and runs one attempt of it.
+func (w *Worker) execute(ctx context.Context, runID string) error {
+	var c claim
+	var err error
+	for range 10 {
+		c, err = w.claim(ctx, runID)
+		if !errors.Is(err, errChanged) {
+			break
+		}
+	}
+	if err != nil || c.done {
+		return err
+	}
+	return w.runAttempt(c)
+}
+
+// claim takes the fleet run for this worker, when it may: a pending run,
+// or a running one whose lease lapsed (its worker died). See the package
+// documentation for the rules.
+func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
+	s := w.f.store
+	r, err := s.GetRun(ctx, runID)
+	if err != nil {
+		return claim{}, fmt.Errorf("fleet: claiming %s: %w", runID, err)
+	}
+	if r.Kind != Kind {
+		return claim{}, fmt.Errorf("fleet: claiming %s: %w", runID, ErrNotFleetRun)
+	}
+	claimed := claimUntilOf(r.Doc)
+	switch {
+	case r.Status.Terminal():
+		w.log.Info("run already ended", "run", runID, "status", string(r.Status))
+		return claim{done: true}, nil
+	case r.Status == store.StatusRunning && !w.f.now().After(claimed):
+		return claim{}, &busyError{owner: r.Owner, until: claimed}
+	}
+	attempts, err := attemptsOf(r)
+	if err != nil {
+		return claim{}, err
+	}
+	_, cancelAsked := r.Doc.Get(docCancel)
+	// A dead worker's attempt: adopt it if it ended, wait if it is still
+	// live (its worker is alive but lost the fleet run's lease).
+	var adopt *kernel.RunRecord
+	if r.Status == store.StatusRunning && len(attempts) > 0 {
+		last := attempts[len(attempts)-1]
+		rec, err := kernel.ReadRun(ctx, s, last.RunID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			// The attempt never started. Record it interrupted, so that its
+			// worker, if only slow, cannot start it now: the kernel
+			// creates its run under that id and would find it taken.
+			_, err := s.CreateRun(ctx, store.Run{ID: last.RunID, Kind: "execute", Status: store.StatusInterrupted, Owner: last.Worker})
+			if errors.Is(err, store.ErrExists) {
+				return claim{}, errChanged
+			}
+			if err != nil {
+				return claim{}, fmt.Errorf("fleet: closing attempt %s: %w", last.RunID, err)
+			}
+		case err != nil:
+			return claim{}, fmt.Errorf("fleet: reading attempt %s: %w", last.RunID, err)
+		case !rec.Run.Status.Terminal():
+			return claim{}, &busyError{owner: rec.Run.Owner, until: rec.Run.LeaseUntil}
+		case rec.Run.Status == store.StatusInterrupted:
+		case rec.Run.Status == store.StatusCancelled && !cancelAsked:
+			// Cancelled by its worker's shutdown, which died before
+			// handing the run back: run it again.
+		default:
+			adopt = rec
+		}
+	}
+	var spec Spec
+	if v, ok := r.Doc.Get(docSpec); ok {
+		if err := canonjson.FromValue(v, &spec); err != nil {
+			return claim{}, fmt.Errorf("fleet: run %s: %w: spec: %w", runID, ErrInvalid, err)
+		}
+	}
+	now := w.f.now()
+	var out claim
+	_, err = s.UpdateRun(ctx, runID, func(cur *store.Run) error {
+		if cur.Revision != r.Revision {
+			return errChanged
+		}
+		out = claim{spec: spec}
+		list := append([]Attempt(nil), attempts...)
+		switch {
+		case adopt != nil:
+			out.done = true
+			last := &list[len(list)-1]
+			last.Status, last.Note = string(adopt.Run.Status), "adopted by "+w.id+": its worker died after the attempt ended"
+			cur.Status, cur.Doc = adopt.Run.Status, cur.Doc.Without(docClaim)
+			return setOutcome(cur, list, outcomeOf(adopt))
+		case cancelAsked:
+			out.done = true
+			cur.Status, cur.Doc = store.StatusCancelled, cur.Doc.Without(docClaim)
+			oc := Outcome{Status: string(store.StatusCancelled), Error: "cancel requested before this worker started an attempt"}
+			return setOutcome(cur, list, oc)
+		}
+		if len(list) > 0 {
+			cur.Generation++
+		}
+		cur.Status, cur.Owner = store.StatusRunning, w.id
+		cur.Doc = withClaim(cur.Doc, now.Add(w.o.LeaseTTL))
+		out.attempt = Attempt{Generation: cur.Generation, RunID: attemptID(runID, cur.Generation), Worker: w.id, StartedAt: now.UTC().Format(time.RFC3339Nano)}
+		out.fence = store.Fence{RunID: runID, Generation: cur.Generation}
+		doc, err := withAttempts(cur.Doc, append(list, out.attempt))
+		cur.Doc = doc
+		return err
+	})
+	if errors.Is(err, errChanged) || errors.Is(err, store.ErrConflict) {
+		return claim{}, errChanged
+	}
+	if err != nil {
+		return claim{}, fmt.Errorf("fleet: claiming %s: %w", runID, err)
+	}
+	switch {
+	case adopt != nil:
+		w.stats.adopted.Add(1)
+		w.metrics.count("adopted", spec.Provider)
+		w.log.Info("adopted a dead worker's finished attempt", "run", runID, "attempt", adopt.Run.ID, "status", string(adopt.Run.Status))
+	case out.done:
+		w.stats.cancelled.Add(1)
+		w.metrics.count(string(store.StatusCancelled), spec.Provider)
+		w.log.Info("run cancelled before it started", "run", runID)
+	default:
+		w.log.Info("run claimed", "run", runID, "generation", out.fence.Generation, "attempt", out.attempt.RunID, "took_over", len(attempts) > 0)
+	}
+	return out, nil
+}
+
+func setOutcome(r *store.Run, attempts []Attempt, oc Outcome) error {
+	v, err := canonjson.ToValue(oc)
+	if err != nil {
+		return err
+	}
+	doc, err := withAttempts(r.Doc, attempts)
+	if err != nil {
+		return err
+	}
+	r.Doc = doc.With(docOutcome, v)
+	return nil
+}
+
+func outcomeOf(rec *kernel.RunRecord) Outcome {
+	oc := Outcome{Status: string(rec.Run.Status), RunID: rec.Run.ID}
+	if x := rec.Exact; x != nil {
+		if x.Delivered != nil {
+			oc.Delivered = *x.Delivered
+		}
+		if x.Text != nil {
+			oc.Text = *x.Text
+		}
+		if x.Terminal != nil {
+			oc.Error = x.Terminal.Detail
+		}
+	}
+	return oc
+}
+
+// runAttempt executes the claimed attempt through the kernel while a
+// heartbeat keeps the fleet run's lease, then records how it ended.
+func (w *Worker) runAttempt(c claim) error {
+	w.stats.started.Add(1)
+	w.metrics.count("started", c.spec.Provider)
+	p, err := profile.FromValue(c.spec.Profile)
+	if err != nil {
+		return w.end(c, nil, fmt.Errorf("%w: profile: %w", ErrInvalid, err))
+	}
+	provider := w.o.Providers[c.spec.Provider]
+	if provider == nil {
+		return w.end(c, nil, fmt.Errorf("%w: this worker has no provider %q", ErrInvalid, c.spec.Provider))
+	}
+	// Not River's ctx: it ends at River's job timeout (see NewWorker).
+	runCtx, cancel := context.WithCancelCause(w.hard)
+	defer cancel(nil)
+	if c.spec.TimeoutMillis > 0 {
+		var stop context.CancelFunc
+		runCtx, stop = context.WithTimeout(runCtx, time.Duration(c.spec.TimeoutMillis)*time.Millisecond)
+		defer stop()
+	}
+	hb := w.startHeartbeat(c, cancel)
+	res, runErr := kernel.Execute(runCtx, kernel.Request{
+		Profile: p, Task: c.spec.Task, Provider: provider, Store: timedStore{Store: w.f.store, hist: w.metrics.append},
+		Check: expectCheck(c.spec.Expect), Stage: c.spec.Stage, RunID: c.attempt.RunID,
+		LeaseTTL: w.o.LeaseTTL, Logger: w.log,
+	})
+	lost := hb.stop()
+	if lost != nil {
+		// Another worker may have taken the run over; whatever it is, this
+		// worker records nothing more, and the job is looked at again.
+		w.log.Warn("lost the fleet run's lease during the attempt", "run", c.fence.RunID, "attempt", c.attempt.RunID, "err", lost)
+		return errHandBack
+	}
+	if res == nil {
+		return w.end(c, nil, runErr)
+	}
+	return w.end(c, res, runErr)
+}
+
+// end records how the attempt ended in the fleet run, fenced: the fleet
+// run ends in the attempt's terminal status, or is handed back when the
+// worker is stopping, the attempt lost its own lease, or it never began
+// for a reason that may pass.
+func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), kernel.DefaultCleanupTimeout)
+	defer cancel()
+	var status store.Status
+	var oc Outcome
+	handBack := false
+	switch {
+	case res == nil && (errors.Is(runErr, ErrInvalid) || errors.Is(runErr, kernel.ErrInvalidOptions)):
+		status, oc = store.StatusFailed, Outcome{Status: string(store.StatusFailed), RunID: c.attempt.RunID, Error: runErr.Error()}
+	case res == nil:
+		handBack = true
+	case res.Status == store.StatusInterrupted:
+		handBack = true
+	case res.Status == store.StatusCancelled && w.hard.Err() != nil:
+		// Cancelled by this worker's shutdown, not by a request.
+		handBack = true
+	default:
+		status = res.Status
+		oc = Outcome{Status: string(res.Status), RunID: c.attempt.RunID, Delivered: res.Delivered, Text: res.Text}
+		if runErr != nil {
+			oc.Error = runErr.Error()
+		}
+	}
+	_, err := w.f.store.UpdateFenced(ctx, c.fence, func(r *store.Run) error {
+		attempts, err := attemptsOf(*r)
+		if err != nil {
+			return err
+		}
+		if n := len(attempts); n > 0 && attempts[n-1].RunID == c.attempt.RunID {
+			last := &attempts[n-1]
+			if handBack {
+				last.Status, last.Note = "released", handBackNote(res, runErr, w.hard.Err() != nil)
+			} else {
+				last.Status = string(status)
+			}
+		}
+		if handBack {
+			r.Status, r.Owner = store.StatusPending, ""
+			r.Doc, err = withAttempts(r.Doc.Without(docClaim), attempts)
+			return err
+		}
+		r.Status, r.Doc = status, r.Doc.Without(docClaim)
+		return setOutcome(r, attempts, oc)
+	})
+	if errors.Is(err, store.ErrFenced) {
+		// Another worker took the run over. The job is looked at again
+		// rather than completed: a job completes only once its run ended,
+		// so a run is never left without a job.
+		w.log.Warn("the fleet run moved on before this worker recorded its attempt", "run", c.fence.RunID, "err", err)
+		return errHandBack
+	}
+	if err != nil {
+		// The lease lapses on its own and another worker takes over.
+		return fmt.Errorf("fleet: recording attempt %s: %w", c.attempt.RunID, err)
+	}
+	if handBack {
+		w.stats.released.Add(1)
+		w.metrics.count("released", c.spec.Provider)
+		w.log.Info("run handed back", "run", c.fence.RunID, "attempt", c.attempt.RunID, "why", handBackNote(res, runErr, w.hard.Err() != nil))
+		return errHandBack
+	}
+	w.metrics.count(string(status), c.spec.Provider)
+	switch status {
+	case store.StatusCompleted:
+		w.stats.completed.Add(1)
+	case store.StatusCancelled:
+		w.stats.cancelled.Add(1)
+	default:
+		w.stats.failed.Add(1)
+	}
+	w.log.Info("run ended", "run", c.fence.RunID, "attempt", c.attempt.RunID, "status", string(status), "delivered", oc.Delivered)
+	return nil
+}
+
+func handBackNote(res *kernel.Result, runErr error, stopping bool) string {
+	switch {
+	case res != nil && res.Status == store.StatusInterrupted:
+		return "the attempt lost its lease"
+	case stopping:
+		return "the worker stopped"
+	case runErr != nil:
+		return "the attempt could not start: " + runErr.Error()
+	}
+	return "handed back"
+}
+
+func expectCheck(expect string) kernel.Check {
+	return func(_ context.Context, out kernel.Outcome) (kernel.Verdict, error) {
+		if expect == "" {
+			return kernel.Verdict{Passed: strings.TrimSpace(out.Text) != "", Reason: "the result is not empty"}, nil
+		}
+		return kernel.Verdict{Passed: strings.Contains(out.Text, expect), Reason: fmt.Sprintf("the result contains %q", expect)}, nil
+	}
+}
+
+// heartbeat renews a claimed fleet run's lease and forwards a cancel
+// request recorded on it to the attempt. When the lease is lost (the
+// store refuses the fence, or renewals failed until it lapsed) it
+// cancels the attempt.
+type heartbeat struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+	lost atomic.Pointer[error]
+}
+
+func (w *Worker) startHeartbeat(c claim, cancel context.CancelCauseFunc) *heartbeat {
+	h := &heartbeat{done: make(chan struct{})}
+	every := min(w.o.LeaseTTL/3, time.Second)
+	until := w.f.now().Add(w.o.LeaseTTL)
+	forwarded := false
+	h.wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-h.done:
+				return
+			case <-t.C:
+			}
+			ctx, stop := context.WithTimeout(context.Background(), every)
+			next := w.f.now().Add(w.o.LeaseTTL)
+			r, err := w.f.store.UpdateFenced(ctx, c.fence, func(r *store.Run) error {
+				r.Doc = withClaim(r.Doc, next)
+				return nil
+			})
+			stop()
+			switch {
+			case errors.Is(err, store.ErrFenced):
+				h.lose(err, cancel)
+				return
+			case err != nil:
+				if w.f.now().After(until) {
+					h.lose(fmt.Errorf("fleet: the lease lapsed while renewals failed: %w", err), cancel)
+					return
+				}
+				continue
+			}
+			until = next
+			if req, ok := r.Doc.Get(docCancel); ok && !forwarded {
+				forwarded = true
+				reason := "cancel requested"
+				if v, ok := req.Get("reason"); ok {
+					reason = v.Str()
+				}
+				ctx, stop := context.WithTimeout(context.Background(), every)
+				_, _, err := kernel.RequestCancel(ctx, w.f.store, c.attempt.RunID, reason, w.f.now())
+				stop()
+				if err != nil {
+					forwarded = false
+				}
+			}
+		}
+	})
+	return h
+}
+
+func (h *heartbeat) lose(err error, cancel context.CancelCauseFunc) {
+	h.lost.Store(&err)
+	cancel(err)
+}
+
+// stop ends the heartbeat and returns why the lease was lost, or nil.
+func (h *heartbeat) stop() error {
+	close(h.done)
+	h.wg.Wait()
+	if p := h.lost.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
