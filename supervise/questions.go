@@ -81,7 +81,10 @@ func (a AskArgs) check() error {
 	return nil
 }
 
-func (c *Coordinator) addQuestion(ctx context.Context, a AskArgs, wait bool) *question {
+// addQuestion records a question and, when wait is set, returns the
+// channel its decision will arrive on — taken under the same lock that
+// publishes the question, so a decision made at once is never missed.
+func (c *Coordinator) addQuestion(ctx context.Context, a AskArgs, wait bool) (*question, <-chan Decision) {
 	c.mu.Lock()
 	q := &question{Question: Question{ID: "q" + strconv.Itoa(len(c.questions)+1), From: a.From, Level: a.Level, Question: a.Question,
 		Reason: a.Reason, Urgency: a.Urgency, Options: a.Options, Status: "open"}}
@@ -89,13 +92,13 @@ func (c *Coordinator) addQuestion(ctx context.Context, a AskArgs, wait bool) *qu
 		q.reply = make(chan Decision, 1)
 	}
 	c.questions = append(c.questions, q)
-	qq := q.Question
+	qq, reply := q.Question, q.reply
 	c.pushLocked(Event{Kind: EventQuestion, WorkerID: a.From, Question: &qq})
 	c.mu.Unlock()
 	if err := c.log.appendCoord(ctx, CoordRecord{Kind: "question", QuestionID: qq.ID, Question: &qq}); err != nil {
 		c.logger.Error("supervise: journaling a question", "question", qq.ID, "err", err)
 	}
-	return q
+	return q, reply
 }
 
 // Ask raises a worker's question to the manager and waits for the
@@ -105,10 +108,7 @@ func (c *Coordinator) Ask(ctx context.Context, a AskArgs) (Decision, error) {
 	if err := a.check(); err != nil {
 		return Decision{}, err
 	}
-	q := c.addQuestion(ctx, a, true)
-	c.mu.Lock()
-	reply := q.reply
-	c.mu.Unlock()
+	q, reply := c.addQuestion(ctx, a, true)
 	select {
 	case d := <-reply:
 		return d, nil
@@ -139,7 +139,7 @@ func (c *Coordinator) AskParent(ctx context.Context, a AskArgs) (AskParentResult
 	if err := a.check(); err != nil {
 		return AskParentResult{}, &VerbRefusal{Code: "invalid-question", Reason: err.Error()}
 	}
-	q := c.addQuestion(ctx, a, false)
+	q, _ := c.addQuestion(ctx, a, false)
 	c.mu.Lock()
 	q.Status, q.decision = "expired", &Decision{Kind: "escalate", EscalateTo: "parent", EscalateReason: "no-parent"}
 	c.mu.Unlock()

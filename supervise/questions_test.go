@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -106,5 +107,50 @@ func TestRouterStopEndsLoop(t *testing.T) {
 	// The manager's model reported no usage: its spend is unknown.
 	if res.Spent.TokensKnown || len(res.SpendGaps) != 1 || res.SpendGaps[0].Label != "manager" {
 		t.Errorf("spent %+v gaps %+v", res.Spent, res.SpendGaps)
+	}
+}
+
+// A decision made the moment the question is seen — before the asker's
+// question has even been journaled — still reaches the asker: the
+// asker takes its reply channel under the lock that publishes the
+// question. Each of the worker's questions is answered at once.
+func TestImmediateAnswerReachesTheAsker(t *testing.T) {
+	const n = 20
+	exec := supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+		spent := ledger.Spend{Tokens: i64(5), Iterations: i64(1), MicroUSD: i64(5)}
+		var got []string
+		for range n {
+			d, err := w.Ask(ctx, supervise.AskArgs{Level: "worker", Question: "next?", Reason: "r", Urgency: supervise.UrgencyBlocksStep})
+			if err != nil {
+				return supervise.WorkResult{Spent: spent}, err
+			}
+			got = append(got, d.Answer)
+		}
+		return supervise.WorkResult{Text: strings.Join(got, ",") + " DONE", Spent: spent}, nil
+	})
+	o := baseOptions(t, exec, nil)
+	o.RunDir = t.TempDir() // questions are journaled (fsync) before Ask waits
+	var settled map[string]any
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("ask"))
+		for i := range n {
+			ev := tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
+			e, _ := ev["event"].(map[string]any)
+			q, _ := e["question"].(map[string]any)
+			id, _ := q["id"].(string)
+			if r := tool(t, ctx, c, supervise.VerbAnswerQuestion, map[string]any{"questionId": id, "answer": "a" + strconv.Itoa(i)}); r["delivered"] != true {
+				t.Errorf("answer %d: %v", i, r)
+			}
+		}
+		settled = tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
+		return supervise.BrainReport{}, nil
+	})
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	ev, _ := settled["event"].(map[string]any)
+	out, _ := ev["output"].(string)
+	if !strings.HasSuffix(out, "a19 DONE") {
+		t.Errorf("settled %v; the worker did not get every answer", settled)
 	}
 }
