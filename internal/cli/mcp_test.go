@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/internal/cli"
+	"github.com/agentrt/agentrt/internal/pgtest"
 	"github.com/agentrt/agentrt/workspace"
 	wssqlite "github.com/agentrt/agentrt/workspace/sqlite"
 )
@@ -150,62 +152,103 @@ func TestMCPWorkspaceBinaryStdio(t *testing.T) {
 
 var mcpListening = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+/mcp)`)
 
-// TestMCPWorkspaceHTTP serves the workspace over streamable HTTP on
-// loopback behind a token file, and stops on cancellation.
-func TestMCPWorkspaceHTTP(t *testing.T) {
-	ctx := mcpDeadline(t)
-	dir := t.TempDir()
-	const token = "mcp-test-token-0123456789"
-	tokenFile := writeFile(t, "token", token+"\n")
-	db := filepath.Join(dir, "ws.db")
+// mcpServer is an agentrt mcp workspace command running in this process
+// over streamable HTTP.
+type mcpServer struct {
+	url  string
+	stop context.CancelFunc
+	done chan int
+	mu   sync.Mutex
+	log  strings.Builder
+}
 
+// stderr returns what the command wrote to stderr so far.
+func (m *mcpServer) stderr() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.log.String()
+}
+
+// shutdown cancels the command and returns its exit code.
+func (m *mcpServer) shutdown(t *testing.T, ctx context.Context) int {
+	t.Helper()
+	m.stop()
+	select {
+	case code := <-m.done:
+		return code
+	case <-ctx.Done():
+		t.Fatal("the server did not stop")
+		return -1
+	}
+}
+
+// startMCPHTTP runs agentrt mcp workspace --http 127.0.0.1:0 with args
+// and returns once it listens.
+func startMCPHTTP(t *testing.T, ctx context.Context, args ...string) *mcpServer {
+	t.Helper()
 	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
+	m := &mcpServer{stop: stop, done: make(chan int, 1)}
 	errR, errW := io.Pipe()
-	var mu sync.Mutex
-	var log strings.Builder
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(errR)
 		for sc.Scan() {
-			mu.Lock()
-			log.WriteString(sc.Text() + "\n")
-			mu.Unlock()
-			if m := mcpListening.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
+			m.mu.Lock()
+			m.log.WriteString(sc.Text() + "\n")
+			m.mu.Unlock()
+			if u := mcpListening.FindStringSubmatch(sc.Text()); u != nil {
+				found <- u[1]
 			}
 		}
 	}()
-	done := make(chan int, 1)
 	go func() {
 		var out bytes.Buffer
-		done <- cli.Main(runCtx, []string{"mcp", "workspace", "--db", db, "--tenant", "acme", "--member", "bob",
-			"--http", "127.0.0.1:0", "--token-file", tokenFile}, cli.IO{In: strings.NewReader(""), Out: &out, Err: errW})
+		m.done <- cli.Main(runCtx, append([]string{"mcp", "workspace", "--http", "127.0.0.1:0"}, args...),
+			cli.IO{In: strings.NewReader(""), Out: &out, Err: errW})
 		errW.Close()
 	}()
-	var url string
+	t.Cleanup(stop)
 	select {
-	case url = <-found:
-	case code := <-done:
-		t.Fatalf("agentrt mcp workspace exited %d before listening:\n%s", code, log.String())
+	case m.url = <-found:
+	case code := <-m.done:
+		t.Fatalf("agentrt mcp workspace exited %d before listening:\n%s", code, m.stderr())
 	case <-ctx.Done():
 		t.Fatal("the server never listened")
 	}
+	return m
+}
 
+// connectHTTP connects an SDK client to url with the bearer token.
+func connectHTTP(t *testing.T, ctx context.Context, url, token string) *mcp.ClientSession {
+	t.Helper()
 	httpClient := &http.Client{Timeout: 30 * time.Second, Transport: authTransport{token}}
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: httpClient, DisableStandaloneSSE: true}, nil)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// TestMCPWorkspaceHTTP serves the workspace over streamable HTTP on
+// loopback behind a token file, and stops on cancellation.
+func TestMCPWorkspaceHTTP(t *testing.T) {
+	ctx := mcpDeadline(t)
+	const token = "mcp-test-token-0123456789"
+	tokenFile := writeFile(t, "token", token+"\n")
+	db := filepath.Join(t.TempDir(), "ws.db")
+	srv := startMCPHTTP(t, ctx, "--db", db, "--tenant", "acme", "--member", "bob", "--token-file", tokenFile)
+
+	cs := connectHTTP(t, ctx, srv.url, token)
 	callTool(t, ctx, cs, workspace.ToolFilesWrite, `{"path":"/files/a.txt","content":"hello","ifRevision":null,"member":"mallory"}`)
 	read := callTool(t, ctx, cs, workspace.ToolFilesRead, `{"path":"/files/a.txt"}`).(map[string]any)
-	if read["content"] != "hello" || read["updatedBy"] != nil && read["updatedBy"] != "bob" {
+	if read["content"] != "hello" {
 		t.Errorf("read %v", read)
 	}
 	cs.Close()
 
-	resp, err := http.Post(url, "application/json", strings.NewReader(`{}`))
+	resp, err := http.Post(srv.url, "application/json", strings.NewReader(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,18 +257,10 @@ func TestMCPWorkspaceHTTP(t *testing.T) {
 		t.Errorf("a request without the token: status %d, want 401", resp.StatusCode)
 	}
 
-	stop()
-	select {
-	case code := <-done:
-		if code != cli.ExitOK {
-			t.Errorf("exit %d after cancellation, want 0", code)
-		}
-	case <-ctx.Done():
-		t.Fatal("the server did not stop")
+	if code := srv.shutdown(t, ctx); code != cli.ExitOK {
+		t.Errorf("exit %d after cancellation, want 0", code)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if strings.Contains(log.String(), token) {
+	if strings.Contains(srv.stderr(), token) {
 		t.Error("stderr carries the token")
 	}
 	st, err := wssqlite.Open(ctx, db, wssqlite.Options{})
@@ -237,6 +272,49 @@ func TestMCPWorkspaceHTTP(t *testing.T) {
 	if err != nil || doc.UpdatedBy != "bob" {
 		t.Errorf("stored %+v, %v; want written by bob", doc.Meta, err)
 	}
+}
+
+// TestMCPWorkspaceOnPostgres: two servers on one PostgreSQL database,
+// acting as two members of one tenant, share the workspace memories and
+// keep their member memories apart (WST-01 and the default policy, over
+// MCP); the password never reaches stderr.
+func TestMCPWorkspaceOnPostgres(t *testing.T) {
+	db := pgtest.Schema(t)
+	ctx := mcpDeadline(t)
+	t.Setenv("AGENTRT_MCP_TOKEN", "")
+	alice := startMCPHTTP(t, ctx, "--database", db, "--tenant", "acme", "--member", "alice")
+	bob := startMCPHTTP(t, ctx, "--database", db, "--tenant", "acme", "--member", "bob")
+	ca, cb := connectHTTP(t, ctx, alice.url, ""), connectHTTP(t, ctx, bob.url, "")
+
+	callTool(t, ctx, ca, workspace.ToolRemember, `{"scope":"workspace","key":"deploys","content":"tuesdays","ifRevision":null}`)
+	callTool(t, ctx, ca, workspace.ToolRemember, `{"scope":"member","key":"secret","content":"alice only","ifRevision":null}`)
+	got := callTool(t, ctx, cb, workspace.ToolRecall, `{}`).(map[string]any)["memories"].([]any)
+	var keys []string
+	for _, m := range got {
+		keys = append(keys, m.(map[string]any)["path"].(string))
+	}
+	if diff := cmp.Diff([]string{"/memories/workspace/deploys"}, keys); diff != "" {
+		t.Errorf("bob recalls (-want +got):\n%s", diff)
+	}
+	for _, srv := range []*mcpServer{alice, bob} {
+		if code := srv.shutdown(t, ctx); code != cli.ExitOK {
+			t.Errorf("exit %d, want 0", code)
+		}
+		// (The test password may be a word the log uses, such as
+		// "agentrt": look for it where a URL would carry it.)
+		if pw, ok := passwordOf(db); ok && strings.Contains(srv.stderr(), ":"+pw+"@") {
+			t.Error("stderr carries the database password")
+		}
+	}
+}
+
+// passwordOf returns the password of a postgres:// URL, if it has one.
+func passwordOf(raw string) (string, bool) {
+	u, err := neturl.Parse(raw)
+	if err != nil || u.User == nil {
+		return "", false
+	}
+	return u.User.Password()
 }
 
 type authTransport struct{ token string }
@@ -278,5 +356,18 @@ func TestMCPWorkspaceUsage(t *testing.T) {
 				t.Errorf("stdout %q: it belongs to the MCP transport", stdout)
 			}
 		})
+	}
+}
+
+// TestMCPWorkspaceUnreachableDatabase: a database that cannot be reached
+// fails the command (exit 1) without its password in the message.
+func TestMCPWorkspaceUnreachableDatabase(t *testing.T) {
+	_, stderr, code := run(t, "", "mcp", "workspace", "--tenant", "t", "--member", "m",
+		"--database", "postgres://u:hunter2-secret@127.0.0.1:1/x?connect_timeout=2")
+	if code != cli.ExitFailed || !strings.Contains(stderr, "opening the workspace") {
+		t.Errorf("exit %d, stderr %q; want %d opening the workspace", code, stderr, cli.ExitFailed)
+	}
+	if strings.Contains(stderr, "hunter2") {
+		t.Errorf("stderr carries the password: %q", stderr)
 	}
 }
