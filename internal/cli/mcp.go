@@ -145,11 +145,23 @@ func runMCPWorkspace(ctx context.Context, stdio IO, f mcpWorkspaceFlags) error {
 }
 
 // serveMCPStdio serves srv on stdin/stdout until the client closes stdin
-// or ctx ends.
+// (the MCP stdio shutdown) or ctx ends.
 func serveMCPStdio(ctx context.Context, stdio IO, srv *mcp.Server) error {
-	t := &mcp.IOTransport{Reader: io.NopCloser(stdio.In), Writer: nopWriteCloser{stdio.Out}}
-	err := srv.Run(ctx, t)
-	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil || errors.Is(err, mcp.ErrConnectionClosed) {
+	ss, err := srv.Connect(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdio.In), Writer: nopWriteCloser{stdio.Out}}, nil)
+	if err != nil {
+		return &exitError{code: ExitFailed, err: fmt.Errorf("mcp stdio: %w", err)}
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case err = <-ended:
+	case <-ctx.Done():
+		// A signal: stop serving. Stdin may stay blocked in a read the
+		// process exit ends.
+		ss.Close()
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) {
 		return nil
 	}
 	return &exitError{code: ExitFailed, err: fmt.Errorf("mcp stdio: %w", err)}

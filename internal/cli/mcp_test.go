@@ -129,8 +129,13 @@ func TestMCPWorkspaceBinaryStdio(t *testing.T) {
 	callTool(t, ctx, cs, workspace.ToolFilesWrite, `{"path":"/files/plan.md","content":"ship it","ifRevision":null}`)
 	overMCP := callTool(t, ctx, cs, workspace.ToolRecall, `{}`)
 	filesOverMCP := callTool(t, ctx, cs, workspace.ToolFilesList, `{}`)
+	// Closing stdin is the MCP stdio shutdown: the server exits 0 and,
+	// in a session without trouble, logs nothing.
 	if err := cs.Close(); err != nil {
 		t.Errorf("close: %v", err)
+	}
+	if !cmd.ProcessState.Success() || stderr.Len() != 0 {
+		t.Errorf("the server ended with %v and stderr %q", cmd.ProcessState, stderr.String())
 	}
 
 	st, err := wssqlite.Open(ctx, db, wssqlite.Options{})
