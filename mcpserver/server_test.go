@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -37,8 +38,8 @@ func deadline(t *testing.T) context.Context {
 }
 
 // transports are the two ways a client reaches a server in these tests:
-// the SDK's in-memory pipe (the stdio framing) and a real streamable HTTP
-// server on loopback.
+// the stdio transport over pipes and a real streamable HTTP server on
+// loopback.
 var transports = []string{"pipe", "http"}
 
 // connect serves srv over kind and returns a connected client session.
@@ -48,13 +49,15 @@ func connect(t *testing.T, ctx context.Context, srv *mcp.Server, kind string) *m
 	var ct mcp.Transport
 	switch kind {
 	case "pipe":
-		clientEnd, serverEnd := mcp.NewInMemoryTransports()
-		ss, err := srv.Connect(ctx, serverEnd, nil)
+		// The stdio transport over pipes, as a harness runs the server.
+		toServer, fromClient := io.Pipe()
+		toClient, fromServer := io.Pipe()
+		ss, err := srv.Connect(ctx, mcpserver.Stdio(toServer, fromServer), nil)
 		if err != nil {
 			t.Fatalf("server connect: %v", err)
 		}
-		t.Cleanup(func() { ss.Close() })
-		ct = clientEnd
+		t.Cleanup(func() { ss.Close(); fromServer.Close() })
+		ct = &mcp.IOTransport{Reader: toClient, Writer: fromClient}
 	case "http":
 		const token = "s3cret-token"
 		hs := httptest.NewServer(mcpserver.HTTPHandler(srv, mcpserver.HTTPOptions{Token: token}))

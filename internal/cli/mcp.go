@@ -147,7 +147,7 @@ func runMCPWorkspace(ctx context.Context, stdio IO, f mcpWorkspaceFlags) error {
 // serveMCPStdio serves srv on stdin/stdout until the client closes stdin
 // (the MCP stdio shutdown) or ctx ends.
 func serveMCPStdio(ctx context.Context, stdio IO, srv *mcp.Server) error {
-	ss, err := srv.Connect(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdio.In), Writer: nopWriteCloser{stdio.Out}}, nil)
+	ss, err := srv.Connect(ctx, mcpserver.Stdio(stdio.In, stdio.Out), nil)
 	if err != nil {
 		return &exitError{code: ExitFailed, err: fmt.Errorf("mcp stdio: %w", err)}
 	}
@@ -223,8 +223,3 @@ func openWorkspaceStore(ctx context.Context, f *storeFlags) (workspace.Store, er
 	}
 	return s, nil
 }
-
-// nopWriteCloser lets the MCP transport close stdout without closing it.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
