@@ -39,7 +39,7 @@ type stdioTransport struct {
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	w := &lockedWriter{w: t.out}
 	pr, pw := io.Pipe()
-	go filterLines(t.in, pw, w)
+	go filterLines(t.in, pw, w, MaxLineBytes)
 	return (&mcp.IOTransport{Reader: pr, Writer: w, MaxLineLength: -1}).Connect(ctx)
 }
 
@@ -58,10 +58,10 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 func (l *lockedWriter) Close() error { return nil }
 
-// filterLines copies the well-formed lines of in to pw and answers the
-// others on out. It returns at the end of in, or when the connection
-// closed pw's reader.
-func filterLines(in io.Reader, pw *io.PipeWriter, out io.Writer) {
+// filterLines copies the well-formed lines of in, of at most limit
+// bytes, to pw and answers the others on out. It returns at the end of
+// in, or when the connection closed pw's reader.
+func filterLines(in io.Reader, pw *io.PipeWriter, out io.Writer, limit int) {
 	br := bufio.NewReaderSize(in, 64<<10)
 	var line []byte
 	tooLong := false
@@ -69,7 +69,7 @@ func filterLines(in io.Reader, pw *io.PipeWriter, out io.Writer) {
 		chunk, err := br.ReadSlice('\n')
 		switch {
 		case tooLong:
-		case len(line)+len(chunk) > MaxLineBytes:
+		case len(line)+len(chunk) > limit:
 			tooLong, line = true, line[:0]
 		default:
 			line = append(line, chunk...)
@@ -78,7 +78,7 @@ func filterLines(in io.Reader, pw *io.PipeWriter, out io.Writer) {
 			continue
 		}
 		if tooLong {
-			reply(out, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: the line is longer than %d bytes", MaxLineBytes))
+			reply(out, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: the line is longer than %d bytes", limit))
 		} else if msg := bytes.TrimSpace(line); len(msg) > 0 {
 			if code, why := checkLine(msg); code != 0 {
 				reply(out, code, why)
