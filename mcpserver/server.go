@@ -22,6 +22,11 @@ import (
 // Options.Name is empty.
 const DefaultName = "agentrt"
 
+// DefaultCallTimeout bounds one tool call when Options.CallTimeout is 0:
+// longer than the longest wait a tool offers (supervise's await_event
+// waits at most 10 minutes).
+const DefaultCallTimeout = 15 * time.Minute
+
 // Options adjusts New. A nil *Options means the defaults.
 type Options struct {
 	// Name and Version are announced to the client (serverInfo). Name
@@ -37,6 +42,9 @@ type Options struct {
 	// example workspace.WithActiveTurn); nil leaves the context as it is.
 	// It is called once per call and must be safe for concurrent use.
 	Bind func(ctx context.Context) context.Context
+	// CallTimeout bounds one tool call: its context ends then and the
+	// call's result is the tool's error. 0 means DefaultCallTimeout.
+	CallTimeout time.Duration
 }
 
 // InvalidToolError reports a tool New cannot serve: an empty or
@@ -77,6 +85,9 @@ func New(ts []contract.Tool, opts *Options) (*mcp.Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
 	type mounted struct {
 		tool  *mcp.Tool
 		check *tools.Validator
@@ -116,7 +127,7 @@ func New(ts []contract.Tool, opts *Options) (*mcp.Server, error) {
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
 	for _, m := range ms {
-		c := caller{tool: m.run, check: m.check, bind: o.Bind, log: o.Logger}
+		c := caller{tool: m.run, check: m.check, bind: o.Bind, timeout: o.CallTimeout, log: o.Logger}
 		srv.AddTool(m.tool, c.handle)
 	}
 	return srv, nil
@@ -138,10 +149,11 @@ func checkName(name string) error {
 
 // caller runs one mounted tool.
 type caller struct {
-	tool  contract.Tool
-	check *tools.Validator
-	bind  func(context.Context) context.Context
-	log   *slog.Logger
+	tool    contract.Tool
+	check   *tools.Validator
+	bind    func(context.Context) context.Context
+	timeout time.Duration
+	log     *slog.Logger
 }
 
 // Outcome is one call's outcome as the server reports it in a failed
@@ -192,6 +204,8 @@ func (c caller) call(ctx context.Context, raw json.RawMessage) (out canonjson.Va
 	if c.bind != nil {
 		ctx = c.bind(ctx)
 	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
 			c.log.WarnContext(ctx, "tool panicked", "tool", c.tool.Name, "stack", string(debug.Stack()))

@@ -509,3 +509,24 @@ func TestPanickingToolIsAResult(t *testing.T) {
 		t.Errorf("after the panic (-want +got):\n%s", diff)
 	}
 }
+
+// TestCallTimeout: a call that outlives Options.CallTimeout has its
+// context ended and fails as a tool result.
+func TestCallTimeout(t *testing.T) {
+	ctx := deadline(t)
+	ts := []contract.Tool{{Name: "slow", Run: func(ctx context.Context, _ canonjson.Value) (canonjson.Value, error) {
+		<-ctx.Done() // the call's deadline, not the test's
+		return canonjson.Value{}, ctx.Err()
+	}}}
+	srv, err := mcpserver.New(ts, &mcpserver.Options{CallTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := connect(t, ctx, srv, "pipe").CallTool(ctx, &mcp.CallToolParams{Name: "slow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := outcomeOf(t, res); got.OK || got.Code != kernel.CodeToolError || !strings.Contains(got.Reason, "deadline") {
+		t.Errorf("got %+v, want a tool_error for the deadline", got)
+	}
+}
