@@ -376,3 +376,43 @@ func TestMCPWorkspaceUnreachableDatabase(t *testing.T) {
 		t.Errorf("stderr carries the password: %q", stderr)
 	}
 }
+
+// TestMCPWorkspaceStdioReadOnlyKnowledge runs the command in this process
+// on stdio pipes: --read-only-knowledge refuses a write under /knowledge
+// as a tool result, /files stays writable, and closing stdin ends the
+// command with exit 0.
+func TestMCPWorkspaceStdioReadOnlyKnowledge(t *testing.T) {
+	ctx := mcpDeadline(t)
+	db := filepath.Join(t.TempDir(), "ws.db")
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Main(ctx, []string{"mcp", "workspace", "--db", db, "--tenant", "acme", "--member", "carol", "--read-only-knowledge"},
+			cli.IO{In: inR, Out: outW, Err: &stderr})
+		outW.Close()
+	}()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: workspace.ToolFilesWrite, Arguments: json.RawMessage(`{"path":"/knowledge/a.md","content":"x","ifRevision":null}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || res.StructuredContent.(map[string]any)["error"] != "refused" {
+		t.Errorf("a write under /knowledge: %+v, want a refused result", res.StructuredContent)
+	}
+	callTool(t, ctx, cs, workspace.ToolFilesWrite, `{"path":"/files/a.md","content":"x","ifRevision":null}`)
+	cs.Close() // closes the command's stdin
+	select {
+	case code := <-done:
+		if code != cli.ExitOK || stderr.Len() != 0 {
+			t.Errorf("exit %d, stderr %q; want 0 and nothing", code, stderr.String())
+		}
+	case <-ctx.Done():
+		t.Fatal("the command did not end when stdin closed")
+	}
+}
