@@ -97,7 +97,7 @@ byte like the reference TypeScript implementation, and runs them.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(stdio, open), newRunsCmd(stdio, open), newProfileCmd(stdio), newCandidateCmd(stdio), newCheckCmd(stdio), newServeCmd(stdio), newWorkerCmd(stdio), newFleetCmd(stdio), newVersionCmd(stdio))
+	root.AddCommand(newRunCmd(stdio, open), newRunsCmd(stdio, open), newProfileCmd(stdio), newCandidateCmd(stdio), newCheckCmd(stdio), newServeCmd(stdio), newWorkerCmd(stdio), newFleetCmd(stdio), newMCPCmd(stdio), newVersionCmd(stdio))
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usage("%v (see %s --help)", err, c.CommandPath())
 	})
