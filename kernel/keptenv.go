@@ -1,0 +1,193 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/profile"
+)
+
+// ErrKeptProfileChanged is returned by KeptProvider.Create when a later
+// run asks for an environment of another profile than the one the kept
+// environment was created for: one environment serves one profile.
+var ErrKeptProfileChanged = errors.New("kernel: the kept environment was created for another profile")
+
+// KeptProvider is a provider that creates its wrapped provider's
+// environment once and hands that same environment to every run made
+// through it. A conversation's turns then run one after another through
+// Execute or StreamRun — each recorded as a run with its events, ledger
+// and terminal state — in one environment (one provider session), which
+// Execute alone cannot do: it creates and destroys an environment per run.
+//
+// Runs see the kept environment as replayed (this run provisioned
+// nothing), so no run destroys it; the keeper does, with Close, when the
+// conversation ends. The kept environment passes the provider session id
+// set with SetSessionID on every turn that names none, and remembers the
+// last native.session.observed observation its turns carried (NSO-01),
+// which runs never record publicly, so that the keeper can bind it to
+// each turn's record (NSO-02).
+//
+// A KeptProvider is safe for concurrent use, but its turns are meant to
+// run one at a time, as a conversation's do.
+type KeptProvider struct {
+	p contract.Provider
+
+	mu        sync.Mutex
+	env       contract.Environment
+	digest    string
+	sessionID string
+	native    *contract.NativeSessionObserved
+	closed    bool
+}
+
+// KeepEnvironment returns a KeptProvider over p.
+func KeepEnvironment(p contract.Provider) *KeptProvider { return &KeptProvider{p: p} }
+
+// Name is the wrapped provider's name.
+func (k *KeptProvider) Name() string { return k.p.Name() }
+
+// Capabilities is the wrapped provider's capability document.
+func (k *KeptProvider) Capabilities(ctx context.Context) (*contract.Capabilities, error) {
+	return k.p.Capabilities(ctx)
+}
+
+// Create creates the wrapped provider's environment on its first call and
+// returns the same environment on every later one. A later call for
+// another profile fails with ErrKeptProfileChanged; a call after Close
+// fails too.
+func (k *KeptProvider) Create(ctx context.Context, in *contract.CreateInput) (contract.Environment, error) {
+	digest := ""
+	if in != nil && in.Profile.Inline != nil {
+		var err error
+		if digest, err = profile.Digest(in.Profile.Inline); err != nil {
+			return nil, fmt.Errorf("kernel: the kept environment's profile has no identity: %w", err)
+		}
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.closed {
+		return nil, errors.New("kernel: the kept environment was closed; start a new conversation")
+	}
+	if k.env == nil {
+		env, err := k.p.Create(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		k.env, k.digest = env, digest
+	} else if digest != k.digest {
+		return nil, fmt.Errorf("%w (%s, not %s)", ErrKeptProfileChanged, k.digest, digest)
+	}
+	return &keptEnvironment{Environment: k.env, k: k}, nil
+}
+
+// SetSessionID makes every later turn name the provider session id (the
+// turn's contract.TurnInput.SessionID) unless the turn names one itself;
+// "" stops it.
+func (k *KeptProvider) SetSessionID(id string) {
+	k.mu.Lock()
+	k.sessionID = id
+	k.mu.Unlock()
+}
+
+// NativeSession returns the last native session observation a turn
+// carried, or nil when none did.
+func (k *KeptProvider) NativeSession() *contract.NativeSessionObserved {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.native == nil {
+		return nil
+	}
+	n := *k.native
+	return &n
+}
+
+// EnvironmentID is the kept environment's id, "" before it is created.
+func (k *KeptProvider) EnvironmentID() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.env == nil {
+		return ""
+	}
+	return k.env.ID()
+}
+
+// Close destroys the kept environment when its creation was proven
+// (ENV-06) and makes later Creates fail. Closing again does nothing.
+func (k *KeptProvider) Close(ctx context.Context) error {
+	k.mu.Lock()
+	env := k.env
+	done := k.closed
+	k.closed = true
+	k.mu.Unlock()
+	if done || env == nil || env.Creation() != contract.CreationCreated {
+		return nil
+	}
+	if err := env.Destroy(ctx); err != nil {
+		return fmt.Errorf("kernel: destroying the kept environment %s: %w", env.ID(), err)
+	}
+	return nil
+}
+
+// keptEnvironment is the kept environment as one run sees it.
+type keptEnvironment struct {
+	contract.Environment
+	k *KeptProvider
+}
+
+// Creation is replayed: the run that asked provisioned nothing, and the
+// environment is the keeper's to destroy.
+func (e *keptEnvironment) Creation() contract.Creation { return contract.CreationReplayed }
+
+// Destroy does nothing: the keeper destroys the environment with Close.
+func (e *keptEnvironment) Destroy(context.Context) error { return nil }
+
+// Stream runs the turn in the kept environment, naming the keeper's
+// session id, and remembers a native session observation.
+func (e *keptEnvironment) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
+	turn := contract.TurnInput{}
+	if in != nil {
+		turn = *in
+	}
+	e.k.mu.Lock()
+	if turn.SessionID == nil && e.k.sessionID != "" {
+		id := e.k.sessionID
+		turn.SessionID = &id
+	}
+	e.k.mu.Unlock()
+	return func(yield func(contract.EnvironmentEvent, error) bool) {
+		for ev, err := range e.Environment.Stream(ctx, &turn) {
+			if err == nil {
+				e.observe(ev)
+			}
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
+}
+
+// observe keeps a valid native session observation.
+func (e *keptEnvironment) observe(ev contract.EnvironmentEvent) {
+	if !contract.IsPrivateEnvironmentEvent(ev) {
+		return
+	}
+	var obs *contract.NativeSessionObserved
+	if n := ev.Normalized; n != nil && n.NativeSessionObserved != nil {
+		obs = n.NativeSessionObserved
+	} else {
+		provider, id := ev.Data["provider"], ev.Data["nativeSessionId"]
+		obs, _ = contract.NewNativeSessionObserved(provider.Str(), id.Str())
+	}
+	if obs == nil {
+		return
+	}
+	if checked, err := contract.NewNativeSessionObserved(obs.Provider, obs.NativeSessionID); err == nil {
+		e.k.mu.Lock()
+		e.k.native = checked
+		e.k.mu.Unlock()
+	}
+}
