@@ -1,0 +1,560 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/journal/conversation"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/sqlite"
+)
+
+// Chat speakers, as the conversation journal records them.
+const (
+	speakerUser      = "user"
+	speakerAssistant = "assistant"
+)
+
+// KindChat is the kind of the run recorded for each answer of a chat.
+const kindChat = "chat"
+
+// Continuation modes: how an answer's turn carried what came before it.
+const (
+	// continuationFirst: the session's first exchange; nothing came before.
+	continuationFirst = "first"
+	// continuationNative: the provider session of the kept environment
+	// holds the earlier turns; only the new turn is sent.
+	continuationNative = "native"
+	// continuationResent: the earlier turns are re-sent with the new one.
+	continuationResent = "resent"
+)
+
+// maxChatLine bounds one line of input (one user turn).
+const maxChatLine = 1 << 20
+
+// maxAttempts bounds how many recorded runs one turn may have.
+const maxAttempts = 1000
+
+func newChatCmd(stdio IO, open providerOpener) *cobra.Command {
+	var sf storeFlags
+	var asJSON, quiet bool
+	var providerName, scriptPath, baseURL, openaiAPI, journalPath, sessionID string
+	var stage int
+	var lease, turnTimeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "chat PROFILE [--session ID]",
+		Short: "Hold a multi-turn conversation with an agent profile, every turn recorded",
+		Long: `Hold a conversation with the profile in PROFILE: each line read from stdin
+is a user turn (on a terminal, after a "you>" prompt), answered in one
+environment of the provider, created once and destroyed when the session ends.
+Ctrl-D (end of input) ends the session; Ctrl-C cancels the answer being
+written (the run is recorded cancelled) and, at the prompt, ends the session.
+
+Every answer is a run in the run store (kind "chat", agentrt runs show ID),
+with its events and cost ledger, named <turn id>.a<attempt>. Every turn is
+also recorded in a conversation journal under the session id, with
+deterministic turn ids (<session>.t<index>.user, <session>.t<index>.assistant)
+and, on each answer, the provider's native session id when the provider
+reported one: by default the file <store>.conversations.jsonl next to a
+SQLite store, or the same PostgreSQL database (--journal FILE chooses a file).
+
+--session ID continues a recorded session, in a new environment: a user turn
+whose answer was never recorded (the last process ended mid-turn) is answered
+first, then new lines are read. A provider that continues sessions natively
+is sent only the new turn while its environment lives; otherwise — and for
+the first answer after --session, since a new environment remembers nothing
+— the earlier turns are re-sent as context. stderr says which happened.
+
+The answer streams to stdout as it arrives, progress to stderr. --json prints
+one JSON object per answer on stdout (NDJSON): session, turn, turnId, runId,
+attempt, continuation, status, text, usage (unknown is null), servedModel,
+environmentId, nativeSessionId, recorded. Providers and their flags are those
+of agentrt run.
+
+Exit status: 0 when input ended with every turn answered, 1 when a turn
+was left unanswered (continue it with --session), 2 for usage errors.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			if args[0] == "-" {
+				return usage("chat reads its turns from stdin; give PROFILE as a file, not -")
+			}
+			p, err := loadProfile(stdio, args[0], asJSON)
+			if err != nil {
+				return err
+			}
+			provider, err := open(providerName, scriptPath, baseURL, openaiAPI)
+			if err != nil {
+				return err
+			}
+			s, err := sf.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			j, where, err := openChatJournal(ctx, &sf, journalPath)
+			if err != nil {
+				return err
+			}
+			defer j.Close()
+			c := &chat{stdio: stdio, profile: p, label: args[0], store: s, journal: j, journalWhere: where,
+				storeWhere: sf.describe(), asJSON: asJSON, quiet: quiet, stage: stage, lease: lease,
+				turnTimeout: turnTimeout, now: time.Now}
+			if err := c.open(ctx, sessionID); err != nil {
+				return err
+			}
+			caps, err := provider.Capabilities(ctx)
+			if err != nil {
+				return &exitError{code: ExitFailed, err: fmt.Errorf("reading the capabilities of provider %s: %w", provider.Name(), err)}
+			}
+			c.kept = kernel.KeepEnvironment(provider)
+			c.native = caps.Sessions.Continue
+			if c.native {
+				// The provider continues a session it is named: every turn
+				// names this one, so the kept environment's session holds
+				// the conversation.
+				c.kept.SetSessionID(c.id)
+			}
+			defer c.close(ctx)
+			return c.loop(ctx)
+		},
+	}
+	sf.register(cmd)
+	cmd.Flags().StringVar(&sessionID, "session", "", "continue the recorded session ID (default: start a new one)")
+	cmd.Flags().StringVar(&journalPath, "journal", "", "conversation journal file (default: next to the run store, or in its PostgreSQL database)")
+	cmd.Flags().StringVar(&providerName, "provider", "scripted", "provider to run on (scripted, openai, anthropic, claude-code, codex, opencode, remote)")
+	cmd.Flags().StringVar(&baseURL, "base-url", "", "the model endpoint of the openai, anthropic, claude-code, codex or opencode provider (default: the vendor's), or the agentrt serve address of the remote provider")
+	cmd.Flags().StringVar(&openaiAPI, "openai-api", "", "the wire protocol of the openai provider: chat-completions or responses (default chat-completions)")
+	cmd.Flags().StringVar(&scriptPath, "script", "", "script for the scripted provider (default: answer every turn with a note)")
+	cmd.Flags().IntVar(&stage, "stage", 0, "seat stage to run (0 is the first)")
+	cmd.Flags().DurationVar(&lease, "lease", kernel.DefaultLeaseTTL, "how long an answer's run stays running if this process dies or stalls (at least 1s)")
+	cmd.Flags().DurationVar(&turnTimeout, "turn-timeout", 0, "give up on one answer after this long (its run is recorded as timed out)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per answer (NDJSON) instead of the text")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
+	return cmd
+}
+
+// chatJournal is a conversation journal this command opened.
+type chatJournal interface {
+	conversation.Journal
+	Close() error
+}
+
+// openChatJournal opens the conversation journal: --journal FILE, else
+// the PostgreSQL database of the run store, else a file next to the
+// SQLite store. It returns where it is, for people (without secrets).
+func openChatJournal(ctx context.Context, sf *storeFlags, path string) (chatJournal, string, error) {
+	if path == "" && sf.url() != "" {
+		j, err := conversation.OpenPostgres(ctx, sf.url(), conversation.SQLOptions{})
+		if err != nil {
+			return nil, "", &exitError{code: ExitFailed, err: fmt.Errorf("opening the conversation journal in %s: %w", redactURL(sf.url()), err)}
+		}
+		return j, redactURL(sf.url()), nil
+	}
+	if path == "" {
+		db := sf.path
+		if db == "" {
+			var err error
+			if db, err = sqlite.DefaultPath(); err != nil {
+				return nil, "", &exitError{code: ExitFailed, err: err}
+			}
+		}
+		path = db + ".conversations.jsonl"
+	}
+	j, err := conversation.OpenFile(ctx, path, conversation.FileOptions{CreateDir: true})
+	if err != nil {
+		return nil, "", &exitError{code: ExitFailed, err: fmt.Errorf("opening the conversation journal %s (another agentrt chat may hold it; --journal FILE chooses another): %w", path, err)}
+	}
+	return j, path, nil
+}
+
+// chat is one session of agentrt chat.
+type chat struct {
+	stdio                    IO
+	profile                  *profile.Profile
+	label                    string
+	store                    store.Store
+	journal                  conversation.Journal
+	journalWhere, storeWhere string
+	asJSON, quiet            bool
+	stage                    int
+	lease, turnTimeout       time.Duration
+	now                      func() time.Time
+
+	id    string
+	turns []conversation.Turn
+	kept  *kernel.KeptProvider
+	// native is set when the provider continues a session it is named.
+	native bool
+	// inContext is how many of turns the kept environment's provider
+	// session has seen: the earlier turns need re-sending when it has
+	// not seen them all.
+	inContext int
+}
+
+// open begins a new session or loads the recorded one named id.
+func (c *chat) open(ctx context.Context, id string) error {
+	if id == "" {
+		c.id = kernel.NewID("chat")
+		e, err := conversation.Resume(ctx, c.journal, c.id, c.now())
+		if err != nil {
+			return &exitError{code: ExitFailed, err: fmt.Errorf("beginning session %s in %s: %w", c.id, c.journalWhere, err)}
+		}
+		c.turns = e.Turns
+		return nil
+	}
+	e, err := c.journal.LoadRun(ctx, id)
+	if err != nil {
+		return &exitError{code: ExitFailed, err: fmt.Errorf("reading session %s from %s: %w", id, c.journalWhere, err)}
+	}
+	if e == nil {
+		return &exitError{code: ExitFailed, err: fmt.Errorf("no session %q is recorded in the conversation journal %s; leave out --session to start a new one (chat prints the id of the session it records), or point --journal/--db/--database at the store the session was recorded in", id, c.journalWhere)}
+	}
+	if e.Halt != nil {
+		return &exitError{code: ExitFailed, err: fmt.Errorf("session %q has ended (%s) and takes no more turns; start a new one by leaving out --session", id, e.Halt.Kind)}
+	}
+	c.id, c.turns = id, e.Turns
+	return nil
+}
+
+// close destroys the kept environment, within the cleanup timeout even
+// when ctx has ended.
+func (c *chat) close(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), kernel.DefaultCleanupTimeout)
+	defer cancel()
+	if err := c.kept.Close(cctx); err != nil {
+		c.say("warning: %v", err)
+	}
+}
+
+// say writes one progress line to stderr, unless quiet.
+func (c *chat) say(format string, args ...any) {
+	if !c.quiet {
+		fmt.Fprintf(c.stdio.Err, format+"\n", args...)
+	}
+}
+
+// pending is the recorded user turn whose answer was never recorded, if
+// any: a session continues at its first unrecorded turn (RES-04).
+func (c *chat) pending() (conversation.Turn, bool) {
+	if n := len(c.turns); n > 0 && c.turns[n-1].Speaker == speakerUser {
+		return c.turns[n-1], true
+	}
+	return conversation.Turn{}, false
+}
+
+// loop reads user turns until end of input and answers each.
+func (c *chat) loop(ctx context.Context) error {
+	tty, _ := terminal(c.stdio.Err)
+	if in, ok := c.stdio.In.(interface{ Fd() uintptr }); !ok || !term.IsTerminal(int(in.Fd())) {
+		tty = false
+	}
+	state := "new session"
+	if len(c.turns) > 0 {
+		state = fmt.Sprintf("continuing at turn %d", len(c.turns))
+	}
+	c.say("session %s (%s): %s with %s", c.id, state, c.label, c.kept.Name())
+	c.say("recording answers in %s and turns in %s; Ctrl-D ends, Ctrl-C cancels an answer", c.storeWhere, c.journalWhere)
+	if len(c.turns) > 0 {
+		// A new environment remembers nothing of the session.
+		why := "provider " + c.kept.Name() + " cannot continue a session natively"
+		if c.native {
+			why = "a new environment of provider " + c.kept.Name() + " holds none of the session"
+		}
+		c.say("continuation: %s; re-sending the %d recorded turns as context", why, len(c.turns))
+	} else if !c.native {
+		c.say("continuation: provider %s cannot continue a session natively; each turn re-sends the earlier ones as context", c.kept.Name())
+	}
+
+	// Ctrl-C cancels the answer being written; at the prompt it ends the
+	// session. The handler is this command's while it runs.
+	sigs := make(chan os.Signal, 1)
+	signal.Reset(os.Interrupt)
+	signal.Notify(sigs, os.Interrupt)
+	defer signal.Stop(sigs)
+
+	done := make(chan struct{})
+	defer close(done)
+	lines := readLines(c.stdio.In, done)
+	if t, ok := c.pending(); ok {
+		c.say("turn %d (%q) was never answered (the last process ended mid-turn); answering it now", t.Index, clip(t.Text, 60))
+		if !c.answer(ctx, sigs, t) {
+			return c.unanswered(t)
+		}
+	}
+	for {
+		if tty {
+			fmt.Fprint(c.stdio.Err, "you> ")
+		}
+		var line chatLine
+		select {
+		case <-ctx.Done():
+			return &exitError{code: ExitFailed, err: fmt.Errorf("session %s stopped: %w", c.id, context.Cause(ctx))}
+		case <-sigs:
+			if tty {
+				fmt.Fprintln(c.stdio.Err)
+			}
+			c.say("session %s ended; continue it with agentrt chat --session %s", c.id, c.id)
+			return nil
+		case line = <-lines:
+		}
+		if line.err != nil {
+			return &exitError{code: ExitFailed, err: fmt.Errorf("reading the next turn: %w", line.err)}
+		}
+		if line.eof {
+			if tty {
+				fmt.Fprintln(c.stdio.Err)
+			}
+			c.say("session %s ended; continue it with agentrt chat --session %s", c.id, c.id)
+			return nil
+		}
+		text := strings.TrimSpace(line.text)
+		if text == "" {
+			continue
+		}
+		t, err := c.record(ctx, speakerUser, text, "", nil, 1, c.now(), c.now())
+		if err != nil {
+			return err
+		}
+		if !c.answer(ctx, sigs, t) {
+			return c.unanswered(t)
+		}
+	}
+}
+
+// unanswered ends a session whose turn t went unanswered.
+func (c *chat) unanswered(t conversation.Turn) error {
+	return &exitError{code: ExitFailed, err: fmt.Errorf("turn %d was not answered; agentrt chat --session %s answers it again", t.Index, c.id)}
+}
+
+// record appends the session's next turn to the journal.
+func (c *chat) record(ctx context.Context, speaker, text, session string, u *conversation.Usage, attempts int, start, end time.Time) (conversation.Turn, error) {
+	i := len(c.turns)
+	t := conversation.Turn{Index: i, Speaker: speaker, TurnID: conversation.TurnID(c.id, i, speaker), SessionID: session,
+		Text: text, Usage: u, Attempts: attempts, StartedAt: start, EndedAt: end}
+	if err := c.journal.AppendTurn(ctx, c.id, t); err != nil {
+		return t, &exitError{code: ExitFailed, err: fmt.Errorf("recording turn %d of session %s in %s: %w", i, c.id, c.journalWhere, err)}
+	}
+	c.turns = append(c.turns, t)
+	return t, nil
+}
+
+// answer runs the answer to the user turn t as one recorded run in the
+// kept environment and records it; it reports whether it was.
+func (c *chat) answer(ctx context.Context, sigs <-chan os.Signal, t conversation.Turn) bool {
+	turnID := conversation.TurnID(c.id, t.Index+1, speakerAssistant)
+	attempt, runID, err := c.nextAttempt(ctx, turnID)
+	if err != nil {
+		c.say("turn %d: %v", t.Index+1, err)
+		return false
+	}
+	mode, task := c.prompt(t)
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if c.turnTimeout > 0 {
+		tctx, cancel = context.WithTimeout(tctx, c.turnTimeout)
+		defer cancel()
+	}
+	// Ctrl-C cancels this answer only.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-stop:
+		}
+	}()
+	live := liveOptions{Label: c.label + " with " + c.kept.Name(), Short: c.kept.Name()}
+	if !c.quiet {
+		live.Status = c.stdio.Err
+	}
+	if !c.asJSON {
+		live.Text = c.stdio.Out
+	}
+	start := c.now()
+	res, runErr := runLive(tctx, live, kernel.Request{Profile: c.profile, Task: task, Provider: c.kept, Store: c.store,
+		Check: expectCheck(""), Stage: c.stage, RunID: runID, Kind: kindChat, LeaseTTL: c.lease})
+	end := c.now()
+	native := c.kept.NativeSession()
+	nativeID := ""
+	if native != nil {
+		nativeID = native.NativeSessionID
+	}
+	recorded := false
+	if res != nil && res.Status == store.StatusCompleted {
+		session := nativeID
+		if session == "" && c.native {
+			session = c.id // the provider session this environment continued
+		}
+		if _, err := c.record(ctx, speakerAssistant, res.Text, session, journalUsage(res, end.Sub(start)), attempt, start, end); err != nil {
+			c.say("turn %d: %v", t.Index+1, err)
+		} else {
+			recorded = true
+			c.inContext = len(c.turns)
+		}
+	}
+	if c.asJSON {
+		writeNDJSON(c.stdio.Out, c.turnValue(t.Index+1, turnID, runID, attempt, mode, res, nativeID, recorded))
+	}
+	switch {
+	case res == nil:
+		c.say("turn %d: not run: %v", t.Index+1, runErr)
+	case !recorded:
+		why := string(res.Status)
+		if res.Reason != "" {
+			why += " (" + res.Reason + "): " + res.Detail
+		}
+		c.say("turn %d: run %s %s; the answer is not recorded", t.Index+1, res.RunID, why)
+	default:
+		c.say("turn %d: run %s completed · usage input %s, output %s, cost %s", t.Index+1, res.RunID,
+			res.Usage.InputTokens, res.Usage.OutputTokens, usd(res.Usage.CostUSD))
+	}
+	return recorded
+}
+
+// nextAttempt finds the first attempt number of turnID with no run in
+// the store: an attempt cut off by a dead process keeps its run.
+func (c *chat) nextAttempt(ctx context.Context, turnID string) (int, string, error) {
+	for a := 1; a <= maxAttempts; a++ {
+		id := fmt.Sprintf("%s.a%d", turnID, a)
+		_, err := c.store.GetRun(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return a, id, nil
+		}
+		if err != nil {
+			return 0, "", fmt.Errorf("looking up run %s in %s: %w", id, c.storeWhere, err)
+		}
+	}
+	return 0, "", fmt.Errorf("turn %s already has %d recorded attempts; start a new session", turnID, maxAttempts)
+}
+
+// prompt is the turn's task for the provider and how it carries the
+// earlier turns: only the new turn when the kept environment's session
+// has seen them all and continues natively, else the whole transcript.
+func (c *chat) prompt(t conversation.Turn) (string, string) {
+	earlier := c.turns[:t.Index]
+	switch {
+	case len(earlier) == 0:
+		return continuationFirst, t.Text
+	case c.native && c.inContext == t.Index:
+		return continuationNative, t.Text
+	}
+	var b strings.Builder
+	b.WriteString("The conversation so far:\n\n")
+	for _, e := range earlier {
+		fmt.Fprintf(&b, "%s: %s\n\n", e.Speaker, e.Text)
+	}
+	b.WriteString("Continue it. The user now says:\n")
+	b.WriteString(t.Text)
+	return continuationResent, b.String()
+}
+
+// journalUsage is a completed answer's usage as the journal keeps it:
+// unknown channels stay nil, never 0.
+func journalUsage(r *kernel.Result, latency time.Duration) *conversation.Usage {
+	known := func(a ledger.Amount[int64]) *int64 {
+		if !a.Known() {
+			return nil
+		}
+		v := a.Value
+		return &v
+	}
+	u := &conversation.Usage{TokensIn: known(r.Usage.InputTokens), TokensOut: known(r.Usage.OutputTokens), Model: r.Served.Model}
+	if r.Usage.CostUSD.Known() {
+		v := r.Usage.CostUSD.Value
+		u.CostUSD = &v
+	}
+	ms := float64(latency.Milliseconds())
+	u.LatencyMS = &ms
+	return u
+}
+
+// turnValue is one answer as --json prints it.
+func (c *chat) turnValue(index int, turnID, runID string, attempt int, mode string, r *kernel.Result, nativeID string, recorded bool) canonjson.Value {
+	m := []canonjson.Member{
+		{Name: "session", Value: canonjson.StringValue(c.id)},
+		{Name: "turn", Value: canonjson.NumberValue(float64(index))},
+		{Name: "turnId", Value: canonjson.StringValue(turnID)},
+		{Name: "runId", Value: canonjson.StringValue(runID)},
+		{Name: "attempt", Value: canonjson.NumberValue(float64(attempt))},
+		{Name: "continuation", Value: canonjson.StringValue(mode)},
+	}
+	if r == nil {
+		m = append(m, canonjson.Member{Name: "status", Value: canonjson.NullValue()})
+	} else {
+		m = append(m,
+			canonjson.Member{Name: "status", Value: canonjson.StringValue(string(r.Status))},
+			canonjson.Member{Name: "text", Value: canonjson.StringValue(r.Text)},
+			canonjson.Member{Name: "usage", Value: kernel.UsageValue(r.Usage)},
+			canonjson.Member{Name: "servedModel", Value: nullableString(r.Served.Model)},
+			canonjson.Member{Name: "environmentId", Value: nullableString(r.EnvironmentID)})
+		if r.Reason != "" {
+			m = append(m, canonjson.Member{Name: "reason", Value: canonjson.StringValue(r.Reason)},
+				canonjson.Member{Name: "detail", Value: canonjson.StringValue(r.Detail)})
+		}
+	}
+	m = append(m,
+		canonjson.Member{Name: "nativeSessionId", Value: nullableString(nativeID)},
+		canonjson.Member{Name: "recorded", Value: canonjson.BoolValue(recorded)})
+	return canonjson.ObjectValue(m)
+}
+
+// writeNDJSON prints v as one line of JSON.
+func writeNDJSON(w io.Writer, v canonjson.Value) {
+	b := canonjson.Marshal(v)
+	b = append(b, '\n')
+	w.Write(b)
+}
+
+// chatLine is one line of input, or its end.
+type chatLine struct {
+	text string
+	eof  bool
+	err  error
+}
+
+// readLines reads r line by line in the background, so that a turn can
+// be cancelled while input waits; the channel ends with eof or err. It
+// stops sending once done is closed (a read in progress still ends only
+// with its input).
+func readLines(r io.Reader, done <-chan struct{}) <-chan chatLine {
+	ch := make(chan chatLine)
+	go func() {
+		send := func(l chatLine) bool {
+			select {
+			case ch <- l:
+				return true
+			case <-done:
+				return false
+			}
+		}
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 0, 64<<10), maxChatLine)
+		for sc.Scan() {
+			if !send(chatLine{text: sc.Text()}) {
+				return
+			}
+		}
+		if err := sc.Err(); err != nil {
+			send(chatLine{err: err})
+			return
+		}
+		send(chatLine{eof: true})
+	}()
+	return ch
+}
