@@ -63,6 +63,9 @@ is a user turn (on a terminal, after a "you>" prompt), answered in one
 environment of the provider, created once and destroyed when the session ends.
 Ctrl-D (end of input) ends the session; Ctrl-C cancels the answer being
 written (the run is recorded cancelled) and, at the prompt, ends the session.
+A turn whose answer failed or was cancelled must be answered before the next:
+on a terminal an empty line tries it again; otherwise the session ends, and
+--session answers it later.
 
 Every answer is a run in the run store (kind "chat", agentrt runs show ID),
 with its events and cost ledger, named <turn id>.a<attempt>. Every turn is
@@ -290,10 +293,36 @@ func (c *chat) loop(ctx context.Context) error {
 	done := make(chan struct{})
 	defer close(done)
 	lines := readLines(c.stdio.In, done)
+	// unanswered is the user turn whose answer failed or was cancelled:
+	// the journal takes no new turn before it is answered. On a terminal
+	// an empty line tries it again; otherwise the session ends.
+	var unanswered *conversation.Turn
+	try := func(t conversation.Turn) error {
+		if c.answer(ctx, sigs, t) {
+			unanswered = nil
+			return nil
+		}
+		if !tty {
+			return c.unanswered(t)
+		}
+		unanswered = &t
+		c.say("turn %d is not answered: press Enter to try it again, or Ctrl-D to end (agentrt chat --session %s answers it later)", t.Index, c.id)
+		return nil
+	}
+	ended := func() error {
+		if tty {
+			fmt.Fprintln(c.stdio.Err)
+		}
+		if unanswered != nil {
+			return c.unanswered(*unanswered)
+		}
+		c.say("session %s ended; continue it with agentrt chat --session %s", c.id, c.id)
+		return nil
+	}
 	if t, ok := c.pending(); ok {
 		c.say("turn %d (%q) was never answered (the last process ended mid-turn); answering it now", t.Index, clip(t.Text, 60))
-		if !c.answer(ctx, sigs, t) {
-			return c.unanswered(t)
+		if err := try(t); err != nil {
+			return err
 		}
 	}
 	for {
@@ -303,35 +332,36 @@ func (c *chat) loop(ctx context.Context) error {
 		var line chatLine
 		select {
 		case <-ctx.Done():
-			return &exitError{code: ExitFailed, err: fmt.Errorf("session %s stopped: %w", c.id, context.Cause(ctx))}
+			return &exitError{code: ExitFailed, err: fmt.Errorf("session %s stopped: %w; agentrt chat --session %s continues it", c.id, context.Cause(ctx), c.id)}
 		case <-sigs:
-			if tty {
-				fmt.Fprintln(c.stdio.Err)
-			}
-			c.say("session %s ended; continue it with agentrt chat --session %s", c.id, c.id)
-			return nil
+			return ended()
 		case line = <-lines:
 		}
 		if line.err != nil {
-			return &exitError{code: ExitFailed, err: fmt.Errorf("reading the next turn: %w", line.err)}
+			return &exitError{code: ExitFailed, err: fmt.Errorf("reading the next turn: %w; agentrt chat --session %s continues the session", line.err, c.id)}
 		}
 		if line.eof {
-			if tty {
-				fmt.Fprintln(c.stdio.Err)
-			}
-			c.say("session %s ended; continue it with agentrt chat --session %s", c.id, c.id)
-			return nil
+			return ended()
 		}
 		text := strings.TrimSpace(line.text)
-		if text == "" {
+		switch {
+		case unanswered != nil && text != "":
+			c.say("turn %d is still not answered: press Enter to try it again, or Ctrl-D to end", unanswered.Index)
+			continue
+		case unanswered != nil:
+			if err := try(*unanswered); err != nil {
+				return err
+			}
+			continue
+		case text == "":
 			continue
 		}
 		t, err := c.record(ctx, speakerUser, text, "", nil, 1, c.now(), c.now())
 		if err != nil {
 			return err
 		}
-		if !c.answer(ctx, sigs, t) {
-			return c.unanswered(t)
+		if err := try(t); err != nil {
+			return err
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -478,5 +479,84 @@ func TestChatInterruptCancelsTheTurn(t *testing.T) {
 	}
 	if !strings.Contains(child.stderr.String(), "--session") {
 		t.Errorf("stderr does not say how to answer the turn again:\n%s", child.stderr.String())
+	}
+}
+
+// Issue 15 item 3: on a terminal, a cancelled answer leaves its turn
+// waiting: a new message is refused (the journal takes no turn before
+// it), an empty line answers the turn again as a second attempt, and
+// Ctrl-D ends the session with every turn answered.
+func TestChatRetriesOnTerminal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a child process on a pseudo-terminal")
+	}
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	defer ptmx.Close()
+	dir := t.TempDir()
+	db := filepath.Join(dir, "runs.db")
+	script := writeFile(t, "slow-once.json", `{"turns":[
+ {"steps":[{"text":"thinking"},{"delayMs":60000},{"text":" never said"}]},
+ {"repeat":true,"steps":[{"text":"echo: {{prompt}}"}]}]}`)
+	p := &chatProcess{lines: make(chan string, 16), stderr: &syncBuffer{}}
+	var stdout io.ReadCloser
+	p.cmd = startChild(t, func(cmd *exec.Cmd) {
+		cmd.Stdin, cmd.Stderr = tty, tty
+		if stdout, err = cmd.StdoutPipe(); err != nil {
+			t.Fatal(err)
+		}
+	}, "chat", "--json", "--db", db, "--script", script, noteWriter)
+	tty.Close()
+	go func() {
+		defer close(p.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+	}()
+	var screen syncBuffer
+	go func() {
+		for c := range readChunks(ptmx) {
+			screen.Write([]byte(c))
+		}
+	}()
+	p.stderr = &screen
+	awaitScreen := func(text string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(screen.String(), text) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the terminal never showed %q:\n%q", text, screen.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	awaitScreen("you> ")
+	io.WriteString(ptmx, "one\n")
+	awaitScreen("first token after")
+	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if l := p.next(t); member(l, "status").Str() != "cancelled" || member(l, "recorded").Bool() {
+		t.Fatalf("interrupted answer: %s", canonjson.Marshal(l))
+	}
+	awaitScreen("press Enter to try it again")
+	io.WriteString(ptmx, "something else\n")
+	awaitScreen("still not answered")
+	io.WriteString(ptmx, "\n")
+	l := p.next(t)
+	got := []string{member(l, "status").Str(), member(l, "text").Str(), string(canonjson.Marshal(member(l, "attempt"))), string(canonjson.Marshal(member(l, "recorded")))}
+	if diff := cmp.Diff([]string{"completed", "echo: one", "2", "true"}, got); diff != "" {
+		t.Errorf("retried answer (-want +got):\n%s", diff)
+	}
+	io.WriteString(ptmx, "\x04")
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v\nterminal:\n%q", err, screen.String())
+	}
+	id := member(l, "session").Str()
+	if e := loadSession(t, db+".conversations.jsonl", id); len(e.Turns) != 2 {
+		t.Errorf("journal: %+v, want the turn and its answer", shapes(e))
 	}
 }
