@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/internal/cli"
+	"github.com/agentrt/agentrt/internal/pgtest"
 	"github.com/agentrt/agentrt/journal/conversation"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/sqlite"
@@ -558,5 +559,38 @@ func TestChatRetriesOnTerminal(t *testing.T) {
 	id := member(l, "session").Str()
 	if e := loadSession(t, db+".conversations.jsonl", id); len(e.Turns) != 2 {
 		t.Errorf("journal: %+v, want the turn and its answer", shapes(e))
+	}
+}
+
+// Issue 15 item 3: with a PostgreSQL run store the conversation journal
+// is in the same database, so another process (another machine) sharing
+// it continues the session; the password never reaches the output.
+func TestChatOnPostgres(t *testing.T) {
+	db := pgtest.Schema(t)
+	script := writeFile(t, "echo.json", echo)
+	out, errOut, code := run(t, "one\n", "chat", "--json", "--database", db, "--script", script, noteWriter)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	id := member(decodeLines(t, out)[0], "session").Str()
+	out, errOut2, code := run(t, "two\n", "chat", "--json", "--database", db, "--script", script, "--session", id, noteWriter)
+	if code != 0 {
+		t.Fatalf("continuing: exit %d\n%s%s", code, out, errOut2)
+	}
+	if strings.Contains(out+errOut+errOut2, "agentrt:agentrt@") {
+		t.Errorf("the password reached the output:\n%s%s%s", out, errOut, errOut2)
+	}
+	ctx := context.Background()
+	j, err := conversation.OpenPostgres(ctx, db, conversation.SQLOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	e, err := j.LoadRun(ctx, id)
+	if err != nil || e == nil || len(e.Turns) != 4 {
+		t.Fatalf("session %s in PostgreSQL: %+v, %v", id, e, err)
+	}
+	if got := e.Turns[3].TurnID; got != id+".t3.assistant" {
+		t.Errorf("last turn id %q", got)
 	}
 }
