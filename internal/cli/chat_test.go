@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -592,5 +593,155 @@ func TestChatOnPostgres(t *testing.T) {
 	}
 	if got := e.Turns[3].TurnID; got != id+".t3.assistant" {
 		t.Errorf("last turn id %q", got)
+	}
+}
+
+// buildAgentrt builds the agentrt command itself (with its main's signal
+// handling), once per test.
+func buildAgentrt(t *testing.T) string {
+	t.Helper()
+	exe := filepath.Join(t.TempDir(), "agentrt")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", exe, "github.com/agentrt/agentrt/cmd/agentrt").CombinedOutput()
+	if err != nil {
+		t.Fatalf("building agentrt: %v\n%s", err, out)
+	}
+	return exe
+}
+
+// startBinary starts the built agentrt with piped stdin and stdout.
+func startBinary(t *testing.T, exe string, args ...string) *chatProcess {
+	t.Helper()
+	p := &chatProcess{lines: make(chan string, 16), stderr: &syncBuffer{}}
+	p.cmd = exec.Command(exe, args...)
+	var err error
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stderr = p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.cmd.Process.Kill(); p.cmd.Wait() })
+	go func() {
+		defer close(p.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+	}()
+	return p
+}
+
+// Issue 15 item 3 with the real agentrt binary: SIGINT (Ctrl-C) cancels
+// the answer being written — the process is not killed by it, even though
+// its main cancels its context on SIGINT — and a session killed with
+// SIGKILL mid-answer continues with --session at its unanswered turn.
+func TestChatBuiltBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds agentrt and runs it")
+	}
+	exe := buildAgentrt(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "runs.db")
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	// 1. On a terminal, Ctrl-C mid-answer cancels the answer and the
+	// session goes on: an empty line answers the turn again, Ctrl-D ends
+	// the session with exit 0.
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	defer ptmx.Close()
+	slowOnce := writeFile(t, "slow-once.json", `{"turns":[
+ {"steps":[{"text":"hmm"},{"delayMs":60000}]},
+ {"repeat":true,"steps":[{"text":"answer {{prompt}}"}]}]}`)
+	a := &chatProcess{lines: make(chan string, 16), stderr: &syncBuffer{}}
+	a.cmd = exec.Command(exe, "chat", "--json", "--db", db, "--script", slowOnce, noteWriter)
+	a.cmd.Stdin, a.cmd.Stderr = tty, tty
+	stdout, err := a.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.cmd.Process.Kill(); a.cmd.Wait() })
+	tty.Close()
+	go func() {
+		defer close(a.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			a.lines <- sc.Text()
+		}
+	}()
+	go func() {
+		for c := range readChunks(ptmx) {
+			a.stderr.Write([]byte(c))
+		}
+	}()
+	io.WriteString(ptmx, "one\n")
+	first, _ := awaitEvent(t, s, "hmm")
+	if err := a.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	l := a.next(t)
+	id := member(l, "session").Str()
+	if got := member(l, "status").Str(); got != "cancelled" {
+		t.Errorf("after SIGINT the answer is %q, want cancelled", got)
+	}
+	io.WriteString(ptmx, "\n")
+	if l := a.next(t); member(l, "runId").Str() != id+".t1.assistant.a2" || member(l, "status").Str() != "completed" {
+		t.Errorf("the answer tried again: %s\n%q", canonjson.Marshal(l), a.stderr.String())
+	}
+	io.WriteString(ptmx, "\x04")
+	if err := a.cmd.Wait(); err != nil {
+		t.Errorf("exit after Ctrl-D: %v, want 0 (SIGINT must not have ended the session)\n%q", err, a.stderr.String())
+	}
+	if r, err := s.GetRun(ctx, first); err != nil || r.Status != store.StatusCancelled {
+		t.Errorf("run %s: %v, %v; want cancelled", first, r.Status, err)
+	}
+
+	// 2. --session takes "two", whose answer is killed with SIGKILL.
+	slowTwo := writeFile(t, "slow-two.json", `{"turns":[{"match":"/two$/","steps":[{"text":"half"},{"delayMs":60000}]}]}`)
+	b := startBinary(t, exe, "chat", "--json", "--db", db, "--lease", "1s", "--script", slowTwo, "--session", id, noteWriter)
+	b.send(t, "two")
+	if killed, _ := awaitEvent(t, s, "half"); killed != id+".t3.assistant.a1" {
+		t.Fatalf("the slow answer is run %s", killed)
+	}
+	if err := b.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	b.cmd.Wait()
+
+	// 3. The next process answers "two" (attempt 2) and ends cleanly.
+	script := writeFile(t, "echo.json", echo)
+	out, errOut, code := run(t, "", "chat", "--json", "--db", db, "--script", script, "--session", id, noteWriter)
+	if code != 0 {
+		t.Fatalf("resuming: exit %d\n%s%s", code, out, errOut)
+	}
+	lines := decodeLines(t, out)
+	if len(lines) != 1 || member(lines[0], "runId").Str() != id+".t3.assistant.a2" {
+		t.Fatalf("resumed answers:\n%s", out)
+	}
+	e := loadSession(t, db+".conversations.jsonl", id)
+	var got []string
+	for _, tr := range e.Turns {
+		got = append(got, fmt.Sprintf("%s %d", tr.TurnID, tr.Attempts))
+	}
+	want := []string{id + ".t0.user 1", id + ".t1.assistant 2", id + ".t2.user 1", id + ".t3.assistant 2"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("journal (-want +got):\n%s", diff)
 	}
 }
