@@ -119,6 +119,9 @@ type Result struct {
 	// EffectiveDigest is the provider-facing projection's.
 	AuthoredDigest, EffectiveDigest string
 	EnvironmentID                   string
+	// NativeSessionID is the provider's own conversation id, when the
+	// run observed one (NSO-02); it is never on the run's public events.
+	NativeSessionID string
 	// Delivered is true only when the completion check passed.
 	Delivered bool
 	Verdict   *Verdict
@@ -355,6 +358,7 @@ func (x *execution) stream(ctx context.Context, env contract.Environment) {
 			return
 		}
 		if err := contract.CheckPublicEnvironmentEvent(e); err != nil {
+			x.observeNative(e)
 			continue // private (native session identity): never recorded publicly
 		}
 		// Events that arrive after a cancel are facts too: record them.

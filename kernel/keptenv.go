@@ -26,10 +26,8 @@ var ErrKeptProfileChanged = errors.New("kernel: the kept environment was created
 // Runs see the kept environment as replayed (this run provisioned
 // nothing), so no run destroys it; the keeper does, with Close, when the
 // conversation ends. The kept environment passes the provider session id
-// set with SetSessionID on every turn that names none, and remembers the
-// last native.session.observed observation its turns carried (NSO-01),
-// which runs never record publicly, so that the keeper can bind it to
-// each turn's record (NSO-02).
+// set with SetSessionID on every turn that names none; each run records
+// the native session its turn observed (Result.NativeSessionID, NSO-02).
 //
 // A KeptProvider is safe for concurrent use, but its turns are meant to
 // run one at a time, as a conversation's do.
@@ -40,7 +38,6 @@ type KeptProvider struct {
 	env       contract.Environment
 	digest    string
 	sessionID string
-	native    *contract.NativeSessionObserved
 	closed    bool
 }
 
@@ -93,18 +90,6 @@ func (k *KeptProvider) SetSessionID(id string) {
 	k.mu.Unlock()
 }
 
-// NativeSession returns the last native session observation a turn
-// carried, or nil when none did.
-func (k *KeptProvider) NativeSession() *contract.NativeSessionObserved {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.native == nil {
-		return nil
-	}
-	n := *k.native
-	return &n
-}
-
 // EnvironmentID is the kept environment's id, "" before it is created.
 func (k *KeptProvider) EnvironmentID() string {
 	k.mu.Lock()
@@ -146,7 +131,7 @@ func (e *keptEnvironment) Creation() contract.Creation { return contract.Creatio
 func (e *keptEnvironment) Destroy(context.Context) error { return nil }
 
 // Stream runs the turn in the kept environment, naming the keeper's
-// session id, and remembers a native session observation.
+// session id.
 func (e *keptEnvironment) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
 	turn := contract.TurnInput{}
 	if in != nil {
@@ -158,36 +143,5 @@ func (e *keptEnvironment) Stream(ctx context.Context, in *contract.TurnInput) it
 		turn.SessionID = &id
 	}
 	e.k.mu.Unlock()
-	return func(yield func(contract.EnvironmentEvent, error) bool) {
-		for ev, err := range e.Environment.Stream(ctx, &turn) {
-			if err == nil {
-				e.observe(ev)
-			}
-			if !yield(ev, err) {
-				return
-			}
-		}
-	}
-}
-
-// observe keeps a valid native session observation.
-func (e *keptEnvironment) observe(ev contract.EnvironmentEvent) {
-	if !contract.IsPrivateEnvironmentEvent(ev) {
-		return
-	}
-	var obs *contract.NativeSessionObserved
-	if n := ev.Normalized; n != nil && n.NativeSessionObserved != nil {
-		obs = n.NativeSessionObserved
-	} else {
-		provider, id := ev.Data["provider"], ev.Data["nativeSessionId"]
-		obs, _ = contract.NewNativeSessionObserved(provider.Str(), id.Str())
-	}
-	if obs == nil {
-		return
-	}
-	if checked, err := contract.NewNativeSessionObserved(obs.Provider, obs.NativeSessionID); err == nil {
-		e.k.mu.Lock()
-		e.k.native = checked
-		e.k.mu.Unlock()
-	}
+	return e.Environment.Stream(ctx, &turn)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,9 +57,9 @@ func (e nativeEnv) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2
 
 // A conversation's turns run through Execute in one kept environment:
 // one create, every turn recorded as its own run naming that environment,
-// no run destroying it, the keeper destroying it once at the end; the
-// native session observation, which runs keep private, reaches the keeper
-// (NSO-01, NSO-02, ENV-06).
+// no run destroying it, the keeper destroying it once at the end; each
+// run's record names the native session its turn observed, which is never
+// among its events (NSO-02, NSO-03, ENV-06).
 func TestKeptEnvironmentAcrossTurns(t *testing.T) {
 	ctx := context.Background()
 	sp := scripted.New(mustScript(t, `{"turns":[{"repeat":true,"steps":[{"text":"re: {{prompt}}"}]}]}`), scripted.Options{})
@@ -65,17 +67,18 @@ func TestKeptEnvironmentAcrossTurns(t *testing.T) {
 	kept.SetSessionID("conv-1")
 	s := memory.New(time.Now)
 	p := mustProfile(t, noteWriter)
-	var envs, texts []string
+	var envs, texts, natives []string
 	for _, task := range []string{"one", "two", "three"} {
 		res, err := kernel.Execute(ctx, kernel.Request{Profile: p, Task: task, Provider: kept, Store: s, Check: nonEmpty})
 		if err != nil {
 			t.Fatalf("turn %q: %v", task, err)
 		}
 		envs, texts = append(envs, res.EnvironmentID), append(texts, res.Text)
-		r, err := s.GetRun(ctx, res.RunID)
-		if err != nil || r.Status != store.StatusCompleted {
-			t.Fatalf("turn %q recorded %v, %v", task, r.Status, err)
+		rr, err := kernel.ReadRun(ctx, s, res.RunID)
+		if err != nil || rr.Status != store.StatusCompleted || rr.Exact == nil {
+			t.Fatalf("turn %q recorded %+v, %v", task, rr, err)
 		}
+		natives = append(natives, res.NativeSessionID, rr.Exact.NativeSessionID)
 		if events, _ := s.Events(ctx, res.RunID, "", 100); hasType(events, contract.EventTypeNativeSessionObserved) {
 			t.Errorf("turn %q recorded the private native session event", task)
 		}
@@ -90,8 +93,8 @@ func TestKeptEnvironmentAcrossTurns(t *testing.T) {
 	if diff := cmp.Diff([]string{"re: one", "re: two", "re: three"}, texts); diff != "" {
 		t.Errorf("texts (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(&contract.NativeSessionObserved{Provider: "scripted", NativeSessionID: "native-1"}, kept.NativeSession()); diff != "" {
-		t.Errorf("native session (-want +got):\n%s", diff)
+	if diff := cmp.Diff(slices.Repeat([]string{"native-1"}, 6), natives); diff != "" {
+		t.Errorf("native session of each result and record (-want +got):\n%s", diff)
 	}
 	env, err := sp.Get(ctx, want)
 	if err != nil || env == nil {
@@ -140,4 +143,36 @@ func hasType(events []store.Event, typ string) bool {
 		}
 	}
 	return false
+}
+
+// NSO-01: only a well-formed observation binds a native session: a
+// padded, empty or over-long id, or a public event, is none.
+func TestNativeObservation(t *testing.T) {
+	obs := func(provider, id string) contract.EnvironmentEvent {
+		return contract.EnvironmentEvent{Type: contract.EventTypeNativeSessionObserved,
+			Data: map[string]canonjson.Value{"provider": canonjson.StringValue(provider), "nativeSessionId": canonjson.StringValue(id)}}
+	}
+	tests := []struct {
+		name string
+		e    contract.EnvironmentEvent
+		want string
+	}{
+		{"data", obs("claude-code", "s-1"), "s-1"},
+		{"padded", obs("claude-code", " s-1"), ""},
+		{"empty", obs("claude-code", ""), ""},
+		{"over-long", obs("claude-code", strings.Repeat("x", contract.MaxNativeSessionIDLength+1)), ""},
+		{"bad provider", obs("Claude", "s-1"), ""},
+		{"public event", contract.EnvironmentEvent{Type: "session.updated", Data: map[string]canonjson.Value{"nativeSessionId": canonjson.StringValue("s-1")}}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ""
+			if o := kernel.NativeObservation(tc.e); o != nil {
+				got = o.NativeSessionID
+			}
+			if got != tc.want {
+				t.Errorf("NativeObservation = %q, want %q", got, tc.want)
+			}
+		})
+	}
 }

@@ -30,6 +30,10 @@ type Record struct {
 	ServedModel            NullString `json:"servedModel"`
 	ServedProvider         NullString `json:"servedProvider"`
 	EnvironmentID          NullString `json:"environmentId"`
+	// NativeSessionID is the provider's own conversation id the run
+	// observed (native.session.observed), bound to this run (NSO-02);
+	// absent when none was observed.
+	NativeSessionID string `json:"nativeSessionId,omitzero"`
 	// Events is how many events the run had recorded when the document
 	// was last written.
 	Events int `json:"events"`
@@ -302,6 +306,7 @@ func (x *execution) typed() Record {
 		AuthoredProfileDigest: r.AuthoredDigest, EffectiveProfileDigest: NullString(r.EffectiveDigest),
 		RequestedModel: NullString(r.RequestedModel), ServedModel: NullString(r.Served.Model), ServedProvider: NullString(r.Served.Provider),
 		EnvironmentID: NullString(r.EnvironmentID), Events: r.Events,
+		NativeSessionID: r.NativeSessionID,
 	}
 	if r.Status.Terminal() {
 		text, delivered := r.Text, r.Delivered

@@ -420,10 +420,9 @@ func (c *chat) answer(ctx context.Context, sigs <-chan os.Signal, t conversation
 	res, runErr := runLive(tctx, live, kernel.Request{Profile: c.profile, Task: task, Provider: c.kept, Store: c.store,
 		Check: expectCheck(""), Stage: c.stage, RunID: runID, Kind: kindChat, LeaseTTL: c.lease})
 	end := c.now()
-	native := c.kept.NativeSession()
 	nativeID := ""
-	if native != nil {
-		nativeID = native.NativeSessionID
+	if res != nil {
+		nativeID = res.NativeSessionID // bound to the run's record too (NSO-02)
 	}
 	recorded := false
 	if res != nil && res.Status == store.StatusCompleted {

@@ -1,0 +1,36 @@
+package kernel
+
+import "github.com/agentrt/agentrt/contract"
+
+// observeNative binds a native session observation to the run (NSO-02):
+// the run record names the provider's own conversation id from then on,
+// so a process that dies still leaves it recorded. The event itself stays
+// private (NSO-03): it is never appended to the run's events.
+func (x *execution) observeNative(e contract.EnvironmentEvent) {
+	obs := NativeObservation(e)
+	if obs == nil || obs.NativeSessionID == x.res.NativeSessionID {
+		return
+	}
+	x.res.NativeSessionID = obs.NativeSessionID
+	if err := x.life.updateDoc(x.doc()); err != nil && x.life.leaseLost() == nil {
+		x.log.Warn("recording the native session", "run", x.req.RunID, "err", err)
+	}
+}
+
+// NativeObservation returns the valid native session observation an
+// environment event carries, in its normalized form or its data, or nil
+// when it carries none (a malformed one, NSO-01's strict shape, is none).
+func NativeObservation(e contract.EnvironmentEvent) *contract.NativeSessionObserved {
+	if !contract.IsPrivateEnvironmentEvent(e) {
+		return nil
+	}
+	provider, id := e.Data["provider"].Str(), e.Data["nativeSessionId"].Str()
+	if n := e.Normalized; n != nil && n.NativeSessionObserved != nil {
+		provider, id = n.NativeSessionObserved.Provider, n.NativeSessionObserved.NativeSessionID
+	}
+	obs, err := contract.NewNativeSessionObserved(provider, id)
+	if err != nil {
+		return nil
+	}
+	return obs
+}
