@@ -6,9 +6,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,9 +21,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/internal/cli"
 	"github.com/agentrt/agentrt/internal/pgtest"
 	"github.com/agentrt/agentrt/journal/conversation"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/sqlite"
 )
@@ -743,5 +748,83 @@ func TestChatBuiltBinary(t *testing.T) {
 	want := []string{id + ".t0.user 1", id + ".t1.assistant 2", id + ".t2.user 1", id + ".t3.assistant 2"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("journal (-want +got):\n%s", diff)
+	}
+}
+
+// nativeProvider reports, at the start of every turn, the native session
+// of its environment, as the CLI bridges do once their harness names it.
+type nativeProvider struct{ contract.Provider }
+
+func (p nativeProvider) Create(ctx context.Context, in *contract.CreateInput) (contract.Environment, error) {
+	env, err := p.Provider.Create(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return nativeEnv{env}, nil
+}
+
+type nativeEnv struct{ contract.Environment }
+
+func (e nativeEnv) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
+	return func(yield func(contract.EnvironmentEvent, error) bool) {
+		id := "native-" + e.ID()
+		ev := contract.EnvironmentEvent{Type: contract.EventTypeNativeSessionObserved, Data: map[string]canonjson.Value{
+			"provider": canonjson.StringValue("scripted"), "nativeSessionId": canonjson.StringValue(id)}}
+		if !yield(ev, nil) {
+			return
+		}
+		for ev, err := range e.Environment.Stream(ctx, in) {
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
+}
+
+// Issue 15 item 3 (NSO-02, NSO-03): the native session a provider reports
+// is bound to every answer — its run record, its journal turn, its --json
+// line — and never appears among the run's events.
+func TestChatBindsTheNativeSession(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "runs.db")
+	open := func(string, string, string, string) (contract.Provider, error) {
+		return nativeProvider{scripted.New(scripted.DefaultScript(), scripted.Options{})}, nil
+	}
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	code := cli.MainWith(ctx, []string{"chat", "--json", "--db", db, noteWriter}, cli.IO{In: strings.NewReader("one\ntwo\n"), Out: &out, Err: &errb}, open)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	lines := decodeLines(t, out.String())
+	if len(lines) != 2 {
+		t.Fatalf("%d answers, want 2", len(lines))
+	}
+	native := "native-" + member(lines[0], "environmentId").Str()
+	s, err := sqlite.Open(ctx, db, sqlite.Options{MustExist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var got []string
+	for _, l := range lines {
+		got = append(got, member(l, "nativeSessionId").Str())
+		rr, err := kernel.ReadRun(ctx, s, member(l, "runId").Str())
+		if err != nil || rr.Exact == nil {
+			t.Fatalf("run %s: %v", member(l, "runId").Str(), err)
+		}
+		got = append(got, rr.Exact.NativeSessionID)
+		events, err := s.Events(ctx, rr.Run.ID, "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hasText(events, native) {
+			t.Errorf("run %s recorded the private native session event", rr.Run.ID)
+		}
+	}
+	e := loadSession(t, db+".conversations.jsonl", member(lines[0], "session").Str())
+	got = append(got, e.Turns[1].SessionID, e.Turns[3].SessionID)
+	if diff := cmp.Diff(slices.Repeat([]string{native}, 6), got); diff != "" {
+		t.Errorf("native session of the lines, records and journal turns (-want +got):\n%s", diff)
 	}
 }
