@@ -317,7 +317,11 @@ func (x *execution) run(ctx context.Context) {
 	}
 	ctx = x.obs.turnStarted(ctx, TurnStart{RunID: x.req.RunID, EnvironmentID: x.res.EnvironmentID, Provider: x.req.Provider.Name(), RequestedModel: x.res.RequestedModel})
 	x.stream(ctx, env)
-	x.obs.turnEnded(ctx, TurnEnd{RunID: x.req.RunID, Terminal: x.terminal, StopReason: x.stopReason, Served: x.res.Served})
+	usage := x.turn.Total()
+	if !x.ended {
+		usage = usage.Floor()
+	}
+	x.obs.turnEnded(ctx, TurnEnd{RunID: x.req.RunID, Terminal: x.terminal, StopReason: x.stopReason, Served: x.res.Served, Usage: usage})
 }
 
 // prepare checks, before any spend, that the provider can honor the

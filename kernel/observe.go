@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
 )
 
@@ -71,6 +72,9 @@ type TurnEnd struct {
 	StopReason string
 	// Served is the identity the platform reported serving so far.
 	Served ServedIdentity
+	// Usage is what the turn reported: unknown channels stay unknown, and
+	// a turn that did not run to its end reports a floor.
+	Usage ledger.Usage
 }
 
 // observing calls an Observer with its errors and panics contained.
