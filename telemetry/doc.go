@@ -1,0 +1,25 @@
+// Package telemetry turns agentrt runs into OpenTelemetry traces with the
+// current GenAI semantic conventions (spec runtime §10; checklist OS-05,
+// OS-06).
+//
+// A Tracing owns one tracer provider and its exporter. Its Observer is a
+// kernel.Observer for one run (kernel.Request.Observer): the run becomes
+// an invoke_agent span whose trace id is derived from the run id
+// (TraceID), so a resumed run rejoins its trace; its turn a
+// gen_ai.client.inference child; each tool call the turn reports an
+// agent.tool_call child of the turn. Usage is exported only when it is
+// known exactly: unknown or partial usage is omitted and marked
+// tangle.tokens_known=false / tangle.cost_known=false, never exported as
+// 0. The deprecated gen_ai.system and prompt/completion token keys are
+// never written, and neither are prompts, texts, tool arguments, tool
+// output or error details: a span may travel to a third party.
+//
+// FromEnv configures an OTLP/HTTP exporter from the standard
+// OTEL_EXPORTER_OTLP_* variables and is off (nil) when no endpoint is
+// set. Flush and Shutdown report what became of the spans: delivered,
+// undelivered (an export failed, the collector rejected part of a batch,
+// or a span was invalid and never sent) and dropped (the queue was full).
+//
+// The package must not change what a run does: every failure here is
+// logged and contained.
+package telemetry
