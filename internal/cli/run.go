@@ -56,6 +56,11 @@ ANTHROPIC_API_KEY (claude-code) or OPENAI_API_KEY (codex, opencode).
 its bearer token in AGENTRT_SERVE_TOKEN.
 Unknown usage is printed as unknown, never as 0.
 
+With OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) set,
+the run is traced over OTLP/HTTP with the OpenTelemetry GenAI conventions
+(headers from OTEL_EXPORTER_OTLP_HEADERS); its trace id is derived from the
+run id. Without one, nothing is traced.
+
 While the run goes, the model's text streams to stdout as it arrives and
 what the run waits for (the first token, a retry of a refused model
 request with its delay, tool calls, the model, an answer) shows on stderr:
@@ -105,6 +110,8 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 			if rf.retain {
 				return runRetained(ctx, stdio, rf, provider, s, p, task, asJSON)
 			}
+			tracing := startTracing(ctx, stdio)
+			defer stopTracing(ctx, stdio, tracing)
 			live := liveOptions{Label: args[0] + " with " + provider.Name(), Short: provider.Name()}
 			if !quiet {
 				live.Status = stdio.Err
@@ -113,7 +120,7 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 				}
 			}
 			res, runErr := runLive(ctx, live, kernel.Request{Profile: p, Task: task, Provider: provider, Store: s,
-				Check: expectCheck(expect), Stage: stage, LeaseTTL: lease})
+				Check: expectCheck(expect), Stage: stage, LeaseTTL: lease, Observer: tracing.Observer()})
 			if errors.Is(runErr, kernel.ErrInvalidOptions) {
 				return usage("%v", runErr)
 			}
