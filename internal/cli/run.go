@@ -56,11 +56,6 @@ ANTHROPIC_API_KEY (claude-code) or OPENAI_API_KEY (codex, opencode).
 its bearer token in AGENTRT_SERVE_TOKEN.
 Unknown usage is printed as unknown, never as 0.
 
-With OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) set,
-the run is traced over OTLP/HTTP with the OpenTelemetry GenAI conventions
-(headers from OTEL_EXPORTER_OTLP_HEADERS); its trace id is derived from the
-run id. Without one, nothing is traced.
-
 While the run goes, the model's text streams to stdout as it arrives and
 what the run waits for (the first token, a retry of a refused model
 request with its delay, tool calls, the model, an answer) shows on stderr:
@@ -78,6 +73,11 @@ RUN re-attaches to it from any process that shares the store and reaches the
 provider, and agentrt runs recover RUN recovers it after this process died. A
 run that must outlive this process needs a provider outside it (--provider
 remote); the scripted provider lives in this process and ends with it.
+
+With OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) set,
+a run (not --retain) is traced over OTLP/HTTP with the OpenTelemetry GenAI
+conventions (headers from OTEL_EXPORTER_OTLP_HEADERS); its trace id is derived
+from the run id. Without one, nothing is traced.
 
 Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 		Args: cobra.ExactArgs(1),
