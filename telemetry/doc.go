@@ -14,9 +14,15 @@
 // never written, and neither are prompts, texts, tool arguments, tool
 // output or error details: a span may travel to a third party.
 //
+// Given a metric.MeterProvider (Options.MeterProvider), a Tracing also
+// counts ended runs (MetricRuns, with whether their tokens and cost were
+// known), records each turn's latency (MetricTurnDuration) and, only when
+// they are known exactly, its tokens (MetricTokenUsage) and the run's cost
+// (MetricCost).
+//
 // FromEnv configures an OTLP/HTTP exporter from the standard
-// OTEL_EXPORTER_OTLP_* variables and is off (nil) when no endpoint is
-// set. Flush and Shutdown report what became of the spans: delivered,
+// OTEL_EXPORTER_OTLP_* variables (metrics too, to the same collector)
+// and is off (nil) when no endpoint is set. Flush and Shutdown report what became of the spans: delivered,
 // undelivered (an export failed, the collector rejected part of a batch,
 // or a span was invalid and never sent) and dropped (the queue was full).
 //

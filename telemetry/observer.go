@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -79,6 +80,11 @@ type runObserver struct {
 	tools        map[string]trace.Span
 	toolOrder    []string
 	conversation attribute.KeyValue
+	// kind is the run's kind; turnStart and requested are when the turn
+	// started and the model it requested (for the metrics).
+	kind      string
+	turnStart time.Time
+	requested string
 }
 
 var _ kernel.Observer = (*runObserver)(nil)
@@ -86,7 +92,7 @@ var _ kernel.Observer = (*runObserver)(nil)
 // RunStarted starts the run's span as the root of the run's own trace
 // (TraceID); a span the caller's context carries is linked, not parent.
 func (o *runObserver) RunStarted(ctx context.Context, s kernel.RunStart) (context.Context, error) {
-	o.runID = s.RunID
+	o.runID, o.kind = s.RunID, s.Kind
 	o.conversation = attribute.String(KeyConversation, s.RunID)
 	name, attrs := SpanRunPrefix, []attribute.KeyValue{
 		attribute.String(KeyOperation, OpInvokeAgent), o.conversation,
@@ -107,6 +113,7 @@ func (o *runObserver) RunStarted(ctx context.Context, s kernel.RunStart) (contex
 // TurnStarted starts the turn's gen_ai.client.inference span under the
 // run's; the context it returns carries it to the provider.
 func (o *runObserver) TurnStarted(ctx context.Context, s kernel.TurnStart) (context.Context, error) {
+	o.turnStart, o.requested = time.Now(), s.RequestedModel
 	attrs := []attribute.KeyValue{attribute.String(KeyOperation, OpChat), o.conversation, attribute.String(KeyRunID, s.RunID)}
 	if s.RequestedModel != "" {
 		attrs = append(attrs, attribute.String(KeyRequestModel, s.RequestedModel))
@@ -178,6 +185,7 @@ func (o *runObserver) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
 		return nil
 	}
 	o.endTools()
+	o.t.metrics.turn(ctx, time.Since(o.turnStart), o.requested, t.Served.Model, t.Usage)
 	attrs := usageAttrs(t.Usage)
 	if t.Served.Model != "" {
 		attrs = append(attrs, attribute.String(KeyResponseModel, t.Served.Model))
@@ -212,6 +220,7 @@ func (o *runObserver) RunEnded(ctx context.Context, r kernel.Result) error {
 	if o.run == nil {
 		return nil
 	}
+	o.t.metrics.run(ctx, o.kind, r)
 	o.endTools()
 	if o.turn != nil {
 		o.turn.SetStatus(codes.Error, "the run ended during the turn")

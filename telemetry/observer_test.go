@@ -36,8 +36,16 @@ func traced(t *testing.T, script, runID string) map[string]tracetest.SpanStub {
 
 func tracedSpans(t *testing.T, script, runID string) tracetest.SpanStubs {
 	t.Helper()
+	return tracedWith(t, script, runID, telemetry.Options{})
+}
+
+// tracedWith runs one scripted turn under a Tracing with o and an
+// in-memory exporter and returns its spans.
+func tracedWith(t *testing.T, script, runID string, o telemetry.Options) tracetest.SpanStubs {
+	t.Helper()
 	mem := tracetest.NewInMemoryExporter()
-	tr, err := telemetry.New(telemetry.Options{Exporter: mem})
+	o.Exporter = mem
+	tr, err := telemetry.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -48,6 +50,10 @@ type Options struct {
 	BatchTimeout time.Duration
 	// Logger receives export failures (nil discards).
 	Logger *slog.Logger
+	// MeterProvider, when set, receives the run metrics (MetricRuns,
+	// MetricTokenUsage, MetricCost, MetricTurnDuration); the caller
+	// owns it unless FromEnv made it.
+	MeterProvider metric.MeterProvider
 }
 
 // Tracing is one tracer provider and its exporter. It is safe for
@@ -57,6 +63,9 @@ type Tracing struct {
 	tracer   trace.Tracer
 	counts   *counts
 	log      *slog.Logger
+	metrics  *instruments
+	// ownMeter is the meter provider FromEnv made, shut down with t.
+	ownMeter *sdkmetric.MeterProvider
 }
 
 // Report is what became of the spans a Tracing ended so far.
@@ -94,27 +103,48 @@ func New(o Options) (*Tracing, error) {
 		sdktrace.WithMaxQueueSize(cmp.Or(o.QueueSize, DefaultQueueSize)),
 		sdktrace.WithMaxExportBatchSize(cmp.Or(o.BatchSize, DefaultBatchSize)),
 		sdktrace.WithBatchTimeout(cmp.Or(o.BatchTimeout, DefaultBatchTimeout)))
-	res := resource.NewSchemaless(attribute.String("service.name", cmp.Or(o.ServiceName, DefaultServiceName)))
+	res := serviceResource(o.ServiceName)
+	var err error
 	tp := sdktrace.NewTracerProvider(
 		sdktrace.WithResource(res),
 		sdktrace.WithIDGenerator(runIDs{}),
 		sdktrace.WithSpanProcessor(&countedProcessor{SpanProcessor: batch, counts: c}),
 	)
-	return &Tracing{provider: tp, tracer: tp.Tracer(ScopeName), counts: c, log: log}, nil
+	t := &Tracing{provider: tp, tracer: tp.Tracer(ScopeName), counts: c, log: log}
+	if o.MeterProvider != nil {
+		if t.metrics, err = newInstruments(o.MeterProvider); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
 }
 
-// Flush exports every span ended so far and reports what became of all
-// the spans this Tracing ended.
+// Flush exports every span ended so far (and the metrics, when FromEnv
+// made their exporter) and reports what became of all the spans this
+// Tracing ended.
 func (t *Tracing) Flush(ctx context.Context) Report {
 	err := t.provider.ForceFlush(ctx)
+	if t.ownMeter != nil {
+		err = errors.Join(err, t.ownMeter.ForceFlush(ctx))
+	}
 	return t.counts.report(err)
 }
 
-// Shutdown flushes, stops the exporter and reports as Flush does. Spans
+// Shutdown flushes, stops the exporters and reports as Flush does. Spans
 // ended afterwards are not exported. Calling it again reports again.
 func (t *Tracing) Shutdown(ctx context.Context) Report {
 	err := t.provider.Shutdown(ctx)
+	if t.ownMeter != nil {
+		if e := t.ownMeter.Shutdown(ctx); e != nil && !errors.Is(e, sdkmetric.ErrReaderShutdown) {
+			err = errors.Join(err, e)
+		}
+	}
 	return t.counts.report(err)
+}
+
+// serviceResource is the resource naming the service.
+func serviceResource(name string) *resource.Resource {
+	return resource.NewSchemaless(attribute.String("service.name", cmp.Or(name, DefaultServiceName)))
 }
 
 // TraceID is the trace id of run runID's spans: the first 16 bytes of

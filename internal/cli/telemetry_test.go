@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/agentrt/agentrt/telemetry"
 	"github.com/agentrt/agentrt/telemetry/otlptest"
@@ -41,7 +42,7 @@ func runTracedChild(t *testing.T, otelEnv []string, args ...string) string {
 // Issue 16 item 2 (OS-06, spec runtime §10): a real `agentrt run` with
 // OTEL_EXPORTER_OTLP_ENDPOINT set exports its spans over OTLP/HTTP — the
 // run, its turn and its tool call, parented in the run's own trace, with
-// the GenAI attributes and the configured headers.
+// the GenAI attributes and the configured headers — and its metrics.
 func TestRunExportsSpansToAnOTLPCollector(t *testing.T) {
 	c := otlptest.New()
 	defer c.Close()
@@ -101,6 +102,10 @@ func TestRunExportsSpansToAnOTLPCollector(t *testing.T) {
 	}
 	if run.StatusCode != 1 || turn.Kind != 3 {
 		t.Errorf("run status %d, turn kind %d", run.StatusCode, turn.Kind)
+	}
+	if diff := cmp.Diff([]string{telemetry.MetricRuns, telemetry.MetricTokenUsage, telemetry.MetricTurnDuration}, c.MetricNames(),
+		cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("metrics (-want +got):\n%s", diff)
 	}
 	for _, h := range c.Headers() {
 		if h.Get("x-api-key") != "s3cret" {

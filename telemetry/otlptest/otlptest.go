@@ -7,13 +7,18 @@ import (
 	"net/http/httptest"
 	"sync"
 
+	colmetricpb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/protobuf/proto"
 )
 
-// TracesPath is the path an OTLP/HTTP exporter posts traces to.
-const TracesPath = "/v1/traces"
+// TracesPath and MetricsPath are the paths an OTLP/HTTP exporter posts
+// traces and metrics to.
+const (
+	TracesPath  = "/v1/traces"
+	MetricsPath = "/v1/metrics"
+)
 
 // Span is one received span, flattened for comparison.
 type Span struct {
@@ -43,6 +48,7 @@ type Collector struct {
 	srv      *httptest.Server
 	mu       sync.Mutex
 	spans    []Span
+	metrics  []string
 	headers  []http.Header
 	rejected int64
 }
@@ -73,6 +79,14 @@ func (c *Collector) Spans() []Span {
 	return append([]Span(nil), c.spans...)
 }
 
+// MetricNames returns the names of the metrics received so far, in order
+// (a metric exported twice is listed twice).
+func (c *Collector) MetricNames() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.metrics...)
+}
+
 // Headers returns the headers of every export request so far.
 func (c *Collector) Headers() []http.Header {
 	c.mu.Lock()
@@ -81,13 +95,17 @@ func (c *Collector) Headers() []http.Header {
 }
 
 func (c *Collector) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != TracesPath || r.Header.Get("Content-Type") != "application/x-protobuf" {
-		http.Error(w, "not an OTLP/HTTP protobuf trace export", http.StatusNotFound)
+	if r.Method != http.MethodPost || (r.URL.Path != TracesPath && r.URL.Path != MetricsPath) || r.Header.Get("Content-Type") != "application/x-protobuf" {
+		http.Error(w, "not an OTLP/HTTP protobuf export", http.StatusNotFound)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if r.URL.Path == MetricsPath {
+		c.serveMetrics(w, body)
 		return
 	}
 	var req coltracepb.ExportTraceServiceRequest
@@ -149,4 +167,28 @@ func value(v *commonpb.AnyValue) any {
 		return out
 	}
 	return nil
+}
+
+func (c *Collector) serveMetrics(w http.ResponseWriter, body []byte) {
+	var req colmetricpb.ExportMetricsServiceRequest
+	if err := proto.Unmarshal(body, &req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	c.mu.Lock()
+	for _, rm := range req.GetResourceMetrics() {
+		for _, sm := range rm.GetScopeMetrics() {
+			for _, m := range sm.GetMetrics() {
+				c.metrics = append(c.metrics, m.GetName())
+			}
+		}
+	}
+	c.mu.Unlock()
+	out, err := proto.Marshal(&colmetricpb.ExportMetricsServiceResponse{})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.Write(out)
 }
