@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/agentrt/agentrt/telemetry"
@@ -37,7 +38,7 @@ func stopTracing(ctx context.Context, stdio IO, t *telemetry.Tracing) {
 	if r := t.Shutdown(ctx); !r.Succeeded {
 		fmt.Fprintf(stdio.Err, "agentrt: tracing: %d spans delivered, %d undelivered, %d dropped", r.Delivered, r.Undelivered, r.Dropped)
 		if r.Err != nil {
-			fmt.Fprintf(stdio.Err, ": %v", r.Err)
+			fmt.Fprintf(stdio.Err, ": %s", strings.ReplaceAll(r.Err.Error(), "\n", "; "))
 		}
 		fmt.Fprintln(stdio.Err)
 	}
