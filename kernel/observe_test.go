@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -127,6 +129,61 @@ func TestObserverHooksInOrderAndContained(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.createCtxs, seen); diff != "" {
 				t.Errorf("Create's context (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// RoundsOptions.Observe gives each iteration run its own observer; a
+// panic in it leaves that iteration unobserved and the rounds unchanged.
+func TestRoundsObserveEachIteration(t *testing.T) {
+	twice := func(_ context.Context, task string, h []kernel.Iteration[string, string]) ([]string, error) {
+		if len(h) == 0 {
+			return []string{task, task}, nil
+		}
+		return nil, nil
+	}
+	tests := []struct {
+		name     string
+		panicFor string
+		want     map[string]string
+	}{
+		{"each iteration", "", map[string]string{"rr.0": "run started rr.0 kind=iteration stage=0", "rr.1": "run started rr.1 kind=iteration stage=0"}},
+		{"a panicking factory", "rr.0", map[string]string{"rr.1": "run started rr.1 kind=iteration stage=0"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			seen := map[string]*recorder{}
+			res, err := kernel.Rounds(t.Context(), kernel.RoundsOptions[string, string]{
+				Task: "t", RunID: "rr",
+				Driver: kernel.Driver[string, string]{Plan: twice, Decide: func(context.Context, []kernel.Iteration[string, string]) (kernel.Decision, error) {
+					return kernel.DecisionDone, nil
+				}},
+				Agents: []kernel.Agent[string]{{Profile: mustProfile(t, noteWriter)}}, Parse: parseNote,
+				Provider: scripted.InProcess(echo), Store: memory.New(nil),
+				Observe: func(runID string) kernel.Observer {
+					if runID == tc.panicFor {
+						panic("factory bug")
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					seen[runID] = &recorder{}
+					return seen[runID]
+				},
+			})
+			if err != nil || len(res.Iterations) != 2 || res.Iterations[0].Err != nil || res.Iterations[1].Err != nil {
+				t.Fatalf("rounds %+v, %v", res, err)
+			}
+			got := map[string]string{}
+			for id, r := range seen {
+				got[id] = r.calls[0]
+				if last := r.calls[len(r.calls)-1]; !strings.HasPrefix(last, "run ended "+id+" completed") {
+					t.Errorf("%s ended with %q", id, last)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("observed (-want +got):\n%s", diff)
 			}
 		})
 	}
