@@ -7,7 +7,10 @@
 // an invoke_agent span whose trace id is derived from the run id
 // (TraceID), so a resumed run rejoins its trace; its turn a
 // gen_ai.client.inference child; each tool call the turn reports an
-// agent.tool_call child of the turn. Usage is exported only when it is
+// agent.tool_call child of the turn. StartWorkflow traces a rounds run
+// (kernel.Rounds) as an invoke_workflow span rooting the rounds run's
+// trace, its Observe (kernel.RoundsOptions.Observe) making each
+// iteration's invoke_agent span its child; EndWorkflow ends it. Usage is exported only when it is
 // known exactly: unknown or partial usage is omitted and marked
 // tangle.tokens_known=false / tangle.cost_known=false, never exported as
 // 0. The deprecated gen_ai.system and prompt/completion token keys are

@@ -74,7 +74,10 @@ func (t *Tracing) Observer() kernel.Observer {
 // runObserver traces one run. The kernel calls it on the run's
 // goroutine, one hook at a time.
 type runObserver struct {
-	t            *Tracing
+	t *Tracing
+	// parent, when set, is the workflow span the run belongs to: the
+	// run's span is its child, in its trace.
+	parent       trace.Span
 	runID        string
 	run, turn    trace.Span
 	tools        map[string]trace.Span
@@ -90,7 +93,8 @@ type runObserver struct {
 var _ kernel.Observer = (*runObserver)(nil)
 
 // RunStarted starts the run's span as the root of the run's own trace
-// (TraceID); a span the caller's context carries is linked, not parent.
+// (TraceID) — a span the caller's context carries is linked, not parent —
+// or, for a workflow's run, as the workflow span's child.
 func (o *runObserver) RunStarted(ctx context.Context, s kernel.RunStart) (context.Context, error) {
 	o.runID, o.kind = s.RunID, s.Kind
 	o.conversation = attribute.String(KeyConversation, s.RunID)
@@ -102,11 +106,11 @@ func (o *runObserver) RunStarted(ctx context.Context, s kernel.RunStart) (contex
 		name += " " + *s.Profile.Name
 		attrs = append(attrs, attribute.String(KeyAgentName, *s.Profile.Name))
 	}
-	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...)}
-	if caller := trace.SpanContextFromContext(ctx); caller.IsValid() {
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: caller}))
+	if o.parent != nil {
+		ctx, o.run = o.t.tracer.Start(trace.ContextWithSpan(ctx, o.parent), name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+		return ctx, nil
 	}
-	ctx, o.run = o.t.tracer.Start(context.WithValue(ctx, runKey{}, s.RunID), name, opts...)
+	ctx, o.run = o.t.startRoot(ctx, s.RunID, name, attrs...)
 	return ctx, nil
 }
 
