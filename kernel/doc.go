@@ -54,5 +54,8 @@
 // proven by this run.
 //
 // The kernel records runs, events and ledger entries in a store.Store and
-// draws spend from a ledger.Pool when one is given.
+// draws spend from a ledger.Pool when one is given. An Observer
+// (Request.Observer, RoundsOptions.Observe) watches a run as it happens —
+// the runtime hooks package telemetry turns into traces — and can never
+// change it.
 package kernel

@@ -86,6 +86,9 @@ type Request struct {
 	// run on the real clock); Logger receives progress (nil discards).
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Observer, when set, watches the run as it happens (see Observer);
+	// nil costs nothing.
+	Observer Observer
 
 	// observe, set by Stream, sees each event once it is durable and the
 	// run record once it has ended.
@@ -148,7 +151,11 @@ func Execute(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	defer x.afterPanic(ctx)
-	x.run(ctx)
+	runCtx := ctx
+	if x.obs != nil {
+		runCtx = x.obs.runStarted(ctx, RunStart{RunID: x.req.RunID, Kind: x.req.Kind, Profile: req.Profile, Stage: req.Stage})
+	}
+	x.run(runCtx)
 	return x.finish(ctx)
 }
 
@@ -203,6 +210,12 @@ type execution struct {
 	// dispatched is set once the provider is asked for anything costly;
 	// a run that ends before it certainly spent nothing.
 	dispatched bool
+	// obs calls the run's Observer; nil when it has none.
+	obs *observing
+	// terminal is the kind of the turn's terminal event, once it came;
+	// stopReason the model's own reason for a failed one.
+	terminal   contract.TerminalKind
+	stopReason string
 }
 
 func newExecution(ctx context.Context, req Request, cancel context.CancelCauseFunc) (*execution, error) {
@@ -225,6 +238,9 @@ func newExecution(ctx context.Context, req Request, cancel context.CancelCauseFu
 	x := &execution{req: req, now: req.Now, log: lo.Logger}
 	if x.now == nil {
 		x.now = time.Now
+	}
+	if req.Observer != nil {
+		x.obs = &observing{o: req.Observer, log: lo.Logger, runID: lo.RunID}
 	}
 	x.req.RunID, x.req.Kind, x.req.LeaseTTL, x.req.CleanupTimeout = lo.RunID, lo.Kind, lo.LeaseTTL, lo.CleanupTimeout
 	x.res = Result{RunID: x.req.RunID, Status: store.StatusRunning}
@@ -298,7 +314,17 @@ func (x *execution) run(ctx context.Context) {
 	}
 	x.res.EnvironmentID = env.ID()
 	x.env = env
+	if x.obs == nil {
+		x.stream(ctx, env)
+		return
+	}
+	ctx = x.obs.turnStarted(ctx, TurnStart{RunID: x.req.RunID, EnvironmentID: x.res.EnvironmentID, Provider: x.req.Provider.Name(), RequestedModel: x.res.RequestedModel})
 	x.stream(ctx, env)
+	usage := x.turn.Total()
+	if !x.ended {
+		usage = usage.Floor()
+	}
+	x.obs.turnEnded(ctx, TurnEnd{RunID: x.req.RunID, Terminal: x.terminal, StopReason: x.stopReason, Served: x.res.Served, Usage: usage})
 }
 
 // prepare checks, before any spend, that the provider can honor the
@@ -366,6 +392,9 @@ func (x *execution) stream(ctx context.Context, env contract.Environment) {
 			x.recordFailed(ctx, "recording an event", err)
 			return
 		}
+		if x.obs != nil {
+			x.obs.event(ctx, e)
+		}
 		counted, err := x.turn.ObserveEvent(e)
 		if err != nil {
 			x.log.Warn("usage not aggregated", "run", x.req.RunID, "err", err)
@@ -386,14 +415,14 @@ func (x *execution) stream(ctx context.Context, env contract.Environment) {
 			kind, ok = contract.TerminalFailed, true
 		}
 		if ok && terminal == "" {
-			terminal = kind
+			terminal, x.terminal = kind, kind
 			switch kind {
 			case contract.TerminalFailed:
 				x.fail(store.StatusFailed, ReasonInBandError, eventError(e), nil)
 				// A failure the model ended the turn with itself (a token
 				// limit, say) closes a whole turn; an error breaks one off.
 				if r, ok := e.Data[StopReasonMember]; ok && r.Kind() == canonjson.String && r.Str() != "" {
-					x.stoppedByModel = true
+					x.stoppedByModel, x.stopReason = true, r.Str()
 				}
 			case contract.TerminalCancelled:
 				// The caller's own cancel or deadline, when that is why,
@@ -573,6 +602,9 @@ func eventError(e contract.EnvironmentEvent) string {
 func (x *execution) finish(ctx context.Context) (*Result, error) {
 	x.finishing = true
 	defer x.life.release()
+	if x.obs != nil {
+		defer func() { x.obs.runEnded(ctx, x.res) }()
+	}
 	x.res.Text = x.text.String()
 	x.res.Usage = x.turn.Total()
 	switch {

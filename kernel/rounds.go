@@ -124,6 +124,10 @@ type RoundsOptions[T, O any] struct {
 	CleanupTimeout time.Duration
 	Now            func() time.Time
 	Logger         *slog.Logger
+	// Observe, when set, returns the Observer of the iteration run named
+	// runID (nil: none), as Request.Observer; a panic in it is logged and
+	// the iteration runs unobserved.
+	Observe func(runID string) Observer
 }
 
 // Iteration is one task run on one agent.
@@ -467,7 +471,8 @@ func (r *rounds[T, O]) iterate(ctx context.Context, it Iteration[T, O]) (Iterati
 	}
 	res, err := Execute(ctx, Request{Profile: agent.Profile, Task: prompt, Provider: r.opts.Provider, Store: r.opts.Store,
 		Check: check, Stage: agent.Stage, RunID: it.RunID, Kind: "iteration", Budget: r.opts.Budget, Reserve: r.opts.Reserve,
-		LeaseTTL: r.opts.LeaseTTL, CleanupTimeout: r.opts.CleanupTimeout, Now: r.opts.Now, Logger: r.opts.Logger})
+		LeaseTTL: r.opts.LeaseTTL, CleanupTimeout: r.opts.CleanupTimeout, Now: r.opts.Now, Logger: r.opts.Logger,
+		Observer: r.observer(it.RunID)})
 	it.EndedAt = r.now()
 	var runErr *RunError
 	if res == nil || (err != nil && !errors.As(err, &runErr)) {
@@ -500,6 +505,20 @@ func (r *rounds[T, O]) iterate(ctx context.Context, it Iteration[T, O]) (Iterati
 }
 
 var errNoValidator = errors.New("no validator was given")
+
+// observer is the Observer Observe gives the iteration run runID.
+func (r *rounds[T, O]) observer(runID string) (o Observer) {
+	if r.opts.Observe == nil {
+		return nil
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Warn("the rounds' Observe panicked; the iteration runs unobserved", "run", runID, "panic", p)
+			o = nil
+		}
+	}()
+	return r.opts.Observe(runID)
+}
 
 // contextStatus is the terminal status of work whose context ended.
 func contextStatus(ctx context.Context) store.Status {

@@ -74,6 +74,11 @@ provider, and agentrt runs recover RUN recovers it after this process died. A
 run that must outlive this process needs a provider outside it (--provider
 remote); the scripted provider lives in this process and ends with it.
 
+With OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) set,
+a run (not --retain) is traced over OTLP/HTTP with the OpenTelemetry GenAI
+conventions (headers from OTEL_EXPORTER_OTLP_HEADERS); its trace id is derived
+from the run id. Without one, nothing is traced.
+
 Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -105,6 +110,8 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 			if rf.retain {
 				return runRetained(ctx, stdio, rf, provider, s, p, task, asJSON)
 			}
+			tracing := startTracing(ctx, stdio)
+			defer stopTracing(ctx, stdio, tracing)
 			live := liveOptions{Label: args[0] + " with " + provider.Name(), Short: provider.Name()}
 			if !quiet {
 				live.Status = stdio.Err
@@ -113,7 +120,7 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 				}
 			}
 			res, runErr := runLive(ctx, live, kernel.Request{Profile: p, Task: task, Provider: provider, Store: s,
-				Check: expectCheck(expect), Stage: stage, LeaseTTL: lease})
+				Check: expectCheck(expect), Stage: stage, LeaseTTL: lease, Observer: tracing.Observer()})
 			if errors.Is(runErr, kernel.ErrInvalidOptions) {
 				return usage("%v", runErr)
 			}

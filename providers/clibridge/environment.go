@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/profile"
@@ -208,6 +210,9 @@ func (e *Environment) StreamOwned(ctx context.Context, in *contract.TurnInput) i
 				return
 			}
 		}
+		if tp := traceParent(ctx); tp != "" {
+			pl.env["TRACEPARENT"] = tp
+		}
 		environ := st.environ(pl.env)
 		for _, kv := range environ {
 			name, _, _ := strings.Cut(kv, "=")
@@ -397,4 +402,13 @@ func redact(b []byte, secrets []string) []byte {
 		b = bytes.ReplaceAll(b, []byte(s), []byte("[redacted]"))
 	}
 	return b
+}
+
+// traceParent is the W3C traceparent of the trace context ctx carries (a
+// traced run's turn), or "" when it carries none. The harness process
+// gets it as TRACEPARENT so that its own spans can join the run's trace.
+func traceParent(ctx context.Context) string {
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, c)
+	return c["traceparent"]
 }

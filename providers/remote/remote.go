@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/contract/wire"
@@ -247,6 +249,9 @@ func (p *Provider) newRequest(ctx context.Context, method, path string, body []b
 	if p.opts.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+p.opts.Token)
 	}
+	// The caller's trace context, when ctx carries one (a traced run),
+	// travels on as W3C traceparent so the server's spans join its trace.
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	return req, nil
 }
 

@@ -1,0 +1,46 @@
+package telemetry_test
+
+import (
+	"context"
+	"testing"
+
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/providers/scripted"
+	"github.com/agentrt/agentrt/store/memory"
+	"github.com/agentrt/agentrt/telemetry"
+)
+
+// BenchmarkExecuteTraced is kernel's BenchmarkExecute with the run traced
+// (run, turn and tool-call spans into a discarding exporter): the price
+// of tracing one run, to compare with the untraced benchmark.
+func BenchmarkExecuteTraced(b *testing.B) {
+	p, err := profile.Parse([]byte(noteWriter))
+	if err != nil {
+		b.Fatal(err)
+	}
+	sc, err := scripted.ParseScript([]byte(`{"turns":[{"repeat":true,"steps":[{"text":"A note."},{"usage":{"inputTokens":12,"outputTokens":5},"mode":"delta"}]}]}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr, err := telemetry.New(telemetry.Options{Exporter: tracetest.NewNoopExporter()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Shutdown(context.Background())
+	prov := scripted.New(sc, scripted.Options{})
+	st := memory.New(nil)
+	ctx := context.Background()
+	pass := func(context.Context, kernel.Outcome) (kernel.Verdict, error) {
+		return kernel.Verdict{Passed: true}, nil
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := kernel.Execute(ctx, kernel.Request{Profile: p, Task: "t", Provider: prov, Store: st, Check: pass, Observer: tr.Observer()})
+		if err != nil || !res.Delivered {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,295 @@
+package telemetry
+
+import (
+	"cmp"
+	"context"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/store"
+)
+
+// Span names and attribute keys. The gen_ai.* keys are the current
+// OpenTelemetry GenAI semantic conventions; tangle.* are the reference's
+// own (spec runtime §10).
+const (
+	// SpanInference is the span name of a turn: one model call as the
+	// kernel sees it.
+	SpanInference = "gen_ai.client.inference"
+	// SpanToolCall is the span name of a tool call a turn reported.
+	SpanToolCall = "agent.tool_call"
+	// SpanRunPrefix starts the span name of a run: "invoke_agent" and,
+	// when the profile has one, a space and the agent's name.
+	SpanRunPrefix = "invoke_agent"
+
+	KeyOperation     = "gen_ai.operation.name"
+	KeyAgentName     = "gen_ai.agent.name"
+	KeyConversation  = "gen_ai.conversation.id"
+	KeyRequestModel  = "gen_ai.request.model"
+	KeyResponseModel = "gen_ai.response.model"
+	KeyProviderName  = "gen_ai.provider.name"
+	KeyInputTokens   = "gen_ai.usage.input_tokens"
+	KeyOutputTokens  = "gen_ai.usage.output_tokens"
+	KeyFinishReasons = "gen_ai.response.finish_reasons"
+	KeyToolName      = "gen_ai.tool.name"
+	KeyToolCallID    = "gen_ai.tool.call.id"
+	KeyErrorType     = "error.type"
+
+	KeyRunID         = "tangle.run.id"
+	KeyRunKind       = "tangle.run.kind"
+	KeyRunStatus     = "tangle.run.status"
+	KeyRunReason     = "tangle.run.reason"
+	KeyDelivered     = "tangle.run.delivered"
+	KeyEnvironmentID = "tangle.environment.id"
+	KeyCostUSD       = "tangle.cost.usd"
+	KeyTokensKnown   = "tangle.tokens_known"
+	KeyCostKnown     = "tangle.cost_known"
+	KeyMCPServer     = "mcp.server"
+	KeyMCPToolName   = "mcp.tool.name"
+)
+
+// Operation names (gen_ai.operation.name).
+const (
+	OpInvokeAgent = "invoke_agent"
+	OpChat        = "chat"
+	OpExecuteTool = "execute_tool"
+)
+
+// Observer returns a kernel.Observer that traces one run; give each run
+// its own. A nil Tracing returns nil: tracing off.
+func (t *Tracing) Observer() kernel.Observer {
+	if t == nil {
+		return nil
+	}
+	return &runObserver{t: t, tools: map[string]trace.Span{}}
+}
+
+// runObserver traces one run. The kernel calls it on the run's
+// goroutine, one hook at a time.
+type runObserver struct {
+	t *Tracing
+	// parent, when set, is the workflow span the run belongs to: the
+	// run's span is its child, in its trace.
+	parent       trace.Span
+	runID        string
+	run, turn    trace.Span
+	tools        map[string]trace.Span
+	toolOrder    []string
+	conversation attribute.KeyValue
+	// kind is the run's kind; turnStart and requested are when the turn
+	// started and the model it requested (for the metrics).
+	kind      string
+	turnStart time.Time
+	requested string
+}
+
+var _ kernel.Observer = (*runObserver)(nil)
+
+// RunStarted starts the run's span as the root of the run's own trace
+// (TraceID) — a span the caller's context carries is linked, not parent —
+// or, for a workflow's run, as the workflow span's child.
+func (o *runObserver) RunStarted(ctx context.Context, s kernel.RunStart) (context.Context, error) {
+	o.runID, o.kind = s.RunID, s.Kind
+	o.conversation = attribute.String(KeyConversation, s.RunID)
+	name, attrs := SpanRunPrefix, []attribute.KeyValue{
+		attribute.String(KeyOperation, OpInvokeAgent), o.conversation,
+		attribute.String(KeyRunID, s.RunID), attribute.String(KeyRunKind, s.Kind),
+	}
+	if s.Profile != nil && s.Profile.Name != nil && *s.Profile.Name != "" {
+		name += " " + *s.Profile.Name
+		attrs = append(attrs, attribute.String(KeyAgentName, *s.Profile.Name))
+	}
+	if o.parent != nil {
+		ctx, o.run = o.t.tracer.Start(trace.ContextWithSpan(ctx, o.parent), name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+		return ctx, nil
+	}
+	ctx, o.run = o.t.startRoot(ctx, s.RunID, name, attrs...)
+	return ctx, nil
+}
+
+// TurnStarted starts the turn's gen_ai.client.inference span under the
+// run's; the context it returns carries it to the provider.
+func (o *runObserver) TurnStarted(ctx context.Context, s kernel.TurnStart) (context.Context, error) {
+	o.turnStart, o.requested = time.Now(), s.RequestedModel
+	attrs := []attribute.KeyValue{attribute.String(KeyOperation, OpChat), o.conversation, attribute.String(KeyRunID, s.RunID)}
+	if s.RequestedModel != "" {
+		attrs = append(attrs, attribute.String(KeyRequestModel, s.RequestedModel))
+	}
+	if s.EnvironmentID != "" {
+		attrs = append(attrs, attribute.String(KeyEnvironmentID, s.EnvironmentID))
+	}
+	ctx, o.turn = o.t.tracer.Start(ctx, SpanInference, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	return ctx, nil
+}
+
+// Event opens a tool call's span the first time the turn reports it and
+// ends it when the call completes or fails. Its arguments and output are
+// never recorded.
+func (o *runObserver) Event(ctx context.Context, e contract.EnvironmentEvent) error {
+	n := e.Normalized
+	if n == nil || n.MessagePartUpdated == nil || !n.MessagePartUpdated.Part.IsTool() {
+		return nil
+	}
+	p := n.MessagePartUpdated.Part
+	id := p.ID
+	if p.CallID != nil && *p.CallID != "" {
+		id = *p.CallID
+	}
+	span, open := o.tools[id]
+	if !open {
+		attrs := []attribute.KeyValue{attribute.String(KeyOperation, OpExecuteTool), o.conversation, attribute.String(KeyToolCallID, id)}
+		if p.Tool != nil && *p.Tool != "" {
+			attrs = append(attrs, attribute.String(KeyToolName, *p.Tool))
+			if server, tool, ok := mcpTool(*p.Tool); ok {
+				attrs = append(attrs, attribute.String(KeyMCPServer, server), attribute.String(KeyMCPToolName, tool))
+			}
+		}
+		_, span = o.t.tracer.Start(ctx, SpanToolCall, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+		o.tools[id] = span
+		o.toolOrder = append(o.toolOrder, id)
+	}
+	if p.State == nil {
+		return nil
+	}
+	switch p.State.Status {
+	case contract.ToolStatusCompleted:
+		span.SetStatus(codes.Ok, "")
+	case contract.ToolStatusError, contract.ToolStatusFailed:
+		span.SetAttributes(attribute.String(KeyErrorType, "tool_error"))
+		span.SetStatus(codes.Error, "the tool call failed")
+	default:
+		return nil
+	}
+	span.End()
+	delete(o.tools, id)
+	return nil
+}
+
+// mcpTool splits an MCP tool name of the form mcp__server__tool.
+func mcpTool(name string) (server, tool string, ok bool) {
+	rest, ok := strings.CutPrefix(name, "mcp__")
+	if !ok {
+		return "", "", false
+	}
+	server, tool, ok = strings.Cut(rest, "__")
+	return server, tool, ok && server != "" && tool != ""
+}
+
+// TurnEnded ends the turn's span with the served model, its usage as far
+// as it is known, and why it finished.
+func (o *runObserver) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
+	if o.turn == nil {
+		return nil
+	}
+	o.endTools()
+	o.t.metrics.turn(ctx, time.Since(o.turnStart), o.requested, t.Served.Model, t.Usage)
+	attrs := usageAttrs(t.Usage)
+	if t.Served.Model != "" {
+		attrs = append(attrs, attribute.String(KeyResponseModel, t.Served.Model))
+	}
+	if t.Served.Provider != "" {
+		attrs = append(attrs, attribute.String(KeyProviderName, t.Served.Provider))
+	}
+	switch {
+	case t.StopReason != "":
+		attrs = append(attrs, attribute.StringSlice(KeyFinishReasons, []string{t.StopReason}))
+	case t.Terminal != "":
+		attrs = append(attrs, attribute.StringSlice(KeyFinishReasons, []string{string(t.Terminal)}))
+	}
+	o.turn.SetAttributes(attrs...)
+	if t.Terminal != contract.TerminalCompleted {
+		kind := "no_terminal_event"
+		if t.Terminal != "" {
+			kind = "turn_" + string(t.Terminal)
+		}
+		o.turn.SetAttributes(attribute.String(KeyErrorType, kind))
+		o.turn.SetStatus(codes.Error, "the turn did not complete")
+	}
+	o.turn.End()
+	o.turn = nil
+	return nil
+}
+
+// RunEnded ends the run's span (and any span the run left open) with the
+// recorded outcome: status, requested and served model, usage as far as
+// it is known, and delivery.
+func (o *runObserver) RunEnded(ctx context.Context, r kernel.Result) error {
+	if o.run == nil {
+		return nil
+	}
+	o.t.metrics.run(ctx, o.kind, r)
+	o.endTools()
+	if o.turn != nil {
+		o.turn.SetStatus(codes.Error, "the run ended during the turn")
+		o.turn.End()
+		o.turn = nil
+	}
+	attrs := append(usageAttrs(r.Usage),
+		attribute.String(KeyRunStatus, string(r.Status)),
+		attribute.Bool(KeyDelivered, r.Delivered))
+	if r.RequestedModel != "" {
+		attrs = append(attrs, attribute.String(KeyRequestModel, r.RequestedModel))
+	}
+	if r.Served.Model != "" {
+		attrs = append(attrs, attribute.String(KeyResponseModel, r.Served.Model))
+	}
+	if r.EnvironmentID != "" {
+		attrs = append(attrs, attribute.String(KeyEnvironmentID, r.EnvironmentID))
+	}
+	if r.Reason != "" {
+		attrs = append(attrs, attribute.String(KeyRunReason, r.Reason))
+	}
+	o.run.SetAttributes(attrs...)
+	if r.Status == store.StatusCompleted {
+		o.run.SetStatus(codes.Ok, "")
+	} else {
+		// The reason is a kernel constant; the detail may quote the
+		// provider and is never exported.
+		o.run.SetAttributes(attribute.String(KeyErrorType, cmp.Or(r.Reason, string(r.Status))))
+		o.run.SetStatus(codes.Error, "the run "+string(r.Status))
+	}
+	o.run.End()
+	o.run = nil
+	return nil
+}
+
+// endTools ends the spans of tool calls the turn never reported ending.
+func (o *runObserver) endTools() {
+	for _, id := range o.toolOrder {
+		if s, ok := o.tools[id]; ok {
+			s.End()
+		}
+	}
+	clear(o.tools)
+	o.toolOrder = o.toolOrder[:0]
+}
+
+// usageAttrs are the usage attributes of u: a channel known exactly is
+// exported, an unknown or partial (floor) one is omitted and marked, never
+// exported as 0.
+func usageAttrs(u ledger.Usage) []attribute.KeyValue {
+	var attrs []attribute.KeyValue
+	tokens := u.InputTokens.Known() && u.OutputTokens.Known()
+	if u.InputTokens.Known() {
+		attrs = append(attrs, attribute.Int64(KeyInputTokens, u.InputTokens.Value))
+	}
+	if u.OutputTokens.Known() {
+		attrs = append(attrs, attribute.Int64(KeyOutputTokens, u.OutputTokens.Value))
+	}
+	if !tokens {
+		attrs = append(attrs, attribute.Bool(KeyTokensKnown, false))
+	}
+	if u.CostUSD.Known() {
+		attrs = append(attrs, attribute.Float64(KeyCostUSD, u.CostUSD.Value))
+	} else {
+		attrs = append(attrs, attribute.Bool(KeyCostKnown, false))
+	}
+	return attrs
+}
