@@ -5,6 +5,7 @@ import (
 	"iter"
 	"sync"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/providers/scripted"
 )
@@ -27,9 +28,37 @@ type wrapped struct {
 	// statusUnknown makes sessions report their status as unknown.
 	statusUnknown bool
 
+	// requests, when set, records every create and dispatch the
+	// provider receives (shared by a reconnected client).
+	requests *requestLog
+
 	mu      sync.Mutex
 	cancels []string // the status of every acknowledgement, in order
 	created []string // the id of every environment Create returned
+}
+
+// requestLog is what a provider received: each create's and each
+// dispatch's credential request, and each dispatched turn's canonical
+// bytes.
+type requestLog struct {
+	mu          sync.Mutex
+	credentials []*contract.CredentialRequest
+	occasions   []string // "create" or "dispatch", in order
+	turns       [][]byte
+}
+
+func (l *requestLog) add(occasion string, c *contract.CredentialRequest, turn *contract.TurnInput) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.occasions = append(l.occasions, occasion)
+	l.credentials = append(l.credentials, c)
+	if turn != nil {
+		v, _ := canonjson.ToValue(turn)
+		l.turns = append(l.turns, canonjson.Marshal(v))
+	}
 }
 
 func (w *wrapped) acks() []string {
@@ -46,6 +75,7 @@ func (w *wrapped) wrap(env contract.Environment, err error) (contract.Environmen
 }
 
 func (w *wrapped) Create(ctx context.Context, in *contract.CreateInput) (contract.Environment, error) {
+	w.requests.add("create", in.Credential, nil)
 	env, err := w.Provider.Create(ctx, in)
 	if err == nil {
 		w.mu.Lock()
@@ -65,6 +95,7 @@ type wrappedEnv struct {
 }
 
 func (e *wrappedEnv) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	e.w.requests.add("dispatch", in.Credential, in)
 	ref, err := e.Environment.(contract.Dispatcher).Dispatch(ctx, in)
 	if err == nil && e.w.dispatchErr != nil {
 		return nil, e.w.dispatchErr
