@@ -3,7 +3,11 @@ package conformance
 import (
 	"archive/zip"
 	"bytes"
+	"context"
+	"fmt"
 	"io"
+	"io/fs"
+	"os/exec"
 	"strings"
 
 	"golang.org/x/mod/modfile"
@@ -14,9 +18,37 @@ import (
 // CreateArchive writes the module zip of revision (a commit, tag or
 // "HEAD") of the git repository at repoRoot, for the module at its root,
 // as version: the bytes `go mod download` would serve for modPath@version.
-func CreateArchive(w io.Writer, repoRoot, modPath, version, revision string) error {
-	return modzip.CreateFromVCS(w, module.Version{Path: modPath, Version: version}, repoRoot, revision, "")
+// Like the go command it takes the files from `git archive` (so ignored
+// and export-ignore files are left out) and lays them out with
+// golang.org/x/mod/zip; unlike modzip.CreateFromVCS it also accepts a
+// linked worktree.
+func CreateArchive(ctx context.Context, w io.Writer, repoRoot, modPath, version, revision string) error {
+	cmd := exec.CommandContext(ctx, "git", "-c", "core.autocrlf=input", "-c", "core.eol=lf", "archive", "--format=zip", revision)
+	cmd.Dir = repoRoot
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("git archive %s: %w: %s", revision, err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	zr, err := zip.NewReader(bytes.NewReader(out.Bytes()), int64(out.Len()))
+	if err != nil {
+		return fmt.Errorf("git archive %s: %w", revision, err)
+	}
+	var files []modzip.File
+	for _, f := range zr.File {
+		if !strings.HasSuffix(f.Name, "/") {
+			files = append(files, zipFile{f})
+		}
+	}
+	return modzip.Create(w, module.Version{Path: modPath, Version: version}, files)
 }
+
+// zipFile is a git archive entry as a module file.
+type zipFile struct{ f *zip.File }
+
+func (z zipFile) Path() string                 { return z.f.Name }
+func (z zipFile) Lstat() (fs.FileInfo, error)  { return z.f.FileInfo(), nil }
+func (z zipFile) Open() (io.ReadCloser, error) { return z.f.Open() }
 
 // ArchiveIdentity reads a module zip and returns the module path and
 // version it holds: every entry must lie under one "path@version/"
@@ -47,6 +79,9 @@ func ArchiveIdentity(data []byte) (modPath, version string, err error) {
 			modPath, version = name[:at], name[at+1:at+slash]
 			if err := module.Check(modPath, version); err != nil {
 				return "", "", &ArchiveError{Entry: name, Reason: err.Error()}
+			}
+			if module.CanonicalVersion(version) != version {
+				return "", "", &ArchiveError{Entry: name, Reason: "version " + version + " is not canonical"}
 			}
 		}
 		if !strings.HasPrefix(name, prefix) {

@@ -2,8 +2,8 @@ package conformance
 
 import (
 	"path"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 )
 

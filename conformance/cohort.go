@@ -57,6 +57,9 @@ func ParseCohortPins(data []byte) (*CohortPins, error) {
 		if err := module.Check(m.Path, m.Version); err != nil {
 			return nil, bad(at("version"), err.Error())
 		}
+		if module.CanonicalVersion(m.Version) != m.Version {
+			return nil, bad(at("version"), "version "+m.Version+" is not canonical")
+		}
 		if !isHex(m.Commit, 40) {
 			return nil, bad(at("commit"), "must be a full 40-hex lowercase commit")
 		}

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -56,7 +57,13 @@ func decodeInto(doc string, data []byte, dst any) (canonjson.Value, error) {
 	if err := canonjson.FromValue(v, dst); err != nil {
 		var ue *canonjson.UnmarshalError
 		if errors.As(err, &ue) {
-			return v, &ValidationError{Document: doc, Pointer: ue.Pointer, Reason: ue.Reason}
+			pointer := ue.Pointer
+			// Point at the unknown member itself, not at its object.
+			var name string
+			if _, err := fmt.Sscanf(ue.Reason, "unknown member %q", &name); err == nil {
+				pointer = string(canonjson.AppendPointerToken([]byte(pointer), name))
+			}
+			return v, &ValidationError{Document: doc, Pointer: pointer, Reason: ue.Reason}
 		}
 		return v, &ValidationError{Document: doc, Reason: err.Error()}
 	}

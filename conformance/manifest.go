@@ -56,7 +56,7 @@ func validCaseStatus(s CaseStatus) bool {
 
 // Manifest is the conformance manifest of one module archive.
 type Manifest struct {
-	SchemaVersion string `json:"schemaVersion"`
+	SchemaVersion string  `json:"schemaVersion"`
 	Package       Package `json:"package"`
 	// Cohort is the cohort report verbatim.
 	Cohort          canonjson.Value       `json:"cohort"`
