@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -242,4 +245,28 @@ func FuzzParseManifest(f *testing.F) {
 			t.Fatal("re-encoding changed the manifest")
 		}
 	})
+}
+
+// CM-21: canonical JSON and hashing have one owner. The manifest code
+// hashes only through canonjson and imports no hash package of its own.
+func TestHashingComesFromCanonjson(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if strings.HasPrefix(p, "crypto/") || strings.HasPrefix(p, "hash") {
+				t.Errorf("%s imports %s; digests come from canonjson", name, p)
+			}
+		}
+	}
 }
