@@ -136,6 +136,7 @@ func TestTopOnceGolden(t *testing.T) {
 	}{
 		{name: "store", args: []string{"--db", db}},
 		{name: "rundir", args: []string{"--run-dir", dir}},
+		{name: "both", args: []string{"--db", db, "--run-dir", dir}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
