@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -555,12 +556,15 @@ type topModel struct {
 	color  bool
 	// interactive is set when keys reach the model (not --once).
 	interactive bool
+	// tick numbers the refresh timer; a tick of an older timer (one a
+	// manual read replaced) is dropped, so timers never pile up.
+	tick int
 }
 
 // Messages of the model.
 type (
 	topSnapshotMsg topSnapshot
-	topTickMsg     struct{}
+	topTickMsg     int
 	topNoticeMsg   string
 )
 
@@ -587,14 +591,51 @@ func (m topModel) rows() []topRow {
 	return rows
 }
 
+// selectedKey names the selected row by run and worker id, which
+// survive a refresh that reorders the rows.
+func (m topModel) selectedKey() [2]string {
+	rows := m.rows()
+	if m.sel >= len(rows) {
+		return [2]string{}
+	}
+	r := m.snap.Runs[rows[m.sel].run]
+	if w := rows[m.sel].worker; w >= 0 {
+		return [2]string{r.ID, r.Workers[w].ID}
+	}
+	return [2]string{r.ID, ""}
+}
+
+// find is the row named by key; the old index, kept in range, when the
+// row is gone.
+func (m topModel) find(key [2]string) int {
+	rows := m.rows()
+	for i, row := range rows {
+		r := m.snap.Runs[row.run]
+		w := ""
+		if row.worker >= 0 {
+			w = r.Workers[row.worker].ID
+		}
+		if r.ID == key[0] && w == key[1] {
+			return i
+		}
+	}
+	return min(m.sel, max(len(rows)-1, 0))
+}
+
 // Update handles keys, mouse clicks, reads and notices.
 func (m topModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case topSnapshotMsg:
+		key := m.selectedKey()
 		m.snap = topSnapshot(msg)
-		m.sel = min(m.sel, max(len(m.rows())-1, 0))
-		return m, tea.Tick(topRefresh, func(time.Time) tea.Msg { return topTickMsg{} })
+		m.sel = m.find(key)
+		m.tick++
+		tick := m.tick
+		return m, tea.Tick(topRefresh, func(time.Time) tea.Msg { return topTickMsg(tick) })
 	case topTickMsg:
+		if int(msg) != m.tick {
+			return m, nil
+		}
 		return m, m.loadCmd()
 	case topNoticeMsg:
 		m.notice = string(msg)
@@ -775,9 +816,21 @@ func (m topModel) mark(row int) string {
 	return " "
 }
 
+// screen is the part of the layout the terminal shows: all of it, or,
+// on a short terminal, a window that keeps the selected row in view.
+func (m topModel) screen() (lines []string, rowOf []int) {
+	lines, rowOf = m.layout()
+	if m.height <= 0 || len(lines) <= m.height {
+		return lines, rowOf
+	}
+	at := slices.Index(rowOf, m.sel)
+	off := max(at-m.height+1, 0)
+	return lines[off : off+m.height], rowOf[off : off+m.height]
+}
+
 // rowAt is the selectable row on screen line y.
 func (m topModel) rowAt(y int) (int, bool) {
-	_, rowOf := m.layout()
+	_, rowOf := m.screen()
 	if y < 0 || y >= len(rowOf) || rowOf[y] < 0 {
 		return 0, false
 	}
@@ -787,7 +840,7 @@ func (m topModel) rowAt(y int) (int, bool) {
 // frame renders the lines clipped to the width, styled only in colour
 // mode.
 func (m topModel) frame() string {
-	lines, rowOf := m.layout()
+	lines, rowOf := m.screen()
 	width := m.width
 	if width <= 0 {
 		width = topWidth
@@ -795,9 +848,6 @@ func (m topModel) frame() string {
 	head := lipgloss.NewStyle().Bold(true)
 	selected := lipgloss.NewStyle().Reverse(true)
 	warn := lipgloss.NewStyle().Foreground(lipgloss.Color("3"))
-	if m.height > 0 && len(lines) > m.height {
-		lines = lines[:m.height]
-	}
 	var b strings.Builder
 	for i, l := range lines {
 		l = strings.TrimRight(clip(l, width), " ")

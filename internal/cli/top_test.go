@@ -313,3 +313,75 @@ func TestTopModelMouse(t *testing.T) {
 		t.Errorf("wheel up: row %d, want %d", got, rowOf[y]-1)
 	}
 }
+
+// A refresh keeps the selection on the same run or worker even when
+// the rows move, and only the newest refresh timer reads again.
+func TestTopModelRefresh(t *testing.T) {
+	ctx := context.Background()
+	src := &topSource{dirs: []string{tornRunDir(t)}}
+	m := newTopModel(ctx, src)
+	first := src.load(ctx)
+	var tm tea.Model = m
+	tm, _ = tm.Update(topSnapshotMsg(first))
+	tm, _ = press(tm, "down", "down") // sup-1:s2
+	if got := tm.(topModel).selectedKey(); got != [2]string{"sup-1", "sup-1:s2"} {
+		t.Fatalf("selected %v", got)
+	}
+	moved := first
+	moved.Runs = append([]topRun{{ID: "new-run", Status: "running", Live: true}}, first.Runs...)
+	tm, cmd := tm.Update(topSnapshotMsg(moved))
+	if got := tm.(topModel).selectedKey(); got != [2]string{"sup-1", "sup-1:s2"} {
+		t.Errorf("after a refresh that added a run above: selected %v", got)
+	}
+	if cmd == nil {
+		t.Fatal("a snapshot scheduled no refresh")
+	}
+	tick := tm.(topModel).tick
+	tests := []struct {
+		name     string
+		msg      topTickMsg
+		wantRead bool
+	}{
+		{name: "the current timer reads again", msg: topTickMsg(tick), wantRead: true},
+		{name: "an older timer is dropped", msg: topTickMsg(tick - 1)},
+	}
+	for _, tt := range tests {
+		if _, cmd := tm.Update(tt.msg); (cmd != nil) != tt.wantRead {
+			t.Errorf("%s: read %v, want %v", tt.name, cmd != nil, tt.wantRead)
+		}
+	}
+}
+
+// On a short terminal the frame is a window that keeps the selected
+// row in view, and a click maps through that window.
+func TestTopModelShortTerminal(t *testing.T) {
+	ctx := context.Background()
+	src := &topSource{dirs: []string{tornRunDir(t)}}
+	m := newTopModel(ctx, src)
+	m.snap = src.load(ctx)
+	var tm tea.Model = m
+	tm, _ = tm.Update(tea.WindowSizeMsg{Width: 80, Height: 6})
+	tm, _ = press(tm, "down", "down", "down") // sup-1:s1:s3
+	got := tm.(topModel)
+	frame := got.frame()
+	if n := strings.Count(frame, "\n"); n != 6 {
+		t.Errorf("frame has %d lines on a 6-line terminal:\n%s", n, frame)
+	}
+	if !strings.Contains(frame, ">   sup-1:s1:s3") {
+		t.Errorf("the selected worker is out of view:\n%s", frame)
+	}
+	for _, l := range strings.Split(frame, "\n") {
+		if len([]rune(l)) > 80 {
+			t.Errorf("line wider than the terminal: %q", l)
+		}
+	}
+	lines, _ := got.screen()
+	for y, l := range lines {
+		if strings.Contains(l, "sup-1:s2") {
+			tm, _ = tm.Update(tea.MouseClickMsg{Y: y, Button: tea.MouseLeft})
+			if k := tm.(topModel).selectedKey(); k != [2]string{"sup-1", "sup-1:s2"} {
+				t.Errorf("a click on the sup-1:s2 line selected %v", k)
+			}
+		}
+	}
+}
