@@ -385,3 +385,50 @@ func TestTopModelShortTerminal(t *testing.T) {
 		}
 	}
 }
+
+// Behaviour 71 (spec §15): top --once over a run dir with a partial
+// journal line renders all valid workers; a root spawn is never listed
+// as a worker; cancel on a nested worker is refused with the lead named.
+func TestTopBehaviour71(t *testing.T) {
+	ctx := context.Background()
+	dir := tornRunDir(t)
+	var out, errb bytes.Buffer
+	if code := Main(ctx, []string{"top", "--once", "--run-dir", dir}, IO{In: strings.NewReader(""), Out: &out, Err: &errb}); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, w := range []string{"sup-1:s1 ", "sup-1:s2 ", "sup-1:s1:s3 "} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("worker %s is missing from the frame:\n%s", w, out.String())
+		}
+	}
+	run, err := readSuperviseRun(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, w := range run.Workers {
+		ids = append(ids, w.ID)
+	}
+	if diff := cmp.Diff([]string{"sup-1:s1", "sup-1:s2", "sup-1:s1:s3"}, ids); diff != "" {
+		t.Errorf("workers (-want +got); the root spawn sup-1 must not be one:\n%s", diff)
+	}
+	src := &topSource{dirs: []string{dir}}
+	if got, want := src.cancel(ctx, run, &run.Workers[2]), "cancel refused: sup-1:s1:s3 is a nested worker; cancel its top-level lead sup-1:s1"; got != want {
+		t.Errorf("cancel of the nested worker: %q, want %q", got, want)
+	}
+	// A journal that records a root spawn but no run-started record
+	// still names the run after the root, never as a worker.
+	noStart := t.TempDir()
+	journal := `{"kind":"spawned","label":"root","node":"sup-2","task":"t"}` + "\n" +
+		`{"kind":"spawned","label":"w","node":"sup-2:s1","task":"u"}` + "\n" + `{"kind":"sett`
+	if err := os.WriteFile(filepath.Join(noStart, "spawn-journal.jsonl"), []byte(journal), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run, err = readSuperviseRun(ctx, noStart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.ID != "sup-2" || len(run.Workers) != 1 || run.Workers[0].ID != "sup-2:s1" || run.Workers[0].Lead != "" {
+		t.Errorf("run %q with workers %+v; want run sup-2 with the one direct worker sup-2:s1", run.ID, run.Workers)
+	}
+}
