@@ -98,6 +98,7 @@ byte like the reference TypeScript implementation, and runs them.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newRunCmd(stdio, open), newRunsCmd(stdio, open), newProfileCmd(stdio), newCandidateCmd(stdio), newCheckCmd(stdio), newServeCmd(stdio), newWorkerCmd(stdio), newFleetCmd(stdio), newMCPCmd(stdio), newVersionCmd(stdio))
+	root.AddCommand(newTopCmd(stdio))
 	root.AddCommand(newChatCmd(stdio, open))
 	root.AddCommand(newConformanceCmd(stdio))
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {

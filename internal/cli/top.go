@@ -1,0 +1,868 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/retained"
+	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// Limits of what top reads and shows.
+const (
+	// topStoreTimeout bounds every store call one refresh makes.
+	topStoreTimeout = 5 * time.Second
+	// topTail is how many events a run's tail keeps.
+	topTail = 12
+	// topWidth is the frame width when the terminal's is not known.
+	topWidth = 120
+	// topRefresh is how often the live view reads again.
+	topRefresh = time.Second
+)
+
+func newTopCmd(stdio IO) *cobra.Command {
+	sf := storeFlags{existing: true}
+	var runDirs []string
+	var once, noColor bool
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "top",
+		Short: "Watch live runs: their status, budget, spend, workers and latest events",
+		Long: `Show the runs of a run store (--db, --database) and of supervise run
+directories (--run-dir, repeatable), refreshed every second: per run its
+status, task, budget and spend, its workers with their state, verdict,
+latency and spend, and the tail of its events. Anything not recorded shows
+as unknown, never as zero. Run directories are only read: a half-written
+journal line is passed over, never repaired.
+
+Keys: up/down (or k/j, or a mouse click) select a run or a worker, enter
+opens or closes its detail, c asks to cancel it, r reads again, q or esc
+quits. A store run is cancelled through the store (as agentrt runs cancel
+does); a supervise worker or run cannot be cancelled from outside its
+process, and top says so.
+
+--once prints one frame and exits, as it does when stdout is not a
+terminal; the frame has no colours then (or with --no-color).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			src := &topSource{dirs: runDirs, limit: limit}
+			if len(runDirs) == 0 || sf.path != "" || sf.database != "" {
+				s, err := sf.open(ctx)
+				if err != nil {
+					return err
+				}
+				defer s.Close()
+				src.store = s
+			}
+			tty := isTerminal(stdio.Out) && isTerminal(stdio.In)
+			m := newTopModel(ctx, src)
+			m.color = !noColor && isTerminal(stdio.Out) && os.Getenv("NO_COLOR") == ""
+			if once || !tty {
+				m.snap = src.load(ctx)
+				_, err := io.WriteString(stdio.Out, m.frame())
+				return err
+			}
+			m.interactive = true
+			p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(stdio.In), tea.WithOutput(stdio.Out))
+			if _, err := p.Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {
+				return &exitError{code: ExitFailed, err: err}
+			}
+			return nil
+		},
+	}
+	sf.register(cmd)
+	cmd.Flags().StringArrayVar(&runDirs, "run-dir", nil, "a supervise run directory to watch (read-only; repeatable)")
+	cmd.Flags().BoolVar(&once, "once", false, "print one frame and exit")
+	cmd.Flags().BoolVar(&noColor, "no-color", false, "no colours or other terminal styling")
+	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many store runs, newest first")
+	return cmd
+}
+
+// isTerminal reports whether f is a terminal.
+func isTerminal(f any) bool {
+	fd, ok := f.(interface{ Fd() uintptr })
+	return ok && term.IsTerminal(int(fd.Fd()))
+}
+
+// topRun is one run as top shows it.
+type topRun struct {
+	ID     string
+	Kind   string
+	Status string
+	Live   bool
+	Task   string
+	Budget string
+	Spend  string
+	// Workers are the run's workers; the root of a supervise run is the
+	// run itself, never one of them.
+	Workers []topWorker
+	// Tail is the run's latest events, oldest first.
+	Tail []string
+	// Notes are facts about the reading: skipped lines, unreadable parts.
+	Notes []string
+	// Detail is extra lines the detail view shows.
+	Detail []string
+	// dir is the run directory of a supervise run; empty for a store run.
+	dir string
+}
+
+// topWorker is one worker of a supervise run.
+type topWorker struct {
+	ID      string
+	Label   string
+	Parent  string
+	State   string
+	Verdict string
+	Latency string
+	Budget  string
+	Spend   string
+	// Lead is the direct child of the root this worker descends from;
+	// empty for a direct child.
+	Lead string
+	// Task is what the worker was asked to do.
+	Task string
+}
+
+// topSnapshot is everything one read found.
+type topSnapshot struct {
+	Runs   []topRun
+	Errors []string
+}
+
+// topSource reads the runs top shows and carries out its cancels.
+type topSource struct {
+	store store.Store
+	dirs  []string
+	limit int
+	// now stamps cancel requests; time.Now when nil.
+	now func() time.Time
+}
+
+// load reads every source once. A source that fails is reported in the
+// snapshot; the others still show.
+func (s *topSource) load(ctx context.Context) topSnapshot {
+	var snap topSnapshot
+	if s.store != nil {
+		runs, err := s.storeRuns(ctx)
+		if err != nil {
+			snap.Errors = append(snap.Errors, "run store: "+err.Error())
+		}
+		snap.Runs = append(snap.Runs, runs...)
+	}
+	for _, dir := range s.dirs {
+		r, err := readSuperviseRun(ctx, dir)
+		if err != nil {
+			snap.Errors = append(snap.Errors, "run dir "+dir+": "+err.Error())
+			continue
+		}
+		snap.Runs = append(snap.Runs, r)
+	}
+	return snap
+}
+
+// storeRuns reads the newest runs of the store, each call under its own
+// deadline.
+func (s *topSource) storeRuns(ctx context.Context) ([]topRun, error) {
+	lctx, cancel := context.WithTimeout(ctx, topStoreTimeout)
+	runs, err := s.store.ListRuns(lctx, store.ListOptions{Limit: s.limit})
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]topRun, 0, len(runs))
+	for _, r := range runs {
+		out = append(out, s.storeRun(ctx, r))
+	}
+	return out, nil
+}
+
+// storeRun reads one store run's record, spend and event tail; what it
+// cannot read shows as unknown with a note.
+func (s *topSource) storeRun(ctx context.Context, r store.Run) topRun {
+	tr := topRun{ID: r.ID, Kind: r.Kind, Status: string(r.Status), Live: !r.Status.Terminal(),
+		Task: "unknown", Budget: "unknown", Spend: "unknown"}
+	rctx, cancel := context.WithTimeout(ctx, topStoreTimeout)
+	rec, err := kernel.ReadRun(rctx, s.store, r.ID)
+	cancel()
+	if err != nil {
+		tr.Notes = append(tr.Notes, "record unreadable: "+err.Error())
+		return tr
+	}
+	var usage *kernel.Usage
+	switch {
+	case rec.Exact != nil:
+		tr.Task, usage = rec.Exact.Task, rec.Exact.Usage
+	case rec.Rounds != nil:
+		tr.Task, usage = rec.Rounds.Task, rec.Rounds.Usage
+	case rec.ToolLoop != nil:
+		tr.Task, usage = rec.ToolLoop.User, rec.ToolLoop.Usage
+	case rec.Seated != nil:
+		tr.Task = rec.Seated.Task
+	case rec.Kind == retained.Kind || rec.DocErr == nil:
+		tr.Task = summary(r)
+	default:
+		tr.Notes = append(tr.Notes, "record unreadable: "+rec.DocErr.Error())
+	}
+	tr.Task = oneLine(orUnknown(tr.Task))
+	switch {
+	case rec.LedgerEntries > 0:
+		tr.Spend = usageText(rec.Spend)
+	case usage != nil:
+		tr.Spend = usageText(usage.Usage)
+	}
+	tr.Detail = append(tr.Detail,
+		"started   "+r.CreatedAt.UTC().Format(time.RFC3339),
+		"updated   "+r.UpdatedAt.UTC().Format(time.RFC3339),
+		fmt.Sprintf("recorded  %d events, %d ledger entries", rec.Events, rec.LedgerEntries))
+	if !tr.Live {
+		tr.Detail = append(tr.Detail, "latency   "+r.UpdatedAt.Sub(r.CreatedAt).Round(time.Millisecond).String())
+	}
+	from := max(rec.Events-topTail, 0)
+	ectx, cancel := context.WithTimeout(ctx, topStoreTimeout)
+	events, err := s.store.Events(ectx, r.ID, store.CursorFor(from), topTail)
+	cancel()
+	if err != nil {
+		tr.Notes = append(tr.Notes, "events unreadable: "+err.Error())
+	}
+	for _, e := range events {
+		tr.Tail = append(tr.Tail, fmt.Sprintf("%4d %-24s %s", e.Sequence, e.Type, eventText(e.Body)))
+	}
+	return tr
+}
+
+// usageText renders a usage for people, unknown channels as unknown.
+func usageText(u ledger.Usage) string {
+	if !u.InputTokens.Reported && !u.OutputTokens.Reported && !u.CostUSD.Reported {
+		return "unknown"
+	}
+	return fmt.Sprintf("in %s out %s %s", u.InputTokens, u.OutputTokens, usd(u.CostUSD))
+}
+
+// oneLine flattens s onto one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// readSuperviseRun reads a supervise run directory without changing it.
+// The run's id comes from its run-started record, or else from a
+// parentless root spawn, which is the run and never a worker.
+func readSuperviseRun(ctx context.Context, dir string) (topRun, error) {
+	recs, skipped, err := supervise.ReadRunDir(ctx, dir)
+	if err != nil {
+		return topRun{}, err
+	}
+	tr := topRun{Kind: "supervise", Status: "running", Live: true, Task: "unknown",
+		Budget: "unknown", dir: dir}
+	tr.Detail = append(tr.Detail, "run dir   "+dir, "budget    the run's budget is not journaled")
+	if skipped > 0 {
+		tr.Notes = append(tr.Notes, fmt.Sprintf("%d journal line(s) unreadable, skipped", skipped))
+	}
+	var root supervise.NodeID
+	for _, r := range recs {
+		if r.Kind == supervise.KindRunStarted && r.RunID != "" {
+			root = supervise.NodeID(r.RunID)
+			break
+		}
+	}
+	isRoot := func(n supervise.NodeID) bool {
+		_, hasParent := n.Parent()
+		return n == root || !hasParent
+	}
+	index := map[supervise.NodeID]int{}
+	var workers []topWorker
+	var spent sumSpend
+	for _, r := range recs {
+		tr.Tail = append(tr.Tail, journalText(r))
+		switch r.Kind {
+		case supervise.KindRunStarted:
+			tr.ID = r.RunID
+			tr.Task = oneLine(orUnknown(r.Task))
+			if r.StartedAtMS != 0 {
+				tr.Detail = append(tr.Detail, "started   "+time.UnixMilli(r.StartedAtMS).UTC().Format(time.RFC3339))
+			}
+			if r.DeadlineMS != 0 {
+				tr.Detail = append(tr.Detail, "deadline  "+time.UnixMilli(r.DeadlineMS).UTC().Format(time.RFC3339))
+			}
+		case supervise.KindSpawned:
+			if isRoot(r.Node) {
+				// A root spawn (journals that record one) names the run.
+				if root == "" {
+					root = r.Node
+				}
+				if tr.ID == "" {
+					tr.ID = string(r.Node)
+				}
+				if tr.Task == "unknown" && r.Task != "" {
+					tr.Task = oneLine(r.Task)
+				}
+				continue
+			}
+			w := topWorker{ID: string(r.Node), Label: orUnknown(labelOrProfile(r)), Parent: string(r.Parent),
+				State: "running", Verdict: "unknown", Latency: "unknown", Spend: "unknown",
+				Budget: budgetText(r.Reserved), Task: oneLine(r.Task)}
+			if r.Reserved == nil {
+				w.Budget = budgetText(r.Budget)
+			}
+			w.Lead = string(leadOf(r.Node, root))
+			index[r.Node] = len(workers)
+			workers = append(workers, w)
+		case supervise.KindSettled:
+			i, ok := index[r.Node]
+			if !ok {
+				continue // a settlement whose spawn line was lost
+			}
+			w := &workers[i]
+			w.State = string(r.State)
+			w.Verdict = verdictText(r.Verdict)
+			w.Spend = spendText(r.Spent)
+			spent.add(r.Spent)
+		case supervise.KindFinished:
+			tr.Status, tr.Live = orUnknown(r.Outcome), false
+			if r.Reason != "" {
+				tr.Detail = append(tr.Detail, "why       "+r.Reason)
+			}
+		}
+	}
+	if tr.ID == "" {
+		tr.ID = "unknown"
+	}
+	for i := range workers {
+		if workers[i].State != "running" {
+			continue
+		}
+		spent.inFlight = true
+		if !tr.Live {
+			// The run ended without settling it: its process stopped.
+			workers[i].State = "down"
+		}
+	}
+	tr.Workers = workers
+	tr.Spend = spent.text()
+	if len(tr.Tail) > topTail {
+		tr.Tail = tr.Tail[len(tr.Tail)-topTail:]
+	}
+	if tr.Live {
+		tr.Detail = append(tr.Detail, "status    no finished record yet: running, or its process stopped")
+	}
+	return tr, nil
+}
+
+// labelOrProfile is a spawn's label, or its profile when it has none.
+func labelOrProfile(r supervise.Record) string {
+	if r.Label != "" {
+		return r.Label
+	}
+	return r.Profile
+}
+
+// leadOf is the direct child of root that n descends from; empty when n
+// is one.
+func leadOf(n, root supervise.NodeID) supervise.NodeID {
+	lead := n
+	for {
+		p, ok := lead.Parent()
+		if !ok || p == root {
+			break
+		}
+		if _, ok := p.Parent(); !ok {
+			break // p is a root spawn of a journal without run-started
+		}
+		lead = p
+	}
+	if lead == n {
+		return ""
+	}
+	return lead
+}
+
+// journalText is a one-line rendering of a spawn-journal record.
+func journalText(r supervise.Record) string {
+	switch r.Kind {
+	case supervise.KindRunStarted:
+		return "run-started " + r.RunID
+	case supervise.KindSpawned:
+		return fmt.Sprintf("spawned     %s %s", r.Node, labelOrProfile(r))
+	case supervise.KindSettled:
+		s := fmt.Sprintf("settled     %s %s", r.Node, r.State)
+		if r.Reason != "" {
+			s += " (" + r.Reason + ")"
+		}
+		return s
+	case supervise.KindSubmitted:
+		return "submitted   verdict " + verdictText(r.Verdict)
+	case supervise.KindFinished:
+		s := "finished    " + r.Outcome
+		if r.Reason != "" {
+			s += " (" + r.Reason + ")"
+		}
+		return s
+	}
+	return r.Kind + " " + string(r.Node)
+}
+
+// verdictText renders a check's verdict.
+func verdictText(v *kernel.Verdict) string {
+	switch {
+	case v == nil:
+		return "none"
+	case v.Passed:
+		return "passed"
+	}
+	return "failed"
+}
+
+// budgetText renders a journaled budget; an absent channel is uncapped.
+func budgetText(b *supervise.BudgetRecord) string {
+	if b == nil {
+		return "unknown"
+	}
+	var parts []string
+	if b.Tokens != nil {
+		parts = append(parts, "tok "+strconv.FormatInt(*b.Tokens, 10))
+	}
+	if b.MicroUSD != nil {
+		parts = append(parts, microUSD(*b.MicroUSD))
+	}
+	if len(parts) == 0 {
+		return "uncapped"
+	}
+	return strings.Join(parts, " ")
+}
+
+// spendText renders a journaled spend; an absent channel is unknown.
+func spendText(s *supervise.SpendRecord) string {
+	if s == nil {
+		return "unknown"
+	}
+	tok, cost := "tok unknown", "$unknown"
+	if s.Tokens != nil {
+		tok = "tok " + strconv.FormatInt(*s.Tokens, 10)
+	}
+	if s.MicroUSD != nil {
+		cost = microUSD(*s.MicroUSD)
+	}
+	if s.Tokens == nil && s.MicroUSD == nil {
+		return "unknown"
+	}
+	return tok + " " + cost
+}
+
+// microUSD renders millionths of a dollar as dollars.
+func microUSD(m int64) string {
+	return "$" + strconv.FormatFloat(float64(m)/1e6, 'f', -1, 64)
+}
+
+// sumSpend adds settled spends; a channel any settlement left unknown,
+// or a worker still in flight, makes the sum a floor.
+type sumSpend struct {
+	tokens, micro         int64
+	anyTokens, anyMicro   bool
+	partTokens, partMicro bool
+	inFlight              bool
+}
+
+func (s *sumSpend) add(r *supervise.SpendRecord) {
+	if r == nil || r.Tokens == nil {
+		s.partTokens = true
+	} else {
+		s.tokens, s.anyTokens = s.tokens+*r.Tokens, true
+	}
+	if r == nil || r.MicroUSD == nil {
+		s.partMicro = true
+	} else {
+		s.micro, s.anyMicro = s.micro+*r.MicroUSD, true
+	}
+}
+
+func (s *sumSpend) text() string {
+	if !s.anyTokens && !s.anyMicro {
+		return "unknown"
+	}
+	tok, cost := "tok unknown", "$unknown"
+	if s.anyTokens {
+		tok = "tok " + floorMark(s.partTokens || s.inFlight) + strconv.FormatInt(s.tokens, 10)
+	}
+	if s.anyMicro {
+		cost = floorMark(s.partMicro || s.inFlight) + microUSD(s.micro)
+	}
+	return tok + " " + cost
+}
+
+func floorMark(floor bool) string {
+	if floor {
+		return "≥ "
+	}
+	return ""
+}
+
+// cancel asks to cancel the selected run or worker and returns what
+// happened, for the notice line.
+func (s *topSource) cancel(ctx context.Context, r topRun, w *topWorker) string {
+	switch {
+	case w != nil && w.Lead != "":
+		return fmt.Sprintf("cancel refused: %s is a nested worker; cancel its top-level lead %s", w.ID, w.Lead)
+	case w != nil:
+		return fmt.Sprintf("cancel refused: %s is a worker of supervise run %s, and supervise offers no cancel from outside the supervising process; stop that process (the run resumes from its journal)", w.ID, r.ID)
+	case r.dir != "":
+		return fmt.Sprintf("cancel refused: supervise run %s can be stopped only by the process supervising it", r.ID)
+	case r.Kind == retained.Kind:
+		return fmt.Sprintf("cancel refused: %s is a retained run, owned by its provider; use agentrt runs cancel %s --provider …", r.ID, r.ID)
+	case s.store == nil:
+		return "cancel refused: no run store"
+	}
+	now := time.Now
+	if s.now != nil {
+		now = s.now
+	}
+	cctx, cancel := context.WithTimeout(ctx, topStoreTimeout)
+	defer cancel()
+	effect, run, err := kernel.RequestCancel(cctx, s.store, r.ID, "cancelled from agentrt top", now())
+	if err != nil {
+		return fmt.Sprintf("run %s: cancel %s: %v", r.ID, effect, err)
+	}
+	return fmt.Sprintf("run %s: %s (status %s)", r.ID, effect, run.Status)
+}
+
+// topRow is one selectable line: a run, or one of its workers.
+type topRow struct {
+	run    int
+	worker int // -1 for the run itself
+}
+
+// topModel is top's Bubble Tea model.
+type topModel struct {
+	ctx    context.Context
+	src    *topSource
+	snap   topSnapshot
+	sel    int
+	detail bool
+	notice string
+	width  int
+	height int
+	color  bool
+	// interactive is set when keys reach the model (not --once).
+	interactive bool
+	// tick numbers the refresh timer; a tick of an older timer (one a
+	// manual read replaced) is dropped, so timers never pile up.
+	tick int
+}
+
+// Messages of the model.
+type (
+	topSnapshotMsg topSnapshot
+	topTickMsg     int
+	topNoticeMsg   string
+)
+
+func newTopModel(ctx context.Context, src *topSource) topModel {
+	return topModel{ctx: ctx, src: src, width: topWidth}
+}
+
+// Init reads the sources once.
+func (m topModel) Init() tea.Cmd { return m.loadCmd() }
+
+func (m topModel) loadCmd() tea.Cmd {
+	return func() tea.Msg { return topSnapshotMsg(m.src.load(m.ctx)) }
+}
+
+// rows lists the selectable lines in display order.
+func (m topModel) rows() []topRow {
+	var rows []topRow
+	for i, r := range m.snap.Runs {
+		rows = append(rows, topRow{run: i, worker: -1})
+		for j := range r.Workers {
+			rows = append(rows, topRow{run: i, worker: j})
+		}
+	}
+	return rows
+}
+
+// selectedKey names the selected row by run and worker id, which
+// survive a refresh that reorders the rows.
+func (m topModel) selectedKey() [2]string {
+	rows := m.rows()
+	if m.sel >= len(rows) {
+		return [2]string{}
+	}
+	r := m.snap.Runs[rows[m.sel].run]
+	if w := rows[m.sel].worker; w >= 0 {
+		return [2]string{r.ID, r.Workers[w].ID}
+	}
+	return [2]string{r.ID, ""}
+}
+
+// find is the row named by key; the old index, kept in range, when the
+// row is gone.
+func (m topModel) find(key [2]string) int {
+	rows := m.rows()
+	for i, row := range rows {
+		r := m.snap.Runs[row.run]
+		w := ""
+		if row.worker >= 0 {
+			w = r.Workers[row.worker].ID
+		}
+		if r.ID == key[0] && w == key[1] {
+			return i
+		}
+	}
+	return min(m.sel, max(len(rows)-1, 0))
+}
+
+// Update handles keys, mouse clicks, reads and notices.
+func (m topModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case topSnapshotMsg:
+		key := m.selectedKey()
+		m.snap = topSnapshot(msg)
+		m.sel = m.find(key)
+		m.tick++
+		tick := m.tick
+		return m, tea.Tick(topRefresh, func(time.Time) tea.Msg { return topTickMsg(tick) })
+	case topTickMsg:
+		if int(msg) != m.tick {
+			return m, nil
+		}
+		return m, m.loadCmd()
+	case topNoticeMsg:
+		m.notice = string(msg)
+		return m, m.loadCmd()
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+	case tea.KeyPressMsg:
+		return m.key(msg.String())
+	case tea.MouseClickMsg:
+		if row, ok := m.rowAt(msg.Y); ok {
+			if row == m.sel {
+				m.detail = !m.detail
+			} else {
+				m.sel, m.detail = row, false
+			}
+		}
+	case tea.MouseWheelMsg:
+		switch msg.Button {
+		case tea.MouseWheelUp:
+			return m.key("up")
+		case tea.MouseWheelDown:
+			return m.key("down")
+		}
+	}
+	return m, nil
+}
+
+func (m topModel) key(k string) (tea.Model, tea.Cmd) {
+	n := len(m.rows())
+	switch k {
+	case "q", "ctrl+c":
+		return m, tea.Quit
+	case "esc":
+		if m.detail {
+			m.detail = false
+			return m, nil
+		}
+		return m, tea.Quit
+	case "up", "k":
+		m.sel = max(m.sel-1, 0)
+	case "down", "j":
+		m.sel = max(min(m.sel+1, n-1), 0)
+	case "enter":
+		m.detail = n > 0 && !m.detail
+	case "r":
+		return m, m.loadCmd()
+	case "c":
+		if n == 0 {
+			m.notice = "nothing selected"
+			return m, nil
+		}
+		row := m.rows()[m.sel]
+		r := m.snap.Runs[row.run]
+		var w *topWorker
+		if row.worker >= 0 {
+			w = &r.Workers[row.worker]
+		}
+		m.notice = "cancelling…"
+		src, ctx := m.src, m.ctx
+		return m, func() tea.Msg { return topNoticeMsg(src.cancel(ctx, r, w)) }
+	}
+	return m, nil
+}
+
+// View renders the current frame.
+func (m topModel) View() tea.View {
+	v := tea.NewView(m.frame())
+	v.AltScreen = true
+	v.MouseMode = tea.MouseModeCellMotion
+	v.WindowTitle = "agentrt top"
+	return v
+}
+
+// layout is the frame's lines and, for each, the row it selects (-1
+// for none).
+func (m topModel) layout() (lines []string, rowOf []int) {
+	add := func(row int, s string) {
+		lines = append(lines, s)
+		rowOf = append(rowOf, row)
+	}
+	live := 0
+	for _, r := range m.snap.Runs {
+		if r.Live {
+			live++
+		}
+	}
+	add(-1, fmt.Sprintf("agentrt top: %d run(s), %d live", len(m.snap.Runs), live))
+	for _, e := range m.snap.Errors {
+		add(-1, "! "+e)
+	}
+	if m.notice != "" {
+		add(-1, "» "+m.notice)
+	}
+	add(-1, "")
+	if len(m.snap.Runs) == 0 {
+		add(-1, "no runs")
+		return lines, rowOf
+	}
+	add(-1, fmt.Sprintf("  %-24s %-11s %-9s %-9s %-26s %s", "RUN", "STATUS", "KIND", "BUDGET", "SPEND", "TASK"))
+	row := 0
+	for _, r := range m.snap.Runs {
+		task := r.Task
+		if task != "unknown" {
+			task = strconv.Quote(clip(task, 60))
+		}
+		add(row, fmt.Sprintf("%s %-24s %-11s %-9s %-9s %-26s %s", m.mark(row), r.ID, r.Status, r.Kind, r.Budget, r.Spend, task))
+		row++
+		for _, n := range r.Notes {
+			add(-1, "    ! "+n)
+		}
+		if len(r.Workers) > 0 {
+			add(-1, fmt.Sprintf("    %-24s %-14s %-10s %-8s %-8s %-18s %s", "WORKER", "LABEL", "STATE", "VERDICT", "LATENCY", "BUDGET", "SPEND"))
+		}
+		for _, w := range r.Workers {
+			id := w.ID
+			if w.Lead != "" {
+				id = "  " + id
+			}
+			add(row, fmt.Sprintf("  %s %-24s %-14s %-10s %-8s %-8s %-18s %s", m.mark(row), id, clip(w.Label, 14), w.State, w.Verdict, w.Latency, w.Budget, w.Spend))
+			row++
+		}
+	}
+	rows := m.rows()
+	if m.sel >= len(rows) {
+		return lines, rowOf
+	}
+	sel := rows[m.sel]
+	r := m.snap.Runs[sel.run]
+	add(-1, "")
+	if m.detail {
+		if sel.worker >= 0 {
+			w := r.Workers[sel.worker]
+			add(-1, "worker "+w.ID+" of run "+r.ID)
+			add(-1, "  label     "+w.Label)
+			add(-1, "  parent    "+orDash(w.Parent, "the root"))
+			add(-1, "  lead      "+orDash(w.Lead, "itself (a direct child of the root)"))
+			add(-1, "  state     "+w.State)
+			add(-1, "  verdict   "+w.Verdict)
+			add(-1, "  latency   "+w.Latency+" (the journal carries no times)")
+			add(-1, "  budget    "+w.Budget)
+			add(-1, "  spend     "+w.Spend)
+			add(-1, "  task      "+clip(w.Task, 200))
+		} else {
+			add(-1, "run "+r.ID)
+			add(-1, "  task      "+clip(r.Task, 200))
+			for _, d := range r.Detail {
+				add(-1, "  "+d)
+			}
+		}
+		add(-1, "")
+	}
+	add(-1, fmt.Sprintf("events of %s (last %d)", r.ID, len(r.Tail)))
+	if len(r.Tail) == 0 {
+		add(-1, "  none recorded")
+	}
+	for _, t := range r.Tail {
+		add(-1, "  "+t)
+	}
+	if m.interactive {
+		add(-1, "")
+		add(-1, "↑/↓ select · enter detail · c cancel · r refresh · q quit")
+	}
+	return lines, rowOf
+}
+
+// orDash is s, or alt when s is empty.
+func orDash(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
+}
+
+func (m topModel) mark(row int) string {
+	if row == m.sel {
+		return ">"
+	}
+	return " "
+}
+
+// screen is the part of the layout the terminal shows: all of it, or,
+// on a short terminal, a window that keeps the selected row in view.
+func (m topModel) screen() (lines []string, rowOf []int) {
+	lines, rowOf = m.layout()
+	if m.height <= 0 || len(lines) <= m.height {
+		return lines, rowOf
+	}
+	at := slices.Index(rowOf, m.sel)
+	off := max(at-m.height+1, 0)
+	return lines[off : off+m.height], rowOf[off : off+m.height]
+}
+
+// rowAt is the selectable row on screen line y.
+func (m topModel) rowAt(y int) (int, bool) {
+	_, rowOf := m.screen()
+	if y < 0 || y >= len(rowOf) || rowOf[y] < 0 {
+		return 0, false
+	}
+	return rowOf[y], true
+}
+
+// frame renders the lines clipped to the width, styled only in colour
+// mode.
+func (m topModel) frame() string {
+	lines, rowOf := m.screen()
+	width := m.width
+	if width <= 0 {
+		width = topWidth
+	}
+	head := lipgloss.NewStyle().Bold(true)
+	selected := lipgloss.NewStyle().Reverse(true)
+	warn := lipgloss.NewStyle().Foreground(lipgloss.Color("3"))
+	var b strings.Builder
+	for i, l := range lines {
+		l = strings.TrimRight(clip(l, width), " ")
+		if m.color {
+			switch {
+			case i == 0:
+				l = head.Render(l)
+			case rowOf[i] >= 0 && rowOf[i] == m.sel:
+				l = selected.Render(l)
+			case strings.HasPrefix(strings.TrimLeft(l, " "), "!"):
+				l = warn.Render(l)
+			}
+		}
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
