@@ -116,6 +116,14 @@ type liveRun struct {
 
 func startLiveRun(t *testing.T, exec supervise.Executor, grace time.Duration, tasks ...string) *liveRun {
 	t.Helper()
+	return startLiveRunWith(t, exec, grace, nil, tasks...)
+}
+
+// startLiveRunWith is startLiveRun whose brain, when before is set,
+// calls it once its workers run and returns at once; the run then does
+// not scan its control files, so only run end sees what before wrote.
+func startLiveRunWith(t *testing.T, exec supervise.Executor, grace time.Duration, before func(dir string) error, tasks ...string) *liveRun {
+	t.Helper()
 	r := &liveRun{dir: t.TempDir(), ready: make(chan struct{}), release: make(chan struct{}), done: make(chan struct{})}
 	writer, err := profile.Parse([]byte(writerProfile))
 	if err != nil {
@@ -144,6 +152,12 @@ func startLiveRun(t *testing.T, exec supervise.Executor, grace time.Duration, ta
 					return supervise.BrainReport{}, err
 				}
 			}
+			if before != nil {
+				if err := before(r.dir); err != nil {
+					return supervise.BrainReport{}, err
+				}
+				return supervise.BrainReport{Text: "requests written"}, nil
+			}
 			close(r.ready)
 			select {
 			case <-r.release:
@@ -152,6 +166,10 @@ func startLiveRun(t *testing.T, exec supervise.Executor, grace time.Duration, ta
 				return supervise.BrainReport{}, context.Cause(ctx)
 			}
 		}),
+	}
+	if before != nil {
+		supervise.WithoutControlScan(&o)
+		close(r.ready)
 	}
 	go func() {
 		defer close(r.done)
@@ -586,5 +604,43 @@ func TestControlFromAnotherProcessBehaviours48to50(t *testing.T) {
 	ack, err := supervise.ReadRunCancellation(ctx, run.dir)
 	if err != nil || ack == nil || ack.Effect != kernel.EffectCancelled || ack.AppliedAfterMS == nil || ack.DeadlineExceeded == nil {
 		t.Errorf("run ack %+v, %v", ack, err)
+	}
+}
+
+// Behaviours 48, 49 and 50: run end expires every open request. A
+// steer, a worker cancellation and a run cancellation the run never
+// applied are acknowledged not_live, never success, and journaled.
+func TestRunEndExpiresOpenRequestsBehaviours48to50(t *testing.T) {
+	ctx := context.Background()
+	run := startLiveRunWith(t, newInboxExecutor(), 0, func(dir string) error {
+		if _, err := supervise.WriteWorkerSteer(ctx, dir, "long", supervise.WorkerSteer{OperationID: "op-s", Message: "m"}); err != nil {
+			return err
+		}
+		if _, err := supervise.CancelWorker(ctx, dir, "long", "op-c", supervise.CancelOptions{}); err != nil {
+			return err
+		}
+		_, err := supervise.CancelRun(ctx, dir, "op-r", supervise.RunCancelOptions{Deadline: time.Minute})
+		return err
+	}, "long")
+	res := run.wait(t)
+	if res.Reason == supervise.ReasonCancelled {
+		t.Errorf("result %s %s: a run cancellation never applied cancelled the run", res.Status, res.Reason)
+	}
+	steer, err := supervise.ReadSteerAck(ctx, run.dir, "op-s")
+	if err != nil || steer == nil || steer.Effect != supervise.SteerNotLive {
+		t.Errorf("steer ack %+v, %v; want not_live", steer, err)
+	}
+	cancel, err := supervise.ReadWorkerCancellation(ctx, run.dir, "op-c")
+	if err != nil || cancel.Effect != kernel.EffectNotLive || len(cancel.Terminated) != 0 {
+		t.Errorf("worker cancellation %+v, %v; want not_live", cancel, err)
+	}
+	ack, err := supervise.ReadRunCancellation(ctx, run.dir)
+	if err != nil || ack == nil || ack.Effect != kernel.EffectNotLive || ack.OperationID != "op-r" {
+		t.Errorf("run cancellation %+v, %v; want not_live for op-r", ack, err)
+	}
+	for _, kind := range []string{supervise.KindSteerAcknowledged, supervise.KindCancelAcknowledged, supervise.KindRunCancelled} {
+		if n := len(run.journaled(kind)); n != 1 {
+			t.Errorf("journaled %d %s records, want 1", n, kind)
+		}
 	}
 }

@@ -50,7 +50,8 @@ func (e *RunCancelledError) Error() string {
 
 // control is a running supervisor's side of the run dir's control files.
 type control struct {
-	dir string
+	dir    string
+	noScan bool // only run end looks at the requests
 
 	// passMu keeps scans from overlapping.
 	passMu sync.Mutex
@@ -63,18 +64,18 @@ type control struct {
 	runAt time.Time                      // when it was applied
 }
 
-func newControl(dir string) *control {
+func newControl(dir string, noScan bool) *control {
 	if dir == "" {
 		return nil
 	}
-	return &control{dir: dir, seen: map[string]bool{}, open: map[string]*WorkerCancellation{}}
+	return &control{dir: dir, noScan: noScan, seen: map[string]bool{}, open: map[string]*WorkerCancellation{}}
 }
 
 // watchControl scans the run dir every ControlScanInterval until ctx
 // ends; the returned function stops it and waits for the scan in
 // progress.
 func (c *Coordinator) watchControl(ctx context.Context) (stop func()) {
-	if c.ctl == nil {
+	if c.ctl == nil || c.ctl.noScan {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -335,9 +336,12 @@ func (c *Coordinator) checkRunCancel(ctx context.Context) {
 	if err := readJSON(filepath.Join(c.ctl.dir, RunCancelRequestFile), &req); err != nil || validOperationID(req.OperationID) != nil {
 		return
 	}
-	if _, err := os.Stat(filepath.Join(c.ctl.dir, RunCancellationFile)); err == nil {
+	var prior RunCancellation
+	if err := readJSON(filepath.Join(c.ctl.dir, RunCancellationFile), &prior); err == nil && prior.Effect != kernel.EffectCancelRequested {
 		return // answered by an earlier process of this run
 	}
+	// A process that issued the abort and died left cancel_requested:
+	// the resumed run is cancelled too.
 	at := c.now()
 	c.ctl.mu.Lock()
 	c.ctl.run, c.ctl.runAt = &req, at
