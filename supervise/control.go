@@ -281,8 +281,19 @@ func CancelWorker(ctx context.Context, runDir, worker, operationID string, o Can
 		if !p.sameBody(req) {
 			return WorkerCancellation{}, &ConflictError{Kind: "worker-cancel", OperationID: operationID, Detail: "worker " + p.Worker + " was asked first"}
 		}
-	} else if err := appendLine(filepath.Join(runDir, CancelRequestsFile), req); err != nil {
-		return WorkerCancellation{}, fmt.Errorf("supervise: appending cancellation %s: %w", operationID, err)
+	} else {
+		if err := appendLine(filepath.Join(runDir, CancelRequestsFile), req); err != nil {
+			return WorkerCancellation{}, fmt.Errorf("supervise: appending cancellation %s: %w", operationID, err)
+		}
+		// Another process may have appended the same id first; its line
+		// is the one admitted.
+		now, err := readCancelRequests(runDir)
+		if err != nil {
+			return WorkerCancellation{}, err
+		}
+		if p := now[operationID]; !p.sameBody(req) {
+			return WorkerCancellation{}, &ConflictError{Kind: "worker-cancel", OperationID: operationID, Detail: "worker " + p.Worker + " was asked first"}
+		}
 	}
 	return ReadWorkerCancellation(ctx, runDir, operationID)
 }
@@ -474,7 +485,20 @@ func writeExclusive(path string, v any) (bool, error) {
 		}
 		return false, err
 	}
-	return true, nil
+	return true, syncDir(filepath.Dir(path))
+}
+
+// syncDir makes a new name in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // writeReplace atomically replaces path with v as JSON.
@@ -487,7 +511,7 @@ func writeReplace(path string, v any) error {
 		os.Remove(tmp)
 		return err
 	}
-	return nil
+	return syncDir(filepath.Dir(path))
 }
 
 func writeTemp(path string, v any) (string, error) {

@@ -644,3 +644,39 @@ func TestRunEndExpiresOpenRequestsBehaviours48to50(t *testing.T) {
 		}
 	}
 }
+
+// Behaviour 49, the requests log's readers: a corrupt line or a torn
+// trailing line never hides later requests, and a repeated operation id
+// collapses to its first line.
+func TestCancelRequestsLogIsTolerantBehaviour49(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, prefix string
+	}{
+		{"corrupt line", "{not json\n"},
+		{"torn trailing line", `{"operationId": "op-torn", "wor`},
+		{"duplicate id", `{"operationId": "op-1", "worker": "first", "source": "filesystem", "at": 1}` + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, supervise.CancelRequestsFile)
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(tc.prefix), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			rec, err := supervise.CancelWorker(ctx, dir, "first", "op-1", supervise.CancelOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Worker != "first" || rec.Effect != kernel.EffectUnknown {
+				t.Errorf("record %+v, want worker first, unknown", rec)
+			}
+			var conflict *supervise.ConflictError
+			if _, err := supervise.CancelWorker(ctx, dir, "second", "op-1", supervise.CancelOptions{}); !errors.As(err, &conflict) {
+				t.Errorf("same id, other worker: err %v, want *ConflictError", err)
+			}
+		})
+	}
+}
