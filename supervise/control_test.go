@@ -167,13 +167,14 @@ func startLiveRunWith(t *testing.T, exec supervise.Executor, grace time.Duration
 			}
 		}),
 	}
+	runCtx := context.Background()
 	if before != nil {
-		supervise.WithoutControlScan(&o)
+		runCtx = supervise.WithoutControlScan(runCtx)
 		close(r.ready)
 	}
 	go func() {
 		defer close(r.done)
-		r.res, r.err = supervise.Supervise(context.Background(), manager, "t", o)
+		r.res, r.err = supervise.Supervise(runCtx, manager, "t", o)
 	}()
 	t.Cleanup(func() {
 		r.finish(t)

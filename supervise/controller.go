@@ -48,6 +48,10 @@ func (e *RunCancelledError) Error() string {
 	return "supervise: run cancelled by operation " + e.OperationID + " from " + e.Source
 }
 
+// noControlScanKey, set on Supervise's context by tests only, leaves the
+// run dir's control requests to run end.
+type noControlScanKey struct{}
+
 // control is a running supervisor's side of the run dir's control files.
 type control struct {
 	dir    string

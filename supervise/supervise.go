@@ -103,10 +103,6 @@ type Options struct {
 	// Now replaces time.Now; Logger receives what the run cannot return.
 	Now    func() time.Time
 	Logger *slog.Logger
-
-	// noControlScan (tests only) leaves the run dir's control requests
-	// to run end.
-	noControlScan bool
 }
 
 // Status is a supervised run's outcome.
@@ -256,7 +252,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		return SupervisedResult{}, fmt.Errorf("%w: Budget: %w", ErrInvalidOptions, err)
 	}
 	c := &Coordinator{runID: runID, pool: pool, log: log, exec: exec, profiles: o.Profiles, check: o.Deliverable,
-		logger: logger, now: now, workers: map[NodeID]*worker{}, wake: make(chan struct{}), ctl: newControl(o.RunDir, o.noControlScan)}
+		logger: logger, now: now, workers: map[NodeID]*worker{}, wake: make(chan struct{}), ctl: newControl(o.RunDir, ctx.Value(noControlScanKey{}) != nil)}
 	_, canResume := exec.(interface{ ResumesSessions() bool })
 	scope, err := New(pool, ScopeOptions{RootID: NodeID(runID), PerWorker: o.PerWorker, MaxLiveWorkers: o.MaxLiveWorkers,
 		MaxDepth: o.MaxDepth, AllowedModels: o.AllowedModels, AuthorizeSpawn: o.AuthorizeSpawn,
