@@ -2,6 +2,8 @@ package supervise_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -679,5 +681,41 @@ func TestCancelRequestsLogIsTolerantBehaviour49(t *testing.T) {
 				t.Errorf("same id, other worker: err %v, want *ConflictError", err)
 			}
 		})
+	}
+}
+
+// Behaviour 48: an unknown claim an earlier process left (it died
+// between claiming a steer and delivering it) is never retried, by the
+// scan or by run end.
+func TestSteerUnknownClaimIsNotRetriedBehaviour48(t *testing.T) {
+	ctx := context.Background()
+	exec := newInboxExecutor()
+	run := startLiveRun(t, exec, 0, "long")
+	sum := sha256.Sum256([]byte("op-claimed"))
+	claim := filepath.Join(run.dir, supervise.SteerAcksDir, hex.EncodeToString(sum[:])+".json")
+	if err := os.MkdirAll(filepath.Dir(claim), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(claim, []byte(`{"operationId": "op-claimed", "effect": "unknown"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := supervise.WriteWorkerSteer(ctx, run.dir, "long", supervise.WorkerSteer{OperationID: "op-claimed", Message: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	// A later steer acknowledged proves a scan ran after the claimed one
+	// was published.
+	if _, err := supervise.WriteWorkerSteer(ctx, run.dir, "long", supervise.WorkerSteer{OperationID: "op-later", Message: "second"}); err != nil {
+		t.Fatal(err)
+	}
+	if ack := awaitSteer(t, run.dir, "op-later"); ack.Effect != supervise.SteerDelivered {
+		t.Fatalf("later steer %+v, want delivered", ack)
+	}
+	run.finish(t)
+	ack, err := supervise.ReadSteerAck(ctx, run.dir, "op-claimed")
+	if err != nil || ack == nil || ack.Effect != supervise.SteerUnknown {
+		t.Errorf("claimed steer %+v, %v; want it left unknown", ack, err)
+	}
+	if got := exec.messages("run1:s2"); !cmp.Equal(got, []string{"second"}) {
+		t.Errorf("the worker got %q, want only the later steer", got)
 	}
 }
