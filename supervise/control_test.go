@@ -517,7 +517,7 @@ func TestCancelRunBehaviour50(t *testing.T) {
 			t.Errorf("the live worker is %s, want cancelled", w.State)
 		}
 	}
-	if n, m := len(run.journaled(supervise.KindRunCancelRequested)), len(run.journaled(supervise.KindRunCancelled)); n != 1 || m != 1 {
+	if n, m := len(run.journaled(supervise.KindRunCancelRequested)), len(run.journaled(supervise.KindRunCancelAcknowledged)); n != 1 || m != 1 {
 		t.Errorf("journaled %d run-cancel requests and %d acknowledgements, want 1 and 1", n, m)
 	}
 }
@@ -641,7 +641,7 @@ func TestRunEndExpiresOpenRequestsBehaviours48to50(t *testing.T) {
 	if err != nil || ack == nil || ack.Effect != kernel.EffectNotLive || ack.OperationID != "op-r" {
 		t.Errorf("run cancellation %+v, %v; want not_live for op-r", ack, err)
 	}
-	for _, kind := range []string{supervise.KindSteerAcknowledged, supervise.KindCancelAcknowledged, supervise.KindRunCancelled} {
+	for _, kind := range []string{supervise.KindSteerAcknowledged, supervise.KindCancelAcknowledged, supervise.KindRunCancelAcknowledged} {
 		if n := len(run.journaled(kind)); n != 1 {
 			t.Errorf("journaled %d %s records, want 1", n, kind)
 		}

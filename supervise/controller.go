@@ -17,12 +17,12 @@ import (
 // supervisor picks up and every acknowledgement it writes (Node is the
 // resolved worker, Data the request or acknowledgement).
 const (
-	KindSteerRequested     = "steer-requested"
-	KindSteerAcknowledged  = "steer-acknowledged"
-	KindCancelRequested    = "cancel-requested"
-	KindCancelAcknowledged = "cancel-acknowledged"
-	KindRunCancelRequested = "run-cancel-requested"
-	KindRunCancelled       = "run-cancel-acknowledged"
+	KindSteerRequested        = "steer-requested"
+	KindSteerAcknowledged     = "steer-acknowledged"
+	KindCancelRequested       = "cancel-requested"
+	KindCancelAcknowledged    = "cancel-acknowledged"
+	KindRunCancelRequested    = "run-cancel-requested"
+	KindRunCancelAcknowledged = "run-cancel-acknowledged"
 )
 
 // WorkerCancelledError is the cause a cancelled worker's context carries.
@@ -450,7 +450,7 @@ func (c *Coordinator) finalizeControl(ctx context.Context, res *SupervisedResult
 		if err := writeReplace(runPath, ack); err != nil {
 			c.logger.Error("supervise: writing the run cancellation", "err", err)
 		}
-		c.journalControl(ctx, KindRunCancelled, "", ack)
+		c.journalControl(ctx, KindRunCancelAcknowledged, "", ack)
 		return
 	}
 	var req RunCancelRequest
@@ -463,6 +463,6 @@ func (c *Coordinator) finalizeControl(ctx context.Context, res *SupervisedResult
 	ack := RunCancellation{OperationID: req.OperationID, Effect: kernel.EffectNotLive, RequestedAt: req.At, ObservedAt: c.now().UnixMilli(),
 		Source: req.Source, Reason: req.Reason, Detail: fmt.Sprintf("the run settled %s before the request was applied", res.Status)}
 	if created, err := writeExclusive(runPath, ack); err == nil && created {
-		c.journalControl(ctx, KindRunCancelled, "", ack)
+		c.journalControl(ctx, KindRunCancelAcknowledged, "", ack)
 	}
 }
