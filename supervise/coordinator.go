@@ -56,6 +56,10 @@ type Coordinator struct {
 	exhausted bool
 	stopWhy   string
 	stopFn    context.CancelCauseFunc
+
+	// ctl serves the run dir's steer and cancel files (nil without a
+	// run dir).
+	ctl *control
 }
 
 // worker is what the coordinator knows of one node beyond the scope.
@@ -328,6 +332,7 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 		c.logger.Error("supervise: journaling a settlement", "node", w.id, "err", err)
 	}
 	c.publish(w, st.State)
+	c.cancelObserved(ctx, w.id, st.State)
 }
 
 // publish queues w's settlement for Await.

@@ -43,9 +43,20 @@
 // settled (charged at its ceiling) or settled without reporting a
 // channel.
 //
+// Another process with access to the run dir steers and cancels a
+// running run through files (the cross-process run layout of §3.6):
+// WriteWorkerSteer publishes steers/requests/<hash(opId)>.json,
+// CancelWorker appends to cancellations/requests.ndjson, CancelRun
+// writes cancellations/run.request.json. Each is keyed by its operation
+// id (a same-body retry returns the first request; a changed body is a
+// *ConflictError). Supervise scans for them every ControlScanInterval,
+// applies each once, journals request and acknowledgement, and expires
+// what is still open at run end (not_live when never applied, unknown
+// when an abort's end was not observed).
+//
 // Not built yet: external-harness brains (the verbs served over MCP),
-// the cross-process run layout (steer and cancel files), the SQL
-// journal, analysts and the CLI. Package graph interprets one supervised
+// the rest of the run layout (state.json, progress.ndjson, worker logs,
+// interactive bindings), the SQL journal, analysts and the CLI. Package graph interprets one supervised
 // run as a fixed topology (runGraph) and keeps its edge ledger in this
 // run's journal through Coordinator.Note.
 package supervise

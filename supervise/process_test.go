@@ -26,6 +26,13 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(controlEnv) != "" {
+		if err := controlFromChild(os.Getenv(controlEnv), os.Getenv(childDir)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if os.Getenv(childEnv) == "" {
 		os.Exit(m.Run())
 	}

@@ -147,6 +147,9 @@ type DriverError struct {
 // Cancellation says who cancelled a run.
 type Cancellation struct {
 	Source, Reason string
+	// OperationID names the CancelRun request that cancelled the run
+	// ("" for a caller's context).
+	OperationID string
 }
 
 // WorkerSummary is one node of the tree as the result reports it.
@@ -249,7 +252,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		return SupervisedResult{}, fmt.Errorf("%w: Budget: %w", ErrInvalidOptions, err)
 	}
 	c := &Coordinator{runID: runID, pool: pool, log: log, exec: exec, profiles: o.Profiles, check: o.Deliverable,
-		logger: logger, now: now, workers: map[NodeID]*worker{}, wake: make(chan struct{})}
+		logger: logger, now: now, workers: map[NodeID]*worker{}, wake: make(chan struct{}), ctl: newControl(o.RunDir, ctx.Value(noControlScanKey{}) != nil)}
 	_, canResume := exec.(interface{ ResumesSessions() bool })
 	scope, err := New(pool, ScopeOptions{RootID: NodeID(runID), PerWorker: o.PerWorker, MaxLiveWorkers: o.MaxLiveWorkers,
 		MaxDepth: o.MaxDepth, AllowedModels: o.AllowedModels, AuthorizeSpawn: o.AuthorizeSpawn,
@@ -296,7 +299,11 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	unwatch := context.AfterFunc(ctx, func() { c.cancelWork(context.Cause(ctx)) })
 	defer unwatch()
 
+	// Steer and cancel requests from other processes are picked up
+	// while the brain drives; run end expires what is left.
+	stopWatch := c.watchControl(context.WithoutCancel(ctx))
 	report, driveErr := drive(brainCtx, brain, c, task)
+	stopWatch()
 	stopped := errors.Is(context.Cause(brainCtx), ErrStopped)
 	if !deadline.IsZero() && ctx.Err() == nil && (errors.Is(brainCtx.Err(), context.DeadlineExceeded) || !time.Now().Before(deadline)) {
 		// The run's deadline is part of its budget.
@@ -331,6 +338,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 
 	res := c.finish(ctx, report, driveErr, start, now())
 	res.Resumed = resumed
+	c.finalizeControl(ctx, &res)
 	if err := log.append(context.WithoutCancel(ctx), Record{Kind: KindFinished, Outcome: string(res.Status), Reason: string(res.Reason)}); err != nil {
 		logger.Error("supervise: journaling the end", "err", err)
 	}
@@ -463,7 +471,11 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 	}
 
 	cancelled := ctx.Err() != nil
+	runCancel := c.appliedRunCancel()
 	switch {
+	case runCancel != nil:
+		res.Status, res.Reason = StatusNoWinner, ReasonCancelled
+		res.Cancellation = &Cancellation{Source: runCancel.Source, Reason: runCancel.Reason, OperationID: runCancel.OperationID}
 	case cancelled:
 		res.Status, res.Reason = StatusNoWinner, ReasonCancelled
 		res.Cancellation = &Cancellation{Source: "context", Reason: context.Cause(ctx).Error()}

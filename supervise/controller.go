@@ -1,0 +1,468 @@
+package supervise
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/kernel"
+)
+
+// Journal record kinds of the control files: every request the running
+// supervisor picks up and every acknowledgement it writes (Node is the
+// resolved worker, Data the request or acknowledgement).
+const (
+	KindSteerRequested        = "steer-requested"
+	KindSteerAcknowledged     = "steer-acknowledged"
+	KindCancelRequested       = "cancel-requested"
+	KindCancelAcknowledged    = "cancel-acknowledged"
+	KindRunCancelRequested    = "run-cancel-requested"
+	KindRunCancelAcknowledged = "run-cancel-acknowledged"
+)
+
+// WorkerCancelledError is the cause a cancelled worker's context carries.
+type WorkerCancelledError struct {
+	OperationID, Reason string
+}
+
+func (e *WorkerCancelledError) Error() string {
+	s := "supervise: worker cancelled by operation " + e.OperationID
+	if e.Reason != "" {
+		s += ": " + e.Reason
+	}
+	return s
+}
+
+// RunCancelledError is the cause the run's contexts carry once a run
+// cancellation was applied.
+type RunCancelledError struct {
+	OperationID, Source, Reason string
+}
+
+func (e *RunCancelledError) Error() string {
+	return "supervise: run cancelled by operation " + e.OperationID + " from " + e.Source
+}
+
+// noControlScanKey, set on Supervise's context by tests only, leaves the
+// run dir's control requests to run end.
+type noControlScanKey struct{}
+
+// control is a running supervisor's side of the run dir's control files.
+type control struct {
+	dir    string
+	noScan bool // only run end looks at the requests
+
+	// passMu keeps scans from overlapping.
+	passMu sync.Mutex
+
+	// mu guards everything below and orders cancellation record writes.
+	mu    sync.Mutex
+	seen  map[string]bool                // worker-cancel operation ids handled by this process
+	open  map[string]*WorkerCancellation // records whose abort was issued and target not yet settled
+	run   *RunCancelRequest              // the applied run cancellation
+	runAt time.Time                      // when it was applied
+}
+
+func newControl(dir string, noScan bool) *control {
+	if dir == "" {
+		return nil
+	}
+	return &control{dir: dir, noScan: noScan, seen: map[string]bool{}, open: map[string]*WorkerCancellation{}}
+}
+
+// watchControl scans the run dir every ControlScanInterval until ctx
+// ends; the returned function stops it and waits for the scan in
+// progress.
+func (c *Coordinator) watchControl(ctx context.Context) (stop func()) {
+	if c.ctl == nil || c.ctl.noScan {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(ControlScanInterval)
+		defer t.Stop()
+		for {
+			c.controlPass(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// controlPass handles every new request. Cancellations come first, so a
+// slow steer delivery never delays them.
+func (c *Coordinator) controlPass(ctx context.Context) {
+	c.ctl.passMu.Lock()
+	defer c.ctl.passMu.Unlock()
+	c.checkRunCancel(ctx)
+	c.checkWorkerCancels(ctx)
+	c.checkSteers(ctx)
+}
+
+func (c *Coordinator) journalControl(ctx context.Context, kind string, node NodeID, v any) {
+	data, err := canonjson.ToValue(v)
+	if err == nil {
+		err = c.log.append(context.WithoutCancel(ctx), Record{Kind: kind, Node: node, Data: data})
+	}
+	if err != nil {
+		c.logger.Error("supervise: journaling a control record", "kind", kind, "err", err)
+	}
+}
+
+// resolveWorker maps a request's worker to a node: an exact node id at
+// any depth, else the one direct child of the root with that label (or,
+// unlabelled, that profile name).
+func (c *Coordinator) resolveWorker(w string) (NodeInfo, bool) {
+	if info, ok := c.scope.Node(NodeID(w)); ok {
+		return info, true
+	}
+	var found []NodeInfo
+	for _, n := range c.scope.Nodes() {
+		if p, _ := n.ID.Parent(); p == c.scope.Root() && labelOf(n.Label, n.Profile) == w {
+			found = append(found, n)
+		}
+	}
+	if len(found) == 1 {
+		return found[0], true
+	}
+	// A reused label names its newest worker.
+	if len(found) > 1 {
+		return found[len(found)-1], true
+	}
+	return NodeInfo{}, false
+}
+
+func live(n NodeInfo) bool { return n.State.Live() && !n.InDoubt && !n.NeverSettled }
+
+// checkSteers delivers each steer request no acknowledgement claims yet.
+// The claim (effect unknown) is written before delivery is attempted, so
+// a process that dies mid-delivery leaves unknown, never retried.
+func (c *Coordinator) checkSteers(ctx context.Context) {
+	names, err := listSteerRequests(c.ctl.dir)
+	if err != nil {
+		c.logger.Warn("supervise: listing steer requests", "err", err)
+		return
+	}
+	for _, name := range names {
+		if ctx.Err() != nil {
+			return
+		}
+		ackPath := filepath.Join(c.ctl.dir, SteerAcksDir, name)
+		if _, err := os.Stat(ackPath); err == nil {
+			continue
+		}
+		var req SteerRequest
+		if err := readJSON(filepath.Join(c.ctl.dir, SteerRequestsDir, name), &req); err != nil {
+			c.logger.Warn("supervise: an unreadable steer request", "file", name, "err", err)
+			continue
+		}
+		ack := SteerAck{OperationID: req.OperationID, RequestDigest: req.RequestDigest, Worker: req.Worker, Effect: SteerUnknown,
+			RequestedAt: req.At, ObservedAt: c.now().UnixMilli()}
+		if created, err := writeExclusive(ackPath, ack); err != nil || !created {
+			if err != nil {
+				c.logger.Warn("supervise: claiming a steer request", "op", req.OperationID, "err", err)
+			}
+			continue
+		}
+		info, _ := c.resolveWorker(req.Worker)
+		c.journalControl(ctx, KindSteerRequested, info.ID, req)
+		ack.Effect, ack.Detail = c.deliverSteer(req, name)
+		ack.ObservedAt = c.now().UnixMilli()
+		if err := writeReplace(ackPath, ack); err != nil {
+			c.logger.Error("supervise: writing a steer acknowledgement", "op", req.OperationID, "err", err)
+		}
+		c.journalControl(ctx, KindSteerAcknowledged, info.ID, ack)
+	}
+}
+
+func (c *Coordinator) deliverSteer(req SteerRequest, name string) (SteerEffect, string) {
+	if req.SchemaVersion != steerSchemaVersion || validOperationID(req.OperationID) != nil || opHash(req.OperationID)+".json" != name {
+		return SteerRefused, "a malformed request"
+	}
+	if d, err := steerDigest(req); err != nil || d != req.RequestDigest {
+		return SteerRefused, "the request digest does not match its body"
+	}
+	if req.Worker == c.runID {
+		return SteerUnsupported, "the manager's brain exposes no inbox"
+	}
+	info, ok := c.resolveWorker(req.Worker)
+	if !ok {
+		return SteerRefused, "the run has no worker " + req.Worker
+	}
+	if !live(info) {
+		return SteerNotLive, "the worker is " + string(info.State)
+	}
+	s, ok := c.exec.(Steerer)
+	if !ok {
+		return SteerUnsupported, "the executor exposes no inbox"
+	}
+	dctx, cancel := context.WithTimeout(c.workCtx, controlDeliverTimeout)
+	defer cancel()
+	if s.Deliver(dctx, info.ID, req.Message) {
+		return SteerDelivered, ""
+	}
+	// The worker may have settled while its inbox was asked.
+	if now, ok := c.scope.Node(info.ID); ok && !live(now) {
+		return SteerNotLive, "the worker is " + string(now.State)
+	}
+	return SteerRefused, "the worker's inbox did not accept the message"
+}
+
+func (c *Coordinator) cancellationPath(op string) string {
+	return filepath.Join(c.ctl.dir, CancellationsDir, op+".json")
+}
+
+// writeCancellation persists rec; c.ctl.mu is held.
+func (c *Coordinator) writeCancellationLocked(ctx context.Context, rec *WorkerCancellation) {
+	rec.ObservedAt = c.now().UnixMilli()
+	if err := writeReplace(c.cancellationPath(rec.OperationID), rec); err != nil {
+		c.logger.Error("supervise: writing a cancellation record", "op", rec.OperationID, "err", err)
+	}
+	c.journalControl(ctx, KindCancelAcknowledged, rec.WorkerID, rec)
+}
+
+// checkWorkerCancels applies each worker cancellation request once.
+func (c *Coordinator) checkWorkerCancels(ctx context.Context) {
+	reqs, err := readCancelRequestList(c.ctl.dir)
+	if err != nil {
+		c.logger.Warn("supervise: reading cancellation requests", "err", err)
+		return
+	}
+	for _, r := range reqs {
+		c.ctl.mu.Lock()
+		if c.ctl.seen[r.OperationID] {
+			c.ctl.mu.Unlock()
+			continue
+		}
+		c.ctl.seen[r.OperationID] = true
+		if _, err := os.Stat(c.cancellationPath(r.OperationID)); err == nil {
+			c.ctl.mu.Unlock()
+			continue // resolved by an earlier process of this run
+		}
+		info, found := c.resolveWorker(r.Worker)
+		c.journalControl(ctx, KindCancelRequested, info.ID, r)
+		rec := &WorkerCancellation{OperationID: r.OperationID, Worker: r.Worker, RequestedAt: r.At, Reason: r.Reason,
+			WorkerID: info.ID, Terminated: []NodeID{}}
+		switch {
+		case !found:
+			rec.Effect, rec.Detail = kernel.EffectUnknown, "the run has no worker "+r.Worker
+		case info.ID == c.scope.Root():
+			rec.Effect, rec.Detail = kernel.EffectUnknown, "the root is cancelled with CancelRun"
+		case !live(info):
+			rec.Effect, rec.Detail = kernel.EffectNotLive, "the worker had already settled "+string(info.State)
+		default:
+			rec.Effect = kernel.EffectCancelRequested
+			c.ctl.open[r.OperationID] = rec
+		}
+		c.writeCancellationLocked(ctx, rec)
+		c.ctl.mu.Unlock()
+		if rec.Effect != kernel.EffectCancelRequested {
+			continue
+		}
+		cause := &WorkerCancelledError{OperationID: r.OperationID, Reason: r.Reason}
+		c.mu.Lock()
+		var targets []*worker
+		for id, w := range c.workers {
+			if (id == info.ID || strings.HasPrefix(string(id), string(info.ID)+":s")) && w.cancel != nil {
+				targets = append(targets, w)
+			}
+		}
+		c.mu.Unlock()
+		for _, w := range targets {
+			w.cancel(cause)
+		}
+		// The worker may have settled before the abort reached it.
+		if now, ok := c.scope.Node(info.ID); ok && now.State.Terminal() {
+			c.cancelObserved(ctx, info.ID, now.State)
+		}
+	}
+}
+
+// cancelObserved updates the open cancellations a settlement answers:
+// a node of a cancelled subtree that went down is terminated; the
+// target's own end decides the effect.
+func (c *Coordinator) cancelObserved(ctx context.Context, id NodeID, state State) {
+	if c.ctl == nil {
+		return
+	}
+	c.ctl.mu.Lock()
+	defer c.ctl.mu.Unlock()
+	for op, rec := range c.ctl.open {
+		if id != rec.WorkerID && !strings.HasPrefix(string(id), string(rec.WorkerID)+":s") {
+			continue
+		}
+		down := state == StateCancelled || state == StateFailed
+		if down && !containsNode(rec.Terminated, id) {
+			rec.Terminated = append(rec.Terminated, id)
+		}
+		if id == rec.WorkerID {
+			if down {
+				rec.Effect, rec.Detail = kernel.EffectCancelled, ""
+			} else {
+				rec.Effect, rec.Detail = kernel.EffectNotLive, "the worker settled "+string(state)+" despite the abort"
+			}
+			delete(c.ctl.open, op)
+		}
+		c.writeCancellationLocked(ctx, rec)
+	}
+}
+
+func containsNode(ids []NodeID, id NodeID) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// checkRunCancel applies the run cancellation request once: the brain
+// and every worker are cancelled with a *RunCancelledError.
+func (c *Coordinator) checkRunCancel(ctx context.Context) {
+	c.ctl.mu.Lock()
+	applied := c.ctl.run != nil
+	c.ctl.mu.Unlock()
+	if applied {
+		return
+	}
+	var req RunCancelRequest
+	if err := readJSON(filepath.Join(c.ctl.dir, RunCancelRequestFile), &req); err != nil || validOperationID(req.OperationID) != nil {
+		return
+	}
+	var prior RunCancellation
+	if err := readJSON(filepath.Join(c.ctl.dir, RunCancellationFile), &prior); err == nil && prior.Effect != kernel.EffectCancelRequested {
+		return // answered by an earlier process of this run
+	}
+	// A process that issued the abort and died left cancel_requested:
+	// the resumed run is cancelled too.
+	at := c.now()
+	c.ctl.mu.Lock()
+	c.ctl.run, c.ctl.runAt = &req, at
+	c.ctl.mu.Unlock()
+	c.journalControl(ctx, KindRunCancelRequested, "", req)
+	cause := &RunCancelledError{OperationID: req.OperationID, Source: req.Source, Reason: req.Reason}
+	c.mu.Lock()
+	c.stopped = true
+	fn := c.stopFn
+	c.mu.Unlock()
+	if fn != nil {
+		fn(cause)
+	}
+	c.cancelWork(cause)
+	ack := c.runAck(req, at, kernel.EffectCancelRequested)
+	if err := writeReplace(filepath.Join(c.ctl.dir, RunCancellationFile), ack); err != nil {
+		c.logger.Error("supervise: writing the run cancellation", "err", err)
+	}
+}
+
+func (c *Coordinator) runAck(req RunCancelRequest, at time.Time, effect kernel.Effect) RunCancellation {
+	after := max(at.UnixMilli()-req.At, 0)
+	ack := RunCancellation{OperationID: req.OperationID, Effect: effect, Path: PathFallback, RequestedAt: req.At,
+		ObservedAt: c.now().UnixMilli(), AppliedAfterMS: &after, Source: req.Source, Reason: req.Reason}
+	if req.DeadlineMS != nil {
+		ack.DeadlineExceeded = new(after > *req.DeadlineMS)
+	}
+	return ack
+}
+
+// appliedRunCancel returns the applied run cancellation, if any.
+func (c *Coordinator) appliedRunCancel() *RunCancelRequest {
+	if c.ctl == nil {
+		return nil
+	}
+	c.ctl.mu.Lock()
+	defer c.ctl.mu.Unlock()
+	return c.ctl.run
+}
+
+// finalizeControl runs once the run's result is known: a last scan, then
+// every request still open expires. Steers nobody claimed are not_live,
+// cancellations never applied are not_live, aborts whose end was not
+// observed are unknown, and the run cancellation is acknowledged
+// cancelled or, when workers' ends were not confirmed, unknown.
+func (c *Coordinator) finalizeControl(ctx context.Context, res *SupervisedResult) {
+	if c.ctl == nil {
+		return
+	}
+	c.ctl.passMu.Lock()
+	defer c.ctl.passMu.Unlock()
+	ctx = context.WithoutCancel(ctx)
+	end := "the run ended before the request was applied"
+
+	if names, err := listSteerRequests(c.ctl.dir); err == nil {
+		for _, name := range names {
+			var req SteerRequest
+			if readJSON(filepath.Join(c.ctl.dir, SteerRequestsDir, name), &req) != nil {
+				continue
+			}
+			ack := SteerAck{OperationID: req.OperationID, RequestDigest: req.RequestDigest, Worker: req.Worker, Effect: SteerNotLive,
+				RequestedAt: req.At, ObservedAt: c.now().UnixMilli(), Detail: end}
+			if created, err := writeExclusive(filepath.Join(c.ctl.dir, SteerAcksDir, name), ack); err == nil && created {
+				c.journalControl(ctx, KindSteerAcknowledged, "", ack)
+			}
+		}
+	}
+
+	reqs, _ := readCancelRequestList(c.ctl.dir)
+	c.ctl.mu.Lock()
+	for op, rec := range c.ctl.open {
+		rec.Effect, rec.Detail = kernel.EffectUnknown, "the run ended before the worker's end was observed"
+		c.writeCancellationLocked(ctx, rec)
+		delete(c.ctl.open, op)
+	}
+	for _, r := range reqs {
+		path := c.cancellationPath(r.OperationID)
+		var prior WorkerCancellation
+		if err := readJSON(path, &prior); err == nil {
+			if prior.Effect == kernel.EffectCancelRequested {
+				// An earlier process issued the abort and died.
+				prior.Effect, prior.Detail = kernel.EffectUnknown, "the run ended before the worker's end was observed"
+				c.writeCancellationLocked(ctx, &prior)
+			}
+			continue
+		}
+		rec := &WorkerCancellation{OperationID: r.OperationID, Worker: r.Worker, Effect: kernel.EffectNotLive, RequestedAt: r.At,
+			Reason: r.Reason, Detail: end, Terminated: []NodeID{}}
+		c.writeCancellationLocked(ctx, rec)
+	}
+	run, at := c.ctl.run, c.ctl.runAt
+	c.ctl.mu.Unlock()
+
+	runPath := filepath.Join(c.ctl.dir, RunCancellationFile)
+	if run != nil {
+		effect := kernel.EffectCancelled
+		ack := c.runAck(*run, at, effect)
+		if len(res.TeardownUnconfirmed) > 0 {
+			ack.Effect, ack.Affected = kernel.EffectUnknown, res.TeardownUnconfirmed
+			ack.Detail = "workers still running when the run ended"
+		}
+		if err := writeReplace(runPath, ack); err != nil {
+			c.logger.Error("supervise: writing the run cancellation", "err", err)
+		}
+		c.journalControl(ctx, KindRunCancelAcknowledged, "", ack)
+		return
+	}
+	var req RunCancelRequest
+	if readJSON(filepath.Join(c.ctl.dir, RunCancelRequestFile), &req) != nil || validOperationID(req.OperationID) != nil {
+		return
+	}
+	if _, err := os.Stat(runPath); err == nil {
+		return
+	}
+	ack := RunCancellation{OperationID: req.OperationID, Effect: kernel.EffectNotLive, RequestedAt: req.At, ObservedAt: c.now().UnixMilli(),
+		Source: req.Source, Reason: req.Reason, Detail: fmt.Sprintf("the run settled %s before the request was applied", res.Status)}
+	if created, err := writeExclusive(runPath, ack); err == nil && created {
+		c.journalControl(ctx, KindRunCancelAcknowledged, "", ack)
+	}
+}
