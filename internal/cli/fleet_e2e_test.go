@@ -117,7 +117,8 @@ type ackedEvent struct {
 //   - a run whose worker died is taken over in the next generation and
 //     completes; no run fails;
 //   - no run had two live executors: attempts' generations are
-//     consecutive, at most one attempt completed, and no event of an
+//     consecutive, each attempt's own run kept its first lease
+//     generation, at most one attempt completed, and no event of an
 //     attempt was appended after the next attempt claimed the run;
 //   - every event a reader following the attempts was given is still
 //     there, at the same place;
@@ -362,6 +363,10 @@ func TestFleetEndToEnd(t *testing.T) {
 			rec, err := kernel.ReadRun(ctx, f.Store(), a.RunID)
 			if err != nil {
 				t.Fatalf("run %s: attempt %s: %v", id, a.RunID, err)
+			}
+			if rec.Run.Generation != 1 {
+				// An attempt is executed once; a takeover makes a new one.
+				t.Errorf("run %s: attempt %s is in lease generation %d; want 1, one executor", id, a.RunID, rec.Run.Generation)
 			}
 			if i > 0 && a.Generation != r.Attempts[i-1].Generation+1 {
 				t.Errorf("run %s: attempt generations %+v are not consecutive", id, r.Attempts)
