@@ -41,7 +41,15 @@
 // again as a new attempt in a new generation. An attempt's environment is
 // created by the worker's own provider; a provider whose environments
 // outlive the worker (a remote sidecar) needs retained-run recovery,
-// which the fleet does not do yet: such work is re-run, not resumed.
+// which the fleet does not do yet: a dead worker's work is re-run, not
+// resumed.
+//
+// Work in doubt is never run again: an attempt whose environment was
+// created but whose event stream was lost before the turn ended (the
+// kernel records it failed with reason transport: a remote server died
+// or could not be reached mid-turn) ends its fleet run interrupted. An
+// attempt whose provider's server refused the connection before any
+// environment existed ran nothing, and its run is handed back.
 //
 // # Cancellation and shutdown
 //

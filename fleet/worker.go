@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -489,6 +490,7 @@ func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
 	defer cancel()
 	var status store.Status
 	var oc Outcome
+	var note string
 	handBack := false
 	switch {
 	case res == nil && (errors.Is(runErr, ErrInvalid) || errors.Is(runErr, kernel.ErrInvalidOptions)):
@@ -500,6 +502,17 @@ func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
 	case res.Status == store.StatusCancelled && w.hard.Err() != nil:
 		// Cancelled by this worker's shutdown, not by a request.
 		handBack = true
+	case unreachable(res, runErr):
+		// The provider's server refused the connection before any
+		// environment existed: nothing ran, so the run may run again.
+		handBack = true
+	case inDoubt(res):
+		// The environment's stream was lost: its turn may have gone on (or
+		// died with its server). Work in doubt is never run again.
+		status = store.StatusInterrupted
+		oc = Outcome{Status: string(status), RunID: c.attempt.RunID, Text: res.Text,
+			Error: "the attempt's environment " + res.EnvironmentID + " is in doubt (" + res.Detail + "); the run is not run again"}
+		note = "environment in doubt"
 	default:
 		status = res.Status
 		oc = Outcome{Status: string(res.Status), RunID: c.attempt.RunID, Delivered: res.Delivered, Text: res.Text}
@@ -517,7 +530,10 @@ func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
 			if handBack {
 				last.Status, last.Note = "released", handBackNote(res, runErr, w.hard.Err() != nil)
 			} else {
-				last.Status = string(status)
+				last.Status, last.Note = string(res.Status), note
+				if res == nil {
+					last.Status = string(status)
+				}
 			}
 		}
 		if handBack {
@@ -558,10 +574,26 @@ func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
 	return nil
 }
 
+// inDoubt reports whether an attempt failed with its environment's
+// state unknown: the environment was created, then the provider's
+// transport broke off (a remote server died or became unreachable) before
+// the turn's end was seen.
+func inDoubt(res *kernel.Result) bool {
+	return res.Status == store.StatusFailed && res.Reason == kernel.ReasonTransport && res.EnvironmentID != ""
+}
+
+// unreachable reports whether an attempt failed because its provider's
+// server refused the connection before any environment was created.
+func unreachable(res *kernel.Result, runErr error) bool {
+	return res.Status == store.StatusFailed && res.EnvironmentID == "" && res.Reason == kernel.ReasonProvider && errors.Is(runErr, syscall.ECONNREFUSED)
+}
+
 func handBackNote(res *kernel.Result, runErr error, stopping bool) string {
 	switch {
 	case res != nil && res.Status == store.StatusInterrupted:
 		return "the attempt lost its lease"
+	case res != nil && unreachable(res, runErr):
+		return "the provider's server was unreachable: " + res.Detail
 	case stopping:
 		return "the worker stopped"
 	case runErr != nil:
