@@ -207,3 +207,75 @@ func TestDeadlineIsAbsolute(t *testing.T) {
 		t.Errorf("the deadline slid on restore: %v", err)
 	}
 }
+
+// Behaviour 37: settling the same ticket twice is refused and changes no
+// balance; a ticket settled with invalid spend is still closed.
+func TestSettleTwiceRefusedBehaviour37(t *testing.T) {
+	pool, _ := ledger.NewPool(ledger.Budget{Tokens: i64(1000), Iterations: i64(10)}, ledger.PoolOptions{})
+	tk, err := pool.Reserve(ledger.Budget{Tokens: i64(300), Iterations: i64(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.Settle(tk, ledger.Spend{Tokens: i64(120), Iterations: i64(1)}); err != nil {
+		t.Fatal(err)
+	}
+	before := pool.Readout()
+	if err := pool.Settle(tk, ledger.Spend{Tokens: i64(1), Iterations: i64(1)}); !errors.Is(err, ledger.ErrTicket) {
+		t.Fatalf("second settle: %v; want ErrTicket", err)
+	}
+	after := pool.Readout()
+	if after.Channels[ledger.ChannelTokens] != before.Channels[ledger.ChannelTokens] || after.Channels[ledger.ChannelIterations] != before.Channels[ledger.ChannelIterations] {
+		t.Errorf("balances changed by a refused settle: %+v → %+v", before.Channels, after.Channels)
+	}
+	// Invalid spend: refused, and the ticket is closed anyway.
+	bad, err := pool.Reserve(ledger.Budget{Tokens: i64(100), Iterations: i64(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.Settle(bad, ledger.Spend{Tokens: i64(-5), Iterations: i64(1)}); !errors.Is(err, ledger.ErrInvalid) {
+		t.Fatalf("negative spend: %v; want ErrInvalid", err)
+	}
+	r := pool.Readout()
+	conserved(t, r)
+	if r.OpenTickets != 0 || len(pool.OpenTickets()) != 0 {
+		t.Errorf("%d tickets still open after the invalid settle", r.OpenTickets)
+	}
+	if err := pool.Settle(bad, ledger.Spend{Tokens: i64(1), Iterations: i64(1)}); !errors.Is(err, ledger.ErrTicket) {
+		t.Errorf("settling the closed ticket again: %v; want ErrTicket", err)
+	}
+}
+
+// Behaviour 39: unknown dollars under a dollar-capped root taint the
+// dollar channel — every later reservation is refused — while unknown
+// tokens only mark the token channel unknown and admission continues.
+func TestUnknownSpendTaintBehaviour39(t *testing.T) {
+	t.Run("unknown tokens", func(t *testing.T) {
+		pool, _ := ledger.NewPool(ledger.Budget{Tokens: i64(1000), Iterations: i64(10), MicroUSD: i64(1_000_000)}, ledger.PoolOptions{})
+		tk, _ := pool.Reserve(ledger.Budget{Tokens: i64(100), Iterations: i64(1), MicroUSD: i64(1000)})
+		if err := pool.Settle(tk, ledger.Spend{Iterations: i64(1), MicroUSD: i64(500)}); err != nil {
+			t.Fatal(err)
+		}
+		r := pool.Readout()
+		if r.Channels[ledger.ChannelTokens].Known || r.USDTainted {
+			t.Fatalf("tokens known %v, dollars tainted %v; want tokens unknown, dollars clean", r.Channels[ledger.ChannelTokens].Known, r.USDTainted)
+		}
+		if _, err := pool.Reserve(ledger.Budget{Tokens: i64(100), Iterations: i64(1), MicroUSD: i64(1000)}); err != nil {
+			t.Errorf("admission after unknown tokens: %v; want it to continue", err)
+		}
+	})
+	t.Run("unknown dollars", func(t *testing.T) {
+		pool, _ := ledger.NewPool(ledger.Budget{Tokens: i64(1000), Iterations: i64(10), MicroUSD: i64(1_000_000)}, ledger.PoolOptions{})
+		tk, _ := pool.Reserve(ledger.Budget{Tokens: i64(100), Iterations: i64(1), MicroUSD: i64(1000)})
+		if err := pool.Settle(tk, ledger.Spend{Tokens: i64(50), Iterations: i64(1)}); err != nil {
+			t.Fatal(err)
+		}
+		if !pool.Readout().USDTainted {
+			t.Fatal("unknown dollars under a dollar ceiling did not taint the channel")
+		}
+		for _, b := range []ledger.Budget{{Tokens: i64(1), Iterations: i64(1), MicroUSD: i64(1)}, {Tokens: i64(1), Iterations: i64(1)}} {
+			if _, err := pool.Reserve(b); !errors.Is(err, ledger.ErrUSDTainted) {
+				t.Errorf("reserve %+v after the taint: %v; want ErrUSDTainted", b, err)
+			}
+		}
+	})
+}
