@@ -11,7 +11,7 @@ import (
 )
 
 // FuzzRequestDecoders: any body sent to the create, turn, cancel,
-// dispatch and session routes is answered (never a panic, never a 5xx for bad input), and
+// dispatch, session, workspace and profile-validation routes is answered (never a panic, never a 5xx for bad input), and
 // every refusal is an ErrorBody.
 func FuzzRequestDecoders(f *testing.F) {
 	for _, s := range []string{
@@ -22,6 +22,8 @@ func FuzzRequestDecoders(f *testing.F) {
 		`{"prompt":"hi","detach":true}`,
 		`{"controlRef":{"runId":"r","provider":"scripted","environmentId":"e","sessionId":"s"}}`,
 		`{"since":"x","executionId":"y"}`, `{"waitMs":5}`, `{"input":{"prompt":"hi"}}`,
+		`{"path":"a.txt","content":"x"}`, `{"path":"a.txt","sessionId":"s"}`,
+		`{"command":"echo ok","options":{"timeoutMs":10,"env":{"A":"b"}}}`, `{"profile":"catalog-id"}`,
 		`{"profile":`, `[]`, `{"a":1,"a":2}`, "\"\xff\"",
 	} {
 		f.Add([]byte(s))
@@ -37,7 +39,8 @@ func FuzzRequestDecoders(f *testing.F) {
 			"/v1/environments/none/dispatch", "/v1/environments/none/sessions/s", "/v1/environments/none/sessions/s/status",
 			"/v1/environments/none/sessions/s/events", "/v1/environments/none/sessions/s/result", "/v1/environments/none/sessions/s/prompt",
 			"/v1/environments/none/sessions/s/cancel", "/v1/environments/none/sessions/s/cancel-run",
-			"/v1/environments/none/sessions/s/interactions"} {
+			"/v1/environments/none/sessions/s/interactions", "/v1/environments/none/workspace/read",
+			"/v1/environments/none/workspace/write", "/v1/environments/none/workspace/exec", wire.PathProfileValidation} {
 			req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 			req.Header.Set("Content-Type", wire.ContentTypeJSON)
 			rec := httptest.NewRecorder()

@@ -30,6 +30,7 @@ const (
 	DefaultCallTimeout    = 30 * time.Second
 	DefaultResultWait     = 20 * time.Second
 	DefaultPromptTimeout  = 30 * time.Minute
+	DefaultExecTimeout    = 10 * time.Minute
 )
 
 // Options configure a Server. The zero value serves without
@@ -70,6 +71,9 @@ type Options struct {
 	ResultWait time.Duration
 	// PromptTimeout bounds one session prompt (a whole turn).
 	PromptTimeout time.Duration
+	// ExecTimeout bounds one workspace command; a command with a sooner
+	// timeoutMs of its own is bounded by that plus wire.ExecGraceMs.
+	ExecTimeout time.Duration
 }
 
 func (o *Options) defaults() {
@@ -102,6 +106,9 @@ func (o *Options) defaults() {
 	}
 	if o.PromptTimeout <= 0 {
 		o.PromptTimeout = DefaultPromptTimeout
+	}
+	if o.ExecTimeout <= 0 {
+		o.ExecTimeout = DefaultExecTimeout
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -159,6 +166,10 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 	post(wire.RouteSessionCancel, s.sessionCancel)
 	post(wire.RouteSessionCancelRun, s.sessionCancelRun)
 	post(wire.RouteSessionInteractions, s.sessionRespond)
+	post(wire.RouteWorkspaceRead, s.readFile)
+	post(wire.RouteWorkspaceWrite, s.writeFile)
+	post(wire.RouteWorkspaceExec, s.exec)
+	post(wire.PathProfileValidation, s.validateProfile)
 	s.mux.HandleFunc("/", s.auth(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, wire.ErrorDetail{Code: wire.CodeNotFound, Message: "no such route"})
 	}))
@@ -319,5 +330,11 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 		writeError(w, providerError(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.Capabilities{Provider: s.p.Name(), Capabilities: wire.Served(c)})
+	served := wire.Served(c)
+	if _, ok := s.p.(contract.ProfileValidator); !ok {
+		// A declaration without the method would be a route that always
+		// refuses.
+		served.Profile.Validation = false
+	}
+	writeJSON(w, http.StatusOK, wire.Capabilities{Provider: s.p.Name(), Capabilities: served})
 }

@@ -30,6 +30,12 @@ func FuzzDecoders(f *testing.F) {
 		`{"result":{"text":"","success":false,"error":"x"}}`,
 		`{"id":"s","provider":"p","controlRef":{"runId":"r","provider":"p","environmentId":"e"}}`,
 		`{"prompt":"hi","detach":true,"turnId":"t"}`,
+		`{"path":"a/b.txt","sessionId":"s"}`, `{"content":"hello\n"}`,
+		`{"path":"a/b.txt","content":"x"}`,
+		`{"command":"echo ok","options":{"cwd":"sub","env":{"A":"1"},"timeoutMs":1000}}`,
+		`{"exitCode":0,"stdout":"ok\n","stderr":""}`,
+		`{"profile":"catalog-id"}`, `{"profile":{"name":"x"}}`,
+		`{"ok":false,"issues":[{"level":"error","code":"c","message":"m","path":"/name"}]}`,
 		`{"a":`, `[]`, `null`,
 	} {
 		f.Add([]byte(s))
@@ -71,6 +77,13 @@ func FuzzDecoders(f *testing.F) {
 		check("sessionCancelRun", func(b []byte) (any, error) { return wire.ParseSessionCancelRunRequest(b) })
 		check("cancelRunAck", func(b []byte) (any, error) { return wire.ParseRunCancellationAcknowledgement(b) })
 		check("sessionInteraction", func(b []byte) (any, error) { return wire.ParseSessionInteractionRequest(b) })
+		check("readFile", func(b []byte) (any, error) { return wire.ParseReadFileRequest(b) })
+		check("readFileResult", func(b []byte) (any, error) { return wire.ParseReadFileResult(b) })
+		check("writeFile", func(b []byte) (any, error) { return wire.ParseWriteFileRequest(b) })
+		check("exec", func(b []byte) (any, error) { return wire.ParseExecRequest(b) })
+		check("execResult", func(b []byte) (any, error) { return wire.ParseExecResult(b) })
+		check("profileValidationRequest", func(b []byte) (any, error) { return wire.ParseProfileValidationRequest(b) })
+		check("profileValidation", func(b []byte) (any, error) { return wire.ParseProfileValidation(b) })
 	})
 }
 

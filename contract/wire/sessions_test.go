@@ -127,17 +127,19 @@ func TestAppendSSEID(t *testing.T) {
 	}
 }
 
-// Served carries detach, replay, turn idempotency, session continuation
-// and retained control exactly as the provider declares them, and never
-// what the wire does not carry (native continuation, context transfer,
-// workspace I/O, branching, placement).
+// Served carries detach, replay, turn idempotency, session continuation,
+// retained control, workspace read/write/exec and profile validation
+// exactly as the provider declares them, and never what the wire does not
+// carry (native continuation, context transfer, workspace git/upload/
+// download, branching, placement).
 func TestServedSessionAbilities(t *testing.T) {
 	full := contract.Capabilities{
 		Streaming:          contract.StreamingCapabilities{Live: true, Replay: true, Detach: true, TurnIdempotency: true},
 		Sessions:           contract.SessionCapabilities{Continue: true, List: true, Messages: true},
 		RetainedControl:    &contract.RetainedControlCapabilities{ExactRunIdentity: true, ResultIdentity: true, EventIdentity: true, CancellationIdempotency: true},
 		NativeContinuation: &contract.NativeContinuationCapabilities{AtomicBoundary: true, RequestIdempotency: true},
-		Workspace:          contract.WorkspaceCapabilities{Read: true, Write: true, Exec: true},
+		Workspace:          contract.WorkspaceCapabilities{Read: true, Write: true, Exec: true, Git: true, Upload: true, Download: true},
+		Profile:            contract.ProfileCapabilities{Validation: true},
 		Branching:          contract.BranchingCapabilities{Checkpoint: true},
 		Placement:          true,
 	}
@@ -146,6 +148,8 @@ func TestServedSessionAbilities(t *testing.T) {
 		Streaming:       full.Streaming,
 		Sessions:        contract.SessionCapabilities{Continue: true},
 		RetainedControl: full.RetainedControl,
+		Workspace:       contract.WorkspaceCapabilities{Read: true, Write: true, Exec: true},
+		Profile:         contract.ProfileCapabilities{Validation: true},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Served(full) (-want +got):\n%s", diff)

@@ -360,20 +360,22 @@ func FromSchemaError(err error) ErrorDetail {
 // Served is the part of c the wire carries: profile handling, streaming
 // (live, replay, detach, turn idempotency), session continuation,
 // retained control (exact runs, digest-bound cancellation), usage,
-// create options, cwd bases, interactions (on turns and sessions) and
-// observation, each only as far as c declares it. Every ability the wire
-// does not carry (native continuation, context transfer, workspace I/O,
-// branching, exact processes, profile validation, placement) is declared
-// absent, so a client's exposure matches its document. The server serves
+// create options, cwd bases, workspace read, write and exec, profile
+// validation, interactions (on turns and sessions) and observation, each
+// only as far as c declares it. Every ability the wire does not carry
+// (native continuation, context transfer, workspace git/upload/download,
+// branching, exact processes, placement) is declared absent, so a
+// client's exposure matches its document. The server serves
 // this document and a client trusts no more than it.
 func Served(c *contract.Capabilities) contract.Capabilities {
 	out := contract.Capabilities{
 		Profile: c.Profile,
 		Streaming: contract.StreamingCapabilities{Live: c.Streaming.Live, Replay: c.Streaming.Replay,
 			Detach: c.Streaming.Detach, TurnIdempotency: c.Streaming.TurnIdempotency},
-		Sessions:  contract.SessionCapabilities{Continue: c.Sessions.Continue},
-		Workspace: contract.WorkspaceCapabilities{CwdBases: c.Workspace.CwdBases},
-		Usage:     c.Usage,
+		Sessions: contract.SessionCapabilities{Continue: c.Sessions.Continue},
+		Workspace: contract.WorkspaceCapabilities{Read: c.Workspace.Read, Write: c.Workspace.Write,
+			Exec: c.Workspace.Exec, CwdBases: c.Workspace.CwdBases},
+		Usage: c.Usage,
 	}
 	if rc := c.RetainedControl; rc != nil {
 		kept := *rc
@@ -390,7 +392,6 @@ func Served(c *contract.Capabilities) contract.Capabilities {
 		oc := *c.Observation
 		out.Observation = &oc
 	}
-	out.Profile.Validation = false
 	if cr := c.Create; cr != nil && (len(cr.Egress) > 0 || cr.BillingOwner != nil || cr.RuntimeAttachments != nil) {
 		out.Create = &contract.CreateCapabilities{Egress: cr.Egress, BillingOwner: cr.BillingOwner, RuntimeAttachments: cr.RuntimeAttachments}
 	}

@@ -100,3 +100,37 @@ func TestParseEventID(t *testing.T) {
 		}
 	}
 }
+
+// The workspace and profile-validation decoders are strict: an unknown or
+// missing member is refused with its JSON-pointer path, and an exec
+// answer without an exit status is never read as success.
+func TestWorkspaceDecodersStrict(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		parse func([]byte) (any, error)
+		body  string
+		path  string
+	}{
+		{"read unknown", func(b []byte) (any, error) { return wire.ParseReadFileRequest(b) }, `{"path":"a","extra":1}`, ""},
+		{"read empty path", func(b []byte) (any, error) { return wire.ParseReadFileRequest(b) }, `{"path":""}`, "/path"},
+		{"write no content", func(b []byte) (any, error) { return wire.ParseWriteFileRequest(b) }, `{"path":"a"}`, "/content"},
+		{"exec bad timeout", func(b []byte) (any, error) { return wire.ParseExecRequest(b) }, `{"command":"x","options":{"timeoutMs":-1}}`, "/options/timeoutMs"},
+		{"exec unknown option", func(b []byte) (any, error) { return wire.ParseExecRequest(b) }, `{"command":"x","options":{"signal":1}}`, "/options"},
+		{"exec result no exit", func(b []byte) (any, error) { return wire.ParseExecResult(b) }, `{"stdout":"","stderr":""}`, "/exitCode"},
+		{"validate bad profile", func(b []byte) (any, error) { return wire.ParseProfileValidationRequest(b) }, `{"profile":7}`, "/profile"},
+		{"validation bad level", func(b []byte) (any, error) { return wire.ParseProfileValidation(b) }, `{"ok":true,"issues":[{"level":"fatal","code":"c","message":"m"}]}`, "/issues/0/level"},
+	} {
+		_, err := c.parse([]byte(c.body))
+		if err == nil {
+			t.Errorf("%s: %s accepted", c.name, c.body)
+			continue
+		}
+		if d := wire.FromSchemaError(err); d.Path == nil || *d.Path != c.path {
+			t.Errorf("%s: refused at %v, want %s (%v)", c.name, d.Path, c.path, err)
+		}
+	}
+	big := `{"path":"a","content":"` + strings.Repeat("x", wire.MaxBodyBytes) + `"}`
+	if _, err := wire.ParseWriteFileRequest([]byte(big)); err == nil || wire.FromSchemaError(err).Code != wire.CodeTooLarge {
+		t.Errorf("a write over the body limit: %v", err)
+	}
+}

@@ -107,20 +107,28 @@ func startServe(t *testing.T, args ...string) string {
 // `agentrt serve` process serving the scripted provider.
 func TestRemoteConformanceAgainstServeProcess(t *testing.T) {
 	url := startServe(t, "--provider", "scripted", "--script", writeFile(t, "script.json", scripted.ConformanceScript), "--db", writeFile(t, "unused", "")+".db")
-	newRemote := func(t *testing.T) *remote.Provider {
+	// Exposed: the provider offers what the server serves of the scripted
+	// provider, profile validation included.
+	exposed := func() (contract.Provider, error) {
 		p, err := remote.New(remote.Options{BaseURL: url, Token: serveToken})
+		if err != nil {
+			return nil, err
+		}
+		return p.Exposed(context.Background())
+	}
+	providertest.Run(t, func(t *testing.T) contract.Provider {
+		p, err := exposed()
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p
-	}
-	providertest.Run(t, func(t *testing.T) contract.Provider { return newRemote(t) }, providertest.Options{
+	}, providertest.Options{
 		RequireUsage: true,
 		Sessions:     providertest.SessionOptions{LivePrompt: "providertest: live"},
 		Interactions: providertest.InteractionOptions{Prompt: "providertest: ask", ExpirePrompt: "providertest: expire",
 			UnreachablePrompt: "providertest: unreachable"},
 		Reconnect: func(contract.Provider) contract.Provider {
-			p, err := remote.New(remote.Options{BaseURL: url, Token: serveToken})
+			p, err := exposed()
 			if err != nil {
 				panic(err)
 			}

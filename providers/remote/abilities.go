@@ -8,9 +8,45 @@ import (
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/contract/wire"
+	"github.com/agentrt/agentrt/profile"
 )
 
 //go:generate go run gen_exposure.go
+
+// Exposed reads the server's capability document and returns a provider
+// for the same server whose optional provider methods are exactly the
+// abilities the document declares (profile.validation), so a caller's
+// type assertion on contract.ProfileValidator agrees with it.
+func (p *Provider) Exposed(ctx context.Context) (contract.Provider, error) {
+	q := &Provider{opts: p.opts, base: p.base, client: p.client, exposed: true}
+	c, err := q.Capabilities(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return provExposed(q, provMask(c)), nil
+}
+
+// validateProfile asks the server to validate a profile reference.
+func (p *Provider) validateProfile(ctx context.Context, ref profile.Ref) (*contract.ProfileValidation, error) {
+	body, err := wire.Marshal(wire.ProfileValidationRequest{Profile: ref})
+	if err != nil {
+		return nil, fmt.Errorf("remote: the profile has no JSON form: %w", err)
+	}
+	if len(body) > wire.MaxBodyBytes {
+		return nil, fmt.Errorf("remote: the profile validation request is larger than %d bytes", wire.MaxBodyBytes)
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	defer cancel()
+	out, _, err := p.call(ctx, http.MethodPost, wire.PathProfileValidation, body, true)
+	if err != nil {
+		return nil, err
+	}
+	res, err := wire.ParseProfileValidation(out)
+	if err != nil {
+		return nil, fmt.Errorf("remote: the server's profile validation: %w", err)
+	}
+	return res, nil
+}
 
 // expose returns e as the type whose optional methods are exactly the
 // abilities its capability document (its own, else the server's)

@@ -6,7 +6,37 @@ import (
 	"context"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/profile"
 )
+
+// provMask is the set of optional abilities c declares for a contract.Provider, one
+// bit per ability in the order of gen_exposure.go's table.
+func provMask(c *contract.Capabilities) uint {
+	var m uint
+	if c.Profile.Validation {
+		m |= 1 << 0
+	}
+	return m
+}
+
+// provExposed returns x as the type that implements exactly the
+// abilities of mask.
+func provExposed(x *Provider, mask uint) contract.Provider {
+	switch mask {
+	case 1:
+		return provValidate{x}
+	}
+	return x
+}
+
+// provValidate offers ProfileValidator.
+type provValidate struct{ *Provider }
+
+// ValidateProfile implements contract.ProfileValidator.
+func (e provValidate) ValidateProfile(ctx context.Context, ref profile.Ref) (*contract.ProfileValidation, error) {
+	x := e.Provider
+	return x.validateProfile(ctx, ref)
+}
 
 // envMask is the set of optional abilities c declares for a contract.Environment, one
 // bit per ability in the order of gen_exposure.go's table.
@@ -23,6 +53,15 @@ func envMask(c *contract.Capabilities) uint {
 	}
 	if c.Observation != nil {
 		m |= 1 << 3
+	}
+	if c.Workspace.Read {
+		m |= 1 << 4
+	}
+	if c.Workspace.Write {
+		m |= 1 << 5
+	}
+	if c.Workspace.Exec {
+		m |= 1 << 6
 	}
 	return m
 }
@@ -61,6 +100,230 @@ func envExposed(x *environment, mask uint) contract.Environment {
 		return envSessionsInteractObserve{x}
 	case 15:
 		return envDispatchSessionsInteractObserve{x}
+	case 16:
+		return envRead{x}
+	case 17:
+		return envDispatchRead{x}
+	case 18:
+		return envSessionsRead{x}
+	case 19:
+		return envDispatchSessionsRead{x}
+	case 20:
+		return envInteractRead{x}
+	case 21:
+		return envDispatchInteractRead{x}
+	case 22:
+		return envSessionsInteractRead{x}
+	case 23:
+		return envDispatchSessionsInteractRead{x}
+	case 24:
+		return envObserveRead{x}
+	case 25:
+		return envDispatchObserveRead{x}
+	case 26:
+		return envSessionsObserveRead{x}
+	case 27:
+		return envDispatchSessionsObserveRead{x}
+	case 28:
+		return envInteractObserveRead{x}
+	case 29:
+		return envDispatchInteractObserveRead{x}
+	case 30:
+		return envSessionsInteractObserveRead{x}
+	case 31:
+		return envDispatchSessionsInteractObserveRead{x}
+	case 32:
+		return envWrite{x}
+	case 33:
+		return envDispatchWrite{x}
+	case 34:
+		return envSessionsWrite{x}
+	case 35:
+		return envDispatchSessionsWrite{x}
+	case 36:
+		return envInteractWrite{x}
+	case 37:
+		return envDispatchInteractWrite{x}
+	case 38:
+		return envSessionsInteractWrite{x}
+	case 39:
+		return envDispatchSessionsInteractWrite{x}
+	case 40:
+		return envObserveWrite{x}
+	case 41:
+		return envDispatchObserveWrite{x}
+	case 42:
+		return envSessionsObserveWrite{x}
+	case 43:
+		return envDispatchSessionsObserveWrite{x}
+	case 44:
+		return envInteractObserveWrite{x}
+	case 45:
+		return envDispatchInteractObserveWrite{x}
+	case 46:
+		return envSessionsInteractObserveWrite{x}
+	case 47:
+		return envDispatchSessionsInteractObserveWrite{x}
+	case 48:
+		return envReadWrite{x}
+	case 49:
+		return envDispatchReadWrite{x}
+	case 50:
+		return envSessionsReadWrite{x}
+	case 51:
+		return envDispatchSessionsReadWrite{x}
+	case 52:
+		return envInteractReadWrite{x}
+	case 53:
+		return envDispatchInteractReadWrite{x}
+	case 54:
+		return envSessionsInteractReadWrite{x}
+	case 55:
+		return envDispatchSessionsInteractReadWrite{x}
+	case 56:
+		return envObserveReadWrite{x}
+	case 57:
+		return envDispatchObserveReadWrite{x}
+	case 58:
+		return envSessionsObserveReadWrite{x}
+	case 59:
+		return envDispatchSessionsObserveReadWrite{x}
+	case 60:
+		return envInteractObserveReadWrite{x}
+	case 61:
+		return envDispatchInteractObserveReadWrite{x}
+	case 62:
+		return envSessionsInteractObserveReadWrite{x}
+	case 63:
+		return envDispatchSessionsInteractObserveReadWrite{x}
+	case 64:
+		return envExec{x}
+	case 65:
+		return envDispatchExec{x}
+	case 66:
+		return envSessionsExec{x}
+	case 67:
+		return envDispatchSessionsExec{x}
+	case 68:
+		return envInteractExec{x}
+	case 69:
+		return envDispatchInteractExec{x}
+	case 70:
+		return envSessionsInteractExec{x}
+	case 71:
+		return envDispatchSessionsInteractExec{x}
+	case 72:
+		return envObserveExec{x}
+	case 73:
+		return envDispatchObserveExec{x}
+	case 74:
+		return envSessionsObserveExec{x}
+	case 75:
+		return envDispatchSessionsObserveExec{x}
+	case 76:
+		return envInteractObserveExec{x}
+	case 77:
+		return envDispatchInteractObserveExec{x}
+	case 78:
+		return envSessionsInteractObserveExec{x}
+	case 79:
+		return envDispatchSessionsInteractObserveExec{x}
+	case 80:
+		return envReadExec{x}
+	case 81:
+		return envDispatchReadExec{x}
+	case 82:
+		return envSessionsReadExec{x}
+	case 83:
+		return envDispatchSessionsReadExec{x}
+	case 84:
+		return envInteractReadExec{x}
+	case 85:
+		return envDispatchInteractReadExec{x}
+	case 86:
+		return envSessionsInteractReadExec{x}
+	case 87:
+		return envDispatchSessionsInteractReadExec{x}
+	case 88:
+		return envObserveReadExec{x}
+	case 89:
+		return envDispatchObserveReadExec{x}
+	case 90:
+		return envSessionsObserveReadExec{x}
+	case 91:
+		return envDispatchSessionsObserveReadExec{x}
+	case 92:
+		return envInteractObserveReadExec{x}
+	case 93:
+		return envDispatchInteractObserveReadExec{x}
+	case 94:
+		return envSessionsInteractObserveReadExec{x}
+	case 95:
+		return envDispatchSessionsInteractObserveReadExec{x}
+	case 96:
+		return envWriteExec{x}
+	case 97:
+		return envDispatchWriteExec{x}
+	case 98:
+		return envSessionsWriteExec{x}
+	case 99:
+		return envDispatchSessionsWriteExec{x}
+	case 100:
+		return envInteractWriteExec{x}
+	case 101:
+		return envDispatchInteractWriteExec{x}
+	case 102:
+		return envSessionsInteractWriteExec{x}
+	case 103:
+		return envDispatchSessionsInteractWriteExec{x}
+	case 104:
+		return envObserveWriteExec{x}
+	case 105:
+		return envDispatchObserveWriteExec{x}
+	case 106:
+		return envSessionsObserveWriteExec{x}
+	case 107:
+		return envDispatchSessionsObserveWriteExec{x}
+	case 108:
+		return envInteractObserveWriteExec{x}
+	case 109:
+		return envDispatchInteractObserveWriteExec{x}
+	case 110:
+		return envSessionsInteractObserveWriteExec{x}
+	case 111:
+		return envDispatchSessionsInteractObserveWriteExec{x}
+	case 112:
+		return envReadWriteExec{x}
+	case 113:
+		return envDispatchReadWriteExec{x}
+	case 114:
+		return envSessionsReadWriteExec{x}
+	case 115:
+		return envDispatchSessionsReadWriteExec{x}
+	case 116:
+		return envInteractReadWriteExec{x}
+	case 117:
+		return envDispatchInteractReadWriteExec{x}
+	case 118:
+		return envSessionsInteractReadWriteExec{x}
+	case 119:
+		return envDispatchSessionsInteractReadWriteExec{x}
+	case 120:
+		return envObserveReadWriteExec{x}
+	case 121:
+		return envDispatchObserveReadWriteExec{x}
+	case 122:
+		return envSessionsObserveReadWriteExec{x}
+	case 123:
+		return envDispatchSessionsObserveReadWriteExec{x}
+	case 124:
+		return envInteractObserveReadWriteExec{x}
+	case 125:
+		return envDispatchInteractObserveReadWriteExec{x}
+	case 126:
+		return envSessionsInteractObserveReadWriteExec{x}
+	case 127:
+		return envDispatchSessionsInteractObserveReadWriteExec{x}
 	}
 	return x
 }
@@ -300,6 +563,2838 @@ func (e envDispatchSessionsInteractObserve) RespondToInteraction(ctx context.Con
 func (e envDispatchSessionsInteractObserve) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
 	x := e.environment
 	return x.observe(ctx)
+}
+
+// envRead offers WorkspaceReader.
+type envRead struct{ *environment }
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// envDispatchRead offers Dispatcher, WorkspaceReader.
+type envDispatchRead struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchRead) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// envSessionsRead offers SessionOpener, WorkspaceReader.
+type envSessionsRead struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsRead) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envSessionsRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// envDispatchSessionsRead offers Dispatcher, SessionOpener, WorkspaceReader.
+type envDispatchSessionsRead struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsRead) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsRead) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchSessionsRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// envInteractRead offers InteractionResponder, WorkspaceReader.
+type envInteractRead struct{ *environment }
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envInteractRead) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envInteractRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// envDispatchInteractRead offers Dispatcher, InteractionResponder, WorkspaceReader.
+type envDispatchInteractRead struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchInteractRead) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchInteractRead) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchInteractRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// envSessionsInteractRead offers SessionOpener, InteractionResponder, WorkspaceReader.
+type envSessionsInteractRead struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsInteractRead) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envSessionsInteractRead) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envSessionsInteractRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// envDispatchSessionsInteractRead offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader.
+type envDispatchSessionsInteractRead struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsInteractRead) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsInteractRead) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchSessionsInteractRead) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchSessionsInteractRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// envObserveRead offers Observer, WorkspaceReader.
+type envObserveRead struct{ *environment }
+
+// Observe implements contract.Observer.
+func (e envObserveRead) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envObserveRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// envDispatchObserveRead offers Dispatcher, Observer, WorkspaceReader.
+type envDispatchObserveRead struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchObserveRead) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchObserveRead) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchObserveRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// envSessionsObserveRead offers SessionOpener, Observer, WorkspaceReader.
+type envSessionsObserveRead struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsObserveRead) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// Observe implements contract.Observer.
+func (e envSessionsObserveRead) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envSessionsObserveRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// envDispatchSessionsObserveRead offers Dispatcher, SessionOpener, Observer, WorkspaceReader.
+type envDispatchSessionsObserveRead struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsObserveRead) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsObserveRead) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchSessionsObserveRead) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchSessionsObserveRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// envInteractObserveRead offers InteractionResponder, Observer, WorkspaceReader.
+type envInteractObserveRead struct{ *environment }
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envInteractObserveRead) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envInteractObserveRead) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envInteractObserveRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// envDispatchInteractObserveRead offers Dispatcher, InteractionResponder, Observer, WorkspaceReader.
+type envDispatchInteractObserveRead struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchInteractObserveRead) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchInteractObserveRead) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchInteractObserveRead) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchInteractObserveRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// envSessionsInteractObserveRead offers SessionOpener, InteractionResponder, Observer, WorkspaceReader.
+type envSessionsInteractObserveRead struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsInteractObserveRead) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envSessionsInteractObserveRead) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envSessionsInteractObserveRead) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envSessionsInteractObserveRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// envDispatchSessionsInteractObserveRead offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader.
+type envDispatchSessionsInteractObserveRead struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsInteractObserveRead) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsInteractObserveRead) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchSessionsInteractObserveRead) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchSessionsInteractObserveRead) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchSessionsInteractObserveRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// envWrite offers WorkspaceWriter.
+type envWrite struct{ *environment }
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envDispatchWrite offers Dispatcher, WorkspaceWriter.
+type envDispatchWrite struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envSessionsWrite offers SessionOpener, WorkspaceWriter.
+type envSessionsWrite struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envSessionsWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envDispatchSessionsWrite offers Dispatcher, SessionOpener, WorkspaceWriter.
+type envDispatchSessionsWrite struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchSessionsWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envInteractWrite offers InteractionResponder, WorkspaceWriter.
+type envInteractWrite struct{ *environment }
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envInteractWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envInteractWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envDispatchInteractWrite offers Dispatcher, InteractionResponder, WorkspaceWriter.
+type envDispatchInteractWrite struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchInteractWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchInteractWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchInteractWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envSessionsInteractWrite offers SessionOpener, InteractionResponder, WorkspaceWriter.
+type envSessionsInteractWrite struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsInteractWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envSessionsInteractWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envSessionsInteractWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envDispatchSessionsInteractWrite offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter.
+type envDispatchSessionsInteractWrite struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsInteractWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsInteractWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchSessionsInteractWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchSessionsInteractWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envObserveWrite offers Observer, WorkspaceWriter.
+type envObserveWrite struct{ *environment }
+
+// Observe implements contract.Observer.
+func (e envObserveWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envObserveWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envDispatchObserveWrite offers Dispatcher, Observer, WorkspaceWriter.
+type envDispatchObserveWrite struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchObserveWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchObserveWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchObserveWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envSessionsObserveWrite offers SessionOpener, Observer, WorkspaceWriter.
+type envSessionsObserveWrite struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsObserveWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// Observe implements contract.Observer.
+func (e envSessionsObserveWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envSessionsObserveWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envDispatchSessionsObserveWrite offers Dispatcher, SessionOpener, Observer, WorkspaceWriter.
+type envDispatchSessionsObserveWrite struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsObserveWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsObserveWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchSessionsObserveWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchSessionsObserveWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envInteractObserveWrite offers InteractionResponder, Observer, WorkspaceWriter.
+type envInteractObserveWrite struct{ *environment }
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envInteractObserveWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envInteractObserveWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envInteractObserveWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envDispatchInteractObserveWrite offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter.
+type envDispatchInteractObserveWrite struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchInteractObserveWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchInteractObserveWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchInteractObserveWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchInteractObserveWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envSessionsInteractObserveWrite offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter.
+type envSessionsInteractObserveWrite struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsInteractObserveWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envSessionsInteractObserveWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envSessionsInteractObserveWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envSessionsInteractObserveWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envDispatchSessionsInteractObserveWrite offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter.
+type envDispatchSessionsInteractObserveWrite struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsInteractObserveWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsInteractObserveWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchSessionsInteractObserveWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchSessionsInteractObserveWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchSessionsInteractObserveWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envReadWrite offers WorkspaceReader, WorkspaceWriter.
+type envReadWrite struct{ *environment }
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envDispatchReadWrite offers Dispatcher, WorkspaceReader, WorkspaceWriter.
+type envDispatchReadWrite struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchReadWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envSessionsReadWrite offers SessionOpener, WorkspaceReader, WorkspaceWriter.
+type envSessionsReadWrite struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsReadWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envSessionsReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envSessionsReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envDispatchSessionsReadWrite offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter.
+type envDispatchSessionsReadWrite struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsReadWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsReadWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchSessionsReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchSessionsReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envInteractReadWrite offers InteractionResponder, WorkspaceReader, WorkspaceWriter.
+type envInteractReadWrite struct{ *environment }
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envInteractReadWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envInteractReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envInteractReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envDispatchInteractReadWrite offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter.
+type envDispatchInteractReadWrite struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchInteractReadWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchInteractReadWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchInteractReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchInteractReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envSessionsInteractReadWrite offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter.
+type envSessionsInteractReadWrite struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsInteractReadWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envSessionsInteractReadWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envSessionsInteractReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envSessionsInteractReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envDispatchSessionsInteractReadWrite offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter.
+type envDispatchSessionsInteractReadWrite struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsInteractReadWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsInteractReadWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchSessionsInteractReadWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchSessionsInteractReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchSessionsInteractReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envObserveReadWrite offers Observer, WorkspaceReader, WorkspaceWriter.
+type envObserveReadWrite struct{ *environment }
+
+// Observe implements contract.Observer.
+func (e envObserveReadWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envObserveReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envObserveReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envDispatchObserveReadWrite offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter.
+type envDispatchObserveReadWrite struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchObserveReadWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchObserveReadWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchObserveReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchObserveReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envSessionsObserveReadWrite offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter.
+type envSessionsObserveReadWrite struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsObserveReadWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// Observe implements contract.Observer.
+func (e envSessionsObserveReadWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envSessionsObserveReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envSessionsObserveReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envDispatchSessionsObserveReadWrite offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter.
+type envDispatchSessionsObserveReadWrite struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsObserveReadWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsObserveReadWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchSessionsObserveReadWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchSessionsObserveReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchSessionsObserveReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envInteractObserveReadWrite offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter.
+type envInteractObserveReadWrite struct{ *environment }
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envInteractObserveReadWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envInteractObserveReadWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envInteractObserveReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envInteractObserveReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envDispatchInteractObserveReadWrite offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter.
+type envDispatchInteractObserveReadWrite struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchInteractObserveReadWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchInteractObserveReadWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchInteractObserveReadWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchInteractObserveReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchInteractObserveReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envSessionsInteractObserveReadWrite offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter.
+type envSessionsInteractObserveReadWrite struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsInteractObserveReadWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envSessionsInteractObserveReadWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envSessionsInteractObserveReadWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envSessionsInteractObserveReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envSessionsInteractObserveReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envDispatchSessionsInteractObserveReadWrite offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter.
+type envDispatchSessionsInteractObserveReadWrite struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsInteractObserveReadWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsInteractObserveReadWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchSessionsInteractObserveReadWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchSessionsInteractObserveReadWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchSessionsInteractObserveReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchSessionsInteractObserveReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envExec offers CommandExecutor.
+type envExec struct{ *environment }
+
+// Exec implements contract.CommandExecutor.
+func (e envExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchExec offers Dispatcher, CommandExecutor.
+type envDispatchExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envSessionsExec offers SessionOpener, CommandExecutor.
+type envSessionsExec struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envSessionsExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchSessionsExec offers Dispatcher, SessionOpener, CommandExecutor.
+type envDispatchSessionsExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchSessionsExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envInteractExec offers InteractionResponder, CommandExecutor.
+type envInteractExec struct{ *environment }
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envInteractExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envInteractExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchInteractExec offers Dispatcher, InteractionResponder, CommandExecutor.
+type envDispatchInteractExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchInteractExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchInteractExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchInteractExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envSessionsInteractExec offers SessionOpener, InteractionResponder, CommandExecutor.
+type envSessionsInteractExec struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsInteractExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envSessionsInteractExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envSessionsInteractExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchSessionsInteractExec offers Dispatcher, SessionOpener, InteractionResponder, CommandExecutor.
+type envDispatchSessionsInteractExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsInteractExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsInteractExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchSessionsInteractExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchSessionsInteractExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envObserveExec offers Observer, CommandExecutor.
+type envObserveExec struct{ *environment }
+
+// Observe implements contract.Observer.
+func (e envObserveExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envObserveExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchObserveExec offers Dispatcher, Observer, CommandExecutor.
+type envDispatchObserveExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchObserveExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchObserveExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchObserveExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envSessionsObserveExec offers SessionOpener, Observer, CommandExecutor.
+type envSessionsObserveExec struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsObserveExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// Observe implements contract.Observer.
+func (e envSessionsObserveExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envSessionsObserveExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchSessionsObserveExec offers Dispatcher, SessionOpener, Observer, CommandExecutor.
+type envDispatchSessionsObserveExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsObserveExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsObserveExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchSessionsObserveExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchSessionsObserveExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envInteractObserveExec offers InteractionResponder, Observer, CommandExecutor.
+type envInteractObserveExec struct{ *environment }
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envInteractObserveExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envInteractObserveExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envInteractObserveExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchInteractObserveExec offers Dispatcher, InteractionResponder, Observer, CommandExecutor.
+type envDispatchInteractObserveExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchInteractObserveExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchInteractObserveExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchInteractObserveExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchInteractObserveExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envSessionsInteractObserveExec offers SessionOpener, InteractionResponder, Observer, CommandExecutor.
+type envSessionsInteractObserveExec struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsInteractObserveExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envSessionsInteractObserveExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envSessionsInteractObserveExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envSessionsInteractObserveExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchSessionsInteractObserveExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, CommandExecutor.
+type envDispatchSessionsInteractObserveExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsInteractObserveExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsInteractObserveExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchSessionsInteractObserveExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchSessionsInteractObserveExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchSessionsInteractObserveExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envReadExec offers WorkspaceReader, CommandExecutor.
+type envReadExec struct{ *environment }
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchReadExec offers Dispatcher, WorkspaceReader, CommandExecutor.
+type envDispatchReadExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchReadExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envSessionsReadExec offers SessionOpener, WorkspaceReader, CommandExecutor.
+type envSessionsReadExec struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsReadExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envSessionsReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envSessionsReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchSessionsReadExec offers Dispatcher, SessionOpener, WorkspaceReader, CommandExecutor.
+type envDispatchSessionsReadExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsReadExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsReadExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchSessionsReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchSessionsReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envInteractReadExec offers InteractionResponder, WorkspaceReader, CommandExecutor.
+type envInteractReadExec struct{ *environment }
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envInteractReadExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envInteractReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envInteractReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchInteractReadExec offers Dispatcher, InteractionResponder, WorkspaceReader, CommandExecutor.
+type envDispatchInteractReadExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchInteractReadExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchInteractReadExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchInteractReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchInteractReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envSessionsInteractReadExec offers SessionOpener, InteractionResponder, WorkspaceReader, CommandExecutor.
+type envSessionsInteractReadExec struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsInteractReadExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envSessionsInteractReadExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envSessionsInteractReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envSessionsInteractReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchSessionsInteractReadExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, CommandExecutor.
+type envDispatchSessionsInteractReadExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsInteractReadExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsInteractReadExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchSessionsInteractReadExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchSessionsInteractReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchSessionsInteractReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envObserveReadExec offers Observer, WorkspaceReader, CommandExecutor.
+type envObserveReadExec struct{ *environment }
+
+// Observe implements contract.Observer.
+func (e envObserveReadExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envObserveReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envObserveReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchObserveReadExec offers Dispatcher, Observer, WorkspaceReader, CommandExecutor.
+type envDispatchObserveReadExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchObserveReadExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchObserveReadExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchObserveReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchObserveReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envSessionsObserveReadExec offers SessionOpener, Observer, WorkspaceReader, CommandExecutor.
+type envSessionsObserveReadExec struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsObserveReadExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// Observe implements contract.Observer.
+func (e envSessionsObserveReadExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envSessionsObserveReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envSessionsObserveReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchSessionsObserveReadExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, CommandExecutor.
+type envDispatchSessionsObserveReadExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsObserveReadExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsObserveReadExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchSessionsObserveReadExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchSessionsObserveReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchSessionsObserveReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envInteractObserveReadExec offers InteractionResponder, Observer, WorkspaceReader, CommandExecutor.
+type envInteractObserveReadExec struct{ *environment }
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envInteractObserveReadExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envInteractObserveReadExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envInteractObserveReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envInteractObserveReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchInteractObserveReadExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, CommandExecutor.
+type envDispatchInteractObserveReadExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchInteractObserveReadExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchInteractObserveReadExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchInteractObserveReadExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchInteractObserveReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchInteractObserveReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envSessionsInteractObserveReadExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, CommandExecutor.
+type envSessionsInteractObserveReadExec struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsInteractObserveReadExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envSessionsInteractObserveReadExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envSessionsInteractObserveReadExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envSessionsInteractObserveReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envSessionsInteractObserveReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchSessionsInteractObserveReadExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, CommandExecutor.
+type envDispatchSessionsInteractObserveReadExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsInteractObserveReadExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsInteractObserveReadExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchSessionsInteractObserveReadExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchSessionsInteractObserveReadExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchSessionsInteractObserveReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchSessionsInteractObserveReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envWriteExec offers WorkspaceWriter, CommandExecutor.
+type envWriteExec struct{ *environment }
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchWriteExec offers Dispatcher, WorkspaceWriter, CommandExecutor.
+type envDispatchWriteExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envSessionsWriteExec offers SessionOpener, WorkspaceWriter, CommandExecutor.
+type envSessionsWriteExec struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envSessionsWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envSessionsWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchSessionsWriteExec offers Dispatcher, SessionOpener, WorkspaceWriter, CommandExecutor.
+type envDispatchSessionsWriteExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchSessionsWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchSessionsWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envInteractWriteExec offers InteractionResponder, WorkspaceWriter, CommandExecutor.
+type envInteractWriteExec struct{ *environment }
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envInteractWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envInteractWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envInteractWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchInteractWriteExec offers Dispatcher, InteractionResponder, WorkspaceWriter, CommandExecutor.
+type envDispatchInteractWriteExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchInteractWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchInteractWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchInteractWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchInteractWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envSessionsInteractWriteExec offers SessionOpener, InteractionResponder, WorkspaceWriter, CommandExecutor.
+type envSessionsInteractWriteExec struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsInteractWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envSessionsInteractWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envSessionsInteractWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envSessionsInteractWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchSessionsInteractWriteExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, CommandExecutor.
+type envDispatchSessionsInteractWriteExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsInteractWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsInteractWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchSessionsInteractWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchSessionsInteractWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchSessionsInteractWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envObserveWriteExec offers Observer, WorkspaceWriter, CommandExecutor.
+type envObserveWriteExec struct{ *environment }
+
+// Observe implements contract.Observer.
+func (e envObserveWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envObserveWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envObserveWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchObserveWriteExec offers Dispatcher, Observer, WorkspaceWriter, CommandExecutor.
+type envDispatchObserveWriteExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchObserveWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchObserveWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchObserveWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchObserveWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envSessionsObserveWriteExec offers SessionOpener, Observer, WorkspaceWriter, CommandExecutor.
+type envSessionsObserveWriteExec struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsObserveWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// Observe implements contract.Observer.
+func (e envSessionsObserveWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envSessionsObserveWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envSessionsObserveWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchSessionsObserveWriteExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, CommandExecutor.
+type envDispatchSessionsObserveWriteExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsObserveWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsObserveWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchSessionsObserveWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchSessionsObserveWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchSessionsObserveWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envInteractObserveWriteExec offers InteractionResponder, Observer, WorkspaceWriter, CommandExecutor.
+type envInteractObserveWriteExec struct{ *environment }
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envInteractObserveWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envInteractObserveWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envInteractObserveWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envInteractObserveWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchInteractObserveWriteExec offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, CommandExecutor.
+type envDispatchInteractObserveWriteExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchInteractObserveWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchInteractObserveWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchInteractObserveWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchInteractObserveWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchInteractObserveWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envSessionsInteractObserveWriteExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, CommandExecutor.
+type envSessionsInteractObserveWriteExec struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsInteractObserveWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envSessionsInteractObserveWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envSessionsInteractObserveWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envSessionsInteractObserveWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envSessionsInteractObserveWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchSessionsInteractObserveWriteExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, CommandExecutor.
+type envDispatchSessionsInteractObserveWriteExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsInteractObserveWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsInteractObserveWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchSessionsInteractObserveWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchSessionsInteractObserveWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchSessionsInteractObserveWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchSessionsInteractObserveWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envReadWriteExec offers WorkspaceReader, WorkspaceWriter, CommandExecutor.
+type envReadWriteExec struct{ *environment }
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchReadWriteExec offers Dispatcher, WorkspaceReader, WorkspaceWriter, CommandExecutor.
+type envDispatchReadWriteExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchReadWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envSessionsReadWriteExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, CommandExecutor.
+type envSessionsReadWriteExec struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsReadWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envSessionsReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envSessionsReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envSessionsReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchSessionsReadWriteExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, CommandExecutor.
+type envDispatchSessionsReadWriteExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsReadWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsReadWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchSessionsReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchSessionsReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchSessionsReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envInteractReadWriteExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, CommandExecutor.
+type envInteractReadWriteExec struct{ *environment }
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envInteractReadWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envInteractReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envInteractReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envInteractReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchInteractReadWriteExec offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, CommandExecutor.
+type envDispatchInteractReadWriteExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchInteractReadWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchInteractReadWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchInteractReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchInteractReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchInteractReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envSessionsInteractReadWriteExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, CommandExecutor.
+type envSessionsInteractReadWriteExec struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsInteractReadWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envSessionsInteractReadWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envSessionsInteractReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envSessionsInteractReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envSessionsInteractReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchSessionsInteractReadWriteExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, CommandExecutor.
+type envDispatchSessionsInteractReadWriteExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsInteractReadWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsInteractReadWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchSessionsInteractReadWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchSessionsInteractReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchSessionsInteractReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchSessionsInteractReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envObserveReadWriteExec offers Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
+type envObserveReadWriteExec struct{ *environment }
+
+// Observe implements contract.Observer.
+func (e envObserveReadWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envObserveReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envObserveReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envObserveReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchObserveReadWriteExec offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
+type envDispatchObserveReadWriteExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchObserveReadWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchObserveReadWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchObserveReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchObserveReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchObserveReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envSessionsObserveReadWriteExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
+type envSessionsObserveReadWriteExec struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsObserveReadWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// Observe implements contract.Observer.
+func (e envSessionsObserveReadWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envSessionsObserveReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envSessionsObserveReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envSessionsObserveReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchSessionsObserveReadWriteExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
+type envDispatchSessionsObserveReadWriteExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsObserveReadWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsObserveReadWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchSessionsObserveReadWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchSessionsObserveReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchSessionsObserveReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchSessionsObserveReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envInteractObserveReadWriteExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
+type envInteractObserveReadWriteExec struct{ *environment }
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envInteractObserveReadWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envInteractObserveReadWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envInteractObserveReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envInteractObserveReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envInteractObserveReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchInteractObserveReadWriteExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
+type envDispatchInteractObserveReadWriteExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchInteractObserveReadWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchInteractObserveReadWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchInteractObserveReadWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchInteractObserveReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchInteractObserveReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchInteractObserveReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envSessionsInteractObserveReadWriteExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
+type envSessionsInteractObserveReadWriteExec struct{ *environment }
+
+// Session implements contract.SessionOpener.
+func (e envSessionsInteractObserveReadWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envSessionsInteractObserveReadWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envSessionsInteractObserveReadWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envSessionsInteractObserveReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envSessionsInteractObserveReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envSessionsInteractObserveReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
+}
+
+// envDispatchSessionsInteractObserveReadWriteExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
+type envDispatchSessionsInteractObserveReadWriteExec struct{ *environment }
+
+// Dispatch implements contract.Dispatcher.
+func (e envDispatchSessionsInteractObserveReadWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.environment
+	return x.dispatch(ctx, in)
+}
+
+// Session implements contract.SessionOpener.
+func (e envDispatchSessionsInteractObserveReadWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.environment
+	return x.session(ctx, id, ref)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envDispatchSessionsInteractObserveReadWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.environment
+	return x.respond(ctx, cmd)
+}
+
+// Observe implements contract.Observer.
+func (e envDispatchSessionsInteractObserveReadWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.environment
+	return x.observe(ctx)
+}
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envDispatchSessionsInteractObserveReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.environment
+	return x.readFile(ctx, path, sessionID)
+}
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envDispatchSessionsInteractObserveReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.environment
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// Exec implements contract.CommandExecutor.
+func (e envDispatchSessionsInteractObserveReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.environment
+	return x.exec(ctx, command, req)
 }
 
 // sessMask is the set of optional abilities c declares for a contract.Session, one

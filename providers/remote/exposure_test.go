@@ -21,6 +21,9 @@ func TestExposureMatchesEveryDocument(t *testing.T) {
 		func(c *contract.Capabilities) { c.Interactions = &contract.InteractionCapabilities{} },
 		func(c *contract.Capabilities) { c.Observation = &contract.ObservationCapabilities{} },
 		func(c *contract.Capabilities) { c.RetainedControl = &contract.RetainedControlCapabilities{} },
+		func(c *contract.Capabilities) { c.Workspace.Read = true },
+		func(c *contract.Capabilities) { c.Workspace.Write = true },
+		func(c *contract.Capabilities) { c.Workspace.Exec = true },
 	}
 	for m := range 1 << len(gates) {
 		var c contract.Capabilities
@@ -31,10 +34,10 @@ func TestExposureMatchesEveryDocument(t *testing.T) {
 		}
 		e := &environment{}
 		if err := contract.CheckExposure(&c, envExposed(e, envMask(&c))); err != nil {
-			t.Errorf("document %06b: environment exposure: %v", m, err)
+			t.Errorf("document %09b: environment exposure: %v", m, err)
 		}
 		if err := contract.CheckSessionExposure(&c, sessExposed(&session{e: e}, sessMask(&c))); err != nil {
-			t.Errorf("document %06b: session exposure: %v", m, err)
+			t.Errorf("document %09b: session exposure: %v", m, err)
 		}
 	}
 }
@@ -63,5 +66,17 @@ func TestExposureGeneratedUpToDate(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Error("exposure_gen.go is stale: run go generate ./providers/remote")
+	}
+}
+
+// The provider type picked for a document offers profile validation
+// exactly when the document declares it.
+func TestProviderExposureMatchesDocument(t *testing.T) {
+	for _, declared := range []bool{false, true} {
+		var c contract.Capabilities
+		c.Profile.Validation = declared
+		if err := contract.CheckProviderExposure(&c, provExposed(&Provider{}, provMask(&c))); err != nil {
+			t.Errorf("profile.validation %v: %v", declared, err)
+		}
 	}
 }

@@ -31,6 +31,7 @@ const (
 	DefaultIdleTimeout   = 60 * time.Second
 	DefaultCancelTimeout = 5 * time.Second
 	DefaultPromptTimeout = 30 * time.Minute
+	DefaultExecTimeout   = 10 * time.Minute
 )
 
 // Options configure a Provider.
@@ -60,6 +61,9 @@ type Options struct {
 	CancelTimeout time.Duration
 	// PromptTimeout bounds one session prompt (a whole turn).
 	PromptTimeout time.Duration
+	// ExecTimeout bounds one workspace command (a command with a sooner
+	// timeoutMs of its own is bounded by that plus wire.ExecGraceMs).
+	ExecTimeout time.Duration
 }
 
 // Provider is a contract.Provider served by a sidecar.
@@ -67,6 +71,10 @@ type Provider struct {
 	opts   Options
 	base   *url.URL
 	client *http.Client
+
+	// exposed: this Provider is the one Exposed returned, which offers
+	// the provider abilities (profile.validation) the server serves.
+	exposed bool
 
 	mu   sync.Mutex
 	name string
@@ -104,6 +112,9 @@ func New(opts Options) (*Provider, error) {
 	if opts.PromptTimeout <= 0 {
 		opts.PromptTimeout = DefaultPromptTimeout
 	}
+	if opts.ExecTimeout <= 0 {
+		opts.ExecTimeout = DefaultExecTimeout
+	}
 	client := opts.HTTPClient
 	if client == nil {
 		client = &http.Client{}
@@ -139,7 +150,10 @@ func (p *Provider) Name() string {
 }
 
 // Capabilities reads the server's document: what the server serves of
-// its provider, which is what this client implements.
+// its provider, which is what this client implements. A Provider from
+// New, whose type is fixed before it read the document, declares no
+// provider ability (profile.validation); the one Exposed returns declares
+// and offers what the server serves.
 func (p *Provider) Capabilities(ctx context.Context) (*contract.Capabilities, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
 	defer cancel()
@@ -152,6 +166,9 @@ func (p *Provider) Capabilities(ctx context.Context) (*contract.Capabilities, er
 		return nil, fmt.Errorf("remote: the server's capability document: %w", err)
 	}
 	served := wire.Served(&doc.Capabilities)
+	if !p.exposed {
+		served.Profile.Validation = false
+	}
 	p.mu.Lock()
 	p.name = doc.Provider
 	kept := served
