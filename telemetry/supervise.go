@@ -63,7 +63,7 @@ func (t *Tracing) SuperviseObserver() supervise.Observer {
 	if t == nil {
 		return nil
 	}
-	return &superviseObserver{t: t, nodes: map[supervise.NodeID]trace.Span{}}
+	return &superviseObserver{t: t, nodes: map[supervise.NodeID]trace.Span{}, started: map[supervise.NodeID]trace.SpanContext{}}
 }
 
 // superviseObserver traces one supervised run; workers call it
@@ -75,6 +75,9 @@ type superviseObserver struct {
 	root  trace.Span
 	nodes map[supervise.NodeID]trace.Span
 	order []supervise.NodeID
+	// started holds the span context of every node started, kept past
+	// its settlement, so that a child always finds its parent's span.
+	started map[supervise.NodeID]trace.SpanContext
 }
 
 var _ supervise.Observer = (*superviseObserver)(nil)
@@ -118,9 +121,9 @@ func (o *superviseObserver) NodeStarted(ctx context.Context, n supervise.NodeInf
 	if o.root == nil {
 		return ctx, nil
 	}
-	parent := o.root
-	if p, ok := o.nodes[n.Parent]; ok {
-		parent = p
+	parent := trace.ContextWithSpan(ctx, o.root)
+	if sc, ok := o.started[n.Parent]; ok {
+		parent = trace.ContextWithSpanContext(ctx, sc)
 	}
 	attrs := []attribute.KeyValue{attribute.String(KeyConversation, o.runID), attribute.String(KeyRunID, o.runID),
 		attribute.String(KeySuperviseNodeID, string(n.ID)), attribute.String(KeySuperviseNodeKind, "worker"),
@@ -136,9 +139,10 @@ func (o *superviseObserver) NodeStarted(ctx context.Context, n supervise.NodeInf
 		attrs = append(attrs, attribute.String(KeyRequestModel, n.Model))
 	}
 	attrs = append(attrs, budgetAttrs(n.Reserved.Tokens, n.Reserved.Iterations, n.Reserved.MicroUSD)...)
-	ctx, span := o.t.tracer.Start(trace.ContextWithSpan(ctx, parent), SpanSupervisorNode,
+	ctx, span := o.t.tracer.Start(parent, SpanSupervisorNode,
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 	o.nodes[n.ID] = span
+	o.started[n.ID] = span.SpanContext()
 	o.order = append(o.order, n.ID)
 	return ctx, &runObserver{t: o.t, parent: span, tools: map[string]trace.Span{}}
 }

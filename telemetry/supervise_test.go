@@ -228,6 +228,59 @@ func TestSuperviseResumedRunSameTraceBehaviour69(t *testing.T) {
 	}
 }
 
+// A worker spawned by a worker is its node's child, one level deeper,
+// and its run nests under its own node.
+func TestSuperviseNestedNodeSpan(t *testing.T) {
+	tr, mem := newMemTracing(t)
+	o := superviseOptions(t, tr)
+	inner, spawned := o.Executor, make(chan struct{})
+	o.Executor = supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+		if strings.Contains(w.Task, "hold") {
+			<-spawned // the parent stays live until its child is spawned
+		}
+		return inner.Execute(ctx, w)
+	})
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		parent, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "alpha hold", Label: "parent"})
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		_, err = c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "alpha", Label: "child", Parent: parent.WorkerID})
+		close(spawned)
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		for range 2 {
+			if _, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 10_000}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+		}
+		return supervise.BrainReport{}, nil
+	})
+	o.MaxDepth = 2
+	res, spans := superviseTraced(t, tr, mem, o)
+	if res.Status != supervise.StatusWinner {
+		t.Fatalf("result %+v", res)
+	}
+	nodes := map[string]tracetest.SpanStub{}
+	for _, s := range spans {
+		if s.Name == telemetry.SpanSupervisorNode {
+			nodes[attrMap(s.Attributes)[telemetry.KeySuperviseNodeLabel].(string)] = s
+		}
+	}
+	parent, child := nodes["parent"], nodes["child"]
+	ca := attrMap(child.Attributes)
+	if child.Parent.SpanID() != parent.SpanContext.SpanID() || ca[telemetry.KeySuperviseNodeDepth] != int64(2) ||
+		ca[telemetry.KeySuperviseNodeParentID] != attrMap(parent.Attributes)[telemetry.KeySuperviseNodeID] {
+		t.Errorf("child %v under %v; parent %v", ca, child.Parent.SpanID(), parent.SpanContext.SpanID())
+	}
+	for _, s := range spans {
+		if strings.HasPrefix(s.Name, telemetry.SpanRunPrefix) && s.Parent.SpanID() != parent.SpanContext.SpanID() && s.Parent.SpanID() != child.SpanContext.SpanID() {
+			t.Errorf("worker run span under %v, not a node", s.Parent.SpanID())
+		}
+	}
+}
+
 // A nil Tracing installs no supervise observer.
 func TestSuperviseObserverNilTracing(t *testing.T) {
 	var tr *telemetry.Tracing
