@@ -77,6 +77,28 @@ type TurnEnd struct {
 	Usage ledger.Usage
 }
 
+// ToolObserver is implemented by an Observer that also watches the calls
+// a tool loop runs (ToolLoopOptions.Observer): ToolStarted before the
+// tool runs, returning the context it runs under (derived from ctx as
+// RunStarted's is), and ToolEnded with its outcome.
+type ToolObserver interface {
+	ToolStarted(ctx context.Context, call ToolCallStart) (context.Context, error)
+	ToolEnded(ctx context.Context, call ToolCallEnd) error
+}
+
+// ToolCallStart is a call a tool loop is about to run.
+type ToolCallStart struct {
+	RunID string
+	Call  contract.ToolCall
+}
+
+// ToolCallEnd is a call a tool loop ran, and its outcome.
+type ToolCallEnd struct {
+	RunID   string
+	Call    contract.ToolCall
+	Outcome ToolOutcome
+}
+
 // observing calls an Observer with its errors and panics contained.
 type observing struct {
 	o     Observer
@@ -115,6 +137,24 @@ func (w *observing) derive(ctx context.Context, hook string, call func() (contex
 	}()
 	out, err = call()
 	return out
+}
+
+func (w *observing) toolStarted(ctx context.Context, c ToolCallStart) context.Context {
+	to, ok := w.o.(ToolObserver)
+	if !ok {
+		return ctx
+	}
+	return w.derive(ctx, "ToolStarted", func() (context.Context, error) { return to.ToolStarted(ctx, c) })
+}
+
+func (w *observing) toolEnded(ctx context.Context, c ToolCallEnd) {
+	to, ok := w.o.(ToolObserver)
+	if !ok {
+		return
+	}
+	var err error
+	defer func() { w.contain("ToolEnded", recover(), &err) }()
+	err = to.ToolEnded(ctx, c)
 }
 
 func (w *observing) event(ctx context.Context, e contract.EnvironmentEvent) {

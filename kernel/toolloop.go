@@ -217,6 +217,16 @@ type ToolLoopOptions struct {
 	// Logger receives what the loop cannot return (nil discards).
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Observer, when set, watches the loop as Request.Observer watches a
+	// run: RunStarted before the first turn (Kind is the record's kind,
+	// "tool-loop" when empty; RunID may be empty for an unrecorded
+	// loop), TurnStarted and TurnEnded around each model turn, and
+	// RunEnded with the loop's outcome as a Result (RunID, Status,
+	// Reason, Text, Usage, RequestedModel, the last served model). The
+	// loop's calls are not environment events: Event is never called,
+	// and an Observer that also implements ToolObserver sees each call
+	// the loop runs. Errors and panics are logged and contained.
+	Observer Observer
 }
 
 // ToolLoopResult is what a tool loop did.
@@ -389,6 +399,10 @@ type toolLoop struct {
 	checks []*tools.Validator
 	// profileDigest is the identity of the loop's profile, if it has one.
 	profileDigest string
+	// obs calls the Observer (nil without one); turnServed is the model
+	// the current turn last reported serving.
+	obs        *observing
+	turnServed string
 }
 
 func newToolLoop(ctx context.Context, o ToolLoopOptions, cancel context.CancelCauseFunc) (*toolLoop, error) {
@@ -436,6 +450,9 @@ func newToolLoop(ctx context.Context, o ToolLoopOptions, cancel context.CancelCa
 		}
 	}
 	l.res.RunID = o.RunID
+	if o.Observer != nil {
+		l.obs = &observing{o: o.Observer, log: l.log, runID: o.RunID}
+	}
 	if o.Store != nil {
 		rec, err := startLoopRecord(ctx, l, lo, cancel)
 		if err != nil {
@@ -566,6 +583,11 @@ func (l *toolLoop) run(ctx context.Context) error {
 		defer cancel()
 	}
 	l.onModelEvent = l.onModelEventFunc
+	if l.obs != nil {
+		// The turns and tools run under the observer's context; the
+		// loop's stop checks still read the caller's.
+		l.loopCtx = l.obs.runStarted(l.loopCtx, RunStart{RunID: l.res.RunID, Kind: cmp.Or(o.Kind, KindToolLoop), Profile: o.Profile})
+	}
 	msgs := make([]contract.ChatMessage, 0, len(o.Prior)+8)
 	msgs = append(msgs, contract.ChatMessage{Role: contract.ChatSystem, Content: &o.System})
 	msgs = append(msgs, o.Prior...)
@@ -643,7 +665,12 @@ func (l *toolLoop) modelTurn() (ledger.Usage, string) {
 	l.ignoredFrom = len(l.res.Ignored)
 	l.text, l.piece, l.pieces, l.turnOver, l.mismatch, l.stoppedBy = l.text[:0], "", 0, false, "", ""
 	msgs := l.res.Messages
-	l.o.Model.Turn(l.loopCtx, msgs[:len(msgs):len(msgs)], l.o.Tools)(l.onModelEvent)
+	turnCtx := l.loopCtx
+	if l.obs != nil {
+		l.turnServed = ""
+		turnCtx = l.obs.turnStarted(turnCtx, TurnStart{RunID: l.res.RunID, RequestedModel: l.o.RequestedModel})
+	}
+	l.o.Model.Turn(turnCtx, msgs[:len(msgs):len(msgs)], l.o.Tools)(l.onModelEvent)
 	l.turnOver = true
 	if l.mismatch != "" && l.res.StopReason == "" {
 		// Nothing of the turn is used: its calls do not run.
@@ -671,6 +698,17 @@ func (l *toolLoop) modelTurn() (ledger.Usage, string) {
 	}
 	if l.res.StopReason != "" && l.res.StopReason != StopFailed {
 		l.res.Pending = l.calls
+	}
+	if l.obs != nil {
+		end := TurnEnd{RunID: l.res.RunID, Terminal: contract.TerminalCompleted, StopReason: l.stoppedBy,
+			Served: ServedIdentity{Model: l.turnServed}, Usage: total}
+		switch l.res.StopReason {
+		case StopFailed:
+			end.Terminal = contract.TerminalFailed
+		case StopCancelled, StopDeadline:
+			end.Terminal = contract.TerminalCancelled
+		}
+		l.obs.turnEnded(l.loopCtx, end)
 	}
 	return total, text
 }
@@ -759,6 +797,7 @@ func (l *toolLoop) observeServed(model string) {
 	if model == "" {
 		return // a report that names nothing reports nothing
 	}
+	l.turnServed = model
 	if !slices.Contains(l.res.ServedModels, model) {
 		l.res.ServedModels = append(l.res.ServedModels, model)
 	}
@@ -809,7 +848,7 @@ func (l *toolLoop) runCalls(text string) int {
 		}
 		ti := l.tool(call.Name)
 		t := &l.o.Tools[ti]
-		out := l.runTool(l.loopCtx, ti, call)
+		out := l.observedTool(ti, call)
 		label := t.Name
 		if l.o.Label != nil {
 			label = l.o.Label(call)
@@ -871,6 +910,18 @@ func (l *toolLoop) stuck(call contract.ToolCall) bool {
 		l.repeats = 1
 	}
 	return l.repeats >= StuckLoopThreshold
+}
+
+// observedTool runs the call of tool i, seen by the loop's observer when
+// it is a ToolObserver.
+func (l *toolLoop) observedTool(i int, call contract.ToolCall) ToolOutcome {
+	if l.obs == nil {
+		return l.runTool(l.loopCtx, i, call)
+	}
+	ctx := l.obs.toolStarted(l.loopCtx, ToolCallStart{RunID: l.res.RunID, Call: call})
+	out := l.runTool(ctx, i, call)
+	l.obs.toolEnded(ctx, ToolCallEnd{RunID: l.res.RunID, Call: call, Outcome: out})
+	return out
 }
 
 // runTool runs the call of tool i. Whatever the tool does — return an
@@ -944,8 +995,27 @@ func (l *toolLoop) afterPanic(ctx context.Context, p any) {
 	l.finish(ctx)
 }
 
-// finish records the loop's end and returns its error.
+// finish records the loop's end, shows it to the observer and returns
+// its error.
 func (l *toolLoop) finish(ctx context.Context) error {
+	err := l.finishRecord(ctx)
+	if l.obs != nil {
+		r := Result{RunID: l.res.RunID, Status: store.StatusCompleted, Text: l.res.FinalText, Usage: l.res.Usage, RequestedModel: l.o.RequestedModel}
+		if n := len(l.res.ServedModels); n > 0 {
+			r.Served.Model = l.res.ServedModels[n-1]
+		}
+		// What the loop reached (a failure to record it is the caller's
+		// error, not the loop's outcome).
+		if l.runErr != nil {
+			r.Status, r.Reason = l.runErr.Status, l.runErr.Reason
+		}
+		l.obs.runEnded(context.WithoutCancel(ctx), r)
+	}
+	return err
+}
+
+// finishRecord records the loop's end and returns its error.
+func (l *toolLoop) finishRecord(ctx context.Context) error {
 	l.finished = true
 	if l.res.StopReason == "" {
 		l.stop(StopFailed) // unreachable: every way out of run stops

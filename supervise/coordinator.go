@@ -60,6 +60,8 @@ type Coordinator struct {
 	// ctl serves the run dir's steer and cancel files (nil without a
 	// run dir).
 	ctl *control
+	// obs calls Options.Observer; nil when it is not set.
+	obs *observing
 }
 
 // worker is what the coordinator knows of one node beyond the scope.
@@ -76,6 +78,7 @@ type worker struct {
 	reason    string
 	replayed  bool
 	done      chan struct{}
+	started   time.Time
 }
 
 // Event kinds Await returns.
@@ -247,13 +250,18 @@ func replayKey(req SpawnRequest) string {
 // start runs an admitted worker in the background.
 func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved ledger.Budget) {
 	wctx, cancel := context.WithCancelCause(c.workCtx)
-	w := &worker{id: id, task: task, cancel: cancel, done: make(chan struct{})}
+	w := &worker{id: id, task: task, cancel: cancel, done: make(chan struct{}), started: c.now()}
 	c.mu.Lock()
 	c.workers[id] = w
 	c.inflight++
 	c.mu.Unlock()
 	if err := c.scope.Transition(id, StateRunning); err != nil {
 		c.logger.Warn("supervise: worker did not start running", "node", id, "err", err)
+	}
+	var observer kernel.Observer
+	if c.obs != nil {
+		info, _ := c.scope.Node(id)
+		wctx, observer = c.obs.nodeStarted(wctx, info)
 	}
 	c.wg.Add(1)
 	go func() {
@@ -264,7 +272,7 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 			q.From = id
 			return c.Ask(ctx, q)
 		}
-		res, err := c.execute(wctx, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask})
+		res, err := c.execute(wctx, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer})
 		c.settle(wctx, w, res, err)
 	}()
 }
@@ -330,6 +338,11 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr}
 	if err := c.log.append(context.WithoutCancel(ctx), rec); err != nil {
 		c.logger.Error("supervise: journaling a settlement", "node", w.id, "err", err)
+	}
+	if c.obs != nil {
+		info, _ := c.scope.Node(w.id)
+		c.obs.nodeSettled(context.WithoutCancel(ctx), NodeSettled{Node: info, State: st.State, Reason: reason, Spent: res.Spent, Usage: res.Usage,
+			ServedModel: res.ServedModel, Delivered: w.delivered, Verdict: w.verdict, OutRef: outRef, Duration: c.now().Sub(w.started)})
 	}
 	c.publish(w, st.State)
 	c.cancelObserved(ctx, w.id, st.State)

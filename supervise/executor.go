@@ -28,6 +28,10 @@ type Work struct {
 	// Ask raises the worker's question to its manager and waits for the
 	// decision (or ctx); an executor whose workers can ask passes it on.
 	Ask func(ctx context.Context, q AskArgs) (Decision, error)
+	// Observer, when set, watches the worker's run (Options.Observer's
+	// NodeStarted made it); an executor running the worker through the
+	// kernel passes it on as kernel.Request.Observer.
+	Observer kernel.Observer
 }
 
 // WorkResult is what a worker produced and what it spent. Spent is
@@ -41,6 +45,9 @@ type WorkResult struct {
 	// ServedModel is the model the platform reported serving ("" when
 	// unknown).
 	ServedModel string
+	// Usage, when the executor knows it, is the worker's usage channel
+	// by channel (Spent folds it); nil: unknown. Only observers read it.
+	Usage *ledger.Usage
 }
 
 // Executor runs workers (the executor port of §3.6). It is an open
@@ -85,7 +92,7 @@ func (e *KernelExecutor) Execute(ctx context.Context, w Work) (WorkResult, error
 		return WorkResult{}, errors.New("supervise: KernelExecutor needs a Provider and a Store")
 	}
 	res, err := kernel.Execute(ctx, kernel.Request{Profile: w.Profile, Task: w.Task, Provider: e.Provider, Store: e.Store,
-		RunID: kernel.NewID("worker"), Kind: "supervise-worker"})
+		RunID: kernel.NewID("worker"), Kind: "supervise-worker", Observer: w.Observer})
 	if res == nil {
 		if err == nil {
 			err = errors.New("supervise: the kernel returned no result")
@@ -94,7 +101,8 @@ func (e *KernelExecutor) Execute(ctx context.Context, w Work) (WorkResult, error
 		zero, none := int64(0), int64(0)
 		return WorkResult{Spent: ledger.Spend{Tokens: &zero, Iterations: &none, MicroUSD: &zero}}, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
 	}
-	out := WorkResult{Text: res.Text, Output: res.Output, Spent: SpendOf(res.Usage), ServedModel: res.Served.Model}
+	usage := res.Usage
+	out := WorkResult{Text: res.Text, Output: res.Output, Spent: SpendOf(res.Usage), ServedModel: res.Served.Model, Usage: &usage}
 	if err != nil {
 		return out, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
 	}

@@ -103,6 +103,10 @@ type Options struct {
 	// Now replaces time.Now; Logger receives what the run cannot return.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Observer, when set, watches the run as it happens (see Observer;
+	// telemetry.Tracing.SuperviseObserver traces it). Nil installs
+	// nothing.
+	Observer Observer
 }
 
 // Status is a supervised run's outcome.
@@ -266,6 +270,9 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		return SupervisedResult{}, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	c.scope = scope
+	if o.Observer != nil {
+		c.obs = &observing{o: o.Observer, log: logger}
+	}
 	if resumed {
 		if err := c.replayRecords(prior); err != nil {
 			return SupervisedResult{}, err
@@ -279,6 +286,12 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 			return SupervisedResult{}, err
 		}
 	}
+
+	var managerName string
+	if manager.Name != nil {
+		managerName = *manager.Name
+	}
+	ctx = c.obs.runStarted(ctx, RunStart{RunID: runID, Manager: managerName, Resumed: resumed, Budget: o.Budget})
 
 	// Workers outlive a stopped brain only until they are cancelled
 	// below, and never the run's deadline.
@@ -342,6 +355,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	if err := log.append(context.WithoutCancel(ctx), Record{Kind: KindFinished, Outcome: string(res.Status), Reason: string(res.Reason)}); err != nil {
 		logger.Error("supervise: journaling the end", "err", err)
 	}
+	c.obs.runEnded(context.WithoutCancel(ctx), res)
 	return res, nil
 }
 

@@ -62,8 +62,10 @@ const (
 	OpExecuteTool = "execute_tool"
 )
 
-// Observer returns a kernel.Observer that traces one run; give each run
-// its own. A nil Tracing returns nil: tracing off.
+// Observer returns a kernel.Observer that traces one run — an exact run
+// (kernel.Request.Observer) or a tool loop (kernel.ToolLoopOptions.
+// Observer, whose calls it traces as a kernel.ToolObserver); give each
+// run its own. A nil Tracing returns nil: tracing off.
 func (t *Tracing) Observer() kernel.Observer {
 	if t == nil {
 		return nil
@@ -77,11 +79,13 @@ type runObserver struct {
 	t *Tracing
 	// parent, when set, is the workflow span the run belongs to: the
 	// run's span is its child, in its trace.
-	parent       trace.Span
-	runID        string
-	run, turn    trace.Span
-	tools        map[string]trace.Span
-	toolOrder    []string
+	parent    trace.Span
+	runID     string
+	run, turn trace.Span
+	tools     map[string]trace.Span
+	toolOrder []string
+	// loopTool is the span of the tool loop call running (ToolStarted).
+	loopTool     trace.Span
 	conversation attribute.KeyValue
 	// kind is the run's kind; turnStart and requested are when the turn
 	// started and the model it requested (for the metrics).
@@ -90,7 +94,10 @@ type runObserver struct {
 	requested string
 }
 
-var _ kernel.Observer = (*runObserver)(nil)
+var (
+	_ kernel.Observer     = (*runObserver)(nil)
+	_ kernel.ToolObserver = (*runObserver)(nil)
+)
 
 // RunStarted starts the run's span as the root of the run's own trace
 // (TraceID) — a span the caller's context carries is linked, not parent —
@@ -172,6 +179,41 @@ func (o *runObserver) Event(ctx context.Context, e contract.EnvironmentEvent) er
 	return nil
 }
 
+// ToolStarted starts the span of a call a tool loop runs (see
+// kernel.ToolObserver), under the run's span; the context it returns
+// carries it to the tool. Its arguments are never recorded.
+func (o *runObserver) ToolStarted(ctx context.Context, c kernel.ToolCallStart) (context.Context, error) {
+	attrs := []attribute.KeyValue{attribute.String(KeyOperation, OpExecuteTool), o.conversation, attribute.String(KeyToolName, c.Call.Name)}
+	if c.Call.ID != "" {
+		attrs = append(attrs, attribute.String(KeyToolCallID, c.Call.ID))
+	}
+	if server, tool, ok := mcpTool(c.Call.Name); ok {
+		attrs = append(attrs, attribute.String(KeyMCPServer, server), attribute.String(KeyMCPToolName, tool))
+	}
+	ctx, span := o.t.tracer.Start(ctx, SpanToolCall, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	o.loopTool = span
+	return ctx, nil
+}
+
+// ToolEnded ends a tool loop call's span with its outcome: a failed call
+// is an error whose type is the outcome's code (its message is never
+// exported).
+func (o *runObserver) ToolEnded(ctx context.Context, c kernel.ToolCallEnd) error {
+	span := o.loopTool
+	if span == nil {
+		return nil
+	}
+	o.loopTool = nil
+	if c.Outcome.OK {
+		span.SetStatus(codes.Ok, "")
+	} else {
+		span.SetAttributes(attribute.String(KeyErrorType, cmp.Or(c.Outcome.Code, "tool_error")))
+		span.SetStatus(codes.Error, "the tool call failed")
+	}
+	span.End()
+	return nil
+}
+
 // mcpTool splits an MCP tool name of the form mcp__server__tool.
 func mcpTool(name string) (server, tool string, ok bool) {
 	rest, ok := strings.CutPrefix(name, "mcp__")
@@ -226,6 +268,10 @@ func (o *runObserver) RunEnded(ctx context.Context, r kernel.Result) error {
 	}
 	o.t.metrics.run(ctx, o.kind, r)
 	o.endTools()
+	if o.loopTool != nil {
+		o.loopTool.End()
+		o.loopTool = nil
+	}
 	if o.turn != nil {
 		o.turn.SetStatus(codes.Error, "the run ended during the turn")
 		o.turn.End()

@@ -147,14 +147,18 @@ func serviceResource(name string) *resource.Resource {
 	return resource.NewSchemaless(attribute.String("service.name", cmp.Or(name, DefaultServiceName)))
 }
 
-// startRoot starts a span that roots the trace of run runID (TraceID):
+// startRoot starts a span that roots the trace of run runID (TraceID; a
+// random trace id when runID is empty, as for an unrecorded tool loop):
 // a span ctx carries is linked, not parent.
 func (t *Tracing) startRoot(ctx context.Context, runID, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...)}
 	if caller := trace.SpanContextFromContext(ctx); caller.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: caller}))
 	}
-	return t.tracer.Start(context.WithValue(ctx, runKey{}, runID), name, opts...)
+	if runID != "" {
+		ctx = context.WithValue(ctx, runKey{}, runID)
+	}
+	return t.tracer.Start(ctx, name, opts...)
 }
 
 // TraceID is the trace id of run runID's spans: the first 16 bytes of

@@ -1,0 +1,290 @@
+package telemetry_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/providers/scripted"
+	"github.com/agentrt/agentrt/store/memory"
+	"github.com/agentrt/agentrt/supervise"
+	"github.com/agentrt/agentrt/telemetry"
+)
+
+// superviseScript answers "alpha" with exact usage and cost and "dim"
+// with no usage at all.
+const superviseScript = `{"turns": [
+  {"match": "alpha", "repeat": true, "steps": [{"text": "alpha: DONE"}, {"usage": {"inputTokens": 100, "outputTokens": 20, "cost": 0.002}, "mode": "delta"}]},
+  {"match": "dim", "repeat": true, "steps": [{"text": "dim: half"}]}
+]}`
+
+func i64(n int64) *int64 { return &n }
+
+// superviseOptions runs workers on the scripted provider through a
+// KernelExecutor, traced by tr; the brain spawns one worker per task
+// and awaits them all.
+func superviseOptions(t *testing.T, tr *telemetry.Tracing, tasks ...string) supervise.Options {
+	t.Helper()
+	var s scripted.Script
+	if err := json.Unmarshal([]byte(superviseScript), &s); err != nil {
+		t.Fatal(err)
+	}
+	writer, err := profile.Parse([]byte(`{"name": "writer", "harness": "cli-base", "model": {"provider": "scripted", "default": "scripted/writer"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return supervise.Options{
+		Budget:    ledger.Budget{Tokens: i64(10_000), Iterations: i64(10)},
+		PerWorker: ledger.Budget{Tokens: i64(1_000), Iterations: i64(1)},
+		Profiles:  map[string]*profile.Profile{"writer": writer},
+		Deliverable: supervise.Deliverable{Check: func(_ context.Context, out supervise.Output) (kernel.Verdict, error) {
+			return kernel.Verdict{Passed: strings.Contains(out.Text, "DONE")}, nil
+		}},
+		Executor: &supervise.KernelExecutor{Provider: scripted.New(&s, scripted.Options{}), Store: memory.New(nil)},
+		RunID:    "sup-1",
+		Observer: tr.SuperviseObserver(),
+		Brain: supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+			for _, task := range tasks {
+				if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: task, Label: task}); err != nil {
+					return supervise.BrainReport{}, err
+				}
+			}
+			for range tasks {
+				if _, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 10_000}); err != nil {
+					return supervise.BrainReport{}, err
+				}
+			}
+			return supervise.BrainReport{Text: "done"}, nil
+		}),
+	}
+}
+
+func managerOf(t *testing.T) *profile.Profile {
+	t.Helper()
+	p, err := profile.Parse([]byte(`{"name": "manager", "harness": "cli-base", "model": {"default": "scripted/manager"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// superviseTraced runs o under tr (an in-memory exporter mem) and returns
+// the result and the spans.
+func superviseTraced(t *testing.T, tr *telemetry.Tracing, mem *tracetest.InMemoryExporter, o supervise.Options) (supervise.SupervisedResult, tracetest.SpanStubs) {
+	t.Helper()
+	res, err := supervise.Supervise(t.Context(), managerOf(t), "write notes", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := tr.Flush(t.Context()); !r.Succeeded {
+		t.Fatalf("report %+v", r)
+	}
+	spans := mem.GetSpans()
+	mem.Reset()
+	return res, spans
+}
+
+func newMemTracing(t *testing.T) (*telemetry.Tracing, *tracetest.InMemoryExporter) {
+	t.Helper()
+	mem := tracetest.NewInMemoryExporter()
+	tr, err := telemetry.New(telemetry.Options{Exporter: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Shutdown(context.Background()) })
+	return tr, mem
+}
+
+// Behaviour 69 (span tree and spend): a supervised run is one trace
+// rooted at supervisor.run (invoke_workflow, trace id from the run id);
+// each worker's node span is the root's child and its kernel run's
+// invoke_agent span the node's child; a worker's known usage is exported
+// as gen_ai.usage.*, unknown usage is omitted and marked unknown, and the
+// llm.token_count.*/llm.cost_usd keys never appear.
+func TestSuperviseSpansBehaviour69(t *testing.T) {
+	tr, mem := newMemTracing(t)
+	res, spans := superviseTraced(t, tr, mem, superviseOptions(t, tr, "alpha", "dim"))
+	if res.Status != supervise.StatusWinner {
+		t.Fatalf("result %+v", res)
+	}
+	var root tracetest.SpanStub
+	nodes := map[string]tracetest.SpanStub{}
+	runs := map[string]tracetest.SpanStub{} // invoke_agent span by parent span id
+	for _, s := range spans {
+		a := attrMap(s.Attributes)
+		for k := range a {
+			if strings.HasPrefix(k, "llm.token_count") || k == "llm.cost_usd" {
+				t.Errorf("span %s exports %s", s.Name, k)
+			}
+		}
+		if s.SpanContext.TraceID() != telemetry.TraceID("sup-1") {
+			t.Errorf("span %s is in trace %s, not the run's", s.Name, s.SpanContext.TraceID())
+		}
+		switch {
+		case s.Name == telemetry.SpanSupervisorRun:
+			root = s
+		case s.Name == telemetry.SpanSupervisorNode:
+			nodes[a[telemetry.KeySuperviseNodeLabel].(string)] = s
+		case strings.HasPrefix(s.Name, telemetry.SpanRunPrefix):
+			runs[s.Parent.SpanID().String()] = s
+		}
+	}
+	ra := attrMap(root.Attributes)
+	if ra[telemetry.KeyOperation] != telemetry.OpInvokeWorkflow || ra[telemetry.KeySuperviseResult] != "winner" ||
+		ra[telemetry.KeySuperviseNodeResumed] != false || root.Parent.IsValid() || root.Status.Code != codes.Ok {
+		t.Errorf("root %s %v parent %v status %v", root.Name, ra, root.Parent, root.Status)
+	}
+	if len(nodes) != 2 {
+		t.Fatalf("node spans %v", nodes)
+	}
+	for label, n := range nodes {
+		a := attrMap(n.Attributes)
+		if n.Parent.SpanID() != root.SpanContext.SpanID() || a[telemetry.KeySuperviseNodeDepth] != int64(1) ||
+			!strings.HasPrefix(a[telemetry.KeySuperviseNodeID].(string), "sup-1:s") || a[telemetry.KeySuperviseNodeStatus] != "done" {
+			t.Errorf("node %s: parent %v attrs %v", label, n.Parent, a)
+		}
+		run, ok := runs[n.SpanContext.SpanID().String()]
+		if !ok || attrMap(run.Attributes)[telemetry.KeyRunKind] != "supervise-worker" {
+			t.Errorf("node %s has no worker run span under it (%v)", label, runs)
+		}
+	}
+	alpha, dim := attrMap(nodes["alpha"].Attributes), attrMap(nodes["dim"].Attributes)
+	if alpha[telemetry.KeyInputTokens] != int64(100) || alpha[telemetry.KeyOutputTokens] != int64(20) || alpha[telemetry.KeyCostUSD] != 0.002 ||
+		alpha[telemetry.KeySuperviseDelivered] != true || alpha[telemetry.KeySuperviseVerdictValid] != true {
+		t.Errorf("alpha node %v", alpha)
+	}
+	if _, ok := alpha[telemetry.KeySuperviseTokensKnown]; ok {
+		t.Errorf("alpha's tokens are known, marked %v", alpha)
+	}
+	for _, k := range []string{telemetry.KeyInputTokens, telemetry.KeyOutputTokens, telemetry.KeyCostUSD} {
+		if v, ok := dim[k]; ok {
+			t.Errorf("dim's usage is unknown, exported %s=%v", k, v)
+		}
+	}
+	if dim[telemetry.KeySuperviseTokensKnown] != false || dim[telemetry.KeySuperviseCostKnown] != false || dim[telemetry.KeySuperviseDelivered] != false {
+		t.Errorf("dim node %v", dim)
+	}
+	// The whole run's tokens are not fully known (dim's were charged at
+	// its ceiling): the root marks them and exports no cost.
+	if ra[telemetry.KeySuperviseTokensKnown] != false || ra[telemetry.KeySuperviseCostKnown] != false {
+		t.Errorf("root %v", ra)
+	}
+}
+
+// Behaviour 69 (resume): a run resumed in another process, under another
+// tracer, rejoins the first process's trace.
+func TestSuperviseResumedRunSameTraceBehaviour69(t *testing.T) {
+	dir := t.TempDir()
+	tr1, mem1 := newMemTracing(t)
+	o := superviseOptions(t, tr1, "alpha")
+	o.RunDir = dir
+	_, first := superviseTraced(t, tr1, mem1, o)
+	// Kill it after run-started: the worker's spawn never became durable.
+	path := filepath.Join(dir, supervise.SpawnJournalFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, bytes.SplitAfter(data, []byte("\n"))[0], 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	tr2, mem2 := newMemTracing(t)
+	o = superviseOptions(t, tr2, "alpha")
+	o.RunDir, o.Resume = dir, true
+	res, second := superviseTraced(t, tr2, mem2, o)
+	if !res.Resumed || res.Status != supervise.StatusWinner {
+		t.Fatalf("resumed result %+v", res)
+	}
+	roots := 0
+	for _, spans := range []tracetest.SpanStubs{first, second} {
+		for _, s := range spans {
+			if s.SpanContext.TraceID() != telemetry.TraceID("sup-1") {
+				t.Errorf("span %s in trace %s", s.Name, s.SpanContext.TraceID())
+			}
+			if s.Name == telemetry.SpanSupervisorRun {
+				roots++
+			}
+		}
+	}
+	var resumedRoot tracetest.SpanStub
+	for _, s := range second {
+		if s.Name == telemetry.SpanSupervisorRun {
+			resumedRoot = s
+		}
+	}
+	if roots != 2 || attrMap(resumedRoot.Attributes)[telemetry.KeySuperviseNodeResumed] != true {
+		t.Errorf("%d root spans; resumed root %v", roots, resumedRoot.Attributes)
+	}
+}
+
+// A worker spawned by a worker is its node's child, one level deeper,
+// and its run nests under its own node.
+func TestSuperviseNestedNodeSpan(t *testing.T) {
+	tr, mem := newMemTracing(t)
+	o := superviseOptions(t, tr)
+	inner, spawned := o.Executor, make(chan struct{})
+	o.Executor = supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+		if strings.Contains(w.Task, "hold") {
+			<-spawned // the parent stays live until its child is spawned
+		}
+		return inner.Execute(ctx, w)
+	})
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		parent, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "alpha hold", Label: "parent"})
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		_, err = c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "alpha", Label: "child", Parent: parent.WorkerID})
+		close(spawned)
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		for range 2 {
+			if _, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 10_000}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+		}
+		return supervise.BrainReport{}, nil
+	})
+	o.MaxDepth = 2
+	res, spans := superviseTraced(t, tr, mem, o)
+	if res.Status != supervise.StatusWinner {
+		t.Fatalf("result %+v", res)
+	}
+	nodes := map[string]tracetest.SpanStub{}
+	for _, s := range spans {
+		if s.Name == telemetry.SpanSupervisorNode {
+			nodes[attrMap(s.Attributes)[telemetry.KeySuperviseNodeLabel].(string)] = s
+		}
+	}
+	parent, child := nodes["parent"], nodes["child"]
+	ca := attrMap(child.Attributes)
+	if child.Parent.SpanID() != parent.SpanContext.SpanID() || ca[telemetry.KeySuperviseNodeDepth] != int64(2) ||
+		ca[telemetry.KeySuperviseNodeParentID] != attrMap(parent.Attributes)[telemetry.KeySuperviseNodeID] {
+		t.Errorf("child %v under %v; parent %v", ca, child.Parent.SpanID(), parent.SpanContext.SpanID())
+	}
+	for _, s := range spans {
+		if strings.HasPrefix(s.Name, telemetry.SpanRunPrefix) && s.Parent.SpanID() != parent.SpanContext.SpanID() && s.Parent.SpanID() != child.SpanContext.SpanID() {
+			t.Errorf("worker run span under %v, not a node", s.Parent.SpanID())
+		}
+	}
+}
+
+// A nil Tracing installs no supervise observer.
+func TestSuperviseObserverNilTracing(t *testing.T) {
+	var tr *telemetry.Tracing
+	if o := tr.SuperviseObserver(); o != nil {
+		t.Fatalf("observer %v", o)
+	}
+}
