@@ -168,6 +168,10 @@ func TestHappyPath(t *testing.T) { runHappyPath(t, memory.New(nil)) }
 // TestRefusals: every way the path refuses, and that no refusal writes a
 // target.
 func TestRefusals(t *testing.T) {
+	runRefusals(t, func(*testing.T) store.Store { return memory.New(nil) })
+}
+
+func runRefusals(t *testing.T, open func(*testing.T) store.Store) {
 	type step func(t *testing.T, ctx context.Context, f *fixture, proposal string) error
 	approve := func(t *testing.T, ctx context.Context, f *fixture, p string) string {
 		r := review(t, p, "approve")
@@ -296,7 +300,7 @@ func TestRefusals(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			f := newFixture(memory.New(nil))
+			f := newFixture(open(t))
 			p := proposalValue(t)
 			if _, err := f.svc.ProposeImprovement(ctx, bytesOf(p)); err != nil {
 				t.Fatal(err)
