@@ -360,4 +360,3 @@ func (f *fileTargets) Apply(_ context.Context, _, identity, candidateDigest stri
 	}
 	return d, nil
 }
-
