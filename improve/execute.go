@@ -133,8 +133,8 @@ func (s *Service) execute(ctx context.Context, id string, a *candidate.Improveme
 }
 
 func failure(status, code, message string) candidate.ActivationOutcome {
-	if len(message) > 2000 {
-		message = message[:2000]
+	if r := []rune(message); len(r) > 1000 {
+		message = string(r[:1000]) // within the 2,000 UTF-16 units a message may hold
 	}
 	return candidate.ActivationOutcome{Status: status, Code: &code, Message: &message}
 }

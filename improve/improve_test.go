@@ -12,6 +12,7 @@ import (
 	"github.com/agentrt/agentrt/candidate"
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/improve"
+	"github.com/agentrt/agentrt/schema"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/memory"
 )
@@ -313,5 +314,43 @@ func runRefusals(t *testing.T, open func(*testing.T) store.Store) {
 				t.Fatalf("targets applied %d times, want %d", got, tc.applied)
 			}
 		})
+	}
+}
+
+// Nothing is recorded from a comparison that did not pass: a proposal
+// whose measured decision is hold is refused by its schema.
+func TestHoldIsNotProposable(t *testing.T) {
+	p := proposalValue(t)
+	eval, _ := p.Get("evaluation")
+	decision, _ := eval.Get("decision")
+	p = redigest(t, p.With("evaluation", eval.With("decision", decision.With("outcome", canonjson.StringValue("hold")))))
+	f := newFixture(memory.New(nil))
+	_, err := f.svc.ProposeImprovement(context.Background(), bytesOf(p))
+	var se *schema.Error
+	if !errors.As(err, &se) {
+		t.Fatalf("err = %v, want a schema refusal", err)
+	}
+	if _, err := f.svc.Show(context.Background(), digestOf(p)); !errors.Is(err, improve.ErrUnknown) {
+		t.Fatalf("show = %v, want nothing recorded", err)
+	}
+}
+
+// A review that requests changes stops the path like a rejection.
+func TestRequestChangesStopsThePath(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(memory.New(nil))
+	p := proposalValue(t)
+	if _, err := f.svc.ProposeImprovement(ctx, bytesOf(p)); err != nil {
+		t.Fatal(err)
+	}
+	r := review(t, digestOf(p), "request-changes")
+	if _, err := f.svc.ReviewProposal(ctx, bytesOf(r)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.CreateActivation(ctx, bytesOf(activation(t, digestOf(p), digestOf(r), nil))); !errors.Is(err, improve.ErrNotApproved) {
+		t.Fatalf("err = %v, want ErrNotApproved", err)
+	}
+	if rec, _ := f.svc.Show(ctx, digestOf(p)); rec.Status != store.StatusCancelled {
+		t.Fatalf("proposal status %s, want cancelled", rec.Status)
 	}
 }
