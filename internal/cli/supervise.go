@@ -591,8 +591,10 @@ acknowledgement or none within --wait, 2 on usage errors.`,
 				fmt.Fprintf(stdio.Err, "steer %s requested for %s; waiting up to %s\n", req.OperationID, req.Worker, wait)
 			}
 			ack, err := pollAck(ctx, wait, func() (*supervise.SteerAck, bool, error) {
+				// The supervisor claims a request (effect unknown) before
+				// it tries to deliver it; only what follows is its answer.
 				a, err := supervise.ReadSteerAck(ctx, args[0], opID)
-				return a, a != nil, err
+				return a, a != nil && a.Effect != supervise.SteerUnknown, err
 			})
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
