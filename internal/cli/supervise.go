@@ -523,6 +523,13 @@ func supervisedValue(res supervise.SupervisedResult, runDir string) canonjson.Va
 			{Name: "message", Value: canonjson.StringValue(res.Error.Message)},
 		})})
 	}
+	if c := res.Cancellation; c != nil {
+		m = append(m, canonjson.Member{Name: "cancellation", Value: canonjson.ObjectValue([]canonjson.Member{
+			{Name: "source", Value: canonjson.StringValue(c.Source)},
+			{Name: "reason", Value: canonjson.StringValue(c.Reason)},
+			{Name: "operationId", Value: canonjson.StringValue(c.OperationID)},
+		})})
+	}
 	var workers []canonjson.Value
 	for _, n := range res.Tree {
 		wm := []canonjson.Member{

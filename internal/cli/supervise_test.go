@@ -230,3 +230,35 @@ func TestSuperviseSteerAndCancelFromAnotherInvocation(t *testing.T) {
 		}
 	}
 }
+
+// A second invocation cancels the whole run: the acknowledgement says
+// cancelled (exit 0) and the supervising invocation ends cancelled, with
+// no winner.
+func TestSuperviseCancelRunFromAnotherInvocation(t *testing.T) {
+	dir := t.TempDir()
+	slow := writeFile(t, "slow.json", `{"turns": [{"repeat": true, "steps": [{"text": "thinking"}, {"delayMs": 30000}, {"text": " done."}]}]}`)
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, {"text": "Stopped."}]}`)
+	done := make(chan string, 1)
+	go func() {
+		out, errOut, code := run(t, "", superviseArgs(t, script, dir, "--script", slow, "--json")...)
+		if code != 1 {
+			t.Errorf("supervising invocation: exit %d\n%s", code, errOut)
+		}
+		done <- out
+	}()
+	waitJournal(t, dir, supervise.KindSpawned)
+	out, errOut, code := run(t, "", "supervise", "cancel", dir, "--operation-id", "stop-all", "--reason", "release postponed", "--wait", "10s")
+	if code != 0 || !strings.Contains(out, "cancel stop-all of the run: cancelled") {
+		t.Errorf("cancel: exit %d\n%s%s", code, out, errOut)
+	}
+	select {
+	case first := <-done:
+		res := decode(t, first)
+		if member(res, "status").Str() != "no-winner" || member(res, "reason").Str() != "cancelled" ||
+			member(member(res, "cancellation"), "operationId").Str() != "stop-all" {
+			t.Errorf("supervising invocation: %s", first)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the supervising invocation did not end after the run was cancelled")
+	}
+}
