@@ -1,0 +1,264 @@
+package cli_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/supervise"
+)
+
+var supManager = filepath.Join("testdata", "supervise", "manager.json")
+
+// managerScript writes a scripted manager model: each turn's calls, in
+// the --manager-script format.
+func managerScript(t *testing.T, body string) string {
+	t.Helper()
+	return writeFile(t, "manager-script.json", body)
+}
+
+const (
+	spawnNote  = `{"calls": [{"verb": "spawn_worker", "args": {"profile": "note-writer", "label": "note", "task": "Write a note."}}], "usage": {"inputTokens": 40, "outputTokens": 10}}`
+	awaitOne   = `{"calls": [{"verb": "await_event", "args": {"timeoutMs": 60000}}], "usage": {"inputTokens": 20, "outputTokens": 5}}`
+	answerDone = `{"text": "The note is in.", "usage": {"inputTokens": 30, "outputTokens": 5}}`
+)
+
+func superviseArgs(t *testing.T, script, dir string, extra ...string) []string {
+	t.Helper()
+	return append([]string{"supervise", supManager, "--task", "Write release notes.", "--worker", noteWriter,
+		"--manager-script", script, "--run-dir", dir, "--run-id", "rel", "--db", filepath.Join(t.TempDir(), "runs.db")}, extra...)
+}
+
+// The manager spawns one worker whose note passes the check: a winner,
+// exit 0, progress on stderr, and the JSON result names the winner, the
+// run dir and the spend, with the workers' unreported tokens unknown
+// (null), never 0.
+func TestSuperviseWinner(t *testing.T) {
+	dir := t.TempDir()
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+answerDone+`]}`)
+	out, errOut, code := run(t, "", superviseArgs(t, script, dir, "--json")...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	res := decode(t, out)
+	if got := member(res, "status").Str(); got != "winner" {
+		t.Errorf("status %q", got)
+	}
+	winner := member(res, "winner")
+	if member(winner, "node").Str() != "rel:s1" || member(winner, "text").Str() != "Done: Write a note." {
+		t.Errorf("winner %s", out)
+	}
+	if member(res, "runDir").Str() != dir {
+		t.Errorf("runDir %q, want %q", member(res, "runDir").Str(), dir)
+	}
+	spent := member(res, "spent")
+	if member(spent, "tokens").Kind() != canonjson.Null || member(member(spent, "charged"), "tokens").Float() <= 0 {
+		t.Errorf("unreported worker tokens must be unknown with a charge: %s", out)
+	}
+	if member(member(res, "manager"), "tokens").Float() != 110 {
+		t.Errorf("manager tokens: %s", out)
+	}
+	workers := member(res, "workers").Items()
+	if len(workers) != 1 || !member(workers[0], "delivered").Bool() || member(workers[0], "label").Str() != "note" {
+		t.Errorf("workers: %s", out)
+	}
+	for _, want := range []string{"spawned rel:s1 note", "settled rel:s1 done, delivered", "finished winner"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, supervise.SpawnJournalFile)); err != nil {
+		t.Error(err)
+	}
+}
+
+// The worker's note fails --expect: no winner, exit 1, and the people's
+// summary says why and shows unknown spend as unknown.
+func TestSuperviseNoWinner(t *testing.T) {
+	dir := t.TempDir()
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+answerDone+`]}`)
+	out, errOut, code := run(t, "", superviseArgs(t, script, dir, "--expect", "shipped")...)
+	if code != 1 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"NO winner: ", "rel:s1 note done, not delivered", "tokens unknown (charged ", "run dir   " + dir} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "settled rel:s1 done, not delivered") {
+		t.Errorf("stderr:\n%s", errOut)
+	}
+}
+
+// Usage errors exit 2 and run nothing.
+func TestSuperviseUsage(t *testing.T) {
+	dir := t.TempDir()
+	for name, args := range map[string][]string{
+		"no task":          {"supervise", supManager, "--worker", noteWriter},
+		"no worker":        {"supervise", supManager, "--task", "t"},
+		"resume no dir":    {"supervise", supManager, "--task", "t", "--worker", noteWriter, "--resume"},
+		"zero budget":      {"supervise", supManager, "--task", "t", "--worker", noteWriter, "--budget-tokens", "0"},
+		"unknown flag":     {"supervise", supManager, "--task", "t", "--worker", noteWriter, "--nope"},
+		"no profile":       {"supervise", "--task", "t", "--worker", noteWriter},
+		"steer no op id":   {"supervise", "steer", dir, "w", "--message", "m"},
+		"steer bad op id":  {"supervise", "steer", dir, "w", "--message", "m", "--operation-id", "a b"},
+		"cancel no op id":  {"supervise", "cancel", dir},
+		"cancel extra arg": {"supervise", "cancel", dir, "w", "x", "--operation-id", "o"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, errOut, code := run(t, "", args...)
+			if code != 2 {
+				t.Errorf("exit %d, want 2\n%s%s", code, out, errOut)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, supervise.SpawnJournalFile)); err == nil {
+		t.Error("a usage error started a run")
+	}
+}
+
+// waitJournal polls the run dir until a record of kind is journaled.
+func waitJournal(t *testing.T, dir, kind string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		recs, _, _ := supervise.ReadRunDir(context.Background(), dir)
+		for _, r := range recs {
+			if r.Kind == kind {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no %s record in %s", kind, dir)
+}
+
+// A supervising process dies after its worker settled; a second process
+// resumes the run from the journal: the worker is replayed, not run
+// again, and the run ends with a winner.
+func TestSuperviseResumeAfterExit(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(t.TempDir(), "runs.db")
+	first := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, {"hang": true}]}`)
+	args := []string{"supervise", supManager, "--task", "Write release notes.", "--worker", noteWriter,
+		"--manager-script", first, "--run-dir", dir, "--run-id", "rel", "--db", db}
+	child := exec.Command(os.Args[0], args...)
+	child.Env = append(os.Environ(), "AGENTRT_CLI_CHILD=1")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitJournal(t, dir, supervise.KindSettled)
+	if err := child.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+
+	second := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+answerDone+`]}`)
+	out, errOut, code := run(t, "", "supervise", supManager, "--worker", noteWriter, "--manager-script", second,
+		"--run-dir", dir, "--resume", "--db", db, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	res := decode(t, out)
+	if !member(res, "resumed").Bool() || member(res, "runId").Str() != "rel" {
+		t.Errorf("not a resume of rel: %s", out)
+	}
+	workers := member(res, "workers").Items()
+	if len(workers) != 1 || !member(workers[0], "replayed").Bool() {
+		t.Errorf("the settled worker was not replayed: %s", out)
+	}
+	if !strings.Contains(errOut, "resuming "+dir) {
+		t.Errorf("stderr:\n%s", errOut)
+	}
+}
+
+// While one invocation supervises a slow worker, a second steers it (the
+// kernel executor has no inbox: unsupported, exit 1, acknowledged) and a
+// third cancels it (cancelled, exit 0); the first then ends with no
+// winner.
+func TestSuperviseSteerAndCancelFromAnotherInvocation(t *testing.T) {
+	dir := t.TempDir()
+	slow := writeFile(t, "slow.json", `{"turns": [{"repeat": true, "steps": [{"text": "thinking"}, {"delayMs": 30000}, {"text": " done."}]}]}`)
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, {"text": "The worker was cancelled."}]}`)
+	type result struct {
+		out, errOut string
+		code        int
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, errOut, code := run(t, "", superviseArgs(t, script, dir, "--script", slow, "--json")...)
+		done <- result{out, errOut, code}
+	}()
+	waitJournal(t, dir, supervise.KindSpawned)
+
+	out, errOut, code := run(t, "", "supervise", "steer", dir, "note", "--message", "Be brief.", "--operation-id", "steer-1", "--wait", "10s")
+	if code != 1 || !strings.Contains(out, "steer steer-1 to note: unsupported") {
+		t.Errorf("steer: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = run(t, "", "supervise", "cancel", dir, "note", "--operation-id", "cancel-1", "--wait", "10s", "--json")
+	if code != 0 {
+		t.Fatalf("cancel: exit %d\n%s%s", code, out, errOut)
+	}
+	ack := decode(t, out)
+	if member(ack, "effect").Str() != "cancelled" || member(ack, "workerId").Str() != "rel:s1" {
+		t.Errorf("cancel acknowledgement: %s", out)
+	}
+
+	var first result
+	select {
+	case first = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the supervising invocation did not end after the cancel")
+	}
+	if first.code != 1 {
+		t.Fatalf("first invocation exit %d\n%s%s", first.code, first.out, first.errOut)
+	}
+	res := decode(t, first.out)
+	workers := member(res, "workers").Items()
+	if member(res, "status").Str() != "no-winner" || len(workers) != 1 || member(workers[0], "state").Str() != "cancelled" {
+		t.Errorf("first invocation: %s", first.out)
+	}
+	for _, want := range []string{"steer requested", "steer acknowledged", "cancel requested", "settled rel:s1 cancelled"} {
+		if !strings.Contains(first.errOut, want) {
+			t.Errorf("progress lacks %q:\n%s", want, first.errOut)
+		}
+	}
+}
+
+// A second invocation cancels the whole run: the acknowledgement says
+// cancelled (exit 0) and the supervising invocation ends cancelled, with
+// no winner.
+func TestSuperviseCancelRunFromAnotherInvocation(t *testing.T) {
+	dir := t.TempDir()
+	slow := writeFile(t, "slow.json", `{"turns": [{"repeat": true, "steps": [{"text": "thinking"}, {"delayMs": 30000}, {"text": " done."}]}]}`)
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, {"text": "Stopped."}]}`)
+	done := make(chan string, 1)
+	go func() {
+		out, errOut, code := run(t, "", superviseArgs(t, script, dir, "--script", slow, "--json")...)
+		if code != 1 {
+			t.Errorf("supervising invocation: exit %d\n%s", code, errOut)
+		}
+		done <- out
+	}()
+	waitJournal(t, dir, supervise.KindSpawned)
+	out, errOut, code := run(t, "", "supervise", "cancel", dir, "--operation-id", "stop-all", "--reason", "release postponed", "--wait", "10s")
+	if code != 0 || !strings.Contains(out, "cancel stop-all of the run: cancelled") {
+		t.Errorf("cancel: exit %d\n%s%s", code, out, errOut)
+	}
+	select {
+	case first := <-done:
+		res := decode(t, first)
+		if member(res, "status").Str() != "no-winner" || member(res, "reason").Str() != "cancelled" ||
+			member(member(res, "cancellation"), "operationId").Str() != "stop-all" {
+			t.Errorf("supervising invocation: %s", first)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the supervising invocation did not end after the run was cancelled")
+	}
+}
