@@ -3,6 +3,7 @@ package sqlitedb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -12,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // the pure-Go SQLite driver
+	"modernc.org/sqlite" // the pure-Go SQLite driver
 )
 
 // DefaultBusyTimeout is how long a writer waits for another process's
@@ -25,7 +26,13 @@ const DefaultBusyTimeout = 10 * time.Second
 // Every connection uses WAL, synchronous FULL (a commit survives power
 // loss), the busy timeout (0 means DefaultBusyTimeout) and the extra
 // pragmas, written as "name(value)".
-func Open(path string, busy time.Duration, pragmas ...string) (w, r *sql.DB, err error) {
+//
+// Open returns once the file is in WAL mode. Switching a new file to WAL
+// takes an exclusive lock, and SQLite answers SQLITE_BUSY without waiting
+// when connections of several processes (or pools) race for it, so Open
+// retries that switch until the busy timeout or ctx ends; afterwards
+// SQLite's own busy handling applies.
+func Open(ctx context.Context, path string, busy time.Duration, pragmas ...string) (w, r *sql.DB, err error) {
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, nil, fmt.Errorf("creating %s: %w", dir, err)
@@ -56,7 +63,48 @@ func Open(path string, busy time.Duration, pragmas ...string) (w, r *sql.DB, err
 		return nil, nil, err
 	}
 	r.SetMaxOpenConns(4)
+	if err := awaitWAL(ctx, w, busy); err != nil {
+		w.Close()
+		r.Close()
+		return nil, nil, fmt.Errorf("opening %s: %w", path, err)
+	}
 	return w, r, nil
+}
+
+// awaitWAL opens w's connection (which sets the pragmas), retrying
+// SQLITE_BUSY with a growing pause until busy has passed, and checks that
+// the file is in WAL mode.
+func awaitWAL(ctx context.Context, w *sql.DB, busy time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, busy)
+	defer cancel()
+	pause := time.Millisecond
+	for {
+		var mode string
+		err := w.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode)
+		if err == nil {
+			if !strings.EqualFold(mode, "wal") {
+				return fmt.Errorf("journal mode is %q, want wal", mode)
+			}
+			return nil
+		}
+		if !isBusy(err) {
+			return err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (still busy after %v)", err, busy)
+		case <-t.C:
+		}
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY (any extended code).
+func isBusy(err error) bool {
+	var e *sqlite.Error
+	return errors.As(err, &e) && e.Code()&0xff == 5
 }
 
 // Migration is one schema step: Version is what the migrations table

@@ -144,7 +144,7 @@ func OpenSQLite(ctx context.Context, path string, opts SQLOptions) (*SQL, error)
 	if err != nil {
 		return nil, err
 	}
-	w, r, err := sqlitedb.Open(path, opts.BusyTimeout)
+	w, r, err := sqlitedb.Open(ctx, path, opts.BusyTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("conversation journal: %w", err)
 	}

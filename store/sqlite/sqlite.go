@@ -78,7 +78,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if busy <= 0 {
 		busy = sqlitedb.DefaultBusyTimeout
 	}
-	w, r, err := sqlitedb.Open(path, busy, "foreign_keys(ON)")
+	w, r, err := sqlitedb.Open(ctx, path, busy, "foreign_keys(ON)")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}

@@ -54,7 +54,7 @@ var _ workspace.Store = (*Store)(nil)
 // at path, which may also hold the run store, and applies pending
 // migrations.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
-	w, r, err := sqlitedb.Open(path, opts.BusyTimeout, "secure_delete(ON)")
+	w, r, err := sqlitedb.Open(ctx, path, opts.BusyTimeout, "secure_delete(ON)")
 	if err != nil {
 		return nil, fmt.Errorf("workspace sqlite: %w", err)
 	}
