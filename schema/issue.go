@@ -84,7 +84,18 @@ type Context struct {
 	path   []token
 	issues []Issue
 	fatal  int
+	// quiet counts the enclosing unions trying their options. An option
+	// that fails there is rewound and, if its issues are wanted, checked
+	// again outside, so while quiet > 0 issues are counted but their
+	// paths and messages are never built.
+	quiet int
 }
+
+// Quiet reports whether the issues reported now are only counted: the
+// check runs inside a union trying its options, and the message of a
+// failed option is never read. A node whose message is costly to build
+// may report an empty one when Quiet is true.
+func (c *Context) Quiet() bool { return c.quiet > 0 }
 
 // Push descends into the member name.
 func (c *Context) Push(name string) { c.path = append(c.path, token{name: name, index: -1}) }
@@ -115,14 +126,22 @@ func (c *Context) Pointer(rel ...string) string {
 // Fatal reports a shape problem at the current position, followed by the
 // relative tokens rel. Fatal issues stop refinements of enclosing objects.
 func (c *Context) Fatal(code, message string, rel ...string) {
-	c.issues = append(c.issues, Issue{Path: c.Pointer(rel...), Code: code, Message: message, fatal: true})
 	c.fatal++
+	if c.quiet > 0 {
+		c.issues = append(c.issues, Issue{Code: code, fatal: true})
+		return
+	}
+	c.issues = append(c.issues, Issue{Path: c.Pointer(rel...), Code: code, Message: message, fatal: true})
 }
 
 // Check reports a failed check (length, range, format, custom rule) at the
 // current position followed by rel. The value's shape still counts as
 // matched.
 func (c *Context) Check(code, message string, rel ...string) {
+	if c.quiet > 0 {
+		c.issues = append(c.issues, Issue{Code: code})
+		return
+	}
 	c.issues = append(c.issues, Issue{Path: c.Pointer(rel...), Code: code, Message: message})
 }
 

@@ -200,6 +200,10 @@ func LiteralString(s string) LiteralNode { return Literal(canonjson.StringValue(
 // Check implements Node.
 func (n LiteralNode) Check(c *Context, v canonjson.Value) canonjson.Value {
 	if !canonjson.Equal(v, n.want) {
+		if c.Quiet() {
+			c.Fatal(CodeInvalidValue, "")
+			return v
+		}
 		c.Fatal(CodeInvalidValue, "expected "+string(canonjson.Marshal(n.want))+", got "+describe(v))
 	}
 	return v
@@ -217,6 +221,10 @@ func (n EnumNode) Values() []string { return slices.Clone(n.values) }
 // Check implements Node.
 func (n EnumNode) Check(c *Context, v canonjson.Value) canonjson.Value {
 	if v.Kind() != canonjson.String || !slices.Contains(n.values, v.Str()) {
+		if c.Quiet() {
+			c.Fatal(CodeInvalidValue, "")
+			return v
+		}
 		c.Fatal(CodeInvalidValue, "expected one of "+quoteAll(n.values)+", got "+describe(v))
 	}
 	return v
@@ -532,7 +540,9 @@ func (o *ObjectNode) Check(c *Context, v canonjson.Value) canonjson.Value {
 			c.Fatal(CodeInvalidType, "is required", f.Name)
 		}
 	}
-	if len(unknown) > 0 {
+	if len(unknown) > 0 && c.Quiet() {
+		c.Fatal(CodeUnrecognizedKeys, "")
+	} else if len(unknown) > 0 {
 		msg := "unknown member"
 		if len(unknown) > 1 {
 			msg += "s"
@@ -591,11 +601,15 @@ func (u unionNode) Check(c *Context, v canonjson.Value) canonjson.Value {
 	// Options run on c itself and are rewound when they fail, so the
 	// common case (some option matches) allocates nothing. Failures are
 	// rare: the one option whose issues get reported is simply re-run.
+	// While trying, c is quiet: a failed option's messages are never
+	// read, so they are not built.
 	start := c.mark()
 	matched, shapeMatches := -1, 0
+	c.quiet++
 	for i, opt := range u.options {
 		out := opt.Check(c, v)
 		if !c.issuesSince(start) {
+			c.quiet--
 			return out
 		}
 		if !c.fatalSince(start) {
@@ -604,6 +618,7 @@ func (u unionNode) Check(c *Context, v canonjson.Value) canonjson.Value {
 		}
 		c.rewind(start)
 	}
+	c.quiet--
 	if shapeMatches == 1 {
 		return u.options[matched].Check(c, v)
 	}
@@ -629,6 +644,10 @@ func Discriminated(key string, options map[string]Node) Node {
 			if n, ok := options[d.Str()]; ok {
 				return n.Check(c, v)
 			}
+		}
+		if c.Quiet() {
+			c.Fatal(CodeInvalidUnion, "")
+			return v
 		}
 		c.Fatal(CodeInvalidUnion, "expected "+key+" to be one of "+quoteAll(keys), key)
 		return v

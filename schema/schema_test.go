@@ -104,6 +104,32 @@ func TestUnionReporting(t *testing.T) {
 	}
 }
 
+// Options are tried quietly (their messages are never built), so the
+// issues a union finally reports, at any depth, must still carry their
+// full paths and messages: they come from re-running the matched option.
+func TestUnionIssuesKeepMessagesWhenNested(t *testing.T) {
+	inner := schema.Union(
+		schema.Enum("x", "y"),
+		schema.Object(schema.Req("kind", schema.LiteralString("a")), schema.Req("v", schema.String(schema.MaxLen(2)))),
+	)
+	outer := schema.Union(schema.Number(), schema.Object(schema.Req("in", inner)))
+	got := issues(t, outer, `{"in":{"kind":"a","v":"long"}}`)
+	if len(got) != 1 || got[0].Path != "/in/v" || got[0].Code != schema.CodeTooBig || got[0].Message != "must be at most 2 characters (UTF-16 units) long" {
+		t.Fatalf("issues %+v, want one too_big at /in/v with its message", got)
+	}
+	// A fatal failure inside makes no option match: one invalid_union.
+	got = issues(t, outer, `{"in":{"kind":"a","v":"ok","extra":1}}`)
+	if len(got) != 1 || got[0].Path != "" || got[0].Code != schema.CodeInvalidUnion || got[0].Message != "matches none of the accepted shapes" {
+		t.Fatalf("issues %+v, want one invalid_union at the root with its message", got)
+	}
+	// Outside any union the same object reports its unknown member.
+	obj := schema.Object(schema.Req("kind", schema.LiteralString("a")), schema.Req("v", schema.String()))
+	got = issues(t, obj, `{"kind":"a","v":"ok","extra":1}`)
+	if len(got) != 1 || got[0].Message != `unknown member "extra"` {
+		t.Fatalf("issues %+v, want the unknown member named", got)
+	}
+}
+
 func TestDiscriminated(t *testing.T) {
 	d := schema.Discriminated("kind", map[string]schema.Node{
 		"x": schema.Object(schema.Req("kind", schema.LiteralString("x")), schema.Req("n", schema.Number(schema.Int))),
