@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
@@ -33,6 +35,13 @@ const (
 	topWidth = 120
 	// topRefresh is how often the live view reads again.
 	topRefresh = time.Second
+	// topAckWait is how long a steer or a cancel of a supervise run waits
+	// for the supervisor's acknowledgement before reporting it unknown.
+	topAckWait = 3 * time.Second
+	// topSteerMax caps a steer message typed into top, in bytes.
+	topSteerMax = 4000
+	// topSource is the source top's requests are recorded with.
+	topControlSource = "agentrt-top"
 )
 
 func newTopCmd(stdio IO) *cobra.Command {
@@ -47,14 +56,20 @@ func newTopCmd(stdio IO) *cobra.Command {
 directories (--run-dir, repeatable), refreshed every second: per run its
 status, task, budget and spend, its workers with their state, verdict,
 latency and spend, and the tail of its events. Anything not recorded shows
-as unknown, never as zero. Run directories are only read: a half-written
-journal line is passed over, never repaired.
+as unknown, never as zero. A half-written journal line is passed over,
+never repaired; top writes into a run directory only the steer and cancel
+requests asked for.
 
 Keys: up/down (or k/j, or a mouse click) select a run or a worker, enter
-opens or closes its detail, c asks to cancel it, r reads again, q or esc
-quits. A store run is cancelled through the store (as agentrt runs cancel
-does); a supervise worker or run cannot be cancelled from outside its
-process, and top says so.
+opens or closes its detail, s steers it (type the message, enter sends,
+esc abandons), c asks to cancel it, r reads again, q or esc quits. A store
+run is cancelled through the store (as agentrt runs cancel does). A
+supervise run or worker is steered, and the run or a direct worker
+cancelled, through its run directory (a nested worker is cancelled with
+its lead, which top names), as agentrt supervise steer and cancel do, each request under a
+fresh operation id; top waits up to 3 seconds for the supervisor's
+acknowledgement (delivered, cancelled, not_live, …) and otherwise says it
+is not acknowledged yet. A steer on a run row goes to its manager.
 
 --once prints one frame and exits, as it does when stdout is not a
 terminal; the frame has no colours then (or with --no-color).`,
@@ -152,6 +167,46 @@ type topSource struct {
 	limit int
 	// now stamps cancel requests; time.Now when nil.
 	now func() time.Time
+	// ackWait bounds the wait for a supervisor's acknowledgement;
+	// topAckWait when zero.
+	ackWait time.Duration
+	// newOperationID names each steer and cancel request;
+	// rand.Text-based when nil.
+	newOperationID func() string
+}
+
+func (s *topSource) operationID() string {
+	if s.newOperationID != nil {
+		return s.newOperationID()
+	}
+	return "top-" + rand.Text()
+}
+
+// awaitAck polls read every 100 ms until it reports done or the ack
+// wait has passed; it returns whether read reported done. Running out of
+// time is not an error: the request stays unacknowledged.
+func (s *topSource) awaitAck(ctx context.Context, read func(context.Context) (bool, error)) (bool, error) {
+	wait := s.ackWait
+	if wait <= 0 {
+		wait = topAckWait
+	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		done, err := read(ctx)
+		if err != nil || done {
+			return done, err
+		}
+		select {
+		case <-ctx.Done():
+			return false, context.Cause(ctx)
+		case <-deadline.C:
+			return false, nil
+		case <-tick.C:
+		}
+	}
 }
 
 // load reads every source once. A source that fails is reported in the
@@ -510,15 +565,20 @@ func floorMark(floor bool) string {
 }
 
 // cancel asks to cancel the selected run or worker and returns what
-// happened, for the notice line.
+// happened, for the notice line. A direct worker of a supervise run, or
+// the run, is asked through its run directory, under a fresh operation
+// id, and the supervisor's acknowledgement is awaited (§15 behaviours
+// 49, 50); a nested worker is refused with its lead named, since
+// cancelling the lead takes its subtree (behaviour 71); a store run is
+// cancelled through the store.
 func (s *topSource) cancel(ctx context.Context, r topRun, w *topWorker) string {
 	switch {
 	case w != nil && w.Lead != "":
 		return fmt.Sprintf("cancel refused: %s is a nested worker; cancel its top-level lead %s", w.ID, w.Lead)
 	case w != nil:
-		return fmt.Sprintf("cancel refused: %s is a worker of supervise run %s, and supervise offers no cancel from outside the supervising process; stop that process (the run resumes from its journal)", w.ID, r.ID)
+		return s.cancelWorker(ctx, r, w)
 	case r.dir != "":
-		return fmt.Sprintf("cancel refused: supervise run %s can be stopped only by the process supervising it", r.ID)
+		return s.cancelSupervised(ctx, r)
 	case r.Kind == retained.Kind:
 		return fmt.Sprintf("cancel refused: %s is a retained run, owned by its provider; use agentrt runs cancel %s --provider …", r.ID, r.ID)
 	case s.store == nil:
@@ -535,6 +595,101 @@ func (s *topSource) cancel(ctx context.Context, r topRun, w *topWorker) string {
 		return fmt.Sprintf("run %s: cancel %s: %v", r.ID, effect, err)
 	}
 	return fmt.Sprintf("run %s: %s (status %s)", r.ID, effect, run.Status)
+}
+
+// cancelWorker asks the supervisor of r to cancel w and its subtree.
+func (s *topSource) cancelWorker(ctx context.Context, r topRun, w *topWorker) string {
+	op := s.operationID()
+	rec, err := supervise.CancelWorker(ctx, r.dir, w.ID, op, supervise.CancelOptions{Reason: "cancelled from agentrt top", Source: topControlSource})
+	if err != nil {
+		return fmt.Sprintf("worker %s: cancel unknown: %v", w.ID, err)
+	}
+	_, err = s.awaitAck(ctx, func(ctx context.Context) (bool, error) {
+		rec2, err := supervise.ReadWorkerCancellation(ctx, r.dir, op)
+		if err != nil {
+			return false, err
+		}
+		rec = rec2
+		return rec.Effect == kernel.EffectCancelled || rec.Effect == kernel.EffectNotLive, nil
+	})
+	if err != nil {
+		return fmt.Sprintf("worker %s: cancel %s (operation %s): %v", w.ID, rec.Effect, op, err)
+	}
+	if rec.Effect == kernel.EffectUnknown {
+		return fmt.Sprintf("worker %s: cancel requested (operation %s), not acknowledged yet: is its supervisor running?", w.ID, op)
+	}
+	return fmt.Sprintf("worker %s: %s (operation %s)%s", w.ID, rec.Effect, op, detailSuffix(rec.Detail))
+}
+
+// cancelSupervised asks the supervisor of r to cancel the whole run. A
+// run takes one cancellation: when an earlier one was written, its
+// outcome is reported.
+func (s *topSource) cancelSupervised(ctx context.Context, r topRun) string {
+	op := s.operationID()
+	earlier := ""
+	_, err := supervise.CancelRun(ctx, r.dir, op, supervise.RunCancelOptions{Reason: "cancelled from agentrt top", Source: topControlSource})
+	var conflict *supervise.ConflictError
+	switch {
+	case errors.As(err, &conflict):
+		earlier = conflict.Detail
+	case err != nil:
+		return fmt.Sprintf("run %s: cancel unknown: %v", r.ID, err)
+	}
+	var ack *supervise.RunCancellation
+	_, err = s.awaitAck(ctx, func(ctx context.Context) (bool, error) {
+		a, err := supervise.ReadRunCancellation(ctx, r.dir)
+		ack = a
+		return a != nil && a.Effect != kernel.EffectCancelRequested && a.Effect != kernel.EffectUnknown, err
+	})
+	switch {
+	case err != nil:
+		return fmt.Sprintf("run %s: cancel unknown: %v", r.ID, err)
+	case ack == nil && earlier != "":
+		return fmt.Sprintf("run %s: an earlier cancel request (%s) is not acknowledged yet: is its supervisor running?", r.ID, earlier)
+	case ack == nil:
+		return fmt.Sprintf("run %s: cancel requested (operation %s), not acknowledged yet: is its supervisor running?", r.ID, op)
+	case earlier != "":
+		return fmt.Sprintf("run %s: cancelled earlier by operation %s: %s%s", r.ID, ack.OperationID, ack.Effect, detailSuffix(ack.Detail))
+	}
+	return fmt.Sprintf("run %s: %s (operation %s)%s", r.ID, ack.Effect, ack.OperationID, detailSuffix(ack.Detail))
+}
+
+// steer publishes msg for the selected worker (or, on a run row, the
+// run's manager) of a supervise run and waits for the supervisor's
+// acknowledgement (§15 behaviour 48).
+func (s *topSource) steer(ctx context.Context, r topRun, w *topWorker, msg string) string {
+	if r.dir == "" {
+		return "steer refused: only supervise runs and their workers take steers"
+	}
+	target := r.ID
+	if w != nil {
+		target = w.ID
+	}
+	op := s.operationID()
+	if _, err := supervise.WriteWorkerSteer(ctx, r.dir, target, supervise.WorkerSteer{OperationID: op, Message: msg, Source: topControlSource}); err != nil {
+		return fmt.Sprintf("steer %s: unknown: %v", target, err)
+	}
+	var ack *supervise.SteerAck
+	_, err := s.awaitAck(ctx, func(ctx context.Context) (bool, error) {
+		a, err := supervise.ReadSteerAck(ctx, r.dir, op)
+		ack = a
+		return a != nil && a.Effect != supervise.SteerUnknown, err
+	})
+	switch {
+	case err != nil:
+		return fmt.Sprintf("steer %s: unknown (operation %s): %v", target, op, err)
+	case ack == nil || ack.Effect == supervise.SteerUnknown:
+		return fmt.Sprintf("steer %s: requested (operation %s), not acknowledged yet: is its supervisor running?", target, op)
+	}
+	return fmt.Sprintf("steer %s: %s (operation %s)%s", target, ack.Effect, op, detailSuffix(ack.Detail))
+}
+
+// detailSuffix is ": detail", or nothing without one.
+func detailSuffix(d string) string {
+	if d == "" {
+		return ""
+	}
+	return ": " + oneLine(d)
 }
 
 // topRow is one selectable line: a run, or one of its workers.
@@ -559,6 +714,11 @@ type topModel struct {
 	// tick numbers the refresh timer; a tick of an older timer (one a
 	// manual read replaced) is dropped, so timers never pile up.
 	tick int
+	// steering is set while a steer message is typed for steerFor;
+	// steerText is the message so far.
+	steering  bool
+	steerFor  topRow
+	steerText string
 }
 
 // Messages of the model.
@@ -643,6 +803,9 @@ func (m topModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 	case tea.KeyPressMsg:
+		if m.steering {
+			return m.steerKey(msg)
+		}
 		return m.key(msg.String())
 	case tea.MouseClickMsg:
 		if row, ok := m.rowAt(msg.Y); ok {
@@ -687,15 +850,61 @@ func (m topModel) key(k string) (tea.Model, tea.Cmd) {
 			m.notice = "nothing selected"
 			return m, nil
 		}
-		row := m.rows()[m.sel]
-		r := m.snap.Runs[row.run]
-		var w *topWorker
-		if row.worker >= 0 {
-			w = &r.Workers[row.worker]
-		}
+		r, w := m.target(m.rows()[m.sel])
 		m.notice = "cancelling…"
 		src, ctx := m.src, m.ctx
 		return m, func() tea.Msg { return topNoticeMsg(src.cancel(ctx, r, w)) }
+	case "s":
+		if n == 0 {
+			m.notice = "nothing selected"
+			return m, nil
+		}
+		row := m.rows()[m.sel]
+		if r, _ := m.target(row); r.dir == "" {
+			m.notice = "steer refused: only supervise runs and their workers take steers"
+			return m, nil
+		}
+		m.steering, m.steerFor, m.steerText = true, row, ""
+	}
+	return m, nil
+}
+
+// target is the run and (nil for the run itself) worker of row, copied
+// so a refresh cannot change them under a running request.
+func (m topModel) target(row topRow) (topRun, *topWorker) {
+	r := m.snap.Runs[row.run]
+	if row.worker < 0 {
+		return r, nil
+	}
+	w := r.Workers[row.worker]
+	return r, &w
+}
+
+// steerKey edits the steer message: enter sends it, esc abandons it.
+func (m topModel) steerKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	switch k.String() {
+	case "enter":
+		msg := strings.TrimSpace(m.steerText)
+		m.steering = false
+		if msg == "" {
+			m.notice = "steer abandoned: empty message"
+			return m, nil
+		}
+		r, w := m.target(m.steerFor)
+		m.notice = "steering…"
+		src, ctx := m.src, m.ctx
+		return m, func() tea.Msg { return topNoticeMsg(src.steer(ctx, r, w, msg)) }
+	case "esc", "ctrl+c":
+		m.steering = false
+		m.notice = "steer abandoned"
+	case "backspace":
+		if _, size := utf8.DecodeLastRuneInString(m.steerText); size > 0 {
+			m.steerText = m.steerText[:len(m.steerText)-size]
+		}
+	default:
+		if k.Text != "" && len(m.steerText)+len(k.Text) <= topSteerMax {
+			m.steerText += k.Text
+		}
 	}
 	return m, nil
 }
@@ -726,7 +935,14 @@ func (m topModel) layout() (lines []string, rowOf []int) {
 	for _, e := range m.snap.Errors {
 		add(-1, "! "+e)
 	}
-	if m.notice != "" {
+	if m.steering {
+		r, w := m.target(m.steerFor)
+		to := "the manager of " + r.ID
+		if w != nil {
+			to = w.ID
+		}
+		add(-1, "steer "+to+": "+m.steerText+"█  (enter send · esc abandon)")
+	} else if m.notice != "" {
 		add(-1, "» "+m.notice)
 	}
 	add(-1, "")
@@ -796,7 +1012,7 @@ func (m topModel) layout() (lines []string, rowOf []int) {
 	}
 	if m.interactive {
 		add(-1, "")
-		add(-1, "↑/↓ select · enter detail · c cancel · r refresh · q quit")
+		add(-1, "↑/↓ select · enter detail · s steer · c cancel · r refresh · q quit")
 	}
 	return lines, rowOf
 }
