@@ -107,7 +107,10 @@ func TestLeaseLostWhenRenewalsStall(t *testing.T) {
 	if res == nil || res.Status != store.StatusInterrupted || res.Delivered {
 		t.Fatalf("result %+v; want interrupted, not delivered", res)
 	}
-	if bound := kernel.MinLeaseTTL + 300*time.Millisecond + time.Second; took > bound {
+	// The slack is for scheduling on a loaded machine under the race
+	// detector (2.38 s was seen against a 2.3 s bound); the script's turn
+	// would otherwise run for a minute.
+	if bound := kernel.MinLeaseTTL + 300*time.Millisecond + 3*time.Second; took > bound {
 		t.Errorf("Execute returned after %v; want within the lease and the cleanup bound (%v)", took, bound)
 	}
 	if res.Text != "first words" {
