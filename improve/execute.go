@@ -13,6 +13,12 @@ import (
 
 const isoMillis = "2006-01-02T15:04:05.000Z"
 
+// The intents of an activation.
+const (
+	intentActivate = "activate-candidate"
+	intentRestore  = "restore-baseline"
+)
+
 // Execution is the recorded outcome of an activation.
 type Execution struct {
 	RunID  string                                 `json:"runId"`
@@ -22,10 +28,18 @@ type Execution struct {
 // ExecuteActivation executes a recorded activation at most once. It takes
 // the activation's run (pending → running, compare-and-set, so a second
 // caller is refused with ErrAlreadyExecuted), refuses an expired
-// activation, reads every target's base through Targets and refuses
-// unless each equals its expectedBaseDigest, then applies the candidate
-// to each target. Whatever happens after the run is taken is recorded as
-// the activation's one AgentImprovementActivationResult, keyed by the
+// activation, and reads every target through Targets.
+//
+// An activate-candidate activation writes the candidate to each target
+// when every target holds its expectedBaseDigest. A restore-baseline
+// activation undoes one: when every target holds the candidate, it
+// writes each target's expectedBaseDigest back. When every target already
+// holds what the activation would write, nothing is written and the
+// outcome is already-applied; any other mix is a conflict naming each
+// target's current digest, and nothing is written either.
+//
+// Whatever happens after the run is taken is recorded as the
+// activation's one AgentImprovementActivationResult, keyed by the
 // activation digest; a later call returns that result with
 // ErrAlreadyExecuted.
 func (s *Service) ExecuteActivation(ctx context.Context, activationDigest string) (Execution, error) {
@@ -78,7 +92,7 @@ func (s *Service) ExecuteActivation(ctx context.Context, activationDigest string
 	_, err = s.Store.UpdateRun(ctx, id, func(r *store.Run) error {
 		r.Doc = r.Doc.With("result", v)
 		r.Status = store.StatusFailed
-		if outcome.Status == "applied" {
+		if outcome.Status == "applied" || outcome.Status == "already-applied" {
 			r.Status = store.StatusCompleted
 		}
 		r.UpdatedAt = s.now()
@@ -101,16 +115,32 @@ func (s *Service) execute(ctx context.Context, id string, a *candidate.Improveme
 		return candidate.ActivationOutcome{Status: "expired"}, fmt.Errorf("%w at %s", ErrExpired, a.ExpiresAt)
 	}
 	current := make([]string, len(a.Targets))
-	changed := false
 	for i, t := range a.Targets {
 		d, err := s.Targets.Base(ctx, t.Surface, t.Identity)
 		if err != nil {
 			return failure("failed", "BASE_UNREADABLE", fmt.Sprintf("reading %s %s: %v", t.Surface, t.Identity, err)), fmt.Errorf("%w: %w", ErrApply, err)
 		}
 		current[i] = d
-		changed = changed || d != t.ExpectedBaseDigest
 	}
-	if changed {
+	// from and to are what a target holds before and after the write.
+	from := func(t candidate.ActivationTarget) string { return t.ExpectedBaseDigest }
+	to := func(candidate.ActivationTarget) string { return a.CandidateDigest }
+	if a.Intent == intentRestore {
+		from, to = to, from
+	}
+	ready, done := true, true
+	for i, t := range a.Targets {
+		ready = ready && current[i] == from(t)
+		done = done && current[i] == to(t)
+	}
+	switch {
+	case done && !ready:
+		out := candidate.ActivationOutcome{Status: "already-applied"}
+		for i, t := range a.Targets {
+			out.Targets = append(out.Targets, candidate.ActivationOutcomeTarget{Surface: t.Surface, Identity: t.Identity, CurrentDigest: &current[i]})
+		}
+		return out, nil
+	case !ready:
 		out := candidate.ActivationOutcome{Status: "conflict"}
 		for i, t := range a.Targets {
 			out.Targets = append(out.Targets, candidate.ActivationOutcomeTarget{Surface: t.Surface, Identity: t.Identity, CurrentDigest: &current[i]})
@@ -119,7 +149,7 @@ func (s *Service) execute(ctx context.Context, id string, a *candidate.Improveme
 	}
 	out := candidate.ActivationOutcome{Status: "applied", TransactionID: &id}
 	for i, t := range a.Targets {
-		after, err := s.Targets.Apply(ctx, t.Surface, t.Identity, a.CandidateDigest)
+		after, err := s.Targets.Apply(ctx, t.Surface, t.Identity, to(t))
 		if err != nil {
 			status := "failed"
 			if i > 0 {

@@ -206,8 +206,8 @@ func (s *Service) CreateActivation(ctx context.Context, data []byte) (Recorded, 
 	if err := checkBindings(a, run.Doc); err != nil {
 		return Recorded{}, fmt.Errorf("activation: %w", err)
 	}
-	if a.Intent != "activate-candidate" {
-		return Recorded{}, fmt.Errorf("activation: %w: intent %q (only activate-candidate is executed)", ErrUnsupported, a.Intent)
+	if a.Intent != intentActivate && a.Intent != intentRestore {
+		return Recorded{}, fmt.Errorf("activation: %w: intent %q", ErrUnsupported, a.Intent)
 	}
 	expires, err := time.Parse(time.RFC3339Nano, a.ExpiresAt)
 	if err != nil {

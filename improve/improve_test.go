@@ -21,6 +21,8 @@ const (
 	base      = "sha256:5555555555555555555555555555555555555555555555555555555555555555"
 	candDig   = "sha256:8888888888888888888888888888888888888888888888888888888888888888"
 	expDigest = "sha256:ef35615f49689a0ce9260618b6349d42da125cc8d59c48dd2b310b08b813b39f"
+	// other is a digest that is neither the base nor the candidate.
+	other = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
 )
 
 var t0 = time.Date(2026, 7, 25, 0, 0, 0, 0, time.UTC)
@@ -274,9 +276,18 @@ func runRefusals(t *testing.T, open func(*testing.T) store.Store) {
 		}, 0},
 		{"base changed", improve.ErrBaseChanged, func(t *testing.T, ctx context.Context, f *fixture, p string) error {
 			d := create(t, ctx, f, p, nil)
-			f.targets.Set("prompt", "agent-profile:support", candDig)
+			f.targets.Set("prompt", "agent-profile:support", other)
 			exec, err := f.svc.ExecuteActivation(ctx, d)
-			if exec.Result == nil || exec.Result.Outcome.Status != "conflict" || *exec.Result.Outcome.Targets[0].CurrentDigest != candDig {
+			if exec.Result == nil || exec.Result.Outcome.Status != "conflict" || *exec.Result.Outcome.Targets[0].CurrentDigest != other {
+				t.Errorf("result = %+v, want a recorded conflict", exec.Result)
+			}
+			return err
+		}, 0},
+		{"restore when the target holds neither", improve.ErrBaseChanged, func(t *testing.T, ctx context.Context, f *fixture, p string) error {
+			d := create(t, ctx, f, p, func(a *candidate.ImprovementActivation) { a.Intent = "restore-baseline" })
+			f.targets.Set("prompt", "agent-profile:support", other)
+			exec, err := f.svc.ExecuteActivation(ctx, d)
+			if exec.Result == nil || exec.Result.Outcome.Status != "conflict" {
 				t.Errorf("result = %+v, want a recorded conflict", exec.Result)
 			}
 			return err
@@ -314,6 +325,74 @@ func runRefusals(t *testing.T, open func(*testing.T) store.Store) {
 				t.Fatalf("targets applied %d times, want %d", got, tc.applied)
 			}
 		})
+	}
+}
+
+// A restore-baseline activation undoes an applied candidate: it writes
+// each target's expectedBaseDigest back when the target holds the
+// candidate, and an activation whose writes are already in place writes
+// nothing and records already-applied, a success.
+func TestRestoreBaselineAndAlreadyApplied(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(memory.New(nil))
+	p := proposalValue(t)
+	rec, err := f.svc.ProposeImprovement(ctx, bytesOf(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := review(t, rec.Digest, "approve")
+	if _, err := f.svc.ReviewProposal(ctx, bytesOf(r)); err != nil {
+		t.Fatal(err)
+	}
+	execute := func(intent, wantStatus string) string {
+		t.Helper()
+		a := activation(t, rec.Digest, digestOf(r), func(a *candidate.ImprovementActivation) { a.Intent = intent })
+		act, err := f.svc.CreateActivation(ctx, bytesOf(a))
+		if err != nil {
+			t.Fatalf("%s: %v", intent, err)
+		}
+		exec, err := f.svc.ExecuteActivation(ctx, act.Digest)
+		if err != nil || exec.Result.Outcome.Status != wantStatus {
+			t.Fatalf("%s: result %+v, %v; want %s", intent, exec.Result, err, wantStatus)
+		}
+		if shown, err := f.svc.Show(ctx, act.Digest); err != nil || shown.Status != store.StatusCompleted {
+			t.Fatalf("%s: recorded %+v, %v; want completed", intent, shown, err)
+		}
+		got, _ := f.targets.Base(ctx, "prompt", "agent-profile:support")
+		return got
+	}
+	if got := execute("activate-candidate", "applied"); got != candDig {
+		t.Fatalf("after activating, the target holds %s, want the candidate", got)
+	}
+	if got := execute("restore-baseline", "applied"); got != base {
+		t.Fatalf("after restoring, the target holds %s, want the base", got)
+	}
+	if f.targets.Applied() != 2 {
+		t.Fatalf("%d writes, want 2", f.targets.Applied())
+	}
+
+	// A second proposal's activation finds its candidate already in
+	// place: nothing is written.
+	g := newFixture(memory.New(nil))
+	g.targets.Set("prompt", "agent-profile:support", candDig)
+	rec2, err := g.svc.ProposeImprovement(ctx, bytesOf(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2 := review(t, rec2.Digest, "approve")
+	if _, err := g.svc.ReviewProposal(ctx, bytesOf(r2)); err != nil {
+		t.Fatal(err)
+	}
+	act, err := g.svc.CreateActivation(ctx, bytesOf(activation(t, rec2.Digest, digestOf(r2), nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec, err := g.svc.ExecuteActivation(ctx, act.Digest)
+	if err != nil || exec.Result.Outcome.Status != "already-applied" || *exec.Result.Outcome.Targets[0].CurrentDigest != candDig {
+		t.Fatalf("result %+v, %v; want already-applied naming the candidate", exec.Result, err)
+	}
+	if g.targets.Applied() != 0 {
+		t.Fatalf("%d writes, want none", g.targets.Applied())
 	}
 }
 

@@ -7,15 +7,16 @@ import (
 )
 
 // Targets is what an activation writes: the live surfaces a caller owns.
-// Base returns a target's current base digest; Apply replaces it with the
-// candidate the activation names and returns the digest now in place.
+// Base returns the digest a target holds now; Apply replaces it with
+// digest (the candidate an activation puts in place, or the baseline a
+// restore puts back) and returns the digest now in place.
 type Targets interface {
 	Base(ctx context.Context, surface, identity string) (string, error)
-	Apply(ctx context.Context, surface, identity, candidateDigest string) (string, error)
+	Apply(ctx context.Context, surface, identity, digest string) (string, error)
 }
 
 // MemoryTargets is an in-memory Targets for tests: a map from surface and
-// identity to the digest in place. Apply sets the candidate digest.
+// identity to the digest in place. Apply sets the digest it is given.
 type MemoryTargets struct {
 	mu      sync.Mutex
 	digests map[[2]string]string
@@ -51,10 +52,10 @@ func (m *MemoryTargets) Base(_ context.Context, surface, identity string) (strin
 }
 
 // Apply implements Targets.
-func (m *MemoryTargets) Apply(_ context.Context, surface, identity, candidateDigest string) (string, error) {
+func (m *MemoryTargets) Apply(_ context.Context, surface, identity, digest string) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.applied++
-	m.digests[[2]string{surface, identity}] = candidateDigest
-	return candidateDigest, nil
+	m.digests[[2]string{surface, identity}] = digest
+	return digest, nil
 }

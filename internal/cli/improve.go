@@ -152,7 +152,11 @@ and target only surfaces the proposal changes, before it expires.
 With --targets, execute it: each target is the file DIR/IDENTITY, a JSON
 state record whose "stateDigest" must still equal the target's
 expectedBaseDigest; the --candidate record (its "stateDigest" equal to the
-activation's candidateDigest) replaces it.
+activation's candidateDigest) replaces it. A restore-baseline activation
+undoes one: each target must hold the candidate, and the --candidate record
+given is then the baseline state (its "stateDigest" equal to the target's
+expectedBaseDigest) that is written back. When every target already holds
+what the activation writes, nothing is written (already-applied).
 An activation executes at most once; its outcome is recorded and shown again
 by a later attempt, which is refused.`,
 		Args: cobra.ExactArgs(1),
@@ -199,7 +203,7 @@ by a later attempt, which is refused.`,
 	}
 	sf.register(cmd)
 	cmd.Flags().StringVar(&targetDir, "targets", "", "execute: the directory holding each target as DIR/IDENTITY")
-	cmd.Flags().StringVar(&candidatePath, "candidate", "", "execute: the candidate file written to every target")
+	cmd.Flags().StringVar(&candidatePath, "candidate", "", "execute: the state record written to every target (the candidate; for restore-baseline, the baseline)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the recorded step or result as JSON")
 	return cmd
 }
@@ -327,7 +331,7 @@ func (f *fileTargets) Base(_ context.Context, _, identity string) (string, error
 	return fileDigest(data)
 }
 
-func (f *fileTargets) Apply(_ context.Context, _, identity, candidateDigest string) (string, error) {
+func (f *fileTargets) Apply(_ context.Context, _, identity, digest string) (string, error) {
 	p, err := f.path(identity)
 	if err != nil {
 		return "", err
@@ -336,8 +340,8 @@ func (f *fileTargets) Apply(_ context.Context, _, identity, candidateDigest stri
 	if err != nil {
 		return "", fmt.Errorf("candidate: %w", err)
 	}
-	if d != candidateDigest {
-		return "", fmt.Errorf("the candidate record's stateDigest %s is not the activation's candidate %s", d, candidateDigest)
+	if d != digest {
+		return "", fmt.Errorf("the --candidate record's stateDigest %s is not %s, the state this activation writes", d, digest)
 	}
 	tmp, err := os.CreateTemp(f.dir, ".improve-*")
 	if err != nil {
