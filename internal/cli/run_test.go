@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/internal/cli"
@@ -405,5 +408,34 @@ func TestRunOnPostgres(t *testing.T) {
 	}
 	if _, _, code := run(t, "", "runs", "list", "--db", "x.db", "--database", db); code != cli.ExitUsage {
 		t.Errorf("--db with --database: exit %d, want %d", code, cli.ExitUsage)
+	}
+}
+
+// --database-schema (or $AGENTRT_DATABASE_SCHEMA) keeps the store's
+// tables in a schema of their own: a run recorded there is listed only
+// by commands naming that schema.
+func TestRunOnPostgresInASchema(t *testing.T) {
+	db := pgtest.Schema(t)
+	schema := fmt.Sprintf("agentrt_cli_%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), db)
+		if err == nil {
+			c.Exec(context.Background(), `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`)
+			c.Close(context.Background())
+		}
+	})
+	if out, errOut, code := run(t, "", "run", "--database", db, "--database-schema", schema, noteWriter, "--task", "Write a note."); code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	t.Setenv("AGENTRT_DATABASE_SCHEMA", schema)
+	if list, errOut, code := run(t, "", "runs", "list", "--database", db, "--json"); code != 0 || !strings.Contains(list, `"completed"`) {
+		t.Errorf("runs list in $AGENTRT_DATABASE_SCHEMA: exit %d %s%s", code, list, errOut)
+	}
+	t.Setenv("AGENTRT_DATABASE_SCHEMA", "")
+	if list, errOut, code := run(t, "", "runs", "list", "--database", db, "--json"); code != 0 || strings.Contains(list, `"completed"`) {
+		t.Errorf("runs list outside the schema: exit %d %s%s; want no run", code, list, errOut)
+	}
+	if _, _, code := run(t, "", "runs", "list", "--database", db, "--database-schema", "bad-name"); code == 0 {
+		t.Error("an invalid schema name was accepted")
 	}
 }

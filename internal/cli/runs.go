@@ -28,6 +28,7 @@ import (
 type storeFlags struct {
 	path     string
 	database string
+	schema   string
 	// existing is set by commands that only read: a --db path with no
 	// store behind it is an error for them, not a new empty store.
 	existing bool
@@ -36,6 +37,7 @@ type storeFlags struct {
 func (f *storeFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.path, "db", "", "SQLite file of the run store (default $AGENTRT_HOME/agentrt.db, ~/.agentrt/agentrt.db)")
 	cmd.Flags().StringVar(&f.database, "database", "", "PostgreSQL connection URL of a run store shared by many processes (default $AGENTRT_DATABASE_URL)")
+	cmd.Flags().StringVar(&f.schema, "database-schema", "", "PostgreSQL schema holding the run store's tables, created if missing (default $AGENTRT_DATABASE_SCHEMA; none: the connection's search_path)")
 }
 
 // url is the PostgreSQL store asked for, if any.
@@ -54,7 +56,11 @@ func (f *storeFlags) open(ctx context.Context) (store.Store, error) {
 		return nil, usage("--db (SQLite) and --database (PostgreSQL) name two different stores; give one")
 	}
 	if u := f.url(); u != "" {
-		s, err := postgres.Open(ctx, u, postgres.Options{})
+		schema := f.schema
+		if schema == "" {
+			schema = os.Getenv("AGENTRT_DATABASE_SCHEMA")
+		}
+		s, err := postgres.Open(ctx, u, postgres.Options{Schema: schema})
 		if err != nil {
 			return nil, &exitError{code: ExitFailed, err: fmt.Errorf("opening the run store at %s: %w", redactURL(u), err)}
 		}

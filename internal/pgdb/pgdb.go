@@ -25,20 +25,26 @@ type Migration struct {
 // each (version = the file name without .sql). It holds the advisory lock
 // lock for the transaction, so processes starting together migrate once.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS, table string, lock int64, now time.Time) error {
+	return MigrateIn(ctx, pool, "", fsys, table, lock, now)
+}
+
+// readMigrations returns the files migrations/*.sql of fsys in name
+// order, each versioned by its file name without .sql.
+func readMigrations(fsys fs.FS) ([]Migration, error) {
 	names, err := fs.Glob(fsys, "migrations/*.sql")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sort.Strings(names)
 	steps := make([]Migration, 0, len(names))
 	for _, name := range names {
 		body, err := fs.ReadFile(fsys, name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		steps = append(steps, Migration{Version: strings.TrimSuffix(filepath.Base(name), ".sql"), SQL: string(body)})
 	}
-	return MigrateSteps(ctx, pool, steps, table, lock, now)
+	return steps, nil
 }
 
 // MigrateSteps applies, in one transaction and in the order given, the
@@ -46,9 +52,34 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS, table string, 
 // advisory lock lock as Migrate does. It is Migrate for schemas built at
 // run time (a table prefix chosen by the caller).
 func MigrateSteps(ctx context.Context, pool *pgxpool.Pool, steps []Migration, table string, lock int64, now time.Time) error {
+	return MigrateStepsIn(ctx, pool, "", steps, table, lock, now)
+}
+
+// MigrateIn is Migrate into schema (a quoted identifier, see
+// QuoteIdent): the schema is created if missing and the migration
+// transaction runs with it alone as its search_path, so the steps'
+// unqualified names (and table) land in it. An empty schema is Migrate.
+func MigrateIn(ctx context.Context, pool *pgxpool.Pool, schema string, fsys fs.FS, table string, lock int64, now time.Time) error {
+	steps, err := readMigrations(fsys)
+	if err != nil {
+		return err
+	}
+	return MigrateStepsIn(ctx, pool, schema, steps, table, lock, now)
+}
+
+// MigrateStepsIn is MigrateSteps into schema, as MigrateIn.
+func MigrateStepsIn(ctx context.Context, pool *pgxpool.Pool, schema string, steps []Migration, table string, lock int64, now time.Time) error {
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lock); err != nil {
 			return fmt.Errorf("migrate: %w", err)
+		}
+		if schema != "" {
+			if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema); err != nil {
+				return fmt.Errorf("migrate: %w", err)
+			}
+			if _, err := tx.Exec(ctx, `SET LOCAL search_path TO `+schema); err != nil {
+				return fmt.Errorf("migrate: %w", err)
+			}
 		}
 		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (version text PRIMARY KEY, applied_at bigint NOT NULL)`); err != nil {
 			return fmt.Errorf("migrate: %w", err)
@@ -92,4 +123,21 @@ func Open(ctx context.Context, connString string, maxConns int32, fsys fs.FS, ta
 		return nil, err
 	}
 	return pool, nil
+}
+
+// QuoteIdent returns name as a quoted PostgreSQL identifier when it is a
+// plain one: a letter or underscore, then letters, digits or
+// underscores, at most 63 bytes (what PostgreSQL keeps of a name).
+// Anything else is refused, so a name never needs escaping.
+func QuoteIdent(name string) (string, error) {
+	if name == "" || len(name) > 63 {
+		return "", fmt.Errorf("identifier %q must be 1 to 63 characters", name)
+	}
+	for i, r := range name {
+		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_'
+		if !letter && !(i > 0 && r >= '0' && r <= '9') {
+			return "", fmt.Errorf("identifier %q must be letters, digits and underscores, not starting with a digit", name)
+		}
+	}
+	return `"` + name + `"`, nil
 }

@@ -8,5 +8,8 @@
 // claims are race-safe (INSERT … ON CONFLICT DO NOTHING). Migrations are
 // embedded and applied at Open under an advisory lock, so processes that
 // start together migrate once. Tables are created in the connection's
-// search_path.
+// search_path, or in Options.Schema (created if missing, and named in
+// every statement) so the store shares a database with other tables of
+// the same names. OpenPool runs the store on a pool the caller owns (one
+// it shares with River, say), which Close leaves open.
 package postgres

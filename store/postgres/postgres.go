@@ -32,18 +32,40 @@ const migrationLock int64 = 0x6167656e74727400
 type Options struct {
 	// Now replaces time.Now (tests).
 	Now func() time.Time
-	// MaxConns caps the connection pool; 0 keeps pgx's default
-	// (max(4, GOMAXPROCS)) unless the connection string sets
-	// pool_max_conns.
+	// MaxConns caps the connection pool Open makes; 0 keeps pgx's
+	// default (max(4, GOMAXPROCS)) unless the connection string sets
+	// pool_max_conns. OpenPool ignores it: the pool is the caller's.
 	MaxConns int32
+	// Schema, when set, is the PostgreSQL schema holding the store's
+	// tables (runs, events, ledger, idempotency, schema_migrations):
+	// created if missing, and named in every statement, so the store
+	// shares a database with other tables of those names, or with
+	// another store in another schema. Empty keeps the tables where the
+	// connection's search_path puts them (public, by default). A plain
+	// identifier only: a letter or underscore, then letters, digits or
+	// underscores, at most 63 bytes.
+	Schema string
 }
 
 // Store is a store.Store on PostgreSQL. It is safe for concurrent use by
 // many goroutines and many processes.
 type Store struct {
 	pool    *pgxpool.Pool
+	owned   bool // Close closes pool: Open made it
 	now     func() time.Time
 	appends *groupcommit.Committer[sqlrow.Append, []store.Event]
+	t       tables
+}
+
+// tables are the names statements use for the store's tables: bare, or
+// qualified with Options.Schema.
+type tables struct{ runs, events, ledger, idempotency string }
+
+func tablesIn(schema string) tables {
+	if schema == "" {
+		return tables{"runs", "events", "ledger", "idempotency"}
+	}
+	return tables{schema + ".runs", schema + ".events", schema + ".ledger", schema + ".idempotency"}
 }
 
 var _ store.Store = (*Store)(nil)
@@ -51,15 +73,63 @@ var _ store.Store = (*Store)(nil)
 // Open connects to the database named by connString (a postgres:// URL
 // or key=value string) and applies pending migrations.
 func Open(ctx context.Context, connString string, opts Options) (*Store, error) {
+	schema, err := checkSchema(opts.Schema)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(connString)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	s, err := open(ctx, pool, schema, opts)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.owned = true
+	return s, nil
+}
+
+// OpenPool is Open on the caller's pool (one it shares with River, say):
+// it applies pending migrations through it, and Close leaves it open.
+func OpenPool(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("postgres: OpenPool needs a pool")
+	}
+	schema, err := checkSchema(opts.Schema)
+	if err != nil {
+		return nil, err
+	}
+	return open(ctx, pool, schema, opts)
+}
+
+func checkSchema(name string) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	q, err := pgdb.QuoteIdent(name)
+	if err != nil {
+		return "", fmt.Errorf("postgres: schema: %w", err)
+	}
+	return q, nil
+}
+
+func open(ctx context.Context, pool *pgxpool.Pool, schema string, opts Options) (*Store, error) {
 	now := opts.Now
 	if now == nil {
 		now = time.Now
 	}
-	pool, err := pgdb.Open(ctx, connString, opts.MaxConns, migrations, "schema_migrations", migrationLock, now())
-	if err != nil {
+	if err := pgdb.MigrateIn(ctx, pool, schema, migrations, "schema_migrations", migrationLock, now()); err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	s := &Store{pool: pool, now: now}
+	s := &Store{pool: pool, now: now, t: tablesIn(schema)}
 	// Two committers: one builds and writes the next batch while the
 	// other waits for its commit to flush.
 	s.appends = groupcommit.New(groupcommit.Options{Committers: 2}, s.commitAppends)
@@ -67,10 +137,13 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 }
 
 // Close implements store.Store. Appends already queued commit first;
-// later ones fail with store.ErrClosed.
+// later ones fail with store.ErrClosed. A pool given to OpenPool stays
+// open.
 func (s *Store) Close() error {
 	s.appends.Close()
-	s.pool.Close()
+	if s.owned {
+		s.pool.Close()
+	}
 	return nil
 }
 
@@ -96,7 +169,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) (store.Run, error) {
 	if r.Generation == 0 {
 		r.Generation = 1
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO runs (`+sqlrow.RunColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+	_, err = s.pool.Exec(ctx, `INSERT INTO `+s.t.runs+` (`+sqlrow.RunColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		r.ID, r.Kind, string(r.Status), sqlrow.Nanos(r.CreatedAt), sqlrow.Nanos(r.UpdatedAt), r.Revision, r.Owner, sqlrow.Nanos(r.LeaseUntil), doc, r.Generation)
 	if isUniqueViolation(err) {
 		return store.Run{}, fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
@@ -110,7 +183,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) (store.Run, error) {
 
 // GetRun implements store.Store.
 func (s *Store) GetRun(ctx context.Context, id string) (store.Run, error) {
-	r, err := sqlrow.ScanRun(s.pool.QueryRow(ctx, `SELECT `+sqlrow.RunColumns+` FROM runs WHERE id = $1`, id), "postgres")
+	r, err := sqlrow.ScanRun(s.pool.QueryRow(ctx, `SELECT `+sqlrow.RunColumns+` FROM `+s.t.runs+` WHERE id = $1`, id), "postgres")
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Run{}, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
 	}
@@ -134,7 +207,7 @@ func (s *Store) UpdateFenced(ctx context.Context, f store.Fence, fn func(*store.
 
 func (s *Store) write(ctx context.Context) sqlrow.Write {
 	return func(cur, next store.Run, doc *string, fenced bool, now time.Time) (bool, error) {
-		q := `UPDATE runs SET status = $1, updated_at = $2, revision = $3, owner = $4, lease_until = $5, doc = $6, generation = $7
+		q := `UPDATE ` + s.t.runs + ` SET status = $1, updated_at = $2, revision = $3, owner = $4, lease_until = $5, doc = $6, generation = $7
 			WHERE id = $8 AND revision = $9`
 		args := []any{string(next.Status), sqlrow.Nanos(next.UpdatedAt), next.Revision, next.Owner, sqlrow.Nanos(next.LeaseUntil), doc, next.Generation,
 			cur.ID, cur.Revision}
@@ -166,7 +239,7 @@ func (s *Store) ListRuns(ctx context.Context, opts store.ListOptions) ([]store.R
 		where = `WHERE status = $1`
 		args = append(args, string(opts.Status))
 	}
-	q := `SELECT ` + sqlrow.RunColumns + ` FROM runs ` + where + ` ORDER BY created_at DESC, id DESC`
+	q := `SELECT ` + sqlrow.RunColumns + ` FROM ` + s.t.runs + ` ` + where + ` ORDER BY created_at DESC, id DESC`
 	if opts.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", opts.Limit)
 	}
@@ -194,13 +267,13 @@ func (s *Store) ListRuns(ctx context.Context, opts store.ListOptions) ([]store.R
 // lockFenced locks the run's row against other writers until tx ends and
 // checks f on it.
 func (s *Store) lockFenced(ctx context.Context, tx pgx.Tx, f store.Fence) error {
-	row := tx.QueryRow(ctx, `SELECT status, generation, lease_until FROM runs WHERE id = $1 FOR NO KEY UPDATE`, f.RunID)
+	row := tx.QueryRow(ctx, `SELECT status, generation, lease_until FROM `+s.t.runs+` WHERE id = $1 FOR NO KEY UPDATE`, f.RunID)
 	return sqlrow.CheckFenced(row, f, s.now(), "postgres", pgx.ErrNoRows)
 }
 
 func (s *Store) runExists(ctx context.Context, runID string) error {
 	var exists bool
-	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE id = $1)`, runID).Scan(&exists); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+s.t.runs+` WHERE id = $1)`, runID).Scan(&exists); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	if !exists {
@@ -265,9 +338,9 @@ func (s *Store) commitAppends(ctx context.Context, batch []*appendCall) error {
 		// One round trip: the statements run in order, each later one
 		// with a snapshot taken after the locks were granted.
 		b := &pgx.Batch{}
-		b.Queue(`SELECT id, status, generation, lease_until FROM runs WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, runIDs)
-		b.Queue(`SELECT r, coalesce((SELECT max(seq) FROM events WHERE run_id = r), 0) FROM unnest($1::text[]) AS r`, runIDs)
-		b.Queue(`SELECT e.run_id, e.id FROM events e JOIN unnest($1::text[], $2::text[]) AS k (run_id, id) ON e.run_id = k.run_id AND e.id = k.id`, keyRuns, keyIDs)
+		b.Queue(`SELECT id, status, generation, lease_until FROM `+s.t.runs+` WHERE id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, runIDs)
+		b.Queue(`SELECT r, coalesce((SELECT max(seq) FROM `+s.t.events+` WHERE run_id = r), 0) FROM unnest($1::text[]) AS r`, runIDs)
+		b.Queue(`SELECT e.run_id, e.id FROM `+s.t.events+` e JOIN unnest($1::text[], $2::text[]) AS k (run_id, id) ON e.run_id = k.run_id AND e.id = k.id`, keyRuns, keyIDs)
 		br := tx.SendBatch(ctx, b)
 		heads, stored, err := readHeads(br)
 		if cerr := br.Close(); err == nil {
@@ -295,7 +368,7 @@ func (s *Store) commitAppends(ctx context.Context, batch []*appendCall) error {
 		if len(rows.runs) == 0 {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO events (run_id, seq, id, type, time, body)
+		if _, err := tx.Exec(ctx, `INSERT INTO `+s.t.events+` (run_id, seq, id, type, time, body)
 			SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[])`,
 			rows.runs, rows.seqs, rows.ids, rows.types, rows.times, rows.bodies); err != nil {
 			return fmt.Errorf("postgres: append events: %w", err)
@@ -314,7 +387,7 @@ func (s *Store) commitAlone(ctx context.Context, c *appendCall) error {
 		if err := s.lockFenced(ctx, tx, a.Fence); err != nil {
 			return err
 		}
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE run_id = $1`, a.Fence.RunID).Scan(&last); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM `+s.t.events+` WHERE run_id = $1`, a.Fence.RunID).Scan(&last); err != nil {
 			return fmt.Errorf("postgres: append events: %w", err)
 		}
 		n := len(a.Events)
@@ -322,7 +395,7 @@ func (s *Store) commitAlone(ctx context.Context, c *appendCall) error {
 		for i, e := range a.Events {
 			seqs[i], ids[i], types[i], times[i] = last+int64(i)+1, e.ID, e.Type, e.Time.UnixNano()
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO events (run_id, seq, id, type, time, body)
+		_, err := tx.Exec(ctx, `INSERT INTO `+s.t.events+` (run_id, seq, id, type, time, body)
 			SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[])`,
 			a.Fence.RunID, seqs, ids, types, times, a.Bodies)
 		if isUniqueViolation(err) {
@@ -387,7 +460,7 @@ func (s *Store) Events(ctx context.Context, runID, after string, limit int) ([]s
 	if err := s.runExists(ctx, runID); err != nil {
 		return nil, err
 	}
-	q := `SELECT seq, id, type, time, body FROM events WHERE run_id = $1 AND seq > $2 ORDER BY seq`
+	q := `SELECT seq, id, type, time, body FROM ` + s.t.events + ` WHERE run_id = $1 AND seq > $2 ORDER BY seq`
 	if limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", limit)
 	}
@@ -412,13 +485,13 @@ func (s *Store) AppendLedger(ctx context.Context, f store.Fence, bodies []canonj
 			return err
 		}
 		var last int64
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM ledger WHERE run_id = $1`, runID).Scan(&last); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM `+s.t.ledger+` WHERE run_id = $1`, runID).Scan(&last); err != nil {
 			return fmt.Errorf("postgres: append ledger: %w", err)
 		}
 		for i := range seqs {
 			seqs[i] = last + int64(i) + 1
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO ledger (run_id, seq, time, body) SELECT $1, s, $2, b FROM unnest($3::bigint[], $4::text[]) AS x (s, b)`,
+		if _, err := tx.Exec(ctx, `INSERT INTO `+s.t.ledger+` (run_id, seq, time, body) SELECT $1, s, $2, b FROM unnest($3::bigint[], $4::text[]) AS x (s, b)`,
 			runID, at.UnixNano(), seqs, texts); err != nil {
 			return fmt.Errorf("postgres: append ledger: %w", err)
 		}
@@ -439,7 +512,7 @@ func (s *Store) Ledger(ctx context.Context, runID string) ([]store.LedgerEntry, 
 	if err := s.runExists(ctx, runID); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT seq, time, body FROM ledger WHERE run_id = $1 ORDER BY seq`, runID)
+	rows, err := s.pool.Query(ctx, `SELECT seq, time, body FROM `+s.t.ledger+` WHERE run_id = $1 ORDER BY seq`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: ledger: %w", err)
 	}
@@ -462,7 +535,7 @@ func (s *Store) ClaimIdempotency(ctx context.Context, rec store.Idempotency) (st
 		rec.CreatedAt = s.now().UTC()
 	}
 	for {
-		tag, err := s.pool.Exec(ctx, `INSERT INTO idempotency (scope, key, request_digest, result, created_at) VALUES ($1, $2, $3, $4, $5)
+		tag, err := s.pool.Exec(ctx, `INSERT INTO `+s.t.idempotency+` (scope, key, request_digest, result, created_at) VALUES ($1, $2, $3, $4, $5)
 			ON CONFLICT (scope, key) DO NOTHING`, rec.Scope, rec.Key, rec.RequestDigest, result, sqlrow.Nanos(rec.CreatedAt))
 		if err != nil {
 			return store.Idempotency{}, false, fmt.Errorf("postgres: idempotency: %w", err)
@@ -474,7 +547,7 @@ func (s *Store) ClaimIdempotency(ctx context.Context, rec store.Idempotency) (st
 		var existing store.Idempotency
 		var res *string
 		var created int64
-		err = s.pool.QueryRow(ctx, `SELECT scope, key, request_digest, result, created_at FROM idempotency WHERE scope = $1 AND key = $2`,
+		err = s.pool.QueryRow(ctx, `SELECT scope, key, request_digest, result, created_at FROM `+s.t.idempotency+` WHERE scope = $1 AND key = $2`,
 			rec.Scope, rec.Key).Scan(&existing.Scope, &existing.Key, &existing.RequestDigest, &res, &created)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // the conflicting claim was rolled back; claim again

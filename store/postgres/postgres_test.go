@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/internal/pgtest"
@@ -128,5 +132,95 @@ func TestAppendsFromTwoProcessesStayGapless(t *testing.T) {
 	}
 	if fromChild != len(got)/2 {
 		t.Errorf("%d of %d events came from the child process", fromChild, len(got))
+	}
+}
+
+// freshSchemaName is a unique schema name, dropped with everything in it
+// when the test ends.
+func freshSchemaName(t *testing.T, conn string) string {
+	t.Helper()
+	name := fmt.Sprintf("agentrt_store_%d_%d", os.Getpid(), time.Now().UnixNano())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := pgx.Connect(ctx, conn)
+		if err != nil {
+			t.Errorf("dropping schema %s: %v", name, err)
+			return
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, `DROP SCHEMA IF EXISTS "`+name+`" CASCADE`); err != nil {
+			t.Errorf("dropping schema %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// With Options.Schema the store keeps its tables in that schema, on a
+// pool the caller owns (issue 14: a database that already has tables
+// named runs and events, shared with River): the contract holds, the
+// foreign tables are untouched, and Close leaves the caller's pool open.
+func TestContractInItsOwnSchemaOnACallerPool(t *testing.T) {
+	conn := pgtest.Schema(t)
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	// The connection's own schema already holds unrelated tables with
+	// the store's names.
+	if _, err := pool.Exec(ctx, `CREATE TABLE runs (name text); CREATE TABLE events (what int); INSERT INTO runs VALUES ('theirs')`); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Run(t, func(t *testing.T, clock func() time.Time) store.Store {
+		schema := freshSchemaName(t, conn)
+		s, err := postgres.OpenPool(ctx, pool, postgres.Options{Now: clock, Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+
+	schema := freshSchemaName(t, conn)
+	s, err := postgres.OpenPool(ctx, pool, postgres.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateRun(ctx, store.Run{ID: "ours", Kind: "execute", Status: store.StatusRunning}); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM "`+schema+`".runs WHERE id = 'ours'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the run is not in schema %s: %d rows, %v", schema, n, err)
+	}
+	var theirs string
+	if err := pool.QueryRow(ctx, `SELECT name FROM runs`).Scan(&theirs); err != nil || theirs != "theirs" {
+		t.Fatalf("the foreign runs table changed: %q, %v", theirs, err)
+	}
+	// Reopening migrates nothing again.
+	again, err := postgres.OpenPool(ctx, pool, postgres.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := again.GetRun(ctx, "ours"); err != nil || r.ID != "ours" {
+		t.Fatalf("reopened store: %+v, %v", r, err)
+	}
+	s.Close()
+	again.Close()
+	if err := pool.Ping(ctx); err != nil {
+		t.Fatalf("closing the store closed the caller's pool: %v", err)
+	}
+}
+
+func TestSchemaNameIsAPlainIdentifier(t *testing.T) {
+	for _, name := range []string{"1abc", "a-b", `a"b`, "a b", "x;DROP TABLE runs", strings.Repeat("s", 64), "é"} {
+		if _, err := postgres.Open(context.Background(), "postgres://localhost:1/none", postgres.Options{Schema: name}); err == nil || !strings.Contains(err.Error(), "schema") {
+			t.Errorf("schema %q: %v, want refused", name, err)
+		}
+	}
+	if _, err := postgres.OpenPool(context.Background(), nil, postgres.Options{}); err == nil {
+		t.Error("OpenPool(nil) did not fail")
 	}
 }
