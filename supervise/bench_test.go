@@ -38,12 +38,14 @@ func BenchmarkScopeSpawnSettle(b *testing.B) {
 // zero-latency executor, checked, settled and awaited through Supervise,
 // with the journal in memory or in a run dir (two fsynced appends per
 // worker). One run of b.N workers: a tree of that many workers
-// completes.
+// completes. The live=16 cases spawn 16 workers before awaiting them,
+// so their journal appends meet in the journal's group commit.
 func BenchmarkSuperviseSpawnSettle(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		dir  bool
-	}{{"memory", false}, {"file-journal", true}} {
+		live int
+	}{{"memory", false, 1}, {"file-journal", true, 1}, {"memory/live=16", false, 16}, {"file-journal/live=16", true, 16}} {
 		b.Run(tc.name, func(b *testing.B) {
 			exec := supervise.ExecutorFunc(func(context.Context, supervise.Work) (supervise.WorkResult, error) {
 				return supervise.WorkResult{Text: "DONE", Spent: fullSpend(1)}, nil
@@ -63,14 +65,19 @@ func BenchmarkSuperviseSpawnSettle(b *testing.B) {
 			}
 			n := 0
 			o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-				for range b.N {
-					if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "t"}); err != nil {
-						return supervise.BrainReport{}, err
+				for n < b.N {
+					k := min(tc.live, b.N-n)
+					for range k {
+						if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "t"}); err != nil {
+							return supervise.BrainReport{}, err
+						}
 					}
-					if r, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 10_000}); err != nil || r.Event == nil {
-						return supervise.BrainReport{}, fmt.Errorf("await: %+v %v", r, err)
+					for range k {
+						if r, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil || r.Event == nil {
+							return supervise.BrainReport{}, fmt.Errorf("await: %+v %v", r, err)
+						}
+						n++
 					}
-					n++
 				}
 				return supervise.BrainReport{}, nil
 			})

@@ -232,9 +232,12 @@ func parentOf(id, root NodeID) NodeID {
 // claimReplay returns a journaled, settled node of a resumed run whose
 // request equals req and that this process has not handed out yet.
 func (c *Coordinator) claimReplay(req SpawnRequest) (NodeID, bool) {
-	k := replayKey(req)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if len(c.replay) == 0 {
+		return "", false // not resumed: spare the key
+	}
+	k := replayKey(req)
 	ids := c.replay[k]
 	if len(ids) == 0 {
 		return "", false
@@ -299,10 +302,12 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 		state, reason = StateFailed, execErr.Error()
 	}
 	w.text, w.output, w.reason = res.Text, res.Output, reason
+	// What follows outlives a cancelled worker.
+	bg := context.WithoutCancel(ctx)
 	if state == StateDone {
 		// Settlement is not delivery: only the independent check passing
 		// delivers. A check that errors or panics does not deliver.
-		v, err := c.runCheck(context.WithoutCancel(ctx), Output{Node: w.id, Text: res.Text, Value: res.Output})
+		v, err := c.runCheck(bg, Output{Node: w.id, Text: res.Text, Value: res.Output})
 		switch {
 		case err != nil:
 			w.checkErr = err.Error()
@@ -336,12 +341,12 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 	c.mu.Unlock()
 	rec := Record{Kind: KindSettled, Node: w.id, State: st.State, Spent: spendRecord(st.Spent), OutRef: outRef,
 		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr}
-	if err := c.log.append(context.WithoutCancel(ctx), rec); err != nil {
+	if err := c.log.append(bg, rec); err != nil {
 		c.logger.Error("supervise: journaling a settlement", "node", w.id, "err", err)
 	}
 	if c.obs != nil {
 		info, _ := c.scope.Node(w.id)
-		c.obs.nodeSettled(context.WithoutCancel(ctx), NodeSettled{Node: info, State: st.State, Reason: reason, Spent: res.Spent, Usage: res.Usage,
+		c.obs.nodeSettled(bg, NodeSettled{Node: info, State: st.State, Reason: reason, Spent: res.Spent, Usage: res.Usage,
 			ServedModel: res.ServedModel, Delivered: w.delivered, Verdict: w.verdict, OutRef: outRef, Duration: c.now().Sub(w.started)})
 	}
 	c.publish(w, st.State)
@@ -427,8 +432,14 @@ func (c *Coordinator) Await(ctx context.Context, a AwaitArgs) (AwaitResult, erro
 	if a.TimeoutMS > 0 {
 		d = min(time.Duration(a.TimeoutMS)*time.Millisecond, MaxAwaitTimeout)
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
+	// The timer is made only when Await has to wait: an event already
+	// queued is returned without one.
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
 		c.mu.Lock()
 		for c.firstOpen < len(c.taken) && c.taken[c.firstOpen] {
@@ -451,6 +462,9 @@ func (c *Coordinator) Await(ctx context.Context, a AwaitArgs) (AwaitResult, erro
 			// scope still counts live is in doubt or was never started.)
 			_, free := c.scope.Live()
 			return AwaitResult{Idle: true, FreeSlots: free}, nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(d)
 		}
 		select {
 		case <-wake:
