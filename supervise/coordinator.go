@@ -77,6 +77,7 @@ type worker struct {
 	checkErr  string
 	reason    string
 	replayed  bool
+	inbox     *Inbox // nil unless the executor reads inboxes
 	done      chan struct{}
 	started   time.Time
 }
@@ -254,6 +255,9 @@ func replayKey(req SpawnRequest) string {
 func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved ledger.Budget) {
 	wctx, cancel := context.WithCancelCause(c.workCtx)
 	w := &worker{id: id, task: task, cancel: cancel, done: make(chan struct{}), started: c.now()}
+	if r, ok := c.exec.(InboxReader); ok && r.ReadsInbox() {
+		w.inbox = newInbox(id, c.log.dir, c.now, c.logger)
+	}
 	c.mu.Lock()
 	c.workers[id] = w
 	c.inflight++
@@ -275,7 +279,8 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 			q.From = id
 			return c.Ask(ctx, q)
 		}
-		res, err := c.execute(wctx, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer})
+		res, err := c.execute(wctx, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer, Inbox: w.inbox})
+		w.inbox.close(wctx) // the worker takes no more turns
 		c.settle(wctx, w, res, err)
 	}()
 }
@@ -529,6 +534,8 @@ func (c *Coordinator) Observe(id NodeID) (Observation, error) {
 	c.mu.Lock()
 	if w := c.workers[id]; w != nil {
 		o.Delivered, o.Verdict, o.OutRef, o.Output = w.delivered, w.verdict, w.outRef, clip(w.text, 16000)
+		_, steerer := c.exec.(Steerer)
+		o.Steerable = live(info) && (w.inbox != nil || steerer)
 	}
 	c.mu.Unlock()
 	return o, nil
@@ -542,7 +549,7 @@ type SteerArgs struct {
 }
 
 // SteerResult is steer_agent's reply; Outcome is one of the steer
-// acknowledgement effects (delivered, not_live, unsupported).
+// acknowledgement effects (delivered, not_live, unsupported, refused).
 type SteerResult struct {
 	Delivered bool   `json:"delivered"`
 	Outcome   string `json:"outcome"`
@@ -557,23 +564,16 @@ type Steerer interface {
 }
 
 // Steer delivers an instruction to a live worker's inbox when the
-// executor has one.
+// executor has one. With an executor that reads inboxes (InboxReader)
+// it waits, at most MaxSteerWait, until the worker's next turn takes the
+// instruction.
 func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, error) {
 	info, ok := c.scope.Node(a.WorkerID)
 	if !ok {
 		return SteerResult{}, fmt.Errorf("%w: %s", ErrUnknownWorker, a.WorkerID)
 	}
-	if !info.State.Live() || info.InDoubt || info.NeverSettled {
-		return SteerResult{Outcome: "not_live", Reason: "the worker is " + string(info.State)}, nil
-	}
-	s, ok := c.exec.(Steerer)
-	if !ok {
-		return SteerResult{Outcome: "unsupported", Reason: "the executor exposes no inbox"}, nil
-	}
-	if s.Deliver(ctx, a.WorkerID, a.Instruction) {
-		return SteerResult{Delivered: true, Outcome: "delivered"}, nil
-	}
-	return SteerResult{Outcome: "refused", Reason: "the worker's inbox did not accept the message"}, nil
+	effect, reason := c.deliver(ctx, info, a.Instruction, "")
+	return SteerResult{Delivered: effect == SteerDelivered, Outcome: string(effect), Reason: reason}, nil
 }
 
 // SubmitArgs are submit_result's arguments.
