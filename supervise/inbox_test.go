@@ -57,7 +57,7 @@ func (g *turnGate) RunStarted(ctx context.Context, _ supervise.RunStart) context
 func (g *turnGate) NodeStarted(ctx context.Context, n supervise.NodeInfo) (context.Context, kernel.Observer) {
 	return ctx, &gateTurns{g: g, node: n.ID}
 }
-func (g *turnGate) NodeSettled(context.Context, supervise.NodeSettled)    {}
+func (g *turnGate) NodeSettled(context.Context, supervise.NodeSettled)   {}
 func (g *turnGate) RunEnded(context.Context, supervise.SupervisedResult) {}
 
 type gateTurns struct {
@@ -72,7 +72,7 @@ func (o *gateTurns) TurnStarted(ctx context.Context, _ kernel.TurnStart) (contex
 	return ctx, nil
 }
 func (o *gateTurns) Event(context.Context, contract.EnvironmentEvent) error { return nil }
-func (o *gateTurns) RunEnded(context.Context, kernel.Result) error        { return nil }
+func (o *gateTurns) RunEnded(context.Context, kernel.Result) error          { return nil }
 
 func (o *gateTurns) TurnEnded(ctx context.Context, _ kernel.TurnEnd) error {
 	o.g.mu.Lock()
