@@ -62,6 +62,8 @@ type Coordinator struct {
 	ctl *control
 	// obs calls Options.Observer; nil when it is not set.
 	obs *observing
+	// meter is the brain's own inference charged so far (c.mu).
+	meter meter
 }
 
 // worker is what the coordinator knows of one node beyond the scope.
@@ -743,6 +745,8 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				}
 			}
 			c.publishReplayed(w, st.State)
+		case KindMetered:
+			c.chargeDriver(r.Spent.spend())
 		case KindSubmitted:
 			c.submitted = &Winner{Node: c.scope.Root(), OutRef: r.OutRef, Verdict: r.Verdict, Submitted: true}
 			if v, err := c.log.getBlob(r.OutRef); err == nil {

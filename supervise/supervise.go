@@ -37,8 +37,9 @@ type Deliverable struct {
 
 // Brain drives a supervised run through its Coordinator and returns when
 // it is done (it answered, called Stop, or failed). Metered is the
-// brain's own model usage, charged to the run's pool; nil means the brain
-// made no model calls of its own.
+// brain's own model usage it did not already charge turn by turn through
+// Coordinator.Meter, charged to the run's pool at its end; nil means
+// none.
 //
 // The router brain (harness cli-base) is built in. A caller-owned brain
 // is any implementation. An external harness (claude-code, codex,
@@ -423,25 +424,16 @@ func (o *Options) resolve(manager *profile.Profile) (Brain, Executor, error) {
 // finish settles the scope and builds the result.
 func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr error, start, end time.Time) SupervisedResult {
 	res := SupervisedResult{RunID: c.runID, BrainText: report.Text, MS: end.Sub(start).Milliseconds()}
-	var driver SpentTotal
 	if report.Metered != nil {
-		sp := SpendOf(*report.Metered)
-		zero := int64(0)
-		sp.Iterations = &zero // the brain's turns are not worker iterations
-		c.pool.Observe(sp)
-		driver = spentOf(sp)
-		if sp.Tokens == nil || sp.MicroUSD == nil {
-			var ch []string
-			if sp.Tokens == nil {
-				ch = append(ch, ledger.ChannelTokens)
-			}
-			if sp.MicroUSD == nil {
-				ch = append(ch, ledger.ChannelUSD)
-			}
-			res.SpendGaps = append(res.SpendGaps, SpendGap{ID: c.scope.Root(), Label: "manager", Kind: GapUnreported, Channels: ch})
+		// Usage the brain reported only now: charged and journaled at
+		// its end (the router brain meters each turn as it happens).
+		if err := c.Meter(ctx, *report.Metered); err != nil {
+			c.logger.Error("supervise: metering the manager's reported usage", "err", err)
 		}
-	} else {
-		driver = SpentTotal{TokensKnown: true, IterationsKnown: true, USDKnown: true, Resources: map[string]int64{}}
+	}
+	driver, gap := c.driverTotal()
+	if gap != nil {
+		res.SpendGaps = append(res.SpendGaps, *gap)
 	}
 	for _, n := range c.scope.Nodes() {
 		if n.State.Live() && !n.InDoubt {
@@ -530,20 +522,6 @@ func errorName(err error) string {
 		err = u
 	}
 	return fmt.Sprintf("%T", err)
-}
-
-func spentOf(sp ledger.Spend) SpentTotal {
-	t := SpentTotal{Resources: map[string]int64{}, TokensKnown: sp.Tokens != nil, IterationsKnown: sp.Iterations != nil, USDKnown: sp.MicroUSD != nil}
-	if sp.Tokens != nil {
-		t.Tokens = *sp.Tokens
-	}
-	if sp.Iterations != nil {
-		t.Iterations = *sp.Iterations
-	}
-	if sp.MicroUSD != nil {
-		t.MicroUSD = *sp.MicroUSD
-	}
-	return t
 }
 
 func addTotals(a, b SpentTotal) SpentTotal {
