@@ -14,6 +14,7 @@ import (
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/memory"
 )
 
@@ -96,6 +97,14 @@ type Options struct {
 	RunDir string
 	RunID  string
 	Resume bool
+	// SpawnStore, when set, keeps the spawn journal as run RunID in this
+	// store (SQLite or PostgreSQL for many processes; see
+	// OpenStoreSpawnLog) instead of the run dir's file: the store's lease
+	// generation, not the file lock, makes this process its one writer,
+	// and a process that lost the lease writes nothing more. Resume then
+	// needs RunID. The run dir, when also set, keeps the blobs, the
+	// coordination log and the control files.
+	SpawnStore store.Store
 	// SettleGrace bounds how long live workers get to settle once the
 	// brain returned and they were cancelled (default 10s). A worker
 	// still running then is charged at its ceiling and named in
@@ -225,13 +234,24 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	if err != nil {
 		return SupervisedResult{}, err
 	}
-	log, prior, err := openRunLog(o.RunDir)
+	runID, start, deadline := o.RunID, now(), o.Deadline
+	var spawnLog SpawnLog
+	if o.SpawnStore != nil {
+		if runID == "" {
+			runID = kernel.NewID("supervise")
+		}
+		sl, err := OpenStoreSpawnLog(ctx, o.SpawnStore, runID, StoreSpawnLogOptions{Logger: logger})
+		if err != nil {
+			return SupervisedResult{}, err
+		}
+		spawnLog = sl
+	}
+	log, prior, err := openRunLog(ctx, o.RunDir, spawnLog)
 	if err != nil {
 		return SupervisedResult{}, err
 	}
 	defer log.close()
 
-	runID, start, deadline := o.RunID, now(), o.Deadline
 	resumed := len(prior) > 0
 	if resumed {
 		first := prior[0]
@@ -387,8 +407,11 @@ func (o *Options) resolve(manager *profile.Profile) (Brain, Executor, error) {
 	if len(o.Profiles) == 0 {
 		bad("Profiles names no worker profile")
 	}
-	if o.Resume && o.RunDir == "" {
-		bad("Resume needs a RunDir")
+	if o.Resume && o.RunDir == "" && o.SpawnStore == nil {
+		bad("Resume needs a RunDir or a SpawnStore")
+	}
+	if o.Resume && o.SpawnStore != nil && o.RunID == "" {
+		bad("Resume from a SpawnStore needs the RunID")
 	}
 	exec := o.Executor
 	if exec == nil {
