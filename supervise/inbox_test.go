@@ -248,6 +248,95 @@ func TestKernelWorkerTakesSteerFromAnotherProcessBehaviour48(t *testing.T) {
 	}
 }
 
+// A steer whose wait ends before the worker's next turn takes it is
+// withdrawn, not left to arrive later: steer_agent answers refused, the
+// projection records it dropped, and the worker never sees it.
+func TestSteerWithdrawnWhenItsWaitEndsBehaviour48(t *testing.T) {
+	dir := t.TempDir()
+	var s scripted.Script
+	if err := json.Unmarshal([]byte(`{"turns": [{"match": "write the report", "steps": [{"delayMs": 600000}, {"text": "never"}]}]}`), &s); err != nil {
+		t.Fatal(err)
+	}
+	ex := &supervise.KernelExecutor{Provider: scripted.New(&s, scripted.Options{}), Store: memory.New(nil)}
+	writer, manager := mustProfile(t, writerProfile), managerProfile(t, supervise.VerbSpawnWorker)
+	var got supervise.SteerResult
+	var node supervise.NodeID
+	o := supervise.Options{
+		Budget:    ledger.Budget{Tokens: i64(10_000), Iterations: i64(10)},
+		PerWorker: ledger.Budget{Tokens: i64(1_000), Iterations: i64(1)},
+		Profiles:  map[string]*profile.Profile{"writer": writer}, Deliverable: doneCheck, Executor: ex, RunDir: dir, RunID: "run1",
+		Brain: supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+			sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "write the report"})
+			if err != nil {
+				return supervise.BrainReport{}, err
+			}
+			node = sp.WorkerID
+			sctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			defer cancel()
+			got, err = c.Steer(sctx, supervise.SteerArgs{WorkerID: node, Instruction: "focus on tests"})
+			return supervise.BrainReport{}, err // returning cancels the worker
+		}),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if _, err := supervise.Supervise(ctx, manager, "t", o); err != nil {
+		t.Fatal(err)
+	}
+	if got.Delivered || got.Outcome != string(supervise.SteerRefused) || !strings.Contains(got.Reason, "withdrawn") {
+		t.Errorf("steer_agent %+v, want refused and withdrawn", got)
+	}
+	recs := inboxLines(t, dir, node)
+	if len(recs) != 2 || recs[0].Kind != supervise.InboxPosted || recs[1].Kind != supervise.InboxDropped {
+		t.Errorf("inbox projection %+v, want the steer posted then dropped", recs)
+	}
+}
+
+// An inbox holds at most MaxInboxPending steers its worker has not
+// taken; one more is refused at once rather than queued without bound.
+func TestInboxIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	var s scripted.Script
+	if err := json.Unmarshal([]byte(`{"turns": [{"match": "write the report", "steps": [{"delayMs": 600000}, {"text": "never"}]}]}`), &s); err != nil {
+		t.Fatal(err)
+	}
+	ex := &supervise.KernelExecutor{Provider: scripted.New(&s, scripted.Options{}), Store: memory.New(nil)}
+	var over supervise.SteerResult
+	o := supervise.Options{
+		Budget:    ledger.Budget{Tokens: i64(10_000), Iterations: i64(10)},
+		PerWorker: ledger.Budget{Tokens: i64(1_000), Iterations: i64(1)},
+		Profiles:  map[string]*profile.Profile{"writer": mustProfile(t, writerProfile)}, Deliverable: doneCheck, Executor: ex, RunDir: dir, RunID: "run1",
+		Brain: supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+			sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "write the report"})
+			if err != nil {
+				return supervise.BrainReport{}, err
+			}
+			var wg sync.WaitGroup
+			for i := range supervise.MaxInboxPending {
+				wg.Go(func() { _, _ = c.Steer(ctx, supervise.SteerArgs{WorkerID: sp.WorkerID, Instruction: fmt.Sprint("steer ", i)}) })
+			}
+			deadline := time.Now().Add(waitLimit)
+			for time.Now().Before(deadline) {
+				if recs, _, _ := supervise.ReadInbox(ctx, dir, sp.WorkerID); len(recs) == supervise.MaxInboxPending {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			over, err = c.Steer(ctx, supervise.SteerArgs{WorkerID: sp.WorkerID, Instruction: "one more"})
+			// Returning cancels the worker, which ends the waiting steers.
+			go wg.Wait()
+			return supervise.BrainReport{}, err
+		}),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if _, err := supervise.Supervise(ctx, managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	if over.Delivered || over.Outcome != string(supervise.SteerRefused) || !strings.Contains(over.Reason, "holds 64") {
+		t.Errorf("the steer past the bound: %+v, want refused because the inbox is full", over)
+	}
+}
+
 func TestWorkerStem(t *testing.T) {
 	for _, tc := range []struct {
 		in   supervise.NodeID
