@@ -312,7 +312,9 @@ func TestInboxIsBounded(t *testing.T) {
 			}
 			var wg sync.WaitGroup
 			for i := range supervise.MaxInboxPending {
-				wg.Go(func() { _, _ = c.Steer(ctx, supervise.SteerArgs{WorkerID: sp.WorkerID, Instruction: fmt.Sprint("steer ", i)}) })
+				wg.Go(func() {
+					_, _ = c.Steer(ctx, supervise.SteerArgs{WorkerID: sp.WorkerID, Instruction: fmt.Sprint("steer ", i)})
+				})
 			}
 			deadline := time.Now().Add(waitLimit)
 			for time.Now().Before(deadline) {
