@@ -64,6 +64,13 @@
 // steer posted, taken or dropped. An executor with its own inbox
 // implements Steerer instead, and its acceptance is the delivery.
 //
+// Where the spawn journal lives. SpawnLog is its one interface: the run
+// dir's spawn-journal.jsonl (OpenFileSpawnLog, owned through the
+// journal's file lock) or, with Options.SpawnStore, a run in a
+// store.Store such as SQLite or PostgreSQL (OpenStoreSpawnLog), owned
+// through the store's lease generation: a holder taken over after its
+// lease lapsed writes nothing more, whichever host it runs on.
+//
 // Manager spend. The router brain's every model turn is charged to the
 // pool when the turn ends (Coordinator.Meter) and journaled as a
 // metered record, which a resumed run charges again; a caller's brain
@@ -71,7 +78,7 @@
 //
 // Not built yet: external-harness brains (the verbs served over MCP),
 // the rest of the run layout (state.json, progress.ndjson, worker logs,
-// interactive bindings), the SQL journal, analysts and the CLI. Package graph interprets one supervised
+// interactive bindings), analysts and the CLI. Package graph interprets one supervised
 // run as a fixed topology (runGraph) and keeps its edge ledger in this
 // run's journal through Coordinator.Note.
 package supervise
