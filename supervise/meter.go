@@ -89,8 +89,13 @@ func (c *Coordinator) driverTotal() (SpentTotal, *SpendGap) {
 	return t, gap
 }
 
-// turnMeter is the router brain's tool loop observer: each model turn's
-// usage is metered as the turn ends.
+// TurnMeter returns a kernel.Observer for a brain's own tool loop
+// (kernel.ToolLoopOptions.Observer) that meters each model turn's usage
+// through Meter as the turn ends; the router brain uses it. A brain that
+// uses it leaves BrainReport.Metered nil, or its turns count twice.
+func (c *Coordinator) TurnMeter() kernel.Observer { return turnMeter{c} }
+
+// turnMeter meters each model turn's usage as the turn ends.
 type turnMeter struct {
 	c *Coordinator
 }

@@ -165,7 +165,7 @@ func (b *RouterBrain) Drive(ctx context.Context, c *Coordinator, task string) (B
 	}
 	// Each model turn is charged to the run's pool as it ends (Meter).
 	res, err := kernel.RunToolLoop(ctx, kernel.ToolLoopOptions{Model: b.model, Profile: b.profile, User: task, Tools: offered,
-		MaxToolTurns: b.maxTurns, Logger: c.logger, Now: c.now, Observer: turnMeter{c}})
+		MaxToolTurns: b.maxTurns, Logger: c.logger, Now: c.now, Observer: c.TurnMeter()})
 	if res == nil {
 		return BrainReport{}, err
 	}
