@@ -296,6 +296,7 @@ var superviseOptionClass = map[string]string{
 	"AllowedModels": classForwarded, "AuthorizeSpawn": classForwarded, "Executor": classForwarded, "Workers": classForwarded,
 	"BudgetExempt": classForwarded, "RunDir": classForwarded, "RunID": classForwarded, "SettleGrace": classForwarded,
 	"Observer": classForwarded, "SpawnStore": classForwarded,
+	"SpawnLeaseTTL": classForwarded,
 }
 
 // checkOptions refuses a supervise option the graph owns: a caller value

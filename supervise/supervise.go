@@ -105,6 +105,12 @@ type Options struct {
 	// needs RunID. The run dir, when also set, keeps the blobs, the
 	// coordination log and the control files.
 	SpawnStore store.Store
+	// SpawnLeaseTTL is how long a SpawnStore journal stays this
+	// process's once it stops renewing it (a process that died): 0
+	// means kernel.DefaultLeaseTTL, below kernel.MinLeaseTTL is refused.
+	// Until it lapses, another process resuming the run is refused
+	// (ErrSpawnLogHeld).
+	SpawnLeaseTTL time.Duration
 	// SettleGrace bounds how long live workers get to settle once the
 	// brain returned and they were cancelled (default 10s). A worker
 	// still running then is charged at its ceiling and named in
@@ -240,7 +246,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		if runID == "" {
 			runID = kernel.NewID("supervise")
 		}
-		sl, err := OpenStoreSpawnLog(ctx, o.SpawnStore, runID, StoreSpawnLogOptions{Logger: logger})
+		sl, err := OpenStoreSpawnLog(ctx, o.SpawnStore, runID, StoreSpawnLogOptions{LeaseTTL: o.SpawnLeaseTTL, Logger: logger})
 		if err != nil {
 			return SupervisedResult{}, err
 		}
