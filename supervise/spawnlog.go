@@ -31,7 +31,9 @@ type SpawnLog interface {
 	// Append makes recs durable, in order, as one write: all of them or
 	// none. It fails, and writes nothing, once the log is no longer
 	// this process's (a store lease another process took over or that
-	// lapsed: errors.Is(err, store.ErrFenced)).
+	// lapsed: errors.Is(err, store.ErrFenced)). A store append is
+	// bounded by the lease TTL (at least kernel.DefaultCleanupTimeout);
+	// one that fails with store.ErrUnknownOutcome may still have landed.
 	Append(ctx context.Context, recs ...Record) error
 	// Close gives the log up: the next owner can open it at once.
 	Close() error
@@ -305,6 +307,10 @@ func (l *StoreSpawnLog) Append(ctx context.Context, recs ...Record) error {
 	for i, r := range recs {
 		evs[i] = store.NewEvent{ID: fmt.Sprintf("g%d.%d", l.fence.Generation, l.n+int64(i)+1), Type: r.Kind, Time: now, Body: vals[i]}
 	}
+	// A store that stops answering fails the append rather than hold
+	// the run: a spawn not journaled is not started.
+	ctx, cancel := context.WithTimeout(ctx, max(l.ttl, kernel.DefaultCleanupTimeout))
+	defer cancel()
 	if _, err := l.st.AppendEvents(ctx, l.fence, evs); err != nil {
 		return fmt.Errorf("supervise: journal append: %w", err)
 	}
