@@ -47,7 +47,8 @@ func steerExecutor(t testing.TB, maxSteerTurns int) *supervise.KernelExecutor {
 // arrives while the worker is between its first and second turn.
 type turnGate struct {
 	dir string
-	t   testing.TB
+	// posted is how many steers the gate waits for (at least 1).
+	posted int
 
 	mu    sync.Mutex
 	turns int
@@ -85,7 +86,7 @@ func (o *gateTurns) TurnEnded(ctx context.Context, _ kernel.TurnEnd) error {
 	deadline := time.Now().Add(waitLimit)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		recs, _, err := supervise.ReadInbox(ctx, o.g.dir, o.node)
-		if err == nil && len(recs) > 0 {
+		if err == nil && len(recs) >= max(o.g.posted, 1) {
 			return nil
 		}
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -101,6 +102,13 @@ func (o *gateTurns) TurnEnded(ctx context.Context, _ kernel.TurnEnd) error {
 // and awaits its settlement.
 func steerRun(t *testing.T, dir string, ex *supervise.KernelExecutor, steer func(ctx context.Context, c *supervise.Coordinator, node supervise.NodeID) error) (supervise.SupervisedResult, supervise.Observation) {
 	t.Helper()
+	return steerRunGated(t, dir, ex, 1, steer)
+}
+
+// steerRunGated is steerRun whose worker's first turn is held until
+// posted steers are in its inbox.
+func steerRunGated(t *testing.T, dir string, ex *supervise.KernelExecutor, posted int, steer func(ctx context.Context, c *supervise.Coordinator, node supervise.NodeID) error) (supervise.SupervisedResult, supervise.Observation) {
+	t.Helper()
 	writer, err := profile.Parse([]byte(writerProfile))
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +122,7 @@ func steerRun(t *testing.T, dir string, ex *supervise.KernelExecutor, steer func
 		Budget:    ledger.Budget{Tokens: i64(10_000), Iterations: i64(10), MicroUSD: i64(1_000_000)},
 		PerWorker: ledger.Budget{Tokens: i64(1_000), Iterations: i64(1), MicroUSD: i64(100_000)},
 		Profiles:  map[string]*profile.Profile{"writer": writer}, Deliverable: doneCheck, Executor: ex,
-		RunDir: dir, RunID: "run1", Observer: &turnGate{dir: dir, t: t},
+		RunDir: dir, RunID: "run1", Observer: &turnGate{dir: dir, posted: posted},
 		Brain: supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
 			sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "write the report", Label: "report"})
 			if err != nil {
@@ -180,6 +188,46 @@ func TestKernelWorkerTakesManagerSteerAtNextTurnBehaviour48(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, inboxLines(t, dir, obs.WorkerID), ignoreAt); diff != "" {
 		t.Errorf("inbox projection (-want +got):\n%s", diff)
+	}
+}
+
+// Steers that arrive during one turn are taken together by the next:
+// its input is each message in order, and each is acknowledged
+// delivered.
+func TestKernelWorkerTakesSteersTogetherBehaviour48(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	var got []supervise.SteerResult
+	_, obs := steerRunGated(t, dir, steerExecutor(t, 0), 2, func(ctx context.Context, c *supervise.Coordinator, node supervise.NodeID) error {
+		var wg sync.WaitGroup
+		for _, m := range []string{"focus on tests", "and keep it short"} {
+			wg.Go(func() {
+				r, err := c.Steer(ctx, supervise.SteerArgs{WorkerID: node, Instruction: m})
+				if err != nil {
+					r.Reason = err.Error()
+				}
+				mu.Lock()
+				got = append(got, r)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		return nil
+	})
+	want := supervise.SteerResult{Delivered: true, Outcome: string(supervise.SteerDelivered)}
+	if diff := cmp.Diff([]supervise.SteerResult{want, want}, got); diff != "" {
+		t.Errorf("steer_agent replies (-want +got):\n%s", diff)
+	}
+	if obs.Output != "revised: DONE" {
+		t.Errorf("worker output %q, want the steered turn's", obs.Output)
+	}
+	recs := inboxLines(t, dir, obs.WorkerID)
+	kinds := make([]string, len(recs))
+	for i, r := range recs {
+		kinds[i] = r.Kind
+	}
+	if !cmp.Equal(kinds, []string{supervise.InboxPosted, supervise.InboxPosted, supervise.InboxTaken, supervise.InboxTaken}) {
+		t.Errorf("inbox projection %+v, want both posted, then both taken by one turn", recs)
 	}
 }
 
