@@ -212,13 +212,13 @@ func (r *run) routerDrive(ctx context.Context, d *Driver, task string) (supervis
 			offered = append(offered, t)
 		}
 	}
+	// Each model turn of the root is charged to the pool as it ends.
 	res, err := kernel.RunToolLoop(ctx, kernel.ToolLoopOptions{Model: r.opts.Supervise.Router, Profile: r.root.Profile, User: task,
-		Tools: offered, MaxToolTurns: r.opts.Supervise.MaxTurns, Logger: r.logger, Now: r.opts.Supervise.Now})
+		Tools: offered, MaxToolTurns: r.opts.Supervise.MaxTurns, Logger: r.logger, Now: r.opts.Supervise.Now, Observer: d.c.TurnMeter()})
 	if res == nil {
 		return supervise.BrainReport{}, err
 	}
-	usage := res.Usage
-	report := supervise.BrainReport{Text: res.FinalText, Metered: &usage}
+	report := supervise.BrainReport{Text: res.FinalText}
 	if err == nil && (res.StopReason == kernel.StopBudget || res.StopReason == kernel.StopDeadline) {
 		// The pool, not the root, ended the loop.
 		err = fmt.Errorf("graph: the root's loop stopped (%s): %w", res.StopReason, ledger.ErrExhausted)

@@ -295,7 +295,8 @@ var superviseOptionClass = map[string]string{
 	"Deadline": classForwarded, "PerWorker": classForwarded, "MaxLiveWorkers": classForwarded, "MaxDepth": classForwarded,
 	"AllowedModels": classForwarded, "AuthorizeSpawn": classForwarded, "Executor": classForwarded, "Workers": classForwarded,
 	"BudgetExempt": classForwarded, "RunDir": classForwarded, "RunID": classForwarded, "SettleGrace": classForwarded,
-	"Observer": classForwarded,
+	"Observer": classForwarded, "SpawnStore": classForwarded,
+	"SpawnLeaseTTL": classForwarded,
 }
 
 // checkOptions refuses a supervise option the graph owns: a caller value

@@ -209,7 +209,14 @@ func (p *Pool) Reserve(b Budget) (*Ticket, error) {
 			}
 		}
 	}
-	for _, ch := range slices.Sorted(maps.Keys(req)) {
+	// Checked in name order, so the refusal names the same channel every
+	// time; the keys fit a stack array for the usual few channels.
+	keys := make([]string, 0, 8)
+	for ch := range req {
+		keys = append(keys, ch)
+	}
+	slices.Sort(keys)
+	for _, ch := range keys {
 		a, ok := p.accounts[ch]
 		if !ok {
 			return nil, fmt.Errorf("%w: channel %s is not budgeted by this pool", ErrInvalid, ch)

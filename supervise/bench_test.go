@@ -3,11 +3,13 @@ package supervise_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"testing"
 
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/store/sqlite"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -36,14 +38,18 @@ func BenchmarkScopeSpawnSettle(b *testing.B) {
 
 // BenchmarkSuperviseSpawnSettle: one worker spawned, executed by a
 // zero-latency executor, checked, settled and awaited through Supervise,
-// with the journal in memory or in a run dir (two fsynced appends per
-// worker). One run of b.N workers: a tree of that many workers
-// completes.
+// with the journal in memory, in a run dir (two fsynced appends per
+// worker) or in SQLite (two fenced event appends per worker). One run of b.N workers: a tree of that many workers
+// completes. The live=16 cases spawn 16 workers before awaiting them,
+// so their journal appends meet in the journal's group commit.
 func BenchmarkSuperviseSpawnSettle(b *testing.B) {
 	for _, tc := range []struct {
-		name string
-		dir  bool
-	}{{"memory", false}, {"file-journal", true}} {
+		name   string
+		dir    bool
+		sqlite bool
+		live   int
+	}{{"memory", false, false, 1}, {"file-journal", true, false, 1}, {"sqlite-journal", false, true, 1},
+		{"memory/live=16", false, false, 16}, {"file-journal/live=16", true, false, 16}, {"sqlite-journal/live=16", false, true, 16}} {
 		b.Run(tc.name, func(b *testing.B) {
 			exec := supervise.ExecutorFunc(func(context.Context, supervise.Work) (supervise.WorkResult, error) {
 				return supervise.WorkResult{Text: "DONE", Spent: fullSpend(1)}, nil
@@ -61,16 +67,29 @@ func BenchmarkSuperviseSpawnSettle(b *testing.B) {
 			if tc.dir {
 				o.RunDir = b.TempDir()
 			}
+			if tc.sqlite {
+				st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "runs.db"), sqlite.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer st.Close()
+				o.SpawnStore = st
+			}
 			n := 0
 			o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-				for range b.N {
-					if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "t"}); err != nil {
-						return supervise.BrainReport{}, err
+				for n < b.N {
+					k := min(tc.live, b.N-n)
+					for range k {
+						if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "t"}); err != nil {
+							return supervise.BrainReport{}, err
+						}
 					}
-					if r, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 10_000}); err != nil || r.Event == nil {
-						return supervise.BrainReport{}, fmt.Errorf("await: %+v %v", r, err)
+					for range k {
+						if r, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil || r.Event == nil {
+							return supervise.BrainReport{}, fmt.Errorf("await: %+v %v", r, err)
+						}
+						n++
 					}
-					n++
 				}
 				return supervise.BrainReport{}, nil
 			})

@@ -551,6 +551,9 @@ func controlFromChild(what, dir string) error {
 	case "steer":
 		_, err := supervise.WriteWorkerSteer(ctx, dir, "long", supervise.WorkerSteer{OperationID: "op-x-steer", Message: "finish", Source: "other-process"})
 		return err
+	case "steer-report":
+		_, err := supervise.WriteWorkerSteer(ctx, dir, "report", supervise.WorkerSteer{OperationID: "op-report-steer", Message: "focus on tests", Source: "other-process"})
+		return err
 	case "cancel-worker":
 		_, err := supervise.CancelWorker(ctx, dir, "other", "op-x-cancel", supervise.CancelOptions{Source: "other-process"})
 		return err

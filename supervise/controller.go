@@ -59,6 +59,9 @@ type control struct {
 
 	// passMu keeps scans from overlapping.
 	passMu sync.Mutex
+	// deliveries counts steer deliveries under way; run end waits for
+	// them before it expires what is left.
+	deliveries sync.WaitGroup
 
 	// mu guards everything below and orders cancellation record writes.
 	mu    sync.Mutex
@@ -177,12 +180,19 @@ func (c *Coordinator) checkSteers(ctx context.Context) {
 		}
 		info, _ := c.resolveWorker(req.Worker)
 		c.journalControl(ctx, KindSteerRequested, info.ID, req)
-		ack.Effect, ack.Detail = c.deliverSteer(req, name)
-		ack.ObservedAt = c.now().UnixMilli()
-		if err := writeReplace(ackPath, ack); err != nil {
-			c.logger.Error("supervise: writing a steer acknowledgement", "op", req.OperationID, "err", err)
-		}
-		c.journalControl(ctx, KindSteerAcknowledged, info.ID, ack)
+		// Delivery may wait for the worker's next turn, so it runs on its
+		// own: the claim stays unknown until it ends, and the next pass
+		// (cancellations first) is not held up. Run end waits for it.
+		c.ctl.deliveries.Add(1)
+		go func() {
+			defer c.ctl.deliveries.Done()
+			ack.Effect, ack.Detail = c.deliverSteer(req, name)
+			ack.ObservedAt = c.now().UnixMilli()
+			if err := writeReplace(ackPath, ack); err != nil {
+				c.logger.Error("supervise: writing a steer acknowledgement", "op", req.OperationID, "err", err)
+			}
+			c.journalControl(ctx, KindSteerAcknowledged, info.ID, ack)
+		}()
 	}
 }
 
@@ -200,23 +210,14 @@ func (c *Coordinator) deliverSteer(req SteerRequest, name string) (SteerEffect, 
 	if !ok {
 		return SteerRefused, "the run has no worker " + req.Worker
 	}
-	if !live(info) {
-		return SteerNotLive, "the worker is " + string(info.State)
+	ctx := c.workCtx
+	if r, ok := c.exec.(InboxReader); !ok || !r.ReadsInbox() {
+		// A Steerer only accepts into its inbox: that takes no turn.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, controlDeliverTimeout)
+		defer cancel()
 	}
-	s, ok := c.exec.(Steerer)
-	if !ok {
-		return SteerUnsupported, "the executor exposes no inbox"
-	}
-	dctx, cancel := context.WithTimeout(c.workCtx, controlDeliverTimeout)
-	defer cancel()
-	if s.Deliver(dctx, info.ID, req.Message) {
-		return SteerDelivered, ""
-	}
-	// The worker may have settled while its inbox was asked.
-	if now, ok := c.scope.Node(info.ID); ok && !live(now) {
-		return SteerNotLive, "the worker is " + string(now.State)
-	}
-	return SteerRefused, "the worker's inbox did not accept the message"
+	return c.deliver(ctx, info, req.Message, req.OperationID)
 }
 
 func (c *Coordinator) cancellationPath(op string) string {
@@ -397,6 +398,9 @@ func (c *Coordinator) finalizeControl(ctx context.Context, res *SupervisedResult
 	}
 	c.ctl.passMu.Lock()
 	defer c.ctl.passMu.Unlock()
+	// Workers were cancelled, so a delivery still waiting for a turn
+	// ends now; its acknowledgement is written before run end.
+	c.ctl.deliveries.Wait()
 	ctx = context.WithoutCancel(ctx)
 	end := "the run ended before the request was applied"
 

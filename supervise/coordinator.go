@@ -62,6 +62,8 @@ type Coordinator struct {
 	ctl *control
 	// obs calls Options.Observer; nil when it is not set.
 	obs *observing
+	// meter is the brain's own inference charged so far (c.mu).
+	meter meter
 }
 
 // worker is what the coordinator knows of one node beyond the scope.
@@ -77,6 +79,7 @@ type worker struct {
 	checkErr  string
 	reason    string
 	replayed  bool
+	inbox     *Inbox // nil unless the executor reads inboxes
 	done      chan struct{}
 	started   time.Time
 }
@@ -232,9 +235,12 @@ func parentOf(id, root NodeID) NodeID {
 // claimReplay returns a journaled, settled node of a resumed run whose
 // request equals req and that this process has not handed out yet.
 func (c *Coordinator) claimReplay(req SpawnRequest) (NodeID, bool) {
-	k := replayKey(req)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if len(c.replay) == 0 {
+		return "", false // not resumed: spare the key
+	}
+	k := replayKey(req)
 	ids := c.replay[k]
 	if len(ids) == 0 {
 		return "", false
@@ -251,6 +257,9 @@ func replayKey(req SpawnRequest) string {
 func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved ledger.Budget) {
 	wctx, cancel := context.WithCancelCause(c.workCtx)
 	w := &worker{id: id, task: task, cancel: cancel, done: make(chan struct{}), started: c.now()}
+	if r, ok := c.exec.(InboxReader); ok && r.ReadsInbox() {
+		w.inbox = newInbox(id, c.log.dir, c.now, c.logger)
+	}
 	c.mu.Lock()
 	c.workers[id] = w
 	c.inflight++
@@ -272,7 +281,8 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 			q.From = id
 			return c.Ask(ctx, q)
 		}
-		res, err := c.execute(wctx, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer})
+		res, err := c.execute(wctx, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer, Inbox: w.inbox})
+		w.inbox.close(wctx) // the worker takes no more turns
 		c.settle(wctx, w, res, err)
 	}()
 }
@@ -299,10 +309,12 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 		state, reason = StateFailed, execErr.Error()
 	}
 	w.text, w.output, w.reason = res.Text, res.Output, reason
+	// What follows outlives a cancelled worker.
+	bg := context.WithoutCancel(ctx)
 	if state == StateDone {
 		// Settlement is not delivery: only the independent check passing
 		// delivers. A check that errors or panics does not deliver.
-		v, err := c.runCheck(context.WithoutCancel(ctx), Output{Node: w.id, Text: res.Text, Value: res.Output})
+		v, err := c.runCheck(bg, Output{Node: w.id, Text: res.Text, Value: res.Output})
 		switch {
 		case err != nil:
 			w.checkErr = err.Error()
@@ -336,12 +348,12 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 	c.mu.Unlock()
 	rec := Record{Kind: KindSettled, Node: w.id, State: st.State, Spent: spendRecord(st.Spent), OutRef: outRef,
 		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr}
-	if err := c.log.append(context.WithoutCancel(ctx), rec); err != nil {
+	if err := c.log.append(bg, rec); err != nil {
 		c.logger.Error("supervise: journaling a settlement", "node", w.id, "err", err)
 	}
 	if c.obs != nil {
 		info, _ := c.scope.Node(w.id)
-		c.obs.nodeSettled(context.WithoutCancel(ctx), NodeSettled{Node: info, State: st.State, Reason: reason, Spent: res.Spent, Usage: res.Usage,
+		c.obs.nodeSettled(bg, NodeSettled{Node: info, State: st.State, Reason: reason, Spent: res.Spent, Usage: res.Usage,
 			ServedModel: res.ServedModel, Delivered: w.delivered, Verdict: w.verdict, OutRef: outRef, Duration: c.now().Sub(w.started)})
 	}
 	c.publish(w, st.State)
@@ -427,8 +439,14 @@ func (c *Coordinator) Await(ctx context.Context, a AwaitArgs) (AwaitResult, erro
 	if a.TimeoutMS > 0 {
 		d = min(time.Duration(a.TimeoutMS)*time.Millisecond, MaxAwaitTimeout)
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
+	// The timer is made only when Await has to wait: an event already
+	// queued is returned without one.
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
 		c.mu.Lock()
 		for c.firstOpen < len(c.taken) && c.taken[c.firstOpen] {
@@ -451,6 +469,9 @@ func (c *Coordinator) Await(ctx context.Context, a AwaitArgs) (AwaitResult, erro
 			// scope still counts live is in doubt or was never started.)
 			_, free := c.scope.Live()
 			return AwaitResult{Idle: true, FreeSlots: free}, nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(d)
 		}
 		select {
 		case <-wake:
@@ -515,6 +536,8 @@ func (c *Coordinator) Observe(id NodeID) (Observation, error) {
 	c.mu.Lock()
 	if w := c.workers[id]; w != nil {
 		o.Delivered, o.Verdict, o.OutRef, o.Output = w.delivered, w.verdict, w.outRef, clip(w.text, 16000)
+		_, steerer := c.exec.(Steerer)
+		o.Steerable = live(info) && (w.inbox != nil || steerer)
 	}
 	c.mu.Unlock()
 	return o, nil
@@ -528,7 +551,7 @@ type SteerArgs struct {
 }
 
 // SteerResult is steer_agent's reply; Outcome is one of the steer
-// acknowledgement effects (delivered, not_live, unsupported).
+// acknowledgement effects (delivered, not_live, unsupported, refused).
 type SteerResult struct {
 	Delivered bool   `json:"delivered"`
 	Outcome   string `json:"outcome"`
@@ -543,23 +566,16 @@ type Steerer interface {
 }
 
 // Steer delivers an instruction to a live worker's inbox when the
-// executor has one.
+// executor has one. With an executor that reads inboxes (InboxReader)
+// it waits, at most MaxSteerWait, until the worker's next turn takes the
+// instruction.
 func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, error) {
 	info, ok := c.scope.Node(a.WorkerID)
 	if !ok {
 		return SteerResult{}, fmt.Errorf("%w: %s", ErrUnknownWorker, a.WorkerID)
 	}
-	if !info.State.Live() || info.InDoubt || info.NeverSettled {
-		return SteerResult{Outcome: "not_live", Reason: "the worker is " + string(info.State)}, nil
-	}
-	s, ok := c.exec.(Steerer)
-	if !ok {
-		return SteerResult{Outcome: "unsupported", Reason: "the executor exposes no inbox"}, nil
-	}
-	if s.Deliver(ctx, a.WorkerID, a.Instruction) {
-		return SteerResult{Delivered: true, Outcome: "delivered"}, nil
-	}
-	return SteerResult{Outcome: "refused", Reason: "the worker's inbox did not accept the message"}, nil
+	effect, reason := c.deliver(ctx, info, a.Instruction, "")
+	return SteerResult{Delivered: effect == SteerDelivered, Outcome: string(effect), Reason: reason}, nil
 }
 
 // SubmitArgs are submit_result's arguments.
@@ -729,6 +745,8 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				}
 			}
 			c.publishReplayed(w, st.State)
+		case KindMetered:
+			c.chargeDriver(r.Spent.spend())
 		case KindSubmitted:
 			c.submitted = &Winner{Node: c.scope.Root(), OutRef: r.OutRef, Verdict: r.Verdict, Submitted: true}
 			if v, err := c.log.getBlob(r.OutRef); err == nil {

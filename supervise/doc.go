@@ -54,9 +54,31 @@
 // what is still open at run end (not_live when never applied, unknown
 // when an abort's end was not observed).
 //
+// Steering. A worker of an executor that reads inboxes (InboxReader;
+// KernelExecutor does) gets an Inbox: a steer from steer_agent or from a
+// run dir steer request waits there until the worker's turn ends, and
+// the executor takes it as the next turn's input (in the same kept
+// environment), which is when the steer is acknowledged delivered; a
+// worker that takes no more turns seals its inbox and the steer is
+// not_live. With a run dir, workers/<stem>.inbox.ndjson records each
+// steer posted, taken or dropped. An executor with its own inbox
+// implements Steerer instead, and its acceptance is the delivery.
+//
+// Where the spawn journal lives. SpawnLog is its one interface: the run
+// dir's spawn-journal.jsonl (OpenFileSpawnLog, owned through the
+// journal's file lock) or, with Options.SpawnStore, a run in a
+// store.Store such as SQLite or PostgreSQL (OpenStoreSpawnLog), owned
+// through the store's lease generation: a holder taken over after its
+// lease lapsed writes nothing more, whichever host it runs on.
+//
+// Manager spend. The router brain's every model turn is charged to the
+// pool when the turn ends (Coordinator.Meter) and journaled as a
+// metered record, which a resumed run charges again; a caller's brain
+// may meter the same way or report its usage in BrainReport.Metered.
+//
 // Not built yet: external-harness brains (the verbs served over MCP),
 // the rest of the run layout (state.json, progress.ndjson, worker logs,
-// interactive bindings), the SQL journal, analysts and the CLI. Package graph interprets one supervised
+// interactive bindings), analysts and the CLI. Package graph interprets one supervised
 // run as a fixed topology (runGraph) and keeps its edge ledger in this
 // run's journal through Coordinator.Note.
 package supervise

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
+	"strings"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -32,6 +34,11 @@ type Work struct {
 	// NodeStarted made it); an executor running the worker through the
 	// kernel passes it on as kernel.Request.Observer.
 	Observer kernel.Observer
+	// Inbox, for an executor that reads inboxes (InboxReader), holds the
+	// steers sent to the worker while it runs: the executor takes them
+	// between turns (Inbox.TakeOrSeal) as the next turn's input. Nil for
+	// other executors.
+	Inbox *Inbox
 }
 
 // WorkResult is what a worker produced and what it spent. Spent is
@@ -74,39 +81,119 @@ type ExecutorFunc func(ctx context.Context, w Work) (WorkResult, error)
 // Execute calls f.
 func (f ExecutorFunc) Execute(ctx context.Context, w Work) (WorkResult, error) { return f(ctx, w) }
 
-// KernelExecutor runs each worker as one exact run (kernel.Execute) of
-// its profile on Provider, recorded in Store. Usage the provider does
-// not report stays unknown; every run counts one iteration.
+// DefaultMaxSteerTurns is how many turns steers may add to one worker
+// when KernelExecutor.MaxSteerTurns is 0.
+const DefaultMaxSteerTurns = 8
+
+// KernelExecutor runs each worker as exact runs (kernel.Execute) of its
+// profile on Provider, recorded in Store: the task's turn, then one turn
+// per batch of steers its inbox held when the turn before ended, all in
+// one environment (kernel.KeepEnvironment), so the worker keeps its
+// session. A steer is acknowledged delivered when such a turn takes it.
+// Usage the provider does not report stays unknown; a worker counts one
+// iteration however many turns steers gave it.
 type KernelExecutor struct {
 	Provider contract.Provider
 	Store    store.Store
+	// MaxSteerTurns bounds the turns steers add to one worker: 0 means
+	// DefaultMaxSteerTurns, a negative value none (the worker's inbox is
+	// sealed after its first turn and steers are refused not_live).
+	MaxSteerTurns int
+	// Logger receives what Execute cannot return (a kept environment it
+	// could not destroy); nil discards.
+	Logger *slog.Logger
 }
 
 // ReportsUsage reports true: the kernel reads the provider's usage
 // events, and what they leave out stays unknown rather than zero.
 func (e *KernelExecutor) ReportsUsage() bool { return true }
 
-// Execute runs w through kernel.Execute.
+// ReadsInbox reports true: the worker's turns take its steers.
+func (e *KernelExecutor) ReadsInbox() bool { return true }
+
+// Execute runs w through kernel.Execute, turn after turn while its inbox
+// holds steers (see KernelExecutor).
 func (e *KernelExecutor) Execute(ctx context.Context, w Work) (WorkResult, error) {
 	if e == nil || e.Provider == nil || e.Store == nil {
 		return WorkResult{}, errors.New("supervise: KernelExecutor needs a Provider and a Store")
 	}
-	res, err := kernel.Execute(ctx, kernel.Request{Profile: w.Profile, Task: w.Task, Provider: e.Provider, Store: e.Store,
-		RunID: kernel.NewID("worker"), Kind: "supervise-worker", Observer: w.Observer})
-	if res == nil {
-		if err == nil {
-			err = errors.New("supervise: the kernel returned no result")
+	maxSteer := e.MaxSteerTurns
+	if maxSteer == 0 {
+		maxSteer = DefaultMaxSteerTurns
+	}
+	var provider contract.Provider = e.Provider
+	if w.Inbox != nil && maxSteer > 0 {
+		kept := kernel.KeepEnvironment(e.Provider)
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), kernel.DefaultCleanupTimeout)
+			defer cancel()
+			if err := kept.Close(cctx); err != nil && e.Logger != nil {
+				// The runs settled and nothing the worker produced
+				// depends on the environment; the leak is reported.
+				e.Logger.Error("supervise: destroying a worker's environment", "node", w.Node, "err", err)
+			}
+		}()
+		provider = kept
+	}
+	runID := kernel.NewID("worker")
+	task := w.Task
+	var (
+		usage ledger.Usage
+		out   WorkResult
+	)
+	for turn := 0; ; turn++ {
+		id := runID
+		if turn > 0 {
+			id = fmt.Sprintf("%s.%d", runID, turn)
 		}
-		// Refused before dispatch: nothing ran, nothing was spent.
-		zero, none := int64(0), int64(0)
-		return WorkResult{Spent: ledger.Spend{Tokens: &zero, Iterations: &none, MicroUSD: &zero}}, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
+		res, err := kernel.Execute(ctx, kernel.Request{Profile: w.Profile, Task: task, Provider: provider, Store: e.Store,
+			RunID: id, Kind: "supervise-worker", Observer: w.Observer})
+		if res == nil {
+			if err == nil {
+				err = errors.New("supervise: the kernel returned no result")
+			}
+			w.Inbox.Seal(ctx)
+			if turn == 0 {
+				// Refused before dispatch: nothing ran, nothing was spent.
+				zero, none := int64(0), int64(0)
+				return WorkResult{Spent: ledger.Spend{Tokens: &zero, Iterations: &none, MicroUSD: &zero}}, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
+			}
+			return out, fmt.Errorf("supervise: worker %s, turn %d: %w", w.Node, turn+1, err)
+		}
+		if turn == 0 {
+			usage = res.Usage
+		} else {
+			usage = usage.Plus(res.Usage)
+		}
+		u := usage
+		out = WorkResult{Text: res.Text, Output: res.Output, Spent: SpendOf(usage), ServedModel: res.Served.Model, Usage: &u}
+		if err != nil {
+			w.Inbox.Seal(ctx)
+			return out, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
+		}
+		if turn >= maxSteer || ctx.Err() != nil {
+			w.Inbox.Seal(ctx)
+			return out, nil
+		}
+		steers := w.Inbox.TakeOrSeal(ctx)
+		if len(steers) == 0 {
+			return out, nil
+		}
+		task = steerInput(steers)
 	}
-	usage := res.Usage
-	out := WorkResult{Text: res.Text, Output: res.Output, Spent: SpendOf(res.Usage), ServedModel: res.Served.Model, Usage: &usage}
-	if err != nil {
-		return out, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
+}
+
+// steerInput is the turn input of the steers a worker's turn takes: each
+// message, in order, separated by a blank line.
+func steerInput(steers []SteerMessage) string {
+	if len(steers) == 1 {
+		return steers[0].Message
 	}
-	return out, nil
+	parts := make([]string, len(steers))
+	for i, s := range steers {
+		parts[i] = s.Message
+	}
+	return strings.Join(parts, "\n\n")
 }
 
 // SpendOf converts observed usage to a ledger spend of one iteration:

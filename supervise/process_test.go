@@ -3,7 +3,9 @@ package supervise_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,10 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/store/memory"
+	"github.com/agentrt/agentrt/store/sqlite"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -23,6 +27,9 @@ import (
 const (
 	childEnv = "AGENTRT_SUPERVISE_CHILD"
 	childDir = "AGENTRT_SUPERVISE_DIR"
+	// childStore, when set, names a SQLite file the child keeps its
+	// spawn journal in (Options.SpawnStore, a one-second lease).
+	childStore = "AGENTRT_SUPERVISE_STORE"
 )
 
 func TestMain(m *testing.M) {
@@ -100,6 +107,14 @@ func superviseUntilKilled(dir string) error {
 	o, err := processOptions(exec, dir)
 	if err != nil {
 		return err
+	}
+	if path := os.Getenv(childStore); path != "" {
+		st, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		o.SpawnStore, o.SpawnLeaseTTL = st, kernel.MinLeaseTTL
 	}
 	manager, err := processManager()
 	if err != nil {
@@ -181,5 +196,94 @@ func TestKilledSupervisorResumesBehaviour46(t *testing.T) {
 	// beta 60.
 	if got.Spent.Tokens != 1182 || got.Spent.TokensKnown {
 		t.Errorf("spent %+v", got.Spent)
+	}
+}
+
+// RES-03, behaviour 46 with the spawn journal in SQLite: a supervisor
+// keeping its journal in the store (not the run dir's file) is killed
+// with SIGKILL while its second worker runs. A process resuming it is
+// refused while the dead one's lease lasts, then takes the run over at
+// the next lease generation, does not execute the committed worker
+// again, and settles with the uninterrupted run's winner.
+func TestKilledSupervisorResumesFromSQLiteBehaviour46(t *testing.T) {
+	if testing.Short() {
+		t.Skip("re-executes the test binary")
+	}
+	manager, err := processManager()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := processOptions(newCounting(t, workerProvider(t)), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := supervise.Supervise(context.Background(), manager, "t", o)
+	if err != nil || want.Winner == nil {
+		t.Fatalf("uninterrupted run: %v %+v", err, want)
+	}
+
+	dir, db := t.TempDir(), filepath.Join(t.TempDir(), "runs.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=1", childDir+"="+dir, childStore+"="+db)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "slow-started")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the child never started its slow worker; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if _, err := os.Stat(filepath.Join(dir, supervise.SpawnJournalFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the run dir holds a spawn journal file (%v); the store holds the journal", err)
+	}
+
+	st, err := sqlite.Open(context.Background(), db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	counting := newCounting(t, workerProvider(t))
+	o, err = processOptions(counting, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.SpawnStore, o.SpawnLeaseTTL = st, kernel.MinLeaseTTL
+	var got supervise.SupervisedResult
+	for {
+		got, err = supervise.Supervise(context.Background(), manager, "t", o)
+		if !errors.Is(err, supervise.ErrSpawnLogHeld) {
+			break // held only while the dead process's lease lasts
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still held: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counting.count("alpha") != 0 || counting.count("slow") != 1 || counting.count("beta") != 1 {
+		t.Errorf("the resuming process executed alpha %d, slow %d, beta %d times; want 0, 1, 1",
+			counting.count("alpha"), counting.count("slow"), counting.count("beta"))
+	}
+	if got.Winner == nil || got.Winner.OutRef != want.Winner.OutRef || got.Winner.Node != want.Winner.Node {
+		t.Fatalf("winner %+v, want %+v", got.Winner, want.Winner)
+	}
+	run, err := st.GetRun(context.Background(), "run1")
+	if err != nil || run.Kind != supervise.SpawnLogRunKind || run.Generation != 2 {
+		t.Errorf("the journal's run %+v (%v): want a spawn journal taken over once (generation 2)", run, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -29,9 +30,11 @@ func sequentialManager() *scripted.ChatModel {
 
 var verbs2 = []string{supervise.VerbSpawnWorker, supervise.VerbAwaitEvent}
 
-// keepLines truncates the journal to its first n lines: a process killed
-// after its n-th durable append.
-func keepLines(t *testing.T, dir string, n int) {
+// keepThrough truncates the journal just after its n-th record of kind:
+// a process killed after that append was durable. (The manager's
+// metered records interleave with the workers' as turns and workers
+// end, so a line count would not name one moment.)
+func keepThrough(t *testing.T, dir, kind string, n int) {
 	t.Helper()
 	path := filepath.Join(dir, supervise.SpawnJournalFile)
 	data, err := os.ReadFile(path)
@@ -39,12 +42,22 @@ func keepLines(t *testing.T, dir string, n int) {
 		t.Fatal(err)
 	}
 	lines := bytes.SplitAfter(data, []byte("\n"))
-	if len(lines) < n {
-		t.Fatalf("journal has %d lines, want at least %d", len(lines), n)
+	for i, k := range kinds(t, dir) {
+		if k == kind {
+			if n--; n == 0 {
+				if err := os.WriteFile(path, bytes.Join(lines[:i+1], nil), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+		}
 	}
-	if err := os.WriteFile(path, bytes.Join(lines[:n], nil), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	t.Fatalf("the journal has fewer than %d %s records", n, kind)
+}
+
+// withoutMetered drops the manager's metered records from ks.
+func withoutMetered(ks []string) []string {
+	return slices.DeleteFunc(slices.Clone(ks), func(k string) bool { return k == supervise.KindMetered })
 }
 
 func kinds(t *testing.T, dir string) []string {
@@ -76,8 +89,11 @@ func TestResumeAfterOneWorkerSettledBehaviour46(t *testing.T) {
 	if err != nil || want.Status != supervise.StatusWinner {
 		t.Fatalf("reference run: %v %+v", err, want)
 	}
-	if diff := cmp.Diff([]string{"run-started", "spawned", "settled", "spawned", "settled", "finished"}, kinds(t, refDir)); diff != "" {
+	if diff := cmp.Diff([]string{"run-started", "spawned", "settled", "spawned", "settled", "finished"}, withoutMetered(kinds(t, refDir))); diff != "" {
 		t.Fatalf("journal kinds (-want +got):\n%s", diff)
+	}
+	if n := len(kinds(t, refDir)) - 6; n != 5 {
+		t.Errorf("%d metered records, want one per manager turn (5)", n)
 	}
 
 	// The same run, killed after alpha's settlement was durable.
@@ -90,7 +106,7 @@ func TestResumeAfterOneWorkerSettledBehaviour46(t *testing.T) {
 	if _, err := supervise.Supervise(context.Background(), managerProfile(t, verbs2...), "ship", o); err != nil {
 		t.Fatal(err)
 	}
-	keepLines(t, dir, 3)
+	keepThrough(t, dir, supervise.KindSettled, 1)
 
 	second := newCounting(t, workerProvider(t))
 	o = baseOptions(t, second, sequentialManager())
@@ -136,7 +152,7 @@ func TestResumeChargesUnsettledAtCeilingBehaviour40(t *testing.T) {
 	if _, err := supervise.Supervise(context.Background(), managerProfile(t, verbs2...), "ship", o); err != nil {
 		t.Fatal(err)
 	}
-	keepLines(t, dir, 4) // beta spawned, never settled
+	keepThrough(t, dir, supervise.KindSpawned, 2) // beta spawned, never settled
 
 	second := newCounting(t, workerProvider(t))
 	o = uncappedUSD(baseOptions(t, second, sequentialManager()))

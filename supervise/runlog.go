@@ -153,66 +153,59 @@ func (e *ResumeError) Error() string {
 // Unwrap returns the underlying error.
 func (e *ResumeError) Unwrap() error { return e.Err }
 
-// runLog is the run's journal: the durable file when a run dir is given,
-// and always an in-memory copy that read_journal pages through.
+// runLog is the run's journal: the durable spawn log when there is one
+// (the run dir's file, or a run in a store), and always an in-memory
+// copy that read_journal pages through.
 type runLog struct {
 	dir   string
-	j     *journal.Journal
+	spawn SpawnLog
 	coord *journal.Journal
 
 	mu   sync.Mutex
 	rows []Record
 }
 
-// openRunLog opens dir's journal and returns what it already holds. With
-// dir empty the log lives in memory only.
-func openRunLog(dir string) (*runLog, []Record, error) {
-	l := &runLog{dir: dir}
-	if dir == "" {
+// openRunLog opens the run's spawn log and coordination log and returns
+// what the spawn log already holds. The spawn log is spawn when given
+// (its owner opened it), else the file of dir; with neither the log lives
+// in memory only. openRunLog owns spawn from then on, also on error.
+func openRunLog(ctx context.Context, dir string, spawn SpawnLog) (*runLog, []Record, error) {
+	l := &runLog{dir: dir, spawn: spawn}
+	if dir != "" {
+		if err := os.MkdirAll(filepath.Join(dir, BlobsDir), 0o700); err != nil {
+			l.close()
+			return nil, nil, fmt.Errorf("supervise: run dir: %w", err)
+		}
+		if l.spawn == nil {
+			var err error
+			if l.spawn, err = OpenFileSpawnLog(dir); err != nil {
+				return nil, nil, err
+			}
+		}
+		var err error
+		if l.coord, err = journal.Open(filepath.Join(dir, CoordinationLogFile), journal.Options{}); err != nil {
+			l.close()
+			return nil, nil, fmt.Errorf("supervise: opening the coordination log: %w", err)
+		}
+	}
+	if l.spawn == nil {
 		return l, nil, nil
 	}
-	if err := os.MkdirAll(filepath.Join(dir, BlobsDir), 0o700); err != nil {
-		return nil, nil, fmt.Errorf("supervise: run dir: %w", err)
-	}
-	j, err := journal.Open(filepath.Join(dir, SpawnJournalFile), journal.Options{})
+	prior, err := l.spawn.Records(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("supervise: opening the spawn journal: %w", err)
-	}
-	l.j = j
-	if l.coord, err = journal.Open(filepath.Join(dir, CoordinationLogFile), journal.Options{}); err != nil {
-		j.Close()
-		return nil, nil, fmt.Errorf("supervise: opening the coordination log: %w", err)
-	}
-	var prior []Record
-	for e, err := range j.Read(context.Background(), 1) {
-		if err != nil {
-			var corrupt *journal.CorruptError
-			if errors.As(err, &corrupt) {
-				continue // one bad line never hides later ones
-			}
-			l.close()
-			return nil, nil, &ResumeError{RunDir: dir, Reason: "reading the journal", Err: err}
-		}
-		var r Record
-		if err := canonjson.FromValue(e.Value, &r); err != nil {
-			l.close()
-			return nil, nil, &ResumeError{RunDir: dir, Reason: fmt.Sprintf("record %d does not decode", e.Seq), Err: err}
-		}
-		prior = append(prior, r)
+		l.close()
+		return nil, nil, &ResumeError{RunDir: dir, Reason: "reading the journal", Err: err}
 	}
 	l.rows = append(l.rows, prior...)
 	return l, prior, nil
 }
 
-// append makes r durable (when the log has a file) and then visible.
+// append makes r durable (when the log has a spawn log) and then
+// visible.
 func (l *runLog) append(ctx context.Context, r Record) error {
-	if l.j != nil {
-		v, err := canonjson.ToValue(r)
-		if err != nil {
-			return fmt.Errorf("supervise: journal record: %w", err)
-		}
-		if _, err := l.j.Append(context.WithoutCancel(ctx), v); err != nil {
-			return fmt.Errorf("supervise: journal append: %w", err)
+	if l.spawn != nil {
+		if err := l.spawn.Append(context.WithoutCancel(ctx), r); err != nil {
+			return err
 		}
 	}
 	l.mu.Lock()
@@ -319,10 +312,11 @@ func (l *runLog) appendCoord(ctx context.Context, r CoordRecord) error {
 
 func (l *runLog) close() error {
 	var errs []error
-	for _, j := range []*journal.Journal{l.j, l.coord} {
-		if j != nil {
-			errs = append(errs, j.Close())
-		}
+	if l.spawn != nil {
+		errs = append(errs, l.spawn.Close())
+	}
+	if l.coord != nil {
+		errs = append(errs, l.coord.Close())
 	}
 	return errors.Join(errs...)
 }

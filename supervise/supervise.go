@@ -14,6 +14,7 @@ import (
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/memory"
 )
 
@@ -37,8 +38,9 @@ type Deliverable struct {
 
 // Brain drives a supervised run through its Coordinator and returns when
 // it is done (it answered, called Stop, or failed). Metered is the
-// brain's own model usage, charged to the run's pool; nil means the brain
-// made no model calls of its own.
+// brain's own model usage it did not already charge turn by turn through
+// Coordinator.Meter, charged to the run's pool at its end; nil means
+// none.
 //
 // The router brain (harness cli-base) is built in. A caller-owned brain
 // is any implementation. An external harness (claude-code, codex,
@@ -95,6 +97,20 @@ type Options struct {
 	RunDir string
 	RunID  string
 	Resume bool
+	// SpawnStore, when set, keeps the spawn journal as run RunID in this
+	// store (SQLite or PostgreSQL for many processes; see
+	// OpenStoreSpawnLog) instead of the run dir's file: the store's lease
+	// generation, not the file lock, makes this process its one writer,
+	// and a process that lost the lease writes nothing more. Resume then
+	// needs RunID. The run dir, when also set, keeps the blobs, the
+	// coordination log and the control files.
+	SpawnStore store.Store
+	// SpawnLeaseTTL is how long a SpawnStore journal stays this
+	// process's once it stops renewing it (a process that died): 0
+	// means kernel.DefaultLeaseTTL, below kernel.MinLeaseTTL is refused.
+	// Until it lapses, another process resuming the run is refused
+	// (ErrSpawnLogHeld).
+	SpawnLeaseTTL time.Duration
 	// SettleGrace bounds how long live workers get to settle once the
 	// brain returned and they were cancelled (default 10s). A worker
 	// still running then is charged at its ceiling and named in
@@ -224,13 +240,24 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	if err != nil {
 		return SupervisedResult{}, err
 	}
-	log, prior, err := openRunLog(o.RunDir)
+	runID, start, deadline := o.RunID, now(), o.Deadline
+	var spawnLog SpawnLog
+	if o.SpawnStore != nil {
+		if runID == "" {
+			runID = kernel.NewID("supervise")
+		}
+		sl, err := OpenStoreSpawnLog(ctx, o.SpawnStore, runID, StoreSpawnLogOptions{LeaseTTL: o.SpawnLeaseTTL, Logger: logger})
+		if err != nil {
+			return SupervisedResult{}, err
+		}
+		spawnLog = sl
+	}
+	log, prior, err := openRunLog(ctx, o.RunDir, spawnLog)
 	if err != nil {
 		return SupervisedResult{}, err
 	}
 	defer log.close()
 
-	runID, start, deadline := o.RunID, now(), o.Deadline
 	resumed := len(prior) > 0
 	if resumed {
 		first := prior[0]
@@ -386,8 +413,11 @@ func (o *Options) resolve(manager *profile.Profile) (Brain, Executor, error) {
 	if len(o.Profiles) == 0 {
 		bad("Profiles names no worker profile")
 	}
-	if o.Resume && o.RunDir == "" {
-		bad("Resume needs a RunDir")
+	if o.Resume && o.RunDir == "" && o.SpawnStore == nil {
+		bad("Resume needs a RunDir or a SpawnStore")
+	}
+	if o.Resume && o.SpawnStore != nil && o.RunID == "" {
+		bad("Resume from a SpawnStore needs the RunID")
 	}
 	exec := o.Executor
 	if exec == nil {
@@ -423,25 +453,16 @@ func (o *Options) resolve(manager *profile.Profile) (Brain, Executor, error) {
 // finish settles the scope and builds the result.
 func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr error, start, end time.Time) SupervisedResult {
 	res := SupervisedResult{RunID: c.runID, BrainText: report.Text, MS: end.Sub(start).Milliseconds()}
-	var driver SpentTotal
 	if report.Metered != nil {
-		sp := SpendOf(*report.Metered)
-		zero := int64(0)
-		sp.Iterations = &zero // the brain's turns are not worker iterations
-		c.pool.Observe(sp)
-		driver = spentOf(sp)
-		if sp.Tokens == nil || sp.MicroUSD == nil {
-			var ch []string
-			if sp.Tokens == nil {
-				ch = append(ch, ledger.ChannelTokens)
-			}
-			if sp.MicroUSD == nil {
-				ch = append(ch, ledger.ChannelUSD)
-			}
-			res.SpendGaps = append(res.SpendGaps, SpendGap{ID: c.scope.Root(), Label: "manager", Kind: GapUnreported, Channels: ch})
+		// Usage the brain reported only now: charged and journaled at
+		// its end (the router brain meters each turn as it happens).
+		if err := c.Meter(ctx, *report.Metered); err != nil {
+			c.logger.Error("supervise: metering the manager's reported usage", "err", err)
 		}
-	} else {
-		driver = SpentTotal{TokensKnown: true, IterationsKnown: true, USDKnown: true, Resources: map[string]int64{}}
+	}
+	driver, gap := c.driverTotal()
+	if gap != nil {
+		res.SpendGaps = append(res.SpendGaps, *gap)
 	}
 	for _, n := range c.scope.Nodes() {
 		if n.State.Live() && !n.InDoubt {
@@ -530,20 +551,6 @@ func errorName(err error) string {
 		err = u
 	}
 	return fmt.Sprintf("%T", err)
-}
-
-func spentOf(sp ledger.Spend) SpentTotal {
-	t := SpentTotal{Resources: map[string]int64{}, TokensKnown: sp.Tokens != nil, IterationsKnown: sp.Iterations != nil, USDKnown: sp.MicroUSD != nil}
-	if sp.Tokens != nil {
-		t.Tokens = *sp.Tokens
-	}
-	if sp.Iterations != nil {
-		t.Iterations = *sp.Iterations
-	}
-	if sp.MicroUSD != nil {
-		t.MicroUSD = *sp.MicroUSD
-	}
-	return t
 }
 
 func addTotals(a, b SpentTotal) SpentTotal {

@@ -84,21 +84,23 @@ func (s *Scope) totalsLocked() Totals {
 		add(ledger.ChannelTokens, &t.Spent.Tokens, n.Reserved.Tokens, spent.Tokens)
 		add(ledger.ChannelIterations, &t.Spent.Iterations, n.Reserved.Iterations, spent.Iterations)
 		add(ledger.ChannelUSD, &t.Spent.MicroUSD, n.Reserved.MicroUSD, spent.MicroUSD)
-		names := map[string]bool{}
-		for name := range n.Reserved.Resources {
-			names[name] = true
-		}
-		for name := range spent.Resources {
-			names[name] = true
-		}
-		for _, name := range slices.Sorted(maps.Keys(names)) {
-			var reserved *int64
-			if v, ok := n.Reserved.Resources[name]; ok {
-				reserved = &v
+		if len(n.Reserved.Resources) > 0 || len(spent.Resources) > 0 {
+			names := map[string]bool{}
+			for name := range n.Reserved.Resources {
+				names[name] = true
 			}
-			var sum int64
-			add("resource:"+name, &sum, reserved, spent.Resources[name])
-			t.Spent.Resources[name] += sum
+			for name := range spent.Resources {
+				names[name] = true
+			}
+			for _, name := range slices.Sorted(maps.Keys(names)) {
+				var reserved *int64
+				if v, ok := n.Reserved.Resources[name]; ok {
+					reserved = &v
+				}
+				var sum int64
+				add("resource:"+name, &sum, reserved, spent.Resources[name])
+				t.Spent.Resources[name] += sum
+			}
 		}
 		if len(gaps) == 0 {
 			continue

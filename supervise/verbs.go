@@ -163,13 +163,13 @@ func (b *RouterBrain) Drive(ctx context.Context, c *Coordinator, task string) (B
 			offered = append(offered, t)
 		}
 	}
+	// Each model turn is charged to the run's pool as it ends (Meter).
 	res, err := kernel.RunToolLoop(ctx, kernel.ToolLoopOptions{Model: b.model, Profile: b.profile, User: task, Tools: offered,
-		MaxToolTurns: b.maxTurns, Logger: c.logger, Now: c.now})
+		MaxToolTurns: b.maxTurns, Logger: c.logger, Now: c.now, Observer: c.TurnMeter()})
 	if res == nil {
 		return BrainReport{}, err
 	}
-	usage := res.Usage
-	report := BrainReport{Text: res.FinalText, Metered: &usage}
+	report := BrainReport{Text: res.FinalText}
 	if err == nil && (res.StopReason == kernel.StopBudget || res.StopReason == kernel.StopDeadline) {
 		err = fmt.Errorf("%w (%s)", errBudgetStop, res.StopReason)
 	}

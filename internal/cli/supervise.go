@@ -580,7 +580,10 @@ func newSuperviseSteerCmd(stdio IO) *cobra.Command {
 		Long: `Publish a steer request in RUN-DIR for WORKER (a worker id, a direct child's
 label or profile name, or the run id for the manager) and wait up to --wait for
 the running supervisor's acknowledgement. Repeating the same --operation-id
-with the same message is safe; with another message it is refused.
+with the same message is safe; with another message it is refused. A worker
+run through the kernel takes the message as its next turn's input, and the
+acknowledgement says delivered only then: until its current turn ends it stays
+unknown, and running this again with the same --operation-id shows the outcome.
 
 Exit status: 0 when the acknowledgement says delivered, 1 for any other
 acknowledgement or none within --wait, 2 on usage errors.`,
@@ -612,6 +615,8 @@ acknowledgement or none within --wait, 2 on usage errors.`,
 				}
 			} else if ack == nil {
 				fmt.Fprintf(stdio.Out, "steer %s: no acknowledgement within %s\n", opID, wait)
+			} else if ack.Effect == supervise.SteerUnknown {
+				fmt.Fprintf(stdio.Out, "steer %s to %s: unknown after %s: the supervisor holds it until the worker's next turn takes it; run this again with the same --operation-id to see the outcome\n", opID, ack.Worker, wait)
 			} else {
 				fmt.Fprintf(stdio.Out, "steer %s to %s: %s%s\n", opID, ack.Worker, ack.Effect, detail(ack.Detail))
 			}

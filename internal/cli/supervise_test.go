@@ -179,9 +179,11 @@ func TestSuperviseResumeAfterExit(t *testing.T) {
 }
 
 // While one invocation supervises a slow worker, a second steers it (the
-// kernel executor has no inbox: unsupported, exit 1, acknowledged) and a
-// third cancels it (cancelled, exit 0); the first then ends with no
-// winner.
+// kernel worker takes steers at its next turn, which its 30 s turn does
+// not reach: the acknowledgement stays unknown, exit 1, and the output
+// says to ask again) and a third cancels it (cancelled, exit 0); the
+// first then ends with no winner, and asking again about the steer shows
+// it not_live: the worker never took another turn.
 func TestSuperviseSteerAndCancelFromAnotherInvocation(t *testing.T) {
 	dir := t.TempDir()
 	slow := writeFile(t, "slow.json", `{"turns": [{"repeat": true, "steps": [{"text": "thinking"}, {"delayMs": 30000}, {"text": " done."}]}]}`)
@@ -197,8 +199,8 @@ func TestSuperviseSteerAndCancelFromAnotherInvocation(t *testing.T) {
 	}()
 	waitJournal(t, dir, supervise.KindSpawned)
 
-	out, errOut, code := run(t, "", "supervise", "steer", dir, "note", "--message", "Be brief.", "--operation-id", "steer-1", "--wait", "10s")
-	if code != 1 || !strings.Contains(out, "steer steer-1 to note: unsupported") {
+	out, errOut, code := run(t, "", "supervise", "steer", dir, "note", "--message", "Be brief.", "--operation-id", "steer-1", "--wait", "1s")
+	if code != 1 || !strings.Contains(out, "steer steer-1 to note: unknown after 1s: the supervisor holds it until the worker's next turn takes it") {
 		t.Errorf("steer: exit %d\n%s%s", code, out, errOut)
 	}
 	out, errOut, code = run(t, "", "supervise", "cancel", dir, "note", "--operation-id", "cancel-1", "--wait", "10s", "--json")
@@ -228,6 +230,10 @@ func TestSuperviseSteerAndCancelFromAnotherInvocation(t *testing.T) {
 		if !strings.Contains(first.errOut, want) {
 			t.Errorf("progress lacks %q:\n%s", want, first.errOut)
 		}
+	}
+	out, errOut, code = run(t, "", "supervise", "steer", dir, "note", "--message", "Be brief.", "--operation-id", "steer-1", "--wait", "1s")
+	if code != 1 || !strings.Contains(out, "steer steer-1 to note: not_live") {
+		t.Errorf("asking again after the run: exit %d\n%s%s", code, out, errOut)
 	}
 }
 

@@ -1,0 +1,390 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/journal"
+)
+
+// WorkersDir holds one inbox projection per steered worker of a run
+// directory, workers/<stem>.inbox.ndjson (§3.6 "Supervisor run layout"):
+// every steer the worker's inbox accepted, and when its next turn took it
+// or why it never will.
+const WorkersDir = "workers"
+
+// Inbox limits.
+const (
+	// MaxInboxPending bounds the steers waiting in one worker's inbox; a
+	// further one is refused until the worker's next turn takes them.
+	MaxInboxPending = 64
+	// MaxSteerWait bounds how long a steer waits for the worker's next
+	// turn to take it. A steer still waiting then is withdrawn (the
+	// projection says so) and refused, never left to arrive later.
+	MaxSteerWait = 10 * time.Minute
+)
+
+// Inbox record kinds of a worker's projection file.
+const (
+	InboxPosted  = "posted"
+	InboxTaken   = "taken"
+	InboxDropped = "dropped"
+)
+
+// InboxReader is implemented by an executor whose workers take steers
+// from Work.Inbox between turns (KernelExecutor does). Supervise gives
+// each worker of such an executor an inbox, and a steer, from the
+// manager's steer_agent or from another process through the run dir, is
+// acknowledged delivered once the worker's next turn has taken it.
+type InboxReader interface {
+	ReadsInbox() bool
+}
+
+// SteerMessage is one steer a worker's inbox holds.
+type SteerMessage struct {
+	// Seq numbers the worker's steers from 1, in the order posted.
+	Seq int64
+	// Message is the steer's text, as sent.
+	Message string
+	// OperationID is the run dir steer request's operation id; "" for
+	// the manager's own steer_agent.
+	OperationID string
+}
+
+// InboxRecord is one line of a worker's inbox projection: a steer
+// posted (Seq, Message, OperationID), taken by the worker's next turn
+// (Seq), or dropped (Seq, Reason): withdrawn unread or refused because
+// the worker took its last turn.
+type InboxRecord struct {
+	Kind        string `json:"kind"`
+	Seq         int64  `json:"seq"`
+	AtMS        int64  `json:"atMs"`
+	Message     string `json:"message,omitzero"`
+	OperationID string `json:"operationId,omitzero"`
+	Reason      string `json:"reason,omitzero"`
+}
+
+// WorkerStem is the file stem of a worker's files in a run directory:
+// its node id with every character outside [A-Za-z0-9._-] replaced by
+// '_' ("worker" when empty).
+func WorkerStem(worker NodeID) string {
+	if worker == "" {
+		return "worker"
+	}
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			return r
+		}
+		return '_'
+	}, string(worker))
+}
+
+// InboxPath is where worker's inbox projection lives in runDir.
+func InboxPath(runDir string, worker NodeID) string {
+	return filepath.Join(runDir, WorkersDir, WorkerStem(worker)+".inbox.ndjson")
+}
+
+// ReadInbox reads worker's inbox projection in runDir without locking
+// it, tolerantly (a torn tail is ignored; a corrupt line or one that is
+// not an InboxRecord is skipped and counted). A worker never steered has
+// no projection: the error matches fs.ErrNotExist.
+func ReadInbox(ctx context.Context, runDir string, worker NodeID) ([]InboxRecord, int, error) {
+	var recs []InboxRecord
+	skipped := 0
+	for e, err := range journal.Read(ctx, InboxPath(runDir, worker), 1, journal.Options{}) {
+		if err != nil {
+			var corrupt *journal.CorruptError
+			if errors.As(err, &corrupt) {
+				skipped++
+				continue
+			}
+			return recs, skipped, err
+		}
+		var r InboxRecord
+		if err := canonjson.FromValue(e.Value, &r); err != nil {
+			skipped++
+			continue
+		}
+		recs = append(recs, r)
+	}
+	return recs, skipped, nil
+}
+
+// Inbox is one live worker's steer inbox. The executor takes what it
+// holds between the worker's turns (Take, TakeOrSeal) and seals it when
+// the worker takes no more turns; a steer waits until a turn takes it,
+// the inbox is sealed, or its wait ends. With a run dir every steer, take
+// and drop is also appended to the worker's projection file before it
+// is acknowledged. A nil *Inbox holds nothing: Take returns nil. Its
+// methods are safe for concurrent use.
+type Inbox struct {
+	node   NodeID
+	path   string // the projection; "" without a run dir
+	now    func() time.Time
+	logger *slog.Logger
+
+	// fileMu guards the projection journal, opened on the first post.
+	// Lock order: mu before fileMu.
+	fileMu     sync.Mutex
+	j          *journal.Journal
+	fileClosed bool
+
+	mu      sync.Mutex
+	pending []*posting
+	seq     int64
+	sealed  bool
+}
+
+// posting is one steer waiting for its outcome.
+type posting struct {
+	msg      SteerMessage
+	resolved bool // taken or dropped; guarded by Inbox.mu
+	taken    bool
+	done     chan struct{}
+}
+
+func newInbox(node NodeID, runDir string, now func() time.Time, logger *slog.Logger) *Inbox {
+	in := &Inbox{node: node, now: now, logger: logger}
+	if runDir != "" {
+		in.path = InboxPath(runDir, node)
+	}
+	return in
+}
+
+// Take returns the steers waiting in the inbox, oldest first, and
+// acknowledges them delivered: the caller's next turn takes them. It
+// returns nil when none wait.
+func (in *Inbox) Take(ctx context.Context) []SteerMessage {
+	return in.take(ctx, false)
+}
+
+// TakeOrSeal is Take for a worker whose turn just ended: with steers
+// waiting it takes them, and with none it seals the inbox in the same
+// step, so a steer arriving after is refused not_live instead of waiting
+// for a turn that will never come.
+func (in *Inbox) TakeOrSeal(ctx context.Context) []SteerMessage {
+	return in.take(ctx, true)
+}
+
+func (in *Inbox) take(ctx context.Context, sealIfEmpty bool) []SteerMessage {
+	if in == nil {
+		return nil
+	}
+	in.mu.Lock()
+	if len(in.pending) == 0 {
+		if sealIfEmpty {
+			in.sealed = true
+		}
+		in.mu.Unlock()
+		return nil
+	}
+	ps := in.pending
+	in.pending = nil
+	for _, p := range ps {
+		p.resolved, p.taken = true, true
+	}
+	in.mu.Unlock()
+
+	msgs := make([]SteerMessage, len(ps))
+	recs := make([]InboxRecord, len(ps))
+	at := in.now().UnixMilli()
+	for i, p := range ps {
+		msgs[i] = p.msg
+		recs[i] = InboxRecord{Kind: InboxTaken, Seq: p.msg.Seq, AtMS: at}
+	}
+	if err := in.record(ctx, recs...); err != nil {
+		// The turn takes them either way; only the projection lags.
+		in.logger.Error("supervise: recording taken steers", "node", in.node, "err", err)
+	}
+	for _, p := range ps {
+		close(p.done)
+	}
+	return msgs
+}
+
+// Seal refuses every later steer and drops those still waiting (they
+// are acknowledged not_live); it returns how many it dropped. An
+// executor seals the inbox of a worker that may take no more turns.
+func (in *Inbox) Seal(ctx context.Context) int {
+	if in == nil {
+		return 0
+	}
+	in.mu.Lock()
+	in.sealed = true
+	ps := in.pending
+	in.pending = nil
+	for _, p := range ps {
+		p.resolved = true
+	}
+	in.mu.Unlock()
+	if len(ps) > 0 {
+		recs := make([]InboxRecord, len(ps))
+		at := in.now().UnixMilli()
+		for i, p := range ps {
+			recs[i] = InboxRecord{Kind: InboxDropped, Seq: p.msg.Seq, AtMS: at, Reason: "the worker took its last turn"}
+		}
+		if err := in.record(ctx, recs...); err != nil {
+			in.logger.Error("supervise: recording dropped steers", "node", in.node, "err", err)
+		}
+	}
+	for _, p := range ps {
+		close(p.done)
+	}
+	return len(ps)
+}
+
+// close seals the inbox and closes its projection; the worker's
+// execution has returned.
+func (in *Inbox) close(ctx context.Context) {
+	if in == nil {
+		return
+	}
+	in.Seal(ctx)
+	in.fileMu.Lock()
+	defer in.fileMu.Unlock()
+	in.fileClosed = true
+	if in.j != nil {
+		if err := in.j.Close(); err != nil {
+			in.logger.Error("supervise: closing an inbox projection", "node", in.node, "err", err)
+		}
+		in.j = nil
+	}
+}
+
+// post puts msg in the inbox and waits, at most MaxSteerWait or until
+// ctx ends, for the worker's next turn to take it; it returns the steer
+// effect and, when not delivered, why.
+func (in *Inbox) post(ctx context.Context, msg, operationID string) (SteerEffect, string) {
+	ctx, cancel := context.WithTimeout(ctx, MaxSteerWait)
+	defer cancel()
+
+	// The posted line is made durable under the lock, so a turn taking
+	// the inbox meanwhile waits for it: the projection's posted line
+	// always precedes its taken or dropped line, and a steer whose
+	// posted line is visible is already queued.
+	in.mu.Lock()
+	switch {
+	case in.sealed:
+		in.mu.Unlock()
+		return SteerNotLive, "the worker took its last turn"
+	case len(in.pending) >= MaxInboxPending:
+		in.mu.Unlock()
+		return SteerRefused, fmt.Sprintf("the worker's inbox holds %d steers its next turn has not taken; wait for it", MaxInboxPending)
+	}
+	in.seq++
+	p := &posting{msg: SteerMessage{Seq: in.seq, Message: msg, OperationID: operationID}, done: make(chan struct{})}
+	if err := in.record(ctx, InboxRecord{Kind: InboxPosted, Seq: p.msg.Seq, AtMS: in.now().UnixMilli(), Message: msg, OperationID: operationID}); err != nil {
+		in.mu.Unlock()
+		return SteerRefused, "the worker's inbox could not record the message: " + err.Error()
+	}
+	in.pending = append(in.pending, p)
+	in.mu.Unlock()
+
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		in.mu.Lock()
+		withdrawn := !p.resolved
+		if withdrawn {
+			p.resolved = true
+			for i, q := range in.pending {
+				if q == p {
+					in.pending = append(in.pending[:i], in.pending[i+1:]...)
+					break
+				}
+			}
+		}
+		in.mu.Unlock()
+		if withdrawn {
+			why := "the worker's next turn did not take the message before the steer's wait ended"
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				why = fmt.Sprintf("the worker's next turn did not take the message within %s", MaxSteerWait)
+			}
+			in.drop(context.WithoutCancel(ctx), p, why)
+			return SteerRefused, why + "; it was withdrawn"
+		}
+		<-p.done // resolved meanwhile: its outcome is being recorded
+	}
+	if p.taken {
+		return SteerDelivered, ""
+	}
+	return SteerNotLive, "the worker took its last turn before taking the message"
+}
+
+// drop records p as dropped; p is already out of the queue.
+func (in *Inbox) drop(ctx context.Context, p *posting, reason string) {
+	if err := in.record(ctx, InboxRecord{Kind: InboxDropped, Seq: p.msg.Seq, AtMS: in.now().UnixMilli(), Reason: reason}); err != nil {
+		in.logger.Error("supervise: recording a dropped steer", "node", in.node, "err", err)
+	}
+}
+
+// record appends recs to the projection, opening it on first use;
+// without a run dir it does nothing.
+func (in *Inbox) record(ctx context.Context, recs ...InboxRecord) error {
+	if in.path == "" {
+		return nil
+	}
+	vals := make([]canonjson.Value, len(recs))
+	for i, r := range recs {
+		v, err := canonjson.ToValue(r)
+		if err != nil {
+			return err
+		}
+		vals[i] = v
+	}
+	in.fileMu.Lock()
+	defer in.fileMu.Unlock()
+	if in.fileClosed {
+		return journal.ErrClosed
+	}
+	if in.j == nil {
+		j, err := journal.Open(in.path, journal.Options{CreateDir: true})
+		if err != nil {
+			return err
+		}
+		in.j = j
+	}
+	_, err := in.j.Append(context.WithoutCancel(ctx), vals...)
+	return err
+}
+
+// deliver puts a steer in live worker info's inbox: the worker's own
+// inbox when its executor reads one (delivered once its next turn takes
+// the message), else the executor's Steerer port. It is the one rule
+// behind steer_agent and the run dir's steer requests.
+func (c *Coordinator) deliver(ctx context.Context, info NodeInfo, msg, operationID string) (SteerEffect, string) {
+	if !live(info) {
+		return SteerNotLive, "the worker is " + string(info.State)
+	}
+	c.mu.Lock()
+	w := c.workers[info.ID]
+	c.mu.Unlock()
+	if w != nil && w.inbox != nil {
+		effect, why := w.inbox.post(ctx, msg, operationID)
+		if effect == SteerRefused && c.workCtx.Err() != nil {
+			// Withdrawn because the run's workers were cancelled.
+			return SteerNotLive, "the run ended before the worker's next turn took the message"
+		}
+		return effect, why
+	}
+	s, ok := c.exec.(Steerer)
+	if !ok {
+		return SteerUnsupported, "the executor exposes no inbox"
+	}
+	if s.Deliver(ctx, info.ID, msg) {
+		return SteerDelivered, ""
+	}
+	// The worker may have settled while its inbox was asked.
+	if now, ok := c.scope.Node(info.ID); ok && !live(now) {
+		return SteerNotLive, "the worker is " + string(now.State)
+	}
+	return SteerRefused, "the worker's inbox did not accept the message"
+}

@@ -1,0 +1,381 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/journal"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/store"
+)
+
+// SpawnLog is the durable side of a supervised run's spawn journal, the
+// one interface over its two homes: the run dir's file
+// (OpenFileSpawnLog, owned through the journal's file lock) and a run
+// in a store.Store, SQLite or PostgreSQL (OpenStoreSpawnLog, owned
+// through the store's lease-generation fence). Either way one process
+// owns the log at a time: a second Open while the first holds it fails
+// with an error matching ErrSpawnLogHeld, and every record an Append
+// returned for is read back by the next owner in order.
+type SpawnLog interface {
+	// Records returns every record the log held when it was opened, in
+	// order.
+	Records(ctx context.Context) ([]Record, error)
+	// Append makes recs durable, in order, as one write: all of them or
+	// none. It fails, and writes nothing, once the log is no longer
+	// this process's (a store lease another process took over or that
+	// lapsed: errors.Is(err, store.ErrFenced)). A store append is
+	// bounded by the lease TTL (at least kernel.DefaultCleanupTimeout);
+	// one that fails with store.ErrUnknownOutcome may still have landed.
+	Append(ctx context.Context, recs ...Record) error
+	// Close gives the log up: the next owner can open it at once.
+	Close() error
+}
+
+// ErrSpawnLogHeld matches the error of opening a spawn log another
+// process (or another open log of this one) holds.
+var ErrSpawnLogHeld = errors.New("supervise: another process holds the run's spawn journal")
+
+// fileSpawnLog is the run dir's spawn-journal.jsonl.
+type fileSpawnLog struct {
+	j *journal.Journal
+}
+
+// OpenFileSpawnLog opens the spawn journal of run directory dir
+// (SpawnJournalFile), creating the directory and the file if needed,
+// and takes its lock; a journal another open log holds is an error
+// matching ErrSpawnLogHeld (and *journal.LockedError).
+func OpenFileSpawnLog(dir string) (SpawnLog, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("supervise: run dir: %w", err)
+	}
+	j, err := journal.Open(filepath.Join(dir, SpawnJournalFile), journal.Options{})
+	if err != nil {
+		var locked *journal.LockedError
+		if errors.As(err, &locked) {
+			return nil, fmt.Errorf("%w: %w", ErrSpawnLogHeld, err)
+		}
+		return nil, fmt.Errorf("supervise: opening the spawn journal: %w", err)
+	}
+	return &fileSpawnLog{j: j}, nil
+}
+
+func (l *fileSpawnLog) Records(ctx context.Context) ([]Record, error) {
+	var out []Record
+	for e, err := range l.j.Read(ctx, 1) {
+		if err != nil {
+			var corrupt *journal.CorruptError
+			if errors.As(err, &corrupt) {
+				continue // one bad line never hides later ones
+			}
+			return out, fmt.Errorf("supervise: reading the spawn journal: %w", err)
+		}
+		var r Record
+		if err := canonjson.FromValue(e.Value, &r); err != nil {
+			return out, fmt.Errorf("supervise: spawn journal record %d does not decode: %w", e.Seq, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (l *fileSpawnLog) Append(ctx context.Context, recs ...Record) error {
+	vals, err := recordValues(recs)
+	if err != nil {
+		return err
+	}
+	if _, err := l.j.Append(ctx, vals...); err != nil {
+		return fmt.Errorf("supervise: journal append: %w", err)
+	}
+	return nil
+}
+
+func (l *fileSpawnLog) Close() error { return l.j.Close() }
+
+func recordValues(recs []Record) ([]canonjson.Value, error) {
+	vals := make([]canonjson.Value, len(recs))
+	for i, r := range recs {
+		v, err := canonjson.ToValue(r)
+		if err != nil {
+			return nil, fmt.Errorf("supervise: journal record: %w", err)
+		}
+		vals[i] = v
+	}
+	return vals, nil
+}
+
+// SpawnLogRunKind is the kind of the store run that holds a supervised
+// run's spawn journal.
+const SpawnLogRunKind = "supervise-journal"
+
+// spawnLogPage is how many events Records reads per store call.
+const spawnLogPage = 500
+
+// SpawnLogLeaseMember is the member of a store spawn journal's run
+// document that holds its lease: until when (Unix milliseconds) its
+// holder may be taken over only by itself; 0 once released.
+const SpawnLogLeaseMember = "leaseUntilMs"
+
+type spawnLease struct {
+	LeaseUntilMS int64 `json:"leaseUntilMs"`
+}
+
+func leaseDoc(until time.Time) (canonjson.Value, error) {
+	ms := int64(0)
+	if !until.IsZero() {
+		ms = until.UnixMilli()
+	}
+	return canonjson.ToValue(spawnLease{LeaseUntilMS: ms})
+}
+
+func leaseOf(r store.Run) time.Time {
+	var l spawnLease
+	if !r.Doc.IsValid() || canonjson.FromValue(r.Doc, &l) != nil || l.LeaseUntilMS == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(l.LeaseUntilMS)
+}
+
+// StoreSpawnLogOptions configure OpenStoreSpawnLog. The zero value is
+// the default.
+type StoreSpawnLogOptions struct {
+	// Owner names this process in the run's lease; "" means
+	// "<hostname>/<pid>".
+	Owner string
+	// LeaseTTL is how long the lease lasts unrenewed: 0 means
+	// kernel.DefaultLeaseTTL; below kernel.MinLeaseTTL is refused. The
+	// log renews it every third of it while open.
+	LeaseTTL time.Duration
+	// Logger receives lease renewals that failed; nil discards.
+	Logger *slog.Logger
+}
+
+// StoreSpawnLog is a spawn journal kept as the events of one run (kind
+// SpawnLogRunKind, id the supervised run's id) in a store.Store. Its
+// holder is fenced by the run's lease generation: opening creates the
+// run at generation 1, or takes it over by raising the generation, which
+// makes the store refuse every later write of an earlier holder; every
+// Append is one AppendEvents under the holder's fence. Whether the run
+// may be taken over is its lease, kept in the run's document
+// (SpawnLogLeaseMember, Unix milliseconds) and renewed while the log is
+// open: a live lease is ErrSpawnLogHeld, a lapsed or released one is
+// taken over. (The store's own LeaseUntil is not used: a run whose
+// store lease lapses reads as interrupted for good, while a spawn
+// journal must outlive a writer that crashed, to be resumed.)
+type StoreSpawnLog struct {
+	st     store.Store
+	fence  store.Fence
+	ttl    time.Duration
+	logger *slog.Logger
+	prior  []Record
+
+	mu     sync.Mutex // orders appends, so event ids follow the order
+	n      int64      // events this holder appended
+	closed bool
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// OpenStoreSpawnLog opens (creating or taking over, see StoreSpawnLog)
+// the spawn journal of supervised run runID in st.
+func OpenStoreSpawnLog(ctx context.Context, st store.Store, runID string, o StoreSpawnLogOptions) (*StoreSpawnLog, error) {
+	switch {
+	case st == nil:
+		return nil, fmt.Errorf("%w: a store spawn journal needs a store", ErrInvalidOptions)
+	case runID == "":
+		return nil, fmt.Errorf("%w: a store spawn journal needs the run's id", ErrInvalidOptions)
+	case o.LeaseTTL != 0 && o.LeaseTTL < kernel.MinLeaseTTL:
+		return nil, fmt.Errorf("%w: LeaseTTL %s is below %s", ErrInvalidOptions, o.LeaseTTL, kernel.MinLeaseTTL)
+	}
+	ttl := o.LeaseTTL
+	if ttl == 0 {
+		ttl = kernel.DefaultLeaseTTL
+	}
+	owner := o.Owner
+	if owner == "" {
+		host, _ := os.Hostname()
+		owner = fmt.Sprintf("%s/%d", host, os.Getpid())
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	run, err := claimSpawnLog(ctx, st, runID, owner, ttl)
+	if err != nil {
+		return nil, err
+	}
+	l := &StoreSpawnLog{st: st, fence: run.Fence(), ttl: ttl, logger: logger, stop: make(chan struct{}), done: make(chan struct{})}
+	if l.prior, err = l.load(ctx); err != nil {
+		l.release()
+		return nil, err
+	}
+	go l.renew()
+	return l, nil
+}
+
+// claimSpawnLog creates the log's run or takes it over.
+func claimSpawnLog(ctx context.Context, st store.Store, runID, owner string, ttl time.Duration) (store.Run, error) {
+	now := time.Now()
+	doc, err := leaseDoc(now.Add(ttl))
+	if err != nil {
+		return store.Run{}, err
+	}
+	run, err := st.CreateRun(ctx, store.Run{ID: runID, Kind: SpawnLogRunKind, Status: store.StatusRunning,
+		CreatedAt: now, UpdatedAt: now, Owner: owner, Doc: doc})
+	if err == nil {
+		return run, nil
+	}
+	if !errors.Is(err, store.ErrExists) {
+		return store.Run{}, fmt.Errorf("supervise: creating the spawn journal's run %s: %w", runID, err)
+	}
+	run, err = st.UpdateRun(ctx, runID, func(r *store.Run) error {
+		now := time.Now()
+		switch until := leaseOf(*r); {
+		case r.Kind != SpawnLogRunKind:
+			return fmt.Errorf("supervise: run %s in the store is a %s run, not a spawn journal", runID, r.Kind)
+		case r.Status.Terminal():
+			return fmt.Errorf("supervise: the spawn journal's run %s ended as %s and cannot be taken over", runID, r.Status)
+		case now.Before(until):
+			return fmt.Errorf("%w: %s holds run %s's lease until %s", ErrSpawnLogHeld, r.Owner, runID, until.UTC().Format(time.RFC3339))
+		}
+		doc, err := leaseDoc(now.Add(ttl))
+		if err != nil {
+			return err
+		}
+		r.Generation++
+		r.Owner, r.Doc = owner, doc
+		return nil
+	})
+	if err != nil {
+		return store.Run{}, fmt.Errorf("supervise: taking over the spawn journal's run %s: %w", runID, err)
+	}
+	return run, nil
+}
+
+func (l *StoreSpawnLog) load(ctx context.Context) ([]Record, error) {
+	var out []Record
+	after := ""
+	for {
+		evs, err := l.st.Events(ctx, l.fence.RunID, after, spawnLogPage)
+		if err != nil {
+			return nil, fmt.Errorf("supervise: reading the spawn journal's run %s: %w", l.fence.RunID, err)
+		}
+		for _, e := range evs {
+			var r Record
+			if err := canonjson.FromValue(e.Body, &r); err != nil {
+				return nil, fmt.Errorf("supervise: spawn journal event %d of run %s does not decode: %w", e.Sequence, l.fence.RunID, err)
+			}
+			out = append(out, r)
+		}
+		if len(evs) < spawnLogPage {
+			return out, nil
+		}
+		after = evs[len(evs)-1].Cursor
+	}
+}
+
+// Fence is the lease this log holds.
+func (l *StoreSpawnLog) Fence() store.Fence { return l.fence }
+
+// Records returns the records the run held when the log was opened.
+func (l *StoreSpawnLog) Records(context.Context) ([]Record, error) { return l.prior, nil }
+
+// Append appends recs as events of the log's run, fenced by its lease.
+func (l *StoreSpawnLog) Append(ctx context.Context, recs ...Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	vals, err := recordValues(recs)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return fmt.Errorf("supervise: journal append: %w", journal.ErrClosed)
+	}
+	now := time.Now()
+	evs := make([]store.NewEvent, len(recs))
+	for i, r := range recs {
+		evs[i] = store.NewEvent{ID: fmt.Sprintf("g%d.%d", l.fence.Generation, l.n+int64(i)+1), Type: r.Kind, Time: now, Body: vals[i]}
+	}
+	// A store that stops answering fails the append rather than hold
+	// the run: a spawn not journaled is not started.
+	ctx, cancel := context.WithTimeout(ctx, max(l.ttl, kernel.DefaultCleanupTimeout))
+	defer cancel()
+	if _, err := l.st.AppendEvents(ctx, l.fence, evs); err != nil {
+		return fmt.Errorf("supervise: journal append: %w", err)
+	}
+	l.n += int64(len(recs))
+	return nil
+}
+
+// renew extends the lease every third of its TTL until Close; a renewal
+// the fence refuses ends it (appends fail from then on).
+func (l *StoreSpawnLog) renew() {
+	defer close(l.done)
+	t := time.NewTicker(l.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		err := l.setLease(time.Now().Add(l.ttl), l.ttl/3)
+		if errors.Is(err, store.ErrFenced) {
+			l.logger.Error("supervise: the spawn journal's lease was lost", "run", l.fence.RunID, "err", err)
+			return
+		}
+		if err != nil {
+			l.logger.Warn("supervise: renewing the spawn journal's lease", "run", l.fence.RunID, "err", err)
+		}
+	}
+}
+
+// Close stops renewing the lease and releases it, so the next owner
+// takes the run over at once.
+func (l *StoreSpawnLog) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	close(l.stop)
+	<-l.done
+	return l.release()
+}
+
+// release ends the lease now (a fenced write, so a holder that already
+// lost the run changes nothing).
+func (l *StoreSpawnLog) release() error {
+	if err := l.setLease(time.Time{}, kernel.DefaultCleanupTimeout); err != nil && !errors.Is(err, store.ErrFenced) {
+		return fmt.Errorf("supervise: releasing the spawn journal's lease: %w", err)
+	}
+	return nil
+}
+
+// setLease writes the lease under the holder's fence, within timeout.
+func (l *StoreSpawnLog) setLease(until time.Time, timeout time.Duration) error {
+	doc, err := leaseDoc(until)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	_, err = l.st.UpdateFenced(ctx, l.fence, func(r *store.Run) error {
+		r.Doc = doc
+		return nil
+	})
+	return err
+}
