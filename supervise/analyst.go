@@ -352,8 +352,10 @@ type RunAnalystResult struct {
 // analysis per pair, journaled like any keyed spawn.
 func analystKey(kind string, worker NodeID) string { return "analyst:" + kind + ":" + string(worker) }
 
-// parseAnalystKey reverses analystKey.
-func parseAnalystKey(key string) (kind string, worker NodeID, ok bool) {
+// ParseAnalystKey returns the lens and the analysed worker of an
+// analyst's spawn key (a journaled spawned record's Key); ok is false
+// for any other key.
+func ParseAnalystKey(key string) (kind string, worker NodeID, ok bool) {
 	rest, ok := strings.CutPrefix(key, "analyst:")
 	if !ok {
 		return "", "", false
@@ -521,7 +523,7 @@ func (c *Coordinator) replayAnalyst(r Record) error {
 			c.lenses.defined++
 		}
 	case KindSpawned:
-		if kind, src, ok := parseAnalystKey(r.Key); ok {
+		if kind, src, ok := ParseAnalystKey(r.Key); ok {
 			limit := MaxLensOutput
 			if l, ok := c.lenses.find(kind); ok && l.Limits != nil && l.Limits.OutputChars != nil {
 				limit = *l.Limits.OutputChars

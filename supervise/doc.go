@@ -6,7 +6,8 @@
 // whose tools are the coordination verbs it declares (ToolPrefix +
 // verb); otherwise a Brain the caller supplies — drives a Coordinator:
 // spawn_worker, await_event, observe_agent, steer_agent, submit_result,
-// stop, read_journal, ask_parent, list_questions and answer_question.
+// stop, read_journal, ask_parent, list_questions, answer_question,
+// list_analysts, run_analyst and define_analyst.
 // Refusals are tool results {error, reason}. Workers run through the
 // Executor port (KernelExecutor runs a worker profile through
 // kernel.Execute on any contract.Provider); each is reserved from the
@@ -54,9 +55,19 @@
 // what is still open at run end (not_live when never applied, unknown
 // when an abort's end was not observed).
 //
+// Analysts (§9): a Lens is data only — question, instructions, tool
+// group and bounds, decoded strictly by DecodeLens. The menu is
+// BuiltinLenses, Options.Analysts and up to MaxDefinedLenses the manager
+// defines (journaled). run_analyst runs a lens over a settled worker as
+// a keyed analyst worker of the run: reserved from and charged to the
+// pool, journaled, and answered from the journal on a resumed run; its
+// output comes back from Await as a finding, never a deliverable.
+// steer_agent is journaled with the same steer-requested and
+// steer-acknowledged records as a steer file.
+//
 // Not built yet: external-harness brains (the verbs served over MCP),
 // the rest of the run layout (state.json, progress.ndjson, worker logs,
-// interactive bindings), the SQL journal, analysts and the CLI. Package graph interprets one supervised
+// interactive bindings) and the SQL journal. Package graph interprets one supervised
 // run as a fixed topology (runGraph) and keeps its edge ledger in this
 // run's journal through Coordinator.Note.
 package supervise
