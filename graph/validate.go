@@ -291,8 +291,6 @@ const (
 	classOwned = "owned"
 	// transformed: the graph's own router brain reads it.
 	classTransformed = "transformed"
-	// refused: not supported by a graph run yet.
-	classRefused = "refused"
 	// forwarded: passed to supervise.Supervise verbatim.
 	classForwarded = "forwarded"
 )
