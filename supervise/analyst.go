@@ -369,7 +369,10 @@ func ParseAnalystKey(key string) (kind string, worker NodeID, ok bool) {
 // as a keyed spawn), whose output is findings, never a deliverable.
 // Refusals: unknown-analyst (not on the menu), unknown-worker,
 // worker-not-settled, not-a-worker (an analyst's own findings), and the
-// spawn refusals of the scope (budget, live workers, in-doubt…).
+// spawn refusals of the scope (budget, live workers, in-doubt…): the
+// analyst crosses the same fences as any spawn, AllowedModels and
+// AuthorizeSpawn included, which see it as profile "analyst-<lens id>"
+// with label "analyst:<lens id>".
 func (c *Coordinator) RunAnalyst(ctx context.Context, a RunAnalystArgs) (RunAnalystResult, error) {
 	c.mu.Lock()
 	lens, onMenu := c.lenses.find(a.Kind)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/graph"
 	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -86,6 +88,12 @@ is invalid), 2 on usage errors.`,
 			router, err := routerModel(providerName, managerScript, baseURL, openaiAPI, root, targets, task)
 			if err != nil {
 				return err
+			}
+			if providerName == "scripted" && managerScript == "" {
+				// The default plan also awaits the findings of the
+				// analyzes edges over the nodes it delegates to, so their
+				// analysts are not cancelled by the root's return.
+				router = scripted.NewChatModel(defaultPlanAwaiting(targets, len(targets)+findingsOver(g, targets), task))
 			}
 			provider, err := open(providerName, scriptPath, baseURL, openaiAPI)
 			if err != nil {
@@ -174,6 +182,23 @@ is invalid), 2 on usage errors.`,
 	f.DurationVar(&timeout, "timeout", 0, "give up after this long (the run ends cancelled)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
+}
+
+// findingsOver counts the analyzes traversals one settle of each target
+// fires.
+func findingsOver(g graph.Graph, targets []string) int {
+	n := 0
+	for _, e := range g.Edges {
+		if e.Kind != graph.Analyzes {
+			continue
+		}
+		for _, over := range e.Over {
+			if slices.Contains(targets, over) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // graphRoot is the graph's root node's profile (the source of its

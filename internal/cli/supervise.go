@@ -258,9 +258,17 @@ func routerModel(providerName, scriptPath, baseURL, openaiAPI string, mgr *profi
 // defaultPlan spawns each worker once on the task, awaits every
 // settlement, and ends.
 func defaultPlan(workers []string, task string) scripted.ChatScript {
+	return defaultPlanAwaiting(workers, len(workers), task)
+}
+
+// defaultPlanAwaiting is defaultPlan awaiting n events (settlements and
+// findings) instead of one per worker.
+func defaultPlanAwaiting(workers []string, n int, task string) scripted.ChatScript {
 	var spawns, awaits []contract.ChatEvent
 	for i, w := range workers {
 		spawns = append(spawns, managerCall(fmt.Sprintf("s%d", i+1), supervise.VerbSpawnWorker, map[string]any{"profile": w, "label": w, "task": task}))
+	}
+	for i := range n {
 		awaits = append(awaits, managerCall(fmt.Sprintf("a%d", i+1), supervise.VerbAwaitEvent, map[string]any{"timeoutMs": supervise.MaxAwaitTimeout.Milliseconds()}))
 	}
 	return scripted.ChatScript{Turns: []scripted.ChatTurn{{Events: spawns}, {Events: awaits}, {Events: []contract.ChatEvent{scripted.Text("Every worker settled.")}}}}
