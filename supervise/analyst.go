@@ -46,6 +46,10 @@ const (
 	MaxDefinedLenses = 8
 	// MaxLensDocument bounds a lens definition document DecodeLens reads.
 	MaxLensDocument = 64 << 10
+	// MaxLensList bounds how many lenses DecodeLenses reads, and
+	// MaxLensListDocument the document's size.
+	MaxLensList         = 32
+	MaxLensListDocument = 1 << 20
 	// maxLensModel bounds a lens's model name.
 	maxLensModel = 200
 	// analysedOutput bounds how much of the analysed worker's output an
@@ -122,24 +126,73 @@ func DecodeLens(data []byte) (Lens, error) {
 	}
 	v, err := canonjson.DecodeWith(data, canonjson.DecodeOptions{MaxDepth: 4, MaxValues: 64})
 	if err != nil {
-		var de *canonjson.DecodeError
-		if errors.As(err, &de) {
-			return Lens{}, &LensError{Pointer: de.Pointer, Reason: de.Message}
-		}
-		return Lens{}, &LensError{Reason: err.Error()}
+		return Lens{}, lensDecodeError(err)
 	}
+	return lensOf(v, "")
+}
+
+// DecodeLenses reads a JSON array of lens definitions (at most
+// MaxLensList of them in MaxLensListDocument bytes), each as DecodeLens
+// does, refusing duplicate ids. A *LensError's pointer starts with the
+// item's index (/2/question).
+func DecodeLenses(data []byte) ([]Lens, error) {
+	if len(data) > MaxLensListDocument {
+		return nil, &LensError{Reason: fmt.Sprintf("the list is %d bytes; at most %d", len(data), MaxLensListDocument)}
+	}
+	v, err := canonjson.DecodeWith(data, canonjson.DecodeOptions{MaxDepth: 5, MaxValues: 64 * MaxLensList})
+	if err != nil {
+		return nil, lensDecodeError(err)
+	}
+	if v.Kind() != canonjson.Array {
+		return nil, &LensError{Reason: "a lens list is a JSON array of lens definitions"}
+	}
+	if v.Len() > MaxLensList {
+		return nil, &LensError{Reason: fmt.Sprintf("the list holds %d lenses; at most %d", v.Len(), MaxLensList)}
+	}
+	out := make([]Lens, 0, v.Len())
+	seen := map[string]bool{}
+	for i, item := range v.Items() {
+		prefix := "/" + strconv.Itoa(i)
+		l, err := lensOf(item, prefix)
+		if err != nil {
+			return nil, err
+		}
+		if seen[l.ID] {
+			return nil, &LensError{Pointer: prefix + "/id", Reason: fmt.Sprintf("lens %q is listed twice", l.ID)}
+		}
+		seen[l.ID] = true
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+func lensDecodeError(err error) error {
+	var de *canonjson.DecodeError
+	if errors.As(err, &de) {
+		return &LensError{Pointer: de.Pointer, Reason: de.Message}
+	}
+	return &LensError{Reason: err.Error()}
+}
+
+// lensOf decodes and validates one lens definition value; prefix is its
+// pointer in the document.
+func lensOf(v canonjson.Value, prefix string) (Lens, error) {
 	if v.Kind() != canonjson.Object {
-		return Lens{}, &LensError{Reason: "a lens definition is a JSON object"}
+		return Lens{}, &LensError{Pointer: prefix, Reason: "a lens definition is a JSON object"}
 	}
 	var l Lens
 	if err := canonjson.FromValue(v, &l); err != nil {
 		var ue *canonjson.UnmarshalError
 		if errors.As(err, &ue) {
-			return Lens{}, &LensError{Pointer: ue.Pointer, Reason: ue.Reason}
+			return Lens{}, &LensError{Pointer: prefix + ue.Pointer, Reason: ue.Reason}
 		}
-		return Lens{}, &LensError{Reason: err.Error()}
+		return Lens{}, &LensError{Pointer: prefix, Reason: err.Error()}
 	}
 	if err := ValidateLens(l); err != nil {
+		var le *LensError
+		if errors.As(err, &le) {
+			return Lens{}, &LensError{Pointer: prefix + le.Pointer, Reason: le.Reason}
+		}
 		return Lens{}, err
 	}
 	return l, nil

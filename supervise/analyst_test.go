@@ -292,3 +292,63 @@ func FuzzDecodeLens(f *testing.F) {
 		}
 	})
 }
+
+// A lens list (the CLI's --analysts file) decodes item by item; a
+// refusal's pointer starts with the item's index.
+func TestDecodeLensesPointsIntoTheList(t *testing.T) {
+	second := validLens()
+	second["id"] = "other-check"
+	doc, _ := json.Marshal([]any{validLens(), second})
+	got, err := supervise.DecodeLenses(doc)
+	if err != nil || len(got) != 2 || got[1].ID != "other-check" {
+		t.Fatalf("DecodeLenses = %+v, %v", got, err)
+	}
+	bad := validLens()
+	bad["toolGroup"] = "root"
+	tests := []struct {
+		name    string
+		doc     any
+		pointer string
+	}{
+		{"bad item", []any{validLens(), bad}, "/1/toolGroup"},
+		{"duplicate id", []any{validLens(), validLens()}, "/1/id"},
+		{"not an object", []any{validLens(), 3}, "/1"},
+		{"not a list", validLens(), ""},
+		{"too many", make([]any, supervise.MaxLensList+1), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc, _ := json.Marshal(tt.doc)
+			_, err := supervise.DecodeLenses(doc)
+			var le *supervise.LensError
+			if !errors.As(err, &le) || le.Pointer != tt.pointer {
+				t.Errorf("DecodeLenses = %v, want a *LensError at %q", err, tt.pointer)
+			}
+		})
+	}
+}
+
+func FuzzDecodeLenses(f *testing.F) {
+	doc, _ := json.Marshal([]any{validLens()})
+	f.Add(doc)
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`[{},{"id":"ab"}]`))
+	f.Add([]byte(`[[[[[[]]]]]]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ls, err := supervise.DecodeLenses(data)
+		if err != nil {
+			var le *supervise.LensError
+			if !errors.As(err, &le) {
+				t.Fatalf("error %T %v is not a *LensError", err, err)
+			}
+			return
+		}
+		seen := map[string]bool{}
+		for _, l := range ls {
+			if err := supervise.ValidateLens(l); err != nil || seen[l.ID] {
+				t.Fatalf("decoded lens %s: %v (duplicate %v)", l.ID, err, seen[l.ID])
+			}
+			seen[l.ID] = true
+		}
+	})
+}

@@ -22,14 +22,15 @@ import (
 func newGraphCmd(stdio IO, open providerOpener) *cobra.Command {
 	var sf storeFlags
 	var asJSON, resume bool
-	var task, providerName, scriptPath, managerScript, baseURL, openaiAPI, expect, runDir, runID, directivesPath string
+	var task, providerName, scriptPath, managerScript, baseURL, openaiAPI, expect, runDir, runID, directivesPath, analystsPath string
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "graph FILE --task TEXT --directives FILE [--run-dir DIR [--resume]]",
 		Short: "Run a fixed agent topology from a JSON graph under one conserved budget",
 		Long: `Run the graph in FILE (or - for stdin): nodes are profiles (name = id), edges
 are delegates and analyzes edges naming their directives by handle, and its
-budget is the one conserved pool (see package graph). --directives FILE is a
+budget is the one conserved pool (see package graph). An analyzes edge's
+analyst is a node or a lens: a built-in one or one of --analysts FILE. --directives FILE is a
 JSON object of the edges' directive text by handle. The root node is the
 manager; it runs as agentrt supervise's manager does (--manager-script with
 the scripted provider, without one a plan that delegates once along each of
@@ -84,6 +85,10 @@ is invalid), 2 on usage errors.`,
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
 			}
+			lenses, err := readAnalysts(stdio, analystsPath)
+			if err != nil {
+				return err
+			}
 			root, targets := graphRoot(g)
 			router, err := routerModel(providerName, managerScript, baseURL, openaiAPI, root, targets, task)
 			if err != nil {
@@ -117,7 +122,7 @@ is invalid), 2 on usage errors.`,
 			prog := startProgress(ctx, stdio.Err, runDir, resume)
 			res, err := graph.RunGraph(ctx, g, graph.Options{Task: task, Registry: reg, Supervise: supervise.Options{
 				Executor: &supervise.KernelExecutor{Provider: provider, Store: s},
-				Router:   router, RunDir: runDir, RunID: runID, Resume: resume,
+				Router:   router, RunDir: runDir, RunID: runID, Resume: resume, Analysts: lenses,
 			}})
 			prog.stop()
 			var capErr *graph.GraphEdgeCapError
@@ -178,6 +183,7 @@ is invalid), 2 on usage errors.`,
 	f.StringVar(&expect, "expect", "", "deliver only a result that contains this text")
 	f.StringVar(&runDir, "run-dir", "", "directory of the run's journal (default: a new temporary directory)")
 	f.BoolVar(&resume, "resume", false, "continue the graph run journaled in --run-dir")
+	f.StringVar(&analystsPath, "analysts", "", analystsFlagUsage+"; an analyzes edge names a lens by id")
 	f.StringVar(&runID, "run-id", "", "the run's id (default: generated)")
 	f.DurationVar(&timeout, "timeout", 0, "give up after this long (the run ends cancelled)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
