@@ -464,8 +464,13 @@ func (c *Coordinator) RunAnalyst(ctx context.Context, a RunAnalystArgs) (RunAnal
 	c.mu.Lock()
 	stopped := c.stopped
 	c.mu.Unlock()
-	if stopped {
+	switch {
+	case stopped:
 		return RunAnalystResult{}, c.refusal(CodeScopeSettled, "stopped", "the manager stopped")
+	case c.workCtx != nil && c.workCtx.Err() != nil:
+		// The brain returned (or the run was cancelled): an analyst
+		// admitted now would only be cancelled, its reservation wasted.
+		return RunAnalystResult{}, c.refusal(CodeScopeSettled, "ended", "the run is ending; nothing more runs")
 	}
 	c.spawnMu.Lock()
 	defer c.spawnMu.Unlock()
