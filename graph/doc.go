@@ -20,14 +20,24 @@
 //     fails loud with a *GraphEdgeCapError carrying the ledger.
 //
 // Analysts: an analyzes edge's analyst is a graph node that no delegates
-// edge reaches. Each settle of a node it is over (a worker that finished
-// with output) spawns the analyst's pinned profile with the edge's
-// directive and that output as its task; the analyst's own output is the
-// findings, delivered to the root (as a "finding" event from Await) or
-// steered into the live worker of the destination node. Findings are
-// never a deliverable. Registry lenses (pure analyst functions of the
-// environment) are not run yet: an analyzes edge naming a lens id is
-// refused.
+// edge reaches, or a registry lens (supervise.BuiltinLenses plus
+// Supervise.Analysts; an id that is both is refused as ambiguous). Each
+// settle of a node it is over (a worker that finished with output)
+// spawns the analyst node's pinned profile with the edge's directive and
+// that output as its task, or runs the lens over that worker
+// (supervise's run_analyst: a keyed analyst worker charged to the one
+// pool); the analyst's output is the findings, delivered with the edge's
+// directive to the root (as a "finding" event from Await) or steered
+// into the live worker of the destination node. Findings are never a
+// deliverable.
+//
+// Resume: with Supervise.RunDir and Supervise.Resume, RunGraph continues
+// the graph run the directory journals. Supervise replays the settled
+// workers; the graph restores its ledger, traversal counts, spent and
+// exhausted caps from the journal's edge records (each records whether
+// it spent a traversal), so settled nodes and completed analyses are not
+// run again and no cap starts afresh. A journal of another topology is
+// refused before anything runs.
 //
 // Everything is validated before anything is spent (Validate); every
 // refusal is a *ValidationError naming the offending path or a

@@ -21,12 +21,15 @@ import (
 // Options configure RunGraph.
 //
 // Supervise carries every supervise option, classified: Budget,
-// Deliverable, Profiles and Brain are owned by the graph and refused
-// when set (*ConfigError naming the field); Resume is refused for now;
-// Router, MaxTurns, Now and Logger are read by the graph's router brain
-// too; everything else (Executor, Workers, PerWorker, MaxLiveWorkers,
+// Deliverable, Profiles, Brain and AfterSettle are owned by the graph
+// and refused when set (*ConfigError naming the field); Router,
+// MaxTurns, Now and Logger are read by the graph's router brain too;
+// everything else (Executor, Workers, PerWorker, MaxLiveWorkers,
 // AuthorizeSpawn — which sees a pinned node's request, Profile being the
-// node id — RunDir, RunID, …) is forwarded verbatim. Options is a Go
+// node id — RunDir, RunID, Resume, Analysts, …) is forwarded verbatim.
+// Analysts are the lenses beside supervise.BuiltinLenses an analyzes
+// edge may name. Resume continues the graph run journaled in RunDir
+// (see RunGraph). Options is a Go
 // struct, so an unknown key cannot be passed; a graph definition read
 // from JSON refuses unknown keys in Decode.
 type Options struct {
@@ -46,10 +49,6 @@ type Options struct {
 	// instruction to deliver, possibly narrowed — a narrowed one is
 	// ledgered stripped — or an error to refuse it.
 	AuthorizeMessage func(ctx context.Context, m Message) (string, error)
-	// Analysts are the environment's analyst lens ids. Lens analysts are
-	// not run yet; the list lets an id that is both a node and a lens be
-	// refused as ambiguous.
-	Analysts []string
 	// Supervise are the forwarded supervise options (see above).
 	Supervise supervise.Options
 }
@@ -79,15 +78,23 @@ func (f BrainFunc) Drive(ctx context.Context, d *Driver, task string) (supervise
 	return f(ctx, d, task)
 }
 
-// EventFinding is the kind Driver.Await gives an analyst's settlement:
-// its output is findings, never a worker result.
-const EventFinding = "finding"
+// EventFinding is the kind Driver.Await gives an analyst's settlement
+// (an analyst node's or a lens's): its output is findings, never a
+// worker result.
+const EventFinding = supervise.EventFinding
 
 // RunGraph runs g as one supervised run (spec runtime §3.7): the root
 // node is the manager, each worker node is spawned by id with its
 // canonical profile and its delegates edge's directive opening the task,
 // analyst nodes run on the settles they are over, and every traversal is
 // ledgered and journaled. Nothing is spent before g and o validate.
+//
+// With Supervise.RunDir and Supervise.Resume it continues the graph run
+// that directory journals (after its process died): supervise replays
+// the settled workers instead of running them, and the graph restores
+// its edge ledger, traversal counts and caps from the journal's edge
+// records, so a resumed run neither re-runs a settled node nor gets a
+// fresh cap.
 //
 // It returns an error when the run could not start (a *ValidationError,
 // a *ConfigError, a supervise error), or a *GraphEdgeCapError — with
@@ -116,6 +123,12 @@ func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
 		so.Profiles[id] = n.Profile
 	}
 	so.Brain = supervise.BrainFunc(r.drive)
+	so.AfterSettle = r.afterSettle
+	if so.Resume {
+		if err := pl.checkJournal(ctx, so.RunDir); err != nil {
+			return GraphResult{}, err
+		}
+	}
 	res, err := supervise.Supervise(ctx, pl.root.Profile, r.task(), so)
 	if err != nil {
 		return GraphResult{}, err
@@ -192,6 +205,9 @@ func (r *run) drive(ctx context.Context, c *supervise.Coordinator, task string) 
 	r.mu.Lock()
 	r.coord = c
 	r.mu.Unlock()
+	if err := r.restore(c); err != nil {
+		return supervise.BrainReport{}, err
+	}
 	d := &Driver{r: r, c: c}
 	if r.opts.Brain != nil {
 		return r.opts.Brain.Drive(ctx, d, task)
@@ -238,7 +254,7 @@ func (r *run) record(ctx context.Context, row LedgerRow, charge bool) LedgerRow 
 	}
 	r.ledger = append(r.ledger, row)
 	if r.coord != nil {
-		v, err := canonjson.ToValue(row)
+		v, err := canonjson.ToValue(journaledRow{LedgerRow: row, Charged: charge})
 		if err == nil {
 			err = r.coord.Note(context.WithoutCancel(ctx), supervise.KindEdge, row.WorkerID, v)
 		}
@@ -258,12 +274,7 @@ func (r *run) capReached(e Edge) bool {
 	if r.spent[id] < e.limit() {
 		return false
 	}
-	if !slices.Contains(r.exhausted, id) {
-		r.exhausted = append(r.exhausted, id)
-	}
-	if e.Kind == Delegates && !slices.Contains(r.exhaustedDelegates, id) {
-		r.exhaustedDelegates = append(r.exhaustedDelegates, id)
-	}
+	r.markExhaustedLocked(e)
 	return true
 }
 
@@ -328,8 +339,8 @@ func (r *run) checkOutput(ctx context.Context, out supervise.Output) (kernel.Ver
 // not.
 func (r *run) analyze(ctx context.Context, c *supervise.Coordinator, node string, out supervise.Output) {
 	for _, e := range r.analyzes {
-		if !slices.Contains(e.Over, node) {
-			continue
+		if r.lenses[e.Analyst] || !slices.Contains(e.Over, node) {
+			continue // lenses run from afterSettle, once the worker settled
 		}
 		row := LedgerRow{Edge: e.ID(), Kind: Analyzes, From: strings.Join(e.Over, "+"), To: e.To, Directive: e.Directive,
 			Continuity: ContinuitySteer, Outcome: OutcomeUnpropagated, WorkerID: out.Node}
@@ -485,7 +496,12 @@ func (d *Driver) Spawn(ctx context.Context, a supervise.SpawnArgs) (supervise.Sp
 		return res, err
 	}
 	row.WorkerID = res.WorkerID
-	if res.Replayed || res.Resumed == supervise.ResumedCompleted {
+	if res.Replayed {
+		// A resumed run's replay of a journaled spawn: its traversal is
+		// in the restored ledger already, and it is bound.
+		return res, nil
+	}
+	if res.Resumed == supervise.ResumedCompleted {
 		row.Outcome, row.Reason = OutcomeUnpropagated, "deduplicated to a completed result; nothing crossed"
 		r.record(ctx, row, false)
 		return res, nil

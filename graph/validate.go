@@ -23,7 +23,9 @@ type plan struct {
 	analysts  map[string]Node
 	analyzeBy map[string]Edge
 	analyzes  []Edge
-	order     []string // worker ids in node order
+	// lenses are the analyzes edges' analysts that are registry lenses.
+	lenses map[string]bool
+	order  []string // worker ids in node order
 }
 
 func invalid(path, format string, args ...any) error {
@@ -89,7 +91,14 @@ func validate(g Graph, o Options) (*plan, error) {
 		return nil
 	}
 
-	pl := &plan{workers: map[string]Node{}, delegatesTo: map[string]Edge{}, analysts: map[string]Node{}, analyzeBy: map[string]Edge{}}
+	pl := &plan{workers: map[string]Node{}, delegatesTo: map[string]Edge{}, analysts: map[string]Node{}, analyzeBy: map[string]Edge{}, lenses: map[string]bool{}}
+	lensIDs := map[string]bool{}
+	for _, l := range supervise.BuiltinLenses() {
+		lensIDs[l.ID] = true
+	}
+	for _, l := range o.Supervise.Analysts {
+		lensIDs[l.ID] = true
+	}
 	var delegates []int
 	for i, e := range g.Edges {
 		p := edgePath(i)
@@ -183,12 +192,11 @@ func validate(g Graph, o Options) (*plan, error) {
 			return nil, invalid(p+".analyst", "analyst %q already has %s; one analyzes edge per analyst", e.Analyst, prior.ID())
 		}
 		idx, isNode := byID[e.Analyst]
-		isLens := slices.Contains(o.Analysts, e.Analyst)
+		isLens := lensIDs[e.Analyst]
 		switch {
 		case isNode && isLens:
 			return nil, invalid(p+".analyst", "%q is both a graph node and an analyst lens; the id alone tells the two apart, so it is ambiguous", e.Analyst)
 		case isLens:
-			return nil, invalid(p+".analyst", "%q is an analyst lens; lens analysts are not run yet — name an analyst node", e.Analyst)
 		case !isNode:
 			return nil, invalid(p+".analyst", "%q is neither a graph node nor a known lens", e.Analyst)
 		case e.Analyst == pl.root.ID:
@@ -212,7 +220,11 @@ func validate(g Graph, o Options) (*plan, error) {
 			return nil, err
 		}
 		pl.analyzeBy[e.Analyst] = e
-		pl.analysts[e.Analyst] = g.Nodes[idx]
+		if isLens {
+			pl.lenses[e.Analyst] = true
+		} else {
+			pl.analysts[e.Analyst] = g.Nodes[idx]
+		}
 		pl.analyzes = append(pl.analyzes, e)
 	}
 	for i, e := range g.Edges {
@@ -279,8 +291,6 @@ const (
 	classOwned = "owned"
 	// transformed: the graph's own router brain reads it.
 	classTransformed = "transformed"
-	// refused: not supported by a graph run yet.
-	classRefused = "refused"
 	// forwarded: passed to supervise.Supervise verbatim.
 	classForwarded = "forwarded"
 )
@@ -290,7 +300,7 @@ const (
 // new supervise option cannot go missing from graph runs unnoticed.
 var superviseOptionClass = map[string]string{
 	"Budget": classOwned, "Deliverable": classOwned, "Profiles": classOwned, "Brain": classOwned,
-	"Resume": classRefused,
+	"Resume": classForwarded, "Analysts": classForwarded, "AfterSettle": classOwned,
 	"Router": classTransformed, "MaxTurns": classTransformed, "Now": classTransformed, "Logger": classTransformed,
 	"Deadline": classForwarded, "PerWorker": classForwarded, "MaxLiveWorkers": classForwarded, "MaxDepth": classForwarded,
 	"AllowedModels": classForwarded, "AuthorizeSpawn": classForwarded, "Executor": classForwarded, "Workers": classForwarded,
@@ -315,8 +325,8 @@ func checkOptions(o Options) error {
 		return owned("Profiles", "the nodes' profiles are the only ones a graph spawns")
 	case s.Brain != nil:
 		return owned("Brain", "pass Options.Brain, which drives the graph's Driver")
-	case s.Resume:
-		return &ConfigError{Field: "Supervise.Resume", Reason: "a graph run does not resume yet (its edge ledger is not replayed)"}
+	case s.AfterSettle != nil:
+		return owned("AfterSettle", "the graph runs its analyzes edges' lenses from it")
 	case o.Brain != nil && s.Router != nil:
 		return &ConfigError{Field: "Brain", Reason: "Brain and Supervise.Router are mutually exclusive: both would make the root's calls"}
 	}

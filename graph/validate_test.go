@@ -68,8 +68,20 @@ func TestValidationBeforeSpendBehaviour52(t *testing.T) {
 			analyst(g, t)
 			g.Edges = append(g.Edges, graph.Edge{Kind: graph.Delegates, From: "driver", To: "critic", Directive: "delegate/coder/v1"})
 		}, want: refused{"validation", "edges[2].analyst"}},
-		{name: "id both node and lens", graph: analyst, opts: func(o *graph.Options) { o.Analysts = []string{"critic"} },
-			want: refused{"validation", "edges[2].analyst"}},
+		{name: "id both node and lens", graph: analyst, opts: func(o *graph.Options) {
+			o.Supervise.Analysts = []supervise.Lens{{ID: "critic", Description: "d", Area: "a", Question: "q", Instructions: "i", ToolGroup: supervise.ToolGroupAll}}
+		}, want: refused{"validation", "edges[2].analyst"}},
+		{name: "a built-in lens id that is also a node", graph: func(g *graph.Graph, t *testing.T) {
+			analyst(g, t)
+			g.Nodes[3] = graph.Node{ID: "failure-triage", Profile: workerProfile(t, "failure-triage")}
+			g.Edges[2].Analyst = "failure-triage"
+		}, want: refused{"validation", "edges[2].analyst"}},
+		{name: "an analyzes edge over an unknown node", graph: func(g *graph.Graph, _ *testing.T) {
+			g.Edges = append(g.Edges, graph.Edge{Kind: graph.Analyzes, Analyst: "claims-check", Over: []string{"nobody"}, To: "driver", Directive: "analyze/critic/v2"})
+		}, want: refused{"validation", "edges[2].over[0]"}},
+		{name: "a supervise AfterSettle", opts: func(o *graph.Options) {
+			o.Supervise.AfterSettle = func(context.Context, *supervise.Coordinator, supervise.Settled) {}
+		}, want: refused{"config", "Supervise.AfterSettle"}},
 		{name: "an owned supervise option", opts: func(o *graph.Options) {
 			o.Supervise.Profiles = map[string]*profile.Profile{"x": nil}
 		}, want: refused{"config", "Supervise.Profiles"}},
@@ -85,7 +97,6 @@ func TestValidationBeforeSpendBehaviour52(t *testing.T) {
 				return supervise.BrainReport{}, nil
 			})
 		}, want: refused{"config", "Brain"}},
-		{name: "resume", opts: func(o *graph.Options) { o.Supervise.Resume = true }, want: refused{"config", "Supervise.Resume"}},
 		{name: "no nodes", graph: func(g *graph.Graph, _ *testing.T) { g.Nodes = nil }, want: refused{"validation", "nodes"}},
 		{name: "no edges", graph: func(g *graph.Graph, _ *testing.T) { g.Edges = nil }, want: refused{"validation", "edges"}},
 		{name: "no deliverable", graph: func(g *graph.Graph, _ *testing.T) { g.Deliverable = supervise.Deliverable{} },

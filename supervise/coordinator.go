@@ -64,6 +64,14 @@ type Coordinator struct {
 	obs *observing
 	// meter is the brain's own inference charged so far (c.mu).
 	meter meter
+
+	// lenses is the analyst menu and analysts marks the workers that are
+	// analysts (both guarded by mu); afterSettle is Options.AfterSettle.
+	lenses      *lensMenu
+	analysts    map[NodeID]analystOf
+	afterSettle func(ctx context.Context, c *Coordinator, s Settled)
+	// steers counts in-process steer_agent calls (operation ids).
+	steers int
 }
 
 // worker is what the coordinator knows of one node beyond the scope.
@@ -105,6 +113,10 @@ type Event struct {
 	Output    string          `json:"output,omitzero"`
 	Reason    string          `json:"reason,omitzero"`
 	Replayed  bool            `json:"replayed,omitzero"`
+	// Lens and Source are set on a finding: the lens the analyst ran and
+	// the worker it analysed.
+	Lens   string `json:"lens,omitzero"`
+	Source NodeID `json:"sourceWorkerId,omitzero"`
 }
 
 // ErrStopped: the brain called Stop; nothing more is admitted.
@@ -188,6 +200,24 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 				Replayed: true, Live: live, FreeSlots: free}, nil
 		}
 	}
+	reply, err := c.admit(ctx, req)
+	if err != nil {
+		return SpawnResult{}, err
+	}
+	out := SpawnResult{WorkerID: reply.Node, Assignment: reply.Assignment, Resumed: reply.Resumed,
+		PriorWorker: reply.PriorWorker, PriorReason: reply.PriorReason, Live: reply.Live, FreeSlots: reply.FreeSlots}
+	if reply.Resumed == ResumedCompleted {
+		return out, nil // the key's committed result; nothing runs
+	}
+	c.start(reply.Node, p, req.Task, reply.Reserved)
+	return out, nil
+}
+
+// admit admits req through the scope and journals the spawn; c.spawnMu
+// is held. A key's committed result is returned unjournaled (nothing
+// runs); a refusal is returned as is, and a spawn it cannot journal is
+// released and returned as an error.
+func (c *Coordinator) admit(ctx context.Context, req SpawnRequest) (SpawnReply, error) {
 	reply, err := c.scope.Spawn(req)
 	if err != nil {
 		var r *Refusal
@@ -196,12 +226,10 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 			c.exhausted = true
 			c.mu.Unlock()
 		}
-		return SpawnResult{}, err
+		return SpawnReply{}, err
 	}
-	out := SpawnResult{WorkerID: reply.Node, Assignment: reply.Assignment, Resumed: reply.Resumed,
-		PriorWorker: reply.PriorWorker, PriorReason: reply.PriorReason, Live: reply.Live, FreeSlots: reply.FreeSlots}
 	if reply.Resumed == ResumedCompleted {
-		return out, nil // the key's committed result; nothing runs
+		return reply, nil
 	}
 	rec := Record{Kind: KindSpawned, Node: reply.Node, Parent: parentOf(reply.Node, c.scope.Root()), Label: req.Label,
 		Profile: req.Profile, Model: req.Model, Key: req.Key, Task: req.Task, Reserved: budgetRecord(reply.Reserved)}
@@ -213,10 +241,9 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 		if _, serr := c.scope.Settle(reply.Node, Result{State: StateCancelled, Spent: zeroSpend(), Reason: "journal-failed"}); serr != nil {
 			err = errors.Join(err, serr)
 		}
-		return SpawnResult{}, err
+		return SpawnReply{}, err
 	}
-	c.start(reply.Node, p, req.Task, reply.Reserved)
-	return out, nil
+	return reply, nil
 }
 
 func zeroSpend() ledger.Spend {
@@ -283,7 +310,18 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 		}
 		res, err := c.execute(wctx, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer, Inbox: w.inbox})
 		w.inbox.close(wctx) // the worker takes no more turns
+		if c.afterSettle == nil {
+			c.settle(wctx, w, res, err)
+			return
+		}
+		// The hook may start more work (an analyst): until it returned,
+		// the run counts as busy, so await_event does not answer idle.
+		c.mu.Lock()
+		c.inflight++
+		c.mu.Unlock()
+		defer c.releaseInflight()
 		c.settle(wctx, w, res, err)
+		c.afterSettled(wctx, w)
 	}()
 }
 
@@ -308,10 +346,16 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 	case execErr != nil:
 		state, reason = StateFailed, execErr.Error()
 	}
+	c.mu.Lock()
+	an, isAnalyst := c.analysts[w.id]
+	c.mu.Unlock()
+	if isAnalyst {
+		res.Text = clip(res.Text, an.limit)
+	}
 	w.text, w.output, w.reason = res.Text, res.Output, reason
 	// What follows outlives a cancelled worker.
 	bg := context.WithoutCancel(ctx)
-	if state == StateDone {
+	if state == StateDone && !isAnalyst {
 		// Settlement is not delivery: only the independent check passing
 		// delivers. A check that errors or panics does not deliver.
 		v, err := c.runCheck(bg, Output{Node: w.id, Text: res.Text, Value: res.Output})
@@ -366,8 +410,18 @@ func (c *Coordinator) publish(w *worker, state State) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.inflight--
-	c.pushLocked(Event{Kind: EventSettled, WorkerID: w.id, Label: labelOf(info.Label, info.Profile), State: state,
-		Delivered: new(w.delivered), Verdict: w.verdict, OutRef: w.outRef, Output: clip(w.text, 4000), Reason: w.reason, Replayed: w.replayed})
+	c.pushLocked(c.settledEventLocked(w, info, state))
+}
+
+// settledEventLocked is w's settlement as Await returns it: a finding
+// for an analyst; c.mu is held.
+func (c *Coordinator) settledEventLocked(w *worker, info NodeInfo, state State) Event {
+	ev := Event{Kind: EventSettled, WorkerID: w.id, Label: labelOf(info.Label, info.Profile), State: state,
+		Delivered: new(w.delivered), Verdict: w.verdict, OutRef: w.outRef, Output: clip(w.text, 4000), Reason: w.reason, Replayed: w.replayed}
+	if a, ok := c.analysts[w.id]; ok {
+		ev.Kind, ev.Lens, ev.Source = EventFinding, a.lens, a.source
+	}
+	return ev
 }
 
 // pushLocked queues ev and wakes every waiter; c.mu is held.
@@ -574,8 +628,11 @@ func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, erro
 	if !ok {
 		return SteerResult{}, fmt.Errorf("%w: %s", ErrUnknownWorker, a.WorkerID)
 	}
-	effect, reason := c.deliver(ctx, info, a.Instruction, "")
-	return SteerResult{Delivered: effect == SteerDelivered, Outcome: string(effect), Reason: reason}, nil
+	req := c.steerRequested(ctx, a)
+	effect, reason := c.deliver(ctx, info, a.Instruction, req.OperationID)
+	res := SteerResult{Delivered: effect == SteerDelivered, Outcome: string(effect), Reason: reason}
+	c.steerAcknowledged(ctx, req, res)
+	return res, nil
 }
 
 // SubmitArgs are submit_result's arguments.
@@ -703,6 +760,12 @@ func (e *VerbRefusal) Error() string { return "supervise: refused: " + e.Code + 
 // doubt, charged at its ceiling (§15 behaviour 40).
 func (c *Coordinator) replayRecords(prior []Record) error {
 	for _, r := range prior {
+		if r.Kind == KindAnalystDefined {
+			if err := c.replayAnalyst(r); err != nil {
+				return err
+			}
+			continue
+		}
 		switch r.Kind {
 		case KindSpawned:
 			req := SpawnRequest{Parent: r.Parent, Label: r.Label, Profile: r.Profile, Model: r.Model, Task: r.Task, Key: r.Key,
@@ -718,6 +781,9 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				return &ResumeError{RunDir: c.log.dir, Reason: "replaying " + string(r.Node), Err: err}
 			}
 			c.workers[r.Node] = &worker{id: r.Node, task: r.Task, replayed: true}
+			if err := c.replayAnalyst(r); err != nil {
+				return err
+			}
 			if r.Key == "" {
 				k := replayKey(req)
 				c.pending(r.Node, k)
@@ -783,8 +849,7 @@ func (c *Coordinator) pending(id NodeID, key string) {
 
 func (c *Coordinator) publishReplayed(w *worker, state State) {
 	info, _ := c.scope.Node(w.id)
-	c.pushLocked(Event{Kind: EventSettled, WorkerID: w.id, Label: labelOf(info.Label, info.Profile), State: state,
-		Delivered: new(w.delivered), Verdict: w.verdict, OutRef: w.outRef, Output: clip(w.text, 4000), Reason: w.reason, Replayed: true})
+	c.pushLocked(c.settledEventLocked(w, info, state))
 }
 
 // ErrNoteKind: Note was asked to write a kind supervise does not accept

@@ -6,7 +6,8 @@
 // whose tools are the coordination verbs it declares (ToolPrefix +
 // verb); otherwise a Brain the caller supplies — drives a Coordinator:
 // spawn_worker, await_event, observe_agent, steer_agent, submit_result,
-// stop, read_journal, ask_parent, list_questions and answer_question.
+// stop, read_journal, ask_parent, list_questions, answer_question,
+// list_analysts, run_analyst and define_analyst.
 // Refusals are tool results {error, reason}. Workers run through the
 // Executor port (KernelExecutor runs a worker profile through
 // kernel.Execute on any contract.Provider); each is reserved from the
@@ -63,6 +64,8 @@
 // not_live. With a run dir, workers/<stem>.inbox.ndjson records each
 // steer posted, taken or dropped. An executor with its own inbox
 // implements Steerer instead, and its acceptance is the delivery.
+// steer_agent is journaled with the same steer-requested and
+// steer-acknowledged records as a steer file.
 //
 // Where the spawn journal lives. SpawnLog is its one interface: the run
 // dir's spawn-journal.jsonl (OpenFileSpawnLog, owned through the
@@ -76,9 +79,17 @@
 // metered record, which a resumed run charges again; a caller's brain
 // may meter the same way or report its usage in BrainReport.Metered.
 //
-// Not built yet: external-harness brains (the verbs served over MCP),
+// Analysts (§9): a Lens is data only — question, instructions, tool
+// group and bounds, decoded strictly by DecodeLens. The menu is
+// BuiltinLenses, Options.Analysts and up to MaxDefinedLenses the manager
+// defines (journaled). run_analyst runs a lens over a settled worker as
+// a keyed analyst worker of the run: reserved from and charged to the
+// pool, journaled, and answered from the journal on a resumed run; its
+// output comes back from Await as a finding, never a deliverable.
+//
+// Not built yet: external-harness brains (the verbs served over MCP) and
 // the rest of the run layout (state.json, progress.ndjson, worker logs,
-// interactive bindings), analysts and the CLI. Package graph interprets one supervised
+// interactive bindings). Package graph interprets one supervised
 // run as a fixed topology (runGraph) and keeps its edge ledger in this
 // run's journal through Coordinator.Note.
 package supervise

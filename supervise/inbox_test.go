@@ -183,7 +183,9 @@ func TestKernelWorkerTakesManagerSteerAtNextTurnBehaviour48(t *testing.T) {
 		t.Errorf("spent %+v, want both turns' 40 tokens as one iteration", obs.Spent)
 	}
 	want := []supervise.InboxRecord{
-		{Kind: supervise.InboxPosted, Seq: 1, Message: "focus on tests"},
+		// The in-process steer carries the operation id it is journaled
+		// under, as a steer file's does.
+		{Kind: supervise.InboxPosted, Seq: 1, Message: "focus on tests", OperationID: "steer_agent-1"},
 		{Kind: supervise.InboxTaken, Seq: 1},
 	}
 	if diff := cmp.Diff(want, inboxLines(t, dir, obs.WorkerID), ignoreAt); diff != "" {

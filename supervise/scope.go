@@ -21,6 +21,9 @@ type Continuity string
 const (
 	ContinuityFresh  Continuity = ""
 	ContinuityResume Continuity = "resume"
+	// continuityFreshWord is how spawn_worker's schema (and a graph
+	// edge) spells the default; Spawn reads it as ContinuityFresh.
+	continuityFreshWord Continuity = "fresh"
 )
 
 // Resumed says how a keyed spawn related to an earlier spawn of its key.
@@ -288,6 +291,9 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 	}
 	if s.allowed != nil && req.Model != "" && !s.allowed[req.Model] {
 		return SpawnReply{}, s.refuse(CodeInvalidIdentity, "model-not-allowed", req.Model, nil)
+	}
+	if req.Continuity == continuityFreshWord {
+		req.Continuity = ContinuityFresh // spawn_worker's schema spells the default
 	}
 	if req.Continuity != ContinuityFresh && req.Continuity != ContinuityResume {
 		return SpawnReply{}, s.refuse(CodeInvalidIdentity, "continuity", string(req.Continuity), nil)

@@ -123,6 +123,14 @@ type Options struct {
 	// telemetry.Tracing.SuperviseObserver traces it). Nil installs
 	// nothing.
 	Observer Observer
+	// Analysts are lenses the run offers beside BuiltinLenses (run_analyst
+	// runs only lenses on the menu); each must pass ValidateLens.
+	Analysts []Lens
+	// AfterSettle, when set, is called once per settled worker of this
+	// process (not for a resumed run's replayed ones), after its
+	// settlement is journaled and queued for Await; it may spawn or run
+	// analysts. Until it returns, Await does not report the run idle.
+	AfterSettle func(ctx context.Context, c *Coordinator, s Settled)
 }
 
 // Status is a supervised run's outcome.
@@ -282,9 +290,17 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	if err != nil {
 		return SupervisedResult{}, fmt.Errorf("%w: Budget: %w", ErrInvalidOptions, err)
 	}
+	lenses, err := newLensMenu(o.Analysts)
+	if err != nil {
+		return SupervisedResult{}, err
+	}
 	c := &Coordinator{runID: runID, pool: pool, log: log, exec: exec, profiles: o.Profiles, check: o.Deliverable,
-		logger: logger, now: now, workers: map[NodeID]*worker{}, wake: make(chan struct{}), ctl: newControl(o.RunDir, ctx.Value(noControlScanKey{}) != nil)}
-	_, canResume := exec.(interface{ ResumesSessions() bool })
+		logger: logger, now: now, workers: map[NodeID]*worker{}, wake: make(chan struct{}), ctl: newControl(o.RunDir, ctx.Value(noControlScanKey{}) != nil),
+		lenses: lenses, analysts: map[NodeID]analystOf{}, afterSettle: o.AfterSettle}
+	// An executor that declares ResumesSessions() false cannot honour
+	// continuity resume: the value counts, not the method's presence.
+	rs, ok := exec.(interface{ ResumesSessions() bool })
+	canResume := ok && rs.ResumesSessions()
 	scope, err := New(pool, ScopeOptions{RootID: NodeID(runID), PerWorker: o.PerWorker, MaxLiveWorkers: o.MaxLiveWorkers,
 		MaxDepth: o.MaxDepth, AllowedModels: o.AllowedModels, AuthorizeSpawn: o.AuthorizeSpawn,
 		Preflight: func(r SpawnRequest) error {

@@ -34,7 +34,7 @@ const (
 // Verbs lists the coordination verbs in a stable order.
 func Verbs() []string {
 	return []string{VerbSpawnWorker, VerbAwaitEvent, VerbObserveAgent, VerbSteerAgent, VerbSubmitResult, VerbStop, VerbReadJournal,
-		VerbAskParent, VerbListQuestions, VerbAnswerQuestion}
+		VerbAskParent, VerbListQuestions, VerbAnswerQuestion, VerbListAnalysts, VerbRunAnalyst, VerbDefineAnalyst}
 }
 
 // RefusalResult is a refused verb's tool result: {error, reason}, and
@@ -66,6 +66,10 @@ func refusalOf(err error) (RefusalResult, bool) {
 	}
 	if errors.Is(err, ErrUnknownWorker) {
 		return RefusalResult{Error: "unknown-worker", Reason: err.Error()}, true
+	}
+	var l *LensError
+	if errors.As(err, &l) {
+		return RefusalResult{Error: "invalid-analyst", Reason: l.Pointer + ": " + l.Reason}, true
 	}
 	return RefusalResult{}, false
 }
@@ -110,6 +114,11 @@ func (c *Coordinator) Tools() ([]contract.Tool, error) {
 		return c.ListQuestions(), nil
 	}))
 	add(verb(VerbAnswerQuestion, "Decide a question: answer, deferReason or escalateTo (parent|user). A decision resolves the question only when delivered to its asker.", c.AnswerQuestion))
+	add(verb(VerbListAnalysts, "List the analyst lenses on the menu: the only lenses run_analyst runs.", func(context.Context, struct{}) (AnalystList, error) {
+		return c.ListAnalysts(), nil
+	}))
+	add(verb(VerbRunAnalyst, "Run an analyst lens (kind, from list_analysts) over a settled worker; its findings arrive from await_event as a finding event. Charged to the run's budget like any worker.", c.RunAnalyst))
+	add(verb(VerbDefineAnalyst, "Define an analyst lens as data: id, description, area, question, instructions, toolGroup, and optional model, limits and minimumEvidenceCitations, within fixed bounds; at most 8 per manager.", c.DefineAnalyst))
 	return out, errors.Join(errs...)
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,26 +15,34 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/graph"
 	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/supervise"
 )
 
 func newGraphCmd(stdio IO, open providerOpener) *cobra.Command {
 	var sf storeFlags
-	var asJSON bool
-	var task, providerName, scriptPath, managerScript, baseURL, openaiAPI, expect, runDir, runID, directivesPath string
+	var asJSON, resume bool
+	var task, providerName, scriptPath, managerScript, baseURL, openaiAPI, expect, runDir, runID, directivesPath, analystsPath string
 	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "graph FILE --task TEXT --directives FILE",
+		Use:   "graph FILE --task TEXT --directives FILE [--run-dir DIR [--resume]]",
 		Short: "Run a fixed agent topology from a JSON graph under one conserved budget",
 		Long: `Run the graph in FILE (or - for stdin): nodes are profiles (name = id), edges
 are delegates and analyzes edges naming their directives by handle, and its
-budget is the one conserved pool (see package graph). --directives FILE is a
+budget is the one conserved pool (see package graph). An analyzes edge's
+analyst is a node or a lens: a built-in one or one of --analysts FILE. --directives FILE is a
 JSON object of the edges' directive text by handle. The root node is the
 manager; it runs as agentrt supervise's manager does (--manager-script with
 the scripted provider, without one a plan that delegates once along each of
 the root's delegates edges and awaits), the workers on --provider. The
 deliverable is a result that contains --expect TEXT (without --expect: one
 that is not empty).
+
+The run's journal lives in --run-dir DIR (a fresh temporary directory when
+not given). --resume continues the graph run DIR journals after its process
+died: give the same graph, directives and --task; settled nodes and
+completed analyses are replayed from the journal, not run again, and the
+edge ledger and traversal caps carry on where they stopped.
 
 Progress shows on stderr; the result, with every edge traversal, on stdout,
 or as JSON with --json.
@@ -48,6 +57,9 @@ is invalid), 2 on usage errors.`,
 			}
 			if directivesPath == "" {
 				return usage("--directives is required")
+			}
+			if resume && runDir == "" {
+				return usage("--resume needs --run-dir, the directory of the graph run to continue")
 			}
 			if managerScript != "" && providerName != "scripted" {
 				return usage("--manager-script applies to --provider scripted only")
@@ -73,10 +85,20 @@ is invalid), 2 on usage errors.`,
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
 			}
+			lenses, err := readAnalysts(stdio, analystsPath)
+			if err != nil {
+				return err
+			}
 			root, targets := graphRoot(g)
 			router, err := routerModel(providerName, managerScript, baseURL, openaiAPI, root, targets, task)
 			if err != nil {
 				return err
+			}
+			if providerName == "scripted" && managerScript == "" {
+				// The default plan also awaits the findings of the
+				// analyzes edges over the nodes it delegates to, so their
+				// analysts are not cancelled by the root's return.
+				router = scripted.NewChatModel(defaultPlanAwaiting(targets, len(targets)+findingsOver(g, targets), task))
 			}
 			provider, err := open(providerName, scriptPath, baseURL, openaiAPI)
 			if err != nil {
@@ -97,10 +119,10 @@ is invalid), 2 on usage errors.`,
 				ctx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
 			}
-			prog := startProgress(ctx, stdio.Err, runDir, false)
+			prog := startProgress(ctx, stdio.Err, runDir, resume)
 			res, err := graph.RunGraph(ctx, g, graph.Options{Task: task, Registry: reg, Supervise: supervise.Options{
 				Executor: &supervise.KernelExecutor{Provider: provider, Store: s},
-				Router:   router, RunDir: runDir, RunID: runID,
+				Router:   router, RunDir: runDir, RunID: runID, Resume: resume, Analysts: lenses,
 			}})
 			prog.stop()
 			var capErr *graph.GraphEdgeCapError
@@ -110,6 +132,10 @@ is invalid), 2 on usage errors.`,
 				var ce *graph.ConfigError
 				if errors.As(err, &ce) {
 					return usage("%v", err)
+				}
+				var exists *supervise.RunExistsError
+				if errors.As(err, &exists) {
+					return &exitError{code: ExitFailed, err: fmt.Errorf("%w (add --resume to continue it, or choose another --run-dir)", err)}
 				}
 				return &exitError{code: ExitFailed, err: err}
 			}
@@ -156,10 +182,29 @@ is invalid), 2 on usage errors.`,
 	f.StringVar(&managerScript, "manager-script", "", "script of the root's scripted model (see agentrt supervise --help)")
 	f.StringVar(&expect, "expect", "", "deliver only a result that contains this text")
 	f.StringVar(&runDir, "run-dir", "", "directory of the run's journal (default: a new temporary directory)")
+	f.BoolVar(&resume, "resume", false, "continue the graph run journaled in --run-dir")
+	f.StringVar(&analystsPath, "analysts", "", analystsFlagUsage+"; an analyzes edge names a lens by id")
 	f.StringVar(&runID, "run-id", "", "the run's id (default: generated)")
 	f.DurationVar(&timeout, "timeout", 0, "give up after this long (the run ends cancelled)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
+}
+
+// findingsOver counts the analyzes traversals one settle of each target
+// fires.
+func findingsOver(g graph.Graph, targets []string) int {
+	n := 0
+	for _, e := range g.Edges {
+		if e.Kind != graph.Analyzes {
+			continue
+		}
+		for _, over := range e.Over {
+			if slices.Contains(targets, over) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // graphRoot is the graph's root node's profile (the source of its

@@ -47,3 +47,77 @@ func TestGraphRefusals(t *testing.T) {
 		t.Errorf("empty graph: exit %d\n%s", code, errOut)
 	}
 }
+
+// An analyzes edge naming the built-in registry lens failure-triage:
+// the lens runs over the coder's settle, charged to the graph's budget,
+// and its traversal is in the ledger; the coder still wins.
+func TestGraphLensEdge(t *testing.T) {
+	graphFile := writeFile(t, "lens.json", `{
+  "nodes": [
+    {"id": "driver", "profile": {"name": "driver", "harness": "cli-base", "model": {"default": "scripted/driver"},
+      "tools": {"agent_runtime_coordination_spawn_worker": true, "agent_runtime_coordination_await_event": true}}},
+    {"id": "coder", "profile": {"name": "coder", "harness": "cli-base", "model": {"provider": "scripted", "default": "scripted/coder"}}}
+  ],
+  "edges": [
+    {"kind": "delegates", "from": "driver", "to": "coder", "directive": "delegate/coder/v1"},
+    {"kind": "analyzes", "analyst": "failure-triage", "over": ["coder"], "to": "driver", "directive": "analyze/critic/v1"}
+  ],
+  "budget": {"tokens": 5000, "iterations": 6}
+}`)
+	out, errOut, code := run(t, "", "graph", graphFile, "--task", "Make the login tests pass.", "--directives", directives,
+		"--run-id", "lens", "--db", filepath.Join(t.TempDir(), "runs.db"), "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	res := decode(t, out)
+	if member(member(res, "winner"), "node").Str() != "lens:s1" {
+		t.Errorf("winner: %s", out)
+	}
+	var lensRows int
+	for _, row := range member(res, "ledger").Items() {
+		if member(row, "edge").Str() == "analyzes:failure-triage:coder->driver" && member(row, "outcome").Str() == "delivered" {
+			lensRows++
+		}
+	}
+	var analysts int
+	for _, n := range member(res, "workers").Items() {
+		if member(n, "profile").Str() == "analyst-failure-triage" && !member(n, "delivered").Bool() {
+			analysts++
+		}
+	}
+	if lensRows != 1 || analysts != 1 {
+		t.Errorf("lens rows %d, analyst workers %d; want 1, 1: %s", lensRows, analysts, out)
+	}
+}
+
+// --analysts FILE puts caller lenses on the registry an analyzes edge
+// reads; a definition out of bounds is refused with its JSON pointer.
+func TestGraphAnalystsFile(t *testing.T) {
+	graphFile := writeFile(t, "lens.json", `{
+  "nodes": [
+    {"id": "driver", "profile": {"name": "driver", "harness": "cli-base", "model": {"default": "scripted/driver"},
+      "tools": {"agent_runtime_coordination_spawn_worker": true, "agent_runtime_coordination_await_event": true}}},
+    {"id": "coder", "profile": {"name": "coder", "harness": "cli-base", "model": {"provider": "scripted", "default": "scripted/coder"}}}
+  ],
+  "edges": [
+    {"kind": "delegates", "from": "driver", "to": "coder", "directive": "delegate/coder/v1"},
+    {"kind": "analyzes", "analyst": "perf-review", "over": ["coder"], "to": "driver", "directive": "analyze/critic/v1"}
+  ],
+  "budget": {"tokens": 5000, "iterations": 6}
+}`)
+	lens := `{"id": "perf-review", "description": "Slow paths.", "area": "performance", "question": "What is slow?", "instructions": "Name quadratic loops.", "toolGroup": "targeted"}`
+	good := writeFile(t, "analysts.json", "["+lens+"]")
+	bad := writeFile(t, "bad.json", `[`+strings.Replace(lens, `"targeted"`, `"root"`, 1)+`]`)
+	args := []string{"graph", graphFile, "--task", "Make the login tests pass.", "--directives", directives, "--run-id", "perf",
+		"--db", filepath.Join(t.TempDir(), "runs.db"), "--json"}
+	if _, errOut, code := run(t, "", args...); code != 1 || !strings.Contains(errOut, "perf-review") {
+		t.Errorf("an unknown lens: exit %d\n%s", code, errOut)
+	}
+	if _, errOut, code := run(t, "", append(args, "--analysts", bad)...); code != 1 || !strings.Contains(errOut, "/0/toolGroup") {
+		t.Errorf("a bad lens file: exit %d\n%s", code, errOut)
+	}
+	out, errOut, code := run(t, "", append(args, "--analysts", good)...)
+	if code != 0 || !strings.Contains(out, `"edge": "analyzes:perf-review:coder->driver"`) || !strings.Contains(out, `"profile": "analyst-perf-review"`) {
+		t.Errorf("a caller lens: exit %d\n%s%s", code, out, errOut)
+	}
+}

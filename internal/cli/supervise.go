@@ -28,7 +28,7 @@ import (
 func newSuperviseCmd(stdio IO, open providerOpener) *cobra.Command {
 	var sf storeFlags
 	var asJSON, resume bool
-	var task, providerName, scriptPath, managerScript, baseURL, openaiAPI, expect, runDir, runID string
+	var task, providerName, scriptPath, managerScript, baseURL, openaiAPI, expect, runDir, runID, analystsPath string
 	var workers []string
 	var budgetTokens, iterations, workerTokens int64
 	var budgetUSD, workerUSD float64
@@ -110,6 +110,10 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 			if err != nil {
 				return err
 			}
+			lenses, err := readAnalysts(stdio, analystsPath)
+			if err != nil {
+				return err
+			}
 			provider, err := open(providerName, scriptPath, baseURL, openaiAPI)
 			if err != nil {
 				return err
@@ -145,6 +149,7 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				RunDir:         runDir,
 				RunID:          runID,
 				Resume:         resume,
+				Analysts:       lenses,
 			}
 			if budgetUSD > 0 {
 				o.Budget.MicroUSD = int64p(int64(math.Round(budgetUSD * 1e6)))
@@ -188,6 +193,7 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 	f.StringVar(&runDir, "run-dir", "", "directory of the run's journal (default: a new temporary directory)")
 	f.StringVar(&runID, "run-id", "", "the run's id, the root of its worker ids (default: generated)")
 	f.BoolVar(&resume, "resume", false, "continue the run journaled in --run-dir")
+	f.StringVar(&analystsPath, "analysts", "", analystsFlagUsage+"; the manager runs them with run_analyst")
 	f.Int64Var(&budgetTokens, "budget-tokens", 100_000, "token ceiling of the whole run, manager included")
 	f.Float64Var(&budgetUSD, "budget-usd", 0, "dollar ceiling of the whole run (default: none)")
 	f.Int64Var(&iterations, "iterations", 8, "worker iteration ceiling of the whole run (each worker run is one)")
@@ -258,9 +264,17 @@ func routerModel(providerName, scriptPath, baseURL, openaiAPI string, mgr *profi
 // defaultPlan spawns each worker once on the task, awaits every
 // settlement, and ends.
 func defaultPlan(workers []string, task string) scripted.ChatScript {
+	return defaultPlanAwaiting(workers, len(workers), task)
+}
+
+// defaultPlanAwaiting is defaultPlan awaiting n events (settlements and
+// findings) instead of one per worker.
+func defaultPlanAwaiting(workers []string, n int, task string) scripted.ChatScript {
 	var spawns, awaits []contract.ChatEvent
 	for i, w := range workers {
 		spawns = append(spawns, managerCall(fmt.Sprintf("s%d", i+1), supervise.VerbSpawnWorker, map[string]any{"profile": w, "label": w, "task": task}))
+	}
+	for i := range n {
 		awaits = append(awaits, managerCall(fmt.Sprintf("a%d", i+1), supervise.VerbAwaitEvent, map[string]any{"timeoutMs": supervise.MaxAwaitTimeout.Milliseconds()}))
 	}
 	return scripted.ChatScript{Turns: []scripted.ChatTurn{{Events: spawns}, {Events: awaits}, {Events: []contract.ChatEvent{scripted.Text("Every worker settled.")}}}}

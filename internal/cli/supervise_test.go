@@ -268,3 +268,34 @@ func TestSuperviseCancelRunFromAnotherInvocation(t *testing.T) {
 		t.Fatal("the supervising invocation did not end after the run was cancelled")
 	}
 }
+
+// A manager runs a lens from --analysts with run_analyst over its
+// settled worker: the analyst is a worker of the run (in the tree,
+// never delivered) and the note still wins.
+func TestSuperviseAnalystsFile(t *testing.T) {
+	mgr := writeFile(t, "manager.json", `{"name": "release-manager", "harness": "cli-base", "model": {"default": "scripted/manager"},
+  "tools": {"agent_runtime_coordination_spawn_worker": true, "agent_runtime_coordination_await_event": true,
+    "agent_runtime_coordination_run_analyst": true, "agent_runtime_coordination_list_analysts": true}}`)
+	lenses := writeFile(t, "analysts.json", `[{"id": "tone-check", "description": "Tone.", "area": "style", "question": "Is the tone right?",
+  "instructions": "Judge the tone of the note.", "toolGroup": "singleTrace", "limits": {"outputChars": 100}}]`)
+	runLens := `{"calls": [{"verb": "run_analyst", "args": {"kind": "tone-check", "workerId": "rel:s1"}}], "usage": {"inputTokens": 20, "outputTokens": 5}}`
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+runLens+`, `+awaitOne+`, `+answerDone+`]}`)
+	out, errOut, code := run(t, "", "supervise", mgr, "--task", "Write release notes.", "--worker", noteWriter, "--manager-script", script,
+		"--run-dir", t.TempDir(), "--run-id", "rel", "--db", filepath.Join(t.TempDir(), "runs.db"), "--analysts", lenses, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	res := decode(t, out)
+	if member(member(res, "winner"), "node").Str() != "rel:s1" {
+		t.Errorf("winner: %s", out)
+	}
+	var analysts int
+	for _, n := range member(res, "workers").Items() {
+		if member(n, "profile").Str() == "analyst-tone-check" && member(n, "state").Str() == "done" && !member(n, "delivered").Bool() {
+			analysts++
+		}
+	}
+	if analysts != 1 {
+		t.Errorf("want one settled, undelivered analyst worker: %s", out)
+	}
+}

@@ -1,0 +1,173 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// journaledRow is a ledger row as the run's journal keeps it (an edge
+// record's Data): the row, and whether it spent a traversal of its
+// edge's cap, so a resumed run restores the caps exactly.
+type journaledRow struct {
+	LedgerRow
+	Charged bool `json:"charged,omitzero"`
+}
+
+// restore rebuilds the graph's state from the run's journal before the
+// brain drives: on a resumed run, the edge ledger and its traversal
+// counts, the caps spent (charged rows, analyst spawns) and exhausted,
+// and which workers each node and analyst ran. On a new run the journal
+// holds none of these and nothing changes.
+func (r *run) restore(c *supervise.Coordinator) error {
+	edges := map[string]Edge{}
+	for _, e := range r.delegatesTo {
+		edges[e.ID()] = e
+	}
+	for _, e := range r.analyzes {
+		edges[e.ID()] = e
+	}
+	r.spawnMu.Lock()
+	defer r.spawnMu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var capped []Edge
+	for since := 0; ; {
+		page := c.ReadJournal(supervise.JournalArgs{SinceRow: since, Kinds: []string{supervise.KindEdge, supervise.KindSpawned}})
+		for _, rec := range page.Rows {
+			switch rec.Kind {
+			case supervise.KindSpawned:
+				r.restoreSpawn(rec)
+			case supervise.KindEdge:
+				var jr journaledRow
+				if err := canonjson.FromValue(rec.Data, &jr); err != nil {
+					return fmt.Errorf("graph: resuming: an edge record does not decode: %w", err)
+				}
+				e, ok := edges[jr.Edge]
+				if !ok {
+					return fmt.Errorf("graph: resuming: the journal has edge %s, which this graph does not (resume with the graph that started the run)", jr.Edge)
+				}
+				r.ledger = append(r.ledger, jr.LedgerRow)
+				r.count[jr.Edge] = max(r.count[jr.Edge], jr.Traversal)
+				if jr.Charged {
+					r.spent[jr.Edge]++
+				}
+				if jr.Outcome == OutcomeUnpropagated && jr.Reason == capReason(e) {
+					capped = append(capped, e)
+				}
+			}
+		}
+		if !page.More {
+			break
+		}
+		since = page.NextRow
+	}
+	for _, e := range capped {
+		r.markExhaustedLocked(e)
+	}
+	return nil
+}
+
+// restoreSpawn binds a journaled spawn to its graph node; r.mu is held.
+func (r *run) restoreSpawn(rec supervise.Record) {
+	if lens, _, ok := supervise.ParseAnalystKey(rec.Key); ok {
+		if e, ok := r.analyzeBy[lens]; ok && r.lenses[lens] {
+			r.spent[e.ID()]++
+		}
+		return
+	}
+	if _, ok := r.workers[rec.Profile]; ok && rec.Parent == "" {
+		r.bound[rec.Profile] = append(r.bound[rec.Profile], rec.Node)
+		return
+	}
+	if e, ok := r.analyzeBy[rec.Profile]; ok && !r.lenses[rec.Profile] {
+		r.analystRuns[rec.Node] = analystRun{edge: e}
+		r.spent[e.ID()]++
+	}
+}
+
+// markExhaustedLocked lists e as exhausted; r.mu is held.
+func (r *run) markExhaustedLocked(e Edge) {
+	id := e.ID()
+	if !slices.Contains(r.exhausted, id) {
+		r.exhausted = append(r.exhausted, id)
+	}
+	if e.Kind == Delegates && !slices.Contains(r.exhaustedDelegates, id) {
+		r.exhaustedDelegates = append(r.exhaustedDelegates, id)
+	}
+}
+
+// afterSettle is the supervised run's AfterSettle: a worker node that
+// settled done runs each lens analyzes edge over it (one traversal of
+// the edge, ledgered unpropagated when the cap is spent or the run
+// refuses the analyst); a lens analyst that settled has its findings
+// routed along its edge.
+func (r *run) afterSettle(ctx context.Context, c *supervise.Coordinator, s supervise.Settled) {
+	if f := s.Finding; f != nil {
+		if e, ok := r.analyzeBy[f.Lens]; ok && r.lenses[f.Lens] {
+			r.routeFindings(ctx, c, analystRun{edge: e, source: f.Source}, supervise.Output{Node: s.Node.ID, Text: f.Findings})
+		}
+		return
+	}
+	if _, ok := r.workers[s.Node.Profile]; !ok || s.Node.State != supervise.StateDone {
+		return
+	}
+	for _, e := range r.analyzes {
+		if !r.lenses[e.Analyst] || !slices.Contains(e.Over, s.Node.Profile) {
+			continue
+		}
+		row := LedgerRow{Edge: e.ID(), Kind: Analyzes, From: strings.Join(e.Over, "+"), To: e.To, Directive: e.Directive,
+			Continuity: ContinuitySteer, Outcome: OutcomeUnpropagated, WorkerID: s.Node.ID}
+		if r.capReached(e) {
+			row.Reason = capReason(e)
+			r.record(ctx, row, false)
+			continue
+		}
+		if _, err := c.RunAnalyst(ctx, supervise.RunAnalystArgs{Kind: e.Analyst, WorkerID: s.Node.ID}); err != nil {
+			row.Reason = "analyst run refused: " + err.Error()
+			r.record(ctx, row, false)
+			continue
+		}
+		r.charge(e)
+	}
+}
+
+// checkJournal refuses, before anything runs, to resume the run dir's
+// journal with a graph whose edges are not the ones it journaled: the
+// restored ledger and caps would belong to another topology. A missing
+// or empty journal is a new run.
+func (pl *plan) checkJournal(ctx context.Context, dir string) error {
+	recs, _, err := supervise.ReadRunDir(ctx, dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return &supervise.ResumeError{RunDir: dir, Reason: "reading the journal", Err: err}
+	}
+	known := map[string]bool{}
+	for _, e := range pl.delegatesTo {
+		known[e.ID()] = true
+	}
+	for _, e := range pl.analyzes {
+		known[e.ID()] = true
+	}
+	for _, rec := range recs {
+		if rec.Kind != supervise.KindEdge {
+			continue
+		}
+		var jr journaledRow
+		if err := canonjson.FromValue(rec.Data, &jr); err != nil {
+			return &supervise.ResumeError{RunDir: dir, Reason: "an edge record does not decode", Err: err}
+		}
+		if !known[jr.Edge] {
+			return &supervise.ResumeError{RunDir: dir, Reason: fmt.Sprintf("the journal has edge %s, which this graph does not; resume with the graph that started the run", jr.Edge)}
+		}
+	}
+	return nil
+}

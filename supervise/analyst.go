@@ -1,0 +1,632 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/harness"
+	"github.com/agentrt/agentrt/profile"
+)
+
+// The analyst verbs (§9): the lens menu, running a lens over a settled
+// worker, and defining a lens as data.
+const (
+	VerbListAnalysts  = "list_analysts"
+	VerbRunAnalyst    = "run_analyst"
+	VerbDefineAnalyst = "define_analyst"
+)
+
+// EventFinding is the kind Await gives an analyst's settlement: its
+// output is findings about another worker, never a deliverable.
+const EventFinding = "finding"
+
+// KindAnalystDefined journals a define_analyst: Data is the Lens. A
+// resumed run puts the lens back on the menu.
+const KindAnalystDefined = "analyst-defined"
+
+// Bounds of a lens definition (§9 define_analyst).
+const (
+	MaxLensDescription  = 300
+	MaxLensArea         = 64
+	MaxLensQuestion     = 1000
+	MaxLensInstructions = 20000
+	MaxLensIterations   = 24
+	MaxLensLLMCalls     = 16
+	MaxLensToolCalls    = 96
+	MaxLensOutput       = 20000
+	MaxLensCitations    = 10
+	// MaxDefinedLenses is how many lenses one manager may define.
+	MaxDefinedLenses = 8
+	// MaxLensDocument bounds a lens definition document DecodeLens reads.
+	MaxLensDocument = 64 << 10
+	// MaxLensList bounds how many lenses DecodeLenses reads, and
+	// MaxLensListDocument the document's size.
+	MaxLensList         = 32
+	MaxLensListDocument = 1 << 20
+	// maxLensModel bounds a lens's model name.
+	maxLensModel = 200
+	// analysedOutput bounds how much of the analysed worker's output an
+	// analyst's task carries.
+	analysedOutput = 16000
+)
+
+// ToolGroup is the tool group a lens's analyst works with (§9).
+type ToolGroup string
+
+// Tool groups.
+const (
+	ToolGroupAll                = ToolGroup("all")
+	ToolGroupDiscovery          = ToolGroup("discovery")
+	ToolGroupDiscoveryAndRead   = ToolGroup("discoveryAndRead")
+	ToolGroupDiscoveryAndSearch = ToolGroup("discoveryAndSearch")
+	ToolGroupTargeted           = ToolGroup("targeted")
+	ToolGroupSingleTrace        = ToolGroup("singleTrace")
+)
+
+var toolGroups = []ToolGroup{ToolGroupAll, ToolGroupDiscovery, ToolGroupDiscoveryAndRead, ToolGroupDiscoveryAndSearch,
+	ToolGroupTargeted, ToolGroupSingleTrace}
+
+var lensIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{1,63}$`)
+
+// Lens is an analyst lens: data only — a question asked of a settled
+// worker's output, the instructions the analyst runs under, and its
+// bounds. It grants nothing: the analyst runs as a worker of the run,
+// reserved from and charged to the run's pool.
+type Lens struct {
+	ID           string    `json:"id" jsonschema:"lens id: lowercase letters, digits and dashes, 2-64 characters"`
+	Description  string    `json:"description" jsonschema:"what the lens looks for (at most 300 characters)"`
+	Area         string    `json:"area" jsonschema:"the area it covers (at most 64 characters)"`
+	Question     string    `json:"question" jsonschema:"the question the analyst answers (at most 1000 characters)"`
+	Instructions string    `json:"instructions" jsonschema:"the analyst's instructions (at most 20000 characters)"`
+	ToolGroup    ToolGroup `json:"toolGroup" jsonschema:"all, discovery, discoveryAndRead, discoveryAndSearch, targeted or singleTrace"`
+	// Model, when set, is the analyst's model; otherwise the analysed
+	// worker's profile's model.
+	Model  string      `json:"model,omitzero" jsonschema:"the analyst's model (default: the analysed worker's)"`
+	Limits *LensLimits `json:"limits,omitzero"`
+	// MinimumEvidenceCitations asks the analyst for at least this many
+	// citations of the analysed output.
+	MinimumEvidenceCitations *int `json:"minimumEvidenceCitations,omitzero" jsonschema:"citations of evidence the findings must carry (at most 10)"`
+}
+
+// LensLimits bound one analyst run; an absent limit is the maximum.
+// Iterations becomes the analyst's iteration ceiling and OutputChars
+// clips its findings; LLMCalls and ToolCalls are told to the analyst and
+// journaled with the lens (the kernel executor counts no tool calls).
+type LensLimits struct {
+	Iterations  *int `json:"iterations,omitzero" jsonschema:"at most 24"`
+	LLMCalls    *int `json:"llmCalls,omitzero" jsonschema:"at most 16"`
+	ToolCalls   *int `json:"toolCalls,omitzero" jsonschema:"at most 96"`
+	OutputChars *int `json:"outputChars,omitzero" jsonschema:"at most 20000"`
+}
+
+// LensError refuses a lens definition: Pointer is the RFC 6901 pointer
+// of the offending member ("" for the document).
+type LensError struct {
+	Pointer string
+	Reason  string
+}
+
+func (e *LensError) Error() string {
+	return fmt.Sprintf("supervise: invalid analyst lens at %q: %s", e.Pointer, e.Reason)
+}
+
+// DecodeLens reads one lens definition strictly: at most
+// MaxLensDocument bytes of JSON, no unknown or duplicate members, every
+// bound of ValidateLens. Every refusal is a *LensError.
+func DecodeLens(data []byte) (Lens, error) {
+	if len(data) > MaxLensDocument {
+		return Lens{}, &LensError{Reason: fmt.Sprintf("the definition is %d bytes; at most %d", len(data), MaxLensDocument)}
+	}
+	v, err := canonjson.DecodeWith(data, canonjson.DecodeOptions{MaxDepth: 4, MaxValues: 64})
+	if err != nil {
+		return Lens{}, lensDecodeError(err)
+	}
+	return lensOf(v, "")
+}
+
+// DecodeLenses reads a JSON array of lens definitions (at most
+// MaxLensList of them in MaxLensListDocument bytes), each as DecodeLens
+// does, refusing duplicate ids. A *LensError's pointer starts with the
+// item's index (/2/question).
+func DecodeLenses(data []byte) ([]Lens, error) {
+	if len(data) > MaxLensListDocument {
+		return nil, &LensError{Reason: fmt.Sprintf("the list is %d bytes; at most %d", len(data), MaxLensListDocument)}
+	}
+	v, err := canonjson.DecodeWith(data, canonjson.DecodeOptions{MaxDepth: 5, MaxValues: 64 * MaxLensList})
+	if err != nil {
+		return nil, lensDecodeError(err)
+	}
+	if v.Kind() != canonjson.Array {
+		return nil, &LensError{Reason: "a lens list is a JSON array of lens definitions"}
+	}
+	if v.Len() > MaxLensList {
+		return nil, &LensError{Reason: fmt.Sprintf("the list holds %d lenses; at most %d", v.Len(), MaxLensList)}
+	}
+	out := make([]Lens, 0, v.Len())
+	seen := map[string]bool{}
+	for i, item := range v.Items() {
+		prefix := "/" + strconv.Itoa(i)
+		l, err := lensOf(item, prefix)
+		if err != nil {
+			return nil, err
+		}
+		if seen[l.ID] {
+			return nil, &LensError{Pointer: prefix + "/id", Reason: fmt.Sprintf("lens %q is listed twice", l.ID)}
+		}
+		seen[l.ID] = true
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+func lensDecodeError(err error) error {
+	var de *canonjson.DecodeError
+	if errors.As(err, &de) {
+		return &LensError{Pointer: de.Pointer, Reason: de.Message}
+	}
+	return &LensError{Reason: err.Error()}
+}
+
+// lensOf decodes and validates one lens definition value; prefix is its
+// pointer in the document.
+func lensOf(v canonjson.Value, prefix string) (Lens, error) {
+	if v.Kind() != canonjson.Object {
+		return Lens{}, &LensError{Pointer: prefix, Reason: "a lens definition is a JSON object"}
+	}
+	var l Lens
+	if err := canonjson.FromValue(v, &l); err != nil {
+		var ue *canonjson.UnmarshalError
+		if errors.As(err, &ue) {
+			return Lens{}, &LensError{Pointer: prefix + ue.Pointer, Reason: ue.Reason}
+		}
+		return Lens{}, &LensError{Pointer: prefix, Reason: err.Error()}
+	}
+	if err := ValidateLens(l); err != nil {
+		var le *LensError
+		if errors.As(err, &le) {
+			return Lens{}, &LensError{Pointer: prefix + le.Pointer, Reason: le.Reason}
+		}
+		return Lens{}, err
+	}
+	return l, nil
+}
+
+// ValidateLens checks l against §9's bounds and returns the first
+// violation as a *LensError.
+func ValidateLens(l Lens) error {
+	text := func(ptr, s string, max int, required bool) error {
+		switch n := utf8.RuneCountInString(s); {
+		case !utf8.ValidString(s):
+			return &LensError{Pointer: ptr, Reason: "not valid UTF-8"}
+		case required && strings.TrimSpace(s) == "":
+			return &LensError{Pointer: ptr, Reason: "is required"}
+		case n > max:
+			return &LensError{Pointer: ptr, Reason: fmt.Sprintf("is %d characters; at most %d", n, max)}
+		}
+		return nil
+	}
+	bound := func(ptr string, n *int, max int) error {
+		if n != nil && (*n < 1 || *n > max) {
+			return &LensError{Pointer: ptr, Reason: fmt.Sprintf("is %d; between 1 and %d", *n, max)}
+		}
+		return nil
+	}
+	if !lensIDPattern.MatchString(l.ID) {
+		return &LensError{Pointer: "/id", Reason: fmt.Sprintf("%q does not match %s", l.ID, lensIDPattern)}
+	}
+	errs := []error{
+		text("/description", l.Description, MaxLensDescription, true),
+		text("/area", l.Area, MaxLensArea, true),
+		text("/question", l.Question, MaxLensQuestion, true),
+		text("/instructions", l.Instructions, MaxLensInstructions, true),
+		text("/model", l.Model, maxLensModel, false),
+	}
+	if !slices.Contains(toolGroups, l.ToolGroup) {
+		errs = append(errs, &LensError{Pointer: "/toolGroup", Reason: fmt.Sprintf("is %q; one of %v", l.ToolGroup, toolGroups)})
+	}
+	if m := l.Limits; m != nil {
+		errs = append(errs, bound("/limits/iterations", m.Iterations, MaxLensIterations), bound("/limits/llmCalls", m.LLMCalls, MaxLensLLMCalls),
+			bound("/limits/toolCalls", m.ToolCalls, MaxLensToolCalls), bound("/limits/outputChars", m.OutputChars, MaxLensOutput))
+	}
+	if c := l.MinimumEvidenceCitations; c != nil && (*c < 0 || *c > MaxLensCitations) {
+		errs = append(errs, &LensError{Pointer: "/minimumEvidenceCitations", Reason: fmt.Sprintf("is %d; between 0 and %d", *c, MaxLensCitations)})
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BuiltinLenses returns the lenses every supervised run offers (a fresh
+// copy each call).
+func BuiltinLenses() []Lens {
+	return []Lens{
+		{
+			ID:          "failure-triage",
+			Description: "Why a worker failed or fell short of its task, and what a retry should change.",
+			Area:        "reliability",
+			Question:    "Did this worker do what its task asked? If not, what went wrong, and what should the next attempt change?",
+			Instructions: "You are a failure analyst. Read the worker's task and output. State whether the task was met. " +
+				"If not, name the first point where the work went wrong, quoting the output as evidence, and give one concrete " +
+				"change for a retry. Do not redo the work yourself.",
+			ToolGroup: ToolGroupSingleTrace,
+			Limits:    &LensLimits{Iterations: new(1), LLMCalls: new(4), ToolCalls: new(8), OutputChars: new(4000)},
+		},
+		{
+			ID:          "claims-check",
+			Description: "Which claims in a worker's output its own evidence does not support.",
+			Area:        "correctness",
+			Question:    "Which claims in this output are not backed by evidence in the output itself?",
+			Instructions: "You are a claims checker. List each factual claim the worker's output makes and whether the output " +
+				"itself shows evidence for it, quoting that evidence. Report unsupported claims first. Do not add new claims.",
+			ToolGroup:                ToolGroupSingleTrace,
+			Limits:                   &LensLimits{Iterations: new(1), LLMCalls: new(4), ToolCalls: new(8), OutputChars: new(4000)},
+			MinimumEvidenceCitations: new(1),
+		},
+	}
+}
+
+// lensMenu is a run's lenses: built-ins, the caller's, then those the
+// manager defined, in that order. Guarded by Coordinator.mu.
+type lensMenu struct {
+	lenses  []Lens
+	defined int
+}
+
+func newLensMenu(extra []Lens) (*lensMenu, error) {
+	m := &lensMenu{lenses: BuiltinLenses()}
+	for i, l := range extra {
+		if err := ValidateLens(l); err != nil {
+			var le *LensError
+			errors.As(err, &le)
+			return nil, fmt.Errorf("%w: Analysts[%d]%s: %s", ErrInvalidOptions, i, le.Pointer, le.Reason)
+		}
+		if _, ok := m.find(l.ID); ok {
+			return nil, fmt.Errorf("%w: Analysts[%d]: lens %q is already on the menu", ErrInvalidOptions, i, l.ID)
+		}
+		m.lenses = append(m.lenses, l)
+	}
+	return m, nil
+}
+
+func (m *lensMenu) find(id string) (Lens, bool) {
+	for _, l := range m.lenses {
+		if l.ID == id {
+			return l, true
+		}
+	}
+	return Lens{}, false
+}
+
+// LensSummary is one lens as list_analysts shows it.
+type LensSummary struct {
+	ID                       string      `json:"id"`
+	Description              string      `json:"description"`
+	Area                     string      `json:"area"`
+	Question                 string      `json:"question"`
+	ToolGroup                ToolGroup   `json:"toolGroup"`
+	Model                    string      `json:"model,omitzero"`
+	Limits                   *LensLimits `json:"limits,omitzero"`
+	MinimumEvidenceCitations *int        `json:"minimumEvidenceCitations,omitzero"`
+	// Defined says the manager defined it (define_analyst).
+	Defined bool `json:"defined"`
+}
+
+// AnalystList is list_analysts' reply.
+type AnalystList struct {
+	Analysts []LensSummary `json:"analysts"`
+	// DefinitionsLeft is how many more lenses the manager may define.
+	DefinitionsLeft int `json:"definitionsLeft"`
+}
+
+// ListAnalysts returns the lens menu: only these lenses run.
+func (c *Coordinator) ListAnalysts() AnalystList {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := AnalystList{Analysts: []LensSummary{}, DefinitionsLeft: MaxDefinedLenses - c.lenses.defined}
+	first := len(c.lenses.lenses) - c.lenses.defined
+	for i, l := range c.lenses.lenses {
+		out.Analysts = append(out.Analysts, LensSummary{ID: l.ID, Description: l.Description, Area: l.Area, Question: l.Question,
+			ToolGroup: l.ToolGroup, Model: l.Model, Limits: l.Limits, MinimumEvidenceCitations: l.MinimumEvidenceCitations, Defined: i >= first})
+	}
+	return out
+}
+
+// DefineAnalystResult is define_analyst's reply.
+type DefineAnalystResult struct {
+	ID              string `json:"id"`
+	Defined         bool   `json:"defined"`
+	DefinitionsLeft int    `json:"definitionsLeft"`
+}
+
+// DefineAnalyst adds a lens to the menu: data only, within §9's bounds
+// (a *LensError otherwise), at most MaxDefinedLenses per manager, never
+// replacing one on the menu. The definition is journaled before it is
+// on the menu, so a resumed run offers it again.
+func (c *Coordinator) DefineAnalyst(ctx context.Context, l Lens) (DefineAnalystResult, error) {
+	if err := ValidateLens(l); err != nil {
+		return DefineAnalystResult{}, err
+	}
+	data, err := canonjson.ToValue(l)
+	if err != nil {
+		return DefineAnalystResult{}, fmt.Errorf("supervise: lens %s: %w", l.ID, err)
+	}
+	c.spawnMu.Lock() // orders definitions with their journal records
+	defer c.spawnMu.Unlock()
+	c.mu.Lock()
+	_, exists := c.lenses.find(l.ID)
+	full := c.lenses.defined >= MaxDefinedLenses
+	c.mu.Unlock()
+	switch {
+	case exists:
+		return DefineAnalystResult{}, &VerbRefusal{Code: "analyst-exists", Reason: "lens " + strconv.Quote(l.ID) + " is already on the menu; choose another id"}
+	case full:
+		return DefineAnalystResult{}, &VerbRefusal{Code: "too-many-analysts", Reason: fmt.Sprintf("a manager defines at most %d lenses", MaxDefinedLenses)}
+	}
+	if err := c.log.append(ctx, Record{Kind: KindAnalystDefined, Data: data}); err != nil {
+		return DefineAnalystResult{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lenses.lenses = append(c.lenses.lenses, l)
+	c.lenses.defined++
+	return DefineAnalystResult{ID: l.ID, Defined: true, DefinitionsLeft: MaxDefinedLenses - c.lenses.defined}, nil
+}
+
+// RunAnalystArgs are run_analyst's arguments.
+type RunAnalystArgs struct {
+	Kind     string `json:"kind" jsonschema:"the lens id (see list_analysts)"`
+	WorkerID NodeID `json:"workerId" jsonschema:"the settled worker to analyse"`
+}
+
+// RunAnalystResult is run_analyst's reply. A started analyst's findings
+// arrive from await_event as a finding event; an analysis a resumed run
+// already completed returns its findings here and runs nothing.
+type RunAnalystResult struct {
+	AnalystID NodeID  `json:"analystWorkerId"`
+	Kind      string  `json:"kind"`
+	WorkerID  NodeID  `json:"workerId"`
+	Resumed   Resumed `json:"resumed,omitzero"`
+	Findings  *string `json:"findings,omitzero"`
+	Live      int     `json:"live"`
+	FreeSlots *int    `json:"freeSlots"`
+}
+
+// analystKey is the idempotency key of lens kind over worker: one
+// analysis per pair, journaled like any keyed spawn.
+func analystKey(kind string, worker NodeID) string { return "analyst:" + kind + ":" + string(worker) }
+
+// ParseAnalystKey returns the lens and the analysed worker of an
+// analyst's spawn key (a journaled spawned record's Key); ok is false
+// for any other key.
+func ParseAnalystKey(key string) (kind string, worker NodeID, ok bool) {
+	rest, ok := strings.CutPrefix(key, "analyst:")
+	if !ok {
+		return "", "", false
+	}
+	kind, w, ok := strings.Cut(rest, ":")
+	return kind, NodeID(w), ok && kind != "" && w != ""
+}
+
+// RunAnalyst runs lens kind over a settled worker: the analyst is a
+// worker of this run (reserved from and charged to its pool, journaled
+// as a keyed spawn), whose output is findings, never a deliverable.
+// Refusals: unknown-analyst (not on the menu), unknown-worker,
+// worker-not-settled, not-a-worker (an analyst's own findings), and the
+// spawn refusals of the scope (budget, live workers, in-doubt…): the
+// analyst crosses the same fences as any spawn, AllowedModels and
+// AuthorizeSpawn included, which see it as profile "analyst-<lens id>"
+// with label "analyst:<lens id>".
+func (c *Coordinator) RunAnalyst(ctx context.Context, a RunAnalystArgs) (RunAnalystResult, error) {
+	c.mu.Lock()
+	lens, onMenu := c.lenses.find(a.Kind)
+	menu := make([]string, 0, len(c.lenses.lenses))
+	for _, l := range c.lenses.lenses {
+		menu = append(menu, l.ID)
+	}
+	target := c.workers[a.WorkerID]
+	_, isAnalyst := c.analysts[a.WorkerID]
+	c.mu.Unlock()
+	if !onMenu {
+		return RunAnalystResult{}, &VerbRefusal{Code: "unknown-analyst", Reason: fmt.Sprintf("%q is not on the menu (%s)", a.Kind, strings.Join(menu, ", "))}
+	}
+	info, ok := c.scope.Node(a.WorkerID)
+	if !ok || target == nil {
+		return RunAnalystResult{}, fmt.Errorf("%w: %s", ErrUnknownWorker, a.WorkerID)
+	}
+	if info.Settlement == nil {
+		return RunAnalystResult{}, &VerbRefusal{Code: "worker-not-settled", Reason: fmt.Sprintf("worker %s is %s; analyse it once it settled", a.WorkerID, info.State)}
+	}
+	if isAnalyst {
+		return RunAnalystResult{}, &VerbRefusal{Code: "not-a-worker", Reason: fmt.Sprintf("%s is an analyst; its output is findings already", a.WorkerID)}
+	}
+	p := c.analystProfile(lens, info.Profile)
+	c.mu.Lock()
+	text := target.text
+	c.mu.Unlock()
+	req := SpawnRequest{Label: "analyst:" + lens.ID, Profile: *p.Name, Task: analystTask(lens, info, text), Key: analystKey(lens.ID, a.WorkerID)}
+	if p.Model != nil && p.Model.Default != nil {
+		req.Model = *p.Model.Default
+	}
+	if lens.Limits != nil && lens.Limits.Iterations != nil {
+		n := int64(*lens.Limits.Iterations)
+		req.Budget.Iterations = &n
+	}
+	c.mu.Lock()
+	stopped := c.stopped
+	c.mu.Unlock()
+	switch {
+	case stopped:
+		return RunAnalystResult{}, c.refusal(CodeScopeSettled, "stopped", "the manager stopped")
+	case c.workCtx != nil && c.workCtx.Err() != nil:
+		// The brain returned (or the run was cancelled): an analyst
+		// admitted now would only be cancelled, its reservation wasted.
+		return RunAnalystResult{}, c.refusal(CodeScopeSettled, "ended", "the run is ending; nothing more runs")
+	}
+	c.spawnMu.Lock()
+	defer c.spawnMu.Unlock()
+	reply, err := c.admit(ctx, req)
+	if err != nil {
+		return RunAnalystResult{}, err
+	}
+	out := RunAnalystResult{AnalystID: reply.Node, Kind: lens.ID, WorkerID: a.WorkerID, Resumed: reply.Resumed, Live: reply.Live, FreeSlots: reply.FreeSlots}
+	if reply.Resumed == ResumedCompleted {
+		c.mu.Lock()
+		if w := c.workers[reply.Node]; w != nil {
+			f := w.text
+			out.Findings = &f
+		}
+		c.mu.Unlock()
+		return out, nil
+	}
+	c.startAnalyst(reply.Node, p, req.Task, reply, lens, a.WorkerID)
+	return out, nil
+}
+
+// analystProfile is the profile lens's analyst runs: the lens's
+// instructions as its system prompt, on the lens's model or the
+// analysed worker's, declaring no tools.
+func (c *Coordinator) analystProfile(l Lens, analysed string) *profile.Profile {
+	p := &profile.Profile{Name: new("analyst-" + l.ID), Description: new(l.Description), Harness: harness.CLIBase,
+		Prompt:   &profile.Prompt{SystemPrompt: new(l.Instructions)},
+		Metadata: map[string]canonjson.Value{"analystLens": canonjson.StringValue(l.ID), "toolGroup": canonjson.StringValue(string(l.ToolGroup))}}
+	if wp := c.profiles[analysed]; wp != nil && wp.Model != nil {
+		m := *wp.Model
+		p.Model = &m
+	}
+	if l.Model != "" {
+		m := profile.ModelHints{}
+		if p.Model != nil {
+			m = *p.Model
+		}
+		m.Default = new(l.Model)
+		p.Model = &m
+	}
+	return p
+}
+
+// analystTask is the analyst's task: the lens's question over the
+// analysed worker's output.
+func analystTask(l Lens, info NodeInfo, output string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ANALYST LENS %s (%s): %s\n\n", l.ID, l.Area, l.Question)
+	fmt.Fprintf(&b, "Worker %s (profile %s) settled %s", info.ID, info.Profile, info.State)
+	if info.Settlement != nil && info.Settlement.Reason != "" {
+		fmt.Fprintf(&b, " (%s)", info.Settlement.Reason)
+	}
+	b.WriteString(". Its output:\n")
+	b.WriteString(clip(output, analysedOutput))
+	if l.Limits != nil {
+		if n := l.Limits.LLMCalls; n != nil {
+			fmt.Fprintf(&b, "\n\nUse at most %d model calls", *n)
+			if t := l.Limits.ToolCalls; t != nil {
+				fmt.Fprintf(&b, " and %d tool calls", *t)
+			}
+			b.WriteString(".")
+		}
+	}
+	if n := l.MinimumEvidenceCitations; n != nil && *n > 0 {
+		fmt.Fprintf(&b, "\n\nCite at least %d pieces of evidence from the output, quoted.", *n)
+	}
+	return b.String()
+}
+
+// startAnalyst starts an admitted analyst in the background, as start
+// does a worker, marking it an analyst first.
+func (c *Coordinator) startAnalyst(id NodeID, p *profile.Profile, task string, reply SpawnReply, l Lens, source NodeID) {
+	limit := MaxLensOutput
+	if l.Limits != nil && l.Limits.OutputChars != nil {
+		limit = *l.Limits.OutputChars
+	}
+	c.mu.Lock()
+	c.analysts[id] = analystOf{lens: l.ID, source: source, limit: limit}
+	c.mu.Unlock()
+	c.start(id, p, task, reply.Reserved)
+}
+
+// analystOf marks a worker as lens lens's analyst over source.
+type analystOf struct {
+	lens   string
+	source NodeID
+	limit  int
+}
+
+// Finding is an analyst's settlement, as Options.AfterSettle sees it.
+type Finding struct {
+	Lens     string
+	Source   NodeID
+	Findings string
+}
+
+// replayAnalyst restores the analyst marks and defined lenses of a
+// resumed run's journal record r (called from replayRecords).
+func (c *Coordinator) replayAnalyst(r Record) error {
+	switch r.Kind {
+	case KindAnalystDefined:
+		var l Lens
+		if err := canonjson.FromValue(r.Data, &l); err != nil {
+			return &ResumeError{RunDir: c.log.dir, Reason: "an analyst-defined record does not decode", Err: err}
+		}
+		if err := ValidateLens(l); err != nil {
+			return &ResumeError{RunDir: c.log.dir, Reason: "a journaled lens is invalid", Err: err}
+		}
+		if _, ok := c.lenses.find(l.ID); !ok {
+			c.lenses.lenses = append(c.lenses.lenses, l)
+			c.lenses.defined++
+		}
+	case KindSpawned:
+		if kind, src, ok := ParseAnalystKey(r.Key); ok {
+			limit := MaxLensOutput
+			if l, ok := c.lenses.find(kind); ok && l.Limits != nil && l.Limits.OutputChars != nil {
+				limit = *l.Limits.OutputChars
+			}
+			c.analysts[r.Node] = analystOf{lens: kind, source: src, limit: limit}
+		}
+	}
+	return nil
+}
+
+// Settled is a worker's settlement as Options.AfterSettle sees it, once
+// it is journaled and queued for Await. Finding is set when the worker
+// is an analyst.
+type Settled struct {
+	Node    NodeInfo
+	Text    string
+	Finding *Finding
+}
+
+// afterSettled calls Options.AfterSettle for w, turning a panic into a
+// logged error.
+func (c *Coordinator) afterSettled(ctx context.Context, w *worker) {
+	info, _ := c.scope.Node(w.id)
+	c.mu.Lock()
+	s := Settled{Node: info, Text: w.text}
+	if a, ok := c.analysts[w.id]; ok {
+		s.Finding = &Finding{Lens: a.lens, Source: a.source, Findings: w.text}
+	}
+	c.mu.Unlock()
+	defer func() {
+		if p := recover(); p != nil {
+			c.logger.Error("supervise: AfterSettle panicked", "node", w.id, "panic", p)
+		}
+	}()
+	c.afterSettle(context.WithoutCancel(ctx), c, s)
+}
+
+// releaseInflight ends a busy mark and wakes Await's waiters.
+func (c *Coordinator) releaseInflight() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.inflight--
+	close(c.wake)
+	c.wake = make(chan struct{})
+}
