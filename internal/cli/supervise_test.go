@@ -281,7 +281,10 @@ func TestSuperviseAnalystsFile(t *testing.T) {
 	runLens := `{"calls": [{"verb": "run_analyst", "args": {"kind": "tone-check", "workerId": "rel:s1"}}], "usage": {"inputTokens": 20, "outputTokens": 5}}`
 	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+runLens+`, `+awaitOne+`, `+answerDone+`]}`)
 	out, errOut, code := run(t, "", "supervise", mgr, "--task", "Write release notes.", "--worker", noteWriter, "--manager-script", script,
-		"--run-dir", t.TempDir(), "--run-id", "rel", "--db", filepath.Join(t.TempDir(), "runs.db"), "--analysts", lenses, "--json")
+		"--run-dir", t.TempDir(), "--run-id", "rel", "--db", filepath.Join(t.TempDir(), "runs.db"), "--analysts", lenses, "--json",
+		// Room for the analyst beside the worker's ceiling and the
+		// manager's turns, which are charged as they end.
+		"--budget-tokens", "400000", "--worker-tokens", "50000")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
@@ -296,6 +299,6 @@ func TestSuperviseAnalystsFile(t *testing.T) {
 		}
 	}
 	if analysts != 1 {
-		t.Errorf("want one settled, undelivered analyst worker: %s", out)
+		t.Errorf("want one settled, undelivered analyst worker: %s\n%s", out, errOut)
 	}
 }
