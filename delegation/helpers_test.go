@@ -32,7 +32,7 @@ func deadline(t *testing.T) context.Context {
 	return ctx
 }
 
-func parseProfile(t *testing.T, doc string) *profile.Profile {
+func parseProfile(t testing.TB, doc string) *profile.Profile {
 	t.Helper()
 	p, err := profile.Parse([]byte(doc))
 	if err != nil {
@@ -67,7 +67,7 @@ type fixture struct {
 	exec   *countingExecutor
 }
 
-func newFixture(t *testing.T, s store.Store) *fixture {
+func newFixture(t testing.TB, s store.Store) *fixture {
 	t.Helper()
 	var script scripted.Script
 	if err := json.Unmarshal([]byte(workerScript), &script); err != nil {
@@ -79,7 +79,7 @@ func newFixture(t *testing.T, s store.Store) *fixture {
 
 // config is the queue's fixed configuration; the manager's model spawns
 // the writer once on the task, awaits it and ends.
-func (f *fixture) config(t *testing.T) delegation.Config {
+func (f *fixture) config(t testing.TB) delegation.Config {
 	t.Helper()
 	usd := 1.0
 	return delegation.Config{
@@ -112,7 +112,7 @@ func plan(task string) scripted.ChatScript {
 	}}
 }
 
-func open(t *testing.T, cfg delegation.Config) *delegation.Queue {
+func open(t testing.TB, cfg delegation.Config) *delegation.Queue {
 	t.Helper()
 	q, err := delegation.Open(cfg)
 	if err != nil {

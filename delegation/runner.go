@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -186,7 +187,7 @@ func (q *Queue) supervise(ctx context.Context, d Delegation) (res supervise.Supe
 		o.Deadline = d.StartedAt.Add(q.cfg.MaxRunTime)
 	}
 	if b.USD != nil {
-		micro := int64(*b.USD*1e6 + 0.5)
+		micro := int64(math.Round(*b.USD * 1e6))
 		o.Budget.MicroUSD = &micro
 	}
 	if o.PerWorker.Tokens == nil {
