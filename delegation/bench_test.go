@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/delegation"
-	"github.com/agentrt/agentrt/supervise"
 	"github.com/agentrt/agentrt/store/sqlite"
+	"github.com/agentrt/agentrt/supervise"
 )
 
 // BenchmarkCheck measures admitting one request: validation, the
