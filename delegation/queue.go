@@ -410,8 +410,9 @@ func (q *Queue) Submit(ctx context.Context, req Request) (Submitted, error) {
 		return Submitted{}, fmt.Errorf("delegation: submit: %w", err)
 	}
 	r, err := q.cfg.Store.CreateRun(ctx, store.Run{ID: id, Kind: Kind, Status: store.StatusPending, Doc: doc})
-	if errors.Is(err, store.ErrExists) && reused {
-		// A concurrent retry of the same key recorded it first.
+	if errors.Is(err, store.ErrExists) && req.IdempotencyKey != "" {
+		// A concurrent submission under the same key (which found the key
+		// claimed but the delegation not yet recorded) recorded it first.
 		r, err = q.cfg.Store.GetRun(ctx, id)
 	}
 	if err != nil {

@@ -281,3 +281,108 @@ func TestRestartRestore(t *testing.T) {
 		})
 	}
 }
+
+// holdingBrain is a manager that thinks until its run is stopped.
+func holdingBrain(string) (supervise.Brain, error) {
+	return supervise.BrainFunc(func(ctx context.Context, _ *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		<-ctx.Done()
+		return supervise.BrainReport{}, ctx.Err()
+	}), nil
+}
+
+// TestCancelFromAnotherProcess: §9 "cancel marks cancelled even if the
+// runner ignores abort" across processes — a queue on the same store
+// cancels a delegation another queue runs; the record is cancelled at
+// once and the holder stops its run on its next renewal.
+func TestCancelFromAnotherProcess(t *testing.T) {
+	ctx := deadline(t)
+	f := newFixture(t, storememory.New(nil))
+	cfg := f.config(t)
+	cfg.Brain = holdingBrain
+	a, b := open(t, cfg), open(t, cfg)
+	sub := must(a.Submit(ctx, delegation.Request{Task: "write alpha"}))(t)
+	var q2 *delegation.Queue // the queue that does not hold it
+	waitFor(t, ctx, "the delegation to run", func() bool {
+		d := must(a.Get(ctx, sub.TaskID))(t)
+		if d.State != delegation.StateRunning || d.Claim == nil {
+			return false
+		}
+		q2 = a
+		if d.Claim.Owner == a.Owner() {
+			q2 = b
+		}
+		return true
+	})
+	d, effect, err := q2.Cancel(ctx, sub.TaskID, "from elsewhere")
+	if err != nil || effect != kernel.EffectCancelRequested || d.State != delegation.StateCancelled {
+		t.Fatalf("cancel: %v %s %s", err, effect, d.State)
+	}
+	waitFor(t, ctx, "the holder to stop the run", func() bool { return must(q2.Get(ctx, sub.TaskID))(t).Result != nil })
+	if d := must(q2.Get(ctx, sub.TaskID))(t); d.State != delegation.StateCancelled || d.Result.Status != "no-winner" || d.Claim != nil {
+		t.Errorf("after the holder stopped: %s %+v claim %+v", d.State, d.Result, d.Claim)
+	}
+}
+
+// TestConcurrentSameKey: racing submissions under one key record one
+// delegation; every caller gets its id, exactly one as new.
+func TestConcurrentSameKey(t *testing.T) {
+	ctx := deadline(t)
+	q := open(t, newFixture(t, storememory.New(nil)).config(t))
+	type got struct {
+		s   delegation.Submitted
+		err error
+	}
+	results := make(chan got, 8)
+	for range 8 {
+		go func() {
+			s, err := q.Submit(ctx, delegation.Request{Task: "write alpha", IdempotencyKey: "race"})
+			results <- got{s, err}
+		}()
+	}
+	ids, fresh := map[string]bool{}, 0
+	for range 8 {
+		r := <-results
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		ids[r.s.TaskID] = true
+		if !r.s.Reused {
+			fresh++
+		}
+	}
+	if len(ids) != 1 || fresh != 1 {
+		t.Errorf("%d ids, %d new; want one delegation, submitted once", len(ids), fresh)
+	}
+	if hist := must(q.History(ctx, delegation.HistoryOptions{}))(t); len(hist) != 1 {
+		t.Errorf("history holds %d delegations", len(hist))
+	}
+}
+
+// TestBounds: admission stops at MaxPending (queue-full, a refusal), and
+// a delegation's run ends at MaxRunTime however long its worker would
+// take.
+func TestBounds(t *testing.T) {
+	ctx := deadline(t)
+	f := newFixture(t, storememory.New(nil))
+	cfg := f.config(t)
+	cfg.MaxPending = 2
+	cfg.MaxRunTime = 500 * time.Millisecond
+	q := open(t, cfg)
+	first := must(q.Submit(ctx, delegation.Request{Task: "write slow"}))(t)
+	waitFor(t, ctx, "the first delegation to run", func() bool { return must(q.Get(ctx, first.TaskID))(t).State == delegation.StateRunning })
+	must(q.Submit(ctx, delegation.Request{Task: "write slow 2"}))(t)
+	must(q.Submit(ctx, delegation.Request{Task: "write slow 3"}))(t)
+	_, err := q.Submit(ctx, delegation.Request{Task: "write slow 4"})
+	var r *delegation.Refusal
+	if !errors.As(err, &r) || r.Code != delegation.CodeQueueFull {
+		t.Errorf("a third pending delegation: %v, want queue-full", err)
+	}
+	start := time.Now()
+	d := settle(t, ctx, q, first.TaskID)
+	if d.State != delegation.StateFailed || d.Result == nil || d.Result.Status != "no-winner" {
+		t.Errorf("past its deadline: %s %+v", d.State, d.Result)
+	}
+	if el := time.Since(start); el > 30*time.Second {
+		t.Errorf("the run ended %s after its deadline; the worker would take a minute", el)
+	}
+}
