@@ -386,3 +386,38 @@ func TestBounds(t *testing.T) {
 		t.Errorf("the run ended %s after its deadline; the worker would take a minute", el)
 	}
 }
+
+// TestFeedback: ratings are kept with the delegation in order, each
+// checked (score in [0, 1], a known label and rater, bounded notes), at
+// most MaxFeedback of them.
+func TestFeedback(t *testing.T) {
+	ctx := deadline(t)
+	q := open(t, newFixture(t, storememory.New(nil)).config(t))
+	id := must(q.Submit(ctx, delegation.Request{Task: "write alpha"}))(t).TaskID
+	for _, tc := range []struct {
+		fb   delegation.Feedback
+		path string
+	}{
+		{delegation.Feedback{Score: 1.5, Notes: "x", By: "user"}, "/rating/score"},
+		{delegation.Feedback{Score: 0.5, Label: "great", Notes: "x", By: "user"}, "/rating/label"},
+		{delegation.Feedback{Score: 0.5, Notes: strings.Repeat("n", delegation.MaxNotesBytes+1), By: "user"}, "/rating/notes"},
+		{delegation.Feedback{Score: 0.5, Notes: "x", By: "robot"}, "/by"},
+	} {
+		_, err := q.AddFeedback(ctx, id, tc.fb)
+		var r *delegation.Refusal
+		if !errors.As(err, &r) || r.Code != delegation.CodeInvalidArguments || r.Path != tc.path {
+			t.Errorf("%+v: %v, want a refusal at %s", tc.fb, err, tc.path)
+		}
+	}
+	for i := range delegation.MaxFeedback {
+		d := must(q.AddFeedback(ctx, id, delegation.Feedback{Score: float64(i) / delegation.MaxFeedback, Label: "good", Notes: "fine", By: "agent"}))(t)
+		if len(d.Feedback) != i+1 || d.Feedback[i].At.IsZero() {
+			t.Fatalf("after %d ratings: %d kept", i+1, len(d.Feedback))
+		}
+	}
+	_, err := q.AddFeedback(ctx, id, delegation.Feedback{Score: 1, Notes: "one more", By: "user"})
+	var r *delegation.Refusal
+	if !errors.As(err, &r) || r.Code != delegation.CodeFeedbackFull {
+		t.Errorf("rating %d: %v, want feedback-full", delegation.MaxFeedback+1, err)
+	}
+}
