@@ -421,3 +421,41 @@ func TestFeedback(t *testing.T) {
 		t.Errorf("rating %d: %v, want feedback-full", delegation.MaxFeedback+1, err)
 	}
 }
+
+// TestTakeoverWhileHeld: a delegation whose claim another holder took
+// while its first holder still runs is not failed for the journal lock
+// that holder keeps: it is handed back until the first holder, noticing
+// the loss, stops; then it resumes.
+func TestTakeoverWhileHeld(t *testing.T) {
+	ctx := deadline(t)
+	s := storememory.New(nil)
+	f := newFixture(t, s)
+	cfg := f.config(t)
+	cfg.Brain = holdingBrain
+	q1 := open(t, cfg)
+	sub := must(q1.Submit(ctx, delegation.Request{Task: "write alpha"}))(t)
+	waitFor(t, ctx, "the delegation to run", func() bool {
+		return journaled(ctx, must(q1.Get(ctx, sub.TaskID))(t).RunDir, supervise.KindRunStarted)
+	})
+	q2 := open(t, cfg)
+	// The first holder's claim is taken from it (as after renewals that
+	// failed for a claim's length).
+	if _, err := s.UpdateRun(ctx, sub.TaskID, func(r *store.Run) error {
+		r.Doc = r.Doc.With("claim", must(canonValue(`{"owner": "ghost", "until": "2000-01-01T00:00:00Z"}`))(t))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "a new holder to resume it", func() bool {
+		d := must(q2.Get(ctx, sub.TaskID))(t)
+		if d.State != delegation.StateRunning {
+			t.Fatalf("the delegation became %s: %s", d.State, d.Failure)
+		}
+		return d.Claim != nil && d.Claim.Owner != "ghost" && d.Attempts >= 2 && journaled(ctx, d.RunDir, supervise.KindFinished) &&
+			d.Claim.Until.After(time.Now())
+	})
+	d, _, err := q2.Cancel(ctx, sub.TaskID, "")
+	if err != nil || d.Failure != "" {
+		t.Errorf("cancel: %v, failure %q", err, d.Failure)
+	}
+}

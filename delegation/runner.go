@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"slices"
 	"time"
 
+	"github.com/agentrt/agentrt/journal"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/supervise"
@@ -23,10 +25,9 @@ func (q *Queue) loop() {
 	for {
 		for q.base.Err() == nil {
 			d, ok := q.claimNext()
-			if !ok {
-				break
+			if !ok || !q.run(d) {
+				break // nothing to claim, or wait for the next scan
 			}
-			q.run(d)
 		}
 		select {
 		case <-q.base.Done():
@@ -106,8 +107,10 @@ func (q *Queue) claim(ctx context.Context, id string) (Delegation, error) {
 }
 
 // run runs one claimed attempt of d to its end, or until the queue
-// closes or the claim is lost.
-func (q *Queue) run(d Delegation) {
+// closes or the claim is lost. It returns false when it handed d back
+// for a process that still holds its journal: the runner then waits for
+// its next scan instead of claiming it again at once.
+func (q *Queue) run(d Delegation) (next bool) {
 	ctx, cancel := context.WithCancelCause(q.base)
 	defer cancel(errFinished)
 	q.mu.Lock()
@@ -120,15 +123,26 @@ func (q *Queue) run(d Delegation) {
 	}()
 	log := q.cfg.Logger.With("task_id", d.TaskID, "attempt", d.Attempts)
 
+	if q.base.Err() != nil {
+		// Claimed just as the queue began to close: hand it back.
+		q.release(d.TaskID)
+		return false
+	}
 	// Resume what an earlier attempt journaled; never start over what
 	// an earlier attempt may have begun without a journal here.
-	recs, _, jerr := supervise.ReadRunDir(ctx, d.RunDir)
+	rctx, rcancel := q.storeCtx()
+	recs, _, jerr := supervise.ReadRunDir(rctx, d.RunDir)
+	rcancel()
 	journaled := jerr == nil && len(recs) > 0
 	if d.Attempts > 1 && !journaled {
+		why := "found no journal"
+		if jerr != nil && !errors.Is(jerr, fs.ErrNotExist) {
+			why = "could not read the journal (" + jerr.Error() + ")"
+		}
 		q.end(d.TaskID, store.StatusInterrupted, nil, false, fmt.Sprintf(
-			"attempt %d found no journal in %s to resume from; an earlier attempt was claimed and may have done work no record here shows, so it is not run again (submit it anew to start over)", d.Attempts, d.RunDir))
+			"attempt %d %s in %s to resume from; an earlier attempt was claimed and may have done work no record here shows, so it is not run again (submit it anew to start over)", d.Attempts, why, d.RunDir))
 		log.Warn("delegation: interrupted: nothing to resume from")
-		return
+		return true
 	}
 
 	hbDone := make(chan struct{})
@@ -144,6 +158,13 @@ func (q *Queue) run(d Delegation) {
 		log.Info("delegation: handed back at shutdown")
 	case errors.Is(cause, errLost):
 		log.Warn("delegation: the claim was lost; its new holder answers for it")
+	case isLocked(err):
+		// A process that lost its claim still holds the journal: hand
+		// the delegation back; a later scan resumes it once that process
+		// noticed and let go.
+		q.release(d.TaskID)
+		log.Warn("delegation: the journal is still held by another process; handed back")
+		return false
 	case err != nil:
 		var exists *supervise.RunExistsError
 		msg := "the supervised run could not run: " + err.Error()
@@ -158,6 +179,7 @@ func (q *Queue) run(d Delegation) {
 		}
 		q.end(d.TaskID, status, resultOf(res), res.Resumed, "")
 	}
+	return true
 }
 
 // supervise runs d's supervised run (resuming its journal when there is
@@ -336,4 +358,10 @@ func resultOf(res supervise.SupervisedResult) *Result {
 		out.SpendGaps = append(out.SpendGaps, string(g.ID))
 	}
 	return out
+}
+
+// isLocked reports whether err is a journal another process holds.
+func isLocked(err error) bool {
+	_, ok := errors.AsType[*journal.LockedError](err)
+	return ok
 }
