@@ -47,7 +47,12 @@
 // over, since the earlier attempt may have done work no record shows.
 // Stopping a queue (Close) cancels its runs, journals their end and hands
 // them back at once (the claim released), so the next queue on the same
-// store resumes them.
+// store resumes them. A takeover that finds the journal still locked by
+// a holder that has not yet noticed its loss hands the delegation back
+// and tries again a scan later, rather than failing it. The run dir is
+// local: queues sharing a PostgreSQL store resume one another's
+// delegations only where they share the run dir too; elsewhere such a
+// delegation ends interrupted, as above.
 //
 // # Bounds
 //
