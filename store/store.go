@@ -113,7 +113,9 @@ type Idempotency struct {
 // ListOptions filters ListRuns. The zero value lists the newest runs.
 type ListOptions struct {
 	Status Status
-	Limit  int
+	// Kind, when set, lists only runs of that kind (Run.Kind).
+	Kind  string
+	Limit int
 }
 
 // Store is durable run state. Implementations are safe for concurrent use

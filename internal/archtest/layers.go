@@ -44,6 +44,7 @@ var layers = map[string]int{
 	"chatturn":   4,
 	"taskstream": 4,
 	"fleet":      4,
+	"delegation": 4,
 
 	"sidecar":           5,
 	"mcpserver":         5,

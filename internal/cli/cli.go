@@ -97,7 +97,7 @@ byte like the reference TypeScript implementation, and runs them.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(stdio, open), newRunsCmd(stdio, open), newProfileCmd(stdio), newCandidateCmd(stdio), newCheckCmd(stdio), newServeCmd(stdio), newWorkerCmd(stdio), newFleetCmd(stdio), newMCPCmd(stdio), newVersionCmd(stdio))
+	root.AddCommand(newRunCmd(stdio, open), newRunsCmd(stdio, open), newProfileCmd(stdio), newCandidateCmd(stdio), newCheckCmd(stdio), newServeCmd(stdio), newWorkerCmd(stdio), newFleetCmd(stdio), newMCPCmd(stdio, open), newVersionCmd(stdio))
 	root.AddCommand(newTopCmd(stdio))
 	root.AddCommand(newChatCmd(stdio, open))
 	root.AddCommand(newConformanceCmd(stdio))

@@ -12,3 +12,6 @@ import (
 func MainWith(ctx context.Context, args []string, stdio IO, open func(name, scriptPath, baseURL, openaiAPI string) (contract.Provider, error)) int {
 	return mainWith(ctx, args, stdio, open)
 }
+
+// CommandDeliverable is the check of agentrt mcp delegate --check-cmd.
+var CommandDeliverable = commandDeliverable

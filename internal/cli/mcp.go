@@ -35,12 +35,12 @@ const (
 // mcpPath is where the streamable HTTP endpoint is served.
 const mcpPath = "/mcp"
 
-func newMCPCmd(stdio IO) *cobra.Command {
+func newMCPCmd(stdio IO, open providerOpener) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve agentrt tools over the Model Context Protocol",
 	}
-	cmd.AddCommand(newMCPWorkspaceCmd(stdio))
+	cmd.AddCommand(newMCPWorkspaceCmd(stdio), newMCPDelegateCmd(stdio, open))
 	return cmd
 }
 
@@ -101,24 +101,9 @@ func runMCPWorkspace(ctx context.Context, stdio IO, f mcpWorkspaceFlags) error {
 	if err := turn.Validate(); err != nil {
 		return usage("the trusted turn: %v", err)
 	}
-	var token string
-	if f.httpAddr == "" {
-		if f.tokenFile != "" {
-			return usage("--token-file is for --http; stdio needs no token")
-		}
-	} else {
-		if f.tokenFile != "" {
-			t, err := serveToken(f.tokenFile)
-			if err != nil {
-				return err
-			}
-			token = t
-		} else {
-			token = strings.TrimSpace(os.Getenv(envMCPToken))
-		}
-		if token == "" && !loopbackOnly(f.httpAddr) {
-			return usage("refusing to serve on %s without a token: give --token-file or $%s, or listen on 127.0.0.1", f.httpAddr, envMCPToken)
-		}
+	token, err := mcpHTTPToken(f.httpAddr, f.tokenFile)
+	if err != nil {
+		return err
 	}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -141,7 +126,31 @@ func runMCPWorkspace(ctx context.Context, stdio IO, f mcpWorkspaceFlags) error {
 	if f.httpAddr == "" {
 		return serveMCPStdio(ctx, stdio, srv)
 	}
-	return serveMCPHTTP(ctx, stdio, srv, f.httpAddr, token, logger)
+	return serveMCPHTTP(ctx, stdio, srv, "agentrt mcp workspace", f.httpAddr, token, logger)
+}
+
+// mcpHTTPToken is the bearer token an MCP server over HTTP requires:
+// read from tokenFile or $AGENTRT_MCP_TOKEN. Serving beyond loopback
+// without one is refused; stdio takes none.
+func mcpHTTPToken(addr, tokenFile string) (string, error) {
+	if addr == "" {
+		if tokenFile != "" {
+			return "", usage("--token-file is for --http; stdio needs no token")
+		}
+		return "", nil
+	}
+	token := strings.TrimSpace(os.Getenv(envMCPToken))
+	if tokenFile != "" {
+		t, err := serveToken(tokenFile)
+		if err != nil {
+			return "", err
+		}
+		token = t
+	}
+	if token == "" && !loopbackOnly(addr) {
+		return "", usage("refusing to serve on %s without a token: give --token-file or $%s, or listen on 127.0.0.1", addr, envMCPToken)
+	}
+	return token, nil
 }
 
 // serveMCPStdio serves srv on stdin/stdout until the client closes stdin
@@ -167,8 +176,9 @@ func serveMCPStdio(ctx context.Context, stdio IO, srv *mcp.Server) error {
 	return &exitError{code: ExitFailed, err: fmt.Errorf("mcp stdio: %w", err)}
 }
 
-// serveMCPHTTP serves srv over streamable HTTP at addr until ctx ends.
-func serveMCPHTTP(ctx context.Context, stdio IO, srv *mcp.Server, addr, token string, logger *slog.Logger) error {
+// serveMCPHTTP serves srv over streamable HTTP at addr until ctx ends;
+// who names the command in what it prints on stderr.
+func serveMCPHTTP(ctx context.Context, stdio IO, srv *mcp.Server, who, addr, token string, logger *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle(mcpPath, mcpserver.HTTPHandler(srv, mcpserver.HTTPOptions{Token: token, Logger: logger}))
 	ln, err := net.Listen("tcp", addr)
@@ -179,7 +189,7 @@ func serveMCPHTTP(ctx context.Context, stdio IO, srv *mcp.Server, addr, token st
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	fmt.Fprintf(stdio.Err, "agentrt mcp workspace: listening on http://%s%s\n", ln.Addr(), mcpPath)
+	fmt.Fprintf(stdio.Err, "%s: listening on http://%s%s\n", who, ln.Addr(), mcpPath)
 	select {
 	case err := <-served:
 		return &exitError{code: ExitFailed, err: err}
@@ -191,7 +201,7 @@ func serveMCPHTTP(ctx context.Context, stdio IO, srv *mcp.Server, addr, token st
 		// Open event streams do not end on their own: close them.
 		hs.Close()
 	}
-	fmt.Fprintln(stdio.Err, "agentrt mcp workspace: stopped")
+	fmt.Fprintln(stdio.Err, who+": stopped")
 	return nil
 }
 

@@ -187,9 +187,9 @@ func (m *mcpServer) shutdown(t *testing.T, ctx context.Context) int {
 	}
 }
 
-// startMCPHTTP runs agentrt mcp workspace --http 127.0.0.1:0 with args
-// and returns once it listens.
-func startMCPHTTP(t *testing.T, ctx context.Context, args ...string) *mcpServer {
+// startMCPHTTP runs agentrt mcp SUB --http 127.0.0.1:0 with args and
+// returns once it listens.
+func startMCPHTTP(t *testing.T, ctx context.Context, sub string, args ...string) *mcpServer {
 	t.Helper()
 	runCtx, stop := context.WithCancel(ctx)
 	m := &mcpServer{stop: stop, done: make(chan int, 1)}
@@ -208,7 +208,7 @@ func startMCPHTTP(t *testing.T, ctx context.Context, args ...string) *mcpServer 
 	}()
 	go func() {
 		var out bytes.Buffer
-		m.done <- cli.Main(runCtx, append([]string{"mcp", "workspace", "--http", "127.0.0.1:0"}, args...),
+		m.done <- cli.Main(runCtx, append([]string{"mcp", sub, "--http", "127.0.0.1:0"}, args...),
 			cli.IO{In: strings.NewReader(""), Out: &out, Err: errW})
 		errW.Close()
 	}()
@@ -216,7 +216,7 @@ func startMCPHTTP(t *testing.T, ctx context.Context, args ...string) *mcpServer 
 	select {
 	case m.url = <-found:
 	case code := <-m.done:
-		t.Fatalf("agentrt mcp workspace exited %d before listening:\n%s", code, m.stderr())
+		t.Fatalf("agentrt mcp %s exited %d before listening:\n%s", sub, code, m.stderr())
 	case <-ctx.Done():
 		t.Fatal("the server never listened")
 	}
@@ -243,7 +243,7 @@ func TestMCPWorkspaceHTTP(t *testing.T) {
 	const token = "mcp-test-token-0123456789"
 	tokenFile := writeFile(t, "token", token+"\n")
 	db := filepath.Join(t.TempDir(), "ws.db")
-	srv := startMCPHTTP(t, ctx, "--db", db, "--tenant", "acme", "--member", "bob", "--token-file", tokenFile)
+	srv := startMCPHTTP(t, ctx, "workspace", "--db", db, "--tenant", "acme", "--member", "bob", "--token-file", tokenFile)
 
 	cs := connectHTTP(t, ctx, srv.url, token)
 	callTool(t, ctx, cs, workspace.ToolFilesWrite, `{"path":"/files/a.txt","content":"hello","ifRevision":null,"member":"mallory"}`)
@@ -287,8 +287,8 @@ func TestMCPWorkspaceOnPostgres(t *testing.T) {
 	db := pgtest.Schema(t)
 	ctx := mcpDeadline(t)
 	t.Setenv("AGENTRT_MCP_TOKEN", "")
-	alice := startMCPHTTP(t, ctx, "--database", db, "--tenant", "acme", "--member", "alice")
-	bob := startMCPHTTP(t, ctx, "--database", db, "--tenant", "acme", "--member", "bob")
+	alice := startMCPHTTP(t, ctx, "workspace", "--database", db, "--tenant", "acme", "--member", "alice")
+	bob := startMCPHTTP(t, ctx, "workspace", "--database", db, "--tenant", "acme", "--member", "bob")
 	ca, cb := connectHTTP(t, ctx, alice.url, ""), connectHTTP(t, ctx, bob.url, "")
 
 	callTool(t, ctx, ca, workspace.ToolRemember, `{"scope":"workspace","key":"deploys","content":"tuesdays","ifRevision":null}`)

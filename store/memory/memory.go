@@ -152,7 +152,7 @@ func (s *Store) ListRuns(ctx context.Context, opts store.ListOptions) ([]store.R
 	for _, r := range s.runs {
 		cp := *r
 		cp.Status = store.Effective(cp, now)
-		if opts.Status == "" || cp.Status == opts.Status {
+		if (opts.Status == "" || cp.Status == opts.Status) && (opts.Kind == "" || cp.Kind == opts.Kind) {
 			out = append(out, cp)
 		}
 	}

@@ -239,6 +239,10 @@ func (s *Store) ListRuns(ctx context.Context, opts store.ListOptions) ([]store.R
 		where = `WHERE status = $1`
 		args = append(args, string(opts.Status))
 	}
+	if opts.Kind != "" {
+		where = sqlrow.AndWhere(where, fmt.Sprintf("kind = $%d", len(args)+1))
+		args = append(args, opts.Kind)
+	}
 	q := `SELECT ` + sqlrow.RunColumns + ` FROM ` + s.t.runs + ` ` + where + ` ORDER BY created_at DESC, id DESC`
 	if opts.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", opts.Limit)

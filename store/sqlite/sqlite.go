@@ -203,6 +203,10 @@ func (s *Store) ListRuns(ctx context.Context, opts store.ListOptions) ([]store.R
 		where = `WHERE status = ?`
 		args = append(args, string(opts.Status))
 	}
+	if opts.Kind != "" {
+		where = sqlrow.AndWhere(where, `kind = ?`)
+		args = append(args, opts.Kind)
+	}
 	q := `SELECT ` + sqlrow.RunColumns + ` FROM runs ` + where + ` ORDER BY created_at DESC, id DESC`
 	if opts.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", opts.Limit)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -208,6 +209,39 @@ func testList(t *testing.T, open Open) {
 	}
 	if len(runs) != 3 || runs[0].ID != "r4" || runs[2].ID != "r2" {
 		t.Errorf("list %v", ids(runs))
+	}
+
+	// Kind narrows the list, alone and with a status, limit applied
+	// after the filter.
+	for i := range 3 {
+		r := newRun(fmt.Sprint("d", i))
+		r.Kind = "delegation"
+		if i == 0 {
+			r.Status = store.StatusCompleted
+		}
+		if _, err := s.CreateRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Second)
+	}
+	for _, tc := range []struct {
+		opts store.ListOptions
+		want []string
+	}{
+		{store.ListOptions{Kind: "delegation"}, []string{"d2", "d1", "d0"}},
+		{store.ListOptions{Kind: "delegation", Limit: 2}, []string{"d2", "d1"}},
+		{store.ListOptions{Kind: "delegation", Status: store.StatusRunning}, []string{"d2", "d1"}},
+		{store.ListOptions{Kind: "delegation", Status: store.StatusCompleted}, []string{"d0"}},
+		{store.ListOptions{Kind: "execute", Limit: 1}, []string{"r4"}},
+		{store.ListOptions{Kind: "nothing"}, nil},
+	} {
+		runs, err := s.ListRuns(ctx, tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(runs); !slices.Equal(got, tc.want) {
+			t.Errorf("ListRuns(%+v) = %v, want %v", tc.opts, got, tc.want)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -302,4 +303,13 @@ func NewAppend(f store.Fence, events []store.NewEvent) (Append, error) {
 		bodies[i] = string(b)
 	}
 	return Append{Fence: f, Events: events, Bodies: bodies}, nil
+}
+
+// AndWhere adds cond to a SQL WHERE clause (where is "" when there is
+// none yet).
+func AndWhere(where, cond string) string {
+	if where == "" {
+		return "WHERE " + cond
+	}
+	return "WHERE (" + strings.TrimPrefix(where, "WHERE ") + ") AND " + cond
 }

@@ -1,0 +1,299 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/delegation"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/mcpserver"
+	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/store/sqlite"
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// mcpDelegateFlags are the flags of agentrt mcp delegate.
+type mcpDelegateFlags struct {
+	manager                                    string
+	workers                                    []string
+	providerName, scriptPath, managerScript    string
+	baseURL, openaiAPI                         string
+	expect, checkCmd                           string
+	checkTimeout                               time.Duration
+	runDir                                     string
+	budgetTokens, iterations, workerTokens     int64
+	budgetUSD, workerUSD                       float64
+	maxLive, maxTurns, concurrency, maxPending int
+	maxRunTime, claimTTL                       time.Duration
+	httpAddr, tokenFile                        string
+	store                                      storeFlags
+}
+
+func newMCPDelegateCmd(stdio IO, open providerOpener) *cobra.Command {
+	var f mcpDelegateFlags
+	cmd := &cobra.Command{
+		Use:   "delegate --manager PROFILE --worker PROFILE... [--expect TEXT | --check-cmd CMD]",
+		Short: "Serve the delegation tools: tasks handed to a fixed manager agent, run as supervised runs",
+		Long: `Serve the delegation tools over MCP — delegate, delegation_status,
+delegation_history, delegate_feedback and delegation_cancel — on stdin/stdout
+by default, or over streamable HTTP at http://ADDR/mcp with --http ADDR.
+
+A client's delegate call hands a task to the manager profile --manager, which
+runs it as one supervised run (as agentrt supervise does) spawning workers
+from the --worker profiles on --provider, under a budget within the caps
+--budget-tokens, --iterations and --budget-usd. A result is delivered only
+when the check passes: it contains --expect TEXT, or --check-cmd CMD (run
+by /bin/sh with the result on stdin) exits 0; without either, when it is not
+empty. The manager, workers, provider, check and caps are fixed here; no tool
+argument can choose them.
+
+Delegations are durable: they are kept in the run store (--db FILE or
+--database URL, as for agentrt runs) and their journals under --run-dir
+(default $AGENTRT_HOME/delegations). A server restarted on the same store
+lists the delegations of the one before and resumes those that were running
+from their journals: settled workers are replayed, not run again. One whose
+journal is missing ends interrupted rather than being run again.
+
+Over HTTP a bearer token is read from --token-file FILE or
+$AGENTRT_MCP_TOKEN; without one the server listens on loopback only. Stdout
+carries nothing but the MCP stdio transport; the listen address and the log go
+to stderr. SIGINT or SIGTERM stops the server: running delegations are
+handed back for the next start.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runMCPDelegate(cmd.Context(), stdio, open, f) },
+	}
+	f.store.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&f.manager, "manager", "", "the manager profile every delegation runs (required)")
+	fl.StringArrayVar(&f.workers, "worker", nil, "a worker profile the manager may spawn, by its name (repeatable, at least one)")
+	fl.StringVar(&f.providerName, "provider", "scripted", "provider the workers (and, for openai and anthropic, the manager) run on")
+	fl.StringVar(&f.baseURL, "base-url", "", "the model endpoint of the provider (default: the vendor's)")
+	fl.StringVar(&f.openaiAPI, "openai-api", "", "the wire protocol of the openai provider: chat-completions or responses")
+	fl.StringVar(&f.scriptPath, "script", "", "script for the workers' scripted provider (default: answer every task)")
+	fl.StringVar(&f.managerScript, "manager-script", "", "script of the manager's scripted model (default: spawn each worker once on the task and await them)")
+	fl.StringVar(&f.expect, "expect", "", "deliver only a result that contains this text")
+	fl.StringVar(&f.checkCmd, "check-cmd", "", "deliver only a result for which this shell command, given the result on stdin, exits 0")
+	fl.DurationVar(&f.checkTimeout, "check-timeout", 2*time.Minute, "how long --check-cmd may run before the result counts as not judged")
+	fl.StringVar(&f.runDir, "run-dir", "", "directory of the delegations' journals (default $AGENTRT_HOME/delegations, ~/.agentrt/delegations)")
+	fl.Int64Var(&f.budgetTokens, "budget-tokens", 100_000, "token cap of one delegation, manager included (also its default)")
+	fl.Int64Var(&f.iterations, "iterations", 8, "iteration cap of one delegation (each worker run is one; also its default)")
+	fl.Float64Var(&f.budgetUSD, "budget-usd", 0, "dollar cap of one delegation (default: none)")
+	fl.Int64Var(&f.workerTokens, "worker-tokens", 0, "tokens each worker reserves (default: a quarter of the delegation's tokens, half with one worker profile)")
+	fl.Float64Var(&f.workerUSD, "worker-usd", 0, "dollars each worker reserves (default: none)")
+	fl.IntVar(&f.maxLive, "max-live", 0, "most workers live at once in one delegation (default: no cap)")
+	fl.IntVar(&f.maxTurns, "max-turns", 0, "most tool turns of the manager's model (default: the kernel's backstop)")
+	fl.IntVar(&f.concurrency, "concurrency", delegation.DefaultConcurrency, "most delegations running at once")
+	fl.IntVar(&f.maxPending, "max-pending", delegation.DefaultMaxPending, "most delegations waiting to start; more are refused (queue-full)")
+	fl.DurationVar(&f.maxRunTime, "timeout", delegation.DefaultMaxRunTime, "deadline of one delegation from its start")
+	fl.DurationVar(&f.claimTTL, "claim-ttl", delegation.DefaultClaimTTL, "how long this server's claim on a running delegation lasts unless renewed; after a crash, the next server resumes the delegation once it lapsed")
+	fl.StringVar(&f.httpAddr, "http", "", "serve streamable HTTP on this address, such as 127.0.0.1:8766, instead of stdio")
+	fl.StringVar(&f.httpAddr, "listen", "", "the same as --http")
+	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token for --http (default $"+envMCPToken+")")
+	return cmd
+}
+
+func runMCPDelegate(ctx context.Context, stdio IO, open providerOpener, f mcpDelegateFlags) error {
+	switch {
+	case f.manager == "":
+		return usage("--manager PROFILE is required: the manager profile every delegation runs")
+	case len(f.workers) == 0:
+		return usage("at least one --worker PROFILE is required")
+	case f.expect != "" && f.checkCmd != "":
+		return usage("--expect and --check-cmd are two checks; give one")
+	case f.budgetTokens <= 0 || f.iterations <= 0:
+		return usage("--budget-tokens and --iterations must be positive")
+	case f.budgetUSD < 0 || f.workerUSD < 0 || f.workerTokens < 0 || f.maxLive < 0 || f.maxTurns < 0:
+		return usage("budgets, --max-live and --max-turns cannot be negative")
+	case f.concurrency < 1 || f.concurrency > delegation.MaxConcurrency:
+		return usage("--concurrency must be between 1 and %d", delegation.MaxConcurrency)
+	case f.maxPending < 1 || f.maxRunTime <= 0 || f.checkTimeout <= 0:
+		return usage("--max-pending, --timeout and --check-timeout must be positive")
+	case f.claimTTL < time.Second:
+		return usage("--claim-ttl must be at least 1s")
+	case f.managerScript != "" && f.providerName != "scripted":
+		return usage("--manager-script applies to --provider scripted only")
+	}
+	token, err := mcpHTTPToken(f.httpAddr, f.tokenFile)
+	if err != nil {
+		return err
+	}
+	mgr, err := loadProfile(stdio, f.manager, false)
+	if err != nil {
+		return err
+	}
+	profiles := map[string]*profile.Profile{}
+	var names []string
+	for _, path := range f.workers {
+		p, err := loadProfile(stdio, path, false)
+		if err != nil {
+			return err
+		}
+		if p.Name == nil || *p.Name == "" {
+			return usage("worker profile %s has no name to spawn it by", path)
+		}
+		if _, dup := profiles[*p.Name]; dup {
+			return usage("two worker profiles are named %q", *p.Name)
+		}
+		profiles[*p.Name] = p
+		names = append(names, *p.Name)
+	}
+	// The manager's model is made per task (the default plan names it);
+	// make one now so that a bad flag is reported before serving.
+	router := func(task string) (contract.ChatModel, error) {
+		return routerModel(f.providerName, f.managerScript, f.baseURL, f.openaiAPI, mgr, names, task)
+	}
+	if _, err := router(""); err != nil {
+		return err
+	}
+	provider, err := open(f.providerName, f.scriptPath, f.baseURL, f.openaiAPI)
+	if err != nil {
+		return err
+	}
+	runDir := f.runDir
+	if runDir == "" {
+		db, err := sqlite.DefaultPath()
+		if err != nil {
+			return &exitError{code: ExitFailed, err: err}
+		}
+		runDir = filepath.Join(filepath.Dir(db), "delegations")
+	}
+	if err := os.MkdirAll(runDir, 0o700); err != nil {
+		return &exitError{code: ExitFailed, err: err}
+	}
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	s, err := f.store.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	logger := slog.New(slog.NewTextHandler(stdio.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfg := delegation.Config{
+		Store:          s,
+		Manager:        mgr,
+		Profiles:       profiles,
+		Executor:       &supervise.KernelExecutor{Provider: provider, Store: s},
+		Router:         router,
+		Deliverable:    expectDeliverable(f.expect),
+		Caps:           delegation.Budget{Tokens: f.budgetTokens, Iterations: f.iterations},
+		MaxLiveWorkers: f.maxLive,
+		MaxTurns:       f.maxTurns,
+		RunDir:         runDir,
+		Concurrency:    f.concurrency,
+		MaxPending:     f.maxPending,
+		MaxRunTime:     f.maxRunTime,
+		ClaimTTL:       f.claimTTL,
+		Logger:         logger,
+	}
+	if f.checkCmd != "" {
+		cfg.Deliverable = commandDeliverable(f.checkCmd, f.checkTimeout)
+	}
+	if f.budgetUSD > 0 {
+		cfg.Caps.USD = &f.budgetUSD
+	}
+	if f.workerTokens > 0 || f.workerUSD > 0 {
+		per := f.workerTokens
+		if per == 0 {
+			per = f.budgetTokens / int64(max(1, min(4, len(names)*2)))
+		}
+		cfg.PerWorker = ledger.Budget{Tokens: &per, Iterations: int64p(1)}
+		if f.workerUSD > 0 {
+			cfg.PerWorker.MicroUSD = int64p(int64(math.Round(f.workerUSD * 1e6)))
+		}
+	}
+	q, err := delegation.Open(cfg)
+	if err != nil {
+		return usage("%v", err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+		defer cancel()
+		if err := q.Close(cctx); err != nil {
+			fmt.Fprintf(stdio.Err, "agentrt mcp delegate: %v\n", err)
+		}
+	}()
+	srv, err := mcpserver.NewDelegation(q, mcpserver.DelegationOptions{Version: Version, Logger: logger})
+	if err != nil {
+		return &exitError{code: ExitFailed, err: err}
+	}
+	if f.httpAddr == "" {
+		return serveMCPStdio(ctx, stdio, srv)
+	}
+	return serveMCPHTTP(ctx, stdio, srv, "agentrt mcp delegate", f.httpAddr, token, logger)
+}
+
+// maxCheckOutput bounds what a check command's stderr contributes to a
+// verdict's reason.
+const maxCheckOutput = 2 << 10
+
+// commandDeliverable delivers a result when the shell command cmd, given
+// the result's text on stdin, exits 0 within timeout. A command that
+// cannot start or runs out of time has not judged (an error: not
+// delivered).
+func commandDeliverable(cmd string, timeout time.Duration) supervise.Deliverable {
+	return supervise.Deliverable{
+		Describe: fmt.Sprintf("a result for which the check command %q exits 0", cmd),
+		Check: func(ctx context.Context, out supervise.Output) (kernel.Verdict, error) {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			c := exec.CommandContext(ctx, "/bin/sh", "-c", cmd)
+			c.Stdin = strings.NewReader(out.Text)
+			var stderr bytes.Buffer
+			c.Stdout = io.Discard
+			c.Stderr = &limitedWriter{w: &stderr, n: maxCheckOutput}
+			// The command's own children die with it: kill its process
+			// group, not only the shell.
+			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
+			c.WaitDelay = 5 * time.Second
+			err := c.Run()
+			var exit *exec.ExitError
+			switch {
+			case err == nil:
+				return kernel.Verdict{Passed: true, Reason: "the check command exited 0"}, nil
+			case ctx.Err() != nil:
+				return kernel.Verdict{}, fmt.Errorf("the check command did not finish within %s", timeout)
+			case errors.As(err, &exit):
+				reason := fmt.Sprintf("the check command exited %d", exit.ExitCode())
+				if msg := strings.TrimSpace(stderr.String()); msg != "" {
+					reason += ": " + msg
+				}
+				return kernel.Verdict{Passed: false, Reason: reason}, nil
+			}
+			return kernel.Verdict{}, fmt.Errorf("the check command could not run: %w", err)
+		},
+	}
+}
+
+// limitedWriter keeps the first n bytes written to it and discards the
+// rest.
+type limitedWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if l.n > 0 {
+		k := min(len(p), l.n)
+		l.w.Write(p[:k])
+		l.n -= k
+	}
+	return len(p), nil
+}
