@@ -468,6 +468,9 @@ func (r *run) views() (train, selection []CaseView) {
 // search runs the method, or takes its journaled answer.
 func (r *run) search(ctx context.Context) (*methodRecord, error) {
 	if m := r.prior.method; m != nil {
+		for _, e := range m.Population {
+			*r.entryFor(e.Surface) = e
+		}
 		return m, nil
 	}
 	train, selection := r.views()
@@ -477,6 +480,9 @@ func (r *run) search(ctx context.Context) (*methodRecord, error) {
 	}
 	m := &methodRecord{Type: recMethod, Selected: out.Selected, Rationale: out.Rationale, Cost: toAmount(out.Usage.CostUSD),
 		RunIDs: out.RunIDs, Provenance: out.Provenance}
+	for _, e := range r.population {
+		m.Population = append(m.Population, *e)
+	}
 	if err := r.log.append(ctx, m); err != nil {
 		return nil, err
 	}

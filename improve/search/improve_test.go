@@ -286,7 +286,7 @@ func TestResumeReusesMeasurements(t *testing.T) {
 	}
 	ignore := cmp.FilterPath(func(p cmp.Path) bool {
 		s := p.String()
-		return strings.HasPrefix(s, "Provenance") || strings.HasPrefix(s, "Population")
+		return strings.HasPrefix(s, "Provenance")
 	}, cmp.Ignore())
 	for _, g := range []search.Result{got, got2} {
 		if d := cmp.Diff(want, g, ignore, cmp.Comparer(func(a, b canonjson.Value) bool { return canonjson.Equal(a, b) })); d != "" {

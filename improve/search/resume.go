@@ -46,6 +46,8 @@ type methodRecord struct {
 	Cost       amount            `json:"cost"`
 	RunIDs     []string          `json:"runIds,omitzero"`
 	Provenance map[string]string `json:"provenance,omitzero"`
+	// Population is the search's candidate population when it ended.
+	Population []PopulationEntry `json:"population,omitzero"`
 }
 
 // amount is a ledger.Amount[float64] in a journal record.

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/candidate"
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/store"
@@ -324,7 +324,9 @@ type CandidateError struct {
 	Err error
 }
 
-func (e *CandidateError) Error() string { return "search: the candidate is not a valid profile: " + e.Err.Error() }
+func (e *CandidateError) Error() string {
+	return "search: the candidate is not a valid profile: " + e.Err.Error()
+}
 
 // Unwrap returns the validation error.
 func (e *CandidateError) Unwrap() error { return e.Err }
