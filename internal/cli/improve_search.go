@@ -65,12 +65,12 @@ without one). Progress goes to stderr.`
 
 type improveSearchFlags struct {
 	scenarios, provider, baseURL, openaiAPI, surface, runDir, resume, executionRef string
-	judges, judgeCmds                                                                []string
-	costCeiling, minimumLift, confidence                                             float64
-	resamples, rounds, variants                                                      int
-	seed                                                                             uint64
-	shareBodies, asJSON                                                              bool
-	sf                                                                               storeFlags
+	judges, judgeCmds                                                              []string
+	costCeiling, minimumLift, confidence                                           float64
+	resamples, rounds, variants                                                    int
+	seed                                                                           uint64
+	shareBodies, asJSON                                                            bool
+	sf                                                                             storeFlags
 }
 
 // registerImproveSearch makes `agentrt improve PROFILE` the improve
@@ -333,4 +333,3 @@ func offlineProposer(prompt string) *scripted.ChatModel {
 		turn(strings.TrimSpace(prompt + " Be brief.")), turn(strings.TrimSpace(prompt + " Answer in uppercase.")),
 	}})
 }
-
