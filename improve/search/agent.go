@@ -42,5 +42,6 @@ func (a KernelAgent) Run(ctx context.Context, p *profile.Profile, sc Scenario) (
 	if res.StopReason != kernel.StopCompleted {
 		return Output{}, fmt.Errorf("the run %s stopped %s before it completed", res.RunID, res.StopReason)
 	}
-	return Output{Text: res.FinalText, RunID: res.RunID, Usage: res.Usage}, nil
+	turns := int64(res.Turns)
+	return Output{Text: res.FinalText, RunID: res.RunID, Usage: res.Usage, ModelCalls: &turns}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/agentrt/agentrt/candidate"
 	"github.com/agentrt/agentrt/canonjson"
@@ -61,6 +62,7 @@ type run struct {
 	log          *runLog
 	prior        resumed
 
+	devSplit, testSplit string
 	evaluations, reused int
 	population          []*PopulationEntry
 	byKey               map[string]*PopulationEntry // canonical surface bytes → entry
@@ -101,6 +103,9 @@ func newRun(base *profile.Profile, o *Options) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
+	dev, test := r.recipe, r.recipe
+	r.devSplit, _ = canonjson.Digest(canonjson.ArrayValue([]canonjson.Value{member(dev, "train"), member(dev, "selection")}))
+	r.testSplit, _ = canonjson.Digest(member(test, "test"))
 	zero := ledger.ExactAmount(0.0)
 	r.spend = Spend{Optimizer: zero, Candidates: zero, Judges: zero, Final: zero, Total: zero}
 	return r, nil
@@ -361,6 +366,14 @@ func (r *run) evaluate(ctx context.Context, surface canonjson.Value, caseIDs []s
 	return ev, nil
 }
 
+// member returns v's member name, or JSON null when absent.
+func member(v canonjson.Value, name string) canonjson.Value {
+	if m, ok := v.Get(name); ok {
+		return m
+	}
+	return canonjson.NullValue()
+}
+
 func meanOf(cs []CaseScore) float64 {
 	xs := make([]float64, len(cs))
 	for i, c := range cs {
@@ -393,12 +406,17 @@ func (r *run) measure(ctx context.Context, phase string, p *profile.Profile, dig
 	if err != nil {
 		return measurement{}, err
 	}
+	started := r.now()
 	out, err := r.o.Agent.Run(ctx, own, sc)
 	if err != nil {
 		return measurement{}, fmt.Errorf("search: agent on case %q: %w", sc.ID, err)
 	}
+	ended := r.now()
 	m := measurement{Type: recMeasurement, Candidate: digest, Case: sc.ID, CaseDigest: sc.digest(), Phase: phase,
-		AgentCost: toAmount(out.Usage.CostUSD), RunID: out.RunID, OutputBytes: int64(len(out.Text))}
+		AgentCost: toAmount(out.Usage.CostUSD), RunID: out.RunID, OutputBytes: int64(len(out.Text)),
+		OutputDigest: canonjson.DigestBytes([]byte(out.Text)), InputTokens: known(out.Usage.InputTokens),
+		OutputTokens: known(out.Usage.OutputTokens), CachedTokens: known(out.Usage.CacheReadTokens),
+		ReasoningTokens: known(out.Usage.ReasoningTokens), ModelCalls: out.ModelCalls, StartedAtMs: started, EndedAtMs: ended}
 	judgeCost := ledger.ExactAmount(0.0)
 	for _, j := range r.o.Judges {
 		s, err := j.Score(ctx, sc, out)
@@ -413,6 +431,7 @@ func (r *run) measure(ctx context.Context, phase string, p *profile.Profile, dig
 	}
 	m.Score = mean(m.JudgeScores)
 	m.JudgeCost = toAmount(judgeCost)
+	m.JudgedAtMs = max(r.now(), ended)
 	if err := r.log.append(ctx, m); err != nil {
 		return measurement{}, err
 	}
@@ -420,6 +439,9 @@ func (r *run) measure(ctx context.Context, phase string, p *profile.Profile, dig
 	r.account(m)
 	return m, r.checkCeiling()
 }
+
+// now is the wall clock in Unix milliseconds.
+func (r *run) now() float64 { return float64(time.Now().UnixMicro()) / 1000 }
 
 func (r *run) progress(p Progress) {
 	if r.o.Progress != nil {
@@ -490,7 +512,7 @@ func (r *run) search(ctx context.Context) (*methodRecord, error) {
 }
 
 func (r *run) run(ctx context.Context) (Result, error) {
-	res := Result{Decision: Hold, Provenance: Provenance{Method: r.o.Method.Identity(), RecipeDigest: r.recipeDigest,
+	res := Result{Decision: Hold, minimumLift: r.o.MinimumLift, Provenance: Provenance{Method: r.o.Method.Identity(), RecipeDigest: r.recipeDigest,
 		BaseDigest: r.baseDigest, Resumed: r.prior.found, RunDir: r.o.RunDir}}
 	finish := func(err error) (Result, error) {
 		res.Spend = r.spend
@@ -500,10 +522,13 @@ func (r *run) run(ctx context.Context) (Result, error) {
 		}
 		return res, err
 	}
+	searchStart := r.now()
 	m, err := r.search(ctx)
 	if err != nil {
 		return finish(err)
 	}
+	res.searchWallMs = r.now() - searchStart
+	res.devSplit, res.testSplit = r.devSplit, r.testSplit
 	res.Provenance.Reported, res.Provenance.MethodRunIDs = m.Provenance, m.RunIDs
 	var reasons []string
 	optimizer := m.Cost.ledger()
@@ -551,6 +576,8 @@ func (r *run) run(ctx context.Context) (Result, error) {
 			return finish(err)
 		}
 		res.Test = append(res.Test, PairedCase{ID: sc.ID, Baseline: b.Score, Candidate: c.Score})
+		res.cells = append(res.cells, [2]measurement{b, c})
+		res.testCases = append(res.testCases, sc)
 		deltas = append(deltas, c.Score-b.Score)
 	}
 	for _, t := range res.Test {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/improve/search"
@@ -289,7 +290,7 @@ func TestResumeReusesMeasurements(t *testing.T) {
 		return strings.HasPrefix(s, "Provenance")
 	}, cmp.Ignore())
 	for _, g := range []search.Result{got, got2} {
-		if d := cmp.Diff(want, g, ignore, cmp.Comparer(func(a, b canonjson.Value) bool { return canonjson.Equal(a, b) })); d != "" {
+		if d := cmp.Diff(want, g, ignore, cmpopts.IgnoreUnexported(search.Result{}), cmp.Comparer(func(a, b canonjson.Value) bool { return canonjson.Equal(a, b) })); d != "" {
 			t.Errorf("the resumed result differs (-fresh +resumed):\n%s", d)
 		}
 		if g.Provenance.RecipeDigest != want.Provenance.RecipeDigest {

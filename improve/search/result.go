@@ -106,4 +106,13 @@ type Result struct {
 	Population []PopulationEntry `json:"population"`
 	Spend      Spend             `json:"spend"`
 	Provenance Provenance        `json:"provenance"`
+
+	// cells are the test measurements, baseline then candidate, in Test's
+	// order: the evidence Proposal builds run receipts from.
+	cells [][2]measurement
+	// What the comparison was decided under, and the splits' digests.
+	minimumLift         float64
+	devSplit, testSplit string
+	searchWallMs        float64
+	testCases           []Scenario
 }

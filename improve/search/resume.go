@@ -36,6 +36,25 @@ type measurement struct {
 	JudgeCost   amount    `json:"judgeCost"`
 	RunID       string    `json:"runId,omitzero"`
 	OutputBytes int64     `json:"outputBytes"`
+	// The run's observed facts, for the contract's run receipts.
+	OutputDigest    string  `json:"outputDigest"`
+	InputTokens     *int64  `json:"inputTokens,omitzero"`
+	OutputTokens    *int64  `json:"outputTokens,omitzero"`
+	CachedTokens    *int64  `json:"cachedTokens,omitzero"`
+	ReasoningTokens *int64  `json:"reasoningTokens,omitzero"`
+	ModelCalls      *int64  `json:"modelCalls,omitzero"`
+	StartedAtMs     float64 `json:"startedAtMs"`
+	EndedAtMs       float64 `json:"endedAtMs"`
+	JudgedAtMs      float64 `json:"judgedAtMs"`
+}
+
+// known returns a known token count, nil otherwise.
+func known(a ledger.Amount[int64]) *int64 {
+	if !a.Known() {
+		return nil
+	}
+	v := a.Value
+	return &v
 }
 
 // methodRecord is a method's finished answer, as journaled.

@@ -87,6 +87,8 @@ type Output struct {
 	// Usage is the run's token usage and cost; an unreported cost is
 	// unknown, never zero.
 	Usage ledger.Usage
+	// ModelCalls is how many model turns the run took (nil: unknown).
+	ModelCalls *int64
 }
 
 // Agent runs one complete candidate profile on one scenario (spec: the

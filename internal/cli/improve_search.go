@@ -238,7 +238,7 @@ func printImproveResult(stdio IO, r search.Result) {
 	fmt.Fprintf(w, "spend     %s (optimizer %s, candidates %s, judges %s, final %s)\n", usd(r.Spend.Total),
 		usd(r.Spend.Optimizer), usd(r.Spend.Candidates), usd(r.Spend.Judges), usd(r.Spend.Final))
 	fmt.Fprintf(w, "recipe    %s\n", r.Provenance.RecipeDigest)
-	fmt.Fprintln(w, "nothing was activated; propose the candidate with `agentrt improve propose`")
+	fmt.Fprintln(w, "nothing was activated (the production path is agentrt improve propose|review|activate)")
 }
 
 // amountJSON is a ledger amount for --json: usd is null when unknown.
