@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -65,8 +66,8 @@ type run struct {
 	devSplit, testSplit string
 	evaluations, reused int
 	population          []*PopulationEntry
-	byKey               map[string]*PopulationEntry // canonical surface bytes → entry
-	scores              map[string][]float64        // digest → search scores
+	byKey               map[string]*PopulationEntry    // canonical surface bytes → entry
+	scores              map[string]map[string]*float64 // digest → case id → search score
 	spend               Spend
 }
 
@@ -90,7 +91,7 @@ func newRun(base *profile.Profile, o *Options) (*run, error) {
 		return nil, &OptionsError{Path: "/base", Reason: err.Error()}
 	}
 	r := &run{o: o, base: own, baseValue: baseValue, baseDigest: baseDigest, cases: map[string]Scenario{},
-		byKey: map[string]*PopulationEntry{}, scores: map[string][]float64{}}
+		byKey: map[string]*PopulationEntry{}, scores: map[string]map[string]*float64{}}
 	r.current = surfaceOf(baseValue, o.Surface)
 	if f := candidate.ScanSecrets(r.current); len(f) > 0 {
 		return nil, &CredentialError{Digest: baseDigest, Findings: f}
@@ -357,10 +358,20 @@ func (r *run) evaluate(ctx context.Context, surface canonjson.Value, caseIDs []s
 			return Evaluation{}, err
 		}
 		ev.Cases = append(ev.Cases, CaseScore{ID: sc.ID, Score: m.Score})
-		r.scores[digest] = append(r.scores[digest], m.Score)
-		entry.Measured++
-		mean := mean(r.scores[digest])
-		entry.MeanScore = &mean
+		if cases := r.scores[digest]; cases[sc.ID] == nil {
+			if cases == nil {
+				cases = map[string]*float64{}
+				r.scores[digest] = cases
+			}
+			cases[sc.ID] = &m.Score
+			entry.Measured = len(cases)
+			total := 0.0
+			for _, id := range slices.Sorted(maps.Keys(cases)) {
+				total += *cases[id] // in a fixed order: the mean is reproducible
+			}
+			mean := total / float64(len(cases))
+			entry.MeanScore = &mean
+		}
 	}
 	ev.Mean = meanOf(ev.Cases)
 	return ev, nil

@@ -12,11 +12,14 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/improve/search"
+	"github.com/agentrt/agentrt/internal/pgtest"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/schema"
+	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/postgres"
 	"github.com/agentrt/agentrt/store/sqlite"
 )
 
@@ -50,7 +53,7 @@ func TestPairedBootstrapDeterministic(t *testing.T) {
 // in the run store, measurements asked of Improve, and provenance.
 type fixtureOptimizer struct {
 	model   contract.ChatModel
-	st      *sqlite.Store
+	st      store.Store
 	lie     bool // report less spend than the ledger holds
 	version string
 }
@@ -92,15 +95,29 @@ func (f fixtureOptimizer) Search(ctx context.Context, in search.MethodInput) (se
 // TestFixtureOptimizer (OPT-01..05 against a controlled fixture): the
 // optimizer's identity is part of the recipe digest (stable across runs,
 // changed by its version), its spend reconciles with the ledger of the
-// run it recorded in a real SQLite store, its provenance is in the
+// run it recorded in a real SQLite and PostgreSQL store, its provenance is in the
 // result, and a run whose optimizer under-reports its spend holds.
 func TestFixtureOptimizer(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "runs.db"), sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		testFixtureOptimizer(t, st)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		st, err := postgres.Open(context.Background(), pgtest.Schema(t), postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		testFixtureOptimizer(t, st)
+	})
+}
+
+func testFixtureOptimizer(t *testing.T, st store.Store) {
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "runs.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
 	model := func() contract.ChatModel {
 		return scripted.NewChatModel(scripted.ChatScript{Cycle: true, Turns: []scripted.ChatTurn{{Events: []contract.ChatEvent{scripted.Text("ok"), scripted.UsageCost(100, 10, 0.004)}}}})
 	}

@@ -40,8 +40,8 @@ type PopulationEntry struct {
 	// Status is "measured" or "refused"; Reason says why it was refused.
 	Status string `json:"status"`
 	Reason string `json:"reason,omitzero"`
-	// Measured counts its measured cases, MeanScore their mean (nil when
-	// none was measured).
+	// Measured counts its distinct measured search cases, MeanScore
+	// their mean (nil when none was measured).
 	Measured  int      `json:"measured"`
 	MeanScore *float64 `json:"meanScore,omitzero"`
 }
