@@ -328,12 +328,23 @@ func (r *run) entryFor(surface canonjson.Value) *PopulationEntry {
 	return e
 }
 
+// refuse marks a population entry refused. A surface carrying
+// credentials is dropped from it: the entry says where and by which rule,
+// and the secret reaches no result, journal or log.
+func (r *run) refuse(e *PopulationEntry, err error) {
+	e.Status, e.Reason = "refused", err.Error()
+	var ce *CredentialError
+	if errors.As(err, &ce) {
+		e.Surface = canonjson.Value{}
+	}
+}
+
 // evaluate is the Evaluator a method gets.
 func (r *run) evaluate(ctx context.Context, surface canonjson.Value, caseIDs []string) (Evaluation, error) {
 	entry := r.entryFor(surface)
 	p, digest, err := r.materialize(surface)
 	if err != nil {
-		entry.Status, entry.Reason = "refused", err.Error()
+		r.refuse(entry, err)
 		return Evaluation{}, err
 	}
 	entry.Digest = digest
@@ -511,6 +522,11 @@ func (r *run) search(ctx context.Context) (*methodRecord, error) {
 	if err != nil {
 		return nil, fmt.Errorf("search: method %s: %w", r.o.Method.Identity().Name, err)
 	}
+	if f := candidate.ScanSecrets(out.Selected); len(f) > 0 {
+		// Refused before anything of it is journaled.
+		r.refuse(r.entryFor(out.Selected), &CredentialError{Findings: f})
+		return nil, &CredentialError{Findings: f}
+	}
 	m := &methodRecord{Type: recMethod, Selected: out.Selected, Rationale: out.Rationale, Cost: toAmount(out.Usage.CostUSD),
 		RunIDs: out.RunIDs, Provenance: out.Provenance}
 	for _, e := range r.population {
@@ -557,7 +573,7 @@ func (r *run) run(ctx context.Context) (Result, error) {
 	entry := r.entryFor(m.Selected)
 	cand, candDigest, err := r.materialize(m.Selected)
 	if err != nil {
-		entry.Status, entry.Reason = "refused", err.Error()
+		r.refuse(entry, err)
 		return finish(err)
 	}
 	entry.Digest = candDigest

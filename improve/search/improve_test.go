@@ -3,6 +3,7 @@ package search_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -214,14 +215,22 @@ func TestCostCeilingRejected(t *testing.T) {
 func TestCredentialsRejected(t *testing.T) {
 	const key = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789"
 	o, agent := options(t, ptr(0.001))
+	o.RunDir = t.TempDir()
 	o.Method = fixedMethod{surface: canonjson.ObjectValue([]canonjson.Member{{Name: "systemPrompt", Value: canonjson.StringValue("Use key " + key)}})}
-	_, err := search.Improve(context.Background(), baseProfile(), o)
+	res, err := search.Improve(context.Background(), baseProfile(), o)
 	var ce *search.CredentialError
 	if !errors.As(err, &ce) || len(ce.Findings) == 0 || ce.Findings[0].Path != "/systemPrompt" {
 		t.Fatalf("err %v, want a *CredentialError at /systemPrompt", err)
 	}
 	if strings.Contains(err.Error(), key) {
 		t.Error("the error repeats the credential")
+	}
+	if len(res.Population) != 1 || res.Population[0].Status != "refused" || res.Population[0].Surface.IsValid() {
+		t.Errorf("population %+v: the refused candidate must be listed without its surface", res.Population)
+	}
+	journaled, err := os.ReadFile(filepath.Join(o.RunDir, search.JournalFile))
+	if err != nil || strings.Contains(string(journaled), "sk-ant") {
+		t.Errorf("the journal holds the credential (or cannot be read: %v)", err)
 	}
 	if agent.calls.Load() != 0 {
 		t.Errorf("the refused candidate ran %d times", agent.calls.Load())
