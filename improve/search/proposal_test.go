@@ -3,6 +3,7 @@ package search_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/improve"
 	"github.com/agentrt/agentrt/improve/search"
+	"github.com/agentrt/agentrt/schema"
 	"github.com/agentrt/agentrt/store/memory"
 )
 
@@ -71,4 +73,58 @@ func TestProposalFeedsProductionPath(t *testing.T) {
 	if _, err := search.Proposal(held, proposalInputs()); !errors.Is(err, search.ErrNotProposable) {
 		t.Errorf("a held result: %v, want ErrNotProposable", err)
 	}
+}
+
+const inputsDoc = `{"runId": "r1",
+ "source": {"kind": "agent-profile-file", "sourceIdentity": "p.json", "sourceRevision": 2},
+ "executionRef": {"identity": "runner", "digest": "sha256:4444444444444444444444444444444444444444444444444444444444444444"},
+ "grader": {"name": "exact", "version": "1", "format": "tangle-grader", "artifact": {
+   "locator": {"kind": "s3", "bucket": "graders", "key": "exact.json", "region": "us-east-1"},
+   "sha256": "sha256:ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", "byteLength": 1}},
+ "model": {"requested": "a/b", "provider": "a", "model": "b", "snapshot": "s", "reasoningEffort": "medium"},
+ "limits": {"timeoutMs": 1000, "maxSteps": 1, "maxModelCalls": 1, "maxInputTokens": 1, "maxOutputTokens": 1, "maxCostUsd": 1}}`
+
+// TestParseProposalInputs: the inputs file decodes strictly; a refusal
+// names its JSON pointer; and the inputs it gives make a proposal.
+func TestParseProposalInputs(t *testing.T) {
+	in, err := search.ParseProposalInputs([]byte(inputsDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.RunID != "r1" || *in.Source.SourceRevision.Number != 2 || in.ExecutionRef.Kind != candidate.KindProfileExecutionRefValue || in.Grader.Artifact.ByteLength != 1 {
+		t.Errorf("inputs %+v", in)
+	}
+	for doc, path := range map[string]string{
+		`{"runId": "r1"}`: "/source",
+		strings.Replace(inputsDoc, `"sourceRevision": 2`, `"sourceRevision": -2`, 1):      "/source/sourceRevision",
+		strings.Replace(inputsDoc, `"digest": "sha256:4444`, `"digest": "sha256:XX44`, 1): "/executionRef/digest",
+		strings.Replace(inputsDoc, `"runId": "r1",`, `"runId": "r1", "extra": 1,`, 1):     "",
+		strings.Replace(inputsDoc, `"format": "tangle-grader"`, `"format": "other"`, 1):   "/grader/format",
+	} {
+		_, err := search.ParseProposalInputs([]byte(doc))
+		var se *schema.Error
+		if !errors.As(err, &se) || se.Issues[0].Path != path {
+			t.Errorf("%.60s…: %v, want an issue at %q", doc, err, path)
+		}
+	}
+}
+
+// FuzzParseProposalInputs: any bytes give inputs or a *schema.Error.
+func FuzzParseProposalInputs(f *testing.F) {
+	for _, s := range []string{inputsDoc, `{}`, `{"runId":1}`, `null`, "\x00"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in, err := search.ParseProposalInputs(data)
+		if err != nil {
+			var se *schema.Error
+			if !errors.As(err, &se) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		if in.RunID == "" || in.ExecutionRef.Kind == "" {
+			t.Fatalf("accepted %+v", in)
+		}
+	})
 }

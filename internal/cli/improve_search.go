@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentrt/agentrt/candidate"
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/improve/search"
 	"github.com/agentrt/agentrt/ledger"
@@ -59,12 +61,21 @@ the base prompt plus " Be brief." and plus " Answer in uppercase."; both
 report a cost of exactly 0. openai and anthropic run the profile's
 model.default through the tool loop ($OPENAI_API_KEY, $ANTHROPIC_API_KEY).
 
+--proposal-inputs FILE with --proposal OUT writes, when the run ships, the
+AgentImprovementProposal built from agentrt's own test receipts to OUT, for
+agentrt improve propose OUT. The inputs pin what agentrt cannot know:
+
+  {"runId": "…", "source": {"kind": "…", "sourceIdentity": "…", "sourceRevision": 1},
+   "executionRef": {"identity": "…", "digest": "sha256:…"},
+   "grader": {…pinned grader…}, "model": {…resolved model…}, "limits": {…}}
+
 --run-dir DIR keeps a journal: the same command again resumes, reusing
 every measurement already taken (--resume required refuses to start
 without one). Progress goes to stderr.`
 
 type improveSearchFlags struct {
 	scenarios, provider, baseURL, openaiAPI, surface, runDir, resume, executionRef string
+	proposalInputs, proposalOut                                                    string
 	judges, judgeCmds                                                              []string
 	costCeiling, minimumLift, confidence                                           float64
 	resamples, rounds, variants                                                    int
@@ -105,6 +116,8 @@ func registerImproveSearch(cmd *cobra.Command, stdio IO) {
 	fl.IntVar(&f.rounds, "rounds", 2, "greedy rounds")
 	fl.IntVar(&f.variants, "variants", 2, "prompt variants per round")
 	fl.BoolVar(&f.shareBodies, "share-case-bodies", false, "show the method the train and selection inputs and answers (default ids only)")
+	fl.StringVar(&f.proposalInputs, "proposal-inputs", "", "FILE pinning what a proposal needs beside the result (source, executionRef, grader, model, limits, runId)")
+	fl.StringVar(&f.proposalOut, "proposal", "", "on ship, write the AgentImprovementProposal to FILE (needs --proposal-inputs)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the result as JSON")
 	f.sf.register(cmd)
 	cmd.Flags().Lookup("db").Usage = "SQLite file recording the agent's and proposer's runs (default: not recorded)"
@@ -118,9 +131,27 @@ func runImproveSearch(c *cobra.Command, stdio IO, profilePath string, f *improve
 	if len(f.judges)+len(f.judgeCmds) == 0 {
 		return usage("give at least one judge: --judge contains, --judge exact or --judge-cmd PROGRAM")
 	}
+	if (f.proposalOut == "") != (f.proposalInputs == "") {
+		return usage("--proposal FILE and --proposal-inputs FILE go together")
+	}
 	base, err := loadProfile(stdio, profilePath, f.asJSON)
 	if err != nil {
 		return err
+	}
+	var inputs search.ProposalInputs
+	if f.proposalInputs != "" {
+		data, err := readInput(stdio, f.proposalInputs)
+		if err != nil {
+			return err
+		}
+		if inputs, err = search.ParseProposalInputs(data); err != nil {
+			var se *schema.Error
+			if errors.As(err, &se) {
+				writeIssues(stdio.Err, f.proposalInputs, se.Issues)
+				return refused()
+			}
+			return &exitError{code: ExitFailed, err: err}
+		}
 	}
 	data, err := readInput(stdio, f.scenarios)
 	if err != nil {
@@ -186,6 +217,16 @@ func runImproveSearch(c *cobra.Command, stdio IO, profilePath string, f *improve
 			return usage("%v", err)
 		}
 		return &exitError{code: ExitFailed, err: err}
+	}
+	if f.proposalOut != "" && res.Decision == search.Ship {
+		p, err := search.Proposal(res, inputs)
+		if err != nil {
+			return &exitError{code: ExitFailed, err: fmt.Errorf("the result ships but cannot be proposed: %w", err)}
+		}
+		if err := writeProposal(f.proposalOut, p); err != nil {
+			return &exitError{code: ExitFailed, err: err}
+		}
+		fmt.Fprintf(stdio.Err, "proposal %s written to %s; record it with: agentrt improve propose %s\n", p.Digest, f.proposalOut, f.proposalOut)
 	}
 	if f.asJSON {
 		if err := writeJSON(stdio.Out, improveJSON(res)); err != nil {
@@ -332,4 +373,17 @@ func offlineProposer(prompt string) *scripted.ChatModel {
 	return scripted.NewChatModel(scripted.ChatScript{Cycle: true, Turns: []scripted.ChatTurn{
 		turn(strings.TrimSpace(prompt + " Be brief.")), turn(strings.TrimSpace(prompt + " Answer in uppercase.")),
 	}})
+}
+
+// writeProposal writes a proposal's canonical JSON to path, atomically.
+func writeProposal(path string, p *candidate.ImprovementProposal) error {
+	v, err := canonjson.ToValue(p)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(canonjson.Marshal(v), '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }

@@ -100,3 +100,39 @@ func TestImproveSearchCommand(t *testing.T) {
 		t.Errorf("help: exit %d\n%s", code, out)
 	}
 }
+
+const proposalInputsDoc = `{"runId": "cli-improve-1",
+ "source": {"kind": "agent-profile-file", "sourceIdentity": "profile.json", "sourceRevision": 1},
+ "executionRef": {"identity": "agentrt-tool-loop:scripted", "digest": "sha256:4444444444444444444444444444444444444444444444444444444444444444"},
+ "grader": {"name": "exact", "version": "1", "format": "tangle-grader", "artifact": {
+   "locator": {"kind": "s3", "bucket": "graders", "key": "exact.json", "region": "us-east-1"},
+   "sha256": "sha256:ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", "byteLength": 11}},
+ "model": {"requested": "scripted/echo", "provider": "scripted", "model": "echo", "snapshot": "offline", "reasoningEffort": "medium"},
+ "limits": {"timeoutMs": 120000, "maxSteps": 10, "maxModelCalls": 10, "maxInputTokens": 100000, "maxOutputTokens": 100000, "maxCostUsd": 1}}`
+
+// TestImproveSearchProposal: a shipping run writes the proposal, and the
+// production path's propose command records it from the file as it is.
+func TestImproveSearchProposal(t *testing.T) {
+	profilePath, casesPath := improveFiles(t)
+	dir := t.TempDir()
+	inputs, out, db := filepath.Join(dir, "inputs.json"), filepath.Join(dir, "proposal.json"), filepath.Join(dir, "runs.db")
+	putFile(t, inputs, []byte(proposalInputsDoc))
+	stdout, errOut, code := run(t, "", "improve", profilePath, "--scenarios", casesPath, "--judge", "exact",
+		"--proposal-inputs", inputs, "--proposal", out, "--db", db)
+	if code != cli.ExitOK || !strings.Contains(errOut, "agentrt improve propose") {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, errOut)
+	}
+	stdout, errOut, code = run(t, "", "improve", "propose", out, "--db", db)
+	if code != cli.ExitOK || !strings.Contains(stdout, "recorded") {
+		t.Fatalf("propose: exit %d\n%s\n%s", code, stdout, errOut)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	putFile(t, bad, []byte(`{"runId": ""}`))
+	if _, errOut, code = run(t, "", "improve", profilePath, "--scenarios", casesPath, "--judge", "exact",
+		"--proposal-inputs", bad, "--proposal", out); code != cli.ExitFailed || !strings.Contains(errOut, "/runId") {
+		t.Errorf("bad inputs: exit %d\n%s", code, errOut)
+	}
+	if _, _, code = run(t, "", "improve", profilePath, "--scenarios", casesPath, "--judge", "exact", "--proposal", out); code != cli.ExitUsage {
+		t.Errorf("--proposal alone: exit %d", code)
+	}
+}
