@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -134,5 +135,22 @@ func TestImproveSearchProposal(t *testing.T) {
 	}
 	if _, _, code = run(t, "", "improve", profilePath, "--scenarios", casesPath, "--judge", "exact", "--proposal", out); code != cli.ExitUsage {
 		t.Errorf("--proposal alone: exit %d", code)
+	}
+}
+
+// TestImproveSearchJudgeCmd: a judge command scores each case; one that
+// reports no cost leaves the spend unknown, so the run holds (exit 3) even
+// though the candidate wins every test case.
+func TestImproveSearchJudgeCmd(t *testing.T) {
+	profilePath, casesPath := improveFiles(t)
+	judge := filepath.Join(t.TempDir(), "judge.sh")
+	putFile(t, judge, []byte("#!/bin/sh\nif grep -q '\"output\":\"[A-Z ]*\"'; then echo '{\"score\":1}'; else echo '{\"score\":0}'; fi\n"))
+	if err := os.Chmod(judge, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := run(t, "", "improve", profilePath, "--scenarios", casesPath, "--judge-cmd", judge)
+	if code != cli.ExitHold || !strings.Contains(out, "decision  hold") || !strings.Contains(out, "spend is unknown") ||
+		!strings.Contains(out, "candidate 1.0000") {
+		t.Errorf("exit %d\n%s\n%s", code, out, errOut)
 	}
 }
