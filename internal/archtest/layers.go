@@ -58,6 +58,16 @@ var layers = map[string]int{
 	"examples/": 6,
 }
 
+// detached are imports production code must not make whatever the
+// layers allow. Search and activation stay detached (spec runtime §3.9,
+// RTP-04, RTP-13): improve/search finds and measures candidates and
+// activates nothing, package improve is the only write path and never
+// searches; neither imports the other (tests may, to show the handoff).
+var detached = map[string][]string{
+	"improve/search": {"improve"},
+	"improve":        {"improve/search"},
+}
+
 // testOnly packages may be imported only from _test.go files.
 var testOnly = map[string]bool{"internal/vectors": true, "internal/pgtest": true, "internal/gittest": true, "internal/receipttest": true, "internal/transcript": true, "internal/consumertest": true}
 

@@ -36,6 +36,7 @@ same key is refused. Nothing is written to a target without an approved
 review of a passing comparison.`,
 	}
 	cmd.AddCommand(newImproveProposeCmd(stdio), newImproveReviewCmd(stdio), newImproveActivateCmd(stdio), newImproveShowCmd(stdio))
+	registerImproveSearch(cmd, stdio)
 	return cmd
 }
 

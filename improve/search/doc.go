@@ -1,0 +1,24 @@
+// Package search is the search-and-measure side of the improvement front
+// door (runtime §3.9, RTP-12): [Improve] hands a frozen surface of a base
+// profile to a search [Method], materializes every candidate the method
+// asks about as a complete, validated, digested profile, runs it through
+// an [Agent] (the kernel, [KernelAgent]) on scenarios and scores it with
+// the caller's [Judge]s; then it re-measures the baseline and the selected
+// candidate itself on the untouched test partition, and decides ship or
+// hold from a paired bootstrap interval and the accounted spend.
+//
+// It owns these rules: the base profile is never mutated; a method sees
+// the selected surface and train and selection cases (by default their
+// ids only), never a test case; recognised credentials in a candidate
+// surface are refused ([CredentialError]); ship only when the interval's
+// lower bound clears MinimumLift and every cost is known, any unknown
+// cost holds, and a reported total above CostCeiling is refused
+// ([CostCeilingError]); a run directory's journal (package journal)
+// lets a run with the same recipe identity resume without measuring a
+// case twice. [Greedy] is the built-in method; optimizers such as GEPA
+// plug in as another [Method].
+//
+// It must not activate anything and must not import package improve:
+// search and activation stay detached (RTP-04, RTP-13). The result's
+// [Result.Proposal] is an input the production path may take.
+package search

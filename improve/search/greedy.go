@@ -1,0 +1,182 @@
+package search
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/store"
+)
+
+// GreedyVersion is the built-in method's version, part of its identity.
+const GreedyVersion = "1"
+
+// MaxPromptBytes bounds a proposed system prompt.
+const MaxPromptBytes = 64 << 10
+
+// Greedy is the built-in search method over the prompt surface: each
+// round it asks Model (through the kernel's tool loop) for Variants new
+// system prompts, shown the current one and its per-case train scores,
+// measures each on the selection cases (the train cases when there are
+// none) and keeps the best if it beats the current prompt; it stops after
+// Rounds rounds or a round without improvement.
+type Greedy struct {
+	Model contract.ChatModel
+	// Store, when set, records the proposer's runs (their spend is then
+	// reconciled with their ledgers).
+	Store store.Store
+	// Rounds (default 2) and Variants per round (default 2).
+	Rounds, Variants int
+	// Timeout bounds one proposer call (default 2 minutes).
+	Timeout time.Duration
+}
+
+// ErrGreedySurface refuses Greedy on another surface than prompt.
+var ErrGreedySurface = errors.New("search: the greedy method searches the prompt surface only")
+
+func (g Greedy) rounds() (int, int) {
+	r, v := g.Rounds, g.Variants
+	if r <= 0 {
+		r = 2
+	}
+	if v <= 0 {
+		v = 2
+	}
+	return r, v
+}
+
+// Identity implements Method.
+func (g Greedy) Identity() MethodIdentity {
+	r, v := g.rounds()
+	return MethodIdentity{Name: "agentrt/greedy-prompt", Version: GreedyVersion, Settings: canonjson.ObjectValue([]canonjson.Member{
+		{Name: "rounds", Value: canonjson.NumberValue(float64(r))},
+		{Name: "variants", Value: canonjson.NumberValue(float64(v))},
+	})}
+}
+
+const greedySystem = "You improve an AI agent's system prompt so that it scores higher on its cases. " +
+	"Reply with the complete new system prompt and nothing else."
+
+// Search implements Method.
+func (g Greedy) Search(ctx context.Context, in MethodInput) (MethodOutput, error) {
+	if in.Surface != SurfacePrompt {
+		return MethodOutput{}, ErrGreedySurface
+	}
+	if g.Model == nil {
+		return MethodOutput{}, errors.New("search: the greedy method needs a Model")
+	}
+	rounds, variants := g.rounds()
+	choose := ids(in.Selection)
+	if len(choose) == 0 {
+		choose = ids(in.Train)
+	}
+	out := MethodOutput{Usage: ledger.NoUsage(), Provenance: map[string]string{"method": "agentrt/greedy-prompt@" + GreedyVersion}}
+	cur := in.Current
+	curEval, err := in.Evaluate(ctx, cur, choose)
+	if err != nil {
+		return MethodOutput{}, err
+	}
+	for round := range rounds {
+		feedback := curEval
+		if len(in.Train) > 0 {
+			if feedback, err = in.Evaluate(ctx, cur, ids(in.Train)); err != nil {
+				return MethodOutput{}, err
+			}
+		}
+		bestVal, bestEval, improved := cur, curEval, false
+		for v := range variants {
+			text, err := g.propose(ctx, &out, cur, feedback, in)
+			if err != nil {
+				return MethodOutput{}, fmt.Errorf("round %d variant %d: %w", round+1, v+1, err)
+			}
+			cand := withSystemPrompt(cur, text)
+			ev, err := in.Evaluate(ctx, cand, choose)
+			if err != nil {
+				var ce *CredentialError
+				var pe *CandidateError
+				if errors.As(err, &ce) || errors.As(err, &pe) {
+					continue // refused and recorded in the population; try the next
+				}
+				return MethodOutput{}, err
+			}
+			if ev.Mean > bestEval.Mean {
+				bestVal, bestEval, improved = cand, ev, true
+			}
+		}
+		if !improved {
+			break
+		}
+		cur, curEval = bestVal, bestEval
+	}
+	out.Selected = cur
+	out.Rationale = fmt.Sprintf("greedy: best selection mean %.4f", curEval.Mean)
+	return out, nil
+}
+
+// propose asks the model for one system prompt.
+func (g Greedy) propose(ctx context.Context, out *MethodOutput, cur canonjson.Value, ev Evaluation, in MethodInput) (string, error) {
+	timeout := g.Timeout
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var b strings.Builder
+	fmt.Fprintf(&b, "Current system prompt:\n%s\n\nScores (0 to 1) by case:\n", systemPromptOf(cur))
+	bodies := map[string]CaseView{}
+	for _, c := range append(append([]CaseView(nil), in.Train...), in.Selection...) {
+		bodies[c.ID] = c
+	}
+	for _, c := range ev.Cases {
+		fmt.Fprintf(&b, "- %s: %.2f", c.ID, c.Score)
+		if v := bodies[c.ID]; v.Input != "" {
+			fmt.Fprintf(&b, " (input %q, expected %q)", v.Input, v.Expected)
+		}
+		b.WriteByte('\n')
+	}
+	res, err := kernel.RunToolLoop(ctx, kernel.ToolLoopOptions{Model: g.Model, System: greedySystem, User: b.String(), Store: g.Store, Kind: "improve-propose"})
+	if err != nil {
+		return "", err
+	}
+	out.Usage = out.Usage.Plus(res.Usage)
+	if res.RunID != "" {
+		out.RunIDs = append(out.RunIDs, res.RunID)
+	}
+	if res.StopReason != kernel.StopCompleted {
+		return "", fmt.Errorf("the proposer stopped %s", res.StopReason)
+	}
+	text := strings.TrimSpace(res.FinalText)
+	if text == "" || len(text) > MaxPromptBytes {
+		return "", fmt.Errorf("the proposer replied with %d bytes; a system prompt is 1 to %d", len(text), MaxPromptBytes)
+	}
+	return text, nil
+}
+
+func ids(cs []CaseView) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.ID
+	}
+	return out
+}
+
+func systemPromptOf(prompt canonjson.Value) string {
+	if s, ok := prompt.Get("systemPrompt"); ok {
+		return s.Str()
+	}
+	return "(none)"
+}
+
+// withSystemPrompt returns the prompt object with systemPrompt replaced.
+func withSystemPrompt(prompt canonjson.Value, text string) canonjson.Value {
+	if prompt.Kind() != canonjson.Object {
+		prompt = canonjson.ObjectValue(nil)
+	}
+	return prompt.With("systemPrompt", canonjson.StringValue(text))
+}
