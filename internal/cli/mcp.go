@@ -40,7 +40,7 @@ func newMCPCmd(stdio IO) *cobra.Command {
 		Use:   "mcp",
 		Short: "Serve agentrt tools over the Model Context Protocol",
 	}
-	cmd.AddCommand(newMCPWorkspaceCmd(stdio))
+	cmd.AddCommand(newMCPWorkspaceCmd(stdio), newMCPCoordinationCmd(stdio))
 	return cmd
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/coordmcp"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
@@ -106,8 +108,13 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				profiles[*p.Name] = p
 				names = append(names, *p.Name)
 			}
-			router, err := routerModel(providerName, managerScript, baseURL, openaiAPI, mgr, names, task)
-			if err != nil {
+			external := isHarnessProvider(providerName)
+			var router contract.ChatModel
+			if external {
+				if string(mgr.Harness) != providerName {
+					return usage("--provider %s runs the manager on that harness: the manager profile must declare \"harness\": %q (it declares %q)", providerName, providerName, mgr.Harness)
+				}
+			} else if router, err = routerModel(providerName, managerScript, baseURL, openaiAPI, mgr, names, task); err != nil {
 				return err
 			}
 			provider, err := open(providerName, scriptPath, baseURL, openaiAPI)
@@ -119,6 +126,18 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				return err
 			}
 			defer s.Close()
+			var brain supervise.Brain
+			if external {
+				// The harness is the manager: it reaches this run's verbs
+				// through agentrt mcp coordination RUN-DIR, a relay to the
+				// endpoint this process serves while the run is live.
+				hb, err := coordmcp.NewHarnessBrain(mgr, provider, coordmcp.HarnessOptions{Store: s, Version: Version,
+					Logger: slog.New(slog.NewTextHandler(stdio.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+				if err != nil {
+					return usage("%v", err)
+				}
+				brain = hb
+			}
 			if runDir == "" {
 				if runDir, err = os.MkdirTemp("", "agentrt-supervise-"); err != nil {
 					return &exitError{code: ExitFailed, err: err}
@@ -141,6 +160,7 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				Deliverable:    expectDeliverable(expect),
 				Executor:       &supervise.KernelExecutor{Provider: provider, Store: s},
 				Router:         router,
+				Brain:          brain,
 				MaxTurns:       maxTurns,
 				RunDir:         runDir,
 				RunID:          runID,
@@ -253,6 +273,12 @@ func routerModel(providerName, scriptPath, baseURL, openaiAPI string, mgr *profi
 		return m, nil
 	}
 	return nil, usage("--provider %s runs workers only; the manager's model needs scripted, openai or anthropic", providerName)
+}
+
+// isHarnessProvider reports whether --provider names an external
+// harness CLI, which then runs the manager too (coordmcp.HarnessBrain).
+func isHarnessProvider(name string) bool {
+	return name == "claude-code" || name == "codex" || name == "opencode"
 }
 
 // defaultPlan spawns each worker once on the task, awaits every
