@@ -202,6 +202,7 @@ func writeEndpoint(runDir string, e Endpoint) (string, error) {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return "", fmt.Errorf("coordmcp: publishing the endpoint: %w", err)
 	}
+	syncDir(runDir)
 	return path, nil
 }
 

@@ -20,7 +20,7 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
-func parseProfile(t *testing.T, doc string) *profile.Profile {
+func parseProfile(t testing.TB, doc string) *profile.Profile {
 	t.Helper()
 	p, err := profile.Parse([]byte(doc))
 	if err != nil {
@@ -68,7 +68,7 @@ func agentrtBinary(t *testing.T) string {
 }
 
 // writerScript answers any task containing "alpha" with "alpha: DONE".
-func writerScript(t *testing.T) *scripted.Script {
+func writerScript(t testing.TB) *scripted.Script {
 	t.Helper()
 	var script scripted.Script
 	if err := json.Unmarshal([]byte(`{"turns": [{"match": "alpha", "repeat": true, "steps": [{"text": "alpha: DONE"},
@@ -80,7 +80,7 @@ func writerScript(t *testing.T) *scripted.Script {
 
 // runOptions are a supervised run's options with one scripted worker
 // profile "writer" and a check that delivers a result saying DONE.
-func runOptions(t *testing.T, runDir string, brain supervise.Brain) supervise.Options {
+func runOptions(t testing.TB, runDir string, brain supervise.Brain) supervise.Options {
 	return supervise.Options{
 		Budget:    ledger.Budget{Tokens: ptr[int64](100_000), Iterations: ptr[int64](10), MicroUSD: ptr[int64](1_000_000)},
 		PerWorker: ledger.Budget{Tokens: ptr[int64](1_000), Iterations: ptr[int64](1), MicroUSD: ptr[int64](100_000)},
@@ -96,7 +96,7 @@ func runOptions(t *testing.T, runDir string, brain supervise.Brain) supervise.Op
 	}
 }
 
-func cliBase(t *testing.T) *profile.Profile {
+func cliBase(t testing.TB) *profile.Profile {
 	return parseProfile(t, `{"name": "manager", "harness": "cli-base", "model": {"default": "scripted/manager"},
 		"tools": {"agent_runtime_coordination_spawn_worker": true}}`)
 }

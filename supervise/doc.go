@@ -54,8 +54,9 @@
 // what is still open at run end (not_live when never applied, unknown
 // when an abort's end was not observed).
 //
-// Not built yet: external-harness brains (the verbs served over MCP),
-// the rest of the run layout (state.json, progress.ndjson, worker logs,
+// External-harness brains (claude-code, codex, opencode) are
+// coordmcp.HarnessBrain: the verbs of a live run served over MCP, which
+// this layer cannot import. Not built yet: the rest of the run layout (state.json, progress.ndjson, worker logs,
 // interactive bindings), the SQL journal, analysts and the CLI. Package graph interprets one supervised
 // run as a fixed topology (runGraph) and keeps its edge ledger in this
 // run's journal through Coordinator.Note.

@@ -59,6 +59,15 @@ and without one a plan that spawns each worker once on the task and awaits
 them. With --provider openai or anthropic the manager's model is the manager
 profile's model.default on the same endpoint.
 
+With --provider claude-code, codex or opencode that harness CLI is the
+manager (and runs the workers): the manager profile declares that harness
+and grants coordination verbs as agent_runtime_coordination_* tools. This
+process serves the live run's verbs on 127.0.0.1 behind a per-run token it
+writes to RUN-DIR/coordination-endpoint.json (0600, removed at run end),
+and the harness gets one MCP server, "agentrt": agentrt mcp coordination
+RUN-DIR, a relay to them. The run ends when the harness's turn ends, when
+it calls stop, or 60s after its submit_result was accepted.
+
 The run's journal lives in --run-dir DIR (a fresh temporary directory when
 not given); --resume continues the run a journal in DIR holds after its
 process exited: settled workers are replayed, not run again. While it runs,
@@ -199,7 +208,7 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 	f := cmd.Flags()
 	f.StringVar(&task, "task", "", "the manager's task (required, except with --resume)")
 	f.StringArrayVar(&workers, "worker", nil, "a worker profile the manager may spawn, by its name (repeatable, at least one)")
-	f.StringVar(&providerName, "provider", "scripted", "provider the workers (and, for openai and anthropic, the manager) run on")
+	f.StringVar(&providerName, "provider", "scripted", "provider the workers (and, for openai, anthropic, claude-code, codex and opencode, the manager) run on")
 	f.StringVar(&baseURL, "base-url", "", "the model endpoint of the provider (default: the vendor's)")
 	f.StringVar(&openaiAPI, "openai-api", "", "the wire protocol of the openai provider: chat-completions or responses")
 	f.StringVar(&scriptPath, "script", "", "script for the workers' scripted provider (default: answer every task)")
