@@ -47,6 +47,9 @@ func claudeBinary(t *testing.T) string {
 type fakeAnthropic struct {
 	srv    *httptest.Server
 	runDir string
+	// plan is the manager's tool calls, [verb, input JSON], one per model
+	// call; after them it answers.
+	plan [][2]string
 
 	mu       sync.Mutex
 	bodies   [][]byte
@@ -56,10 +59,16 @@ type fakeAnthropic struct {
 	tokenSaw string   // the run's token, read from the run dir while live
 }
 
+// The manager's scripted calls.
+var (
+	spawnAlpha = [2]string{supervise.VerbSpawnWorker, `{"profile":"writer","task":"write alpha"}`}
+	awaitOne   = [2]string{supervise.VerbAwaitEvent, `{"timeoutMs":60000}`}
+)
+
 const managerTool = "mcp__" + coordmcp.MCPServerName + "__" + supervise.ToolPrefix
 
-func newFakeAnthropic(t *testing.T, runDir string) *fakeAnthropic {
-	f := &fakeAnthropic{runDir: runDir}
+func newFakeAnthropic(t *testing.T, runDir string, plan ...[2]string) *fakeAnthropic {
+	f := &fakeAnthropic{runDir: runDir, plan: plan}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -129,13 +138,8 @@ func (f *fakeAnthropic) serve(w http.ResponseWriter, r *http.Request) {
 		"role": "assistant", "model": req.Model, "content": []any{}, "stop_reason": nil, "stop_sequence": nil,
 		"usage": map[string]any{"input_tokens": 20, "output_tokens": 1, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}}})
 	var tool, input string
-	switch len(results) {
-	case 0:
-		tool, input = supervise.VerbSpawnWorker, `{"profile":"writer","task":"write alpha"}`
-	case 1:
-		tool, input = supervise.VerbAwaitEvent, `{"timeoutMs":60000}`
-	case 2:
-		tool, input = supervise.VerbSubmitResult, `{"result":"alpha: DONE"}`
+	if len(results) < len(f.plan) {
+		tool, input = f.plan[len(results)][0], f.plan[len(results)][1]
 	}
 	stop := "end_turn"
 	if tool != "" {
@@ -168,7 +172,7 @@ func TestClaudeCodeManagerDrivesSupervise(t *testing.T) {
 	relay := agentrtBinary(t)
 	ctx := deadline(t)
 	runDir := t.TempDir()
-	f := newFakeAnthropic(t, runDir)
+	f := newFakeAnthropic(t, runDir, spawnAlpha, awaitOne, [2]string{supervise.VerbSubmitResult, `{"result":"alpha: DONE"}`})
 	prov, err := clibridge.New(clibridge.Options{Binary: bin, BaseURL: f.srv.URL, APIKey: "sk-ant-fake-coordination-key", WorkRoot: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -222,5 +226,40 @@ func TestClaudeCodeManagerDrivesSupervise(t *testing.T) {
 	}
 	if _, err := os.Stat(runDir + "/" + coordmcp.EndpointFile); !os.IsNotExist(err) {
 		t.Errorf("the endpoint file outlived the run: %v", err)
+	}
+}
+
+// §3.6 stop: a real claude-code manager that spawns, awaits a delivered
+// worker and calls stop ends the run at once — supervise cancels its
+// turn (the harness's process group is killed, which is not a driver
+// failure) — and the delivered worker is the winner.
+func TestClaudeCodeManagerStops(t *testing.T) {
+	bin := claudeBinary(t)
+	relay := agentrtBinary(t)
+	ctx := deadline(t)
+	runDir := t.TempDir()
+	f := newFakeAnthropic(t, runDir, spawnAlpha, awaitOne, [2]string{supervise.VerbStop, `{"reason":"alpha is delivered"}`})
+	prov, err := clibridge.New(clibridge.Options{Binary: bin, BaseURL: f.srv.URL, APIKey: "sk-ant-fake-coordination-key", WorkRoot: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	manager := parseProfile(t, `{"name": "manager", "harness": "claude-code", "model": {"default": "claude-e2e-1"},
+		"tools": {"agent_runtime_coordination_spawn_worker": true, "agent_runtime_coordination_await_event": true,
+			"agent_runtime_coordination_stop": true}}`)
+	brain, err := coordmcp.NewHarnessBrain(manager, prov, coordmcp.HarnessOptions{Relay: []string{relay, "mcp", "coordination"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := supervise.Supervise(ctx, manager, "write alpha", runOptions(t, runDir, brain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != supervise.StatusWinner || res.Winner == nil || res.Winner.Node != "run1:s1" || res.Winner.Submitted {
+		t.Fatalf("status %s reason %s error %+v winner %+v; want the delivered worker run1:s1", res.Status, res.Reason, res.Error, res.Winner)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.bodies) < 3 {
+		t.Errorf("%d model calls, want at least 3 (spawn, await, stop)", len(f.bodies))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -254,5 +255,51 @@ func TestRelayNotLive(t *testing.T) {
 	err := coordmcp.Relay(deadline(t), t.TempDir(), strings.NewReader(""), io.Discard, coordmcp.RelayOptions{})
 	if !errors.Is(err, coordmcp.ErrNotLive) {
 		t.Errorf("Relay to an empty dir: %v, want ErrNotLive", err)
+	}
+}
+
+// §3.6 stop through the relay: the harness's stop call is answered
+// {stopped: true} as a result, the brain's context ends (supervise
+// cancels the manager's turn), and the run ends with no winner and no
+// endpoint left.
+func TestRelayStopEndsRun(t *testing.T) {
+	ctx := deadline(t)
+	runDir := t.TempDir()
+	agentrtBinary(t)
+	var stopped map[string]any
+	var stopErr, ended bool
+	brain := supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		srv, err := coordmcp.Serve(ctx, c, coordmcp.ServeOptions{})
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		defer srv.Close()
+		// The harness is another process: its calls do not share the
+		// brain's context, which stop ends.
+		hctx := deadline(t)
+		cs := relaySession(t, hctx, runDir)
+		stopped, stopErr = call(t, hctx, cs, supervise.VerbStop, map[string]any{"reason": "nothing to do"})
+		select {
+		case <-ctx.Done():
+			ended = true
+		case <-time.After(time.Minute):
+		}
+		return supervise.BrainReport{}, context.Cause(ctx)
+	})
+	res, err := supervise.Supervise(ctx, cliBase(t), "write alpha", runOptions(t, runDir, brain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stopErr || stopped["stopped"] != true {
+		t.Errorf("stop: isError %v %v, want {stopped: true}", stopErr, stopped)
+	}
+	if !ended {
+		t.Error("stop did not end the brain's context")
+	}
+	if res.Status != supervise.StatusNoWinner || res.Reason != supervise.ReasonAllChildrenDown {
+		t.Errorf("status %s reason %s error %+v, want no-winner all-children-down", res.Status, res.Reason, res.Error)
+	}
+	if _, err := coordmcp.ReadEndpoint(runDir); !errors.Is(err, coordmcp.ErrNotLive) {
+		t.Errorf("after the run: %v, want the endpoint gone", err)
 	}
 }
