@@ -250,7 +250,7 @@ func (b *HarnessBrain) prompt(c *supervise.Coordinator, task string) string {
 	}
 	s.WriteString(", wait for them with await_event")
 	if d := c.DeliverableDescription(); d != "" {
-		s.WriteString("; a delivered result " + d)
+		s.WriteString("; what is delivered: " + d)
 	}
 	s.WriteString(". When a worker delivered, or you have the result, submit it with submit_result (if granted), or end with stop.\n")
 	return s.String()

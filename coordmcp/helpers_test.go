@@ -86,7 +86,7 @@ func runOptions(t testing.TB, runDir string, brain supervise.Brain) supervise.Op
 		PerWorker: ledger.Budget{Tokens: ptr[int64](1_000), Iterations: ptr[int64](1), MicroUSD: ptr[int64](100_000)},
 		Profiles: map[string]*profile.Profile{"writer": parseProfile(t, `{"name": "writer", "harness": "cli-base",
 			"model": {"provider": "scripted", "default": "scripted/writer"}}`)},
-		Deliverable: supervise.Deliverable{Describe: "says DONE", Check: func(_ context.Context, out supervise.Output) (kernel.Verdict, error) {
+		Deliverable: supervise.Deliverable{Describe: "a result that says DONE", Check: func(_ context.Context, out supervise.Output) (kernel.Verdict, error) {
 			return kernel.Verdict{Passed: strings.Contains(out.Text, "DONE")}, nil
 		}},
 		Executor: &supervise.KernelExecutor{Provider: scripted.New(writerScript(t), scripted.Options{}), Store: storememory.New(nil)},
