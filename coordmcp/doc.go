@@ -27,6 +27,12 @@
 //     ends: the manager answered, called stop (supervise cancels the
 //     turn), or ran past a grace after its result was accepted.
 //
+// HarnessBrain is verified end to end with the real claude-code
+// (2.1.197), codex (0.171.0) and opencode (1.18.33) binaries against
+// local scripted model endpoints: each calls the relayed verbs as its
+// own MCP tools (mcp__agentrt__<tool>, namespace mcp__agentrt, and
+// agentrt_<tool>).
+//
 // The token is a secret: it is in the 0600 file and in memory only, never
 // in an argv, a profile, a log, an event or a receipt (the harness's MCP
 // entry carries the run dir, and the relay reads the token itself).
