@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -871,3 +872,21 @@ func (c *Coordinator) Note(ctx context.Context, kind string, node NodeID, data c
 
 // Readout returns the run's pool balances.
 func (c *Coordinator) Readout() ledger.Readout { return c.pool.Readout() }
+
+// RunID returns the supervised run's id.
+func (c *Coordinator) RunID() string { return c.runID }
+
+// RunDir returns the run's directory ("" when the run has none):
+// where a host serving the verbs to another process publishes how to
+// reach them.
+func (c *Coordinator) RunDir() string { return c.log.dir }
+
+// WorkerProfiles returns, sorted, the worker profile names spawn_worker
+// accepts: what a brain tells a model it may spawn.
+func (c *Coordinator) WorkerProfiles() []string {
+	return slices.Sorted(maps.Keys(c.profiles))
+}
+
+// DeliverableDescription returns the caller's Deliverable.Describe: what
+// a delivered result must be ("" when the caller said nothing).
+func (c *Coordinator) DeliverableDescription() string { return c.check.Describe }

@@ -87,9 +87,11 @@
 // pool, journaled, and answered from the journal on a resumed run; its
 // output comes back from Await as a finding, never a deliverable.
 //
-// Not built yet: external-harness brains (the verbs served over MCP) and
-// the rest of the run layout (state.json, progress.ndjson, worker logs,
-// interactive bindings). Package graph interprets one supervised
+// External-harness brains (claude-code, codex, opencode) are
+// coordmcp.HarnessBrain: the verbs of a live run served over MCP, which
+// this layer cannot import. Not built yet: the rest of the run layout
+// (state.json, progress.ndjson, worker logs, interactive bindings).
+// Package graph interprets one supervised
 // run as a fixed topology (runGraph) and keeps its edge ledger in this
 // run's journal through Coordinator.Note.
 package supervise

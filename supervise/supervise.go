@@ -45,7 +45,7 @@ type Deliverable struct {
 // The router brain (harness cli-base) is built in. A caller-owned brain
 // is any implementation. An external harness (claude-code, codex,
 // opencode) is a Brain that serves Coordinator.Tools over MCP to the
-// harness's process and waits for it; that brain is not built here.
+// harness's process and waits for it: coordmcp.HarnessBrain.
 type Brain interface {
 	Drive(ctx context.Context, c *Coordinator, task string) (BrainReport, error)
 }
@@ -226,7 +226,8 @@ type SupervisedResult struct {
 }
 
 // ErrUnsupportedHarness: the manager's harness needs an external brain
-// that is not built in; pass Options.Brain.
+// that is not built in; pass Options.Brain (coordmcp.HarnessBrain for
+// claude-code, codex and opencode).
 var ErrUnsupportedHarness = errors.New("supervise: the manager's harness needs an external brain")
 
 // Supervise runs a manager agent (manager) on task: its brain spawns,

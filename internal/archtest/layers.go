@@ -48,6 +48,7 @@ var layers = map[string]int{
 
 	"sidecar":           5,
 	"mcpserver":         5,
+	"coordmcp":          5,
 	"telemetry":         5,
 	"telemetry/":        5,
 	"conformance":       5,

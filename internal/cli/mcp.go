@@ -40,7 +40,7 @@ func newMCPCmd(stdio IO, open providerOpener) *cobra.Command {
 		Use:   "mcp",
 		Short: "Serve agentrt tools over the Model Context Protocol",
 	}
-	cmd.AddCommand(newMCPWorkspaceCmd(stdio), newMCPDelegateCmd(stdio, open))
+	cmd.AddCommand(newMCPWorkspaceCmd(stdio), newMCPDelegateCmd(stdio, open), newMCPCoordinationCmd(stdio))
 	return cmd
 }
 

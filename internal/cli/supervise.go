@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/coordmcp"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
@@ -56,6 +58,15 @@ script of the manager's turns:
 and without one a plan that spawns each worker once on the task and awaits
 them. With --provider openai or anthropic the manager's model is the manager
 profile's model.default on the same endpoint.
+
+With --provider claude-code, codex or opencode that harness CLI is the
+manager (and runs the workers): the manager profile declares that harness
+and grants coordination verbs as agent_runtime_coordination_* tools. This
+process serves the live run's verbs on 127.0.0.1 behind a per-run token it
+writes to RUN-DIR/coordination-endpoint.json (0600, removed at run end),
+and the harness gets one MCP server, "agentrt": agentrt mcp coordination
+RUN-DIR, a relay to them. The run ends when the harness's turn ends, when
+it calls stop, or 60s after its submit_result was accepted.
 
 The run's journal lives in --run-dir DIR (a fresh temporary directory when
 not given); --resume continues the run a journal in DIR holds after its
@@ -106,8 +117,13 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				profiles[*p.Name] = p
 				names = append(names, *p.Name)
 			}
-			router, err := routerModel(providerName, managerScript, baseURL, openaiAPI, mgr, names, task)
-			if err != nil {
+			external := isHarnessProvider(providerName)
+			var router contract.ChatModel
+			if external {
+				if string(mgr.Harness) != providerName {
+					return usage("--provider %s runs the manager on that harness: the manager profile must declare \"harness\": %q (it declares %q)", providerName, providerName, mgr.Harness)
+				}
+			} else if router, err = routerModel(providerName, managerScript, baseURL, openaiAPI, mgr, names, task); err != nil {
 				return err
 			}
 			lenses, err := readAnalysts(stdio, analystsPath)
@@ -123,6 +139,18 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				return err
 			}
 			defer s.Close()
+			var brain supervise.Brain
+			if external {
+				// The harness is the manager: it reaches this run's verbs
+				// through agentrt mcp coordination RUN-DIR, a relay to the
+				// endpoint this process serves while the run is live.
+				hb, err := coordmcp.NewHarnessBrain(mgr, provider, coordmcp.HarnessOptions{Store: s, Version: Version,
+					Logger: slog.New(slog.NewTextHandler(stdio.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+				if err != nil {
+					return usage("%v", err)
+				}
+				brain = hb
+			}
 			if runDir == "" {
 				if runDir, err = os.MkdirTemp("", "agentrt-supervise-"); err != nil {
 					return &exitError{code: ExitFailed, err: err}
@@ -145,6 +173,7 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				Deliverable:    expectDeliverable(expect),
 				Executor:       &supervise.KernelExecutor{Provider: provider, Store: s},
 				Router:         router,
+				Brain:          brain,
 				MaxTurns:       maxTurns,
 				RunDir:         runDir,
 				RunID:          runID,
@@ -184,7 +213,7 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 	f := cmd.Flags()
 	f.StringVar(&task, "task", "", "the manager's task (required, except with --resume)")
 	f.StringArrayVar(&workers, "worker", nil, "a worker profile the manager may spawn, by its name (repeatable, at least one)")
-	f.StringVar(&providerName, "provider", "scripted", "provider the workers (and, for openai and anthropic, the manager) run on")
+	f.StringVar(&providerName, "provider", "scripted", "provider the workers (and, for openai, anthropic, claude-code, codex and opencode, the manager) run on")
 	f.StringVar(&baseURL, "base-url", "", "the model endpoint of the provider (default: the vendor's)")
 	f.StringVar(&openaiAPI, "openai-api", "", "the wire protocol of the openai provider: chat-completions or responses")
 	f.StringVar(&scriptPath, "script", "", "script for the workers' scripted provider (default: answer every task)")
@@ -259,6 +288,12 @@ func routerModel(providerName, scriptPath, baseURL, openaiAPI string, mgr *profi
 		return m, nil
 	}
 	return nil, usage("--provider %s runs workers only; the manager's model needs scripted, openai or anthropic", providerName)
+}
+
+// isHarnessProvider reports whether --provider names an external
+// harness CLI, which then runs the manager too (coordmcp.HarnessBrain).
+func isHarnessProvider(name string) bool {
+	return name == "claude-code" || name == "codex" || name == "opencode"
 }
 
 // defaultPlan spawns each worker once on the task, awaits every

@@ -1,0 +1,257 @@
+package coordmcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/harness"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/memory"
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// MCPServerName is the name the manager's harness knows the coordination
+// server by: claude-code and codex call its tools
+// mcp__agentrt__agent_runtime_coordination_<verb>.
+const MCPServerName = "agentrt"
+
+// DefaultSubmitGrace is how long the manager's turn may go on after its
+// result was accepted before it is ended.
+const DefaultSubmitGrace = 60 * time.Second
+
+// HarnessOptions configure NewHarnessBrain.
+type HarnessOptions struct {
+	// Store records the manager's run (kernel.Execute); nil keeps it in
+	// memory.
+	Store store.Store
+	// Relay is the command (argv) the harness starts as its MCP server,
+	// the run dir appended: a stdio relay to the live run. Nil means
+	// this executable with "mcp coordination" (agentrt mcp coordination
+	// RUN-DIR).
+	Relay []string
+	// SubmitGrace bounds the manager's turn after an accepted
+	// submit_result (DefaultSubmitGrace when 0).
+	SubmitGrace time.Duration
+	// Logger receives the brain's and the endpoint's operational log;
+	// nil discards it.
+	Logger *slog.Logger
+	// Version is announced by the endpoint.
+	Version string
+}
+
+// HarnessBrain is the manager's brain for an external harness
+// (claude-code, codex, opencode; spec/runtime.md §3.6 "an external
+// harness drives the coordination verbs"): it serves the live run's
+// coordination verbs (Serve), runs one turn of the manager's profile
+// through a contract.Provider (providers/clibridge) with an MCP server
+// entry that starts the stdio relay to them, and returns when the turn
+// ends — the manager answered, called stop (the run cancels the turn),
+// or its accepted submit_result's grace ran out.
+type HarnessBrain struct {
+	manager  *profile.Profile
+	provider contract.Provider
+	granted  []string
+	o        HarnessOptions
+}
+
+// NewHarnessBrain checks the manager profile and returns its brain on
+// provider. The profile's harness must be claude-code, codex or
+// opencode; it grants coordination verbs as tools (ToolPrefix + verb,
+// at least one, every one a verb supervise serves); its other keys
+// reach the harness unchanged. Errors match supervise.ErrInvalidOptions.
+func NewHarnessBrain(manager *profile.Profile, provider contract.Provider, o HarnessOptions) (*HarnessBrain, error) {
+	if manager == nil || provider == nil {
+		return nil, fmt.Errorf("%w: a harness brain needs a manager profile and a provider", supervise.ErrInvalidOptions)
+	}
+	switch manager.Harness {
+	case harness.ClaudeCode, harness.Codex, harness.OpenCode:
+	default:
+		return nil, fmt.Errorf("%w: harness %q has no external brain (claude-code, codex or opencode)", supervise.ErrInvalidOptions, manager.Harness)
+	}
+	b := &HarnessBrain{manager: manager, provider: provider, o: o}
+	var bad []string
+	for name, on := range manager.Tools {
+		v, ok := strings.CutPrefix(name, supervise.ToolPrefix)
+		switch {
+		case !ok:
+		case !slices.Contains(supervise.Verbs(), v):
+			bad = append(bad, name)
+		case on:
+			b.granted = append(b.granted, name)
+		}
+	}
+	slices.Sort(bad)
+	slices.Sort(b.granted)
+	switch {
+	case len(bad) > 0:
+		return nil, fmt.Errorf("%w: the manager profile declares coordination verbs supervise does not serve: %s", supervise.ErrInvalidOptions, strings.Join(bad, ", "))
+	case len(b.granted) == 0:
+		return nil, fmt.Errorf("%w: the manager profile grants no coordination verb (declare %s%s)", supervise.ErrInvalidOptions, supervise.ToolPrefix, supervise.VerbSpawnWorker)
+	}
+	if len(o.Relay) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("coordmcp: locating this executable for the relay: %w", err)
+		}
+		b.o.Relay = []string{exe, "mcp", "coordination"}
+	}
+	if b.o.SubmitGrace <= 0 {
+		b.o.SubmitGrace = DefaultSubmitGrace
+	}
+	if b.o.Logger == nil {
+		b.o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return b, nil
+}
+
+// errSubmitGrace ends a manager's turn that went on after its result was
+// accepted.
+var errSubmitGrace = errors.New("coordmcp: the manager's result was accepted and its turn ran past the grace")
+
+// Drive serves the granted verbs, runs the manager's turn and stops
+// serving when it ends.
+func (b *HarnessBrain) Drive(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+	all, err := c.Tools()
+	if err != nil {
+		return supervise.BrainReport{}, err
+	}
+	var accepted sync.Once
+	submitted := make(chan struct{})
+	var offered []contract.Tool
+	for _, t := range all {
+		if !slices.Contains(b.granted, t.Name) {
+			continue
+		}
+		if t.Name == supervise.ToolPrefix+supervise.VerbSubmitResult {
+			run := t.Run
+			t.Run = func(ctx context.Context, args canonjson.Value) (canonjson.Value, error) {
+				out, err := run(ctx, args)
+				if a, ok := out.Get("accepted"); err == nil && ok && a.Kind() == canonjson.Bool && a.Bool() {
+					accepted.Do(func() { close(submitted) })
+				}
+				return out, err
+			}
+		}
+		offered = append(offered, t)
+	}
+	srv, err := Serve(ctx, c, ServeOptions{Tools: offered, Logger: b.o.Logger, Version: b.o.Version})
+	if err != nil {
+		return supervise.BrainReport{}, err
+	}
+	defer srv.Close()
+	p, err := b.mounted(c.RunDir())
+	if err != nil {
+		return supervise.BrainReport{}, err
+	}
+	st := b.o.Store
+	if st == nil {
+		st = memory.New(nil)
+	}
+	turnCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-submitted:
+		case <-turnCtx.Done():
+			return
+		}
+		t := time.NewTimer(b.o.SubmitGrace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel(errSubmitGrace)
+		case <-turnCtx.Done():
+		}
+	}()
+	res, err := kernel.Execute(turnCtx, kernel.Request{Profile: p, Task: b.prompt(c, task), Provider: b.provider, Store: st,
+		RunID: kernel.NewID("manager"), Kind: "supervise-manager"})
+	var report supervise.BrainReport
+	if res != nil {
+		usage := res.Usage
+		report = supervise.BrainReport{Text: res.Text, Metered: &usage}
+	}
+	if err != nil && errors.Is(context.Cause(turnCtx), errSubmitGrace) && ctx.Err() == nil {
+		b.o.Logger.Info("coordmcp: ended the manager's turn after its accepted result", "grace", b.o.SubmitGrace)
+		err = nil
+	}
+	return report, err
+}
+
+// mounted returns the manager profile as the harness runs it: the
+// coordination verbs removed from its tools and served instead by the
+// MCP server MCPServerName, a stdio relay to runDir's live run; for
+// claude-code, whose dontAsk mode denies an unlisted tool, that server's
+// tools allowed.
+func (b *HarnessBrain) mounted(runDir string) (*profile.Profile, error) {
+	p, err := profile.Clone(b.manager)
+	if err != nil {
+		return nil, fmt.Errorf("coordmcp: the manager profile: %w", err)
+	}
+	for name := range p.Tools {
+		if strings.HasPrefix(name, supervise.ToolPrefix) {
+			delete(p.Tools, name)
+		}
+	}
+	if _, taken := p.MCP[MCPServerName]; taken {
+		return nil, fmt.Errorf("%w: the manager profile already declares an MCP server %q", supervise.ErrInvalidOptions, MCPServerName)
+	}
+	pub := func(s string) profile.ConfigValue { return profile.ConfigValue{Kind: profile.ConfigPublic, Value: &s} }
+	cmd := b.o.Relay[0]
+	srv := profile.MCPServer{Command: &cmd}
+	for _, a := range append(slices.Clone(b.o.Relay[1:]), runDir) {
+		srv.Args = append(srv.Args, pub(a))
+	}
+	if p.MCP == nil {
+		p.MCP = map[string]profile.MCPServer{}
+	}
+	p.MCP[MCPServerName] = srv
+	if p.Harness == harness.ClaudeCode {
+		if p.Tools == nil {
+			p.Tools = map[string]bool{}
+		}
+		p.Tools["mcp__"+MCPServerName] = true
+	}
+	if len(p.Tools) == 0 {
+		p.Tools = nil
+	}
+	return p, nil
+}
+
+// prompt is the manager's turn: the task, then how to work through the
+// coordination tools (named explicitly, so the harness does not reach
+// for its own sub-agent tool, which would bypass the journal, the pool
+// and the check).
+func (b *HarnessBrain) prompt(c *supervise.Coordinator, task string) string {
+	var s strings.Builder
+	s.WriteString(task)
+	s.WriteString("\n\n---\nYou are the manager of supervised run ")
+	s.WriteString(c.RunID())
+	s.WriteString(". Delegate through the MCP server \"" + MCPServerName + "\"'s coordination tools only (")
+	for i, g := range b.granted {
+		if i > 0 {
+			s.WriteString(", ")
+		}
+		s.WriteString(g)
+	}
+	s.WriteString("); never your own sub-agent or task tools. Start workers with spawn_worker")
+	if names := c.WorkerProfiles(); len(names) > 0 {
+		s.WriteString(" (worker profiles: " + strings.Join(names, ", ") + ")")
+	}
+	s.WriteString(", wait for them with await_event")
+	if d := c.DeliverableDescription(); d != "" {
+		s.WriteString("; what is delivered: " + d)
+	}
+	s.WriteString(". When a worker delivered, or you have the result, submit it with submit_result (if granted), or end with stop.\n")
+	return s.String()
+}

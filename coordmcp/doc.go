@@ -1,0 +1,39 @@
+// Package coordmcp serves the coordination verbs of a LIVE supervised run
+// to an external harness over the Model Context Protocol, and is the
+// external-harness manager brain built on that (spec/runtime.md §3.6
+// "Brain from profile.harness … claude-code, codex, opencode → an
+// external harness drives the coordination verbs", §9 coordination
+// tools; checklist OS-04).
+//
+// Three pieces:
+//
+//   - [Serve]: the supervising process serves its Coordinator's verbs
+//     (through mcpserver, so a refusal is a tool result {error, reason})
+//     over streamable HTTP on a loopback port, behind a fresh 256-bit
+//     bearer token, and publishes URL and token in the run dir's
+//     [EndpointFile] (mode 0600, written atomically). [Server.Close]
+//     refuses every later request and removes the file: the token dies
+//     with the run.
+//   - [Relay] (agentrt mcp coordination RUN-DIR): a stdio MCP server that
+//     reads the endpoint file, connects with the token and forwards every
+//     tools/call to the live run. A run that is not live fails the relay
+//     before it serves ([ErrNotLive]); a run that ends while the relay
+//     serves turns each later call into a tool result {error:
+//     "run-not-live"}, never a protocol error.
+//   - [HarnessBrain]: a supervise.Brain that serves the verbs the manager
+//     profile grants, runs one turn of the manager's harness through a
+//     contract.Provider (providers/clibridge) with an MCP server entry
+//     [MCPServerName] that starts the relay, and returns when the turn
+//     ends: the manager answered, called stop (supervise cancels the
+//     turn), or ran past a grace after its result was accepted.
+//
+// HarnessBrain is verified end to end with the real claude-code
+// (2.1.197), codex (0.171.0) and opencode (1.18.33) binaries against
+// local scripted model endpoints: each calls the relayed verbs as its
+// own MCP tools (mcp__agentrt__<tool>, namespace mcp__agentrt, and
+// agentrt_<tool>).
+//
+// The token is a secret: it is in the 0600 file and in memory only, never
+// in an argv, a profile, a log, an event or a receipt (the harness's MCP
+// entry carries the run dir, and the relay reads the token itself).
+package coordmcp
