@@ -25,6 +25,9 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, wire.FromSchemaError(err))
 		return
 	}
+	if in.Credential, ok = credentialRequest(w, r); !ok {
+		return
+	}
 	ctx, cancel := context.WithTimeout(s.base, s.opts.CallTimeout)
 	defer cancel()
 	d, ok := ability[contract.Dispatcher](w, s.lookup(ctx, r.PathValue("id")), "detach")
@@ -165,6 +168,9 @@ func (s *Server) sessionPrompt(w http.ResponseWriter, r *http.Request) {
 	defer ocancel()
 	req, sess, ok := sessionCall(s, octx, w, r, wire.ParseSessionPromptRequest, func(q *wire.SessionPromptRequest) *contract.RunControlRef { return q.ControlRef })
 	if !ok {
+		return
+	}
+	if req.Input.Credential, ok = credentialRequest(w, r); !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.PromptTimeout)

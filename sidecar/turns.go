@@ -148,6 +148,9 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 		writeError(w, wire.FromSchemaError(err))
 		return
 	}
+	if req.Input.Credential, ok = credentialRequest(w, r); !ok {
+		return
+	}
 	after, ok := lastEventID(w, r)
 	if !ok {
 		return

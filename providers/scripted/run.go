@@ -351,6 +351,9 @@ func (e *environment) start(ctx context.Context, in *contract.TurnInput) (*runSt
 	if err := st.checkSession(in.SessionID); err != nil {
 		return nil, nil, err
 	}
+	if err := b.bind(in.Credential); err != nil {
+		return nil, nil, err
+	}
 	prompt := promptText(in)
 	var turn Turn
 	if b.answer == nil {
