@@ -178,6 +178,10 @@ type NativeContinuationOptions struct {
 	// OnAdmission, with nativeContinuation.admissionControl, is called
 	// once with the exact new run before the result is awaited.
 	OnAdmission func(ExactRunControlRef)
+	// Credential is the seat stage's credential request for the new turn
+	// (nil without seats): a native continuation is a new turn, so the
+	// provider's account owner binds its credential from it (RG-07).
+	Credential *CredentialRequest
 }
 
 // ExposureError reports an ability whose declaration and implementation
