@@ -101,6 +101,15 @@ type (
 
 // Optional environment abilities.
 type (
+	// OwnedStreamer streams a turn for its execution owner (the runtime
+	// that runs it): Stream's public events plus the private
+	// native.session.observed event once the provider observed its own
+	// conversation identity (NSO-01). The owner binds the observation to
+	// its execution (NSO-02) and never forwards it (NSO-03);
+	// Environment.Stream itself stays public and never yields it.
+	OwnedStreamer interface {
+		StreamOwned(ctx context.Context, in *TurnInput) iter.Seq2[EnvironmentEvent, error]
+	}
 	// Dispatcher starts a detached run (streaming.detach).
 	Dispatcher interface {
 		Dispatch(ctx context.Context, in *TurnInput) (*SessionRef, error)

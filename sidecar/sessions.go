@@ -296,6 +296,9 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) {
 	go func() {
 		defer close(items)
 		for ev, err := range sess.Events(ctx, since, execution) {
+			if err == nil && contract.IsPrivateEnvironmentEvent(ev) {
+				continue // the execution owner's alone (NSO-03)
+			}
 			select {
 			case items <- sessionEvent{ev, err}:
 			case <-ctx.Done():
