@@ -160,7 +160,7 @@ func TestServedSeatCredentialRequestsRG07RG08RG10(t *testing.T) {
 			{Stage: 0, Harness: "cli-base", Provider: "scripted", Model: "scripted/first", RunID: "served-writer.stage-0",
 				Outcome: kernel.StageQuotaRefused, RetryAfterMs: &retry},
 			{Stage: 1, Harness: "cli-base", Provider: "scripted", Model: "scripted/second", RunID: "served-writer.stage-1",
-				Outcome: kernel.StageCompleted},
+				Outcome: kernel.StageCompleted, Continuity: kernel.ContinuityFresh},
 		}
 		if diff := cmp.Diff(wantStages, res.Stages, cmpIgnoreReason); diff != "" {
 			t.Errorf("stages (-want +got):\n%s", diff)

@@ -117,3 +117,55 @@ func TestRetainedNativeContinuationRefusedWithoutTheAbility(t *testing.T) {
 		}
 	})
 }
+
+// RG-08, RG-11: a native continuation the provider's account owner
+// refuses for quota dispatched nothing, so the session's boundary is
+// unchanged: the same persisted request, sent again with the next
+// authored stage's credential request, continues the same native
+// session. The refusal is the typed *contract.QuotaRefusalError.
+func TestRetainedNativeContinuationAfterQuotaRefusalRG08RG11(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		ctx := testCtx(t)
+		s := script(0)
+		s.Accounts = map[string]scripted.Account{acctAlpha: {Exhausted: true}, acctBravo: {}}
+		base := scripted.New(s, scripted.Options{})
+		seat := func(k int, acct, occasion string) *contract.CredentialRequest {
+			return &contract.CredentialRequest{Stage: k, Harness: "cli-base", Provider: "scripted", Model: "scripted/m",
+				Selector: profile.SeatSelector{Kind: profile.SelectorSeat, ID: &acct}, Occasion: occasion}
+		}
+		o := startOptions(base, open(t), "key-native-quota", "turn-1", (&recorder{}).hook)
+		o.Environment.Credential, o.Turn.Credential = seat(1, acctBravo, contract.CredentialOnCreate), seat(1, acctBravo, contract.CredentialOnTurn)
+		run, err := retained.StartRetainedRun(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := run.Result(ctx); err != nil {
+			t.Fatal(err)
+		}
+		turn := contract.NativeContextContinuationTurn{Prompt: ptr("keep going")}
+		req, err := run.BeginNativeContinuation(ctx, "continue-after-quota", turn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = run.ContinueNative(ctx, req, contract.NativeContinuationOptions{Turn: turn, Credential: seat(0, acctAlpha, contract.CredentialOnTurn)})
+		var quota *contract.QuotaRefusalError
+		if !errors.As(err, &quota) || quota.Stage != 0 {
+			t.Fatalf("a continuation on the exhausted account: %v; want a typed quota refusal of stage 0", err)
+		}
+		res, err := run.ContinueNative(ctx, req, contract.NativeContinuationOptions{Turn: turn, Credential: seat(1, acctBravo, contract.CredentialOnTurn)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Acknowledgement.Status != contract.ContinuationStatusAccepted || res.ControlRef == nil || res.ControlRef.SessionID != run.ControlRef().Run.SessionID {
+			t.Fatalf("continuation after the refusal %+v; want the same session continued", res)
+		}
+		if n := base.Counters().NativeContinuations; n != 1 {
+			t.Errorf("%d native continuations; want the one accepted", n)
+		}
+		want := []contract.CredentialRequest{*seat(1, acctBravo, contract.CredentialOnCreate), *seat(1, acctBravo, contract.CredentialOnTurn),
+			*seat(0, acctAlpha, contract.CredentialOnTurn), *seat(1, acctBravo, contract.CredentialOnTurn)}
+		if diff := cmp.Diff(want, base.CredentialRequests()); diff != "" {
+			t.Errorf("credential requests (-want +got):\n%s", diff)
+		}
+	})
+}
