@@ -168,3 +168,29 @@ func FuzzParseCredentialRequest(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkCredentialRequestHeader is the per-call cost of the header: a
+// client encodes it on every create and turn, a server decodes it.
+func BenchmarkCredentialRequestHeader(b *testing.B) {
+	r := seatRequest(contract.CredentialOnTurn)
+	v, err := wire.EncodeCredentialRequest(r)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := wire.EncodeCredentialRequest(r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := wire.ParseCredentialRequest(v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
