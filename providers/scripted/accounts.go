@@ -22,6 +22,9 @@ type Account struct {
 	RetryAfterMs *int64 `json:"retryAfterMs,omitzero"`
 }
 
+// maxRecordedCredentials bounds the requests CredentialRequests keeps.
+const maxRecordedCredentials = 4096
+
 // ErrNoCredentialRequest: a provider whose script names accounts serves
 // subscription seats, so every create and every new turn must carry the
 // seat stage's credential request.
@@ -46,6 +49,10 @@ func (b *backend) bind(cr *contract.CredentialRequest) error {
 		return ErrNoCredentialRequest
 	}
 	b.mu.Lock()
+	if len(b.credentials) == maxRecordedCredentials {
+		// A long-served provider keeps the latest requests, bounded.
+		b.credentials = append(b.credentials[:0], b.credentials[1:]...)
+	}
 	b.credentials = append(b.credentials, *cr)
 	b.mu.Unlock()
 	refuse := func(a Account) error {
@@ -85,9 +92,9 @@ func (b *backend) bind(cr *contract.CredentialRequest) error {
 	return fmt.Errorf("scripted: seat selector kind %q: %w", cr.Selector.Kind, contract.ErrUnsupported)
 }
 
-// CredentialRequests returns every credential request the provider's
-// account owner received, in order (a script without accounts records
-// none): what tests read to prove a request arrived.
+// CredentialRequests returns the credential requests the provider's
+// account owner received, in order — the latest 4096 — (a script without
+// accounts records none): what tests read to prove a request arrived.
 func (p *Provider) CredentialRequests() []contract.CredentialRequest {
 	p.b.mu.Lock()
 	defer p.b.mu.Unlock()
