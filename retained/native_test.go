@@ -14,6 +14,12 @@ import (
 	"github.com/agentrt/agentrt/store"
 )
 
+// The subscription accounts of the scripted provider's account owner.
+const (
+	acctAlpha = "acct-alpha-7f3"
+	acctBravo = "acct-bravo-19c"
+)
+
 // Spec runtime §3.8 contextBoundary / beginNativeContinuation /
 // continueNative, RG-07, RG-11: a retained run's session is continued
 // natively — in the same session, with no copied history — from the

@@ -1,10 +1,11 @@
-package retained_test
+package sidecar_test
 
 import (
 	"bytes"
 	"context"
 	"log/slog"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/contract/wire"
+	"github.com/agentrt/agentrt/internal/pgtest"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/remote"
@@ -22,7 +24,55 @@ import (
 	"github.com/agentrt/agentrt/retained"
 	"github.com/agentrt/agentrt/sidecar"
 	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/postgres"
+	"github.com/agentrt/agentrt/store/sqlite"
 )
+
+// forEachStore runs fn on SQLite and on PostgreSQL with an opener of one
+// fresh database: every call opens a new connection to it, as another
+// process would. The PostgreSQL case skips without
+// AGENTRT_TEST_DATABASE_URL and fails with AGENTRT_REQUIRE_POSTGRES=1.
+func forEachStore(t *testing.T, fn func(t *testing.T, open func(t *testing.T) store.Store)) {
+	t.Run("sqlite", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "agentrt.db")
+		fn(t, func(t *testing.T) store.Store {
+			t.Helper()
+			s, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		conn := pgtest.Schema(t)
+		fn(t, func(t *testing.T) store.Store {
+			t.Helper()
+			s, err := postgres.Open(context.Background(), conn, postgres.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		})
+	})
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// admitted is an admission hook that only accepts.
+func admitted(context.Context, retained.Admission) error { return nil }
+
+// twoTexts plays "first" then "second" on every turn.
+func twoTexts() *scripted.Script {
+	first, second := "first", "second"
+	return &scripted.Script{Turns: []scripted.Turn{{Repeat: true, Steps: []scripted.Step{{Text: &first}, {Text: &second}}}}}
+}
 
 // The served provider's subscription accounts: alpha has no quota left,
 // bravo has. Their names must never reach a log, an event or a record.
@@ -61,7 +111,7 @@ func (b *syncBuffer) String() string {
 func serveAccounts(t *testing.T) (*scripted.Provider, string, *syncBuffer) {
 	t.Helper()
 	retry := int64(90_000)
-	s := script(0)
+	s := twoTexts()
 	s.Accounts = map[string]scripted.Account{acctAlpha: {Exhausted: true, RetryAfterMs: &retry}, acctBravo: {}}
 	p := scripted.New(s, scripted.Options{})
 	logs := &syncBuffer{}
@@ -209,9 +259,11 @@ func TestServedCredentialRequestColdLookupRG09(t *testing.T) {
 			return &contract.CredentialRequest{Stage: 1, Harness: "cli-base", Provider: "scripted", Model: "scripted/second",
 				Selector: profile.SeatSelector{Kind: profile.SelectorSeat, ID: &bravo}, Occasion: occasion}
 		}
-		o := startOptions(client(t, ctx, url), open(t), "key-served-seat", "turn-1", (&recorder{}).hook)
-		o.Environment.Credential = req(contract.CredentialOnCreate)
-		o.Turn.Credential = req(contract.CredentialOnTurn)
+		key := "key-served-seat"
+		o := retained.StartOptions{Provider: client(t, ctx, url), Store: open(t),
+			Environment: &contract.CreateInput{IdempotencyKey: &key, Profile: profile.Ref{CatalogID: "retained-worker"}, Credential: req(contract.CredentialOnCreate)},
+			Turn:        contract.TurnInput{TurnID: ptr("turn-1"), Prompt: ptr("do the long job"), Credential: req(contract.CredentialOnTurn)},
+			OnAdmission: admitted}
 		first, err := retained.StartRetainedRun(ctx, o)
 		if err != nil {
 			t.Fatal(err)
@@ -223,7 +275,7 @@ func TestServedCredentialRequestColdLookupRG09(t *testing.T) {
 			Provider: client(t, ctx, url), Store: open(t),
 			EnvironmentID: first.ControlRef().Run.EnvironmentID, IdempotencyKey: "key-served-seat",
 			Turn:        contract.TurnInput{TurnID: ptr("turn-2"), Prompt: ptr("the next job"), Credential: req(contract.CredentialOnTurn)},
-			OnAdmission: (&recorder{}).hook})
+			OnAdmission: admitted})
 		if err != nil {
 			t.Fatal(err)
 		}
