@@ -73,6 +73,10 @@ func (k *KeyedCreate[E]) Do(ctx context.Context, in *CreateInput, create func(ct
 	if err := canonjson.FromValue(v, snapshot); err != nil {
 		return zero, "", fmt.Errorf("%w: %w", ErrCreateInput, err)
 	}
+	// The credential request is no part of the canonical input (nor of
+	// its digest), so the snapshot does not carry it: the create that
+	// runs still hands it to the provider's account owner (RG-07).
+	snapshot.Credential = in.Credential
 	return k.keys.do(ctx, in.Key(), digest, func(ctx context.Context) (E, error) { return create(ctx, snapshot) })
 }
 

@@ -71,6 +71,17 @@ func (s EnvironmentStatus) Valid() bool { return envContains(envEnvironmentStatu
 // Valid reports whether s is a known session status.
 func (s SessionStatus) Valid() bool { return envContains(envSessionStatuses, string(s)) }
 
+// Terminal reports whether a session in status s can no longer change:
+// completed, failed, cancelled, stopped or expired. Unknown is not
+// terminal: the provider could not say, and asking again is the point.
+func (s SessionStatus) Terminal() bool {
+	switch s {
+	case SessionCompleted, SessionFailed, SessionCancelled, SessionStopped, SessionExpired:
+		return true
+	}
+	return false
+}
+
 func envContains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {

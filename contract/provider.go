@@ -101,6 +101,15 @@ type (
 
 // Optional environment abilities.
 type (
+	// OwnedStreamer streams a turn for its execution owner (the runtime
+	// that runs it): Stream's public events plus the private
+	// native.session.observed event once the provider observed its own
+	// conversation identity (NSO-01). The owner binds the observation to
+	// its execution (NSO-02) and never forwards it (NSO-03);
+	// Environment.Stream itself stays public and never yields it.
+	OwnedStreamer interface {
+		StreamOwned(ctx context.Context, in *TurnInput) iter.Seq2[EnvironmentEvent, error]
+	}
 	// Dispatcher starts a detached run (streaming.detach).
 	Dispatcher interface {
 		Dispatch(ctx context.Context, in *TurnInput) (*SessionRef, error)
@@ -178,6 +187,10 @@ type NativeContinuationOptions struct {
 	// OnAdmission, with nativeContinuation.admissionControl, is called
 	// once with the exact new run before the result is awaited.
 	OnAdmission func(ExactRunControlRef)
+	// Credential is the seat stage's credential request for the new turn
+	// (nil without seats): a native continuation is a new turn, so the
+	// provider's account owner binds its credential from it (RG-07).
+	Credential *CredentialRequest
 }
 
 // ExposureError reports an ability whose declaration and implementation

@@ -371,7 +371,13 @@ func (x *execution) stream(ctx context.Context, env contract.Environment) {
 	terminal := contract.TerminalKind("")
 	turn := &contract.TurnInput{Profile: x.effect, Prompt: &prompt,
 		Credential: contract.CredentialRequestFor(x.req.Profile, x.req.Stage, contract.CredentialOnTurn)}
-	for e, err := range env.Stream(ctx, turn) {
+	// The run owns its execution: an environment that can hand its owner
+	// the private native session observation does (NSO-02).
+	events := env.Stream
+	if o, ok := env.(contract.OwnedStreamer); ok {
+		events = o.StreamOwned
+	}
+	for e, err := range events(ctx, turn) {
 		if err != nil {
 			x.keepReceipt(err)
 			if !x.contextEnd(ctx) {

@@ -27,6 +27,10 @@ const (
 	StageUnresolved   = "unresolved"
 )
 
+// ContinuityFresh is a stage's continuity when it started a new session
+// of its own: no earlier conversation is claimed to go on in it.
+const ContinuityFresh = "fresh"
+
 // AccountManager resolves a seat stage to the provider that runs it.
 // The provider's account owner binds the stage's credential from the
 // credential request each create and turn carry; the manager never hands
@@ -66,6 +70,13 @@ type StageAttempt struct {
 	// RetryAfterMs is when the refusing provider said the quota may
 	// allow the stage again.
 	RetryAfterMs *int64 `json:"retryAfterMs,omitzero"`
+	// Continuity says how the stage's conversation relates to the
+	// logical agent's: ContinuityFresh for every stage that reached an
+	// environment, since each runs as its own exact run in a new one and
+	// nothing proves native continuity across them; "" for a stage that
+	// reached none (refused before, or at, its create). Same-session continuity is claimed only by a native
+	// continuation (retained.Run.ContinueNative).
+	Continuity string `json:"continuity,omitzero"`
 }
 
 // SeatedRecord is a seated run's document.
@@ -103,8 +114,11 @@ type SeatedResult struct {
 // the next authored stage, under the same context — the original
 // deadline — and the same logical run id; every other outcome ends the
 // run: there is no implicit failover, and no provider outside the chain
-// is ever asked. A stage starts a fresh session: continuity across
-// providers is not proven.
+// is ever asked. A stage starts a fresh session, recorded as its
+// Continuity: continuity across stages is not proven here (a quota
+// refusal dispatched nothing, so there is no native session of the
+// refused stage to keep); a retained run keeps its native session across
+// a refusal through retained.Run.ContinueNative.
 //
 // The logical run is recorded (kind KindSeated) with every stage tried
 // and why it moved on; each stage's run is recorded as usual. A stage
@@ -161,6 +175,9 @@ func ExecuteSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error
 		at.RunID = stage.RunID
 		out, err := Execute(ctx, stage)
 		res.Final = out
+		if out != nil && out.EnvironmentID != "" {
+			at.Continuity = ContinuityFresh
+		}
 		var quota *contract.QuotaRefusalError
 		switch {
 		case err == nil:

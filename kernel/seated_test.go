@@ -134,6 +134,11 @@ func TestSeatedQuotaRefusalContinuesOnNextStage(t *testing.T) {
 		stages[1].Outcome != kernel.StageCompleted || stages[1].RunID != "writer-1.stage-1" {
 		t.Errorf("recorded stages %+v", stages)
 	}
+	// The refused stage reached no environment; the next one started a
+	// fresh session, and the record says so rather than claim continuity.
+	if stages[0].Continuity != "" || stages[1].Continuity != kernel.ContinuityFresh {
+		t.Errorf("recorded continuity %q, %q; want none, then fresh", stages[0].Continuity, stages[1].Continuity)
+	}
 	if stage1, err := kernel.ReadRun(context.Background(), st, "writer-1.stage-1"); err != nil || stage1.Exact == nil || stage1.Exact.Stage != 1 {
 		t.Errorf("stage 1's run %+v (%v)", stage1, err)
 	}

@@ -223,7 +223,11 @@ var (
 
 	canonicalText = schema.String(schema.MinLen(1), schema.Trimmed)
 
-	seatNode = schema.Object(
+	// SeatStageSchema is the strict shape of a seat stage's identity —
+	// its harness, provider, model and account selector — without the
+	// stage's tool and permission maps: what a stage's credential request
+	// names.
+	SeatStageSchema = schema.Object(
 		schema.Req("harness", harnessNode),
 		schema.Req("provider", schema.String(schema.Matches("must match ^[a-z][a-z0-9-]*$", isProviderName))),
 		schema.Req("model", canonicalText),
@@ -234,6 +238,9 @@ var (
 				schema.Req("id", canonicalText),
 			),
 		})),
+	)
+
+	seatNode = SeatStageSchema.Extend(
 		schema.Opt("tools", toolsNode),
 		schema.Opt("permissions", permissionsNode),
 	)

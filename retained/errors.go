@@ -27,6 +27,13 @@ var (
 	ErrNoCancellation = errors.New("retained: the provider has no durable cancellation contract")
 	// ErrNoInteractions: the session does not answer interactions.
 	ErrNoInteractions = errors.New("retained: the provider does not answer interactions")
+	// ErrNoNativeContinuation: the session cannot continue natively (the
+	// provider declares no nativeContinuation), so same-chat continuity
+	// is never claimed for the run.
+	ErrNoNativeContinuation = errors.New("retained: the provider cannot continue the run's session natively")
+	// ErrNoBoundary: the run is still in progress, so no native boundary
+	// can be proven yet; ask again once it ended.
+	ErrNoBoundary = errors.New("retained: no native boundary can be proven while the run is in progress")
 	// ErrEnvironmentGone: the environment that held the run no longer
 	// exists, so nothing can be re-attached.
 	ErrEnvironmentGone = errors.New("retained: the environment no longer exists")

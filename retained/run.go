@@ -72,14 +72,69 @@ type Snapshot struct {
 	// guess).
 	Status     *contract.SessionStatus
 	ObservedAt time.Time
+	// Effect is contract.EffectNotLive once the status is terminal (the
+	// run can no longer change) and contract.EffectUnknown otherwise.
+	Effect string
 	// Reason says why Status is nil, when it is.
 	Reason string
 }
 
-// Status observes the run's status. A terminal status is also written to
-// the run record, so store readers see how the run ended.
+// Terminal reports whether the snapshot shows a run that can no longer
+// change.
+func (s Snapshot) Terminal() bool { return s.Status != nil && s.Status.Terminal() }
+
+// Bounds of StatusWait.
+const (
+	// MaxStatusWait bounds one StatusWait long-poll.
+	MaxStatusWait = 5 * time.Minute
+	// StatusPollInterval is how often StatusWait asks the provider again.
+	StatusPollInterval = 25 * time.Millisecond
+)
+
+// Status observes the run's status once. A terminal status is also
+// written to the run record, so store readers see how the run ended.
 func (r *Run) Status(ctx context.Context) (Snapshot, error) {
-	snap := Snapshot{RunID: r.ref.Record, ControlRef: r.ref.Run}
+	return r.StatusWait(ctx, 0)
+}
+
+// StatusWait is the handle's status({waitMs}) (spec runtime §3.8): a
+// bounded long-poll. It observes the run and, while the status is not
+// terminal, asks the provider again every StatusPollInterval until it is
+// or wait has passed, and returns the last snapshot: a live run after
+// the wait is an answer, not an error. An unknown status is not terminal
+// (asking again is the point), and stays unknown (Status nil) if the
+// wait ends on it. wait 0 is one observation; a negative wait or one over
+// MaxStatusWait is refused (ErrInvalidOptions) before the provider is
+// asked. ctx ending stops the wait with ctx's error; a provider call that
+// fails ends it with that error.
+func (r *Run) StatusWait(ctx context.Context, wait time.Duration) (Snapshot, error) {
+	if wait < 0 || wait > MaxStatusWait {
+		return Snapshot{}, fmt.Errorf("%w: a status wait of %v is outside 0..%v", ErrInvalidOptions, wait, MaxStatusWait)
+	}
+	deadline := time.Now().Add(wait)
+	tick := time.NewTimer(0)
+	defer tick.Stop()
+	for {
+		snap, err := r.observe(ctx)
+		if err != nil || snap.Terminal() {
+			return snap, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return snap, nil
+		}
+		tick.Reset(min(StatusPollInterval, left))
+		select {
+		case <-ctx.Done():
+			return snap, fmt.Errorf("retained: waiting for the status of run %s: %w", r.ref.Run.RunID, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// observe asks the provider for the run's status once.
+func (r *Run) observe(ctx context.Context) (Snapshot, error) {
+	snap := Snapshot{RunID: r.ref.Record, ControlRef: r.ref.Run, Effect: contract.EffectUnknown}
 	st, ok, err := r.session.Status(ctx)
 	snap.ObservedAt = r.now()
 	if err != nil {
@@ -90,6 +145,9 @@ func (r *Run) Status(ctx context.Context) (Snapshot, error) {
 		return snap, nil
 	}
 	snap.Status = &st
+	if st.Terminal() {
+		snap.Effect = contract.EffectNotLive
+	}
 	r.settle(ctx, st)
 	return snap, nil
 }

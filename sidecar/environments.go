@@ -51,6 +51,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, wire.FromSchemaError(err))
 		return
 	}
+	if in.Credential, ok = credentialRequest(w, r); !ok {
+		return
+	}
 	// The create runs to its end even when the client goes away, so that
 	// a retry with the same key replays it.
 	ctx, cancel := context.WithTimeout(s.base, s.opts.CreateTimeout)

@@ -25,6 +25,9 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, wire.FromSchemaError(err))
 		return
 	}
+	if in.Credential, ok = credentialRequest(w, r); !ok {
+		return
+	}
 	ctx, cancel := context.WithTimeout(s.base, s.opts.CallTimeout)
 	defer cancel()
 	d, ok := ability[contract.Dispatcher](w, s.lookup(ctx, r.PathValue("id")), "detach")
@@ -167,6 +170,9 @@ func (s *Server) sessionPrompt(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if req.Input.Credential, ok = credentialRequest(w, r); !ok {
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.opts.PromptTimeout)
 	defer cancel()
 	res, err := sess.Prompt(ctx, &req.Input)
@@ -290,6 +296,9 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) {
 	go func() {
 		defer close(items)
 		for ev, err := range sess.Events(ctx, since, execution) {
+			if err == nil && contract.IsPrivateEnvironmentEvent(ev) {
+				continue // the execution owner's alone (NSO-03)
+			}
 			select {
 			case items <- sessionEvent{ev, err}:
 			case <-ctx.Done():

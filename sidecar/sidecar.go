@@ -293,11 +293,14 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 func providerError(err error) wire.ErrorDetail {
 	var se *schema.Error
 	var we *wire.Error
+	var quota *contract.QuotaRefusalError
 	switch {
 	case errors.As(err, &se):
 		return wire.FromSchemaError(err)
 	case errors.As(err, &we):
 		return we.ErrorDetail
+	case errors.As(err, &quota):
+		return wire.QuotaError(quota)
 	case errors.Is(err, contract.ErrIdempotencyConflict):
 		return wire.ErrorDetail{Code: wire.CodeIdempotencyConflict, Message: err.Error()}
 	case errors.Is(err, contract.ErrUnsupported):
@@ -306,6 +309,20 @@ func providerError(err error) wire.ErrorDetail {
 		return wire.ErrorDetail{Code: wire.CodeUnavailable, Message: err.Error()}
 	}
 	return wire.ErrorDetail{Code: wire.CodeProvider, Message: err.Error()}
+}
+
+// credentialRequest reads the request's HeaderCredentialRequest (nil
+// when absent); a malformed one is answered invalid_request, naming the
+// header, and ok is false. The value is never logged or stored.
+func credentialRequest(w http.ResponseWriter, r *http.Request) (*contract.CredentialRequest, bool) {
+	cr, err := wire.CredentialRequestFrom(r)
+	if err != nil {
+		d := wire.FromSchemaError(err)
+		d.Message = "the " + wire.HeaderCredentialRequest + " header: " + d.Message
+		writeError(w, d)
+		return nil, false
+	}
+	return cr, true
 }
 
 // errNoAnswer: a provider call returned neither a value nor an error.

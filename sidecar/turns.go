@@ -127,6 +127,11 @@ func (s *Server) run(ctx context.Context, t *turn, env contract.Environment, in 
 			t.finish(frame(0, wire.EventError, errorData(providerError(err))))
 			return
 		}
+		if contract.IsPrivateEnvironmentEvent(ev) {
+			// The native session observation is the execution owner's —
+			// this server's — and never goes out on the stream (NSO-03).
+			continue
+		}
 		f, err := slab.next(seq+1, ev)
 		if err != nil {
 			t.finish(frame(0, wire.EventError, errorData(wire.ErrorDetail{Code: wire.CodeProvider, Message: "the provider emitted an event with no JSON form: " + err.Error()})))
@@ -146,6 +151,9 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 	req, err := wire.ParseTurnRequest(body)
 	if err != nil {
 		writeError(w, wire.FromSchemaError(err))
+		return
+	}
+	if req.Input.Credential, ok = credentialRequest(w, r); !ok {
 		return
 	}
 	after, ok := lastEventID(w, r)

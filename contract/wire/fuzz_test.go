@@ -16,6 +16,7 @@ func FuzzDecoders(f *testing.F) {
 		`{"operationId":"op","reason":"r"}`,
 		`{"profile":{"inline":{"name":"x"}},"idempotencyKey":"k"}`,
 		`{"error":{"code":"not_found","message":"m","path":"/a"}}`,
+		`{"error":{"code":"quota_refused","message":"m","quota":{"provider":"p","stage":1,"retryAfterMs":5,"message":"x"}}}`,
 		`{"environment":{"id":"e","provider":"p","name":"n"},"creation":"created"}`,
 		`{"type":"text","data":{"text":"x"},"id":"1"}`,
 		`{"operationId":"op","binding":{"provider":"p","environmentId":"e","runId":"r","interactionId":"i"},"commandDigest":"sha256:00","response":{"id":"i","outcome":"declined"}}`,

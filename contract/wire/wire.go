@@ -72,7 +72,12 @@ const (
 	CodeUnsupported    = "unsupported"
 	CodeUnavailable    = "unavailable"
 	CodeProvider       = "provider_error"
-	CodeInternal       = "internal"
+	// CodeQuotaRefused: the provider's account owner refused the stage
+	// for quota (a *contract.QuotaRefusalError; ErrorDetail.Quota says
+	// more). Nothing was dispatched under it; a seated run moves on to
+	// its next authored stage.
+	CodeQuotaRefused = "quota_refused"
+	CodeInternal     = "internal"
 )
 
 var codeStatus = map[string]int{
@@ -90,6 +95,7 @@ var codeStatus = map[string]int{
 	CodeUnsupported:         422,
 	CodeUnavailable:         503,
 	CodeProvider:            502,
+	CodeQuotaRefused:        429,
 	CodeInternal:            500,
 }
 
@@ -112,6 +118,8 @@ type ErrorDetail struct {
 	Code    string  `json:"code"`
 	Message string  `json:"message"`
 	Path    *string `json:"path,omitzero"`
+	// Quota is set exactly on a quota_refused error.
+	Quota *QuotaDetail `json:"quota,omitzero"`
 }
 
 // Error is an ErrorBody received (or about to be sent) as a Go error.
@@ -138,8 +146,22 @@ func (e *Error) Is(target error) bool {
 		return e.Code == CodeUnsupported
 	case ErrNotFound:
 		return e.Code == CodeNotFound
+	case contract.ErrQuotaRefused:
+		return e.Code == CodeQuotaRefused
 	}
 	return false
+}
+
+// As lets errors.As find the *contract.QuotaRefusalError a quota_refused
+// answer stands for, so a seated run sees a served provider's quota
+// refusal as it would a local one.
+func (e *Error) As(target any) bool {
+	t, ok := target.(**contract.QuotaRefusalError)
+	if !ok || e.Code != CodeQuotaRefused {
+		return false
+	}
+	*t = e.quotaRefusal()
+	return true
 }
 
 // ErrNotFound is matched by a not_found error.
@@ -214,6 +236,7 @@ var (
 		schema.Req("code", contract.BoundedIdentifier),
 		schema.Req("message", contract.BoundedString),
 		schema.Opt("path", contract.BoundedString),
+		schema.Opt("quota", quotaDetailSchema),
 	)
 	// ErrorBodySchema is the strict ErrorBody shape.
 	ErrorBodySchema = schema.Object(schema.Req("error", errorDetailSchema))

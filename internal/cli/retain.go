@@ -452,13 +452,4 @@ func cancelRetained(ctx context.Context, stdio IO, s store.Store, pf *providerFl
 }
 
 // terminalSnapshot reports whether a snapshot shows the run ended.
-func terminalSnapshot(s retained.Snapshot) bool {
-	if s.Status == nil {
-		return false
-	}
-	switch *s.Status {
-	case contract.SessionCompleted, contract.SessionFailed, contract.SessionCancelled, contract.SessionStopped, contract.SessionExpired:
-		return true
-	}
-	return false
-}
+func terminalSnapshot(s retained.Snapshot) bool { return s.Terminal() }

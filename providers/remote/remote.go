@@ -199,7 +199,7 @@ func (p *Provider) Create(ctx context.Context, in *contract.CreateInput) (contra
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.opts.CreateTimeout)
 	defer cancel()
-	resp, attempts, err := p.call(ctx, http.MethodPost, wire.PathEnvironments, body, true)
+	resp, attempts, err := p.callAs(ctx, http.MethodPost, wire.PathEnvironments, body, true, in.Credential)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +251,9 @@ func randomID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func (p *Provider) newRequest(ctx context.Context, method, path string, body []byte) (*http.Request, error) {
+// newRequest builds one request; cred, when set, travels in
+// wire.HeaderCredentialRequest (never in the body, never logged).
+func (p *Provider) newRequest(ctx context.Context, method, path string, body []byte, cred *contract.CredentialRequest) (*http.Request, error) {
 	var r io.Reader
 	if body != nil {
 		r = bytes.NewReader(body)
@@ -266,6 +268,9 @@ func (p *Provider) newRequest(ctx context.Context, method, path string, body []b
 	if p.opts.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+p.opts.Token)
 	}
+	if err := wire.SetCredentialRequest(req.Header, cred); err != nil {
+		return nil, fmt.Errorf("remote: the credential request: %w", err)
+	}
 	// The caller's trace context, when ctx carries one (a traced run),
 	// travels on as W3C traceparent so the server's spans join its trace.
 	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
@@ -278,9 +283,14 @@ func (p *Provider) newRequest(ctx context.Context, method, path string, body []b
 // the number of attempts made, or the error: a *wire.Error for an error
 // answer.
 func (p *Provider) call(ctx context.Context, method, path string, body []byte, retry bool) ([]byte, int, error) {
+	return p.callAs(ctx, method, path, body, retry, nil)
+}
+
+// callAs is call with a seat stage's credential request (nil: none).
+func (p *Provider) callAs(ctx context.Context, method, path string, body []byte, retry bool, cred *contract.CredentialRequest) ([]byte, int, error) {
 	var last error
 	for attempt := 1; ; attempt++ {
-		out, err := p.once(ctx, method, path, body)
+		out, err := p.once(ctx, method, path, body, cred)
 		if err == nil {
 			return out, attempt, nil
 		}
@@ -299,8 +309,8 @@ func (p *Provider) call(ctx context.Context, method, path string, body []byte, r
 	}
 }
 
-func (p *Provider) once(ctx context.Context, method, path string, body []byte) ([]byte, error) {
-	req, err := p.newRequest(ctx, method, path, body)
+func (p *Provider) once(ctx context.Context, method, path string, body []byte, cred *contract.CredentialRequest) ([]byte, error) {
+	req, err := p.newRequest(ctx, method, path, body, cred)
 	if err != nil {
 		return nil, err
 	}

@@ -38,7 +38,7 @@ func (e *environment) dispatch(ctx context.Context, in *contract.TurnInput) (*co
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.p.opts.CallTimeout)
 	defer cancel()
-	out, _, err := e.p.call(ctx, http.MethodPost, envPath(e.doc.ID)+"/dispatch", body, input.TurnID != nil)
+	out, _, err := e.p.callAs(ctx, http.MethodPost, envPath(e.doc.ID)+"/dispatch", body, input.TurnID != nil, input.Credential)
 	if err != nil {
 		return nil, err
 	}
@@ -95,11 +95,16 @@ func (s *session) path(suffix string) string {
 // post sends one session call and decodes its answer with parse (nil for
 // an answer without a body).
 func (s *session) post(ctx context.Context, suffix string, req any, retry bool, parse func([]byte) error) error {
+	return s.postAs(ctx, suffix, req, retry, nil, parse)
+}
+
+// postAs is post with a seat stage's credential request (nil: none).
+func (s *session) postAs(ctx context.Context, suffix string, req any, retry bool, cred *contract.CredentialRequest, parse func([]byte) error) error {
 	body, err := wire.Marshal(req)
 	if err != nil {
 		return fmt.Errorf("remote: the session request has no JSON form: %w", err)
 	}
-	out, _, err := s.e.p.call(ctx, http.MethodPost, s.path(suffix), body, retry)
+	out, _, err := s.e.p.callAs(ctx, http.MethodPost, s.path(suffix), body, retry, cred)
 	if err != nil {
 		return err
 	}
@@ -186,7 +191,7 @@ func (s *session) Prompt(ctx context.Context, in *contract.TurnInput) (*contract
 	ctx, cancel := context.WithTimeout(ctx, s.e.p.opts.PromptTimeout)
 	defer cancel()
 	var res *wire.PromptResult
-	if err := s.post(ctx, "/prompt", wire.SessionPromptRequest{ControlRef: s.controlRef(), Input: input}, input.TurnID != nil, func(b []byte) (err error) {
+	if err := s.postAs(ctx, "/prompt", wire.SessionPromptRequest{ControlRef: s.controlRef(), Input: input}, input.TurnID != nil, input.Credential, func(b []byte) (err error) {
 		res, err = wire.ParsePromptResult(b)
 		return err
 	}); err != nil {
@@ -322,7 +327,7 @@ func (s *session) openEvents(ctx context.Context, cur *cursor, executionID strin
 	if err != nil {
 		return nil, fmt.Errorf("remote: the events request has no JSON form: %w", err)
 	}
-	hr, err := s.e.p.newRequest(ctx, http.MethodPost, s.path("/events"), body)
+	hr, err := s.e.p.newRequest(ctx, http.MethodPost, s.path("/events"), body, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -45,7 +45,7 @@ func (e *environment) Stream(ctx context.Context, in *contract.TurnInput) iter.S
 		failures := 0
 		for {
 			started = true
-			r, err := e.open(ctx, body, last)
+			r, err := e.open(ctx, body, last, input.Credential)
 			if err == nil {
 				var stop bool
 				stop, ended, err = e.read(r, &last, &failures, yield)
@@ -78,8 +78,8 @@ func (e *environment) Stream(ctx context.Context, in *contract.TurnInput) iter.S
 }
 
 // open starts (or resumes after last) the turn's event stream.
-func (e *environment) open(ctx context.Context, body []byte, last int64) (*idleBody, error) {
-	req, err := e.p.newRequest(ctx, http.MethodPost, envPath(e.doc.ID)+"/turns", body)
+func (e *environment) open(ctx context.Context, body []byte, last int64, cred *contract.CredentialRequest) (*idleBody, error) {
+	req, err := e.p.newRequest(ctx, http.MethodPost, envPath(e.doc.ID)+"/turns", body, cred)
 	if err != nil {
 		return nil, err
 	}

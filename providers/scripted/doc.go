@@ -7,6 +7,11 @@
 // continuation, durable and legacy branching, exec, observation and
 // profile validation — and declares exactly those, so providertest runs
 // whole against it; Reconnect builds the client a restarted process would.
+// Its execution owner's stream (StreamOwned) observes the native session
+// each turn runs in. A script with accounts makes it a subscription
+// provider: its account owner binds an account from the seat stage's
+// credential request every create and turn carries (CredentialRequests
+// records them) and refuses an exhausted one for quota.
 // It is the quickstart's worker and the runtime's test double, and it can
 // misbehave on purpose — drop usage, report cumulative usage twice, emit an
 // in-band error, die mid-turn, or serve another model than the one

@@ -67,7 +67,7 @@ type environment struct {
 // — Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader,
 // WorkspaceWriter, CommandExecutor, LegacyCheckpointer, LegacyForker,
 // DurableBrancher, Placer and Observer — all declared by the provider's
-// capabilities. A provider that cannot originate interactions (no
+// capabilities — and OwnedStreamer, the stream its execution owner reads. A provider that cannot originate interactions (no
 // interaction step, or an in-process worker) returns environments with
 // the same abilities but InteractionResponder, and declares no
 // interactions.
@@ -94,7 +94,9 @@ var (
 	_ contract.DurableBrancher      = (*Environment)(nil)
 	_ contract.Placer               = (*Environment)(nil)
 	_ contract.Observer             = (*Environment)(nil)
+	_ contract.OwnedStreamer        = (*Environment)(nil)
 	_ contract.Environment          = (*plainEnvironment)(nil)
+	_ contract.OwnedStreamer        = (*plainEnvironment)(nil)
 )
 
 // view returns st as the provider's clients see it, with the creation

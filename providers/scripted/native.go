@@ -79,7 +79,7 @@ func (s *session) ContinueNative(ctx context.Context, req *contract.NativeContex
 	if turnDigest != req.TurnDigest {
 		return nil, errors.New("scripted: the continuation turn is not the turn the request's turnDigest binds")
 	}
-	rec, res, err := s.admitNative(ctx, req, opts.Turn)
+	rec, res, err := s.admitNative(ctx, req, opts.Turn, opts.Credential)
 	if err != nil || res != nil {
 		return res, err
 	}
@@ -103,7 +103,7 @@ func (s *session) nativeOutcome(ctx context.Context, rec *nativeRecord) (*contra
 // admitNative decides a continuation under the environment's native
 // lock: a record to await (accepted or replayed), or a final failure
 // result.
-func (s *session) admitNative(ctx context.Context, req *contract.NativeContextContinuationRequest, turn contract.NativeContextContinuationTurn) (*nativeRecord, *contract.NativeContinuationResult, error) {
+func (s *session) admitNative(ctx context.Context, req *contract.NativeContextContinuationRequest, turn contract.NativeContextContinuationTurn, cred *contract.CredentialRequest) (*nativeRecord, *contract.NativeContinuationResult, error) {
 	st := s.e.st
 	st.nativeMu.Lock()
 	defer st.nativeMu.Unlock()
@@ -146,7 +146,7 @@ func (s *session) admitNative(ctx context.Context, req *contract.NativeContextCo
 		return nil, failure(contract.ContinuationStatusBoundaryMismatch, "", actual), nil
 	}
 	in := &contract.TurnInput{Prompt: turn.Prompt, Parts: turn.Parts, Model: turn.Model, Context: turn.Context,
-		ProviderOptions: turn.ProviderOptions, SessionID: ptr(s.s.id)}
+		ProviderOptions: turn.ProviderOptions, SessionID: ptr(s.s.id), Credential: cred}
 	run, p, err := s.e.start(ctx, in)
 	if err != nil {
 		return nil, nil, err

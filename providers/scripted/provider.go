@@ -95,6 +95,8 @@ type backend struct {
 	// Counters of effects, for tests that prove "refused before spend"
 	// and "replayed without dispatch".
 	creates, turns, transferCount, freshSessions, continuations, exactCreates atomic.Int64
+	// credentials are the credential requests the account owner received.
+	credentials []contract.CredentialRequest
 }
 
 // Provider is the scripted provider. It is safe for concurrent use.
@@ -295,7 +297,7 @@ func (p *Provider) checkCreate(ctx context.Context, in *contract.CreateInput) er
 			return fmt.Errorf("scripted: %w", err)
 		}
 	}
-	return nil
+	return p.b.bind(in.Credential)
 }
 
 // checkWorkspace refuses the workspace members the scripted provider

@@ -351,6 +351,9 @@ func (e *environment) start(ctx context.Context, in *contract.TurnInput) (*runSt
 	if err := st.checkSession(in.SessionID); err != nil {
 		return nil, nil, err
 	}
+	if err := b.bind(in.Credential); err != nil {
+		return nil, nil, err
+	}
 	prompt := promptText(in)
 	var turn Turn
 	if b.answer == nil {
@@ -478,11 +481,44 @@ func sameCoordinates(ref contract.RunControlRef, run contract.ExactRunControlRef
 // a control reference, or a turn id already admitted with the same turn,
 // follows the existing run instead of playing again.
 func (e *environment) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
+	return e.stream(ctx, in, false)
+}
+
+// StreamOwned implements contract.OwnedStreamer: Stream for the turn's
+// execution owner, which first receives the private
+// native.session.observed event naming the session the turn runs in —
+// the scripted provider's own conversation identity, observed once the
+// turn is admitted (NSO-01; the provider declares native continuation of
+// exactly that session). The observation is never recorded in the run's
+// replay, so no session or sidecar stream can carry it (NSO-03).
+func (e *environment) StreamOwned(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
+	return e.stream(ctx, in, true)
+}
+
+// observation is the private native session observation of run, or
+// false when its names do not form one (then there is none to report).
+func (e *environment) observation(run *runState) (contract.EnvironmentEvent, bool) {
+	obs, err := contract.NewNativeSessionObserved(e.st.b.name, run.session.id)
+	if err != nil {
+		return contract.EnvironmentEvent{}, false
+	}
+	n := obs.Event()
+	id := run.ref.ExecutionID + "-native"
+	return contract.EnvironmentEvent{Type: contract.EventTypeNativeSessionObserved, ID: &id, Normalized: &n,
+		Data: map[string]canonjson.Value{"provider": canonjson.StringValue(obs.Provider), "nativeSessionId": canonjson.StringValue(obs.NativeSessionID)}}, true
+}
+
+func (e *environment) stream(ctx context.Context, in *contract.TurnInput, owned bool) iter.Seq2[contract.EnvironmentEvent, error] {
 	return func(yield func(contract.EnvironmentEvent, error) bool) {
 		run, play, err := e.start(ctx, in)
 		if err != nil {
 			yield(contract.EnvironmentEvent{}, err)
 			return
+		}
+		if owned {
+			if ev, ok := e.observation(run); ok && !yield(ev, nil) {
+				return
+			}
 		}
 		if play == nil {
 			for ev, err := range run.follow(ctx, "") {

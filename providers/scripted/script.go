@@ -34,6 +34,12 @@ type Script struct {
 	// answered by a default. A script with processes makes the provider
 	// offer and declare exact-process execution (see Provider.ExactProcess).
 	Processes []ProcessRule `json:"processes,omitzero"`
+	// Accounts, when present, make the provider a subscription provider
+	// with an account owner: every create and every new turn must carry
+	// the seat stage's credential request, which binds one of these
+	// accounts by name (see Account); an exhausted account refuses for
+	// quota.
+	Accounts map[string]Account `json:"accounts,omitzero"`
 }
 
 // ProcessRule is one scripted exact process: which launches it answers,
@@ -236,6 +242,10 @@ var (
 			schema.Opt("stderr", schema.String()),
 		).Refine(checkMatch))),
 		schema.Opt("processes", schema.Array(processRuleSchema)),
+		schema.Opt("accounts", schema.Record(schema.Object(
+			schema.Opt("exhausted", schema.Bool()),
+			schema.Opt("retryAfterMs", schema.Number(schema.Int, schema.NonNegative, schema.Max(canonjson.MaxSafeInteger))),
+		)).Keys(contract.BoundedIdentifier)),
 	)
 
 	// processRuleSchema validates one scripted exact process.
