@@ -97,25 +97,7 @@ func InboxPath(runDir string, worker NodeID) string {
 // not an InboxRecord is skipped and counted). A worker never steered has
 // no projection: the error matches fs.ErrNotExist.
 func ReadInbox(ctx context.Context, runDir string, worker NodeID) ([]InboxRecord, int, error) {
-	var recs []InboxRecord
-	skipped := 0
-	for e, err := range journal.Read(ctx, InboxPath(runDir, worker), 1, journal.Options{}) {
-		if err != nil {
-			var corrupt *journal.CorruptError
-			if errors.As(err, &corrupt) {
-				skipped++
-				continue
-			}
-			return recs, skipped, err
-		}
-		var r InboxRecord
-		if err := canonjson.FromValue(e.Value, &r); err != nil {
-			skipped++
-			continue
-		}
-		recs = append(recs, r)
-	}
-	return recs, skipped, nil
+	return readTolerant[InboxRecord](ctx, InboxPath(runDir, worker))
 }
 
 // Inbox is one live worker's steer inbox. The executor takes what it

@@ -18,9 +18,17 @@ import (
 // ignored, as the journal's tolerant reader does. A missing journal is an
 // error matching fs.ErrNotExist.
 func ReadRunDir(ctx context.Context, dir string) ([]Record, int, error) {
-	var recs []Record
+	return readTolerant[Record](ctx, filepath.Join(dir, SpawnJournalFile))
+}
+
+// readTolerant reads the journal at path without locking it: every line
+// that decodes as a T, and how many lines it skipped (a corrupt line, or
+// one that is not a T, is counted and passed over; a torn tail is
+// ignored, as the journal's tolerant reader does).
+func readTolerant[T any](ctx context.Context, path string) ([]T, int, error) {
+	var recs []T
 	skipped := 0
-	for e, err := range journal.Read(ctx, filepath.Join(dir, SpawnJournalFile), 1, journal.Options{}) {
+	for e, err := range journal.Read(ctx, path, 1, journal.Options{}) {
 		if err != nil {
 			var corrupt *journal.CorruptError
 			if errors.As(err, &corrupt) {
@@ -29,7 +37,7 @@ func ReadRunDir(ctx context.Context, dir string) ([]Record, int, error) {
 			}
 			return recs, skipped, err
 		}
-		var r Record
+		var r T
 		if err := canonjson.FromValue(e.Value, &r); err != nil {
 			skipped++
 			continue

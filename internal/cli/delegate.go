@@ -23,7 +23,6 @@ import (
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/mcpserver"
-	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/store/sqlite"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -137,21 +136,9 @@ func runMCPDelegate(ctx context.Context, stdio IO, open providerOpener, f mcpDel
 	if err != nil {
 		return err
 	}
-	profiles := map[string]*profile.Profile{}
-	var names []string
-	for _, path := range f.workers {
-		p, err := loadProfile(stdio, path, false)
-		if err != nil {
-			return err
-		}
-		if p.Name == nil || *p.Name == "" {
-			return usage("worker profile %s has no name to spawn it by", path)
-		}
-		if _, dup := profiles[*p.Name]; dup {
-			return usage("two worker profiles are named %q", *p.Name)
-		}
-		profiles[*p.Name] = p
-		names = append(names, *p.Name)
+	profiles, names, err := loadWorkerProfiles(stdio, f.workers, false)
+	if err != nil {
+		return err
 	}
 	// The manager's model is made per task (the default plan names it);
 	// make one now so that a bad flag is reported before serving.

@@ -307,3 +307,26 @@ with --json) and its digest.`,
 }
 
 func indentText(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
+
+// loadWorkerProfiles loads the worker profiles at paths, keyed by the
+// name a manager spawns each by, and those names in the order given. A
+// profile without a name, or two with one name, is a usage error.
+func loadWorkerProfiles(stdio IO, paths []string, asJSON bool) (map[string]*profile.Profile, []string, error) {
+	profiles := map[string]*profile.Profile{}
+	var names []string
+	for _, path := range paths {
+		p, err := loadProfile(stdio, path, asJSON)
+		if err != nil {
+			return nil, nil, err
+		}
+		if p.Name == nil || *p.Name == "" {
+			return nil, nil, usage("worker profile %s has no name to spawn it by", path)
+		}
+		if _, dup := profiles[*p.Name]; dup {
+			return nil, nil, usage("two worker profiles are named %q", *p.Name)
+		}
+		profiles[*p.Name] = p
+		names = append(names, *p.Name)
+	}
+	return profiles, names, nil
+}

@@ -101,21 +101,9 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 			if err != nil {
 				return err
 			}
-			profiles := map[string]*profile.Profile{}
-			var names []string
-			for _, path := range workers {
-				p, err := loadProfile(stdio, path, asJSON)
-				if err != nil {
-					return err
-				}
-				if p.Name == nil || *p.Name == "" {
-					return usage("worker profile %s has no name to spawn it by", path)
-				}
-				if _, dup := profiles[*p.Name]; dup {
-					return usage("two worker profiles are named %q", *p.Name)
-				}
-				profiles[*p.Name] = p
-				names = append(names, *p.Name)
+			profiles, names, err := loadWorkerProfiles(stdio, workers, asJSON)
+			if err != nil {
+				return err
 			}
 			external := isHarnessProvider(providerName)
 			var router contract.ChatModel
