@@ -627,10 +627,10 @@ func (d *Driver) Tools() ([]contract.Tool, error) {
 		}
 		own[t.Name] = t
 	}
-	add(verb(supervise.VerbSpawnWorker, "Spawn a worker node of this graph by its id (profile), on a task; the node's own profile runs. Returns workerId, or {error, reason} when refused.", d.Spawn))
-	add(verb(supervise.VerbSteerAgent, "Send an instruction to a live worker node.", d.Steer))
-	add(verb(supervise.VerbAnswerQuestion, "Decide a question: answer, deferReason or escalateTo (parent|user). A decision resolves the question only when delivered to its asker.", d.AnswerQuestion))
-	add(verb(supervise.VerbAwaitEvent, "Wait for the next worker settlement or analyst finding (in recorded order): returns {event}, {idle:true} when nothing is live, or {pending:true, live} after the bounded wait.", d.Await))
+	add(supervise.NewVerb(supervise.VerbSpawnWorker, "Spawn a worker node of this graph by its id (profile), on a task; the node's own profile runs. Returns workerId, or {error, reason} when refused.", d.Spawn))
+	add(supervise.NewVerb(supervise.VerbSteerAgent, "Send an instruction to a live worker node.", d.Steer))
+	add(supervise.NewVerb(supervise.VerbAnswerQuestion, "Decide a question: answer, deferReason or escalateTo (parent|user). A decision resolves the question only when delivered to its asker.", d.AnswerQuestion))
+	add(supervise.NewVerb(supervise.VerbAwaitEvent, "Wait for the next worker settlement or analyst finding (in recorded order): returns {event}, {idle:true} when nothing is live, or {pending:true, live} after the bounded wait.", d.Await))
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

@@ -74,6 +74,15 @@ func refusalOf(err error) (RefusalResult, bool) {
 	return RefusalResult{}, false
 }
 
+// NewVerb makes the coordination tool ToolPrefix+name from fn, typed as
+// tools.NewTool does: a typed refusal fn returns (a *Refusal, a
+// *VerbRefusal, ErrUnknownWorker, a *LensError) becomes its tool result
+// RefusalResult, never a tool failure. Package graph builds its verbs
+// with it.
+func NewVerb[In, Out any](name, desc string, fn func(ctx context.Context, in In) (Out, error)) (contract.Tool, error) {
+	return verb(name, desc, fn)
+}
+
 func verb[In, Out any](name, desc string, fn func(ctx context.Context, in In) (Out, error)) (contract.Tool, error) {
 	return tools.NewTool(ToolPrefix+name, desc, func(ctx context.Context, in In) (any, error) {
 		out, err := fn(ctx, in)
