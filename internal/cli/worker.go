@@ -268,26 +268,11 @@ nothing; the same key with another request is refused.`,
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
 			}
-			fl, err := ff.open(ctx, nil)
-			if err != nil {
-				return err
-			}
-			defer fl.Close()
-			sub, err := fl.Submit(ctx, fleet.Submission{
+			sub := fleet.Submission{
 				Spec:           fleet.Spec{Profile: pv, Task: task, Provider: providerName, Expect: expect, Stage: stage, TimeoutMillis: timeout.Milliseconds()},
 				IdempotencyKey: key, RunID: runID,
-			})
-			if errors.Is(err, fleet.ErrInvalid) {
-				return usage("%v", err)
 			}
-			if err != nil {
-				return &exitError{code: ExitFailed, err: err}
-			}
-			if asJSON {
-				return writeJSON(stdio.Out, map[string]any{"runId": sub.RunID, "jobId": float64(sub.JobID), "replayed": sub.Replayed})
-			}
-			fmt.Fprintln(stdio.Out, sub.RunID)
-			return nil
+			return submitToFleet(ctx, stdio, ff, sub, asJSON, false)
 		},
 	}
 	ff.register(cmd)
@@ -300,6 +285,37 @@ nothing; the same key with another request is refused.`,
 	cmd.Flags().StringVar(&runID, "run-id", "", "the run's id (default: a new one)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run id, job id and whether the key replayed as JSON")
 	return cmd
+}
+
+// submitToFleet submits a run to the fleet and prints its id at once:
+// the id alone (or, with asJSON, the run id, job id and whether the key
+// replayed) on stdout; with hint, how to follow it on stderr.
+func submitToFleet(ctx context.Context, stdio IO, ff fleetFlags, sub fleet.Submission, asJSON, hint bool) error {
+	fl, err := ff.open(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer fl.Close()
+	res, err := fl.Submit(ctx, sub)
+	if errors.Is(err, fleet.ErrInvalid) {
+		return usage("%v", err)
+	}
+	if err != nil {
+		return &exitError{code: ExitFailed, err: err}
+	}
+	if asJSON {
+		return writeJSON(stdio.Out, map[string]any{"runId": res.RunID, "jobId": float64(res.JobID), "replayed": res.Replayed, "queue": sub.Spec.Provider})
+	}
+	fmt.Fprintln(stdio.Out, res.RunID)
+	if hint {
+		verb := "submitted"
+		if res.Replayed {
+			verb = "already submitted (same idempotency key)"
+		}
+		fmt.Fprintf(stdio.Err, "%s to the fleet's %q queue: an agentrt worker --provider %s runs it; follow it with\n  agentrt runs events %s --follow\n",
+			verb, sub.Spec.Provider, sub.Spec.Provider, res.RunID)
+	}
+	return nil
 }
 
 func newFleetStatusCmd(stdio IO) *cobra.Command {
