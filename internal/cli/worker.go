@@ -82,7 +82,7 @@ func newWorkerCmd(stdio IO) *cobra.Command {
 	var ff fleetFlags
 	var providerName, scriptPath, baseURL, openaiAPI, logFormat, id, metricsListen string
 	var concurrency int
-	var lease, rescue, shutdown, poll time.Duration
+	var lease, rescue, shutdown, poll, backoff, maxBackoff time.Duration
 	cmd := &cobra.Command{
 		Use:   "worker --database URL",
 		Short: "Execute fleet runs: River jobs on PostgreSQL, from any number of machines",
@@ -101,7 +101,12 @@ from jobs.
 
 On SIGINT or SIGTERM the worker takes no new job, waits up to
 --shutdown-timeout for its running attempts, then cancels them and hands their
-runs back to the queue for another worker.`,
+runs back to the queue for another worker.
+
+When the provider's server refuses the connection (a remote server that is
+down), nothing ran: the run is handed back, and both its job and this worker's
+next attempt on the provider wait, from --backoff doubling per refusal in a
+row up to --max-backoff, jittered, instead of retrying at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := newLogger(stdio.Err, logFormat)
@@ -133,6 +138,7 @@ runs back to the queue for another worker.`,
 			w, err := fl.NewWorker(startCtx, fleet.WorkerOptions{
 				Providers:   map[string]contract.Provider{providerName: provider},
 				Concurrency: concurrency, LeaseTTL: lease, RescueAfter: rescue, ShutdownTimeout: shutdown, PollInterval: poll, ID: id,
+				Backoff: backoff, MaxBackoff: maxBackoff,
 				Meter: meter,
 			})
 			if errors.Is(err, fleet.ErrInvalid) {
@@ -159,6 +165,8 @@ runs back to the queue for another worker.`,
 	cmd.Flags().DurationVar(&rescue, "rescue-after", fleet.DefaultRescueAfter, "when River hands the job of a silent worker to another worker (the run's lease still decides who runs it)")
 	cmd.Flags().DurationVar(&shutdown, "shutdown-timeout", fleet.DefaultShutdownTimeout, "how long a stopping worker waits for its running attempts before handing them back")
 	cmd.Flags().DurationVar(&poll, "poll-interval", 0, "how often to look for jobs when no notification arrives (default River's, 1s)")
+	cmd.Flags().DurationVar(&backoff, "backoff", fleet.DefaultBackoff, "first wait after the provider's server refused the connection (it is down); doubled per refusal in a row, jittered")
+	cmd.Flags().DurationVar(&maxBackoff, "max-backoff", 0, "longest such wait (default 30s, or half of --rescue-after if less)")
 	cmd.Flags().StringVar(&id, "id", "", "this worker's name in run records (default host/pid/random)")
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format on stderr: text or json")
 	cmd.Flags().StringVar(&metricsListen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464); off by default")
