@@ -39,10 +39,15 @@
 // twice; an attempt still live waits; an attempt that is interrupted (its
 // kernel lease lapsed) or never started is run
 // again as a new attempt in a new generation. An attempt's environment is
-// created by the worker's own provider; a provider whose environments
-// outlive the worker (a remote sidecar) needs retained-run recovery,
-// which the fleet does not do yet: a dead worker's work is re-run, not
-// resumed.
+// created by the worker's own provider. On a provider whose environments
+// outlive the worker (contract.EnvironmentGetter: an agentrt serve
+// sidecar behind providers/remote), every attempt names its turn after
+// the fleet run, and the worker taking over a dead worker's interrupted
+// attempt looks its environment up: alive, it re-attaches to it and to
+// the same turn, which the server replays and carries on — resumed, not
+// run again; gone, the turn ended with it and the run is run again; when
+// the provider cannot tell (its server is unreachable) the work is in
+// doubt and the job waits, neither resumed nor re-run, until it can.
 //
 // River may deliver one job twice at once: its rescuer hands a job that
 // ran past its timeout to another worker while the first still works it.

@@ -342,6 +342,8 @@ type claim struct {
 	fence   store.Fence
 	attempt Attempt
 	spec    Spec
+	// resume is a dead worker's live environment to re-attach to.
+	resume contract.Environment
 }
 
 // execute claims the fleet run and runs one attempt of it.
@@ -396,9 +398,18 @@ func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
 		return claim{}, err
 	}
 	_, cancelAsked := r.Doc.Get(docCancel)
+	var spec Spec
+	if v, ok := r.Doc.Get(docSpec); ok {
+		if err := canonjson.FromValue(v, &spec); err != nil {
+			return claim{}, fmt.Errorf("fleet: run %s: %w: spec: %w", runID, ErrInvalid, err)
+		}
+	}
 	// A dead worker's attempt: adopt it if it ended, wait if it is still
-	// live (its worker is alive but lost the fleet run's lease).
+	// live (its worker is alive but lost the fleet run's lease), resume
+	// its environment if that outlived it.
 	var adopt *kernel.RunRecord
+	var resume contract.Environment
+	var resumeNote string
 	if r.Status == store.StatusRunning && len(attempts) > 0 {
 		last := attempts[len(attempts)-1]
 		rec, err := kernel.ReadRun(ctx, s, last.RunID)
@@ -419,17 +430,16 @@ func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
 		case !rec.Run.Status.Terminal():
 			return claim{}, &busyError{owner: rec.Run.Owner, until: rec.Run.LeaseUntil}
 		case rec.Run.Status == store.StatusInterrupted:
+			if env, note, err := w.findLiveEnvironment(ctx, spec.Provider, rec); err != nil {
+				return claim{}, err
+			} else if env != nil {
+				resume, resumeNote = env, note
+			}
 		case rec.Run.Status == store.StatusCancelled && !cancelAsked:
 			// Cancelled by its worker's shutdown, which died before
 			// handing the run back: run it again.
 		default:
 			adopt = rec
-		}
-	}
-	var spec Spec
-	if v, ok := r.Doc.Get(docSpec); ok {
-		if err := canonjson.FromValue(v, &spec); err != nil {
-			return claim{}, fmt.Errorf("fleet: run %s: %w: spec: %w", runID, ErrInvalid, err)
 		}
 	}
 	now := w.f.now()
@@ -438,7 +448,7 @@ func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
 		if cur.Revision != r.Revision {
 			return errChanged
 		}
-		out = claim{spec: spec}
+		out = claim{spec: spec, resume: resume}
 		list := append([]Attempt(nil), attempts...)
 		switch {
 		case adopt != nil:
@@ -458,7 +468,7 @@ func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
 		}
 		cur.Status, cur.Owner = store.StatusRunning, w.id
 		cur.Doc = withClaim(cur.Doc, now.Add(w.o.LeaseTTL))
-		out.attempt = Attempt{Generation: cur.Generation, RunID: attemptID(runID, cur.Generation), Worker: w.id, StartedAt: now.UTC().Format(time.RFC3339Nano)}
+		out.attempt = Attempt{Generation: cur.Generation, RunID: attemptID(runID, cur.Generation), Worker: w.id, StartedAt: now.UTC().Format(time.RFC3339Nano), Note: resumeNote}
 		out.fence = store.Fence{RunID: runID, Generation: cur.Generation}
 		doc, err := withAttempts(cur.Doc, append(list, out.attempt))
 		cur.Doc = doc
@@ -480,9 +490,39 @@ func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
 		w.metrics.count(string(store.StatusCancelled), spec.Provider)
 		w.log.Info("run cancelled before it started", "run", runID)
 	default:
-		w.log.Info("run claimed", "run", runID, "generation", out.fence.Generation, "attempt", out.attempt.RunID, "took_over", len(attempts) > 0)
+		w.log.Info("run claimed", "run", runID, "generation", out.fence.Generation, "attempt", out.attempt.RunID, "took_over", len(attempts) > 0, "resumed", resumeNote)
 	}
 	return out, nil
+}
+
+// findLiveEnvironment looks for the environment a dead worker's attempt
+// created, on a provider whose environments outlive their worker
+// (contract.EnvironmentGetter). It returns the environment when it is
+// still alive (the attempt is resumed there: its turn, named after the
+// fleet run, is re-attached to, not run again), nil when the attempt
+// created none or it is gone (its turn ended with it; the run is run
+// again), and a *retryLater when the provider cannot tell now (its
+// server is unreachable): the work is in doubt, so it is neither resumed
+// nor run again until the provider answers.
+func (w *Worker) findLiveEnvironment(ctx context.Context, provider string, rec *kernel.RunRecord) (contract.Environment, string, error) {
+	if rec.Exact == nil || rec.Exact.EnvironmentID == "" {
+		return nil, "", nil
+	}
+	getter, ok := w.o.Providers[provider].(contract.EnvironmentGetter)
+	if !ok {
+		return nil, "", nil
+	}
+	id := string(rec.Exact.EnvironmentID)
+	env, err := getter.Get(ctx, id)
+	if err != nil {
+		after := backoff(1, w.o.Backoff, w.o.MaxBackoff)
+		w.log.Warn("cannot tell whether a dead worker's environment is alive; trying again later", "attempt", rec.Run.ID, "environment", id, "retry_after", after.String(), "err", err)
+		return nil, "", &retryLater{after: after}
+	}
+	if env == nil {
+		return nil, "", nil
+	}
+	return env, "resumed environment " + id + " of attempt " + rec.Run.ID, nil
 }
 
 func setOutcome(r *store.Run, attempts []Attempt, oc Outcome) error {
@@ -526,6 +566,11 @@ func (w *Worker) runAttempt(c claim) error {
 	provider := w.o.Providers[c.spec.Provider]
 	if provider == nil {
 		return w.end(c, nil, fmt.Errorf("%w: this worker has no provider %q", ErrInvalid, c.spec.Provider))
+	}
+	if _, ok := provider.(contract.EnvironmentGetter); ok {
+		// Its environments outlive this worker: name the turn after the
+		// fleet run, so that a successor can re-attach to it.
+		provider = &pinned{Provider: provider, turn: turnID(c.fence.RunID), resume: c.resume}
 	}
 	// Not River's ctx: it ends at River's job timeout (see NewWorker).
 	runCtx, cancel := context.WithCancelCause(w.hard)
@@ -609,7 +654,7 @@ func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
 		}
 		refusals = 0
 		if refused {
-			for i := len(attempts) - 2; i >= 0 && attempts[i].Status == "released" && strings.HasPrefix(attempts[i].Note, unreachableNote); i-- {
+			for i := len(attempts) - 2; i >= 0 && attempts[i].Status == "released" && strings.Contains(attempts[i].Note, unreachableNote); i-- {
 				refusals++
 			}
 			refusals++
@@ -617,9 +662,9 @@ func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
 		if n := len(attempts); n > 0 && attempts[n-1].RunID == c.attempt.RunID {
 			last := &attempts[n-1]
 			if handBack {
-				last.Status, last.Note = "released", handBackNote(res, runErr, w.hard.Err() != nil)
+				last.Status, last.Note = "released", joinNotes(last.Note, handBackNote(res, runErr, w.hard.Err() != nil))
 			} else {
-				last.Status, last.Note = string(res.Status), note
+				last.Status, last.Note = string(res.Status), joinNotes(last.Note, note)
 				if res == nil {
 					last.Status = string(status)
 				}
@@ -683,7 +728,19 @@ func unreachable(res *kernel.Result, runErr error) bool {
 	return res.Status == store.StatusFailed && res.EnvironmentID == "" && res.Reason == kernel.ReasonProvider && errors.Is(runErr, syscall.ECONNREFUSED)
 }
 
-// unreachableNote begins the note of an attempt handed back because its
+// joinNotes joins an attempt's notes: what it began as, then how it
+// ended.
+func joinNotes(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
+// unreachableNote is the note of an attempt handed back because its
 // provider's server refused the connection.
 const unreachableNote = "the provider's server was unreachable: "
 

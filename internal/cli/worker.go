@@ -94,6 +94,9 @@ at a time. A run whose worker dies (the run's lease lapses after --lease) is
 taken over by another worker once River hands its job on (--rescue-after): the
 dead worker's attempt reads interrupted, and the run is executed again as a
 new attempt, unless that attempt had already finished, which is then adopted.
+On a remote server (--provider remote) whose environment of the dead worker's
+attempt is still alive, the new attempt re-attaches to that environment and
+its turn instead of running the work again.
 
 The database must have been migrated ("agentrt fleet migrate"). Credentials
 come from the environment as for "agentrt run" (OPENAI_API_KEY, ...), never
