@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"errors"
 	"net/url"
 	"testing"
@@ -12,6 +13,8 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/internal/pgtest"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/store"
 )
@@ -197,6 +200,91 @@ func TestBackoffIsBoundedAndJittered(t *testing.T) {
 		}
 		if len(seen) < 10 {
 			t.Errorf("backoff(%d) took %d distinct values in 200 draws; want jitter", tt.n, len(seen))
+		}
+	}
+}
+
+// unverifiable is a provider whose server cannot be asked whether an
+// environment is alive (its Get fails), or, with gone, answers that it
+// is not.
+type unverifiable struct {
+	contract.Provider
+	gone bool
+}
+
+func (p *unverifiable) Get(context.Context, string) (contract.Environment, error) {
+	if p.gone {
+		return nil, nil
+	}
+	return nil, errors.New("remote: GET /v1/environments/env: connection refused")
+}
+
+// TestTakeoverOfAnEnvironmentInDoubt (spec/runtime.md §3.8 recovery):
+// a dead worker's interrupted attempt had created an environment on a
+// provider whose environments outlive their worker. When the provider
+// cannot tell whether it is alive, the work is in doubt: the job waits
+// (snoozed), neither resumed nor run again. When the provider says it is
+// gone, its turn ended with it, and the run is run again.
+func TestTakeoverOfAnEnvironmentInDoubt(t *testing.T) {
+	conn := pgtest.Schema(t)
+	u, _ := url.Parse(conn)
+	ctx := t.Context()
+	f, err := Open(ctx, Options{DatabaseURL: conn, RiverSchema: u.Query().Get("search_path")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pv, _ := canonjson.Decode([]byte(`{"name":"n","harness":"cli-base","model":{"provider":"scripted","default":"scripted/n"}}`))
+	p, err := profile.FromValue(pv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scripted.ParseScript([]byte(`{"turns":[{"repeat":true,"steps":[{"text":"note"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gone := range []bool{false, true} {
+		sub, err := f.Submit(ctx, Submission{Spec: Spec{Profile: pv, Task: "t", Provider: "scripted"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadHolder(t, f, sub.RunID)
+		// The dead worker's attempt: a record that names the environment
+		// it created, its lease lapsed mid-turn.
+		model, err := kernel.Execute(ctx, kernel.Request{Profile: p, Task: "t", Provider: scripted.New(sc, scripted.Options{}), Store: f.store})
+		if err != nil || model.EnvironmentID == "" {
+			t.Fatalf("a model run: %+v, %v", model, err)
+		}
+		modelRun, err := f.store.GetRun(ctx, model.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.store.CreateRun(ctx, store.Run{ID: attemptID(sub.RunID, 1), Kind: "execute", Status: store.StatusRunning, Owner: "dead",
+			LeaseUntil: time.Now().Add(-time.Second), Doc: modelRun.Doc}); err != nil {
+			t.Fatal(err)
+		}
+		mine := scripted.New(sc, scripted.Options{})
+		w, err := f.NewWorker(ctx, WorkerOptions{Providers: map[string]contract.Provider{"scripted": &unverifiable{Provider: mine, gone: gone}}, LeaseTTL: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		job := &river.Job[RunArgs]{JobRow: &rivertype.JobRow{ID: sub.JobID, Queue: "scripted"}, Args: RunArgs{RunID: sub.RunID}}
+		werr := (&jobWorker{w: w}).Work(ctx, job)
+		r, err := f.Get(ctx, sub.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !gone {
+			if _, ok := errors.AsType[*rivertype.JobSnoozeError](werr); !ok || len(r.Attempts) != 1 || mine.Turns() != 0 || r.Status.Terminal() {
+				t.Errorf("unverifiable environment: Work = %v, run %s with attempts %+v, %d turns; want the job snoozed, nothing resumed or re-run", werr, r.Status, r.Attempts, mine.Turns())
+			}
+			continue
+		}
+		if werr != nil || r.Status != store.StatusCompleted || len(r.Attempts) != 2 || mine.Turns() != 1 {
+			t.Errorf("environment gone: Work = %v, run %s with attempts %+v, %d turns; want it run again once and completed", werr, r.Status, r.Attempts, mine.Turns())
 		}
 	}
 }
