@@ -39,17 +39,33 @@
 // twice; an attempt still live waits; an attempt that is interrupted (its
 // kernel lease lapsed) or never started is run
 // again as a new attempt in a new generation. An attempt's environment is
-// created by the worker's own provider; a provider whose environments
-// outlive the worker (a remote sidecar) needs retained-run recovery,
-// which the fleet does not do yet: a dead worker's work is re-run, not
-// resumed.
+// created by the worker's own provider. On a provider whose environments
+// outlive the worker (contract.EnvironmentGetter: an agentrt serve
+// sidecar behind providers/remote), every attempt names its turn after
+// the fleet run, and the worker taking over a dead worker's interrupted
+// attempt looks its environment up: alive, it re-attaches to it and to
+// the same turn, which the server replays and carries on — resumed, not
+// run again; gone, the turn ended with it and the run is run again; when
+// the provider cannot tell (its server is unreachable) the work is in
+// doubt and the job waits, neither resumed nor re-run, until it can.
+//
+// River may deliver one job twice at once: its rescuer hands a job that
+// ran past its timeout to another worker while the first still works it.
+// The run store settles it: the delivery whose claim loses the
+// compare-and-set snoozes the job while the winner holds the run, and
+// completes it as a no-op once the run ended; a delivery that loses
+// every try snoozes too. Only a failure of the worker itself (its
+// database unreachable) returns an error and leaves the job retryable.
 //
 // Work in doubt is never run again: an attempt whose environment was
 // created but whose event stream was lost before the turn ended (the
 // kernel records it failed with reason transport: a remote server died
 // or could not be reached mid-turn) ends its fleet run interrupted. An
 // attempt whose provider's server refused the connection before any
-// environment existed ran nothing, and its run is handed back.
+// environment existed ran nothing, and its run is handed back; its job
+// and the worker's next attempt on that provider then wait, from
+// WorkerOptions.Backoff doubling per refusal in a row up to MaxBackoff,
+// jittered, so that a worker whose server is down does not hammer it.
 //
 // # Cancellation and shutdown
 //

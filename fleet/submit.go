@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -99,6 +101,16 @@ func (f *Fleet) Submit(ctx context.Context, sub Submission) (Submitted, error) {
 		Queue:      sub.Spec.Provider,
 		UniqueOpts: river.UniqueOpts{ByArgs: true},
 	})
+	if undefinedTable(err) {
+		err = &NotMigratedError{Schema: f.schema, Err: err}
+		if sub.IdempotencyKey == "" {
+			// Nothing will retry this run: it ends here, saying why, rather
+			// than waiting pending for a job that does not exist. (A keyed
+			// submission stays pending: its retry enqueues it.)
+			f.abandon(ctx, out.RunID, err)
+		}
+		return Submitted{}, fmt.Errorf("fleet: submit: enqueueing run %s: %w", out.RunID, err)
+	}
 	if err != nil {
 		return Submitted{}, fmt.Errorf("fleet: submit: enqueueing run %s: %w", out.RunID, err)
 	}
@@ -145,4 +157,32 @@ func (f *Fleet) Cancel(ctx context.Context, runID, reason string) (kernel.Effect
 		kernel.RequestCancel(ctx, f.store, attempts[len(attempts)-1].RunID, reason, f.now())
 	}
 	return effect, nil
+}
+
+// undefinedTable reports whether err is PostgreSQL's answer to a query
+// on a table or schema that does not exist: River's, not migrated.
+func undefinedTable(err error) bool {
+	pe, ok := errors.AsType[*pgconn.PgError](err)
+	return ok && (pe.Code == "42P01" || pe.Code == "3F000")
+}
+
+// abandon ends a pending run that could not be enqueued as failed, with
+// why; best effort (the caller reports the first error).
+func (f *Fleet) abandon(ctx context.Context, runID string, why error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	_, err := f.store.UpdateRun(ctx, runID, func(r *store.Run) error {
+		if r.Status != store.StatusPending {
+			return nil
+		}
+		v, err := canonjson.ToValue(Outcome{Status: string(store.StatusFailed), Error: "never enqueued: " + why.Error()})
+		if err != nil {
+			return err
+		}
+		r.Status, r.Doc = store.StatusFailed, r.Doc.With(docOutcome, v)
+		return nil
+	})
+	if err != nil {
+		f.log.Warn("could not end a run that was never enqueued", "run", runID, "err", err)
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/internal/pgtest"
@@ -179,5 +181,106 @@ func TestClaimWaitsForALiveHolder(t *testing.T) {
 	busy, ok := errors.AsType[*busyError](err)
 	if !ok || busy.owner != "alive" || busy.until.Sub(until).Abs() > time.Millisecond {
 		t.Fatalf("claim = %v, want busy until %s held by alive", err, until)
+	}
+}
+
+// TestFollowCrossesATakeover: Follow yields a fleet run's events attempt
+// after attempt — the dead worker's attempt's, then its successor's — and
+// a follower started before the takeover stops once the run ended.
+func TestFollowCrossesATakeover(t *testing.T) {
+	conn := pgtest.Schema(t)
+	u, _ := url.Parse(conn)
+	ctx := t.Context()
+	f, err := Open(ctx, Options{DatabaseURL: conn, RiverSchema: u.Query().Get("search_path")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pv, _ := canonjson.Decode([]byte(`{"name":"n","harness":"cli-base","model":{"provider":"scripted","default":"scripted/n"}}`))
+	sub, err := f.Submit(ctx, Submission{Spec: Spec{Profile: pv, Task: "t", Provider: "scripted"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The dead worker's attempt appended two events, then its lease lapsed.
+	first := attemptID(sub.RunID, 1)
+	if _, err := f.store.CreateRun(ctx, store.Run{ID: first, Kind: "execute", Status: store.StatusRunning, Owner: "dead", LeaseUntil: time.Now().Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.AppendEvents(ctx, store.Fence{RunID: first, Generation: 1}, []store.NewEvent{
+		{ID: "e1", Type: "execution.started", Time: time.Now(), Body: canonjson.ObjectValue(nil)},
+		{ID: "e2", Type: "message.part.updated", Time: time.Now(), Body: canonjson.ObjectValue(nil)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.UpdateRun(ctx, first, func(r *store.Run) error {
+		r.LeaseUntil = time.Now().Add(-time.Second)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	deadHolder(t, f, sub.RunID)
+
+	type got struct {
+		attempt string
+		seq     int64
+	}
+	collect := func(ctx context.Context, follow bool) ([]got, error) {
+		var out []got
+		for e, err := range Follow(ctx, f.store, sub.RunID, FollowOptions{Follow: follow, PageSize: 1, PollInterval: 20 * time.Millisecond}) {
+			if err != nil {
+				return out, err
+			}
+			out = append(out, got{e.Attempt, e.Sequence})
+		}
+		return out, nil
+	}
+	followed := make(chan []got, 1)
+	followCtx, stop := context.WithTimeout(ctx, time.Minute)
+	defer stop()
+	go func() {
+		evs, err := collect(followCtx, true)
+		if err != nil {
+			t.Errorf("following: %v", err)
+		}
+		followed <- evs
+	}()
+
+	sc, err := scripted.ParseScript([]byte(`{"turns":[{"repeat":true,"steps":[{"text":"note"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := f.NewWorker(ctx, WorkerOptions{Providers: map[string]contract.Provider{"scripted": scripted.New(sc, scripted.Options{})}, LeaseTTL: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.execute(ctx, sub.RunID); err != nil {
+		t.Fatal(err)
+	}
+	var live []got
+	select {
+	case live = <-followed:
+	case <-time.After(time.Minute):
+		t.Fatal("the follower did not stop within a minute of the run's end")
+	}
+	after, err := collect(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := attemptID(sub.RunID, 2)
+	n, err := f.store.Events(ctx, second, "", 0)
+	if err != nil || len(n) == 0 {
+		t.Fatalf("the takeover's attempt recorded %d events, %v", len(n), err)
+	}
+	want := []got{{first, 1}, {first, 2}}
+	for _, e := range n {
+		want = append(want, got{second, e.Sequence})
+	}
+	for name, evs := range map[string][]got{"followed live": live, "read after the end": after} {
+		if diff := cmp.Diff(want, evs, cmp.AllowUnexported(got{})); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"sync"
@@ -29,6 +30,11 @@ const (
 	DefaultConcurrency     = 4
 	DefaultRescueAfter     = time.Minute
 	DefaultShutdownTimeout = 30 * time.Second
+	// DefaultBackoff is the first delay after a provider's server was
+	// found unreachable; each further refusal doubles it, up to
+	// DefaultMaxBackoff (or half of RescueAfter, if less).
+	DefaultBackoff    = 500 * time.Millisecond
+	DefaultMaxBackoff = 30 * time.Second
 )
 
 // WorkerOptions configures a worker.
@@ -59,6 +65,15 @@ type WorkerOptions struct {
 	// PollInterval is how often the worker looks for jobs when no
 	// notification arrives; 0 keeps River's default (1s).
 	PollInterval time.Duration
+	// Backoff and MaxBackoff pace a worker whose provider's server
+	// refuses connections (it is down): the run is handed back, its job
+	// waits before another try, and the worker waits before its next
+	// attempt on that provider, each wait doubling from Backoff up to
+	// MaxBackoff per consecutive refusal, jittered (half of it, at
+	// random) so that workers do not retry in step. 0 is DefaultBackoff
+	// and DefaultMaxBackoff; MaxBackoff is at most half of RescueAfter,
+	// so that River never rescues a job while its worker waits.
+	Backoff, MaxBackoff time.Duration
 	// ID identifies the worker in run records; "" is host/pid/random.
 	ID string
 	// Meter receives the worker's metrics (MetricRuns,
@@ -94,6 +109,16 @@ type Worker struct {
 	hardCancel context.CancelFunc
 	metrics    *metrics
 	stats      struct{ started, completed, failed, cancelled, released, adopted, snoozed atomic.Int64 }
+	// stop is closed once Run's context ended: waits in progress end.
+	stop     chan struct{}
+	stopOnce sync.Once
+	// down paces attempts on each provider whose server refused the
+	// last ones (fixed at NewWorker; each gate guards itself).
+	down map[string]*gate
+	// afterRead, when set (tests only), is called between a claim's read
+	// of the run and its compare-and-set: where another delivery of the
+	// same job may claim first.
+	afterRead func(runID string)
 }
 
 // NewWorker prepares a worker. It refuses a database whose River schema
@@ -114,6 +139,12 @@ func (f *Fleet) NewWorker(ctx context.Context, o WorkerOptions) (*Worker, error)
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if o.Backoff == 0 {
+		o.Backoff = DefaultBackoff
+	}
+	if o.MaxBackoff == 0 {
+		o.MaxBackoff = min(DefaultMaxBackoff, o.RescueAfter/2)
+	}
 	switch {
 	case o.Concurrency < 0:
 		return nil, fmt.Errorf("fleet: %w: concurrency %d", ErrInvalid, o.Concurrency)
@@ -121,11 +152,16 @@ func (f *Fleet) NewWorker(ctx context.Context, o WorkerOptions) (*Worker, error)
 		return nil, fmt.Errorf("fleet: %w: lease %s is shorter than %s", ErrInvalid, o.LeaseTTL, kernel.MinLeaseTTL)
 	case o.RescueAfter < time.Second || o.ShutdownTimeout < 0 || o.PollInterval < 0:
 		return nil, fmt.Errorf("fleet: %w: rescue after %s (at least 1s), shutdown timeout %s, poll interval %s", ErrInvalid, o.RescueAfter, o.ShutdownTimeout, o.PollInterval)
+	case o.Backoff < 0 || o.MaxBackoff < o.Backoff || o.MaxBackoff > o.RescueAfter/2:
+		return nil, fmt.Errorf("fleet: %w: backoff %s up to %s: want 0 < backoff <= max backoff <= half of rescue after (%s)", ErrInvalid, o.Backoff, o.MaxBackoff, o.RescueAfter)
 	}
 	if err := f.checkMigrated(ctx); err != nil {
 		return nil, err
 	}
-	w := &Worker{f: f, o: o, id: o.ID, log: f.log}
+	w := &Worker{f: f, o: o, id: o.ID, log: f.log, stop: make(chan struct{}), down: map[string]*gate{}}
+	for name := range o.Providers {
+		w.down[name] = new(gate)
+	}
 	w.hard, w.hardCancel = context.WithCancel(context.WithoutCancel(ctx))
 	if w.id == "" {
 		w.id = workerID()
@@ -194,6 +230,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.log.Info("worker started", "queues", queueNames(w.o.Providers), "concurrency", w.o.Concurrency, "lease", w.o.LeaseTTL.String())
 	<-ctx.Done()
 	w.stopping.Store(true)
+	w.stopOnce.Do(func() { close(w.stop) })
 	defer w.hardCancel()
 	defer w.metrics.depth.Unregister()
 	w.log.Info("worker stopping", "shutdown_timeout", w.o.ShutdownTimeout.String())
@@ -239,12 +276,22 @@ type jobWorker struct {
 
 // Work implements river.Worker.
 func (j *jobWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
+	if job.JobRow != nil {
+		// A provider whose server was just found down is not tried again
+		// before its backoff ends.
+		if g := j.w.down[job.Queue]; g != nil && !g.wait(ctx, j.w.stop) {
+			return river.JobSnooze(0)
+		}
+	}
 	err := j.w.execute(ctx, job.Args.RunID)
 	if busy, ok := errors.AsType[*busyError](err); ok {
 		j.w.stats.snoozed.Add(1)
 		wait := max(time.Until(busy.until), 0) + 100*time.Millisecond
 		j.w.log.Debug("run held by another worker; snoozing", "run", job.Args.RunID, "holder", busy.owner, "for", wait.String())
 		return river.JobSnooze(wait)
+	}
+	if later, ok := errors.AsType[*retryLater](err); ok {
+		return river.JobSnooze(later.after)
 	}
 	if errors.Is(err, errHandBack) {
 		return river.JobSnooze(0)
@@ -271,6 +318,21 @@ func (e *busyError) Error() string {
 // its attempt's lease); the job should be worked again at once.
 var errHandBack = errors.New("fleet: run handed back")
 
+// maxClaimTries bounds the compare-and-sets one delivery of a job tries
+// before it snoozes the job.
+const maxClaimTries = 10
+
+// retryLater: the job should be worked again after a while (the run was
+// handed back because its provider's server was unreachable, or it
+// changed under every claim).
+type retryLater struct{ after time.Duration }
+
+func (e *retryLater) Error() string {
+	return "fleet: try the run's job again after " + e.after.String()
+}
+
+func (e *retryLater) Unwrap() error { return errHandBack }
+
 // errChanged: the fleet run changed between the read and the claim.
 var errChanged = errors.New("fleet: run changed while claiming")
 
@@ -280,17 +342,27 @@ type claim struct {
 	fence   store.Fence
 	attempt Attempt
 	spec    Spec
+	// resume is a dead worker's live environment to re-attach to.
+	resume contract.Environment
 }
 
 // execute claims the fleet run and runs one attempt of it.
 func (w *Worker) execute(ctx context.Context, runID string) error {
 	var c claim
 	var err error
-	for range 10 {
+	for range maxClaimTries {
 		c, err = w.claim(ctx, runID)
 		if !errors.Is(err, errChanged) {
 			break
 		}
+	}
+	if errors.Is(err, errChanged) {
+		// Lost every compare-and-set to writers of the run: not a
+		// failure of the job (an error would leave it retryable, waiting
+		// out River's retry backoff), only a busy run. Look again soon.
+		after := backoff(1, w.o.Backoff, w.o.MaxBackoff)
+		w.log.Debug("the run changed under every claim; snoozing", "run", runID, "tries", maxClaimTries, "for", after.String())
+		return &retryLater{after: after}
 	}
 	if err != nil || c.done {
 		return err
@@ -310,6 +382,9 @@ func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
 	if r.Kind != Kind {
 		return claim{}, fmt.Errorf("fleet: claiming %s: %w", runID, ErrNotFleetRun)
 	}
+	if w.afterRead != nil {
+		w.afterRead(runID)
+	}
 	claimed := claimUntilOf(r.Doc)
 	switch {
 	case r.Status.Terminal():
@@ -323,9 +398,18 @@ func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
 		return claim{}, err
 	}
 	_, cancelAsked := r.Doc.Get(docCancel)
+	var spec Spec
+	if v, ok := r.Doc.Get(docSpec); ok {
+		if err := canonjson.FromValue(v, &spec); err != nil {
+			return claim{}, fmt.Errorf("fleet: run %s: %w: spec: %w", runID, ErrInvalid, err)
+		}
+	}
 	// A dead worker's attempt: adopt it if it ended, wait if it is still
-	// live (its worker is alive but lost the fleet run's lease).
+	// live (its worker is alive but lost the fleet run's lease), resume
+	// its environment if that outlived it.
 	var adopt *kernel.RunRecord
+	var resume contract.Environment
+	var resumeNote string
 	if r.Status == store.StatusRunning && len(attempts) > 0 {
 		last := attempts[len(attempts)-1]
 		rec, err := kernel.ReadRun(ctx, s, last.RunID)
@@ -346,17 +430,16 @@ func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
 		case !rec.Run.Status.Terminal():
 			return claim{}, &busyError{owner: rec.Run.Owner, until: rec.Run.LeaseUntil}
 		case rec.Run.Status == store.StatusInterrupted:
+			if env, note, err := w.findLiveEnvironment(ctx, spec.Provider, rec); err != nil {
+				return claim{}, err
+			} else if env != nil {
+				resume, resumeNote = env, note
+			}
 		case rec.Run.Status == store.StatusCancelled && !cancelAsked:
 			// Cancelled by its worker's shutdown, which died before
 			// handing the run back: run it again.
 		default:
 			adopt = rec
-		}
-	}
-	var spec Spec
-	if v, ok := r.Doc.Get(docSpec); ok {
-		if err := canonjson.FromValue(v, &spec); err != nil {
-			return claim{}, fmt.Errorf("fleet: run %s: %w: spec: %w", runID, ErrInvalid, err)
 		}
 	}
 	now := w.f.now()
@@ -365,7 +448,7 @@ func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
 		if cur.Revision != r.Revision {
 			return errChanged
 		}
-		out = claim{spec: spec}
+		out = claim{spec: spec, resume: resume}
 		list := append([]Attempt(nil), attempts...)
 		switch {
 		case adopt != nil:
@@ -385,7 +468,7 @@ func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
 		}
 		cur.Status, cur.Owner = store.StatusRunning, w.id
 		cur.Doc = withClaim(cur.Doc, now.Add(w.o.LeaseTTL))
-		out.attempt = Attempt{Generation: cur.Generation, RunID: attemptID(runID, cur.Generation), Worker: w.id, StartedAt: now.UTC().Format(time.RFC3339Nano)}
+		out.attempt = Attempt{Generation: cur.Generation, RunID: attemptID(runID, cur.Generation), Worker: w.id, StartedAt: now.UTC().Format(time.RFC3339Nano), Note: resumeNote}
 		out.fence = store.Fence{RunID: runID, Generation: cur.Generation}
 		doc, err := withAttempts(cur.Doc, append(list, out.attempt))
 		cur.Doc = doc
@@ -407,9 +490,39 @@ func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
 		w.metrics.count(string(store.StatusCancelled), spec.Provider)
 		w.log.Info("run cancelled before it started", "run", runID)
 	default:
-		w.log.Info("run claimed", "run", runID, "generation", out.fence.Generation, "attempt", out.attempt.RunID, "took_over", len(attempts) > 0)
+		w.log.Info("run claimed", "run", runID, "generation", out.fence.Generation, "attempt", out.attempt.RunID, "took_over", len(attempts) > 0, "resumed", resumeNote)
 	}
 	return out, nil
+}
+
+// findLiveEnvironment looks for the environment a dead worker's attempt
+// created, on a provider whose environments outlive their worker
+// (contract.EnvironmentGetter). It returns the environment when it is
+// still alive (the attempt is resumed there: its turn, named after the
+// fleet run, is re-attached to, not run again), nil when the attempt
+// created none or it is gone (its turn ended with it; the run is run
+// again), and a *retryLater when the provider cannot tell now (its
+// server is unreachable): the work is in doubt, so it is neither resumed
+// nor run again until the provider answers.
+func (w *Worker) findLiveEnvironment(ctx context.Context, provider string, rec *kernel.RunRecord) (contract.Environment, string, error) {
+	if rec.Exact == nil || rec.Exact.EnvironmentID == "" {
+		return nil, "", nil
+	}
+	getter, ok := w.o.Providers[provider].(contract.EnvironmentGetter)
+	if !ok {
+		return nil, "", nil
+	}
+	id := string(rec.Exact.EnvironmentID)
+	env, err := getter.Get(ctx, id)
+	if err != nil {
+		after := backoff(1, w.o.Backoff, w.o.MaxBackoff)
+		w.log.Warn("cannot tell whether a dead worker's environment is alive; trying again later", "attempt", rec.Run.ID, "environment", id, "retry_after", after.String(), "err", err)
+		return nil, "", &retryLater{after: after}
+	}
+	if env == nil {
+		return nil, "", nil
+	}
+	return env, "resumed environment " + id + " of attempt " + rec.Run.ID, nil
 }
 
 func setOutcome(r *store.Run, attempts []Attempt, oc Outcome) error {
@@ -453,6 +566,11 @@ func (w *Worker) runAttempt(c claim) error {
 	provider := w.o.Providers[c.spec.Provider]
 	if provider == nil {
 		return w.end(c, nil, fmt.Errorf("%w: this worker has no provider %q", ErrInvalid, c.spec.Provider))
+	}
+	if _, ok := provider.(contract.EnvironmentGetter); ok {
+		// Its environments outlive this worker: name the turn after the
+		// fleet run, so that a successor can re-attach to it.
+		provider = &pinned{Provider: provider, turn: turnID(c.fence.RunID), resume: c.resume}
 	}
 	// Not River's ctx: it ends at River's job timeout (see NewWorker).
 	runCtx, cancel := context.WithCancelCause(w.hard)
@@ -520,17 +638,33 @@ func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
 			oc.Error = runErr.Error()
 		}
 	}
+	refused := res != nil && unreachable(res, runErr)
+	if g := w.down[c.spec.Provider]; g != nil && refused {
+		g.fail(w.o.Backoff, w.o.MaxBackoff)
+	} else if g != nil && res != nil && res.EnvironmentID != "" {
+		g.ok()
+	}
+	// refusals counts the run's attempts in a row, this one included,
+	// that found the server unreachable: its job's backoff.
+	refusals := 0
 	_, err := w.f.store.UpdateFenced(ctx, c.fence, func(r *store.Run) error {
 		attempts, err := attemptsOf(*r)
 		if err != nil {
 			return err
 		}
+		refusals = 0
+		if refused {
+			for i := len(attempts) - 2; i >= 0 && attempts[i].Status == "released" && strings.Contains(attempts[i].Note, unreachableNote); i-- {
+				refusals++
+			}
+			refusals++
+		}
 		if n := len(attempts); n > 0 && attempts[n-1].RunID == c.attempt.RunID {
 			last := &attempts[n-1]
 			if handBack {
-				last.Status, last.Note = "released", handBackNote(res, runErr, w.hard.Err() != nil)
+				last.Status, last.Note = "released", joinNotes(last.Note, handBackNote(res, runErr, w.hard.Err() != nil))
 			} else {
-				last.Status, last.Note = string(res.Status), note
+				last.Status, last.Note = string(res.Status), joinNotes(last.Note, note)
 				if res == nil {
 					last.Status = string(status)
 				}
@@ -558,6 +692,12 @@ func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
 	if handBack {
 		w.stats.released.Add(1)
 		w.metrics.count("released", c.spec.Provider)
+		if refusals > 0 {
+			after := backoff(refusals, w.o.Backoff, w.o.MaxBackoff)
+			w.log.Warn("run handed back: the provider's server is unreachable", "run", c.fence.RunID, "attempt", c.attempt.RunID,
+				"refusals_in_a_row", refusals, "retry_after", after.String(), "err", runErr)
+			return &retryLater{after: after}
+		}
 		w.log.Info("run handed back", "run", c.fence.RunID, "attempt", c.attempt.RunID, "why", handBackNote(res, runErr, w.hard.Err() != nil))
 		return errHandBack
 	}
@@ -588,12 +728,28 @@ func unreachable(res *kernel.Result, runErr error) bool {
 	return res.Status == store.StatusFailed && res.EnvironmentID == "" && res.Reason == kernel.ReasonProvider && errors.Is(runErr, syscall.ECONNREFUSED)
 }
 
+// joinNotes joins an attempt's notes: what it began as, then how it
+// ended.
+func joinNotes(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
+// unreachableNote is the note of an attempt handed back because its
+// provider's server refused the connection.
+const unreachableNote = "the provider's server was unreachable: "
+
 func handBackNote(res *kernel.Result, runErr error, stopping bool) string {
 	switch {
 	case res != nil && res.Status == store.StatusInterrupted:
 		return "the attempt lost its lease"
 	case res != nil && unreachable(res, runErr):
-		return "the provider's server was unreachable: " + res.Detail
+		return unreachableNote + res.Detail
 	case stopping:
 		return "the worker stopped"
 	case runErr != nil:
@@ -685,4 +841,59 @@ func (h *heartbeat) stop() error {
 		return *p
 	}
 	return nil
+}
+
+// backoff is the wait after n refusals in a row: base doubled per
+// refusal up to most, then jittered to between half of it and all of
+// it.
+func backoff(n int, base, most time.Duration) time.Duration {
+	d := base
+	for i := 1; i < n && d < most; i++ {
+		d *= 2
+	}
+	d = min(d, most)
+	return d/2 + rand.N(d/2+1)
+}
+
+// gate paces a worker's attempts on a provider whose server refused the
+// last ones.
+type gate struct {
+	mu    sync.Mutex
+	fails int
+	until time.Time
+}
+
+// fail records a refusal: the next attempt waits its backoff.
+func (g *gate) fail(base, most time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.fails++
+	g.until = time.Now().Add(backoff(g.fails, base, most))
+}
+
+// ok records that the server answered: no more waiting.
+func (g *gate) ok() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.fails, g.until = 0, time.Time{}
+}
+
+// wait waits until the gate opens; it reports false if ctx ended or the
+// worker stopped first.
+func (g *gate) wait(ctx context.Context, stop <-chan struct{}) bool {
+	g.mu.Lock()
+	d := time.Until(g.until)
+	g.mu.Unlock()
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+	case <-stop:
+	}
+	return false
 }

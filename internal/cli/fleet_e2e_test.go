@@ -324,10 +324,12 @@ func TestFleetEndToEnd(t *testing.T) {
 	<-readerDone
 
 	// Every job is done, once: the fleet has nothing left to do. A job
-	// whose run ended may still be waiting for its retry (a claim that
-	// raced a rescued copy of the same job returns an error and River
-	// backs off); its next attempt finds the run ended and completes, so
-	// the surviving workers keep running until every job has.
+	// whose run ended may still be waiting: River's rescuer made it
+	// retryable while its live worker still ran it (River records a
+	// worker's result only for a job still running), or a second
+	// delivery snoozed it while the first held the run; its next try
+	// finds the run ended and completes, so the surviving workers keep
+	// running until every job has.
 	var jobs []fleet.QueueCount
 	for jobsDeadline := time.Now().Add(3 * time.Minute); ; {
 		st, err := f.Status(ctx)

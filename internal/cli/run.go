@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/fleet"
 	"github.com/agentrt/agentrt/harness"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
@@ -32,6 +33,8 @@ func newRunCmd(stdio IO, open providerOpener) *cobra.Command {
 	var stage int
 	var lease, timeout time.Duration
 	var rf retainFlags
+	var enqueue bool
+	var idemKey, riverSchema string
 	cmd := &cobra.Command{
 		Use:   "run PROFILE --task TEXT",
 		Short: "Run one exact turn of an agent profile and record what happened",
@@ -79,12 +82,31 @@ a run (not --retain) is traced over OTLP/HTTP with the OpenTelemetry GenAI
 conventions (headers from OTEL_EXPORTER_OTLP_HEADERS); its trace id is derived
 from the run id. Without one, nothing is traced.
 
-Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
+--enqueue submits the run to the worker fleet instead of running it here: the
+run is recorded pending in the PostgreSQL run store (--database URL or
+$AGENTRT_DATABASE_URL) and its job enqueued on the --provider queue, and its
+run id is printed at once (--json: the run id, job id and queue). An
+"agentrt worker --provider NAME" process on any machine executes it, with its
+own credentials; "agentrt runs show RUN" and "agentrt runs events RUN --follow"
+read it from any machine that shares the database. --idempotency-key makes
+the submission safe to retry: the same key and request print the same run id.
+
+Exit status: 0 when the run completed and was delivered (with --enqueue: when
+it was submitted), 1 otherwise.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if strings.TrimSpace(task) == "" {
 				return usage("--task is required")
+			}
+			if enqueue {
+				return enqueueRun(cmd, stdio, sf, args[0], fleet.Spec{Task: task, Provider: providerName, Expect: expect, Stage: stage,
+					TimeoutMillis: timeout.Milliseconds()}, idemKey, riverSchema, asJSON)
+			}
+			for _, name := range []string{"idempotency-key", "river-schema"} {
+				if cmd.Flags().Changed(name) {
+					return usage("--%s applies to --enqueue only", name)
+				}
 			}
 			if err := rf.check(cmd); err != nil {
 				return err
@@ -157,7 +179,40 @@ Exit status: 0 when the run completed and was delivered, 1 otherwise.`,
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (the run is recorded as timed out)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the summary (or the JSON result): no streamed text, no progress")
+	cmd.Flags().BoolVar(&enqueue, "enqueue", false, "submit the run to the worker fleet on --database and print its run id at once, instead of running it here")
+	cmd.Flags().StringVar(&idemKey, "idempotency-key", "", "with --enqueue: a retry with this key and request returns the same run")
+	cmd.Flags().StringVar(&riverSchema, "river-schema", fleet.DefaultRiverSchema, "with --enqueue: schema of River's job tables")
 	return cmd
+}
+
+// enqueueFlagsRefused are the run flags that say how to run here, which a
+// run submitted to the fleet does not: its worker's own flags do.
+var enqueueFlagsRefused = []string{"db", "script", "base-url", "openai-api", "lease", "quiet", "retain", "detach", "key", "turn-id"}
+
+// enqueueRun submits the run to the fleet (agentrt run --enqueue).
+func enqueueRun(cmd *cobra.Command, stdio IO, sf storeFlags, path string, spec fleet.Spec, key, riverSchema string, asJSON bool) error {
+	for _, name := range enqueueFlagsRefused {
+		if cmd.Flags().Changed(name) {
+			return usage("--%s does not apply to --enqueue: the worker that takes the run decides how it runs (agentrt worker --help)", name)
+		}
+	}
+	u := sf.url()
+	if u == "" {
+		return usage("--enqueue needs the fleet's PostgreSQL database: --database URL or $AGENTRT_DATABASE_URL")
+	}
+	if spec.TimeoutMillis < 0 {
+		return usage("--timeout cannot be negative")
+	}
+	p, err := loadProfile(stdio, path, asJSON)
+	if err != nil {
+		return err
+	}
+	if spec.Profile, err = p.Value(); err != nil {
+		return &exitError{code: ExitFailed, err: err}
+	}
+	ctx, cancel := bounded(cmd)
+	defer cancel()
+	return submitToFleet(ctx, stdio, fleetFlags{database: u, riverSchema: riverSchema}, fleet.Submission{Spec: spec, IdempotencyKey: key}, asJSON, true)
 }
 
 // runLive runs one turn as kernel.Execute does, showing it as it happens

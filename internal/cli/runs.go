@@ -390,6 +390,10 @@ func newRunsEventsCmd(stdio IO) *cobra.Command {
 		Short: "Print a run's durable events, optionally following new ones",
 		Long: `Print a run's events in order from the store. --after CURSOR resumes after a
 cursor a previous call printed; --follow keeps polling until the run ends.
+A fleet run's events are its attempts' (the kernel runs of the workers that
+executed it), attempt after attempt: --follow waits for a worker to claim the
+run, follows a takeover to the next attempt, and stops once the run ended;
+with --json each line names its attempt.
 With stdout redirected and stderr on a terminal, a count of the events
 printed so far shows on stderr.`,
 		Args: cobra.ExactArgs(1),
@@ -402,6 +406,12 @@ printed so far shows on stderr.`,
 			defer s.Close()
 			progress := newCounter(stdio, "events", eventsProgressEvery)
 			defer progress.done()
+			if r, err := s.GetRun(ctx, args[0]); err == nil && r.Kind == fleet.Kind {
+				if after != "" {
+					return usage("a fleet run's events are its attempts'; give --after with the attempt's run id (agentrt fleet show %s lists them)", args[0])
+				}
+				return printFleetEvents(ctx, stdio, s, args[0], follow, asJSON, progress)
+			}
 			cursor := after
 			for {
 				events, err := s.Events(ctx, args[0], cursor, 500)
@@ -412,19 +422,7 @@ printed so far shows on stderr.`,
 					return &exitError{code: ExitFailed, err: err}
 				}
 				for _, e := range events {
-					if asJSON {
-						line := canonjson.ObjectValue([]canonjson.Member{
-							{Name: "sequence", Value: canonjson.NumberValue(float64(e.Sequence))},
-							{Name: "cursor", Value: canonjson.StringValue(e.Cursor)},
-							{Name: "id", Value: canonjson.StringValue(e.ID)},
-							{Name: "type", Value: canonjson.StringValue(e.Type)},
-							{Name: "time", Value: canonjson.StringValue(e.Time.UTC().Format(time.RFC3339Nano))},
-							{Name: "event", Value: e.Body},
-						})
-						stdio.Out.Write(append(canonjson.Marshal(line), '\n'))
-					} else {
-						fmt.Fprintf(stdio.Out, "%4d  %s  %-24s %s\n", e.Sequence, e.Time.Local().Format("15:04:05.000"), e.Type, eventText(e.Body))
-					}
+					printEvent(stdio.Out, e, asJSON, nil)
 					cursor = e.Cursor
 				}
 				progress.add(len(events))
@@ -458,6 +456,49 @@ printed so far shows on stderr.`,
 	cmd.Flags().BoolVar(&follow, "follow", false, "keep printing new events until the run ends")
 	cmd.Flags().StringVar(&after, "after", "", "print only events after this cursor")
 	return cmd
+}
+
+// printEvent writes one event: a line for people, or a JSON object
+// (with extra members first, as a fleet run's attempt).
+func printEvent(w io.Writer, e store.Event, asJSON bool, extra []canonjson.Member) {
+	if asJSON {
+		line := canonjson.ObjectValue(append(extra, []canonjson.Member{
+			{Name: "sequence", Value: canonjson.NumberValue(float64(e.Sequence))},
+			{Name: "cursor", Value: canonjson.StringValue(e.Cursor)},
+			{Name: "id", Value: canonjson.StringValue(e.ID)},
+			{Name: "type", Value: canonjson.StringValue(e.Type)},
+			{Name: "time", Value: canonjson.StringValue(e.Time.UTC().Format(time.RFC3339Nano))},
+			{Name: "event", Value: e.Body},
+		}...))
+		w.Write(append(canonjson.Marshal(line), '\n'))
+		return
+	}
+	fmt.Fprintf(w, "%4d  %s  %-24s %s\n", e.Sequence, e.Time.Local().Format("15:04:05.000"), e.Type, eventText(e.Body))
+}
+
+// printFleetEvents prints a fleet run's events: its attempts', attempt
+// after attempt (fleet.Follow), each JSON line naming its attempt, each
+// attempt introduced by a line for people.
+func printFleetEvents(ctx context.Context, stdio IO, s store.Store, runID string, follow, asJSON bool, progress *counter) error {
+	shown := ""
+	for e, err := range fleet.Follow(ctx, s, runID, fleet.FollowOptions{Follow: follow}) {
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return &exitError{code: ExitFailed, err: err}
+		}
+		if e.Attempt != shown && !asJSON {
+			fmt.Fprintf(stdio.Out, "attempt %d (run %s)\n", e.Generation, e.Attempt)
+		}
+		shown = e.Attempt
+		printEvent(stdio.Out, e.Event, asJSON, []canonjson.Member{
+			{Name: "attempt", Value: canonjson.StringValue(e.Attempt)},
+			{Name: "generation", Value: canonjson.NumberValue(float64(e.Generation))},
+		})
+		progress.add(1)
+	}
+	return nil
 }
 
 // eventText is a one-line rendering of an event body.

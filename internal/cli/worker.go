@@ -82,7 +82,7 @@ func newWorkerCmd(stdio IO) *cobra.Command {
 	var ff fleetFlags
 	var providerName, scriptPath, baseURL, openaiAPI, logFormat, id, metricsListen string
 	var concurrency int
-	var lease, rescue, shutdown, poll time.Duration
+	var lease, rescue, shutdown, poll, backoff, maxBackoff time.Duration
 	cmd := &cobra.Command{
 		Use:   "worker --database URL",
 		Short: "Execute fleet runs: River jobs on PostgreSQL, from any number of machines",
@@ -94,6 +94,9 @@ at a time. A run whose worker dies (the run's lease lapses after --lease) is
 taken over by another worker once River hands its job on (--rescue-after): the
 dead worker's attempt reads interrupted, and the run is executed again as a
 new attempt, unless that attempt had already finished, which is then adopted.
+On a remote server (--provider remote) whose environment of the dead worker's
+attempt is still alive, the new attempt re-attaches to that environment and
+its turn instead of running the work again.
 
 The database must have been migrated ("agentrt fleet migrate"). Credentials
 come from the environment as for "agentrt run" (OPENAI_API_KEY, ...), never
@@ -101,7 +104,12 @@ from jobs.
 
 On SIGINT or SIGTERM the worker takes no new job, waits up to
 --shutdown-timeout for its running attempts, then cancels them and hands their
-runs back to the queue for another worker.`,
+runs back to the queue for another worker.
+
+When the provider's server refuses the connection (a remote server that is
+down), nothing ran: the run is handed back, and both its job and this worker's
+next attempt on the provider wait, from --backoff doubling per refusal in a
+row up to --max-backoff, jittered, instead of retrying at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := newLogger(stdio.Err, logFormat)
@@ -133,6 +141,7 @@ runs back to the queue for another worker.`,
 			w, err := fl.NewWorker(startCtx, fleet.WorkerOptions{
 				Providers:   map[string]contract.Provider{providerName: provider},
 				Concurrency: concurrency, LeaseTTL: lease, RescueAfter: rescue, ShutdownTimeout: shutdown, PollInterval: poll, ID: id,
+				Backoff: backoff, MaxBackoff: maxBackoff,
 				Meter: meter,
 			})
 			if errors.Is(err, fleet.ErrInvalid) {
@@ -159,6 +168,8 @@ runs back to the queue for another worker.`,
 	cmd.Flags().DurationVar(&rescue, "rescue-after", fleet.DefaultRescueAfter, "when River hands the job of a silent worker to another worker (the run's lease still decides who runs it)")
 	cmd.Flags().DurationVar(&shutdown, "shutdown-timeout", fleet.DefaultShutdownTimeout, "how long a stopping worker waits for its running attempts before handing them back")
 	cmd.Flags().DurationVar(&poll, "poll-interval", 0, "how often to look for jobs when no notification arrives (default River's, 1s)")
+	cmd.Flags().DurationVar(&backoff, "backoff", fleet.DefaultBackoff, "first wait after the provider's server refused the connection (it is down); doubled per refusal in a row, jittered")
+	cmd.Flags().DurationVar(&maxBackoff, "max-backoff", 0, "longest such wait (default 30s, or half of --rescue-after if less)")
 	cmd.Flags().StringVar(&id, "id", "", "this worker's name in run records (default host/pid/random)")
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format on stderr: text or json")
 	cmd.Flags().StringVar(&metricsListen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464); off by default")
@@ -268,26 +279,11 @@ nothing; the same key with another request is refused.`,
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
 			}
-			fl, err := ff.open(ctx, nil)
-			if err != nil {
-				return err
-			}
-			defer fl.Close()
-			sub, err := fl.Submit(ctx, fleet.Submission{
+			sub := fleet.Submission{
 				Spec:           fleet.Spec{Profile: pv, Task: task, Provider: providerName, Expect: expect, Stage: stage, TimeoutMillis: timeout.Milliseconds()},
 				IdempotencyKey: key, RunID: runID,
-			})
-			if errors.Is(err, fleet.ErrInvalid) {
-				return usage("%v", err)
 			}
-			if err != nil {
-				return &exitError{code: ExitFailed, err: err}
-			}
-			if asJSON {
-				return writeJSON(stdio.Out, map[string]any{"runId": sub.RunID, "jobId": float64(sub.JobID), "replayed": sub.Replayed})
-			}
-			fmt.Fprintln(stdio.Out, sub.RunID)
-			return nil
+			return submitToFleet(ctx, stdio, ff, sub, asJSON, false)
 		},
 	}
 	ff.register(cmd)
@@ -300,6 +296,37 @@ nothing; the same key with another request is refused.`,
 	cmd.Flags().StringVar(&runID, "run-id", "", "the run's id (default: a new one)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run id, job id and whether the key replayed as JSON")
 	return cmd
+}
+
+// submitToFleet submits a run to the fleet and prints its id at once:
+// the id alone (or, with asJSON, the run id, job id and whether the key
+// replayed) on stdout; with hint, how to follow it on stderr.
+func submitToFleet(ctx context.Context, stdio IO, ff fleetFlags, sub fleet.Submission, asJSON, hint bool) error {
+	fl, err := ff.open(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer fl.Close()
+	res, err := fl.Submit(ctx, sub)
+	if errors.Is(err, fleet.ErrInvalid) {
+		return usage("%v", err)
+	}
+	if err != nil {
+		return &exitError{code: ExitFailed, err: err}
+	}
+	if asJSON {
+		return writeJSON(stdio.Out, map[string]any{"runId": res.RunID, "jobId": float64(res.JobID), "replayed": res.Replayed, "queue": sub.Spec.Provider})
+	}
+	fmt.Fprintln(stdio.Out, res.RunID)
+	if hint {
+		verb := "submitted"
+		if res.Replayed {
+			verb = "already submitted (same idempotency key)"
+		}
+		fmt.Fprintf(stdio.Err, "%s to the fleet's %q queue: an agentrt worker --provider %s runs it; follow it with\n  agentrt runs events %s --follow\n",
+			verb, sub.Spec.Provider, sub.Spec.Provider, res.RunID)
+	}
+	return nil
 }
 
 func newFleetStatusCmd(stdio IO) *cobra.Command {

@@ -14,7 +14,8 @@ import (
 	"github.com/agentrt/agentrt/contract/wire"
 )
 
-// Stream runs one turn on the server and yields its events. A dropped
+// Stream runs one turn on the server and yields its events; in.TurnID,
+// when set, is the turn's id (else one is minted). A dropped
 // connection is resumed with the same turn id and Last-Event-ID (bounded
 // reconnects), so no event is lost or repeated. When ctx ends (or the
 // caller stops reading) before the turn did, the turn is cancelled on the
@@ -29,7 +30,13 @@ func (e *environment) Stream(ctx context.Context, in *contract.TurnInput) iter.S
 		if in != nil {
 			input = *in
 		}
+		// The caller's turn id, when it gives one, names the turn on the
+		// server: a process that knows it re-attaches to the same turn
+		// (the server replays it) instead of starting another.
 		turnID := "turn-" + randomID()
+		if input.TurnID != nil && *input.TurnID != "" {
+			turnID = *input.TurnID
+		}
 		body, err := wire.Marshal(wire.TurnRequest{TurnID: turnID, Input: input})
 		if err != nil {
 			yield(contract.EnvironmentEvent{}, fmt.Errorf("remote: the turn input has no JSON form: %w", err))

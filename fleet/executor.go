@@ -1,0 +1,133 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// Executor runs a supervised run's workers as fleet runs
+// (supervise.Executor): each worker is submitted to the Provider queue,
+// executed by whichever worker process takes it, on any machine, and
+// waited for here. The submission is keyed by the supervised run and the
+// worker's node, so a supervisor resumed after its process died waits
+// for the same fleet run instead of submitting the work again.
+//
+// What a worker spent is read from the ledgers of its fleet run's
+// attempts (every attempt's, a dead worker's included); what they do not
+// state stays unknown. Workers cannot ask their manager questions
+// through the fleet, and supervise.Work's Observer is not called: the
+// worker runs in another process.
+type Executor struct {
+	// Fleet submits the workers and reads their runs.
+	Fleet *Fleet
+	// Provider is the queue (Spec.Provider) the workers are submitted
+	// to.
+	Provider string
+	// PollInterval is how often a waiting worker's run is read; 0 is
+	// 200ms.
+	PollInterval time.Duration
+	// TimeoutMillis bounds each attempt (Spec.TimeoutMillis).
+	TimeoutMillis int64
+}
+
+// ReportsUsage reports true: the attempts' ledgers state their usage,
+// and what they do not stays unknown.
+func (e *Executor) ReportsUsage() bool { return true }
+
+// Execute submits the worker and waits for its fleet run to end; when
+// ctx ends first, the run is cancelled (best effort) and what it spent is
+// unknown.
+func (e *Executor) Execute(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+	if e == nil || e.Fleet == nil || w.Profile == nil {
+		return supervise.WorkResult{}, fmt.Errorf("fleet: executor: %w: needs a Fleet and the worker's profile", ErrInvalid)
+	}
+	pv, err := w.Profile.Value()
+	if err != nil {
+		return supervise.WorkResult{}, fmt.Errorf("fleet: executor: worker %s: %w", w.Node, err)
+	}
+	sub, err := e.Fleet.Submit(ctx, Submission{
+		Spec:           Spec{Profile: pv, Task: w.Task, Provider: e.Provider, TimeoutMillis: e.TimeoutMillis},
+		IdempotencyKey: "supervise/" + w.RunID + "/" + string(w.Node),
+	})
+	if err != nil {
+		// Nothing was enqueued: nothing ran, nothing was spent.
+		return supervise.WorkResult{Spent: nothingSpent()}, fmt.Errorf("fleet: executor: worker %s: %w", w.Node, err)
+	}
+	every := e.PollInterval
+	if every <= 0 {
+		every = 200 * time.Millisecond
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		r, err := e.Fleet.Get(ctx, sub.RunID)
+		if err == nil && r.Status.Terminal() {
+			return e.result(ctx, w, r)
+		}
+		select {
+		case <-ctx.Done():
+			cancelCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			e.Fleet.Cancel(cancelCtx, sub.RunID, "the supervisor stopped waiting: "+context.Cause(ctx).Error())
+			// Spent is unknown (nil): it is charged at the worker's ceiling.
+			return supervise.WorkResult{}, fmt.Errorf("fleet: executor: worker %s (fleet run %s): %w", w.Node, sub.RunID, context.Cause(ctx))
+		case <-t.C:
+		}
+	}
+}
+
+// result is the worker's result from its ended fleet run.
+func (e *Executor) result(ctx context.Context, w supervise.Work, r *Run) (supervise.WorkResult, error) {
+	var usage ledger.Usage
+	var served string
+	for i, a := range r.Attempts {
+		rec, err := kernel.ReadRun(ctx, e.Fleet.Store(), a.RunID)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // never started: spent nothing
+		}
+		if err != nil {
+			return supervise.WorkResult{}, fmt.Errorf("fleet: executor: worker %s: attempt %s: %w", w.Node, a.RunID, err)
+		}
+		spent := rec.Spend
+		if rec.Exact != nil && rec.Exact.Usage != nil {
+			spent = rec.Exact.Usage.Usage
+		}
+		if i == 0 {
+			usage = spent
+		} else {
+			usage = usage.Plus(spent)
+		}
+		if rec.Exact != nil && rec.Exact.ServedModel != "" {
+			served = string(rec.Exact.ServedModel)
+		}
+	}
+	out := supervise.WorkResult{Spent: supervise.SpendOf(usage), ServedModel: served, Usage: &usage}
+	if len(r.Attempts) == 0 {
+		// Cancelled before any worker took it.
+		out = supervise.WorkResult{Spent: nothingSpent()}
+	}
+	if r.Outcome != nil {
+		out.Text = r.Outcome.Text
+	}
+	if r.Status != store.StatusCompleted {
+		why := ""
+		if r.Outcome != nil {
+			why = ": " + r.Outcome.Error
+		}
+		return out, fmt.Errorf("fleet: executor: worker %s: fleet run %s ended %s%s", w.Node, r.ID, r.Status, why)
+	}
+	return out, nil
+}
+
+// nothingSpent is the spend of work that never ran.
+func nothingSpent() ledger.Spend {
+	zero, none := int64(0), int64(0)
+	return ledger.Spend{Tokens: &zero, Iterations: &none, MicroUSD: &zero}
+}

@@ -1,0 +1,61 @@
+package fleet
+
+import (
+	"context"
+	"iter"
+
+	"github.com/agentrt/agentrt/contract"
+)
+
+// A provider whose environments can be found by id from any process
+// (contract.EnvironmentGetter: a remote server's) keeps them, and their
+// turns, alive when the worker that created them dies. Each attempt of a
+// fleet run on such a provider names its turn after the fleet run
+// (turnID), so that the worker taking over a dead worker's attempt can
+// re-attach to the environment it created and to the same turn — the
+// server replays the turn's events and goes on with it — instead of
+// running the work again.
+
+// turnID is the turn id every attempt of a fleet run gives its turn.
+func turnID(runID string) string { return "fleet-" + runID }
+
+// pinned is a provider whose environments name their turns after the
+// fleet run, and whose Create, when resuming, returns the dead attempt's
+// live environment instead of creating one.
+type pinned struct {
+	contract.Provider
+	turn string
+	// resume, when set, is the environment to re-attach to.
+	resume contract.Environment
+}
+
+// Create implements contract.Provider.
+func (p *pinned) Create(ctx context.Context, in *contract.CreateInput) (contract.Environment, error) {
+	if p.resume != nil {
+		return &pinnedEnv{Environment: p.resume, turn: p.turn}, nil
+	}
+	env, err := p.Provider.Create(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return &pinnedEnv{Environment: env, turn: p.turn}, nil
+}
+
+// pinnedEnv gives every turn without an id of its own the fleet run's.
+type pinnedEnv struct {
+	contract.Environment
+	turn string
+}
+
+// Stream implements contract.Environment.
+func (e *pinnedEnv) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
+	var turn contract.TurnInput
+	if in != nil {
+		turn = *in
+	}
+	if turn.TurnID == nil {
+		id := e.turn
+		turn.TurnID = &id
+	}
+	return e.Environment.Stream(ctx, &turn)
+}
