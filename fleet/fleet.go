@@ -37,8 +37,13 @@ const riverMigrationLock int64 = 0x6167656e74726976
 // Options configures Open.
 type Options struct {
 	// DatabaseURL names the PostgreSQL database (a postgres:// URL or a
-	// key=value string). The run store's tables live in its search_path.
+	// key=value string). The run store's tables live in its search_path,
+	// or in StoreSchema.
 	DatabaseURL string
+	// StoreSchema, when set, is the schema of the run store's tables
+	// (postgres.Options.Schema): every process of a fleet must name the
+	// same one.
+	StoreSchema string
 	// RiverSchema is the schema of River's tables; "" is
 	// DefaultRiverSchema.
 	RiverSchema string
@@ -80,14 +85,15 @@ func Open(ctx context.Context, opts Options) (*Fleet, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s, err := postgres.Open(ctx, opts.DatabaseURL, postgres.Options{Now: opts.Now})
-	if err != nil {
-		return nil, fmt.Errorf("fleet: opening the run store: %w", err)
-	}
+	// One pool serves the run store and River.
 	pool, err := pgxpool.New(ctx, opts.DatabaseURL)
 	if err != nil {
-		s.Close()
 		return nil, fmt.Errorf("fleet: connecting: %w", err)
+	}
+	s, err := postgres.OpenPool(ctx, pool, postgres.Options{Now: opts.Now, Schema: opts.StoreSchema})
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("fleet: opening the run store: %w", err)
 	}
 	f := &Fleet{store: s, pool: pool, schema: schema, log: logger, now: now}
 	// An insert-only client: it runs no queues and no maintenance.
@@ -102,12 +108,14 @@ func Open(ctx context.Context, opts Options) (*Fleet, error) {
 // identifier is what a River schema name may be: it is spliced into SQL.
 var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
-// Close releases the connections.
+// Close releases the connections: the run store first (its queued
+// appends commit), then the pool it shares with River.
 func (f *Fleet) Close() error {
+	err := f.store.Close()
 	if f.pool != nil {
 		f.pool.Close()
 	}
-	return f.store.Close()
+	return err
 }
 
 // Store returns the run store the fleet records in (for reading runs,

@@ -212,7 +212,7 @@ func enqueueRun(cmd *cobra.Command, stdio IO, sf storeFlags, path string, spec f
 	}
 	ctx, cancel := bounded(cmd)
 	defer cancel()
-	return submitToFleet(ctx, stdio, fleetFlags{database: u, riverSchema: riverSchema}, fleet.Submission{Spec: spec, IdempotencyKey: key}, asJSON, true)
+	return submitToFleet(ctx, stdio, fleetFlags{database: u, riverSchema: riverSchema, storeSchema: sf.schema}, fleet.Submission{Spec: spec, IdempotencyKey: key}, asJSON, true)
 }
 
 // runLive runs one turn as kernel.Execute does, showing it as it happens

@@ -33,11 +33,13 @@ import (
 type fleetFlags struct {
 	database    string
 	riverSchema string
+	storeSchema string
 }
 
 func (f *fleetFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.database, "database", "", "PostgreSQL connection URL of the fleet's database (default $AGENTRT_DATABASE_URL)")
 	cmd.Flags().StringVar(&f.riverSchema, "river-schema", fleet.DefaultRiverSchema, "schema of River's job tables")
+	cmd.Flags().StringVar(&f.storeSchema, "database-schema", "", "schema of the run store's tables, the same in every process of the fleet (default $AGENTRT_DATABASE_SCHEMA; none: the connection's search_path)")
 }
 
 // fleetCallTimeout bounds a fleet command's calls to the database.
@@ -56,7 +58,11 @@ func (f *fleetFlags) open(ctx context.Context, logger *slog.Logger) (*fleet.Flee
 	if u == "" {
 		return nil, usage("the fleet needs a PostgreSQL database: --database URL or $AGENTRT_DATABASE_URL")
 	}
-	fl, err := fleet.Open(ctx, fleet.Options{DatabaseURL: u, RiverSchema: f.riverSchema, Logger: logger})
+	schema := f.storeSchema
+	if schema == "" {
+		schema = os.Getenv("AGENTRT_DATABASE_SCHEMA")
+	}
+	fl, err := fleet.Open(ctx, fleet.Options{DatabaseURL: u, RiverSchema: f.riverSchema, StoreSchema: schema, Logger: logger})
 	if errors.Is(err, fleet.ErrInvalid) {
 		return nil, usage("%v", err)
 	}
