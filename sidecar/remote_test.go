@@ -3,6 +3,7 @@ package sidecar_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -324,5 +325,68 @@ func TestRemoteDispatchLostAnswer(t *testing.T) {
 		cancel()
 		s.Close()
 		ts.Close()
+	}
+}
+
+// A read of a missing workspace file comes back as the contract's
+// not-found (fs.ErrNotExist), typed (*wire.Error, file_not_found, 404),
+// and is asked once: an absence is final, not a server fault to retry.
+func TestRemoteReadMissingFileIsNotFound(t *testing.T) {
+	_, s := serve(t, newScripted(t), sidecar.Options{})
+	var reads atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/workspace/read") {
+			reads.Add(1)
+		}
+		s.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	env, err := newRemote(t, ts.URL).Create(ctx, createInput(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = env.(contract.WorkspaceReader).ReadFile(ctx, "missing.txt", "")
+	var we *wire.Error
+	if !errors.Is(err, fs.ErrNotExist) || !errors.As(err, &we) || we.Code != wire.CodeFileNotFound || we.Status != http.StatusNotFound {
+		t.Fatalf("reading a missing file: %v, want a 404 file_not_found matching fs.ErrNotExist", err)
+	}
+	if n := reads.Load(); n != 1 {
+		t.Errorf("the read was sent %d times, want once", n)
+	}
+}
+
+// The contract sets no size limit on a profile (spec profile.md A.12:
+// its JSON limits are not applied to profile fields), so a profile larger
+// than the ordinary 1 MiB body is validated and created over the wire;
+// the wire's own bound, wire.MaxProfileBodyBytes, is refused with 413.
+func TestRemoteLargeProfileValidatesAndCreates(t *testing.T) {
+	ts, _ := serve(t, newScripted(t), sidecar.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	exposed, err := newRemote(t, ts.URL).Exposed(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	large := profile.Ref{Inline: &profile.Profile{Name: profile.Ptr("large"),
+		Prompt: &profile.Prompt{SystemPrompt: profile.Ptr(strings.Repeat("be exact. ", 300_000))}}} // 3 MB
+	res, err := exposed.(contract.ProfileValidator).ValidateProfile(ctx, large)
+	if err != nil || !res.OK {
+		t.Fatalf("validating a 3 MB profile: %+v, %v", res, err)
+	}
+	env, err := exposed.Create(ctx, &contract.CreateInput{Profile: large})
+	if err != nil {
+		t.Fatalf("creating with a 3 MB profile: %v", err)
+	}
+	if st, err := env.Status(ctx); err != nil || st != contract.EnvironmentRunning {
+		t.Errorf("status %q, %v", st, err)
+	}
+	over := `{"profile":{"name":"t","description":"` + strings.Repeat("x", wire.MaxProfileBodyBytes) + `"}}`
+	status, body := do(t, ts, http.MethodPost, wire.PathProfileValidation, over, nil)
+	wantError(t, status, body, http.StatusRequestEntityTooLarge, wire.CodeTooLarge, nil)
+	huge := profile.Ref{Inline: &profile.Profile{Name: profile.Ptr("huge"), Description: profile.Ptr(strings.Repeat("x", wire.MaxProfileBodyBytes))}}
+	if _, err := exposed.(contract.ProfileValidator).ValidateProfile(ctx, huge); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("a profile over the wire bound: %v, want a refusal before sending", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -49,6 +50,10 @@ type Options struct {
 	// MaxBodyBytes bounds request bodies (default and ceiling
 	// wire.MaxBodyBytes).
 	MaxBodyBytes int64
+	// MaxProfileBodyBytes bounds the bodies that carry a whole profile
+	// (create, profile validation) (default and ceiling
+	// wire.MaxProfileBodyBytes).
+	MaxProfileBodyBytes int64
 	// MaxTurnEvents bounds the events a turn keeps for resumption; older
 	// ones are dropped and a resume before them is refused (410).
 	MaxTurnEvents int
@@ -79,6 +84,9 @@ type Options struct {
 func (o *Options) defaults() {
 	if o.MaxBodyBytes <= 0 || o.MaxBodyBytes > wire.MaxBodyBytes {
 		o.MaxBodyBytes = wire.MaxBodyBytes
+	}
+	if o.MaxProfileBodyBytes <= 0 || o.MaxProfileBodyBytes > wire.MaxProfileBodyBytes {
+		o.MaxProfileBodyBytes = wire.MaxProfileBodyBytes
 	}
 	if o.MaxTurnEvents <= 0 {
 		o.MaxTurnEvents = DefaultMaxTurnEvents
@@ -271,12 +279,17 @@ func writeError(w http.ResponseWriter, d wire.ErrorDetail) {
 
 // readBody reads a JSON request body within the size limit.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	return s.readBodyWithin(w, r, s.opts.MaxBodyBytes)
+}
+
+// readBodyWithin reads a JSON request body of at most limit bytes.
+func (s *Server) readBodyWithin(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
 	ct := r.Header.Get("Content-Type")
 	if mt, _, _ := strings.Cut(ct, ";"); strings.TrimSpace(strings.ToLower(mt)) != wire.ContentTypeJSON {
 		writeError(w, wire.ErrorDetail{Code: wire.CodeUnsupportedMedia, Message: "the body must be " + wire.ContentTypeJSON})
 		return nil, false
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		writeError(w, wire.ErrorDetail{Code: wire.CodeTooLarge, Message: fmt.Sprintf("the body is larger than %d bytes", mbe.Limit)})
@@ -302,6 +315,8 @@ func providerError(err error) wire.ErrorDetail {
 		return wire.ErrorDetail{Code: wire.CodeIdempotencyConflict, Message: err.Error()}
 	case errors.Is(err, contract.ErrUnsupported):
 		return wire.ErrorDetail{Code: wire.CodeUnsupported, Message: err.Error()}
+	case errors.Is(err, fs.ErrNotExist):
+		return wire.ErrorDetail{Code: wire.CodeFileNotFound, Message: err.Error()}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return wire.ErrorDetail{Code: wire.CodeUnavailable, Message: err.Error()}
 	}

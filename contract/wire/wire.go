@@ -3,6 +3,7 @@ package wire
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -42,8 +43,15 @@ const (
 )
 
 // MaxBodyBytes bounds every request and response body and every SSE
-// event's data.
+// event's data, except the bodies MaxProfileBodyBytes bounds.
 const MaxBodyBytes = 1 << 20
+
+// MaxProfileBodyBytes bounds the bodies that carry a whole profile: a
+// profile validation request and a create input. The contract sets no
+// size limit on an AgentProfile (its JSON limits are not applied to
+// profile fields, spec profile.md A.12), so a profile may be larger than
+// MaxBodyBytes; the wire still bounds it, at 16 MiB.
+const MaxProfileBodyBytes = 16 << 20
 
 // SSE event names. An environment event is an unnamed ("message") event
 // whose id is its sequence number; a stream that ends without EventEnd or
@@ -69,10 +77,14 @@ const (
 	// another run). It is final: the same call cannot succeed later.
 	CodeSessionRefused = "session_refused"
 	CodeResumeGone     = "resume_window_passed"
-	CodeUnsupported    = "unsupported"
-	CodeUnavailable    = "unavailable"
-	CodeProvider       = "provider_error"
-	CodeInternal       = "internal"
+	// CodeFileNotFound: the workspace has no file at the path asked for.
+	// It is final (a retry reads the same absence) and matches
+	// fs.ErrNotExist, the contract's not-found error for a file.
+	CodeFileNotFound = "file_not_found"
+	CodeUnsupported  = "unsupported"
+	CodeUnavailable  = "unavailable"
+	CodeProvider     = "provider_error"
+	CodeInternal     = "internal"
 )
 
 var codeStatus = map[string]int{
@@ -87,6 +99,7 @@ var codeStatus = map[string]int{
 	CodeCreateInDoubt:       409,
 	CodeSessionRefused:      409,
 	CodeResumeGone:          410,
+	CodeFileNotFound:        404,
 	CodeUnsupported:         422,
 	CodeUnavailable:         503,
 	CodeProvider:            502,
@@ -138,6 +151,8 @@ func (e *Error) Is(target error) bool {
 		return e.Code == CodeUnsupported
 	case ErrNotFound:
 		return e.Code == CodeNotFound
+	case fs.ErrNotExist:
+		return e.Code == CodeFileNotFound
 	}
 	return false
 }
@@ -260,16 +275,22 @@ var (
 // parse refuses a body over MaxBodyBytes, then decodes it strictly
 // against node. Every refusal is a *schema.Error with JSON-pointer paths.
 func parse[T any](kind string, node schema.Node, data []byte) (*T, error) {
-	if len(data) > MaxBodyBytes {
+	return parseWithin[T](kind, node, data, MaxBodyBytes)
+}
+
+// parseWithin is parse with the body limit max.
+func parseWithin[T any](kind string, node schema.Node, data []byte, max int) (*T, error) {
+	if len(data) > max {
 		return nil, &schema.Error{Kind: kind, Issues: []schema.Issue{{Code: schema.CodeTooBig,
-			Message: fmt.Sprintf("the body is larger than %d bytes", MaxBodyBytes)}}}
+			Message: fmt.Sprintf("the body is larger than %d bytes", max)}}}
 	}
 	return contract.Parse[T](kind, node, data)
 }
 
-// ParseCreateInput decodes a create request body.
+// ParseCreateInput decodes a create request body (at most
+// MaxProfileBodyBytes: it may carry an inline profile).
 func ParseCreateInput(data []byte) (*contract.CreateInput, error) {
-	return parse[contract.CreateInput](contract.KindCreateInput, contract.CreateInputSchema, data)
+	return parseWithin[contract.CreateInput](contract.KindCreateInput, contract.CreateInputSchema, data, MaxProfileBodyBytes)
 }
 
 // ParseTurnRequest decodes a turn request body.

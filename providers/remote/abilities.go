@@ -32,8 +32,8 @@ func (p *Provider) validateProfile(ctx context.Context, ref profile.Ref) (*contr
 	if err != nil {
 		return nil, fmt.Errorf("remote: the profile has no JSON form: %w", err)
 	}
-	if len(body) > wire.MaxBodyBytes {
-		return nil, fmt.Errorf("remote: the profile validation request is larger than %d bytes", wire.MaxBodyBytes)
+	if len(body) > wire.MaxProfileBodyBytes {
+		return nil, fmt.Errorf("remote: the profile validation request is larger than %d bytes", wire.MaxProfileBodyBytes)
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
 	defer cancel()
