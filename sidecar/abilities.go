@@ -71,3 +71,27 @@ func ability[I any](w http.ResponseWriter, env contract.Environment, gate string
 	}
 	return x, true
 }
+
+// EffectCounter is a provider that counts its own durable effects
+// (providers/scripted does): the server then answers wire.PathEffects
+// with the counts, so a client can prove over the wire that a replay or
+// a refusal dispatched nothing.
+type EffectCounter interface {
+	// EffectCounts returns the counts by name; names are identifiers.
+	EffectCounts() map[string]int64
+}
+
+// effects answers the served provider's effect counts, or unsupported
+// for a provider that does not count them.
+func (s *Server) effects(w http.ResponseWriter, r *http.Request) {
+	ec, ok := s.p.(EffectCounter)
+	if !ok {
+		writeError(w, wire.ErrorDetail{Code: wire.CodeUnsupported, Message: "the provider does not count its effects"})
+		return
+	}
+	counts := ec.EffectCounts()
+	if counts == nil {
+		counts = map[string]int64{}
+	}
+	writeJSON(w, http.StatusOK, wire.Effects{Counts: counts})
+}

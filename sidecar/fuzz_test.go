@@ -11,7 +11,8 @@ import (
 )
 
 // FuzzRequestDecoders: any body sent to the create, turn, cancel,
-// dispatch, session, workspace and profile-validation routes is answered (never a panic, never a 5xx for bad input), and
+// dispatch, session (native continuation included), workspace and
+// profile-validation routes is answered (never a panic, never a 5xx for bad input), and
 // every refusal is an ErrorBody.
 func FuzzRequestDecoders(f *testing.F) {
 	for _, s := range []string{
@@ -24,6 +25,7 @@ func FuzzRequestDecoders(f *testing.F) {
 		`{"since":"x","executionId":"y"}`, `{"waitMs":5}`, `{"input":{"prompt":"hi"}}`,
 		`{"path":"a.txt","content":"x"}`, `{"path":"a.txt","sessionId":"s"}`,
 		`{"command":"echo ok","options":{"timeoutMs":10,"env":{"A":"b"}}}`, `{"profile":"catalog-id"}`,
+		`{"request":{"operationId":"op","requestDigest":"sha256:00","turnDigest":"sha256:00","run":{},"expectedBoundary":{}},"turn":{"prompt":"go"}}`,
 		`{"profile":`, `[]`, `{"a":1,"a":2}`, "\"\xff\"",
 	} {
 		f.Add([]byte(s))
@@ -39,7 +41,8 @@ func FuzzRequestDecoders(f *testing.F) {
 			"/v1/environments/none/dispatch", "/v1/environments/none/sessions/s", "/v1/environments/none/sessions/s/status",
 			"/v1/environments/none/sessions/s/events", "/v1/environments/none/sessions/s/result", "/v1/environments/none/sessions/s/prompt",
 			"/v1/environments/none/sessions/s/cancel", "/v1/environments/none/sessions/s/cancel-run",
-			"/v1/environments/none/sessions/s/interactions", "/v1/environments/none/workspace/read",
+			"/v1/environments/none/sessions/s/interactions", "/v1/environments/none/sessions/s/boundary",
+			"/v1/environments/none/sessions/s/continue", "/v1/environments/none/workspace/read",
 			"/v1/environments/none/workspace/write", "/v1/environments/none/workspace/exec", wire.PathProfileValidation} {
 			req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 			req.Header.Set("Content-Type", wire.ContentTypeJSON)

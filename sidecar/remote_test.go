@@ -390,3 +390,64 @@ func TestRemoteLargeProfileValidatesAndCreates(t *testing.T) {
 		t.Errorf("a profile over the wire bound: %v, want a refusal before sending", err)
 	}
 }
+
+// NAT-08 over the wire: a native continuation whose answer is lost after
+// the provider admitted it is re-sent with the same operation id and
+// answered replayed with the original run; the provider continued once.
+func TestRemoteContinueNativeLostAnswer(t *testing.T) {
+	p := newScripted(t)
+	s, err := sidecar.New(p, sidecar.Options{Token: testToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h, hits := faulty(s, func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/continue") }, 0)
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	env, err := newRemote(t, ts.URL).Create(ctx, createInput(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := env.(contract.Dispatcher).Dispatch(ctx, &contract.TurnInput{Prompt: ptr("hi"), SessionID: ptr("native")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := env.(contract.SessionOpener).Session(ctx, ref.ID, ref.ControlRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+	nc, ok := sess.(contract.NativeContinuer)
+	if !ok {
+		t.Fatal("the served provider declares nativeContinuation; the session offers no NativeContinuer")
+	}
+	proof, err := nc.ContextBoundary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ref.ControlRef
+	run := contract.ExactRunControlRef{RunID: c.RunID, Provider: c.Provider, EnvironmentID: c.EnvironmentID,
+		SessionID: *c.SessionID, ExecutionID: *c.ExecutionID, RequestDigest: *c.RequestDigest}
+	turn := contract.NativeContextContinuationTurn{Prompt: ptr("go on")}
+	req, err := contract.NewNativeContextContinuationRequest("continue-1", turn, run, *proof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := nc.ContinueNative(ctx, req, contract.NativeContinuationOptions{Turn: turn})
+	if err != nil {
+		t.Fatalf("ContinueNative: %v", err)
+	}
+	if hits.Load() != 2 {
+		t.Errorf("the continuation was sent %d times, want 2 (the first answer lost)", hits.Load())
+	}
+	if res.Acknowledgement.Status != contract.ContinuationStatusReplayed || !res.Succeeded() || !contract.NativeContinuationResultMatchesRequest(req, res) {
+		t.Errorf("the re-sent continuation answered %s, want replayed with the original run", res.Acknowledgement.Status)
+	}
+	if n := p.Counters().NativeContinuations; n != 1 {
+		t.Errorf("the provider continued %d times, want once", n)
+	}
+}

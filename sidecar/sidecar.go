@@ -164,6 +164,7 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 	s.mux.HandleFunc(wire.RouteTurnCancel, s.auth(s.method(http.MethodPost, s.cancelTurn)))
 	s.mux.HandleFunc(wire.RouteInteractions, s.auth(s.method(http.MethodPost, s.respond)))
 	s.mux.HandleFunc(wire.RouteObservation, s.auth(s.method(http.MethodGet, s.observe)))
+	s.mux.HandleFunc(wire.PathEffects, s.auth(s.method(http.MethodGet, s.effects)))
 	post := func(route string, h http.HandlerFunc) { s.mux.HandleFunc(route, s.auth(s.method(http.MethodPost, h))) }
 	post(wire.RouteDispatch, s.dispatch)
 	post(wire.RouteSession, s.openRoute)
@@ -174,6 +175,8 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 	post(wire.RouteSessionCancel, s.sessionCancel)
 	post(wire.RouteSessionCancelRun, s.sessionCancelRun)
 	post(wire.RouteSessionInteractions, s.sessionRespond)
+	post(wire.RouteSessionBoundary, s.sessionBoundary)
+	post(wire.RouteSessionContinue, s.sessionContinue)
 	post(wire.RouteWorkspaceRead, s.readFile)
 	post(wire.RouteWorkspaceWrite, s.writeFile)
 	post(wire.RouteWorkspaceExec, s.exec)

@@ -413,6 +413,11 @@ func Served(c *contract.Capabilities) contract.Capabilities {
 		oc := *c.Observation
 		out.Observation = &oc
 	}
+	if nc := c.NativeContinuation; nc != nil {
+		// admissionControl is not served: one request and its answer
+		// cannot announce the new run before its result is awaited.
+		out.NativeContinuation = &contract.NativeContinuationCapabilities{AtomicBoundary: nc.AtomicBoundary, RequestIdempotency: nc.RequestIdempotency}
+	}
 	if cr := c.Create; cr != nil && (len(cr.Egress) > 0 || cr.BillingOwner != nil || cr.RuntimeAttachments != nil) {
 		out.Create = &contract.CreateCapabilities{Egress: cr.Egress, BillingOwner: cr.BillingOwner, RuntimeAttachments: cr.RuntimeAttachments}
 	}

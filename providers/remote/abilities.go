@@ -116,3 +116,21 @@ func (e *environment) observe(ctx context.Context) (*contract.EnvironmentObserva
 	}
 	return obs, nil
 }
+
+// Effects reads the served provider's own counts of its durable effects
+// (wire.PathEffects); a provider that does not count them is refused
+// with an error matching contract.ErrUnsupported. It has no effect, so a
+// lost answer is asked again.
+func (p *Provider) Effects(ctx context.Context) (map[string]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	defer cancel()
+	out, _, err := p.call(ctx, http.MethodGet, wire.PathEffects, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	res, err := wire.ParseEffects(out)
+	if err != nil {
+		return nil, fmt.Errorf("remote: the server's effects: %w", err)
+	}
+	return res.Counts, nil
+}

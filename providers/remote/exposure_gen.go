@@ -3401,11 +3401,14 @@ func (e envDispatchSessionsInteractObserveReadWriteExec) Exec(ctx context.Contex
 // bit per ability in the order of gen_exposure.go's table.
 func sessMask(c *contract.Capabilities) uint {
 	var m uint
-	if c.RetainedControl != nil {
+	if c.NativeContinuation != nil {
 		m |= 1 << 0
 	}
-	if c.Interactions != nil {
+	if c.RetainedControl != nil {
 		m |= 1 << 1
+	}
+	if c.Interactions != nil {
+		m |= 1 << 2
 	}
 	return m
 }
@@ -3415,13 +3418,36 @@ func sessMask(c *contract.Capabilities) uint {
 func sessExposed(x *session, mask uint) contract.Session {
 	switch mask {
 	case 1:
-		return sessCancelRun{x}
+		return sessNative{x}
 	case 2:
-		return sessInteract{x}
+		return sessCancelRun{x}
 	case 3:
+		return sessNativeCancelRun{x}
+	case 4:
+		return sessInteract{x}
+	case 5:
+		return sessNativeInteract{x}
+	case 6:
 		return sessCancelRunInteract{x}
+	case 7:
+		return sessNativeCancelRunInteract{x}
 	}
 	return x
+}
+
+// sessNative offers NativeContinuer.
+type sessNative struct{ *session }
+
+// ContextBoundary implements contract.NativeContinuer.
+func (e sessNative) ContextBoundary(ctx context.Context) (*contract.NativeContextBoundaryProof, error) {
+	x := e.session
+	return x.contextBoundary(ctx)
+}
+
+// ContinueNative implements contract.NativeContinuer.
+func (e sessNative) ContinueNative(ctx context.Context, req *contract.NativeContextContinuationRequest, opts contract.NativeContinuationOptions) (*contract.NativeContinuationResult, error) {
+	x := e.session
+	return x.continueNative(ctx, req, opts)
 }
 
 // sessCancelRun offers RunCanceller.
@@ -3433,11 +3459,53 @@ func (e sessCancelRun) CancelRun(ctx context.Context, req *contract.RunCancellat
 	return x.cancelRun(ctx, req)
 }
 
+// sessNativeCancelRun offers NativeContinuer, RunCanceller.
+type sessNativeCancelRun struct{ *session }
+
+// ContextBoundary implements contract.NativeContinuer.
+func (e sessNativeCancelRun) ContextBoundary(ctx context.Context) (*contract.NativeContextBoundaryProof, error) {
+	x := e.session
+	return x.contextBoundary(ctx)
+}
+
+// ContinueNative implements contract.NativeContinuer.
+func (e sessNativeCancelRun) ContinueNative(ctx context.Context, req *contract.NativeContextContinuationRequest, opts contract.NativeContinuationOptions) (*contract.NativeContinuationResult, error) {
+	x := e.session
+	return x.continueNative(ctx, req, opts)
+}
+
+// CancelRun implements contract.RunCanceller.
+func (e sessNativeCancelRun) CancelRun(ctx context.Context, req *contract.RunCancellationRequest) (*contract.RunCancellationAcknowledgement, error) {
+	x := e.session
+	return x.cancelRun(ctx, req)
+}
+
 // sessInteract offers InteractionResponder.
 type sessInteract struct{ *session }
 
 // RespondToInteraction implements contract.InteractionResponder.
 func (e sessInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.session
+	return x.respond(ctx, cmd)
+}
+
+// sessNativeInteract offers NativeContinuer, InteractionResponder.
+type sessNativeInteract struct{ *session }
+
+// ContextBoundary implements contract.NativeContinuer.
+func (e sessNativeInteract) ContextBoundary(ctx context.Context) (*contract.NativeContextBoundaryProof, error) {
+	x := e.session
+	return x.contextBoundary(ctx)
+}
+
+// ContinueNative implements contract.NativeContinuer.
+func (e sessNativeInteract) ContinueNative(ctx context.Context, req *contract.NativeContextContinuationRequest, opts contract.NativeContinuationOptions) (*contract.NativeContinuationResult, error) {
+	x := e.session
+	return x.continueNative(ctx, req, opts)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e sessNativeInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
 	x := e.session
 	return x.respond(ctx, cmd)
 }
@@ -3453,6 +3521,33 @@ func (e sessCancelRunInteract) CancelRun(ctx context.Context, req *contract.RunC
 
 // RespondToInteraction implements contract.InteractionResponder.
 func (e sessCancelRunInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.session
+	return x.respond(ctx, cmd)
+}
+
+// sessNativeCancelRunInteract offers NativeContinuer, RunCanceller, InteractionResponder.
+type sessNativeCancelRunInteract struct{ *session }
+
+// ContextBoundary implements contract.NativeContinuer.
+func (e sessNativeCancelRunInteract) ContextBoundary(ctx context.Context) (*contract.NativeContextBoundaryProof, error) {
+	x := e.session
+	return x.contextBoundary(ctx)
+}
+
+// ContinueNative implements contract.NativeContinuer.
+func (e sessNativeCancelRunInteract) ContinueNative(ctx context.Context, req *contract.NativeContextContinuationRequest, opts contract.NativeContinuationOptions) (*contract.NativeContinuationResult, error) {
+	x := e.session
+	return x.continueNative(ctx, req, opts)
+}
+
+// CancelRun implements contract.RunCanceller.
+func (e sessNativeCancelRunInteract) CancelRun(ctx context.Context, req *contract.RunCancellationRequest) (*contract.RunCancellationAcknowledgement, error) {
+	x := e.session
+	return x.cancelRun(ctx, req)
+}
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e sessNativeCancelRunInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
 	x := e.session
 	return x.respond(ctx, cmd)
 }

@@ -20,40 +20,54 @@ import (
 
 // ability is one optional interface of the contract that remote offers.
 type ability struct {
-	Name  string // the contract interface
-	Short string // its part of a generated type name
-	Gate  string // the Go condition on c *contract.Capabilities that declares it
-	Sig   string // its method, as declared
-	Call  string // the body, calling the base type's unexported method
+	Name    string   // the contract interface
+	Short   string   // its part of a generated type name
+	Gate    string   // the Go condition on c *contract.Capabilities that declares it
+	Methods []method // the interface's methods
+}
+
+// method is one method of an ability.
+type method struct {
+	Sig  string // the method, as declared
+	Call string // the body, calling the base type's unexported method
+}
+
+// one is an ability of a single method.
+func one(name, short, gate, sig, call string) ability {
+	return ability{name, short, gate, []method{{sig, call}}}
 }
 
 var envAbilities = []ability{
-	{"Dispatcher", "Dispatch", "c.Streaming.Detach",
-		"Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error)", "return x.dispatch(ctx, in)"},
-	{"SessionOpener", "Sessions", "c.Streaming.Detach || c.Streaming.Replay || c.Sessions.Continue",
-		"Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error)", "return x.session(ctx, id, ref)"},
-	{"InteractionResponder", "Interact", "c.Interactions != nil",
-		"RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error)", "return x.respond(ctx, cmd)"},
-	{"Observer", "Observe", "c.Observation != nil",
-		"Observe(ctx context.Context) (*contract.EnvironmentObservation, error)", "return x.observe(ctx)"},
-	{"WorkspaceReader", "Read", "c.Workspace.Read",
-		"ReadFile(ctx context.Context, path, sessionID string) (string, error)", "return x.readFile(ctx, path, sessionID)"},
-	{"WorkspaceWriter", "Write", "c.Workspace.Write",
-		"WriteFile(ctx context.Context, path, content, sessionID string) error", "return x.writeFile(ctx, path, content, sessionID)"},
-	{"CommandExecutor", "Exec", "c.Workspace.Exec",
-		"Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error)", "return x.exec(ctx, command, req)"},
+	one("Dispatcher", "Dispatch", "c.Streaming.Detach",
+		"Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error)", "return x.dispatch(ctx, in)"),
+	one("SessionOpener", "Sessions", "c.Streaming.Detach || c.Streaming.Replay || c.Sessions.Continue",
+		"Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error)", "return x.session(ctx, id, ref)"),
+	one("InteractionResponder", "Interact", "c.Interactions != nil",
+		"RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error)", "return x.respond(ctx, cmd)"),
+	one("Observer", "Observe", "c.Observation != nil",
+		"Observe(ctx context.Context) (*contract.EnvironmentObservation, error)", "return x.observe(ctx)"),
+	one("WorkspaceReader", "Read", "c.Workspace.Read",
+		"ReadFile(ctx context.Context, path, sessionID string) (string, error)", "return x.readFile(ctx, path, sessionID)"),
+	one("WorkspaceWriter", "Write", "c.Workspace.Write",
+		"WriteFile(ctx context.Context, path, content, sessionID string) error", "return x.writeFile(ctx, path, content, sessionID)"),
+	one("CommandExecutor", "Exec", "c.Workspace.Exec",
+		"Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error)", "return x.exec(ctx, command, req)"),
 }
 
 var providerAbilities = []ability{
-	{"ProfileValidator", "Validate", "c.Profile.Validation",
-		"ValidateProfile(ctx context.Context, ref profile.Ref) (*contract.ProfileValidation, error)", "return x.validateProfile(ctx, ref)"},
+	one("ProfileValidator", "Validate", "c.Profile.Validation",
+		"ValidateProfile(ctx context.Context, ref profile.Ref) (*contract.ProfileValidation, error)", "return x.validateProfile(ctx, ref)"),
 }
 
 var sessionAbilities = []ability{
-	{"RunCanceller", "CancelRun", "c.RetainedControl != nil",
-		"CancelRun(ctx context.Context, req *contract.RunCancellationRequest) (*contract.RunCancellationAcknowledgement, error)", "return x.cancelRun(ctx, req)"},
-	{"InteractionResponder", "Interact", "c.Interactions != nil",
-		"RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error)", "return x.respond(ctx, cmd)"},
+	{"NativeContinuer", "Native", "c.NativeContinuation != nil", []method{
+		{"ContextBoundary(ctx context.Context) (*contract.NativeContextBoundaryProof, error)", "return x.contextBoundary(ctx)"},
+		{"ContinueNative(ctx context.Context, req *contract.NativeContextContinuationRequest, opts contract.NativeContinuationOptions) (*contract.NativeContinuationResult, error)",
+			"return x.continueNative(ctx, req, opts)"}}},
+	one("RunCanceller", "CancelRun", "c.RetainedControl != nil",
+		"CancelRun(ctx context.Context, req *contract.RunCancellationRequest) (*contract.RunCancellationAcknowledgement, error)", "return x.cancelRun(ctx, req)"),
+	one("InteractionResponder", "Interact", "c.Interactions != nil",
+		"RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error)", "return x.respond(ctx, cmd)"),
 }
 
 func main() {
@@ -105,8 +119,10 @@ func gen(b *bytes.Buffer, prefix, base, iface string, abilities []ability) {
 			if m&(1<<i) == 0 {
 				continue
 			}
-			fmt.Fprintf(b, "// %s implements contract.%s.\n", a.Sig[:strings.IndexByte(a.Sig, '(')], a.Name)
-			fmt.Fprintf(b, "func (e %s) %s {\n\tx := e.%s\n\t%s\n}\n\n", name, a.Sig, strings.TrimPrefix(base, "*"), a.Call)
+			for _, f := range a.Methods {
+				fmt.Fprintf(b, "// %s implements contract.%s.\n", f.Sig[:strings.IndexByte(f.Sig, '(')], a.Name)
+				fmt.Fprintf(b, "func (e %s) %s {\n\tx := e.%s\n\t%s\n}\n\n", name, f.Sig, strings.TrimPrefix(base, "*"), f.Call)
+			}
 		}
 	}
 }
