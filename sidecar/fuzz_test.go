@@ -43,7 +43,8 @@ func FuzzRequestDecoders(f *testing.F) {
 			"/v1/environments/none/sessions/s/cancel", "/v1/environments/none/sessions/s/cancel-run",
 			"/v1/environments/none/sessions/s/interactions", "/v1/environments/none/sessions/s/boundary",
 			"/v1/environments/none/sessions/s/continue", "/v1/environments/none/workspace/read",
-			"/v1/environments/none/workspace/write", "/v1/environments/none/workspace/exec", wire.PathProfileValidation} {
+			"/v1/environments/none/workspace/write", "/v1/environments/none/workspace/exec", wire.PathProfileValidation,
+			wire.PathContextTransferLookup} {
 			req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 			req.Header.Set("Content-Type", wire.ContentTypeJSON)
 			rec := httptest.NewRecorder()

@@ -181,6 +181,8 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 	post(wire.RouteWorkspaceWrite, s.writeFile)
 	post(wire.RouteWorkspaceExec, s.exec)
 	post(wire.PathProfileValidation, s.validateProfile)
+	post(wire.PathContextTransfer, s.transferContext)
+	post(wire.PathContextTransferLookup, s.lookupContextTransfer)
 	s.mux.HandleFunc("/", s.auth(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, wire.ErrorDetail{Code: wire.CodeNotFound, Message: "no such route"})
 	}))

@@ -47,7 +47,8 @@ const (
 const MaxBodyBytes = 1 << 20
 
 // MaxProfileBodyBytes bounds the bodies that carry a whole profile: a
-// profile validation request and a create input. The contract sets no
+// profile validation request, a create input and a context transfer
+// request. The contract sets no
 // size limit on an AgentProfile (its JSON limits are not applied to
 // profile fields, spec profile.md A.12), so a profile may be larger than
 // MaxBodyBytes; the wire still bounds it, at 16 MiB.
@@ -412,6 +413,10 @@ func Served(c *contract.Capabilities) contract.Capabilities {
 	if c.Observation != nil {
 		oc := *c.Observation
 		out.Observation = &oc
+	}
+	if ct := c.ContextTransfer; ct != nil {
+		kept := *ct
+		out.ContextTransfer = &kept
 	}
 	if nc := c.NativeContinuation; nc != nil {
 		// admissionControl is not served: one request and its answer

@@ -13,8 +13,11 @@ import (
 // bit per ability in the order of gen_exposure.go's table.
 func provMask(c *contract.Capabilities) uint {
 	var m uint
-	if c.Profile.Validation {
+	if c.ContextTransfer != nil {
 		m |= 1 << 0
+	}
+	if c.Profile.Validation {
+		m |= 1 << 1
 	}
 	return m
 }
@@ -24,9 +27,28 @@ func provMask(c *contract.Capabilities) uint {
 func provExposed(x *Provider, mask uint) contract.Provider {
 	switch mask {
 	case 1:
+		return provTransfer{x}
+	case 2:
 		return provValidate{x}
+	case 3:
+		return provTransferValidate{x}
 	}
 	return x
+}
+
+// provTransfer offers ContextTransferrer.
+type provTransfer struct{ *Provider }
+
+// TransferContext implements contract.ContextTransferrer.
+func (e provTransfer) TransferContext(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error) {
+	x := e.Provider
+	return x.transferContext(ctx, req)
+}
+
+// LookupContextTransfer implements contract.ContextTransferrer.
+func (e provTransfer) LookupContextTransfer(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error) {
+	x := e.Provider
+	return x.lookupContextTransfer(ctx, req)
 }
 
 // provValidate offers ProfileValidator.
@@ -34,6 +56,27 @@ type provValidate struct{ *Provider }
 
 // ValidateProfile implements contract.ProfileValidator.
 func (e provValidate) ValidateProfile(ctx context.Context, ref profile.Ref) (*contract.ProfileValidation, error) {
+	x := e.Provider
+	return x.validateProfile(ctx, ref)
+}
+
+// provTransferValidate offers ContextTransferrer, ProfileValidator.
+type provTransferValidate struct{ *Provider }
+
+// TransferContext implements contract.ContextTransferrer.
+func (e provTransferValidate) TransferContext(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error) {
+	x := e.Provider
+	return x.transferContext(ctx, req)
+}
+
+// LookupContextTransfer implements contract.ContextTransferrer.
+func (e provTransferValidate) LookupContextTransfer(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error) {
+	x := e.Provider
+	return x.lookupContextTransfer(ctx, req)
+}
+
+// ValidateProfile implements contract.ProfileValidator.
+func (e provTransferValidate) ValidateProfile(ctx context.Context, ref profile.Ref) (*contract.ProfileValidation, error) {
 	x := e.Provider
 	return x.validateProfile(ctx, ref)
 }

@@ -72,14 +72,24 @@ func TestExposureGeneratedUpToDate(t *testing.T) {
 	}
 }
 
-// The provider type picked for a document offers profile validation
-// exactly when the document declares it.
+// The provider type picked for a document offers profile validation and
+// context transfer exactly when the document declares them.
 func TestProviderExposureMatchesDocument(t *testing.T) {
-	for _, declared := range []bool{false, true} {
+	gates := []func(*contract.Capabilities){
+		func(c *contract.Capabilities) { c.Profile.Validation = true },
+		func(c *contract.Capabilities) {
+			c.ContextTransfer = &contract.ContextTransferCapabilities{FreshSession: true, RequestIdempotency: true, Lookup: true}
+		},
+	}
+	for m := range 1 << len(gates) {
 		var c contract.Capabilities
-		c.Profile.Validation = declared
+		for i, set := range gates {
+			if m&(1<<i) != 0 {
+				set(&c)
+			}
+		}
 		if err := contract.CheckProviderExposure(&c, provExposed(&Provider{}, provMask(&c))); err != nil {
-			t.Errorf("profile.validation %v: %v", declared, err)
+			t.Errorf("document %02b: %v", m, err)
 		}
 	}
 }

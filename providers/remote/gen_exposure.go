@@ -55,6 +55,9 @@ var envAbilities = []ability{
 }
 
 var providerAbilities = []ability{
+	{"ContextTransferrer", "Transfer", "c.ContextTransfer != nil", []method{
+		{"TransferContext(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error)", "return x.transferContext(ctx, req)"},
+		{"LookupContextTransfer(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error)", "return x.lookupContextTransfer(ctx, req)"}}},
 	one("ProfileValidator", "Validate", "c.Profile.Validation",
 		"ValidateProfile(ctx context.Context, ref profile.Ref) (*contract.ProfileValidation, error)", "return x.validateProfile(ctx, ref)"),
 }
