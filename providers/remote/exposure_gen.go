@@ -27,58 +27,56 @@ func provMask(c *contract.Capabilities) uint {
 func provExposed(x *Provider, mask uint) contract.Provider {
 	switch mask {
 	case 1:
-		return provTransfer{x}
+		return provTransfer{x, provWithTransfer{x}}
 	case 2:
-		return provValidate{x}
+		return provValidate{x, provWithValidate{x}}
 	case 3:
-		return provTransferValidate{x}
+		return provTransferValidate{x, provWithTransfer{x}, provWithValidate{x}}
 	}
 	return x
 }
 
-// provTransfer offers ContextTransferrer.
-type provTransfer struct{ *Provider }
+// provWithTransfer carries the methods of contract.ContextTransferrer.
+type provWithTransfer struct{ x *Provider }
 
 // TransferContext implements contract.ContextTransferrer.
-func (e provTransfer) TransferContext(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error) {
-	x := e.Provider
+func (e provWithTransfer) TransferContext(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error) {
+	x := e.x
 	return x.transferContext(ctx, req)
 }
 
 // LookupContextTransfer implements contract.ContextTransferrer.
-func (e provTransfer) LookupContextTransfer(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error) {
-	x := e.Provider
+func (e provWithTransfer) LookupContextTransfer(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error) {
+	x := e.x
 	return x.lookupContextTransfer(ctx, req)
+}
+
+// provWithValidate carries the methods of contract.ProfileValidator.
+type provWithValidate struct{ x *Provider }
+
+// ValidateProfile implements contract.ProfileValidator.
+func (e provWithValidate) ValidateProfile(ctx context.Context, ref profile.Ref) (*contract.ProfileValidation, error) {
+	x := e.x
+	return x.validateProfile(ctx, ref)
+}
+
+// provTransfer offers ContextTransferrer.
+type provTransfer struct {
+	*Provider
+	provWithTransfer
 }
 
 // provValidate offers ProfileValidator.
-type provValidate struct{ *Provider }
-
-// ValidateProfile implements contract.ProfileValidator.
-func (e provValidate) ValidateProfile(ctx context.Context, ref profile.Ref) (*contract.ProfileValidation, error) {
-	x := e.Provider
-	return x.validateProfile(ctx, ref)
+type provValidate struct {
+	*Provider
+	provWithValidate
 }
 
 // provTransferValidate offers ContextTransferrer, ProfileValidator.
-type provTransferValidate struct{ *Provider }
-
-// TransferContext implements contract.ContextTransferrer.
-func (e provTransferValidate) TransferContext(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error) {
-	x := e.Provider
-	return x.transferContext(ctx, req)
-}
-
-// LookupContextTransfer implements contract.ContextTransferrer.
-func (e provTransferValidate) LookupContextTransfer(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error) {
-	x := e.Provider
-	return x.lookupContextTransfer(ctx, req)
-}
-
-// ValidateProfile implements contract.ProfileValidator.
-func (e provTransferValidate) ValidateProfile(ctx context.Context, ref profile.Ref) (*contract.ProfileValidation, error) {
-	x := e.Provider
-	return x.validateProfile(ctx, ref)
+type provTransferValidate struct {
+	*Provider
+	provWithTransfer
+	provWithValidate
 }
 
 // envMask is the set of optional abilities c declares for a contract.Environment, one
@@ -114,3330 +112,1407 @@ func envMask(c *contract.Capabilities) uint {
 func envExposed(x *environment, mask uint) contract.Environment {
 	switch mask {
 	case 1:
-		return envDispatch{x}
+		return envDispatch{x, envWithDispatch{x}}
 	case 2:
-		return envSessions{x}
+		return envSessions{x, envWithSessions{x}}
 	case 3:
-		return envDispatchSessions{x}
+		return envDispatchSessions{x, envWithDispatch{x}, envWithSessions{x}}
 	case 4:
-		return envInteract{x}
+		return envInteract{x, envWithInteract{x}}
 	case 5:
-		return envDispatchInteract{x}
+		return envDispatchInteract{x, envWithDispatch{x}, envWithInteract{x}}
 	case 6:
-		return envSessionsInteract{x}
+		return envSessionsInteract{x, envWithSessions{x}, envWithInteract{x}}
 	case 7:
-		return envDispatchSessionsInteract{x}
+		return envDispatchSessionsInteract{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}}
 	case 8:
-		return envObserve{x}
+		return envObserve{x, envWithObserve{x}}
 	case 9:
-		return envDispatchObserve{x}
+		return envDispatchObserve{x, envWithDispatch{x}, envWithObserve{x}}
 	case 10:
-		return envSessionsObserve{x}
+		return envSessionsObserve{x, envWithSessions{x}, envWithObserve{x}}
 	case 11:
-		return envDispatchSessionsObserve{x}
+		return envDispatchSessionsObserve{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}}
 	case 12:
-		return envInteractObserve{x}
+		return envInteractObserve{x, envWithInteract{x}, envWithObserve{x}}
 	case 13:
-		return envDispatchInteractObserve{x}
+		return envDispatchInteractObserve{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}}
 	case 14:
-		return envSessionsInteractObserve{x}
+		return envSessionsInteractObserve{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}}
 	case 15:
-		return envDispatchSessionsInteractObserve{x}
+		return envDispatchSessionsInteractObserve{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}}
 	case 16:
-		return envRead{x}
+		return envRead{x, envWithRead{x}}
 	case 17:
-		return envDispatchRead{x}
+		return envDispatchRead{x, envWithDispatch{x}, envWithRead{x}}
 	case 18:
-		return envSessionsRead{x}
+		return envSessionsRead{x, envWithSessions{x}, envWithRead{x}}
 	case 19:
-		return envDispatchSessionsRead{x}
+		return envDispatchSessionsRead{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}}
 	case 20:
-		return envInteractRead{x}
+		return envInteractRead{x, envWithInteract{x}, envWithRead{x}}
 	case 21:
-		return envDispatchInteractRead{x}
+		return envDispatchInteractRead{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}}
 	case 22:
-		return envSessionsInteractRead{x}
+		return envSessionsInteractRead{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}}
 	case 23:
-		return envDispatchSessionsInteractRead{x}
+		return envDispatchSessionsInteractRead{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}}
 	case 24:
-		return envObserveRead{x}
+		return envObserveRead{x, envWithObserve{x}, envWithRead{x}}
 	case 25:
-		return envDispatchObserveRead{x}
+		return envDispatchObserveRead{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}}
 	case 26:
-		return envSessionsObserveRead{x}
+		return envSessionsObserveRead{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}}
 	case 27:
-		return envDispatchSessionsObserveRead{x}
+		return envDispatchSessionsObserveRead{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}}
 	case 28:
-		return envInteractObserveRead{x}
+		return envInteractObserveRead{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}}
 	case 29:
-		return envDispatchInteractObserveRead{x}
+		return envDispatchInteractObserveRead{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}}
 	case 30:
-		return envSessionsInteractObserveRead{x}
+		return envSessionsInteractObserveRead{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}}
 	case 31:
-		return envDispatchSessionsInteractObserveRead{x}
+		return envDispatchSessionsInteractObserveRead{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}}
 	case 32:
-		return envWrite{x}
+		return envWrite{x, envWithWrite{x}}
 	case 33:
-		return envDispatchWrite{x}
+		return envDispatchWrite{x, envWithDispatch{x}, envWithWrite{x}}
 	case 34:
-		return envSessionsWrite{x}
+		return envSessionsWrite{x, envWithSessions{x}, envWithWrite{x}}
 	case 35:
-		return envDispatchSessionsWrite{x}
+		return envDispatchSessionsWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}}
 	case 36:
-		return envInteractWrite{x}
+		return envInteractWrite{x, envWithInteract{x}, envWithWrite{x}}
 	case 37:
-		return envDispatchInteractWrite{x}
+		return envDispatchInteractWrite{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}}
 	case 38:
-		return envSessionsInteractWrite{x}
+		return envSessionsInteractWrite{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}}
 	case 39:
-		return envDispatchSessionsInteractWrite{x}
+		return envDispatchSessionsInteractWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}}
 	case 40:
-		return envObserveWrite{x}
+		return envObserveWrite{x, envWithObserve{x}, envWithWrite{x}}
 	case 41:
-		return envDispatchObserveWrite{x}
+		return envDispatchObserveWrite{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}}
 	case 42:
-		return envSessionsObserveWrite{x}
+		return envSessionsObserveWrite{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}}
 	case 43:
-		return envDispatchSessionsObserveWrite{x}
+		return envDispatchSessionsObserveWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}}
 	case 44:
-		return envInteractObserveWrite{x}
+		return envInteractObserveWrite{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}}
 	case 45:
-		return envDispatchInteractObserveWrite{x}
+		return envDispatchInteractObserveWrite{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}}
 	case 46:
-		return envSessionsInteractObserveWrite{x}
+		return envSessionsInteractObserveWrite{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}}
 	case 47:
-		return envDispatchSessionsInteractObserveWrite{x}
+		return envDispatchSessionsInteractObserveWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}}
 	case 48:
-		return envReadWrite{x}
+		return envReadWrite{x, envWithRead{x}, envWithWrite{x}}
 	case 49:
-		return envDispatchReadWrite{x}
+		return envDispatchReadWrite{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}}
 	case 50:
-		return envSessionsReadWrite{x}
+		return envSessionsReadWrite{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}}
 	case 51:
-		return envDispatchSessionsReadWrite{x}
+		return envDispatchSessionsReadWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}}
 	case 52:
-		return envInteractReadWrite{x}
+		return envInteractReadWrite{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}}
 	case 53:
-		return envDispatchInteractReadWrite{x}
+		return envDispatchInteractReadWrite{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}}
 	case 54:
-		return envSessionsInteractReadWrite{x}
+		return envSessionsInteractReadWrite{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}}
 	case 55:
-		return envDispatchSessionsInteractReadWrite{x}
+		return envDispatchSessionsInteractReadWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}}
 	case 56:
-		return envObserveReadWrite{x}
+		return envObserveReadWrite{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 57:
-		return envDispatchObserveReadWrite{x}
+		return envDispatchObserveReadWrite{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 58:
-		return envSessionsObserveReadWrite{x}
+		return envSessionsObserveReadWrite{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 59:
-		return envDispatchSessionsObserveReadWrite{x}
+		return envDispatchSessionsObserveReadWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 60:
-		return envInteractObserveReadWrite{x}
+		return envInteractObserveReadWrite{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 61:
-		return envDispatchInteractObserveReadWrite{x}
+		return envDispatchInteractObserveReadWrite{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 62:
-		return envSessionsInteractObserveReadWrite{x}
+		return envSessionsInteractObserveReadWrite{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 63:
-		return envDispatchSessionsInteractObserveReadWrite{x}
+		return envDispatchSessionsInteractObserveReadWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 64:
-		return envExec{x}
+		return envExec{x, envWithExec{x}}
 	case 65:
-		return envDispatchExec{x}
+		return envDispatchExec{x, envWithDispatch{x}, envWithExec{x}}
 	case 66:
-		return envSessionsExec{x}
+		return envSessionsExec{x, envWithSessions{x}, envWithExec{x}}
 	case 67:
-		return envDispatchSessionsExec{x}
+		return envDispatchSessionsExec{x, envWithDispatch{x}, envWithSessions{x}, envWithExec{x}}
 	case 68:
-		return envInteractExec{x}
+		return envInteractExec{x, envWithInteract{x}, envWithExec{x}}
 	case 69:
-		return envDispatchInteractExec{x}
+		return envDispatchInteractExec{x, envWithDispatch{x}, envWithInteract{x}, envWithExec{x}}
 	case 70:
-		return envSessionsInteractExec{x}
+		return envSessionsInteractExec{x, envWithSessions{x}, envWithInteract{x}, envWithExec{x}}
 	case 71:
-		return envDispatchSessionsInteractExec{x}
+		return envDispatchSessionsInteractExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithExec{x}}
 	case 72:
-		return envObserveExec{x}
+		return envObserveExec{x, envWithObserve{x}, envWithExec{x}}
 	case 73:
-		return envDispatchObserveExec{x}
+		return envDispatchObserveExec{x, envWithDispatch{x}, envWithObserve{x}, envWithExec{x}}
 	case 74:
-		return envSessionsObserveExec{x}
+		return envSessionsObserveExec{x, envWithSessions{x}, envWithObserve{x}, envWithExec{x}}
 	case 75:
-		return envDispatchSessionsObserveExec{x}
+		return envDispatchSessionsObserveExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithExec{x}}
 	case 76:
-		return envInteractObserveExec{x}
+		return envInteractObserveExec{x, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
 	case 77:
-		return envDispatchInteractObserveExec{x}
+		return envDispatchInteractObserveExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
 	case 78:
-		return envSessionsInteractObserveExec{x}
+		return envSessionsInteractObserveExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
 	case 79:
-		return envDispatchSessionsInteractObserveExec{x}
+		return envDispatchSessionsInteractObserveExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
 	case 80:
-		return envReadExec{x}
+		return envReadExec{x, envWithRead{x}, envWithExec{x}}
 	case 81:
-		return envDispatchReadExec{x}
+		return envDispatchReadExec{x, envWithDispatch{x}, envWithRead{x}, envWithExec{x}}
 	case 82:
-		return envSessionsReadExec{x}
+		return envSessionsReadExec{x, envWithSessions{x}, envWithRead{x}, envWithExec{x}}
 	case 83:
-		return envDispatchSessionsReadExec{x}
+		return envDispatchSessionsReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithExec{x}}
 	case 84:
-		return envInteractReadExec{x}
+		return envInteractReadExec{x, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
 	case 85:
-		return envDispatchInteractReadExec{x}
+		return envDispatchInteractReadExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
 	case 86:
-		return envSessionsInteractReadExec{x}
+		return envSessionsInteractReadExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
 	case 87:
-		return envDispatchSessionsInteractReadExec{x}
+		return envDispatchSessionsInteractReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
 	case 88:
-		return envObserveReadExec{x}
+		return envObserveReadExec{x, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
 	case 89:
-		return envDispatchObserveReadExec{x}
+		return envDispatchObserveReadExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
 	case 90:
-		return envSessionsObserveReadExec{x}
+		return envSessionsObserveReadExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
 	case 91:
-		return envDispatchSessionsObserveReadExec{x}
+		return envDispatchSessionsObserveReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
 	case 92:
-		return envInteractObserveReadExec{x}
+		return envInteractObserveReadExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
 	case 93:
-		return envDispatchInteractObserveReadExec{x}
+		return envDispatchInteractObserveReadExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
 	case 94:
-		return envSessionsInteractObserveReadExec{x}
+		return envSessionsInteractObserveReadExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
 	case 95:
-		return envDispatchSessionsInteractObserveReadExec{x}
+		return envDispatchSessionsInteractObserveReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
 	case 96:
-		return envWriteExec{x}
+		return envWriteExec{x, envWithWrite{x}, envWithExec{x}}
 	case 97:
-		return envDispatchWriteExec{x}
+		return envDispatchWriteExec{x, envWithDispatch{x}, envWithWrite{x}, envWithExec{x}}
 	case 98:
-		return envSessionsWriteExec{x}
+		return envSessionsWriteExec{x, envWithSessions{x}, envWithWrite{x}, envWithExec{x}}
 	case 99:
-		return envDispatchSessionsWriteExec{x}
+		return envDispatchSessionsWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithExec{x}}
 	case 100:
-		return envInteractWriteExec{x}
+		return envInteractWriteExec{x, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
 	case 101:
-		return envDispatchInteractWriteExec{x}
+		return envDispatchInteractWriteExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
 	case 102:
-		return envSessionsInteractWriteExec{x}
+		return envSessionsInteractWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
 	case 103:
-		return envDispatchSessionsInteractWriteExec{x}
+		return envDispatchSessionsInteractWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
 	case 104:
-		return envObserveWriteExec{x}
+		return envObserveWriteExec{x, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
 	case 105:
-		return envDispatchObserveWriteExec{x}
+		return envDispatchObserveWriteExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
 	case 106:
-		return envSessionsObserveWriteExec{x}
+		return envSessionsObserveWriteExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
 	case 107:
-		return envDispatchSessionsObserveWriteExec{x}
+		return envDispatchSessionsObserveWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
 	case 108:
-		return envInteractObserveWriteExec{x}
+		return envInteractObserveWriteExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
 	case 109:
-		return envDispatchInteractObserveWriteExec{x}
+		return envDispatchInteractObserveWriteExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
 	case 110:
-		return envSessionsInteractObserveWriteExec{x}
+		return envSessionsInteractObserveWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
 	case 111:
-		return envDispatchSessionsInteractObserveWriteExec{x}
+		return envDispatchSessionsInteractObserveWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
 	case 112:
-		return envReadWriteExec{x}
+		return envReadWriteExec{x, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 113:
-		return envDispatchReadWriteExec{x}
+		return envDispatchReadWriteExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 114:
-		return envSessionsReadWriteExec{x}
+		return envSessionsReadWriteExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 115:
-		return envDispatchSessionsReadWriteExec{x}
+		return envDispatchSessionsReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 116:
-		return envInteractReadWriteExec{x}
+		return envInteractReadWriteExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 117:
-		return envDispatchInteractReadWriteExec{x}
+		return envDispatchInteractReadWriteExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 118:
-		return envSessionsInteractReadWriteExec{x}
+		return envSessionsInteractReadWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 119:
-		return envDispatchSessionsInteractReadWriteExec{x}
+		return envDispatchSessionsInteractReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 120:
-		return envObserveReadWriteExec{x}
+		return envObserveReadWriteExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 121:
-		return envDispatchObserveReadWriteExec{x}
+		return envDispatchObserveReadWriteExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 122:
-		return envSessionsObserveReadWriteExec{x}
+		return envSessionsObserveReadWriteExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 123:
-		return envDispatchSessionsObserveReadWriteExec{x}
+		return envDispatchSessionsObserveReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 124:
-		return envInteractObserveReadWriteExec{x}
+		return envInteractObserveReadWriteExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 125:
-		return envDispatchInteractObserveReadWriteExec{x}
+		return envDispatchInteractObserveReadWriteExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 126:
-		return envSessionsInteractObserveReadWriteExec{x}
+		return envSessionsInteractObserveReadWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 127:
-		return envDispatchSessionsInteractObserveReadWriteExec{x}
+		return envDispatchSessionsInteractObserveReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	}
 	return x
 }
 
-// envDispatch offers Dispatcher.
-type envDispatch struct{ *environment }
+// envWithDispatch carries the methods of contract.Dispatcher.
+type envWithDispatch struct{ x *environment }
 
 // Dispatch implements contract.Dispatcher.
-func (e envDispatch) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
+func (e envWithDispatch) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.x
 	return x.dispatch(ctx, in)
+}
+
+// envWithSessions carries the methods of contract.SessionOpener.
+type envWithSessions struct{ x *environment }
+
+// Session implements contract.SessionOpener.
+func (e envWithSessions) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.x
+	return x.session(ctx, id, ref)
+}
+
+// envWithInteract carries the methods of contract.InteractionResponder.
+type envWithInteract struct{ x *environment }
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envWithInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.x
+	return x.respond(ctx, cmd)
+}
+
+// envWithObserve carries the methods of contract.Observer.
+type envWithObserve struct{ x *environment }
+
+// Observe implements contract.Observer.
+func (e envWithObserve) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.x
+	return x.observe(ctx)
+}
+
+// envWithRead carries the methods of contract.WorkspaceReader.
+type envWithRead struct{ x *environment }
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envWithRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.x
+	return x.readFile(ctx, path, sessionID)
+}
+
+// envWithWrite carries the methods of contract.WorkspaceWriter.
+type envWithWrite struct{ x *environment }
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envWithWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.x
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envWithExec carries the methods of contract.CommandExecutor.
+type envWithExec struct{ x *environment }
+
+// Exec implements contract.CommandExecutor.
+func (e envWithExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.x
+	return x.exec(ctx, command, req)
+}
+
+// envDispatch offers Dispatcher.
+type envDispatch struct {
+	*environment
+	envWithDispatch
 }
 
 // envSessions offers SessionOpener.
-type envSessions struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessions) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
+type envSessions struct {
+	*environment
+	envWithSessions
 }
 
 // envDispatchSessions offers Dispatcher, SessionOpener.
-type envDispatchSessions struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessions) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessions) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
+type envDispatchSessions struct {
+	*environment
+	envWithDispatch
+	envWithSessions
 }
 
 // envInteract offers InteractionResponder.
-type envInteract struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
+type envInteract struct {
+	*environment
+	envWithInteract
 }
 
 // envDispatchInteract offers Dispatcher, InteractionResponder.
-type envDispatchInteract struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteract) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
+type envDispatchInteract struct {
+	*environment
+	envWithDispatch
+	envWithInteract
 }
 
 // envSessionsInteract offers SessionOpener, InteractionResponder.
-type envSessionsInteract struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteract) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
+type envSessionsInteract struct {
+	*environment
+	envWithSessions
+	envWithInteract
 }
 
 // envDispatchSessionsInteract offers Dispatcher, SessionOpener, InteractionResponder.
-type envDispatchSessionsInteract struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteract) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteract) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
+type envDispatchSessionsInteract struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
 }
 
 // envObserve offers Observer.
-type envObserve struct{ *environment }
-
-// Observe implements contract.Observer.
-func (e envObserve) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
+type envObserve struct {
+	*environment
+	envWithObserve
 }
 
 // envDispatchObserve offers Dispatcher, Observer.
-type envDispatchObserve struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchObserve) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchObserve) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
+type envDispatchObserve struct {
+	*environment
+	envWithDispatch
+	envWithObserve
 }
 
 // envSessionsObserve offers SessionOpener, Observer.
-type envSessionsObserve struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsObserve) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsObserve) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
+type envSessionsObserve struct {
+	*environment
+	envWithSessions
+	envWithObserve
 }
 
 // envDispatchSessionsObserve offers Dispatcher, SessionOpener, Observer.
-type envDispatchSessionsObserve struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsObserve) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsObserve) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsObserve) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
+type envDispatchSessionsObserve struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
 }
 
 // envInteractObserve offers InteractionResponder, Observer.
-type envInteractObserve struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractObserve) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envInteractObserve) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
+type envInteractObserve struct {
+	*environment
+	envWithInteract
+	envWithObserve
 }
 
 // envDispatchInteractObserve offers Dispatcher, InteractionResponder, Observer.
-type envDispatchInteractObserve struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractObserve) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractObserve) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchInteractObserve) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
+type envDispatchInteractObserve struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
 }
 
 // envSessionsInteractObserve offers SessionOpener, InteractionResponder, Observer.
-type envSessionsInteractObserve struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractObserve) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractObserve) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsInteractObserve) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
+type envSessionsInteractObserve struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
 }
 
 // envDispatchSessionsInteractObserve offers Dispatcher, SessionOpener, InteractionResponder, Observer.
-type envDispatchSessionsInteractObserve struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractObserve) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractObserve) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractObserve) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsInteractObserve) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
+type envDispatchSessionsInteractObserve struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
 }
 
 // envRead offers WorkspaceReader.
-type envRead struct{ *environment }
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envRead struct {
+	*environment
+	envWithRead
 }
 
 // envDispatchRead offers Dispatcher, WorkspaceReader.
-type envDispatchRead struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchRead) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envDispatchRead struct {
+	*environment
+	envWithDispatch
+	envWithRead
 }
 
 // envSessionsRead offers SessionOpener, WorkspaceReader.
-type envSessionsRead struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsRead) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envSessionsRead struct {
+	*environment
+	envWithSessions
+	envWithRead
 }
 
 // envDispatchSessionsRead offers Dispatcher, SessionOpener, WorkspaceReader.
-type envDispatchSessionsRead struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsRead) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsRead) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envDispatchSessionsRead struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
 }
 
 // envInteractRead offers InteractionResponder, WorkspaceReader.
-type envInteractRead struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractRead) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envInteractRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envInteractRead struct {
+	*environment
+	envWithInteract
+	envWithRead
 }
 
 // envDispatchInteractRead offers Dispatcher, InteractionResponder, WorkspaceReader.
-type envDispatchInteractRead struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractRead) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractRead) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchInteractRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envDispatchInteractRead struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
 }
 
 // envSessionsInteractRead offers SessionOpener, InteractionResponder, WorkspaceReader.
-type envSessionsInteractRead struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractRead) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractRead) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsInteractRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envSessionsInteractRead struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
 }
 
 // envDispatchSessionsInteractRead offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader.
-type envDispatchSessionsInteractRead struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractRead) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractRead) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractRead) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsInteractRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envDispatchSessionsInteractRead struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
 }
 
 // envObserveRead offers Observer, WorkspaceReader.
-type envObserveRead struct{ *environment }
-
-// Observe implements contract.Observer.
-func (e envObserveRead) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envObserveRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envObserveRead struct {
+	*environment
+	envWithObserve
+	envWithRead
 }
 
 // envDispatchObserveRead offers Dispatcher, Observer, WorkspaceReader.
-type envDispatchObserveRead struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchObserveRead) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchObserveRead) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchObserveRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envDispatchObserveRead struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
 }
 
 // envSessionsObserveRead offers SessionOpener, Observer, WorkspaceReader.
-type envSessionsObserveRead struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsObserveRead) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsObserveRead) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsObserveRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envSessionsObserveRead struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
 }
 
 // envDispatchSessionsObserveRead offers Dispatcher, SessionOpener, Observer, WorkspaceReader.
-type envDispatchSessionsObserveRead struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsObserveRead) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsObserveRead) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsObserveRead) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsObserveRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envDispatchSessionsObserveRead struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
 }
 
 // envInteractObserveRead offers InteractionResponder, Observer, WorkspaceReader.
-type envInteractObserveRead struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractObserveRead) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envInteractObserveRead) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envInteractObserveRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envInteractObserveRead struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
 }
 
 // envDispatchInteractObserveRead offers Dispatcher, InteractionResponder, Observer, WorkspaceReader.
-type envDispatchInteractObserveRead struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractObserveRead) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractObserveRead) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchInteractObserveRead) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchInteractObserveRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envDispatchInteractObserveRead struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
 }
 
 // envSessionsInteractObserveRead offers SessionOpener, InteractionResponder, Observer, WorkspaceReader.
-type envSessionsInteractObserveRead struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractObserveRead) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractObserveRead) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsInteractObserveRead) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsInteractObserveRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envSessionsInteractObserveRead struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
 }
 
 // envDispatchSessionsInteractObserveRead offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader.
-type envDispatchSessionsInteractObserveRead struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractObserveRead) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractObserveRead) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractObserveRead) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsInteractObserveRead) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsInteractObserveRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envDispatchSessionsInteractObserveRead struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
 }
 
 // envWrite offers WorkspaceWriter.
-type envWrite struct{ *environment }
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envWrite struct {
+	*environment
+	envWithWrite
 }
 
 // envDispatchWrite offers Dispatcher, WorkspaceWriter.
-type envDispatchWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envDispatchWrite struct {
+	*environment
+	envWithDispatch
+	envWithWrite
 }
 
 // envSessionsWrite offers SessionOpener, WorkspaceWriter.
-type envSessionsWrite struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envSessionsWrite struct {
+	*environment
+	envWithSessions
+	envWithWrite
 }
 
 // envDispatchSessionsWrite offers Dispatcher, SessionOpener, WorkspaceWriter.
-type envDispatchSessionsWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envDispatchSessionsWrite struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
 }
 
 // envInteractWrite offers InteractionResponder, WorkspaceWriter.
-type envInteractWrite struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envInteractWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envInteractWrite struct {
+	*environment
+	envWithInteract
+	envWithWrite
 }
 
 // envDispatchInteractWrite offers Dispatcher, InteractionResponder, WorkspaceWriter.
-type envDispatchInteractWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchInteractWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envDispatchInteractWrite struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithWrite
 }
 
 // envSessionsInteractWrite offers SessionOpener, InteractionResponder, WorkspaceWriter.
-type envSessionsInteractWrite struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsInteractWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envSessionsInteractWrite struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
 }
 
 // envDispatchSessionsInteractWrite offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter.
-type envDispatchSessionsInteractWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsInteractWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envDispatchSessionsInteractWrite struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
 }
 
 // envObserveWrite offers Observer, WorkspaceWriter.
-type envObserveWrite struct{ *environment }
-
-// Observe implements contract.Observer.
-func (e envObserveWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envObserveWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envObserveWrite struct {
+	*environment
+	envWithObserve
+	envWithWrite
 }
 
 // envDispatchObserveWrite offers Dispatcher, Observer, WorkspaceWriter.
-type envDispatchObserveWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchObserveWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchObserveWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchObserveWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envDispatchObserveWrite struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithWrite
 }
 
 // envSessionsObserveWrite offers SessionOpener, Observer, WorkspaceWriter.
-type envSessionsObserveWrite struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsObserveWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsObserveWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsObserveWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envSessionsObserveWrite struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
 }
 
 // envDispatchSessionsObserveWrite offers Dispatcher, SessionOpener, Observer, WorkspaceWriter.
-type envDispatchSessionsObserveWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsObserveWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsObserveWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsObserveWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsObserveWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envDispatchSessionsObserveWrite struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
 }
 
 // envInteractObserveWrite offers InteractionResponder, Observer, WorkspaceWriter.
-type envInteractObserveWrite struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractObserveWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envInteractObserveWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envInteractObserveWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envInteractObserveWrite struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
 }
 
 // envDispatchInteractObserveWrite offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter.
-type envDispatchInteractObserveWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractObserveWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractObserveWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchInteractObserveWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchInteractObserveWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envDispatchInteractObserveWrite struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithWrite
 }
 
 // envSessionsInteractObserveWrite offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter.
-type envSessionsInteractObserveWrite struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractObserveWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractObserveWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsInteractObserveWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsInteractObserveWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envSessionsInteractObserveWrite struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
 }
 
 // envDispatchSessionsInteractObserveWrite offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter.
-type envDispatchSessionsInteractObserveWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractObserveWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractObserveWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractObserveWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsInteractObserveWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsInteractObserveWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envDispatchSessionsInteractObserveWrite struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
 }
 
 // envReadWrite offers WorkspaceReader, WorkspaceWriter.
-type envReadWrite struct{ *environment }
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envReadWrite struct {
+	*environment
+	envWithRead
+	envWithWrite
 }
 
 // envDispatchReadWrite offers Dispatcher, WorkspaceReader, WorkspaceWriter.
-type envDispatchReadWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchReadWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envDispatchReadWrite struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithWrite
 }
 
 // envSessionsReadWrite offers SessionOpener, WorkspaceReader, WorkspaceWriter.
-type envSessionsReadWrite struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsReadWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envSessionsReadWrite struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
 }
 
 // envDispatchSessionsReadWrite offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter.
-type envDispatchSessionsReadWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsReadWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsReadWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envDispatchSessionsReadWrite struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
 }
 
 // envInteractReadWrite offers InteractionResponder, WorkspaceReader, WorkspaceWriter.
-type envInteractReadWrite struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractReadWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envInteractReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envInteractReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envInteractReadWrite struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
 }
 
 // envDispatchInteractReadWrite offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter.
-type envDispatchInteractReadWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractReadWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractReadWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchInteractReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchInteractReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envDispatchInteractReadWrite struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithWrite
 }
 
 // envSessionsInteractReadWrite offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter.
-type envSessionsInteractReadWrite struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractReadWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractReadWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsInteractReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsInteractReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envSessionsInteractReadWrite struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
 }
 
 // envDispatchSessionsInteractReadWrite offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter.
-type envDispatchSessionsInteractReadWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractReadWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractReadWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractReadWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsInteractReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsInteractReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envDispatchSessionsInteractReadWrite struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
 }
 
 // envObserveReadWrite offers Observer, WorkspaceReader, WorkspaceWriter.
-type envObserveReadWrite struct{ *environment }
-
-// Observe implements contract.Observer.
-func (e envObserveReadWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envObserveReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envObserveReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envObserveReadWrite struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
 }
 
 // envDispatchObserveReadWrite offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter.
-type envDispatchObserveReadWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchObserveReadWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchObserveReadWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchObserveReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchObserveReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envDispatchObserveReadWrite struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithWrite
 }
 
 // envSessionsObserveReadWrite offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter.
-type envSessionsObserveReadWrite struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsObserveReadWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsObserveReadWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsObserveReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsObserveReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envSessionsObserveReadWrite struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
 }
 
 // envDispatchSessionsObserveReadWrite offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter.
-type envDispatchSessionsObserveReadWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsObserveReadWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsObserveReadWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsObserveReadWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsObserveReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsObserveReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envDispatchSessionsObserveReadWrite struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
 }
 
 // envInteractObserveReadWrite offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter.
-type envInteractObserveReadWrite struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractObserveReadWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envInteractObserveReadWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envInteractObserveReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envInteractObserveReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envInteractObserveReadWrite struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
 }
 
 // envDispatchInteractObserveReadWrite offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter.
-type envDispatchInteractObserveReadWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractObserveReadWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractObserveReadWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchInteractObserveReadWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchInteractObserveReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchInteractObserveReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envDispatchInteractObserveReadWrite struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
 }
 
 // envSessionsInteractObserveReadWrite offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter.
-type envSessionsInteractObserveReadWrite struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractObserveReadWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractObserveReadWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsInteractObserveReadWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsInteractObserveReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsInteractObserveReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envSessionsInteractObserveReadWrite struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
 }
 
 // envDispatchSessionsInteractObserveReadWrite offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter.
-type envDispatchSessionsInteractObserveReadWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractObserveReadWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractObserveReadWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractObserveReadWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsInteractObserveReadWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsInteractObserveReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsInteractObserveReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envDispatchSessionsInteractObserveReadWrite struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
 }
 
 // envExec offers CommandExecutor.
-type envExec struct{ *environment }
-
-// Exec implements contract.CommandExecutor.
-func (e envExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envExec struct {
+	*environment
+	envWithExec
 }
 
 // envDispatchExec offers Dispatcher, CommandExecutor.
-type envDispatchExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchExec struct {
+	*environment
+	envWithDispatch
+	envWithExec
 }
 
 // envSessionsExec offers SessionOpener, CommandExecutor.
-type envSessionsExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsExec struct {
+	*environment
+	envWithSessions
+	envWithExec
 }
 
 // envDispatchSessionsExec offers Dispatcher, SessionOpener, CommandExecutor.
-type envDispatchSessionsExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithExec
 }
 
 // envInteractExec offers InteractionResponder, CommandExecutor.
-type envInteractExec struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envInteractExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envInteractExec struct {
+	*environment
+	envWithInteract
+	envWithExec
 }
 
 // envDispatchInteractExec offers Dispatcher, InteractionResponder, CommandExecutor.
-type envDispatchInteractExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchInteractExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchInteractExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithExec
 }
 
 // envSessionsInteractExec offers SessionOpener, InteractionResponder, CommandExecutor.
-type envSessionsInteractExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsInteractExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsInteractExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithExec
 }
 
 // envDispatchSessionsInteractExec offers Dispatcher, SessionOpener, InteractionResponder, CommandExecutor.
-type envDispatchSessionsInteractExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsInteractExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsInteractExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithExec
 }
 
 // envObserveExec offers Observer, CommandExecutor.
-type envObserveExec struct{ *environment }
-
-// Observe implements contract.Observer.
-func (e envObserveExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envObserveExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envObserveExec struct {
+	*environment
+	envWithObserve
+	envWithExec
 }
 
 // envDispatchObserveExec offers Dispatcher, Observer, CommandExecutor.
-type envDispatchObserveExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchObserveExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchObserveExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchObserveExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchObserveExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithExec
 }
 
 // envSessionsObserveExec offers SessionOpener, Observer, CommandExecutor.
-type envSessionsObserveExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsObserveExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsObserveExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsObserveExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsObserveExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithExec
 }
 
 // envDispatchSessionsObserveExec offers Dispatcher, SessionOpener, Observer, CommandExecutor.
-type envDispatchSessionsObserveExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsObserveExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsObserveExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsObserveExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsObserveExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsObserveExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithExec
 }
 
 // envInteractObserveExec offers InteractionResponder, Observer, CommandExecutor.
-type envInteractObserveExec struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractObserveExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envInteractObserveExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envInteractObserveExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envInteractObserveExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithExec
 }
 
 // envDispatchInteractObserveExec offers Dispatcher, InteractionResponder, Observer, CommandExecutor.
-type envDispatchInteractObserveExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractObserveExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractObserveExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchInteractObserveExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchInteractObserveExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchInteractObserveExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithExec
 }
 
 // envSessionsInteractObserveExec offers SessionOpener, InteractionResponder, Observer, CommandExecutor.
-type envSessionsInteractObserveExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractObserveExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractObserveExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsInteractObserveExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsInteractObserveExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsInteractObserveExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithExec
 }
 
 // envDispatchSessionsInteractObserveExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, CommandExecutor.
-type envDispatchSessionsInteractObserveExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractObserveExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractObserveExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractObserveExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsInteractObserveExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsInteractObserveExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsInteractObserveExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithExec
 }
 
 // envReadExec offers WorkspaceReader, CommandExecutor.
-type envReadExec struct{ *environment }
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envReadExec struct {
+	*environment
+	envWithRead
+	envWithExec
 }
 
 // envDispatchReadExec offers Dispatcher, WorkspaceReader, CommandExecutor.
-type envDispatchReadExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchReadExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchReadExec struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithExec
 }
 
 // envSessionsReadExec offers SessionOpener, WorkspaceReader, CommandExecutor.
-type envSessionsReadExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsReadExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsReadExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithExec
 }
 
 // envDispatchSessionsReadExec offers Dispatcher, SessionOpener, WorkspaceReader, CommandExecutor.
-type envDispatchSessionsReadExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsReadExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsReadExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsReadExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithExec
 }
 
 // envInteractReadExec offers InteractionResponder, WorkspaceReader, CommandExecutor.
-type envInteractReadExec struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractReadExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envInteractReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envInteractReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envInteractReadExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithExec
 }
 
 // envDispatchInteractReadExec offers Dispatcher, InteractionResponder, WorkspaceReader, CommandExecutor.
-type envDispatchInteractReadExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractReadExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractReadExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchInteractReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchInteractReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchInteractReadExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithExec
 }
 
 // envSessionsInteractReadExec offers SessionOpener, InteractionResponder, WorkspaceReader, CommandExecutor.
-type envSessionsInteractReadExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractReadExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractReadExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsInteractReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsInteractReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsInteractReadExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithExec
 }
 
 // envDispatchSessionsInteractReadExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, CommandExecutor.
-type envDispatchSessionsInteractReadExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractReadExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractReadExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractReadExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsInteractReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsInteractReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsInteractReadExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithExec
 }
 
 // envObserveReadExec offers Observer, WorkspaceReader, CommandExecutor.
-type envObserveReadExec struct{ *environment }
-
-// Observe implements contract.Observer.
-func (e envObserveReadExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envObserveReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envObserveReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envObserveReadExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithExec
 }
 
 // envDispatchObserveReadExec offers Dispatcher, Observer, WorkspaceReader, CommandExecutor.
-type envDispatchObserveReadExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchObserveReadExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchObserveReadExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchObserveReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchObserveReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchObserveReadExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithExec
 }
 
 // envSessionsObserveReadExec offers SessionOpener, Observer, WorkspaceReader, CommandExecutor.
-type envSessionsObserveReadExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsObserveReadExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsObserveReadExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsObserveReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsObserveReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsObserveReadExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithExec
 }
 
 // envDispatchSessionsObserveReadExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, CommandExecutor.
-type envDispatchSessionsObserveReadExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsObserveReadExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsObserveReadExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsObserveReadExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsObserveReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsObserveReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsObserveReadExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithExec
 }
 
 // envInteractObserveReadExec offers InteractionResponder, Observer, WorkspaceReader, CommandExecutor.
-type envInteractObserveReadExec struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractObserveReadExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envInteractObserveReadExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envInteractObserveReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envInteractObserveReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envInteractObserveReadExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithExec
 }
 
 // envDispatchInteractObserveReadExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, CommandExecutor.
-type envDispatchInteractObserveReadExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractObserveReadExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractObserveReadExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchInteractObserveReadExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchInteractObserveReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchInteractObserveReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchInteractObserveReadExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithExec
 }
 
 // envSessionsInteractObserveReadExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, CommandExecutor.
-type envSessionsInteractObserveReadExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractObserveReadExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractObserveReadExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsInteractObserveReadExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsInteractObserveReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsInteractObserveReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsInteractObserveReadExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithExec
 }
 
 // envDispatchSessionsInteractObserveReadExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, CommandExecutor.
-type envDispatchSessionsInteractObserveReadExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractObserveReadExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractObserveReadExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractObserveReadExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsInteractObserveReadExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsInteractObserveReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsInteractObserveReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsInteractObserveReadExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithExec
 }
 
 // envWriteExec offers WorkspaceWriter, CommandExecutor.
-type envWriteExec struct{ *environment }
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envWriteExec struct {
+	*environment
+	envWithWrite
+	envWithExec
 }
 
 // envDispatchWriteExec offers Dispatcher, WorkspaceWriter, CommandExecutor.
-type envDispatchWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchWriteExec struct {
+	*environment
+	envWithDispatch
+	envWithWrite
+	envWithExec
 }
 
 // envSessionsWriteExec offers SessionOpener, WorkspaceWriter, CommandExecutor.
-type envSessionsWriteExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsWriteExec struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithExec
 }
 
 // envDispatchSessionsWriteExec offers Dispatcher, SessionOpener, WorkspaceWriter, CommandExecutor.
-type envDispatchSessionsWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsWriteExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithExec
 }
 
 // envInteractWriteExec offers InteractionResponder, WorkspaceWriter, CommandExecutor.
-type envInteractWriteExec struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envInteractWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envInteractWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envInteractWriteExec struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithExec
 }
 
 // envDispatchInteractWriteExec offers Dispatcher, InteractionResponder, WorkspaceWriter, CommandExecutor.
-type envDispatchInteractWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchInteractWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchInteractWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchInteractWriteExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithWrite
+	envWithExec
 }
 
 // envSessionsInteractWriteExec offers SessionOpener, InteractionResponder, WorkspaceWriter, CommandExecutor.
-type envSessionsInteractWriteExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsInteractWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsInteractWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsInteractWriteExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithExec
 }
 
 // envDispatchSessionsInteractWriteExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, CommandExecutor.
-type envDispatchSessionsInteractWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsInteractWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsInteractWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsInteractWriteExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithExec
 }
 
 // envObserveWriteExec offers Observer, WorkspaceWriter, CommandExecutor.
-type envObserveWriteExec struct{ *environment }
-
-// Observe implements contract.Observer.
-func (e envObserveWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envObserveWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envObserveWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envObserveWriteExec struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithExec
 }
 
 // envDispatchObserveWriteExec offers Dispatcher, Observer, WorkspaceWriter, CommandExecutor.
-type envDispatchObserveWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchObserveWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchObserveWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchObserveWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchObserveWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchObserveWriteExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithWrite
+	envWithExec
 }
 
 // envSessionsObserveWriteExec offers SessionOpener, Observer, WorkspaceWriter, CommandExecutor.
-type envSessionsObserveWriteExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsObserveWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsObserveWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsObserveWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsObserveWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsObserveWriteExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithExec
 }
 
 // envDispatchSessionsObserveWriteExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, CommandExecutor.
-type envDispatchSessionsObserveWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsObserveWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsObserveWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsObserveWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsObserveWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsObserveWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsObserveWriteExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithExec
 }
 
 // envInteractObserveWriteExec offers InteractionResponder, Observer, WorkspaceWriter, CommandExecutor.
-type envInteractObserveWriteExec struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractObserveWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envInteractObserveWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envInteractObserveWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envInteractObserveWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envInteractObserveWriteExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithExec
 }
 
 // envDispatchInteractObserveWriteExec offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, CommandExecutor.
-type envDispatchInteractObserveWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractObserveWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractObserveWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchInteractObserveWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchInteractObserveWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchInteractObserveWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchInteractObserveWriteExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithExec
 }
 
 // envSessionsInteractObserveWriteExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, CommandExecutor.
-type envSessionsInteractObserveWriteExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractObserveWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractObserveWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsInteractObserveWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsInteractObserveWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsInteractObserveWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsInteractObserveWriteExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithExec
 }
 
 // envDispatchSessionsInteractObserveWriteExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, CommandExecutor.
-type envDispatchSessionsInteractObserveWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractObserveWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractObserveWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractObserveWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsInteractObserveWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsInteractObserveWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsInteractObserveWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsInteractObserveWriteExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithExec
 }
 
 // envReadWriteExec offers WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envReadWriteExec struct{ *environment }
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envReadWriteExec struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envDispatchReadWriteExec offers Dispatcher, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envDispatchReadWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchReadWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchReadWriteExec struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envSessionsReadWriteExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envSessionsReadWriteExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsReadWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsReadWriteExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envDispatchSessionsReadWriteExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envDispatchSessionsReadWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsReadWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsReadWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsReadWriteExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envInteractReadWriteExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envInteractReadWriteExec struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractReadWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envInteractReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envInteractReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envInteractReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envInteractReadWriteExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envDispatchInteractReadWriteExec offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envDispatchInteractReadWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractReadWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractReadWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchInteractReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchInteractReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchInteractReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchInteractReadWriteExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envSessionsInteractReadWriteExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envSessionsInteractReadWriteExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractReadWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractReadWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsInteractReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsInteractReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsInteractReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsInteractReadWriteExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envDispatchSessionsInteractReadWriteExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envDispatchSessionsInteractReadWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractReadWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractReadWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractReadWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsInteractReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsInteractReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsInteractReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsInteractReadWriteExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envObserveReadWriteExec offers Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envObserveReadWriteExec struct{ *environment }
-
-// Observe implements contract.Observer.
-func (e envObserveReadWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envObserveReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envObserveReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envObserveReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envObserveReadWriteExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envDispatchObserveReadWriteExec offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envDispatchObserveReadWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchObserveReadWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchObserveReadWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchObserveReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchObserveReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchObserveReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchObserveReadWriteExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envSessionsObserveReadWriteExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envSessionsObserveReadWriteExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsObserveReadWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsObserveReadWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsObserveReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsObserveReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsObserveReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsObserveReadWriteExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envDispatchSessionsObserveReadWriteExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envDispatchSessionsObserveReadWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsObserveReadWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsObserveReadWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsObserveReadWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsObserveReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsObserveReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsObserveReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsObserveReadWriteExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envInteractObserveReadWriteExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envInteractObserveReadWriteExec struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractObserveReadWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envInteractObserveReadWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envInteractObserveReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envInteractObserveReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envInteractObserveReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envInteractObserveReadWriteExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envDispatchInteractObserveReadWriteExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envDispatchInteractObserveReadWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractObserveReadWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractObserveReadWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchInteractObserveReadWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchInteractObserveReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchInteractObserveReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchInteractObserveReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchInteractObserveReadWriteExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envSessionsInteractObserveReadWriteExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envSessionsInteractObserveReadWriteExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractObserveReadWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractObserveReadWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsInteractObserveReadWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsInteractObserveReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsInteractObserveReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsInteractObserveReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsInteractObserveReadWriteExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envDispatchSessionsInteractObserveReadWriteExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envDispatchSessionsInteractObserveReadWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractObserveReadWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractObserveReadWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractObserveReadWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsInteractObserveReadWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsInteractObserveReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsInteractObserveReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsInteractObserveReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsInteractObserveReadWriteExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // sessMask is the set of optional abilities c declares for a contract.Session, one
@@ -3461,136 +1536,99 @@ func sessMask(c *contract.Capabilities) uint {
 func sessExposed(x *session, mask uint) contract.Session {
 	switch mask {
 	case 1:
-		return sessNative{x}
+		return sessNative{x, sessWithNative{x}}
 	case 2:
-		return sessCancelRun{x}
+		return sessCancelRun{x, sessWithCancelRun{x}}
 	case 3:
-		return sessNativeCancelRun{x}
+		return sessNativeCancelRun{x, sessWithNative{x}, sessWithCancelRun{x}}
 	case 4:
-		return sessInteract{x}
+		return sessInteract{x, sessWithInteract{x}}
 	case 5:
-		return sessNativeInteract{x}
+		return sessNativeInteract{x, sessWithNative{x}, sessWithInteract{x}}
 	case 6:
-		return sessCancelRunInteract{x}
+		return sessCancelRunInteract{x, sessWithCancelRun{x}, sessWithInteract{x}}
 	case 7:
-		return sessNativeCancelRunInteract{x}
+		return sessNativeCancelRunInteract{x, sessWithNative{x}, sessWithCancelRun{x}, sessWithInteract{x}}
 	}
 	return x
 }
 
-// sessNative offers NativeContinuer.
-type sessNative struct{ *session }
+// sessWithNative carries the methods of contract.NativeContinuer.
+type sessWithNative struct{ x *session }
 
 // ContextBoundary implements contract.NativeContinuer.
-func (e sessNative) ContextBoundary(ctx context.Context) (*contract.NativeContextBoundaryProof, error) {
-	x := e.session
+func (e sessWithNative) ContextBoundary(ctx context.Context) (*contract.NativeContextBoundaryProof, error) {
+	x := e.x
 	return x.contextBoundary(ctx)
 }
 
 // ContinueNative implements contract.NativeContinuer.
-func (e sessNative) ContinueNative(ctx context.Context, req *contract.NativeContextContinuationRequest, opts contract.NativeContinuationOptions) (*contract.NativeContinuationResult, error) {
-	x := e.session
+func (e sessWithNative) ContinueNative(ctx context.Context, req *contract.NativeContextContinuationRequest, opts contract.NativeContinuationOptions) (*contract.NativeContinuationResult, error) {
+	x := e.x
 	return x.continueNative(ctx, req, opts)
+}
+
+// sessWithCancelRun carries the methods of contract.RunCanceller.
+type sessWithCancelRun struct{ x *session }
+
+// CancelRun implements contract.RunCanceller.
+func (e sessWithCancelRun) CancelRun(ctx context.Context, req *contract.RunCancellationRequest) (*contract.RunCancellationAcknowledgement, error) {
+	x := e.x
+	return x.cancelRun(ctx, req)
+}
+
+// sessWithInteract carries the methods of contract.InteractionResponder.
+type sessWithInteract struct{ x *session }
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e sessWithInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.x
+	return x.respond(ctx, cmd)
+}
+
+// sessNative offers NativeContinuer.
+type sessNative struct {
+	*session
+	sessWithNative
 }
 
 // sessCancelRun offers RunCanceller.
-type sessCancelRun struct{ *session }
-
-// CancelRun implements contract.RunCanceller.
-func (e sessCancelRun) CancelRun(ctx context.Context, req *contract.RunCancellationRequest) (*contract.RunCancellationAcknowledgement, error) {
-	x := e.session
-	return x.cancelRun(ctx, req)
+type sessCancelRun struct {
+	*session
+	sessWithCancelRun
 }
 
 // sessNativeCancelRun offers NativeContinuer, RunCanceller.
-type sessNativeCancelRun struct{ *session }
-
-// ContextBoundary implements contract.NativeContinuer.
-func (e sessNativeCancelRun) ContextBoundary(ctx context.Context) (*contract.NativeContextBoundaryProof, error) {
-	x := e.session
-	return x.contextBoundary(ctx)
-}
-
-// ContinueNative implements contract.NativeContinuer.
-func (e sessNativeCancelRun) ContinueNative(ctx context.Context, req *contract.NativeContextContinuationRequest, opts contract.NativeContinuationOptions) (*contract.NativeContinuationResult, error) {
-	x := e.session
-	return x.continueNative(ctx, req, opts)
-}
-
-// CancelRun implements contract.RunCanceller.
-func (e sessNativeCancelRun) CancelRun(ctx context.Context, req *contract.RunCancellationRequest) (*contract.RunCancellationAcknowledgement, error) {
-	x := e.session
-	return x.cancelRun(ctx, req)
+type sessNativeCancelRun struct {
+	*session
+	sessWithNative
+	sessWithCancelRun
 }
 
 // sessInteract offers InteractionResponder.
-type sessInteract struct{ *session }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e sessInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.session
-	return x.respond(ctx, cmd)
+type sessInteract struct {
+	*session
+	sessWithInteract
 }
 
 // sessNativeInteract offers NativeContinuer, InteractionResponder.
-type sessNativeInteract struct{ *session }
-
-// ContextBoundary implements contract.NativeContinuer.
-func (e sessNativeInteract) ContextBoundary(ctx context.Context) (*contract.NativeContextBoundaryProof, error) {
-	x := e.session
-	return x.contextBoundary(ctx)
-}
-
-// ContinueNative implements contract.NativeContinuer.
-func (e sessNativeInteract) ContinueNative(ctx context.Context, req *contract.NativeContextContinuationRequest, opts contract.NativeContinuationOptions) (*contract.NativeContinuationResult, error) {
-	x := e.session
-	return x.continueNative(ctx, req, opts)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e sessNativeInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.session
-	return x.respond(ctx, cmd)
+type sessNativeInteract struct {
+	*session
+	sessWithNative
+	sessWithInteract
 }
 
 // sessCancelRunInteract offers RunCanceller, InteractionResponder.
-type sessCancelRunInteract struct{ *session }
-
-// CancelRun implements contract.RunCanceller.
-func (e sessCancelRunInteract) CancelRun(ctx context.Context, req *contract.RunCancellationRequest) (*contract.RunCancellationAcknowledgement, error) {
-	x := e.session
-	return x.cancelRun(ctx, req)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e sessCancelRunInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.session
-	return x.respond(ctx, cmd)
+type sessCancelRunInteract struct {
+	*session
+	sessWithCancelRun
+	sessWithInteract
 }
 
 // sessNativeCancelRunInteract offers NativeContinuer, RunCanceller, InteractionResponder.
-type sessNativeCancelRunInteract struct{ *session }
-
-// ContextBoundary implements contract.NativeContinuer.
-func (e sessNativeCancelRunInteract) ContextBoundary(ctx context.Context) (*contract.NativeContextBoundaryProof, error) {
-	x := e.session
-	return x.contextBoundary(ctx)
-}
-
-// ContinueNative implements contract.NativeContinuer.
-func (e sessNativeCancelRunInteract) ContinueNative(ctx context.Context, req *contract.NativeContextContinuationRequest, opts contract.NativeContinuationOptions) (*contract.NativeContinuationResult, error) {
-	x := e.session
-	return x.continueNative(ctx, req, opts)
-}
-
-// CancelRun implements contract.RunCanceller.
-func (e sessNativeCancelRunInteract) CancelRun(ctx context.Context, req *contract.RunCancellationRequest) (*contract.RunCancellationAcknowledgement, error) {
-	x := e.session
-	return x.cancelRun(ctx, req)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e sessNativeCancelRunInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.session
-	return x.respond(ctx, cmd)
+type sessNativeCancelRunInteract struct {
+	*session
+	sessWithNative
+	sessWithCancelRun
+	sessWithInteract
 }

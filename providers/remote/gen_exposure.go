@@ -106,29 +106,42 @@ func gen(b *bytes.Buffer, prefix, base, iface string, abilities []ability) {
 	fmt.Fprintf(b, "// %sExposed returns x as the type that implements exactly the\n// abilities of mask.\n", prefix)
 	fmt.Fprintf(b, "func %sExposed(x %s, mask uint) %s {\n\tswitch mask {\n", prefix, base, iface)
 	for m := 1; m < 1<<len(abilities); m++ {
-		fmt.Fprintf(b, "\tcase %d:\n\t\treturn %s{x}\n", m, typeName(prefix, abilities, m))
+		fields := []string{"x"}
+		for i, a := range abilities {
+			if m&(1<<i) != 0 {
+				fields = append(fields, carrier(prefix, a)+"{x}")
+			}
+		}
+		fmt.Fprintf(b, "\tcase %d:\n\t\treturn %s{%s}\n", m, typeName(prefix, abilities, m), strings.Join(fields, ", "))
 	}
 	b.WriteString("\t}\n\treturn x\n}\n\n")
+	// One carrier per ability holds its methods; a combination embeds
+	// the base (its methods at depth 1) and the carriers of its
+	// abilities, so each combination costs one line, not a copy of every
+	// method.
+	for _, a := range abilities {
+		name := carrier(prefix, a)
+		fmt.Fprintf(b, "// %s carries the methods of contract.%s.\ntype %s struct{ x %s }\n\n", name, a.Name, name, base)
+		for _, f := range a.Methods {
+			fmt.Fprintf(b, "// %s implements contract.%s.\n", f.Sig[:strings.IndexByte(f.Sig, '(')], a.Name)
+			fmt.Fprintf(b, "func (e %s) %s {\n\tx := e.x\n\t%s\n}\n\n", name, f.Sig, f.Call)
+		}
+	}
 	for m := 1; m < 1<<len(abilities); m++ {
-		name := typeName(prefix, abilities, m)
-		var names []string
+		var names, carriers []string
 		for i, a := range abilities {
 			if m&(1<<i) != 0 {
 				names = append(names, a.Name)
+				carriers = append(carriers, carrier(prefix, a))
 			}
 		}
-		fmt.Fprintf(b, "// %s offers %s.\ntype %s struct{ %s }\n\n", name, strings.Join(names, ", "), name, base)
-		for i, a := range abilities {
-			if m&(1<<i) == 0 {
-				continue
-			}
-			for _, f := range a.Methods {
-				fmt.Fprintf(b, "// %s implements contract.%s.\n", f.Sig[:strings.IndexByte(f.Sig, '(')], a.Name)
-				fmt.Fprintf(b, "func (e %s) %s {\n\tx := e.%s\n\t%s\n}\n\n", name, f.Sig, strings.TrimPrefix(base, "*"), f.Call)
-			}
-		}
+		name := typeName(prefix, abilities, m)
+		fmt.Fprintf(b, "// %s offers %s.\ntype %s struct {\n\t%s\n\t%s\n}\n\n", name, strings.Join(names, ", "), name, base, strings.Join(carriers, "\n\t"))
 	}
 }
+
+// carrier is the name of the type that carries a's methods.
+func carrier(prefix string, a ability) string { return prefix + "With" + a.Short }
 
 func typeName(prefix string, abilities []ability, m int) string {
 	name := prefix
