@@ -122,6 +122,32 @@ func (k *KeyedExactProcessCreate[E]) Do(ctx context.Context, in *CreateExactProc
 // Forget drops the record of key (see KeyedCreate.Forget).
 func (k *KeyedExactProcessCreate[E]) Forget(key string) { k.keys.forget(key) }
 
+// KeyedOperation applies the keyed contract to any effect a caller names
+// with an operation key and the digest of its request (a server that
+// turns a request without idempotency of its own — a legacy checkpoint
+// or fork — into one a client may re-send after a lost answer): the same
+// key and digest run op once and return its outcome to every caller
+// (CreationReplayed after the first), concurrent callers are coalesced,
+// and another digest under a used key fails with ErrIdempotencyConflict
+// before any effect. A failed op forgets its key. The zero value is ready
+// to use; it must not be copied after first use, and it keeps keys only
+// in memory, as KeyedCreate does.
+type KeyedOperation[E any] struct {
+	keys keyedRecords[E]
+}
+
+// Do runs op at most once for key and digest (see KeyedOperation).
+func (k *KeyedOperation[E]) Do(ctx context.Context, key, digest string, op func(ctx context.Context) (E, error)) (E, Creation, error) {
+	if err := ctx.Err(); err != nil {
+		var zero E
+		return zero, "", err
+	}
+	return k.keys.do(ctx, key, digest, op)
+}
+
+// Forget drops the settled record of key.
+func (k *KeyedOperation[E]) Forget(key string) { k.keys.forget(key) }
+
 // keyedRecords is the one implementation of keyed create admission: per
 // key, the digest of the input that holds it and the outcome of its one
 // create effect.

@@ -26,6 +26,7 @@ func FuzzRequestDecoders(f *testing.F) {
 		`{"path":"a.txt","content":"x"}`, `{"path":"a.txt","sessionId":"s"}`,
 		`{"command":"echo ok","options":{"timeoutMs":10,"env":{"A":"b"}}}`, `{"profile":"catalog-id"}`,
 		`{"request":{"operationId":"op","requestDigest":"sha256:00","turnDigest":"sha256:00","run":{},"expectedBoundary":{}},"turn":{"prompt":"go"}}`,
+		`{"operationId":"op","request":{"name":"cp"}}`, `{"operationId":"op","from":{"id":"cp"},"request":{}}`,
 		`{"profile":`, `[]`, `{"a":1,"a":2}`, "\"\xff\"",
 	} {
 		f.Add([]byte(s))
@@ -44,7 +45,7 @@ func FuzzRequestDecoders(f *testing.F) {
 			"/v1/environments/none/sessions/s/interactions", "/v1/environments/none/sessions/s/boundary",
 			"/v1/environments/none/sessions/s/continue", "/v1/environments/none/workspace/read",
 			"/v1/environments/none/workspace/write", "/v1/environments/none/workspace/exec", wire.PathProfileValidation,
-			wire.PathContextTransferLookup} {
+			wire.PathContextTransferLookup, "/v1/environments/none/checkpoints", "/v1/environments/none/forks"} {
 			req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 			req.Header.Set("Content-Type", wire.ContentTypeJSON)
 			rec := httptest.NewRecorder()

@@ -451,3 +451,82 @@ func TestRemoteContinueNativeLostAnswer(t *testing.T) {
 		t.Errorf("the provider continued %d times, want once", n)
 	}
 }
+
+// A legacy fork whose answer is lost after the provider forked is
+// re-sent under the same operation id and answered with the recorded
+// fork: one new environment, never two.
+func TestRemoteForkLostAnswer(t *testing.T) {
+	p := newScripted(t)
+	s, err := sidecar.New(p, sidecar.Options{Token: testToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h, hits := faulty(s, func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/forks") }, 0)
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	env, err := newRemote(t, ts.URL).Create(ctx, createInput(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.(contract.WorkspaceWriter).WriteFile(ctx, "a.txt", "before\n", ""); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := env.(contract.LegacyCheckpointer).Checkpoint(ctx, &contract.CheckpointRequest{Name: ptr("cp")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fork, err := env.(contract.LegacyForker).Fork(ctx, cp, &contract.ForkRequest{Name: ptr("fork")})
+	if err != nil {
+		t.Fatalf("Fork: %v", err)
+	}
+	if hits.Load() != 2 {
+		t.Errorf("the fork was sent %d times, want 2 (the first answer lost)", hits.Load())
+	}
+	all, err := p.List(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 2 {
+		t.Errorf("%d environments after one create and one fork, want 2", len(all))
+	}
+	if got, err := fork.(contract.WorkspaceReader).ReadFile(ctx, "a.txt", ""); err != nil || got != "before\n" {
+		t.Errorf("the fork reads %q, %v; want the checkpointed file", got, err)
+	}
+}
+
+// The same operation id with another request is refused before any
+// effect (409 idempotency_conflict), and an undeclared ability's route
+// is refused unsupported (422).
+func TestLegacyBranchingRoutes(t *testing.T) {
+	ts, _ := serve(t, newScripted(t), sidecar.Options{})
+	status, body := do(t, ts, http.MethodPost, wire.PathEnvironments, createBody, nil)
+	base := "/v1/environments/" + createResult(t, status, body).Environment.ID
+	status, body = do(t, ts, http.MethodPost, base+"/checkpoints", `{"operationId":"op-1","request":{"name":"a"}}`, nil)
+	first, err := wire.ParseCheckpointRef(body)
+	if status != http.StatusOK || err != nil {
+		t.Fatalf("checkpoint: %d %s (%v)", status, body, err)
+	}
+	status, body = do(t, ts, http.MethodPost, base+"/checkpoints", `{"operationId":"op-1","request":{"name":"a"}}`, nil)
+	if again, err := wire.ParseCheckpointRef(body); status != http.StatusOK || err != nil || again.ID != first.ID {
+		t.Errorf("the re-sent checkpoint: %d %s (%v), want checkpoint %s again", status, body, err, first.ID)
+	}
+	status, body = do(t, ts, http.MethodPost, base+"/checkpoints", `{"operationId":"op-1","request":{"name":"b"}}`, nil)
+	wantError(t, status, body, http.StatusConflict, wire.CodeIdempotencyConflict, nil)
+	status, body = do(t, ts, http.MethodPost, base+"/checkpoints", `{"request":{"name":"b"}}`, nil)
+	wantError(t, status, body, http.StatusBadRequest, wire.CodeInvalidRequest, ptr("/operationId"))
+	status, body = do(t, ts, http.MethodPost, base+"/forks", `{"operationId":"f","from":{"id":7},"request":{}}`, nil)
+	wantError(t, status, body, http.StatusBadRequest, wire.CodeInvalidRequest, ptr("/from/id"))
+
+	ps, err := sidecar.New(plainProvider{newScripted(t)}, sidecar.Options{Token: testToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := httptestServer(t, ps)
+	status, body = do(t, plain, http.MethodPost, wire.PathEnvironments, createBody, nil)
+	pbase := "/v1/environments/" + createResult(t, status, body).Environment.ID
+	status, body = do(t, plain, http.MethodPost, pbase+"/checkpoints", `{"operationId":"op-1","request":{}}`, nil)
+	wantError(t, status, body, http.StatusUnprocessableEntity, wire.CodeUnsupported, nil)
+}

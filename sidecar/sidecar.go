@@ -137,6 +137,11 @@ type Server struct {
 	once    sync.Once
 
 	keyed contract.KeyedCreate[createOutcome]
+	// checkpoints and forks hold the outcome of each legacy checkpoint
+	// and fork by environment and operation id, so a re-send is answered
+	// with it (in memory, for the server's life).
+	checkpoints contract.KeyedOperation[*contract.CheckpointRef]
+	forks       contract.KeyedOperation[wire.Environment]
 
 	mu    sync.Mutex
 	envs  map[string]contract.Environment
@@ -181,6 +186,8 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 	post(wire.RouteWorkspaceWrite, s.writeFile)
 	post(wire.RouteWorkspaceExec, s.exec)
 	post(wire.PathProfileValidation, s.validateProfile)
+	post(wire.RouteCheckpoint, s.checkpoint)
+	post(wire.RouteFork, s.fork)
 	post(wire.PathContextTransfer, s.transferContext)
 	post(wire.PathContextTransferLookup, s.lookupContextTransfer)
 	s.mux.HandleFunc("/", s.auth(func(w http.ResponseWriter, r *http.Request) {
@@ -355,6 +362,9 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 		// A declaration without the method would be a route that always
 		// refuses.
 		served.Profile.Validation = false
+	}
+	if _, ok := s.p.(contract.ContextTransferrer); !ok {
+		served.ContextTransfer = nil
 	}
 	writeJSON(w, http.StatusOK, wire.Capabilities{Provider: s.p.Name(), Capabilities: served})
 }

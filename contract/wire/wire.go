@@ -414,6 +414,9 @@ func Served(c *contract.Capabilities) contract.Capabilities {
 		oc := *c.Observation
 		out.Observation = &oc
 	}
+	// Legacy branching is served; durable branching (retrySafe, lookup,
+	// cleanup) is not yet.
+	out.Branching = contract.BranchingCapabilities{Checkpoint: c.Branching.Checkpoint, Fork: c.Branching.Fork}
 	if ct := c.ContextTransfer; ct != nil {
 		kept := *ct
 		out.ContextTransfer = &kept

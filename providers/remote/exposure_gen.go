@@ -101,8 +101,14 @@ func envMask(c *contract.Capabilities) uint {
 	if c.Workspace.Write {
 		m |= 1 << 5
 	}
-	if c.Workspace.Exec {
+	if c.Branching.Checkpoint {
 		m |= 1 << 6
+	}
+	if c.Branching.Fork {
+		m |= 1 << 7
+	}
+	if c.Workspace.Exec {
+		m |= 1 << 8
 	}
 	return m
 }
@@ -238,133 +244,901 @@ func envExposed(x *environment, mask uint) contract.Environment {
 	case 63:
 		return envDispatchSessionsInteractObserveReadWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 64:
-		return envExec{x, envWithExec{x}}
+		return envCheckpoint{x, envWithCheckpoint{x}}
 	case 65:
-		return envDispatchExec{x, envWithDispatch{x}, envWithExec{x}}
+		return envDispatchCheckpoint{x, envWithDispatch{x}, envWithCheckpoint{x}}
 	case 66:
-		return envSessionsExec{x, envWithSessions{x}, envWithExec{x}}
+		return envSessionsCheckpoint{x, envWithSessions{x}, envWithCheckpoint{x}}
 	case 67:
-		return envDispatchSessionsExec{x, envWithDispatch{x}, envWithSessions{x}, envWithExec{x}}
+		return envDispatchSessionsCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}}
 	case 68:
-		return envInteractExec{x, envWithInteract{x}, envWithExec{x}}
+		return envInteractCheckpoint{x, envWithInteract{x}, envWithCheckpoint{x}}
 	case 69:
-		return envDispatchInteractExec{x, envWithDispatch{x}, envWithInteract{x}, envWithExec{x}}
+		return envDispatchInteractCheckpoint{x, envWithDispatch{x}, envWithInteract{x}, envWithCheckpoint{x}}
 	case 70:
-		return envSessionsInteractExec{x, envWithSessions{x}, envWithInteract{x}, envWithExec{x}}
+		return envSessionsInteractCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}}
 	case 71:
-		return envDispatchSessionsInteractExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithExec{x}}
+		return envDispatchSessionsInteractCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}}
 	case 72:
-		return envObserveExec{x, envWithObserve{x}, envWithExec{x}}
+		return envObserveCheckpoint{x, envWithObserve{x}, envWithCheckpoint{x}}
 	case 73:
-		return envDispatchObserveExec{x, envWithDispatch{x}, envWithObserve{x}, envWithExec{x}}
+		return envDispatchObserveCheckpoint{x, envWithDispatch{x}, envWithObserve{x}, envWithCheckpoint{x}}
 	case 74:
-		return envSessionsObserveExec{x, envWithSessions{x}, envWithObserve{x}, envWithExec{x}}
+		return envSessionsObserveCheckpoint{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}}
 	case 75:
-		return envDispatchSessionsObserveExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithExec{x}}
+		return envDispatchSessionsObserveCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}}
 	case 76:
-		return envInteractObserveExec{x, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
+		return envInteractObserveCheckpoint{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}}
 	case 77:
-		return envDispatchInteractObserveExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
+		return envDispatchInteractObserveCheckpoint{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}}
 	case 78:
-		return envSessionsInteractObserveExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
+		return envSessionsInteractObserveCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}}
 	case 79:
-		return envDispatchSessionsInteractObserveExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
+		return envDispatchSessionsInteractObserveCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}}
 	case 80:
-		return envReadExec{x, envWithRead{x}, envWithExec{x}}
+		return envReadCheckpoint{x, envWithRead{x}, envWithCheckpoint{x}}
 	case 81:
-		return envDispatchReadExec{x, envWithDispatch{x}, envWithRead{x}, envWithExec{x}}
+		return envDispatchReadCheckpoint{x, envWithDispatch{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 82:
-		return envSessionsReadExec{x, envWithSessions{x}, envWithRead{x}, envWithExec{x}}
+		return envSessionsReadCheckpoint{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 83:
-		return envDispatchSessionsReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithExec{x}}
+		return envDispatchSessionsReadCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 84:
-		return envInteractReadExec{x, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
+		return envInteractReadCheckpoint{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 85:
-		return envDispatchInteractReadExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
+		return envDispatchInteractReadCheckpoint{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 86:
-		return envSessionsInteractReadExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
+		return envSessionsInteractReadCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 87:
-		return envDispatchSessionsInteractReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
+		return envDispatchSessionsInteractReadCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 88:
-		return envObserveReadExec{x, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+		return envObserveReadCheckpoint{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 89:
-		return envDispatchObserveReadExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+		return envDispatchObserveReadCheckpoint{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 90:
-		return envSessionsObserveReadExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+		return envSessionsObserveReadCheckpoint{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 91:
-		return envDispatchSessionsObserveReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+		return envDispatchSessionsObserveReadCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 92:
-		return envInteractObserveReadExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+		return envInteractObserveReadCheckpoint{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 93:
-		return envDispatchInteractObserveReadExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+		return envDispatchInteractObserveReadCheckpoint{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 94:
-		return envSessionsInteractObserveReadExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+		return envSessionsInteractObserveReadCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 95:
-		return envDispatchSessionsInteractObserveReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+		return envDispatchSessionsInteractObserveReadCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 96:
-		return envWriteExec{x, envWithWrite{x}, envWithExec{x}}
+		return envWriteCheckpoint{x, envWithWrite{x}, envWithCheckpoint{x}}
 	case 97:
-		return envDispatchWriteExec{x, envWithDispatch{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchWriteCheckpoint{x, envWithDispatch{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 98:
-		return envSessionsWriteExec{x, envWithSessions{x}, envWithWrite{x}, envWithExec{x}}
+		return envSessionsWriteCheckpoint{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 99:
-		return envDispatchSessionsWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchSessionsWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 100:
-		return envInteractWriteExec{x, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
+		return envInteractWriteCheckpoint{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 101:
-		return envDispatchInteractWriteExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchInteractWriteCheckpoint{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 102:
-		return envSessionsInteractWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
+		return envSessionsInteractWriteCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 103:
-		return envDispatchSessionsInteractWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchSessionsInteractWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 104:
-		return envObserveWriteExec{x, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+		return envObserveWriteCheckpoint{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 105:
-		return envDispatchObserveWriteExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchObserveWriteCheckpoint{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 106:
-		return envSessionsObserveWriteExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+		return envSessionsObserveWriteCheckpoint{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 107:
-		return envDispatchSessionsObserveWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchSessionsObserveWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 108:
-		return envInteractObserveWriteExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+		return envInteractObserveWriteCheckpoint{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 109:
-		return envDispatchInteractObserveWriteExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchInteractObserveWriteCheckpoint{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 110:
-		return envSessionsInteractObserveWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+		return envSessionsInteractObserveWriteCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 111:
-		return envDispatchSessionsInteractObserveWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchSessionsInteractObserveWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 112:
-		return envReadWriteExec{x, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envReadWriteCheckpoint{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 113:
-		return envDispatchReadWriteExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchReadWriteCheckpoint{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 114:
-		return envSessionsReadWriteExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envSessionsReadWriteCheckpoint{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 115:
-		return envDispatchSessionsReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchSessionsReadWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 116:
-		return envInteractReadWriteExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envInteractReadWriteCheckpoint{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 117:
-		return envDispatchInteractReadWriteExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchInteractReadWriteCheckpoint{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 118:
-		return envSessionsInteractReadWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envSessionsInteractReadWriteCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 119:
-		return envDispatchSessionsInteractReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchSessionsInteractReadWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 120:
-		return envObserveReadWriteExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envObserveReadWriteCheckpoint{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 121:
-		return envDispatchObserveReadWriteExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchObserveReadWriteCheckpoint{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 122:
-		return envSessionsObserveReadWriteExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envSessionsObserveReadWriteCheckpoint{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 123:
-		return envDispatchSessionsObserveReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchSessionsObserveReadWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 124:
-		return envInteractObserveReadWriteExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envInteractObserveReadWriteCheckpoint{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 125:
-		return envDispatchInteractObserveReadWriteExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchInteractObserveReadWriteCheckpoint{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 126:
-		return envSessionsInteractObserveReadWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envSessionsInteractObserveReadWriteCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 127:
+		return envDispatchSessionsInteractObserveReadWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
+	case 128:
+		return envFork{x, envWithFork{x}}
+	case 129:
+		return envDispatchFork{x, envWithDispatch{x}, envWithFork{x}}
+	case 130:
+		return envSessionsFork{x, envWithSessions{x}, envWithFork{x}}
+	case 131:
+		return envDispatchSessionsFork{x, envWithDispatch{x}, envWithSessions{x}, envWithFork{x}}
+	case 132:
+		return envInteractFork{x, envWithInteract{x}, envWithFork{x}}
+	case 133:
+		return envDispatchInteractFork{x, envWithDispatch{x}, envWithInteract{x}, envWithFork{x}}
+	case 134:
+		return envSessionsInteractFork{x, envWithSessions{x}, envWithInteract{x}, envWithFork{x}}
+	case 135:
+		return envDispatchSessionsInteractFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}}
+	case 136:
+		return envObserveFork{x, envWithObserve{x}, envWithFork{x}}
+	case 137:
+		return envDispatchObserveFork{x, envWithDispatch{x}, envWithObserve{x}, envWithFork{x}}
+	case 138:
+		return envSessionsObserveFork{x, envWithSessions{x}, envWithObserve{x}, envWithFork{x}}
+	case 139:
+		return envDispatchSessionsObserveFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}}
+	case 140:
+		return envInteractObserveFork{x, envWithInteract{x}, envWithObserve{x}, envWithFork{x}}
+	case 141:
+		return envDispatchInteractObserveFork{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}}
+	case 142:
+		return envSessionsInteractObserveFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}}
+	case 143:
+		return envDispatchSessionsInteractObserveFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}}
+	case 144:
+		return envReadFork{x, envWithRead{x}, envWithFork{x}}
+	case 145:
+		return envDispatchReadFork{x, envWithDispatch{x}, envWithRead{x}, envWithFork{x}}
+	case 146:
+		return envSessionsReadFork{x, envWithSessions{x}, envWithRead{x}, envWithFork{x}}
+	case 147:
+		return envDispatchSessionsReadFork{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}}
+	case 148:
+		return envInteractReadFork{x, envWithInteract{x}, envWithRead{x}, envWithFork{x}}
+	case 149:
+		return envDispatchInteractReadFork{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}}
+	case 150:
+		return envSessionsInteractReadFork{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}}
+	case 151:
+		return envDispatchSessionsInteractReadFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}}
+	case 152:
+		return envObserveReadFork{x, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
+	case 153:
+		return envDispatchObserveReadFork{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
+	case 154:
+		return envSessionsObserveReadFork{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
+	case 155:
+		return envDispatchSessionsObserveReadFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
+	case 156:
+		return envInteractObserveReadFork{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
+	case 157:
+		return envDispatchInteractObserveReadFork{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
+	case 158:
+		return envSessionsInteractObserveReadFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
+	case 159:
+		return envDispatchSessionsInteractObserveReadFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
+	case 160:
+		return envWriteFork{x, envWithWrite{x}, envWithFork{x}}
+	case 161:
+		return envDispatchWriteFork{x, envWithDispatch{x}, envWithWrite{x}, envWithFork{x}}
+	case 162:
+		return envSessionsWriteFork{x, envWithSessions{x}, envWithWrite{x}, envWithFork{x}}
+	case 163:
+		return envDispatchSessionsWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}}
+	case 164:
+		return envInteractWriteFork{x, envWithInteract{x}, envWithWrite{x}, envWithFork{x}}
+	case 165:
+		return envDispatchInteractWriteFork{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}}
+	case 166:
+		return envSessionsInteractWriteFork{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}}
+	case 167:
+		return envDispatchSessionsInteractWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}}
+	case 168:
+		return envObserveWriteFork{x, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
+	case 169:
+		return envDispatchObserveWriteFork{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
+	case 170:
+		return envSessionsObserveWriteFork{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
+	case 171:
+		return envDispatchSessionsObserveWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
+	case 172:
+		return envInteractObserveWriteFork{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
+	case 173:
+		return envDispatchInteractObserveWriteFork{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
+	case 174:
+		return envSessionsInteractObserveWriteFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
+	case 175:
+		return envDispatchSessionsInteractObserveWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
+	case 176:
+		return envReadWriteFork{x, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 177:
+		return envDispatchReadWriteFork{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 178:
+		return envSessionsReadWriteFork{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 179:
+		return envDispatchSessionsReadWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 180:
+		return envInteractReadWriteFork{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 181:
+		return envDispatchInteractReadWriteFork{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 182:
+		return envSessionsInteractReadWriteFork{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 183:
+		return envDispatchSessionsInteractReadWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 184:
+		return envObserveReadWriteFork{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 185:
+		return envDispatchObserveReadWriteFork{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 186:
+		return envSessionsObserveReadWriteFork{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 187:
+		return envDispatchSessionsObserveReadWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 188:
+		return envInteractObserveReadWriteFork{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 189:
+		return envDispatchInteractObserveReadWriteFork{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 190:
+		return envSessionsInteractObserveReadWriteFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 191:
+		return envDispatchSessionsInteractObserveReadWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 192:
+		return envCheckpointFork{x, envWithCheckpoint{x}, envWithFork{x}}
+	case 193:
+		return envDispatchCheckpointFork{x, envWithDispatch{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 194:
+		return envSessionsCheckpointFork{x, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 195:
+		return envDispatchSessionsCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 196:
+		return envInteractCheckpointFork{x, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 197:
+		return envDispatchInteractCheckpointFork{x, envWithDispatch{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 198:
+		return envSessionsInteractCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 199:
+		return envDispatchSessionsInteractCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 200:
+		return envObserveCheckpointFork{x, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 201:
+		return envDispatchObserveCheckpointFork{x, envWithDispatch{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 202:
+		return envSessionsObserveCheckpointFork{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 203:
+		return envDispatchSessionsObserveCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 204:
+		return envInteractObserveCheckpointFork{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 205:
+		return envDispatchInteractObserveCheckpointFork{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 206:
+		return envSessionsInteractObserveCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 207:
+		return envDispatchSessionsInteractObserveCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 208:
+		return envReadCheckpointFork{x, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 209:
+		return envDispatchReadCheckpointFork{x, envWithDispatch{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 210:
+		return envSessionsReadCheckpointFork{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 211:
+		return envDispatchSessionsReadCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 212:
+		return envInteractReadCheckpointFork{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 213:
+		return envDispatchInteractReadCheckpointFork{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 214:
+		return envSessionsInteractReadCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 215:
+		return envDispatchSessionsInteractReadCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 216:
+		return envObserveReadCheckpointFork{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 217:
+		return envDispatchObserveReadCheckpointFork{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 218:
+		return envSessionsObserveReadCheckpointFork{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 219:
+		return envDispatchSessionsObserveReadCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 220:
+		return envInteractObserveReadCheckpointFork{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 221:
+		return envDispatchInteractObserveReadCheckpointFork{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 222:
+		return envSessionsInteractObserveReadCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 223:
+		return envDispatchSessionsInteractObserveReadCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 224:
+		return envWriteCheckpointFork{x, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 225:
+		return envDispatchWriteCheckpointFork{x, envWithDispatch{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 226:
+		return envSessionsWriteCheckpointFork{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 227:
+		return envDispatchSessionsWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 228:
+		return envInteractWriteCheckpointFork{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 229:
+		return envDispatchInteractWriteCheckpointFork{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 230:
+		return envSessionsInteractWriteCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 231:
+		return envDispatchSessionsInteractWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 232:
+		return envObserveWriteCheckpointFork{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 233:
+		return envDispatchObserveWriteCheckpointFork{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 234:
+		return envSessionsObserveWriteCheckpointFork{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 235:
+		return envDispatchSessionsObserveWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 236:
+		return envInteractObserveWriteCheckpointFork{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 237:
+		return envDispatchInteractObserveWriteCheckpointFork{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 238:
+		return envSessionsInteractObserveWriteCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 239:
+		return envDispatchSessionsInteractObserveWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 240:
+		return envReadWriteCheckpointFork{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 241:
+		return envDispatchReadWriteCheckpointFork{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 242:
+		return envSessionsReadWriteCheckpointFork{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 243:
+		return envDispatchSessionsReadWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 244:
+		return envInteractReadWriteCheckpointFork{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 245:
+		return envDispatchInteractReadWriteCheckpointFork{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 246:
+		return envSessionsInteractReadWriteCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 247:
+		return envDispatchSessionsInteractReadWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 248:
+		return envObserveReadWriteCheckpointFork{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 249:
+		return envDispatchObserveReadWriteCheckpointFork{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 250:
+		return envSessionsObserveReadWriteCheckpointFork{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 251:
+		return envDispatchSessionsObserveReadWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 252:
+		return envInteractObserveReadWriteCheckpointFork{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 253:
+		return envDispatchInteractObserveReadWriteCheckpointFork{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 254:
+		return envSessionsInteractObserveReadWriteCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 255:
+		return envDispatchSessionsInteractObserveReadWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 256:
+		return envExec{x, envWithExec{x}}
+	case 257:
+		return envDispatchExec{x, envWithDispatch{x}, envWithExec{x}}
+	case 258:
+		return envSessionsExec{x, envWithSessions{x}, envWithExec{x}}
+	case 259:
+		return envDispatchSessionsExec{x, envWithDispatch{x}, envWithSessions{x}, envWithExec{x}}
+	case 260:
+		return envInteractExec{x, envWithInteract{x}, envWithExec{x}}
+	case 261:
+		return envDispatchInteractExec{x, envWithDispatch{x}, envWithInteract{x}, envWithExec{x}}
+	case 262:
+		return envSessionsInteractExec{x, envWithSessions{x}, envWithInteract{x}, envWithExec{x}}
+	case 263:
+		return envDispatchSessionsInteractExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithExec{x}}
+	case 264:
+		return envObserveExec{x, envWithObserve{x}, envWithExec{x}}
+	case 265:
+		return envDispatchObserveExec{x, envWithDispatch{x}, envWithObserve{x}, envWithExec{x}}
+	case 266:
+		return envSessionsObserveExec{x, envWithSessions{x}, envWithObserve{x}, envWithExec{x}}
+	case 267:
+		return envDispatchSessionsObserveExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithExec{x}}
+	case 268:
+		return envInteractObserveExec{x, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
+	case 269:
+		return envDispatchInteractObserveExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
+	case 270:
+		return envSessionsInteractObserveExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
+	case 271:
+		return envDispatchSessionsInteractObserveExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
+	case 272:
+		return envReadExec{x, envWithRead{x}, envWithExec{x}}
+	case 273:
+		return envDispatchReadExec{x, envWithDispatch{x}, envWithRead{x}, envWithExec{x}}
+	case 274:
+		return envSessionsReadExec{x, envWithSessions{x}, envWithRead{x}, envWithExec{x}}
+	case 275:
+		return envDispatchSessionsReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithExec{x}}
+	case 276:
+		return envInteractReadExec{x, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
+	case 277:
+		return envDispatchInteractReadExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
+	case 278:
+		return envSessionsInteractReadExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
+	case 279:
+		return envDispatchSessionsInteractReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
+	case 280:
+		return envObserveReadExec{x, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+	case 281:
+		return envDispatchObserveReadExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+	case 282:
+		return envSessionsObserveReadExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+	case 283:
+		return envDispatchSessionsObserveReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+	case 284:
+		return envInteractObserveReadExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+	case 285:
+		return envDispatchInteractObserveReadExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+	case 286:
+		return envSessionsInteractObserveReadExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+	case 287:
+		return envDispatchSessionsInteractObserveReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+	case 288:
+		return envWriteExec{x, envWithWrite{x}, envWithExec{x}}
+	case 289:
+		return envDispatchWriteExec{x, envWithDispatch{x}, envWithWrite{x}, envWithExec{x}}
+	case 290:
+		return envSessionsWriteExec{x, envWithSessions{x}, envWithWrite{x}, envWithExec{x}}
+	case 291:
+		return envDispatchSessionsWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithExec{x}}
+	case 292:
+		return envInteractWriteExec{x, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
+	case 293:
+		return envDispatchInteractWriteExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
+	case 294:
+		return envSessionsInteractWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
+	case 295:
+		return envDispatchSessionsInteractWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
+	case 296:
+		return envObserveWriteExec{x, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+	case 297:
+		return envDispatchObserveWriteExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+	case 298:
+		return envSessionsObserveWriteExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+	case 299:
+		return envDispatchSessionsObserveWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+	case 300:
+		return envInteractObserveWriteExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+	case 301:
+		return envDispatchInteractObserveWriteExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+	case 302:
+		return envSessionsInteractObserveWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+	case 303:
+		return envDispatchSessionsInteractObserveWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+	case 304:
+		return envReadWriteExec{x, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 305:
+		return envDispatchReadWriteExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 306:
+		return envSessionsReadWriteExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 307:
+		return envDispatchSessionsReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 308:
+		return envInteractReadWriteExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 309:
+		return envDispatchInteractReadWriteExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 310:
+		return envSessionsInteractReadWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 311:
+		return envDispatchSessionsInteractReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 312:
+		return envObserveReadWriteExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 313:
+		return envDispatchObserveReadWriteExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 314:
+		return envSessionsObserveReadWriteExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 315:
+		return envDispatchSessionsObserveReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 316:
+		return envInteractObserveReadWriteExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 317:
+		return envDispatchInteractObserveReadWriteExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 318:
+		return envSessionsInteractObserveReadWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 319:
 		return envDispatchSessionsInteractObserveReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 320:
+		return envCheckpointExec{x, envWithCheckpoint{x}, envWithExec{x}}
+	case 321:
+		return envDispatchCheckpointExec{x, envWithDispatch{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 322:
+		return envSessionsCheckpointExec{x, envWithSessions{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 323:
+		return envDispatchSessionsCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 324:
+		return envInteractCheckpointExec{x, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 325:
+		return envDispatchInteractCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 326:
+		return envSessionsInteractCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 327:
+		return envDispatchSessionsInteractCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 328:
+		return envObserveCheckpointExec{x, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 329:
+		return envDispatchObserveCheckpointExec{x, envWithDispatch{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 330:
+		return envSessionsObserveCheckpointExec{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 331:
+		return envDispatchSessionsObserveCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 332:
+		return envInteractObserveCheckpointExec{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 333:
+		return envDispatchInteractObserveCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 334:
+		return envSessionsInteractObserveCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 335:
+		return envDispatchSessionsInteractObserveCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 336:
+		return envReadCheckpointExec{x, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 337:
+		return envDispatchReadCheckpointExec{x, envWithDispatch{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 338:
+		return envSessionsReadCheckpointExec{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 339:
+		return envDispatchSessionsReadCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 340:
+		return envInteractReadCheckpointExec{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 341:
+		return envDispatchInteractReadCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 342:
+		return envSessionsInteractReadCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 343:
+		return envDispatchSessionsInteractReadCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 344:
+		return envObserveReadCheckpointExec{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 345:
+		return envDispatchObserveReadCheckpointExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 346:
+		return envSessionsObserveReadCheckpointExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 347:
+		return envDispatchSessionsObserveReadCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 348:
+		return envInteractObserveReadCheckpointExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 349:
+		return envDispatchInteractObserveReadCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 350:
+		return envSessionsInteractObserveReadCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 351:
+		return envDispatchSessionsInteractObserveReadCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 352:
+		return envWriteCheckpointExec{x, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 353:
+		return envDispatchWriteCheckpointExec{x, envWithDispatch{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 354:
+		return envSessionsWriteCheckpointExec{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 355:
+		return envDispatchSessionsWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 356:
+		return envInteractWriteCheckpointExec{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 357:
+		return envDispatchInteractWriteCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 358:
+		return envSessionsInteractWriteCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 359:
+		return envDispatchSessionsInteractWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 360:
+		return envObserveWriteCheckpointExec{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 361:
+		return envDispatchObserveWriteCheckpointExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 362:
+		return envSessionsObserveWriteCheckpointExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 363:
+		return envDispatchSessionsObserveWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 364:
+		return envInteractObserveWriteCheckpointExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 365:
+		return envDispatchInteractObserveWriteCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 366:
+		return envSessionsInteractObserveWriteCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 367:
+		return envDispatchSessionsInteractObserveWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 368:
+		return envReadWriteCheckpointExec{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 369:
+		return envDispatchReadWriteCheckpointExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 370:
+		return envSessionsReadWriteCheckpointExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 371:
+		return envDispatchSessionsReadWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 372:
+		return envInteractReadWriteCheckpointExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 373:
+		return envDispatchInteractReadWriteCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 374:
+		return envSessionsInteractReadWriteCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 375:
+		return envDispatchSessionsInteractReadWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 376:
+		return envObserveReadWriteCheckpointExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 377:
+		return envDispatchObserveReadWriteCheckpointExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 378:
+		return envSessionsObserveReadWriteCheckpointExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 379:
+		return envDispatchSessionsObserveReadWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 380:
+		return envInteractObserveReadWriteCheckpointExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 381:
+		return envDispatchInteractObserveReadWriteCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 382:
+		return envSessionsInteractObserveReadWriteCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 383:
+		return envDispatchSessionsInteractObserveReadWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 384:
+		return envForkExec{x, envWithFork{x}, envWithExec{x}}
+	case 385:
+		return envDispatchForkExec{x, envWithDispatch{x}, envWithFork{x}, envWithExec{x}}
+	case 386:
+		return envSessionsForkExec{x, envWithSessions{x}, envWithFork{x}, envWithExec{x}}
+	case 387:
+		return envDispatchSessionsForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithFork{x}, envWithExec{x}}
+	case 388:
+		return envInteractForkExec{x, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
+	case 389:
+		return envDispatchInteractForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
+	case 390:
+		return envSessionsInteractForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
+	case 391:
+		return envDispatchSessionsInteractForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
+	case 392:
+		return envObserveForkExec{x, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+	case 393:
+		return envDispatchObserveForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+	case 394:
+		return envSessionsObserveForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+	case 395:
+		return envDispatchSessionsObserveForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+	case 396:
+		return envInteractObserveForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+	case 397:
+		return envDispatchInteractObserveForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+	case 398:
+		return envSessionsInteractObserveForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+	case 399:
+		return envDispatchSessionsInteractObserveForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+	case 400:
+		return envReadForkExec{x, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 401:
+		return envDispatchReadForkExec{x, envWithDispatch{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 402:
+		return envSessionsReadForkExec{x, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 403:
+		return envDispatchSessionsReadForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 404:
+		return envInteractReadForkExec{x, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 405:
+		return envDispatchInteractReadForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 406:
+		return envSessionsInteractReadForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 407:
+		return envDispatchSessionsInteractReadForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 408:
+		return envObserveReadForkExec{x, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 409:
+		return envDispatchObserveReadForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 410:
+		return envSessionsObserveReadForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 411:
+		return envDispatchSessionsObserveReadForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 412:
+		return envInteractObserveReadForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 413:
+		return envDispatchInteractObserveReadForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 414:
+		return envSessionsInteractObserveReadForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 415:
+		return envDispatchSessionsInteractObserveReadForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 416:
+		return envWriteForkExec{x, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 417:
+		return envDispatchWriteForkExec{x, envWithDispatch{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 418:
+		return envSessionsWriteForkExec{x, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 419:
+		return envDispatchSessionsWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 420:
+		return envInteractWriteForkExec{x, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 421:
+		return envDispatchInteractWriteForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 422:
+		return envSessionsInteractWriteForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 423:
+		return envDispatchSessionsInteractWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 424:
+		return envObserveWriteForkExec{x, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 425:
+		return envDispatchObserveWriteForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 426:
+		return envSessionsObserveWriteForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 427:
+		return envDispatchSessionsObserveWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 428:
+		return envInteractObserveWriteForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 429:
+		return envDispatchInteractObserveWriteForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 430:
+		return envSessionsInteractObserveWriteForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 431:
+		return envDispatchSessionsInteractObserveWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 432:
+		return envReadWriteForkExec{x, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 433:
+		return envDispatchReadWriteForkExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 434:
+		return envSessionsReadWriteForkExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 435:
+		return envDispatchSessionsReadWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 436:
+		return envInteractReadWriteForkExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 437:
+		return envDispatchInteractReadWriteForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 438:
+		return envSessionsInteractReadWriteForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 439:
+		return envDispatchSessionsInteractReadWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 440:
+		return envObserveReadWriteForkExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 441:
+		return envDispatchObserveReadWriteForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 442:
+		return envSessionsObserveReadWriteForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 443:
+		return envDispatchSessionsObserveReadWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 444:
+		return envInteractObserveReadWriteForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 445:
+		return envDispatchInteractObserveReadWriteForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 446:
+		return envSessionsInteractObserveReadWriteForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 447:
+		return envDispatchSessionsInteractObserveReadWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 448:
+		return envCheckpointForkExec{x, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 449:
+		return envDispatchCheckpointForkExec{x, envWithDispatch{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 450:
+		return envSessionsCheckpointForkExec{x, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 451:
+		return envDispatchSessionsCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 452:
+		return envInteractCheckpointForkExec{x, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 453:
+		return envDispatchInteractCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 454:
+		return envSessionsInteractCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 455:
+		return envDispatchSessionsInteractCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 456:
+		return envObserveCheckpointForkExec{x, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 457:
+		return envDispatchObserveCheckpointForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 458:
+		return envSessionsObserveCheckpointForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 459:
+		return envDispatchSessionsObserveCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 460:
+		return envInteractObserveCheckpointForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 461:
+		return envDispatchInteractObserveCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 462:
+		return envSessionsInteractObserveCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 463:
+		return envDispatchSessionsInteractObserveCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 464:
+		return envReadCheckpointForkExec{x, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 465:
+		return envDispatchReadCheckpointForkExec{x, envWithDispatch{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 466:
+		return envSessionsReadCheckpointForkExec{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 467:
+		return envDispatchSessionsReadCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 468:
+		return envInteractReadCheckpointForkExec{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 469:
+		return envDispatchInteractReadCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 470:
+		return envSessionsInteractReadCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 471:
+		return envDispatchSessionsInteractReadCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 472:
+		return envObserveReadCheckpointForkExec{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 473:
+		return envDispatchObserveReadCheckpointForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 474:
+		return envSessionsObserveReadCheckpointForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 475:
+		return envDispatchSessionsObserveReadCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 476:
+		return envInteractObserveReadCheckpointForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 477:
+		return envDispatchInteractObserveReadCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 478:
+		return envSessionsInteractObserveReadCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 479:
+		return envDispatchSessionsInteractObserveReadCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 480:
+		return envWriteCheckpointForkExec{x, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 481:
+		return envDispatchWriteCheckpointForkExec{x, envWithDispatch{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 482:
+		return envSessionsWriteCheckpointForkExec{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 483:
+		return envDispatchSessionsWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 484:
+		return envInteractWriteCheckpointForkExec{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 485:
+		return envDispatchInteractWriteCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 486:
+		return envSessionsInteractWriteCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 487:
+		return envDispatchSessionsInteractWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 488:
+		return envObserveWriteCheckpointForkExec{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 489:
+		return envDispatchObserveWriteCheckpointForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 490:
+		return envSessionsObserveWriteCheckpointForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 491:
+		return envDispatchSessionsObserveWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 492:
+		return envInteractObserveWriteCheckpointForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 493:
+		return envDispatchInteractObserveWriteCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 494:
+		return envSessionsInteractObserveWriteCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 495:
+		return envDispatchSessionsInteractObserveWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 496:
+		return envReadWriteCheckpointForkExec{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 497:
+		return envDispatchReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 498:
+		return envSessionsReadWriteCheckpointForkExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 499:
+		return envDispatchSessionsReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 500:
+		return envInteractReadWriteCheckpointForkExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 501:
+		return envDispatchInteractReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 502:
+		return envSessionsInteractReadWriteCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 503:
+		return envDispatchSessionsInteractReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 504:
+		return envObserveReadWriteCheckpointForkExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 505:
+		return envDispatchObserveReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 506:
+		return envSessionsObserveReadWriteCheckpointForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 507:
+		return envDispatchSessionsObserveReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 508:
+		return envInteractObserveReadWriteCheckpointForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 509:
+		return envDispatchInteractObserveReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 510:
+		return envSessionsInteractObserveReadWriteCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 511:
+		return envDispatchSessionsInteractObserveReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	}
 	return x
 }
@@ -421,6 +1195,24 @@ type envWithWrite struct{ x *environment }
 func (e envWithWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
 	x := e.x
 	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envWithCheckpoint carries the methods of contract.LegacyCheckpointer.
+type envWithCheckpoint struct{ x *environment }
+
+// Checkpoint implements contract.LegacyCheckpointer.
+func (e envWithCheckpoint) Checkpoint(ctx context.Context, req *contract.CheckpointRequest) (*contract.CheckpointRef, error) {
+	x := e.x
+	return x.checkpoint(ctx, req)
+}
+
+// envWithFork carries the methods of contract.LegacyForker.
+type envWithFork struct{ x *environment }
+
+// Fork implements contract.LegacyForker.
+func (e envWithFork) Fork(ctx context.Context, from *contract.CheckpointRef, req *contract.ForkRequest) (contract.Environment, error) {
+	x := e.x
+	return x.fork(ctx, from, req)
 }
 
 // envWithExec carries the methods of contract.CommandExecutor.
@@ -937,6 +1729,1798 @@ type envDispatchSessionsInteractObserveReadWrite struct {
 	envWithObserve
 	envWithRead
 	envWithWrite
+}
+
+// envCheckpoint offers LegacyCheckpointer.
+type envCheckpoint struct {
+	*environment
+	envWithCheckpoint
+}
+
+// envDispatchCheckpoint offers Dispatcher, LegacyCheckpointer.
+type envDispatchCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithCheckpoint
+}
+
+// envSessionsCheckpoint offers SessionOpener, LegacyCheckpointer.
+type envSessionsCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithCheckpoint
+}
+
+// envDispatchSessionsCheckpoint offers Dispatcher, SessionOpener, LegacyCheckpointer.
+type envDispatchSessionsCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithCheckpoint
+}
+
+// envInteractCheckpoint offers InteractionResponder, LegacyCheckpointer.
+type envInteractCheckpoint struct {
+	*environment
+	envWithInteract
+	envWithCheckpoint
+}
+
+// envDispatchInteractCheckpoint offers Dispatcher, InteractionResponder, LegacyCheckpointer.
+type envDispatchInteractCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithCheckpoint
+}
+
+// envSessionsInteractCheckpoint offers SessionOpener, InteractionResponder, LegacyCheckpointer.
+type envSessionsInteractCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+}
+
+// envDispatchSessionsInteractCheckpoint offers Dispatcher, SessionOpener, InteractionResponder, LegacyCheckpointer.
+type envDispatchSessionsInteractCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+}
+
+// envObserveCheckpoint offers Observer, LegacyCheckpointer.
+type envObserveCheckpoint struct {
+	*environment
+	envWithObserve
+	envWithCheckpoint
+}
+
+// envDispatchObserveCheckpoint offers Dispatcher, Observer, LegacyCheckpointer.
+type envDispatchObserveCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithCheckpoint
+}
+
+// envSessionsObserveCheckpoint offers SessionOpener, Observer, LegacyCheckpointer.
+type envSessionsObserveCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+}
+
+// envDispatchSessionsObserveCheckpoint offers Dispatcher, SessionOpener, Observer, LegacyCheckpointer.
+type envDispatchSessionsObserveCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+}
+
+// envInteractObserveCheckpoint offers InteractionResponder, Observer, LegacyCheckpointer.
+type envInteractObserveCheckpoint struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+}
+
+// envDispatchInteractObserveCheckpoint offers Dispatcher, InteractionResponder, Observer, LegacyCheckpointer.
+type envDispatchInteractObserveCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+}
+
+// envSessionsInteractObserveCheckpoint offers SessionOpener, InteractionResponder, Observer, LegacyCheckpointer.
+type envSessionsInteractObserveCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+}
+
+// envDispatchSessionsInteractObserveCheckpoint offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyCheckpointer.
+type envDispatchSessionsInteractObserveCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+}
+
+// envReadCheckpoint offers WorkspaceReader, LegacyCheckpointer.
+type envReadCheckpoint struct {
+	*environment
+	envWithRead
+	envWithCheckpoint
+}
+
+// envDispatchReadCheckpoint offers Dispatcher, WorkspaceReader, LegacyCheckpointer.
+type envDispatchReadCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithCheckpoint
+}
+
+// envSessionsReadCheckpoint offers SessionOpener, WorkspaceReader, LegacyCheckpointer.
+type envSessionsReadCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+}
+
+// envDispatchSessionsReadCheckpoint offers Dispatcher, SessionOpener, WorkspaceReader, LegacyCheckpointer.
+type envDispatchSessionsReadCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+}
+
+// envInteractReadCheckpoint offers InteractionResponder, WorkspaceReader, LegacyCheckpointer.
+type envInteractReadCheckpoint struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+}
+
+// envDispatchInteractReadCheckpoint offers Dispatcher, InteractionResponder, WorkspaceReader, LegacyCheckpointer.
+type envDispatchInteractReadCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+}
+
+// envSessionsInteractReadCheckpoint offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer.
+type envSessionsInteractReadCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+}
+
+// envDispatchSessionsInteractReadCheckpoint offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer.
+type envDispatchSessionsInteractReadCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+}
+
+// envObserveReadCheckpoint offers Observer, WorkspaceReader, LegacyCheckpointer.
+type envObserveReadCheckpoint struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+}
+
+// envDispatchObserveReadCheckpoint offers Dispatcher, Observer, WorkspaceReader, LegacyCheckpointer.
+type envDispatchObserveReadCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+}
+
+// envSessionsObserveReadCheckpoint offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer.
+type envSessionsObserveReadCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+}
+
+// envDispatchSessionsObserveReadCheckpoint offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer.
+type envDispatchSessionsObserveReadCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+}
+
+// envInteractObserveReadCheckpoint offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer.
+type envInteractObserveReadCheckpoint struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+}
+
+// envDispatchInteractObserveReadCheckpoint offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer.
+type envDispatchInteractObserveReadCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+}
+
+// envSessionsInteractObserveReadCheckpoint offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer.
+type envSessionsInteractObserveReadCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+}
+
+// envDispatchSessionsInteractObserveReadCheckpoint offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer.
+type envDispatchSessionsInteractObserveReadCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+}
+
+// envWriteCheckpoint offers WorkspaceWriter, LegacyCheckpointer.
+type envWriteCheckpoint struct {
+	*environment
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envDispatchWriteCheckpoint offers Dispatcher, WorkspaceWriter, LegacyCheckpointer.
+type envDispatchWriteCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envSessionsWriteCheckpoint offers SessionOpener, WorkspaceWriter, LegacyCheckpointer.
+type envSessionsWriteCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envDispatchSessionsWriteCheckpoint offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyCheckpointer.
+type envDispatchSessionsWriteCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envInteractWriteCheckpoint offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer.
+type envInteractWriteCheckpoint struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envDispatchInteractWriteCheckpoint offers Dispatcher, InteractionResponder, WorkspaceWriter, LegacyCheckpointer.
+type envDispatchInteractWriteCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envSessionsInteractWriteCheckpoint offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer.
+type envSessionsInteractWriteCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envDispatchSessionsInteractWriteCheckpoint offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer.
+type envDispatchSessionsInteractWriteCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envObserveWriteCheckpoint offers Observer, WorkspaceWriter, LegacyCheckpointer.
+type envObserveWriteCheckpoint struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envDispatchObserveWriteCheckpoint offers Dispatcher, Observer, WorkspaceWriter, LegacyCheckpointer.
+type envDispatchObserveWriteCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envSessionsObserveWriteCheckpoint offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer.
+type envSessionsObserveWriteCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envDispatchSessionsObserveWriteCheckpoint offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer.
+type envDispatchSessionsObserveWriteCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envInteractObserveWriteCheckpoint offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer.
+type envInteractObserveWriteCheckpoint struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envDispatchInteractObserveWriteCheckpoint offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer.
+type envDispatchInteractObserveWriteCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envSessionsInteractObserveWriteCheckpoint offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer.
+type envSessionsInteractObserveWriteCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envDispatchSessionsInteractObserveWriteCheckpoint offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer.
+type envDispatchSessionsInteractObserveWriteCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envReadWriteCheckpoint offers WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envReadWriteCheckpoint struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envDispatchReadWriteCheckpoint offers Dispatcher, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envDispatchReadWriteCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envSessionsReadWriteCheckpoint offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envSessionsReadWriteCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envDispatchSessionsReadWriteCheckpoint offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envDispatchSessionsReadWriteCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envInteractReadWriteCheckpoint offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envInteractReadWriteCheckpoint struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envDispatchInteractReadWriteCheckpoint offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envDispatchInteractReadWriteCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envSessionsInteractReadWriteCheckpoint offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envSessionsInteractReadWriteCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envDispatchSessionsInteractReadWriteCheckpoint offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envDispatchSessionsInteractReadWriteCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envObserveReadWriteCheckpoint offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envObserveReadWriteCheckpoint struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envDispatchObserveReadWriteCheckpoint offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envDispatchObserveReadWriteCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envSessionsObserveReadWriteCheckpoint offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envSessionsObserveReadWriteCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envDispatchSessionsObserveReadWriteCheckpoint offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envDispatchSessionsObserveReadWriteCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envInteractObserveReadWriteCheckpoint offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envInteractObserveReadWriteCheckpoint struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envDispatchInteractObserveReadWriteCheckpoint offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envDispatchInteractObserveReadWriteCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envSessionsInteractObserveReadWriteCheckpoint offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envSessionsInteractObserveReadWriteCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envDispatchSessionsInteractObserveReadWriteCheckpoint offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envDispatchSessionsInteractObserveReadWriteCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envFork offers LegacyForker.
+type envFork struct {
+	*environment
+	envWithFork
+}
+
+// envDispatchFork offers Dispatcher, LegacyForker.
+type envDispatchFork struct {
+	*environment
+	envWithDispatch
+	envWithFork
+}
+
+// envSessionsFork offers SessionOpener, LegacyForker.
+type envSessionsFork struct {
+	*environment
+	envWithSessions
+	envWithFork
+}
+
+// envDispatchSessionsFork offers Dispatcher, SessionOpener, LegacyForker.
+type envDispatchSessionsFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithFork
+}
+
+// envInteractFork offers InteractionResponder, LegacyForker.
+type envInteractFork struct {
+	*environment
+	envWithInteract
+	envWithFork
+}
+
+// envDispatchInteractFork offers Dispatcher, InteractionResponder, LegacyForker.
+type envDispatchInteractFork struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithFork
+}
+
+// envSessionsInteractFork offers SessionOpener, InteractionResponder, LegacyForker.
+type envSessionsInteractFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithFork
+}
+
+// envDispatchSessionsInteractFork offers Dispatcher, SessionOpener, InteractionResponder, LegacyForker.
+type envDispatchSessionsInteractFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithFork
+}
+
+// envObserveFork offers Observer, LegacyForker.
+type envObserveFork struct {
+	*environment
+	envWithObserve
+	envWithFork
+}
+
+// envDispatchObserveFork offers Dispatcher, Observer, LegacyForker.
+type envDispatchObserveFork struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithFork
+}
+
+// envSessionsObserveFork offers SessionOpener, Observer, LegacyForker.
+type envSessionsObserveFork struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithFork
+}
+
+// envDispatchSessionsObserveFork offers Dispatcher, SessionOpener, Observer, LegacyForker.
+type envDispatchSessionsObserveFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithFork
+}
+
+// envInteractObserveFork offers InteractionResponder, Observer, LegacyForker.
+type envInteractObserveFork struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithFork
+}
+
+// envDispatchInteractObserveFork offers Dispatcher, InteractionResponder, Observer, LegacyForker.
+type envDispatchInteractObserveFork struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithFork
+}
+
+// envSessionsInteractObserveFork offers SessionOpener, InteractionResponder, Observer, LegacyForker.
+type envSessionsInteractObserveFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithFork
+}
+
+// envDispatchSessionsInteractObserveFork offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyForker.
+type envDispatchSessionsInteractObserveFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithFork
+}
+
+// envReadFork offers WorkspaceReader, LegacyForker.
+type envReadFork struct {
+	*environment
+	envWithRead
+	envWithFork
+}
+
+// envDispatchReadFork offers Dispatcher, WorkspaceReader, LegacyForker.
+type envDispatchReadFork struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithFork
+}
+
+// envSessionsReadFork offers SessionOpener, WorkspaceReader, LegacyForker.
+type envSessionsReadFork struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithFork
+}
+
+// envDispatchSessionsReadFork offers Dispatcher, SessionOpener, WorkspaceReader, LegacyForker.
+type envDispatchSessionsReadFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithFork
+}
+
+// envInteractReadFork offers InteractionResponder, WorkspaceReader, LegacyForker.
+type envInteractReadFork struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithFork
+}
+
+// envDispatchInteractReadFork offers Dispatcher, InteractionResponder, WorkspaceReader, LegacyForker.
+type envDispatchInteractReadFork struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithFork
+}
+
+// envSessionsInteractReadFork offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyForker.
+type envSessionsInteractReadFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithFork
+}
+
+// envDispatchSessionsInteractReadFork offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyForker.
+type envDispatchSessionsInteractReadFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithFork
+}
+
+// envObserveReadFork offers Observer, WorkspaceReader, LegacyForker.
+type envObserveReadFork struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithFork
+}
+
+// envDispatchObserveReadFork offers Dispatcher, Observer, WorkspaceReader, LegacyForker.
+type envDispatchObserveReadFork struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithFork
+}
+
+// envSessionsObserveReadFork offers SessionOpener, Observer, WorkspaceReader, LegacyForker.
+type envSessionsObserveReadFork struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithFork
+}
+
+// envDispatchSessionsObserveReadFork offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyForker.
+type envDispatchSessionsObserveReadFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithFork
+}
+
+// envInteractObserveReadFork offers InteractionResponder, Observer, WorkspaceReader, LegacyForker.
+type envInteractObserveReadFork struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+}
+
+// envDispatchInteractObserveReadFork offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, LegacyForker.
+type envDispatchInteractObserveReadFork struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+}
+
+// envSessionsInteractObserveReadFork offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyForker.
+type envSessionsInteractObserveReadFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+}
+
+// envDispatchSessionsInteractObserveReadFork offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyForker.
+type envDispatchSessionsInteractObserveReadFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+}
+
+// envWriteFork offers WorkspaceWriter, LegacyForker.
+type envWriteFork struct {
+	*environment
+	envWithWrite
+	envWithFork
+}
+
+// envDispatchWriteFork offers Dispatcher, WorkspaceWriter, LegacyForker.
+type envDispatchWriteFork struct {
+	*environment
+	envWithDispatch
+	envWithWrite
+	envWithFork
+}
+
+// envSessionsWriteFork offers SessionOpener, WorkspaceWriter, LegacyForker.
+type envSessionsWriteFork struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithFork
+}
+
+// envDispatchSessionsWriteFork offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyForker.
+type envDispatchSessionsWriteFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithFork
+}
+
+// envInteractWriteFork offers InteractionResponder, WorkspaceWriter, LegacyForker.
+type envInteractWriteFork struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithFork
+}
+
+// envDispatchInteractWriteFork offers Dispatcher, InteractionResponder, WorkspaceWriter, LegacyForker.
+type envDispatchInteractWriteFork struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithWrite
+	envWithFork
+}
+
+// envSessionsInteractWriteFork offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyForker.
+type envSessionsInteractWriteFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithFork
+}
+
+// envDispatchSessionsInteractWriteFork offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyForker.
+type envDispatchSessionsInteractWriteFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithFork
+}
+
+// envObserveWriteFork offers Observer, WorkspaceWriter, LegacyForker.
+type envObserveWriteFork struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithFork
+}
+
+// envDispatchObserveWriteFork offers Dispatcher, Observer, WorkspaceWriter, LegacyForker.
+type envDispatchObserveWriteFork struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithWrite
+	envWithFork
+}
+
+// envSessionsObserveWriteFork offers SessionOpener, Observer, WorkspaceWriter, LegacyForker.
+type envSessionsObserveWriteFork struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithFork
+}
+
+// envDispatchSessionsObserveWriteFork offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyForker.
+type envDispatchSessionsObserveWriteFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithFork
+}
+
+// envInteractObserveWriteFork offers InteractionResponder, Observer, WorkspaceWriter, LegacyForker.
+type envInteractObserveWriteFork struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+}
+
+// envDispatchInteractObserveWriteFork offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, LegacyForker.
+type envDispatchInteractObserveWriteFork struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+}
+
+// envSessionsInteractObserveWriteFork offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyForker.
+type envSessionsInteractObserveWriteFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+}
+
+// envDispatchSessionsInteractObserveWriteFork offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyForker.
+type envDispatchSessionsInteractObserveWriteFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+}
+
+// envReadWriteFork offers WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envReadWriteFork struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envDispatchReadWriteFork offers Dispatcher, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envDispatchReadWriteFork struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envSessionsReadWriteFork offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envSessionsReadWriteFork struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envDispatchSessionsReadWriteFork offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envDispatchSessionsReadWriteFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envInteractReadWriteFork offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envInteractReadWriteFork struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envDispatchInteractReadWriteFork offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envDispatchInteractReadWriteFork struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envSessionsInteractReadWriteFork offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envSessionsInteractReadWriteFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envDispatchSessionsInteractReadWriteFork offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envDispatchSessionsInteractReadWriteFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envObserveReadWriteFork offers Observer, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envObserveReadWriteFork struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envDispatchObserveReadWriteFork offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envDispatchObserveReadWriteFork struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envSessionsObserveReadWriteFork offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envSessionsObserveReadWriteFork struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envDispatchSessionsObserveReadWriteFork offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envDispatchSessionsObserveReadWriteFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envInteractObserveReadWriteFork offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envInteractObserveReadWriteFork struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envDispatchInteractObserveReadWriteFork offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envDispatchInteractObserveReadWriteFork struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envSessionsInteractObserveReadWriteFork offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envSessionsInteractObserveReadWriteFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envDispatchSessionsInteractObserveReadWriteFork offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envDispatchSessionsInteractObserveReadWriteFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envCheckpointFork offers LegacyCheckpointer, LegacyForker.
+type envCheckpointFork struct {
+	*environment
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchCheckpointFork offers Dispatcher, LegacyCheckpointer, LegacyForker.
+type envDispatchCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsCheckpointFork offers SessionOpener, LegacyCheckpointer, LegacyForker.
+type envSessionsCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsCheckpointFork offers Dispatcher, SessionOpener, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithCheckpoint
+	envWithFork
+}
+
+// envInteractCheckpointFork offers InteractionResponder, LegacyCheckpointer, LegacyForker.
+type envInteractCheckpointFork struct {
+	*environment
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchInteractCheckpointFork offers Dispatcher, InteractionResponder, LegacyCheckpointer, LegacyForker.
+type envDispatchInteractCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsInteractCheckpointFork offers SessionOpener, InteractionResponder, LegacyCheckpointer, LegacyForker.
+type envSessionsInteractCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsInteractCheckpointFork offers Dispatcher, SessionOpener, InteractionResponder, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsInteractCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+}
+
+// envObserveCheckpointFork offers Observer, LegacyCheckpointer, LegacyForker.
+type envObserveCheckpointFork struct {
+	*environment
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchObserveCheckpointFork offers Dispatcher, Observer, LegacyCheckpointer, LegacyForker.
+type envDispatchObserveCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsObserveCheckpointFork offers SessionOpener, Observer, LegacyCheckpointer, LegacyForker.
+type envSessionsObserveCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsObserveCheckpointFork offers Dispatcher, SessionOpener, Observer, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsObserveCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+}
+
+// envInteractObserveCheckpointFork offers InteractionResponder, Observer, LegacyCheckpointer, LegacyForker.
+type envInteractObserveCheckpointFork struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchInteractObserveCheckpointFork offers Dispatcher, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker.
+type envDispatchInteractObserveCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsInteractObserveCheckpointFork offers SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker.
+type envSessionsInteractObserveCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsInteractObserveCheckpointFork offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsInteractObserveCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+}
+
+// envReadCheckpointFork offers WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envReadCheckpointFork struct {
+	*environment
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchReadCheckpointFork offers Dispatcher, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envDispatchReadCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsReadCheckpointFork offers SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envSessionsReadCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsReadCheckpointFork offers Dispatcher, SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsReadCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envInteractReadCheckpointFork offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envInteractReadCheckpointFork struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchInteractReadCheckpointFork offers Dispatcher, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envDispatchInteractReadCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsInteractReadCheckpointFork offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envSessionsInteractReadCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsInteractReadCheckpointFork offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsInteractReadCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envObserveReadCheckpointFork offers Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envObserveReadCheckpointFork struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchObserveReadCheckpointFork offers Dispatcher, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envDispatchObserveReadCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsObserveReadCheckpointFork offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envSessionsObserveReadCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsObserveReadCheckpointFork offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsObserveReadCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envInteractObserveReadCheckpointFork offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envInteractObserveReadCheckpointFork struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchInteractObserveReadCheckpointFork offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envDispatchInteractObserveReadCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsInteractObserveReadCheckpointFork offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envSessionsInteractObserveReadCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsInteractObserveReadCheckpointFork offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsInteractObserveReadCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envWriteCheckpointFork offers WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envWriteCheckpointFork struct {
+	*environment
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchWriteCheckpointFork offers Dispatcher, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envDispatchWriteCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsWriteCheckpointFork offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envSessionsWriteCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsWriteCheckpointFork offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsWriteCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envInteractWriteCheckpointFork offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envInteractWriteCheckpointFork struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchInteractWriteCheckpointFork offers Dispatcher, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envDispatchInteractWriteCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsInteractWriteCheckpointFork offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envSessionsInteractWriteCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsInteractWriteCheckpointFork offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsInteractWriteCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envObserveWriteCheckpointFork offers Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envObserveWriteCheckpointFork struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchObserveWriteCheckpointFork offers Dispatcher, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envDispatchObserveWriteCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsObserveWriteCheckpointFork offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envSessionsObserveWriteCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsObserveWriteCheckpointFork offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsObserveWriteCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envInteractObserveWriteCheckpointFork offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envInteractObserveWriteCheckpointFork struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchInteractObserveWriteCheckpointFork offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envDispatchInteractObserveWriteCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsInteractObserveWriteCheckpointFork offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envSessionsInteractObserveWriteCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsInteractObserveWriteCheckpointFork offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsInteractObserveWriteCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envReadWriteCheckpointFork offers WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envReadWriteCheckpointFork struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchReadWriteCheckpointFork offers Dispatcher, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envDispatchReadWriteCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsReadWriteCheckpointFork offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envSessionsReadWriteCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsReadWriteCheckpointFork offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsReadWriteCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envInteractReadWriteCheckpointFork offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envInteractReadWriteCheckpointFork struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchInteractReadWriteCheckpointFork offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envDispatchInteractReadWriteCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsInteractReadWriteCheckpointFork offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envSessionsInteractReadWriteCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsInteractReadWriteCheckpointFork offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsInteractReadWriteCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envObserveReadWriteCheckpointFork offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envObserveReadWriteCheckpointFork struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchObserveReadWriteCheckpointFork offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envDispatchObserveReadWriteCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsObserveReadWriteCheckpointFork offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envSessionsObserveReadWriteCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsObserveReadWriteCheckpointFork offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsObserveReadWriteCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envInteractObserveReadWriteCheckpointFork offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envInteractObserveReadWriteCheckpointFork struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchInteractObserveReadWriteCheckpointFork offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envDispatchInteractObserveReadWriteCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsInteractObserveReadWriteCheckpointFork offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envSessionsInteractObserveReadWriteCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsInteractObserveReadWriteCheckpointFork offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsInteractObserveReadWriteCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
 }
 
 // envExec offers CommandExecutor.
@@ -1512,6 +4096,1990 @@ type envDispatchSessionsInteractObserveReadWriteExec struct {
 	envWithObserve
 	envWithRead
 	envWithWrite
+	envWithExec
+}
+
+// envCheckpointExec offers LegacyCheckpointer, CommandExecutor.
+type envCheckpointExec struct {
+	*environment
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchCheckpointExec offers Dispatcher, LegacyCheckpointer, CommandExecutor.
+type envDispatchCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsCheckpointExec offers SessionOpener, LegacyCheckpointer, CommandExecutor.
+type envSessionsCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsCheckpointExec offers Dispatcher, SessionOpener, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithCheckpoint
+	envWithExec
+}
+
+// envInteractCheckpointExec offers InteractionResponder, LegacyCheckpointer, CommandExecutor.
+type envInteractCheckpointExec struct {
+	*environment
+	envWithInteract
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchInteractCheckpointExec offers Dispatcher, InteractionResponder, LegacyCheckpointer, CommandExecutor.
+type envDispatchInteractCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsInteractCheckpointExec offers SessionOpener, InteractionResponder, LegacyCheckpointer, CommandExecutor.
+type envSessionsInteractCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsInteractCheckpointExec offers Dispatcher, SessionOpener, InteractionResponder, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsInteractCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithExec
+}
+
+// envObserveCheckpointExec offers Observer, LegacyCheckpointer, CommandExecutor.
+type envObserveCheckpointExec struct {
+	*environment
+	envWithObserve
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchObserveCheckpointExec offers Dispatcher, Observer, LegacyCheckpointer, CommandExecutor.
+type envDispatchObserveCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsObserveCheckpointExec offers SessionOpener, Observer, LegacyCheckpointer, CommandExecutor.
+type envSessionsObserveCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsObserveCheckpointExec offers Dispatcher, SessionOpener, Observer, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsObserveCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithExec
+}
+
+// envInteractObserveCheckpointExec offers InteractionResponder, Observer, LegacyCheckpointer, CommandExecutor.
+type envInteractObserveCheckpointExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchInteractObserveCheckpointExec offers Dispatcher, InteractionResponder, Observer, LegacyCheckpointer, CommandExecutor.
+type envDispatchInteractObserveCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsInteractObserveCheckpointExec offers SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, CommandExecutor.
+type envSessionsInteractObserveCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveCheckpointExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsInteractObserveCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithExec
+}
+
+// envReadCheckpointExec offers WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envReadCheckpointExec struct {
+	*environment
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchReadCheckpointExec offers Dispatcher, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envDispatchReadCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsReadCheckpointExec offers SessionOpener, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envSessionsReadCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsReadCheckpointExec offers Dispatcher, SessionOpener, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsReadCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envInteractReadCheckpointExec offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envInteractReadCheckpointExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchInteractReadCheckpointExec offers Dispatcher, InteractionResponder, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envDispatchInteractReadCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsInteractReadCheckpointExec offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envSessionsInteractReadCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadCheckpointExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsInteractReadCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envObserveReadCheckpointExec offers Observer, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envObserveReadCheckpointExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchObserveReadCheckpointExec offers Dispatcher, Observer, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envDispatchObserveReadCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsObserveReadCheckpointExec offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envSessionsObserveReadCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadCheckpointExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsObserveReadCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envInteractObserveReadCheckpointExec offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envInteractObserveReadCheckpointExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchInteractObserveReadCheckpointExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envDispatchInteractObserveReadCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsInteractObserveReadCheckpointExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envSessionsInteractObserveReadCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadCheckpointExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsInteractObserveReadCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envWriteCheckpointExec offers WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envWriteCheckpointExec struct {
+	*environment
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchWriteCheckpointExec offers Dispatcher, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envDispatchWriteCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsWriteCheckpointExec offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envSessionsWriteCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsWriteCheckpointExec offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsWriteCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envInteractWriteCheckpointExec offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envInteractWriteCheckpointExec struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchInteractWriteCheckpointExec offers Dispatcher, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envDispatchInteractWriteCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsInteractWriteCheckpointExec offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envSessionsInteractWriteCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsInteractWriteCheckpointExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsInteractWriteCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envObserveWriteCheckpointExec offers Observer, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envObserveWriteCheckpointExec struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchObserveWriteCheckpointExec offers Dispatcher, Observer, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envDispatchObserveWriteCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsObserveWriteCheckpointExec offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envSessionsObserveWriteCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsObserveWriteCheckpointExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsObserveWriteCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envInteractObserveWriteCheckpointExec offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envInteractObserveWriteCheckpointExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchInteractObserveWriteCheckpointExec offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envDispatchInteractObserveWriteCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsInteractObserveWriteCheckpointExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envSessionsInteractObserveWriteCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveWriteCheckpointExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsInteractObserveWriteCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envReadWriteCheckpointExec offers WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envReadWriteCheckpointExec struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchReadWriteCheckpointExec offers Dispatcher, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envDispatchReadWriteCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsReadWriteCheckpointExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envSessionsReadWriteCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsReadWriteCheckpointExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsReadWriteCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envInteractReadWriteCheckpointExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envInteractReadWriteCheckpointExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchInteractReadWriteCheckpointExec offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envDispatchInteractReadWriteCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsInteractReadWriteCheckpointExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envSessionsInteractReadWriteCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadWriteCheckpointExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsInteractReadWriteCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envObserveReadWriteCheckpointExec offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envObserveReadWriteCheckpointExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchObserveReadWriteCheckpointExec offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envDispatchObserveReadWriteCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsObserveReadWriteCheckpointExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envSessionsObserveReadWriteCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadWriteCheckpointExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsObserveReadWriteCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envInteractObserveReadWriteCheckpointExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envInteractObserveReadWriteCheckpointExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchInteractObserveReadWriteCheckpointExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envDispatchInteractObserveReadWriteCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsInteractObserveReadWriteCheckpointExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envSessionsInteractObserveReadWriteCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadWriteCheckpointExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsInteractObserveReadWriteCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envForkExec offers LegacyForker, CommandExecutor.
+type envForkExec struct {
+	*environment
+	envWithFork
+	envWithExec
+}
+
+// envDispatchForkExec offers Dispatcher, LegacyForker, CommandExecutor.
+type envDispatchForkExec struct {
+	*environment
+	envWithDispatch
+	envWithFork
+	envWithExec
+}
+
+// envSessionsForkExec offers SessionOpener, LegacyForker, CommandExecutor.
+type envSessionsForkExec struct {
+	*environment
+	envWithSessions
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsForkExec offers Dispatcher, SessionOpener, LegacyForker, CommandExecutor.
+type envDispatchSessionsForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithFork
+	envWithExec
+}
+
+// envInteractForkExec offers InteractionResponder, LegacyForker, CommandExecutor.
+type envInteractForkExec struct {
+	*environment
+	envWithInteract
+	envWithFork
+	envWithExec
+}
+
+// envDispatchInteractForkExec offers Dispatcher, InteractionResponder, LegacyForker, CommandExecutor.
+type envDispatchInteractForkExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractForkExec offers SessionOpener, InteractionResponder, LegacyForker, CommandExecutor.
+type envSessionsInteractForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractForkExec offers Dispatcher, SessionOpener, InteractionResponder, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithFork
+	envWithExec
+}
+
+// envObserveForkExec offers Observer, LegacyForker, CommandExecutor.
+type envObserveForkExec struct {
+	*environment
+	envWithObserve
+	envWithFork
+	envWithExec
+}
+
+// envDispatchObserveForkExec offers Dispatcher, Observer, LegacyForker, CommandExecutor.
+type envDispatchObserveForkExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithFork
+	envWithExec
+}
+
+// envSessionsObserveForkExec offers SessionOpener, Observer, LegacyForker, CommandExecutor.
+type envSessionsObserveForkExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsObserveForkExec offers Dispatcher, SessionOpener, Observer, LegacyForker, CommandExecutor.
+type envDispatchSessionsObserveForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithFork
+	envWithExec
+}
+
+// envInteractObserveForkExec offers InteractionResponder, Observer, LegacyForker, CommandExecutor.
+type envInteractObserveForkExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithFork
+	envWithExec
+}
+
+// envDispatchInteractObserveForkExec offers Dispatcher, InteractionResponder, Observer, LegacyForker, CommandExecutor.
+type envDispatchInteractObserveForkExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractObserveForkExec offers SessionOpener, InteractionResponder, Observer, LegacyForker, CommandExecutor.
+type envSessionsInteractObserveForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveForkExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractObserveForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithFork
+	envWithExec
+}
+
+// envReadForkExec offers WorkspaceReader, LegacyForker, CommandExecutor.
+type envReadForkExec struct {
+	*environment
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envDispatchReadForkExec offers Dispatcher, WorkspaceReader, LegacyForker, CommandExecutor.
+type envDispatchReadForkExec struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envSessionsReadForkExec offers SessionOpener, WorkspaceReader, LegacyForker, CommandExecutor.
+type envSessionsReadForkExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsReadForkExec offers Dispatcher, SessionOpener, WorkspaceReader, LegacyForker, CommandExecutor.
+type envDispatchSessionsReadForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envInteractReadForkExec offers InteractionResponder, WorkspaceReader, LegacyForker, CommandExecutor.
+type envInteractReadForkExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envDispatchInteractReadForkExec offers Dispatcher, InteractionResponder, WorkspaceReader, LegacyForker, CommandExecutor.
+type envDispatchInteractReadForkExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractReadForkExec offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyForker, CommandExecutor.
+type envSessionsInteractReadForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadForkExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractReadForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envObserveReadForkExec offers Observer, WorkspaceReader, LegacyForker, CommandExecutor.
+type envObserveReadForkExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envDispatchObserveReadForkExec offers Dispatcher, Observer, WorkspaceReader, LegacyForker, CommandExecutor.
+type envDispatchObserveReadForkExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envSessionsObserveReadForkExec offers SessionOpener, Observer, WorkspaceReader, LegacyForker, CommandExecutor.
+type envSessionsObserveReadForkExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadForkExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyForker, CommandExecutor.
+type envDispatchSessionsObserveReadForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envInteractObserveReadForkExec offers InteractionResponder, Observer, WorkspaceReader, LegacyForker, CommandExecutor.
+type envInteractObserveReadForkExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envDispatchInteractObserveReadForkExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, LegacyForker, CommandExecutor.
+type envDispatchInteractObserveReadForkExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractObserveReadForkExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyForker, CommandExecutor.
+type envSessionsInteractObserveReadForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadForkExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractObserveReadForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envWriteForkExec offers WorkspaceWriter, LegacyForker, CommandExecutor.
+type envWriteForkExec struct {
+	*environment
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envDispatchWriteForkExec offers Dispatcher, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envDispatchWriteForkExec struct {
+	*environment
+	envWithDispatch
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envSessionsWriteForkExec offers SessionOpener, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envSessionsWriteForkExec struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsWriteForkExec offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envDispatchSessionsWriteForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envInteractWriteForkExec offers InteractionResponder, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envInteractWriteForkExec struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envDispatchInteractWriteForkExec offers Dispatcher, InteractionResponder, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envDispatchInteractWriteForkExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractWriteForkExec offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envSessionsInteractWriteForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractWriteForkExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractWriteForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envObserveWriteForkExec offers Observer, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envObserveWriteForkExec struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envDispatchObserveWriteForkExec offers Dispatcher, Observer, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envDispatchObserveWriteForkExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envSessionsObserveWriteForkExec offers SessionOpener, Observer, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envSessionsObserveWriteForkExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsObserveWriteForkExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envDispatchSessionsObserveWriteForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envInteractObserveWriteForkExec offers InteractionResponder, Observer, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envInteractObserveWriteForkExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envDispatchInteractObserveWriteForkExec offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envDispatchInteractObserveWriteForkExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractObserveWriteForkExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envSessionsInteractObserveWriteForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveWriteForkExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractObserveWriteForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envReadWriteForkExec offers WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envReadWriteForkExec struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envDispatchReadWriteForkExec offers Dispatcher, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envDispatchReadWriteForkExec struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envSessionsReadWriteForkExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envSessionsReadWriteForkExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsReadWriteForkExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envDispatchSessionsReadWriteForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envInteractReadWriteForkExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envInteractReadWriteForkExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envDispatchInteractReadWriteForkExec offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envDispatchInteractReadWriteForkExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractReadWriteForkExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envSessionsInteractReadWriteForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadWriteForkExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractReadWriteForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envObserveReadWriteForkExec offers Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envObserveReadWriteForkExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envDispatchObserveReadWriteForkExec offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envDispatchObserveReadWriteForkExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envSessionsObserveReadWriteForkExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envSessionsObserveReadWriteForkExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadWriteForkExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envDispatchSessionsObserveReadWriteForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envInteractObserveReadWriteForkExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envInteractObserveReadWriteForkExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envDispatchInteractObserveReadWriteForkExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envDispatchInteractObserveReadWriteForkExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractObserveReadWriteForkExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envSessionsInteractObserveReadWriteForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadWriteForkExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractObserveReadWriteForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envCheckpointForkExec offers LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envCheckpointForkExec struct {
+	*environment
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchCheckpointForkExec offers Dispatcher, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsCheckpointForkExec offers SessionOpener, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsCheckpointForkExec offers Dispatcher, SessionOpener, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envInteractCheckpointForkExec offers InteractionResponder, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envInteractCheckpointForkExec struct {
+	*environment
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchInteractCheckpointForkExec offers Dispatcher, InteractionResponder, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchInteractCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractCheckpointForkExec offers SessionOpener, InteractionResponder, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsInteractCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractCheckpointForkExec offers Dispatcher, SessionOpener, InteractionResponder, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envObserveCheckpointForkExec offers Observer, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envObserveCheckpointForkExec struct {
+	*environment
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchObserveCheckpointForkExec offers Dispatcher, Observer, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchObserveCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsObserveCheckpointForkExec offers SessionOpener, Observer, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsObserveCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsObserveCheckpointForkExec offers Dispatcher, SessionOpener, Observer, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsObserveCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envInteractObserveCheckpointForkExec offers InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envInteractObserveCheckpointForkExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchInteractObserveCheckpointForkExec offers Dispatcher, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchInteractObserveCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractObserveCheckpointForkExec offers SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsInteractObserveCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveCheckpointForkExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractObserveCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envReadCheckpointForkExec offers WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envReadCheckpointForkExec struct {
+	*environment
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchReadCheckpointForkExec offers Dispatcher, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchReadCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsReadCheckpointForkExec offers SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsReadCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsReadCheckpointForkExec offers Dispatcher, SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsReadCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envInteractReadCheckpointForkExec offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envInteractReadCheckpointForkExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchInteractReadCheckpointForkExec offers Dispatcher, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchInteractReadCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractReadCheckpointForkExec offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsInteractReadCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadCheckpointForkExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractReadCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envObserveReadCheckpointForkExec offers Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envObserveReadCheckpointForkExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchObserveReadCheckpointForkExec offers Dispatcher, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchObserveReadCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsObserveReadCheckpointForkExec offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsObserveReadCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadCheckpointForkExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsObserveReadCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envInteractObserveReadCheckpointForkExec offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envInteractObserveReadCheckpointForkExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchInteractObserveReadCheckpointForkExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchInteractObserveReadCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractObserveReadCheckpointForkExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsInteractObserveReadCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadCheckpointForkExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractObserveReadCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envWriteCheckpointForkExec offers WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envWriteCheckpointForkExec struct {
+	*environment
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchWriteCheckpointForkExec offers Dispatcher, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchWriteCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsWriteCheckpointForkExec offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsWriteCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsWriteCheckpointForkExec offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsWriteCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envInteractWriteCheckpointForkExec offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envInteractWriteCheckpointForkExec struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchInteractWriteCheckpointForkExec offers Dispatcher, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchInteractWriteCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractWriteCheckpointForkExec offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsInteractWriteCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractWriteCheckpointForkExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractWriteCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envObserveWriteCheckpointForkExec offers Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envObserveWriteCheckpointForkExec struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchObserveWriteCheckpointForkExec offers Dispatcher, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchObserveWriteCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsObserveWriteCheckpointForkExec offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsObserveWriteCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsObserveWriteCheckpointForkExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsObserveWriteCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envInteractObserveWriteCheckpointForkExec offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envInteractObserveWriteCheckpointForkExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchInteractObserveWriteCheckpointForkExec offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchInteractObserveWriteCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractObserveWriteCheckpointForkExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsInteractObserveWriteCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveWriteCheckpointForkExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractObserveWriteCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envReadWriteCheckpointForkExec offers WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envReadWriteCheckpointForkExec struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchReadWriteCheckpointForkExec offers Dispatcher, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchReadWriteCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsReadWriteCheckpointForkExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsReadWriteCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsReadWriteCheckpointForkExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsReadWriteCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envInteractReadWriteCheckpointForkExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envInteractReadWriteCheckpointForkExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchInteractReadWriteCheckpointForkExec offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchInteractReadWriteCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractReadWriteCheckpointForkExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsInteractReadWriteCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadWriteCheckpointForkExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractReadWriteCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envObserveReadWriteCheckpointForkExec offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envObserveReadWriteCheckpointForkExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchObserveReadWriteCheckpointForkExec offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchObserveReadWriteCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsObserveReadWriteCheckpointForkExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsObserveReadWriteCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadWriteCheckpointForkExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsObserveReadWriteCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envInteractObserveReadWriteCheckpointForkExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envInteractObserveReadWriteCheckpointForkExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchInteractObserveReadWriteCheckpointForkExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchInteractObserveReadWriteCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractObserveReadWriteCheckpointForkExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsInteractObserveReadWriteCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadWriteCheckpointForkExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractObserveReadWriteCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
 	envWithExec
 }
 

@@ -24,6 +24,8 @@ func TestExposureMatchesEveryDocument(t *testing.T) {
 		func(c *contract.Capabilities) { c.Workspace.Read = true },
 		func(c *contract.Capabilities) { c.Workspace.Write = true },
 		func(c *contract.Capabilities) { c.Workspace.Exec = true },
+		func(c *contract.Capabilities) { c.Branching.Checkpoint = true },
+		func(c *contract.Capabilities) { c.Branching.Fork = true },
 		func(c *contract.Capabilities) {
 			c.NativeContinuation = &contract.NativeContinuationCapabilities{AtomicBoundary: true, RequestIdempotency: true}
 		},
@@ -37,10 +39,10 @@ func TestExposureMatchesEveryDocument(t *testing.T) {
 		}
 		e := &environment{}
 		if err := contract.CheckExposure(&c, envExposed(e, envMask(&c))); err != nil {
-			t.Errorf("document %010b: environment exposure: %v", m, err)
+			t.Errorf("document %012b: environment exposure: %v", m, err)
 		}
 		if err := contract.CheckSessionExposure(&c, sessExposed(&session{e: e}, sessMask(&c))); err != nil {
-			t.Errorf("document %010b: session exposure: %v", m, err)
+			t.Errorf("document %012b: session exposure: %v", m, err)
 		}
 	}
 }

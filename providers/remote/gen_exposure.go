@@ -50,6 +50,10 @@ var envAbilities = []ability{
 		"ReadFile(ctx context.Context, path, sessionID string) (string, error)", "return x.readFile(ctx, path, sessionID)"),
 	one("WorkspaceWriter", "Write", "c.Workspace.Write",
 		"WriteFile(ctx context.Context, path, content, sessionID string) error", "return x.writeFile(ctx, path, content, sessionID)"),
+	one("LegacyCheckpointer", "Checkpoint", "c.Branching.Checkpoint",
+		"Checkpoint(ctx context.Context, req *contract.CheckpointRequest) (*contract.CheckpointRef, error)", "return x.checkpoint(ctx, req)"),
+	one("LegacyForker", "Fork", "c.Branching.Fork",
+		"Fork(ctx context.Context, from *contract.CheckpointRef, req *contract.ForkRequest) (contract.Environment, error)", "return x.fork(ctx, from, req)"),
 	one("CommandExecutor", "Exec", "c.Workspace.Exec",
 		"Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error)", "return x.exec(ctx, command, req)"),
 }
