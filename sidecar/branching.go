@@ -98,3 +98,81 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, doc)
 }
+
+// branchingRoute serves one durable branching operation: it decodes the
+// body with parse, finds the source environment's branching through the
+// provider (BranchingFor, so a restarted server recovers it), and answers
+// with op's result. An effect runs on the server's context, bounded by
+// CreateTimeout, so a client that lost the answer and re-sends the same
+// request is answered replayed by the provider; a lookup is bounded by
+// the request.
+func branchingRoute[Req, Res any](s *Server, parse func([]byte) (*Req, error), effect bool,
+	op func(context.Context, contract.WorkspaceBranching, *Req) (*Res, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, ok := s.readBody(w, r)
+		if !ok {
+			return
+		}
+		req, err := parse(body)
+		if err != nil {
+			writeError(w, wire.FromSchemaError(err))
+			return
+		}
+		bp, ok := s.p.(contract.BranchingProvider)
+		if !ok {
+			writeError(w, wire.ErrorDetail{Code: wire.CodeUnsupported, Message: "the provider does not offer durable branching"})
+			return
+		}
+		ctx, cancel := s.callContext(r)
+		if effect {
+			ctx, cancel = context.WithTimeout(s.base, s.opts.CreateTimeout)
+		}
+		defer cancel()
+		br, err := bp.BranchingFor(ctx, r.PathValue("id"))
+		if err != nil {
+			writeError(w, providerError(err))
+			return
+		}
+		if br == nil {
+			writeError(w, wire.ErrorDetail{Code: wire.CodeNotFound, Message: "no such source environment"})
+			return
+		}
+		res, err := op(ctx, br, req)
+		if err == nil && res == nil {
+			err = errNoAnswer
+		}
+		if err != nil {
+			writeError(w, providerError(err))
+			return
+		}
+		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+// routeBranching registers the durable branching routes.
+func (s *Server) routeBranching(post func(string, http.HandlerFunc)) {
+	post(wire.RouteBranchingCheckpoint, branchingRoute(s, wire.ParseWorkspaceCheckpointRequest, true,
+		func(ctx context.Context, b contract.WorkspaceBranching, q *contract.WorkspaceCheckpointRequest) (*contract.WorkspaceCheckpointResult, error) {
+			return b.Checkpoint(ctx, q)
+		}))
+	post(wire.RouteBranchingCheckpointLookup, branchingRoute(s, wire.ParseWorkspaceOperationLookupRequest, false,
+		func(ctx context.Context, b contract.WorkspaceBranching, q *contract.WorkspaceOperationLookupRequest) (*contract.WorkspaceCheckpointLookupResult, error) {
+			return b.LookupCheckpoint(ctx, *q)
+		}))
+	post(wire.RouteBranchingCheckpointDelete, branchingRoute(s, wire.ParseWorkspaceCleanupRequest, true,
+		func(ctx context.Context, b contract.WorkspaceBranching, q *contract.WorkspaceCleanupRequest) (*contract.WorkspaceCleanupAcknowledgement, error) {
+			return b.DeleteCheckpoint(ctx, q)
+		}))
+	post(wire.RouteBranchingFork, branchingRoute(s, wire.ParseWorkspaceForkRequest, true,
+		func(ctx context.Context, b contract.WorkspaceBranching, q *contract.WorkspaceForkRequest) (*contract.WorkspaceForkResult, error) {
+			return b.Fork(ctx, q)
+		}))
+	post(wire.RouteBranchingForkLookup, branchingRoute(s, wire.ParseWorkspaceOperationLookupRequest, false,
+		func(ctx context.Context, b contract.WorkspaceBranching, q *contract.WorkspaceOperationLookupRequest) (*contract.WorkspaceForkLookupResult, error) {
+			return b.LookupFork(ctx, *q)
+		}))
+	post(wire.RouteBranchingForkDestroy, branchingRoute(s, wire.ParseWorkspaceCleanupRequest, true,
+		func(ctx context.Context, b contract.WorkspaceBranching, q *contract.WorkspaceCleanupRequest) (*contract.WorkspaceCleanupAcknowledgement, error) {
+			return b.DestroyFork(ctx, q)
+		}))
+}

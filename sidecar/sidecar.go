@@ -188,6 +188,7 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 	post(wire.PathProfileValidation, s.validateProfile)
 	post(wire.RouteCheckpoint, s.checkpoint)
 	post(wire.RouteFork, s.fork)
+	s.routeBranching(post)
 	post(wire.PathContextTransfer, s.transferContext)
 	post(wire.PathContextTransferLookup, s.lookupContextTransfer)
 	s.mux.HandleFunc("/", s.auth(func(w http.ResponseWriter, r *http.Request) {
@@ -365,6 +366,11 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 	}
 	if _, ok := s.p.(contract.ContextTransferrer); !ok {
 		served.ContextTransfer = nil
+	}
+	if _, ok := s.p.(contract.BranchingProvider); !ok {
+		// The durable branching routes reach a source through the
+		// provider's BranchingFor.
+		served.Branching.RetrySafe, served.Branching.Lookup, served.Branching.Cleanup = nil, nil, nil
 	}
 	writeJSON(w, http.StatusOK, wire.Capabilities{Provider: s.p.Name(), Capabilities: served})
 }

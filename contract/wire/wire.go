@@ -414,9 +414,7 @@ func Served(c *contract.Capabilities) contract.Capabilities {
 		oc := *c.Observation
 		out.Observation = &oc
 	}
-	// Legacy branching is served; durable branching (retrySafe, lookup,
-	// cleanup) is not yet.
-	out.Branching = contract.BranchingCapabilities{Checkpoint: c.Branching.Checkpoint, Fork: c.Branching.Fork}
+	out.Branching = c.Branching
 	if ct := c.ContextTransfer; ct != nil {
 		kept := *ct
 		out.ContextTransfer = &kept

@@ -13,11 +13,14 @@ import (
 // bit per ability in the order of gen_exposure.go's table.
 func provMask(c *contract.Capabilities) uint {
 	var m uint
-	if c.ContextTransfer != nil {
+	if c.Branching.Durable() {
 		m |= 1 << 0
 	}
-	if c.Profile.Validation {
+	if c.ContextTransfer != nil {
 		m |= 1 << 1
+	}
+	if c.Profile.Validation {
+		m |= 1 << 2
 	}
 	return m
 }
@@ -27,13 +30,30 @@ func provMask(c *contract.Capabilities) uint {
 func provExposed(x *Provider, mask uint) contract.Provider {
 	switch mask {
 	case 1:
-		return provTransfer{x, provWithTransfer{x}}
+		return provBranching{x, provWithBranching{x}}
 	case 2:
-		return provValidate{x, provWithValidate{x}}
+		return provTransfer{x, provWithTransfer{x}}
 	case 3:
+		return provBranchingTransfer{x, provWithBranching{x}, provWithTransfer{x}}
+	case 4:
+		return provValidate{x, provWithValidate{x}}
+	case 5:
+		return provBranchingValidate{x, provWithBranching{x}, provWithValidate{x}}
+	case 6:
 		return provTransferValidate{x, provWithTransfer{x}, provWithValidate{x}}
+	case 7:
+		return provBranchingTransferValidate{x, provWithBranching{x}, provWithTransfer{x}, provWithValidate{x}}
 	}
 	return x
+}
+
+// provWithBranching carries the methods of contract.BranchingProvider.
+type provWithBranching struct{ x *Provider }
+
+// BranchingFor implements contract.BranchingProvider.
+func (e provWithBranching) BranchingFor(ctx context.Context, sourceEnvironmentID string) (contract.WorkspaceBranching, error) {
+	x := e.x
+	return x.branchingFor(ctx, sourceEnvironmentID)
 }
 
 // provWithTransfer carries the methods of contract.ContextTransferrer.
@@ -60,9 +80,22 @@ func (e provWithValidate) ValidateProfile(ctx context.Context, ref profile.Ref) 
 	return x.validateProfile(ctx, ref)
 }
 
+// provBranching offers BranchingProvider.
+type provBranching struct {
+	*Provider
+	provWithBranching
+}
+
 // provTransfer offers ContextTransferrer.
 type provTransfer struct {
 	*Provider
+	provWithTransfer
+}
+
+// provBranchingTransfer offers BranchingProvider, ContextTransferrer.
+type provBranchingTransfer struct {
+	*Provider
+	provWithBranching
 	provWithTransfer
 }
 
@@ -72,9 +105,24 @@ type provValidate struct {
 	provWithValidate
 }
 
+// provBranchingValidate offers BranchingProvider, ProfileValidator.
+type provBranchingValidate struct {
+	*Provider
+	provWithBranching
+	provWithValidate
+}
+
 // provTransferValidate offers ContextTransferrer, ProfileValidator.
 type provTransferValidate struct {
 	*Provider
+	provWithTransfer
+	provWithValidate
+}
+
+// provBranchingTransferValidate offers BranchingProvider, ContextTransferrer, ProfileValidator.
+type provBranchingTransferValidate struct {
+	*Provider
+	provWithBranching
 	provWithTransfer
 	provWithValidate
 }
@@ -107,8 +155,11 @@ func envMask(c *contract.Capabilities) uint {
 	if c.Branching.Fork {
 		m |= 1 << 7
 	}
-	if c.Workspace.Exec {
+	if c.Branching.Durable() {
 		m |= 1 << 8
+	}
+	if c.Workspace.Exec {
+		m |= 1 << 9
 	}
 	return m
 }
@@ -628,517 +679,1541 @@ func envExposed(x *environment, mask uint) contract.Environment {
 	case 255:
 		return envDispatchSessionsInteractObserveReadWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 256:
-		return envExec{x, envWithExec{x}}
+		return envDurable{x, envWithDurable{x}}
 	case 257:
-		return envDispatchExec{x, envWithDispatch{x}, envWithExec{x}}
+		return envDispatchDurable{x, envWithDispatch{x}, envWithDurable{x}}
 	case 258:
-		return envSessionsExec{x, envWithSessions{x}, envWithExec{x}}
+		return envSessionsDurable{x, envWithSessions{x}, envWithDurable{x}}
 	case 259:
-		return envDispatchSessionsExec{x, envWithDispatch{x}, envWithSessions{x}, envWithExec{x}}
+		return envDispatchSessionsDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithDurable{x}}
 	case 260:
-		return envInteractExec{x, envWithInteract{x}, envWithExec{x}}
+		return envInteractDurable{x, envWithInteract{x}, envWithDurable{x}}
 	case 261:
-		return envDispatchInteractExec{x, envWithDispatch{x}, envWithInteract{x}, envWithExec{x}}
+		return envDispatchInteractDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithDurable{x}}
 	case 262:
-		return envSessionsInteractExec{x, envWithSessions{x}, envWithInteract{x}, envWithExec{x}}
+		return envSessionsInteractDurable{x, envWithSessions{x}, envWithInteract{x}, envWithDurable{x}}
 	case 263:
-		return envDispatchSessionsInteractExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithExec{x}}
+		return envDispatchSessionsInteractDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithDurable{x}}
 	case 264:
-		return envObserveExec{x, envWithObserve{x}, envWithExec{x}}
+		return envObserveDurable{x, envWithObserve{x}, envWithDurable{x}}
 	case 265:
-		return envDispatchObserveExec{x, envWithDispatch{x}, envWithObserve{x}, envWithExec{x}}
+		return envDispatchObserveDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithDurable{x}}
 	case 266:
-		return envSessionsObserveExec{x, envWithSessions{x}, envWithObserve{x}, envWithExec{x}}
+		return envSessionsObserveDurable{x, envWithSessions{x}, envWithObserve{x}, envWithDurable{x}}
 	case 267:
-		return envDispatchSessionsObserveExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithExec{x}}
+		return envDispatchSessionsObserveDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithDurable{x}}
 	case 268:
-		return envInteractObserveExec{x, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
+		return envInteractObserveDurable{x, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}}
 	case 269:
-		return envDispatchInteractObserveExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
+		return envDispatchInteractObserveDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}}
 	case 270:
-		return envSessionsInteractObserveExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
+		return envSessionsInteractObserveDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}}
 	case 271:
-		return envDispatchSessionsInteractObserveExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
+		return envDispatchSessionsInteractObserveDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}}
 	case 272:
-		return envReadExec{x, envWithRead{x}, envWithExec{x}}
+		return envReadDurable{x, envWithRead{x}, envWithDurable{x}}
 	case 273:
-		return envDispatchReadExec{x, envWithDispatch{x}, envWithRead{x}, envWithExec{x}}
+		return envDispatchReadDurable{x, envWithDispatch{x}, envWithRead{x}, envWithDurable{x}}
 	case 274:
-		return envSessionsReadExec{x, envWithSessions{x}, envWithRead{x}, envWithExec{x}}
+		return envSessionsReadDurable{x, envWithSessions{x}, envWithRead{x}, envWithDurable{x}}
 	case 275:
-		return envDispatchSessionsReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithExec{x}}
+		return envDispatchSessionsReadDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithDurable{x}}
 	case 276:
-		return envInteractReadExec{x, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
+		return envInteractReadDurable{x, envWithInteract{x}, envWithRead{x}, envWithDurable{x}}
 	case 277:
-		return envDispatchInteractReadExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
+		return envDispatchInteractReadDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}}
 	case 278:
-		return envSessionsInteractReadExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
+		return envSessionsInteractReadDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}}
 	case 279:
-		return envDispatchSessionsInteractReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
+		return envDispatchSessionsInteractReadDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}}
 	case 280:
-		return envObserveReadExec{x, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+		return envObserveReadDurable{x, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
 	case 281:
-		return envDispatchObserveReadExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+		return envDispatchObserveReadDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
 	case 282:
-		return envSessionsObserveReadExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+		return envSessionsObserveReadDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
 	case 283:
-		return envDispatchSessionsObserveReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+		return envDispatchSessionsObserveReadDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
 	case 284:
-		return envInteractObserveReadExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+		return envInteractObserveReadDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
 	case 285:
-		return envDispatchInteractObserveReadExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+		return envDispatchInteractObserveReadDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
 	case 286:
-		return envSessionsInteractObserveReadExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+		return envSessionsInteractObserveReadDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
 	case 287:
-		return envDispatchSessionsInteractObserveReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+		return envDispatchSessionsInteractObserveReadDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
 	case 288:
-		return envWriteExec{x, envWithWrite{x}, envWithExec{x}}
+		return envWriteDurable{x, envWithWrite{x}, envWithDurable{x}}
 	case 289:
-		return envDispatchWriteExec{x, envWithDispatch{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchWriteDurable{x, envWithDispatch{x}, envWithWrite{x}, envWithDurable{x}}
 	case 290:
-		return envSessionsWriteExec{x, envWithSessions{x}, envWithWrite{x}, envWithExec{x}}
+		return envSessionsWriteDurable{x, envWithSessions{x}, envWithWrite{x}, envWithDurable{x}}
 	case 291:
-		return envDispatchSessionsWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchSessionsWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithDurable{x}}
 	case 292:
-		return envInteractWriteExec{x, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
+		return envInteractWriteDurable{x, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}}
 	case 293:
-		return envDispatchInteractWriteExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchInteractWriteDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}}
 	case 294:
-		return envSessionsInteractWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
+		return envSessionsInteractWriteDurable{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}}
 	case 295:
-		return envDispatchSessionsInteractWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchSessionsInteractWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}}
 	case 296:
-		return envObserveWriteExec{x, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+		return envObserveWriteDurable{x, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
 	case 297:
-		return envDispatchObserveWriteExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchObserveWriteDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
 	case 298:
-		return envSessionsObserveWriteExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+		return envSessionsObserveWriteDurable{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
 	case 299:
-		return envDispatchSessionsObserveWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchSessionsObserveWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
 	case 300:
-		return envInteractObserveWriteExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+		return envInteractObserveWriteDurable{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
 	case 301:
-		return envDispatchInteractObserveWriteExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchInteractObserveWriteDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
 	case 302:
-		return envSessionsInteractObserveWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+		return envSessionsInteractObserveWriteDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
 	case 303:
-		return envDispatchSessionsInteractObserveWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchSessionsInteractObserveWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
 	case 304:
-		return envReadWriteExec{x, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envReadWriteDurable{x, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 305:
-		return envDispatchReadWriteExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchReadWriteDurable{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 306:
-		return envSessionsReadWriteExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envSessionsReadWriteDurable{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 307:
-		return envDispatchSessionsReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchSessionsReadWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 308:
-		return envInteractReadWriteExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envInteractReadWriteDurable{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 309:
-		return envDispatchInteractReadWriteExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchInteractReadWriteDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 310:
-		return envSessionsInteractReadWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envSessionsInteractReadWriteDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 311:
-		return envDispatchSessionsInteractReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchSessionsInteractReadWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 312:
-		return envObserveReadWriteExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envObserveReadWriteDurable{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 313:
-		return envDispatchObserveReadWriteExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchObserveReadWriteDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 314:
-		return envSessionsObserveReadWriteExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envSessionsObserveReadWriteDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 315:
-		return envDispatchSessionsObserveReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchSessionsObserveReadWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 316:
-		return envInteractObserveReadWriteExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envInteractObserveReadWriteDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 317:
-		return envDispatchInteractObserveReadWriteExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchInteractObserveReadWriteDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 318:
-		return envSessionsInteractObserveReadWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envSessionsInteractObserveReadWriteDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 319:
-		return envDispatchSessionsInteractObserveReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return envDispatchSessionsInteractObserveReadWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 320:
-		return envCheckpointExec{x, envWithCheckpoint{x}, envWithExec{x}}
+		return envCheckpointDurable{x, envWithCheckpoint{x}, envWithDurable{x}}
 	case 321:
-		return envDispatchCheckpointExec{x, envWithDispatch{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchCheckpointDurable{x, envWithDispatch{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 322:
-		return envSessionsCheckpointExec{x, envWithSessions{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envSessionsCheckpointDurable{x, envWithSessions{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 323:
-		return envDispatchSessionsCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchSessionsCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 324:
-		return envInteractCheckpointExec{x, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envInteractCheckpointDurable{x, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 325:
-		return envDispatchInteractCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchInteractCheckpointDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 326:
-		return envSessionsInteractCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envSessionsInteractCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 327:
-		return envDispatchSessionsInteractCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchSessionsInteractCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 328:
-		return envObserveCheckpointExec{x, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envObserveCheckpointDurable{x, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 329:
-		return envDispatchObserveCheckpointExec{x, envWithDispatch{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchObserveCheckpointDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 330:
-		return envSessionsObserveCheckpointExec{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envSessionsObserveCheckpointDurable{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 331:
-		return envDispatchSessionsObserveCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchSessionsObserveCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 332:
-		return envInteractObserveCheckpointExec{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envInteractObserveCheckpointDurable{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 333:
-		return envDispatchInteractObserveCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchInteractObserveCheckpointDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 334:
-		return envSessionsInteractObserveCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envSessionsInteractObserveCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 335:
-		return envDispatchSessionsInteractObserveCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchSessionsInteractObserveCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 336:
-		return envReadCheckpointExec{x, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envReadCheckpointDurable{x, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 337:
-		return envDispatchReadCheckpointExec{x, envWithDispatch{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchReadCheckpointDurable{x, envWithDispatch{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 338:
-		return envSessionsReadCheckpointExec{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envSessionsReadCheckpointDurable{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 339:
-		return envDispatchSessionsReadCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchSessionsReadCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 340:
-		return envInteractReadCheckpointExec{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envInteractReadCheckpointDurable{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 341:
-		return envDispatchInteractReadCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchInteractReadCheckpointDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 342:
-		return envSessionsInteractReadCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envSessionsInteractReadCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 343:
-		return envDispatchSessionsInteractReadCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchSessionsInteractReadCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 344:
-		return envObserveReadCheckpointExec{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envObserveReadCheckpointDurable{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 345:
-		return envDispatchObserveReadCheckpointExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchObserveReadCheckpointDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 346:
-		return envSessionsObserveReadCheckpointExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envSessionsObserveReadCheckpointDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 347:
-		return envDispatchSessionsObserveReadCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchSessionsObserveReadCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 348:
-		return envInteractObserveReadCheckpointExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envInteractObserveReadCheckpointDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 349:
-		return envDispatchInteractObserveReadCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchInteractObserveReadCheckpointDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 350:
-		return envSessionsInteractObserveReadCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envSessionsInteractObserveReadCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 351:
-		return envDispatchSessionsInteractObserveReadCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchSessionsInteractObserveReadCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 352:
-		return envWriteCheckpointExec{x, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envWriteCheckpointDurable{x, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 353:
-		return envDispatchWriteCheckpointExec{x, envWithDispatch{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchWriteCheckpointDurable{x, envWithDispatch{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 354:
-		return envSessionsWriteCheckpointExec{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envSessionsWriteCheckpointDurable{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 355:
-		return envDispatchSessionsWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchSessionsWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 356:
-		return envInteractWriteCheckpointExec{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envInteractWriteCheckpointDurable{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 357:
-		return envDispatchInteractWriteCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchInteractWriteCheckpointDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 358:
-		return envSessionsInteractWriteCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envSessionsInteractWriteCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 359:
-		return envDispatchSessionsInteractWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchSessionsInteractWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 360:
-		return envObserveWriteCheckpointExec{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envObserveWriteCheckpointDurable{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 361:
-		return envDispatchObserveWriteCheckpointExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchObserveWriteCheckpointDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 362:
-		return envSessionsObserveWriteCheckpointExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envSessionsObserveWriteCheckpointDurable{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 363:
-		return envDispatchSessionsObserveWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchSessionsObserveWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 364:
-		return envInteractObserveWriteCheckpointExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envInteractObserveWriteCheckpointDurable{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 365:
-		return envDispatchInteractObserveWriteCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchInteractObserveWriteCheckpointDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 366:
-		return envSessionsInteractObserveWriteCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envSessionsInteractObserveWriteCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 367:
-		return envDispatchSessionsInteractObserveWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchSessionsInteractObserveWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 368:
-		return envReadWriteCheckpointExec{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envReadWriteCheckpointDurable{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 369:
-		return envDispatchReadWriteCheckpointExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchReadWriteCheckpointDurable{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 370:
-		return envSessionsReadWriteCheckpointExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envSessionsReadWriteCheckpointDurable{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 371:
-		return envDispatchSessionsReadWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchSessionsReadWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 372:
-		return envInteractReadWriteCheckpointExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envInteractReadWriteCheckpointDurable{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 373:
-		return envDispatchInteractReadWriteCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchInteractReadWriteCheckpointDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 374:
-		return envSessionsInteractReadWriteCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envSessionsInteractReadWriteCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 375:
-		return envDispatchSessionsInteractReadWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchSessionsInteractReadWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 376:
-		return envObserveReadWriteCheckpointExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envObserveReadWriteCheckpointDurable{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 377:
-		return envDispatchObserveReadWriteCheckpointExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchObserveReadWriteCheckpointDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 378:
-		return envSessionsObserveReadWriteCheckpointExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envSessionsObserveReadWriteCheckpointDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 379:
-		return envDispatchSessionsObserveReadWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchSessionsObserveReadWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 380:
-		return envInteractObserveReadWriteCheckpointExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envInteractObserveReadWriteCheckpointDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 381:
-		return envDispatchInteractObserveReadWriteCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchInteractObserveReadWriteCheckpointDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 382:
-		return envSessionsInteractObserveReadWriteCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envSessionsInteractObserveReadWriteCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 383:
-		return envDispatchSessionsInteractObserveReadWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return envDispatchSessionsInteractObserveReadWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 384:
-		return envForkExec{x, envWithFork{x}, envWithExec{x}}
+		return envForkDurable{x, envWithFork{x}, envWithDurable{x}}
 	case 385:
-		return envDispatchForkExec{x, envWithDispatch{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchForkDurable{x, envWithDispatch{x}, envWithFork{x}, envWithDurable{x}}
 	case 386:
-		return envSessionsForkExec{x, envWithSessions{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsForkDurable{x, envWithSessions{x}, envWithFork{x}, envWithDurable{x}}
 	case 387:
-		return envDispatchSessionsForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithFork{x}, envWithDurable{x}}
 	case 388:
-		return envInteractForkExec{x, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
+		return envInteractForkDurable{x, envWithInteract{x}, envWithFork{x}, envWithDurable{x}}
 	case 389:
-		return envDispatchInteractForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchInteractForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}}
 	case 390:
-		return envSessionsInteractForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsInteractForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}}
 	case 391:
-		return envDispatchSessionsInteractForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsInteractForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}}
 	case 392:
-		return envObserveForkExec{x, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+		return envObserveForkDurable{x, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
 	case 393:
-		return envDispatchObserveForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchObserveForkDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
 	case 394:
-		return envSessionsObserveForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsObserveForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
 	case 395:
-		return envDispatchSessionsObserveForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsObserveForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
 	case 396:
-		return envInteractObserveForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+		return envInteractObserveForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
 	case 397:
-		return envDispatchInteractObserveForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchInteractObserveForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
 	case 398:
-		return envSessionsInteractObserveForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsInteractObserveForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
 	case 399:
-		return envDispatchSessionsInteractObserveForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsInteractObserveForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
 	case 400:
-		return envReadForkExec{x, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return envReadForkDurable{x, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 401:
-		return envDispatchReadForkExec{x, envWithDispatch{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchReadForkDurable{x, envWithDispatch{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 402:
-		return envSessionsReadForkExec{x, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsReadForkDurable{x, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 403:
-		return envDispatchSessionsReadForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsReadForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 404:
-		return envInteractReadForkExec{x, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return envInteractReadForkDurable{x, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 405:
-		return envDispatchInteractReadForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchInteractReadForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 406:
-		return envSessionsInteractReadForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsInteractReadForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 407:
-		return envDispatchSessionsInteractReadForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsInteractReadForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 408:
-		return envObserveReadForkExec{x, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return envObserveReadForkDurable{x, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 409:
-		return envDispatchObserveReadForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchObserveReadForkDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 410:
-		return envSessionsObserveReadForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsObserveReadForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 411:
-		return envDispatchSessionsObserveReadForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsObserveReadForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 412:
-		return envInteractObserveReadForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return envInteractObserveReadForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 413:
-		return envDispatchInteractObserveReadForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchInteractObserveReadForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 414:
-		return envSessionsInteractObserveReadForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsInteractObserveReadForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 415:
-		return envDispatchSessionsInteractObserveReadForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsInteractObserveReadForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 416:
-		return envWriteForkExec{x, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envWriteForkDurable{x, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 417:
-		return envDispatchWriteForkExec{x, envWithDispatch{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchWriteForkDurable{x, envWithDispatch{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 418:
-		return envSessionsWriteForkExec{x, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsWriteForkDurable{x, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 419:
-		return envDispatchSessionsWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 420:
-		return envInteractWriteForkExec{x, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envInteractWriteForkDurable{x, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 421:
-		return envDispatchInteractWriteForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchInteractWriteForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 422:
-		return envSessionsInteractWriteForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsInteractWriteForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 423:
-		return envDispatchSessionsInteractWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsInteractWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 424:
-		return envObserveWriteForkExec{x, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envObserveWriteForkDurable{x, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 425:
-		return envDispatchObserveWriteForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchObserveWriteForkDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 426:
-		return envSessionsObserveWriteForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsObserveWriteForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 427:
-		return envDispatchSessionsObserveWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsObserveWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 428:
-		return envInteractObserveWriteForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envInteractObserveWriteForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 429:
-		return envDispatchInteractObserveWriteForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchInteractObserveWriteForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 430:
-		return envSessionsInteractObserveWriteForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsInteractObserveWriteForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 431:
-		return envDispatchSessionsInteractObserveWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsInteractObserveWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 432:
-		return envReadWriteForkExec{x, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envReadWriteForkDurable{x, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 433:
-		return envDispatchReadWriteForkExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchReadWriteForkDurable{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 434:
-		return envSessionsReadWriteForkExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsReadWriteForkDurable{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 435:
-		return envDispatchSessionsReadWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsReadWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 436:
-		return envInteractReadWriteForkExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envInteractReadWriteForkDurable{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 437:
-		return envDispatchInteractReadWriteForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchInteractReadWriteForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 438:
-		return envSessionsInteractReadWriteForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsInteractReadWriteForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 439:
-		return envDispatchSessionsInteractReadWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsInteractReadWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 440:
-		return envObserveReadWriteForkExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envObserveReadWriteForkDurable{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 441:
-		return envDispatchObserveReadWriteForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchObserveReadWriteForkDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 442:
-		return envSessionsObserveReadWriteForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsObserveReadWriteForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 443:
-		return envDispatchSessionsObserveReadWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsObserveReadWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 444:
-		return envInteractObserveReadWriteForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envInteractObserveReadWriteForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 445:
-		return envDispatchInteractObserveReadWriteForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchInteractObserveReadWriteForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 446:
-		return envSessionsInteractObserveReadWriteForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsInteractObserveReadWriteForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 447:
-		return envDispatchSessionsInteractObserveReadWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsInteractObserveReadWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 448:
-		return envCheckpointForkExec{x, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envCheckpointForkDurable{x, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 449:
-		return envDispatchCheckpointForkExec{x, envWithDispatch{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchCheckpointForkDurable{x, envWithDispatch{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 450:
-		return envSessionsCheckpointForkExec{x, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsCheckpointForkDurable{x, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 451:
-		return envDispatchSessionsCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 452:
-		return envInteractCheckpointForkExec{x, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envInteractCheckpointForkDurable{x, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 453:
-		return envDispatchInteractCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchInteractCheckpointForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 454:
-		return envSessionsInteractCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsInteractCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 455:
-		return envDispatchSessionsInteractCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsInteractCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 456:
-		return envObserveCheckpointForkExec{x, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envObserveCheckpointForkDurable{x, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 457:
-		return envDispatchObserveCheckpointForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchObserveCheckpointForkDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 458:
-		return envSessionsObserveCheckpointForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsObserveCheckpointForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 459:
-		return envDispatchSessionsObserveCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsObserveCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 460:
-		return envInteractObserveCheckpointForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envInteractObserveCheckpointForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 461:
-		return envDispatchInteractObserveCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchInteractObserveCheckpointForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 462:
-		return envSessionsInteractObserveCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsInteractObserveCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 463:
-		return envDispatchSessionsInteractObserveCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsInteractObserveCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 464:
-		return envReadCheckpointForkExec{x, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envReadCheckpointForkDurable{x, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 465:
-		return envDispatchReadCheckpointForkExec{x, envWithDispatch{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchReadCheckpointForkDurable{x, envWithDispatch{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 466:
-		return envSessionsReadCheckpointForkExec{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsReadCheckpointForkDurable{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 467:
-		return envDispatchSessionsReadCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsReadCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 468:
-		return envInteractReadCheckpointForkExec{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envInteractReadCheckpointForkDurable{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 469:
-		return envDispatchInteractReadCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchInteractReadCheckpointForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 470:
-		return envSessionsInteractReadCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsInteractReadCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 471:
-		return envDispatchSessionsInteractReadCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsInteractReadCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 472:
-		return envObserveReadCheckpointForkExec{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envObserveReadCheckpointForkDurable{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 473:
-		return envDispatchObserveReadCheckpointForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchObserveReadCheckpointForkDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 474:
-		return envSessionsObserveReadCheckpointForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsObserveReadCheckpointForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 475:
-		return envDispatchSessionsObserveReadCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsObserveReadCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 476:
-		return envInteractObserveReadCheckpointForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envInteractObserveReadCheckpointForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 477:
-		return envDispatchInteractObserveReadCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchInteractObserveReadCheckpointForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 478:
-		return envSessionsInteractObserveReadCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsInteractObserveReadCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 479:
-		return envDispatchSessionsInteractObserveReadCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsInteractObserveReadCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 480:
-		return envWriteCheckpointForkExec{x, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envWriteCheckpointForkDurable{x, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 481:
-		return envDispatchWriteCheckpointForkExec{x, envWithDispatch{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 482:
-		return envSessionsWriteCheckpointForkExec{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsWriteCheckpointForkDurable{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 483:
-		return envDispatchSessionsWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 484:
-		return envInteractWriteCheckpointForkExec{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envInteractWriteCheckpointForkDurable{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 485:
-		return envDispatchInteractWriteCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchInteractWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 486:
-		return envSessionsInteractWriteCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsInteractWriteCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 487:
-		return envDispatchSessionsInteractWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsInteractWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 488:
-		return envObserveWriteCheckpointForkExec{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envObserveWriteCheckpointForkDurable{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 489:
-		return envDispatchObserveWriteCheckpointForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchObserveWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 490:
-		return envSessionsObserveWriteCheckpointForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsObserveWriteCheckpointForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 491:
-		return envDispatchSessionsObserveWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsObserveWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 492:
-		return envInteractObserveWriteCheckpointForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envInteractObserveWriteCheckpointForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 493:
-		return envDispatchInteractObserveWriteCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchInteractObserveWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 494:
-		return envSessionsInteractObserveWriteCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsInteractObserveWriteCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 495:
-		return envDispatchSessionsInteractObserveWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsInteractObserveWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 496:
-		return envReadWriteCheckpointForkExec{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envReadWriteCheckpointForkDurable{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 497:
-		return envDispatchReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchReadWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 498:
-		return envSessionsReadWriteCheckpointForkExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsReadWriteCheckpointForkDurable{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 499:
-		return envDispatchSessionsReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsReadWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 500:
-		return envInteractReadWriteCheckpointForkExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envInteractReadWriteCheckpointForkDurable{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 501:
-		return envDispatchInteractReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchInteractReadWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 502:
-		return envSessionsInteractReadWriteCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsInteractReadWriteCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 503:
-		return envDispatchSessionsInteractReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsInteractReadWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 504:
-		return envObserveReadWriteCheckpointForkExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envObserveReadWriteCheckpointForkDurable{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 505:
-		return envDispatchObserveReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchObserveReadWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 506:
-		return envSessionsObserveReadWriteCheckpointForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsObserveReadWriteCheckpointForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 507:
-		return envDispatchSessionsObserveReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchSessionsObserveReadWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 508:
-		return envInteractObserveReadWriteCheckpointForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envInteractObserveReadWriteCheckpointForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 509:
-		return envDispatchInteractObserveReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envDispatchInteractObserveReadWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 510:
-		return envSessionsInteractObserveReadWriteCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return envSessionsInteractObserveReadWriteCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 511:
+		return envDispatchSessionsInteractObserveReadWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 512:
+		return envExec{x, envWithExec{x}}
+	case 513:
+		return envDispatchExec{x, envWithDispatch{x}, envWithExec{x}}
+	case 514:
+		return envSessionsExec{x, envWithSessions{x}, envWithExec{x}}
+	case 515:
+		return envDispatchSessionsExec{x, envWithDispatch{x}, envWithSessions{x}, envWithExec{x}}
+	case 516:
+		return envInteractExec{x, envWithInteract{x}, envWithExec{x}}
+	case 517:
+		return envDispatchInteractExec{x, envWithDispatch{x}, envWithInteract{x}, envWithExec{x}}
+	case 518:
+		return envSessionsInteractExec{x, envWithSessions{x}, envWithInteract{x}, envWithExec{x}}
+	case 519:
+		return envDispatchSessionsInteractExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithExec{x}}
+	case 520:
+		return envObserveExec{x, envWithObserve{x}, envWithExec{x}}
+	case 521:
+		return envDispatchObserveExec{x, envWithDispatch{x}, envWithObserve{x}, envWithExec{x}}
+	case 522:
+		return envSessionsObserveExec{x, envWithSessions{x}, envWithObserve{x}, envWithExec{x}}
+	case 523:
+		return envDispatchSessionsObserveExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithExec{x}}
+	case 524:
+		return envInteractObserveExec{x, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
+	case 525:
+		return envDispatchInteractObserveExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
+	case 526:
+		return envSessionsInteractObserveExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
+	case 527:
+		return envDispatchSessionsInteractObserveExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
+	case 528:
+		return envReadExec{x, envWithRead{x}, envWithExec{x}}
+	case 529:
+		return envDispatchReadExec{x, envWithDispatch{x}, envWithRead{x}, envWithExec{x}}
+	case 530:
+		return envSessionsReadExec{x, envWithSessions{x}, envWithRead{x}, envWithExec{x}}
+	case 531:
+		return envDispatchSessionsReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithExec{x}}
+	case 532:
+		return envInteractReadExec{x, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
+	case 533:
+		return envDispatchInteractReadExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
+	case 534:
+		return envSessionsInteractReadExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
+	case 535:
+		return envDispatchSessionsInteractReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
+	case 536:
+		return envObserveReadExec{x, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+	case 537:
+		return envDispatchObserveReadExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+	case 538:
+		return envSessionsObserveReadExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+	case 539:
+		return envDispatchSessionsObserveReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+	case 540:
+		return envInteractObserveReadExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+	case 541:
+		return envDispatchInteractObserveReadExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+	case 542:
+		return envSessionsInteractObserveReadExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+	case 543:
+		return envDispatchSessionsInteractObserveReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+	case 544:
+		return envWriteExec{x, envWithWrite{x}, envWithExec{x}}
+	case 545:
+		return envDispatchWriteExec{x, envWithDispatch{x}, envWithWrite{x}, envWithExec{x}}
+	case 546:
+		return envSessionsWriteExec{x, envWithSessions{x}, envWithWrite{x}, envWithExec{x}}
+	case 547:
+		return envDispatchSessionsWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithExec{x}}
+	case 548:
+		return envInteractWriteExec{x, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
+	case 549:
+		return envDispatchInteractWriteExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
+	case 550:
+		return envSessionsInteractWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
+	case 551:
+		return envDispatchSessionsInteractWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
+	case 552:
+		return envObserveWriteExec{x, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+	case 553:
+		return envDispatchObserveWriteExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+	case 554:
+		return envSessionsObserveWriteExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+	case 555:
+		return envDispatchSessionsObserveWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+	case 556:
+		return envInteractObserveWriteExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+	case 557:
+		return envDispatchInteractObserveWriteExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+	case 558:
+		return envSessionsInteractObserveWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+	case 559:
+		return envDispatchSessionsInteractObserveWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+	case 560:
+		return envReadWriteExec{x, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 561:
+		return envDispatchReadWriteExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 562:
+		return envSessionsReadWriteExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 563:
+		return envDispatchSessionsReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 564:
+		return envInteractReadWriteExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 565:
+		return envDispatchInteractReadWriteExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 566:
+		return envSessionsInteractReadWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 567:
+		return envDispatchSessionsInteractReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 568:
+		return envObserveReadWriteExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 569:
+		return envDispatchObserveReadWriteExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 570:
+		return envSessionsObserveReadWriteExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 571:
+		return envDispatchSessionsObserveReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 572:
+		return envInteractObserveReadWriteExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 573:
+		return envDispatchInteractObserveReadWriteExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 574:
+		return envSessionsInteractObserveReadWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 575:
+		return envDispatchSessionsInteractObserveReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 576:
+		return envCheckpointExec{x, envWithCheckpoint{x}, envWithExec{x}}
+	case 577:
+		return envDispatchCheckpointExec{x, envWithDispatch{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 578:
+		return envSessionsCheckpointExec{x, envWithSessions{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 579:
+		return envDispatchSessionsCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 580:
+		return envInteractCheckpointExec{x, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 581:
+		return envDispatchInteractCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 582:
+		return envSessionsInteractCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 583:
+		return envDispatchSessionsInteractCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 584:
+		return envObserveCheckpointExec{x, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 585:
+		return envDispatchObserveCheckpointExec{x, envWithDispatch{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 586:
+		return envSessionsObserveCheckpointExec{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 587:
+		return envDispatchSessionsObserveCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 588:
+		return envInteractObserveCheckpointExec{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 589:
+		return envDispatchInteractObserveCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 590:
+		return envSessionsInteractObserveCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 591:
+		return envDispatchSessionsInteractObserveCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 592:
+		return envReadCheckpointExec{x, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 593:
+		return envDispatchReadCheckpointExec{x, envWithDispatch{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 594:
+		return envSessionsReadCheckpointExec{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 595:
+		return envDispatchSessionsReadCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 596:
+		return envInteractReadCheckpointExec{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 597:
+		return envDispatchInteractReadCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 598:
+		return envSessionsInteractReadCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 599:
+		return envDispatchSessionsInteractReadCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 600:
+		return envObserveReadCheckpointExec{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 601:
+		return envDispatchObserveReadCheckpointExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 602:
+		return envSessionsObserveReadCheckpointExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 603:
+		return envDispatchSessionsObserveReadCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 604:
+		return envInteractObserveReadCheckpointExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 605:
+		return envDispatchInteractObserveReadCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 606:
+		return envSessionsInteractObserveReadCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 607:
+		return envDispatchSessionsInteractObserveReadCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 608:
+		return envWriteCheckpointExec{x, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 609:
+		return envDispatchWriteCheckpointExec{x, envWithDispatch{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 610:
+		return envSessionsWriteCheckpointExec{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 611:
+		return envDispatchSessionsWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 612:
+		return envInteractWriteCheckpointExec{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 613:
+		return envDispatchInteractWriteCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 614:
+		return envSessionsInteractWriteCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 615:
+		return envDispatchSessionsInteractWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 616:
+		return envObserveWriteCheckpointExec{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 617:
+		return envDispatchObserveWriteCheckpointExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 618:
+		return envSessionsObserveWriteCheckpointExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 619:
+		return envDispatchSessionsObserveWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 620:
+		return envInteractObserveWriteCheckpointExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 621:
+		return envDispatchInteractObserveWriteCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 622:
+		return envSessionsInteractObserveWriteCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 623:
+		return envDispatchSessionsInteractObserveWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 624:
+		return envReadWriteCheckpointExec{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 625:
+		return envDispatchReadWriteCheckpointExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 626:
+		return envSessionsReadWriteCheckpointExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 627:
+		return envDispatchSessionsReadWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 628:
+		return envInteractReadWriteCheckpointExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 629:
+		return envDispatchInteractReadWriteCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 630:
+		return envSessionsInteractReadWriteCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 631:
+		return envDispatchSessionsInteractReadWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 632:
+		return envObserveReadWriteCheckpointExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 633:
+		return envDispatchObserveReadWriteCheckpointExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 634:
+		return envSessionsObserveReadWriteCheckpointExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 635:
+		return envDispatchSessionsObserveReadWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 636:
+		return envInteractObserveReadWriteCheckpointExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 637:
+		return envDispatchInteractObserveReadWriteCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 638:
+		return envSessionsInteractObserveReadWriteCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 639:
+		return envDispatchSessionsInteractObserveReadWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 640:
+		return envForkExec{x, envWithFork{x}, envWithExec{x}}
+	case 641:
+		return envDispatchForkExec{x, envWithDispatch{x}, envWithFork{x}, envWithExec{x}}
+	case 642:
+		return envSessionsForkExec{x, envWithSessions{x}, envWithFork{x}, envWithExec{x}}
+	case 643:
+		return envDispatchSessionsForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithFork{x}, envWithExec{x}}
+	case 644:
+		return envInteractForkExec{x, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
+	case 645:
+		return envDispatchInteractForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
+	case 646:
+		return envSessionsInteractForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
+	case 647:
+		return envDispatchSessionsInteractForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
+	case 648:
+		return envObserveForkExec{x, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+	case 649:
+		return envDispatchObserveForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+	case 650:
+		return envSessionsObserveForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+	case 651:
+		return envDispatchSessionsObserveForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+	case 652:
+		return envInteractObserveForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+	case 653:
+		return envDispatchInteractObserveForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+	case 654:
+		return envSessionsInteractObserveForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+	case 655:
+		return envDispatchSessionsInteractObserveForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+	case 656:
+		return envReadForkExec{x, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 657:
+		return envDispatchReadForkExec{x, envWithDispatch{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 658:
+		return envSessionsReadForkExec{x, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 659:
+		return envDispatchSessionsReadForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 660:
+		return envInteractReadForkExec{x, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 661:
+		return envDispatchInteractReadForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 662:
+		return envSessionsInteractReadForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 663:
+		return envDispatchSessionsInteractReadForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 664:
+		return envObserveReadForkExec{x, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 665:
+		return envDispatchObserveReadForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 666:
+		return envSessionsObserveReadForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 667:
+		return envDispatchSessionsObserveReadForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 668:
+		return envInteractObserveReadForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 669:
+		return envDispatchInteractObserveReadForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 670:
+		return envSessionsInteractObserveReadForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 671:
+		return envDispatchSessionsInteractObserveReadForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 672:
+		return envWriteForkExec{x, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 673:
+		return envDispatchWriteForkExec{x, envWithDispatch{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 674:
+		return envSessionsWriteForkExec{x, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 675:
+		return envDispatchSessionsWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 676:
+		return envInteractWriteForkExec{x, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 677:
+		return envDispatchInteractWriteForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 678:
+		return envSessionsInteractWriteForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 679:
+		return envDispatchSessionsInteractWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 680:
+		return envObserveWriteForkExec{x, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 681:
+		return envDispatchObserveWriteForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 682:
+		return envSessionsObserveWriteForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 683:
+		return envDispatchSessionsObserveWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 684:
+		return envInteractObserveWriteForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 685:
+		return envDispatchInteractObserveWriteForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 686:
+		return envSessionsInteractObserveWriteForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 687:
+		return envDispatchSessionsInteractObserveWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 688:
+		return envReadWriteForkExec{x, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 689:
+		return envDispatchReadWriteForkExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 690:
+		return envSessionsReadWriteForkExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 691:
+		return envDispatchSessionsReadWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 692:
+		return envInteractReadWriteForkExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 693:
+		return envDispatchInteractReadWriteForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 694:
+		return envSessionsInteractReadWriteForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 695:
+		return envDispatchSessionsInteractReadWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 696:
+		return envObserveReadWriteForkExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 697:
+		return envDispatchObserveReadWriteForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 698:
+		return envSessionsObserveReadWriteForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 699:
+		return envDispatchSessionsObserveReadWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 700:
+		return envInteractObserveReadWriteForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 701:
+		return envDispatchInteractObserveReadWriteForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 702:
+		return envSessionsInteractObserveReadWriteForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 703:
+		return envDispatchSessionsInteractObserveReadWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 704:
+		return envCheckpointForkExec{x, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 705:
+		return envDispatchCheckpointForkExec{x, envWithDispatch{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 706:
+		return envSessionsCheckpointForkExec{x, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 707:
+		return envDispatchSessionsCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 708:
+		return envInteractCheckpointForkExec{x, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 709:
+		return envDispatchInteractCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 710:
+		return envSessionsInteractCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 711:
+		return envDispatchSessionsInteractCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 712:
+		return envObserveCheckpointForkExec{x, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 713:
+		return envDispatchObserveCheckpointForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 714:
+		return envSessionsObserveCheckpointForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 715:
+		return envDispatchSessionsObserveCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 716:
+		return envInteractObserveCheckpointForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 717:
+		return envDispatchInteractObserveCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 718:
+		return envSessionsInteractObserveCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 719:
+		return envDispatchSessionsInteractObserveCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 720:
+		return envReadCheckpointForkExec{x, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 721:
+		return envDispatchReadCheckpointForkExec{x, envWithDispatch{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 722:
+		return envSessionsReadCheckpointForkExec{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 723:
+		return envDispatchSessionsReadCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 724:
+		return envInteractReadCheckpointForkExec{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 725:
+		return envDispatchInteractReadCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 726:
+		return envSessionsInteractReadCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 727:
+		return envDispatchSessionsInteractReadCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 728:
+		return envObserveReadCheckpointForkExec{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 729:
+		return envDispatchObserveReadCheckpointForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 730:
+		return envSessionsObserveReadCheckpointForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 731:
+		return envDispatchSessionsObserveReadCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 732:
+		return envInteractObserveReadCheckpointForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 733:
+		return envDispatchInteractObserveReadCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 734:
+		return envSessionsInteractObserveReadCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 735:
+		return envDispatchSessionsInteractObserveReadCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 736:
+		return envWriteCheckpointForkExec{x, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 737:
+		return envDispatchWriteCheckpointForkExec{x, envWithDispatch{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 738:
+		return envSessionsWriteCheckpointForkExec{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 739:
+		return envDispatchSessionsWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 740:
+		return envInteractWriteCheckpointForkExec{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 741:
+		return envDispatchInteractWriteCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 742:
+		return envSessionsInteractWriteCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 743:
+		return envDispatchSessionsInteractWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 744:
+		return envObserveWriteCheckpointForkExec{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 745:
+		return envDispatchObserveWriteCheckpointForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 746:
+		return envSessionsObserveWriteCheckpointForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 747:
+		return envDispatchSessionsObserveWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 748:
+		return envInteractObserveWriteCheckpointForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 749:
+		return envDispatchInteractObserveWriteCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 750:
+		return envSessionsInteractObserveWriteCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 751:
+		return envDispatchSessionsInteractObserveWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 752:
+		return envReadWriteCheckpointForkExec{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 753:
+		return envDispatchReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 754:
+		return envSessionsReadWriteCheckpointForkExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 755:
+		return envDispatchSessionsReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 756:
+		return envInteractReadWriteCheckpointForkExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 757:
+		return envDispatchInteractReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 758:
+		return envSessionsInteractReadWriteCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 759:
+		return envDispatchSessionsInteractReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 760:
+		return envObserveReadWriteCheckpointForkExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 761:
+		return envDispatchObserveReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 762:
+		return envSessionsObserveReadWriteCheckpointForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 763:
+		return envDispatchSessionsObserveReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 764:
+		return envInteractObserveReadWriteCheckpointForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 765:
+		return envDispatchInteractObserveReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 766:
+		return envSessionsInteractObserveReadWriteCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 767:
 		return envDispatchSessionsInteractObserveReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 768:
+		return envDurableExec{x, envWithDurable{x}, envWithExec{x}}
+	case 769:
+		return envDispatchDurableExec{x, envWithDispatch{x}, envWithDurable{x}, envWithExec{x}}
+	case 770:
+		return envSessionsDurableExec{x, envWithSessions{x}, envWithDurable{x}, envWithExec{x}}
+	case 771:
+		return envDispatchSessionsDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithDurable{x}, envWithExec{x}}
+	case 772:
+		return envInteractDurableExec{x, envWithInteract{x}, envWithDurable{x}, envWithExec{x}}
+	case 773:
+		return envDispatchInteractDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithDurable{x}, envWithExec{x}}
+	case 774:
+		return envSessionsInteractDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithDurable{x}, envWithExec{x}}
+	case 775:
+		return envDispatchSessionsInteractDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithDurable{x}, envWithExec{x}}
+	case 776:
+		return envObserveDurableExec{x, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
+	case 777:
+		return envDispatchObserveDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
+	case 778:
+		return envSessionsObserveDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
+	case 779:
+		return envDispatchSessionsObserveDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
+	case 780:
+		return envInteractObserveDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
+	case 781:
+		return envDispatchInteractObserveDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
+	case 782:
+		return envSessionsInteractObserveDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
+	case 783:
+		return envDispatchSessionsInteractObserveDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
+	case 784:
+		return envReadDurableExec{x, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 785:
+		return envDispatchReadDurableExec{x, envWithDispatch{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 786:
+		return envSessionsReadDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 787:
+		return envDispatchSessionsReadDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 788:
+		return envInteractReadDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 789:
+		return envDispatchInteractReadDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 790:
+		return envSessionsInteractReadDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 791:
+		return envDispatchSessionsInteractReadDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 792:
+		return envObserveReadDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 793:
+		return envDispatchObserveReadDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 794:
+		return envSessionsObserveReadDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 795:
+		return envDispatchSessionsObserveReadDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 796:
+		return envInteractObserveReadDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 797:
+		return envDispatchInteractObserveReadDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 798:
+		return envSessionsInteractObserveReadDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 799:
+		return envDispatchSessionsInteractObserveReadDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 800:
+		return envWriteDurableExec{x, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 801:
+		return envDispatchWriteDurableExec{x, envWithDispatch{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 802:
+		return envSessionsWriteDurableExec{x, envWithSessions{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 803:
+		return envDispatchSessionsWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 804:
+		return envInteractWriteDurableExec{x, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 805:
+		return envDispatchInteractWriteDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 806:
+		return envSessionsInteractWriteDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 807:
+		return envDispatchSessionsInteractWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 808:
+		return envObserveWriteDurableExec{x, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 809:
+		return envDispatchObserveWriteDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 810:
+		return envSessionsObserveWriteDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 811:
+		return envDispatchSessionsObserveWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 812:
+		return envInteractObserveWriteDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 813:
+		return envDispatchInteractObserveWriteDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 814:
+		return envSessionsInteractObserveWriteDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 815:
+		return envDispatchSessionsInteractObserveWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 816:
+		return envReadWriteDurableExec{x, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 817:
+		return envDispatchReadWriteDurableExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 818:
+		return envSessionsReadWriteDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 819:
+		return envDispatchSessionsReadWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 820:
+		return envInteractReadWriteDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 821:
+		return envDispatchInteractReadWriteDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 822:
+		return envSessionsInteractReadWriteDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 823:
+		return envDispatchSessionsInteractReadWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 824:
+		return envObserveReadWriteDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 825:
+		return envDispatchObserveReadWriteDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 826:
+		return envSessionsObserveReadWriteDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 827:
+		return envDispatchSessionsObserveReadWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 828:
+		return envInteractObserveReadWriteDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 829:
+		return envDispatchInteractObserveReadWriteDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 830:
+		return envSessionsInteractObserveReadWriteDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 831:
+		return envDispatchSessionsInteractObserveReadWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 832:
+		return envCheckpointDurableExec{x, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 833:
+		return envDispatchCheckpointDurableExec{x, envWithDispatch{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 834:
+		return envSessionsCheckpointDurableExec{x, envWithSessions{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 835:
+		return envDispatchSessionsCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 836:
+		return envInteractCheckpointDurableExec{x, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 837:
+		return envDispatchInteractCheckpointDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 838:
+		return envSessionsInteractCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 839:
+		return envDispatchSessionsInteractCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 840:
+		return envObserveCheckpointDurableExec{x, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 841:
+		return envDispatchObserveCheckpointDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 842:
+		return envSessionsObserveCheckpointDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 843:
+		return envDispatchSessionsObserveCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 844:
+		return envInteractObserveCheckpointDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 845:
+		return envDispatchInteractObserveCheckpointDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 846:
+		return envSessionsInteractObserveCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 847:
+		return envDispatchSessionsInteractObserveCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 848:
+		return envReadCheckpointDurableExec{x, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 849:
+		return envDispatchReadCheckpointDurableExec{x, envWithDispatch{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 850:
+		return envSessionsReadCheckpointDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 851:
+		return envDispatchSessionsReadCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 852:
+		return envInteractReadCheckpointDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 853:
+		return envDispatchInteractReadCheckpointDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 854:
+		return envSessionsInteractReadCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 855:
+		return envDispatchSessionsInteractReadCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 856:
+		return envObserveReadCheckpointDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 857:
+		return envDispatchObserveReadCheckpointDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 858:
+		return envSessionsObserveReadCheckpointDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 859:
+		return envDispatchSessionsObserveReadCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 860:
+		return envInteractObserveReadCheckpointDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 861:
+		return envDispatchInteractObserveReadCheckpointDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 862:
+		return envSessionsInteractObserveReadCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 863:
+		return envDispatchSessionsInteractObserveReadCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 864:
+		return envWriteCheckpointDurableExec{x, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 865:
+		return envDispatchWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 866:
+		return envSessionsWriteCheckpointDurableExec{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 867:
+		return envDispatchSessionsWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 868:
+		return envInteractWriteCheckpointDurableExec{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 869:
+		return envDispatchInteractWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 870:
+		return envSessionsInteractWriteCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 871:
+		return envDispatchSessionsInteractWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 872:
+		return envObserveWriteCheckpointDurableExec{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 873:
+		return envDispatchObserveWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 874:
+		return envSessionsObserveWriteCheckpointDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 875:
+		return envDispatchSessionsObserveWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 876:
+		return envInteractObserveWriteCheckpointDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 877:
+		return envDispatchInteractObserveWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 878:
+		return envSessionsInteractObserveWriteCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 879:
+		return envDispatchSessionsInteractObserveWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 880:
+		return envReadWriteCheckpointDurableExec{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 881:
+		return envDispatchReadWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 882:
+		return envSessionsReadWriteCheckpointDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 883:
+		return envDispatchSessionsReadWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 884:
+		return envInteractReadWriteCheckpointDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 885:
+		return envDispatchInteractReadWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 886:
+		return envSessionsInteractReadWriteCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 887:
+		return envDispatchSessionsInteractReadWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 888:
+		return envObserveReadWriteCheckpointDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 889:
+		return envDispatchObserveReadWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 890:
+		return envSessionsObserveReadWriteCheckpointDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 891:
+		return envDispatchSessionsObserveReadWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 892:
+		return envInteractObserveReadWriteCheckpointDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 893:
+		return envDispatchInteractObserveReadWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 894:
+		return envSessionsInteractObserveReadWriteCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 895:
+		return envDispatchSessionsInteractObserveReadWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 896:
+		return envForkDurableExec{x, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 897:
+		return envDispatchForkDurableExec{x, envWithDispatch{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 898:
+		return envSessionsForkDurableExec{x, envWithSessions{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 899:
+		return envDispatchSessionsForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 900:
+		return envInteractForkDurableExec{x, envWithInteract{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 901:
+		return envDispatchInteractForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 902:
+		return envSessionsInteractForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 903:
+		return envDispatchSessionsInteractForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 904:
+		return envObserveForkDurableExec{x, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 905:
+		return envDispatchObserveForkDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 906:
+		return envSessionsObserveForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 907:
+		return envDispatchSessionsObserveForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 908:
+		return envInteractObserveForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 909:
+		return envDispatchInteractObserveForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 910:
+		return envSessionsInteractObserveForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 911:
+		return envDispatchSessionsInteractObserveForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 912:
+		return envReadForkDurableExec{x, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 913:
+		return envDispatchReadForkDurableExec{x, envWithDispatch{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 914:
+		return envSessionsReadForkDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 915:
+		return envDispatchSessionsReadForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 916:
+		return envInteractReadForkDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 917:
+		return envDispatchInteractReadForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 918:
+		return envSessionsInteractReadForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 919:
+		return envDispatchSessionsInteractReadForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 920:
+		return envObserveReadForkDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 921:
+		return envDispatchObserveReadForkDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 922:
+		return envSessionsObserveReadForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 923:
+		return envDispatchSessionsObserveReadForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 924:
+		return envInteractObserveReadForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 925:
+		return envDispatchInteractObserveReadForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 926:
+		return envSessionsInteractObserveReadForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 927:
+		return envDispatchSessionsInteractObserveReadForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 928:
+		return envWriteForkDurableExec{x, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 929:
+		return envDispatchWriteForkDurableExec{x, envWithDispatch{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 930:
+		return envSessionsWriteForkDurableExec{x, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 931:
+		return envDispatchSessionsWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 932:
+		return envInteractWriteForkDurableExec{x, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 933:
+		return envDispatchInteractWriteForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 934:
+		return envSessionsInteractWriteForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 935:
+		return envDispatchSessionsInteractWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 936:
+		return envObserveWriteForkDurableExec{x, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 937:
+		return envDispatchObserveWriteForkDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 938:
+		return envSessionsObserveWriteForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 939:
+		return envDispatchSessionsObserveWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 940:
+		return envInteractObserveWriteForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 941:
+		return envDispatchInteractObserveWriteForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 942:
+		return envSessionsInteractObserveWriteForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 943:
+		return envDispatchSessionsInteractObserveWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 944:
+		return envReadWriteForkDurableExec{x, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 945:
+		return envDispatchReadWriteForkDurableExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 946:
+		return envSessionsReadWriteForkDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 947:
+		return envDispatchSessionsReadWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 948:
+		return envInteractReadWriteForkDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 949:
+		return envDispatchInteractReadWriteForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 950:
+		return envSessionsInteractReadWriteForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 951:
+		return envDispatchSessionsInteractReadWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 952:
+		return envObserveReadWriteForkDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 953:
+		return envDispatchObserveReadWriteForkDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 954:
+		return envSessionsObserveReadWriteForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 955:
+		return envDispatchSessionsObserveReadWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 956:
+		return envInteractObserveReadWriteForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 957:
+		return envDispatchInteractObserveReadWriteForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 958:
+		return envSessionsInteractObserveReadWriteForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 959:
+		return envDispatchSessionsInteractObserveReadWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 960:
+		return envCheckpointForkDurableExec{x, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 961:
+		return envDispatchCheckpointForkDurableExec{x, envWithDispatch{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 962:
+		return envSessionsCheckpointForkDurableExec{x, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 963:
+		return envDispatchSessionsCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 964:
+		return envInteractCheckpointForkDurableExec{x, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 965:
+		return envDispatchInteractCheckpointForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 966:
+		return envSessionsInteractCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 967:
+		return envDispatchSessionsInteractCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 968:
+		return envObserveCheckpointForkDurableExec{x, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 969:
+		return envDispatchObserveCheckpointForkDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 970:
+		return envSessionsObserveCheckpointForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 971:
+		return envDispatchSessionsObserveCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 972:
+		return envInteractObserveCheckpointForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 973:
+		return envDispatchInteractObserveCheckpointForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 974:
+		return envSessionsInteractObserveCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 975:
+		return envDispatchSessionsInteractObserveCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 976:
+		return envReadCheckpointForkDurableExec{x, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 977:
+		return envDispatchReadCheckpointForkDurableExec{x, envWithDispatch{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 978:
+		return envSessionsReadCheckpointForkDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 979:
+		return envDispatchSessionsReadCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 980:
+		return envInteractReadCheckpointForkDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 981:
+		return envDispatchInteractReadCheckpointForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 982:
+		return envSessionsInteractReadCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 983:
+		return envDispatchSessionsInteractReadCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 984:
+		return envObserveReadCheckpointForkDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 985:
+		return envDispatchObserveReadCheckpointForkDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 986:
+		return envSessionsObserveReadCheckpointForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 987:
+		return envDispatchSessionsObserveReadCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 988:
+		return envInteractObserveReadCheckpointForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 989:
+		return envDispatchInteractObserveReadCheckpointForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 990:
+		return envSessionsInteractObserveReadCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 991:
+		return envDispatchSessionsInteractObserveReadCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 992:
+		return envWriteCheckpointForkDurableExec{x, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 993:
+		return envDispatchWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 994:
+		return envSessionsWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 995:
+		return envDispatchSessionsWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 996:
+		return envInteractWriteCheckpointForkDurableExec{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 997:
+		return envDispatchInteractWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 998:
+		return envSessionsInteractWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 999:
+		return envDispatchSessionsInteractWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1000:
+		return envObserveWriteCheckpointForkDurableExec{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1001:
+		return envDispatchObserveWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1002:
+		return envSessionsObserveWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1003:
+		return envDispatchSessionsObserveWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1004:
+		return envInteractObserveWriteCheckpointForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1005:
+		return envDispatchInteractObserveWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1006:
+		return envSessionsInteractObserveWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1007:
+		return envDispatchSessionsInteractObserveWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1008:
+		return envReadWriteCheckpointForkDurableExec{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1009:
+		return envDispatchReadWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1010:
+		return envSessionsReadWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1011:
+		return envDispatchSessionsReadWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1012:
+		return envInteractReadWriteCheckpointForkDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1013:
+		return envDispatchInteractReadWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1014:
+		return envSessionsInteractReadWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1015:
+		return envDispatchSessionsInteractReadWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1016:
+		return envObserveReadWriteCheckpointForkDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1017:
+		return envDispatchObserveReadWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1018:
+		return envSessionsObserveReadWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1019:
+		return envDispatchSessionsObserveReadWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1020:
+		return envInteractObserveReadWriteCheckpointForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1021:
+		return envDispatchInteractObserveReadWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1022:
+		return envSessionsInteractObserveReadWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1023:
+		return envDispatchSessionsInteractObserveReadWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	}
 	return x
 }
@@ -1213,6 +2288,15 @@ type envWithFork struct{ x *environment }
 func (e envWithFork) Fork(ctx context.Context, from *contract.CheckpointRef, req *contract.ForkRequest) (contract.Environment, error) {
 	x := e.x
 	return x.fork(ctx, from, req)
+}
+
+// envWithDurable carries the methods of contract.DurableBrancher.
+type envWithDurable struct{ x *environment }
+
+// WorkspaceBranching implements contract.DurableBrancher.
+func (e envWithDurable) WorkspaceBranching() contract.WorkspaceBranching {
+	x := e.x
+	return x.workspaceBranching()
 }
 
 // envWithExec carries the methods of contract.CommandExecutor.
@@ -3521,6 +4605,2566 @@ type envDispatchSessionsInteractObserveReadWriteCheckpointFork struct {
 	envWithWrite
 	envWithCheckpoint
 	envWithFork
+}
+
+// envDurable offers DurableBrancher.
+type envDurable struct {
+	*environment
+	envWithDurable
+}
+
+// envDispatchDurable offers Dispatcher, DurableBrancher.
+type envDispatchDurable struct {
+	*environment
+	envWithDispatch
+	envWithDurable
+}
+
+// envSessionsDurable offers SessionOpener, DurableBrancher.
+type envSessionsDurable struct {
+	*environment
+	envWithSessions
+	envWithDurable
+}
+
+// envDispatchSessionsDurable offers Dispatcher, SessionOpener, DurableBrancher.
+type envDispatchSessionsDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithDurable
+}
+
+// envInteractDurable offers InteractionResponder, DurableBrancher.
+type envInteractDurable struct {
+	*environment
+	envWithInteract
+	envWithDurable
+}
+
+// envDispatchInteractDurable offers Dispatcher, InteractionResponder, DurableBrancher.
+type envDispatchInteractDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithDurable
+}
+
+// envSessionsInteractDurable offers SessionOpener, InteractionResponder, DurableBrancher.
+type envSessionsInteractDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithDurable
+}
+
+// envDispatchSessionsInteractDurable offers Dispatcher, SessionOpener, InteractionResponder, DurableBrancher.
+type envDispatchSessionsInteractDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithDurable
+}
+
+// envObserveDurable offers Observer, DurableBrancher.
+type envObserveDurable struct {
+	*environment
+	envWithObserve
+	envWithDurable
+}
+
+// envDispatchObserveDurable offers Dispatcher, Observer, DurableBrancher.
+type envDispatchObserveDurable struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithDurable
+}
+
+// envSessionsObserveDurable offers SessionOpener, Observer, DurableBrancher.
+type envSessionsObserveDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithDurable
+}
+
+// envDispatchSessionsObserveDurable offers Dispatcher, SessionOpener, Observer, DurableBrancher.
+type envDispatchSessionsObserveDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithDurable
+}
+
+// envInteractObserveDurable offers InteractionResponder, Observer, DurableBrancher.
+type envInteractObserveDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithDurable
+}
+
+// envDispatchInteractObserveDurable offers Dispatcher, InteractionResponder, Observer, DurableBrancher.
+type envDispatchInteractObserveDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithDurable
+}
+
+// envSessionsInteractObserveDurable offers SessionOpener, InteractionResponder, Observer, DurableBrancher.
+type envSessionsInteractObserveDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, DurableBrancher.
+type envDispatchSessionsInteractObserveDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithDurable
+}
+
+// envReadDurable offers WorkspaceReader, DurableBrancher.
+type envReadDurable struct {
+	*environment
+	envWithRead
+	envWithDurable
+}
+
+// envDispatchReadDurable offers Dispatcher, WorkspaceReader, DurableBrancher.
+type envDispatchReadDurable struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithDurable
+}
+
+// envSessionsReadDurable offers SessionOpener, WorkspaceReader, DurableBrancher.
+type envSessionsReadDurable struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithDurable
+}
+
+// envDispatchSessionsReadDurable offers Dispatcher, SessionOpener, WorkspaceReader, DurableBrancher.
+type envDispatchSessionsReadDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithDurable
+}
+
+// envInteractReadDurable offers InteractionResponder, WorkspaceReader, DurableBrancher.
+type envInteractReadDurable struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithDurable
+}
+
+// envDispatchInteractReadDurable offers Dispatcher, InteractionResponder, WorkspaceReader, DurableBrancher.
+type envDispatchInteractReadDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithDurable
+}
+
+// envSessionsInteractReadDurable offers SessionOpener, InteractionResponder, WorkspaceReader, DurableBrancher.
+type envSessionsInteractReadDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithDurable
+}
+
+// envDispatchSessionsInteractReadDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, DurableBrancher.
+type envDispatchSessionsInteractReadDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithDurable
+}
+
+// envObserveReadDurable offers Observer, WorkspaceReader, DurableBrancher.
+type envObserveReadDurable struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithDurable
+}
+
+// envDispatchObserveReadDurable offers Dispatcher, Observer, WorkspaceReader, DurableBrancher.
+type envDispatchObserveReadDurable struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithDurable
+}
+
+// envSessionsObserveReadDurable offers SessionOpener, Observer, WorkspaceReader, DurableBrancher.
+type envSessionsObserveReadDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithDurable
+}
+
+// envDispatchSessionsObserveReadDurable offers Dispatcher, SessionOpener, Observer, WorkspaceReader, DurableBrancher.
+type envDispatchSessionsObserveReadDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithDurable
+}
+
+// envInteractObserveReadDurable offers InteractionResponder, Observer, WorkspaceReader, DurableBrancher.
+type envInteractObserveReadDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithDurable
+}
+
+// envDispatchInteractObserveReadDurable offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, DurableBrancher.
+type envDispatchInteractObserveReadDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithDurable
+}
+
+// envSessionsInteractObserveReadDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, DurableBrancher.
+type envSessionsInteractObserveReadDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveReadDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, DurableBrancher.
+type envDispatchSessionsInteractObserveReadDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithDurable
+}
+
+// envWriteDurable offers WorkspaceWriter, DurableBrancher.
+type envWriteDurable struct {
+	*environment
+	envWithWrite
+	envWithDurable
+}
+
+// envDispatchWriteDurable offers Dispatcher, WorkspaceWriter, DurableBrancher.
+type envDispatchWriteDurable struct {
+	*environment
+	envWithDispatch
+	envWithWrite
+	envWithDurable
+}
+
+// envSessionsWriteDurable offers SessionOpener, WorkspaceWriter, DurableBrancher.
+type envSessionsWriteDurable struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithDurable
+}
+
+// envDispatchSessionsWriteDurable offers Dispatcher, SessionOpener, WorkspaceWriter, DurableBrancher.
+type envDispatchSessionsWriteDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithDurable
+}
+
+// envInteractWriteDurable offers InteractionResponder, WorkspaceWriter, DurableBrancher.
+type envInteractWriteDurable struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithDurable
+}
+
+// envDispatchInteractWriteDurable offers Dispatcher, InteractionResponder, WorkspaceWriter, DurableBrancher.
+type envDispatchInteractWriteDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithWrite
+	envWithDurable
+}
+
+// envSessionsInteractWriteDurable offers SessionOpener, InteractionResponder, WorkspaceWriter, DurableBrancher.
+type envSessionsInteractWriteDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithDurable
+}
+
+// envDispatchSessionsInteractWriteDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, DurableBrancher.
+type envDispatchSessionsInteractWriteDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithDurable
+}
+
+// envObserveWriteDurable offers Observer, WorkspaceWriter, DurableBrancher.
+type envObserveWriteDurable struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithDurable
+}
+
+// envDispatchObserveWriteDurable offers Dispatcher, Observer, WorkspaceWriter, DurableBrancher.
+type envDispatchObserveWriteDurable struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithWrite
+	envWithDurable
+}
+
+// envSessionsObserveWriteDurable offers SessionOpener, Observer, WorkspaceWriter, DurableBrancher.
+type envSessionsObserveWriteDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithDurable
+}
+
+// envDispatchSessionsObserveWriteDurable offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, DurableBrancher.
+type envDispatchSessionsObserveWriteDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithDurable
+}
+
+// envInteractObserveWriteDurable offers InteractionResponder, Observer, WorkspaceWriter, DurableBrancher.
+type envInteractObserveWriteDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithDurable
+}
+
+// envDispatchInteractObserveWriteDurable offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, DurableBrancher.
+type envDispatchInteractObserveWriteDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithDurable
+}
+
+// envSessionsInteractObserveWriteDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, DurableBrancher.
+type envSessionsInteractObserveWriteDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveWriteDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, DurableBrancher.
+type envDispatchSessionsInteractObserveWriteDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithDurable
+}
+
+// envReadWriteDurable offers WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envReadWriteDurable struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envDispatchReadWriteDurable offers Dispatcher, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envDispatchReadWriteDurable struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envSessionsReadWriteDurable offers SessionOpener, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envSessionsReadWriteDurable struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envDispatchSessionsReadWriteDurable offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envDispatchSessionsReadWriteDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envInteractReadWriteDurable offers InteractionResponder, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envInteractReadWriteDurable struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envDispatchInteractReadWriteDurable offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envDispatchInteractReadWriteDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envSessionsInteractReadWriteDurable offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envSessionsInteractReadWriteDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envDispatchSessionsInteractReadWriteDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envDispatchSessionsInteractReadWriteDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envObserveReadWriteDurable offers Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envObserveReadWriteDurable struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envDispatchObserveReadWriteDurable offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envDispatchObserveReadWriteDurable struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envSessionsObserveReadWriteDurable offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envSessionsObserveReadWriteDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envDispatchSessionsObserveReadWriteDurable offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envDispatchSessionsObserveReadWriteDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envInteractObserveReadWriteDurable offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envInteractObserveReadWriteDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envDispatchInteractObserveReadWriteDurable offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envDispatchInteractObserveReadWriteDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envSessionsInteractObserveReadWriteDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envSessionsInteractObserveReadWriteDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveReadWriteDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envDispatchSessionsInteractObserveReadWriteDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envCheckpointDurable offers LegacyCheckpointer, DurableBrancher.
+type envCheckpointDurable struct {
+	*environment
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchCheckpointDurable offers Dispatcher, LegacyCheckpointer, DurableBrancher.
+type envDispatchCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsCheckpointDurable offers SessionOpener, LegacyCheckpointer, DurableBrancher.
+type envSessionsCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsCheckpointDurable offers Dispatcher, SessionOpener, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envInteractCheckpointDurable offers InteractionResponder, LegacyCheckpointer, DurableBrancher.
+type envInteractCheckpointDurable struct {
+	*environment
+	envWithInteract
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchInteractCheckpointDurable offers Dispatcher, InteractionResponder, LegacyCheckpointer, DurableBrancher.
+type envDispatchInteractCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsInteractCheckpointDurable offers SessionOpener, InteractionResponder, LegacyCheckpointer, DurableBrancher.
+type envSessionsInteractCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsInteractCheckpointDurable offers Dispatcher, SessionOpener, InteractionResponder, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsInteractCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envObserveCheckpointDurable offers Observer, LegacyCheckpointer, DurableBrancher.
+type envObserveCheckpointDurable struct {
+	*environment
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchObserveCheckpointDurable offers Dispatcher, Observer, LegacyCheckpointer, DurableBrancher.
+type envDispatchObserveCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsObserveCheckpointDurable offers SessionOpener, Observer, LegacyCheckpointer, DurableBrancher.
+type envSessionsObserveCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsObserveCheckpointDurable offers Dispatcher, SessionOpener, Observer, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsObserveCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envInteractObserveCheckpointDurable offers InteractionResponder, Observer, LegacyCheckpointer, DurableBrancher.
+type envInteractObserveCheckpointDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchInteractObserveCheckpointDurable offers Dispatcher, InteractionResponder, Observer, LegacyCheckpointer, DurableBrancher.
+type envDispatchInteractObserveCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsInteractObserveCheckpointDurable offers SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, DurableBrancher.
+type envSessionsInteractObserveCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveCheckpointDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsInteractObserveCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envReadCheckpointDurable offers WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envReadCheckpointDurable struct {
+	*environment
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchReadCheckpointDurable offers Dispatcher, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envDispatchReadCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsReadCheckpointDurable offers SessionOpener, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envSessionsReadCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsReadCheckpointDurable offers Dispatcher, SessionOpener, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsReadCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envInteractReadCheckpointDurable offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envInteractReadCheckpointDurable struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchInteractReadCheckpointDurable offers Dispatcher, InteractionResponder, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envDispatchInteractReadCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsInteractReadCheckpointDurable offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envSessionsInteractReadCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsInteractReadCheckpointDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsInteractReadCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envObserveReadCheckpointDurable offers Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envObserveReadCheckpointDurable struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchObserveReadCheckpointDurable offers Dispatcher, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envDispatchObserveReadCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsObserveReadCheckpointDurable offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envSessionsObserveReadCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsObserveReadCheckpointDurable offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsObserveReadCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envInteractObserveReadCheckpointDurable offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envInteractObserveReadCheckpointDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchInteractObserveReadCheckpointDurable offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envDispatchInteractObserveReadCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsInteractObserveReadCheckpointDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envSessionsInteractObserveReadCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveReadCheckpointDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsInteractObserveReadCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envWriteCheckpointDurable offers WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envWriteCheckpointDurable struct {
+	*environment
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchWriteCheckpointDurable offers Dispatcher, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envDispatchWriteCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsWriteCheckpointDurable offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envSessionsWriteCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsWriteCheckpointDurable offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsWriteCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envInteractWriteCheckpointDurable offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envInteractWriteCheckpointDurable struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchInteractWriteCheckpointDurable offers Dispatcher, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envDispatchInteractWriteCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsInteractWriteCheckpointDurable offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envSessionsInteractWriteCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsInteractWriteCheckpointDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsInteractWriteCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envObserveWriteCheckpointDurable offers Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envObserveWriteCheckpointDurable struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchObserveWriteCheckpointDurable offers Dispatcher, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envDispatchObserveWriteCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsObserveWriteCheckpointDurable offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envSessionsObserveWriteCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsObserveWriteCheckpointDurable offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsObserveWriteCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envInteractObserveWriteCheckpointDurable offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envInteractObserveWriteCheckpointDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchInteractObserveWriteCheckpointDurable offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envDispatchInteractObserveWriteCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsInteractObserveWriteCheckpointDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envSessionsInteractObserveWriteCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveWriteCheckpointDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsInteractObserveWriteCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envReadWriteCheckpointDurable offers WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envReadWriteCheckpointDurable struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchReadWriteCheckpointDurable offers Dispatcher, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envDispatchReadWriteCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsReadWriteCheckpointDurable offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envSessionsReadWriteCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsReadWriteCheckpointDurable offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsReadWriteCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envInteractReadWriteCheckpointDurable offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envInteractReadWriteCheckpointDurable struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchInteractReadWriteCheckpointDurable offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envDispatchInteractReadWriteCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsInteractReadWriteCheckpointDurable offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envSessionsInteractReadWriteCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsInteractReadWriteCheckpointDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsInteractReadWriteCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envObserveReadWriteCheckpointDurable offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envObserveReadWriteCheckpointDurable struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchObserveReadWriteCheckpointDurable offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envDispatchObserveReadWriteCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsObserveReadWriteCheckpointDurable offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envSessionsObserveReadWriteCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsObserveReadWriteCheckpointDurable offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsObserveReadWriteCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envInteractObserveReadWriteCheckpointDurable offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envInteractObserveReadWriteCheckpointDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchInteractObserveReadWriteCheckpointDurable offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envDispatchInteractObserveReadWriteCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsInteractObserveReadWriteCheckpointDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envSessionsInteractObserveReadWriteCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveReadWriteCheckpointDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsInteractObserveReadWriteCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envForkDurable offers LegacyForker, DurableBrancher.
+type envForkDurable struct {
+	*environment
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchForkDurable offers Dispatcher, LegacyForker, DurableBrancher.
+type envDispatchForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsForkDurable offers SessionOpener, LegacyForker, DurableBrancher.
+type envSessionsForkDurable struct {
+	*environment
+	envWithSessions
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsForkDurable offers Dispatcher, SessionOpener, LegacyForker, DurableBrancher.
+type envDispatchSessionsForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithFork
+	envWithDurable
+}
+
+// envInteractForkDurable offers InteractionResponder, LegacyForker, DurableBrancher.
+type envInteractForkDurable struct {
+	*environment
+	envWithInteract
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchInteractForkDurable offers Dispatcher, InteractionResponder, LegacyForker, DurableBrancher.
+type envDispatchInteractForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractForkDurable offers SessionOpener, InteractionResponder, LegacyForker, DurableBrancher.
+type envSessionsInteractForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractForkDurable offers Dispatcher, SessionOpener, InteractionResponder, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithFork
+	envWithDurable
+}
+
+// envObserveForkDurable offers Observer, LegacyForker, DurableBrancher.
+type envObserveForkDurable struct {
+	*environment
+	envWithObserve
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchObserveForkDurable offers Dispatcher, Observer, LegacyForker, DurableBrancher.
+type envDispatchObserveForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsObserveForkDurable offers SessionOpener, Observer, LegacyForker, DurableBrancher.
+type envSessionsObserveForkDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsObserveForkDurable offers Dispatcher, SessionOpener, Observer, LegacyForker, DurableBrancher.
+type envDispatchSessionsObserveForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithFork
+	envWithDurable
+}
+
+// envInteractObserveForkDurable offers InteractionResponder, Observer, LegacyForker, DurableBrancher.
+type envInteractObserveForkDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchInteractObserveForkDurable offers Dispatcher, InteractionResponder, Observer, LegacyForker, DurableBrancher.
+type envDispatchInteractObserveForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractObserveForkDurable offers SessionOpener, InteractionResponder, Observer, LegacyForker, DurableBrancher.
+type envSessionsInteractObserveForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveForkDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractObserveForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithFork
+	envWithDurable
+}
+
+// envReadForkDurable offers WorkspaceReader, LegacyForker, DurableBrancher.
+type envReadForkDurable struct {
+	*environment
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchReadForkDurable offers Dispatcher, WorkspaceReader, LegacyForker, DurableBrancher.
+type envDispatchReadForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsReadForkDurable offers SessionOpener, WorkspaceReader, LegacyForker, DurableBrancher.
+type envSessionsReadForkDurable struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsReadForkDurable offers Dispatcher, SessionOpener, WorkspaceReader, LegacyForker, DurableBrancher.
+type envDispatchSessionsReadForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envInteractReadForkDurable offers InteractionResponder, WorkspaceReader, LegacyForker, DurableBrancher.
+type envInteractReadForkDurable struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchInteractReadForkDurable offers Dispatcher, InteractionResponder, WorkspaceReader, LegacyForker, DurableBrancher.
+type envDispatchInteractReadForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractReadForkDurable offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyForker, DurableBrancher.
+type envSessionsInteractReadForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractReadForkDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractReadForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envObserveReadForkDurable offers Observer, WorkspaceReader, LegacyForker, DurableBrancher.
+type envObserveReadForkDurable struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchObserveReadForkDurable offers Dispatcher, Observer, WorkspaceReader, LegacyForker, DurableBrancher.
+type envDispatchObserveReadForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsObserveReadForkDurable offers SessionOpener, Observer, WorkspaceReader, LegacyForker, DurableBrancher.
+type envSessionsObserveReadForkDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsObserveReadForkDurable offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyForker, DurableBrancher.
+type envDispatchSessionsObserveReadForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envInteractObserveReadForkDurable offers InteractionResponder, Observer, WorkspaceReader, LegacyForker, DurableBrancher.
+type envInteractObserveReadForkDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchInteractObserveReadForkDurable offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, LegacyForker, DurableBrancher.
+type envDispatchInteractObserveReadForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractObserveReadForkDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyForker, DurableBrancher.
+type envSessionsInteractObserveReadForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveReadForkDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractObserveReadForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envWriteForkDurable offers WorkspaceWriter, LegacyForker, DurableBrancher.
+type envWriteForkDurable struct {
+	*environment
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchWriteForkDurable offers Dispatcher, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envDispatchWriteForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsWriteForkDurable offers SessionOpener, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envSessionsWriteForkDurable struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsWriteForkDurable offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envDispatchSessionsWriteForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envInteractWriteForkDurable offers InteractionResponder, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envInteractWriteForkDurable struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchInteractWriteForkDurable offers Dispatcher, InteractionResponder, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envDispatchInteractWriteForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractWriteForkDurable offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envSessionsInteractWriteForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractWriteForkDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractWriteForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envObserveWriteForkDurable offers Observer, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envObserveWriteForkDurable struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchObserveWriteForkDurable offers Dispatcher, Observer, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envDispatchObserveWriteForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsObserveWriteForkDurable offers SessionOpener, Observer, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envSessionsObserveWriteForkDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsObserveWriteForkDurable offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envDispatchSessionsObserveWriteForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envInteractObserveWriteForkDurable offers InteractionResponder, Observer, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envInteractObserveWriteForkDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchInteractObserveWriteForkDurable offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envDispatchInteractObserveWriteForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractObserveWriteForkDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envSessionsInteractObserveWriteForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveWriteForkDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractObserveWriteForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envReadWriteForkDurable offers WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envReadWriteForkDurable struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchReadWriteForkDurable offers Dispatcher, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envDispatchReadWriteForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsReadWriteForkDurable offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envSessionsReadWriteForkDurable struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsReadWriteForkDurable offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envDispatchSessionsReadWriteForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envInteractReadWriteForkDurable offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envInteractReadWriteForkDurable struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchInteractReadWriteForkDurable offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envDispatchInteractReadWriteForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractReadWriteForkDurable offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envSessionsInteractReadWriteForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractReadWriteForkDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractReadWriteForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envObserveReadWriteForkDurable offers Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envObserveReadWriteForkDurable struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchObserveReadWriteForkDurable offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envDispatchObserveReadWriteForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsObserveReadWriteForkDurable offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envSessionsObserveReadWriteForkDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsObserveReadWriteForkDurable offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envDispatchSessionsObserveReadWriteForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envInteractObserveReadWriteForkDurable offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envInteractObserveReadWriteForkDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchInteractObserveReadWriteForkDurable offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envDispatchInteractObserveReadWriteForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractObserveReadWriteForkDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envSessionsInteractObserveReadWriteForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveReadWriteForkDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractObserveReadWriteForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envCheckpointForkDurable offers LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envCheckpointForkDurable struct {
+	*environment
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchCheckpointForkDurable offers Dispatcher, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsCheckpointForkDurable offers SessionOpener, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsCheckpointForkDurable offers Dispatcher, SessionOpener, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envInteractCheckpointForkDurable offers InteractionResponder, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envInteractCheckpointForkDurable struct {
+	*environment
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchInteractCheckpointForkDurable offers Dispatcher, InteractionResponder, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchInteractCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractCheckpointForkDurable offers SessionOpener, InteractionResponder, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsInteractCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractCheckpointForkDurable offers Dispatcher, SessionOpener, InteractionResponder, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envObserveCheckpointForkDurable offers Observer, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envObserveCheckpointForkDurable struct {
+	*environment
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchObserveCheckpointForkDurable offers Dispatcher, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchObserveCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsObserveCheckpointForkDurable offers SessionOpener, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsObserveCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsObserveCheckpointForkDurable offers Dispatcher, SessionOpener, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsObserveCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envInteractObserveCheckpointForkDurable offers InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envInteractObserveCheckpointForkDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchInteractObserveCheckpointForkDurable offers Dispatcher, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchInteractObserveCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractObserveCheckpointForkDurable offers SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsInteractObserveCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveCheckpointForkDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractObserveCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envReadCheckpointForkDurable offers WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envReadCheckpointForkDurable struct {
+	*environment
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchReadCheckpointForkDurable offers Dispatcher, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchReadCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsReadCheckpointForkDurable offers SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsReadCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsReadCheckpointForkDurable offers Dispatcher, SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsReadCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envInteractReadCheckpointForkDurable offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envInteractReadCheckpointForkDurable struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchInteractReadCheckpointForkDurable offers Dispatcher, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchInteractReadCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractReadCheckpointForkDurable offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsInteractReadCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractReadCheckpointForkDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractReadCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envObserveReadCheckpointForkDurable offers Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envObserveReadCheckpointForkDurable struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchObserveReadCheckpointForkDurable offers Dispatcher, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchObserveReadCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsObserveReadCheckpointForkDurable offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsObserveReadCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsObserveReadCheckpointForkDurable offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsObserveReadCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envInteractObserveReadCheckpointForkDurable offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envInteractObserveReadCheckpointForkDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchInteractObserveReadCheckpointForkDurable offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchInteractObserveReadCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractObserveReadCheckpointForkDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsInteractObserveReadCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveReadCheckpointForkDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractObserveReadCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envWriteCheckpointForkDurable offers WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envWriteCheckpointForkDurable struct {
+	*environment
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchWriteCheckpointForkDurable offers Dispatcher, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchWriteCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsWriteCheckpointForkDurable offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsWriteCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsWriteCheckpointForkDurable offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsWriteCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envInteractWriteCheckpointForkDurable offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envInteractWriteCheckpointForkDurable struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchInteractWriteCheckpointForkDurable offers Dispatcher, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchInteractWriteCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractWriteCheckpointForkDurable offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsInteractWriteCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractWriteCheckpointForkDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractWriteCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envObserveWriteCheckpointForkDurable offers Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envObserveWriteCheckpointForkDurable struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchObserveWriteCheckpointForkDurable offers Dispatcher, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchObserveWriteCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsObserveWriteCheckpointForkDurable offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsObserveWriteCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsObserveWriteCheckpointForkDurable offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsObserveWriteCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envInteractObserveWriteCheckpointForkDurable offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envInteractObserveWriteCheckpointForkDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchInteractObserveWriteCheckpointForkDurable offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchInteractObserveWriteCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractObserveWriteCheckpointForkDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsInteractObserveWriteCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveWriteCheckpointForkDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractObserveWriteCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envReadWriteCheckpointForkDurable offers WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchReadWriteCheckpointForkDurable offers Dispatcher, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsReadWriteCheckpointForkDurable offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsReadWriteCheckpointForkDurable offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envInteractReadWriteCheckpointForkDurable offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envInteractReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchInteractReadWriteCheckpointForkDurable offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchInteractReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractReadWriteCheckpointForkDurable offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsInteractReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractReadWriteCheckpointForkDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envObserveReadWriteCheckpointForkDurable offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envObserveReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchObserveReadWriteCheckpointForkDurable offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchObserveReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsObserveReadWriteCheckpointForkDurable offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsObserveReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsObserveReadWriteCheckpointForkDurable offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsObserveReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envInteractObserveReadWriteCheckpointForkDurable offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envInteractObserveReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchInteractObserveReadWriteCheckpointForkDurable offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchInteractObserveReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractObserveReadWriteCheckpointForkDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsInteractObserveReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveReadWriteCheckpointForkDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractObserveReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
 }
 
 // envExec offers CommandExecutor.
@@ -6080,6 +9724,2822 @@ type envDispatchSessionsInteractObserveReadWriteCheckpointForkExec struct {
 	envWithWrite
 	envWithCheckpoint
 	envWithFork
+	envWithExec
+}
+
+// envDurableExec offers DurableBrancher, CommandExecutor.
+type envDurableExec struct {
+	*environment
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchDurableExec offers Dispatcher, DurableBrancher, CommandExecutor.
+type envDispatchDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsDurableExec offers SessionOpener, DurableBrancher, CommandExecutor.
+type envSessionsDurableExec struct {
+	*environment
+	envWithSessions
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsDurableExec offers Dispatcher, SessionOpener, DurableBrancher, CommandExecutor.
+type envDispatchSessionsDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithDurable
+	envWithExec
+}
+
+// envInteractDurableExec offers InteractionResponder, DurableBrancher, CommandExecutor.
+type envInteractDurableExec struct {
+	*environment
+	envWithInteract
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractDurableExec offers Dispatcher, InteractionResponder, DurableBrancher, CommandExecutor.
+type envDispatchInteractDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractDurableExec offers SessionOpener, InteractionResponder, DurableBrancher, CommandExecutor.
+type envSessionsInteractDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractDurableExec offers Dispatcher, SessionOpener, InteractionResponder, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithDurable
+	envWithExec
+}
+
+// envObserveDurableExec offers Observer, DurableBrancher, CommandExecutor.
+type envObserveDurableExec struct {
+	*environment
+	envWithObserve
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchObserveDurableExec offers Dispatcher, Observer, DurableBrancher, CommandExecutor.
+type envDispatchObserveDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveDurableExec offers SessionOpener, Observer, DurableBrancher, CommandExecutor.
+type envSessionsObserveDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveDurableExec offers Dispatcher, SessionOpener, Observer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveDurableExec offers InteractionResponder, Observer, DurableBrancher, CommandExecutor.
+type envInteractObserveDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractObserveDurableExec offers Dispatcher, InteractionResponder, Observer, DurableBrancher, CommandExecutor.
+type envDispatchInteractObserveDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveDurableExec offers SessionOpener, InteractionResponder, Observer, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithDurable
+	envWithExec
+}
+
+// envReadDurableExec offers WorkspaceReader, DurableBrancher, CommandExecutor.
+type envReadDurableExec struct {
+	*environment
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchReadDurableExec offers Dispatcher, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envDispatchReadDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsReadDurableExec offers SessionOpener, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envSessionsReadDurableExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsReadDurableExec offers Dispatcher, SessionOpener, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envDispatchSessionsReadDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envInteractReadDurableExec offers InteractionResponder, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envInteractReadDurableExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractReadDurableExec offers Dispatcher, InteractionResponder, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envDispatchInteractReadDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractReadDurableExec offers SessionOpener, InteractionResponder, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envSessionsInteractReadDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractReadDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envObserveReadDurableExec offers Observer, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envObserveReadDurableExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchObserveReadDurableExec offers Dispatcher, Observer, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envDispatchObserveReadDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveReadDurableExec offers SessionOpener, Observer, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envSessionsObserveReadDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveReadDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveReadDurableExec offers InteractionResponder, Observer, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envInteractObserveReadDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractObserveReadDurableExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envDispatchInteractObserveReadDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveReadDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveReadDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveReadDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envWriteDurableExec offers WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envWriteDurableExec struct {
+	*environment
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchWriteDurableExec offers Dispatcher, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envDispatchWriteDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsWriteDurableExec offers SessionOpener, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envSessionsWriteDurableExec struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsWriteDurableExec offers Dispatcher, SessionOpener, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envDispatchSessionsWriteDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envInteractWriteDurableExec offers InteractionResponder, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envInteractWriteDurableExec struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractWriteDurableExec offers Dispatcher, InteractionResponder, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envDispatchInteractWriteDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractWriteDurableExec offers SessionOpener, InteractionResponder, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envSessionsInteractWriteDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractWriteDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractWriteDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envObserveWriteDurableExec offers Observer, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envObserveWriteDurableExec struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchObserveWriteDurableExec offers Dispatcher, Observer, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envDispatchObserveWriteDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveWriteDurableExec offers SessionOpener, Observer, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envSessionsObserveWriteDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveWriteDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveWriteDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveWriteDurableExec offers InteractionResponder, Observer, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envInteractObserveWriteDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractObserveWriteDurableExec offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envDispatchInteractObserveWriteDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveWriteDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveWriteDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveWriteDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveWriteDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envReadWriteDurableExec offers WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envReadWriteDurableExec struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchReadWriteDurableExec offers Dispatcher, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envDispatchReadWriteDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsReadWriteDurableExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envSessionsReadWriteDurableExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsReadWriteDurableExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envDispatchSessionsReadWriteDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envInteractReadWriteDurableExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envInteractReadWriteDurableExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractReadWriteDurableExec offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envDispatchInteractReadWriteDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractReadWriteDurableExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envSessionsInteractReadWriteDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadWriteDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractReadWriteDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envObserveReadWriteDurableExec offers Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envObserveReadWriteDurableExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchObserveReadWriteDurableExec offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envDispatchObserveReadWriteDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveReadWriteDurableExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envSessionsObserveReadWriteDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadWriteDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveReadWriteDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveReadWriteDurableExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envInteractObserveReadWriteDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractObserveReadWriteDurableExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envDispatchInteractObserveReadWriteDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveReadWriteDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveReadWriteDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadWriteDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveReadWriteDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envCheckpointDurableExec offers LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envCheckpointDurableExec struct {
+	*environment
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchCheckpointDurableExec offers Dispatcher, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsCheckpointDurableExec offers SessionOpener, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsCheckpointDurableExec offers Dispatcher, SessionOpener, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envInteractCheckpointDurableExec offers InteractionResponder, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envInteractCheckpointDurableExec struct {
+	*environment
+	envWithInteract
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractCheckpointDurableExec offers Dispatcher, InteractionResponder, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchInteractCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractCheckpointDurableExec offers SessionOpener, InteractionResponder, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsInteractCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractCheckpointDurableExec offers Dispatcher, SessionOpener, InteractionResponder, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envObserveCheckpointDurableExec offers Observer, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envObserveCheckpointDurableExec struct {
+	*environment
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchObserveCheckpointDurableExec offers Dispatcher, Observer, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchObserveCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveCheckpointDurableExec offers SessionOpener, Observer, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsObserveCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveCheckpointDurableExec offers Dispatcher, SessionOpener, Observer, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveCheckpointDurableExec offers InteractionResponder, Observer, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envInteractObserveCheckpointDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractObserveCheckpointDurableExec offers Dispatcher, InteractionResponder, Observer, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchInteractObserveCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveCheckpointDurableExec offers SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveCheckpointDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envReadCheckpointDurableExec offers WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envReadCheckpointDurableExec struct {
+	*environment
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchReadCheckpointDurableExec offers Dispatcher, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchReadCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsReadCheckpointDurableExec offers SessionOpener, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsReadCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsReadCheckpointDurableExec offers Dispatcher, SessionOpener, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsReadCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envInteractReadCheckpointDurableExec offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envInteractReadCheckpointDurableExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractReadCheckpointDurableExec offers Dispatcher, InteractionResponder, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchInteractReadCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractReadCheckpointDurableExec offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsInteractReadCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadCheckpointDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractReadCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envObserveReadCheckpointDurableExec offers Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envObserveReadCheckpointDurableExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchObserveReadCheckpointDurableExec offers Dispatcher, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchObserveReadCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveReadCheckpointDurableExec offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsObserveReadCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadCheckpointDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveReadCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveReadCheckpointDurableExec offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envInteractObserveReadCheckpointDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractObserveReadCheckpointDurableExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchInteractObserveReadCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveReadCheckpointDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveReadCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadCheckpointDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveReadCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envWriteCheckpointDurableExec offers WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envWriteCheckpointDurableExec struct {
+	*environment
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchWriteCheckpointDurableExec offers Dispatcher, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchWriteCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsWriteCheckpointDurableExec offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsWriteCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsWriteCheckpointDurableExec offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsWriteCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envInteractWriteCheckpointDurableExec offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envInteractWriteCheckpointDurableExec struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractWriteCheckpointDurableExec offers Dispatcher, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchInteractWriteCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractWriteCheckpointDurableExec offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsInteractWriteCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractWriteCheckpointDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractWriteCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envObserveWriteCheckpointDurableExec offers Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envObserveWriteCheckpointDurableExec struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchObserveWriteCheckpointDurableExec offers Dispatcher, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchObserveWriteCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveWriteCheckpointDurableExec offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsObserveWriteCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveWriteCheckpointDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveWriteCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveWriteCheckpointDurableExec offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envInteractObserveWriteCheckpointDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractObserveWriteCheckpointDurableExec offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchInteractObserveWriteCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveWriteCheckpointDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveWriteCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveWriteCheckpointDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveWriteCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envReadWriteCheckpointDurableExec offers WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchReadWriteCheckpointDurableExec offers Dispatcher, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsReadWriteCheckpointDurableExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsReadWriteCheckpointDurableExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envInteractReadWriteCheckpointDurableExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envInteractReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractReadWriteCheckpointDurableExec offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchInteractReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractReadWriteCheckpointDurableExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsInteractReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadWriteCheckpointDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envObserveReadWriteCheckpointDurableExec offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envObserveReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchObserveReadWriteCheckpointDurableExec offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchObserveReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveReadWriteCheckpointDurableExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsObserveReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadWriteCheckpointDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveReadWriteCheckpointDurableExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envInteractObserveReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractObserveReadWriteCheckpointDurableExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchInteractObserveReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveReadWriteCheckpointDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadWriteCheckpointDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envForkDurableExec offers LegacyForker, DurableBrancher, CommandExecutor.
+type envForkDurableExec struct {
+	*environment
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchForkDurableExec offers Dispatcher, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsForkDurableExec offers SessionOpener, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsForkDurableExec offers Dispatcher, SessionOpener, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractForkDurableExec offers InteractionResponder, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractForkDurableExec offers Dispatcher, InteractionResponder, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchInteractForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractForkDurableExec offers SessionOpener, InteractionResponder, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envObserveForkDurableExec offers Observer, LegacyForker, DurableBrancher, CommandExecutor.
+type envObserveForkDurableExec struct {
+	*environment
+	envWithObserve
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchObserveForkDurableExec offers Dispatcher, Observer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchObserveForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveForkDurableExec offers SessionOpener, Observer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsObserveForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveForkDurableExec offers Dispatcher, SessionOpener, Observer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveForkDurableExec offers InteractionResponder, Observer, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractObserveForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractObserveForkDurableExec offers Dispatcher, InteractionResponder, Observer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchInteractObserveForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveForkDurableExec offers SessionOpener, InteractionResponder, Observer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envReadForkDurableExec offers WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envReadForkDurableExec struct {
+	*environment
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchReadForkDurableExec offers Dispatcher, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchReadForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsReadForkDurableExec offers SessionOpener, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsReadForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsReadForkDurableExec offers Dispatcher, SessionOpener, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsReadForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractReadForkDurableExec offers InteractionResponder, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractReadForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractReadForkDurableExec offers Dispatcher, InteractionResponder, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchInteractReadForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractReadForkDurableExec offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractReadForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractReadForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envObserveReadForkDurableExec offers Observer, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envObserveReadForkDurableExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchObserveReadForkDurableExec offers Dispatcher, Observer, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchObserveReadForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveReadForkDurableExec offers SessionOpener, Observer, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsObserveReadForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadForkDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveReadForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveReadForkDurableExec offers InteractionResponder, Observer, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractObserveReadForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractObserveReadForkDurableExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchInteractObserveReadForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveReadForkDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveReadForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveReadForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envWriteForkDurableExec offers WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envWriteForkDurableExec struct {
+	*environment
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchWriteForkDurableExec offers Dispatcher, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchWriteForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsWriteForkDurableExec offers SessionOpener, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsWriteForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsWriteForkDurableExec offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsWriteForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractWriteForkDurableExec offers InteractionResponder, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractWriteForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractWriteForkDurableExec offers Dispatcher, InteractionResponder, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchInteractWriteForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractWriteForkDurableExec offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractWriteForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractWriteForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractWriteForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envObserveWriteForkDurableExec offers Observer, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envObserveWriteForkDurableExec struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchObserveWriteForkDurableExec offers Dispatcher, Observer, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchObserveWriteForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveWriteForkDurableExec offers SessionOpener, Observer, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsObserveWriteForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveWriteForkDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveWriteForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveWriteForkDurableExec offers InteractionResponder, Observer, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractObserveWriteForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractObserveWriteForkDurableExec offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchInteractObserveWriteForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveWriteForkDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveWriteForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveWriteForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveWriteForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envReadWriteForkDurableExec offers WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envReadWriteForkDurableExec struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchReadWriteForkDurableExec offers Dispatcher, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchReadWriteForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsReadWriteForkDurableExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsReadWriteForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsReadWriteForkDurableExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsReadWriteForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractReadWriteForkDurableExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractReadWriteForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractReadWriteForkDurableExec offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchInteractReadWriteForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractReadWriteForkDurableExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractReadWriteForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadWriteForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractReadWriteForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envObserveReadWriteForkDurableExec offers Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envObserveReadWriteForkDurableExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchObserveReadWriteForkDurableExec offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchObserveReadWriteForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveReadWriteForkDurableExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsObserveReadWriteForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadWriteForkDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveReadWriteForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveReadWriteForkDurableExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractObserveReadWriteForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractObserveReadWriteForkDurableExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchInteractObserveReadWriteForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveReadWriteForkDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveReadWriteForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadWriteForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveReadWriteForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envCheckpointForkDurableExec offers LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envCheckpointForkDurableExec struct {
+	*environment
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchCheckpointForkDurableExec offers Dispatcher, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsCheckpointForkDurableExec offers SessionOpener, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsCheckpointForkDurableExec offers Dispatcher, SessionOpener, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractCheckpointForkDurableExec offers InteractionResponder, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractCheckpointForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractCheckpointForkDurableExec offers Dispatcher, InteractionResponder, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchInteractCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractCheckpointForkDurableExec offers SessionOpener, InteractionResponder, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractCheckpointForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envObserveCheckpointForkDurableExec offers Observer, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envObserveCheckpointForkDurableExec struct {
+	*environment
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchObserveCheckpointForkDurableExec offers Dispatcher, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchObserveCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveCheckpointForkDurableExec offers SessionOpener, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsObserveCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveCheckpointForkDurableExec offers Dispatcher, SessionOpener, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveCheckpointForkDurableExec offers InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractObserveCheckpointForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractObserveCheckpointForkDurableExec offers Dispatcher, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchInteractObserveCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveCheckpointForkDurableExec offers SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveCheckpointForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envReadCheckpointForkDurableExec offers WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envReadCheckpointForkDurableExec struct {
+	*environment
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchReadCheckpointForkDurableExec offers Dispatcher, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchReadCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsReadCheckpointForkDurableExec offers SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsReadCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsReadCheckpointForkDurableExec offers Dispatcher, SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsReadCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractReadCheckpointForkDurableExec offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractReadCheckpointForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractReadCheckpointForkDurableExec offers Dispatcher, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchInteractReadCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractReadCheckpointForkDurableExec offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractReadCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadCheckpointForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractReadCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envObserveReadCheckpointForkDurableExec offers Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envObserveReadCheckpointForkDurableExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchObserveReadCheckpointForkDurableExec offers Dispatcher, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchObserveReadCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveReadCheckpointForkDurableExec offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsObserveReadCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadCheckpointForkDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveReadCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveReadCheckpointForkDurableExec offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractObserveReadCheckpointForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractObserveReadCheckpointForkDurableExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchInteractObserveReadCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveReadCheckpointForkDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveReadCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadCheckpointForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveReadCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envWriteCheckpointForkDurableExec offers WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchWriteCheckpointForkDurableExec offers Dispatcher, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsWriteCheckpointForkDurableExec offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsWriteCheckpointForkDurableExec offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractWriteCheckpointForkDurableExec offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractWriteCheckpointForkDurableExec offers Dispatcher, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchInteractWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractWriteCheckpointForkDurableExec offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractWriteCheckpointForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envObserveWriteCheckpointForkDurableExec offers Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envObserveWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchObserveWriteCheckpointForkDurableExec offers Dispatcher, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchObserveWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveWriteCheckpointForkDurableExec offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsObserveWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveWriteCheckpointForkDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveWriteCheckpointForkDurableExec offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractObserveWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractObserveWriteCheckpointForkDurableExec offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchInteractObserveWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveWriteCheckpointForkDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveWriteCheckpointForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envReadWriteCheckpointForkDurableExec offers WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchReadWriteCheckpointForkDurableExec offers Dispatcher, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsReadWriteCheckpointForkDurableExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsReadWriteCheckpointForkDurableExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractReadWriteCheckpointForkDurableExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractReadWriteCheckpointForkDurableExec offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchInteractReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractReadWriteCheckpointForkDurableExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadWriteCheckpointForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envObserveReadWriteCheckpointForkDurableExec offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envObserveReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchObserveReadWriteCheckpointForkDurableExec offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchObserveReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveReadWriteCheckpointForkDurableExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsObserveReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadWriteCheckpointForkDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveReadWriteCheckpointForkDurableExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractObserveReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchInteractObserveReadWriteCheckpointForkDurableExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchInteractObserveReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveReadWriteCheckpointForkDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadWriteCheckpointForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
 	envWithExec
 }
 

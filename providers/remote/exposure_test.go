@@ -27,6 +27,10 @@ func TestExposureMatchesEveryDocument(t *testing.T) {
 		func(c *contract.Capabilities) { c.Branching.Checkpoint = true },
 		func(c *contract.Capabilities) { c.Branching.Fork = true },
 		func(c *contract.Capabilities) {
+			yes := true
+			c.Branching.RetrySafe, c.Branching.Lookup, c.Branching.Cleanup = &yes, &yes, &yes
+		},
+		func(c *contract.Capabilities) {
 			c.NativeContinuation = &contract.NativeContinuationCapabilities{AtomicBoundary: true, RequestIdempotency: true}
 		},
 	}
@@ -39,10 +43,10 @@ func TestExposureMatchesEveryDocument(t *testing.T) {
 		}
 		e := &environment{}
 		if err := contract.CheckExposure(&c, envExposed(e, envMask(&c))); err != nil {
-			t.Errorf("document %012b: environment exposure: %v", m, err)
+			t.Errorf("document %013b: environment exposure: %v", m, err)
 		}
 		if err := contract.CheckSessionExposure(&c, sessExposed(&session{e: e}, sessMask(&c))); err != nil {
-			t.Errorf("document %012b: session exposure: %v", m, err)
+			t.Errorf("document %013b: session exposure: %v", m, err)
 		}
 	}
 }
@@ -74,11 +78,16 @@ func TestExposureGeneratedUpToDate(t *testing.T) {
 	}
 }
 
-// The provider type picked for a document offers profile validation and
-// context transfer exactly when the document declares them.
+// The provider type picked for a document offers profile validation,
+// durable branching recovery and context transfer exactly when the
+// document declares them.
 func TestProviderExposureMatchesDocument(t *testing.T) {
 	gates := []func(*contract.Capabilities){
 		func(c *contract.Capabilities) { c.Profile.Validation = true },
+		func(c *contract.Capabilities) {
+			yes := true
+			c.Branching.RetrySafe, c.Branching.Lookup, c.Branching.Cleanup = &yes, &yes, &yes
+		},
 		func(c *contract.Capabilities) {
 			c.ContextTransfer = &contract.ContextTransferCapabilities{FreshSession: true, RequestIdempotency: true, Lookup: true}
 		},
@@ -91,7 +100,7 @@ func TestProviderExposureMatchesDocument(t *testing.T) {
 			}
 		}
 		if err := contract.CheckProviderExposure(&c, provExposed(&Provider{}, provMask(&c))); err != nil {
-			t.Errorf("document %02b: %v", m, err)
+			t.Errorf("document %03b: %v", m, err)
 		}
 	}
 }

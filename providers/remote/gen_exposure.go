@@ -54,11 +54,15 @@ var envAbilities = []ability{
 		"Checkpoint(ctx context.Context, req *contract.CheckpointRequest) (*contract.CheckpointRef, error)", "return x.checkpoint(ctx, req)"),
 	one("LegacyForker", "Fork", "c.Branching.Fork",
 		"Fork(ctx context.Context, from *contract.CheckpointRef, req *contract.ForkRequest) (contract.Environment, error)", "return x.fork(ctx, from, req)"),
+	one("DurableBrancher", "Durable", "c.Branching.Durable()",
+		"WorkspaceBranching() contract.WorkspaceBranching", "return x.workspaceBranching()"),
 	one("CommandExecutor", "Exec", "c.Workspace.Exec",
 		"Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error)", "return x.exec(ctx, command, req)"),
 }
 
 var providerAbilities = []ability{
+	one("BranchingProvider", "Branching", "c.Branching.Durable()",
+		"BranchingFor(ctx context.Context, sourceEnvironmentID string) (contract.WorkspaceBranching, error)", "return x.branchingFor(ctx, sourceEnvironmentID)"),
 	{"ContextTransferrer", "Transfer", "c.ContextTransfer != nil", []method{
 		{"TransferContext(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error)", "return x.transferContext(ctx, req)"},
 		{"LookupContextTransfer(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error)", "return x.lookupContextTransfer(ctx, req)"}}},
