@@ -530,3 +530,57 @@ func TestLegacyBranchingRoutes(t *testing.T) {
 	status, body = do(t, plain, http.MethodPost, pbase+"/checkpoints", `{"operationId":"op-1","request":{}}`, nil)
 	wantError(t, status, body, http.StatusUnprocessableEntity, wire.CodeUnsupported, nil)
 }
+
+// BRN-02 over the wire: a durable checkpoint whose answer is lost after
+// the provider checkpointed is re-sent with the same key and answered
+// replayed with the same checkpoint; a lookup finds that one.
+func TestRemoteDurableCheckpointLostAnswer(t *testing.T) {
+	p := newScripted(t)
+	s, err := sidecar.New(p, sidecar.Options{Token: testToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h, hits := faulty(s, func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/branching/checkpoint") }, 0)
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	env, err := newRemote(t, ts.URL).Create(ctx, createInput(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := env.(contract.Dispatcher).Dispatch(ctx, &contract.TurnInput{Prompt: ptr("hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := env.(contract.SessionOpener).Session(ctx, ref.ID, ref.ControlRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := ref.ControlRef
+	run := contract.ExactRunControlRef{RunID: c.RunID, Provider: c.Provider, EnvironmentID: c.EnvironmentID,
+		SessionID: *c.SessionID, ExecutionID: *c.ExecutionID, RequestDigest: *c.RequestDigest}
+	req, err := contract.NewWorkspaceCheckpointRequest("cp-1", contract.WorkspaceCheckpointMaterial{Source: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := env.(contract.DurableBrancher).WorkspaceBranching()
+	res, err := br.Checkpoint(ctx, req)
+	if err != nil {
+		t.Fatalf("Checkpoint: %v", err)
+	}
+	if hits.Load() != 2 {
+		t.Errorf("the checkpoint was sent %d times, want 2 (the first answer lost)", hits.Load())
+	}
+	if res.Status != contract.BranchingReplayed || !contract.WorkspaceCheckpointResultMatchesRequest(req, res) {
+		t.Fatalf("the re-sent checkpoint answered %s, want replayed matching the request", res.Status)
+	}
+	found, err := br.LookupCheckpoint(ctx, req.Lookup())
+	if err != nil || !contract.WorkspaceCheckpointLookupResultMatchesRequest(req, found) || found.Checkpoint.CheckpointID != res.Checkpoint.CheckpointID {
+		t.Errorf("the lookup: %+v, %v; want the one checkpoint", found, err)
+	}
+}
