@@ -168,2048 +168,1536 @@ func envMask(c *contract.Capabilities) uint {
 // abilities of mask.
 func envExposed(x *environment, mask uint) contract.Environment {
 	switch mask {
-	case 1:
-		return envDispatch{x, envWithDispatch{x}}
 	case 2:
 		return envSessions{x, envWithSessions{x}}
 	case 3:
 		return envDispatchSessions{x, envWithDispatch{x}, envWithSessions{x}}
 	case 4:
 		return envInteract{x, envWithInteract{x}}
-	case 5:
-		return envDispatchInteract{x, envWithDispatch{x}, envWithInteract{x}}
 	case 6:
 		return envSessionsInteract{x, envWithSessions{x}, envWithInteract{x}}
 	case 7:
 		return envDispatchSessionsInteract{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}}
 	case 8:
 		return envObserve{x, envWithObserve{x}}
-	case 9:
-		return envDispatchObserve{x, envWithDispatch{x}, envWithObserve{x}}
 	case 10:
 		return envSessionsObserve{x, envWithSessions{x}, envWithObserve{x}}
 	case 11:
 		return envDispatchSessionsObserve{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}}
 	case 12:
 		return envInteractObserve{x, envWithInteract{x}, envWithObserve{x}}
-	case 13:
-		return envDispatchInteractObserve{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}}
 	case 14:
 		return envSessionsInteractObserve{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}}
 	case 15:
 		return envDispatchSessionsInteractObserve{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}}
 	case 16:
 		return envRead{x, envWithRead{x}}
-	case 17:
-		return envDispatchRead{x, envWithDispatch{x}, envWithRead{x}}
 	case 18:
 		return envSessionsRead{x, envWithSessions{x}, envWithRead{x}}
 	case 19:
 		return envDispatchSessionsRead{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}}
 	case 20:
 		return envInteractRead{x, envWithInteract{x}, envWithRead{x}}
-	case 21:
-		return envDispatchInteractRead{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}}
 	case 22:
 		return envSessionsInteractRead{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}}
 	case 23:
 		return envDispatchSessionsInteractRead{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}}
 	case 24:
 		return envObserveRead{x, envWithObserve{x}, envWithRead{x}}
-	case 25:
-		return envDispatchObserveRead{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}}
 	case 26:
 		return envSessionsObserveRead{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}}
 	case 27:
 		return envDispatchSessionsObserveRead{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}}
 	case 28:
 		return envInteractObserveRead{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}}
-	case 29:
-		return envDispatchInteractObserveRead{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}}
 	case 30:
 		return envSessionsInteractObserveRead{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}}
 	case 31:
 		return envDispatchSessionsInteractObserveRead{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}}
 	case 32:
 		return envWrite{x, envWithWrite{x}}
-	case 33:
-		return envDispatchWrite{x, envWithDispatch{x}, envWithWrite{x}}
 	case 34:
 		return envSessionsWrite{x, envWithSessions{x}, envWithWrite{x}}
 	case 35:
 		return envDispatchSessionsWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}}
 	case 36:
 		return envInteractWrite{x, envWithInteract{x}, envWithWrite{x}}
-	case 37:
-		return envDispatchInteractWrite{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}}
 	case 38:
 		return envSessionsInteractWrite{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}}
 	case 39:
 		return envDispatchSessionsInteractWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}}
 	case 40:
 		return envObserveWrite{x, envWithObserve{x}, envWithWrite{x}}
-	case 41:
-		return envDispatchObserveWrite{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}}
 	case 42:
 		return envSessionsObserveWrite{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}}
 	case 43:
 		return envDispatchSessionsObserveWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}}
 	case 44:
 		return envInteractObserveWrite{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}}
-	case 45:
-		return envDispatchInteractObserveWrite{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}}
 	case 46:
 		return envSessionsInteractObserveWrite{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}}
 	case 47:
 		return envDispatchSessionsInteractObserveWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}}
 	case 48:
 		return envReadWrite{x, envWithRead{x}, envWithWrite{x}}
-	case 49:
-		return envDispatchReadWrite{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}}
 	case 50:
 		return envSessionsReadWrite{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}}
 	case 51:
 		return envDispatchSessionsReadWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}}
 	case 52:
 		return envInteractReadWrite{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}}
-	case 53:
-		return envDispatchInteractReadWrite{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}}
 	case 54:
 		return envSessionsInteractReadWrite{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}}
 	case 55:
 		return envDispatchSessionsInteractReadWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}}
 	case 56:
 		return envObserveReadWrite{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
-	case 57:
-		return envDispatchObserveReadWrite{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 58:
 		return envSessionsObserveReadWrite{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 59:
 		return envDispatchSessionsObserveReadWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 60:
 		return envInteractObserveReadWrite{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
-	case 61:
-		return envDispatchInteractObserveReadWrite{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 62:
 		return envSessionsInteractObserveReadWrite{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 63:
 		return envDispatchSessionsInteractObserveReadWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 64:
 		return envCheckpoint{x, envWithCheckpoint{x}}
-	case 65:
-		return envDispatchCheckpoint{x, envWithDispatch{x}, envWithCheckpoint{x}}
 	case 66:
 		return envSessionsCheckpoint{x, envWithSessions{x}, envWithCheckpoint{x}}
 	case 67:
 		return envDispatchSessionsCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}}
 	case 68:
 		return envInteractCheckpoint{x, envWithInteract{x}, envWithCheckpoint{x}}
-	case 69:
-		return envDispatchInteractCheckpoint{x, envWithDispatch{x}, envWithInteract{x}, envWithCheckpoint{x}}
 	case 70:
 		return envSessionsInteractCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}}
 	case 71:
 		return envDispatchSessionsInteractCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}}
 	case 72:
 		return envObserveCheckpoint{x, envWithObserve{x}, envWithCheckpoint{x}}
-	case 73:
-		return envDispatchObserveCheckpoint{x, envWithDispatch{x}, envWithObserve{x}, envWithCheckpoint{x}}
 	case 74:
 		return envSessionsObserveCheckpoint{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}}
 	case 75:
 		return envDispatchSessionsObserveCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}}
 	case 76:
 		return envInteractObserveCheckpoint{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}}
-	case 77:
-		return envDispatchInteractObserveCheckpoint{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}}
 	case 78:
 		return envSessionsInteractObserveCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}}
 	case 79:
 		return envDispatchSessionsInteractObserveCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}}
 	case 80:
 		return envReadCheckpoint{x, envWithRead{x}, envWithCheckpoint{x}}
-	case 81:
-		return envDispatchReadCheckpoint{x, envWithDispatch{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 82:
 		return envSessionsReadCheckpoint{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 83:
 		return envDispatchSessionsReadCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 84:
 		return envInteractReadCheckpoint{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}}
-	case 85:
-		return envDispatchInteractReadCheckpoint{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 86:
 		return envSessionsInteractReadCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 87:
 		return envDispatchSessionsInteractReadCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 88:
 		return envObserveReadCheckpoint{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
-	case 89:
-		return envDispatchObserveReadCheckpoint{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 90:
 		return envSessionsObserveReadCheckpoint{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 91:
 		return envDispatchSessionsObserveReadCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 92:
 		return envInteractObserveReadCheckpoint{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
-	case 93:
-		return envDispatchInteractObserveReadCheckpoint{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 94:
 		return envSessionsInteractObserveReadCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 95:
 		return envDispatchSessionsInteractObserveReadCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 96:
 		return envWriteCheckpoint{x, envWithWrite{x}, envWithCheckpoint{x}}
-	case 97:
-		return envDispatchWriteCheckpoint{x, envWithDispatch{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 98:
 		return envSessionsWriteCheckpoint{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 99:
 		return envDispatchSessionsWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 100:
 		return envInteractWriteCheckpoint{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}}
-	case 101:
-		return envDispatchInteractWriteCheckpoint{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 102:
 		return envSessionsInteractWriteCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 103:
 		return envDispatchSessionsInteractWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 104:
 		return envObserveWriteCheckpoint{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
-	case 105:
-		return envDispatchObserveWriteCheckpoint{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 106:
 		return envSessionsObserveWriteCheckpoint{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 107:
 		return envDispatchSessionsObserveWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 108:
 		return envInteractObserveWriteCheckpoint{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
-	case 109:
-		return envDispatchInteractObserveWriteCheckpoint{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 110:
 		return envSessionsInteractObserveWriteCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 111:
 		return envDispatchSessionsInteractObserveWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 112:
 		return envReadWriteCheckpoint{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
-	case 113:
-		return envDispatchReadWriteCheckpoint{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 114:
 		return envSessionsReadWriteCheckpoint{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 115:
 		return envDispatchSessionsReadWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 116:
 		return envInteractReadWriteCheckpoint{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
-	case 117:
-		return envDispatchInteractReadWriteCheckpoint{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 118:
 		return envSessionsInteractReadWriteCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 119:
 		return envDispatchSessionsInteractReadWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 120:
 		return envObserveReadWriteCheckpoint{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
-	case 121:
-		return envDispatchObserveReadWriteCheckpoint{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 122:
 		return envSessionsObserveReadWriteCheckpoint{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 123:
 		return envDispatchSessionsObserveReadWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 124:
 		return envInteractObserveReadWriteCheckpoint{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
-	case 125:
-		return envDispatchInteractObserveReadWriteCheckpoint{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 126:
 		return envSessionsInteractObserveReadWriteCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 127:
 		return envDispatchSessionsInteractObserveReadWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 128:
 		return envFork{x, envWithFork{x}}
-	case 129:
-		return envDispatchFork{x, envWithDispatch{x}, envWithFork{x}}
 	case 130:
 		return envSessionsFork{x, envWithSessions{x}, envWithFork{x}}
 	case 131:
 		return envDispatchSessionsFork{x, envWithDispatch{x}, envWithSessions{x}, envWithFork{x}}
 	case 132:
 		return envInteractFork{x, envWithInteract{x}, envWithFork{x}}
-	case 133:
-		return envDispatchInteractFork{x, envWithDispatch{x}, envWithInteract{x}, envWithFork{x}}
 	case 134:
 		return envSessionsInteractFork{x, envWithSessions{x}, envWithInteract{x}, envWithFork{x}}
 	case 135:
 		return envDispatchSessionsInteractFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}}
 	case 136:
 		return envObserveFork{x, envWithObserve{x}, envWithFork{x}}
-	case 137:
-		return envDispatchObserveFork{x, envWithDispatch{x}, envWithObserve{x}, envWithFork{x}}
 	case 138:
 		return envSessionsObserveFork{x, envWithSessions{x}, envWithObserve{x}, envWithFork{x}}
 	case 139:
 		return envDispatchSessionsObserveFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}}
 	case 140:
 		return envInteractObserveFork{x, envWithInteract{x}, envWithObserve{x}, envWithFork{x}}
-	case 141:
-		return envDispatchInteractObserveFork{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}}
 	case 142:
 		return envSessionsInteractObserveFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}}
 	case 143:
 		return envDispatchSessionsInteractObserveFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}}
 	case 144:
 		return envReadFork{x, envWithRead{x}, envWithFork{x}}
-	case 145:
-		return envDispatchReadFork{x, envWithDispatch{x}, envWithRead{x}, envWithFork{x}}
 	case 146:
 		return envSessionsReadFork{x, envWithSessions{x}, envWithRead{x}, envWithFork{x}}
 	case 147:
 		return envDispatchSessionsReadFork{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}}
 	case 148:
 		return envInteractReadFork{x, envWithInteract{x}, envWithRead{x}, envWithFork{x}}
-	case 149:
-		return envDispatchInteractReadFork{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}}
 	case 150:
 		return envSessionsInteractReadFork{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}}
 	case 151:
 		return envDispatchSessionsInteractReadFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}}
 	case 152:
 		return envObserveReadFork{x, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
-	case 153:
-		return envDispatchObserveReadFork{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
 	case 154:
 		return envSessionsObserveReadFork{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
 	case 155:
 		return envDispatchSessionsObserveReadFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
 	case 156:
 		return envInteractObserveReadFork{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
-	case 157:
-		return envDispatchInteractObserveReadFork{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
 	case 158:
 		return envSessionsInteractObserveReadFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
 	case 159:
 		return envDispatchSessionsInteractObserveReadFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
 	case 160:
 		return envWriteFork{x, envWithWrite{x}, envWithFork{x}}
-	case 161:
-		return envDispatchWriteFork{x, envWithDispatch{x}, envWithWrite{x}, envWithFork{x}}
 	case 162:
 		return envSessionsWriteFork{x, envWithSessions{x}, envWithWrite{x}, envWithFork{x}}
 	case 163:
 		return envDispatchSessionsWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}}
 	case 164:
 		return envInteractWriteFork{x, envWithInteract{x}, envWithWrite{x}, envWithFork{x}}
-	case 165:
-		return envDispatchInteractWriteFork{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}}
 	case 166:
 		return envSessionsInteractWriteFork{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}}
 	case 167:
 		return envDispatchSessionsInteractWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}}
 	case 168:
 		return envObserveWriteFork{x, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
-	case 169:
-		return envDispatchObserveWriteFork{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
 	case 170:
 		return envSessionsObserveWriteFork{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
 	case 171:
 		return envDispatchSessionsObserveWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
 	case 172:
 		return envInteractObserveWriteFork{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
-	case 173:
-		return envDispatchInteractObserveWriteFork{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
 	case 174:
 		return envSessionsInteractObserveWriteFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
 	case 175:
 		return envDispatchSessionsInteractObserveWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
 	case 176:
 		return envReadWriteFork{x, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
-	case 177:
-		return envDispatchReadWriteFork{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
 	case 178:
 		return envSessionsReadWriteFork{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
 	case 179:
 		return envDispatchSessionsReadWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
 	case 180:
 		return envInteractReadWriteFork{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
-	case 181:
-		return envDispatchInteractReadWriteFork{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
 	case 182:
 		return envSessionsInteractReadWriteFork{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
 	case 183:
 		return envDispatchSessionsInteractReadWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
 	case 184:
 		return envObserveReadWriteFork{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
-	case 185:
-		return envDispatchObserveReadWriteFork{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
 	case 186:
 		return envSessionsObserveReadWriteFork{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
 	case 187:
 		return envDispatchSessionsObserveReadWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
 	case 188:
 		return envInteractObserveReadWriteFork{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
-	case 189:
-		return envDispatchInteractObserveReadWriteFork{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
 	case 190:
 		return envSessionsInteractObserveReadWriteFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
 	case 191:
 		return envDispatchSessionsInteractObserveReadWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
 	case 192:
 		return envCheckpointFork{x, envWithCheckpoint{x}, envWithFork{x}}
-	case 193:
-		return envDispatchCheckpointFork{x, envWithDispatch{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 194:
 		return envSessionsCheckpointFork{x, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 195:
 		return envDispatchSessionsCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 196:
 		return envInteractCheckpointFork{x, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}}
-	case 197:
-		return envDispatchInteractCheckpointFork{x, envWithDispatch{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 198:
 		return envSessionsInteractCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 199:
 		return envDispatchSessionsInteractCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 200:
 		return envObserveCheckpointFork{x, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
-	case 201:
-		return envDispatchObserveCheckpointFork{x, envWithDispatch{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 202:
 		return envSessionsObserveCheckpointFork{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 203:
 		return envDispatchSessionsObserveCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 204:
 		return envInteractObserveCheckpointFork{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
-	case 205:
-		return envDispatchInteractObserveCheckpointFork{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 206:
 		return envSessionsInteractObserveCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 207:
 		return envDispatchSessionsInteractObserveCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 208:
 		return envReadCheckpointFork{x, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
-	case 209:
-		return envDispatchReadCheckpointFork{x, envWithDispatch{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 210:
 		return envSessionsReadCheckpointFork{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 211:
 		return envDispatchSessionsReadCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 212:
 		return envInteractReadCheckpointFork{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
-	case 213:
-		return envDispatchInteractReadCheckpointFork{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 214:
 		return envSessionsInteractReadCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 215:
 		return envDispatchSessionsInteractReadCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 216:
 		return envObserveReadCheckpointFork{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
-	case 217:
-		return envDispatchObserveReadCheckpointFork{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 218:
 		return envSessionsObserveReadCheckpointFork{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 219:
 		return envDispatchSessionsObserveReadCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 220:
 		return envInteractObserveReadCheckpointFork{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
-	case 221:
-		return envDispatchInteractObserveReadCheckpointFork{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 222:
 		return envSessionsInteractObserveReadCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 223:
 		return envDispatchSessionsInteractObserveReadCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 224:
 		return envWriteCheckpointFork{x, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
-	case 225:
-		return envDispatchWriteCheckpointFork{x, envWithDispatch{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 226:
 		return envSessionsWriteCheckpointFork{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 227:
 		return envDispatchSessionsWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 228:
 		return envInteractWriteCheckpointFork{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
-	case 229:
-		return envDispatchInteractWriteCheckpointFork{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 230:
 		return envSessionsInteractWriteCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 231:
 		return envDispatchSessionsInteractWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 232:
 		return envObserveWriteCheckpointFork{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
-	case 233:
-		return envDispatchObserveWriteCheckpointFork{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 234:
 		return envSessionsObserveWriteCheckpointFork{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 235:
 		return envDispatchSessionsObserveWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 236:
 		return envInteractObserveWriteCheckpointFork{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
-	case 237:
-		return envDispatchInteractObserveWriteCheckpointFork{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 238:
 		return envSessionsInteractObserveWriteCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 239:
 		return envDispatchSessionsInteractObserveWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 240:
 		return envReadWriteCheckpointFork{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
-	case 241:
-		return envDispatchReadWriteCheckpointFork{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 242:
 		return envSessionsReadWriteCheckpointFork{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 243:
 		return envDispatchSessionsReadWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 244:
 		return envInteractReadWriteCheckpointFork{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
-	case 245:
-		return envDispatchInteractReadWriteCheckpointFork{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 246:
 		return envSessionsInteractReadWriteCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 247:
 		return envDispatchSessionsInteractReadWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 248:
 		return envObserveReadWriteCheckpointFork{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
-	case 249:
-		return envDispatchObserveReadWriteCheckpointFork{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 250:
 		return envSessionsObserveReadWriteCheckpointFork{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 251:
 		return envDispatchSessionsObserveReadWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 252:
 		return envInteractObserveReadWriteCheckpointFork{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
-	case 253:
-		return envDispatchInteractObserveReadWriteCheckpointFork{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 254:
 		return envSessionsInteractObserveReadWriteCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 255:
 		return envDispatchSessionsInteractObserveReadWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 256:
 		return envDurable{x, envWithDurable{x}}
-	case 257:
-		return envDispatchDurable{x, envWithDispatch{x}, envWithDurable{x}}
 	case 258:
 		return envSessionsDurable{x, envWithSessions{x}, envWithDurable{x}}
 	case 259:
 		return envDispatchSessionsDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithDurable{x}}
 	case 260:
 		return envInteractDurable{x, envWithInteract{x}, envWithDurable{x}}
-	case 261:
-		return envDispatchInteractDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithDurable{x}}
 	case 262:
 		return envSessionsInteractDurable{x, envWithSessions{x}, envWithInteract{x}, envWithDurable{x}}
 	case 263:
 		return envDispatchSessionsInteractDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithDurable{x}}
 	case 264:
 		return envObserveDurable{x, envWithObserve{x}, envWithDurable{x}}
-	case 265:
-		return envDispatchObserveDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithDurable{x}}
 	case 266:
 		return envSessionsObserveDurable{x, envWithSessions{x}, envWithObserve{x}, envWithDurable{x}}
 	case 267:
 		return envDispatchSessionsObserveDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithDurable{x}}
 	case 268:
 		return envInteractObserveDurable{x, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}}
-	case 269:
-		return envDispatchInteractObserveDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}}
 	case 270:
 		return envSessionsInteractObserveDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}}
 	case 271:
 		return envDispatchSessionsInteractObserveDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}}
 	case 272:
 		return envReadDurable{x, envWithRead{x}, envWithDurable{x}}
-	case 273:
-		return envDispatchReadDurable{x, envWithDispatch{x}, envWithRead{x}, envWithDurable{x}}
 	case 274:
 		return envSessionsReadDurable{x, envWithSessions{x}, envWithRead{x}, envWithDurable{x}}
 	case 275:
 		return envDispatchSessionsReadDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithDurable{x}}
 	case 276:
 		return envInteractReadDurable{x, envWithInteract{x}, envWithRead{x}, envWithDurable{x}}
-	case 277:
-		return envDispatchInteractReadDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}}
 	case 278:
 		return envSessionsInteractReadDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}}
 	case 279:
 		return envDispatchSessionsInteractReadDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}}
 	case 280:
 		return envObserveReadDurable{x, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
-	case 281:
-		return envDispatchObserveReadDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
 	case 282:
 		return envSessionsObserveReadDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
 	case 283:
 		return envDispatchSessionsObserveReadDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
 	case 284:
 		return envInteractObserveReadDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
-	case 285:
-		return envDispatchInteractObserveReadDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
 	case 286:
 		return envSessionsInteractObserveReadDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
 	case 287:
 		return envDispatchSessionsInteractObserveReadDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
 	case 288:
 		return envWriteDurable{x, envWithWrite{x}, envWithDurable{x}}
-	case 289:
-		return envDispatchWriteDurable{x, envWithDispatch{x}, envWithWrite{x}, envWithDurable{x}}
 	case 290:
 		return envSessionsWriteDurable{x, envWithSessions{x}, envWithWrite{x}, envWithDurable{x}}
 	case 291:
 		return envDispatchSessionsWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithDurable{x}}
 	case 292:
 		return envInteractWriteDurable{x, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}}
-	case 293:
-		return envDispatchInteractWriteDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}}
 	case 294:
 		return envSessionsInteractWriteDurable{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}}
 	case 295:
 		return envDispatchSessionsInteractWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}}
 	case 296:
 		return envObserveWriteDurable{x, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
-	case 297:
-		return envDispatchObserveWriteDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
 	case 298:
 		return envSessionsObserveWriteDurable{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
 	case 299:
 		return envDispatchSessionsObserveWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
 	case 300:
 		return envInteractObserveWriteDurable{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
-	case 301:
-		return envDispatchInteractObserveWriteDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
 	case 302:
 		return envSessionsInteractObserveWriteDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
 	case 303:
 		return envDispatchSessionsInteractObserveWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
 	case 304:
 		return envReadWriteDurable{x, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
-	case 305:
-		return envDispatchReadWriteDurable{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 306:
 		return envSessionsReadWriteDurable{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 307:
 		return envDispatchSessionsReadWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 308:
 		return envInteractReadWriteDurable{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
-	case 309:
-		return envDispatchInteractReadWriteDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 310:
 		return envSessionsInteractReadWriteDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 311:
 		return envDispatchSessionsInteractReadWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 312:
 		return envObserveReadWriteDurable{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
-	case 313:
-		return envDispatchObserveReadWriteDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 314:
 		return envSessionsObserveReadWriteDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 315:
 		return envDispatchSessionsObserveReadWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 316:
 		return envInteractObserveReadWriteDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
-	case 317:
-		return envDispatchInteractObserveReadWriteDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 318:
 		return envSessionsInteractObserveReadWriteDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 319:
 		return envDispatchSessionsInteractObserveReadWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 320:
 		return envCheckpointDurable{x, envWithCheckpoint{x}, envWithDurable{x}}
-	case 321:
-		return envDispatchCheckpointDurable{x, envWithDispatch{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 322:
 		return envSessionsCheckpointDurable{x, envWithSessions{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 323:
 		return envDispatchSessionsCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 324:
 		return envInteractCheckpointDurable{x, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}}
-	case 325:
-		return envDispatchInteractCheckpointDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 326:
 		return envSessionsInteractCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 327:
 		return envDispatchSessionsInteractCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 328:
 		return envObserveCheckpointDurable{x, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
-	case 329:
-		return envDispatchObserveCheckpointDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 330:
 		return envSessionsObserveCheckpointDurable{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 331:
 		return envDispatchSessionsObserveCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 332:
 		return envInteractObserveCheckpointDurable{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
-	case 333:
-		return envDispatchInteractObserveCheckpointDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 334:
 		return envSessionsInteractObserveCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 335:
 		return envDispatchSessionsInteractObserveCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 336:
 		return envReadCheckpointDurable{x, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
-	case 337:
-		return envDispatchReadCheckpointDurable{x, envWithDispatch{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 338:
 		return envSessionsReadCheckpointDurable{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 339:
 		return envDispatchSessionsReadCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 340:
 		return envInteractReadCheckpointDurable{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
-	case 341:
-		return envDispatchInteractReadCheckpointDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 342:
 		return envSessionsInteractReadCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 343:
 		return envDispatchSessionsInteractReadCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 344:
 		return envObserveReadCheckpointDurable{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
-	case 345:
-		return envDispatchObserveReadCheckpointDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 346:
 		return envSessionsObserveReadCheckpointDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 347:
 		return envDispatchSessionsObserveReadCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 348:
 		return envInteractObserveReadCheckpointDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
-	case 349:
-		return envDispatchInteractObserveReadCheckpointDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 350:
 		return envSessionsInteractObserveReadCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 351:
 		return envDispatchSessionsInteractObserveReadCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 352:
 		return envWriteCheckpointDurable{x, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
-	case 353:
-		return envDispatchWriteCheckpointDurable{x, envWithDispatch{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 354:
 		return envSessionsWriteCheckpointDurable{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 355:
 		return envDispatchSessionsWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 356:
 		return envInteractWriteCheckpointDurable{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
-	case 357:
-		return envDispatchInteractWriteCheckpointDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 358:
 		return envSessionsInteractWriteCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 359:
 		return envDispatchSessionsInteractWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 360:
 		return envObserveWriteCheckpointDurable{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
-	case 361:
-		return envDispatchObserveWriteCheckpointDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 362:
 		return envSessionsObserveWriteCheckpointDurable{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 363:
 		return envDispatchSessionsObserveWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 364:
 		return envInteractObserveWriteCheckpointDurable{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
-	case 365:
-		return envDispatchInteractObserveWriteCheckpointDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 366:
 		return envSessionsInteractObserveWriteCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 367:
 		return envDispatchSessionsInteractObserveWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 368:
 		return envReadWriteCheckpointDurable{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
-	case 369:
-		return envDispatchReadWriteCheckpointDurable{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 370:
 		return envSessionsReadWriteCheckpointDurable{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 371:
 		return envDispatchSessionsReadWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 372:
 		return envInteractReadWriteCheckpointDurable{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
-	case 373:
-		return envDispatchInteractReadWriteCheckpointDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 374:
 		return envSessionsInteractReadWriteCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 375:
 		return envDispatchSessionsInteractReadWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 376:
 		return envObserveReadWriteCheckpointDurable{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
-	case 377:
-		return envDispatchObserveReadWriteCheckpointDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 378:
 		return envSessionsObserveReadWriteCheckpointDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 379:
 		return envDispatchSessionsObserveReadWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 380:
 		return envInteractObserveReadWriteCheckpointDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
-	case 381:
-		return envDispatchInteractObserveReadWriteCheckpointDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 382:
 		return envSessionsInteractObserveReadWriteCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 383:
 		return envDispatchSessionsInteractObserveReadWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 384:
 		return envForkDurable{x, envWithFork{x}, envWithDurable{x}}
-	case 385:
-		return envDispatchForkDurable{x, envWithDispatch{x}, envWithFork{x}, envWithDurable{x}}
 	case 386:
 		return envSessionsForkDurable{x, envWithSessions{x}, envWithFork{x}, envWithDurable{x}}
 	case 387:
 		return envDispatchSessionsForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithFork{x}, envWithDurable{x}}
 	case 388:
 		return envInteractForkDurable{x, envWithInteract{x}, envWithFork{x}, envWithDurable{x}}
-	case 389:
-		return envDispatchInteractForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}}
 	case 390:
 		return envSessionsInteractForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}}
 	case 391:
 		return envDispatchSessionsInteractForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}}
 	case 392:
 		return envObserveForkDurable{x, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
-	case 393:
-		return envDispatchObserveForkDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
 	case 394:
 		return envSessionsObserveForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
 	case 395:
 		return envDispatchSessionsObserveForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
 	case 396:
 		return envInteractObserveForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
-	case 397:
-		return envDispatchInteractObserveForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
 	case 398:
 		return envSessionsInteractObserveForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
 	case 399:
 		return envDispatchSessionsInteractObserveForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
 	case 400:
 		return envReadForkDurable{x, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
-	case 401:
-		return envDispatchReadForkDurable{x, envWithDispatch{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 402:
 		return envSessionsReadForkDurable{x, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 403:
 		return envDispatchSessionsReadForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 404:
 		return envInteractReadForkDurable{x, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
-	case 405:
-		return envDispatchInteractReadForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 406:
 		return envSessionsInteractReadForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 407:
 		return envDispatchSessionsInteractReadForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 408:
 		return envObserveReadForkDurable{x, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
-	case 409:
-		return envDispatchObserveReadForkDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 410:
 		return envSessionsObserveReadForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 411:
 		return envDispatchSessionsObserveReadForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 412:
 		return envInteractObserveReadForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
-	case 413:
-		return envDispatchInteractObserveReadForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 414:
 		return envSessionsInteractObserveReadForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 415:
 		return envDispatchSessionsInteractObserveReadForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 416:
 		return envWriteForkDurable{x, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
-	case 417:
-		return envDispatchWriteForkDurable{x, envWithDispatch{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 418:
 		return envSessionsWriteForkDurable{x, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 419:
 		return envDispatchSessionsWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 420:
 		return envInteractWriteForkDurable{x, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
-	case 421:
-		return envDispatchInteractWriteForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 422:
 		return envSessionsInteractWriteForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 423:
 		return envDispatchSessionsInteractWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 424:
 		return envObserveWriteForkDurable{x, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
-	case 425:
-		return envDispatchObserveWriteForkDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 426:
 		return envSessionsObserveWriteForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 427:
 		return envDispatchSessionsObserveWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 428:
 		return envInteractObserveWriteForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
-	case 429:
-		return envDispatchInteractObserveWriteForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 430:
 		return envSessionsInteractObserveWriteForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 431:
 		return envDispatchSessionsInteractObserveWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 432:
 		return envReadWriteForkDurable{x, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
-	case 433:
-		return envDispatchReadWriteForkDurable{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 434:
 		return envSessionsReadWriteForkDurable{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 435:
 		return envDispatchSessionsReadWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 436:
 		return envInteractReadWriteForkDurable{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
-	case 437:
-		return envDispatchInteractReadWriteForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 438:
 		return envSessionsInteractReadWriteForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 439:
 		return envDispatchSessionsInteractReadWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 440:
 		return envObserveReadWriteForkDurable{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
-	case 441:
-		return envDispatchObserveReadWriteForkDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 442:
 		return envSessionsObserveReadWriteForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 443:
 		return envDispatchSessionsObserveReadWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 444:
 		return envInteractObserveReadWriteForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
-	case 445:
-		return envDispatchInteractObserveReadWriteForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 446:
 		return envSessionsInteractObserveReadWriteForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 447:
 		return envDispatchSessionsInteractObserveReadWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 448:
 		return envCheckpointForkDurable{x, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
-	case 449:
-		return envDispatchCheckpointForkDurable{x, envWithDispatch{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 450:
 		return envSessionsCheckpointForkDurable{x, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 451:
 		return envDispatchSessionsCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 452:
 		return envInteractCheckpointForkDurable{x, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
-	case 453:
-		return envDispatchInteractCheckpointForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 454:
 		return envSessionsInteractCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 455:
 		return envDispatchSessionsInteractCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 456:
 		return envObserveCheckpointForkDurable{x, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
-	case 457:
-		return envDispatchObserveCheckpointForkDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 458:
 		return envSessionsObserveCheckpointForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 459:
 		return envDispatchSessionsObserveCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 460:
 		return envInteractObserveCheckpointForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
-	case 461:
-		return envDispatchInteractObserveCheckpointForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 462:
 		return envSessionsInteractObserveCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 463:
 		return envDispatchSessionsInteractObserveCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 464:
 		return envReadCheckpointForkDurable{x, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
-	case 465:
-		return envDispatchReadCheckpointForkDurable{x, envWithDispatch{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 466:
 		return envSessionsReadCheckpointForkDurable{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 467:
 		return envDispatchSessionsReadCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 468:
 		return envInteractReadCheckpointForkDurable{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
-	case 469:
-		return envDispatchInteractReadCheckpointForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 470:
 		return envSessionsInteractReadCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 471:
 		return envDispatchSessionsInteractReadCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 472:
 		return envObserveReadCheckpointForkDurable{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
-	case 473:
-		return envDispatchObserveReadCheckpointForkDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 474:
 		return envSessionsObserveReadCheckpointForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 475:
 		return envDispatchSessionsObserveReadCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 476:
 		return envInteractObserveReadCheckpointForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
-	case 477:
-		return envDispatchInteractObserveReadCheckpointForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 478:
 		return envSessionsInteractObserveReadCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 479:
 		return envDispatchSessionsInteractObserveReadCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 480:
 		return envWriteCheckpointForkDurable{x, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
-	case 481:
-		return envDispatchWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 482:
 		return envSessionsWriteCheckpointForkDurable{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 483:
 		return envDispatchSessionsWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 484:
 		return envInteractWriteCheckpointForkDurable{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
-	case 485:
-		return envDispatchInteractWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 486:
 		return envSessionsInteractWriteCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 487:
 		return envDispatchSessionsInteractWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 488:
 		return envObserveWriteCheckpointForkDurable{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
-	case 489:
-		return envDispatchObserveWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 490:
 		return envSessionsObserveWriteCheckpointForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 491:
 		return envDispatchSessionsObserveWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 492:
 		return envInteractObserveWriteCheckpointForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
-	case 493:
-		return envDispatchInteractObserveWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 494:
 		return envSessionsInteractObserveWriteCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 495:
 		return envDispatchSessionsInteractObserveWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 496:
 		return envReadWriteCheckpointForkDurable{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
-	case 497:
-		return envDispatchReadWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 498:
 		return envSessionsReadWriteCheckpointForkDurable{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 499:
 		return envDispatchSessionsReadWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 500:
 		return envInteractReadWriteCheckpointForkDurable{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
-	case 501:
-		return envDispatchInteractReadWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 502:
 		return envSessionsInteractReadWriteCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 503:
 		return envDispatchSessionsInteractReadWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 504:
 		return envObserveReadWriteCheckpointForkDurable{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
-	case 505:
-		return envDispatchObserveReadWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 506:
 		return envSessionsObserveReadWriteCheckpointForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 507:
 		return envDispatchSessionsObserveReadWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 508:
 		return envInteractObserveReadWriteCheckpointForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
-	case 509:
-		return envDispatchInteractObserveReadWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 510:
 		return envSessionsInteractObserveReadWriteCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 511:
 		return envDispatchSessionsInteractObserveReadWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 512:
 		return envExec{x, envWithExec{x}}
-	case 513:
-		return envDispatchExec{x, envWithDispatch{x}, envWithExec{x}}
 	case 514:
 		return envSessionsExec{x, envWithSessions{x}, envWithExec{x}}
 	case 515:
 		return envDispatchSessionsExec{x, envWithDispatch{x}, envWithSessions{x}, envWithExec{x}}
 	case 516:
 		return envInteractExec{x, envWithInteract{x}, envWithExec{x}}
-	case 517:
-		return envDispatchInteractExec{x, envWithDispatch{x}, envWithInteract{x}, envWithExec{x}}
 	case 518:
 		return envSessionsInteractExec{x, envWithSessions{x}, envWithInteract{x}, envWithExec{x}}
 	case 519:
 		return envDispatchSessionsInteractExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithExec{x}}
 	case 520:
 		return envObserveExec{x, envWithObserve{x}, envWithExec{x}}
-	case 521:
-		return envDispatchObserveExec{x, envWithDispatch{x}, envWithObserve{x}, envWithExec{x}}
 	case 522:
 		return envSessionsObserveExec{x, envWithSessions{x}, envWithObserve{x}, envWithExec{x}}
 	case 523:
 		return envDispatchSessionsObserveExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithExec{x}}
 	case 524:
 		return envInteractObserveExec{x, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
-	case 525:
-		return envDispatchInteractObserveExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
 	case 526:
 		return envSessionsInteractObserveExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
 	case 527:
 		return envDispatchSessionsInteractObserveExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
 	case 528:
 		return envReadExec{x, envWithRead{x}, envWithExec{x}}
-	case 529:
-		return envDispatchReadExec{x, envWithDispatch{x}, envWithRead{x}, envWithExec{x}}
 	case 530:
 		return envSessionsReadExec{x, envWithSessions{x}, envWithRead{x}, envWithExec{x}}
 	case 531:
 		return envDispatchSessionsReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithExec{x}}
 	case 532:
 		return envInteractReadExec{x, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
-	case 533:
-		return envDispatchInteractReadExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
 	case 534:
 		return envSessionsInteractReadExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
 	case 535:
 		return envDispatchSessionsInteractReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
 	case 536:
 		return envObserveReadExec{x, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
-	case 537:
-		return envDispatchObserveReadExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
 	case 538:
 		return envSessionsObserveReadExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
 	case 539:
 		return envDispatchSessionsObserveReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
 	case 540:
 		return envInteractObserveReadExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
-	case 541:
-		return envDispatchInteractObserveReadExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
 	case 542:
 		return envSessionsInteractObserveReadExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
 	case 543:
 		return envDispatchSessionsInteractObserveReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
 	case 544:
 		return envWriteExec{x, envWithWrite{x}, envWithExec{x}}
-	case 545:
-		return envDispatchWriteExec{x, envWithDispatch{x}, envWithWrite{x}, envWithExec{x}}
 	case 546:
 		return envSessionsWriteExec{x, envWithSessions{x}, envWithWrite{x}, envWithExec{x}}
 	case 547:
 		return envDispatchSessionsWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithExec{x}}
 	case 548:
 		return envInteractWriteExec{x, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
-	case 549:
-		return envDispatchInteractWriteExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
 	case 550:
 		return envSessionsInteractWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
 	case 551:
 		return envDispatchSessionsInteractWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
 	case 552:
 		return envObserveWriteExec{x, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
-	case 553:
-		return envDispatchObserveWriteExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
 	case 554:
 		return envSessionsObserveWriteExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
 	case 555:
 		return envDispatchSessionsObserveWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
 	case 556:
 		return envInteractObserveWriteExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
-	case 557:
-		return envDispatchInteractObserveWriteExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
 	case 558:
 		return envSessionsInteractObserveWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
 	case 559:
 		return envDispatchSessionsInteractObserveWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
 	case 560:
 		return envReadWriteExec{x, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
-	case 561:
-		return envDispatchReadWriteExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 562:
 		return envSessionsReadWriteExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 563:
 		return envDispatchSessionsReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 564:
 		return envInteractReadWriteExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
-	case 565:
-		return envDispatchInteractReadWriteExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 566:
 		return envSessionsInteractReadWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 567:
 		return envDispatchSessionsInteractReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 568:
 		return envObserveReadWriteExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
-	case 569:
-		return envDispatchObserveReadWriteExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 570:
 		return envSessionsObserveReadWriteExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 571:
 		return envDispatchSessionsObserveReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 572:
 		return envInteractObserveReadWriteExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
-	case 573:
-		return envDispatchInteractObserveReadWriteExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 574:
 		return envSessionsInteractObserveReadWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 575:
 		return envDispatchSessionsInteractObserveReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 576:
 		return envCheckpointExec{x, envWithCheckpoint{x}, envWithExec{x}}
-	case 577:
-		return envDispatchCheckpointExec{x, envWithDispatch{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 578:
 		return envSessionsCheckpointExec{x, envWithSessions{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 579:
 		return envDispatchSessionsCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 580:
 		return envInteractCheckpointExec{x, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
-	case 581:
-		return envDispatchInteractCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 582:
 		return envSessionsInteractCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 583:
 		return envDispatchSessionsInteractCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 584:
 		return envObserveCheckpointExec{x, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
-	case 585:
-		return envDispatchObserveCheckpointExec{x, envWithDispatch{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 586:
 		return envSessionsObserveCheckpointExec{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 587:
 		return envDispatchSessionsObserveCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 588:
 		return envInteractObserveCheckpointExec{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
-	case 589:
-		return envDispatchInteractObserveCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 590:
 		return envSessionsInteractObserveCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 591:
 		return envDispatchSessionsInteractObserveCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 592:
 		return envReadCheckpointExec{x, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
-	case 593:
-		return envDispatchReadCheckpointExec{x, envWithDispatch{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 594:
 		return envSessionsReadCheckpointExec{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 595:
 		return envDispatchSessionsReadCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 596:
 		return envInteractReadCheckpointExec{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
-	case 597:
-		return envDispatchInteractReadCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 598:
 		return envSessionsInteractReadCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 599:
 		return envDispatchSessionsInteractReadCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 600:
 		return envObserveReadCheckpointExec{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
-	case 601:
-		return envDispatchObserveReadCheckpointExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 602:
 		return envSessionsObserveReadCheckpointExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 603:
 		return envDispatchSessionsObserveReadCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 604:
 		return envInteractObserveReadCheckpointExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
-	case 605:
-		return envDispatchInteractObserveReadCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 606:
 		return envSessionsInteractObserveReadCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 607:
 		return envDispatchSessionsInteractObserveReadCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 608:
 		return envWriteCheckpointExec{x, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
-	case 609:
-		return envDispatchWriteCheckpointExec{x, envWithDispatch{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 610:
 		return envSessionsWriteCheckpointExec{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 611:
 		return envDispatchSessionsWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 612:
 		return envInteractWriteCheckpointExec{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
-	case 613:
-		return envDispatchInteractWriteCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 614:
 		return envSessionsInteractWriteCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 615:
 		return envDispatchSessionsInteractWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 616:
 		return envObserveWriteCheckpointExec{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
-	case 617:
-		return envDispatchObserveWriteCheckpointExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 618:
 		return envSessionsObserveWriteCheckpointExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 619:
 		return envDispatchSessionsObserveWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 620:
 		return envInteractObserveWriteCheckpointExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
-	case 621:
-		return envDispatchInteractObserveWriteCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 622:
 		return envSessionsInteractObserveWriteCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 623:
 		return envDispatchSessionsInteractObserveWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 624:
 		return envReadWriteCheckpointExec{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
-	case 625:
-		return envDispatchReadWriteCheckpointExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 626:
 		return envSessionsReadWriteCheckpointExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 627:
 		return envDispatchSessionsReadWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 628:
 		return envInteractReadWriteCheckpointExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
-	case 629:
-		return envDispatchInteractReadWriteCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 630:
 		return envSessionsInteractReadWriteCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 631:
 		return envDispatchSessionsInteractReadWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 632:
 		return envObserveReadWriteCheckpointExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
-	case 633:
-		return envDispatchObserveReadWriteCheckpointExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 634:
 		return envSessionsObserveReadWriteCheckpointExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 635:
 		return envDispatchSessionsObserveReadWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 636:
 		return envInteractObserveReadWriteCheckpointExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
-	case 637:
-		return envDispatchInteractObserveReadWriteCheckpointExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 638:
 		return envSessionsInteractObserveReadWriteCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 639:
 		return envDispatchSessionsInteractObserveReadWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 640:
 		return envForkExec{x, envWithFork{x}, envWithExec{x}}
-	case 641:
-		return envDispatchForkExec{x, envWithDispatch{x}, envWithFork{x}, envWithExec{x}}
 	case 642:
 		return envSessionsForkExec{x, envWithSessions{x}, envWithFork{x}, envWithExec{x}}
 	case 643:
 		return envDispatchSessionsForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithFork{x}, envWithExec{x}}
 	case 644:
 		return envInteractForkExec{x, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
-	case 645:
-		return envDispatchInteractForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
 	case 646:
 		return envSessionsInteractForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
 	case 647:
 		return envDispatchSessionsInteractForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
 	case 648:
 		return envObserveForkExec{x, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
-	case 649:
-		return envDispatchObserveForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
 	case 650:
 		return envSessionsObserveForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
 	case 651:
 		return envDispatchSessionsObserveForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
 	case 652:
 		return envInteractObserveForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
-	case 653:
-		return envDispatchInteractObserveForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
 	case 654:
 		return envSessionsInteractObserveForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
 	case 655:
 		return envDispatchSessionsInteractObserveForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
 	case 656:
 		return envReadForkExec{x, envWithRead{x}, envWithFork{x}, envWithExec{x}}
-	case 657:
-		return envDispatchReadForkExec{x, envWithDispatch{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
 	case 658:
 		return envSessionsReadForkExec{x, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
 	case 659:
 		return envDispatchSessionsReadForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
 	case 660:
 		return envInteractReadForkExec{x, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
-	case 661:
-		return envDispatchInteractReadForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
 	case 662:
 		return envSessionsInteractReadForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
 	case 663:
 		return envDispatchSessionsInteractReadForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
 	case 664:
 		return envObserveReadForkExec{x, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
-	case 665:
-		return envDispatchObserveReadForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
 	case 666:
 		return envSessionsObserveReadForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
 	case 667:
 		return envDispatchSessionsObserveReadForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
 	case 668:
 		return envInteractObserveReadForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
-	case 669:
-		return envDispatchInteractObserveReadForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
 	case 670:
 		return envSessionsInteractObserveReadForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
 	case 671:
 		return envDispatchSessionsInteractObserveReadForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
 	case 672:
 		return envWriteForkExec{x, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
-	case 673:
-		return envDispatchWriteForkExec{x, envWithDispatch{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 674:
 		return envSessionsWriteForkExec{x, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 675:
 		return envDispatchSessionsWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 676:
 		return envInteractWriteForkExec{x, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
-	case 677:
-		return envDispatchInteractWriteForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 678:
 		return envSessionsInteractWriteForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 679:
 		return envDispatchSessionsInteractWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 680:
 		return envObserveWriteForkExec{x, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
-	case 681:
-		return envDispatchObserveWriteForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 682:
 		return envSessionsObserveWriteForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 683:
 		return envDispatchSessionsObserveWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 684:
 		return envInteractObserveWriteForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
-	case 685:
-		return envDispatchInteractObserveWriteForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 686:
 		return envSessionsInteractObserveWriteForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 687:
 		return envDispatchSessionsInteractObserveWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 688:
 		return envReadWriteForkExec{x, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
-	case 689:
-		return envDispatchReadWriteForkExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 690:
 		return envSessionsReadWriteForkExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 691:
 		return envDispatchSessionsReadWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 692:
 		return envInteractReadWriteForkExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
-	case 693:
-		return envDispatchInteractReadWriteForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 694:
 		return envSessionsInteractReadWriteForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 695:
 		return envDispatchSessionsInteractReadWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 696:
 		return envObserveReadWriteForkExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
-	case 697:
-		return envDispatchObserveReadWriteForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 698:
 		return envSessionsObserveReadWriteForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 699:
 		return envDispatchSessionsObserveReadWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 700:
 		return envInteractObserveReadWriteForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
-	case 701:
-		return envDispatchInteractObserveReadWriteForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 702:
 		return envSessionsInteractObserveReadWriteForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 703:
 		return envDispatchSessionsInteractObserveReadWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 704:
 		return envCheckpointForkExec{x, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
-	case 705:
-		return envDispatchCheckpointForkExec{x, envWithDispatch{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 706:
 		return envSessionsCheckpointForkExec{x, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 707:
 		return envDispatchSessionsCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 708:
 		return envInteractCheckpointForkExec{x, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
-	case 709:
-		return envDispatchInteractCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 710:
 		return envSessionsInteractCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 711:
 		return envDispatchSessionsInteractCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 712:
 		return envObserveCheckpointForkExec{x, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
-	case 713:
-		return envDispatchObserveCheckpointForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 714:
 		return envSessionsObserveCheckpointForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 715:
 		return envDispatchSessionsObserveCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 716:
 		return envInteractObserveCheckpointForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
-	case 717:
-		return envDispatchInteractObserveCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 718:
 		return envSessionsInteractObserveCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 719:
 		return envDispatchSessionsInteractObserveCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 720:
 		return envReadCheckpointForkExec{x, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
-	case 721:
-		return envDispatchReadCheckpointForkExec{x, envWithDispatch{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 722:
 		return envSessionsReadCheckpointForkExec{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 723:
 		return envDispatchSessionsReadCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 724:
 		return envInteractReadCheckpointForkExec{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
-	case 725:
-		return envDispatchInteractReadCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 726:
 		return envSessionsInteractReadCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 727:
 		return envDispatchSessionsInteractReadCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 728:
 		return envObserveReadCheckpointForkExec{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
-	case 729:
-		return envDispatchObserveReadCheckpointForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 730:
 		return envSessionsObserveReadCheckpointForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 731:
 		return envDispatchSessionsObserveReadCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 732:
 		return envInteractObserveReadCheckpointForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
-	case 733:
-		return envDispatchInteractObserveReadCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 734:
 		return envSessionsInteractObserveReadCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 735:
 		return envDispatchSessionsInteractObserveReadCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 736:
 		return envWriteCheckpointForkExec{x, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
-	case 737:
-		return envDispatchWriteCheckpointForkExec{x, envWithDispatch{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 738:
 		return envSessionsWriteCheckpointForkExec{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 739:
 		return envDispatchSessionsWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 740:
 		return envInteractWriteCheckpointForkExec{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
-	case 741:
-		return envDispatchInteractWriteCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 742:
 		return envSessionsInteractWriteCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 743:
 		return envDispatchSessionsInteractWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 744:
 		return envObserveWriteCheckpointForkExec{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
-	case 745:
-		return envDispatchObserveWriteCheckpointForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 746:
 		return envSessionsObserveWriteCheckpointForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 747:
 		return envDispatchSessionsObserveWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 748:
 		return envInteractObserveWriteCheckpointForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
-	case 749:
-		return envDispatchInteractObserveWriteCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 750:
 		return envSessionsInteractObserveWriteCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 751:
 		return envDispatchSessionsInteractObserveWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 752:
 		return envReadWriteCheckpointForkExec{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
-	case 753:
-		return envDispatchReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 754:
 		return envSessionsReadWriteCheckpointForkExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 755:
 		return envDispatchSessionsReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 756:
 		return envInteractReadWriteCheckpointForkExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
-	case 757:
-		return envDispatchInteractReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 758:
 		return envSessionsInteractReadWriteCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 759:
 		return envDispatchSessionsInteractReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 760:
 		return envObserveReadWriteCheckpointForkExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
-	case 761:
-		return envDispatchObserveReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 762:
 		return envSessionsObserveReadWriteCheckpointForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 763:
 		return envDispatchSessionsObserveReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 764:
 		return envInteractObserveReadWriteCheckpointForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
-	case 765:
-		return envDispatchInteractObserveReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 766:
 		return envSessionsInteractObserveReadWriteCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 767:
 		return envDispatchSessionsInteractObserveReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 768:
 		return envDurableExec{x, envWithDurable{x}, envWithExec{x}}
-	case 769:
-		return envDispatchDurableExec{x, envWithDispatch{x}, envWithDurable{x}, envWithExec{x}}
 	case 770:
 		return envSessionsDurableExec{x, envWithSessions{x}, envWithDurable{x}, envWithExec{x}}
 	case 771:
 		return envDispatchSessionsDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithDurable{x}, envWithExec{x}}
 	case 772:
 		return envInteractDurableExec{x, envWithInteract{x}, envWithDurable{x}, envWithExec{x}}
-	case 773:
-		return envDispatchInteractDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithDurable{x}, envWithExec{x}}
 	case 774:
 		return envSessionsInteractDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithDurable{x}, envWithExec{x}}
 	case 775:
 		return envDispatchSessionsInteractDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithDurable{x}, envWithExec{x}}
 	case 776:
 		return envObserveDurableExec{x, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
-	case 777:
-		return envDispatchObserveDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
 	case 778:
 		return envSessionsObserveDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
 	case 779:
 		return envDispatchSessionsObserveDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
 	case 780:
 		return envInteractObserveDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
-	case 781:
-		return envDispatchInteractObserveDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
 	case 782:
 		return envSessionsInteractObserveDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
 	case 783:
 		return envDispatchSessionsInteractObserveDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
 	case 784:
 		return envReadDurableExec{x, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
-	case 785:
-		return envDispatchReadDurableExec{x, envWithDispatch{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
 	case 786:
 		return envSessionsReadDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
 	case 787:
 		return envDispatchSessionsReadDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
 	case 788:
 		return envInteractReadDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
-	case 789:
-		return envDispatchInteractReadDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
 	case 790:
 		return envSessionsInteractReadDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
 	case 791:
 		return envDispatchSessionsInteractReadDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
 	case 792:
 		return envObserveReadDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
-	case 793:
-		return envDispatchObserveReadDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
 	case 794:
 		return envSessionsObserveReadDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
 	case 795:
 		return envDispatchSessionsObserveReadDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
 	case 796:
 		return envInteractObserveReadDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
-	case 797:
-		return envDispatchInteractObserveReadDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
 	case 798:
 		return envSessionsInteractObserveReadDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
 	case 799:
 		return envDispatchSessionsInteractObserveReadDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
 	case 800:
 		return envWriteDurableExec{x, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
-	case 801:
-		return envDispatchWriteDurableExec{x, envWithDispatch{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 802:
 		return envSessionsWriteDurableExec{x, envWithSessions{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 803:
 		return envDispatchSessionsWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 804:
 		return envInteractWriteDurableExec{x, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
-	case 805:
-		return envDispatchInteractWriteDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 806:
 		return envSessionsInteractWriteDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 807:
 		return envDispatchSessionsInteractWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 808:
 		return envObserveWriteDurableExec{x, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
-	case 809:
-		return envDispatchObserveWriteDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 810:
 		return envSessionsObserveWriteDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 811:
 		return envDispatchSessionsObserveWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 812:
 		return envInteractObserveWriteDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
-	case 813:
-		return envDispatchInteractObserveWriteDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 814:
 		return envSessionsInteractObserveWriteDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 815:
 		return envDispatchSessionsInteractObserveWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 816:
 		return envReadWriteDurableExec{x, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
-	case 817:
-		return envDispatchReadWriteDurableExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 818:
 		return envSessionsReadWriteDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 819:
 		return envDispatchSessionsReadWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 820:
 		return envInteractReadWriteDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
-	case 821:
-		return envDispatchInteractReadWriteDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 822:
 		return envSessionsInteractReadWriteDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 823:
 		return envDispatchSessionsInteractReadWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 824:
 		return envObserveReadWriteDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
-	case 825:
-		return envDispatchObserveReadWriteDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 826:
 		return envSessionsObserveReadWriteDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 827:
 		return envDispatchSessionsObserveReadWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 828:
 		return envInteractObserveReadWriteDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
-	case 829:
-		return envDispatchInteractObserveReadWriteDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 830:
 		return envSessionsInteractObserveReadWriteDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 831:
 		return envDispatchSessionsInteractObserveReadWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 832:
 		return envCheckpointDurableExec{x, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
-	case 833:
-		return envDispatchCheckpointDurableExec{x, envWithDispatch{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 834:
 		return envSessionsCheckpointDurableExec{x, envWithSessions{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 835:
 		return envDispatchSessionsCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 836:
 		return envInteractCheckpointDurableExec{x, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
-	case 837:
-		return envDispatchInteractCheckpointDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 838:
 		return envSessionsInteractCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 839:
 		return envDispatchSessionsInteractCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 840:
 		return envObserveCheckpointDurableExec{x, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
-	case 841:
-		return envDispatchObserveCheckpointDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 842:
 		return envSessionsObserveCheckpointDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 843:
 		return envDispatchSessionsObserveCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 844:
 		return envInteractObserveCheckpointDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
-	case 845:
-		return envDispatchInteractObserveCheckpointDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 846:
 		return envSessionsInteractObserveCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 847:
 		return envDispatchSessionsInteractObserveCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 848:
 		return envReadCheckpointDurableExec{x, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
-	case 849:
-		return envDispatchReadCheckpointDurableExec{x, envWithDispatch{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 850:
 		return envSessionsReadCheckpointDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 851:
 		return envDispatchSessionsReadCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 852:
 		return envInteractReadCheckpointDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
-	case 853:
-		return envDispatchInteractReadCheckpointDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 854:
 		return envSessionsInteractReadCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 855:
 		return envDispatchSessionsInteractReadCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 856:
 		return envObserveReadCheckpointDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
-	case 857:
-		return envDispatchObserveReadCheckpointDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 858:
 		return envSessionsObserveReadCheckpointDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 859:
 		return envDispatchSessionsObserveReadCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 860:
 		return envInteractObserveReadCheckpointDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
-	case 861:
-		return envDispatchInteractObserveReadCheckpointDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 862:
 		return envSessionsInteractObserveReadCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 863:
 		return envDispatchSessionsInteractObserveReadCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 864:
 		return envWriteCheckpointDurableExec{x, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
-	case 865:
-		return envDispatchWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 866:
 		return envSessionsWriteCheckpointDurableExec{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 867:
 		return envDispatchSessionsWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 868:
 		return envInteractWriteCheckpointDurableExec{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
-	case 869:
-		return envDispatchInteractWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 870:
 		return envSessionsInteractWriteCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 871:
 		return envDispatchSessionsInteractWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 872:
 		return envObserveWriteCheckpointDurableExec{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
-	case 873:
-		return envDispatchObserveWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 874:
 		return envSessionsObserveWriteCheckpointDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 875:
 		return envDispatchSessionsObserveWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 876:
 		return envInteractObserveWriteCheckpointDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
-	case 877:
-		return envDispatchInteractObserveWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 878:
 		return envSessionsInteractObserveWriteCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 879:
 		return envDispatchSessionsInteractObserveWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 880:
 		return envReadWriteCheckpointDurableExec{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
-	case 881:
-		return envDispatchReadWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 882:
 		return envSessionsReadWriteCheckpointDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 883:
 		return envDispatchSessionsReadWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 884:
 		return envInteractReadWriteCheckpointDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
-	case 885:
-		return envDispatchInteractReadWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 886:
 		return envSessionsInteractReadWriteCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 887:
 		return envDispatchSessionsInteractReadWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 888:
 		return envObserveReadWriteCheckpointDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
-	case 889:
-		return envDispatchObserveReadWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 890:
 		return envSessionsObserveReadWriteCheckpointDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 891:
 		return envDispatchSessionsObserveReadWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 892:
 		return envInteractObserveReadWriteCheckpointDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
-	case 893:
-		return envDispatchInteractObserveReadWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 894:
 		return envSessionsInteractObserveReadWriteCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 895:
 		return envDispatchSessionsInteractObserveReadWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 896:
 		return envForkDurableExec{x, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 897:
-		return envDispatchForkDurableExec{x, envWithDispatch{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 898:
 		return envSessionsForkDurableExec{x, envWithSessions{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 899:
 		return envDispatchSessionsForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 900:
 		return envInteractForkDurableExec{x, envWithInteract{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 901:
-		return envDispatchInteractForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 902:
 		return envSessionsInteractForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 903:
 		return envDispatchSessionsInteractForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 904:
 		return envObserveForkDurableExec{x, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 905:
-		return envDispatchObserveForkDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 906:
 		return envSessionsObserveForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 907:
 		return envDispatchSessionsObserveForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 908:
 		return envInteractObserveForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 909:
-		return envDispatchInteractObserveForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 910:
 		return envSessionsInteractObserveForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 911:
 		return envDispatchSessionsInteractObserveForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 912:
 		return envReadForkDurableExec{x, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 913:
-		return envDispatchReadForkDurableExec{x, envWithDispatch{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 914:
 		return envSessionsReadForkDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 915:
 		return envDispatchSessionsReadForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 916:
 		return envInteractReadForkDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 917:
-		return envDispatchInteractReadForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 918:
 		return envSessionsInteractReadForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 919:
 		return envDispatchSessionsInteractReadForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 920:
 		return envObserveReadForkDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 921:
-		return envDispatchObserveReadForkDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 922:
 		return envSessionsObserveReadForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 923:
 		return envDispatchSessionsObserveReadForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 924:
 		return envInteractObserveReadForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 925:
-		return envDispatchInteractObserveReadForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 926:
 		return envSessionsInteractObserveReadForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 927:
 		return envDispatchSessionsInteractObserveReadForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 928:
 		return envWriteForkDurableExec{x, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 929:
-		return envDispatchWriteForkDurableExec{x, envWithDispatch{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 930:
 		return envSessionsWriteForkDurableExec{x, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 931:
 		return envDispatchSessionsWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 932:
 		return envInteractWriteForkDurableExec{x, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 933:
-		return envDispatchInteractWriteForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 934:
 		return envSessionsInteractWriteForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 935:
 		return envDispatchSessionsInteractWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 936:
 		return envObserveWriteForkDurableExec{x, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 937:
-		return envDispatchObserveWriteForkDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 938:
 		return envSessionsObserveWriteForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 939:
 		return envDispatchSessionsObserveWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 940:
 		return envInteractObserveWriteForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 941:
-		return envDispatchInteractObserveWriteForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 942:
 		return envSessionsInteractObserveWriteForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 943:
 		return envDispatchSessionsInteractObserveWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 944:
 		return envReadWriteForkDurableExec{x, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 945:
-		return envDispatchReadWriteForkDurableExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 946:
 		return envSessionsReadWriteForkDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 947:
 		return envDispatchSessionsReadWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 948:
 		return envInteractReadWriteForkDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 949:
-		return envDispatchInteractReadWriteForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 950:
 		return envSessionsInteractReadWriteForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 951:
 		return envDispatchSessionsInteractReadWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 952:
 		return envObserveReadWriteForkDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 953:
-		return envDispatchObserveReadWriteForkDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 954:
 		return envSessionsObserveReadWriteForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 955:
 		return envDispatchSessionsObserveReadWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 956:
 		return envInteractObserveReadWriteForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 957:
-		return envDispatchInteractObserveReadWriteForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 958:
 		return envSessionsInteractObserveReadWriteForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 959:
 		return envDispatchSessionsInteractObserveReadWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 960:
 		return envCheckpointForkDurableExec{x, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 961:
-		return envDispatchCheckpointForkDurableExec{x, envWithDispatch{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 962:
 		return envSessionsCheckpointForkDurableExec{x, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 963:
 		return envDispatchSessionsCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 964:
 		return envInteractCheckpointForkDurableExec{x, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 965:
-		return envDispatchInteractCheckpointForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 966:
 		return envSessionsInteractCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 967:
 		return envDispatchSessionsInteractCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 968:
 		return envObserveCheckpointForkDurableExec{x, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 969:
-		return envDispatchObserveCheckpointForkDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 970:
 		return envSessionsObserveCheckpointForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 971:
 		return envDispatchSessionsObserveCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 972:
 		return envInteractObserveCheckpointForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 973:
-		return envDispatchInteractObserveCheckpointForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 974:
 		return envSessionsInteractObserveCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 975:
 		return envDispatchSessionsInteractObserveCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 976:
 		return envReadCheckpointForkDurableExec{x, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 977:
-		return envDispatchReadCheckpointForkDurableExec{x, envWithDispatch{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 978:
 		return envSessionsReadCheckpointForkDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 979:
 		return envDispatchSessionsReadCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 980:
 		return envInteractReadCheckpointForkDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 981:
-		return envDispatchInteractReadCheckpointForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 982:
 		return envSessionsInteractReadCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 983:
 		return envDispatchSessionsInteractReadCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 984:
 		return envObserveReadCheckpointForkDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 985:
-		return envDispatchObserveReadCheckpointForkDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 986:
 		return envSessionsObserveReadCheckpointForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 987:
 		return envDispatchSessionsObserveReadCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 988:
 		return envInteractObserveReadCheckpointForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 989:
-		return envDispatchInteractObserveReadCheckpointForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 990:
 		return envSessionsInteractObserveReadCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 991:
 		return envDispatchSessionsInteractObserveReadCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 992:
 		return envWriteCheckpointForkDurableExec{x, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 993:
-		return envDispatchWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 994:
 		return envSessionsWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 995:
 		return envDispatchSessionsWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 996:
 		return envInteractWriteCheckpointForkDurableExec{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 997:
-		return envDispatchInteractWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 998:
 		return envSessionsInteractWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 999:
 		return envDispatchSessionsInteractWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1000:
 		return envObserveWriteCheckpointForkDurableExec{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 1001:
-		return envDispatchObserveWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1002:
 		return envSessionsObserveWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1003:
 		return envDispatchSessionsObserveWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1004:
 		return envInteractObserveWriteCheckpointForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 1005:
-		return envDispatchInteractObserveWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1006:
 		return envSessionsInteractObserveWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1007:
 		return envDispatchSessionsInteractObserveWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1008:
 		return envReadWriteCheckpointForkDurableExec{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 1009:
-		return envDispatchReadWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1010:
 		return envSessionsReadWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1011:
 		return envDispatchSessionsReadWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1012:
 		return envInteractReadWriteCheckpointForkDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 1013:
-		return envDispatchInteractReadWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1014:
 		return envSessionsInteractReadWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1015:
 		return envDispatchSessionsInteractReadWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1016:
 		return envObserveReadWriteCheckpointForkDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 1017:
-		return envDispatchObserveReadWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1018:
 		return envSessionsObserveReadWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1019:
 		return envDispatchSessionsObserveReadWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1020:
 		return envInteractObserveReadWriteCheckpointForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
-	case 1021:
-		return envDispatchInteractObserveReadWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1022:
 		return envSessionsInteractObserveReadWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1023:
@@ -2308,12 +1796,6 @@ func (e envWithExec) Exec(ctx context.Context, command string, req *contract.Exe
 	return x.exec(ctx, command, req)
 }
 
-// envDispatch offers Dispatcher.
-type envDispatch struct {
-	*environment
-	envWithDispatch
-}
-
 // envSessions offers SessionOpener.
 type envSessions struct {
 	*environment
@@ -2330,13 +1812,6 @@ type envDispatchSessions struct {
 // envInteract offers InteractionResponder.
 type envInteract struct {
 	*environment
-	envWithInteract
-}
-
-// envDispatchInteract offers Dispatcher, InteractionResponder.
-type envDispatchInteract struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 }
 
@@ -2361,13 +1836,6 @@ type envObserve struct {
 	envWithObserve
 }
 
-// envDispatchObserve offers Dispatcher, Observer.
-type envDispatchObserve struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-}
-
 // envSessionsObserve offers SessionOpener, Observer.
 type envSessionsObserve struct {
 	*environment
@@ -2386,14 +1854,6 @@ type envDispatchSessionsObserve struct {
 // envInteractObserve offers InteractionResponder, Observer.
 type envInteractObserve struct {
 	*environment
-	envWithInteract
-	envWithObserve
-}
-
-// envDispatchInteractObserve offers Dispatcher, InteractionResponder, Observer.
-type envDispatchInteractObserve struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 }
@@ -2421,13 +1881,6 @@ type envRead struct {
 	envWithRead
 }
 
-// envDispatchRead offers Dispatcher, WorkspaceReader.
-type envDispatchRead struct {
-	*environment
-	envWithDispatch
-	envWithRead
-}
-
 // envSessionsRead offers SessionOpener, WorkspaceReader.
 type envSessionsRead struct {
 	*environment
@@ -2446,14 +1899,6 @@ type envDispatchSessionsRead struct {
 // envInteractRead offers InteractionResponder, WorkspaceReader.
 type envInteractRead struct {
 	*environment
-	envWithInteract
-	envWithRead
-}
-
-// envDispatchInteractRead offers Dispatcher, InteractionResponder, WorkspaceReader.
-type envDispatchInteractRead struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 }
@@ -2482,14 +1927,6 @@ type envObserveRead struct {
 	envWithRead
 }
 
-// envDispatchObserveRead offers Dispatcher, Observer, WorkspaceReader.
-type envDispatchObserveRead struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithRead
-}
-
 // envSessionsObserveRead offers SessionOpener, Observer, WorkspaceReader.
 type envSessionsObserveRead struct {
 	*environment
@@ -2510,15 +1947,6 @@ type envDispatchSessionsObserveRead struct {
 // envInteractObserveRead offers InteractionResponder, Observer, WorkspaceReader.
 type envInteractObserveRead struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithRead
-}
-
-// envDispatchInteractObserveRead offers Dispatcher, InteractionResponder, Observer, WorkspaceReader.
-type envDispatchInteractObserveRead struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -2549,13 +1977,6 @@ type envWrite struct {
 	envWithWrite
 }
 
-// envDispatchWrite offers Dispatcher, WorkspaceWriter.
-type envDispatchWrite struct {
-	*environment
-	envWithDispatch
-	envWithWrite
-}
-
 // envSessionsWrite offers SessionOpener, WorkspaceWriter.
 type envSessionsWrite struct {
 	*environment
@@ -2574,14 +1995,6 @@ type envDispatchSessionsWrite struct {
 // envInteractWrite offers InteractionResponder, WorkspaceWriter.
 type envInteractWrite struct {
 	*environment
-	envWithInteract
-	envWithWrite
-}
-
-// envDispatchInteractWrite offers Dispatcher, InteractionResponder, WorkspaceWriter.
-type envDispatchInteractWrite struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithWrite
 }
@@ -2610,14 +2023,6 @@ type envObserveWrite struct {
 	envWithWrite
 }
 
-// envDispatchObserveWrite offers Dispatcher, Observer, WorkspaceWriter.
-type envDispatchObserveWrite struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithWrite
-}
-
 // envSessionsObserveWrite offers SessionOpener, Observer, WorkspaceWriter.
 type envSessionsObserveWrite struct {
 	*environment
@@ -2638,15 +2043,6 @@ type envDispatchSessionsObserveWrite struct {
 // envInteractObserveWrite offers InteractionResponder, Observer, WorkspaceWriter.
 type envInteractObserveWrite struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithWrite
-}
-
-// envDispatchInteractObserveWrite offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter.
-type envDispatchInteractObserveWrite struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -2678,14 +2074,6 @@ type envReadWrite struct {
 	envWithWrite
 }
 
-// envDispatchReadWrite offers Dispatcher, WorkspaceReader, WorkspaceWriter.
-type envDispatchReadWrite struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithWrite
-}
-
 // envSessionsReadWrite offers SessionOpener, WorkspaceReader, WorkspaceWriter.
 type envSessionsReadWrite struct {
 	*environment
@@ -2706,15 +2094,6 @@ type envDispatchSessionsReadWrite struct {
 // envInteractReadWrite offers InteractionResponder, WorkspaceReader, WorkspaceWriter.
 type envInteractReadWrite struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithWrite
-}
-
-// envDispatchInteractReadWrite offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter.
-type envDispatchInteractReadWrite struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -2742,15 +2121,6 @@ type envDispatchSessionsInteractReadWrite struct {
 // envObserveReadWrite offers Observer, WorkspaceReader, WorkspaceWriter.
 type envObserveReadWrite struct {
 	*environment
-	envWithObserve
-	envWithRead
-	envWithWrite
-}
-
-// envDispatchObserveReadWrite offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter.
-type envDispatchObserveReadWrite struct {
-	*environment
-	envWithDispatch
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -2784,16 +2154,6 @@ type envInteractObserveReadWrite struct {
 	envWithWrite
 }
 
-// envDispatchInteractObserveReadWrite offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter.
-type envDispatchInteractObserveReadWrite struct {
-	*environment
-	envWithDispatch
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithWrite
-}
-
 // envSessionsInteractObserveReadWrite offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter.
 type envSessionsInteractObserveReadWrite struct {
 	*environment
@@ -2821,13 +2181,6 @@ type envCheckpoint struct {
 	envWithCheckpoint
 }
 
-// envDispatchCheckpoint offers Dispatcher, LegacyCheckpointer.
-type envDispatchCheckpoint struct {
-	*environment
-	envWithDispatch
-	envWithCheckpoint
-}
-
 // envSessionsCheckpoint offers SessionOpener, LegacyCheckpointer.
 type envSessionsCheckpoint struct {
 	*environment
@@ -2846,14 +2199,6 @@ type envDispatchSessionsCheckpoint struct {
 // envInteractCheckpoint offers InteractionResponder, LegacyCheckpointer.
 type envInteractCheckpoint struct {
 	*environment
-	envWithInteract
-	envWithCheckpoint
-}
-
-// envDispatchInteractCheckpoint offers Dispatcher, InteractionResponder, LegacyCheckpointer.
-type envDispatchInteractCheckpoint struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithCheckpoint
 }
@@ -2882,14 +2227,6 @@ type envObserveCheckpoint struct {
 	envWithCheckpoint
 }
 
-// envDispatchObserveCheckpoint offers Dispatcher, Observer, LegacyCheckpointer.
-type envDispatchObserveCheckpoint struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithCheckpoint
-}
-
 // envSessionsObserveCheckpoint offers SessionOpener, Observer, LegacyCheckpointer.
 type envSessionsObserveCheckpoint struct {
 	*environment
@@ -2910,15 +2247,6 @@ type envDispatchSessionsObserveCheckpoint struct {
 // envInteractObserveCheckpoint offers InteractionResponder, Observer, LegacyCheckpointer.
 type envInteractObserveCheckpoint struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithCheckpoint
-}
-
-// envDispatchInteractObserveCheckpoint offers Dispatcher, InteractionResponder, Observer, LegacyCheckpointer.
-type envDispatchInteractObserveCheckpoint struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithCheckpoint
@@ -2950,14 +2278,6 @@ type envReadCheckpoint struct {
 	envWithCheckpoint
 }
 
-// envDispatchReadCheckpoint offers Dispatcher, WorkspaceReader, LegacyCheckpointer.
-type envDispatchReadCheckpoint struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithCheckpoint
-}
-
 // envSessionsReadCheckpoint offers SessionOpener, WorkspaceReader, LegacyCheckpointer.
 type envSessionsReadCheckpoint struct {
 	*environment
@@ -2978,15 +2298,6 @@ type envDispatchSessionsReadCheckpoint struct {
 // envInteractReadCheckpoint offers InteractionResponder, WorkspaceReader, LegacyCheckpointer.
 type envInteractReadCheckpoint struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithCheckpoint
-}
-
-// envDispatchInteractReadCheckpoint offers Dispatcher, InteractionResponder, WorkspaceReader, LegacyCheckpointer.
-type envDispatchInteractReadCheckpoint struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithCheckpoint
@@ -3019,15 +2330,6 @@ type envObserveReadCheckpoint struct {
 	envWithCheckpoint
 }
 
-// envDispatchObserveReadCheckpoint offers Dispatcher, Observer, WorkspaceReader, LegacyCheckpointer.
-type envDispatchObserveReadCheckpoint struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithRead
-	envWithCheckpoint
-}
-
 // envSessionsObserveReadCheckpoint offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer.
 type envSessionsObserveReadCheckpoint struct {
 	*environment
@@ -3050,16 +2352,6 @@ type envDispatchSessionsObserveReadCheckpoint struct {
 // envInteractObserveReadCheckpoint offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer.
 type envInteractObserveReadCheckpoint struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithCheckpoint
-}
-
-// envDispatchInteractObserveReadCheckpoint offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer.
-type envDispatchInteractObserveReadCheckpoint struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -3094,14 +2386,6 @@ type envWriteCheckpoint struct {
 	envWithCheckpoint
 }
 
-// envDispatchWriteCheckpoint offers Dispatcher, WorkspaceWriter, LegacyCheckpointer.
-type envDispatchWriteCheckpoint struct {
-	*environment
-	envWithDispatch
-	envWithWrite
-	envWithCheckpoint
-}
-
 // envSessionsWriteCheckpoint offers SessionOpener, WorkspaceWriter, LegacyCheckpointer.
 type envSessionsWriteCheckpoint struct {
 	*environment
@@ -3122,15 +2406,6 @@ type envDispatchSessionsWriteCheckpoint struct {
 // envInteractWriteCheckpoint offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer.
 type envInteractWriteCheckpoint struct {
 	*environment
-	envWithInteract
-	envWithWrite
-	envWithCheckpoint
-}
-
-// envDispatchInteractWriteCheckpoint offers Dispatcher, InteractionResponder, WorkspaceWriter, LegacyCheckpointer.
-type envDispatchInteractWriteCheckpoint struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithWrite
 	envWithCheckpoint
@@ -3163,15 +2438,6 @@ type envObserveWriteCheckpoint struct {
 	envWithCheckpoint
 }
 
-// envDispatchObserveWriteCheckpoint offers Dispatcher, Observer, WorkspaceWriter, LegacyCheckpointer.
-type envDispatchObserveWriteCheckpoint struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithWrite
-	envWithCheckpoint
-}
-
 // envSessionsObserveWriteCheckpoint offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer.
 type envSessionsObserveWriteCheckpoint struct {
 	*environment
@@ -3194,16 +2460,6 @@ type envDispatchSessionsObserveWriteCheckpoint struct {
 // envInteractObserveWriteCheckpoint offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer.
 type envInteractObserveWriteCheckpoint struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithWrite
-	envWithCheckpoint
-}
-
-// envDispatchInteractObserveWriteCheckpoint offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer.
-type envDispatchInteractObserveWriteCheckpoint struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -3239,15 +2495,6 @@ type envReadWriteCheckpoint struct {
 	envWithCheckpoint
 }
 
-// envDispatchReadWriteCheckpoint offers Dispatcher, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
-type envDispatchReadWriteCheckpoint struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-}
-
 // envSessionsReadWriteCheckpoint offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
 type envSessionsReadWriteCheckpoint struct {
 	*environment
@@ -3270,16 +2517,6 @@ type envDispatchSessionsReadWriteCheckpoint struct {
 // envInteractReadWriteCheckpoint offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
 type envInteractReadWriteCheckpoint struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-}
-
-// envDispatchInteractReadWriteCheckpoint offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
-type envDispatchInteractReadWriteCheckpoint struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -3310,16 +2547,6 @@ type envDispatchSessionsInteractReadWriteCheckpoint struct {
 // envObserveReadWriteCheckpoint offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
 type envObserveReadWriteCheckpoint struct {
 	*environment
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-}
-
-// envDispatchObserveReadWriteCheckpoint offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
-type envDispatchObserveReadWriteCheckpoint struct {
-	*environment
-	envWithDispatch
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -3357,17 +2584,6 @@ type envInteractObserveReadWriteCheckpoint struct {
 	envWithCheckpoint
 }
 
-// envDispatchInteractObserveReadWriteCheckpoint offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
-type envDispatchInteractObserveReadWriteCheckpoint struct {
-	*environment
-	envWithDispatch
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-}
-
 // envSessionsInteractObserveReadWriteCheckpoint offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
 type envSessionsInteractObserveReadWriteCheckpoint struct {
 	*environment
@@ -3397,13 +2613,6 @@ type envFork struct {
 	envWithFork
 }
 
-// envDispatchFork offers Dispatcher, LegacyForker.
-type envDispatchFork struct {
-	*environment
-	envWithDispatch
-	envWithFork
-}
-
 // envSessionsFork offers SessionOpener, LegacyForker.
 type envSessionsFork struct {
 	*environment
@@ -3422,14 +2631,6 @@ type envDispatchSessionsFork struct {
 // envInteractFork offers InteractionResponder, LegacyForker.
 type envInteractFork struct {
 	*environment
-	envWithInteract
-	envWithFork
-}
-
-// envDispatchInteractFork offers Dispatcher, InteractionResponder, LegacyForker.
-type envDispatchInteractFork struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithFork
 }
@@ -3458,14 +2659,6 @@ type envObserveFork struct {
 	envWithFork
 }
 
-// envDispatchObserveFork offers Dispatcher, Observer, LegacyForker.
-type envDispatchObserveFork struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithFork
-}
-
 // envSessionsObserveFork offers SessionOpener, Observer, LegacyForker.
 type envSessionsObserveFork struct {
 	*environment
@@ -3486,15 +2679,6 @@ type envDispatchSessionsObserveFork struct {
 // envInteractObserveFork offers InteractionResponder, Observer, LegacyForker.
 type envInteractObserveFork struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithFork
-}
-
-// envDispatchInteractObserveFork offers Dispatcher, InteractionResponder, Observer, LegacyForker.
-type envDispatchInteractObserveFork struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithFork
@@ -3526,14 +2710,6 @@ type envReadFork struct {
 	envWithFork
 }
 
-// envDispatchReadFork offers Dispatcher, WorkspaceReader, LegacyForker.
-type envDispatchReadFork struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithFork
-}
-
 // envSessionsReadFork offers SessionOpener, WorkspaceReader, LegacyForker.
 type envSessionsReadFork struct {
 	*environment
@@ -3554,15 +2730,6 @@ type envDispatchSessionsReadFork struct {
 // envInteractReadFork offers InteractionResponder, WorkspaceReader, LegacyForker.
 type envInteractReadFork struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithFork
-}
-
-// envDispatchInteractReadFork offers Dispatcher, InteractionResponder, WorkspaceReader, LegacyForker.
-type envDispatchInteractReadFork struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithFork
@@ -3595,15 +2762,6 @@ type envObserveReadFork struct {
 	envWithFork
 }
 
-// envDispatchObserveReadFork offers Dispatcher, Observer, WorkspaceReader, LegacyForker.
-type envDispatchObserveReadFork struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithRead
-	envWithFork
-}
-
 // envSessionsObserveReadFork offers SessionOpener, Observer, WorkspaceReader, LegacyForker.
 type envSessionsObserveReadFork struct {
 	*environment
@@ -3626,16 +2784,6 @@ type envDispatchSessionsObserveReadFork struct {
 // envInteractObserveReadFork offers InteractionResponder, Observer, WorkspaceReader, LegacyForker.
 type envInteractObserveReadFork struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithFork
-}
-
-// envDispatchInteractObserveReadFork offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, LegacyForker.
-type envDispatchInteractObserveReadFork struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -3670,14 +2818,6 @@ type envWriteFork struct {
 	envWithFork
 }
 
-// envDispatchWriteFork offers Dispatcher, WorkspaceWriter, LegacyForker.
-type envDispatchWriteFork struct {
-	*environment
-	envWithDispatch
-	envWithWrite
-	envWithFork
-}
-
 // envSessionsWriteFork offers SessionOpener, WorkspaceWriter, LegacyForker.
 type envSessionsWriteFork struct {
 	*environment
@@ -3698,15 +2838,6 @@ type envDispatchSessionsWriteFork struct {
 // envInteractWriteFork offers InteractionResponder, WorkspaceWriter, LegacyForker.
 type envInteractWriteFork struct {
 	*environment
-	envWithInteract
-	envWithWrite
-	envWithFork
-}
-
-// envDispatchInteractWriteFork offers Dispatcher, InteractionResponder, WorkspaceWriter, LegacyForker.
-type envDispatchInteractWriteFork struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithWrite
 	envWithFork
@@ -3739,15 +2870,6 @@ type envObserveWriteFork struct {
 	envWithFork
 }
 
-// envDispatchObserveWriteFork offers Dispatcher, Observer, WorkspaceWriter, LegacyForker.
-type envDispatchObserveWriteFork struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithWrite
-	envWithFork
-}
-
 // envSessionsObserveWriteFork offers SessionOpener, Observer, WorkspaceWriter, LegacyForker.
 type envSessionsObserveWriteFork struct {
 	*environment
@@ -3770,16 +2892,6 @@ type envDispatchSessionsObserveWriteFork struct {
 // envInteractObserveWriteFork offers InteractionResponder, Observer, WorkspaceWriter, LegacyForker.
 type envInteractObserveWriteFork struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithWrite
-	envWithFork
-}
-
-// envDispatchInteractObserveWriteFork offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, LegacyForker.
-type envDispatchInteractObserveWriteFork struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -3815,15 +2927,6 @@ type envReadWriteFork struct {
 	envWithFork
 }
 
-// envDispatchReadWriteFork offers Dispatcher, WorkspaceReader, WorkspaceWriter, LegacyForker.
-type envDispatchReadWriteFork struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithWrite
-	envWithFork
-}
-
 // envSessionsReadWriteFork offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker.
 type envSessionsReadWriteFork struct {
 	*environment
@@ -3846,16 +2949,6 @@ type envDispatchSessionsReadWriteFork struct {
 // envInteractReadWriteFork offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker.
 type envInteractReadWriteFork struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithWrite
-	envWithFork
-}
-
-// envDispatchInteractReadWriteFork offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker.
-type envDispatchInteractReadWriteFork struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -3886,16 +2979,6 @@ type envDispatchSessionsInteractReadWriteFork struct {
 // envObserveReadWriteFork offers Observer, WorkspaceReader, WorkspaceWriter, LegacyForker.
 type envObserveReadWriteFork struct {
 	*environment
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithFork
-}
-
-// envDispatchObserveReadWriteFork offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker.
-type envDispatchObserveReadWriteFork struct {
-	*environment
-	envWithDispatch
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -3933,17 +3016,6 @@ type envInteractObserveReadWriteFork struct {
 	envWithFork
 }
 
-// envDispatchInteractObserveReadWriteFork offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker.
-type envDispatchInteractObserveReadWriteFork struct {
-	*environment
-	envWithDispatch
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithFork
-}
-
 // envSessionsInteractObserveReadWriteFork offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker.
 type envSessionsInteractObserveReadWriteFork struct {
 	*environment
@@ -3974,14 +3046,6 @@ type envCheckpointFork struct {
 	envWithFork
 }
 
-// envDispatchCheckpointFork offers Dispatcher, LegacyCheckpointer, LegacyForker.
-type envDispatchCheckpointFork struct {
-	*environment
-	envWithDispatch
-	envWithCheckpoint
-	envWithFork
-}
-
 // envSessionsCheckpointFork offers SessionOpener, LegacyCheckpointer, LegacyForker.
 type envSessionsCheckpointFork struct {
 	*environment
@@ -4002,15 +3066,6 @@ type envDispatchSessionsCheckpointFork struct {
 // envInteractCheckpointFork offers InteractionResponder, LegacyCheckpointer, LegacyForker.
 type envInteractCheckpointFork struct {
 	*environment
-	envWithInteract
-	envWithCheckpoint
-	envWithFork
-}
-
-// envDispatchInteractCheckpointFork offers Dispatcher, InteractionResponder, LegacyCheckpointer, LegacyForker.
-type envDispatchInteractCheckpointFork struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithCheckpoint
 	envWithFork
@@ -4043,15 +3098,6 @@ type envObserveCheckpointFork struct {
 	envWithFork
 }
 
-// envDispatchObserveCheckpointFork offers Dispatcher, Observer, LegacyCheckpointer, LegacyForker.
-type envDispatchObserveCheckpointFork struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithCheckpoint
-	envWithFork
-}
-
 // envSessionsObserveCheckpointFork offers SessionOpener, Observer, LegacyCheckpointer, LegacyForker.
 type envSessionsObserveCheckpointFork struct {
 	*environment
@@ -4074,16 +3120,6 @@ type envDispatchSessionsObserveCheckpointFork struct {
 // envInteractObserveCheckpointFork offers InteractionResponder, Observer, LegacyCheckpointer, LegacyForker.
 type envInteractObserveCheckpointFork struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithCheckpoint
-	envWithFork
-}
-
-// envDispatchInteractObserveCheckpointFork offers Dispatcher, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker.
-type envDispatchInteractObserveCheckpointFork struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithCheckpoint
@@ -4119,15 +3155,6 @@ type envReadCheckpointFork struct {
 	envWithFork
 }
 
-// envDispatchReadCheckpointFork offers Dispatcher, WorkspaceReader, LegacyCheckpointer, LegacyForker.
-type envDispatchReadCheckpointFork struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithCheckpoint
-	envWithFork
-}
-
 // envSessionsReadCheckpointFork offers SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker.
 type envSessionsReadCheckpointFork struct {
 	*environment
@@ -4150,16 +3177,6 @@ type envDispatchSessionsReadCheckpointFork struct {
 // envInteractReadCheckpointFork offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker.
 type envInteractReadCheckpointFork struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithCheckpoint
-	envWithFork
-}
-
-// envDispatchInteractReadCheckpointFork offers Dispatcher, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker.
-type envDispatchInteractReadCheckpointFork struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithCheckpoint
@@ -4196,16 +3213,6 @@ type envObserveReadCheckpointFork struct {
 	envWithFork
 }
 
-// envDispatchObserveReadCheckpointFork offers Dispatcher, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker.
-type envDispatchObserveReadCheckpointFork struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithRead
-	envWithCheckpoint
-	envWithFork
-}
-
 // envSessionsObserveReadCheckpointFork offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker.
 type envSessionsObserveReadCheckpointFork struct {
 	*environment
@@ -4230,17 +3237,6 @@ type envDispatchSessionsObserveReadCheckpointFork struct {
 // envInteractObserveReadCheckpointFork offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker.
 type envInteractObserveReadCheckpointFork struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithCheckpoint
-	envWithFork
-}
-
-// envDispatchInteractObserveReadCheckpointFork offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker.
-type envDispatchInteractObserveReadCheckpointFork struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -4279,15 +3275,6 @@ type envWriteCheckpointFork struct {
 	envWithFork
 }
 
-// envDispatchWriteCheckpointFork offers Dispatcher, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
-type envDispatchWriteCheckpointFork struct {
-	*environment
-	envWithDispatch
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-}
-
 // envSessionsWriteCheckpointFork offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envSessionsWriteCheckpointFork struct {
 	*environment
@@ -4310,16 +3297,6 @@ type envDispatchSessionsWriteCheckpointFork struct {
 // envInteractWriteCheckpointFork offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envInteractWriteCheckpointFork struct {
 	*environment
-	envWithInteract
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-}
-
-// envDispatchInteractWriteCheckpointFork offers Dispatcher, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
-type envDispatchInteractWriteCheckpointFork struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithWrite
 	envWithCheckpoint
@@ -4356,16 +3333,6 @@ type envObserveWriteCheckpointFork struct {
 	envWithFork
 }
 
-// envDispatchObserveWriteCheckpointFork offers Dispatcher, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
-type envDispatchObserveWriteCheckpointFork struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-}
-
 // envSessionsObserveWriteCheckpointFork offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envSessionsObserveWriteCheckpointFork struct {
 	*environment
@@ -4390,17 +3357,6 @@ type envDispatchSessionsObserveWriteCheckpointFork struct {
 // envInteractObserveWriteCheckpointFork offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envInteractObserveWriteCheckpointFork struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-}
-
-// envDispatchInteractObserveWriteCheckpointFork offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
-type envDispatchInteractObserveWriteCheckpointFork struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -4440,16 +3396,6 @@ type envReadWriteCheckpointFork struct {
 	envWithFork
 }
 
-// envDispatchReadWriteCheckpointFork offers Dispatcher, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
-type envDispatchReadWriteCheckpointFork struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-}
-
 // envSessionsReadWriteCheckpointFork offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envSessionsReadWriteCheckpointFork struct {
 	*environment
@@ -4474,17 +3420,6 @@ type envDispatchSessionsReadWriteCheckpointFork struct {
 // envInteractReadWriteCheckpointFork offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envInteractReadWriteCheckpointFork struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-}
-
-// envDispatchInteractReadWriteCheckpointFork offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
-type envDispatchInteractReadWriteCheckpointFork struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -4518,17 +3453,6 @@ type envDispatchSessionsInteractReadWriteCheckpointFork struct {
 // envObserveReadWriteCheckpointFork offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envObserveReadWriteCheckpointFork struct {
 	*environment
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-}
-
-// envDispatchObserveReadWriteCheckpointFork offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
-type envDispatchObserveReadWriteCheckpointFork struct {
-	*environment
-	envWithDispatch
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -4570,18 +3494,6 @@ type envInteractObserveReadWriteCheckpointFork struct {
 	envWithFork
 }
 
-// envDispatchInteractObserveReadWriteCheckpointFork offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
-type envDispatchInteractObserveReadWriteCheckpointFork struct {
-	*environment
-	envWithDispatch
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-}
-
 // envSessionsInteractObserveReadWriteCheckpointFork offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envSessionsInteractObserveReadWriteCheckpointFork struct {
 	*environment
@@ -4613,13 +3525,6 @@ type envDurable struct {
 	envWithDurable
 }
 
-// envDispatchDurable offers Dispatcher, DurableBrancher.
-type envDispatchDurable struct {
-	*environment
-	envWithDispatch
-	envWithDurable
-}
-
 // envSessionsDurable offers SessionOpener, DurableBrancher.
 type envSessionsDurable struct {
 	*environment
@@ -4638,14 +3543,6 @@ type envDispatchSessionsDurable struct {
 // envInteractDurable offers InteractionResponder, DurableBrancher.
 type envInteractDurable struct {
 	*environment
-	envWithInteract
-	envWithDurable
-}
-
-// envDispatchInteractDurable offers Dispatcher, InteractionResponder, DurableBrancher.
-type envDispatchInteractDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithDurable
 }
@@ -4674,14 +3571,6 @@ type envObserveDurable struct {
 	envWithDurable
 }
 
-// envDispatchObserveDurable offers Dispatcher, Observer, DurableBrancher.
-type envDispatchObserveDurable struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithDurable
-}
-
 // envSessionsObserveDurable offers SessionOpener, Observer, DurableBrancher.
 type envSessionsObserveDurable struct {
 	*environment
@@ -4702,15 +3591,6 @@ type envDispatchSessionsObserveDurable struct {
 // envInteractObserveDurable offers InteractionResponder, Observer, DurableBrancher.
 type envInteractObserveDurable struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithDurable
-}
-
-// envDispatchInteractObserveDurable offers Dispatcher, InteractionResponder, Observer, DurableBrancher.
-type envDispatchInteractObserveDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithDurable
@@ -4742,14 +3622,6 @@ type envReadDurable struct {
 	envWithDurable
 }
 
-// envDispatchReadDurable offers Dispatcher, WorkspaceReader, DurableBrancher.
-type envDispatchReadDurable struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithDurable
-}
-
 // envSessionsReadDurable offers SessionOpener, WorkspaceReader, DurableBrancher.
 type envSessionsReadDurable struct {
 	*environment
@@ -4770,15 +3642,6 @@ type envDispatchSessionsReadDurable struct {
 // envInteractReadDurable offers InteractionResponder, WorkspaceReader, DurableBrancher.
 type envInteractReadDurable struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithDurable
-}
-
-// envDispatchInteractReadDurable offers Dispatcher, InteractionResponder, WorkspaceReader, DurableBrancher.
-type envDispatchInteractReadDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithDurable
@@ -4811,15 +3674,6 @@ type envObserveReadDurable struct {
 	envWithDurable
 }
 
-// envDispatchObserveReadDurable offers Dispatcher, Observer, WorkspaceReader, DurableBrancher.
-type envDispatchObserveReadDurable struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithRead
-	envWithDurable
-}
-
 // envSessionsObserveReadDurable offers SessionOpener, Observer, WorkspaceReader, DurableBrancher.
 type envSessionsObserveReadDurable struct {
 	*environment
@@ -4842,16 +3696,6 @@ type envDispatchSessionsObserveReadDurable struct {
 // envInteractObserveReadDurable offers InteractionResponder, Observer, WorkspaceReader, DurableBrancher.
 type envInteractObserveReadDurable struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithDurable
-}
-
-// envDispatchInteractObserveReadDurable offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, DurableBrancher.
-type envDispatchInteractObserveReadDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -4886,14 +3730,6 @@ type envWriteDurable struct {
 	envWithDurable
 }
 
-// envDispatchWriteDurable offers Dispatcher, WorkspaceWriter, DurableBrancher.
-type envDispatchWriteDurable struct {
-	*environment
-	envWithDispatch
-	envWithWrite
-	envWithDurable
-}
-
 // envSessionsWriteDurable offers SessionOpener, WorkspaceWriter, DurableBrancher.
 type envSessionsWriteDurable struct {
 	*environment
@@ -4914,15 +3750,6 @@ type envDispatchSessionsWriteDurable struct {
 // envInteractWriteDurable offers InteractionResponder, WorkspaceWriter, DurableBrancher.
 type envInteractWriteDurable struct {
 	*environment
-	envWithInteract
-	envWithWrite
-	envWithDurable
-}
-
-// envDispatchInteractWriteDurable offers Dispatcher, InteractionResponder, WorkspaceWriter, DurableBrancher.
-type envDispatchInteractWriteDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithWrite
 	envWithDurable
@@ -4955,15 +3782,6 @@ type envObserveWriteDurable struct {
 	envWithDurable
 }
 
-// envDispatchObserveWriteDurable offers Dispatcher, Observer, WorkspaceWriter, DurableBrancher.
-type envDispatchObserveWriteDurable struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithWrite
-	envWithDurable
-}
-
 // envSessionsObserveWriteDurable offers SessionOpener, Observer, WorkspaceWriter, DurableBrancher.
 type envSessionsObserveWriteDurable struct {
 	*environment
@@ -4986,16 +3804,6 @@ type envDispatchSessionsObserveWriteDurable struct {
 // envInteractObserveWriteDurable offers InteractionResponder, Observer, WorkspaceWriter, DurableBrancher.
 type envInteractObserveWriteDurable struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithWrite
-	envWithDurable
-}
-
-// envDispatchInteractObserveWriteDurable offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, DurableBrancher.
-type envDispatchInteractObserveWriteDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -5031,15 +3839,6 @@ type envReadWriteDurable struct {
 	envWithDurable
 }
 
-// envDispatchReadWriteDurable offers Dispatcher, WorkspaceReader, WorkspaceWriter, DurableBrancher.
-type envDispatchReadWriteDurable struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithWrite
-	envWithDurable
-}
-
 // envSessionsReadWriteDurable offers SessionOpener, WorkspaceReader, WorkspaceWriter, DurableBrancher.
 type envSessionsReadWriteDurable struct {
 	*environment
@@ -5062,16 +3861,6 @@ type envDispatchSessionsReadWriteDurable struct {
 // envInteractReadWriteDurable offers InteractionResponder, WorkspaceReader, WorkspaceWriter, DurableBrancher.
 type envInteractReadWriteDurable struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithWrite
-	envWithDurable
-}
-
-// envDispatchInteractReadWriteDurable offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, DurableBrancher.
-type envDispatchInteractReadWriteDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -5102,16 +3891,6 @@ type envDispatchSessionsInteractReadWriteDurable struct {
 // envObserveReadWriteDurable offers Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher.
 type envObserveReadWriteDurable struct {
 	*environment
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithDurable
-}
-
-// envDispatchObserveReadWriteDurable offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher.
-type envDispatchObserveReadWriteDurable struct {
-	*environment
-	envWithDispatch
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -5149,17 +3928,6 @@ type envInteractObserveReadWriteDurable struct {
 	envWithDurable
 }
 
-// envDispatchInteractObserveReadWriteDurable offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher.
-type envDispatchInteractObserveReadWriteDurable struct {
-	*environment
-	envWithDispatch
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithDurable
-}
-
 // envSessionsInteractObserveReadWriteDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher.
 type envSessionsInteractObserveReadWriteDurable struct {
 	*environment
@@ -5190,14 +3958,6 @@ type envCheckpointDurable struct {
 	envWithDurable
 }
 
-// envDispatchCheckpointDurable offers Dispatcher, LegacyCheckpointer, DurableBrancher.
-type envDispatchCheckpointDurable struct {
-	*environment
-	envWithDispatch
-	envWithCheckpoint
-	envWithDurable
-}
-
 // envSessionsCheckpointDurable offers SessionOpener, LegacyCheckpointer, DurableBrancher.
 type envSessionsCheckpointDurable struct {
 	*environment
@@ -5218,15 +3978,6 @@ type envDispatchSessionsCheckpointDurable struct {
 // envInteractCheckpointDurable offers InteractionResponder, LegacyCheckpointer, DurableBrancher.
 type envInteractCheckpointDurable struct {
 	*environment
-	envWithInteract
-	envWithCheckpoint
-	envWithDurable
-}
-
-// envDispatchInteractCheckpointDurable offers Dispatcher, InteractionResponder, LegacyCheckpointer, DurableBrancher.
-type envDispatchInteractCheckpointDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithCheckpoint
 	envWithDurable
@@ -5259,15 +4010,6 @@ type envObserveCheckpointDurable struct {
 	envWithDurable
 }
 
-// envDispatchObserveCheckpointDurable offers Dispatcher, Observer, LegacyCheckpointer, DurableBrancher.
-type envDispatchObserveCheckpointDurable struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithCheckpoint
-	envWithDurable
-}
-
 // envSessionsObserveCheckpointDurable offers SessionOpener, Observer, LegacyCheckpointer, DurableBrancher.
 type envSessionsObserveCheckpointDurable struct {
 	*environment
@@ -5290,16 +4032,6 @@ type envDispatchSessionsObserveCheckpointDurable struct {
 // envInteractObserveCheckpointDurable offers InteractionResponder, Observer, LegacyCheckpointer, DurableBrancher.
 type envInteractObserveCheckpointDurable struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithCheckpoint
-	envWithDurable
-}
-
-// envDispatchInteractObserveCheckpointDurable offers Dispatcher, InteractionResponder, Observer, LegacyCheckpointer, DurableBrancher.
-type envDispatchInteractObserveCheckpointDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithCheckpoint
@@ -5335,15 +4067,6 @@ type envReadCheckpointDurable struct {
 	envWithDurable
 }
 
-// envDispatchReadCheckpointDurable offers Dispatcher, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
-type envDispatchReadCheckpointDurable struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithCheckpoint
-	envWithDurable
-}
-
 // envSessionsReadCheckpointDurable offers SessionOpener, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
 type envSessionsReadCheckpointDurable struct {
 	*environment
@@ -5366,16 +4089,6 @@ type envDispatchSessionsReadCheckpointDurable struct {
 // envInteractReadCheckpointDurable offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
 type envInteractReadCheckpointDurable struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithCheckpoint
-	envWithDurable
-}
-
-// envDispatchInteractReadCheckpointDurable offers Dispatcher, InteractionResponder, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
-type envDispatchInteractReadCheckpointDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithCheckpoint
@@ -5412,16 +4125,6 @@ type envObserveReadCheckpointDurable struct {
 	envWithDurable
 }
 
-// envDispatchObserveReadCheckpointDurable offers Dispatcher, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
-type envDispatchObserveReadCheckpointDurable struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithRead
-	envWithCheckpoint
-	envWithDurable
-}
-
 // envSessionsObserveReadCheckpointDurable offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
 type envSessionsObserveReadCheckpointDurable struct {
 	*environment
@@ -5446,17 +4149,6 @@ type envDispatchSessionsObserveReadCheckpointDurable struct {
 // envInteractObserveReadCheckpointDurable offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
 type envInteractObserveReadCheckpointDurable struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithCheckpoint
-	envWithDurable
-}
-
-// envDispatchInteractObserveReadCheckpointDurable offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
-type envDispatchInteractObserveReadCheckpointDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -5495,15 +4187,6 @@ type envWriteCheckpointDurable struct {
 	envWithDurable
 }
 
-// envDispatchWriteCheckpointDurable offers Dispatcher, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
-type envDispatchWriteCheckpointDurable struct {
-	*environment
-	envWithDispatch
-	envWithWrite
-	envWithCheckpoint
-	envWithDurable
-}
-
 // envSessionsWriteCheckpointDurable offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envSessionsWriteCheckpointDurable struct {
 	*environment
@@ -5526,16 +4209,6 @@ type envDispatchSessionsWriteCheckpointDurable struct {
 // envInteractWriteCheckpointDurable offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envInteractWriteCheckpointDurable struct {
 	*environment
-	envWithInteract
-	envWithWrite
-	envWithCheckpoint
-	envWithDurable
-}
-
-// envDispatchInteractWriteCheckpointDurable offers Dispatcher, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
-type envDispatchInteractWriteCheckpointDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithWrite
 	envWithCheckpoint
@@ -5572,16 +4245,6 @@ type envObserveWriteCheckpointDurable struct {
 	envWithDurable
 }
 
-// envDispatchObserveWriteCheckpointDurable offers Dispatcher, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
-type envDispatchObserveWriteCheckpointDurable struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithWrite
-	envWithCheckpoint
-	envWithDurable
-}
-
 // envSessionsObserveWriteCheckpointDurable offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envSessionsObserveWriteCheckpointDurable struct {
 	*environment
@@ -5606,17 +4269,6 @@ type envDispatchSessionsObserveWriteCheckpointDurable struct {
 // envInteractObserveWriteCheckpointDurable offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envInteractObserveWriteCheckpointDurable struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithWrite
-	envWithCheckpoint
-	envWithDurable
-}
-
-// envDispatchInteractObserveWriteCheckpointDurable offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
-type envDispatchInteractObserveWriteCheckpointDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -5656,16 +4308,6 @@ type envReadWriteCheckpointDurable struct {
 	envWithDurable
 }
 
-// envDispatchReadWriteCheckpointDurable offers Dispatcher, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
-type envDispatchReadWriteCheckpointDurable struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithDurable
-}
-
 // envSessionsReadWriteCheckpointDurable offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envSessionsReadWriteCheckpointDurable struct {
 	*environment
@@ -5690,17 +4332,6 @@ type envDispatchSessionsReadWriteCheckpointDurable struct {
 // envInteractReadWriteCheckpointDurable offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envInteractReadWriteCheckpointDurable struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithDurable
-}
-
-// envDispatchInteractReadWriteCheckpointDurable offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
-type envDispatchInteractReadWriteCheckpointDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -5734,17 +4365,6 @@ type envDispatchSessionsInteractReadWriteCheckpointDurable struct {
 // envObserveReadWriteCheckpointDurable offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envObserveReadWriteCheckpointDurable struct {
 	*environment
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithDurable
-}
-
-// envDispatchObserveReadWriteCheckpointDurable offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
-type envDispatchObserveReadWriteCheckpointDurable struct {
-	*environment
-	envWithDispatch
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -5786,18 +4406,6 @@ type envInteractObserveReadWriteCheckpointDurable struct {
 	envWithDurable
 }
 
-// envDispatchInteractObserveReadWriteCheckpointDurable offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
-type envDispatchInteractObserveReadWriteCheckpointDurable struct {
-	*environment
-	envWithDispatch
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithDurable
-}
-
 // envSessionsInteractObserveReadWriteCheckpointDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envSessionsInteractObserveReadWriteCheckpointDurable struct {
 	*environment
@@ -5830,14 +4438,6 @@ type envForkDurable struct {
 	envWithDurable
 }
 
-// envDispatchForkDurable offers Dispatcher, LegacyForker, DurableBrancher.
-type envDispatchForkDurable struct {
-	*environment
-	envWithDispatch
-	envWithFork
-	envWithDurable
-}
-
 // envSessionsForkDurable offers SessionOpener, LegacyForker, DurableBrancher.
 type envSessionsForkDurable struct {
 	*environment
@@ -5858,15 +4458,6 @@ type envDispatchSessionsForkDurable struct {
 // envInteractForkDurable offers InteractionResponder, LegacyForker, DurableBrancher.
 type envInteractForkDurable struct {
 	*environment
-	envWithInteract
-	envWithFork
-	envWithDurable
-}
-
-// envDispatchInteractForkDurable offers Dispatcher, InteractionResponder, LegacyForker, DurableBrancher.
-type envDispatchInteractForkDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithFork
 	envWithDurable
@@ -5899,15 +4490,6 @@ type envObserveForkDurable struct {
 	envWithDurable
 }
 
-// envDispatchObserveForkDurable offers Dispatcher, Observer, LegacyForker, DurableBrancher.
-type envDispatchObserveForkDurable struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithFork
-	envWithDurable
-}
-
 // envSessionsObserveForkDurable offers SessionOpener, Observer, LegacyForker, DurableBrancher.
 type envSessionsObserveForkDurable struct {
 	*environment
@@ -5930,16 +4512,6 @@ type envDispatchSessionsObserveForkDurable struct {
 // envInteractObserveForkDurable offers InteractionResponder, Observer, LegacyForker, DurableBrancher.
 type envInteractObserveForkDurable struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithFork
-	envWithDurable
-}
-
-// envDispatchInteractObserveForkDurable offers Dispatcher, InteractionResponder, Observer, LegacyForker, DurableBrancher.
-type envDispatchInteractObserveForkDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithFork
@@ -5975,15 +4547,6 @@ type envReadForkDurable struct {
 	envWithDurable
 }
 
-// envDispatchReadForkDurable offers Dispatcher, WorkspaceReader, LegacyForker, DurableBrancher.
-type envDispatchReadForkDurable struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithFork
-	envWithDurable
-}
-
 // envSessionsReadForkDurable offers SessionOpener, WorkspaceReader, LegacyForker, DurableBrancher.
 type envSessionsReadForkDurable struct {
 	*environment
@@ -6006,16 +4569,6 @@ type envDispatchSessionsReadForkDurable struct {
 // envInteractReadForkDurable offers InteractionResponder, WorkspaceReader, LegacyForker, DurableBrancher.
 type envInteractReadForkDurable struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithFork
-	envWithDurable
-}
-
-// envDispatchInteractReadForkDurable offers Dispatcher, InteractionResponder, WorkspaceReader, LegacyForker, DurableBrancher.
-type envDispatchInteractReadForkDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithFork
@@ -6052,16 +4605,6 @@ type envObserveReadForkDurable struct {
 	envWithDurable
 }
 
-// envDispatchObserveReadForkDurable offers Dispatcher, Observer, WorkspaceReader, LegacyForker, DurableBrancher.
-type envDispatchObserveReadForkDurable struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithRead
-	envWithFork
-	envWithDurable
-}
-
 // envSessionsObserveReadForkDurable offers SessionOpener, Observer, WorkspaceReader, LegacyForker, DurableBrancher.
 type envSessionsObserveReadForkDurable struct {
 	*environment
@@ -6086,17 +4629,6 @@ type envDispatchSessionsObserveReadForkDurable struct {
 // envInteractObserveReadForkDurable offers InteractionResponder, Observer, WorkspaceReader, LegacyForker, DurableBrancher.
 type envInteractObserveReadForkDurable struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithFork
-	envWithDurable
-}
-
-// envDispatchInteractObserveReadForkDurable offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, LegacyForker, DurableBrancher.
-type envDispatchInteractObserveReadForkDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -6135,15 +4667,6 @@ type envWriteForkDurable struct {
 	envWithDurable
 }
 
-// envDispatchWriteForkDurable offers Dispatcher, WorkspaceWriter, LegacyForker, DurableBrancher.
-type envDispatchWriteForkDurable struct {
-	*environment
-	envWithDispatch
-	envWithWrite
-	envWithFork
-	envWithDurable
-}
-
 // envSessionsWriteForkDurable offers SessionOpener, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envSessionsWriteForkDurable struct {
 	*environment
@@ -6166,16 +4689,6 @@ type envDispatchSessionsWriteForkDurable struct {
 // envInteractWriteForkDurable offers InteractionResponder, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envInteractWriteForkDurable struct {
 	*environment
-	envWithInteract
-	envWithWrite
-	envWithFork
-	envWithDurable
-}
-
-// envDispatchInteractWriteForkDurable offers Dispatcher, InteractionResponder, WorkspaceWriter, LegacyForker, DurableBrancher.
-type envDispatchInteractWriteForkDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithWrite
 	envWithFork
@@ -6212,16 +4725,6 @@ type envObserveWriteForkDurable struct {
 	envWithDurable
 }
 
-// envDispatchObserveWriteForkDurable offers Dispatcher, Observer, WorkspaceWriter, LegacyForker, DurableBrancher.
-type envDispatchObserveWriteForkDurable struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithWrite
-	envWithFork
-	envWithDurable
-}
-
 // envSessionsObserveWriteForkDurable offers SessionOpener, Observer, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envSessionsObserveWriteForkDurable struct {
 	*environment
@@ -6246,17 +4749,6 @@ type envDispatchSessionsObserveWriteForkDurable struct {
 // envInteractObserveWriteForkDurable offers InteractionResponder, Observer, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envInteractObserveWriteForkDurable struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithWrite
-	envWithFork
-	envWithDurable
-}
-
-// envDispatchInteractObserveWriteForkDurable offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, LegacyForker, DurableBrancher.
-type envDispatchInteractObserveWriteForkDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -6296,16 +4788,6 @@ type envReadWriteForkDurable struct {
 	envWithDurable
 }
 
-// envDispatchReadWriteForkDurable offers Dispatcher, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
-type envDispatchReadWriteForkDurable struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithWrite
-	envWithFork
-	envWithDurable
-}
-
 // envSessionsReadWriteForkDurable offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envSessionsReadWriteForkDurable struct {
 	*environment
@@ -6330,17 +4812,6 @@ type envDispatchSessionsReadWriteForkDurable struct {
 // envInteractReadWriteForkDurable offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envInteractReadWriteForkDurable struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithWrite
-	envWithFork
-	envWithDurable
-}
-
-// envDispatchInteractReadWriteForkDurable offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
-type envDispatchInteractReadWriteForkDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -6374,17 +4845,6 @@ type envDispatchSessionsInteractReadWriteForkDurable struct {
 // envObserveReadWriteForkDurable offers Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envObserveReadWriteForkDurable struct {
 	*environment
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithFork
-	envWithDurable
-}
-
-// envDispatchObserveReadWriteForkDurable offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
-type envDispatchObserveReadWriteForkDurable struct {
-	*environment
-	envWithDispatch
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -6426,18 +4886,6 @@ type envInteractObserveReadWriteForkDurable struct {
 	envWithDurable
 }
 
-// envDispatchInteractObserveReadWriteForkDurable offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
-type envDispatchInteractObserveReadWriteForkDurable struct {
-	*environment
-	envWithDispatch
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithFork
-	envWithDurable
-}
-
 // envSessionsInteractObserveReadWriteForkDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envSessionsInteractObserveReadWriteForkDurable struct {
 	*environment
@@ -6471,15 +4919,6 @@ type envCheckpointForkDurable struct {
 	envWithDurable
 }
 
-// envDispatchCheckpointForkDurable offers Dispatcher, LegacyCheckpointer, LegacyForker, DurableBrancher.
-type envDispatchCheckpointForkDurable struct {
-	*environment
-	envWithDispatch
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-}
-
 // envSessionsCheckpointForkDurable offers SessionOpener, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envSessionsCheckpointForkDurable struct {
 	*environment
@@ -6502,16 +4941,6 @@ type envDispatchSessionsCheckpointForkDurable struct {
 // envInteractCheckpointForkDurable offers InteractionResponder, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envInteractCheckpointForkDurable struct {
 	*environment
-	envWithInteract
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-}
-
-// envDispatchInteractCheckpointForkDurable offers Dispatcher, InteractionResponder, LegacyCheckpointer, LegacyForker, DurableBrancher.
-type envDispatchInteractCheckpointForkDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithCheckpoint
 	envWithFork
@@ -6548,16 +4977,6 @@ type envObserveCheckpointForkDurable struct {
 	envWithDurable
 }
 
-// envDispatchObserveCheckpointForkDurable offers Dispatcher, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher.
-type envDispatchObserveCheckpointForkDurable struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-}
-
 // envSessionsObserveCheckpointForkDurable offers SessionOpener, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envSessionsObserveCheckpointForkDurable struct {
 	*environment
@@ -6582,17 +5001,6 @@ type envDispatchSessionsObserveCheckpointForkDurable struct {
 // envInteractObserveCheckpointForkDurable offers InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envInteractObserveCheckpointForkDurable struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-}
-
-// envDispatchInteractObserveCheckpointForkDurable offers Dispatcher, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher.
-type envDispatchInteractObserveCheckpointForkDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithCheckpoint
@@ -6632,16 +5040,6 @@ type envReadCheckpointForkDurable struct {
 	envWithDurable
 }
 
-// envDispatchReadCheckpointForkDurable offers Dispatcher, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
-type envDispatchReadCheckpointForkDurable struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-}
-
 // envSessionsReadCheckpointForkDurable offers SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envSessionsReadCheckpointForkDurable struct {
 	*environment
@@ -6666,17 +5064,6 @@ type envDispatchSessionsReadCheckpointForkDurable struct {
 // envInteractReadCheckpointForkDurable offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envInteractReadCheckpointForkDurable struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-}
-
-// envDispatchInteractReadCheckpointForkDurable offers Dispatcher, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
-type envDispatchInteractReadCheckpointForkDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithCheckpoint
@@ -6717,17 +5104,6 @@ type envObserveReadCheckpointForkDurable struct {
 	envWithDurable
 }
 
-// envDispatchObserveReadCheckpointForkDurable offers Dispatcher, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
-type envDispatchObserveReadCheckpointForkDurable struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithRead
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-}
-
 // envSessionsObserveReadCheckpointForkDurable offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envSessionsObserveReadCheckpointForkDurable struct {
 	*environment
@@ -6754,18 +5130,6 @@ type envDispatchSessionsObserveReadCheckpointForkDurable struct {
 // envInteractObserveReadCheckpointForkDurable offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envInteractObserveReadCheckpointForkDurable struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-}
-
-// envDispatchInteractObserveReadCheckpointForkDurable offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
-type envDispatchInteractObserveReadCheckpointForkDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -6808,16 +5172,6 @@ type envWriteCheckpointForkDurable struct {
 	envWithDurable
 }
 
-// envDispatchWriteCheckpointForkDurable offers Dispatcher, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
-type envDispatchWriteCheckpointForkDurable struct {
-	*environment
-	envWithDispatch
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-}
-
 // envSessionsWriteCheckpointForkDurable offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envSessionsWriteCheckpointForkDurable struct {
 	*environment
@@ -6842,17 +5196,6 @@ type envDispatchSessionsWriteCheckpointForkDurable struct {
 // envInteractWriteCheckpointForkDurable offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envInteractWriteCheckpointForkDurable struct {
 	*environment
-	envWithInteract
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-}
-
-// envDispatchInteractWriteCheckpointForkDurable offers Dispatcher, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
-type envDispatchInteractWriteCheckpointForkDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithWrite
 	envWithCheckpoint
@@ -6893,17 +5236,6 @@ type envObserveWriteCheckpointForkDurable struct {
 	envWithDurable
 }
 
-// envDispatchObserveWriteCheckpointForkDurable offers Dispatcher, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
-type envDispatchObserveWriteCheckpointForkDurable struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-}
-
 // envSessionsObserveWriteCheckpointForkDurable offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envSessionsObserveWriteCheckpointForkDurable struct {
 	*environment
@@ -6930,18 +5262,6 @@ type envDispatchSessionsObserveWriteCheckpointForkDurable struct {
 // envInteractObserveWriteCheckpointForkDurable offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envInteractObserveWriteCheckpointForkDurable struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-}
-
-// envDispatchInteractObserveWriteCheckpointForkDurable offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
-type envDispatchInteractObserveWriteCheckpointForkDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -6985,17 +5305,6 @@ type envReadWriteCheckpointForkDurable struct {
 	envWithDurable
 }
 
-// envDispatchReadWriteCheckpointForkDurable offers Dispatcher, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
-type envDispatchReadWriteCheckpointForkDurable struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-}
-
 // envSessionsReadWriteCheckpointForkDurable offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envSessionsReadWriteCheckpointForkDurable struct {
 	*environment
@@ -7022,18 +5331,6 @@ type envDispatchSessionsReadWriteCheckpointForkDurable struct {
 // envInteractReadWriteCheckpointForkDurable offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envInteractReadWriteCheckpointForkDurable struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-}
-
-// envDispatchInteractReadWriteCheckpointForkDurable offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
-type envDispatchInteractReadWriteCheckpointForkDurable struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -7070,18 +5367,6 @@ type envDispatchSessionsInteractReadWriteCheckpointForkDurable struct {
 // envObserveReadWriteCheckpointForkDurable offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envObserveReadWriteCheckpointForkDurable struct {
 	*environment
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-}
-
-// envDispatchObserveReadWriteCheckpointForkDurable offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
-type envDispatchObserveReadWriteCheckpointForkDurable struct {
-	*environment
-	envWithDispatch
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -7127,19 +5412,6 @@ type envInteractObserveReadWriteCheckpointForkDurable struct {
 	envWithDurable
 }
 
-// envDispatchInteractObserveReadWriteCheckpointForkDurable offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
-type envDispatchInteractObserveReadWriteCheckpointForkDurable struct {
-	*environment
-	envWithDispatch
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-}
-
 // envSessionsInteractObserveReadWriteCheckpointForkDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envSessionsInteractObserveReadWriteCheckpointForkDurable struct {
 	*environment
@@ -7173,13 +5445,6 @@ type envExec struct {
 	envWithExec
 }
 
-// envDispatchExec offers Dispatcher, CommandExecutor.
-type envDispatchExec struct {
-	*environment
-	envWithDispatch
-	envWithExec
-}
-
 // envSessionsExec offers SessionOpener, CommandExecutor.
 type envSessionsExec struct {
 	*environment
@@ -7198,14 +5463,6 @@ type envDispatchSessionsExec struct {
 // envInteractExec offers InteractionResponder, CommandExecutor.
 type envInteractExec struct {
 	*environment
-	envWithInteract
-	envWithExec
-}
-
-// envDispatchInteractExec offers Dispatcher, InteractionResponder, CommandExecutor.
-type envDispatchInteractExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithExec
 }
@@ -7234,14 +5491,6 @@ type envObserveExec struct {
 	envWithExec
 }
 
-// envDispatchObserveExec offers Dispatcher, Observer, CommandExecutor.
-type envDispatchObserveExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithExec
-}
-
 // envSessionsObserveExec offers SessionOpener, Observer, CommandExecutor.
 type envSessionsObserveExec struct {
 	*environment
@@ -7262,15 +5511,6 @@ type envDispatchSessionsObserveExec struct {
 // envInteractObserveExec offers InteractionResponder, Observer, CommandExecutor.
 type envInteractObserveExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithExec
-}
-
-// envDispatchInteractObserveExec offers Dispatcher, InteractionResponder, Observer, CommandExecutor.
-type envDispatchInteractObserveExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithExec
@@ -7302,14 +5542,6 @@ type envReadExec struct {
 	envWithExec
 }
 
-// envDispatchReadExec offers Dispatcher, WorkspaceReader, CommandExecutor.
-type envDispatchReadExec struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithExec
-}
-
 // envSessionsReadExec offers SessionOpener, WorkspaceReader, CommandExecutor.
 type envSessionsReadExec struct {
 	*environment
@@ -7330,15 +5562,6 @@ type envDispatchSessionsReadExec struct {
 // envInteractReadExec offers InteractionResponder, WorkspaceReader, CommandExecutor.
 type envInteractReadExec struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithExec
-}
-
-// envDispatchInteractReadExec offers Dispatcher, InteractionResponder, WorkspaceReader, CommandExecutor.
-type envDispatchInteractReadExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithExec
@@ -7371,15 +5594,6 @@ type envObserveReadExec struct {
 	envWithExec
 }
 
-// envDispatchObserveReadExec offers Dispatcher, Observer, WorkspaceReader, CommandExecutor.
-type envDispatchObserveReadExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithRead
-	envWithExec
-}
-
 // envSessionsObserveReadExec offers SessionOpener, Observer, WorkspaceReader, CommandExecutor.
 type envSessionsObserveReadExec struct {
 	*environment
@@ -7402,16 +5616,6 @@ type envDispatchSessionsObserveReadExec struct {
 // envInteractObserveReadExec offers InteractionResponder, Observer, WorkspaceReader, CommandExecutor.
 type envInteractObserveReadExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithExec
-}
-
-// envDispatchInteractObserveReadExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, CommandExecutor.
-type envDispatchInteractObserveReadExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -7446,14 +5650,6 @@ type envWriteExec struct {
 	envWithExec
 }
 
-// envDispatchWriteExec offers Dispatcher, WorkspaceWriter, CommandExecutor.
-type envDispatchWriteExec struct {
-	*environment
-	envWithDispatch
-	envWithWrite
-	envWithExec
-}
-
 // envSessionsWriteExec offers SessionOpener, WorkspaceWriter, CommandExecutor.
 type envSessionsWriteExec struct {
 	*environment
@@ -7474,15 +5670,6 @@ type envDispatchSessionsWriteExec struct {
 // envInteractWriteExec offers InteractionResponder, WorkspaceWriter, CommandExecutor.
 type envInteractWriteExec struct {
 	*environment
-	envWithInteract
-	envWithWrite
-	envWithExec
-}
-
-// envDispatchInteractWriteExec offers Dispatcher, InteractionResponder, WorkspaceWriter, CommandExecutor.
-type envDispatchInteractWriteExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithWrite
 	envWithExec
@@ -7515,15 +5702,6 @@ type envObserveWriteExec struct {
 	envWithExec
 }
 
-// envDispatchObserveWriteExec offers Dispatcher, Observer, WorkspaceWriter, CommandExecutor.
-type envDispatchObserveWriteExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithWrite
-	envWithExec
-}
-
 // envSessionsObserveWriteExec offers SessionOpener, Observer, WorkspaceWriter, CommandExecutor.
 type envSessionsObserveWriteExec struct {
 	*environment
@@ -7546,16 +5724,6 @@ type envDispatchSessionsObserveWriteExec struct {
 // envInteractObserveWriteExec offers InteractionResponder, Observer, WorkspaceWriter, CommandExecutor.
 type envInteractObserveWriteExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithWrite
-	envWithExec
-}
-
-// envDispatchInteractObserveWriteExec offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, CommandExecutor.
-type envDispatchInteractObserveWriteExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -7591,15 +5759,6 @@ type envReadWriteExec struct {
 	envWithExec
 }
 
-// envDispatchReadWriteExec offers Dispatcher, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envDispatchReadWriteExec struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithWrite
-	envWithExec
-}
-
 // envSessionsReadWriteExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, CommandExecutor.
 type envSessionsReadWriteExec struct {
 	*environment
@@ -7622,16 +5781,6 @@ type envDispatchSessionsReadWriteExec struct {
 // envInteractReadWriteExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, CommandExecutor.
 type envInteractReadWriteExec struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithWrite
-	envWithExec
-}
-
-// envDispatchInteractReadWriteExec offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envDispatchInteractReadWriteExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -7662,16 +5811,6 @@ type envDispatchSessionsInteractReadWriteExec struct {
 // envObserveReadWriteExec offers Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
 type envObserveReadWriteExec struct {
 	*environment
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithExec
-}
-
-// envDispatchObserveReadWriteExec offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envDispatchObserveReadWriteExec struct {
-	*environment
-	envWithDispatch
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -7709,17 +5848,6 @@ type envInteractObserveReadWriteExec struct {
 	envWithExec
 }
 
-// envDispatchInteractObserveReadWriteExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envDispatchInteractObserveReadWriteExec struct {
-	*environment
-	envWithDispatch
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithExec
-}
-
 // envSessionsInteractObserveReadWriteExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
 type envSessionsInteractObserveReadWriteExec struct {
 	*environment
@@ -7750,14 +5878,6 @@ type envCheckpointExec struct {
 	envWithExec
 }
 
-// envDispatchCheckpointExec offers Dispatcher, LegacyCheckpointer, CommandExecutor.
-type envDispatchCheckpointExec struct {
-	*environment
-	envWithDispatch
-	envWithCheckpoint
-	envWithExec
-}
-
 // envSessionsCheckpointExec offers SessionOpener, LegacyCheckpointer, CommandExecutor.
 type envSessionsCheckpointExec struct {
 	*environment
@@ -7778,15 +5898,6 @@ type envDispatchSessionsCheckpointExec struct {
 // envInteractCheckpointExec offers InteractionResponder, LegacyCheckpointer, CommandExecutor.
 type envInteractCheckpointExec struct {
 	*environment
-	envWithInteract
-	envWithCheckpoint
-	envWithExec
-}
-
-// envDispatchInteractCheckpointExec offers Dispatcher, InteractionResponder, LegacyCheckpointer, CommandExecutor.
-type envDispatchInteractCheckpointExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithCheckpoint
 	envWithExec
@@ -7819,15 +5930,6 @@ type envObserveCheckpointExec struct {
 	envWithExec
 }
 
-// envDispatchObserveCheckpointExec offers Dispatcher, Observer, LegacyCheckpointer, CommandExecutor.
-type envDispatchObserveCheckpointExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithCheckpoint
-	envWithExec
-}
-
 // envSessionsObserveCheckpointExec offers SessionOpener, Observer, LegacyCheckpointer, CommandExecutor.
 type envSessionsObserveCheckpointExec struct {
 	*environment
@@ -7850,16 +5952,6 @@ type envDispatchSessionsObserveCheckpointExec struct {
 // envInteractObserveCheckpointExec offers InteractionResponder, Observer, LegacyCheckpointer, CommandExecutor.
 type envInteractObserveCheckpointExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithCheckpoint
-	envWithExec
-}
-
-// envDispatchInteractObserveCheckpointExec offers Dispatcher, InteractionResponder, Observer, LegacyCheckpointer, CommandExecutor.
-type envDispatchInteractObserveCheckpointExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithCheckpoint
@@ -7895,15 +5987,6 @@ type envReadCheckpointExec struct {
 	envWithExec
 }
 
-// envDispatchReadCheckpointExec offers Dispatcher, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
-type envDispatchReadCheckpointExec struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithCheckpoint
-	envWithExec
-}
-
 // envSessionsReadCheckpointExec offers SessionOpener, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
 type envSessionsReadCheckpointExec struct {
 	*environment
@@ -7926,16 +6009,6 @@ type envDispatchSessionsReadCheckpointExec struct {
 // envInteractReadCheckpointExec offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
 type envInteractReadCheckpointExec struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithCheckpoint
-	envWithExec
-}
-
-// envDispatchInteractReadCheckpointExec offers Dispatcher, InteractionResponder, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
-type envDispatchInteractReadCheckpointExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithCheckpoint
@@ -7972,16 +6045,6 @@ type envObserveReadCheckpointExec struct {
 	envWithExec
 }
 
-// envDispatchObserveReadCheckpointExec offers Dispatcher, Observer, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
-type envDispatchObserveReadCheckpointExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithRead
-	envWithCheckpoint
-	envWithExec
-}
-
 // envSessionsObserveReadCheckpointExec offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
 type envSessionsObserveReadCheckpointExec struct {
 	*environment
@@ -8006,17 +6069,6 @@ type envDispatchSessionsObserveReadCheckpointExec struct {
 // envInteractObserveReadCheckpointExec offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
 type envInteractObserveReadCheckpointExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithCheckpoint
-	envWithExec
-}
-
-// envDispatchInteractObserveReadCheckpointExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
-type envDispatchInteractObserveReadCheckpointExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -8055,15 +6107,6 @@ type envWriteCheckpointExec struct {
 	envWithExec
 }
 
-// envDispatchWriteCheckpointExec offers Dispatcher, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
-type envDispatchWriteCheckpointExec struct {
-	*environment
-	envWithDispatch
-	envWithWrite
-	envWithCheckpoint
-	envWithExec
-}
-
 // envSessionsWriteCheckpointExec offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envSessionsWriteCheckpointExec struct {
 	*environment
@@ -8086,16 +6129,6 @@ type envDispatchSessionsWriteCheckpointExec struct {
 // envInteractWriteCheckpointExec offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envInteractWriteCheckpointExec struct {
 	*environment
-	envWithInteract
-	envWithWrite
-	envWithCheckpoint
-	envWithExec
-}
-
-// envDispatchInteractWriteCheckpointExec offers Dispatcher, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
-type envDispatchInteractWriteCheckpointExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithWrite
 	envWithCheckpoint
@@ -8132,16 +6165,6 @@ type envObserveWriteCheckpointExec struct {
 	envWithExec
 }
 
-// envDispatchObserveWriteCheckpointExec offers Dispatcher, Observer, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
-type envDispatchObserveWriteCheckpointExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithWrite
-	envWithCheckpoint
-	envWithExec
-}
-
 // envSessionsObserveWriteCheckpointExec offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envSessionsObserveWriteCheckpointExec struct {
 	*environment
@@ -8166,17 +6189,6 @@ type envDispatchSessionsObserveWriteCheckpointExec struct {
 // envInteractObserveWriteCheckpointExec offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envInteractObserveWriteCheckpointExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithWrite
-	envWithCheckpoint
-	envWithExec
-}
-
-// envDispatchInteractObserveWriteCheckpointExec offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
-type envDispatchInteractObserveWriteCheckpointExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -8216,16 +6228,6 @@ type envReadWriteCheckpointExec struct {
 	envWithExec
 }
 
-// envDispatchReadWriteCheckpointExec offers Dispatcher, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
-type envDispatchReadWriteCheckpointExec struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithExec
-}
-
 // envSessionsReadWriteCheckpointExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envSessionsReadWriteCheckpointExec struct {
 	*environment
@@ -8250,17 +6252,6 @@ type envDispatchSessionsReadWriteCheckpointExec struct {
 // envInteractReadWriteCheckpointExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envInteractReadWriteCheckpointExec struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithExec
-}
-
-// envDispatchInteractReadWriteCheckpointExec offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
-type envDispatchInteractReadWriteCheckpointExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -8294,17 +6285,6 @@ type envDispatchSessionsInteractReadWriteCheckpointExec struct {
 // envObserveReadWriteCheckpointExec offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envObserveReadWriteCheckpointExec struct {
 	*environment
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithExec
-}
-
-// envDispatchObserveReadWriteCheckpointExec offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
-type envDispatchObserveReadWriteCheckpointExec struct {
-	*environment
-	envWithDispatch
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -8346,18 +6326,6 @@ type envInteractObserveReadWriteCheckpointExec struct {
 	envWithExec
 }
 
-// envDispatchInteractObserveReadWriteCheckpointExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
-type envDispatchInteractObserveReadWriteCheckpointExec struct {
-	*environment
-	envWithDispatch
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithExec
-}
-
 // envSessionsInteractObserveReadWriteCheckpointExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envSessionsInteractObserveReadWriteCheckpointExec struct {
 	*environment
@@ -8390,14 +6358,6 @@ type envForkExec struct {
 	envWithExec
 }
 
-// envDispatchForkExec offers Dispatcher, LegacyForker, CommandExecutor.
-type envDispatchForkExec struct {
-	*environment
-	envWithDispatch
-	envWithFork
-	envWithExec
-}
-
 // envSessionsForkExec offers SessionOpener, LegacyForker, CommandExecutor.
 type envSessionsForkExec struct {
 	*environment
@@ -8418,15 +6378,6 @@ type envDispatchSessionsForkExec struct {
 // envInteractForkExec offers InteractionResponder, LegacyForker, CommandExecutor.
 type envInteractForkExec struct {
 	*environment
-	envWithInteract
-	envWithFork
-	envWithExec
-}
-
-// envDispatchInteractForkExec offers Dispatcher, InteractionResponder, LegacyForker, CommandExecutor.
-type envDispatchInteractForkExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithFork
 	envWithExec
@@ -8459,15 +6410,6 @@ type envObserveForkExec struct {
 	envWithExec
 }
 
-// envDispatchObserveForkExec offers Dispatcher, Observer, LegacyForker, CommandExecutor.
-type envDispatchObserveForkExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithFork
-	envWithExec
-}
-
 // envSessionsObserveForkExec offers SessionOpener, Observer, LegacyForker, CommandExecutor.
 type envSessionsObserveForkExec struct {
 	*environment
@@ -8490,16 +6432,6 @@ type envDispatchSessionsObserveForkExec struct {
 // envInteractObserveForkExec offers InteractionResponder, Observer, LegacyForker, CommandExecutor.
 type envInteractObserveForkExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithFork
-	envWithExec
-}
-
-// envDispatchInteractObserveForkExec offers Dispatcher, InteractionResponder, Observer, LegacyForker, CommandExecutor.
-type envDispatchInteractObserveForkExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithFork
@@ -8535,15 +6467,6 @@ type envReadForkExec struct {
 	envWithExec
 }
 
-// envDispatchReadForkExec offers Dispatcher, WorkspaceReader, LegacyForker, CommandExecutor.
-type envDispatchReadForkExec struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithFork
-	envWithExec
-}
-
 // envSessionsReadForkExec offers SessionOpener, WorkspaceReader, LegacyForker, CommandExecutor.
 type envSessionsReadForkExec struct {
 	*environment
@@ -8566,16 +6489,6 @@ type envDispatchSessionsReadForkExec struct {
 // envInteractReadForkExec offers InteractionResponder, WorkspaceReader, LegacyForker, CommandExecutor.
 type envInteractReadForkExec struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithFork
-	envWithExec
-}
-
-// envDispatchInteractReadForkExec offers Dispatcher, InteractionResponder, WorkspaceReader, LegacyForker, CommandExecutor.
-type envDispatchInteractReadForkExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithFork
@@ -8612,16 +6525,6 @@ type envObserveReadForkExec struct {
 	envWithExec
 }
 
-// envDispatchObserveReadForkExec offers Dispatcher, Observer, WorkspaceReader, LegacyForker, CommandExecutor.
-type envDispatchObserveReadForkExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithRead
-	envWithFork
-	envWithExec
-}
-
 // envSessionsObserveReadForkExec offers SessionOpener, Observer, WorkspaceReader, LegacyForker, CommandExecutor.
 type envSessionsObserveReadForkExec struct {
 	*environment
@@ -8646,17 +6549,6 @@ type envDispatchSessionsObserveReadForkExec struct {
 // envInteractObserveReadForkExec offers InteractionResponder, Observer, WorkspaceReader, LegacyForker, CommandExecutor.
 type envInteractObserveReadForkExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithFork
-	envWithExec
-}
-
-// envDispatchInteractObserveReadForkExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, LegacyForker, CommandExecutor.
-type envDispatchInteractObserveReadForkExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -8695,15 +6587,6 @@ type envWriteForkExec struct {
 	envWithExec
 }
 
-// envDispatchWriteForkExec offers Dispatcher, WorkspaceWriter, LegacyForker, CommandExecutor.
-type envDispatchWriteForkExec struct {
-	*environment
-	envWithDispatch
-	envWithWrite
-	envWithFork
-	envWithExec
-}
-
 // envSessionsWriteForkExec offers SessionOpener, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envSessionsWriteForkExec struct {
 	*environment
@@ -8726,16 +6609,6 @@ type envDispatchSessionsWriteForkExec struct {
 // envInteractWriteForkExec offers InteractionResponder, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envInteractWriteForkExec struct {
 	*environment
-	envWithInteract
-	envWithWrite
-	envWithFork
-	envWithExec
-}
-
-// envDispatchInteractWriteForkExec offers Dispatcher, InteractionResponder, WorkspaceWriter, LegacyForker, CommandExecutor.
-type envDispatchInteractWriteForkExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithWrite
 	envWithFork
@@ -8772,16 +6645,6 @@ type envObserveWriteForkExec struct {
 	envWithExec
 }
 
-// envDispatchObserveWriteForkExec offers Dispatcher, Observer, WorkspaceWriter, LegacyForker, CommandExecutor.
-type envDispatchObserveWriteForkExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithWrite
-	envWithFork
-	envWithExec
-}
-
 // envSessionsObserveWriteForkExec offers SessionOpener, Observer, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envSessionsObserveWriteForkExec struct {
 	*environment
@@ -8806,17 +6669,6 @@ type envDispatchSessionsObserveWriteForkExec struct {
 // envInteractObserveWriteForkExec offers InteractionResponder, Observer, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envInteractObserveWriteForkExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithWrite
-	envWithFork
-	envWithExec
-}
-
-// envDispatchInteractObserveWriteForkExec offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, LegacyForker, CommandExecutor.
-type envDispatchInteractObserveWriteForkExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -8856,16 +6708,6 @@ type envReadWriteForkExec struct {
 	envWithExec
 }
 
-// envDispatchReadWriteForkExec offers Dispatcher, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
-type envDispatchReadWriteForkExec struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithWrite
-	envWithFork
-	envWithExec
-}
-
 // envSessionsReadWriteForkExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envSessionsReadWriteForkExec struct {
 	*environment
@@ -8890,17 +6732,6 @@ type envDispatchSessionsReadWriteForkExec struct {
 // envInteractReadWriteForkExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envInteractReadWriteForkExec struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithWrite
-	envWithFork
-	envWithExec
-}
-
-// envDispatchInteractReadWriteForkExec offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
-type envDispatchInteractReadWriteForkExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -8934,17 +6765,6 @@ type envDispatchSessionsInteractReadWriteForkExec struct {
 // envObserveReadWriteForkExec offers Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envObserveReadWriteForkExec struct {
 	*environment
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithFork
-	envWithExec
-}
-
-// envDispatchObserveReadWriteForkExec offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
-type envDispatchObserveReadWriteForkExec struct {
-	*environment
-	envWithDispatch
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -8986,18 +6806,6 @@ type envInteractObserveReadWriteForkExec struct {
 	envWithExec
 }
 
-// envDispatchInteractObserveReadWriteForkExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
-type envDispatchInteractObserveReadWriteForkExec struct {
-	*environment
-	envWithDispatch
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithFork
-	envWithExec
-}
-
 // envSessionsInteractObserveReadWriteForkExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envSessionsInteractObserveReadWriteForkExec struct {
 	*environment
@@ -9031,15 +6839,6 @@ type envCheckpointForkExec struct {
 	envWithExec
 }
 
-// envDispatchCheckpointForkExec offers Dispatcher, LegacyCheckpointer, LegacyForker, CommandExecutor.
-type envDispatchCheckpointForkExec struct {
-	*environment
-	envWithDispatch
-	envWithCheckpoint
-	envWithFork
-	envWithExec
-}
-
 // envSessionsCheckpointForkExec offers SessionOpener, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envSessionsCheckpointForkExec struct {
 	*environment
@@ -9062,16 +6861,6 @@ type envDispatchSessionsCheckpointForkExec struct {
 // envInteractCheckpointForkExec offers InteractionResponder, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envInteractCheckpointForkExec struct {
 	*environment
-	envWithInteract
-	envWithCheckpoint
-	envWithFork
-	envWithExec
-}
-
-// envDispatchInteractCheckpointForkExec offers Dispatcher, InteractionResponder, LegacyCheckpointer, LegacyForker, CommandExecutor.
-type envDispatchInteractCheckpointForkExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithCheckpoint
 	envWithFork
@@ -9108,16 +6897,6 @@ type envObserveCheckpointForkExec struct {
 	envWithExec
 }
 
-// envDispatchObserveCheckpointForkExec offers Dispatcher, Observer, LegacyCheckpointer, LegacyForker, CommandExecutor.
-type envDispatchObserveCheckpointForkExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithCheckpoint
-	envWithFork
-	envWithExec
-}
-
 // envSessionsObserveCheckpointForkExec offers SessionOpener, Observer, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envSessionsObserveCheckpointForkExec struct {
 	*environment
@@ -9142,17 +6921,6 @@ type envDispatchSessionsObserveCheckpointForkExec struct {
 // envInteractObserveCheckpointForkExec offers InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envInteractObserveCheckpointForkExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithCheckpoint
-	envWithFork
-	envWithExec
-}
-
-// envDispatchInteractObserveCheckpointForkExec offers Dispatcher, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, CommandExecutor.
-type envDispatchInteractObserveCheckpointForkExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithCheckpoint
@@ -9192,16 +6960,6 @@ type envReadCheckpointForkExec struct {
 	envWithExec
 }
 
-// envDispatchReadCheckpointForkExec offers Dispatcher, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
-type envDispatchReadCheckpointForkExec struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithCheckpoint
-	envWithFork
-	envWithExec
-}
-
 // envSessionsReadCheckpointForkExec offers SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envSessionsReadCheckpointForkExec struct {
 	*environment
@@ -9226,17 +6984,6 @@ type envDispatchSessionsReadCheckpointForkExec struct {
 // envInteractReadCheckpointForkExec offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envInteractReadCheckpointForkExec struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithCheckpoint
-	envWithFork
-	envWithExec
-}
-
-// envDispatchInteractReadCheckpointForkExec offers Dispatcher, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
-type envDispatchInteractReadCheckpointForkExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithCheckpoint
@@ -9277,17 +7024,6 @@ type envObserveReadCheckpointForkExec struct {
 	envWithExec
 }
 
-// envDispatchObserveReadCheckpointForkExec offers Dispatcher, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
-type envDispatchObserveReadCheckpointForkExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithRead
-	envWithCheckpoint
-	envWithFork
-	envWithExec
-}
-
 // envSessionsObserveReadCheckpointForkExec offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envSessionsObserveReadCheckpointForkExec struct {
 	*environment
@@ -9314,18 +7050,6 @@ type envDispatchSessionsObserveReadCheckpointForkExec struct {
 // envInteractObserveReadCheckpointForkExec offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envInteractObserveReadCheckpointForkExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithCheckpoint
-	envWithFork
-	envWithExec
-}
-
-// envDispatchInteractObserveReadCheckpointForkExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
-type envDispatchInteractObserveReadCheckpointForkExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -9368,16 +7092,6 @@ type envWriteCheckpointForkExec struct {
 	envWithExec
 }
 
-// envDispatchWriteCheckpointForkExec offers Dispatcher, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
-type envDispatchWriteCheckpointForkExec struct {
-	*environment
-	envWithDispatch
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-	envWithExec
-}
-
 // envSessionsWriteCheckpointForkExec offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envSessionsWriteCheckpointForkExec struct {
 	*environment
@@ -9402,17 +7116,6 @@ type envDispatchSessionsWriteCheckpointForkExec struct {
 // envInteractWriteCheckpointForkExec offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envInteractWriteCheckpointForkExec struct {
 	*environment
-	envWithInteract
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-	envWithExec
-}
-
-// envDispatchInteractWriteCheckpointForkExec offers Dispatcher, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
-type envDispatchInteractWriteCheckpointForkExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithWrite
 	envWithCheckpoint
@@ -9453,17 +7156,6 @@ type envObserveWriteCheckpointForkExec struct {
 	envWithExec
 }
 
-// envDispatchObserveWriteCheckpointForkExec offers Dispatcher, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
-type envDispatchObserveWriteCheckpointForkExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-	envWithExec
-}
-
 // envSessionsObserveWriteCheckpointForkExec offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envSessionsObserveWriteCheckpointForkExec struct {
 	*environment
@@ -9490,18 +7182,6 @@ type envDispatchSessionsObserveWriteCheckpointForkExec struct {
 // envInteractObserveWriteCheckpointForkExec offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envInteractObserveWriteCheckpointForkExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-	envWithExec
-}
-
-// envDispatchInteractObserveWriteCheckpointForkExec offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
-type envDispatchInteractObserveWriteCheckpointForkExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -9545,17 +7225,6 @@ type envReadWriteCheckpointForkExec struct {
 	envWithExec
 }
 
-// envDispatchReadWriteCheckpointForkExec offers Dispatcher, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
-type envDispatchReadWriteCheckpointForkExec struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-	envWithExec
-}
-
 // envSessionsReadWriteCheckpointForkExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envSessionsReadWriteCheckpointForkExec struct {
 	*environment
@@ -9582,18 +7251,6 @@ type envDispatchSessionsReadWriteCheckpointForkExec struct {
 // envInteractReadWriteCheckpointForkExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envInteractReadWriteCheckpointForkExec struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-	envWithExec
-}
-
-// envDispatchInteractReadWriteCheckpointForkExec offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
-type envDispatchInteractReadWriteCheckpointForkExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -9630,18 +7287,6 @@ type envDispatchSessionsInteractReadWriteCheckpointForkExec struct {
 // envObserveReadWriteCheckpointForkExec offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envObserveReadWriteCheckpointForkExec struct {
 	*environment
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-	envWithExec
-}
-
-// envDispatchObserveReadWriteCheckpointForkExec offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
-type envDispatchObserveReadWriteCheckpointForkExec struct {
-	*environment
-	envWithDispatch
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -9687,19 +7332,6 @@ type envInteractObserveReadWriteCheckpointForkExec struct {
 	envWithExec
 }
 
-// envDispatchInteractObserveReadWriteCheckpointForkExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
-type envDispatchInteractObserveReadWriteCheckpointForkExec struct {
-	*environment
-	envWithDispatch
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-	envWithExec
-}
-
 // envSessionsInteractObserveReadWriteCheckpointForkExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envSessionsInteractObserveReadWriteCheckpointForkExec struct {
 	*environment
@@ -9734,14 +7366,6 @@ type envDurableExec struct {
 	envWithExec
 }
 
-// envDispatchDurableExec offers Dispatcher, DurableBrancher, CommandExecutor.
-type envDispatchDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsDurableExec offers SessionOpener, DurableBrancher, CommandExecutor.
 type envSessionsDurableExec struct {
 	*environment
@@ -9762,15 +7386,6 @@ type envDispatchSessionsDurableExec struct {
 // envInteractDurableExec offers InteractionResponder, DurableBrancher, CommandExecutor.
 type envInteractDurableExec struct {
 	*environment
-	envWithInteract
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractDurableExec offers Dispatcher, InteractionResponder, DurableBrancher, CommandExecutor.
-type envDispatchInteractDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithDurable
 	envWithExec
@@ -9803,15 +7418,6 @@ type envObserveDurableExec struct {
 	envWithExec
 }
 
-// envDispatchObserveDurableExec offers Dispatcher, Observer, DurableBrancher, CommandExecutor.
-type envDispatchObserveDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsObserveDurableExec offers SessionOpener, Observer, DurableBrancher, CommandExecutor.
 type envSessionsObserveDurableExec struct {
 	*environment
@@ -9834,16 +7440,6 @@ type envDispatchSessionsObserveDurableExec struct {
 // envInteractObserveDurableExec offers InteractionResponder, Observer, DurableBrancher, CommandExecutor.
 type envInteractObserveDurableExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractObserveDurableExec offers Dispatcher, InteractionResponder, Observer, DurableBrancher, CommandExecutor.
-type envDispatchInteractObserveDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithDurable
@@ -9879,15 +7475,6 @@ type envReadDurableExec struct {
 	envWithExec
 }
 
-// envDispatchReadDurableExec offers Dispatcher, WorkspaceReader, DurableBrancher, CommandExecutor.
-type envDispatchReadDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsReadDurableExec offers SessionOpener, WorkspaceReader, DurableBrancher, CommandExecutor.
 type envSessionsReadDurableExec struct {
 	*environment
@@ -9910,16 +7497,6 @@ type envDispatchSessionsReadDurableExec struct {
 // envInteractReadDurableExec offers InteractionResponder, WorkspaceReader, DurableBrancher, CommandExecutor.
 type envInteractReadDurableExec struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractReadDurableExec offers Dispatcher, InteractionResponder, WorkspaceReader, DurableBrancher, CommandExecutor.
-type envDispatchInteractReadDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithDurable
@@ -9956,16 +7533,6 @@ type envObserveReadDurableExec struct {
 	envWithExec
 }
 
-// envDispatchObserveReadDurableExec offers Dispatcher, Observer, WorkspaceReader, DurableBrancher, CommandExecutor.
-type envDispatchObserveReadDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithRead
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsObserveReadDurableExec offers SessionOpener, Observer, WorkspaceReader, DurableBrancher, CommandExecutor.
 type envSessionsObserveReadDurableExec struct {
 	*environment
@@ -9990,17 +7557,6 @@ type envDispatchSessionsObserveReadDurableExec struct {
 // envInteractObserveReadDurableExec offers InteractionResponder, Observer, WorkspaceReader, DurableBrancher, CommandExecutor.
 type envInteractObserveReadDurableExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractObserveReadDurableExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, DurableBrancher, CommandExecutor.
-type envDispatchInteractObserveReadDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -10039,15 +7595,6 @@ type envWriteDurableExec struct {
 	envWithExec
 }
 
-// envDispatchWriteDurableExec offers Dispatcher, WorkspaceWriter, DurableBrancher, CommandExecutor.
-type envDispatchWriteDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithWrite
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsWriteDurableExec offers SessionOpener, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envSessionsWriteDurableExec struct {
 	*environment
@@ -10070,16 +7617,6 @@ type envDispatchSessionsWriteDurableExec struct {
 // envInteractWriteDurableExec offers InteractionResponder, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envInteractWriteDurableExec struct {
 	*environment
-	envWithInteract
-	envWithWrite
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractWriteDurableExec offers Dispatcher, InteractionResponder, WorkspaceWriter, DurableBrancher, CommandExecutor.
-type envDispatchInteractWriteDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithWrite
 	envWithDurable
@@ -10116,16 +7653,6 @@ type envObserveWriteDurableExec struct {
 	envWithExec
 }
 
-// envDispatchObserveWriteDurableExec offers Dispatcher, Observer, WorkspaceWriter, DurableBrancher, CommandExecutor.
-type envDispatchObserveWriteDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithWrite
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsObserveWriteDurableExec offers SessionOpener, Observer, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envSessionsObserveWriteDurableExec struct {
 	*environment
@@ -10150,17 +7677,6 @@ type envDispatchSessionsObserveWriteDurableExec struct {
 // envInteractObserveWriteDurableExec offers InteractionResponder, Observer, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envInteractObserveWriteDurableExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithWrite
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractObserveWriteDurableExec offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, DurableBrancher, CommandExecutor.
-type envDispatchInteractObserveWriteDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -10200,16 +7716,6 @@ type envReadWriteDurableExec struct {
 	envWithExec
 }
 
-// envDispatchReadWriteDurableExec offers Dispatcher, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
-type envDispatchReadWriteDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithWrite
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsReadWriteDurableExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envSessionsReadWriteDurableExec struct {
 	*environment
@@ -10234,17 +7740,6 @@ type envDispatchSessionsReadWriteDurableExec struct {
 // envInteractReadWriteDurableExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envInteractReadWriteDurableExec struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithWrite
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractReadWriteDurableExec offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
-type envDispatchInteractReadWriteDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -10278,17 +7773,6 @@ type envDispatchSessionsInteractReadWriteDurableExec struct {
 // envObserveReadWriteDurableExec offers Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envObserveReadWriteDurableExec struct {
 	*environment
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchObserveReadWriteDurableExec offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
-type envDispatchObserveReadWriteDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -10330,18 +7814,6 @@ type envInteractObserveReadWriteDurableExec struct {
 	envWithExec
 }
 
-// envDispatchInteractObserveReadWriteDurableExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
-type envDispatchInteractObserveReadWriteDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsInteractObserveReadWriteDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envSessionsInteractObserveReadWriteDurableExec struct {
 	*environment
@@ -10375,15 +7847,6 @@ type envCheckpointDurableExec struct {
 	envWithExec
 }
 
-// envDispatchCheckpointDurableExec offers Dispatcher, LegacyCheckpointer, DurableBrancher, CommandExecutor.
-type envDispatchCheckpointDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithCheckpoint
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsCheckpointDurableExec offers SessionOpener, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envSessionsCheckpointDurableExec struct {
 	*environment
@@ -10406,16 +7869,6 @@ type envDispatchSessionsCheckpointDurableExec struct {
 // envInteractCheckpointDurableExec offers InteractionResponder, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envInteractCheckpointDurableExec struct {
 	*environment
-	envWithInteract
-	envWithCheckpoint
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractCheckpointDurableExec offers Dispatcher, InteractionResponder, LegacyCheckpointer, DurableBrancher, CommandExecutor.
-type envDispatchInteractCheckpointDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithCheckpoint
 	envWithDurable
@@ -10452,16 +7905,6 @@ type envObserveCheckpointDurableExec struct {
 	envWithExec
 }
 
-// envDispatchObserveCheckpointDurableExec offers Dispatcher, Observer, LegacyCheckpointer, DurableBrancher, CommandExecutor.
-type envDispatchObserveCheckpointDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithCheckpoint
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsObserveCheckpointDurableExec offers SessionOpener, Observer, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envSessionsObserveCheckpointDurableExec struct {
 	*environment
@@ -10486,17 +7929,6 @@ type envDispatchSessionsObserveCheckpointDurableExec struct {
 // envInteractObserveCheckpointDurableExec offers InteractionResponder, Observer, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envInteractObserveCheckpointDurableExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithCheckpoint
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractObserveCheckpointDurableExec offers Dispatcher, InteractionResponder, Observer, LegacyCheckpointer, DurableBrancher, CommandExecutor.
-type envDispatchInteractObserveCheckpointDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithCheckpoint
@@ -10536,16 +7968,6 @@ type envReadCheckpointDurableExec struct {
 	envWithExec
 }
 
-// envDispatchReadCheckpointDurableExec offers Dispatcher, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
-type envDispatchReadCheckpointDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithCheckpoint
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsReadCheckpointDurableExec offers SessionOpener, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envSessionsReadCheckpointDurableExec struct {
 	*environment
@@ -10570,17 +7992,6 @@ type envDispatchSessionsReadCheckpointDurableExec struct {
 // envInteractReadCheckpointDurableExec offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envInteractReadCheckpointDurableExec struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithCheckpoint
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractReadCheckpointDurableExec offers Dispatcher, InteractionResponder, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
-type envDispatchInteractReadCheckpointDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithCheckpoint
@@ -10621,17 +8032,6 @@ type envObserveReadCheckpointDurableExec struct {
 	envWithExec
 }
 
-// envDispatchObserveReadCheckpointDurableExec offers Dispatcher, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
-type envDispatchObserveReadCheckpointDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithRead
-	envWithCheckpoint
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsObserveReadCheckpointDurableExec offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envSessionsObserveReadCheckpointDurableExec struct {
 	*environment
@@ -10658,18 +8058,6 @@ type envDispatchSessionsObserveReadCheckpointDurableExec struct {
 // envInteractObserveReadCheckpointDurableExec offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envInteractObserveReadCheckpointDurableExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithCheckpoint
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractObserveReadCheckpointDurableExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
-type envDispatchInteractObserveReadCheckpointDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -10712,16 +8100,6 @@ type envWriteCheckpointDurableExec struct {
 	envWithExec
 }
 
-// envDispatchWriteCheckpointDurableExec offers Dispatcher, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
-type envDispatchWriteCheckpointDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithWrite
-	envWithCheckpoint
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsWriteCheckpointDurableExec offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envSessionsWriteCheckpointDurableExec struct {
 	*environment
@@ -10746,17 +8124,6 @@ type envDispatchSessionsWriteCheckpointDurableExec struct {
 // envInteractWriteCheckpointDurableExec offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envInteractWriteCheckpointDurableExec struct {
 	*environment
-	envWithInteract
-	envWithWrite
-	envWithCheckpoint
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractWriteCheckpointDurableExec offers Dispatcher, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
-type envDispatchInteractWriteCheckpointDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithWrite
 	envWithCheckpoint
@@ -10797,17 +8164,6 @@ type envObserveWriteCheckpointDurableExec struct {
 	envWithExec
 }
 
-// envDispatchObserveWriteCheckpointDurableExec offers Dispatcher, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
-type envDispatchObserveWriteCheckpointDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithWrite
-	envWithCheckpoint
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsObserveWriteCheckpointDurableExec offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envSessionsObserveWriteCheckpointDurableExec struct {
 	*environment
@@ -10834,18 +8190,6 @@ type envDispatchSessionsObserveWriteCheckpointDurableExec struct {
 // envInteractObserveWriteCheckpointDurableExec offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envInteractObserveWriteCheckpointDurableExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithWrite
-	envWithCheckpoint
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractObserveWriteCheckpointDurableExec offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
-type envDispatchInteractObserveWriteCheckpointDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -10889,17 +8233,6 @@ type envReadWriteCheckpointDurableExec struct {
 	envWithExec
 }
 
-// envDispatchReadWriteCheckpointDurableExec offers Dispatcher, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
-type envDispatchReadWriteCheckpointDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsReadWriteCheckpointDurableExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envSessionsReadWriteCheckpointDurableExec struct {
 	*environment
@@ -10926,18 +8259,6 @@ type envDispatchSessionsReadWriteCheckpointDurableExec struct {
 // envInteractReadWriteCheckpointDurableExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envInteractReadWriteCheckpointDurableExec struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractReadWriteCheckpointDurableExec offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
-type envDispatchInteractReadWriteCheckpointDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -10974,18 +8295,6 @@ type envDispatchSessionsInteractReadWriteCheckpointDurableExec struct {
 // envObserveReadWriteCheckpointDurableExec offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envObserveReadWriteCheckpointDurableExec struct {
 	*environment
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchObserveReadWriteCheckpointDurableExec offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
-type envDispatchObserveReadWriteCheckpointDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -11031,19 +8340,6 @@ type envInteractObserveReadWriteCheckpointDurableExec struct {
 	envWithExec
 }
 
-// envDispatchInteractObserveReadWriteCheckpointDurableExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
-type envDispatchInteractObserveReadWriteCheckpointDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsInteractObserveReadWriteCheckpointDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envSessionsInteractObserveReadWriteCheckpointDurableExec struct {
 	*environment
@@ -11079,15 +8375,6 @@ type envForkDurableExec struct {
 	envWithExec
 }
 
-// envDispatchForkDurableExec offers Dispatcher, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchForkDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsForkDurableExec offers SessionOpener, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsForkDurableExec struct {
 	*environment
@@ -11110,16 +8397,6 @@ type envDispatchSessionsForkDurableExec struct {
 // envInteractForkDurableExec offers InteractionResponder, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractForkDurableExec struct {
 	*environment
-	envWithInteract
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractForkDurableExec offers Dispatcher, InteractionResponder, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchInteractForkDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithFork
 	envWithDurable
@@ -11156,16 +8433,6 @@ type envObserveForkDurableExec struct {
 	envWithExec
 }
 
-// envDispatchObserveForkDurableExec offers Dispatcher, Observer, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchObserveForkDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsObserveForkDurableExec offers SessionOpener, Observer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsObserveForkDurableExec struct {
 	*environment
@@ -11190,17 +8457,6 @@ type envDispatchSessionsObserveForkDurableExec struct {
 // envInteractObserveForkDurableExec offers InteractionResponder, Observer, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractObserveForkDurableExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractObserveForkDurableExec offers Dispatcher, InteractionResponder, Observer, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchInteractObserveForkDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithFork
@@ -11240,16 +8496,6 @@ type envReadForkDurableExec struct {
 	envWithExec
 }
 
-// envDispatchReadForkDurableExec offers Dispatcher, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchReadForkDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsReadForkDurableExec offers SessionOpener, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsReadForkDurableExec struct {
 	*environment
@@ -11274,17 +8520,6 @@ type envDispatchSessionsReadForkDurableExec struct {
 // envInteractReadForkDurableExec offers InteractionResponder, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractReadForkDurableExec struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractReadForkDurableExec offers Dispatcher, InteractionResponder, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchInteractReadForkDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithFork
@@ -11325,17 +8560,6 @@ type envObserveReadForkDurableExec struct {
 	envWithExec
 }
 
-// envDispatchObserveReadForkDurableExec offers Dispatcher, Observer, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchObserveReadForkDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithRead
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsObserveReadForkDurableExec offers SessionOpener, Observer, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsObserveReadForkDurableExec struct {
 	*environment
@@ -11362,18 +8586,6 @@ type envDispatchSessionsObserveReadForkDurableExec struct {
 // envInteractObserveReadForkDurableExec offers InteractionResponder, Observer, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractObserveReadForkDurableExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractObserveReadForkDurableExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchInteractObserveReadForkDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -11416,16 +8628,6 @@ type envWriteForkDurableExec struct {
 	envWithExec
 }
 
-// envDispatchWriteForkDurableExec offers Dispatcher, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchWriteForkDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithWrite
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsWriteForkDurableExec offers SessionOpener, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsWriteForkDurableExec struct {
 	*environment
@@ -11450,17 +8652,6 @@ type envDispatchSessionsWriteForkDurableExec struct {
 // envInteractWriteForkDurableExec offers InteractionResponder, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractWriteForkDurableExec struct {
 	*environment
-	envWithInteract
-	envWithWrite
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractWriteForkDurableExec offers Dispatcher, InteractionResponder, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchInteractWriteForkDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithWrite
 	envWithFork
@@ -11501,17 +8692,6 @@ type envObserveWriteForkDurableExec struct {
 	envWithExec
 }
 
-// envDispatchObserveWriteForkDurableExec offers Dispatcher, Observer, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchObserveWriteForkDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithWrite
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsObserveWriteForkDurableExec offers SessionOpener, Observer, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsObserveWriteForkDurableExec struct {
 	*environment
@@ -11538,18 +8718,6 @@ type envDispatchSessionsObserveWriteForkDurableExec struct {
 // envInteractObserveWriteForkDurableExec offers InteractionResponder, Observer, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractObserveWriteForkDurableExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithWrite
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractObserveWriteForkDurableExec offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchInteractObserveWriteForkDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -11593,17 +8761,6 @@ type envReadWriteForkDurableExec struct {
 	envWithExec
 }
 
-// envDispatchReadWriteForkDurableExec offers Dispatcher, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchReadWriteForkDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithWrite
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsReadWriteForkDurableExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsReadWriteForkDurableExec struct {
 	*environment
@@ -11630,18 +8787,6 @@ type envDispatchSessionsReadWriteForkDurableExec struct {
 // envInteractReadWriteForkDurableExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractReadWriteForkDurableExec struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithWrite
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractReadWriteForkDurableExec offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchInteractReadWriteForkDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -11678,18 +8823,6 @@ type envDispatchSessionsInteractReadWriteForkDurableExec struct {
 // envObserveReadWriteForkDurableExec offers Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envObserveReadWriteForkDurableExec struct {
 	*environment
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchObserveReadWriteForkDurableExec offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchObserveReadWriteForkDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -11735,19 +8868,6 @@ type envInteractObserveReadWriteForkDurableExec struct {
 	envWithExec
 }
 
-// envDispatchInteractObserveReadWriteForkDurableExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchInteractObserveReadWriteForkDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsInteractObserveReadWriteForkDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsInteractObserveReadWriteForkDurableExec struct {
 	*environment
@@ -11784,16 +8904,6 @@ type envCheckpointForkDurableExec struct {
 	envWithExec
 }
 
-// envDispatchCheckpointForkDurableExec offers Dispatcher, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchCheckpointForkDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsCheckpointForkDurableExec offers SessionOpener, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsCheckpointForkDurableExec struct {
 	*environment
@@ -11818,17 +8928,6 @@ type envDispatchSessionsCheckpointForkDurableExec struct {
 // envInteractCheckpointForkDurableExec offers InteractionResponder, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractCheckpointForkDurableExec struct {
 	*environment
-	envWithInteract
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractCheckpointForkDurableExec offers Dispatcher, InteractionResponder, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchInteractCheckpointForkDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithCheckpoint
 	envWithFork
@@ -11869,17 +8968,6 @@ type envObserveCheckpointForkDurableExec struct {
 	envWithExec
 }
 
-// envDispatchObserveCheckpointForkDurableExec offers Dispatcher, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchObserveCheckpointForkDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsObserveCheckpointForkDurableExec offers SessionOpener, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsObserveCheckpointForkDurableExec struct {
 	*environment
@@ -11906,18 +8994,6 @@ type envDispatchSessionsObserveCheckpointForkDurableExec struct {
 // envInteractObserveCheckpointForkDurableExec offers InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractObserveCheckpointForkDurableExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractObserveCheckpointForkDurableExec offers Dispatcher, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchInteractObserveCheckpointForkDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithCheckpoint
@@ -11961,17 +9037,6 @@ type envReadCheckpointForkDurableExec struct {
 	envWithExec
 }
 
-// envDispatchReadCheckpointForkDurableExec offers Dispatcher, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchReadCheckpointForkDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsReadCheckpointForkDurableExec offers SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsReadCheckpointForkDurableExec struct {
 	*environment
@@ -11998,18 +9063,6 @@ type envDispatchSessionsReadCheckpointForkDurableExec struct {
 // envInteractReadCheckpointForkDurableExec offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractReadCheckpointForkDurableExec struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractReadCheckpointForkDurableExec offers Dispatcher, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchInteractReadCheckpointForkDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithCheckpoint
@@ -12054,18 +9107,6 @@ type envObserveReadCheckpointForkDurableExec struct {
 	envWithExec
 }
 
-// envDispatchObserveReadCheckpointForkDurableExec offers Dispatcher, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchObserveReadCheckpointForkDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithRead
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsObserveReadCheckpointForkDurableExec offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsObserveReadCheckpointForkDurableExec struct {
 	*environment
@@ -12094,19 +9135,6 @@ type envDispatchSessionsObserveReadCheckpointForkDurableExec struct {
 // envInteractObserveReadCheckpointForkDurableExec offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractObserveReadCheckpointForkDurableExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractObserveReadCheckpointForkDurableExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchInteractObserveReadCheckpointForkDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -12153,17 +9181,6 @@ type envWriteCheckpointForkDurableExec struct {
 	envWithExec
 }
 
-// envDispatchWriteCheckpointForkDurableExec offers Dispatcher, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchWriteCheckpointForkDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsWriteCheckpointForkDurableExec offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsWriteCheckpointForkDurableExec struct {
 	*environment
@@ -12190,18 +9207,6 @@ type envDispatchSessionsWriteCheckpointForkDurableExec struct {
 // envInteractWriteCheckpointForkDurableExec offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractWriteCheckpointForkDurableExec struct {
 	*environment
-	envWithInteract
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractWriteCheckpointForkDurableExec offers Dispatcher, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchInteractWriteCheckpointForkDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithWrite
 	envWithCheckpoint
@@ -12246,18 +9251,6 @@ type envObserveWriteCheckpointForkDurableExec struct {
 	envWithExec
 }
 
-// envDispatchObserveWriteCheckpointForkDurableExec offers Dispatcher, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchObserveWriteCheckpointForkDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsObserveWriteCheckpointForkDurableExec offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsObserveWriteCheckpointForkDurableExec struct {
 	*environment
@@ -12286,19 +9279,6 @@ type envDispatchSessionsObserveWriteCheckpointForkDurableExec struct {
 // envInteractObserveWriteCheckpointForkDurableExec offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractObserveWriteCheckpointForkDurableExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractObserveWriteCheckpointForkDurableExec offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchInteractObserveWriteCheckpointForkDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -12346,18 +9326,6 @@ type envReadWriteCheckpointForkDurableExec struct {
 	envWithExec
 }
 
-// envDispatchReadWriteCheckpointForkDurableExec offers Dispatcher, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchReadWriteCheckpointForkDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsReadWriteCheckpointForkDurableExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsReadWriteCheckpointForkDurableExec struct {
 	*environment
@@ -12386,19 +9354,6 @@ type envDispatchSessionsReadWriteCheckpointForkDurableExec struct {
 // envInteractReadWriteCheckpointForkDurableExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractReadWriteCheckpointForkDurableExec struct {
 	*environment
-	envWithInteract
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractReadWriteCheckpointForkDurableExec offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchInteractReadWriteCheckpointForkDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -12447,19 +9402,6 @@ type envObserveReadWriteCheckpointForkDurableExec struct {
 	envWithExec
 }
 
-// envDispatchObserveReadWriteCheckpointForkDurableExec offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchObserveReadWriteCheckpointForkDurableExec struct {
-	*environment
-	envWithDispatch
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
 // envSessionsObserveReadWriteCheckpointForkDurableExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsObserveReadWriteCheckpointForkDurableExec struct {
 	*environment
@@ -12490,20 +9432,6 @@ type envDispatchSessionsObserveReadWriteCheckpointForkDurableExec struct {
 // envInteractObserveReadWriteCheckpointForkDurableExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractObserveReadWriteCheckpointForkDurableExec struct {
 	*environment
-	envWithInteract
-	envWithObserve
-	envWithRead
-	envWithWrite
-	envWithCheckpoint
-	envWithFork
-	envWithDurable
-	envWithExec
-}
-
-// envDispatchInteractObserveReadWriteCheckpointForkDurableExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
-type envDispatchInteractObserveReadWriteCheckpointForkDurableExec struct {
-	*environment
-	envWithDispatch
 	envWithInteract
 	envWithObserve
 	envWithRead

@@ -24,6 +24,10 @@ type ability struct {
 	Short   string   // its part of a generated type name
 	Gate    string   // the Go condition on c *contract.Capabilities that declares it
 	Methods []method // the interface's methods
+	// Implies is the Short of an ability whose gate this one's gate
+	// implies; a mask with this ability and without that one cannot
+	// occur, so no type is generated for it.
+	Implies string
 }
 
 // method is one method of an ability.
@@ -34,12 +38,12 @@ type method struct {
 
 // one is an ability of a single method.
 func one(name, short, gate, sig, call string) ability {
-	return ability{name, short, gate, []method{{sig, call}}}
+	return ability{Name: name, Short: short, Gate: gate, Methods: []method{{sig, call}}}
 }
 
 var envAbilities = []ability{
-	one("Dispatcher", "Dispatch", "c.Streaming.Detach",
-		"Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error)", "return x.dispatch(ctx, in)"),
+	implies(one("Dispatcher", "Dispatch", "c.Streaming.Detach",
+		"Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error)", "return x.dispatch(ctx, in)"), "Sessions"),
 	one("SessionOpener", "Sessions", "c.Streaming.Detach || c.Streaming.Replay || c.Sessions.Continue",
 		"Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error)", "return x.session(ctx, id, ref)"),
 	one("InteractionResponder", "Interact", "c.Interactions != nil",
@@ -63,7 +67,7 @@ var envAbilities = []ability{
 var providerAbilities = []ability{
 	one("BranchingProvider", "Branching", "c.Branching.Durable()",
 		"BranchingFor(ctx context.Context, sourceEnvironmentID string) (contract.WorkspaceBranching, error)", "return x.branchingFor(ctx, sourceEnvironmentID)"),
-	{"ContextTransferrer", "Transfer", "c.ContextTransfer != nil", []method{
+	{Name: "ContextTransferrer", Short: "Transfer", Gate: "c.ContextTransfer != nil", Methods: []method{
 		{"TransferContext(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error)", "return x.transferContext(ctx, req)"},
 		{"LookupContextTransfer(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error)", "return x.lookupContextTransfer(ctx, req)"}}},
 	one("ProfileValidator", "Validate", "c.Profile.Validation",
@@ -71,7 +75,7 @@ var providerAbilities = []ability{
 }
 
 var sessionAbilities = []ability{
-	{"NativeContinuer", "Native", "c.NativeContinuation != nil", []method{
+	{Name: "NativeContinuer", Short: "Native", Gate: "c.NativeContinuation != nil", Methods: []method{
 		{"ContextBoundary(ctx context.Context) (*contract.NativeContextBoundaryProof, error)", "return x.contextBoundary(ctx)"},
 		{"ContinueNative(ctx context.Context, req *contract.NativeContextContinuationRequest, opts contract.NativeContinuationOptions) (*contract.NativeContinuationResult, error)",
 			"return x.continueNative(ctx, req, opts)"}}},
@@ -114,6 +118,9 @@ func gen(b *bytes.Buffer, prefix, base, iface string, abilities []ability) {
 	fmt.Fprintf(b, "// %sExposed returns x as the type that implements exactly the\n// abilities of mask.\n", prefix)
 	fmt.Fprintf(b, "func %sExposed(x %s, mask uint) %s {\n\tswitch mask {\n", prefix, base, iface)
 	for m := 1; m < 1<<len(abilities); m++ {
+		if !possible(abilities, m) {
+			continue
+		}
 		fields := []string{"x"}
 		for i, a := range abilities {
 			if m&(1<<i) != 0 {
@@ -136,6 +143,9 @@ func gen(b *bytes.Buffer, prefix, base, iface string, abilities []ability) {
 		}
 	}
 	for m := 1; m < 1<<len(abilities); m++ {
+		if !possible(abilities, m) {
+			continue
+		}
 		var names, carriers []string
 		for i, a := range abilities {
 			if m&(1<<i) != 0 {
@@ -146,6 +156,28 @@ func gen(b *bytes.Buffer, prefix, base, iface string, abilities []ability) {
 		name := typeName(prefix, abilities, m)
 		fmt.Fprintf(b, "// %s offers %s.\ntype %s struct {\n\t%s\n\t%s\n}\n\n", name, strings.Join(names, ", "), name, base, strings.Join(carriers, "\n\t"))
 	}
+}
+
+// implies returns a with Implies set to short.
+func implies(a ability, short string) ability {
+	a.Implies = short
+	return a
+}
+
+// possible reports whether mask m can come from a document: every
+// ability in it has the ability its gate implies.
+func possible(abilities []ability, m int) bool {
+	for i, a := range abilities {
+		if m&(1<<i) == 0 || a.Implies == "" {
+			continue
+		}
+		for j, b := range abilities {
+			if b.Short == a.Implies && m&(1<<j) == 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // carrier is the name of the type that carries a's methods.
