@@ -133,7 +133,14 @@ func (k *KeyedExactProcessCreate[E]) Forget(key string) { k.keys.forget(key) }
 // to use; it must not be copied after first use, and it keeps keys only
 // in memory, as KeyedCreate does.
 type KeyedOperation[E any] struct {
-	keys keyedRecords[E]
+	// Max, when positive, bounds the keys kept: past it, the oldest
+	// key's settled record is forgotten, so a re-send older than the
+	// last Max operations runs again. Zero keeps every key.
+	Max int
+
+	keys  keyedRecords[E]
+	mu    sync.Mutex
+	order []string
 }
 
 // Do runs op at most once for key and digest (see KeyedOperation).
@@ -142,7 +149,17 @@ func (k *KeyedOperation[E]) Do(ctx context.Context, key, digest string, op func(
 		var zero E
 		return zero, "", err
 	}
-	return k.keys.do(ctx, key, digest, op)
+	out, creation, err := k.keys.do(ctx, key, digest, op)
+	if err == nil && creation == CreationCreated && k.Max > 0 {
+		k.mu.Lock()
+		k.order = append(k.order, key)
+		for len(k.order) > k.Max {
+			k.keys.forget(k.order[0])
+			k.order = k.order[1:]
+		}
+		k.mu.Unlock()
+	}
+	return out, creation, err
 }
 
 // Forget drops the settled record of key.

@@ -20,6 +20,10 @@ import (
 	"github.com/agentrt/agentrt/store"
 )
 
+// MaxOperations bounds the legacy checkpoints and the legacy forks whose
+// outcome the server keeps for a re-sent operation id (each).
+const MaxOperations = 4096
+
 // Defaults of Options.
 const (
 	DefaultMaxTurnEvents  = 16384
@@ -139,7 +143,7 @@ type Server struct {
 	keyed contract.KeyedCreate[createOutcome]
 	// checkpoints and forks hold the outcome of each legacy checkpoint
 	// and fork by environment and operation id, so a re-send is answered
-	// with it (in memory, for the server's life).
+	// with it (in memory, the last MaxOperations of each).
 	checkpoints contract.KeyedOperation[*contract.CheckpointRef]
 	forks       contract.KeyedOperation[wire.Environment]
 
@@ -156,6 +160,7 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 	opts.defaults()
 	s := &Server{p: p, opts: opts, mux: http.NewServeMux(), closing: make(chan struct{}),
 		envs: map[string]contract.Environment{}, turns: map[turnKey]*turn{}}
+	s.checkpoints.Max, s.forks.Max = MaxOperations, MaxOperations
 	s.base, s.stop = context.WithCancel(context.Background())
 	if opts.Token != "" {
 		s.token = sha256.Sum256([]byte(opts.Token))
