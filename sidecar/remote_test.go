@@ -391,7 +391,7 @@ func TestRemoteLargeProfileValidatesAndCreates(t *testing.T) {
 	}
 }
 
-// NAT-08 over the wire: a native continuation whose answer is lost after
+// NAT-06, NAT-11 over the wire: a native continuation whose answer is lost after
 // the provider admitted it is re-sent with the same operation id and
 // answered replayed with the original run; the provider continued once.
 func TestRemoteContinueNativeLostAnswer(t *testing.T) {
@@ -531,7 +531,7 @@ func TestLegacyBranchingRoutes(t *testing.T) {
 	wantError(t, status, body, http.StatusUnprocessableEntity, wire.CodeUnsupported, nil)
 }
 
-// BRN-02 over the wire: a durable checkpoint whose answer is lost after
+// BRN-03 over the wire: a durable checkpoint whose answer is lost after
 // the provider checkpointed is re-sent with the same key and answered
 // replayed with the same checkpoint; a lookup finds that one.
 func TestRemoteDurableCheckpointLostAnswer(t *testing.T) {
