@@ -126,6 +126,49 @@ func (k *KeyedExactProcessCreate[E]) Do(ctx context.Context, in *CreateExactProc
 // Forget drops the record of key (see KeyedCreate.Forget).
 func (k *KeyedExactProcessCreate[E]) Forget(key string) { k.keys.forget(key) }
 
+// KeyedOperation applies the keyed contract to any effect a caller names
+// with an operation key and the digest of its request (a server that
+// turns a request without idempotency of its own — a legacy checkpoint
+// or fork — into one a client may re-send after a lost answer): the same
+// key and digest run op once and return its outcome to every caller
+// (CreationReplayed after the first), concurrent callers are coalesced,
+// and another digest under a used key fails with ErrIdempotencyConflict
+// before any effect. A failed op forgets its key. The zero value is ready
+// to use; it must not be copied after first use, and it keeps keys only
+// in memory, as KeyedCreate does.
+type KeyedOperation[E any] struct {
+	// Max, when positive, bounds the keys kept: past it, the oldest
+	// key's settled record is forgotten, so a re-send older than the
+	// last Max operations runs again. Zero keeps every key.
+	Max int
+
+	keys  keyedRecords[E]
+	mu    sync.Mutex
+	order []string
+}
+
+// Do runs op at most once for key and digest (see KeyedOperation).
+func (k *KeyedOperation[E]) Do(ctx context.Context, key, digest string, op func(ctx context.Context) (E, error)) (E, Creation, error) {
+	if err := ctx.Err(); err != nil {
+		var zero E
+		return zero, "", err
+	}
+	out, creation, err := k.keys.do(ctx, key, digest, op)
+	if err == nil && creation == CreationCreated && k.Max > 0 {
+		k.mu.Lock()
+		k.order = append(k.order, key)
+		for len(k.order) > k.Max {
+			k.keys.forget(k.order[0])
+			k.order = k.order[1:]
+		}
+		k.mu.Unlock()
+	}
+	return out, creation, err
+}
+
+// Forget drops the settled record of key.
+func (k *KeyedOperation[E]) Forget(key string) { k.keys.forget(key) }
+
 // keyedRecords is the one implementation of keyed create admission: per
 // key, the digest of the input that holds it and the outcome of its one
 // create effect.

@@ -125,7 +125,9 @@ type (
 	InteractionResponder interface {
 		RespondToInteraction(ctx context.Context, cmd *InteractionResponseCommand) (*InteractionAcknowledgement, error)
 	}
-	// WorkspaceReader reads workspace files (workspace.read).
+	// WorkspaceReader reads workspace files (workspace.read). A path
+	// with no file is an error matching fs.ErrNotExist (the contract's
+	// not-found, as for exact-process reads).
 	WorkspaceReader interface {
 		ReadFile(ctx context.Context, path, sessionID string) (string, error)
 	}

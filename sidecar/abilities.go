@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/agentrt/agentrt/contract"
@@ -70,4 +71,87 @@ func ability[I any](w http.ResponseWriter, env contract.Environment, gate string
 		return zero, false
 	}
 	return x, true
+}
+
+// EffectCounter is a provider that counts its own durable effects
+// (providers/scripted does): the server then answers wire.PathEffects
+// with the counts, so a client can prove over the wire that a replay or
+// a refusal dispatched nothing.
+type EffectCounter interface {
+	// EffectCounts returns the counts by name; names are identifiers.
+	EffectCounts() map[string]int64
+}
+
+// effects answers the served provider's effect counts, or unsupported
+// for a provider that does not count them.
+func (s *Server) effects(w http.ResponseWriter, r *http.Request) {
+	ec, ok := s.p.(EffectCounter)
+	if !ok {
+		writeError(w, wire.ErrorDetail{Code: wire.CodeUnsupported, Message: "the provider does not count its effects"})
+		return
+	}
+	counts := ec.EffectCounts()
+	if counts == nil {
+		counts = map[string]int64{}
+	}
+	writeJSON(w, http.StatusOK, wire.Effects{Counts: counts})
+}
+
+// transferContext admits approved portable context into a fresh session
+// (contextTransfer). It runs on the server's context, bounded by
+// CreateTimeout (it makes a session), so a client that lost the answer
+// and re-sends the same operation is answered replayed by the provider.
+func (s *Server) transferContext(w http.ResponseWriter, r *http.Request) {
+	req, tr, ok := s.transferCall(w, r)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.base, s.opts.CreateTimeout)
+	defer cancel()
+	res, err := tr.TransferContext(ctx, req)
+	if err == nil && res == nil {
+		err = errNoAnswer
+	}
+	if err != nil {
+		writeError(w, providerError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// lookupContextTransfer recovers an earlier transfer's result; none is
+// an answer without a result.
+func (s *Server) lookupContextTransfer(w http.ResponseWriter, r *http.Request) {
+	req, tr, ok := s.transferCall(w, r)
+	if !ok {
+		return
+	}
+	ctx, cancel := s.callContext(r)
+	defer cancel()
+	res, err := tr.LookupContextTransfer(ctx, req)
+	if err != nil {
+		writeError(w, providerError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.ContextTransferLookup{Result: res})
+}
+
+// transferCall reads a context transfer body and the provider's
+// transferrer, or writes the refusal.
+func (s *Server) transferCall(w http.ResponseWriter, r *http.Request) (*contract.ContextTransferRequest, contract.ContextTransferrer, bool) {
+	body, ok := s.readBodyWithin(w, r, s.opts.MaxProfileBodyBytes)
+	if !ok {
+		return nil, nil, false
+	}
+	req, err := wire.ParseContextTransferRequest(body)
+	if err != nil {
+		writeError(w, wire.FromSchemaError(err))
+		return nil, nil, false
+	}
+	tr, ok := s.p.(contract.ContextTransferrer)
+	if !ok {
+		writeError(w, wire.ErrorDetail{Code: wire.CodeUnsupported, Message: "the provider does not offer contextTransfer"})
+		return nil, nil, false
+	}
+	return req, tr, true
 }

@@ -165,3 +165,30 @@ func countEvents(b *testing.B, c *http.Client, method, url, body string) int {
 	}
 	return n
 }
+
+// BenchmarkLegacyCheckpointReplay: one re-sent legacy checkpoint (the
+// same operation id and request) over HTTP, answered from the server's
+// record without a second provider effect — the cost a client pays to
+// resolve a lost answer.
+func BenchmarkLegacyCheckpointReplay(b *testing.B) {
+	b.ReportAllocs()
+	ts, _ := serve(b, newScripted(b), sidecar.Options{})
+	status, body := do(b, ts, http.MethodPost, wire.PathEnvironments, createBody, nil)
+	if status != http.StatusCreated {
+		b.Fatalf("create: %d %s", status, body)
+	}
+	eb, err := wire.ParseCreateResult(body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := "/v1/environments/" + eb.Environment.ID + "/checkpoints"
+	call := `{"operationId":"bench","request":{"name":"cp"}}`
+	if status, body := do(b, ts, http.MethodPost, path, call, nil); status != http.StatusOK {
+		b.Fatalf("checkpoint: %d %s", status, body)
+	}
+	for b.Loop() {
+		if status, body := do(b, ts, http.MethodPost, path, call, nil); status != http.StatusOK {
+			b.Fatalf("replay: %d %s", status, body)
+		}
+	}
+}

@@ -42,7 +42,7 @@ type outcomeRecord struct {
 var errInDoubt = errors.New("an earlier create with this idempotency key started and its outcome is unknown; no second environment is created")
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	body, ok := s.readBodyWithin(w, r, s.opts.MaxProfileBodyBytes)
 	if !ok {
 		return
 	}

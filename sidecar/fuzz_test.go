@@ -11,7 +11,8 @@ import (
 )
 
 // FuzzRequestDecoders: any body sent to the create, turn, cancel,
-// dispatch, session, workspace and profile-validation routes is answered (never a panic, never a 5xx for bad input), and
+// dispatch, session (native continuation included), workspace, branching
+// (legacy and durable), context transfer and profile-validation routes is answered (never a panic, never a 5xx for bad input), and
 // every refusal is an ErrorBody.
 func FuzzRequestDecoders(f *testing.F) {
 	for _, s := range []string{
@@ -24,6 +25,10 @@ func FuzzRequestDecoders(f *testing.F) {
 		`{"since":"x","executionId":"y"}`, `{"waitMs":5}`, `{"input":{"prompt":"hi"}}`,
 		`{"path":"a.txt","content":"x"}`, `{"path":"a.txt","sessionId":"s"}`,
 		`{"command":"echo ok","options":{"timeoutMs":10,"env":{"A":"b"}}}`, `{"profile":"catalog-id"}`,
+		`{"request":{"operationId":"op","requestDigest":"sha256:00","turnDigest":"sha256:00","run":{},"expectedBoundary":{}},"turn":{"prompt":"go"}}`,
+		`{"operationId":"op","request":{"name":"cp"}}`, `{"operationId":"op","from":{"id":"cp"},"request":{}}`,
+		`{"idempotencyKey":"k","requestDigest":"sha256:00"}`,
+		`{"operationId":"op","kind":"checkpoint","targetId":"cp","provider":"scripted","requestDigest":"sha256:00"}`,
 		`{"profile":`, `[]`, `{"a":1,"a":2}`, "\"\xff\"",
 	} {
 		f.Add([]byte(s))
@@ -39,8 +44,13 @@ func FuzzRequestDecoders(f *testing.F) {
 			"/v1/environments/none/dispatch", "/v1/environments/none/sessions/s", "/v1/environments/none/sessions/s/status",
 			"/v1/environments/none/sessions/s/events", "/v1/environments/none/sessions/s/result", "/v1/environments/none/sessions/s/prompt",
 			"/v1/environments/none/sessions/s/cancel", "/v1/environments/none/sessions/s/cancel-run",
-			"/v1/environments/none/sessions/s/interactions", "/v1/environments/none/workspace/read",
-			"/v1/environments/none/workspace/write", "/v1/environments/none/workspace/exec", wire.PathProfileValidation} {
+			"/v1/environments/none/sessions/s/interactions", "/v1/environments/none/sessions/s/boundary",
+			"/v1/environments/none/sessions/s/continue", "/v1/environments/none/workspace/read",
+			"/v1/environments/none/workspace/write", "/v1/environments/none/workspace/exec", wire.PathProfileValidation,
+			wire.PathContextTransferLookup, "/v1/environments/none/checkpoints", "/v1/environments/none/forks",
+			"/v1/environments/none/branching/checkpoint", "/v1/environments/none/branching/checkpoint-lookup",
+			"/v1/environments/none/branching/checkpoint-delete", "/v1/environments/none/branching/fork",
+			"/v1/environments/none/branching/fork-lookup", "/v1/environments/none/branching/fork-destroy"} {
 			req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 			req.Header.Set("Content-Type", wire.ContentTypeJSON)
 			rec := httptest.NewRecorder()

@@ -3,6 +3,7 @@ package sidecar_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -324,5 +325,262 @@ func TestRemoteDispatchLostAnswer(t *testing.T) {
 		cancel()
 		s.Close()
 		ts.Close()
+	}
+}
+
+// A read of a missing workspace file comes back as the contract's
+// not-found (fs.ErrNotExist), typed (*wire.Error, file_not_found, 404),
+// and is asked once: an absence is final, not a server fault to retry.
+func TestRemoteReadMissingFileIsNotFound(t *testing.T) {
+	_, s := serve(t, newScripted(t), sidecar.Options{})
+	var reads atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/workspace/read") {
+			reads.Add(1)
+		}
+		s.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	env, err := newRemote(t, ts.URL).Create(ctx, createInput(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = env.(contract.WorkspaceReader).ReadFile(ctx, "missing.txt", "")
+	var we *wire.Error
+	if !errors.Is(err, fs.ErrNotExist) || !errors.As(err, &we) || we.Code != wire.CodeFileNotFound || we.Status != http.StatusNotFound {
+		t.Fatalf("reading a missing file: %v, want a 404 file_not_found matching fs.ErrNotExist", err)
+	}
+	if n := reads.Load(); n != 1 {
+		t.Errorf("the read was sent %d times, want once", n)
+	}
+}
+
+// The contract sets no size limit on a profile (spec profile.md A.12:
+// its JSON limits are not applied to profile fields), so a profile larger
+// than the ordinary 1 MiB body is validated and created over the wire;
+// the wire's own bound, wire.MaxProfileBodyBytes, is refused with 413.
+func TestRemoteLargeProfileValidatesAndCreates(t *testing.T) {
+	ts, _ := serve(t, newScripted(t), sidecar.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	exposed, err := newRemote(t, ts.URL).Exposed(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	large := profile.Ref{Inline: &profile.Profile{Name: profile.Ptr("large"),
+		Prompt: &profile.Prompt{SystemPrompt: profile.Ptr(strings.Repeat("be exact. ", 300_000))}}} // 3 MB
+	res, err := exposed.(contract.ProfileValidator).ValidateProfile(ctx, large)
+	if err != nil || !res.OK {
+		t.Fatalf("validating a 3 MB profile: %+v, %v", res, err)
+	}
+	env, err := exposed.Create(ctx, &contract.CreateInput{Profile: large})
+	if err != nil {
+		t.Fatalf("creating with a 3 MB profile: %v", err)
+	}
+	if st, err := env.Status(ctx); err != nil || st != contract.EnvironmentRunning {
+		t.Errorf("status %q, %v", st, err)
+	}
+	over := `{"profile":{"name":"t","description":"` + strings.Repeat("x", wire.MaxProfileBodyBytes) + `"}}`
+	status, body := do(t, ts, http.MethodPost, wire.PathProfileValidation, over, nil)
+	wantError(t, status, body, http.StatusRequestEntityTooLarge, wire.CodeTooLarge, nil)
+	huge := profile.Ref{Inline: &profile.Profile{Name: profile.Ptr("huge"), Description: profile.Ptr(strings.Repeat("x", wire.MaxProfileBodyBytes))}}
+	if _, err := exposed.(contract.ProfileValidator).ValidateProfile(ctx, huge); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("a profile over the wire bound: %v, want a refusal before sending", err)
+	}
+}
+
+// NAT-06, NAT-11 over the wire: a native continuation whose answer is lost after
+// the provider admitted it is re-sent with the same operation id and
+// answered replayed with the original run; the provider continued once.
+func TestRemoteContinueNativeLostAnswer(t *testing.T) {
+	p := newScripted(t)
+	s, err := sidecar.New(p, sidecar.Options{Token: testToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h, hits := faulty(s, func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/continue") }, 0)
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	env, err := newRemote(t, ts.URL).Create(ctx, createInput(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := env.(contract.Dispatcher).Dispatch(ctx, &contract.TurnInput{Prompt: ptr("hi"), SessionID: ptr("native")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := env.(contract.SessionOpener).Session(ctx, ref.ID, ref.ControlRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+	nc, ok := sess.(contract.NativeContinuer)
+	if !ok {
+		t.Fatal("the served provider declares nativeContinuation; the session offers no NativeContinuer")
+	}
+	proof, err := nc.ContextBoundary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ref.ControlRef
+	run := contract.ExactRunControlRef{RunID: c.RunID, Provider: c.Provider, EnvironmentID: c.EnvironmentID,
+		SessionID: *c.SessionID, ExecutionID: *c.ExecutionID, RequestDigest: *c.RequestDigest}
+	turn := contract.NativeContextContinuationTurn{Prompt: ptr("go on")}
+	req, err := contract.NewNativeContextContinuationRequest("continue-1", turn, run, *proof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := nc.ContinueNative(ctx, req, contract.NativeContinuationOptions{Turn: turn})
+	if err != nil {
+		t.Fatalf("ContinueNative: %v", err)
+	}
+	if hits.Load() != 2 {
+		t.Errorf("the continuation was sent %d times, want 2 (the first answer lost)", hits.Load())
+	}
+	if res.Acknowledgement.Status != contract.ContinuationStatusReplayed || !res.Succeeded() || !contract.NativeContinuationResultMatchesRequest(req, res) {
+		t.Errorf("the re-sent continuation answered %s, want replayed with the original run", res.Acknowledgement.Status)
+	}
+	if n := p.Counters().NativeContinuations; n != 1 {
+		t.Errorf("the provider continued %d times, want once", n)
+	}
+}
+
+// A legacy fork whose answer is lost after the provider forked is
+// re-sent under the same operation id and answered with the recorded
+// fork: one new environment, never two.
+func TestRemoteForkLostAnswer(t *testing.T) {
+	p := newScripted(t)
+	s, err := sidecar.New(p, sidecar.Options{Token: testToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h, hits := faulty(s, func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/forks") }, 0)
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	env, err := newRemote(t, ts.URL).Create(ctx, createInput(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.(contract.WorkspaceWriter).WriteFile(ctx, "a.txt", "before\n", ""); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := env.(contract.LegacyCheckpointer).Checkpoint(ctx, &contract.CheckpointRequest{Name: ptr("cp")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fork, err := env.(contract.LegacyForker).Fork(ctx, cp, &contract.ForkRequest{Name: ptr("fork")})
+	if err != nil {
+		t.Fatalf("Fork: %v", err)
+	}
+	if hits.Load() != 2 {
+		t.Errorf("the fork was sent %d times, want 2 (the first answer lost)", hits.Load())
+	}
+	all, err := p.List(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 2 {
+		t.Errorf("%d environments after one create and one fork, want 2", len(all))
+	}
+	if got, err := fork.(contract.WorkspaceReader).ReadFile(ctx, "a.txt", ""); err != nil || got != "before\n" {
+		t.Errorf("the fork reads %q, %v; want the checkpointed file", got, err)
+	}
+}
+
+// The same operation id with another request is refused before any
+// effect (409 idempotency_conflict), and an undeclared ability's route
+// is refused unsupported (422).
+func TestLegacyBranchingRoutes(t *testing.T) {
+	ts, _ := serve(t, newScripted(t), sidecar.Options{})
+	status, body := do(t, ts, http.MethodPost, wire.PathEnvironments, createBody, nil)
+	base := "/v1/environments/" + createResult(t, status, body).Environment.ID
+	status, body = do(t, ts, http.MethodPost, base+"/checkpoints", `{"operationId":"op-1","request":{"name":"a"}}`, nil)
+	first, err := wire.ParseCheckpointRef(body)
+	if status != http.StatusOK || err != nil {
+		t.Fatalf("checkpoint: %d %s (%v)", status, body, err)
+	}
+	status, body = do(t, ts, http.MethodPost, base+"/checkpoints", `{"operationId":"op-1","request":{"name":"a"}}`, nil)
+	if again, err := wire.ParseCheckpointRef(body); status != http.StatusOK || err != nil || again.ID != first.ID {
+		t.Errorf("the re-sent checkpoint: %d %s (%v), want checkpoint %s again", status, body, err, first.ID)
+	}
+	status, body = do(t, ts, http.MethodPost, base+"/checkpoints", `{"operationId":"op-1","request":{"name":"b"}}`, nil)
+	wantError(t, status, body, http.StatusConflict, wire.CodeIdempotencyConflict, nil)
+	status, body = do(t, ts, http.MethodPost, base+"/checkpoints", `{"request":{"name":"b"}}`, nil)
+	wantError(t, status, body, http.StatusBadRequest, wire.CodeInvalidRequest, ptr("/operationId"))
+	status, body = do(t, ts, http.MethodPost, base+"/forks", `{"operationId":"f","from":{"id":7},"request":{}}`, nil)
+	wantError(t, status, body, http.StatusBadRequest, wire.CodeInvalidRequest, ptr("/from/id"))
+
+	ps, err := sidecar.New(plainProvider{newScripted(t)}, sidecar.Options{Token: testToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := httptestServer(t, ps)
+	status, body = do(t, plain, http.MethodPost, wire.PathEnvironments, createBody, nil)
+	pbase := "/v1/environments/" + createResult(t, status, body).Environment.ID
+	status, body = do(t, plain, http.MethodPost, pbase+"/checkpoints", `{"operationId":"op-1","request":{}}`, nil)
+	wantError(t, status, body, http.StatusUnprocessableEntity, wire.CodeUnsupported, nil)
+}
+
+// BRN-03 over the wire: a durable checkpoint whose answer is lost after
+// the provider checkpointed is re-sent with the same key and answered
+// replayed with the same checkpoint; a lookup finds that one.
+func TestRemoteDurableCheckpointLostAnswer(t *testing.T) {
+	p := newScripted(t)
+	s, err := sidecar.New(p, sidecar.Options{Token: testToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h, hits := faulty(s, func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/branching/checkpoint") }, 0)
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	env, err := newRemote(t, ts.URL).Create(ctx, createInput(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := env.(contract.Dispatcher).Dispatch(ctx, &contract.TurnInput{Prompt: ptr("hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := env.(contract.SessionOpener).Session(ctx, ref.ID, ref.ControlRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Result(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := ref.ControlRef
+	run := contract.ExactRunControlRef{RunID: c.RunID, Provider: c.Provider, EnvironmentID: c.EnvironmentID,
+		SessionID: *c.SessionID, ExecutionID: *c.ExecutionID, RequestDigest: *c.RequestDigest}
+	req, err := contract.NewWorkspaceCheckpointRequest("cp-1", contract.WorkspaceCheckpointMaterial{Source: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := env.(contract.DurableBrancher).WorkspaceBranching()
+	res, err := br.Checkpoint(ctx, req)
+	if err != nil {
+		t.Fatalf("Checkpoint: %v", err)
+	}
+	if hits.Load() != 2 {
+		t.Errorf("the checkpoint was sent %d times, want 2 (the first answer lost)", hits.Load())
+	}
+	if res.Status != contract.BranchingReplayed || !contract.WorkspaceCheckpointResultMatchesRequest(req, res) {
+		t.Fatalf("the re-sent checkpoint answered %s, want replayed matching the request", res.Status)
+	}
+	found, err := br.LookupCheckpoint(ctx, req.Lookup())
+	if err != nil || !contract.WorkspaceCheckpointLookupResultMatchesRequest(req, found) || found.Checkpoint.CheckpointID != res.Checkpoint.CheckpointID {
+		t.Errorf("the lookup: %+v, %v; want the one checkpoint", found, err)
 	}
 }

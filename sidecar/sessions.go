@@ -375,3 +375,55 @@ func appendSessionEvent(b []byte, ev contract.EnvironmentEvent) ([]byte, bool) {
 	}
 	return out, true
 }
+
+// sessionBoundary observes the bound run's native context boundary
+// (nativeContinuation).
+func (s *Server) sessionBoundary(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := s.callContext(r)
+	defer cancel()
+	_, sess, ok := sessionCall(s, ctx, w, r, wire.ParseSessionRequest, sessionRef)
+	if !ok {
+		return
+	}
+	nc, ok := has[contract.NativeContinuer](w, sess, "nativeContinuation")
+	if !ok {
+		return
+	}
+	proof, err := nc.ContextBoundary(ctx)
+	if err == nil && proof == nil {
+		err = errNoAnswer
+	}
+	if err != nil {
+		writeError(w, providerError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, proof)
+}
+
+// sessionContinue continues the session natively with the exact turn the
+// request's digest binds (nativeContinuation). It runs on the server's
+// context, bounded by PromptTimeout, so a client that lost the answer
+// and re-sends the same operation is answered replayed by the provider,
+// never with a second continuation. The provider's answer (accepted,
+// replayed, conflict, boundary_mismatch, …) is passed on as it is.
+func (s *Server) sessionContinue(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(s.base, s.opts.PromptTimeout)
+	defer cancel()
+	req, sess, ok := sessionCall(s, ctx, w, r, wire.ParseSessionContinueRequest, func(q *wire.SessionContinueRequest) *contract.RunControlRef { return q.ControlRef })
+	if !ok {
+		return
+	}
+	nc, ok := has[contract.NativeContinuer](w, sess, "nativeContinuation")
+	if !ok {
+		return
+	}
+	res, err := nc.ContinueNative(ctx, &req.Request, contract.NativeContinuationOptions{Turn: req.Turn})
+	if err == nil && res == nil {
+		err = errNoAnswer
+	}
+	if err != nil {
+		writeError(w, providerError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -18,6 +19,10 @@ import (
 	"github.com/agentrt/agentrt/schema"
 	"github.com/agentrt/agentrt/store"
 )
+
+// MaxOperations bounds the legacy checkpoints and the legacy forks whose
+// outcome the server keeps for a re-sent operation id (each).
+const MaxOperations = 4096
 
 // Defaults of Options.
 const (
@@ -49,6 +54,10 @@ type Options struct {
 	// MaxBodyBytes bounds request bodies (default and ceiling
 	// wire.MaxBodyBytes).
 	MaxBodyBytes int64
+	// MaxProfileBodyBytes bounds the bodies that carry a whole profile
+	// (create, profile validation) (default and ceiling
+	// wire.MaxProfileBodyBytes).
+	MaxProfileBodyBytes int64
 	// MaxTurnEvents bounds the events a turn keeps for resumption; older
 	// ones are dropped and a resume before them is refused (410).
 	MaxTurnEvents int
@@ -79,6 +88,9 @@ type Options struct {
 func (o *Options) defaults() {
 	if o.MaxBodyBytes <= 0 || o.MaxBodyBytes > wire.MaxBodyBytes {
 		o.MaxBodyBytes = wire.MaxBodyBytes
+	}
+	if o.MaxProfileBodyBytes <= 0 || o.MaxProfileBodyBytes > wire.MaxProfileBodyBytes {
+		o.MaxProfileBodyBytes = wire.MaxProfileBodyBytes
 	}
 	if o.MaxTurnEvents <= 0 {
 		o.MaxTurnEvents = DefaultMaxTurnEvents
@@ -129,6 +141,11 @@ type Server struct {
 	once    sync.Once
 
 	keyed contract.KeyedCreate[createOutcome]
+	// checkpoints and forks hold the outcome of each legacy checkpoint
+	// and fork by environment and operation id, so a re-send is answered
+	// with it (in memory, the last MaxOperations of each).
+	checkpoints contract.KeyedOperation[*contract.CheckpointRef]
+	forks       contract.KeyedOperation[wire.Environment]
 
 	mu    sync.Mutex
 	envs  map[string]contract.Environment
@@ -143,6 +160,7 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 	opts.defaults()
 	s := &Server{p: p, opts: opts, mux: http.NewServeMux(), closing: make(chan struct{}),
 		envs: map[string]contract.Environment{}, turns: map[turnKey]*turn{}}
+	s.checkpoints.Max, s.forks.Max = MaxOperations, MaxOperations
 	s.base, s.stop = context.WithCancel(context.Background())
 	if opts.Token != "" {
 		s.token = sha256.Sum256([]byte(opts.Token))
@@ -156,6 +174,7 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 	s.mux.HandleFunc(wire.RouteTurnCancel, s.auth(s.method(http.MethodPost, s.cancelTurn)))
 	s.mux.HandleFunc(wire.RouteInteractions, s.auth(s.method(http.MethodPost, s.respond)))
 	s.mux.HandleFunc(wire.RouteObservation, s.auth(s.method(http.MethodGet, s.observe)))
+	s.mux.HandleFunc(wire.PathEffects, s.auth(s.method(http.MethodGet, s.effects)))
 	post := func(route string, h http.HandlerFunc) { s.mux.HandleFunc(route, s.auth(s.method(http.MethodPost, h))) }
 	post(wire.RouteDispatch, s.dispatch)
 	post(wire.RouteSession, s.openRoute)
@@ -166,10 +185,17 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 	post(wire.RouteSessionCancel, s.sessionCancel)
 	post(wire.RouteSessionCancelRun, s.sessionCancelRun)
 	post(wire.RouteSessionInteractions, s.sessionRespond)
+	post(wire.RouteSessionBoundary, s.sessionBoundary)
+	post(wire.RouteSessionContinue, s.sessionContinue)
 	post(wire.RouteWorkspaceRead, s.readFile)
 	post(wire.RouteWorkspaceWrite, s.writeFile)
 	post(wire.RouteWorkspaceExec, s.exec)
 	post(wire.PathProfileValidation, s.validateProfile)
+	post(wire.RouteCheckpoint, s.checkpoint)
+	post(wire.RouteFork, s.fork)
+	s.routeBranching(post)
+	post(wire.PathContextTransfer, s.transferContext)
+	post(wire.PathContextTransferLookup, s.lookupContextTransfer)
 	s.mux.HandleFunc("/", s.auth(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, wire.ErrorDetail{Code: wire.CodeNotFound, Message: "no such route"})
 	}))
@@ -271,12 +297,17 @@ func writeError(w http.ResponseWriter, d wire.ErrorDetail) {
 
 // readBody reads a JSON request body within the size limit.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	return s.readBodyWithin(w, r, s.opts.MaxBodyBytes)
+}
+
+// readBodyWithin reads a JSON request body of at most limit bytes.
+func (s *Server) readBodyWithin(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
 	ct := r.Header.Get("Content-Type")
 	if mt, _, _ := strings.Cut(ct, ";"); strings.TrimSpace(strings.ToLower(mt)) != wire.ContentTypeJSON {
 		writeError(w, wire.ErrorDetail{Code: wire.CodeUnsupportedMedia, Message: "the body must be " + wire.ContentTypeJSON})
 		return nil, false
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		writeError(w, wire.ErrorDetail{Code: wire.CodeTooLarge, Message: fmt.Sprintf("the body is larger than %d bytes", mbe.Limit)})
@@ -305,6 +336,8 @@ func providerError(err error) wire.ErrorDetail {
 		return wire.ErrorDetail{Code: wire.CodeIdempotencyConflict, Message: err.Error()}
 	case errors.Is(err, contract.ErrUnsupported):
 		return wire.ErrorDetail{Code: wire.CodeUnsupported, Message: err.Error()}
+	case errors.Is(err, fs.ErrNotExist):
+		return wire.ErrorDetail{Code: wire.CodeFileNotFound, Message: err.Error()}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return wire.ErrorDetail{Code: wire.CodeUnavailable, Message: err.Error()}
 	}
@@ -352,6 +385,14 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 		// A declaration without the method would be a route that always
 		// refuses.
 		served.Profile.Validation = false
+	}
+	if _, ok := s.p.(contract.ContextTransferrer); !ok {
+		served.ContextTransfer = nil
+	}
+	if _, ok := s.p.(contract.BranchingProvider); !ok {
+		// The durable branching routes reach a source through the
+		// provider's BranchingFor.
+		served.Branching.RetrySafe, served.Branching.Lookup, served.Branching.Cleanup = nil, nil, nil
 	}
 	writeJSON(w, http.StatusOK, wire.Capabilities{Provider: s.p.Name(), Capabilities: served})
 }

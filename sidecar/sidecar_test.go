@@ -43,7 +43,7 @@ func TestAuthRefusesWithoutDetail(t *testing.T) {
 
 func TestBadBodiesRefusedClearly(t *testing.T) {
 	ts, _ := serve(t, newScripted(t), sidecar.Options{})
-	huge := `{"profile":{"name":"t"},"name":"` + strings.Repeat("x", wire.MaxBodyBytes) + `"}`
+	huge := `{"profile":{"name":"t"},"name":"` + strings.Repeat("x", wire.MaxProfileBodyBytes) + `"}`
 	status, body := do(t, ts, http.MethodPost, wire.PathEnvironments, huge, nil)
 	wantError(t, status, body, http.StatusRequestEntityTooLarge, wire.CodeTooLarge, nil)
 

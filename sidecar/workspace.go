@@ -106,7 +106,7 @@ func execDeadline(opts *contract.ExecRequest, limit time.Duration) time.Duration
 
 // validateProfile answers a profile validation (profile.validation).
 func (s *Server) validateProfile(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	body, ok := s.readBodyWithin(w, r, s.opts.MaxProfileBodyBytes)
 	if !ok {
 		return
 	}

@@ -40,7 +40,7 @@ func TestWorkspaceAndProfileValidationRoutes(t *testing.T) {
 	}
 
 	status, body = do(t, ts, http.MethodPost, base+"read", `{"path":"missing.txt"}`, nil)
-	wantError(t, status, body, http.StatusBadGateway, wire.CodeProvider, nil)
+	wantError(t, status, body, http.StatusNotFound, wire.CodeFileNotFound, nil)
 	status, body = do(t, ts, http.MethodPost, "/v1/environments/none/workspace/read", `{"path":"a"}`, nil)
 	wantError(t, status, body, http.StatusNotFound, wire.CodeNotFound, nil)
 	status, body = do(t, ts, http.MethodPost, base+"write", `{"path":"a"}`, nil)

@@ -37,6 +37,10 @@ func FuzzDecoders(f *testing.F) {
 		`{"exitCode":0,"stdout":"ok\n","stderr":""}`,
 		`{"profile":"catalog-id"}`, `{"profile":{"name":"x"}}`,
 		`{"ok":false,"issues":[{"level":"error","code":"c","message":"m","path":"/name"}]}`,
+		`{"counts":{"transfers":1,"freshSessions":0}}`,
+		`{"operationId":"op","request":{"name":"cp"}}`, `{"operationId":"op","from":{"id":"cp"},"request":{}}`,
+		`{"id":"cp","provider":"p"}`, `{"result":{"status":"accepted"}}`, `{}`,
+		`{"idempotencyKey":"k","requestDigest":"sha256:00"}`,
 		`{"a":`, `[]`, `null`,
 	} {
 		f.Add([]byte(s))
@@ -85,6 +89,25 @@ func FuzzDecoders(f *testing.F) {
 		check("execResult", func(b []byte) (any, error) { return wire.ParseExecResult(b) })
 		check("profileValidationRequest", func(b []byte) (any, error) { return wire.ParseProfileValidationRequest(b) })
 		check("profileValidation", func(b []byte) (any, error) { return wire.ParseProfileValidation(b) })
+		check("effects", func(b []byte) (any, error) { return wire.ParseEffects(b) })
+		check("sessionContinue", func(b []byte) (any, error) { return wire.ParseSessionContinueRequest(b) })
+		check("boundaryProof", func(b []byte) (any, error) { return wire.ParseNativeContextBoundaryProof(b) })
+		check("continuationResult", func(b []byte) (any, error) { return wire.ParseNativeContinuationResult(b) })
+		check("transferRequest", func(b []byte) (any, error) { return wire.ParseContextTransferRequest(b) })
+		check("transferResult", func(b []byte) (any, error) { return wire.ParseContextTransferResult(b) })
+		check("transferLookup", func(b []byte) (any, error) { return wire.ParseContextTransferLookup(b) })
+		check("checkpointCall", func(b []byte) (any, error) { return wire.ParseCheckpointCall(b) })
+		check("forkCall", func(b []byte) (any, error) { return wire.ParseForkCall(b) })
+		check("checkpointRef", func(b []byte) (any, error) { return wire.ParseCheckpointRef(b) })
+		check("workspaceCheckpointRequest", func(b []byte) (any, error) { return wire.ParseWorkspaceCheckpointRequest(b) })
+		check("workspaceCheckpointResult", func(b []byte) (any, error) { return wire.ParseWorkspaceCheckpointResult(b) })
+		check("workspaceCheckpointLookup", func(b []byte) (any, error) { return wire.ParseWorkspaceCheckpointLookupResult(b) })
+		check("workspaceForkRequest", func(b []byte) (any, error) { return wire.ParseWorkspaceForkRequest(b) })
+		check("workspaceForkResult", func(b []byte) (any, error) { return wire.ParseWorkspaceForkResult(b) })
+		check("workspaceForkLookup", func(b []byte) (any, error) { return wire.ParseWorkspaceForkLookupResult(b) })
+		check("operationLookup", func(b []byte) (any, error) { return wire.ParseWorkspaceOperationLookupRequest(b) })
+		check("cleanupRequest", func(b []byte) (any, error) { return wire.ParseWorkspaceCleanupRequest(b) })
+		check("cleanupAck", func(b []byte) (any, error) { return wire.ParseWorkspaceCleanupAcknowledgement(b) })
 	})
 }
 

@@ -46,6 +46,19 @@ const (
 	// session (SessionInteractionRequest), answered with the provider's
 	// contract.InteractionAcknowledgement.
 	RouteSessionInteractions = "/v1/environments/{id}/sessions/{session}/interactions"
+	// RouteSessionBoundary observes the bound run's native context
+	// boundary (SessionRequest), answered with the provider's
+	// contract.NativeContextBoundaryProof (nativeContinuation). It has
+	// no effect, so a client re-sends it after a lost answer.
+	RouteSessionBoundary = "/v1/environments/{id}/sessions/{session}/boundary"
+	// RouteSessionContinue continues the session natively
+	// (SessionContinueRequest), answered with the provider's
+	// contract.NativeContinuationResult (nativeContinuation). The
+	// request's operation id and digest make it idempotent at the
+	// provider: a client re-sends it after a lost answer and is answered
+	// replayed with the original run, never a second continuation. The
+	// server runs it to its end even when the client goes away.
+	RouteSessionContinue = "/v1/environments/{id}/sessions/{session}/continue"
 )
 
 // MaxResultWaitMs bounds SessionResultRequest.WaitMs.
@@ -120,8 +133,18 @@ type SessionInteractionRequest struct {
 	Command    contract.InteractionResponseCommand `json:"command"`
 }
 
+// SessionContinueRequest carries a native continuation: the
+// digest-bound request and the exact turn its turnDigest names (the
+// request carries only the digest).
+type SessionContinueRequest struct {
+	ControlRef *contract.RunControlRef                   `json:"controlRef,omitzero"`
+	Request    contract.NativeContextContinuationRequest `json:"request"`
+	Turn       contract.NativeContextContinuationTurn    `json:"turn"`
+}
+
 // Kind names of the session bodies, for errors.
 const (
+	KindSessionContinueRequest    = "SidecarSessionContinueRequest"
 	KindSessionRequest            = "SidecarSessionRequest"
 	KindSession                   = "SidecarSession"
 	KindSessionStatus             = "SidecarSessionStatus"
@@ -172,7 +195,27 @@ var (
 	// SessionInteractionRequestSchema is the strict
 	// SessionInteractionRequest shape.
 	SessionInteractionRequestSchema = schema.Object(controlRefField, schema.Req("command", contract.InteractionResponseCommandSchema))
+	// SessionContinueRequestSchema is the strict SessionContinueRequest
+	// shape; the request's digest must match its content.
+	SessionContinueRequestSchema = schema.Object(controlRefField,
+		schema.Req("request", contract.NativeContextContinuationRequestSchema),
+		schema.Req("turn", contract.NativeContextContinuationTurnSchema))
 )
+
+// ParseSessionContinueRequest decodes a native continuation body.
+func ParseSessionContinueRequest(data []byte) (*SessionContinueRequest, error) {
+	return parse[SessionContinueRequest](KindSessionContinueRequest, SessionContinueRequestSchema, data)
+}
+
+// ParseNativeContextBoundaryProof decodes a boundary answer.
+func ParseNativeContextBoundaryProof(data []byte) (*contract.NativeContextBoundaryProof, error) {
+	return parse[contract.NativeContextBoundaryProof](contract.KindNativeContextBoundaryProof, contract.NativeContextBoundaryProofSchema, data)
+}
+
+// ParseNativeContinuationResult decodes a native continuation answer.
+func ParseNativeContinuationResult(data []byte) (*contract.NativeContinuationResult, error) {
+	return parse[contract.NativeContinuationResult](contract.KindNativeContinuationResult, contract.NativeContinuationResultSchema, data)
+}
 
 // ParseTurnInput decodes a dispatch body.
 func ParseTurnInput(data []byte) (*contract.TurnInput, error) {

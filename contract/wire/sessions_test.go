@@ -128,34 +128,40 @@ func TestAppendSSEID(t *testing.T) {
 }
 
 // Served carries detach, replay, turn idempotency, session continuation,
-// retained control, workspace read/write/exec and profile validation
-// exactly as the provider declares them, and never what the wire does not
-// carry (native continuation, context transfer, workspace git/upload/
-// download, branching, placement).
+// retained control, workspace read/write/exec, profile validation,
+// native continuation (without admissionControl), context transfer and
+// branching (legacy and durable) exactly as the provider declares them,
+// and never what the wire does not carry (workspace git/upload/download,
+// placement).
 func TestServedSessionAbilities(t *testing.T) {
+	yes := true
 	full := contract.Capabilities{
 		Streaming:          contract.StreamingCapabilities{Live: true, Replay: true, Detach: true, TurnIdempotency: true},
 		Sessions:           contract.SessionCapabilities{Continue: true, List: true, Messages: true},
 		RetainedControl:    &contract.RetainedControlCapabilities{ExactRunIdentity: true, ResultIdentity: true, EventIdentity: true, CancellationIdempotency: true},
-		NativeContinuation: &contract.NativeContinuationCapabilities{AtomicBoundary: true, RequestIdempotency: true},
+		NativeContinuation: &contract.NativeContinuationCapabilities{AtomicBoundary: true, RequestIdempotency: true, AdmissionControl: &yes},
+		ContextTransfer:    &contract.ContextTransferCapabilities{FreshSession: true, RequestIdempotency: true, Lookup: true},
 		Workspace:          contract.WorkspaceCapabilities{Read: true, Write: true, Exec: true, Git: true, Upload: true, Download: true},
 		Profile:            contract.ProfileCapabilities{Validation: true},
-		Branching:          contract.BranchingCapabilities{Checkpoint: true},
+		Branching:          contract.BranchingCapabilities{Checkpoint: true, Fork: true, RetrySafe: &yes, Lookup: &yes, Cleanup: &yes},
 		Placement:          true,
 	}
 	got := wire.Served(&full)
 	want := contract.Capabilities{
-		Streaming:       full.Streaming,
-		Sessions:        contract.SessionCapabilities{Continue: true},
-		RetainedControl: full.RetainedControl,
-		Workspace:       contract.WorkspaceCapabilities{Read: true, Write: true, Exec: true},
-		Profile:         contract.ProfileCapabilities{Validation: true},
+		Streaming:          full.Streaming,
+		Sessions:           contract.SessionCapabilities{Continue: true},
+		RetainedControl:    full.RetainedControl,
+		Workspace:          contract.WorkspaceCapabilities{Read: true, Write: true, Exec: true},
+		Profile:            contract.ProfileCapabilities{Validation: true},
+		NativeContinuation: &contract.NativeContinuationCapabilities{AtomicBoundary: true, RequestIdempotency: true},
+		ContextTransfer:    full.ContextTransfer,
+		Branching:          full.Branching,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Served(full) (-want +got):\n%s", diff)
 	}
-	if got.RetainedControl == full.RetainedControl {
-		t.Error("Served shares the retained-control block with its input")
+	if got.RetainedControl == full.RetainedControl || got.ContextTransfer == full.ContextTransfer {
+		t.Error("Served shares a block with its input")
 	}
 	if _, err := contract.Validate(contract.KindEnvironmentCapabilities, contract.CapabilitiesSchema, got); err != nil {
 		t.Errorf("the served document is invalid: %v", err)

@@ -3,6 +3,7 @@ package wire
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -42,8 +43,16 @@ const (
 )
 
 // MaxBodyBytes bounds every request and response body and every SSE
-// event's data.
+// event's data, except the bodies MaxProfileBodyBytes bounds.
 const MaxBodyBytes = 1 << 20
+
+// MaxProfileBodyBytes bounds the bodies that carry a whole profile: a
+// profile validation request, a create input and a context transfer
+// request. The contract sets no
+// size limit on an AgentProfile (its JSON limits are not applied to
+// profile fields, spec profile.md A.12), so a profile may be larger than
+// MaxBodyBytes; the wire still bounds it, at 16 MiB.
+const MaxProfileBodyBytes = 16 << 20
 
 // SSE event names. An environment event is an unnamed ("message") event
 // whose id is its sequence number; a stream that ends without EventEnd or
@@ -69,9 +78,13 @@ const (
 	// another run). It is final: the same call cannot succeed later.
 	CodeSessionRefused = "session_refused"
 	CodeResumeGone     = "resume_window_passed"
-	CodeUnsupported    = "unsupported"
-	CodeUnavailable    = "unavailable"
-	CodeProvider       = "provider_error"
+	// CodeFileNotFound: the workspace has no file at the path asked for.
+	// It is final (a retry reads the same absence) and matches
+	// fs.ErrNotExist, the contract's not-found error for a file.
+	CodeFileNotFound = "file_not_found"
+	CodeUnsupported  = "unsupported"
+	CodeUnavailable  = "unavailable"
+	CodeProvider     = "provider_error"
 	// CodeQuotaRefused: the provider's account owner refused the stage
 	// for quota (a *contract.QuotaRefusalError; ErrorDetail.Quota says
 	// more). Nothing was dispatched under it; a seated run moves on to
@@ -92,6 +105,7 @@ var codeStatus = map[string]int{
 	CodeCreateInDoubt:       409,
 	CodeSessionRefused:      409,
 	CodeResumeGone:          410,
+	CodeFileNotFound:        404,
 	CodeUnsupported:         422,
 	CodeUnavailable:         503,
 	CodeProvider:            502,
@@ -148,6 +162,8 @@ func (e *Error) Is(target error) bool {
 		return e.Code == CodeNotFound
 	case contract.ErrQuotaRefused:
 		return e.Code == CodeQuotaRefused
+	case fs.ErrNotExist:
+		return e.Code == CodeFileNotFound
 	}
 	return false
 }
@@ -283,16 +299,22 @@ var (
 // parse refuses a body over MaxBodyBytes, then decodes it strictly
 // against node. Every refusal is a *schema.Error with JSON-pointer paths.
 func parse[T any](kind string, node schema.Node, data []byte) (*T, error) {
-	if len(data) > MaxBodyBytes {
+	return parseWithin[T](kind, node, data, MaxBodyBytes)
+}
+
+// parseWithin is parse with the body limit max.
+func parseWithin[T any](kind string, node schema.Node, data []byte, max int) (*T, error) {
+	if len(data) > max {
 		return nil, &schema.Error{Kind: kind, Issues: []schema.Issue{{Code: schema.CodeTooBig,
-			Message: fmt.Sprintf("the body is larger than %d bytes", MaxBodyBytes)}}}
+			Message: fmt.Sprintf("the body is larger than %d bytes", max)}}}
 	}
 	return contract.Parse[T](kind, node, data)
 }
 
-// ParseCreateInput decodes a create request body.
+// ParseCreateInput decodes a create request body (at most
+// MaxProfileBodyBytes: it may carry an inline profile).
 func ParseCreateInput(data []byte) (*contract.CreateInput, error) {
-	return parse[contract.CreateInput](contract.KindCreateInput, contract.CreateInputSchema, data)
+	return parseWithin[contract.CreateInput](contract.KindCreateInput, contract.CreateInputSchema, data, MaxProfileBodyBytes)
 }
 
 // ParseTurnRequest decodes a turn request body.
@@ -414,6 +436,16 @@ func Served(c *contract.Capabilities) contract.Capabilities {
 	if c.Observation != nil {
 		oc := *c.Observation
 		out.Observation = &oc
+	}
+	out.Branching = c.Branching
+	if ct := c.ContextTransfer; ct != nil {
+		kept := *ct
+		out.ContextTransfer = &kept
+	}
+	if nc := c.NativeContinuation; nc != nil {
+		// admissionControl is not served: one request and its answer
+		// cannot announce the new run before its result is awaited.
+		out.NativeContinuation = &contract.NativeContinuationCapabilities{AtomicBoundary: nc.AtomicBoundary, RequestIdempotency: nc.RequestIdempotency}
 	}
 	if cr := c.Create; cr != nil && (len(cr.Egress) > 0 || cr.BillingOwner != nil || cr.RuntimeAttachments != nil) {
 		out.Create = &contract.CreateCapabilities{Egress: cr.Egress, BillingOwner: cr.BillingOwner, RuntimeAttachments: cr.RuntimeAttachments}

@@ -126,9 +126,10 @@ func ParseExecResult(data []byte) (*contract.ExecResult, error) {
 	return parse[contract.ExecResult](contract.KindExecResult, contract.ExecResultSchema, data)
 }
 
-// ParseProfileValidationRequest decodes a profile validation body.
+// ParseProfileValidationRequest decodes a profile validation body (at
+// most MaxProfileBodyBytes).
 func ParseProfileValidationRequest(data []byte) (*ProfileValidationRequest, error) {
-	return parse[ProfileValidationRequest](KindProfileValidationRequest, ProfileValidationRequestSchema, data)
+	return parseWithin[ProfileValidationRequest](KindProfileValidationRequest, ProfileValidationRequestSchema, data, MaxProfileBodyBytes)
 }
 
 // ParseProfileValidation decodes a profile validation answer.

@@ -79,8 +79,9 @@ func TestConformanceEmitVerifyCommands(t *testing.T) {
 }
 
 // Issue 17: a manifest emitted from this repository's capabilities
-// verifies with --require session-replay and fails closed for an
-// unproven key. It runs the real evidence tests (agentrt serve among
+// verifies with --require session-replay (and, since issue 14 carried
+// them over the wire, context-transfer, native-continuation and
+// cleanup-settlement) and fails closed for an unproven key. It runs the real evidence tests (agentrt serve among
 // them), so it is skipped with -short.
 func TestConformanceRepositoryManifest(t *testing.T) {
 	if testing.Short() {
@@ -99,11 +100,12 @@ func TestConformanceRepositoryManifest(t *testing.T) {
 		t.Fatalf("emit: %d %s %s", code, out, errb)
 	}
 	t.Log(out)
-	if out, _, code := run(t, "", "conformance", "verify", manifest, "--archive", archive, "--cohort-report", cohort, "--source-root", root, "--require", "session-replay"); code != 0 {
-		t.Fatalf("verify --require session-replay: %d\n%s", code, out)
+	if out, _, code := run(t, "", "conformance", "verify", manifest, "--archive", archive, "--cohort-report", cohort, "--source-root", root,
+		"--require", "session-replay", "--require", "context-transfer", "--require", "native-continuation", "--require", "cleanup-settlement"); code != 0 {
+		t.Fatalf("verify --require session-replay, context-transfer, native-continuation, cleanup-settlement: %d\n%s", code, out)
 	}
-	out, _, code = run(t, "", "conformance", "verify", manifest, "--require", "context-transfer")
-	if code != 1 || !strings.Contains(out, "required capability context-transfer is unproven") {
-		t.Fatalf("verify --require context-transfer: %d\n%s", code, out)
+	out, _, code = run(t, "", "conformance", "verify", manifest, "--require", "recursive-observation")
+	if code != 1 || !strings.Contains(out, "required capability recursive-observation is unproven") {
+		t.Fatalf("verify --require recursive-observation: %d\n%s", code, out)
 	}
 }

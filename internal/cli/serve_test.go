@@ -127,6 +127,19 @@ func TestRemoteConformanceAgainstServeProcess(t *testing.T) {
 		Sessions:     providertest.SessionOptions{LivePrompt: "providertest: live"},
 		Interactions: providertest.InteractionOptions{Prompt: "providertest: ask", ExpirePrompt: "providertest: expire",
 			UnreachablePrompt: "providertest: unreachable"},
+		// The served provider's own effect counts, read over the wire: the
+		// evidence that a refused or replayed transfer or continuation
+		// dispatched nothing.
+		PortableContext: providertest.PortableContextOptions{Counters: func(p contract.Provider) providertest.ContextCounters {
+			counts, err := p.(interface {
+				Effects(context.Context) (map[string]int64, error)
+			}).Effects(context.Background())
+			if err != nil {
+				panic(err)
+			}
+			return providertest.ContextCounters{Transfers: counts["transfers"], FreshSessions: counts["freshSessions"],
+				NativeContinuations: counts["nativeContinuations"]}
+		}},
 		Reconnect: func(contract.Provider) contract.Provider {
 			p, err := exposed()
 			if err != nil {

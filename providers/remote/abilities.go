@@ -32,8 +32,8 @@ func (p *Provider) validateProfile(ctx context.Context, ref profile.Ref) (*contr
 	if err != nil {
 		return nil, fmt.Errorf("remote: the profile has no JSON form: %w", err)
 	}
-	if len(body) > wire.MaxBodyBytes {
-		return nil, fmt.Errorf("remote: the profile validation request is larger than %d bytes", wire.MaxBodyBytes)
+	if len(body) > wire.MaxProfileBodyBytes {
+		return nil, fmt.Errorf("remote: the profile validation request is larger than %d bytes", wire.MaxProfileBodyBytes)
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
 	defer cancel()
@@ -115,4 +115,80 @@ func (e *environment) observe(ctx context.Context) (*contract.EnvironmentObserva
 		return nil, fmt.Errorf("remote: the server's observation: %w", err)
 	}
 	return obs, nil
+}
+
+// Effects reads the served provider's own counts of its durable effects
+// (wire.PathEffects); a provider that does not count them is refused
+// with an error matching contract.ErrUnsupported. It has no effect, so a
+// lost answer is asked again.
+func (p *Provider) Effects(ctx context.Context) (map[string]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	defer cancel()
+	out, _, err := p.call(ctx, http.MethodGet, wire.PathEffects, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	res, err := wire.ParseEffects(out)
+	if err != nil {
+		return nil, fmt.Errorf("remote: the server's effects: %w", err)
+	}
+	return res.Counts, nil
+}
+
+// transferContext admits approved portable context into a fresh session
+// on the server. The request's operation id binds its digest at the
+// provider, so a retry after a lost answer is answered replayed with the
+// original session, never a second admission. It is bounded by
+// Options.CreateTimeout: it makes a session.
+func (p *Provider) transferContext(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error) {
+	body, err := transferBody(req)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.opts.CreateTimeout)
+	defer cancel()
+	out, _, err := p.call(ctx, http.MethodPost, wire.PathContextTransfer, body, true)
+	if err != nil {
+		return nil, err
+	}
+	res, err := wire.ParseContextTransferResult(out)
+	if err != nil {
+		return nil, fmt.Errorf("remote: the server's context transfer result: %w", err)
+	}
+	return res, nil
+}
+
+// lookupContextTransfer recovers an earlier transfer's result; nil when
+// the provider knows none.
+func (p *Provider) lookupContextTransfer(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error) {
+	body, err := transferBody(req)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
+	defer cancel()
+	out, _, err := p.call(ctx, http.MethodPost, wire.PathContextTransferLookup, body, true)
+	if err != nil {
+		return nil, err
+	}
+	res, err := wire.ParseContextTransferLookup(out)
+	if err != nil {
+		return nil, fmt.Errorf("remote: the server's context transfer lookup: %w", err)
+	}
+	return res.Result, nil
+}
+
+// transferBody is req's wire form, within wire.MaxProfileBodyBytes.
+func transferBody(req *contract.ContextTransferRequest) ([]byte, error) {
+	if req == nil {
+		return nil, errors.New("remote: nil context transfer request")
+	}
+	body, err := wire.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("remote: the context transfer request has no JSON form: %w", err)
+	}
+	if len(body) > wire.MaxProfileBodyBytes {
+		return nil, fmt.Errorf("remote: the context transfer request is larger than %d bytes", wire.MaxProfileBodyBytes)
+	}
+	return body, nil
 }

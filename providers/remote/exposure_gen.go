@@ -13,8 +13,14 @@ import (
 // bit per ability in the order of gen_exposure.go's table.
 func provMask(c *contract.Capabilities) uint {
 	var m uint
-	if c.Profile.Validation {
+	if c.Branching.Durable() {
 		m |= 1 << 0
+	}
+	if c.ContextTransfer != nil {
+		m |= 1 << 1
+	}
+	if c.Profile.Validation {
+		m |= 1 << 2
 	}
 	return m
 }
@@ -24,18 +30,101 @@ func provMask(c *contract.Capabilities) uint {
 func provExposed(x *Provider, mask uint) contract.Provider {
 	switch mask {
 	case 1:
-		return provValidate{x}
+		return provBranching{x, provWithBranching{x}}
+	case 2:
+		return provTransfer{x, provWithTransfer{x}}
+	case 3:
+		return provBranchingTransfer{x, provWithBranching{x}, provWithTransfer{x}}
+	case 4:
+		return provValidate{x, provWithValidate{x}}
+	case 5:
+		return provBranchingValidate{x, provWithBranching{x}, provWithValidate{x}}
+	case 6:
+		return provTransferValidate{x, provWithTransfer{x}, provWithValidate{x}}
+	case 7:
+		return provBranchingTransferValidate{x, provWithBranching{x}, provWithTransfer{x}, provWithValidate{x}}
 	}
 	return x
 }
 
-// provValidate offers ProfileValidator.
-type provValidate struct{ *Provider }
+// provWithBranching carries the methods of contract.BranchingProvider.
+type provWithBranching struct{ x *Provider }
+
+// BranchingFor implements contract.BranchingProvider.
+func (e provWithBranching) BranchingFor(ctx context.Context, sourceEnvironmentID string) (contract.WorkspaceBranching, error) {
+	x := e.x
+	return x.branchingFor(ctx, sourceEnvironmentID)
+}
+
+// provWithTransfer carries the methods of contract.ContextTransferrer.
+type provWithTransfer struct{ x *Provider }
+
+// TransferContext implements contract.ContextTransferrer.
+func (e provWithTransfer) TransferContext(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error) {
+	x := e.x
+	return x.transferContext(ctx, req)
+}
+
+// LookupContextTransfer implements contract.ContextTransferrer.
+func (e provWithTransfer) LookupContextTransfer(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error) {
+	x := e.x
+	return x.lookupContextTransfer(ctx, req)
+}
+
+// provWithValidate carries the methods of contract.ProfileValidator.
+type provWithValidate struct{ x *Provider }
 
 // ValidateProfile implements contract.ProfileValidator.
-func (e provValidate) ValidateProfile(ctx context.Context, ref profile.Ref) (*contract.ProfileValidation, error) {
-	x := e.Provider
+func (e provWithValidate) ValidateProfile(ctx context.Context, ref profile.Ref) (*contract.ProfileValidation, error) {
+	x := e.x
 	return x.validateProfile(ctx, ref)
+}
+
+// provBranching offers BranchingProvider.
+type provBranching struct {
+	*Provider
+	provWithBranching
+}
+
+// provTransfer offers ContextTransferrer.
+type provTransfer struct {
+	*Provider
+	provWithTransfer
+}
+
+// provBranchingTransfer offers BranchingProvider, ContextTransferrer.
+type provBranchingTransfer struct {
+	*Provider
+	provWithBranching
+	provWithTransfer
+}
+
+// provValidate offers ProfileValidator.
+type provValidate struct {
+	*Provider
+	provWithValidate
+}
+
+// provBranchingValidate offers BranchingProvider, ProfileValidator.
+type provBranchingValidate struct {
+	*Provider
+	provWithBranching
+	provWithValidate
+}
+
+// provTransferValidate offers ContextTransferrer, ProfileValidator.
+type provTransferValidate struct {
+	*Provider
+	provWithTransfer
+	provWithValidate
+}
+
+// provBranchingTransferValidate offers BranchingProvider, ContextTransferrer, ProfileValidator.
+type provBranchingTransferValidate struct {
+	*Provider
+	provWithBranching
+	provWithTransfer
+	provWithValidate
 }
 
 // envMask is the set of optional abilities c declares for a contract.Environment, one
@@ -60,8 +149,17 @@ func envMask(c *contract.Capabilities) uint {
 	if c.Workspace.Write {
 		m |= 1 << 5
 	}
-	if c.Workspace.Exec {
+	if c.Branching.Checkpoint {
 		m |= 1 << 6
+	}
+	if c.Branching.Fork {
+		m |= 1 << 7
+	}
+	if c.Branching.Durable() {
+		m |= 1 << 8
+	}
+	if c.Workspace.Exec {
+		m |= 1 << 9
 	}
 	return m
 }
@@ -70,3342 +168,9321 @@ func envMask(c *contract.Capabilities) uint {
 // abilities of mask.
 func envExposed(x *environment, mask uint) contract.Environment {
 	switch mask {
-	case 1:
-		return envDispatch{x}
 	case 2:
-		return envSessions{x}
+		return envSessions{x, envWithSessions{x}}
 	case 3:
-		return envDispatchSessions{x}
+		return envDispatchSessions{x, envWithDispatch{x}, envWithSessions{x}}
 	case 4:
-		return envInteract{x}
-	case 5:
-		return envDispatchInteract{x}
+		return envInteract{x, envWithInteract{x}}
 	case 6:
-		return envSessionsInteract{x}
+		return envSessionsInteract{x, envWithSessions{x}, envWithInteract{x}}
 	case 7:
-		return envDispatchSessionsInteract{x}
+		return envDispatchSessionsInteract{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}}
 	case 8:
-		return envObserve{x}
-	case 9:
-		return envDispatchObserve{x}
+		return envObserve{x, envWithObserve{x}}
 	case 10:
-		return envSessionsObserve{x}
+		return envSessionsObserve{x, envWithSessions{x}, envWithObserve{x}}
 	case 11:
-		return envDispatchSessionsObserve{x}
+		return envDispatchSessionsObserve{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}}
 	case 12:
-		return envInteractObserve{x}
-	case 13:
-		return envDispatchInteractObserve{x}
+		return envInteractObserve{x, envWithInteract{x}, envWithObserve{x}}
 	case 14:
-		return envSessionsInteractObserve{x}
+		return envSessionsInteractObserve{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}}
 	case 15:
-		return envDispatchSessionsInteractObserve{x}
+		return envDispatchSessionsInteractObserve{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}}
 	case 16:
-		return envRead{x}
-	case 17:
-		return envDispatchRead{x}
+		return envRead{x, envWithRead{x}}
 	case 18:
-		return envSessionsRead{x}
+		return envSessionsRead{x, envWithSessions{x}, envWithRead{x}}
 	case 19:
-		return envDispatchSessionsRead{x}
+		return envDispatchSessionsRead{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}}
 	case 20:
-		return envInteractRead{x}
-	case 21:
-		return envDispatchInteractRead{x}
+		return envInteractRead{x, envWithInteract{x}, envWithRead{x}}
 	case 22:
-		return envSessionsInteractRead{x}
+		return envSessionsInteractRead{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}}
 	case 23:
-		return envDispatchSessionsInteractRead{x}
+		return envDispatchSessionsInteractRead{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}}
 	case 24:
-		return envObserveRead{x}
-	case 25:
-		return envDispatchObserveRead{x}
+		return envObserveRead{x, envWithObserve{x}, envWithRead{x}}
 	case 26:
-		return envSessionsObserveRead{x}
+		return envSessionsObserveRead{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}}
 	case 27:
-		return envDispatchSessionsObserveRead{x}
+		return envDispatchSessionsObserveRead{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}}
 	case 28:
-		return envInteractObserveRead{x}
-	case 29:
-		return envDispatchInteractObserveRead{x}
+		return envInteractObserveRead{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}}
 	case 30:
-		return envSessionsInteractObserveRead{x}
+		return envSessionsInteractObserveRead{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}}
 	case 31:
-		return envDispatchSessionsInteractObserveRead{x}
+		return envDispatchSessionsInteractObserveRead{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}}
 	case 32:
-		return envWrite{x}
-	case 33:
-		return envDispatchWrite{x}
+		return envWrite{x, envWithWrite{x}}
 	case 34:
-		return envSessionsWrite{x}
+		return envSessionsWrite{x, envWithSessions{x}, envWithWrite{x}}
 	case 35:
-		return envDispatchSessionsWrite{x}
+		return envDispatchSessionsWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}}
 	case 36:
-		return envInteractWrite{x}
-	case 37:
-		return envDispatchInteractWrite{x}
+		return envInteractWrite{x, envWithInteract{x}, envWithWrite{x}}
 	case 38:
-		return envSessionsInteractWrite{x}
+		return envSessionsInteractWrite{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}}
 	case 39:
-		return envDispatchSessionsInteractWrite{x}
+		return envDispatchSessionsInteractWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}}
 	case 40:
-		return envObserveWrite{x}
-	case 41:
-		return envDispatchObserveWrite{x}
+		return envObserveWrite{x, envWithObserve{x}, envWithWrite{x}}
 	case 42:
-		return envSessionsObserveWrite{x}
+		return envSessionsObserveWrite{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}}
 	case 43:
-		return envDispatchSessionsObserveWrite{x}
+		return envDispatchSessionsObserveWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}}
 	case 44:
-		return envInteractObserveWrite{x}
-	case 45:
-		return envDispatchInteractObserveWrite{x}
+		return envInteractObserveWrite{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}}
 	case 46:
-		return envSessionsInteractObserveWrite{x}
+		return envSessionsInteractObserveWrite{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}}
 	case 47:
-		return envDispatchSessionsInteractObserveWrite{x}
+		return envDispatchSessionsInteractObserveWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}}
 	case 48:
-		return envReadWrite{x}
-	case 49:
-		return envDispatchReadWrite{x}
+		return envReadWrite{x, envWithRead{x}, envWithWrite{x}}
 	case 50:
-		return envSessionsReadWrite{x}
+		return envSessionsReadWrite{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}}
 	case 51:
-		return envDispatchSessionsReadWrite{x}
+		return envDispatchSessionsReadWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}}
 	case 52:
-		return envInteractReadWrite{x}
-	case 53:
-		return envDispatchInteractReadWrite{x}
+		return envInteractReadWrite{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}}
 	case 54:
-		return envSessionsInteractReadWrite{x}
+		return envSessionsInteractReadWrite{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}}
 	case 55:
-		return envDispatchSessionsInteractReadWrite{x}
+		return envDispatchSessionsInteractReadWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}}
 	case 56:
-		return envObserveReadWrite{x}
-	case 57:
-		return envDispatchObserveReadWrite{x}
+		return envObserveReadWrite{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 58:
-		return envSessionsObserveReadWrite{x}
+		return envSessionsObserveReadWrite{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 59:
-		return envDispatchSessionsObserveReadWrite{x}
+		return envDispatchSessionsObserveReadWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 60:
-		return envInteractObserveReadWrite{x}
-	case 61:
-		return envDispatchInteractObserveReadWrite{x}
+		return envInteractObserveReadWrite{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 62:
-		return envSessionsInteractObserveReadWrite{x}
+		return envSessionsInteractObserveReadWrite{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 63:
-		return envDispatchSessionsInteractObserveReadWrite{x}
+		return envDispatchSessionsInteractObserveReadWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 64:
-		return envExec{x}
-	case 65:
-		return envDispatchExec{x}
+		return envCheckpoint{x, envWithCheckpoint{x}}
 	case 66:
-		return envSessionsExec{x}
+		return envSessionsCheckpoint{x, envWithSessions{x}, envWithCheckpoint{x}}
 	case 67:
-		return envDispatchSessionsExec{x}
+		return envDispatchSessionsCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}}
 	case 68:
-		return envInteractExec{x}
-	case 69:
-		return envDispatchInteractExec{x}
+		return envInteractCheckpoint{x, envWithInteract{x}, envWithCheckpoint{x}}
 	case 70:
-		return envSessionsInteractExec{x}
+		return envSessionsInteractCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}}
 	case 71:
-		return envDispatchSessionsInteractExec{x}
+		return envDispatchSessionsInteractCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}}
 	case 72:
-		return envObserveExec{x}
-	case 73:
-		return envDispatchObserveExec{x}
+		return envObserveCheckpoint{x, envWithObserve{x}, envWithCheckpoint{x}}
 	case 74:
-		return envSessionsObserveExec{x}
+		return envSessionsObserveCheckpoint{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}}
 	case 75:
-		return envDispatchSessionsObserveExec{x}
+		return envDispatchSessionsObserveCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}}
 	case 76:
-		return envInteractObserveExec{x}
-	case 77:
-		return envDispatchInteractObserveExec{x}
+		return envInteractObserveCheckpoint{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}}
 	case 78:
-		return envSessionsInteractObserveExec{x}
+		return envSessionsInteractObserveCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}}
 	case 79:
-		return envDispatchSessionsInteractObserveExec{x}
+		return envDispatchSessionsInteractObserveCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}}
 	case 80:
-		return envReadExec{x}
-	case 81:
-		return envDispatchReadExec{x}
+		return envReadCheckpoint{x, envWithRead{x}, envWithCheckpoint{x}}
 	case 82:
-		return envSessionsReadExec{x}
+		return envSessionsReadCheckpoint{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 83:
-		return envDispatchSessionsReadExec{x}
+		return envDispatchSessionsReadCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 84:
-		return envInteractReadExec{x}
-	case 85:
-		return envDispatchInteractReadExec{x}
+		return envInteractReadCheckpoint{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 86:
-		return envSessionsInteractReadExec{x}
+		return envSessionsInteractReadCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 87:
-		return envDispatchSessionsInteractReadExec{x}
+		return envDispatchSessionsInteractReadCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 88:
-		return envObserveReadExec{x}
-	case 89:
-		return envDispatchObserveReadExec{x}
+		return envObserveReadCheckpoint{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 90:
-		return envSessionsObserveReadExec{x}
+		return envSessionsObserveReadCheckpoint{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 91:
-		return envDispatchSessionsObserveReadExec{x}
+		return envDispatchSessionsObserveReadCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 92:
-		return envInteractObserveReadExec{x}
-	case 93:
-		return envDispatchInteractObserveReadExec{x}
+		return envInteractObserveReadCheckpoint{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 94:
-		return envSessionsInteractObserveReadExec{x}
+		return envSessionsInteractObserveReadCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 95:
-		return envDispatchSessionsInteractObserveReadExec{x}
+		return envDispatchSessionsInteractObserveReadCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 96:
-		return envWriteExec{x}
-	case 97:
-		return envDispatchWriteExec{x}
+		return envWriteCheckpoint{x, envWithWrite{x}, envWithCheckpoint{x}}
 	case 98:
-		return envSessionsWriteExec{x}
+		return envSessionsWriteCheckpoint{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 99:
-		return envDispatchSessionsWriteExec{x}
+		return envDispatchSessionsWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 100:
-		return envInteractWriteExec{x}
-	case 101:
-		return envDispatchInteractWriteExec{x}
+		return envInteractWriteCheckpoint{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 102:
-		return envSessionsInteractWriteExec{x}
+		return envSessionsInteractWriteCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 103:
-		return envDispatchSessionsInteractWriteExec{x}
+		return envDispatchSessionsInteractWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 104:
-		return envObserveWriteExec{x}
-	case 105:
-		return envDispatchObserveWriteExec{x}
+		return envObserveWriteCheckpoint{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 106:
-		return envSessionsObserveWriteExec{x}
+		return envSessionsObserveWriteCheckpoint{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 107:
-		return envDispatchSessionsObserveWriteExec{x}
+		return envDispatchSessionsObserveWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 108:
-		return envInteractObserveWriteExec{x}
-	case 109:
-		return envDispatchInteractObserveWriteExec{x}
+		return envInteractObserveWriteCheckpoint{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 110:
-		return envSessionsInteractObserveWriteExec{x}
+		return envSessionsInteractObserveWriteCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 111:
-		return envDispatchSessionsInteractObserveWriteExec{x}
+		return envDispatchSessionsInteractObserveWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 112:
-		return envReadWriteExec{x}
-	case 113:
-		return envDispatchReadWriteExec{x}
+		return envReadWriteCheckpoint{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 114:
-		return envSessionsReadWriteExec{x}
+		return envSessionsReadWriteCheckpoint{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 115:
-		return envDispatchSessionsReadWriteExec{x}
+		return envDispatchSessionsReadWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 116:
-		return envInteractReadWriteExec{x}
-	case 117:
-		return envDispatchInteractReadWriteExec{x}
+		return envInteractReadWriteCheckpoint{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 118:
-		return envSessionsInteractReadWriteExec{x}
+		return envSessionsInteractReadWriteCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 119:
-		return envDispatchSessionsInteractReadWriteExec{x}
+		return envDispatchSessionsInteractReadWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 120:
-		return envObserveReadWriteExec{x}
-	case 121:
-		return envDispatchObserveReadWriteExec{x}
+		return envObserveReadWriteCheckpoint{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 122:
-		return envSessionsObserveReadWriteExec{x}
+		return envSessionsObserveReadWriteCheckpoint{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 123:
-		return envDispatchSessionsObserveReadWriteExec{x}
+		return envDispatchSessionsObserveReadWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 124:
-		return envInteractObserveReadWriteExec{x}
-	case 125:
-		return envDispatchInteractObserveReadWriteExec{x}
+		return envInteractObserveReadWriteCheckpoint{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 126:
-		return envSessionsInteractObserveReadWriteExec{x}
+		return envSessionsInteractObserveReadWriteCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 127:
-		return envDispatchSessionsInteractObserveReadWriteExec{x}
+		return envDispatchSessionsInteractObserveReadWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
+	case 128:
+		return envFork{x, envWithFork{x}}
+	case 130:
+		return envSessionsFork{x, envWithSessions{x}, envWithFork{x}}
+	case 131:
+		return envDispatchSessionsFork{x, envWithDispatch{x}, envWithSessions{x}, envWithFork{x}}
+	case 132:
+		return envInteractFork{x, envWithInteract{x}, envWithFork{x}}
+	case 134:
+		return envSessionsInteractFork{x, envWithSessions{x}, envWithInteract{x}, envWithFork{x}}
+	case 135:
+		return envDispatchSessionsInteractFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}}
+	case 136:
+		return envObserveFork{x, envWithObserve{x}, envWithFork{x}}
+	case 138:
+		return envSessionsObserveFork{x, envWithSessions{x}, envWithObserve{x}, envWithFork{x}}
+	case 139:
+		return envDispatchSessionsObserveFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}}
+	case 140:
+		return envInteractObserveFork{x, envWithInteract{x}, envWithObserve{x}, envWithFork{x}}
+	case 142:
+		return envSessionsInteractObserveFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}}
+	case 143:
+		return envDispatchSessionsInteractObserveFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}}
+	case 144:
+		return envReadFork{x, envWithRead{x}, envWithFork{x}}
+	case 146:
+		return envSessionsReadFork{x, envWithSessions{x}, envWithRead{x}, envWithFork{x}}
+	case 147:
+		return envDispatchSessionsReadFork{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}}
+	case 148:
+		return envInteractReadFork{x, envWithInteract{x}, envWithRead{x}, envWithFork{x}}
+	case 150:
+		return envSessionsInteractReadFork{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}}
+	case 151:
+		return envDispatchSessionsInteractReadFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}}
+	case 152:
+		return envObserveReadFork{x, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
+	case 154:
+		return envSessionsObserveReadFork{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
+	case 155:
+		return envDispatchSessionsObserveReadFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
+	case 156:
+		return envInteractObserveReadFork{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
+	case 158:
+		return envSessionsInteractObserveReadFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
+	case 159:
+		return envDispatchSessionsInteractObserveReadFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
+	case 160:
+		return envWriteFork{x, envWithWrite{x}, envWithFork{x}}
+	case 162:
+		return envSessionsWriteFork{x, envWithSessions{x}, envWithWrite{x}, envWithFork{x}}
+	case 163:
+		return envDispatchSessionsWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}}
+	case 164:
+		return envInteractWriteFork{x, envWithInteract{x}, envWithWrite{x}, envWithFork{x}}
+	case 166:
+		return envSessionsInteractWriteFork{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}}
+	case 167:
+		return envDispatchSessionsInteractWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}}
+	case 168:
+		return envObserveWriteFork{x, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
+	case 170:
+		return envSessionsObserveWriteFork{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
+	case 171:
+		return envDispatchSessionsObserveWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
+	case 172:
+		return envInteractObserveWriteFork{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
+	case 174:
+		return envSessionsInteractObserveWriteFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
+	case 175:
+		return envDispatchSessionsInteractObserveWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
+	case 176:
+		return envReadWriteFork{x, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 178:
+		return envSessionsReadWriteFork{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 179:
+		return envDispatchSessionsReadWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 180:
+		return envInteractReadWriteFork{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 182:
+		return envSessionsInteractReadWriteFork{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 183:
+		return envDispatchSessionsInteractReadWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 184:
+		return envObserveReadWriteFork{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 186:
+		return envSessionsObserveReadWriteFork{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 187:
+		return envDispatchSessionsObserveReadWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 188:
+		return envInteractObserveReadWriteFork{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 190:
+		return envSessionsInteractObserveReadWriteFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 191:
+		return envDispatchSessionsInteractObserveReadWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+	case 192:
+		return envCheckpointFork{x, envWithCheckpoint{x}, envWithFork{x}}
+	case 194:
+		return envSessionsCheckpointFork{x, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 195:
+		return envDispatchSessionsCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 196:
+		return envInteractCheckpointFork{x, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 198:
+		return envSessionsInteractCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 199:
+		return envDispatchSessionsInteractCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 200:
+		return envObserveCheckpointFork{x, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 202:
+		return envSessionsObserveCheckpointFork{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 203:
+		return envDispatchSessionsObserveCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 204:
+		return envInteractObserveCheckpointFork{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 206:
+		return envSessionsInteractObserveCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 207:
+		return envDispatchSessionsInteractObserveCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 208:
+		return envReadCheckpointFork{x, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 210:
+		return envSessionsReadCheckpointFork{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 211:
+		return envDispatchSessionsReadCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 212:
+		return envInteractReadCheckpointFork{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 214:
+		return envSessionsInteractReadCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 215:
+		return envDispatchSessionsInteractReadCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 216:
+		return envObserveReadCheckpointFork{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 218:
+		return envSessionsObserveReadCheckpointFork{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 219:
+		return envDispatchSessionsObserveReadCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 220:
+		return envInteractObserveReadCheckpointFork{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 222:
+		return envSessionsInteractObserveReadCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 223:
+		return envDispatchSessionsInteractObserveReadCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 224:
+		return envWriteCheckpointFork{x, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 226:
+		return envSessionsWriteCheckpointFork{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 227:
+		return envDispatchSessionsWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 228:
+		return envInteractWriteCheckpointFork{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 230:
+		return envSessionsInteractWriteCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 231:
+		return envDispatchSessionsInteractWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 232:
+		return envObserveWriteCheckpointFork{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 234:
+		return envSessionsObserveWriteCheckpointFork{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 235:
+		return envDispatchSessionsObserveWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 236:
+		return envInteractObserveWriteCheckpointFork{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 238:
+		return envSessionsInteractObserveWriteCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 239:
+		return envDispatchSessionsInteractObserveWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 240:
+		return envReadWriteCheckpointFork{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 242:
+		return envSessionsReadWriteCheckpointFork{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 243:
+		return envDispatchSessionsReadWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 244:
+		return envInteractReadWriteCheckpointFork{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 246:
+		return envSessionsInteractReadWriteCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 247:
+		return envDispatchSessionsInteractReadWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 248:
+		return envObserveReadWriteCheckpointFork{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 250:
+		return envSessionsObserveReadWriteCheckpointFork{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 251:
+		return envDispatchSessionsObserveReadWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 252:
+		return envInteractObserveReadWriteCheckpointFork{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 254:
+		return envSessionsInteractObserveReadWriteCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 255:
+		return envDispatchSessionsInteractObserveReadWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+	case 256:
+		return envDurable{x, envWithDurable{x}}
+	case 258:
+		return envSessionsDurable{x, envWithSessions{x}, envWithDurable{x}}
+	case 259:
+		return envDispatchSessionsDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithDurable{x}}
+	case 260:
+		return envInteractDurable{x, envWithInteract{x}, envWithDurable{x}}
+	case 262:
+		return envSessionsInteractDurable{x, envWithSessions{x}, envWithInteract{x}, envWithDurable{x}}
+	case 263:
+		return envDispatchSessionsInteractDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithDurable{x}}
+	case 264:
+		return envObserveDurable{x, envWithObserve{x}, envWithDurable{x}}
+	case 266:
+		return envSessionsObserveDurable{x, envWithSessions{x}, envWithObserve{x}, envWithDurable{x}}
+	case 267:
+		return envDispatchSessionsObserveDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithDurable{x}}
+	case 268:
+		return envInteractObserveDurable{x, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}}
+	case 270:
+		return envSessionsInteractObserveDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}}
+	case 271:
+		return envDispatchSessionsInteractObserveDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}}
+	case 272:
+		return envReadDurable{x, envWithRead{x}, envWithDurable{x}}
+	case 274:
+		return envSessionsReadDurable{x, envWithSessions{x}, envWithRead{x}, envWithDurable{x}}
+	case 275:
+		return envDispatchSessionsReadDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithDurable{x}}
+	case 276:
+		return envInteractReadDurable{x, envWithInteract{x}, envWithRead{x}, envWithDurable{x}}
+	case 278:
+		return envSessionsInteractReadDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}}
+	case 279:
+		return envDispatchSessionsInteractReadDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}}
+	case 280:
+		return envObserveReadDurable{x, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
+	case 282:
+		return envSessionsObserveReadDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
+	case 283:
+		return envDispatchSessionsObserveReadDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
+	case 284:
+		return envInteractObserveReadDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
+	case 286:
+		return envSessionsInteractObserveReadDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
+	case 287:
+		return envDispatchSessionsInteractObserveReadDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
+	case 288:
+		return envWriteDurable{x, envWithWrite{x}, envWithDurable{x}}
+	case 290:
+		return envSessionsWriteDurable{x, envWithSessions{x}, envWithWrite{x}, envWithDurable{x}}
+	case 291:
+		return envDispatchSessionsWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithDurable{x}}
+	case 292:
+		return envInteractWriteDurable{x, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}}
+	case 294:
+		return envSessionsInteractWriteDurable{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}}
+	case 295:
+		return envDispatchSessionsInteractWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}}
+	case 296:
+		return envObserveWriteDurable{x, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
+	case 298:
+		return envSessionsObserveWriteDurable{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
+	case 299:
+		return envDispatchSessionsObserveWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
+	case 300:
+		return envInteractObserveWriteDurable{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
+	case 302:
+		return envSessionsInteractObserveWriteDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
+	case 303:
+		return envDispatchSessionsInteractObserveWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
+	case 304:
+		return envReadWriteDurable{x, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
+	case 306:
+		return envSessionsReadWriteDurable{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
+	case 307:
+		return envDispatchSessionsReadWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
+	case 308:
+		return envInteractReadWriteDurable{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
+	case 310:
+		return envSessionsInteractReadWriteDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
+	case 311:
+		return envDispatchSessionsInteractReadWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
+	case 312:
+		return envObserveReadWriteDurable{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
+	case 314:
+		return envSessionsObserveReadWriteDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
+	case 315:
+		return envDispatchSessionsObserveReadWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
+	case 316:
+		return envInteractObserveReadWriteDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
+	case 318:
+		return envSessionsInteractObserveReadWriteDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
+	case 319:
+		return envDispatchSessionsInteractObserveReadWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
+	case 320:
+		return envCheckpointDurable{x, envWithCheckpoint{x}, envWithDurable{x}}
+	case 322:
+		return envSessionsCheckpointDurable{x, envWithSessions{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 323:
+		return envDispatchSessionsCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 324:
+		return envInteractCheckpointDurable{x, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 326:
+		return envSessionsInteractCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 327:
+		return envDispatchSessionsInteractCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 328:
+		return envObserveCheckpointDurable{x, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 330:
+		return envSessionsObserveCheckpointDurable{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 331:
+		return envDispatchSessionsObserveCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 332:
+		return envInteractObserveCheckpointDurable{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 334:
+		return envSessionsInteractObserveCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 335:
+		return envDispatchSessionsInteractObserveCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 336:
+		return envReadCheckpointDurable{x, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 338:
+		return envSessionsReadCheckpointDurable{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 339:
+		return envDispatchSessionsReadCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 340:
+		return envInteractReadCheckpointDurable{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 342:
+		return envSessionsInteractReadCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 343:
+		return envDispatchSessionsInteractReadCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 344:
+		return envObserveReadCheckpointDurable{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 346:
+		return envSessionsObserveReadCheckpointDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 347:
+		return envDispatchSessionsObserveReadCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 348:
+		return envInteractObserveReadCheckpointDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 350:
+		return envSessionsInteractObserveReadCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 351:
+		return envDispatchSessionsInteractObserveReadCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 352:
+		return envWriteCheckpointDurable{x, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 354:
+		return envSessionsWriteCheckpointDurable{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 355:
+		return envDispatchSessionsWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 356:
+		return envInteractWriteCheckpointDurable{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 358:
+		return envSessionsInteractWriteCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 359:
+		return envDispatchSessionsInteractWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 360:
+		return envObserveWriteCheckpointDurable{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 362:
+		return envSessionsObserveWriteCheckpointDurable{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 363:
+		return envDispatchSessionsObserveWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 364:
+		return envInteractObserveWriteCheckpointDurable{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 366:
+		return envSessionsInteractObserveWriteCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 367:
+		return envDispatchSessionsInteractObserveWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 368:
+		return envReadWriteCheckpointDurable{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 370:
+		return envSessionsReadWriteCheckpointDurable{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 371:
+		return envDispatchSessionsReadWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 372:
+		return envInteractReadWriteCheckpointDurable{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 374:
+		return envSessionsInteractReadWriteCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 375:
+		return envDispatchSessionsInteractReadWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 376:
+		return envObserveReadWriteCheckpointDurable{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 378:
+		return envSessionsObserveReadWriteCheckpointDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 379:
+		return envDispatchSessionsObserveReadWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 380:
+		return envInteractObserveReadWriteCheckpointDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 382:
+		return envSessionsInteractObserveReadWriteCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 383:
+		return envDispatchSessionsInteractObserveReadWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+	case 384:
+		return envForkDurable{x, envWithFork{x}, envWithDurable{x}}
+	case 386:
+		return envSessionsForkDurable{x, envWithSessions{x}, envWithFork{x}, envWithDurable{x}}
+	case 387:
+		return envDispatchSessionsForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithFork{x}, envWithDurable{x}}
+	case 388:
+		return envInteractForkDurable{x, envWithInteract{x}, envWithFork{x}, envWithDurable{x}}
+	case 390:
+		return envSessionsInteractForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}}
+	case 391:
+		return envDispatchSessionsInteractForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}}
+	case 392:
+		return envObserveForkDurable{x, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
+	case 394:
+		return envSessionsObserveForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
+	case 395:
+		return envDispatchSessionsObserveForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
+	case 396:
+		return envInteractObserveForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
+	case 398:
+		return envSessionsInteractObserveForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
+	case 399:
+		return envDispatchSessionsInteractObserveForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
+	case 400:
+		return envReadForkDurable{x, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
+	case 402:
+		return envSessionsReadForkDurable{x, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
+	case 403:
+		return envDispatchSessionsReadForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
+	case 404:
+		return envInteractReadForkDurable{x, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
+	case 406:
+		return envSessionsInteractReadForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
+	case 407:
+		return envDispatchSessionsInteractReadForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
+	case 408:
+		return envObserveReadForkDurable{x, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
+	case 410:
+		return envSessionsObserveReadForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
+	case 411:
+		return envDispatchSessionsObserveReadForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
+	case 412:
+		return envInteractObserveReadForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
+	case 414:
+		return envSessionsInteractObserveReadForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
+	case 415:
+		return envDispatchSessionsInteractObserveReadForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
+	case 416:
+		return envWriteForkDurable{x, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+	case 418:
+		return envSessionsWriteForkDurable{x, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+	case 419:
+		return envDispatchSessionsWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+	case 420:
+		return envInteractWriteForkDurable{x, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+	case 422:
+		return envSessionsInteractWriteForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+	case 423:
+		return envDispatchSessionsInteractWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+	case 424:
+		return envObserveWriteForkDurable{x, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+	case 426:
+		return envSessionsObserveWriteForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+	case 427:
+		return envDispatchSessionsObserveWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+	case 428:
+		return envInteractObserveWriteForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+	case 430:
+		return envSessionsInteractObserveWriteForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+	case 431:
+		return envDispatchSessionsInteractObserveWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+	case 432:
+		return envReadWriteForkDurable{x, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+	case 434:
+		return envSessionsReadWriteForkDurable{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+	case 435:
+		return envDispatchSessionsReadWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+	case 436:
+		return envInteractReadWriteForkDurable{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+	case 438:
+		return envSessionsInteractReadWriteForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+	case 439:
+		return envDispatchSessionsInteractReadWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+	case 440:
+		return envObserveReadWriteForkDurable{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+	case 442:
+		return envSessionsObserveReadWriteForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+	case 443:
+		return envDispatchSessionsObserveReadWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+	case 444:
+		return envInteractObserveReadWriteForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+	case 446:
+		return envSessionsInteractObserveReadWriteForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+	case 447:
+		return envDispatchSessionsInteractObserveReadWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+	case 448:
+		return envCheckpointForkDurable{x, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 450:
+		return envSessionsCheckpointForkDurable{x, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 451:
+		return envDispatchSessionsCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 452:
+		return envInteractCheckpointForkDurable{x, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 454:
+		return envSessionsInteractCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 455:
+		return envDispatchSessionsInteractCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 456:
+		return envObserveCheckpointForkDurable{x, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 458:
+		return envSessionsObserveCheckpointForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 459:
+		return envDispatchSessionsObserveCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 460:
+		return envInteractObserveCheckpointForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 462:
+		return envSessionsInteractObserveCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 463:
+		return envDispatchSessionsInteractObserveCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 464:
+		return envReadCheckpointForkDurable{x, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 466:
+		return envSessionsReadCheckpointForkDurable{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 467:
+		return envDispatchSessionsReadCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 468:
+		return envInteractReadCheckpointForkDurable{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 470:
+		return envSessionsInteractReadCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 471:
+		return envDispatchSessionsInteractReadCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 472:
+		return envObserveReadCheckpointForkDurable{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 474:
+		return envSessionsObserveReadCheckpointForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 475:
+		return envDispatchSessionsObserveReadCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 476:
+		return envInteractObserveReadCheckpointForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 478:
+		return envSessionsInteractObserveReadCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 479:
+		return envDispatchSessionsInteractObserveReadCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 480:
+		return envWriteCheckpointForkDurable{x, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 482:
+		return envSessionsWriteCheckpointForkDurable{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 483:
+		return envDispatchSessionsWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 484:
+		return envInteractWriteCheckpointForkDurable{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 486:
+		return envSessionsInteractWriteCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 487:
+		return envDispatchSessionsInteractWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 488:
+		return envObserveWriteCheckpointForkDurable{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 490:
+		return envSessionsObserveWriteCheckpointForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 491:
+		return envDispatchSessionsObserveWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 492:
+		return envInteractObserveWriteCheckpointForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 494:
+		return envSessionsInteractObserveWriteCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 495:
+		return envDispatchSessionsInteractObserveWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 496:
+		return envReadWriteCheckpointForkDurable{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 498:
+		return envSessionsReadWriteCheckpointForkDurable{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 499:
+		return envDispatchSessionsReadWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 500:
+		return envInteractReadWriteCheckpointForkDurable{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 502:
+		return envSessionsInteractReadWriteCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 503:
+		return envDispatchSessionsInteractReadWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 504:
+		return envObserveReadWriteCheckpointForkDurable{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 506:
+		return envSessionsObserveReadWriteCheckpointForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 507:
+		return envDispatchSessionsObserveReadWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 508:
+		return envInteractObserveReadWriteCheckpointForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 510:
+		return envSessionsInteractObserveReadWriteCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 511:
+		return envDispatchSessionsInteractObserveReadWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+	case 512:
+		return envExec{x, envWithExec{x}}
+	case 514:
+		return envSessionsExec{x, envWithSessions{x}, envWithExec{x}}
+	case 515:
+		return envDispatchSessionsExec{x, envWithDispatch{x}, envWithSessions{x}, envWithExec{x}}
+	case 516:
+		return envInteractExec{x, envWithInteract{x}, envWithExec{x}}
+	case 518:
+		return envSessionsInteractExec{x, envWithSessions{x}, envWithInteract{x}, envWithExec{x}}
+	case 519:
+		return envDispatchSessionsInteractExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithExec{x}}
+	case 520:
+		return envObserveExec{x, envWithObserve{x}, envWithExec{x}}
+	case 522:
+		return envSessionsObserveExec{x, envWithSessions{x}, envWithObserve{x}, envWithExec{x}}
+	case 523:
+		return envDispatchSessionsObserveExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithExec{x}}
+	case 524:
+		return envInteractObserveExec{x, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
+	case 526:
+		return envSessionsInteractObserveExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
+	case 527:
+		return envDispatchSessionsInteractObserveExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
+	case 528:
+		return envReadExec{x, envWithRead{x}, envWithExec{x}}
+	case 530:
+		return envSessionsReadExec{x, envWithSessions{x}, envWithRead{x}, envWithExec{x}}
+	case 531:
+		return envDispatchSessionsReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithExec{x}}
+	case 532:
+		return envInteractReadExec{x, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
+	case 534:
+		return envSessionsInteractReadExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
+	case 535:
+		return envDispatchSessionsInteractReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
+	case 536:
+		return envObserveReadExec{x, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+	case 538:
+		return envSessionsObserveReadExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+	case 539:
+		return envDispatchSessionsObserveReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+	case 540:
+		return envInteractObserveReadExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+	case 542:
+		return envSessionsInteractObserveReadExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+	case 543:
+		return envDispatchSessionsInteractObserveReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+	case 544:
+		return envWriteExec{x, envWithWrite{x}, envWithExec{x}}
+	case 546:
+		return envSessionsWriteExec{x, envWithSessions{x}, envWithWrite{x}, envWithExec{x}}
+	case 547:
+		return envDispatchSessionsWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithExec{x}}
+	case 548:
+		return envInteractWriteExec{x, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
+	case 550:
+		return envSessionsInteractWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
+	case 551:
+		return envDispatchSessionsInteractWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
+	case 552:
+		return envObserveWriteExec{x, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+	case 554:
+		return envSessionsObserveWriteExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+	case 555:
+		return envDispatchSessionsObserveWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+	case 556:
+		return envInteractObserveWriteExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+	case 558:
+		return envSessionsInteractObserveWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+	case 559:
+		return envDispatchSessionsInteractObserveWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+	case 560:
+		return envReadWriteExec{x, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 562:
+		return envSessionsReadWriteExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 563:
+		return envDispatchSessionsReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 564:
+		return envInteractReadWriteExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 566:
+		return envSessionsInteractReadWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 567:
+		return envDispatchSessionsInteractReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 568:
+		return envObserveReadWriteExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 570:
+		return envSessionsObserveReadWriteExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 571:
+		return envDispatchSessionsObserveReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 572:
+		return envInteractObserveReadWriteExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 574:
+		return envSessionsInteractObserveReadWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 575:
+		return envDispatchSessionsInteractObserveReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+	case 576:
+		return envCheckpointExec{x, envWithCheckpoint{x}, envWithExec{x}}
+	case 578:
+		return envSessionsCheckpointExec{x, envWithSessions{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 579:
+		return envDispatchSessionsCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 580:
+		return envInteractCheckpointExec{x, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 582:
+		return envSessionsInteractCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 583:
+		return envDispatchSessionsInteractCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 584:
+		return envObserveCheckpointExec{x, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 586:
+		return envSessionsObserveCheckpointExec{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 587:
+		return envDispatchSessionsObserveCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 588:
+		return envInteractObserveCheckpointExec{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 590:
+		return envSessionsInteractObserveCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 591:
+		return envDispatchSessionsInteractObserveCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 592:
+		return envReadCheckpointExec{x, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 594:
+		return envSessionsReadCheckpointExec{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 595:
+		return envDispatchSessionsReadCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 596:
+		return envInteractReadCheckpointExec{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 598:
+		return envSessionsInteractReadCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 599:
+		return envDispatchSessionsInteractReadCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 600:
+		return envObserveReadCheckpointExec{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 602:
+		return envSessionsObserveReadCheckpointExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 603:
+		return envDispatchSessionsObserveReadCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 604:
+		return envInteractObserveReadCheckpointExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 606:
+		return envSessionsInteractObserveReadCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 607:
+		return envDispatchSessionsInteractObserveReadCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 608:
+		return envWriteCheckpointExec{x, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 610:
+		return envSessionsWriteCheckpointExec{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 611:
+		return envDispatchSessionsWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 612:
+		return envInteractWriteCheckpointExec{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 614:
+		return envSessionsInteractWriteCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 615:
+		return envDispatchSessionsInteractWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 616:
+		return envObserveWriteCheckpointExec{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 618:
+		return envSessionsObserveWriteCheckpointExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 619:
+		return envDispatchSessionsObserveWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 620:
+		return envInteractObserveWriteCheckpointExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 622:
+		return envSessionsInteractObserveWriteCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 623:
+		return envDispatchSessionsInteractObserveWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 624:
+		return envReadWriteCheckpointExec{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 626:
+		return envSessionsReadWriteCheckpointExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 627:
+		return envDispatchSessionsReadWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 628:
+		return envInteractReadWriteCheckpointExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 630:
+		return envSessionsInteractReadWriteCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 631:
+		return envDispatchSessionsInteractReadWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 632:
+		return envObserveReadWriteCheckpointExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 634:
+		return envSessionsObserveReadWriteCheckpointExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 635:
+		return envDispatchSessionsObserveReadWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 636:
+		return envInteractObserveReadWriteCheckpointExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 638:
+		return envSessionsInteractObserveReadWriteCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 639:
+		return envDispatchSessionsInteractObserveReadWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+	case 640:
+		return envForkExec{x, envWithFork{x}, envWithExec{x}}
+	case 642:
+		return envSessionsForkExec{x, envWithSessions{x}, envWithFork{x}, envWithExec{x}}
+	case 643:
+		return envDispatchSessionsForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithFork{x}, envWithExec{x}}
+	case 644:
+		return envInteractForkExec{x, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
+	case 646:
+		return envSessionsInteractForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
+	case 647:
+		return envDispatchSessionsInteractForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
+	case 648:
+		return envObserveForkExec{x, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+	case 650:
+		return envSessionsObserveForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+	case 651:
+		return envDispatchSessionsObserveForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+	case 652:
+		return envInteractObserveForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+	case 654:
+		return envSessionsInteractObserveForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+	case 655:
+		return envDispatchSessionsInteractObserveForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+	case 656:
+		return envReadForkExec{x, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 658:
+		return envSessionsReadForkExec{x, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 659:
+		return envDispatchSessionsReadForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 660:
+		return envInteractReadForkExec{x, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 662:
+		return envSessionsInteractReadForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 663:
+		return envDispatchSessionsInteractReadForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 664:
+		return envObserveReadForkExec{x, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 666:
+		return envSessionsObserveReadForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 667:
+		return envDispatchSessionsObserveReadForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 668:
+		return envInteractObserveReadForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 670:
+		return envSessionsInteractObserveReadForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 671:
+		return envDispatchSessionsInteractObserveReadForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+	case 672:
+		return envWriteForkExec{x, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 674:
+		return envSessionsWriteForkExec{x, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 675:
+		return envDispatchSessionsWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 676:
+		return envInteractWriteForkExec{x, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 678:
+		return envSessionsInteractWriteForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 679:
+		return envDispatchSessionsInteractWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 680:
+		return envObserveWriteForkExec{x, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 682:
+		return envSessionsObserveWriteForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 683:
+		return envDispatchSessionsObserveWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 684:
+		return envInteractObserveWriteForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 686:
+		return envSessionsInteractObserveWriteForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 687:
+		return envDispatchSessionsInteractObserveWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 688:
+		return envReadWriteForkExec{x, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 690:
+		return envSessionsReadWriteForkExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 691:
+		return envDispatchSessionsReadWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 692:
+		return envInteractReadWriteForkExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 694:
+		return envSessionsInteractReadWriteForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 695:
+		return envDispatchSessionsInteractReadWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 696:
+		return envObserveReadWriteForkExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 698:
+		return envSessionsObserveReadWriteForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 699:
+		return envDispatchSessionsObserveReadWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 700:
+		return envInteractObserveReadWriteForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 702:
+		return envSessionsInteractObserveReadWriteForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 703:
+		return envDispatchSessionsInteractObserveReadWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+	case 704:
+		return envCheckpointForkExec{x, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 706:
+		return envSessionsCheckpointForkExec{x, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 707:
+		return envDispatchSessionsCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 708:
+		return envInteractCheckpointForkExec{x, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 710:
+		return envSessionsInteractCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 711:
+		return envDispatchSessionsInteractCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 712:
+		return envObserveCheckpointForkExec{x, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 714:
+		return envSessionsObserveCheckpointForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 715:
+		return envDispatchSessionsObserveCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 716:
+		return envInteractObserveCheckpointForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 718:
+		return envSessionsInteractObserveCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 719:
+		return envDispatchSessionsInteractObserveCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 720:
+		return envReadCheckpointForkExec{x, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 722:
+		return envSessionsReadCheckpointForkExec{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 723:
+		return envDispatchSessionsReadCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 724:
+		return envInteractReadCheckpointForkExec{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 726:
+		return envSessionsInteractReadCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 727:
+		return envDispatchSessionsInteractReadCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 728:
+		return envObserveReadCheckpointForkExec{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 730:
+		return envSessionsObserveReadCheckpointForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 731:
+		return envDispatchSessionsObserveReadCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 732:
+		return envInteractObserveReadCheckpointForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 734:
+		return envSessionsInteractObserveReadCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 735:
+		return envDispatchSessionsInteractObserveReadCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 736:
+		return envWriteCheckpointForkExec{x, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 738:
+		return envSessionsWriteCheckpointForkExec{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 739:
+		return envDispatchSessionsWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 740:
+		return envInteractWriteCheckpointForkExec{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 742:
+		return envSessionsInteractWriteCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 743:
+		return envDispatchSessionsInteractWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 744:
+		return envObserveWriteCheckpointForkExec{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 746:
+		return envSessionsObserveWriteCheckpointForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 747:
+		return envDispatchSessionsObserveWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 748:
+		return envInteractObserveWriteCheckpointForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 750:
+		return envSessionsInteractObserveWriteCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 751:
+		return envDispatchSessionsInteractObserveWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 752:
+		return envReadWriteCheckpointForkExec{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 754:
+		return envSessionsReadWriteCheckpointForkExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 755:
+		return envDispatchSessionsReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 756:
+		return envInteractReadWriteCheckpointForkExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 758:
+		return envSessionsInteractReadWriteCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 759:
+		return envDispatchSessionsInteractReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 760:
+		return envObserveReadWriteCheckpointForkExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 762:
+		return envSessionsObserveReadWriteCheckpointForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 763:
+		return envDispatchSessionsObserveReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 764:
+		return envInteractObserveReadWriteCheckpointForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 766:
+		return envSessionsInteractObserveReadWriteCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 767:
+		return envDispatchSessionsInteractObserveReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+	case 768:
+		return envDurableExec{x, envWithDurable{x}, envWithExec{x}}
+	case 770:
+		return envSessionsDurableExec{x, envWithSessions{x}, envWithDurable{x}, envWithExec{x}}
+	case 771:
+		return envDispatchSessionsDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithDurable{x}, envWithExec{x}}
+	case 772:
+		return envInteractDurableExec{x, envWithInteract{x}, envWithDurable{x}, envWithExec{x}}
+	case 774:
+		return envSessionsInteractDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithDurable{x}, envWithExec{x}}
+	case 775:
+		return envDispatchSessionsInteractDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithDurable{x}, envWithExec{x}}
+	case 776:
+		return envObserveDurableExec{x, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
+	case 778:
+		return envSessionsObserveDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
+	case 779:
+		return envDispatchSessionsObserveDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
+	case 780:
+		return envInteractObserveDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
+	case 782:
+		return envSessionsInteractObserveDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
+	case 783:
+		return envDispatchSessionsInteractObserveDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
+	case 784:
+		return envReadDurableExec{x, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 786:
+		return envSessionsReadDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 787:
+		return envDispatchSessionsReadDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 788:
+		return envInteractReadDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 790:
+		return envSessionsInteractReadDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 791:
+		return envDispatchSessionsInteractReadDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 792:
+		return envObserveReadDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 794:
+		return envSessionsObserveReadDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 795:
+		return envDispatchSessionsObserveReadDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 796:
+		return envInteractObserveReadDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 798:
+		return envSessionsInteractObserveReadDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 799:
+		return envDispatchSessionsInteractObserveReadDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+	case 800:
+		return envWriteDurableExec{x, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 802:
+		return envSessionsWriteDurableExec{x, envWithSessions{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 803:
+		return envDispatchSessionsWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 804:
+		return envInteractWriteDurableExec{x, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 806:
+		return envSessionsInteractWriteDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 807:
+		return envDispatchSessionsInteractWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 808:
+		return envObserveWriteDurableExec{x, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 810:
+		return envSessionsObserveWriteDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 811:
+		return envDispatchSessionsObserveWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 812:
+		return envInteractObserveWriteDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 814:
+		return envSessionsInteractObserveWriteDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 815:
+		return envDispatchSessionsInteractObserveWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 816:
+		return envReadWriteDurableExec{x, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 818:
+		return envSessionsReadWriteDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 819:
+		return envDispatchSessionsReadWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 820:
+		return envInteractReadWriteDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 822:
+		return envSessionsInteractReadWriteDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 823:
+		return envDispatchSessionsInteractReadWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 824:
+		return envObserveReadWriteDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 826:
+		return envSessionsObserveReadWriteDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 827:
+		return envDispatchSessionsObserveReadWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 828:
+		return envInteractObserveReadWriteDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 830:
+		return envSessionsInteractObserveReadWriteDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 831:
+		return envDispatchSessionsInteractObserveReadWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+	case 832:
+		return envCheckpointDurableExec{x, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 834:
+		return envSessionsCheckpointDurableExec{x, envWithSessions{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 835:
+		return envDispatchSessionsCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 836:
+		return envInteractCheckpointDurableExec{x, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 838:
+		return envSessionsInteractCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 839:
+		return envDispatchSessionsInteractCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 840:
+		return envObserveCheckpointDurableExec{x, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 842:
+		return envSessionsObserveCheckpointDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 843:
+		return envDispatchSessionsObserveCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 844:
+		return envInteractObserveCheckpointDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 846:
+		return envSessionsInteractObserveCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 847:
+		return envDispatchSessionsInteractObserveCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 848:
+		return envReadCheckpointDurableExec{x, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 850:
+		return envSessionsReadCheckpointDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 851:
+		return envDispatchSessionsReadCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 852:
+		return envInteractReadCheckpointDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 854:
+		return envSessionsInteractReadCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 855:
+		return envDispatchSessionsInteractReadCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 856:
+		return envObserveReadCheckpointDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 858:
+		return envSessionsObserveReadCheckpointDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 859:
+		return envDispatchSessionsObserveReadCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 860:
+		return envInteractObserveReadCheckpointDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 862:
+		return envSessionsInteractObserveReadCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 863:
+		return envDispatchSessionsInteractObserveReadCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 864:
+		return envWriteCheckpointDurableExec{x, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 866:
+		return envSessionsWriteCheckpointDurableExec{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 867:
+		return envDispatchSessionsWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 868:
+		return envInteractWriteCheckpointDurableExec{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 870:
+		return envSessionsInteractWriteCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 871:
+		return envDispatchSessionsInteractWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 872:
+		return envObserveWriteCheckpointDurableExec{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 874:
+		return envSessionsObserveWriteCheckpointDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 875:
+		return envDispatchSessionsObserveWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 876:
+		return envInteractObserveWriteCheckpointDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 878:
+		return envSessionsInteractObserveWriteCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 879:
+		return envDispatchSessionsInteractObserveWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 880:
+		return envReadWriteCheckpointDurableExec{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 882:
+		return envSessionsReadWriteCheckpointDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 883:
+		return envDispatchSessionsReadWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 884:
+		return envInteractReadWriteCheckpointDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 886:
+		return envSessionsInteractReadWriteCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 887:
+		return envDispatchSessionsInteractReadWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 888:
+		return envObserveReadWriteCheckpointDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 890:
+		return envSessionsObserveReadWriteCheckpointDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 891:
+		return envDispatchSessionsObserveReadWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 892:
+		return envInteractObserveReadWriteCheckpointDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 894:
+		return envSessionsInteractObserveReadWriteCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 895:
+		return envDispatchSessionsInteractObserveReadWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+	case 896:
+		return envForkDurableExec{x, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 898:
+		return envSessionsForkDurableExec{x, envWithSessions{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 899:
+		return envDispatchSessionsForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 900:
+		return envInteractForkDurableExec{x, envWithInteract{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 902:
+		return envSessionsInteractForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 903:
+		return envDispatchSessionsInteractForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 904:
+		return envObserveForkDurableExec{x, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 906:
+		return envSessionsObserveForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 907:
+		return envDispatchSessionsObserveForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 908:
+		return envInteractObserveForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 910:
+		return envSessionsInteractObserveForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 911:
+		return envDispatchSessionsInteractObserveForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 912:
+		return envReadForkDurableExec{x, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 914:
+		return envSessionsReadForkDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 915:
+		return envDispatchSessionsReadForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 916:
+		return envInteractReadForkDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 918:
+		return envSessionsInteractReadForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 919:
+		return envDispatchSessionsInteractReadForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 920:
+		return envObserveReadForkDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 922:
+		return envSessionsObserveReadForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 923:
+		return envDispatchSessionsObserveReadForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 924:
+		return envInteractObserveReadForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 926:
+		return envSessionsInteractObserveReadForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 927:
+		return envDispatchSessionsInteractObserveReadForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 928:
+		return envWriteForkDurableExec{x, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 930:
+		return envSessionsWriteForkDurableExec{x, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 931:
+		return envDispatchSessionsWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 932:
+		return envInteractWriteForkDurableExec{x, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 934:
+		return envSessionsInteractWriteForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 935:
+		return envDispatchSessionsInteractWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 936:
+		return envObserveWriteForkDurableExec{x, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 938:
+		return envSessionsObserveWriteForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 939:
+		return envDispatchSessionsObserveWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 940:
+		return envInteractObserveWriteForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 942:
+		return envSessionsInteractObserveWriteForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 943:
+		return envDispatchSessionsInteractObserveWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 944:
+		return envReadWriteForkDurableExec{x, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 946:
+		return envSessionsReadWriteForkDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 947:
+		return envDispatchSessionsReadWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 948:
+		return envInteractReadWriteForkDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 950:
+		return envSessionsInteractReadWriteForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 951:
+		return envDispatchSessionsInteractReadWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 952:
+		return envObserveReadWriteForkDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 954:
+		return envSessionsObserveReadWriteForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 955:
+		return envDispatchSessionsObserveReadWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 956:
+		return envInteractObserveReadWriteForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 958:
+		return envSessionsInteractObserveReadWriteForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 959:
+		return envDispatchSessionsInteractObserveReadWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 960:
+		return envCheckpointForkDurableExec{x, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 962:
+		return envSessionsCheckpointForkDurableExec{x, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 963:
+		return envDispatchSessionsCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 964:
+		return envInteractCheckpointForkDurableExec{x, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 966:
+		return envSessionsInteractCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 967:
+		return envDispatchSessionsInteractCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 968:
+		return envObserveCheckpointForkDurableExec{x, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 970:
+		return envSessionsObserveCheckpointForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 971:
+		return envDispatchSessionsObserveCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 972:
+		return envInteractObserveCheckpointForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 974:
+		return envSessionsInteractObserveCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 975:
+		return envDispatchSessionsInteractObserveCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 976:
+		return envReadCheckpointForkDurableExec{x, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 978:
+		return envSessionsReadCheckpointForkDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 979:
+		return envDispatchSessionsReadCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 980:
+		return envInteractReadCheckpointForkDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 982:
+		return envSessionsInteractReadCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 983:
+		return envDispatchSessionsInteractReadCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 984:
+		return envObserveReadCheckpointForkDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 986:
+		return envSessionsObserveReadCheckpointForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 987:
+		return envDispatchSessionsObserveReadCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 988:
+		return envInteractObserveReadCheckpointForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 990:
+		return envSessionsInteractObserveReadCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 991:
+		return envDispatchSessionsInteractObserveReadCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 992:
+		return envWriteCheckpointForkDurableExec{x, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 994:
+		return envSessionsWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 995:
+		return envDispatchSessionsWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 996:
+		return envInteractWriteCheckpointForkDurableExec{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 998:
+		return envSessionsInteractWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 999:
+		return envDispatchSessionsInteractWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1000:
+		return envObserveWriteCheckpointForkDurableExec{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1002:
+		return envSessionsObserveWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1003:
+		return envDispatchSessionsObserveWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1004:
+		return envInteractObserveWriteCheckpointForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1006:
+		return envSessionsInteractObserveWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1007:
+		return envDispatchSessionsInteractObserveWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1008:
+		return envReadWriteCheckpointForkDurableExec{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1010:
+		return envSessionsReadWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1011:
+		return envDispatchSessionsReadWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1012:
+		return envInteractReadWriteCheckpointForkDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1014:
+		return envSessionsInteractReadWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1015:
+		return envDispatchSessionsInteractReadWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1016:
+		return envObserveReadWriteCheckpointForkDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1018:
+		return envSessionsObserveReadWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1019:
+		return envDispatchSessionsObserveReadWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1020:
+		return envInteractObserveReadWriteCheckpointForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1022:
+		return envSessionsInteractObserveReadWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+	case 1023:
+		return envDispatchSessionsInteractObserveReadWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	}
 	return x
 }
 
-// envDispatch offers Dispatcher.
-type envDispatch struct{ *environment }
+// envWithDispatch carries the methods of contract.Dispatcher.
+type envWithDispatch struct{ x *environment }
 
 // Dispatch implements contract.Dispatcher.
-func (e envDispatch) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
+func (e envWithDispatch) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+	x := e.x
 	return x.dispatch(ctx, in)
+}
+
+// envWithSessions carries the methods of contract.SessionOpener.
+type envWithSessions struct{ x *environment }
+
+// Session implements contract.SessionOpener.
+func (e envWithSessions) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	x := e.x
+	return x.session(ctx, id, ref)
+}
+
+// envWithInteract carries the methods of contract.InteractionResponder.
+type envWithInteract struct{ x *environment }
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e envWithInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.x
+	return x.respond(ctx, cmd)
+}
+
+// envWithObserve carries the methods of contract.Observer.
+type envWithObserve struct{ x *environment }
+
+// Observe implements contract.Observer.
+func (e envWithObserve) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+	x := e.x
+	return x.observe(ctx)
+}
+
+// envWithRead carries the methods of contract.WorkspaceReader.
+type envWithRead struct{ x *environment }
+
+// ReadFile implements contract.WorkspaceReader.
+func (e envWithRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+	x := e.x
+	return x.readFile(ctx, path, sessionID)
+}
+
+// envWithWrite carries the methods of contract.WorkspaceWriter.
+type envWithWrite struct{ x *environment }
+
+// WriteFile implements contract.WorkspaceWriter.
+func (e envWithWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+	x := e.x
+	return x.writeFile(ctx, path, content, sessionID)
+}
+
+// envWithCheckpoint carries the methods of contract.LegacyCheckpointer.
+type envWithCheckpoint struct{ x *environment }
+
+// Checkpoint implements contract.LegacyCheckpointer.
+func (e envWithCheckpoint) Checkpoint(ctx context.Context, req *contract.CheckpointRequest) (*contract.CheckpointRef, error) {
+	x := e.x
+	return x.checkpoint(ctx, req)
+}
+
+// envWithFork carries the methods of contract.LegacyForker.
+type envWithFork struct{ x *environment }
+
+// Fork implements contract.LegacyForker.
+func (e envWithFork) Fork(ctx context.Context, from *contract.CheckpointRef, req *contract.ForkRequest) (contract.Environment, error) {
+	x := e.x
+	return x.fork(ctx, from, req)
+}
+
+// envWithDurable carries the methods of contract.DurableBrancher.
+type envWithDurable struct{ x *environment }
+
+// WorkspaceBranching implements contract.DurableBrancher.
+func (e envWithDurable) WorkspaceBranching() contract.WorkspaceBranching {
+	x := e.x
+	return x.workspaceBranching()
+}
+
+// envWithExec carries the methods of contract.CommandExecutor.
+type envWithExec struct{ x *environment }
+
+// Exec implements contract.CommandExecutor.
+func (e envWithExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+	x := e.x
+	return x.exec(ctx, command, req)
 }
 
 // envSessions offers SessionOpener.
-type envSessions struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessions) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
+type envSessions struct {
+	*environment
+	envWithSessions
 }
 
 // envDispatchSessions offers Dispatcher, SessionOpener.
-type envDispatchSessions struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessions) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessions) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
+type envDispatchSessions struct {
+	*environment
+	envWithDispatch
+	envWithSessions
 }
 
 // envInteract offers InteractionResponder.
-type envInteract struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// envDispatchInteract offers Dispatcher, InteractionResponder.
-type envDispatchInteract struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteract) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
+type envInteract struct {
+	*environment
+	envWithInteract
 }
 
 // envSessionsInteract offers SessionOpener, InteractionResponder.
-type envSessionsInteract struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteract) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
+type envSessionsInteract struct {
+	*environment
+	envWithSessions
+	envWithInteract
 }
 
 // envDispatchSessionsInteract offers Dispatcher, SessionOpener, InteractionResponder.
-type envDispatchSessionsInteract struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteract) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteract) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
+type envDispatchSessionsInteract struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
 }
 
 // envObserve offers Observer.
-type envObserve struct{ *environment }
-
-// Observe implements contract.Observer.
-func (e envObserve) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// envDispatchObserve offers Dispatcher, Observer.
-type envDispatchObserve struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchObserve) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchObserve) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
+type envObserve struct {
+	*environment
+	envWithObserve
 }
 
 // envSessionsObserve offers SessionOpener, Observer.
-type envSessionsObserve struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsObserve) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsObserve) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
+type envSessionsObserve struct {
+	*environment
+	envWithSessions
+	envWithObserve
 }
 
 // envDispatchSessionsObserve offers Dispatcher, SessionOpener, Observer.
-type envDispatchSessionsObserve struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsObserve) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsObserve) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsObserve) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
+type envDispatchSessionsObserve struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
 }
 
 // envInteractObserve offers InteractionResponder, Observer.
-type envInteractObserve struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractObserve) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envInteractObserve) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// envDispatchInteractObserve offers Dispatcher, InteractionResponder, Observer.
-type envDispatchInteractObserve struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractObserve) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractObserve) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchInteractObserve) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
+type envInteractObserve struct {
+	*environment
+	envWithInteract
+	envWithObserve
 }
 
 // envSessionsInteractObserve offers SessionOpener, InteractionResponder, Observer.
-type envSessionsInteractObserve struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractObserve) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractObserve) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsInteractObserve) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
+type envSessionsInteractObserve struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
 }
 
 // envDispatchSessionsInteractObserve offers Dispatcher, SessionOpener, InteractionResponder, Observer.
-type envDispatchSessionsInteractObserve struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractObserve) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractObserve) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractObserve) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsInteractObserve) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
+type envDispatchSessionsInteractObserve struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
 }
 
 // envRead offers WorkspaceReader.
-type envRead struct{ *environment }
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// envDispatchRead offers Dispatcher, WorkspaceReader.
-type envDispatchRead struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchRead) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envRead struct {
+	*environment
+	envWithRead
 }
 
 // envSessionsRead offers SessionOpener, WorkspaceReader.
-type envSessionsRead struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsRead) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envSessionsRead struct {
+	*environment
+	envWithSessions
+	envWithRead
 }
 
 // envDispatchSessionsRead offers Dispatcher, SessionOpener, WorkspaceReader.
-type envDispatchSessionsRead struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsRead) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsRead) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envDispatchSessionsRead struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
 }
 
 // envInteractRead offers InteractionResponder, WorkspaceReader.
-type envInteractRead struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractRead) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envInteractRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// envDispatchInteractRead offers Dispatcher, InteractionResponder, WorkspaceReader.
-type envDispatchInteractRead struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractRead) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractRead) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchInteractRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envInteractRead struct {
+	*environment
+	envWithInteract
+	envWithRead
 }
 
 // envSessionsInteractRead offers SessionOpener, InteractionResponder, WorkspaceReader.
-type envSessionsInteractRead struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractRead) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractRead) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsInteractRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envSessionsInteractRead struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
 }
 
 // envDispatchSessionsInteractRead offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader.
-type envDispatchSessionsInteractRead struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractRead) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractRead) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractRead) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsInteractRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envDispatchSessionsInteractRead struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
 }
 
 // envObserveRead offers Observer, WorkspaceReader.
-type envObserveRead struct{ *environment }
-
-// Observe implements contract.Observer.
-func (e envObserveRead) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envObserveRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// envDispatchObserveRead offers Dispatcher, Observer, WorkspaceReader.
-type envDispatchObserveRead struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchObserveRead) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchObserveRead) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchObserveRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envObserveRead struct {
+	*environment
+	envWithObserve
+	envWithRead
 }
 
 // envSessionsObserveRead offers SessionOpener, Observer, WorkspaceReader.
-type envSessionsObserveRead struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsObserveRead) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsObserveRead) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsObserveRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envSessionsObserveRead struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
 }
 
 // envDispatchSessionsObserveRead offers Dispatcher, SessionOpener, Observer, WorkspaceReader.
-type envDispatchSessionsObserveRead struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsObserveRead) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsObserveRead) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsObserveRead) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsObserveRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envDispatchSessionsObserveRead struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
 }
 
 // envInteractObserveRead offers InteractionResponder, Observer, WorkspaceReader.
-type envInteractObserveRead struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractObserveRead) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envInteractObserveRead) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envInteractObserveRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// envDispatchInteractObserveRead offers Dispatcher, InteractionResponder, Observer, WorkspaceReader.
-type envDispatchInteractObserveRead struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractObserveRead) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractObserveRead) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchInteractObserveRead) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchInteractObserveRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envInteractObserveRead struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
 }
 
 // envSessionsInteractObserveRead offers SessionOpener, InteractionResponder, Observer, WorkspaceReader.
-type envSessionsInteractObserveRead struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractObserveRead) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractObserveRead) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsInteractObserveRead) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsInteractObserveRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envSessionsInteractObserveRead struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
 }
 
 // envDispatchSessionsInteractObserveRead offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader.
-type envDispatchSessionsInteractObserveRead struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractObserveRead) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractObserveRead) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractObserveRead) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsInteractObserveRead) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsInteractObserveRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+type envDispatchSessionsInteractObserveRead struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
 }
 
 // envWrite offers WorkspaceWriter.
-type envWrite struct{ *environment }
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// envDispatchWrite offers Dispatcher, WorkspaceWriter.
-type envDispatchWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envWrite struct {
+	*environment
+	envWithWrite
 }
 
 // envSessionsWrite offers SessionOpener, WorkspaceWriter.
-type envSessionsWrite struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envSessionsWrite struct {
+	*environment
+	envWithSessions
+	envWithWrite
 }
 
 // envDispatchSessionsWrite offers Dispatcher, SessionOpener, WorkspaceWriter.
-type envDispatchSessionsWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envDispatchSessionsWrite struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
 }
 
 // envInteractWrite offers InteractionResponder, WorkspaceWriter.
-type envInteractWrite struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envInteractWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// envDispatchInteractWrite offers Dispatcher, InteractionResponder, WorkspaceWriter.
-type envDispatchInteractWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchInteractWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envInteractWrite struct {
+	*environment
+	envWithInteract
+	envWithWrite
 }
 
 // envSessionsInteractWrite offers SessionOpener, InteractionResponder, WorkspaceWriter.
-type envSessionsInteractWrite struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsInteractWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envSessionsInteractWrite struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
 }
 
 // envDispatchSessionsInteractWrite offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter.
-type envDispatchSessionsInteractWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsInteractWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envDispatchSessionsInteractWrite struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
 }
 
 // envObserveWrite offers Observer, WorkspaceWriter.
-type envObserveWrite struct{ *environment }
-
-// Observe implements contract.Observer.
-func (e envObserveWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envObserveWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// envDispatchObserveWrite offers Dispatcher, Observer, WorkspaceWriter.
-type envDispatchObserveWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchObserveWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchObserveWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchObserveWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envObserveWrite struct {
+	*environment
+	envWithObserve
+	envWithWrite
 }
 
 // envSessionsObserveWrite offers SessionOpener, Observer, WorkspaceWriter.
-type envSessionsObserveWrite struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsObserveWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsObserveWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsObserveWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envSessionsObserveWrite struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
 }
 
 // envDispatchSessionsObserveWrite offers Dispatcher, SessionOpener, Observer, WorkspaceWriter.
-type envDispatchSessionsObserveWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsObserveWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsObserveWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsObserveWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsObserveWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envDispatchSessionsObserveWrite struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
 }
 
 // envInteractObserveWrite offers InteractionResponder, Observer, WorkspaceWriter.
-type envInteractObserveWrite struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractObserveWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envInteractObserveWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envInteractObserveWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// envDispatchInteractObserveWrite offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter.
-type envDispatchInteractObserveWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractObserveWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractObserveWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchInteractObserveWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchInteractObserveWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envInteractObserveWrite struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
 }
 
 // envSessionsInteractObserveWrite offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter.
-type envSessionsInteractObserveWrite struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractObserveWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractObserveWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsInteractObserveWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsInteractObserveWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envSessionsInteractObserveWrite struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
 }
 
 // envDispatchSessionsInteractObserveWrite offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter.
-type envDispatchSessionsInteractObserveWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractObserveWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractObserveWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractObserveWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsInteractObserveWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsInteractObserveWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envDispatchSessionsInteractObserveWrite struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
 }
 
 // envReadWrite offers WorkspaceReader, WorkspaceWriter.
-type envReadWrite struct{ *environment }
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// envDispatchReadWrite offers Dispatcher, WorkspaceReader, WorkspaceWriter.
-type envDispatchReadWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchReadWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envReadWrite struct {
+	*environment
+	envWithRead
+	envWithWrite
 }
 
 // envSessionsReadWrite offers SessionOpener, WorkspaceReader, WorkspaceWriter.
-type envSessionsReadWrite struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsReadWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envSessionsReadWrite struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
 }
 
 // envDispatchSessionsReadWrite offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter.
-type envDispatchSessionsReadWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsReadWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsReadWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envDispatchSessionsReadWrite struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
 }
 
 // envInteractReadWrite offers InteractionResponder, WorkspaceReader, WorkspaceWriter.
-type envInteractReadWrite struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractReadWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envInteractReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envInteractReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// envDispatchInteractReadWrite offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter.
-type envDispatchInteractReadWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractReadWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractReadWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchInteractReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchInteractReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envInteractReadWrite struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
 }
 
 // envSessionsInteractReadWrite offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter.
-type envSessionsInteractReadWrite struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractReadWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractReadWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsInteractReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsInteractReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envSessionsInteractReadWrite struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
 }
 
 // envDispatchSessionsInteractReadWrite offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter.
-type envDispatchSessionsInteractReadWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractReadWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractReadWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractReadWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsInteractReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsInteractReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envDispatchSessionsInteractReadWrite struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
 }
 
 // envObserveReadWrite offers Observer, WorkspaceReader, WorkspaceWriter.
-type envObserveReadWrite struct{ *environment }
-
-// Observe implements contract.Observer.
-func (e envObserveReadWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envObserveReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envObserveReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// envDispatchObserveReadWrite offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter.
-type envDispatchObserveReadWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchObserveReadWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchObserveReadWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchObserveReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchObserveReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envObserveReadWrite struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
 }
 
 // envSessionsObserveReadWrite offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter.
-type envSessionsObserveReadWrite struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsObserveReadWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsObserveReadWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsObserveReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsObserveReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envSessionsObserveReadWrite struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
 }
 
 // envDispatchSessionsObserveReadWrite offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter.
-type envDispatchSessionsObserveReadWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsObserveReadWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsObserveReadWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsObserveReadWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsObserveReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsObserveReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envDispatchSessionsObserveReadWrite struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
 }
 
 // envInteractObserveReadWrite offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter.
-type envInteractObserveReadWrite struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractObserveReadWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envInteractObserveReadWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envInteractObserveReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envInteractObserveReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// envDispatchInteractObserveReadWrite offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter.
-type envDispatchInteractObserveReadWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractObserveReadWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractObserveReadWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchInteractObserveReadWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchInteractObserveReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchInteractObserveReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envInteractObserveReadWrite struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
 }
 
 // envSessionsInteractObserveReadWrite offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter.
-type envSessionsInteractObserveReadWrite struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractObserveReadWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractObserveReadWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsInteractObserveReadWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsInteractObserveReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsInteractObserveReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+type envSessionsInteractObserveReadWrite struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
 }
 
 // envDispatchSessionsInteractObserveReadWrite offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter.
-type envDispatchSessionsInteractObserveReadWrite struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractObserveReadWrite) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
+type envDispatchSessionsInteractObserveReadWrite struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
 }
 
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractObserveReadWrite) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
+// envCheckpoint offers LegacyCheckpointer.
+type envCheckpoint struct {
+	*environment
+	envWithCheckpoint
 }
 
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractObserveReadWrite) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
+// envSessionsCheckpoint offers SessionOpener, LegacyCheckpointer.
+type envSessionsCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithCheckpoint
 }
 
-// Observe implements contract.Observer.
-func (e envDispatchSessionsInteractObserveReadWrite) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
+// envDispatchSessionsCheckpoint offers Dispatcher, SessionOpener, LegacyCheckpointer.
+type envDispatchSessionsCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithCheckpoint
 }
 
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsInteractObserveReadWrite) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+// envInteractCheckpoint offers InteractionResponder, LegacyCheckpointer.
+type envInteractCheckpoint struct {
+	*environment
+	envWithInteract
+	envWithCheckpoint
 }
 
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsInteractObserveReadWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+// envSessionsInteractCheckpoint offers SessionOpener, InteractionResponder, LegacyCheckpointer.
+type envSessionsInteractCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+}
+
+// envDispatchSessionsInteractCheckpoint offers Dispatcher, SessionOpener, InteractionResponder, LegacyCheckpointer.
+type envDispatchSessionsInteractCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+}
+
+// envObserveCheckpoint offers Observer, LegacyCheckpointer.
+type envObserveCheckpoint struct {
+	*environment
+	envWithObserve
+	envWithCheckpoint
+}
+
+// envSessionsObserveCheckpoint offers SessionOpener, Observer, LegacyCheckpointer.
+type envSessionsObserveCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+}
+
+// envDispatchSessionsObserveCheckpoint offers Dispatcher, SessionOpener, Observer, LegacyCheckpointer.
+type envDispatchSessionsObserveCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+}
+
+// envInteractObserveCheckpoint offers InteractionResponder, Observer, LegacyCheckpointer.
+type envInteractObserveCheckpoint struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+}
+
+// envSessionsInteractObserveCheckpoint offers SessionOpener, InteractionResponder, Observer, LegacyCheckpointer.
+type envSessionsInteractObserveCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+}
+
+// envDispatchSessionsInteractObserveCheckpoint offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyCheckpointer.
+type envDispatchSessionsInteractObserveCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+}
+
+// envReadCheckpoint offers WorkspaceReader, LegacyCheckpointer.
+type envReadCheckpoint struct {
+	*environment
+	envWithRead
+	envWithCheckpoint
+}
+
+// envSessionsReadCheckpoint offers SessionOpener, WorkspaceReader, LegacyCheckpointer.
+type envSessionsReadCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+}
+
+// envDispatchSessionsReadCheckpoint offers Dispatcher, SessionOpener, WorkspaceReader, LegacyCheckpointer.
+type envDispatchSessionsReadCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+}
+
+// envInteractReadCheckpoint offers InteractionResponder, WorkspaceReader, LegacyCheckpointer.
+type envInteractReadCheckpoint struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+}
+
+// envSessionsInteractReadCheckpoint offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer.
+type envSessionsInteractReadCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+}
+
+// envDispatchSessionsInteractReadCheckpoint offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer.
+type envDispatchSessionsInteractReadCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+}
+
+// envObserveReadCheckpoint offers Observer, WorkspaceReader, LegacyCheckpointer.
+type envObserveReadCheckpoint struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+}
+
+// envSessionsObserveReadCheckpoint offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer.
+type envSessionsObserveReadCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+}
+
+// envDispatchSessionsObserveReadCheckpoint offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer.
+type envDispatchSessionsObserveReadCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+}
+
+// envInteractObserveReadCheckpoint offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer.
+type envInteractObserveReadCheckpoint struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+}
+
+// envSessionsInteractObserveReadCheckpoint offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer.
+type envSessionsInteractObserveReadCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+}
+
+// envDispatchSessionsInteractObserveReadCheckpoint offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer.
+type envDispatchSessionsInteractObserveReadCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+}
+
+// envWriteCheckpoint offers WorkspaceWriter, LegacyCheckpointer.
+type envWriteCheckpoint struct {
+	*environment
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envSessionsWriteCheckpoint offers SessionOpener, WorkspaceWriter, LegacyCheckpointer.
+type envSessionsWriteCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envDispatchSessionsWriteCheckpoint offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyCheckpointer.
+type envDispatchSessionsWriteCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envInteractWriteCheckpoint offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer.
+type envInteractWriteCheckpoint struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envSessionsInteractWriteCheckpoint offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer.
+type envSessionsInteractWriteCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envDispatchSessionsInteractWriteCheckpoint offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer.
+type envDispatchSessionsInteractWriteCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envObserveWriteCheckpoint offers Observer, WorkspaceWriter, LegacyCheckpointer.
+type envObserveWriteCheckpoint struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envSessionsObserveWriteCheckpoint offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer.
+type envSessionsObserveWriteCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envDispatchSessionsObserveWriteCheckpoint offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer.
+type envDispatchSessionsObserveWriteCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envInteractObserveWriteCheckpoint offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer.
+type envInteractObserveWriteCheckpoint struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envSessionsInteractObserveWriteCheckpoint offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer.
+type envSessionsInteractObserveWriteCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envDispatchSessionsInteractObserveWriteCheckpoint offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer.
+type envDispatchSessionsInteractObserveWriteCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envReadWriteCheckpoint offers WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envReadWriteCheckpoint struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envSessionsReadWriteCheckpoint offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envSessionsReadWriteCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envDispatchSessionsReadWriteCheckpoint offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envDispatchSessionsReadWriteCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envInteractReadWriteCheckpoint offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envInteractReadWriteCheckpoint struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envSessionsInteractReadWriteCheckpoint offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envSessionsInteractReadWriteCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envDispatchSessionsInteractReadWriteCheckpoint offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envDispatchSessionsInteractReadWriteCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envObserveReadWriteCheckpoint offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envObserveReadWriteCheckpoint struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envSessionsObserveReadWriteCheckpoint offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envSessionsObserveReadWriteCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envDispatchSessionsObserveReadWriteCheckpoint offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envDispatchSessionsObserveReadWriteCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envInteractObserveReadWriteCheckpoint offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envInteractObserveReadWriteCheckpoint struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envSessionsInteractObserveReadWriteCheckpoint offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envSessionsInteractObserveReadWriteCheckpoint struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envDispatchSessionsInteractObserveReadWriteCheckpoint offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
+type envDispatchSessionsInteractObserveReadWriteCheckpoint struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+}
+
+// envFork offers LegacyForker.
+type envFork struct {
+	*environment
+	envWithFork
+}
+
+// envSessionsFork offers SessionOpener, LegacyForker.
+type envSessionsFork struct {
+	*environment
+	envWithSessions
+	envWithFork
+}
+
+// envDispatchSessionsFork offers Dispatcher, SessionOpener, LegacyForker.
+type envDispatchSessionsFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithFork
+}
+
+// envInteractFork offers InteractionResponder, LegacyForker.
+type envInteractFork struct {
+	*environment
+	envWithInteract
+	envWithFork
+}
+
+// envSessionsInteractFork offers SessionOpener, InteractionResponder, LegacyForker.
+type envSessionsInteractFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithFork
+}
+
+// envDispatchSessionsInteractFork offers Dispatcher, SessionOpener, InteractionResponder, LegacyForker.
+type envDispatchSessionsInteractFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithFork
+}
+
+// envObserveFork offers Observer, LegacyForker.
+type envObserveFork struct {
+	*environment
+	envWithObserve
+	envWithFork
+}
+
+// envSessionsObserveFork offers SessionOpener, Observer, LegacyForker.
+type envSessionsObserveFork struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithFork
+}
+
+// envDispatchSessionsObserveFork offers Dispatcher, SessionOpener, Observer, LegacyForker.
+type envDispatchSessionsObserveFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithFork
+}
+
+// envInteractObserveFork offers InteractionResponder, Observer, LegacyForker.
+type envInteractObserveFork struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithFork
+}
+
+// envSessionsInteractObserveFork offers SessionOpener, InteractionResponder, Observer, LegacyForker.
+type envSessionsInteractObserveFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithFork
+}
+
+// envDispatchSessionsInteractObserveFork offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyForker.
+type envDispatchSessionsInteractObserveFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithFork
+}
+
+// envReadFork offers WorkspaceReader, LegacyForker.
+type envReadFork struct {
+	*environment
+	envWithRead
+	envWithFork
+}
+
+// envSessionsReadFork offers SessionOpener, WorkspaceReader, LegacyForker.
+type envSessionsReadFork struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithFork
+}
+
+// envDispatchSessionsReadFork offers Dispatcher, SessionOpener, WorkspaceReader, LegacyForker.
+type envDispatchSessionsReadFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithFork
+}
+
+// envInteractReadFork offers InteractionResponder, WorkspaceReader, LegacyForker.
+type envInteractReadFork struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithFork
+}
+
+// envSessionsInteractReadFork offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyForker.
+type envSessionsInteractReadFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithFork
+}
+
+// envDispatchSessionsInteractReadFork offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyForker.
+type envDispatchSessionsInteractReadFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithFork
+}
+
+// envObserveReadFork offers Observer, WorkspaceReader, LegacyForker.
+type envObserveReadFork struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithFork
+}
+
+// envSessionsObserveReadFork offers SessionOpener, Observer, WorkspaceReader, LegacyForker.
+type envSessionsObserveReadFork struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithFork
+}
+
+// envDispatchSessionsObserveReadFork offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyForker.
+type envDispatchSessionsObserveReadFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithFork
+}
+
+// envInteractObserveReadFork offers InteractionResponder, Observer, WorkspaceReader, LegacyForker.
+type envInteractObserveReadFork struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+}
+
+// envSessionsInteractObserveReadFork offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyForker.
+type envSessionsInteractObserveReadFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+}
+
+// envDispatchSessionsInteractObserveReadFork offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyForker.
+type envDispatchSessionsInteractObserveReadFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+}
+
+// envWriteFork offers WorkspaceWriter, LegacyForker.
+type envWriteFork struct {
+	*environment
+	envWithWrite
+	envWithFork
+}
+
+// envSessionsWriteFork offers SessionOpener, WorkspaceWriter, LegacyForker.
+type envSessionsWriteFork struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithFork
+}
+
+// envDispatchSessionsWriteFork offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyForker.
+type envDispatchSessionsWriteFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithFork
+}
+
+// envInteractWriteFork offers InteractionResponder, WorkspaceWriter, LegacyForker.
+type envInteractWriteFork struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithFork
+}
+
+// envSessionsInteractWriteFork offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyForker.
+type envSessionsInteractWriteFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithFork
+}
+
+// envDispatchSessionsInteractWriteFork offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyForker.
+type envDispatchSessionsInteractWriteFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithFork
+}
+
+// envObserveWriteFork offers Observer, WorkspaceWriter, LegacyForker.
+type envObserveWriteFork struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithFork
+}
+
+// envSessionsObserveWriteFork offers SessionOpener, Observer, WorkspaceWriter, LegacyForker.
+type envSessionsObserveWriteFork struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithFork
+}
+
+// envDispatchSessionsObserveWriteFork offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyForker.
+type envDispatchSessionsObserveWriteFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithFork
+}
+
+// envInteractObserveWriteFork offers InteractionResponder, Observer, WorkspaceWriter, LegacyForker.
+type envInteractObserveWriteFork struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+}
+
+// envSessionsInteractObserveWriteFork offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyForker.
+type envSessionsInteractObserveWriteFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+}
+
+// envDispatchSessionsInteractObserveWriteFork offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyForker.
+type envDispatchSessionsInteractObserveWriteFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+}
+
+// envReadWriteFork offers WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envReadWriteFork struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envSessionsReadWriteFork offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envSessionsReadWriteFork struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envDispatchSessionsReadWriteFork offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envDispatchSessionsReadWriteFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envInteractReadWriteFork offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envInteractReadWriteFork struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envSessionsInteractReadWriteFork offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envSessionsInteractReadWriteFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envDispatchSessionsInteractReadWriteFork offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envDispatchSessionsInteractReadWriteFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envObserveReadWriteFork offers Observer, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envObserveReadWriteFork struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envSessionsObserveReadWriteFork offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envSessionsObserveReadWriteFork struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envDispatchSessionsObserveReadWriteFork offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envDispatchSessionsObserveReadWriteFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envInteractObserveReadWriteFork offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envInteractObserveReadWriteFork struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envSessionsInteractObserveReadWriteFork offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envSessionsInteractObserveReadWriteFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envDispatchSessionsInteractObserveReadWriteFork offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker.
+type envDispatchSessionsInteractObserveReadWriteFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+}
+
+// envCheckpointFork offers LegacyCheckpointer, LegacyForker.
+type envCheckpointFork struct {
+	*environment
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsCheckpointFork offers SessionOpener, LegacyCheckpointer, LegacyForker.
+type envSessionsCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsCheckpointFork offers Dispatcher, SessionOpener, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithCheckpoint
+	envWithFork
+}
+
+// envInteractCheckpointFork offers InteractionResponder, LegacyCheckpointer, LegacyForker.
+type envInteractCheckpointFork struct {
+	*environment
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsInteractCheckpointFork offers SessionOpener, InteractionResponder, LegacyCheckpointer, LegacyForker.
+type envSessionsInteractCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsInteractCheckpointFork offers Dispatcher, SessionOpener, InteractionResponder, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsInteractCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+}
+
+// envObserveCheckpointFork offers Observer, LegacyCheckpointer, LegacyForker.
+type envObserveCheckpointFork struct {
+	*environment
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsObserveCheckpointFork offers SessionOpener, Observer, LegacyCheckpointer, LegacyForker.
+type envSessionsObserveCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsObserveCheckpointFork offers Dispatcher, SessionOpener, Observer, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsObserveCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+}
+
+// envInteractObserveCheckpointFork offers InteractionResponder, Observer, LegacyCheckpointer, LegacyForker.
+type envInteractObserveCheckpointFork struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsInteractObserveCheckpointFork offers SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker.
+type envSessionsInteractObserveCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsInteractObserveCheckpointFork offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsInteractObserveCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+}
+
+// envReadCheckpointFork offers WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envReadCheckpointFork struct {
+	*environment
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsReadCheckpointFork offers SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envSessionsReadCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsReadCheckpointFork offers Dispatcher, SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsReadCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envInteractReadCheckpointFork offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envInteractReadCheckpointFork struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsInteractReadCheckpointFork offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envSessionsInteractReadCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsInteractReadCheckpointFork offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsInteractReadCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envObserveReadCheckpointFork offers Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envObserveReadCheckpointFork struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsObserveReadCheckpointFork offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envSessionsObserveReadCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsObserveReadCheckpointFork offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsObserveReadCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envInteractObserveReadCheckpointFork offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envInteractObserveReadCheckpointFork struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsInteractObserveReadCheckpointFork offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envSessionsInteractObserveReadCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsInteractObserveReadCheckpointFork offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsInteractObserveReadCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+}
+
+// envWriteCheckpointFork offers WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envWriteCheckpointFork struct {
+	*environment
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsWriteCheckpointFork offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envSessionsWriteCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsWriteCheckpointFork offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsWriteCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envInteractWriteCheckpointFork offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envInteractWriteCheckpointFork struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsInteractWriteCheckpointFork offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envSessionsInteractWriteCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsInteractWriteCheckpointFork offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsInteractWriteCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envObserveWriteCheckpointFork offers Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envObserveWriteCheckpointFork struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsObserveWriteCheckpointFork offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envSessionsObserveWriteCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsObserveWriteCheckpointFork offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsObserveWriteCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envInteractObserveWriteCheckpointFork offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envInteractObserveWriteCheckpointFork struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsInteractObserveWriteCheckpointFork offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envSessionsInteractObserveWriteCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsInteractObserveWriteCheckpointFork offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsInteractObserveWriteCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envReadWriteCheckpointFork offers WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envReadWriteCheckpointFork struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsReadWriteCheckpointFork offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envSessionsReadWriteCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsReadWriteCheckpointFork offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsReadWriteCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envInteractReadWriteCheckpointFork offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envInteractReadWriteCheckpointFork struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsInteractReadWriteCheckpointFork offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envSessionsInteractReadWriteCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsInteractReadWriteCheckpointFork offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsInteractReadWriteCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envObserveReadWriteCheckpointFork offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envObserveReadWriteCheckpointFork struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsObserveReadWriteCheckpointFork offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envSessionsObserveReadWriteCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsObserveReadWriteCheckpointFork offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsObserveReadWriteCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envInteractObserveReadWriteCheckpointFork offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envInteractObserveReadWriteCheckpointFork struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envSessionsInteractObserveReadWriteCheckpointFork offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envSessionsInteractObserveReadWriteCheckpointFork struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDispatchSessionsInteractObserveReadWriteCheckpointFork offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
+type envDispatchSessionsInteractObserveReadWriteCheckpointFork struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+}
+
+// envDurable offers DurableBrancher.
+type envDurable struct {
+	*environment
+	envWithDurable
+}
+
+// envSessionsDurable offers SessionOpener, DurableBrancher.
+type envSessionsDurable struct {
+	*environment
+	envWithSessions
+	envWithDurable
+}
+
+// envDispatchSessionsDurable offers Dispatcher, SessionOpener, DurableBrancher.
+type envDispatchSessionsDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithDurable
+}
+
+// envInteractDurable offers InteractionResponder, DurableBrancher.
+type envInteractDurable struct {
+	*environment
+	envWithInteract
+	envWithDurable
+}
+
+// envSessionsInteractDurable offers SessionOpener, InteractionResponder, DurableBrancher.
+type envSessionsInteractDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithDurable
+}
+
+// envDispatchSessionsInteractDurable offers Dispatcher, SessionOpener, InteractionResponder, DurableBrancher.
+type envDispatchSessionsInteractDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithDurable
+}
+
+// envObserveDurable offers Observer, DurableBrancher.
+type envObserveDurable struct {
+	*environment
+	envWithObserve
+	envWithDurable
+}
+
+// envSessionsObserveDurable offers SessionOpener, Observer, DurableBrancher.
+type envSessionsObserveDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithDurable
+}
+
+// envDispatchSessionsObserveDurable offers Dispatcher, SessionOpener, Observer, DurableBrancher.
+type envDispatchSessionsObserveDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithDurable
+}
+
+// envInteractObserveDurable offers InteractionResponder, Observer, DurableBrancher.
+type envInteractObserveDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithDurable
+}
+
+// envSessionsInteractObserveDurable offers SessionOpener, InteractionResponder, Observer, DurableBrancher.
+type envSessionsInteractObserveDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, DurableBrancher.
+type envDispatchSessionsInteractObserveDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithDurable
+}
+
+// envReadDurable offers WorkspaceReader, DurableBrancher.
+type envReadDurable struct {
+	*environment
+	envWithRead
+	envWithDurable
+}
+
+// envSessionsReadDurable offers SessionOpener, WorkspaceReader, DurableBrancher.
+type envSessionsReadDurable struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithDurable
+}
+
+// envDispatchSessionsReadDurable offers Dispatcher, SessionOpener, WorkspaceReader, DurableBrancher.
+type envDispatchSessionsReadDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithDurable
+}
+
+// envInteractReadDurable offers InteractionResponder, WorkspaceReader, DurableBrancher.
+type envInteractReadDurable struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithDurable
+}
+
+// envSessionsInteractReadDurable offers SessionOpener, InteractionResponder, WorkspaceReader, DurableBrancher.
+type envSessionsInteractReadDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithDurable
+}
+
+// envDispatchSessionsInteractReadDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, DurableBrancher.
+type envDispatchSessionsInteractReadDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithDurable
+}
+
+// envObserveReadDurable offers Observer, WorkspaceReader, DurableBrancher.
+type envObserveReadDurable struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithDurable
+}
+
+// envSessionsObserveReadDurable offers SessionOpener, Observer, WorkspaceReader, DurableBrancher.
+type envSessionsObserveReadDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithDurable
+}
+
+// envDispatchSessionsObserveReadDurable offers Dispatcher, SessionOpener, Observer, WorkspaceReader, DurableBrancher.
+type envDispatchSessionsObserveReadDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithDurable
+}
+
+// envInteractObserveReadDurable offers InteractionResponder, Observer, WorkspaceReader, DurableBrancher.
+type envInteractObserveReadDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithDurable
+}
+
+// envSessionsInteractObserveReadDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, DurableBrancher.
+type envSessionsInteractObserveReadDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveReadDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, DurableBrancher.
+type envDispatchSessionsInteractObserveReadDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithDurable
+}
+
+// envWriteDurable offers WorkspaceWriter, DurableBrancher.
+type envWriteDurable struct {
+	*environment
+	envWithWrite
+	envWithDurable
+}
+
+// envSessionsWriteDurable offers SessionOpener, WorkspaceWriter, DurableBrancher.
+type envSessionsWriteDurable struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithDurable
+}
+
+// envDispatchSessionsWriteDurable offers Dispatcher, SessionOpener, WorkspaceWriter, DurableBrancher.
+type envDispatchSessionsWriteDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithDurable
+}
+
+// envInteractWriteDurable offers InteractionResponder, WorkspaceWriter, DurableBrancher.
+type envInteractWriteDurable struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithDurable
+}
+
+// envSessionsInteractWriteDurable offers SessionOpener, InteractionResponder, WorkspaceWriter, DurableBrancher.
+type envSessionsInteractWriteDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithDurable
+}
+
+// envDispatchSessionsInteractWriteDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, DurableBrancher.
+type envDispatchSessionsInteractWriteDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithDurable
+}
+
+// envObserveWriteDurable offers Observer, WorkspaceWriter, DurableBrancher.
+type envObserveWriteDurable struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithDurable
+}
+
+// envSessionsObserveWriteDurable offers SessionOpener, Observer, WorkspaceWriter, DurableBrancher.
+type envSessionsObserveWriteDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithDurable
+}
+
+// envDispatchSessionsObserveWriteDurable offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, DurableBrancher.
+type envDispatchSessionsObserveWriteDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithDurable
+}
+
+// envInteractObserveWriteDurable offers InteractionResponder, Observer, WorkspaceWriter, DurableBrancher.
+type envInteractObserveWriteDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithDurable
+}
+
+// envSessionsInteractObserveWriteDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, DurableBrancher.
+type envSessionsInteractObserveWriteDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveWriteDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, DurableBrancher.
+type envDispatchSessionsInteractObserveWriteDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithDurable
+}
+
+// envReadWriteDurable offers WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envReadWriteDurable struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envSessionsReadWriteDurable offers SessionOpener, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envSessionsReadWriteDurable struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envDispatchSessionsReadWriteDurable offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envDispatchSessionsReadWriteDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envInteractReadWriteDurable offers InteractionResponder, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envInteractReadWriteDurable struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envSessionsInteractReadWriteDurable offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envSessionsInteractReadWriteDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envDispatchSessionsInteractReadWriteDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envDispatchSessionsInteractReadWriteDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envObserveReadWriteDurable offers Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envObserveReadWriteDurable struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envSessionsObserveReadWriteDurable offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envSessionsObserveReadWriteDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envDispatchSessionsObserveReadWriteDurable offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envDispatchSessionsObserveReadWriteDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envInteractObserveReadWriteDurable offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envInteractObserveReadWriteDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envSessionsInteractObserveReadWriteDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envSessionsInteractObserveReadWriteDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveReadWriteDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher.
+type envDispatchSessionsInteractObserveReadWriteDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+}
+
+// envCheckpointDurable offers LegacyCheckpointer, DurableBrancher.
+type envCheckpointDurable struct {
+	*environment
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsCheckpointDurable offers SessionOpener, LegacyCheckpointer, DurableBrancher.
+type envSessionsCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsCheckpointDurable offers Dispatcher, SessionOpener, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envInteractCheckpointDurable offers InteractionResponder, LegacyCheckpointer, DurableBrancher.
+type envInteractCheckpointDurable struct {
+	*environment
+	envWithInteract
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsInteractCheckpointDurable offers SessionOpener, InteractionResponder, LegacyCheckpointer, DurableBrancher.
+type envSessionsInteractCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsInteractCheckpointDurable offers Dispatcher, SessionOpener, InteractionResponder, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsInteractCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envObserveCheckpointDurable offers Observer, LegacyCheckpointer, DurableBrancher.
+type envObserveCheckpointDurable struct {
+	*environment
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsObserveCheckpointDurable offers SessionOpener, Observer, LegacyCheckpointer, DurableBrancher.
+type envSessionsObserveCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsObserveCheckpointDurable offers Dispatcher, SessionOpener, Observer, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsObserveCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envInteractObserveCheckpointDurable offers InteractionResponder, Observer, LegacyCheckpointer, DurableBrancher.
+type envInteractObserveCheckpointDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsInteractObserveCheckpointDurable offers SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, DurableBrancher.
+type envSessionsInteractObserveCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveCheckpointDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsInteractObserveCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envReadCheckpointDurable offers WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envReadCheckpointDurable struct {
+	*environment
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsReadCheckpointDurable offers SessionOpener, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envSessionsReadCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsReadCheckpointDurable offers Dispatcher, SessionOpener, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsReadCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envInteractReadCheckpointDurable offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envInteractReadCheckpointDurable struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsInteractReadCheckpointDurable offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envSessionsInteractReadCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsInteractReadCheckpointDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsInteractReadCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envObserveReadCheckpointDurable offers Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envObserveReadCheckpointDurable struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsObserveReadCheckpointDurable offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envSessionsObserveReadCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsObserveReadCheckpointDurable offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsObserveReadCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envInteractObserveReadCheckpointDurable offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envInteractObserveReadCheckpointDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsInteractObserveReadCheckpointDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envSessionsInteractObserveReadCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveReadCheckpointDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsInteractObserveReadCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envWriteCheckpointDurable offers WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envWriteCheckpointDurable struct {
+	*environment
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsWriteCheckpointDurable offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envSessionsWriteCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsWriteCheckpointDurable offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsWriteCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envInteractWriteCheckpointDurable offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envInteractWriteCheckpointDurable struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsInteractWriteCheckpointDurable offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envSessionsInteractWriteCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsInteractWriteCheckpointDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsInteractWriteCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envObserveWriteCheckpointDurable offers Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envObserveWriteCheckpointDurable struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsObserveWriteCheckpointDurable offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envSessionsObserveWriteCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsObserveWriteCheckpointDurable offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsObserveWriteCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envInteractObserveWriteCheckpointDurable offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envInteractObserveWriteCheckpointDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsInteractObserveWriteCheckpointDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envSessionsInteractObserveWriteCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveWriteCheckpointDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsInteractObserveWriteCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envReadWriteCheckpointDurable offers WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envReadWriteCheckpointDurable struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsReadWriteCheckpointDurable offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envSessionsReadWriteCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsReadWriteCheckpointDurable offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsReadWriteCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envInteractReadWriteCheckpointDurable offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envInteractReadWriteCheckpointDurable struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsInteractReadWriteCheckpointDurable offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envSessionsInteractReadWriteCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsInteractReadWriteCheckpointDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsInteractReadWriteCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envObserveReadWriteCheckpointDurable offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envObserveReadWriteCheckpointDurable struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsObserveReadWriteCheckpointDurable offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envSessionsObserveReadWriteCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsObserveReadWriteCheckpointDurable offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsObserveReadWriteCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envInteractObserveReadWriteCheckpointDurable offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envInteractObserveReadWriteCheckpointDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envSessionsInteractObserveReadWriteCheckpointDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envSessionsInteractObserveReadWriteCheckpointDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveReadWriteCheckpointDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
+type envDispatchSessionsInteractObserveReadWriteCheckpointDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+}
+
+// envForkDurable offers LegacyForker, DurableBrancher.
+type envForkDurable struct {
+	*environment
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsForkDurable offers SessionOpener, LegacyForker, DurableBrancher.
+type envSessionsForkDurable struct {
+	*environment
+	envWithSessions
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsForkDurable offers Dispatcher, SessionOpener, LegacyForker, DurableBrancher.
+type envDispatchSessionsForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithFork
+	envWithDurable
+}
+
+// envInteractForkDurable offers InteractionResponder, LegacyForker, DurableBrancher.
+type envInteractForkDurable struct {
+	*environment
+	envWithInteract
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractForkDurable offers SessionOpener, InteractionResponder, LegacyForker, DurableBrancher.
+type envSessionsInteractForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractForkDurable offers Dispatcher, SessionOpener, InteractionResponder, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithFork
+	envWithDurable
+}
+
+// envObserveForkDurable offers Observer, LegacyForker, DurableBrancher.
+type envObserveForkDurable struct {
+	*environment
+	envWithObserve
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsObserveForkDurable offers SessionOpener, Observer, LegacyForker, DurableBrancher.
+type envSessionsObserveForkDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsObserveForkDurable offers Dispatcher, SessionOpener, Observer, LegacyForker, DurableBrancher.
+type envDispatchSessionsObserveForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithFork
+	envWithDurable
+}
+
+// envInteractObserveForkDurable offers InteractionResponder, Observer, LegacyForker, DurableBrancher.
+type envInteractObserveForkDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractObserveForkDurable offers SessionOpener, InteractionResponder, Observer, LegacyForker, DurableBrancher.
+type envSessionsInteractObserveForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveForkDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractObserveForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithFork
+	envWithDurable
+}
+
+// envReadForkDurable offers WorkspaceReader, LegacyForker, DurableBrancher.
+type envReadForkDurable struct {
+	*environment
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsReadForkDurable offers SessionOpener, WorkspaceReader, LegacyForker, DurableBrancher.
+type envSessionsReadForkDurable struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsReadForkDurable offers Dispatcher, SessionOpener, WorkspaceReader, LegacyForker, DurableBrancher.
+type envDispatchSessionsReadForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envInteractReadForkDurable offers InteractionResponder, WorkspaceReader, LegacyForker, DurableBrancher.
+type envInteractReadForkDurable struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractReadForkDurable offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyForker, DurableBrancher.
+type envSessionsInteractReadForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractReadForkDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractReadForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envObserveReadForkDurable offers Observer, WorkspaceReader, LegacyForker, DurableBrancher.
+type envObserveReadForkDurable struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsObserveReadForkDurable offers SessionOpener, Observer, WorkspaceReader, LegacyForker, DurableBrancher.
+type envSessionsObserveReadForkDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsObserveReadForkDurable offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyForker, DurableBrancher.
+type envDispatchSessionsObserveReadForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envInteractObserveReadForkDurable offers InteractionResponder, Observer, WorkspaceReader, LegacyForker, DurableBrancher.
+type envInteractObserveReadForkDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractObserveReadForkDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyForker, DurableBrancher.
+type envSessionsInteractObserveReadForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveReadForkDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractObserveReadForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+}
+
+// envWriteForkDurable offers WorkspaceWriter, LegacyForker, DurableBrancher.
+type envWriteForkDurable struct {
+	*environment
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsWriteForkDurable offers SessionOpener, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envSessionsWriteForkDurable struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsWriteForkDurable offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envDispatchSessionsWriteForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envInteractWriteForkDurable offers InteractionResponder, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envInteractWriteForkDurable struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractWriteForkDurable offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envSessionsInteractWriteForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractWriteForkDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractWriteForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envObserveWriteForkDurable offers Observer, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envObserveWriteForkDurable struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsObserveWriteForkDurable offers SessionOpener, Observer, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envSessionsObserveWriteForkDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsObserveWriteForkDurable offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envDispatchSessionsObserveWriteForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envInteractObserveWriteForkDurable offers InteractionResponder, Observer, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envInteractObserveWriteForkDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractObserveWriteForkDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envSessionsInteractObserveWriteForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveWriteForkDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractObserveWriteForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envReadWriteForkDurable offers WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envReadWriteForkDurable struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsReadWriteForkDurable offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envSessionsReadWriteForkDurable struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsReadWriteForkDurable offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envDispatchSessionsReadWriteForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envInteractReadWriteForkDurable offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envInteractReadWriteForkDurable struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractReadWriteForkDurable offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envSessionsInteractReadWriteForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractReadWriteForkDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractReadWriteForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envObserveReadWriteForkDurable offers Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envObserveReadWriteForkDurable struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsObserveReadWriteForkDurable offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envSessionsObserveReadWriteForkDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsObserveReadWriteForkDurable offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envDispatchSessionsObserveReadWriteForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envInteractObserveReadWriteForkDurable offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envInteractObserveReadWriteForkDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractObserveReadWriteForkDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envSessionsInteractObserveReadWriteForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveReadWriteForkDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractObserveReadWriteForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+}
+
+// envCheckpointForkDurable offers LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envCheckpointForkDurable struct {
+	*environment
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsCheckpointForkDurable offers SessionOpener, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsCheckpointForkDurable offers Dispatcher, SessionOpener, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envInteractCheckpointForkDurable offers InteractionResponder, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envInteractCheckpointForkDurable struct {
+	*environment
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractCheckpointForkDurable offers SessionOpener, InteractionResponder, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsInteractCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractCheckpointForkDurable offers Dispatcher, SessionOpener, InteractionResponder, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envObserveCheckpointForkDurable offers Observer, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envObserveCheckpointForkDurable struct {
+	*environment
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsObserveCheckpointForkDurable offers SessionOpener, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsObserveCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsObserveCheckpointForkDurable offers Dispatcher, SessionOpener, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsObserveCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envInteractObserveCheckpointForkDurable offers InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envInteractObserveCheckpointForkDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractObserveCheckpointForkDurable offers SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsInteractObserveCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveCheckpointForkDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractObserveCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envReadCheckpointForkDurable offers WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envReadCheckpointForkDurable struct {
+	*environment
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsReadCheckpointForkDurable offers SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsReadCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsReadCheckpointForkDurable offers Dispatcher, SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsReadCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envInteractReadCheckpointForkDurable offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envInteractReadCheckpointForkDurable struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractReadCheckpointForkDurable offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsInteractReadCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractReadCheckpointForkDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractReadCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envObserveReadCheckpointForkDurable offers Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envObserveReadCheckpointForkDurable struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsObserveReadCheckpointForkDurable offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsObserveReadCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsObserveReadCheckpointForkDurable offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsObserveReadCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envInteractObserveReadCheckpointForkDurable offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envInteractObserveReadCheckpointForkDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractObserveReadCheckpointForkDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsInteractObserveReadCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveReadCheckpointForkDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractObserveReadCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envWriteCheckpointForkDurable offers WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envWriteCheckpointForkDurable struct {
+	*environment
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsWriteCheckpointForkDurable offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsWriteCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsWriteCheckpointForkDurable offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsWriteCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envInteractWriteCheckpointForkDurable offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envInteractWriteCheckpointForkDurable struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractWriteCheckpointForkDurable offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsInteractWriteCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractWriteCheckpointForkDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractWriteCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envObserveWriteCheckpointForkDurable offers Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envObserveWriteCheckpointForkDurable struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsObserveWriteCheckpointForkDurable offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsObserveWriteCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsObserveWriteCheckpointForkDurable offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsObserveWriteCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envInteractObserveWriteCheckpointForkDurable offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envInteractObserveWriteCheckpointForkDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractObserveWriteCheckpointForkDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsInteractObserveWriteCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveWriteCheckpointForkDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractObserveWriteCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envReadWriteCheckpointForkDurable offers WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsReadWriteCheckpointForkDurable offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsReadWriteCheckpointForkDurable offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envInteractReadWriteCheckpointForkDurable offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envInteractReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractReadWriteCheckpointForkDurable offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsInteractReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractReadWriteCheckpointForkDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envObserveReadWriteCheckpointForkDurable offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envObserveReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsObserveReadWriteCheckpointForkDurable offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsObserveReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsObserveReadWriteCheckpointForkDurable offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsObserveReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envInteractObserveReadWriteCheckpointForkDurable offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envInteractObserveReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envSessionsInteractObserveReadWriteCheckpointForkDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envSessionsInteractObserveReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+}
+
+// envDispatchSessionsInteractObserveReadWriteCheckpointForkDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
+type envDispatchSessionsInteractObserveReadWriteCheckpointForkDurable struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
 }
 
 // envExec offers CommandExecutor.
-type envExec struct{ *environment }
-
-// Exec implements contract.CommandExecutor.
-func (e envExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
-}
-
-// envDispatchExec offers Dispatcher, CommandExecutor.
-type envDispatchExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envExec struct {
+	*environment
+	envWithExec
 }
 
 // envSessionsExec offers SessionOpener, CommandExecutor.
-type envSessionsExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsExec struct {
+	*environment
+	envWithSessions
+	envWithExec
 }
 
 // envDispatchSessionsExec offers Dispatcher, SessionOpener, CommandExecutor.
-type envDispatchSessionsExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithExec
 }
 
 // envInteractExec offers InteractionResponder, CommandExecutor.
-type envInteractExec struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envInteractExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
-}
-
-// envDispatchInteractExec offers Dispatcher, InteractionResponder, CommandExecutor.
-type envDispatchInteractExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchInteractExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envInteractExec struct {
+	*environment
+	envWithInteract
+	envWithExec
 }
 
 // envSessionsInteractExec offers SessionOpener, InteractionResponder, CommandExecutor.
-type envSessionsInteractExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsInteractExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsInteractExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithExec
 }
 
 // envDispatchSessionsInteractExec offers Dispatcher, SessionOpener, InteractionResponder, CommandExecutor.
-type envDispatchSessionsInteractExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsInteractExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsInteractExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithExec
 }
 
 // envObserveExec offers Observer, CommandExecutor.
-type envObserveExec struct{ *environment }
-
-// Observe implements contract.Observer.
-func (e envObserveExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envObserveExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
-}
-
-// envDispatchObserveExec offers Dispatcher, Observer, CommandExecutor.
-type envDispatchObserveExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchObserveExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchObserveExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchObserveExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envObserveExec struct {
+	*environment
+	envWithObserve
+	envWithExec
 }
 
 // envSessionsObserveExec offers SessionOpener, Observer, CommandExecutor.
-type envSessionsObserveExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsObserveExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsObserveExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsObserveExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsObserveExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithExec
 }
 
 // envDispatchSessionsObserveExec offers Dispatcher, SessionOpener, Observer, CommandExecutor.
-type envDispatchSessionsObserveExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsObserveExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsObserveExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsObserveExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsObserveExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsObserveExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithExec
 }
 
 // envInteractObserveExec offers InteractionResponder, Observer, CommandExecutor.
-type envInteractObserveExec struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractObserveExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envInteractObserveExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envInteractObserveExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
-}
-
-// envDispatchInteractObserveExec offers Dispatcher, InteractionResponder, Observer, CommandExecutor.
-type envDispatchInteractObserveExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractObserveExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractObserveExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchInteractObserveExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchInteractObserveExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envInteractObserveExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithExec
 }
 
 // envSessionsInteractObserveExec offers SessionOpener, InteractionResponder, Observer, CommandExecutor.
-type envSessionsInteractObserveExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractObserveExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractObserveExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsInteractObserveExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsInteractObserveExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsInteractObserveExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithExec
 }
 
 // envDispatchSessionsInteractObserveExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, CommandExecutor.
-type envDispatchSessionsInteractObserveExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractObserveExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractObserveExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractObserveExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsInteractObserveExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsInteractObserveExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsInteractObserveExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithExec
 }
 
 // envReadExec offers WorkspaceReader, CommandExecutor.
-type envReadExec struct{ *environment }
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
-}
-
-// envDispatchReadExec offers Dispatcher, WorkspaceReader, CommandExecutor.
-type envDispatchReadExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchReadExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envReadExec struct {
+	*environment
+	envWithRead
+	envWithExec
 }
 
 // envSessionsReadExec offers SessionOpener, WorkspaceReader, CommandExecutor.
-type envSessionsReadExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsReadExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsReadExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithExec
 }
 
 // envDispatchSessionsReadExec offers Dispatcher, SessionOpener, WorkspaceReader, CommandExecutor.
-type envDispatchSessionsReadExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsReadExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsReadExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsReadExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithExec
 }
 
 // envInteractReadExec offers InteractionResponder, WorkspaceReader, CommandExecutor.
-type envInteractReadExec struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractReadExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envInteractReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envInteractReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
-}
-
-// envDispatchInteractReadExec offers Dispatcher, InteractionResponder, WorkspaceReader, CommandExecutor.
-type envDispatchInteractReadExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractReadExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractReadExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchInteractReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchInteractReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envInteractReadExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithExec
 }
 
 // envSessionsInteractReadExec offers SessionOpener, InteractionResponder, WorkspaceReader, CommandExecutor.
-type envSessionsInteractReadExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractReadExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractReadExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsInteractReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsInteractReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsInteractReadExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithExec
 }
 
 // envDispatchSessionsInteractReadExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, CommandExecutor.
-type envDispatchSessionsInteractReadExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractReadExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractReadExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractReadExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsInteractReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsInteractReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsInteractReadExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithExec
 }
 
 // envObserveReadExec offers Observer, WorkspaceReader, CommandExecutor.
-type envObserveReadExec struct{ *environment }
-
-// Observe implements contract.Observer.
-func (e envObserveReadExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envObserveReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envObserveReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
-}
-
-// envDispatchObserveReadExec offers Dispatcher, Observer, WorkspaceReader, CommandExecutor.
-type envDispatchObserveReadExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchObserveReadExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchObserveReadExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchObserveReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchObserveReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envObserveReadExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithExec
 }
 
 // envSessionsObserveReadExec offers SessionOpener, Observer, WorkspaceReader, CommandExecutor.
-type envSessionsObserveReadExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsObserveReadExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsObserveReadExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsObserveReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsObserveReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsObserveReadExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithExec
 }
 
 // envDispatchSessionsObserveReadExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, CommandExecutor.
-type envDispatchSessionsObserveReadExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsObserveReadExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsObserveReadExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsObserveReadExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsObserveReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsObserveReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsObserveReadExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithExec
 }
 
 // envInteractObserveReadExec offers InteractionResponder, Observer, WorkspaceReader, CommandExecutor.
-type envInteractObserveReadExec struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractObserveReadExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envInteractObserveReadExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envInteractObserveReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envInteractObserveReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
-}
-
-// envDispatchInteractObserveReadExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, CommandExecutor.
-type envDispatchInteractObserveReadExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractObserveReadExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractObserveReadExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchInteractObserveReadExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchInteractObserveReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchInteractObserveReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envInteractObserveReadExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithExec
 }
 
 // envSessionsInteractObserveReadExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, CommandExecutor.
-type envSessionsInteractObserveReadExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractObserveReadExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractObserveReadExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsInteractObserveReadExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsInteractObserveReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsInteractObserveReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsInteractObserveReadExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithExec
 }
 
 // envDispatchSessionsInteractObserveReadExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, CommandExecutor.
-type envDispatchSessionsInteractObserveReadExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractObserveReadExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractObserveReadExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractObserveReadExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsInteractObserveReadExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsInteractObserveReadExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsInteractObserveReadExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsInteractObserveReadExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithExec
 }
 
 // envWriteExec offers WorkspaceWriter, CommandExecutor.
-type envWriteExec struct{ *environment }
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
-}
-
-// envDispatchWriteExec offers Dispatcher, WorkspaceWriter, CommandExecutor.
-type envDispatchWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envWriteExec struct {
+	*environment
+	envWithWrite
+	envWithExec
 }
 
 // envSessionsWriteExec offers SessionOpener, WorkspaceWriter, CommandExecutor.
-type envSessionsWriteExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsWriteExec struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithExec
 }
 
 // envDispatchSessionsWriteExec offers Dispatcher, SessionOpener, WorkspaceWriter, CommandExecutor.
-type envDispatchSessionsWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsWriteExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithExec
 }
 
 // envInteractWriteExec offers InteractionResponder, WorkspaceWriter, CommandExecutor.
-type envInteractWriteExec struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envInteractWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envInteractWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
-}
-
-// envDispatchInteractWriteExec offers Dispatcher, InteractionResponder, WorkspaceWriter, CommandExecutor.
-type envDispatchInteractWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchInteractWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchInteractWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envInteractWriteExec struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithExec
 }
 
 // envSessionsInteractWriteExec offers SessionOpener, InteractionResponder, WorkspaceWriter, CommandExecutor.
-type envSessionsInteractWriteExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsInteractWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsInteractWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsInteractWriteExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithExec
 }
 
 // envDispatchSessionsInteractWriteExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, CommandExecutor.
-type envDispatchSessionsInteractWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsInteractWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsInteractWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsInteractWriteExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithExec
 }
 
 // envObserveWriteExec offers Observer, WorkspaceWriter, CommandExecutor.
-type envObserveWriteExec struct{ *environment }
-
-// Observe implements contract.Observer.
-func (e envObserveWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envObserveWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envObserveWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
-}
-
-// envDispatchObserveWriteExec offers Dispatcher, Observer, WorkspaceWriter, CommandExecutor.
-type envDispatchObserveWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchObserveWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchObserveWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchObserveWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchObserveWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envObserveWriteExec struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithExec
 }
 
 // envSessionsObserveWriteExec offers SessionOpener, Observer, WorkspaceWriter, CommandExecutor.
-type envSessionsObserveWriteExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsObserveWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsObserveWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsObserveWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsObserveWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsObserveWriteExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithExec
 }
 
 // envDispatchSessionsObserveWriteExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, CommandExecutor.
-type envDispatchSessionsObserveWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsObserveWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsObserveWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsObserveWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsObserveWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsObserveWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsObserveWriteExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithExec
 }
 
 // envInteractObserveWriteExec offers InteractionResponder, Observer, WorkspaceWriter, CommandExecutor.
-type envInteractObserveWriteExec struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractObserveWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envInteractObserveWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envInteractObserveWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envInteractObserveWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
-}
-
-// envDispatchInteractObserveWriteExec offers Dispatcher, InteractionResponder, Observer, WorkspaceWriter, CommandExecutor.
-type envDispatchInteractObserveWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractObserveWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractObserveWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchInteractObserveWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchInteractObserveWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchInteractObserveWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envInteractObserveWriteExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithExec
 }
 
 // envSessionsInteractObserveWriteExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, CommandExecutor.
-type envSessionsInteractObserveWriteExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractObserveWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractObserveWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsInteractObserveWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsInteractObserveWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsInteractObserveWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsInteractObserveWriteExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithExec
 }
 
 // envDispatchSessionsInteractObserveWriteExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, CommandExecutor.
-type envDispatchSessionsInteractObserveWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractObserveWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractObserveWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractObserveWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsInteractObserveWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsInteractObserveWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsInteractObserveWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsInteractObserveWriteExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithExec
 }
 
 // envReadWriteExec offers WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envReadWriteExec struct{ *environment }
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
-}
-
-// envDispatchReadWriteExec offers Dispatcher, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envDispatchReadWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchReadWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envReadWriteExec struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envSessionsReadWriteExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envSessionsReadWriteExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsReadWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsReadWriteExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envDispatchSessionsReadWriteExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envDispatchSessionsReadWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsReadWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsReadWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsReadWriteExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envInteractReadWriteExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envInteractReadWriteExec struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractReadWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envInteractReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envInteractReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envInteractReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
-}
-
-// envDispatchInteractReadWriteExec offers Dispatcher, InteractionResponder, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envDispatchInteractReadWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractReadWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractReadWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchInteractReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchInteractReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchInteractReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envInteractReadWriteExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envSessionsInteractReadWriteExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envSessionsInteractReadWriteExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractReadWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractReadWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsInteractReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsInteractReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsInteractReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsInteractReadWriteExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envDispatchSessionsInteractReadWriteExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envDispatchSessionsInteractReadWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractReadWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractReadWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractReadWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsInteractReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsInteractReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsInteractReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsInteractReadWriteExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envObserveReadWriteExec offers Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envObserveReadWriteExec struct{ *environment }
-
-// Observe implements contract.Observer.
-func (e envObserveReadWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envObserveReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envObserveReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envObserveReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
-}
-
-// envDispatchObserveReadWriteExec offers Dispatcher, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envDispatchObserveReadWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchObserveReadWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchObserveReadWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchObserveReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchObserveReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchObserveReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envObserveReadWriteExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envSessionsObserveReadWriteExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envSessionsObserveReadWriteExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsObserveReadWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsObserveReadWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsObserveReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsObserveReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsObserveReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsObserveReadWriteExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envDispatchSessionsObserveReadWriteExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envDispatchSessionsObserveReadWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsObserveReadWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsObserveReadWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchSessionsObserveReadWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsObserveReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsObserveReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsObserveReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envDispatchSessionsObserveReadWriteExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envInteractObserveReadWriteExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envInteractObserveReadWriteExec struct{ *environment }
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envInteractObserveReadWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envInteractObserveReadWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envInteractObserveReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envInteractObserveReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envInteractObserveReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
-}
-
-// envDispatchInteractObserveReadWriteExec offers Dispatcher, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envDispatchInteractObserveReadWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchInteractObserveReadWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchInteractObserveReadWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envDispatchInteractObserveReadWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchInteractObserveReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchInteractObserveReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envDispatchInteractObserveReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envInteractObserveReadWriteExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envSessionsInteractObserveReadWriteExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envSessionsInteractObserveReadWriteExec struct{ *environment }
-
-// Session implements contract.SessionOpener.
-func (e envSessionsInteractObserveReadWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
-}
-
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envSessionsInteractObserveReadWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
-}
-
-// Observe implements contract.Observer.
-func (e envSessionsInteractObserveReadWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
-}
-
-// ReadFile implements contract.WorkspaceReader.
-func (e envSessionsInteractObserveReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
-}
-
-// WriteFile implements contract.WorkspaceWriter.
-func (e envSessionsInteractObserveReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
-}
-
-// Exec implements contract.CommandExecutor.
-func (e envSessionsInteractObserveReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+type envSessionsInteractObserveReadWriteExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
 // envDispatchSessionsInteractObserveReadWriteExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
-type envDispatchSessionsInteractObserveReadWriteExec struct{ *environment }
-
-// Dispatch implements contract.Dispatcher.
-func (e envDispatchSessionsInteractObserveReadWriteExec) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
-	x := e.environment
-	return x.dispatch(ctx, in)
+type envDispatchSessionsInteractObserveReadWriteExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithExec
 }
 
-// Session implements contract.SessionOpener.
-func (e envDispatchSessionsInteractObserveReadWriteExec) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
-	x := e.environment
-	return x.session(ctx, id, ref)
+// envCheckpointExec offers LegacyCheckpointer, CommandExecutor.
+type envCheckpointExec struct {
+	*environment
+	envWithCheckpoint
+	envWithExec
 }
 
-// RespondToInteraction implements contract.InteractionResponder.
-func (e envDispatchSessionsInteractObserveReadWriteExec) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.environment
-	return x.respond(ctx, cmd)
+// envSessionsCheckpointExec offers SessionOpener, LegacyCheckpointer, CommandExecutor.
+type envSessionsCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithCheckpoint
+	envWithExec
 }
 
-// Observe implements contract.Observer.
-func (e envDispatchSessionsInteractObserveReadWriteExec) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	x := e.environment
-	return x.observe(ctx)
+// envDispatchSessionsCheckpointExec offers Dispatcher, SessionOpener, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithCheckpoint
+	envWithExec
 }
 
-// ReadFile implements contract.WorkspaceReader.
-func (e envDispatchSessionsInteractObserveReadWriteExec) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
-	x := e.environment
-	return x.readFile(ctx, path, sessionID)
+// envInteractCheckpointExec offers InteractionResponder, LegacyCheckpointer, CommandExecutor.
+type envInteractCheckpointExec struct {
+	*environment
+	envWithInteract
+	envWithCheckpoint
+	envWithExec
 }
 
-// WriteFile implements contract.WorkspaceWriter.
-func (e envDispatchSessionsInteractObserveReadWriteExec) WriteFile(ctx context.Context, path, content, sessionID string) error {
-	x := e.environment
-	return x.writeFile(ctx, path, content, sessionID)
+// envSessionsInteractCheckpointExec offers SessionOpener, InteractionResponder, LegacyCheckpointer, CommandExecutor.
+type envSessionsInteractCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithExec
 }
 
-// Exec implements contract.CommandExecutor.
-func (e envDispatchSessionsInteractObserveReadWriteExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
-	x := e.environment
-	return x.exec(ctx, command, req)
+// envDispatchSessionsInteractCheckpointExec offers Dispatcher, SessionOpener, InteractionResponder, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsInteractCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithExec
+}
+
+// envObserveCheckpointExec offers Observer, LegacyCheckpointer, CommandExecutor.
+type envObserveCheckpointExec struct {
+	*environment
+	envWithObserve
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsObserveCheckpointExec offers SessionOpener, Observer, LegacyCheckpointer, CommandExecutor.
+type envSessionsObserveCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsObserveCheckpointExec offers Dispatcher, SessionOpener, Observer, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsObserveCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithExec
+}
+
+// envInteractObserveCheckpointExec offers InteractionResponder, Observer, LegacyCheckpointer, CommandExecutor.
+type envInteractObserveCheckpointExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsInteractObserveCheckpointExec offers SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, CommandExecutor.
+type envSessionsInteractObserveCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveCheckpointExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsInteractObserveCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithExec
+}
+
+// envReadCheckpointExec offers WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envReadCheckpointExec struct {
+	*environment
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsReadCheckpointExec offers SessionOpener, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envSessionsReadCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsReadCheckpointExec offers Dispatcher, SessionOpener, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsReadCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envInteractReadCheckpointExec offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envInteractReadCheckpointExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsInteractReadCheckpointExec offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envSessionsInteractReadCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadCheckpointExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsInteractReadCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envObserveReadCheckpointExec offers Observer, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envObserveReadCheckpointExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsObserveReadCheckpointExec offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envSessionsObserveReadCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadCheckpointExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsObserveReadCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envInteractObserveReadCheckpointExec offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envInteractObserveReadCheckpointExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsInteractObserveReadCheckpointExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envSessionsInteractObserveReadCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadCheckpointExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsInteractObserveReadCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithExec
+}
+
+// envWriteCheckpointExec offers WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envWriteCheckpointExec struct {
+	*environment
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsWriteCheckpointExec offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envSessionsWriteCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsWriteCheckpointExec offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsWriteCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envInteractWriteCheckpointExec offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envInteractWriteCheckpointExec struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsInteractWriteCheckpointExec offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envSessionsInteractWriteCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsInteractWriteCheckpointExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsInteractWriteCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envObserveWriteCheckpointExec offers Observer, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envObserveWriteCheckpointExec struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsObserveWriteCheckpointExec offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envSessionsObserveWriteCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsObserveWriteCheckpointExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsObserveWriteCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envInteractObserveWriteCheckpointExec offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envInteractObserveWriteCheckpointExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsInteractObserveWriteCheckpointExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envSessionsInteractObserveWriteCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveWriteCheckpointExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsInteractObserveWriteCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envReadWriteCheckpointExec offers WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envReadWriteCheckpointExec struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsReadWriteCheckpointExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envSessionsReadWriteCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsReadWriteCheckpointExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsReadWriteCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envInteractReadWriteCheckpointExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envInteractReadWriteCheckpointExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsInteractReadWriteCheckpointExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envSessionsInteractReadWriteCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadWriteCheckpointExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsInteractReadWriteCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envObserveReadWriteCheckpointExec offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envObserveReadWriteCheckpointExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsObserveReadWriteCheckpointExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envSessionsObserveReadWriteCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadWriteCheckpointExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsObserveReadWriteCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envInteractObserveReadWriteCheckpointExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envInteractObserveReadWriteCheckpointExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envSessionsInteractObserveReadWriteCheckpointExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envSessionsInteractObserveReadWriteCheckpointExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadWriteCheckpointExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
+type envDispatchSessionsInteractObserveReadWriteCheckpointExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithExec
+}
+
+// envForkExec offers LegacyForker, CommandExecutor.
+type envForkExec struct {
+	*environment
+	envWithFork
+	envWithExec
+}
+
+// envSessionsForkExec offers SessionOpener, LegacyForker, CommandExecutor.
+type envSessionsForkExec struct {
+	*environment
+	envWithSessions
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsForkExec offers Dispatcher, SessionOpener, LegacyForker, CommandExecutor.
+type envDispatchSessionsForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithFork
+	envWithExec
+}
+
+// envInteractForkExec offers InteractionResponder, LegacyForker, CommandExecutor.
+type envInteractForkExec struct {
+	*environment
+	envWithInteract
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractForkExec offers SessionOpener, InteractionResponder, LegacyForker, CommandExecutor.
+type envSessionsInteractForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractForkExec offers Dispatcher, SessionOpener, InteractionResponder, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithFork
+	envWithExec
+}
+
+// envObserveForkExec offers Observer, LegacyForker, CommandExecutor.
+type envObserveForkExec struct {
+	*environment
+	envWithObserve
+	envWithFork
+	envWithExec
+}
+
+// envSessionsObserveForkExec offers SessionOpener, Observer, LegacyForker, CommandExecutor.
+type envSessionsObserveForkExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsObserveForkExec offers Dispatcher, SessionOpener, Observer, LegacyForker, CommandExecutor.
+type envDispatchSessionsObserveForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithFork
+	envWithExec
+}
+
+// envInteractObserveForkExec offers InteractionResponder, Observer, LegacyForker, CommandExecutor.
+type envInteractObserveForkExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractObserveForkExec offers SessionOpener, InteractionResponder, Observer, LegacyForker, CommandExecutor.
+type envSessionsInteractObserveForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveForkExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractObserveForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithFork
+	envWithExec
+}
+
+// envReadForkExec offers WorkspaceReader, LegacyForker, CommandExecutor.
+type envReadForkExec struct {
+	*environment
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envSessionsReadForkExec offers SessionOpener, WorkspaceReader, LegacyForker, CommandExecutor.
+type envSessionsReadForkExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsReadForkExec offers Dispatcher, SessionOpener, WorkspaceReader, LegacyForker, CommandExecutor.
+type envDispatchSessionsReadForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envInteractReadForkExec offers InteractionResponder, WorkspaceReader, LegacyForker, CommandExecutor.
+type envInteractReadForkExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractReadForkExec offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyForker, CommandExecutor.
+type envSessionsInteractReadForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadForkExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractReadForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envObserveReadForkExec offers Observer, WorkspaceReader, LegacyForker, CommandExecutor.
+type envObserveReadForkExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envSessionsObserveReadForkExec offers SessionOpener, Observer, WorkspaceReader, LegacyForker, CommandExecutor.
+type envSessionsObserveReadForkExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadForkExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyForker, CommandExecutor.
+type envDispatchSessionsObserveReadForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envInteractObserveReadForkExec offers InteractionResponder, Observer, WorkspaceReader, LegacyForker, CommandExecutor.
+type envInteractObserveReadForkExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractObserveReadForkExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyForker, CommandExecutor.
+type envSessionsInteractObserveReadForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadForkExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractObserveReadForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithExec
+}
+
+// envWriteForkExec offers WorkspaceWriter, LegacyForker, CommandExecutor.
+type envWriteForkExec struct {
+	*environment
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envSessionsWriteForkExec offers SessionOpener, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envSessionsWriteForkExec struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsWriteForkExec offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envDispatchSessionsWriteForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envInteractWriteForkExec offers InteractionResponder, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envInteractWriteForkExec struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractWriteForkExec offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envSessionsInteractWriteForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractWriteForkExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractWriteForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envObserveWriteForkExec offers Observer, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envObserveWriteForkExec struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envSessionsObserveWriteForkExec offers SessionOpener, Observer, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envSessionsObserveWriteForkExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsObserveWriteForkExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envDispatchSessionsObserveWriteForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envInteractObserveWriteForkExec offers InteractionResponder, Observer, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envInteractObserveWriteForkExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractObserveWriteForkExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envSessionsInteractObserveWriteForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveWriteForkExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractObserveWriteForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envReadWriteForkExec offers WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envReadWriteForkExec struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envSessionsReadWriteForkExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envSessionsReadWriteForkExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsReadWriteForkExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envDispatchSessionsReadWriteForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envInteractReadWriteForkExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envInteractReadWriteForkExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractReadWriteForkExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envSessionsInteractReadWriteForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadWriteForkExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractReadWriteForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envObserveReadWriteForkExec offers Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envObserveReadWriteForkExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envSessionsObserveReadWriteForkExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envSessionsObserveReadWriteForkExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadWriteForkExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envDispatchSessionsObserveReadWriteForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envInteractObserveReadWriteForkExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envInteractObserveReadWriteForkExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractObserveReadWriteForkExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envSessionsInteractObserveReadWriteForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadWriteForkExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractObserveReadWriteForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithExec
+}
+
+// envCheckpointForkExec offers LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envCheckpointForkExec struct {
+	*environment
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsCheckpointForkExec offers SessionOpener, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsCheckpointForkExec offers Dispatcher, SessionOpener, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envInteractCheckpointForkExec offers InteractionResponder, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envInteractCheckpointForkExec struct {
+	*environment
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractCheckpointForkExec offers SessionOpener, InteractionResponder, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsInteractCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractCheckpointForkExec offers Dispatcher, SessionOpener, InteractionResponder, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envObserveCheckpointForkExec offers Observer, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envObserveCheckpointForkExec struct {
+	*environment
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsObserveCheckpointForkExec offers SessionOpener, Observer, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsObserveCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsObserveCheckpointForkExec offers Dispatcher, SessionOpener, Observer, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsObserveCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envInteractObserveCheckpointForkExec offers InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envInteractObserveCheckpointForkExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractObserveCheckpointForkExec offers SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsInteractObserveCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveCheckpointForkExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractObserveCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envReadCheckpointForkExec offers WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envReadCheckpointForkExec struct {
+	*environment
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsReadCheckpointForkExec offers SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsReadCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsReadCheckpointForkExec offers Dispatcher, SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsReadCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envInteractReadCheckpointForkExec offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envInteractReadCheckpointForkExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractReadCheckpointForkExec offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsInteractReadCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadCheckpointForkExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractReadCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envObserveReadCheckpointForkExec offers Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envObserveReadCheckpointForkExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsObserveReadCheckpointForkExec offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsObserveReadCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadCheckpointForkExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsObserveReadCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envInteractObserveReadCheckpointForkExec offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envInteractObserveReadCheckpointForkExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractObserveReadCheckpointForkExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsInteractObserveReadCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadCheckpointForkExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractObserveReadCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envWriteCheckpointForkExec offers WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envWriteCheckpointForkExec struct {
+	*environment
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsWriteCheckpointForkExec offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsWriteCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsWriteCheckpointForkExec offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsWriteCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envInteractWriteCheckpointForkExec offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envInteractWriteCheckpointForkExec struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractWriteCheckpointForkExec offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsInteractWriteCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractWriteCheckpointForkExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractWriteCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envObserveWriteCheckpointForkExec offers Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envObserveWriteCheckpointForkExec struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsObserveWriteCheckpointForkExec offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsObserveWriteCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsObserveWriteCheckpointForkExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsObserveWriteCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envInteractObserveWriteCheckpointForkExec offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envInteractObserveWriteCheckpointForkExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractObserveWriteCheckpointForkExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsInteractObserveWriteCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveWriteCheckpointForkExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractObserveWriteCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envReadWriteCheckpointForkExec offers WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envReadWriteCheckpointForkExec struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsReadWriteCheckpointForkExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsReadWriteCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsReadWriteCheckpointForkExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsReadWriteCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envInteractReadWriteCheckpointForkExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envInteractReadWriteCheckpointForkExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractReadWriteCheckpointForkExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsInteractReadWriteCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadWriteCheckpointForkExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractReadWriteCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envObserveReadWriteCheckpointForkExec offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envObserveReadWriteCheckpointForkExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsObserveReadWriteCheckpointForkExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsObserveReadWriteCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadWriteCheckpointForkExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsObserveReadWriteCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envInteractObserveReadWriteCheckpointForkExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envInteractObserveReadWriteCheckpointForkExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envSessionsInteractObserveReadWriteCheckpointForkExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envSessionsInteractObserveReadWriteCheckpointForkExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadWriteCheckpointForkExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
+type envDispatchSessionsInteractObserveReadWriteCheckpointForkExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithExec
+}
+
+// envDurableExec offers DurableBrancher, CommandExecutor.
+type envDurableExec struct {
+	*environment
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsDurableExec offers SessionOpener, DurableBrancher, CommandExecutor.
+type envSessionsDurableExec struct {
+	*environment
+	envWithSessions
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsDurableExec offers Dispatcher, SessionOpener, DurableBrancher, CommandExecutor.
+type envDispatchSessionsDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithDurable
+	envWithExec
+}
+
+// envInteractDurableExec offers InteractionResponder, DurableBrancher, CommandExecutor.
+type envInteractDurableExec struct {
+	*environment
+	envWithInteract
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractDurableExec offers SessionOpener, InteractionResponder, DurableBrancher, CommandExecutor.
+type envSessionsInteractDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractDurableExec offers Dispatcher, SessionOpener, InteractionResponder, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithDurable
+	envWithExec
+}
+
+// envObserveDurableExec offers Observer, DurableBrancher, CommandExecutor.
+type envObserveDurableExec struct {
+	*environment
+	envWithObserve
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveDurableExec offers SessionOpener, Observer, DurableBrancher, CommandExecutor.
+type envSessionsObserveDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveDurableExec offers Dispatcher, SessionOpener, Observer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveDurableExec offers InteractionResponder, Observer, DurableBrancher, CommandExecutor.
+type envInteractObserveDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveDurableExec offers SessionOpener, InteractionResponder, Observer, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithDurable
+	envWithExec
+}
+
+// envReadDurableExec offers WorkspaceReader, DurableBrancher, CommandExecutor.
+type envReadDurableExec struct {
+	*environment
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsReadDurableExec offers SessionOpener, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envSessionsReadDurableExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsReadDurableExec offers Dispatcher, SessionOpener, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envDispatchSessionsReadDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envInteractReadDurableExec offers InteractionResponder, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envInteractReadDurableExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractReadDurableExec offers SessionOpener, InteractionResponder, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envSessionsInteractReadDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractReadDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envObserveReadDurableExec offers Observer, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envObserveReadDurableExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveReadDurableExec offers SessionOpener, Observer, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envSessionsObserveReadDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveReadDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveReadDurableExec offers InteractionResponder, Observer, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envInteractObserveReadDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveReadDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveReadDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveReadDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithDurable
+	envWithExec
+}
+
+// envWriteDurableExec offers WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envWriteDurableExec struct {
+	*environment
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsWriteDurableExec offers SessionOpener, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envSessionsWriteDurableExec struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsWriteDurableExec offers Dispatcher, SessionOpener, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envDispatchSessionsWriteDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envInteractWriteDurableExec offers InteractionResponder, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envInteractWriteDurableExec struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractWriteDurableExec offers SessionOpener, InteractionResponder, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envSessionsInteractWriteDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractWriteDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractWriteDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envObserveWriteDurableExec offers Observer, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envObserveWriteDurableExec struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveWriteDurableExec offers SessionOpener, Observer, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envSessionsObserveWriteDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveWriteDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveWriteDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveWriteDurableExec offers InteractionResponder, Observer, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envInteractObserveWriteDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveWriteDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveWriteDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveWriteDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveWriteDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envReadWriteDurableExec offers WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envReadWriteDurableExec struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsReadWriteDurableExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envSessionsReadWriteDurableExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsReadWriteDurableExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envDispatchSessionsReadWriteDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envInteractReadWriteDurableExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envInteractReadWriteDurableExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractReadWriteDurableExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envSessionsInteractReadWriteDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadWriteDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractReadWriteDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envObserveReadWriteDurableExec offers Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envObserveReadWriteDurableExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveReadWriteDurableExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envSessionsObserveReadWriteDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadWriteDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveReadWriteDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveReadWriteDurableExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envInteractObserveReadWriteDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveReadWriteDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveReadWriteDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadWriteDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveReadWriteDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithDurable
+	envWithExec
+}
+
+// envCheckpointDurableExec offers LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envCheckpointDurableExec struct {
+	*environment
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsCheckpointDurableExec offers SessionOpener, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsCheckpointDurableExec offers Dispatcher, SessionOpener, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envInteractCheckpointDurableExec offers InteractionResponder, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envInteractCheckpointDurableExec struct {
+	*environment
+	envWithInteract
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractCheckpointDurableExec offers SessionOpener, InteractionResponder, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsInteractCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractCheckpointDurableExec offers Dispatcher, SessionOpener, InteractionResponder, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envObserveCheckpointDurableExec offers Observer, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envObserveCheckpointDurableExec struct {
+	*environment
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveCheckpointDurableExec offers SessionOpener, Observer, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsObserveCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveCheckpointDurableExec offers Dispatcher, SessionOpener, Observer, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveCheckpointDurableExec offers InteractionResponder, Observer, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envInteractObserveCheckpointDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveCheckpointDurableExec offers SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveCheckpointDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envReadCheckpointDurableExec offers WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envReadCheckpointDurableExec struct {
+	*environment
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsReadCheckpointDurableExec offers SessionOpener, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsReadCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsReadCheckpointDurableExec offers Dispatcher, SessionOpener, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsReadCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envInteractReadCheckpointDurableExec offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envInteractReadCheckpointDurableExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractReadCheckpointDurableExec offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsInteractReadCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadCheckpointDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractReadCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envObserveReadCheckpointDurableExec offers Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envObserveReadCheckpointDurableExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveReadCheckpointDurableExec offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsObserveReadCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadCheckpointDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveReadCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveReadCheckpointDurableExec offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envInteractObserveReadCheckpointDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveReadCheckpointDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveReadCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadCheckpointDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveReadCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envWriteCheckpointDurableExec offers WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envWriteCheckpointDurableExec struct {
+	*environment
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsWriteCheckpointDurableExec offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsWriteCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsWriteCheckpointDurableExec offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsWriteCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envInteractWriteCheckpointDurableExec offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envInteractWriteCheckpointDurableExec struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractWriteCheckpointDurableExec offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsInteractWriteCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractWriteCheckpointDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractWriteCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envObserveWriteCheckpointDurableExec offers Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envObserveWriteCheckpointDurableExec struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveWriteCheckpointDurableExec offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsObserveWriteCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveWriteCheckpointDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveWriteCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveWriteCheckpointDurableExec offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envInteractObserveWriteCheckpointDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveWriteCheckpointDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveWriteCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveWriteCheckpointDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveWriteCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envReadWriteCheckpointDurableExec offers WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsReadWriteCheckpointDurableExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsReadWriteCheckpointDurableExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envInteractReadWriteCheckpointDurableExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envInteractReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractReadWriteCheckpointDurableExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsInteractReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadWriteCheckpointDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envObserveReadWriteCheckpointDurableExec offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envObserveReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveReadWriteCheckpointDurableExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsObserveReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadWriteCheckpointDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveReadWriteCheckpointDurableExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envInteractObserveReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveReadWriteCheckpointDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadWriteCheckpointDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveReadWriteCheckpointDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithDurable
+	envWithExec
+}
+
+// envForkDurableExec offers LegacyForker, DurableBrancher, CommandExecutor.
+type envForkDurableExec struct {
+	*environment
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsForkDurableExec offers SessionOpener, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsForkDurableExec offers Dispatcher, SessionOpener, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractForkDurableExec offers InteractionResponder, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractForkDurableExec offers SessionOpener, InteractionResponder, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envObserveForkDurableExec offers Observer, LegacyForker, DurableBrancher, CommandExecutor.
+type envObserveForkDurableExec struct {
+	*environment
+	envWithObserve
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveForkDurableExec offers SessionOpener, Observer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsObserveForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveForkDurableExec offers Dispatcher, SessionOpener, Observer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveForkDurableExec offers InteractionResponder, Observer, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractObserveForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveForkDurableExec offers SessionOpener, InteractionResponder, Observer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envReadForkDurableExec offers WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envReadForkDurableExec struct {
+	*environment
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsReadForkDurableExec offers SessionOpener, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsReadForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsReadForkDurableExec offers Dispatcher, SessionOpener, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsReadForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractReadForkDurableExec offers InteractionResponder, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractReadForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractReadForkDurableExec offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractReadForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractReadForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envObserveReadForkDurableExec offers Observer, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envObserveReadForkDurableExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveReadForkDurableExec offers SessionOpener, Observer, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsObserveReadForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadForkDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveReadForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveReadForkDurableExec offers InteractionResponder, Observer, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractObserveReadForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveReadForkDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveReadForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveReadForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envWriteForkDurableExec offers WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envWriteForkDurableExec struct {
+	*environment
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsWriteForkDurableExec offers SessionOpener, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsWriteForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsWriteForkDurableExec offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsWriteForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractWriteForkDurableExec offers InteractionResponder, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractWriteForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractWriteForkDurableExec offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractWriteForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractWriteForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractWriteForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envObserveWriteForkDurableExec offers Observer, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envObserveWriteForkDurableExec struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveWriteForkDurableExec offers SessionOpener, Observer, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsObserveWriteForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveWriteForkDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveWriteForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveWriteForkDurableExec offers InteractionResponder, Observer, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractObserveWriteForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveWriteForkDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveWriteForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveWriteForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveWriteForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envReadWriteForkDurableExec offers WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envReadWriteForkDurableExec struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsReadWriteForkDurableExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsReadWriteForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsReadWriteForkDurableExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsReadWriteForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractReadWriteForkDurableExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractReadWriteForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractReadWriteForkDurableExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractReadWriteForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadWriteForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractReadWriteForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envObserveReadWriteForkDurableExec offers Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envObserveReadWriteForkDurableExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveReadWriteForkDurableExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsObserveReadWriteForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadWriteForkDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveReadWriteForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveReadWriteForkDurableExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractObserveReadWriteForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveReadWriteForkDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveReadWriteForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadWriteForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveReadWriteForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envCheckpointForkDurableExec offers LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envCheckpointForkDurableExec struct {
+	*environment
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsCheckpointForkDurableExec offers SessionOpener, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsCheckpointForkDurableExec offers Dispatcher, SessionOpener, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractCheckpointForkDurableExec offers InteractionResponder, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractCheckpointForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractCheckpointForkDurableExec offers SessionOpener, InteractionResponder, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractCheckpointForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envObserveCheckpointForkDurableExec offers Observer, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envObserveCheckpointForkDurableExec struct {
+	*environment
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveCheckpointForkDurableExec offers SessionOpener, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsObserveCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveCheckpointForkDurableExec offers Dispatcher, SessionOpener, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveCheckpointForkDurableExec offers InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractObserveCheckpointForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveCheckpointForkDurableExec offers SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveCheckpointForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envReadCheckpointForkDurableExec offers WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envReadCheckpointForkDurableExec struct {
+	*environment
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsReadCheckpointForkDurableExec offers SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsReadCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsReadCheckpointForkDurableExec offers Dispatcher, SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsReadCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractReadCheckpointForkDurableExec offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractReadCheckpointForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractReadCheckpointForkDurableExec offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractReadCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadCheckpointForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractReadCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envObserveReadCheckpointForkDurableExec offers Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envObserveReadCheckpointForkDurableExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveReadCheckpointForkDurableExec offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsObserveReadCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadCheckpointForkDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveReadCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveReadCheckpointForkDurableExec offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractObserveReadCheckpointForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveReadCheckpointForkDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveReadCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadCheckpointForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveReadCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envWriteCheckpointForkDurableExec offers WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsWriteCheckpointForkDurableExec offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsWriteCheckpointForkDurableExec offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractWriteCheckpointForkDurableExec offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractWriteCheckpointForkDurableExec offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractWriteCheckpointForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envObserveWriteCheckpointForkDurableExec offers Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envObserveWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveWriteCheckpointForkDurableExec offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsObserveWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveWriteCheckpointForkDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveWriteCheckpointForkDurableExec offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractObserveWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveWriteCheckpointForkDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveWriteCheckpointForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envReadWriteCheckpointForkDurableExec offers WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsReadWriteCheckpointForkDurableExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsReadWriteCheckpointForkDurableExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractReadWriteCheckpointForkDurableExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractReadWriteCheckpointForkDurableExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractReadWriteCheckpointForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envObserveReadWriteCheckpointForkDurableExec offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envObserveReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsObserveReadWriteCheckpointForkDurableExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsObserveReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsObserveReadWriteCheckpointForkDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsObserveReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envInteractObserveReadWriteCheckpointForkDurableExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envInteractObserveReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envSessionsInteractObserveReadWriteCheckpointForkDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envSessionsInteractObserveReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
+}
+
+// envDispatchSessionsInteractObserveReadWriteCheckpointForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
+type envDispatchSessionsInteractObserveReadWriteCheckpointForkDurableExec struct {
+	*environment
+	envWithDispatch
+	envWithSessions
+	envWithInteract
+	envWithObserve
+	envWithRead
+	envWithWrite
+	envWithCheckpoint
+	envWithFork
+	envWithDurable
+	envWithExec
 }
 
 // sessMask is the set of optional abilities c declares for a contract.Session, one
 // bit per ability in the order of gen_exposure.go's table.
 func sessMask(c *contract.Capabilities) uint {
 	var m uint
-	if c.RetainedControl != nil {
+	if c.NativeContinuation != nil {
 		m |= 1 << 0
 	}
-	if c.Interactions != nil {
+	if c.RetainedControl != nil {
 		m |= 1 << 1
+	}
+	if c.Interactions != nil {
+		m |= 1 << 2
 	}
 	return m
 }
@@ -3415,44 +9492,99 @@ func sessMask(c *contract.Capabilities) uint {
 func sessExposed(x *session, mask uint) contract.Session {
 	switch mask {
 	case 1:
-		return sessCancelRun{x}
+		return sessNative{x, sessWithNative{x}}
 	case 2:
-		return sessInteract{x}
+		return sessCancelRun{x, sessWithCancelRun{x}}
 	case 3:
-		return sessCancelRunInteract{x}
+		return sessNativeCancelRun{x, sessWithNative{x}, sessWithCancelRun{x}}
+	case 4:
+		return sessInteract{x, sessWithInteract{x}}
+	case 5:
+		return sessNativeInteract{x, sessWithNative{x}, sessWithInteract{x}}
+	case 6:
+		return sessCancelRunInteract{x, sessWithCancelRun{x}, sessWithInteract{x}}
+	case 7:
+		return sessNativeCancelRunInteract{x, sessWithNative{x}, sessWithCancelRun{x}, sessWithInteract{x}}
 	}
 	return x
 }
 
-// sessCancelRun offers RunCanceller.
-type sessCancelRun struct{ *session }
+// sessWithNative carries the methods of contract.NativeContinuer.
+type sessWithNative struct{ x *session }
+
+// ContextBoundary implements contract.NativeContinuer.
+func (e sessWithNative) ContextBoundary(ctx context.Context) (*contract.NativeContextBoundaryProof, error) {
+	x := e.x
+	return x.contextBoundary(ctx)
+}
+
+// ContinueNative implements contract.NativeContinuer.
+func (e sessWithNative) ContinueNative(ctx context.Context, req *contract.NativeContextContinuationRequest, opts contract.NativeContinuationOptions) (*contract.NativeContinuationResult, error) {
+	x := e.x
+	return x.continueNative(ctx, req, opts)
+}
+
+// sessWithCancelRun carries the methods of contract.RunCanceller.
+type sessWithCancelRun struct{ x *session }
 
 // CancelRun implements contract.RunCanceller.
-func (e sessCancelRun) CancelRun(ctx context.Context, req *contract.RunCancellationRequest) (*contract.RunCancellationAcknowledgement, error) {
-	x := e.session
+func (e sessWithCancelRun) CancelRun(ctx context.Context, req *contract.RunCancellationRequest) (*contract.RunCancellationAcknowledgement, error) {
+	x := e.x
 	return x.cancelRun(ctx, req)
+}
+
+// sessWithInteract carries the methods of contract.InteractionResponder.
+type sessWithInteract struct{ x *session }
+
+// RespondToInteraction implements contract.InteractionResponder.
+func (e sessWithInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+	x := e.x
+	return x.respond(ctx, cmd)
+}
+
+// sessNative offers NativeContinuer.
+type sessNative struct {
+	*session
+	sessWithNative
+}
+
+// sessCancelRun offers RunCanceller.
+type sessCancelRun struct {
+	*session
+	sessWithCancelRun
+}
+
+// sessNativeCancelRun offers NativeContinuer, RunCanceller.
+type sessNativeCancelRun struct {
+	*session
+	sessWithNative
+	sessWithCancelRun
 }
 
 // sessInteract offers InteractionResponder.
-type sessInteract struct{ *session }
+type sessInteract struct {
+	*session
+	sessWithInteract
+}
 
-// RespondToInteraction implements contract.InteractionResponder.
-func (e sessInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.session
-	return x.respond(ctx, cmd)
+// sessNativeInteract offers NativeContinuer, InteractionResponder.
+type sessNativeInteract struct {
+	*session
+	sessWithNative
+	sessWithInteract
 }
 
 // sessCancelRunInteract offers RunCanceller, InteractionResponder.
-type sessCancelRunInteract struct{ *session }
-
-// CancelRun implements contract.RunCanceller.
-func (e sessCancelRunInteract) CancelRun(ctx context.Context, req *contract.RunCancellationRequest) (*contract.RunCancellationAcknowledgement, error) {
-	x := e.session
-	return x.cancelRun(ctx, req)
+type sessCancelRunInteract struct {
+	*session
+	sessWithCancelRun
+	sessWithInteract
 }
 
-// RespondToInteraction implements contract.InteractionResponder.
-func (e sessCancelRunInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
-	x := e.session
-	return x.respond(ctx, cmd)
+// sessNativeCancelRunInteract offers NativeContinuer, RunCanceller, InteractionResponder.
+type sessNativeCancelRunInteract struct {
+	*session
+	sessWithNative
+	sessWithCancelRun
+	sessWithInteract
 }

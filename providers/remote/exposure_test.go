@@ -24,6 +24,15 @@ func TestExposureMatchesEveryDocument(t *testing.T) {
 		func(c *contract.Capabilities) { c.Workspace.Read = true },
 		func(c *contract.Capabilities) { c.Workspace.Write = true },
 		func(c *contract.Capabilities) { c.Workspace.Exec = true },
+		func(c *contract.Capabilities) { c.Branching.Checkpoint = true },
+		func(c *contract.Capabilities) { c.Branching.Fork = true },
+		func(c *contract.Capabilities) {
+			yes := true
+			c.Branching.RetrySafe, c.Branching.Lookup, c.Branching.Cleanup = &yes, &yes, &yes
+		},
+		func(c *contract.Capabilities) {
+			c.NativeContinuation = &contract.NativeContinuationCapabilities{AtomicBoundary: true, RequestIdempotency: true}
+		},
 	}
 	for m := range 1 << len(gates) {
 		var c contract.Capabilities
@@ -34,10 +43,10 @@ func TestExposureMatchesEveryDocument(t *testing.T) {
 		}
 		e := &environment{}
 		if err := contract.CheckExposure(&c, envExposed(e, envMask(&c))); err != nil {
-			t.Errorf("document %09b: environment exposure: %v", m, err)
+			t.Errorf("document %013b: environment exposure: %v", m, err)
 		}
 		if err := contract.CheckSessionExposure(&c, sessExposed(&session{e: e}, sessMask(&c))); err != nil {
-			t.Errorf("document %09b: session exposure: %v", m, err)
+			t.Errorf("document %013b: session exposure: %v", m, err)
 		}
 	}
 }
@@ -69,14 +78,29 @@ func TestExposureGeneratedUpToDate(t *testing.T) {
 	}
 }
 
-// The provider type picked for a document offers profile validation
-// exactly when the document declares it.
+// The provider type picked for a document offers profile validation,
+// durable branching recovery and context transfer exactly when the
+// document declares them.
 func TestProviderExposureMatchesDocument(t *testing.T) {
-	for _, declared := range []bool{false, true} {
+	gates := []func(*contract.Capabilities){
+		func(c *contract.Capabilities) { c.Profile.Validation = true },
+		func(c *contract.Capabilities) {
+			yes := true
+			c.Branching.RetrySafe, c.Branching.Lookup, c.Branching.Cleanup = &yes, &yes, &yes
+		},
+		func(c *contract.Capabilities) {
+			c.ContextTransfer = &contract.ContextTransferCapabilities{FreshSession: true, RequestIdempotency: true, Lookup: true}
+		},
+	}
+	for m := range 1 << len(gates) {
 		var c contract.Capabilities
-		c.Profile.Validation = declared
+		for i, set := range gates {
+			if m&(1<<i) != 0 {
+				set(&c)
+			}
+		}
 		if err := contract.CheckProviderExposure(&c, provExposed(&Provider{}, provMask(&c))); err != nil {
-			t.Errorf("profile.validation %v: %v", declared, err)
+			t.Errorf("document %03b: %v", m, err)
 		}
 	}
 }

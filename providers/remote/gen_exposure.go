@@ -20,40 +20,69 @@ import (
 
 // ability is one optional interface of the contract that remote offers.
 type ability struct {
-	Name  string // the contract interface
-	Short string // its part of a generated type name
-	Gate  string // the Go condition on c *contract.Capabilities that declares it
-	Sig   string // its method, as declared
-	Call  string // the body, calling the base type's unexported method
+	Name    string   // the contract interface
+	Short   string   // its part of a generated type name
+	Gate    string   // the Go condition on c *contract.Capabilities that declares it
+	Methods []method // the interface's methods
+	// Implies is the Short of an ability whose gate this one's gate
+	// implies; a mask with this ability and without that one cannot
+	// occur, so no type is generated for it.
+	Implies string
+}
+
+// method is one method of an ability.
+type method struct {
+	Sig  string // the method, as declared
+	Call string // the body, calling the base type's unexported method
+}
+
+// one is an ability of a single method.
+func one(name, short, gate, sig, call string) ability {
+	return ability{Name: name, Short: short, Gate: gate, Methods: []method{{sig, call}}}
 }
 
 var envAbilities = []ability{
-	{"Dispatcher", "Dispatch", "c.Streaming.Detach",
-		"Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error)", "return x.dispatch(ctx, in)"},
-	{"SessionOpener", "Sessions", "c.Streaming.Detach || c.Streaming.Replay || c.Sessions.Continue",
-		"Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error)", "return x.session(ctx, id, ref)"},
-	{"InteractionResponder", "Interact", "c.Interactions != nil",
-		"RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error)", "return x.respond(ctx, cmd)"},
-	{"Observer", "Observe", "c.Observation != nil",
-		"Observe(ctx context.Context) (*contract.EnvironmentObservation, error)", "return x.observe(ctx)"},
-	{"WorkspaceReader", "Read", "c.Workspace.Read",
-		"ReadFile(ctx context.Context, path, sessionID string) (string, error)", "return x.readFile(ctx, path, sessionID)"},
-	{"WorkspaceWriter", "Write", "c.Workspace.Write",
-		"WriteFile(ctx context.Context, path, content, sessionID string) error", "return x.writeFile(ctx, path, content, sessionID)"},
-	{"CommandExecutor", "Exec", "c.Workspace.Exec",
-		"Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error)", "return x.exec(ctx, command, req)"},
+	implies(one("Dispatcher", "Dispatch", "c.Streaming.Detach",
+		"Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error)", "return x.dispatch(ctx, in)"), "Sessions"),
+	one("SessionOpener", "Sessions", "c.Streaming.Detach || c.Streaming.Replay || c.Sessions.Continue",
+		"Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error)", "return x.session(ctx, id, ref)"),
+	one("InteractionResponder", "Interact", "c.Interactions != nil",
+		"RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error)", "return x.respond(ctx, cmd)"),
+	one("Observer", "Observe", "c.Observation != nil",
+		"Observe(ctx context.Context) (*contract.EnvironmentObservation, error)", "return x.observe(ctx)"),
+	one("WorkspaceReader", "Read", "c.Workspace.Read",
+		"ReadFile(ctx context.Context, path, sessionID string) (string, error)", "return x.readFile(ctx, path, sessionID)"),
+	one("WorkspaceWriter", "Write", "c.Workspace.Write",
+		"WriteFile(ctx context.Context, path, content, sessionID string) error", "return x.writeFile(ctx, path, content, sessionID)"),
+	one("LegacyCheckpointer", "Checkpoint", "c.Branching.Checkpoint",
+		"Checkpoint(ctx context.Context, req *contract.CheckpointRequest) (*contract.CheckpointRef, error)", "return x.checkpoint(ctx, req)"),
+	one("LegacyForker", "Fork", "c.Branching.Fork",
+		"Fork(ctx context.Context, from *contract.CheckpointRef, req *contract.ForkRequest) (contract.Environment, error)", "return x.fork(ctx, from, req)"),
+	one("DurableBrancher", "Durable", "c.Branching.Durable()",
+		"WorkspaceBranching() contract.WorkspaceBranching", "return x.workspaceBranching()"),
+	one("CommandExecutor", "Exec", "c.Workspace.Exec",
+		"Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error)", "return x.exec(ctx, command, req)"),
 }
 
 var providerAbilities = []ability{
-	{"ProfileValidator", "Validate", "c.Profile.Validation",
-		"ValidateProfile(ctx context.Context, ref profile.Ref) (*contract.ProfileValidation, error)", "return x.validateProfile(ctx, ref)"},
+	one("BranchingProvider", "Branching", "c.Branching.Durable()",
+		"BranchingFor(ctx context.Context, sourceEnvironmentID string) (contract.WorkspaceBranching, error)", "return x.branchingFor(ctx, sourceEnvironmentID)"),
+	{Name: "ContextTransferrer", Short: "Transfer", Gate: "c.ContextTransfer != nil", Methods: []method{
+		{"TransferContext(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error)", "return x.transferContext(ctx, req)"},
+		{"LookupContextTransfer(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error)", "return x.lookupContextTransfer(ctx, req)"}}},
+	one("ProfileValidator", "Validate", "c.Profile.Validation",
+		"ValidateProfile(ctx context.Context, ref profile.Ref) (*contract.ProfileValidation, error)", "return x.validateProfile(ctx, ref)"),
 }
 
 var sessionAbilities = []ability{
-	{"RunCanceller", "CancelRun", "c.RetainedControl != nil",
-		"CancelRun(ctx context.Context, req *contract.RunCancellationRequest) (*contract.RunCancellationAcknowledgement, error)", "return x.cancelRun(ctx, req)"},
-	{"InteractionResponder", "Interact", "c.Interactions != nil",
-		"RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error)", "return x.respond(ctx, cmd)"},
+	{Name: "NativeContinuer", Short: "Native", Gate: "c.NativeContinuation != nil", Methods: []method{
+		{"ContextBoundary(ctx context.Context) (*contract.NativeContextBoundaryProof, error)", "return x.contextBoundary(ctx)"},
+		{"ContinueNative(ctx context.Context, req *contract.NativeContextContinuationRequest, opts contract.NativeContinuationOptions) (*contract.NativeContinuationResult, error)",
+			"return x.continueNative(ctx, req, opts)"}}},
+	one("RunCanceller", "CancelRun", "c.RetainedControl != nil",
+		"CancelRun(ctx context.Context, req *contract.RunCancellationRequest) (*contract.RunCancellationAcknowledgement, error)", "return x.cancelRun(ctx, req)"),
+	one("InteractionResponder", "Interact", "c.Interactions != nil",
+		"RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error)", "return x.respond(ctx, cmd)"),
 }
 
 func main() {
@@ -89,27 +118,70 @@ func gen(b *bytes.Buffer, prefix, base, iface string, abilities []ability) {
 	fmt.Fprintf(b, "// %sExposed returns x as the type that implements exactly the\n// abilities of mask.\n", prefix)
 	fmt.Fprintf(b, "func %sExposed(x %s, mask uint) %s {\n\tswitch mask {\n", prefix, base, iface)
 	for m := 1; m < 1<<len(abilities); m++ {
-		fmt.Fprintf(b, "\tcase %d:\n\t\treturn %s{x}\n", m, typeName(prefix, abilities, m))
+		if !possible(abilities, m) {
+			continue
+		}
+		fields := []string{"x"}
+		for i, a := range abilities {
+			if m&(1<<i) != 0 {
+				fields = append(fields, carrier(prefix, a)+"{x}")
+			}
+		}
+		fmt.Fprintf(b, "\tcase %d:\n\t\treturn %s{%s}\n", m, typeName(prefix, abilities, m), strings.Join(fields, ", "))
 	}
 	b.WriteString("\t}\n\treturn x\n}\n\n")
+	// One carrier per ability holds its methods; a combination embeds
+	// the base (its methods at depth 1) and the carriers of its
+	// abilities, so each combination costs one line, not a copy of every
+	// method.
+	for _, a := range abilities {
+		name := carrier(prefix, a)
+		fmt.Fprintf(b, "// %s carries the methods of contract.%s.\ntype %s struct{ x %s }\n\n", name, a.Name, name, base)
+		for _, f := range a.Methods {
+			fmt.Fprintf(b, "// %s implements contract.%s.\n", f.Sig[:strings.IndexByte(f.Sig, '(')], a.Name)
+			fmt.Fprintf(b, "func (e %s) %s {\n\tx := e.x\n\t%s\n}\n\n", name, f.Sig, f.Call)
+		}
+	}
 	for m := 1; m < 1<<len(abilities); m++ {
-		name := typeName(prefix, abilities, m)
-		var names []string
+		if !possible(abilities, m) {
+			continue
+		}
+		var names, carriers []string
 		for i, a := range abilities {
 			if m&(1<<i) != 0 {
 				names = append(names, a.Name)
+				carriers = append(carriers, carrier(prefix, a))
 			}
 		}
-		fmt.Fprintf(b, "// %s offers %s.\ntype %s struct{ %s }\n\n", name, strings.Join(names, ", "), name, base)
-		for i, a := range abilities {
-			if m&(1<<i) == 0 {
-				continue
-			}
-			fmt.Fprintf(b, "// %s implements contract.%s.\n", a.Sig[:strings.IndexByte(a.Sig, '(')], a.Name)
-			fmt.Fprintf(b, "func (e %s) %s {\n\tx := e.%s\n\t%s\n}\n\n", name, a.Sig, strings.TrimPrefix(base, "*"), a.Call)
-		}
+		name := typeName(prefix, abilities, m)
+		fmt.Fprintf(b, "// %s offers %s.\ntype %s struct {\n\t%s\n\t%s\n}\n\n", name, strings.Join(names, ", "), name, base, strings.Join(carriers, "\n\t"))
 	}
 }
+
+// implies returns a with Implies set to short.
+func implies(a ability, short string) ability {
+	a.Implies = short
+	return a
+}
+
+// possible reports whether mask m can come from a document: every
+// ability in it has the ability its gate implies.
+func possible(abilities []ability, m int) bool {
+	for i, a := range abilities {
+		if m&(1<<i) == 0 || a.Implies == "" {
+			continue
+		}
+		for j, b := range abilities {
+			if b.Short == a.Implies && m&(1<<j) == 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// carrier is the name of the type that carries a's methods.
+func carrier(prefix string, a ability) string { return prefix + "With" + a.Short }
 
 func typeName(prefix string, abilities []ability, m int) string {
 	name := prefix

@@ -197,6 +197,9 @@ func (p *Provider) Create(ctx context.Context, in *contract.CreateInput) (contra
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", contract.ErrCreateInput, err)
 	}
+	if len(body) > wire.MaxProfileBodyBytes {
+		return nil, fmt.Errorf("%w: the create request is larger than %d bytes", contract.ErrCreateInput, wire.MaxProfileBodyBytes)
+	}
 	ctx, cancel := context.WithTimeout(ctx, p.opts.CreateTimeout)
 	defer cancel()
 	resp, attempts, err := p.callAs(ctx, http.MethodPost, wire.PathEnvironments, body, true, in.Credential)

@@ -395,3 +395,41 @@ func streamError(data []byte) error {
 	}
 	return e
 }
+
+// contextBoundary observes the bound run's native context boundary; it
+// has no effect, so a lost answer is asked again.
+func (s *session) contextBoundary(ctx context.Context) (*contract.NativeContextBoundaryProof, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.e.p.opts.CallTimeout)
+	defer cancel()
+	var proof *contract.NativeContextBoundaryProof
+	if err := s.post(ctx, "/boundary", wire.SessionRequest{ControlRef: s.controlRef()}, true, func(b []byte) (err error) {
+		proof, err = wire.ParseNativeContextBoundaryProof(b)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	return proof, nil
+}
+
+// continueNative continues the session natively with opts.Turn. The
+// request's operation id binds its digest at the provider, so a retry
+// after a lost answer is answered replayed with the original run, never
+// a second continuation (a caller that sees replayed for its first call
+// learns the answer was lost). The served document never declares
+// admissionControl, so opts.OnAdmission is never called. It is bounded
+// by Options.PromptTimeout: it plays a whole turn.
+func (s *session) continueNative(ctx context.Context, req *contract.NativeContextContinuationRequest, opts contract.NativeContinuationOptions) (*contract.NativeContinuationResult, error) {
+	if req == nil {
+		return nil, errors.New("remote: nil native continuation request")
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.e.p.opts.PromptTimeout)
+	defer cancel()
+	var res *contract.NativeContinuationResult
+	if err := s.post(ctx, "/continue", wire.SessionContinueRequest{ControlRef: s.controlRef(), Request: *req, Turn: opts.Turn}, true, func(b []byte) (err error) {
+		res, err = wire.ParseNativeContinuationResult(b)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	return res, nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"strings"
 	"sync"
@@ -173,7 +174,7 @@ func (e *environment) ReadFile(ctx context.Context, path, sessionID string) (str
 	}
 	content, ok := st.files[path]
 	if !ok {
-		return "", fmt.Errorf("scripted: %s: file does not exist", path)
+		return "", &fs.PathError{Op: "read", Path: path, Err: fs.ErrNotExist}
 	}
 	return content, nil
 }

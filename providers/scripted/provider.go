@@ -175,6 +175,14 @@ func (p *Provider) Counters() Counters {
 		NativeContinuations: p.b.continuations.Load()}
 }
 
+// EffectCounts returns Counters by name (transfers, freshSessions,
+// nativeContinuations), as a server reports a provider's effects
+// (sidecar.EffectCounter).
+func (p *Provider) EffectCounts() map[string]int64 {
+	c := p.Counters()
+	return map[string]int64{"transfers": c.Transfers, "freshSessions": c.FreshSessions, "nativeContinuations": c.NativeContinuations}
+}
+
 // interactionKinds are the kinds of the interaction requests s
 // originates, each once, in script order.
 func interactionKinds(s *Script) []string {
