@@ -30,7 +30,8 @@ import (
 func newSuperviseCmd(stdio IO, open providerOpener) *cobra.Command {
 	var sf storeFlags
 	var asJSON, resume bool
-	var task, providerName, scriptPath, managerScript, baseURL, openaiAPI, expect, runDir, runID, analystsPath string
+	var task, providerName, scriptPath, managerScript, baseURL, openaiAPI, expect, checkCmd, runDir, runID, analystsPath string
+	var checkTimeout time.Duration
 	var workers []string
 	var budgetTokens, iterations, workerTokens int64
 	var budgetUSD, workerUSD float64
@@ -45,7 +46,9 @@ Its model spawns workers from the --worker profiles (named by their "name"),
 every spawn reserved from one budget (--budget-tokens, --iterations and
 optionally --budget-usd; each worker reserves --worker-tokens, one iteration and
 --worker-usd unless its spawn asks otherwise). A result is delivered only when
-it contains --expect TEXT (without --expect: when it is not empty).
+it contains --expect TEXT, or when --check-cmd CMD (run by /bin/sh with the
+result on stdin, within --check-timeout) exits 0; with neither, when it is not
+empty.
 
 Workers run on --provider (the run flags: scripted by default, offline, with
 --script FILE; openai; anthropic; ...), each recorded in the run store. The
@@ -88,6 +91,10 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				return usage("--task is required")
 			case len(workers) == 0:
 				return usage("at least one --worker PROFILE is required")
+			case expect != "" && checkCmd != "":
+				return usage("--expect and --check-cmd are two checks; give one")
+			case checkTimeout <= 0:
+				return usage("--check-timeout must be positive")
 			case budgetTokens <= 0 || iterations <= 0:
 				return usage("--budget-tokens and --iterations must be positive")
 			case budgetUSD < 0 || workerUSD < 0 || workerTokens < 0 || maxLive < 0:
@@ -168,6 +175,9 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				Resume:         resume,
 				Analysts:       lenses,
 			}
+			if checkCmd != "" {
+				o.Deliverable = commandDeliverable(checkCmd, checkTimeout)
+			}
 			if budgetUSD > 0 {
 				o.Budget.MicroUSD = int64p(int64(math.Round(budgetUSD * 1e6)))
 			}
@@ -207,6 +217,8 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 	f.StringVar(&scriptPath, "script", "", "script for the workers' scripted provider (default: answer every task)")
 	f.StringVar(&managerScript, "manager-script", "", "script of the manager's scripted model (default: spawn each worker once and await them)")
 	f.StringVar(&expect, "expect", "", "deliver only a result that contains this text")
+	f.StringVar(&checkCmd, "check-cmd", "", "deliver only a result for which this shell command, given the result on stdin, exits 0")
+	f.DurationVar(&checkTimeout, "check-timeout", 2*time.Minute, "how long --check-cmd may run before the result counts as not judged")
 	f.StringVar(&runDir, "run-dir", "", "directory of the run's journal (default: a new temporary directory)")
 	f.StringVar(&runID, "run-id", "", "the run's id, the root of its worker ids (default: generated)")
 	f.BoolVar(&resume, "resume", false, "continue the run journaled in --run-dir")

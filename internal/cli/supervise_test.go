@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/internal/cli"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -93,6 +94,24 @@ func TestSuperviseNoWinner(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "settled rel:s1 done, not delivered") {
 		t.Errorf("stderr:\n%s", errOut)
+	}
+}
+
+// --check-cmd decides delivery: the command reads the result on stdin
+// and delivers it by exiting 0; a non-zero exit is not delivered, and its
+// stderr is the verdict's reason.
+func TestSuperviseCheckCommand(t *testing.T) {
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+answerDone+`]}`)
+	out, errOut, code := run(t, "", superviseArgs(t, script, t.TempDir(), "--check-cmd", "grep -q 'Write a note'")...)
+	if code != 0 || !strings.Contains(errOut, "settled rel:s1 done, delivered (the check command exited 0)") {
+		t.Fatalf("passing check: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = run(t, "", superviseArgs(t, script, t.TempDir(), "--check-cmd", "echo 'no release number' >&2; exit 3")...)
+	if code != 1 || !strings.Contains(errOut, "not delivered (the check command exited 3: no release number)") {
+		t.Fatalf("failing check: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, _, code := run(t, "", superviseArgs(t, script, t.TempDir(), "--check-cmd", "true", "--expect", "x")...); code != cli.ExitUsage {
+		t.Errorf("--check-cmd with --expect: exit %d, want %d", code, cli.ExitUsage)
 	}
 }
 
