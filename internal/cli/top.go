@@ -40,8 +40,10 @@ const (
 	topAckWait = 3 * time.Second
 	// topSteerMax caps a steer message typed into top, in bytes.
 	topSteerMax = 4000
-	// topSource is the source top's requests are recorded with.
-	topControlSource = "agentrt-top"
+	// topControlSource is the source top's steer and cancel requests are
+	// recorded with: the reference's (runtime spec §11), so a reader of a
+	// run dir sees one vocabulary whichever tool wrote it.
+	topControlSource = "agent-runtime-top"
 )
 
 func newTopCmd(stdio IO) *cobra.Command {
