@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -15,31 +14,10 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/coordmcp"
+	"github.com/agentrt/agentrt/internal/clitest"
 	"github.com/agentrt/agentrt/providers/clibridge"
 	"github.com/agentrt/agentrt/supervise"
 )
-
-// claudeBinary finds the real claude binary: $AGENTRT_CLAUDE_BIN, else
-// claude in PATH. Without one the test is skipped, or fails when
-// AGENTRT_REQUIRE_CLIS=1 (as .ci/run sets).
-func claudeBinary(t *testing.T) string {
-	t.Helper()
-	if bin := os.Getenv("AGENTRT_CLAUDE_BIN"); bin != "" {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("AGENTRT_CLAUDE_BIN=%s is not an executable: %v", bin, err)
-		}
-		return bin
-	}
-	if bin, err := exec.LookPath("claude"); err == nil {
-		return bin
-	}
-	msg := "the claude binary is not installed (npm install @anthropic-ai/claude-code@2.1.197, then set AGENTRT_CLAUDE_BIN or put claude in PATH)"
-	if os.Getenv("AGENTRT_REQUIRE_CLIS") == "1" {
-		t.Fatal(msg + "; AGENTRT_REQUIRE_CLIS=1 forbids skipping")
-	}
-	t.Skip(msg)
-	return ""
-}
 
 // fakeAnthropic is a local Anthropic Messages API scripted as a manager
 // model: with no tool result yet in the conversation it calls
@@ -168,7 +146,7 @@ func (f *fakeAnthropic) serve(w http.ResponseWriter, r *http.Request) {
 // model usage is the run's driver inference, and the run's token
 // reaches neither the model endpoint nor the manager's receipt.
 func TestClaudeCodeManagerDrivesSupervise(t *testing.T) {
-	bin := claudeBinary(t)
+	bin := clitest.Claude(t)
 	relay := agentrtBinary(t)
 	ctx := deadline(t)
 	runDir := t.TempDir()
@@ -234,7 +212,7 @@ func TestClaudeCodeManagerDrivesSupervise(t *testing.T) {
 // turn (the harness's process group is killed, which is not a driver
 // failure) — and the delivered worker is the winner.
 func TestClaudeCodeManagerStops(t *testing.T) {
-	bin := claudeBinary(t)
+	bin := clitest.Claude(t)
 	relay := agentrtBinary(t)
 	ctx := deadline(t)
 	runDir := t.TempDir()

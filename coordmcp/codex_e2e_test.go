@@ -6,37 +6,16 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/agentrt/agentrt/coordmcp"
 	"github.com/agentrt/agentrt/harness"
+	"github.com/agentrt/agentrt/internal/clitest"
 	"github.com/agentrt/agentrt/providers/clibridge"
 	"github.com/agentrt/agentrt/supervise"
 )
-
-// codexBinary finds the real codex binary like claudeBinary.
-func codexBinary(t *testing.T) string {
-	t.Helper()
-	if bin := os.Getenv("AGENTRT_CODEX_BIN"); bin != "" {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("AGENTRT_CODEX_BIN=%s is not an executable: %v", bin, err)
-		}
-		return bin
-	}
-	if bin, err := exec.LookPath("codex"); err == nil {
-		return bin
-	}
-	msg := "the codex binary is not installed (npm install @openai/codex@0.171.0, then set AGENTRT_CODEX_BIN or put codex in PATH)"
-	if os.Getenv("AGENTRT_REQUIRE_CLIS") == "1" {
-		t.Fatal(msg + "; AGENTRT_REQUIRE_CLIS=1 forbids skipping")
-	}
-	t.Skip(msg)
-	return ""
-}
 
 // fakeResponses is a local OpenAI Responses API scripted as a manager
 // model for codex: by the number of function results in the call it
@@ -113,7 +92,7 @@ func (f *fakeResponses) serve(w http.ResponseWriter, r *http.Request) {
 // Responses API scripts spawn_worker, await_event and submit_result in
 // codex's namespace mcp__agentrt; the submitted result wins.
 func TestCodexManagerDrivesSupervise(t *testing.T) {
-	bin := codexBinary(t)
+	bin := clitest.Codex(t)
 	relay := agentrtBinary(t)
 	ctx := deadline(t)
 	runDir := t.TempDir()

@@ -6,37 +6,16 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/agentrt/agentrt/coordmcp"
 	"github.com/agentrt/agentrt/harness"
+	"github.com/agentrt/agentrt/internal/clitest"
 	"github.com/agentrt/agentrt/providers/clibridge"
 	"github.com/agentrt/agentrt/supervise"
 )
-
-// opencodeBinary finds the real opencode binary like claudeBinary.
-func opencodeBinary(t *testing.T) string {
-	t.Helper()
-	if bin := os.Getenv("AGENTRT_OPENCODE_BIN"); bin != "" {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("AGENTRT_OPENCODE_BIN=%s is not an executable: %v", bin, err)
-		}
-		return bin
-	}
-	if bin, err := exec.LookPath("opencode"); err == nil {
-		return bin
-	}
-	msg := "the opencode binary is not installed (npm install opencode-ai@1.18.33, then set AGENTRT_OPENCODE_BIN or put opencode in PATH)"
-	if os.Getenv("AGENTRT_REQUIRE_CLIS") == "1" {
-		t.Fatal(msg + "; AGENTRT_REQUIRE_CLIS=1 forbids skipping")
-	}
-	t.Skip(msg)
-	return ""
-}
 
 // fakeChat is a local OpenAI-compatible chat completions API scripted as
 // a manager model for opencode, which names a server's tools
@@ -112,7 +91,7 @@ func (f *fakeChat) serve(w http.ResponseWriter, r *http.Request) {
 // local chat completions API scripts spawn_worker, await_event and
 // submit_result as agentrt_<verb tool>; the submitted result wins.
 func TestOpencodeManagerDrivesSupervise(t *testing.T) {
-	bin := opencodeBinary(t)
+	bin := clitest.OpenCode(t)
 	relay := agentrtBinary(t)
 	ctx := deadline(t)
 	runDir := t.TempDir()

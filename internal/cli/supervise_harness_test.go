@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/agentrt/agentrt/internal/clitest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,29 +16,6 @@ import (
 	"testing"
 	"time"
 )
-
-// claudeForCLI finds the real claude binary ($AGENTRT_CLAUDE_BIN, else
-// claude in PATH); without one the test skips, or fails under
-// AGENTRT_REQUIRE_CLIS=1.
-func claudeForCLI(t *testing.T) string {
-	t.Helper()
-	if bin := os.Getenv("AGENTRT_CLAUDE_BIN"); bin != "" {
-		p, err := exec.LookPath(bin)
-		if err != nil {
-			t.Fatalf("AGENTRT_CLAUDE_BIN=%s is not an executable: %v", bin, err)
-		}
-		return p
-	}
-	if p, err := exec.LookPath("claude"); err == nil {
-		return p
-	}
-	msg := "the claude binary is not installed (npm install @anthropic-ai/claude-code@2.1.197, then set AGENTRT_CLAUDE_BIN)"
-	if os.Getenv("AGENTRT_REQUIRE_CLIS") == "1" {
-		t.Fatal(msg + "; AGENTRT_REQUIRE_CLIS=1 forbids skipping")
-	}
-	t.Skip(msg)
-	return ""
-}
 
 // scriptedClaudeAPI is a local Anthropic Messages API for claude-code as
 // both manager and worker: a call offering the coordination tools is the
@@ -123,7 +101,7 @@ func scriptedClaudeAPI(t *testing.T) (url string, calls func() (manager, worker 
 // its result: exit 0 with the submitted winner, the run dir's endpoint
 // gone.
 func TestSuperviseClaudeCodeManager(t *testing.T) {
-	claude := claudeForCLI(t)
+	claude := clitest.Claude(t)
 	exe := buildAgentrt(t)
 	url, calls := scriptedClaudeAPI(t)
 	dir := t.TempDir()

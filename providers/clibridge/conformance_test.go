@@ -6,6 +6,7 @@ import (
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/contract/providertest"
 	"github.com/agentrt/agentrt/harness"
+	"github.com/agentrt/agentrt/internal/clitest"
 )
 
 // The bridge passes the providertest suite with the real claude binary:
@@ -15,7 +16,7 @@ import (
 // process) skip with the reason.
 func TestConformance(t *testing.T) {
 	f := newFakeAnthropic(t, toolScript)
-	bin := claudeBinary(t)
+	bin := clitest.Claude(t)
 	providertest.Run(t, func(t *testing.T) contract.Provider {
 		p, err := New(Options{Binary: bin, BaseURL: f.URL(), APIKey: fakeKey, WorkRoot: t.TempDir()})
 		if err != nil {
@@ -29,7 +30,7 @@ func TestConformance(t *testing.T) {
 // binary against a fake Responses API.
 func TestCodexConformance(t *testing.T) {
 	f := newFakeServer(t, openAIAPI{}, codexScript)
-	bin := codexBinary(t)
+	bin := clitest.Codex(t)
 	providertest.Run(t, func(t *testing.T) contract.Provider {
 		p, err := New(Options{Harness: harness.Codex, Binary: bin, BaseURL: f.URL() + "/v1", APIKey: fakeKey, WorkRoot: t.TempDir()})
 		if err != nil {
@@ -43,6 +44,6 @@ func TestCodexConformance(t *testing.T) {
 // binary.
 func TestOpencodeConformance(t *testing.T) {
 	f := newFakeServer(t, chatCompletionsAPI{}, opencodeScript)
-	opencodeBinary(t)
+	clitest.OpenCode(t)
 	providertest.Run(t, func(t *testing.T) contract.Provider { return newOpencodeProvider(t, f) }, providertest.Options{RequireUsage: true})
 }

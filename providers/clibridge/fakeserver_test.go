@@ -6,13 +6,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/agentrt/agentrt/harness"
+	"github.com/agentrt/agentrt/internal/clitest"
 )
 
 // fakeServer is a local model API for a real harness binary: it logs
@@ -423,38 +422,6 @@ func (chatCompletionsAPI) stream(ev func(string, any), req fakeRequest, rep fake
 	ev("", sseData("[DONE]"))
 }
 
-// claudeBinary finds the real claude binary for a test.
-func claudeBinary(t testing.TB) string {
-	return cliBinary(t, "AGENTRT_CLAUDE_BIN", "claude", "@anthropic-ai/claude-code@2.1.197")
-}
-
-// codexBinary finds the real codex binary for a test.
-func codexBinary(t testing.TB) string {
-	return cliBinary(t, "AGENTRT_CODEX_BIN", "codex", "@openai/codex@0.171.0")
-}
-
-// cliBinary finds a real harness binary for a test: the variable
-// envVar, else exe in PATH. Without one the test fails when
-// AGENTRT_REQUIRE_CLIS=1 and is skipped otherwise.
-func cliBinary(t testing.TB, envVar, exe, pkg string) string {
-	t.Helper()
-	if bin := os.Getenv(envVar); bin != "" {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("%s=%s is not an executable: %v", envVar, bin, err)
-		}
-		return bin
-	}
-	if bin, err := exec.LookPath(exe); err == nil {
-		return bin
-	}
-	msg := fmt.Sprintf("the %s binary is not installed (npm install %s, then set %s or put %s in PATH)", exe, pkg, envVar, exe)
-	if os.Getenv("AGENTRT_REQUIRE_CLIS") == "1" {
-		t.Fatal(msg + "; AGENTRT_REQUIRE_CLIS=1 forbids skipping")
-	}
-	t.Skip(msg)
-	return ""
-}
-
 // fakeKey is the API key tests give the bridge; it must never appear in
 // an event or a receipt.
 const fakeKey = "sk-ant-fake-e2e-key-0123456789"
@@ -463,7 +430,7 @@ const fakeKey = "sk-ant-fake-e2e-key-0123456789"
 // f.
 func newClaudeProvider(t testing.TB, f *fakeServer) *Provider {
 	t.Helper()
-	p, err := New(Options{Binary: claudeBinary(t), BaseURL: f.URL(), APIKey: fakeKey, WorkRoot: t.TempDir()})
+	p, err := New(Options{Binary: clitest.Claude(t), BaseURL: f.URL(), APIKey: fakeKey, WorkRoot: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,16 +451,11 @@ func hasText(ss []string, sub string) bool {
 // f (a fake Responses API).
 func newCodexProvider(t testing.TB, f *fakeServer) *Provider {
 	t.Helper()
-	p, err := New(Options{Harness: harness.Codex, Binary: codexBinary(t), BaseURL: f.URL() + "/v1", APIKey: fakeKey, WorkRoot: t.TempDir()})
+	p, err := New(Options{Harness: harness.Codex, Binary: clitest.Codex(t), BaseURL: f.URL() + "/v1", APIKey: fakeKey, WorkRoot: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// opencodeBinary finds the real opencode binary for a test.
-func opencodeBinary(t testing.TB) string {
-	return cliBinary(t, "AGENTRT_OPENCODE_BIN", "opencode", "opencode-ai@1.18.33")
 }
 
 // opencodeModelName is the model the opencode tests ask for.
@@ -503,7 +465,7 @@ const opencodeModelName = "fake-oc-1"
 // talking to f, with opencodeModelName as the default model.
 func newOpencodeProvider(t testing.TB, f *fakeServer) *Provider {
 	t.Helper()
-	p, err := New(Options{Harness: harness.OpenCode, Binary: opencodeBinary(t), BaseURL: f.URL() + "/v1", APIKey: fakeKey,
+	p, err := New(Options{Harness: harness.OpenCode, Binary: clitest.OpenCode(t), BaseURL: f.URL() + "/v1", APIKey: fakeKey,
 		Model: opencodeModelName, WorkRoot: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

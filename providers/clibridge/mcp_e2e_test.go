@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/internal/clitest"
 	"github.com/agentrt/agentrt/profile"
 )
 
@@ -139,7 +140,7 @@ func mcpScript(tool, ns, text string) func(fakeRequest) fakeReply {
 // output; the receipt records the mounted and the disabled server, and
 // the server's private environment value reaches no event or receipt.
 func TestCodexMCPServer(t *testing.T) {
-	codexBinary(t) // skip before building when codex is not installed
+	clitest.Codex(t) // skip before building when codex is not installed
 	probe := buildMCPProbe(t)
 	logPath := filepath.Join(t.TempDir(), "mcp.log")
 	f := newFakeServer(t, openAIAPI{}, mcpScript("probe_echo", "mcp__probe", "ping-codex"))
@@ -191,7 +192,7 @@ func TestCodexMCPServer(t *testing.T) {
 // output; the receipt records the servers, and the server's private
 // environment value reaches no event or receipt.
 func TestOpencodeMCPServer(t *testing.T) {
-	opencodeBinary(t) // skip before building when opencode is not installed
+	clitest.OpenCode(t) // skip before building when opencode is not installed
 	probe := buildMCPProbe(t)
 	logPath := filepath.Join(t.TempDir(), "mcp.log")
 	f := newFakeServer(t, chatCompletionsAPI{}, mcpScript("probe_probe_echo", "", "ping-opencode"))
@@ -250,7 +251,7 @@ func chatTools(t *testing.T, r fakeRequest) []string {
 // is answered "unsupported call" and never reaches the server, and the
 // receipt records the rule.
 func TestCodexMCPToolDisabled(t *testing.T) {
-	codexBinary(t) // skip before building when codex is not installed
+	clitest.Codex(t) // skip before building when codex is not installed
 	probe := buildMCPProbe(t)
 	logPath := filepath.Join(t.TempDir(), "mcp.log")
 	f := newFakeServer(t, openAIAPI{}, mcpScript("probe_echo", "mcp__probe", "ping-codex"))
