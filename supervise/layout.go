@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -23,9 +24,11 @@ import (
 // stale falls back to the journal.
 const (
 	// StateFile holds the run's current RunState, replaced atomically
-	// (a temporary file renamed over it) at each state change, so a
+	// (a temporary file renamed over it) after each state change, so a
 	// concurrent reader sees the previous state or the next, never part
-	// of one.
+	// of one. Changes that come faster than the disk are coalesced into
+	// one rewrite; the run's final state is always written before
+	// Supervise returns.
 	StateFile = "state.json"
 	// ProgressFile holds one ProgressRecord per spawn, settlement, steer,
 	// cancellation and finish, appended through the journal writer.
@@ -227,21 +230,38 @@ func firstByID[T any](recs []T, id func(T) string) []T {
 	return out
 }
 
+// maxPendingProgress bounds the progress lines waiting for the writer;
+// a record that finds it full waits for room (backpressure), so memory
+// stays bounded however fast records come.
+const maxPendingProgress = 1024
+
 // layout writes state.json and progress.ndjson of a run directory from
-// the records the run log appends. Its methods are safe for concurrent
-// use; mu serializes the writes so the last state written is the
-// newest.
+// the records the run log appends. observe folds a record into the state
+// under mu and hands the work to one writer goroutine, which appends the
+// waiting progress lines as one batch (one fsync) and then rewrites
+// state.json once for all of them: the spawn path never waits on these
+// projections' disk writes. close drains what waits, so the last state
+// written is the run's final one. Its methods are safe for concurrent
+// use.
 type layout struct {
 	dir     string
 	now     func() time.Time
 	logger  *slog.Logger
 	readout func() ledger.Readout
-
-	mu        sync.Mutex
+	// progress and progBytes belong to the writer goroutine.
 	progress  *journal.Journal
 	progBytes int64
-	state     RunState
-	nodes     map[NodeID]string // spawned workers' labels; settled ones removed
+
+	mu      sync.Mutex
+	room    *sync.Cond // signalled when the writer takes pending
+	state   RunState
+	nodes   map[NodeID]string // spawned workers' labels; settled ones removed
+	pending []ProgressRecord
+	dirty   bool // the state changed since the writer last took it
+	closing bool
+
+	kick chan struct{} // cap 1: work is waiting
+	done chan struct{} // closed when the writer has drained and stopped
 }
 
 // openLayout opens the progress journal of dir and rebuilds the state
@@ -260,7 +280,8 @@ func openLayout(dir, runID string, prior []Record, readout func() ledger.Readout
 	}
 	y := &layout{dir: dir, now: now, logger: logger, readout: readout, progress: j, progBytes: fi.Size(),
 		state: RunState{SchemaVersion: RunStateSchemaVersion, RunID: runID, Status: RunStatusRunning},
-		nodes: map[NodeID]string{}}
+		nodes: map[NodeID]string{}, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	y.room = sync.NewCond(&y.mu)
 	y.state.ProgressTruncated = y.progBytes >= MaxProgressBytes
 	if st, err := ReadRunState(context.Background(), dir); err == nil && st.RunID == runID {
 		y.state.Revision = st.Revision
@@ -268,6 +289,7 @@ func openLayout(dir, runID string, prior []Record, readout func() ledger.Readout
 	for _, r := range prior {
 		y.apply(r)
 	}
+	go y.write()
 	return y, nil
 }
 
@@ -361,53 +383,111 @@ func controlProgress(r Record, at int64) (ProgressRecord, bool) {
 }
 
 // observe folds an appended record into the layout: a progress line
-// when it makes one, then a fresh state.json. Failures are logged, never
-// returned: both files are projections of the journal r is already in.
-func (y *layout) observe(ctx context.Context, r Record) {
+// when it makes one, and a state.json rewrite, both done by the writer.
+func (y *layout) observe(r Record) {
 	y.mu.Lock()
 	defer y.mu.Unlock()
-	if p, ok := y.apply(r); ok {
-		y.appendProgress(ctx, p)
+	for len(y.pending) >= maxPendingProgress && !y.closing {
+		y.room.Wait()
 	}
-	if err := y.writeState(); err != nil {
-		y.logger.Error("supervise: writing the run state", "err", err)
+	if y.closing {
+		return // a record after run end: the final state is written
+	}
+	if p, ok := y.apply(r); ok {
+		y.pending = append(y.pending, p)
+	}
+	y.dirty = true
+	select {
+	case y.kick <- struct{}{}:
+	default:
 	}
 }
 
-// appendProgress appends p unless the file reached its bound; y.mu is
-// held.
-func (y *layout) appendProgress(ctx context.Context, p ProgressRecord) {
-	if y.state.ProgressTruncated {
+// write is the writer goroutine: it runs until close, and drains what
+// waits before it stops. Failures are logged, never returned: both files
+// are projections of the journal the records are already in.
+func (y *layout) write() {
+	defer close(y.done)
+	for {
+		_, open := <-y.kick
+		y.mu.Lock()
+		batch, dirty := y.pending, y.dirty
+		y.pending, y.dirty = nil, false
+		y.room.Broadcast()
+		y.mu.Unlock()
+		y.appendProgress(batch)
+		y.mu.Lock()
+		dirty = dirty || y.dirty // appendProgress may have marked it truncated
+		y.dirty = false
+		y.mu.Unlock()
+		if dirty {
+			if err := y.writeState(); err != nil {
+				y.logger.Error("supervise: writing the run state", "err", err)
+			}
+		}
+		if !open {
+			return
+		}
+	}
+}
+
+// appendProgress appends batch as one journal append, up to the file's
+// bound; the writer goroutine calls it.
+func (y *layout) appendProgress(batch []ProgressRecord) {
+	if len(batch) == 0 {
 		return
 	}
-	v, err := canonjson.ToValue(p)
-	var data []byte
-	if err == nil {
-		data, err = canonjson.Canonical(v)
-	}
-	if err != nil {
-		y.logger.Error("supervise: a progress record", "err", err)
+	y.mu.Lock()
+	truncated := y.state.ProgressTruncated
+	y.mu.Unlock()
+	if truncated {
 		return
 	}
-	if y.progBytes+int64(len(data))+1 > MaxProgressBytes {
-		y.state.ProgressTruncated = true
-		y.logger.Warn("supervise: the progress log is full; later progress is in the spawn journal only",
-			"limit", MaxProgressBytes)
+	vals := make([]canonjson.Value, 0, len(batch))
+	size := y.progBytes
+	for _, p := range batch {
+		v, err := canonjson.ToValue(p)
+		var data []byte
+		if err == nil {
+			data, err = canonjson.Canonical(v)
+		}
+		if err != nil {
+			y.logger.Error("supervise: a progress record", "err", err)
+			continue
+		}
+		if size+int64(len(data))+1 > MaxProgressBytes {
+			y.mu.Lock()
+			y.state.ProgressTruncated, y.dirty = true, true
+			y.mu.Unlock()
+			y.logger.Warn("supervise: the progress log is full; later progress is in the spawn journal only",
+				"limit", MaxProgressBytes)
+			break
+		}
+		size += int64(len(data)) + 1
+		vals = append(vals, v)
+	}
+	if len(vals) == 0 {
 		return
 	}
-	if _, err := y.progress.Append(context.WithoutCancel(ctx), v); err != nil {
+	if _, err := y.progress.Append(context.Background(), vals...); err != nil {
 		y.logger.Error("supervise: appending progress", "err", err)
 		return
 	}
-	y.progBytes += int64(len(data)) + 1
+	y.progBytes = size
 }
 
-// writeState replaces state.json with the current state; y.mu is held.
+// writeState replaces state.json with the current state; the writer
+// goroutine calls it.
 func (y *layout) writeState() error {
+	y.mu.Lock()
+	y.state.Revision++
 	st := y.state
-	st.Revision++
-	st.UpdatedAtMS = y.now().UnixMilli()
 	st.Live = int64(len(y.nodes))
+	if st.Settled != nil {
+		st.Settled = maps.Clone(st.Settled)
+	}
+	y.mu.Unlock()
+	st.UpdatedAtMS = y.now().UnixMilli()
 	if y.readout != nil {
 		st.Budget, st.Reserved, st.Spent = balances(y.readout())
 	}
@@ -433,7 +513,6 @@ func (y *layout) writeState() error {
 		os.Remove(tmp)
 		return err
 	}
-	y.state.Revision = st.Revision
 	return nil
 }
 
@@ -492,9 +571,19 @@ func cutResource(ch string) (string, bool) {
 	return ch[len(prefix):], true
 }
 
+// close drains what waits to be written, stops the writer and closes
+// the progress log.
 func (y *layout) close() error {
 	if y == nil {
 		return nil
 	}
+	y.mu.Lock()
+	if !y.closing {
+		y.closing = true
+		y.room.Broadcast()
+		close(y.kick)
+	}
+	y.mu.Unlock()
+	<-y.done
 	return y.progress.Close()
 }

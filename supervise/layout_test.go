@@ -3,6 +3,7 @@ package supervise_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -50,13 +51,17 @@ func TestRunLayoutFiles(t *testing.T) {
 		}
 	})
 
-	st, err := supervise.ReadRunState(ctx, run.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Status != supervise.RunStatusRunning || st.Spawned != 2 || st.Live != 1 {
-		t.Errorf("state while running: %+v; want running, 2 spawned, 1 live", st)
-	}
+	// The state follows the journal (it is written off the spawn path).
+	eventually(t, "state.json shows two spawned, one live", func() (bool, error) {
+		st, err := supervise.ReadRunState(ctx, run.dir)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, err
+		}
+		if st.Status != "" && st.Status != supervise.RunStatusRunning {
+			return false, fmt.Errorf("status %q while running", st.Status)
+		}
+		return st.Spawned == 2 && st.Live == 1, nil
+	})
 
 	if _, err := supervise.WriteWorkerSteer(ctx, run.dir, "long", supervise.WorkerSteer{OperationID: "op-s1", Message: "focus"}); err != nil {
 		t.Fatal(err)
@@ -134,8 +139,8 @@ func TestRunLayoutFiles(t *testing.T) {
 		final.Spent.Iterations == nil || *final.Spent.Iterations != spentIterations {
 		t.Errorf("final spend %+v, want 20 tokens and 2 iterations", final.Spent)
 	}
-	if final.Revision < int64(len(progress)) || final.StartedAtMS == 0 || final.UpdatedAtMS < final.StartedAtMS {
-		t.Errorf("final state %+v: revision below the progress lines, or times out of order", final)
+	if final.Revision < 1 || final.StartedAtMS == 0 || final.UpdatedAtMS < final.StartedAtMS {
+		t.Errorf("final state %+v: no revision, or times out of order", final)
 	}
 }
 

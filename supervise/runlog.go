@@ -215,7 +215,7 @@ func (l *runLog) append(ctx context.Context, r Record) error {
 	l.rows = append(l.rows, r)
 	l.mu.Unlock()
 	if l.layout != nil {
-		l.layout.observe(ctx, r)
+		l.layout.observe(r)
 	}
 	return nil
 }
