@@ -519,6 +519,13 @@ func writeTemp(path string, v any) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return writeTempBytes(path, data, true)
+}
+
+// writeTempBytes writes data to a new temporary file beside path, synced
+// when sync is set, and returns its name for the caller to rename or link
+// into place.
+func writeTempBytes(path string, data []byte, sync bool) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", err
 	}
@@ -527,7 +534,7 @@ func writeTemp(path string, v any) (string, error) {
 		return "", err
 	}
 	_, werr := f.Write(data)
-	if werr == nil {
+	if werr == nil && sync {
 		werr = f.Sync()
 	}
 	if cerr := f.Close(); werr == nil {

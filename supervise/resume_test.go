@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/supervise"
@@ -130,6 +131,23 @@ func TestResumeAfterOneWorkerSettledBehaviour46(t *testing.T) {
 	}
 	if got.MS != 90_000 {
 		t.Errorf("MS = %d, want 90000 (wall clock from the original start)", got.MS)
+	}
+	// state.json (§3.6 run layout) counts the replayed journal too: the
+	// resumed run ends in the uninterrupted run's state.
+	refState, err := supervise.ReadRunState(context.Background(), refDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resState, err := supervise.ReadRunState(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := cmpopts.IgnoreFields(supervise.RunState{}, "RunID", "StartedAtMS", "UpdatedAtMS", "Revision", "Budget", "Reserved", "Spent")
+	if refState.Status != string(supervise.StatusWinner) || refState.Spawned != 2 || refState.Settled[supervise.StateDone] != 2 {
+		t.Errorf("reference state %+v, want a winner with two workers spawned and done", refState)
+	}
+	if diff := cmp.Diff(refState, resState, counts); diff != "" {
+		t.Errorf("state.json (-uninterrupted +resumed):\n%s", diff)
 	}
 }
 

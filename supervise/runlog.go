@@ -160,6 +160,9 @@ type runLog struct {
 	dir   string
 	spawn SpawnLog
 	coord *journal.Journal
+	// layout projects each appended record into state.json and
+	// progress.ndjson; nil without a run dir.
+	layout *layout
 
 	mu   sync.Mutex
 	rows []Record
@@ -211,6 +214,9 @@ func (l *runLog) append(ctx context.Context, r Record) error {
 	l.mu.Lock()
 	l.rows = append(l.rows, r)
 	l.mu.Unlock()
+	if l.layout != nil {
+		l.layout.observe(r)
+	}
 	return nil
 }
 
@@ -317,6 +323,9 @@ func (l *runLog) close() error {
 	}
 	if l.coord != nil {
 		errs = append(errs, l.coord.Close())
+	}
+	if l.layout != nil {
+		errs = append(errs, l.layout.close())
 	}
 	return errors.Join(errs...)
 }

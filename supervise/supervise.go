@@ -291,6 +291,13 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	if err != nil {
 		return SupervisedResult{}, fmt.Errorf("%w: Budget: %w", ErrInvalidOptions, err)
 	}
+	if o.RunDir != "" {
+		// The cross-process projections of the journal: state.json and
+		// progress.ndjson (§3.6 "Supervisor run layout").
+		if log.layout, err = openLayout(o.RunDir, runID, prior, pool.Readout, now, logger); err != nil {
+			return SupervisedResult{}, err
+		}
+	}
 	lenses, err := newLensMenu(o.Analysts)
 	if err != nil {
 		return SupervisedResult{}, err

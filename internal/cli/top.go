@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strconv"
@@ -324,7 +325,7 @@ func readSuperviseRun(ctx context.Context, dir string) (topRun, error) {
 	}
 	tr := topRun{Kind: "supervise", Status: "running", Live: true, Task: "unknown",
 		Budget: "unknown", dir: dir}
-	tr.Detail = append(tr.Detail, "run dir   "+dir, "budget    the run's budget is not journaled")
+	tr.Detail = append(tr.Detail, "run dir   "+dir)
 	if skipped > 0 {
 		tr.Notes = append(tr.Notes, fmt.Sprintf("%d journal line(s) unreadable, skipped", skipped))
 	}
@@ -397,6 +398,7 @@ func readSuperviseRun(ctx context.Context, dir string) (topRun, error) {
 	if tr.ID == "" {
 		tr.ID = "unknown"
 	}
+	fromState := applyRunState(ctx, &tr, dir)
 	for i := range workers {
 		if workers[i].State != "running" {
 			continue
@@ -408,7 +410,9 @@ func readSuperviseRun(ctx context.Context, dir string) (topRun, error) {
 		}
 	}
 	tr.Workers = workers
-	tr.Spend = spent.text()
+	if !fromState {
+		tr.Spend = spent.text()
+	}
 	if len(tr.Tail) > topTail {
 		tr.Tail = tr.Tail[len(tr.Tail)-topTail:]
 	}
@@ -416,6 +420,56 @@ func readSuperviseRun(ctx context.Context, dir string) (topRun, error) {
 		tr.Detail = append(tr.Detail, "status    no finished record yet: running, or its process stopped")
 	}
 	return tr, nil
+}
+
+// applyRunState takes the run's status, budget and spend from its
+// state.json (§3.6 "Supervisor run layout") when the run writes one for
+// this run, and reports whether it did; otherwise the journal alone
+// speaks and the reason is noted.
+func applyRunState(ctx context.Context, tr *topRun, dir string) bool {
+	st, err := supervise.ReadRunState(ctx, dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		tr.Detail = append(tr.Detail, "budget    unknown: no state.json (an older writer); the journal does not record it")
+		return false
+	case err != nil:
+		tr.Notes = append(tr.Notes, "state.json unreadable, shown from the journal: "+err.Error())
+		return false
+	case tr.ID != "unknown" && st.RunID != tr.ID:
+		tr.Notes = append(tr.Notes, fmt.Sprintf("state.json is of run %s, not %s; shown from the journal", st.RunID, tr.ID))
+		return false
+	}
+	if tr.ID == "unknown" {
+		tr.ID = st.RunID
+	}
+	tr.Status, tr.Live = st.Status, st.Status == supervise.RunStatusRunning
+	tr.Budget = budgetText(st.Budget)
+	tr.Spend = stateSpendText(st)
+	tr.Detail = append(tr.Detail,
+		fmt.Sprintf("state     revision %d, updated %s", st.Revision, time.UnixMilli(st.UpdatedAtMS).UTC().Format(time.RFC3339)),
+		fmt.Sprintf("workers   %d spawned, %d live", st.Spawned, st.Live))
+	if st.ProgressTruncated {
+		tr.Notes = append(tr.Notes, "progress.ndjson reached its size limit; later progress is in the journal only")
+	}
+	return true
+}
+
+// stateSpendText renders state.json's spend: a floor while workers are
+// live (their spend is not committed yet), unknown channels as unknown.
+func stateSpendText(st supervise.RunState) string {
+	s := st.Spent
+	if s == nil || (s.Tokens == nil && s.MicroUSD == nil) {
+		return "unknown"
+	}
+	floor := floorMark(st.Live > 0)
+	tok, cost := "tok unknown", "$unknown"
+	if s.Tokens != nil {
+		tok = "tok " + floor + strconv.FormatInt(*s.Tokens, 10)
+	}
+	if s.MicroUSD != nil {
+		cost = floor + microUSD(*s.MicroUSD)
+	}
+	return tok + " " + cost
 }
 
 // labelOrProfile is a spawn's label, or its profile when it has none.

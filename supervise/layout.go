@@ -1,0 +1,589 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/journal"
+	"github.com/agentrt/agentrt/ledger"
+)
+
+// Files of the supervisor run layout (§3.6 "Supervisor run layout") that
+// other processes read to follow a run: its current state and a line per
+// progress event. Both are projections of the spawn journal, which stays
+// the run's truth: after a crash a reader that finds either missing or
+// stale falls back to the journal.
+const (
+	// StateFile holds the run's current RunState, replaced atomically
+	// (a temporary file renamed over it) after each state change, so a
+	// concurrent reader sees the previous state or the next, never part
+	// of one. Changes that come faster than the disk are coalesced into
+	// one rewrite; the run's final state is always written before
+	// Supervise returns.
+	StateFile = "state.json"
+	// ProgressFile holds one ProgressRecord per spawn, settlement, steer,
+	// cancellation and finish, appended through the journal writer.
+	ProgressFile = "progress.ndjson"
+)
+
+// Layout limits.
+const (
+	// MaxStateBytes bounds state.json. A state that would be larger is
+	// not written (the previous one stays, and the failure is logged);
+	// ReadRunState refuses a larger file.
+	MaxStateBytes = 64 << 10
+	// MaxProgressRecordBytes bounds one progress line.
+	MaxProgressRecordBytes = 16 << 10
+	// MaxProgressBytes bounds progress.ndjson. Once it is reached further
+	// progress lines are dropped and RunState.ProgressTruncated says so;
+	// the spawn journal still holds every event.
+	MaxProgressBytes = 16 << 20
+)
+
+// RunStateSchemaVersion is the version of RunState this package writes.
+const RunStateSchemaVersion = 1
+
+// RunStatus values of RunState.Status besides the run's final
+// SupervisedResult status.
+const (
+	// RunStatusRunning: no finished record yet.
+	RunStatusRunning = "running"
+)
+
+// RunState is the content of state.json: where a supervise run stands
+// now. A channel absent from Spent is unknown (some spend on it went
+// unreported), never zero; a channel absent from Budget is uncapped.
+type RunState struct {
+	SchemaVersion int    `json:"schemaVersion"`
+	RunID         string `json:"runId"`
+	// Status is "running" until the run ends, then the result's status.
+	Status      string `json:"status"`
+	Reason      string `json:"reason,omitzero"`
+	StartedAtMS int64  `json:"startedAtMs,omitzero"`
+	DeadlineMS  int64  `json:"deadlineMs,omitzero"`
+	UpdatedAtMS int64  `json:"updatedAtMs"`
+	// Revision counts the writes of state.json by this process, from 1.
+	Revision int64 `json:"revision"`
+	// Spawned counts the workers the journal records as spawned;
+	// Settled counts their settlements by state; Live is the difference.
+	Spawned int64           `json:"spawned"`
+	Live    int64           `json:"live"`
+	Settled map[State]int64 `json:"settled,omitzero"`
+	// Budget is the run's ceiling per channel; Reserved what live work
+	// holds; Spent what settled work (and the driver) spent.
+	Budget   *BudgetRecord `json:"budget,omitzero"`
+	Reserved *BudgetRecord `json:"reserved,omitzero"`
+	Spent    *SpendRecord  `json:"spent,omitzero"`
+	// ProgressTruncated: progress.ndjson reached MaxProgressBytes and
+	// later lines were dropped.
+	ProgressTruncated bool `json:"progressTruncated,omitzero"`
+}
+
+// Progress record kinds.
+const (
+	ProgressSpawn  = "spawn"
+	ProgressSettle = "settle"
+	ProgressSteer  = "steer"
+	ProgressCancel = "cancel"
+	ProgressFinish = "finish"
+)
+
+// ProgressRecord is one line of progress.ndjson. ID names the event
+// (kind and node, or kind, operation id and effect) so that a line
+// written twice collapses to its first copy in ReadProgress. Effect is
+// a steer's or cancellation's acknowledged effect at that moment.
+type ProgressRecord struct {
+	ID          string `json:"id"`
+	Kind        string `json:"kind"`
+	AtMS        int64  `json:"atMs"`
+	Node        NodeID `json:"node,omitzero"`
+	Label       string `json:"label,omitzero"`
+	State       State  `json:"state,omitzero"`
+	OperationID string `json:"operationId,omitzero"`
+	Effect      string `json:"effect,omitzero"`
+	Outcome     string `json:"outcome,omitzero"`
+	Reason      string `json:"reason,omitzero"`
+}
+
+// StateError reports a state.json that cannot be read as a RunState:
+// too large, not JSON, or a member out of shape. Pointer is the RFC 6901
+// pointer of the offending value ("" for the whole document).
+type StateError struct {
+	Path    string
+	Pointer string
+	Reason  string
+	Err     error
+}
+
+func (e *StateError) Error() string {
+	s := fmt.Sprintf("supervise: %s at %q: %s", e.Path, e.Pointer, e.Reason)
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the underlying error.
+func (e *StateError) Unwrap() error { return e.Err }
+
+// ReadRunState reads state.json of run directory dir without locking
+// it. A run that has not written one (an older writer, or a run still
+// starting) gives an error matching fs.ErrNotExist; a file that is not a
+// RunState gives a *StateError.
+func ReadRunState(ctx context.Context, dir string) (RunState, error) {
+	if err := ctx.Err(); err != nil {
+		return RunState{}, err
+	}
+	path := filepath.Join(dir, StateFile)
+	f, err := os.Open(path)
+	if err != nil {
+		return RunState{}, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxStateBytes+1))
+	if err != nil {
+		return RunState{}, err
+	}
+	if len(data) > MaxStateBytes {
+		return RunState{}, &StateError{Path: path, Reason: fmt.Sprintf("larger than %d bytes", MaxStateBytes)}
+	}
+	return decodeRunState(path, data)
+}
+
+// decodeRunState decodes and checks one state document.
+func decodeRunState(path string, data []byte) (RunState, error) {
+	v, err := canonjson.Decode(data)
+	if err != nil {
+		var de *canonjson.DecodeError
+		ptr := ""
+		if errors.As(err, &de) {
+			ptr = de.Pointer
+		}
+		return RunState{}, &StateError{Path: path, Pointer: ptr, Reason: "not JSON", Err: err}
+	}
+	var st RunState
+	if err := canonjson.FromValue(v, &st); err != nil {
+		var ue *canonjson.UnmarshalError
+		ptr := ""
+		if errors.As(err, &ue) {
+			ptr = ue.Pointer
+		}
+		return RunState{}, &StateError{Path: path, Pointer: ptr, Reason: "not a run state", Err: err}
+	}
+	bad := func(ptr, reason string) (RunState, error) {
+		return RunState{}, &StateError{Path: path, Pointer: ptr, Reason: reason}
+	}
+	switch {
+	case st.SchemaVersion != RunStateSchemaVersion:
+		return bad("/schemaVersion", fmt.Sprintf("schema version %d, want %d", st.SchemaVersion, RunStateSchemaVersion))
+	case st.RunID == "":
+		return bad("/runId", "empty")
+	case st.Status == "":
+		return bad("/status", "empty")
+	case st.Revision < 1:
+		return bad("/revision", "below 1")
+	case st.Spawned < 0:
+		return bad("/spawned", "negative")
+	case st.Live < 0 || st.Live > st.Spawned:
+		return bad("/live", "outside 0..spawned")
+	}
+	for s, n := range st.Settled {
+		if n < 0 {
+			return bad(canonjson.Pointer("settled", string(s)), "negative")
+		}
+	}
+	return st, nil
+}
+
+// ReadProgress reads progress.ndjson of run directory dir without
+// locking it: every line that decodes as a ProgressRecord, in order, a
+// line whose ID an earlier line holds collapsing to that first one, and
+// how many lines it skipped (corrupt, or not a ProgressRecord). A torn
+// tail is ignored. A run that has not written one gives an error
+// matching fs.ErrNotExist.
+func ReadProgress(ctx context.Context, dir string) ([]ProgressRecord, int, error) {
+	recs, skipped, err := readTolerant[ProgressRecord](ctx, filepath.Join(dir, ProgressFile))
+	return firstByID(recs, func(r ProgressRecord) string { return r.ID }), skipped, err
+}
+
+// firstByID keeps the first record of each id, in order.
+func firstByID[T any](recs []T, id func(T) string) []T {
+	seen := make(map[string]bool, len(recs))
+	out := recs[:0]
+	for _, r := range recs {
+		k := id(r)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, r)
+	}
+	return out
+}
+
+// maxPendingProgress bounds the progress lines waiting for the writer;
+// a record that finds it full waits for room (backpressure), so memory
+// stays bounded however fast records come.
+const maxPendingProgress = 1024
+
+// layout writes state.json and progress.ndjson of a run directory from
+// the records the run log appends. observe folds a record into the state
+// under mu and hands the work to one writer goroutine, which appends the
+// waiting progress lines as one batch (one fsync) and then rewrites
+// state.json once for all of them: the spawn path never waits on these
+// projections' disk writes. close drains what waits, so the last state
+// written is the run's final one. Its methods are safe for concurrent
+// use.
+type layout struct {
+	dir     string
+	now     func() time.Time
+	logger  *slog.Logger
+	readout func() ledger.Readout
+	// progress and progBytes belong to the writer goroutine.
+	progress  *journal.Journal
+	progBytes int64
+
+	mu      sync.Mutex
+	room    *sync.Cond // signalled when the writer takes pending
+	state   RunState
+	nodes   map[NodeID]string // spawned workers' labels; settled ones removed
+	pending []ProgressRecord
+	dirty   bool // the state changed since the writer last took it
+	closing bool
+
+	kick chan struct{} // cap 1: work is waiting
+	done chan struct{} // closed when the writer has drained and stopped
+}
+
+// openLayout opens the progress journal of dir and rebuilds the state
+// from the records the spawn journal already holds (a resumed run); it
+// writes nothing yet.
+func openLayout(dir, runID string, prior []Record, readout func() ledger.Readout, now func() time.Time, logger *slog.Logger) (*layout, error) {
+	path := filepath.Join(dir, ProgressFile)
+	j, err := journal.Open(path, journal.Options{MaxRecordBytes: MaxProgressRecordBytes})
+	if err != nil {
+		return nil, fmt.Errorf("supervise: opening the progress log: %w", err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		j.Close()
+		return nil, fmt.Errorf("supervise: opening the progress log: %w", err)
+	}
+	y := &layout{dir: dir, now: now, logger: logger, readout: readout, progress: j, progBytes: fi.Size(),
+		state: RunState{SchemaVersion: RunStateSchemaVersion, RunID: runID, Status: RunStatusRunning},
+		nodes: map[NodeID]string{}, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	y.room = sync.NewCond(&y.mu)
+	y.state.ProgressTruncated = y.progBytes >= MaxProgressBytes
+	if st, err := ReadRunState(context.Background(), dir); err == nil && st.RunID == runID {
+		y.state.Revision = st.Revision
+	}
+	for _, r := range prior {
+		y.apply(r)
+	}
+	go y.write()
+	return y, nil
+}
+
+// apply folds r into the state and returns the progress line it makes,
+// if any. y.mu is held (or y is not shared yet).
+func (y *layout) apply(r Record) (ProgressRecord, bool) {
+	at := y.now().UnixMilli()
+	switch r.Kind {
+	case KindRunStarted:
+		y.state.StartedAtMS, y.state.DeadlineMS = r.StartedAtMS, r.DeadlineMS
+	case KindSpawned:
+		if _, ok := r.Node.Parent(); !ok {
+			return ProgressRecord{}, false // a root spawn is the run itself
+		}
+		y.state.Spawned++
+		y.nodes[r.Node] = labelOf(r.Label, r.Profile)
+		return ProgressRecord{ID: ProgressSpawn + ":" + string(r.Node), Kind: ProgressSpawn, AtMS: at, Node: r.Node,
+			Label: labelOf(r.Label, r.Profile)}, true
+	case KindSettled:
+		label, ok := y.nodes[r.Node]
+		if !ok {
+			return ProgressRecord{}, false
+		}
+		delete(y.nodes, r.Node)
+		if y.state.Settled == nil {
+			y.state.Settled = map[State]int64{}
+		}
+		y.state.Settled[r.State]++
+		return ProgressRecord{ID: ProgressSettle + ":" + string(r.Node), Kind: ProgressSettle, AtMS: at, Node: r.Node,
+			Label: label, State: r.State, Reason: r.Reason}, true
+	case KindSteerRequested, KindSteerAcknowledged, KindCancelRequested, KindCancelAcknowledged,
+		KindRunCancelRequested, KindRunCancelAcknowledged:
+		return controlProgress(r, at)
+	case KindFinished:
+		y.state.Status, y.state.Reason = r.Outcome, r.Reason
+		if y.state.Status == "" {
+			y.state.Status = "unknown"
+		}
+		return ProgressRecord{ID: ProgressFinish + ":" + y.state.RunID, Kind: ProgressFinish, AtMS: at,
+			Outcome: r.Outcome, Reason: r.Reason}, true
+	}
+	return ProgressRecord{}, false
+}
+
+// controlProgress is the progress line of a steer or cancellation
+// record: its operation and the effect it has now.
+func controlProgress(r Record, at int64) (ProgressRecord, bool) {
+	p := ProgressRecord{AtMS: at, Node: r.Node}
+	switch r.Kind {
+	case KindSteerRequested:
+		var v SteerRequest
+		if canonjson.FromValue(r.Data, &v) != nil {
+			return p, false
+		}
+		p.Kind, p.OperationID, p.Effect = ProgressSteer, v.OperationID, string(SteerUnknown)
+	case KindSteerAcknowledged:
+		var v SteerAck
+		if canonjson.FromValue(r.Data, &v) != nil {
+			return p, false
+		}
+		p.Kind, p.OperationID, p.Effect = ProgressSteer, v.OperationID, string(v.Effect)
+	case KindCancelRequested:
+		var v CancelRequest
+		if canonjson.FromValue(r.Data, &v) != nil {
+			return p, false
+		}
+		p.Kind, p.OperationID, p.Effect = ProgressCancel, v.OperationID, "requested"
+	case KindCancelAcknowledged:
+		var v WorkerCancellation
+		if canonjson.FromValue(r.Data, &v) != nil {
+			return p, false
+		}
+		p.Kind, p.OperationID, p.Effect = ProgressCancel, v.OperationID, string(v.Effect)
+	case KindRunCancelRequested:
+		var v RunCancelRequest
+		if canonjson.FromValue(r.Data, &v) != nil {
+			return p, false
+		}
+		p.Kind, p.OperationID, p.Effect = ProgressCancel, v.OperationID, "requested"
+	case KindRunCancelAcknowledged:
+		var v RunCancellation
+		if canonjson.FromValue(r.Data, &v) != nil {
+			return p, false
+		}
+		p.Kind, p.OperationID, p.Effect = ProgressCancel, v.OperationID, string(v.Effect)
+	default:
+		return p, false
+	}
+	p.ID = p.Kind + ":" + p.OperationID + ":" + p.Effect
+	return p, true
+}
+
+// observe folds an appended record into the layout: a progress line
+// when it makes one, and a state.json rewrite, both done by the writer.
+func (y *layout) observe(r Record) {
+	y.mu.Lock()
+	defer y.mu.Unlock()
+	for len(y.pending) >= maxPendingProgress && !y.closing {
+		y.room.Wait()
+	}
+	if y.closing {
+		return // a record after run end: the final state is written
+	}
+	if p, ok := y.apply(r); ok {
+		y.pending = append(y.pending, p)
+	}
+	y.dirty = true
+	select {
+	case y.kick <- struct{}{}:
+	default:
+	}
+}
+
+// write is the writer goroutine: it runs until close, and drains what
+// waits before it stops. Failures are logged, never returned: both files
+// are projections of the journal the records are already in.
+func (y *layout) write() {
+	defer close(y.done)
+	for {
+		_, open := <-y.kick
+		y.mu.Lock()
+		batch, dirty := y.pending, y.dirty
+		y.pending, y.dirty = nil, false
+		y.room.Broadcast()
+		y.mu.Unlock()
+		y.appendProgress(batch)
+		y.mu.Lock()
+		dirty = dirty || y.dirty // appendProgress may have marked it truncated
+		y.dirty = false
+		y.mu.Unlock()
+		if dirty {
+			if err := y.writeState(); err != nil {
+				y.logger.Error("supervise: writing the run state", "err", err)
+			}
+		}
+		if !open {
+			return
+		}
+	}
+}
+
+// appendProgress appends batch as one journal append, up to the file's
+// bound; the writer goroutine calls it.
+func (y *layout) appendProgress(batch []ProgressRecord) {
+	if len(batch) == 0 {
+		return
+	}
+	y.mu.Lock()
+	truncated := y.state.ProgressTruncated
+	y.mu.Unlock()
+	if truncated {
+		return
+	}
+	vals := make([]canonjson.Value, 0, len(batch))
+	size := y.progBytes
+	for _, p := range batch {
+		v, err := canonjson.ToValue(p)
+		var data []byte
+		if err == nil {
+			data, err = canonjson.Canonical(v)
+		}
+		if err != nil {
+			y.logger.Error("supervise: a progress record", "err", err)
+			continue
+		}
+		if size+int64(len(data))+1 > MaxProgressBytes {
+			y.mu.Lock()
+			y.state.ProgressTruncated, y.dirty = true, true
+			y.mu.Unlock()
+			y.logger.Warn("supervise: the progress log is full; later progress is in the spawn journal only",
+				"limit", MaxProgressBytes)
+			break
+		}
+		size += int64(len(data)) + 1
+		vals = append(vals, v)
+	}
+	if len(vals) == 0 {
+		return
+	}
+	if _, err := y.progress.Append(context.Background(), vals...); err != nil {
+		y.logger.Error("supervise: appending progress", "err", err)
+		return
+	}
+	y.progBytes = size
+}
+
+// writeState replaces state.json with the current state; the writer
+// goroutine calls it.
+func (y *layout) writeState() error {
+	y.mu.Lock()
+	y.state.Revision++
+	st := y.state
+	st.Live = int64(len(y.nodes))
+	if st.Settled != nil {
+		st.Settled = maps.Clone(st.Settled)
+	}
+	y.mu.Unlock()
+	st.UpdatedAtMS = y.now().UnixMilli()
+	if y.readout != nil {
+		st.Budget, st.Reserved, st.Spent = balances(y.readout())
+	}
+	v, err := canonjson.ToValue(st)
+	if err != nil {
+		return err
+	}
+	data, err := canonjson.Canonical(v)
+	if err != nil {
+		return err
+	}
+	if len(data) > MaxStateBytes {
+		return fmt.Errorf("the state is %d bytes, over MaxStateBytes %d", len(data), MaxStateBytes)
+	}
+	path := filepath.Join(y.dir, StateFile)
+	// No fsync: state.json is a projection, and a crash leaves either
+	// file whole (rename is atomic) or a reader falls back to the journal.
+	tmp, err := writeTempBytes(path, data, false)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// balances turns a pool readout into the run's ceiling, reservations and
+// spend; a channel whose spend went unreported is left out of spent.
+func balances(r ledger.Readout) (budget, reserved *BudgetRecord, spent *SpendRecord) {
+	budget, reserved, spent = &BudgetRecord{}, &BudgetRecord{}, &SpendRecord{}
+	for ch, b := range r.Channels {
+		total, res, committed := b.Total, b.Reserved, b.Committed
+		var cap *int64
+		if b.Capped {
+			cap = &total
+		}
+		var sp *int64
+		if b.Known {
+			sp = &committed
+		}
+		switch ch {
+		case ledger.ChannelTokens:
+			budget.Tokens, reserved.Tokens, spent.Tokens = cap, &res, sp
+		case ledger.ChannelIterations:
+			budget.Iterations, reserved.Iterations, spent.Iterations = cap, &res, sp
+		case ledger.ChannelUSD:
+			budget.MicroUSD, reserved.MicroUSD, spent.MicroUSD = cap, &res, sp
+		default:
+			name, ok := cutResource(ch)
+			if !ok {
+				continue
+			}
+			if cap != nil {
+				if budget.Resources == nil {
+					budget.Resources = map[string]int64{}
+				}
+				budget.Resources[name] = total
+			}
+			if reserved.Resources == nil {
+				reserved.Resources = map[string]int64{}
+			}
+			reserved.Resources[name] = res
+			if sp != nil {
+				if spent.Resources == nil {
+					spent.Resources = map[string]*int64{}
+				}
+				spent.Resources[name] = sp
+			}
+		}
+	}
+	return budget, reserved, spent
+}
+
+func cutResource(ch string) (string, bool) {
+	const prefix = "resource:"
+	if len(ch) <= len(prefix) || ch[:len(prefix)] != prefix {
+		return "", false
+	}
+	return ch[len(prefix):], true
+}
+
+// close drains what waits to be written, stops the writer and closes
+// the progress log.
+func (y *layout) close() error {
+	if y == nil {
+		return nil
+	}
+	y.mu.Lock()
+	if !y.closing {
+		y.closing = true
+		y.room.Broadcast()
+		close(y.kick)
+	}
+	y.mu.Unlock()
+	<-y.done
+	return y.progress.Close()
+}
