@@ -220,9 +220,10 @@ func (d *decoder) array(depth int) (Value, error) {
 	d.skipSpace()
 	if d.pos < len(d.data) && d.data[d.pos] == ']' {
 		d.pos++
-		return ArrayValue(nil), nil
+		return namesKnown(ArrayValue(nil), true, false), nil
 	}
 	base := len(d.items)
+	namesOK := true // every member name in the items is well-formed
 	d.path = append(d.path, pathToken{index: 0})
 	for i := 0; ; i++ {
 		d.path[len(d.path)-1].index = i
@@ -230,6 +231,7 @@ func (d *decoder) array(depth int) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
+		namesOK = namesOK && v.NamesWellFormed()
 		d.items = append(grow(d.items), v)
 		d.skipSpace()
 		if d.pos < len(d.data) && d.data[d.pos] == ',' {
@@ -248,7 +250,7 @@ func (d *decoder) array(depth int) (Value, error) {
 	copy(items, d.items[base:])
 	clear(d.items[base:])
 	d.items = d.items[:base]
-	return ArrayValue(items), nil
+	return namesKnown(ArrayValue(items), namesOK, false), nil
 }
 
 func (d *decoder) object(depth int) (Value, error) {
@@ -259,18 +261,22 @@ func (d *decoder) object(depth int) (Value, error) {
 	d.skipSpace()
 	if d.pos < len(d.data) && d.data[d.pos] == '}' {
 		d.pos++
-		return ObjectValue(nil), nil
+		return namesKnown(ObjectValue(nil), true, true), nil
 	}
 	base := len(d.members)
+	// namesOK: every member name here and below is well-formed; plainNames:
+	// every member name here was written without escapes.
+	namesOK, plainNames := true, true
 	var names map[string]int // member name -> index in d.members, once the object is large
 	for {
 		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
 			return Value{}, d.unexpected("a member name")
 		}
-		name, err := d.str()
+		name, wf, err := d.strFlag()
 		if err != nil {
 			return Value{}, err
 		}
+		namesOK, plainNames = namesOK && wf, plainNames && d.plain
 		d.skipSpace()
 		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
 			return Value{}, d.unexpected(`":"`)
@@ -282,6 +288,7 @@ func (d *decoder) object(depth int) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
+		namesOK = namesOK && v.NamesWellFormed()
 		dup := -1
 		switch {
 		case names != nil:
@@ -329,7 +336,7 @@ func (d *decoder) object(depth int) (Value, error) {
 	copy(members, d.members[base:])
 	clear(d.members[base:])
 	d.members = d.members[:base]
-	return ObjectValue(members), nil
+	return namesKnown(ObjectValue(members), namesOK, plainNames), nil
 }
 
 // pairwiseMembers is the member count up to which an object's names are

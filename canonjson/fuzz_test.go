@@ -27,6 +27,10 @@ func FuzzDecode(f *testing.F) {
 		if err != nil && (!errors.As(err, &de) || de.Code != canonjson.CodeTooManyValues) || err == nil && !canonjson.Equal(small, v) {
 			t.Fatalf("MaxValues 8 on %q: %v, %v", data, canonjson.Marshal(small), err)
 		}
+		// What the decoder records of member names is exactly the truth.
+		if got, want := v.NamesWellFormed(), namesWellFormed(v); got != want {
+			t.Fatalf("NamesWellFormed of %q = %v, a walk says %v", data, got, want)
+		}
 		// Marshal is lossless for every decoded value.
 		back, err := canonjson.Decode(canonjson.Marshal(v))
 		if err != nil || !canonjson.Equal(back, v) {
@@ -115,4 +119,20 @@ func rebuild(v canonjson.Value) canonjson.Value {
 		return canonjson.ObjectValue(members)
 	}
 	return v
+}
+
+// namesWellFormed walks v and reports whether every member name is
+// valid UTF-8.
+func namesWellFormed(v canonjson.Value) bool {
+	for _, item := range v.Items() {
+		if !namesWellFormed(item) {
+			return false
+		}
+	}
+	for _, m := range v.Members() {
+		if !utf8.ValidString(m.Name) || !namesWellFormed(m.Value) {
+			return false
+		}
+	}
+	return true
 }
