@@ -329,8 +329,12 @@ func CheckTokenCeilings(c *schema.Context, v canonjson.Value) {
 }
 
 // checkNestedKeys refuses ill-formed member names anywhere in the profile,
-// including inside metadata and extension values.
+// including inside metadata and extension values. A decoded value whose
+// names the decoder already found well-formed is not walked again.
 func checkNestedKeys(c *schema.Context, v canonjson.Value) {
+	if v.NamesWellFormed() {
+		return
+	}
 	switch v.Kind() {
 	case canonjson.Object:
 		for _, m := range v.Members() {
