@@ -64,6 +64,14 @@ func namesKnown(v Value, namesOK, plainNames bool) Value {
 	return v
 }
 
+// IsWellFormedString reports whether v is a string of well-formed Unicode
+// (no lone surrogate), as IsWellFormed(v.Str()) does; for a string Decode
+// read, which records this as it reads, it answers without looking at
+// the text again.
+func (v Value) IsWellFormedString() bool {
+	return v.kind == String && (v.wellFormed || IsWellFormed(v.Str()))
+}
+
 // NamesWellFormed reports whether every member name in v, at any depth,
 // is known to be well-formed Unicode: true for a scalar, and for an array
 // or object Decode produced whose names are all well-formed. It is false
