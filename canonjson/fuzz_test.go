@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"testing"
 	"unicode/utf8"
@@ -135,4 +136,40 @@ func namesWellFormed(v canonjson.Value) bool {
 		}
 	}
 	return true
+}
+
+// FuzzCompareUTF16 holds CompareUTF16, shortcuts included, to a plain
+// comparison of the two strings' UTF-16 code units (WTF-8 surrogates as
+// themselves, any other invalid byte as U+FFFD).
+func FuzzCompareUTF16(f *testing.F) {
+	for _, p := range [][2]string{{"a", "b"}, {"ab", "a"}, {"", "x"}, {"\uffff", "😀"}, {"a\uffff", "a😀"},
+		{"\xc3A", "\xc3B"}, {"é", "e"}, {"\xed\xa0\x80", "\uffff"}, {"x\xf0\x9f", "x\xf0\x9f\x98\x80"}, {"same", "same"}} {
+		f.Add(p[0], p[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		want := slices.Compare(utf16Units(a), utf16Units(b))
+		if got := canonjson.CompareUTF16(a, b); got != want {
+			t.Fatalf("CompareUTF16(%q, %q) = %d, UTF-16 units compare %d", a, b, got, want)
+		}
+	})
+}
+
+func utf16Units(s string) []uint16 {
+	var u []uint16
+	for i := 0; i < len(s); {
+		if s[i] == 0xED && i+2 < len(s) && s[i+1] >= 0xA0 && s[i+1] <= 0xBF && s[i+2] >= 0x80 && s[i+2] <= 0xBF {
+			u = append(u, 0xD000|uint16(s[i+1]&0x3F)<<6|uint16(s[i+2]&0x3F))
+			i += 3
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		if r >= 0x10000 {
+			r -= 0x10000
+			u = append(u, uint16(0xD800+r>>10), uint16(0xDC00+r&0x3FF))
+			continue
+		}
+		u = append(u, uint16(r))
+	}
+	return u
 }
