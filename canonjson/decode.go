@@ -423,6 +423,31 @@ func (d *decoder) strFlag() (string, bool, error) {
 // ill-formed, which utf8.DecodeRune then judges.
 func multiBytePrefix(b []byte) int {
 	n := 0
+	// Four bytes at a time while they last: one load and one mask check
+	// the continuation bytes of a whole sequence.
+	for len(b)-n >= 4 {
+		w := binary.LittleEndian.Uint32(b[n:])
+		c, c1 := byte(w), byte(w>>8)
+		switch {
+		case c >= 0xC2 && c <= 0xDF:
+			if w&0xC000 != 0x8000 {
+				return n
+			}
+			n += 2
+		case c >= 0xE0 && c <= 0xEF:
+			if w&0xC0C000 != 0x808000 || c == 0xE0 && c1 < 0xA0 || c == 0xED && c1 > 0x9F {
+				return n
+			}
+			n += 3
+		case c >= 0xF0 && c <= 0xF4:
+			if w&0xC0C0C000 != 0x80808000 || c == 0xF0 && c1 < 0x90 || c == 0xF4 && c1 > 0x8F {
+				return n
+			}
+			n += 4
+		default:
+			return n
+		}
+	}
 	for n+1 < len(b) {
 		c, c1 := b[n], b[n+1]
 		lo, hi := byte(0x80), byte(0xBF) // bounds of the second byte
