@@ -512,10 +512,12 @@ const (
 // needsAttention has the high bit set in each byte of w that is a control
 // character (< 0x20), '"', '\\' or not ASCII (SWAR; may over-report only
 // in bytes after the first flagged one).
+//
+// It is written as one expression, without helper closures, so that it
+// is cheap enough to be inlined into the scanning loops.
 func needsAttention(w uint64) uint64 {
-	hasLess := func(x uint64, n byte) uint64 { return (x - lsb*uint64(n)) &^ x & msb }
-	hasZero := func(x uint64) uint64 { return (x - lsb) &^ x & msb }
-	return hasLess(w, 0x20) | hasZero(w^(lsb*'"')) | hasZero(w^(lsb*'\\')) | w&msb
+	q, b := w^(lsb*'"'), w^(lsb*'\\')
+	return ((w-lsb*0x20)&^w | (q-lsb)&^q | (b-lsb)&^b | w) & msb
 }
 
 func (d *decoder) strSlow(start int) (string, error) {

@@ -307,10 +307,11 @@ func appendCheckedString(b []byte, s string, known bool) ([]byte, bool) {
 
 // needsEscape has the high bit set in bytes of w that are control
 // characters, '"' or '\\' (non-ASCII bytes need no escape).
+//
+// Like needsAttention it is one expression, so that it is inlined.
 func needsEscape(w uint64) uint64 {
-	hasLess := func(x uint64, n byte) uint64 { return (x - lsb*uint64(n)) &^ x & msb }
-	hasZero := func(x uint64) uint64 { return (x - lsb) &^ x & msb }
-	return (hasLess(w, 0x20) | hasZero(w^(lsb*'"')) | hasZero(w^(lsb*'\\'))) &^ (w & msb)
+	q, b := w^(lsb*'"'), w^(lsb*'\\')
+	return ((w-lsb*0x20)&^w | (q-lsb)&^q | (b-lsb)&^b) & msb &^ w
 }
 
 // appendStringBody appends s escaped as in appendString, without quotes.
