@@ -371,11 +371,6 @@ func (d *decoder) findMember(base int, name string) int {
 	return -1
 }
 
-func (d *decoder) str() (string, error) {
-	s, _, err := d.strFlag()
-	return s, err
-}
-
 // strFlag reads a string and reports whether it is well-formed (only a
 // lone-surrogate escape makes it ill-formed; raw bytes are validated).
 func (d *decoder) strFlag() (string, bool, error) {
