@@ -346,3 +346,62 @@ func TestIsDigest(t *testing.T) {
 		}
 	}
 }
+
+// TestNamesWellFormed holds what Decode records about member names to the
+// documents it read, and a constructed value to "unknown".
+func TestNamesWellFormed(t *testing.T) {
+	tests := []struct {
+		name string
+		doc  string
+		want bool
+	}{
+		{"scalar", `"\ud800"`, true},
+		{"empty object", `{}`, true},
+		{"empty array", `[]`, true},
+		{"plain names", `{"a":{"b":[{"c":1}]},"é😀":2}`, true},
+		{"escaped well-formed names", `{"\u00e9\ud83d\ude00":{"\"\\":1}}`, true},
+		{"lone surrogate in a string value only", `{"a":"\ud800"}`, true},
+		{"lone surrogate name at the top", `{"\ud800":1}`, false},
+		{"lone surrogate name deep in an array", `[1,[{"a":{"\udc00x":null}}]]`, false},
+		{"ill-formed name after a well-formed one", `{"a":1,"b":{"c":{},"\udbff":2}}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, err := canonjson.Decode([]byte(tt.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := v.NamesWellFormed(); got != tt.want {
+				t.Errorf("NamesWellFormed() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	built := canonjson.ObjectValue([]canonjson.Member{{Name: "a", Value: canonjson.NullValue()}})
+	if built.NamesWellFormed() {
+		t.Error("a constructed object claims checked names")
+	}
+	if canonjson.ArrayValue(nil).NamesWellFormed() {
+		t.Error("a constructed array claims checked names")
+	}
+}
+
+// TestCanonicalPlainNames holds the encoder's shortcut for names decoded
+// without escapes to the checked path that constructed values take.
+func TestCanonicalPlainNames(t *testing.T) {
+	for _, doc := range []string{
+		`{"b":1,"a":{"é":[{"z":1,"y":2}],"😀":3}}`,
+		`{"\u0041":1,"\t":{"\"q\"":2},"plain":3}`,
+		`{"a":{"\ud800":1}}`,
+		`{"a\u0000b":{"c":1}}`,
+	} {
+		v, err := canonjson.Decode([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, gotErr := canonjson.Canonical(v)
+		want, wantErr := canonjson.Canonical(rebuild(v))
+		if string(got) != string(want) || (gotErr == nil) != (wantErr == nil) {
+			t.Errorf("%s: decoded %q (%v), constructed %q (%v)", doc, got, gotErr, want, wantErr)
+		}
+	}
+}

@@ -220,9 +220,10 @@ func (d *decoder) array(depth int) (Value, error) {
 	d.skipSpace()
 	if d.pos < len(d.data) && d.data[d.pos] == ']' {
 		d.pos++
-		return ArrayValue(nil), nil
+		return namesKnown(ArrayValue(nil), true, false), nil
 	}
 	base := len(d.items)
+	namesOK := true // every member name in the items is well-formed
 	d.path = append(d.path, pathToken{index: 0})
 	for i := 0; ; i++ {
 		d.path[len(d.path)-1].index = i
@@ -230,6 +231,7 @@ func (d *decoder) array(depth int) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
+		namesOK = namesOK && v.NamesWellFormed()
 		d.items = append(grow(d.items), v)
 		d.skipSpace()
 		if d.pos < len(d.data) && d.data[d.pos] == ',' {
@@ -248,7 +250,7 @@ func (d *decoder) array(depth int) (Value, error) {
 	copy(items, d.items[base:])
 	clear(d.items[base:])
 	d.items = d.items[:base]
-	return ArrayValue(items), nil
+	return namesKnown(ArrayValue(items), namesOK, false), nil
 }
 
 func (d *decoder) object(depth int) (Value, error) {
@@ -259,18 +261,22 @@ func (d *decoder) object(depth int) (Value, error) {
 	d.skipSpace()
 	if d.pos < len(d.data) && d.data[d.pos] == '}' {
 		d.pos++
-		return ObjectValue(nil), nil
+		return namesKnown(ObjectValue(nil), true, true), nil
 	}
 	base := len(d.members)
+	// namesOK: every member name here and below is well-formed; plainNames:
+	// every member name here was written without escapes.
+	namesOK, plainNames := true, true
 	var names map[string]int // member name -> index in d.members, once the object is large
 	for {
 		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
 			return Value{}, d.unexpected("a member name")
 		}
-		name, err := d.str()
+		name, wf, err := d.strFlag()
 		if err != nil {
 			return Value{}, err
 		}
+		namesOK, plainNames = namesOK && wf, plainNames && d.plain
 		d.skipSpace()
 		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
 			return Value{}, d.unexpected(`":"`)
@@ -282,6 +288,7 @@ func (d *decoder) object(depth int) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
+		namesOK = namesOK && v.NamesWellFormed()
 		dup := -1
 		switch {
 		case names != nil:
@@ -329,7 +336,7 @@ func (d *decoder) object(depth int) (Value, error) {
 	copy(members, d.members[base:])
 	clear(d.members[base:])
 	d.members = d.members[:base]
-	return ObjectValue(members), nil
+	return namesKnown(ObjectValue(members), namesOK, plainNames), nil
 }
 
 // pairwiseMembers is the member count up to which an object's names are
@@ -362,11 +369,6 @@ func (d *decoder) findMember(base int, name string) int {
 		}
 	}
 	return -1
-}
-
-func (d *decoder) str() (string, error) {
-	s, _, err := d.strFlag()
-	return s, err
 }
 
 // strFlag reads a string and reports whether it is well-formed (only a
@@ -416,6 +418,31 @@ func (d *decoder) strFlag() (string, bool, error) {
 // ill-formed, which utf8.DecodeRune then judges.
 func multiBytePrefix(b []byte) int {
 	n := 0
+	// Four bytes at a time while they last: one load and one mask check
+	// the continuation bytes of a whole sequence.
+	for len(b)-n >= 4 {
+		w := binary.LittleEndian.Uint32(b[n:])
+		c, c1 := byte(w), byte(w>>8)
+		switch {
+		case c >= 0xC2 && c <= 0xDF:
+			if w&0xC000 != 0x8000 {
+				return n
+			}
+			n += 2
+		case c >= 0xE0 && c <= 0xEF:
+			if w&0xC0C000 != 0x808000 || c == 0xE0 && c1 < 0xA0 || c == 0xED && c1 > 0x9F {
+				return n
+			}
+			n += 3
+		case c >= 0xF0 && c <= 0xF4:
+			if w&0xC0C0C000 != 0x80808000 || c == 0xF0 && c1 < 0x90 || c == 0xF4 && c1 > 0x8F {
+				return n
+			}
+			n += 4
+		default:
+			return n
+		}
+	}
 	for n+1 < len(b) {
 		c, c1 := b[n], b[n+1]
 		lo, hi := byte(0x80), byte(0xBF) // bounds of the second byte
@@ -480,10 +507,12 @@ const (
 // needsAttention has the high bit set in each byte of w that is a control
 // character (< 0x20), '"', '\\' or not ASCII (SWAR; may over-report only
 // in bytes after the first flagged one).
+//
+// It is written as one expression, without helper closures, so that it
+// is cheap enough to be inlined into the scanning loops.
 func needsAttention(w uint64) uint64 {
-	hasLess := func(x uint64, n byte) uint64 { return (x - lsb*uint64(n)) &^ x & msb }
-	hasZero := func(x uint64) uint64 { return (x - lsb) &^ x & msb }
-	return hasLess(w, 0x20) | hasZero(w^(lsb*'"')) | hasZero(w^(lsb*'\\')) | w&msb
+	q, b := w^(lsb*'"'), w^(lsb*'\\')
+	return ((w-lsb*0x20)&^w | (q-lsb)&^q | (b-lsb)&^b | w) & msb
 }
 
 func (d *decoder) strSlow(start int) (string, error) {

@@ -189,14 +189,17 @@ func (e *encoder) value(v Value) error {
 		e.path = e.path[:len(e.path)-1]
 		e.buf = append(e.buf, ']')
 	case Object:
-		return e.object(v.Members())
+		return e.object(v.Members(), v.plain)
 	default:
 		return e.fail("value is absent")
 	}
 	return nil
 }
 
-func (e *encoder) object(members []Member) error {
+// object encodes members in canonical order; plainNames says every name
+// was decoded without escapes, so its canonical form is its text in
+// quotes.
+func (e *encoder) object(members []Member, plainNames bool) error {
 	var idxBuf [32]int32
 	order := sortedOrder(members, idxBuf[:0])
 	e.buf = append(e.buf, '{')
@@ -208,9 +211,15 @@ func (e *encoder) object(members []Member) error {
 			}
 			e.buf = append(e.buf, ',')
 		}
-		var ok bool
-		if e.buf, ok = appendCheckedString(e.buf, m.Name, false); !ok {
-			return e.fail("member name is not well-formed Unicode")
+		if plainNames {
+			e.buf = append(e.buf, '"')
+			e.buf = append(e.buf, m.Name...)
+			e.buf = append(e.buf, '"')
+		} else {
+			var ok bool
+			if e.buf, ok = appendCheckedString(e.buf, m.Name, false); !ok {
+				return e.fail("member name is not well-formed Unicode")
+			}
 		}
 		e.buf = append(e.buf, ':')
 		e.path = append(e.path, pathToken{name: m.Name, index: -1})
@@ -298,10 +307,11 @@ func appendCheckedString(b []byte, s string, known bool) ([]byte, bool) {
 
 // needsEscape has the high bit set in bytes of w that are control
 // characters, '"' or '\\' (non-ASCII bytes need no escape).
+//
+// Like needsAttention it is one expression, so that it is inlined.
 func needsEscape(w uint64) uint64 {
-	hasLess := func(x uint64, n byte) uint64 { return (x - lsb*uint64(n)) &^ x & msb }
-	hasZero := func(x uint64) uint64 { return (x - lsb) &^ x & msb }
-	return (hasLess(w, 0x20) | hasZero(w^(lsb*'"')) | hasZero(w^(lsb*'\\'))) &^ (w & msb)
+	q, b := w^(lsb*'"'), w^(lsb*'\\')
+	return ((w-lsb*0x20)&^w | (q-lsb)&^q | (b-lsb)&^b) & msb &^ w
 }
 
 // appendStringBody appends s escaped as in appendString, without quotes.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"testing"
 	"unicode/utf8"
@@ -26,6 +27,10 @@ func FuzzDecode(f *testing.F) {
 		var de *canonjson.DecodeError
 		if err != nil && (!errors.As(err, &de) || de.Code != canonjson.CodeTooManyValues) || err == nil && !canonjson.Equal(small, v) {
 			t.Fatalf("MaxValues 8 on %q: %v, %v", data, canonjson.Marshal(small), err)
+		}
+		// What the decoder records of member names is exactly the truth.
+		if got, want := v.NamesWellFormed(), namesWellFormed(v); got != want {
+			t.Fatalf("NamesWellFormed of %q = %v, a walk says %v", data, got, want)
 		}
 		// Marshal is lossless for every decoded value.
 		back, err := canonjson.Decode(canonjson.Marshal(v))
@@ -78,7 +83,10 @@ func FuzzNumber(f *testing.F) {
 // when its bytes are valid UTF-8, and then to those bytes.
 func FuzzStringUTF8(f *testing.F) {
 	for _, s := range []string{"é", "\xc2\x80", "\xdf\xbf", "\xe0\xa0\x80", "\xe1\x80\x80", "\xec\xbf\xbf", "\xed\x9f\xbf",
-		"\xed\xa0\x80", "\xee\x80\x80", "\xef\xbf\xbf", "\xf0\x90\x80\x80", "\xc1\xbf", "\xe0\x80\x80", "\xe1\x80", "a\xe1\x80\x80b€ü"} {
+		"\xed\xa0\x80", "\xee\x80\x80", "\xef\xbf\xbf", "\xf0\x90\x80\x80", "\xc1\xbf", "\xe0\x80\x80", "\xe1\x80", "a\xe1\x80\x80b€ü",
+		// Long enough for multiBytePrefix's four-bytes-at-a-time loop.
+		"😀😀é€ab", "\xf0\x8f\xbf\xbfabcd", "\xf4\x90\x80\x80abcd", "\xed\xa0\x80abcd", "\xe0\x9f\xbfabcd",
+		"\xf4\x8f\xbf\xbfab", "\xc2\x80\xc2abcd", "é\xe2\x82", "€€\xf0\x9f\x98"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, s []byte) {
@@ -115,4 +123,56 @@ func rebuild(v canonjson.Value) canonjson.Value {
 		return canonjson.ObjectValue(members)
 	}
 	return v
+}
+
+// namesWellFormed walks v and reports whether every member name is
+// valid UTF-8.
+func namesWellFormed(v canonjson.Value) bool {
+	for _, item := range v.Items() {
+		if !namesWellFormed(item) {
+			return false
+		}
+	}
+	for _, m := range v.Members() {
+		if !utf8.ValidString(m.Name) || !namesWellFormed(m.Value) {
+			return false
+		}
+	}
+	return true
+}
+
+// FuzzCompareUTF16 holds CompareUTF16, shortcuts included, to a plain
+// comparison of the two strings' UTF-16 code units (WTF-8 surrogates as
+// themselves, any other invalid byte as U+FFFD).
+func FuzzCompareUTF16(f *testing.F) {
+	for _, p := range [][2]string{{"a", "b"}, {"ab", "a"}, {"", "x"}, {"\uffff", "😀"}, {"a\uffff", "a😀"},
+		{"\xc3A", "\xc3B"}, {"é", "e"}, {"\xed\xa0\x80", "\uffff"}, {"x\xf0\x9f", "x\xf0\x9f\x98\x80"}, {"same", "same"}} {
+		f.Add(p[0], p[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		want := slices.Compare(utf16Units(a), utf16Units(b))
+		if got := canonjson.CompareUTF16(a, b); got != want {
+			t.Fatalf("CompareUTF16(%q, %q) = %d, UTF-16 units compare %d", a, b, got, want)
+		}
+	})
+}
+
+func utf16Units(s string) []uint16 {
+	var u []uint16
+	for i := 0; i < len(s); {
+		if s[i] == 0xED && i+2 < len(s) && s[i+1] >= 0xA0 && s[i+1] <= 0xBF && s[i+2] >= 0x80 && s[i+2] <= 0xBF {
+			u = append(u, 0xD000|uint16(s[i+1]&0x3F)<<6|uint16(s[i+2]&0x3F))
+			i += 3
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		if r >= 0x10000 {
+			r -= 0x10000
+			u = append(u, uint16(0xD800+r>>10), uint16(0xDC00+r&0x3FF))
+			continue
+		}
+		u = append(u, uint16(r))
+	}
+	return u
 }

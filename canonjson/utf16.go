@@ -103,6 +103,25 @@ func CompareUTF16(a, b string) int {
 	if i == len(a) && i == len(b) {
 		return 0
 	}
+	// Where the first difference is ASCII on both sides (or one side ends
+	// and the other goes on with ASCII), both sides decode the common
+	// prefix alike, ending at i, and the byte decides: the common case of
+	// member names.
+	switch {
+	case i == len(a):
+		if b[i] < utf8.RuneSelf {
+			return -1
+		}
+	case i == len(b):
+		if a[i] < utf8.RuneSelf {
+			return 1
+		}
+	case a[i] < utf8.RuneSelf && b[i] < utf8.RuneSelf:
+		if a[i] < b[i] {
+			return -1
+		}
+		return 1
+	}
 	for i > 0 && (i < len(a) && !utf8.RuneStart(a[i]) || i < len(b) && !utf8.RuneStart(b[i])) {
 		i--
 	}

@@ -43,13 +43,47 @@ type Value struct {
 	ptr  unsafe.Pointer
 	n    uint64
 	kind Kind
-	// wellFormed records that a decoded string is known to be valid UTF-8
-	// (it held no lone-surrogate escape), sparing the check when encoding.
+	// wellFormed records, for a decoded string, that it is known to be
+	// valid UTF-8 (it held no lone-surrogate escape), sparing the check
+	// when encoding; for a decoded array or object, that every member
+	// name in it, at any depth, is.
 	wellFormed bool
 	// plain records that a decoded string was written without escapes,
 	// so its text holds nothing RFC 8785 escapes: its canonical form is
-	// the text itself in quotes.
+	// the text itself in quotes. For a decoded object it records the same
+	// of every one of its member names.
 	plain bool
+}
+
+// namesKnown returns the array or object v with what the decoder knows
+// of its member names: namesOK when every name at any depth is
+// well-formed, plainNames when every name of the object itself was
+// written without escapes.
+func namesKnown(v Value, namesOK, plainNames bool) Value {
+	v.wellFormed, v.plain = namesOK, plainNames
+	return v
+}
+
+// IsWellFormedString reports whether v is a string of well-formed Unicode
+// (no lone surrogate), as IsWellFormed(v.Str()) does; for a string Decode
+// read, which records this as it reads, it answers without looking at
+// the text again.
+func (v Value) IsWellFormedString() bool {
+	return v.kind == String && (v.wellFormed || IsWellFormed(v.Str()))
+}
+
+// NamesWellFormed reports whether every member name in v, at any depth,
+// is known to be well-formed Unicode: true for a scalar, and for an array
+// or object Decode produced whose names are all well-formed. It is false
+// when some name is ill-formed and also when nobody checked — for arrays
+// and objects built with ArrayValue or ObjectValue — so a false answer
+// means "look", never "ill-formed".
+func (v Value) NamesWellFormed() bool {
+	switch v.kind {
+	case Array, Object:
+		return v.wellFormed
+	}
+	return true
 }
 
 // Member is one name/value pair of a JSON object.

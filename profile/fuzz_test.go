@@ -32,6 +32,13 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("a parsed profile does not validate: %v", err)
 		}
 		d, err := profile.Digest(p)
+		// ParseDigest works on the decoded value, with what the decoder
+		// recorded of its strings and names; Digest on one rebuilt from
+		// the Go struct, which records nothing. They must agree.
+		_, pd, perr := profile.ParseDigest(data)
+		if (err == nil) != (perr == nil) || pd != d {
+			t.Fatalf("ParseDigest %q (%v), Digest(Parse) %q (%v)", pd, perr, d, err)
+		}
 		if err != nil {
 			if !errors.Is(err, profile.ErrNotCanonical) {
 				t.Fatalf("Digest: %v", err)

@@ -117,20 +117,19 @@ var (
 	// Sha256DigestSchema accepts "sha256:" and 64 lowercase hex digits.
 	Sha256DigestSchema = schema.String(schema.Matches("must be sha256: followed by 64 lowercase hex digits", canonjson.IsDigest))
 
-	publicConfigString = schema.String(schema.Rule[string]{
-		Code:    schema.CodeCustom,
-		Message: "public config must be well-formed, free of control characters and must not look like a credential",
-		Test: func(s string) bool {
-			return canonjson.IsWellFormed(s) && !canonjson.HasControl(s) && !LooksLikeCredential(s)
-		},
+	// publicConfigString and secretRefKey check well-formedness on the
+	// value rather than its text, so a decoded string (whose value
+	// records it) is not scanned again; long config values are common.
+	publicConfigString = schema.Refined(schema.String(), func(c *schema.Context, v canonjson.Value) {
+		if s := v.Str(); !v.IsWellFormedString() || canonjson.HasControl(s) || LooksLikeCredential(s) {
+			c.Custom("public config must be well-formed, free of control characters and must not look like a credential")
+		}
 	})
 
-	secretRefKey = schema.String(schema.MinLen(1), schema.MaxLen(500), schema.Rule[string]{
-		Code:    schema.CodeCustom,
-		Message: "a secret reference key must be a public, non-blank, non-credential name",
-		Test: func(s string) bool {
-			return canonjson.TrimJS(s) != "" && canonjson.IsWellFormed(s) && !canonjson.HasControl(s) && !LooksLikeCredential(s)
-		},
+	secretRefKey = schema.Refined(schema.String(schema.MinLen(1), schema.MaxLen(500)), func(c *schema.Context, v canonjson.Value) {
+		if s := v.Str(); canonjson.TrimJS(s) == "" || !v.IsWellFormedString() || canonjson.HasControl(s) || LooksLikeCredential(s) {
+			c.Custom("a secret reference key must be a public, non-blank, non-credential name")
+		}
 	})
 
 	configValueNode = schema.Discriminated("kind", map[string]schema.Node{
@@ -329,8 +328,12 @@ func CheckTokenCeilings(c *schema.Context, v canonjson.Value) {
 }
 
 // checkNestedKeys refuses ill-formed member names anywhere in the profile,
-// including inside metadata and extension values.
+// including inside metadata and extension values. A decoded value whose
+// names the decoder already found well-formed is not walked again.
 func checkNestedKeys(c *schema.Context, v canonjson.Value) {
+	if v.NamesWellFormed() {
+		return
+	}
 	switch v.Kind() {
 	case canonjson.Object:
 		for _, m := range v.Members() {

@@ -21,7 +21,8 @@ import (
 // typed converts the validated value out to a Profile.
 func typed(out canonjson.Value) (*Profile, error) {
 	p := new(Profile)
-	if err := p.fromValue(out); err != nil {
+	var cv conv
+	if err := p.fromValue(&cv, out); err != nil {
 		return nil, fmt.Errorf("profile: validated value does not fit the Go type: %w", err)
 	}
 	return p, nil
@@ -81,12 +82,30 @@ func toStr(v canonjson.Value) (string, error) {
 	return v.Str(), nil
 }
 
-func strPtr(v canonjson.Value) (*string, error) {
+// conv holds one conversion's scratch: the strings its *string fields
+// point into.
+type conv struct {
+	strs []string
+}
+
+// strChunk is how many strings one chunk of conv.strs holds: most
+// profiles set fewer than eight optional text fields, so one chunk
+// usually serves the whole conversion.
+const strChunk = 8
+
+// strPtr returns a pointer to the string v holds, drawn from chunks of
+// strings so that a profile's optional text fields do not cost an
+// allocation each.
+func (cv *conv) strPtr(v canonjson.Value) (*string, error) {
 	s, err := toStr(v)
 	if err != nil {
 		return nil, err
 	}
-	return &s, nil
+	if len(cv.strs) == cap(cv.strs) {
+		cv.strs = make([]string, 0, strChunk)
+	}
+	cv.strs = append(cv.strs, s)
+	return &cv.strs[len(cv.strs)-1], nil
 }
 
 func boolPtr(v canonjson.Value) (*bool, error) {
@@ -163,7 +182,9 @@ func strs(v canonjson.Value) ([]string, error)                       { return sl
 func boolMap(v canonjson.Value) (map[string]bool, error)             { return mapOf(v, toBool) }
 func valueMap(v canonjson.Value) (map[string]canonjson.Value, error) { return mapOf(v, self) }
 func permissions(v canonjson.Value) (map[string]Permission, error)   { return mapOf(v, permission) }
-func configValues(v canonjson.Value) (map[string]ConfigValue, error) { return mapOf(v, configValue) }
+func (cv *conv) configValues(v canonjson.Value) (map[string]ConfigValue, error) {
+	return mapOf(v, cv.configValue)
+}
 func permissionValue(v canonjson.Value) (PermissionValue, error) {
 	s, err := toStr(v)
 	return PermissionValue(s), err
@@ -183,7 +204,7 @@ func set[T any](dst *T, v canonjson.Value, name string, conv func(canonjson.Valu
 	return nil
 }
 
-func (p *Profile) fromValue(v canonjson.Value) error {
+func (p *Profile) fromValue(cv *conv, v canonjson.Value) error {
 	ms, err := members(v)
 	if err != nil {
 		return err
@@ -192,41 +213,41 @@ func (p *Profile) fromValue(v canonjson.Value) error {
 		var err error
 		switch x := m.Value; m.Name {
 		case "name":
-			err = set(&p.Name, x, m.Name, strPtr)
+			err = set(&p.Name, x, m.Name, cv.strPtr)
 		case "description":
-			err = set(&p.Description, x, m.Name, strPtr)
+			err = set(&p.Description, x, m.Name, cv.strPtr)
 		case "version":
-			err = set(&p.Version, x, m.Name, strPtr)
+			err = set(&p.Version, x, m.Name, cv.strPtr)
 		case "tags":
 			err = set(&p.Tags, x, m.Name, strs)
 		case "prompt":
-			err = set(&p.Prompt, x, m.Name, prompt)
+			err = set(&p.Prompt, x, m.Name, cv.prompt)
 		case "model":
-			err = set(&p.Model, x, m.Name, modelHints)
+			err = set(&p.Model, x, m.Name, cv.modelHints)
 		case "harness":
 			err = set(&p.Harness, x, m.Name, harnessType)
 		case "seats":
-			err = set(&p.Seats, x, m.Name, func(v canonjson.Value) ([]Seat, error) { return sliceOf(v, seat) })
+			err = set(&p.Seats, x, m.Name, func(v canonjson.Value) ([]Seat, error) { return sliceOf(v, cv.seat) })
 		case "permissions":
 			err = set(&p.Permissions, x, m.Name, permissions)
 		case "tools":
 			err = set(&p.Tools, x, m.Name, boolMap)
 		case "mcp":
-			err = set(&p.MCP, x, m.Name, func(v canonjson.Value) (map[string]MCPServer, error) { return mapOf(v, mcpServer) })
+			err = set(&p.MCP, x, m.Name, func(v canonjson.Value) (map[string]MCPServer, error) { return mapOf(v, cv.mcpServer) })
 		case "connections":
-			err = set(&p.Connections, x, m.Name, func(v canonjson.Value) ([]Connection, error) { return sliceOf(v, connection) })
+			err = set(&p.Connections, x, m.Name, func(v canonjson.Value) ([]Connection, error) { return sliceOf(v, cv.connection) })
 		case "subagents":
-			err = set(&p.Subagents, x, m.Name, func(v canonjson.Value) (map[string]Subagent, error) { return mapOf(v, subagent) })
+			err = set(&p.Subagents, x, m.Name, func(v canonjson.Value) (map[string]Subagent, error) { return mapOf(v, cv.subagent) })
 		case "resources":
-			err = set(&p.Resources, x, m.Name, resources)
+			err = set(&p.Resources, x, m.Name, cv.resources)
 		case "hooks":
 			err = set(&p.Hooks, x, m.Name, func(v canonjson.Value) (map[string][]HookCommand, error) {
-				return mapOf(v, func(v canonjson.Value) ([]HookCommand, error) { return sliceOf(v, hookCommand) })
+				return mapOf(v, func(v canonjson.Value) ([]HookCommand, error) { return sliceOf(v, cv.hookCommand) })
 			})
 		case "modes":
-			err = set(&p.Modes, x, m.Name, func(v canonjson.Value) (map[string]Mode, error) { return mapOf(v, mode) })
+			err = set(&p.Modes, x, m.Name, func(v canonjson.Value) (map[string]Mode, error) { return mapOf(v, cv.mode) })
 		case "confidential":
-			err = set(&p.Confidential, x, m.Name, confidential)
+			err = set(&p.Confidential, x, m.Name, cv.confidential)
 		case "metadata":
 			err = set(&p.Metadata, x, m.Name, valueMap)
 		case "extensions":
@@ -246,7 +267,7 @@ func harnessType(v canonjson.Value) (harness.Type, error) {
 	return harness.Type(s), err
 }
 
-func prompt(v canonjson.Value) (*Prompt, error) {
+func (cv *conv) prompt(v canonjson.Value) (*Prompt, error) {
 	ms, err := members(v)
 	if err != nil {
 		return nil, err
@@ -256,9 +277,9 @@ func prompt(v canonjson.Value) (*Prompt, error) {
 		var err error
 		switch m.Name {
 		case "systemPrompt":
-			err = set(&p.SystemPrompt, m.Value, m.Name, strPtr)
+			err = set(&p.SystemPrompt, m.Value, m.Name, cv.strPtr)
 		case "appendSystemPrompt":
-			err = set(&p.AppendSystemPrompt, m.Value, m.Name, strPtr)
+			err = set(&p.AppendSystemPrompt, m.Value, m.Name, cv.strPtr)
 		case "instructions":
 			err = set(&p.Instructions, m.Value, m.Name, strs)
 		default:
@@ -271,7 +292,7 @@ func prompt(v canonjson.Value) (*Prompt, error) {
 	return p, nil
 }
 
-func modelHints(v canonjson.Value) (*ModelHints, error) {
+func (cv *conv) modelHints(v canonjson.Value) (*ModelHints, error) {
 	ms, err := members(v)
 	if err != nil {
 		return nil, err
@@ -281,11 +302,11 @@ func modelHints(v canonjson.Value) (*ModelHints, error) {
 		var err error
 		switch x := m.Value; m.Name {
 		case "default":
-			err = set(&h.Default, x, m.Name, strPtr)
+			err = set(&h.Default, x, m.Name, cv.strPtr)
 		case "small":
-			err = set(&h.Small, x, m.Name, strPtr)
+			err = set(&h.Small, x, m.Name, cv.strPtr)
 		case "provider":
-			err = set(&h.Provider, x, m.Name, strPtr)
+			err = set(&h.Provider, x, m.Name, cv.strPtr)
 		case "reasoningEffort":
 			err = set(&h.ReasoningEffort, x, m.Name, func(v canonjson.Value) (harness.ReasoningEffort, error) {
 				s, err := toStr(v)
@@ -309,7 +330,7 @@ func modelHints(v canonjson.Value) (*ModelHints, error) {
 	return h, nil
 }
 
-func seat(v canonjson.Value) (Seat, error) {
+func (cv *conv) seat(v canonjson.Value) (Seat, error) {
 	var s Seat
 	ms, err := members(v)
 	if err != nil {
@@ -329,7 +350,7 @@ func seat(v canonjson.Value) (Seat, error) {
 		case "provider":
 			seen[2], err = true, set(&s.Provider, x, m.Name, toStr)
 		case "selector":
-			seen[3], err = true, set(&s.Selector, x, m.Name, seatSelector)
+			seen[3], err = true, set(&s.Selector, x, m.Name, cv.seatSelector)
 		case "tools":
 			err = set(&s.Tools, x, m.Name, boolMap)
 		case "permissions":
@@ -349,7 +370,7 @@ func seat(v canonjson.Value) (Seat, error) {
 	return s, nil
 }
 
-func seatSelector(v canonjson.Value) (SeatSelector, error) {
+func (cv *conv) seatSelector(v canonjson.Value) (SeatSelector, error) {
 	var s SeatSelector
 	ms, err := members(v)
 	if err != nil {
@@ -362,7 +383,7 @@ func seatSelector(v canonjson.Value) (SeatSelector, error) {
 		case "kind":
 			kind, err = true, set(&s.Kind, m.Value, m.Name, toStr)
 		case "id":
-			err = set(&s.ID, m.Value, m.Name, strPtr)
+			err = set(&s.ID, m.Value, m.Name, cv.strPtr)
 		default:
 			err = unknown(m.Name)
 		}
@@ -385,7 +406,7 @@ func permission(v canonjson.Value) (Permission, error) {
 	return Permission{Patterns: patterns}, err
 }
 
-func resourceRef(v canonjson.Value) (ResourceRef, error) {
+func (cv *conv) resourceRef(v canonjson.Value) (ResourceRef, error) {
 	var r ResourceRef
 	ms, err := members(v)
 	if err != nil {
@@ -398,15 +419,15 @@ func resourceRef(v canonjson.Value) (ResourceRef, error) {
 		case "kind":
 			kind, err = true, set(&r.Kind, x, m.Name, toStr)
 		case "name":
-			err = set(&r.Name, x, m.Name, strPtr)
+			err = set(&r.Name, x, m.Name, cv.strPtr)
 		case "content":
-			err = set(&r.Content, x, m.Name, strPtr)
+			err = set(&r.Content, x, m.Name, cv.strPtr)
 		case "repository":
-			err = set(&r.Repository, x, m.Name, strPtr)
+			err = set(&r.Repository, x, m.Name, cv.strPtr)
 		case "path":
-			err = set(&r.Path, x, m.Name, strPtr)
+			err = set(&r.Path, x, m.Name, cv.strPtr)
 		case "ref":
-			err = set(&r.Ref, x, m.Name, strPtr)
+			err = set(&r.Ref, x, m.Name, cv.strPtr)
 		default:
 			err = unknown(m.Name)
 		}
@@ -420,9 +441,11 @@ func resourceRef(v canonjson.Value) (ResourceRef, error) {
 	return r, nil
 }
 
-func resourceRefs(v canonjson.Value) ([]ResourceRef, error) { return sliceOf(v, resourceRef) }
+func (cv *conv) resourceRefs(v canonjson.Value) ([]ResourceRef, error) {
+	return sliceOf(v, cv.resourceRef)
+}
 
-func fileMount(v canonjson.Value) (FileMount, error) {
+func (cv *conv) fileMount(v canonjson.Value) (FileMount, error) {
 	var f FileMount
 	ms, err := members(v)
 	if err != nil {
@@ -435,7 +458,7 @@ func fileMount(v canonjson.Value) (FileMount, error) {
 		case "path":
 			path, err = true, set(&f.Path, x, m.Name, toStr)
 		case "resource":
-			resource, err = true, set(&f.Resource, x, m.Name, resourceRef)
+			resource, err = true, set(&f.Resource, x, m.Name, cv.resourceRef)
 		case "executable":
 			err = set(&f.Executable, x, m.Name, boolPtr)
 		default:
@@ -454,7 +477,7 @@ func fileMount(v canonjson.Value) (FileMount, error) {
 	return f, nil
 }
 
-func resources(v canonjson.Value) (*Resources, error) {
+func (cv *conv) resources(v canonjson.Value) (*Resources, error) {
 	ms, err := members(v)
 	if err != nil {
 		return nil, err
@@ -464,17 +487,17 @@ func resources(v canonjson.Value) (*Resources, error) {
 		var err error
 		switch x := m.Value; m.Name {
 		case "files":
-			err = set(&r.Files, x, m.Name, func(v canonjson.Value) ([]FileMount, error) { return sliceOf(v, fileMount) })
+			err = set(&r.Files, x, m.Name, func(v canonjson.Value) ([]FileMount, error) { return sliceOf(v, cv.fileMount) })
 		case "tools":
-			err = set(&r.Tools, x, m.Name, resourceRefs)
+			err = set(&r.Tools, x, m.Name, cv.resourceRefs)
 		case "skills":
-			err = set(&r.Skills, x, m.Name, resourceRefs)
+			err = set(&r.Skills, x, m.Name, cv.resourceRefs)
 		case "agents":
-			err = set(&r.Agents, x, m.Name, resourceRefs)
+			err = set(&r.Agents, x, m.Name, cv.resourceRefs)
 		case "commands":
-			err = set(&r.Commands, x, m.Name, resourceRefs)
+			err = set(&r.Commands, x, m.Name, cv.resourceRefs)
 		case "instructions":
-			err = set(&r.Instructions, x, m.Name, instructions)
+			err = set(&r.Instructions, x, m.Name, cv.instructions)
 		case "failOnError":
 			err = set(&r.FailOnError, x, m.Name, boolPtr)
 		default:
@@ -488,19 +511,19 @@ func resources(v canonjson.Value) (*Resources, error) {
 }
 
 // instructions decodes as TextOrRef.UnmarshalValue does.
-func instructions(v canonjson.Value) (*Instructions, error) {
+func (cv *conv) instructions(v canonjson.Value) (*Instructions, error) {
 	if v.Kind() == canonjson.String {
-		s := v.Str()
-		return &Instructions{Text: &s}, nil
+		s, _ := cv.strPtr(v)
+		return &Instructions{Text: s}, nil
 	}
-	ref, err := resourceRef(v)
+	ref, err := cv.resourceRef(v)
 	if err != nil {
 		return nil, err
 	}
 	return &Instructions{Ref: &ref}, nil
 }
 
-func mcpServer(v canonjson.Value) (MCPServer, error) {
+func (cv *conv) mcpServer(v canonjson.Value) (MCPServer, error) {
 	var s MCPServer
 	ms, err := members(v)
 	if err != nil {
@@ -510,19 +533,19 @@ func mcpServer(v canonjson.Value) (MCPServer, error) {
 		var err error
 		switch x := m.Value; m.Name {
 		case "transport":
-			err = set(&s.Transport, x, m.Name, strPtr)
+			err = set(&s.Transport, x, m.Name, cv.strPtr)
 		case "command":
-			err = set(&s.Command, x, m.Name, strPtr)
+			err = set(&s.Command, x, m.Name, cv.strPtr)
 		case "args":
-			err = set(&s.Args, x, m.Name, func(v canonjson.Value) ([]ConfigValue, error) { return sliceOf(v, configValue) })
+			err = set(&s.Args, x, m.Name, func(v canonjson.Value) ([]ConfigValue, error) { return sliceOf(v, cv.configValue) })
 		case "env":
-			err = set(&s.Env, x, m.Name, configValues)
+			err = set(&s.Env, x, m.Name, cv.configValues)
 		case "cwd":
-			err = set(&s.Cwd, x, m.Name, strPtr)
+			err = set(&s.Cwd, x, m.Name, cv.strPtr)
 		case "url":
-			err = set(&s.URL, x, m.Name, strPtr)
+			err = set(&s.URL, x, m.Name, cv.strPtr)
 		case "headers":
-			err = set(&s.Headers, x, m.Name, configValues)
+			err = set(&s.Headers, x, m.Name, cv.configValues)
 		case "enabled":
 			err = set(&s.Enabled, x, m.Name, boolPtr)
 		case "metadata":
@@ -537,7 +560,7 @@ func mcpServer(v canonjson.Value) (MCPServer, error) {
 	return s, nil
 }
 
-func configValue(v canonjson.Value) (ConfigValue, error) {
+func (cv *conv) configValue(v canonjson.Value) (ConfigValue, error) {
 	var c ConfigValue
 	ms, err := members(v)
 	if err != nil {
@@ -550,11 +573,11 @@ func configValue(v canonjson.Value) (ConfigValue, error) {
 		case "kind":
 			kind, err = true, set(&c.Kind, x, m.Name, toStr)
 		case "value":
-			err = set(&c.Value, x, m.Name, strPtr)
+			err = set(&c.Value, x, m.Name, cv.strPtr)
 		case "key":
-			err = set(&c.Key, x, m.Name, strPtr)
+			err = set(&c.Key, x, m.Name, cv.strPtr)
 		case "format":
-			err = set(&c.Format, x, m.Name, strPtr)
+			err = set(&c.Format, x, m.Name, cv.strPtr)
 		default:
 			err = unknown(m.Name)
 		}
@@ -568,7 +591,7 @@ func configValue(v canonjson.Value) (ConfigValue, error) {
 	return c, nil
 }
 
-func connection(v canonjson.Value) (Connection, error) {
+func (cv *conv) connection(v canonjson.Value) (Connection, error) {
 	var c Connection
 	ms, err := members(v)
 	if err != nil {
@@ -583,7 +606,7 @@ func connection(v canonjson.Value) (Connection, error) {
 		case "capabilities":
 			caps, err = true, set(&c.Capabilities, x, m.Name, strs)
 		case "alias":
-			err = set(&c.Alias, x, m.Name, strPtr)
+			err = set(&c.Alias, x, m.Name, cv.strPtr)
 		default:
 			err = unknown(m.Name)
 		}
@@ -600,7 +623,7 @@ func connection(v canonjson.Value) (Connection, error) {
 	return c, nil
 }
 
-func subagent(v canonjson.Value) (Subagent, error) {
+func (cv *conv) subagent(v canonjson.Value) (Subagent, error) {
 	var s Subagent
 	ms, err := members(v)
 	if err != nil {
@@ -610,11 +633,11 @@ func subagent(v canonjson.Value) (Subagent, error) {
 		var err error
 		switch x := m.Value; m.Name {
 		case "description":
-			err = set(&s.Description, x, m.Name, strPtr)
+			err = set(&s.Description, x, m.Name, cv.strPtr)
 		case "prompt":
-			err = set(&s.Prompt, x, m.Name, strPtr)
+			err = set(&s.Prompt, x, m.Name, cv.strPtr)
 		case "model":
-			err = set(&s.Model, x, m.Name, strPtr)
+			err = set(&s.Model, x, m.Name, cv.strPtr)
 		case "tools":
 			err = set(&s.Tools, x, m.Name, boolMap)
 		case "permissions":
@@ -633,7 +656,7 @@ func subagent(v canonjson.Value) (Subagent, error) {
 	return s, nil
 }
 
-func hookCommand(v canonjson.Value) (HookCommand, error) {
+func (cv *conv) hookCommand(v canonjson.Value) (HookCommand, error) {
 	var h HookCommand
 	ms, err := members(v)
 	if err != nil {
@@ -650,9 +673,9 @@ func hookCommand(v canonjson.Value) (HookCommand, error) {
 		case "blocking":
 			err = set(&h.Blocking, x, m.Name, boolPtr)
 		case "matcher":
-			err = set(&h.Matcher, x, m.Name, strPtr)
+			err = set(&h.Matcher, x, m.Name, cv.strPtr)
 		case "env":
-			err = set(&h.Env, x, m.Name, configValues)
+			err = set(&h.Env, x, m.Name, cv.configValues)
 		default:
 			err = unknown(m.Name)
 		}
@@ -666,7 +689,7 @@ func hookCommand(v canonjson.Value) (HookCommand, error) {
 	return h, nil
 }
 
-func mode(v canonjson.Value) (Mode, error) {
+func (cv *conv) mode(v canonjson.Value) (Mode, error) {
 	var md Mode
 	ms, err := members(v)
 	if err != nil {
@@ -676,11 +699,11 @@ func mode(v canonjson.Value) (Mode, error) {
 		var err error
 		switch x := m.Value; m.Name {
 		case "description":
-			err = set(&md.Description, x, m.Name, strPtr)
+			err = set(&md.Description, x, m.Name, cv.strPtr)
 		case "model":
-			err = set(&md.Model, x, m.Name, strPtr)
+			err = set(&md.Model, x, m.Name, cv.strPtr)
 		case "prompt":
-			err = set(&md.Prompt, x, m.Name, strPtr)
+			err = set(&md.Prompt, x, m.Name, cv.strPtr)
 		case "tools":
 			err = set(&md.Tools, x, m.Name, boolMap)
 		case "permissions":
@@ -697,7 +720,7 @@ func mode(v canonjson.Value) (Mode, error) {
 	return md, nil
 }
 
-func confidential(v canonjson.Value) (*Confidential, error) {
+func (cv *conv) confidential(v canonjson.Value) (*Confidential, error) {
 	ms, err := members(v)
 	if err != nil {
 		return nil, err
@@ -707,9 +730,9 @@ func confidential(v canonjson.Value) (*Confidential, error) {
 		var err error
 		switch x := m.Value; m.Name {
 		case "tee":
-			err = set(&c.Tee, x, m.Name, strPtr)
+			err = set(&c.Tee, x, m.Name, cv.strPtr)
 		case "attestationNonce":
-			err = set(&c.AttestationNonce, x, m.Name, strPtr)
+			err = set(&c.AttestationNonce, x, m.Name, cv.strPtr)
 		case "sealed":
 			err = set(&c.Sealed, x, m.Name, boolPtr)
 		case "attestationRefresh":

@@ -366,6 +366,7 @@ func (n RecordNode) Check(c *Context, v canonjson.Value) canonjson.Value {
 	members := v.Members()
 	var out []canonjson.Member
 	changed := false
+	namesOK := v.NamesWellFormed()
 	for i, m := range members {
 		if m.Name == "__proto__" && !n.ownKeys {
 			if !changed {
@@ -375,7 +376,7 @@ func (n RecordNode) Check(c *Context, v canonjson.Value) canonjson.Value {
 			continue
 		}
 		keyOK := true
-		if n.ownKeys && !canonjson.IsWellFormed(m.Name) {
+		if n.ownKeys && !namesOK && !canonjson.IsWellFormed(m.Name) {
 			c.Fatal(CodeInvalidKey, "member names must be well-formed Unicode", m.Name)
 			keyOK = false
 		} else if n.key != nil {

@@ -1,0 +1,64 @@
+package canonjson
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestSWARMasks holds needsAttention and needsEscape to what they promise,
+// byte by byte: a word is flagged exactly when some byte needs attention
+// (or an escape), and the lowest flagged byte is the first such byte.
+func TestSWARMasks(t *testing.T) {
+	attention := func(c byte) bool { return c < 0x20 || c == '"' || c == '\\' || c >= 0x80 }
+	escape := func(c byte) bool { return c < 0x20 || c == '"' || c == '\\' }
+	check := func(w uint64) {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], w)
+		for _, f := range []struct {
+			name string
+			mask uint64
+			want func(byte) bool
+		}{{"needsAttention", needsAttention(w), attention}, {"needsEscape", needsEscape(w), escape}} {
+			first := -1
+			for i, c := range b {
+				if f.want(c) {
+					first = i
+					break
+				}
+			}
+			got := -1
+			if f.mask != 0 {
+				for i := range 8 {
+					if f.mask>>(8*i+7)&1 != 0 {
+						got = i
+						break
+					}
+				}
+			}
+			if got != first {
+				t.Fatalf("%s(%q): first flagged byte %d, want %d", f.name, b, got, first)
+			}
+		}
+	}
+	// Every byte value in every position of an otherwise plain word.
+	for pos := range 8 {
+		for c := range 256 {
+			check(lsb*'a'&^(0xFF<<(8*pos)) | uint64(c)<<(8*pos))
+		}
+	}
+	// Random words drawn from the interesting bytes and from anywhere.
+	r := rand.New(rand.NewPCG(1, 2))
+	interesting := []byte{0x00, 0x1F, 0x20, 0x21, '"', '\\', 'a', 0x7F, 0x80, 0xBF, 0xC0, 0xFF, 0xA2, 0xDC}
+	for range 200000 {
+		var b [8]byte
+		for i := range b {
+			if r.IntN(2) == 0 {
+				b[i] = interesting[r.IntN(len(interesting))]
+			} else {
+				b[i] = byte(r.Uint32())
+			}
+		}
+		check(binary.LittleEndian.Uint64(b[:]))
+	}
+}
