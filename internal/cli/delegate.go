@@ -192,6 +192,11 @@ func runMCPDelegate(ctx context.Context, stdio IO, open providerOpener, f mcpDel
 	if f.checkCmd != "" {
 		cfg.Deliverable = commandDeliverable(f.checkCmd, f.checkTimeout)
 	}
+	tracing := startTracing(ctx, stdio)
+	defer stopTracing(ctx, stdio, tracing)
+	if tracing != nil {
+		cfg.Observer = tracing.SuperviseObserver
+	}
 	if f.budgetUSD > 0 {
 		cfg.Caps.USD = &f.budgetUSD
 	}

@@ -119,10 +119,13 @@ is invalid), 2 on usage errors.`,
 				ctx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
 			}
+			tracing := startTracing(ctx, stdio)
+			defer stopTracing(ctx, stdio, tracing)
 			prog := startProgress(ctx, stdio.Err, runDir, resume)
 			res, err := graph.RunGraph(ctx, g, graph.Options{Task: task, Registry: reg, Supervise: supervise.Options{
 				Executor: &supervise.KernelExecutor{Provider: provider, Store: s},
 				Router:   router, RunDir: runDir, RunID: runID, Resume: resume, Analysts: lenses,
+				Observer: tracing.SuperviseObserver(),
 			}})
 			prog.stop()
 			var capErr *graph.GraphEdgeCapError

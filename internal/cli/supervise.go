@@ -175,6 +175,9 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				Resume:         resume,
 				Analysts:       lenses,
 			}
+			tracing := startTracing(ctx, stdio)
+			defer stopTracing(ctx, stdio, tracing)
+			o.Observer = tracing.SuperviseObserver()
 			if checkCmd != "" {
 				o.Deliverable = commandDeliverable(checkCmd, checkTimeout)
 			}

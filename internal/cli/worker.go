@@ -144,12 +144,18 @@ row up to --max-backoff, jittered, instead of retrying at once.`,
 				defer stopMetrics()
 				meter = m
 			}
-			w, err := fl.NewWorker(startCtx, fleet.WorkerOptions{
+			tracing := startTracing(ctx, stdio)
+			defer stopTracing(ctx, stdio, tracing)
+			wo := fleet.WorkerOptions{
 				Providers:   map[string]contract.Provider{providerName: provider},
 				Concurrency: concurrency, LeaseTTL: lease, RescueAfter: rescue, ShutdownTimeout: shutdown, PollInterval: poll, ID: id,
 				Backoff: backoff, MaxBackoff: maxBackoff,
 				Meter: meter,
-			})
+			}
+			if tracing != nil {
+				wo.Observe = tracing.AttemptObserver
+			}
+			w, err := fl.NewWorker(startCtx, wo)
 			if errors.Is(err, fleet.ErrInvalid) {
 				return usage("%v", err)
 			}
