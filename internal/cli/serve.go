@@ -80,7 +80,9 @@ shuts it down gracefully.`,
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
 			}
-			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+			tracing := startTracing(ctx, stdio)
+			defer stopTracing(ctx, stdio, tracing)
+			hs := &http.Server{Handler: tracing.Handler(srv), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 				ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 			hs.RegisterOnShutdown(srv.Drain)
 			served := make(chan error, 1)

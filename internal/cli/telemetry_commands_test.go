@@ -312,3 +312,63 @@ func TestMCPDelegateTracesEachDelegation(t *testing.T) {
 	checkSupervisedTrace(t, spans, taskID, taskID+":s1", map[string]any{telemetry.KeyInputTokens: int64(10), telemetry.KeyOutputTokens: int64(2)})
 	noContent(t, spans, "write alpha", "alpha: DONE")
 }
+
+// Issue 16 (OS-06): `agentrt serve` traces each request as a server span
+// continuing the traceparent a remote provider sends: the request that
+// starts the run's turn is a child of that turn's inference span, in the
+// trace derived from the run id.
+func TestServeContinuesTheCallersTrace(t *testing.T) {
+	c := otlptest.New()
+	defer c.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", c.URL)
+	t.Setenv("AGENTRT_SERVE_TOKEN", serveToken)
+	base := startServe(t)
+	out := runTracedChild(t, otelEnv(c), "run", "--json", "--db", filepath.Join(t.TempDir(), "runs.db"), "--provider", "remote", "--base-url", base,
+		noteWriter, "--task", "Write the served note.")
+	runID := member(decode(t, out), "runId").Str()
+	trace := telemetry.TraceID(runID).String()
+	var run, turn otlptest.Span
+	var served []otlptest.Span
+	// The server exports on its batch interval (5 s): wait for it.
+	for deadline := time.Now().Add(time.Minute); ; {
+		served = served[:0]
+		for _, s := range c.Spans() {
+			switch {
+			case s.Name == telemetry.SpanInference && s.TraceID == trace:
+				turn = s
+			case s.Name == telemetry.SpanRunPrefix+" note-writer" && s.TraceID == trace:
+				run = s
+			case s.Kind == 2 && s.TraceID == trace:
+				served = append(served, s)
+			}
+		}
+		if turn.SpanID != "" && run.SpanID != "" && len(served) > 0 && served[len(served)-1].Attributes[telemetry.KeyHTTPRoute] != nil {
+			var hasTurn bool
+			for _, s := range served {
+				hasTurn = hasTurn || strings.HasSuffix(s.Name, "/turns")
+			}
+			if hasTurn {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no server span of the turn in trace %s within a minute: %+v", trace, c.Spans())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, s := range served {
+		// The turn's requests continue the turn's span; the environment's
+		// (capabilities, create) the run's.
+		want := run.SpanID
+		if strings.HasSuffix(s.Name, "/turns") {
+			want = turn.SpanID
+		}
+		if s.ParentID != want || want == "" {
+			t.Errorf("server span %s under %q, want %q (run %s, turn %s)", s.Name, s.ParentID, want, run.SpanID, turn.SpanID)
+		}
+		if !strings.HasPrefix(s.Name, s.Attributes[telemetry.KeyHTTPMethod].(string)+" /") || s.Attributes[telemetry.KeyHTTPStatus] == nil {
+			t.Errorf("server span %s attributes %v", s.Name, s.Attributes)
+		}
+	}
+	noContent(t, c.Spans(), "Write the served note.", serveToken)
+}
