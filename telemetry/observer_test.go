@@ -255,7 +255,9 @@ func TestAttemptsOfARunShareItsTrace(t *testing.T) {
 	for _, attempt := range []string{"fleet-1.a1", "fleet-1.a2"} {
 		kernel.Execute(t.Context(), kernel.Request{Profile: p, Task: "Write a release note.", Provider: scripted.New(&scripted.Script{}, scripted.Options{}),
 			Store: memory.New(nil), RunID: attempt, Observer: tr.AttemptObserver("fleet-1"),
-			Check: func(context.Context, kernel.Outcome) (kernel.Verdict, error) { return kernel.Verdict{Passed: true}, nil }})
+			Check: func(context.Context, kernel.Outcome) (kernel.Verdict, error) {
+				return kernel.Verdict{Passed: true}, nil
+			}})
 	}
 	if r := tr.Flush(t.Context()); !r.Succeeded {
 		t.Fatalf("report %+v", r)
