@@ -89,6 +89,9 @@ attempt, continuation, status, text, usage (unknown is null), servedModel,
 environmentId, nativeSessionId, recorded. Providers and their flags are those
 of agentrt run.
 
+With OTEL_EXPORTER_OTLP_ENDPOINT set, each answer's run is traced over
+OTLP/HTTP in a trace derived from its run id.
+
 Exit status: 0 when input ended with every turn answered, 1 when a turn
 was left unanswered (continue it with --session), 2 for usage errors.`,
 		Args: cobra.ExactArgs(1),

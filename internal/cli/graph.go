@@ -47,6 +47,9 @@ edge ledger and traversal caps carry on where they stopped.
 Progress shows on stderr; the result, with every edge traversal, on stdout,
 or as JSON with --json.
 
+With OTEL_EXPORTER_OTLP_ENDPOINT set, the graph's supervised run is traced
+over OTLP/HTTP as agentrt supervise's is.
+
 Exit status: 0 when the run has a winner, 1 when it has none (or the graph
 is invalid), 2 on usage errors.`,
 		Args: cobra.ExactArgs(1),

@@ -82,6 +82,10 @@ stderr; the result (winner or no winner with its reason, the spend with
 what is unknown shown as unknown, the run dir) on stdout, or as JSON with
 --json.
 
+With OTEL_EXPORTER_OTLP_ENDPOINT set, the supervised run is traced over
+OTLP/HTTP: a supervisor.run span, a supervisor.node span per worker and each
+worker's run under its node, in a trace derived from the run id.
+
 Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -115,7 +115,10 @@ runs back to the queue for another worker.
 When the provider's server refuses the connection (a remote server that is
 down), nothing ran: the run is handed back, and both its job and this worker's
 next attempt on the provider wait, from --backoff doubling per refusal in a
-row up to --max-backoff, jittered, instead of retrying at once.`,
+row up to --max-backoff, jittered, instead of retrying at once.
+
+With OTEL_EXPORTER_OTLP_ENDPOINT set, every attempt is traced over OTLP/HTTP
+in the trace derived from its fleet run's id, whichever worker runs it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := newLogger(stdio.Err, logFormat)
