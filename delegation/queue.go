@@ -99,6 +99,11 @@ type Config struct {
 	// tasks or results). Nil discards it.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Observer, when set, returns the supervise.Observer of one
+	// delegation's supervised run (supervise.Options.Observer; nil:
+	// none) — telemetry.Tracing.SuperviseObserver traces it. Each run,
+	// a resumed one included, gets its own call.
+	Observer func() supervise.Observer
 }
 
 func (c *Config) check() error {

@@ -205,6 +205,9 @@ func (q *Queue) supervise(ctx context.Context, d Delegation) (res supervise.Supe
 		SettleGrace:    q.cfg.SettleGrace,
 		Logger:         q.cfg.Logger,
 	}
+	if q.cfg.Observer != nil {
+		o.Observer = q.cfg.Observer()
+	}
 	if d.StartedAt != nil {
 		o.Deadline = d.StartedAt.Add(q.cfg.MaxRunTime)
 	}

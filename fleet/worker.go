@@ -79,6 +79,12 @@ type WorkerOptions struct {
 	// Meter receives the worker's metrics (MetricRuns,
 	// MetricQueueDepth, MetricAppendLatency); nil records none.
 	Meter metric.Meter
+	// Observe, when set, returns the kernel.Observer of one attempt of
+	// fleet run runID (kernel.Request.Observer; nil: none) —
+	// telemetry.Tracing.AttemptObserver traces every attempt of a run in
+	// the run's one trace, whichever worker executes it. Each attempt
+	// gets its own call.
+	Observe func(runID string) kernel.Observer
 }
 
 // Stats counts what a worker did since it started.
@@ -580,11 +586,15 @@ func (w *Worker) runAttempt(c claim) error {
 		runCtx, stop = context.WithTimeout(runCtx, time.Duration(c.spec.TimeoutMillis)*time.Millisecond)
 		defer stop()
 	}
+	var observer kernel.Observer
+	if w.o.Observe != nil {
+		observer = w.o.Observe(c.fence.RunID)
+	}
 	hb := w.startHeartbeat(c, cancel)
 	res, runErr := kernel.Execute(runCtx, kernel.Request{
 		Profile: p, Task: c.spec.Task, Provider: provider, Store: timedStore{Store: w.f.store, hist: w.metrics.append},
 		Check: expectCheck(c.spec.Expect), Stage: c.spec.Stage, RunID: c.attempt.RunID,
-		LeaseTTL: w.o.LeaseTTL, Logger: w.log,
+		LeaseTTL: w.o.LeaseTTL, Logger: w.log, Observer: observer,
 	})
 	lost := hb.stop()
 	if lost != nil {

@@ -10,7 +10,12 @@
 // agent.tool_call child of the turn. StartWorkflow traces a rounds run
 // (kernel.Rounds) as an invoke_workflow span rooting the rounds run's
 // trace, its Observe (kernel.RoundsOptions.Observe) making each
-// iteration's invoke_agent span its child; EndWorkflow ends it. Usage is exported only when it is
+// iteration's invoke_agent span its child; EndWorkflow ends it.
+// AttemptObserver traces an attempt (a kernel run of its own id doing
+// another run's work, as a fleet run's attempts are) in the trace of the
+// run it is an attempt of, so a run taken over by another worker stays in
+// one trace. Handler traces an HTTP server's requests (agentrt serve) as
+// server spans continuing the W3C traceparent each carries. Usage is exported only when it is
 // known exactly: unknown or partial usage is omitted and marked
 // tangle.tokens_known=false / tangle.cost_known=false, never exported as
 // 0. The deprecated gen_ai.system and prompt/completion token keys are

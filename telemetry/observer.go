@@ -73,13 +73,30 @@ func (t *Tracing) Observer() kernel.Observer {
 	return &runObserver{t: t, tools: map[string]trace.Span{}}
 }
 
+// AttemptObserver returns a kernel.Observer that traces one attempt of
+// run runID, an attempt being a kernel run of its own id executing
+// runID's work (a fleet run's attempt): the attempt's invoke_agent span
+// roots in run runID's trace (TraceID(runID)) with runID as its
+// gen_ai.conversation.id, so every attempt of the run, whichever process
+// executes it, lands in one trace; tangle.run.id is the attempt's. Give
+// each attempt its own. A nil Tracing returns nil: tracing off.
+func (t *Tracing) AttemptObserver(runID string) kernel.Observer {
+	if t == nil {
+		return nil
+	}
+	return &runObserver{t: t, traceRun: runID, tools: map[string]trace.Span{}}
+}
+
 // runObserver traces one run. The kernel calls it on the run's
 // goroutine, one hook at a time.
 type runObserver struct {
 	t *Tracing
 	// parent, when set, is the workflow span the run belongs to: the
 	// run's span is its child, in its trace.
-	parent    trace.Span
+	parent trace.Span
+	// traceRun, when set, is the run this run is an attempt of: the
+	// run's span roots in its trace (AttemptObserver).
+	traceRun  string
 	runID     string
 	run, turn trace.Span
 	tools     map[string]trace.Span
@@ -104,7 +121,11 @@ var (
 // or, for a workflow's run, as the workflow span's child.
 func (o *runObserver) RunStarted(ctx context.Context, s kernel.RunStart) (context.Context, error) {
 	o.runID, o.kind = s.RunID, s.Kind
-	o.conversation = attribute.String(KeyConversation, s.RunID)
+	traceRun := s.RunID
+	if o.traceRun != "" {
+		traceRun = o.traceRun
+	}
+	o.conversation = attribute.String(KeyConversation, traceRun)
 	name, attrs := SpanRunPrefix, []attribute.KeyValue{
 		attribute.String(KeyOperation, OpInvokeAgent), o.conversation,
 		attribute.String(KeyRunID, s.RunID), attribute.String(KeyRunKind, s.Kind),
@@ -117,7 +138,7 @@ func (o *runObserver) RunStarted(ctx context.Context, s kernel.RunStart) (contex
 		ctx, o.run = o.t.tracer.Start(trace.ContextWithSpan(ctx, o.parent), name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 		return ctx, nil
 	}
-	ctx, o.run = o.t.startRoot(ctx, s.RunID, name, attrs...)
+	ctx, o.run = o.t.startRoot(ctx, traceRun, name, attrs...)
 	return ctx, nil
 }
 

@@ -236,3 +236,51 @@ func keys(m map[string]tracetest.SpanStub) []string {
 	}
 	return out
 }
+
+// Issue 16 (OS-06, spec runtime §10: trace id derived from the run id):
+// two attempts of one fleet run, each a kernel run of its own id — the
+// second taking the run over — root in the fleet run's one trace with
+// the fleet run as their conversation and their own ids as tangle.run.id.
+func TestAttemptsOfARunShareItsTrace(t *testing.T) {
+	mem := tracetest.NewInMemoryExporter()
+	tr, err := telemetry.New(telemetry.Options{Exporter: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Shutdown(context.Background())
+	p, err := profile.Parse([]byte(noteWriter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, attempt := range []string{"fleet-1.a1", "fleet-1.a2"} {
+		kernel.Execute(t.Context(), kernel.Request{Profile: p, Task: "Write a release note.", Provider: scripted.New(&scripted.Script{}, scripted.Options{}),
+			Store: memory.New(nil), RunID: attempt, Observer: tr.AttemptObserver("fleet-1"),
+			Check: func(context.Context, kernel.Outcome) (kernel.Verdict, error) {
+				return kernel.Verdict{Passed: true}, nil
+			}})
+	}
+	if r := tr.Flush(t.Context()); !r.Succeeded {
+		t.Fatalf("report %+v", r)
+	}
+	var got []map[string]any
+	for _, s := range mem.GetSpans() {
+		if s.Name != telemetry.SpanRunPrefix+" note-writer" {
+			continue
+		}
+		if s.SpanContext.TraceID() != telemetry.TraceID("fleet-1") || s.Parent.IsValid() {
+			t.Errorf("attempt span in trace %s (parent %v), want the root of %s", s.SpanContext.TraceID(), s.Parent.SpanID(), telemetry.TraceID("fleet-1"))
+		}
+		a := attrMap(s.Attributes)
+		got = append(got, map[string]any{telemetry.KeyConversation: a[telemetry.KeyConversation], telemetry.KeyRunID: a[telemetry.KeyRunID]})
+	}
+	want := []map[string]any{
+		{telemetry.KeyConversation: "fleet-1", telemetry.KeyRunID: "fleet-1.a1"},
+		{telemetry.KeyConversation: "fleet-1", telemetry.KeyRunID: "fleet-1.a2"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("attempt spans (-want +got):\n%s", diff)
+	}
+	if (*telemetry.Tracing)(nil).AttemptObserver("fleet-1") != nil {
+		t.Error("a nil Tracing's attempt observer is not nil")
+	}
+}

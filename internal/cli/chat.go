@@ -21,6 +21,7 @@ import (
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/sqlite"
+	"github.com/agentrt/agentrt/telemetry"
 )
 
 // Chat speakers, as the conversation journal records them.
@@ -88,6 +89,9 @@ attempt, continuation, status, text, usage (unknown is null), servedModel,
 environmentId, nativeSessionId, recorded. Providers and their flags are those
 of agentrt run.
 
+With OTEL_EXPORTER_OTLP_ENDPOINT set, each answer's run is traced over
+OTLP/HTTP in a trace derived from its run id.
+
 Exit status: 0 when input ended with every turn answered, 1 when a turn
 was left unanswered (continue it with --session), 2 for usage errors.`,
 		Args: cobra.ExactArgs(1),
@@ -114,9 +118,11 @@ was left unanswered (continue it with --session), 2 for usage errors.`,
 				return err
 			}
 			defer j.Close()
+			tracing := startTracing(ctx, stdio)
+			defer stopTracing(ctx, stdio, tracing)
 			c := &chat{stdio: stdio, profile: p, label: args[0], store: s, journal: j, journalWhere: where,
 				storeWhere: sf.describe(), asJSON: asJSON, quiet: quiet, stage: stage, lease: lease,
-				turnTimeout: turnTimeout, now: time.Now}
+				turnTimeout: turnTimeout, now: time.Now, tracing: tracing}
 			if err := c.open(ctx, sessionID); err != nil {
 				return err
 			}
@@ -197,6 +203,8 @@ type chat struct {
 	stage                    int
 	lease, turnTimeout       time.Duration
 	now                      func() time.Time
+	// tracing traces each answer's run (nil: off).
+	tracing *telemetry.Tracing
 
 	id    string
 	turns []conversation.Turn
@@ -418,7 +426,8 @@ func (c *chat) answer(ctx context.Context, sigs <-chan os.Signal, t conversation
 	}
 	start := c.now()
 	res, runErr := runLive(tctx, live, kernel.Request{Profile: c.profile, Task: task, Provider: c.kept, Store: c.store,
-		Check: expectCheck(""), Stage: c.stage, RunID: runID, Kind: kindChat, LeaseTTL: c.lease})
+		Check: expectCheck(""), Stage: c.stage, RunID: runID, Kind: kindChat, LeaseTTL: c.lease,
+		Observer: c.tracing.Observer()})
 	end := c.now()
 	nativeID := ""
 	if res != nil {

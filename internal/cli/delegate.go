@@ -73,7 +73,10 @@ Over HTTP a bearer token is read from --token-file FILE or
 $AGENTRT_MCP_TOKEN; without one the server listens on loopback only. Stdout
 carries nothing but the MCP stdio transport; the listen address and the log go
 to stderr. SIGINT or SIGTERM stops the server: running delegations are
-handed back for the next start.`,
+handed back for the next start.
+
+With OTEL_EXPORTER_OTLP_ENDPOINT set, each delegation's supervised run is
+traced over OTLP/HTTP as agentrt supervise's is.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runMCPDelegate(cmd.Context(), stdio, open, f) },
 	}
@@ -191,6 +194,11 @@ func runMCPDelegate(ctx context.Context, stdio IO, open providerOpener, f mcpDel
 	}
 	if f.checkCmd != "" {
 		cfg.Deliverable = commandDeliverable(f.checkCmd, f.checkTimeout)
+	}
+	tracing := startTracing(ctx, stdio)
+	defer stopTracing(ctx, stdio, tracing)
+	if tracing != nil {
+		cfg.Observer = tracing.SuperviseObserver
 	}
 	if f.budgetUSD > 0 {
 		cfg.Caps.USD = &f.budgetUSD

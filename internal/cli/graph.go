@@ -47,6 +47,9 @@ edge ledger and traversal caps carry on where they stopped.
 Progress shows on stderr; the result, with every edge traversal, on stdout,
 or as JSON with --json.
 
+With OTEL_EXPORTER_OTLP_ENDPOINT set, the graph's supervised run is traced
+over OTLP/HTTP as agentrt supervise's is.
+
 Exit status: 0 when the run has a winner, 1 when it has none (or the graph
 is invalid), 2 on usage errors.`,
 		Args: cobra.ExactArgs(1),
@@ -119,10 +122,13 @@ is invalid), 2 on usage errors.`,
 				ctx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
 			}
+			tracing := startTracing(ctx, stdio)
+			defer stopTracing(ctx, stdio, tracing)
 			prog := startProgress(ctx, stdio.Err, runDir, resume)
 			res, err := graph.RunGraph(ctx, g, graph.Options{Task: task, Registry: reg, Supervise: supervise.Options{
 				Executor: &supervise.KernelExecutor{Provider: provider, Store: s},
 				Router:   router, RunDir: runDir, RunID: runID, Resume: resume, Analysts: lenses,
+				Observer: tracing.SuperviseObserver(),
 			}})
 			prog.stop()
 			var capErr *graph.GraphEdgeCapError

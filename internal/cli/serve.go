@@ -39,7 +39,10 @@ are recorded in that store, so a restarted server (or another server on the
 same PostgreSQL database) replays a retried create instead of making a
 second environment. Without either they are kept in memory. The listen address
 is printed on stderr once the server accepts connections. SIGINT or SIGTERM
-shuts it down gracefully.`,
+shuts it down gracefully.
+
+With OTEL_EXPORTER_OTLP_ENDPOINT set, each request is traced over OTLP/HTTP
+as a server span continuing the traceparent it carries.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			token, err := serveToken(tokenFile)
@@ -80,7 +83,9 @@ shuts it down gracefully.`,
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
 			}
-			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+			tracing := startTracing(ctx, stdio)
+			defer stopTracing(ctx, stdio, tracing)
+			hs := &http.Server{Handler: tracing.Handler(srv), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 				ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 			hs.RegisterOnShutdown(srv.Drain)
 			served := make(chan error, 1)

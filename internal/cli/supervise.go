@@ -82,6 +82,10 @@ stderr; the result (winner or no winner with its reason, the spend with
 what is unknown shown as unknown, the run dir) on stdout, or as JSON with
 --json.
 
+With OTEL_EXPORTER_OTLP_ENDPOINT set, the supervised run is traced over
+OTLP/HTTP: a supervisor.run span, a supervisor.node span per worker and each
+worker's run under its node, in a trace derived from the run id.
+
 Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -175,6 +179,9 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				Resume:         resume,
 				Analysts:       lenses,
 			}
+			tracing := startTracing(ctx, stdio)
+			defer stopTracing(ctx, stdio, tracing)
+			o.Observer = tracing.SuperviseObserver()
 			if checkCmd != "" {
 				o.Deliverable = commandDeliverable(checkCmd, checkTimeout)
 			}

@@ -19,6 +19,12 @@ import (
 // OTEL variables given (and none inherited) and returns its JSON result.
 func runTracedChild(t *testing.T, otelEnv []string, args ...string) string {
 	t.Helper()
+	return runTracedChildIn(t, otelEnv, "", args...)
+}
+
+// runTracedChildIn is runTracedChild with stdin.
+func runTracedChildIn(t *testing.T, otelEnv []string, stdin string, args ...string) string {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	cmd := startChild(t, func(c *exec.Cmd) {
 		var env []string
@@ -28,10 +34,11 @@ func runTracedChild(t *testing.T, otelEnv []string, args ...string) string {
 			}
 		}
 		c.Env = append(env, otelEnv...)
+		c.Stdin = strings.NewReader(stdin)
 		c.Stdout, c.Stderr = &out, &errOut
 	}, args...)
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("agentrt run: %v\n%s%s", err, out.String(), errOut.String())
+		t.Fatalf("agentrt %s: %v\n%s%s", args[0], err, out.String(), errOut.String())
 	}
 	if strings.Contains(errOut.String(), "tracing") {
 		t.Errorf("stderr: %s", errOut.String())

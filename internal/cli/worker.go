@@ -115,7 +115,10 @@ runs back to the queue for another worker.
 When the provider's server refuses the connection (a remote server that is
 down), nothing ran: the run is handed back, and both its job and this worker's
 next attempt on the provider wait, from --backoff doubling per refusal in a
-row up to --max-backoff, jittered, instead of retrying at once.`,
+row up to --max-backoff, jittered, instead of retrying at once.
+
+With OTEL_EXPORTER_OTLP_ENDPOINT set, every attempt is traced over OTLP/HTTP
+in the trace derived from its fleet run's id, whichever worker runs it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := newLogger(stdio.Err, logFormat)
@@ -144,12 +147,18 @@ row up to --max-backoff, jittered, instead of retrying at once.`,
 				defer stopMetrics()
 				meter = m
 			}
-			w, err := fl.NewWorker(startCtx, fleet.WorkerOptions{
+			tracing := startTracing(ctx, stdio)
+			defer stopTracing(ctx, stdio, tracing)
+			wo := fleet.WorkerOptions{
 				Providers:   map[string]contract.Provider{providerName: provider},
 				Concurrency: concurrency, LeaseTTL: lease, RescueAfter: rescue, ShutdownTimeout: shutdown, PollInterval: poll, ID: id,
 				Backoff: backoff, MaxBackoff: maxBackoff,
 				Meter: meter,
-			})
+			}
+			if tracing != nil {
+				wo.Observe = tracing.AttemptObserver
+			}
+			w, err := fl.NewWorker(startCtx, wo)
 			if errors.Is(err, fleet.ErrInvalid) {
 				return usage("%v", err)
 			}
