@@ -6,7 +6,9 @@
 // dispatch, then session calls that each carry the run's control
 // reference (open, status, events resumable after Last-Event-ID, result,
 // prompt, cancel, the digest-bound cancel-run, interaction answers), so
-// the server keeps no session state of its own. It
+// the server keeps no session state of its own; and exact processes
+// (create, get, list, destroy, exact file write and bounded read, spawn
+// once per operation id, status, wait, kill, output from a byte offset). It
 // authenticates with a bearer token compared in constant time, bounds
 // every body, buffer and wait, keeps keyed creates in a store so a
 // restarted server replays a retried create, and never logs a token, a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"testing"
 
 	"github.com/agentrt/agentrt/contract/wire"
@@ -12,7 +13,8 @@ import (
 
 // FuzzRequestDecoders: any body sent to the create, turn, cancel,
 // dispatch, session (native continuation included), workspace, branching
-// (legacy and durable), context transfer and profile-validation routes is answered (never a panic, never a 5xx for bad input), and
+// (legacy and durable), context transfer, exact-process and
+// profile-validation routes is answered (never a panic, never a 5xx for bad input), and
 // every refusal is an ErrorBody.
 func FuzzRequestDecoders(f *testing.F) {
 	for _, s := range []string{
@@ -29,6 +31,9 @@ func FuzzRequestDecoders(f *testing.F) {
 		`{"operationId":"op","request":{"name":"cp"}}`, `{"operationId":"op","from":{"id":"cp"},"request":{}}`,
 		`{"idempotencyKey":"k","requestDigest":"sha256:00"}`,
 		`{"operationId":"op","kind":"checkpoint","targetId":"cp","provider":"scripted","requestDigest":"sha256:00"}`,
+		`{"image":"r@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","egress":{"mode":"blocked"},"maxLifetimeMs":1000,"resources":{"cpu":1,"memoryMb":1,"diskMb":1},"metadata":{},"idempotencyKey":"k"}`,
+		`{"metadata":{"a":1}}`, `{"path":"/tmp/x","data":"AAEC/w==","mode":416}`, `{"path":"/tmp/x","maxBytes":3}`,
+		`{"operationId":"op","launch":{"executable":"/bin/true","args":[],"cwd":"/tmp","env":{},"timeoutMs":0}}`,
 		`{"profile":`, `[]`, `{"a":1,"a":2}`, "\"\xff\"",
 	} {
 		f.Add([]byte(s))
@@ -50,7 +55,10 @@ func FuzzRequestDecoders(f *testing.F) {
 			wire.PathContextTransferLookup, "/v1/environments/none/checkpoints", "/v1/environments/none/forks",
 			"/v1/environments/none/branching/checkpoint", "/v1/environments/none/branching/checkpoint-lookup",
 			"/v1/environments/none/branching/checkpoint-delete", "/v1/environments/none/branching/fork",
-			"/v1/environments/none/branching/fork-lookup", "/v1/environments/none/branching/fork-destroy"} {
+			"/v1/environments/none/branching/fork-lookup", "/v1/environments/none/branching/fork-destroy",
+			wire.PathExactEnvironments, wire.PathExactEnvironmentList, "/v1/exact/environments/none/file-write",
+			"/v1/exact/environments/none/file-read", "/v1/exact/environments/none/processes",
+			"/v1/exact/environments/none/processes/1/wait", "/v1/exact/environments/none/processes/1/kill"} {
 			req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 			req.Header.Set("Content-Type", wire.ContentTypeJSON)
 			rec := httptest.NewRecorder()
@@ -63,6 +71,13 @@ func FuzzRequestDecoders(f *testing.F) {
 					t.Fatalf("%s: the refusal %s is not an ErrorBody: %v", path, rec.Body, err)
 				}
 			}
+		}
+		// The exact output route reads its offset from the query.
+		req := httptest.NewRequest(http.MethodGet, "/v1/exact/environments/none/processes/1/output/stdout?offset="+url.QueryEscape(string(body)), nil)
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		if rec.Code >= 500 {
+			t.Fatalf("output offset %q: status %d %s", body, rec.Code, rec.Body)
 		}
 	})
 }

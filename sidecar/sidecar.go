@@ -146,6 +146,9 @@ type Server struct {
 	// with it (in memory, the last MaxOperations of each).
 	checkpoints contract.KeyedOperation[*contract.CheckpointRef]
 	forks       contract.KeyedOperation[wire.Environment]
+	// spawns hold the pid each exact spawn started, by environment and
+	// operation id, so a re-sent spawn is answered with it.
+	spawns contract.KeyedOperation[int64]
 
 	mu    sync.Mutex
 	envs  map[string]contract.Environment
@@ -160,7 +163,7 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 	opts.defaults()
 	s := &Server{p: p, opts: opts, mux: http.NewServeMux(), closing: make(chan struct{}),
 		envs: map[string]contract.Environment{}, turns: map[turnKey]*turn{}}
-	s.checkpoints.Max, s.forks.Max = MaxOperations, MaxOperations
+	s.checkpoints.Max, s.forks.Max, s.spawns.Max = MaxOperations, MaxOperations, MaxOperations
 	s.base, s.stop = context.WithCancel(context.Background())
 	if opts.Token != "" {
 		s.token = sha256.Sum256([]byte(opts.Token))
@@ -196,6 +199,7 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 	s.routeBranching(post)
 	post(wire.PathContextTransfer, s.transferContext)
 	post(wire.PathContextTransferLookup, s.lookupContextTransfer)
+	s.routeExact(post)
 	s.mux.HandleFunc("/", s.auth(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, wire.ErrorDetail{Code: wire.CodeNotFound, Message: "no such route"})
 	}))

@@ -1,6 +1,7 @@
 package wire_test
 
 import (
+	"encoding/base64"
 	"testing"
 
 	"github.com/agentrt/agentrt/contract/wire"
@@ -70,5 +71,25 @@ func TestAppendSSEJSON(t *testing.T) {
 	}
 	if got, err := wire.AppendSSEJSON([]byte("prefix"), 1, func() {}); err == nil || string(got) != "prefix" {
 		t.Fatalf("a value with no JSON form: %q, %v", got, err)
+	}
+}
+
+// BenchmarkParseExactOutputChunk is the client's cost per output answer:
+// a 64 KiB chunk of process output, strictly decoded.
+func BenchmarkParseExactOutputChunk(b *testing.B) {
+	raw := make([]byte, 64<<10)
+	for i := range raw {
+		raw[i] = byte(i)
+	}
+	body, err := wire.Marshal(wire.ExactOutputChunk{Offset: 0, Data: base64.StdEncoding.EncodeToString(raw), End: false})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := wire.ParseExactOutputChunk(body); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

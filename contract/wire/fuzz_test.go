@@ -41,6 +41,12 @@ func FuzzDecoders(f *testing.F) {
 		`{"operationId":"op","request":{"name":"cp"}}`, `{"operationId":"op","from":{"id":"cp"},"request":{}}`,
 		`{"id":"cp","provider":"p"}`, `{"result":{"status":"accepted"}}`, `{}`,
 		`{"idempotencyKey":"k","requestDigest":"sha256:00"}`,
+		`{"id":"e","provider":"p","metadata":{"a":1}}`, `{"environments":[{"id":"e","provider":"p","metadata":{}}]}`,
+		`{"path":"/tmp/x","data":"AAEC/w==","mode":416}`, `{"path":"/tmp/x","maxBytes":3}`, `{"data":"AAEC/w=="}`,
+		`{"processes":[{"pid":1,"running":false,"exitCode":0,"termination":{"kind":"exit","exitCode":0}}]}`,
+		`{"operationId":"op","launch":{"executable":"/bin/true","args":["a"],"cwd":"/tmp","env":{"A":"b"},"timeoutMs":0}}`,
+		`{"pid":1,"running":true,"exitCode":-1}`, `{"termination":{"kind":"signal","signal":"SIGKILL"}}`,
+		`{"offset":3,"data":"aGk=","end":true}`, `{"data":"not base64!"}`,
 		`{"a":`, `[]`, `null`,
 	} {
 		f.Add([]byte(s))
@@ -108,6 +114,18 @@ func FuzzDecoders(f *testing.F) {
 		check("operationLookup", func(b []byte) (any, error) { return wire.ParseWorkspaceOperationLookupRequest(b) })
 		check("cleanupRequest", func(b []byte) (any, error) { return wire.ParseWorkspaceCleanupRequest(b) })
 		check("cleanupAck", func(b []byte) (any, error) { return wire.ParseWorkspaceCleanupAcknowledgement(b) })
+		check("exactCreate", func(b []byte) (any, error) { return wire.ParseCreateExactProcessInput(b) })
+		check("exactQuery", func(b []byte) (any, error) { return wire.ParseExactProcessEnvironmentQuery(b) })
+		check("exactEnvironment", func(b []byte) (any, error) { return wire.ParseExactEnvironment(b) })
+		check("exactEnvironmentList", func(b []byte) (any, error) { return wire.ParseExactEnvironmentList(b) })
+		check("exactFileWrite", func(b []byte) (any, error) { return wire.ParseExactFileWrite(b) })
+		check("exactFileRead", func(b []byte) (any, error) { return wire.ParseExactFileRead(b) })
+		check("exactFileData", func(b []byte) (any, error) { return wire.ParseExactFileData(b) })
+		check("exactProcessList", func(b []byte) (any, error) { return wire.ParseExactProcessList(b) })
+		check("exactSpawn", func(b []byte) (any, error) { return wire.ParseExactSpawnCall(b) })
+		check("exactStatus", func(b []byte) (any, error) { return wire.ParseExactProcessStatus(b) })
+		check("exactWait", func(b []byte) (any, error) { return wire.ParseExactWaitResult(b) })
+		check("exactOutput", func(b []byte) (any, error) { return wire.ParseExactOutputChunk(b) })
 	})
 }
 

@@ -106,6 +106,7 @@ var codeStatus = map[string]int{
 	CodeSessionRefused:      409,
 	CodeResumeGone:          410,
 	CodeFileNotFound:        404,
+	CodeFileTooLarge:        413,
 	CodeUnsupported:         422,
 	CodeUnavailable:         503,
 	CodeProvider:            502,
@@ -164,6 +165,8 @@ func (e *Error) Is(target error) bool {
 		return e.Code == CodeQuotaRefused
 	case fs.ErrNotExist:
 		return e.Code == CodeFileNotFound
+	case contract.ErrFileTooLarge:
+		return e.Code == CodeFileTooLarge
 	}
 	return false
 }
@@ -405,11 +408,11 @@ func FromSchemaError(err error) ErrorDetail {
 // Served is the part of c the wire carries: profile handling, streaming
 // (live, replay, detach, turn idempotency), session continuation,
 // retained control (exact runs, digest-bound cancellation), usage,
-// create options, cwd bases, workspace read, write and exec, profile
+// exact processes, create options, cwd bases, workspace read, write and exec, profile
 // validation, interactions (on turns and sessions) and observation, each
 // only as far as c declares it. Every ability the wire does not carry
 // (native continuation, context transfer, workspace git/upload/download,
-// branching, exact processes, placement) is declared absent, so a
+// branching, placement) is declared absent, so a
 // client's exposure matches its document. The server serves
 // this document and a client trusts no more than it.
 func Served(c *contract.Capabilities) contract.Capabilities {
@@ -438,6 +441,11 @@ func Served(c *contract.Capabilities) contract.Capabilities {
 		out.Observation = &oc
 	}
 	out.Branching = c.Branching
+	if ep := c.ExactProcess; ep != nil {
+		kept := *ep
+		kept.Egress = slices.Clone(ep.Egress)
+		out.ExactProcess = &kept
+	}
 	if ct := c.ContextTransfer; ct != nil {
 		kept := *ct
 		out.ContextTransfer = &kept

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/contract/providertest"
 	"github.com/agentrt/agentrt/internal/cli"
@@ -140,6 +141,22 @@ func TestRemoteConformanceAgainstServeProcess(t *testing.T) {
 			return providertest.ContextCounters{Transfers: counts["transfers"], FreshSessions: counts["freshSessions"],
 				NativeContinuations: counts["nativeContinuations"]}
 		}},
+		// Exact processes over the wire (issue 14; EXP-01..EXP-13): the
+		// scripted provider's exact image, driven through the served routes;
+		// recovery goes through a reconnected client.
+		ExactProcess: providertest.ExactProcessOptions{
+			CreateInput: &contract.CreateExactProcessInput{
+				Image:          "registry.example.com/providertest@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+				Egress:         contract.EgressPolicy{Mode: contract.EgressBlocked},
+				MaxLifetimeMs:  600_000,
+				Resources:      contract.ExactProcessResources{CPU: 0.5, MemoryMB: 256, DiskMB: 1},
+				Metadata:       map[string]canonjson.Value{"suite": canonjson.StringValue("serve")},
+				IdempotencyKey: "serve-exact",
+			},
+			Launch:         &contract.ExactProcessLaunch{Executable: "/opt/tool/greet", Args: []string{"--name", "world"}, Cwd: "/tmp", Env: map[string]string{}, TimeoutMs: 10_000},
+			ExpectedStdout: "hello world\n",
+			ExpectedStderr: "note: scripted\n",
+		},
 		Reconnect: func(contract.Provider) contract.Provider {
 			p, err := exposed()
 			if err != nil {

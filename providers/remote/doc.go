@@ -5,7 +5,9 @@
 // sessions (status, events resumable after an event id, result, prompt,
 // cancel, the digest-bound CancelRun and session interaction answers),
 // each offered (as a method of the environment or session) exactly when
-// the server's document declares it. A session holds only its ids and
+// the server's document declares it; exact processes (ExactProcess) the
+// same way, with spawns re-sent under one operation id and output read
+// from a byte offset. A session holds only its ids and
 // the control reference of its run, so another process opens it again
 // from the same reference. Every
 // create carries an idempotency key (one is minted when the caller gave

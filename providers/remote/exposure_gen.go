@@ -19,8 +19,11 @@ func provMask(c *contract.Capabilities) uint {
 	if c.ContextTransfer != nil {
 		m |= 1 << 1
 	}
-	if c.Profile.Validation {
+	if c.ExactProcess != nil {
 		m |= 1 << 2
+	}
+	if c.Profile.Validation {
+		m |= 1 << 3
 	}
 	return m
 }
@@ -36,13 +39,29 @@ func provExposed(x *Provider, mask uint) contract.Provider {
 	case 3:
 		return provBranchingTransfer{x, provWithBranching{x}, provWithTransfer{x}}
 	case 4:
-		return provValidate{x, provWithValidate{x}}
+		return provExact{x, provWithExact{x}}
 	case 5:
-		return provBranchingValidate{x, provWithBranching{x}, provWithValidate{x}}
+		return provBranchingExact{x, provWithBranching{x}, provWithExact{x}}
 	case 6:
-		return provTransferValidate{x, provWithTransfer{x}, provWithValidate{x}}
+		return provTransferExact{x, provWithTransfer{x}, provWithExact{x}}
 	case 7:
+		return provBranchingTransferExact{x, provWithBranching{x}, provWithTransfer{x}, provWithExact{x}}
+	case 8:
+		return provValidate{x, provWithValidate{x}}
+	case 9:
+		return provBranchingValidate{x, provWithBranching{x}, provWithValidate{x}}
+	case 10:
+		return provTransferValidate{x, provWithTransfer{x}, provWithValidate{x}}
+	case 11:
 		return provBranchingTransferValidate{x, provWithBranching{x}, provWithTransfer{x}, provWithValidate{x}}
+	case 12:
+		return provExactValidate{x, provWithExact{x}, provWithValidate{x}}
+	case 13:
+		return provBranchingExactValidate{x, provWithBranching{x}, provWithExact{x}, provWithValidate{x}}
+	case 14:
+		return provTransferExactValidate{x, provWithTransfer{x}, provWithExact{x}, provWithValidate{x}}
+	case 15:
+		return provBranchingTransferExactValidate{x, provWithBranching{x}, provWithTransfer{x}, provWithExact{x}, provWithValidate{x}}
 	}
 	return x
 }
@@ -69,6 +88,15 @@ func (e provWithTransfer) TransferContext(ctx context.Context, req *contract.Con
 func (e provWithTransfer) LookupContextTransfer(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error) {
 	x := e.x
 	return x.lookupContextTransfer(ctx, req)
+}
+
+// provWithExact carries the methods of contract.ExactProcessHost.
+type provWithExact struct{ x *Provider }
+
+// ExactProcess implements contract.ExactProcessHost.
+func (e provWithExact) ExactProcess() contract.ExactProcessProvider {
+	x := e.x
+	return x.exactProcess()
 }
 
 // provWithValidate carries the methods of contract.ProfileValidator.
@@ -99,6 +127,34 @@ type provBranchingTransfer struct {
 	provWithTransfer
 }
 
+// provExact offers ExactProcessHost.
+type provExact struct {
+	*Provider
+	provWithExact
+}
+
+// provBranchingExact offers BranchingProvider, ExactProcessHost.
+type provBranchingExact struct {
+	*Provider
+	provWithBranching
+	provWithExact
+}
+
+// provTransferExact offers ContextTransferrer, ExactProcessHost.
+type provTransferExact struct {
+	*Provider
+	provWithTransfer
+	provWithExact
+}
+
+// provBranchingTransferExact offers BranchingProvider, ContextTransferrer, ExactProcessHost.
+type provBranchingTransferExact struct {
+	*Provider
+	provWithBranching
+	provWithTransfer
+	provWithExact
+}
+
 // provValidate offers ProfileValidator.
 type provValidate struct {
 	*Provider
@@ -124,6 +180,38 @@ type provBranchingTransferValidate struct {
 	*Provider
 	provWithBranching
 	provWithTransfer
+	provWithValidate
+}
+
+// provExactValidate offers ExactProcessHost, ProfileValidator.
+type provExactValidate struct {
+	*Provider
+	provWithExact
+	provWithValidate
+}
+
+// provBranchingExactValidate offers BranchingProvider, ExactProcessHost, ProfileValidator.
+type provBranchingExactValidate struct {
+	*Provider
+	provWithBranching
+	provWithExact
+	provWithValidate
+}
+
+// provTransferExactValidate offers ContextTransferrer, ExactProcessHost, ProfileValidator.
+type provTransferExactValidate struct {
+	*Provider
+	provWithTransfer
+	provWithExact
+	provWithValidate
+}
+
+// provBranchingTransferExactValidate offers BranchingProvider, ContextTransferrer, ExactProcessHost, ProfileValidator.
+type provBranchingTransferExactValidate struct {
+	*Provider
+	provWithBranching
+	provWithTransfer
+	provWithExact
 	provWithValidate
 }
 

@@ -70,6 +70,8 @@ var providerAbilities = []ability{
 	{Name: "ContextTransferrer", Short: "Transfer", Gate: "c.ContextTransfer != nil", Methods: []method{
 		{"TransferContext(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error)", "return x.transferContext(ctx, req)"},
 		{"LookupContextTransfer(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error)", "return x.lookupContextTransfer(ctx, req)"}}},
+	one("ExactProcessHost", "Exact", "c.ExactProcess != nil",
+		"ExactProcess() contract.ExactProcessProvider", "return x.exactProcess()"),
 	one("ProfileValidator", "Validate", "c.Profile.Validation",
 		"ValidateProfile(ctx context.Context, ref profile.Ref) (*contract.ProfileValidation, error)", "return x.validateProfile(ctx, ref)"),
 }

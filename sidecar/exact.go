@@ -1,0 +1,453 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"io/fs"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/contract/wire"
+)
+
+// outputBatch is how long an output read goes on collecting chunks after
+// its first one, so buffered output travels in few answers.
+const outputBatch = 20 * time.Millisecond
+
+// routeExact registers the exact-process routes (wire.RouteExact*).
+func (s *Server) routeExact(post func(string, http.HandlerFunc)) {
+	post(wire.PathExactEnvironments, s.exactCreate)
+	post(wire.PathExactEnvironmentList, s.exactList)
+	s.mux.HandleFunc("GET "+wire.RouteExactEnvironment, s.auth(s.exactGet))
+	s.mux.HandleFunc("DELETE "+wire.RouteExactEnvironment, s.auth(s.exactDestroy))
+	post(wire.RouteExactFileWrite, s.exactWrite)
+	post(wire.RouteExactFileRead, s.exactRead)
+	s.mux.HandleFunc("GET "+wire.RouteExactProcesses, s.auth(s.exactProcesses))
+	s.mux.HandleFunc("POST "+wire.RouteExactProcesses, s.auth(s.exactSpawn))
+	s.mux.HandleFunc("GET "+wire.RouteExactProcess, s.auth(s.exactStatus))
+	post(wire.RouteExactProcessWait, s.exactWait)
+	post(wire.RouteExactProcessKill, s.exactKill)
+	s.mux.HandleFunc("GET "+wire.RouteExactProcessOutput, s.auth(s.exactOutput))
+}
+
+// exactFacet is the served provider's exact-process facet; when it offers
+// none the request is answered unsupported and ok is false.
+func (s *Server) exactFacet(w http.ResponseWriter) (contract.ExactProcessProvider, bool) {
+	if h, ok := s.p.(contract.ExactProcessHost); ok {
+		if f := h.ExactProcess(); f != nil {
+			return f, true
+		}
+	}
+	writeError(w, wire.ErrorDetail{Code: wire.CodeUnsupported, Message: "the provider does not offer exactProcess"})
+	return nil, false
+}
+
+// exactEnv recovers the request's exact environment through the
+// provider (so a restarted server finds it); an unknown one is
+// answered not_found.
+func (s *Server) exactEnv(ctx context.Context, w http.ResponseWriter, r *http.Request) (contract.ExactProcessEnvironment, bool) {
+	f, ok := s.exactFacet(w)
+	if !ok {
+		return nil, false
+	}
+	env, err := f.Get(ctx, r.PathValue("id"))
+	if err != nil {
+		writeError(w, providerError(err))
+		return nil, false
+	}
+	if env == nil {
+		writeError(w, wire.ErrorDetail{Code: wire.CodeNotFound, Message: "no such exact environment"})
+		return nil, false
+	}
+	return env, true
+}
+
+// exactProc recovers the request's process; an unknown environment or
+// pid is answered not_found.
+func (s *Server) exactProc(ctx context.Context, w http.ResponseWriter, r *http.Request) (contract.ExactProcess, bool) {
+	pid, err := strconv.ParseInt(r.PathValue("pid"), 10, 64)
+	if err != nil || pid < 0 {
+		writeError(w, wire.ErrorDetail{Code: wire.CodeNotFound, Message: "no such process: the pid is not a non-negative integer"})
+		return nil, false
+	}
+	env, ok := s.exactEnv(ctx, w, r)
+	if !ok {
+		return nil, false
+	}
+	proc, err := env.Processes().Get(ctx, pid)
+	if err != nil {
+		writeError(w, providerError(err))
+		return nil, false
+	}
+	if proc == nil {
+		writeError(w, wire.ErrorDetail{Code: wire.CodeNotFound, Message: "no such process"})
+		return nil, false
+	}
+	return proc, true
+}
+
+func describeExact(env contract.ExactProcessEnvironment) wire.ExactEnvironment {
+	md := env.Metadata()
+	if md == nil {
+		md = map[string]canonjson.Value{}
+	}
+	return wire.ExactEnvironment{ID: env.ID(), Provider: env.Provider(), Metadata: md}
+}
+
+// exactCreate creates an exact environment. It runs on the server's
+// context, bounded by CreateTimeout, so a client that lost the answer
+// re-sends the same keyed input and the provider replays it (EXP-11).
+func (s *Server) exactCreate(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	in, err := wire.ParseCreateExactProcessInput(body)
+	if err != nil {
+		writeError(w, wire.FromSchemaError(err))
+		return
+	}
+	f, ok := s.exactFacet(w)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.base, s.opts.CreateTimeout)
+	defer cancel()
+	env, err := f.Create(ctx, in)
+	if err == nil && env == nil {
+		err = errNoAnswer
+	}
+	if err != nil {
+		writeError(w, providerError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, describeExact(env))
+}
+
+// exactList lists the exact environments a query selects.
+func (s *Server) exactList(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	q, err := wire.ParseExactProcessEnvironmentQuery(body)
+	if err != nil {
+		writeError(w, wire.FromSchemaError(err))
+		return
+	}
+	f, ok := s.exactFacet(w)
+	if !ok {
+		return
+	}
+	ctx, cancel := s.callContext(r)
+	defer cancel()
+	envs, err := f.List(ctx, q)
+	if err != nil {
+		writeError(w, providerError(err))
+		return
+	}
+	out := wire.ExactEnvironmentList{Environments: make([]wire.ExactEnvironment, 0, len(envs))}
+	for _, env := range envs {
+		out.Environments = append(out.Environments, describeExact(env))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// exactGet describes one exact environment.
+func (s *Server) exactGet(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := s.callContext(r)
+	defer cancel()
+	if env, ok := s.exactEnv(ctx, w, r); ok {
+		writeJSON(w, http.StatusOK, describeExact(env))
+	}
+}
+
+// exactDestroy destroys an exact environment on the server's context, so
+// it completes even when the client goes away.
+func (s *Server) exactDestroy(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(s.base, s.opts.CallTimeout)
+	defer cancel()
+	env, ok := s.exactEnv(ctx, w, r)
+	if !ok {
+		return
+	}
+	if err := env.Destroy(ctx); err != nil {
+		writeError(w, providerError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+// exactWrite writes a file's exact bytes; a re-send writes the same.
+func (s *Server) exactWrite(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	req, err := wire.ParseExactFileWrite(body)
+	if err != nil {
+		writeError(w, wire.FromSchemaError(err))
+		return
+	}
+	data, err := base64.StdEncoding.DecodeString(req.Data)
+	if err != nil { // the schema checked it; kept for safety
+		writeError(w, wire.ErrorDetail{Code: wire.CodeInvalidRequest, Message: "data is not base64"})
+		return
+	}
+	mode := fs.FileMode(req.Mode & 0o777)
+	for bit, m := range map[int64]fs.FileMode{0o4000: fs.ModeSetuid, 0o2000: fs.ModeSetgid, 0o1000: fs.ModeSticky} {
+		if req.Mode&bit != 0 {
+			mode |= m
+		}
+	}
+	ctx, cancel := context.WithTimeout(s.base, s.opts.CallTimeout)
+	defer cancel()
+	env, ok := s.exactEnv(ctx, w, r)
+	if !ok {
+		return
+	}
+	if err := env.WriteFile(ctx, req.Path, data, mode); err != nil {
+		writeError(w, exactError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+// exactRead reads a file's exact bytes within maxBytes.
+func (s *Server) exactRead(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	req, err := wire.ParseExactFileRead(body)
+	if err != nil {
+		writeError(w, wire.FromSchemaError(err))
+		return
+	}
+	ctx, cancel := s.callContext(r)
+	defer cancel()
+	env, ok := s.exactEnv(ctx, w, r)
+	if !ok {
+		return
+	}
+	data, err := env.ReadFile(ctx, req.Path, req.MaxBytes)
+	if err == nil && int64(len(data)) > req.MaxBytes {
+		err = &contract.FileTooLargeError{Path: req.Path, Size: int64(len(data)), MaxBytes: req.MaxBytes}
+	}
+	if err != nil {
+		writeError(w, exactError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.ExactFileData{Data: base64.StdEncoding.EncodeToString(data)})
+}
+
+// exactError is providerError that also carries a bounded read's
+// refusal.
+func exactError(err error) wire.ErrorDetail {
+	if errors.Is(err, contract.ErrFileTooLarge) {
+		return wire.ErrorDetail{Code: wire.CodeFileTooLarge, Message: err.Error()}
+	}
+	return providerError(err)
+}
+
+// exactProcesses lists an environment's processes.
+func (s *Server) exactProcesses(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := s.callContext(r)
+	defer cancel()
+	env, ok := s.exactEnv(ctx, w, r)
+	if !ok {
+		return
+	}
+	list, err := env.Processes().List(ctx)
+	if err != nil {
+		writeError(w, providerError(err))
+		return
+	}
+	if list == nil {
+		list = []contract.ExactProcessStatus{}
+	}
+	writeJSON(w, http.StatusOK, wire.ExactProcessList{Processes: list})
+}
+
+// exactSpawn starts one process per environment and operation id: a
+// re-sent spawn (its answer lost) is answered with the process it
+// started, never a second one; another launch under a used id is an
+// idempotency conflict. It runs on the server's context.
+func (s *Server) exactSpawn(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	call, err := wire.ParseExactSpawnCall(body)
+	if err != nil {
+		writeError(w, wire.FromSchemaError(err))
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.base, s.opts.CreateTimeout)
+	defer cancel()
+	env, ok := s.exactEnv(ctx, w, r)
+	if !ok {
+		return
+	}
+	id := r.PathValue("id")
+	digest, err := contract.DigestOf(struct {
+		EnvironmentID string                      `json:"environmentId"`
+		Launch        contract.ExactProcessLaunch `json:"launch"`
+	}{id, call.Launch})
+	if err != nil {
+		writeError(w, providerError(err))
+		return
+	}
+	pid, _, err := s.spawns.Do(ctx, id+"\x00"+call.OperationID, digest, func(ctx context.Context) (int64, error) {
+		proc, err := env.Processes().Spawn(ctx, &call.Launch)
+		if err == nil && proc == nil {
+			err = errNoAnswer
+		}
+		if err != nil {
+			return 0, err
+		}
+		return proc.PID(), nil
+	})
+	if err != nil {
+		writeError(w, providerError(err))
+		return
+	}
+	proc, err := env.Processes().Get(ctx, pid)
+	if err == nil && proc == nil {
+		err = errNoAnswer
+	}
+	if err != nil {
+		writeError(w, providerError(err))
+		return
+	}
+	st, err := proc.Status(ctx)
+	if err != nil {
+		writeError(w, providerError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// exactStatus answers one process's status.
+func (s *Server) exactStatus(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := s.callContext(r)
+	defer cancel()
+	proc, ok := s.exactProc(ctx, w, r)
+	if !ok {
+		return
+	}
+	st, err := proc.Status(ctx)
+	if err != nil {
+		writeError(w, providerError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// exactWait waits for a process's termination for at most ResultWait;
+// past it the answer has no termination and the client asks again.
+func (s *Server) exactWait(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := s.callContext(r)
+	defer cancel()
+	proc, ok := s.exactProc(ctx, w, r)
+	if !ok {
+		return
+	}
+	wctx, wcancel := context.WithTimeout(r.Context(), s.opts.ResultWait)
+	defer wcancel()
+	term, err := proc.Wait(wctx)
+	switch {
+	case err != nil && wctx.Err() != nil && r.Context().Err() == nil:
+		writeJSON(w, http.StatusOK, wire.ExactWaitResult{})
+	case err != nil:
+		writeError(w, providerError(err))
+	default:
+		writeJSON(w, http.StatusOK, wire.ExactWaitResult{Termination: term})
+	}
+}
+
+// exactKill force-stops a process tree on the server's context; killing
+// one that ended succeeds, so a re-send is harmless.
+func (s *Server) exactKill(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(s.base, s.opts.CallTimeout)
+	defer cancel()
+	proc, ok := s.exactProc(ctx, w, r)
+	if !ok {
+		return
+	}
+	if err := proc.Kill(ctx); err != nil {
+		writeError(w, providerError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+// exactOutput answers one stream's bytes from the query's offset on:
+// what is there (at most wire.MaxExactChunkBytes), else what arrives
+// within ResultWait. end is true only when the stream ended with the
+// answer's bytes. The provider replays a stream from its start, so a
+// read skips offset bytes first: a resumed read neither loses nor
+// repeats a byte.
+func (s *Server) exactOutput(w http.ResponseWriter, r *http.Request) {
+	stream := r.PathValue("stream")
+	if stream != wire.StreamStdout && stream != wire.StreamStderr {
+		writeError(w, wire.ErrorDetail{Code: wire.CodeNotFound, Message: "no such stream: want stdout or stderr"})
+		return
+	}
+	offset, err := strconv.ParseInt(r.URL.Query().Get("offset"), 10, 64)
+	if err != nil || offset < 0 {
+		p := "/offset"
+		writeError(w, wire.ErrorDetail{Code: wire.CodeInvalidRequest, Message: "the offset query parameter must be a non-negative integer", Path: &p})
+		return
+	}
+	ctx, cancel := s.callContext(r)
+	defer cancel()
+	proc, ok := s.exactProc(ctx, w, r)
+	if !ok {
+		return
+	}
+	wctx, wcancel := context.WithTimeout(r.Context(), s.opts.ResultWait)
+	defer wcancel()
+	seq := proc.Stdout(wctx)
+	if stream == wire.StreamStderr {
+		seq = proc.Stderr(wctx)
+	}
+	var (
+		pos   int64
+		out   []byte
+		end   = true
+		batch *time.Timer
+	)
+	for chunk, err := range seq {
+		if err != nil {
+			if wctx.Err() != nil && r.Context().Err() == nil {
+				end = false
+				break
+			}
+			writeError(w, providerError(err))
+			return
+		}
+		n := int64(len(chunk))
+		if pos+n <= offset {
+			pos += n
+			continue
+		}
+		take := chunk[max(0, offset-pos):]
+		pos += n
+		if room := wire.MaxExactChunkBytes - len(out); len(take) > room {
+			out = append(out, take[:room]...)
+			end = false
+			break
+		}
+		out = append(out, take...)
+		if batch == nil && len(out) > 0 {
+			batch = time.AfterFunc(outputBatch, wcancel)
+			defer batch.Stop()
+		}
+	}
+	writeJSON(w, http.StatusOK, wire.ExactOutputChunk{Offset: offset, Data: base64.StdEncoding.EncodeToString(out), End: end})
+}
