@@ -34,6 +34,13 @@ const (
 // material exceeds the contract bounds or has no canonical form.
 var ErrBranchingMaterial = errors.New("operation material exceeds the contract bounds")
 
+// ErrOutOfScope is wrapped by a source-scoped handle's refusal of a
+// resource outside its source scope (a checkpoint, fork or source of
+// another environment or provider; spec provider.md, durable branching:
+// "it rejects resources outside its source scope"). The refusal is final:
+// the same request through the same handle is refused again.
+var ErrOutOfScope = errors.New("the request is outside the handle's source scope")
+
 // PlacementInfo is a requested placement: where an environment should run,
 // with optional provider-specific metadata. A fork's placement is part of
 // its operation identity.

@@ -97,7 +97,9 @@ type Request struct {
 
 // observer watches an execution's durable record.
 type observer interface {
-	event(e store.Event)
+	// event sees e, an event of the run of provider (the run's one reading
+	// of Provider.Name).
+	event(provider string, e store.Event)
 	ended(r store.Run, events int64)
 }
 
@@ -180,16 +182,22 @@ func (x *execution) afterPanic(ctx context.Context) {
 }
 
 type execution struct {
-	req    Request
-	now    func() time.Time
-	log    *slog.Logger
-	res    Result
-	life   *life
-	effect *profile.Profile
-	runErr *RunError
-	ticket *ledger.Ticket
-	turn   ledger.TurnUsage
-	events []contract.EnvironmentEvent
+	req Request
+	// provider is req.Provider.Name(), read once before the run is
+	// recorded: a provider's name is the run's identity, and reading it
+	// may cost I/O (a served provider learns it from its server), which
+	// must not happen again while the run holds — or after it released —
+	// its lease.
+	provider string
+	now      func() time.Time
+	log      *slog.Logger
+	res      Result
+	life     *life
+	effect   *profile.Profile
+	runErr   *RunError
+	ticket   *ledger.Ticket
+	turn     ledger.TurnUsage
+	events   []contract.EnvironmentEvent
 	// text is the turn's text so far, kept whatever ends the turn.
 	text strings.Builder
 	// ended is set when the provider's stream ended with its own
@@ -235,7 +243,7 @@ func newExecution(ctx context.Context, req Request, cancel context.CancelCauseFu
 	if err := errs.err(); err != nil {
 		return nil, err
 	}
-	x := &execution{req: req, now: req.Now, log: lo.Logger}
+	x := &execution{req: req, provider: req.Provider.Name(), now: req.Now, log: lo.Logger}
 	if x.now == nil {
 		x.now = time.Now
 	}
@@ -318,7 +326,7 @@ func (x *execution) run(ctx context.Context) {
 		x.stream(ctx, env)
 		return
 	}
-	ctx = x.obs.turnStarted(ctx, TurnStart{RunID: x.req.RunID, EnvironmentID: x.res.EnvironmentID, Provider: x.req.Provider.Name(), RequestedModel: x.res.RequestedModel})
+	ctx = x.obs.turnStarted(ctx, TurnStart{RunID: x.req.RunID, EnvironmentID: x.res.EnvironmentID, Provider: x.provider, RequestedModel: x.res.RequestedModel})
 	x.stream(ctx, env)
 	usage := x.turn.Total()
 	if !x.ended {
@@ -545,7 +553,7 @@ func (x *execution) record(e contract.EnvironmentEvent) error {
 	}
 	x.res.Events++
 	if x.req.observe != nil {
-		x.req.observe.event(stored[0])
+		x.req.observe.event(x.provider, stored[0])
 	}
 	return nil
 }

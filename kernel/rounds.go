@@ -222,7 +222,10 @@ func (r *rounds[T, O]) afterPanic(ctx context.Context) {
 }
 
 type rounds[T, O any] struct {
-	opts      RoundsOptions[T, O]
+	opts RoundsOptions[T, O]
+	// provider is opts.Provider.Name(), read once before the run is
+	// recorded (see execution.provider).
+	provider  string
 	names     []string
 	now       func() time.Time
 	log       *slog.Logger
@@ -273,7 +276,7 @@ func newRounds[T, O any](ctx context.Context, o RoundsOptions[T, O], cancel cont
 	o.MaxIterations = cmp.Or(o.MaxIterations, 10)
 	o.MaxConcurrency = cmp.Or(o.MaxConcurrency, 4)
 	o.RunID, o.LeaseTTL, o.CleanupTimeout = lo.RunID, lo.LeaseTTL, lo.CleanupTimeout
-	r := &rounds[T, O]{opts: o, now: o.Now, log: lo.Logger}
+	r := &rounds[T, O]{opts: o, provider: o.Provider.Name(), now: o.Now, log: lo.Logger}
 	if r.now == nil {
 		r.now = time.Now
 	}

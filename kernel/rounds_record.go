@@ -136,7 +136,7 @@ type RoundsRecord struct {
 
 // doc is the rounds run's record document.
 func (r *rounds[T, O]) doc(status store.Status, runErr error) (canonjson.Value, error) {
-	d := RoundsRecord{Driver: r.opts.Driver.Name, Provider: r.opts.Provider.Name(), MaxIterations: r.opts.MaxIterations,
+	d := RoundsRecord{Driver: r.opts.Driver.Name, Provider: r.provider, MaxIterations: r.opts.MaxIterations,
 		MaxConcurrency: r.opts.MaxConcurrency, Decision: string(r.res.Decision), Iterations: len(r.res.Iterations)}
 	d.Task = preview(r.opts.Task, "")
 	for i, a := range r.opts.Agents {

@@ -302,7 +302,7 @@ func ReadRun(ctx context.Context, s store.Store, id string) (*RunRecord, error) 
 func (x *execution) typed() Record {
 	r := &x.res
 	rec := Record{
-		Task: x.req.Task, Provider: x.req.Provider.Name(), Stage: x.req.Stage, Harness: string(x.req.Profile.Harness),
+		Task: x.req.Task, Provider: x.provider, Stage: x.req.Stage, Harness: string(x.req.Profile.Harness),
 		AuthoredProfileDigest: r.AuthoredDigest, EffectiveProfileDigest: NullString(r.EffectiveDigest),
 		RequestedModel: NullString(r.RequestedModel), ServedModel: NullString(r.Served.Model), ServedProvider: NullString(r.Served.Provider),
 		EnvironmentID: NullString(r.EnvironmentID), Events: r.Events,

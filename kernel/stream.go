@@ -63,9 +63,6 @@ func (s *StreamedRun) Events() iter.Seq2[contract.EventEnvelope, error] {
 		defer cancel()
 		req := s.req
 		w := &streamer{yield: yield, cancel: cancel, runID: req.RunID, open: true}
-		if req.Provider != nil {
-			w.backend = req.Provider.Name()
-		}
 		req.observe = w
 		s.res, s.err = Execute(ctx, req)
 		s.done = true
@@ -95,7 +92,6 @@ type streamer struct {
 	yield    func(contract.EventEnvelope, error) bool
 	cancel   context.CancelFunc
 	runID    string
-	backend  string
 	open     bool // the consumer still listens
 	terminal bool
 }
@@ -110,8 +106,8 @@ func (w *streamer) emit(e contract.EventEnvelope, err error) {
 	}
 }
 
-func (w *streamer) event(e store.Event) {
-	w.emit(eventEnvelope(w.runID, w.backend, e), nil)
+func (w *streamer) event(provider string, e store.Event) {
+	w.emit(eventEnvelope(w.runID, provider, e), nil)
 }
 
 func (w *streamer) ended(r store.Run, events int64) {

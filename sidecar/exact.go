@@ -3,7 +3,6 @@ package sidecar
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"io/fs"
 	"net/http"
 	"strconv"
@@ -211,7 +210,7 @@ func (s *Server) exactWrite(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := env.WriteFile(ctx, req.Path, data, mode); err != nil {
-		writeError(w, exactError(err))
+		writeError(w, providerError(err))
 		return
 	}
 	writeJSON(w, http.StatusOK, struct{}{})
@@ -239,19 +238,10 @@ func (s *Server) exactRead(w http.ResponseWriter, r *http.Request) {
 		err = &contract.FileTooLargeError{Path: req.Path, Size: int64(len(data)), MaxBytes: req.MaxBytes}
 	}
 	if err != nil {
-		writeError(w, exactError(err))
+		writeError(w, providerError(err))
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.ExactFileData{Data: base64.StdEncoding.EncodeToString(data)})
-}
-
-// exactError is providerError that also carries a bounded read's
-// refusal.
-func exactError(err error) wire.ErrorDetail {
-	if errors.Is(err, contract.ErrFileTooLarge) {
-		return wire.ErrorDetail{Code: wire.CodeFileTooLarge, Message: err.Error()}
-	}
-	return providerError(err)
 }
 
 // exactProcesses lists an environment's processes.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -324,26 +323,29 @@ func (s *Server) readBodyWithin(w http.ResponseWriter, r *http.Request, limit in
 	return body, true
 }
 
-// providerError maps a provider's (or decoder's) error onto the wire.
+// providerError maps a provider's (or decoder's) error onto the wire: a
+// decoding refusal names its path; a final refusal of the contract
+// (wire.Refusal) gets its own 4xx code, which the client maps back and
+// never retries; everything else is a fault (5xx), which it may retry.
 func providerError(err error) wire.ErrorDetail {
 	var se *schema.Error
 	var we *wire.Error
-	var quota *contract.QuotaRefusalError
 	switch {
-	case errors.As(err, &se):
-		return wire.FromSchemaError(err)
 	case errors.As(err, &we):
 		return we.ErrorDetail
-	case errors.As(err, &quota):
-		return wire.QuotaError(quota)
-	case errors.Is(err, contract.ErrIdempotencyConflict):
-		return wire.ErrorDetail{Code: wire.CodeIdempotencyConflict, Message: err.Error()}
-	case errors.Is(err, contract.ErrUnsupported):
-		return wire.ErrorDetail{Code: wire.CodeUnsupported, Message: err.Error()}
-	case errors.Is(err, fs.ErrNotExist):
-		return wire.ErrorDetail{Code: wire.CodeFileNotFound, Message: err.Error()}
+	case errors.Is(err, contract.ErrLegacyContextTransferRequest):
+		// A legacy request is also a *schema.Error: keep its path, name
+		// the refusal.
+		d := wire.FromSchemaError(err)
+		d.Code = wire.CodeLegacyContextTransfer
+		return d
+	case errors.As(err, &se):
+		return wire.FromSchemaError(err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return wire.ErrorDetail{Code: wire.CodeUnavailable, Message: err.Error()}
+	}
+	if d, ok := wire.Refusal(err); ok {
+		return d
 	}
 	return wire.ErrorDetail{Code: wire.CodeProvider, Message: err.Error()}
 }

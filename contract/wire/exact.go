@@ -62,10 +62,6 @@ const (
 // decoded bytes, so their base64 form fits MaxBodyBytes.
 const MaxExactChunkBytes = (MaxBodyBytes - 4096) / 4 * 3
 
-// CodeFileTooLarge: a bounded exact read was refused because the file
-// holds more than maxBytes; it matches contract.ErrFileTooLarge.
-const CodeFileTooLarge = "file_too_large"
-
 // ExactEnvironment is one exact-process environment as the server
 // describes it.
 type ExactEnvironment struct {

@@ -2,7 +2,13 @@ package wire_test
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
+	"reflect"
+	"slices"
 	"testing"
+
+	"github.com/agentrt/agentrt/contract"
 
 	"github.com/agentrt/agentrt/contract/wire"
 )
@@ -16,6 +22,10 @@ func FuzzDecoders(f *testing.F) {
 		`{"operationId":"op","reason":"r"}`,
 		`{"profile":{"inline":{"name":"x"}},"idempotencyKey":"k"}`,
 		`{"error":{"code":"not_found","message":"m","path":"/a"}}`,
+		`{"error":{"code":"cwd_base_refused","message":"m","cwdBase":{"label":"p","want":"repository","got":"host"}}}`,
+		`{"error":{"code":"file_too_large","message":"m","fileTooLarge":{"path":"a","size":10,"maxBytes":5}}}`,
+		`{"error":{"code":"file_too_large","message":"m","fileTooLarge":{"path":"a","maxBytes":5}}}`,
+		`{"error":{"code":"out_of_scope","message":"m"}}`, `{"error":{"code":"environment_destroyed","message":"m"}}`,
 		`{"error":{"code":"quota_refused","message":"m","quota":{"provider":"p","stage":1,"retryAfterMs":5,"message":"x"}}}`,
 		`{"environment":{"id":"e","provider":"p","name":"n"},"creation":"created"}`,
 		`{"type":"text","data":{"text":"x"},"id":"1"}`,
@@ -126,7 +136,49 @@ func FuzzDecoders(f *testing.F) {
 		check("exactStatus", func(b []byte) (any, error) { return wire.ParseExactProcessStatus(b) })
 		check("exactWait", func(b []byte) (any, error) { return wire.ParseExactWaitResult(b) })
 		check("exactOutput", func(b []byte) (any, error) { return wire.ParseExactOutputChunk(b) })
+		checkErrorMapping(t, data)
 	})
+}
+
+// checkErrorMapping: an accepted error body, as the client's error,
+// matches at most one contract refusal; a refusal code is never a 5xx
+// (which the client would retry); errors.As never panics, and a typed
+// refusal it recovers re-encodes to the same detail.
+func checkErrorMapping(t *testing.T, data []byte) {
+	eb, err := wire.ParseErrorBody(data)
+	if err != nil {
+		return
+	}
+	we := &wire.Error{Status: wire.Status(eb.Error.Code), ErrorDetail: eb.Error}
+	matched := 0
+	for _, s := range []error{contract.ErrIdempotencyConflict, contract.ErrUnsupported, fs.ErrNotExist, contract.ErrDestroyed,
+		contract.ErrOutOfScope, contract.ErrLegacyContextTransferRequest, contract.ErrCreateInput, contract.ErrNotCanonical,
+		contract.ErrBranchingMaterial, contract.ErrFileTooLarge, contract.ErrFileMode, contract.ErrObservationCredential,
+		contract.ErrPrivateEvent, contract.ErrQuotaRefused, wire.ErrNotFound} {
+		if errors.Is(we, s) {
+			matched++
+		}
+	}
+	if matched > 1 {
+		t.Fatalf("%s matches %d contract errors", data, matched)
+	}
+	if slices.Contains(wire.RefusalCodes(), eb.Error.Code) && we.Status >= 500 {
+		t.Fatalf("refusal code %s has status %d", eb.Error.Code, we.Status)
+	}
+	var cwd *contract.CwdBaseError
+	if errors.As(we, &cwd) {
+		if d, ok := wire.Refusal(cwd); !ok || d.CwdBase == nil || *d.CwdBase != *eb.Error.CwdBase {
+			t.Fatalf("%s: the recovered %#v re-encodes to %#v", data, cwd, d)
+		}
+	}
+	var big *contract.FileTooLargeError
+	if errors.As(we, &big) {
+		if d, ok := wire.Refusal(big); !ok || !reflect.DeepEqual(d.FileTooLarge, eb.Error.FileTooLarge) {
+			t.Fatalf("%s: the recovered %#v re-encodes to %#v", data, big, d)
+		}
+	}
+	var quota *contract.QuotaRefusalError
+	_ = errors.As(we, &quota)
 }
 
 // FuzzSSEReader: the event reader never panics, never returns data over

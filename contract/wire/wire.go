@@ -3,7 +3,6 @@ package wire
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -106,12 +105,23 @@ var codeStatus = map[string]int{
 	CodeSessionRefused:      409,
 	CodeResumeGone:          410,
 	CodeFileNotFound:        404,
-	CodeFileTooLarge:        413,
 	CodeUnsupported:         422,
 	CodeUnavailable:         503,
 	CodeProvider:            502,
 	CodeQuotaRefused:        429,
 	CodeInternal:            500,
+
+	CodeDestroyed:             410,
+	CodeOutOfScope:            403,
+	CodeCreateInput:           400,
+	CodeNotCanonical:          400,
+	CodeBranchingMaterial:     422,
+	CodeLegacyContextTransfer: 422,
+	CodeFileTooLarge:          422,
+	CodeFileMode:              400,
+	CodeObservationCredential: 422,
+	CodePrivateEvent:          422,
+	CodeCwdBase:               422,
 }
 
 // Status is the HTTP status that goes with code (500 for an unknown one).
@@ -135,6 +145,10 @@ type ErrorDetail struct {
 	Path    *string `json:"path,omitzero"`
 	// Quota is set exactly on a quota_refused error.
 	Quota *QuotaDetail `json:"quota,omitzero"`
+	// CwdBase is set on a cwd_base_refused error.
+	CwdBase *CwdBaseDetail `json:"cwdBase,omitzero"`
+	// FileTooLarge is set on a file_too_large error.
+	FileTooLarge *FileTooLargeDetail `json:"fileTooLarge,omitzero"`
 }
 
 // Error is an ErrorBody received (or about to be sent) as a Go error.
@@ -154,33 +168,48 @@ func (e *Error) Error() string {
 // Is maps wire codes onto the contract's sentinel errors, so a client's
 // caller matches a remote refusal as it would a local one.
 func (e *Error) Is(target error) bool {
-	switch target {
-	case contract.ErrIdempotencyConflict:
-		return e.Code == CodeIdempotencyConflict
-	case contract.ErrUnsupported:
-		return e.Code == CodeUnsupported
-	case ErrNotFound:
+	if target == ErrNotFound {
 		return e.Code == CodeNotFound
-	case contract.ErrQuotaRefused:
-		return e.Code == CodeQuotaRefused
-	case fs.ErrNotExist:
-		return e.Code == CodeFileNotFound
-	case contract.ErrFileTooLarge:
-		return e.Code == CodeFileTooLarge
+	}
+	for _, r := range refusals {
+		if r.code == e.Code {
+			return target == r.err
+		}
 	}
 	return false
 }
 
-// As lets errors.As find the *contract.QuotaRefusalError a quota_refused
-// answer stands for, so a seated run sees a served provider's quota
-// refusal as it would a local one.
+// As lets errors.As find the typed contract error a refusal stands for:
+// the *contract.QuotaRefusalError of a quota_refused answer (so a seated
+// run sees a served provider's quota refusal as it would a local one),
+// the *contract.CwdBaseError of a cwd_base_refused one and the
+// *contract.FileTooLargeError of a file_too_large one.
 func (e *Error) As(target any) bool {
-	t, ok := target.(**contract.QuotaRefusalError)
-	if !ok || e.Code != CodeQuotaRefused {
-		return false
+	switch t := target.(type) {
+	case **contract.QuotaRefusalError:
+		if e.Code != CodeQuotaRefused {
+			return false
+		}
+		*t = e.quotaRefusal()
+		return true
+	case **contract.CwdBaseError:
+		if e.Code != CodeCwdBase || e.CwdBase == nil {
+			return false
+		}
+		*t = &contract.CwdBaseError{Label: e.CwdBase.Label, Want: e.CwdBase.Want, Got: e.CwdBase.Got}
+		return true
+	case **contract.FileTooLargeError:
+		if e.Code != CodeFileTooLarge || e.FileTooLarge == nil {
+			return false
+		}
+		d := e.FileTooLarge
+		*t = &contract.FileTooLargeError{Path: d.Path, Size: -1, MaxBytes: d.MaxBytes}
+		if d.Size != nil {
+			(*t).Size = *d.Size
+		}
+		return true
 	}
-	*t = e.quotaRefusal()
-	return true
+	return false
 }
 
 // ErrNotFound is matched by a not_found error.
@@ -256,6 +285,8 @@ var (
 		schema.Req("message", contract.BoundedString),
 		schema.Opt("path", contract.BoundedString),
 		schema.Opt("quota", quotaDetailSchema),
+		schema.Opt("cwdBase", cwdBaseDetailSchema),
+		schema.Opt("fileTooLarge", fileTooLargeDetailSchema),
 	)
 	// ErrorBodySchema is the strict ErrorBody shape.
 	ErrorBodySchema = schema.Object(schema.Req("error", errorDetailSchema))

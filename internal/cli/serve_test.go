@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,6 +35,16 @@ var listening = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
 // for the token.
 func startServe(t *testing.T, args ...string) string {
 	t.Helper()
+	url, _ := startKillableServe(t, args...)
+	return url
+}
+
+// startKillableServe is startServe that also returns kill, which kills
+// the process (SIGKILL) and waits until it is gone; after kill the
+// cleanup expects no graceful shutdown.
+func startKillableServe(t *testing.T, args ...string) (url string, kill func()) {
+	t.Helper()
+	var killed atomic.Bool
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +80,16 @@ func startServe(t *testing.T, args ...string) string {
 			}
 		}
 	}()
+	kill = func() {
+		killed.Store(true)
+		_ = cmd.Process.Kill()
+		<-read
+	}
 	t.Cleanup(func() {
+		if killed.Load() {
+			_ = cmd.Wait()
+			return
+		}
 		_ = cmd.Process.Signal(os.Interrupt)
 		select {
 		case <-read:
@@ -96,11 +116,11 @@ func startServe(t *testing.T, args ...string) string {
 	})
 	select {
 	case url := <-found:
-		return url
+		return url, kill
 	case <-time.After(30 * time.Second):
 		_ = cmd.Process.Kill()
 		t.Fatal("agentrt serve did not report its listen address")
-		return ""
+		return "", nil
 	}
 }
 
@@ -188,6 +208,37 @@ func TestRunThroughRemoteProvider(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `"status": "completed"`) || !strings.Contains(out.String(), "Done: Write a note.") || !strings.Contains(out.String(), `"delivered": true`) {
 		t.Fatalf("run result: %s", out.String())
+	}
+}
+
+// Issue 14: a run through providers/remote whose server was killed (no
+// answer, connection refused) fails as a provider failure within its
+// bounds, not lease-lost: the kernel reads the provider's name — which
+// costs the remote provider a bounded, retried capabilities call — once,
+// before the run is recorded, never again while (or after) it holds its
+// 1s lease.
+func TestRunAgainstKilledServeFailsOnTheProvider(t *testing.T) {
+	url, kill := startKillableServe(t, "--provider", "scripted")
+	kill()
+	t.Setenv("AGENTRT_SERVE_TOKEN", serveToken)
+	var out, errOut bytes.Buffer
+	start := time.Now()
+	code := cli.Main(t.Context(), []string{"run", noteWriter, "--task", "Write a note.", "--provider", "remote", "--base-url", url,
+		"--db", writeFile(t, "unused", "") + ".db", "--lease", "1s", "--json"}, cli.IO{In: strings.NewReader(""), Out: &out, Err: &errOut})
+	took := time.Since(start)
+	if code == cli.ExitOK {
+		t.Fatalf("run against a killed server exited OK\nstdout: %s", out.String())
+	}
+	if !strings.Contains(out.String(), `"reason": "provider"`) || !strings.Contains(out.String(), `"status": "failed"`) {
+		t.Fatalf("run exited %d; want a failed run with reason provider\nstdout: %s\nstderr: %s", code, out.String(), errOut.String())
+	}
+	if strings.Contains(out.String(), "lease-lost") || strings.Contains(out.String(), "interrupted") {
+		t.Fatalf("the run lost its lease\nstdout: %s", out.String())
+	}
+	// Two bounded, retried calls to a refusing port (the name, then the
+	// capabilities the run reads) at the default backoff take about 3s.
+	if took > 20*time.Second {
+		t.Errorf("the run took %v, want it bounded by the remote provider's retries", took)
 	}
 }
 

@@ -41,8 +41,9 @@ type forkRecord struct {
 func (f *forkRecord) gone() bool { return f.destroyed || f.env.isDestroyed() }
 
 // ErrOutOfScope is wrapped by a durable branching request about another
-// source environment than the handle's.
-var ErrOutOfScope = errors.New("scripted: the request is outside this branching handle's source environment")
+// source environment than the handle's. It wraps contract.ErrOutOfScope,
+// so a served refusal keeps its meaning across the wire.
+var ErrOutOfScope = fmt.Errorf("scripted: %w", contract.ErrOutOfScope)
 
 // branching is the durable branching facet of one source environment.
 type branching struct {
