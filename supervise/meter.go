@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/agentrt/agentrt/contract"
@@ -89,29 +90,85 @@ func (c *Coordinator) driverTotal() (SpentTotal, *SpendGap) {
 	return t, gap
 }
 
+// BrainObserver is implemented by an Options.Observer that also watches
+// the manager's own model turns (spec §10: driver turns as inference
+// spans): the tool loop of a brain that uses TurnMeter reports to the
+// kernel.Observer BrainObserver returns (nil: none) as well.
+type BrainObserver interface {
+	BrainObserver() kernel.Observer
+}
+
 // TurnMeter returns a kernel.Observer for a brain's own tool loop
 // (kernel.ToolLoopOptions.Observer) that meters each model turn's usage
-// through Meter as the turn ends; the router brain uses it. A brain that
-// uses it leaves BrainReport.Metered nil, or its turns count twice.
-func (c *Coordinator) TurnMeter() kernel.Observer { return turnMeter{c} }
+// through Meter as the turn ends, and passes every hook on to the run's
+// Options.Observer when it is a BrainObserver; the router brain uses it.
+// A brain that uses it leaves BrainReport.Metered nil, or its turns count
+// twice.
+func (c *Coordinator) TurnMeter() kernel.Observer {
+	m := turnMeter{c: c}
+	if c.obs != nil {
+		if b, ok := c.obs.o.(BrainObserver); ok {
+			m.inner = b.BrainObserver()
+		}
+	}
+	return m
+}
 
-// turnMeter meters each model turn's usage as the turn ends.
+// turnMeter meters each model turn's usage as the turn ends, after
+// passing each hook on to inner (the run observer's view of the brain).
 type turnMeter struct {
-	c *Coordinator
+	c     *Coordinator
+	inner kernel.Observer
 }
 
-func (m turnMeter) RunStarted(ctx context.Context, _ kernel.RunStart) (context.Context, error) {
-	return ctx, nil
+var _ kernel.ToolObserver = turnMeter{}
+
+func (m turnMeter) RunStarted(ctx context.Context, s kernel.RunStart) (context.Context, error) {
+	if m.inner == nil {
+		return ctx, nil
+	}
+	return m.inner.RunStarted(ctx, s)
 }
 
-func (m turnMeter) TurnStarted(ctx context.Context, _ kernel.TurnStart) (context.Context, error) {
-	return ctx, nil
+func (m turnMeter) TurnStarted(ctx context.Context, t kernel.TurnStart) (context.Context, error) {
+	if m.inner == nil {
+		return ctx, nil
+	}
+	return m.inner.TurnStarted(ctx, t)
 }
 
-func (m turnMeter) Event(context.Context, contract.EnvironmentEvent) error { return nil }
+func (m turnMeter) Event(ctx context.Context, e contract.EnvironmentEvent) error {
+	if m.inner == nil {
+		return nil
+	}
+	return m.inner.Event(ctx, e)
+}
 
 func (m turnMeter) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
-	return m.c.Meter(context.WithoutCancel(ctx), t.Usage)
+	var err error
+	if m.inner != nil {
+		err = m.inner.TurnEnded(ctx, t)
+	}
+	return errors.Join(err, m.c.Meter(context.WithoutCancel(ctx), t.Usage))
 }
 
-func (m turnMeter) RunEnded(context.Context, kernel.Result) error { return nil }
+func (m turnMeter) RunEnded(ctx context.Context, res kernel.Result) error {
+	if m.inner == nil {
+		return nil
+	}
+	return m.inner.RunEnded(ctx, res)
+}
+
+func (m turnMeter) ToolStarted(ctx context.Context, call kernel.ToolCallStart) (context.Context, error) {
+	if t, ok := m.inner.(kernel.ToolObserver); ok {
+		return t.ToolStarted(ctx, call)
+	}
+	return ctx, nil
+}
+
+func (m turnMeter) ToolEnded(ctx context.Context, call kernel.ToolCallEnd) error {
+	if t, ok := m.inner.(kernel.ToolObserver); ok {
+		return t.ToolEnded(ctx, call)
+	}
+	return nil
+}

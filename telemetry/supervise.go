@@ -80,7 +80,23 @@ type superviseObserver struct {
 	started map[supervise.NodeID]trace.SpanContext
 }
 
-var _ supervise.Observer = (*superviseObserver)(nil)
+var (
+	_ supervise.Observer      = (*superviseObserver)(nil)
+	_ supervise.BrainObserver = (*superviseObserver)(nil)
+)
+
+// BrainObserver traces the manager's own tool loop (spec §10: driver
+// turns as inference spans): its invoke_agent span, with a
+// gen_ai.client.inference span per model turn and a span per coordination
+// verb it calls, under the supervisor.run root.
+func (o *superviseObserver) BrainObserver() kernel.Observer {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.root == nil {
+		return nil
+	}
+	return &runObserver{t: o.t, parent: o.root, tools: map[string]trace.Span{}}
+}
 
 func (o *superviseObserver) RunStarted(ctx context.Context, s supervise.RunStart) context.Context {
 	attrs := []attribute.KeyValue{attribute.String(KeyOperation, OpInvokeWorkflow), attribute.String(KeyConversation, s.RunID),

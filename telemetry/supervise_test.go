@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
@@ -286,5 +287,77 @@ func TestSuperviseObserverNilTracing(t *testing.T) {
 	var tr *telemetry.Tracing
 	if o := tr.SuperviseObserver(); o != nil {
 		t.Fatalf("observer %v", o)
+	}
+}
+
+// Spec §10 (driver turns as inference spans): the router brain's own
+// tool loop is traced under supervisor.run — its invoke_agent span, a
+// gen_ai.client.inference span per model turn, and a span per
+// coordination verb it calls — while its turns are still metered.
+func TestSuperviseManagerTurnsAreSpans(t *testing.T) {
+	tr, mem := newMemTracing(t)
+	o := superviseOptions(t, tr, "alpha")
+	o.Brain = nil
+	call := func(id, verb, args string) contract.ChatEvent {
+		return scripted.Call(id, supervise.ToolPrefix+verb, args)
+	}
+	usage := func(in, out int64) contract.ChatEvent {
+		return contract.ChatEvent{Kind: contract.ChatUsage, Usage: &contract.TokenUsage{InputTokens: in, OutputTokens: out}, UsageMode: contract.UsageDelta}
+	}
+	o.Router = scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{
+		{Events: []contract.ChatEvent{call("c1", supervise.VerbSpawnWorker, `{"profile": "writer", "task": "alpha", "label": "alpha"}`), usage(10, 5)}},
+		{Events: []contract.ChatEvent{call("c2", supervise.VerbAwaitEvent, `{"timeoutMs": 10000}`), usage(20, 5)}},
+		{Events: []contract.ChatEvent{{Kind: contract.ChatText, Text: "done"}, usage(30, 5)}},
+	}})
+	manager, err := profile.Parse([]byte(`{"name": "manager", "harness": "cli-base", "model": {"default": "scripted/manager"},
+		"tools": {"agent_runtime_coordination_spawn_worker": true, "agent_runtime_coordination_await_event": true}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := supervise.Supervise(t.Context(), manager, "write notes", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != supervise.StatusWinner {
+		t.Fatalf("status %s reason %s", res.Status, res.Reason)
+	}
+	if r := tr.Flush(t.Context()); !r.Succeeded {
+		t.Fatalf("report %+v", r)
+	}
+	spans := mem.GetSpans()
+	byID := map[string]tracetest.SpanStub{}
+	var root tracetest.SpanStub
+	for _, s := range spans {
+		byID[s.SpanContext.SpanID().String()] = s
+		if s.Name == telemetry.SpanSupervisorRun {
+			root = s
+		}
+	}
+	var agent tracetest.SpanStub
+	for _, s := range spans {
+		if s.Parent.SpanID() == root.SpanContext.SpanID() && strings.HasPrefix(s.Name, telemetry.SpanRunPrefix) {
+			agent = s
+		}
+	}
+	if !agent.SpanContext.IsValid() {
+		t.Fatalf("no invoke_agent span of the manager under %s: %d spans", telemetry.SpanSupervisorRun, len(spans))
+	}
+	inference := 0
+	for _, s := range spans {
+		if s.Parent.SpanID() == agent.SpanContext.SpanID() && s.Name != "" && strings.Contains(s.Name, "inference") {
+			inference++
+		}
+	}
+	if inference != 3 {
+		names := []string{}
+		for _, s := range spans {
+			if s.Parent.SpanID() == agent.SpanContext.SpanID() {
+				names = append(names, s.Name)
+			}
+		}
+		t.Errorf("%d inference spans under the manager's run, want its 3 turns; its children: %q", inference, names)
+	}
+	if d := res.Breakdown.DriverInference; !d.TokensKnown || d.Tokens != 75 {
+		t.Errorf("manager inference %+v, want the 75 tokens metered from its turns", d)
 	}
 }
