@@ -10,7 +10,10 @@
 // It owns these rules: the base profile is never mutated; a method sees
 // the selected surface and train and selection cases (by default their
 // ids only), never a test case; recognised credentials in a candidate
-// surface are refused ([CredentialError]); ship only when the interval's
+// surface are refused ([CredentialError]); a profile that would run
+// commands (a local MCP server, a hook), the baseline included, runs only
+// when Options.AuthorizeSensitiveCandidate authorizes it, asked once per
+// distinct profile ([SensitiveCandidateError]); ship only when the interval's
 // lower bound clears MinimumLift and every cost is known, any unknown
 // cost holds, and a reported total above CostCeiling is refused
 // ([CostCeilingError]); a run directory's journal (package journal)

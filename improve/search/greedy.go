@@ -100,7 +100,8 @@ func (g Greedy) Search(ctx context.Context, in MethodInput) (MethodOutput, error
 			if err != nil {
 				var ce *CredentialError
 				var pe *CandidateError
-				if errors.As(err, &ce) || errors.As(err, &pe) {
+				var se *SensitiveCandidateError
+				if errors.As(err, &ce) || errors.As(err, &pe) || errors.As(err, &se) {
 					continue // refused and recorded in the population; try the next
 				}
 				return MethodOutput{}, err

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/agentrt/agentrt/candidate"
@@ -51,12 +52,15 @@ func Improve(ctx context.Context, base *profile.Profile, o Options) (Result, err
 
 // run is one Improve call's state.
 type run struct {
-	o            *Options
-	base         *profile.Profile // a private copy
-	baseValue    canonjson.Value
-	baseDigest   string
-	current      canonjson.Value // base's surface value
-	cases        map[string]Scenario
+	o          *Options
+	base       *profile.Profile // a private copy
+	baseValue  canonjson.Value
+	baseDigest string
+	current    canonjson.Value // base's surface value
+	cases      map[string]Scenario
+	// authorized is AuthorizeSensitiveCandidate's answer per digest (nil:
+	// may run).
+	authorized   map[string]error
 	order        []Scenario
 	recipe       canonjson.Value
 	recipeDigest string
@@ -90,7 +94,7 @@ func newRun(base *profile.Profile, o *Options) (*run, error) {
 	if err != nil {
 		return nil, &OptionsError{Path: "/base", Reason: err.Error()}
 	}
-	r := &run{o: o, base: own, baseValue: baseValue, baseDigest: baseDigest, cases: map[string]Scenario{},
+	r := &run{o: o, base: own, baseValue: baseValue, baseDigest: baseDigest, cases: map[string]Scenario{}, authorized: map[string]error{},
 		byKey: map[string]*PopulationEntry{}, scores: map[string]map[string]*float64{}}
 	r.current = surfaceOf(baseValue, o.Surface)
 	if f := candidate.ScanSecrets(r.current); len(f) > 0 {
@@ -312,6 +316,58 @@ func (r *run) materialize(surface canonjson.Value) (*profile.Profile, string, er
 	return p, d, nil
 }
 
+// authorize asks AuthorizeSensitiveCandidate, once per digest, whether a
+// profile with execution-capable coordinates may run; a profile without
+// any needs nobody's leave.
+func (r *run) authorize(ctx context.Context, p *profile.Profile, digest string) error {
+	if err, ok := r.authorized[digest]; ok {
+		return err
+	}
+	coords := executionCoordinates(p)
+	var err error
+	if len(coords) > 0 {
+		c := SensitiveCandidate{Digest: digest, Baseline: digest == r.baseDigest, Coordinates: coords}
+		var cerr error
+		if c.Profile, cerr = profile.Clone(p); cerr != nil {
+			return cerr
+		}
+		switch h := r.o.AuthorizeSensitiveCandidate; {
+		case h == nil:
+			err = &SensitiveCandidateError{Digest: digest, Baseline: c.Baseline, Coordinates: coords}
+		default:
+			if herr := h(ctx, c); herr != nil {
+				err = &SensitiveCandidateError{Digest: digest, Baseline: c.Baseline, Coordinates: coords, Err: herr}
+			}
+		}
+	}
+	if r.authorized == nil {
+		r.authorized = map[string]error{}
+	}
+	r.authorized[digest] = err
+	return err
+}
+
+// executionCoordinates lists the JSON pointers of the commands p would
+// run: each enabled local MCP server's command and each hook command, in
+// a fixed order.
+func executionCoordinates(p *profile.Profile) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(p.MCP)) {
+		if s := p.MCP[name]; s.IsLocal() {
+			out = append(out, "/mcp/"+pointerToken(name)+"/command")
+		}
+	}
+	for _, event := range slices.Sorted(maps.Keys(p.Hooks)) {
+		for i := range p.Hooks[event] {
+			out = append(out, "/hooks/"+pointerToken(event)+"/"+strconv.Itoa(i)+"/command")
+		}
+	}
+	return out
+}
+
+// pointerToken escapes a JSON pointer token (RFC 6901).
+func pointerToken(s string) string { return string(canonjson.AppendPointerToken(nil, s)[1:]) }
+
 // entryFor returns the population entry of a surface value, adding it.
 func (r *run) entryFor(surface canonjson.Value) *PopulationEntry {
 	key := "absent"
@@ -350,6 +406,10 @@ func (r *run) evaluate(ctx context.Context, surface canonjson.Value, caseIDs []s
 	entry.Digest = digest
 	if entry.Diffs == nil {
 		entry.Diffs, _ = profile.Diffs(r.base, p)
+	}
+	if err := r.authorize(ctx, p, digest); err != nil {
+		r.refuse(entry, err)
+		return Evaluation{}, err
 	}
 	var scs []Scenario
 	for _, id := range caseIDs {
@@ -418,6 +478,9 @@ func (r *run) measure(ctx context.Context, phase string, p *profile.Profile, dig
 		return measurement{}, &LimitError{Max: r.o.MaxEvaluations}
 	}
 	if err := ctx.Err(); err != nil {
+		return measurement{}, err
+	}
+	if err := r.authorize(ctx, p, digest); err != nil {
 		return measurement{}, err
 	}
 	r.evaluations++

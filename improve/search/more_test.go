@@ -351,3 +351,63 @@ func BenchmarkImproveIteration(b *testing.B) {
 		}
 	}
 }
+
+// Spec §3.9: execution-capable coordinates (a local MCP server's
+// command, a hook command) need AuthorizeSensitiveCandidate per distinct
+// candidate and for the baseline. Without the hook such a candidate is
+// refused before it runs and recorded refused; with it, the hook is asked
+// once per digest and its refusal is the candidate's; a baseline with a
+// hook command stops the run before anything of it runs.
+func TestSensitiveCandidatesNeedAuthorization(t *testing.T) {
+	local, err := canonjson.ToValue(map[string]profile.MCPServer{"files": {Command: profile.Ptr("/usr/bin/mcp-files"), Args: []profile.ConfigValue{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	agent := search.AgentFunc(func(_ context.Context, p *profile.Profile, sc search.Scenario) (search.Output, error) {
+		if len(p.MCP) > 0 {
+			runs++
+		}
+		return search.Output{Text: sc.Expected, Usage: ledger.NoUsage()}, nil
+	})
+	o, _ := options(t, ptr(0.001))
+	o.Surface, o.Method, o.Agent = search.SurfaceMCP, surfaceMethod{value: local}, agent
+	_, err = search.Improve(context.Background(), baseProfile(), o)
+	var se *search.SensitiveCandidateError
+	if !errors.As(err, &se) || se.Baseline || len(se.Coordinates) != 1 || se.Coordinates[0] != "/mcp/files/command" || se.Err != nil {
+		t.Fatalf("no hook: %v, want a *SensitiveCandidateError naming /mcp/files/command", err)
+	}
+	if runs != 0 {
+		t.Fatalf("the unauthorized candidate ran %d times", runs)
+	}
+
+	var asked []search.SensitiveCandidate
+	o.AuthorizeSensitiveCandidate = func(_ context.Context, c search.SensitiveCandidate) error {
+		asked = append(asked, c)
+		return nil
+	}
+	res, err := search.Improve(context.Background(), baseProfile(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 1 || asked[0].Digest != res.Candidate.Digest || asked[0].Baseline || asked[0].Profile == nil || runs == 0 {
+		t.Fatalf("asked %+v, ran %d times; want one question for the candidate %s, then runs", asked, runs, res.Candidate.Digest)
+	}
+
+	refusal := errors.New("commands are not allowed on this host")
+	o.AuthorizeSensitiveCandidate = func(context.Context, search.SensitiveCandidate) error { return refusal }
+	runs = 0
+	_, err = search.Improve(context.Background(), baseProfile(), o)
+	if !errors.As(err, &se) || !errors.Is(err, refusal) || runs != 0 {
+		t.Fatalf("refusing hook: %v after %d runs, want the hook's refusal and no run", err, runs)
+	}
+
+	hooked := baseProfile()
+	hooked.Hooks = map[string][]profile.HookCommand{"PreToolUse": {{Command: "/usr/local/bin/audit"}}}
+	o, _ = options(t, ptr(0.001))
+	o.Agent = agent
+	_, err = search.Improve(context.Background(), hooked, o)
+	if !errors.As(err, &se) || !se.Baseline || len(se.Coordinates) != 1 || se.Coordinates[0] != "/hooks/PreToolUse/0/command" {
+		t.Fatalf("a baseline with a hook command: %v, want a *SensitiveCandidateError for the baseline", err)
+	}
+}

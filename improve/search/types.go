@@ -274,7 +274,53 @@ type Options struct {
 	// Progress, when set, is told each measurement (on the calling
 	// goroutine).
 	Progress func(Progress)
+	// AuthorizeSensitiveCandidate decides whether a profile with
+	// execution-capable coordinates (a local MCP server's command, a hook
+	// command) may run: it is asked once per distinct profile, the
+	// baseline included, before the profile first runs, and a nil hook or
+	// an error refuses it (*SensitiveCandidateError). A refused candidate
+	// is recorded refused in the population; a refused baseline stops the
+	// run before its final measurement.
+	AuthorizeSensitiveCandidate func(ctx context.Context, c SensitiveCandidate) error
 }
+
+// SensitiveCandidate is a profile Improve would run that has
+// execution-capable coordinates.
+type SensitiveCandidate struct {
+	// Digest is the profile's digest; Baseline says it is the base.
+	Digest   string
+	Baseline bool
+	// Coordinates are the JSON pointers of the commands it would run
+	// (such as "/mcp/files/command" or "/hooks/PreToolUse/0/command").
+	Coordinates []string
+	// Profile is a copy of the profile, for the hook to inspect.
+	Profile *profile.Profile
+}
+
+// SensitiveCandidateError refuses a profile with execution-capable
+// coordinates that AuthorizeSensitiveCandidate did not authorize (or
+// that no hook was given to authorize).
+type SensitiveCandidateError struct {
+	Digest      string
+	Baseline    bool
+	Coordinates []string
+	// Err is the hook's refusal; nil when no hook was given.
+	Err error
+}
+
+func (e *SensitiveCandidateError) Error() string {
+	what := "the candidate"
+	if e.Baseline {
+		what = "the baseline"
+	}
+	msg := "search: " + what + " " + e.Digest + " runs commands at " + strings.Join(e.Coordinates, ", ")
+	if e.Err == nil {
+		return msg + " and no AuthorizeSensitiveCandidate hook authorized it"
+	}
+	return msg + " and AuthorizeSensitiveCandidate refused it: " + e.Err.Error()
+}
+
+func (e *SensitiveCandidateError) Unwrap() error { return e.Err }
 
 // Limits of Improve's inputs.
 const (

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -80,7 +81,7 @@ type improveSearchFlags struct {
 	costCeiling, minimumLift, confidence                                           float64
 	resamples, rounds, variants                                                    int
 	seed                                                                           uint64
-	shareBodies, asJSON                                                            bool
+	shareBodies, asJSON, allowCommands                                             bool
 	sf                                                                             storeFlags
 }
 
@@ -116,6 +117,7 @@ func registerImproveSearch(cmd *cobra.Command, stdio IO) {
 	fl.IntVar(&f.rounds, "rounds", 2, "greedy rounds")
 	fl.IntVar(&f.variants, "variants", 2, "prompt variants per round")
 	fl.BoolVar(&f.shareBodies, "share-case-bodies", false, "show the method the train and selection inputs and answers (default ids only)")
+	fl.BoolVar(&f.allowCommands, "allow-commands", false, "let candidates (and the base) that run commands — a local MCP server, a hook — run; each is named on stderr (default: refused)")
 	fl.StringVar(&f.proposalInputs, "proposal-inputs", "", "FILE pinning what a proposal needs beside the result (source, executionRef, grader, model, limits, runId)")
 	fl.StringVar(&f.proposalOut, "proposal", "", "on ship, write the AgentImprovementProposal to FILE (needs --proposal-inputs)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the result as JSON")
@@ -209,6 +211,12 @@ func runImproveSearch(c *cobra.Command, stdio IO, profilePath string, f *improve
 	}
 	if f.costCeiling >= 0 {
 		o.CostCeiling = &f.costCeiling
+	}
+	if f.allowCommands {
+		o.AuthorizeSensitiveCandidate = func(_ context.Context, c search.SensitiveCandidate) error {
+			fmt.Fprintf(stdio.Err, "allowing %s to run commands at %s (--allow-commands)\n", short(c.Digest), strings.Join(c.Coordinates, ", "))
+			return nil
+		}
 	}
 	res, err := search.Improve(ctx, base, o)
 	if err != nil {
