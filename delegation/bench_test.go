@@ -18,7 +18,7 @@ import (
 func BenchmarkCheck(b *testing.B) {
 	usd := 1.0
 	caps := delegation.Budget{Tokens: 100_000, Iterations: 8, USD: &usd}
-	req := delegation.Request{Task: strings.Repeat("Write the release notes. ", 40), IdempotencyKey: "bench-key-1",
+	req := delegation.Request{Intent: strings.Repeat("Write the release notes. ", 40), IdempotencyKey: "bench-key-1",
 		Budget: &delegation.BudgetRequest{Tokens: ptr[int64](5000), USD: ptr(0.5)}}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -50,7 +50,7 @@ func BenchmarkHistory(b *testing.B) {
 	q := open(b, cfg)
 	ctx := context.Background()
 	for i := range 1000 {
-		if _, err := q.Submit(ctx, delegation.Request{Task: fmt.Sprint("task ", i)}); err != nil {
+		if _, err := q.Submit(ctx, delegation.Request{Intent: fmt.Sprint("task ", i)}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -76,7 +76,7 @@ func BenchmarkDelegateSQLite(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		sub, err := q.Submit(ctx, delegation.Request{Task: "write alpha"})
+		sub, err := q.Submit(ctx, delegation.Request{Intent: "write alpha"})
 		if err != nil {
 			b.Fatal(err)
 		}

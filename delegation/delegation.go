@@ -17,8 +17,8 @@ const IdempotencyScope = "delegation"
 
 // Limits of a request.
 const (
-	// MaxTaskBytes bounds a task.
-	MaxTaskBytes = 64 << 10
+	// MaxIntentBytes bounds an intent.
+	MaxIntentBytes = 64 << 10
 	// MaxKeyLen bounds an idempotency key, which is 1 to MaxKeyLen
 	// characters from A-Z, a-z, 0-9, '.', '_', ':' and '-'.
 	MaxKeyLen = 128
@@ -64,7 +64,10 @@ type Delegation struct {
 	// TaskID names the delegation (and its supervised run).
 	TaskID string `json:"taskId"`
 	State  State  `json:"state"`
-	Task   string `json:"task"`
+	// Intent is what the manager was asked to deliver; RunID the
+	// caller's correlation id, if it gave one.
+	Intent string `json:"intent"`
+	RunID  string `json:"runId,omitempty"`
 	// IdempotencyKey is the key the delegation was submitted with, if
 	// any; RequestDigest the canonical digest of the request as given.
 	IdempotencyKey string `json:"idempotencyKey,omitempty"`

@@ -59,7 +59,7 @@
 // Every wait is bounded: a caller's wait for a result by
 // [MaxWaitSeconds], a run by Config.MaxRunTime (its supervised run's
 // deadline), Close by its context. Admission is bounded by
-// Config.MaxPending pending delegations, a task by [MaxTaskBytes],
+// Config.MaxPending pending delegations, a task by [MaxIntentBytes],
 // feedback by [MaxFeedback] entries of at most [MaxNotesBytes].
 //
 // # Refusals

@@ -21,13 +21,16 @@ import (
 // reason, path} with a known code, or its answer.
 func FuzzToolArguments(f *testing.F) {
 	for _, seed := range []string{
-		`{"task": "write alpha"}`,
-		`{"task": "write alpha", "idempotencyKey": "k1", "budget": {"tokens": 100, "iterations": 2, "usd": 0.5}, "waitSeconds": 1}`,
-		`{"task": ""}`,
-		`{"task": "x", "budget": {"tokens": -1}}`,
-		`{"task": "x", "budget": {"usd": 1e308}}`,
-		`{"task": "x", "extra": true}`,
+		`{"intent": "write alpha"}`,
+		`{"intent": "write alpha", "idempotencyKey": "k1", "budget": {"tokens": 100, "iterations": 2, "usd": 0.5}, "waitSeconds": 1}`,
+		`{"intent": ""}`,
+		`{"intent": "x", "budget": {"tokens": -1}}`,
+		`{"intent": "x", "budget": {"usd": 1e308}}`,
+		`{"intent": "x", "extra": true}`,
 		`{"taskId": "dlg_x", "waitSeconds": 700}`,
+		`{"intent": "x", "runId": "r-1", "waitSeconds": 0}`,
+		`{"intent": "x", "runId": "a b"}`,
+		`{"task": "x"}`,
 		`{"taskId": "../../etc"}`,
 		`{"limit": 0, "since": "2026-01-01T00:00:00Z"}`,
 		`{"limit": 1000}`,
@@ -35,7 +38,7 @@ func FuzzToolArguments(f *testing.F) {
 		`{"taskId": "dlg_x", "rating": {"score": 0.5, "notes": "ok"}, "by": "user"}`,
 		`{"taskId": "dlg_x", "rating": {"score": 2, "notes": "", "label": "great"}, "by": "robot"}`,
 		`{"taskId": "dlg_x", "reason": "stop"}`,
-		`[]`, `null`, `{"task": 1}`,
+		`[]`, `null`, `{"intent": 1}`,
 	} {
 		for i := range 5 {
 			f.Add(uint8(i), []byte(seed))

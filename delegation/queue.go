@@ -239,9 +239,16 @@ func (q *Queue) Close(ctx context.Context) error {
 
 // Request is a delegation request: the only things a caller chooses.
 type Request struct {
-	// Task is what the manager is asked to deliver (required, at most
-	// MaxTaskBytes).
-	Task string `json:"task"`
+	// Intent is what the manager is asked to deliver (required, at
+	// most MaxIntentBytes).
+	Intent string `json:"intent"`
+	// RunID, when set, is the caller's correlation id for the
+	// delegation (§9 delegate's runId): it is kept with the record and
+	// returned with it, and never names anything this queue stores or
+	// runs (the delegation's own id is its TaskID). It
+	// follows the idempotency key's rule and is not part of the request
+	// digest: a retry may carry a new one.
+	RunID string `json:"runId,omitempty"`
 	// IdempotencyKey, when set, makes the request idempotent.
 	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 	// Budget, when set, narrows the caps.
@@ -269,16 +276,19 @@ type Submitted struct {
 // the digest of the request as given. A refusal is a *Refusal with the
 // JSON pointer of the argument at fault.
 func Check(req Request, caps Budget) (Budget, string, error) {
-	if strings.TrimSpace(req.Task) == "" {
-		return Budget{}, "", refuse(CodeInvalidArguments, "/task", "the task is empty; say what the manager should deliver")
+	if strings.TrimSpace(req.Intent) == "" {
+		return Budget{}, "", refuse(CodeInvalidArguments, "/intent", "the intent is empty; say what the manager should deliver")
 	}
-	if len(req.Task) > MaxTaskBytes {
-		return Budget{}, "", refuse(CodeInvalidArguments, "/task", "the task is %d bytes; at most %d are accepted", len(req.Task), MaxTaskBytes)
+	if len(req.Intent) > MaxIntentBytes {
+		return Budget{}, "", refuse(CodeInvalidArguments, "/intent", "the intent is %d bytes; at most %d are accepted", len(req.Intent), MaxIntentBytes)
 	}
-	if !utf8.ValidString(req.Task) {
-		return Budget{}, "", refuse(CodeInvalidArguments, "/task", "the task is not valid UTF-8")
+	if !utf8.ValidString(req.Intent) {
+		return Budget{}, "", refuse(CodeInvalidArguments, "/intent", "the intent is not valid UTF-8")
 	}
-	if err := checkKey(req.IdempotencyKey, "/idempotencyKey"); err != nil {
+	if err := checkKey(req.IdempotencyKey, "/idempotencyKey", "idempotency key"); err != nil {
+		return Budget{}, "", err
+	}
+	if err := checkKey(req.RunID, "/runId", "runId"); err != nil {
 		return Budget{}, "", err
 	}
 	b := caps
@@ -316,10 +326,12 @@ func Check(req Request, caps Budget) (Budget, string, error) {
 		usd := *b.USD
 		b.USD = &usd // never alias the caps
 	}
+	// The digest's member is still named task, so digests recorded
+	// before the argument was named intent keep matching.
 	v, err := canonjson.ToValue(struct {
 		Task   string         `json:"task"`
 		Budget *BudgetRequest `json:"budget,omitempty"`
-	}{req.Task, req.Budget})
+	}{req.Intent, req.Budget})
 	if err != nil {
 		return Budget{}, "", refuse(CodeInvalidArguments, "", "the request cannot be encoded: %v", err)
 	}
@@ -330,17 +342,18 @@ func Check(req Request, caps Budget) (Budget, string, error) {
 	return b, digest, nil
 }
 
-// checkKey applies the idempotency key rule ("" is no key).
-func checkKey(key, path string) error {
+// checkKey applies the idempotency key rule ("" is no key); what names
+// the argument in the refusal.
+func checkKey(key, path, what string) error {
 	if key == "" {
 		return nil
 	}
 	if len(key) > MaxKeyLen {
-		return refuse(CodeInvalidArguments, path, "the idempotency key is longer than %d characters", MaxKeyLen)
+		return refuse(CodeInvalidArguments, path, "the %s is longer than %d characters", what, MaxKeyLen)
 	}
 	for _, r := range key {
 		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '_' || r == ':' || r == '-') {
-			return refuse(CodeInvalidArguments, path, "the idempotency key may contain only A-Z, a-z, 0-9, '.', '_', ':' and '-', not %q", r)
+			return refuse(CodeInvalidArguments, path, "the %s may contain only A-Z, a-z, 0-9, '.', '_', ':' and '-', not %q", what, r)
 		}
 	}
 	return nil
@@ -352,7 +365,7 @@ func checkTaskID(id, path string) error {
 	if id == "" {
 		return refuse(CodeInvalidArguments, path, "the taskId is empty; use the taskId delegate returned")
 	}
-	if err := checkKey(id, path); err != nil {
+	if err := checkKey(id, path, "taskId"); err != nil {
 		return refuse(CodeUnknownDelegation, path, "no delegation has the taskId %q", clip(id, 80))
 	}
 	return nil
@@ -408,7 +421,7 @@ func (q *Queue) Submit(ctx context.Context, req Request) (Submitted, error) {
 			return Submitted{}, refuse(CodeQueueFull, "", "%d delegations are already waiting; retry once some have started", len(pending))
 		}
 	}
-	d := Delegation{Task: req.Task, IdempotencyKey: req.IdempotencyKey, RequestDigest: digest, Budget: budget,
+	d := Delegation{Intent: req.Intent, RunID: req.RunID, IdempotencyKey: req.IdempotencyKey, RequestDigest: digest, Budget: budget,
 		RunDir: filepath.Join(q.cfg.RunDir, id), Feedback: []Feedback{}}
 	doc, err := encodeDoc(d)
 	if err != nil {

@@ -25,7 +25,7 @@ func TestDelegateRunsToCompletion(t *testing.T) {
 	ctx := deadline(t)
 	f := newFixture(t, storememory.New(nil))
 	q := open(t, f.config(t))
-	s := must(q.Submit(ctx, delegation.Request{Task: "write alpha"}))(t)
+	s := must(q.Submit(ctx, delegation.Request{Intent: "write alpha"}))(t)
 	if s.Reused || s.Delegation.State != delegation.StatePending || s.Delegation.Result != nil {
 		t.Errorf("submitted: %+v", s)
 	}
@@ -61,7 +61,7 @@ func TestDelegateIdempotency(t *testing.T) {
 	ctx := deadline(t)
 	f := newFixture(t, storememory.New(nil))
 	q := open(t, f.config(t))
-	req := delegation.Request{Task: "write alpha", IdempotencyKey: "k-1", Budget: &delegation.BudgetRequest{Tokens: ptr[int64](5000)}}
+	req := delegation.Request{Intent: "write alpha", IdempotencyKey: "k-1", Budget: &delegation.BudgetRequest{Tokens: ptr[int64](5000)}}
 	first := must(q.Submit(ctx, req))(t)
 	again := must(q.Submit(ctx, req))(t)
 	if again.TaskID != first.TaskID || !again.Reused || first.Reused {
@@ -75,7 +75,7 @@ func TestDelegateIdempotency(t *testing.T) {
 	if n := f.exec.runs.Load(); n != 1 {
 		t.Errorf("%d workers ran, want 1", n)
 	}
-	_, err := q.Submit(ctx, delegation.Request{Task: "write beta", IdempotencyKey: "k-1"})
+	_, err := q.Submit(ctx, delegation.Request{Intent: "write beta", IdempotencyKey: "k-1"})
 	var r *delegation.Refusal
 	if !errors.As(err, &r) || r.Code != delegation.CodeIdempotencyConflict || r.Path != "/idempotencyKey" || !strings.Contains(r.Reason, first.TaskID) {
 		t.Errorf("another request under the key: %v", err)
@@ -97,17 +97,17 @@ func TestCheckRefusals(t *testing.T) {
 		caps       delegation.Budget
 		code, path string
 	}{
-		{"empty task", delegation.Request{Task: " \n"}, caps, delegation.CodeInvalidArguments, "/task"},
-		{"huge task", delegation.Request{Task: strings.Repeat("x", delegation.MaxTaskBytes+1)}, caps, delegation.CodeInvalidArguments, "/task"},
-		{"bad utf-8", delegation.Request{Task: "a\xffb"}, caps, delegation.CodeInvalidArguments, "/task"},
-		{"bad key", delegation.Request{Task: "t", IdempotencyKey: "a b"}, caps, delegation.CodeInvalidArguments, "/idempotencyKey"},
-		{"long key", delegation.Request{Task: "t", IdempotencyKey: strings.Repeat("k", 129)}, caps, delegation.CodeInvalidArguments, "/idempotencyKey"},
-		{"zero tokens", delegation.Request{Task: "t", Budget: &delegation.BudgetRequest{Tokens: ptr[int64](0)}}, caps, delegation.CodeInvalidArguments, "/budget/tokens"},
-		{"tokens over cap", delegation.Request{Task: "t", Budget: &delegation.BudgetRequest{Tokens: ptr[int64](1001)}}, caps, delegation.CodeBudgetOverCap, "/budget/tokens"},
-		{"iterations over cap", delegation.Request{Task: "t", Budget: &delegation.BudgetRequest{Iterations: ptr[int64](6)}}, caps, delegation.CodeBudgetOverCap, "/budget/iterations"},
-		{"negative usd", delegation.Request{Task: "t", Budget: &delegation.BudgetRequest{USD: ptr(-1.0)}}, caps, delegation.CodeInvalidArguments, "/budget/usd"},
-		{"usd over cap", delegation.Request{Task: "t", Budget: &delegation.BudgetRequest{USD: ptr(2.5)}}, caps, delegation.CodeBudgetOverCap, "/budget/usd"},
-		{"usd without a cap", delegation.Request{Task: "t", Budget: &delegation.BudgetRequest{USD: ptr(0.5)}}, delegation.Budget{Tokens: 1000, Iterations: 5}, delegation.CodeBudgetOverCap, "/budget/usd"},
+		{"empty task", delegation.Request{Intent: " \n"}, caps, delegation.CodeInvalidArguments, "/intent"},
+		{"huge task", delegation.Request{Intent: strings.Repeat("x", delegation.MaxIntentBytes+1)}, caps, delegation.CodeInvalidArguments, "/intent"},
+		{"bad utf-8", delegation.Request{Intent: "a\xffb"}, caps, delegation.CodeInvalidArguments, "/intent"},
+		{"bad key", delegation.Request{Intent: "t", IdempotencyKey: "a b"}, caps, delegation.CodeInvalidArguments, "/idempotencyKey"},
+		{"long key", delegation.Request{Intent: "t", IdempotencyKey: strings.Repeat("k", 129)}, caps, delegation.CodeInvalidArguments, "/idempotencyKey"},
+		{"zero tokens", delegation.Request{Intent: "t", Budget: &delegation.BudgetRequest{Tokens: ptr[int64](0)}}, caps, delegation.CodeInvalidArguments, "/budget/tokens"},
+		{"tokens over cap", delegation.Request{Intent: "t", Budget: &delegation.BudgetRequest{Tokens: ptr[int64](1001)}}, caps, delegation.CodeBudgetOverCap, "/budget/tokens"},
+		{"iterations over cap", delegation.Request{Intent: "t", Budget: &delegation.BudgetRequest{Iterations: ptr[int64](6)}}, caps, delegation.CodeBudgetOverCap, "/budget/iterations"},
+		{"negative usd", delegation.Request{Intent: "t", Budget: &delegation.BudgetRequest{USD: ptr(-1.0)}}, caps, delegation.CodeInvalidArguments, "/budget/usd"},
+		{"usd over cap", delegation.Request{Intent: "t", Budget: &delegation.BudgetRequest{USD: ptr(2.5)}}, caps, delegation.CodeBudgetOverCap, "/budget/usd"},
+		{"usd without a cap", delegation.Request{Intent: "t", Budget: &delegation.BudgetRequest{USD: ptr(0.5)}}, delegation.Budget{Tokens: 1000, Iterations: 5}, delegation.CodeBudgetOverCap, "/budget/usd"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := delegation.Check(tc.req, tc.caps)
@@ -120,7 +120,7 @@ func TestCheckRefusals(t *testing.T) {
 			}
 		})
 	}
-	b, digest, err := delegation.Check(delegation.Request{Task: "t", Budget: &delegation.BudgetRequest{Tokens: ptr[int64](10), USD: ptr(0.5)}}, caps)
+	b, digest, err := delegation.Check(delegation.Request{Intent: "t", Budget: &delegation.BudgetRequest{Tokens: ptr[int64](10), USD: ptr(0.5)}}, caps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,9 +139,9 @@ func TestCancel(t *testing.T) {
 	ctx := deadline(t)
 	f := newFixture(t, storememory.New(nil))
 	q := open(t, f.config(t)) // one runner: the slow delegation holds it
-	running := must(q.Submit(ctx, delegation.Request{Task: "write slow"}))(t)
+	running := must(q.Submit(ctx, delegation.Request{Intent: "write slow"}))(t)
 	waitFor(t, ctx, "the slow worker to start", func() bool { return journaled(ctx, running.Delegation.RunDir, supervise.KindSpawned) })
-	pending := must(q.Submit(ctx, delegation.Request{Task: "write alpha"}))(t)
+	pending := must(q.Submit(ctx, delegation.Request{Intent: "write alpha"}))(t)
 
 	d, effect, err := q.Cancel(ctx, pending.TaskID, "not needed")
 	if err != nil || effect != kernel.EffectCancelled || d.State != delegation.StateCancelled || d.Cancellation == nil || d.Cancellation.From != delegation.StatePending {
@@ -217,15 +217,15 @@ func TestRestartRestore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			done := must(q1.Submit(ctx, delegation.Request{Task: "write alpha", IdempotencyKey: "done-1"}))(t)
+			done := must(q1.Submit(ctx, delegation.Request{Intent: "write alpha", IdempotencyKey: "done-1"}))(t)
 			if d := settle(t, ctx, q1, done.TaskID); d.State != delegation.StateCompleted {
 				t.Fatalf("first delegation %s: %s", d.State, d.Failure)
 			}
-			held := must(q1.Submit(ctx, delegation.Request{Task: "write alpha and hold"}))(t)
+			held := must(q1.Submit(ctx, delegation.Request{Intent: "write alpha and hold"}))(t)
 			waitFor(t, ctx, "the held delegation's worker to settle", func() bool { return journaled(ctx, held.Delegation.RunDir, supervise.KindSettled) })
 			// A delegation an earlier process claimed, whose journal
 			// is not here.
-			orphan := must(q1.Submit(ctx, delegation.Request{Task: "write alpha", IdempotencyKey: "orphan"}))(t)
+			orphan := must(q1.Submit(ctx, delegation.Request{Intent: "write alpha", IdempotencyKey: "orphan"}))(t)
 			if err := q1.Close(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -300,7 +300,7 @@ func TestCancelFromAnotherProcess(t *testing.T) {
 	cfg := f.config(t)
 	cfg.Brain = holdingBrain
 	a, b := open(t, cfg), open(t, cfg)
-	sub := must(a.Submit(ctx, delegation.Request{Task: "write alpha"}))(t)
+	sub := must(a.Submit(ctx, delegation.Request{Intent: "write alpha"}))(t)
 	var q2 *delegation.Queue // the queue that does not hold it
 	waitFor(t, ctx, "the delegation to run", func() bool {
 		d := must(a.Get(ctx, sub.TaskID))(t)
@@ -335,7 +335,7 @@ func TestConcurrentSameKey(t *testing.T) {
 	results := make(chan got, 8)
 	for range 8 {
 		go func() {
-			s, err := q.Submit(ctx, delegation.Request{Task: "write alpha", IdempotencyKey: "race"})
+			s, err := q.Submit(ctx, delegation.Request{Intent: "write alpha", IdempotencyKey: "race"})
 			results <- got{s, err}
 		}()
 	}
@@ -368,11 +368,11 @@ func TestBounds(t *testing.T) {
 	cfg.MaxPending = 2
 	cfg.MaxRunTime = 500 * time.Millisecond
 	q := open(t, cfg)
-	first := must(q.Submit(ctx, delegation.Request{Task: "write slow"}))(t)
+	first := must(q.Submit(ctx, delegation.Request{Intent: "write slow"}))(t)
 	waitFor(t, ctx, "the first delegation to run", func() bool { return must(q.Get(ctx, first.TaskID))(t).State == delegation.StateRunning })
-	must(q.Submit(ctx, delegation.Request{Task: "write slow 2"}))(t)
-	must(q.Submit(ctx, delegation.Request{Task: "write slow 3"}))(t)
-	_, err := q.Submit(ctx, delegation.Request{Task: "write slow 4"})
+	must(q.Submit(ctx, delegation.Request{Intent: "write slow 2"}))(t)
+	must(q.Submit(ctx, delegation.Request{Intent: "write slow 3"}))(t)
+	_, err := q.Submit(ctx, delegation.Request{Intent: "write slow 4"})
 	var r *delegation.Refusal
 	if !errors.As(err, &r) || r.Code != delegation.CodeQueueFull {
 		t.Errorf("a third pending delegation: %v, want queue-full", err)
@@ -393,7 +393,7 @@ func TestBounds(t *testing.T) {
 func TestFeedback(t *testing.T) {
 	ctx := deadline(t)
 	q := open(t, newFixture(t, storememory.New(nil)).config(t))
-	id := must(q.Submit(ctx, delegation.Request{Task: "write alpha"}))(t).TaskID
+	id := must(q.Submit(ctx, delegation.Request{Intent: "write alpha"}))(t).TaskID
 	for _, tc := range []struct {
 		fb   delegation.Feedback
 		path string
@@ -433,7 +433,7 @@ func TestTakeoverWhileHeld(t *testing.T) {
 	cfg := f.config(t)
 	cfg.Brain = holdingBrain
 	q1 := open(t, cfg)
-	sub := must(q1.Submit(ctx, delegation.Request{Task: "write alpha"}))(t)
+	sub := must(q1.Submit(ctx, delegation.Request{Intent: "write alpha"}))(t)
 	waitFor(t, ctx, "the delegation to run", func() bool {
 		return journaled(ctx, must(q1.Get(ctx, sub.TaskID))(t).RunDir, supervise.KindRunStarted)
 	})

@@ -221,13 +221,13 @@ func (q *Queue) supervise(ctx context.Context, d Delegation) (res supervise.Supe
 		o.PerWorker = ledger.Budget{Tokens: &share, Iterations: &one}
 	}
 	if q.cfg.Brain != nil {
-		if o.Brain, err = q.cfg.Brain(d.Task); err != nil {
+		if o.Brain, err = q.cfg.Brain(d.Intent); err != nil {
 			return res, fmt.Errorf("the manager's brain: %w", err)
 		}
-	} else if o.Router, err = q.cfg.Router(d.Task); err != nil {
+	} else if o.Router, err = q.cfg.Router(d.Intent); err != nil {
 		return res, fmt.Errorf("the manager's model: %w", err)
 	}
-	return supervise.Supervise(ctx, q.cfg.Manager, d.Task, o)
+	return supervise.Supervise(ctx, q.cfg.Manager, d.Intent, o)
 }
 
 // heartbeat renews the claim every third of its length. It cancels the

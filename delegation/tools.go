@@ -2,6 +2,7 @@ package delegation
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -22,20 +23,113 @@ const (
 // ServerName is the name the delegation MCP server announces.
 const ServerName = "agentrt-delegation"
 
-// DelegateArgs are the arguments of delegate.
+// DelegateArgs are the arguments of delegate (§9: intent and runId,
+// plus this queue's idempotencyKey, budget and waitSeconds).
 type DelegateArgs struct {
-	Task           string         `json:"task" jsonschema:"what the manager should deliver (required)"`
+	Intent         string         `json:"intent" jsonschema:"what you want accomplished, as an outcome (required)"`
+	RunID          string         `json:"runId,omitempty" jsonschema:"your correlation id for this delegation, kept with its record (A-Z a-z 0-9 . _ : -, at most 128)"`
 	IdempotencyKey string         `json:"idempotencyKey,omitempty" jsonschema:"makes the call safe to retry: the same key and request return the same delegation (A-Z a-z 0-9 . _ : -, at most 128)"`
 	Budget         *BudgetRequest `json:"budget,omitempty" jsonschema:"a budget within the server's caps; omitted fields take the cap"`
-	WaitSeconds    int            `json:"waitSeconds,omitempty" jsonschema:"wait up to this many seconds (at most 600) for the delegation to end; 0 returns at once"`
+	WaitSeconds    *int           `json:"waitSeconds,omitempty" jsonschema:"how long to wait for the delegation to end (default and most 600); 0 returns at once with its taskId"`
 }
 
-// DelegateResult is delegate's answer.
+// Status values of a DelegateResult besides the delegation states
+// pending and running (the wait ended first).
+const (
+	StatusWinner   = "winner"
+	StatusNoWinner = "no-winner"
+)
+
+// No-winner reasons of a delegation that ended without a supervised
+// run's result (DelegateResult.Reason); an ended run's reason is its
+// own (§3.6).
+const (
+	ReasonCancelled   = "cancelled"
+	ReasonInterrupted = "interrupted"
+	ReasonRunFailed   = "run-failed"
+)
+
+// DelegateResult is delegate's answer: §9's arms at the top level —
+// {status: winner, out, outRef, spentTotal} or {status: no-winner,
+// reason, error?, spentTotal} — with the delegation's taskId, reused,
+// state and whole record. When the wait ended before the delegation
+// did, Status is its state (pending or running), the arms' fields are
+// absent and the caller polls delegation_status with the taskId.
 type DelegateResult struct {
+	Status string `json:"status"`
+	// Out and OutRef are the winner's output (Out clipped to
+	// MaxOutBytes, then OutTruncated) and its content address.
+	Out          *string `json:"out,omitempty"`
+	OutRef       *string `json:"outRef,omitempty"`
+	OutTruncated bool    `json:"outTruncated,omitempty"`
+	// Reason and Error say why there is no winner.
+	Reason string     `json:"reason,omitempty"`
+	Error  *ErrorInfo `json:"error,omitempty"`
+	// SpentTotal is the run's whole spend once the delegation ended:
+	// null when it ended without a run's result (its spend unknown).
+	SpentTotal *Spent `json:"spentTotal,omitempty"`
+
 	TaskID     string     `json:"taskId"`
 	Reused     bool       `json:"reused"`
 	State      State      `json:"state"`
 	Delegation Delegation `json:"delegation"`
+}
+
+// MarshalJSON writes spentTotal as null, not absent, once the
+// delegation ended without a known spend.
+func (r DelegateResult) MarshalJSON() ([]byte, error) {
+	type plain DelegateResult
+	if !r.State.Terminal() || r.SpentTotal != nil {
+		return json.Marshal(plain(r))
+	}
+	return json.Marshal(struct {
+		plain
+		SpentTotal *Spent `json:"spentTotal"`
+	}{plain: plain(r)})
+}
+
+// Outcome is d as delegate answers it.
+func Outcome(d Delegation, reused bool) DelegateResult {
+	out := DelegateResult{Status: string(d.State), TaskID: d.TaskID, Reused: reused, State: d.State, Delegation: d}
+	if !d.State.Terminal() {
+		return out
+	}
+	res := d.Result
+	switch {
+	case res != nil && res.Status == StatusWinner && d.State == StateCompleted:
+		out.Status = StatusWinner
+		text, ref := res.Out, res.OutRef
+		out.Out, out.OutRef, out.OutTruncated = &text, &ref, res.OutTruncated
+	case res != nil:
+		out.Status, out.Reason, out.Error = StatusNoWinner, res.Reason, res.Error
+		if d.State == StateCancelled {
+			// Cancelled while the run delivered: the record keeps the
+			// result, the caller is told it was cancelled.
+			out.Reason = ReasonCancelled
+		}
+	default:
+		out.Status = StatusNoWinner
+		switch d.State {
+		case StateCancelled:
+			out.Reason = ReasonCancelled
+			msg := "the delegation was cancelled"
+			if c := d.Cancellation; c != nil && c.Reason != "" {
+				msg += ": " + c.Reason
+			}
+			out.Error = &ErrorInfo{Name: "Cancelled", Message: msg}
+		case StateInterrupted:
+			out.Reason = ReasonInterrupted
+			out.Error = &ErrorInfo{Name: "Interrupted", Message: d.Failure}
+		default:
+			out.Reason = ReasonRunFailed
+			out.Error = &ErrorInfo{Name: "RunFailed", Message: d.Failure}
+		}
+	}
+	if res != nil {
+		spent := res.SpentTotal
+		out.SpentTotal = &spent
+	}
+	return out
 }
 
 // StatusArgs are the arguments of delegation_status.
@@ -108,7 +202,7 @@ func (q *Queue) Tools() ([]contract.Tool, error) {
 		return nil
 	}
 	err := errors.Join(
-		add(tools.NewTool(ToolDelegate, "Delegate a task to this server's manager agent, which runs workers under one budget and returns a result only when the server's check passed. Returns {taskId, reused, state, delegation}; poll delegation_status with the taskId, or pass waitSeconds. The manager, workers, provider and check are fixed by the server.", q.delegateTool)),
+		add(tools.NewTool(ToolDelegate, "Delegate an intent to this server's manager agent, which runs workers under one budget and delivers only when the server's check passed. Synchronous: waits for the delegation to end (at most 600 s; waitSeconds shortens it, 0 returns at once) and returns {status: \"winner\", out, outRef, spentTotal} or {status: \"no-winner\", reason, error, spentTotal}, with taskId, reused, state and the record. When the wait ends first, status is pending or running: poll delegation_status with the taskId. The manager, workers, provider and check are fixed by the server.", q.delegateTool)),
 		add(tools.NewTool(ToolStatus, "The state and, once it ended, the result of one delegation (pending, running, completed, failed, cancelled or interrupted). Unknown spend is null.", q.statusTool)),
 		add(tools.NewTool(ToolHistory, "Past delegations, newest first.", q.historyTool)),
 		add(tools.NewTool(ToolFeedback, "Rate a delegation's result; the rating is kept with the delegation and shown in delegation_history.", q.feedbackTool)),
@@ -131,6 +225,15 @@ func answer[T any](v T, err error) (any, error) {
 	return v, nil
 }
 
+// delegateWait is delegate's wait: MaxWaitSeconds when waitSeconds is
+// absent.
+func delegateWait(s *int) (time.Duration, error) {
+	if s == nil {
+		return MaxWaitSeconds * time.Second, nil
+	}
+	return checkWait(*s)
+}
+
 func checkWait(s int) (time.Duration, error) {
 	if s < 0 || s > MaxWaitSeconds {
 		return 0, refuse(CodeInvalidArguments, "/waitSeconds", "waitSeconds must be between 0 and %d", MaxWaitSeconds)
@@ -143,11 +246,11 @@ func (q *Queue) delegateTool(ctx context.Context, a DelegateArgs) (any, error) {
 }
 
 func (q *Queue) delegate(ctx context.Context, a DelegateArgs) (DelegateResult, error) {
-	wait, err := checkWait(a.WaitSeconds)
+	wait, err := delegateWait(a.WaitSeconds)
 	if err != nil {
 		return DelegateResult{}, err
 	}
-	s, err := q.Submit(ctx, Request{Task: a.Task, IdempotencyKey: a.IdempotencyKey, Budget: a.Budget})
+	s, err := q.Submit(ctx, Request{Intent: a.Intent, RunID: a.RunID, IdempotencyKey: a.IdempotencyKey, Budget: a.Budget})
 	if err != nil {
 		return DelegateResult{}, err
 	}
@@ -157,7 +260,7 @@ func (q *Queue) delegate(ctx context.Context, a DelegateArgs) (DelegateResult, e
 			return DelegateResult{}, err
 		}
 	}
-	return DelegateResult{TaskID: s.TaskID, Reused: s.Reused, State: d.State, Delegation: d}, nil
+	return Outcome(d, s.Reused), nil
 }
 
 func (q *Queue) statusTool(ctx context.Context, a StatusArgs) (any, error) {

@@ -34,7 +34,7 @@ func NewDelegation(q *delegation.Queue, opts DelegationOptions) (*mcp.Server, er
 	return New(ts, &Options{
 		Name:         delegation.ServerName,
 		Version:      opts.Version,
-		Instructions: "Delegate tasks to a manager agent the host fixed: delegate returns a taskId; poll delegation_status (or pass waitSeconds) for the result. A result is delivered only when the host's check passed.",
+		Instructions: "Delegate intents to a manager agent the host fixed: delegate waits for the result (status winner with out, or no-winner with reason) and returns the taskId; when its wait ends first, poll delegation_status with the taskId. A result is delivered only when the host's check passed.",
 		Logger:       opts.Logger,
 	})
 }

@@ -114,13 +114,21 @@ func TestDelegationOverMCP(t *testing.T) {
 				t.Errorf("server name %q", got)
 			}
 
-			first, isErr := call(t, ctx, cs, "delegate", `{"task": "write alpha", "idempotencyKey": "k1", "waitSeconds": 30}`)
-			if isErr || first["state"] != "completed" || first["reused"] != false {
+			// §9: delegate is synchronous by default and answers with the
+			// winner arm at the top level.
+			first, isErr := call(t, ctx, cs, "delegate", `{"intent": "write alpha", "idempotencyKey": "k1", "runId": "caller-run-1"}`)
+			if isErr || first["status"] != "winner" || first["state"] != "completed" || first["reused"] != false {
 				t.Fatalf("delegate: %v", first)
+			}
+			if out, _ := first["out"].(string); !strings.Contains(out, "DONE") || first["outRef"] == nil {
+				t.Errorf("the winner arm: out %q outRef %v", out, first["outRef"])
+			}
+			if top, _ := first["spentTotal"].(map[string]any); top == nil || top["charged"] == nil {
+				t.Errorf("the winner arm's spentTotal: %v", first["spentTotal"])
 			}
 			id, _ := first["taskId"].(string)
 			d, _ := first["delegation"].(map[string]any)
-			if diff := cmp.Diff([]string{"attempts", "budget", "createdAt", "endedAt", "feedback", "requestDigest", "result", "resumed", "runDir", "startedAt", "state", "task", "taskId", "updatedAt", "idempotencyKey"}, keys(d), cmpSorted); diff != "" {
+			if diff := cmp.Diff([]string{"attempts", "budget", "createdAt", "endedAt", "feedback", "requestDigest", "result", "resumed", "runDir", "runId", "startedAt", "state", "intent", "taskId", "updatedAt", "idempotencyKey"}, keys(d), cmpSorted); diff != "" {
 				t.Errorf("delegation keys (-want +got):\n%s", diff)
 			}
 			res, _ := d["result"].(map[string]any)
@@ -132,21 +140,29 @@ func TestDelegationOverMCP(t *testing.T) {
 				t.Errorf("spent %v: the manager's model reported nothing, so tokens and usd are null", spent)
 			}
 
-			again, isErr := call(t, ctx, cs, "delegate", `{"task": "write alpha", "idempotencyKey": "k1"}`)
+			again, isErr := call(t, ctx, cs, "delegate", `{"intent": "write alpha", "idempotencyKey": "k1"}`)
 			if isErr || again["taskId"] != id || again["reused"] != true {
 				t.Errorf("retry: %v", again)
 			}
-			conflict, isErr := call(t, ctx, cs, "delegate", `{"task": "write beta", "idempotencyKey": "k1"}`)
+			conflict, isErr := call(t, ctx, cs, "delegate", `{"intent": "write beta", "idempotencyKey": "k1"}`)
 			if isErr || conflict["error"] != delegation.CodeIdempotencyConflict || conflict["path"] != "/idempotencyKey" || conflict["reason"] == "" {
 				t.Errorf("conflict: isError %v, %v", isErr, conflict)
 			}
-			over, isErr := call(t, ctx, cs, "delegate", `{"task": "write alpha", "budget": {"tokens": 20000}}`)
+			over, isErr := call(t, ctx, cs, "delegate", `{"intent": "write alpha", "budget": {"tokens": 20000}}`)
 			if isErr || over["error"] != delegation.CodeBudgetOverCap || over["path"] != "/budget/tokens" {
 				t.Errorf("over the cap: isError %v, %v", isErr, over)
 			}
-			bad, isErr := call(t, ctx, cs, "delegate", `{"task": "write alpha", "profile": "root"}`)
+			bad, isErr := call(t, ctx, cs, "delegate", `{"intent": "write alpha", "profile": "root"}`)
 			if !isErr || bad["error"] != kernel.CodeInvalidArguments {
 				t.Errorf("an argument naming a profile: isError %v, %v", isErr, bad)
+			}
+			old, isErr := call(t, ctx, cs, "delegate", `{"task": "write alpha"}`)
+			if !isErr || old["error"] != kernel.CodeInvalidArguments {
+				t.Errorf("the argument is named intent, not task: isError %v, %v", isErr, old)
+			}
+			badRun, isErr := call(t, ctx, cs, "delegate", `{"intent": "write alpha", "runId": "a b"}`)
+			if isErr || badRun["error"] != delegation.CodeInvalidArguments || badRun["path"] != "/runId" {
+				t.Errorf("a runId with a space: isError %v, %v", isErr, badRun)
 			}
 
 			status, isErr := call(t, ctx, cs, "delegation_status", `{"taskId": "`+id+`"}`)

@@ -53,14 +53,19 @@ func newMCPDelegateCmd(stdio IO, open providerOpener) *cobra.Command {
 delegation_history, delegate_feedback and delegation_cancel — on stdin/stdout
 by default, or over streamable HTTP at http://ADDR/mcp with --http ADDR.
 
-A client's delegate call hands a task to the manager profile --manager, which
+A client's delegate call ({intent, runId?, idempotencyKey?, budget?,
+waitSeconds?}) hands the intent to the manager profile --manager, which
 runs it as one supervised run (as agentrt supervise does) spawning workers
 from the --worker profiles on --provider, under a budget within the caps
 --budget-tokens, --iterations and --budget-usd. A result is delivered only
 when the check passes: it contains --expect TEXT, or --check-cmd CMD (run
 by /bin/sh with the result on stdin) exits 0; without either, when it is not
 empty. The manager, workers, provider, check and caps are fixed here; no tool
-argument can choose them.
+argument can choose them. delegate waits for the delegation to end (at most
+600 s, or waitSeconds) and answers {status: "winner", out, outRef,
+spentTotal} or {status: "no-winner", reason, error, spentTotal}, with the
+taskId; when the wait ends first, status is pending or running and the
+client polls delegation_status.
 
 Delegations are durable: they are kept in the run store (--db FILE or
 --database URL, as for agentrt runs) and their journals under --run-dir

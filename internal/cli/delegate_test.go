@@ -76,12 +76,16 @@ func TestMCPDelegateBinaryStdio(t *testing.T) {
 	}
 
 	cs, cmd, _ := start(slow)
-	done := toolResult(t, ctx, cs, "delegate", `{"task": "write alpha", "idempotencyKey": "first", "waitSeconds": 60}`)
-	d, _ := done["delegation"].(map[string]any)
-	if done["state"] != "completed" || !strings.Contains(d["result"].(map[string]any)["out"].(string), "DONE") {
+	// delegate is synchronous by default (§9): it answers with the
+	// winner's output at the top level.
+	done := toolResult(t, ctx, cs, "delegate", `{"intent": "write alpha", "idempotencyKey": "first"}`)
+	if out, _ := done["out"].(string); done["status"] != "winner" || done["state"] != "completed" || !strings.Contains(out, "DONE") {
 		t.Fatalf("first delegation: %v", done)
 	}
-	running := toolResult(t, ctx, cs, "delegate", `{"task": "write slow"}`)
+	running := toolResult(t, ctx, cs, "delegate", `{"intent": "write slow", "waitSeconds": 0}`)
+	if running["status"] != "pending" && running["status"] != "running" {
+		t.Fatalf("waitSeconds 0 answers at once with the state: %v", running)
+	}
 	id := running["taskId"].(string)
 	killedDir := filepath.Join(runDir, id)
 	for !journaledKind(ctx, killedDir, supervise.KindSpawned) {
@@ -111,7 +115,7 @@ func TestMCPDelegateBinaryStdio(t *testing.T) {
 	if st["state"] != "completed" || st["resumed"] != true || st["attempts"] != float64(2) {
 		t.Errorf("the killed delegation after the restart: state %v resumed %v attempts %v failure %v", st["state"], st["resumed"], st["attempts"], st["failure"])
 	}
-	again := toolResult(t, ctx, cs2, "delegate", `{"task": "write alpha", "idempotencyKey": "first"}`)
+	again := toolResult(t, ctx, cs2, "delegate", `{"intent": "write alpha", "idempotencyKey": "first"}`)
 	if again["taskId"] != done["taskId"] || again["reused"] != true {
 		t.Errorf("the key of the first delegation, after the restart: %v", again)
 	}
@@ -148,12 +152,12 @@ func TestMCPDelegateHTTPOnPostgres(t *testing.T) {
 	t.Setenv("AGENTRT_MCP_TOKEN", token)
 	srv := startMCPHTTP(t, ctx, "delegate", delegateArgs(writeFile(t, "fast.json", delegateFastScript), t.TempDir(), "--database", dbURL)...)
 	cs := connectHTTP(t, ctx, srv.url, token)
-	got := toolResult(t, ctx, cs, "delegate", `{"task": "write alpha", "budget": {"tokens": 5000}, "waitSeconds": 60}`)
+	got := toolResult(t, ctx, cs, "delegate", `{"intent": "write alpha", "budget": {"tokens": 5000}, "waitSeconds": 60}`)
 	d, _ := got["delegation"].(map[string]any)
-	if got["state"] != "completed" || d["budget"].(map[string]any)["tokens"] != float64(5000) {
+	if got["status"] != "winner" || got["state"] != "completed" || d["budget"].(map[string]any)["tokens"] != float64(5000) {
 		t.Errorf("delegate: %v", got)
 	}
-	refused := toolResult(t, ctx, cs, "delegate", `{"task": "write alpha", "budget": {"tokens": 1000000}}`)
+	refused := toolResult(t, ctx, cs, "delegate", `{"intent": "write alpha", "budget": {"tokens": 1000000}}`)
 	if refused["error"] != "budget-over-cap" || refused["path"] != "/budget/tokens" {
 		t.Errorf("over the cap: %v", refused)
 	}

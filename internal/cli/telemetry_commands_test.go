@@ -294,7 +294,7 @@ func TestMCPDelegateTracesEachDelegation(t *testing.T) {
 	if err != nil {
 		t.Fatalf("connect: %v\n%s", err, stderr)
 	}
-	done := toolResult(t, ctx, cs, "delegate", `{"task": "write alpha", "waitSeconds": 60}`)
+	done := toolResult(t, ctx, cs, "delegate", `{"intent": "write alpha", "waitSeconds": 60}`)
 	taskID, _ := done["taskId"].(string)
 	if done["state"] != "completed" || taskID == "" {
 		t.Fatalf("delegation: %v", done)
