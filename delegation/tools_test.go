@@ -151,4 +151,3 @@ func TestDelegateAnswersLikeSection9(t *testing.T) {
 		}
 	})
 }
-
