@@ -133,6 +133,10 @@ type Store interface {
 	UpdateRun(ctx context.Context, id string, fn func(*Run) error) (Run, error)
 	// ListRuns returns runs, newest first.
 	ListRuns(ctx context.Context, opts ListOptions) ([]Run, error)
+	// DeleteRun removes an ended run (Effective status terminal) with its
+	// events and ledger entries, at once. A missing run is ErrNotFound; a
+	// live one is refused (ErrInvalid) and nothing is removed.
+	DeleteRun(ctx context.Context, id string) error
 	// UpdateFenced is UpdateRun for the run's lease holder: it applies fn
 	// and stores the result only while f holds (CheckFence), atomically
 	// with the write; otherwise it returns a *FenceError and changes
@@ -276,6 +280,16 @@ func Effective(r Run, now time.Time) Status {
 		return StatusInterrupted
 	}
 	return r.Status
+}
+
+// CheckDelete refuses the deletion of r at now unless it ended
+// (Effective status terminal). Adapters call it inside DeleteRun's
+// transaction (or under its lock).
+func CheckDelete(r Run, now time.Time) error {
+	if st := Effective(r, now); !st.Terminal() {
+		return fmt.Errorf("run %s is %s: %w: only an ended run can be deleted", r.ID, st, ErrInvalid)
+	}
+	return nil
 }
 
 // CheckUpdate validates an update of before into after: the identity and

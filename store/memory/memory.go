@@ -140,6 +140,27 @@ func (s *Store) run(id string, f *store.Fence) (*store.Run, error) {
 	return r, nil
 }
 
+// DeleteRun implements store.Store.
+func (s *Store) DeleteRun(ctx context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(); err != nil {
+		return err
+	}
+	r, ok := s.runs[id]
+	if !ok {
+		return fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+	}
+	if err := store.CheckDelete(*r, s.now()); err != nil {
+		return err
+	}
+	delete(s.runs, id)
+	delete(s.events, id)
+	delete(s.eventIDs, id)
+	delete(s.ledger, id)
+	return nil
+}
+
 // ListRuns implements store.Store.
 func (s *Store) ListRuns(ctx context.Context, opts store.ListOptions) ([]store.Run, error) {
 	s.mu.Lock()

@@ -223,6 +223,37 @@ func (s *Store) write(ctx context.Context) sqlrow.Write {
 	}
 }
 
+// DeleteRun implements store.Store: the run is locked, checked, and
+// removed with its events and ledger in one transaction.
+func (s *Store) DeleteRun(ctx context.Context, id string) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: delete run: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	var status string
+	var lease int64
+	err = tx.QueryRow(ctx, `SELECT status, lease_until FROM `+s.t.runs+` WHERE id = $1 FOR UPDATE`, id).Scan(&status, &lease)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: delete run: %w", err)
+	}
+	if err := store.CheckDelete(store.Run{ID: id, Status: store.Status(status), LeaseUntil: sqlrow.FromNanos(lease)}, s.now()); err != nil {
+		return err
+	}
+	for _, q := range []string{`DELETE FROM ` + s.t.events + ` WHERE run_id = $1`, `DELETE FROM ` + s.t.ledger + ` WHERE run_id = $1`, `DELETE FROM ` + s.t.runs + ` WHERE id = $1`} {
+		if _, err := tx.Exec(ctx, q, id); err != nil {
+			return fmt.Errorf("postgres: delete run: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres: delete run: %w", err)
+	}
+	return nil
+}
+
 // ListRuns implements store.Store.
 func (s *Store) ListRuns(ctx context.Context, opts store.ListOptions) ([]store.Run, error) {
 	now := s.now().UnixNano()

@@ -187,6 +187,37 @@ func (s *Store) write(ctx context.Context) sqlrow.Write {
 	}
 }
 
+// DeleteRun implements store.Store: the run, its events and its ledger
+// go in one write transaction.
+func (s *Store) DeleteRun(ctx context.Context, id string) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: delete run: %w", err)
+	}
+	defer tx.Rollback()
+	var status string
+	var lease int64
+	err = tx.QueryRowContext(ctx, `SELECT status, lease_until FROM runs WHERE id = ?`, id).Scan(&status, &lease)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: delete run: %w", err)
+	}
+	if err := store.CheckDelete(store.Run{ID: id, Status: store.Status(status), LeaseUntil: sqlrow.FromNanos(lease)}, s.now()); err != nil {
+		return err
+	}
+	for _, q := range []string{`DELETE FROM events WHERE run_id = ?`, `DELETE FROM ledger WHERE run_id = ?`, `DELETE FROM runs WHERE id = ?`} {
+		if _, err := tx.ExecContext(ctx, q, id); err != nil {
+			return fmt.Errorf("sqlite: delete run: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: delete run: %w", err)
+	}
+	return nil
+}
+
 // ListRuns implements store.Store.
 func (s *Store) ListRuns(ctx context.Context, opts store.ListOptions) ([]store.Run, error) {
 	now := s.now().UnixNano()

@@ -56,6 +56,7 @@ func Run(t *testing.T, open Open) {
 		{"ConcurrentAppendsStayContiguous", testConcurrentAppend},
 		{"ConcurrentAppendsAcrossRunsFailAlone", testConcurrentAppendsFailAlone},
 		{"Ledger", testLedger},
+		{"DeleteEndedRun", testDeleteRun},
 		{"IdempotencyClaim", testIdempotency},
 		{"RefusesNonCanonicalJSON", testNonCanonical},
 		{"FencedWritesNeedALiveLease", testFenceLapsed},
@@ -366,6 +367,65 @@ func testLedger(t *testing.T, open Open) {
 	}
 	if v, _ := got[1].Body.Get("tokens"); v.Kind() != canonjson.Null {
 		t.Error("an unknown (null) ledger value came back as something else")
+	}
+}
+
+// testDeleteRun: an ended run goes with its events and ledger; a live
+// one is refused and kept; a lapsed lease counts as ended; a missing run
+// is not found; other runs are untouched.
+func testDeleteRun(t *testing.T, open Open) {
+	ctx := context.Background()
+	clock := NewClock()
+	s := open(t, clock.Now)
+	for _, id := range []string{"ended", "live", "lapsed", "other"} {
+		r := newRun(id)
+		if id == "lapsed" {
+			r.Owner, r.LeaseUntil = "w", clock.Now().Add(time.Second)
+		}
+		if _, err := s.CreateRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.AppendEvents(ctx, fence("ended"), []store.NewEvent{{ID: "e1", Type: "run.started", Time: clock.Now(), Body: doc(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendLedger(ctx, fence("ended"), []canonjson.Value{doc(`{"tokens":1}`)}, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateRun(ctx, "ended", func(r *store.Run) error { r.Status = store.StatusCompleted; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteRun(ctx, "live"); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("deleting a running run: %v, want ErrInvalid", err)
+	}
+	if _, err := s.GetRun(ctx, "live"); err != nil {
+		t.Errorf("the refused deletion removed the run: %v", err)
+	}
+	if err := s.DeleteRun(ctx, "ended"); err != nil {
+		t.Fatalf("deleting an ended run: %v", err)
+	}
+	if _, err := s.GetRun(ctx, "ended"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("after the deletion: %v, want ErrNotFound", err)
+	}
+	if evs, err := s.Events(ctx, "ended", "", 10); err != nil && !errors.Is(err, store.ErrNotFound) || len(evs) != 0 {
+		t.Errorf("events after the deletion: %v %v", evs, err)
+	}
+	if led, err := s.Ledger(ctx, "ended"); err != nil && !errors.Is(err, store.ErrNotFound) || len(led) != 0 {
+		t.Errorf("ledger after the deletion: %v %v", led, err)
+	}
+	if err := s.DeleteRun(ctx, "ended"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("deleting it again: %v, want ErrNotFound", err)
+	}
+	clock.Advance(2 * time.Second)
+	if err := s.DeleteRun(ctx, "lapsed"); err != nil {
+		t.Errorf("deleting a run whose lease lapsed (interrupted): %v", err)
+	}
+	if runs, err := s.ListRuns(ctx, store.ListOptions{}); err != nil || len(runs) != 2 {
+		t.Errorf("left: %d runs (%v), want live and other", len(runs), err)
+	}
+	// The id is free again.
+	if _, err := s.CreateRun(ctx, newRun("ended")); err != nil {
+		t.Errorf("re-creating a deleted id: %v", err)
 	}
 }
 
