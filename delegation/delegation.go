@@ -183,6 +183,9 @@ const (
 	CodeQueueFull           = "queue-full"
 	CodeFeedbackFull        = "feedback-full"
 	CodeClosed              = "queue-closed"
+	// CodeStoreFailed: the queue's store failed; it takes nothing new
+	// until it is restarted (StoreFailedError).
+	CodeStoreFailed = "store-failed"
 )
 
 // Refusal is a request the queue does not take: Code says which rule,

@@ -74,7 +74,7 @@ func FuzzToolArguments(f *testing.F) {
 		}
 		if code, ok := m["error"].(string); ok {
 			known := []string{delegation.CodeInvalidArguments, delegation.CodeBudgetOverCap, delegation.CodeIdempotencyConflict,
-				delegation.CodeUnknownDelegation, delegation.CodeQueueFull, delegation.CodeFeedbackFull, delegation.CodeClosed}
+				delegation.CodeUnknownDelegation, delegation.CodeQueueFull, delegation.CodeFeedbackFull, delegation.CodeClosed, delegation.CodeStoreFailed}
 			if !slices.Contains(known, code) || m["reason"] == "" {
 				t.Fatalf("%s: refusal %v", tool.Name, m)
 			}

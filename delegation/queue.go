@@ -35,9 +35,8 @@ const (
 	// MaxOutBytes bounds the output text kept in a record; the whole
 	// output stays in the run dir's blob (Result.OutRef).
 	MaxOutBytes = 1 << 20
-	// storeTimeout bounds each store call the queue makes on its own
-	// (claims, renewals, the end of a run).
-	storeTimeout = 10 * time.Second
+	// DefaultStoreTimeout bounds each store call (Config.StoreTimeout).
+	DefaultStoreTimeout = 10 * time.Second
 	// pollInterval is how often a waiting caller reads the store for a
 	// change another process made.
 	pollInterval = 500 * time.Millisecond
@@ -93,6 +92,10 @@ type Config struct {
 	// delegations whose claim lapsed (default DefaultScanInterval).
 	ClaimTTL     time.Duration
 	ScanInterval time.Duration
+	// StoreTimeout bounds each store call (default
+	// DefaultStoreTimeout); a call that outlives it is the queue's store
+	// failure (see StoreFailedError).
+	StoreTimeout time.Duration
 	// Owner names this queue in claims (default a random id).
 	Owner string
 	// Now replaces time.Now; Logger receives the operational log (never
@@ -131,8 +134,8 @@ func (c *Config) check() error {
 		return bad("RunDir is required")
 	case c.Concurrency < 0 || c.Concurrency > MaxConcurrency:
 		return bad("Concurrency must be between 1 and %d", MaxConcurrency)
-	case c.MaxPending < 0 || c.MaxRunTime < 0 || c.ClaimTTL < 0 || c.ScanInterval < 0:
-		return bad("MaxPending, MaxRunTime, ClaimTTL and ScanInterval cannot be negative")
+	case c.MaxPending < 0 || c.MaxRunTime < 0 || c.ClaimTTL < 0 || c.ScanInterval < 0 || c.StoreTimeout < 0:
+		return bad("MaxPending, MaxRunTime, ClaimTTL, ScanInterval and StoreTimeout cannot be negative")
 	}
 	if c.ClaimTTL != 0 && c.ClaimTTL < 300*time.Millisecond {
 		return bad("ClaimTTL must be at least 300ms")
@@ -156,6 +159,9 @@ func (c *Config) check() error {
 	}
 	if c.ScanInterval == 0 {
 		c.ScanInterval = DefaultScanInterval
+	}
+	if c.StoreTimeout == 0 {
+		c.StoreTimeout = DefaultStoreTimeout
 	}
 	if c.Owner == "" {
 		var b [8]byte
@@ -193,6 +199,8 @@ type Queue struct {
 	live    map[string]context.CancelCauseFunc
 	changed chan struct{}
 	closed  bool
+	// failure is the first store failure (nil while the store answers).
+	failure *StoreFailedError
 }
 
 // Open checks cfg and starts the queue: Config.Concurrency runners that
@@ -207,6 +215,7 @@ func Open(cfg Config) (*Queue, error) {
 	base, stop := context.WithCancelCause(context.Background())
 	q := &Queue{cfg: cfg, base: base, stop: stop, kick: make(chan struct{}, 1),
 		live: map[string]context.CancelCauseFunc{}, changed: make(chan struct{})}
+	q.cfg.Store = watchedStore{Store: cfg.Store, q: q}
 	for range cfg.Concurrency {
 		q.wg.Add(1)
 		go q.loop()
@@ -221,7 +230,9 @@ func (q *Queue) Owner() string { return q.cfg.Owner }
 // delegations are cancelled, their supervised runs journal their end,
 // and their claims are released so the next queue on the store resumes
 // them. It waits for that until ctx ends (then it returns ctx's error
-// and the runs finish on their own).
+// and the runs finish on their own). When the store failed while the
+// queue was open, Close returns that failure too (a *StoreFailedError):
+// what the queue meant to record since may be missing from the store.
 func (q *Queue) Close(ctx context.Context) error {
 	q.mu.Lock()
 	q.closed = true
@@ -229,11 +240,40 @@ func (q *Queue) Close(ctx context.Context) error {
 	q.stop(errShutdown)
 	done := make(chan struct{})
 	go func() { q.wg.Wait(); close(done) }()
+	var err error
 	select {
 	case <-done:
-		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("delegation: closing: %w", ctx.Err())
+		err = fmt.Errorf("delegation: closing: %w", ctx.Err())
+	}
+	if f := q.Failure(); f != nil {
+		err = errors.Join(f, err)
+	}
+	return err
+}
+
+// Failure returns the queue's first store failure, a
+// *StoreFailedError, or nil while the store has answered.
+func (q *Queue) Failure() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.failure == nil {
+		return nil
+	}
+	return q.failure
+}
+
+// fail records the first store failure; the queue then refuses new
+// delegations and claims none.
+func (q *Queue) fail(f *StoreFailedError) {
+	q.mu.Lock()
+	first := q.failure == nil
+	if first {
+		q.failure = f
+	}
+	q.mu.Unlock()
+	if first {
+		q.cfg.Logger.Error("delegation: the store failed; refusing new delegations until the queue is restarted", "op", f.Op, "err", f.Err)
 	}
 }
 
@@ -378,6 +418,9 @@ func checkTaskID(id, path string) error {
 func (q *Queue) Submit(ctx context.Context, req Request) (Submitted, error) {
 	if q.isClosed() {
 		return Submitted{}, refuse(CodeClosed, "", "the delegation server is stopping; retry on its next start")
+	}
+	if f := q.Failure(); f != nil {
+		return Submitted{}, refuse(CodeStoreFailed, "", "the delegation store failed (%v); restart the delegation server once its store answers again, then retry", clip(f.(*StoreFailedError).Err.Error(), 200))
 	}
 	budget, digest, err := Check(req, q.cfg.Caps)
 	if err != nil {

@@ -23,7 +23,7 @@ func (q *Queue) loop() {
 	t := time.NewTicker(q.cfg.ScanInterval)
 	defer t.Stop()
 	for {
-		for q.base.Err() == nil {
+		for q.base.Err() == nil && q.Failure() == nil {
 			d, ok := q.claimNext()
 			if !ok || !q.run(d) {
 				break // nothing to claim, or wait for the next scan
@@ -44,7 +44,7 @@ var errNotClaimable = errors.New("delegation: not claimable")
 // claimNext claims the oldest running delegation whose claim lapsed, or
 // else the oldest pending one.
 func (q *Queue) claimNext() (Delegation, bool) {
-	ctx, cancel := context.WithTimeout(q.base, storeTimeout)
+	ctx, cancel := context.WithTimeoutCause(q.base, q.cfg.StoreTimeout, errStoreTimeout)
 	defer cancel()
 	for _, status := range []store.Status{store.StatusRunning, store.StatusPending} {
 		runs, err := q.cfg.Store.ListRuns(ctx, store.ListOptions{Kind: Kind, Status: status})
@@ -246,7 +246,7 @@ func (q *Queue) heartbeat(ctx context.Context, id string, cancel context.CancelC
 		case <-t.C:
 		}
 		var stop error
-		sctx, scancel := context.WithTimeout(ctx, min(storeTimeout, q.cfg.ClaimTTL/3))
+		sctx, scancel := context.WithTimeoutCause(ctx, min(q.cfg.StoreTimeout, q.cfg.ClaimTTL/3), errStoreTimeout)
 		_, err := q.update(sctx, id, func(r *store.Run, d *Delegation) error {
 			stop = nil
 			switch {
@@ -283,7 +283,7 @@ func (q *Queue) heartbeat(ctx context.Context, id string, cancel context.CancelC
 // storeCtx bounds a store call the queue makes on its own, also while
 // it closes.
 func (q *Queue) storeCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(q.base), storeTimeout)
+	return context.WithTimeoutCause(context.WithoutCancel(q.base), q.cfg.StoreTimeout, errStoreTimeout)
 }
 
 // end records how an attempt ended, while this queue still holds the

@@ -115,7 +115,7 @@ traced over OTLP/HTTP as agentrt supervise's is.`,
 	return cmd
 }
 
-func runMCPDelegate(ctx context.Context, stdio IO, open providerOpener, f mcpDelegateFlags) error {
+func runMCPDelegate(ctx context.Context, stdio IO, open providerOpener, f mcpDelegateFlags) (err error) {
 	switch {
 	case f.manager == "":
 		return usage("--manager PROFILE is required: the manager profile every delegation runs")
@@ -225,8 +225,15 @@ func runMCPDelegate(ctx context.Context, stdio IO, open providerOpener, f mcpDel
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 		defer cancel()
-		if err := q.Close(cctx); err != nil {
-			fmt.Fprintf(stdio.Err, "agentrt mcp delegate: %v\n", err)
+		cerr := q.Close(cctx)
+		if cerr == nil {
+			return
+		}
+		fmt.Fprintf(stdio.Err, "agentrt mcp delegate: %v\n", cerr)
+		if _, failed := errors.AsType[*delegation.StoreFailedError](cerr); failed && err == nil {
+			// The store failed while serving: what the server meant to
+			// record since may be missing, so the run is not a success.
+			err = &exitError{code: ExitFailed, err: fmt.Errorf("the delegation store failed; check it, then restart the server: %w", cerr)}
 		}
 	}()
 	srv, err := mcpserver.NewDelegation(q, mcpserver.DelegationOptions{Version: Version, Logger: logger})
