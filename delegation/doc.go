@@ -1,15 +1,16 @@
 // Package delegation is the durable delegation queue behind the
 // delegation MCP server (spec/runtime.md §9, "Delegation server";
-// checklist OS-04): a caller hands a task to a fixed manager agent, which
+// checklist OS-04): a caller hands an intent to a fixed manager agent, which
 // runs it as one supervised run (supervise.Supervise, §3.6) and is
 // delivered only when the server's deliverable check passed.
 //
 // Everything that decides what runs — the manager profile, the worker
 // profiles, the executor and provider, the manager's model, the
 // deliverable check and the budget caps — is fixed in [Config] when the
-// queue opens. A request carries only the task, an optional idempotency
-// key and an optional budget within the caps; it can never choose a
-// profile, a provider or a check.
+// queue opens. A request carries only the intent, an optional runId
+// (the caller's correlation id), an optional idempotency key and an
+// optional budget within the caps; it can never choose a profile, a
+// provider or a check.
 //
 // # Records
 //
@@ -54,12 +55,52 @@
 // delegations only where they share the run dir too; elsewhere such a
 // delegation ends interrupted, as above.
 //
+// # Restore, against §9
+//
+// §9 restores a delegation queue from its store: terminal records stay
+// queryable, in-flight records with a detachedSessionRef re-attach via a
+// tick-driven resume driver (every 5 s by default), and other in-flight
+// records settle failed. Here every delegation is resumable the way a
+// detachedSessionRef makes one resumable there, because its supervised
+// run journals under Config.RunDir/<taskId> and the queue itself is the
+// tick-driven driver:
+//
+//   - terminal records stay queryable (Get, History), until evicted by
+//     Config.MaxTerminalRecords;
+//   - the detachedSessionRef is the run dir: an in-flight delegation
+//     whose claim lapsed is taken over on the runners' scan, every
+//     Config.ScanInterval (default DefaultScanInterval, 5 s), and its
+//     attempt resumes the journal; a running delegation whose holder is
+//     alive is never taken, since its claim is renewed;
+//   - one with nothing to resume from (it was claimed, but its run dir
+//     holds no journal) settles interrupted, a terminal no-winner state
+//     (§9's "settle failed"), rather than being run again; a pending one
+//     simply starts.
+//
+// # Store failure and retention
+//
+// Every store call is bounded by Config.StoreTimeout. The first one that
+// fails or outlives it is the queue's store failure (a
+// *[StoreFailedError], [Queue.Failure]): from then on the queue refuses
+// new delegations (store-failed), claims none, and Close returns the
+// failure, since records it meant to write may be missing. Nothing
+// already stored is removed: a delegation running then keeps its record
+// and the next queue (after a restart) takes it over.
+//
+// With Config.MaxTerminalRecords set, the delegations that ended longest
+// ago beyond it are deleted from the store (store.Store.DeleteRun) with
+// their run dirs, after each end and when a queue opens; a pending or
+// running one never is. An evicted delegation reads as
+// unknown-delegation; its idempotency key submits it anew, under the
+// same taskId.
+//
 // # Bounds
 //
 // Every wait is bounded: a caller's wait for a result by
 // [MaxWaitSeconds], a run by Config.MaxRunTime (its supervised run's
-// deadline), Close by its context. Admission is bounded by
-// Config.MaxPending pending delegations, a task by [MaxIntentBytes],
+// deadline), a store call by Config.StoreTimeout, Close by its context.
+// The records kept are bounded by Config.MaxTerminalRecords. Admission is bounded by
+// Config.MaxPending pending delegations, an intent by [MaxIntentBytes],
 // feedback by [MaxFeedback] entries of at most [MaxNotesBytes].
 //
 // # Refusals

@@ -92,6 +92,11 @@ type Config struct {
 	// delegations whose claim lapsed (default DefaultScanInterval).
 	ClaimTTL     time.Duration
 	ScanInterval time.Duration
+	// MaxTerminalRecords, when positive, bounds the ended delegations
+	// kept (§9 maxTerminalRecords): beyond it, those that ended longest
+	// ago are evicted from the store with their run dirs, and read as
+	// unknown-delegation after. 0 keeps every one.
+	MaxTerminalRecords int
 	// StoreTimeout bounds each store call (default
 	// DefaultStoreTimeout); a call that outlives it is the queue's store
 	// failure (see StoreFailedError).
@@ -134,8 +139,8 @@ func (c *Config) check() error {
 		return bad("RunDir is required")
 	case c.Concurrency < 0 || c.Concurrency > MaxConcurrency:
 		return bad("Concurrency must be between 1 and %d", MaxConcurrency)
-	case c.MaxPending < 0 || c.MaxRunTime < 0 || c.ClaimTTL < 0 || c.ScanInterval < 0 || c.StoreTimeout < 0:
-		return bad("MaxPending, MaxRunTime, ClaimTTL, ScanInterval and StoreTimeout cannot be negative")
+	case c.MaxPending < 0 || c.MaxRunTime < 0 || c.ClaimTTL < 0 || c.ScanInterval < 0 || c.StoreTimeout < 0 || c.MaxTerminalRecords < 0:
+		return bad("MaxPending, MaxRunTime, ClaimTTL, ScanInterval, StoreTimeout and MaxTerminalRecords cannot be negative")
 	}
 	if c.ClaimTTL != 0 && c.ClaimTTL < 300*time.Millisecond {
 		return bad("ClaimTTL must be at least 300ms")
@@ -194,6 +199,8 @@ type Queue struct {
 	stop context.CancelCauseFunc
 	wg   sync.WaitGroup
 	kick chan struct{}
+	// evictKick wakes the evictor (Config.MaxTerminalRecords).
+	evictKick chan struct{}
 
 	mu      sync.Mutex
 	live    map[string]context.CancelCauseFunc
@@ -213,9 +220,14 @@ func Open(cfg Config) (*Queue, error) {
 		return nil, err
 	}
 	base, stop := context.WithCancelCause(context.Background())
-	q := &Queue{cfg: cfg, base: base, stop: stop, kick: make(chan struct{}, 1),
+	q := &Queue{cfg: cfg, base: base, stop: stop, kick: make(chan struct{}, 1), evictKick: make(chan struct{}, 1),
 		live: map[string]context.CancelCauseFunc{}, changed: make(chan struct{})}
 	q.cfg.Store = watchedStore{Store: cfg.Store, q: q}
+	if cfg.MaxTerminalRecords > 0 {
+		q.wg.Add(1)
+		go q.evictor()
+		q.kickEviction() // the cap applies to what an earlier process left
+	}
 	for range cfg.Concurrency {
 		q.wg.Add(1)
 		go q.loop()
@@ -427,7 +439,6 @@ func (q *Queue) Submit(ctx context.Context, req Request) (Submitted, error) {
 		return Submitted{}, err
 	}
 	id := kernel.NewID("dlg")
-	reused := false
 	if req.IdempotencyKey != "" {
 		rec := store.Idempotency{Scope: IdempotencyScope, Key: req.IdempotencyKey, RequestDigest: digest,
 			Result: canonjson.ObjectValue([]canonjson.Member{{Name: "taskId", Value: canonjson.StringValue(id)}}), CreatedAt: q.cfg.Now()}
@@ -441,7 +452,7 @@ func (q *Queue) Submit(ctx context.Context, req Request) (Submitted, error) {
 				return Submitted{}, refuse(CodeIdempotencyConflict, "/idempotencyKey",
 					"the idempotency key %q already submitted delegation %s with another request; use a new key for a new request", req.IdempotencyKey, prior.Str())
 			}
-			id, reused = prior.Str(), true
+			id = prior.Str()
 			if r, err := q.cfg.Store.GetRun(ctx, id); err == nil {
 				d, err := decodeRun(r)
 				if err != nil {
@@ -451,18 +462,19 @@ func (q *Queue) Submit(ctx context.Context, req Request) (Submitted, error) {
 			} else if !errors.Is(err, store.ErrNotFound) {
 				return Submitted{}, fmt.Errorf("delegation: submit: %w", err)
 			}
-			// The first try claimed the key but died before it recorded
-			// the delegation: record it now, under the key's id.
+			// No delegation holds the key's id: the first try claimed
+			// the key but died before it recorded the delegation, or the
+			// delegation ended and was evicted (MaxTerminalRecords).
+			// Either way nothing of it is left: record it now, anew,
+			// under the key's id.
 		}
 	}
-	if !reused {
-		pending, err := q.cfg.Store.ListRuns(ctx, store.ListOptions{Kind: Kind, Status: store.StatusPending, Limit: q.cfg.MaxPending})
-		if err != nil {
-			return Submitted{}, fmt.Errorf("delegation: submit: %w", err)
-		}
-		if len(pending) >= q.cfg.MaxPending {
-			return Submitted{}, refuse(CodeQueueFull, "", "%d delegations are already waiting; retry once some have started", len(pending))
-		}
+	pending, err := q.cfg.Store.ListRuns(ctx, store.ListOptions{Kind: Kind, Status: store.StatusPending, Limit: q.cfg.MaxPending})
+	if err != nil {
+		return Submitted{}, fmt.Errorf("delegation: submit: %w", err)
+	}
+	if len(pending) >= q.cfg.MaxPending {
+		return Submitted{}, refuse(CodeQueueFull, "", "%d delegations are already waiting; retry once some have started", len(pending))
 	}
 	d := Delegation{Intent: req.Intent, RunID: req.RunID, IdempotencyKey: req.IdempotencyKey, RequestDigest: digest, Budget: budget,
 		RunDir: filepath.Join(q.cfg.RunDir, id), Feedback: []Feedback{}}
@@ -471,10 +483,12 @@ func (q *Queue) Submit(ctx context.Context, req Request) (Submitted, error) {
 		return Submitted{}, fmt.Errorf("delegation: submit: %w", err)
 	}
 	r, err := q.cfg.Store.CreateRun(ctx, store.Run{ID: id, Kind: Kind, Status: store.StatusPending, Doc: doc})
+	reused := false
 	if errors.Is(err, store.ErrExists) && req.IdempotencyKey != "" {
 		// A concurrent submission under the same key (which found the key
 		// claimed but the delegation not yet recorded) recorded it first.
 		r, err = q.cfg.Store.GetRun(ctx, id)
+		reused = true
 	}
 	if err != nil {
 		return Submitted{}, fmt.Errorf("delegation: submit: %w", err)
@@ -604,6 +618,7 @@ func (q *Queue) Cancel(ctx context.Context, taskID, reason string) (Delegation, 
 	if err != nil {
 		return Delegation{}, kernel.EffectUnknown, err
 	}
+	q.kickEviction()
 	if effect == kernel.EffectCancelRequested {
 		q.mu.Lock()
 		if cancel := q.live[taskID]; cancel != nil {

@@ -313,6 +313,7 @@ func (q *Queue) end(id string, status store.Status, res *Result, resumed bool, f
 		q.cfg.Logger.Warn("delegation: recording the end", "task_id", id, "err", err)
 	}
 	q.notify()
+	q.kickEviction()
 }
 
 // release hands a running delegation back at shutdown: its claim lapses

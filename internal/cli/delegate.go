@@ -39,6 +39,7 @@ type mcpDelegateFlags struct {
 	budgetTokens, iterations, workerTokens     int64
 	budgetUSD, workerUSD                       float64
 	maxLive, maxTurns, concurrency, maxPending int
+	maxTerminal                                int
 	maxRunTime, claimTTL                       time.Duration
 	httpAddr, tokenFile                        string
 	store                                      storeFlags
@@ -107,6 +108,7 @@ traced over OTLP/HTTP as agentrt supervise's is.`,
 	fl.IntVar(&f.maxTurns, "max-turns", 0, "most tool turns of the manager's model (default: the kernel's backstop)")
 	fl.IntVar(&f.concurrency, "concurrency", delegation.DefaultConcurrency, "most delegations running at once")
 	fl.IntVar(&f.maxPending, "max-pending", delegation.DefaultMaxPending, "most delegations waiting to start; more are refused (queue-full)")
+	fl.IntVar(&f.maxTerminal, "max-terminal-records", 0, "most ended delegations kept; those that ended longest ago are removed with their journals (default: keep all)")
 	fl.DurationVar(&f.maxRunTime, "timeout", delegation.DefaultMaxRunTime, "deadline of one delegation from its start")
 	fl.DurationVar(&f.claimTTL, "claim-ttl", delegation.DefaultClaimTTL, "how long this server's claim on a running delegation lasts unless renewed; after a crash, the next server resumes the delegation once it lapsed")
 	fl.StringVar(&f.httpAddr, "http", "", "serve streamable HTTP on this address, such as 127.0.0.1:8766, instead of stdio")
@@ -131,6 +133,8 @@ func runMCPDelegate(ctx context.Context, stdio IO, open providerOpener, f mcpDel
 		return usage("--concurrency must be between 1 and %d", delegation.MaxConcurrency)
 	case f.maxPending < 1 || f.maxRunTime <= 0 || f.checkTimeout <= 0:
 		return usage("--max-pending, --timeout and --check-timeout must be positive")
+	case f.maxTerminal < 0:
+		return usage("--max-terminal-records cannot be negative (0 keeps every ended delegation)")
 	case f.claimTTL < time.Second:
 		return usage("--claim-ttl must be at least 1s")
 	case f.managerScript != "" && f.providerName != "scripted":
@@ -181,21 +185,22 @@ func runMCPDelegate(ctx context.Context, stdio IO, open providerOpener, f mcpDel
 	defer s.Close()
 	logger := slog.New(slog.NewTextHandler(stdio.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg := delegation.Config{
-		Store:          s,
-		Manager:        mgr,
-		Profiles:       profiles,
-		Executor:       &supervise.KernelExecutor{Provider: provider, Store: s},
-		Router:         router,
-		Deliverable:    expectDeliverable(f.expect),
-		Caps:           delegation.Budget{Tokens: f.budgetTokens, Iterations: f.iterations},
-		MaxLiveWorkers: f.maxLive,
-		MaxTurns:       f.maxTurns,
-		RunDir:         runDir,
-		Concurrency:    f.concurrency,
-		MaxPending:     f.maxPending,
-		MaxRunTime:     f.maxRunTime,
-		ClaimTTL:       f.claimTTL,
-		Logger:         logger,
+		Store:              s,
+		Manager:            mgr,
+		Profiles:           profiles,
+		Executor:           &supervise.KernelExecutor{Provider: provider, Store: s},
+		Router:             router,
+		Deliverable:        expectDeliverable(f.expect),
+		Caps:               delegation.Budget{Tokens: f.budgetTokens, Iterations: f.iterations},
+		MaxLiveWorkers:     f.maxLive,
+		MaxTurns:           f.maxTurns,
+		RunDir:             runDir,
+		Concurrency:        f.concurrency,
+		MaxPending:         f.maxPending,
+		MaxTerminalRecords: f.maxTerminal,
+		MaxRunTime:         f.maxRunTime,
+		ClaimTTL:           f.claimTTL,
+		Logger:             logger,
 	}
 	if f.checkCmd != "" {
 		cfg.Deliverable = commandDeliverable(f.checkCmd, f.checkTimeout)
