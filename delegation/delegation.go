@@ -98,6 +98,17 @@ type Delegation struct {
 	Feedback []Feedback `json:"feedback"`
 	// Claim is the current holder's claim while it runs.
 	Claim *Claim `json:"claim,omitempty"`
+	// TraceID is the trace of the delegation's supervised run and
+	// ParentSpanID that run's root span (of its latest attempt), the
+	// span everything the delegation did hangs under, as
+	// Config.Observer's tracer gave them; Trace is the run's span tree
+	// (its root and a span per worker, every attempt's, oldest first),
+	// at most MaxTraceSpans, TraceTruncated when older ones were
+	// dropped. All are absent when the run is not traced.
+	TraceID        string      `json:"traceId,omitempty"`
+	ParentSpanID   string      `json:"parentSpanId,omitempty"`
+	Trace          []TraceSpan `json:"trace,omitempty"`
+	TraceTruncated bool        `json:"traceTruncated,omitempty"`
 }
 
 // Result is how a delegation's supervised run ended (§3.6 result arms):

@@ -125,7 +125,7 @@ func (q *Queue) run(d Delegation) (next bool) {
 
 	if q.base.Err() != nil {
 		// Claimed just as the queue began to close: hand it back.
-		q.release(d.TaskID)
+		q.release(d.TaskID, nil)
 		return false
 	}
 	// Resume what an earlier attempt journaled; never start over what
@@ -139,22 +139,28 @@ func (q *Queue) run(d Delegation) (next bool) {
 		if jerr != nil && !errors.Is(jerr, fs.ErrNotExist) {
 			why = "could not read the journal (" + jerr.Error() + ")"
 		}
-		q.end(d.TaskID, store.StatusInterrupted, nil, false, fmt.Sprintf(
+		q.end(d.TaskID, nil, store.StatusInterrupted, nil, false, fmt.Sprintf(
 			"attempt %d %s in %s to resume from; an earlier attempt was claimed and may have done work no record here shows, so it is not run again (submit it anew to start over)", d.Attempts, why, d.RunDir))
 		log.Warn("delegation: interrupted: nothing to resume from")
 		return true
 	}
 
+	var rec *traceRecorder
+	if q.cfg.Observer != nil {
+		if obs := q.cfg.Observer(); obs != nil {
+			rec = newTraceRecorder(obs, q.cfg.Now)
+		}
+	}
 	hbDone := make(chan struct{})
-	go q.heartbeat(ctx, d.TaskID, cancel, hbDone)
-	res, err := q.supervise(ctx, d)
+	go q.heartbeat(ctx, d.TaskID, rec, cancel, hbDone)
+	res, err := q.supervise(ctx, d, rec)
 	cause := context.Cause(ctx)
 	cancel(errFinished)
 	<-hbDone
 
 	switch {
 	case errors.Is(cause, errShutdown):
-		q.release(d.TaskID)
+		q.release(d.TaskID, rec)
 		log.Info("delegation: handed back at shutdown")
 	case errors.Is(cause, errLost):
 		log.Warn("delegation: the claim was lost; its new holder answers for it")
@@ -162,7 +168,7 @@ func (q *Queue) run(d Delegation) (next bool) {
 		// A process that lost its claim still holds the journal: hand
 		// the delegation back; a later scan resumes it once that process
 		// noticed and let go.
-		q.release(d.TaskID)
+		q.release(d.TaskID, rec)
 		log.Warn("delegation: the journal is still held by another process; handed back")
 		return false
 	case err != nil:
@@ -171,20 +177,20 @@ func (q *Queue) run(d Delegation) (next bool) {
 		if errors.As(err, &exists) {
 			msg += " (the run dir holds another run's journal)"
 		}
-		q.end(d.TaskID, store.StatusFailed, nil, journaled, msg)
+		q.end(d.TaskID, rec, store.StatusFailed, nil, journaled, msg)
 	default:
 		status := store.StatusFailed
 		if res.Status == supervise.StatusWinner {
 			status = store.StatusCompleted
 		}
-		q.end(d.TaskID, status, resultOf(res), res.Resumed, "")
+		q.end(d.TaskID, rec, status, resultOf(res), res.Resumed, "")
 	}
 	return true
 }
 
 // supervise runs d's supervised run (resuming its journal when there is
 // one).
-func (q *Queue) supervise(ctx context.Context, d Delegation) (res supervise.SupervisedResult, err error) {
+func (q *Queue) supervise(ctx context.Context, d Delegation, rec *traceRecorder) (res supervise.SupervisedResult, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("the supervised run panicked: %v", p)
@@ -205,8 +211,8 @@ func (q *Queue) supervise(ctx context.Context, d Delegation) (res supervise.Supe
 		SettleGrace:    q.cfg.SettleGrace,
 		Logger:         q.cfg.Logger,
 	}
-	if q.cfg.Observer != nil {
-		o.Observer = q.cfg.Observer()
+	if rec != nil {
+		o.Observer = rec
 	}
 	if d.StartedAt != nil {
 		o.Deadline = d.StartedAt.Add(q.cfg.MaxRunTime)
@@ -234,7 +240,7 @@ func (q *Queue) supervise(ctx context.Context, d Delegation) (res supervise.Supe
 // run when the delegation was cancelled (by any process), when another
 // holder took it over, or when renewals failed for longer than the
 // claim lasts (another queue may take it over then).
-func (q *Queue) heartbeat(ctx context.Context, id string, cancel context.CancelCauseFunc, done chan<- struct{}) {
+func (q *Queue) heartbeat(ctx context.Context, id string, rec *traceRecorder, cancel context.CancelCauseFunc, done chan<- struct{}) {
 	defer close(done)
 	t := time.NewTicker(q.cfg.ClaimTTL / 3)
 	defer t.Stop()
@@ -259,6 +265,10 @@ func (q *Queue) heartbeat(ctx context.Context, id string, cancel context.CancelC
 				return errUnchanged
 			}
 			d.Claim.Until = q.cfg.Now().Add(q.cfg.ClaimTTL)
+			// A running delegation shows its trace as soon as it has one.
+			if traceID, root := rec.ids(); traceID != "" {
+				d.TraceID, d.ParentSpanID = traceID, root
+			}
 			return nil
 		})
 		scancel()
@@ -289,7 +299,7 @@ func (q *Queue) storeCtx() (context.Context, context.CancelFunc) {
 // end records how an attempt ended, while this queue still holds the
 // claim. A delegation cancelled meanwhile keeps its state and gains the
 // result.
-func (q *Queue) end(id string, status store.Status, res *Result, resumed bool, failure string) {
+func (q *Queue) end(id string, rec *traceRecorder, status store.Status, res *Result, resumed bool, failure string) {
 	ctx, cancel := q.storeCtx()
 	defer cancel()
 	_, err := q.update(ctx, id, func(r *store.Run, d *Delegation) error {
@@ -304,6 +314,7 @@ func (q *Queue) end(id string, status store.Status, res *Result, resumed bool, f
 		}
 		d.Result, d.Claim = res, nil
 		d.Resumed = d.Resumed || resumed
+		rec.apply(d)
 		if failure != "" {
 			d.Failure = failure
 		}
@@ -318,7 +329,7 @@ func (q *Queue) end(id string, status store.Status, res *Result, resumed bool, f
 
 // release hands a running delegation back at shutdown: its claim lapses
 // now, so the next queue resumes it at once.
-func (q *Queue) release(id string) {
+func (q *Queue) release(id string, rec *traceRecorder) {
 	ctx, cancel := q.storeCtx()
 	defer cancel()
 	_, err := q.update(ctx, id, func(r *store.Run, d *Delegation) error {
@@ -326,6 +337,7 @@ func (q *Queue) release(id string) {
 			return errUnchanged
 		}
 		d.Claim.Until = q.cfg.Now().Add(-time.Millisecond)
+		rec.apply(d)
 		return nil
 	})
 	if err != nil {

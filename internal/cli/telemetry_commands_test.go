@@ -311,6 +311,21 @@ func TestMCPDelegateTracesEachDelegation(t *testing.T) {
 	spans := c.Spans()
 	checkSupervisedTrace(t, spans, taskID, taskID+":s1", map[string]any{telemetry.KeyInputTokens: int64(10), telemetry.KeyOutputTokens: int64(2)})
 	noContent(t, spans, "write alpha", "alpha: DONE")
+	// §9: the record carries the trace of its supervised run and that
+	// run's root span, as exported.
+	rec, _ := done["delegation"].(map[string]any)
+	var root otlptest.Span
+	for _, s := range spans {
+		if s.Name == telemetry.SpanSupervisorRun {
+			root = s
+		}
+	}
+	if rec["traceId"] != telemetry.TraceID(taskID).String() || root.SpanID == "" || rec["parentSpanId"] != root.SpanID {
+		t.Errorf("the record's traceId %v parentSpanId %v; want %s and the exported supervisor.run span %s", rec["traceId"], rec["parentSpanId"], telemetry.TraceID(taskID), root.SpanID)
+	}
+	if tree, _ := rec["trace"].([]any); len(tree) < 2 {
+		t.Errorf("the record's span tree: %v", rec["trace"])
+	}
 }
 
 // Issue 16 (OS-06): `agentrt serve` traces each request as a server span
