@@ -56,9 +56,9 @@ type traceRecorder struct {
 	// before it started, or once it was dropped).
 	rootSpan string
 	root     int
-	spans   []TraceSpan
-	byNode  map[supervise.NodeID]int
-	dropped int
+	spans    []TraceSpan
+	byNode   map[supervise.NodeID]int
+	dropped  int
 }
 
 var (
