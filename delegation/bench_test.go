@@ -66,13 +66,22 @@ func BenchmarkHistory(b *testing.B) {
 // BenchmarkDelegateSQLite measures one whole delegation on a SQLite
 // store: submit, claim, a supervised run of one scripted worker with its
 // journal fsynced, and the recorded end.
-func BenchmarkDelegateSQLite(b *testing.B) {
+func BenchmarkDelegateSQLite(b *testing.B) { benchDelegate(b, 0) }
+
+// BenchmarkDelegateSQLiteRetained is BenchmarkDelegateSQLite with
+// MaxTerminalRecords 10: every end also evicts the oldest ended
+// delegation (its row, events and run dir), so the store stays at ten.
+func BenchmarkDelegateSQLiteRetained(b *testing.B) { benchDelegate(b, 10) }
+
+func benchDelegate(b *testing.B, keep int) {
 	s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "agentrt.db"), sqlite.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	q := open(b, newFixture(b, s).config(b))
+	cfg := newFixture(b, s).config(b)
+	cfg.MaxTerminalRecords = keep
+	q := open(b, cfg)
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
