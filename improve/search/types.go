@@ -30,18 +30,8 @@ const (
 
 // Surfaces lists every surface Improve searches, in a stable order.
 func Surfaces() []Surface {
-	return []Surface{SurfacePrompt, SurfaceTools, SurfaceMCP, SurfaceAgentProfile}
-}
-
-// member is the profile member the surface is, "" for the whole profile.
-func (s Surface) member() (string, bool) {
-	switch s {
-	case SurfacePrompt, SurfaceTools, SurfaceMCP:
-		return string(s), true
-	case SurfaceAgentProfile:
-		return "", true
-	}
-	return "", false
+	return []Surface{SurfacePrompt, SurfaceSkills, SurfaceMemory, SurfaceTools, SurfaceMCP, SurfaceHooks, SurfaceSubagents,
+		SurfaceAgentProfile, SurfaceComponent, SurfaceCode}
 }
 
 // Partition is the split a scenario belongs to.
@@ -282,6 +272,14 @@ type Options struct {
 	// is recorded refused in the population; a refused baseline stops the
 	// run before its final measurement.
 	AuthorizeSensitiveCandidate func(ctx context.Context, c SensitiveCandidate) error
+	// Skills, with surface skills, narrows it to one named inline skill.
+	Skills *Skills
+	// ProfileComponents, with surface profile-component, reads and
+	// applies the named component searched.
+	ProfileComponents *ProfileComponents
+	// Code, with surface code, is the repository and pinned commit whose
+	// code candidates change.
+	Code *Code
 }
 
 // SensitiveCandidate is a profile Improve would run that has
@@ -367,7 +365,9 @@ func (e *CredentialError) Error() string {
 }
 
 // CandidateError refuses a candidate surface that does not make a valid
-// profile; Err is the profile's validation error (a *schema.Error).
+// profile; Err is the profile's validation error (a *schema.Error), or
+// the surface's own refusal: a *ComponentError, or a code patch that does
+// not apply (a *gitsafe.RefusedError).
 type CandidateError struct {
 	Err error
 }
