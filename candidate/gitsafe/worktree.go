@@ -10,12 +10,28 @@ import (
 )
 
 // OpenLocal admits a repository its caller owns (the code an improvement
-// search changes) by Open's rules except the origin's: the path resolves
-// to a git directory whose common directory is its own real path, which
-// borrows no objects and has no replace refs. A failed rule is a
-// RefusedError with code repository-mismatch.
+// search changes) by Open's rules except the origin's: the path is the
+// top of a work tree (or a bare repository), not a directory inside one,
+// its common directory is its own real path, it borrows no objects and
+// has no replace refs. A failed rule is a RefusedError with code
+// repository-mismatch.
 func OpenLocal(ctx context.Context, path string, opts Options) (*Repo, error) {
-	return admit(ctx, path, opts)
+	r, err := admit(ctx, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	out, err := r.run(ctx, nil, nil, "rev-parse", "--is-bare-repository", "--show-toplevel")
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if lines[0] == "true" {
+		return r, nil
+	}
+	if len(lines) != 2 || filepath.Clean(lines[1]) != r.dir {
+		return nil, refuse(CodeRepositoryMismatch, "%s is not the top of a git work tree", path)
+	}
+	return r, nil
 }
 
 // Worktree is a linked work tree of a Repo, detached at a pinned commit,
