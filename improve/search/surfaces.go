@@ -51,13 +51,18 @@ var profileSurfaces = map[Surface][]string{
 }
 
 // activationSurfaces maps each search surface to the improvement surface
-// of the activation contract (candidate.ImprovementSurfaces) a candidate
-// of it changes. A named component is a part of the profile the caller
-// owns the encoding of: activating it replaces the agent profile.
+// of the activation contract (candidate.ImprovementSurfaces) that an
+// activation of its candidate targets: the surface the candidate's
+// proposal names (candidate.ChangedSurfaces of its diffs). Memory is the
+// profile's resources.instructions, which the reference's profile change
+// rule counts as agent-profile (the contract's memory surface names a
+// memory store outside the profile, which no profile search changes); a
+// named component is a part of the profile only the caller can cut out,
+// so activating it replaces the agent profile.
 var activationSurfaces = map[Surface]string{
 	SurfacePrompt:       "prompt",
 	SurfaceSkills:       "skills",
-	SurfaceMemory:       "memory",
+	SurfaceMemory:       "agent-profile",
 	SurfaceTools:        "tools",
 	SurfaceMCP:          "mcp",
 	SurfaceHooks:        "hooks",
@@ -68,8 +73,11 @@ var activationSurfaces = map[Surface]string{
 }
 
 // ActivationSurface returns the improvement surface of the activation
-// contract (one of candidate.ImprovementSurfaces) that a candidate of s
-// changes, and false for an unknown surface.
+// contract (one of candidate.ImprovementSurfaces) that an activation of a
+// candidate of s targets, and false for an unknown surface. For a profile
+// surface it is the surface the candidate's Proposal names; a code
+// candidate is a code state of a candidate bundle (surface code), not a
+// profile proposal.
 func (s Surface) ActivationSurface() (string, bool) {
 	a, ok := activationSurfaces[s]
 	if !ok || !slices.Contains(candidate.ImprovementSurfaces(), a) {

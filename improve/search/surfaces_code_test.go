@@ -84,11 +84,7 @@ func repoState(t *testing.T, r *gittest.Repo) string {
 // HEAD, refs, index, work tree (with its uncommitted change) and objects
 // are untouched; a patch that does not apply is refused and recorded.
 func TestCodeSurface(t *testing.T) {
-	repo := gittest.New(t, "", gittest.Identity{Name: "t", Email: "t@example.com", Date: "2026-01-01T00:00:00Z"})
-	repo.Write(map[string]string{"mode.txt": "quiet\n", "notes.txt": "committed\n"})
-	repo.Git("-C", repo.Dir, "add", "-A")
-	repo.Git("-C", repo.Dir, "commit", "-q", "-m", "base")
-	commit := repo.Git("-C", repo.Dir, "rev-parse", "HEAD")
+	repo, commit := codeRepo(t)
 	repo.Write(map[string]string{"notes.txt": "an uncommitted edit the search must not see or touch\n"})
 	before := repoState(t, repo)
 
@@ -144,13 +140,35 @@ func TestCodeSurface(t *testing.T) {
 	}
 }
 
+// codeRepo is a real repository whose one commit has mode.txt "quiet".
+func codeRepo(t *testing.T) (*gittest.Repo, string) {
+	t.Helper()
+	repo := gittest.New(t, "", gittest.Identity{Name: "t", Email: "t@example.com", Date: "2026-01-01T00:00:00Z"})
+	repo.Write(map[string]string{"mode.txt": "quiet\n", "notes.txt": "committed\n"})
+	repo.Git("-C", repo.Dir, "add", "-A")
+	repo.Git("-C", repo.Dir, "commit", "-q", "-m", "base")
+	return repo, repo.Git("-C", repo.Dir, "rev-parse", "HEAD")
+}
+
+// shippingCodeResult is a code search that ships the SHOUT patch.
+func shippingCodeResult(t *testing.T) search.Result {
+	t.Helper()
+	repo, commit := codeRepo(t)
+	o, _ := options(t, ptr(0.001))
+	o.Surface, o.Agent = search.SurfaceCode, &codeAgent{dirs: map[string]bool{}}
+	o.Code = &search.Code{Repo: repo.Dir, Commit: commit}
+	o.Method = listOptimizer{proposals: []canonjson.Value{canonjson.StringValue(modePatch("quiet", shout))}}
+	res, err := search.Improve(context.Background(), baseProfile(), o)
+	if err != nil || res.Decision != search.Ship {
+		t.Fatalf("%v %s %v", err, res.Decision, res.Reasons)
+	}
+	return res
+}
+
 // TestCodeSurfaceRefusesABadRepository: a path that is not a repository,
 // or a pinned commit it lacks, is refused before anything runs.
 func TestCodeSurfaceRefusesABadRepository(t *testing.T) {
-	repo := gittest.New(t, "", gittest.Identity{Name: "t", Email: "t@example.com", Date: "2026-01-01T00:00:00Z"})
-	repo.Write(map[string]string{"mode.txt": "quiet\n"})
-	repo.Git("-C", repo.Dir, "add", "-A")
-	repo.Git("-C", repo.Dir, "commit", "-q", "-m", "base")
+	repo, _ := codeRepo(t)
 	for _, c := range []struct {
 		name, repo, commit, path string
 	}{

@@ -360,8 +360,8 @@ func TestSurfaceOptionsRefused(t *testing.T) {
 // TestSurfacesMapToActivation (runtime §3.9 production path): every
 // search surface names the activation surface its candidates change, one
 // of candidate.ImprovementSurfaces; a profile-member surface's candidate
-// diffs give a proposal that names the same surface (memory excepted:
-// the reference files resources.instructions under agent-profile).
+// diffs give a proposal that names that same surface (for memory,
+// agent-profile: the reference files resources.instructions there).
 func TestSurfacesMapToActivation(t *testing.T) {
 	for _, s := range search.Surfaces() {
 		a, ok := s.ActivationSurface()
@@ -395,6 +395,9 @@ func TestSurfacesMapToActivation(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, err := candidate.ChangedSurfaces(diffs)
+		if a, _ := c.surface.ActivationSurface(); a != c.want {
+			t.Errorf("%s: ActivationSurface %s, want %s", c.surface, a, c.want)
+		}
 		if err != nil || !slices.Equal(got, []string{c.want}) {
 			t.Errorf("%s: a proposal's changed surfaces %v (%v), want [%s]", c.surface, got, err, c.want)
 		}
