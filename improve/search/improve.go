@@ -337,7 +337,7 @@ func (r *run) authorize(ctx context.Context, p *profile.Profile, digest string) 
 	if err, ok := r.authorized[digest]; ok {
 		return err
 	}
-	coords := executionCoordinates(p)
+	coords := append(executionCoordinates(p), r.codeCoordinates(digest)...)
 	var err error
 	if len(coords) > 0 {
 		c := SensitiveCandidate{Digest: digest, Baseline: digest == r.baselineID, Coordinates: coords}

@@ -33,7 +33,10 @@ const (
 // reset before every case; the work trees are removed when Improve
 // returns. Repo's own work tree, index and refs are never touched, and a
 // patch is checked in a temporary index and object directory
-// (gitsafe.ApplyPatch) before any work tree is made.
+// (gitsafe.ApplyPatch) before any work tree is made. A candidate's patch
+// is code the agent may run: like a hook, each distinct patched
+// candidate runs only when Options.AuthorizeSensitiveCandidate
+// authorizes it (coordinate "/code").
 type Code struct {
 	// Repo is the caller's git repository.
 	Repo string
@@ -195,6 +198,17 @@ func (r *run) worktree(ctx context.Context, id string) (string, error) {
 	}
 	c.live = append(c.live, &liveWorktree{id: id, wt: wt})
 	return wt.Dir, nil
+}
+
+// codeCoordinates is "/code" for a code candidate that changes the
+// pinned commit: its patch is code the agent may run, so it needs
+// AuthorizeSensitiveCandidate like a hook does. The baseline is the
+// caller's own commit.
+func (r *run) codeCoordinates(id string) []string {
+	if r.code == nil || len(r.code.patches[id]) == 0 {
+		return nil
+	}
+	return []string{"/code"}
 }
 
 // runAgent runs the agent on one case: in the candidate's work tree on

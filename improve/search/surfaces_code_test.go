@@ -99,7 +99,23 @@ func TestCodeSurface(t *testing.T) {
 		canonjson.StringValue(modePatch("loud", "louder")), // does not apply
 	}}}
 	o.Method = spy
-	res, err := search.Improve(context.Background(), profile.Ptr(*baseProfile()), o)
+	// The patched candidates need leave to run (their code may be run);
+	// the baseline, the caller's own commit, does not.
+	_, err := search.Improve(context.Background(), baseProfile(), o)
+	var se *search.SensitiveCandidateError
+	if !errors.As(err, &se) || se.Baseline || len(se.Coordinates) != 1 || se.Coordinates[0] != "/code" {
+		t.Fatalf("without AuthorizeSensitiveCandidate: %v, want a *SensitiveCandidateError at /code", err)
+	}
+	asked := map[string]bool{}
+	o.AuthorizeSensitiveCandidate = func(_ context.Context, c search.SensitiveCandidate) error {
+		if asked[c.Digest] || c.Baseline {
+			t.Errorf("asked about %s (baseline %v) again or about the baseline", c.Digest, c.Baseline)
+		}
+		asked[c.Digest] = true
+		return nil
+	}
+	agent.dirs = map[string]bool{}
+	res, err := search.Improve(context.Background(), baseProfile(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,6 +154,9 @@ func TestCodeSurface(t *testing.T) {
 	if after := repoState(t, repo); after != before {
 		t.Errorf("the caller's repository changed:\nbefore %s\nafter  %s", before, after)
 	}
+	if len(asked) != 2 {
+		t.Errorf("AuthorizeSensitiveCandidate was asked about %d candidates, want the 2 patches that apply", len(asked))
+	}
 }
 
 // codeRepo is a real repository whose one commit has mode.txt "quiet".
@@ -158,6 +177,7 @@ func shippingCodeResult(t *testing.T) search.Result {
 	o.Surface, o.Agent = search.SurfaceCode, &codeAgent{dirs: map[string]bool{}}
 	o.Code = &search.Code{Repo: repo.Dir, Commit: commit}
 	o.Method = listOptimizer{proposals: []canonjson.Value{canonjson.StringValue(modePatch("quiet", shout))}}
+	o.AuthorizeSensitiveCandidate = func(context.Context, search.SensitiveCandidate) error { return nil }
 	res, err := search.Improve(context.Background(), baseProfile(), o)
 	if err != nil || res.Decision != search.Ship {
 		t.Fatalf("%v %s %v", err, res.Decision, res.Reasons)

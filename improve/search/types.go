@@ -289,7 +289,8 @@ type SensitiveCandidate struct {
 	Digest   string
 	Baseline bool
 	// Coordinates are the JSON pointers of the commands it would run
-	// (such as "/mcp/files/command" or "/hooks/PreToolUse/0/command").
+	// (such as "/mcp/files/command" or "/hooks/PreToolUse/0/command"),
+	// and "/code" for a code candidate's patch.
 	Coordinates []string
 	// Profile is a copy of the profile, for the hook to inspect.
 	Profile *profile.Profile
