@@ -69,7 +69,7 @@ func FuzzMaterializeSurface(f *testing.F) {
 			t.Fatal(err)
 		}
 		o := Options{Surface: s.surface, Skills: s.skills, ExecutionRef: "fuzz", Method: nopMethod{}, Judges: []Judge{Exact{}},
-			Agent: AgentFunc(func(context.Context, *profile.Profile, Scenario) (Output, error) { return Output{}, nil }),
+			Agent:     AgentFunc(func(context.Context, *profile.Profile, Scenario) (Output, error) { return Output{}, nil }),
 			Scenarios: []Scenario{{ID: "a", Partition: Train}, {ID: "b", Partition: Test}}}
 		r, err := newRun(base, &o)
 		if err != nil {
