@@ -595,7 +595,11 @@ func (r *run) search(ctx context.Context) (*methodRecord, error) {
 		return m, nil
 	}
 	train, selection := r.views()
-	out, err := r.o.Method.Search(ctx, MethodInput{Surface: r.o.Surface, Current: r.current, Train: train, Selection: selection, Evaluate: r.evaluate})
+	in := MethodInput{Surface: r.o.Surface, Current: r.current, Train: train, Selection: selection, Evaluate: r.evaluate}
+	if c := r.o.ProfileComponents; c != nil {
+		in.Encoding = c.encoding()
+	}
+	out, err := r.o.Method.Search(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("search: method %s: %w", r.o.Method.Identity().Name, err)
 	}

@@ -211,3 +211,66 @@ func TestCodeSurfaceRefusesABadRepository(t *testing.T) {
 		})
 	}
 }
+
+// TestCodeSurfaceResumesAndBoundsWorktrees (OPT-03 on the code surface):
+// more candidates than search.MaxLiveWorktrees never hold more work trees
+// at once; a code run resumed from its run dir has the same identities
+// (a candidate is the base profile and its tree), so it measures nothing
+// again and makes no work tree.
+func TestCodeSurfaceResumesAndBoundsWorktrees(t *testing.T) {
+	repo, commit := codeRepo(t)
+	var proposals []canonjson.Value
+	for i := range search.MaxLiveWorktrees + 2 {
+		proposals = append(proposals, canonjson.StringValue(modePatch("quiet", fmt.Sprintf("variant %d", i))))
+	}
+	proposals = append(proposals, canonjson.StringValue(modePatch("quiet", shout)))
+	wtDir, runDir := t.TempDir(), filepath.Join(t.TempDir(), "run")
+	most := 0
+	newOptions := func(agent *codeAgent) search.Options {
+		o, _ := options(t, ptr(0.001))
+		o.Surface, o.Agent, o.RunDir = search.SurfaceCode, &countingWorktrees{codeAgent: agent, root: wtDir, most: &most}, runDir
+		o.Code = &search.Code{Repo: repo.Dir, Commit: commit, WorktreeDir: wtDir}
+		o.Method = listOptimizer{proposals: proposals}
+		o.AuthorizeSensitiveCandidate = func(context.Context, search.SensitiveCandidate) error { return nil }
+		return o
+	}
+	first := &codeAgent{dirs: map[string]bool{}}
+	res, err := search.Improve(context.Background(), baseProfile(), newOptions(first))
+	if err != nil || res.Decision != search.Ship {
+		t.Fatalf("%v %s %v", err, res.Decision, res.Reasons)
+	}
+	// An evicted candidate measured again (the baseline, in the final
+	// comparison) gets a fresh work tree.
+	if len(first.dirs) < len(proposals)+1 || most > search.MaxLiveWorktrees || most == 0 {
+		t.Errorf("%d candidates in %d work trees, at most %d at once (limit %d)", len(proposals)+1, len(first.dirs), most, search.MaxLiveWorktrees)
+	}
+	again := &codeAgent{dirs: map[string]bool{}}
+	o := newOptions(again)
+	o.Resume = search.ResumeRequired
+	res2, err := search.Improve(context.Background(), baseProfile(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.runs != 0 || res2.Candidate.Digest != res.Candidate.Digest || res2.Provenance.Evaluations != 0 {
+		t.Errorf("the resumed run measured %d cases (candidate %s, was %s)", again.runs, res2.Candidate.Digest, res.Candidate.Digest)
+	}
+	if left, _ := os.ReadDir(wtDir); len(left) != 0 {
+		t.Errorf("work trees left: %v", left)
+	}
+}
+
+// countingWorktrees notes the most work trees alive at once under root.
+type countingWorktrees struct {
+	*codeAgent
+	root string
+	most *int
+}
+
+func (c *countingWorktrees) RunInWorktree(ctx context.Context, p *profile.Profile, dir string, sc search.Scenario) (search.Output, error) {
+	live, err := filepath.Glob(filepath.Join(c.root, "*", "wt-*"))
+	if err != nil {
+		return search.Output{}, err
+	}
+	*c.most = max(*c.most, len(live))
+	return c.codeAgent.RunInWorktree(ctx, p, dir, sc)
+}

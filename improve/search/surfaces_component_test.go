@@ -111,7 +111,7 @@ func TestProfileComponents(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if spy.current.Str() != "plain" {
+			if spy.current.Str() != "plain" || spy.encoding != "text" {
 				t.Errorf("the method saw %s, want the encoded component \"plain\"", canonjson.Marshal(spy.current))
 			}
 			if res.Decision != search.Ship || res.Candidate.Profile.Metadata["style"].Str() != shout || res.Candidate.Profile.Metadata["owner"].Str() != "team-a" {

@@ -282,14 +282,15 @@ func TestProfileSurfaces(t *testing.T) {
 
 // currentSpy records the current surface value a method is shown.
 type currentSpy struct {
-	inner   search.Method
-	current canonjson.Value
+	inner    search.Method
+	current  canonjson.Value
+	encoding string
 }
 
 func (s *currentSpy) Identity() search.MethodIdentity { return s.inner.Identity() }
 
 func (s *currentSpy) Search(ctx context.Context, in search.MethodInput) (search.MethodOutput, error) {
-	s.current = in.Current
+	s.current, s.encoding = in.Current, in.Encoding
 	return s.inner.Search(ctx, in)
 }
 

@@ -149,6 +149,9 @@ type MethodInput struct {
 	// base profile (a copy: the absent Value when the base omits it).
 	Surface Surface
 	Current canonjson.Value
+	// Encoding names how a profile component's Current is encoded
+	// (ProfileComponents.Encoding; "" on other surfaces).
+	Encoding string
 	// Train and Selection are the cases the method may use; there is no
 	// test partition here.
 	Train, Selection []CaseView
