@@ -78,16 +78,20 @@ type greedyText struct {
 	write  func(canonjson.Value, string) canonjson.Value
 }
 
-// textOf returns how Greedy treats surface s whose current value is cur,
-// false when it is not text.
-func textOf(s Surface, cur canonjson.Value) (greedyText, bool) {
+// textOf returns how Greedy treats surface s whose current value is cur
+// (in encoding, for a profile component), false when it is not text.
+func textOf(s Surface, cur canonjson.Value, encoding string) (greedyText, bool) {
 	if s == SurfacePrompt {
 		return greedyText{system: greedySystem, label: "system prompt", read: systemPromptOf, write: withSystemPrompt}, true
 	}
 	if s == SurfaceCode || !(cur.Kind() == canonjson.String || s == SurfaceMemory && !cur.IsValid()) {
 		return greedyText{}, false
 	}
-	return greedyText{system: fmt.Sprintf(greedyTextSystem, s), label: string(s),
+	label := string(s)
+	if enc := encoding; enc != "" {
+		label += ", encoded as " + enc
+	}
+	return greedyText{system: fmt.Sprintf(greedyTextSystem, label), label: label,
 		read: func(v canonjson.Value) string {
 			if !v.IsValid() {
 				return "(none)"
@@ -99,7 +103,7 @@ func textOf(s Surface, cur canonjson.Value) (greedyText, bool) {
 
 // Search implements Method.
 func (g Greedy) Search(ctx context.Context, in MethodInput) (MethodOutput, error) {
-	text, ok := textOf(in.Surface, in.Current)
+	text, ok := textOf(in.Surface, in.Current, in.Encoding)
 	if !ok {
 		return MethodOutput{}, ErrGreedySurface
 	}

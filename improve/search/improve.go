@@ -340,7 +340,7 @@ func (r *run) authorize(ctx context.Context, p *profile.Profile, digest string) 
 	coords := append(executionCoordinates(p), r.codeCoordinates(digest)...)
 	var err error
 	if len(coords) > 0 {
-		c := SensitiveCandidate{Digest: digest, Baseline: digest == r.baselineID, Coordinates: coords}
+		c := SensitiveCandidate{Digest: digest, Baseline: digest == r.baselineID, Coordinates: coords, Patch: r.codePatch(digest)}
 		var cerr error
 		if c.Profile, cerr = profile.Clone(p); cerr != nil {
 			return cerr

@@ -211,6 +211,14 @@ func (r *run) codeCoordinates(id string) []string {
 	return []string{"/code"}
 }
 
+// codePatch is code candidate id's patch ("" on other surfaces).
+func (r *run) codePatch(id string) string {
+	if r.code == nil {
+		return ""
+	}
+	return string(r.code.patches[id])
+}
+
 // runAgent runs the agent on one case: in the candidate's work tree on
 // the code surface, else on the profile alone.
 func (r *run) runAgent(ctx context.Context, p *profile.Profile, id string, sc Scenario) (Output, error) {

@@ -297,6 +297,9 @@ type SensitiveCandidate struct {
 	Coordinates []string
 	// Profile is a copy of the profile, for the hook to inspect.
 	Profile *profile.Profile
+	// Patch is a code candidate's patch, for the hook to inspect ("" on
+	// other surfaces).
+	Patch string
 }
 
 // SensitiveCandidateError refuses a profile with execution-capable
