@@ -37,6 +37,11 @@ const (
 // is code the agent may run: like a hook, each distinct patched
 // candidate runs only when Options.AuthorizeSensitiveCandidate
 // authorizes it (coordinate "/code").
+//
+// A code candidate's Digest (in the Result, the population, the journal
+// and SensitiveCandidate) is its identity, the digest of the base
+// profile's digest and the candidate's git tree, not a profile digest: on
+// this surface every candidate runs the same profile.
 type Code struct {
 	// Repo is the caller's git repository.
 	Repo string
