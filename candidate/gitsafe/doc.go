@@ -20,6 +20,15 @@
 // deleted afterwards. Refs, the index and the work tree are never touched,
 // and nothing is fetched.
 //
+// The code surface of an improvement search (runtime §3.9) uses the same
+// hardened git for a repository its caller owns (OpenLocal: no origin
+// rule, but only at the top of a work tree): each candidate runs in a
+// linked work tree (Repo.AddWorktree) detached at a pinned commit with
+// its patch applied, reset between runs and removed afterwards. Only
+// git's administrative entry for the linked work tree is written to the
+// repository, and Remove deletes it; the repository's own work tree,
+// index and refs are never touched.
+//
 // Errors say which verifier verdict they are (RefusedError.Code:
 // repository-mismatch, base-commit-missing, base-tree-mismatch,
 // patch-does-not-apply, unsafe-tree, resource-commit, resource-path); any

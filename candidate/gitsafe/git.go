@@ -148,6 +148,27 @@ func baseEnv() []string {
 // is its own real path and contains no ':'. A failed rule is a
 // RefusedError with code repository-mismatch.
 func Open(ctx context.Context, path, owner, repo string, opts Options) (*Repo, error) {
+	r, err := admit(ctx, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	url, err := r.run(ctx, nil, nil, "config", "--local", "--get", "remote.origin.url")
+	if err != nil {
+		if isExit(err) {
+			return nil, refuse(CodeRepositoryMismatch, "the repository has no origin remote")
+		}
+		return nil, err
+	}
+	o, n, ok := GitHubOrigin(strings.TrimSpace(string(url)))
+	if !ok || o != owner || n != repo {
+		return nil, refuse(CodeRepositoryMismatch, "origin %q is not github.com/%s/%s", strings.TrimSpace(string(url)), owner, repo)
+	}
+	return r, nil
+}
+
+// admit applies Open's rules but the origin's: a directory, its own real
+// common directory, no borrowed objects, no replace refs.
+func admit(ctx context.Context, path string, opts Options) (*Repo, error) {
 	git := opts.Git
 	if git == "" {
 		var err error
@@ -196,17 +217,6 @@ func Open(ctx context.Context, path, owner, repo string, opts Options) (*Repo, e
 	}
 	if len(bytes.TrimSpace(refs)) > 0 {
 		return nil, refuse(CodeRepositoryMismatch, "the repository has replace refs")
-	}
-	url, err := r.run(ctx, nil, nil, "config", "--local", "--get", "remote.origin.url")
-	if err != nil {
-		if isExit(err) {
-			return nil, refuse(CodeRepositoryMismatch, "the repository has no origin remote")
-		}
-		return nil, err
-	}
-	o, n, ok := GitHubOrigin(strings.TrimSpace(string(url)))
-	if !ok || o != owner || n != repo {
-		return nil, refuse(CodeRepositoryMismatch, "origin %q is not github.com/%s/%s", strings.TrimSpace(string(url)), owner, repo)
 	}
 	return r, nil
 }

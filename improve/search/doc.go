@@ -7,11 +7,23 @@
 // candidate itself on the untouched test partition, and decides ship or
 // hold from a paired bootstrap interval and the accounted spend.
 //
+// The surfaces (runtime §3.9) are the profile's prompt, skills
+// (resources.skills, or one named inline skill's content with
+// Options.Skills), memory (resources.instructions), tools, mcp, hooks,
+// subagents and the whole agent-profile, each replaced in a copy of the
+// base at its JSON pointer; a named component the caller reads and
+// applies itself (Options.ProfileComponents, checked by re-reading and by
+// applying the base's component back); and code (Options.Code), where a
+// candidate is a git patch against a pinned commit run in its own linked
+// git worktree. [Surface.ActivationSurface] names the activation surface
+// each maps to.
+//
 // It owns these rules: the base profile is never mutated; a method sees
 // the selected surface and train and selection cases (by default their
 // ids only), never a test case; recognised credentials in a candidate
 // surface are refused ([CredentialError]); a profile that would run
-// commands (a local MCP server, a hook), the baseline included, runs only
+// commands (a local MCP server, a hook, a code patch), the baseline
+// included, runs only
 // when Options.AuthorizeSensitiveCandidate authorizes it, asked once per
 // distinct profile ([SensitiveCandidateError]); ship only when the interval's
 // lower bound clears MinimumLift and every cost is known, any unknown

@@ -17,12 +17,14 @@ import (
 // GreedyVersion is the built-in method's version, part of its identity.
 const GreedyVersion = "1"
 
-// MaxPromptBytes bounds a proposed system prompt.
+// MaxPromptBytes bounds a proposed system prompt (or other text).
 const MaxPromptBytes = 64 << 10
 
-// Greedy is the built-in search method over the prompt surface: each
+// Greedy is the built-in search method over text: the prompt surface's
+// system prompt, or a surface whose value is text (memory as text, one
+// named skill's content, a text-encoded profile component). Each
 // round it asks Model (through the kernel's tool loop) for Variants new
-// system prompts, shown the current one and its per-case train scores,
+// texts, shown the current one and its per-case train scores,
 // measures each on the selection cases (the train cases when there are
 // none) and keeps the best if it beats the current prompt; it stops after
 // Rounds rounds or a round without improvement.
@@ -37,8 +39,8 @@ type Greedy struct {
 	Timeout time.Duration
 }
 
-// ErrGreedySurface refuses Greedy on another surface than prompt.
-var ErrGreedySurface = errors.New("search: the greedy method searches the prompt surface only")
+// ErrGreedySurface refuses Greedy on a surface that is not text.
+var ErrGreedySurface = errors.New("search: the greedy method searches text only: the prompt surface, or a surface whose value is a string (memory text, skills with a resource name, a text component)")
 
 func (g Greedy) rounds() (int, int) {
 	r, v := g.Rounds, g.Variants
@@ -63,9 +65,46 @@ func (g Greedy) Identity() MethodIdentity {
 const greedySystem = "You improve an AI agent's system prompt so that it scores higher on its cases. " +
 	"Reply with the complete new system prompt and nothing else."
 
+// greedyTextSystem is greedySystem for a text surface other than the
+// prompt.
+const greedyTextSystem = "You improve a text that configures an AI agent (its %s) so that it scores higher on its cases. " +
+	"Reply with the complete new text and nothing else."
+
+// greedyText is how Greedy reads and rewrites a surface as text.
+type greedyText struct {
+	system string
+	label  string
+	read   func(canonjson.Value) string
+	write  func(canonjson.Value, string) canonjson.Value
+}
+
+// textOf returns how Greedy treats surface s whose current value is cur
+// (in encoding, for a profile component), false when it is not text.
+func textOf(s Surface, cur canonjson.Value, encoding string) (greedyText, bool) {
+	if s == SurfacePrompt {
+		return greedyText{system: greedySystem, label: "system prompt", read: systemPromptOf, write: withSystemPrompt}, true
+	}
+	if s == SurfaceCode || !(cur.Kind() == canonjson.String || s == SurfaceMemory && !cur.IsValid()) {
+		return greedyText{}, false
+	}
+	label := string(s)
+	if enc := encoding; enc != "" {
+		label += ", encoded as " + enc
+	}
+	return greedyText{system: fmt.Sprintf(greedyTextSystem, label), label: label,
+		read: func(v canonjson.Value) string {
+			if !v.IsValid() {
+				return "(none)"
+			}
+			return v.Str()
+		},
+		write: func(_ canonjson.Value, text string) canonjson.Value { return canonjson.StringValue(text) }}, true
+}
+
 // Search implements Method.
 func (g Greedy) Search(ctx context.Context, in MethodInput) (MethodOutput, error) {
-	if in.Surface != SurfacePrompt {
+	text, ok := textOf(in.Surface, in.Current, in.Encoding)
+	if !ok {
 		return MethodOutput{}, ErrGreedySurface
 	}
 	if g.Model == nil {
@@ -91,11 +130,11 @@ func (g Greedy) Search(ctx context.Context, in MethodInput) (MethodOutput, error
 		}
 		bestVal, bestEval, improved := cur, curEval, false
 		for v := range variants {
-			text, err := g.propose(ctx, &out, cur, feedback, in)
+			proposed, err := g.propose(ctx, &out, text, cur, feedback, in)
 			if err != nil {
 				return MethodOutput{}, fmt.Errorf("round %d variant %d: %w", round+1, v+1, err)
 			}
-			cand := withSystemPrompt(cur, text)
+			cand := text.write(cur, proposed)
 			ev, err := in.Evaluate(ctx, cand, choose)
 			if err != nil {
 				var ce *CredentialError
@@ -121,7 +160,7 @@ func (g Greedy) Search(ctx context.Context, in MethodInput) (MethodOutput, error
 }
 
 // propose asks the model for one system prompt.
-func (g Greedy) propose(ctx context.Context, out *MethodOutput, cur canonjson.Value, ev Evaluation, in MethodInput) (string, error) {
+func (g Greedy) propose(ctx context.Context, out *MethodOutput, text greedyText, cur canonjson.Value, ev Evaluation, in MethodInput) (string, error) {
 	timeout := g.Timeout
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
@@ -129,7 +168,7 @@ func (g Greedy) propose(ctx context.Context, out *MethodOutput, cur canonjson.Va
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var b strings.Builder
-	fmt.Fprintf(&b, "Current system prompt:\n%s\n\nScores (0 to 1) by case:\n", systemPromptOf(cur))
+	fmt.Fprintf(&b, "Current %s:\n%s\n\nScores (0 to 1) by case:\n", text.label, text.read(cur))
 	bodies := map[string]CaseView{}
 	for _, c := range append(append([]CaseView(nil), in.Train...), in.Selection...) {
 		bodies[c.ID] = c
@@ -141,7 +180,7 @@ func (g Greedy) propose(ctx context.Context, out *MethodOutput, cur canonjson.Va
 		}
 		b.WriteByte('\n')
 	}
-	res, err := kernel.RunToolLoop(ctx, kernel.ToolLoopOptions{Model: g.Model, System: greedySystem, User: b.String(), Store: g.Store, Kind: "improve-propose"})
+	res, err := kernel.RunToolLoop(ctx, kernel.ToolLoopOptions{Model: g.Model, System: text.system, User: b.String(), Store: g.Store, Kind: "improve-propose"})
 	if err != nil {
 		return "", err
 	}
@@ -152,11 +191,11 @@ func (g Greedy) propose(ctx context.Context, out *MethodOutput, cur canonjson.Va
 	if res.StopReason != kernel.StopCompleted {
 		return "", fmt.Errorf("the proposer stopped %s", res.StopReason)
 	}
-	text := strings.TrimSpace(res.FinalText)
-	if text == "" || len(text) > MaxPromptBytes {
-		return "", fmt.Errorf("the proposer replied with %d bytes; a system prompt is 1 to %d", len(text), MaxPromptBytes)
+	reply := strings.TrimSpace(res.FinalText)
+	if reply == "" || len(reply) > MaxPromptBytes {
+		return "", fmt.Errorf("the proposer replied with %d bytes; a %s is 1 to %d", len(reply), text.label, MaxPromptBytes)
 	}
-	return text, nil
+	return reply, nil
 }
 
 func ids(cs []CaseView) []string {

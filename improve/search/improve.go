@@ -28,10 +28,20 @@ import (
 // *CostCeilingError (with the Result so far); a run dir of another recipe
 // a *ResumeError. An agent or judge error fails the run (wrapped with %w):
 // an unmeasured case is never scored.
-func Improve(ctx context.Context, base *profile.Profile, o Options) (Result, error) {
+func Improve(ctx context.Context, base *profile.Profile, o Options) (_ Result, err error) {
 	r, err := newRun(base, &o)
 	if err != nil {
 		return Result{}, err
+	}
+	if o.Surface == SurfaceCode {
+		if err := r.openCode(ctx); err != nil {
+			return Result{}, err
+		}
+		defer func() {
+			if cerr := r.closeCode(); err == nil {
+				err = cerr
+			}
+		}()
 	}
 	log, prior, err := openRunLog(ctx, o.RunDir, o.Resume, r.recipe, r.recipeDigest)
 	if err != nil {
@@ -56,6 +66,10 @@ type run struct {
 	base       *profile.Profile // a private copy
 	baseValue  canonjson.Value
 	baseDigest string
+	// baselineID is the baseline's candidate identity: baseDigest, or on
+	// the code surface the base profile with the pinned commit's tree.
+	baselineID string
+	code       *codeRun        // the code surface's work trees
 	current    canonjson.Value // base's surface value
 	cases      map[string]Scenario
 	// authorized is AuthorizeSensitiveCandidate's answer per digest (nil:
@@ -94,9 +108,11 @@ func newRun(base *profile.Profile, o *Options) (*run, error) {
 	if err != nil {
 		return nil, &OptionsError{Path: "/base", Reason: err.Error()}
 	}
-	r := &run{o: o, base: own, baseValue: baseValue, baseDigest: baseDigest, cases: map[string]Scenario{}, authorized: map[string]error{},
+	r := &run{o: o, base: own, baseValue: baseValue, baseDigest: baseDigest, baselineID: baseDigest, cases: map[string]Scenario{}, authorized: map[string]error{},
 		byKey: map[string]*PopulationEntry{}, scores: map[string]map[string]*float64{}}
-	r.current = surfaceOf(baseValue, o.Surface)
+	if r.current, err = r.extractSurface(); err != nil {
+		return nil, err
+	}
 	if f := candidate.ScanSecrets(r.current); len(f) > 0 {
 		return nil, &CredentialError{Digest: baseDigest, Findings: f}
 	}
@@ -120,8 +136,8 @@ func checkOptions(o *Options) error {
 	bad := func(path, format string, args ...any) error {
 		return &OptionsError{Path: path, Reason: fmt.Sprintf(format, args...)}
 	}
-	if _, ok := o.Surface.member(); !ok {
-		return bad("/surface", "%q is not a surface; use one of %v", o.Surface, Surfaces())
+	if err := checkSurface(o); err != nil {
+		return err
 	}
 	if o.ExecutionRef == "" {
 		return bad("/executionRef", "name the executor the agent runs on")
@@ -219,17 +235,6 @@ func checkScenarios(scs []Scenario, at string) error {
 	return nil
 }
 
-// surfaceOf returns surface s of a profile value (the absent Value when
-// the profile omits it).
-func surfaceOf(p canonjson.Value, s Surface) canonjson.Value {
-	name, _ := s.member()
-	if name == "" {
-		return p
-	}
-	v, _ := p.Get(name)
-	return v
-}
-
 // recipeOf is the resume identity: executor, base, surface, method,
 // partitions (by case content), judges and the options that change a
 // result (OPT-02).
@@ -264,7 +269,7 @@ func recipeOf(o *Options, baseDigest string) (canonjson.Value, string, error) {
 		ShareBodies  bool            `json:"shareCaseBodies"`
 		Extra        canonjson.Value `json:"extra,omitzero"`
 	}{"agentrt-improve-recipe", o.ExecutionRef, baseDigest, o.Surface, o.Method.Identity(),
-		parts[Train], parts[Selection], parts[Test], judges, o.Resamples, o.Confidence, o.Seed, o.MinimumLift, o.CostCeiling, o.ShareCaseBodies, canonjson.Value{}}
+		parts[Train], parts[Selection], parts[Test], judges, o.Resamples, o.Confidence, o.Seed, o.MinimumLift, o.CostCeiling, o.ShareCaseBodies, surfaceRecipe(o)}
 	v, err := canonjson.ToValue(recipe)
 	if err != nil {
 		return canonjson.Value{}, "", &OptionsError{Path: "/method/settings", Reason: "the recipe has no canonical form: " + err.Error()}
@@ -289,17 +294,26 @@ func RecipeDigest(base *profile.Profile, o Options) (string, error) {
 // materialize makes a complete candidate profile of a surface value:
 // base with the surface replaced, validated and digested, refused when it
 // carries credentials.
-func (r *run) materialize(surface canonjson.Value) (*profile.Profile, string, error) {
+func (r *run) materialize(ctx context.Context, surface canonjson.Value) (*profile.Profile, string, error) {
 	if f := candidate.ScanSecrets(surface); len(f) > 0 {
 		return nil, "", &CredentialError{Findings: f}
 	}
-	name, _ := r.o.Surface.member()
-	v := surface
-	if name != "" {
-		if surface.IsValid() {
-			v = r.baseValue.With(name, surface)
-		} else {
-			v = r.baseValue.Without(name)
+	var v canonjson.Value
+	switch r.o.Surface {
+	case SurfaceCode:
+		return r.materializeCode(ctx, surface)
+	case SurfaceComponent:
+		p, err := r.applyComponent(surface)
+		if err != nil {
+			return nil, "", &CandidateError{Err: err}
+		}
+		if v, err = p.Value(); err != nil {
+			return nil, "", &CandidateError{Err: err}
+		}
+	default:
+		var err error
+		if v, err = r.replaceSurface(surface); err != nil {
+			return nil, "", &CandidateError{Err: err}
 		}
 	}
 	if !v.IsValid() {
@@ -323,10 +337,10 @@ func (r *run) authorize(ctx context.Context, p *profile.Profile, digest string) 
 	if err, ok := r.authorized[digest]; ok {
 		return err
 	}
-	coords := executionCoordinates(p)
+	coords := append(executionCoordinates(p), r.codeCoordinates(digest)...)
 	var err error
 	if len(coords) > 0 {
-		c := SensitiveCandidate{Digest: digest, Baseline: digest == r.baseDigest, Coordinates: coords}
+		c := SensitiveCandidate{Digest: digest, Baseline: digest == r.baselineID, Coordinates: coords, Patch: r.codePatch(digest)}
 		var cerr error
 		if c.Profile, cerr = profile.Clone(p); cerr != nil {
 			return cerr
@@ -398,7 +412,7 @@ func (r *run) refuse(e *PopulationEntry, err error) {
 // evaluate is the Evaluator a method gets.
 func (r *run) evaluate(ctx context.Context, surface canonjson.Value, caseIDs []string) (Evaluation, error) {
 	entry := r.entryFor(surface)
-	p, digest, err := r.materialize(surface)
+	p, digest, err := r.materialize(ctx, surface)
 	if err != nil {
 		r.refuse(entry, err)
 		return Evaluation{}, err
@@ -492,7 +506,7 @@ func (r *run) measure(ctx context.Context, phase string, p *profile.Profile, dig
 		return measurement{}, err
 	}
 	started := r.now()
-	out, err := r.o.Agent.Run(ctx, own, sc)
+	out, err := r.runAgent(ctx, own, digest, sc)
 	if err != nil {
 		return measurement{}, fmt.Errorf("search: agent on case %q: %w", sc.ID, err)
 	}
@@ -581,7 +595,11 @@ func (r *run) search(ctx context.Context) (*methodRecord, error) {
 		return m, nil
 	}
 	train, selection := r.views()
-	out, err := r.o.Method.Search(ctx, MethodInput{Surface: r.o.Surface, Current: r.current, Train: train, Selection: selection, Evaluate: r.evaluate})
+	in := MethodInput{Surface: r.o.Surface, Current: r.current, Train: train, Selection: selection, Evaluate: r.evaluate}
+	if c := r.o.ProfileComponents; c != nil {
+		in.Encoding = c.encoding()
+	}
+	out, err := r.o.Method.Search(ctx, in)
 	if err != nil {
 		return nil, fmt.Errorf("search: method %s: %w", r.o.Method.Identity().Name, err)
 	}
@@ -634,7 +652,7 @@ func (r *run) run(ctx context.Context) (Result, error) {
 	}
 
 	entry := r.entryFor(m.Selected)
-	cand, candDigest, err := r.materialize(m.Selected)
+	cand, candDigest, err := r.materialize(ctx, m.Selected)
 	if err != nil {
 		r.refuse(entry, err)
 		return finish(err)
@@ -657,7 +675,7 @@ func (r *run) run(ctx context.Context) (Result, error) {
 		if sc.Partition != Test {
 			continue
 		}
-		b, err := r.measure(ctx, "final", base, r.baseDigest, sc)
+		b, err := r.measure(ctx, "final", base, r.baselineID, sc)
 		if err != nil {
 			return finish(err)
 		}
@@ -680,7 +698,7 @@ func (r *run) run(ctx context.Context) (Result, error) {
 	res.LiftInterval = PairedBootstrap(deltas, r.o.Resamples, r.o.Confidence, r.o.Seed)
 	r.progress(Progress{Phase: "done", Candidate: candDigest})
 
-	if candDigest == r.baseDigest {
+	if candDigest == r.baselineID {
 		reasons = append(reasons, "the method selected the base profile itself: there is nothing to ship")
 	}
 	if !(res.LiftInterval.Lower > r.o.MinimumLift) {

@@ -358,7 +358,7 @@ func TestOptionsRefused(t *testing.T) {
 		path string
 	}{
 		{"no surface", func(o *search.Options) { o.Surface = "" }, "/surface"},
-		{"unknown surface", func(o *search.Options) { o.Surface = "code" }, "/surface"},
+		{"unknown surface", func(o *search.Options) { o.Surface = "knowledge" }, "/surface"},
 		{"no executor", func(o *search.Options) { o.ExecutionRef = "" }, "/executionRef"},
 		{"no method", func(o *search.Options) { o.Method = nil }, "/method"},
 		{"no agent", func(o *search.Options) { o.Agent = nil }, "/agent"},

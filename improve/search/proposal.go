@@ -61,6 +61,10 @@ func Proposal(res Result, in ProposalInputs) (*candidate.ImprovementProposal, er
 		return nil, fmt.Errorf("%w: a negative minimum lift is not a proposal's delta threshold", ErrNotProposable)
 	case res.LiftInterval.Seed > 1<<53:
 		return nil, fmt.Errorf("%w: the bootstrap seed %d is not a safe integer", ErrNotProposable, res.LiftInterval.Seed)
+	case len(res.Candidate.Diffs) == 0:
+		// A code candidate changes the repository, not the profile: the
+		// profile route has nothing to activate.
+		return nil, fmt.Errorf("%w: the candidate does not change the profile (a code candidate is a git-patch code state of a candidate bundle, not a profile change)", ErrNotProposable)
 	}
 	ref := in.ExecutionRef
 	ref.Kind = candidate.KindProfileExecutionRefValue

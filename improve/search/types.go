@@ -30,18 +30,8 @@ const (
 
 // Surfaces lists every surface Improve searches, in a stable order.
 func Surfaces() []Surface {
-	return []Surface{SurfacePrompt, SurfaceTools, SurfaceMCP, SurfaceAgentProfile}
-}
-
-// member is the profile member the surface is, "" for the whole profile.
-func (s Surface) member() (string, bool) {
-	switch s {
-	case SurfacePrompt, SurfaceTools, SurfaceMCP:
-		return string(s), true
-	case SurfaceAgentProfile:
-		return "", true
-	}
-	return "", false
+	return []Surface{SurfacePrompt, SurfaceSkills, SurfaceMemory, SurfaceTools, SurfaceMCP, SurfaceHooks, SurfaceSubagents,
+		SurfaceAgentProfile, SurfaceComponent, SurfaceCode}
 }
 
 // Partition is the split a scenario belongs to.
@@ -159,6 +149,9 @@ type MethodInput struct {
 	// base profile (a copy: the absent Value when the base omits it).
 	Surface Surface
 	Current canonjson.Value
+	// Encoding names how a profile component's Current is encoded
+	// (ProfileComponents.Encoding; "" on other surfaces).
+	Encoding string
 	// Train and Selection are the cases the method may use; there is no
 	// test partition here.
 	Train, Selection []CaseView
@@ -282,6 +275,14 @@ type Options struct {
 	// is recorded refused in the population; a refused baseline stops the
 	// run before its final measurement.
 	AuthorizeSensitiveCandidate func(ctx context.Context, c SensitiveCandidate) error
+	// Skills, with surface skills, narrows it to one named inline skill.
+	Skills *Skills
+	// ProfileComponents, with surface profile-component, reads and
+	// applies the named component searched.
+	ProfileComponents *ProfileComponents
+	// Code, with surface code, is the repository and pinned commit whose
+	// code candidates change.
+	Code *Code
 }
 
 // SensitiveCandidate is a profile Improve would run that has
@@ -291,10 +292,14 @@ type SensitiveCandidate struct {
 	Digest   string
 	Baseline bool
 	// Coordinates are the JSON pointers of the commands it would run
-	// (such as "/mcp/files/command" or "/hooks/PreToolUse/0/command").
+	// (such as "/mcp/files/command" or "/hooks/PreToolUse/0/command"),
+	// and "/code" for a code candidate's patch.
 	Coordinates []string
 	// Profile is a copy of the profile, for the hook to inspect.
 	Profile *profile.Profile
+	// Patch is a code candidate's patch, for the hook to inspect ("" on
+	// other surfaces).
+	Patch string
 }
 
 // SensitiveCandidateError refuses a profile with execution-capable
@@ -367,7 +372,9 @@ func (e *CredentialError) Error() string {
 }
 
 // CandidateError refuses a candidate surface that does not make a valid
-// profile; Err is the profile's validation error (a *schema.Error).
+// profile; Err is the profile's validation error (a *schema.Error), or
+// the surface's own refusal: a *ComponentError, or a code patch that does
+// not apply (a *gitsafe.RefusedError).
 type CandidateError struct {
 	Err error
 }

@@ -50,6 +50,23 @@ The scenarios FILE is JSON:
 
 partition is train, selection or test; ids are unique.
 
+--surface names what a candidate may change (runtime §3.9): prompt,
+skills, memory, tools, mcp, hooks, subagents or agent-profile; each
+candidate is the base profile with only that part replaced. skills is
+resources.skills (with --skill NAME, the content of that one inline
+skill), memory is resources.instructions (the AGENTS.md-style document),
+hooks and subagents are the profile's maps. The built-in greedy method
+rewrites text: the prompt's system prompt, or a text surface (memory text,
+--skill content); searching the other surfaces takes a method from the Go
+API (search.Method), and so do profile-component (the caller's own read
+and apply of a named component) and code (patches run in git work trees).
+The built-in agent is the kernel's tool loop: it honors the system prompt
+and tools, and refuses (exit 1, saying which) a profile with skills,
+instruction resources, hooks or subagents it cannot mount rather than run
+it without them; search those with an agent that runs them (Go API). A
+candidate with hooks or a local MCP server runs commands and needs
+--allow-commands.
+
 Judges: --judge contains (the output contains expected, any case),
 --judge exact (the trimmed output equals expected), --judge-cmd PROGRAM
 (run with the case and output as JSON on stdin, {"input","expected",
@@ -83,6 +100,7 @@ type improveSearchFlags struct {
 	seed                                                                           uint64
 	shareBodies, asJSON, allowCommands                                             bool
 	sf                                                                             storeFlags
+	skill                                                                          string
 }
 
 // registerImproveSearch makes `agentrt improve PROFILE` the improve
@@ -105,7 +123,8 @@ func registerImproveSearch(cmd *cobra.Command, stdio IO) {
 	fl.StringVar(&f.provider, "provider", "scripted", "the agent's and proposer's models: scripted, openai or anthropic")
 	fl.StringVar(&f.baseURL, "base-url", "", "base URL of the openai or anthropic API")
 	fl.StringVar(&f.openaiAPI, "openai-api", "chat", "OpenAI API: chat or responses")
-	fl.StringVar(&f.surface, "surface", "prompt", "surface searched (the built-in method searches prompt)")
+	fl.StringVar(&f.surface, "surface", "prompt", "surface searched: prompt, skills, memory, tools, mcp, hooks, subagents or agent-profile")
+	fl.StringVar(&f.skill, "skill", "", "with --surface skills, search the content of the inline skill NAME only")
 	fl.StringVar(&f.executionRef, "execution-ref", "", "names the executor in the recipe identity (default the provider)")
 	fl.StringVar(&f.runDir, "run-dir", "", "directory of the run's journal (resume)")
 	fl.StringVar(&f.resume, "resume", "if-compatible", "if-compatible or required")
@@ -132,6 +151,13 @@ func runImproveSearch(c *cobra.Command, stdio IO, profilePath string, f *improve
 	}
 	if len(f.judges)+len(f.judgeCmds) == 0 {
 		return usage("give at least one judge: --judge contains, --judge exact or --judge-cmd PROGRAM")
+	}
+	switch search.Surface(f.surface) {
+	case search.SurfaceComponent, search.SurfaceCode:
+		return usage("--surface %s needs the caller's own code (profile components' read and apply, or an agent that runs in a git work tree): use the Go API, search.Improve", f.surface)
+	}
+	if f.skill != "" && f.surface != string(search.SurfaceSkills) {
+		return usage("--skill NAME goes with --surface skills")
 	}
 	if (f.proposalOut == "") != (f.proposalInputs == "") {
 		return usage("--proposal FILE and --proposal-inputs FILE go together")
@@ -211,6 +237,9 @@ func runImproveSearch(c *cobra.Command, stdio IO, profilePath string, f *improve
 	}
 	if f.costCeiling >= 0 {
 		o.CostCeiling = &f.costCeiling
+	}
+	if f.skill != "" {
+		o.Skills = &search.Skills{ResourceName: f.skill}
 	}
 	if f.allowCommands {
 		o.AuthorizeSensitiveCandidate = func(_ context.Context, c search.SensitiveCandidate) error {

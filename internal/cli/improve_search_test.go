@@ -93,7 +93,7 @@ func TestImproveSearchCommand(t *testing.T) {
 	if _, errOut, code = run(t, "", "improve", profilePath, "--scenarios", casesPath, "--judge", "fuzzy"); code != cli.ExitUsage {
 		t.Errorf("unknown judge: exit %d\n%s", code, errOut)
 	}
-	if _, errOut, code = run(t, "", "improve", profilePath, "--scenarios", casesPath, "--judge", "exact", "--surface", "code"); code != cli.ExitUsage || !strings.Contains(errOut, "/surface") {
+	if _, errOut, code = run(t, "", "improve", profilePath, "--scenarios", casesPath, "--judge", "exact", "--surface", "knowledge"); code != cli.ExitUsage || !strings.Contains(errOut, "/surface") {
 		t.Errorf("bad surface: exit %d\n%s", code, errOut)
 	}
 	// The subcommands of the production path are still there.
