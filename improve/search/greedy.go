@@ -101,7 +101,8 @@ func (g Greedy) Search(ctx context.Context, in MethodInput) (MethodOutput, error
 				var ce *CredentialError
 				var pe *CandidateError
 				var se *SensitiveCandidateError
-				if errors.As(err, &ce) || errors.As(err, &pe) || errors.As(err, &se) {
+				var ve *ValidationError
+				if errors.As(err, &ce) || errors.As(err, &pe) || errors.As(err, &se) || errors.As(err, &ve) {
 					continue // refused and recorded in the population; try the next
 				}
 				return MethodOutput{}, err
@@ -139,8 +140,15 @@ func (g Greedy) propose(ctx context.Context, out *MethodOutput, cur canonjson.Va
 		if v := bodies[c.ID]; v.Input != "" {
 			fmt.Fprintf(&b, " (input %q, expected %q)", v.Input, v.Expected)
 		}
+		if v := bodies[c.ID]; v.Description != "" {
+			fmt.Fprintf(&b, " [case: %s]", v.Description)
+		}
+		if c.Description != "" {
+			fmt.Fprintf(&b, " [output: %s]", c.Description)
+		}
 		b.WriteByte('\n')
 	}
+	writeTrainingExamples(&b, in.Training)
 	res, err := kernel.RunToolLoop(ctx, kernel.ToolLoopOptions{Model: g.Model, System: greedySystem, User: b.String(), Store: g.Store, Kind: "improve-propose"})
 	if err != nil {
 		return "", err
@@ -157,6 +165,30 @@ func (g Greedy) propose(ctx context.Context, out *MethodOutput, cur canonjson.Va
 		return "", fmt.Errorf("the proposer replied with %d bytes; a system prompt is 1 to %d", len(text), MaxPromptBytes)
 	}
 	return text, nil
+}
+
+// greedyExamples bounds the training examples Greedy shows its proposer.
+const greedyExamples = 8
+
+// writeTrainingExamples shows the proposer the first training examples
+// of each dataset, at most greedyExamples in all.
+func writeTrainingExamples(b *strings.Builder, t *TrainingInput) {
+	if t == nil {
+		return
+	}
+	n := 0
+	for _, d := range t.Datasets {
+		for _, e := range d.Examples {
+			if n == greedyExamples {
+				return
+			}
+			if n == 0 {
+				b.WriteString("\nTraining examples (input → expected):\n")
+			}
+			fmt.Fprintf(b, "- %q → %q\n", e.Input, e.Expected)
+			n++
+		}
+	}
 }
 
 func ids(cs []CaseView) []string {
