@@ -73,9 +73,9 @@ var emailAddress = regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-
 // a descriptor. Credentials are recognised by candidate.ScanSecrets, the
 // rule that refuses them in candidate surfaces: a whitespace-delimited
 // word it flags is replaced, then a pair of adjacent words it flags
-// together (such as "Bearer <token>"); if the text as a whole is still
-// flagged (a PEM block spanning words), all of it is replaced. Then every
-// email address is replaced. The cost is linear in the text.
+// together (such as "Bearer <token>"); then every email address is
+// replaced; if the text as a whole is still flagged (a PEM block spanning
+// words), all of it is replaced. The cost is linear in the text.
 func Scrub(text string) string {
 	if text == "" {
 		return ""
@@ -101,11 +101,11 @@ func Scrub(text string) string {
 	for _, w := range words {
 		sb.WriteString(w.text)
 	}
-	out := sb.String()
+	out := emailAddress.ReplaceAllString(sb.String(), redactedEmail)
 	if hasSecret(out) {
 		return redactedDescription
 	}
-	return emailAddress.ReplaceAllString(out, redactedEmail)
+	return out
 }
 
 // hasSecret reports whether ScanSecrets flags s.
