@@ -26,8 +26,11 @@ import (
 // A refused option is an *OptionsError; a base or selected surface with
 // credentials a *CredentialError; a spend above o.CostCeiling a
 // *CostCeilingError (with the Result so far); a run dir of another recipe
-// a *ResumeError. An agent or judge error fails the run (wrapped with %w):
-// an unmeasured case is never scored.
+// a *ResumeError; a failing describe or redact hook a *DescriptorError;
+// in ModeTraining, unpinned bytes a *DatasetDigestError, a bad receipt a
+// *TrainingReceiptError and a trained-on test case a *HeldOutError. An
+// agent or judge error fails the run (wrapped with %w): an unmeasured
+// case is never scored.
 func Improve(ctx context.Context, base *profile.Profile, o Options) (Result, error) {
 	r, err := newRun(base, &o)
 	if err != nil {
