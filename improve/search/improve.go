@@ -627,7 +627,7 @@ func (r *run) search(ctx context.Context) (*methodRecord, error) {
 	}
 	in := MethodInput{Surface: r.o.Surface, Current: r.current, Train: train, Selection: selection, Evaluate: r.evaluate}
 	if r.training != nil {
-		in.Training = &r.training.input
+		in.Training = r.training.inputCopy()
 	}
 	out, err := r.o.Method.Search(ctx, in)
 	if err != nil {

@@ -101,7 +101,10 @@ func Scrub(text string) string {
 	for _, w := range words {
 		sb.WriteString(w.text)
 	}
-	out := emailAddress.ReplaceAllString(sb.String(), redactedEmail)
+	out := sb.String()
+	if strings.IndexByte(out, '@') >= 0 {
+		out = emailAddress.ReplaceAllString(out, redactedEmail)
+	}
 	if hasSecret(out) {
 		return redactedDescription
 	}

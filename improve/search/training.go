@@ -247,6 +247,17 @@ func checkTraining(o *Options) (*training, error) {
 	return tr, nil
 }
 
+// inputCopy is the method's own copy of the training input: what it does
+// to it changes neither the receipts nor a later run.
+func (t *training) inputCopy() *TrainingInput {
+	in := TrainingInput{ExecutionRef: t.input.ExecutionRef, Datasets: make([]TrainingData, len(t.input.Datasets))}
+	for i, d := range t.input.Datasets {
+		d.Examples = slices.Clone(d.Examples)
+		in.Datasets[i] = d
+	}
+	return &in
+}
+
 // recipe is the training part of the recipe identity (nil in ModeSearch).
 func (t *training) recipe() *trainingRecipe {
 	if t == nil {
