@@ -10,8 +10,10 @@ import (
 
 	"github.com/agentrt/agentrt/candidate"
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/improve/search"
 	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/providers/scripted"
 )
 
 // Credential-shaped fixtures, assembled so that no scanner flags this
@@ -275,5 +277,66 @@ func TestDescriptorHookFailsClosed(t *testing.T) {
 				t.Errorf("a failed description still measured the test partition: %+v", res)
 			}
 		})
+	}
+}
+
+// recordingProposer plays the greedy proposer, alternating the polite and
+// winning prompts, and records every user message it was sent.
+type recordingProposer struct {
+	mu   sync.Mutex
+	sent []string
+}
+
+func (p *recordingProposer) model() *scripted.ReplyModel {
+	return scripted.NewReplyModel(func(messages []contract.ChatMessage, _ []contract.Tool) []contract.ChatEvent {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, m := range messages {
+			if m.Role == contract.ChatUser && m.Content != nil {
+				p.sent = append(p.sent, *m.Content)
+			}
+		}
+		text := politePrompt
+		if len(p.sent)%2 == 0 {
+			text = winningPrompt
+		}
+		return []contract.ChatEvent{scripted.Text(text), scripted.UsageCost(50, 20, 0.002)}
+	})
+}
+
+// TestGreedyProposerGetsScrubbedDescriptors (§3.9 privacy, end to end):
+// what the built-in method forwards to its proposer model carries the
+// scrubbed case and output descriptors and the training examples, and
+// never the credential, the email address or a test case.
+func TestGreedyProposerGetsScrubbedDescriptors(t *testing.T) {
+	rec := &recordingProposer{}
+	o, _ := trainingOptions(t, dataset("d.json", cleanExamples()...))
+	o.Method = search.Greedy{Model: rec.model()}
+	o.DescribeScenario = func(_ context.Context, sc search.Scenario) (string, error) {
+		return "ticket " + sc.ID + " from alice@example.com signed " + fakeGitHubToken, nil
+	}
+	o.DescribeArtifact = func(_ context.Context, a search.Artifact) (string, error) {
+		return "answered " + a.Output.Text + " with " + fakeAWSKey, nil
+	}
+	if _, err := search.Improve(context.Background(), baseProfile(), o); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.sent) == 0 {
+		t.Fatal("the proposer was never asked")
+	}
+	for _, msg := range rec.sent {
+		if !clean(msg) || strings.Contains(msg, fakeGitHubToken) || strings.Contains(msg, "alice@") {
+			t.Errorf("the proposer was sent material:\n%s", msg)
+		}
+		for _, id := range []string{"x1", "x2", "x3", "x4", "x5", "x6"} {
+			if strings.Contains(msg, id) {
+				t.Errorf("the proposer was sent test case %s:\n%s", id, msg)
+			}
+		}
+		for _, want := range []string{"[case: ticket ", "[redacted-email]", "[output: answered ", "[redacted-credential]", `"good morning" → "GOOD MORNING"`} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("the proposer message lacks %q:\n%s", want, msg)
+			}
+		}
 	}
 }
