@@ -538,11 +538,12 @@ func (r *run) measure(ctx context.Context, phase string, p *profile.Profile, dig
 			return measurement{}, err
 		}
 	}
-	m := measurement{Description: desc, Type: recMeasurement, Candidate: digest, Case: sc.ID, CaseDigest: sc.digest(), Phase: phase,
+	m := measurement{Type: recMeasurement, Candidate: digest, Case: sc.ID, CaseDigest: sc.digest(), Phase: phase,
 		AgentCost: toAmount(out.Usage.CostUSD), RunID: out.RunID, OutputBytes: int64(len(out.Text)),
 		OutputDigest: canonjson.DigestBytes([]byte(out.Text)), InputTokens: known(out.Usage.InputTokens),
 		OutputTokens: known(out.Usage.OutputTokens), CachedTokens: known(out.Usage.CacheReadTokens),
-		ReasoningTokens: known(out.Usage.ReasoningTokens), ModelCalls: out.ModelCalls, StartedAtMs: started, EndedAtMs: ended}
+		ReasoningTokens: known(out.Usage.ReasoningTokens), ModelCalls: out.ModelCalls, StartedAtMs: started, EndedAtMs: ended,
+		Description: desc}
 	judgeCost := ledger.ExactAmount(0.0)
 	for _, j := range r.o.Judges {
 		s, err := j.Score(ctx, sc, out)

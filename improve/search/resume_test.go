@@ -125,3 +125,59 @@ func TestResumeRequiredRefuses(t *testing.T) {
 		t.Errorf("a required resume changed the run dir: %v %v", entries, err)
 	}
 }
+
+// TestResumeKeepsScrubbedDescriptions (OPT-03, §3.9 privacy): an output
+// descriptor is journaled scrubbed with its measurement, so a resumed run
+// shows the method the same description without asking the hook again,
+// and the journal never holds the raw secret.
+func TestResumeKeepsScrubbedDescriptions(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "run")
+	describe := func(calls *int) func(context.Context, search.Artifact) (string, error) {
+		return func(_ context.Context, a search.Artifact) (string, error) {
+			*calls++
+			return "output " + a.Output.Text + " key " + fakeAnthropicKey, nil
+		}
+	}
+	var firstCalls int
+	killed, killedAgent := options(t, ptr(0.001))
+	killed.RunDir, killed.DescribeArtifact = dir, describe(&firstCalls)
+	killedAgent.failAfter = 3
+	if _, err := search.Improve(ctx, baseProfile(), killed); !errors.Is(err, errKilled) {
+		t.Fatalf("killed run: %v", err)
+	}
+	if firstCalls != 3 {
+		t.Fatalf("described %d outputs before the kill, want 3", firstCalls)
+	}
+
+	var resumedCalls int
+	resumed, resumedAgent := options(t, ptr(0.001))
+	resumed.RunDir, resumed.Resume, resumed.DescribeArtifact = dir, search.ResumeRequired, describe(&resumedCalls)
+	spy := &describeSpy{inner: resumed.Method}
+	resumed.Method = spy
+	res, err := search.Improve(ctx, baseProfile(), resumed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Provenance.Reused != 3 {
+		t.Fatalf("reused %d", res.Provenance.Reused)
+	}
+	// Every search measurement run now was described now; the reused ones
+	// were not described again, and still carry their description.
+	searchRuns := int(resumedAgent.calls.Load()) - 2*6 // minus the final comparison
+	if resumedCalls != searchRuns {
+		t.Errorf("described %d outputs, ran %d search measurements", resumedCalls, searchRuns)
+	}
+	for _, d := range spy.outputs {
+		if !strings.HasPrefix(d, "output ") || !strings.Contains(d, "[redacted-credential]") {
+			t.Errorf("the method was shown %q", d)
+		}
+	}
+	journal, err := os.ReadFile(filepath.Join(dir, search.JournalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(journal, []byte(fakeAnthropicKey)) || !bytes.Contains(journal, []byte("[redacted-credential]")) {
+		t.Error("the journal does not hold the scrubbed description only")
+	}
+}
