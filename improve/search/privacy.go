@@ -160,6 +160,11 @@ func hookNames(o *Options) []string {
 // descriptor runs a describe hook's answer through Redact and then Scrub;
 // any failure, a panic included, is a *DescriptorError.
 func (r *run) descriptor(ctx context.Context, path, hook string, describe func() (string, error)) (string, error) {
+	return r.redacted(ctx, path, hook, MaxDescriptorBytes, describe)
+}
+
+// redacted is descriptor with a size limit of its own.
+func (r *run) redacted(ctx context.Context, path, hook string, limit int, describe func() (string, error)) (string, error) {
 	fail := func(hook string, err error) (string, error) {
 		return "", &DescriptorError{Path: path, Hook: hook, Err: err}
 	}
@@ -167,15 +172,15 @@ func (r *run) descriptor(ctx context.Context, path, hook string, describe func()
 	if err != nil {
 		return fail(hook, err)
 	}
-	if len(text) > MaxDescriptorBytes {
-		return fail(hook, fmt.Errorf("the descriptor is %d bytes; at most %d", len(text), MaxDescriptorBytes))
+	if len(text) > limit {
+		return fail(hook, fmt.Errorf("the descriptor is %d bytes; at most %d", len(text), limit))
 	}
 	if h := r.o.Redact; h != nil {
 		if text, err = guarded(func() (string, error) { return h(ctx, text) }); err != nil {
 			return fail(HookRedact, err)
 		}
-		if len(text) > MaxDescriptorBytes {
-			return fail(HookRedact, fmt.Errorf("the redacted descriptor is %d bytes; at most %d", len(text), MaxDescriptorBytes))
+		if len(text) > limit {
+			return fail(HookRedact, fmt.Errorf("the redacted descriptor is %d bytes; at most %d", len(text), limit))
 		}
 	}
 	if !utf8.ValidString(text) {
@@ -197,11 +202,12 @@ func guarded[T any](f func() (T, error)) (v T, err error) {
 }
 
 // describeViews fills the train and selection views' descriptions from
-// Options.DescribeScenario. Test cases are never described: they are not
-// in the views.
+// Options.DescribeScenario and, with Options.ShareCaseBodies, their
+// inputs and expected answers: each passes Redact and Scrub like any
+// descriptor. Test cases are never described: they are not in the views.
 func (r *run) describeViews(ctx context.Context, views ...[]CaseView) error {
 	h := r.o.DescribeScenario
-	if h == nil {
+	if h == nil && !r.o.ShareCaseBodies {
 		return nil
 	}
 	index := make(map[string]int, len(r.order))
@@ -214,8 +220,27 @@ func (r *run) describeViews(ctx context.Context, views ...[]CaseView) error {
 			if sc.Partition == Test {
 				continue // unreachable: views hold no test case
 			}
-			d, err := r.descriptor(ctx, fmt.Sprintf("/scenarios/%d", index[sc.ID]), HookDescribeScenario,
-				func() (string, error) { return h(ctx, sc) })
+			at := fmt.Sprintf("/scenarios/%d", index[sc.ID])
+			if r.o.ShareCaseBodies {
+				for _, body := range []struct {
+					name string
+					text *string
+				}{{"input", &vs[i].Input}, {"expected", &vs[i].Expected}} {
+					raw := *body.text
+					if raw == "" {
+						continue
+					}
+					d, err := r.redacted(ctx, at+"/"+body.name, HookRedact, MaxScenarioBytes, func() (string, error) { return raw, nil })
+					if err != nil {
+						return err
+					}
+					*body.text = d
+				}
+			}
+			if h == nil {
+				continue
+			}
+			d, err := r.descriptor(ctx, at, HookDescribeScenario, func() (string, error) { return h(ctx, sc) })
 			if err != nil {
 				return err
 			}

@@ -340,3 +340,32 @@ func TestGreedyProposerGetsScrubbedDescriptors(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedCaseBodiesAreScrubbed (§3.9 privacy): ShareCaseBodies shows
+// the method train and selection inputs and answers only after Redact
+// and Scrub, like any descriptor; test cases stay hidden.
+func TestSharedCaseBodiesAreScrubbed(t *testing.T) {
+	o, _ := options(t, ptr(0.001))
+	o.Scenarios[0].Input = "refund for bob@example.com, our key is " + fakeAnthropicKey + " (Nightjar)"
+	o.Scenarios[0].Expected = strings.ToUpper(o.Scenarios[0].Input)
+	o.ShareCaseBodies = true
+	o.Redact = func(_ context.Context, d string) (string, error) {
+		return strings.ReplaceAll(strings.ReplaceAll(d, "Nightjar", "[project]"), "NIGHTJAR", "[project]"), nil
+	}
+	spy := &describeSpy{inner: o.Method}
+	o.Method = spy
+	if _, err := search.Improve(context.Background(), baseProfile(), o); err != nil {
+		t.Fatal(err)
+	}
+	if len(spy.views) != 4 {
+		t.Fatalf("views %+v", spy.views)
+	}
+	for _, v := range spy.views {
+		if v.Partition == search.Test || v.Input == "" || !clean(v.Input) || !clean(v.Expected) {
+			t.Errorf("shared view %+v", v)
+		}
+	}
+	if got, want := spy.views[0].Input, "refund for [redacted-email], our key is [redacted-credential] ([project])"; got != want {
+		t.Errorf("shared input %q, want %q", got, want)
+	}
+}

@@ -278,8 +278,9 @@ type Options struct {
 	Seed       uint64
 	// MinimumLift is what the interval's lower bound must exceed to ship.
 	MinimumLift float64
-	// ShareCaseBodies shows the method cases' inputs and expected answers;
-	// by default it sees their ids only.
+	// ShareCaseBodies shows the method train and selection cases' inputs
+	// and expected answers, each passed through Redact and Scrub like a
+	// descriptor; by default it sees their ids only.
 	ShareCaseBodies bool
 	// MaxEvaluations bounds how many (candidate, case) measurements the
 	// search may ask for (default 10000).
