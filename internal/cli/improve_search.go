@@ -80,6 +80,11 @@ and starts fresh; --resume required refuses to start without a journal of
 the same identity. The result says which happened (resumeStatus fresh,
 resumed or restarted). Progress goes to stderr.
 
+What the method is shown: case ids and scores by default. --share-case-bodies
+adds the train and selection inputs and answers, --share-outputs the agent's
+outputs on them; both pass a scrubber that replaces recognised credentials
+and email addresses first. Test cases and their outputs are never shown.
+
 --mode training also hands the method byte-pinned training datasets to
 train on through a separate executor:
 
@@ -100,7 +105,7 @@ type improveSearchFlags struct {
 	costCeiling, minimumLift, confidence                                           float64
 	resamples, rounds, variants                                                    int
 	seed                                                                           uint64
-	shareBodies, asJSON, allowCommands                                             bool
+	shareBodies, shareOutputs, asJSON, allowCommands                               bool
 	sf                                                                             storeFlags
 }
 
@@ -138,7 +143,8 @@ func registerImproveSearch(cmd *cobra.Command, stdio IO) {
 	fl.Uint64Var(&f.seed, "seed", 1, "bootstrap seed")
 	fl.IntVar(&f.rounds, "rounds", 2, "greedy rounds")
 	fl.IntVar(&f.variants, "variants", 2, "prompt variants per round")
-	fl.BoolVar(&f.shareBodies, "share-case-bodies", false, "show the method the train and selection inputs and answers (default ids only)")
+	fl.BoolVar(&f.shareBodies, "share-case-bodies", false, "show the method the train and selection inputs and answers, scrubbed (default ids only)")
+	fl.BoolVar(&f.shareOutputs, "share-outputs", false, "show the method the agent's outputs on train and selection cases, scrubbed and cut to 4 KiB (default scores only)")
 	fl.BoolVar(&f.allowCommands, "allow-commands", false, "let candidates (and the base) that run commands — a local MCP server, a hook — run; each is named on stderr (default: refused)")
 	fl.StringVar(&f.proposalInputs, "proposal-inputs", "", "FILE pinning what a proposal needs beside the result (source, executionRef, grader, model, limits, runId)")
 	fl.StringVar(&f.proposalOut, "proposal", "", "on ship, write the AgentImprovementProposal to FILE (needs --proposal-inputs)")
@@ -228,7 +234,7 @@ func runImproveSearch(c *cobra.Command, stdio IO, profilePath string, f *improve
 		Method: search.Greedy{Model: proposer, Store: st, Rounds: f.rounds, Variants: f.variants},
 		Agent:  search.KernelAgent{Model: agentModel, Store: st}, Store: st,
 		RunDir: f.runDir, Resume: search.Resume(f.resume), Resamples: f.resamples, Confidence: f.confidence,
-		Seed: f.seed, MinimumLift: f.minimumLift, ShareCaseBodies: f.shareBodies,
+		Seed: f.seed, MinimumLift: f.minimumLift, ShareCaseBodies: f.shareBodies, DescribeArtifact: shareOutputs(f.shareOutputs),
 		Progress: func(p search.Progress) { printImproveProgress(stdio, p) },
 	}
 	if f.costCeiling >= 0 {

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/improve/search"
@@ -36,6 +38,35 @@ func improveTraining(stdio IO, f *improveSearchFlags) (search.Mode, *search.Trai
 		t.Datasets = append(t.Datasets, search.TrainingDataset{Name: file, SHA256: pin, Bytes: data})
 	}
 	return mode, t, nil
+}
+
+// maxSharedOutput bounds an output --share-outputs shows the method.
+const maxSharedOutput = 4 << 10
+
+// shareOutputs is --share-outputs' DescribeArtifact: the output text, cut
+// at a space before maxSharedOutput bytes so that no word (and so no
+// secret the scrubber would recognise whole) is cut in two. Improve
+// scrubs what it returns.
+func shareOutputs(on bool) func(context.Context, search.Artifact) (string, error) {
+	if !on {
+		return nil
+	}
+	return func(_ context.Context, a search.Artifact) (string, error) {
+		return cutAtSpace(a.Output.Text, maxSharedOutput), nil
+	}
+}
+
+// cutAtSpace returns s, or its longest prefix of at most n bytes that
+// ends before a space, with " …" to say it was cut.
+func cutAtSpace(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := strings.LastIndexFunc(s[:n+1], unicode.IsSpace)
+	if i <= 0 {
+		return "…"
+	}
+	return strings.TrimRightFunc(s[:i], unicode.IsSpace) + " …"
 }
 
 // splitPin splits FILE@sha256:HEX at its last "@sha256:"; the pin is

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/agentrt/agentrt/internal/cli"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/sqlite"
 )
 
 // pinned writes a training dataset file and returns FILE@sha256:HEX.
@@ -122,5 +126,55 @@ func TestImproveResumeCommand(t *testing.T) {
 	out, _, code = run(t, "", append(args, "--seed", "2", "--resume", "required")...)
 	if code != cli.ExitOK || !strings.Contains(out, "resume    resumed (required)") {
 		t.Errorf("required with its own journal: exit %d\n%s", code, out)
+	}
+}
+
+// TestImproveShareOutputsScrubbed (§3.9 privacy, end to end through the
+// CLI): with --share-case-bodies and --share-outputs the proposer's
+// recorded prompt carries the train inputs and outputs with the key and
+// the address scrubbed, and no test case. (The uppercasing candidate's
+// output carries the key uppercased, which the recognizer, case-sensitive
+// like the rules it mirrors, does not flag: only the exact key is
+// checked absent.)
+func TestImproveShareOutputsScrubbed(t *testing.T) {
+	dir := t.TempDir()
+	key := "sk-" + "ant-" + "api03-AbCdEfGhIjKlMnOpQrStUv"
+	profilePath, casesPath, db := filepath.Join(dir, "profile.json"), filepath.Join(dir, "cases.json"), filepath.Join(dir, "runs.db")
+	putFile(t, profilePath, []byte(`{"name":"echo","prompt":{"systemPrompt":"Repeat the user's words."}}`))
+	putFile(t, casesPath, []byte(`{"cases":[
+ {"id":"t1","input":"mail ann@example.com key `+key+`","expected":"MAIL","partition":"train"},
+ {"id":"s1","input":"hello two","expected":"HELLO TWO","partition":"selection"},
+ {"id":"x1","input":"see you","expected":"SEE YOU","partition":"test"}]}`))
+	out, errOut, code := run(t, "", "improve", profilePath, "--scenarios", casesPath, "--judge", "exact", "--db", db,
+		"--share-case-bodies", "--share-outputs")
+	if code != cli.ExitOK && code != cli.ExitHold {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runs, err := st.ListRuns(ctx, store.ListOptions{Kind: "improve-propose"})
+	if err != nil || len(runs) == 0 {
+		t.Fatalf("proposer runs %d, %v", len(runs), err)
+	}
+	for _, r := range runs {
+		rec, err := kernel.ReadRun(ctx, st, r.ID)
+		if err != nil || rec.ToolLoop == nil {
+			t.Fatalf("run %s: %v", r.ID, err)
+		}
+		user := rec.ToolLoop.User
+		for _, want := range []string{"[redacted-email]", "[redacted-credential]", "[output: "} {
+			if !strings.Contains(user, want) {
+				t.Errorf("the proposer prompt lacks %q:\n%s", want, user)
+			}
+		}
+		for _, never := range []string{key, "ann@example.com", "see you", "x1"} {
+			if strings.Contains(user, never) {
+				t.Errorf("the proposer prompt carries %q:\n%s", never, user)
+			}
+		}
 	}
 }
