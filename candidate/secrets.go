@@ -3,6 +3,7 @@ package candidate
 import (
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/profile"
@@ -24,14 +25,18 @@ type SecretFinding struct {
 // secretRules are the detectors ScanSecrets adds to the schema's public
 // value heuristic (profile.LooksLikeCredential, rule "credential"): token
 // formats whose shape alone identifies a secret.
+//
+// Each rule's literal is a substring every match contains: a string
+// without it is not run through the expression (most strings scanned are
+// prose, and the expressions cost far more than the look-up).
 var secretRules = []struct {
-	name string
-	re   *regexp.Regexp
+	name, literal string
+	re            *regexp.Regexp
 }{
-	{"anthropic-key", regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_-]{16,}`)},
-	{"slack-token", regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`)},
-	{"json-web-token", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)},
-	{"google-api-key", regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}\b`)},
+	{"anthropic-key", "sk-ant-", regexp.MustCompile(`\bsk-ant-[A-Za-z0-9_-]{16,}`)},
+	{"slack-token", "xox", regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}`)},
+	{"json-web-token", "eyJ", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}`)},
+	{"google-api-key", "AIza", regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}\b`)},
 }
 
 // ScanSecrets reports every string of v — values and member names, prompts
@@ -70,7 +75,7 @@ func scanValue(v canonjson.Value, path []byte, out *[]SecretFinding) {
 // secretRule returns the first rule s matches, or "".
 func secretRule(s string) string {
 	for _, r := range secretRules {
-		if r.re.MatchString(s) {
+		if strings.Contains(s, r.literal) && r.re.MatchString(s) {
 			return r.name
 		}
 	}

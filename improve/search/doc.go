@@ -30,8 +30,20 @@
 // cost holds, and a reported total above CostCeiling is refused
 // ([CostCeilingError]); a run directory's journal (package journal)
 // lets a run with the same recipe identity resume without measuring a
-// case twice. [Greedy] is the built-in method; optimizers such as GEPA
-// plug in as another [Method].
+// case twice (Resume if-compatible moves a journal of another identity
+// aside and starts fresh; required refuses it). [Greedy] is the built-in
+// method; optimizers such as GEPA plug in as another [Method].
+//
+// Privacy: the caller may describe train and selection cases and search
+// outputs to the method (Options.DescribeScenario, DescribeArtifact);
+// every descriptor passes the caller's Redact and then [Scrub] (the
+// credential rule of candidate.ScanSecrets, and email addresses), and a
+// failing hook fails the run closed ([DescriptorError]).
+// Options.ValidateCandidate may refuse a candidate before it runs
+// ([ValidationError]). Training mode ([ModeTraining]) hands the method
+// byte-pinned datasets for a separate training executor and refuses the
+// final measurement when a test case appears in a training receipt
+// ([HeldOutError]).
 //
 // It must not activate anything and must not import package improve:
 // search and activation stay detached (RTP-04, RTP-13). The result's

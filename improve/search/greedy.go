@@ -140,7 +140,8 @@ func (g Greedy) Search(ctx context.Context, in MethodInput) (MethodOutput, error
 				var ce *CredentialError
 				var pe *CandidateError
 				var se *SensitiveCandidateError
-				if errors.As(err, &ce) || errors.As(err, &pe) || errors.As(err, &se) {
+				var ve *ValidationError
+				if errors.As(err, &ce) || errors.As(err, &pe) || errors.As(err, &se) || errors.As(err, &ve) {
 					continue // refused and recorded in the population; try the next
 				}
 				return MethodOutput{}, err
@@ -178,8 +179,15 @@ func (g Greedy) propose(ctx context.Context, out *MethodOutput, text greedyText,
 		if v := bodies[c.ID]; v.Input != "" {
 			fmt.Fprintf(&b, " (input %q, expected %q)", v.Input, v.Expected)
 		}
+		if v := bodies[c.ID]; v.Description != "" {
+			fmt.Fprintf(&b, " [case: %s]", v.Description)
+		}
+		if c.Description != "" {
+			fmt.Fprintf(&b, " [output: %s]", c.Description)
+		}
 		b.WriteByte('\n')
 	}
+	writeTrainingExamples(&b, in.Training)
 	res, err := kernel.RunToolLoop(ctx, kernel.ToolLoopOptions{Model: g.Model, System: text.system, User: b.String(), Store: g.Store, Kind: "improve-propose"})
 	if err != nil {
 		return "", err
@@ -196,6 +204,30 @@ func (g Greedy) propose(ctx context.Context, out *MethodOutput, text greedyText,
 		return "", fmt.Errorf("the proposer replied with %d bytes; a %s is 1 to %d", len(reply), text.label, MaxPromptBytes)
 	}
 	return reply, nil
+}
+
+// greedyExamples bounds the training examples Greedy shows its proposer.
+const greedyExamples = 8
+
+// writeTrainingExamples shows the proposer the first training examples
+// of each dataset, at most greedyExamples in all.
+func writeTrainingExamples(b *strings.Builder, t *TrainingInput) {
+	if t == nil {
+		return
+	}
+	n := 0
+	for _, d := range t.Datasets {
+		for _, e := range d.Examples {
+			if n == greedyExamples {
+				return
+			}
+			if n == 0 {
+				b.WriteString("\nTraining examples (input → expected):\n")
+			}
+			fmt.Fprintf(b, "- %q → %q\n", e.Input, e.Expected)
+			n++
+		}
+	}
 }
 
 func ids(cs []CaseView) []string {

@@ -26,8 +26,11 @@ import (
 // A refused option is an *OptionsError; a base or selected surface with
 // credentials a *CredentialError; a spend above o.CostCeiling a
 // *CostCeilingError (with the Result so far); a run dir of another recipe
-// a *ResumeError. An agent or judge error fails the run (wrapped with %w):
-// an unmeasured case is never scored.
+// a *ResumeError; a failing describe or redact hook a *DescriptorError;
+// in ModeTraining, unpinned bytes a *DatasetDigestError, a bad receipt a
+// *TrainingReceiptError and a trained-on test case a *HeldOutError. An
+// agent or judge error fails the run (wrapped with %w): an unmeasured
+// case is never scored.
 func Improve(ctx context.Context, base *profile.Profile, o Options) (_ Result, err error) {
 	r, err := newRun(base, &o)
 	if err != nil {
@@ -48,6 +51,12 @@ func Improve(ctx context.Context, base *profile.Profile, o Options) (_ Result, e
 		return Result{}, err
 	}
 	r.log, r.prior = log, prior
+	if r.training != nil {
+		// Fail before any spend when a pinned dataset holds a test case.
+		if err := heldOut(r.order, r.training.receipts); err != nil {
+			return finishEarly(r, log, err)
+		}
+	}
 	// Every journaled measurement was spent by this recipe's run.
 	for _, key := range prior.order {
 		r.account(prior.measurements[key])
@@ -58,6 +67,14 @@ func Improve(ctx context.Context, base *profile.Profile, o Options) (_ Result, e
 		err = fmt.Errorf("search: journal: %w", cerr)
 	}
 	return res, err
+}
+
+// finishEarly closes the journal of a run refused before it searched.
+func finishEarly(r *run, log *runLog, err error) (Result, error) {
+	if cerr := log.close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("search: journal: %w", cerr))
+	}
+	return Result{Decision: Hold, Reasons: []string{err.Error()}, Provenance: r.provenance()}, err
 }
 
 // run is one Improve call's state.
@@ -74,7 +91,11 @@ type run struct {
 	cases      map[string]Scenario
 	// authorized is AuthorizeSensitiveCandidate's answer per digest (nil:
 	// may run).
-	authorized   map[string]error
+	authorized map[string]error
+	// validated is ValidateCandidate's answer per digest (nil: accepted).
+	validated map[string]error
+	// training is ModeTraining's verified data (nil in ModeSearch).
+	training     *training
 	order        []Scenario
 	recipe       canonjson.Value
 	recipeDigest string
@@ -93,6 +114,10 @@ func newRun(base *profile.Profile, o *Options) (*run, error) {
 	if err := checkOptions(o); err != nil {
 		return nil, err
 	}
+	tr, err := checkTraining(o)
+	if err != nil {
+		return nil, err
+	}
 	if base == nil {
 		return nil, &OptionsError{Path: "/base", Reason: "a base profile is required"}
 	}
@@ -109,7 +134,7 @@ func newRun(base *profile.Profile, o *Options) (*run, error) {
 		return nil, &OptionsError{Path: "/base", Reason: err.Error()}
 	}
 	r := &run{o: o, base: own, baseValue: baseValue, baseDigest: baseDigest, baselineID: baseDigest, cases: map[string]Scenario{}, authorized: map[string]error{},
-		byKey: map[string]*PopulationEntry{}, scores: map[string]map[string]*float64{}}
+		byKey: map[string]*PopulationEntry{}, scores: map[string]map[string]*float64{}, training: tr}
 	if r.current, err = r.extractSurface(); err != nil {
 		return nil, err
 	}
@@ -120,7 +145,7 @@ func newRun(base *profile.Profile, o *Options) (*run, error) {
 		r.cases[sc.ID] = sc
 		r.order = append(r.order, sc)
 	}
-	r.recipe, r.recipeDigest, err = recipeOf(o, baseDigest)
+	r.recipe, r.recipeDigest, err = recipeOf(o, baseDigest, tr)
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +263,7 @@ func checkScenarios(scs []Scenario, at string) error {
 // recipeOf is the resume identity: executor, base, surface, method,
 // partitions (by case content), judges and the options that change a
 // result (OPT-02).
-func recipeOf(o *Options, baseDigest string) (canonjson.Value, string, error) {
+func recipeOf(o *Options, baseDigest string, tr *training) (canonjson.Value, string, error) {
 	type caseRef struct {
 		ID     string `json:"id"`
 		Digest string `json:"digest"`
@@ -268,8 +293,11 @@ func recipeOf(o *Options, baseDigest string) (canonjson.Value, string, error) {
 		CostCeiling  *float64        `json:"costCeiling,omitzero"`
 		ShareBodies  bool            `json:"shareCaseBodies"`
 		Extra        canonjson.Value `json:"extra,omitzero"`
+		Privacy      []string        `json:"privacyHooks,omitzero"`
+		Training     *trainingRecipe `json:"training,omitzero"`
 	}{"agentrt-improve-recipe", o.ExecutionRef, baseDigest, o.Surface, o.Method.Identity(),
-		parts[Train], parts[Selection], parts[Test], judges, o.Resamples, o.Confidence, o.Seed, o.MinimumLift, o.CostCeiling, o.ShareCaseBodies, surfaceRecipe(o)}
+		parts[Train], parts[Selection], parts[Test], judges, o.Resamples, o.Confidence, o.Seed, o.MinimumLift, o.CostCeiling, o.ShareCaseBodies, surfaceRecipe(o),
+		hookNames(o), tr.recipe()}
 	v, err := canonjson.ToValue(recipe)
 	if err != nil {
 		return canonjson.Value{}, "", &OptionsError{Path: "/method/settings", Reason: "the recipe has no canonical form: " + err.Error()}
@@ -425,6 +453,10 @@ func (r *run) evaluate(ctx context.Context, surface canonjson.Value, caseIDs []s
 		r.refuse(entry, err)
 		return Evaluation{}, err
 	}
+	if err := r.validate(ctx, p, digest); err != nil {
+		r.refuse(entry, err)
+		return Evaluation{}, err
+	}
 	var scs []Scenario
 	for _, id := range caseIDs {
 		sc, ok := r.cases[id]
@@ -442,7 +474,7 @@ func (r *run) evaluate(ctx context.Context, surface canonjson.Value, caseIDs []s
 		if err != nil {
 			return Evaluation{}, err
 		}
-		ev.Cases = append(ev.Cases, CaseScore{ID: sc.ID, Score: m.Score})
+		ev.Cases = append(ev.Cases, CaseScore{ID: sc.ID, Score: m.Score, Description: m.Description})
 		if cases := r.scores[digest]; cases[sc.ID] == nil {
 			if cases == nil {
 				cases = map[string]*float64{}
@@ -497,6 +529,9 @@ func (r *run) measure(ctx context.Context, phase string, p *profile.Profile, dig
 	if err := r.authorize(ctx, p, digest); err != nil {
 		return measurement{}, err
 	}
+	if err := r.validate(ctx, p, digest); err != nil {
+		return measurement{}, err
+	}
 	r.evaluations++
 	r.progress(Progress{Phase: phase, Candidate: digest, Case: sc.ID})
 	// The agent gets its own copy: whatever it does to it, the run's
@@ -511,11 +546,18 @@ func (r *run) measure(ctx context.Context, phase string, p *profile.Profile, dig
 		return measurement{}, fmt.Errorf("search: agent on case %q: %w", sc.ID, err)
 	}
 	ended := r.now()
+	var desc string
+	if phase == "search" {
+		if desc, err = r.describeArtifact(ctx, digest, sc, out); err != nil {
+			return measurement{}, err
+		}
+	}
 	m := measurement{Type: recMeasurement, Candidate: digest, Case: sc.ID, CaseDigest: sc.digest(), Phase: phase,
 		AgentCost: toAmount(out.Usage.CostUSD), RunID: out.RunID, OutputBytes: int64(len(out.Text)),
 		OutputDigest: canonjson.DigestBytes([]byte(out.Text)), InputTokens: known(out.Usage.InputTokens),
 		OutputTokens: known(out.Usage.OutputTokens), CachedTokens: known(out.Usage.CacheReadTokens),
-		ReasoningTokens: known(out.Usage.ReasoningTokens), ModelCalls: out.ModelCalls, StartedAtMs: started, EndedAtMs: ended}
+		ReasoningTokens: known(out.Usage.ReasoningTokens), ModelCalls: out.ModelCalls, StartedAtMs: started, EndedAtMs: ended,
+		Description: desc}
 	judgeCost := ledger.ExactAmount(0.0)
 	for _, j := range r.o.Judges {
 		s, err := j.Score(ctx, sc, out)
@@ -595,9 +637,15 @@ func (r *run) search(ctx context.Context) (*methodRecord, error) {
 		return m, nil
 	}
 	train, selection := r.views()
+	if err := r.describeViews(ctx, train, selection); err != nil {
+		return nil, err
+	}
 	in := MethodInput{Surface: r.o.Surface, Current: r.current, Train: train, Selection: selection, Evaluate: r.evaluate}
 	if c := r.o.ProfileComponents; c != nil {
 		in.Encoding = c.encoding()
+	}
+	if r.training != nil {
+		in.Training = r.training.inputCopy()
 	}
 	out, err := r.o.Method.Search(ctx, in)
 	if err != nil {
@@ -609,7 +657,7 @@ func (r *run) search(ctx context.Context) (*methodRecord, error) {
 		return nil, &CredentialError{Findings: f}
 	}
 	m := &methodRecord{Type: recMethod, Selected: out.Selected, Rationale: out.Rationale, Cost: toAmount(out.Usage.CostUSD),
-		RunIDs: out.RunIDs, Provenance: out.Provenance}
+		RunIDs: out.RunIDs, Provenance: out.Provenance, TrainingReceipts: out.TrainingReceipts}
 	for _, e := range r.population {
 		m.Population = append(m.Population, *e)
 	}
@@ -620,8 +668,7 @@ func (r *run) search(ctx context.Context) (*methodRecord, error) {
 }
 
 func (r *run) run(ctx context.Context) (Result, error) {
-	res := Result{Decision: Hold, minimumLift: r.o.MinimumLift, Provenance: Provenance{Method: r.o.Method.Identity(), RecipeDigest: r.recipeDigest,
-		BaseDigest: r.baseDigest, Resumed: r.prior.found, RunDir: r.o.RunDir}}
+	res := Result{Decision: Hold, minimumLift: r.o.MinimumLift, Provenance: r.provenance()}
 	finish := func(err error) (Result, error) {
 		res.Spend = r.spend
 		res.Provenance.Evaluations, res.Provenance.Reused = r.evaluations, r.reused
@@ -651,9 +698,20 @@ func (r *run) run(ctx context.Context) (Result, error) {
 		return finish(err)
 	}
 
+	if r.training != nil {
+		receipts, err := r.training.checkReceipts(r.order, m.TrainingReceipts)
+		res.Provenance.Training = &TrainingProvenance{ExecutionRef: r.training.input.ExecutionRef, Receipts: receipts}
+		if err != nil {
+			return finish(err)
+		}
+	}
 	entry := r.entryFor(m.Selected)
 	cand, candDigest, err := r.materialize(ctx, m.Selected)
 	if err != nil {
+		r.refuse(entry, err)
+		return finish(err)
+	}
+	if err := r.validate(ctx, cand, candDigest); err != nil {
 		r.refuse(entry, err)
 		return finish(err)
 	}

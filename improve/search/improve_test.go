@@ -256,7 +256,7 @@ func (m fixedMethod) Search(context.Context, search.MethodInput) (search.MethodO
 // TestResumeReusesMeasurements (OPT-03): a run killed mid-search resumes
 // in the same run dir, measuring only what the journal lacks; a finished
 // run resumed measures nothing, and gives the same result; a run dir of
-// another recipe is refused.
+// another recipe is refused when resume is required.
 func TestResumeReusesMeasurements(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "run")
@@ -307,8 +307,10 @@ func TestResumeReusesMeasurements(t *testing.T) {
 		}
 	}
 
+	// Resume required refuses a run dir of another recipe (with
+	// if-compatible it starts fresh: TestResumeIfCompatibleStartsFresh).
 	other, _ := options(t, ptr(0.001))
-	other.RunDir, other.MinimumLift = dir, 0.2
+	other.RunDir, other.MinimumLift, other.Resume = dir, 0.2, search.ResumeRequired
 	var re *search.ResumeError
 	if _, err := search.Improve(ctx, baseProfile(), other); !errors.As(err, &re) {
 		t.Errorf("another recipe in the run dir: %v, want a *ResumeError", err)

@@ -83,6 +83,15 @@ type Provenance struct {
 	Evaluations int  `json:"evaluations"`
 	// RunDir is the run directory ("" without one).
 	RunDir string `json:"runDir,omitzero"`
+	// Resume is the resume mode asked for and ResumeStatus what came of
+	// it; Superseded is where a journal of another recipe was moved.
+	Resume       Resume       `json:"resume"`
+	ResumeStatus ResumeStatus `json:"resumeStatus"`
+	Superseded   string       `json:"superseded,omitzero"`
+	// Mode is the run's mode; Training, in ModeTraining, its training
+	// executor and receipts.
+	Mode     Mode                `json:"mode"`
+	Training *TrainingProvenance `json:"training,omitzero"`
 }
 
 // Result is what Improve found. It activates nothing: the candidate is a

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/journal"
@@ -46,6 +47,9 @@ type measurement struct {
 	StartedAtMs     float64 `json:"startedAtMs"`
 	EndedAtMs       float64 `json:"endedAtMs"`
 	JudgedAtMs      float64 `json:"judgedAtMs"`
+	// Description is DescribeArtifact's scrubbed descriptor of the
+	// output, for a search measurement.
+	Description string `json:"description,omitzero"`
 }
 
 // known returns a known token count, nil otherwise.
@@ -67,6 +71,8 @@ type methodRecord struct {
 	Provenance map[string]string `json:"provenance,omitzero"`
 	// Population is the search's candidate population when it ended.
 	Population []PopulationEntry `json:"population,omitzero"`
+	// TrainingReceipts are the method's own, in ModeTraining.
+	TrainingReceipts []TrainingReceipt `json:"trainingReceipts,omitzero"`
 }
 
 // amount is a ledger.Amount[float64] in a journal record.
@@ -99,12 +105,33 @@ type resumed struct {
 	order        []string // keys in journal order
 	method       *methodRecord
 	found        bool
+	// status is the run's ResumeStatus; superseded the path an
+	// incompatible journal was moved to.
+	status     ResumeStatus
+	superseded string
 }
+
+// ResumeStatus says what a run made of its run dir.
+type ResumeStatus string
+
+// Resume statuses, as Provenance records them.
+const (
+	// ResumeFresh: there was no journal (or no run dir); the run started
+	// one.
+	ResumeFresh ResumeStatus = "fresh"
+	// ResumeResumed: the run dir held a journal of the same recipe, whose
+	// measurements were reused.
+	ResumeResumed ResumeStatus = "resumed"
+	// ResumeRestarted: the run dir held a journal of another recipe;
+	// with resume if-compatible it was moved aside (Provenance.Superseded)
+	// and the run started fresh.
+	ResumeRestarted ResumeStatus = "restarted"
+)
 
 // openRunLog opens dir's journal for the recipe: a new journal starts
 // with the recipe; an existing one must carry the same recipe digest.
 func openRunLog(ctx context.Context, dir string, mode Resume, recipe canonjson.Value, recipeDigest string) (*runLog, resumed, error) {
-	prior := resumed{measurements: map[string]measurement{}}
+	prior := resumed{measurements: map[string]measurement{}, status: ResumeFresh}
 	if dir == "" {
 		if mode == ResumeRequired {
 			return &runLog{}, prior, &ResumeError{RunDir: dir, Reason: "resume is required but no run dir was given"}
@@ -141,9 +168,13 @@ func openRunLog(ctx context.Context, dir string, mode Resume, recipe canonjson.V
 			d, _ := e.Value.Get("digest")
 			if typ.Str() != recRecipe || d.Str() != recipeDigest {
 				j.Close()
-				return nil, prior, &ResumeError{RunDir: dir, Reason: fmt.Sprintf("it holds another recipe (%s, this run is %s); use a new run dir", d.Str(), recipeDigest)}
+				if mode == ResumeRequired {
+					return nil, prior, &ResumeError{RunDir: dir, Reason: fmt.Sprintf("resume is required but it holds another recipe (%s, this run is %s); use --resume if-compatible to start fresh, or the recipe's own run dir", d.Str(), recipeDigest)}
+				}
+				return restartRunLog(ctx, dir, mode, recipe, recipeDigest, d.Str())
 			}
 			prior.found = true
+			prior.status = ResumeResumed
 			continue
 		}
 		switch typ.Str() {
@@ -175,6 +206,42 @@ func openRunLog(ctx context.Context, dir string, mode Resume, recipe canonjson.V
 		}
 	}
 	return l, prior, nil
+}
+
+// restartRunLog moves dir's journal of another recipe aside, keeping it
+// for audit under a name that says which recipe it held, and opens a
+// fresh journal for this one.
+func restartRunLog(ctx context.Context, dir string, mode Resume, recipe canonjson.Value, recipeDigest, old string) (*runLog, resumed, error) {
+	tag := "unknown"
+	if canonjson.IsDigest(old) {
+		tag = strings.TrimPrefix(old, "sha256:")[:12]
+	}
+	from := filepath.Join(dir, JournalFile)
+	for n := 0; ; n++ {
+		to := filepath.Join(dir, fmt.Sprintf("improve.superseded-%s-%d.jsonl", tag, n))
+		if _, err := os.Lstat(to); err == nil {
+			if n >= 1000 {
+				return nil, resumed{}, &ResumeError{RunDir: dir, Reason: "too many superseded journals; use a new run dir"}
+			}
+			continue
+		}
+		if err := os.Rename(from, to); err != nil {
+			return nil, resumed{}, fmt.Errorf("search: run dir: moving the journal of another recipe aside: %w", err)
+		}
+		l, prior, err := openRunLog(ctx, dir, mode, recipe, recipeDigest)
+		if err != nil {
+			return nil, prior, err
+		}
+		prior.status, prior.superseded = ResumeRestarted, to
+		return l, prior, nil
+	}
+}
+
+// provenance is the run's provenance before it searched.
+func (r *run) provenance() Provenance {
+	return Provenance{Method: r.o.Method.Identity(), RecipeDigest: r.recipeDigest, BaseDigest: r.baseDigest,
+		Resumed: r.prior.found, RunDir: r.o.RunDir, Resume: r.o.Resume, ResumeStatus: r.prior.status,
+		Superseded: r.prior.superseded, Mode: r.o.Mode}
 }
 
 // append journals one record; without a run dir it does nothing.

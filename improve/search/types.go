@@ -119,12 +119,18 @@ type CaseView struct {
 	Partition Partition `json:"partition"`
 	Input     string    `json:"input,omitzero"`
 	Expected  string    `json:"expected,omitzero"`
+	// Description is Options.DescribeScenario's descriptor of the case,
+	// redacted and scrubbed ("" without the hook).
+	Description string `json:"description,omitzero"`
 }
 
 // CaseScore is one measured case of an evaluation.
 type CaseScore struct {
 	ID    string  `json:"id"`
 	Score float64 `json:"score"`
+	// Description is Options.DescribeArtifact's descriptor of the output,
+	// redacted and scrubbed ("" without the hook).
+	Description string `json:"description,omitzero"`
 }
 
 // Evaluation is Improve's measurement of one candidate surface on the
@@ -157,6 +163,9 @@ type MethodInput struct {
 	Train, Selection []CaseView
 	// Evaluate measures a candidate surface on train or selection cases.
 	Evaluate Evaluator
+	// Training, in ModeTraining, is the verified training data and the
+	// executor to train on (nil otherwise).
+	Training *TrainingInput
 }
 
 // MethodIdentity names a method for the recipe identity and the result's
@@ -189,6 +198,10 @@ type MethodOutput struct {
 	// Provenance is what the method reports of itself (an optimizer's
 	// run id, artifact dir, package digest); it is recorded as given.
 	Provenance map[string]string
+	// TrainingReceipts, in ModeTraining, record what the method's own
+	// training consumed; a receipt listing a test case refuses the final
+	// measurement (*HeldOutError).
+	TrainingReceipts []TrainingReceipt
 }
 
 // Method is a complete search method (an agent-eval OptimizationMethod):
@@ -258,8 +271,9 @@ type Options struct {
 	Seed       uint64
 	// MinimumLift is what the interval's lower bound must exceed to ship.
 	MinimumLift float64
-	// ShareCaseBodies shows the method cases' inputs and expected answers;
-	// by default it sees their ids only.
+	// ShareCaseBodies shows the method train and selection cases' inputs
+	// and expected answers, each passed through Redact and Scrub like a
+	// descriptor; by default it sees their ids only.
 	ShareCaseBodies bool
 	// MaxEvaluations bounds how many (candidate, case) measurements the
 	// search may ask for (default 10000).
@@ -283,6 +297,22 @@ type Options struct {
 	// Code, with surface code, is the repository and pinned commit whose
 	// code candidates change.
 	Code *Code
+	// DescribeScenario and DescribeArtifact, when set, describe a train
+	// or selection case, or a search measurement's output, to the method
+	// (CaseView.Description, CaseScore.Description); a test case is never
+	// described. Every descriptor passes Redact (when set) and then Scrub;
+	// a failing or panicking hook fails the run (*DescriptorError).
+	DescribeScenario func(ctx context.Context, sc Scenario) (string, error)
+	DescribeArtifact func(ctx context.Context, a Artifact) (string, error)
+	Redact           func(ctx context.Context, descriptor string) (string, error)
+	// ValidateCandidate, when set, accepts a candidate profile (the base
+	// excepted) by returning nil before it first runs; an error or a panic
+	// refuses it (*ValidationError), recorded refused in the population.
+	ValidateCandidate func(ctx context.Context, candidate *profile.Profile) error
+	// Mode is ModeSearch (the default) or ModeTraining; Training
+	// configures the latter.
+	Mode     Mode
+	Training *TrainingOptions
 }
 
 // SensitiveCandidate is a profile Improve would run that has

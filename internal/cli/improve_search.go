@@ -88,17 +88,41 @@ agentrt improve propose OUT. The inputs pin what agentrt cannot know:
    "grader": {…pinned grader…}, "model": {…resolved model…}, "limits": {…}}
 
 --run-dir DIR keeps a journal: the same command again resumes, reusing
-every measurement already taken (--resume required refuses to start
-without one). Progress goes to stderr.`
+every measurement already taken. The journal belongs to one recipe
+identity (execution ref, the complete base profile, surface, method and
+its settings, cases, judges, statistics options). --resume if-compatible
+(the default) resumes a journal of the same identity and, when the run dir
+holds another one, moves it aside (improve.superseded-<recipe>-<n>.jsonl)
+and starts fresh; --resume required refuses to start without a journal of
+the same identity. The result says which happened (resumeStatus fresh,
+resumed or restarted). Progress goes to stderr.
+
+What the method is shown: case ids and scores by default. --share-case-bodies
+adds the train and selection inputs and answers, --share-outputs the agent's
+outputs on them; both pass a scrubber that replaces recognised credentials
+and email addresses first. Test cases and their outputs are never shown.
+
+--mode training also hands the method byte-pinned training datasets to
+train on through a separate executor:
+
+  --training-dataset FILE@sha256:HEX   (repeatable; sha256sum FILE gives HEX)
+  --training-execution-ref REF         (must differ from --execution-ref)
+
+A dataset FILE is JSON: {"examples": [{"input": "…", "expected": "…"}, …]}.
+Bytes that do not match their pin are refused, and so is the final
+measurement when a test case's input and expected answer appear in a
+dataset or in the method's training receipts (a held-out case was trained
+on). The built-in greedy method shows its proposer the first examples.`
 
 type improveSearchFlags struct {
 	scenarios, provider, baseURL, openaiAPI, surface, runDir, resume, executionRef string
 	proposalInputs, proposalOut                                                    string
-	judges, judgeCmds                                                              []string
+	mode, trainingExecutionRef                                                     string
+	judges, judgeCmds, trainingDatasets                                            []string
 	costCeiling, minimumLift, confidence                                           float64
 	resamples, rounds, variants                                                    int
 	seed                                                                           uint64
-	shareBodies, asJSON, allowCommands                                             bool
+	shareBodies, shareOutputs, asJSON, allowCommands                               bool
 	sf                                                                             storeFlags
 	skill                                                                          string
 }
@@ -127,7 +151,10 @@ func registerImproveSearch(cmd *cobra.Command, stdio IO) {
 	fl.StringVar(&f.skill, "skill", "", "with --surface skills, search the content of the inline skill NAME only")
 	fl.StringVar(&f.executionRef, "execution-ref", "", "names the executor in the recipe identity (default the provider)")
 	fl.StringVar(&f.runDir, "run-dir", "", "directory of the run's journal (resume)")
-	fl.StringVar(&f.resume, "resume", "if-compatible", "if-compatible or required")
+	fl.StringVar(&f.resume, "resume", "if-compatible", "if-compatible (resume the same recipe's journal, else start fresh) or required (refuse without one)")
+	fl.StringVar(&f.mode, "mode", "search", "search, or training (needs --training-dataset and --training-execution-ref)")
+	fl.StringArrayVar(&f.trainingDatasets, "training-dataset", nil, "training dataset FILE@sha256:HEX, pinned to its bytes (repeatable; --mode training)")
+	fl.StringVar(&f.trainingExecutionRef, "training-execution-ref", "", "names the executor training runs on, not the measured one (--mode training)")
 	fl.Float64Var(&f.costCeiling, "cost-ceiling", -1, "most the run may report spending, US dollars (default: no ceiling)")
 	fl.Float64Var(&f.minimumLift, "minimum-lift", 0, "lift the interval's lower bound must exceed to ship")
 	fl.Float64Var(&f.confidence, "confidence", search.DefaultConfidence, "confidence level of the interval")
@@ -135,7 +162,8 @@ func registerImproveSearch(cmd *cobra.Command, stdio IO) {
 	fl.Uint64Var(&f.seed, "seed", 1, "bootstrap seed")
 	fl.IntVar(&f.rounds, "rounds", 2, "greedy rounds")
 	fl.IntVar(&f.variants, "variants", 2, "prompt variants per round")
-	fl.BoolVar(&f.shareBodies, "share-case-bodies", false, "show the method the train and selection inputs and answers (default ids only)")
+	fl.BoolVar(&f.shareBodies, "share-case-bodies", false, "show the method the train and selection inputs and answers, scrubbed (default ids only)")
+	fl.BoolVar(&f.shareOutputs, "share-outputs", false, "show the method the agent's outputs on train and selection cases, scrubbed and cut to 4 KiB (default scores only)")
 	fl.BoolVar(&f.allowCommands, "allow-commands", false, "let candidates (and the base) that run commands — a local MCP server, a hook — run; each is named on stderr (default: refused)")
 	fl.StringVar(&f.proposalInputs, "proposal-inputs", "", "FILE pinning what a proposal needs beside the result (source, executionRef, grader, model, limits, runId)")
 	fl.StringVar(&f.proposalOut, "proposal", "", "on ship, write the AgentImprovementProposal to FILE (needs --proposal-inputs)")
@@ -232,7 +260,7 @@ func runImproveSearch(c *cobra.Command, stdio IO, profilePath string, f *improve
 		Method: search.Greedy{Model: proposer, Store: st, Rounds: f.rounds, Variants: f.variants},
 		Agent:  search.KernelAgent{Model: agentModel, Store: st}, Store: st,
 		RunDir: f.runDir, Resume: search.Resume(f.resume), Resamples: f.resamples, Confidence: f.confidence,
-		Seed: f.seed, MinimumLift: f.minimumLift, ShareCaseBodies: f.shareBodies,
+		Seed: f.seed, MinimumLift: f.minimumLift, ShareCaseBodies: f.shareBodies, DescribeArtifact: shareOutputs(f.shareOutputs),
 		Progress: func(p search.Progress) { printImproveProgress(stdio, p) },
 	}
 	if f.costCeiling >= 0 {
@@ -240,6 +268,9 @@ func runImproveSearch(c *cobra.Command, stdio IO, profilePath string, f *improve
 	}
 	if f.skill != "" {
 		o.Skills = &search.Skills{ResourceName: f.skill}
+	}
+	if o.Mode, o.Training, err = improveTraining(stdio, f); err != nil {
+		return err
 	}
 	if f.allowCommands {
 		o.AuthorizeSensitiveCandidate = func(_ context.Context, c search.SensitiveCandidate) error {
@@ -251,7 +282,7 @@ func runImproveSearch(c *cobra.Command, stdio IO, profilePath string, f *improve
 	if err != nil {
 		var oe *search.OptionsError
 		if errors.As(err, &oe) {
-			return usage("%v", err)
+			return usage("%v", improveOptionHint(oe))
 		}
 		return &exitError{code: ExitFailed, err: err}
 	}
@@ -316,6 +347,7 @@ func printImproveResult(stdio IO, r search.Result) {
 	fmt.Fprintf(w, "spend     %s (optimizer %s, candidates %s, judges %s, final %s)\n", usd(r.Spend.Total),
 		usd(r.Spend.Optimizer), usd(r.Spend.Candidates), usd(r.Spend.Judges), usd(r.Spend.Final))
 	fmt.Fprintf(w, "recipe    %s\n", r.Provenance.RecipeDigest)
+	printImproveProvenance(w, r.Provenance)
 	fmt.Fprintln(w, "nothing was activated (the production path is agentrt improve propose|review|activate)")
 }
 
