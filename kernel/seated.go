@@ -71,12 +71,19 @@ type StageAttempt struct {
 	// allow the stage again.
 	RetryAfterMs *int64 `json:"retryAfterMs,omitzero"`
 	// Continuity says how the stage's conversation relates to the
-	// logical agent's: ContinuityFresh for every stage that reached an
-	// environment, since each runs as its own exact run in a new one and
-	// nothing proves native continuity across them; "" for a stage that
-	// reached none (refused before, or at, its create). Same-session continuity is claimed only by a native
-	// continuation (retained.Run.ContinueNative).
+	// logical agent's: ContinuityNative when it went on in the native
+	// session the refused stage before left (the provider proved the
+	// boundary and admitted a native continuation), ContinuityFresh when
+	// it started a new session of its own, "" for a stage that reached
+	// no environment (refused before, or at, its create).
 	Continuity string `json:"continuity,omitzero"`
+	// ContinuityReason says why a stage that followed a session it
+	// could not prove continuity from started fresh.
+	ContinuityReason string `json:"continuityReason,omitzero"`
+	// NativeSessionID is the provider's own conversation id the stage's
+	// run is bound to (NSO-02); "" when none was observed. Stages that
+	// continued natively name the same one.
+	NativeSessionID string `json:"nativeSessionId,omitzero"`
 }
 
 // SeatedRecord is a seated run's document.
@@ -114,11 +121,19 @@ type SeatedResult struct {
 // the next authored stage, under the same context — the original
 // deadline — and the same logical run id; every other outcome ends the
 // run: there is no implicit failover, and no provider outside the chain
-// is ever asked. A stage starts a fresh session, recorded as its
-// Continuity: continuity across stages is not proven here (a quota
-// refusal dispatched nothing, so there is no native session of the
-// refused stage to keep); a retained run keeps its native session across
-// a refusal through retained.Run.ContinueNative.
+// is ever asked.
+//
+// A refusal that broke a turn off part way names the run (its Run): the
+// session holds what ran, so the environment is kept, and the next stage
+// continues that native session when its provider is the one holding it
+// and proves continuity — it opens the session, proves its boundary
+// bound to exactly that run and sends a native continuation of the task
+// under the next stage's model and credential request, with no copied
+// history (RG-08, RG-11; recorded ContinuityNative with the same native
+// session id). Where continuity cannot be proven the stage starts fresh
+// in a new environment, recorded ContinuityFresh with the reason, and
+// the kept environment is destroyed. A refusal before anything was
+// admitted leaves no session to keep: the next stage starts fresh.
 //
 // The logical run is recorded (kind KindSeated) with every stage tried
 // and why it moved on; each stage's run is recorded as usual. A stage
@@ -156,6 +171,10 @@ func ExecuteSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error
 	defer l.release()
 	res := &SeatedResult{RunID: req.RunID}
 	status, reason, detail, runErr := store.StatusFailed, "", "", error(nil)
+	// kept is the session a refused stage left for the next one; the
+	// seated run destroys it once no stage takes it over.
+	var kept *keptSession
+	defer func() { destroyKept(ctx, kept, lo.CleanupTimeout, l.log) }()
 	for k := req.Stage; k < len(req.Profile.Seats); k++ {
 		seat := req.Profile.Seats[k]
 		at := StageAttempt{Stage: k, Harness: string(seat.Harness), Provider: seat.Provider, Model: seat.Model}
@@ -172,11 +191,26 @@ func ExecuteSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error
 		}
 		stage := req.Request
 		stage.Provider, stage.Stage, stage.RunID = provider, k, fmt.Sprintf("%s.stage-%d", req.RunID, k)
+		ss := &seatStage{from: kept}
+		stage.seat = ss
 		at.RunID = stage.RunID
 		out, err := Execute(ctx, stage)
 		res.Final = out
-		if out != nil && out.EnvironmentID != "" {
+		if kept != nil && ss.continuity != ContinuityNative {
+			// The stage did not take the session over: nothing will
+			// continue it.
+			destroyKept(ctx, kept, lo.CleanupTimeout, l.log)
+		}
+		kept = nil
+		if ss.keepEnv {
+			kept = ss.kept
+		}
+		at.Continuity, at.ContinuityReason = ss.continuity, ss.reason
+		if at.Continuity == "" && out != nil && out.EnvironmentID != "" {
 			at.Continuity = ContinuityFresh
+		}
+		if out != nil {
+			at.NativeSessionID = out.NativeSessionID
 		}
 		var quota *contract.QuotaRefusalError
 		switch {
