@@ -21,6 +21,18 @@
 // record of kind "retained" (store.Store), so SQLite and PostgreSQL hold
 // them with no schema of their own.
 //
+// A turn on a seat of a subscription profile carries the stage's
+// credential request (contract.CredentialRequest: stage, harness,
+// provider, model and account selector — all-eligible, or the name of one
+// seat account). It is no part of the turn's canonical form, so the
+// intent records it separately (Intent.Credential, a CredentialRecord):
+// it is an account reference the provider's account owner resolves, not
+// a credential, and holds no secret to leak. RecoverRetainedRun in
+// another process therefore re-dispatches with the recorded request even
+// when the caller passes the turn without it (RG-09), and refuses one
+// that names another account; the secret the account owner binds never
+// reaches the runtime, so never the store.
+//
 // Identity is deterministic: omitted session and execution ids are derived
 // from (idempotency key, turn id), so every process derives the same ones,
 // and starting again with the same options continues the same run rather

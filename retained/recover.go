@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/store"
 )
@@ -111,6 +112,9 @@ type RecoverOptions struct {
 	RunID string
 	// Turn, when given, lets a run whose dispatch was uncertain resume:
 	// it must be the turn that was admitted (its digest is the intent's).
+	// Its credential request may be left nil: the recorded one is sent
+	// (RG-09); one that differs from the recorded one is a
+	// *MismatchError.
 	Turn *contract.TurnInput
 	// OnAdmission, when set, is awaited after a dispatched record that
 	// recovery writes is durable.
@@ -213,7 +217,14 @@ func findOrResume(ctx context.Context, env contract.Environment, in Intent, turn
 	if d != in.TurnDigest {
 		return "", contract.ExactRunControlRef{}, &MismatchError{What: "turn to resume", Field: "turnDigest", Want: in.TurnDigest, Got: d}
 	}
-	ref, err := dispatchTurn(ctx, env, *turn, in)
+	resend := *turn
+	switch given := credentialRecord(turn.Credential); {
+	case given == nil:
+		resend.Credential = in.Credential.Request()
+	case in.Credential != nil && !canonjson.Equal(mustValue(*given), mustValue(*in.Credential)):
+		return "", contract.ExactRunControlRef{}, mismatch("turn's credential request", *in.Credential, *given)
+	}
+	ref, err := dispatchTurn(ctx, env, resend, in)
 	if err != nil {
 		return "", contract.ExactRunControlRef{}, err
 	}

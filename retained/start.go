@@ -230,7 +230,7 @@ func (a *admission) prepare(key string, id *Identity, profileDigest, existing *s
 	}
 	a.intent = Intent{Provider: a.provider.Name(), IdempotencyKey: key, TurnID: turnID, SessionID: derived.SessionID,
 		ExecutionID: derived.ExecutionID, RunID: recordID, ExistingEnvironmentID: existing,
-		RequestedProfileDigest: profileDigest, TurnDigest: turnDigest}
+		RequestedProfileDigest: profileDigest, TurnDigest: turnDigest, Credential: credentialRecord(a.turn.Credential)}
 	bound := a.intent
 	req, err := contract.DigestOf(struct {
 		Intent      Intent `json:"intent"`
