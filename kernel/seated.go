@@ -84,12 +84,23 @@ type StageAttempt struct {
 	// run is bound to (NSO-02); "" when none was observed. Stages that
 	// continued natively name the same one.
 	NativeSessionID string `json:"nativeSessionId,omitzero"`
+	// KeptRun is the exact run whose session the stage left for the next
+	// one (a quota refusal broke its turn off): its environment is kept,
+	// and a process resuming the seated run looks it up and continues
+	// there (ResumeSeated). Ids only, never a secret.
+	KeptRun *contract.ExactRunControlRef `json:"keptRun,omitzero"`
 }
 
 // SeatedRecord is a seated run's document.
 type SeatedRecord struct {
-	Task     string         `json:"task"`
-	Stages   []StageAttempt `json:"stages"`
+	Task   string         `json:"task"`
+	Stages []StageAttempt `json:"stages"`
+	// DeadlineUnixMs is the run's original deadline (Unix milliseconds),
+	// which a resumed run keeps (RG-11); nil when it had none.
+	DeadlineUnixMs *int64 `json:"deadlineUnixMs,omitzero"`
+	// ResumeOf names the interrupted seated run this one resumes; its
+	// stages open this record's.
+	ResumeOf string `json:"resumeOf,omitzero"`
 	Terminal *Terminal      `json:"terminal,omitzero"`
 	// CancelRequested is a cancel request another process recorded.
 	CancelRequested *CancelRequest `json:"cancelRequested,omitzero"`
@@ -141,6 +152,32 @@ type SeatedResult struct {
 // (ErrRefused); quota refusals on every stage left end the run with
 // ReasonQuota.
 func ExecuteSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error) {
+	lo, err := checkSeated(&req)
+	if err != nil {
+		return nil, err
+	}
+	if req.RunID == "" {
+		req.RunID = NewID("seated")
+	}
+	lo.RunID = req.RunID
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	rec := SeatedRecord{Task: req.Task, Stages: []StageAttempt{}}
+	if d, ok := ctx.Deadline(); ok {
+		ms := d.UnixMilli()
+		rec.DeadlineUnixMs = &ms
+	}
+	l, err := startLife(ctx, lo, seatedDoc(rec), cancel)
+	if err != nil {
+		return nil, err
+	}
+	defer l.release()
+	return walkSeats(ctx, req, lo, l, rec, req.Stage, nil)
+}
+
+// checkSeated refuses a seated request that cannot be honored, naming
+// each field, and returns its record options.
+func checkSeated(req *SeatedRequest) (lifeOptions, error) {
 	var errs optionErrors
 	if req.Accounts == nil {
 		errs.add("Accounts", "an account manager is required: it resolves each stage's provider")
@@ -154,28 +191,28 @@ func ExecuteSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error
 	}
 	lo := lifeOptions{Store: req.Store, Kind: KindSeated, LeaseTTL: req.LeaseTTL, CleanupTimeout: req.CleanupTimeout, Logger: req.Logger}
 	lo.check(&errs)
-	if err := errs.err(); err != nil {
-		return nil, err
-	}
-	if req.RunID == "" {
-		req.RunID = NewID("seated")
-	}
-	lo.RunID = req.RunID
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	rec := SeatedRecord{Task: req.Task, Stages: []StageAttempt{}}
-	l, err := startLife(ctx, lo, seatedDoc(rec), cancel)
-	if err != nil {
-		return nil, err
-	}
-	defer l.release()
+	return lo, errs.err()
+}
+
+// walkSeats runs the seat chain from stage k0 under the seated run's
+// record l, whose document rec already names the stages tried before
+// (a resumed run's). left, when set, is the exact run whose session the
+// stage before k0 left in another process: stage k0 looks its
+// environment up through its own provider (a cold lookup) and continues
+// there when continuity is proven.
+func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, rec SeatedRecord, k0 int, left *StageAttempt) (*SeatedResult, error) {
 	res := &SeatedResult{RunID: req.RunID}
 	status, reason, detail, runErr := store.StatusFailed, "", "", error(nil)
 	// kept is the session a refused stage left for the next one; the
 	// seated run destroys it once no stage takes it over.
 	var kept *keptSession
 	defer func() { destroyKept(ctx, kept, lo.CleanupTimeout, l.log) }()
-	for k := req.Stage; k < len(req.Profile.Seats); k++ {
+	if k0 >= len(req.Profile.Seats) && left != nil {
+		// The run died after its last stage's refusal was recorded.
+		reason, detail = ReasonQuota, left.Reason
+		runErr = &contract.QuotaRefusalError{Provider: left.Provider, Stage: left.Stage, Message: "recorded before the run was resumed: " + left.Reason}
+	}
+	for k := k0; k < len(req.Profile.Seats); k++ {
 		seat := req.Profile.Seats[k]
 		at := StageAttempt{Stage: k, Harness: string(seat.Harness), Provider: seat.Provider, Model: seat.Model}
 		provider, perr := req.Accounts.ProviderFor(ctx, k, seat)
@@ -188,6 +225,10 @@ func ExecuteSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error
 			reason, detail = ReasonRefused, fmt.Sprintf("stage %d (%s on %s): the account manager resolved no provider: %v", k, seat.Model, seat.Provider, perr)
 			runErr = perr
 			break
+		}
+		lookup := ""
+		if k == k0 && left != nil && left.KeptRun != nil {
+			kept, lookup = lookUpKept(ctx, provider, left)
 		}
 		stage := req.Request
 		stage.Provider, stage.Stage, stage.RunID = provider, k, fmt.Sprintf("%s.stage-%d", req.RunID, k)
@@ -207,7 +248,11 @@ func ExecuteSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error
 		}
 		at.Continuity, at.ContinuityReason = ss.continuity, ss.reason
 		if at.Continuity == "" && out != nil && out.EnvironmentID != "" {
-			at.Continuity = ContinuityFresh
+			at.Continuity, at.ContinuityReason = ContinuityFresh, lookup
+		}
+		if ss.keepEnv && ss.kept != nil {
+			run := ss.kept.run
+			at.KeptRun = &run
 		}
 		if out != nil {
 			at.NativeSessionID = out.NativeSessionID
