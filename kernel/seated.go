@@ -100,8 +100,8 @@ type SeatedRecord struct {
 	DeadlineUnixMs *int64 `json:"deadlineUnixMs,omitzero"`
 	// ResumeOf names the interrupted seated run this one resumes; its
 	// stages open this record's.
-	ResumeOf string `json:"resumeOf,omitzero"`
-	Terminal *Terminal      `json:"terminal,omitzero"`
+	ResumeOf string    `json:"resumeOf,omitzero"`
+	Terminal *Terminal `json:"terminal,omitzero"`
 	// CancelRequested is a cancel request another process recorded.
 	CancelRequested *CancelRequest `json:"cancelRequested,omitzero"`
 }
