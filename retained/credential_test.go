@@ -132,15 +132,23 @@ func (o *secretOwner) Create(ctx context.Context, in *contract.CreateInput) (con
 	return o.Provider.Create(ctx, in)
 }
 
+// seatedProfile is the authored profile whose stage 1 is the seat
+// team-b: what a recovering process has, where no record holds the
+// account.
+const seatedProfile = `{"name":"writer","harness":"cli-base","model":{"provider":"scripted","default":"scripted/first"},
+ "seats":[{"harness":"cli-base","provider":"scripted","model":"scripted/first","selector":{"kind":"all-eligible"}},
+          {"harness":"cli-base","provider":"scripted","model":"scripted/second","selector":{"kind":"seat","id":"team-b"}}]}`
+
 // RG-09 across processes: a retained run on a subscription seat whose
 // process died after its environment was admitted and before the turn was
-// dispatched is recovered by another process that passes the admitted
-// turn without its credential request; the recorded request — an account
-// reference, never a credential — is re-sent, so the provider's account
-// owner binds the seat's account (RG-10). A credential request that
-// differs from the recorded one is refused, and no secret the account
-// owner holds ever reaches the run store.
-func TestRecoverResendsTheRecordedCredentialRequestRG09(t *testing.T) {
+// dispatched is recovered by another process. The admission records hold
+// the seat stage the turn asked for — never the request, which names an
+// account, nor any secret the account owner holds. Given the admitted
+// turn without its request, recovery refuses to dispatch it bare
+// (unverifiable, nothing sent) or with another stage's request; given
+// the seated profile, it rebuilds stage 1's request and re-sends it, so
+// the provider's account owner binds the seat's account (RG-10).
+func TestRecoverResendsTheAdmittedStagesCredentialRequestRG09(t *testing.T) {
 	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
 		ctx := testCtx(t)
 		const secret = "sk-live-team-b-9f3a7c1e"
@@ -148,14 +156,13 @@ func TestRecoverResendsTheRecordedCredentialRequestRG09(t *testing.T) {
 		s.Accounts = map[string]scripted.Account{"team-a": {}, "team-b": {}}
 		base := scripted.New(s, scripted.Options{})
 		owner := &secretOwner{Provider: base, tokens: map[string]string{"team-a": "sk-live-team-a-0b1d", "team-b": secret}}
-		team := "team-b"
-		seat := func(occasion string) *contract.CredentialRequest {
-			return &contract.CredentialRequest{Stage: 1, Harness: "cli-base", Provider: "scripted", Model: "scripted/second",
-				Selector: profile.SeatSelector{Kind: profile.SelectorSeat, ID: &team}, Occasion: occasion}
+		prof, err := profile.Parse([]byte(seatedProfile))
+		if err != nil {
+			t.Fatal(err)
 		}
 		o := startOptions(owner, open(t), "key-recover-seat", "turn-1", (&recorder{fail: retained.AdmissionEnvironment}).hook)
-		o.Environment.Credential = seat(contract.CredentialOnCreate)
-		o.Turn.Credential = seat(contract.CredentialOnTurn)
+		o.Environment.Credential = contract.CredentialRequestFor(prof, 1, contract.CredentialOnCreate)
+		o.Turn.Credential = contract.CredentialRequestFor(prof, 1, contract.CredentialOnTurn)
 		if _, err := retained.StartRetainedRun(ctx, o); err == nil {
 			t.Fatal("the start succeeded although its hook failed")
 		}
@@ -167,39 +174,39 @@ func TestRecoverResendsTheRecordedCredentialRequestRG09(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := &retained.CredentialRecord{Stage: 1, Harness: "cli-base", Provider: "scripted", Model: "scripted/second",
-			Selector: profile.SeatSelector{Kind: profile.SelectorSeat, ID: &team}}
-		if diff := cmp.Diff(want, rec.Intent.Credential); diff != "" {
-			t.Fatalf("recorded credential request (-want +got):\n%s", diff)
+		if k := rec.Intent.CredentialStage; k == nil || *k != 1 {
+			t.Fatalf("recorded credential stage %v; want 1", k)
 		}
-		// Another process does not know the seat: it passes the turn as
-		// the caller wrote it, without the credential request.
+		// Another process has the turn as the caller wrote it, without
+		// the request.
 		bare := o.Turn
 		bare.Credential = nil
-		other := seat(contract.CredentialOnTurn)
-		other.Selector.ID = ptr("team-a")
+		blind, err := retained.RecoverRetainedRun(ctx, retained.RecoverOptions{Provider: base.Reconnect(), Store: open(t), RunID: recID, Turn: &bare})
+		if err != nil || blind.Outcome != retained.Unverifiable || base.Turns() != 0 {
+			t.Fatalf("recovery without the request: %+v, %v (%d turns); want unverifiable, nothing dispatched", blind, err, base.Turns())
+		}
 		wrong := o.Turn
-		wrong.Credential = other
+		wrong.Credential = contract.CredentialRequestFor(prof, 0, contract.CredentialOnTurn)
 		refused, err := retained.RecoverRetainedRun(ctx, retained.RecoverOptions{Provider: base.Reconnect(), Store: open(t), RunID: recID, Turn: &wrong})
 		if err != nil || refused.Outcome != retained.Unverifiable || base.Turns() != 0 {
-			t.Fatalf("recovery with another seat's request: %+v, %v (%d turns); want unverifiable, nothing dispatched", refused, err, base.Turns())
+			t.Fatalf("recovery with stage 0's request: %+v, %v (%d turns); want unverifiable, nothing dispatched", refused, err, base.Turns())
 		}
-		got, err := retained.RecoverRetainedRun(ctx, retained.RecoverOptions{Provider: base.Reconnect(), Store: open(t), RunID: recID, Turn: &bare})
+		got, err := retained.RecoverRetainedRun(ctx, retained.RecoverOptions{Provider: base.Reconnect(), Store: open(t), RunID: recID, Turn: &bare, Profile: prof})
 		if err != nil || got.Outcome != retained.Recovered || got.Via != retained.ViaResumed {
-			t.Fatalf("recovery: %+v, %v", got, err)
+			t.Fatalf("recovery with the profile: %+v, %v", got, err)
 		}
 		if res, err := got.Run.Result(ctx); err != nil || !res.Success {
 			t.Fatalf("result %+v, %v", res, err)
 		}
-		wantSent := []contract.CredentialRequest{*seat(contract.CredentialOnCreate), *seat(contract.CredentialOnTurn)}
+		wantSent := []contract.CredentialRequest{*contract.CredentialRequestFor(prof, 1, contract.CredentialOnCreate), *contract.CredentialRequestFor(prof, 1, contract.CredentialOnTurn)}
 		if diff := cmp.Diff(wantSent, base.CredentialRequests()); diff != "" {
 			t.Errorf("credential requests the account owner received (-want +got):\n%s", diff)
 		}
-		// Nothing the store holds for the run names a secret.
+		// Nothing the store holds names the account or its secret.
 		st := open(t)
 		runs, err := st.ListRuns(ctx, store.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
+		if err != nil || len(runs) == 0 {
+			t.Fatalf("%d runs (%v)", len(runs), err)
 		}
 		for _, r := range runs {
 			events, err := st.Events(ctx, r.ID, "", 0)
@@ -210,9 +217,9 @@ func TestRecoverResendsTheRecordedCredentialRequestRG09(t *testing.T) {
 			for _, e := range events {
 				blob += string(canonjson.Marshal(e.Body))
 			}
-			for _, token := range owner.tokens {
-				if strings.Contains(blob, token) {
-					t.Errorf("run %s holds the account's secret %q", r.ID, token)
+			for _, word := range []string{"team-a", "team-b", owner.tokens["team-a"], secret} {
+				if strings.Contains(blob, word) {
+					t.Errorf("run %s holds %q", r.ID, word)
 				}
 			}
 		}

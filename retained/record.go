@@ -9,8 +9,6 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
-	"github.com/agentrt/agentrt/harness"
-	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/store"
 )
 
@@ -55,45 +53,16 @@ type Intent struct {
 	// its detach flag); RecoverRetainedRun re-dispatches only a turn with
 	// this digest.
 	TurnDigest string `json:"turnDigest"`
-	// Credential is the turn's seat-stage credential request (RG-07),
-	// which is no part of the turn's canonical form: recorded so that a
-	// recovery in another process re-dispatches with it (RG-09); nil when
-	// the turn carried none.
-	Credential *CredentialRecord `json:"credential,omitzero"`
+	// CredentialStage is the seat stage whose credential request the
+	// turn carried (RG-07); nil when it carried none. The request itself
+	// names an account and is never recorded: a recovery that
+	// re-dispatches the turn rebuilds it from the profile's seat
+	// (RecoverOptions.Profile) or is given it, and a request for another
+	// stage is refused.
+	CredentialStage *int `json:"credentialStage,omitzero"`
 	// RequestDigest binds everything above and the environment request: a
 	// start whose request differs is refused (a *MismatchError).
 	RequestDigest string `json:"requestDigest"`
-}
-
-// CredentialRecord is a turn's seat-stage credential request as the
-// admission records hold it: the stage, harness, provider and model and
-// the account selector (all-eligible, or the name of one seat account).
-// It is a reference the provider's account owner resolves (RG-10), never
-// a credential: there is no token, key or secret in it to record.
-type CredentialRecord struct {
-	Stage    int                  `json:"stage"`
-	Harness  harness.Type         `json:"harness"`
-	Provider string               `json:"provider"`
-	Model    string               `json:"model"`
-	Selector profile.SeatSelector `json:"selector"`
-}
-
-// credentialRecord is the record of a turn's credential request; nil for
-// none.
-func credentialRecord(c *contract.CredentialRequest) *CredentialRecord {
-	if c == nil {
-		return nil
-	}
-	return &CredentialRecord{Stage: c.Stage, Harness: c.Harness, Provider: c.Provider, Model: c.Model, Selector: c.Selector}
-}
-
-// Request is the turn's credential request the record stands for.
-func (c *CredentialRecord) Request() *contract.CredentialRequest {
-	if c == nil {
-		return nil
-	}
-	return &contract.CredentialRequest{Stage: c.Stage, Harness: c.Harness, Provider: c.Provider, Model: c.Model,
-		Selector: c.Selector, Occasion: contract.CredentialOnTurn}
 }
 
 // EnvironmentRecord is the second admission record, durable after the
