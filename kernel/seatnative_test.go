@@ -2,6 +2,7 @@ package kernel_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -135,5 +136,56 @@ func TestSeatedQuotaMidTurnFreshWhenContinuityUnproven(t *testing.T) {
 	}
 	if env, err := first.Get(context.Background(), string(s0.Exact.EnvironmentID)); err != nil || env != nil {
 		t.Errorf("stage 0's environment %s is still live (%v); want destroyed", s0.Exact.EnvironmentID, err)
+	}
+}
+
+// ResumeSeated refuses a run that is not interrupted: one that ended is
+// the truth of what happened, never run again.
+func TestResumeSeatedRefusesAnEndedRun(t *testing.T) {
+	p := scripted.New(mustScript(t, midTurnQuota), scripted.Options{})
+	st := memory.New(nil)
+	accounts := kernel.AccountManagerFunc(func(context.Context, int, profile.Seat) (contract.Provider, error) { return p, nil })
+	req := kernel.SeatedRequest{Accounts: accounts, Request: kernel.Request{
+		Profile: mustProfile(t, seatWriter), Task: "write a note", Store: st, Check: nonEmpty, RunID: "writer-done"}}
+	if _, err := kernel.ExecuteSeated(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	_, err := kernel.ResumeSeated(context.Background(), req)
+	if !errors.Is(err, kernel.ErrNotResumable) {
+		t.Fatalf("resuming a completed run: %v; want ErrNotResumable", err)
+	}
+	if runs, _ := st.ListRuns(context.Background(), store.ListOptions{Kind: kernel.KindSeated}); len(runs) != 1 {
+		t.Errorf("%d seated records; the refused resume must record none", len(runs))
+	}
+	req.RunID = ""
+	if _, err := kernel.ResumeSeated(context.Background(), req); !errors.Is(err, kernel.ErrInvalidOptions) {
+		t.Errorf("resuming without a run id: %v; want ErrInvalidOptions", err)
+	}
+}
+
+// BenchmarkExecuteSeatedNativeContinuation measures a two-stage seated
+// run whose first stage runs out of quota mid-turn and whose second
+// continues the session natively: the cost the runtime adds to the
+// provider's (scripted, in memory) for the refusal, the kept
+// environment, the boundary proof and the continuation.
+func BenchmarkExecuteSeatedNativeContinuation(b *testing.B) {
+	script, err := scripted.ParseScript([]byte(midTurnQuota))
+	if err != nil {
+		b.Fatal(err)
+	}
+	prof, err := profile.Parse([]byte(seatWriter))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		p := scripted.New(script, scripted.Options{})
+		accounts := kernel.AccountManagerFunc(func(context.Context, int, profile.Seat) (contract.Provider, error) { return p, nil })
+		res, err := kernel.ExecuteSeated(ctx, kernel.SeatedRequest{Accounts: accounts, Request: kernel.Request{
+			Profile: prof, Task: "write a note", Store: memory.New(nil), Check: nonEmpty}})
+		if err != nil || res.Stages[1].Continuity != kernel.ContinuityNative {
+			b.Fatalf("%+v, %v", res, err)
+		}
 	}
 }
