@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/store"
 )
 
@@ -76,6 +77,9 @@ func ResumeSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error)
 			return nil, &OptionsError{Field: "Profile", Problem: fmt.Sprintf("the run recorded stage %d; the profile has %d seats", last.Stage, len(req.Profile.Seats))}
 		}
 		k0, left = last.Stage+1, &last
+		if err := sameProfile(ctx, req, last.RunID); err != nil {
+			return nil, err
+		}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -121,4 +125,27 @@ func lookUpKept(ctx context.Context, p contract.Provider, left *StageAttempt) (*
 		return nil, fmt.Sprintf("environment %s of the refused stage no longer exists", ref.EnvironmentID)
 	}
 	return &keptSession{env: env, run: *ref, nativeSessionID: left.NativeSessionID}, ""
+}
+
+// sameProfile refuses a resumption whose profile is not the one the
+// interrupted run's stage run was recorded with (its authored digest).
+func sameProfile(ctx context.Context, req SeatedRequest, stageRun string) error {
+	if stageRun == "" {
+		return nil
+	}
+	rec, err := ReadRun(ctx, req.Store, stageRun)
+	if err != nil {
+		return fmt.Errorf("kernel: reading the interrupted run's stage run %s: %w", stageRun, err)
+	}
+	if rec.Exact == nil {
+		return fmt.Errorf("kernel: the interrupted run's stage run %s is no exact run's record: %w", stageRun, rec.DocErr)
+	}
+	digest, err := profile.Digest(req.Profile)
+	if err != nil {
+		return &OptionsError{Field: "Profile", Problem: "the profile has no identity: " + err.Error()}
+	}
+	if digest != rec.Exact.AuthoredProfileDigest {
+		return &OptionsError{Field: "Profile", Problem: fmt.Sprintf("the interrupted run ran profile %s, not %s; resume it with the same profile", rec.Exact.AuthoredProfileDigest, digest)}
+	}
+	return nil
 }

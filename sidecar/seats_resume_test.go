@@ -3,6 +3,7 @@ package sidecar_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -227,6 +228,14 @@ func resumeAfterKill(t *testing.T, db string) {
 
 	rp := client(t, ctx, url) // a new client, as a new process has
 	accounts := kernel.AccountManagerFunc(func(context.Context, int, profile.Seat) (contract.Provider, error) { return rp, nil })
+	// Another profile is not this run's: refused before anything is
+	// recorded or sent.
+	other := midTurnSeatsProfile()
+	other.Seats[1].Model = "scripted/third"
+	if _, err := kernel.ResumeSeated(ctx, kernel.SeatedRequest{Accounts: accounts, Request: kernel.Request{
+		Profile: other, Task: "write a note", Store: st, RunID: seatedRunID}}); !errors.Is(err, kernel.ErrInvalidOptions) {
+		t.Fatalf("resuming with another profile: %v; want ErrInvalidOptions", err)
+	}
 	res, err := kernel.ResumeSeated(ctx, kernel.SeatedRequest{Accounts: accounts, Request: kernel.Request{
 		Profile: midTurnSeatsProfile(), Task: "write a note", Store: st, RunID: seatedRunID, Check: nonEmptyText}})
 	if err != nil {
