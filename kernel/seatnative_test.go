@@ -3,6 +3,7 @@ package kernel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -187,5 +188,51 @@ func BenchmarkExecuteSeatedNativeContinuation(b *testing.B) {
 		if err != nil || res.Stages[1].Continuity != kernel.ContinuityNative {
 			b.Fatalf("%+v, %v", res, err)
 		}
+	}
+}
+
+// RG-08, RG-11 through a chain of three: stage 1's account is out too,
+// and its provider refuses the native continuation before admitting it,
+// so the session is left as stage 0 left it; stage 2 continues that same
+// session. Each stage's credential request reached the account owner on
+// its own turn, and only one continuation was ever admitted.
+func TestSeatedQuotaBeforeContinuationKeepsTheSession(t *testing.T) {
+	const script = `{"accounts":{"team-a":{},"team-b":{"exhausted":true},"team-c":{}},"turns":[
+ {"match":"write a note","servedModel":"scripted/first","steps":[{"text":"a draft"}],"end":"quota"},
+ {"match":"write a note","servedModel":"scripted/third","steps":[{"text":"the note, finished"}]}]}`
+	const three = `{"name":"writer","harness":"cli-base","model":{"provider":"scripted","default":"scripted/first"},
+ "seats":[{"harness":"cli-base","provider":"scripted","model":"scripted/first","selector":{"kind":"seat","id":"team-a"}},
+          {"harness":"cli-base","provider":"scripted","model":"scripted/second","selector":{"kind":"seat","id":"team-b"}},
+          {"harness":"cli-base","provider":"scripted","model":"scripted/third","selector":{"kind":"seat","id":"team-c"}}]}`
+	p := scripted.New(mustScript(t, script), scripted.Options{})
+	accounts := kernel.AccountManagerFunc(func(context.Context, int, profile.Seat) (contract.Provider, error) { return p, nil })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := kernel.ExecuteSeated(ctx, kernel.SeatedRequest{Accounts: accounts, Request: kernel.Request{
+		Profile: mustProfile(t, three), Task: "write a note", Store: memory.New(nil), Check: nonEmpty}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type stage struct{ Outcome, Continuity string }
+	var got []stage
+	for _, s := range res.Stages {
+		got = append(got, stage{s.Outcome, s.Continuity})
+	}
+	want := []stage{{kernel.StageQuotaRefused, kernel.ContinuityFresh}, {kernel.StageQuotaRefused, kernel.ContinuityNative}, {kernel.StageCompleted, kernel.ContinuityNative}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("stages (-want +got):\n%s", diff)
+	}
+	if res.Stages[2].NativeSessionID == "" || res.Stages[2].NativeSessionID != res.Stages[0].NativeSessionID || res.Final.Text != "the note, finished" {
+		t.Errorf("final stage %+v, text %q; want stage 0's native session", res.Stages[2], res.Final.Text)
+	}
+	var trail []string
+	for _, c := range p.CredentialRequests() {
+		trail = append(trail, fmt.Sprintf("%d/%s", c.Stage, c.Occasion))
+	}
+	if diff := cmp.Diff([]string{"0/create", "0/turn", "1/turn", "2/turn"}, trail); diff != "" {
+		t.Errorf("credential requests (-want +got):\n%s", diff)
+	}
+	if n := p.Counters().NativeContinuations; n != 1 {
+		t.Errorf("%d native continuations admitted; want 1", n)
 	}
 }

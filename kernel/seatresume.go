@@ -31,7 +31,9 @@ const maxResumptions = 64
 // (StageAttempt.KeptRun), the next stage looks its environment up
 // through its own provider — a cold lookup — and continues the same
 // native session when the provider proves continuity (RG-08, RG-09,
-// RG-11); otherwise it starts fresh and the record says why.
+// RG-11); otherwise it starts fresh and the record says why. An
+// environment found by lookup carries no creation verdict, so the resumed
+// run never destroys it (ENV-06): it is left to its provider.
 //
 // A run still live under its lease, or ended otherwise than interrupted,
 // is ErrNotResumable, as is one whose last recorded stage did not end in
