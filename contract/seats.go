@@ -47,9 +47,14 @@ func CredentialRequestFor(p *profile.Profile, k int, occasion string) *Credentia
 var ErrQuotaRefused = errors.New("contract: quota refused")
 
 // QuotaRefusalError is a provider's typed refusal of a stage because the
-// account its owner would bind has no quota left. Nothing was dispatched
-// under it. A seated run continues on the next authored stage; on the
-// last stage the run ends with this refusal.
+// account its owner would bind has no quota left. Refused at a create or
+// at a turn's start, nothing was dispatched under it (Run is nil); an
+// account that ran out part way through a turn breaks the turn off with
+// it, naming the run (Run): what ran stays in the session's native
+// history, and nothing more is dispatched under that account. A seated
+// run continues on the next authored stage — in the same native session
+// when Run names it and the provider proves continuity from it, else
+// fresh; on the last stage the run ends with this refusal.
 type QuotaRefusalError struct {
 	Provider string
 	// Stage is the seat stage refused (the runtime fills it in when the
@@ -59,6 +64,9 @@ type QuotaRefusalError struct {
 	// the provider does not say.
 	RetryAfter *time.Duration
 	Message    string
+	// Run is the exact run the refusal broke off part way; nil when the
+	// refusal came before anything was admitted.
+	Run *ExactRunControlRef
 }
 
 func (e *QuotaRefusalError) Error() string {

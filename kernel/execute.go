@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"math"
 	"os"
@@ -93,6 +94,9 @@ type Request struct {
 	// observe, set by Stream, sees each event once it is durable and the
 	// run record once it has ended.
 	observe observer
+	// seat, set by ExecuteSeated, carries a seat stage's native session
+	// between stages.
+	seat *seatStage
 }
 
 // observer watches an execution's durable record.
@@ -306,6 +310,9 @@ func (x *execution) run(ctx context.Context) {
 	if x.contextEnd(ctx) {
 		return
 	}
+	if x.req.seat != nil && x.req.seat.from != nil && x.continueNative(ctx) {
+		return
+	}
 	x.dispatched = true
 	env, err := x.req.Provider.Create(ctx, &contract.CreateInput{Profile: profile.Ref{Inline: x.effect},
 		Credential: contract.CredentialRequestFor(x.req.Profile, x.req.Stage, contract.CredentialOnCreate)})
@@ -322,12 +329,18 @@ func (x *execution) run(ctx context.Context) {
 	}
 	x.res.EnvironmentID = env.ID()
 	x.env = env
+	x.observedTurn(ctx, func(ctx context.Context) { x.stream(ctx, env) })
+}
+
+// observedTurn plays the run's turn, between the Observer's turn start
+// and end when the run has one.
+func (x *execution) observedTurn(ctx context.Context, play func(context.Context)) {
 	if x.obs == nil {
-		x.stream(ctx, env)
+		play(ctx)
 		return
 	}
 	ctx = x.obs.turnStarted(ctx, TurnStart{RunID: x.req.RunID, EnvironmentID: x.res.EnvironmentID, Provider: x.provider, RequestedModel: x.res.RequestedModel})
-	x.stream(ctx, env)
+	play(ctx)
 	usage := x.turn.Total()
 	if !x.ended {
 		usage = usage.Floor()
@@ -376,7 +389,6 @@ func effortOf(p *profile.Profile) harness.ReasoningEffort {
 
 func (x *execution) stream(ctx context.Context, env contract.Environment) {
 	prompt := x.req.Task
-	terminal := contract.TerminalKind("")
 	turn := &contract.TurnInput{Profile: x.effect, Prompt: &prompt,
 		Credential: contract.CredentialRequestFor(x.req.Profile, x.req.Stage, contract.CredentialOnTurn)}
 	// The run owns its execution: an environment that can hand its owner
@@ -385,7 +397,15 @@ func (x *execution) stream(ctx context.Context, env contract.Environment) {
 	if o, ok := env.(contract.OwnedStreamer); ok {
 		events = o.StreamOwned
 	}
-	for e, err := range events(ctx, turn) {
+	x.consume(ctx, events(ctx, turn))
+}
+
+// consume records a turn's events as they come and settles the turn from
+// its terminal event: the one reading of a provider's turn, whether
+// streamed or followed after a native continuation.
+func (x *execution) consume(ctx context.Context, events iter.Seq2[contract.EnvironmentEvent, error]) {
+	terminal := contract.TerminalKind("")
+	for e, err := range events {
 		if err != nil {
 			x.keepReceipt(err)
 			if !x.contextEnd(ctx) {
@@ -644,7 +664,9 @@ func (x *execution) finish(ctx context.Context) (*Result, error) {
 	// An environment is destroyed only when this run provably created it
 	// (ENV-06): a replayed one belongs to another caller, and one whose
 	// creation is unknown may too.
-	if x.env != nil && x.env.Creation() == contract.CreationCreated {
+	if x.keepForSeat() {
+		x.log.Info("keeping the environment for the next seat stage", "run", x.req.RunID, "env", x.res.EnvironmentID)
+	} else if x.env != nil && x.env.Creation() == contract.CreationCreated {
 		if err := x.env.Destroy(x.life.writeCtx()); err != nil {
 			x.log.Warn("destroying the environment", "run", x.req.RunID, "env", x.res.EnvironmentID, "err", err)
 		}

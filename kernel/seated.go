@@ -71,19 +71,37 @@ type StageAttempt struct {
 	// allow the stage again.
 	RetryAfterMs *int64 `json:"retryAfterMs,omitzero"`
 	// Continuity says how the stage's conversation relates to the
-	// logical agent's: ContinuityFresh for every stage that reached an
-	// environment, since each runs as its own exact run in a new one and
-	// nothing proves native continuity across them; "" for a stage that
-	// reached none (refused before, or at, its create). Same-session continuity is claimed only by a native
-	// continuation (retained.Run.ContinueNative).
+	// logical agent's: ContinuityNative when it went on in the native
+	// session the refused stage before left (the provider proved the
+	// boundary and admitted a native continuation), ContinuityFresh when
+	// it started a new session of its own, "" for a stage that reached
+	// no environment (refused before, or at, its create).
 	Continuity string `json:"continuity,omitzero"`
+	// ContinuityReason says why a stage that followed a session it
+	// could not prove continuity from started fresh.
+	ContinuityReason string `json:"continuityReason,omitzero"`
+	// NativeSessionID is the provider's own conversation id the stage's
+	// run is bound to (NSO-02); "" when none was observed. Stages that
+	// continued natively name the same one.
+	NativeSessionID string `json:"nativeSessionId,omitzero"`
+	// KeptRun is the exact run whose session the stage left for the next
+	// one (a quota refusal broke its turn off): its environment is kept,
+	// and a process resuming the seated run looks it up and continues
+	// there (ResumeSeated). Ids only, never a secret.
+	KeptRun *contract.ExactRunControlRef `json:"keptRun,omitzero"`
 }
 
 // SeatedRecord is a seated run's document.
 type SeatedRecord struct {
-	Task     string         `json:"task"`
-	Stages   []StageAttempt `json:"stages"`
-	Terminal *Terminal      `json:"terminal,omitzero"`
+	Task   string         `json:"task"`
+	Stages []StageAttempt `json:"stages"`
+	// DeadlineUnixMs is the run's original deadline (Unix milliseconds),
+	// which a resumed run keeps (RG-11); nil when it had none.
+	DeadlineUnixMs *int64 `json:"deadlineUnixMs,omitzero"`
+	// ResumeOf names the interrupted seated run this one resumes; its
+	// stages open this record's.
+	ResumeOf string    `json:"resumeOf,omitzero"`
+	Terminal *Terminal `json:"terminal,omitzero"`
 	// CancelRequested is a cancel request another process recorded.
 	CancelRequested *CancelRequest `json:"cancelRequested,omitzero"`
 }
@@ -114,11 +132,19 @@ type SeatedResult struct {
 // the next authored stage, under the same context — the original
 // deadline — and the same logical run id; every other outcome ends the
 // run: there is no implicit failover, and no provider outside the chain
-// is ever asked. A stage starts a fresh session, recorded as its
-// Continuity: continuity across stages is not proven here (a quota
-// refusal dispatched nothing, so there is no native session of the
-// refused stage to keep); a retained run keeps its native session across
-// a refusal through retained.Run.ContinueNative.
+// is ever asked.
+//
+// A refusal that broke a turn off part way names the run (its Run): the
+// session holds what ran, so the environment is kept, and the next stage
+// continues that native session when its provider is the one holding it
+// and proves continuity — it opens the session, proves its boundary
+// bound to exactly that run and sends a native continuation of the task
+// under the next stage's model and credential request, with no copied
+// history (RG-08, RG-11; recorded ContinuityNative with the same native
+// session id). Where continuity cannot be proven the stage starts fresh
+// in a new environment, recorded ContinuityFresh with the reason, and
+// the kept environment is destroyed. A refusal before anything was
+// admitted leaves no session to keep: the next stage starts fresh.
 //
 // The logical run is recorded (kind KindSeated) with every stage tried
 // and why it moved on; each stage's run is recorded as usual. A stage
@@ -126,6 +152,32 @@ type SeatedResult struct {
 // (ErrRefused); quota refusals on every stage left end the run with
 // ReasonQuota.
 func ExecuteSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error) {
+	lo, err := checkSeated(&req)
+	if err != nil {
+		return nil, err
+	}
+	if req.RunID == "" {
+		req.RunID = NewID("seated")
+	}
+	lo.RunID = req.RunID
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	rec := SeatedRecord{Task: req.Task, Stages: []StageAttempt{}}
+	if d, ok := ctx.Deadline(); ok {
+		ms := d.UnixMilli()
+		rec.DeadlineUnixMs = &ms
+	}
+	l, err := startLife(ctx, lo, seatedDoc(rec), cancel)
+	if err != nil {
+		return nil, err
+	}
+	defer l.release()
+	return walkSeats(ctx, req, lo, l, rec, req.Stage, nil)
+}
+
+// checkSeated refuses a seated request that cannot be honored, naming
+// each field, and returns its record options.
+func checkSeated(req *SeatedRequest) (lifeOptions, error) {
 	var errs optionErrors
 	if req.Accounts == nil {
 		errs.add("Accounts", "an account manager is required: it resolves each stage's provider")
@@ -139,24 +191,28 @@ func ExecuteSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error
 	}
 	lo := lifeOptions{Store: req.Store, Kind: KindSeated, LeaseTTL: req.LeaseTTL, CleanupTimeout: req.CleanupTimeout, Logger: req.Logger}
 	lo.check(&errs)
-	if err := errs.err(); err != nil {
-		return nil, err
-	}
-	if req.RunID == "" {
-		req.RunID = NewID("seated")
-	}
-	lo.RunID = req.RunID
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	rec := SeatedRecord{Task: req.Task, Stages: []StageAttempt{}}
-	l, err := startLife(ctx, lo, seatedDoc(rec), cancel)
-	if err != nil {
-		return nil, err
-	}
-	defer l.release()
+	return lo, errs.err()
+}
+
+// walkSeats runs the seat chain from stage k0 under the seated run's
+// record l, whose document rec already names the stages tried before
+// (a resumed run's). left, when set, is the exact run whose session the
+// stage before k0 left in another process: stage k0 looks its
+// environment up through its own provider (a cold lookup) and continues
+// there when continuity is proven.
+func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, rec SeatedRecord, k0 int, left *StageAttempt) (*SeatedResult, error) {
 	res := &SeatedResult{RunID: req.RunID}
 	status, reason, detail, runErr := store.StatusFailed, "", "", error(nil)
-	for k := req.Stage; k < len(req.Profile.Seats); k++ {
+	// kept is the session a refused stage left for the next one; the
+	// seated run destroys it once no stage takes it over.
+	var kept *keptSession
+	defer func() { destroyKept(ctx, kept, lo.CleanupTimeout, l.log) }()
+	if k0 >= len(req.Profile.Seats) && left != nil {
+		// The run died after its last stage's refusal was recorded.
+		reason, detail = ReasonQuota, left.Reason
+		runErr = &contract.QuotaRefusalError{Provider: left.Provider, Stage: left.Stage, Message: "recorded before the run was resumed: " + left.Reason}
+	}
+	for k := k0; k < len(req.Profile.Seats); k++ {
 		seat := req.Profile.Seats[k]
 		at := StageAttempt{Stage: k, Harness: string(seat.Harness), Provider: seat.Provider, Model: seat.Model}
 		provider, perr := req.Accounts.ProviderFor(ctx, k, seat)
@@ -170,13 +226,36 @@ func ExecuteSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error
 			runErr = perr
 			break
 		}
+		lookup := ""
+		if k == k0 && left != nil && left.KeptRun != nil {
+			kept, lookup = lookUpKept(ctx, provider, left)
+		}
 		stage := req.Request
 		stage.Provider, stage.Stage, stage.RunID = provider, k, fmt.Sprintf("%s.stage-%d", req.RunID, k)
+		ss := &seatStage{from: kept}
+		stage.seat = ss
 		at.RunID = stage.RunID
 		out, err := Execute(ctx, stage)
 		res.Final = out
-		if out != nil && out.EnvironmentID != "" {
-			at.Continuity = ContinuityFresh
+		if kept != nil && ss.continuity != ContinuityNative {
+			// The stage did not take the session over: nothing will
+			// continue it.
+			destroyKept(ctx, kept, lo.CleanupTimeout, l.log)
+		}
+		kept = nil
+		if ss.keepEnv {
+			kept = ss.kept
+		}
+		at.Continuity, at.ContinuityReason = ss.continuity, ss.reason
+		if at.Continuity == "" && out != nil && out.EnvironmentID != "" {
+			at.Continuity, at.ContinuityReason = ContinuityFresh, lookup
+		}
+		if ss.keepEnv && ss.kept != nil {
+			run := ss.kept.run
+			at.KeptRun = &run
+		}
+		if out != nil {
+			at.NativeSessionID = out.NativeSessionID
 		}
 		var quota *contract.QuotaRefusalError
 		switch {

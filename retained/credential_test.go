@@ -2,11 +2,15 @@ package retained_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
@@ -101,6 +105,123 @@ func TestReplayResendsTheAdmittedRequestRG12(t *testing.T) {
 		}
 		if base.Turns() != 1 {
 			t.Errorf("%d turns ran; the replay must not start a second", base.Turns())
+		}
+	})
+}
+
+// secretOwner is an account owner that holds a real secret per account:
+// it resolves each credential request it receives to the token of the
+// account the selector names. The runtime only ever sees the request.
+type secretOwner struct {
+	*scripted.Provider
+	tokens map[string]string
+	mu     sync.Mutex
+	bound  []string
+}
+
+func (o *secretOwner) bind(c *contract.CredentialRequest) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if c != nil && c.Selector.ID != nil {
+		o.bound = append(o.bound, o.tokens[*c.Selector.ID])
+	}
+}
+
+func (o *secretOwner) Create(ctx context.Context, in *contract.CreateInput) (contract.Environment, error) {
+	o.bind(in.Credential)
+	return o.Provider.Create(ctx, in)
+}
+
+// seatedProfile is the authored profile whose stage 1 is the seat
+// team-b: what a recovering process has, where no record holds the
+// account.
+const seatedProfile = `{"name":"writer","harness":"cli-base","model":{"provider":"scripted","default":"scripted/first"},
+ "seats":[{"harness":"cli-base","provider":"scripted","model":"scripted/first","selector":{"kind":"all-eligible"}},
+          {"harness":"cli-base","provider":"scripted","model":"scripted/second","selector":{"kind":"seat","id":"team-b"}}]}`
+
+// RG-09 across processes: a retained run on a subscription seat whose
+// process died after its environment was admitted and before the turn was
+// dispatched is recovered by another process. The admission records hold
+// the seat stage the turn asked for — never the request, which names an
+// account, nor any secret the account owner holds. Given the admitted
+// turn without its request, recovery refuses to dispatch it bare
+// (unverifiable, nothing sent) or with another stage's request; given
+// the seated profile, it rebuilds stage 1's request and re-sends it, so
+// the provider's account owner binds the seat's account (RG-10).
+func TestRecoverResendsTheAdmittedStagesCredentialRequestRG09(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		ctx := testCtx(t)
+		const secret = "sk-live-team-b-9f3a7c1e"
+		s := script(0)
+		s.Accounts = map[string]scripted.Account{"team-a": {}, "team-b": {}}
+		base := scripted.New(s, scripted.Options{})
+		owner := &secretOwner{Provider: base, tokens: map[string]string{"team-a": "sk-live-team-a-0b1d", "team-b": secret}}
+		prof, err := profile.Parse([]byte(seatedProfile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := startOptions(owner, open(t), "key-recover-seat", "turn-1", (&recorder{fail: retained.AdmissionEnvironment}).hook)
+		o.Environment.Credential = contract.CredentialRequestFor(prof, 1, contract.CredentialOnCreate)
+		o.Turn.Credential = contract.CredentialRequestFor(prof, 1, contract.CredentialOnTurn)
+		if _, err := retained.StartRetainedRun(ctx, o); err == nil {
+			t.Fatal("the start succeeded although its hook failed")
+		}
+		if base.Turns() != 0 || len(owner.bound) != 1 || owner.bound[0] != secret {
+			t.Fatalf("%d turns, bound %d credentials before the process died; want the create's only", base.Turns(), len(owner.bound))
+		}
+		_, recID, _ := retained.DeriveIdentity("key-recover-seat", "turn-1")
+		rec, err := retained.Load(ctx, open(t), recID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k := rec.Intent.CredentialStage; k == nil || *k != 1 {
+			t.Fatalf("recorded credential stage %v; want 1", k)
+		}
+		// Another process has the turn as the caller wrote it, without
+		// the request.
+		bare := o.Turn
+		bare.Credential = nil
+		blind, err := retained.RecoverRetainedRun(ctx, retained.RecoverOptions{Provider: base.Reconnect(), Store: open(t), RunID: recID, Turn: &bare})
+		if err != nil || blind.Outcome != retained.Unverifiable || base.Turns() != 0 {
+			t.Fatalf("recovery without the request: %+v, %v (%d turns); want unverifiable, nothing dispatched", blind, err, base.Turns())
+		}
+		wrong := o.Turn
+		wrong.Credential = contract.CredentialRequestFor(prof, 0, contract.CredentialOnTurn)
+		refused, err := retained.RecoverRetainedRun(ctx, retained.RecoverOptions{Provider: base.Reconnect(), Store: open(t), RunID: recID, Turn: &wrong})
+		if err != nil || refused.Outcome != retained.Unverifiable || base.Turns() != 0 {
+			t.Fatalf("recovery with stage 0's request: %+v, %v (%d turns); want unverifiable, nothing dispatched", refused, err, base.Turns())
+		}
+		got, err := retained.RecoverRetainedRun(ctx, retained.RecoverOptions{Provider: base.Reconnect(), Store: open(t), RunID: recID, Turn: &bare, Profile: prof})
+		if err != nil || got.Outcome != retained.Recovered || got.Via != retained.ViaResumed {
+			t.Fatalf("recovery with the profile: %+v, %v", got, err)
+		}
+		if res, err := got.Run.Result(ctx); err != nil || !res.Success {
+			t.Fatalf("result %+v, %v", res, err)
+		}
+		wantSent := []contract.CredentialRequest{*contract.CredentialRequestFor(prof, 1, contract.CredentialOnCreate), *contract.CredentialRequestFor(prof, 1, contract.CredentialOnTurn)}
+		if diff := cmp.Diff(wantSent, base.CredentialRequests()); diff != "" {
+			t.Errorf("credential requests the account owner received (-want +got):\n%s", diff)
+		}
+		// Nothing the store holds names the account or its secret.
+		st := open(t)
+		runs, err := st.ListRuns(ctx, store.ListOptions{})
+		if err != nil || len(runs) == 0 {
+			t.Fatalf("%d runs (%v)", len(runs), err)
+		}
+		for _, r := range runs {
+			events, err := st.Events(ctx, r.ID, "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			blob := string(canonjson.Marshal(r.Doc))
+			for _, e := range events {
+				blob += string(canonjson.Marshal(e.Body))
+			}
+			for _, word := range []string{"team-a", "team-b", owner.tokens["team-a"], secret} {
+				if strings.Contains(blob, word) {
+					t.Errorf("run %s holds %q", r.ID, word)
+				}
+			}
 		}
 	})
 }

@@ -21,6 +21,17 @@
 // record of kind "retained" (store.Store), so SQLite and PostgreSQL hold
 // them with no schema of their own.
 //
+// A turn on a seat of a subscription profile carries the stage's
+// credential request (contract.CredentialRequest). It names no secret —
+// the provider's account owner binds the credential (RG-10) — but its
+// selector names an account, which agentrt never records, and it is no
+// part of the turn's canonical form. The intent records only the stage
+// it asked for (Intent.CredentialStage). A recovery that re-dispatches
+// the turn in another process re-sends that stage's request: the one the
+// caller gives with the turn, or the one rebuilt from the seated profile
+// (RecoverOptions.Profile) (RG-09). A request for another stage, or none,
+// is refused before anything is dispatched, never sent without it.
+//
 // Identity is deterministic: omitted session and execution ids are derived
 // from (idempotency key, turn id), so every process derives the same ones,
 // and starting again with the same options continues the same run rather

@@ -53,6 +53,13 @@ type Intent struct {
 	// its detach flag); RecoverRetainedRun re-dispatches only a turn with
 	// this digest.
 	TurnDigest string `json:"turnDigest"`
+	// CredentialStage is the seat stage whose credential request the
+	// turn carried (RG-07); nil when it carried none. The request itself
+	// names an account and is never recorded: a recovery that
+	// re-dispatches the turn rebuilds it from the profile's seat
+	// (RecoverOptions.Profile) or is given it, and a request for another
+	// stage is refused.
+	CredentialStage *int `json:"credentialStage,omitzero"`
 	// RequestDigest binds everything above and the environment request: a
 	// start whose request differs is refused (a *MismatchError).
 	RequestDigest string `json:"requestDigest"`

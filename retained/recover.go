@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/store"
 )
 
@@ -111,7 +113,15 @@ type RecoverOptions struct {
 	RunID string
 	// Turn, when given, lets a run whose dispatch was uncertain resume:
 	// it must be the turn that was admitted (its digest is the intent's).
+	// When the admitted turn carried a seat stage's credential request
+	// (Intent.CredentialStage), Turn carries that stage's request, or
+	// Profile supplies it; a request for another stage is refused.
 	Turn *contract.TurnInput
+	// Profile is the authored profile with its seats: when Turn carries
+	// no credential request, the admitted stage's is rebuilt from it
+	// (contract.CredentialRequestFor), so a recovery in another process
+	// re-sends it (RG-09) although no record holds it.
+	Profile *profile.Profile
 	// OnAdmission, when set, is awaited after a dispatched record that
 	// recovery writes is durable.
 	OnAdmission AdmissionHook
@@ -170,7 +180,7 @@ func RecoverRetainedRun(ctx context.Context, o RecoverOptions) (Recovery, error)
 		return Recovery{Outcome: Recovered, Via: ViaReattached, Run: run, EnvironmentID: envID}, nil
 	}
 	// The dispatch was not recorded: it may or may not have happened.
-	via, ref, err := findOrResume(ctx, env, rec.Intent, o.Turn)
+	via, ref, err := findOrResume(ctx, env, rec.Intent, o.Turn, o.Profile)
 	if err != nil {
 		return unverifiable("the dispatch was not recorded and could not be proven or resumed", err)
 	}
@@ -193,7 +203,7 @@ func RecoverRetainedRun(ctx context.Context, o RecoverOptions) (Recovery, error)
 // findOrResume proves an unrecorded dispatch: the run's session, if the
 // provider has it under the run's identity, else a re-dispatch of the
 // admitted turn.
-func findOrResume(ctx context.Context, env contract.Environment, in Intent, turn *contract.TurnInput) (string, contract.ExactRunControlRef, error) {
+func findOrResume(ctx context.Context, env contract.Environment, in Intent, turn *contract.TurnInput, prof *profile.Profile) (string, contract.ExactRunControlRef, error) {
 	if opener, ok := env.(contract.SessionOpener); ok {
 		if sess, err := opener.Session(ctx, in.SessionID, nil); err == nil {
 			if ref := sess.ControlRef(); ref != nil {
@@ -213,9 +223,37 @@ func findOrResume(ctx context.Context, env contract.Environment, in Intent, turn
 	if d != in.TurnDigest {
 		return "", contract.ExactRunControlRef{}, &MismatchError{What: "turn to resume", Field: "turnDigest", Want: in.TurnDigest, Got: d}
 	}
-	ref, err := dispatchTurn(ctx, env, *turn, in)
+	resend, err := withCredential(*turn, in, prof)
+	if err != nil {
+		return "", contract.ExactRunControlRef{}, err
+	}
+	ref, err := dispatchTurn(ctx, env, resend, in)
 	if err != nil {
 		return "", contract.ExactRunControlRef{}, err
 	}
 	return ViaResumed, ref, nil
+}
+
+// withCredential is the turn to re-dispatch with the credential request
+// of the seat stage its admission carried: the one the caller gave, or
+// the profile's for that stage. A request for another stage, or none
+// where the admission carried one, is refused before any dispatch. An
+// admission recorded before credential stages were is taken as given.
+func withCredential(turn contract.TurnInput, in Intent, prof *profile.Profile) (contract.TurnInput, error) {
+	if in.CredentialStage == nil {
+		return turn, nil
+	}
+	k := *in.CredentialStage
+	switch c := turn.Credential; {
+	case c != nil && c.Stage != k:
+		return turn, &MismatchError{What: "turn's credential request", Field: "credentialStage", Want: strconv.Itoa(k), Got: strconv.Itoa(c.Stage)}
+	case c != nil:
+		return turn, nil
+	case prof != nil:
+		if turn.Credential = contract.CredentialRequestFor(prof, k, contract.CredentialOnTurn); turn.Credential == nil {
+			return turn, fmt.Errorf("%w: the profile has no seat stage %d, whose credential request the admitted turn carried", ErrInvalidOptions, k)
+		}
+		return turn, nil
+	}
+	return turn, fmt.Errorf("%w: the admitted turn carried seat stage %d's credential request; give it in Turn.Credential or the seated profile in Profile", ErrInvalidOptions, k)
 }

@@ -231,6 +231,10 @@ func (a *admission) prepare(key string, id *Identity, profileDigest, existing *s
 	a.intent = Intent{Provider: a.provider.Name(), IdempotencyKey: key, TurnID: turnID, SessionID: derived.SessionID,
 		ExecutionID: derived.ExecutionID, RunID: recordID, ExistingEnvironmentID: existing,
 		RequestedProfileDigest: profileDigest, TurnDigest: turnDigest}
+	if c := a.turn.Credential; c != nil {
+		k := c.Stage
+		a.intent.CredentialStage = &k
+	}
 	bound := a.intent
 	req, err := contract.DigestOf(struct {
 		Intent      Intent `json:"intent"`

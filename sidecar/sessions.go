@@ -405,7 +405,9 @@ func (s *Server) sessionBoundary(w http.ResponseWriter, r *http.Request) {
 // context, bounded by PromptTimeout, so a client that lost the answer
 // and re-sends the same operation is answered replayed by the provider,
 // never with a second continuation. The provider's answer (accepted,
-// replayed, conflict, boundary_mismatch, …) is passed on as it is.
+// replayed, conflict, boundary_mismatch, …) is passed on as it is. The
+// seat stage's credential request of the continued turn comes in its
+// header, as for every turn (RG-07).
 func (s *Server) sessionContinue(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(s.base, s.opts.PromptTimeout)
 	defer cancel()
@@ -417,7 +419,11 @@ func (s *Server) sessionContinue(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	res, err := nc.ContinueNative(ctx, &req.Request, contract.NativeContinuationOptions{Turn: req.Turn})
+	cred, ok := credentialRequest(w, r)
+	if !ok {
+		return
+	}
+	res, err := nc.ContinueNative(ctx, &req.Request, contract.NativeContinuationOptions{Turn: req.Turn, Credential: cred})
 	if err == nil && res == nil {
 		err = errNoAnswer
 	}

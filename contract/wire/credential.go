@@ -133,11 +133,15 @@ func CredentialRequestFrom(r *http.Request) (*contract.CredentialRequest, error)
 // QuotaDetail is what a quota_refused error adds: the refusing provider,
 // the refused stage when it knows it, and when the quota may allow the
 // stage again.
+//
+// Run is the exact run a refusal broke off part way
+// (contract.QuotaRefusalError.Run), absent when nothing was admitted.
 type QuotaDetail struct {
-	Provider     string  `json:"provider"`
-	Stage        *int    `json:"stage,omitzero"`
-	RetryAfterMs *int64  `json:"retryAfterMs,omitzero"`
-	Message      *string `json:"message,omitzero"`
+	Provider     string                       `json:"provider"`
+	Stage        *int                         `json:"stage,omitzero"`
+	RetryAfterMs *int64                       `json:"retryAfterMs,omitzero"`
+	Message      *string                      `json:"message,omitzero"`
+	Run          *contract.ExactRunControlRef `json:"run,omitzero"`
 }
 
 var quotaDetailSchema = schema.Object(
@@ -145,6 +149,7 @@ var quotaDetailSchema = schema.Object(
 	schema.Opt("stage", schema.Number(schema.Int, schema.NonNegative, schema.Max(math.MaxInt32))),
 	schema.Opt("retryAfterMs", schema.Number(schema.Int, schema.NonNegative, schema.Max(canonjson.MaxSafeInteger))),
 	schema.Opt("message", contract.BoundedString),
+	schema.Opt("run", contract.ExactRunControlRefSchema),
 )
 
 // QuotaError is the wire detail of a provider's typed quota refusal.
@@ -161,6 +166,10 @@ func QuotaError(q *contract.QuotaRefusalError) ErrorDetail {
 	if q.Message != "" {
 		m := q.Message
 		d.Message = &m
+	}
+	if q.Run != nil {
+		run := *q.Run
+		d.Run = &run
 	}
 	return ErrorDetail{Code: CodeQuotaRefused, Message: q.Error(), Quota: &d}
 }
@@ -179,6 +188,10 @@ func (e *Error) quotaRefusal() *contract.QuotaRefusalError {
 		}
 		if d.Message != nil {
 			q.Message = *d.Message
+		}
+		if d.Run != nil {
+			run := *d.Run
+			q.Run = &run
 		}
 	}
 	return q

@@ -108,6 +108,10 @@ func TestQuotaRefusalCrossesTheWireRG08(t *testing.T) {
 	for _, q := range []*contract.QuotaRefusalError{
 		{Provider: "scripted", Stage: 1, RetryAfter: &hour, Message: "the window is used up"},
 		{Provider: "scripted", Stage: -1},
+		// A refusal that broke a turn off part way names the run, so the
+		// client can continue its native session.
+		{Provider: "scripted", Stage: 0, Message: "ran out mid-turn", Run: &contract.ExactRunControlRef{RunID: "run-1", Provider: "scripted",
+			EnvironmentID: "env-1", SessionID: "sess-1", ExecutionID: "exec-1", RequestDigest: "sha256:" + strings.Repeat("ab", 32)}},
 	} {
 		d := wire.QuotaError(q)
 		body, err := wire.Marshal(wire.ErrorBody{Error: d})

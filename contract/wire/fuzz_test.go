@@ -27,6 +27,7 @@ func FuzzDecoders(f *testing.F) {
 		`{"error":{"code":"file_too_large","message":"m","fileTooLarge":{"path":"a","maxBytes":5}}}`,
 		`{"error":{"code":"out_of_scope","message":"m"}}`, `{"error":{"code":"environment_destroyed","message":"m"}}`,
 		`{"error":{"code":"quota_refused","message":"m","quota":{"provider":"p","stage":1,"retryAfterMs":5,"message":"x"}}}`,
+		`{"error":{"code":"quota_refused","message":"m","quota":{"provider":"p","stage":0,"run":{"runId":"r","provider":"p","environmentId":"e","sessionId":"s","executionId":"x","requestDigest":"sha256:abababababababababababababababababababababababababababababababab"}}}}`,
 		`{"environment":{"id":"e","provider":"p","name":"n"},"creation":"created"}`,
 		`{"type":"text","data":{"text":"x"},"id":"1"}`,
 		`{"operationId":"op","binding":{"provider":"p","environmentId":"e","runId":"r","interactionId":"i"},"commandDigest":"sha256:00","response":{"id":"i","outcome":"declined"}}`,

@@ -425,7 +425,9 @@ func (s *session) continueNative(ctx context.Context, req *contract.NativeContex
 	ctx, cancel := context.WithTimeout(ctx, s.e.p.opts.PromptTimeout)
 	defer cancel()
 	var res *contract.NativeContinuationResult
-	if err := s.post(ctx, "/continue", wire.SessionContinueRequest{ControlRef: s.controlRef(), Request: *req, Turn: opts.Turn}, true, func(b []byte) (err error) {
+	// The continued turn is a new turn: its seat stage's credential
+	// request travels with it (RG-07), in the request's header.
+	if err := s.postAs(ctx, "/continue", wire.SessionContinueRequest{ControlRef: s.controlRef(), Request: *req, Turn: opts.Turn}, true, opts.Credential, func(b []byte) (err error) {
 		res, err = wire.ParseNativeContinuationResult(b)
 		return err
 	}); err != nil {

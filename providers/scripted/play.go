@@ -1,6 +1,7 @@
 package scripted
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -114,6 +115,11 @@ func (pl *player) script(ctx context.Context, t Turn, model string) {
 		return
 	case EndDie:
 		pl.yield(contract.EnvironmentEvent{}, fmt.Errorf("%w: %s", ErrTransport, t.Error))
+		return
+	case EndQuota:
+		ref := pl.run.exact()
+		pl.yield(contract.EnvironmentEvent{}, &contract.QuotaRefusalError{Provider: pl.env.b.name, Stage: -1,
+			Message: cmp.Or(t.Error, "the subscription's quota ran out mid-turn"), Run: &ref})
 		return
 	case EndFailed:
 		msg := t.Error

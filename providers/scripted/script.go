@@ -103,10 +103,11 @@ type Turn struct {
 	Steps []Step `json:"steps"`
 	// End is how the turn ends: "completed" (default), "failed" (an
 	// in-band error event carrying Error), "cancelled", "no-terminal"
-	// (the stream just stops — a misbehaving provider), or "die" (the
-	// stream breaks with a transport error mid-turn).
+	// (the stream just stops — a misbehaving provider), "die" (the
+	// stream breaks with a transport error mid-turn) or "quota" (the
+	// account runs out mid-turn: EndQuota).
 	End string `json:"end,omitzero"`
-	// Error is the failure message for End "failed" or "die".
+	// Error is the failure message for End "failed", "die" or "quota".
 	Error string `json:"error,omitzero"`
 	// ServedModel overrides Script.ServedModel for this turn.
 	ServedModel string `json:"servedModel,omitzero"`
@@ -165,6 +166,11 @@ const (
 	EndCancelled  = "cancelled"
 	EndNoTerminal = "no-terminal"
 	EndDie        = "die"
+	// EndQuota: the account serving the turn runs out part way: after
+	// the turn's steps the stream breaks with a *contract.QuotaRefusalError
+	// naming the run (its Error is the refusal's message); what ran stays
+	// in the session's native history.
+	EndQuota = "quota"
 )
 
 // MaxDelayMS is the longest delayMs a script may ask for: the longest
@@ -231,7 +237,7 @@ var (
 			schema.Opt("match", schema.String()),
 			schema.Opt("repeat", schema.Bool()),
 			schema.Req("steps", schema.Array(stepSchema)),
-			schema.Opt("end", schema.Enum(EndCompleted, EndFailed, EndCancelled, EndNoTerminal, EndDie)),
+			schema.Opt("end", schema.Enum(EndCompleted, EndFailed, EndCancelled, EndNoTerminal, EndDie, EndQuota)),
 			schema.Opt("error", schema.String()),
 			schema.Opt("servedModel", schema.String(schema.MinLen(1))),
 		).Refine(checkMatch).Refine(checkInteractionIDs))),

@@ -1,0 +1,197 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/store"
+)
+
+// ContinuityNative is a stage's continuity when it went on in the native
+// session of the stage before it: the provider proved the session's
+// boundary and acknowledged a native continuation from it, so the
+// logical agent's conversation goes on with no copied history.
+const ContinuityNative = "native"
+
+// seatStage carries a native session between the stages of a seated run:
+// the execution of one stage reads from and may fill kept. ExecuteSeated
+// is the one owner of a kept environment that no stage took over: it
+// destroys it (when created) once no later stage continues it.
+type seatStage struct {
+	// from is the session the refused stage before left; nil starts
+	// fresh.
+	from *keptSession
+	// kept is the session this stage leaves for the next one: a quota
+	// refusal that broke its turn off in a session the provider named,
+	// or refused a native continuation before admitting it. keepEnv
+	// says the execution handed its environment over instead of
+	// destroying it.
+	kept    *keptSession
+	keepEnv bool
+	// continuity and reason say how the stage started: ContinuityNative,
+	// or ContinuityFresh with why native continuation was not possible
+	// ("" when the stage had no session to continue).
+	continuity, reason string
+}
+
+// keptSession is a provider session left by a refused stage: its
+// environment, the exact run the refusal broke off, and the native
+// session id the run bound (NSO-02; "" when none was observed).
+type keptSession struct {
+	env             contract.Environment
+	run             contract.ExactRunControlRef
+	nativeSessionID string
+}
+
+// keepForSeat reports whether the run hands its environment to the next
+// seat stage instead of destroying it: a quota refusal broke its turn off
+// in a run of this environment the provider named (or refused the native
+// continuation this stage attempted, leaving the session as it was).
+func (x *execution) keepForSeat() bool {
+	st := x.req.seat
+	if st == nil || x.env == nil || x.runErr == nil {
+		return false
+	}
+	if st.kept == nil {
+		q, ok := errors.AsType[*contract.QuotaRefusalError](x.runErr)
+		if !ok || q.Run == nil || q.Run.EnvironmentID != x.env.ID() || q.Run.Provider != x.provider {
+			return false
+		}
+		st.kept = &keptSession{env: x.env, run: *q.Run, nativeSessionID: x.res.NativeSessionID}
+	}
+	st.keepEnv = true
+	return true
+}
+
+// continueNative runs the stage as a native continuation of the session
+// the refused stage before left (RG-08, RG-11): the same environment and
+// native session, the stage's own projection of the model and its own
+// credential request, no copied history. It returns false, with the
+// reason recorded, when continuity cannot be proven before anything is
+// dispatched — the stage then starts fresh; once the provider may have
+// admitted the turn, the stage's outcome is whatever the provider says,
+// never a second, fresh dispatch.
+func (x *execution) continueNative(ctx context.Context) bool {
+	st, from := x.req.seat, x.req.seat.from
+	fresh := func(format string, args ...any) bool {
+		st.continuity, st.reason = ContinuityFresh, fmt.Sprintf(format, args...)
+		x.log.Info("seat stage starts fresh", "run", x.req.RunID, "reason", st.reason)
+		return false
+	}
+	if from.env.Provider() != x.provider {
+		return fresh("the session is held by provider %s, not this stage's %s", from.env.Provider(), x.provider)
+	}
+	opener, ok := from.env.(contract.SessionOpener)
+	if !ok {
+		return fresh("environment %s cannot reopen its session", from.env.ID())
+	}
+	ref := from.run.Ref()
+	sess, err := opener.Session(ctx, from.run.SessionID, &ref)
+	if err != nil {
+		return fresh("reopening session %s: %v", from.run.SessionID, err)
+	}
+	nc, ok := sess.(contract.NativeContinuer)
+	if !ok {
+		return fresh("provider %s declares no native continuation", x.provider)
+	}
+	proof, err := nc.ContextBoundary(ctx)
+	switch {
+	case err != nil:
+		return fresh("proving the session's boundary: %v", err)
+	case proof == nil:
+		return fresh("the provider cannot prove the session's boundary")
+	case !contract.BoundaryProofMatchesRun(from.run, proof):
+		return fresh("the provider's boundary proof is bound to another run than %s", from.run.RunID)
+	}
+	task := x.req.Task
+	turn := contract.NativeContextContinuationTurn{Prompt: &task}
+	if x.res.RequestedModel != "" {
+		model := x.res.RequestedModel
+		turn.Model = &model
+	}
+	// The operation id is the stage run's own: the same stage sent again
+	// is the same continuation, never a second one.
+	req, err := contract.NewNativeContextContinuationRequest(x.req.RunID+".native", turn, from.run, *proof)
+	if err != nil {
+		return fresh("the continuation request is invalid: %v", err)
+	}
+	x.dispatched = true
+	res, err := nc.ContinueNative(ctx, req, contract.NativeContinuationOptions{Turn: turn,
+		Credential: contract.CredentialRequestFor(x.req.Profile, x.req.Stage, contract.CredentialOnTurn)})
+	if q, ok := errors.AsType[*contract.QuotaRefusalError](err); ok && q.Run == nil {
+		// This stage's account is out too, before anything was admitted:
+		// the session is as the stage before left it, for the next stage.
+		x.dispatched = false
+		st.continuity, st.kept = ContinuityNative, from
+		x.env, x.res.EnvironmentID = from.env, from.env.ID()
+		x.fail(store.StatusFailed, ReasonProvider, "continuing the session natively: "+err.Error(), err)
+		return true
+	}
+	if err != nil {
+		st.continuity = ContinuityNative
+		x.env, x.res.EnvironmentID = from.env, from.env.ID()
+		if !x.contextEnd(ctx) {
+			x.fail(store.StatusFailed, ReasonTransport, "continuing the session natively (outcome unknown): "+err.Error(), err)
+		}
+		return true
+	}
+	if res == nil || !contract.NativeContinuationResultMatchesRequest(req, res) {
+		st.continuity = ContinuityNative
+		x.env, x.res.EnvironmentID = from.env, from.env.ID()
+		x.fail(store.StatusFailed, ReasonProvider, "continuing the session natively (outcome unknown): the provider's answer does not answer this request", nil)
+		return true
+	}
+	if ack := res.Acknowledgement; !res.Succeeded() {
+		if ack.Status == contract.ContinuationStatusTransportFailure {
+			st.continuity = ContinuityNative
+			x.env, x.res.EnvironmentID = from.env, from.env.ID()
+			x.fail(store.StatusFailed, ReasonTransport, "continuing the session natively (outcome unknown): "+derefOr(ack.Message, ack.Status), nil)
+			return true
+		}
+		// Every other refusal admitted nothing.
+		x.dispatched = false
+		return fresh("the provider refused the native continuation: %s", ack.Status)
+	}
+	if res.ControlRef.SessionID != from.run.SessionID {
+		st.continuity = ContinuityNative
+		x.env, x.res.EnvironmentID = from.env, from.env.ID()
+		x.fail(store.StatusFailed, ReasonProvider, fmt.Sprintf("the provider continued in session %s, not %s", res.ControlRef.SessionID, from.run.SessionID), nil)
+		return true
+	}
+	// Admitted in the same session: the stage owns the environment now
+	// and its run is bound to the same native session.
+	st.continuity = ContinuityNative
+	x.env, x.res.EnvironmentID = from.env, from.env.ID()
+	x.res.NativeSessionID = from.nativeSessionID
+	if err := x.life.updateDoc(x.doc()); err != nil && x.life.leaseLost() == nil {
+		x.log.Warn("recording the continued session", "run", x.req.RunID, "err", err)
+	}
+	x.observedTurn(ctx, func(ctx context.Context) {
+		x.consume(ctx, sess.Events(ctx, "", res.ControlRef.ExecutionID))
+	})
+	return true
+}
+
+// destroyKept destroys a kept environment no stage took over, when the
+// seated run created it (ENV-06), bounded by timeout.
+func destroyKept(ctx context.Context, k *keptSession, timeout time.Duration, log *slog.Logger) {
+	if k == nil || k.env.Creation() != contract.CreationCreated {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	if err := k.env.Destroy(ctx); err != nil {
+		log.Warn("destroying a seat stage's environment", "env", k.env.ID(), "err", err)
+	}
+}
+
+func derefOr(s *string, or string) string {
+	if s == nil || *s == "" {
+		return or
+	}
+	return *s
+}
