@@ -143,10 +143,7 @@ func hasCredentialBearingURL(s string) bool {
 
 // IsHTTPURL reports whether s parses (as JavaScript's new URL does) as an
 // absolute URL whose protocol is http: or https:.
-func IsHTTPURL(s string) bool {
-	u, err := whatwgurl.Parse(s)
-	return err == nil && (u.Protocol == "http:" || u.Protocol == "https:")
-}
+func IsHTTPURL(s string) bool { return whatwgurl.IsHTTP(s) }
 
 var shellNames = map[string]bool{"sh": true, "bash": true, "zsh": true, "fish": true,
 	"cmd": true, "cmd.exe": true, "powershell": true, "pwsh": true}
