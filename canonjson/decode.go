@@ -3,6 +3,7 @@ package canonjson
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -421,6 +422,14 @@ func multiBytePrefix(b []byte) int {
 	// Four bytes at a time while they last: one load and one mask check
 	// the continuation bytes of a whole sequence.
 	for len(b)-n >= 4 {
+		// Two four-byte sequences (emoji and other supplementary
+		// characters) at once: fourFourBytes says both are well-formed.
+		if p := b[n:]; len(p) >= 8 && fourFourBytes(binary.LittleEndian.Uint64(p)) {
+			for p = p[8:]; len(p) >= 8 && fourFourBytes(binary.LittleEndian.Uint64(p)); p = p[8:] {
+			}
+			n = len(b) - len(p)
+			continue
+		}
 		w := binary.LittleEndian.Uint32(b[n:])
 		c, c1 := byte(w), byte(w>>8)
 		switch {
@@ -476,6 +485,21 @@ func multiBytePrefix(b []byte) int {
 		n += size
 	}
 	return n
+}
+
+// fourFourBytes reports whether the eight bytes of w (little-endian) are
+// two well-formed four-byte UTF-8 sequences. Each is a lead byte 11110xxx
+// and three continuation bytes 10xxxxxx (one mask checks all eight), and
+// well-formed exactly when its first two bytes, read as a big-endian
+// number, lie in 0xF090–0xF48F: that range test excludes the overlong
+// forms (F0 with a second byte below 0x90), code points past U+10FFFF (F4
+// with a second byte above 0x8F) and the leads F5–F7, and admits every
+// other lead F0–F4 with any continuation byte.
+func fourFourBytes(w uint64) bool {
+	if w&0xC0C0C0F8C0C0C0F8 != 0x808080F0808080F0 {
+		return false
+	}
+	return bits.ReverseBytes16(uint16(w))-0xF090 <= 0x3FF && bits.ReverseBytes16(uint16(w>>32))-0xF090 <= 0x3FF
 }
 
 // plainASCIIPrefix returns how many leading bytes of b are ASCII other
