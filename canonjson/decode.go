@@ -504,12 +504,14 @@ func fourFourBytes(w uint64) bool {
 
 // plainASCIIPrefix returns how many leading bytes of b are ASCII other
 // than control characters, '"' and '\\', checking eight bytes at a time.
+// The word that holds the first such byte says where it is (the lowest
+// flagged byte of needsAttention is exact), so only the last few bytes of
+// the input are ever checked one by one.
 func plainASCIIPrefix(b []byte) int {
 	n := 0
 	for len(b)-n >= 8 {
-		w := binary.LittleEndian.Uint64(b[n:])
-		if needsAttention(w) != 0 {
-			break
+		if m := needsAttention(binary.LittleEndian.Uint64(b[n:])); m != 0 {
+			return n + bits.TrailingZeros64(m)/8
 		}
 		n += 8
 	}

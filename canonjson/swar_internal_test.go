@@ -112,3 +112,28 @@ func TestMultiBytePrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainASCIIPrefix holds plainASCIIPrefix to a byte-by-byte scan for
+// every byte value at every offset of inputs longer and shorter than a
+// word, so that both the word-at-a-time path and the tail are covered.
+func TestPlainASCIIPrefix(t *testing.T) {
+	ref := func(b []byte) int {
+		for i, c := range b {
+			if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+				return i
+			}
+		}
+		return len(b)
+	}
+	for size := range 20 {
+		for pos := range size {
+			for c := range 256 {
+				b := []byte("abcdefghijklmnopqrstuvwxyz")[:size]
+				b[pos] = byte(c)
+				if got, want := plainASCIIPrefix(b), ref(b); got != want {
+					t.Fatalf("plainASCIIPrefix(%q) = %d, want %d", b, got, want)
+				}
+			}
+		}
+	}
+}
