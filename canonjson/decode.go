@@ -65,7 +65,8 @@ func (e *DecodeError) Error() string {
 // Decode parses one JSON document strictly (see DecodeOptions for the one
 // relaxation). Surrounding whitespace is allowed; anything else after the
 // value is refused. Strings without escapes share the memory of one copy
-// of data, so a retained Value keeps that copy alive.
+// of data, and arrays and objects share a few chunks of items and
+// members, so a retained Value keeps that copy and its chunk alive.
 func Decode(data []byte) (Value, error) { return DecodeWith(data, DecodeOptions{}) }
 
 // DecodeWith is Decode with options.
@@ -126,7 +127,12 @@ type decoder struct {
 	scratch []byte
 	items   []Value  // stack of array items under construction
 	members []Member // stack of object members under construction
-	values  int      // values begun so far, bounded by opts.MaxValues
+	// itemChunk and memberChunk are where finished arrays and objects
+	// take their items and members from (see carve); they belong to
+	// this document's Values and are never recycled.
+	itemChunk   []Value
+	memberChunk []Member
+	values      int // values begun so far, bounded by opts.MaxValues
 	// plain reports whether the last string read had no escapes.
 	plain bool
 	// nameChecks counts member-name comparisons and lookups made to find
@@ -247,7 +253,7 @@ func (d *decoder) array(depth int) (Value, error) {
 		return Value{}, d.unexpected(`"," or "]"`)
 	}
 	d.path = d.path[:len(d.path)-1]
-	items := make([]Value, len(d.items)-base)
+	items := carve(&d.itemChunk, len(d.items)-base, len(d.items))
 	copy(items, d.items[base:])
 	clear(d.items[base:])
 	d.items = d.items[:base]
@@ -333,7 +339,7 @@ func (d *decoder) object(depth int) (Value, error) {
 		}
 		return Value{}, d.unexpected(`"," or "}"`)
 	}
-	members := make([]Member, len(d.members)-base)
+	members := carve(&d.memberChunk, len(d.members)-base, len(d.members))
 	copy(members, d.members[base:])
 	clear(d.members[base:])
 	d.members = d.members[:base]
@@ -358,6 +364,34 @@ func grow[T any](s []T) []T {
 	bigger := make([]T, len(s), max(2*cap(s), 64))
 	copy(bigger, s)
 	return bigger
+}
+
+// Chunk sizes for carve, in elements.
+const (
+	minChunk = 4
+	maxChunk = 1024
+)
+
+// carve returns a slice of n elements, its capacity n, from the free end
+// of *chunk, so that the arrays (or objects) of one document share a few
+// allocations instead of taking one each. When the chunk lacks room a new
+// one replaces it, large enough for everything on the stack (stacked
+// elements all end up carved) and half again the old one, within
+// minChunk and maxChunk; a slice larger than maxChunk gets an allocation of its own.
+// Chunks grow geometrically and at most the unused end of each is lost,
+// so the memory stays linear in the input, and a retained Value keeps its
+// chunk alive as it keeps the text of its strings.
+func carve[T any](chunk *[]T, n, stacked int) []T {
+	c := *chunk
+	if cap(c)-len(c) < n {
+		if n > maxChunk {
+			return make([]T, n)
+		}
+		c = make([]T, 0, min(max(stacked, cap(c)+cap(c)/2, minChunk), maxChunk))
+	}
+	s := c[len(c) : len(c)+n : len(c)+n]
+	*chunk = c[:len(c)+n]
+	return s
 }
 
 // findMember returns the index in d.members of a member named name that
