@@ -1,11 +1,13 @@
 package canonjson_test
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -402,6 +404,30 @@ func TestCanonicalPlainNames(t *testing.T) {
 		want, wantErr := canonjson.Canonical(rebuild(v))
 		if string(got) != string(want) || (gotErr == nil) != (wantErr == nil) {
 			t.Errorf("%s: decoded %q (%v), constructed %q (%v)", doc, got, gotErr, want, wantErr)
+		}
+	}
+}
+
+// TestDigestSpelling holds the table-driven hex spelling of digests to
+// encoding/hex for inputs whose digests hold every byte value.
+func TestDigestSpelling(t *testing.T) {
+	seen := map[byte]bool{}
+	for i := 0; len(seen) < 256; i++ {
+		b := []byte(strconv.Itoa(i))
+		sum := sha256.Sum256(b)
+		for _, c := range sum {
+			seen[c] = true
+		}
+		if got, want := canonjson.DigestBytes(b), "sha256:"+hex.EncodeToString(sum[:]); got != want {
+			t.Fatalf("DigestBytes(%q) = %s, want %s", b, got, want)
+		}
+		v := canonjson.StringValue(string(b))
+		c, err := canonjson.Canonical(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := canonjson.Digest(v); err != nil || got != canonjson.DigestBytes(c) {
+			t.Fatalf("Digest(%q) = %s, %v; want %s", b, got, err, canonjson.DigestBytes(c))
 		}
 	}
 }

@@ -2,7 +2,6 @@ package canonjson
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"hash"
 	"io"
@@ -72,7 +71,7 @@ func Digest(v Value) (string, error) {
 		return "", err
 	}
 	e.hash.Write(e.buf)
-	return formatDigest(e.hash.Sum(e.sum[:0])), nil
+	return formatDigest((*[sha256.Size]byte)(e.hash.Sum(e.sum[:0]))), nil
 }
 
 // encoderPool recycles encoders (their buffer, path stack and hash); it is
@@ -96,17 +95,29 @@ func putEncoder(e *encoder) {
 	encoderPool.Put(e)
 }
 
-func formatDigest(sum []byte) string {
-	var out [len(DigestPrefix) + 64]byte
+// hexPairs holds the two lowercase hex digits of every byte value, so
+// that formatDigest spells a byte with one table read.
+var hexPairs = func() (t [256][2]byte) {
+	for i := range t {
+		t[i] = [2]byte{hexDigits[i>>4], hexDigits[i&0xF]}
+	}
+	return t
+}()
+
+func formatDigest(sum *[sha256.Size]byte) string {
+	var out [len(DigestPrefix) + 2*sha256.Size]byte
 	copy(out[:], DigestPrefix)
-	hex.Encode(out[len(DigestPrefix):], sum)
+	for i, c := range sum {
+		p := &hexPairs[c]
+		out[len(DigestPrefix)+2*i], out[len(DigestPrefix)+2*i+1] = p[0], p[1]
+	}
 	return string(out[:])
 }
 
 // DigestBytes returns "sha256:" and the lowercase hex SHA-256 of b.
 func DigestBytes(b []byte) string {
 	sum := sha256.Sum256(b)
-	return formatDigest(sum[:])
+	return formatDigest(&sum)
 }
 
 // IsDigest reports whether s is "sha256:" followed by exactly 64 lowercase
