@@ -159,12 +159,12 @@ func (d *decoder) fail(code, msg string) *DecodeError {
 
 func (d *decoder) skipSpace() {
 	for d.pos < len(d.data) {
-		switch d.data[d.pos] {
-		case ' ', '\t', '\n', '\r':
-			d.pos++
-		default:
+		// JSON whitespace is all at or below ' ', so one comparison
+		// settles the common case, where the next byte starts a token.
+		if c := d.data[d.pos]; c > ' ' || c != ' ' && c != '\t' && c != '\n' && c != '\r' {
 			return
 		}
+		d.pos++
 	}
 }
 
