@@ -26,20 +26,28 @@ func (f NodeFunc) Check(c *Context, v canonjson.Value) canonjson.Value { return 
 // an *Error naming kind with every issue.
 func Run(kind string, n Node, v canonjson.Value) (canonjson.Value, error) {
 	c := contextPool.Get().(*Context)
+	failed := false
 	defer func() {
 		clear(c.path[:cap(c.path)])
-		*c = Context{path: c.path[:0]}
+		// The issues of a failed run belong to its Error; otherwise the
+		// slice only held the rewound issues of union options that did
+		// not match (rewind cleared them), and is kept for the next run.
+		issues := c.issues[:0]
+		if failed {
+			issues = nil
+		}
+		*c = Context{path: c.path[:0], issues: issues}
 		contextPool.Put(c)
 	}()
 	out := n.Check(c, v)
-	if c.Failed() {
+	if failed = c.Failed(); failed {
 		return canonjson.Value{}, &Error{Kind: kind, Issues: c.Issues()}
 	}
 	return out, nil
 }
 
-// contextPool recycles check contexts (their path stacks); a recycled
-// context holds no issues.
+// contextPool recycles check contexts (their path stacks, and the issue
+// slices of runs that passed); a recycled context holds no issues.
 var contextPool = sync.Pool{New: func() any { return &Context{path: make([]token, 0, 16)} }}
 
 // ---- scalars ---------------------------------------------------------------

@@ -2,6 +2,7 @@ package schema_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -233,5 +234,34 @@ func TestIntFatality(t *testing.T) {
 	u := schema.Union(schema.Number(schema.Int), schema.Number(schema.Max(1)))
 	if got := paths(issues(t, u, `2.5`)); len(got) != 1 || got[0] != " too_big" {
 		t.Errorf("a fraction must not count as the Int option's shape match: %v", got)
+	}
+}
+
+// TestRunKeepsIssueSlicesApart checks the recycling of issue slices by
+// Run: a passing run whose union rewound a failed option leaves its slice
+// for the next run, but the issues of a failed run belong to its Error
+// and no later run may write over them.
+func TestRunKeepsIssueSlicesApart(t *testing.T) {
+	n := schema.Array(schema.Union(schema.Number(), schema.String()))
+	_, err := schema.Run("T", n, decode(t, `[true, 1, {}]`))
+	var first *schema.Error
+	if !errors.As(err, &first) {
+		t.Fatalf("err = %v, want *schema.Error", err)
+	}
+	want := paths(first.Issues)
+	if len(want) != 2 {
+		t.Fatalf("issues = %v, want two", want)
+	}
+	for range 100 {
+		// Each string item is tried as a number first: a rewound issue.
+		if _, err := schema.Run("T", n, decode(t, `["a", "b", 2]`)); err != nil {
+			t.Fatal(err)
+		}
+		if is := issues(t, n, `[1, 2, null]`); len(is) != 1 || is[0].Path != "/2" {
+			t.Fatalf("issues of [1, 2, null] = %v", paths(is))
+		}
+	}
+	if got := paths(first.Issues); !slices.Equal(got, want) {
+		t.Errorf("the first error's issues changed: %v, were %v", got, want)
 	}
 }
