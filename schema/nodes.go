@@ -502,6 +502,25 @@ func (o *ObjectNode) Omit(names ...string) *ObjectNode {
 // Fields returns the declared fields in order.
 func (o *ObjectNode) Fields() []Field { return slices.Clone(o.fields) }
 
+// scanFields is the field count up to which field looks a name up by
+// comparing it with each field name: the comparisons, mostly settled by
+// the lengths, cost less than hashing the name.
+const scanFields = 8
+
+// field returns the index of the field named name and whether there is one.
+func (o *ObjectNode) field(name string) (int, bool) {
+	if len(o.fields) <= scanFields {
+		for i := range o.fields {
+			if o.fields[i].Name == name {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	i, ok := o.index[name]
+	return i, ok
+}
+
 // Check implements Node.
 func (o *ObjectNode) Check(c *Context, v canonjson.Value) canonjson.Value {
 	if v.Kind() != canonjson.Object {
@@ -521,7 +540,7 @@ func (o *ObjectNode) Check(c *Context, v canonjson.Value) canonjson.Value {
 	changed := false
 	var unknown []string
 	for i, m := range members {
-		fi, known := o.index[m.Name]
+		fi, known := o.field(m.Name)
 		if !known {
 			if m.Name != "__proto__" && !o.strip {
 				unknown = append(unknown, m.Name)

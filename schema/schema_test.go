@@ -3,6 +3,7 @@ package schema_test
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -263,5 +264,32 @@ func TestRunKeepsIssueSlicesApart(t *testing.T) {
 	}
 	if got := paths(first.Issues); !slices.Equal(got, want) {
 		t.Errorf("the first error's issues changed: %v, were %v", got, want)
+	}
+}
+
+// TestObjectFieldLookup covers both ways an object node finds a member's
+// field: by comparing names (few fields) and through its index (many).
+func TestObjectFieldLookup(t *testing.T) {
+	for _, count := range []int{2, 3, 8, 9, 12, 40} {
+		var fields []schema.Field
+		for i := range count {
+			fields = append(fields, schema.Opt(strconv.Itoa(i)+"k", schema.Number()))
+		}
+		n := schema.Object(fields...)
+		last := strconv.Itoa(count-1) + "k"
+		tests := []struct {
+			in   string
+			want []string
+		}{
+			{`{"0k":1,"` + last + `":2}`, nil},
+			{`{"` + last + `":"x"}`, []string{"/" + last + " invalid_type"}},
+			{`{"0":1}`, []string{" unrecognized_keys"}},
+			{`{"0kk":1,"k":2}`, []string{" unrecognized_keys"}},
+		}
+		for _, tt := range tests {
+			if got := paths(issues(t, n, tt.in)); !slices.Equal(got, tt.want) {
+				t.Errorf("%d fields, %s: issues %v, want %v", count, tt.in, got, tt.want)
+			}
+		}
 	}
 }
