@@ -259,6 +259,17 @@ func TestCanonicalRefuses(t *testing.T) {
 		{"absent", canonjson.Value{}, ""},
 		{"duplicate", canonjson.ObjectValue([]canonjson.Member{{Name: "a", Value: canonjson.NullValue()}, {Name: "a", Value: canonjson.NullValue()}}), ""},
 		{"lone surrogate", canonjson.StringValue(canonjson.FromUTF16([]uint16{'a', 0xDBFF})), ""},
+		// The pointer is built as the error unwinds: innermost token last.
+		{"deep", canonjson.ObjectValue([]canonjson.Member{
+			{Name: "z", Value: canonjson.NullValue()},
+			{Name: "a", Value: canonjson.ArrayValue([]canonjson.Value{
+				canonjson.NullValue(),
+				canonjson.ObjectValue([]canonjson.Member{{Name: "b~/", Value: canonjson.ArrayValue([]canonjson.Value{
+					canonjson.NumberValue(1), canonjson.NumberValue(math.Inf(-1))})}}),
+			})},
+		}), "/a/1/b~0~1/1"},
+		{"deep duplicate", canonjson.ArrayValue([]canonjson.Value{canonjson.NullValue(), canonjson.ObjectValue([]canonjson.Member{
+			{Name: "a", Value: canonjson.NullValue()}, {Name: "a", Value: canonjson.NullValue()}})}), "/1"},
 	}
 	for _, tc := range tests {
 		_, err := canonjson.Canonical(tc.v)
@@ -266,10 +277,15 @@ func TestCanonicalRefuses(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Pointer != tc.pointer {
 			t.Errorf("%s: err = %v, want CanonicalError at %q", tc.name, err, tc.pointer)
 		}
-		// Check refuses exactly what Canonical refuses, at the same place.
+		// Check and Digest refuse exactly what Canonical refuses, at the
+		// same place.
 		err = canonjson.Check(tc.v)
 		if !errors.As(err, &ce) || ce.Pointer != tc.pointer {
 			t.Errorf("Check %s: err = %v, want CanonicalError at %q", tc.name, err, tc.pointer)
+		}
+		_, err = canonjson.Digest(tc.v)
+		if !errors.As(err, &ce) || ce.Pointer != tc.pointer {
+			t.Errorf("Digest %s: err = %v, want CanonicalError at %q", tc.name, err, tc.pointer)
 		}
 	}
 	big := make([]canonjson.Member, 300) // past the flush threshold and the in-place sort
