@@ -447,3 +447,37 @@ func TestDigestSpelling(t *testing.T) {
 		}
 	}
 }
+
+// TestIdentical separates the very same value from an equal one.
+func TestIdentical(t *testing.T) {
+	v, err := canonjson.Decode([]byte(`{"a":[1,"x"],"b":"y"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := v.Get("b")
+	x := string([]byte("y")) // the same text elsewhere in memory
+	tests := []struct {
+		name             string
+		a, b             canonjson.Value
+		identical, equal bool
+	}{
+		{"a decoded object and its copy", v, v, true, true},
+		{"a member and itself", b, b, true, true},
+		{"the same text elsewhere", b, canonjson.StringValue(x), false, true},
+		{"numbers", canonjson.NumberValue(1.5), canonjson.NumberValue(1.5), true, true},
+		{"0 and -0", canonjson.NumberValue(0), canonjson.NumberValue(math.Copysign(0, -1)), false, true},
+		{"booleans", canonjson.BoolValue(true), canonjson.BoolValue(true), true, true},
+		{"true and false", canonjson.BoolValue(true), canonjson.BoolValue(false), false, false},
+		{"null", canonjson.NullValue(), canonjson.NullValue(), true, true},
+		{"equal arrays apart", canonjson.ArrayValue([]canonjson.Value{canonjson.NullValue()}), canonjson.ArrayValue([]canonjson.Value{canonjson.NullValue()}), false, true},
+		{"kinds", canonjson.NullValue(), canonjson.BoolValue(false), false, false},
+	}
+	for _, tt := range tests {
+		if got := tt.a.Identical(tt.b); got != tt.identical {
+			t.Errorf("%s: Identical = %v, want %v", tt.name, got, tt.identical)
+		}
+		if got := canonjson.Equal(tt.a, tt.b); got != tt.equal {
+			t.Errorf("%s: Equal = %v, want %v", tt.name, got, tt.equal)
+		}
+	}
+}

@@ -322,8 +322,13 @@ func keepChanged(out, items []canonjson.Value, i int, before, after canonjson.Va
 
 // sameValue reports whether a node returned its input unchanged. Nodes that
 // change nothing return the very value they got, so a shallow comparison of
-// kinds and backing arrays suffices; it errs towards "changed".
+// kinds and backing arrays suffices; it errs towards "changed". The very
+// same value, the common case, is settled inline.
 func sameValue(a, b canonjson.Value) bool {
+	return a.Identical(b) || sameShallow(a, b)
+}
+
+func sameShallow(a, b canonjson.Value) bool {
 	if a.Kind() != b.Kind() {
 		return false
 	}
