@@ -440,10 +440,11 @@ type Refinement func(c *Context, v canonjson.Value)
 
 // ObjectNode accepts a strict object of declared fields.
 type ObjectNode struct {
-	fields  []Field
-	index   map[string]int
-	refines []Refinement
-	strip   bool
+	fields   []Field
+	index    map[string]int
+	required int // how many fields are not Optional
+	refines  []Refinement
+	strip    bool
 }
 
 // Object returns a strict object node: unknown members are refused.
@@ -454,6 +455,9 @@ func Object(fields ...Field) *ObjectNode {
 			panic("schema: field " + f.Name + " declared twice")
 		}
 		o.index[f.Name] = i
+		if !f.Optional {
+			o.required++
+		}
 	}
 	return o
 }
@@ -544,7 +548,9 @@ func (o *ObjectNode) Check(c *Context, v canonjson.Value) canonjson.Value {
 	var out []canonjson.Member
 	changed := false
 	var unknown []string
-	for i, m := range members {
+	requiredSeen := 0
+	for i := range members {
+		m := &members[i]
 		fi, known := o.field(m.Name)
 		if !known {
 			if m.Name != "__proto__" && !o.strip {
@@ -556,7 +562,12 @@ func (o *ObjectNode) Check(c *Context, v canonjson.Value) canonjson.Value {
 			}
 			continue
 		}
-		seen[fi] = true
+		if !seen[fi] {
+			seen[fi] = true
+			if !o.fields[fi].Optional {
+				requiredSeen++
+			}
+		}
 		c.Push(m.Name)
 		got := o.fields[fi].Node.Check(c, m.Value)
 		c.Pop()
@@ -568,9 +579,11 @@ func (o *ObjectNode) Check(c *Context, v canonjson.Value) canonjson.Value {
 			changed = true
 		}
 	}
-	for i, f := range o.fields {
-		if !seen[i] && !f.Optional {
-			c.Fatal(CodeInvalidType, "is required", f.Name)
+	if requiredSeen < o.required {
+		for i, f := range o.fields {
+			if !seen[i] && !f.Optional {
+				c.Fatal(CodeInvalidType, "is required", f.Name)
+			}
 		}
 	}
 	if len(unknown) > 0 && c.Quiet() {

@@ -293,3 +293,33 @@ func TestObjectFieldLookup(t *testing.T) {
 		}
 	}
 }
+
+// TestObjectRequiredFields checks the count that spares the search for
+// missing required fields: a name given twice counts once.
+func TestObjectRequiredFields(t *testing.T) {
+	n := schema.Object(schema.Req("a", schema.Number()), schema.Opt("c", schema.Number()), schema.Req("b", schema.Number()))
+	for _, tt := range []struct {
+		name string
+		v    canonjson.Value
+		want []string
+	}{
+		{"both", decode(t, `{"b":2,"a":1}`), nil},
+		{"with the optional one", decode(t, `{"a":1,"c":3,"b":2}`), nil},
+		{"one missing", decode(t, `{"a":1,"c":3}`), []string{"/b invalid_type"}},
+		{"both missing", decode(t, `{}`), []string{"/a invalid_type", "/b invalid_type"}},
+		{"one given twice", canonjson.ObjectValue([]canonjson.Member{
+			{Name: "a", Value: canonjson.NumberValue(1)}, {Name: "a", Value: canonjson.NumberValue(2)}}), []string{"/b invalid_type"}},
+	} {
+		var got []string
+		if _, err := schema.Run("T", n, tt.v); err != nil {
+			var se *schema.Error
+			if !errors.As(err, &se) {
+				t.Fatalf("%s: err %T", tt.name, err)
+			}
+			got = paths(se.Issues)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: issues %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
