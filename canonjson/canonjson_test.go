@@ -425,7 +425,8 @@ func TestCanonicalPlainNames(t *testing.T) {
 }
 
 // TestDigestSpelling holds the table-driven hex spelling of digests to
-// encoding/hex for inputs whose digests hold every byte value.
+// encoding/hex for inputs whose digests hold every byte value: always
+// "sha256:" and 64 lowercase hex digits (PKG-09).
 func TestDigestSpelling(t *testing.T) {
 	seen := map[byte]bool{}
 	for i := 0; len(seen) < 256; i++ {

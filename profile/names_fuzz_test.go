@@ -8,8 +8,8 @@ import (
 )
 
 // The regular expressions the name predicates once were (and the
-// reference writes): the hand-written matchers must agree with them on
-// every input.
+// reference writes; ENP-03 for the credential-bearing config name): the
+// hand-written matchers must agree with them on every input.
 var (
 	refCredentialName = regexp.MustCompile(`(?:^|[_-])(?:api[_-]?key|access[_-]?key|private[_-]?key|token|secret|password|credentials?|authorization|cookie|database[_-]?url|dsn|pat)(?:[_-]|$)`)
 	refEnvName        = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
