@@ -1,11 +1,13 @@
 package canonjson_test
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -257,6 +259,17 @@ func TestCanonicalRefuses(t *testing.T) {
 		{"absent", canonjson.Value{}, ""},
 		{"duplicate", canonjson.ObjectValue([]canonjson.Member{{Name: "a", Value: canonjson.NullValue()}, {Name: "a", Value: canonjson.NullValue()}}), ""},
 		{"lone surrogate", canonjson.StringValue(canonjson.FromUTF16([]uint16{'a', 0xDBFF})), ""},
+		// The pointer is built as the error unwinds: innermost token last.
+		{"deep", canonjson.ObjectValue([]canonjson.Member{
+			{Name: "z", Value: canonjson.NullValue()},
+			{Name: "a", Value: canonjson.ArrayValue([]canonjson.Value{
+				canonjson.NullValue(),
+				canonjson.ObjectValue([]canonjson.Member{{Name: "b~/", Value: canonjson.ArrayValue([]canonjson.Value{
+					canonjson.NumberValue(1), canonjson.NumberValue(math.Inf(-1))})}}),
+			})},
+		}), "/a/1/b~0~1/1"},
+		{"deep duplicate", canonjson.ArrayValue([]canonjson.Value{canonjson.NullValue(), canonjson.ObjectValue([]canonjson.Member{
+			{Name: "a", Value: canonjson.NullValue()}, {Name: "a", Value: canonjson.NullValue()}})}), "/1"},
 	}
 	for _, tc := range tests {
 		_, err := canonjson.Canonical(tc.v)
@@ -264,10 +277,15 @@ func TestCanonicalRefuses(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Pointer != tc.pointer {
 			t.Errorf("%s: err = %v, want CanonicalError at %q", tc.name, err, tc.pointer)
 		}
-		// Check refuses exactly what Canonical refuses, at the same place.
+		// Check and Digest refuse exactly what Canonical refuses, at the
+		// same place.
 		err = canonjson.Check(tc.v)
 		if !errors.As(err, &ce) || ce.Pointer != tc.pointer {
 			t.Errorf("Check %s: err = %v, want CanonicalError at %q", tc.name, err, tc.pointer)
+		}
+		_, err = canonjson.Digest(tc.v)
+		if !errors.As(err, &ce) || ce.Pointer != tc.pointer {
+			t.Errorf("Digest %s: err = %v, want CanonicalError at %q", tc.name, err, tc.pointer)
 		}
 	}
 	big := make([]canonjson.Member, 300) // past the flush threshold and the in-place sort
@@ -402,6 +420,65 @@ func TestCanonicalPlainNames(t *testing.T) {
 		want, wantErr := canonjson.Canonical(rebuild(v))
 		if string(got) != string(want) || (gotErr == nil) != (wantErr == nil) {
 			t.Errorf("%s: decoded %q (%v), constructed %q (%v)", doc, got, gotErr, want, wantErr)
+		}
+	}
+}
+
+// TestDigestSpelling holds the table-driven hex spelling of digests to
+// encoding/hex for inputs whose digests hold every byte value: always
+// "sha256:" and 64 lowercase hex digits (PKG-09).
+func TestDigestSpelling(t *testing.T) {
+	seen := map[byte]bool{}
+	for i := 0; len(seen) < 256; i++ {
+		b := []byte(strconv.Itoa(i))
+		sum := sha256.Sum256(b)
+		for _, c := range sum {
+			seen[c] = true
+		}
+		if got, want := canonjson.DigestBytes(b), "sha256:"+hex.EncodeToString(sum[:]); got != want {
+			t.Fatalf("DigestBytes(%q) = %s, want %s", b, got, want)
+		}
+		v := canonjson.StringValue(string(b))
+		c, err := canonjson.Canonical(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := canonjson.Digest(v); err != nil || got != canonjson.DigestBytes(c) {
+			t.Fatalf("Digest(%q) = %s, %v; want %s", b, got, err, canonjson.DigestBytes(c))
+		}
+	}
+}
+
+// TestIdentical separates the very same value from an equal one.
+func TestIdentical(t *testing.T) {
+	v, err := canonjson.Decode([]byte(`{"a":[1,"x"],"b":"y"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := v.Get("b")
+	x := string([]byte("y")) // the same text elsewhere in memory
+	tests := []struct {
+		name             string
+		a, b             canonjson.Value
+		identical, equal bool
+	}{
+		{"a decoded object and its copy", v, v, true, true},
+		{"a member and itself", b, b, true, true},
+		{"the same text elsewhere", b, canonjson.StringValue(x), false, true},
+		{"numbers", canonjson.NumberValue(1.5), canonjson.NumberValue(1.5), true, true},
+		{"0 and -0", canonjson.NumberValue(0), canonjson.NumberValue(math.Copysign(0, -1)), false, true},
+		{"booleans", canonjson.BoolValue(true), canonjson.BoolValue(true), true, true},
+		{"true and false", canonjson.BoolValue(true), canonjson.BoolValue(false), false, false},
+		{"null", canonjson.NullValue(), canonjson.NullValue(), true, true},
+		{"equal arrays apart", canonjson.ArrayValue([]canonjson.Value{canonjson.NullValue()}), canonjson.ArrayValue([]canonjson.Value{canonjson.NullValue()}), false, true},
+		{"kinds", canonjson.NullValue(), canonjson.BoolValue(false), false, false},
+	}
+	for _, tt := range tests {
+		if got := tt.a.Identical(tt.b); got != tt.identical {
+			t.Errorf("%s: Identical = %v, want %v", tt.name, got, tt.identical)
+		}
+		if got := canonjson.Equal(tt.a, tt.b); got != tt.equal {
+			t.Errorf("%s: Equal = %v, want %v", tt.name, got, tt.equal)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package canonjson
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -64,7 +65,8 @@ func (e *DecodeError) Error() string {
 // Decode parses one JSON document strictly (see DecodeOptions for the one
 // relaxation). Surrounding whitespace is allowed; anything else after the
 // value is refused. Strings without escapes share the memory of one copy
-// of data, so a retained Value keeps that copy alive.
+// of data, and arrays and objects share a few chunks of items and
+// members, so a retained Value keeps that copy and its chunk alive.
 func Decode(data []byte) (Value, error) { return DecodeWith(data, DecodeOptions{}) }
 
 // DecodeWith is Decode with options.
@@ -125,7 +127,12 @@ type decoder struct {
 	scratch []byte
 	items   []Value  // stack of array items under construction
 	members []Member // stack of object members under construction
-	values  int      // values begun so far, bounded by opts.MaxValues
+	// itemChunk and memberChunk are where finished arrays and objects
+	// take their items and members from (see carve); they belong to
+	// this document's Values and are never recycled.
+	itemChunk   []Value
+	memberChunk []Member
+	values      int // values begun so far, bounded by opts.MaxValues
 	// plain reports whether the last string read had no escapes.
 	plain bool
 	// nameChecks counts member-name comparisons and lookups made to find
@@ -152,12 +159,12 @@ func (d *decoder) fail(code, msg string) *DecodeError {
 
 func (d *decoder) skipSpace() {
 	for d.pos < len(d.data) {
-		switch d.data[d.pos] {
-		case ' ', '\t', '\n', '\r':
-			d.pos++
-		default:
+		// JSON whitespace is all at or below ' ', so one comparison
+		// settles the common case, where the next byte starts a token.
+		if c := d.data[d.pos]; c > ' ' || c != ' ' && c != '\t' && c != '\n' && c != '\r' {
 			return
 		}
+		d.pos++
 	}
 }
 
@@ -246,7 +253,7 @@ func (d *decoder) array(depth int) (Value, error) {
 		return Value{}, d.unexpected(`"," or "]"`)
 	}
 	d.path = d.path[:len(d.path)-1]
-	items := make([]Value, len(d.items)-base)
+	items := carve(&d.itemChunk, len(d.items)-base, len(d.items))
 	copy(items, d.items[base:])
 	clear(d.items[base:])
 	d.items = d.items[:base]
@@ -332,7 +339,7 @@ func (d *decoder) object(depth int) (Value, error) {
 		}
 		return Value{}, d.unexpected(`"," or "}"`)
 	}
-	members := make([]Member, len(d.members)-base)
+	members := carve(&d.memberChunk, len(d.members)-base, len(d.members))
 	copy(members, d.members[base:])
 	clear(d.members[base:])
 	d.members = d.members[:base]
@@ -357,6 +364,34 @@ func grow[T any](s []T) []T {
 	bigger := make([]T, len(s), max(2*cap(s), 64))
 	copy(bigger, s)
 	return bigger
+}
+
+// Chunk sizes for carve, in elements.
+const (
+	minChunk = 4
+	maxChunk = 1024
+)
+
+// carve returns a slice of n elements, its capacity n, from the free end
+// of *chunk, so that the arrays (or objects) of one document share a few
+// allocations instead of taking one each. When the chunk lacks room a new
+// one replaces it, large enough for everything on the stack (stacked
+// elements all end up carved) and half again the old one, within
+// minChunk and maxChunk; a slice larger than maxChunk gets an allocation of its own.
+// Chunks grow geometrically and at most the unused end of each is lost,
+// so the memory stays linear in the input, and a retained Value keeps its
+// chunk alive as it keeps the text of its strings.
+func carve[T any](chunk *[]T, n, stacked int) []T {
+	c := *chunk
+	if cap(c)-len(c) < n {
+		if n > maxChunk {
+			return make([]T, n)
+		}
+		c = make([]T, 0, min(max(stacked, cap(c)+cap(c)/2, minChunk), maxChunk))
+	}
+	s := c[len(c) : len(c)+n : len(c)+n]
+	*chunk = c[:len(c)+n]
+	return s
 }
 
 // findMember returns the index in d.members of a member named name that
@@ -421,6 +456,14 @@ func multiBytePrefix(b []byte) int {
 	// Four bytes at a time while they last: one load and one mask check
 	// the continuation bytes of a whole sequence.
 	for len(b)-n >= 4 {
+		// Two four-byte sequences (emoji and other supplementary
+		// characters) at once: fourFourBytes says both are well-formed.
+		if p := b[n:]; len(p) >= 8 && fourFourBytes(binary.LittleEndian.Uint64(p)) {
+			for p = p[8:]; len(p) >= 8 && fourFourBytes(binary.LittleEndian.Uint64(p)); p = p[8:] {
+			}
+			n = len(b) - len(p)
+			continue
+		}
 		w := binary.LittleEndian.Uint32(b[n:])
 		c, c1 := byte(w), byte(w>>8)
 		switch {
@@ -478,14 +521,31 @@ func multiBytePrefix(b []byte) int {
 	return n
 }
 
+// fourFourBytes reports whether the eight bytes of w (little-endian) are
+// two well-formed four-byte UTF-8 sequences. Each is a lead byte 11110xxx
+// and three continuation bytes 10xxxxxx (one mask checks all eight), and
+// well-formed exactly when its first two bytes, read as a big-endian
+// number, lie in 0xF090–0xF48F: that range test excludes the overlong
+// forms (F0 with a second byte below 0x90), code points past U+10FFFF (F4
+// with a second byte above 0x8F) and the leads F5–F7, and admits every
+// other lead F0–F4 with any continuation byte.
+func fourFourBytes(w uint64) bool {
+	if w&0xC0C0C0F8C0C0C0F8 != 0x808080F0808080F0 {
+		return false
+	}
+	return bits.ReverseBytes16(uint16(w))-0xF090 <= 0x3FF && bits.ReverseBytes16(uint16(w>>32))-0xF090 <= 0x3FF
+}
+
 // plainASCIIPrefix returns how many leading bytes of b are ASCII other
 // than control characters, '"' and '\\', checking eight bytes at a time.
+// The word that holds the first such byte says where it is (the lowest
+// flagged byte of needsAttention is exact), so only the last few bytes of
+// the input are ever checked one by one.
 func plainASCIIPrefix(b []byte) int {
 	n := 0
 	for len(b)-n >= 8 {
-		w := binary.LittleEndian.Uint64(b[n:])
-		if needsAttention(w) != 0 {
-			break
+		if m := needsAttention(binary.LittleEndian.Uint64(b[n:])); m != 0 {
+			return n + bits.TrailingZeros64(m)/8
 		}
 		n += 8
 	}

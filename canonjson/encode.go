@@ -2,7 +2,6 @@ package canonjson
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"hash"
 	"io"
@@ -19,6 +18,32 @@ type CanonicalError struct {
 	Pointer string
 	// Reason says what was wrong.
 	Reason string
+
+	// within holds the path to the value, innermost token first, while
+	// the error unwinds the encoder; the entry points spell it into
+	// Pointer. Building the path only on failure keeps it out of the
+	// encoding of every member.
+	within []pathToken
+}
+
+// at records that err, a *CanonicalError on its way out of the encoder,
+// happened within the member or item t.
+func at(err error, t pathToken) error {
+	if ce, ok := err.(*CanonicalError); ok {
+		ce.within = append(ce.within, t)
+	}
+	return err
+}
+
+// located returns err with its Pointer spelled from the tokens gathered
+// while it unwound.
+func located(err error) error {
+	if ce, ok := err.(*CanonicalError); ok && ce.within != nil {
+		slices.Reverse(ce.within)
+		d := decoder{path: ce.within}
+		ce.Pointer, ce.within = d.pointer(), nil
+	}
+	return err
 }
 
 func (e *CanonicalError) Error() string {
@@ -44,7 +69,7 @@ func AppendCanonical(b []byte, v Value) ([]byte, error) {
 	out := e.buf
 	e.buf = own
 	if err != nil {
-		return b, err
+		return b, located(err)
 	}
 	return out, nil
 }
@@ -55,7 +80,7 @@ func AppendCanonical(b []byte, v Value) ([]byte, error) {
 func Check(v Value) error {
 	e := getEncoder(io.Discard)
 	defer putEncoder(e)
-	return e.value(v)
+	return located(e.value(v))
 }
 
 // DigestPrefix starts every digest string.
@@ -69,44 +94,55 @@ func Digest(v Value) (string, error) {
 	e.hash.Reset()
 	e.sink = e.hash
 	if err := e.value(v); err != nil {
-		return "", err
+		return "", located(err)
 	}
 	e.hash.Write(e.buf)
-	return formatDigest(e.hash.Sum(e.sum[:0])), nil
+	return formatDigest((*[sha256.Size]byte)(e.hash.Sum(e.sum[:0]))), nil
 }
 
 // encoderPool recycles encoders (their buffer, path stack and hash); it is
 // a cache, not state: every use starts empty.
 var encoderPool = sync.Pool{New: func() any {
-	return &encoder{buf: make([]byte, 0, flushThreshold+512), path: make([]pathToken, 0, 16), hash: sha256.New()}
+	return &encoder{buf: make([]byte, 0, flushThreshold+512), hash: sha256.New()}
 }}
 
 // getEncoder returns an empty encoder flushing to sink (nil: keep the
 // text in buf).
 func getEncoder(sink io.Writer) *encoder {
 	e := encoderPool.Get().(*encoder)
-	e.buf, e.path, e.sink = e.buf[:0], e.path[:0], sink
+	e.buf, e.sink = e.buf[:0], sink
 	return e
 }
 
-// putEncoder recycles e, dropping its references to member names.
+// putEncoder recycles e.
 func putEncoder(e *encoder) {
-	clear(e.path[:cap(e.path)])
 	e.sink = nil
 	encoderPool.Put(e)
 }
 
-func formatDigest(sum []byte) string {
-	var out [len(DigestPrefix) + 64]byte
+// hexPairs holds the two lowercase hex digits of every byte value, so
+// that formatDigest spells a byte with one table read.
+var hexPairs = func() (t [256][2]byte) {
+	for i := range t {
+		t[i] = [2]byte{hexDigits[i>>4], hexDigits[i&0xF]}
+	}
+	return t
+}()
+
+func formatDigest(sum *[sha256.Size]byte) string {
+	var out [len(DigestPrefix) + 2*sha256.Size]byte
 	copy(out[:], DigestPrefix)
-	hex.Encode(out[len(DigestPrefix):], sum)
+	for i, c := range sum {
+		p := &hexPairs[c]
+		out[len(DigestPrefix)+2*i], out[len(DigestPrefix)+2*i+1] = p[0], p[1]
+	}
 	return string(out[:])
 }
 
 // DigestBytes returns "sha256:" and the lowercase hex SHA-256 of b.
 func DigestBytes(b []byte) string {
 	sum := sha256.Sum256(b)
-	return formatDigest(sum[:])
+	return formatDigest(&sum)
 }
 
 // IsDigest reports whether s is "sha256:" followed by exactly 64 lowercase
@@ -126,7 +162,6 @@ func IsDigest(s string) bool {
 
 type encoder struct {
 	buf  []byte
-	path []pathToken
 	sink io.Writer // when set, full buffers are flushed here
 	hash hash.Hash // Digest's SHA-256, kept with the encoder
 	sum  [sha256.Size]byte
@@ -142,9 +177,10 @@ func (e *encoder) maybeFlush() {
 	}
 }
 
+// fail reports why the value being encoded has no canonical form; the
+// enclosing arrays and objects add where it is as the error unwinds.
 func (e *encoder) fail(reason string) error {
-	d := decoder{path: e.path}
-	return &CanonicalError{Pointer: d.pointer(), Reason: reason}
+	return &CanonicalError{Reason: reason}
 }
 
 func (e *encoder) value(v Value) error {
@@ -176,17 +212,14 @@ func (e *encoder) value(v Value) error {
 		e.maybeFlush()
 	case Array:
 		e.buf = append(e.buf, '[')
-		e.path = append(e.path, pathToken{})
 		for i, item := range v.Items() {
 			if i > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			e.path[len(e.path)-1].index = i
 			if err := e.value(item); err != nil {
-				return err
+				return at(err, pathToken{index: i})
 			}
 		}
-		e.path = e.path[:len(e.path)-1]
 		e.buf = append(e.buf, ']')
 	case Object:
 		return e.object(v.Members(), v.plain)
@@ -222,11 +255,9 @@ func (e *encoder) object(members []Member, plainNames bool) error {
 			}
 		}
 		e.buf = append(e.buf, ':')
-		e.path = append(e.path, pathToken{name: m.Name, index: -1})
 		if err := e.value(m.Value); err != nil {
-			return err
+			return at(err, pathToken{name: m.Name, index: -1})
 		}
-		e.path = e.path[:len(e.path)-1]
 	}
 	e.buf = append(e.buf, '}')
 	return nil

@@ -185,20 +185,21 @@ func TrimJS(s string) string {
 // HasControl reports whether s contains a C0 control character
 // (U+0000–U+001F) or U+007F.
 func HasControl(s string) bool {
-	i := 0
 	// Eight bytes at a time: a byte below 0x20, or equal to 0x7F, sets
 	// its high bit in the mask (exact for "any byte": a borrow can only
-	// flag bytes above one that is really flagged).
-	for ; len(s)-i >= 8; i += 8 {
-		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+	// flag bytes above one that is really flagged). Slicing s as it goes
+	// lets the compiler see all eight indexes in range and read them as
+	// one word.
+	for ; len(s) >= 8; s = s[8:] {
+		w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 		below := (w - lsb*0x20) &^ w & msb
 		del := w ^ (lsb * 0x7F)
 		if below|((del-lsb)&^del&msb) != 0 {
 			return true
 		}
 	}
-	for ; i < len(s); i++ {
+	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c == 0x7F {
 			return true
 		}

@@ -132,6 +132,15 @@ func ObjectValue(members []Member) Value {
 	return Value{kind: Object, ptr: unsafe.Pointer(unsafe.SliceData(members)), n: uint64(len(members))}
 }
 
+// Identical reports whether v and w are the very same value: the same
+// kind holding the same number bits or boolean, or the same text, items
+// or members in memory. It is the cheap test of "nothing changed" after a
+// step that returns its input when it has nothing to change; values that
+// are only equal need Equal.
+func (v Value) Identical(w Value) bool {
+	return v.kind == w.kind && v.ptr == w.ptr && v.n == w.n
+}
+
 // Kind reports the JSON type of v.
 func (v Value) Kind() Kind { return v.kind }
 

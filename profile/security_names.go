@@ -38,10 +38,24 @@ func IsRuntimeProcessControlEnvironmentName(name string) bool {
 		strings.HasPrefix(n, "GIT_CONFIG_") || strings.HasSuffix(n, "_PROXY")
 }
 
-// credentialName matches a delimited credential word in an ASCII-lowered
-// name. It is applied to asciiLower(name), never with (?i): Go's case
-// folding would match the Kelvin sign and the long s, JavaScript's does not.
-var credentialName = regexp.MustCompile(`(?:^|[_-])(?:api[_-]?key|access[_-]?key|private[_-]?key|token|secret|password|credentials?|authorization|cookie|database[_-]?url|dsn|pat)(?:[_-]|$)`)
+// credentialWords are the spellings of the credential words, each
+// optional "_" or "-" and "s" written out: the reference's regular
+// expression
+//
+//	(?:^|[_-])(?:api[_-]?key|access[_-]?key|private[_-]?key|token|secret|password|credentials?|authorization|cookie|database[_-]?url|dsn|pat)(?:[_-]|$)
+//
+// applied to the ASCII-lowered name (never with (?i): Go's case folding
+// would match the Kelvin sign and the long s, JavaScript's does not).
+// FuzzCredentialName holds the two to the same verdicts.
+var credentialWords = []string{
+	"apikey", "api_key", "api-key",
+	"accesskey", "access_key", "access-key",
+	"privatekey", "private_key", "private-key",
+	"token", "secret", "password", "credential", "credentials",
+	"authorization", "cookie",
+	"databaseurl", "database_url", "database-url",
+	"dsn", "pat",
+}
 
 // IsCredentialBearingProfileConfigName reports whether a config name denotes
 // credential material: it holds a credential word (api key, access key,
@@ -50,7 +64,19 @@ var credentialName = regexp.MustCompile(`(?:^|[_-])(?:api[_-]?key|access[_-]?key
 // "-". Matching is ASCII case-insensitive. A public value under such a name
 // is refused; use a secret reference.
 func IsCredentialBearingProfileConfigName(name string) bool {
-	return credentialName.MatchString(asciiLower(name))
+	s := asciiLower(name)
+	for start := 0; start <= len(s); start++ {
+		if start > 0 && s[start-1] != '_' && s[start-1] != '-' {
+			continue
+		}
+		rest := s[start:]
+		for _, w := range credentialWords {
+			if strings.HasPrefix(rest, w) && (len(rest) == len(w) || rest[len(w)] == '_' || rest[len(w)] == '-') {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func asciiLower(s string) string {
@@ -143,10 +169,7 @@ func hasCredentialBearingURL(s string) bool {
 
 // IsHTTPURL reports whether s parses (as JavaScript's new URL does) as an
 // absolute URL whose protocol is http: or https:.
-func IsHTTPURL(s string) bool {
-	u, err := whatwgurl.Parse(s)
-	return err == nil && (u.Protocol == "http:" || u.Protocol == "https:")
-}
+func IsHTTPURL(s string) bool { return whatwgurl.IsHTTP(s) }
 
 var shellNames = map[string]bool{"sh": true, "bash": true, "zsh": true, "fish": true,
 	"cmd": true, "cmd.exe": true, "powershell": true, "pwsh": true}
@@ -201,13 +224,35 @@ func hasDriveLetter(s string) bool {
 	return len(s) >= 2 && s[1] == ':' && (s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z')
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-var headerName = regexp.MustCompile("^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$")
-
 // IsEnvironmentName reports whether s is a portable environment variable
 // name ([A-Za-z_][A-Za-z0-9_]*).
-func IsEnvironmentName(s string) bool { return envName.MatchString(s) }
+func IsEnvironmentName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isASCIIAlnum(c) && c != '_' {
+			return false
+		}
+	}
+	return true
+}
 
 // IsHeaderName reports whether s is an HTTP header field name (an RFC 9110
-// token).
-func IsHeaderName(s string) bool { return headerName.MatchString(s) }
+// token: one or more of ! # $ % & ' * + - . ^ _ ` | ~, digits and ASCII
+// letters).
+func IsHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isASCIIAlnum(c) && strings.IndexByte("!#$%&'*+-.^_`|~", c) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func isASCIIAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}

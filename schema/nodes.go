@@ -26,20 +26,28 @@ func (f NodeFunc) Check(c *Context, v canonjson.Value) canonjson.Value { return 
 // an *Error naming kind with every issue.
 func Run(kind string, n Node, v canonjson.Value) (canonjson.Value, error) {
 	c := contextPool.Get().(*Context)
+	failed := false
 	defer func() {
 		clear(c.path[:cap(c.path)])
-		*c = Context{path: c.path[:0]}
+		// The issues of a failed run belong to its Error; otherwise the
+		// slice only held the rewound issues of union options that did
+		// not match (rewind cleared them), and is kept for the next run.
+		issues := c.issues[:0]
+		if failed {
+			issues = nil
+		}
+		*c = Context{path: c.path[:0], issues: issues}
 		contextPool.Put(c)
 	}()
 	out := n.Check(c, v)
-	if c.Failed() {
+	if failed = c.Failed(); failed {
 		return canonjson.Value{}, &Error{Kind: kind, Issues: c.Issues()}
 	}
 	return out, nil
 }
 
-// contextPool recycles check contexts (their path stacks); a recycled
-// context holds no issues.
+// contextPool recycles check contexts (their path stacks, and the issue
+// slices of runs that passed); a recycled context holds no issues.
 var contextPool = sync.Pool{New: func() any { return &Context{path: make([]token, 0, 16)} }}
 
 // ---- scalars ---------------------------------------------------------------
@@ -314,8 +322,13 @@ func keepChanged(out, items []canonjson.Value, i int, before, after canonjson.Va
 
 // sameValue reports whether a node returned its input unchanged. Nodes that
 // change nothing return the very value they got, so a shallow comparison of
-// kinds and backing arrays suffices; it errs towards "changed".
+// kinds and backing arrays suffices; it errs towards "changed". The very
+// same value, the common case, is settled inline.
 func sameValue(a, b canonjson.Value) bool {
+	return a.Identical(b) || sameShallow(a, b)
+}
+
+func sameShallow(a, b canonjson.Value) bool {
 	if a.Kind() != b.Kind() {
 		return false
 	}
@@ -427,10 +440,11 @@ type Refinement func(c *Context, v canonjson.Value)
 
 // ObjectNode accepts a strict object of declared fields.
 type ObjectNode struct {
-	fields  []Field
-	index   map[string]int
-	refines []Refinement
-	strip   bool
+	fields   []Field
+	index    map[string]int
+	required int // how many fields are not Optional
+	refines  []Refinement
+	strip    bool
 }
 
 // Object returns a strict object node: unknown members are refused.
@@ -441,6 +455,9 @@ func Object(fields ...Field) *ObjectNode {
 			panic("schema: field " + f.Name + " declared twice")
 		}
 		o.index[f.Name] = i
+		if !f.Optional {
+			o.required++
+		}
 	}
 	return o
 }
@@ -494,6 +511,25 @@ func (o *ObjectNode) Omit(names ...string) *ObjectNode {
 // Fields returns the declared fields in order.
 func (o *ObjectNode) Fields() []Field { return slices.Clone(o.fields) }
 
+// scanFields is the field count up to which field looks a name up by
+// comparing it with each field name: the comparisons, mostly settled by
+// the lengths, cost less than hashing the name.
+const scanFields = 8
+
+// field returns the index of the field named name and whether there is one.
+func (o *ObjectNode) field(name string) (int, bool) {
+	if len(o.fields) <= scanFields {
+		for i := range o.fields {
+			if o.fields[i].Name == name {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	i, ok := o.index[name]
+	return i, ok
+}
+
 // Check implements Node.
 func (o *ObjectNode) Check(c *Context, v canonjson.Value) canonjson.Value {
 	if v.Kind() != canonjson.Object {
@@ -512,8 +548,10 @@ func (o *ObjectNode) Check(c *Context, v canonjson.Value) canonjson.Value {
 	var out []canonjson.Member
 	changed := false
 	var unknown []string
-	for i, m := range members {
-		fi, known := o.index[m.Name]
+	requiredSeen := 0
+	for i := range members {
+		m := &members[i]
+		fi, known := o.field(m.Name)
 		if !known {
 			if m.Name != "__proto__" && !o.strip {
 				unknown = append(unknown, m.Name)
@@ -524,7 +562,12 @@ func (o *ObjectNode) Check(c *Context, v canonjson.Value) canonjson.Value {
 			}
 			continue
 		}
-		seen[fi] = true
+		if !seen[fi] {
+			seen[fi] = true
+			if !o.fields[fi].Optional {
+				requiredSeen++
+			}
+		}
 		c.Push(m.Name)
 		got := o.fields[fi].Node.Check(c, m.Value)
 		c.Pop()
@@ -536,9 +579,11 @@ func (o *ObjectNode) Check(c *Context, v canonjson.Value) canonjson.Value {
 			changed = true
 		}
 	}
-	for i, f := range o.fields {
-		if !seen[i] && !f.Optional {
-			c.Fatal(CodeInvalidType, "is required", f.Name)
+	if requiredSeen < o.required {
+		for i, f := range o.fields {
+			if !seen[i] && !f.Optional {
+				c.Fatal(CodeInvalidType, "is required", f.Name)
+			}
 		}
 	}
 	if len(unknown) > 0 && c.Quiet() {

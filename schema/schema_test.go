@@ -2,6 +2,8 @@ package schema_test
 
 import (
 	"errors"
+	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -233,5 +235,91 @@ func TestIntFatality(t *testing.T) {
 	u := schema.Union(schema.Number(schema.Int), schema.Number(schema.Max(1)))
 	if got := paths(issues(t, u, `2.5`)); len(got) != 1 || got[0] != " too_big" {
 		t.Errorf("a fraction must not count as the Int option's shape match: %v", got)
+	}
+}
+
+// TestRunKeepsIssueSlicesApart checks the recycling of issue slices by
+// Run: a passing run whose union rewound a failed option leaves its slice
+// for the next run, but the issues of a failed run belong to its Error
+// and no later run may write over them.
+func TestRunKeepsIssueSlicesApart(t *testing.T) {
+	n := schema.Array(schema.Union(schema.Number(), schema.String()))
+	_, err := schema.Run("T", n, decode(t, `[true, 1, {}]`))
+	var first *schema.Error
+	if !errors.As(err, &first) {
+		t.Fatalf("err = %v, want *schema.Error", err)
+	}
+	want := paths(first.Issues)
+	if len(want) != 2 {
+		t.Fatalf("issues = %v, want two", want)
+	}
+	for range 100 {
+		// Each string item is tried as a number first: a rewound issue.
+		if _, err := schema.Run("T", n, decode(t, `["a", "b", 2]`)); err != nil {
+			t.Fatal(err)
+		}
+		if is := issues(t, n, `[1, 2, null]`); len(is) != 1 || is[0].Path != "/2" {
+			t.Fatalf("issues of [1, 2, null] = %v", paths(is))
+		}
+	}
+	if got := paths(first.Issues); !slices.Equal(got, want) {
+		t.Errorf("the first error's issues changed: %v, were %v", got, want)
+	}
+}
+
+// TestObjectFieldLookup covers both ways an object node finds a member's
+// field: by comparing names (few fields) and through its index (many).
+func TestObjectFieldLookup(t *testing.T) {
+	for _, count := range []int{2, 3, 8, 9, 12, 40} {
+		var fields []schema.Field
+		for i := range count {
+			fields = append(fields, schema.Opt(strconv.Itoa(i)+"k", schema.Number()))
+		}
+		n := schema.Object(fields...)
+		last := strconv.Itoa(count-1) + "k"
+		tests := []struct {
+			in   string
+			want []string
+		}{
+			{`{"0k":1,"` + last + `":2}`, nil},
+			{`{"` + last + `":"x"}`, []string{"/" + last + " invalid_type"}},
+			{`{"0":1}`, []string{" unrecognized_keys"}},
+			{`{"0kk":1,"k":2}`, []string{" unrecognized_keys"}},
+		}
+		for _, tt := range tests {
+			if got := paths(issues(t, n, tt.in)); !slices.Equal(got, tt.want) {
+				t.Errorf("%d fields, %s: issues %v, want %v", count, tt.in, got, tt.want)
+			}
+		}
+	}
+}
+
+// TestObjectRequiredFields checks the count that spares the search for
+// missing required fields: a name given twice counts once.
+func TestObjectRequiredFields(t *testing.T) {
+	n := schema.Object(schema.Req("a", schema.Number()), schema.Opt("c", schema.Number()), schema.Req("b", schema.Number()))
+	for _, tt := range []struct {
+		name string
+		v    canonjson.Value
+		want []string
+	}{
+		{"both", decode(t, `{"b":2,"a":1}`), nil},
+		{"with the optional one", decode(t, `{"a":1,"c":3,"b":2}`), nil},
+		{"one missing", decode(t, `{"a":1,"c":3}`), []string{"/b invalid_type"}},
+		{"both missing", decode(t, `{}`), []string{"/a invalid_type", "/b invalid_type"}},
+		{"one given twice", canonjson.ObjectValue([]canonjson.Member{
+			{Name: "a", Value: canonjson.NumberValue(1)}, {Name: "a", Value: canonjson.NumberValue(2)}}), []string{"/b invalid_type"}},
+	} {
+		var got []string
+		if _, err := schema.Run("T", n, tt.v); err != nil {
+			var se *schema.Error
+			if !errors.As(err, &se) {
+				t.Fatalf("%s: err %T", tt.name, err)
+			}
+			got = paths(se.Issues)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: issues %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
