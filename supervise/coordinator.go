@@ -296,10 +296,12 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 		c.logger.Warn("supervise: worker did not start running", "node", id, "err", err)
 	}
 	var observer kernel.Observer
+	info, _ := c.scope.Node(id)
 	if c.obs != nil {
-		info, _ := c.scope.Node(id)
 		wctx, observer = c.obs.nodeStarted(wctx, info)
 	}
+	// The worker's turns and events go to its log, workers/<label>.ndjson.
+	observer = c.log.streams.workerObserver(id, WorkerLogStem(labelOf(info.Label, info.Profile)), observer)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()

@@ -161,8 +161,10 @@ type runLog struct {
 	spawn SpawnLog
 	coord *journal.Journal
 	// layout projects each appended record into state.json and
-	// progress.ndjson; nil without a run dir.
-	layout *layout
+	// progress.ndjson, and streams writes the root stream and the worker
+	// logs; both nil without a run dir.
+	layout  *layout
+	streams *streams
 
 	mu   sync.Mutex
 	rows []Record
@@ -216,6 +218,17 @@ func (l *runLog) append(ctx context.Context, r Record) error {
 	l.mu.Unlock()
 	if l.layout != nil {
 		l.layout.observe(r)
+	}
+	l.streams.observe(r)
+	return nil
+}
+
+// fence is what the stream logs ask before each write: nil while the
+// spawn log is this process's. A file spawn log is held by its lock
+// until close; a store spawn log until its lease is lost (Held).
+func (l *runLog) fence() func() error {
+	if h, ok := l.spawn.(interface{ Held() error }); ok {
+		return h.Held
 	}
 	return nil
 }
@@ -318,6 +331,9 @@ func (l *runLog) appendCoord(ctx context.Context, r CoordRecord) error {
 
 func (l *runLog) close() error {
 	var errs []error
+	// The stream logs first: their last writes are fenced by the spawn
+	// log, which must still be held.
+	errs = append(errs, l.streams.close())
 	if l.spawn != nil {
 		errs = append(errs, l.spawn.Close())
 	}
