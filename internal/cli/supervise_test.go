@@ -321,3 +321,40 @@ func TestSuperviseAnalystsFile(t *testing.T) {
 		t.Errorf("want one settled, undelivered analyst worker: %s\n%s", out, errOut)
 	}
 }
+
+// §3.6 "Supervisor run layout": without --run-dir the run lives at
+// WORKSPACE/.agent/supervisor/RUN-ID, with the manager's stream and one
+// log per worker label beside the journal, and --resume --run-id finds it
+// there again.
+func TestSuperviseDefaultRunDirInWorkspace(t *testing.T) {
+	ws := t.TempDir()
+	db := filepath.Join(t.TempDir(), "runs.db")
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+answerDone+`]}`)
+	args := []string{"supervise", supManager, "--task", "Write release notes.", "--worker", noteWriter,
+		"--manager-script", script, "--workspace", ws, "--run-id", "rel", "--db", db, "--json"}
+	out, errOut, code := run(t, "", args...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	dir := filepath.Join(ws, ".agent", "supervisor", "rel")
+	if got := member(decode(t, out), "runDir").Str(); got != dir {
+		t.Errorf("runDir %q, want %q", got, dir)
+	}
+	for _, f := range []string{supervise.SpawnJournalFile, supervise.RootStreamFile, filepath.Join(supervise.WorkersDir, "note.ndjson")} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("the run dir lacks %s: %v", f, err)
+		}
+	}
+	recs, _, err := supervise.ReadWorkerLog(context.Background(), dir, "note")
+	if err != nil || len(recs) < 2 || recs[0].Kind != supervise.StreamSpawned || recs[len(recs)-1].Kind != supervise.StreamSettled {
+		t.Errorf("worker log %+v, %v; want spawned … settled", recs, err)
+	}
+	out, errOut, code = run(t, "", "supervise", supManager, "--worker", noteWriter, "--manager-script", script,
+		"--workspace", ws, "--run-id", "rel", "--resume", "--db", db, "--json")
+	if code != 0 || !member(decode(t, out), "resumed").Bool() {
+		t.Fatalf("resume by --run-id: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := run(t, "", "supervise", supManager, "--worker", noteWriter, "--resume", "--db", db); code != 2 || !strings.Contains(errOut, "--run-id") {
+		t.Errorf("--resume naming no run: exit %d, %s", code, errOut)
+	}
+}
