@@ -71,6 +71,13 @@ type Coordinator struct {
 	lenses      *lensMenu
 	analysts    map[NodeID]analystOf
 	afterSettle func(ctx context.Context, c *Coordinator, s Settled)
+	// requested holds the keys of the analyses journaled as requested;
+	// intents and hooksOpen are what a resumed run's journal left
+	// unfinished (see resumeAnalyses). Guarded by spawnMu (requested)
+	// and mu.
+	requested map[string]bool
+	intents   []analysisIntent
+	hooksOpen []NodeID
 	// steers counts in-process steer_agent calls (operation ids).
 	steers int
 }
@@ -325,6 +332,7 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 		defer c.releaseInflight()
 		c.settle(wctx, w, res, err)
 		c.afterSettled(wctx, w)
+		c.hookDone(wctx, id)
 	}()
 }
 
@@ -394,9 +402,12 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 	w.outRef = outRef
 	c.mu.Unlock()
 	rec := Record{Kind: KindSettled, Node: w.id, State: st.State, Spent: spendRecord(st.Spent), OutRef: outRef,
-		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr}
+		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr, Hook: c.afterSettle != nil}
 	if err := c.log.append(bg, rec); err != nil {
 		c.logger.Error("supervise: journaling a settlement", "node", w.id, "err", err)
+	}
+	if isAnalyst {
+		c.recordFinding(bg, w, an, st.State, outRef)
 	}
 	if c.obs != nil {
 		info, _ := c.scope.Node(w.id)
@@ -791,7 +802,14 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				k := replayKey(req)
 				c.pending(r.Node, k)
 			}
+		case KindAnalysisRequested, KindAfterSettle:
+			if err := c.replayAnalyst(r); err != nil {
+				return err
+			}
 		case KindSettled:
+			if err := c.replayAnalyst(r); err != nil {
+				return err
+			}
 			w := c.workers[r.Node]
 			if w == nil {
 				return &ResumeError{RunDir: c.log.dir, Reason: "settlement of unknown node " + string(r.Node)}

@@ -139,6 +139,13 @@ type Options struct {
 	// settlement is journaled and queued for Await; it may spawn or run
 	// analysts. Until it returns, Await does not report the run idle.
 	AfterSettle func(ctx context.Context, c *Coordinator, s Settled)
+	// OnResume, when set, is called on a resumed run once the journal is
+	// replayed, before the settlement hooks the earlier process left
+	// unfinished run again (AfterSettle, see KindAfterSettle) and before
+	// the brain drives: a layer above rebuilds its own state from the
+	// journal (Coordinator.ReadJournal) there. An error ends the run as
+	// the brain's failure would (driver-failed).
+	OnResume func(ctx context.Context, c *Coordinator) error
 }
 
 // Status is a supervised run's outcome.
@@ -323,7 +330,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	}
 	c := &Coordinator{runID: runID, pool: pool, log: log, exec: exec, profiles: o.Profiles, check: o.Deliverable,
 		logger: logger, now: now, workers: map[NodeID]*worker{}, wake: make(chan struct{}), ctl: newControl(runDir, ctx.Value(noControlScanKey{}) != nil),
-		lenses: lenses, analysts: map[NodeID]analystOf{}, afterSettle: o.AfterSettle}
+		lenses: lenses, analysts: map[NodeID]analystOf{}, afterSettle: o.AfterSettle, requested: map[string]bool{}}
 	// An executor that declares ResumesSessions() false cannot honour
 	// continuity resume: the value counts, not the method's presence.
 	rs, ok := exec.(interface{ ResumesSessions() bool })
@@ -382,6 +389,20 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	unwatch := context.AfterFunc(ctx, func() { c.cancelWork(context.Cause(ctx)) })
 	defer unwatch()
 
+	var resumeErr error
+	if resumed && o.OnResume != nil {
+		resumeErr = o.OnResume(c.workCtx, c)
+	}
+	if resumed && resumeErr == nil {
+		// What the process before left half done: settlement hooks that
+		// never returned, analyses requested but never started.
+		c.resumeAnalyses(c.workCtx)
+	}
+	if resumeErr != nil {
+		brain = BrainFunc(func(context.Context, *Coordinator, string) (BrainReport, error) {
+			return BrainReport{}, fmt.Errorf("supervise: OnResume: %w", resumeErr)
+		})
+	}
 	// Steer and cancel requests from other processes are picked up
 	// while the brain drives; run end expires what is left.
 	stopWatch := c.watchControl(context.WithoutCancel(ctx))
