@@ -307,6 +307,7 @@ var superviseOptionClass = map[string]string{
 	"BudgetExempt": classForwarded, "RunDir": classForwarded, "RunID": classForwarded, "SettleGrace": classForwarded,
 	"Observer": classForwarded, "SpawnStore": classForwarded,
 	"SpawnLeaseTTL": classForwarded, "WorkspaceRoot": classTransformed, "OnResume": classOwned,
+	"AnalystModel": classForwarded,
 }
 
 // checkOptions refuses a supervise option the graph owns: a caller value

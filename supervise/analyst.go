@@ -110,9 +110,11 @@ type Lens struct {
 }
 
 // LensLimits bound one analyst run; an absent limit is the maximum.
-// Iterations becomes the analyst's iteration ceiling and OutputChars
-// clips its findings; LLMCalls and ToolCalls are told to the analyst and
-// journaled with the lens (the kernel executor counts no tool calls).
+// Iterations is the analyst's iteration ceiling (reserved from the pool;
+// with Options.AnalystModel each model call is one iteration), and
+// OutputChars clips its findings. With Options.AnalystModel, LLMCalls
+// bounds its model calls and ToolCalls its tool calls (see
+// Options.AnalystModel); on the Executor they are told to the analyst.
 type LensLimits struct {
 	Iterations  *int `json:"iterations,omitzero" jsonschema:"at most 24"`
 	LLMCalls    *int `json:"llmCalls,omitzero" jsonschema:"at most 16"`
@@ -273,7 +275,7 @@ func BuiltinLenses() []Lens {
 				"If not, name the first point where the work went wrong, quoting the output as evidence, and give one concrete " +
 				"change for a retry. Do not redo the work yourself.",
 			ToolGroup: ToolGroupSingleTrace,
-			Limits:    &LensLimits{Iterations: new(1), LLMCalls: new(4), ToolCalls: new(8), OutputChars: new(4000)},
+			Limits:    &LensLimits{Iterations: new(4), LLMCalls: new(4), ToolCalls: new(12), OutputChars: new(4000)},
 		},
 		{
 			ID:          "claims-check",
@@ -283,7 +285,7 @@ func BuiltinLenses() []Lens {
 			Instructions: "You are a claims checker. List each factual claim the worker's output makes and whether the output " +
 				"itself shows evidence for it, quoting that evidence. Report unsupported claims first. Do not add new claims.",
 			ToolGroup:                ToolGroupSingleTrace,
-			Limits:                   &LensLimits{Iterations: new(1), LLMCalls: new(4), ToolCalls: new(8), OutputChars: new(4000)},
+			Limits:                   &LensLimits{Iterations: new(4), LLMCalls: new(4), ToolCalls: new(12), OutputChars: new(4000)},
 			MinimumEvidenceCitations: new(1),
 		},
 	}
@@ -572,7 +574,11 @@ func (c *Coordinator) startAnalyst(id NodeID, p *profile.Profile, task string, r
 	c.mu.Lock()
 	c.analysts[id] = analystOf{lens: l.ID, source: source, limit: limit}
 	c.mu.Unlock()
-	c.start(id, p, task, reply.Reserved)
+	var exec Executor // the run's Executor: the lens's output only
+	if c.analystModel != nil {
+		exec = toolAnalyst{c: c, model: c.analystModel, lens: l, source: source}
+	}
+	c.start(id, p, task, reply.Reserved, exec)
 }
 
 // analystOf marks a worker as lens lens's analyst over source.
@@ -730,8 +736,14 @@ func (c *Coordinator) hookDone(ctx context.Context, node NodeID) {
 // recordFinding appends analyst w's settlement to the coordination log
 // (§3.6: findings are evidence there, never delivered again).
 func (c *Coordinator) recordFinding(ctx context.Context, w *worker, a analystOf, state State, outRef string) {
+	reason := w.reason
+	c.mu.Lock()
+	if stop := c.analystStops[w.id]; stop != "" && reason == "" {
+		reason = stop
+	}
+	c.mu.Unlock()
 	rec := CoordRecord{Kind: CoordFinding, Finding: &FindingRecord{Outcome: FindingSettled, Lens: a.lens, Source: a.source,
-		Analyst: w.id, State: state, Findings: w.text, OutRef: outRef, Reason: w.reason}}
+		Analyst: w.id, State: state, Findings: w.text, OutRef: outRef, Reason: reason}}
 	if err := c.log.appendCoord(ctx, rec); err != nil {
 		c.logger.Error("supervise: recording a finding", "node", w.id, "err", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
@@ -78,6 +79,12 @@ type Coordinator struct {
 	requested map[string]bool
 	intents   []analysisIntent
 	hooksOpen []NodeID
+	// analystModel runs analysts with their lens's trace tools
+	// (Options.AnalystModel; nil: analysts run on the Executor), and
+	// analystStops says what cut an analyst short: a lens limit, or its
+	// loop's own stop (mu).
+	analystModel contract.ChatModel
+	analystStops map[NodeID]string
 	// steers counts in-process steer_agent calls (operation ids).
 	steers int
 }
@@ -217,7 +224,7 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 	if reply.Resumed == ResumedCompleted {
 		return out, nil // the key's committed result; nothing runs
 	}
-	c.start(reply.Node, p, req.Task, reply.Reserved)
+	c.start(reply.Node, p, req.Task, reply.Reserved, nil)
 	return out, nil
 }
 
@@ -288,11 +295,15 @@ func replayKey(req SpawnRequest) string {
 	return fmt.Sprintf("%q %q %q %q", req.Parent, req.Label, req.Profile, req.Task)
 }
 
-// start runs an admitted worker in the background.
-func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved ledger.Budget) {
+// start runs an admitted worker in the background, on exec (nil: the
+// run's Executor).
+func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved ledger.Budget, exec Executor) {
+	if exec == nil {
+		exec = c.exec
+	}
 	wctx, cancel := context.WithCancelCause(c.workCtx)
 	w := &worker{id: id, task: task, cancel: cancel, done: make(chan struct{}), started: c.now()}
-	if r, ok := c.exec.(InboxReader); ok && r.ReadsInbox() {
+	if r, ok := exec.(InboxReader); ok && r.ReadsInbox() {
 		w.inbox = newInbox(id, c.log.dir, c.now, c.logger)
 	}
 	c.mu.Lock()
@@ -318,7 +329,7 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 			q.From = id
 			return c.Ask(ctx, q)
 		}
-		res, err := c.execute(wctx, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer, Inbox: w.inbox})
+		res, err := c.execute(wctx, exec, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer, Inbox: w.inbox})
 		w.inbox.close(wctx) // the worker takes no more turns
 		if c.afterSettle == nil {
 			c.settle(wctx, w, res, err)
@@ -337,14 +348,14 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 }
 
 // execute calls the executor, turning a panic into a failure.
-func (c *Coordinator) execute(ctx context.Context, w Work) (res WorkResult, err error) {
+func (c *Coordinator) execute(ctx context.Context, exec Executor, w Work) (res WorkResult, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.logger.Error("supervise: executor panicked", "node", w.Node, "panic", p, "stack", string(debug.Stack()))
 			res, err = WorkResult{}, fmt.Errorf("supervise: executor panicked: %v", p)
 		}
 	}()
-	return c.exec.Execute(ctx, w)
+	return exec.Execute(ctx, w)
 }
 
 // settle runs the completion gate on a finished worker, stores its
@@ -360,8 +371,13 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 	c.mu.Lock()
 	an, isAnalyst := c.analysts[w.id]
 	c.mu.Unlock()
-	if isAnalyst {
+	if isAnalyst && len(res.Text) > an.limit {
 		res.Text = clip(res.Text, an.limit)
+		c.mu.Lock()
+		if c.analystStops[w.id] == "" {
+			c.analystStops[w.id] = "stopped at the lens's outputChars limit"
+		}
+		c.mu.Unlock()
 	}
 	w.text, w.output, w.reason = res.Text, res.Output, reason
 	// What follows outlives a cancelled worker.

@@ -139,6 +139,16 @@ type Options struct {
 	// settlement is journaled and queued for Await; it may spawn or run
 	// analysts. Until it returns, Await does not report the run idle.
 	AfterSettle func(ctx context.Context, c *Coordinator, s Settled)
+	// AnalystModel, when set, runs each analyst in process as a tool
+	// loop on this model, with its lens's tool group mounted (the trace
+	// tools over the run's settled workers, ToolGroupTools) and its
+	// limits enforced: model calls beyond llmCalls (or iterations, the
+	// smaller) are not made, tool calls beyond toolCalls are refused as
+	// tool results, output beyond outputChars is clipped; an analyst cut
+	// short settles with what it found, the limit named in its finding.
+	// When nil, analysts run on the Executor with the analysed output in
+	// their task and no tools.
+	AnalystModel contract.ChatModel
 	// OnResume, when set, is called on a resumed run once the journal is
 	// replayed, before the settlement hooks the earlier process left
 	// unfinished run again (AfterSettle, see KindAfterSettle) and before
@@ -330,7 +340,8 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	}
 	c := &Coordinator{runID: runID, pool: pool, log: log, exec: exec, profiles: o.Profiles, check: o.Deliverable,
 		logger: logger, now: now, workers: map[NodeID]*worker{}, wake: make(chan struct{}), ctl: newControl(runDir, ctx.Value(noControlScanKey{}) != nil),
-		lenses: lenses, analysts: map[NodeID]analystOf{}, afterSettle: o.AfterSettle, requested: map[string]bool{}}
+		lenses: lenses, analysts: map[NodeID]analystOf{}, afterSettle: o.AfterSettle, requested: map[string]bool{},
+		analystModel: o.AnalystModel, analystStops: map[NodeID]string{}}
 	// An executor that declares ResumesSessions() false cannot honour
 	// continuity resume: the value counts, not the method's presence.
 	rs, ok := exec.(interface{ ResumesSessions() bool })
