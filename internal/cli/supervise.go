@@ -657,37 +657,7 @@ acknowledgement or none within --wait, 2 on usage errors.`,
 			if message == "" || opID == "" {
 				return usage("--message and --operation-id are required")
 			}
-			req, err := supervise.WriteWorkerSteer(ctx, args[0], args[1], supervise.WorkerSteer{OperationID: opID, Message: message, Source: "cli", Interrupt: interrupt})
-			if err != nil {
-				return controlError(err)
-			}
-			if !asJSON {
-				fmt.Fprintf(stdio.Err, "steer %s requested for %s; waiting up to %s\n", req.OperationID, req.Worker, wait)
-			}
-			ack, err := pollAck(ctx, wait, func() (*supervise.SteerAck, bool, error) {
-				// The supervisor claims a request (effect unknown) before
-				// it tries to deliver it; only what follows is its answer.
-				a, err := supervise.ReadSteerAck(ctx, args[0], opID)
-				return a, a != nil && a.Effect != supervise.SteerUnknown, err
-			})
-			if err != nil {
-				return &exitError{code: ExitFailed, err: err}
-			}
-			if asJSON {
-				if err := writeJSON(stdio.Out, map[string]any{"request": req, "acknowledgement": ack}); err != nil {
-					return err
-				}
-			} else if ack == nil {
-				fmt.Fprintf(stdio.Out, "steer %s: no acknowledgement within %s\n", opID, wait)
-			} else if ack.Effect == supervise.SteerUnknown {
-				fmt.Fprintf(stdio.Out, "steer %s to %s: unknown after %s: the supervisor holds it until the worker's next turn takes it; run this again with the same --operation-id to see the outcome\n", opID, ack.Worker, wait)
-			} else {
-				fmt.Fprintf(stdio.Out, "steer %s to %s: %s%s\n", opID, ack.Worker, ack.Effect, detail(ack.Detail))
-			}
-			if ack == nil || ack.Effect != supervise.SteerDelivered {
-				return refused()
-			}
-			return nil
+			return steerWorker(ctx, stdio, args[0], args[1], message, opID, interrupt, wait, asJSON)
 		},
 	}
 	cmd.Flags().StringVar(&message, "message", "", "the message to deliver (required)")
@@ -718,65 +688,11 @@ nothing live (not_live), 1 otherwise, 2 on usage errors.`,
 			if opID == "" {
 				return usage("--operation-id is required")
 			}
-			dir := args[0]
-			final := func(e kernel.Effect) bool { return e == kernel.EffectCancelled || e == kernel.EffectNotLive }
-			var effect kernel.Effect
-			var out any
+			worker := ""
 			if len(args) == 2 {
-				req, err := supervise.CancelWorker(ctx, dir, args[1], opID, supervise.CancelOptions{Reason: reason, Source: "cli"})
-				if err != nil {
-					return controlError(err)
-				}
-				if !asJSON {
-					fmt.Fprintf(stdio.Err, "cancel %s requested for %s; waiting up to %s\n", opID, req.Worker, wait)
-				}
-				rec, err := pollAck(ctx, wait, func() (supervise.WorkerCancellation, bool, error) {
-					r, err := supervise.ReadWorkerCancellation(ctx, dir, opID)
-					return r, final(r.Effect), err
-				})
-				if err != nil {
-					return &exitError{code: ExitFailed, err: err}
-				}
-				effect, out = rec.Effect, rec
-				if !asJSON {
-					fmt.Fprintf(stdio.Out, "cancel %s of %s: %s%s\n", opID, orName(string(rec.WorkerID), rec.Worker), rec.Effect, detail(rec.Detail))
-				}
-			} else {
-				if _, err := supervise.CancelRun(ctx, dir, opID, supervise.RunCancelOptions{Source: "cli", Reason: reason}); err != nil {
-					return controlError(err)
-				}
-				if !asJSON {
-					fmt.Fprintf(stdio.Err, "cancel %s requested for the run; waiting up to %s\n", opID, wait)
-				}
-				rec, err := pollAck(ctx, wait, func() (*supervise.RunCancellation, bool, error) {
-					r, err := supervise.ReadRunCancellation(ctx, dir)
-					return r, r != nil && (final(r.Effect) || r.Effect == kernel.EffectUnknown), err
-				})
-				if err != nil {
-					return &exitError{code: ExitFailed, err: err}
-				}
-				out = rec
-				if rec == nil {
-					effect = kernel.EffectUnknown
-					if !asJSON {
-						fmt.Fprintf(stdio.Out, "cancel %s of the run: no acknowledgement within %s\n", opID, wait)
-					}
-				} else {
-					effect = rec.Effect
-					if !asJSON {
-						fmt.Fprintf(stdio.Out, "cancel %s of the run: %s%s\n", opID, rec.Effect, detail(rec.Detail))
-					}
-				}
+				worker = args[1]
 			}
-			if asJSON {
-				if err := writeJSON(stdio.Out, out); err != nil {
-					return err
-				}
-			}
-			if !final(effect) {
-				return refused()
-			}
-			return nil
+			return cancelWork(ctx, stdio, args[0], worker, opID, reason, wait, asJSON)
 		},
 	}
 	cmd.Flags().StringVar(&opID, "operation-id", "", "the request's operation id, [A-Za-z0-9._-] (required)")
@@ -784,6 +700,108 @@ nothing live (not_live), 1 otherwise, 2 on usage errors.`,
 	cmd.Flags().DurationVar(&wait, "wait", 10*time.Second, "how long to wait for the cancellation to be confirmed")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the acknowledgement as JSON")
 	return cmd
+}
+
+// steerWorker publishes a steer request in dir for worker and waits up to
+// wait for the supervisor's acknowledgement: agentrt supervise steer and
+// agentrt steer.
+func steerWorker(ctx context.Context, stdio IO, dir, worker, message, opID string, interrupt bool, wait time.Duration, asJSON bool) error {
+	req, err := supervise.WriteWorkerSteer(ctx, dir, worker, supervise.WorkerSteer{OperationID: opID, Message: message, Source: "cli", Interrupt: interrupt})
+	if err != nil {
+		return controlError(err)
+	}
+	if !asJSON {
+		fmt.Fprintf(stdio.Err, "steer %s requested for %s; waiting up to %s\n", req.OperationID, req.Worker, wait)
+	}
+	ack, err := pollAck(ctx, wait, func() (*supervise.SteerAck, bool, error) {
+		// The supervisor claims a request (effect unknown) before
+		// it tries to deliver it; only what follows is its answer.
+		a, err := supervise.ReadSteerAck(ctx, dir, opID)
+		return a, a != nil && a.Effect != supervise.SteerUnknown, err
+	})
+	if err != nil {
+		return &exitError{code: ExitFailed, err: err}
+	}
+	if asJSON {
+		if err := writeJSON(stdio.Out, map[string]any{"request": req, "acknowledgement": ack}); err != nil {
+			return err
+		}
+	} else if ack == nil {
+		fmt.Fprintf(stdio.Out, "steer %s: no acknowledgement within %s\n", opID, wait)
+	} else if ack.Effect == supervise.SteerUnknown {
+		fmt.Fprintf(stdio.Out, "steer %s to %s: unknown after %s: the supervisor holds it until the worker's next turn takes it; run this again with the same --operation-id to see the outcome\n", opID, ack.Worker, wait)
+	} else {
+		fmt.Fprintf(stdio.Out, "steer %s to %s: %s%s\n", opID, ack.Worker, ack.Effect, detail(ack.Detail))
+	}
+	if ack == nil || ack.Effect != supervise.SteerDelivered {
+		return refused()
+	}
+	return nil
+}
+
+// cancelWork requests in dir the cancellation of worker (and its
+// subtree), or of the whole run when worker is empty, and waits up to
+// wait for the supervisor to confirm it: agentrt supervise cancel and
+// agentrt cancel.
+func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string, wait time.Duration, asJSON bool) error {
+	final := func(e kernel.Effect) bool { return e == kernel.EffectCancelled || e == kernel.EffectNotLive }
+	var effect kernel.Effect
+	var out any
+	if worker != "" {
+		req, err := supervise.CancelWorker(ctx, dir, worker, opID, supervise.CancelOptions{Reason: reason, Source: "cli"})
+		if err != nil {
+			return controlError(err)
+		}
+		if !asJSON {
+			fmt.Fprintf(stdio.Err, "cancel %s requested for %s; waiting up to %s\n", opID, req.Worker, wait)
+		}
+		rec, err := pollAck(ctx, wait, func() (supervise.WorkerCancellation, bool, error) {
+			r, err := supervise.ReadWorkerCancellation(ctx, dir, opID)
+			return r, final(r.Effect), err
+		})
+		if err != nil {
+			return &exitError{code: ExitFailed, err: err}
+		}
+		effect, out = rec.Effect, rec
+		if !asJSON {
+			fmt.Fprintf(stdio.Out, "cancel %s of %s: %s%s\n", opID, orName(string(rec.WorkerID), rec.Worker), rec.Effect, detail(rec.Detail))
+		}
+	} else {
+		if _, err := supervise.CancelRun(ctx, dir, opID, supervise.RunCancelOptions{Source: "cli", Reason: reason}); err != nil {
+			return controlError(err)
+		}
+		if !asJSON {
+			fmt.Fprintf(stdio.Err, "cancel %s requested for the run; waiting up to %s\n", opID, wait)
+		}
+		rec, err := pollAck(ctx, wait, func() (*supervise.RunCancellation, bool, error) {
+			r, err := supervise.ReadRunCancellation(ctx, dir)
+			return r, r != nil && (final(r.Effect) || r.Effect == kernel.EffectUnknown), err
+		})
+		if err != nil {
+			return &exitError{code: ExitFailed, err: err}
+		}
+		out = rec
+		if rec == nil {
+			effect = kernel.EffectUnknown
+			if !asJSON {
+				fmt.Fprintf(stdio.Out, "cancel %s of the run: no acknowledgement within %s\n", opID, wait)
+			}
+		} else {
+			effect = rec.Effect
+			if !asJSON {
+				fmt.Fprintf(stdio.Out, "cancel %s of the run: %s%s\n", opID, rec.Effect, detail(rec.Detail))
+			}
+		}
+	}
+	if asJSON {
+		if err := writeJSON(stdio.Out, out); err != nil {
+			return err
+		}
+	}
+	if !final(effect) {
+		return refused()
+	}
+	return nil
 }
 
 func detail(s string) string {
