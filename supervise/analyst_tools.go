@@ -126,8 +126,12 @@ func (c *Coordinator) datasetFor(ctx context.Context, l Lens, source NodeID) *tr
 		}
 		return 0
 	})
+	type pending struct {
+		trace int
+		label string
+	}
+	var reads []pending
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	for _, n := range nodes {
 		if len(ds.traces) >= maxAnalystTraces {
 			break
@@ -149,9 +153,7 @@ func (c *Coordinator) datasetFor(ctx context.Context, l Lens, source NodeID) *tr
 			tr.spans = append(tr.spans, TraceSpan{Index: len(tr.spans), Kind: kind, Text: text})
 		}
 		add(SpanTask, w.task)
-		for _, turn := range c.turnTexts(ctx, label, n.ID) {
-			add(SpanTurn, turn)
-		}
+		reads = append(reads, pending{trace: len(ds.traces), label: label})
 		add(SpanOutput, w.text)
 		settled := string(n.State)
 		if n.Settlement.Reason != "" {
@@ -168,12 +170,46 @@ func (c *Coordinator) datasetFor(ctx context.Context, l Lens, source NodeID) *tr
 		add(SpanSettlement, settled)
 		ds.traces = append(ds.traces, tr)
 	}
+	c.mu.Unlock()
+	// The turns come from the worker logs, read without the lock, each
+	// file once, at most maxDatasetLogs of them (the analysed worker's
+	// first): a bounded read however large the run.
+	logs := map[string][]StreamRecord{}
+	for _, r := range reads {
+		recs, ok := logs[r.label]
+		if !ok {
+			if len(logs) >= maxDatasetLogs {
+				continue
+			}
+			recs = c.workerLog(ctx, r.label)
+			logs[r.label] = recs
+		}
+		tr := &ds.traces[r.trace]
+		turns := turnTexts(recs, tr.id)
+		if len(turns) == 0 {
+			continue
+		}
+		// Task, turns, output, settlement.
+		spans := make([]TraceSpan, 0, len(tr.spans)+len(turns))
+		spans = append(spans, tr.spans[0])
+		for _, t := range turns {
+			spans = append(spans, TraceSpan{Kind: SpanTurn, Text: t})
+		}
+		spans = append(spans, tr.spans[1:]...)
+		for i := range spans {
+			spans[i].Index = i
+		}
+		tr.spans = spans
+	}
 	return ds
 }
 
-// turnTexts reads node's turns from its worker log: each turn's streamed
-// text and how it ended. Without a run dir (or a log) there are none.
-func (c *Coordinator) turnTexts(ctx context.Context, label string, node NodeID) []string {
+// maxDatasetLogs bounds the worker logs one analyst's dataset reads.
+const maxDatasetLogs = 4
+
+// workerLog reads the log of the workers labelled label; without a run
+// dir (or a log) it is empty.
+func (c *Coordinator) workerLog(ctx context.Context, label string) []StreamRecord {
 	if c.log.dir == "" {
 		return nil
 	}
@@ -181,6 +217,12 @@ func (c *Coordinator) turnTexts(ctx context.Context, label string, node NodeID) 
 	if err != nil {
 		return nil
 	}
+	return recs
+}
+
+// turnTexts is node's turns in its worker log recs: each turn's
+// streamed text and how it ended.
+func turnTexts(recs []StreamRecord, node NodeID) []string {
 	var out []string
 	var b strings.Builder
 	for _, r := range recs {
