@@ -51,7 +51,9 @@ const (
 	MaxRootStreamBytes = 16 << 20
 	MaxWorkerLogBytes  = 4 << 20
 	// maxPendingStream bounds the stream lines waiting for the writer; a
-	// record that finds it full waits for room.
+	// line that finds it full is dropped and counted (a StreamDropped
+	// line says how many), so that neither the spawn path nor a worker
+	// ever waits on an observation log.
 	maxPendingStream = 4096
 )
 
@@ -80,6 +82,9 @@ const (
 	StreamCancel = "cancel"
 	// StreamTruncated is the last line of a log that reached its bound.
 	StreamTruncated = "truncated"
+	// StreamDropped, in the root stream, counts (Dropped) the lines
+	// dropped because the writer fell maxPendingStream lines behind.
+	StreamDropped = "dropped"
 )
 
 // StreamRecord is one line of root-stream.jsonl or of a worker log.
@@ -108,6 +113,7 @@ type StreamRecord struct {
 	Reason       string `json:"reason,omitzero"`
 	OperationID  string `json:"operationId,omitzero"`
 	Effect       string `json:"effect,omitzero"`
+	Dropped      int64  `json:"dropped,omitzero"`
 }
 
 // withText sets r's Text to s, clipped to MaxStreamText.
@@ -183,7 +189,7 @@ type streamFile struct {
 }
 
 // streams writes a run's root stream and worker logs. Records are
-// queued under mu (waiting for room when maxPendingStream lines are
+// queued under mu (dropped and counted when maxPendingStream lines are
 // queued) and written by one goroutine, one append per file per batch,
 // so neither the spawn path nor a worker's stream waits on the disk.
 // fence, when set, is asked before each batch: once it fails (the run's
@@ -196,8 +202,8 @@ type streams struct {
 	fence  func() error
 
 	mu      sync.Mutex
-	room    *sync.Cond
 	pending []streamItem
+	dropped int64             // lines dropped since the writer last took pending
 	stems   map[NodeID]string // every worker of the run → its log's stem
 	closing bool
 
@@ -213,9 +219,18 @@ type streams struct {
 // openStreams opens the root stream of dir and restores which workers
 // the journal's prior records left unsettled.
 func openStreams(dir string, prior []Record, fence func() error, now func() time.Time, logger *slog.Logger) (*streams, error) {
+	s, err := newStreams(dir, prior, fence, now, logger)
+	if err != nil {
+		return nil, err
+	}
+	go s.write()
+	return s, nil
+}
+
+// newStreams is openStreams without starting the writer.
+func newStreams(dir string, prior []Record, fence func() error, now func() time.Time, logger *slog.Logger) (*streams, error) {
 	s := &streams{dir: dir, now: now, logger: logger, fence: fence, stems: map[NodeID]string{},
 		kick: make(chan struct{}, 1), done: make(chan struct{}), files: map[string]*streamFile{}}
-	s.room = sync.NewCond(&s.mu)
 	if _, err := s.file(""); err != nil {
 		return nil, fmt.Errorf("supervise: opening the root stream: %w", err)
 	}
@@ -224,7 +239,6 @@ func openStreams(dir string, prior []Record, fence func() error, now func() time
 			s.stems[r.Node] = WorkerLogStem(labelOf(r.Label, r.Profile))
 		}
 	}
-	go s.write()
 	return s, nil
 }
 
@@ -263,12 +277,14 @@ func (s *streams) add(stem string, rec StreamRecord) {
 	s.queueLocked(stem, rec)
 }
 
-// queueLocked queues one line; s.mu is held.
+// queueLocked queues one line, or drops it when maxPendingStream lines
+// wait already; s.mu is held.
 func (s *streams) queueLocked(stem string, rec StreamRecord) {
-	for len(s.pending) >= maxPendingStream && !s.closing {
-		s.room.Wait()
-	}
 	if s.closing {
+		return
+	}
+	if len(s.pending) >= maxPendingStream {
+		s.dropped++
 		return
 	}
 	if rec.AtMS == 0 {
@@ -343,10 +359,13 @@ func (s *streams) write() {
 	for {
 		_, open := <-s.kick
 		s.mu.Lock()
-		batch := s.pending
-		s.pending = nil
-		s.room.Broadcast()
+		batch, dropped := s.pending, s.dropped
+		s.pending, s.dropped = nil, 0
 		s.mu.Unlock()
+		if dropped > 0 {
+			batch = append(batch, streamItem{rec: StreamRecord{Kind: StreamDropped, AtMS: s.now().UnixMilli(), Dropped: dropped,
+				Reason: "the stream writer fell behind; these lines were dropped"}})
+		}
 		s.writeBatch(batch)
 		if !open {
 			return
@@ -455,7 +474,6 @@ func (s *streams) close() error {
 	s.mu.Lock()
 	if !s.closing {
 		s.closing = true
-		s.room.Broadcast()
 		close(s.kick)
 	}
 	s.mu.Unlock()

@@ -3,6 +3,7 @@ package supervise
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -111,4 +112,41 @@ func waitDrained(t *testing.T, s *streams) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatal("the stream writer did not drain within 30s")
+}
+
+// Neither the spawn path nor a worker waits on the stream logs: when the
+// writer is maxPendingStream lines behind, further lines are dropped at
+// once and counted, and a dropped line in the root stream says how many.
+func TestStreamLogsDropRatherThanBlock(t *testing.T) {
+	dir := t.TempDir()
+	s, err := newStreams(dir, nil, nil, time.Now, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := make(chan struct{})
+	go func() {
+		defer close(added)
+		for i := range maxPendingStream + 10 {
+			s.add("", StreamRecord{Kind: StreamTurnStarted, Run: fmt.Sprint(i)})
+		}
+	}()
+	select {
+	case <-added:
+	case <-time.After(30 * time.Second):
+		t.Fatal("adding to a stream whose writer is stalled blocked")
+	}
+	go s.write() // the writer catches up
+	if err := s.close(); err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := ReadRootStream(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != maxPendingStream+1 {
+		t.Fatalf("%d lines, want %d queued and one dropped line", len(recs), maxPendingStream)
+	}
+	if last := recs[len(recs)-1]; last.Kind != StreamDropped || last.Dropped != 10 {
+		t.Errorf("last line %+v, want a dropped line counting 10", last)
+	}
 }
