@@ -175,6 +175,8 @@ func (m turnMeter) ToolStarted(ctx context.Context, call kernel.ToolCallStart) (
 			}
 		}
 		m.stream.add("", StreamRecord{Kind: StreamToolStarted, Run: call.RunID, Tool: call.Call.Name, CallID: call.Call.ID}.withText(args))
+		// The verb itself need not record the call again (streamed).
+		ctx = context.WithValue(ctx, streamedCallKey{}, true)
 	}
 	if t, ok := m.inner.(kernel.ToolObserver); ok {
 		return t.ToolStarted(ctx, call)

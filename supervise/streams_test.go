@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -220,5 +221,53 @@ func TestWorkspaceRootDefaultRunDir(t *testing.T) {
 				t.Errorf("a refused run wrote %d entries in the workspace", len(entries))
 			}
 		})
+	}
+}
+
+// A manager that calls the coordination verbs as tools without the
+// router brain's observer — an external harness over MCP calls
+// Coordinator.Tools the same way — still has each call in the root
+// stream, with its arguments and how it ended; the router brain's calls
+// are recorded once (TestRunLayoutRootStreamAndWorkerLogs).
+func TestRootStreamRecordsVerbCallsOfAnyBrain(t *testing.T) {
+	dir := t.TempDir()
+	o := baseOptions(t, newCounting(t, workerProvider(t)), nil)
+	o.RunDir = dir
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tools, err := c.Tools()
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		for _, call := range []struct{ verb, args string }{
+			{supervise.VerbSpawnWorker, `{"profile":"writer","task":"write alpha","label":"a"}`},
+			{supervise.VerbAwaitEvent, `{"timeoutMs":60000}`},
+		} {
+			for _, tool := range tools {
+				if tool.Name == supervise.ToolPrefix+call.verb {
+					args, err := canonjson.Decode([]byte(call.args))
+					if err != nil {
+						return supervise.BrainReport{}, err
+					}
+					if _, err := tool.Run(ctx, args); err != nil {
+						return supervise.BrainReport{}, err
+					}
+				}
+			}
+		}
+		return supervise.BrainReport{}, nil
+	})
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	root, _, err := supervise.ReadRootStream(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"tool-started spawn_worker", "tool-ended spawn_worker", "tool-started await_event", "tool-ended await_event"}
+	if diff := cmp.Diff(want, streamKinds(root)); diff != "" {
+		t.Errorf("root stream (-want +got):\n%s", diff)
+	}
+	if len(root) == 4 && (!strings.Contains(root[0].Text, "write alpha") || root[1].OK == nil || !*root[1].OK) {
+		t.Errorf("spawn call records %+v %+v", root[0], root[1])
 	}
 }
