@@ -26,10 +26,11 @@ import (
 // spawn journal's, which stays the run's truth.
 const (
 	// RootStreamFile holds the manager's own stream: each model turn of
-	// its brain (started, the events it streamed, ended with its usage),
-	// each coordination tool it called and how the call ended, and the
-	// run's cancellation. A caller's brain that does not use
-	// Coordinator.TurnMeter streams nothing here.
+	// its brain (started, the events it streamed, ended with its usage;
+	// brains that use Coordinator.TurnMeter, as the router brain does),
+	// each coordination verb it called through Coordinator.Tools (an
+	// external harness over MCP included) and how the call ended, and
+	// the run's cancellation. Verbs called as Go methods are not streamed.
 	RootStreamFile = "root-stream.jsonl"
 	// SupervisorDir is where, under a workspace root, a run's directory
 	// lives by default: <root>/.agent/supervisor/<runId> (RunDirFor).
