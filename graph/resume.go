@@ -129,12 +129,17 @@ func (r *run) afterSettle(ctx context.Context, c *supervise.Coordinator, s super
 			r.record(ctx, row, false)
 			continue
 		}
-		if _, err := c.RunAnalyst(ctx, supervise.RunAnalystArgs{Kind: e.Analyst, WorkerID: s.Node.ID}); err != nil {
+		res, err := c.RunAnalyst(ctx, supervise.RunAnalystArgs{Kind: e.Analyst, WorkerID: s.Node.ID})
+		if err != nil {
 			row.Reason = "analyst run refused: " + err.Error()
 			r.record(ctx, row, false)
 			continue
 		}
-		r.charge(e)
+		if res.Resumed == "" {
+			// A resumed analysis (the hook ran again after a crash) was
+			// charged when its spawn was journaled (restore counts it).
+			r.charge(e)
+		}
 	}
 }
 

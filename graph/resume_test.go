@@ -15,7 +15,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/graph"
+	"github.com/agentrt/agentrt/journal"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
@@ -274,5 +276,90 @@ func TestGraphResumeRefusals(t *testing.T) {
 	var re *supervise.ResumeError
 	if _, err := graph.RunGraph(context.Background(), g, o); !errors.As(err, &re) || !strings.Contains(re.Reason, "analyzes:failure-triage:coder->driver") {
 		t.Errorf("resuming with another graph: %v, want a *supervise.ResumeError naming the missing edge", err)
+	}
+}
+
+// The process dies after the coder settled and before the lens over it
+// started (its settlement hook never returned): the journal ends at the
+// coder's settled record. The resumed run runs the hook again before the
+// driver drives, so the lens runs once, its analyzes traversal is
+// ledgered once and the coder is not run again.
+func TestGraphLensCutOffBySettleCrashRunsOnResume(t *testing.T) {
+	g, o, err := resumeGraph()
+	if err != nil {
+		t.Fatal(err)
+	}
+	review := func(context.Context) (supervise.WorkResult, error) {
+		tokens, one := int64(4), int64(1)
+		return supervise.WorkResult{Text: "the patch is safe", Spent: ledger.Spend{Tokens: &tokens, Iterations: &one, MicroUSD: new(int64)}}, nil
+	}
+	exec, err := newResumeExecutor(review)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	o.Supervise.Executor, o.Supervise.RunDir = exec, dir
+	if _, err := graph.RunGraph(context.Background(), g, o); err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := supervise.ReadRunDir(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []supervise.Record
+	for _, r := range recs {
+		kept = append(kept, r)
+		if r.Kind == supervise.KindSettled && r.Node == "g:s1" {
+			if !r.Hook {
+				t.Fatal("the coder's settled record does not mark its settlement hook")
+			}
+			break
+		}
+	}
+	path := filepath.Join(dir, supervise.SpawnJournalFile)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	j, err := journal.Open(path, journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range kept {
+		v, err := canonjson.ToValue(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := j.Append(context.Background(), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.Close()
+
+	exec, err = newResumeExecutor(review)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Supervise.Executor = exec
+	res, err := graph.RunGraph(context.Background(), g, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exec.count("coder") != 0 || exec.count("analyst-failure-triage") != 1 {
+		t.Errorf("the resumed run ran coder %d and the lens %d times; want 0 and 1", exec.count("coder"), exec.count("analyst-failure-triage"))
+	}
+	lensRows := 0
+	for _, r := range res.Ledger {
+		if r.Kind == graph.Analyzes {
+			lensRows++
+			if r.Outcome != graph.OutcomeDelivered || r.Traversal != 1 {
+				t.Errorf("lens row %+v, want traversal 1 delivered", r)
+			}
+		}
+	}
+	if lensRows != 1 {
+		t.Errorf("%d analyzes rows, want 1: %+v", lensRows, res.Ledger)
+	}
+	if res.Result.Winner == nil || res.Result.Winner.Node != "g:s1" {
+		t.Errorf("result %+v, want the coder g:s1 to win", res.Result)
 	}
 }

@@ -21,9 +21,11 @@ import (
 // Options configure RunGraph.
 //
 // Supervise carries every supervise option, classified: Budget,
-// Deliverable, Profiles, Brain and AfterSettle are owned by the graph
-// and refused when set (*ConfigError naming the field); Router,
-// MaxTurns, Now and Logger are read by the graph's router brain too;
+// Deliverable, Profiles, Brain, AfterSettle and OnResume are owned by
+// the graph and refused when set (*ConfigError naming the field);
+// Router, MaxTurns, Now and Logger are read by the graph's router brain
+// too; WorkspaceRoot without RunDir becomes RunDir
+// (supervise.RunDirFor);
 // everything else (Executor, Workers, PerWorker, MaxLiveWorkers,
 // AuthorizeSpawn — which sees a pinned node's request, Profile being the
 // node id — RunDir, RunID, Resume, Analysts, …) is forwarded verbatim.
@@ -124,6 +126,17 @@ func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
 	}
 	so.Brain = supervise.BrainFunc(r.drive)
 	so.AfterSettle = r.afterSettle
+	// A resumed run rebuilds the ledger and caps before the settlement
+	// hooks the dead process left unfinished run again.
+	so.OnResume = r.bind
+	if so.RunDir == "" && so.WorkspaceRoot != "" {
+		// The layout's default place (supervise.RunDirFor), resolved
+		// here so that a resume's journal check reads the same dir.
+		if so.RunID == "" {
+			so.RunID = kernel.NewID("graph")
+		}
+		so.RunDir = supervise.RunDirFor(so.WorkspaceRoot, so.RunID)
+	}
 	if so.Resume {
 		if err := pl.checkJournal(ctx, so.RunDir); err != nil {
 			return GraphResult{}, err
@@ -202,10 +215,7 @@ func (r *run) task() string {
 // drive is the supervised run's brain: it binds the coordinator and
 // drives the caller's brain or the router brain through a Driver.
 func (r *run) drive(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
-	r.mu.Lock()
-	r.coord = c
-	r.mu.Unlock()
-	if err := r.restore(c); err != nil {
+	if err := r.bind(ctx, c); err != nil {
 		return supervise.BrainReport{}, err
 	}
 	d := &Driver{r: r, c: c}
@@ -213,6 +223,19 @@ func (r *run) drive(ctx context.Context, c *supervise.Coordinator, task string) 
 		return r.opts.Brain.Drive(ctx, d, task)
 	}
 	return r.routerDrive(ctx, d, task)
+}
+
+// bind binds the coordinator and restores the graph's state from its
+// journal, once (OnResume on a resumed run, else when the brain starts).
+func (r *run) bind(_ context.Context, c *supervise.Coordinator) error {
+	r.mu.Lock()
+	bound := r.coord != nil
+	r.coord = c
+	r.mu.Unlock()
+	if bound {
+		return nil
+	}
+	return r.restore(c)
 }
 
 // routerDrive runs the root profile's tool loop over the Driver's tools

@@ -306,7 +306,8 @@ var superviseOptionClass = map[string]string{
 	"AllowedModels": classForwarded, "AuthorizeSpawn": classForwarded, "Executor": classForwarded, "Workers": classForwarded,
 	"BudgetExempt": classForwarded, "RunDir": classForwarded, "RunID": classForwarded, "SettleGrace": classForwarded,
 	"Observer": classForwarded, "SpawnStore": classForwarded,
-	"SpawnLeaseTTL": classForwarded,
+	"SpawnLeaseTTL": classForwarded, "WorkspaceRoot": classTransformed, "OnResume": classOwned,
+	"AnalystModel": classForwarded,
 }
 
 // checkOptions refuses a supervise option the graph owns: a caller value
@@ -327,6 +328,10 @@ func checkOptions(o Options) error {
 		return owned("Brain", "pass Options.Brain, which drives the graph's Driver")
 	case s.AfterSettle != nil:
 		return owned("AfterSettle", "the graph runs its analyzes edges' lenses from it")
+	case s.OnResume != nil:
+		return owned("OnResume", "the graph restores its edge ledger from it")
+	case s.Resume && s.RunDir == "" && s.WorkspaceRoot != "" && s.RunID == "":
+		return &ConfigError{Field: "Supervise.RunID", Reason: "resuming in a WorkspaceRoot needs the RunID that names the run's directory"}
 	case o.Brain != nil && s.Router != nil:
 		return &ConfigError{Field: "Brain", Reason: "Brain and Supervise.Router are mutually exclusive: both would make the root's calls"}
 	}

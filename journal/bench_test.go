@@ -41,6 +41,24 @@ func BenchmarkAppend(b *testing.B) {
 	b.ReportMetric(float64(b.N)/float64(j.Commits()), "records/fsync")
 }
 
+// BenchmarkAppendNoSync: BenchmarkAppend for a journal opened with
+// NoSync (a projection): the write without the flush.
+func BenchmarkAppendNoSync(b *testing.B) {
+	j, err := journal.Open(filepath.Join(b.TempDir(), "bench.jsonl"), journal.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { j.Close() })
+	r := benchRecord(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := j.Append(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkAppendConcurrent: one record per Append from exactly 1 or 16
 // goroutines (b.N appends in all, shared out). Group commit lets one
 // fsync cover the batches queued while another runs, so with 16

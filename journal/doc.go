@@ -24,7 +24,10 @@
 // with one fsync before returning. Concurrent callers are group-committed:
 // the batches queued while one write and fsync run share the next ones. A
 // failed write or fsync poisons the journal (part of a batch may have
-// landed); reopening repairs the tail.
+// landed); reopening repairs the tail. A journal opened with
+// [Options].NoSync writes without the fsync: for observation logs (a
+// supervised run's stream logs) whose last lines a crash may lose while
+// the truth is in a synced journal.
 //
 // Reading. [Read] and [Journal.Read] decode each line strictly and with a
 // bounded buffer, and apply the same rule as Open: a corrupt line is

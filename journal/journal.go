@@ -32,6 +32,13 @@ type Options struct {
 	// CreateDir makes Open create missing parent directories (mode 0700).
 	// Otherwise the parent directory must exist. Read ignores it.
 	CreateDir bool
+	// NoSync makes Append return once a batch is written, without an
+	// fsync, and Open skip making the file's directory entry durable. It
+	// is for projections and observation logs whose last lines a crash
+	// may lose (the truth is in another, synced journal): one writer and
+	// one torn-tail repair, without a disk flush per append. A repair's
+	// truncation is still synced. Read ignores it.
+	NoSync bool
 }
 
 func (o Options) recordLimit() (int, error) {
@@ -59,6 +66,7 @@ type Journal struct {
 	path     string
 	f        *os.File
 	limit    int
+	noSync   bool
 	recovery Recovery
 
 	// token is held by the one goroutine writing and syncing a group.
@@ -115,6 +123,10 @@ func Open(path string, opts Options) (*Journal, error) {
 	if err != nil {
 		f.Close()
 		return nil, err
+	}
+	if opts.NoSync {
+		j.noSync = true
+		return j, nil
 	}
 	// Make the file's directory entry durable (it may have been created
 	// now, or by a process that died before it could), and those of the
@@ -241,8 +253,8 @@ func (j *Journal) Recovery() Recovery { return j.recovery }
 func (j *Journal) Path() string { return j.path }
 
 // Append writes records as consecutive lines of canonical JSON and returns
-// once they are durable (written and fsynced), with the sequence number of
-// the first. The batch is written with one write, so after a crash a
+// once they are durable (written and fsynced; only written with NoSync),
+// with the sequence number of the first. The batch is written with one write, so after a crash a
 // later Open finds all of it or a prefix of it, whose torn last line it
 // truncates. With no records Append does nothing and returns 0.
 //
@@ -386,10 +398,13 @@ func (j *Journal) commit(own *batch) bool {
 	}
 }
 
-// write writes and fsyncs one group.
+// write writes and fsyncs one group (writes only, with NoSync).
 func (j *Journal) write(data []byte) error {
 	if _, err := j.f.Write(data); err != nil {
 		return &WriteError{Path: j.path, Op: "write", Err: err}
+	}
+	if j.noSync {
+		return nil
 	}
 	if err := j.f.Sync(); err != nil {
 		return &WriteError{Path: j.path, Op: "sync", Err: err}

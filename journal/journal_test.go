@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/journal"
 )
@@ -665,5 +667,45 @@ func TestRepairAcrossBufferBoundaries(t *testing.T) {
 			}
 			j.Close()
 		}
+	}
+}
+
+// NoSync keeps everything but the flush: the file is locked, records are
+// written as canonical lines, a torn tail is repaired on the next Open
+// and readers see the same records as for a synced journal.
+func TestNoSyncWritesLocksAndRepairs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "worker.ndjson")
+	ctx := context.Background()
+	j, err := journal.Open(path, journal.Options{NoSync: true, CreateDir: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first, err := j.Append(ctx, rec(t, `{"kind":"spawned"}`), rec(t, `{"kind":"event"}`)); err != nil || first != 1 {
+		t.Fatalf("Append = %d, %v; want 1", first, err)
+	}
+	if _, err := journal.Open(path, journal.Options{NoSync: true}); !errors.As(err, new(*journal.LockedError)) {
+		t.Fatalf("second Open = %v, want a *LockedError", err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"kind":"sett`); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	j = mustOpen(t, path, journal.Options{NoSync: true})
+	if got := j.Recovery(); got.TornBytes != int64(len(`{"kind":"sett`)) || got.Lines != 2 {
+		t.Errorf("Recovery = %+v, want the 13 torn bytes cut and 2 lines", got)
+	}
+	if first, err := j.Append(ctx, rec(t, `{"kind":"settled"}`)); err != nil || first != 3 {
+		t.Fatalf("Append after repair = %d, %v; want 3", first, err)
+	}
+	want := []string{`1 {"kind":"spawned"}`, `2 {"kind":"event"}`, `3 {"kind":"settled"}`}
+	if diff := cmp.Diff(want, readAll(t, journal.Read(ctx, path, 1, journal.Options{}))); diff != "" {
+		t.Errorf("records (-want +got):\n%s", diff)
 	}
 }

@@ -31,6 +31,20 @@ const EventFinding = "finding"
 // resumed run puts the lens back on the menu.
 const KindAnalystDefined = "analyst-defined"
 
+// KindAnalysisRequested journals a run_analyst before its analyst is
+// admitted (Key the analysis's key, Label the lens, Node the analysed
+// worker), and KindAfterSettle that Options.AfterSettle returned for a
+// settlement (Node). A process that dies between an analysis's request
+// and its analyst's spawn, or between a settlement and the end of its
+// hook (where a graph starts the lenses over a settle), leaves a record
+// without its follower: the resumed run runs the hook again and starts
+// each requested analysis that has no analyst yet, and an analysis it
+// cannot start is reported in the coordination log (FindingNotRun).
+const (
+	KindAnalysisRequested = "analysis-requested"
+	KindAfterSettle       = "after-settle"
+)
+
 // Bounds of a lens definition (§9 define_analyst).
 const (
 	MaxLensDescription  = 300
@@ -96,9 +110,11 @@ type Lens struct {
 }
 
 // LensLimits bound one analyst run; an absent limit is the maximum.
-// Iterations becomes the analyst's iteration ceiling and OutputChars
-// clips its findings; LLMCalls and ToolCalls are told to the analyst and
-// journaled with the lens (the kernel executor counts no tool calls).
+// Iterations is the analyst's iteration ceiling (reserved from the pool;
+// with Options.AnalystModel each model call is one iteration), and
+// OutputChars clips its findings. With Options.AnalystModel, LLMCalls
+// bounds its model calls and ToolCalls its tool calls (see
+// Options.AnalystModel); on the Executor they are told to the analyst.
 type LensLimits struct {
 	Iterations  *int `json:"iterations,omitzero" jsonschema:"at most 24"`
 	LLMCalls    *int `json:"llmCalls,omitzero" jsonschema:"at most 16"`
@@ -259,7 +275,7 @@ func BuiltinLenses() []Lens {
 				"If not, name the first point where the work went wrong, quoting the output as evidence, and give one concrete " +
 				"change for a retry. Do not redo the work yourself.",
 			ToolGroup: ToolGroupSingleTrace,
-			Limits:    &LensLimits{Iterations: new(1), LLMCalls: new(4), ToolCalls: new(8), OutputChars: new(4000)},
+			Limits:    &LensLimits{Iterations: new(4), LLMCalls: new(4), ToolCalls: new(12), OutputChars: new(4000)},
 		},
 		{
 			ID:          "claims-check",
@@ -269,7 +285,7 @@ func BuiltinLenses() []Lens {
 			Instructions: "You are a claims checker. List each factual claim the worker's output makes and whether the output " +
 				"itself shows evidence for it, quoting that evidence. Report unsupported claims first. Do not add new claims.",
 			ToolGroup:                ToolGroupSingleTrace,
-			Limits:                   &LensLimits{Iterations: new(1), LLMCalls: new(4), ToolCalls: new(8), OutputChars: new(4000)},
+			Limits:                   &LensLimits{Iterations: new(4), LLMCalls: new(4), ToolCalls: new(12), OutputChars: new(4000)},
 			MinimumEvidenceCitations: new(1),
 		},
 	}
@@ -474,6 +490,14 @@ func (c *Coordinator) RunAnalyst(ctx context.Context, a RunAnalystArgs) (RunAnal
 	}
 	c.spawnMu.Lock()
 	defer c.spawnMu.Unlock()
+	if !c.requested[req.Key] {
+		// The intent is durable before the analyst is: a process that
+		// dies before the spawn record leaves it for the resumed run.
+		if err := c.log.append(ctx, Record{Kind: KindAnalysisRequested, Key: req.Key, Label: lens.ID, Node: a.WorkerID}); err != nil {
+			return RunAnalystResult{}, err
+		}
+		c.requested[req.Key] = true
+	}
 	reply, err := c.admit(ctx, req)
 	if err != nil {
 		return RunAnalystResult{}, err
@@ -550,7 +574,11 @@ func (c *Coordinator) startAnalyst(id NodeID, p *profile.Profile, task string, r
 	c.mu.Lock()
 	c.analysts[id] = analystOf{lens: l.ID, source: source, limit: limit}
 	c.mu.Unlock()
-	c.start(id, p, task, reply.Reserved)
+	var exec Executor // the run's Executor: the lens's output only
+	if c.analystModel != nil {
+		exec = toolAnalyst{c: c, model: c.analystModel, lens: l, source: source}
+	}
+	c.start(id, p, task, reply.Reserved, exec)
 }
 
 // analystOf marks a worker as lens lens's analyst over source.
@@ -567,10 +595,22 @@ type Finding struct {
 	Findings string
 }
 
-// replayAnalyst restores the analyst marks and defined lenses of a
-// resumed run's journal record r (called from replayRecords).
+// replayAnalyst restores the analyst marks, defined lenses, requested
+// analyses and unfinished settlement hooks of a resumed run's journal
+// record r (called from replayRecords).
 func (c *Coordinator) replayAnalyst(r Record) error {
 	switch r.Kind {
+	case KindAnalysisRequested:
+		if !c.requested[r.Key] {
+			c.requested[r.Key] = true
+			c.intents = append(c.intents, analysisIntent{lens: r.Label, source: r.Node})
+		}
+	case KindSettled:
+		if r.Hook {
+			c.hooksOpen = append(c.hooksOpen, r.Node)
+		}
+	case KindAfterSettle:
+		c.hooksOpen = slices.DeleteFunc(c.hooksOpen, func(id NodeID) bool { return id == r.Node })
 	case KindAnalystDefined:
 		var l Lens
 		if err := canonjson.FromValue(r.Data, &l); err != nil {
@@ -629,4 +669,82 @@ func (c *Coordinator) releaseInflight() {
 	c.inflight--
 	close(c.wake)
 	c.wake = make(chan struct{})
+}
+
+// analysisIntent is a requested analysis: lens over source.
+type analysisIntent struct {
+	lens   string
+	source NodeID
+}
+
+// resumeAnalyses finishes what the journal shows the process before
+// this one left half done, before the brain drives: each settlement
+// hook that never returned runs again (in journal order; an analysis
+// it starts that already has an analyst is answered from the journal,
+// not run twice), then each requested analysis that still has no
+// analyst is started. An analysis that cannot start (its lens is off
+// the menu, the budget is spent, …) is reported in the coordination log
+// as FindingNotRun and logged; nothing is silently dropped.
+func (c *Coordinator) resumeAnalyses(ctx context.Context) {
+	c.mu.Lock()
+	hooks, intents := c.hooksOpen, c.intents
+	c.hooksOpen, c.intents = nil, nil
+	c.mu.Unlock()
+	if c.afterSettle != nil {
+		for _, id := range hooks {
+			c.mu.Lock()
+			w := c.workers[id]
+			c.mu.Unlock()
+			if w == nil {
+				continue
+			}
+			c.afterSettled(ctx, w)
+			c.hookDone(ctx, id)
+		}
+	}
+	for _, in := range intents {
+		c.mu.Lock()
+		started := false
+		for _, a := range c.analysts {
+			if a.lens == in.lens && a.source == in.source {
+				started = true
+				break
+			}
+		}
+		c.mu.Unlock()
+		if started {
+			continue
+		}
+		if _, err := c.RunAnalyst(ctx, RunAnalystArgs{Kind: in.lens, WorkerID: in.source}); err != nil {
+			c.logger.Warn("supervise: a requested analysis could not be started on resume", "lens", in.lens, "worker", in.source, "err", err)
+			rec := CoordRecord{Kind: CoordFinding, Finding: &FindingRecord{Outcome: FindingNotRun, Lens: in.lens, Source: in.source,
+				Reason: "the resumed run could not start it: " + err.Error()}}
+			if err := c.log.appendCoord(ctx, rec); err != nil {
+				c.logger.Error("supervise: reporting an analysis not run", "err", err)
+			}
+		}
+	}
+}
+
+// hookDone journals that Options.AfterSettle returned for node.
+func (c *Coordinator) hookDone(ctx context.Context, node NodeID) {
+	if err := c.log.append(context.WithoutCancel(ctx), Record{Kind: KindAfterSettle, Node: node}); err != nil {
+		c.logger.Error("supervise: journaling a settlement hook's end", "node", node, "err", err)
+	}
+}
+
+// recordFinding appends analyst w's settlement to the coordination log
+// (§3.6: findings are evidence there, never delivered again).
+func (c *Coordinator) recordFinding(ctx context.Context, w *worker, a analystOf, state State, outRef string) {
+	reason := w.reason
+	c.mu.Lock()
+	if stop := c.analystStops[w.id]; stop != "" && reason == "" {
+		reason = stop
+	}
+	c.mu.Unlock()
+	rec := CoordRecord{Kind: CoordFinding, Finding: &FindingRecord{Outcome: FindingSettled, Lens: a.lens, Source: a.source,
+		Analyst: w.id, State: state, Findings: w.text, OutRef: outRef, Reason: reason}}
+	if err := c.log.appendCoord(ctx, rec); err != nil {
+		c.logger.Error("supervise: recording a finding", "node", w.id, "err", err)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
@@ -71,6 +72,19 @@ type Coordinator struct {
 	lenses      *lensMenu
 	analysts    map[NodeID]analystOf
 	afterSettle func(ctx context.Context, c *Coordinator, s Settled)
+	// requested holds the keys of the analyses journaled as requested;
+	// intents and hooksOpen are what a resumed run's journal left
+	// unfinished (see resumeAnalyses). Guarded by spawnMu (requested)
+	// and mu.
+	requested map[string]bool
+	intents   []analysisIntent
+	hooksOpen []NodeID
+	// analystModel runs analysts with their lens's trace tools
+	// (Options.AnalystModel; nil: analysts run on the Executor), and
+	// analystStops says what cut an analyst short: a lens limit, or its
+	// loop's own stop (mu).
+	analystModel contract.ChatModel
+	analystStops map[NodeID]string
 	// steers counts in-process steer_agent calls (operation ids).
 	steers int
 }
@@ -210,7 +224,7 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 	if reply.Resumed == ResumedCompleted {
 		return out, nil // the key's committed result; nothing runs
 	}
-	c.start(reply.Node, p, req.Task, reply.Reserved)
+	c.start(reply.Node, p, req.Task, reply.Reserved, nil)
 	return out, nil
 }
 
@@ -281,11 +295,15 @@ func replayKey(req SpawnRequest) string {
 	return fmt.Sprintf("%q %q %q %q", req.Parent, req.Label, req.Profile, req.Task)
 }
 
-// start runs an admitted worker in the background.
-func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved ledger.Budget) {
+// start runs an admitted worker in the background, on exec (nil: the
+// run's Executor).
+func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved ledger.Budget, exec Executor) {
+	if exec == nil {
+		exec = c.exec
+	}
 	wctx, cancel := context.WithCancelCause(c.workCtx)
 	w := &worker{id: id, task: task, cancel: cancel, done: make(chan struct{}), started: c.now()}
-	if r, ok := c.exec.(InboxReader); ok && r.ReadsInbox() {
+	if r, ok := exec.(InboxReader); ok && r.ReadsInbox() {
 		w.inbox = newInbox(id, c.log.dir, c.now, c.logger)
 	}
 	c.mu.Lock()
@@ -296,10 +314,12 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 		c.logger.Warn("supervise: worker did not start running", "node", id, "err", err)
 	}
 	var observer kernel.Observer
+	info, _ := c.scope.Node(id)
 	if c.obs != nil {
-		info, _ := c.scope.Node(id)
 		wctx, observer = c.obs.nodeStarted(wctx, info)
 	}
+	// The worker's turns and events go to its log, workers/<label>.ndjson.
+	observer = c.log.streams.workerObserver(id, WorkerLogStem(labelOf(info.Label, info.Profile)), observer)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -309,7 +329,7 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 			q.From = id
 			return c.Ask(ctx, q)
 		}
-		res, err := c.execute(wctx, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer, Inbox: w.inbox})
+		res, err := c.execute(wctx, exec, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer, Inbox: w.inbox})
 		w.inbox.close(wctx) // the worker takes no more turns
 		if c.afterSettle == nil {
 			c.settle(wctx, w, res, err)
@@ -323,18 +343,19 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 		defer c.releaseInflight()
 		c.settle(wctx, w, res, err)
 		c.afterSettled(wctx, w)
+		c.hookDone(wctx, id)
 	}()
 }
 
 // execute calls the executor, turning a panic into a failure.
-func (c *Coordinator) execute(ctx context.Context, w Work) (res WorkResult, err error) {
+func (c *Coordinator) execute(ctx context.Context, exec Executor, w Work) (res WorkResult, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.logger.Error("supervise: executor panicked", "node", w.Node, "panic", p, "stack", string(debug.Stack()))
 			res, err = WorkResult{}, fmt.Errorf("supervise: executor panicked: %v", p)
 		}
 	}()
-	return c.exec.Execute(ctx, w)
+	return exec.Execute(ctx, w)
 }
 
 // settle runs the completion gate on a finished worker, stores its
@@ -350,8 +371,13 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 	c.mu.Lock()
 	an, isAnalyst := c.analysts[w.id]
 	c.mu.Unlock()
-	if isAnalyst {
+	if isAnalyst && len(res.Text) > an.limit {
 		res.Text = clip(res.Text, an.limit)
+		c.mu.Lock()
+		if c.analystStops[w.id] == "" {
+			c.analystStops[w.id] = "stopped at the lens's outputChars limit"
+		}
+		c.mu.Unlock()
 	}
 	w.text, w.output, w.reason = res.Text, res.Output, reason
 	// What follows outlives a cancelled worker.
@@ -392,9 +418,12 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 	w.outRef = outRef
 	c.mu.Unlock()
 	rec := Record{Kind: KindSettled, Node: w.id, State: st.State, Spent: spendRecord(st.Spent), OutRef: outRef,
-		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr}
+		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr, Hook: c.afterSettle != nil}
 	if err := c.log.append(bg, rec); err != nil {
 		c.logger.Error("supervise: journaling a settlement", "node", w.id, "err", err)
+	}
+	if isAnalyst {
+		c.recordFinding(bg, w, an, st.State, outRef)
 	}
 	if c.obs != nil {
 		info, _ := c.scope.Node(w.id)
@@ -789,7 +818,14 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				k := replayKey(req)
 				c.pending(r.Node, k)
 			}
+		case KindAnalysisRequested, KindAfterSettle:
+			if err := c.replayAnalyst(r); err != nil {
+				return err
+			}
 		case KindSettled:
+			if err := c.replayAnalyst(r); err != nil {
+				return err
+			}
 			w := c.workers[r.Node]
 			if w == nil {
 				return &ResumeError{RunDir: c.log.dir, Reason: "settlement of unknown node " + string(r.Node)}

@@ -87,10 +87,32 @@
 // pool, journaled, and answered from the journal on a resumed run; its
 // output comes back from Await as a finding, never a deliverable.
 //
+// With Options.AnalystModel an analyst is an in-process tool loop: its
+// lens's tool group (ToolGroupTools: trace tools over the run's settled
+// workers) is mounted for the model and its limits are enforced (model
+// calls past llmCalls or iterations are not made, tool calls past
+// toolCalls are refused as tool results, output past outputChars is
+// clipped). Each finding is appended to coordination-log.jsonl.
+// run_analyst journals its request before the analyst's spawn, and a
+// settlement whose AfterSettle hook runs stays marked until the hook
+// returned: a resumed run runs such hooks again (after OnResume) and
+// starts, or reports as not-run, each requested analysis that has no
+// analyst.
+//
+// Stream logs. Beside the journal the run dir holds root-stream.jsonl,
+// the manager's own stream (its model turns and tool calls), and
+// workers/<label>.ndjson, each worker's log (spawned, its turns and what
+// they streamed, steers, cancellations, settled), read by
+// ReadRootStream and ReadWorkerLog. They are written off the spawn path
+// through the journal writer without a flush per line, bounded per file,
+// and not at all once a store spawn log's lease is lost. With
+// Options.WorkspaceRoot and no RunDir the run dir is
+// <root>/.agent/supervisor/<runId> (RunDirFor).
+//
 // External-harness brains (claude-code, codex, opencode) are
 // coordmcp.HarnessBrain: the verbs of a live run served over MCP, which
-// this layer cannot import. Not built yet: the rest of the run layout
-// (state.json, progress.ndjson, worker logs, interactive bindings).
+// this layer cannot import. Not built yet: interactive-worker bindings
+// of the run layout.
 // Package graph interprets one supervised
 // run as a fixed topology (runGraph) and keeps its edge ledger in this
 // run's journal through Coordinator.Note.

@@ -66,3 +66,39 @@ func FuzzReadProgress(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReadStreamLogs: whatever a worker log, the root stream or the
+// coordination log holds, their tolerant readers return at most one
+// record per complete line and never panic (§3.6 "Readers are
+// tolerant").
+func FuzzReadStreamLogs(f *testing.F) {
+	f.Add([]byte(`{"atMs":1,"kind":"spawned","label":"a","node":"r:s1","profile":"writer","text":"task"}` + "\n" + `{"atMs":2,"kind":"event","node":"r:s1","text":"hi"}` + "\n"))
+	f.Add([]byte(`{"atMs":1,"inputTokens":3,"kind":"turn-ended","outputTokens":null}` + "\n" + `garbage` + "\n" + `{"kind":"sett`))
+	f.Add([]byte(`{"finding":{"lens":"l","outcome":"settled","sourceWorkerId":"r:s1"},"kind":"finding"}` + "\n"))
+	f.Add([]byte{0xff, '\n', '{', '\n'})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(dir, supervise.WorkersDir), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{supervise.WorkerLogPath(dir, "a"), filepath.Join(dir, supervise.RootStreamFile), filepath.Join(dir, supervise.CoordinationLogFile)} {
+			if err := os.WriteFile(p, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lines := bytes.Count(data, []byte("\n"))
+		ctx := context.Background()
+		w, ws, err := supervise.ReadWorkerLog(ctx, dir, "a")
+		if err != nil || len(w)+ws > lines {
+			t.Fatalf("worker log: %d records, %d skipped of %d lines, %v", len(w), ws, lines, err)
+		}
+		r, rs, err := supervise.ReadRootStream(ctx, dir)
+		if err != nil || len(r)+rs > lines || len(r) != len(w) {
+			t.Fatalf("root stream: %d records, %d skipped of %d lines, %v", len(r), rs, lines, err)
+		}
+		c, cs, err := supervise.ReadCoordinationLog(ctx, dir)
+		if err != nil || len(c)+cs > lines {
+			t.Fatalf("coordination log: %d records, %d skipped of %d lines, %v", len(c), cs, lines, err)
+		}
+	})
+}

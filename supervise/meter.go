@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentrt/agentrt/canonjson"
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/kernel"
@@ -105,7 +106,7 @@ type BrainObserver interface {
 // A brain that uses it leaves BrainReport.Metered nil, or its turns count
 // twice.
 func (c *Coordinator) TurnMeter() kernel.Observer {
-	m := turnMeter{c: c}
+	m := turnMeter{c: c, stream: c.log.streams}
 	if c.obs != nil {
 		if b, ok := c.obs.o.(BrainObserver); ok {
 			m.inner = b.BrainObserver()
@@ -119,6 +120,9 @@ func (c *Coordinator) TurnMeter() kernel.Observer {
 type turnMeter struct {
 	c     *Coordinator
 	inner kernel.Observer
+	// stream, with a run dir, gets the manager's turns, events and tool
+	// calls (root-stream.jsonl).
+	stream *streams
 }
 
 var _ kernel.ToolObserver = turnMeter{}
@@ -131,6 +135,7 @@ func (m turnMeter) RunStarted(ctx context.Context, s kernel.RunStart) (context.C
 }
 
 func (m turnMeter) TurnStarted(ctx context.Context, t kernel.TurnStart) (context.Context, error) {
+	m.stream.add("", StreamRecord{Kind: StreamTurnStarted, Run: t.RunID, Model: t.RequestedModel})
 	if m.inner == nil {
 		return ctx, nil
 	}
@@ -138,6 +143,7 @@ func (m turnMeter) TurnStarted(ctx context.Context, t kernel.TurnStart) (context
 }
 
 func (m turnMeter) Event(ctx context.Context, e contract.EnvironmentEvent) error {
+	m.stream.add("", eventRecord("", e))
 	if m.inner == nil {
 		return nil
 	}
@@ -145,6 +151,7 @@ func (m turnMeter) Event(ctx context.Context, e contract.EnvironmentEvent) error
 }
 
 func (m turnMeter) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
+	m.stream.add("", turnEndRecord("", t))
 	var err error
 	if m.inner != nil {
 		err = m.inner.TurnEnded(ctx, t)
@@ -160,6 +167,17 @@ func (m turnMeter) RunEnded(ctx context.Context, res kernel.Result) error {
 }
 
 func (m turnMeter) ToolStarted(ctx context.Context, call kernel.ToolCallStart) (context.Context, error) {
+	if m.stream != nil {
+		args := ""
+		if call.Call.Args.IsValid() {
+			if b, err := canonjson.Canonical(call.Call.Args); err == nil {
+				args = string(b)
+			}
+		}
+		m.stream.add("", StreamRecord{Kind: StreamToolStarted, Run: call.RunID, Tool: call.Call.Name, CallID: call.Call.ID}.withText(args))
+		// The verb itself need not record the call again (streamed).
+		ctx = context.WithValue(ctx, streamedCallKey{}, true)
+	}
 	if t, ok := m.inner.(kernel.ToolObserver); ok {
 		return t.ToolStarted(ctx, call)
 	}
@@ -167,6 +185,10 @@ func (m turnMeter) ToolStarted(ctx context.Context, call kernel.ToolCallStart) (
 }
 
 func (m turnMeter) ToolEnded(ctx context.Context, call kernel.ToolCallEnd) error {
+	if m.stream != nil {
+		m.stream.add("", StreamRecord{Kind: StreamToolEnded, Run: call.RunID, Tool: call.Call.Name, CallID: call.Call.ID,
+			OK: new(call.Outcome.OK), Code: call.Outcome.Code}.withText(call.Outcome.Message))
+	}
 	if t, ok := m.inner.(kernel.ToolObserver); ok {
 		return t.ToolEnded(ctx, call)
 	}

@@ -95,7 +95,7 @@ func (c *Coordinator) addQuestion(ctx context.Context, a AskArgs, wait bool) (*q
 	qq, reply := q.Question, q.reply
 	c.pushLocked(Event{Kind: EventQuestion, WorkerID: a.From, Question: &qq})
 	c.mu.Unlock()
-	if err := c.log.appendCoord(ctx, CoordRecord{Kind: "question", QuestionID: qq.ID, Question: &qq}); err != nil {
+	if err := c.log.appendCoord(ctx, CoordRecord{Kind: CoordQuestion, QuestionID: qq.ID, Question: &qq}); err != nil {
 		c.logger.Error("supervise: journaling a question", "question", qq.ID, "err", err)
 	}
 	return q, reply
@@ -187,7 +187,7 @@ type AnswerResult struct {
 func (c *Coordinator) AnswerQuestion(ctx context.Context, a AnswerArgs) (AnswerResult, error) {
 	res, d, err := c.decide(a)
 	if err == nil && d != nil {
-		if jerr := c.log.appendCoord(ctx, CoordRecord{Kind: "decision", QuestionID: res.QuestionID, Decision: d, Delivered: res.Delivered}); jerr != nil {
+		if jerr := c.log.appendCoord(ctx, CoordRecord{Kind: CoordDecision, QuestionID: res.QuestionID, Decision: d, Delivered: res.Delivered}); jerr != nil {
 			c.logger.Error("supervise: journaling a decision", "question", res.QuestionID, "err", jerr)
 		}
 	}

@@ -29,13 +29,55 @@ const (
 )
 
 // CoordRecord is one line of the coordination log: a question asked
-// (Kind "question") or a decision on one (Kind "decision").
+// (Kind "question"), a decision on one (Kind "decision"), or an
+// analyst's findings (Kind "finding"). The log is evidence: nothing in
+// it is replayed or delivered again.
 type CoordRecord struct {
-	Kind       string    `json:"kind"`
-	QuestionID string    `json:"questionId"`
-	Question   *Question `json:"question,omitzero"`
-	Decision   *Decision `json:"decision,omitzero"`
-	Delivered  bool      `json:"delivered,omitzero"`
+	Kind       string         `json:"kind"`
+	QuestionID string         `json:"questionId,omitzero"`
+	Question   *Question      `json:"question,omitzero"`
+	Decision   *Decision      `json:"decision,omitzero"`
+	Delivered  bool           `json:"delivered,omitzero"`
+	Finding    *FindingRecord `json:"finding,omitzero"`
+}
+
+// Coordination log record kinds.
+const (
+	CoordQuestion = "question"
+	CoordDecision = "decision"
+	CoordFinding  = "finding"
+)
+
+// Finding outcomes.
+const (
+	// FindingSettled: the analyst ran and settled; Findings is its
+	// output (clipped to the lens's output limit), OutRef its blob.
+	FindingSettled = "settled"
+	// FindingNotRun: an analysis the journal recorded as requested never
+	// started, and the resumed run could not start it either; Reason
+	// says why.
+	FindingNotRun = "not-run"
+)
+
+// FindingRecord is what the coordination log keeps of one analysis: lens
+// Lens over worker Source, run as analyst worker Analyst.
+type FindingRecord struct {
+	Outcome  string `json:"outcome"`
+	Lens     string `json:"lens"`
+	Source   NodeID `json:"sourceWorkerId"`
+	Analyst  NodeID `json:"analystWorkerId,omitzero"`
+	State    State  `json:"state,omitzero"`
+	Findings string `json:"findings,omitzero"`
+	OutRef   string `json:"outRef,omitzero"`
+	Reason   string `json:"reason,omitzero"`
+}
+
+// ReadCoordinationLog reads coordination-log.jsonl of run directory dir
+// without locking it, tolerantly (a torn tail is ignored; a corrupt line
+// or one that is not a CoordRecord is skipped and counted). A run that
+// wrote none gives an error matching fs.ErrNotExist.
+func ReadCoordinationLog(ctx context.Context, dir string) ([]CoordRecord, int, error) {
+	return readTolerant[CoordRecord](ctx, filepath.Join(dir, CoordinationLogFile))
 }
 
 // Journal record kinds.
@@ -55,8 +97,11 @@ const (
 // (Node, Parent, Label, Profile, Model, Key, Task, the request's own
 // Budget and the merged ceiling Reserved), settled
 // (Node, State, Spent, OutRef, Verdict, Delivered, Reason, CheckError),
-// submitted (OutRef, Verdict), finished (Outcome, Reason), and a note of a
-// layer above (Kind edge: Node and Data).
+// submitted (OutRef, Verdict), finished (Outcome, Reason), an analysis
+// requested (Key, Label the lens, Node the analysed worker), a settlement
+// hook done (Node), and a note of a layer above (Kind edge: Node and
+// Data). A settled record's Hook says Options.AfterSettle runs for it,
+// and is done once an after-settle record follows.
 type Record struct {
 	Kind        string          `json:"kind"`
 	RunID       string          `json:"runId,omitzero"`
@@ -79,6 +124,7 @@ type Record struct {
 	Reason      string          `json:"reason,omitzero"`
 	CheckError  string          `json:"checkError,omitzero"`
 	Outcome     string          `json:"outcome,omitzero"`
+	Hook        bool            `json:"hook,omitzero"`
 	// Data is a note's payload, owned by the layer that wrote it.
 	Data canonjson.Value `json:"data,omitzero"`
 }
@@ -161,8 +207,10 @@ type runLog struct {
 	spawn SpawnLog
 	coord *journal.Journal
 	// layout projects each appended record into state.json and
-	// progress.ndjson; nil without a run dir.
-	layout *layout
+	// progress.ndjson, and streams writes the root stream and the worker
+	// logs; both nil without a run dir.
+	layout  *layout
+	streams *streams
 
 	mu   sync.Mutex
 	rows []Record
@@ -216,6 +264,17 @@ func (l *runLog) append(ctx context.Context, r Record) error {
 	l.mu.Unlock()
 	if l.layout != nil {
 		l.layout.observe(r)
+	}
+	l.streams.observe(r)
+	return nil
+}
+
+// fence is what the stream logs ask before each write: nil while the
+// spawn log is this process's. A file spawn log is held by its lock
+// until close; a store spawn log until its lease is lost (Held).
+func (l *runLog) fence() func() error {
+	if h, ok := l.spawn.(interface{ Held() error }); ok {
+		return h.Held
 	}
 	return nil
 }
@@ -318,6 +377,9 @@ func (l *runLog) appendCoord(ctx context.Context, r CoordRecord) error {
 
 func (l *runLog) close() error {
 	var errs []error
+	// The stream logs first: their last writes are fenced by the spawn
+	// log, which must still be held.
+	errs = append(errs, l.streams.close())
 	if l.spawn != nil {
 		errs = append(errs, l.spawn.Close())
 	}

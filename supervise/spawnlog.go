@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -179,6 +180,9 @@ type StoreSpawnLog struct {
 	mu     sync.Mutex // orders appends, so event ids follow the order
 	n      int64      // events this holder appended
 	closed bool
+	// lost is why the lease was lost, once a renewal or an append was
+	// fenced (see Held).
+	lost atomic.Pointer[error]
 
 	stop chan struct{}
 	done chan struct{}
@@ -282,6 +286,24 @@ func (l *StoreSpawnLog) load(ctx context.Context) ([]Record, error) {
 	}
 }
 
+// Held returns nil while this process holds the log's lease, and why not
+// (matching store.ErrFenced) once a renewal or an append found it taken
+// over or lapsed: from then on nothing this process writes for the run
+// may land.
+func (l *StoreSpawnLog) Held() error {
+	if err := l.lost.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
+// lose records that the lease is lost, when err says so.
+func (l *StoreSpawnLog) lose(err error) {
+	if errors.Is(err, store.ErrFenced) {
+		l.lost.CompareAndSwap(nil, &err)
+	}
+}
+
 // Fence is the lease this log holds.
 func (l *StoreSpawnLog) Fence() store.Fence { return l.fence }
 
@@ -312,6 +334,7 @@ func (l *StoreSpawnLog) Append(ctx context.Context, recs ...Record) error {
 	ctx, cancel := context.WithTimeout(ctx, max(l.ttl, kernel.DefaultCleanupTimeout))
 	defer cancel()
 	if _, err := l.st.AppendEvents(ctx, l.fence, evs); err != nil {
+		l.lose(err)
 		return fmt.Errorf("supervise: journal append: %w", err)
 	}
 	l.n += int64(len(recs))
@@ -332,6 +355,7 @@ func (l *StoreSpawnLog) renew() {
 		}
 		err := l.setLease(time.Now().Add(l.ttl), l.ttl/3)
 		if errors.Is(err, store.ErrFenced) {
+			l.lose(err)
 			l.logger.Error("supervise: the spawn journal's lease was lost", "run", l.fence.RunID, "err", err)
 			return
 		}

@@ -183,10 +183,20 @@ func TestStoreSpawnLogFencesALapsedHolder(t *testing.T) {
 			if g, o := next.Fence().Generation, old.Fence().Generation; g != o+1 {
 				t.Errorf("the takeover holds generation %d, want %d", g, o+1)
 			}
+			if err := old.Held(); err != nil {
+				t.Errorf("Held before the superseded holder learnt of it: %v", err)
+			}
 			err = old.Append(ctx, contractRecords[1])
 			var fe *store.FenceError
 			if !errors.As(err, &fe) || fe.Reason != store.FenceSuperseded {
 				t.Errorf("the superseded holder's append: %v, want a superseded *store.FenceError", err)
+			}
+			// What fences the run dir's stream logs: once lost, Held says so.
+			if err := old.Held(); !errors.Is(err, store.ErrFenced) {
+				t.Errorf("the superseded holder's Held = %v, want ErrFenced", err)
+			}
+			if err := next.Held(); err != nil {
+				t.Errorf("the new holder's Held = %v", err)
 			}
 			if err := old.Close(); err != nil {
 				t.Errorf("closing the superseded holder: %v", err)

@@ -97,6 +97,14 @@ type Options struct {
 	RunDir string
 	RunID  string
 	Resume bool
+	// WorkspaceRoot, when set and RunDir is empty, puts the run dir at
+	// the layout's default place, RunDirFor(WorkspaceRoot, RunID):
+	// <root>/.agent/supervisor/<runId> (§3.6 "Supervisor run layout"),
+	// where other processes (agentrt steer, cancel, top) find it by the
+	// run's id. RunID must then be a plain name (letters, digits, '.',
+	// '_', ':' and '-'; generated when empty on a new run), and Resume
+	// needs it.
+	WorkspaceRoot string
 	// SpawnStore, when set, keeps the spawn journal as run RunID in this
 	// store (SQLite or PostgreSQL for many processes; see
 	// OpenStoreSpawnLog) instead of the run dir's file: the store's lease
@@ -131,6 +139,23 @@ type Options struct {
 	// settlement is journaled and queued for Await; it may spawn or run
 	// analysts. Until it returns, Await does not report the run idle.
 	AfterSettle func(ctx context.Context, c *Coordinator, s Settled)
+	// AnalystModel, when set, runs each analyst in process as a tool
+	// loop on this model, with its lens's tool group mounted (the trace
+	// tools over the run's settled workers, ToolGroupTools) and its
+	// limits enforced: model calls beyond llmCalls (or iterations, the
+	// smaller) are not made, tool calls beyond toolCalls are refused as
+	// tool results, output beyond outputChars is clipped; an analyst cut
+	// short settles with what it found, the limit named in its finding.
+	// When nil, analysts run on the Executor with the analysed output in
+	// their task and no tools.
+	AnalystModel contract.ChatModel
+	// OnResume, when set, is called on a resumed run once the journal is
+	// replayed, before the settlement hooks the earlier process left
+	// unfinished run again (AfterSettle, see KindAfterSettle) and before
+	// the brain drives: a layer above rebuilds its own state from the
+	// journal (Coordinator.ReadJournal) there. An error ends the run as
+	// the brain's failure would (driver-failed).
+	OnResume func(ctx context.Context, c *Coordinator) error
 }
 
 // Status is a supervised run's outcome.
@@ -250,6 +275,13 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		return SupervisedResult{}, err
 	}
 	runID, start, deadline := o.RunID, now(), o.Deadline
+	runDir := o.RunDir
+	if runDir == "" && o.WorkspaceRoot != "" {
+		if runID == "" {
+			runID = kernel.NewID("supervise")
+		}
+		runDir = RunDirFor(o.WorkspaceRoot, runID)
+	}
 	var spawnLog SpawnLog
 	if o.SpawnStore != nil {
 		if runID == "" {
@@ -261,7 +293,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		}
 		spawnLog = sl
 	}
-	log, prior, err := openRunLog(ctx, o.RunDir, spawnLog)
+	log, prior, err := openRunLog(ctx, runDir, spawnLog)
 	if err != nil {
 		return SupervisedResult{}, err
 	}
@@ -272,11 +304,11 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		first := prior[0]
 		switch {
 		case !o.Resume:
-			return SupervisedResult{}, &RunExistsError{RunDir: o.RunDir, RunID: first.RunID}
+			return SupervisedResult{}, &RunExistsError{RunDir: runDir, RunID: first.RunID}
 		case first.Kind != KindRunStarted:
-			return SupervisedResult{}, &ResumeError{RunDir: o.RunDir, Reason: "the journal does not start with run-started"}
+			return SupervisedResult{}, &ResumeError{RunDir: runDir, Reason: "the journal does not start with run-started"}
 		case runID != "" && runID != first.RunID:
-			return SupervisedResult{}, &ResumeError{RunDir: o.RunDir, Reason: fmt.Sprintf("the journal is run %q, not %q", first.RunID, runID)}
+			return SupervisedResult{}, &ResumeError{RunDir: runDir, Reason: fmt.Sprintf("the journal is run %q, not %q", first.RunID, runID)}
 		}
 		runID, start = first.RunID, time.UnixMilli(first.StartedAtMS)
 		deadline = time.Time{}
@@ -291,10 +323,14 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	if err != nil {
 		return SupervisedResult{}, fmt.Errorf("%w: Budget: %w", ErrInvalidOptions, err)
 	}
-	if o.RunDir != "" {
+	if runDir != "" {
 		// The cross-process projections of the journal: state.json and
-		// progress.ndjson (§3.6 "Supervisor run layout").
-		if log.layout, err = openLayout(o.RunDir, runID, prior, pool.Readout, now, logger); err != nil {
+		// progress.ndjson, and the stream logs: root-stream.jsonl and
+		// workers/<label>.ndjson (§3.6 "Supervisor run layout").
+		if log.layout, err = openLayout(runDir, runID, prior, pool.Readout, now, logger); err != nil {
+			return SupervisedResult{}, err
+		}
+		if log.streams, err = openStreams(runDir, prior, log.fence(), now, logger); err != nil {
 			return SupervisedResult{}, err
 		}
 	}
@@ -303,8 +339,9 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		return SupervisedResult{}, err
 	}
 	c := &Coordinator{runID: runID, pool: pool, log: log, exec: exec, profiles: o.Profiles, check: o.Deliverable,
-		logger: logger, now: now, workers: map[NodeID]*worker{}, wake: make(chan struct{}), ctl: newControl(o.RunDir, ctx.Value(noControlScanKey{}) != nil),
-		lenses: lenses, analysts: map[NodeID]analystOf{}, afterSettle: o.AfterSettle}
+		logger: logger, now: now, workers: map[NodeID]*worker{}, wake: make(chan struct{}), ctl: newControl(runDir, ctx.Value(noControlScanKey{}) != nil),
+		lenses: lenses, analysts: map[NodeID]analystOf{}, afterSettle: o.AfterSettle, requested: map[string]bool{},
+		analystModel: o.AnalystModel, analystStops: map[NodeID]string{}}
 	// An executor that declares ResumesSessions() false cannot honour
 	// continuity resume: the value counts, not the method's presence.
 	rs, ok := exec.(interface{ ResumesSessions() bool })
@@ -363,6 +400,20 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	unwatch := context.AfterFunc(ctx, func() { c.cancelWork(context.Cause(ctx)) })
 	defer unwatch()
 
+	var resumeErr error
+	if resumed && o.OnResume != nil {
+		resumeErr = o.OnResume(c.workCtx, c)
+	}
+	if resumed && resumeErr == nil {
+		// What the process before left half done: settlement hooks that
+		// never returned, analyses requested but never started.
+		c.resumeAnalyses(c.workCtx)
+	}
+	if resumeErr != nil {
+		brain = BrainFunc(func(context.Context, *Coordinator, string) (BrainReport, error) {
+			return BrainReport{}, fmt.Errorf("supervise: OnResume: %w", resumeErr)
+		})
+	}
 	// Steer and cancel requests from other processes are picked up
 	// while the brain drives; run end expires what is left.
 	stopWatch := c.watchControl(context.WithoutCancel(ctx))
@@ -437,8 +488,16 @@ func (o *Options) resolve(manager *profile.Profile) (Brain, Executor, error) {
 	if len(o.Profiles) == 0 {
 		bad("Profiles names no worker profile")
 	}
-	if o.Resume && o.RunDir == "" && o.SpawnStore == nil {
-		bad("Resume needs a RunDir or a SpawnStore")
+	if o.Resume && o.RunDir == "" && o.WorkspaceRoot == "" && o.SpawnStore == nil {
+		bad("Resume needs a RunDir, a WorkspaceRoot or a SpawnStore")
+	}
+	if o.RunDir == "" && o.WorkspaceRoot != "" {
+		switch {
+		case o.Resume && o.RunID == "":
+			bad("Resume in a WorkspaceRoot needs the RunID that names the run's directory")
+		case o.RunID != "" && !runIDPattern.MatchString(o.RunID):
+			bad("RunID %q names the run's directory under WorkspaceRoot: use letters, digits, '.', '_', ':' and '-' (at most 128)", o.RunID)
+		}
 	}
 	if o.Resume && o.SpawnStore != nil && o.RunID == "" {
 		bad("Resume from a SpawnStore needs the RunID")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentrt/agentrt/canonjson"
 	"slices"
 	"strings"
 
@@ -128,7 +129,48 @@ func (c *Coordinator) Tools() ([]contract.Tool, error) {
 	}))
 	add(verb(VerbRunAnalyst, "Run an analyst lens (kind, from list_analysts) over a settled worker; its findings arrive from await_event as a finding event. Charged to the run's budget like any worker.", c.RunAnalyst))
 	add(verb(VerbDefineAnalyst, "Define an analyst lens as data: id, description, area, question, instructions, toolGroup, and optional model, limits and minimumEvidenceCitations, within fixed bounds; at most 8 per manager.", c.DefineAnalyst))
+	for i := range out {
+		out[i] = c.streamed(out[i])
+	}
 	return out, errors.Join(errs...)
+}
+
+// streamedCallKey marks a tool call's context whose call the root
+// stream already records (the router brain's, through TurnMeter).
+type streamedCallKey struct{}
+
+// streamed records each call of verb t in the root stream, with its
+// arguments and how it ended, unless the call's context says the brain's
+// own observer records it: so a manager that calls the verbs over MCP
+// (an external harness) has its coordination calls in root-stream.jsonl
+// too. Without a run dir t is returned as is.
+func (c *Coordinator) streamed(t contract.Tool) contract.Tool {
+	s := c.log.streams
+	if s == nil || t.Run == nil {
+		return t
+	}
+	run := t.Run
+	t.Run = func(ctx context.Context, args canonjson.Value) (canonjson.Value, error) {
+		if ctx.Value(streamedCallKey{}) != nil {
+			return run(ctx, args)
+		}
+		text := ""
+		if args.IsValid() {
+			if b, err := canonjson.Canonical(args); err == nil {
+				text = string(b)
+			}
+		}
+		s.add("", StreamRecord{Kind: StreamToolStarted, Tool: t.Name}.withText(text))
+		v, err := run(ctx, args)
+		end := StreamRecord{Kind: StreamToolEnded, Tool: t.Name, OK: new(err == nil)}
+		if err != nil {
+			end.Code = "failed"
+			end = end.withText(err.Error())
+		}
+		s.add("", end)
+		return v, err
+	}
+	return t
 }
 
 // RouterBrain is the manager's brain for harness cli-base: an

@@ -102,7 +102,7 @@ byte like the reference TypeScript implementation, and runs them.`,
 	root.AddCommand(newChatCmd(stdio, open))
 	root.AddCommand(newConformanceCmd(stdio))
 	root.AddCommand(newImproveCmd(stdio))
-	root.AddCommand(newSuperviseCmd(stdio, open), newGraphCmd(stdio, open))
+	root.AddCommand(newSuperviseCmd(stdio, open), newGraphCmd(stdio, open), newSteerCmd(stdio), newCancelCmd(stdio))
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usage("%v (see %s --help)", err, c.CommandPath())
 	})

@@ -1,9 +1,12 @@
 package cli_test
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentrt/agentrt/supervise"
 )
 
 var (
@@ -65,7 +68,7 @@ func TestGraphLensEdge(t *testing.T) {
   "budget": {"tokens": 5000, "iterations": 6}
 }`)
 	out, errOut, code := run(t, "", "graph", graphFile, "--task", "Make the login tests pass.", "--directives", directives,
-		"--run-id", "lens", "--db", filepath.Join(t.TempDir(), "runs.db"), "--json")
+		"--run-id", "lens", "--workspace", t.TempDir(), "--db", filepath.Join(t.TempDir(), "runs.db"), "--json")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
@@ -109,7 +112,7 @@ func TestGraphAnalystsFile(t *testing.T) {
 	good := writeFile(t, "analysts.json", "["+lens+"]")
 	bad := writeFile(t, "bad.json", `[`+strings.Replace(lens, `"targeted"`, `"root"`, 1)+`]`)
 	args := []string{"graph", graphFile, "--task", "Make the login tests pass.", "--directives", directives, "--run-id", "perf",
-		"--db", filepath.Join(t.TempDir(), "runs.db"), "--json"}
+		"--workspace", t.TempDir(), "--db", filepath.Join(t.TempDir(), "runs.db"), "--json"}
 	if _, errOut, code := run(t, "", args...); code != 1 || !strings.Contains(errOut, "perf-review") {
 		t.Errorf("an unknown lens: exit %d\n%s", code, errOut)
 	}
@@ -119,5 +122,23 @@ func TestGraphAnalystsFile(t *testing.T) {
 	out, errOut, code := run(t, "", append(args, "--analysts", good)...)
 	if code != 0 || !strings.Contains(out, `"edge": "analyzes:perf-review:coder->driver"`) || !strings.Contains(out, `"profile": "analyst-perf-review"`) {
 		t.Errorf("a caller lens: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// §3.6 "Supervisor run layout": a graph run without --run-dir lives at
+// WORKSPACE/.agent/supervisor/RUN-ID, as a supervised run does.
+func TestGraphDefaultRunDirInWorkspace(t *testing.T) {
+	ws := t.TempDir()
+	out, errOut, code := run(t, "", "graph", reviewGraph, "--task", "Make the login tests pass.", "--directives", directives,
+		"--workspace", ws, "--run-id", "login", "--db", filepath.Join(t.TempDir(), "runs.db"), "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	dir := filepath.Join(ws, ".agent", "supervisor", "login")
+	if got := member(decode(t, out), "runDir").Str(); got != dir {
+		t.Errorf("runDir %q, want %q", got, dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, supervise.RootStreamFile)); err != nil {
+		t.Errorf("the graph's run dir lacks its root stream: %v", err)
 	}
 }

@@ -321,3 +321,85 @@ func TestSuperviseAnalystsFile(t *testing.T) {
 		t.Errorf("want one settled, undelivered analyst worker: %s\n%s", out, errOut)
 	}
 }
+
+// §3.6 "Supervisor run layout": without --run-dir the run lives at
+// WORKSPACE/.agent/supervisor/RUN-ID, with the manager's stream and one
+// log per worker label beside the journal, and --resume --run-id finds it
+// there again.
+func TestSuperviseDefaultRunDirInWorkspace(t *testing.T) {
+	ws := t.TempDir()
+	db := filepath.Join(t.TempDir(), "runs.db")
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+answerDone+`]}`)
+	args := []string{"supervise", supManager, "--task", "Write release notes.", "--worker", noteWriter,
+		"--manager-script", script, "--workspace", ws, "--run-id", "rel", "--db", db, "--json"}
+	out, errOut, code := run(t, "", args...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	dir := filepath.Join(ws, ".agent", "supervisor", "rel")
+	if got := member(decode(t, out), "runDir").Str(); got != dir {
+		t.Errorf("runDir %q, want %q", got, dir)
+	}
+	for _, f := range []string{supervise.SpawnJournalFile, supervise.RootStreamFile, filepath.Join(supervise.WorkersDir, "note.ndjson")} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("the run dir lacks %s: %v", f, err)
+		}
+	}
+	recs, _, err := supervise.ReadWorkerLog(context.Background(), dir, "note")
+	if err != nil || len(recs) < 2 || recs[0].Kind != supervise.StreamSpawned || recs[len(recs)-1].Kind != supervise.StreamSettled {
+		t.Errorf("worker log %+v, %v; want spawned … settled", recs, err)
+	}
+	out, errOut, code = run(t, "", "supervise", supManager, "--worker", noteWriter, "--manager-script", script,
+		"--workspace", ws, "--run-id", "rel", "--resume", "--db", db, "--json")
+	if code != 0 || !member(decode(t, out), "resumed").Bool() {
+		t.Fatalf("resume by --run-id: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := run(t, "", "supervise", supManager, "--worker", noteWriter, "--resume", "--db", db); code != 2 || !strings.Contains(errOut, "--run-id") {
+		t.Errorf("--resume naming no run: exit %d, %s", code, errOut)
+	}
+}
+
+// agentrt steer RUN WORKER MESSAGE and agentrt cancel RUN [WORKER], as
+// the issue names them: RUN is the run's id in the workspace; the same
+// steer command again is the same request (its operation id derives from
+// what it asks), and an unknown run is a usage error.
+func TestTopLevelSteerAndCancelByRunID(t *testing.T) {
+	ws := t.TempDir()
+	dir := filepath.Join(ws, ".agent", "supervisor", "rel")
+	slow := writeFile(t, "slow.json", `{"turns": [{"repeat": true, "steps": [{"text": "thinking"}, {"delayMs": 30000}, {"text": " done."}]}]}`)
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, {"text": "The worker was cancelled."}]}`)
+	done := make(chan int, 1)
+	go func() {
+		_, _, code := run(t, "", "supervise", supManager, "--task", "Write release notes.", "--worker", noteWriter, "--manager-script", script,
+			"--script", slow, "--workspace", ws, "--run-id", "rel", "--db", filepath.Join(t.TempDir(), "runs.db"), "--json")
+		done <- code
+	}()
+	waitJournal(t, dir, supervise.KindSpawned)
+
+	var ops []string
+	for range 2 {
+		out, errOut, code := run(t, "", "steer", "rel", "note", "Be brief.", "--workspace", ws, "--wait", "1s")
+		if code != 1 || !strings.Contains(out, "to note: unknown after 1s") {
+			t.Fatalf("steer: exit %d\n%s%s", code, out, errOut)
+		}
+		ops = append(ops, strings.Fields(out)[1])
+	}
+	if ops[0] != ops[1] || !strings.HasPrefix(ops[0], "steer-") {
+		t.Errorf("operation ids %v: the same steer again must be the same request", ops)
+	}
+	out, errOut, code := run(t, "", "cancel", "rel", "note", "--workspace", ws, "--wait", "10s", "--json")
+	if code != 0 || member(decode(t, out), "effect").Str() != "cancelled" {
+		t.Fatalf("cancel: exit %d\n%s%s", code, out, errOut)
+	}
+	select {
+	case code := <-done:
+		if code != 1 {
+			t.Errorf("the supervising invocation: exit %d, want 1 (no winner)", code)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the supervising invocation did not end after the cancel")
+	}
+	if _, errOut, code := run(t, "", "steer", "no-such-run", "note", "hi", "--workspace", ws); code != 2 || !strings.Contains(errOut, "no-such-run") {
+		t.Errorf("an unknown run: exit %d\n%s", code, errOut)
+	}
+}

@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// resolveRunDir names a supervised run's directory: run itself when it
+// is a directory, else the directory of run id run in the workspace
+// (supervise.RunDirFor).
+func resolveRunDir(run, workspace string) (string, error) {
+	if fi, err := os.Stat(run); err == nil && fi.IsDir() {
+		return run, nil
+	}
+	dir := supervise.RunDirFor(workspace, run)
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return dir, nil
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	return "", usage("%s is neither a run directory nor the id of a run in %s (its directory would be %s)", run, workspace, dir)
+}
+
+// defaultOperationID derives a request's operation id from what it asks,
+// so that running the same command again is a retry of the same request.
+func defaultOperationID(kind string, parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return kind + "-" + hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+func newSteerCmd(stdio IO) *cobra.Command {
+	var opID, workspace string
+	var interrupt, asJSON bool
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "steer RUN WORKER MESSAGE",
+		Short: "Deliver a message to a worker of a running supervised or graph run",
+		Long: `agentrt supervise steer with the message as an argument. RUN is the run's
+directory or its id in --workspace (WORKSPACE/.agent/supervisor/RUN). WORKER
+is a worker id, a direct child's label or profile name, or the run id for the
+manager. The operation id defaults to one derived from WORKER and MESSAGE, so
+running the same command again retries the same request (and shows its
+outcome); pass --operation-id to send the same message once more.
+
+Exit status: 0 when the acknowledgement says delivered, 1 for any other
+acknowledgement or none within --wait, 2 on usage errors.`,
+		Args: cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := resolveRunDir(args[0], workspace)
+			if err != nil {
+				return err
+			}
+			if args[2] == "" {
+				return usage("MESSAGE is empty")
+			}
+			if opID == "" {
+				opID = defaultOperationID("steer", args[1], args[2])
+			}
+			return steerWorker(cmd.Context(), stdio, dir, args[1], args[2], opID, interrupt, wait, asJSON)
+		},
+	}
+	cmd.Flags().StringVar(&opID, "operation-id", "", "the request's operation id, [A-Za-z0-9._-] (default: derived from WORKER and MESSAGE)")
+	cmd.Flags().StringVar(&workspace, "workspace", ".", "workspace root where RUN names a run by its id")
+	cmd.Flags().BoolVar(&interrupt, "interrupt", false, "ask the worker to act on it at once")
+	cmd.Flags().DurationVar(&wait, "wait", 10*time.Second, "how long to wait for the acknowledgement")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the request and acknowledgement as JSON")
+	return cmd
+}
+
+func newCancelCmd(stdio IO) *cobra.Command {
+	var opID, workspace, reason string
+	var asJSON bool
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "cancel RUN [WORKER]",
+		Short: "Cancel a worker (and its subtree) of a running supervised or graph run, or the whole run",
+		Long: `agentrt supervise cancel. RUN is the run's directory or its id in --workspace
+(WORKSPACE/.agent/supervisor/RUN). The operation id defaults to one derived
+from WORKER (or the run), so running the same command again retries the
+same request.
+
+Exit status: 0 when the cancellation was confirmed (cancelled) or found
+nothing live (not_live), 1 otherwise, 2 on usage errors.`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := resolveRunDir(args[0], workspace)
+			if err != nil {
+				return err
+			}
+			worker := ""
+			if len(args) == 2 {
+				worker = args[1]
+			}
+			if opID == "" {
+				opID = defaultOperationID("cancel", worker)
+			}
+			return cancelWork(cmd.Context(), stdio, dir, worker, opID, reason, wait, asJSON)
+		},
+	}
+	cmd.Flags().StringVar(&opID, "operation-id", "", "the request's operation id, [A-Za-z0-9._-] (default: derived from WORKER)")
+	cmd.Flags().StringVar(&workspace, "workspace", ".", "workspace root where RUN names a run by its id")
+	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded with the request")
+	cmd.Flags().DurationVar(&wait, "wait", 10*time.Second, "how long to wait for the cancellation to be confirmed")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the acknowledgement as JSON")
+	return cmd
+}
