@@ -238,33 +238,33 @@ func (s *Server) describe(ctx context.Context, env contract.Environment) wire.En
 	return doc
 }
 
-func (s *Server) environment(w http.ResponseWriter, r *http.Request) {
+// getEnvironment describes one environment.
+func (s *Server) getEnvironment(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := s.callContext(r)
+	defer cancel()
+	env := s.lookup(ctx, r.PathValue("id"))
+	if env == nil {
+		writeError(w, wire.ErrorDetail{Code: wire.CodeNotFound, Message: "no such environment"})
+		return
+	}
+	writeJSON(w, http.StatusOK, s.describe(ctx, env))
+}
+
+// destroyEnvironment cancels an environment's turns and destroys it.
+func (s *Server) destroyEnvironment(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.callContext(r)
 	defer cancel()
 	id := r.PathValue("id")
-	switch r.Method {
-	case http.MethodGet:
-		env := s.lookup(ctx, id)
-		if env == nil {
-			writeError(w, wire.ErrorDetail{Code: wire.CodeNotFound, Message: "no such environment"})
-			return
-		}
-		writeJSON(w, http.StatusOK, s.describe(ctx, env))
-	case http.MethodDelete:
-		env := s.lookup(ctx, id)
-		if env == nil {
-			writeError(w, wire.ErrorDetail{Code: wire.CodeNotFound, Message: "no such environment"})
-			return
-		}
-		s.cancelTurnsOf(id)
-		if err := env.Destroy(ctx); err != nil {
-			writeError(w, providerError(err))
-			return
-		}
-		s.forget(id)
-		w.WriteHeader(http.StatusNoContent)
-	default:
-		w.Header().Set("Allow", "GET, DELETE")
-		writeError(w, wire.ErrorDetail{Code: wire.CodeMethodNotAllowed, Message: r.Method + " is not allowed here; use GET or DELETE"})
+	env := s.lookup(ctx, id)
+	if env == nil {
+		writeError(w, wire.ErrorDetail{Code: wire.CodeNotFound, Message: "no such environment"})
+		return
 	}
+	s.cancelTurnsOf(id)
+	if err := env.Destroy(ctx); err != nil {
+		writeError(w, providerError(err))
+		return
+	}
+	s.forget(id)
+	w.WriteHeader(http.StatusNoContent)
 }

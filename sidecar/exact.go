@@ -18,19 +18,19 @@ import (
 const outputBatch = 20 * time.Millisecond
 
 // routeExact registers the exact-process routes (wire.RouteExact*).
-func (s *Server) routeExact(post func(string, http.HandlerFunc)) {
-	post(wire.PathExactEnvironments, s.exactCreate)
-	post(wire.PathExactEnvironmentList, s.exactList)
-	s.mux.HandleFunc("GET "+wire.RouteExactEnvironment, s.auth(s.exactGet))
-	s.mux.HandleFunc("DELETE "+wire.RouteExactEnvironment, s.auth(s.exactDestroy))
-	post(wire.RouteExactFileWrite, s.exactWrite)
-	post(wire.RouteExactFileRead, s.exactRead)
-	s.mux.HandleFunc("GET "+wire.RouteExactProcesses, s.auth(s.exactProcesses))
-	s.mux.HandleFunc("POST "+wire.RouteExactProcesses, s.auth(s.exactSpawn))
-	s.mux.HandleFunc("GET "+wire.RouteExactProcess, s.auth(s.exactStatus))
-	post(wire.RouteExactProcessWait, s.exactWait)
-	post(wire.RouteExactProcessKill, s.exactKill)
-	s.mux.HandleFunc("GET "+wire.RouteExactProcessOutput, s.auth(s.exactOutput))
+func (s *Server) routeExact() {
+	s.handle(http.MethodPost, wire.PathExactEnvironments, s.exactCreate)
+	s.handle(http.MethodPost, wire.PathExactEnvironmentList, s.exactList)
+	s.handle(http.MethodGet, wire.RouteExactEnvironment, s.exactGet)
+	s.handle(http.MethodDelete, wire.RouteExactEnvironment, s.exactDestroy)
+	s.handle(http.MethodPost, wire.RouteExactFileWrite, s.exactWrite)
+	s.handle(http.MethodPost, wire.RouteExactFileRead, s.exactRead)
+	s.handle(http.MethodGet, wire.RouteExactProcesses, s.exactProcesses)
+	s.handle(http.MethodPost, wire.RouteExactProcesses, s.exactSpawn)
+	s.handle(http.MethodGet, wire.RouteExactProcess, s.exactStatus)
+	s.handle(http.MethodPost, wire.RouteExactProcessWait, s.exactWait)
+	s.handle(http.MethodPost, wire.RouteExactProcessKill, s.exactKill)
+	s.handle(http.MethodGet, wire.RouteExactProcessOutput, s.exactOutput)
 }
 
 // exactFacet is the served provider's exact-process facet; when it offers
