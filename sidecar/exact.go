@@ -3,6 +3,8 @@ package sidecar
 import (
 	"context"
 	"encoding/base64"
+	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"strconv"
@@ -293,25 +295,18 @@ func (s *Server) exactSpawn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pid, _, err := s.spawns.Do(ctx, id+"\x00"+call.OperationID, digest, func(ctx context.Context) (int64, error) {
-		proc, err := env.Processes().Spawn(ctx, &call.Launch)
-		if err == nil && proc == nil {
-			err = errNoAnswer
-		}
-		if err != nil {
-			return 0, err
-		}
-		return proc.PID(), nil
+		return s.durableSpawn(ctx, env, call, digest)
 	})
 	if err != nil {
-		writeError(w, providerError(err))
+		writeError(w, spawnError(err))
 		return
 	}
 	proc, err := env.Processes().Get(ctx, pid)
 	if err == nil && proc == nil {
-		err = errNoAnswer
+		err = fmt.Errorf("%w: the process it started, pid %d, is not known to the provider (it ended with the server that started it); no second process is started", errSpawnInDoubt, pid)
 	}
 	if err != nil {
-		writeError(w, providerError(err))
+		writeError(w, spawnError(err))
 		return
 	}
 	st, err := proc.Status(ctx)
@@ -320,6 +315,63 @@ func (s *Server) exactSpawn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, st)
+}
+
+// errSpawnInDoubt: the spawn of an operation id started earlier and what
+// became of its process cannot be told.
+var errSpawnInDoubt = errors.New("an earlier spawn with this operation id started and its process cannot be told")
+
+// spawnError is a spawn's error on the wire: in doubt is its own final
+// code, anything else as providerError maps it.
+func spawnError(err error) wire.ErrorDetail {
+	if errors.Is(err, errSpawnInDoubt) {
+		return wire.ErrorDetail{Code: wire.CodeSpawnInDoubt, Message: err.Error()}
+	}
+	return providerError(err)
+}
+
+// durableSpawn starts call's process once per environment and operation
+// id: through the store when there is one (runOnce), so a spawn re-sent
+// to a restarted server is answered with the pid the first one started
+// (or in doubt when that one died before recording it), never with a
+// second process.
+func (s *Server) durableSpawn(ctx context.Context, env contract.ExactProcessEnvironment, call *wire.ExactSpawnCall, digest string) (int64, error) {
+	spawn := func(ctx context.Context) (contract.ExactProcess, error) {
+		proc, err := env.Processes().Spawn(ctx, &call.Launch)
+		if err == nil && proc == nil {
+			err = errNoAnswer
+		}
+		return proc, err
+	}
+	if s.opts.Store == nil {
+		proc, err := spawn(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return proc.PID(), nil
+	}
+	key := string(canonjson.Marshal(canonjson.ArrayValue([]canonjson.Value{
+		canonjson.StringValue(env.ID()), canonjson.StringValue(call.OperationID)})))
+	var started contract.ExactProcess
+	rec, _, err := runOnce(ctx, s.opts.Store, kindSpawn, key, digest, func(ctx context.Context) (outcomeRecord, error) {
+		proc, err := spawn(ctx)
+		if err != nil {
+			return outcomeRecord{}, err
+		}
+		started = proc
+		return outcomeRecord{Process: &spawnedProcess{PID: proc.PID()}}, nil
+	}, func(outcomeRecord) { _ = started.Kill(context.WithoutCancel(ctx)) })
+	switch {
+	case errors.Is(err, errDigestConflict):
+		return 0, fmt.Errorf("%w (operation id %q)", contract.ErrIdempotencyConflict, call.OperationID)
+	case errors.Is(err, errOutcomeUnknown):
+		return 0, fmt.Errorf("%w: it has no recorded pid (its server stopped mid-spawn); no second process is started", errSpawnInDoubt)
+	case err != nil:
+		return 0, err
+	case rec.Process == nil:
+		return 0, fmt.Errorf("the recorded outcome of spawn %q is no process", call.OperationID)
+	}
+	return rec.Process.PID, nil
 }
 
 // exactStatus answers one process's status.

@@ -45,9 +45,11 @@ const (
 type Options struct {
 	// Token, when set, is the bearer token every /v1 request must carry.
 	Token string
-	// Store, when set, records keyed creates durably: a server restarted
-	// on the same store replays a retried create instead of making a
-	// second environment.
+	// Store, when set, records keyed creates and exact spawns durably: a
+	// server restarted on the same store replays a retried create instead
+	// of making a second environment, and answers a re-sent spawn with
+	// the process the first one started (or spawn_in_doubt), never a
+	// second process.
 	Store store.Store
 	// Logger receives one line per request (method, route, status,
 	// duration); nil logs nothing.
@@ -147,8 +149,10 @@ type Server struct {
 	// with it (in memory, the last MaxOperations of each).
 	checkpoints contract.KeyedOperation[*contract.CheckpointRef]
 	forks       contract.KeyedOperation[wire.Environment]
-	// spawns hold the pid each exact spawn started, by environment and
-	// operation id, so a re-sent spawn is answered with it.
+	// spawns coalesce concurrent exact spawns of one environment and
+	// operation id and hold the pid each started (in memory, the last
+	// MaxOperations); with a Store the pid is also recorded there
+	// (durableSpawn), so a restarted server answers a re-sent spawn too.
 	spawns contract.KeyedOperation[int64]
 
 	// routes holds, per path pattern, the handler of each method it
