@@ -431,9 +431,10 @@ func (s *Server) exactKill(w http.ResponseWriter, r *http.Request) {
 // exactOutput answers one stream's bytes from the query's offset on:
 // what is there (at most wire.MaxExactChunkBytes), else what arrives
 // within ResultWait. end is true only when the stream ended with the
-// answer's bytes. The provider replays a stream from its start, so a
-// read skips offset bytes first: a resumed read neither loses nor
-// repeats a byte.
+// answer's bytes. A resumed read neither loses nor repeats a byte, and
+// costs what it returns: the stream's cursor (outputCursor) continues
+// where the last read ended, instead of replaying the stream from its
+// start up to the offset.
 func (s *Server) exactOutput(w http.ResponseWriter, r *http.Request) {
 	stream := r.PathValue("stream")
 	if stream != wire.StreamStdout && stream != wire.StreamStderr {
@@ -452,44 +453,30 @@ func (s *Server) exactOutput(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	open := proc.Stdout
+	if stream == wire.StreamStderr {
+		open = proc.Stderr
+	}
+	// Another read of the stream holds its cursor for at most ResultWait.
 	wctx, wcancel := context.WithTimeout(r.Context(), s.opts.ResultWait)
 	defer wcancel()
-	seq := proc.Stdout(wctx)
-	if stream == wire.StreamStderr {
-		seq = proc.Stderr(wctx)
-	}
-	var (
-		pos   int64
-		out   []byte
-		end   = true
-		batch *time.Timer
-	)
-	for chunk, err := range seq {
+	chunk := wire.ExactOutputChunk{Offset: offset}
+	if c := s.cursorAt(wctx, cursorKey{env: r.PathValue("id"), pid: proc.PID(), stream: stream}, offset, open); c != nil {
+		chunk, err = c.read(r.Context(), offset, s.opts.ResultWait)
+		<-c.lock
 		if err != nil {
-			if wctx.Err() != nil && r.Context().Err() == nil {
-				end = false
-				break
-			}
+			s.dropCursor(c)
+		}
+		switch {
+		case errors.Is(err, errCursorGone):
+			chunk = wire.ExactOutputChunk{Offset: offset} // nothing yet: the client asks again
+		case err != nil:
 			writeError(w, providerError(err))
 			return
 		}
-		n := int64(len(chunk))
-		if pos+n <= offset {
-			pos += n
-			continue
-		}
-		take := chunk[max(0, offset-pos):]
-		pos += n
-		if room := wire.MaxExactChunkBytes - len(out); len(take) > room {
-			out = append(out, take[:room]...)
-			end = false
-			break
-		}
-		out = append(out, take...)
-		if batch == nil && len(out) > 0 {
-			batch = time.AfterFunc(outputBatch, wcancel)
-			defer batch.Stop()
-		}
 	}
-	writeJSON(w, http.StatusOK, wire.ExactOutputChunk{Offset: offset, Data: base64.StdEncoding.EncodeToString(out), End: end})
+	if r.Context().Err() != nil {
+		return // the client went away
+	}
+	writeJSON(w, http.StatusOK, chunk)
 }

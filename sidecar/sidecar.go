@@ -159,6 +159,10 @@ type Server struct {
 	// answers, until mount registers them.
 	routes map[string]map[string]http.HandlerFunc
 
+	// cursors follow the output streams being read (exactOutput).
+	cmu     sync.Mutex
+	cursors map[cursorKey]*outputCursor
+
 	mu    sync.Mutex
 	envs  map[string]contract.Environment
 	turns map[turnKey]*turn
@@ -172,7 +176,7 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 	opts.defaults()
 	s := &Server{p: p, opts: opts, mux: http.NewServeMux(), closing: make(chan struct{}),
 		envs: map[string]contract.Environment{}, turns: map[turnKey]*turn{},
-		routes: map[string]map[string]http.HandlerFunc{}}
+		routes: map[string]map[string]http.HandlerFunc{}, cursors: map[cursorKey]*outputCursor{}}
 	s.checkpoints.Max, s.forks.Max, s.spawns.Max = MaxOperations, MaxOperations, MaxOperations
 	s.base, s.stop = context.WithCancel(context.Background())
 	if opts.Token != "" {
