@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/contract/providertest"
 	"github.com/agentrt/agentrt/contract/wire"
+	"github.com/agentrt/agentrt/internal/cli"
 	"github.com/agentrt/agentrt/providers/localproc"
 	"github.com/agentrt/agentrt/providers/remote"
 )
@@ -292,4 +294,30 @@ func TestServeSpawnSurvivesRestart(t *testing.T) {
 		t.Fatalf("another launch under the used operation id: %d, want 409", resp.StatusCode)
 	}
 	_ = renv.Destroy(ctx)
+}
+
+// `agentrt serve` refuses localproc flags that do not fit, before it
+// listens, saying what to give instead.
+func TestServeLocalprocFlagsRefused(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"state dir without localproc", []string{"--provider", "scripted", "--state-dir", t.TempDir()}, "apply to --provider localproc only"},
+		{"image without localproc", []string{"--image", t.TempDir()}, "apply to --provider localproc only"},
+		{"localproc without a state dir", []string{"--provider", "localproc"}, "needs --state-dir"},
+		{"localproc with a script", []string{"--provider", "localproc", "--state-dir", t.TempDir(), "--script", "s.json"}, "do not apply to --provider localproc"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("AGENTRT_SERVE_TOKEN", serveToken)
+			var out, errOut bytes.Buffer
+			code := cli.Main(context.Background(), append([]string{"serve", "--listen", "127.0.0.1:0"}, tt.args...),
+				cli.IO{In: strings.NewReader(""), Out: &out, Err: &errOut})
+			if code != cli.ExitUsage || !strings.Contains(errOut.String(), tt.want) {
+				t.Fatalf("exit %d, stderr %q; want usage (%d) saying %q", code, errOut.String(), cli.ExitUsage, tt.want)
+			}
+		})
+	}
 }
