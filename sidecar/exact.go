@@ -180,6 +180,7 @@ func (s *Server) exactDestroy(w http.ResponseWriter, r *http.Request) {
 		writeError(w, providerError(err))
 		return
 	}
+	s.dropCursorsOf(env.ID())
 	writeJSON(w, http.StatusOK, struct{}{})
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/sidecar"
 	"github.com/agentrt/agentrt/store"
-	"github.com/agentrt/agentrt/store/sqlite"
 )
 
 // exactHost serves the scripted provider's exact facet with two faults
@@ -92,16 +90,6 @@ func (f failingOutcomes) ClaimIdempotency(ctx context.Context, rec store.Idempot
 	return f.Store.ClaimIdempotency(ctx, rec)
 }
 
-func openSQLite(t testing.TB, path string) store.Store {
-	t.Helper()
-	st, err := sqlite.Open(context.Background(), path, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
-
 // Issue 14 (serve gaps, item 1; EXP-11 over a restart): a spawn whose
 // answer was lost, re-sent to a server restarted on the same store, is
 // answered with the process the first server started — never a second
@@ -109,10 +97,12 @@ func openSQLite(t testing.TB, path string) store.Store {
 // idempotency conflict. Without the store the restarted server would
 // have started a second process.
 func TestExactSpawnReplaysAcrossRestart(t *testing.T) {
+	forEachStore(t, testExactSpawnReplaysAcrossRestart)
+}
+
+func testExactSpawnReplaysAcrossRestart(t *testing.T, open func(t *testing.T) store.Store) {
 	h := newExactHost(t)
-	path := filepath.Join(t.TempDir(), "serve.db")
-	st1 := openSQLite(t, path)
-	ts1, s1 := serve(t, h, sidecar.Options{Store: st1})
+	ts1, s1 := serve(t, h, sidecar.Options{Store: open(t)})
 	env := exactCreate(t, ts1)
 	procs := "/v1/exact/environments/" + env + "/processes"
 	status, body := do(t, ts1, http.MethodPost, procs, exactSpawnBody, nil)
@@ -126,7 +116,7 @@ func TestExactSpawnReplaysAcrossRestart(t *testing.T) {
 	s1.Close()
 	ts1.Close()
 
-	ts2, _ := serve(t, h, sidecar.Options{Store: openSQLite(t, path)})
+	ts2, _ := serve(t, h, sidecar.Options{Store: open(t)})
 	status, body = do(t, ts2, http.MethodPost, procs, exactSpawnBody, nil)
 	if status != http.StatusOK {
 		t.Fatalf("re-sent spawn after restart: %d %s", status, body)
@@ -156,10 +146,13 @@ func TestExactSpawnReplaysAcrossRestart(t *testing.T) {
 // When the pid was recorded but the provider no longer knows the
 // process, the answer is spawn_in_doubt too, never a second process.
 func TestExactSpawnInDoubtNeverSpawnsTwice(t *testing.T) {
+	forEachStore(t, testExactSpawnInDoubtNeverSpawnsTwice)
+}
+
+func testExactSpawnInDoubtNeverSpawnsTwice(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("no recorded pid", func(t *testing.T) {
 		h := newExactHost(t)
-		path := filepath.Join(t.TempDir(), "serve.db")
-		ts1, s1 := serve(t, h, sidecar.Options{Store: failingOutcomes{openSQLite(t, path)}})
+		ts1, s1 := serve(t, h, sidecar.Options{Store: failingOutcomes{open(t)}})
 		env := exactCreate(t, ts1)
 		procs := "/v1/exact/environments/" + env + "/processes"
 		status, body := do(t, ts1, http.MethodPost, procs, exactSpawnBody, nil)
@@ -169,7 +162,7 @@ func TestExactSpawnInDoubtNeverSpawnsTwice(t *testing.T) {
 		s1.Close()
 		ts1.Close()
 
-		ts2, _ := serve(t, h, sidecar.Options{Store: openSQLite(t, path)})
+		ts2, _ := serve(t, h, sidecar.Options{Store: open(t)})
 		for range 2 {
 			status, body = do(t, ts2, http.MethodPost, procs, exactSpawnBody, nil)
 			wantError(t, status, body, http.StatusConflict, wire.CodeSpawnInDoubt, nil)
@@ -184,16 +177,18 @@ func TestExactSpawnInDoubtNeverSpawnsTwice(t *testing.T) {
 	})
 	t.Run("recorded pid the provider lost", func(t *testing.T) {
 		h := newExactHost(t)
-		ts, _ := serve(t, h, sidecar.Options{Store: openSQLite(t, filepath.Join(t.TempDir(), "serve.db"))})
+		ts, _ := serve(t, h, sidecar.Options{Store: open(t)})
 		env := exactCreate(t, ts)
+		// Its own operation id: the store is the one the first case used.
+		lostBody := strings.Replace(exactSpawnBody, `"op-1"`, `"op-lost"`, 1)
 		procs := "/v1/exact/environments/" + env + "/processes"
-		status, body := do(t, ts, http.MethodPost, procs, exactSpawnBody, nil)
+		status, body := do(t, ts, http.MethodPost, procs, lostBody, nil)
 		st, err := wire.ParseExactProcessStatus(body)
 		if status != http.StatusOK || err != nil {
 			t.Fatalf("spawn: %d %s (%v)", status, body, err)
 		}
 		h.hidden.Store(st.PID)
-		status, body = do(t, ts, http.MethodPost, procs, exactSpawnBody, nil)
+		status, body = do(t, ts, http.MethodPost, procs, lostBody, nil)
 		wantError(t, status, body, http.StatusConflict, wire.CodeSpawnInDoubt, nil)
 		if n := h.spawns.Load(); n != 1 {
 			t.Fatalf("%d processes started, want 1", n)

@@ -153,6 +153,19 @@ func (s *Server) dropCursor(c *outputCursor) {
 	c.cancel()
 }
 
+// dropCursorsOf ends the cursors of environment env's streams (it was
+// destroyed).
+func (s *Server) dropCursorsOf(env string) {
+	s.cmu.Lock()
+	defer s.cmu.Unlock()
+	for k, c := range s.cursors {
+		if k.env == env {
+			delete(s.cursors, k)
+			c.cancel()
+		}
+	}
+}
+
 // next waits until deadline for the stream's next item and applies it;
 // false when none came in time.
 func (c *outputCursor) next(ctx context.Context, deadline <-chan time.Time) bool {
