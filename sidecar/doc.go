@@ -10,8 +10,11 @@
 // (create, get, list, destroy, exact file write and bounded read, spawn
 // once per operation id, status, wait, kill, output from a byte offset). It
 // authenticates with a bearer token compared in constant time, bounds
-// every body, buffer and wait, keeps keyed creates in a store so a
-// restarted server replays a retried create, and never logs a token, a
-// body or a header. It does not listen: `agentrt serve` (internal/cli)
+// every body, buffer and wait, keeps keyed creates and exact spawns in a
+// store so a restarted server replays a retried create or spawn (and
+// answers in doubt when it cannot tell what the first one made, never
+// making a second), answers a method its route does not take with the
+// wire's JSON 405 and an Allow header, and never logs a token, a body or
+// a header. It does not listen: `agentrt serve` (internal/cli)
 // owns the listener, the loopback rule and graceful shutdown.
 package sidecar

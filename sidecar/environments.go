@@ -5,21 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 
-	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/contract/wire"
-	"github.com/agentrt/agentrt/store"
-)
-
-// Idempotency scopes of keyed creates in the store.
-const (
-	scopeIntent  = "sidecar.create"
-	scopeAttempt = "sidecar.create.attempt"
-	scopeOutcome = "sidecar.create.outcome"
-	// maxAttempts bounds the failed create attempts one key may have.
-	maxAttempts = 16
 )
 
 // createOutcome is one keyed create's environment, and whether it was
@@ -27,14 +15,6 @@ const (
 type createOutcome struct {
 	doc      wire.Environment
 	replayed bool
-}
-
-// outcomeRecord is the stored outcome of one create attempt: exactly one
-// member is set.
-type outcomeRecord struct {
-	Environment *wire.Environment `json:"environment,omitzero"`
-	Failed      *string           `json:"failed,omitzero"`
-	InDoubt     *bool             `json:"inDoubt,omitzero"`
 }
 
 // errInDoubt: an earlier create under the key started and its outcome is
@@ -100,96 +80,43 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 }
 
 // durableCreate is one keyed create admitted through the store (when
-// there is one): the key's intent record refuses a changed input before
-// any effect, and each attempt records its outcome, so a restarted
-// server replays a create it made instead of making a second one.
+// there is one, runOnce): the key's intent record refuses a changed
+// input before any effect, and each attempt records its outcome, so a
+// restarted server replays a create it made instead of making a second
+// one.
 func (s *Server) durableCreate(ctx context.Context, in *contract.CreateInput, key, digest string) (createOutcome, error) {
-	st := s.opts.Store
-	if st == nil {
+	if s.opts.Store == nil {
 		env, err := s.p.Create(ctx, in)
 		if err != nil {
 			return createOutcome{}, err
 		}
 		return createOutcome{doc: s.keep(ctx, env)}, nil
 	}
-	intent, _, err := st.ClaimIdempotency(ctx, store.Idempotency{Scope: scopeIntent, Key: key, RequestDigest: digest})
-	if err != nil {
-		return createOutcome{}, fmt.Errorf("recording the create: %w", err)
-	}
-	if intent.RequestDigest != digest {
+	var made contract.Environment
+	rec, replayed, err := runOnce(ctx, s.opts.Store, kindCreate, key, digest, func(ctx context.Context) (outcomeRecord, error) {
+		env, err := s.p.Create(ctx, in)
+		if err != nil {
+			return outcomeRecord{}, err
+		}
+		made = env
+		doc := s.keep(ctx, env)
+		return outcomeRecord{Environment: &doc}, nil
+	}, func(outcomeRecord) {
+		s.forget(made.ID())
+		_ = made.Destroy(context.WithoutCancel(ctx))
+	})
+	switch {
+	case errors.Is(err, errDigestConflict):
 		return createOutcome{}, fmt.Errorf("%w (key %q)", contract.ErrIdempotencyConflict, key)
-	}
-	for n := 1; n <= maxAttempts; n++ {
-		attemptKey := key + "#" + strconv.Itoa(n)
-		_, mine, err := st.ClaimIdempotency(ctx, store.Idempotency{Scope: scopeAttempt, Key: attemptKey, RequestDigest: digest})
-		if err != nil {
-			return createOutcome{}, fmt.Errorf("recording the create: %w", err)
-		}
-		if mine {
-			return s.attempt(ctx, in, attemptKey, digest)
-		}
-		// Someone made attempt n: its outcome decides. An attempt with no
-		// outcome is in doubt, and is recorded so from now on.
-		rec, err := claimOutcome(ctx, st, attemptKey, digest, outcomeRecord{InDoubt: ptr(true)})
-		if err != nil {
-			return createOutcome{}, err
-		}
-		switch {
-		case rec.Environment != nil:
-			return createOutcome{doc: *rec.Environment, replayed: true}, nil
-		case rec.Failed != nil:
-			continue
-		default:
-			return createOutcome{}, errInDoubt
-		}
-	}
-	return createOutcome{}, fmt.Errorf("%d create attempts with key %q failed", maxAttempts, key)
-}
-
-// attempt runs the create of attempt attemptKey and records its outcome.
-func (s *Server) attempt(ctx context.Context, in *contract.CreateInput, attemptKey, digest string) (createOutcome, error) {
-	env, err := s.p.Create(ctx, in)
-	if err != nil {
-		msg := err.Error()
-		if _, rerr := claimOutcome(context.WithoutCancel(ctx), s.opts.Store, attemptKey, digest, outcomeRecord{Failed: &msg}); rerr != nil {
-			return createOutcome{}, errors.Join(err, rerr)
-		}
-		return createOutcome{}, err
-	}
-	doc := s.keep(ctx, env)
-	rec, err := claimOutcome(context.WithoutCancel(ctx), s.opts.Store, attemptKey, digest, outcomeRecord{Environment: &doc})
-	if err != nil || rec.Environment == nil || rec.Environment.ID != doc.ID {
-		// Another server declared this attempt in doubt first: the
-		// environment is not handed out, so it must not live on.
-		s.forget(doc.ID)
-		_ = env.Destroy(context.WithoutCancel(ctx))
-		if err != nil {
-			return createOutcome{}, err
-		}
+	case errors.Is(err, errOutcomeUnknown):
 		return createOutcome{}, errInDoubt
+	case err != nil:
+		return createOutcome{}, err
+	case rec.Environment == nil:
+		return createOutcome{}, fmt.Errorf("the recorded outcome of create key %q is no environment", key)
 	}
-	return createOutcome{doc: doc}, nil
+	return createOutcome{doc: *rec.Environment, replayed: replayed}, nil
 }
-
-// claimOutcome records rec as the outcome of attemptKey unless one is
-// recorded, and returns the recorded one.
-func claimOutcome(ctx context.Context, st store.Store, attemptKey, digest string, rec outcomeRecord) (outcomeRecord, error) {
-	v, err := canonjson.ToValue(rec)
-	if err != nil {
-		return outcomeRecord{}, err
-	}
-	got, _, err := st.ClaimIdempotency(ctx, store.Idempotency{Scope: scopeOutcome, Key: attemptKey, RequestDigest: digest, Result: v})
-	if err != nil {
-		return outcomeRecord{}, fmt.Errorf("recording the create outcome: %w", err)
-	}
-	var out outcomeRecord
-	if err := canonjson.FromValue(got.Result, &out); err != nil {
-		return outcomeRecord{}, fmt.Errorf("reading the create outcome: %w", err)
-	}
-	return out, nil
-}
-
-func ptr[T any](v T) *T { return &v }
 
 // keep registers env and returns its description.
 func (s *Server) keep(ctx context.Context, env contract.Environment) wire.Environment {
@@ -238,33 +165,33 @@ func (s *Server) describe(ctx context.Context, env contract.Environment) wire.En
 	return doc
 }
 
-func (s *Server) environment(w http.ResponseWriter, r *http.Request) {
+// getEnvironment describes one environment.
+func (s *Server) getEnvironment(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := s.callContext(r)
+	defer cancel()
+	env := s.lookup(ctx, r.PathValue("id"))
+	if env == nil {
+		writeError(w, wire.ErrorDetail{Code: wire.CodeNotFound, Message: "no such environment"})
+		return
+	}
+	writeJSON(w, http.StatusOK, s.describe(ctx, env))
+}
+
+// destroyEnvironment cancels an environment's turns and destroys it.
+func (s *Server) destroyEnvironment(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.callContext(r)
 	defer cancel()
 	id := r.PathValue("id")
-	switch r.Method {
-	case http.MethodGet:
-		env := s.lookup(ctx, id)
-		if env == nil {
-			writeError(w, wire.ErrorDetail{Code: wire.CodeNotFound, Message: "no such environment"})
-			return
-		}
-		writeJSON(w, http.StatusOK, s.describe(ctx, env))
-	case http.MethodDelete:
-		env := s.lookup(ctx, id)
-		if env == nil {
-			writeError(w, wire.ErrorDetail{Code: wire.CodeNotFound, Message: "no such environment"})
-			return
-		}
-		s.cancelTurnsOf(id)
-		if err := env.Destroy(ctx); err != nil {
-			writeError(w, providerError(err))
-			return
-		}
-		s.forget(id)
-		w.WriteHeader(http.StatusNoContent)
-	default:
-		w.Header().Set("Allow", "GET, DELETE")
-		writeError(w, wire.ErrorDetail{Code: wire.CodeMethodNotAllowed, Message: r.Method + " is not allowed here; use GET or DELETE"})
+	env := s.lookup(ctx, id)
+	if env == nil {
+		writeError(w, wire.ErrorDetail{Code: wire.CodeNotFound, Message: "no such environment"})
+		return
 	}
+	s.cancelTurnsOf(id)
+	if err := env.Destroy(ctx); err != nil {
+		writeError(w, providerError(err))
+		return
+	}
+	s.forget(id)
+	w.WriteHeader(http.StatusNoContent)
 }

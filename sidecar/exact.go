@@ -3,6 +3,8 @@ package sidecar
 import (
 	"context"
 	"encoding/base64"
+	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"strconv"
@@ -18,19 +20,19 @@ import (
 const outputBatch = 20 * time.Millisecond
 
 // routeExact registers the exact-process routes (wire.RouteExact*).
-func (s *Server) routeExact(post func(string, http.HandlerFunc)) {
-	post(wire.PathExactEnvironments, s.exactCreate)
-	post(wire.PathExactEnvironmentList, s.exactList)
-	s.mux.HandleFunc("GET "+wire.RouteExactEnvironment, s.auth(s.exactGet))
-	s.mux.HandleFunc("DELETE "+wire.RouteExactEnvironment, s.auth(s.exactDestroy))
-	post(wire.RouteExactFileWrite, s.exactWrite)
-	post(wire.RouteExactFileRead, s.exactRead)
-	s.mux.HandleFunc("GET "+wire.RouteExactProcesses, s.auth(s.exactProcesses))
-	s.mux.HandleFunc("POST "+wire.RouteExactProcesses, s.auth(s.exactSpawn))
-	s.mux.HandleFunc("GET "+wire.RouteExactProcess, s.auth(s.exactStatus))
-	post(wire.RouteExactProcessWait, s.exactWait)
-	post(wire.RouteExactProcessKill, s.exactKill)
-	s.mux.HandleFunc("GET "+wire.RouteExactProcessOutput, s.auth(s.exactOutput))
+func (s *Server) routeExact() {
+	s.handle(http.MethodPost, wire.PathExactEnvironments, s.exactCreate)
+	s.handle(http.MethodPost, wire.PathExactEnvironmentList, s.exactList)
+	s.handle(http.MethodGet, wire.RouteExactEnvironment, s.exactGet)
+	s.handle(http.MethodDelete, wire.RouteExactEnvironment, s.exactDestroy)
+	s.handle(http.MethodPost, wire.RouteExactFileWrite, s.exactWrite)
+	s.handle(http.MethodPost, wire.RouteExactFileRead, s.exactRead)
+	s.handle(http.MethodGet, wire.RouteExactProcesses, s.exactProcesses)
+	s.handle(http.MethodPost, wire.RouteExactProcesses, s.exactSpawn)
+	s.handle(http.MethodGet, wire.RouteExactProcess, s.exactStatus)
+	s.handle(http.MethodPost, wire.RouteExactProcessWait, s.exactWait)
+	s.handle(http.MethodPost, wire.RouteExactProcessKill, s.exactKill)
+	s.handle(http.MethodGet, wire.RouteExactProcessOutput, s.exactOutput)
 }
 
 // exactFacet is the served provider's exact-process facet; when it offers
@@ -178,6 +180,7 @@ func (s *Server) exactDestroy(w http.ResponseWriter, r *http.Request) {
 		writeError(w, providerError(err))
 		return
 	}
+	s.dropCursorsOf(env.ID())
 	writeJSON(w, http.StatusOK, struct{}{})
 }
 
@@ -293,25 +296,18 @@ func (s *Server) exactSpawn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pid, _, err := s.spawns.Do(ctx, id+"\x00"+call.OperationID, digest, func(ctx context.Context) (int64, error) {
-		proc, err := env.Processes().Spawn(ctx, &call.Launch)
-		if err == nil && proc == nil {
-			err = errNoAnswer
-		}
-		if err != nil {
-			return 0, err
-		}
-		return proc.PID(), nil
+		return s.durableSpawn(ctx, env, call, digest)
 	})
 	if err != nil {
-		writeError(w, providerError(err))
+		writeError(w, spawnError(err))
 		return
 	}
 	proc, err := env.Processes().Get(ctx, pid)
 	if err == nil && proc == nil {
-		err = errNoAnswer
+		err = fmt.Errorf("%w: the process it started, pid %d, is not known to the provider (it ended with the server that started it); no second process is started", errSpawnInDoubt, pid)
 	}
 	if err != nil {
-		writeError(w, providerError(err))
+		writeError(w, spawnError(err))
 		return
 	}
 	st, err := proc.Status(ctx)
@@ -320,6 +316,63 @@ func (s *Server) exactSpawn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, st)
+}
+
+// errSpawnInDoubt: the spawn of an operation id started earlier and what
+// became of its process cannot be told.
+var errSpawnInDoubt = errors.New("an earlier spawn with this operation id started and its process cannot be told")
+
+// spawnError is a spawn's error on the wire: in doubt is its own final
+// code, anything else as providerError maps it.
+func spawnError(err error) wire.ErrorDetail {
+	if errors.Is(err, errSpawnInDoubt) {
+		return wire.ErrorDetail{Code: wire.CodeSpawnInDoubt, Message: err.Error()}
+	}
+	return providerError(err)
+}
+
+// durableSpawn starts call's process once per environment and operation
+// id: through the store when there is one (runOnce), so a spawn re-sent
+// to a restarted server is answered with the pid the first one started
+// (or in doubt when that one died before recording it), never with a
+// second process.
+func (s *Server) durableSpawn(ctx context.Context, env contract.ExactProcessEnvironment, call *wire.ExactSpawnCall, digest string) (int64, error) {
+	spawn := func(ctx context.Context) (contract.ExactProcess, error) {
+		proc, err := env.Processes().Spawn(ctx, &call.Launch)
+		if err == nil && proc == nil {
+			err = errNoAnswer
+		}
+		return proc, err
+	}
+	if s.opts.Store == nil {
+		proc, err := spawn(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return proc.PID(), nil
+	}
+	key := string(canonjson.Marshal(canonjson.ArrayValue([]canonjson.Value{
+		canonjson.StringValue(env.ID()), canonjson.StringValue(call.OperationID)})))
+	var started contract.ExactProcess
+	rec, _, err := runOnce(ctx, s.opts.Store, kindSpawn, key, digest, func(ctx context.Context) (outcomeRecord, error) {
+		proc, err := spawn(ctx)
+		if err != nil {
+			return outcomeRecord{}, err
+		}
+		started = proc
+		return outcomeRecord{Process: &spawnedProcess{PID: proc.PID()}}, nil
+	}, func(outcomeRecord) { _ = started.Kill(context.WithoutCancel(ctx)) })
+	switch {
+	case errors.Is(err, errDigestConflict):
+		return 0, fmt.Errorf("%w (operation id %q)", contract.ErrIdempotencyConflict, call.OperationID)
+	case errors.Is(err, errOutcomeUnknown):
+		return 0, fmt.Errorf("%w: it has no recorded pid (its server stopped mid-spawn); no second process is started", errSpawnInDoubt)
+	case err != nil:
+		return 0, err
+	case rec.Process == nil:
+		return 0, fmt.Errorf("the recorded outcome of spawn %q is no process", call.OperationID)
+	}
+	return rec.Process.PID, nil
 }
 
 // exactStatus answers one process's status.
@@ -379,9 +432,10 @@ func (s *Server) exactKill(w http.ResponseWriter, r *http.Request) {
 // exactOutput answers one stream's bytes from the query's offset on:
 // what is there (at most wire.MaxExactChunkBytes), else what arrives
 // within ResultWait. end is true only when the stream ended with the
-// answer's bytes. The provider replays a stream from its start, so a
-// read skips offset bytes first: a resumed read neither loses nor
-// repeats a byte.
+// answer's bytes. A resumed read neither loses nor repeats a byte, and
+// costs what it returns: the stream's cursor (outputCursor) continues
+// where the last read ended, instead of replaying the stream from its
+// start up to the offset.
 func (s *Server) exactOutput(w http.ResponseWriter, r *http.Request) {
 	stream := r.PathValue("stream")
 	if stream != wire.StreamStdout && stream != wire.StreamStderr {
@@ -400,44 +454,30 @@ func (s *Server) exactOutput(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	open := proc.Stdout
+	if stream == wire.StreamStderr {
+		open = proc.Stderr
+	}
+	// Another read of the stream holds its cursor for at most ResultWait.
 	wctx, wcancel := context.WithTimeout(r.Context(), s.opts.ResultWait)
 	defer wcancel()
-	seq := proc.Stdout(wctx)
-	if stream == wire.StreamStderr {
-		seq = proc.Stderr(wctx)
-	}
-	var (
-		pos   int64
-		out   []byte
-		end   = true
-		batch *time.Timer
-	)
-	for chunk, err := range seq {
+	chunk := wire.ExactOutputChunk{Offset: offset}
+	if c := s.cursorAt(wctx, cursorKey{env: r.PathValue("id"), pid: proc.PID(), stream: stream}, offset, open); c != nil {
+		chunk, err = c.read(r.Context(), offset, s.opts.ResultWait)
+		<-c.lock
 		if err != nil {
-			if wctx.Err() != nil && r.Context().Err() == nil {
-				end = false
-				break
-			}
+			s.dropCursor(c)
+		}
+		switch {
+		case errors.Is(err, errCursorGone):
+			chunk = wire.ExactOutputChunk{Offset: offset} // nothing yet: the client asks again
+		case err != nil:
 			writeError(w, providerError(err))
 			return
 		}
-		n := int64(len(chunk))
-		if pos+n <= offset {
-			pos += n
-			continue
-		}
-		take := chunk[max(0, offset-pos):]
-		pos += n
-		if room := wire.MaxExactChunkBytes - len(out); len(take) > room {
-			out = append(out, take[:room]...)
-			end = false
-			break
-		}
-		out = append(out, take...)
-		if batch == nil && len(out) > 0 {
-			batch = time.AfterFunc(outputBatch, wcancel)
-			defer batch.Stop()
-		}
 	}
-	writeJSON(w, http.StatusOK, wire.ExactOutputChunk{Offset: offset, Data: base64.StdEncoding.EncodeToString(out), End: end})
+	if r.Context().Err() != nil {
+		return // the client went away
+	}
+	writeJSON(w, http.StatusOK, chunk)
 }

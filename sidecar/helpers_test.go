@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/contract/wire"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/sidecar"
@@ -33,7 +34,7 @@ func newScripted(t testing.TB) *scripted.Provider {
 }
 
 // serve starts a loopback test server for p.
-func serve(t testing.TB, p *scripted.Provider, opts sidecar.Options) (*httptest.Server, *sidecar.Server) {
+func serve(t testing.TB, p contract.Provider, opts sidecar.Options) (*httptest.Server, *sidecar.Server) {
 	t.Helper()
 	if opts.Token == "" {
 		opts.Token = testToken

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -167,4 +169,66 @@ func TestFinalRefusalsRoundTripUnretried(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Issue 14 (serve gaps, item 3): a request whose method its route does
+// not answer gets the wire's JSON refusal, method_not_allowed (405),
+// with an Allow header naming exactly the route's methods — also on the
+// routes that answer two methods, which the catch-all used to swallow
+// as not_found — and never net/http's plain-text 405. An unknown path is
+// the JSON not_found; the token is still checked first.
+func TestWrongMethodIsJSONRefusalWithAllow(t *testing.T) {
+	ts, _ := serve(t, newScripted(t), sidecar.Options{})
+	tests := []struct {
+		path  string
+		allow string
+	}{
+		{wire.PathHealth, "GET"},
+		{wire.PathCapabilities, "GET"},
+		{wire.PathEnvironments, "POST"},
+		{"/v1/environments/env-1", "DELETE, GET"},
+		{"/v1/environments/env-1/turns", "POST"},
+		{"/v1/environments/env-1/observation", "GET"},
+		{wire.PathExactEnvironments, "POST"},
+		{"/v1/exact/environments/x", "DELETE, GET"},
+		{"/v1/exact/environments/x/processes", "GET, POST"},
+		{"/v1/exact/environments/x/processes/1", "GET"},
+		{"/v1/exact/environments/x/processes/1/wait", "POST"},
+		{"/v1/exact/environments/x/processes/1/output/stdout", "GET"},
+	}
+	methods := []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions, "BREW"}
+	for _, tt := range tests {
+		for _, m := range methods {
+			if strings.Contains(", "+tt.allow+", ", ", "+m+", ") {
+				continue
+			}
+			t.Run(m+" "+tt.path, func(t *testing.T) {
+				req, err := http.NewRequest(m, ts.URL+tt.path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("Authorization", "Bearer "+testToken)
+				resp, err := ts.Client().Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				body, err := io.ReadAll(resp.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ct := resp.Header.Get("Content-Type"); ct != wire.ContentTypeJSON {
+					t.Errorf("Content-Type %q, want %q", ct, wire.ContentTypeJSON)
+				}
+				if got := resp.Header.Get("Allow"); got != tt.allow {
+					t.Errorf("Allow %q, want %q", got, tt.allow)
+				}
+				wantError(t, resp.StatusCode, body, http.StatusMethodNotAllowed, wire.CodeMethodNotAllowed, nil)
+			})
+		}
+	}
+	status, body := do(t, ts, http.MethodPut, "/v1/no/such/route", "", nil)
+	wantError(t, status, body, http.StatusNotFound, wire.CodeNotFound, nil)
+	status, body = do(t, ts, http.MethodPut, "/v1/exact/environments/x/processes", "", map[string]string{"Authorization": ""})
+	wantError(t, status, body, http.StatusUnauthorized, wire.CodeUnauthorized, nil)
 }

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -43,9 +45,11 @@ const (
 type Options struct {
 	// Token, when set, is the bearer token every /v1 request must carry.
 	Token string
-	// Store, when set, records keyed creates durably: a server restarted
-	// on the same store replays a retried create instead of making a
-	// second environment.
+	// Store, when set, records keyed creates and exact spawns durably: a
+	// server restarted on the same store replays a retried create instead
+	// of making a second environment, and answers a re-sent spawn with
+	// the process the first one started (or spawn_in_doubt), never a
+	// second process.
 	Store store.Store
 	// Logger receives one line per request (method, route, status,
 	// duration); nil logs nothing.
@@ -145,9 +149,19 @@ type Server struct {
 	// with it (in memory, the last MaxOperations of each).
 	checkpoints contract.KeyedOperation[*contract.CheckpointRef]
 	forks       contract.KeyedOperation[wire.Environment]
-	// spawns hold the pid each exact spawn started, by environment and
-	// operation id, so a re-sent spawn is answered with it.
+	// spawns coalesce concurrent exact spawns of one environment and
+	// operation id and hold the pid each started (in memory, the last
+	// MaxOperations); with a Store the pid is also recorded there
+	// (durableSpawn), so a restarted server answers a re-sent spawn too.
 	spawns contract.KeyedOperation[int64]
+
+	// routes holds, per path pattern, the handler of each method it
+	// answers, until mount registers them.
+	routes map[string]map[string]http.HandlerFunc
+
+	// cursors follow the output streams being read (exactOutput).
+	cmu     sync.Mutex
+	cursors map[cursorKey]*outputCursor
 
 	mu    sync.Mutex
 	envs  map[string]contract.Environment
@@ -161,23 +175,25 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 	}
 	opts.defaults()
 	s := &Server{p: p, opts: opts, mux: http.NewServeMux(), closing: make(chan struct{}),
-		envs: map[string]contract.Environment{}, turns: map[turnKey]*turn{}}
+		envs: map[string]contract.Environment{}, turns: map[turnKey]*turn{},
+		routes: map[string]map[string]http.HandlerFunc{}, cursors: map[cursorKey]*outputCursor{}}
 	s.checkpoints.Max, s.forks.Max, s.spawns.Max = MaxOperations, MaxOperations, MaxOperations
 	s.base, s.stop = context.WithCancel(context.Background())
 	if opts.Token != "" {
 		s.token = sha256.Sum256([]byte(opts.Token))
 	}
-	s.mux.HandleFunc(wire.PathHealth, s.method(http.MethodGet, s.health))
-	s.mux.HandleFunc(wire.PathCapabilities, s.auth(s.method(http.MethodGet, s.capabilities)))
-	s.mux.HandleFunc(wire.PathEnvironments, s.auth(s.method(http.MethodPost, s.create)))
-	s.mux.HandleFunc(wire.RouteEnvironment, s.auth(s.environment))
-	s.mux.HandleFunc(wire.RouteTurns, s.auth(s.method(http.MethodPost, s.startTurn)))
-	s.mux.HandleFunc(wire.RouteTurnEvents, s.auth(s.method(http.MethodGet, s.resumeTurn)))
-	s.mux.HandleFunc(wire.RouteTurnCancel, s.auth(s.method(http.MethodPost, s.cancelTurn)))
-	s.mux.HandleFunc(wire.RouteInteractions, s.auth(s.method(http.MethodPost, s.respond)))
-	s.mux.HandleFunc(wire.RouteObservation, s.auth(s.method(http.MethodGet, s.observe)))
-	s.mux.HandleFunc(wire.PathEffects, s.auth(s.method(http.MethodGet, s.effects)))
-	post := func(route string, h http.HandlerFunc) { s.mux.HandleFunc(route, s.auth(s.method(http.MethodPost, h))) }
+	s.handle(http.MethodGet, wire.PathHealth, s.health)
+	s.handle(http.MethodGet, wire.PathCapabilities, s.capabilities)
+	s.handle(http.MethodPost, wire.PathEnvironments, s.create)
+	s.handle(http.MethodGet, wire.RouteEnvironment, s.getEnvironment)
+	s.handle(http.MethodDelete, wire.RouteEnvironment, s.destroyEnvironment)
+	s.handle(http.MethodPost, wire.RouteTurns, s.startTurn)
+	s.handle(http.MethodGet, wire.RouteTurnEvents, s.resumeTurn)
+	s.handle(http.MethodPost, wire.RouteTurnCancel, s.cancelTurn)
+	s.handle(http.MethodPost, wire.RouteInteractions, s.respond)
+	s.handle(http.MethodGet, wire.RouteObservation, s.observe)
+	s.handle(http.MethodGet, wire.PathEffects, s.effects)
+	post := func(route string, h http.HandlerFunc) { s.handle(http.MethodPost, route, h) }
 	post(wire.RouteDispatch, s.dispatch)
 	post(wire.RouteSession, s.openRoute)
 	post(wire.RouteSessionStatus, s.sessionStatus)
@@ -198,10 +214,8 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 	s.routeBranching(post)
 	post(wire.PathContextTransfer, s.transferContext)
 	post(wire.PathContextTransferLookup, s.lookupContextTransfer)
-	s.routeExact(post)
-	s.mux.HandleFunc("/", s.auth(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, wire.ErrorDetail{Code: wire.CodeNotFound, Message: "no such route"})
-	}))
+	s.routeExact()
+	s.mount()
 	return s, nil
 }
 
@@ -271,15 +285,43 @@ func (s *Server) auth(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-func (s *Server) method(m string, next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != m {
-			w.Header().Set("Allow", m)
-			writeError(w, wire.ErrorDetail{Code: wire.CodeMethodNotAllowed, Message: r.Method + " is not allowed here; use " + m})
-			return
-		}
-		next(w, r)
+// handle routes method on path to h. Every path is registered in the
+// mux without a method (mount), so that a request with a method the path
+// does not answer reaches the path's own refusal, not the catch-all's
+// not_found nor net/http's plain-text 405.
+func (s *Server) handle(method, path string, h http.HandlerFunc) {
+	if s.routes[path] == nil {
+		s.routes[path] = map[string]http.HandlerFunc{}
 	}
+	s.routes[path][method] = h
+}
+
+// mount registers every route of handle, each behind the bearer token
+// but health, and the catch-all: an unknown path is not_found, a known
+// path asked with another method is method_not_allowed with an Allow
+// header naming the methods it answers (RFC 9110 §15.5.6), both as the
+// wire's JSON refusal.
+func (s *Server) mount() {
+	for path, byMethod := range s.routes {
+		allowed := slices.Sorted(maps.Keys(byMethod))
+		allow := strings.Join(allowed, ", ")
+		h := func(w http.ResponseWriter, r *http.Request) {
+			if next, ok := byMethod[r.Method]; ok {
+				next(w, r)
+				return
+			}
+			w.Header().Set("Allow", allow)
+			writeError(w, wire.ErrorDetail{Code: wire.CodeMethodNotAllowed, Message: r.Method + " is not allowed here; use " + strings.Join(allowed, " or ")})
+		}
+		if path != wire.PathHealth {
+			h = s.auth(h)
+		}
+		s.mux.HandleFunc(path, h)
+	}
+	s.routes = nil
+	s.mux.HandleFunc("/", s.auth(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, wire.ErrorDetail{Code: wire.CodeNotFound, Message: "no such route"})
+	}))
 }
 
 func writeJSON(w http.ResponseWriter, status int, x any) {

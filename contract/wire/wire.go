@@ -72,6 +72,11 @@ const (
 	CodeIdempotencyConflict = "idempotency_conflict"
 	CodeTurnConflict        = "turn_conflict"
 	CodeCreateInDoubt       = "create_in_doubt"
+	// CodeSpawnInDoubt: the exact spawn of this operation id started
+	// earlier and the process it started cannot be told (its server
+	// died before recording it, or the provider no longer knows it). It
+	// is final: no second process is started under the id.
+	CodeSpawnInDoubt = "spawn_in_doubt"
 	// CodeSessionRefused: the provider refused to open the session with
 	// the given reference (no such session, or a reference naming
 	// another run). It is final: the same call cannot succeed later.
@@ -102,6 +107,7 @@ var codeStatus = map[string]int{
 	CodeIdempotencyConflict: 409,
 	CodeTurnConflict:        409,
 	CodeCreateInDoubt:       409,
+	CodeSpawnInDoubt:        409,
 	CodeSessionRefused:      409,
 	CodeResumeGone:          410,
 	CodeFileNotFound:        404,

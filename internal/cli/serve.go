@@ -15,6 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/providers/localproc"
 	"github.com/agentrt/agentrt/sidecar"
 	"github.com/agentrt/agentrt/store"
 )
@@ -24,7 +26,8 @@ import (
 const shutdownGrace = 10 * time.Second
 
 func newServeCmd(stdio IO) *cobra.Command {
-	var listen, providerName, scriptPath, baseURL, openaiAPI, tokenFile string
+	var listen, providerName, scriptPath, baseURL, openaiAPI, tokenFile, stateDir string
+	var images []string
 	var sf storeFlags
 	cmd := &cobra.Command{
 		Use:   "serve --listen ADDR",
@@ -32,14 +35,18 @@ func newServeCmd(stdio IO) *cobra.Command {
 		Long: `Serve one provider over HTTP/JSON with server-sent event streams, for
 providers/remote (agentrt run --provider remote) on another machine.
 
+With --provider localproc it serves exact processes on this machine (as root):
+environments, files and output live under --state-dir, so a restarted server
+recovers them, from the image directories given with --image.
+
 The bearer token is read from --token-file FILE or $AGENTRT_SERVE_TOKEN.
 Without a token the server listens on loopback only. With --db FILE (SQLite)
 or --database URL (PostgreSQL, default $AGENTRT_DATABASE_URL), keyed creates
-are recorded in that store, so a restarted server (or another server on the
-same PostgreSQL database) replays a retried create instead of making a
-second environment. Without either they are kept in memory. The listen address
-is printed on stderr once the server accepts connections. SIGINT or SIGTERM
-shuts it down gracefully.
+and exact spawns are recorded in that store, so a restarted server (or
+another server on the same PostgreSQL database) replays a retried create or
+spawn instead of making a second environment or process. Without either they
+are kept in memory. The listen address is printed on stderr once the server
+accepts connections. SIGINT or SIGTERM shuts it down gracefully.
 
 With OTEL_EXPORTER_OTLP_ENDPOINT set, each request is traced over OTLP/HTTP
 as a server span continuing the traceparent it carries.`,
@@ -58,9 +65,21 @@ as a server span continuing the traceparent it carries.`,
 			if providerName == "remote" {
 				return usage("--provider remote cannot be served")
 			}
-			provider, err := openProvider(providerName, scriptPath, baseURL, openaiAPI)
-			if err != nil {
-				return err
+			var provider contract.Provider
+			if providerName == "localproc" {
+				lp, err := openLocalproc(stateDir, images, scriptPath, baseURL, openaiAPI)
+				if err != nil {
+					return err
+				}
+				defer lp.Close()
+				provider = lp
+			} else {
+				if stateDir != "" || len(images) > 0 {
+					return usage("--state-dir and --image apply to --provider localproc only")
+				}
+				if provider, err = openProvider(providerName, scriptPath, baseURL, openaiAPI); err != nil {
+					return err
+				}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -106,14 +125,37 @@ as a server span continuing the traceparent it carries.`,
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "", "address to listen on, such as 127.0.0.1:8080 (required)")
-	cmd.Flags().StringVar(&providerName, "provider", "scripted", "provider to serve (scripted, openai, anthropic, claude-code, codex, opencode)")
+	cmd.Flags().StringVar(&providerName, "provider", "scripted", "provider to serve (scripted, openai, anthropic, claude-code, codex, opencode, localproc)")
+	cmd.Flags().StringVar(&stateDir, "state-dir", "", "state directory of the localproc provider: its environments, files and process output, recovered by a restarted server (required for localproc)")
+	cmd.Flags().StringArrayVar(&images, "image", nil, "a local image directory the localproc provider accepts, addressed local@sha256:<manifest digest> (repeatable)")
 	cmd.Flags().StringVar(&scriptPath, "script", "", "script for the scripted provider")
 	cmd.Flags().StringVar(&baseURL, "base-url", "", "the model endpoint of the served provider (default: the vendor's)")
 	cmd.Flags().StringVar(&openaiAPI, "openai-api", "", "the wire protocol of the openai provider: chat-completions or responses")
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the bearer token (default $AGENTRT_SERVE_TOKEN)")
-	cmd.Flags().StringVar(&sf.path, "db", "", "SQLite file recording keyed creates across restarts (default: in memory)")
-	cmd.Flags().StringVar(&sf.database, "database", "", "PostgreSQL connection URL recording keyed creates, shared by many servers (default $AGENTRT_DATABASE_URL)")
+	cmd.Flags().StringVar(&sf.path, "db", "", "SQLite file recording keyed creates and exact spawns across restarts (default: in memory)")
+	cmd.Flags().StringVar(&sf.database, "database", "", "PostgreSQL connection URL recording keyed creates and exact spawns, shared by many servers (default $AGENTRT_DATABASE_URL)")
 	return cmd
+}
+
+// openLocalproc opens the exact-process provider of this machine over
+// stateDir with images; a machine that cannot confine its processes is
+// refused here, since the server would offer nothing.
+func openLocalproc(stateDir string, images []string, scriptPath, baseURL, openaiAPI string) (*localproc.Provider, error) {
+	if scriptPath != "" || baseURL != "" || openaiAPI != "" {
+		return nil, usage("--script, --base-url and --openai-api do not apply to --provider localproc")
+	}
+	if stateDir == "" {
+		return nil, usage("--provider localproc needs --state-dir, the directory its environments and process output live in")
+	}
+	p, err := localproc.New(localproc.Options{Dir: stateDir, Images: images})
+	if err != nil {
+		return nil, usage("%v", err)
+	}
+	if err := p.ExactProcessUnavailable(); err != nil {
+		p.Close()
+		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("%w (localproc runs exact processes only as root, with user, network and pid namespaces)", err)}
+	}
+	return p, nil
 }
 
 // serveToken reads the token from file, else $AGENTRT_SERVE_TOKEN.

@@ -44,13 +44,20 @@ func startServe(t *testing.T, args ...string) string {
 // cleanup expects no graceful shutdown.
 func startKillableServe(t *testing.T, args ...string) (url string, kill func()) {
 	t.Helper()
+	return startServeWithEnv(t, nil, args...)
+}
+
+// startServeWithEnv is startKillableServe with env added to the server
+// process's environment.
+func startServeWithEnv(t *testing.T, env []string, args ...string) (url string, kill func()) {
+	t.Helper()
 	var killed atomic.Bool
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(os.Environ(), "AGENTRT_CLI_CHILD=1", "AGENTRT_SERVE_TOKEN="+serveToken)
+	cmd.Env = append(append(os.Environ(), env...), "AGENTRT_CLI_CHILD=1", "AGENTRT_SERVE_TOKEN="+serveToken)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,150 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract/wire"
+	"github.com/agentrt/agentrt/store"
+)
+
+// durableKind is one kind of operation the server runs at most once per
+// key across restarts: the store scopes of its key's intent, of each
+// attempt and of each attempt's outcome, and the noun its errors use.
+type durableKind struct {
+	intent, attempt, outcome, noun string
+}
+
+// The kinds of durable operation. Their scopes are stable: a server
+// reads the records an older one wrote.
+var (
+	kindCreate = durableKind{intent: "sidecar.create", attempt: "sidecar.create.attempt", outcome: "sidecar.create.outcome", noun: "create"}
+	kindSpawn  = durableKind{intent: "sidecar.exact.spawn", attempt: "sidecar.exact.spawn.attempt", outcome: "sidecar.exact.spawn.outcome", noun: "spawn"}
+)
+
+// maxAttempts bounds the failed attempts one key may have.
+const maxAttempts = 16
+
+// outcomeRecord is the stored outcome of one attempt: exactly one member
+// is set.
+type outcomeRecord struct {
+	Environment *wire.Environment `json:"environment,omitzero"`
+	Process     *spawnedProcess   `json:"process,omitzero"`
+	Failed      *string           `json:"failed,omitzero"`
+	InDoubt     *bool             `json:"inDoubt,omitzero"`
+}
+
+// spawnedProcess is what a spawn attempt records: the pid it started.
+type spawnedProcess struct {
+	PID int64 `json:"pid"`
+}
+
+// errOutcomeUnknown: an earlier attempt under the key started and its
+// outcome is unknown (its server died mid-way); it is not run again.
+var errOutcomeUnknown = errors.New("an earlier attempt with this key started and its outcome is unknown")
+
+// runOnce runs op at most once for key across every server sharing st.
+// The key's intent record refuses another digest before any effect
+// (contract.ErrIdempotencyConflict, wrapped by the caller's check); each
+// attempt is claimed before op runs and its outcome recorded after, so a
+// later call — also on a restarted server — replays a recorded success
+// (replayed true), tries again after a recorded failure, and answers
+// errOutcomeUnknown for an attempt that started and recorded nothing.
+// An attempt another server declared in doubt before op's success was
+// recorded is undone (undo gets op's record) and answered
+// errOutcomeUnknown: what it made is handed to nobody, so it must not
+// live on.
+func runOnce(ctx context.Context, st store.Store, kind durableKind, key, digest string,
+	op func(ctx context.Context) (outcomeRecord, error), undo func(outcomeRecord)) (rec outcomeRecord, replayed bool, err error) {
+	intent, _, err := st.ClaimIdempotency(ctx, store.Idempotency{Scope: kind.intent, Key: key, RequestDigest: digest})
+	if err != nil {
+		return outcomeRecord{}, false, fmt.Errorf("recording the %s: %w", kind.noun, err)
+	}
+	if intent.RequestDigest != digest {
+		return outcomeRecord{}, false, errDigestConflict
+	}
+	for n := 1; n <= maxAttempts; n++ {
+		attemptKey := key + "#" + strconv.Itoa(n)
+		_, mine, err := st.ClaimIdempotency(ctx, store.Idempotency{Scope: kind.attempt, Key: attemptKey, RequestDigest: digest})
+		if err != nil {
+			return outcomeRecord{}, false, fmt.Errorf("recording the %s: %w", kind.noun, err)
+		}
+		if mine {
+			rec, err := attemptOnce(ctx, st, kind, attemptKey, digest, op, undo)
+			return rec, false, err
+		}
+		// Someone made attempt n: its outcome decides. An attempt with no
+		// outcome is in doubt, and is recorded so from now on.
+		got, err := claimOutcome(ctx, st, kind, attemptKey, digest, outcomeRecord{InDoubt: ptr(true)})
+		if err != nil {
+			return outcomeRecord{}, false, err
+		}
+		switch {
+		case got.Failed != nil:
+			continue
+		case got.InDoubt != nil:
+			return outcomeRecord{}, false, errOutcomeUnknown
+		default:
+			return got, true, nil
+		}
+	}
+	return outcomeRecord{}, false, fmt.Errorf("%d %s attempts with key %q failed", maxAttempts, kind.noun, key)
+}
+
+// errDigestConflict: the key's intent holds another request digest.
+var errDigestConflict = errors.New("the key names a different request")
+
+// attemptOnce runs op as attempt attemptKey and records its outcome.
+func attemptOnce(ctx context.Context, st store.Store, kind durableKind, attemptKey, digest string,
+	op func(ctx context.Context) (outcomeRecord, error), undo func(outcomeRecord)) (outcomeRecord, error) {
+	mine, err := op(ctx)
+	detached := context.WithoutCancel(ctx)
+	if err != nil {
+		msg := err.Error()
+		if _, rerr := claimOutcome(detached, st, kind, attemptKey, digest, outcomeRecord{Failed: &msg}); rerr != nil {
+			return outcomeRecord{}, errors.Join(err, rerr)
+		}
+		return outcomeRecord{}, err
+	}
+	got, err := claimOutcome(detached, st, kind, attemptKey, digest, mine)
+	if err == nil && sameOutcome(got, mine) {
+		return mine, nil
+	}
+	// Another server declared this attempt in doubt first (or the store
+	// failed): what op made is handed out to nobody.
+	undo(mine)
+	if err != nil {
+		return outcomeRecord{}, err
+	}
+	return outcomeRecord{}, errOutcomeUnknown
+}
+
+// sameOutcome reports whether two records are the same canonical value.
+func sameOutcome(a, b outcomeRecord) bool {
+	va, errA := canonjson.ToValue(a)
+	vb, errB := canonjson.ToValue(b)
+	return errA == nil && errB == nil && canonjson.Equal(va, vb)
+}
+
+// claimOutcome records rec as the outcome of attemptKey unless one is
+// recorded, and returns the recorded one.
+func claimOutcome(ctx context.Context, st store.Store, kind durableKind, attemptKey, digest string, rec outcomeRecord) (outcomeRecord, error) {
+	v, err := canonjson.ToValue(rec)
+	if err != nil {
+		return outcomeRecord{}, err
+	}
+	got, _, err := st.ClaimIdempotency(ctx, store.Idempotency{Scope: kind.outcome, Key: attemptKey, RequestDigest: digest, Result: v})
+	if err != nil {
+		return outcomeRecord{}, fmt.Errorf("recording the %s outcome: %w", kind.noun, err)
+	}
+	var out outcomeRecord
+	if err := canonjson.FromValue(got.Result, &out); err != nil {
+		return outcomeRecord{}, fmt.Errorf("reading the %s outcome: %w", kind.noun, err)
+	}
+	return out, nil
+}
+
+func ptr[T any](v T) *T { return &v }
