@@ -350,6 +350,9 @@ type claim struct {
 	spec    Spec
 	// resume is a dead worker's live environment to re-attach to.
 	resume contract.Environment
+	// traceParent is the run's recorded traceparent (docTrace), "" when
+	// none.
+	traceParent string
 }
 
 // execute claims the fleet run and runs one attempt of it.
@@ -454,7 +457,7 @@ func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
 		if cur.Revision != r.Revision {
 			return errChanged
 		}
-		out = claim{spec: spec, resume: resume}
+		out = claim{spec: spec, resume: resume, traceParent: traceParentOf(cur.Doc)}
 		list := append([]Attempt(nil), attempts...)
 		switch {
 		case adopt != nil:
@@ -589,6 +592,14 @@ func (w *Worker) runAttempt(c claim) error {
 	var observer kernel.Observer
 	if w.o.Observe != nil {
 		observer = w.o.Observe(c.fence.RunID)
+		// The attempt continues the submitter's trace, when it gave one:
+		// the observer sees the submitter's span as the context's remote
+		// parent. A record edited into nonsense only loses the parent.
+		if traced, err := withTraceParent(runCtx, c.traceParent); err != nil {
+			w.log.Warn("the run's recorded trace context is unusable; the attempt is traced without its parent", "run", c.fence.RunID, "err", err)
+		} else {
+			runCtx = traced
+		}
 	}
 	hb := w.startHeartbeat(c, cancel)
 	res, runErr := kernel.Execute(runCtx, kernel.Request{

@@ -78,8 +78,12 @@ func (t *Tracing) Observer() kernel.Observer {
 // runID's work (a fleet run's attempt): the attempt's invoke_agent span
 // roots in run runID's trace (TraceID(runID)) with runID as its
 // gen_ai.conversation.id, so every attempt of the run, whichever process
-// executes it, lands in one trace; tangle.run.id is the attempt's. Give
-// each attempt its own. A nil Tracing returns nil: tracing off.
+// executes it, lands in one trace; tangle.run.id is the attempt's. When
+// the context the attempt runs under carries a remote span context (the
+// span that submitted the run in another process, as a fleet worker
+// restores it from the run's record: a supervise node's), the attempt's
+// span is that span's child in its trace instead. Give each attempt its
+// own. A nil Tracing returns nil: tracing off.
 func (t *Tracing) AttemptObserver(runID string) kernel.Observer {
 	if t == nil {
 		return nil
@@ -136,6 +140,12 @@ func (o *runObserver) RunStarted(ctx context.Context, s kernel.RunStart) (contex
 	}
 	if o.parent != nil {
 		ctx, o.run = o.t.tracer.Start(trace.ContextWithSpan(ctx, o.parent), name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+		return ctx, nil
+	}
+	if sc := trace.SpanContextFromContext(ctx); o.traceRun != "" && sc.IsValid() && sc.IsRemote() {
+		// An attempt of a run submitted under a span in another process
+		// (a supervise node's): the attempt continues that span's trace.
+		ctx, o.run = o.t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 		return ctx, nil
 	}
 	ctx, o.run = o.t.startRoot(ctx, traceRun, name, attrs...)
