@@ -83,7 +83,8 @@ type WorkerOptions struct {
 	// fleet run runID (kernel.Request.Observer; nil: none) —
 	// telemetry.Tracing.AttemptObserver traces every attempt of a run in
 	// the run's one trace, whichever worker executes it. Each attempt
-	// gets its own call.
+	// gets its own call. An attempt of a run submitted with a
+	// TraceParent runs under that span context (its remote parent).
 	Observe func(runID string) kernel.Observer
 }
 

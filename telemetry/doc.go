@@ -14,7 +14,9 @@
 // AttemptObserver traces an attempt (a kernel run of its own id doing
 // another run's work, as a fleet run's attempts are) in the trace of the
 // run it is an attempt of, so a run taken over by another worker stays in
-// one trace. Handler traces an HTTP server's requests (agentrt serve) as
+// one trace — or, when the attempt runs under a remote span context (a
+// fleet run submitted under a supervise node's span records it), under
+// that span. Handler traces an HTTP server's requests (agentrt serve) as
 // server spans continuing the W3C traceparent each carries. Usage is exported only when it is
 // known exactly: unknown or partial usage is omitted and marked
 // tangle.tokens_known=false / tangle.cost_known=false, never exported as
