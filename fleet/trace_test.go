@@ -85,8 +85,8 @@ func (o *spanSeen) TurnStarted(ctx context.Context, _ kernel.TurnStart) (context
 	return ctx, nil
 }
 func (o *spanSeen) Event(context.Context, contract.EnvironmentEvent) error { return nil }
-func (o *spanSeen) TurnEnded(context.Context, kernel.TurnEnd) error       { return nil }
-func (o *spanSeen) RunEnded(context.Context, kernel.Result) error         { return nil }
+func (o *spanSeen) TurnEnded(context.Context, kernel.TurnEnd) error        { return nil }
+func (o *spanSeen) RunEnded(context.Context, kernel.Result) error          { return nil }
 
 // The worker runs an attempt under the run's recorded trace context, as
 // the remote parent its observer sees; an untraced run's attempt sees
