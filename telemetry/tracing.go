@@ -274,12 +274,16 @@ func checkSpan(s sdktrace.ReadOnlySpan) error {
 // runKey carries the run id whose trace a new root span starts.
 type runKey struct{}
 
-// runIDs gives a root span started for a run (withRun) the run's trace
-// id, and every span a random span id.
+// runIDs gives a root span started for a run (startRoot) the run's trace
+// id, and every span a random span id but a retained run's root
+// (StartRetained: RetainedSpanID).
 type runIDs struct{}
 
 func (runIDs) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
 	if id, ok := ctx.Value(runKey{}).(string); ok {
+		if sid, ok := ctx.Value(rootSpanKey{}).(trace.SpanID); ok && sid.IsValid() {
+			return TraceID(id), sid
+		}
 		return TraceID(id), newSpanID()
 	}
 	var t trace.TraceID
