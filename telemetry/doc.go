@@ -16,7 +16,12 @@
 // run it is an attempt of, so a run taken over by another worker stays in
 // one trace — or, when the attempt runs under a remote span context (a
 // fleet run submitted under a supervise node's span records it), under
-// that span. Handler traces an HTTP server's requests (agentrt serve) as
+// that span. StartRetained, FollowRetained and RecoverRetained trace a
+// retained run, which the provider owns and any process may follow or
+// recover: its trace id and its root span's id are both derived from the
+// record id (TraceID, RetainedSpanID), so the starter's root, exported
+// once the run is dispatched, parents the spans of every process that
+// later attaches to or recovers the run. Handler traces an HTTP server's requests (agentrt serve) as
 // server spans continuing the W3C traceparent each carries. Usage is exported only when it is
 // known exactly: unknown or partial usage is omitted and marked
 // tangle.tokens_known=false / tangle.cost_known=false, never exported as
