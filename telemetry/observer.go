@@ -262,7 +262,14 @@ func (o *runObserver) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
 		return nil
 	}
 	o.endTools()
-	o.t.metrics.turn(ctx, time.Since(o.turnStart), o.requested, t.Served.Model, t.Usage)
+	failure := ""
+	if t.Terminal != contract.TerminalCompleted {
+		failure = "no_terminal_event"
+		if t.Terminal != "" {
+			failure = "turn_" + string(t.Terminal)
+		}
+	}
+	o.t.metrics.turn(ctx, time.Since(o.turnStart), o.requested, t.Served.Model, failure, t.Usage)
 	attrs := usageAttrs(t.Usage)
 	if t.Served.Model != "" {
 		attrs = append(attrs, attribute.String(KeyResponseModel, t.Served.Model))
@@ -277,12 +284,8 @@ func (o *runObserver) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
 		attrs = append(attrs, attribute.StringSlice(KeyFinishReasons, []string{string(t.Terminal)}))
 	}
 	o.turn.SetAttributes(attrs...)
-	if t.Terminal != contract.TerminalCompleted {
-		kind := "no_terminal_event"
-		if t.Terminal != "" {
-			kind = "turn_" + string(t.Terminal)
-		}
-		o.turn.SetAttributes(attribute.String(KeyErrorType, kind))
+	if failure != "" {
+		o.turn.SetAttributes(attribute.String(KeyErrorType, failure))
 		o.turn.SetStatus(codes.Error, "the turn did not complete")
 	}
 	o.turn.End()
