@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,6 +130,32 @@ func TestPartialSuccessIsFailure(t *testing.T) {
 	r := tr.Shutdown(t.Context())
 	if r.Succeeded || r.Undelivered != 1 || r.Delivered != 0 || r.Err == nil || len(c.Spans()) != 1 {
 		t.Errorf("report %+v, collector got %d spans", r, len(c.Spans()))
+	}
+}
+
+// Spec runtime §10 (response cap 64 KiB): a collector answering more
+// than MaxResponseBytes fails the export — its spans are undelivered —
+// instead of being read without bound.
+func TestOversizedResponseIsFailure(t *testing.T) {
+	var got atomic.Int64
+	big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		// An ExportTraceServiceResponse is a protobuf message: field 1
+		// (partial_success) as a length-delimited blob longer than the cap.
+		body := append([]byte{0x0a, 0x81, 0x80, 0x04}, make([]byte, MaxResponseBytes+1)...)
+		w.Write(body)
+	}))
+	defer big.Close()
+	tr, err := FromEnv(t.Context(), env(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": big.URL}), Options{})
+	if err != nil || tr == nil {
+		t.Fatal(tr, err)
+	}
+	_, s := tr.tracer.Start(t.Context(), "s")
+	s.End()
+	r := tr.Shutdown(t.Context())
+	if r.Succeeded || r.Undelivered != 1 || r.Delivered != 0 || r.Err == nil || !strings.Contains(r.Err.Error(), "too large") || got.Load() == 0 {
+		t.Errorf("report %+v after %d requests, want one undelivered span and a response-size error", r, got.Load())
 	}
 }
 
