@@ -21,7 +21,8 @@
 // recover: its trace id and its root span's id are both derived from the
 // record id (TraceID, RetainedSpanID), so the starter's root, exported
 // once the run is dispatched, parents the spans of every process that
-// later attaches to or recovers the run. Handler traces an HTTP server's requests (agentrt serve) as
+// later attaches to or recovers the run; a follow span's tool calls are
+// agent.tool_call spans under it (RetainedSpan.Event). Handler traces an HTTP server's requests (agentrt serve) as
 // server spans continuing the W3C traceparent each carries. Usage is exported only when it is
 // known exactly: unknown or partial usage is omitted and marked
 // tangle.tokens_known=false / tangle.cost_known=false, never exported as

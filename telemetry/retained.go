@@ -41,6 +41,9 @@ const (
 // on nil (tracing off) and end it once.
 type RetainedSpan struct {
 	span trace.Span
+	// tools traces the tool calls a followed turn reports (Event), as a
+	// run's observer does.
+	tools *runObserver
 }
 
 // RetainedSpanID is the span id of retained run runID's root span: like
@@ -96,8 +99,23 @@ func (t *Tracing) StartRetained(ctx context.Context, runID, agent string) (conte
 // the run's root (StartRetained's, wherever it ran). The returned context
 // carries it to the provider. A nil Tracing returns ctx and nil.
 func (t *Tracing) FollowRetained(ctx context.Context, runID string) (context.Context, *RetainedSpan) {
-	return t.underRetained(ctx, runID, SpanInference, trace.SpanKindClient, attribute.String(KeyOperation, OpChat),
+	ctx, s := t.underRetained(ctx, runID, SpanInference, trace.SpanKindClient, attribute.String(KeyOperation, OpChat),
 		attribute.String(KeyRetainedStep, RetainedFollow))
+	if s != nil {
+		s.tools = &runObserver{t: t, tools: map[string]trace.Span{}, conversation: attribute.String(KeyConversation, runID)}
+	}
+	return ctx, s
+}
+
+// Event traces a tool call the followed turn reports, as an
+// agent.tool_call span under the follow span (ctx is the context
+// FollowRetained returned): opened when first reported, ended when it
+// completes or fails; its arguments and output are never recorded.
+func (s *RetainedSpan) Event(ctx context.Context, e contract.EnvironmentEvent) {
+	if s == nil || s.span == nil || s.tools == nil {
+		return
+	}
+	s.tools.Event(ctx, e)
 }
 
 // RecoverRetained starts the span of recovering retained run runID from
@@ -182,6 +200,9 @@ func (s *RetainedSpan) Recovered(outcome string, err error) {
 }
 
 func (s *RetainedSpan) end() {
+	if s.tools != nil {
+		s.tools.endTools()
+	}
 	s.span.End()
 	s.span = nil
 }

@@ -113,3 +113,62 @@ func TestRetainedSpansOff(t *testing.T) {
 	_, r := tr.RecoverRetained(ctx, "r")
 	r.Recovered("recovered", nil)
 }
+
+// toolEvent is a tool part's update as a provider streams it.
+func toolEvent(callID, tool, status string) contract.EnvironmentEvent {
+	return contract.EnvironmentEvent{Type: "message.part.updated", Normalized: &contract.StreamEvent{
+		MessagePartUpdated: &contract.MessagePartUpdatedEvent{Part: contract.Part{ID: "part-" + callID, Type: contract.PartTypeTool,
+			CallID: &callID, Tool: &tool, State: &contract.ToolState{Status: status, Input: nil}}}}}
+}
+
+// Issue 16 item 2 (OS-06): the tool calls a followed retained turn
+// reports are agent.tool_call spans under its follow span, as a run's
+// are under its turn; a call the turn never reported ending ends with
+// the follow span.
+func TestFollowedToolCallsAreSpans(t *testing.T) {
+	mem := tracetest.NewInMemoryExporter()
+	tr, err := telemetry.New(telemetry.Options{Exporter: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, f := tr.FollowRetained(context.Background(), "retained-tools")
+	f.Event(ctx, toolEvent("c1", "mcp__files__read", contract.ToolStatusRunning))
+	f.Event(ctx, toolEvent("c1", "mcp__files__read", contract.ToolStatusCompleted))
+	f.Event(ctx, toolEvent("c2", "bash", contract.ToolStatusRunning))
+	f.Event(ctx, contract.EnvironmentEvent{Type: "other"})
+	f.Followed("completed", &contract.TurnResult{Success: true}, nil)
+	tr.Flush(t.Context())
+
+	var follow string
+	type tool struct {
+		Parent string
+		Status codes.Code
+		Attrs  map[string]any
+	}
+	var tools []tool
+	for _, s := range mem.GetSpans() {
+		if s.Name == telemetry.SpanInference {
+			follow = s.SpanContext.SpanID().String()
+			continue
+		}
+		tools = append(tools, tool{s.Parent.SpanID().String(), s.Status.Code, attrMap(s.Attributes)})
+	}
+	conv := map[string]any{"gen_ai.conversation.id": "retained-tools", "gen_ai.operation.name": "execute_tool"}
+	with := func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for k, v := range conv {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	}
+	want := []tool{
+		{follow, codes.Ok, with("gen_ai.tool.call.id", "c1", "gen_ai.tool.name", "mcp__files__read", "mcp.server", "files", "mcp.tool.name", "read")},
+		{follow, codes.Unset, with("gen_ai.tool.call.id", "c2", "gen_ai.tool.name", "bash")},
+	}
+	if diff := cmp.Diff(want, tools); diff != "" {
+		t.Errorf("tool spans (-want +got):\n%s", diff)
+	}
+}

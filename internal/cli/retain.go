@@ -151,6 +151,7 @@ func follow(ctx context.Context, stdio IO, run *retained.Run, after retained.Cur
 			return &exitError{code: ExitFailed, err: fmt.Errorf("%w (resume with --after-cursor %q --after-sequence %d)", err, last.Cursor, last.Sequence)}
 		}
 		last = ev.After()
+		span.Event(ctx, ev.Event)
 		if asJSON {
 			if err := writeLine(stdio, canonjson.ObjectValue([]canonjson.Member{
 				{Name: "sequence", Value: canonjson.NumberValue(float64(ev.Sequence))},
