@@ -16,12 +16,13 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
-// Export bounds of the OTLP/HTTP exporters (spec runtime §10): each
-// request times out after ExportTimeout; a failed one is retried after
-// RetryInitial, doubling up to RetryMax, for at most RetryElapsed; a
-// collector's answer longer than MaxResponseBytes fails the export.
+// Export bounds of the OTLP/HTTP exporters (spec runtime §10): a failed
+// request is retried after RetryInitial, doubling up to RetryMax, for at
+// most RetryElapsed; a collector's answer longer than MaxResponseBytes
+// fails the export. Each request times out after 10 s, the exporters'
+// default, unless OTEL_EXPORTER_OTLP_[TRACES_|METRICS_]TIMEOUT says
+// otherwise.
 const (
-	ExportTimeout    = 10 * time.Second
 	RetryInitial     = time.Second
 	RetryMax         = 30 * time.Second
 	RetryElapsed     = time.Minute
@@ -132,11 +133,11 @@ func parseHeaders(raw string) (map[string]string, error) {
 
 // NewExporter returns an OTLP/HTTP exporter for c. It refuses redirects:
 // a redirect could carry the headers' credentials to another host. Its
-// requests are bounded as ExportTimeout, RetryInitial, RetryMax,
-// RetryElapsed and MaxResponseBytes say.
+// requests are bounded as RetryInitial, RetryMax, RetryElapsed and
+// MaxResponseBytes say.
 func NewExporter(ctx context.Context, c Config) (*otlptrace.Exporter, error) {
 	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(c.Endpoint), otlptracehttp.WithHTTPClient(noRedirects()),
-		otlptracehttp.WithTimeout(ExportTimeout), otlptracehttp.WithMaxResponseSize(MaxResponseBytes),
+		otlptracehttp.WithMaxResponseSize(MaxResponseBytes),
 		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true, InitialInterval: RetryInitial, MaxInterval: RetryMax, MaxElapsedTime: RetryElapsed})}
 	if len(c.Headers) > 0 {
 		opts = append(opts, otlptracehttp.WithHeaders(c.Headers))
@@ -165,7 +166,7 @@ func noRedirects() *http.Client {
 // endpoint, read when flushed and every minute.
 func newMeterProvider(ctx context.Context, c Config) (*sdkmetric.MeterProvider, error) {
 	opts := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(c.MetricsEndpoint), otlpmetrichttp.WithHTTPClient(noRedirects()),
-		otlpmetrichttp.WithTimeout(ExportTimeout), otlpmetrichttp.WithMaxResponseSize(MaxResponseBytes),
+		otlpmetrichttp.WithMaxResponseSize(MaxResponseBytes),
 		otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: true, InitialInterval: RetryInitial, MaxInterval: RetryMax, MaxElapsedTime: RetryElapsed})}
 	if len(c.MetricsHeaders) > 0 {
 		opts = append(opts, otlpmetrichttp.WithHeaders(c.MetricsHeaders))
