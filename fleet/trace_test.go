@@ -154,3 +154,39 @@ func TestTraceParent(t *testing.T) {
 		t.Errorf("TraceParent = %q, want %q", got, nodeTrace)
 	}
 }
+
+// spyProvider records the span context each environment is created
+// under.
+type spyProvider struct {
+	contract.Provider
+	mu   sync.Mutex
+	seen []trace.SpanContext
+}
+
+func (p *spyProvider) Create(ctx context.Context, in *contract.CreateInput) (contract.Environment, error) {
+	p.mu.Lock()
+	p.seen = append(p.seen, trace.SpanContextFromContext(ctx))
+	p.mu.Unlock()
+	return p.Provider.Create(ctx, in)
+}
+
+// A worker that traces nothing still carries a run's recorded trace
+// context on to its provider (which passes it to a harness as
+// TRACEPARENT, to a sidecar as traceparent).
+func TestUntracedWorkerCarriesTheTraceContextOn(t *testing.T) {
+	f, conn := openFleet(t)
+	sub, err := f.Submit(t.Context(), fleet.Submission{Spec: spec(t, "traced"), TraceParent: nodeTrace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spy := &spyProvider{Provider: provider(t, quickScript)}
+	startWorker(t, conn, f.RiverSchema(), fleet.WorkerOptions{Providers: map[string]contract.Provider{"scripted": spy}, PollInterval: 50 * time.Millisecond})
+	if r := waitEnded(t, f, []string{sub.RunID}, 90*time.Second)[sub.RunID]; r.Status != store.StatusCompleted {
+		t.Fatalf("run %s, want completed", r.Status)
+	}
+	spy.mu.Lock()
+	defer spy.mu.Unlock()
+	if len(spy.seen) != 1 || fleet.TraceParent(trace.ContextWithSpanContext(context.Background(), spy.seen[0])) != nodeTrace {
+		t.Errorf("the provider was called under %v, want the recorded %s", spy.seen, nodeTrace)
+	}
+}

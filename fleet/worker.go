@@ -84,7 +84,8 @@ type WorkerOptions struct {
 	// telemetry.Tracing.AttemptObserver traces every attempt of a run in
 	// the run's one trace, whichever worker executes it. Each attempt
 	// gets its own call. An attempt of a run submitted with a
-	// TraceParent runs under that span context (its remote parent).
+	// TraceParent runs under that span context (its remote parent),
+	// traced or not: its provider carries it on.
 	Observe func(runID string) kernel.Observer
 }
 
@@ -590,17 +591,19 @@ func (w *Worker) runAttempt(c claim) error {
 		runCtx, stop = context.WithTimeout(runCtx, time.Duration(c.spec.TimeoutMillis)*time.Millisecond)
 		defer stop()
 	}
+	// The attempt continues the submitter's trace, when it gave one: the
+	// observer sees the submitter's span as the context's remote parent,
+	// and an untraced worker still carries it on to the provider
+	// (TRACEPARENT, traceparent). A record edited into nonsense only loses
+	// the parent.
+	if traced, err := withTraceParent(runCtx, c.traceParent); err != nil {
+		w.log.Warn("the run's recorded trace context is unusable; the attempt runs without it", "run", c.fence.RunID, "err", err)
+	} else {
+		runCtx = traced
+	}
 	var observer kernel.Observer
 	if w.o.Observe != nil {
 		observer = w.o.Observe(c.fence.RunID)
-		// The attempt continues the submitter's trace, when it gave one:
-		// the observer sees the submitter's span as the context's remote
-		// parent. A record edited into nonsense only loses the parent.
-		if traced, err := withTraceParent(runCtx, c.traceParent); err != nil {
-			w.log.Warn("the run's recorded trace context is unusable; the attempt is traced without its parent", "run", c.fence.RunID, "err", err)
-		} else {
-			runCtx = traced
-		}
 	}
 	hb := w.startHeartbeat(c, cancel)
 	res, runErr := kernel.Execute(runCtx, kernel.Request{
