@@ -60,7 +60,7 @@ func BenchmarkRetainedSpans(b *testing.B) {
 	res := &contract.TurnResult{Success: true, Usage: &contract.TokenUsage{InputTokens: 12, OutputTokens: 5}}
 	b.ReportAllocs()
 	for b.Loop() {
-		_, root := tr.StartRetained(ctx, "retained-bench", "note-writer")
+		_, root := tr.StartRetained(ctx, telemetry.RetainedStart{RunID: "retained-bench", Agent: "note-writer"})
 		root.Dispatched(nil)
 		fctx, f := tr.FollowRetained(ctx, "retained-bench")
 		f.Event(fctx, running)

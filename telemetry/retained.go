@@ -15,14 +15,15 @@ import (
 // Retained-run steps (KeyRetainedStep): what one process does with a
 // retained run, which the provider owns and any process may follow.
 const (
-	// RetainedStart admits and dispatches the run (agentrt run --retain).
-	RetainedStart = "start"
-	// RetainedFollow follows the run's turn to its result: the starter
+	// RetainedStepStart admits and dispatches the run (agentrt run
+	// --retain).
+	RetainedStepStart = "start"
+	// RetainedStepFollow follows the run's turn to its result: the starter
 	// after dispatch, or agentrt runs attach in any process.
-	RetainedFollow = "follow"
-	// RetainedRecover recovers the run from its admission records
+	RetainedStepFollow = "follow"
+	// RetainedStepRecover recovers the run from its admission records
 	// (agentrt runs recover).
-	RetainedRecover = "recover"
+	RetainedStepRecover = "recover"
 )
 
 // Retained-run span names and attribute keys.
@@ -30,8 +31,9 @@ const (
 	// SpanRetainedRecover is the span name of a recovery.
 	SpanRetainedRecover = "tangle.retained.recover"
 
-	KeyRetainedStep    = "tangle.retained.step"
-	KeyRetainedOutcome = "tangle.retained.outcome"
+	KeyRetainedStep     = "tangle.retained.step"
+	KeyRetainedOutcome  = "tangle.retained.outcome"
+	KeyRetainedReplayed = "tangle.retained.replayed"
 	// RunKindRetained is tangle.run.kind of a retained run.
 	RunKindRetained = "retained"
 )
@@ -67,28 +69,45 @@ func retainedRoot(runID string) trace.SpanContext {
 		TraceFlags: trace.FlagsSampled, Remote: true})
 }
 
-// StartRetained starts the root span of retained run runID (its record
-// id), agent naming its profile (may be empty): an invoke_agent span in
+// RetainedStart is the retained run a process starts.
+type RetainedStart struct {
+	// RunID is the run's record id.
+	RunID string
+	// Agent names its profile ("" when it has no name).
+	Agent string
+	// Replayed reports that the run's record already existed: this start
+	// replays an earlier one (the same idempotency key and turn), whose
+	// process exported the root span.
+	Replayed bool
+}
+
+// StartRetained starts the root span of retained run s.RunID: an
+// invoke_agent span in
 // the run's trace (TraceID) with the span id RetainedSpanID, covering the
 // run's admission — the environment's creation and the turn's dispatch,
 // which the returned context carries to the provider (TRACEPARENT to a
 // harness process, traceparent to a sidecar). End it once the run is
 // dispatched: the root is then exported while the provider runs the
 // turn, so the spans of whichever process follows or recovers the run,
-// even after this one died, have their parent. A nil Tracing returns ctx
-// and nil.
-func (t *Tracing) StartRetained(ctx context.Context, runID, agent string) (context.Context, *RetainedSpan) {
+// even after this one died, have their parent. A replayed start is not
+// the root again (the span id is the first start's): it is a span of its
+// own under the root, marked tangle.retained.replayed. A nil Tracing
+// returns ctx and nil.
+func (t *Tracing) StartRetained(ctx context.Context, s RetainedStart) (context.Context, *RetainedSpan) {
 	if t == nil {
 		return ctx, nil
 	}
 	name, attrs := SpanRunPrefix, []attribute.KeyValue{attribute.String(KeyOperation, OpInvokeAgent),
-		attribute.String(KeyConversation, runID), attribute.String(KeyRunID, runID),
-		attribute.String(KeyRunKind, RunKindRetained), attribute.String(KeyRetainedStep, RetainedStart)}
-	if agent != "" {
-		name += " " + agent
-		attrs = append(attrs, attribute.String(KeyAgentName, agent))
+		attribute.String(KeyRetainedStep, RetainedStepStart)}
+	if s.Agent != "" {
+		name += " " + s.Agent
+		attrs = append(attrs, attribute.String(KeyAgentName, s.Agent))
 	}
-	ctx, span := t.startRoot(context.WithValue(ctx, rootSpanKey{}, RetainedSpanID(runID)), runID, name, attrs...)
+	if s.Replayed {
+		return t.underRetained(ctx, s.RunID, name, trace.SpanKindInternal, append(attrs, attribute.Bool(KeyRetainedReplayed, true))...)
+	}
+	attrs = append(attrs, attribute.String(KeyConversation, s.RunID), attribute.String(KeyRunID, s.RunID), attribute.String(KeyRunKind, RunKindRetained))
+	ctx, span := t.startRoot(context.WithValue(ctx, rootSpanKey{}, RetainedSpanID(s.RunID)), s.RunID, name, attrs...)
 	// Only this span has the derived id: a root started under the
 	// returned context is given a random one.
 	return context.WithValue(ctx, rootSpanKey{}, trace.SpanID{}), &RetainedSpan{span: span}
@@ -100,7 +119,7 @@ func (t *Tracing) StartRetained(ctx context.Context, runID, agent string) (conte
 // carries it to the provider. A nil Tracing returns ctx and nil.
 func (t *Tracing) FollowRetained(ctx context.Context, runID string) (context.Context, *RetainedSpan) {
 	ctx, s := t.underRetained(ctx, runID, SpanInference, trace.SpanKindClient, attribute.String(KeyOperation, OpChat),
-		attribute.String(KeyRetainedStep, RetainedFollow))
+		attribute.String(KeyRetainedStep, RetainedStepFollow))
 	if s != nil {
 		s.tools = &runObserver{t: t, tools: map[string]trace.Span{}, conversation: attribute.String(KeyConversation, runID)}
 	}
@@ -122,7 +141,7 @@ func (s *RetainedSpan) Event(ctx context.Context, e contract.EnvironmentEvent) {
 // its admission records, under the run's root. A nil Tracing returns ctx
 // and nil.
 func (t *Tracing) RecoverRetained(ctx context.Context, runID string) (context.Context, *RetainedSpan) {
-	return t.underRetained(ctx, runID, SpanRetainedRecover, trace.SpanKindInternal, attribute.String(KeyRetainedStep, RetainedRecover))
+	return t.underRetained(ctx, runID, SpanRetainedRecover, trace.SpanKindInternal, attribute.String(KeyRetainedStep, RetainedStepRecover))
 }
 
 func (t *Tracing) underRetained(ctx context.Context, runID, name string, kind trace.SpanKind, attrs ...attribute.KeyValue) (context.Context, *RetainedSpan) {

@@ -26,7 +26,7 @@ func TestRetainedSpansShareTheRunsTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	const run = "retained-0123"
-	ctx, start := tr.StartRetained(t.Context(), run, "note-writer")
+	ctx, start := tr.StartRetained(t.Context(), telemetry.RetainedStart{RunID: run, Agent: "note-writer"})
 	// A root another tracer user starts under the context is not given
 	// the run's root span id.
 	telemetry.EndWorkflow[string, string](tr.StartWorkflow(ctx, "other-run", "w"), nil, nil)
@@ -41,8 +41,11 @@ func TestRetainedSpansShareTheRunsTrace(t *testing.T) {
 	_, recovered := tr.RecoverRetained(context.Background(), run)
 	recovered.Recovered("unverifiable", nil)
 	recovered.Recovered("recovered", nil) // ends once
-	if r := tr.Flush(t.Context()); !r.Succeeded || r.Delivered != 6 {
-		t.Fatalf("report %+v, want 6 spans delivered", r)
+	// The same key and turn started again: a replay, not a second root.
+	_, again := tr.StartRetained(context.Background(), telemetry.RetainedStart{RunID: run, Agent: "note-writer", Replayed: true})
+	again.Dispatched(nil)
+	if r := tr.Flush(t.Context()); !r.Succeeded || r.Delivered != 7 {
+		t.Fatalf("report %+v, want 7 spans delivered", r)
 	}
 
 	type span struct {
@@ -89,6 +92,8 @@ func TestRetainedSpansShareTheRunsTrace(t *testing.T) {
 		{"gen_ai.client.inference", root, codes.Error, map[string]any{"gen_ai.operation.name": "chat", "tangle.retained.step": "follow",
 			"error.type": "follow_failed", "tangle.tokens_known": false, "tangle.cost_known": false}},
 		{"tangle.retained.recover", root, codes.Error, map[string]any{"tangle.retained.step": "recover", "tangle.retained.outcome": "unverifiable", "error.type": "recover_unverifiable"}},
+		{"invoke_agent note-writer", root, codes.Ok, map[string]any{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "note-writer",
+			"tangle.retained.step": "start", "tangle.retained.replayed": true}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("spans (-want +got):\n%s", diff)
@@ -103,7 +108,7 @@ func TestRetainedSpansShareTheRunsTrace(t *testing.T) {
 // A nil Tracing (tracing off) traces nothing and never panics.
 func TestRetainedSpansOff(t *testing.T) {
 	var tr *telemetry.Tracing
-	ctx, s := tr.StartRetained(t.Context(), "r", "a")
+	ctx, s := tr.StartRetained(t.Context(), telemetry.RetainedStart{RunID: "r", Agent: "a"})
 	if s != nil || trace.SpanContextFromContext(ctx).IsValid() {
 		t.Fatalf("tracing off started %v", s)
 	}

@@ -67,14 +67,17 @@ func runRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Provid
 	tracing := startTracing(ctx, stdio)
 	defer stopTracing(ctx, stdio, tracing)
 	startCtx, span := ctx, (*telemetry.RetainedSpan)(nil)
-	if _, recordID, err := retained.DeriveIdentity(key, turnID); err == nil {
+	if _, recordID, err := retained.DeriveIdentity(key, turnID); err == nil && tracing != nil {
 		// The run's root span covers its admission; the provider's calls
-		// carry it on (TRACEPARENT, traceparent).
-		agent := ""
+		// carry it on (TRACEPARENT, traceparent). A start whose record
+		// exists replays an earlier one, which exported the root.
+		st := telemetry.RetainedStart{RunID: recordID}
 		if prof.Name != nil {
-			agent = *prof.Name
+			st.Agent = *prof.Name
 		}
-		startCtx, span = tracing.StartRetained(ctx, recordID, agent)
+		_, err := s.GetRun(ctx, recordID)
+		st.Replayed = err == nil
+		startCtx, span = tracing.StartRetained(ctx, st)
 	}
 	run, err := retained.StartRetainedRun(startCtx, retained.StartOptions{
 		Provider:    p,

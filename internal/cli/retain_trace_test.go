@@ -144,3 +144,43 @@ func TestRetainedRunIsOneTraceAcrossProcesses(t *testing.T) {
 	childOf(t, spans, followed, "POST /v1/environments/{id}/sessions/{session}/events")
 	noContent(t, c.Spans(), "Work long.", "first part", "second part", serveToken)
 }
+
+// Issue 16 item 2: `agentrt run --retain` again with the same --key and
+// --turn-id replays the run; its start span is then a child of the
+// run's root, marked replayed, never a second span with the root's id.
+func TestRetainedReplayIsNotASecondRoot(t *testing.T) {
+	c := otlptest.New()
+	defer c.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", c.URL)
+	open := sharedProvider(10 * time.Millisecond)
+	args := []string{"run", noteWriter, "--task", "Work long.", "--retain", "--detach", "--json", "--key", "replayed-key",
+		"--db", filepath.Join(t.TempDir(), "agentrt.db")}
+	var records []string
+	for range 2 {
+		out, errOut, code := runWith(t, open, args...)
+		if code != 0 {
+			t.Fatalf("run --retain: exit %d %s%s", code, out, errOut)
+		}
+		records = append(records, member(member(decode(t, strings.TrimSpace(out)), "controlRef"), "record").Str())
+	}
+	if records[0] != records[1] {
+		t.Fatalf("records %v, want the same run twice", records)
+	}
+	record, rootID := records[0], telemetry.RetainedSpanID(records[0]).String()
+	var roots, replays []otlptest.Span
+	for _, s := range c.Spans() {
+		if s.TraceID != telemetry.TraceID(record).String() {
+			t.Errorf("%s in trace %s, want %s", s.Name, s.TraceID, telemetry.TraceID(record))
+		}
+		switch {
+		case s.SpanID == rootID:
+			roots = append(roots, s)
+		case s.Attributes[telemetry.KeyRetainedReplayed] == true:
+			replays = append(replays, s)
+		}
+	}
+	if len(roots) != 1 || roots[0].ParentID != "" || len(replays) != 1 || replays[0].ParentID != rootID ||
+		replays[0].Name != telemetry.SpanRunPrefix+" note-writer" {
+		t.Errorf("root spans %+v and replayed starts %+v, want one root and one replay under it", roots, replays)
+	}
+}
