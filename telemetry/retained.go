@@ -82,14 +82,14 @@ type RetainedStart struct {
 }
 
 // StartRetained starts the root span of retained run s.RunID: an
-// invoke_agent span in
-// the run's trace (TraceID) with the span id RetainedSpanID, covering the
-// run's admission — the environment's creation and the turn's dispatch,
-// which the returned context carries to the provider (TRACEPARENT to a
-// harness process, traceparent to a sidecar). End it once the run is
-// dispatched: the root is then exported while the provider runs the
-// turn, so the spans of whichever process follows or recovers the run,
-// even after this one died, have their parent. A replayed start is not
+// invoke_agent span in the run's trace (TraceID) with the span id
+// RetainedSpanID, covering the run's admission — the environment's
+// creation and the turn's dispatch, which the returned context carries to
+// the provider (TRACEPARENT to a harness process, traceparent to a
+// sidecar). End it once the run is dispatched (Dispatched): the root is
+// then exported while the provider runs the turn, so the spans of
+// whichever process follows or recovers the run, even after this one
+// died, have their parent. A replayed start is not
 // the root again (the span id is the first start's): it is a span of its
 // own under the root, marked tangle.retained.replayed. A nil Tracing
 // returns ctx and nil.
