@@ -40,7 +40,8 @@
 // OTEL_EXPORTER_OTLP_* variables (metrics too, to the same collector)
 // and is off (nil) when no endpoint is set. Flush and Shutdown report what became of the spans: delivered,
 // undelivered (an export failed, the collector rejected part of a batch,
-// or a span was invalid and never sent) and dropped (the queue was full).
+// or a span was invalid and never sent) and dropped (the queue was full;
+// Options.OnDrop is told how many).
 //
 // The package must not change what a run does: every failure here is
 // logged and contained.

@@ -94,7 +94,12 @@ func (b *blockingExporter) Shutdown(context.Context) error { return nil }
 // run never waits, and the report counts them.
 func TestFullQueueCountsDroppedSpans(t *testing.T) {
 	b := &blockingExporter{release: make(chan struct{}), mem: tracetest.NewInMemoryExporter()}
-	tr, err := New(Options{Exporter: b, QueueSize: 1, BatchSize: 1, BatchTimeout: time.Millisecond})
+	var told []int64
+	onDrop := func(n int64) {
+		told = append(told, n)
+		panic("a hook's panic is contained")
+	}
+	tr, err := New(Options{Exporter: b, QueueSize: 1, BatchSize: 1, BatchTimeout: time.Millisecond, OnDrop: onDrop})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +117,12 @@ func TestFullQueueCountsDroppedSpans(t *testing.T) {
 	r := tr.Shutdown(t.Context())
 	if r.Succeeded || r.Dropped == 0 || r.Delivered+r.Dropped != n || r.Delivered != int64(len(b.mem.GetSpans())) {
 		t.Errorf("report %+v (exported %d of %d)", r, len(b.mem.GetSpans()), n)
+	}
+	// onDrop (behaviour 68) was told of the drops once; reporting again
+	// tells nothing new.
+	tr.Shutdown(t.Context())
+	if len(told) != 1 || told[0] != r.Dropped {
+		t.Errorf("OnDrop told %v, want [%d]", told, r.Dropped)
 	}
 }
 
