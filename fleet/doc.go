@@ -76,6 +76,15 @@
 // and hands their fleet runs back (status pending, a new generation at
 // the next claim) so another worker runs them again.
 //
+// # Trace context
+//
+// A submission may carry the W3C traceparent of the span it belongs to
+// (Submission.TraceParent; Executor gives its supervise node's). It is
+// recorded with the run, outside the spec and its digest, and every
+// attempt runs under it as its remote parent, whichever worker executes
+// it: with WorkerOptions.Observe set to telemetry's AttemptObserver, the
+// attempt's spans are that span's children in its trace.
+//
 // River's tables live in their own schema (DefaultRiverSchema); Migrate
 // creates it and applies River's migrations and the run store's. Workers
 // refuse to start on a database that was not migrated.

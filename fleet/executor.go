@@ -23,7 +23,10 @@ import (
 // attempts (every attempt's, a dead worker's included); what they do not
 // state stays unknown. Workers cannot ask their manager questions
 // through the fleet, and supervise.Work's Observer is not called: the
-// worker runs in another process.
+// worker runs in another process. The trace context ctx carries (the
+// worker's supervise node span, when the run is traced) travels with the
+// fleet run (Submission.TraceParent): the worker process's spans of the
+// attempt are that node span's children.
 type Executor struct {
 	// Fleet submits the workers and reads their runs.
 	Fleet *Fleet
@@ -55,6 +58,9 @@ func (e *Executor) Execute(ctx context.Context, w supervise.Work) (supervise.Wor
 	sub, err := e.Fleet.Submit(ctx, Submission{
 		Spec:           Spec{Profile: pv, Task: w.Task, Provider: e.Provider, TimeoutMillis: e.TimeoutMillis},
 		IdempotencyKey: "supervise/" + w.RunID + "/" + string(w.Node),
+		// The node's span (the supervise observer's, when traced): the
+		// worker's spans continue it in the other process.
+		TraceParent: TraceParent(ctx),
 	})
 	if err != nil {
 		// Nothing was enqueued: nothing ran, nothing was spent.

@@ -289,6 +289,9 @@ type Run struct {
 	Outcome *Outcome
 	// CancelRequested reports whether Cancel asked for the run to end.
 	CancelRequested bool
+	// TraceParent is the W3C traceparent the run was submitted with
+	// (Submission.TraceParent), "" when none.
+	TraceParent string
 }
 
 // Doc member names of a fleet run.
@@ -343,6 +346,7 @@ func DecodeRun(r store.Run) (*Run, error) {
 		}
 	}
 	_, out.CancelRequested = r.Doc.Get(docCancel)
+	out.TraceParent = traceParentOf(r.Doc)
 	return out, nil
 }
 

@@ -34,6 +34,14 @@ type Submission struct {
 	// RunID names the run; "" makes one up. A keyed retry returns the id
 	// the key first recorded.
 	RunID string
+	// TraceParent, when set, is the W3C traceparent of the span the run
+	// belongs to (TraceParent of the submitter's context: fleet.Executor
+	// gives its supervise node's), recorded with the run so that every
+	// attempt's spans, whichever worker executes them, are that span's
+	// children in its trace. It is not part of the Spec: a keyed retry
+	// from a resumed submitter, whose span differs, is no conflict, and
+	// the first recorded stays. An invalid one is refused (ErrInvalid).
+	TraceParent string
 }
 
 // Submitted is what Submit did.
@@ -55,6 +63,11 @@ func (f *Fleet) Submit(ctx context.Context, sub Submission) (Submitted, error) {
 	_, digest, err := sub.Spec.check()
 	if err != nil {
 		return Submitted{}, fmt.Errorf("fleet: submit: %w", err)
+	}
+	if sub.TraceParent != "" {
+		if _, err := parseTraceParent(sub.TraceParent); err != nil {
+			return Submitted{}, fmt.Errorf("fleet: submit: %w", err)
+		}
 	}
 	runID := sub.RunID
 	if runID == "" {
@@ -86,6 +99,9 @@ func (f *Fleet) Submit(ctx context.Context, sub Submission) (Submitted, error) {
 	}
 	if sub.IdempotencyKey != "" {
 		members = append(members, canonjson.Member{Name: docKey, Value: canonjson.StringValue(sub.IdempotencyKey)})
+	}
+	if sub.TraceParent != "" {
+		members = append(members, canonjson.Member{Name: docTrace, Value: canonjson.StringValue(sub.TraceParent)})
 	}
 	doc := canonjson.ObjectValue(members)
 	_, err = f.store.CreateRun(ctx, store.Run{ID: out.RunID, Kind: Kind, Status: store.StatusPending, Doc: doc})

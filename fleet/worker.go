@@ -83,7 +83,9 @@ type WorkerOptions struct {
 	// fleet run runID (kernel.Request.Observer; nil: none) —
 	// telemetry.Tracing.AttemptObserver traces every attempt of a run in
 	// the run's one trace, whichever worker executes it. Each attempt
-	// gets its own call.
+	// gets its own call. An attempt of a run submitted with a
+	// TraceParent runs under that span context (its remote parent),
+	// traced or not: its provider carries it on.
 	Observe func(runID string) kernel.Observer
 }
 
@@ -350,6 +352,9 @@ type claim struct {
 	spec    Spec
 	// resume is a dead worker's live environment to re-attach to.
 	resume contract.Environment
+	// traceParent is the run's recorded traceparent (docTrace), "" when
+	// none.
+	traceParent string
 }
 
 // execute claims the fleet run and runs one attempt of it.
@@ -454,7 +459,7 @@ func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
 		if cur.Revision != r.Revision {
 			return errChanged
 		}
-		out = claim{spec: spec, resume: resume}
+		out = claim{spec: spec, resume: resume, traceParent: traceParentOf(cur.Doc)}
 		list := append([]Attempt(nil), attempts...)
 		switch {
 		case adopt != nil:
@@ -585,6 +590,16 @@ func (w *Worker) runAttempt(c claim) error {
 		var stop context.CancelFunc
 		runCtx, stop = context.WithTimeout(runCtx, time.Duration(c.spec.TimeoutMillis)*time.Millisecond)
 		defer stop()
+	}
+	// The attempt continues the submitter's trace, when it gave one: the
+	// observer sees the submitter's span as the context's remote parent,
+	// and an untraced worker still carries it on to the provider
+	// (TRACEPARENT, traceparent). A record edited into nonsense only loses
+	// the parent.
+	if traced, err := withTraceParent(runCtx, c.traceParent); err != nil {
+		w.log.Warn("the run's recorded trace context is unusable; the attempt runs without it", "run", c.fence.RunID, "err", err)
+	} else {
+		runCtx = traced
 	}
 	var observer kernel.Observer
 	if w.o.Observe != nil {

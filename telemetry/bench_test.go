@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
@@ -42,5 +43,28 @@ func BenchmarkExecuteTraced(b *testing.B) {
 		if err != nil || !res.Delivered {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkRetainedSpans is the tracing one process adds to a retained
+// run it starts and follows: the root span, the follow span with a tool
+// call, into a discarding exporter.
+func BenchmarkRetainedSpans(b *testing.B) {
+	tr, err := telemetry.New(telemetry.Options{Exporter: tracetest.NewNoopExporter()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Shutdown(context.Background())
+	ctx := context.Background()
+	running, done := toolEvent("c1", "mcp__files__read", contract.ToolStatusRunning), toolEvent("c1", "mcp__files__read", contract.ToolStatusCompleted)
+	res := &contract.TurnResult{Success: true, Usage: &contract.TokenUsage{InputTokens: 12, OutputTokens: 5}}
+	b.ReportAllocs()
+	for b.Loop() {
+		_, root := tr.StartRetained(ctx, telemetry.RetainedStart{RunID: "retained-bench", Agent: "note-writer"})
+		root.Dispatched(nil)
+		fctx, f := tr.FollowRetained(ctx, "retained-bench")
+		f.Event(fctx, running)
+		f.Event(fctx, done)
+		f.Followed("completed", res, nil)
 	}
 }

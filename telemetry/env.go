@@ -8,11 +8,25 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+)
+
+// Export bounds of the OTLP/HTTP exporters (spec runtime §10): a failed
+// request is retried after RetryInitial, doubling up to RetryMax, for at
+// most RetryElapsed; a collector's answer longer than MaxResponseBytes
+// fails the export. Each request times out after 10 s, the exporters'
+// default, unless OTEL_EXPORTER_OTLP_[TRACES_|METRICS_]TIMEOUT says
+// otherwise.
+const (
+	RetryInitial     = time.Second
+	RetryMax         = 30 * time.Second
+	RetryElapsed     = time.Minute
+	MaxResponseBytes = 64 << 10
 )
 
 // Config is where an OTLP/HTTP exporter sends spans.
@@ -118,9 +132,13 @@ func parseHeaders(raw string) (map[string]string, error) {
 }
 
 // NewExporter returns an OTLP/HTTP exporter for c. It refuses redirects:
-// a redirect could carry the headers' credentials to another host.
+// a redirect could carry the headers' credentials to another host. Its
+// requests are bounded as RetryInitial, RetryMax, RetryElapsed and
+// MaxResponseBytes say.
 func NewExporter(ctx context.Context, c Config) (*otlptrace.Exporter, error) {
-	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(c.Endpoint), otlptracehttp.WithHTTPClient(noRedirects())}
+	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(c.Endpoint), otlptracehttp.WithHTTPClient(noRedirects()),
+		otlptracehttp.WithMaxResponseSize(MaxResponseBytes),
+		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true, InitialInterval: RetryInitial, MaxInterval: RetryMax, MaxElapsedTime: RetryElapsed})}
 	if len(c.Headers) > 0 {
 		opts = append(opts, otlptracehttp.WithHeaders(c.Headers))
 	}
@@ -147,7 +165,9 @@ func noRedirects() *http.Client {
 // newMeterProvider returns a meter provider exporting to c's metrics
 // endpoint, read when flushed and every minute.
 func newMeterProvider(ctx context.Context, c Config) (*sdkmetric.MeterProvider, error) {
-	opts := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(c.MetricsEndpoint), otlpmetrichttp.WithHTTPClient(noRedirects())}
+	opts := []otlpmetrichttp.Option{otlpmetrichttp.WithEndpointURL(c.MetricsEndpoint), otlpmetrichttp.WithHTTPClient(noRedirects()),
+		otlpmetrichttp.WithMaxResponseSize(MaxResponseBytes),
+		otlpmetrichttp.WithRetry(otlpmetrichttp.RetryConfig{Enabled: true, InitialInterval: RetryInitial, MaxInterval: RetryMax, MaxElapsedTime: RetryElapsed})}
 	if len(c.MetricsHeaders) > 0 {
 		opts = append(opts, otlpmetrichttp.WithHeaders(c.MetricsHeaders))
 	}

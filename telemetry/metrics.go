@@ -62,8 +62,10 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	return &in, nil
 }
 
-// turn records a turn's latency and, when known exactly, its tokens.
-func (in *instruments) turn(ctx context.Context, took time.Duration, requested, served string, u ledger.Usage) {
+// turn records a turn's latency — with error.type, errType, when the
+// turn failed (as the GenAI conventions ask of the duration histogram) —
+// and, when known exactly, its tokens.
+func (in *instruments) turn(ctx context.Context, took time.Duration, requested, served, errType string, u ledger.Usage) {
 	if in == nil {
 		return
 	}
@@ -74,8 +76,11 @@ func (in *instruments) turn(ctx context.Context, took time.Duration, requested, 
 	if served != "" {
 		attrs = append(attrs, attribute.String(KeyResponseModel, served))
 	}
-	set := attribute.NewSet(attrs...)
-	in.duration.Record(ctx, took.Seconds(), metric.WithAttributeSet(set))
+	timed := attrs
+	if errType != "" {
+		timed = append(timed[:len(timed):len(timed)], attribute.String(KeyErrorType, errType))
+	}
+	in.duration.Record(ctx, took.Seconds(), metric.WithAttributes(timed...))
 	for _, c := range []struct {
 		kind string
 		a    ledger.Amount[int64]

@@ -92,6 +92,12 @@ func TestRunMetrics(t *testing.T) {
 			telemetry.MetricRuns:         {{Attrs: run(false, false), Value: 1}},
 			telemetry.MetricTurnDuration: {{Attrs: models, Count: 1}},
 		}},
+		// A failed turn's latency carries error.type, as the GenAI
+		// conventions ask of gen_ai.client.operation.duration.
+		{"failed turn", `{"turns":[{"steps":[{"text":"partial"}],"end":"failed","error":"quota exhausted"}]}`, map[string][]point{
+			telemetry.MetricRuns:         {{Attrs: with(run(false, false), "tangle.run.status", "failed", "tangle.run.delivered", false), Value: 1}},
+			telemetry.MetricTurnDuration: {{Attrs: with(models, "error.type", "turn_failed"), Count: 1}},
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

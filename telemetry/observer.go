@@ -78,8 +78,12 @@ func (t *Tracing) Observer() kernel.Observer {
 // runID's work (a fleet run's attempt): the attempt's invoke_agent span
 // roots in run runID's trace (TraceID(runID)) with runID as its
 // gen_ai.conversation.id, so every attempt of the run, whichever process
-// executes it, lands in one trace; tangle.run.id is the attempt's. Give
-// each attempt its own. A nil Tracing returns nil: tracing off.
+// executes it, lands in one trace; tangle.run.id is the attempt's. When
+// the context the attempt runs under carries a remote span context (the
+// span that submitted the run in another process, as a fleet worker
+// restores it from the run's record: a supervise node's), the attempt's
+// span is that span's child in its trace instead. Give each attempt its
+// own. A nil Tracing returns nil: tracing off.
 func (t *Tracing) AttemptObserver(runID string) kernel.Observer {
 	if t == nil {
 		return nil
@@ -136,6 +140,12 @@ func (o *runObserver) RunStarted(ctx context.Context, s kernel.RunStart) (contex
 	}
 	if o.parent != nil {
 		ctx, o.run = o.t.tracer.Start(trace.ContextWithSpan(ctx, o.parent), name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+		return ctx, nil
+	}
+	if sc := trace.SpanContextFromContext(ctx); o.traceRun != "" && sc.IsValid() && sc.IsRemote() {
+		// An attempt of a run submitted under a span in another process
+		// (a supervise node's): the attempt continues that span's trace.
+		ctx, o.run = o.t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 		return ctx, nil
 	}
 	ctx, o.run = o.t.startRoot(ctx, traceRun, name, attrs...)
@@ -252,7 +262,14 @@ func (o *runObserver) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
 		return nil
 	}
 	o.endTools()
-	o.t.metrics.turn(ctx, time.Since(o.turnStart), o.requested, t.Served.Model, t.Usage)
+	failure := ""
+	if t.Terminal != contract.TerminalCompleted {
+		failure = "no_terminal_event"
+		if t.Terminal != "" {
+			failure = "turn_" + string(t.Terminal)
+		}
+	}
+	o.t.metrics.turn(ctx, time.Since(o.turnStart), o.requested, t.Served.Model, failure, t.Usage)
 	attrs := usageAttrs(t.Usage)
 	if t.Served.Model != "" {
 		attrs = append(attrs, attribute.String(KeyResponseModel, t.Served.Model))
@@ -267,12 +284,8 @@ func (o *runObserver) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
 		attrs = append(attrs, attribute.StringSlice(KeyFinishReasons, []string{string(t.Terminal)}))
 	}
 	o.turn.SetAttributes(attrs...)
-	if t.Terminal != contract.TerminalCompleted {
-		kind := "no_terminal_event"
-		if t.Terminal != "" {
-			kind = "turn_" + string(t.Terminal)
-		}
-		o.turn.SetAttributes(attribute.String(KeyErrorType, kind))
+	if failure != "" {
+		o.turn.SetAttributes(attribute.String(KeyErrorType, failure))
 		o.turn.SetStatus(codes.Error, "the turn did not complete")
 	}
 	o.turn.End()

@@ -50,6 +50,11 @@ type Options struct {
 	BatchTimeout time.Duration
 	// Logger receives export failures (nil discards).
 	Logger *slog.Logger
+	// OnDrop, when set, is told how many spans the full queue dropped
+	// (spec runtime §10's onDrop): Flush and Shutdown call it with the
+	// spans dropped since they last did, when there are any. A panic in
+	// it is contained.
+	OnDrop func(dropped int64)
 	// MeterProvider, when set, receives the run metrics (MetricRuns,
 	// MetricTokenUsage, MetricCost, MetricTurnDuration); the caller
 	// owns it unless FromEnv made it.
@@ -66,6 +71,10 @@ type Tracing struct {
 	metrics  *instruments
 	// ownMeter is the meter provider FromEnv made, shut down with t.
 	ownMeter *sdkmetric.MeterProvider
+	onDrop   func(int64)
+	// told is how many dropped spans onDrop was told of.
+	dropMu sync.Mutex
+	told   int64
 }
 
 // Report is what became of the spans a Tracing ended so far.
@@ -110,7 +119,7 @@ func New(o Options) (*Tracing, error) {
 		sdktrace.WithIDGenerator(runIDs{}),
 		sdktrace.WithSpanProcessor(&countedProcessor{SpanProcessor: batch, counts: c}),
 	)
-	t := &Tracing{provider: tp, tracer: tp.Tracer(ScopeName), counts: c, log: log}
+	t := &Tracing{provider: tp, tracer: tp.Tracer(ScopeName), counts: c, log: log, onDrop: o.OnDrop}
 	if o.MeterProvider != nil {
 		if t.metrics, err = newInstruments(o.MeterProvider); err != nil {
 			return nil, err
@@ -127,7 +136,33 @@ func (t *Tracing) Flush(ctx context.Context) Report {
 	if t.ownMeter != nil {
 		err = errors.Join(err, t.ownMeter.ForceFlush(ctx))
 	}
-	return t.counts.report(err)
+	return t.reported(t.counts.report(err))
+}
+
+// reported tells OnDrop of the spans dropped since it was last told, and
+// returns r.
+func (t *Tracing) reported(r Report) Report {
+	if t.onDrop == nil {
+		return r
+	}
+	t.dropMu.Lock()
+	news := r.Dropped - t.told
+	t.told = max(t.told, r.Dropped)
+	t.dropMu.Unlock()
+	if news > 0 {
+		t.tellDrops(news)
+	}
+	return r
+}
+
+// tellDrops calls OnDrop, containing a panic.
+func (t *Tracing) tellDrops(n int64) {
+	defer func() {
+		if p := recover(); p != nil {
+			t.log.Error("telemetry: OnDrop panicked", "panic", p)
+		}
+	}()
+	t.onDrop(n)
 }
 
 // Shutdown flushes, stops the exporters and reports as Flush does. Spans
@@ -139,7 +174,7 @@ func (t *Tracing) Shutdown(ctx context.Context) Report {
 			err = errors.Join(err, e)
 		}
 	}
-	return t.counts.report(err)
+	return t.reported(t.counts.report(err))
 }
 
 // serviceResource is the resource naming the service.
@@ -274,12 +309,16 @@ func checkSpan(s sdktrace.ReadOnlySpan) error {
 // runKey carries the run id whose trace a new root span starts.
 type runKey struct{}
 
-// runIDs gives a root span started for a run (withRun) the run's trace
-// id, and every span a random span id.
+// runIDs gives a root span started for a run (startRoot) the run's trace
+// id, and every span a random span id but a retained run's root
+// (StartRetained: RetainedSpanID).
 type runIDs struct{}
 
 func (runIDs) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
 	if id, ok := ctx.Value(runKey{}).(string); ok {
+		if sid, ok := ctx.Value(rootSpanKey{}).(trace.SpanID); ok && sid.IsValid() {
+			return TraceID(id), sid
+		}
 		return TraceID(id), newSpanID()
 	}
 	var t trace.TraceID

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,7 +94,12 @@ func (b *blockingExporter) Shutdown(context.Context) error { return nil }
 // run never waits, and the report counts them.
 func TestFullQueueCountsDroppedSpans(t *testing.T) {
 	b := &blockingExporter{release: make(chan struct{}), mem: tracetest.NewInMemoryExporter()}
-	tr, err := New(Options{Exporter: b, QueueSize: 1, BatchSize: 1, BatchTimeout: time.Millisecond})
+	var told []int64
+	onDrop := func(n int64) {
+		told = append(told, n)
+		panic("a hook's panic is contained")
+	}
+	tr, err := New(Options{Exporter: b, QueueSize: 1, BatchSize: 1, BatchTimeout: time.Millisecond, OnDrop: onDrop})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +118,12 @@ func TestFullQueueCountsDroppedSpans(t *testing.T) {
 	if r.Succeeded || r.Dropped == 0 || r.Delivered+r.Dropped != n || r.Delivered != int64(len(b.mem.GetSpans())) {
 		t.Errorf("report %+v (exported %d of %d)", r, len(b.mem.GetSpans()), n)
 	}
+	// onDrop (behaviour 68) was told of the drops once; reporting again
+	// tells nothing new.
+	tr.Shutdown(t.Context())
+	if len(told) != 1 || told[0] != r.Dropped {
+		t.Errorf("OnDrop told %v, want [%d]", told, r.Dropped)
+	}
 }
 
 // Behaviour 68: an HTTP 200 whose partialSuccess rejected spans is a
@@ -129,6 +141,32 @@ func TestPartialSuccessIsFailure(t *testing.T) {
 	r := tr.Shutdown(t.Context())
 	if r.Succeeded || r.Undelivered != 1 || r.Delivered != 0 || r.Err == nil || len(c.Spans()) != 1 {
 		t.Errorf("report %+v, collector got %d spans", r, len(c.Spans()))
+	}
+}
+
+// Spec runtime §10 (response cap 64 KiB): a collector answering more
+// than MaxResponseBytes fails the export — its spans are undelivered —
+// instead of being read without bound.
+func TestOversizedResponseIsFailure(t *testing.T) {
+	var got atomic.Int64
+	big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		// An ExportTraceServiceResponse is a protobuf message: field 1
+		// (partial_success) as a length-delimited blob longer than the cap.
+		body := append([]byte{0x0a, 0x81, 0x80, 0x04}, make([]byte, MaxResponseBytes+1)...)
+		w.Write(body)
+	}))
+	defer big.Close()
+	tr, err := FromEnv(t.Context(), env(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": big.URL}), Options{})
+	if err != nil || tr == nil {
+		t.Fatal(tr, err)
+	}
+	_, s := tr.tracer.Start(t.Context(), "s")
+	s.End()
+	r := tr.Shutdown(t.Context())
+	if r.Succeeded || r.Undelivered != 1 || r.Delivered != 0 || r.Err == nil || !strings.Contains(r.Err.Error(), "too large") || got.Load() == 0 {
+		t.Errorf("report %+v after %d requests, want one undelivered span and a response-size error", r, got.Load())
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/retained"
 	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/telemetry"
 )
 
 // retainFlags are agentrt run's retained-run flags.
@@ -63,7 +64,22 @@ func runRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Provid
 		key = "cli-" + hex.EncodeToString(b[:])
 	}
 	turnID := f.turnID
-	run, err := retained.StartRetainedRun(ctx, retained.StartOptions{
+	tracing := startTracing(ctx, stdio)
+	defer stopTracing(ctx, stdio, tracing)
+	startCtx, span := ctx, (*telemetry.RetainedSpan)(nil)
+	if _, recordID, err := retained.DeriveIdentity(key, turnID); err == nil && tracing != nil {
+		// The run's root span covers its admission; the provider's calls
+		// carry it on (TRACEPARENT, traceparent). A start whose record
+		// exists replays an earlier one, which exported the root.
+		st := telemetry.RetainedStart{RunID: recordID}
+		if prof.Name != nil {
+			st.Agent = *prof.Name
+		}
+		_, err := s.GetRun(ctx, recordID)
+		st.Replayed = err == nil
+		startCtx, span = tracing.StartRetained(ctx, st)
+	}
+	run, err := retained.StartRetainedRun(startCtx, retained.StartOptions{
 		Provider:    p,
 		Store:       s,
 		Environment: &contract.CreateInput{Profile: profile.Ref{Inline: prof}, IdempotencyKey: &key},
@@ -72,6 +88,7 @@ func runRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Provid
 		// command has nothing to add to them.
 		OnAdmission: func(context.Context, retained.Admission) error { return nil },
 	})
+	span.Dispatched(err)
 	if errors.Is(err, retained.ErrInvalidOptions) || errors.Is(err, retained.ErrNotRetainable) {
 		return usage("%v", err)
 	}
@@ -89,10 +106,19 @@ func runRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Provid
 		fmt.Fprintf(stdio.Out, "  key       %s (turn %s)\n", key, turnID)
 		fmt.Fprintf(stdio.Out, "  attach    agentrt runs attach %s\n", ref.Record)
 	}
+	if tracing != nil {
+		// The root span is exported now, while the provider runs the turn:
+		// should this process die, whoever attaches or recovers finds the
+		// parent of its spans.
+		flushCtx, cancel := context.WithTimeout(ctx, tracingFlush)
+		tracing.Flush(flushCtx) // what was not delivered is reported at exit
+		cancel()
+	}
 	if f.detach {
 		return nil
 	}
-	return follow(ctx, stdio, run, retained.Cursor{}, asJSON)
+	followCtx, followSpan := tracing.FollowRetained(ctx, ref.Record)
+	return follow(followCtx, stdio, run, retained.Cursor{}, asJSON, followSpan)
 }
 
 // mustValue converts plain data to a canonical value; the retained types
@@ -112,14 +138,23 @@ func writeLine(stdio IO, v canonjson.Value) error {
 }
 
 // follow prints a retained run's events after after and then its result;
-// the exit status is 0 only when the run succeeded.
-func follow(ctx context.Context, stdio IO, run *retained.Run, after retained.Cursor, asJSON bool) error {
+// the exit status is 0 only when the run succeeded. It ends span (nil:
+// untraced) with the result.
+func follow(ctx context.Context, stdio IO, run *retained.Run, after retained.Cursor, asJSON bool, span *telemetry.RetainedSpan) error {
+	var (
+		res    *contract.TurnResult
+		state  string
+		failed error
+	)
+	defer func() { span.Followed(state, res, failed) }()
 	last := after
 	for ev, err := range run.Events(ctx, after) {
 		if err != nil {
+			failed = err
 			return &exitError{code: ExitFailed, err: fmt.Errorf("%w (resume with --after-cursor %q --after-sequence %d)", err, last.Cursor, last.Sequence)}
 		}
 		last = ev.After()
+		span.Event(ctx, ev.Event)
 		if asJSON {
 			if err := writeLine(stdio, canonjson.ObjectValue([]canonjson.Member{
 				{Name: "sequence", Value: canonjson.NumberValue(float64(ev.Sequence))},
@@ -132,9 +167,9 @@ func follow(ctx context.Context, stdio IO, run *retained.Run, after retained.Cur
 		}
 		fmt.Fprintf(stdio.Out, "%4d  %-24s %s\n", ev.Sequence, ev.Event.Type, eventText(mustValue(ev.Event.Data)))
 	}
-	res, err := run.Result(ctx)
-	if err != nil {
-		return &exitError{code: ExitFailed, err: err}
+	res, failed = run.Result(ctx)
+	if failed != nil {
+		return &exitError{code: ExitFailed, err: failed}
 	}
 	snap, err := run.Status(ctx)
 	if err != nil {
@@ -142,7 +177,8 @@ func follow(ctx context.Context, stdio IO, run *retained.Run, after retained.Cur
 	}
 	status := canonjson.NullValue()
 	if snap.Status != nil {
-		status = canonjson.StringValue(string(*snap.Status))
+		state = string(*snap.Status)
+		status = canonjson.StringValue(state)
 	}
 	if asJSON {
 		if err := writeLine(stdio, canonjson.ObjectValue([]canonjson.Member{
@@ -244,11 +280,16 @@ Exit status: 0 when the run succeeded, 1 otherwise.`,
 				return err
 			}
 			defer s.Close()
+			tracing := startTracing(ctx, stdio)
+			defer stopTracing(ctx, stdio, tracing)
+			// Under the run's root span, wherever it was started.
+			ctx, span := tracing.FollowRetained(ctx, args[0])
 			run, err := retained.Attach(ctx, p, s, args[0])
 			if err != nil {
+				span.Followed("", nil, err)
 				return retainedError(args[0], err)
 			}
-			return follow(ctx, stdio, run, after, asJSON)
+			return follow(ctx, stdio, run, after, asJSON, span)
 		},
 	}
 	sf.register(cmd)
@@ -280,10 +321,15 @@ Exit status: 0 when recovered, 1 otherwise.`,
 				return err
 			}
 			defer s.Close()
+			tracing := startTracing(ctx, stdio)
+			defer stopTracing(ctx, stdio, tracing)
+			ctx, span := tracing.RecoverRetained(ctx, args[0])
 			rec, err := retained.RecoverRetainedRun(ctx, retained.RecoverOptions{Provider: p, Store: s, RunID: args[0]})
 			if err != nil {
+				span.Recovered("", err)
 				return retainedError(args[0], err)
 			}
+			span.Recovered(string(rec.Outcome), nil)
 			m := []canonjson.Member{
 				{Name: "record", Value: canonjson.StringValue(args[0])},
 				{Name: "outcome", Value: canonjson.StringValue(string(rec.Outcome))},

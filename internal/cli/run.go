@@ -78,9 +78,12 @@ run that must outlive this process needs a provider outside it (--provider
 remote); the scripted provider lives in this process and ends with it.
 
 With OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) set,
-a run (not --retain) is traced over OTLP/HTTP with the OpenTelemetry GenAI
-conventions (headers from OTEL_EXPORTER_OTLP_HEADERS); its trace id is derived
-from the run id. Without one, nothing is traced.
+a run is traced over OTLP/HTTP with the OpenTelemetry GenAI conventions
+(headers from OTEL_EXPORTER_OTLP_HEADERS); its trace id is derived from the
+run id. A --retain run's trace is derived from its record id: its root span is
+exported once the run is dispatched, and agentrt runs attach and runs recover,
+from any process, add their spans to the same trace. Without one, nothing is
+traced.
 
 --enqueue submits the run to the worker fleet instead of running it here: the
 run is recorded pending in the PostgreSQL run store (--database URL or

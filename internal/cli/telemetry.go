@@ -14,6 +14,10 @@ import (
 // for its spans to reach the collector.
 const tracingShutdown = 10 * time.Second
 
+// tracingFlush bounds how long a command that goes on waits for the spans
+// ended so far to reach the collector.
+const tracingFlush = 5 * time.Second
+
 // startTracing returns the tracing the standard OTEL_EXPORTER_OTLP_*
 // variables configure, or nil when they configure none. A configuration
 // that cannot be used is reported and the command runs untraced: tracing

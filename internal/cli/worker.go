@@ -118,7 +118,9 @@ next attempt on the provider wait, from --backoff doubling per refusal in a
 row up to --max-backoff, jittered, instead of retrying at once.
 
 With OTEL_EXPORTER_OTLP_ENDPOINT set, every attempt is traced over OTLP/HTTP
-in the trace derived from its fleet run's id, whichever worker runs it.`,
+in the trace derived from its fleet run's id, whichever worker runs it — or,
+for a run submitted under a span (a supervised run's worker on the fleet),
+as that span's child in its trace.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := newLogger(stdio.Err, logFormat)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -210,8 +211,8 @@ func (e *Environment) StreamOwned(ctx context.Context, in *contract.TurnInput) i
 				return
 			}
 		}
-		if tp := traceParent(ctx); tp != "" {
-			pl.env["TRACEPARENT"] = tp
+		for name, value := range traceEnv(ctx) {
+			pl.env[name] = value
 		}
 		environ := st.environ(pl.env)
 		for _, kv := range environ {
@@ -404,11 +405,18 @@ func redact(b []byte, secrets []string) []byte {
 	return b
 }
 
-// traceParent is the W3C traceparent of the trace context ctx carries (a
-// traced run's turn), or "" when it carries none. The harness process
-// gets it as TRACEPARENT so that its own spans can join the run's trace.
-func traceParent(ctx context.Context) string {
+// traceEnv is the environment that carries the trace context ctx holds
+// (a traced run's turn) to the harness process, so that its own spans
+// join the run's trace (spec runtime §10): TRACEPARENT, the W3C
+// traceparent, and the legacy TRACE_ID (32 hex) and PARENT_SPAN_ID (16
+// hex) older harness wrappers read. Nil when ctx carries none.
+func traceEnv(ctx context.Context) map[string]string {
 	c := propagation.MapCarrier{}
 	propagation.TraceContext{}.Inject(ctx, c)
-	return c["traceparent"]
+	tp := c["traceparent"]
+	if tp == "" {
+		return nil
+	}
+	sc := trace.SpanContextFromContext(ctx)
+	return map[string]string{"TRACEPARENT": tp, "TRACE_ID": sc.TraceID().String(), "PARENT_SPAN_ID": sc.SpanID().String()}
 }
