@@ -24,12 +24,21 @@ import (
 
 // TestMain lets a test run the real agentrt command in a child process
 // (the test binary re-executed with AGENTRT_CLI_CHILD=1), so a test can
-// kill it.
+// kill it; it also owns the directory of the shared agentrt build
+// (buildAgentrt).
 func TestMain(m *testing.M) {
 	if os.Getenv("AGENTRT_CLI_CHILD") == "1" {
 		os.Exit(cli.Main(context.Background(), os.Args[1:], cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
 	}
-	os.Exit(m.Run())
+	dir, err := os.MkdirTemp("", "agentrt-cli-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 var noteWriter = filepath.Join("..", "..", "examples", "profiles", "note-writer.json")
