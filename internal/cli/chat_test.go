@@ -637,6 +637,7 @@ func TestChatBuiltBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds agentrt and runs it")
 	}
+	t.Parallel()
 	exe := buildAgentrt(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "runs.db")

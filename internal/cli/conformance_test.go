@@ -87,6 +87,7 @@ func TestConformanceRepositoryManifest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the repository's conformance tests")
 	}
+	t.Parallel()
 	root := moduleRoot(t)
 	work := t.TempDir()
 	archive := filepath.Join(work, "agentrt.zip")

@@ -51,6 +51,7 @@ func toolResult(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name, 
 // runs, and a new server on the same store lists both and resumes the
 // killed one from its journal instead of starting it over.
 func TestMCPDelegateBinaryStdio(t *testing.T) {
+	t.Parallel()
 	ctx := mcpDeadline(t)
 	bin := buildAgentrt(t)
 	dir := t.TempDir()

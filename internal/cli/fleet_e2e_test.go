@@ -132,6 +132,7 @@ func TestFleetEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs five processes for a few minutes")
 	}
+	t.Parallel()
 	n := 200
 	if s := os.Getenv("AGENTRT_E2E_RUNS"); s != "" {
 		v, err := strconv.Atoi(s)

@@ -86,6 +86,7 @@ func mustDecodeValue(t *testing.T, s string) canonjson.Value {
 // results equal the in-process tools over the same SQLite file (WST-09,
 // WST-10).
 func TestMCPWorkspaceBinaryStdio(t *testing.T) {
+	t.Parallel()
 	ctx := mcpDeadline(t)
 	bin := buildAgentrt(t)
 	dir := t.TempDir()

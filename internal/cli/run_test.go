@@ -26,6 +26,13 @@ import (
 // (the test binary re-executed with AGENTRT_CLI_CHILD=1), so a test can
 // kill it; it also owns the directory of the shared agentrt build
 // (buildAgentrt).
+//
+// The long tests that mostly wait on child processes, PostgreSQL or
+// River call t.Parallel. A parallel test changes no process state — no
+// t.Setenv, no t.Chdir, no fixed port, no file outside its own t.TempDir
+// and schema — and Go starts the parallel tests only after every serial
+// top-level test has ended, so the serial tests that set the environment
+// never overlap them.
 func TestMain(m *testing.M) {
 	if os.Getenv("AGENTRT_CLI_CHILD") == "1" {
 		os.Exit(cli.Main(context.Background(), os.Args[1:], cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
