@@ -380,6 +380,7 @@ func TestChatResumesAfterSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts and kills a child process")
 	}
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "runs.db")
 	slow := writeFile(t, "slow.json", `{"turns":[

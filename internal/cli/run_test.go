@@ -150,6 +150,7 @@ func TestRunSurvivesSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts and kills a child process")
 	}
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "runs.db")
 	script := writeFile(t, "slow.json", `{"turns":[{"steps":[{"usage":{"inputTokens":9,"outputTokens":2},"mode":"cumulative"},{"text":"first words"},{"delayMs":60000},{"text":" never said"}]}]}`)
