@@ -380,6 +380,7 @@ func TestChatResumesAfterSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts and kills a child process")
 	}
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "runs.db")
 	slow := writeFile(t, "slow.json", `{"turns":[
@@ -601,20 +602,6 @@ func TestChatOnPostgres(t *testing.T) {
 	}
 }
 
-// buildAgentrt builds the agentrt command itself (with its main's signal
-// handling), once per test.
-func buildAgentrt(t *testing.T) string {
-	t.Helper()
-	exe := filepath.Join(t.TempDir(), "agentrt")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", exe, "github.com/agentrt/agentrt/cmd/agentrt").CombinedOutput()
-	if err != nil {
-		t.Fatalf("building agentrt: %v\n%s", err, out)
-	}
-	return exe
-}
-
 // startBinary starts the built agentrt with piped stdin and stdout.
 func startBinary(t *testing.T, exe string, args ...string) *chatProcess {
 	t.Helper()
@@ -651,6 +638,7 @@ func TestChatBuiltBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds agentrt and runs it")
 	}
+	t.Parallel()
 	exe := buildAgentrt(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "runs.db")

@@ -37,6 +37,7 @@ func member(v canonjson.Value, name string) canonjson.Value {
 // TestCheckAgreesWithVectors runs every case of every registered vector
 // kind through `agentrt check` (the interface later agreement checks use).
 func TestCheckAgreesWithVectors(t *testing.T) {
+	t.Parallel()
 	out, _, code := run(t, "", "check", "--kinds")
 	if code != 0 {
 		t.Fatalf("--kinds exit %d", code)

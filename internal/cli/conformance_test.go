@@ -87,6 +87,8 @@ func TestConformanceRepositoryManifest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the repository's conformance tests")
 	}
+	// Serial on purpose: it compiles and runs the repository's evidence
+	// tests, which would starve the lease-holding parallel tests of CPU.
 	root := moduleRoot(t)
 	work := t.TempDir()
 	archive := filepath.Join(work, "agentrt.zip")

@@ -51,16 +51,10 @@ func toolResult(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name, 
 // runs, and a new server on the same store lists both and resumes the
 // killed one from its journal instead of starting it over.
 func TestMCPDelegateBinaryStdio(t *testing.T) {
+	t.Parallel()
 	ctx := mcpDeadline(t)
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("building agentrt needs the go command: %v", err)
-	}
+	bin := buildAgentrt(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "agentrt")
-	if out, err := exec.CommandContext(ctx, gobin, "build", "-o", bin, "../../cmd/agentrt").CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/agentrt: %v\n%s", err, out)
-	}
 	db, runDir := filepath.Join(dir, "agentrt.db"), filepath.Join(dir, "delegations")
 	slow, fast := writeFile(t, "slow.json", delegateWorkerScript), writeFile(t, "fast.json", delegateFastScript)
 	start := func(script string) (*mcp.ClientSession, *exec.Cmd, *bytes.Buffer) {

@@ -132,6 +132,9 @@ func TestFleetEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs five processes for a few minutes")
 	}
+	// Serial on purpose: its five processes hold 2s leases over 200 runs,
+	// and beside another heavy test on a loaded machine a surviving
+	// worker's lease lapsed (seen once): it runs alone.
 	n := 200
 	if s := os.Getenv("AGENTRT_E2E_RUNS"); s != "" {
 		v, err := strconv.Atoi(s)

@@ -22,6 +22,7 @@ func TestFleetResumesADeadWorkersRemoteTurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a worker and waits for River's rescuer (about 30s)")
 	}
+	t.Parallel()
 	conn, schema := fleetDB(t)
 	db := []string{"--database", conn, "--river-schema", schema}
 	if out, errOut, code := run(t, "", append([]string{"fleet", "migrate"}, db...)...); code != 0 {

@@ -19,6 +19,7 @@ import (
 // worker` process, a run of the fleet each, and charges what their
 // attempts' ledgers state.
 func TestSuperviseOnTheFleet(t *testing.T) {
+	t.Parallel()
 	conn, schema := fleetDB(t)
 	db := []string{"--database", conn, "--river-schema", schema}
 	if out, errOut, code := run(t, "", append([]string{"fleet", "migrate"}, db...)...); code != 0 {

@@ -86,16 +86,10 @@ func mustDecodeValue(t *testing.T, s string) canonjson.Value {
 // results equal the in-process tools over the same SQLite file (WST-09,
 // WST-10).
 func TestMCPWorkspaceBinaryStdio(t *testing.T) {
+	t.Parallel()
 	ctx := mcpDeadline(t)
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skipf("building agentrt needs the go command: %v", err)
-	}
+	bin := buildAgentrt(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "agentrt")
-	if out, err := exec.CommandContext(ctx, gobin, "build", "-o", bin, "../../cmd/agentrt").CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/agentrt: %v\n%s", err, out)
-	}
 	db := filepath.Join(dir, "agentrt.db")
 	cmd := exec.Command(bin, "mcp", "workspace", "--db", db)
 	cmd.Env = append(os.Environ(), "AGENTRT_TENANT=acme", "AGENTRT_MEMBER=alice", "AGENTRT_HOME="+dir)

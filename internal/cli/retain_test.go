@@ -49,6 +49,7 @@ func jsonLines(t *testing.T, s string) []canonjson.Value {
 // after a cursor; runs recover reports recovered. On SQLite and
 // PostgreSQL.
 func TestRunRetainAttachRecover(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		store func(t *testing.T) []string

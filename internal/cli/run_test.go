@@ -24,12 +24,28 @@ import (
 
 // TestMain lets a test run the real agentrt command in a child process
 // (the test binary re-executed with AGENTRT_CLI_CHILD=1), so a test can
-// kill it.
+// kill it; it also owns the directory of the shared agentrt build
+// (buildAgentrt).
+//
+// The long tests that mostly wait on child processes, PostgreSQL or
+// River call t.Parallel. A parallel test changes no process state — no
+// t.Setenv, no t.Chdir, no fixed port, no file outside its own t.TempDir
+// and schema — and Go starts the parallel tests only after every serial
+// top-level test has ended, so the serial tests that set the environment
+// never overlap them.
 func TestMain(m *testing.M) {
 	if os.Getenv("AGENTRT_CLI_CHILD") == "1" {
 		os.Exit(cli.Main(context.Background(), os.Args[1:], cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
 	}
-	os.Exit(m.Run())
+	dir, err := os.MkdirTemp("", "agentrt-cli-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 var noteWriter = filepath.Join("..", "..", "examples", "profiles", "note-writer.json")
@@ -134,6 +150,7 @@ func TestRunSurvivesSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts and kills a child process")
 	}
+	t.Parallel()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "runs.db")
 	script := writeFile(t, "slow.json", `{"turns":[{"steps":[{"usage":{"inputTokens":9,"outputTokens":2},"mode":"cumulative"},{"text":"first words"},{"delayMs":60000},{"text":" never said"}]}]}`)
@@ -170,14 +187,9 @@ func TestRunSurvivesSIGKILL(t *testing.T) {
 			t.Errorf("event %d changed across the kill", i)
 		}
 	}
-	time.Sleep(1100 * time.Millisecond) // the lease lapses
-	r, err := s2.GetRun(ctx, runID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Status != store.StatusInterrupted {
-		t.Errorf("status after SIGKILL and lease lapse = %q, want interrupted", r.Status)
-	}
+	// The 1s lease lapses: from then on every reader sees the run
+	// interrupted.
+	awaitStatus(t, s2, runID, store.StatusInterrupted, "after SIGKILL and lease lapse")
 	// The interrupted run keeps its event count, its requested model and
 	// the spend it reported before it died (a floor).
 	rec, err := kernel.ReadRun(ctx, s2, runID)
@@ -238,14 +250,8 @@ func TestRunPausedPastItsLease(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1600 * time.Millisecond) // past the lease
-	r, err := s.GetRun(ctx, runID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Status != store.StatusInterrupted {
-		t.Errorf("status while paused past the lease = %s, want interrupted", r.Status)
-	}
+	// Paused past its 1s lease, the run reads interrupted.
+	awaitStatus(t, s, runID, store.StatusInterrupted, "while paused past the lease")
 	before, _ := s.Events(ctx, runID, "", 0)
 	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
@@ -267,7 +273,7 @@ func TestRunPausedPastItsLease(t *testing.T) {
 	if len(after) != len(before) || hasText(after, "after the pause") {
 		t.Errorf("%d events before the resume, %d after; the old holder appended after its lease lapsed", len(before), len(after))
 	}
-	r, _ = s.GetRun(ctx, runID)
+	r, _ := s.GetRun(ctx, runID)
 	if r.Status != store.StatusInterrupted {
 		t.Errorf("final status %s, want interrupted", r.Status)
 	}
@@ -308,6 +314,30 @@ func hasText(events []store.Event, text string) bool {
 	}
 	return false
 }
+
+// awaitStatus waits until run id in s reads status want (when is what
+// the test waited for, for the failure message); after statusWait it
+// fails the test with the status last read.
+func awaitStatus(t *testing.T, s store.Store, id string, want store.Status, when string) {
+	t.Helper()
+	var last store.Status
+	for deadline := time.Now().Add(statusWait); ; time.Sleep(20 * time.Millisecond) {
+		r, err := s.GetRun(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last = r.Status; last == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status %s = %s after %s, want %s", when, last, statusWait, want)
+		}
+	}
+}
+
+// statusWait bounds awaitStatus: far beyond the 1s leases of the tests
+// that use it, for a loaded machine.
+const statusWait = 20 * time.Second
 
 // awaitEvent waits until the newest run in s has recorded an event
 // containing text, and returns the run id and its events so far.

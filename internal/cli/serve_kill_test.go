@@ -200,6 +200,7 @@ func decodeReport[T any](t *testing.T, data []byte) T {
 // dead client read, and the run's result: the run went on without its
 // client, was never cancelled and never ran twice.
 func TestDispatchSurvivesClientKill(t *testing.T) {
+	t.Parallel()
 	url := startServe(t, "--provider", "scripted", "--script", writeFile(t, "kill.json", killScript))
 
 	first := startClient(t, envClientRole+"=dispatch", envClientURL+"="+url)

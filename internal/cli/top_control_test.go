@@ -71,6 +71,19 @@ func (e *topInbox) got(node supervise.NodeID) []string {
 	return append([]string(nil), e.steers[node]...)
 }
 
+// await returns the steers node's worker has read, waiting up to 10s for
+// the first.
+func (e *topInbox) await(t *testing.T, node supervise.NodeID) []string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if got := e.got(node); len(got) > 0 || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // typeKeys sends each rune of text as a key press.
 func typeKeys(m tea.Model, text string) tea.Model {
 	for _, r := range text {
@@ -164,7 +177,9 @@ func TestTopSteersAndCancelsALiveSuperviseRun(t *testing.T) {
 	if want := "steer live:s1: delivered (operation top-op-1)"; tm.notice != want {
 		t.Errorf("steer notice %q, want %q", tm.notice, want)
 	}
-	if got := exec.got("live:s1"); len(got) != 1 || got[0] != "finish" {
+	// Delivered means handed to the worker's inbox; the worker records it
+	// when its loop reads it, a moment later.
+	if got := exec.await(t, "live:s1"); len(got) != 1 || got[0] != "finish" {
 		t.Errorf("worker live:s1 received %q, want the one steer %q", got, "finish")
 	}
 

@@ -90,6 +90,7 @@ func openTestFleet(t *testing.T, conn, schema string) *fleet.Fleet {
 }
 
 func TestFleetSubmitIsIdempotent(t *testing.T) {
+	t.Parallel()
 	conn, schema := fleetDB(t)
 	db := []string{"--database", conn, "--river-schema", schema}
 	if out, errOut, code := run(t, "", append([]string{"fleet", "migrate"}, db...)...); code != 0 {
@@ -137,6 +138,7 @@ func TestFleetWorkerKilledMidRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a worker and waits for River's rescuer (about 30s)")
 	}
+	t.Parallel()
 	conn, schema := fleetDB(t)
 	db := []string{"--database", conn, "--river-schema", schema}
 	if out, errOut, code := run(t, "", append([]string{"fleet", "migrate"}, db...)...); code != 0 {
