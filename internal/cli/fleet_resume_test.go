@@ -22,7 +22,8 @@ func TestFleetResumesADeadWorkersRemoteTurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a worker and waits for River's rescuer (about 30s)")
 	}
-	t.Parallel()
+	// Serial: its surviving worker holds a 2 s lease, which a busy
+	// machine running parallel tests can starve (as TestFleetEndToEnd).
 	conn, schema := fleetDB(t)
 	db := []string{"--database", conn, "--river-schema", schema}
 	if out, errOut, code := run(t, "", append([]string{"fleet", "migrate"}, db...)...); code != 0 {
