@@ -40,6 +40,16 @@ type Executor struct {
 	TimeoutMillis int64
 }
 
+// RuntimeFleet is the runtime Executor names (supervise.RuntimeNamer).
+const RuntimeFleet = "fleet"
+
+// Runtime reports RuntimeFleet.
+func (e *Executor) Runtime() string { return RuntimeFleet }
+
+// PropagatesTrace reports true: the node's trace context travels with
+// the fleet run (Submission.TraceParent).
+func (e *Executor) PropagatesTrace() bool { return true }
+
 // ReportsUsage reports true: the attempts' ledgers state their usage,
 // and what they do not stays unknown.
 func (e *Executor) ReportsUsage() bool { return true }
@@ -127,7 +137,13 @@ func (e *Executor) result(ctx context.Context, w supervise.Work, r *Run) (superv
 		if r.Outcome != nil {
 			why = ": " + r.Outcome.Error
 		}
-		return out, fmt.Errorf("fleet: executor: worker %s: fleet run %s ended %s%s", w.Node, r.ID, r.Status, why)
+		err := fmt.Errorf("fleet: executor: worker %s: fleet run %s ended %s%s", w.Node, r.ID, r.Status, why)
+		if r.Status == store.StatusInterrupted {
+			// Its worker process died or lost the run: the fleet's
+			// failure, not the worker's outcome.
+			err = &supervise.InfraError{Err: err}
+		}
+		return out, err
 	}
 	return out, nil
 }

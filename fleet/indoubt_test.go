@@ -15,7 +15,9 @@ import (
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/fleet"
 	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/supervise"
 )
 
 // flakyServer stands for a remote provider whose server dies: its first
@@ -133,5 +135,31 @@ func waitTerminal(t *testing.T, f *fleet.Fleet, id string, within time.Duration)
 			t.Fatalf("run %s still %s after %s: %+v", id, r.Status, within, r.Attempts)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Spec §10 tangle.supervise.node.infra: a supervised worker whose fleet
+// run ended interrupted (its server died mid-turn) failed for an
+// infrastructure reason, and the executor's error says so.
+func TestExecutorInterruptedRunIsInfra(t *testing.T) {
+	f, conn := openFleet(t)
+	doubtful := &flakyServer{Provider: provider(t, quickScript)}
+	doubtful.cut.Store(true)
+	_, stop := startWorker(t, conn, schemaOf(t, conn), fleet.WorkerOptions{Providers: map[string]contract.Provider{"scripted": doubtful},
+		LeaseTTL: 2 * time.Second, PollInterval: 50 * time.Millisecond})
+	defer stop()
+	p, err := profile.Parse([]byte(noteProfile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &fleet.Executor{Fleet: f, Provider: "scripted", PollInterval: 50 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	_, err = e.Execute(ctx, supervise.Work{RunID: "infra-run", Node: "infra-run:s1", Profile: p, Task: "a note in doubt"})
+	if err == nil || !supervise.IsInfra(err) {
+		t.Errorf("Execute: %v; want an infrastructure failure", err)
+	}
+	if supervise.RuntimeOf(e) != fleet.RuntimeFleet || !e.PropagatesTrace() {
+		t.Errorf("runtime %q, propagates %v", supervise.RuntimeOf(e), e.PropagatesTrace())
 	}
 }

@@ -702,6 +702,13 @@ type toolAnalyst struct {
 	source NodeID
 }
 
+// Runtime reports RuntimeAnalyst.
+func (a toolAnalyst) Runtime() string { return RuntimeAnalyst }
+
+// PropagatesTrace reports true: the loop runs in this process under its
+// node's span.
+func (a toolAnalyst) PropagatesTrace() bool { return true }
+
 // Execute runs the analyst's loop.
 func (a toolAnalyst) Execute(ctx context.Context, w Work) (WorkResult, error) {
 	iterations, llmCalls, toolCalls, _ := lensLimits(a.lens)

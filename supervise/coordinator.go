@@ -103,6 +103,7 @@ type worker struct {
 	reason    string
 	replayed  bool
 	inbox     *Inbox // nil unless the executor reads inboxes
+	runtime   string // RuntimeOf its executor
 	done      chan struct{}
 	started   time.Time
 }
@@ -302,7 +303,7 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 		exec = c.exec
 	}
 	wctx, cancel := context.WithCancelCause(c.workCtx)
-	w := &worker{id: id, task: task, cancel: cancel, done: make(chan struct{}), started: c.now()}
+	w := &worker{id: id, task: task, cancel: cancel, done: make(chan struct{}), started: c.now(), runtime: RuntimeOf(exec)}
 	if r, ok := exec.(InboxReader); ok && r.ReadsInbox() {
 		w.inbox = newInbox(id, c.log.dir, c.now, c.logger)
 	}
@@ -315,8 +316,16 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 	}
 	var observer kernel.Observer
 	info, _ := c.scope.Node(id)
+	info.Runtime = w.runtime
 	if c.obs != nil {
 		wctx, observer = c.obs.nodeStarted(wctx, info)
+		// Spec §10: a backend without a trace channel journals
+		// trace-unpropagated, once: start runs once per node.
+		if gap := traceGap(exec); gap != "" {
+			if err := c.log.append(context.WithoutCancel(wctx), Record{Kind: KindTraceUnpropagated, Node: id, Reason: gap}); err != nil {
+				c.logger.Error("supervise: journaling an unpropagated trace", "node", id, "err", err)
+			}
+		}
 	}
 	// The worker's turns and events go to its log, workers/<label>.ndjson.
 	observer = c.log.streams.workerObserver(id, WorkerLogStem(labelOf(info.Label, info.Profile)), observer)
@@ -352,7 +361,7 @@ func (c *Coordinator) execute(ctx context.Context, exec Executor, w Work) (res W
 	defer func() {
 		if p := recover(); p != nil {
 			c.logger.Error("supervise: executor panicked", "node", w.Node, "panic", p, "stack", string(debug.Stack()))
-			res, err = WorkResult{}, fmt.Errorf("supervise: executor panicked: %v", p)
+			res, err = WorkResult{}, &InfraError{Err: fmt.Errorf("supervise: executor panicked: %v", p)}
 		}
 	}()
 	return exec.Execute(ctx, w)
@@ -417,8 +426,11 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 	c.mu.Lock()
 	w.outRef = outRef
 	c.mu.Unlock()
+	// Only a failure can be the infrastructure's: a cancellation is the
+	// caller's decision.
+	infra := st.State == StateFailed && IsInfra(execErr)
 	rec := Record{Kind: KindSettled, Node: w.id, State: st.State, Spent: spendRecord(st.Spent), OutRef: outRef,
-		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr, Hook: c.afterSettle != nil}
+		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr, Hook: c.afterSettle != nil, Infra: infra}
 	if err := c.log.append(bg, rec); err != nil {
 		c.logger.Error("supervise: journaling a settlement", "node", w.id, "err", err)
 	}
@@ -427,7 +439,8 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 	}
 	if c.obs != nil {
 		info, _ := c.scope.Node(w.id)
-		c.obs.nodeSettled(bg, NodeSettled{Node: info, State: st.State, Reason: reason, Spent: res.Spent, Usage: res.Usage,
+		info.Runtime = w.runtime
+		c.obs.nodeSettled(bg, NodeSettled{Node: info, State: st.State, Reason: reason, Spent: res.Spent, Usage: res.Usage, Infra: infra,
 			ServedModel: res.ServedModel, Delivered: w.delivered, Verdict: w.verdict, OutRef: outRef, Duration: c.now().Sub(w.started)})
 	}
 	c.publish(w, st.State)

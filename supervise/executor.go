@@ -75,6 +75,102 @@ type UsageReporter interface {
 	ReportsUsage() bool
 }
 
+// Runtimes an Executor of this module names (RuntimeNamer): where its
+// workers run. NodeInfo.Runtime and the node spans carry it.
+const (
+	// RuntimeProvider: through the kernel on a contract.Provider
+	// (KernelExecutor).
+	RuntimeProvider = "provider"
+	// RuntimeAnalyst: an analyst's tool loop in this process.
+	RuntimeAnalyst = "analyst"
+)
+
+// RuntimeNamer is implemented by an executor that names where its
+// workers run (a RuntimeXxx constant, or "fleet" for package fleet's).
+// An executor that does not implement it runs workers on an unknown
+// runtime, and NodeInfo.Runtime stays "".
+type RuntimeNamer interface {
+	Runtime() string
+}
+
+// RuntimeOf is the runtime exec names, "" when it names none.
+func RuntimeOf(exec Executor) string {
+	if r, ok := exec.(RuntimeNamer); ok {
+		return r.Runtime()
+	}
+	return ""
+}
+
+// TracePropagator is implemented by an executor that says whether its
+// workers continue the trace of their node (spec runtime §10: the
+// worker's trace context travels as TRACEPARENT or an equivalent
+// channel). When a run is observed (Options.Observer) and its executor
+// does not report true, the run journals a KindTraceUnpropagated record
+// for each worker it starts: the worker's spans, if any, are not the
+// node span's children.
+type TracePropagator interface {
+	PropagatesTrace() bool
+}
+
+// KindTraceUnpropagated is the journal record of a worker whose executor
+// could not carry its node's trace context to it (Record.Node the
+// worker, Record.Reason why); written once per node, only for an
+// observed run.
+const KindTraceUnpropagated = "trace-unpropagated"
+
+// traceGap says why exec cannot be trusted to carry a worker's trace
+// context, "" when it reports it does.
+func traceGap(exec Executor) string {
+	p, ok := exec.(TracePropagator)
+	switch {
+	case !ok:
+		return "the executor does not say it carries the trace context (supervise.TracePropagator)"
+	case !p.PropagatesTrace():
+		return "the executor has no channel for the trace context"
+	}
+	return ""
+}
+
+// InfraError marks an executor's failure as its infrastructure's (the
+// backend, the transport, the process) rather than the worker's own
+// outcome. Executors wrap such failures in it; IsInfra reads it.
+type InfraError struct {
+	Err error
+}
+
+// Error returns the wrapped error's message.
+func (e *InfraError) Error() string {
+	if e == nil || e.Err == nil {
+		return "supervise: infrastructure failure"
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns the wrapped error.
+func (e *InfraError) Unwrap() error { return e.Err }
+
+// IsInfra reports whether a worker's executor error is an
+// infrastructure failure: an *InfraError in its chain, or a kernel run
+// that broke on its transport, ended without a terminal event, could not
+// get its environment, lost its lease or panicked. A refusal, a failure
+// the provider reported in band, a cancellation and a timeout are not:
+// they are the work's own outcome or its caller's decision.
+func IsInfra(err error) bool {
+	if err == nil {
+		return false
+	}
+	if _, ok := errors.AsType[*InfraError](err); ok {
+		return true
+	}
+	if re, ok := errors.AsType[*kernel.RunError](err); ok {
+		switch re.Reason {
+		case kernel.ReasonTransport, kernel.ReasonNoTerminal, kernel.ReasonProvider, kernel.ReasonLeaseLost, kernel.ReasonPanic:
+			return true
+		}
+	}
+	return false
+}
+
 // ExecutorFunc adapts a function to Executor.
 type ExecutorFunc func(ctx context.Context, w Work) (WorkResult, error)
 
@@ -110,6 +206,14 @@ func (e *KernelExecutor) ReportsUsage() bool { return true }
 
 // ReadsInbox reports true: the worker's turns take its steers.
 func (e *KernelExecutor) ReadsInbox() bool { return true }
+
+// Runtime reports RuntimeProvider.
+func (e *KernelExecutor) Runtime() string { return RuntimeProvider }
+
+// PropagatesTrace reports true: the worker's kernel run is traced under
+// ctx, its node's span, and the provider passes the trace context on to
+// what it starts (TRACEPARENT to a harness process).
+func (e *KernelExecutor) PropagatesTrace() bool { return true }
 
 // Execute runs w through kernel.Execute, turn after turn while its inbox
 // holds steers (see KernelExecutor).

@@ -62,6 +62,10 @@ type NodeSettled struct {
 	// reported it (WorkResult.Usage); nil: unknown.
 	Usage       *ledger.Usage
 	ServedModel string
+	// Infra says a worker that did not settle done went down for an
+	// infrastructure reason (IsInfra of its executor's error, or its
+	// executor panicked) rather than its own outcome.
+	Infra bool
 	// Delivered says the deliverable check passed; Verdict is its
 	// verdict (nil: not checked, or the check failed).
 	Delivered bool

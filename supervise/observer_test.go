@@ -2,6 +2,8 @@ package supervise_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -74,5 +76,57 @@ func TestObserverSeesRunAndNodes(t *testing.T) {
 				t.Errorf("panicky %v: settled %+v", panicky, s)
 			}
 		}
+	}
+}
+
+// IsInfra (spec §10 tangle.supervise.node.infra): an InfraError, or a
+// kernel run broken by its infrastructure, is infra wherever it sits in
+// the chain; the worker's own failure, a refusal and a cancellation are
+// not.
+func TestIsInfra(t *testing.T) {
+	run := func(reason string) error {
+		return fmt.Errorf("supervise: worker w: %w", &kernel.RunError{Reason: reason})
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"plain", errors.New("the worker gave up"), false},
+		{"infra error", &supervise.InfraError{Err: errors.New("the sandbox went away")}, true},
+		{"wrapped infra error", fmt.Errorf("fleet: %w", &supervise.InfraError{Err: errors.New("lease")}), true},
+		{"transport", run(kernel.ReasonTransport), true},
+		{"no terminal", run(kernel.ReasonNoTerminal), true},
+		{"provider", run(kernel.ReasonProvider), true},
+		{"lease lost", run(kernel.ReasonLeaseLost), true},
+		{"panic", run(kernel.ReasonPanic), true},
+		{"in band", run(kernel.ReasonInBandError), false},
+		{"refused", run(kernel.ReasonRefused), false},
+		{"cancelled", run(kernel.ReasonCancelled), false},
+		{"timed out", run(kernel.ReasonTimedOut), false},
+		{"driver", run(kernel.ReasonDriver), false},
+	} {
+		if got := supervise.IsInfra(tc.err); got != tc.want {
+			t.Errorf("%s: IsInfra = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Each executor of this module names its runtime and says it carries
+// the trace context; an ExecutorFunc names none (unknown, not guessed).
+func TestExecutorsNameTheirRuntime(t *testing.T) {
+	k := &supervise.KernelExecutor{}
+	if got := supervise.RuntimeOf(k); got != supervise.RuntimeProvider || !k.PropagatesTrace() {
+		t.Errorf("KernelExecutor: runtime %q, propagates %v", got, k.PropagatesTrace())
+	}
+	f := supervise.ExecutorFunc(func(context.Context, supervise.Work) (supervise.WorkResult, error) {
+		return supervise.WorkResult{}, nil
+	})
+	if got := supervise.RuntimeOf(f); got != "" {
+		t.Errorf("ExecutorFunc: runtime %q, want unknown", got)
+	}
+	if _, ok := any(f).(supervise.TracePropagator); ok {
+		t.Error("ExecutorFunc claims to know whether it carries the trace context")
 	}
 }

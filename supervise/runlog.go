@@ -96,7 +96,8 @@ const (
 // set: run-started (RunID, StartedAtMS, DeadlineMS, Task), spawned
 // (Node, Parent, Label, Profile, Model, Key, Task, the request's own
 // Budget and the merged ceiling Reserved), settled
-// (Node, State, Spent, OutRef, Verdict, Delivered, Reason, CheckError),
+// (Node, State, Spent, OutRef, Verdict, Delivered, Reason, CheckError,
+// Infra), trace-unpropagated (Node, Reason),
 // submitted (OutRef, Verdict), finished (Outcome, Reason), an analysis
 // requested (Key, Label the lens, Node the analysed worker), a settlement
 // hook done (Node), and a note of a layer above (Kind edge: Node and
@@ -125,6 +126,9 @@ type Record struct {
 	CheckError  string          `json:"checkError,omitzero"`
 	Outcome     string          `json:"outcome,omitzero"`
 	Hook        bool            `json:"hook,omitzero"`
+	// Infra: a settled worker went down for an infrastructure reason
+	// (NodeSettled.Infra).
+	Infra bool `json:"infra,omitzero"`
 	// Data is a note's payload, owned by the layer that wrote it.
 	Data canonjson.Value `json:"data,omitzero"`
 }

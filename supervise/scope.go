@@ -140,6 +140,10 @@ type NodeInfo struct {
 	State                      State
 	Reserved                   ledger.Budget
 	ResumeOf                   NodeID
+	// Runtime names where the node's worker runs (RuntimeOf its
+	// executor), "" when unknown. The scope does not keep it: the
+	// coordinator sets it on what it gives an Observer.
+	Runtime string
 	// InDoubt: the node's outcome is unknown; it is charged at its
 	// ceiling and its key refuses in-doubt.
 	InDoubt bool

@@ -32,6 +32,16 @@ const (
 	KeySuperviseNodeStatus   = "tangle.supervise.node.status"
 	KeySuperviseNodeOutRef   = "tangle.supervise.node.out_ref"
 	KeySuperviseNodeSettled  = "tangle.supervise.node.settled"
+	// KeySuperviseNodeRuntime names where the worker ran (its
+	// executor's supervise.RuntimeOf); omitted when unknown.
+	KeySuperviseNodeRuntime = "tangle.supervise.node.runtime"
+	// KeySuperviseNodeSeq is the node's spawn sequence number in its
+	// run's journal (supervise.NodeInfo.Seq, the last part of its id).
+	KeySuperviseNodeSeq = "tangle.supervise.node.seq"
+	// KeySuperviseNodeInfra, on a node that did not settle done, says
+	// whether it went down for an infrastructure reason
+	// (supervise.NodeSettled.Infra) rather than its own outcome.
+	KeySuperviseNodeInfra    = "tangle.supervise.node.infra"
 	KeySuperviseProfile      = "tangle.supervise.node.profile"
 	KeySuperviseDelivered    = "tangle.supervise.delivered"
 	KeySuperviseVerdictValid = "tangle.supervise.verdict.valid"
@@ -144,7 +154,11 @@ func (o *superviseObserver) NodeStarted(ctx context.Context, n supervise.NodeInf
 	attrs := []attribute.KeyValue{attribute.String(KeyConversation, o.runID), attribute.String(KeyRunID, o.runID),
 		attribute.String(KeySuperviseNodeID, string(n.ID)), attribute.String(KeySuperviseNodeKind, "worker"),
 		attribute.String(KeySuperviseNodeParentID, string(n.Parent)), attribute.Int(KeySuperviseNodeDepth, n.Depth),
-		attribute.Int(KeySuperviseNodeOrdinal, n.Seq), attribute.Bool(KeySuperviseNodeResumed, n.ResumeOf != "")}
+		attribute.Int(KeySuperviseNodeOrdinal, n.Seq), attribute.Int(KeySuperviseNodeSeq, n.Seq),
+		attribute.Bool(KeySuperviseNodeResumed, n.ResumeOf != "")}
+	if n.Runtime != "" {
+		attrs = append(attrs, attribute.String(KeySuperviseNodeRuntime, n.Runtime))
+	}
 	if n.Label != "" {
 		attrs = append(attrs, attribute.String(KeySuperviseNodeLabel, n.Label))
 	}
@@ -195,7 +209,7 @@ func (o *superviseObserver) NodeSettled(ctx context.Context, s supervise.NodeSet
 		span.SetStatus(codes.Ok, "")
 	} else {
 		// The reason may quote the worker; only the state is exported.
-		span.SetAttributes(attribute.String(KeyErrorType, "worker_"+string(s.State)))
+		span.SetAttributes(attribute.String(KeyErrorType, "worker_"+string(s.State)), attribute.Bool(KeySuperviseNodeInfra, s.Infra))
 		span.SetStatus(codes.Error, "the worker "+string(s.State))
 	}
 	span.End()

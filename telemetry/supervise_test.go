@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -153,6 +156,16 @@ func TestSuperviseSpansBehaviour69(t *testing.T) {
 		if n.Parent.SpanID() != root.SpanContext.SpanID() || a[telemetry.KeySuperviseNodeDepth] != int64(1) ||
 			!strings.HasPrefix(a[telemetry.KeySuperviseNodeID].(string), "sup-1:s") || a[telemetry.KeySuperviseNodeStatus] != "done" {
 			t.Errorf("node %s: parent %v attrs %v", label, n.Parent, a)
+		}
+		// §10: runtime names the executor, seq the node's spawn number
+		// (the last part of its id); infra only on a node that went down.
+		id := a[telemetry.KeySuperviseNodeID].(string)
+		if a[telemetry.KeySuperviseNodeRuntime] != supervise.RuntimeProvider ||
+			fmt.Sprint(a[telemetry.KeySuperviseNodeSeq]) != id[strings.LastIndex(id, ":s")+2:] {
+			t.Errorf("node %s: runtime/seq attrs %v", label, a)
+		}
+		if v, ok := a[telemetry.KeySuperviseNodeInfra]; ok {
+			t.Errorf("node %s settled done, exported infra=%v", label, v)
 		}
 		run, ok := runs[n.SpanContext.SpanID().String()]
 		if !ok || attrMap(run.Attributes)[telemetry.KeyRunKind] != "supervise-worker" {
@@ -359,5 +372,104 @@ func TestSuperviseManagerTurnsAreSpans(t *testing.T) {
 	}
 	if d := res.Breakdown.DriverInference; !d.TokensKnown || d.Tokens != 75 {
 		t.Errorf("manager inference %+v, want the 75 tokens metered from its turns", d)
+	}
+}
+
+// Spec §10 node attributes of workers that went down, and the
+// trace-unpropagated journal record: an ExecutorFunc names no runtime
+// (the attribute is omitted, not guessed) and does not say it carries
+// the trace context, so the run journals trace-unpropagated once per
+// worker; a worker whose executor failed with an InfraError is
+// infra=true, one that failed on its own is infra=false.
+func TestSuperviseNodeInfraAndTraceUnpropagated(t *testing.T) {
+	tr, mem := newMemTracing(t)
+	o := superviseOptions(t, tr, "crash", "own")
+	o.RunDir = t.TempDir()
+	o.Executor = supervise.ExecutorFunc(func(_ context.Context, w supervise.Work) (supervise.WorkResult, error) {
+		zero := int64(0)
+		spent := ledger.Spend{Tokens: &zero, Iterations: &zero, MicroUSD: &zero}
+		if w.Task == "crash" {
+			return supervise.WorkResult{Spent: spent}, &supervise.InfraError{Err: errors.New("the sandbox went away")}
+		}
+		return supervise.WorkResult{Spent: spent}, errors.New("the worker gave up")
+	})
+	_, spans := superviseTraced(t, tr, mem, o)
+	infra := map[string]any{}
+	for _, s := range spans {
+		if s.Name != telemetry.SpanSupervisorNode {
+			continue
+		}
+		a := attrMap(s.Attributes)
+		label := a[telemetry.KeySuperviseNodeLabel].(string)
+		infra[label] = a[telemetry.KeySuperviseNodeInfra]
+		if v, ok := a[telemetry.KeySuperviseNodeRuntime]; ok {
+			t.Errorf("node %s: runtime unknown, exported %v", label, v)
+		}
+		if a[telemetry.KeySuperviseNodeStatus] != string(supervise.StateFailed) || s.Status.Code != codes.Error {
+			t.Errorf("node %s: %v status %v", label, a, s.Status)
+		}
+	}
+	if diff := cmp.Diff(map[string]any{"crash": true, "own": false}, infra); diff != "" {
+		t.Errorf("infra by node (-want +got):\n%s", diff)
+	}
+	recs, _, err := supervise.ReadRunDir(t.Context(), o.RunDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unpropagated := map[supervise.NodeID]int{}
+	settledInfra := map[supervise.NodeID]bool{}
+	spawned := 0
+	for _, r := range recs {
+		switch r.Kind {
+		case supervise.KindTraceUnpropagated:
+			unpropagated[r.Node]++
+			if r.Reason == "" {
+				t.Errorf("trace-unpropagated record of %s says no reason", r.Node)
+			}
+		case supervise.KindSettled:
+			settledInfra[r.Node] = r.Infra
+		case supervise.KindSpawned:
+			if _, child := r.Node.Parent(); child {
+				spawned++
+			}
+		}
+	}
+	if spawned != 2 || len(unpropagated) != 2 {
+		t.Fatalf("%d workers spawned, trace-unpropagated records %v", spawned, unpropagated)
+	}
+	for id, n := range unpropagated {
+		if n != 1 {
+			t.Errorf("node %s journaled trace-unpropagated %d times, want once", id, n)
+		}
+		if _, ok := settledInfra[id]; !ok {
+			t.Errorf("trace-unpropagated names %s, which never settled", id)
+		}
+	}
+	infraNodes := 0
+	for _, v := range settledInfra {
+		if v {
+			infraNodes++
+		}
+	}
+	if infraNodes != 1 {
+		t.Errorf("settled records' infra %v, want exactly the crashed worker's", settledInfra)
+	}
+}
+
+// A traced run on an executor that carries the trace context (the
+// KernelExecutor) journals no trace-unpropagated record.
+func TestSuperviseKernelExecutorPropagatesTrace(t *testing.T) {
+	tr, mem := newMemTracing(t)
+	o := superviseOptions(t, tr, "alpha")
+	o.RunDir = t.TempDir()
+	superviseTraced(t, tr, mem, o)
+	recs, _, err := supervise.ReadRunDir(t.Context(), o.RunDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.Kind == supervise.KindTraceUnpropagated {
+			t.Errorf("journaled %+v", r)
+		}
 	}
 }

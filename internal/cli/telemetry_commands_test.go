@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/fleet"
+	"github.com/agentrt/agentrt/supervise"
 	"github.com/agentrt/agentrt/telemetry"
 	"github.com/agentrt/agentrt/telemetry/otlptest"
 )
@@ -107,12 +109,20 @@ func checkSupervisedTrace(t *testing.T, spans []otlptest.Span, runID, node strin
 	if nodeSpan.ParentID != root.SpanID {
 		t.Errorf("node %s under %s, want the root %s", node, nodeSpan.ParentID, root.SpanID)
 	}
-	wantNode := map[string]any{telemetry.KeySuperviseNodeKind: "worker", telemetry.KeySuperviseNodeParentID: runID, telemetry.KeySuperviseNodeStatus: "done"}
+	// §10: runtime names the executor (the CLI's KernelExecutor), seq is
+	// the node's spawn number, and a node that settled done has no infra.
+	seq, err := strconv.ParseInt(node[strings.LastIndex(node, ":s")+2:], 10, 64)
+	if err != nil {
+		t.Fatalf("node id %q: %v", node, err)
+	}
+	wantNode := map[string]any{telemetry.KeySuperviseNodeKind: "worker", telemetry.KeySuperviseNodeParentID: runID, telemetry.KeySuperviseNodeStatus: "done",
+		telemetry.KeySuperviseNodeRuntime: supervise.RuntimeProvider, telemetry.KeySuperviseNodeSeq: seq}
 	if usage[telemetry.KeyTokensKnown] == false {
 		wantNode[telemetry.KeySuperviseTokensKnown] = false
 	}
 	if diff := cmp.Diff(wantNode, pickAttrs(nodeSpan, telemetry.KeySuperviseNodeKind, telemetry.KeySuperviseNodeParentID,
-		telemetry.KeySuperviseNodeStatus, telemetry.KeySuperviseTokensKnown, "llm.token_count.prompt")); diff != "" {
+		telemetry.KeySuperviseNodeStatus, telemetry.KeySuperviseTokensKnown, "llm.token_count.prompt",
+		telemetry.KeySuperviseNodeRuntime, telemetry.KeySuperviseNodeSeq, telemetry.KeySuperviseNodeInfra)); diff != "" {
 		t.Errorf("node attributes (-want +got):\n%s", diff)
 	}
 	agent := childOf(t, spans, nodeSpan, telemetry.SpanRunPrefix)
