@@ -539,9 +539,11 @@ func readSuperviseRun(ctx context.Context, dir string) (topRun, error) {
 			workers[i].State = "down"
 		}
 	}
-	if n := readWorkerLogs(ctx, dir, workers); n > 0 {
+	n, logNotes := readWorkerLogs(ctx, dir, workers)
+	if n > 0 {
 		tr.Notes = append(tr.Notes, fmt.Sprintf("%d worker log line(s) unreadable, skipped", n))
 	}
+	tr.Notes = append(tr.Notes, logNotes...)
 	tr.Workers = workers
 	tr.Totals = totalsOf(workers, spent)
 	if !fromState {

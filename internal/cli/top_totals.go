@@ -52,8 +52,9 @@ func (t tokenSum) text(floor bool) string {
 // from each worker's lines its latency (spawned to settled), the tokens
 // its turns reported and its log tail. A label without a log (an older
 // writer, or a worker not started yet) leaves its workers' numbers
-// unknown. It returns how many lines it skipped as unreadable.
-func readWorkerLogs(ctx context.Context, dir string, workers []topWorker) int {
+// unknown. It returns how many lines it skipped as unreadable and a
+// note for each log it could not read.
+func readWorkerLogs(ctx context.Context, dir string, workers []topWorker) (skipped int, notes []string) {
 	byNode := make(map[supervise.NodeID]*topWorker, len(workers))
 	labels := map[string]bool{}
 	for i := range workers {
@@ -62,7 +63,6 @@ func readWorkerLogs(ctx context.Context, dir string, workers []topWorker) int {
 			labels[workers[i].logLabel] = true
 		}
 	}
-	skipped := 0
 	for _, label := range slices.Sorted(func(yield func(string) bool) {
 		for l := range labels {
 			if !yield(l) {
@@ -73,7 +73,7 @@ func readWorkerLogs(ctx context.Context, dir string, workers []topWorker) int {
 		recs, n, err := supervise.ReadWorkerLog(ctx, dir, label)
 		skipped += n
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			skipped++ // an unreadable log counts as one line passed over
+			notes = append(notes, fmt.Sprintf("worker log %q unreadable after %d line(s): %v", label, len(recs), err))
 		}
 		started := map[supervise.NodeID]int64{}
 		for _, r := range recs {
@@ -105,7 +105,7 @@ func readWorkerLogs(ctx context.Context, dir string, workers []topWorker) int {
 			workers[i].Log = l[len(l)-topLogTail:]
 		}
 	}
-	return skipped
+	return skipped, notes
 }
 
 // streamText is a one-line rendering of a worker log record.

@@ -73,6 +73,15 @@ func topWorkspace(t *testing.T) string {
 		supervise.StreamRecord{Kind: supervise.StreamSpawned, AtMS: t0 + 2000, Node: "sup-old:s3"},
 		supervise.StreamRecord{Kind: supervise.StreamSettled, AtMS: t0 + 4000, Node: "sup-old:s3", State: "done"},
 	)
+	// A corrupt line in a worker log hides none of the lines around it.
+	testsLog := supervise.WorkerLogPath(old, "tests")
+	data, err := os.ReadFile(testsLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(testsLog, append([]byte("this line is not JSON\n"), data...), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	neu := supervise.RunDirFor(root, "sup-new")
 	writeLines(t, filepath.Join(neu, supervise.SpawnJournalFile), `{"kind":"settled","node":"sup-new:s2","sta`,
 		supervise.Record{Kind: supervise.KindRunStarted, RunID: "sup-new", StartedAtMS: t0 + 60_000, Task: "fix the flaky test"},
