@@ -121,7 +121,9 @@ func TestTopWorkspaceDiscovery(t *testing.T) {
 		}
 		return out
 	}
-	snap := src.load(ctx)
+	var open tea.Model = newTopModel(ctx, src)
+	open, _ = open.Update(open.Init()())
+	snap := open.(topModel).snap
 	if len(snap.Errors) != 0 {
 		t.Fatalf("errors: %q", snap.Errors)
 	}
@@ -133,7 +135,13 @@ func TestTopWorkspaceDiscovery(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, ".agent", "supervisor", "sup-setting-up", supervise.SpawnJournalFile), []byte(later), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"sup-setting-up", "sup-new", "sup-old"}, ids(src.load(ctx))); diff != "" {
+	// The open top's next refresh tick reads again and shows it.
+	_, read := open.Update(topTickMsg(open.(topModel).tick))
+	if read == nil {
+		t.Fatal("the refresh tick read nothing")
+	}
+	open, _ = open.Update(read())
+	if diff := cmp.Diff([]string{"sup-setting-up", "sup-new", "sup-old"}, ids(open.(topModel).snap)); diff != "" {
 		t.Errorf("after a run appeared (-want +got):\n%s", diff)
 	}
 	// --limit bounds how many run dirs one read opens.
