@@ -19,7 +19,7 @@ import (
 
 // writeLines writes one JSON line per value of vs to path, and tail
 // after them unterminated (a torn append) when it is not empty.
-func writeLines(t *testing.T, path string, tail string, vs ...any) {
+func writeLines(t testing.TB, path string, tail string, vs ...any) {
 	t.Helper()
 	var b bytes.Buffer
 	for _, v := range vs {
@@ -44,7 +44,7 @@ func writeLines(t *testing.T, path string, tail string, vs ...any) {
 // turns (tokens) and settlements (latencies); sup-new, started later
 // and running, one worker settled and one in flight; and a run dir
 // being set up, with no journal yet.
-func topWorkspace(t *testing.T) string {
+func topWorkspace(t testing.TB) string {
 	t.Helper()
 	root := t.TempDir()
 	base := filepath.Join(root, filepath.FromSlash(supervise.SupervisorDir))
@@ -343,5 +343,19 @@ func TestTopViewKeys(t *testing.T) {
 				t.Errorf("frame lacks %q:\n%s", tt.wantFrame, got.frame())
 			}
 		})
+	}
+}
+
+// BenchmarkTopWorkspaceLoad measures one refresh of a workspace of two
+// supervise runs with worker logs: discovery, journals, state, logs.
+func BenchmarkTopWorkspaceLoad(b *testing.B) {
+	b.ReportAllocs()
+	root := topWorkspace(b)
+	src := &topSource{root: root, limit: 20}
+	ctx := context.Background()
+	for b.Loop() {
+		if snap := src.load(ctx); len(snap.Runs) != 2 {
+			b.Fatalf("%d runs", len(snap.Runs))
+		}
 	}
 }
