@@ -992,6 +992,11 @@ func (m topModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		key := m.selectedKey()
 		m.snap = topSnapshot(msg)
 		m.sel = m.find(key)
+		if m.tick == 0 {
+			// The first read: start on the newest run, whose detail or
+			// log --detail and --log open.
+			m.sel = m.newestRow()
+		}
 		m.tick++
 		tick := m.tick
 		return m, tea.Tick(topRefresh, func(time.Time) tea.Msg { return topTickMsg(tick) })

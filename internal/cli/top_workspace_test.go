@@ -124,6 +124,9 @@ func TestTopWorkspaceDiscovery(t *testing.T) {
 	var open tea.Model = newTopModel(ctx, src)
 	open, _ = open.Update(open.Init()())
 	snap := open.(topModel).snap
+	if k := open.(topModel).selectedKey(); k != [2]string{"sup-new", ""} {
+		t.Errorf("top opened on %v, want the newest run sup-new", k)
+	}
 	if len(snap.Errors) != 0 {
 		t.Fatalf("errors: %q", snap.Errors)
 	}
