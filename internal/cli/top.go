@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,8 +31,11 @@ import (
 const (
 	// topStoreTimeout bounds every store call one refresh makes.
 	topStoreTimeout = 5 * time.Second
-	// topTail is how many events a run's tail keeps.
+	// topTail is how many events the overview shows of a run's tail.
 	topTail = 12
+	// topLogTail is how many lines a run's or a worker's log keeps, for
+	// the log view.
+	topLogTail = 200
 	// topWidth is the frame width when the terminal's is not known.
 	topWidth = 120
 	// topRefresh is how often the live view reads again.
@@ -50,21 +54,27 @@ const (
 func newTopCmd(stdio IO) *cobra.Command {
 	sf := storeFlags{existing: true}
 	var runDirs []string
-	var once, noColor bool
+	var once, noColor, detail, logView bool
 	var limit int
 	cmd := &cobra.Command{
-		Use:   "top",
+		Use:   "top [ROOT]",
 		Short: "Watch live runs: their status, budget, spend, workers and latest events",
-		Long: `Show the runs of a run store (--db, --database) and of supervise run
-directories (--run-dir, repeatable), refreshed every second: per run its
+		Long: `Show the runs of a run store (--db, --database), the supervise runs of
+the workspace ROOT (default: the current directory), found under
+ROOT/.agent/supervisor/ newest first and picked up as they appear, and
+supervise run directories named with --run-dir (repeatable), refreshed
+every second: per run its
 status, task, budget and spend, its workers with their state, verdict,
-latency and spend, and the tail of its events. Anything not recorded shows
+latency and spend, the totals of a supervise run (workers by state, in
+flight and settled, tokens in and out, usd, the latency distribution), and
+the tail of its events. Anything not recorded shows
 as unknown, never as zero. A half-written journal line is passed over,
 never repaired; top writes into a run directory only the steer and cancel
 requests asked for.
 
 Keys: up/down (or k/j, or a mouse click) select a run or a worker, enter
-opens or closes its detail, s steers it (type the message, enter sends,
+opens or closes its detail, o shows the overview, l the selected run's log,
+tab moves the focus between runs, s steers it (type the message, enter sends,
 esc abandons), c asks to cancel it, r reads again, q or esc quits. A store
 run is cancelled through the store (as agentrt runs cancel does). A
 supervise run or worker is steered, and the run or a direct worker
@@ -74,12 +84,23 @@ fresh operation id; top waits up to 3 seconds for the supervisor's
 acknowledgement (delivered, cancelled, not_live, …) and otherwise says it
 is not acknowledged yet. A steer on a run row goes to its manager.
 
---once prints one frame and exits, as it does when stdout is not a
+--detail starts in the detail view of the newest run, --log in its log
+view. --once prints one frame and exits, as it does when stdout is not a
 terminal; the frame has no colours then (or with --no-color).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			src := &topSource{dirs: runDirs, limit: limit}
+			if detail && logView {
+				return usage("--detail and --log start in two different views; give one")
+			}
+			root := "."
+			if len(args) == 1 {
+				root = args[0]
+				if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+					return usage("ROOT %q is not a directory: give the workspace whose supervise runs to show", root)
+				}
+			}
+			src := &topSource{dirs: runDirs, root: root, limit: limit}
 			if len(runDirs) == 0 || sf.path != "" || sf.database != "" {
 				s, err := sf.open(ctx)
 				if err != nil {
@@ -91,8 +112,15 @@ terminal; the frame has no colours then (or with --no-color).`,
 			tty := isTerminal(stdio.Out) && isTerminal(stdio.In)
 			m := newTopModel(ctx, src)
 			m.color = !noColor && isTerminal(stdio.Out) && os.Getenv("NO_COLOR") == ""
+			switch {
+			case detail:
+				m.view = topViewDetail
+			case logView:
+				m.view = topViewLog
+			}
 			if once || !tty {
 				m.snap = src.load(ctx)
+				m.sel = m.newestRow()
 				_, err := io.WriteString(stdio.Out, m.frame())
 				return err
 			}
@@ -108,7 +136,9 @@ terminal; the frame has no colours then (or with --no-color).`,
 	cmd.Flags().StringArrayVar(&runDirs, "run-dir", nil, "a supervise run directory to watch (read-only; repeatable)")
 	cmd.Flags().BoolVar(&once, "once", false, "print one frame and exit")
 	cmd.Flags().BoolVar(&noColor, "no-color", false, "no colours or other terminal styling")
-	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many store runs, newest first")
+	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many store runs, and this many workspace runs, newest first")
+	cmd.Flags().BoolVar(&detail, "detail", false, "start in the detail view of the newest run")
+	cmd.Flags().BoolVar(&logView, "log", false, "start in the log view of the newest run")
 	return cmd
 }
 
@@ -136,6 +166,10 @@ type topRun struct {
 	Notes []string
 	// Detail is extra lines the detail view shows.
 	Detail []string
+	// Totals sums a supervise run's workers; nil for a store run.
+	Totals *topTotals
+	// started is when the run started; zero when not recorded.
+	started time.Time
 	// dir is the run directory of a supervise run; empty for a store run.
 	dir string
 }
@@ -155,6 +189,18 @@ type topWorker struct {
 	Lead string
 	// Task is what the worker was asked to do.
 	Task string
+	// Log is the worker's own log (its worker log's lines), oldest
+	// first, at most topLogTail.
+	Log []string
+	// logLabel names the worker log the worker writes to.
+	logLabel string
+	// latency is from its log's spawned to its settled line; nil when
+	// either is missing.
+	latency *time.Duration
+	// tokIn and tokOut sum the tokens its turns reported.
+	tokIn, tokOut tokenSum
+	// microUSD is its settled cost; nil when unknown or not settled.
+	microUSD *int64
 }
 
 // topSnapshot is everything one read found.
@@ -167,6 +213,10 @@ type topSnapshot struct {
 type topSource struct {
 	store store.Store
 	dirs  []string
+	// root is the workspace whose supervise runs, under
+	// root/.agent/supervisor, are discovered on every read; empty for
+	// none.
+	root  string
 	limit int
 	// now stamps cancel requests; time.Now when nil.
 	now func() time.Time
@@ -231,7 +281,82 @@ func (s *topSource) load(ctx context.Context) topSnapshot {
 		}
 		snap.Runs = append(snap.Runs, r)
 	}
+	runs, err := s.workspaceRuns(ctx)
+	if err != nil {
+		snap.Errors = append(snap.Errors, "workspace "+s.root+": "+err.Error())
+	}
+	snap.Runs = append(snap.Runs, runs...)
 	return snap
+}
+
+// workspaceRuns reads the supervise runs under root/.agent/supervisor,
+// newest first: the limit most recently changed run dirs, ordered by
+// when they started (or, without a run-started record, when they last
+// changed). A run dir named with --run-dir is not read twice. A run dir
+// without a journal yet (a run being set up) is passed over until the
+// next read; a workspace without runs has none.
+func (s *topSource) workspaceRuns(ctx context.Context) ([]topRun, error) {
+	if s.root == "" {
+		return nil, nil
+	}
+	base := filepath.Join(s.root, filepath.FromSlash(supervise.SupervisorDir))
+	entries, err := os.ReadDir(base)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	named := map[string]bool{}
+	for _, d := range s.dirs {
+		if abs, err := filepath.Abs(d); err == nil {
+			named[abs] = true
+		}
+	}
+	type found struct {
+		dir     string
+		changed time.Time
+	}
+	var dirs []found
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(base, e.Name())
+		if abs, err := filepath.Abs(dir); err == nil && named[abs] {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue // removed since it was listed
+		}
+		dirs = append(dirs, found{dir, info.ModTime()})
+	}
+	slices.SortFunc(dirs, func(a, b found) int { return b.changed.Compare(a.changed) })
+	if s.limit > 0 && len(dirs) > s.limit {
+		dirs = dirs[:s.limit]
+	}
+	var runs []topRun
+	for _, d := range dirs {
+		r, err := readSuperviseRun(ctx, d.dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			return runs, fmt.Errorf("run dir %s: %w", d.dir, err)
+		}
+		if r.started.IsZero() {
+			r.started = d.changed
+		}
+		runs = append(runs, r)
+	}
+	slices.SortStableFunc(runs, func(a, b topRun) int {
+		if c := b.started.Compare(a.started); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return runs, nil
 }
 
 // storeRuns reads the newest runs of the store, each call under its own
@@ -254,7 +379,7 @@ func (s *topSource) storeRuns(ctx context.Context) ([]topRun, error) {
 // cannot read shows as unknown with a note.
 func (s *topSource) storeRun(ctx context.Context, r store.Run) topRun {
 	tr := topRun{ID: r.ID, Kind: r.Kind, Status: string(r.Status), Live: !r.Status.Terminal(),
-		Task: "unknown", Budget: "unknown", Spend: "unknown"}
+		Task: "unknown", Budget: "unknown", Spend: "unknown", started: r.CreatedAt}
 	rctx, cancel := context.WithTimeout(ctx, topStoreTimeout)
 	rec, err := kernel.ReadRun(rctx, s.store, r.ID)
 	cancel()
@@ -291,9 +416,9 @@ func (s *topSource) storeRun(ctx context.Context, r store.Run) topRun {
 	if !tr.Live {
 		tr.Detail = append(tr.Detail, "latency   "+r.UpdatedAt.Sub(r.CreatedAt).Round(time.Millisecond).String())
 	}
-	from := max(rec.Events-topTail, 0)
+	from := max(rec.Events-topLogTail, 0)
 	ectx, cancel := context.WithTimeout(ctx, topStoreTimeout)
-	events, err := s.store.Events(ectx, r.ID, store.CursorFor(from), topTail)
+	events, err := s.store.Events(ectx, r.ID, store.CursorFor(from), topLogTail)
 	cancel()
 	if err != nil {
 		tr.Notes = append(tr.Notes, "events unreadable: "+err.Error())
@@ -350,6 +475,7 @@ func readSuperviseRun(ctx context.Context, dir string) (topRun, error) {
 			tr.ID = r.RunID
 			tr.Task = oneLine(orUnknown(r.Task))
 			if r.StartedAtMS != 0 {
+				tr.started = time.UnixMilli(r.StartedAtMS)
 				tr.Detail = append(tr.Detail, "started   "+time.UnixMilli(r.StartedAtMS).UTC().Format(time.RFC3339))
 			}
 			if r.DeadlineMS != 0 {
@@ -376,6 +502,7 @@ func readSuperviseRun(ctx context.Context, dir string) (topRun, error) {
 				w.Budget = budgetText(r.Budget)
 			}
 			w.Lead = string(leadOf(r.Node, root))
+			w.logLabel = labelOrProfile(r)
 			index[r.Node] = len(workers)
 			workers = append(workers, w)
 		case supervise.KindSettled:
@@ -387,6 +514,9 @@ func readSuperviseRun(ctx context.Context, dir string) (topRun, error) {
 			w.State = string(r.State)
 			w.Verdict = verdictText(r.Verdict)
 			w.Spend = spendText(r.Spent)
+			if r.Spent != nil {
+				w.microUSD = r.Spent.MicroUSD
+			}
 			spent.add(r.Spent)
 		case supervise.KindFinished:
 			tr.Status, tr.Live = orUnknown(r.Outcome), false
@@ -409,12 +539,18 @@ func readSuperviseRun(ctx context.Context, dir string) (topRun, error) {
 			workers[i].State = "down"
 		}
 	}
+	n, logNotes := readWorkerLogs(ctx, dir, workers)
+	if n > 0 {
+		tr.Notes = append(tr.Notes, fmt.Sprintf("%d worker log line(s) unreadable, skipped", n))
+	}
+	tr.Notes = append(tr.Notes, logNotes...)
 	tr.Workers = workers
+	tr.Totals = totalsOf(workers, spent)
 	if !fromState {
 		tr.Spend = spent.text()
 	}
-	if len(tr.Tail) > topTail {
-		tr.Tail = tr.Tail[len(tr.Tail)-topTail:]
+	if len(tr.Tail) > topLogTail {
+		tr.Tail = tr.Tail[len(tr.Tail)-topLogTail:]
 	}
 	if tr.Live {
 		tr.Detail = append(tr.Detail, "status    no finished record yet: running, or its process stopped")
@@ -760,7 +896,7 @@ type topModel struct {
 	src    *topSource
 	snap   topSnapshot
 	sel    int
-	detail bool
+	view   topView
 	notice string
 	width  int
 	height int
@@ -776,6 +912,17 @@ type topModel struct {
 	steerFor  topRow
 	steerText string
 }
+
+// topView is which view the frame shows.
+type topView int
+
+// The views: the runs and the selected one's event tail; the same with
+// the selected run's or worker's detail; the selected one's log.
+const (
+	topViewOverview topView = iota
+	topViewDetail
+	topViewLog
+)
 
 // Messages of the model.
 type (
@@ -845,6 +992,11 @@ func (m topModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		key := m.selectedKey()
 		m.snap = topSnapshot(msg)
 		m.sel = m.find(key)
+		if m.tick == 0 {
+			// The first read: start on the newest run, whose detail or
+			// log --detail and --log open.
+			m.sel = m.newestRow()
+		}
 		m.tick++
 		tick := m.tick
 		return m, tea.Tick(topRefresh, func(time.Time) tea.Msg { return topTickMsg(tick) })
@@ -866,9 +1018,9 @@ func (m topModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.MouseClickMsg:
 		if row, ok := m.rowAt(msg.Y); ok {
 			if row == m.sel {
-				m.detail = !m.detail
+				m.view = toggle(m.view, topViewDetail)
 			} else {
-				m.sel, m.detail = row, false
+				m.sel, m.view = row, topViewOverview
 			}
 		}
 	case tea.MouseWheelMsg:
@@ -888,8 +1040,8 @@ func (m topModel) key(k string) (tea.Model, tea.Cmd) {
 	case "q", "ctrl+c":
 		return m, tea.Quit
 	case "esc":
-		if m.detail {
-			m.detail = false
+		if m.view != topViewOverview {
+			m.view = topViewOverview
 			return m, nil
 		}
 		return m, tea.Quit
@@ -898,7 +1050,19 @@ func (m topModel) key(k string) (tea.Model, tea.Cmd) {
 	case "down", "j":
 		m.sel = max(min(m.sel+1, n-1), 0)
 	case "enter":
-		m.detail = n > 0 && !m.detail
+		if n > 0 {
+			m.view = toggle(m.view, topViewDetail)
+		}
+	case "o":
+		m.view = topViewOverview
+	case "l":
+		if n > 0 {
+			m.view = topViewLog
+		}
+	case "tab":
+		m.sel = m.nextRun(1)
+	case "shift+tab":
+		m.sel = m.nextRun(-1)
 	case "r":
 		return m, m.loadCmd()
 	case "c":
@@ -923,6 +1087,52 @@ func (m topModel) key(k string) (tea.Model, tea.Cmd) {
 		m.steering, m.steerFor, m.steerText = true, row, ""
 	}
 	return m, nil
+}
+
+// toggle is v, or the overview when the view already is v.
+func toggle(cur, v topView) topView {
+	if cur == v {
+		return topViewOverview
+	}
+	return v
+}
+
+// nextRun is the row of the run after (dir 1) or before (dir -1) the
+// selected row's run, wrapping around: tab moves the focus from run to
+// run past their workers.
+func (m topModel) nextRun(dir int) int {
+	rows := m.rows()
+	if len(rows) == 0 {
+		return 0
+	}
+	cur := rows[min(m.sel, len(rows)-1)].run
+	next := (cur + dir + len(m.snap.Runs)) % len(m.snap.Runs)
+	for i, r := range rows {
+		if r.run == next && r.worker < 0 {
+			return i
+		}
+	}
+	return m.sel
+}
+
+// newestRow is the row of the run that started last; the first row
+// when no run's start is known.
+func (m topModel) newestRow() int {
+	best, at := -1, time.Time{}
+	for i, r := range m.snap.Runs {
+		if !r.started.IsZero() && (best < 0 || r.started.After(at)) {
+			best, at = i, r.started
+		}
+	}
+	if best < 0 {
+		return 0
+	}
+	for i, row := range m.rows() {
+		if row.run == best && row.worker < 0 {
+			return i
+		}
+	}
+	return 0
 }
 
 // target is the run and (nil for the run itself) worker of row, copied
@@ -1006,6 +1216,10 @@ func (m topModel) layout() (lines []string, rowOf []int) {
 		add(-1, "no runs")
 		return lines, rowOf
 	}
+	if m.view == topViewLog {
+		m.logLayout(add)
+		return lines, rowOf
+	}
 	add(-1, fmt.Sprintf("  %-24s %-11s %-9s %-9s %-26s %s", "RUN", "STATUS", "KIND", "BUDGET", "SPEND", "TASK"))
 	row := 0
 	for _, r := range m.snap.Runs {
@@ -1029,6 +1243,11 @@ func (m topModel) layout() (lines []string, rowOf []int) {
 			add(row, fmt.Sprintf("  %s %-24s %-14s %-10s %-8s %-8s %-18s %s", m.mark(row), id, clip(w.Label, 14), w.State, w.Verdict, w.Latency, w.Budget, w.Spend))
 			row++
 		}
+		if r.Totals != nil {
+			for _, l := range r.Totals.lines() {
+				add(-1, "    "+l)
+			}
+		}
 	}
 	rows := m.rows()
 	if m.sel >= len(rows) {
@@ -1037,7 +1256,7 @@ func (m topModel) layout() (lines []string, rowOf []int) {
 	sel := rows[m.sel]
 	r := m.snap.Runs[sel.run]
 	add(-1, "")
-	if m.detail {
+	if m.view == topViewDetail {
 		if sel.worker >= 0 {
 			w := r.Workers[sel.worker]
 			add(-1, "worker "+w.ID+" of run "+r.ID)
@@ -1046,7 +1265,8 @@ func (m topModel) layout() (lines []string, rowOf []int) {
 			add(-1, "  lead      "+orDash(w.Lead, "itself (a direct child of the root)"))
 			add(-1, "  state     "+w.State)
 			add(-1, "  verdict   "+w.Verdict)
-			add(-1, "  latency   "+w.Latency+" (the journal carries no times)")
+			add(-1, "  latency   "+w.Latency+latencyWhy(w))
+			add(-1, "  tokens    in "+w.tokIn.text(w.State == "running")+" out "+w.tokOut.text(w.State == "running"))
 			add(-1, "  budget    "+w.Budget)
 			add(-1, "  spend     "+w.Spend)
 			add(-1, "  task      "+clip(w.Task, 200))
@@ -1059,18 +1279,56 @@ func (m topModel) layout() (lines []string, rowOf []int) {
 		}
 		add(-1, "")
 	}
-	add(-1, fmt.Sprintf("events of %s (last %d)", r.ID, len(r.Tail)))
-	if len(r.Tail) == 0 {
+	tail := r.Tail[max(len(r.Tail)-topTail, 0):]
+	add(-1, fmt.Sprintf("events of %s (last %d)", r.ID, len(tail)))
+	if len(tail) == 0 {
 		add(-1, "  none recorded")
 	}
-	for _, t := range r.Tail {
+	for _, t := range tail {
 		add(-1, "  "+t)
 	}
 	if m.interactive {
 		add(-1, "")
-		add(-1, "↑/↓ select · enter detail · s steer · c cancel · r refresh · q quit")
+		add(-1, "↑/↓ select · tab next run · enter detail · o overview · l log · s steer · c cancel · r refresh · q quit")
 	}
 	return lines, rowOf
+}
+
+// logLayout adds the log view: the selected worker's log, or the
+// selected run's events (a supervise run's spawn journal), up to
+// topLogTail lines, newest last.
+func (m topModel) logLayout(add func(row int, s string)) {
+	rows := m.rows()
+	sel := rows[min(m.sel, len(rows)-1)]
+	r := m.snap.Runs[sel.run]
+	name, log, none := "run "+r.ID, r.Tail, "  none recorded"
+	if sel.worker >= 0 {
+		w := r.Workers[sel.worker]
+		name, log = "worker "+w.ID+" of run "+r.ID, w.Log
+		none = "  none recorded: no worker log (an older writer, or the worker has not started)"
+	}
+	add(-1, fmt.Sprintf("log of %s (last %d)", name, len(log)))
+	if len(log) == 0 {
+		add(-1, none)
+	}
+	for _, l := range log {
+		add(-1, "  "+l)
+	}
+	if m.interactive {
+		add(-1, "")
+		add(-1, "↑/↓ select · tab next run · o overview · enter detail · q quit")
+	}
+}
+
+// latencyWhy says why a worker's latency is unknown; empty when known.
+func latencyWhy(w topWorker) string {
+	switch {
+	case w.latency != nil:
+		return ""
+	case w.State == "running":
+		return " (not settled yet)"
+	}
+	return " (its worker log does not record both its spawn and its settlement)"
 }
 
 // orDash is s, or alt when s is empty.
@@ -1096,6 +1354,9 @@ func (m topModel) screen() (lines []string, rowOf []int) {
 		return lines, rowOf
 	}
 	at := slices.Index(rowOf, m.sel)
+	if m.view == topViewLog {
+		at = len(lines) - 1 // the newest log lines
+	}
 	off := max(at-m.height+1, 0)
 	return lines[off : off+m.height], rowOf[off : off+m.height]
 }

@@ -257,8 +257,8 @@ func TestTopModelKeys(t *testing.T) {
 			var m tea.Model = start
 			m, cmd := press(m, tt.keys...)
 			tm := m.(topModel)
-			if tm.sel != tt.wantSel || tm.detail != tt.wantDetail {
-				t.Errorf("selected row %d, detail %v; want %d, %v", tm.sel, tm.detail, tt.wantSel, tt.wantDetail)
+			if tm.sel != tt.wantSel || (tm.view == topViewDetail) != tt.wantDetail {
+				t.Errorf("selected row %d, detail %v; want %d, %v", tm.sel, (tm.view == topViewDetail), tt.wantSel, tt.wantDetail)
 			}
 			if got := isQuit(cmd); got != tt.wantQuit {
 				t.Errorf("quit %v, want %v", got, tt.wantQuit)
@@ -302,11 +302,11 @@ func TestTopModelMouse(t *testing.T) {
 	}
 	var tm tea.Model = m
 	tm, _ = tm.Update(tea.MouseClickMsg{X: 4, Y: y, Button: tea.MouseLeft})
-	if got := tm.(topModel); got.sel != rowOf[y] || got.detail {
-		t.Fatalf("after one click: row %d, detail %v; want row %d, no detail", got.sel, got.detail, rowOf[y])
+	if got := tm.(topModel); got.sel != rowOf[y] || (got.view == topViewDetail) {
+		t.Fatalf("after one click: row %d, detail %v; want row %d, no detail", got.sel, (got.view == topViewDetail), rowOf[y])
 	}
 	tm, _ = tm.Update(tea.MouseClickMsg{X: 4, Y: y, Button: tea.MouseLeft})
-	if !tm.(topModel).detail {
+	if !(tm.(topModel).view == topViewDetail) {
 		t.Error("a second click did not open the detail")
 	}
 	tm, _ = tm.Update(tea.MouseClickMsg{X: 0, Y: 0, Button: tea.MouseLeft})
