@@ -498,7 +498,7 @@ func (c *Coordinator) RunAnalyst(ctx context.Context, a RunAnalystArgs) (RunAnal
 		}
 		c.requested[req.Key] = true
 	}
-	reply, err := c.admit(ctx, req)
+	reply, err := c.admit(ctx, req, canonjson.Value{})
 	if err != nil {
 		return RunAnalystResult{}, err
 	}

@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,9 +31,13 @@ type Coordinator struct {
 	log      *runLog
 	exec     Executor
 	profiles map[string]*profile.Profile
-	check    Deliverable
-	logger   *slog.Logger
-	now      func() time.Time
+	// authoredOK is Options.AuthoredProfiles; authorizeHook says an
+	// AuthorizeSpawn hook decides what an authored profile may run.
+	authoredOK    bool
+	authorizeHook bool
+	check         Deliverable
+	logger        *slog.Logger
+	now           func() time.Time
 
 	// workCtx is the parent of every worker's context; cancelWork ends
 	// them when the brain returns.
@@ -140,13 +145,19 @@ var ErrStopped = errors.New("supervise: the manager stopped")
 
 // SpawnArgs are spawn_worker's arguments.
 type SpawnArgs struct {
-	Profile    string       `json:"profile" jsonschema:"the worker profile's name"`
-	Task       string       `json:"task" jsonschema:"the worker's task"`
-	Label      string       `json:"label,omitzero" jsonschema:"names the worker among its siblings"`
-	Key        string       `json:"key,omitzero" jsonschema:"idempotency key: the same key with the same request replays"`
-	Continuity string       `json:"continuity,omitzero" jsonschema:"fresh (default) or resume"`
-	Budget     *SpawnBudget `json:"budget,omitzero" jsonschema:"per-spawn budget, merged per field over the per-worker default"`
-	Parent     NodeID       `json:"parent,omitzero" jsonschema:"the spawning node; the root when empty"`
+	// Profile names a registered worker profile. On the wire, profile
+	// may instead be an authored AgentProfile object, decoded into
+	// AuthoredProfile (see Options.AuthoredProfiles).
+	Profile string `json:"profile" jsonschema:"the worker profile's name, or an authored AgentProfile object when the supervisor accepts them"`
+	// AuthoredProfile is an authored AgentProfile document; when set,
+	// Profile is ignored.
+	AuthoredProfile json.RawMessage `json:"-"`
+	Task            string          `json:"task" jsonschema:"the worker's task"`
+	Label           string          `json:"label,omitzero" jsonschema:"names the worker among its siblings"`
+	Key             string          `json:"key,omitzero" jsonschema:"idempotency key: the same key with the same request replays"`
+	Continuity      string          `json:"continuity,omitzero" jsonschema:"fresh (default) or resume"`
+	Budget          *SpawnBudget    `json:"budget,omitzero" jsonschema:"per-spawn budget, merged per field over the per-worker default"`
+	Parent          NodeID          `json:"parent,omitzero" jsonschema:"the spawning node; the root when empty"`
 }
 
 // SpawnBudget is a spawn's requested ceiling; an absent field takes the
@@ -187,11 +198,25 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 	if stopped {
 		return SpawnResult{}, c.refusal(CodeScopeSettled, "stopped", "the manager stopped")
 	}
-	p, ok := c.profiles[a.Profile]
-	if !ok {
-		return SpawnResult{}, c.refusal(CodeInvalidIdentity, "unknown-profile", "no worker profile named "+strconv.Quote(a.Profile))
-	}
 	req := SpawnRequest{Parent: a.Parent, Label: a.Label, Profile: a.Profile, Task: a.Task, Key: a.Key, Continuity: Continuity(a.Continuity)}
+	var p *profile.Profile
+	var doc canonjson.Value
+	if a.AuthoredProfile != nil {
+		au, err := c.checkAuthored(a.AuthoredProfile)
+		if err != nil {
+			return SpawnResult{}, err
+		}
+		p, doc = au.p, au.doc
+		req.Profile, req.ProfileDigest, req.Authored = authoredName, au.digest, au.p
+		if au.p.Name != nil && *au.p.Name != "" {
+			req.Profile = *au.p.Name
+		}
+	} else {
+		var ok bool
+		if p, ok = c.profiles[a.Profile]; !ok {
+			return SpawnResult{}, c.refusal(CodeInvalidIdentity, "unknown-profile", "no worker profile named "+strconv.Quote(a.Profile))
+		}
+	}
 	if p.Model != nil && p.Model.Default != nil {
 		req.Model = *p.Model.Default
 	}
@@ -216,7 +241,7 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 				Replayed: true, Live: live, FreeSlots: free}, nil
 		}
 	}
-	reply, err := c.admit(ctx, req)
+	reply, err := c.admit(ctx, req, doc)
 	if err != nil {
 		return SpawnResult{}, err
 	}
@@ -233,7 +258,10 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 // is held. A key's committed result is returned unjournaled (nothing
 // runs); a refusal is returned as is, and a spawn it cannot journal is
 // released and returned as an error.
-func (c *Coordinator) admit(ctx context.Context, req SpawnRequest) (SpawnReply, error) {
+//
+// doc is an authored profile's document, journaled with its digest so
+// a resumed run can run the same profile again.
+func (c *Coordinator) admit(ctx context.Context, req SpawnRequest, doc canonjson.Value) (SpawnReply, error) {
 	reply, err := c.scope.Spawn(req)
 	if err != nil {
 		var r *Refusal
@@ -248,7 +276,8 @@ func (c *Coordinator) admit(ctx context.Context, req SpawnRequest) (SpawnReply, 
 		return reply, nil
 	}
 	rec := Record{Kind: KindSpawned, Node: reply.Node, Parent: parentOf(reply.Node, c.scope.Root()), Label: req.Label,
-		Profile: req.Profile, Model: req.Model, Key: req.Key, Task: req.Task, Reserved: budgetRecord(reply.Reserved)}
+		Profile: req.Profile, Model: req.Model, Key: req.Key, Task: req.Task, Reserved: budgetRecord(reply.Reserved),
+		ProfileDigest: req.ProfileDigest, ProfileDoc: doc}
 	if b := req.Budget; b.Tokens != nil || b.Iterations != nil || b.MicroUSD != nil || b.Resources != nil {
 		rec.Budget = budgetRecord(req.Budget)
 	}
@@ -293,7 +322,7 @@ func (c *Coordinator) claimReplay(req SpawnRequest) (NodeID, bool) {
 }
 
 func replayKey(req SpawnRequest) string {
-	return fmt.Sprintf("%q %q %q %q", req.Parent, req.Label, req.Profile, req.Task)
+	return fmt.Sprintf("%q %q %q %q %q", req.Parent, req.Label, req.Profile, req.ProfileDigest, req.Task)
 }
 
 // start runs an admitted worker in the background, on exec (nil: the
@@ -812,7 +841,14 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 		switch r.Kind {
 		case KindSpawned:
 			req := SpawnRequest{Parent: r.Parent, Label: r.Label, Profile: r.Profile, Model: r.Model, Task: r.Task, Key: r.Key,
-				Budget: r.Budget.budget()}
+				Budget: r.Budget.budget(), ProfileDigest: r.ProfileDigest}
+			if r.ProfileDigest != "" {
+				p, err := resumeAuthored(r)
+				if err != nil {
+					return &ResumeError{RunDir: c.log.dir, Reason: "re-reading the authored profile of " + string(r.Node), Err: err}
+				}
+				req.Authored = p
+			}
 			reply, err := c.scope.Spawn(req)
 			if err != nil {
 				return &ResumeError{RunDir: c.log.dir, Reason: "replaying spawn of " + string(r.Node), Err: err}

@@ -104,28 +104,32 @@ const (
 // Data). A settled record's Hook says Options.AfterSettle runs for it,
 // and is done once an after-settle record follows.
 type Record struct {
-	Kind        string          `json:"kind"`
-	RunID       string          `json:"runId,omitzero"`
-	StartedAtMS int64           `json:"startedAtMs,omitzero"`
-	DeadlineMS  int64           `json:"deadlineMs,omitzero"`
-	Task        string          `json:"task,omitzero"`
-	Node        NodeID          `json:"node,omitzero"`
-	Parent      NodeID          `json:"parent,omitzero"`
-	Label       string          `json:"label,omitzero"`
-	Profile     string          `json:"profile,omitzero"`
-	Model       string          `json:"model,omitzero"`
-	Key         string          `json:"key,omitzero"`
-	Budget      *BudgetRecord   `json:"budget,omitzero"`
-	Reserved    *BudgetRecord   `json:"reserved,omitzero"`
-	State       State           `json:"state,omitzero"`
-	Spent       *SpendRecord    `json:"spent,omitzero"`
-	OutRef      string          `json:"outRef,omitzero"`
-	Verdict     *kernel.Verdict `json:"verdict,omitzero"`
-	Delivered   bool            `json:"delivered,omitzero"`
-	Reason      string          `json:"reason,omitzero"`
-	CheckError  string          `json:"checkError,omitzero"`
-	Outcome     string          `json:"outcome,omitzero"`
-	Hook        bool            `json:"hook,omitzero"`
+	Kind        string `json:"kind"`
+	RunID       string `json:"runId,omitzero"`
+	StartedAtMS int64  `json:"startedAtMs,omitzero"`
+	DeadlineMS  int64  `json:"deadlineMs,omitzero"`
+	Task        string `json:"task,omitzero"`
+	Node        NodeID `json:"node,omitzero"`
+	Parent      NodeID `json:"parent,omitzero"`
+	Label       string `json:"label,omitzero"`
+	Profile     string `json:"profile,omitzero"`
+	// ProfileDigest and ProfileDoc are a spawn's authored profile: its
+	// identity and canonical document (at most MaxAuthoredProfile bytes).
+	ProfileDigest string          `json:"profileDigest,omitzero"`
+	ProfileDoc    canonjson.Value `json:"profileDoc,omitzero"`
+	Model         string          `json:"model,omitzero"`
+	Key           string          `json:"key,omitzero"`
+	Budget        *BudgetRecord   `json:"budget,omitzero"`
+	Reserved      *BudgetRecord   `json:"reserved,omitzero"`
+	State         State           `json:"state,omitzero"`
+	Spent         *SpendRecord    `json:"spent,omitzero"`
+	OutRef        string          `json:"outRef,omitzero"`
+	Verdict       *kernel.Verdict `json:"verdict,omitzero"`
+	Delivered     bool            `json:"delivered,omitzero"`
+	Reason        string          `json:"reason,omitzero"`
+	CheckError    string          `json:"checkError,omitzero"`
+	Outcome       string          `json:"outcome,omitzero"`
+	Hook          bool            `json:"hook,omitzero"`
 	// Infra: a settled worker went down for an infrastructure reason
 	// (NodeSettled.Infra).
 	Infra bool `json:"infra,omitzero"`

@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/profile"
 )
 
 // Continuity says whether a spawn starts a fresh worker or re-attaches to
@@ -79,8 +80,12 @@ type SpawnRequest struct {
 	// it; the profile name stands in when it is empty).
 	Label   string
 	Profile string
-	Model   string
-	Task    string
+	// ProfileDigest is an authored profile's identity (empty for a
+	// registered one); Authored is that profile, for AuthorizeSpawn.
+	ProfileDigest string
+	Authored      *profile.Profile
+	Model         string
+	Task          string
 	// Key, when set, makes the spawn idempotent: the same key with the
 	// same request replays, with a different request conflicts. Keys
 	// are scope-wide, not per parent.
@@ -307,7 +312,7 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 	var canon string
 	var prior *node
 	if req.Key != "" {
-		b, err := json.Marshal(canonical{req.Parent, req.Label, req.Profile, req.Model, req.Task, req.Budget, req.Continuity})
+		b, err := json.Marshal(canonical{req.Parent, req.Label, req.Profile + req.ProfileDigest, req.Model, req.Task, req.Budget, req.Continuity})
 		if err != nil {
 			return SpawnReply{}, s.refuse(CodePreflightRefused, "invalid-request", err.Error(), err)
 		}

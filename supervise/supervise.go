@@ -74,6 +74,14 @@ type Options struct {
 	AuthorizeSpawn func(SpawnRequest) error
 	// Profiles are the worker profiles spawn_worker may name, by name.
 	Profiles map[string]*profile.Profile
+	// AuthoredProfiles lets spawn_worker take an authored AgentProfile
+	// object as its profile (§3.6 "the authored profile → the profile
+	// that will run"). Off by default: an object is refused. An authored
+	// profile is validated strictly, its model is held to AllowedModels,
+	// and one that runs commands (local MCP servers, hooks) or declares
+	// connections is refused unless AuthorizeSpawn is set, which then
+	// decides, seeing SpawnRequest.Authored.
+	AuthoredProfiles bool
 	// Deliverable decides delivery.
 	Deliverable Deliverable
 	// Executor runs workers. When nil, a KernelExecutor runs them on
@@ -338,7 +346,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	if err != nil {
 		return SupervisedResult{}, err
 	}
-	c := &Coordinator{runID: runID, pool: pool, log: log, exec: exec, profiles: o.Profiles, check: o.Deliverable,
+	c := &Coordinator{runID: runID, pool: pool, log: log, exec: exec, profiles: o.Profiles, authoredOK: o.AuthoredProfiles, authorizeHook: o.AuthorizeSpawn != nil, check: o.Deliverable,
 		logger: logger, now: now, workers: map[NodeID]*worker{}, wake: make(chan struct{}), ctl: newControl(runDir, ctx.Value(noControlScanKey{}) != nil),
 		lenses: lenses, analysts: map[NodeID]analystOf{}, afterSettle: o.AfterSettle, requested: map[string]bool{},
 		analystModel: o.AnalystModel, analystStops: map[NodeID]string{}}

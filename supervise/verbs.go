@@ -12,6 +12,7 @@ import (
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/tools"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // ToolPrefix is the prefix under which a profile declares the
@@ -84,7 +85,7 @@ func NewVerb[In, Out any](name, desc string, fn func(ctx context.Context, in In)
 	return verb(name, desc, fn)
 }
 
-func verb[In, Out any](name, desc string, fn func(ctx context.Context, in In) (Out, error)) (contract.Tool, error) {
+func verb[In, Out any](name, desc string, fn func(ctx context.Context, in In) (Out, error), opts ...tools.ToolOption) (contract.Tool, error) {
 	return tools.NewTool(ToolPrefix+name, desc, func(ctx context.Context, in In) (any, error) {
 		out, err := fn(ctx, in)
 		if err != nil {
@@ -94,7 +95,22 @@ func verb[In, Out any](name, desc string, fn func(ctx context.Context, in In) (O
 			return nil, err
 		}
 		return out, nil
-	})
+	}, opts...)
+}
+
+// spawnSchema is spawn_worker's input schema: SpawnArgs's, with profile
+// a name or, when authored profiles are accepted, an AgentProfile
+// object (validated strictly by Spawn, which reports the member's
+// pointer).
+func (c *Coordinator) spawnSchema() (*jsonschema.Schema, error) {
+	s, err := jsonschema.For[SpawnArgs](nil)
+	if err != nil {
+		return nil, err
+	}
+	if ps := s.Properties["profile"]; ps != nil {
+		ps.Type, ps.Types = "", []string{"string", "object"}
+	}
+	return s, nil
 }
 
 // Tools returns the coordination verbs as tools named with ToolPrefix,
@@ -110,7 +126,15 @@ func (c *Coordinator) Tools() ([]contract.Tool, error) {
 		}
 		out = append(out, t)
 	}
-	add(verb(VerbSpawnWorker, "Spawn a worker running a named profile on a task, reserved from the run's budget. Returns workerId, live and freeSlots, or {error, reason} when refused.", c.Spawn))
+	spawnDesc := "Spawn a worker running a named profile on a task, reserved from the run's budget. Returns workerId, live and freeSlots, or {error, reason} when refused."
+	if c.authoredOK {
+		spawnDesc = "Spawn a worker on a task, reserved from the run's budget, running a named profile or an authored AgentProfile object given as profile (refused with the JSON pointer of its first problem). Returns workerId, live and freeSlots, or {error, reason} when refused."
+	}
+	if ss, err := c.spawnSchema(); err != nil {
+		errs = append(errs, err)
+	} else {
+		add(verb(VerbSpawnWorker, spawnDesc, c.Spawn, tools.WithInputSchema(ss)))
+	}
 	add(verb(VerbAwaitEvent, "Wait for the next worker settlement (in recorded order): returns {event}, {idle:true} when nothing is live, or {pending:true, live} after the bounded wait.", c.Await))
 	add(verb(VerbObserveAgent, "Observe a worker: status, reserved and spent budget, and once settled its output and verdict.", func(_ context.Context, a ObserveArgs) (Observation, error) { return c.Observe(a.WorkerID) }))
 	add(verb(VerbSteerAgent, "Send an instruction to a live worker's inbox.", c.Steer))
