@@ -20,6 +20,21 @@
 // deadline. The result is a SupervisedResult arm: winner, or no-winner
 // with a reason.
 //
+// Authored profiles. spawn_worker's profile names a registered worker
+// profile (Options.Profiles) or, when Options.AuthoredProfiles is set,
+// is an authored AgentProfile object the manager wrote (§3.6 "the
+// authored profile → the profile that will run"). It is checked after
+// max-live-workers and before any reservation: parsed strictly (a bad
+// one is refused invalid-identity, cause profile-invalid, with the JSON
+// pointer of its first issue under /profile), held to AllowedModels,
+// and refused preflight-refused (not-authorized) when it would run
+// commands or open connections unless an AuthorizeSpawn hook decides
+// (SpawnRequest.Authored). Its spawn record journals the profile's
+// digest and canonical document (at most MaxAuthoredProfile bytes); a
+// resumed run re-reads the document and refuses a journal whose digest
+// no longer matches, so a worker left unsettled and spawned again runs
+// the same profile.
+//
 // The core under it is the Scope that admits or refuses every spawn, the
 // deterministic node ids and lifecycle, and the truthful totals of a
 // tree.

@@ -51,7 +51,10 @@ func FuzzResumeJournal(f *testing.F) {
 func FuzzSpawnWorkerArguments(f *testing.F) {
 	for _, s := range []string{`{"profile":"writer","task":"x"}`, `{"profile":"writer","task":"x","budget":{"usd":1e300}}`,
 		`{"profile":"writer","task":"x","budget":{"tokens":-5}}`, `{"profile":"writer","task":"x","parent":"run1:s7"}`,
-		`{"profile":"writer","task":"x","continuity":"resume"}`, `{"profile":"writer","task":"x","key":"k\u0000"}`, `{"task":1}`, `[]`} {
+		`{"profile":"writer","task":"x","continuity":"resume"}`, `{"profile":"writer","task":"x","key":"k\u0000"}`, `{"task":1}`, `[]`,
+		`{"profile":{"name":"critic","model":{"default":"scripted/writer"}},"task":"x"}`, `{"profile":{"harness":7},"task":"x"}`,
+		`{"profile":{"name":"c","hooks":{"PreToolUse":[{"command":"rm"}]}},"task":"x"}`, `{"profile":{},"task":"x","key":"k"}`,
+		`{"profile":null,"task":"x"}`, `{"profile":[1],"task":"x"}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -62,6 +65,7 @@ func FuzzSpawnWorkerArguments(f *testing.F) {
 		gate := &gateExecutor{release: make(chan struct{})}
 		close(gate.release)
 		o := baseOptions(t, gate, nil)
+		o.AuthoredProfiles = len(data)%2 == 0 // both sides of the gate
 		o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
 			tools, err := c.Tools()
 			if err != nil {

@@ -26,7 +26,8 @@ const (
 	CodeInDoubt Code = "in-doubt"
 	// CodeInvalidIdentity: the request names no profile, an unknown or
 	// settled parent, a malformed key or label, or a model outside
-	// AllowedModels.
+	// AllowedModels; or it authors a profile that is invalid (cause
+	// "profile-invalid") or not accepted (cause "authored-profile").
 	CodeInvalidIdentity Code = "invalid-identity"
 	// CodeKeyConflict: the key was used before with a different request.
 	CodeKeyConflict Code = "key-conflict"
