@@ -307,7 +307,7 @@ var superviseOptionClass = map[string]string{
 	"BudgetExempt": classForwarded, "RunDir": classForwarded, "RunID": classForwarded, "SettleGrace": classForwarded,
 	"Observer": classForwarded, "SpawnStore": classForwarded,
 	"SpawnLeaseTTL": classForwarded, "WorkspaceRoot": classTransformed, "OnResume": classOwned,
-	"AnalystModel": classForwarded,
+	"AnalystModel": classForwarded, "AuthoredProfiles": classOwned,
 }
 
 // checkOptions refuses a supervise option the graph owns: a caller value
@@ -324,6 +324,8 @@ func checkOptions(o Options) error {
 		return owned("Deliverable", "set Graph.Deliverable")
 	case s.Profiles != nil:
 		return owned("Profiles", "the nodes' profiles are the only ones a graph spawns")
+	case s.AuthoredProfiles:
+		return owned("AuthoredProfiles", "a graph spawns its nodes' pinned profiles, never an authored one")
 	case s.Brain != nil:
 		return owned("Brain", "pass Options.Brain, which drives the graph's Driver")
 	case s.AfterSettle != nil:

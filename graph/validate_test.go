@@ -85,6 +85,8 @@ func TestValidationBeforeSpendBehaviour52(t *testing.T) {
 		{name: "an owned supervise option", opts: func(o *graph.Options) {
 			o.Supervise.Profiles = map[string]*profile.Profile{"x": nil}
 		}, want: refused{"config", "Supervise.Profiles"}},
+		{name: "authored profiles in a graph", opts: func(o *graph.Options) { o.Supervise.AuthoredProfiles = true },
+			want: refused{"config", "Supervise.AuthoredProfiles"}},
 		{name: "a second budget", opts: func(o *graph.Options) { o.Supervise.Budget = ledger.Budget{Tokens: i64(1)} },
 			want: refused{"config", "Supervise.Budget"}},
 		{name: "a supervise brain", opts: func(o *graph.Options) {

@@ -83,7 +83,7 @@ func mustOpen(t *testing.T, h spawnLogHome) supervise.SpawnLog {
 
 // noData: the contract records carry no note payload (a canonjson.Value
 // go-cmp cannot look into).
-var noData = cmpopts.IgnoreFields(supervise.Record{}, "Data")
+var noData = cmpopts.IgnoreFields(supervise.Record{}, "Data", "ProfileDoc")
 
 var contractRecords = []supervise.Record{
 	{Kind: supervise.KindRunStarted, RunID: spawnLogRun, StartedAtMS: 1_796_000_000_000, Task: "ship"},
