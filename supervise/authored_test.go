@@ -67,6 +67,8 @@ func TestAuthoredProfileRefusals(t *testing.T) {
 	bad["harness"] = 7
 	hooks := authoredDoc("scripted/writer")
 	hooks["hooks"] = map[string]any{"PreToolUse": []any{map[string]any{"command": "rm"}}}
+	huge := authoredDoc("scripted/writer")
+	huge["prompt"] = map[string]any{"systemPrompt": strings.Repeat("a", supervise.MaxAuthoredProfile)}
 	cases := []struct {
 		name       string
 		tune       func(*supervise.Options)
@@ -85,12 +87,28 @@ func TestAuthoredProfileRefusals(t *testing.T) {
 		doc:  map[string]any{"name": "x", "bogus": true},
 		want: map[string]any{"error": "invalid-identity", "cause": "profile-invalid", "live": 0.0}, wantReason: "/profile",
 	}, {
+		name: "over MaxAuthoredProfile", tune: func(o *supervise.Options) { o.AuthoredProfiles = true }, doc: huge,
+		want: map[string]any{"error": "invalid-identity", "cause": "profile-invalid", "live": 0.0}, wantReason: "limit",
+	}, {
 		name: "model outside AllowedModels", tune: func(o *supervise.Options) { o.AuthoredProfiles = true; o.AllowedModels = []string{"scripted/writer"} },
 		doc:  authoredDoc("scripted/expensive"),
 		want: map[string]any{"error": "invalid-identity", "cause": "model-not-allowed", "live": 0.0}, wantReason: "scripted/expensive",
 	}, {
 		name: "hooks without AuthorizeSpawn", tune: func(o *supervise.Options) { o.AuthoredProfiles = true }, doc: hooks,
 		want: map[string]any{"error": "preflight-refused", "cause": "not-authorized", "live": 0.0}, wantReason: "/profile/hooks",
+	}, {
+		name: "AuthorizeSpawn decides on an authored profile's commands",
+		tune: func(o *supervise.Options) {
+			o.AuthoredProfiles = true
+			o.AuthorizeSpawn = func(r supervise.SpawnRequest) error {
+				if r.Authored != nil && len(r.Authored.Hooks) > 0 && r.ProfileDigest != "" {
+					return errors.New("hooks need a human review")
+				}
+				return nil
+			}
+		},
+		doc:  hooks,
+		want: map[string]any{"error": "preflight-refused", "cause": "not-authorized", "live": 0.0}, wantReason: "hooks need a human review",
 	}, {
 		name: "max-live-workers before validation", tune: func(o *supervise.Options) { o.AuthoredProfiles = true; o.MaxLiveWorkers = 1 },
 		setup: 1, doc: bad,
