@@ -282,3 +282,20 @@ func tamper(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkSpawnArgsAuthored measures decoding spawn_worker's arguments
+// with an authored profile and validating that profile (what Spawn
+// does before the scope sees the request).
+func BenchmarkSpawnArgsAuthored(b *testing.B) {
+	raw, _ := json.Marshal(map[string]any{"profile": authoredDoc("scripted/critic"), "task": "critique", "label": "c"})
+	b.ReportAllocs()
+	for b.Loop() {
+		var a supervise.SpawnArgs
+		if err := json.Unmarshal(raw, &a); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := profile.ParseDigest(a.AuthoredProfile); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
