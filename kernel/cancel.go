@@ -29,9 +29,9 @@ var ErrNotKernelRun = errors.New("kernel: the run is not cancelled through the k
 // rounds, runtime, seated, or a caller-chosen kind of Execute/RunToolLoop)
 // or a fleet run, whose worker forwards the recorded request.
 var foreignKinds = map[string]string{
-	"retained":          "retained runs are owned by their provider: agentrt runs cancel <id> --provider …",
-	"delegation":        "delegations are cancelled through their queue: delegation.Queue.Cancel",
-	"supervise-journal": "supervised runs are cancelled through their run directory: supervise.CancelRun / agentrt top",
+	"retained":          "a retained run is owned by its provider: agentrt runs cancel RUN --provider …",
+	"delegation":        "cancel a delegation through its queue (delegation.Queue.Cancel, or the manager's delegation cancel tool)",
+	"supervise-journal": "cancel a supervised run through its run directory: agentrt supervise cancel RUN-DIR --operation-id ID, or agentrt top",
 }
 
 // ForeignKindError is RequestCancel's refusal of a run whose kind the
