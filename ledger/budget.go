@@ -289,11 +289,12 @@ func (p *Pool) Settle(t *Ticket, spent Spend) error {
 	return invalid
 }
 
+// spendByChannel maps s onto the pool's channels. Every fixed channel is
+// present, nil when unreported: a spend that names no dollars makes the
+// dollar balance unknown rather than leaving an unreported cost read as
+// a known $0.
 func spendByChannel(s Spend) map[string]*int64 {
-	out := map[string]*int64{ChannelTokens: s.Tokens, ChannelIterations: s.Iterations}
-	if s.MicroUSD != nil {
-		out[ChannelUSD] = s.MicroUSD
-	}
+	out := map[string]*int64{ChannelTokens: s.Tokens, ChannelIterations: s.Iterations, ChannelUSD: s.MicroUSD}
 	for name, v := range s.Resources {
 		out[resourceChannel(name)] = v
 	}
@@ -303,7 +304,8 @@ func spendByChannel(s Spend) map[string]*int64 {
 // Observe debits spend the pool did not reserve (a driver's own model
 // calls) directly from free to committed. Free may go negative; Observe
 // never refuses, because the spend already happened. Unknown quantities
-// mark their channel unknown.
+// (dollars included: a spend that names none reports them unknown) mark
+// their channel unknown without tainting it.
 func (p *Pool) Observe(spent Spend) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -319,10 +321,10 @@ func (p *Pool) observeLocked(ch string, v *int64) {
 		p.accounts[ch] = a
 	}
 	if v == nil {
+		// The balance becomes a ceiling. Unreported dollars taint a
+		// dollar ceiling only through Settle (spec §6 reconcile): observed
+		// spend is the driver's own, which admission does not gate.
 		a.known = false
-		if ch == ChannelUSD && a.capped {
-			p.usdTainted = true
-		}
 		return
 	}
 	if *v < 0 {

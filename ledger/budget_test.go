@@ -279,3 +279,78 @@ func TestUnknownSpendTaintBehaviour39(t *testing.T) {
 		}
 	})
 }
+
+// Truthful spend: on a pool without a dollar ceiling, dollars nobody
+// reported are unknown, never a known $0; the dollar balance is a known
+// total only when every settlement and observation reported dollars. An
+// uncapped pool is never tainted by it (nothing to enforce).
+func TestUncappedDollarsKnownOnlyWhenReported(t *testing.T) {
+	tests := []struct {
+		name      string
+		settle    []ledger.Spend
+		observe   []ledger.Spend
+		wantKnown bool
+		wantUSD   int64
+	}{
+		{name: "nothing spent", wantKnown: true},
+		{name: "every worker reported", settle: []ledger.Spend{
+			{Tokens: i64(10), Iterations: i64(1), MicroUSD: i64(0)},
+			{Tokens: i64(10), Iterations: i64(1), MicroUSD: i64(7)},
+		}, wantKnown: true, wantUSD: 7},
+		{name: "no worker reported a cost", settle: []ledger.Spend{
+			{Tokens: i64(10), Iterations: i64(1)},
+		}},
+		{name: "one of two reported", settle: []ledger.Spend{
+			{Tokens: i64(10), Iterations: i64(1), MicroUSD: i64(5)},
+			{Tokens: i64(10), Iterations: i64(1)},
+		}, wantUSD: 5},
+		{name: "the driver's own call reported no cost", observe: []ledger.Spend{{Tokens: i64(3), Iterations: i64(0)}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pool, err := ledger.NewPool(ledger.Budget{Tokens: i64(1000), Iterations: i64(10)}, ledger.PoolOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, sp := range tt.settle {
+				tk, err := pool.Reserve(ledger.Budget{Tokens: i64(100), Iterations: i64(1)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := pool.Settle(tk, sp); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, sp := range tt.observe {
+				pool.Observe(sp)
+			}
+			r := pool.Readout()
+			usd := r.Channels[ledger.ChannelUSD]
+			if usd.Known != tt.wantKnown || usd.Committed != tt.wantUSD {
+				t.Errorf("dollars %+v, want known=%v committed=%d", usd, tt.wantKnown, tt.wantUSD)
+			}
+			if r.USDTainted {
+				t.Error("an uncapped pool must not be tainted")
+			}
+			if _, err := pool.Reserve(ledger.Budget{Tokens: i64(1), Iterations: i64(1)}); err != nil {
+				t.Errorf("unknown uncapped dollars must not block reservations: %v", err)
+			}
+		})
+	}
+}
+
+// Spec §6: observe never refuses and taint is reconcile's rule: a driver
+// call that reported no dollars under a dollar ceiling makes the dollar
+// total unknown (a ceiling) but does not refuse later reservations.
+func TestObserveUnknownDollarsUnderCapDoesNotTaint(t *testing.T) {
+	pool, _ := ledger.NewPool(ledger.Budget{Tokens: i64(1000), Iterations: i64(10), MicroUSD: i64(1_000)}, ledger.PoolOptions{})
+	pool.Observe(ledger.Spend{Tokens: i64(5), Iterations: i64(0)})
+	r := pool.Readout()
+	conserved(t, r)
+	if usd := r.Channels[ledger.ChannelUSD]; usd.Known || r.USDTainted {
+		t.Errorf("dollars %+v tainted %v, want unknown and untainted", usd, r.USDTainted)
+	}
+	if _, err := pool.Reserve(ledger.Budget{Tokens: i64(1), Iterations: i64(1), MicroUSD: i64(1)}); err != nil {
+		t.Errorf("reservation after an observed unknown: %v", err)
+	}
+}

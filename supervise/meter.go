@@ -30,8 +30,9 @@ type meter struct {
 // pool as it happens, and journals it: a spawn after it sees the room it
 // left. Unknown channels of u charge nothing now; the run's result then
 // reports the manager's spend on them as a gap (unknown, never 0), and
-// unknown dollars under a dollar ceiling taint the pool as any unknown
-// spend does. The router brain meters each turn; a caller's brain may
+// the pool's balance on them becomes unknown (a ceiling) without tainting
+// it: only a worker's unreported dollars taint a dollar ceiling (spec §6
+// reconcile). The router brain meters each turn; a caller's brain may
 // too, leaving BrainReport.Metered for usage it did not meter.
 func (c *Coordinator) Meter(ctx context.Context, u ledger.Usage) error {
 	sp := driverSpend(u)
