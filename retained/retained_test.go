@@ -531,6 +531,11 @@ func TestFailedDispatchedHookKeepsTheRunForRecovery(t *testing.T) {
 		if err != nil || got.Outcome != retained.Recovered || got.Via != retained.ViaReattached {
 			t.Fatalf("recovery %+v, %v", got, err)
 		}
+		// The scripted turn counts itself when it starts playing, which
+		// may be after recovery returned: wait for the run's result.
+		if _, err := got.Run.Result(ctx); err != nil {
+			t.Fatal(err)
+		}
 		if p.Turns() != 1 {
 			t.Fatalf("%d turns, want 1", p.Turns())
 		}
