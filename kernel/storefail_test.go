@@ -1,0 +1,261 @@
+package kernel_test
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/internal/pgtest"
+	"github.com/agentrt/agentrt/internal/sqlitetest"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/providers/scripted"
+	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/postgres"
+	"github.com/agentrt/agentrt/store/sqlite"
+)
+
+// failingStore is a real store and a way to make it stop answering
+// (fail) and answer again (restore).
+type failingStore struct {
+	name   string
+	open   func(t *testing.T) (st store.Store, fail, restore func())
+	hangs  bool // fail makes calls wait for their deadline (not fail at once)
+	sqlite bool
+}
+
+// failingStores are the real adapters behind real faults: PostgreSQL
+// behind a proxy that black-holes (the server stops answering) or resets
+// (connections are cut), and SQLite whose write lock another connection
+// holds (writes wait out the busy timeout, then fail).
+func failingStores() []failingStore {
+	openPG := func(t *testing.T, reset bool) (store.Store, func(), func()) {
+		dsn, proxy := pgtest.ProxiedSchema(t)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		st, err := postgres.Open(ctx, dsn, postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		fail := proxy.BlackHole
+		if reset {
+			fail = proxy.Reset
+		}
+		return st, fail, proxy.Restore
+	}
+	return []failingStore{
+		{name: "postgres/black-hole", hangs: true, open: func(t *testing.T) (store.Store, func(), func()) { return openPG(t, false) }},
+		{name: "postgres/reset", open: func(t *testing.T) (store.Store, func(), func()) { return openPG(t, true) }},
+		{name: "sqlite/locked", sqlite: true, open: func(t *testing.T) (store.Store, func(), func()) {
+			path := filepath.Join(t.TempDir(), "agentrt.db")
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			st, err := sqlite.Open(ctx, path, sqlite.Options{BusyTimeout: 400 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			var lock *sqlitetest.Lock
+			return st, func() { lock = sqlitetest.Hold(t, path, 20*time.Second) }, func() {
+				if err := lock.Release(); err != nil {
+					t.Error(err)
+				}
+			}
+		}},
+	}
+}
+
+// hookProvider calls at(point) at three places of a run — when the
+// environment is created, after the turn's first event, and (through
+// the test's Check) once the turn settled — and counts destroys.
+type hookProvider struct {
+	contract.Provider
+	at        func(point string)
+	destroyed atomic.Int64
+}
+
+func (p *hookProvider) Create(ctx context.Context, in *contract.CreateInput) (contract.Environment, error) {
+	env, err := p.Provider.Create(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	p.at("after-create")
+	return &hookEnv{Environment: env, p: p}, nil
+}
+
+type hookEnv struct {
+	contract.Environment
+	p *hookProvider
+}
+
+func (e *hookEnv) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
+	return func(yield func(contract.EnvironmentEvent, error) bool) {
+		first := true
+		for ev, err := range e.Environment.Stream(ctx, in) {
+			if !yield(ev, err) {
+				return
+			}
+			if first {
+				first = false
+				e.p.at("between-events")
+			}
+		}
+	}
+}
+
+func (e *hookEnv) Destroy(ctx context.Context) error {
+	e.p.destroyed.Add(1)
+	return e.Environment.Destroy(ctx)
+}
+
+// A store that stops answering mid-run — after the run was created,
+// between two events, at the terminal write — on PostgreSQL (black hole,
+// reset) and SQLite (write lock held elsewhere): Execute, whose caller
+// set no deadline at all, returns within the lease and cleanup bounds
+// with a *RunError that is never "completed"; the environment the run
+// created is destroyed; nothing panics. When the store answers again,
+// the run reads interrupted or failed — never completed — and holds
+// every event the result counts. (runtime.md §15 lifecycle: every run
+// ends in exactly one terminal state; a lost lease reads interrupted.)
+func TestExecuteWhenStoreStopsAnswering(t *testing.T) {
+	const lease, cleanup = 3 * time.Second, time.Second
+	// The lease must lapse and the cleanup window close; the rest is
+	// slack for a machine shared by many builds.
+	const bound = lease + 3*cleanup + 20*time.Second
+	script := `{"turns":[{"steps":[{"text":"first words"},{"usage":{"inputTokens":9,"outputTokens":2},"mode":"cumulative"},{"text":" and the rest"}]}]}`
+	for _, fs := range failingStores() {
+		t.Run(fs.name+"/before-create", func(t *testing.T) {
+			st, fail, restore := fs.open(t)
+			p := &hookProvider{Provider: scripted.New(mustScript(t, script), scripted.Options{}), at: func(string) {}}
+			fail()
+			start := time.Now()
+			runID := kernel.NewID("storefail")
+			res, err := kernel.Execute(context.Background(), kernel.Request{
+				Profile: mustProfile(t, noteWriter), Task: "t", Provider: p, Store: st, Check: nonEmpty,
+				RunID: runID, LeaseTTL: lease, CleanupTimeout: cleanup,
+			})
+			took := time.Since(start)
+			restore()
+			if took > bound {
+				t.Errorf("Execute returned %v after it began on a store that does not answer; want within %v", took, bound)
+			}
+			se, ok := errors.AsType[*kernel.StoreError](err)
+			if !ok || se.Op != "create" || se.RunID != runID || res != nil {
+				t.Fatalf("result %+v, err %T %v; want no result and a *kernel.StoreError for the create", res, err, err)
+			}
+			if p.destroyed.Load() != 0 {
+				t.Error("an environment was created for a run that was never recorded")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			// Nothing was recorded, or (a create that landed unseen) a run
+			// that never ran and reads interrupted once its lease lapses.
+			for {
+				run, err := st.GetRun(ctx, runID)
+				if errors.Is(err, store.ErrNotFound) || (err == nil && run.Status == store.StatusInterrupted) {
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("the run reads %s (%v) after the store answered again", run.Status, err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
+		for _, point := range []string{"after-create", "between-events", "terminal-write"} {
+			t.Run(fs.name+"/"+point, func(t *testing.T) {
+				st, fail, restore := fs.open(t)
+				reached, ack := make(chan struct{}), make(chan struct{})
+				hook := func(p string) {
+					if p == point {
+						reached <- struct{}{}
+						<-ack
+					}
+				}
+				p := &hookProvider{Provider: scripted.New(mustScript(t, script), scripted.Options{}), at: hook}
+				check := func(ctx context.Context, out kernel.Outcome) (kernel.Verdict, error) {
+					hook("terminal-write")
+					return nonEmpty(ctx, out)
+				}
+				runID := kernel.NewID("storefail")
+				type outcome struct {
+					res *kernel.Result
+					err error
+				}
+				done := make(chan outcome, 1)
+				go func() {
+					res, err := kernel.Execute(context.Background(), kernel.Request{
+						Profile: mustProfile(t, noteWriter), Task: "t", Provider: p, Store: st, Check: check,
+						RunID: runID, LeaseTTL: lease, CleanupTimeout: cleanup,
+					})
+					done <- outcome{res, err}
+				}()
+				select {
+				case <-reached:
+				case o := <-done:
+					t.Fatalf("the run ended (%v) before reaching %s", o.err, point)
+				case <-time.After(2 * time.Minute):
+					t.Fatalf("the run never reached %s", point)
+				}
+				fail()
+				start := time.Now()
+				close(ack)
+				var o outcome
+				select {
+				case o = <-done:
+				case <-time.After(bound + time.Minute):
+					restore()
+					t.Fatalf("Execute did not return %v after the store stopped answering at %s", bound+time.Minute, point)
+				}
+				if took := time.Since(start); took > bound {
+					t.Errorf("Execute returned %v after the store stopped answering; want within %v", took, bound)
+				}
+				re, ok := errors.AsType[*kernel.RunError](o.err)
+				if !ok {
+					t.Fatalf("err %T %v; want a *kernel.RunError", o.err, o.err)
+				}
+				if re.Status == store.StatusCompleted || !re.Status.Terminal() {
+					t.Errorf("run error status %s; want a terminal status other than completed", re.Status)
+				}
+				if o.res == nil || o.res.Status != re.Status || o.res.Delivered {
+					t.Fatalf("result %+v; want status %s, not delivered", o.res, re.Status)
+				}
+				if n := p.destroyed.Load(); n != 1 {
+					t.Errorf("the environment the run created was destroyed %d times; want once", n)
+				}
+
+				restore()
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				// The run's record is terminal once its lease lapses, at
+				// the latest.
+				var run store.Run
+				for {
+					var err error
+					run, err = st.GetRun(ctx, runID)
+					if err == nil && run.Status.Terminal() {
+						break
+					}
+					if ctx.Err() != nil {
+						t.Fatalf("the run still reads %s (%v) after the store answered again", run.Status, err)
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				if run.Status == store.StatusCompleted {
+					t.Fatalf("the run reads completed after its store stopped answering at %s", point)
+				}
+				events, err := st.Events(ctx, runID, "", 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(events) < o.res.Events {
+					t.Errorf("the store holds %d events; the result counts %d recorded", len(events), o.res.Events)
+				}
+			})
+		}
+	}
+}
