@@ -43,7 +43,34 @@ const (
 	// ReasonPanic: the work panicked (the panic went on; the record says
 	// so rather than staying running).
 	ReasonPanic = "panic"
+	// ReasonStoreFailed: the run's store failed or did not answer in time
+	// (a *StoreError is the cause). A run whose record write failed
+	// mid-run is failed — it cannot go on unrecorded; one whose terminal
+	// write failed is interrupted: its lease is no longer renewed, so
+	// readers see it interrupted once the lease lapses (or, if the write
+	// landed after all, the terminal state it recorded).
+	ReasonStoreFailed = "store-failed"
 )
+
+// StoreError is a store call a run depends on that failed or did not
+// answer within its bound: recording the run (Op "create", bounded by
+// the lease: a record that lands later would read interrupted at once),
+// an event, its document or ledger mid-run, or its terminal state
+// (bounded by the cleanup timeout). The run's front door returns it
+// (for "create": nothing else was done) or a *RunError caused by it.
+type StoreError struct {
+	RunID string
+	// Op names the write: "create", "record", "end".
+	Op  string
+	Err error
+}
+
+func (e *StoreError) Error() string {
+	return fmt.Sprintf("kernel: the store did not record run %s (%s): %v; it must answer again before the run can be read or run again", e.RunID, e.Op, e.Err)
+}
+
+// Unwrap returns the store's error.
+func (e *StoreError) Unwrap() error { return e.Err }
 
 // ErrRefused matches a RunError whose run was refused before any spend.
 var ErrRefused = errors.New("kernel: run refused before dispatch")

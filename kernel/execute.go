@@ -497,7 +497,7 @@ func (x *execution) recordFailed(ctx context.Context, what string, err error) {
 	if x.contextEnd(ctx) {
 		return
 	}
-	x.fail(store.StatusFailed, ReasonTransport, what+": "+err.Error(), err)
+	x.fail(store.StatusFailed, ReasonStoreFailed, what+": "+err.Error(), &StoreError{RunID: x.req.RunID, Op: "record", Err: err})
 }
 
 // receiptFloor fills the channels u does not know from a provider's
@@ -697,7 +697,8 @@ func (x *execution) finish(ctx context.Context) (*Result, error) {
 		return &x.res, x.runErr
 	}
 	if err != nil {
-		return &x.res, err
+		x.endUnrecorded(err)
+		return &x.res, x.runErr
 	}
 	if x.req.observe != nil {
 		x.req.observe.ended(ended, int64(x.res.Events))
@@ -713,6 +714,18 @@ func (x *execution) finish(ctx context.Context) (*Result, error) {
 func (x *execution) lost(lost *LeaseLostError) {
 	x.runErr = &RunError{RunID: x.req.RunID, Status: store.StatusInterrupted, Reason: ReasonLeaseLost, Detail: lost.Error(), Cause: lost}
 	x.res.Status, x.res.Reason, x.res.Detail = store.StatusInterrupted, ReasonLeaseLost, lost.Error()
+	x.res.Delivered, x.res.Verdict = false, nil
+}
+
+// endUnrecorded makes the outcome of a run whose terminal write failed
+// (the store failed or did not answer within the cleanup window) what
+// readers will see: interrupted once its lease, no longer renewed,
+// lapses — never the completion this process could not record.
+func (x *execution) endUnrecorded(err error) {
+	cause := &StoreError{RunID: x.req.RunID, Op: "end", Err: err}
+	x.runErr = &RunError{RunID: x.req.RunID, Status: store.StatusInterrupted, Reason: ReasonStoreFailed,
+		Detail: fmt.Sprintf("the store did not record the run's end as %s: %v", x.res.Status, err), Cause: cause}
+	x.res.Status, x.res.Reason, x.res.Detail = store.StatusInterrupted, ReasonStoreFailed, x.runErr.Detail
 	x.res.Delivered, x.res.Verdict = false, nil
 }
 

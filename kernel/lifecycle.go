@@ -161,9 +161,17 @@ func startLife(ctx context.Context, o lifeOptions, doc canonjson.Value, cancel c
 	l.stopAfter = context.AfterFunc(ctx, l.armCleanup)
 	until := time.Now().Add(l.ttl)
 	run := store.Run{ID: o.RunID, Kind: o.Kind, Status: store.StatusRunning, Owner: owner(), LeaseUntil: until, Doc: doc}
-	created, err := o.Store.CreateRun(l.bounded(ctx), run)
+	// The create is bounded by the lease it grants: a record that lands
+	// after that reads interrupted at once, and a caller without a
+	// deadline must not wait forever on a store that stopped answering.
+	cctx, cancelCreate := context.WithTimeout(l.bounded(ctx), l.ttl)
+	created, err := o.Store.CreateRun(cctx, run)
+	cancelCreate()
 	if err != nil {
 		l.release()
+		if ctx.Err() == nil && !errors.Is(err, store.ErrExists) && !errors.Is(err, store.ErrInvalid) {
+			err = &StoreError{RunID: o.RunID, Op: "create", Err: err}
+		}
 		return nil, fmt.Errorf("kernel: recording run %s: %w", o.RunID, err)
 	}
 	l.fence = created.Fence()

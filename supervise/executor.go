@@ -152,7 +152,7 @@ func (e *InfraError) Unwrap() error { return e.Err }
 // IsInfra reports whether a worker's executor error is an
 // infrastructure failure: an *InfraError in its chain, or a kernel run
 // that broke on its transport, ended without a terminal event, could not
-// get its environment, lost its lease or panicked. A refusal, a failure
+// get its environment, lost its lease, lost its store or panicked. A refusal, a failure
 // the provider reported in band, a cancellation and a timeout are not:
 // they are the work's own outcome or its caller's decision.
 func IsInfra(err error) bool {
@@ -164,7 +164,7 @@ func IsInfra(err error) bool {
 	}
 	if re, ok := errors.AsType[*kernel.RunError](err); ok {
 		switch re.Reason {
-		case kernel.ReasonTransport, kernel.ReasonNoTerminal, kernel.ReasonProvider, kernel.ReasonLeaseLost, kernel.ReasonPanic:
+		case kernel.ReasonTransport, kernel.ReasonNoTerminal, kernel.ReasonProvider, kernel.ReasonLeaseLost, kernel.ReasonPanic, kernel.ReasonStoreFailed:
 			return true
 		}
 	}
