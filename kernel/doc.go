@@ -39,6 +39,14 @@
 // after it ended or once the run is finishing shares one cleanup window
 // (CleanupTimeout, default DefaultCleanupTimeout). The heartbeat gives
 // each of its calls its own deadline and holds no lock across I/O.
+// The run's creation is bounded by its lease as well, so a caller with
+// no deadline never waits forever on a store that stopped answering. A
+// store that fails ends the run typed (a *StoreError, alone for a
+// create that did not land, else the cause of a *RunError with
+// ReasonStoreFailed): a record write that fails mid-run fails the run,
+// and a terminal write that does not land within the cleanup window
+// returns the run interrupted, as readers see it once its lease lapses
+// — never completed.
 //
 // # What is recorded
 //
