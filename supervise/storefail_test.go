@@ -1,0 +1,143 @@
+package supervise_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/internal/pgtest"
+	"github.com/agentrt/agentrt/internal/sqlitetest"
+	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/postgres"
+	"github.com/agentrt/agentrt/store/sqlite"
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// cutBeforeAppend is a real store that is made to stop answering (by
+// cut: a black hole, a lock held elsewhere) just before the first event
+// append whose bodies contain word — the moment a spawn's journal record
+// is written.
+type cutBeforeAppend struct {
+	store.Store
+	word  string
+	cut   func()
+	once  sync.Once
+	fired atomic.Bool
+}
+
+func (s *cutBeforeAppend) AppendEvents(ctx context.Context, f store.Fence, events []store.NewEvent) ([]store.Event, error) {
+	for _, e := range events {
+		if strings.Contains(string(canonjson.Marshal(e.Body)), s.word) {
+			s.once.Do(func() { s.fired.Store(true); s.cut() })
+		}
+	}
+	return s.Store.AppendEvents(ctx, f, events)
+}
+
+// RES-03 with the spawn journal in SQL (PostgreSQL black-holed, SQLite
+// locked elsewhere): when the journal's store stops answering as the
+// second spawn is journaled, Supervise — whose caller set no deadline —
+// returns in bounded time, and the worker whose spawn record never
+// became durable never ran. Once the store answers, it holds no spawn
+// record of that worker either.
+func TestSpawnWhenJournalStoreStopsAnswering(t *testing.T) {
+	const lease = 2 * time.Second
+	// An append is bounded by max(lease, kernel.DefaultCleanupTimeout);
+	// the rest is the run's own turns and slack for a loaded machine.
+	const bound = 90 * time.Second
+	stores := []struct {
+		name string
+		open func(t *testing.T) (st store.Store, fail, restore func())
+	}{
+		{"postgres/black-hole", func(t *testing.T) (store.Store, func(), func()) {
+			dsn, proxy := pgtest.ProxiedSchema(t)
+			st, err := postgres.Open(t.Context(), dsn, postgres.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st, proxy.BlackHole, proxy.Restore
+		}},
+		{"sqlite/locked", func(t *testing.T) (store.Store, func(), func()) {
+			path := filepath.Join(t.TempDir(), "spawns.db")
+			st, err := sqlite.Open(t.Context(), path, sqlite.Options{BusyTimeout: 300 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			var lock *sqlitetest.Lock
+			return st, func() { lock = sqlitetest.Hold(t, path, 20*time.Second) }, func() {
+				if lock == nil {
+					return
+				}
+				if err := lock.Release(); err != nil {
+					t.Error(err)
+				}
+			}
+		}},
+	}
+	for _, sk := range stores {
+		t.Run(sk.name, func(t *testing.T) {
+			st, fail, restore := sk.open(t)
+			cutting := &cutBeforeAppend{Store: st, word: "write beta", cut: fail}
+			exec := newCounting(t, workerProvider(t))
+			o := baseOptions(t, exec, sequentialManager())
+			o.SpawnStore, o.SpawnLeaseTTL = cutting, lease
+			type outcome struct {
+				res supervise.SupervisedResult
+				err error
+			}
+			done := make(chan outcome, 1)
+			start := time.Now()
+			go func() {
+				res, err := supervise.Supervise(context.Background(), managerProfile(t, verbs2...), "ship", o)
+				done <- outcome{res, err}
+			}()
+			var got outcome
+			select {
+			case got = <-done:
+			case <-time.After(bound + time.Minute):
+				restore()
+				t.Fatalf("Supervise did not return %v after its journal store stopped answering", bound+time.Minute)
+			}
+			took := time.Since(start)
+			restore()
+			if took > bound {
+				t.Errorf("Supervise returned after %v; want within %v", took, bound)
+			}
+			if !cutting.fired.Load() {
+				t.Fatalf("beta's spawn was never journaled, so the store never stopped answering: %v", got.err)
+			}
+			if exec.count("alpha") != 1 {
+				t.Errorf("alpha ran %d times; want once, before the store stopped answering", exec.count("alpha"))
+			}
+			if n := exec.count("beta"); n != 0 {
+				t.Errorf("beta ran %d times although its spawn record never became durable", n)
+			}
+			t.Logf("Supervise returned after %v: status %s, reason %s, err %v", took.Round(time.Millisecond), got.res.Status, got.res.Reason, got.err)
+
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			events, err := st.Events(ctx, o.RunID, "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			alpha := false
+			for _, e := range events {
+				body := string(canonjson.Marshal(e.Body))
+				if strings.Contains(body, "write beta") {
+					t.Errorf("the journal holds a record of beta's spawn (%s) that Supervise was told failed", body)
+				}
+				alpha = alpha || strings.Contains(body, "write alpha")
+			}
+			if !alpha {
+				t.Error("the journal lost alpha's spawn record, which was durable before the store stopped answering")
+			}
+		})
+	}
+}
