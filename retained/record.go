@@ -152,6 +152,8 @@ func decodeDocument(r store.Run) (*document, error) {
 
 // Load reads a retained run's admission records from the run store.
 func Load(ctx context.Context, s store.Store, id string) (*Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
 	r, err := s.GetRun(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %s", ErrNoRecord, id)

@@ -396,7 +396,9 @@ func (a *admission) recordIntent(ctx context.Context) (*document, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, err = a.store.CreateRun(ctx, store.Run{ID: a.intent.RunID, Kind: Kind, Status: store.StatusPending, Doc: v})
+	cctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	_, err = a.store.CreateRun(cctx, store.Run{ID: a.intent.RunID, Kind: Kind, Status: store.StatusPending, Doc: v})
+	cancel()
 	if err == nil {
 		a.log.InfoContext(ctx, "retained: intent admitted", "run", a.intent.RunID)
 		return doc, nil
@@ -404,7 +406,9 @@ func (a *admission) recordIntent(ctx context.Context) (*document, error) {
 	if !errors.Is(err, store.ErrExists) {
 		return nil, fmt.Errorf("retained: recording the intent: %w", err)
 	}
-	r, err := a.store.GetRun(ctx, a.intent.RunID)
+	gctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	r, err := a.store.GetRun(gctx, a.intent.RunID)
+	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("retained: reading run %s: %w", a.intent.RunID, err)
 	}
@@ -424,6 +428,8 @@ func (a *admission) update(ctx context.Context, fn func(*document, *store.Run) e
 }
 
 func updateDocument(ctx context.Context, s store.Store, id string, fn func(*document, *store.Run) error) error {
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
 	_, err := s.UpdateRun(ctx, id, func(r *store.Run) error {
 		d, err := decodeDocument(*r)
 		if err != nil {
@@ -497,6 +503,13 @@ func (a *admission) cleanUnrecorded(env contract.Environment) {
 
 // cleanupTimeout bounds the destruction of an unused environment.
 const cleanupTimeout = 30 * time.Second
+
+// storeTimeout bounds each store call that reads or writes an admission
+// record: a store that stops answering fails the start (or recovery)
+// rather than hold it, even for a caller that set no deadline. A record
+// write that timed out may still land; it is only ever read back, so
+// starting again with the same options continues from what is durable.
+const storeTimeout = 30 * time.Second
 
 // checkRetainable refuses a provider (or, with env, an environment) that
 // does not declare retained control with everything it requires.

@@ -61,11 +61,11 @@ func TestStartWhenStoreStopsAnsweringBetweenRecords(t *testing.T) {
 	// "" before the start, or after the intent or environment record.
 	for _, sk := range stores {
 		for _, cut := range []retained.AdmissionKind{"", retained.AdmissionIntent, retained.AdmissionEnvironment} {
-			name := string(cut)
-			if name == "" {
+			name := "after-" + string(cut)
+			if cut == "" {
 				name = "before-intent"
 			}
-			t.Run(sk.name+"/after-"+name, func(t *testing.T) {
+			t.Run(sk.name+"/"+name, func(t *testing.T) {
 				st, fail, restore := sk.open(t)
 				p := scripted.New(script(0), scripted.Options{})
 				rec := &recorder{check: func(ctx context.Context, a retained.Admission) error {
@@ -143,5 +143,47 @@ func TestStartWhenStoreStopsAnsweringBetweenRecords(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A caller that set no deadline is not held forever by a store that
+// stops answering after the intent was admitted: each admission record's
+// store call is bounded (30 s), and so is the read that decides whether
+// to destroy the environment it made (30 s).
+func TestStartWithoutDeadlineWhenStoreHangs(t *testing.T) {
+	const bound = 60*time.Second + 30*time.Second
+	dsn, proxy := pgtest.ProxiedSchema(t)
+	st, err := postgres.Open(t.Context(), dsn, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	p := scripted.New(script(0), scripted.Options{})
+	rec := &recorder{check: func(ctx context.Context, a retained.Admission) error {
+		if a.Kind == retained.AdmissionIntent {
+			proxy.BlackHole()
+		}
+		return nil
+	}}
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := retained.StartRetainedRun(context.Background(), startOptions(p, st, "key-no-deadline", "turn-1", rec.hook))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("the start succeeded while its store did not answer")
+		}
+		if took := time.Since(start); took > bound {
+			t.Errorf("the start returned after %v; want within %v", took, bound)
+		}
+	case <-time.After(bound + time.Minute):
+		t.Fatalf("the start did not return %v after its store stopped answering", bound+time.Minute)
+	}
+	proxy.Restore()
+	if p.Turns() != 0 {
+		t.Errorf("%d turns dispatched before the environment record was durable", p.Turns())
 	}
 }
