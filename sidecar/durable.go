@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract/wire"
@@ -42,11 +43,46 @@ type spawnedProcess struct {
 	PID int64 `json:"pid"`
 }
 
+// errStoreFailed: a call to the server's store failed or did not answer
+// within its bound (Options.CallTimeout). Nothing was answered from the
+// store; the client may retry with the same key once it answers, and is
+// then replayed, never given a second environment or process.
+var errStoreFailed = errors.New("the server's store failed or did not answer in time; retry with the same key once it answers")
+
+// storeCall bounds one store call of a durable operation by bound, even
+// when ctx has no deadline (or was detached from the client's), and
+// marks its failure errStoreFailed.
+func storeCall[T any](ctx context.Context, bound time.Duration, call func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	v, err := call(ctx)
+	if err != nil && !errors.Is(err, store.ErrInvalid) {
+		err = fmt.Errorf("%w: %w", errStoreFailed, err)
+	}
+	return v, err
+}
+
+// claimed is ClaimIdempotency's answer.
+type claimed struct {
+	rec     store.Idempotency
+	created bool
+}
+
+// claimKey is ClaimIdempotency bounded by storeCall.
+func claimKey(ctx context.Context, st store.Store, bound time.Duration, rec store.Idempotency) (claimed, error) {
+	return storeCall(ctx, bound, func(ctx context.Context) (claimed, error) {
+		got, created, err := st.ClaimIdempotency(ctx, rec)
+		return claimed{got, created}, err
+	})
+}
+
 // errOutcomeUnknown: an earlier attempt under the key started and its
 // outcome is unknown (its server died mid-way); it is not run again.
 var errOutcomeUnknown = errors.New("an earlier attempt with this key started and its outcome is unknown")
 
 // runOnce runs op at most once for key across every server sharing st.
+// Each store call is bounded by bound (a store that stops answering gets
+// an errStoreFailed, never a hung request).
 // The key's intent record refuses another digest before any effect
 // (contract.ErrIdempotencyConflict, wrapped by the caller's check); each
 // attempt is claimed before op runs and its outcome recorded after, so a
@@ -57,28 +93,28 @@ var errOutcomeUnknown = errors.New("an earlier attempt with this key started and
 // recorded is undone (undo gets op's record) and answered
 // errOutcomeUnknown: what it made is handed to nobody, so it must not
 // live on.
-func runOnce(ctx context.Context, st store.Store, kind durableKind, key, digest string,
+func runOnce(ctx context.Context, st store.Store, bound time.Duration, kind durableKind, key, digest string,
 	op func(ctx context.Context) (outcomeRecord, error), undo func(outcomeRecord)) (rec outcomeRecord, replayed bool, err error) {
-	intent, _, err := st.ClaimIdempotency(ctx, store.Idempotency{Scope: kind.intent, Key: key, RequestDigest: digest})
+	intent, err := claimKey(ctx, st, bound, store.Idempotency{Scope: kind.intent, Key: key, RequestDigest: digest})
 	if err != nil {
 		return outcomeRecord{}, false, fmt.Errorf("recording the %s: %w", kind.noun, err)
 	}
-	if intent.RequestDigest != digest {
+	if intent.rec.RequestDigest != digest {
 		return outcomeRecord{}, false, errDigestConflict
 	}
 	for n := 1; n <= maxAttempts; n++ {
 		attemptKey := key + "#" + strconv.Itoa(n)
-		_, mine, err := st.ClaimIdempotency(ctx, store.Idempotency{Scope: kind.attempt, Key: attemptKey, RequestDigest: digest})
+		attempt, err := claimKey(ctx, st, bound, store.Idempotency{Scope: kind.attempt, Key: attemptKey, RequestDigest: digest})
 		if err != nil {
 			return outcomeRecord{}, false, fmt.Errorf("recording the %s: %w", kind.noun, err)
 		}
-		if mine {
-			rec, err := attemptOnce(ctx, st, kind, attemptKey, digest, op, undo)
+		if attempt.created {
+			rec, err := attemptOnce(ctx, st, bound, kind, attemptKey, digest, op, undo)
 			return rec, false, err
 		}
 		// Someone made attempt n: its outcome decides. An attempt with no
 		// outcome is in doubt, and is recorded so from now on.
-		got, err := claimOutcome(ctx, st, kind, attemptKey, digest, outcomeRecord{InDoubt: ptr(true)})
+		got, err := claimOutcome(ctx, st, bound, kind, attemptKey, digest, outcomeRecord{InDoubt: ptr(true)})
 		if err != nil {
 			return outcomeRecord{}, false, err
 		}
@@ -97,19 +133,20 @@ func runOnce(ctx context.Context, st store.Store, kind durableKind, key, digest 
 // errDigestConflict: the key's intent holds another request digest.
 var errDigestConflict = errors.New("the key names a different request")
 
-// attemptOnce runs op as attempt attemptKey and records its outcome.
-func attemptOnce(ctx context.Context, st store.Store, kind durableKind, attemptKey, digest string,
+// attemptOnce runs op as attempt attemptKey and records its outcome,
+// even when the client went away (each record bounded by bound).
+func attemptOnce(ctx context.Context, st store.Store, bound time.Duration, kind durableKind, attemptKey, digest string,
 	op func(ctx context.Context) (outcomeRecord, error), undo func(outcomeRecord)) (outcomeRecord, error) {
 	mine, err := op(ctx)
 	detached := context.WithoutCancel(ctx)
 	if err != nil {
 		msg := err.Error()
-		if _, rerr := claimOutcome(detached, st, kind, attemptKey, digest, outcomeRecord{Failed: &msg}); rerr != nil {
+		if _, rerr := claimOutcome(detached, st, bound, kind, attemptKey, digest, outcomeRecord{Failed: &msg}); rerr != nil {
 			return outcomeRecord{}, errors.Join(err, rerr)
 		}
 		return outcomeRecord{}, err
 	}
-	got, err := claimOutcome(detached, st, kind, attemptKey, digest, mine)
+	got, err := claimOutcome(detached, st, bound, kind, attemptKey, digest, mine)
 	if err == nil && sameOutcome(got, mine) {
 		return mine, nil
 	}
@@ -131,17 +168,17 @@ func sameOutcome(a, b outcomeRecord) bool {
 
 // claimOutcome records rec as the outcome of attemptKey unless one is
 // recorded, and returns the recorded one.
-func claimOutcome(ctx context.Context, st store.Store, kind durableKind, attemptKey, digest string, rec outcomeRecord) (outcomeRecord, error) {
+func claimOutcome(ctx context.Context, st store.Store, bound time.Duration, kind durableKind, attemptKey, digest string, rec outcomeRecord) (outcomeRecord, error) {
 	v, err := canonjson.ToValue(rec)
 	if err != nil {
 		return outcomeRecord{}, err
 	}
-	got, _, err := st.ClaimIdempotency(ctx, store.Idempotency{Scope: kind.outcome, Key: attemptKey, RequestDigest: digest, Result: v})
+	got, err := claimKey(ctx, st, bound, store.Idempotency{Scope: kind.outcome, Key: attemptKey, RequestDigest: digest, Result: v})
 	if err != nil {
 		return outcomeRecord{}, fmt.Errorf("recording the %s outcome: %w", kind.noun, err)
 	}
 	var out outcomeRecord
-	if err := canonjson.FromValue(got.Result, &out); err != nil {
+	if err := canonjson.FromValue(got.rec.Result, &out); err != nil {
 		return outcomeRecord{}, fmt.Errorf("reading the %s outcome: %w", kind.noun, err)
 	}
 	return out, nil

@@ -76,7 +76,9 @@ type Options struct {
 	// client that asked goes away, so its retry can replay it.
 	CreateTimeout time.Duration
 	// CallTimeout bounds every other provider call (status, destroy,
-	// capabilities, session calls).
+	// capabilities, session calls), and each call to Store: a store
+	// that stops answering makes a keyed create or spawn answer 503
+	// unavailable (retry with the same key), never hang.
 	CallTimeout time.Duration
 	// ResultWait bounds how long one session result call waits for its
 	// run to end before answering pending (the client asks again).
@@ -383,7 +385,7 @@ func providerError(err error) wire.ErrorDetail {
 		return d
 	case errors.As(err, &se):
 		return wire.FromSchemaError(err)
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, errStoreFailed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return wire.ErrorDetail{Code: wire.CodeUnavailable, Message: err.Error()}
 	}
 	if d, ok := wire.Refusal(err); ok {

@@ -1,0 +1,176 @@
+package sidecar_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/contract/wire"
+	"github.com/agentrt/agentrt/internal/pgtest"
+	"github.com/agentrt/agentrt/internal/sqlitetest"
+	"github.com/agentrt/agentrt/sidecar"
+	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/postgres"
+	"github.com/agentrt/agentrt/store/sqlite"
+)
+
+// creationCounter counts the environments a provider really made and
+// destroyed, and calls during (when set) inside each create.
+type creationCounter struct {
+	contract.Provider
+	made, destroyed atomic.Int64
+	during          atomic.Pointer[func()]
+}
+
+func (c *creationCounter) Create(ctx context.Context, in *contract.CreateInput) (contract.Environment, error) {
+	env, err := c.Provider.Create(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	c.made.Add(1)
+	if f := c.during.Load(); f != nil {
+		(*f)()
+	}
+	return &countedEnv{Environment: env, c: c}, nil
+}
+
+type countedEnv struct {
+	contract.Environment
+	c *creationCounter
+}
+
+func (e *countedEnv) Destroy(ctx context.Context) error {
+	e.c.destroyed.Add(1)
+	return e.Environment.Destroy(ctx)
+}
+
+// doWithin is do with a client deadline: a hung request fails the test
+// instead of hanging it.
+func doWithin(t *testing.T, ts *httptest.Server, within time.Duration, body string) (int, []byte, time.Duration) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, ts.URL+wire.PathEnvironments, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
+	client := &http.Client{Timeout: within}
+	start := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("the keyed create did not answer within %v: %v", within, err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, out, time.Since(start)
+}
+
+// ENV-10, ENV-12 with a store that stops answering: a keyed create whose
+// store hangs (PostgreSQL black-holed) or refuses writes (SQLite locked
+// elsewhere) — before anything was made, or after the environment was
+// made and before its outcome was recorded — is answered in bounded time
+// with 503 unavailable, never a hung request. Once the store answers, the
+// retry with the same key never makes a second environment: a create
+// that made nothing makes its one environment and is replayed from then
+// on; one whose outcome could not be recorded destroyed what it made and
+// is answered create_in_doubt.
+func TestKeyedCreateWhenStoreStopsAnswering(t *testing.T) {
+	const call = time.Second
+	// The bound is the store call's, with slack for a loaded machine;
+	// the default create timeout is five minutes.
+	const bound = 3*call + 15*time.Second
+	stores := []struct {
+		name string
+		open func(t *testing.T) (st store.Store, fail, restore func())
+	}{
+		{"postgres/black-hole", func(t *testing.T) (store.Store, func(), func()) {
+			dsn, proxy := pgtest.ProxiedSchema(t)
+			st, err := postgres.Open(t.Context(), dsn, postgres.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st, proxy.BlackHole, proxy.Restore
+		}},
+		{"sqlite/locked", func(t *testing.T) (store.Store, func(), func()) {
+			path := filepath.Join(t.TempDir(), "agentrt.db")
+			st, err := sqlite.Open(t.Context(), path, sqlite.Options{BusyTimeout: 300 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			var lock *sqlitetest.Lock
+			return st, func() { lock = sqlitetest.Hold(t, path, 20*time.Second) }, func() {
+				if err := lock.Release(); err != nil {
+					t.Error(err)
+				}
+			}
+		}},
+	}
+	for _, sk := range stores {
+		t.Run(sk.name+"/before-the-create", func(t *testing.T) {
+			st, fail, restore := sk.open(t)
+			p := &creationCounter{Provider: newScripted(t)}
+			ts, _ := serve(t, p, sidecar.Options{Store: st, CallTimeout: call})
+			const body = `{"profile":{"name":"t"},"name":"env","idempotencyKey":"store-hangs-before"}`
+			fail()
+			status, out, took := doWithin(t, ts, bound+time.Minute, body)
+			restore()
+			wantError(t, status, out, http.StatusServiceUnavailable, wire.CodeUnavailable, nil)
+			if took > bound {
+				t.Errorf("answered after %v; want within %v", took, bound)
+			}
+			if n := p.made.Load(); n != 0 {
+				t.Fatalf("%d environments made while the store did not answer", n)
+			}
+			status, out, _ = doWithin(t, ts, bound+time.Minute, body)
+			if status != http.StatusCreated {
+				t.Fatalf("retry once the store answers: %d %s; want 201", status, out)
+			}
+			first, err := wire.ParseCreateResult(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			status, out, _ = doWithin(t, ts, bound+time.Minute, body)
+			replay, err := wire.ParseCreateResult(out)
+			if status != http.StatusOK || err != nil || replay.Creation != contract.CreationReplayed || replay.Environment.ID != first.Environment.ID {
+				t.Fatalf("second retry: %d %s (%v); want %s replayed", status, out, err, first.Environment.ID)
+			}
+			if n := p.made.Load(); n != 1 {
+				t.Errorf("%d environments made; want exactly one", n)
+			}
+		})
+		t.Run(sk.name+"/before-its-outcome", func(t *testing.T) {
+			st, fail, restore := sk.open(t)
+			p := &creationCounter{Provider: newScripted(t)}
+			p.during.Store(&fail)
+			ts, _ := serve(t, p, sidecar.Options{Store: st, CallTimeout: call})
+			const body = `{"profile":{"name":"t"},"name":"env","idempotencyKey":"store-hangs-after"}`
+			status, out, took := doWithin(t, ts, bound+time.Minute, body)
+			p.during.Store(nil)
+			restore()
+			wantError(t, status, out, http.StatusServiceUnavailable, wire.CodeUnavailable, nil)
+			if took > bound {
+				t.Errorf("answered after %v; want within %v", took, bound)
+			}
+			if made, gone := p.made.Load(), p.destroyed.Load(); made != 1 || gone != 1 {
+				t.Fatalf("made %d, destroyed %d; want the one environment whose outcome went unrecorded destroyed", made, gone)
+			}
+			status, out, _ = doWithin(t, ts, bound+time.Minute, body)
+			wantError(t, status, out, http.StatusConflict, wire.CodeCreateInDoubt, nil)
+			if n := p.made.Load(); n != 1 {
+				t.Errorf("%d environments made; the retry must not make a second", n)
+			}
+		})
+	}
+}
