@@ -212,6 +212,10 @@ func OpenStoreSpawnLog(ctx context.Context, st store.Store, runID string, o Stor
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	// Opening is bounded as an append is: a store that stops answering
+	// fails the open rather than hold a caller that set no deadline.
+	ctx, cancel := context.WithTimeout(ctx, spawnLogCallTimeout(ttl))
+	defer cancel()
 	run, err := claimSpawnLog(ctx, st, runID, owner, ttl)
 	if err != nil {
 		return nil, err
@@ -331,7 +335,7 @@ func (l *StoreSpawnLog) Append(ctx context.Context, recs ...Record) error {
 	}
 	// A store that stops answering fails the append rather than hold
 	// the run: a spawn not journaled is not started.
-	ctx, cancel := context.WithTimeout(ctx, max(l.ttl, kernel.DefaultCleanupTimeout))
+	ctx, cancel := context.WithTimeout(ctx, spawnLogCallTimeout(l.ttl))
 	defer cancel()
 	if _, err := l.st.AppendEvents(ctx, l.fence, evs); err != nil {
 		l.lose(err)
@@ -339,6 +343,12 @@ func (l *StoreSpawnLog) Append(ctx context.Context, recs ...Record) error {
 	}
 	l.n += int64(len(recs))
 	return nil
+}
+
+// spawnLogCallTimeout bounds opening a store spawn journal and each of
+// its appends, for a lease of ttl.
+func spawnLogCallTimeout(ttl time.Duration) time.Duration {
+	return max(ttl, kernel.DefaultCleanupTimeout)
 }
 
 // renew extends the lease every third of its TTL until Close; a renewal

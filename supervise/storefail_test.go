@@ -141,3 +141,39 @@ func TestSpawnWhenJournalStoreStopsAnswering(t *testing.T) {
 		})
 	}
 }
+
+// Opening a SQL spawn journal on a store that does not answer (a black
+// hole) fails in bounded time even for a caller that set no deadline:
+// the open is bounded as each append is.
+func TestOpenStoreSpawnLogWhenStoreHangs(t *testing.T) {
+	const lease = 2 * time.Second
+	const bound = 5*time.Second + 20*time.Second // kernel.DefaultCleanupTimeout, and slack
+	dsn, proxy := pgtest.ProxiedSchema(t)
+	st, err := postgres.Open(t.Context(), dsn, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	proxy.BlackHole()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		l, err := supervise.OpenStoreSpawnLog(context.Background(), st, "run-hung", supervise.StoreSpawnLogOptions{LeaseTTL: lease})
+		if err == nil {
+			l.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("the spawn journal opened on a store that does not answer")
+		}
+		if took := time.Since(start); took > bound {
+			t.Errorf("the open failed after %v; want within %v", took, bound)
+		}
+	case <-time.After(bound + time.Minute):
+		t.Fatalf("the open did not return %v after its store stopped answering", bound+time.Minute)
+	}
+	proxy.Restore()
+}
