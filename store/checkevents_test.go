@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/internal/scaletest"
 	"github.com/agentrt/agentrt/store"
 )
 
@@ -62,11 +63,13 @@ func BenchmarkCheckEvents(b *testing.B) {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			events := batch(b, n)
 			b.ReportAllocs()
+			stop := scaletest.CPU(b)
 			for b.Loop() {
 				if err := store.CheckEvents(events); err != nil {
 					b.Fatal(err)
 				}
 			}
+			stop()
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/event")
 		})
 	}
