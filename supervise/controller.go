@@ -62,16 +62,16 @@ type control struct {
 	// deliveries counts steer deliveries under way; run end waits for
 	// them before it expires what is left.
 	deliveries sync.WaitGroup
-
-	// mu guards everything below and orders cancellation record writes.
-	mu    sync.Mutex
-	seen  map[string]bool                // worker-cancel operation ids handled by this process
 	// cancelOff is how far into the cancellation requests log the scans
 	// have read (passMu): each scan reads only what was appended since.
 	cancelOff int64
 	// steersAcked holds the steer request files known to have an
 	// acknowledgement (passMu), so a scan stats only the new ones.
 	steersAcked map[string]bool
+
+	// mu guards everything below and orders cancellation record writes.
+	mu    sync.Mutex
+	seen  map[string]bool                // worker-cancel operation ids handled by this process
 	open  map[string]*WorkerCancellation // records whose abort was issued and target not yet settled
 	run   *RunCancelRequest              // the applied run cancellation
 	runAt time.Time                      // when it was applied
