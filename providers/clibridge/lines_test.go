@@ -114,3 +114,33 @@ func benchReadLines(b *testing.B, in []byte, lines int) {
 		}
 	}
 }
+
+// FuzzReadLines: however the output is split into reads, readLines
+// delivers exactly the lines of bytes.Split on "\n" (a "\r" before the
+// "\n" dropped, an empty last piece not a line), never panics, and
+// never errs on output within the limit.
+func FuzzReadLines(f *testing.F) {
+	f.Add([]byte("a\nb\n"), uint8(1))
+	f.Add([]byte("a\r\n\r\nb"), uint8(3))
+	f.Add([]byte("\n\n\n"), uint8(2))
+	f.Add([]byte("\r"), uint8(7))
+	f.Add(bytes.Repeat([]byte("x"), 70_000), uint8(255))
+	f.Fuzz(func(t *testing.T, in []byte, step uint8) {
+		var got []string
+		err := readLines(&dribble{bytes.NewReader(in), int(step) + 1}, func(l []byte) { got = append(got, string(l)) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		pieces := bytes.Split(in, []byte("\n"))
+		for i, p := range pieces {
+			if i == len(pieces)-1 && len(p) == 0 {
+				break
+			}
+			want = append(want, string(bytes.TrimSuffix(p, []byte("\r"))))
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("lines (-want +got):\n%s", diff)
+		}
+	})
+}

@@ -126,13 +126,14 @@ func readLines(r io.Reader, onLine func([]byte)) error {
 			}
 			line = long
 		}
+		read := len(line) > 0 // an unterminated last line, even "\r", is one
 		line = bytes.TrimSuffix(line, []byte("\n"))
 		line = bytes.TrimSuffix(line, []byte("\r"))
 		if len(line) > maxLine {
 			io.Copy(io.Discard, br)
 			return fmt.Errorf("reading the harness output: a line over %d bytes: %w", maxLine, bufio.ErrTooLong)
 		}
-		if err == nil || len(line) > 0 {
+		if err == nil || read {
 			onLine(line)
 		}
 		long = long[:0]
