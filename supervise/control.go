@@ -348,7 +348,7 @@ func readCancelRequests(runDir string) (map[string]CancelRequest, error) {
 }
 
 func readCancelRequestList(runDir string) ([]CancelRequest, error) {
-	all, _, err := readCancelRequestsFrom(runDir, 0)
+	all, _, err := readCancelRequestsFrom(runDir, 0, true)
 	if err != nil {
 		return nil, err
 	}

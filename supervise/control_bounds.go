@@ -60,9 +60,11 @@ func readBounded(path string, limit int64) ([]byte, error) {
 // and returns its requests in order, repeats included, with the offset
 // just past its last complete line: a scan that passes that offset back
 // reads only what was appended since, so its cost follows the new lines,
-// not the log's length. A missing log holds nothing; one over
+// not the log's length. tail says whether an unterminated last line is
+// decoded too (a whole read); a scan leaves it for the next scan, which
+// sees it completed. A missing log holds nothing; one over
 // MaxCancelRequestsBytes is a *ControlFileError.
-func readCancelRequestsFrom(runDir string, off int64) ([]CancelRequest, int64, error) {
+func readCancelRequestsFrom(runDir string, off int64, tail bool) ([]CancelRequest, int64, error) {
 	path := filepath.Join(runDir, CancelRequestsFile)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -87,7 +89,19 @@ func readCancelRequestsFrom(runDir string, off int64) ([]CancelRequest, int64, e
 	if _, err := io.ReadFull(io.NewSectionReader(f, off, size-off), data); err != nil {
 		return nil, off, fmt.Errorf("supervise: reading cancellation requests: %w", err)
 	}
-	var out []CancelRequest
+	out, end := parseCancelLines(data, tail)
+	return out, off + int64(end), nil
+}
+
+// parseCancelLines decodes the lines of data, tolerantly (a blank, torn
+// or corrupt line is skipped), and returns the requests in order, repeats
+// included, with end, the length of data up to its last "\n". An
+// unterminated last line is decoded only when tail is set.
+func parseCancelLines(data []byte, tail bool) (out []CancelRequest, end int) {
+	end = bytes.LastIndexByte(data, '\n') + 1
+	if !tail {
+		data = data[:end]
+	}
 	for line := range bytes.SplitSeq(data, []byte("\n")) {
 		var r CancelRequest
 		if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &r) != nil || validOperationID(r.OperationID) != nil || r.Worker == "" {
@@ -95,9 +109,7 @@ func readCancelRequestsFrom(runDir string, off int64) ([]CancelRequest, int64, e
 		}
 		out = append(out, r)
 	}
-	// An unterminated last line is read (it may be whole) but not passed:
-	// the next scan reads it again, with whatever completes it.
-	return out, off + int64(bytes.LastIndexByte(data, '\n')+1), nil
+	return out, end
 }
 
 // cancelLineBytes is how many bytes req takes as a line of the

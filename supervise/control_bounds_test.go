@@ -55,7 +55,7 @@ func TestCancelScanReadsOnlyWhatWasAppended(t *testing.T) {
 	torn := c[:len(c)/2]
 	path := writeCancelLog(t, dir, a+"not json\n"+b+torn)
 
-	got, off, err := readCancelRequestsFrom(dir, 0)
+	got, off, err := readCancelRequestsFrom(dir, 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,20 +71,20 @@ func TestCancelScanReadsOnlyWhatWasAppended(t *testing.T) {
 	if err := os.WriteFile(path, []byte(a+"not json\n"+b+c+d), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, off2, err := readCancelRequestsFrom(dir, off)
+	got, off2, err := readCancelRequestsFrom(dir, off, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"op-c", "op-d"}, ops(got)); diff != "" {
 		t.Errorf("second scan (-want +got):\n%s", diff)
 	}
-	got, _, err = readCancelRequestsFrom(dir, off2)
+	got, _, err = readCancelRequestsFrom(dir, off2, false)
 	if err != nil || len(got) != 0 {
 		t.Errorf("third scan = %v, %v; want nothing new", ops(got), err)
 	}
 
 	writeCancelLog(t, dir, b)
-	got, _, err = readCancelRequestsFrom(dir, off2)
+	got, _, err = readCancelRequestsFrom(dir, off2, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestCancelRequestsLimit(t *testing.T) {
 	t.Run("reader", func(t *testing.T) {
 		dir := t.TempDir()
 		writeCancelLog(t, dir, strings.Repeat(" ", MaxCancelRequestsBytes)+"\n")
-		_, _, err := readCancelRequestsFrom(dir, 0)
+		_, _, err := readCancelRequestsFrom(dir, 0, false)
 		var ce *ControlFileError
 		if !errors.As(err, &ce) || ce.Limit != MaxCancelRequestsBytes || ce.Size != MaxCancelRequestsBytes+1 {
 			t.Fatalf("readCancelRequestsFrom = %v, want a *ControlFileError of %d bytes", err, MaxCancelRequestsBytes+1)
@@ -171,14 +171,14 @@ func BenchmarkCancelScan(b *testing.B) {
 			stop()
 		})
 		b.Run(fmt.Sprintf("since/n=%d", n), func(b *testing.B) {
-			_, off, err := readCancelRequestsFrom(dir, 0)
+			_, off, err := readCancelRequestsFrom(dir, 0, false)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
 			stop := scaletest.CPU(b)
 			for b.Loop() {
-				if reqs, _, err := readCancelRequestsFrom(dir, off); err != nil || len(reqs) != 0 {
+				if reqs, _, err := readCancelRequestsFrom(dir, off, false); err != nil || len(reqs) != 0 {
 					b.Fatal(len(reqs), err)
 				}
 			}

@@ -251,7 +251,7 @@ func (c *Coordinator) writeCancellationLocked(ctx context.Context, rec *WorkerCa
 
 // checkWorkerCancels applies each worker cancellation request once.
 func (c *Coordinator) checkWorkerCancels(ctx context.Context) {
-	reqs, next, err := readCancelRequestsFrom(c.ctl.dir, c.ctl.cancelOff)
+	reqs, next, err := readCancelRequestsFrom(c.ctl.dir, c.ctl.cancelOff, false)
 	if err != nil {
 		c.logger.Warn("supervise: reading cancellation requests", "err", err)
 		return
