@@ -199,7 +199,8 @@ func repairPoint(f *os.File, limit int) (keep, lines int64, err error) {
 		chunk := buf[:n]
 		c := bytes.Count(chunk, []byte{'\n'})
 		lines += int64(c)
-		var found []int64
+		var room [len(ends)]int64
+		found := room[:0]
 		for i := len(chunk); len(found) < min(c, len(ends)); {
 			i = bytes.LastIndexByte(chunk[:i], '\n')
 			found = append(found, off+int64(i)+1)

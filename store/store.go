@@ -330,14 +330,31 @@ func CheckNew(r Run) error {
 	return nil
 }
 
+// smallBatch is the longest batch CheckEvents searches for a repeated
+// id without a set.
+const smallBatch = 16
+
 // CheckEvents validates events before AppendEvents: ids and types set,
 // unique within the batch, bodies canonical JSON.
 func CheckEvents(events []NewEvent) error {
+	// A short batch (the usual one) is searched in place; a long one
+	// through a set, so the check stays linear in the batch.
+	var seen map[string]struct{}
+	if len(events) > smallBatch {
+		seen = make(map[string]struct{}, len(events))
+	}
 	for i, e := range events {
 		if e.ID == "" || e.Type == "" {
 			return fmt.Errorf("%w: event %d needs an id and a type", ErrInvalid, i)
 		}
-		if slices.ContainsFunc(events[:i], func(x NewEvent) bool { return x.ID == e.ID }) {
+		dup := false
+		if seen != nil {
+			_, dup = seen[e.ID]
+			seen[e.ID] = struct{}{}
+		} else {
+			dup = slices.ContainsFunc(events[:i], func(x NewEvent) bool { return x.ID == e.ID })
+		}
+		if dup {
 			return fmt.Errorf("%w: event id %q appears twice in one append", ErrExists, e.ID)
 		}
 		if err := canonjson.Check(e.Body); err != nil {

@@ -1,7 +1,6 @@
 package supervise
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -282,7 +281,11 @@ func CancelWorker(ctx context.Context, runDir, worker, operationID string, o Can
 			return WorkerCancellation{}, &ConflictError{Kind: "worker-cancel", OperationID: operationID, Detail: "worker " + p.Worker + " was asked first"}
 		}
 	} else {
-		if err := appendLine(filepath.Join(runDir, CancelRequestsFile), req); err != nil {
+		path := filepath.Join(runDir, CancelRequestsFile)
+		if st, err := os.Stat(path); err == nil && st.Size()+int64(cancelLineBytes(req)) > MaxCancelRequestsBytes {
+			return WorkerCancellation{}, &ControlFileError{Path: path, Size: st.Size(), Limit: MaxCancelRequestsBytes}
+		}
+		if err := appendLine(path, req); err != nil {
 			return WorkerCancellation{}, fmt.Errorf("supervise: appending cancellation %s: %w", operationID, err)
 		}
 		// Another process may have appended the same id first; its line
@@ -345,20 +348,13 @@ func readCancelRequests(runDir string) (map[string]CancelRequest, error) {
 }
 
 func readCancelRequestList(runDir string) ([]CancelRequest, error) {
-	data, err := os.ReadFile(filepath.Join(runDir, CancelRequestsFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	all, _, err := readCancelRequestsFrom(runDir, 0, true)
 	if err != nil {
-		return nil, fmt.Errorf("supervise: reading cancellation requests: %w", err)
+		return nil, err
 	}
-	var out []CancelRequest
-	seen := map[string]bool{}
-	for line := range bytes.SplitSeq(data, []byte("\n")) {
-		var r CancelRequest
-		if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &r) != nil || validOperationID(r.OperationID) != nil || r.Worker == "" {
-			continue
-		}
+	seen := make(map[string]bool, len(all))
+	out := all[:0]
+	for _, r := range all {
 		if seen[r.OperationID] {
 			continue
 		}
@@ -548,7 +544,7 @@ func writeTempBytes(path string, data []byte, sync bool) (string, error) {
 }
 
 func readJSON(path string, v any) error {
-	data, err := os.ReadFile(path)
+	data, err := readBounded(path, MaxControlFileBytes)
 	if err != nil {
 		return err
 	}

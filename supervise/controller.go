@@ -62,6 +62,12 @@ type control struct {
 	// deliveries counts steer deliveries under way; run end waits for
 	// them before it expires what is left.
 	deliveries sync.WaitGroup
+	// cancelOff is how far into the cancellation requests log the scans
+	// have read (passMu): each scan reads only what was appended since.
+	cancelOff int64
+	// steersAcked holds the steer request files known to have an
+	// acknowledgement (passMu), so a scan stats only the new ones.
+	steersAcked map[string]bool
 
 	// mu guards everything below and orders cancellation record writes.
 	mu    sync.Mutex
@@ -157,12 +163,19 @@ func (c *Coordinator) checkSteers(ctx context.Context) {
 		c.logger.Warn("supervise: listing steer requests", "err", err)
 		return
 	}
+	if c.ctl.steersAcked == nil {
+		c.ctl.steersAcked = map[string]bool{}
+	}
 	for _, name := range names {
 		if ctx.Err() != nil {
 			return
 		}
+		if c.ctl.steersAcked[name] {
+			continue
+		}
 		ackPath := filepath.Join(c.ctl.dir, SteerAcksDir, name)
 		if _, err := os.Stat(ackPath); err == nil {
+			c.ctl.steersAcked[name] = true
 			continue
 		}
 		var req SteerRequest
@@ -172,10 +185,13 @@ func (c *Coordinator) checkSteers(ctx context.Context) {
 		}
 		ack := SteerAck{OperationID: req.OperationID, RequestDigest: req.RequestDigest, Worker: req.Worker, Effect: SteerUnknown,
 			RequestedAt: req.At, ObservedAt: c.now().UnixMilli()}
-		if created, err := writeExclusive(ackPath, ack); err != nil || !created {
-			if err != nil {
-				c.logger.Warn("supervise: claiming a steer request", "op", req.OperationID, "err", err)
-			}
+		created, err := writeExclusive(ackPath, ack)
+		if err != nil {
+			c.logger.Warn("supervise: claiming a steer request", "op", req.OperationID, "err", err)
+			continue
+		}
+		c.ctl.steersAcked[name] = true // by this claim or another's
+		if !created {
 			continue
 		}
 		info, _ := c.resolveWorker(req.Worker)
@@ -235,11 +251,12 @@ func (c *Coordinator) writeCancellationLocked(ctx context.Context, rec *WorkerCa
 
 // checkWorkerCancels applies each worker cancellation request once.
 func (c *Coordinator) checkWorkerCancels(ctx context.Context) {
-	reqs, err := readCancelRequestList(c.ctl.dir)
+	reqs, next, err := readCancelRequestsFrom(c.ctl.dir, c.ctl.cancelOff, false)
 	if err != nil {
 		c.logger.Warn("supervise: reading cancellation requests", "err", err)
 		return
 	}
+	c.ctl.cancelOff = next
 	for _, r := range reqs {
 		c.ctl.mu.Lock()
 		if c.ctl.seen[r.OperationID] {

@@ -2,6 +2,7 @@ package clibridge
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -101,19 +102,50 @@ func run(ctx context.Context, p proc, onLine func([]byte)) exit {
 	return x
 }
 
-// readLines calls onLine for every line of r; a line over maxLine ends
-// the reading with an error and the rest is drained.
+// readLines calls onLine for every line of r, without its "\n" or
+// "\r\n"; a last line without one is delivered too. A line over maxLine
+// ends the reading with an error matching bufio.ErrTooLong and the rest
+// is drained. The cost is linear in the output: each byte is searched
+// for '\n' once, however the harness splits its writes (bufio.Scanner
+// searched the whole line so far after every read, quadratic in a long
+// line written a little at a time).
 func readLines(r io.Reader, onLine func([]byte)) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
-	for sc.Scan() {
-		onLine(sc.Bytes())
+	br := bufio.NewReaderSize(r, 64<<10)
+	var long []byte // a line longer than br's buffer, gathered
+	for {
+		chunk, err := br.ReadSlice('\n')
+		line := chunk
+		if len(long) > 0 || errors.Is(err, bufio.ErrBufferFull) {
+			if len(long)+len(chunk) > maxLine+2 { // room for "\r\n"
+				io.Copy(io.Discard, br)
+				return fmt.Errorf("reading the harness output: a line over %d bytes: %w", maxLine, bufio.ErrTooLong)
+			}
+			long = append(long, chunk...)
+			if errors.Is(err, bufio.ErrBufferFull) {
+				continue
+			}
+			line = long
+		}
+		read := len(line) > 0 // an unterminated last line, even "\r", is one
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(line) > maxLine {
+			io.Copy(io.Discard, br)
+			return fmt.Errorf("reading the harness output: a line over %d bytes: %w", maxLine, bufio.ErrTooLong)
+		}
+		if err == nil || read {
+			onLine(line)
+		}
+		long = long[:0]
+		switch {
+		case err == nil:
+		case errors.Is(err, io.EOF):
+			return nil
+		default:
+			io.Copy(io.Discard, br)
+			return fmt.Errorf("reading the harness output: %w", err)
+		}
 	}
-	if err := sc.Err(); err != nil {
-		io.Copy(io.Discard, r)
-		return fmt.Errorf("reading the harness output: %w", err)
-	}
-	return nil
 }
 
 // tail is the redacted end of the stderr log, trimmed.

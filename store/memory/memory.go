@@ -243,11 +243,13 @@ func (s *Store) Events(ctx context.Context, runID, after string, limit int) ([]s
 	if from >= int64(len(log)) {
 		return nil, nil
 	}
-	out := slices.Clone(log[from:])
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
+	// Copy only the page: a follower pages through a long log, and
+	// copying the rest of it each time would make that quadratic.
+	to := int64(len(log))
+	if limit > 0 && from+int64(limit) < to {
+		to = from + int64(limit)
 	}
-	return out, nil
+	return slices.Clone(log[from:to]), nil
 }
 
 // AppendLedger implements store.Store.

@@ -1,0 +1,120 @@
+package supervise
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+const (
+	// MaxControlFileBytes bounds one control file another process may
+	// write into a run dir (a steer request or acknowledgement, a
+	// cancellation record, the run cancellation request): a larger one is
+	// refused unread with a *ControlFileError.
+	MaxControlFileBytes = 1 << 20
+	// MaxCancelRequestsBytes bounds cancellations/requests.ndjson.
+	// CancelWorker refuses to append past it, and a larger file (written
+	// by something else) is refused with a *ControlFileError.
+	MaxCancelRequestsBytes = 4 << 20
+)
+
+// ControlFileError reports a control file of a run dir larger than its
+// limit. Size is what the file held when it was refused.
+type ControlFileError struct {
+	Path        string
+	Size, Limit int64
+}
+
+func (e *ControlFileError) Error() string {
+	return fmt.Sprintf("supervise: %s holds %d bytes, over its limit of %d; remove it or start a new run dir", e.Path, e.Size, e.Limit)
+}
+
+// readBounded reads the file at path, refusing one over limit bytes.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		size := int64(len(data))
+		if st, err := f.Stat(); err == nil {
+			size = st.Size()
+		}
+		return nil, &ControlFileError{Path: path, Size: size, Limit: limit}
+	}
+	return data, nil
+}
+
+// readCancelRequestsFrom reads the cancellation requests log from byte
+// offset off on, tolerantly (a blank, torn or corrupt line is skipped),
+// and returns its requests in order, repeats included, with the offset
+// just past its last complete line: a scan that passes that offset back
+// reads only what was appended since, so its cost follows the new lines,
+// not the log's length. tail says whether an unterminated last line is
+// decoded too (a whole read); a scan leaves it for the next scan, which
+// sees it completed. A missing log holds nothing; one over
+// MaxCancelRequestsBytes is a *ControlFileError.
+func readCancelRequestsFrom(runDir string, off int64, tail bool) ([]CancelRequest, int64, error) {
+	path := filepath.Join(runDir, CancelRequestsFile)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, off, nil
+	}
+	if err != nil {
+		return nil, off, fmt.Errorf("supervise: reading cancellation requests: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, off, fmt.Errorf("supervise: reading cancellation requests: %w", err)
+	}
+	size := st.Size()
+	if size > MaxCancelRequestsBytes {
+		return nil, off, &ControlFileError{Path: path, Size: size, Limit: MaxCancelRequestsBytes}
+	}
+	if size < off {
+		off = 0 // replaced by a shorter file: read it whole
+	}
+	data := make([]byte, size-off)
+	if _, err := io.ReadFull(io.NewSectionReader(f, off, size-off), data); err != nil {
+		return nil, off, fmt.Errorf("supervise: reading cancellation requests: %w", err)
+	}
+	out, end := parseCancelLines(data, tail)
+	return out, off + int64(end), nil
+}
+
+// parseCancelLines decodes the lines of data, tolerantly (a blank, torn
+// or corrupt line is skipped), and returns the requests in order, repeats
+// included, with end, the length of data up to its last "\n". An
+// unterminated last line is decoded only when tail is set.
+func parseCancelLines(data []byte, tail bool) (out []CancelRequest, end int) {
+	end = bytes.LastIndexByte(data, '\n') + 1
+	if !tail {
+		data = data[:end]
+	}
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
+		var r CancelRequest
+		if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &r) != nil || validOperationID(r.OperationID) != nil || r.Worker == "" {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, end
+}
+
+// cancelLineBytes is how many bytes req takes as a line of the
+// requests log (at most one more when a torn line is closed first).
+func cancelLineBytes(req CancelRequest) int {
+	data, _ := json.Marshal(req)
+	return len(data) + 2
+}
