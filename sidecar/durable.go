@@ -67,7 +67,7 @@ func runOnce(ctx context.Context, st store.Store, kind durableKind, key, digest 
 		return outcomeRecord{}, false, errDigestConflict
 	}
 	for n := 1; n <= maxAttempts; n++ {
-		attemptKey := key + "#" + strconv.Itoa(n)
+		attemptKey := attemptKey(key, n)
 		_, mine, err := st.ClaimIdempotency(ctx, store.Idempotency{Scope: kind.attempt, Key: attemptKey, RequestDigest: digest})
 		if err != nil {
 			return outcomeRecord{}, false, fmt.Errorf("recording the %s: %w", kind.noun, err)
@@ -93,6 +93,9 @@ func runOnce(ctx context.Context, st store.Store, kind durableKind, key, digest 
 	}
 	return outcomeRecord{}, false, fmt.Errorf("%d %s attempts with key %q failed", maxAttempts, kind.noun, key)
 }
+
+// attemptKey is the store key of attempt n of the operation keyed key.
+func attemptKey(key string, n int) string { return key + "#" + strconv.Itoa(n) }
 
 // errDigestConflict: the key's intent holds another request digest.
 var errDigestConflict = errors.New("the key names a different request")
