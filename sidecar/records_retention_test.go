@@ -22,8 +22,12 @@ func TestExpireRecordsDeletesOldOperationsOnly(t *testing.T) {
 
 func testExpireRecordsDeletesOldOperationsOnly(t *testing.T, open func(t *testing.T) store.Store) {
 	ctx := testCtx(t)
-	const retention = 3 * time.Second
+	// The checks of what is kept hold only while the records are younger
+	// than the retention; on a machine so loaded that a request takes
+	// longer, they say so instead of failing on time alone.
+	const retention = 5 * time.Second
 	st := open(t)
+	start := time.Now()
 	h := newExactHost(t)
 	ts, s := serve(t, h, sidecar.Options{Store: st, RecordRetention: retention, CreateTimeout: time.Second})
 	if status, body := do(t, ts, http.MethodPost, "/v1/environments", createBody, nil); status != http.StatusCreated {
@@ -49,12 +53,13 @@ func testExpireRecordsDeletesOldOperationsOnly(t *testing.T, open func(t *testin
 			t.Fatalf("%d records of %s before the retention passed, want 1", n, scope)
 		}
 	}
-	if n, err := s.ExpireRecords(ctx); err != nil || n != 0 {
+	if n, err := s.ExpireRecords(ctx); err != nil || (n != 0 && time.Since(start) < retention) {
 		t.Fatalf("ExpireRecords before the retention passed = %d, %v; want nothing expired", n, err)
 	}
 
-	time.Sleep(retention + 100*time.Millisecond)
+	time.Sleep(time.Until(start.Add(retention + 100*time.Millisecond)))
 	op2 := strings.Replace(exactSpawnBody, `"op-1"`, `"op-2"`, 1)
+	op2At := time.Now()
 	if status, body := do(t, ts, http.MethodPost, procs, op2, nil); status != http.StatusOK {
 		t.Fatalf("spawn op-2: %d %s", status, body)
 	}
@@ -63,9 +68,13 @@ func testExpireRecordsDeletesOldOperationsOnly(t *testing.T, open func(t *testin
 	if _, err := s.ExpireRecords(ctx); err != nil {
 		t.Fatalf("ExpireRecords: %v", err)
 	}
+	young := time.Since(op2At) < retention
+	if !young {
+		t.Logf("op-2's records are older than the retention already (a loaded machine): expecting them expired too")
+	}
 	for _, scope := range scopes {
 		want := 0
-		if strings.HasPrefix(scope, "sidecar.exact.spawn") {
+		if young && strings.HasPrefix(scope, "sidecar.exact.spawn") {
 			want = 1 // op-2
 		}
 		if n := count(scope); n != want {
@@ -74,7 +83,8 @@ func testExpireRecordsDeletesOldOperationsOnly(t *testing.T, open func(t *testin
 	}
 	before := h.spawns.Load()
 	if status, body := do(t, ts, http.MethodPost, procs, op2, nil); status != http.StatusOK || h.spawns.Load() != before {
-		t.Errorf("re-sent op-2 (recorded): %d %s, %d processes started, want a replay", status, body, h.spawns.Load()-before)
+		// In memory too, so a replay even when its record expired.
+		t.Errorf("re-sent op-2: %d %s, %d processes started, want a replay", status, body, h.spawns.Load()-before)
 	}
 	// op-1's record expired: after a restart (nothing in memory) its
 	// re-send runs as a new operation.
