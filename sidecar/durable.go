@@ -103,18 +103,18 @@ func runOnce(ctx context.Context, st store.Store, bound time.Duration, kind dura
 		return outcomeRecord{}, false, errDigestConflict
 	}
 	for n := 1; n <= maxAttempts; n++ {
-		attemptKey := key + "#" + strconv.Itoa(n)
-		attempt, err := claimKey(ctx, st, bound, store.Idempotency{Scope: kind.attempt, Key: attemptKey, RequestDigest: digest})
+		ak := attemptKey(key, n)
+		attempt, err := claimKey(ctx, st, bound, store.Idempotency{Scope: kind.attempt, Key: ak, RequestDigest: digest})
 		if err != nil {
 			return outcomeRecord{}, false, fmt.Errorf("recording the %s: %w", kind.noun, err)
 		}
 		if attempt.created {
-			rec, err := attemptOnce(ctx, st, bound, kind, attemptKey, digest, op, undo)
+			rec, err := attemptOnce(ctx, st, bound, kind, ak, digest, op, undo)
 			return rec, false, err
 		}
 		// Someone made attempt n: its outcome decides. An attempt with no
 		// outcome is in doubt, and is recorded so from now on.
-		got, err := claimOutcome(ctx, st, bound, kind, attemptKey, digest, outcomeRecord{InDoubt: ptr(true)})
+		got, err := claimOutcome(ctx, st, bound, kind, ak, digest, outcomeRecord{InDoubt: ptr(true)})
 		if err != nil {
 			return outcomeRecord{}, false, err
 		}
@@ -129,6 +129,9 @@ func runOnce(ctx context.Context, st store.Store, bound time.Duration, kind dura
 	}
 	return outcomeRecord{}, false, fmt.Errorf("%d %s attempts with key %q failed", maxAttempts, kind.noun, key)
 }
+
+// attemptKey is the store key of attempt n of the operation keyed key.
+func attemptKey(key string, n int) string { return key + "#" + strconv.Itoa(n) }
 
 // errDigestConflict: the key's intent holds another request digest.
 var errDigestConflict = errors.New("the key names a different request")

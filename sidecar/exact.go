@@ -122,6 +122,16 @@ func (s *Server) exactCreate(w http.ResponseWriter, r *http.Request) {
 	if err == nil && env == nil {
 		err = errNoAnswer
 	}
+	if err == nil && s.opts.Store != nil {
+		// Spawn records are keyed by the environment's incarnation, not
+		// its id alone (a provider may reuse an id): record which one
+		// this is before anyone spawns in it. A failure is answered, so
+		// the client retries and the provider replays the create.
+		var digest string
+		if digest, err = contract.CreateExactProcessInputDigest(in); err == nil {
+			err = s.recordCreation(ctx, env, in.IdempotencyKey, digest)
+		}
+	}
 	if err != nil {
 		writeError(w, providerError(err))
 		return
@@ -181,6 +191,14 @@ func (s *Server) exactDestroy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.dropCursorsOf(env.ID())
+	if s.opts.Store != nil {
+		// Its spawn records can never be replayed again: a new
+		// environment under the id is a new incarnation. A failure here
+		// leaves them to the retention sweep.
+		if err := s.expireExact(ctx, env.ID()); err != nil {
+			s.opts.Logger.WarnContext(ctx, "expiring a destroyed exact environment's spawn records", "environment", env.ID(), "err", err)
+		}
+	}
 	writeJSON(w, http.StatusOK, struct{}{})
 }
 
@@ -295,8 +313,17 @@ func (s *Server) exactSpawn(w http.ResponseWriter, r *http.Request) {
 		writeError(w, providerError(err))
 		return
 	}
-	pid, _, err := s.spawns.Do(ctx, id+"\x00"+call.OperationID, digest, func(ctx context.Context) (int64, error) {
-		return s.durableSpawn(ctx, env, call, digest)
+	// Without a store an incarnation lives as long as the process: the
+	// environment id names it.
+	incarnation := id
+	if s.opts.Store != nil {
+		if incarnation, err = s.incarnation(ctx, id); err != nil {
+			writeError(w, providerError(err))
+			return
+		}
+	}
+	pid, _, err := s.spawns.Do(ctx, incarnation+"\x00"+call.OperationID, digest, func(ctx context.Context) (int64, error) {
+		return s.durableSpawn(ctx, env, incarnation, call, digest)
 	})
 	if err != nil {
 		writeError(w, spawnError(err))
@@ -331,12 +358,13 @@ func spawnError(err error) wire.ErrorDetail {
 	return providerError(err)
 }
 
-// durableSpawn starts call's process once per environment and operation
-// id: through the store when there is one (runOnce), so a spawn re-sent
-// to a restarted server is answered with the pid the first one started
-// (or in doubt when that one died before recording it), never with a
-// second process.
-func (s *Server) durableSpawn(ctx context.Context, env contract.ExactProcessEnvironment, call *wire.ExactSpawnCall, digest string) (int64, error) {
+// durableSpawn starts call's process once per environment incarnation
+// and operation id: through the store when there is one (runOnce), so a
+// spawn re-sent to a restarted server is answered with the pid the
+// first one started (or in doubt when that one died before recording
+// it), never with a second process — and a spawn in a new environment
+// that reuses an old one's id runs fresh.
+func (s *Server) durableSpawn(ctx context.Context, env contract.ExactProcessEnvironment, incarnation string, call *wire.ExactSpawnCall, digest string) (int64, error) {
 	spawn := func(ctx context.Context) (contract.ExactProcess, error) {
 		proc, err := env.Processes().Spawn(ctx, &call.Launch)
 		if err == nil && proc == nil {
@@ -351,8 +379,7 @@ func (s *Server) durableSpawn(ctx context.Context, env contract.ExactProcessEnvi
 		}
 		return proc.PID(), nil
 	}
-	key := string(canonjson.Marshal(canonjson.ArrayValue([]canonjson.Value{
-		canonjson.StringValue(env.ID()), canonjson.StringValue(call.OperationID)})))
+	key := spawnKey(incarnation, call.OperationID)
 	var started contract.ExactProcess
 	rec, _, err := runOnce(ctx, s.opts.Store, s.opts.CallTimeout, kindSpawn, key, digest, func(ctx context.Context) (outcomeRecord, error) {
 		proc, err := spawn(ctx)

@@ -51,6 +51,12 @@ type Options struct {
 	// the process the first one started (or spawn_in_doubt), never a
 	// second process.
 	Store store.Store
+	// RecordRetention is how long the Store keeps a keyed create's or an
+	// exact spawn's records after the key's first use (ExpireRecords);
+	// a re-send after it runs as a new operation. Zero is
+	// DefaultRecordRetention, negative keeps them forever; a positive
+	// one must exceed CreateTimeout, so no operation in flight expires.
+	RecordRetention time.Duration
 	// Logger receives one line per request (method, route, status,
 	// duration); nil logs nothing.
 	Logger *slog.Logger
@@ -124,6 +130,9 @@ func (o *Options) defaults() {
 	if o.PromptTimeout <= 0 {
 		o.PromptTimeout = DefaultPromptTimeout
 	}
+	if o.RecordRetention == 0 {
+		o.RecordRetention = DefaultRecordRetention
+	}
 	if o.ExecTimeout <= 0 {
 		o.ExecTimeout = DefaultExecTimeout
 	}
@@ -176,6 +185,9 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 		return nil, errors.New("sidecar: no provider")
 	}
 	opts.defaults()
+	if opts.RecordRetention > 0 && opts.RecordRetention <= opts.CreateTimeout {
+		return nil, fmt.Errorf("sidecar: the record retention %v must exceed the create timeout %v, or an operation in flight could expire", opts.RecordRetention, opts.CreateTimeout)
+	}
 	s := &Server{p: p, opts: opts, mux: http.NewServeMux(), closing: make(chan struct{}),
 		envs: map[string]contract.Environment{}, turns: map[turnKey]*turn{},
 		routes: map[string]map[string]http.HandlerFunc{}, cursors: map[cursorKey]*outputCursor{}}
@@ -218,6 +230,9 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 	post(wire.PathContextTransferLookup, s.lookupContextTransfer)
 	s.routeExact()
 	s.mount()
+	if opts.Store != nil && opts.RecordRetention > 0 {
+		go s.sweepRecords()
+	}
 	return s, nil
 }
 

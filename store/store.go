@@ -110,6 +110,30 @@ type Idempotency struct {
 	CreatedAt     time.Time
 }
 
+// IdempotencyKey names one idempotency record.
+type IdempotencyKey struct {
+	Scope string
+	Key   string
+}
+
+// IdempotencyQuery selects the idempotency records of one scope for
+// ListIdempotency.
+type IdempotencyQuery struct {
+	// Scope is required.
+	Scope string
+	// KeyPrefix, when set, selects only keys that start with it (byte
+	// for byte).
+	KeyPrefix string
+	// Before, when set, selects only records created before it.
+	Before time.Time
+	// Limit is 1..MaxIdempotencyBatch.
+	Limit int
+}
+
+// MaxIdempotencyBatch bounds one ListIdempotency answer and one
+// DeleteIdempotency call, so that each costs a bounded transaction.
+const MaxIdempotencyBatch = 1000
+
 // ListOptions filters ListRuns. The zero value lists the newest runs.
 type ListOptions struct {
 	Status Status
@@ -161,6 +185,15 @@ type Store interface {
 	// with created true. Otherwise it returns the existing record: the
 	// caller compares RequestDigest to tell a replay from a conflict.
 	ClaimIdempotency(ctx context.Context, rec Idempotency) (existing Idempotency, created bool, err error)
+	// ListIdempotency returns up to q.Limit records of q.Scope whose key
+	// starts with q.KeyPrefix and, when q.Before is set, that were
+	// created before it: oldest first (by creation time, then key).
+	ListIdempotency(ctx context.Context, q IdempotencyQuery) ([]Idempotency, error)
+	// DeleteIdempotency removes the named records at once (all of them
+	// or, on error, none) and returns how many of them existed; a name
+	// with no record is no error. It takes at most MaxIdempotencyBatch
+	// names.
+	DeleteIdempotency(ctx context.Context, keys []IdempotencyKey) (int, error)
 	// Close releases the store.
 	Close() error
 }
@@ -372,6 +405,27 @@ func CheckIdempotency(rec Idempotency) error {
 	if rec.Result.IsValid() {
 		if err := canonjson.Check(rec.Result); err != nil {
 			return fmt.Errorf("%w: idempotency result: %w", ErrInvalid, err)
+		}
+	}
+	return nil
+}
+
+// CheckIdempotencyQuery validates a query before ListIdempotency.
+func CheckIdempotencyQuery(q IdempotencyQuery) error {
+	if q.Scope == "" || q.Limit < 1 || q.Limit > MaxIdempotencyBatch {
+		return fmt.Errorf("%w: an idempotency query needs a scope and a limit of 1..%d (got %d)", ErrInvalid, MaxIdempotencyBatch, q.Limit)
+	}
+	return nil
+}
+
+// CheckIdempotencyKeys validates the names before DeleteIdempotency.
+func CheckIdempotencyKeys(keys []IdempotencyKey) error {
+	if len(keys) > MaxIdempotencyBatch {
+		return fmt.Errorf("%w: %d idempotency records in one delete, more than %d", ErrInvalid, len(keys), MaxIdempotencyBatch)
+	}
+	for i, k := range keys {
+		if k.Scope == "" || k.Key == "" {
+			return fmt.Errorf("%w: idempotency record %d to delete needs a scope and a key", ErrInvalid, i)
 		}
 	}
 	return nil

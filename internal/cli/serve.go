@@ -29,6 +29,7 @@ func newServeCmd(stdio IO) *cobra.Command {
 	var listen, providerName, scriptPath, baseURL, openaiAPI, tokenFile, stateDir string
 	var images []string
 	var sf storeFlags
+	var retention time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve --listen ADDR",
 		Short: "Serve a provider over HTTP (the agentrt sidecar)",
@@ -44,8 +45,10 @@ Without a token the server listens on loopback only. With --db FILE (SQLite)
 or --database URL (PostgreSQL, default $AGENTRT_DATABASE_URL), keyed creates
 and exact spawns are recorded in that store, so a restarted server (or
 another server on the same PostgreSQL database) replays a retried create or
-spawn instead of making a second environment or process. Without either they
-are kept in memory. The listen address is printed on stderr once the server
+spawn instead of making a second environment or process, for
+--record-retention after the key's first use (older records are deleted in
+bounded batches; 0 keeps them forever). Without either they are kept in
+memory. The listen address is printed on stderr once the server
 accepts connections. SIGINT or SIGTERM shuts it down gracefully.
 
 With OTEL_EXPORTER_OTLP_ENDPOINT set, each request is traced over OTLP/HTTP
@@ -93,7 +96,13 @@ as a server span continuing the traceparent it carries.`,
 				st = s
 			}
 			logger := slog.New(slog.NewTextHandler(stdio.Err, nil))
-			srv, err := sidecar.New(provider, sidecar.Options{Token: token, Store: st, Logger: logger})
+			if retention < 0 {
+				return usage("--record-retention must not be negative (0 keeps records forever)")
+			}
+			if retention == 0 {
+				retention = -1 // sidecar: negative keeps them forever
+			}
+			srv, err := sidecar.New(provider, sidecar.Options{Token: token, Store: st, Logger: logger, RecordRetention: retention})
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
 			}
@@ -134,6 +143,7 @@ as a server span continuing the traceparent it carries.`,
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the bearer token (default $AGENTRT_SERVE_TOKEN)")
 	cmd.Flags().StringVar(&sf.path, "db", "", "SQLite file recording keyed creates and exact spawns across restarts (default: in memory)")
 	cmd.Flags().StringVar(&sf.database, "database", "", "PostgreSQL connection URL recording keyed creates and exact spawns, shared by many servers (default $AGENTRT_DATABASE_URL)")
+	cmd.Flags().DurationVar(&retention, "record-retention", sidecar.DefaultRecordRetention, "how long --db/--database keep a keyed create's or spawn's records after the key's first use; a re-send after it runs anew (0: forever; must exceed 5m, the create timeout)")
 	return cmd
 }
 

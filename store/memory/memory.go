@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -308,6 +309,51 @@ func (s *Store) ClaimIdempotency(ctx context.Context, rec store.Idempotency) (st
 	}
 	s.idempotency[k] = rec
 	return rec, true, nil
+}
+
+// ListIdempotency implements store.Store.
+func (s *Store) ListIdempotency(ctx context.Context, q store.IdempotencyQuery) ([]store.Idempotency, error) {
+	if err := store.CheckIdempotencyQuery(q); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	var out []store.Idempotency
+	for k, rec := range s.idempotency {
+		if k[0] == q.Scope && strings.HasPrefix(k[1], q.KeyPrefix) && (q.Before.IsZero() || rec.CreatedAt.Before(q.Before)) {
+			out = append(out, rec)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Idempotency) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	return out[:min(len(out), q.Limit)], nil
+}
+
+// DeleteIdempotency implements store.Store.
+func (s *Store) DeleteIdempotency(ctx context.Context, keys []store.IdempotencyKey) (int, error) {
+	if err := store.CheckIdempotencyKeys(keys); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, k := range keys {
+		if _, ok := s.idempotency[[2]string{k.Scope, k.Key}]; ok {
+			delete(s.idempotency, [2]string{k.Scope, k.Key})
+			n++
+		}
+	}
+	return n, nil
 }
 
 // Close implements store.Store.

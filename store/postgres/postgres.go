@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -589,6 +590,58 @@ func (s *Store) Ledger(ctx context.Context, runID string) ([]store.LedgerEntry, 
 	}
 	defer rows.Close()
 	return sqlrow.ScanLedger(rows, runID, "postgres")
+}
+
+// ListIdempotency implements store.Store. A key prefix is a range of
+// the primary key (scope, key; collation "C"), an age the
+// idempotency_by_age index (migration 0004).
+func (s *Store) ListIdempotency(ctx context.Context, q store.IdempotencyQuery) ([]store.Idempotency, error) {
+	if err := store.CheckIdempotencyQuery(q); err != nil {
+		return nil, err
+	}
+	where, args := `scope = $1`, []any{q.Scope}
+	param := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if q.KeyPrefix != "" {
+		if upper, ok := sqlrow.PrefixRange(q.KeyPrefix); ok {
+			where += ` AND key >= ` + param(q.KeyPrefix) + ` AND key < ` + param(upper)
+		} else {
+			p := param(q.KeyPrefix)
+			where += ` AND key >= ` + p + ` AND starts_with(key, ` + p + `)`
+		}
+	}
+	if !q.Before.IsZero() {
+		where += ` AND created_at < ` + param(sqlrow.Nanos(q.Before))
+	}
+	rows, err := s.pool.Query(ctx, `SELECT scope, key, request_digest, result, created_at FROM `+s.t.idempotency+` WHERE `+where+
+		` ORDER BY created_at, key LIMIT `+param(q.Limit), args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: idempotency: %w", err)
+	}
+	defer rows.Close()
+	return sqlrow.ScanIdempotency(rows, "postgres")
+}
+
+// DeleteIdempotency implements store.Store: one statement, so all or
+// none.
+func (s *Store) DeleteIdempotency(ctx context.Context, keys []store.IdempotencyKey) (int, error) {
+	if err := store.CheckIdempotencyKeys(keys); err != nil {
+		return 0, err
+	}
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	scopes, names := make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		scopes[i], names[i] = k.Scope, k.Key
+	}
+	tag, err := s.pool.Exec(ctx, `DELETE FROM `+s.t.idempotency+` WHERE (scope, key) IN (SELECT * FROM unnest($1::text[], $2::text[]))`, scopes, names)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: delete idempotency: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
 }
 
 // ClaimIdempotency implements store.Store. INSERT … ON CONFLICT DO

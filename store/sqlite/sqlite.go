@@ -457,6 +457,67 @@ func (s *Store) Ledger(ctx context.Context, runID string) ([]store.LedgerEntry, 
 	return sqlrow.ScanLedger(rows, runID, "sqlite")
 }
 
+// ListIdempotency implements store.Store. A key prefix is a range of
+// the primary key (scope, key), an age the idempotency_by_age index
+// (migration 0004).
+func (s *Store) ListIdempotency(ctx context.Context, q store.IdempotencyQuery) ([]store.Idempotency, error) {
+	if err := store.CheckIdempotencyQuery(q); err != nil {
+		return nil, err
+	}
+	where, args := `scope = ?`, []any{q.Scope}
+	if q.KeyPrefix != "" {
+		if upper, ok := sqlrow.PrefixRange(q.KeyPrefix); ok {
+			where += ` AND key >= ? AND key < ?`
+			args = append(args, q.KeyPrefix, upper)
+		} else {
+			where += ` AND key >= ? AND substr(key, 1, length(?)) = ?`
+			args = append(args, q.KeyPrefix, q.KeyPrefix, q.KeyPrefix)
+		}
+	}
+	if !q.Before.IsZero() {
+		where += ` AND created_at < ?`
+		args = append(args, sqlrow.Nanos(q.Before))
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT scope, key, request_digest, result, created_at FROM idempotency WHERE `+where+
+		` ORDER BY created_at, key LIMIT ?`, append(args, q.Limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: idempotency: %w", err)
+	}
+	defer rows.Close()
+	return sqlrow.ScanIdempotency(rows, "sqlite")
+}
+
+// DeleteIdempotency implements store.Store.
+func (s *Store) DeleteIdempotency(ctx context.Context, keys []store.IdempotencyKey) (int, error) {
+	if err := store.CheckIdempotencyKeys(keys); err != nil {
+		return 0, err
+	}
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: delete idempotency: %w", err)
+	}
+	defer tx.Rollback()
+	n := int64(0)
+	for _, k := range keys {
+		res, err := tx.ExecContext(ctx, `DELETE FROM idempotency WHERE scope = ? AND key = ?`, k.Scope, k.Key)
+		if err != nil {
+			return 0, fmt.Errorf("sqlite: delete idempotency: %w", err)
+		}
+		m, err := res.RowsAffected()
+		if err != nil {
+			return 0, fmt.Errorf("sqlite: delete idempotency: %w", err)
+		}
+		n += m
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("sqlite: delete idempotency: %w", err)
+	}
+	return int(n), nil
+}
+
 // ClaimIdempotency implements store.Store.
 func (s *Store) ClaimIdempotency(ctx context.Context, rec store.Idempotency) (store.Idempotency, bool, error) {
 	if err := store.CheckIdempotency(rec); err != nil {

@@ -58,6 +58,7 @@ func Run(t *testing.T, open Open) {
 		{"Ledger", testLedger},
 		{"DeleteEndedRun", testDeleteRun},
 		{"IdempotencyClaim", testIdempotency},
+		{"IdempotencyListAndDelete", testIdempotencyListDelete},
 		{"RefusesNonCanonicalJSON", testNonCanonical},
 		{"FencedWritesNeedALiveLease", testFenceLapsed},
 		{"FencedWritesNeedTheGeneration", testFenceSuperseded},

@@ -313,3 +313,40 @@ func AndWhere(where, cond string) string {
 	}
 	return "WHERE (" + strings.TrimPrefix(where, "WHERE ") + ") AND " + cond
 }
+
+// PrefixRange is the half-open key range [prefix, upper) that holds
+// exactly the keys starting with prefix under byte-wise collation (SQLite
+// BINARY, PostgreSQL "C"), so an index on the key serves the match. ok
+// is false when no such upper bound is valid text (prefix is empty or
+// ends in a byte past ASCII); the caller then matches the prefix
+// itself.
+func PrefixRange(prefix string) (upper string, ok bool) {
+	if prefix == "" || prefix[len(prefix)-1] >= 0x7f {
+		return "", false
+	}
+	return prefix[:len(prefix)-1] + string(prefix[len(prefix)-1]+1), true
+}
+
+// ScanIdempotency reads the rows of scope, key, request_digest, result,
+// created_at.
+func ScanIdempotency(rows Rows, adapter string) ([]store.Idempotency, error) {
+	var out []store.Idempotency
+	for rows.Next() {
+		var rec store.Idempotency
+		var res *string
+		var created int64
+		if err := rows.Scan(&rec.Scope, &rec.Key, &rec.RequestDigest, &res, &created); err != nil {
+			return nil, fmt.Errorf("%s: idempotency: %w", adapter, err)
+		}
+		var err error
+		if rec.Result, err = Decode(res); err != nil {
+			return nil, err
+		}
+		rec.CreatedAt = FromNanos(created)
+		out = append(out, rec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: idempotency: %w", adapter, err)
+	}
+	return out, nil
+}
