@@ -122,7 +122,8 @@ func TestRemoteAmbiguousCreateRetriesSameKey(t *testing.T) {
 // A turn stream cut after its first event reconnects with Last-Event-ID:
 // every event arrives once, in order, and the turn ran once.
 func TestRemoteStreamReconnects(t *testing.T) {
-	rp, hits := faultyRemote(t, newScripted(t), pathEnds("/turns"), 1)
+	p := newScripted(t)
+	rp, hits := faultyRemote(t, p, pathEnds("/turns"), 1)
 	env, err := rp.Create(context.Background(), createInput(""))
 	if err != nil {
 		t.Fatal(err)
