@@ -2,7 +2,10 @@ package coordmcp_test
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/agentrt/agentrt/store/sqlite"
 )
 
 var tempRoot string
@@ -15,6 +18,11 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	tempRoot = dir
+	// The agentrt relay the tests start inherits this temporary home, so
+	// nothing it opens by default lands in the developer's ~/.agentrt.
+	if err := os.Setenv(sqlite.HomeEnv, filepath.Join(dir, "home")); err != nil {
+		panic(err)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -12,13 +12,8 @@ import (
 // turns. The provider judges the command (binding, response, replay);
 // its acknowledgement is passed on as it is.
 func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	cmd, ok := readCall(s, w, r, s.opts.MaxBodyBytes, wire.ParseInteractionResponseCommand)
 	if !ok {
-		return
-	}
-	cmd, err := wire.ParseInteractionResponseCommand(body)
-	if err != nil {
-		writeError(w, wire.FromSchemaError(err))
 		return
 	}
 	ctx, cancel := s.callContext(r)
@@ -28,14 +23,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ack, err := ir.RespondToInteraction(ctx, cmd)
-	if err == nil && ack == nil {
-		err = errNoAnswer
-	}
-	if err != nil {
-		writeError(w, providerError(err))
-		return
-	}
-	writeJSON(w, http.StatusOK, ack)
+	answer(w, ack, err)
 }
 
 // observe returns the environment's normalized observation.
@@ -47,14 +35,7 @@ func (s *Server) observe(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	obs, err := o.Observe(ctx)
-	if err == nil && obs == nil {
-		err = errNoAnswer
-	}
-	if err != nil {
-		writeError(w, providerError(err))
-		return
-	}
-	writeJSON(w, http.StatusOK, obs)
+	answer(w, obs, err)
 }
 
 // ability is env's optional interface I, or a written refusal: not_found
@@ -109,14 +90,7 @@ func (s *Server) transferContext(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(s.base, s.opts.CreateTimeout)
 	defer cancel()
 	res, err := tr.TransferContext(ctx, req)
-	if err == nil && res == nil {
-		err = errNoAnswer
-	}
-	if err != nil {
-		writeError(w, providerError(err))
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+	answer(w, res, err)
 }
 
 // lookupContextTransfer recovers an earlier transfer's result; none is
@@ -139,13 +113,8 @@ func (s *Server) lookupContextTransfer(w http.ResponseWriter, r *http.Request) {
 // transferCall reads a context transfer body and the provider's
 // transferrer, or writes the refusal.
 func (s *Server) transferCall(w http.ResponseWriter, r *http.Request) (*contract.ContextTransferRequest, contract.ContextTransferrer, bool) {
-	body, ok := s.readBodyWithin(w, r, s.opts.MaxProfileBodyBytes)
+	req, ok := readCall(s, w, r, s.opts.MaxProfileBodyBytes, wire.ParseContextTransferRequest)
 	if !ok {
-		return nil, nil, false
-	}
-	req, err := wire.ParseContextTransferRequest(body)
-	if err != nil {
-		writeError(w, wire.FromSchemaError(err))
 		return nil, nil, false
 	}
 	tr, ok := s.p.(contract.ContextTransferrer)

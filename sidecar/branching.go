@@ -12,13 +12,8 @@ import (
 // operation id and request: a re-send is answered with the recorded
 // checkpoint, never a second one.
 func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	call, ok := readCall(s, w, r, s.opts.MaxBodyBytes, wire.ParseCheckpointCall)
 	if !ok {
-		return
-	}
-	call, err := wire.ParseCheckpointCall(body)
-	if err != nil {
-		writeError(w, wire.FromSchemaError(err))
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.base, s.opts.CreateTimeout)
@@ -43,24 +38,15 @@ func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
 		}
 		return ref, err
 	})
-	if err != nil {
-		writeError(w, providerError(err))
-		return
-	}
-	writeJSON(w, http.StatusOK, ref)
+	answer(w, ref, err)
 }
 
 // fork forks a legacy checkpoint (branching.fork) into a new environment
 // this server keeps, once per operation id and request: a re-send is
 // answered with the recorded fork, never a second environment.
 func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	call, ok := readCall(s, w, r, s.opts.MaxBodyBytes, wire.ParseForkCall)
 	if !ok {
-		return
-	}
-	call, err := wire.ParseForkCall(body)
-	if err != nil {
-		writeError(w, wire.FromSchemaError(err))
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.base, s.opts.CreateTimeout)
@@ -109,13 +95,8 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
 func branchingRoute[Req, Res any](s *Server, parse func([]byte) (*Req, error), effect bool,
 	op func(context.Context, contract.WorkspaceBranching, *Req) (*Res, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, ok := s.readBody(w, r)
+		req, ok := readCall(s, w, r, s.opts.MaxBodyBytes, parse)
 		if !ok {
-			return
-		}
-		req, err := parse(body)
-		if err != nil {
-			writeError(w, wire.FromSchemaError(err))
 			return
 		}
 		bp, ok := s.p.(contract.BranchingProvider)
@@ -138,14 +119,7 @@ func branchingRoute[Req, Res any](s *Server, parse func([]byte) (*Req, error), e
 			return
 		}
 		res, err := op(ctx, br, req)
-		if err == nil && res == nil {
-			err = errNoAnswer
-		}
-		if err != nil {
-			writeError(w, providerError(err))
-			return
-		}
-		writeJSON(w, http.StatusOK, res)
+		answer(w, res, err)
 	}
 }
 

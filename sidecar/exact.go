@@ -103,13 +103,8 @@ func describeExact(env contract.ExactProcessEnvironment) wire.ExactEnvironment {
 // context, bounded by CreateTimeout, so a client that lost the answer
 // re-sends the same keyed input and the provider replays it (EXP-11).
 func (s *Server) exactCreate(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	in, ok := readCall(s, w, r, s.opts.MaxBodyBytes, wire.ParseCreateExactProcessInput)
 	if !ok {
-		return
-	}
-	in, err := wire.ParseCreateExactProcessInput(body)
-	if err != nil {
-		writeError(w, wire.FromSchemaError(err))
 		return
 	}
 	f, ok := s.exactFacet(w)
@@ -141,13 +136,8 @@ func (s *Server) exactCreate(w http.ResponseWriter, r *http.Request) {
 
 // exactList lists the exact environments a query selects.
 func (s *Server) exactList(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	q, ok := readCall(s, w, r, s.opts.MaxBodyBytes, wire.ParseExactProcessEnvironmentQuery)
 	if !ok {
-		return
-	}
-	q, err := wire.ParseExactProcessEnvironmentQuery(body)
-	if err != nil {
-		writeError(w, wire.FromSchemaError(err))
 		return
 	}
 	f, ok := s.exactFacet(w)
@@ -204,13 +194,8 @@ func (s *Server) exactDestroy(w http.ResponseWriter, r *http.Request) {
 
 // exactWrite writes a file's exact bytes; a re-send writes the same.
 func (s *Server) exactWrite(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	req, ok := readCall(s, w, r, s.opts.MaxBodyBytes, wire.ParseExactFileWrite)
 	if !ok {
-		return
-	}
-	req, err := wire.ParseExactFileWrite(body)
-	if err != nil {
-		writeError(w, wire.FromSchemaError(err))
 		return
 	}
 	data, err := base64.StdEncoding.DecodeString(req.Data)
@@ -239,13 +224,8 @@ func (s *Server) exactWrite(w http.ResponseWriter, r *http.Request) {
 
 // exactRead reads a file's exact bytes within maxBytes.
 func (s *Server) exactRead(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	req, ok := readCall(s, w, r, s.opts.MaxBodyBytes, wire.ParseExactFileRead)
 	if !ok {
-		return
-	}
-	req, err := wire.ParseExactFileRead(body)
-	if err != nil {
-		writeError(w, wire.FromSchemaError(err))
 		return
 	}
 	ctx, cancel := s.callContext(r)
@@ -289,13 +269,8 @@ func (s *Server) exactProcesses(w http.ResponseWriter, r *http.Request) {
 // started, never a second one; another launch under a used id is an
 // idempotency conflict. It runs on the server's context.
 func (s *Server) exactSpawn(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	call, ok := readCall(s, w, r, s.opts.MaxBodyBytes, wire.ParseExactSpawnCall)
 	if !ok {
-		return
-	}
-	call, err := wire.ParseExactSpawnCall(body)
-	if err != nil {
-		writeError(w, wire.FromSchemaError(err))
 		return
 	}
 	ctx, cancel := context.WithTimeout(s.base, s.opts.CreateTimeout)

@@ -64,6 +64,27 @@ func newRemote(t *testing.T, url string) *remote.Provider {
 	return p
 }
 
+// faultyRemote serves p through a sidecar whose first request matching
+// match is cut as faulty cuts it, and returns a remote client of it and
+// the count of matching requests. The server closes with the test.
+func faultyRemote(t *testing.T, p contract.Provider, match func(*http.Request) bool, afterWrites int) (*remote.Provider, *atomic.Int32) {
+	t.Helper()
+	s, err := sidecar.New(p, sidecar.Options{Token: testToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	h, hits := faulty(s, match, afterWrites)
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return newRemote(t, ts.URL), hits
+}
+
+// pathEnds matches a request whose path ends in suffix.
+func pathEnds(suffix string) func(*http.Request) bool {
+	return func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, suffix) }
+}
+
 func createInput(key string) *contract.CreateInput {
 	in := &contract.CreateInput{Profile: profile.Ref{Inline: &profile.Profile{Name: profile.Ptr("t")}}}
 	if key != "" {
@@ -77,13 +98,8 @@ func createInput(key string) *contract.CreateInput {
 func TestRemoteAmbiguousCreateRetriesSameKey(t *testing.T) {
 	for _, key := range []string{"caller-key", ""} {
 		p := newScripted(t)
-		s, err := sidecar.New(p, sidecar.Options{Token: testToken})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, hits := faulty(s, func(r *http.Request) bool { return r.Method == http.MethodPost && r.URL.Path == "/v1/environments" }, 0)
-		ts := httptest.NewServer(h)
-		env, err := newRemote(t, ts.URL).Create(context.Background(), createInput(key))
+		rp, hits := faultyRemote(t, p, func(r *http.Request) bool { return r.Method == http.MethodPost && r.URL.Path == "/v1/environments" }, 0)
+		env, err := rp.Create(context.Background(), createInput(key))
 		if err != nil {
 			t.Fatalf("key %q: Create: %v", key, err)
 		}
@@ -100,8 +116,6 @@ func TestRemoteAmbiguousCreateRetriesSameKey(t *testing.T) {
 		if st, err := env.Status(context.Background()); err != nil || st != contract.EnvironmentRunning {
 			t.Errorf("key %q: status %q, %v", key, st, err)
 		}
-		s.Close()
-		ts.Close()
 	}
 }
 
@@ -109,15 +123,7 @@ func TestRemoteAmbiguousCreateRetriesSameKey(t *testing.T) {
 // every event arrives once, in order, and the turn ran once.
 func TestRemoteStreamReconnects(t *testing.T) {
 	p := newScripted(t)
-	s, err := sidecar.New(p, sidecar.Options{Token: testToken})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	h, hits := faulty(s, func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/turns") }, 1)
-	ts := httptest.NewServer(h)
-	defer ts.Close()
-	rp := newRemote(t, ts.URL)
+	rp, hits := faultyRemote(t, p, pathEnds("/turns"), 1)
 	env, err := rp.Create(context.Background(), createInput(""))
 	if err != nil {
 		t.Fatal(err)
@@ -285,13 +291,7 @@ func TestRemoteSessionBinding(t *testing.T) {
 func TestRemoteDispatchLostAnswer(t *testing.T) {
 	for _, turnID := range []string{"turn-1", ""} {
 		p := newScripted(t)
-		s, err := sidecar.New(p, sidecar.Options{Token: testToken})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, hits := faulty(s, func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/dispatch") }, 0)
-		ts := httptest.NewServer(h)
-		rp := newRemote(t, ts.URL)
+		rp, hits := faultyRemote(t, p, pathEnds("/dispatch"), 0)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		env, err := rp.Create(ctx, createInput(""))
 		if err != nil {
@@ -323,8 +323,6 @@ func TestRemoteDispatchLostAnswer(t *testing.T) {
 			}
 		}
 		cancel()
-		s.Close()
-		ts.Close()
 	}
 }
 
@@ -396,17 +394,10 @@ func TestRemoteLargeProfileValidatesAndCreates(t *testing.T) {
 // answered replayed with the original run; the provider continued once.
 func TestRemoteContinueNativeLostAnswer(t *testing.T) {
 	p := newScripted(t)
-	s, err := sidecar.New(p, sidecar.Options{Token: testToken})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	h, hits := faulty(s, func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/continue") }, 0)
-	ts := httptest.NewServer(h)
-	defer ts.Close()
+	rp, hits := faultyRemote(t, p, pathEnds("/continue"), 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	env, err := newRemote(t, ts.URL).Create(ctx, createInput(""))
+	env, err := rp.Create(ctx, createInput(""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,17 +448,10 @@ func TestRemoteContinueNativeLostAnswer(t *testing.T) {
 // fork: one new environment, never two.
 func TestRemoteForkLostAnswer(t *testing.T) {
 	p := newScripted(t)
-	s, err := sidecar.New(p, sidecar.Options{Token: testToken})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	h, hits := faulty(s, func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/forks") }, 0)
-	ts := httptest.NewServer(h)
-	defer ts.Close()
+	rp, hits := faultyRemote(t, p, pathEnds("/forks"), 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	env, err := newRemote(t, ts.URL).Create(ctx, createInput(""))
+	env, err := rp.Create(ctx, createInput(""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,17 +520,10 @@ func TestLegacyBranchingRoutes(t *testing.T) {
 // replayed with the same checkpoint; a lookup finds that one.
 func TestRemoteDurableCheckpointLostAnswer(t *testing.T) {
 	p := newScripted(t)
-	s, err := sidecar.New(p, sidecar.Options{Token: testToken})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	h, hits := faulty(s, func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/branching/checkpoint") }, 0)
-	ts := httptest.NewServer(h)
-	defer ts.Close()
+	rp, hits := faultyRemote(t, p, pathEnds("/branching/checkpoint"), 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	env, err := newRemote(t, ts.URL).Create(ctx, createInput(""))
+	env, err := rp.Create(ctx, createInput(""))
 	if err != nil {
 		t.Fatal(err)
 	}

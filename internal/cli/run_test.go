@@ -43,6 +43,14 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
+	// A command run without --db — here, or in a child process, which
+	// inherits the environment — opens the store of this temporary home,
+	// never the developer's ~/.agentrt.
+	home := filepath.Join(dir, "home")
+	if err := errors.Join(os.Mkdir(home, 0o700), os.Setenv(sqlite.HomeEnv, home)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -85,14 +85,24 @@ func TestServeClaudeCodeThroughRemote(t *testing.T) {
 	url, _ := startServeWithEnv(t, []string{"ANTHROPIC_API_KEY=" + servedFakeKey,
 		"PATH=" + filepath.Dir(claude) + string(os.PathListSeparator) + os.Getenv("PATH")},
 		"--provider", "claude-code", "--base-url", api)
+	checkServedCLI(t, url, &profile.Profile{Name: profile.Ptr("served"), Harness: harness.ClaudeCode,
+		Model: &profile.ModelHints{Default: profile.Ptr("claude-e2e-1")}}, hung)
+}
+
+// checkServedCLI drives the harness CLI served at url through
+// providers/remote with profile pr (issue 14, item 4): a turn streams
+// its progress and ends completed carrying servedAnswer; a turn whose
+// prompt is hangMarker (hung counts the model calls it reached) is
+// cancelled by id — accepted, cancel_requested, a re-send replayed — and
+// ends cancelled; destroy works and a turn after it never completes.
+func checkServedCLI(t *testing.T, url string, pr *profile.Profile, hung *atomic.Int64) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	p, err := remote.New(remote.Options{BaseURL: url, Token: serveToken})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr := &profile.Profile{Name: profile.Ptr("served"), Harness: harness.ClaudeCode,
-		Model: &profile.ModelHints{Default: profile.Ptr("claude-e2e-1")}}
 	env, err := p.Create(ctx, &contract.CreateInput{Profile: profile.Ref{Inline: pr}})
 	if err != nil {
 		t.Fatal(err)

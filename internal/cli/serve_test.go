@@ -110,6 +110,11 @@ func startServeWithEnv(t *testing.T, env []string, args ...string) (url string, 
 		if strings.Contains(log.String(), serveToken) {
 			t.Errorf("the server's log carries its token")
 		}
+		for _, kv := range env {
+			if name, key, _ := strings.Cut(kv, "="); strings.HasSuffix(name, "_API_KEY") && key != "" && strings.Contains(log.String(), key) {
+				t.Errorf("the server's log carries %s", name)
+			}
+		}
 		for _, a := range args {
 			if u, err := neturl.Parse(a); err == nil && u.User != nil {
 				if pw, ok := u.User.Password(); ok && strings.Contains(log.String(), pw+"@") {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -24,6 +23,12 @@ type Store struct {
 	idempotency map[[2]string]store.Idempotency
 	now         func() time.Time
 	closed      bool
+
+	// order indexes every run, byKind each kind's runs, oldest first by
+	// (CreatedAt, ID) — both immutable — so ListRuns reads the newest off
+	// their ends instead of sorting all runs.
+	order  []*store.Run
+	byKind map[string][]*store.Run
 }
 
 var _ store.Store = (*Store)(nil)
@@ -33,7 +38,7 @@ func New(now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{runs: map[string]*store.Run{}, events: map[string][]store.Event{}, eventIDs: map[string]map[string]bool{},
+	return &Store{runs: map[string]*store.Run{}, byKind: map[string][]*store.Run{}, events: map[string][]store.Event{}, eventIDs: map[string]map[string]bool{},
 		ledger: map[string][]store.LedgerEntry{}, idempotency: map[[2]string]store.Idempotency{}, now: now}
 }
 
@@ -65,9 +70,36 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) (store.Run, error) {
 	if r.Generation == 0 {
 		r.Generation = 1
 	}
-	cp := r
-	s.runs[r.ID] = &cp
+	cp := &store.Run{}
+	*cp = r
+	s.runs[r.ID] = cp
+	s.order = indexInsert(s.order, cp)
+	s.byKind[r.Kind] = indexInsert(s.byKind[r.Kind], cp)
 	return r, nil
+}
+
+// compareAge orders runs oldest first: by creation time, then id (the
+// reverse of ListRuns' newest first).
+func compareAge(a, b *store.Run) int {
+	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// indexInsert inserts r into the ordered index idx: O(log n) to find its
+// place, and no move for the usual run created newest.
+func indexInsert(idx []*store.Run, r *store.Run) []*store.Run {
+	i, _ := slices.BinarySearchFunc(idx, r, compareAge)
+	return slices.Insert(idx, i, r)
+}
+
+// indexRemove removes r from the ordered index idx.
+func indexRemove(idx []*store.Run, r *store.Run) []*store.Run {
+	if i, ok := slices.BinarySearchFunc(idx, r, compareAge); ok {
+		idx = slices.Delete(idx, i, i+1)
+	}
+	return idx
 }
 
 // GetRun implements store.Store.
@@ -156,36 +188,52 @@ func (s *Store) DeleteRun(ctx context.Context, id string) error {
 		return err
 	}
 	delete(s.runs, id)
+	s.order = indexRemove(s.order, r)
+	if kind := indexRemove(s.byKind[r.Kind], r); len(kind) > 0 {
+		s.byKind[r.Kind] = kind
+	} else {
+		delete(s.byKind, r.Kind)
+	}
 	delete(s.events, id)
 	delete(s.eventIDs, id)
 	delete(s.ledger, id)
 	return nil
 }
 
-// ListRuns implements store.Store.
+// ListRuns implements store.Store. It walks the ordered index (the
+// kind's, for a kind) from the newest run and stops at the limit, so
+// listing the newest runs costs the limit, not the runs held; a status
+// filter (the effective status, which a lapsing lease changes without a
+// write) costs the runs it passes over.
 func (s *Store) ListRuns(ctx context.Context, opts store.ListOptions) ([]store.Run, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check(); err != nil {
 		return nil, err
 	}
+	idx := s.order
+	if opts.Kind != "" {
+		idx = s.byKind[opts.Kind]
+	}
 	now := s.now()
 	var out []store.Run
-	for _, r := range s.runs {
-		cp := *r
+	for i := len(idx) - 1; i >= 0; i-- {
+		cp := *idx[i]
 		cp.Status = store.Effective(cp, now)
-		if (opts.Status == "" || cp.Status == opts.Status) && (opts.Kind == "" || cp.Kind == opts.Kind) {
-			out = append(out, cp)
+		if opts.Status != "" && cp.Status != opts.Status {
+			continue
 		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.After(out[j].CreatedAt)
+		if out == nil {
+			size := len(idx)
+			if opts.Limit > 0 {
+				size = min(size, opts.Limit)
+			}
+			out = make([]store.Run, 0, size)
 		}
-		return out[i].ID > out[j].ID
-	})
-	if opts.Limit > 0 && len(out) > opts.Limit {
-		out = out[:opts.Limit]
+		out = append(out, cp)
+		if opts.Limit > 0 && len(out) == opts.Limit {
+			break
+		}
 	}
 	return out, nil
 }
