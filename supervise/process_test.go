@@ -40,9 +40,6 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	if os.Getenv(pausedChildEnv) != "" {
-		os.Exit(supervisePausable(os.Getenv(childDir), os.Getenv(childStore)))
-	}
 	if os.Getenv(childEnv) == "" {
 		os.Exit(m.Run())
 	}
