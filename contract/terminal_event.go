@@ -12,6 +12,16 @@ import (
 // wraps this one, so that errors.Is(err, ErrDestroyed) holds everywhere.
 var ErrDestroyed = errors.New("the environment was destroyed")
 
+// ErrLeaseLost is matched (errors.Is) by the cause of a context that
+// ended because its process no longer holds the run it worked for: its
+// lease lapsed (the process was paused past it) or another process took
+// the run over, and with it, on a provider whose work outlives its
+// caller (a remote server's), the run's environment and live turn. A
+// provider whose turn's context ends with this cause stops reading and
+// leaves the turn alone: it does not cancel it, since the turn may now
+// be the new holder's.
+var ErrLeaseLost = errors.New("the caller no longer holds the run's lease")
+
 // The types of the terminal environment events the constructors below
 // make, as every provider in this module spells them.
 const (

@@ -47,7 +47,13 @@
 // the same turn, which the server replays and carries on — resumed, not
 // run again; gone, the turn ended with it and the run is run again; when
 // the provider cannot tell (its server is unreachable) the work is in
-// doubt and the job waits, neither resumed nor re-run, until it can.
+// doubt and the job waits, neither resumed nor re-run, until it can. A
+// worker that was only paused past its lease (SIGSTOP, a frozen VM) and
+// wakes after such a takeover is the loser: its writes are refused by
+// the fence, it records nothing in the fleet run, and its attempt ends
+// with a *kernel.LeaseLostError cause (contract.ErrLeaseLost), so that
+// it neither cancels the turn nor destroys the environment its successor
+// re-attached to.
 //
 // River may deliver one job twice at once: its rescuer hands a job that
 // ran past its timeout to another worker while the first still works it.

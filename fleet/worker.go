@@ -823,13 +823,18 @@ func (w *Worker) startHeartbeat(c claim, cancel context.CancelCauseFunc) *heartb
 				return nil
 			})
 			stop()
+			// A lost lease cancels the attempt with a *kernel.LeaseLostError
+			// cause (contract.ErrLeaseLost): its provider then leaves the
+			// turn, which the run's new holder may have re-attached to,
+			// alone rather than cancelling it.
 			switch {
 			case errors.Is(err, store.ErrFenced):
-				h.lose(err, cancel)
+				fe, _ := errors.AsType[*store.FenceError](err)
+				h.lose(&kernel.LeaseLostError{RunID: c.fence.RunID, Fence: fe}, cancel)
 				return
 			case err != nil:
 				if w.f.now().After(until) {
-					h.lose(fmt.Errorf("fleet: the lease lapsed while renewals failed: %w", err), cancel)
+					h.lose(fmt.Errorf("fleet: the lease lapsed while renewals failed (%w): %w", err, &kernel.LeaseLostError{RunID: c.fence.RunID}), cancel)
 					return
 				}
 				continue

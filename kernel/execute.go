@@ -667,7 +667,12 @@ func (x *execution) finish(ctx context.Context) (*Result, error) {
 	if x.keepForSeat() {
 		x.log.Info("keeping the environment for the next seat stage", "run", x.req.RunID, "env", x.res.EnvironmentID)
 	} else if x.env != nil && x.env.Creation() == contract.CreationCreated {
-		if err := x.env.Destroy(x.life.writeCtx()); err != nil {
+		// A process that lost the run's lease (it was paused past it)
+		// destroys nothing: another process may have taken the run
+		// over, and with it this environment.
+		if lost := x.life.holds(); lost != nil {
+			x.log.Warn("leaving the environment to the run's next holder: this process lost the lease", "run", x.req.RunID, "env", x.res.EnvironmentID, "err", lost)
+		} else if err := x.env.Destroy(x.life.writeCtx()); err != nil {
 			x.log.Warn("destroying the environment", "run", x.req.RunID, "env", x.res.EnvironmentID, "err", err)
 		}
 	}

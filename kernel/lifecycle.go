@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/store"
 )
 
@@ -112,6 +113,11 @@ func (e *LeaseLostError) Error() string {
 	}
 	return fmt.Sprintf("the lease of run %s ran out before it could be renewed", e.RunID)
 }
+
+// Is makes errors.Is(err, contract.ErrLeaseLost) match: a provider
+// seeing a turn's context end with this cause leaves the turn to
+// whichever process holds the run now.
+func (e *LeaseLostError) Is(target error) bool { return target == contract.ErrLeaseLost }
 
 // Unwrap returns the store's refusal.
 func (e *LeaseLostError) Unwrap() error {

@@ -287,6 +287,16 @@ func (l *runLog) fence() func() error {
 	return nil
 }
 
+// confirm asks a spawn log whose holder can lose it (a store spawn
+// log) whether this process still holds it, with a fenced write; nil
+// for a log held by its lock until close.
+func (l *runLog) confirm(ctx context.Context) error {
+	if c, ok := l.spawn.(interface{ Confirm(context.Context) error }); ok {
+		return c.Confirm(context.WithoutCancel(ctx))
+	}
+	return nil
+}
+
 // page returns rows from index since on, filtered by kinds, at most
 // limit of them, and the index to continue from.
 func (l *runLog) page(since int, kinds []string, limit int) ([]Record, int, bool) {

@@ -40,6 +40,13 @@ type SpawnLog interface {
 	Close() error
 }
 
+// ErrSpawnLogLost matches the error Supervise returns instead of its
+// result when this process lost the run's spawn journal to another
+// process (it was paused past the journal's lease, and another process
+// resumed the run): that process delivers the run, this one delivers
+// nothing — no winner, no settlement, no acknowledgement.
+var ErrSpawnLogLost = errors.New("supervise: another process took the run's spawn journal over")
+
 // ErrSpawnLogHeld matches the error of opening a spawn log another
 // process (or another open log of this one) holds.
 var ErrSpawnLogHeld = errors.New("supervise: another process holds the run's spawn journal")
@@ -306,6 +313,38 @@ func (l *StoreSpawnLog) lose(err error) {
 	if errors.Is(err, store.ErrFenced) {
 		l.lost.CompareAndSwap(nil, &err)
 	}
+}
+
+// Confirm renews the lease now, fenced, and returns nil when this
+// process still holds the log, or the refusal (matching store.ErrFenced)
+// once another process took it over: what a holder asks before an
+// effect outside the journal, such as delivering the run's result. A
+// renewal that fails for another reason (the store did not answer) is
+// returned too, unchanged.
+func (l *StoreSpawnLog) Confirm(ctx context.Context) error {
+	if err := l.Held(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	closed := l.closed
+	l.mu.Unlock()
+	if closed {
+		return fmt.Errorf("supervise: confirming the spawn journal's lease: %w", journal.ErrClosed)
+	}
+	ctx, cancel := context.WithTimeout(ctx, max(l.ttl/3, time.Second))
+	defer cancel()
+	doc, err := leaseDoc(time.Now().Add(l.ttl))
+	if err != nil {
+		return err
+	}
+	if _, err := l.st.UpdateFenced(ctx, l.fence, func(r *store.Run) error {
+		r.Doc = doc
+		return nil
+	}); err != nil {
+		l.lose(err)
+		return fmt.Errorf("supervise: confirming the spawn journal's lease: %w", err)
+	}
+	return nil
 }
 
 // Fence is the lease this log holds.

@@ -267,7 +267,9 @@ var ErrUnsupportedHarness = errors.New("supervise: the manager's harness needs a
 // observes and settles workers, every spawn reserved from one conserved
 // pool and delivered only when the caller's check passed (spec runtime
 // §3.6). It returns an error only when it could not run the run at all
-// (invalid options, a journal it cannot open or resume); every way a run
+// (invalid options, a journal it cannot open or resume) or lost the
+// run's store spawn journal to another process that resumed it
+// (ErrSpawnLogLost: that process delivers the run); every way a run
 // ends is a SupervisedResult arm.
 func Supervise(ctx context.Context, manager *profile.Profile, task string, o Options) (SupervisedResult, error) {
 	now := o.Now
@@ -459,10 +461,22 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	}
 	timer.Stop()
 
+	// A process paused past the journal's lease while another resumed
+	// the run has lost it: the other process settles, acknowledges and
+	// delivers; this one does none of it. The lease is confirmed, fenced,
+	// before anything leaves the journal, and the end record is fenced
+	// too.
+	if err := log.confirm(ctx); errors.Is(err, store.ErrFenced) {
+		logger.Error("supervise: the run's spawn journal was taken over; delivering nothing", "err", err)
+		return SupervisedResult{}, fmt.Errorf("%w: %w", ErrSpawnLogLost, err)
+	}
 	res := c.finish(ctx, report, driveErr, start, now())
 	res.Resumed = resumed
 	c.finalizeControl(ctx, &res)
-	if err := log.append(context.WithoutCancel(ctx), Record{Kind: KindFinished, Outcome: string(res.Status), Reason: string(res.Reason)}); err != nil {
+	if err := log.append(context.WithoutCancel(ctx), Record{Kind: KindFinished, Outcome: string(res.Status), Reason: string(res.Reason)}); errors.Is(err, store.ErrFenced) {
+		logger.Error("supervise: the run's spawn journal was taken over at its end; delivering nothing", "err", err)
+		return SupervisedResult{}, fmt.Errorf("%w: %w", ErrSpawnLogLost, err)
+	} else if err != nil {
 		logger.Error("supervise: journaling the end", "err", err)
 	}
 	c.obs.runEnded(context.WithoutCancel(ctx), res)

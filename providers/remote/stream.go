@@ -19,7 +19,9 @@ import (
 // connection is resumed with the same turn id and Last-Event-ID (bounded
 // reconnects), so no event is lost or repeated. When ctx ends (or the
 // caller stops reading) before the turn did, the turn is cancelled on the
-// server.
+// server — unless ctx ended because the caller lost its run's lease
+// (its cause matches contract.ErrLeaseLost): the turn may be another
+// process's now, and is left to it.
 func (e *environment) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
 	return func(yield func(contract.EnvironmentEvent, error) bool) {
 		if e.destroyed.Load() {
@@ -44,7 +46,10 @@ func (e *environment) Stream(ctx context.Context, in *contract.TurnInput) iter.S
 		}
 		ended, started := false, false
 		defer func() {
-			if started && !ended {
+			// A caller that lost its run's lease (contract.ErrLeaseLost)
+			// no longer owns the turn: another process may have
+			// re-attached to it, so it is left running.
+			if started && !ended && !errors.Is(context.Cause(ctx), contract.ErrLeaseLost) {
 				e.cancel(ctx, turnID)
 			}
 		}()
