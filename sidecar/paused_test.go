@@ -52,6 +52,7 @@ func TestRemoteTurnOutlivesACallerThatLostItsLease(t *testing.T) {
 			deadline, stop := context.WithTimeout(context.Background(), 30*time.Second)
 			defer stop()
 			ctx, cancel := context.WithCancelCause(deadline)
+			defer cancel(nil)
 			prompt, turn := "live", "turn-held-by-another"
 			var got []string
 			for ev, err := range env.Stream(ctx, &contract.TurnInput{Prompt: &prompt, TurnID: &turn}) {
