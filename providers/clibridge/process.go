@@ -107,7 +107,7 @@ func run(ctx context.Context, p proc, onLine func([]byte) bool) exit {
 	var killed, lingered atomic.Bool
 	exited := make(chan struct{})
 	said := make(chan struct{})
-	go func() {
+	go func(said <-chan struct{}) {
 		var overdue <-chan time.Time
 		for {
 			select {
@@ -128,7 +128,7 @@ func run(ctx context.Context, p proc, onLine func([]byte) bool) exit {
 				return
 			}
 		}
-	}()
+	}(said)
 	waited := make(chan error, 1)
 	go func() {
 		err := cmd.Wait()
