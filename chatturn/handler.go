@@ -255,7 +255,7 @@ func (h *Handler) follow(ctx context.Context, out *lineWriter, execID string, af
 	defer release()
 	timer := time.NewTimer(poll)
 	defer timer.Stop()
-	cursor := store.CursorFor(after)
+	cursor, seen := store.CursorFor(after), after
 	for {
 		events, err := h.Store.Events(ctx, execID, cursor, pageSize)
 		if err != nil {
@@ -273,7 +273,7 @@ func (h *Handler) follow(ctx context.Context, out *lineWriter, execID string, af
 			if out.write(e.Sequence, l) != nil || l.Terminal() {
 				return
 			}
-			cursor = e.Cursor
+			cursor, seen = e.Cursor, e.Sequence
 		}
 		if len(events) == pageSize {
 			continue
@@ -284,8 +284,14 @@ func (h *Handler) follow(ctx context.Context, out *lineWriter, execID string, af
 			if err == nil && len(more) > 0 {
 				continue
 			}
-			if run.Status == store.StatusInterrupted {
+			// The record ended without its terminal line (the process
+			// stopped, or the store refused the line): the reader still
+			// gets exactly one end, the failure it never recorded.
+			if run.Status != store.StatusCompleted && !h.endRecorded(ctx, execID, seen) {
 				msg := "the process running this turn stopped before the turn ended"
+				if run.Status != store.StatusInterrupted {
+					msg = fmt.Sprintf("the turn ended %s before its last line was recorded", run.Status)
+				}
 				if out.write(0, errorLine(msg)) == nil {
 					out.write(0, failedLine(sessionOf(run.Doc), msg))
 				}
@@ -301,6 +307,24 @@ func (h *Handler) follow(ctx context.Context, out *lineWriter, execID string, af
 		case <-timer.C:
 		}
 	}
+}
+
+// endRecorded reports whether line seq of execution execID, the last
+// one recorded, is its terminal line (a reader resuming after the end
+// already has it), or whether it cannot tell.
+func (h *Handler) endRecorded(ctx context.Context, execID string, seq int64) bool {
+	if seq <= 0 {
+		return false
+	}
+	events, err := h.Store.Events(ctx, execID, store.CursorFor(seq-1), 1)
+	if err != nil {
+		return true // unknown: never write a second end
+	}
+	if len(events) == 0 {
+		return false
+	}
+	l, err := lineFromValue(events[0].Body)
+	return err != nil || l.Terminal()
 }
 
 func sessionOf(doc canonjson.Value) string {

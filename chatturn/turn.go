@@ -7,8 +7,10 @@ import (
 	"iter"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/internal/boundediter"
 	"github.com/agentrt/agentrt/ledger"
 )
 
@@ -85,8 +87,8 @@ type Production struct {
 }
 
 // Hooks are the caller's side of a turn. Produce and
-// PersistAssistantMessage are required; a failure of either fails the
-// turn. The others are notifications: their errors (and panics) are
+// PersistAssistantMessage are required; a failure of either (an error
+// or a panic, and so of TransformFinalText) fails the turn. The others are notifications: their errors (and panics) are
 // logged and never change what the client sees.
 type Hooks struct {
 	// Produce starts the turn's model work.
@@ -144,6 +146,11 @@ func (t *Turn) logger() *slog.Logger {
 	return t.Logger
 }
 
+// ProducerGrace is how long a producer's events have to end once the
+// turn's context ended (its deadline, a cancel, a reader gone): past it
+// the turn fails without waiting for the producer any longer.
+const ProducerGrace = 5 * time.Second
+
 // Stream runs the turn and yields its lines as they happen. It never
 // fails: a failure of the producer or of persisting is an error line and
 // a session.run.failed line, and a turn that could not start (a missing
@@ -200,9 +207,12 @@ func (t *Turn) run(ctx context.Context, emit func(Line) error) {
 		return
 	}
 	if tf := t.Hooks.TransformFinalText; tf != nil {
-		final = tf(final)
+		if err := contain(func() error { final = tf(final); return nil }); err != nil {
+			t.fail(send, fmt.Errorf("transforming the final text: %w", err))
+			return
+		}
 	}
-	if err := t.Hooks.PersistAssistantMessage(ctx, id, final); err != nil {
+	if err := contain(func() error { return t.Hooks.PersistAssistantMessage(ctx, id, final) }); err != nil {
 		t.fail(send, fmt.Errorf("persisting the assistant message: %w", err))
 		return
 	}
@@ -223,12 +233,19 @@ func (t *Turn) produce(ctx context.Context, send func(Line) error) (final string
 			return err
 		}
 		if p.Events != nil {
-			for l, err := range p.Events {
+			// The producer is the caller's code: one that ignores its
+			// context past ProducerGrace is abandoned (the turn fails),
+			// and a panic in it fails the turn.
+			for l, err := range boundediter.Seq2(ctx, p.Events, ProducerGrace) {
 				if err != nil {
 					return err
 				}
-				if l.Type == "" {
+				switch l.Type {
+				case "":
 					return errors.New("the producer yielded a line without a type")
+				case TypeStarted, TypeCompleted, TypeFailed:
+					// The turn has exactly one start and one end, its own.
+					return fmt.Errorf("the producer yielded a %q line, which only the turn writes", l.Type)
 				}
 				if err := send(l); err != nil {
 					return err

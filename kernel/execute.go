@@ -448,7 +448,7 @@ func (x *execution) consume(ctx context.Context, events iter.Seq2[contract.Envir
 			// provider did not mark it terminal.
 			kind, ok = contract.TerminalFailed, true
 		}
-		if ok && terminal == "" {
+		if ok {
 			terminal, x.terminal = kind, kind
 			switch kind {
 			case contract.TerminalFailed:
@@ -470,6 +470,11 @@ func (x *execution) consume(ctx context.Context, events iter.Seq2[contract.Envir
 				x.text.Reset()
 				x.text.WriteString(t.Str())
 			}
+			// The terminal ends the turn (the contract: a stream ends
+			// with its terminal event). Nothing after it is read: a
+			// provider that streams on, or claims a second ending, can
+			// neither change the settled turn nor hold the run open.
+			break
 		}
 	}
 	switch {

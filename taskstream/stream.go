@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/internal/boundediter"
 )
 
 // Task is what the turn is for.
@@ -63,6 +64,11 @@ type Stopper interface {
 
 // StopTimeout bounds a backend's Stop after a failure.
 const StopTimeout = 5 * time.Second
+
+// BackendGrace is how long a backend's stream has to end once the turn's
+// context ended: past it the turn ends aborted without waiting for the
+// backend any longer.
+const BackendGrace = 5 * time.Second
 
 // Options configure Run.
 type Options struct {
@@ -334,7 +340,10 @@ func (r *run) drive(ctx context.Context, in Input, bc BackendContext) {
 	o := r.o
 	var text []byte
 	err := func() error {
-		for e, err := range o.Backend.Stream(ctx, in, bc) {
+		// The backend is the caller's code: a panic in it, or a backend
+		// that ignores its context past the grace, ends the turn failed
+		// or aborted instead of crashing or holding the stream open.
+		for e, err := range boundediter.Seq2(ctx, o.Backend.Stream(ctx, in, bc), BackendGrace) {
 			if err != nil {
 				return err
 			}

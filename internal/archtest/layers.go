@@ -11,6 +11,8 @@ var layers = map[string]int{
 	"canonjson":          0,
 	"schema":             0,
 	"internal/whatwgurl": 0,
+	// boundediter imports only the standard library.
+	"internal/boundediter": 0,
 
 	"harness":    1,
 	"profile":    1,

@@ -263,6 +263,9 @@ func (n *claudeNormalizer) user(l *claudeLine) []contract.EnvironmentEvent {
 	return evs
 }
 
+// said implements lastWorder: claude's last word is its result line.
+func (n *claudeNormalizer) said() bool { return n.result != nil }
+
 // end implements normalizer: the turn's one terminal event. A cancelled
 // turn is cancelled whatever the stream said; a turn is completed only
 // when claude wrote a successful result line and exited 0; anything else

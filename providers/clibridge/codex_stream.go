@@ -74,6 +74,9 @@ type codexNormalizer struct {
 	lastError         string
 }
 
+// said implements lastWorder: codex's last word is its turn end line.
+func (n *codexNormalizer) said() bool { return n.completed != nil || n.failed != nil }
+
 func (codexDriver) normalizer(t *turnSpec) normalizer {
 	return &codexNormalizer{streamBase: newStreamBase(t, codexDriver{})}
 }

@@ -195,6 +195,13 @@ type normalizer interface {
 	outcome() Outcome
 }
 
+// lastWorder is a normalizer that knows when its harness wrote its last
+// word (its result line): from then on the harness has exitGrace to
+// exit.
+type lastWorder interface {
+	said() bool
+}
+
 // exit is how the harness process ended.
 type exit struct {
 	// cancelled: the caller cancelled the turn and the bridge killed the
@@ -203,6 +210,9 @@ type exit struct {
 	// timedOut, when non-zero, is the turn's own deadline, which elapsed:
 	// the bridge killed the process group and the turn failed.
 	timedOut time.Duration
+	// lingered, when non-zero, is the grace the harness overstayed after
+	// its last word: the bridge killed the process group.
+	lingered time.Duration
 	// code is the exit status (-1 when killed by a signal or not
 	// started).
 	code int

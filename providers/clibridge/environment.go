@@ -250,11 +250,13 @@ func (e *Environment) StreamOwned(ctx context.Context, in *contract.TurnInput) i
 		cfg := st.p.cfg
 		h := cfg.hooks
 		x := run(procCtx, proc{binary: cfg.binary, args: pl.args, dir: st.dirs.work, env: environ, stdin: spec.prompt,
-			logDir: st.dirs.bridge, secrets: spec.secrets(), onSpawn: h.onSpawn}, func(line []byte) {
+			logDir: st.dirs.bridge, secrets: spec.secrets(), onSpawn: h.onSpawn, exitGrace: h.exitGrace}, func(line []byte) bool {
 			if h.onLine != nil {
 				h.onLine(line)
 			}
 			emit(n.line(line))
+			lw, ok := n.(lastWorder)
+			return ok && lw.said()
 		})
 		if x.cancelled && ctx.Err() == nil && errors.Is(context.Cause(procCtx), errTurnTimeout) {
 			x.cancelled, x.timedOut = false, spec.timeout

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/harness"
@@ -130,6 +131,8 @@ type hooks struct {
 	onSpawn func(pgid int)
 	onLine  func(line []byte)
 	onExit  func(x exit)
+	// exitGrace replaces the package's exitGrace when non-zero.
+	exitGrace time.Duration
 }
 
 // resolve checks opts and resolves the binary and directories.

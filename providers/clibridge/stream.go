@@ -271,6 +271,8 @@ func (x exit) describe() string {
 	switch {
 	case x.timedOut > 0:
 		return "killed when the turn's timeout of " + x.timedOut.String() + " elapsed"
+	case x.lingered > 0:
+		return "killed: it had not exited " + x.lingered.String() + " after its result"
 	case x.err != nil:
 		return "error: " + x.err.Error()
 	case x.code < 0:

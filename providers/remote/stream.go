@@ -143,7 +143,11 @@ func (e *environment) read(r *idleBody, last *int64, failures *int, yield func(c
 			}
 			*last, *failures = seq, 0
 			if !yield(*env, nil) {
-				return true, false, nil
+				// A caller that stops at the turn's terminal event (the
+				// kernel does) stopped a turn that is over: nothing to
+				// cancel on the server.
+				_, terminal := contract.EnvironmentEventTerminal(*env)
+				return true, terminal, nil
 			}
 		case wire.EventEnd:
 			return true, true, nil
