@@ -154,6 +154,12 @@ func (q *Queue) run(d Delegation) (next bool) {
 	hbDone := make(chan struct{})
 	go q.heartbeat(ctx, d.TaskID, rec, cancel, hbDone)
 	res, err := q.supervise(ctx, d, rec)
+	if errors.Is(err, supervise.ErrOutcomeNotJournaled) {
+		// The run ended and its result is real, but its journal does not
+		// hold it: the store's end below is then its only record.
+		log.Warn("delegation: the run's outcome is not in its journal", "err", err)
+		err = nil
+	}
 	cause := context.Cause(ctx)
 	cancel(errFinished)
 	<-hbDone

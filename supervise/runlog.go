@@ -98,7 +98,8 @@ const (
 // Budget and the merged ceiling Reserved), settled
 // (Node, State, Spent, OutRef, Verdict, Delivered, Reason, CheckError,
 // Infra), trace-unpropagated (Node, Reason),
-// submitted (OutRef, Verdict), finished (Outcome, Reason), an analysis
+// submitted (OutRef, Verdict), finished (Outcome, Reason, and Result,
+// the whole result a resume of the ended run returns), an analysis
 // requested (Key, Label the lens, Node the analysed worker), a settlement
 // hook done (Node), and a note of a layer above (Kind edge: Node and
 // Data). A settled record's Hook says Options.AfterSettle runs for it,
@@ -135,6 +136,8 @@ type Record struct {
 	Infra bool `json:"infra,omitzero"`
 	// Data is a note's payload, owned by the layer that wrote it.
 	Data canonjson.Value `json:"data,omitzero"`
+	// Result is a finished record's outcome (OutcomeRecord).
+	Result *OutcomeRecord `json:"result,omitzero"`
 }
 
 // BudgetRecord is a ledger.Budget as journaled; an absent channel is

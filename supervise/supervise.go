@@ -267,8 +267,13 @@ var ErrUnsupportedHarness = errors.New("supervise: the manager's harness needs a
 // observes and settles workers, every spawn reserved from one conserved
 // pool and delivered only when the caller's check passed (spec runtime
 // §3.6). It returns an error only when it could not run the run at all
-// (invalid options, a journal it cannot open or resume); every way a run
-// ends is a SupervisedResult arm.
+// (invalid options, a journal it cannot open or resume), or beside the
+// result when that result's finished record could not be journaled
+// (ErrOutcomeNotJournaled); every way a run ends is a SupervisedResult
+// arm. A resumed run whose journal already holds its finished record
+// returns that record's result without driving the brain or running a
+// worker (a finished record written before outcomes were journaled
+// carries none, and its run is driven again).
 func Supervise(ctx context.Context, manager *profile.Profile, task string, o Options) (SupervisedResult, error) {
 	now := o.Now
 	if now == nil {
@@ -369,10 +374,12 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	if o.Observer != nil {
 		c.obs = &observing{o: o.Observer, log: logger}
 	}
+	var ended *OutcomeRecord
 	if resumed {
 		if err := c.replayRecords(prior); err != nil {
 			return SupervisedResult{}, err
 		}
+		ended, _ = journaledOutcome(prior)
 	} else {
 		rec := Record{Kind: KindRunStarted, RunID: runID, StartedAtMS: start.UnixMilli(), Task: task}
 		if !deadline.IsZero() {
@@ -411,6 +418,19 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	var resumeErr error
 	if resumed && o.OnResume != nil {
 		resumeErr = o.OnResume(c.workCtx, c)
+	}
+	if ended != nil {
+		// The run ended in an earlier process, which journaled its
+		// outcome before reporting it: the same result again, with no
+		// brain driven and no worker run (a process killed after the
+		// finished record is resumed, not re-run).
+		if resumeErr != nil {
+			return SupervisedResult{}, &ResumeError{RunDir: runDir, Reason: "OnResume of a finished run", Err: resumeErr}
+		}
+		res := c.finishedResult(ended)
+		res.Resumed = true
+		c.obs.runEnded(context.WithoutCancel(ctx), res)
+		return res, nil
 	}
 	if resumed && resumeErr == nil {
 		// What the process before left half done: settlement hooks that
@@ -462,10 +482,15 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	res := c.finish(ctx, report, driveErr, start, now())
 	res.Resumed = resumed
 	c.finalizeControl(ctx, &res)
-	if err := log.append(context.WithoutCancel(ctx), Record{Kind: KindFinished, Outcome: string(res.Status), Reason: string(res.Reason)}); err != nil {
-		logger.Error("supervise: journaling the end", "err", err)
-	}
+	// The outcome is durable before anyone is told of it: a process
+	// killed from here on is resumed to this result, never re-run.
+	fin := Record{Kind: KindFinished, Outcome: string(res.Status), Reason: string(res.Reason), Result: outcomeRecord(res)}
+	jerr := log.append(context.WithoutCancel(ctx), fin)
 	c.obs.runEnded(context.WithoutCancel(ctx), res)
+	if jerr != nil {
+		logger.Error("supervise: journaling the end", "err", jerr)
+		return res, fmt.Errorf("%w: %w", ErrOutcomeNotJournaled, jerr)
+	}
 	return res, nil
 }
 
