@@ -388,17 +388,18 @@ func (l *runLog) appendCoord(ctx context.Context, r CoordRecord) error {
 
 func (l *runLog) close() error {
 	var errs []error
-	// The stream logs first: their last writes are fenced by the spawn
-	// log, which must still be held.
+	// The stream logs and the layout first: their last writes are
+	// fenced by the spawn log, which must still be held (a store log's
+	// Close releases its lease, and the next holder may write at once).
 	errs = append(errs, l.streams.close())
+	if l.layout != nil {
+		errs = append(errs, l.layout.close())
+	}
 	if l.spawn != nil {
 		errs = append(errs, l.spawn.Close())
 	}
 	if l.coord != nil {
 		errs = append(errs, l.coord.Close())
-	}
-	if l.layout != nil {
-		errs = append(errs, l.layout.close())
 	}
 	return errors.Join(errs...)
 }

@@ -343,6 +343,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		if log.layout, err = openLayout(runDir, runID, prior, pool.Readout, now, logger); err != nil {
 			return SupervisedResult{}, err
 		}
+		log.layout.setFence(log.fence())
 		if log.streams, err = openStreams(runDir, prior, log.fence(), now, logger); err != nil {
 			return SupervisedResult{}, err
 		}
