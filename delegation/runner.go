@@ -204,18 +204,20 @@ func (q *Queue) supervise(ctx context.Context, d Delegation, rec *traceRecorder)
 	}()
 	b := d.Budget
 	o := supervise.Options{
-		Budget:         ledger.Budget{Tokens: &b.Tokens, Iterations: &b.Iterations},
-		PerWorker:      q.cfg.PerWorker,
-		MaxLiveWorkers: q.cfg.MaxLiveWorkers,
-		Profiles:       q.cfg.Profiles,
-		Deliverable:    q.cfg.Deliverable,
-		Executor:       q.cfg.Executor,
-		MaxTurns:       q.cfg.MaxTurns,
-		RunDir:         d.RunDir,
-		RunID:          d.TaskID,
-		Resume:         true,
-		SettleGrace:    q.cfg.SettleGrace,
-		Logger:         q.cfg.Logger,
+		Budget:           ledger.Budget{Tokens: &b.Tokens, Iterations: &b.Iterations},
+		PerWorker:        q.cfg.PerWorker,
+		MaxLiveWorkers:   q.cfg.MaxLiveWorkers,
+		Profiles:         q.cfg.Profiles,
+		AuthoredProfiles: q.cfg.AuthoredProfiles,
+		AllowedModels:    q.cfg.AllowedModels,
+		Deliverable:      q.cfg.Deliverable,
+		Executor:         q.cfg.Executor,
+		MaxTurns:         q.cfg.MaxTurns,
+		RunDir:           d.RunDir,
+		RunID:            d.TaskID,
+		Resume:           true,
+		SettleGrace:      q.cfg.SettleGrace,
+		Logger:           q.cfg.Logger,
 	}
 	if rec != nil {
 		o.Observer = rec
