@@ -122,7 +122,7 @@ func outcomeRecord(res SupervisedResult) *OutcomeRecord {
 		o.Cancellation = &CancellationRecord{Source: cn.Source, Reason: cn.Reason, OperationID: cn.OperationID}
 	}
 	for _, g := range res.SpendGaps {
-		o.SpendGaps = append(o.SpendGaps, GapRecord{ID: g.ID, Label: g.Label, Kind: g.Kind, Channels: g.Channels})
+		o.SpendGaps = append(o.SpendGaps, GapRecord(g))
 	}
 	if len(res.BrainText) <= MaxJournaledText {
 		o.BrainText = res.BrainText
@@ -176,7 +176,7 @@ func (c *Coordinator) finishedResult(o *OutcomeRecord) SupervisedResult {
 		res.Cancellation = &Cancellation{Source: cn.Source, Reason: cn.Reason, OperationID: cn.OperationID}
 	}
 	for _, g := range o.SpendGaps {
-		res.SpendGaps = append(res.SpendGaps, SpendGap{ID: g.ID, Label: g.Label, Kind: g.Kind, Channels: g.Channels})
+		res.SpendGaps = append(res.SpendGaps, SpendGap(g))
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
