@@ -70,7 +70,7 @@ func finishedOptions(exec supervise.Executor, brain supervise.Brain, dir string)
 	if err != nil {
 		return o, err
 	}
-	o.Brain = brain
+	o.Brain, o.ReturnEnded = brain, true
 	return o, nil
 }
 

@@ -105,6 +105,12 @@ type Options struct {
 	RunDir string
 	RunID  string
 	Resume bool
+	// ReturnEnded, with Resume, makes a resume of a run whose journal
+	// already holds its finished record return that record's result
+	// without driving the brain or running a worker (a process killed
+	// after its run ended is resumed to the same result, not re-run).
+	// Without it such a run is driven again over its replayed journal.
+	ReturnEnded bool
 	// WorkspaceRoot, when set and RunDir is empty, puts the run dir at
 	// the layout's default place, RunDirFor(WorkspaceRoot, RunID):
 	// <root>/.agent/supervisor/<runId> (§3.6 "Supervisor run layout"),
@@ -380,7 +386,9 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		if err := c.replayRecords(prior); err != nil {
 			return SupervisedResult{}, err
 		}
-		ended, _ = journaledOutcome(prior)
+		if o.ReturnEnded {
+			ended, _ = journaledOutcome(prior)
+		}
 	} else {
 		rec := Record{Kind: KindRunStarted, RunID: runID, StartedAtMS: start.UnixMilli(), Task: task}
 		if !deadline.IsZero() {
