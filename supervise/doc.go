@@ -19,10 +19,10 @@
 // left unsettled at their ceilings, and keeps the original start and
 // deadline. The result is a SupervisedResult arm: winner, or no-winner
 // with a reason. The run's finished record journals that whole result
-// (OutcomeRecord) before Supervise returns it, so a run resumed after its
-// end — its process killed before its caller recorded the result —
-// returns the same result without driving the brain or running a
-// worker.
+// (OutcomeRecord) before Supervise returns it, so with
+// Options.ReturnEnded a run resumed after its end — its process killed
+// before its caller recorded the result — returns the same result
+// without driving the brain or running a worker.
 //
 // Authored profiles. spawn_worker's profile names a registered worker
 // profile (Options.Profiles) or, when Options.AuthoredProfiles is set,
