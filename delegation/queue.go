@@ -54,6 +54,17 @@ type Config struct {
 	// Profiles the worker profiles it may spawn, by name (at least one).
 	Manager  *profile.Profile
 	Profiles map[string]*profile.Profile
+	// AuthoredProfiles makes the manager an authoring supervisor (§9
+	// delegate: "a default authoring supervisor decomposes the intent
+	// and authors worker profiles"): spawn_worker also takes a worker
+	// profile the manager writes (supervise.Options.AuthoredProfiles),
+	// validated strictly and refused preflight when it would run
+	// commands (hooks, local MCP servers) or open connections.
+	AuthoredProfiles bool
+	// AllowedModels, when not empty, are the only models a worker may
+	// run, authored or registered (supervise.Options.AllowedModels); an
+	// authored profile must then name one.
+	AllowedModels []string
 	// Executor runs workers (required).
 	Executor supervise.Executor
 	// Router returns the manager's model for one task; a cli-base

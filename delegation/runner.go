@@ -154,6 +154,12 @@ func (q *Queue) run(d Delegation) (next bool) {
 	hbDone := make(chan struct{})
 	go q.heartbeat(ctx, d.TaskID, rec, cancel, hbDone)
 	res, err := q.supervise(ctx, d, rec)
+	if errors.Is(err, supervise.ErrOutcomeNotJournaled) {
+		// The run ended and its result is real, but its journal does not
+		// hold it: the store's end below is then its only record.
+		log.Warn("delegation: the run's outcome is not in its journal", "err", err)
+		err = nil
+	}
 	cause := context.Cause(ctx)
 	cancel(errFinished)
 	<-hbDone
@@ -198,18 +204,20 @@ func (q *Queue) supervise(ctx context.Context, d Delegation, rec *traceRecorder)
 	}()
 	b := d.Budget
 	o := supervise.Options{
-		Budget:         ledger.Budget{Tokens: &b.Tokens, Iterations: &b.Iterations},
-		PerWorker:      q.cfg.PerWorker,
-		MaxLiveWorkers: q.cfg.MaxLiveWorkers,
-		Profiles:       q.cfg.Profiles,
-		Deliverable:    q.cfg.Deliverable,
-		Executor:       q.cfg.Executor,
-		MaxTurns:       q.cfg.MaxTurns,
-		RunDir:         d.RunDir,
-		RunID:          d.TaskID,
-		Resume:         true,
-		SettleGrace:    q.cfg.SettleGrace,
-		Logger:         q.cfg.Logger,
+		Budget:           ledger.Budget{Tokens: &b.Tokens, Iterations: &b.Iterations},
+		PerWorker:        q.cfg.PerWorker,
+		MaxLiveWorkers:   q.cfg.MaxLiveWorkers,
+		Profiles:         q.cfg.Profiles,
+		AuthoredProfiles: q.cfg.AuthoredProfiles,
+		AllowedModels:    q.cfg.AllowedModels,
+		Deliverable:      q.cfg.Deliverable,
+		Executor:         q.cfg.Executor,
+		MaxTurns:         q.cfg.MaxTurns,
+		RunDir:           d.RunDir,
+		RunID:            d.TaskID,
+		Resume:           true,
+		SettleGrace:      q.cfg.SettleGrace,
+		Logger:           q.cfg.Logger,
 	}
 	if rec != nil {
 		o.Observer = rec

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/profile"
@@ -105,6 +108,12 @@ func (c *Coordinator) checkAuthored(raw []byte) (authored, error) {
 	if err != nil {
 		return authored{}, err
 	}
+	if allowed := c.scope.opts.AllowedModels; len(allowed) > 0 && (au.p.Model == nil || au.p.Model.Default == nil || *au.p.Model.Default == "") {
+		// Without a model of its own an authored worker would run
+		// whatever its executor defaults to, past AllowedModels.
+		return authored{}, c.refusal(CodeInvalidIdentity, "model-not-allowed",
+			"/profile/model/default: an authored profile must name its model, one of "+strings.Join(allowed, ", "))
+	}
 	if !c.authorizeHook {
 		if sec := profile.ValidateSecurity(au.p, profile.SecurityPolicy{DenyConnections: true}); !sec.OK {
 			for _, is := range sec.Issues {
@@ -133,4 +142,33 @@ func resumeAuthored(r Record) (*profile.Profile, error) {
 		return nil, errors.New("the journaled authored profile's digest is " + strconv.Quote(digest) + ", the spawn recorded " + strconv.Quote(r.ProfileDigest))
 	}
 	return p, nil
+}
+
+// maxGuideNames bounds the registered profile names spawn_worker's
+// description lists.
+const maxGuideNames = 32
+
+// authoringGuide is spawn_worker's description when authored profiles
+// are accepted: how the manager authors a worker profile, and the
+// fences one must fit (§9: the delegation server's default authoring
+// supervisor authors its workers' profiles).
+func (c *Coordinator) authoringGuide() string {
+	var b strings.Builder
+	b.WriteString("Spawn a worker on a task, reserved from the run's budget. profile is either the name of a registered worker profile")
+	names := slices.Sorted(maps.Keys(c.profiles))
+	if len(names) > 0 {
+		if len(names) > maxGuideNames {
+			names = append(names[:maxGuideNames], "…")
+		}
+		b.WriteString(" (" + strings.Join(names, ", ") + ")")
+	}
+	b.WriteString(`, or a worker profile you author for the task as an AgentProfile object, such as {"name": "researcher", "harness": "cli-base", "model": {"default": "<model>"}, "prompt": {"systemPrompt": "You research …"}}.`)
+	if allowed := c.scope.opts.AllowedModels; len(allowed) > 0 {
+		b.WriteString(" Its model.default is required and must be one of: " + strings.Join(allowed, ", ") + ".")
+	}
+	if !c.authorizeHook {
+		b.WriteString(" It may not declare hooks, command (local) MCP servers or connections: such a profile is refused preflight-refused.")
+	}
+	b.WriteString(" A profile that does not validate is refused invalid-identity with the JSON pointer of its first problem: fix that member and spawn again. Returns workerId, live and freeSlots, or {error, reason} when refused.")
+	return b.String()
 }

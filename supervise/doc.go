@@ -18,7 +18,11 @@
 // replays settled workers instead of executing them, charges workers
 // left unsettled at their ceilings, and keeps the original start and
 // deadline. The result is a SupervisedResult arm: winner, or no-winner
-// with a reason.
+// with a reason. The run's finished record journals that whole result
+// (OutcomeRecord) before Supervise returns it, so with
+// Options.ReturnEnded a run resumed after its end — its process killed
+// before its caller recorded the result — returns the same result
+// without driving the brain or running a worker.
 //
 // Authored profiles. spawn_worker's profile names a registered worker
 // profile (Options.Profiles) or, when Options.AuthoredProfiles is set,
@@ -26,14 +30,17 @@
 // authored profile → the profile that will run"). It is checked after
 // max-live-workers and before any reservation: parsed strictly (a bad
 // one is refused invalid-identity, cause profile-invalid, with the JSON
-// pointer of its first issue under /profile), held to AllowedModels,
+// pointer of its first issue under /profile), held to AllowedModels
+// (under which it must name its model.default),
 // and refused preflight-refused (not-authorized) when it would run
 // commands or open connections unless an AuthorizeSpawn hook decides
 // (SpawnRequest.Authored). Its spawn record journals the profile's
 // digest and canonical document (at most MaxAuthoredProfile bytes); a
 // resumed run re-reads the document and refuses a journal whose digest
 // no longer matches, so a worker left unsettled and spawned again runs
-// the same profile.
+// the same profile. spawn_worker's description is then the manager's
+// guide to authoring: the registered names, an example profile, the
+// allowed models and the refused surfaces.
 //
 // The core under it is the Scope that admits or refuses every spawn, the
 // deterministic node ids and lifecycle, and the truthful totals of a
@@ -120,7 +127,9 @@
 // they streamed, steers, cancellations, settled), read by
 // ReadRootStream and ReadWorkerLog. They are written off the spawn path
 // through the journal writer without a flush per line, bounded per file,
-// and not at all once a store spawn log's lease is lost. With
+// and not at all once a store spawn log's lease is lost — nor are
+// state.json and progress.ndjson, so a process taken over never
+// overwrites its successor's projection. With
 // Options.WorkspaceRoot and no RunDir the run dir is
 // <root>/.agent/supervisor/<runId> (RunDirFor).
 //

@@ -262,6 +262,40 @@ type layout struct {
 
 	kick chan struct{} // cap 1: work is waiting
 	done chan struct{} // closed when the writer has drained and stopped
+
+	// fence, when set (setFence), is asked before each write: once it
+	// fails — a store spawn journal's lease was lost (StoreSpawnLog
+	// .Held) — state.json and progress.ndjson are not written any more,
+	// so a process taken over never overwrites its successor's. fenced
+	// is the writer's: the fence failed once.
+	fence  func() error
+	fenced bool
+}
+
+// setFence installs the fence the writer asks before each write.
+func (y *layout) setFence(f func() error) {
+	y.mu.Lock()
+	y.fence = f
+	y.mu.Unlock()
+}
+
+// held reports whether the writer may still write; the writer calls it.
+func (y *layout) held() bool {
+	if y.fenced {
+		return false
+	}
+	y.mu.Lock()
+	f := y.fence
+	y.mu.Unlock()
+	if f == nil {
+		return true
+	}
+	if err := f(); err != nil {
+		y.fenced = true
+		y.logger.Error("supervise: the run's lease is lost; state.json and progress.ndjson are not written any more", "err", err)
+		return false
+	}
+	return true
 }
 
 // openLayout opens the progress journal of dir and rebuilds the state
@@ -415,6 +449,12 @@ func (y *layout) write() {
 		y.pending, y.dirty = nil, false
 		y.room.Broadcast()
 		y.mu.Unlock()
+		if !y.held() {
+			if !open {
+				return
+			}
+			continue // drained and dropped: another process owns the run
+		}
 		y.appendProgress(batch)
 		y.mu.Lock()
 		dirty = dirty || y.dirty // appendProgress may have marked it truncated

@@ -98,7 +98,8 @@ const (
 // Budget and the merged ceiling Reserved), settled
 // (Node, State, Spent, OutRef, Verdict, Delivered, Reason, CheckError,
 // Infra), trace-unpropagated (Node, Reason),
-// submitted (OutRef, Verdict), finished (Outcome, Reason), an analysis
+// submitted (OutRef, Verdict), finished (Outcome, Reason, and Result,
+// the whole result a resume of the ended run returns), an analysis
 // requested (Key, Label the lens, Node the analysed worker), a settlement
 // hook done (Node), and a note of a layer above (Kind edge: Node and
 // Data). A settled record's Hook says Options.AfterSettle runs for it,
@@ -135,6 +136,8 @@ type Record struct {
 	Infra bool `json:"infra,omitzero"`
 	// Data is a note's payload, owned by the layer that wrote it.
 	Data canonjson.Value `json:"data,omitzero"`
+	// Result is a finished record's outcome (OutcomeRecord).
+	Result *OutcomeRecord `json:"result,omitzero"`
 }
 
 // BudgetRecord is a ledger.Budget as journaled; an absent channel is
@@ -395,17 +398,18 @@ func (l *runLog) appendCoord(ctx context.Context, r CoordRecord) error {
 
 func (l *runLog) close() error {
 	var errs []error
-	// The stream logs first: their last writes are fenced by the spawn
-	// log, which must still be held.
+	// The stream logs and the layout first: their last writes are
+	// fenced by the spawn log, which must still be held (a store log's
+	// Close releases its lease, and the next holder may write at once).
 	errs = append(errs, l.streams.close())
+	if l.layout != nil {
+		errs = append(errs, l.layout.close())
+	}
 	if l.spawn != nil {
 		errs = append(errs, l.spawn.Close())
 	}
 	if l.coord != nil {
 		errs = append(errs, l.coord.Close())
-	}
-	if l.layout != nil {
-		errs = append(errs, l.layout.close())
 	}
 	return errors.Join(errs...)
 }

@@ -105,6 +105,12 @@ type Options struct {
 	RunDir string
 	RunID  string
 	Resume bool
+	// ReturnEnded, with Resume, makes a resume of a run whose journal
+	// already holds its finished record return that record's result
+	// without driving the brain or running a worker (a process killed
+	// after its run ended is resumed to the same result, not re-run).
+	// Without it such a run is driven again over its replayed journal.
+	ReturnEnded bool
 	// WorkspaceRoot, when set and RunDir is empty, puts the run dir at
 	// the layout's default place, RunDirFor(WorkspaceRoot, RunID):
 	// <root>/.agent/supervisor/<runId> (§3.6 "Supervisor run layout"),
@@ -267,10 +273,15 @@ var ErrUnsupportedHarness = errors.New("supervise: the manager's harness needs a
 // observes and settles workers, every spawn reserved from one conserved
 // pool and delivered only when the caller's check passed (spec runtime
 // §3.6). It returns an error only when it could not run the run at all
-// (invalid options, a journal it cannot open or resume) or lost the
+// (invalid options, a journal it cannot open or resume), lost the
 // run's store spawn journal to another process that resumed it
-// (ErrSpawnLogLost: that process delivers the run); every way a run
-// ends is a SupervisedResult arm.
+// (ErrSpawnLogLost: that process delivers the run), or beside the
+// result when that result's finished record could not be journaled
+// (ErrOutcomeNotJournaled); every way a run ends is a SupervisedResult
+// arm. A resumed run whose journal already holds its finished record
+// returns that record's result without driving the brain or running a
+// worker (a finished record written before outcomes were journaled
+// carries none, and its run is driven again).
 func Supervise(ctx context.Context, manager *profile.Profile, task string, o Options) (SupervisedResult, error) {
 	now := o.Now
 	if now == nil {
@@ -340,6 +351,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		if log.layout, err = openLayout(runDir, runID, prior, pool.Readout, now, logger); err != nil {
 			return SupervisedResult{}, err
 		}
+		log.layout.setFence(log.fence())
 		if log.streams, err = openStreams(runDir, prior, log.fence(), now, logger); err != nil {
 			return SupervisedResult{}, err
 		}
@@ -371,9 +383,13 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	if o.Observer != nil {
 		c.obs = &observing{o: o.Observer, log: logger}
 	}
+	var ended *OutcomeRecord
 	if resumed {
 		if err := c.replayRecords(prior); err != nil {
 			return SupervisedResult{}, err
+		}
+		if o.ReturnEnded {
+			ended, _ = journaledOutcome(prior)
 		}
 	} else {
 		rec := Record{Kind: KindRunStarted, RunID: runID, StartedAtMS: start.UnixMilli(), Task: task}
@@ -413,6 +429,19 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	var resumeErr error
 	if resumed && o.OnResume != nil {
 		resumeErr = o.OnResume(c.workCtx, c)
+	}
+	if ended != nil {
+		// The run ended in an earlier process, which journaled its
+		// outcome before reporting it: the same result again, with no
+		// brain driven and no worker run (a process killed after the
+		// finished record is resumed, not re-run).
+		if resumeErr != nil {
+			return SupervisedResult{}, &ResumeError{RunDir: runDir, Reason: "OnResume of a finished run", Err: resumeErr}
+		}
+		res := c.finishedResult(ended)
+		res.Resumed = true
+		c.obs.runEnded(context.WithoutCancel(ctx), res)
+		return res, nil
 	}
 	if resumed && resumeErr == nil {
 		// What the process before left half done: settlement hooks that
@@ -473,13 +502,19 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	res := c.finish(ctx, report, driveErr, start, now())
 	res.Resumed = resumed
 	c.finalizeControl(ctx, &res)
-	if err := log.append(context.WithoutCancel(ctx), Record{Kind: KindFinished, Outcome: string(res.Status), Reason: string(res.Reason)}); errors.Is(err, store.ErrFenced) {
-		logger.Error("supervise: the run's spawn journal was taken over at its end; delivering nothing", "err", err)
-		return SupervisedResult{}, fmt.Errorf("%w: %w", ErrSpawnLogLost, err)
-	} else if err != nil {
-		logger.Error("supervise: journaling the end", "err", err)
+	// The outcome is durable before anyone is told of it: a process
+	// killed from here on is resumed to this result, never re-run.
+	fin := Record{Kind: KindFinished, Outcome: string(res.Status), Reason: string(res.Reason), Result: outcomeRecord(res)}
+	jerr := log.append(context.WithoutCancel(ctx), fin)
+	if errors.Is(jerr, store.ErrFenced) {
+		logger.Error("supervise: the run's spawn journal was taken over at its end; delivering nothing", "err", jerr)
+		return SupervisedResult{}, fmt.Errorf("%w: %w", ErrSpawnLogLost, jerr)
 	}
 	c.obs.runEnded(context.WithoutCancel(ctx), res)
+	if jerr != nil {
+		logger.Error("supervise: journaling the end", "err", jerr)
+		return res, fmt.Errorf("%w: %w", ErrOutcomeNotJournaled, jerr)
+	}
 	return res, nil
 }
 

@@ -128,7 +128,7 @@ func (c *Coordinator) Tools() ([]contract.Tool, error) {
 	}
 	spawnDesc := "Spawn a worker running a named profile on a task, reserved from the run's budget. Returns workerId, live and freeSlots, or {error, reason} when refused."
 	if c.authoredOK {
-		spawnDesc = "Spawn a worker on a task, reserved from the run's budget, running a named profile or an authored AgentProfile object given as profile (refused with the JSON pointer of its first problem). Returns workerId, live and freeSlots, or {error, reason} when refused."
+		spawnDesc = c.authoringGuide()
 	}
 	if ss, err := c.spawnSchema(); err != nil {
 		errs = append(errs, err)

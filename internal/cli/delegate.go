@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/mcpserver"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/store/sqlite"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -43,6 +45,8 @@ type mcpDelegateFlags struct {
 	maxRunTime, claimTTL                       time.Duration
 	httpAddr, tokenFile                        string
 	store                                      storeFlags
+	authored                                   bool
+	allowedModels                              []string
 }
 
 func newMCPDelegateCmd(stdio IO, open providerOpener) *cobra.Command {
@@ -62,10 +66,19 @@ from the --worker profiles on --provider, under a budget within the caps
 when the check passes: it contains --expect TEXT, or --check-cmd CMD (run
 by /bin/sh with the result on stdin) exits 0; without either, when it is not
 empty. The manager, workers, provider, check and caps are fixed here; no tool
-argument can choose them. delegate waits for the delegation to end (at most
-600 s, or waitSeconds) and answers {status: "winner", out, outRef,
-spentTotal} or {status: "no-winner", reason, error, spentTotal}, with the
-taskId; when the wait ends first, status is pending or running and the
+argument can choose them.
+
+The manager is an authoring supervisor (spec §9's default): besides the
+--worker profiles by name, its spawn_worker takes a worker profile it writes
+for the task, {"profile": {"name": ..., "model": {"default": ...}, ...}},
+checked strictly and journaled by digest. An authored profile must name one
+of the --allowed-model models (default: the --worker profiles' models), and
+one with hooks, command MCP servers or connections is refused before it
+runs. --authored-profiles=false limits the manager to the --worker profiles.
+
+delegate waits for the delegation to end (at most 600 s, or waitSeconds)
+and answers {status: "winner", out, outRef, spentTotal} or {status:
+"no-winner", reason, error, spentTotal}, with the taskId; when the wait ends first, status is pending or running and the
 client polls delegation_status.
 
 Delegations are durable: they are kept in the run store (--db FILE or
@@ -95,6 +108,8 @@ traced over OTLP/HTTP as agentrt supervise's is.`,
 	fl.StringVar(&f.openaiAPI, "openai-api", "", "the wire protocol of the openai provider: chat-completions or responses")
 	fl.StringVar(&f.scriptPath, "script", "", "script for the workers' scripted provider (default: answer every task)")
 	fl.StringVar(&f.managerScript, "manager-script", "", "script of the manager's scripted model (default: spawn each worker once on the task and await them)")
+	fl.BoolVar(&f.authored, "authored-profiles", true, "let the manager author worker profiles (spawn_worker{profile: {...}}), held to --allowed-model and refused when they would run commands")
+	fl.StringArrayVar(&f.allowedModels, "allowed-model", nil, "a model workers may run, authored or not (repeatable; default with --authored-profiles: the --worker profiles' models)")
 	fl.StringVar(&f.expect, "expect", "", "deliver only a result that contains this text")
 	fl.StringVar(&f.checkCmd, "check-cmd", "", "deliver only a result for which this shell command, given the result on stdin, exits 0")
 	fl.DurationVar(&f.checkTimeout, "check-timeout", 2*time.Minute, "how long --check-cmd may run before the result counts as not judged")
@@ -201,6 +216,11 @@ func runMCPDelegate(ctx context.Context, stdio IO, open providerOpener, f mcpDel
 		MaxRunTime:         f.maxRunTime,
 		ClaimTTL:           f.claimTTL,
 		Logger:             logger,
+		AuthoredProfiles:   f.authored,
+		AllowedModels:      f.allowedModels,
+	}
+	if f.authored && len(cfg.AllowedModels) == 0 {
+		cfg.AllowedModels = workerModels(profiles)
 	}
 	if f.checkCmd != "" {
 		cfg.Deliverable = commandDeliverable(f.checkCmd, f.checkTimeout)
@@ -308,4 +328,18 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 		l.n -= k
 	}
 	return len(p), nil
+}
+
+// workerModels are the default models of the worker profiles, sorted
+// and distinct: what an authored worker may run when no --allowed-model
+// says otherwise.
+func workerModels(profiles map[string]*profile.Profile) []string {
+	var out []string
+	for _, p := range profiles {
+		if p.Model != nil && p.Model.Default != nil && *p.Model.Default != "" {
+			out = append(out, *p.Model.Default)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

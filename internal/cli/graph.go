@@ -24,6 +24,7 @@ func newGraphCmd(stdio IO, open providerOpener) *cobra.Command {
 	var asJSON, resume bool
 	var task, providerName, scriptPath, managerScript, baseURL, openaiAPI, expect, runDir, runID, directivesPath, analystsPath, workspace string
 	var timeout time.Duration
+	var analystFlags analystModelFlags
 	cmd := &cobra.Command{
 		Use:   "graph FILE --task TEXT --directives FILE [--run-dir DIR [--resume]]",
 		Short: "Run a fixed agent topology from a JSON graph under one conserved budget",
@@ -94,6 +95,10 @@ is invalid), 2 on usage errors.`,
 			if err != nil {
 				return err
 			}
+			analystModel, err := analystFlags.open(providerName, baseURL, openaiAPI)
+			if err != nil {
+				return err
+			}
 			root, targets := graphRoot(g)
 			router, err := routerModel(providerName, managerScript, baseURL, openaiAPI, root, targets, task)
 			if err != nil {
@@ -131,7 +136,7 @@ is invalid), 2 on usage errors.`,
 			res, err := graph.RunGraph(ctx, g, graph.Options{Task: task, Registry: reg, Supervise: supervise.Options{
 				Executor: &supervise.KernelExecutor{Provider: provider, Store: s},
 				Router:   router, RunDir: runDir, RunID: runID, Resume: resume, Analysts: lenses,
-				Observer: tracing.SuperviseObserver(),
+				Observer: tracing.SuperviseObserver(), AnalystModel: analystModel,
 			}})
 			prog.stop()
 			var capErr *graph.GraphEdgeCapError
@@ -194,6 +199,7 @@ is invalid), 2 on usage errors.`,
 	f.StringVar(&workspace, "workspace", ".", "workspace root of the default run directory")
 	f.BoolVar(&resume, "resume", false, "continue the graph run journaled in --run-dir (or the --run-id's directory)")
 	f.StringVar(&analystsPath, "analysts", "", analystsFlagUsage+"; an analyzes edge names a lens by id")
+	analystFlags.register(cmd)
 	f.StringVar(&runID, "run-id", "", "the run's id (default: generated)")
 	f.DurationVar(&timeout, "timeout", 0, "give up after this long (the run ends cancelled)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")

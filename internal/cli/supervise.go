@@ -37,6 +37,7 @@ func newSuperviseCmd(stdio IO, open providerOpener) *cobra.Command {
 	var budgetUSD, workerUSD float64
 	var maxLive, maxTurns int
 	var timeout time.Duration
+	var analystFlags analystModelFlags
 	cmd := &cobra.Command{
 		Use:   "supervise MANAGER-PROFILE --task TEXT --worker PROFILE...",
 		Short: "Run a manager agent that delegates to workers under one conserved budget",
@@ -133,6 +134,10 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 			if err != nil {
 				return err
 			}
+			analystModel, err := analystFlags.open(providerName, baseURL, openaiAPI)
+			if err != nil {
+				return err
+			}
 			provider, err := open(providerName, scriptPath, baseURL, openaiAPI)
 			if err != nil {
 				return err
@@ -185,6 +190,7 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				RunID:          runID,
 				Resume:         resume,
 				Analysts:       lenses,
+				AnalystModel:   analystModel,
 			}
 			tracing := startTracing(ctx, stdio)
 			defer stopTracing(ctx, stdio, tracing)
@@ -238,6 +244,7 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 	f.StringVar(&runID, "run-id", "", "the run's id, the root of its worker ids and its directory's name (default: generated)")
 	f.BoolVar(&resume, "resume", false, "continue the run journaled in --run-dir (or the --run-id's directory)")
 	f.StringVar(&analystsPath, "analysts", "", analystsFlagUsage+"; the manager runs them with run_analyst")
+	analystFlags.register(cmd)
 	f.Int64Var(&budgetTokens, "budget-tokens", 100_000, "token ceiling of the whole run, manager included")
 	f.Float64Var(&budgetUSD, "budget-usd", 0, "dollar ceiling of the whole run (default: none)")
 	f.Int64Var(&iterations, "iterations", 8, "worker iteration ceiling of the whole run (each worker run is one)")
@@ -289,20 +296,29 @@ func routerModel(providerName, scriptPath, baseURL, openaiAPI string, mgr *profi
 			return nil, &exitError{code: ExitFailed, err: fmt.Errorf("%s: %w", scriptPath, err)}
 		}
 		return scripted.NewChatModel(script), nil
-	case "openai":
-		m, err := openai.New(openai.Options{API: openai.API(openaiAPI), BaseURL: baseURL, APIKey: os.Getenv("OPENAI_API_KEY"), Model: model})
-		if err != nil {
-			return nil, usage("%v", err)
-		}
-		return m, nil
-	case "anthropic":
-		m, err := anthropic.NewModel(anthropic.Options{BaseURL: baseURL, APIKey: os.Getenv("ANTHROPIC_API_KEY"), Model: model})
-		if err != nil {
-			return nil, usage("%v", err)
-		}
-		return m, nil
+	case "openai", "anthropic":
+		return endpointModel(providerName, model, baseURL, openaiAPI)
 	}
 	return nil, usage("--provider %s runs workers only; the manager's model needs scripted, openai or anthropic", providerName)
+}
+
+// endpointModel is model on the openai or anthropic endpoint of the
+// provider flags, its key read from the vendor's environment variable.
+func endpointModel(providerName, model, baseURL, openaiAPI string) (contract.ChatModel, error) {
+	var m contract.ChatModel
+	var err error
+	switch providerName {
+	case "openai":
+		m, err = openai.New(openai.Options{API: openai.API(openaiAPI), BaseURL: baseURL, APIKey: os.Getenv("OPENAI_API_KEY"), Model: model})
+	case "anthropic":
+		m, err = anthropic.NewModel(anthropic.Options{BaseURL: baseURL, APIKey: os.Getenv("ANTHROPIC_API_KEY"), Model: model})
+	default:
+		return nil, usage("--provider %s has no model endpoint; use openai or anthropic", providerName)
+	}
+	if err != nil {
+		return nil, usage("%v", err)
+	}
+	return m, nil
 }
 
 // isHarnessProvider reports whether --provider names an external
@@ -340,6 +356,7 @@ type managerScript struct {
 	Turns []struct {
 		Calls []struct {
 			Verb string          `json:"verb"`
+			Tool string          `json:"tool"`
 			Args json.RawMessage `json:"args"`
 		} `json:"calls"`
 		Text  string `json:"text"`
@@ -372,7 +389,16 @@ func parseManagerScript(data []byte) (scripted.ChatScript, error) {
 			if args == "" {
 				args = "{}"
 			}
-			turn.Events = append(turn.Events, scripted.Call(fmt.Sprintf("call%d", n), supervise.ToolPrefix+c.Verb, args))
+			name := supervise.ToolPrefix + c.Verb
+			switch {
+			case c.Verb != "" && c.Tool != "":
+				return scripted.ChatScript{}, fmt.Errorf("call %d names a verb and a tool; give one", n)
+			case c.Tool != "":
+				name = c.Tool // a tool by its own name, such as an analyst's trace tool
+			case c.Verb == "":
+				return scripted.ChatScript{}, fmt.Errorf("call %d names no verb (a coordination verb) or tool", n)
+			}
+			turn.Events = append(turn.Events, scripted.Call(fmt.Sprintf("call%d", n), name, args))
 		}
 		if t.Text != "" {
 			turn.Events = append(turn.Events, scripted.Text(t.Text))

@@ -1,0 +1,191 @@
+package supervise
+
+import (
+	"errors"
+	"maps"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/kernel"
+)
+
+// MaxJournaledText is the most of a winner's text, and of the brain's
+// final text, the finished record keeps itself; a longer winner text is
+// read back from its result blob only.
+const MaxJournaledText = 64 << 10
+
+// ErrOutcomeNotJournaled matches the error Supervise returns beside a
+// result whose finished record could not be made durable (a store
+// journal whose lease was lost matches store.ErrFenced too). The result
+// is what this process saw, but nothing records it: a resumed run
+// drives its brain again, and with a lost lease another process answers
+// for the run.
+var ErrOutcomeNotJournaled = errors.New("supervise: the run's outcome could not be journaled")
+
+// OutcomeRecord is a run's result as its finished record journals it,
+// so a run resumed after its end returns the same result without
+// driving its brain again (§15 behaviour 46: a finished run is replayed,
+// not re-run). Spent, DriverInference and ChildWork carry explicit
+// known flags; an unknown channel is never a zero.
+type OutcomeRecord struct {
+	Status              Status              `json:"status"`
+	Reason              NoWinnerReason      `json:"reason,omitzero"`
+	Winner              *WinnerRecord       `json:"winner,omitzero"`
+	Error               *ErrorRecord        `json:"error,omitzero"`
+	Cancellation        *CancellationRecord `json:"cancellation,omitzero"`
+	Spent               TotalRecord         `json:"spent"`
+	DriverInference     TotalRecord         `json:"driverInference"`
+	ChildWork           TotalRecord         `json:"childWork"`
+	MS                  int64               `json:"ms"`
+	DownCount           int                 `json:"downCount,omitzero"`
+	SpendGaps           []GapRecord         `json:"spendGaps,omitzero"`
+	TeardownUnconfirmed []NodeID            `json:"teardownUnconfirmed,omitzero"`
+	// BrainText is the brain's final text, when at most
+	// MaxJournaledText bytes (BrainTextClipped says it was longer).
+	BrainText        string `json:"brainText,omitzero"`
+	BrainTextClipped bool   `json:"brainTextClipped,omitzero"`
+}
+
+// WinnerRecord is the winner arm as journaled: the result itself is the
+// blob OutRef names; Text is kept too when at most MaxJournaledText
+// bytes (a run without a run dir keeps no blobs).
+type WinnerRecord struct {
+	Node      NodeID          `json:"node"`
+	OutRef    string          `json:"outRef"`
+	Verdict   *kernel.Verdict `json:"verdict,omitzero"`
+	Submitted bool            `json:"submitted,omitzero"`
+	Text      *string         `json:"text,omitzero"`
+}
+
+// ErrorRecord is a driver failure as journaled.
+type ErrorRecord struct {
+	Name    string `json:"name"`
+	Message string `json:"message"`
+}
+
+// CancellationRecord is a cancellation as journaled.
+type CancellationRecord struct {
+	Source      string `json:"source"`
+	Reason      string `json:"reason,omitzero"`
+	OperationID string `json:"operationId,omitzero"`
+}
+
+// TotalRecord is a SpentTotal as journaled.
+type TotalRecord struct {
+	Tokens          int64            `json:"tokens"`
+	Iterations      int64            `json:"iterations"`
+	MicroUSD        int64            `json:"microUsd"`
+	Resources       map[string]int64 `json:"resources,omitzero"`
+	TokensKnown     bool             `json:"tokensKnown"`
+	IterationsKnown bool             `json:"iterationsKnown"`
+	USDKnown        bool             `json:"usdKnown"`
+}
+
+// GapRecord is a SpendGap as journaled.
+type GapRecord struct {
+	ID       NodeID   `json:"id"`
+	Label    string   `json:"label,omitzero"`
+	Kind     GapKind  `json:"kind"`
+	Channels []string `json:"channels"`
+}
+
+func totalRecord(t SpentTotal) TotalRecord {
+	r := TotalRecord{Tokens: t.Tokens, Iterations: t.Iterations, MicroUSD: t.MicroUSD, TokensKnown: t.TokensKnown,
+		IterationsKnown: t.IterationsKnown, USDKnown: t.USDKnown}
+	if len(t.Resources) > 0 {
+		r.Resources = maps.Clone(t.Resources)
+	}
+	return r
+}
+
+func (r TotalRecord) total() SpentTotal {
+	res := map[string]int64{}
+	maps.Copy(res, r.Resources)
+	return SpentTotal{Tokens: r.Tokens, Iterations: r.Iterations, MicroUSD: r.MicroUSD, Resources: res,
+		TokensKnown: r.TokensKnown, IterationsKnown: r.IterationsKnown, USDKnown: r.USDKnown}
+}
+
+// outcomeRecord is res as its finished record journals it.
+func outcomeRecord(res SupervisedResult) *OutcomeRecord {
+	o := &OutcomeRecord{Status: res.Status, Reason: res.Reason, Spent: totalRecord(res.Spent),
+		DriverInference: totalRecord(res.Breakdown.DriverInference), ChildWork: totalRecord(res.Breakdown.ChildWork),
+		MS: res.MS, DownCount: res.DownCount, TeardownUnconfirmed: res.TeardownUnconfirmed}
+	if w := res.Winner; w != nil {
+		o.Winner = &WinnerRecord{Node: w.Node, OutRef: w.OutRef, Verdict: w.Verdict, Submitted: w.Submitted}
+		if len(w.Text) <= MaxJournaledText {
+			o.Winner.Text = &w.Text
+		}
+	}
+	if e := res.Error; e != nil {
+		o.Error = &ErrorRecord{Name: e.Name, Message: e.Message}
+	}
+	if cn := res.Cancellation; cn != nil {
+		o.Cancellation = &CancellationRecord{Source: cn.Source, Reason: cn.Reason, OperationID: cn.OperationID}
+	}
+	for _, g := range res.SpendGaps {
+		o.SpendGaps = append(o.SpendGaps, GapRecord(g))
+	}
+	if len(res.BrainText) <= MaxJournaledText {
+		o.BrainText = res.BrainText
+	} else {
+		o.BrainTextClipped = true
+	}
+	return o
+}
+
+// journaledOutcome returns the outcome of the last finished record of
+// prior that carries one.
+func journaledOutcome(prior []Record) (*OutcomeRecord, bool) {
+	for i := len(prior) - 1; i >= 0; i-- {
+		if prior[i].Kind == KindFinished && prior[i].Result != nil {
+			return prior[i].Result, true
+		}
+	}
+	return nil, false
+}
+
+// finishedResult rebuilds the result the finished record o journaled:
+// the tree as the replayed journal holds it, the winner's result from
+// its blob (or the record's own copy of its text).
+func (c *Coordinator) finishedResult(o *OutcomeRecord) SupervisedResult {
+	res := SupervisedResult{
+		RunID: c.runID, Status: o.Status, Reason: o.Reason,
+		Spent:     o.Spent.total(),
+		Breakdown: Breakdown{DriverInference: o.DriverInference.total(), ChildWork: o.ChildWork.total()},
+		MS:        o.MS, DownCount: o.DownCount, TeardownUnconfirmed: o.TeardownUnconfirmed, BrainText: o.BrainText,
+	}
+	if w := o.Winner; w != nil {
+		res.Winner = &Winner{Node: w.Node, OutRef: w.OutRef, Verdict: w.Verdict, Submitted: w.Submitted}
+		if w.Text != nil {
+			res.Winner.Text = *w.Text
+		}
+		if v, err := c.log.getBlob(w.OutRef); err == nil {
+			if t, ok := canonjson.Resolve(v, "/text"); ok {
+				res.Winner.Text = t.Str()
+			}
+			if out, ok := canonjson.Resolve(v, "/output"); ok {
+				res.Winner.Output = out
+			}
+		} else if w.Text == nil {
+			c.logger.Warn("supervise: the finished run's winner blob is unreadable", "outRef", w.OutRef, "err", err)
+		}
+	}
+	if e := o.Error; e != nil {
+		res.Error = &DriverError{Name: e.Name, Message: e.Message}
+	}
+	if cn := o.Cancellation; cn != nil {
+		res.Cancellation = &Cancellation{Source: cn.Source, Reason: cn.Reason, OperationID: cn.OperationID}
+	}
+	for _, g := range o.SpendGaps {
+		res.SpendGaps = append(res.SpendGaps, SpendGap(g))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.scope.Nodes() {
+		ws := WorkerSummary{NodeInfo: n}
+		if w := c.workers[n.ID]; w != nil {
+			ws.OutRef, ws.Delivered, ws.Verdict, ws.Replayed = w.outRef, w.delivered, w.verdict, w.replayed
+		}
+		res.Tree = append(res.Tree, ws)
+	}
+	return res
+}
