@@ -666,7 +666,7 @@ func (x *execution) finish(ctx context.Context) (*Result, error) {
 	// creation is unknown may too.
 	if x.keepForSeat() {
 		x.log.Info("keeping the environment for the next seat stage", "run", x.req.RunID, "env", x.res.EnvironmentID)
-	} else if x.env != nil && x.env.Creation() == contract.CreationCreated {
+	} else if x.createdEnv() {
 		if err := x.env.Destroy(x.life.writeCtx()); err != nil {
 			x.log.Warn("destroying the environment", "run", x.req.RunID, "env", x.res.EnvironmentID, "err", err)
 		}
