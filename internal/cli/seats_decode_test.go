@@ -19,7 +19,7 @@ func TestParseSeatAccountsRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		name, doc, path, has string
 	}{
-		{"not json", `{`, "", "JSON"},
+		{"not json", `{`, "", "end of input"},
 		{"empty", `{}`, "", "names no provider"},
 		{"unknown member", `{"stages":{"0":{"provider":"scripted"}},"extra":1}`, "", "extra"},
 		{"unknown provider", `{"stages":{"0":{"provider":"gemini"}}}`, "/stages/0/provider", "one of"},

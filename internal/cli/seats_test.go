@@ -156,7 +156,7 @@ func TestRunSeatsResumesAfterSIGKILLMidTurn(t *testing.T) {
 	dir := t.TempDir()
 	script := writeFile(t, "served.json", `{"turns":[
 	  {"steps":[{"text":"first part "}],"end":"quota","error":"the 5-hour window ran out"},
-	  {"steps":[{"text":"continued "},{"delayMs":4000},{"text":"and finished"}]},
+	  {"servedModel":"scripted/second","steps":[{"text":"continued "},{"delayMs":4000},{"text":"and finished"}]},
 	  {"repeat":true,"steps":[{"text":"a second turn"}]}],
 	 "accounts":{"acct-alpha":{},"acct-bravo":{}}}`)
 	url := startServe(t, "--provider", "scripted", "--script", script)
