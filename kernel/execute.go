@@ -671,7 +671,7 @@ func (x *execution) finish(ctx context.Context) (*Result, error) {
 	// creation is unknown may too.
 	if x.keepForSeat() {
 		x.log.Info("keeping the environment for the next seat stage", "run", x.req.RunID, "env", x.res.EnvironmentID)
-	} else if x.env != nil && x.env.Creation() == contract.CreationCreated {
+	} else if x.createdEnv() {
 		// A process that lost the run's lease (it was paused past it)
 		// destroys nothing: another process may have taken the run
 		// over, and with it this environment.

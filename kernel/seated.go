@@ -25,6 +25,14 @@ const (
 	StageFailed       = "failed"
 	StageQuotaRefused = "quota-refused"
 	StageUnresolved   = "unresolved"
+	// StageRunning: the stage is continuing a native session right now
+	// (recorded before the continuation is sent). A record that still
+	// says so after its run was interrupted names a stage whose process
+	// died mid-turn; a resumption reads it as StageInterrupted.
+	StageRunning = "running"
+	// StageInterrupted: the process running the stage died mid-turn; a
+	// resumption went on with the same stage.
+	StageInterrupted = "interrupted"
 )
 
 // ContinuityFresh is a stage's continuity when it started a new session
@@ -89,6 +97,19 @@ type StageAttempt struct {
 	// and a process resuming the seated run looks it up and continues
 	// there (ResumeSeated). Ids only, never a secret.
 	KeptRun *contract.ExactRunControlRef `json:"keptRun,omitzero"`
+	// KeptCreated says the runtime created the environment of the
+	// session the stage left or continues (its create was answered
+	// CreationCreated): a process resuming the run finds it by lookup,
+	// which carries no creation verdict, and this record is what proves
+	// it may destroy it when the run ends (ENV-06).
+	KeptCreated bool `json:"keptCreated,omitzero"`
+	// Continuation is the native continuation a stage continuing a
+	// session sent, recorded before it was sent (StageRunning): a process
+	// resuming the run after this one died mid-turn sends the same
+	// request again, which the provider answers replayed with the turn it
+	// admitted, never a second continuation (RG-11, RG-12). Ids and
+	// digests only, never a secret.
+	Continuation *contract.NativeContextContinuationRequest `json:"continuation,omitzero"`
 }
 
 // SeatedRecord is a seated run's document.
@@ -235,6 +256,18 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 		ss := &seatStage{from: kept}
 		stage.seat = ss
 		at.RunID = stage.RunID
+		ss.sending = func(c *contract.NativeContextContinuationRequest, from *keptSession) {
+			// Recorded before it is sent: a process resuming this run
+			// after this one died mid-turn sends the same request again.
+			p := at
+			p.Outcome, p.Continuity, p.Continuation = StageRunning, ContinuityNative, c
+			p.KeptCreated, p.NativeSessionID = from.created, from.nativeSessionID
+			r := rec
+			r.Stages = append(rec.Stages[:len(rec.Stages):len(rec.Stages)], p)
+			if err := l.updateDoc(seatedDoc(r)); err != nil {
+				l.log.Warn("recording a seat stage's native continuation", "run", req.RunID, "err", err)
+			}
+		}
 		out, err := Execute(ctx, stage)
 		res.Final = out
 		if kept != nil && ss.continuity != ContinuityNative {
@@ -252,7 +285,7 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 		}
 		if ss.keepEnv && ss.kept != nil {
 			run := ss.kept.run
-			at.KeptRun = &run
+			at.KeptRun, at.KeptCreated = &run, ss.kept.created
 		}
 		if out != nil {
 			at.NativeSessionID = out.NativeSessionID

@@ -36,6 +36,9 @@ type seatStage struct {
 	// or ContinuityFresh with why native continuation was not possible
 	// ("" when the stage had no session to continue).
 	continuity, reason string
+	// sending, when set, is told the native continuation the stage is
+	// about to send, and the session it continues, before it is sent.
+	sending func(*contract.NativeContextContinuationRequest, *keptSession)
 }
 
 // keptSession is a provider session left by a refused stage: its
@@ -45,6 +48,28 @@ type keptSession struct {
 	env             contract.Environment
 	run             contract.ExactRunControlRef
 	nativeSessionID string
+	// created: the runtime created env (its create was answered
+	// CreationCreated), whether env says so itself or, found by a cold
+	// lookup, the seated run's record does (ENV-06).
+	created bool
+	// replay is the continuation a stage of the run sent in this session
+	// before its process died: the stage sends it again instead of a new
+	// one.
+	replay *contract.NativeContextContinuationRequest
+}
+
+// createdEnv reports whether the runtime provably created the run's
+// environment (ENV-06): its create said so, or it is the session a seat
+// stage took over whose creation the seated run recorded.
+func (x *execution) createdEnv() bool {
+	if x.env == nil {
+		return false
+	}
+	if x.env.Creation() == contract.CreationCreated {
+		return true
+	}
+	st := x.req.seat
+	return st != nil && st.from != nil && st.from.created && st.from.env == x.env
 }
 
 // keepForSeat reports whether the run hands its environment to the next
@@ -61,7 +86,7 @@ func (x *execution) keepForSeat() bool {
 		if !ok || q.Run == nil || q.Run.EnvironmentID != x.env.ID() || q.Run.Provider != x.provider {
 			return false
 		}
-		st.kept = &keptSession{env: x.env, run: *q.Run, nativeSessionID: x.res.NativeSessionID}
+		st.kept = &keptSession{env: x.env, run: *q.Run, nativeSessionID: x.res.NativeSessionID, created: x.createdEnv()}
 	}
 	st.keepEnv = true
 	return true
@@ -98,26 +123,39 @@ func (x *execution) continueNative(ctx context.Context) bool {
 	if !ok {
 		return fresh("provider %s declares no native continuation", x.provider)
 	}
-	proof, err := nc.ContextBoundary(ctx)
-	switch {
-	case err != nil:
-		return fresh("proving the session's boundary: %v", err)
-	case proof == nil:
-		return fresh("the provider cannot prove the session's boundary")
-	case !contract.BoundaryProofMatchesRun(from.run, proof):
-		return fresh("the provider's boundary proof is bound to another run than %s", from.run.RunID)
-	}
 	task := x.req.Task
 	turn := contract.NativeContextContinuationTurn{Prompt: &task}
 	if x.res.RequestedModel != "" {
 		model := x.res.RequestedModel
 		turn.Model = &model
 	}
-	// The operation id is the stage run's own: the same stage sent again
-	// is the same continuation, never a second one.
-	req, err := contract.NewNativeContextContinuationRequest(x.req.RunID+".native", turn, from.run, *proof)
-	if err != nil {
-		return fresh("the continuation request is invalid: %v", err)
+	req := from.replay
+	if req != nil {
+		// A stage of this run sent this continuation before its process
+		// died mid-turn: the same request again is answered replayed with
+		// the turn the provider admitted (never a second one), or with
+		// the provider's refusal.
+		if d, err := contract.NativeContextContinuationTurnDigest(turn); err != nil || d != req.TurnDigest {
+			return fresh("the recorded continuation was sent for another turn (task or model) than this stage's")
+		}
+	} else {
+		proof, err := nc.ContextBoundary(ctx)
+		switch {
+		case err != nil:
+			return fresh("proving the session's boundary: %v", err)
+		case proof == nil:
+			return fresh("the provider cannot prove the session's boundary")
+		case !contract.BoundaryProofMatchesRun(from.run, proof):
+			return fresh("the provider's boundary proof is bound to another run than %s", from.run.RunID)
+		}
+		// The operation id is the stage run's own: the same stage sent
+		// again is the same continuation, never a second one.
+		if req, err = contract.NewNativeContextContinuationRequest(x.req.RunID+".native", turn, from.run, *proof); err != nil {
+			return fresh("the continuation request is invalid: %v", err)
+		}
+	}
+	if st.sending != nil {
+		st.sending(req, from)
 	}
 	x.dispatched = true
 	res, err := nc.ContinueNative(ctx, req, contract.NativeContinuationOptions{Turn: turn,
@@ -179,7 +217,7 @@ func (x *execution) continueNative(ctx context.Context) bool {
 // destroyKept destroys a kept environment no stage took over, when the
 // seated run created it (ENV-06), bounded by timeout.
 func destroyKept(ctx context.Context, k *keptSession, timeout time.Duration, log *slog.Logger) {
-	if k == nil || k.env.Creation() != contract.CreationCreated {
+	if k == nil || (!k.created && k.env.Creation() != contract.CreationCreated) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)

@@ -31,9 +31,16 @@ const maxResumptions = 64
 // (StageAttempt.KeptRun), the next stage looks its environment up
 // through its own provider — a cold lookup — and continues the same
 // native session when the provider proves continuity (RG-08, RG-09,
-// RG-11); otherwise it starts fresh and the record says why. An
-// environment found by lookup carries no creation verdict, so the resumed
-// run never destroys it (ENV-06): it is left to its provider.
+// RG-11); otherwise it starts fresh and the record says why. When the
+// process died while a stage was continuing such a session (its attempt
+// recorded StageRunning with the continuation it sent), the same stage
+// goes on: it sends the recorded continuation again, which the provider
+// answers replayed with the turn it admitted, never a second one; the
+// interrupted attempt is recorded StageInterrupted. An environment found
+// by lookup carries no creation verdict: the resumed run destroys it when
+// it ends exactly as the original run would have — only when the
+// original record proves the runtime created it (KeptCreated; ENV-06),
+// and otherwise leaves it to its provider.
 //
 // A run still live under its lease, or ended otherwise than interrupted,
 // is ErrNotResumable, as is one whose last recorded stage did not end in
@@ -72,13 +79,22 @@ func ResumeSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error)
 	k0, left := req.Stage, (*StageAttempt)(nil)
 	if n := len(rec.Stages); n > 0 {
 		last := rec.Stages[n-1]
-		if last.Outcome != StageQuotaRefused {
+		switch {
+		case last.Outcome == StageRunning && last.Continuation != nil:
+			// The process died while the stage continued a session: the
+			// same stage goes on, sending the same continuation again.
+			rec.Stages[n-1].Outcome, rec.Stages[n-1].Reason = StageInterrupted, "the process running the seated run died mid-turn"
+			run := last.Continuation.Run
+			last.KeptRun = &run
+			k0, left = last.Stage, &last
+		case last.Outcome != StageQuotaRefused:
 			return nil, fmt.Errorf("%w: run %s's last stage %d ended %s", ErrNotResumable, req.RunID, last.Stage, last.Outcome)
+		default:
+			k0, left = last.Stage+1, &last
 		}
 		if last.Stage >= len(req.Profile.Seats) {
 			return nil, &OptionsError{Field: "Profile", Problem: fmt.Sprintf("the run recorded stage %d; the profile has %d seats", last.Stage, len(req.Profile.Seats))}
 		}
-		k0, left = last.Stage+1, &last
 		if err := sameProfile(ctx, req, last.RunID); err != nil {
 			return nil, err
 		}
@@ -126,7 +142,9 @@ func lookUpKept(ctx context.Context, p contract.Provider, left *StageAttempt) (*
 	case env == nil:
 		return nil, fmt.Sprintf("environment %s of the refused stage no longer exists", ref.EnvironmentID)
 	}
-	return &keptSession{env: env, run: *ref, nativeSessionID: left.NativeSessionID}, ""
+	// A lookup carries no creation verdict: the record says whether the
+	// runtime created the environment (ENV-06).
+	return &keptSession{env: env, run: *ref, nativeSessionID: left.NativeSessionID, created: left.KeptCreated, replay: left.Continuation}, ""
 }
 
 // sameProfile refuses a resumption whose profile is not the one the

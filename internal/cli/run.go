@@ -35,6 +35,7 @@ func newRunCmd(stdio IO, open providerOpener) *cobra.Command {
 	var rf retainFlags
 	var enqueue bool
 	var idemKey, riverSchema string
+	var seatsPath string
 	cmd := &cobra.Command{
 		Use:   "run PROFILE --task TEXT",
 		Short: "Run one exact turn of an agent profile and record what happened",
@@ -94,6 +95,22 @@ own credentials; "agentrt runs show RUN" and "agentrt runs events RUN --follow"
 read it from any machine that shares the database. --idempotency-key makes
 the submission safe to retry: the same key and request print the same run id.
 
+--seats ACCOUNTS.json runs the profile's seat chain instead of one provider:
+from --stage on, each stage runs on the provider the file names for its stage
+index or its seat's account, and a typed quota refusal moves the run on to the
+next authored stage under the same run id and deadline (never to a provider
+outside the chain). The summary lists every stage tried and why it moved on:
+the refusal with its retry-after, and each stage's continuity (native: it went
+on in the session the refused stage left; fresh, with the reason). The file
+holds no secret:
+  {"accounts": {"acct-a": {"provider": "openai", "apiKeyEnv": "TEAM_A_KEY"}},
+   "stages": {"1": {"provider": "remote", "baseUrl": "http://host:8080",
+                    "tokenFile": "serve.token"},
+              "2": {"provider": "scripted", "script": "script.json"}}}
+A stage that the file does not resolve, or whose key variable is unset, is
+refused before anything runs. agentrt runs resume RUN --profile PROFILE
+--seats FILE goes on with a seated run whose process died.
+
 Exit status: 0 when the run completed and was delivered (with --enqueue: when
 it was submitted), 1 otherwise.`,
 		Args: cobra.ExactArgs(1),
@@ -101,6 +118,13 @@ it was submitted), 1 otherwise.`,
 			ctx := cmd.Context()
 			if strings.TrimSpace(task) == "" {
 				return usage("--task is required")
+			}
+			if seatsPath != "" {
+				if err := checkSeatedFlags(cmd); err != nil {
+					return err
+				}
+				return runSeatedCmd(ctx, stdio, sf, args[0], seatedRun{seatsPath: seatsPath, task: task, expect: expect,
+					stage: stage, lease: lease, asJSON: asJSON, quiet: quiet}, timeout)
 			}
 			if enqueue {
 				return enqueueRun(cmd, stdio, sf, args[0], fleet.Spec{Task: task, Provider: providerName, Expect: expect, Stage: stage,
@@ -177,6 +201,7 @@ it was submitted), 1 otherwise.`,
 	cmd.Flags().StringVar(&openaiAPI, "openai-api", "", "the wire protocol of the openai provider: chat-completions or responses (default chat-completions)")
 	cmd.Flags().StringVar(&scriptPath, "script", "", "script for the scripted provider (default: answer every task)")
 	cmd.Flags().StringVar(&expect, "expect", "", "deliver only if the result contains this text")
+	cmd.Flags().StringVar(&seatsPath, "seats", "", "run the profile's seat chain: a JSON file naming each stage's provider (see above)")
 	cmd.Flags().IntVar(&stage, "stage", 0, "seat stage to run (0 is the first)")
 	cmd.Flags().DurationVar(&lease, "lease", kernel.DefaultLeaseTTL, "how long the run stays running if this process dies or stalls (at least 1s); once it lapses the run is interrupted and this process may record nothing more")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (the run is recorded as timed out)")
@@ -248,6 +273,7 @@ func openProvider(name, scriptPath, baseURL, openaiAPI string) (contract.Provide
 	if openaiAPI != "" && name != "openai" {
 		return nil, usage("--openai-api applies to --provider openai only")
 	}
+	spec := providerSpec{Name: name, ScriptPath: scriptPath, BaseURL: baseURL, OpenAIAPI: openaiAPI}
 	switch name {
 	case "remote":
 		// An agentrt serve sidecar; its token comes from the environment,
@@ -255,20 +281,44 @@ func openProvider(name, scriptPath, baseURL, openaiAPI string) (contract.Provide
 		if baseURL == "" {
 			return nil, usage("--provider remote needs --base-url, the sidecar's address")
 		}
-		p, err := remote.New(remote.Options{BaseURL: baseURL, Token: os.Getenv("AGENTRT_SERVE_TOKEN")})
+		spec.Token = os.Getenv("AGENTRT_SERVE_TOKEN")
+	case "claude-code", "anthropic":
+		// The model endpoint's key comes from the vendor's variable, never
+		// from the profile.
+		spec.APIKey = os.Getenv("ANTHROPIC_API_KEY")
+	case "codex", "opencode", "openai":
+		// opencode's endpoint is OpenAI-compatible.
+		spec.APIKey = os.Getenv("OPENAI_API_KEY")
+	}
+	return buildProvider(spec)
+}
+
+// providerSpec is a provider and how to reach it: what --provider and
+// its flags, or an entry of a --seats file, name. Keys and tokens are
+// values read from where the user keeps them, never from a flag or file
+// that is echoed.
+type providerSpec struct {
+	Name, ScriptPath, BaseURL, OpenAIAPI string
+	// APIKey is the model endpoint's key; Token a remote sidecar's.
+	APIKey, Token string
+}
+
+// buildProvider opens the provider spec names: the one owner of how each
+// provider agentrt knows is built.
+func buildProvider(spec providerSpec) (contract.Provider, error) {
+	switch spec.Name {
+	case "remote":
+		if spec.BaseURL == "" {
+			return nil, usage("the remote provider needs the sidecar's address")
+		}
+		p, err := remote.New(remote.Options{BaseURL: spec.BaseURL, Token: spec.Token})
 		if err != nil {
 			return nil, usage("%v", err)
 		}
 		return p, nil
 	case "claude-code", "codex", "opencode":
-		// The harness CLI runs as a child process; its model endpoint's key
-		// comes from the vendor's variable, never from the profile
-		// (opencode's endpoint is OpenAI-compatible).
-		key := os.Getenv("ANTHROPIC_API_KEY")
-		if name != "claude-code" {
-			key = os.Getenv("OPENAI_API_KEY")
-		}
-		p, err := clibridge.New(clibridge.Options{Harness: harness.Type(name), BaseURL: baseURL, APIKey: key})
+		// The harness CLI runs as a child process.
+		p, err := clibridge.New(clibridge.Options{Harness: harness.Type(spec.Name), BaseURL: spec.BaseURL, APIKey: spec.APIKey})
 		if errors.Is(err, clibridge.ErrBinaryNotFound) {
 			return nil, &exitError{code: ExitFailed, err: err}
 		}
@@ -281,7 +331,7 @@ func openProvider(name, scriptPath, baseURL, openaiAPI string) (contract.Provide
 		// model ids); another endpoint is not vouched for and gets the
 		// profile's id.
 		p, err := openai.NewProvider(openai.ProviderOptions{
-			Options: openai.Options{API: openai.API(openaiAPI), BaseURL: baseURL, APIKey: os.Getenv("OPENAI_API_KEY")},
+			Options: openai.Options{API: openai.API(spec.OpenAIAPI), BaseURL: spec.BaseURL, APIKey: spec.APIKey},
 		})
 		if err != nil {
 			return nil, usage("%v", err)
@@ -291,7 +341,7 @@ func openProvider(name, scriptPath, baseURL, openaiAPI string) (contract.Provide
 		// The provider knows the Messages API's rules (usage, bare model
 		// ids) itself.
 		p, err := anthropic.NewProvider(anthropic.ProviderOptions{
-			Options: anthropic.Options{BaseURL: baseURL, APIKey: os.Getenv("ANTHROPIC_API_KEY")},
+			Options: anthropic.Options{BaseURL: spec.BaseURL, APIKey: spec.APIKey},
 		})
 		if err != nil {
 			return nil, usage("%v", err)
@@ -299,15 +349,15 @@ func openProvider(name, scriptPath, baseURL, openaiAPI string) (contract.Provide
 		return p, nil
 	case "scripted":
 		script := scripted.DefaultScript()
-		if scriptPath != "" {
+		if spec.ScriptPath != "" {
 			var err error
-			if script, err = scripted.LoadScript(scriptPath); err != nil {
+			if script, err = scripted.LoadScript(spec.ScriptPath); err != nil {
 				return nil, &exitError{code: ExitFailed, err: err}
 			}
 		}
 		return scripted.New(script, scripted.Options{}), nil
 	}
-	return nil, usage("unknown provider %q (available: scripted, openai, anthropic, claude-code, codex, opencode, remote)", name)
+	return nil, usage("unknown provider %q (available: scripted, openai, anthropic, claude-code, codex, opencode, remote)", spec.Name)
 }
 
 func expectCheck(expect string) kernel.Check {

@@ -143,7 +143,7 @@ func newRunsCmd(stdio IO, open providerOpener) *cobra.Command {
 		Short: "List, show, follow and cancel recorded runs; attach to and recover retained runs",
 	}
 	cmd.AddCommand(newRunsListCmd(stdio), newRunsShowCmd(stdio), newRunsEventsCmd(stdio), newRunsCancelCmd(stdio, open),
-		newRunsAttachCmd(stdio, open), newRunsRecoverCmd(stdio, open))
+		newRunsAttachCmd(stdio, open), newRunsRecoverCmd(stdio, open), newRunsResumeCmd(stdio))
 	return cmd
 }
 
