@@ -140,8 +140,17 @@ func (f *Fleet) Submit(ctx context.Context, sub Submission) (Submitted, error) {
 // request is recorded in the run, so it holds across takeovers). The
 // effect is the kernel's cancel vocabulary.
 func (f *Fleet) Cancel(ctx context.Context, runID, reason string) (kernel.Effect, error) {
+	return CancelRun(ctx, f.store, runID, reason, f.now())
+}
+
+// CancelRun is Fleet.Cancel for a caller that holds only the run store
+// (a CLI that shares the fleet's database but runs no River client): it
+// needs nothing from River, since a worker that later receives the job of
+// a run that ended completes it as a no-op. A run of another kind is
+// refused with ErrNotFleetRun.
+func CancelRun(ctx context.Context, st store.Store, runID, reason string, now time.Time) (kernel.Effect, error) {
 	var ended store.Status
-	r, err := f.store.UpdateRun(ctx, runID, func(r *store.Run) error {
+	r, err := st.UpdateRun(ctx, runID, func(r *store.Run) error {
 		ended = ""
 		if r.Kind != Kind {
 			return ErrNotFleetRun
@@ -163,14 +172,14 @@ func (f *Fleet) Cancel(ctx context.Context, runID, reason string) (kernel.Effect
 	if ended != "" {
 		return kernel.EffectCancelled, nil
 	}
-	effect, _, err := kernel.RequestCancel(ctx, f.store, runID, reason, f.now())
+	effect, _, err := kernel.RequestCancel(ctx, st, runID, reason, now)
 	if err != nil || effect != kernel.EffectCancelRequested {
 		return effect, err
 	}
 	attempts, err := attemptsOf(r)
 	if err == nil && len(attempts) > 0 {
 		// Best effort: the worker forwards the request too.
-		kernel.RequestCancel(ctx, f.store, attempts[len(attempts)-1].RunID, reason, f.now())
+		kernel.RequestCancel(ctx, st, attempts[len(attempts)-1].RunID, reason, now)
 	}
 	return effect, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/fleet"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/retained"
 	"github.com/agentrt/agentrt/store"
@@ -50,13 +51,24 @@ Exit status: 0 when the run is cancelled (or the request is recorded and
 				return err
 			}
 			defer s.Close()
-			if r, err := s.GetRun(ctx, args[0]); err == nil && r.Kind == retained.Kind {
+			got, gerr := s.GetRun(ctx, args[0])
+			if gerr == nil && got.Kind == retained.Kind {
 				return cancelRetained(ctx, stdio, s, &pf, open, args[0], operationID, reason, wait, asJSON)
 			}
 			if cmd.Flags().Changed("operation-id") {
 				return usage("--operation-id applies to retained runs only")
 			}
-			effect, r, err := kernel.RequestCancel(ctx, s, args[0], reason, time.Now())
+			var effect kernel.Effect
+			var r store.Run
+			if gerr == nil && got.Kind == fleet.Kind {
+				// A fleet run still pending ends at once (fleet.CancelRun);
+				// a running one's worker is asked, as for any run.
+				if effect, err = fleet.CancelRun(ctx, s, args[0], reason, time.Now()); err == nil {
+					r, err = s.GetRun(ctx, args[0])
+				}
+			} else {
+				effect, r, err = kernel.RequestCancel(ctx, s, args[0], reason, time.Now())
+			}
 			if errors.Is(err, store.ErrNotFound) {
 				return &exitError{code: ExitFailed, err: fmt.Errorf("no run %q in the store (agentrt runs list shows the recorded runs)", args[0])}
 			}
