@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -62,13 +63,16 @@ func newIncarnation() string {
 
 // claimIncarnation records a fresh incarnation for id under the request
 // digest unless id has one, and returns the recorded record's digest and
-// incarnation.
-func claimIncarnation(ctx context.Context, st store.Store, id, digest string) (recordDigest, incarnation string, err error) {
+// incarnation. The store call is bounded by bound like every durable
+// record's (claimKey): a store that stops answering fails the call
+// with errStoreFailed instead of holding it.
+func claimIncarnation(ctx context.Context, st store.Store, bound time.Duration, id, digest string) (recordDigest, incarnation string, err error) {
 	v, err := canonjson.ToValue(incarnationRecord{Incarnation: newIncarnation()})
 	if err != nil {
 		return "", "", err
 	}
-	got, _, err := st.ClaimIdempotency(ctx, store.Idempotency{Scope: incarnationScope, Key: incarnationKey(id), RequestDigest: digest, Result: v})
+	c, err := claimKey(ctx, st, bound, store.Idempotency{Scope: incarnationScope, Key: incarnationKey(id), RequestDigest: digest, Result: v})
+	got := c.rec
 	if err != nil {
 		return "", "", fmt.Errorf("recording the incarnation of exact environment %q: %w", id, err)
 	}
@@ -89,7 +93,7 @@ func (s *Server) incarnation(ctx context.Context, id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	_, inc, err := claimIncarnation(ctx, s.opts.Store, id, digest)
+	_, inc, err := claimIncarnation(ctx, s.opts.Store, s.opts.CallTimeout, id, digest)
 	return inc, err
 }
 
@@ -111,7 +115,7 @@ func (s *Server) recordCreation(ctx context.Context, env contract.ExactProcessEn
 	}
 	id := env.ID()
 	for range 4 {
-		recDigest, inc, err := claimIncarnation(ctx, s.opts.Store, id, digest)
+		recDigest, inc, err := claimIncarnation(ctx, s.opts.Store, s.opts.CallTimeout, id, digest)
 		if err != nil {
 			return err
 		}
