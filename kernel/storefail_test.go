@@ -4,71 +4,16 @@ import (
 	"context"
 	"errors"
 	"iter"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/agentrt/agentrt/contract"
-	"github.com/agentrt/agentrt/internal/pgtest"
-	"github.com/agentrt/agentrt/internal/sqlitetest"
+	"github.com/agentrt/agentrt/internal/storefault"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/store"
-	"github.com/agentrt/agentrt/store/postgres"
-	"github.com/agentrt/agentrt/store/sqlite"
 )
-
-// failingStore is a real store and a way to make it stop answering
-// (fail) and answer again (restore).
-type failingStore struct {
-	name   string
-	open   func(t *testing.T) (st store.Store, fail, restore func())
-	hangs  bool // fail makes calls wait for their deadline (not fail at once)
-	sqlite bool
-}
-
-// failingStores are the real adapters behind real faults: PostgreSQL
-// behind a proxy that black-holes (the server stops answering) or resets
-// (connections are cut), and SQLite whose write lock another connection
-// holds (writes wait out the busy timeout, then fail).
-func failingStores() []failingStore {
-	openPG := func(t *testing.T, reset bool) (store.Store, func(), func()) {
-		dsn, proxy := pgtest.ProxiedSchema(t)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		st, err := postgres.Open(ctx, dsn, postgres.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		fail := proxy.BlackHole
-		if reset {
-			fail = proxy.Reset
-		}
-		return st, fail, proxy.Restore
-	}
-	return []failingStore{
-		{name: "postgres/black-hole", hangs: true, open: func(t *testing.T) (store.Store, func(), func()) { return openPG(t, false) }},
-		{name: "postgres/reset", open: func(t *testing.T) (store.Store, func(), func()) { return openPG(t, true) }},
-		{name: "sqlite/locked", sqlite: true, open: func(t *testing.T) (store.Store, func(), func()) {
-			path := filepath.Join(t.TempDir(), "agentrt.db")
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			st, err := sqlite.Open(ctx, path, sqlite.Options{BusyTimeout: 400 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			var lock *sqlitetest.Lock
-			return st, func() { lock = sqlitetest.Hold(t, path, 20*time.Second) }, func() {
-				if err := lock.Release(); err != nil {
-					t.Error(err)
-				}
-			}
-		}},
-	}
-}
 
 // hookProvider calls at(point) at three places of a run — when the
 // environment is created, after the turn's first event, and (through
@@ -128,9 +73,9 @@ func TestExecuteWhenStoreStopsAnswering(t *testing.T) {
 	// slack for a machine shared by many builds.
 	const bound = lease + 3*cleanup + 20*time.Second
 	script := `{"turns":[{"steps":[{"text":"first words"},{"usage":{"inputTokens":9,"outputTokens":2},"mode":"cumulative"},{"text":" and the rest"}]}]}`
-	for _, fs := range failingStores() {
-		t.Run(fs.name+"/before-create", func(t *testing.T) {
-			st, fail, restore := fs.open(t)
+	for _, fs := range storefault.Stores() {
+		t.Run(string(fs.Fault)+"/before-create", func(t *testing.T) {
+			st, fail, restore := fs.Open(t)
 			p := &hookProvider{Provider: scripted.New(mustScript(t, script), scripted.Options{}), at: func(string) {}}
 			fail()
 			start := time.Now()
@@ -167,8 +112,8 @@ func TestExecuteWhenStoreStopsAnswering(t *testing.T) {
 			}
 		})
 		for _, point := range []string{"after-create", "between-events", "terminal-write"} {
-			t.Run(fs.name+"/"+point, func(t *testing.T) {
-				st, fail, restore := fs.open(t)
+			t.Run(string(fs.Fault)+"/"+point, func(t *testing.T) {
+				st, fail, restore := fs.Open(t)
 				reached, ack := make(chan struct{}), make(chan struct{})
 				hook := func(p string) {
 					if p == point {

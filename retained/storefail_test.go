@@ -2,19 +2,16 @@ package retained_test
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/internal/pgtest"
-	"github.com/agentrt/agentrt/internal/sqlitetest"
+	"github.com/agentrt/agentrt/internal/storefault"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/retained"
-	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/postgres"
-	"github.com/agentrt/agentrt/store/sqlite"
 )
 
 // RES-05, behaviour of runtime.md §3.8 with a store that stops answering
@@ -29,34 +26,7 @@ func TestStartWhenStoreStopsAnsweringBetweenRecords(t *testing.T) {
 	// environment cleanup (30 s) and slack for a loaded machine.
 	const deadline = 4 * time.Second
 	const bound = deadline + 30*time.Second + 20*time.Second
-	stores := []struct {
-		name string
-		open func(t *testing.T) (st store.Store, fail, restore func())
-	}{
-		{"postgres/black-hole", func(t *testing.T) (store.Store, func(), func()) {
-			dsn, proxy := pgtest.ProxiedSchema(t)
-			st, err := postgres.Open(t.Context(), dsn, postgres.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			return st, proxy.BlackHole, proxy.Restore
-		}},
-		{"sqlite/locked", func(t *testing.T) (store.Store, func(), func()) {
-			path := filepath.Join(t.TempDir(), "agentrt.db")
-			st, err := sqlite.Open(t.Context(), path, sqlite.Options{BusyTimeout: 300 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			var lock *sqlitetest.Lock
-			return st, func() { lock = sqlitetest.Hold(t, path, 20*time.Second) }, func() {
-				if err := lock.Release(); err != nil {
-					t.Error(err)
-				}
-			}
-		}},
-	}
+	stores := storefault.Stores(storefault.BlackHole, storefault.Locked)
 	// cut is the admission whose hook makes the store stop answering:
 	// "" before the start, or after the intent or environment record.
 	for _, sk := range stores {
@@ -65,8 +35,8 @@ func TestStartWhenStoreStopsAnsweringBetweenRecords(t *testing.T) {
 			if cut == "" {
 				name = "before-intent"
 			}
-			t.Run(sk.name+"/"+name, func(t *testing.T) {
-				st, fail, restore := sk.open(t)
+			t.Run(string(sk.Fault)+"/"+name, func(t *testing.T) {
+				st, fail, restore := sk.Open(t)
 				p := scripted.New(script(0), scripted.Options{})
 				rec := &recorder{check: func(ctx context.Context, a retained.Admission) error {
 					if a.Kind == cut {

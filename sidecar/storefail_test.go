@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,12 +12,8 @@ import (
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/contract/wire"
-	"github.com/agentrt/agentrt/internal/pgtest"
-	"github.com/agentrt/agentrt/internal/sqlitetest"
+	"github.com/agentrt/agentrt/internal/storefault"
 	"github.com/agentrt/agentrt/sidecar"
-	"github.com/agentrt/agentrt/store"
-	"github.com/agentrt/agentrt/store/postgres"
-	"github.com/agentrt/agentrt/store/sqlite"
 )
 
 // creationCounter counts the environments a provider really made and
@@ -89,37 +84,10 @@ func TestKeyedCreateWhenStoreStopsAnswering(t *testing.T) {
 	// The bound is the store call's, with slack for a loaded machine;
 	// the default create timeout is five minutes.
 	const bound = 3*call + 15*time.Second
-	stores := []struct {
-		name string
-		open func(t *testing.T) (st store.Store, fail, restore func())
-	}{
-		{"postgres/black-hole", func(t *testing.T) (store.Store, func(), func()) {
-			dsn, proxy := pgtest.ProxiedSchema(t)
-			st, err := postgres.Open(t.Context(), dsn, postgres.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			return st, proxy.BlackHole, proxy.Restore
-		}},
-		{"sqlite/locked", func(t *testing.T) (store.Store, func(), func()) {
-			path := filepath.Join(t.TempDir(), "agentrt.db")
-			st, err := sqlite.Open(t.Context(), path, sqlite.Options{BusyTimeout: 300 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			var lock *sqlitetest.Lock
-			return st, func() { lock = sqlitetest.Hold(t, path, 20*time.Second) }, func() {
-				if err := lock.Release(); err != nil {
-					t.Error(err)
-				}
-			}
-		}},
-	}
+	stores := storefault.Stores(storefault.BlackHole, storefault.Locked)
 	for _, sk := range stores {
-		t.Run(sk.name+"/before-the-create", func(t *testing.T) {
-			st, fail, restore := sk.open(t)
+		t.Run(string(sk.Fault)+"/before-the-create", func(t *testing.T) {
+			st, fail, restore := sk.Open(t)
 			p := &creationCounter{Provider: newScripted(t)}
 			ts, _ := serve(t, p, sidecar.Options{Store: st, CallTimeout: call})
 			const body = `{"profile":{"name":"t"},"name":"env","idempotencyKey":"store-hangs-before"}`
@@ -150,8 +118,8 @@ func TestKeyedCreateWhenStoreStopsAnswering(t *testing.T) {
 				t.Errorf("%d environments made; want exactly one", n)
 			}
 		})
-		t.Run(sk.name+"/before-its-outcome", func(t *testing.T) {
-			st, fail, restore := sk.open(t)
+		t.Run(string(sk.Fault)+"/before-its-outcome", func(t *testing.T) {
+			st, fail, restore := sk.Open(t)
 			p := &creationCounter{Provider: newScripted(t)}
 			p.during.Store(&fail)
 			ts, _ := serve(t, p, sidecar.Options{Store: st, CallTimeout: call})

@@ -2,7 +2,6 @@ package supervise_test
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,10 +10,9 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/internal/pgtest"
-	"github.com/agentrt/agentrt/internal/sqlitetest"
+	"github.com/agentrt/agentrt/internal/storefault"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/postgres"
-	"github.com/agentrt/agentrt/store/sqlite"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -50,40 +48,10 @@ func TestSpawnWhenJournalStoreStopsAnswering(t *testing.T) {
 	// An append is bounded by max(lease, kernel.DefaultCleanupTimeout);
 	// the rest is the run's own turns and slack for a loaded machine.
 	const bound = 90 * time.Second
-	stores := []struct {
-		name string
-		open func(t *testing.T) (st store.Store, fail, restore func())
-	}{
-		{"postgres/black-hole", func(t *testing.T) (store.Store, func(), func()) {
-			dsn, proxy := pgtest.ProxiedSchema(t)
-			st, err := postgres.Open(t.Context(), dsn, postgres.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			return st, proxy.BlackHole, proxy.Restore
-		}},
-		{"sqlite/locked", func(t *testing.T) (store.Store, func(), func()) {
-			path := filepath.Join(t.TempDir(), "spawns.db")
-			st, err := sqlite.Open(t.Context(), path, sqlite.Options{BusyTimeout: 300 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
-			var lock *sqlitetest.Lock
-			return st, func() { lock = sqlitetest.Hold(t, path, 20*time.Second) }, func() {
-				if lock == nil {
-					return
-				}
-				if err := lock.Release(); err != nil {
-					t.Error(err)
-				}
-			}
-		}},
-	}
+	stores := storefault.Stores(storefault.BlackHole, storefault.Locked)
 	for _, sk := range stores {
-		t.Run(sk.name, func(t *testing.T) {
-			st, fail, restore := sk.open(t)
+		t.Run(string(sk.Fault), func(t *testing.T) {
+			st, fail, restore := sk.Open(t)
 			cutting := &cutBeforeAppend{Store: st, word: "write beta", cut: fail}
 			exec := newCounting(t, workerProvider(t))
 			o := baseOptions(t, exec, sequentialManager())
