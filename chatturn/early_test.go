@@ -39,16 +39,6 @@ func hostile(rec *recorder, tail func(ctx context.Context, yield func(chatturn.L
 	}
 }
 
-func terminals(lines []chatturn.Line) int {
-	n := 0
-	for _, l := range lines {
-		if l.Terminal() {
-			n++
-		}
-	}
-	return n
-}
-
 // Behaviour 27/28, spec/runtime.md §3.3: a producer that ends badly —
 // cut by a transport error, panicking, claiming the turn's own end line,
 // ignoring its deadline and blocking — and persist or transform hooks
