@@ -307,7 +307,7 @@ var superviseOptionClass = map[string]string{
 	"BudgetExempt": classForwarded, "RunDir": classForwarded, "RunID": classForwarded, "SettleGrace": classForwarded,
 	"Observer": classForwarded, "SpawnStore": classForwarded,
 	"SpawnLeaseTTL": classForwarded, "WorkspaceRoot": classTransformed, "OnResume": classOwned,
-	"AnalystModel": classForwarded, "AuthoredProfiles": classOwned,
+	"AnalystModel": classForwarded, "AuthoredProfiles": classOwned, "ReturnEnded": classForwarded,
 }
 
 // checkOptions refuses a supervise option the graph owns: a caller value

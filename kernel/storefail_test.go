@@ -169,8 +169,14 @@ func TestExecuteWhenStoreStopsAnswering(t *testing.T) {
 				if o.res == nil || o.res.Status != re.Status || o.res.Delivered {
 					t.Fatalf("result %+v; want status %s, not delivered", o.res, re.Status)
 				}
-				if n := p.destroyed.Load(); n != 1 {
-					t.Errorf("the environment the run created was destroyed %d times; want once", n)
+				// A store that fails at once leaves the lease held: the run
+				// destroys what it created, once. A store that hangs holds
+				// the run's writes past its lease, and a process whose
+				// lease lapsed destroys nothing: the run reads interrupted
+				// and recovery (a fleet takeover, a retained run's
+				// recovery) may adopt the environment. Never twice.
+				if n := p.destroyed.Load(); n > 1 || (n == 0 && fs.Fault != storefault.BlackHole) {
+					t.Errorf("the environment the run created was destroyed %d times; want once (or, past a lapsed lease, not at all)", n)
 				}
 
 				restore()

@@ -273,7 +273,7 @@ func TestRunSeatsResumesAfterSIGKILLMidTurn(t *testing.T) {
 	for _, s := range member(v, "stages").Items() {
 		outcomes = append(outcomes, member(s, "outcome").Str()+"/"+member(s, "continuity").Str())
 	}
-	if want := "quota-refused//interrupted/native/completed/native"; strings.Join(outcomes, "/") != want {
+	if want := "quota-refused/fresh/interrupted/native/completed/native"; strings.Join(outcomes, "/") != want {
 		t.Errorf("stages %v, want %s", outcomes, want)
 	}
 	if text := member(member(v, "final"), "text").Str(); !strings.Contains(text, "and finished") || strings.Contains(text, "a second turn") {
