@@ -35,7 +35,12 @@ func TestWorkerCutOffPastItsLease(t *testing.T) {
 	// inside the first attempt, short enough for a second to finish.
 	const script = `{"turns":[{"repeat":true,"steps":[{"text":"working "},{"delayMs":6000},{"text":"done"}]}]}`
 	o := func() fleet.WorkerOptions {
-		return fleet.WorkerOptions{Providers: map[string]contract.Provider{"scripted": provider(t, script)},
+		// The provider hides scripted's EnvironmentGetter: this test is
+		// about the store, and an in-process provider's turn dies with
+		// the attempt that lost its lease, so re-attaching to it (as the
+		// fleet does for a provider whose environments outlive a worker)
+		// would find it cancelled — a known gap, see fleet/doc.go.
+		return fleet.WorkerOptions{Providers: map[string]contract.Provider{"scripted": struct{ contract.Provider }{provider(t, script)}},
 			LeaseTTL: lease, RescueAfter: 2 * time.Second, PollInterval: 100 * time.Millisecond, Backoff: 100 * time.Millisecond, MaxBackoff: time.Second}
 	}
 	cut, stopCut := startWorker(t, viaProxy, schema, o())
