@@ -54,6 +54,11 @@
 // with a *kernel.LeaseLostError cause (contract.ErrLeaseLost), so that
 // it neither cancels the turn nor destroys the environment its successor
 // re-attached to.
+// A known gap: an in-process provider that can look its environments up
+// (providers/scripted) keeps the environment of an attempt that lost its
+// lease but not its turn, which ended with that attempt's context; a
+// worker of the same process that re-attaches to it finds the turn
+// cancelled, and the attempt fails instead of running the run again.
 //
 // River may deliver one job twice at once: its rescuer hands a job that
 // ran past its timeout to another worker while the first still works it.
