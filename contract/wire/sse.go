@@ -51,8 +51,17 @@ var errSSELineBreak = errors.New("sse: an event's data or name contains a line b
 var ErrSSETooLarge = errors.New("sse: event larger than the limit")
 
 // SSEReader reads server-sent events, each bounded by MaxBodyBytes.
+// Lines end in "\r\n", "\n" or a bare "\r", as the event-stream grammar
+// allows, and a leading byte-order mark is skipped.
 type SSEReader struct {
 	r *bufio.Reader
+	// crPending: the last line ended in "\r", so a "\n" read next is
+	// the rest of its "\r\n", not an empty line. It is settled lazily,
+	// at the next read, so an event ending in "\r\r" is returned
+	// without waiting for a byte that may be long in coming.
+	crPending bool
+	// started: the leading byte-order mark was checked.
+	started bool
 }
 
 // NewSSEReader reads events from r.
@@ -63,27 +72,72 @@ func NewSSEReader(r io.Reader) *SSEReader {
 // maxLine bounds one line: a data line of MaxBodyBytes plus its field name.
 const maxLine = MaxBodyBytes + 64
 
-// line reads one line without its terminator, refusing one over maxLine.
+// bom is the UTF-8 byte-order mark a stream may start with.
+const bom = "\xef\xbb\xbf"
+
+// line reads one line without its terminator, refusing one over
+// maxLine. Each buffered byte is scanned once, so a line costs time
+// linear in its length however it arrives.
 func (s *SSEReader) line() ([]byte, error) {
+	if err := s.settle(); err != nil {
+		return nil, err
+	}
 	var out []byte
 	for {
-		chunk, err := s.r.ReadSlice('\n')
-		if len(out)+len(chunk) > maxLine+2 {
-			return nil, ErrSSETooLarge
-		}
-		out = append(out, chunk...)
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		if err != nil {
+		if _, err := s.r.Peek(1); err != nil {
 			if err == io.EOF && len(out) > 0 {
 				return nil, io.ErrUnexpectedEOF
 			}
 			return nil, err
 		}
-		out = bytes.TrimSuffix(out, []byte("\n"))
-		return bytes.TrimSuffix(out, []byte("\r")), nil
+		buf, _ := s.r.Peek(s.r.Buffered())
+		end := bytes.IndexByte(buf, '\n')
+		if end < 0 {
+			end = len(buf)
+		}
+		if cr := bytes.IndexByte(buf[:end], '\r'); cr >= 0 {
+			end = cr
+		}
+		if len(out)+end > maxLine {
+			return nil, ErrSSETooLarge
+		}
+		out = append(out, buf[:end]...)
+		if end == len(buf) {
+			_, _ = s.r.Discard(end)
+			continue
+		}
+		s.crPending = buf[end] == '\r'
+		_, _ = s.r.Discard(end + 1)
+		return out, nil
 	}
+}
+
+// settle consumes what the previous line left open: the "\n" of a
+// "\r\n" split across reads, and a byte-order mark at the start.
+func (s *SSEReader) settle() error {
+	if s.crPending {
+		b, err := s.r.Peek(1)
+		if err != nil {
+			return err
+		}
+		s.crPending = false
+		if b[0] == '\n' {
+			_, _ = s.r.Discard(1)
+		}
+	}
+	if !s.started {
+		// A mark is three bytes; peeking for it cannot hold back an
+		// event, which takes at least four ("id\n\n").
+		b, err := s.r.Peek(len(bom))
+		if err != nil && err != io.EOF {
+			return err
+		}
+		s.started = true
+		if string(b) == bom {
+			_, _ = s.r.Discard(len(bom))
+		}
+	}
+	return nil
 }
 
 // Next returns the next event. Comment lines (":" keep-alives) and
