@@ -589,6 +589,9 @@ func readLines(r io.Reader, done <-chan struct{}) <-chan chatLine {
 			}
 		}
 		if err := sc.Err(); err != nil {
+			if errors.Is(err, bufio.ErrTooLong) {
+				err = fmt.Errorf("a line of input (one turn) is longer than %d bytes: %w", maxChatLine, err)
+			}
 			send(chatLine{err: err})
 			return
 		}
