@@ -94,7 +94,12 @@
 // journal's file lock) or, with Options.SpawnStore, a run in a
 // store.Store such as SQLite or PostgreSQL (OpenStoreSpawnLog), owned
 // through the store's lease generation: a holder taken over after its
-// lease lapsed writes nothing more, whichever host it runs on.
+// lease lapsed writes nothing more, whichever host it runs on. A holder
+// that learns it lost the lease — a renewal refused after it was paused,
+// or its lease run out while the store did not answer — stops its brain
+// and workers at once and returns ErrSpawnLogLost, leaving the run to
+// the next holder (TestPausedSupervisorLosesTheJournalBehaviour46,
+// TestJournalStoreStopsAnsweringMidRunLeaseLapses).
 //
 // Manager spend. The router brain's every model turn is charged to the
 // pool when the turn ends (Coordinator.Meter) and journaled as a

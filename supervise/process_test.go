@@ -30,6 +30,9 @@ const (
 	// childStore, when set, names a SQLite file the child keeps its
 	// spawn journal in (Options.SpawnStore, a one-second lease).
 	childStore = "AGENTRT_SUPERVISE_STORE"
+	// childHonoursCtx, when set, makes the child's slow worker end when
+	// its context does (a paused child, resumed, must wind down).
+	childHonoursCtx = "AGENTRT_SUPERVISE_HONOUR_CTX"
 )
 
 func TestMain(m *testing.M) {
@@ -105,7 +108,11 @@ func superviseUntilKilled(dir string) error {
 			if err := os.WriteFile(filepath.Join(dir, "slow-started"), nil, 0o600); err != nil {
 				return supervise.WorkResult{}, err
 			}
-			select {}
+			if os.Getenv(childHonoursCtx) == "" {
+				select {}
+			}
+			<-ctx.Done()
+			return supervise.WorkResult{}, context.Cause(ctx)
 		}
 		return inner.Execute(ctx, w)
 	})

@@ -290,6 +290,15 @@ func (l *runLog) fence() func() error {
 	return nil
 }
 
+// lost is closed once a spawn log whose holder can lose it (a store
+// spawn log) was lost; nil for a log held by its lock until close.
+func (l *runLog) lost() <-chan struct{} {
+	if h, ok := l.spawn.(interface{ Lost() <-chan struct{} }); ok {
+		return h.Lost()
+	}
+	return nil
+}
+
 // confirm asks a spawn log whose holder can lose it (a store spawn
 // log) whether this process still holds it, with a fenced write; nil
 // for a log held by its lock until close.

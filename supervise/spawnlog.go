@@ -41,11 +41,15 @@ type SpawnLog interface {
 }
 
 // ErrSpawnLogLost matches the error Supervise returns instead of its
-// result when this process lost the run's spawn journal to another
-// process (it was paused past the journal's lease, and another process
-// resumed the run): that process delivers the run, this one delivers
-// nothing — no winner, no settlement, no acknowledgement.
-var ErrSpawnLogLost = errors.New("supervise: another process took the run's spawn journal over")
+// result when this process lost the run's spawn journal: another process
+// took it over (this one was paused past the journal's lease, and the
+// other resumed the run), or the lease ran out while renewals failed (its
+// store stopped answering; the error then wraps a *store.FenceError of
+// reason store.FenceLapsed). Either way its brain and workers were
+// stopped as soon as it knew, nothing it writes lands any more, and it
+// delivers nothing — no winner, no settlement, no acknowledgement. The
+// run stays resumable: the process holding the journal next finishes it.
+var ErrSpawnLogLost = errors.New("supervise: this process lost the run's spawn journal")
 
 // ErrSpawnLogHeld matches the error of opening a spawn log another
 // process (or another open log of this one) holds.
@@ -188,8 +192,14 @@ type StoreSpawnLog struct {
 	n      int64      // events this holder appended
 	closed bool
 	// lost is why the lease was lost, once a renewal or an append was
-	// fenced (see Held).
-	lost atomic.Pointer[error]
+	// fenced or the lease lapsed unrenewed (see Held); lostCh is closed
+	// then (see Lost).
+	lost     atomic.Pointer[error]
+	lostCh   chan struct{}
+	lostOnce sync.Once
+	// untilMS is when the lease this process last wrote runs out (Unix
+	// ms): past it unrenewed, another process may take the run over.
+	untilMS atomic.Int64
 
 	stop chan struct{}
 	done chan struct{}
@@ -227,7 +237,9 @@ func OpenStoreSpawnLog(ctx context.Context, st store.Store, runID string, o Stor
 	if err != nil {
 		return nil, err
 	}
-	l := &StoreSpawnLog{st: st, fence: run.Fence(), ttl: ttl, logger: logger, stop: make(chan struct{}), done: make(chan struct{})}
+	l := &StoreSpawnLog{st: st, fence: run.Fence(), ttl: ttl, logger: logger, lostCh: make(chan struct{}),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	l.untilMS.Store(leaseOf(run).UnixMilli())
 	if l.prior, err = l.load(ctx); err != nil {
 		l.release()
 		return nil, err
@@ -308,10 +320,39 @@ func (l *StoreSpawnLog) Held() error {
 	return nil
 }
 
+// Lost is closed once this process lost the log's lease (Held says
+// why): another process took the run over, or the lease ran out before
+// a renewal could land. Supervise stops the run's brain and workers
+// then, since the run is no longer this process's to drive.
+func (l *StoreSpawnLog) Lost() <-chan struct{} { return l.lostCh }
+
 // lose records that the lease is lost, when err says so.
 func (l *StoreSpawnLog) lose(err error) {
-	if errors.Is(err, store.ErrFenced) {
-		l.lost.CompareAndSwap(nil, &err)
+	if errors.Is(err, store.ErrFenced) && l.lost.CompareAndSwap(nil, &err) {
+		l.lostOnce.Do(func() { close(l.lostCh) })
+	}
+}
+
+// lapsed reports, as a *store.FenceError of reason store.FenceLapsed,
+// that the lease this process last wrote has run out; nil while it
+// lasts.
+func (l *StoreSpawnLog) lapsed(now time.Time) error {
+	until := time.UnixMilli(l.untilMS.Load())
+	if now.Before(until) {
+		return nil
+	}
+	return &store.FenceError{RunID: l.fence.RunID, Generation: l.fence.Generation, Current: l.fence.Generation,
+		Reason: store.FenceLapsed, Status: store.StatusRunning, LeaseUntil: until}
+}
+
+// extend records a lease written to last until until.
+func (l *StoreSpawnLog) extend(until time.Time) {
+	ms := until.UnixMilli()
+	for {
+		old := l.untilMS.Load()
+		if ms <= old || l.untilMS.CompareAndSwap(old, ms) {
+			return
+		}
 	}
 }
 
@@ -333,7 +374,8 @@ func (l *StoreSpawnLog) Confirm(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, max(l.ttl/3, time.Second))
 	defer cancel()
-	doc, err := leaseDoc(time.Now().Add(l.ttl))
+	until := time.Now().Add(l.ttl)
+	doc, err := leaseDoc(until)
 	if err != nil {
 		return err
 	}
@@ -344,6 +386,7 @@ func (l *StoreSpawnLog) Confirm(ctx context.Context) error {
 		l.lose(err)
 		return fmt.Errorf("supervise: confirming the spawn journal's lease: %w", err)
 	}
+	l.extend(until)
 	return nil
 }
 
@@ -390,8 +433,12 @@ func spawnLogCallTimeout(ttl time.Duration) time.Duration {
 	return max(ttl, kernel.DefaultCleanupTimeout)
 }
 
-// renew extends the lease every third of its TTL until Close; a renewal
-// the fence refuses ends it (appends fail from then on).
+// renew extends the lease every third of its TTL until Close. A renewal
+// the fence refuses ends it, and so does a lease that ran out while
+// renewals failed (a store that stopped answering, a network cut): past
+// it another process may have taken the run over, so this one gives it
+// up as the kernel does a run's (appends fail from then on, and Lost is
+// closed).
 func (l *StoreSpawnLog) renew() {
 	defer close(l.done)
 	t := time.NewTicker(l.ttl / 3)
@@ -402,14 +449,25 @@ func (l *StoreSpawnLog) renew() {
 			return
 		case <-t.C:
 		}
-		err := l.setLease(time.Now().Add(l.ttl), l.ttl/3)
+		if l.Held() != nil {
+			return // an append or a confirmation found it lost
+		}
+		until := time.Now().Add(l.ttl)
+		err := l.setLease(until, l.ttl/3)
+		if err == nil {
+			l.extend(until)
+			continue
+		}
+		if !errors.Is(err, store.ErrFenced) {
+			l.logger.Warn("supervise: renewing the spawn journal's lease", "run", l.fence.RunID, "err", err)
+			if lapsed := l.lapsed(time.Now()); lapsed != nil {
+				err = lapsed
+			}
+		}
 		if errors.Is(err, store.ErrFenced) {
 			l.lose(err)
 			l.logger.Error("supervise: the spawn journal's lease was lost", "run", l.fence.RunID, "err", err)
 			return
-		}
-		if err != nil {
-			l.logger.Warn("supervise: renewing the spawn journal's lease", "run", l.fence.RunID, "err", err)
 		}
 	}
 }

@@ -425,6 +425,23 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	// A caller cancellation reaches the workers too.
 	unwatch := context.AfterFunc(ctx, func() { c.cancelWork(context.Cause(ctx)) })
 	defer unwatch()
+	// So does the loss of a store journal's lease (taken over by another
+	// process, or run out unrenewed): the run is no longer this
+	// process's to drive, and its brain and workers stop at once rather
+	// than spend until they end by themselves.
+	if lost := log.lost(); lost != nil {
+		quit := make(chan struct{})
+		defer close(quit)
+		go func() {
+			select {
+			case <-lost:
+				cause := fmt.Errorf("%w: %w", ErrSpawnLogLost, log.fence()())
+				stop(cause)
+				c.cancelWork(cause)
+			case <-quit:
+			}
+		}()
+	}
 
 	var resumeErr error
 	if resumed && o.OnResume != nil {
