@@ -197,8 +197,11 @@ func (c *Config) check() error {
 var (
 	errShutdown  = errors.New("delegation: the queue is closing")
 	errCancelled = errors.New("delegation: cancelled")
-	errLost      = errors.New("delegation: the claim was lost to another holder")
-	errFinished  = errors.New("delegation: the run returned")
+	// errLost matches contract.ErrLeaseLost: the supervised run it ends
+	// is no longer this queue's, so supervise journals nothing more for
+	// it (its end included) and the new holder resumes it.
+	errLost     = fmt.Errorf("delegation: the claim was lost to another holder: %w", contract.ErrLeaseLost)
+	errFinished = errors.New("delegation: the run returned")
 )
 
 // Queue is a durable delegation queue: it admits delegations, runs them

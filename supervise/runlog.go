@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/journal"
@@ -225,6 +226,11 @@ type runLog struct {
 
 	mu   sync.Mutex
 	rows []Record
+
+	// revoked is why the run stopped being this process's, once its
+	// caller's context ended with a cause matching contract.ErrLeaseLost
+	// (see revoke): nothing more is written for it.
+	revoked atomic.Pointer[error]
 }
 
 // openRunLog opens the run's spawn log and coordination log and returns
@@ -262,9 +268,30 @@ func openRunLog(ctx context.Context, dir string, spawn SpawnLog) (*runLog, []Rec
 	return l, prior, nil
 }
 
+// revoke records that the run is no longer this process's (its
+// caller lost the lease it held the run under): from then on every
+// append, stream or layout write and confirm fails with an error
+// matching ErrSpawnLogLost, so the next holder reads only what this
+// process wrote while it owned the run.
+func (l *runLog) revoke(cause error) {
+	err := fmt.Errorf("%w: %w", ErrSpawnLogLost, cause)
+	l.revoked.CompareAndSwap(nil, &err)
+}
+
+// lostErr is why the run is no longer this process's, or nil.
+func (l *runLog) lostErr() error {
+	if err := l.revoked.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
 // append makes r durable (when the log has a spawn log) and then
 // visible.
 func (l *runLog) append(ctx context.Context, r Record) error {
+	if err := l.lostErr(); err != nil {
+		return err
+	}
 	if l.spawn != nil {
 		if err := l.spawn.Append(context.WithoutCancel(ctx), r); err != nil {
 			return err
@@ -284,10 +311,16 @@ func (l *runLog) append(ctx context.Context, r Record) error {
 // spawn log is this process's. A file spawn log is held by its lock
 // until close; a store spawn log until its lease is lost (Held).
 func (l *runLog) fence() func() error {
-	if h, ok := l.spawn.(interface{ Held() error }); ok {
-		return h.Held
+	h, ok := l.spawn.(interface{ Held() error })
+	return func() error {
+		if err := l.lostErr(); err != nil {
+			return err
+		}
+		if ok {
+			return h.Held()
+		}
+		return nil
 	}
-	return nil
 }
 
 // lost is closed once a spawn log whose holder can lose it (a store
@@ -303,6 +336,9 @@ func (l *runLog) lost() <-chan struct{} {
 // log) whether this process still holds it, with a fenced write; nil
 // for a log held by its lock until close.
 func (l *runLog) confirm(ctx context.Context) error {
+	if err := l.lostErr(); err != nil {
+		return err
+	}
 	if c, ok := l.spawn.(interface{ Confirm(context.Context) error }); ok {
 		return c.Confirm(context.WithoutCancel(ctx))
 	}

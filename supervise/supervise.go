@@ -422,8 +422,18 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	c.mu.Lock()
 	c.stopFn = stop
 	c.mu.Unlock()
-	// A caller cancellation reaches the workers too.
-	unwatch := context.AfterFunc(ctx, func() { c.cancelWork(context.Cause(ctx)) })
+	// A caller cancellation reaches the workers too. A caller whose
+	// context ended because it lost the lease it held the run under
+	// (its cause matches contract.ErrLeaseLost: a delegation queue whose
+	// claim another process took over) no longer owns the run: nothing
+	// more is journaled for it, its end included, so the next holder
+	// resumes what this process committed while it owned it.
+	unwatch := context.AfterFunc(ctx, func() {
+		if cause := context.Cause(ctx); errors.Is(cause, contract.ErrLeaseLost) {
+			log.revoke(cause)
+		}
+		c.cancelWork(context.Cause(ctx))
+	})
 	defer unwatch()
 	// So does the loss of a store journal's lease (taken over by another
 	// process, or run out unrenewed): the run is no longer this
@@ -435,7 +445,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		go func() {
 			select {
 			case <-lost:
-				cause := fmt.Errorf("%w: %w", ErrSpawnLogLost, log.fence()())
+				cause := spawnLogLost(log.fence()())
 				stop(cause)
 				c.cancelWork(cause)
 			case <-quit:
@@ -512,9 +522,9 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	// delivers; this one does none of it. The lease is confirmed, fenced,
 	// before anything leaves the journal, and the end record is fenced
 	// too.
-	if err := log.confirm(ctx); errors.Is(err, store.ErrFenced) {
+	if err := log.confirm(ctx); errors.Is(err, store.ErrFenced) || errors.Is(err, ErrSpawnLogLost) {
 		logger.Error("supervise: the run's spawn journal was taken over; delivering nothing", "err", err)
-		return SupervisedResult{}, fmt.Errorf("%w: %w", ErrSpawnLogLost, err)
+		return SupervisedResult{}, spawnLogLost(err)
 	}
 	res := c.finish(ctx, report, driveErr, start, now())
 	res.Resumed = resumed
@@ -523,9 +533,9 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	// killed from here on is resumed to this result, never re-run.
 	fin := Record{Kind: KindFinished, Outcome: string(res.Status), Reason: string(res.Reason), Result: outcomeRecord(res)}
 	jerr := log.append(context.WithoutCancel(ctx), fin)
-	if errors.Is(jerr, store.ErrFenced) {
+	if errors.Is(jerr, store.ErrFenced) || errors.Is(jerr, ErrSpawnLogLost) {
 		logger.Error("supervise: the run's spawn journal was taken over at its end; delivering nothing", "err", jerr)
-		return SupervisedResult{}, fmt.Errorf("%w: %w", ErrSpawnLogLost, jerr)
+		return SupervisedResult{}, spawnLogLost(jerr)
 	}
 	c.obs.runEnded(context.WithoutCancel(ctx), res)
 	if jerr != nil {
@@ -728,4 +738,12 @@ type BrainFunc func(ctx context.Context, c *Coordinator, task string) (BrainRepo
 // Drive calls f.
 func (f BrainFunc) Drive(ctx context.Context, c *Coordinator, task string) (BrainReport, error) {
 	return f(ctx, c, task)
+}
+
+// spawnLogLost is err as the ErrSpawnLogLost Supervise returns.
+func spawnLogLost(err error) error {
+	if errors.Is(err, ErrSpawnLogLost) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrSpawnLogLost, err)
 }
