@@ -15,6 +15,7 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/internal/pgdb"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/postgres"
@@ -85,8 +86,14 @@ func Open(ctx context.Context, opts Options) (*Fleet, error) {
 	if now == nil {
 		now = time.Now
 	}
-	// One pool serves the run store and River.
-	pool, err := pgxpool.New(ctx, opts.DatabaseURL)
+	// One pool serves the run store and River, its sessions bounded
+	// idle in a transaction (pgdb.IdleInTransactionTimeout): a worker
+	// paused mid-renewal must not keep its run locked from the others.
+	cfg, err := pgdb.Config(opts.DatabaseURL, 0)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: connecting: %w", err)
 	}

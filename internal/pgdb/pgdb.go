@@ -103,16 +103,43 @@ func MigrateStepsIn(ctx context.Context, pool *pgxpool.Pool, schema string, step
 	})
 }
 
-// Open connects a pool to the database named by connString (a
-// postgres:// URL or key=value string), capped at maxConns connections
-// when it is positive, and applies the migrations of fsys as Migrate does.
-func Open(ctx context.Context, connString string, maxConns int32, fsys fs.FS, table string, lock int64, now time.Time) (*pgxpool.Pool, error) {
+// IdleInTransactionTimeout is how long a session of a pool made by
+// Config may sit idle inside a transaction before PostgreSQL ends it and
+// rolls the transaction back. agentrt's transactions never wait between
+// statements, so only a process that is paused (SIGSTOP, a frozen VM)
+// or wedged sits there — and while it does, the rows it locked block
+// every other process: a paused fleet worker in the middle of a lease
+// renewal would keep its run from ever being taken over. The bound is
+// below the stores' usual call timeouts (delegation's 10 s), so those
+// calls wait out a paused holder rather than fail. A connection string
+// that sets idle_in_transaction_session_timeout itself keeps its value.
+const IdleInTransactionTimeout = 8 * time.Second
+
+// Config parses connString (a postgres:// URL or key=value string) into
+// a pool configuration capped at maxConns connections when it is
+// positive, with sessions bounded by IdleInTransactionTimeout.
+func Config(connString string, maxConns int32) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
 		return nil, err
 	}
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
+	}
+	const param = "idle_in_transaction_session_timeout"
+	if _, set := cfg.ConnConfig.RuntimeParams[param]; !set {
+		cfg.ConnConfig.RuntimeParams[param] = fmt.Sprint(IdleInTransactionTimeout.Milliseconds())
+	}
+	return cfg, nil
+}
+
+// Open connects a pool to the database named by connString (see
+// Config), capped at maxConns connections when it is positive, and
+// applies the migrations of fsys as Migrate does.
+func Open(ctx context.Context, connString string, maxConns int32, fsys fs.FS, table string, lock int64, now time.Time) (*pgxpool.Pool, error) {
+	cfg, err := Config(connString, maxConns)
+	if err != nil {
+		return nil, err
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -165,12 +165,9 @@ func OpenPostgres(ctx context.Context, connString string, opts SQLOptions) (*SQL
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := pgxpool.ParseConfig(connString)
+	cfg, err := pgdb.Config(connString, opts.MaxConns)
 	if err != nil {
 		return nil, fmt.Errorf("conversation journal: %w", err)
-	}
-	if opts.MaxConns > 0 {
-		cfg.MaxConns = opts.MaxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -79,12 +79,9 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := pgxpool.ParseConfig(connString)
+	cfg, err := pgdb.Config(connString, opts.MaxConns)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
-	}
-	if opts.MaxConns > 0 {
-		cfg.MaxConns = opts.MaxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
