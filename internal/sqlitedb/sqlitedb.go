@@ -149,6 +149,12 @@ func readMigrations(fsys fs.FS) ([]Migration, error) {
 // Migrate for schemas built at run time (a table prefix chosen by the
 // caller).
 func MigrateSteps(ctx context.Context, w *sql.DB, steps []Migration, table string, now time.Time) error {
+	if applied(ctx, w, steps, table) {
+		// Nothing to do: opening a migrated file takes no write lock,
+		// so it does not wait on a process holding one (one paused
+		// mid-write blocks writers, not a reader that opens).
+		return nil
+	}
 	tx, err := w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -173,4 +179,36 @@ func MigrateSteps(ctx context.Context, w *sql.DB, steps []Migration, table strin
 		}
 	}
 	return tx.Commit()
+}
+
+// applied reports, without a transaction (so without the write lock),
+// whether table records every one of steps. Any error — the table
+// missing, the file busy — says no, and the caller migrates under the
+// lock as usual.
+func applied(ctx context.Context, w *sql.DB, steps []Migration, table string) bool {
+	if len(steps) == 0 {
+		return false
+	}
+	rows, err := w.QueryContext(ctx, `SELECT version FROM `+table)
+	if err != nil {
+		return false
+	}
+	defer rows.Close()
+	have := make(map[string]bool, len(steps))
+	for rows.Next() {
+		var v string
+		if rows.Scan(&v) != nil {
+			return false
+		}
+		have[v] = true
+	}
+	if rows.Err() != nil {
+		return false
+	}
+	for _, step := range steps {
+		if !have[step.Version] {
+			return false
+		}
+	}
+	return true
 }
