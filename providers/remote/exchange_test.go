@@ -212,3 +212,25 @@ func TestRoundTripCredentialInHeader(t *testing.T) {
 		t.Errorf("the server read %q, want the body alone", sent)
 	}
 }
+
+// BenchmarkRoundTrip is one small exchange with a loopback server,
+// encode to decode.
+func BenchmarkRoundTrip(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, `"ok"`)
+	}))
+	defer srv.Close()
+	p, err := New(Options{BaseURL: srv.URL})
+	if err != nil {
+		b.Fatal(err)
+	}
+	x := exchange{method: http.MethodPost, path: "/x", body: map[string]int{"a": 1}, what: "the x request", answer: "x answer",
+		timeout: time.Minute, retry: true}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := roundTrip(b.Context(), p, x, parseWord); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -115,3 +115,19 @@ func TestExposedTypeIsBaseSurfacePlusAbilities(t *testing.T) {
 		t.Errorf("the exposed session's ID is %q, want %q", es.ID(), s.ID())
 	}
 }
+
+// BenchmarkEnvExposed is the cost of picking an environment's exposed
+// type for a document: one mask and one allocation.
+func BenchmarkEnvExposed(b *testing.B) {
+	c := &contract.Capabilities{
+		Streaming: contract.StreamingCapabilities{Detach: true, Replay: true},
+		Workspace: contract.WorkspaceCapabilities{Read: true, Write: true, Exec: true},
+	}
+	e := &environment{}
+	b.ReportAllocs()
+	for b.Loop() {
+		if envExposed(e, envMask(c)) == nil {
+			b.Fatal("nil environment")
+		}
+	}
+}
