@@ -3,8 +3,8 @@ package remote
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/contract/wire"
@@ -28,24 +28,9 @@ func (p *Provider) Exposed(ctx context.Context) (contract.Provider, error) {
 
 // validateProfile asks the server to validate a profile reference.
 func (p *Provider) validateProfile(ctx context.Context, ref profile.Ref) (*contract.ProfileValidation, error) {
-	body, err := wire.Marshal(wire.ProfileValidationRequest{Profile: ref})
-	if err != nil {
-		return nil, fmt.Errorf("remote: the profile has no JSON form: %w", err)
-	}
-	if len(body) > wire.MaxProfileBodyBytes {
-		return nil, fmt.Errorf("remote: the profile validation request is larger than %d bytes", wire.MaxProfileBodyBytes)
-	}
-	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
-	defer cancel()
-	out, _, err := p.call(ctx, http.MethodPost, wire.PathProfileValidation, body, true)
-	if err != nil {
-		return nil, err
-	}
-	res, err := wire.ParseProfileValidation(out)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the server's profile validation: %w", err)
-	}
-	return res, nil
+	return roundTrip(ctx, p, exchange{method: http.MethodPost, path: wire.PathProfileValidation,
+		body: wire.ProfileValidationRequest{Profile: ref}, what: "the profile validation request", answer: "profile validation",
+		max: wire.MaxProfileBodyBytes, timeout: p.opts.CallTimeout, retry: true}, wire.ParseProfileValidation)
 }
 
 // expose returns e as the type whose optional methods are exactly the
@@ -85,36 +70,15 @@ func (e *environment) respond(ctx context.Context, cmd *contract.InteractionResp
 	if cmd == nil {
 		return nil, errors.New("remote: nil interaction response command")
 	}
-	body, err := wire.Marshal(cmd)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the interaction response has no JSON form: %w", err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, e.p.opts.CallTimeout)
-	defer cancel()
-	out, _, err := e.p.call(ctx, http.MethodPost, envPath(e.doc.ID)+"/interactions", body, true)
-	if err != nil {
-		return nil, err
-	}
-	ack, err := wire.ParseInteractionAcknowledgement(out)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the server's interaction acknowledgement: %w", err)
-	}
-	return ack, nil
+	return roundTrip(ctx, e.p, exchange{method: http.MethodPost, path: envPath(e.doc.ID) + "/interactions",
+		body: cmd, what: "the interaction response", answer: "interaction acknowledgement",
+		timeout: e.p.opts.CallTimeout, retry: true}, wire.ParseInteractionAcknowledgement)
 }
 
 // observe reads the environment's observation from the server.
 func (e *environment) observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
-	ctx, cancel := context.WithTimeout(ctx, e.p.opts.CallTimeout)
-	defer cancel()
-	out, _, err := e.p.call(ctx, http.MethodGet, envPath(e.doc.ID)+"/observation", nil, true)
-	if err != nil {
-		return nil, err
-	}
-	obs, err := wire.ParseEnvironmentObservation(out)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the server's observation: %w", err)
-	}
-	return obs, nil
+	return roundTrip(ctx, e.p, exchange{method: http.MethodGet, path: envPath(e.doc.ID) + "/observation",
+		answer: "observation", timeout: e.p.opts.CallTimeout, retry: true}, wire.ParseEnvironmentObservation)
 }
 
 // Effects reads the served provider's own counts of its durable effects
@@ -122,15 +86,10 @@ func (e *environment) observe(ctx context.Context) (*contract.EnvironmentObserva
 // with an error matching contract.ErrUnsupported. It has no effect, so a
 // lost answer is asked again.
 func (p *Provider) Effects(ctx context.Context) (map[string]int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
-	defer cancel()
-	out, _, err := p.call(ctx, http.MethodGet, wire.PathEffects, nil, true)
+	res, err := roundTrip(ctx, p, exchange{method: http.MethodGet, path: wire.PathEffects,
+		answer: "effects", timeout: p.opts.CallTimeout, retry: true}, wire.ParseEffects)
 	if err != nil {
 		return nil, err
-	}
-	res, err := wire.ParseEffects(out)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the server's effects: %w", err)
 	}
 	return res.Counts, nil
 }
@@ -141,54 +100,32 @@ func (p *Provider) Effects(ctx context.Context) (map[string]int64, error) {
 // original session, never a second admission. It is bounded by
 // Options.CreateTimeout: it makes a session.
 func (p *Provider) transferContext(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error) {
-	body, err := transferBody(req)
-	if err != nil {
-		return nil, err
+	if req == nil {
+		return nil, errNilTransfer
 	}
-	ctx, cancel := context.WithTimeout(ctx, p.opts.CreateTimeout)
-	defer cancel()
-	out, _, err := p.call(ctx, http.MethodPost, wire.PathContextTransfer, body, true)
-	if err != nil {
-		return nil, err
-	}
-	res, err := wire.ParseContextTransferResult(out)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the server's context transfer result: %w", err)
-	}
-	return res, nil
+	return roundTrip(ctx, p, transfer(wire.PathContextTransfer, req, "context transfer result", p.opts.CreateTimeout),
+		wire.ParseContextTransferResult)
 }
 
 // lookupContextTransfer recovers an earlier transfer's result; nil when
 // the provider knows none.
 func (p *Provider) lookupContextTransfer(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error) {
-	body, err := transferBody(req)
+	if req == nil {
+		return nil, errNilTransfer
+	}
+	res, err := roundTrip(ctx, p, transfer(wire.PathContextTransferLookup, req, "context transfer lookup", p.opts.CallTimeout),
+		wire.ParseContextTransferLookup)
 	if err != nil {
 		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
-	defer cancel()
-	out, _, err := p.call(ctx, http.MethodPost, wire.PathContextTransferLookup, body, true)
-	if err != nil {
-		return nil, err
-	}
-	res, err := wire.ParseContextTransferLookup(out)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the server's context transfer lookup: %w", err)
 	}
 	return res.Result, nil
 }
 
-// transferBody is req's wire form, within wire.MaxProfileBodyBytes.
-func transferBody(req *contract.ContextTransferRequest) ([]byte, error) {
-	if req == nil {
-		return nil, errors.New("remote: nil context transfer request")
-	}
-	body, err := wire.Marshal(req)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the context transfer request has no JSON form: %w", err)
-	}
-	if len(body) > wire.MaxProfileBodyBytes {
-		return nil, fmt.Errorf("remote: the context transfer request is larger than %d bytes", wire.MaxProfileBodyBytes)
-	}
-	return body, nil
+var errNilTransfer = errors.New("remote: nil context transfer request")
+
+// transfer is the exchange that sends req to path, within
+// wire.MaxProfileBodyBytes (it carries a whole context).
+func transfer(path string, req *contract.ContextTransferRequest, answer string, timeout time.Duration) exchange {
+	return exchange{method: http.MethodPost, path: path, body: req, what: "the context transfer request", answer: answer,
+		max: wire.MaxProfileBodyBytes, timeout: timeout, retry: true}
 }

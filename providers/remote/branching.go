@@ -3,7 +3,6 @@ package remote
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/agentrt/agentrt/contract"
@@ -18,21 +17,9 @@ func (e *environment) checkpoint(ctx context.Context, req *contract.CheckpointRe
 	if req != nil {
 		in = *req
 	}
-	body, err := wire.Marshal(wire.CheckpointCall{OperationID: "remote-" + randomID(), Request: in})
-	if err != nil {
-		return nil, fmt.Errorf("remote: the checkpoint request has no JSON form: %w", err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, e.p.opts.CreateTimeout)
-	defer cancel()
-	out, _, err := e.p.call(ctx, http.MethodPost, envPath(e.doc.ID)+"/checkpoints", body, true)
-	if err != nil {
-		return nil, err
-	}
-	ref, err := wire.ParseCheckpointRef(out)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the server's checkpoint: %w", err)
-	}
-	return ref, nil
+	return roundTrip(ctx, e.p, exchange{method: http.MethodPost, path: envPath(e.doc.ID) + "/checkpoints",
+		body: wire.CheckpointCall{OperationID: "remote-" + randomID(), Request: in}, what: "the checkpoint request", answer: "checkpoint",
+		timeout: e.p.opts.CreateTimeout, retry: true}, wire.ParseCheckpointRef)
 }
 
 // fork forks a legacy checkpoint into a new environment on the server
@@ -46,19 +33,11 @@ func (e *environment) fork(ctx context.Context, from *contract.CheckpointRef, re
 	if req != nil {
 		in = *req
 	}
-	body, err := wire.Marshal(wire.ForkCall{OperationID: "remote-" + randomID(), From: *from, Request: in})
-	if err != nil {
-		return nil, fmt.Errorf("remote: the fork request has no JSON form: %w", err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, e.p.opts.CreateTimeout)
-	defer cancel()
-	out, _, err := e.p.call(ctx, http.MethodPost, envPath(e.doc.ID)+"/forks", body, true)
+	doc, err := roundTrip(ctx, e.p, exchange{method: http.MethodPost, path: envPath(e.doc.ID) + "/forks",
+		body: wire.ForkCall{OperationID: "remote-" + randomID(), From: *from, Request: in}, what: "the fork request", answer: "fork",
+		timeout: e.p.opts.CreateTimeout, retry: true}, wire.ParseEnvironment)
 	if err != nil {
 		return nil, err
-	}
-	doc, err := wire.ParseEnvironment(out)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the server's fork: %w", err)
 	}
 	return e.p.expose(ctx, &environment{p: e.p, doc: *doc})
 }
@@ -96,25 +75,12 @@ func branchingCall[T any](ctx context.Context, b *branching, suffix string, req 
 	if req == nil {
 		return nil, errors.New("remote: nil branching request")
 	}
-	body, err := wire.Marshal(req)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the branching request has no JSON form: %w", err)
-	}
 	limit := b.p.opts.CallTimeout
 	if effect {
 		limit = b.p.opts.CreateTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	out, _, err := b.p.call(ctx, http.MethodPost, envPath(b.id)+"/branching/"+suffix, body, true)
-	if err != nil {
-		return nil, err
-	}
-	res, err := parse(out)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the server's %s answer: %w", suffix, err)
-	}
-	return res, nil
+	return roundTrip(ctx, b.p, exchange{method: http.MethodPost, path: envPath(b.id) + "/branching/" + suffix,
+		body: req, what: "the branching request", answer: suffix + " answer", timeout: limit, retry: true}, parse)
 }
 
 // Checkpoint implements contract.WorkspaceBranching.

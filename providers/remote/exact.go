@@ -39,19 +39,11 @@ func (f exactFacet) Create(ctx context.Context, in *contract.CreateExactProcessI
 	if in == nil {
 		return nil, errors.New("remote: nil exact create input")
 	}
-	body, err := wire.Marshal(in)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the exact create input has no JSON form: %w", err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, f.p.opts.CreateTimeout)
-	defer cancel()
-	out, _, err := f.p.call(ctx, http.MethodPost, wire.PathExactEnvironments, body, true)
+	doc, err := roundTrip(ctx, f.p, exchange{method: http.MethodPost, path: wire.PathExactEnvironments,
+		body: in, what: "the exact create input", answer: "exact environment",
+		timeout: f.p.opts.CreateTimeout, retry: true}, wire.ParseExactEnvironment)
 	if err != nil {
 		return nil, err
-	}
-	doc, err := wire.ParseExactEnvironment(out)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the server's exact environment: %w", err)
 	}
 	return &exactEnv{p: f.p, doc: *doc}, nil
 }
@@ -59,18 +51,13 @@ func (f exactFacet) Create(ctx context.Context, in *contract.CreateExactProcessI
 // Get recovers an exact environment by id; nil when the server knows
 // none.
 func (f exactFacet) Get(ctx context.Context, id string) (contract.ExactProcessEnvironment, error) {
-	ctx, cancel := context.WithTimeout(ctx, f.p.opts.CallTimeout)
-	defer cancel()
-	out, _, err := f.p.call(ctx, http.MethodGet, exactEnvPath(id), nil, true)
+	doc, err := roundTrip(ctx, f.p, exchange{method: http.MethodGet, path: exactEnvPath(id),
+		answer: "exact environment", timeout: f.p.opts.CallTimeout, retry: true}, wire.ParseExactEnvironment)
 	if errors.Is(err, wire.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
-	}
-	doc, err := wire.ParseExactEnvironment(out)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the server's exact environment: %w", err)
 	}
 	return &exactEnv{p: f.p, doc: *doc}, nil
 }
@@ -80,19 +67,11 @@ func (f exactFacet) List(ctx context.Context, q *contract.ExactProcessEnvironmen
 	if q == nil {
 		q = &contract.ExactProcessEnvironmentQuery{}
 	}
-	body, err := wire.Marshal(q)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the exact query has no JSON form: %w", err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, f.p.opts.CallTimeout)
-	defer cancel()
-	out, _, err := f.p.call(ctx, http.MethodPost, wire.PathExactEnvironmentList, body, true)
+	list, err := roundTrip(ctx, f.p, exchange{method: http.MethodPost, path: wire.PathExactEnvironmentList,
+		body: q, what: "the exact query", answer: "exact environment list",
+		timeout: f.p.opts.CallTimeout, retry: true}, wire.ParseExactEnvironmentList)
 	if err != nil {
 		return nil, err
-	}
-	list, err := wire.ParseExactEnvironmentList(out)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the server's exact environment list: %w", err)
 	}
 	envs := make([]contract.ExactProcessEnvironment, 0, len(list.Environments))
 	for _, doc := range list.Environments {
@@ -129,13 +108,9 @@ func (e *exactEnv) WriteFile(ctx context.Context, absPath string, data []byte, m
 	if len(data) > wire.MaxExactChunkBytes {
 		return fmt.Errorf("remote: the file is %d bytes, more than the %d one exact write carries", len(data), wire.MaxExactChunkBytes)
 	}
-	body, err := wire.Marshal(wire.ExactFileWrite{Path: absPath, Data: base64.StdEncoding.EncodeToString(data), Mode: int64(posix)})
-	if err != nil {
-		return fmt.Errorf("remote: the exact write has no JSON form: %w", err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, e.p.opts.CallTimeout)
-	defer cancel()
-	_, _, err = e.p.call(ctx, http.MethodPost, strings.Replace(wire.RouteExactFileWrite, "{id}", url.PathEscape(e.doc.ID), 1), body, true)
+	_, err = roundTrip[any](ctx, e.p, exchange{method: http.MethodPost, path: strings.Replace(wire.RouteExactFileWrite, "{id}", url.PathEscape(e.doc.ID), 1),
+		body: wire.ExactFileWrite{Path: absPath, Data: base64.StdEncoding.EncodeToString(data), Mode: int64(posix)}, what: "the exact write",
+		timeout: e.p.opts.CallTimeout, retry: true}, nil)
 	return err
 }
 
@@ -145,19 +120,11 @@ func (e *exactEnv) ReadFile(ctx context.Context, path string, maxBytes int64) ([
 	if maxBytes < 0 || maxBytes > wire.MaxExactChunkBytes {
 		return nil, fmt.Errorf("remote: maxBytes %d is outside 0..%d, what one exact read carries", maxBytes, wire.MaxExactChunkBytes)
 	}
-	body, err := wire.Marshal(wire.ExactFileRead{Path: path, MaxBytes: maxBytes})
-	if err != nil {
-		return nil, fmt.Errorf("remote: the exact read has no JSON form: %w", err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, e.p.opts.CallTimeout)
-	defer cancel()
-	out, _, err := e.p.call(ctx, http.MethodPost, strings.Replace(wire.RouteExactFileRead, "{id}", url.PathEscape(e.doc.ID), 1), body, true)
+	res, err := roundTrip(ctx, e.p, exchange{method: http.MethodPost, path: strings.Replace(wire.RouteExactFileRead, "{id}", url.PathEscape(e.doc.ID), 1),
+		body: wire.ExactFileRead{Path: path, MaxBytes: maxBytes}, what: "the exact read", answer: "exact file",
+		timeout: e.p.opts.CallTimeout, retry: true}, wire.ParseExactFileData)
 	if err != nil {
 		return nil, err
-	}
-	res, err := wire.ParseExactFileData(out)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the server's exact file: %w", err)
 	}
 	data, err := base64.StdEncoding.DecodeString(res.Data)
 	if err != nil {
@@ -172,9 +139,8 @@ func (e *exactEnv) ReadFile(ctx context.Context, path string, maxBytes int64) ([
 // Destroy destroys the environment; one the server no longer knows is
 // already destroyed, so a re-send succeeds.
 func (e *exactEnv) Destroy(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, e.p.opts.CallTimeout)
-	defer cancel()
-	_, _, err := e.p.call(ctx, http.MethodDelete, exactEnvPath(e.doc.ID), nil, true)
+	_, err := roundTrip[any](ctx, e.p, exchange{method: http.MethodDelete, path: exactEnvPath(e.doc.ID),
+		timeout: e.p.opts.CallTimeout, retry: true}, nil)
 	if errors.Is(err, wire.ErrNotFound) {
 		return nil
 	}
@@ -186,15 +152,10 @@ type exactManager struct{ e *exactEnv }
 
 // List returns the status of every process the environment started.
 func (m exactManager) List(ctx context.Context) ([]contract.ExactProcessStatus, error) {
-	ctx, cancel := context.WithTimeout(ctx, m.e.p.opts.CallTimeout)
-	defer cancel()
-	out, _, err := m.e.p.call(ctx, http.MethodGet, exactEnvPath(m.e.doc.ID)+"/processes", nil, true)
+	list, err := roundTrip(ctx, m.e.p, exchange{method: http.MethodGet, path: exactEnvPath(m.e.doc.ID) + "/processes",
+		answer: "process list", timeout: m.e.p.opts.CallTimeout, retry: true}, wire.ParseExactProcessList)
 	if err != nil {
 		return nil, err
-	}
-	list, err := wire.ParseExactProcessList(out)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the server's process list: %w", err)
 	}
 	return list.Processes, nil
 }
@@ -211,17 +172,8 @@ func (m exactManager) Get(ctx context.Context, pid int64) (contract.ExactProcess
 }
 
 func (m exactManager) status(ctx context.Context, pid int64) (*contract.ExactProcessStatus, error) {
-	ctx, cancel := context.WithTimeout(ctx, m.e.p.opts.CallTimeout)
-	defer cancel()
-	out, _, err := m.e.p.call(ctx, http.MethodGet, exactProcPath(m.e.doc.ID, pid), nil, true)
-	if err != nil {
-		return nil, err
-	}
-	st, err := wire.ParseExactProcessStatus(out)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the server's process status: %w", err)
-	}
-	return st, nil
+	return roundTrip(ctx, m.e.p, exchange{method: http.MethodGet, path: exactProcPath(m.e.doc.ID, pid),
+		answer: "process status", timeout: m.e.p.opts.CallTimeout, retry: true}, wire.ParseExactProcessStatus)
 }
 
 // Spawn starts one process under a fresh operation id, re-sent after a
@@ -231,19 +183,11 @@ func (m exactManager) Spawn(ctx context.Context, launch *contract.ExactProcessLa
 	if launch == nil {
 		return nil, errors.New("remote: nil exact launch")
 	}
-	body, err := wire.Marshal(wire.ExactSpawnCall{OperationID: "spawn-" + randomID(), Launch: *launch})
-	if err != nil {
-		return nil, fmt.Errorf("remote: the exact launch has no JSON form: %w", err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, m.e.p.opts.CreateTimeout)
-	defer cancel()
-	out, _, err := m.e.p.call(ctx, http.MethodPost, exactEnvPath(m.e.doc.ID)+"/processes", body, true)
+	st, err := roundTrip(ctx, m.e.p, exchange{method: http.MethodPost, path: exactEnvPath(m.e.doc.ID) + "/processes",
+		body: wire.ExactSpawnCall{OperationID: "spawn-" + randomID(), Launch: *launch}, what: "the exact launch", answer: "spawned process",
+		timeout: m.e.p.opts.CreateTimeout, retry: true}, wire.ParseExactProcessStatus)
 	if err != nil {
 		return nil, err
-	}
-	st, err := wire.ParseExactProcessStatus(out)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the server's spawned process: %w", err)
 	}
 	return &exactProc{e: m.e, pid: st.PID}, nil
 }
@@ -266,13 +210,10 @@ func (p *exactProc) Status(ctx context.Context) (*contract.ExactProcessStatus, e
 // bounded by the server's wait, ctx ends the whole wait.
 func (p *exactProc) Wait(ctx context.Context) (*contract.ProcessTermination, error) {
 	for {
-		out, _, err := p.e.p.call(ctx, http.MethodPost, exactProcPath(p.e.doc.ID, p.pid)+"/wait", nil, true)
+		res, err := roundTrip(ctx, p.e.p, exchange{method: http.MethodPost, path: exactProcPath(p.e.doc.ID, p.pid) + "/wait",
+			answer: "wait answer", retry: true}, wire.ParseExactWaitResult)
 		if err != nil {
 			return nil, err
-		}
-		res, err := wire.ParseExactWaitResult(out)
-		if err != nil {
-			return nil, fmt.Errorf("remote: the server's wait answer: %w", err)
 		}
 		if res.Termination != nil {
 			return res.Termination, nil
@@ -286,9 +227,8 @@ func (p *exactProc) Wait(ctx context.Context) (*contract.ProcessTermination, err
 // Kill force-stops the process tree; killing an ended process succeeds,
 // so a re-send is harmless.
 func (p *exactProc) Kill(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, p.e.p.opts.CallTimeout)
-	defer cancel()
-	_, _, err := p.e.p.call(ctx, http.MethodPost, exactProcPath(p.e.doc.ID, p.pid)+"/kill", nil, true)
+	_, err := roundTrip[any](ctx, p.e.p, exchange{method: http.MethodPost, path: exactProcPath(p.e.doc.ID, p.pid) + "/kill",
+		timeout: p.e.p.opts.CallTimeout, retry: true}, nil)
 	return err
 }
 

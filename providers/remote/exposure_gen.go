@@ -4,7 +4,9 @@ package remote
 
 import (
 	"context"
+	"iter"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/profile"
 )
@@ -33,35 +35,35 @@ func provMask(c *contract.Capabilities) uint {
 func provExposed(x *Provider, mask uint) contract.Provider {
 	switch mask {
 	case 1:
-		return provBranching{x, provWithBranching{x}}
+		return &provBranching{x, provWithBranching{x}}
 	case 2:
-		return provTransfer{x, provWithTransfer{x}}
+		return &provTransfer{x, provWithTransfer{x}}
 	case 3:
-		return provBranchingTransfer{x, provWithBranching{x}, provWithTransfer{x}}
+		return &provBranchingTransfer{x, provWithBranching{x}, provWithTransfer{x}}
 	case 4:
-		return provExact{x, provWithExact{x}}
+		return &provExact{x, provWithExact{x}}
 	case 5:
-		return provBranchingExact{x, provWithBranching{x}, provWithExact{x}}
+		return &provBranchingExact{x, provWithBranching{x}, provWithExact{x}}
 	case 6:
-		return provTransferExact{x, provWithTransfer{x}, provWithExact{x}}
+		return &provTransferExact{x, provWithTransfer{x}, provWithExact{x}}
 	case 7:
-		return provBranchingTransferExact{x, provWithBranching{x}, provWithTransfer{x}, provWithExact{x}}
+		return &provBranchingTransferExact{x, provWithBranching{x}, provWithTransfer{x}, provWithExact{x}}
 	case 8:
-		return provValidate{x, provWithValidate{x}}
+		return &provValidate{x, provWithValidate{x}}
 	case 9:
-		return provBranchingValidate{x, provWithBranching{x}, provWithValidate{x}}
+		return &provBranchingValidate{x, provWithBranching{x}, provWithValidate{x}}
 	case 10:
-		return provTransferValidate{x, provWithTransfer{x}, provWithValidate{x}}
+		return &provTransferValidate{x, provWithTransfer{x}, provWithValidate{x}}
 	case 11:
-		return provBranchingTransferValidate{x, provWithBranching{x}, provWithTransfer{x}, provWithValidate{x}}
+		return &provBranchingTransferValidate{x, provWithBranching{x}, provWithTransfer{x}, provWithValidate{x}}
 	case 12:
-		return provExactValidate{x, provWithExact{x}, provWithValidate{x}}
+		return &provExactValidate{x, provWithExact{x}, provWithValidate{x}}
 	case 13:
-		return provBranchingExactValidate{x, provWithBranching{x}, provWithExact{x}, provWithValidate{x}}
+		return &provBranchingExactValidate{x, provWithBranching{x}, provWithExact{x}, provWithValidate{x}}
 	case 14:
-		return provTransferExactValidate{x, provWithTransfer{x}, provWithExact{x}, provWithValidate{x}}
+		return &provTransferExactValidate{x, provWithTransfer{x}, provWithExact{x}, provWithValidate{x}}
 	case 15:
-		return provBranchingTransferExactValidate{x, provWithBranching{x}, provWithTransfer{x}, provWithExact{x}, provWithValidate{x}}
+		return &provBranchingTransferExactValidate{x, provWithBranching{x}, provWithTransfer{x}, provWithExact{x}, provWithValidate{x}}
 	}
 	return x
 }
@@ -70,7 +72,9 @@ func provExposed(x *Provider, mask uint) contract.Provider {
 type provWithBranching struct{ x *Provider }
 
 // BranchingFor implements contract.BranchingProvider.
-func (e provWithBranching) BranchingFor(ctx context.Context, sourceEnvironmentID string) (contract.WorkspaceBranching, error) {
+//
+//go:noinline
+func (e *provWithBranching) BranchingFor(ctx context.Context, sourceEnvironmentID string) (contract.WorkspaceBranching, error) {
 	x := e.x
 	return x.branchingFor(ctx, sourceEnvironmentID)
 }
@@ -79,13 +83,17 @@ func (e provWithBranching) BranchingFor(ctx context.Context, sourceEnvironmentID
 type provWithTransfer struct{ x *Provider }
 
 // TransferContext implements contract.ContextTransferrer.
-func (e provWithTransfer) TransferContext(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error) {
+//
+//go:noinline
+func (e *provWithTransfer) TransferContext(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error) {
 	x := e.x
 	return x.transferContext(ctx, req)
 }
 
 // LookupContextTransfer implements contract.ContextTransferrer.
-func (e provWithTransfer) LookupContextTransfer(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error) {
+//
+//go:noinline
+func (e *provWithTransfer) LookupContextTransfer(ctx context.Context, req *contract.ContextTransferRequest) (*contract.ContextTransferResult, error) {
 	x := e.x
 	return x.lookupContextTransfer(ctx, req)
 }
@@ -94,7 +102,9 @@ func (e provWithTransfer) LookupContextTransfer(ctx context.Context, req *contra
 type provWithExact struct{ x *Provider }
 
 // ExactProcess implements contract.ExactProcessHost.
-func (e provWithExact) ExactProcess() contract.ExactProcessProvider {
+//
+//go:noinline
+func (e *provWithExact) ExactProcess() contract.ExactProcessProvider {
 	x := e.x
 	return x.exactProcess()
 }
@@ -103,7 +113,9 @@ func (e provWithExact) ExactProcess() contract.ExactProcessProvider {
 type provWithValidate struct{ x *Provider }
 
 // ValidateProfile implements contract.ProfileValidator.
-func (e provWithValidate) ValidateProfile(ctx context.Context, ref profile.Ref) (*contract.ProfileValidation, error) {
+//
+//go:noinline
+func (e *provWithValidate) ValidateProfile(ctx context.Context, ref profile.Ref) (*contract.ProfileValidation, error) {
 	x := e.x
 	return x.validateProfile(ctx, ref)
 }
@@ -257,1548 +269,1626 @@ func envMask(c *contract.Capabilities) uint {
 func envExposed(x *environment, mask uint) contract.Environment {
 	switch mask {
 	case 2:
-		return envSessions{x, envWithSessions{x}}
+		return &envSessions{envBase{x}, envWithSessions{x}}
 	case 3:
-		return envDispatchSessions{x, envWithDispatch{x}, envWithSessions{x}}
+		return &envDispatchSessions{envBase{x}, envWithDispatch{x}, envWithSessions{x}}
 	case 4:
-		return envInteract{x, envWithInteract{x}}
+		return &envInteract{envBase{x}, envWithInteract{x}}
 	case 6:
-		return envSessionsInteract{x, envWithSessions{x}, envWithInteract{x}}
+		return &envSessionsInteract{envBase{x}, envWithSessions{x}, envWithInteract{x}}
 	case 7:
-		return envDispatchSessionsInteract{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}}
+		return &envDispatchSessionsInteract{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}}
 	case 8:
-		return envObserve{x, envWithObserve{x}}
+		return &envObserve{envBase{x}, envWithObserve{x}}
 	case 10:
-		return envSessionsObserve{x, envWithSessions{x}, envWithObserve{x}}
+		return &envSessionsObserve{envBase{x}, envWithSessions{x}, envWithObserve{x}}
 	case 11:
-		return envDispatchSessionsObserve{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}}
+		return &envDispatchSessionsObserve{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}}
 	case 12:
-		return envInteractObserve{x, envWithInteract{x}, envWithObserve{x}}
+		return &envInteractObserve{envBase{x}, envWithInteract{x}, envWithObserve{x}}
 	case 14:
-		return envSessionsInteractObserve{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}}
+		return &envSessionsInteractObserve{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}}
 	case 15:
-		return envDispatchSessionsInteractObserve{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}}
+		return &envDispatchSessionsInteractObserve{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}}
 	case 16:
-		return envRead{x, envWithRead{x}}
+		return &envRead{envBase{x}, envWithRead{x}}
 	case 18:
-		return envSessionsRead{x, envWithSessions{x}, envWithRead{x}}
+		return &envSessionsRead{envBase{x}, envWithSessions{x}, envWithRead{x}}
 	case 19:
-		return envDispatchSessionsRead{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}}
+		return &envDispatchSessionsRead{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}}
 	case 20:
-		return envInteractRead{x, envWithInteract{x}, envWithRead{x}}
+		return &envInteractRead{envBase{x}, envWithInteract{x}, envWithRead{x}}
 	case 22:
-		return envSessionsInteractRead{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}}
+		return &envSessionsInteractRead{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}}
 	case 23:
-		return envDispatchSessionsInteractRead{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}}
+		return &envDispatchSessionsInteractRead{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}}
 	case 24:
-		return envObserveRead{x, envWithObserve{x}, envWithRead{x}}
+		return &envObserveRead{envBase{x}, envWithObserve{x}, envWithRead{x}}
 	case 26:
-		return envSessionsObserveRead{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}}
+		return &envSessionsObserveRead{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}}
 	case 27:
-		return envDispatchSessionsObserveRead{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}}
+		return &envDispatchSessionsObserveRead{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}}
 	case 28:
-		return envInteractObserveRead{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}}
+		return &envInteractObserveRead{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}}
 	case 30:
-		return envSessionsInteractObserveRead{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}}
+		return &envSessionsInteractObserveRead{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}}
 	case 31:
-		return envDispatchSessionsInteractObserveRead{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}}
+		return &envDispatchSessionsInteractObserveRead{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}}
 	case 32:
-		return envWrite{x, envWithWrite{x}}
+		return &envWrite{envBase{x}, envWithWrite{x}}
 	case 34:
-		return envSessionsWrite{x, envWithSessions{x}, envWithWrite{x}}
+		return &envSessionsWrite{envBase{x}, envWithSessions{x}, envWithWrite{x}}
 	case 35:
-		return envDispatchSessionsWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}}
+		return &envDispatchSessionsWrite{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}}
 	case 36:
-		return envInteractWrite{x, envWithInteract{x}, envWithWrite{x}}
+		return &envInteractWrite{envBase{x}, envWithInteract{x}, envWithWrite{x}}
 	case 38:
-		return envSessionsInteractWrite{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}}
+		return &envSessionsInteractWrite{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}}
 	case 39:
-		return envDispatchSessionsInteractWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}}
+		return &envDispatchSessionsInteractWrite{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}}
 	case 40:
-		return envObserveWrite{x, envWithObserve{x}, envWithWrite{x}}
+		return &envObserveWrite{envBase{x}, envWithObserve{x}, envWithWrite{x}}
 	case 42:
-		return envSessionsObserveWrite{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}}
+		return &envSessionsObserveWrite{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}}
 	case 43:
-		return envDispatchSessionsObserveWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}}
+		return &envDispatchSessionsObserveWrite{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}}
 	case 44:
-		return envInteractObserveWrite{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}}
+		return &envInteractObserveWrite{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}}
 	case 46:
-		return envSessionsInteractObserveWrite{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}}
+		return &envSessionsInteractObserveWrite{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}}
 	case 47:
-		return envDispatchSessionsInteractObserveWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}}
+		return &envDispatchSessionsInteractObserveWrite{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}}
 	case 48:
-		return envReadWrite{x, envWithRead{x}, envWithWrite{x}}
+		return &envReadWrite{envBase{x}, envWithRead{x}, envWithWrite{x}}
 	case 50:
-		return envSessionsReadWrite{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}}
+		return &envSessionsReadWrite{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}}
 	case 51:
-		return envDispatchSessionsReadWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}}
+		return &envDispatchSessionsReadWrite{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}}
 	case 52:
-		return envInteractReadWrite{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}}
+		return &envInteractReadWrite{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}}
 	case 54:
-		return envSessionsInteractReadWrite{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}}
+		return &envSessionsInteractReadWrite{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}}
 	case 55:
-		return envDispatchSessionsInteractReadWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}}
+		return &envDispatchSessionsInteractReadWrite{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}}
 	case 56:
-		return envObserveReadWrite{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
+		return &envObserveReadWrite{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 58:
-		return envSessionsObserveReadWrite{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
+		return &envSessionsObserveReadWrite{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 59:
-		return envDispatchSessionsObserveReadWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
+		return &envDispatchSessionsObserveReadWrite{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 60:
-		return envInteractObserveReadWrite{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
+		return &envInteractObserveReadWrite{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 62:
-		return envSessionsInteractObserveReadWrite{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
+		return &envSessionsInteractObserveReadWrite{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 63:
-		return envDispatchSessionsInteractObserveReadWrite{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
+		return &envDispatchSessionsInteractObserveReadWrite{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}}
 	case 64:
-		return envCheckpoint{x, envWithCheckpoint{x}}
+		return &envCheckpoint{envBase{x}, envWithCheckpoint{x}}
 	case 66:
-		return envSessionsCheckpoint{x, envWithSessions{x}, envWithCheckpoint{x}}
+		return &envSessionsCheckpoint{envBase{x}, envWithSessions{x}, envWithCheckpoint{x}}
 	case 67:
-		return envDispatchSessionsCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}}
+		return &envDispatchSessionsCheckpoint{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}}
 	case 68:
-		return envInteractCheckpoint{x, envWithInteract{x}, envWithCheckpoint{x}}
+		return &envInteractCheckpoint{envBase{x}, envWithInteract{x}, envWithCheckpoint{x}}
 	case 70:
-		return envSessionsInteractCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}}
+		return &envSessionsInteractCheckpoint{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}}
 	case 71:
-		return envDispatchSessionsInteractCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}}
+		return &envDispatchSessionsInteractCheckpoint{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}}
 	case 72:
-		return envObserveCheckpoint{x, envWithObserve{x}, envWithCheckpoint{x}}
+		return &envObserveCheckpoint{envBase{x}, envWithObserve{x}, envWithCheckpoint{x}}
 	case 74:
-		return envSessionsObserveCheckpoint{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}}
+		return &envSessionsObserveCheckpoint{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}}
 	case 75:
-		return envDispatchSessionsObserveCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}}
+		return &envDispatchSessionsObserveCheckpoint{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}}
 	case 76:
-		return envInteractObserveCheckpoint{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}}
+		return &envInteractObserveCheckpoint{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}}
 	case 78:
-		return envSessionsInteractObserveCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}}
+		return &envSessionsInteractObserveCheckpoint{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}}
 	case 79:
-		return envDispatchSessionsInteractObserveCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}}
+		return &envDispatchSessionsInteractObserveCheckpoint{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}}
 	case 80:
-		return envReadCheckpoint{x, envWithRead{x}, envWithCheckpoint{x}}
+		return &envReadCheckpoint{envBase{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 82:
-		return envSessionsReadCheckpoint{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}}
+		return &envSessionsReadCheckpoint{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 83:
-		return envDispatchSessionsReadCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}}
+		return &envDispatchSessionsReadCheckpoint{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 84:
-		return envInteractReadCheckpoint{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}}
+		return &envInteractReadCheckpoint{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 86:
-		return envSessionsInteractReadCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}}
+		return &envSessionsInteractReadCheckpoint{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 87:
-		return envDispatchSessionsInteractReadCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}}
+		return &envDispatchSessionsInteractReadCheckpoint{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 88:
-		return envObserveReadCheckpoint{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
+		return &envObserveReadCheckpoint{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 90:
-		return envSessionsObserveReadCheckpoint{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
+		return &envSessionsObserveReadCheckpoint{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 91:
-		return envDispatchSessionsObserveReadCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
+		return &envDispatchSessionsObserveReadCheckpoint{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 92:
-		return envInteractObserveReadCheckpoint{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
+		return &envInteractObserveReadCheckpoint{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 94:
-		return envSessionsInteractObserveReadCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
+		return &envSessionsInteractObserveReadCheckpoint{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 95:
-		return envDispatchSessionsInteractObserveReadCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
+		return &envDispatchSessionsInteractObserveReadCheckpoint{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}}
 	case 96:
-		return envWriteCheckpoint{x, envWithWrite{x}, envWithCheckpoint{x}}
+		return &envWriteCheckpoint{envBase{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 98:
-		return envSessionsWriteCheckpoint{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}}
+		return &envSessionsWriteCheckpoint{envBase{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 99:
-		return envDispatchSessionsWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}}
+		return &envDispatchSessionsWriteCheckpoint{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 100:
-		return envInteractWriteCheckpoint{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}}
+		return &envInteractWriteCheckpoint{envBase{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 102:
-		return envSessionsInteractWriteCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}}
+		return &envSessionsInteractWriteCheckpoint{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 103:
-		return envDispatchSessionsInteractWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}}
+		return &envDispatchSessionsInteractWriteCheckpoint{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 104:
-		return envObserveWriteCheckpoint{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
+		return &envObserveWriteCheckpoint{envBase{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 106:
-		return envSessionsObserveWriteCheckpoint{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
+		return &envSessionsObserveWriteCheckpoint{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 107:
-		return envDispatchSessionsObserveWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
+		return &envDispatchSessionsObserveWriteCheckpoint{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 108:
-		return envInteractObserveWriteCheckpoint{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
+		return &envInteractObserveWriteCheckpoint{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 110:
-		return envSessionsInteractObserveWriteCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
+		return &envSessionsInteractObserveWriteCheckpoint{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 111:
-		return envDispatchSessionsInteractObserveWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
+		return &envDispatchSessionsInteractObserveWriteCheckpoint{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 112:
-		return envReadWriteCheckpoint{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
+		return &envReadWriteCheckpoint{envBase{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 114:
-		return envSessionsReadWriteCheckpoint{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
+		return &envSessionsReadWriteCheckpoint{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 115:
-		return envDispatchSessionsReadWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
+		return &envDispatchSessionsReadWriteCheckpoint{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 116:
-		return envInteractReadWriteCheckpoint{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
+		return &envInteractReadWriteCheckpoint{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 118:
-		return envSessionsInteractReadWriteCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
+		return &envSessionsInteractReadWriteCheckpoint{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 119:
-		return envDispatchSessionsInteractReadWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
+		return &envDispatchSessionsInteractReadWriteCheckpoint{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 120:
-		return envObserveReadWriteCheckpoint{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
+		return &envObserveReadWriteCheckpoint{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 122:
-		return envSessionsObserveReadWriteCheckpoint{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
+		return &envSessionsObserveReadWriteCheckpoint{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 123:
-		return envDispatchSessionsObserveReadWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
+		return &envDispatchSessionsObserveReadWriteCheckpoint{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 124:
-		return envInteractObserveReadWriteCheckpoint{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
+		return &envInteractObserveReadWriteCheckpoint{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 126:
-		return envSessionsInteractObserveReadWriteCheckpoint{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
+		return &envSessionsInteractObserveReadWriteCheckpoint{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 127:
-		return envDispatchSessionsInteractObserveReadWriteCheckpoint{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
+		return &envDispatchSessionsInteractObserveReadWriteCheckpoint{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}}
 	case 128:
-		return envFork{x, envWithFork{x}}
+		return &envFork{envBase{x}, envWithFork{x}}
 	case 130:
-		return envSessionsFork{x, envWithSessions{x}, envWithFork{x}}
+		return &envSessionsFork{envBase{x}, envWithSessions{x}, envWithFork{x}}
 	case 131:
-		return envDispatchSessionsFork{x, envWithDispatch{x}, envWithSessions{x}, envWithFork{x}}
+		return &envDispatchSessionsFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithFork{x}}
 	case 132:
-		return envInteractFork{x, envWithInteract{x}, envWithFork{x}}
+		return &envInteractFork{envBase{x}, envWithInteract{x}, envWithFork{x}}
 	case 134:
-		return envSessionsInteractFork{x, envWithSessions{x}, envWithInteract{x}, envWithFork{x}}
+		return &envSessionsInteractFork{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}}
 	case 135:
-		return envDispatchSessionsInteractFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}}
+		return &envDispatchSessionsInteractFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}}
 	case 136:
-		return envObserveFork{x, envWithObserve{x}, envWithFork{x}}
+		return &envObserveFork{envBase{x}, envWithObserve{x}, envWithFork{x}}
 	case 138:
-		return envSessionsObserveFork{x, envWithSessions{x}, envWithObserve{x}, envWithFork{x}}
+		return &envSessionsObserveFork{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}}
 	case 139:
-		return envDispatchSessionsObserveFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}}
+		return &envDispatchSessionsObserveFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}}
 	case 140:
-		return envInteractObserveFork{x, envWithInteract{x}, envWithObserve{x}, envWithFork{x}}
+		return &envInteractObserveFork{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}}
 	case 142:
-		return envSessionsInteractObserveFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}}
+		return &envSessionsInteractObserveFork{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}}
 	case 143:
-		return envDispatchSessionsInteractObserveFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}}
+		return &envDispatchSessionsInteractObserveFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}}
 	case 144:
-		return envReadFork{x, envWithRead{x}, envWithFork{x}}
+		return &envReadFork{envBase{x}, envWithRead{x}, envWithFork{x}}
 	case 146:
-		return envSessionsReadFork{x, envWithSessions{x}, envWithRead{x}, envWithFork{x}}
+		return &envSessionsReadFork{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}}
 	case 147:
-		return envDispatchSessionsReadFork{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}}
+		return &envDispatchSessionsReadFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}}
 	case 148:
-		return envInteractReadFork{x, envWithInteract{x}, envWithRead{x}, envWithFork{x}}
+		return &envInteractReadFork{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}}
 	case 150:
-		return envSessionsInteractReadFork{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}}
+		return &envSessionsInteractReadFork{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}}
 	case 151:
-		return envDispatchSessionsInteractReadFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}}
+		return &envDispatchSessionsInteractReadFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}}
 	case 152:
-		return envObserveReadFork{x, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
+		return &envObserveReadFork{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
 	case 154:
-		return envSessionsObserveReadFork{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
+		return &envSessionsObserveReadFork{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
 	case 155:
-		return envDispatchSessionsObserveReadFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
+		return &envDispatchSessionsObserveReadFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
 	case 156:
-		return envInteractObserveReadFork{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
+		return &envInteractObserveReadFork{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
 	case 158:
-		return envSessionsInteractObserveReadFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
+		return &envSessionsInteractObserveReadFork{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
 	case 159:
-		return envDispatchSessionsInteractObserveReadFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
+		return &envDispatchSessionsInteractObserveReadFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}}
 	case 160:
-		return envWriteFork{x, envWithWrite{x}, envWithFork{x}}
+		return &envWriteFork{envBase{x}, envWithWrite{x}, envWithFork{x}}
 	case 162:
-		return envSessionsWriteFork{x, envWithSessions{x}, envWithWrite{x}, envWithFork{x}}
+		return &envSessionsWriteFork{envBase{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}}
 	case 163:
-		return envDispatchSessionsWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}}
+		return &envDispatchSessionsWriteFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}}
 	case 164:
-		return envInteractWriteFork{x, envWithInteract{x}, envWithWrite{x}, envWithFork{x}}
+		return &envInteractWriteFork{envBase{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}}
 	case 166:
-		return envSessionsInteractWriteFork{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}}
+		return &envSessionsInteractWriteFork{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}}
 	case 167:
-		return envDispatchSessionsInteractWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}}
+		return &envDispatchSessionsInteractWriteFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}}
 	case 168:
-		return envObserveWriteFork{x, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
+		return &envObserveWriteFork{envBase{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
 	case 170:
-		return envSessionsObserveWriteFork{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
+		return &envSessionsObserveWriteFork{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
 	case 171:
-		return envDispatchSessionsObserveWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
+		return &envDispatchSessionsObserveWriteFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
 	case 172:
-		return envInteractObserveWriteFork{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
+		return &envInteractObserveWriteFork{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
 	case 174:
-		return envSessionsInteractObserveWriteFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
+		return &envSessionsInteractObserveWriteFork{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
 	case 175:
-		return envDispatchSessionsInteractObserveWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
+		return &envDispatchSessionsInteractObserveWriteFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}}
 	case 176:
-		return envReadWriteFork{x, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+		return &envReadWriteFork{envBase{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
 	case 178:
-		return envSessionsReadWriteFork{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+		return &envSessionsReadWriteFork{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
 	case 179:
-		return envDispatchSessionsReadWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+		return &envDispatchSessionsReadWriteFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
 	case 180:
-		return envInteractReadWriteFork{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+		return &envInteractReadWriteFork{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
 	case 182:
-		return envSessionsInteractReadWriteFork{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+		return &envSessionsInteractReadWriteFork{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
 	case 183:
-		return envDispatchSessionsInteractReadWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+		return &envDispatchSessionsInteractReadWriteFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
 	case 184:
-		return envObserveReadWriteFork{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+		return &envObserveReadWriteFork{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
 	case 186:
-		return envSessionsObserveReadWriteFork{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+		return &envSessionsObserveReadWriteFork{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
 	case 187:
-		return envDispatchSessionsObserveReadWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+		return &envDispatchSessionsObserveReadWriteFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
 	case 188:
-		return envInteractObserveReadWriteFork{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+		return &envInteractObserveReadWriteFork{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
 	case 190:
-		return envSessionsInteractObserveReadWriteFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+		return &envSessionsInteractObserveReadWriteFork{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
 	case 191:
-		return envDispatchSessionsInteractObserveReadWriteFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
+		return &envDispatchSessionsInteractObserveReadWriteFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}}
 	case 192:
-		return envCheckpointFork{x, envWithCheckpoint{x}, envWithFork{x}}
+		return &envCheckpointFork{envBase{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 194:
-		return envSessionsCheckpointFork{x, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envSessionsCheckpointFork{envBase{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 195:
-		return envDispatchSessionsCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envDispatchSessionsCheckpointFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 196:
-		return envInteractCheckpointFork{x, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envInteractCheckpointFork{envBase{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 198:
-		return envSessionsInteractCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envSessionsInteractCheckpointFork{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 199:
-		return envDispatchSessionsInteractCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envDispatchSessionsInteractCheckpointFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 200:
-		return envObserveCheckpointFork{x, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envObserveCheckpointFork{envBase{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 202:
-		return envSessionsObserveCheckpointFork{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envSessionsObserveCheckpointFork{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 203:
-		return envDispatchSessionsObserveCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envDispatchSessionsObserveCheckpointFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 204:
-		return envInteractObserveCheckpointFork{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envInteractObserveCheckpointFork{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 206:
-		return envSessionsInteractObserveCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envSessionsInteractObserveCheckpointFork{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 207:
-		return envDispatchSessionsInteractObserveCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envDispatchSessionsInteractObserveCheckpointFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 208:
-		return envReadCheckpointFork{x, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envReadCheckpointFork{envBase{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 210:
-		return envSessionsReadCheckpointFork{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envSessionsReadCheckpointFork{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 211:
-		return envDispatchSessionsReadCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envDispatchSessionsReadCheckpointFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 212:
-		return envInteractReadCheckpointFork{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envInteractReadCheckpointFork{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 214:
-		return envSessionsInteractReadCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envSessionsInteractReadCheckpointFork{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 215:
-		return envDispatchSessionsInteractReadCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envDispatchSessionsInteractReadCheckpointFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 216:
-		return envObserveReadCheckpointFork{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envObserveReadCheckpointFork{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 218:
-		return envSessionsObserveReadCheckpointFork{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envSessionsObserveReadCheckpointFork{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 219:
-		return envDispatchSessionsObserveReadCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envDispatchSessionsObserveReadCheckpointFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 220:
-		return envInteractObserveReadCheckpointFork{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envInteractObserveReadCheckpointFork{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 222:
-		return envSessionsInteractObserveReadCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envSessionsInteractObserveReadCheckpointFork{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 223:
-		return envDispatchSessionsInteractObserveReadCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envDispatchSessionsInteractObserveReadCheckpointFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 224:
-		return envWriteCheckpointFork{x, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envWriteCheckpointFork{envBase{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 226:
-		return envSessionsWriteCheckpointFork{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envSessionsWriteCheckpointFork{envBase{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 227:
-		return envDispatchSessionsWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envDispatchSessionsWriteCheckpointFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 228:
-		return envInteractWriteCheckpointFork{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envInteractWriteCheckpointFork{envBase{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 230:
-		return envSessionsInteractWriteCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envSessionsInteractWriteCheckpointFork{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 231:
-		return envDispatchSessionsInteractWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envDispatchSessionsInteractWriteCheckpointFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 232:
-		return envObserveWriteCheckpointFork{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envObserveWriteCheckpointFork{envBase{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 234:
-		return envSessionsObserveWriteCheckpointFork{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envSessionsObserveWriteCheckpointFork{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 235:
-		return envDispatchSessionsObserveWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envDispatchSessionsObserveWriteCheckpointFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 236:
-		return envInteractObserveWriteCheckpointFork{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envInteractObserveWriteCheckpointFork{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 238:
-		return envSessionsInteractObserveWriteCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envSessionsInteractObserveWriteCheckpointFork{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 239:
-		return envDispatchSessionsInteractObserveWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envDispatchSessionsInteractObserveWriteCheckpointFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 240:
-		return envReadWriteCheckpointFork{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envReadWriteCheckpointFork{envBase{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 242:
-		return envSessionsReadWriteCheckpointFork{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envSessionsReadWriteCheckpointFork{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 243:
-		return envDispatchSessionsReadWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envDispatchSessionsReadWriteCheckpointFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 244:
-		return envInteractReadWriteCheckpointFork{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envInteractReadWriteCheckpointFork{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 246:
-		return envSessionsInteractReadWriteCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envSessionsInteractReadWriteCheckpointFork{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 247:
-		return envDispatchSessionsInteractReadWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envDispatchSessionsInteractReadWriteCheckpointFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 248:
-		return envObserveReadWriteCheckpointFork{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envObserveReadWriteCheckpointFork{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 250:
-		return envSessionsObserveReadWriteCheckpointFork{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envSessionsObserveReadWriteCheckpointFork{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 251:
-		return envDispatchSessionsObserveReadWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envDispatchSessionsObserveReadWriteCheckpointFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 252:
-		return envInteractObserveReadWriteCheckpointFork{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envInteractObserveReadWriteCheckpointFork{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 254:
-		return envSessionsInteractObserveReadWriteCheckpointFork{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envSessionsInteractObserveReadWriteCheckpointFork{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 255:
-		return envDispatchSessionsInteractObserveReadWriteCheckpointFork{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
+		return &envDispatchSessionsInteractObserveReadWriteCheckpointFork{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}}
 	case 256:
-		return envDurable{x, envWithDurable{x}}
+		return &envDurable{envBase{x}, envWithDurable{x}}
 	case 258:
-		return envSessionsDurable{x, envWithSessions{x}, envWithDurable{x}}
+		return &envSessionsDurable{envBase{x}, envWithSessions{x}, envWithDurable{x}}
 	case 259:
-		return envDispatchSessionsDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithDurable{x}}
+		return &envDispatchSessionsDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithDurable{x}}
 	case 260:
-		return envInteractDurable{x, envWithInteract{x}, envWithDurable{x}}
+		return &envInteractDurable{envBase{x}, envWithInteract{x}, envWithDurable{x}}
 	case 262:
-		return envSessionsInteractDurable{x, envWithSessions{x}, envWithInteract{x}, envWithDurable{x}}
+		return &envSessionsInteractDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithDurable{x}}
 	case 263:
-		return envDispatchSessionsInteractDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithDurable{x}}
 	case 264:
-		return envObserveDurable{x, envWithObserve{x}, envWithDurable{x}}
+		return &envObserveDurable{envBase{x}, envWithObserve{x}, envWithDurable{x}}
 	case 266:
-		return envSessionsObserveDurable{x, envWithSessions{x}, envWithObserve{x}, envWithDurable{x}}
+		return &envSessionsObserveDurable{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithDurable{x}}
 	case 267:
-		return envDispatchSessionsObserveDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithDurable{x}}
+		return &envDispatchSessionsObserveDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithDurable{x}}
 	case 268:
-		return envInteractObserveDurable{x, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}}
+		return &envInteractObserveDurable{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}}
 	case 270:
-		return envSessionsInteractObserveDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}}
+		return &envSessionsInteractObserveDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}}
 	case 271:
-		return envDispatchSessionsInteractObserveDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractObserveDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}}
 	case 272:
-		return envReadDurable{x, envWithRead{x}, envWithDurable{x}}
+		return &envReadDurable{envBase{x}, envWithRead{x}, envWithDurable{x}}
 	case 274:
-		return envSessionsReadDurable{x, envWithSessions{x}, envWithRead{x}, envWithDurable{x}}
+		return &envSessionsReadDurable{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithDurable{x}}
 	case 275:
-		return envDispatchSessionsReadDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithDurable{x}}
+		return &envDispatchSessionsReadDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithDurable{x}}
 	case 276:
-		return envInteractReadDurable{x, envWithInteract{x}, envWithRead{x}, envWithDurable{x}}
+		return &envInteractReadDurable{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}}
 	case 278:
-		return envSessionsInteractReadDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}}
+		return &envSessionsInteractReadDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}}
 	case 279:
-		return envDispatchSessionsInteractReadDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractReadDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}}
 	case 280:
-		return envObserveReadDurable{x, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
+		return &envObserveReadDurable{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
 	case 282:
-		return envSessionsObserveReadDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
+		return &envSessionsObserveReadDurable{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
 	case 283:
-		return envDispatchSessionsObserveReadDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
+		return &envDispatchSessionsObserveReadDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
 	case 284:
-		return envInteractObserveReadDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
+		return &envInteractObserveReadDurable{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
 	case 286:
-		return envSessionsInteractObserveReadDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
+		return &envSessionsInteractObserveReadDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
 	case 287:
-		return envDispatchSessionsInteractObserveReadDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractObserveReadDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}}
 	case 288:
-		return envWriteDurable{x, envWithWrite{x}, envWithDurable{x}}
+		return &envWriteDurable{envBase{x}, envWithWrite{x}, envWithDurable{x}}
 	case 290:
-		return envSessionsWriteDurable{x, envWithSessions{x}, envWithWrite{x}, envWithDurable{x}}
+		return &envSessionsWriteDurable{envBase{x}, envWithSessions{x}, envWithWrite{x}, envWithDurable{x}}
 	case 291:
-		return envDispatchSessionsWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithDurable{x}}
+		return &envDispatchSessionsWriteDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithDurable{x}}
 	case 292:
-		return envInteractWriteDurable{x, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}}
+		return &envInteractWriteDurable{envBase{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}}
 	case 294:
-		return envSessionsInteractWriteDurable{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}}
+		return &envSessionsInteractWriteDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}}
 	case 295:
-		return envDispatchSessionsInteractWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractWriteDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}}
 	case 296:
-		return envObserveWriteDurable{x, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
+		return &envObserveWriteDurable{envBase{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
 	case 298:
-		return envSessionsObserveWriteDurable{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
+		return &envSessionsObserveWriteDurable{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
 	case 299:
-		return envDispatchSessionsObserveWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
+		return &envDispatchSessionsObserveWriteDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
 	case 300:
-		return envInteractObserveWriteDurable{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
+		return &envInteractObserveWriteDurable{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
 	case 302:
-		return envSessionsInteractObserveWriteDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
+		return &envSessionsInteractObserveWriteDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
 	case 303:
-		return envDispatchSessionsInteractObserveWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractObserveWriteDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}}
 	case 304:
-		return envReadWriteDurable{x, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
+		return &envReadWriteDurable{envBase{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 306:
-		return envSessionsReadWriteDurable{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
+		return &envSessionsReadWriteDurable{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 307:
-		return envDispatchSessionsReadWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
+		return &envDispatchSessionsReadWriteDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 308:
-		return envInteractReadWriteDurable{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
+		return &envInteractReadWriteDurable{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 310:
-		return envSessionsInteractReadWriteDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
+		return &envSessionsInteractReadWriteDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 311:
-		return envDispatchSessionsInteractReadWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractReadWriteDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 312:
-		return envObserveReadWriteDurable{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
+		return &envObserveReadWriteDurable{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 314:
-		return envSessionsObserveReadWriteDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
+		return &envSessionsObserveReadWriteDurable{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 315:
-		return envDispatchSessionsObserveReadWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
+		return &envDispatchSessionsObserveReadWriteDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 316:
-		return envInteractObserveReadWriteDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
+		return &envInteractObserveReadWriteDurable{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 318:
-		return envSessionsInteractObserveReadWriteDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
+		return &envSessionsInteractObserveReadWriteDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 319:
-		return envDispatchSessionsInteractObserveReadWriteDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractObserveReadWriteDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}}
 	case 320:
-		return envCheckpointDurable{x, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envCheckpointDurable{envBase{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 322:
-		return envSessionsCheckpointDurable{x, envWithSessions{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envSessionsCheckpointDurable{envBase{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 323:
-		return envDispatchSessionsCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envDispatchSessionsCheckpointDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 324:
-		return envInteractCheckpointDurable{x, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envInteractCheckpointDurable{envBase{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 326:
-		return envSessionsInteractCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envSessionsInteractCheckpointDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 327:
-		return envDispatchSessionsInteractCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractCheckpointDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 328:
-		return envObserveCheckpointDurable{x, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envObserveCheckpointDurable{envBase{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 330:
-		return envSessionsObserveCheckpointDurable{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envSessionsObserveCheckpointDurable{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 331:
-		return envDispatchSessionsObserveCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envDispatchSessionsObserveCheckpointDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 332:
-		return envInteractObserveCheckpointDurable{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envInteractObserveCheckpointDurable{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 334:
-		return envSessionsInteractObserveCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envSessionsInteractObserveCheckpointDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 335:
-		return envDispatchSessionsInteractObserveCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractObserveCheckpointDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 336:
-		return envReadCheckpointDurable{x, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envReadCheckpointDurable{envBase{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 338:
-		return envSessionsReadCheckpointDurable{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envSessionsReadCheckpointDurable{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 339:
-		return envDispatchSessionsReadCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envDispatchSessionsReadCheckpointDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 340:
-		return envInteractReadCheckpointDurable{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envInteractReadCheckpointDurable{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 342:
-		return envSessionsInteractReadCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envSessionsInteractReadCheckpointDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 343:
-		return envDispatchSessionsInteractReadCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractReadCheckpointDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 344:
-		return envObserveReadCheckpointDurable{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envObserveReadCheckpointDurable{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 346:
-		return envSessionsObserveReadCheckpointDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envSessionsObserveReadCheckpointDurable{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 347:
-		return envDispatchSessionsObserveReadCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envDispatchSessionsObserveReadCheckpointDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 348:
-		return envInteractObserveReadCheckpointDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envInteractObserveReadCheckpointDurable{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 350:
-		return envSessionsInteractObserveReadCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envSessionsInteractObserveReadCheckpointDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 351:
-		return envDispatchSessionsInteractObserveReadCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractObserveReadCheckpointDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 352:
-		return envWriteCheckpointDurable{x, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envWriteCheckpointDurable{envBase{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 354:
-		return envSessionsWriteCheckpointDurable{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envSessionsWriteCheckpointDurable{envBase{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 355:
-		return envDispatchSessionsWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envDispatchSessionsWriteCheckpointDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 356:
-		return envInteractWriteCheckpointDurable{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envInteractWriteCheckpointDurable{envBase{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 358:
-		return envSessionsInteractWriteCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envSessionsInteractWriteCheckpointDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 359:
-		return envDispatchSessionsInteractWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractWriteCheckpointDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 360:
-		return envObserveWriteCheckpointDurable{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envObserveWriteCheckpointDurable{envBase{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 362:
-		return envSessionsObserveWriteCheckpointDurable{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envSessionsObserveWriteCheckpointDurable{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 363:
-		return envDispatchSessionsObserveWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envDispatchSessionsObserveWriteCheckpointDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 364:
-		return envInteractObserveWriteCheckpointDurable{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envInteractObserveWriteCheckpointDurable{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 366:
-		return envSessionsInteractObserveWriteCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envSessionsInteractObserveWriteCheckpointDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 367:
-		return envDispatchSessionsInteractObserveWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractObserveWriteCheckpointDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 368:
-		return envReadWriteCheckpointDurable{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envReadWriteCheckpointDurable{envBase{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 370:
-		return envSessionsReadWriteCheckpointDurable{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envSessionsReadWriteCheckpointDurable{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 371:
-		return envDispatchSessionsReadWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envDispatchSessionsReadWriteCheckpointDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 372:
-		return envInteractReadWriteCheckpointDurable{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envInteractReadWriteCheckpointDurable{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 374:
-		return envSessionsInteractReadWriteCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envSessionsInteractReadWriteCheckpointDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 375:
-		return envDispatchSessionsInteractReadWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractReadWriteCheckpointDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 376:
-		return envObserveReadWriteCheckpointDurable{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envObserveReadWriteCheckpointDurable{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 378:
-		return envSessionsObserveReadWriteCheckpointDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envSessionsObserveReadWriteCheckpointDurable{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 379:
-		return envDispatchSessionsObserveReadWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envDispatchSessionsObserveReadWriteCheckpointDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 380:
-		return envInteractObserveReadWriteCheckpointDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envInteractObserveReadWriteCheckpointDurable{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 382:
-		return envSessionsInteractObserveReadWriteCheckpointDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envSessionsInteractObserveReadWriteCheckpointDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 383:
-		return envDispatchSessionsInteractObserveReadWriteCheckpointDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractObserveReadWriteCheckpointDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}}
 	case 384:
-		return envForkDurable{x, envWithFork{x}, envWithDurable{x}}
+		return &envForkDurable{envBase{x}, envWithFork{x}, envWithDurable{x}}
 	case 386:
-		return envSessionsForkDurable{x, envWithSessions{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsForkDurable{envBase{x}, envWithSessions{x}, envWithFork{x}, envWithDurable{x}}
 	case 387:
-		return envDispatchSessionsForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithFork{x}, envWithDurable{x}}
 	case 388:
-		return envInteractForkDurable{x, envWithInteract{x}, envWithFork{x}, envWithDurable{x}}
+		return &envInteractForkDurable{envBase{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}}
 	case 390:
-		return envSessionsInteractForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsInteractForkDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}}
 	case 391:
-		return envDispatchSessionsInteractForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}}
 	case 392:
-		return envObserveForkDurable{x, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
+		return &envObserveForkDurable{envBase{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
 	case 394:
-		return envSessionsObserveForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsObserveForkDurable{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
 	case 395:
-		return envDispatchSessionsObserveForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsObserveForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
 	case 396:
-		return envInteractObserveForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
+		return &envInteractObserveForkDurable{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
 	case 398:
-		return envSessionsInteractObserveForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsInteractObserveForkDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
 	case 399:
-		return envDispatchSessionsInteractObserveForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractObserveForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}}
 	case 400:
-		return envReadForkDurable{x, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
+		return &envReadForkDurable{envBase{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 402:
-		return envSessionsReadForkDurable{x, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsReadForkDurable{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 403:
-		return envDispatchSessionsReadForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsReadForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 404:
-		return envInteractReadForkDurable{x, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
+		return &envInteractReadForkDurable{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 406:
-		return envSessionsInteractReadForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsInteractReadForkDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 407:
-		return envDispatchSessionsInteractReadForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractReadForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 408:
-		return envObserveReadForkDurable{x, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
+		return &envObserveReadForkDurable{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 410:
-		return envSessionsObserveReadForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsObserveReadForkDurable{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 411:
-		return envDispatchSessionsObserveReadForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsObserveReadForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 412:
-		return envInteractObserveReadForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
+		return &envInteractObserveReadForkDurable{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 414:
-		return envSessionsInteractObserveReadForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsInteractObserveReadForkDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 415:
-		return envDispatchSessionsInteractObserveReadForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractObserveReadForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}}
 	case 416:
-		return envWriteForkDurable{x, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+		return &envWriteForkDurable{envBase{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 418:
-		return envSessionsWriteForkDurable{x, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsWriteForkDurable{envBase{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 419:
-		return envDispatchSessionsWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsWriteForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 420:
-		return envInteractWriteForkDurable{x, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+		return &envInteractWriteForkDurable{envBase{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 422:
-		return envSessionsInteractWriteForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsInteractWriteForkDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 423:
-		return envDispatchSessionsInteractWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractWriteForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 424:
-		return envObserveWriteForkDurable{x, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+		return &envObserveWriteForkDurable{envBase{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 426:
-		return envSessionsObserveWriteForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsObserveWriteForkDurable{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 427:
-		return envDispatchSessionsObserveWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsObserveWriteForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 428:
-		return envInteractObserveWriteForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+		return &envInteractObserveWriteForkDurable{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 430:
-		return envSessionsInteractObserveWriteForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsInteractObserveWriteForkDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 431:
-		return envDispatchSessionsInteractObserveWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractObserveWriteForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 432:
-		return envReadWriteForkDurable{x, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+		return &envReadWriteForkDurable{envBase{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 434:
-		return envSessionsReadWriteForkDurable{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsReadWriteForkDurable{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 435:
-		return envDispatchSessionsReadWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsReadWriteForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 436:
-		return envInteractReadWriteForkDurable{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+		return &envInteractReadWriteForkDurable{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 438:
-		return envSessionsInteractReadWriteForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsInteractReadWriteForkDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 439:
-		return envDispatchSessionsInteractReadWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractReadWriteForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 440:
-		return envObserveReadWriteForkDurable{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+		return &envObserveReadWriteForkDurable{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 442:
-		return envSessionsObserveReadWriteForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsObserveReadWriteForkDurable{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 443:
-		return envDispatchSessionsObserveReadWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsObserveReadWriteForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 444:
-		return envInteractObserveReadWriteForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+		return &envInteractObserveReadWriteForkDurable{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 446:
-		return envSessionsInteractObserveReadWriteForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsInteractObserveReadWriteForkDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 447:
-		return envDispatchSessionsInteractObserveReadWriteForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractObserveReadWriteForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}}
 	case 448:
-		return envCheckpointForkDurable{x, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envCheckpointForkDurable{envBase{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 450:
-		return envSessionsCheckpointForkDurable{x, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsCheckpointForkDurable{envBase{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 451:
-		return envDispatchSessionsCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsCheckpointForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 452:
-		return envInteractCheckpointForkDurable{x, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envInteractCheckpointForkDurable{envBase{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 454:
-		return envSessionsInteractCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsInteractCheckpointForkDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 455:
-		return envDispatchSessionsInteractCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractCheckpointForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 456:
-		return envObserveCheckpointForkDurable{x, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envObserveCheckpointForkDurable{envBase{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 458:
-		return envSessionsObserveCheckpointForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsObserveCheckpointForkDurable{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 459:
-		return envDispatchSessionsObserveCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsObserveCheckpointForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 460:
-		return envInteractObserveCheckpointForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envInteractObserveCheckpointForkDurable{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 462:
-		return envSessionsInteractObserveCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsInteractObserveCheckpointForkDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 463:
-		return envDispatchSessionsInteractObserveCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractObserveCheckpointForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 464:
-		return envReadCheckpointForkDurable{x, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envReadCheckpointForkDurable{envBase{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 466:
-		return envSessionsReadCheckpointForkDurable{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsReadCheckpointForkDurable{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 467:
-		return envDispatchSessionsReadCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsReadCheckpointForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 468:
-		return envInteractReadCheckpointForkDurable{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envInteractReadCheckpointForkDurable{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 470:
-		return envSessionsInteractReadCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsInteractReadCheckpointForkDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 471:
-		return envDispatchSessionsInteractReadCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractReadCheckpointForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 472:
-		return envObserveReadCheckpointForkDurable{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envObserveReadCheckpointForkDurable{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 474:
-		return envSessionsObserveReadCheckpointForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsObserveReadCheckpointForkDurable{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 475:
-		return envDispatchSessionsObserveReadCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsObserveReadCheckpointForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 476:
-		return envInteractObserveReadCheckpointForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envInteractObserveReadCheckpointForkDurable{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 478:
-		return envSessionsInteractObserveReadCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsInteractObserveReadCheckpointForkDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 479:
-		return envDispatchSessionsInteractObserveReadCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractObserveReadCheckpointForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 480:
-		return envWriteCheckpointForkDurable{x, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envWriteCheckpointForkDurable{envBase{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 482:
-		return envSessionsWriteCheckpointForkDurable{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsWriteCheckpointForkDurable{envBase{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 483:
-		return envDispatchSessionsWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsWriteCheckpointForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 484:
-		return envInteractWriteCheckpointForkDurable{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envInteractWriteCheckpointForkDurable{envBase{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 486:
-		return envSessionsInteractWriteCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsInteractWriteCheckpointForkDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 487:
-		return envDispatchSessionsInteractWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractWriteCheckpointForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 488:
-		return envObserveWriteCheckpointForkDurable{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envObserveWriteCheckpointForkDurable{envBase{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 490:
-		return envSessionsObserveWriteCheckpointForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsObserveWriteCheckpointForkDurable{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 491:
-		return envDispatchSessionsObserveWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsObserveWriteCheckpointForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 492:
-		return envInteractObserveWriteCheckpointForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envInteractObserveWriteCheckpointForkDurable{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 494:
-		return envSessionsInteractObserveWriteCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsInteractObserveWriteCheckpointForkDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 495:
-		return envDispatchSessionsInteractObserveWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractObserveWriteCheckpointForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 496:
-		return envReadWriteCheckpointForkDurable{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envReadWriteCheckpointForkDurable{envBase{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 498:
-		return envSessionsReadWriteCheckpointForkDurable{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsReadWriteCheckpointForkDurable{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 499:
-		return envDispatchSessionsReadWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsReadWriteCheckpointForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 500:
-		return envInteractReadWriteCheckpointForkDurable{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envInteractReadWriteCheckpointForkDurable{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 502:
-		return envSessionsInteractReadWriteCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsInteractReadWriteCheckpointForkDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 503:
-		return envDispatchSessionsInteractReadWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractReadWriteCheckpointForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 504:
-		return envObserveReadWriteCheckpointForkDurable{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envObserveReadWriteCheckpointForkDurable{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 506:
-		return envSessionsObserveReadWriteCheckpointForkDurable{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsObserveReadWriteCheckpointForkDurable{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 507:
-		return envDispatchSessionsObserveReadWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsObserveReadWriteCheckpointForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 508:
-		return envInteractObserveReadWriteCheckpointForkDurable{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envInteractObserveReadWriteCheckpointForkDurable{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 510:
-		return envSessionsInteractObserveReadWriteCheckpointForkDurable{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envSessionsInteractObserveReadWriteCheckpointForkDurable{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 511:
-		return envDispatchSessionsInteractObserveReadWriteCheckpointForkDurable{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
+		return &envDispatchSessionsInteractObserveReadWriteCheckpointForkDurable{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}}
 	case 512:
-		return envExec{x, envWithExec{x}}
+		return &envExec{envBase{x}, envWithExec{x}}
 	case 514:
-		return envSessionsExec{x, envWithSessions{x}, envWithExec{x}}
+		return &envSessionsExec{envBase{x}, envWithSessions{x}, envWithExec{x}}
 	case 515:
-		return envDispatchSessionsExec{x, envWithDispatch{x}, envWithSessions{x}, envWithExec{x}}
+		return &envDispatchSessionsExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithExec{x}}
 	case 516:
-		return envInteractExec{x, envWithInteract{x}, envWithExec{x}}
+		return &envInteractExec{envBase{x}, envWithInteract{x}, envWithExec{x}}
 	case 518:
-		return envSessionsInteractExec{x, envWithSessions{x}, envWithInteract{x}, envWithExec{x}}
+		return &envSessionsInteractExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithExec{x}}
 	case 519:
-		return envDispatchSessionsInteractExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithExec{x}}
 	case 520:
-		return envObserveExec{x, envWithObserve{x}, envWithExec{x}}
+		return &envObserveExec{envBase{x}, envWithObserve{x}, envWithExec{x}}
 	case 522:
-		return envSessionsObserveExec{x, envWithSessions{x}, envWithObserve{x}, envWithExec{x}}
+		return &envSessionsObserveExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithExec{x}}
 	case 523:
-		return envDispatchSessionsObserveExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithExec{x}}
 	case 524:
-		return envInteractObserveExec{x, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
+		return &envInteractObserveExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
 	case 526:
-		return envSessionsInteractObserveExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
+		return &envSessionsInteractObserveExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
 	case 527:
-		return envDispatchSessionsInteractObserveExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithExec{x}}
 	case 528:
-		return envReadExec{x, envWithRead{x}, envWithExec{x}}
+		return &envReadExec{envBase{x}, envWithRead{x}, envWithExec{x}}
 	case 530:
-		return envSessionsReadExec{x, envWithSessions{x}, envWithRead{x}, envWithExec{x}}
+		return &envSessionsReadExec{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithExec{x}}
 	case 531:
-		return envDispatchSessionsReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithExec{x}}
+		return &envDispatchSessionsReadExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithExec{x}}
 	case 532:
-		return envInteractReadExec{x, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
+		return &envInteractReadExec{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
 	case 534:
-		return envSessionsInteractReadExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
+		return &envSessionsInteractReadExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
 	case 535:
-		return envDispatchSessionsInteractReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractReadExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithExec{x}}
 	case 536:
-		return envObserveReadExec{x, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+		return &envObserveReadExec{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
 	case 538:
-		return envSessionsObserveReadExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+		return &envSessionsObserveReadExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
 	case 539:
-		return envDispatchSessionsObserveReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveReadExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
 	case 540:
-		return envInteractObserveReadExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+		return &envInteractObserveReadExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
 	case 542:
-		return envSessionsInteractObserveReadExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+		return &envSessionsInteractObserveReadExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
 	case 543:
-		return envDispatchSessionsInteractObserveReadExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveReadExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithExec{x}}
 	case 544:
-		return envWriteExec{x, envWithWrite{x}, envWithExec{x}}
+		return &envWriteExec{envBase{x}, envWithWrite{x}, envWithExec{x}}
 	case 546:
-		return envSessionsWriteExec{x, envWithSessions{x}, envWithWrite{x}, envWithExec{x}}
+		return &envSessionsWriteExec{envBase{x}, envWithSessions{x}, envWithWrite{x}, envWithExec{x}}
 	case 547:
-		return envDispatchSessionsWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithExec{x}}
+		return &envDispatchSessionsWriteExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithExec{x}}
 	case 548:
-		return envInteractWriteExec{x, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
+		return &envInteractWriteExec{envBase{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
 	case 550:
-		return envSessionsInteractWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
+		return &envSessionsInteractWriteExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
 	case 551:
-		return envDispatchSessionsInteractWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractWriteExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithExec{x}}
 	case 552:
-		return envObserveWriteExec{x, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+		return &envObserveWriteExec{envBase{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
 	case 554:
-		return envSessionsObserveWriteExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+		return &envSessionsObserveWriteExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
 	case 555:
-		return envDispatchSessionsObserveWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveWriteExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
 	case 556:
-		return envInteractObserveWriteExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+		return &envInteractObserveWriteExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
 	case 558:
-		return envSessionsInteractObserveWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+		return &envSessionsInteractObserveWriteExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
 	case 559:
-		return envDispatchSessionsInteractObserveWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveWriteExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithExec{x}}
 	case 560:
-		return envReadWriteExec{x, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return &envReadWriteExec{envBase{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 562:
-		return envSessionsReadWriteExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return &envSessionsReadWriteExec{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 563:
-		return envDispatchSessionsReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return &envDispatchSessionsReadWriteExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 564:
-		return envInteractReadWriteExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return &envInteractReadWriteExec{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 566:
-		return envSessionsInteractReadWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return &envSessionsInteractReadWriteExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 567:
-		return envDispatchSessionsInteractReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractReadWriteExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 568:
-		return envObserveReadWriteExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return &envObserveReadWriteExec{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 570:
-		return envSessionsObserveReadWriteExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return &envSessionsObserveReadWriteExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 571:
-		return envDispatchSessionsObserveReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveReadWriteExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 572:
-		return envInteractObserveReadWriteExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return &envInteractObserveReadWriteExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 574:
-		return envSessionsInteractObserveReadWriteExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return &envSessionsInteractObserveReadWriteExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 575:
-		return envDispatchSessionsInteractObserveReadWriteExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveReadWriteExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithExec{x}}
 	case 576:
-		return envCheckpointExec{x, envWithCheckpoint{x}, envWithExec{x}}
+		return &envCheckpointExec{envBase{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 578:
-		return envSessionsCheckpointExec{x, envWithSessions{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envSessionsCheckpointExec{envBase{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 579:
-		return envDispatchSessionsCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envDispatchSessionsCheckpointExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 580:
-		return envInteractCheckpointExec{x, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envInteractCheckpointExec{envBase{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 582:
-		return envSessionsInteractCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envSessionsInteractCheckpointExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 583:
-		return envDispatchSessionsInteractCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractCheckpointExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 584:
-		return envObserveCheckpointExec{x, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envObserveCheckpointExec{envBase{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 586:
-		return envSessionsObserveCheckpointExec{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envSessionsObserveCheckpointExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 587:
-		return envDispatchSessionsObserveCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveCheckpointExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 588:
-		return envInteractObserveCheckpointExec{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envInteractObserveCheckpointExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 590:
-		return envSessionsInteractObserveCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envSessionsInteractObserveCheckpointExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 591:
-		return envDispatchSessionsInteractObserveCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveCheckpointExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 592:
-		return envReadCheckpointExec{x, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envReadCheckpointExec{envBase{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 594:
-		return envSessionsReadCheckpointExec{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envSessionsReadCheckpointExec{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 595:
-		return envDispatchSessionsReadCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envDispatchSessionsReadCheckpointExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 596:
-		return envInteractReadCheckpointExec{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envInteractReadCheckpointExec{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 598:
-		return envSessionsInteractReadCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envSessionsInteractReadCheckpointExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 599:
-		return envDispatchSessionsInteractReadCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractReadCheckpointExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 600:
-		return envObserveReadCheckpointExec{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envObserveReadCheckpointExec{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 602:
-		return envSessionsObserveReadCheckpointExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envSessionsObserveReadCheckpointExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 603:
-		return envDispatchSessionsObserveReadCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveReadCheckpointExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 604:
-		return envInteractObserveReadCheckpointExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envInteractObserveReadCheckpointExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 606:
-		return envSessionsInteractObserveReadCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envSessionsInteractObserveReadCheckpointExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 607:
-		return envDispatchSessionsInteractObserveReadCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveReadCheckpointExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 608:
-		return envWriteCheckpointExec{x, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envWriteCheckpointExec{envBase{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 610:
-		return envSessionsWriteCheckpointExec{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envSessionsWriteCheckpointExec{envBase{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 611:
-		return envDispatchSessionsWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envDispatchSessionsWriteCheckpointExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 612:
-		return envInteractWriteCheckpointExec{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envInteractWriteCheckpointExec{envBase{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 614:
-		return envSessionsInteractWriteCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envSessionsInteractWriteCheckpointExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 615:
-		return envDispatchSessionsInteractWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractWriteCheckpointExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 616:
-		return envObserveWriteCheckpointExec{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envObserveWriteCheckpointExec{envBase{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 618:
-		return envSessionsObserveWriteCheckpointExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envSessionsObserveWriteCheckpointExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 619:
-		return envDispatchSessionsObserveWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveWriteCheckpointExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 620:
-		return envInteractObserveWriteCheckpointExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envInteractObserveWriteCheckpointExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 622:
-		return envSessionsInteractObserveWriteCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envSessionsInteractObserveWriteCheckpointExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 623:
-		return envDispatchSessionsInteractObserveWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveWriteCheckpointExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 624:
-		return envReadWriteCheckpointExec{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envReadWriteCheckpointExec{envBase{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 626:
-		return envSessionsReadWriteCheckpointExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envSessionsReadWriteCheckpointExec{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 627:
-		return envDispatchSessionsReadWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envDispatchSessionsReadWriteCheckpointExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 628:
-		return envInteractReadWriteCheckpointExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envInteractReadWriteCheckpointExec{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 630:
-		return envSessionsInteractReadWriteCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envSessionsInteractReadWriteCheckpointExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 631:
-		return envDispatchSessionsInteractReadWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractReadWriteCheckpointExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 632:
-		return envObserveReadWriteCheckpointExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envObserveReadWriteCheckpointExec{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 634:
-		return envSessionsObserveReadWriteCheckpointExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envSessionsObserveReadWriteCheckpointExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 635:
-		return envDispatchSessionsObserveReadWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveReadWriteCheckpointExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 636:
-		return envInteractObserveReadWriteCheckpointExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envInteractObserveReadWriteCheckpointExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 638:
-		return envSessionsInteractObserveReadWriteCheckpointExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envSessionsInteractObserveReadWriteCheckpointExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 639:
-		return envDispatchSessionsInteractObserveReadWriteCheckpointExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveReadWriteCheckpointExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithExec{x}}
 	case 640:
-		return envForkExec{x, envWithFork{x}, envWithExec{x}}
+		return &envForkExec{envBase{x}, envWithFork{x}, envWithExec{x}}
 	case 642:
-		return envSessionsForkExec{x, envWithSessions{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsForkExec{envBase{x}, envWithSessions{x}, envWithFork{x}, envWithExec{x}}
 	case 643:
-		return envDispatchSessionsForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithFork{x}, envWithExec{x}}
 	case 644:
-		return envInteractForkExec{x, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
+		return &envInteractForkExec{envBase{x}, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
 	case 646:
-		return envSessionsInteractForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsInteractForkExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
 	case 647:
-		return envDispatchSessionsInteractForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithExec{x}}
 	case 648:
-		return envObserveForkExec{x, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+		return &envObserveForkExec{envBase{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
 	case 650:
-		return envSessionsObserveForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsObserveForkExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
 	case 651:
-		return envDispatchSessionsObserveForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
 	case 652:
-		return envInteractObserveForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+		return &envInteractObserveForkExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
 	case 654:
-		return envSessionsInteractObserveForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsInteractObserveForkExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
 	case 655:
-		return envDispatchSessionsInteractObserveForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithExec{x}}
 	case 656:
-		return envReadForkExec{x, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return &envReadForkExec{envBase{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
 	case 658:
-		return envSessionsReadForkExec{x, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsReadForkExec{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
 	case 659:
-		return envDispatchSessionsReadForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsReadForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
 	case 660:
-		return envInteractReadForkExec{x, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return &envInteractReadForkExec{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
 	case 662:
-		return envSessionsInteractReadForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsInteractReadForkExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
 	case 663:
-		return envDispatchSessionsInteractReadForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractReadForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
 	case 664:
-		return envObserveReadForkExec{x, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return &envObserveReadForkExec{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
 	case 666:
-		return envSessionsObserveReadForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsObserveReadForkExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
 	case 667:
-		return envDispatchSessionsObserveReadForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveReadForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
 	case 668:
-		return envInteractObserveReadForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return &envInteractObserveReadForkExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
 	case 670:
-		return envSessionsInteractObserveReadForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsInteractObserveReadForkExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
 	case 671:
-		return envDispatchSessionsInteractObserveReadForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveReadForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithExec{x}}
 	case 672:
-		return envWriteForkExec{x, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return &envWriteForkExec{envBase{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 674:
-		return envSessionsWriteForkExec{x, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsWriteForkExec{envBase{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 675:
-		return envDispatchSessionsWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsWriteForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 676:
-		return envInteractWriteForkExec{x, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return &envInteractWriteForkExec{envBase{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 678:
-		return envSessionsInteractWriteForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsInteractWriteForkExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 679:
-		return envDispatchSessionsInteractWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractWriteForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 680:
-		return envObserveWriteForkExec{x, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return &envObserveWriteForkExec{envBase{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 682:
-		return envSessionsObserveWriteForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsObserveWriteForkExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 683:
-		return envDispatchSessionsObserveWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveWriteForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 684:
-		return envInteractObserveWriteForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return &envInteractObserveWriteForkExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 686:
-		return envSessionsInteractObserveWriteForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsInteractObserveWriteForkExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 687:
-		return envDispatchSessionsInteractObserveWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveWriteForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 688:
-		return envReadWriteForkExec{x, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return &envReadWriteForkExec{envBase{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 690:
-		return envSessionsReadWriteForkExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsReadWriteForkExec{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 691:
-		return envDispatchSessionsReadWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsReadWriteForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 692:
-		return envInteractReadWriteForkExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return &envInteractReadWriteForkExec{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 694:
-		return envSessionsInteractReadWriteForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsInteractReadWriteForkExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 695:
-		return envDispatchSessionsInteractReadWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractReadWriteForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 696:
-		return envObserveReadWriteForkExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return &envObserveReadWriteForkExec{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 698:
-		return envSessionsObserveReadWriteForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsObserveReadWriteForkExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 699:
-		return envDispatchSessionsObserveReadWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveReadWriteForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 700:
-		return envInteractObserveReadWriteForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return &envInteractObserveReadWriteForkExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 702:
-		return envSessionsInteractObserveReadWriteForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsInteractObserveReadWriteForkExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 703:
-		return envDispatchSessionsInteractObserveReadWriteForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveReadWriteForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithExec{x}}
 	case 704:
-		return envCheckpointForkExec{x, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envCheckpointForkExec{envBase{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 706:
-		return envSessionsCheckpointForkExec{x, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsCheckpointForkExec{envBase{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 707:
-		return envDispatchSessionsCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsCheckpointForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 708:
-		return envInteractCheckpointForkExec{x, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envInteractCheckpointForkExec{envBase{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 710:
-		return envSessionsInteractCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsInteractCheckpointForkExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 711:
-		return envDispatchSessionsInteractCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractCheckpointForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 712:
-		return envObserveCheckpointForkExec{x, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envObserveCheckpointForkExec{envBase{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 714:
-		return envSessionsObserveCheckpointForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsObserveCheckpointForkExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 715:
-		return envDispatchSessionsObserveCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveCheckpointForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 716:
-		return envInteractObserveCheckpointForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envInteractObserveCheckpointForkExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 718:
-		return envSessionsInteractObserveCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsInteractObserveCheckpointForkExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 719:
-		return envDispatchSessionsInteractObserveCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveCheckpointForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 720:
-		return envReadCheckpointForkExec{x, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envReadCheckpointForkExec{envBase{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 722:
-		return envSessionsReadCheckpointForkExec{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsReadCheckpointForkExec{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 723:
-		return envDispatchSessionsReadCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsReadCheckpointForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 724:
-		return envInteractReadCheckpointForkExec{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envInteractReadCheckpointForkExec{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 726:
-		return envSessionsInteractReadCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsInteractReadCheckpointForkExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 727:
-		return envDispatchSessionsInteractReadCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractReadCheckpointForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 728:
-		return envObserveReadCheckpointForkExec{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envObserveReadCheckpointForkExec{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 730:
-		return envSessionsObserveReadCheckpointForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsObserveReadCheckpointForkExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 731:
-		return envDispatchSessionsObserveReadCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveReadCheckpointForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 732:
-		return envInteractObserveReadCheckpointForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envInteractObserveReadCheckpointForkExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 734:
-		return envSessionsInteractObserveReadCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsInteractObserveReadCheckpointForkExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 735:
-		return envDispatchSessionsInteractObserveReadCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveReadCheckpointForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 736:
-		return envWriteCheckpointForkExec{x, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envWriteCheckpointForkExec{envBase{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 738:
-		return envSessionsWriteCheckpointForkExec{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsWriteCheckpointForkExec{envBase{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 739:
-		return envDispatchSessionsWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsWriteCheckpointForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 740:
-		return envInteractWriteCheckpointForkExec{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envInteractWriteCheckpointForkExec{envBase{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 742:
-		return envSessionsInteractWriteCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsInteractWriteCheckpointForkExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 743:
-		return envDispatchSessionsInteractWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractWriteCheckpointForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 744:
-		return envObserveWriteCheckpointForkExec{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envObserveWriteCheckpointForkExec{envBase{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 746:
-		return envSessionsObserveWriteCheckpointForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsObserveWriteCheckpointForkExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 747:
-		return envDispatchSessionsObserveWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveWriteCheckpointForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 748:
-		return envInteractObserveWriteCheckpointForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envInteractObserveWriteCheckpointForkExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 750:
-		return envSessionsInteractObserveWriteCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsInteractObserveWriteCheckpointForkExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 751:
-		return envDispatchSessionsInteractObserveWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveWriteCheckpointForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 752:
-		return envReadWriteCheckpointForkExec{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envReadWriteCheckpointForkExec{envBase{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 754:
-		return envSessionsReadWriteCheckpointForkExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsReadWriteCheckpointForkExec{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 755:
-		return envDispatchSessionsReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsReadWriteCheckpointForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 756:
-		return envInteractReadWriteCheckpointForkExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envInteractReadWriteCheckpointForkExec{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 758:
-		return envSessionsInteractReadWriteCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsInteractReadWriteCheckpointForkExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 759:
-		return envDispatchSessionsInteractReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractReadWriteCheckpointForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 760:
-		return envObserveReadWriteCheckpointForkExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envObserveReadWriteCheckpointForkExec{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 762:
-		return envSessionsObserveReadWriteCheckpointForkExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsObserveReadWriteCheckpointForkExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 763:
-		return envDispatchSessionsObserveReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveReadWriteCheckpointForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 764:
-		return envInteractObserveReadWriteCheckpointForkExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envInteractObserveReadWriteCheckpointForkExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 766:
-		return envSessionsInteractObserveReadWriteCheckpointForkExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envSessionsInteractObserveReadWriteCheckpointForkExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 767:
-		return envDispatchSessionsInteractObserveReadWriteCheckpointForkExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveReadWriteCheckpointForkExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithExec{x}}
 	case 768:
-		return envDurableExec{x, envWithDurable{x}, envWithExec{x}}
+		return &envDurableExec{envBase{x}, envWithDurable{x}, envWithExec{x}}
 	case 770:
-		return envSessionsDurableExec{x, envWithSessions{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsDurableExec{envBase{x}, envWithSessions{x}, envWithDurable{x}, envWithExec{x}}
 	case 771:
-		return envDispatchSessionsDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithDurable{x}, envWithExec{x}}
 	case 772:
-		return envInteractDurableExec{x, envWithInteract{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractDurableExec{envBase{x}, envWithInteract{x}, envWithDurable{x}, envWithExec{x}}
 	case 774:
-		return envSessionsInteractDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithDurable{x}, envWithExec{x}}
 	case 775:
-		return envDispatchSessionsInteractDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithDurable{x}, envWithExec{x}}
 	case 776:
-		return envObserveDurableExec{x, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
+		return &envObserveDurableExec{envBase{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
 	case 778:
-		return envSessionsObserveDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsObserveDurableExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
 	case 779:
-		return envDispatchSessionsObserveDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
 	case 780:
-		return envInteractObserveDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractObserveDurableExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
 	case 782:
-		return envSessionsInteractObserveDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractObserveDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
 	case 783:
-		return envDispatchSessionsInteractObserveDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithDurable{x}, envWithExec{x}}
 	case 784:
-		return envReadDurableExec{x, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+		return &envReadDurableExec{envBase{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
 	case 786:
-		return envSessionsReadDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsReadDurableExec{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
 	case 787:
-		return envDispatchSessionsReadDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsReadDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
 	case 788:
-		return envInteractReadDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractReadDurableExec{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
 	case 790:
-		return envSessionsInteractReadDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractReadDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
 	case 791:
-		return envDispatchSessionsInteractReadDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractReadDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
 	case 792:
-		return envObserveReadDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+		return &envObserveReadDurableExec{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
 	case 794:
-		return envSessionsObserveReadDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsObserveReadDurableExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
 	case 795:
-		return envDispatchSessionsObserveReadDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveReadDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
 	case 796:
-		return envInteractObserveReadDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractObserveReadDurableExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
 	case 798:
-		return envSessionsInteractObserveReadDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractObserveReadDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
 	case 799:
-		return envDispatchSessionsInteractObserveReadDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveReadDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithDurable{x}, envWithExec{x}}
 	case 800:
-		return envWriteDurableExec{x, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+		return &envWriteDurableExec{envBase{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 802:
-		return envSessionsWriteDurableExec{x, envWithSessions{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsWriteDurableExec{envBase{x}, envWithSessions{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 803:
-		return envDispatchSessionsWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsWriteDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 804:
-		return envInteractWriteDurableExec{x, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractWriteDurableExec{envBase{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 806:
-		return envSessionsInteractWriteDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractWriteDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 807:
-		return envDispatchSessionsInteractWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractWriteDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 808:
-		return envObserveWriteDurableExec{x, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+		return &envObserveWriteDurableExec{envBase{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 810:
-		return envSessionsObserveWriteDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsObserveWriteDurableExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 811:
-		return envDispatchSessionsObserveWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveWriteDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 812:
-		return envInteractObserveWriteDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractObserveWriteDurableExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 814:
-		return envSessionsInteractObserveWriteDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractObserveWriteDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 815:
-		return envDispatchSessionsInteractObserveWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveWriteDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 816:
-		return envReadWriteDurableExec{x, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+		return &envReadWriteDurableExec{envBase{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 818:
-		return envSessionsReadWriteDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsReadWriteDurableExec{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 819:
-		return envDispatchSessionsReadWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsReadWriteDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 820:
-		return envInteractReadWriteDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractReadWriteDurableExec{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 822:
-		return envSessionsInteractReadWriteDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractReadWriteDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 823:
-		return envDispatchSessionsInteractReadWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractReadWriteDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 824:
-		return envObserveReadWriteDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+		return &envObserveReadWriteDurableExec{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 826:
-		return envSessionsObserveReadWriteDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsObserveReadWriteDurableExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 827:
-		return envDispatchSessionsObserveReadWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveReadWriteDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 828:
-		return envInteractObserveReadWriteDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractObserveReadWriteDurableExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 830:
-		return envSessionsInteractObserveReadWriteDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractObserveReadWriteDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 831:
-		return envDispatchSessionsInteractObserveReadWriteDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveReadWriteDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithDurable{x}, envWithExec{x}}
 	case 832:
-		return envCheckpointDurableExec{x, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envCheckpointDurableExec{envBase{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 834:
-		return envSessionsCheckpointDurableExec{x, envWithSessions{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsCheckpointDurableExec{envBase{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 835:
-		return envDispatchSessionsCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsCheckpointDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 836:
-		return envInteractCheckpointDurableExec{x, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractCheckpointDurableExec{envBase{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 838:
-		return envSessionsInteractCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractCheckpointDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 839:
-		return envDispatchSessionsInteractCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractCheckpointDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 840:
-		return envObserveCheckpointDurableExec{x, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envObserveCheckpointDurableExec{envBase{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 842:
-		return envSessionsObserveCheckpointDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsObserveCheckpointDurableExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 843:
-		return envDispatchSessionsObserveCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveCheckpointDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 844:
-		return envInteractObserveCheckpointDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractObserveCheckpointDurableExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 846:
-		return envSessionsInteractObserveCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractObserveCheckpointDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 847:
-		return envDispatchSessionsInteractObserveCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveCheckpointDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 848:
-		return envReadCheckpointDurableExec{x, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envReadCheckpointDurableExec{envBase{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 850:
-		return envSessionsReadCheckpointDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsReadCheckpointDurableExec{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 851:
-		return envDispatchSessionsReadCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsReadCheckpointDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 852:
-		return envInteractReadCheckpointDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractReadCheckpointDurableExec{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 854:
-		return envSessionsInteractReadCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractReadCheckpointDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 855:
-		return envDispatchSessionsInteractReadCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractReadCheckpointDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 856:
-		return envObserveReadCheckpointDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envObserveReadCheckpointDurableExec{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 858:
-		return envSessionsObserveReadCheckpointDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsObserveReadCheckpointDurableExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 859:
-		return envDispatchSessionsObserveReadCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveReadCheckpointDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 860:
-		return envInteractObserveReadCheckpointDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractObserveReadCheckpointDurableExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 862:
-		return envSessionsInteractObserveReadCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractObserveReadCheckpointDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 863:
-		return envDispatchSessionsInteractObserveReadCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveReadCheckpointDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 864:
-		return envWriteCheckpointDurableExec{x, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envWriteCheckpointDurableExec{envBase{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 866:
-		return envSessionsWriteCheckpointDurableExec{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsWriteCheckpointDurableExec{envBase{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 867:
-		return envDispatchSessionsWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsWriteCheckpointDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 868:
-		return envInteractWriteCheckpointDurableExec{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractWriteCheckpointDurableExec{envBase{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 870:
-		return envSessionsInteractWriteCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractWriteCheckpointDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 871:
-		return envDispatchSessionsInteractWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractWriteCheckpointDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 872:
-		return envObserveWriteCheckpointDurableExec{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envObserveWriteCheckpointDurableExec{envBase{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 874:
-		return envSessionsObserveWriteCheckpointDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsObserveWriteCheckpointDurableExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 875:
-		return envDispatchSessionsObserveWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveWriteCheckpointDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 876:
-		return envInteractObserveWriteCheckpointDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractObserveWriteCheckpointDurableExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 878:
-		return envSessionsInteractObserveWriteCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractObserveWriteCheckpointDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 879:
-		return envDispatchSessionsInteractObserveWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveWriteCheckpointDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 880:
-		return envReadWriteCheckpointDurableExec{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envReadWriteCheckpointDurableExec{envBase{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 882:
-		return envSessionsReadWriteCheckpointDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsReadWriteCheckpointDurableExec{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 883:
-		return envDispatchSessionsReadWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsReadWriteCheckpointDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 884:
-		return envInteractReadWriteCheckpointDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractReadWriteCheckpointDurableExec{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 886:
-		return envSessionsInteractReadWriteCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractReadWriteCheckpointDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 887:
-		return envDispatchSessionsInteractReadWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractReadWriteCheckpointDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 888:
-		return envObserveReadWriteCheckpointDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envObserveReadWriteCheckpointDurableExec{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 890:
-		return envSessionsObserveReadWriteCheckpointDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsObserveReadWriteCheckpointDurableExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 891:
-		return envDispatchSessionsObserveReadWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveReadWriteCheckpointDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 892:
-		return envInteractObserveReadWriteCheckpointDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractObserveReadWriteCheckpointDurableExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 894:
-		return envSessionsInteractObserveReadWriteCheckpointDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractObserveReadWriteCheckpointDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 895:
-		return envDispatchSessionsInteractObserveReadWriteCheckpointDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveReadWriteCheckpointDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithDurable{x}, envWithExec{x}}
 	case 896:
-		return envForkDurableExec{x, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envForkDurableExec{envBase{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 898:
-		return envSessionsForkDurableExec{x, envWithSessions{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsForkDurableExec{envBase{x}, envWithSessions{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 899:
-		return envDispatchSessionsForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 900:
-		return envInteractForkDurableExec{x, envWithInteract{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractForkDurableExec{envBase{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 902:
-		return envSessionsInteractForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractForkDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 903:
-		return envDispatchSessionsInteractForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 904:
-		return envObserveForkDurableExec{x, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envObserveForkDurableExec{envBase{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 906:
-		return envSessionsObserveForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsObserveForkDurableExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 907:
-		return envDispatchSessionsObserveForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 908:
-		return envInteractObserveForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractObserveForkDurableExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 910:
-		return envSessionsInteractObserveForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractObserveForkDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 911:
-		return envDispatchSessionsInteractObserveForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 912:
-		return envReadForkDurableExec{x, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envReadForkDurableExec{envBase{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 914:
-		return envSessionsReadForkDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsReadForkDurableExec{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 915:
-		return envDispatchSessionsReadForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsReadForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 916:
-		return envInteractReadForkDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractReadForkDurableExec{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 918:
-		return envSessionsInteractReadForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractReadForkDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 919:
-		return envDispatchSessionsInteractReadForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractReadForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 920:
-		return envObserveReadForkDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envObserveReadForkDurableExec{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 922:
-		return envSessionsObserveReadForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsObserveReadForkDurableExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 923:
-		return envDispatchSessionsObserveReadForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveReadForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 924:
-		return envInteractObserveReadForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractObserveReadForkDurableExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 926:
-		return envSessionsInteractObserveReadForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractObserveReadForkDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 927:
-		return envDispatchSessionsInteractObserveReadForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveReadForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 928:
-		return envWriteForkDurableExec{x, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envWriteForkDurableExec{envBase{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 930:
-		return envSessionsWriteForkDurableExec{x, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsWriteForkDurableExec{envBase{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 931:
-		return envDispatchSessionsWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsWriteForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 932:
-		return envInteractWriteForkDurableExec{x, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractWriteForkDurableExec{envBase{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 934:
-		return envSessionsInteractWriteForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractWriteForkDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 935:
-		return envDispatchSessionsInteractWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractWriteForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 936:
-		return envObserveWriteForkDurableExec{x, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envObserveWriteForkDurableExec{envBase{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 938:
-		return envSessionsObserveWriteForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsObserveWriteForkDurableExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 939:
-		return envDispatchSessionsObserveWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveWriteForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 940:
-		return envInteractObserveWriteForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractObserveWriteForkDurableExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 942:
-		return envSessionsInteractObserveWriteForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractObserveWriteForkDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 943:
-		return envDispatchSessionsInteractObserveWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveWriteForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 944:
-		return envReadWriteForkDurableExec{x, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envReadWriteForkDurableExec{envBase{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 946:
-		return envSessionsReadWriteForkDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsReadWriteForkDurableExec{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 947:
-		return envDispatchSessionsReadWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsReadWriteForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 948:
-		return envInteractReadWriteForkDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractReadWriteForkDurableExec{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 950:
-		return envSessionsInteractReadWriteForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractReadWriteForkDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 951:
-		return envDispatchSessionsInteractReadWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractReadWriteForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 952:
-		return envObserveReadWriteForkDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envObserveReadWriteForkDurableExec{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 954:
-		return envSessionsObserveReadWriteForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsObserveReadWriteForkDurableExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 955:
-		return envDispatchSessionsObserveReadWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveReadWriteForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 956:
-		return envInteractObserveReadWriteForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractObserveReadWriteForkDurableExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 958:
-		return envSessionsInteractObserveReadWriteForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractObserveReadWriteForkDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 959:
-		return envDispatchSessionsInteractObserveReadWriteForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveReadWriteForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 960:
-		return envCheckpointForkDurableExec{x, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envCheckpointForkDurableExec{envBase{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 962:
-		return envSessionsCheckpointForkDurableExec{x, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsCheckpointForkDurableExec{envBase{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 963:
-		return envDispatchSessionsCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsCheckpointForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 964:
-		return envInteractCheckpointForkDurableExec{x, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractCheckpointForkDurableExec{envBase{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 966:
-		return envSessionsInteractCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractCheckpointForkDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 967:
-		return envDispatchSessionsInteractCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractCheckpointForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 968:
-		return envObserveCheckpointForkDurableExec{x, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envObserveCheckpointForkDurableExec{envBase{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 970:
-		return envSessionsObserveCheckpointForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsObserveCheckpointForkDurableExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 971:
-		return envDispatchSessionsObserveCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveCheckpointForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 972:
-		return envInteractObserveCheckpointForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractObserveCheckpointForkDurableExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 974:
-		return envSessionsInteractObserveCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractObserveCheckpointForkDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 975:
-		return envDispatchSessionsInteractObserveCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveCheckpointForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 976:
-		return envReadCheckpointForkDurableExec{x, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envReadCheckpointForkDurableExec{envBase{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 978:
-		return envSessionsReadCheckpointForkDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsReadCheckpointForkDurableExec{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 979:
-		return envDispatchSessionsReadCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsReadCheckpointForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 980:
-		return envInteractReadCheckpointForkDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractReadCheckpointForkDurableExec{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 982:
-		return envSessionsInteractReadCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractReadCheckpointForkDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 983:
-		return envDispatchSessionsInteractReadCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractReadCheckpointForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 984:
-		return envObserveReadCheckpointForkDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envObserveReadCheckpointForkDurableExec{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 986:
-		return envSessionsObserveReadCheckpointForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsObserveReadCheckpointForkDurableExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 987:
-		return envDispatchSessionsObserveReadCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveReadCheckpointForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 988:
-		return envInteractObserveReadCheckpointForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractObserveReadCheckpointForkDurableExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 990:
-		return envSessionsInteractObserveReadCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractObserveReadCheckpointForkDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 991:
-		return envDispatchSessionsInteractObserveReadCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveReadCheckpointForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 992:
-		return envWriteCheckpointForkDurableExec{x, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envWriteCheckpointForkDurableExec{envBase{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 994:
-		return envSessionsWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsWriteCheckpointForkDurableExec{envBase{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 995:
-		return envDispatchSessionsWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsWriteCheckpointForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 996:
-		return envInteractWriteCheckpointForkDurableExec{x, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractWriteCheckpointForkDurableExec{envBase{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 998:
-		return envSessionsInteractWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractWriteCheckpointForkDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 999:
-		return envDispatchSessionsInteractWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractWriteCheckpointForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1000:
-		return envObserveWriteCheckpointForkDurableExec{x, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envObserveWriteCheckpointForkDurableExec{envBase{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1002:
-		return envSessionsObserveWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsObserveWriteCheckpointForkDurableExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1003:
-		return envDispatchSessionsObserveWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveWriteCheckpointForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1004:
-		return envInteractObserveWriteCheckpointForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractObserveWriteCheckpointForkDurableExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1006:
-		return envSessionsInteractObserveWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractObserveWriteCheckpointForkDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1007:
-		return envDispatchSessionsInteractObserveWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveWriteCheckpointForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1008:
-		return envReadWriteCheckpointForkDurableExec{x, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envReadWriteCheckpointForkDurableExec{envBase{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1010:
-		return envSessionsReadWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsReadWriteCheckpointForkDurableExec{envBase{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1011:
-		return envDispatchSessionsReadWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsReadWriteCheckpointForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1012:
-		return envInteractReadWriteCheckpointForkDurableExec{x, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractReadWriteCheckpointForkDurableExec{envBase{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1014:
-		return envSessionsInteractReadWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractReadWriteCheckpointForkDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1015:
-		return envDispatchSessionsInteractReadWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractReadWriteCheckpointForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1016:
-		return envObserveReadWriteCheckpointForkDurableExec{x, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envObserveReadWriteCheckpointForkDurableExec{envBase{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1018:
-		return envSessionsObserveReadWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsObserveReadWriteCheckpointForkDurableExec{envBase{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1019:
-		return envDispatchSessionsObserveReadWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsObserveReadWriteCheckpointForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1020:
-		return envInteractObserveReadWriteCheckpointForkDurableExec{x, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envInteractObserveReadWriteCheckpointForkDurableExec{envBase{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1022:
-		return envSessionsInteractObserveReadWriteCheckpointForkDurableExec{x, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envSessionsInteractObserveReadWriteCheckpointForkDurableExec{envBase{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	case 1023:
-		return envDispatchSessionsInteractObserveReadWriteCheckpointForkDurableExec{x, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
+		return &envDispatchSessionsInteractObserveReadWriteCheckpointForkDurableExec{envBase{x}, envWithDispatch{x}, envWithSessions{x}, envWithInteract{x}, envWithObserve{x}, envWithRead{x}, envWithWrite{x}, envWithCheckpoint{x}, envWithFork{x}, envWithDurable{x}, envWithExec{x}}
 	}
 	return x
+}
+
+// envBase carries the methods of contract.Environment, the surface every
+// exposed type offers.
+type envBase struct{ x *environment }
+
+// ID implements contract.Environment.
+//
+//go:noinline
+func (e *envBase) ID() string {
+	x := e.x
+	return x.ID()
+}
+
+// Provider implements contract.Environment.
+//
+//go:noinline
+func (e *envBase) Provider() string {
+	x := e.x
+	return x.Provider()
+}
+
+// Name implements contract.Environment.
+//
+//go:noinline
+func (e *envBase) Name() string {
+	x := e.x
+	return x.Name()
+}
+
+// Creation implements contract.Environment.
+//
+//go:noinline
+func (e *envBase) Creation() contract.Creation {
+	x := e.x
+	return x.Creation()
+}
+
+// Metadata implements contract.Environment.
+//
+//go:noinline
+func (e *envBase) Metadata() map[string]canonjson.Value {
+	x := e.x
+	return x.Metadata()
+}
+
+// Capabilities implements contract.Environment.
+//
+//go:noinline
+func (e *envBase) Capabilities() *contract.Capabilities {
+	x := e.x
+	return x.Capabilities()
+}
+
+// Status implements contract.Environment.
+//
+//go:noinline
+func (e *envBase) Status(ctx context.Context) (contract.EnvironmentStatus, error) {
+	x := e.x
+	return x.Status(ctx)
+}
+
+// Stream implements contract.Environment.
+//
+//go:noinline
+func (e *envBase) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
+	x := e.x
+	return x.Stream(ctx, in)
+}
+
+// Destroy implements contract.Environment.
+//
+//go:noinline
+func (e *envBase) Destroy(ctx context.Context) error {
+	x := e.x
+	return x.Destroy(ctx)
 }
 
 // envWithDispatch carries the methods of contract.Dispatcher.
 type envWithDispatch struct{ x *environment }
 
 // Dispatch implements contract.Dispatcher.
-func (e envWithDispatch) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
+//
+//go:noinline
+func (e *envWithDispatch) Dispatch(ctx context.Context, in *contract.TurnInput) (*contract.SessionRef, error) {
 	x := e.x
 	return x.dispatch(ctx, in)
 }
@@ -1807,7 +1897,9 @@ func (e envWithDispatch) Dispatch(ctx context.Context, in *contract.TurnInput) (
 type envWithSessions struct{ x *environment }
 
 // Session implements contract.SessionOpener.
-func (e envWithSessions) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+//
+//go:noinline
+func (e *envWithSessions) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
 	x := e.x
 	return x.session(ctx, id, ref)
 }
@@ -1816,7 +1908,9 @@ func (e envWithSessions) Session(ctx context.Context, id string, ref *contract.R
 type envWithInteract struct{ x *environment }
 
 // RespondToInteraction implements contract.InteractionResponder.
-func (e envWithInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+//
+//go:noinline
+func (e *envWithInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
 	x := e.x
 	return x.respond(ctx, cmd)
 }
@@ -1825,7 +1919,9 @@ func (e envWithInteract) RespondToInteraction(ctx context.Context, cmd *contract
 type envWithObserve struct{ x *environment }
 
 // Observe implements contract.Observer.
-func (e envWithObserve) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
+//
+//go:noinline
+func (e *envWithObserve) Observe(ctx context.Context) (*contract.EnvironmentObservation, error) {
 	x := e.x
 	return x.observe(ctx)
 }
@@ -1834,7 +1930,9 @@ func (e envWithObserve) Observe(ctx context.Context) (*contract.EnvironmentObser
 type envWithRead struct{ x *environment }
 
 // ReadFile implements contract.WorkspaceReader.
-func (e envWithRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
+//
+//go:noinline
+func (e *envWithRead) ReadFile(ctx context.Context, path, sessionID string) (string, error) {
 	x := e.x
 	return x.readFile(ctx, path, sessionID)
 }
@@ -1843,7 +1941,9 @@ func (e envWithRead) ReadFile(ctx context.Context, path, sessionID string) (stri
 type envWithWrite struct{ x *environment }
 
 // WriteFile implements contract.WorkspaceWriter.
-func (e envWithWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
+//
+//go:noinline
+func (e *envWithWrite) WriteFile(ctx context.Context, path, content, sessionID string) error {
 	x := e.x
 	return x.writeFile(ctx, path, content, sessionID)
 }
@@ -1852,7 +1952,9 @@ func (e envWithWrite) WriteFile(ctx context.Context, path, content, sessionID st
 type envWithCheckpoint struct{ x *environment }
 
 // Checkpoint implements contract.LegacyCheckpointer.
-func (e envWithCheckpoint) Checkpoint(ctx context.Context, req *contract.CheckpointRequest) (*contract.CheckpointRef, error) {
+//
+//go:noinline
+func (e *envWithCheckpoint) Checkpoint(ctx context.Context, req *contract.CheckpointRequest) (*contract.CheckpointRef, error) {
 	x := e.x
 	return x.checkpoint(ctx, req)
 }
@@ -1861,7 +1963,9 @@ func (e envWithCheckpoint) Checkpoint(ctx context.Context, req *contract.Checkpo
 type envWithFork struct{ x *environment }
 
 // Fork implements contract.LegacyForker.
-func (e envWithFork) Fork(ctx context.Context, from *contract.CheckpointRef, req *contract.ForkRequest) (contract.Environment, error) {
+//
+//go:noinline
+func (e *envWithFork) Fork(ctx context.Context, from *contract.CheckpointRef, req *contract.ForkRequest) (contract.Environment, error) {
 	x := e.x
 	return x.fork(ctx, from, req)
 }
@@ -1870,7 +1974,9 @@ func (e envWithFork) Fork(ctx context.Context, from *contract.CheckpointRef, req
 type envWithDurable struct{ x *environment }
 
 // WorkspaceBranching implements contract.DurableBrancher.
-func (e envWithDurable) WorkspaceBranching() contract.WorkspaceBranching {
+//
+//go:noinline
+func (e *envWithDurable) WorkspaceBranching() contract.WorkspaceBranching {
 	x := e.x
 	return x.workspaceBranching()
 }
@@ -1879,40 +1985,42 @@ func (e envWithDurable) WorkspaceBranching() contract.WorkspaceBranching {
 type envWithExec struct{ x *environment }
 
 // Exec implements contract.CommandExecutor.
-func (e envWithExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
+//
+//go:noinline
+func (e *envWithExec) Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error) {
 	x := e.x
 	return x.exec(ctx, command, req)
 }
 
 // envSessions offers SessionOpener.
 type envSessions struct {
-	*environment
+	envBase
 	envWithSessions
 }
 
 // envDispatchSessions offers Dispatcher, SessionOpener.
 type envDispatchSessions struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 }
 
 // envInteract offers InteractionResponder.
 type envInteract struct {
-	*environment
+	envBase
 	envWithInteract
 }
 
 // envSessionsInteract offers SessionOpener, InteractionResponder.
 type envSessionsInteract struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 }
 
 // envDispatchSessionsInteract offers Dispatcher, SessionOpener, InteractionResponder.
 type envDispatchSessionsInteract struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -1920,20 +2028,20 @@ type envDispatchSessionsInteract struct {
 
 // envObserve offers Observer.
 type envObserve struct {
-	*environment
+	envBase
 	envWithObserve
 }
 
 // envSessionsObserve offers SessionOpener, Observer.
 type envSessionsObserve struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 }
 
 // envDispatchSessionsObserve offers Dispatcher, SessionOpener, Observer.
 type envDispatchSessionsObserve struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -1941,14 +2049,14 @@ type envDispatchSessionsObserve struct {
 
 // envInteractObserve offers InteractionResponder, Observer.
 type envInteractObserve struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 }
 
 // envSessionsInteractObserve offers SessionOpener, InteractionResponder, Observer.
 type envSessionsInteractObserve struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -1956,7 +2064,7 @@ type envSessionsInteractObserve struct {
 
 // envDispatchSessionsInteractObserve offers Dispatcher, SessionOpener, InteractionResponder, Observer.
 type envDispatchSessionsInteractObserve struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -1965,20 +2073,20 @@ type envDispatchSessionsInteractObserve struct {
 
 // envRead offers WorkspaceReader.
 type envRead struct {
-	*environment
+	envBase
 	envWithRead
 }
 
 // envSessionsRead offers SessionOpener, WorkspaceReader.
 type envSessionsRead struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 }
 
 // envDispatchSessionsRead offers Dispatcher, SessionOpener, WorkspaceReader.
 type envDispatchSessionsRead struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -1986,14 +2094,14 @@ type envDispatchSessionsRead struct {
 
 // envInteractRead offers InteractionResponder, WorkspaceReader.
 type envInteractRead struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 }
 
 // envSessionsInteractRead offers SessionOpener, InteractionResponder, WorkspaceReader.
 type envSessionsInteractRead struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -2001,7 +2109,7 @@ type envSessionsInteractRead struct {
 
 // envDispatchSessionsInteractRead offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader.
 type envDispatchSessionsInteractRead struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -2010,14 +2118,14 @@ type envDispatchSessionsInteractRead struct {
 
 // envObserveRead offers Observer, WorkspaceReader.
 type envObserveRead struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 }
 
 // envSessionsObserveRead offers SessionOpener, Observer, WorkspaceReader.
 type envSessionsObserveRead struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -2025,7 +2133,7 @@ type envSessionsObserveRead struct {
 
 // envDispatchSessionsObserveRead offers Dispatcher, SessionOpener, Observer, WorkspaceReader.
 type envDispatchSessionsObserveRead struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -2034,7 +2142,7 @@ type envDispatchSessionsObserveRead struct {
 
 // envInteractObserveRead offers InteractionResponder, Observer, WorkspaceReader.
 type envInteractObserveRead struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -2042,7 +2150,7 @@ type envInteractObserveRead struct {
 
 // envSessionsInteractObserveRead offers SessionOpener, InteractionResponder, Observer, WorkspaceReader.
 type envSessionsInteractObserveRead struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -2051,7 +2159,7 @@ type envSessionsInteractObserveRead struct {
 
 // envDispatchSessionsInteractObserveRead offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader.
 type envDispatchSessionsInteractObserveRead struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -2061,20 +2169,20 @@ type envDispatchSessionsInteractObserveRead struct {
 
 // envWrite offers WorkspaceWriter.
 type envWrite struct {
-	*environment
+	envBase
 	envWithWrite
 }
 
 // envSessionsWrite offers SessionOpener, WorkspaceWriter.
 type envSessionsWrite struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithWrite
 }
 
 // envDispatchSessionsWrite offers Dispatcher, SessionOpener, WorkspaceWriter.
 type envDispatchSessionsWrite struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithWrite
@@ -2082,14 +2190,14 @@ type envDispatchSessionsWrite struct {
 
 // envInteractWrite offers InteractionResponder, WorkspaceWriter.
 type envInteractWrite struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithWrite
 }
 
 // envSessionsInteractWrite offers SessionOpener, InteractionResponder, WorkspaceWriter.
 type envSessionsInteractWrite struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithWrite
@@ -2097,7 +2205,7 @@ type envSessionsInteractWrite struct {
 
 // envDispatchSessionsInteractWrite offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter.
 type envDispatchSessionsInteractWrite struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -2106,14 +2214,14 @@ type envDispatchSessionsInteractWrite struct {
 
 // envObserveWrite offers Observer, WorkspaceWriter.
 type envObserveWrite struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithWrite
 }
 
 // envSessionsObserveWrite offers SessionOpener, Observer, WorkspaceWriter.
 type envSessionsObserveWrite struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithWrite
@@ -2121,7 +2229,7 @@ type envSessionsObserveWrite struct {
 
 // envDispatchSessionsObserveWrite offers Dispatcher, SessionOpener, Observer, WorkspaceWriter.
 type envDispatchSessionsObserveWrite struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -2130,7 +2238,7 @@ type envDispatchSessionsObserveWrite struct {
 
 // envInteractObserveWrite offers InteractionResponder, Observer, WorkspaceWriter.
 type envInteractObserveWrite struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -2138,7 +2246,7 @@ type envInteractObserveWrite struct {
 
 // envSessionsInteractObserveWrite offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter.
 type envSessionsInteractObserveWrite struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -2147,7 +2255,7 @@ type envSessionsInteractObserveWrite struct {
 
 // envDispatchSessionsInteractObserveWrite offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter.
 type envDispatchSessionsInteractObserveWrite struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -2157,14 +2265,14 @@ type envDispatchSessionsInteractObserveWrite struct {
 
 // envReadWrite offers WorkspaceReader, WorkspaceWriter.
 type envReadWrite struct {
-	*environment
+	envBase
 	envWithRead
 	envWithWrite
 }
 
 // envSessionsReadWrite offers SessionOpener, WorkspaceReader, WorkspaceWriter.
 type envSessionsReadWrite struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithWrite
@@ -2172,7 +2280,7 @@ type envSessionsReadWrite struct {
 
 // envDispatchSessionsReadWrite offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter.
 type envDispatchSessionsReadWrite struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -2181,7 +2289,7 @@ type envDispatchSessionsReadWrite struct {
 
 // envInteractReadWrite offers InteractionResponder, WorkspaceReader, WorkspaceWriter.
 type envInteractReadWrite struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -2189,7 +2297,7 @@ type envInteractReadWrite struct {
 
 // envSessionsInteractReadWrite offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter.
 type envSessionsInteractReadWrite struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -2198,7 +2306,7 @@ type envSessionsInteractReadWrite struct {
 
 // envDispatchSessionsInteractReadWrite offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter.
 type envDispatchSessionsInteractReadWrite struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -2208,7 +2316,7 @@ type envDispatchSessionsInteractReadWrite struct {
 
 // envObserveReadWrite offers Observer, WorkspaceReader, WorkspaceWriter.
 type envObserveReadWrite struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -2216,7 +2324,7 @@ type envObserveReadWrite struct {
 
 // envSessionsObserveReadWrite offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter.
 type envSessionsObserveReadWrite struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -2225,7 +2333,7 @@ type envSessionsObserveReadWrite struct {
 
 // envDispatchSessionsObserveReadWrite offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter.
 type envDispatchSessionsObserveReadWrite struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -2235,7 +2343,7 @@ type envDispatchSessionsObserveReadWrite struct {
 
 // envInteractObserveReadWrite offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter.
 type envInteractObserveReadWrite struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -2244,7 +2352,7 @@ type envInteractObserveReadWrite struct {
 
 // envSessionsInteractObserveReadWrite offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter.
 type envSessionsInteractObserveReadWrite struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -2254,7 +2362,7 @@ type envSessionsInteractObserveReadWrite struct {
 
 // envDispatchSessionsInteractObserveReadWrite offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter.
 type envDispatchSessionsInteractObserveReadWrite struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -2265,20 +2373,20 @@ type envDispatchSessionsInteractObserveReadWrite struct {
 
 // envCheckpoint offers LegacyCheckpointer.
 type envCheckpoint struct {
-	*environment
+	envBase
 	envWithCheckpoint
 }
 
 // envSessionsCheckpoint offers SessionOpener, LegacyCheckpointer.
 type envSessionsCheckpoint struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithCheckpoint
 }
 
 // envDispatchSessionsCheckpoint offers Dispatcher, SessionOpener, LegacyCheckpointer.
 type envDispatchSessionsCheckpoint struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithCheckpoint
@@ -2286,14 +2394,14 @@ type envDispatchSessionsCheckpoint struct {
 
 // envInteractCheckpoint offers InteractionResponder, LegacyCheckpointer.
 type envInteractCheckpoint struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithCheckpoint
 }
 
 // envSessionsInteractCheckpoint offers SessionOpener, InteractionResponder, LegacyCheckpointer.
 type envSessionsInteractCheckpoint struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithCheckpoint
@@ -2301,7 +2409,7 @@ type envSessionsInteractCheckpoint struct {
 
 // envDispatchSessionsInteractCheckpoint offers Dispatcher, SessionOpener, InteractionResponder, LegacyCheckpointer.
 type envDispatchSessionsInteractCheckpoint struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -2310,14 +2418,14 @@ type envDispatchSessionsInteractCheckpoint struct {
 
 // envObserveCheckpoint offers Observer, LegacyCheckpointer.
 type envObserveCheckpoint struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithCheckpoint
 }
 
 // envSessionsObserveCheckpoint offers SessionOpener, Observer, LegacyCheckpointer.
 type envSessionsObserveCheckpoint struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithCheckpoint
@@ -2325,7 +2433,7 @@ type envSessionsObserveCheckpoint struct {
 
 // envDispatchSessionsObserveCheckpoint offers Dispatcher, SessionOpener, Observer, LegacyCheckpointer.
 type envDispatchSessionsObserveCheckpoint struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -2334,7 +2442,7 @@ type envDispatchSessionsObserveCheckpoint struct {
 
 // envInteractObserveCheckpoint offers InteractionResponder, Observer, LegacyCheckpointer.
 type envInteractObserveCheckpoint struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithCheckpoint
@@ -2342,7 +2450,7 @@ type envInteractObserveCheckpoint struct {
 
 // envSessionsInteractObserveCheckpoint offers SessionOpener, InteractionResponder, Observer, LegacyCheckpointer.
 type envSessionsInteractObserveCheckpoint struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -2351,7 +2459,7 @@ type envSessionsInteractObserveCheckpoint struct {
 
 // envDispatchSessionsInteractObserveCheckpoint offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyCheckpointer.
 type envDispatchSessionsInteractObserveCheckpoint struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -2361,14 +2469,14 @@ type envDispatchSessionsInteractObserveCheckpoint struct {
 
 // envReadCheckpoint offers WorkspaceReader, LegacyCheckpointer.
 type envReadCheckpoint struct {
-	*environment
+	envBase
 	envWithRead
 	envWithCheckpoint
 }
 
 // envSessionsReadCheckpoint offers SessionOpener, WorkspaceReader, LegacyCheckpointer.
 type envSessionsReadCheckpoint struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithCheckpoint
@@ -2376,7 +2484,7 @@ type envSessionsReadCheckpoint struct {
 
 // envDispatchSessionsReadCheckpoint offers Dispatcher, SessionOpener, WorkspaceReader, LegacyCheckpointer.
 type envDispatchSessionsReadCheckpoint struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -2385,7 +2493,7 @@ type envDispatchSessionsReadCheckpoint struct {
 
 // envInteractReadCheckpoint offers InteractionResponder, WorkspaceReader, LegacyCheckpointer.
 type envInteractReadCheckpoint struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithCheckpoint
@@ -2393,7 +2501,7 @@ type envInteractReadCheckpoint struct {
 
 // envSessionsInteractReadCheckpoint offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer.
 type envSessionsInteractReadCheckpoint struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -2402,7 +2510,7 @@ type envSessionsInteractReadCheckpoint struct {
 
 // envDispatchSessionsInteractReadCheckpoint offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer.
 type envDispatchSessionsInteractReadCheckpoint struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -2412,7 +2520,7 @@ type envDispatchSessionsInteractReadCheckpoint struct {
 
 // envObserveReadCheckpoint offers Observer, WorkspaceReader, LegacyCheckpointer.
 type envObserveReadCheckpoint struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithCheckpoint
@@ -2420,7 +2528,7 @@ type envObserveReadCheckpoint struct {
 
 // envSessionsObserveReadCheckpoint offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer.
 type envSessionsObserveReadCheckpoint struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -2429,7 +2537,7 @@ type envSessionsObserveReadCheckpoint struct {
 
 // envDispatchSessionsObserveReadCheckpoint offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer.
 type envDispatchSessionsObserveReadCheckpoint struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -2439,7 +2547,7 @@ type envDispatchSessionsObserveReadCheckpoint struct {
 
 // envInteractObserveReadCheckpoint offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer.
 type envInteractObserveReadCheckpoint struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -2448,7 +2556,7 @@ type envInteractObserveReadCheckpoint struct {
 
 // envSessionsInteractObserveReadCheckpoint offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer.
 type envSessionsInteractObserveReadCheckpoint struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -2458,7 +2566,7 @@ type envSessionsInteractObserveReadCheckpoint struct {
 
 // envDispatchSessionsInteractObserveReadCheckpoint offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer.
 type envDispatchSessionsInteractObserveReadCheckpoint struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -2469,14 +2577,14 @@ type envDispatchSessionsInteractObserveReadCheckpoint struct {
 
 // envWriteCheckpoint offers WorkspaceWriter, LegacyCheckpointer.
 type envWriteCheckpoint struct {
-	*environment
+	envBase
 	envWithWrite
 	envWithCheckpoint
 }
 
 // envSessionsWriteCheckpoint offers SessionOpener, WorkspaceWriter, LegacyCheckpointer.
 type envSessionsWriteCheckpoint struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithWrite
 	envWithCheckpoint
@@ -2484,7 +2592,7 @@ type envSessionsWriteCheckpoint struct {
 
 // envDispatchSessionsWriteCheckpoint offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyCheckpointer.
 type envDispatchSessionsWriteCheckpoint struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithWrite
@@ -2493,7 +2601,7 @@ type envDispatchSessionsWriteCheckpoint struct {
 
 // envInteractWriteCheckpoint offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer.
 type envInteractWriteCheckpoint struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithWrite
 	envWithCheckpoint
@@ -2501,7 +2609,7 @@ type envInteractWriteCheckpoint struct {
 
 // envSessionsInteractWriteCheckpoint offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer.
 type envSessionsInteractWriteCheckpoint struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithWrite
@@ -2510,7 +2618,7 @@ type envSessionsInteractWriteCheckpoint struct {
 
 // envDispatchSessionsInteractWriteCheckpoint offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer.
 type envDispatchSessionsInteractWriteCheckpoint struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -2520,7 +2628,7 @@ type envDispatchSessionsInteractWriteCheckpoint struct {
 
 // envObserveWriteCheckpoint offers Observer, WorkspaceWriter, LegacyCheckpointer.
 type envObserveWriteCheckpoint struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithWrite
 	envWithCheckpoint
@@ -2528,7 +2636,7 @@ type envObserveWriteCheckpoint struct {
 
 // envSessionsObserveWriteCheckpoint offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer.
 type envSessionsObserveWriteCheckpoint struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithWrite
@@ -2537,7 +2645,7 @@ type envSessionsObserveWriteCheckpoint struct {
 
 // envDispatchSessionsObserveWriteCheckpoint offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer.
 type envDispatchSessionsObserveWriteCheckpoint struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -2547,7 +2655,7 @@ type envDispatchSessionsObserveWriteCheckpoint struct {
 
 // envInteractObserveWriteCheckpoint offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer.
 type envInteractObserveWriteCheckpoint struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -2556,7 +2664,7 @@ type envInteractObserveWriteCheckpoint struct {
 
 // envSessionsInteractObserveWriteCheckpoint offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer.
 type envSessionsInteractObserveWriteCheckpoint struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -2566,7 +2674,7 @@ type envSessionsInteractObserveWriteCheckpoint struct {
 
 // envDispatchSessionsInteractObserveWriteCheckpoint offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer.
 type envDispatchSessionsInteractObserveWriteCheckpoint struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -2577,7 +2685,7 @@ type envDispatchSessionsInteractObserveWriteCheckpoint struct {
 
 // envReadWriteCheckpoint offers WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
 type envReadWriteCheckpoint struct {
-	*environment
+	envBase
 	envWithRead
 	envWithWrite
 	envWithCheckpoint
@@ -2585,7 +2693,7 @@ type envReadWriteCheckpoint struct {
 
 // envSessionsReadWriteCheckpoint offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
 type envSessionsReadWriteCheckpoint struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithWrite
@@ -2594,7 +2702,7 @@ type envSessionsReadWriteCheckpoint struct {
 
 // envDispatchSessionsReadWriteCheckpoint offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
 type envDispatchSessionsReadWriteCheckpoint struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -2604,7 +2712,7 @@ type envDispatchSessionsReadWriteCheckpoint struct {
 
 // envInteractReadWriteCheckpoint offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
 type envInteractReadWriteCheckpoint struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -2613,7 +2721,7 @@ type envInteractReadWriteCheckpoint struct {
 
 // envSessionsInteractReadWriteCheckpoint offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
 type envSessionsInteractReadWriteCheckpoint struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -2623,7 +2731,7 @@ type envSessionsInteractReadWriteCheckpoint struct {
 
 // envDispatchSessionsInteractReadWriteCheckpoint offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
 type envDispatchSessionsInteractReadWriteCheckpoint struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -2634,7 +2742,7 @@ type envDispatchSessionsInteractReadWriteCheckpoint struct {
 
 // envObserveReadWriteCheckpoint offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
 type envObserveReadWriteCheckpoint struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -2643,7 +2751,7 @@ type envObserveReadWriteCheckpoint struct {
 
 // envSessionsObserveReadWriteCheckpoint offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
 type envSessionsObserveReadWriteCheckpoint struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -2653,7 +2761,7 @@ type envSessionsObserveReadWriteCheckpoint struct {
 
 // envDispatchSessionsObserveReadWriteCheckpoint offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
 type envDispatchSessionsObserveReadWriteCheckpoint struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -2664,7 +2772,7 @@ type envDispatchSessionsObserveReadWriteCheckpoint struct {
 
 // envInteractObserveReadWriteCheckpoint offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
 type envInteractObserveReadWriteCheckpoint struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -2674,7 +2782,7 @@ type envInteractObserveReadWriteCheckpoint struct {
 
 // envSessionsInteractObserveReadWriteCheckpoint offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
 type envSessionsInteractObserveReadWriteCheckpoint struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -2685,7 +2793,7 @@ type envSessionsInteractObserveReadWriteCheckpoint struct {
 
 // envDispatchSessionsInteractObserveReadWriteCheckpoint offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer.
 type envDispatchSessionsInteractObserveReadWriteCheckpoint struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -2697,20 +2805,20 @@ type envDispatchSessionsInteractObserveReadWriteCheckpoint struct {
 
 // envFork offers LegacyForker.
 type envFork struct {
-	*environment
+	envBase
 	envWithFork
 }
 
 // envSessionsFork offers SessionOpener, LegacyForker.
 type envSessionsFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithFork
 }
 
 // envDispatchSessionsFork offers Dispatcher, SessionOpener, LegacyForker.
 type envDispatchSessionsFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithFork
@@ -2718,14 +2826,14 @@ type envDispatchSessionsFork struct {
 
 // envInteractFork offers InteractionResponder, LegacyForker.
 type envInteractFork struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithFork
 }
 
 // envSessionsInteractFork offers SessionOpener, InteractionResponder, LegacyForker.
 type envSessionsInteractFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithFork
@@ -2733,7 +2841,7 @@ type envSessionsInteractFork struct {
 
 // envDispatchSessionsInteractFork offers Dispatcher, SessionOpener, InteractionResponder, LegacyForker.
 type envDispatchSessionsInteractFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -2742,14 +2850,14 @@ type envDispatchSessionsInteractFork struct {
 
 // envObserveFork offers Observer, LegacyForker.
 type envObserveFork struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithFork
 }
 
 // envSessionsObserveFork offers SessionOpener, Observer, LegacyForker.
 type envSessionsObserveFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithFork
@@ -2757,7 +2865,7 @@ type envSessionsObserveFork struct {
 
 // envDispatchSessionsObserveFork offers Dispatcher, SessionOpener, Observer, LegacyForker.
 type envDispatchSessionsObserveFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -2766,7 +2874,7 @@ type envDispatchSessionsObserveFork struct {
 
 // envInteractObserveFork offers InteractionResponder, Observer, LegacyForker.
 type envInteractObserveFork struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithFork
@@ -2774,7 +2882,7 @@ type envInteractObserveFork struct {
 
 // envSessionsInteractObserveFork offers SessionOpener, InteractionResponder, Observer, LegacyForker.
 type envSessionsInteractObserveFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -2783,7 +2891,7 @@ type envSessionsInteractObserveFork struct {
 
 // envDispatchSessionsInteractObserveFork offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyForker.
 type envDispatchSessionsInteractObserveFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -2793,14 +2901,14 @@ type envDispatchSessionsInteractObserveFork struct {
 
 // envReadFork offers WorkspaceReader, LegacyForker.
 type envReadFork struct {
-	*environment
+	envBase
 	envWithRead
 	envWithFork
 }
 
 // envSessionsReadFork offers SessionOpener, WorkspaceReader, LegacyForker.
 type envSessionsReadFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithFork
@@ -2808,7 +2916,7 @@ type envSessionsReadFork struct {
 
 // envDispatchSessionsReadFork offers Dispatcher, SessionOpener, WorkspaceReader, LegacyForker.
 type envDispatchSessionsReadFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -2817,7 +2925,7 @@ type envDispatchSessionsReadFork struct {
 
 // envInteractReadFork offers InteractionResponder, WorkspaceReader, LegacyForker.
 type envInteractReadFork struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithFork
@@ -2825,7 +2933,7 @@ type envInteractReadFork struct {
 
 // envSessionsInteractReadFork offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyForker.
 type envSessionsInteractReadFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -2834,7 +2942,7 @@ type envSessionsInteractReadFork struct {
 
 // envDispatchSessionsInteractReadFork offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyForker.
 type envDispatchSessionsInteractReadFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -2844,7 +2952,7 @@ type envDispatchSessionsInteractReadFork struct {
 
 // envObserveReadFork offers Observer, WorkspaceReader, LegacyForker.
 type envObserveReadFork struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithFork
@@ -2852,7 +2960,7 @@ type envObserveReadFork struct {
 
 // envSessionsObserveReadFork offers SessionOpener, Observer, WorkspaceReader, LegacyForker.
 type envSessionsObserveReadFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -2861,7 +2969,7 @@ type envSessionsObserveReadFork struct {
 
 // envDispatchSessionsObserveReadFork offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyForker.
 type envDispatchSessionsObserveReadFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -2871,7 +2979,7 @@ type envDispatchSessionsObserveReadFork struct {
 
 // envInteractObserveReadFork offers InteractionResponder, Observer, WorkspaceReader, LegacyForker.
 type envInteractObserveReadFork struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -2880,7 +2988,7 @@ type envInteractObserveReadFork struct {
 
 // envSessionsInteractObserveReadFork offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyForker.
 type envSessionsInteractObserveReadFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -2890,7 +2998,7 @@ type envSessionsInteractObserveReadFork struct {
 
 // envDispatchSessionsInteractObserveReadFork offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyForker.
 type envDispatchSessionsInteractObserveReadFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -2901,14 +3009,14 @@ type envDispatchSessionsInteractObserveReadFork struct {
 
 // envWriteFork offers WorkspaceWriter, LegacyForker.
 type envWriteFork struct {
-	*environment
+	envBase
 	envWithWrite
 	envWithFork
 }
 
 // envSessionsWriteFork offers SessionOpener, WorkspaceWriter, LegacyForker.
 type envSessionsWriteFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithWrite
 	envWithFork
@@ -2916,7 +3024,7 @@ type envSessionsWriteFork struct {
 
 // envDispatchSessionsWriteFork offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyForker.
 type envDispatchSessionsWriteFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithWrite
@@ -2925,7 +3033,7 @@ type envDispatchSessionsWriteFork struct {
 
 // envInteractWriteFork offers InteractionResponder, WorkspaceWriter, LegacyForker.
 type envInteractWriteFork struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithWrite
 	envWithFork
@@ -2933,7 +3041,7 @@ type envInteractWriteFork struct {
 
 // envSessionsInteractWriteFork offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyForker.
 type envSessionsInteractWriteFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithWrite
@@ -2942,7 +3050,7 @@ type envSessionsInteractWriteFork struct {
 
 // envDispatchSessionsInteractWriteFork offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyForker.
 type envDispatchSessionsInteractWriteFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -2952,7 +3060,7 @@ type envDispatchSessionsInteractWriteFork struct {
 
 // envObserveWriteFork offers Observer, WorkspaceWriter, LegacyForker.
 type envObserveWriteFork struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithWrite
 	envWithFork
@@ -2960,7 +3068,7 @@ type envObserveWriteFork struct {
 
 // envSessionsObserveWriteFork offers SessionOpener, Observer, WorkspaceWriter, LegacyForker.
 type envSessionsObserveWriteFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithWrite
@@ -2969,7 +3077,7 @@ type envSessionsObserveWriteFork struct {
 
 // envDispatchSessionsObserveWriteFork offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyForker.
 type envDispatchSessionsObserveWriteFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -2979,7 +3087,7 @@ type envDispatchSessionsObserveWriteFork struct {
 
 // envInteractObserveWriteFork offers InteractionResponder, Observer, WorkspaceWriter, LegacyForker.
 type envInteractObserveWriteFork struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -2988,7 +3096,7 @@ type envInteractObserveWriteFork struct {
 
 // envSessionsInteractObserveWriteFork offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyForker.
 type envSessionsInteractObserveWriteFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -2998,7 +3106,7 @@ type envSessionsInteractObserveWriteFork struct {
 
 // envDispatchSessionsInteractObserveWriteFork offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyForker.
 type envDispatchSessionsInteractObserveWriteFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -3009,7 +3117,7 @@ type envDispatchSessionsInteractObserveWriteFork struct {
 
 // envReadWriteFork offers WorkspaceReader, WorkspaceWriter, LegacyForker.
 type envReadWriteFork struct {
-	*environment
+	envBase
 	envWithRead
 	envWithWrite
 	envWithFork
@@ -3017,7 +3125,7 @@ type envReadWriteFork struct {
 
 // envSessionsReadWriteFork offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker.
 type envSessionsReadWriteFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithWrite
@@ -3026,7 +3134,7 @@ type envSessionsReadWriteFork struct {
 
 // envDispatchSessionsReadWriteFork offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker.
 type envDispatchSessionsReadWriteFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -3036,7 +3144,7 @@ type envDispatchSessionsReadWriteFork struct {
 
 // envInteractReadWriteFork offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker.
 type envInteractReadWriteFork struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -3045,7 +3153,7 @@ type envInteractReadWriteFork struct {
 
 // envSessionsInteractReadWriteFork offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker.
 type envSessionsInteractReadWriteFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -3055,7 +3163,7 @@ type envSessionsInteractReadWriteFork struct {
 
 // envDispatchSessionsInteractReadWriteFork offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker.
 type envDispatchSessionsInteractReadWriteFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -3066,7 +3174,7 @@ type envDispatchSessionsInteractReadWriteFork struct {
 
 // envObserveReadWriteFork offers Observer, WorkspaceReader, WorkspaceWriter, LegacyForker.
 type envObserveReadWriteFork struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -3075,7 +3183,7 @@ type envObserveReadWriteFork struct {
 
 // envSessionsObserveReadWriteFork offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker.
 type envSessionsObserveReadWriteFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -3085,7 +3193,7 @@ type envSessionsObserveReadWriteFork struct {
 
 // envDispatchSessionsObserveReadWriteFork offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker.
 type envDispatchSessionsObserveReadWriteFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -3096,7 +3204,7 @@ type envDispatchSessionsObserveReadWriteFork struct {
 
 // envInteractObserveReadWriteFork offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker.
 type envInteractObserveReadWriteFork struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -3106,7 +3214,7 @@ type envInteractObserveReadWriteFork struct {
 
 // envSessionsInteractObserveReadWriteFork offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker.
 type envSessionsInteractObserveReadWriteFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -3117,7 +3225,7 @@ type envSessionsInteractObserveReadWriteFork struct {
 
 // envDispatchSessionsInteractObserveReadWriteFork offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker.
 type envDispatchSessionsInteractObserveReadWriteFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -3129,14 +3237,14 @@ type envDispatchSessionsInteractObserveReadWriteFork struct {
 
 // envCheckpointFork offers LegacyCheckpointer, LegacyForker.
 type envCheckpointFork struct {
-	*environment
+	envBase
 	envWithCheckpoint
 	envWithFork
 }
 
 // envSessionsCheckpointFork offers SessionOpener, LegacyCheckpointer, LegacyForker.
 type envSessionsCheckpointFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithCheckpoint
 	envWithFork
@@ -3144,7 +3252,7 @@ type envSessionsCheckpointFork struct {
 
 // envDispatchSessionsCheckpointFork offers Dispatcher, SessionOpener, LegacyCheckpointer, LegacyForker.
 type envDispatchSessionsCheckpointFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithCheckpoint
@@ -3153,7 +3261,7 @@ type envDispatchSessionsCheckpointFork struct {
 
 // envInteractCheckpointFork offers InteractionResponder, LegacyCheckpointer, LegacyForker.
 type envInteractCheckpointFork struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithCheckpoint
 	envWithFork
@@ -3161,7 +3269,7 @@ type envInteractCheckpointFork struct {
 
 // envSessionsInteractCheckpointFork offers SessionOpener, InteractionResponder, LegacyCheckpointer, LegacyForker.
 type envSessionsInteractCheckpointFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithCheckpoint
@@ -3170,7 +3278,7 @@ type envSessionsInteractCheckpointFork struct {
 
 // envDispatchSessionsInteractCheckpointFork offers Dispatcher, SessionOpener, InteractionResponder, LegacyCheckpointer, LegacyForker.
 type envDispatchSessionsInteractCheckpointFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -3180,7 +3288,7 @@ type envDispatchSessionsInteractCheckpointFork struct {
 
 // envObserveCheckpointFork offers Observer, LegacyCheckpointer, LegacyForker.
 type envObserveCheckpointFork struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithCheckpoint
 	envWithFork
@@ -3188,7 +3296,7 @@ type envObserveCheckpointFork struct {
 
 // envSessionsObserveCheckpointFork offers SessionOpener, Observer, LegacyCheckpointer, LegacyForker.
 type envSessionsObserveCheckpointFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithCheckpoint
@@ -3197,7 +3305,7 @@ type envSessionsObserveCheckpointFork struct {
 
 // envDispatchSessionsObserveCheckpointFork offers Dispatcher, SessionOpener, Observer, LegacyCheckpointer, LegacyForker.
 type envDispatchSessionsObserveCheckpointFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -3207,7 +3315,7 @@ type envDispatchSessionsObserveCheckpointFork struct {
 
 // envInteractObserveCheckpointFork offers InteractionResponder, Observer, LegacyCheckpointer, LegacyForker.
 type envInteractObserveCheckpointFork struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithCheckpoint
@@ -3216,7 +3324,7 @@ type envInteractObserveCheckpointFork struct {
 
 // envSessionsInteractObserveCheckpointFork offers SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker.
 type envSessionsInteractObserveCheckpointFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -3226,7 +3334,7 @@ type envSessionsInteractObserveCheckpointFork struct {
 
 // envDispatchSessionsInteractObserveCheckpointFork offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker.
 type envDispatchSessionsInteractObserveCheckpointFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -3237,7 +3345,7 @@ type envDispatchSessionsInteractObserveCheckpointFork struct {
 
 // envReadCheckpointFork offers WorkspaceReader, LegacyCheckpointer, LegacyForker.
 type envReadCheckpointFork struct {
-	*environment
+	envBase
 	envWithRead
 	envWithCheckpoint
 	envWithFork
@@ -3245,7 +3353,7 @@ type envReadCheckpointFork struct {
 
 // envSessionsReadCheckpointFork offers SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker.
 type envSessionsReadCheckpointFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithCheckpoint
@@ -3254,7 +3362,7 @@ type envSessionsReadCheckpointFork struct {
 
 // envDispatchSessionsReadCheckpointFork offers Dispatcher, SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker.
 type envDispatchSessionsReadCheckpointFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -3264,7 +3372,7 @@ type envDispatchSessionsReadCheckpointFork struct {
 
 // envInteractReadCheckpointFork offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker.
 type envInteractReadCheckpointFork struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithCheckpoint
@@ -3273,7 +3381,7 @@ type envInteractReadCheckpointFork struct {
 
 // envSessionsInteractReadCheckpointFork offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker.
 type envSessionsInteractReadCheckpointFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -3283,7 +3391,7 @@ type envSessionsInteractReadCheckpointFork struct {
 
 // envDispatchSessionsInteractReadCheckpointFork offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker.
 type envDispatchSessionsInteractReadCheckpointFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -3294,7 +3402,7 @@ type envDispatchSessionsInteractReadCheckpointFork struct {
 
 // envObserveReadCheckpointFork offers Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker.
 type envObserveReadCheckpointFork struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithCheckpoint
@@ -3303,7 +3411,7 @@ type envObserveReadCheckpointFork struct {
 
 // envSessionsObserveReadCheckpointFork offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker.
 type envSessionsObserveReadCheckpointFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -3313,7 +3421,7 @@ type envSessionsObserveReadCheckpointFork struct {
 
 // envDispatchSessionsObserveReadCheckpointFork offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker.
 type envDispatchSessionsObserveReadCheckpointFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -3324,7 +3432,7 @@ type envDispatchSessionsObserveReadCheckpointFork struct {
 
 // envInteractObserveReadCheckpointFork offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker.
 type envInteractObserveReadCheckpointFork struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -3334,7 +3442,7 @@ type envInteractObserveReadCheckpointFork struct {
 
 // envSessionsInteractObserveReadCheckpointFork offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker.
 type envSessionsInteractObserveReadCheckpointFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -3345,7 +3453,7 @@ type envSessionsInteractObserveReadCheckpointFork struct {
 
 // envDispatchSessionsInteractObserveReadCheckpointFork offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker.
 type envDispatchSessionsInteractObserveReadCheckpointFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -3357,7 +3465,7 @@ type envDispatchSessionsInteractObserveReadCheckpointFork struct {
 
 // envWriteCheckpointFork offers WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envWriteCheckpointFork struct {
-	*environment
+	envBase
 	envWithWrite
 	envWithCheckpoint
 	envWithFork
@@ -3365,7 +3473,7 @@ type envWriteCheckpointFork struct {
 
 // envSessionsWriteCheckpointFork offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envSessionsWriteCheckpointFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithWrite
 	envWithCheckpoint
@@ -3374,7 +3482,7 @@ type envSessionsWriteCheckpointFork struct {
 
 // envDispatchSessionsWriteCheckpointFork offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envDispatchSessionsWriteCheckpointFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithWrite
@@ -3384,7 +3492,7 @@ type envDispatchSessionsWriteCheckpointFork struct {
 
 // envInteractWriteCheckpointFork offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envInteractWriteCheckpointFork struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithWrite
 	envWithCheckpoint
@@ -3393,7 +3501,7 @@ type envInteractWriteCheckpointFork struct {
 
 // envSessionsInteractWriteCheckpointFork offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envSessionsInteractWriteCheckpointFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithWrite
@@ -3403,7 +3511,7 @@ type envSessionsInteractWriteCheckpointFork struct {
 
 // envDispatchSessionsInteractWriteCheckpointFork offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envDispatchSessionsInteractWriteCheckpointFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -3414,7 +3522,7 @@ type envDispatchSessionsInteractWriteCheckpointFork struct {
 
 // envObserveWriteCheckpointFork offers Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envObserveWriteCheckpointFork struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithWrite
 	envWithCheckpoint
@@ -3423,7 +3531,7 @@ type envObserveWriteCheckpointFork struct {
 
 // envSessionsObserveWriteCheckpointFork offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envSessionsObserveWriteCheckpointFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithWrite
@@ -3433,7 +3541,7 @@ type envSessionsObserveWriteCheckpointFork struct {
 
 // envDispatchSessionsObserveWriteCheckpointFork offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envDispatchSessionsObserveWriteCheckpointFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -3444,7 +3552,7 @@ type envDispatchSessionsObserveWriteCheckpointFork struct {
 
 // envInteractObserveWriteCheckpointFork offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envInteractObserveWriteCheckpointFork struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -3454,7 +3562,7 @@ type envInteractObserveWriteCheckpointFork struct {
 
 // envSessionsInteractObserveWriteCheckpointFork offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envSessionsInteractObserveWriteCheckpointFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -3465,7 +3573,7 @@ type envSessionsInteractObserveWriteCheckpointFork struct {
 
 // envDispatchSessionsInteractObserveWriteCheckpointFork offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envDispatchSessionsInteractObserveWriteCheckpointFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -3477,7 +3585,7 @@ type envDispatchSessionsInteractObserveWriteCheckpointFork struct {
 
 // envReadWriteCheckpointFork offers WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envReadWriteCheckpointFork struct {
-	*environment
+	envBase
 	envWithRead
 	envWithWrite
 	envWithCheckpoint
@@ -3486,7 +3594,7 @@ type envReadWriteCheckpointFork struct {
 
 // envSessionsReadWriteCheckpointFork offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envSessionsReadWriteCheckpointFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithWrite
@@ -3496,7 +3604,7 @@ type envSessionsReadWriteCheckpointFork struct {
 
 // envDispatchSessionsReadWriteCheckpointFork offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envDispatchSessionsReadWriteCheckpointFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -3507,7 +3615,7 @@ type envDispatchSessionsReadWriteCheckpointFork struct {
 
 // envInteractReadWriteCheckpointFork offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envInteractReadWriteCheckpointFork struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -3517,7 +3625,7 @@ type envInteractReadWriteCheckpointFork struct {
 
 // envSessionsInteractReadWriteCheckpointFork offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envSessionsInteractReadWriteCheckpointFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -3528,7 +3636,7 @@ type envSessionsInteractReadWriteCheckpointFork struct {
 
 // envDispatchSessionsInteractReadWriteCheckpointFork offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envDispatchSessionsInteractReadWriteCheckpointFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -3540,7 +3648,7 @@ type envDispatchSessionsInteractReadWriteCheckpointFork struct {
 
 // envObserveReadWriteCheckpointFork offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envObserveReadWriteCheckpointFork struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -3550,7 +3658,7 @@ type envObserveReadWriteCheckpointFork struct {
 
 // envSessionsObserveReadWriteCheckpointFork offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envSessionsObserveReadWriteCheckpointFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -3561,7 +3669,7 @@ type envSessionsObserveReadWriteCheckpointFork struct {
 
 // envDispatchSessionsObserveReadWriteCheckpointFork offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envDispatchSessionsObserveReadWriteCheckpointFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -3573,7 +3681,7 @@ type envDispatchSessionsObserveReadWriteCheckpointFork struct {
 
 // envInteractObserveReadWriteCheckpointFork offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envInteractObserveReadWriteCheckpointFork struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -3584,7 +3692,7 @@ type envInteractObserveReadWriteCheckpointFork struct {
 
 // envSessionsInteractObserveReadWriteCheckpointFork offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envSessionsInteractObserveReadWriteCheckpointFork struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -3596,7 +3704,7 @@ type envSessionsInteractObserveReadWriteCheckpointFork struct {
 
 // envDispatchSessionsInteractObserveReadWriteCheckpointFork offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker.
 type envDispatchSessionsInteractObserveReadWriteCheckpointFork struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -3609,20 +3717,20 @@ type envDispatchSessionsInteractObserveReadWriteCheckpointFork struct {
 
 // envDurable offers DurableBrancher.
 type envDurable struct {
-	*environment
+	envBase
 	envWithDurable
 }
 
 // envSessionsDurable offers SessionOpener, DurableBrancher.
 type envSessionsDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithDurable
 }
 
 // envDispatchSessionsDurable offers Dispatcher, SessionOpener, DurableBrancher.
 type envDispatchSessionsDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithDurable
@@ -3630,14 +3738,14 @@ type envDispatchSessionsDurable struct {
 
 // envInteractDurable offers InteractionResponder, DurableBrancher.
 type envInteractDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithDurable
 }
 
 // envSessionsInteractDurable offers SessionOpener, InteractionResponder, DurableBrancher.
 type envSessionsInteractDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithDurable
@@ -3645,7 +3753,7 @@ type envSessionsInteractDurable struct {
 
 // envDispatchSessionsInteractDurable offers Dispatcher, SessionOpener, InteractionResponder, DurableBrancher.
 type envDispatchSessionsInteractDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -3654,14 +3762,14 @@ type envDispatchSessionsInteractDurable struct {
 
 // envObserveDurable offers Observer, DurableBrancher.
 type envObserveDurable struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithDurable
 }
 
 // envSessionsObserveDurable offers SessionOpener, Observer, DurableBrancher.
 type envSessionsObserveDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithDurable
@@ -3669,7 +3777,7 @@ type envSessionsObserveDurable struct {
 
 // envDispatchSessionsObserveDurable offers Dispatcher, SessionOpener, Observer, DurableBrancher.
 type envDispatchSessionsObserveDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -3678,7 +3786,7 @@ type envDispatchSessionsObserveDurable struct {
 
 // envInteractObserveDurable offers InteractionResponder, Observer, DurableBrancher.
 type envInteractObserveDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithDurable
@@ -3686,7 +3794,7 @@ type envInteractObserveDurable struct {
 
 // envSessionsInteractObserveDurable offers SessionOpener, InteractionResponder, Observer, DurableBrancher.
 type envSessionsInteractObserveDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -3695,7 +3803,7 @@ type envSessionsInteractObserveDurable struct {
 
 // envDispatchSessionsInteractObserveDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, DurableBrancher.
 type envDispatchSessionsInteractObserveDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -3705,14 +3813,14 @@ type envDispatchSessionsInteractObserveDurable struct {
 
 // envReadDurable offers WorkspaceReader, DurableBrancher.
 type envReadDurable struct {
-	*environment
+	envBase
 	envWithRead
 	envWithDurable
 }
 
 // envSessionsReadDurable offers SessionOpener, WorkspaceReader, DurableBrancher.
 type envSessionsReadDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithDurable
@@ -3720,7 +3828,7 @@ type envSessionsReadDurable struct {
 
 // envDispatchSessionsReadDurable offers Dispatcher, SessionOpener, WorkspaceReader, DurableBrancher.
 type envDispatchSessionsReadDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -3729,7 +3837,7 @@ type envDispatchSessionsReadDurable struct {
 
 // envInteractReadDurable offers InteractionResponder, WorkspaceReader, DurableBrancher.
 type envInteractReadDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithDurable
@@ -3737,7 +3845,7 @@ type envInteractReadDurable struct {
 
 // envSessionsInteractReadDurable offers SessionOpener, InteractionResponder, WorkspaceReader, DurableBrancher.
 type envSessionsInteractReadDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -3746,7 +3854,7 @@ type envSessionsInteractReadDurable struct {
 
 // envDispatchSessionsInteractReadDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, DurableBrancher.
 type envDispatchSessionsInteractReadDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -3756,7 +3864,7 @@ type envDispatchSessionsInteractReadDurable struct {
 
 // envObserveReadDurable offers Observer, WorkspaceReader, DurableBrancher.
 type envObserveReadDurable struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithDurable
@@ -3764,7 +3872,7 @@ type envObserveReadDurable struct {
 
 // envSessionsObserveReadDurable offers SessionOpener, Observer, WorkspaceReader, DurableBrancher.
 type envSessionsObserveReadDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -3773,7 +3881,7 @@ type envSessionsObserveReadDurable struct {
 
 // envDispatchSessionsObserveReadDurable offers Dispatcher, SessionOpener, Observer, WorkspaceReader, DurableBrancher.
 type envDispatchSessionsObserveReadDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -3783,7 +3891,7 @@ type envDispatchSessionsObserveReadDurable struct {
 
 // envInteractObserveReadDurable offers InteractionResponder, Observer, WorkspaceReader, DurableBrancher.
 type envInteractObserveReadDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -3792,7 +3900,7 @@ type envInteractObserveReadDurable struct {
 
 // envSessionsInteractObserveReadDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, DurableBrancher.
 type envSessionsInteractObserveReadDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -3802,7 +3910,7 @@ type envSessionsInteractObserveReadDurable struct {
 
 // envDispatchSessionsInteractObserveReadDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, DurableBrancher.
 type envDispatchSessionsInteractObserveReadDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -3813,14 +3921,14 @@ type envDispatchSessionsInteractObserveReadDurable struct {
 
 // envWriteDurable offers WorkspaceWriter, DurableBrancher.
 type envWriteDurable struct {
-	*environment
+	envBase
 	envWithWrite
 	envWithDurable
 }
 
 // envSessionsWriteDurable offers SessionOpener, WorkspaceWriter, DurableBrancher.
 type envSessionsWriteDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithWrite
 	envWithDurable
@@ -3828,7 +3936,7 @@ type envSessionsWriteDurable struct {
 
 // envDispatchSessionsWriteDurable offers Dispatcher, SessionOpener, WorkspaceWriter, DurableBrancher.
 type envDispatchSessionsWriteDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithWrite
@@ -3837,7 +3945,7 @@ type envDispatchSessionsWriteDurable struct {
 
 // envInteractWriteDurable offers InteractionResponder, WorkspaceWriter, DurableBrancher.
 type envInteractWriteDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithWrite
 	envWithDurable
@@ -3845,7 +3953,7 @@ type envInteractWriteDurable struct {
 
 // envSessionsInteractWriteDurable offers SessionOpener, InteractionResponder, WorkspaceWriter, DurableBrancher.
 type envSessionsInteractWriteDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithWrite
@@ -3854,7 +3962,7 @@ type envSessionsInteractWriteDurable struct {
 
 // envDispatchSessionsInteractWriteDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, DurableBrancher.
 type envDispatchSessionsInteractWriteDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -3864,7 +3972,7 @@ type envDispatchSessionsInteractWriteDurable struct {
 
 // envObserveWriteDurable offers Observer, WorkspaceWriter, DurableBrancher.
 type envObserveWriteDurable struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithWrite
 	envWithDurable
@@ -3872,7 +3980,7 @@ type envObserveWriteDurable struct {
 
 // envSessionsObserveWriteDurable offers SessionOpener, Observer, WorkspaceWriter, DurableBrancher.
 type envSessionsObserveWriteDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithWrite
@@ -3881,7 +3989,7 @@ type envSessionsObserveWriteDurable struct {
 
 // envDispatchSessionsObserveWriteDurable offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, DurableBrancher.
 type envDispatchSessionsObserveWriteDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -3891,7 +3999,7 @@ type envDispatchSessionsObserveWriteDurable struct {
 
 // envInteractObserveWriteDurable offers InteractionResponder, Observer, WorkspaceWriter, DurableBrancher.
 type envInteractObserveWriteDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -3900,7 +4008,7 @@ type envInteractObserveWriteDurable struct {
 
 // envSessionsInteractObserveWriteDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, DurableBrancher.
 type envSessionsInteractObserveWriteDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -3910,7 +4018,7 @@ type envSessionsInteractObserveWriteDurable struct {
 
 // envDispatchSessionsInteractObserveWriteDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, DurableBrancher.
 type envDispatchSessionsInteractObserveWriteDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -3921,7 +4029,7 @@ type envDispatchSessionsInteractObserveWriteDurable struct {
 
 // envReadWriteDurable offers WorkspaceReader, WorkspaceWriter, DurableBrancher.
 type envReadWriteDurable struct {
-	*environment
+	envBase
 	envWithRead
 	envWithWrite
 	envWithDurable
@@ -3929,7 +4037,7 @@ type envReadWriteDurable struct {
 
 // envSessionsReadWriteDurable offers SessionOpener, WorkspaceReader, WorkspaceWriter, DurableBrancher.
 type envSessionsReadWriteDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithWrite
@@ -3938,7 +4046,7 @@ type envSessionsReadWriteDurable struct {
 
 // envDispatchSessionsReadWriteDurable offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, DurableBrancher.
 type envDispatchSessionsReadWriteDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -3948,7 +4056,7 @@ type envDispatchSessionsReadWriteDurable struct {
 
 // envInteractReadWriteDurable offers InteractionResponder, WorkspaceReader, WorkspaceWriter, DurableBrancher.
 type envInteractReadWriteDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -3957,7 +4065,7 @@ type envInteractReadWriteDurable struct {
 
 // envSessionsInteractReadWriteDurable offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, DurableBrancher.
 type envSessionsInteractReadWriteDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -3967,7 +4075,7 @@ type envSessionsInteractReadWriteDurable struct {
 
 // envDispatchSessionsInteractReadWriteDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, DurableBrancher.
 type envDispatchSessionsInteractReadWriteDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -3978,7 +4086,7 @@ type envDispatchSessionsInteractReadWriteDurable struct {
 
 // envObserveReadWriteDurable offers Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher.
 type envObserveReadWriteDurable struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -3987,7 +4095,7 @@ type envObserveReadWriteDurable struct {
 
 // envSessionsObserveReadWriteDurable offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher.
 type envSessionsObserveReadWriteDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -3997,7 +4105,7 @@ type envSessionsObserveReadWriteDurable struct {
 
 // envDispatchSessionsObserveReadWriteDurable offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher.
 type envDispatchSessionsObserveReadWriteDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -4008,7 +4116,7 @@ type envDispatchSessionsObserveReadWriteDurable struct {
 
 // envInteractObserveReadWriteDurable offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher.
 type envInteractObserveReadWriteDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -4018,7 +4126,7 @@ type envInteractObserveReadWriteDurable struct {
 
 // envSessionsInteractObserveReadWriteDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher.
 type envSessionsInteractObserveReadWriteDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -4029,7 +4137,7 @@ type envSessionsInteractObserveReadWriteDurable struct {
 
 // envDispatchSessionsInteractObserveReadWriteDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher.
 type envDispatchSessionsInteractObserveReadWriteDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -4041,14 +4149,14 @@ type envDispatchSessionsInteractObserveReadWriteDurable struct {
 
 // envCheckpointDurable offers LegacyCheckpointer, DurableBrancher.
 type envCheckpointDurable struct {
-	*environment
+	envBase
 	envWithCheckpoint
 	envWithDurable
 }
 
 // envSessionsCheckpointDurable offers SessionOpener, LegacyCheckpointer, DurableBrancher.
 type envSessionsCheckpointDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithCheckpoint
 	envWithDurable
@@ -4056,7 +4164,7 @@ type envSessionsCheckpointDurable struct {
 
 // envDispatchSessionsCheckpointDurable offers Dispatcher, SessionOpener, LegacyCheckpointer, DurableBrancher.
 type envDispatchSessionsCheckpointDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithCheckpoint
@@ -4065,7 +4173,7 @@ type envDispatchSessionsCheckpointDurable struct {
 
 // envInteractCheckpointDurable offers InteractionResponder, LegacyCheckpointer, DurableBrancher.
 type envInteractCheckpointDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithCheckpoint
 	envWithDurable
@@ -4073,7 +4181,7 @@ type envInteractCheckpointDurable struct {
 
 // envSessionsInteractCheckpointDurable offers SessionOpener, InteractionResponder, LegacyCheckpointer, DurableBrancher.
 type envSessionsInteractCheckpointDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithCheckpoint
@@ -4082,7 +4190,7 @@ type envSessionsInteractCheckpointDurable struct {
 
 // envDispatchSessionsInteractCheckpointDurable offers Dispatcher, SessionOpener, InteractionResponder, LegacyCheckpointer, DurableBrancher.
 type envDispatchSessionsInteractCheckpointDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -4092,7 +4200,7 @@ type envDispatchSessionsInteractCheckpointDurable struct {
 
 // envObserveCheckpointDurable offers Observer, LegacyCheckpointer, DurableBrancher.
 type envObserveCheckpointDurable struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithCheckpoint
 	envWithDurable
@@ -4100,7 +4208,7 @@ type envObserveCheckpointDurable struct {
 
 // envSessionsObserveCheckpointDurable offers SessionOpener, Observer, LegacyCheckpointer, DurableBrancher.
 type envSessionsObserveCheckpointDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithCheckpoint
@@ -4109,7 +4217,7 @@ type envSessionsObserveCheckpointDurable struct {
 
 // envDispatchSessionsObserveCheckpointDurable offers Dispatcher, SessionOpener, Observer, LegacyCheckpointer, DurableBrancher.
 type envDispatchSessionsObserveCheckpointDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -4119,7 +4227,7 @@ type envDispatchSessionsObserveCheckpointDurable struct {
 
 // envInteractObserveCheckpointDurable offers InteractionResponder, Observer, LegacyCheckpointer, DurableBrancher.
 type envInteractObserveCheckpointDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithCheckpoint
@@ -4128,7 +4236,7 @@ type envInteractObserveCheckpointDurable struct {
 
 // envSessionsInteractObserveCheckpointDurable offers SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, DurableBrancher.
 type envSessionsInteractObserveCheckpointDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -4138,7 +4246,7 @@ type envSessionsInteractObserveCheckpointDurable struct {
 
 // envDispatchSessionsInteractObserveCheckpointDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, DurableBrancher.
 type envDispatchSessionsInteractObserveCheckpointDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -4149,7 +4257,7 @@ type envDispatchSessionsInteractObserveCheckpointDurable struct {
 
 // envReadCheckpointDurable offers WorkspaceReader, LegacyCheckpointer, DurableBrancher.
 type envReadCheckpointDurable struct {
-	*environment
+	envBase
 	envWithRead
 	envWithCheckpoint
 	envWithDurable
@@ -4157,7 +4265,7 @@ type envReadCheckpointDurable struct {
 
 // envSessionsReadCheckpointDurable offers SessionOpener, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
 type envSessionsReadCheckpointDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithCheckpoint
@@ -4166,7 +4274,7 @@ type envSessionsReadCheckpointDurable struct {
 
 // envDispatchSessionsReadCheckpointDurable offers Dispatcher, SessionOpener, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
 type envDispatchSessionsReadCheckpointDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -4176,7 +4284,7 @@ type envDispatchSessionsReadCheckpointDurable struct {
 
 // envInteractReadCheckpointDurable offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
 type envInteractReadCheckpointDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithCheckpoint
@@ -4185,7 +4293,7 @@ type envInteractReadCheckpointDurable struct {
 
 // envSessionsInteractReadCheckpointDurable offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
 type envSessionsInteractReadCheckpointDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -4195,7 +4303,7 @@ type envSessionsInteractReadCheckpointDurable struct {
 
 // envDispatchSessionsInteractReadCheckpointDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
 type envDispatchSessionsInteractReadCheckpointDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -4206,7 +4314,7 @@ type envDispatchSessionsInteractReadCheckpointDurable struct {
 
 // envObserveReadCheckpointDurable offers Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
 type envObserveReadCheckpointDurable struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithCheckpoint
@@ -4215,7 +4323,7 @@ type envObserveReadCheckpointDurable struct {
 
 // envSessionsObserveReadCheckpointDurable offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
 type envSessionsObserveReadCheckpointDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -4225,7 +4333,7 @@ type envSessionsObserveReadCheckpointDurable struct {
 
 // envDispatchSessionsObserveReadCheckpointDurable offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
 type envDispatchSessionsObserveReadCheckpointDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -4236,7 +4344,7 @@ type envDispatchSessionsObserveReadCheckpointDurable struct {
 
 // envInteractObserveReadCheckpointDurable offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
 type envInteractObserveReadCheckpointDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -4246,7 +4354,7 @@ type envInteractObserveReadCheckpointDurable struct {
 
 // envSessionsInteractObserveReadCheckpointDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
 type envSessionsInteractObserveReadCheckpointDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -4257,7 +4365,7 @@ type envSessionsInteractObserveReadCheckpointDurable struct {
 
 // envDispatchSessionsInteractObserveReadCheckpointDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher.
 type envDispatchSessionsInteractObserveReadCheckpointDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -4269,7 +4377,7 @@ type envDispatchSessionsInteractObserveReadCheckpointDurable struct {
 
 // envWriteCheckpointDurable offers WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envWriteCheckpointDurable struct {
-	*environment
+	envBase
 	envWithWrite
 	envWithCheckpoint
 	envWithDurable
@@ -4277,7 +4385,7 @@ type envWriteCheckpointDurable struct {
 
 // envSessionsWriteCheckpointDurable offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envSessionsWriteCheckpointDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithWrite
 	envWithCheckpoint
@@ -4286,7 +4394,7 @@ type envSessionsWriteCheckpointDurable struct {
 
 // envDispatchSessionsWriteCheckpointDurable offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envDispatchSessionsWriteCheckpointDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithWrite
@@ -4296,7 +4404,7 @@ type envDispatchSessionsWriteCheckpointDurable struct {
 
 // envInteractWriteCheckpointDurable offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envInteractWriteCheckpointDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithWrite
 	envWithCheckpoint
@@ -4305,7 +4413,7 @@ type envInteractWriteCheckpointDurable struct {
 
 // envSessionsInteractWriteCheckpointDurable offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envSessionsInteractWriteCheckpointDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithWrite
@@ -4315,7 +4423,7 @@ type envSessionsInteractWriteCheckpointDurable struct {
 
 // envDispatchSessionsInteractWriteCheckpointDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envDispatchSessionsInteractWriteCheckpointDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -4326,7 +4434,7 @@ type envDispatchSessionsInteractWriteCheckpointDurable struct {
 
 // envObserveWriteCheckpointDurable offers Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envObserveWriteCheckpointDurable struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithWrite
 	envWithCheckpoint
@@ -4335,7 +4443,7 @@ type envObserveWriteCheckpointDurable struct {
 
 // envSessionsObserveWriteCheckpointDurable offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envSessionsObserveWriteCheckpointDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithWrite
@@ -4345,7 +4453,7 @@ type envSessionsObserveWriteCheckpointDurable struct {
 
 // envDispatchSessionsObserveWriteCheckpointDurable offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envDispatchSessionsObserveWriteCheckpointDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -4356,7 +4464,7 @@ type envDispatchSessionsObserveWriteCheckpointDurable struct {
 
 // envInteractObserveWriteCheckpointDurable offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envInteractObserveWriteCheckpointDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -4366,7 +4474,7 @@ type envInteractObserveWriteCheckpointDurable struct {
 
 // envSessionsInteractObserveWriteCheckpointDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envSessionsInteractObserveWriteCheckpointDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -4377,7 +4485,7 @@ type envSessionsInteractObserveWriteCheckpointDurable struct {
 
 // envDispatchSessionsInteractObserveWriteCheckpointDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envDispatchSessionsInteractObserveWriteCheckpointDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -4389,7 +4497,7 @@ type envDispatchSessionsInteractObserveWriteCheckpointDurable struct {
 
 // envReadWriteCheckpointDurable offers WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envReadWriteCheckpointDurable struct {
-	*environment
+	envBase
 	envWithRead
 	envWithWrite
 	envWithCheckpoint
@@ -4398,7 +4506,7 @@ type envReadWriteCheckpointDurable struct {
 
 // envSessionsReadWriteCheckpointDurable offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envSessionsReadWriteCheckpointDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithWrite
@@ -4408,7 +4516,7 @@ type envSessionsReadWriteCheckpointDurable struct {
 
 // envDispatchSessionsReadWriteCheckpointDurable offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envDispatchSessionsReadWriteCheckpointDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -4419,7 +4527,7 @@ type envDispatchSessionsReadWriteCheckpointDurable struct {
 
 // envInteractReadWriteCheckpointDurable offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envInteractReadWriteCheckpointDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -4429,7 +4537,7 @@ type envInteractReadWriteCheckpointDurable struct {
 
 // envSessionsInteractReadWriteCheckpointDurable offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envSessionsInteractReadWriteCheckpointDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -4440,7 +4548,7 @@ type envSessionsInteractReadWriteCheckpointDurable struct {
 
 // envDispatchSessionsInteractReadWriteCheckpointDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envDispatchSessionsInteractReadWriteCheckpointDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -4452,7 +4560,7 @@ type envDispatchSessionsInteractReadWriteCheckpointDurable struct {
 
 // envObserveReadWriteCheckpointDurable offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envObserveReadWriteCheckpointDurable struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -4462,7 +4570,7 @@ type envObserveReadWriteCheckpointDurable struct {
 
 // envSessionsObserveReadWriteCheckpointDurable offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envSessionsObserveReadWriteCheckpointDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -4473,7 +4581,7 @@ type envSessionsObserveReadWriteCheckpointDurable struct {
 
 // envDispatchSessionsObserveReadWriteCheckpointDurable offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envDispatchSessionsObserveReadWriteCheckpointDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -4485,7 +4593,7 @@ type envDispatchSessionsObserveReadWriteCheckpointDurable struct {
 
 // envInteractObserveReadWriteCheckpointDurable offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envInteractObserveReadWriteCheckpointDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -4496,7 +4604,7 @@ type envInteractObserveReadWriteCheckpointDurable struct {
 
 // envSessionsInteractObserveReadWriteCheckpointDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envSessionsInteractObserveReadWriteCheckpointDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -4508,7 +4616,7 @@ type envSessionsInteractObserveReadWriteCheckpointDurable struct {
 
 // envDispatchSessionsInteractObserveReadWriteCheckpointDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher.
 type envDispatchSessionsInteractObserveReadWriteCheckpointDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -4521,14 +4629,14 @@ type envDispatchSessionsInteractObserveReadWriteCheckpointDurable struct {
 
 // envForkDurable offers LegacyForker, DurableBrancher.
 type envForkDurable struct {
-	*environment
+	envBase
 	envWithFork
 	envWithDurable
 }
 
 // envSessionsForkDurable offers SessionOpener, LegacyForker, DurableBrancher.
 type envSessionsForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithFork
 	envWithDurable
@@ -4536,7 +4644,7 @@ type envSessionsForkDurable struct {
 
 // envDispatchSessionsForkDurable offers Dispatcher, SessionOpener, LegacyForker, DurableBrancher.
 type envDispatchSessionsForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithFork
@@ -4545,7 +4653,7 @@ type envDispatchSessionsForkDurable struct {
 
 // envInteractForkDurable offers InteractionResponder, LegacyForker, DurableBrancher.
 type envInteractForkDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithFork
 	envWithDurable
@@ -4553,7 +4661,7 @@ type envInteractForkDurable struct {
 
 // envSessionsInteractForkDurable offers SessionOpener, InteractionResponder, LegacyForker, DurableBrancher.
 type envSessionsInteractForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithFork
@@ -4562,7 +4670,7 @@ type envSessionsInteractForkDurable struct {
 
 // envDispatchSessionsInteractForkDurable offers Dispatcher, SessionOpener, InteractionResponder, LegacyForker, DurableBrancher.
 type envDispatchSessionsInteractForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -4572,7 +4680,7 @@ type envDispatchSessionsInteractForkDurable struct {
 
 // envObserveForkDurable offers Observer, LegacyForker, DurableBrancher.
 type envObserveForkDurable struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithFork
 	envWithDurable
@@ -4580,7 +4688,7 @@ type envObserveForkDurable struct {
 
 // envSessionsObserveForkDurable offers SessionOpener, Observer, LegacyForker, DurableBrancher.
 type envSessionsObserveForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithFork
@@ -4589,7 +4697,7 @@ type envSessionsObserveForkDurable struct {
 
 // envDispatchSessionsObserveForkDurable offers Dispatcher, SessionOpener, Observer, LegacyForker, DurableBrancher.
 type envDispatchSessionsObserveForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -4599,7 +4707,7 @@ type envDispatchSessionsObserveForkDurable struct {
 
 // envInteractObserveForkDurable offers InteractionResponder, Observer, LegacyForker, DurableBrancher.
 type envInteractObserveForkDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithFork
@@ -4608,7 +4716,7 @@ type envInteractObserveForkDurable struct {
 
 // envSessionsInteractObserveForkDurable offers SessionOpener, InteractionResponder, Observer, LegacyForker, DurableBrancher.
 type envSessionsInteractObserveForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -4618,7 +4726,7 @@ type envSessionsInteractObserveForkDurable struct {
 
 // envDispatchSessionsInteractObserveForkDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyForker, DurableBrancher.
 type envDispatchSessionsInteractObserveForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -4629,7 +4737,7 @@ type envDispatchSessionsInteractObserveForkDurable struct {
 
 // envReadForkDurable offers WorkspaceReader, LegacyForker, DurableBrancher.
 type envReadForkDurable struct {
-	*environment
+	envBase
 	envWithRead
 	envWithFork
 	envWithDurable
@@ -4637,7 +4745,7 @@ type envReadForkDurable struct {
 
 // envSessionsReadForkDurable offers SessionOpener, WorkspaceReader, LegacyForker, DurableBrancher.
 type envSessionsReadForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithFork
@@ -4646,7 +4754,7 @@ type envSessionsReadForkDurable struct {
 
 // envDispatchSessionsReadForkDurable offers Dispatcher, SessionOpener, WorkspaceReader, LegacyForker, DurableBrancher.
 type envDispatchSessionsReadForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -4656,7 +4764,7 @@ type envDispatchSessionsReadForkDurable struct {
 
 // envInteractReadForkDurable offers InteractionResponder, WorkspaceReader, LegacyForker, DurableBrancher.
 type envInteractReadForkDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithFork
@@ -4665,7 +4773,7 @@ type envInteractReadForkDurable struct {
 
 // envSessionsInteractReadForkDurable offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyForker, DurableBrancher.
 type envSessionsInteractReadForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -4675,7 +4783,7 @@ type envSessionsInteractReadForkDurable struct {
 
 // envDispatchSessionsInteractReadForkDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyForker, DurableBrancher.
 type envDispatchSessionsInteractReadForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -4686,7 +4794,7 @@ type envDispatchSessionsInteractReadForkDurable struct {
 
 // envObserveReadForkDurable offers Observer, WorkspaceReader, LegacyForker, DurableBrancher.
 type envObserveReadForkDurable struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithFork
@@ -4695,7 +4803,7 @@ type envObserveReadForkDurable struct {
 
 // envSessionsObserveReadForkDurable offers SessionOpener, Observer, WorkspaceReader, LegacyForker, DurableBrancher.
 type envSessionsObserveReadForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -4705,7 +4813,7 @@ type envSessionsObserveReadForkDurable struct {
 
 // envDispatchSessionsObserveReadForkDurable offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyForker, DurableBrancher.
 type envDispatchSessionsObserveReadForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -4716,7 +4824,7 @@ type envDispatchSessionsObserveReadForkDurable struct {
 
 // envInteractObserveReadForkDurable offers InteractionResponder, Observer, WorkspaceReader, LegacyForker, DurableBrancher.
 type envInteractObserveReadForkDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -4726,7 +4834,7 @@ type envInteractObserveReadForkDurable struct {
 
 // envSessionsInteractObserveReadForkDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyForker, DurableBrancher.
 type envSessionsInteractObserveReadForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -4737,7 +4845,7 @@ type envSessionsInteractObserveReadForkDurable struct {
 
 // envDispatchSessionsInteractObserveReadForkDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyForker, DurableBrancher.
 type envDispatchSessionsInteractObserveReadForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -4749,7 +4857,7 @@ type envDispatchSessionsInteractObserveReadForkDurable struct {
 
 // envWriteForkDurable offers WorkspaceWriter, LegacyForker, DurableBrancher.
 type envWriteForkDurable struct {
-	*environment
+	envBase
 	envWithWrite
 	envWithFork
 	envWithDurable
@@ -4757,7 +4865,7 @@ type envWriteForkDurable struct {
 
 // envSessionsWriteForkDurable offers SessionOpener, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envSessionsWriteForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithWrite
 	envWithFork
@@ -4766,7 +4874,7 @@ type envSessionsWriteForkDurable struct {
 
 // envDispatchSessionsWriteForkDurable offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envDispatchSessionsWriteForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithWrite
@@ -4776,7 +4884,7 @@ type envDispatchSessionsWriteForkDurable struct {
 
 // envInteractWriteForkDurable offers InteractionResponder, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envInteractWriteForkDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithWrite
 	envWithFork
@@ -4785,7 +4893,7 @@ type envInteractWriteForkDurable struct {
 
 // envSessionsInteractWriteForkDurable offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envSessionsInteractWriteForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithWrite
@@ -4795,7 +4903,7 @@ type envSessionsInteractWriteForkDurable struct {
 
 // envDispatchSessionsInteractWriteForkDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envDispatchSessionsInteractWriteForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -4806,7 +4914,7 @@ type envDispatchSessionsInteractWriteForkDurable struct {
 
 // envObserveWriteForkDurable offers Observer, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envObserveWriteForkDurable struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithWrite
 	envWithFork
@@ -4815,7 +4923,7 @@ type envObserveWriteForkDurable struct {
 
 // envSessionsObserveWriteForkDurable offers SessionOpener, Observer, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envSessionsObserveWriteForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithWrite
@@ -4825,7 +4933,7 @@ type envSessionsObserveWriteForkDurable struct {
 
 // envDispatchSessionsObserveWriteForkDurable offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envDispatchSessionsObserveWriteForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -4836,7 +4944,7 @@ type envDispatchSessionsObserveWriteForkDurable struct {
 
 // envInteractObserveWriteForkDurable offers InteractionResponder, Observer, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envInteractObserveWriteForkDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -4846,7 +4954,7 @@ type envInteractObserveWriteForkDurable struct {
 
 // envSessionsInteractObserveWriteForkDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envSessionsInteractObserveWriteForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -4857,7 +4965,7 @@ type envSessionsInteractObserveWriteForkDurable struct {
 
 // envDispatchSessionsInteractObserveWriteForkDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envDispatchSessionsInteractObserveWriteForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -4869,7 +4977,7 @@ type envDispatchSessionsInteractObserveWriteForkDurable struct {
 
 // envReadWriteForkDurable offers WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envReadWriteForkDurable struct {
-	*environment
+	envBase
 	envWithRead
 	envWithWrite
 	envWithFork
@@ -4878,7 +4986,7 @@ type envReadWriteForkDurable struct {
 
 // envSessionsReadWriteForkDurable offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envSessionsReadWriteForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithWrite
@@ -4888,7 +4996,7 @@ type envSessionsReadWriteForkDurable struct {
 
 // envDispatchSessionsReadWriteForkDurable offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envDispatchSessionsReadWriteForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -4899,7 +5007,7 @@ type envDispatchSessionsReadWriteForkDurable struct {
 
 // envInteractReadWriteForkDurable offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envInteractReadWriteForkDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -4909,7 +5017,7 @@ type envInteractReadWriteForkDurable struct {
 
 // envSessionsInteractReadWriteForkDurable offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envSessionsInteractReadWriteForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -4920,7 +5028,7 @@ type envSessionsInteractReadWriteForkDurable struct {
 
 // envDispatchSessionsInteractReadWriteForkDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envDispatchSessionsInteractReadWriteForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -4932,7 +5040,7 @@ type envDispatchSessionsInteractReadWriteForkDurable struct {
 
 // envObserveReadWriteForkDurable offers Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envObserveReadWriteForkDurable struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -4942,7 +5050,7 @@ type envObserveReadWriteForkDurable struct {
 
 // envSessionsObserveReadWriteForkDurable offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envSessionsObserveReadWriteForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -4953,7 +5061,7 @@ type envSessionsObserveReadWriteForkDurable struct {
 
 // envDispatchSessionsObserveReadWriteForkDurable offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envDispatchSessionsObserveReadWriteForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -4965,7 +5073,7 @@ type envDispatchSessionsObserveReadWriteForkDurable struct {
 
 // envInteractObserveReadWriteForkDurable offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envInteractObserveReadWriteForkDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -4976,7 +5084,7 @@ type envInteractObserveReadWriteForkDurable struct {
 
 // envSessionsInteractObserveReadWriteForkDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envSessionsInteractObserveReadWriteForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -4988,7 +5096,7 @@ type envSessionsInteractObserveReadWriteForkDurable struct {
 
 // envDispatchSessionsInteractObserveReadWriteForkDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher.
 type envDispatchSessionsInteractObserveReadWriteForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -5001,7 +5109,7 @@ type envDispatchSessionsInteractObserveReadWriteForkDurable struct {
 
 // envCheckpointForkDurable offers LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithCheckpoint
 	envWithFork
 	envWithDurable
@@ -5009,7 +5117,7 @@ type envCheckpointForkDurable struct {
 
 // envSessionsCheckpointForkDurable offers SessionOpener, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envSessionsCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithCheckpoint
 	envWithFork
@@ -5018,7 +5126,7 @@ type envSessionsCheckpointForkDurable struct {
 
 // envDispatchSessionsCheckpointForkDurable offers Dispatcher, SessionOpener, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envDispatchSessionsCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithCheckpoint
@@ -5028,7 +5136,7 @@ type envDispatchSessionsCheckpointForkDurable struct {
 
 // envInteractCheckpointForkDurable offers InteractionResponder, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envInteractCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithCheckpoint
 	envWithFork
@@ -5037,7 +5145,7 @@ type envInteractCheckpointForkDurable struct {
 
 // envSessionsInteractCheckpointForkDurable offers SessionOpener, InteractionResponder, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envSessionsInteractCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithCheckpoint
@@ -5047,7 +5155,7 @@ type envSessionsInteractCheckpointForkDurable struct {
 
 // envDispatchSessionsInteractCheckpointForkDurable offers Dispatcher, SessionOpener, InteractionResponder, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envDispatchSessionsInteractCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -5058,7 +5166,7 @@ type envDispatchSessionsInteractCheckpointForkDurable struct {
 
 // envObserveCheckpointForkDurable offers Observer, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envObserveCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithCheckpoint
 	envWithFork
@@ -5067,7 +5175,7 @@ type envObserveCheckpointForkDurable struct {
 
 // envSessionsObserveCheckpointForkDurable offers SessionOpener, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envSessionsObserveCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithCheckpoint
@@ -5077,7 +5185,7 @@ type envSessionsObserveCheckpointForkDurable struct {
 
 // envDispatchSessionsObserveCheckpointForkDurable offers Dispatcher, SessionOpener, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envDispatchSessionsObserveCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -5088,7 +5196,7 @@ type envDispatchSessionsObserveCheckpointForkDurable struct {
 
 // envInteractObserveCheckpointForkDurable offers InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envInteractObserveCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithCheckpoint
@@ -5098,7 +5206,7 @@ type envInteractObserveCheckpointForkDurable struct {
 
 // envSessionsInteractObserveCheckpointForkDurable offers SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envSessionsInteractObserveCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -5109,7 +5217,7 @@ type envSessionsInteractObserveCheckpointForkDurable struct {
 
 // envDispatchSessionsInteractObserveCheckpointForkDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envDispatchSessionsInteractObserveCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -5121,7 +5229,7 @@ type envDispatchSessionsInteractObserveCheckpointForkDurable struct {
 
 // envReadCheckpointForkDurable offers WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envReadCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithRead
 	envWithCheckpoint
 	envWithFork
@@ -5130,7 +5238,7 @@ type envReadCheckpointForkDurable struct {
 
 // envSessionsReadCheckpointForkDurable offers SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envSessionsReadCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithCheckpoint
@@ -5140,7 +5248,7 @@ type envSessionsReadCheckpointForkDurable struct {
 
 // envDispatchSessionsReadCheckpointForkDurable offers Dispatcher, SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envDispatchSessionsReadCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -5151,7 +5259,7 @@ type envDispatchSessionsReadCheckpointForkDurable struct {
 
 // envInteractReadCheckpointForkDurable offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envInteractReadCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithCheckpoint
@@ -5161,7 +5269,7 @@ type envInteractReadCheckpointForkDurable struct {
 
 // envSessionsInteractReadCheckpointForkDurable offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envSessionsInteractReadCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -5172,7 +5280,7 @@ type envSessionsInteractReadCheckpointForkDurable struct {
 
 // envDispatchSessionsInteractReadCheckpointForkDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envDispatchSessionsInteractReadCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -5184,7 +5292,7 @@ type envDispatchSessionsInteractReadCheckpointForkDurable struct {
 
 // envObserveReadCheckpointForkDurable offers Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envObserveReadCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithCheckpoint
@@ -5194,7 +5302,7 @@ type envObserveReadCheckpointForkDurable struct {
 
 // envSessionsObserveReadCheckpointForkDurable offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envSessionsObserveReadCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -5205,7 +5313,7 @@ type envSessionsObserveReadCheckpointForkDurable struct {
 
 // envDispatchSessionsObserveReadCheckpointForkDurable offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envDispatchSessionsObserveReadCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -5217,7 +5325,7 @@ type envDispatchSessionsObserveReadCheckpointForkDurable struct {
 
 // envInteractObserveReadCheckpointForkDurable offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envInteractObserveReadCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -5228,7 +5336,7 @@ type envInteractObserveReadCheckpointForkDurable struct {
 
 // envSessionsInteractObserveReadCheckpointForkDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envSessionsInteractObserveReadCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -5240,7 +5348,7 @@ type envSessionsInteractObserveReadCheckpointForkDurable struct {
 
 // envDispatchSessionsInteractObserveReadCheckpointForkDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envDispatchSessionsInteractObserveReadCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -5253,7 +5361,7 @@ type envDispatchSessionsInteractObserveReadCheckpointForkDurable struct {
 
 // envWriteCheckpointForkDurable offers WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envWriteCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithWrite
 	envWithCheckpoint
 	envWithFork
@@ -5262,7 +5370,7 @@ type envWriteCheckpointForkDurable struct {
 
 // envSessionsWriteCheckpointForkDurable offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envSessionsWriteCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithWrite
 	envWithCheckpoint
@@ -5272,7 +5380,7 @@ type envSessionsWriteCheckpointForkDurable struct {
 
 // envDispatchSessionsWriteCheckpointForkDurable offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envDispatchSessionsWriteCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithWrite
@@ -5283,7 +5391,7 @@ type envDispatchSessionsWriteCheckpointForkDurable struct {
 
 // envInteractWriteCheckpointForkDurable offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envInteractWriteCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithWrite
 	envWithCheckpoint
@@ -5293,7 +5401,7 @@ type envInteractWriteCheckpointForkDurable struct {
 
 // envSessionsInteractWriteCheckpointForkDurable offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envSessionsInteractWriteCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithWrite
@@ -5304,7 +5412,7 @@ type envSessionsInteractWriteCheckpointForkDurable struct {
 
 // envDispatchSessionsInteractWriteCheckpointForkDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envDispatchSessionsInteractWriteCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -5316,7 +5424,7 @@ type envDispatchSessionsInteractWriteCheckpointForkDurable struct {
 
 // envObserveWriteCheckpointForkDurable offers Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envObserveWriteCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithWrite
 	envWithCheckpoint
@@ -5326,7 +5434,7 @@ type envObserveWriteCheckpointForkDurable struct {
 
 // envSessionsObserveWriteCheckpointForkDurable offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envSessionsObserveWriteCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithWrite
@@ -5337,7 +5445,7 @@ type envSessionsObserveWriteCheckpointForkDurable struct {
 
 // envDispatchSessionsObserveWriteCheckpointForkDurable offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envDispatchSessionsObserveWriteCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -5349,7 +5457,7 @@ type envDispatchSessionsObserveWriteCheckpointForkDurable struct {
 
 // envInteractObserveWriteCheckpointForkDurable offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envInteractObserveWriteCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -5360,7 +5468,7 @@ type envInteractObserveWriteCheckpointForkDurable struct {
 
 // envSessionsInteractObserveWriteCheckpointForkDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envSessionsInteractObserveWriteCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -5372,7 +5480,7 @@ type envSessionsInteractObserveWriteCheckpointForkDurable struct {
 
 // envDispatchSessionsInteractObserveWriteCheckpointForkDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envDispatchSessionsInteractObserveWriteCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -5385,7 +5493,7 @@ type envDispatchSessionsInteractObserveWriteCheckpointForkDurable struct {
 
 // envReadWriteCheckpointForkDurable offers WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envReadWriteCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithRead
 	envWithWrite
 	envWithCheckpoint
@@ -5395,7 +5503,7 @@ type envReadWriteCheckpointForkDurable struct {
 
 // envSessionsReadWriteCheckpointForkDurable offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envSessionsReadWriteCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithWrite
@@ -5406,7 +5514,7 @@ type envSessionsReadWriteCheckpointForkDurable struct {
 
 // envDispatchSessionsReadWriteCheckpointForkDurable offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envDispatchSessionsReadWriteCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -5418,7 +5526,7 @@ type envDispatchSessionsReadWriteCheckpointForkDurable struct {
 
 // envInteractReadWriteCheckpointForkDurable offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envInteractReadWriteCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -5429,7 +5537,7 @@ type envInteractReadWriteCheckpointForkDurable struct {
 
 // envSessionsInteractReadWriteCheckpointForkDurable offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envSessionsInteractReadWriteCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -5441,7 +5549,7 @@ type envSessionsInteractReadWriteCheckpointForkDurable struct {
 
 // envDispatchSessionsInteractReadWriteCheckpointForkDurable offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envDispatchSessionsInteractReadWriteCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -5454,7 +5562,7 @@ type envDispatchSessionsInteractReadWriteCheckpointForkDurable struct {
 
 // envObserveReadWriteCheckpointForkDurable offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envObserveReadWriteCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -5465,7 +5573,7 @@ type envObserveReadWriteCheckpointForkDurable struct {
 
 // envSessionsObserveReadWriteCheckpointForkDurable offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envSessionsObserveReadWriteCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -5477,7 +5585,7 @@ type envSessionsObserveReadWriteCheckpointForkDurable struct {
 
 // envDispatchSessionsObserveReadWriteCheckpointForkDurable offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envDispatchSessionsObserveReadWriteCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -5490,7 +5598,7 @@ type envDispatchSessionsObserveReadWriteCheckpointForkDurable struct {
 
 // envInteractObserveReadWriteCheckpointForkDurable offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envInteractObserveReadWriteCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -5502,7 +5610,7 @@ type envInteractObserveReadWriteCheckpointForkDurable struct {
 
 // envSessionsInteractObserveReadWriteCheckpointForkDurable offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envSessionsInteractObserveReadWriteCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -5515,7 +5623,7 @@ type envSessionsInteractObserveReadWriteCheckpointForkDurable struct {
 
 // envDispatchSessionsInteractObserveReadWriteCheckpointForkDurable offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher.
 type envDispatchSessionsInteractObserveReadWriteCheckpointForkDurable struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -5529,20 +5637,20 @@ type envDispatchSessionsInteractObserveReadWriteCheckpointForkDurable struct {
 
 // envExec offers CommandExecutor.
 type envExec struct {
-	*environment
+	envBase
 	envWithExec
 }
 
 // envSessionsExec offers SessionOpener, CommandExecutor.
 type envSessionsExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithExec
 }
 
 // envDispatchSessionsExec offers Dispatcher, SessionOpener, CommandExecutor.
 type envDispatchSessionsExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithExec
@@ -5550,14 +5658,14 @@ type envDispatchSessionsExec struct {
 
 // envInteractExec offers InteractionResponder, CommandExecutor.
 type envInteractExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithExec
 }
 
 // envSessionsInteractExec offers SessionOpener, InteractionResponder, CommandExecutor.
 type envSessionsInteractExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithExec
@@ -5565,7 +5673,7 @@ type envSessionsInteractExec struct {
 
 // envDispatchSessionsInteractExec offers Dispatcher, SessionOpener, InteractionResponder, CommandExecutor.
 type envDispatchSessionsInteractExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -5574,14 +5682,14 @@ type envDispatchSessionsInteractExec struct {
 
 // envObserveExec offers Observer, CommandExecutor.
 type envObserveExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithExec
 }
 
 // envSessionsObserveExec offers SessionOpener, Observer, CommandExecutor.
 type envSessionsObserveExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithExec
@@ -5589,7 +5697,7 @@ type envSessionsObserveExec struct {
 
 // envDispatchSessionsObserveExec offers Dispatcher, SessionOpener, Observer, CommandExecutor.
 type envDispatchSessionsObserveExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -5598,7 +5706,7 @@ type envDispatchSessionsObserveExec struct {
 
 // envInteractObserveExec offers InteractionResponder, Observer, CommandExecutor.
 type envInteractObserveExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithExec
@@ -5606,7 +5714,7 @@ type envInteractObserveExec struct {
 
 // envSessionsInteractObserveExec offers SessionOpener, InteractionResponder, Observer, CommandExecutor.
 type envSessionsInteractObserveExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -5615,7 +5723,7 @@ type envSessionsInteractObserveExec struct {
 
 // envDispatchSessionsInteractObserveExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, CommandExecutor.
 type envDispatchSessionsInteractObserveExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -5625,14 +5733,14 @@ type envDispatchSessionsInteractObserveExec struct {
 
 // envReadExec offers WorkspaceReader, CommandExecutor.
 type envReadExec struct {
-	*environment
+	envBase
 	envWithRead
 	envWithExec
 }
 
 // envSessionsReadExec offers SessionOpener, WorkspaceReader, CommandExecutor.
 type envSessionsReadExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithExec
@@ -5640,7 +5748,7 @@ type envSessionsReadExec struct {
 
 // envDispatchSessionsReadExec offers Dispatcher, SessionOpener, WorkspaceReader, CommandExecutor.
 type envDispatchSessionsReadExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -5649,7 +5757,7 @@ type envDispatchSessionsReadExec struct {
 
 // envInteractReadExec offers InteractionResponder, WorkspaceReader, CommandExecutor.
 type envInteractReadExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithExec
@@ -5657,7 +5765,7 @@ type envInteractReadExec struct {
 
 // envSessionsInteractReadExec offers SessionOpener, InteractionResponder, WorkspaceReader, CommandExecutor.
 type envSessionsInteractReadExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -5666,7 +5774,7 @@ type envSessionsInteractReadExec struct {
 
 // envDispatchSessionsInteractReadExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, CommandExecutor.
 type envDispatchSessionsInteractReadExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -5676,7 +5784,7 @@ type envDispatchSessionsInteractReadExec struct {
 
 // envObserveReadExec offers Observer, WorkspaceReader, CommandExecutor.
 type envObserveReadExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithExec
@@ -5684,7 +5792,7 @@ type envObserveReadExec struct {
 
 // envSessionsObserveReadExec offers SessionOpener, Observer, WorkspaceReader, CommandExecutor.
 type envSessionsObserveReadExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -5693,7 +5801,7 @@ type envSessionsObserveReadExec struct {
 
 // envDispatchSessionsObserveReadExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, CommandExecutor.
 type envDispatchSessionsObserveReadExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -5703,7 +5811,7 @@ type envDispatchSessionsObserveReadExec struct {
 
 // envInteractObserveReadExec offers InteractionResponder, Observer, WorkspaceReader, CommandExecutor.
 type envInteractObserveReadExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -5712,7 +5820,7 @@ type envInteractObserveReadExec struct {
 
 // envSessionsInteractObserveReadExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, CommandExecutor.
 type envSessionsInteractObserveReadExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -5722,7 +5830,7 @@ type envSessionsInteractObserveReadExec struct {
 
 // envDispatchSessionsInteractObserveReadExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, CommandExecutor.
 type envDispatchSessionsInteractObserveReadExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -5733,14 +5841,14 @@ type envDispatchSessionsInteractObserveReadExec struct {
 
 // envWriteExec offers WorkspaceWriter, CommandExecutor.
 type envWriteExec struct {
-	*environment
+	envBase
 	envWithWrite
 	envWithExec
 }
 
 // envSessionsWriteExec offers SessionOpener, WorkspaceWriter, CommandExecutor.
 type envSessionsWriteExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithWrite
 	envWithExec
@@ -5748,7 +5856,7 @@ type envSessionsWriteExec struct {
 
 // envDispatchSessionsWriteExec offers Dispatcher, SessionOpener, WorkspaceWriter, CommandExecutor.
 type envDispatchSessionsWriteExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithWrite
@@ -5757,7 +5865,7 @@ type envDispatchSessionsWriteExec struct {
 
 // envInteractWriteExec offers InteractionResponder, WorkspaceWriter, CommandExecutor.
 type envInteractWriteExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithWrite
 	envWithExec
@@ -5765,7 +5873,7 @@ type envInteractWriteExec struct {
 
 // envSessionsInteractWriteExec offers SessionOpener, InteractionResponder, WorkspaceWriter, CommandExecutor.
 type envSessionsInteractWriteExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithWrite
@@ -5774,7 +5882,7 @@ type envSessionsInteractWriteExec struct {
 
 // envDispatchSessionsInteractWriteExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, CommandExecutor.
 type envDispatchSessionsInteractWriteExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -5784,7 +5892,7 @@ type envDispatchSessionsInteractWriteExec struct {
 
 // envObserveWriteExec offers Observer, WorkspaceWriter, CommandExecutor.
 type envObserveWriteExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithWrite
 	envWithExec
@@ -5792,7 +5900,7 @@ type envObserveWriteExec struct {
 
 // envSessionsObserveWriteExec offers SessionOpener, Observer, WorkspaceWriter, CommandExecutor.
 type envSessionsObserveWriteExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithWrite
@@ -5801,7 +5909,7 @@ type envSessionsObserveWriteExec struct {
 
 // envDispatchSessionsObserveWriteExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, CommandExecutor.
 type envDispatchSessionsObserveWriteExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -5811,7 +5919,7 @@ type envDispatchSessionsObserveWriteExec struct {
 
 // envInteractObserveWriteExec offers InteractionResponder, Observer, WorkspaceWriter, CommandExecutor.
 type envInteractObserveWriteExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -5820,7 +5928,7 @@ type envInteractObserveWriteExec struct {
 
 // envSessionsInteractObserveWriteExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, CommandExecutor.
 type envSessionsInteractObserveWriteExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -5830,7 +5938,7 @@ type envSessionsInteractObserveWriteExec struct {
 
 // envDispatchSessionsInteractObserveWriteExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, CommandExecutor.
 type envDispatchSessionsInteractObserveWriteExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -5841,7 +5949,7 @@ type envDispatchSessionsInteractObserveWriteExec struct {
 
 // envReadWriteExec offers WorkspaceReader, WorkspaceWriter, CommandExecutor.
 type envReadWriteExec struct {
-	*environment
+	envBase
 	envWithRead
 	envWithWrite
 	envWithExec
@@ -5849,7 +5957,7 @@ type envReadWriteExec struct {
 
 // envSessionsReadWriteExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, CommandExecutor.
 type envSessionsReadWriteExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithWrite
@@ -5858,7 +5966,7 @@ type envSessionsReadWriteExec struct {
 
 // envDispatchSessionsReadWriteExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, CommandExecutor.
 type envDispatchSessionsReadWriteExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -5868,7 +5976,7 @@ type envDispatchSessionsReadWriteExec struct {
 
 // envInteractReadWriteExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, CommandExecutor.
 type envInteractReadWriteExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -5877,7 +5985,7 @@ type envInteractReadWriteExec struct {
 
 // envSessionsInteractReadWriteExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, CommandExecutor.
 type envSessionsInteractReadWriteExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -5887,7 +5995,7 @@ type envSessionsInteractReadWriteExec struct {
 
 // envDispatchSessionsInteractReadWriteExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, CommandExecutor.
 type envDispatchSessionsInteractReadWriteExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -5898,7 +6006,7 @@ type envDispatchSessionsInteractReadWriteExec struct {
 
 // envObserveReadWriteExec offers Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
 type envObserveReadWriteExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -5907,7 +6015,7 @@ type envObserveReadWriteExec struct {
 
 // envSessionsObserveReadWriteExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
 type envSessionsObserveReadWriteExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -5917,7 +6025,7 @@ type envSessionsObserveReadWriteExec struct {
 
 // envDispatchSessionsObserveReadWriteExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
 type envDispatchSessionsObserveReadWriteExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -5928,7 +6036,7 @@ type envDispatchSessionsObserveReadWriteExec struct {
 
 // envInteractObserveReadWriteExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
 type envInteractObserveReadWriteExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -5938,7 +6046,7 @@ type envInteractObserveReadWriteExec struct {
 
 // envSessionsInteractObserveReadWriteExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
 type envSessionsInteractObserveReadWriteExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -5949,7 +6057,7 @@ type envSessionsInteractObserveReadWriteExec struct {
 
 // envDispatchSessionsInteractObserveReadWriteExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, CommandExecutor.
 type envDispatchSessionsInteractObserveReadWriteExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -5961,14 +6069,14 @@ type envDispatchSessionsInteractObserveReadWriteExec struct {
 
 // envCheckpointExec offers LegacyCheckpointer, CommandExecutor.
 type envCheckpointExec struct {
-	*environment
+	envBase
 	envWithCheckpoint
 	envWithExec
 }
 
 // envSessionsCheckpointExec offers SessionOpener, LegacyCheckpointer, CommandExecutor.
 type envSessionsCheckpointExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithCheckpoint
 	envWithExec
@@ -5976,7 +6084,7 @@ type envSessionsCheckpointExec struct {
 
 // envDispatchSessionsCheckpointExec offers Dispatcher, SessionOpener, LegacyCheckpointer, CommandExecutor.
 type envDispatchSessionsCheckpointExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithCheckpoint
@@ -5985,7 +6093,7 @@ type envDispatchSessionsCheckpointExec struct {
 
 // envInteractCheckpointExec offers InteractionResponder, LegacyCheckpointer, CommandExecutor.
 type envInteractCheckpointExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithCheckpoint
 	envWithExec
@@ -5993,7 +6101,7 @@ type envInteractCheckpointExec struct {
 
 // envSessionsInteractCheckpointExec offers SessionOpener, InteractionResponder, LegacyCheckpointer, CommandExecutor.
 type envSessionsInteractCheckpointExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithCheckpoint
@@ -6002,7 +6110,7 @@ type envSessionsInteractCheckpointExec struct {
 
 // envDispatchSessionsInteractCheckpointExec offers Dispatcher, SessionOpener, InteractionResponder, LegacyCheckpointer, CommandExecutor.
 type envDispatchSessionsInteractCheckpointExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -6012,7 +6120,7 @@ type envDispatchSessionsInteractCheckpointExec struct {
 
 // envObserveCheckpointExec offers Observer, LegacyCheckpointer, CommandExecutor.
 type envObserveCheckpointExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithCheckpoint
 	envWithExec
@@ -6020,7 +6128,7 @@ type envObserveCheckpointExec struct {
 
 // envSessionsObserveCheckpointExec offers SessionOpener, Observer, LegacyCheckpointer, CommandExecutor.
 type envSessionsObserveCheckpointExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithCheckpoint
@@ -6029,7 +6137,7 @@ type envSessionsObserveCheckpointExec struct {
 
 // envDispatchSessionsObserveCheckpointExec offers Dispatcher, SessionOpener, Observer, LegacyCheckpointer, CommandExecutor.
 type envDispatchSessionsObserveCheckpointExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -6039,7 +6147,7 @@ type envDispatchSessionsObserveCheckpointExec struct {
 
 // envInteractObserveCheckpointExec offers InteractionResponder, Observer, LegacyCheckpointer, CommandExecutor.
 type envInteractObserveCheckpointExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithCheckpoint
@@ -6048,7 +6156,7 @@ type envInteractObserveCheckpointExec struct {
 
 // envSessionsInteractObserveCheckpointExec offers SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, CommandExecutor.
 type envSessionsInteractObserveCheckpointExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -6058,7 +6166,7 @@ type envSessionsInteractObserveCheckpointExec struct {
 
 // envDispatchSessionsInteractObserveCheckpointExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, CommandExecutor.
 type envDispatchSessionsInteractObserveCheckpointExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -6069,7 +6177,7 @@ type envDispatchSessionsInteractObserveCheckpointExec struct {
 
 // envReadCheckpointExec offers WorkspaceReader, LegacyCheckpointer, CommandExecutor.
 type envReadCheckpointExec struct {
-	*environment
+	envBase
 	envWithRead
 	envWithCheckpoint
 	envWithExec
@@ -6077,7 +6185,7 @@ type envReadCheckpointExec struct {
 
 // envSessionsReadCheckpointExec offers SessionOpener, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
 type envSessionsReadCheckpointExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithCheckpoint
@@ -6086,7 +6194,7 @@ type envSessionsReadCheckpointExec struct {
 
 // envDispatchSessionsReadCheckpointExec offers Dispatcher, SessionOpener, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
 type envDispatchSessionsReadCheckpointExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -6096,7 +6204,7 @@ type envDispatchSessionsReadCheckpointExec struct {
 
 // envInteractReadCheckpointExec offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
 type envInteractReadCheckpointExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithCheckpoint
@@ -6105,7 +6213,7 @@ type envInteractReadCheckpointExec struct {
 
 // envSessionsInteractReadCheckpointExec offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
 type envSessionsInteractReadCheckpointExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -6115,7 +6223,7 @@ type envSessionsInteractReadCheckpointExec struct {
 
 // envDispatchSessionsInteractReadCheckpointExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
 type envDispatchSessionsInteractReadCheckpointExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -6126,7 +6234,7 @@ type envDispatchSessionsInteractReadCheckpointExec struct {
 
 // envObserveReadCheckpointExec offers Observer, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
 type envObserveReadCheckpointExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithCheckpoint
@@ -6135,7 +6243,7 @@ type envObserveReadCheckpointExec struct {
 
 // envSessionsObserveReadCheckpointExec offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
 type envSessionsObserveReadCheckpointExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -6145,7 +6253,7 @@ type envSessionsObserveReadCheckpointExec struct {
 
 // envDispatchSessionsObserveReadCheckpointExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
 type envDispatchSessionsObserveReadCheckpointExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -6156,7 +6264,7 @@ type envDispatchSessionsObserveReadCheckpointExec struct {
 
 // envInteractObserveReadCheckpointExec offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
 type envInteractObserveReadCheckpointExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -6166,7 +6274,7 @@ type envInteractObserveReadCheckpointExec struct {
 
 // envSessionsInteractObserveReadCheckpointExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
 type envSessionsInteractObserveReadCheckpointExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -6177,7 +6285,7 @@ type envSessionsInteractObserveReadCheckpointExec struct {
 
 // envDispatchSessionsInteractObserveReadCheckpointExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, CommandExecutor.
 type envDispatchSessionsInteractObserveReadCheckpointExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -6189,7 +6297,7 @@ type envDispatchSessionsInteractObserveReadCheckpointExec struct {
 
 // envWriteCheckpointExec offers WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envWriteCheckpointExec struct {
-	*environment
+	envBase
 	envWithWrite
 	envWithCheckpoint
 	envWithExec
@@ -6197,7 +6305,7 @@ type envWriteCheckpointExec struct {
 
 // envSessionsWriteCheckpointExec offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envSessionsWriteCheckpointExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithWrite
 	envWithCheckpoint
@@ -6206,7 +6314,7 @@ type envSessionsWriteCheckpointExec struct {
 
 // envDispatchSessionsWriteCheckpointExec offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envDispatchSessionsWriteCheckpointExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithWrite
@@ -6216,7 +6324,7 @@ type envDispatchSessionsWriteCheckpointExec struct {
 
 // envInteractWriteCheckpointExec offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envInteractWriteCheckpointExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithWrite
 	envWithCheckpoint
@@ -6225,7 +6333,7 @@ type envInteractWriteCheckpointExec struct {
 
 // envSessionsInteractWriteCheckpointExec offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envSessionsInteractWriteCheckpointExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithWrite
@@ -6235,7 +6343,7 @@ type envSessionsInteractWriteCheckpointExec struct {
 
 // envDispatchSessionsInteractWriteCheckpointExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envDispatchSessionsInteractWriteCheckpointExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -6246,7 +6354,7 @@ type envDispatchSessionsInteractWriteCheckpointExec struct {
 
 // envObserveWriteCheckpointExec offers Observer, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envObserveWriteCheckpointExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithWrite
 	envWithCheckpoint
@@ -6255,7 +6363,7 @@ type envObserveWriteCheckpointExec struct {
 
 // envSessionsObserveWriteCheckpointExec offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envSessionsObserveWriteCheckpointExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithWrite
@@ -6265,7 +6373,7 @@ type envSessionsObserveWriteCheckpointExec struct {
 
 // envDispatchSessionsObserveWriteCheckpointExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envDispatchSessionsObserveWriteCheckpointExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -6276,7 +6384,7 @@ type envDispatchSessionsObserveWriteCheckpointExec struct {
 
 // envInteractObserveWriteCheckpointExec offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envInteractObserveWriteCheckpointExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -6286,7 +6394,7 @@ type envInteractObserveWriteCheckpointExec struct {
 
 // envSessionsInteractObserveWriteCheckpointExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envSessionsInteractObserveWriteCheckpointExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -6297,7 +6405,7 @@ type envSessionsInteractObserveWriteCheckpointExec struct {
 
 // envDispatchSessionsInteractObserveWriteCheckpointExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envDispatchSessionsInteractObserveWriteCheckpointExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -6309,7 +6417,7 @@ type envDispatchSessionsInteractObserveWriteCheckpointExec struct {
 
 // envReadWriteCheckpointExec offers WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envReadWriteCheckpointExec struct {
-	*environment
+	envBase
 	envWithRead
 	envWithWrite
 	envWithCheckpoint
@@ -6318,7 +6426,7 @@ type envReadWriteCheckpointExec struct {
 
 // envSessionsReadWriteCheckpointExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envSessionsReadWriteCheckpointExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithWrite
@@ -6328,7 +6436,7 @@ type envSessionsReadWriteCheckpointExec struct {
 
 // envDispatchSessionsReadWriteCheckpointExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envDispatchSessionsReadWriteCheckpointExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -6339,7 +6447,7 @@ type envDispatchSessionsReadWriteCheckpointExec struct {
 
 // envInteractReadWriteCheckpointExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envInteractReadWriteCheckpointExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -6349,7 +6457,7 @@ type envInteractReadWriteCheckpointExec struct {
 
 // envSessionsInteractReadWriteCheckpointExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envSessionsInteractReadWriteCheckpointExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -6360,7 +6468,7 @@ type envSessionsInteractReadWriteCheckpointExec struct {
 
 // envDispatchSessionsInteractReadWriteCheckpointExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envDispatchSessionsInteractReadWriteCheckpointExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -6372,7 +6480,7 @@ type envDispatchSessionsInteractReadWriteCheckpointExec struct {
 
 // envObserveReadWriteCheckpointExec offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envObserveReadWriteCheckpointExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -6382,7 +6490,7 @@ type envObserveReadWriteCheckpointExec struct {
 
 // envSessionsObserveReadWriteCheckpointExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envSessionsObserveReadWriteCheckpointExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -6393,7 +6501,7 @@ type envSessionsObserveReadWriteCheckpointExec struct {
 
 // envDispatchSessionsObserveReadWriteCheckpointExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envDispatchSessionsObserveReadWriteCheckpointExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -6405,7 +6513,7 @@ type envDispatchSessionsObserveReadWriteCheckpointExec struct {
 
 // envInteractObserveReadWriteCheckpointExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envInteractObserveReadWriteCheckpointExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -6416,7 +6524,7 @@ type envInteractObserveReadWriteCheckpointExec struct {
 
 // envSessionsInteractObserveReadWriteCheckpointExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envSessionsInteractObserveReadWriteCheckpointExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -6428,7 +6536,7 @@ type envSessionsInteractObserveReadWriteCheckpointExec struct {
 
 // envDispatchSessionsInteractObserveReadWriteCheckpointExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, CommandExecutor.
 type envDispatchSessionsInteractObserveReadWriteCheckpointExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -6441,14 +6549,14 @@ type envDispatchSessionsInteractObserveReadWriteCheckpointExec struct {
 
 // envForkExec offers LegacyForker, CommandExecutor.
 type envForkExec struct {
-	*environment
+	envBase
 	envWithFork
 	envWithExec
 }
 
 // envSessionsForkExec offers SessionOpener, LegacyForker, CommandExecutor.
 type envSessionsForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithFork
 	envWithExec
@@ -6456,7 +6564,7 @@ type envSessionsForkExec struct {
 
 // envDispatchSessionsForkExec offers Dispatcher, SessionOpener, LegacyForker, CommandExecutor.
 type envDispatchSessionsForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithFork
@@ -6465,7 +6573,7 @@ type envDispatchSessionsForkExec struct {
 
 // envInteractForkExec offers InteractionResponder, LegacyForker, CommandExecutor.
 type envInteractForkExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithFork
 	envWithExec
@@ -6473,7 +6581,7 @@ type envInteractForkExec struct {
 
 // envSessionsInteractForkExec offers SessionOpener, InteractionResponder, LegacyForker, CommandExecutor.
 type envSessionsInteractForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithFork
@@ -6482,7 +6590,7 @@ type envSessionsInteractForkExec struct {
 
 // envDispatchSessionsInteractForkExec offers Dispatcher, SessionOpener, InteractionResponder, LegacyForker, CommandExecutor.
 type envDispatchSessionsInteractForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -6492,7 +6600,7 @@ type envDispatchSessionsInteractForkExec struct {
 
 // envObserveForkExec offers Observer, LegacyForker, CommandExecutor.
 type envObserveForkExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithFork
 	envWithExec
@@ -6500,7 +6608,7 @@ type envObserveForkExec struct {
 
 // envSessionsObserveForkExec offers SessionOpener, Observer, LegacyForker, CommandExecutor.
 type envSessionsObserveForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithFork
@@ -6509,7 +6617,7 @@ type envSessionsObserveForkExec struct {
 
 // envDispatchSessionsObserveForkExec offers Dispatcher, SessionOpener, Observer, LegacyForker, CommandExecutor.
 type envDispatchSessionsObserveForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -6519,7 +6627,7 @@ type envDispatchSessionsObserveForkExec struct {
 
 // envInteractObserveForkExec offers InteractionResponder, Observer, LegacyForker, CommandExecutor.
 type envInteractObserveForkExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithFork
@@ -6528,7 +6636,7 @@ type envInteractObserveForkExec struct {
 
 // envSessionsInteractObserveForkExec offers SessionOpener, InteractionResponder, Observer, LegacyForker, CommandExecutor.
 type envSessionsInteractObserveForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -6538,7 +6646,7 @@ type envSessionsInteractObserveForkExec struct {
 
 // envDispatchSessionsInteractObserveForkExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyForker, CommandExecutor.
 type envDispatchSessionsInteractObserveForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -6549,7 +6657,7 @@ type envDispatchSessionsInteractObserveForkExec struct {
 
 // envReadForkExec offers WorkspaceReader, LegacyForker, CommandExecutor.
 type envReadForkExec struct {
-	*environment
+	envBase
 	envWithRead
 	envWithFork
 	envWithExec
@@ -6557,7 +6665,7 @@ type envReadForkExec struct {
 
 // envSessionsReadForkExec offers SessionOpener, WorkspaceReader, LegacyForker, CommandExecutor.
 type envSessionsReadForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithFork
@@ -6566,7 +6674,7 @@ type envSessionsReadForkExec struct {
 
 // envDispatchSessionsReadForkExec offers Dispatcher, SessionOpener, WorkspaceReader, LegacyForker, CommandExecutor.
 type envDispatchSessionsReadForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -6576,7 +6684,7 @@ type envDispatchSessionsReadForkExec struct {
 
 // envInteractReadForkExec offers InteractionResponder, WorkspaceReader, LegacyForker, CommandExecutor.
 type envInteractReadForkExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithFork
@@ -6585,7 +6693,7 @@ type envInteractReadForkExec struct {
 
 // envSessionsInteractReadForkExec offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyForker, CommandExecutor.
 type envSessionsInteractReadForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -6595,7 +6703,7 @@ type envSessionsInteractReadForkExec struct {
 
 // envDispatchSessionsInteractReadForkExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyForker, CommandExecutor.
 type envDispatchSessionsInteractReadForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -6606,7 +6714,7 @@ type envDispatchSessionsInteractReadForkExec struct {
 
 // envObserveReadForkExec offers Observer, WorkspaceReader, LegacyForker, CommandExecutor.
 type envObserveReadForkExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithFork
@@ -6615,7 +6723,7 @@ type envObserveReadForkExec struct {
 
 // envSessionsObserveReadForkExec offers SessionOpener, Observer, WorkspaceReader, LegacyForker, CommandExecutor.
 type envSessionsObserveReadForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -6625,7 +6733,7 @@ type envSessionsObserveReadForkExec struct {
 
 // envDispatchSessionsObserveReadForkExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyForker, CommandExecutor.
 type envDispatchSessionsObserveReadForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -6636,7 +6744,7 @@ type envDispatchSessionsObserveReadForkExec struct {
 
 // envInteractObserveReadForkExec offers InteractionResponder, Observer, WorkspaceReader, LegacyForker, CommandExecutor.
 type envInteractObserveReadForkExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -6646,7 +6754,7 @@ type envInteractObserveReadForkExec struct {
 
 // envSessionsInteractObserveReadForkExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyForker, CommandExecutor.
 type envSessionsInteractObserveReadForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -6657,7 +6765,7 @@ type envSessionsInteractObserveReadForkExec struct {
 
 // envDispatchSessionsInteractObserveReadForkExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyForker, CommandExecutor.
 type envDispatchSessionsInteractObserveReadForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -6669,7 +6777,7 @@ type envDispatchSessionsInteractObserveReadForkExec struct {
 
 // envWriteForkExec offers WorkspaceWriter, LegacyForker, CommandExecutor.
 type envWriteForkExec struct {
-	*environment
+	envBase
 	envWithWrite
 	envWithFork
 	envWithExec
@@ -6677,7 +6785,7 @@ type envWriteForkExec struct {
 
 // envSessionsWriteForkExec offers SessionOpener, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envSessionsWriteForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithWrite
 	envWithFork
@@ -6686,7 +6794,7 @@ type envSessionsWriteForkExec struct {
 
 // envDispatchSessionsWriteForkExec offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envDispatchSessionsWriteForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithWrite
@@ -6696,7 +6804,7 @@ type envDispatchSessionsWriteForkExec struct {
 
 // envInteractWriteForkExec offers InteractionResponder, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envInteractWriteForkExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithWrite
 	envWithFork
@@ -6705,7 +6813,7 @@ type envInteractWriteForkExec struct {
 
 // envSessionsInteractWriteForkExec offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envSessionsInteractWriteForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithWrite
@@ -6715,7 +6823,7 @@ type envSessionsInteractWriteForkExec struct {
 
 // envDispatchSessionsInteractWriteForkExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envDispatchSessionsInteractWriteForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -6726,7 +6834,7 @@ type envDispatchSessionsInteractWriteForkExec struct {
 
 // envObserveWriteForkExec offers Observer, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envObserveWriteForkExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithWrite
 	envWithFork
@@ -6735,7 +6843,7 @@ type envObserveWriteForkExec struct {
 
 // envSessionsObserveWriteForkExec offers SessionOpener, Observer, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envSessionsObserveWriteForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithWrite
@@ -6745,7 +6853,7 @@ type envSessionsObserveWriteForkExec struct {
 
 // envDispatchSessionsObserveWriteForkExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envDispatchSessionsObserveWriteForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -6756,7 +6864,7 @@ type envDispatchSessionsObserveWriteForkExec struct {
 
 // envInteractObserveWriteForkExec offers InteractionResponder, Observer, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envInteractObserveWriteForkExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -6766,7 +6874,7 @@ type envInteractObserveWriteForkExec struct {
 
 // envSessionsInteractObserveWriteForkExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envSessionsInteractObserveWriteForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -6777,7 +6885,7 @@ type envSessionsInteractObserveWriteForkExec struct {
 
 // envDispatchSessionsInteractObserveWriteForkExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envDispatchSessionsInteractObserveWriteForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -6789,7 +6897,7 @@ type envDispatchSessionsInteractObserveWriteForkExec struct {
 
 // envReadWriteForkExec offers WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envReadWriteForkExec struct {
-	*environment
+	envBase
 	envWithRead
 	envWithWrite
 	envWithFork
@@ -6798,7 +6906,7 @@ type envReadWriteForkExec struct {
 
 // envSessionsReadWriteForkExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envSessionsReadWriteForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithWrite
@@ -6808,7 +6916,7 @@ type envSessionsReadWriteForkExec struct {
 
 // envDispatchSessionsReadWriteForkExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envDispatchSessionsReadWriteForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -6819,7 +6927,7 @@ type envDispatchSessionsReadWriteForkExec struct {
 
 // envInteractReadWriteForkExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envInteractReadWriteForkExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -6829,7 +6937,7 @@ type envInteractReadWriteForkExec struct {
 
 // envSessionsInteractReadWriteForkExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envSessionsInteractReadWriteForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -6840,7 +6948,7 @@ type envSessionsInteractReadWriteForkExec struct {
 
 // envDispatchSessionsInteractReadWriteForkExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envDispatchSessionsInteractReadWriteForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -6852,7 +6960,7 @@ type envDispatchSessionsInteractReadWriteForkExec struct {
 
 // envObserveReadWriteForkExec offers Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envObserveReadWriteForkExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -6862,7 +6970,7 @@ type envObserveReadWriteForkExec struct {
 
 // envSessionsObserveReadWriteForkExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envSessionsObserveReadWriteForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -6873,7 +6981,7 @@ type envSessionsObserveReadWriteForkExec struct {
 
 // envDispatchSessionsObserveReadWriteForkExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envDispatchSessionsObserveReadWriteForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -6885,7 +6993,7 @@ type envDispatchSessionsObserveReadWriteForkExec struct {
 
 // envInteractObserveReadWriteForkExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envInteractObserveReadWriteForkExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -6896,7 +7004,7 @@ type envInteractObserveReadWriteForkExec struct {
 
 // envSessionsInteractObserveReadWriteForkExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envSessionsInteractObserveReadWriteForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -6908,7 +7016,7 @@ type envSessionsInteractObserveReadWriteForkExec struct {
 
 // envDispatchSessionsInteractObserveReadWriteForkExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, CommandExecutor.
 type envDispatchSessionsInteractObserveReadWriteForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -6921,7 +7029,7 @@ type envDispatchSessionsInteractObserveReadWriteForkExec struct {
 
 // envCheckpointForkExec offers LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithCheckpoint
 	envWithFork
 	envWithExec
@@ -6929,7 +7037,7 @@ type envCheckpointForkExec struct {
 
 // envSessionsCheckpointForkExec offers SessionOpener, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envSessionsCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithCheckpoint
 	envWithFork
@@ -6938,7 +7046,7 @@ type envSessionsCheckpointForkExec struct {
 
 // envDispatchSessionsCheckpointForkExec offers Dispatcher, SessionOpener, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envDispatchSessionsCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithCheckpoint
@@ -6948,7 +7056,7 @@ type envDispatchSessionsCheckpointForkExec struct {
 
 // envInteractCheckpointForkExec offers InteractionResponder, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envInteractCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithCheckpoint
 	envWithFork
@@ -6957,7 +7065,7 @@ type envInteractCheckpointForkExec struct {
 
 // envSessionsInteractCheckpointForkExec offers SessionOpener, InteractionResponder, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envSessionsInteractCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithCheckpoint
@@ -6967,7 +7075,7 @@ type envSessionsInteractCheckpointForkExec struct {
 
 // envDispatchSessionsInteractCheckpointForkExec offers Dispatcher, SessionOpener, InteractionResponder, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envDispatchSessionsInteractCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -6978,7 +7086,7 @@ type envDispatchSessionsInteractCheckpointForkExec struct {
 
 // envObserveCheckpointForkExec offers Observer, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envObserveCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithCheckpoint
 	envWithFork
@@ -6987,7 +7095,7 @@ type envObserveCheckpointForkExec struct {
 
 // envSessionsObserveCheckpointForkExec offers SessionOpener, Observer, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envSessionsObserveCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithCheckpoint
@@ -6997,7 +7105,7 @@ type envSessionsObserveCheckpointForkExec struct {
 
 // envDispatchSessionsObserveCheckpointForkExec offers Dispatcher, SessionOpener, Observer, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envDispatchSessionsObserveCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -7008,7 +7116,7 @@ type envDispatchSessionsObserveCheckpointForkExec struct {
 
 // envInteractObserveCheckpointForkExec offers InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envInteractObserveCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithCheckpoint
@@ -7018,7 +7126,7 @@ type envInteractObserveCheckpointForkExec struct {
 
 // envSessionsInteractObserveCheckpointForkExec offers SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envSessionsInteractObserveCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -7029,7 +7137,7 @@ type envSessionsInteractObserveCheckpointForkExec struct {
 
 // envDispatchSessionsInteractObserveCheckpointForkExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envDispatchSessionsInteractObserveCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -7041,7 +7149,7 @@ type envDispatchSessionsInteractObserveCheckpointForkExec struct {
 
 // envReadCheckpointForkExec offers WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envReadCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithRead
 	envWithCheckpoint
 	envWithFork
@@ -7050,7 +7158,7 @@ type envReadCheckpointForkExec struct {
 
 // envSessionsReadCheckpointForkExec offers SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envSessionsReadCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithCheckpoint
@@ -7060,7 +7168,7 @@ type envSessionsReadCheckpointForkExec struct {
 
 // envDispatchSessionsReadCheckpointForkExec offers Dispatcher, SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envDispatchSessionsReadCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -7071,7 +7179,7 @@ type envDispatchSessionsReadCheckpointForkExec struct {
 
 // envInteractReadCheckpointForkExec offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envInteractReadCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithCheckpoint
@@ -7081,7 +7189,7 @@ type envInteractReadCheckpointForkExec struct {
 
 // envSessionsInteractReadCheckpointForkExec offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envSessionsInteractReadCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -7092,7 +7200,7 @@ type envSessionsInteractReadCheckpointForkExec struct {
 
 // envDispatchSessionsInteractReadCheckpointForkExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envDispatchSessionsInteractReadCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -7104,7 +7212,7 @@ type envDispatchSessionsInteractReadCheckpointForkExec struct {
 
 // envObserveReadCheckpointForkExec offers Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envObserveReadCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithCheckpoint
@@ -7114,7 +7222,7 @@ type envObserveReadCheckpointForkExec struct {
 
 // envSessionsObserveReadCheckpointForkExec offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envSessionsObserveReadCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -7125,7 +7233,7 @@ type envSessionsObserveReadCheckpointForkExec struct {
 
 // envDispatchSessionsObserveReadCheckpointForkExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envDispatchSessionsObserveReadCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -7137,7 +7245,7 @@ type envDispatchSessionsObserveReadCheckpointForkExec struct {
 
 // envInteractObserveReadCheckpointForkExec offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envInteractObserveReadCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -7148,7 +7256,7 @@ type envInteractObserveReadCheckpointForkExec struct {
 
 // envSessionsInteractObserveReadCheckpointForkExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envSessionsInteractObserveReadCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -7160,7 +7268,7 @@ type envSessionsInteractObserveReadCheckpointForkExec struct {
 
 // envDispatchSessionsInteractObserveReadCheckpointForkExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envDispatchSessionsInteractObserveReadCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -7173,7 +7281,7 @@ type envDispatchSessionsInteractObserveReadCheckpointForkExec struct {
 
 // envWriteCheckpointForkExec offers WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envWriteCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithWrite
 	envWithCheckpoint
 	envWithFork
@@ -7182,7 +7290,7 @@ type envWriteCheckpointForkExec struct {
 
 // envSessionsWriteCheckpointForkExec offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envSessionsWriteCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithWrite
 	envWithCheckpoint
@@ -7192,7 +7300,7 @@ type envSessionsWriteCheckpointForkExec struct {
 
 // envDispatchSessionsWriteCheckpointForkExec offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envDispatchSessionsWriteCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithWrite
@@ -7203,7 +7311,7 @@ type envDispatchSessionsWriteCheckpointForkExec struct {
 
 // envInteractWriteCheckpointForkExec offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envInteractWriteCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithWrite
 	envWithCheckpoint
@@ -7213,7 +7321,7 @@ type envInteractWriteCheckpointForkExec struct {
 
 // envSessionsInteractWriteCheckpointForkExec offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envSessionsInteractWriteCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithWrite
@@ -7224,7 +7332,7 @@ type envSessionsInteractWriteCheckpointForkExec struct {
 
 // envDispatchSessionsInteractWriteCheckpointForkExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envDispatchSessionsInteractWriteCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -7236,7 +7344,7 @@ type envDispatchSessionsInteractWriteCheckpointForkExec struct {
 
 // envObserveWriteCheckpointForkExec offers Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envObserveWriteCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithWrite
 	envWithCheckpoint
@@ -7246,7 +7354,7 @@ type envObserveWriteCheckpointForkExec struct {
 
 // envSessionsObserveWriteCheckpointForkExec offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envSessionsObserveWriteCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithWrite
@@ -7257,7 +7365,7 @@ type envSessionsObserveWriteCheckpointForkExec struct {
 
 // envDispatchSessionsObserveWriteCheckpointForkExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envDispatchSessionsObserveWriteCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -7269,7 +7377,7 @@ type envDispatchSessionsObserveWriteCheckpointForkExec struct {
 
 // envInteractObserveWriteCheckpointForkExec offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envInteractObserveWriteCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -7280,7 +7388,7 @@ type envInteractObserveWriteCheckpointForkExec struct {
 
 // envSessionsInteractObserveWriteCheckpointForkExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envSessionsInteractObserveWriteCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -7292,7 +7400,7 @@ type envSessionsInteractObserveWriteCheckpointForkExec struct {
 
 // envDispatchSessionsInteractObserveWriteCheckpointForkExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envDispatchSessionsInteractObserveWriteCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -7305,7 +7413,7 @@ type envDispatchSessionsInteractObserveWriteCheckpointForkExec struct {
 
 // envReadWriteCheckpointForkExec offers WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envReadWriteCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithRead
 	envWithWrite
 	envWithCheckpoint
@@ -7315,7 +7423,7 @@ type envReadWriteCheckpointForkExec struct {
 
 // envSessionsReadWriteCheckpointForkExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envSessionsReadWriteCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithWrite
@@ -7326,7 +7434,7 @@ type envSessionsReadWriteCheckpointForkExec struct {
 
 // envDispatchSessionsReadWriteCheckpointForkExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envDispatchSessionsReadWriteCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -7338,7 +7446,7 @@ type envDispatchSessionsReadWriteCheckpointForkExec struct {
 
 // envInteractReadWriteCheckpointForkExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envInteractReadWriteCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -7349,7 +7457,7 @@ type envInteractReadWriteCheckpointForkExec struct {
 
 // envSessionsInteractReadWriteCheckpointForkExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envSessionsInteractReadWriteCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -7361,7 +7469,7 @@ type envSessionsInteractReadWriteCheckpointForkExec struct {
 
 // envDispatchSessionsInteractReadWriteCheckpointForkExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envDispatchSessionsInteractReadWriteCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -7374,7 +7482,7 @@ type envDispatchSessionsInteractReadWriteCheckpointForkExec struct {
 
 // envObserveReadWriteCheckpointForkExec offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envObserveReadWriteCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -7385,7 +7493,7 @@ type envObserveReadWriteCheckpointForkExec struct {
 
 // envSessionsObserveReadWriteCheckpointForkExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envSessionsObserveReadWriteCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -7397,7 +7505,7 @@ type envSessionsObserveReadWriteCheckpointForkExec struct {
 
 // envDispatchSessionsObserveReadWriteCheckpointForkExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envDispatchSessionsObserveReadWriteCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -7410,7 +7518,7 @@ type envDispatchSessionsObserveReadWriteCheckpointForkExec struct {
 
 // envInteractObserveReadWriteCheckpointForkExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envInteractObserveReadWriteCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -7422,7 +7530,7 @@ type envInteractObserveReadWriteCheckpointForkExec struct {
 
 // envSessionsInteractObserveReadWriteCheckpointForkExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envSessionsInteractObserveReadWriteCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -7435,7 +7543,7 @@ type envSessionsInteractObserveReadWriteCheckpointForkExec struct {
 
 // envDispatchSessionsInteractObserveReadWriteCheckpointForkExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, CommandExecutor.
 type envDispatchSessionsInteractObserveReadWriteCheckpointForkExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -7449,14 +7557,14 @@ type envDispatchSessionsInteractObserveReadWriteCheckpointForkExec struct {
 
 // envDurableExec offers DurableBrancher, CommandExecutor.
 type envDurableExec struct {
-	*environment
+	envBase
 	envWithDurable
 	envWithExec
 }
 
 // envSessionsDurableExec offers SessionOpener, DurableBrancher, CommandExecutor.
 type envSessionsDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithDurable
 	envWithExec
@@ -7464,7 +7572,7 @@ type envSessionsDurableExec struct {
 
 // envDispatchSessionsDurableExec offers Dispatcher, SessionOpener, DurableBrancher, CommandExecutor.
 type envDispatchSessionsDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithDurable
@@ -7473,7 +7581,7 @@ type envDispatchSessionsDurableExec struct {
 
 // envInteractDurableExec offers InteractionResponder, DurableBrancher, CommandExecutor.
 type envInteractDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithDurable
 	envWithExec
@@ -7481,7 +7589,7 @@ type envInteractDurableExec struct {
 
 // envSessionsInteractDurableExec offers SessionOpener, InteractionResponder, DurableBrancher, CommandExecutor.
 type envSessionsInteractDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithDurable
@@ -7490,7 +7598,7 @@ type envSessionsInteractDurableExec struct {
 
 // envDispatchSessionsInteractDurableExec offers Dispatcher, SessionOpener, InteractionResponder, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -7500,7 +7608,7 @@ type envDispatchSessionsInteractDurableExec struct {
 
 // envObserveDurableExec offers Observer, DurableBrancher, CommandExecutor.
 type envObserveDurableExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithDurable
 	envWithExec
@@ -7508,7 +7616,7 @@ type envObserveDurableExec struct {
 
 // envSessionsObserveDurableExec offers SessionOpener, Observer, DurableBrancher, CommandExecutor.
 type envSessionsObserveDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithDurable
@@ -7517,7 +7625,7 @@ type envSessionsObserveDurableExec struct {
 
 // envDispatchSessionsObserveDurableExec offers Dispatcher, SessionOpener, Observer, DurableBrancher, CommandExecutor.
 type envDispatchSessionsObserveDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -7527,7 +7635,7 @@ type envDispatchSessionsObserveDurableExec struct {
 
 // envInteractObserveDurableExec offers InteractionResponder, Observer, DurableBrancher, CommandExecutor.
 type envInteractObserveDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithDurable
@@ -7536,7 +7644,7 @@ type envInteractObserveDurableExec struct {
 
 // envSessionsInteractObserveDurableExec offers SessionOpener, InteractionResponder, Observer, DurableBrancher, CommandExecutor.
 type envSessionsInteractObserveDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -7546,7 +7654,7 @@ type envSessionsInteractObserveDurableExec struct {
 
 // envDispatchSessionsInteractObserveDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractObserveDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -7557,7 +7665,7 @@ type envDispatchSessionsInteractObserveDurableExec struct {
 
 // envReadDurableExec offers WorkspaceReader, DurableBrancher, CommandExecutor.
 type envReadDurableExec struct {
-	*environment
+	envBase
 	envWithRead
 	envWithDurable
 	envWithExec
@@ -7565,7 +7673,7 @@ type envReadDurableExec struct {
 
 // envSessionsReadDurableExec offers SessionOpener, WorkspaceReader, DurableBrancher, CommandExecutor.
 type envSessionsReadDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithDurable
@@ -7574,7 +7682,7 @@ type envSessionsReadDurableExec struct {
 
 // envDispatchSessionsReadDurableExec offers Dispatcher, SessionOpener, WorkspaceReader, DurableBrancher, CommandExecutor.
 type envDispatchSessionsReadDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -7584,7 +7692,7 @@ type envDispatchSessionsReadDurableExec struct {
 
 // envInteractReadDurableExec offers InteractionResponder, WorkspaceReader, DurableBrancher, CommandExecutor.
 type envInteractReadDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithDurable
@@ -7593,7 +7701,7 @@ type envInteractReadDurableExec struct {
 
 // envSessionsInteractReadDurableExec offers SessionOpener, InteractionResponder, WorkspaceReader, DurableBrancher, CommandExecutor.
 type envSessionsInteractReadDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -7603,7 +7711,7 @@ type envSessionsInteractReadDurableExec struct {
 
 // envDispatchSessionsInteractReadDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractReadDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -7614,7 +7722,7 @@ type envDispatchSessionsInteractReadDurableExec struct {
 
 // envObserveReadDurableExec offers Observer, WorkspaceReader, DurableBrancher, CommandExecutor.
 type envObserveReadDurableExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithDurable
@@ -7623,7 +7731,7 @@ type envObserveReadDurableExec struct {
 
 // envSessionsObserveReadDurableExec offers SessionOpener, Observer, WorkspaceReader, DurableBrancher, CommandExecutor.
 type envSessionsObserveReadDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -7633,7 +7741,7 @@ type envSessionsObserveReadDurableExec struct {
 
 // envDispatchSessionsObserveReadDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, DurableBrancher, CommandExecutor.
 type envDispatchSessionsObserveReadDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -7644,7 +7752,7 @@ type envDispatchSessionsObserveReadDurableExec struct {
 
 // envInteractObserveReadDurableExec offers InteractionResponder, Observer, WorkspaceReader, DurableBrancher, CommandExecutor.
 type envInteractObserveReadDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -7654,7 +7762,7 @@ type envInteractObserveReadDurableExec struct {
 
 // envSessionsInteractObserveReadDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, DurableBrancher, CommandExecutor.
 type envSessionsInteractObserveReadDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -7665,7 +7773,7 @@ type envSessionsInteractObserveReadDurableExec struct {
 
 // envDispatchSessionsInteractObserveReadDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractObserveReadDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -7677,7 +7785,7 @@ type envDispatchSessionsInteractObserveReadDurableExec struct {
 
 // envWriteDurableExec offers WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envWriteDurableExec struct {
-	*environment
+	envBase
 	envWithWrite
 	envWithDurable
 	envWithExec
@@ -7685,7 +7793,7 @@ type envWriteDurableExec struct {
 
 // envSessionsWriteDurableExec offers SessionOpener, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envSessionsWriteDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithWrite
 	envWithDurable
@@ -7694,7 +7802,7 @@ type envSessionsWriteDurableExec struct {
 
 // envDispatchSessionsWriteDurableExec offers Dispatcher, SessionOpener, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envDispatchSessionsWriteDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithWrite
@@ -7704,7 +7812,7 @@ type envDispatchSessionsWriteDurableExec struct {
 
 // envInteractWriteDurableExec offers InteractionResponder, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envInteractWriteDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithWrite
 	envWithDurable
@@ -7713,7 +7821,7 @@ type envInteractWriteDurableExec struct {
 
 // envSessionsInteractWriteDurableExec offers SessionOpener, InteractionResponder, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envSessionsInteractWriteDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithWrite
@@ -7723,7 +7831,7 @@ type envSessionsInteractWriteDurableExec struct {
 
 // envDispatchSessionsInteractWriteDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractWriteDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -7734,7 +7842,7 @@ type envDispatchSessionsInteractWriteDurableExec struct {
 
 // envObserveWriteDurableExec offers Observer, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envObserveWriteDurableExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithWrite
 	envWithDurable
@@ -7743,7 +7851,7 @@ type envObserveWriteDurableExec struct {
 
 // envSessionsObserveWriteDurableExec offers SessionOpener, Observer, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envSessionsObserveWriteDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithWrite
@@ -7753,7 +7861,7 @@ type envSessionsObserveWriteDurableExec struct {
 
 // envDispatchSessionsObserveWriteDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envDispatchSessionsObserveWriteDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -7764,7 +7872,7 @@ type envDispatchSessionsObserveWriteDurableExec struct {
 
 // envInteractObserveWriteDurableExec offers InteractionResponder, Observer, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envInteractObserveWriteDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -7774,7 +7882,7 @@ type envInteractObserveWriteDurableExec struct {
 
 // envSessionsInteractObserveWriteDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envSessionsInteractObserveWriteDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -7785,7 +7893,7 @@ type envSessionsInteractObserveWriteDurableExec struct {
 
 // envDispatchSessionsInteractObserveWriteDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractObserveWriteDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -7797,7 +7905,7 @@ type envDispatchSessionsInteractObserveWriteDurableExec struct {
 
 // envReadWriteDurableExec offers WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envReadWriteDurableExec struct {
-	*environment
+	envBase
 	envWithRead
 	envWithWrite
 	envWithDurable
@@ -7806,7 +7914,7 @@ type envReadWriteDurableExec struct {
 
 // envSessionsReadWriteDurableExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envSessionsReadWriteDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithWrite
@@ -7816,7 +7924,7 @@ type envSessionsReadWriteDurableExec struct {
 
 // envDispatchSessionsReadWriteDurableExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envDispatchSessionsReadWriteDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -7827,7 +7935,7 @@ type envDispatchSessionsReadWriteDurableExec struct {
 
 // envInteractReadWriteDurableExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envInteractReadWriteDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -7837,7 +7945,7 @@ type envInteractReadWriteDurableExec struct {
 
 // envSessionsInteractReadWriteDurableExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envSessionsInteractReadWriteDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -7848,7 +7956,7 @@ type envSessionsInteractReadWriteDurableExec struct {
 
 // envDispatchSessionsInteractReadWriteDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractReadWriteDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -7860,7 +7968,7 @@ type envDispatchSessionsInteractReadWriteDurableExec struct {
 
 // envObserveReadWriteDurableExec offers Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envObserveReadWriteDurableExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -7870,7 +7978,7 @@ type envObserveReadWriteDurableExec struct {
 
 // envSessionsObserveReadWriteDurableExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envSessionsObserveReadWriteDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -7881,7 +7989,7 @@ type envSessionsObserveReadWriteDurableExec struct {
 
 // envDispatchSessionsObserveReadWriteDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envDispatchSessionsObserveReadWriteDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -7893,7 +8001,7 @@ type envDispatchSessionsObserveReadWriteDurableExec struct {
 
 // envInteractObserveReadWriteDurableExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envInteractObserveReadWriteDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -7904,7 +8012,7 @@ type envInteractObserveReadWriteDurableExec struct {
 
 // envSessionsInteractObserveReadWriteDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envSessionsInteractObserveReadWriteDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -7916,7 +8024,7 @@ type envSessionsInteractObserveReadWriteDurableExec struct {
 
 // envDispatchSessionsInteractObserveReadWriteDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractObserveReadWriteDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -7929,7 +8037,7 @@ type envDispatchSessionsInteractObserveReadWriteDurableExec struct {
 
 // envCheckpointDurableExec offers LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithCheckpoint
 	envWithDurable
 	envWithExec
@@ -7937,7 +8045,7 @@ type envCheckpointDurableExec struct {
 
 // envSessionsCheckpointDurableExec offers SessionOpener, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envSessionsCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithCheckpoint
 	envWithDurable
@@ -7946,7 +8054,7 @@ type envSessionsCheckpointDurableExec struct {
 
 // envDispatchSessionsCheckpointDurableExec offers Dispatcher, SessionOpener, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envDispatchSessionsCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithCheckpoint
@@ -7956,7 +8064,7 @@ type envDispatchSessionsCheckpointDurableExec struct {
 
 // envInteractCheckpointDurableExec offers InteractionResponder, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envInteractCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithCheckpoint
 	envWithDurable
@@ -7965,7 +8073,7 @@ type envInteractCheckpointDurableExec struct {
 
 // envSessionsInteractCheckpointDurableExec offers SessionOpener, InteractionResponder, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envSessionsInteractCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithCheckpoint
@@ -7975,7 +8083,7 @@ type envSessionsInteractCheckpointDurableExec struct {
 
 // envDispatchSessionsInteractCheckpointDurableExec offers Dispatcher, SessionOpener, InteractionResponder, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -7986,7 +8094,7 @@ type envDispatchSessionsInteractCheckpointDurableExec struct {
 
 // envObserveCheckpointDurableExec offers Observer, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envObserveCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithCheckpoint
 	envWithDurable
@@ -7995,7 +8103,7 @@ type envObserveCheckpointDurableExec struct {
 
 // envSessionsObserveCheckpointDurableExec offers SessionOpener, Observer, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envSessionsObserveCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithCheckpoint
@@ -8005,7 +8113,7 @@ type envSessionsObserveCheckpointDurableExec struct {
 
 // envDispatchSessionsObserveCheckpointDurableExec offers Dispatcher, SessionOpener, Observer, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envDispatchSessionsObserveCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -8016,7 +8124,7 @@ type envDispatchSessionsObserveCheckpointDurableExec struct {
 
 // envInteractObserveCheckpointDurableExec offers InteractionResponder, Observer, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envInteractObserveCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithCheckpoint
@@ -8026,7 +8134,7 @@ type envInteractObserveCheckpointDurableExec struct {
 
 // envSessionsInteractObserveCheckpointDurableExec offers SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envSessionsInteractObserveCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -8037,7 +8145,7 @@ type envSessionsInteractObserveCheckpointDurableExec struct {
 
 // envDispatchSessionsInteractObserveCheckpointDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractObserveCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -8049,7 +8157,7 @@ type envDispatchSessionsInteractObserveCheckpointDurableExec struct {
 
 // envReadCheckpointDurableExec offers WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envReadCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithRead
 	envWithCheckpoint
 	envWithDurable
@@ -8058,7 +8166,7 @@ type envReadCheckpointDurableExec struct {
 
 // envSessionsReadCheckpointDurableExec offers SessionOpener, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envSessionsReadCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithCheckpoint
@@ -8068,7 +8176,7 @@ type envSessionsReadCheckpointDurableExec struct {
 
 // envDispatchSessionsReadCheckpointDurableExec offers Dispatcher, SessionOpener, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envDispatchSessionsReadCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -8079,7 +8187,7 @@ type envDispatchSessionsReadCheckpointDurableExec struct {
 
 // envInteractReadCheckpointDurableExec offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envInteractReadCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithCheckpoint
@@ -8089,7 +8197,7 @@ type envInteractReadCheckpointDurableExec struct {
 
 // envSessionsInteractReadCheckpointDurableExec offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envSessionsInteractReadCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -8100,7 +8208,7 @@ type envSessionsInteractReadCheckpointDurableExec struct {
 
 // envDispatchSessionsInteractReadCheckpointDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractReadCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -8112,7 +8220,7 @@ type envDispatchSessionsInteractReadCheckpointDurableExec struct {
 
 // envObserveReadCheckpointDurableExec offers Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envObserveReadCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithCheckpoint
@@ -8122,7 +8230,7 @@ type envObserveReadCheckpointDurableExec struct {
 
 // envSessionsObserveReadCheckpointDurableExec offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envSessionsObserveReadCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -8133,7 +8241,7 @@ type envSessionsObserveReadCheckpointDurableExec struct {
 
 // envDispatchSessionsObserveReadCheckpointDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envDispatchSessionsObserveReadCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -8145,7 +8253,7 @@ type envDispatchSessionsObserveReadCheckpointDurableExec struct {
 
 // envInteractObserveReadCheckpointDurableExec offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envInteractObserveReadCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -8156,7 +8264,7 @@ type envInteractObserveReadCheckpointDurableExec struct {
 
 // envSessionsInteractObserveReadCheckpointDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envSessionsInteractObserveReadCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -8168,7 +8276,7 @@ type envSessionsInteractObserveReadCheckpointDurableExec struct {
 
 // envDispatchSessionsInteractObserveReadCheckpointDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractObserveReadCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -8181,7 +8289,7 @@ type envDispatchSessionsInteractObserveReadCheckpointDurableExec struct {
 
 // envWriteCheckpointDurableExec offers WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envWriteCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithWrite
 	envWithCheckpoint
 	envWithDurable
@@ -8190,7 +8298,7 @@ type envWriteCheckpointDurableExec struct {
 
 // envSessionsWriteCheckpointDurableExec offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envSessionsWriteCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithWrite
 	envWithCheckpoint
@@ -8200,7 +8308,7 @@ type envSessionsWriteCheckpointDurableExec struct {
 
 // envDispatchSessionsWriteCheckpointDurableExec offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envDispatchSessionsWriteCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithWrite
@@ -8211,7 +8319,7 @@ type envDispatchSessionsWriteCheckpointDurableExec struct {
 
 // envInteractWriteCheckpointDurableExec offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envInteractWriteCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithWrite
 	envWithCheckpoint
@@ -8221,7 +8329,7 @@ type envInteractWriteCheckpointDurableExec struct {
 
 // envSessionsInteractWriteCheckpointDurableExec offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envSessionsInteractWriteCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithWrite
@@ -8232,7 +8340,7 @@ type envSessionsInteractWriteCheckpointDurableExec struct {
 
 // envDispatchSessionsInteractWriteCheckpointDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractWriteCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -8244,7 +8352,7 @@ type envDispatchSessionsInteractWriteCheckpointDurableExec struct {
 
 // envObserveWriteCheckpointDurableExec offers Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envObserveWriteCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithWrite
 	envWithCheckpoint
@@ -8254,7 +8362,7 @@ type envObserveWriteCheckpointDurableExec struct {
 
 // envSessionsObserveWriteCheckpointDurableExec offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envSessionsObserveWriteCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithWrite
@@ -8265,7 +8373,7 @@ type envSessionsObserveWriteCheckpointDurableExec struct {
 
 // envDispatchSessionsObserveWriteCheckpointDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envDispatchSessionsObserveWriteCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -8277,7 +8385,7 @@ type envDispatchSessionsObserveWriteCheckpointDurableExec struct {
 
 // envInteractObserveWriteCheckpointDurableExec offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envInteractObserveWriteCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -8288,7 +8396,7 @@ type envInteractObserveWriteCheckpointDurableExec struct {
 
 // envSessionsInteractObserveWriteCheckpointDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envSessionsInteractObserveWriteCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -8300,7 +8408,7 @@ type envSessionsInteractObserveWriteCheckpointDurableExec struct {
 
 // envDispatchSessionsInteractObserveWriteCheckpointDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractObserveWriteCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -8313,7 +8421,7 @@ type envDispatchSessionsInteractObserveWriteCheckpointDurableExec struct {
 
 // envReadWriteCheckpointDurableExec offers WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envReadWriteCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithRead
 	envWithWrite
 	envWithCheckpoint
@@ -8323,7 +8431,7 @@ type envReadWriteCheckpointDurableExec struct {
 
 // envSessionsReadWriteCheckpointDurableExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envSessionsReadWriteCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithWrite
@@ -8334,7 +8442,7 @@ type envSessionsReadWriteCheckpointDurableExec struct {
 
 // envDispatchSessionsReadWriteCheckpointDurableExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envDispatchSessionsReadWriteCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -8346,7 +8454,7 @@ type envDispatchSessionsReadWriteCheckpointDurableExec struct {
 
 // envInteractReadWriteCheckpointDurableExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envInteractReadWriteCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -8357,7 +8465,7 @@ type envInteractReadWriteCheckpointDurableExec struct {
 
 // envSessionsInteractReadWriteCheckpointDurableExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envSessionsInteractReadWriteCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -8369,7 +8477,7 @@ type envSessionsInteractReadWriteCheckpointDurableExec struct {
 
 // envDispatchSessionsInteractReadWriteCheckpointDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractReadWriteCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -8382,7 +8490,7 @@ type envDispatchSessionsInteractReadWriteCheckpointDurableExec struct {
 
 // envObserveReadWriteCheckpointDurableExec offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envObserveReadWriteCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -8393,7 +8501,7 @@ type envObserveReadWriteCheckpointDurableExec struct {
 
 // envSessionsObserveReadWriteCheckpointDurableExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envSessionsObserveReadWriteCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -8405,7 +8513,7 @@ type envSessionsObserveReadWriteCheckpointDurableExec struct {
 
 // envDispatchSessionsObserveReadWriteCheckpointDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envDispatchSessionsObserveReadWriteCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -8418,7 +8526,7 @@ type envDispatchSessionsObserveReadWriteCheckpointDurableExec struct {
 
 // envInteractObserveReadWriteCheckpointDurableExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envInteractObserveReadWriteCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -8430,7 +8538,7 @@ type envInteractObserveReadWriteCheckpointDurableExec struct {
 
 // envSessionsInteractObserveReadWriteCheckpointDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envSessionsInteractObserveReadWriteCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -8443,7 +8551,7 @@ type envSessionsInteractObserveReadWriteCheckpointDurableExec struct {
 
 // envDispatchSessionsInteractObserveReadWriteCheckpointDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractObserveReadWriteCheckpointDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -8457,7 +8565,7 @@ type envDispatchSessionsInteractObserveReadWriteCheckpointDurableExec struct {
 
 // envForkDurableExec offers LegacyForker, DurableBrancher, CommandExecutor.
 type envForkDurableExec struct {
-	*environment
+	envBase
 	envWithFork
 	envWithDurable
 	envWithExec
@@ -8465,7 +8573,7 @@ type envForkDurableExec struct {
 
 // envSessionsForkDurableExec offers SessionOpener, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithFork
 	envWithDurable
@@ -8474,7 +8582,7 @@ type envSessionsForkDurableExec struct {
 
 // envDispatchSessionsForkDurableExec offers Dispatcher, SessionOpener, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithFork
@@ -8484,7 +8592,7 @@ type envDispatchSessionsForkDurableExec struct {
 
 // envInteractForkDurableExec offers InteractionResponder, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractForkDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithFork
 	envWithDurable
@@ -8493,7 +8601,7 @@ type envInteractForkDurableExec struct {
 
 // envSessionsInteractForkDurableExec offers SessionOpener, InteractionResponder, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsInteractForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithFork
@@ -8503,7 +8611,7 @@ type envSessionsInteractForkDurableExec struct {
 
 // envDispatchSessionsInteractForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -8514,7 +8622,7 @@ type envDispatchSessionsInteractForkDurableExec struct {
 
 // envObserveForkDurableExec offers Observer, LegacyForker, DurableBrancher, CommandExecutor.
 type envObserveForkDurableExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithFork
 	envWithDurable
@@ -8523,7 +8631,7 @@ type envObserveForkDurableExec struct {
 
 // envSessionsObserveForkDurableExec offers SessionOpener, Observer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsObserveForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithFork
@@ -8533,7 +8641,7 @@ type envSessionsObserveForkDurableExec struct {
 
 // envDispatchSessionsObserveForkDurableExec offers Dispatcher, SessionOpener, Observer, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsObserveForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -8544,7 +8652,7 @@ type envDispatchSessionsObserveForkDurableExec struct {
 
 // envInteractObserveForkDurableExec offers InteractionResponder, Observer, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractObserveForkDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithFork
@@ -8554,7 +8662,7 @@ type envInteractObserveForkDurableExec struct {
 
 // envSessionsInteractObserveForkDurableExec offers SessionOpener, InteractionResponder, Observer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsInteractObserveForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -8565,7 +8673,7 @@ type envSessionsInteractObserveForkDurableExec struct {
 
 // envDispatchSessionsInteractObserveForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractObserveForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -8577,7 +8685,7 @@ type envDispatchSessionsInteractObserveForkDurableExec struct {
 
 // envReadForkDurableExec offers WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
 type envReadForkDurableExec struct {
-	*environment
+	envBase
 	envWithRead
 	envWithFork
 	envWithDurable
@@ -8586,7 +8694,7 @@ type envReadForkDurableExec struct {
 
 // envSessionsReadForkDurableExec offers SessionOpener, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsReadForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithFork
@@ -8596,7 +8704,7 @@ type envSessionsReadForkDurableExec struct {
 
 // envDispatchSessionsReadForkDurableExec offers Dispatcher, SessionOpener, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsReadForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -8607,7 +8715,7 @@ type envDispatchSessionsReadForkDurableExec struct {
 
 // envInteractReadForkDurableExec offers InteractionResponder, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractReadForkDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithFork
@@ -8617,7 +8725,7 @@ type envInteractReadForkDurableExec struct {
 
 // envSessionsInteractReadForkDurableExec offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsInteractReadForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -8628,7 +8736,7 @@ type envSessionsInteractReadForkDurableExec struct {
 
 // envDispatchSessionsInteractReadForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractReadForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -8640,7 +8748,7 @@ type envDispatchSessionsInteractReadForkDurableExec struct {
 
 // envObserveReadForkDurableExec offers Observer, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
 type envObserveReadForkDurableExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithFork
@@ -8650,7 +8758,7 @@ type envObserveReadForkDurableExec struct {
 
 // envSessionsObserveReadForkDurableExec offers SessionOpener, Observer, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsObserveReadForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -8661,7 +8769,7 @@ type envSessionsObserveReadForkDurableExec struct {
 
 // envDispatchSessionsObserveReadForkDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsObserveReadForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -8673,7 +8781,7 @@ type envDispatchSessionsObserveReadForkDurableExec struct {
 
 // envInteractObserveReadForkDurableExec offers InteractionResponder, Observer, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractObserveReadForkDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -8684,7 +8792,7 @@ type envInteractObserveReadForkDurableExec struct {
 
 // envSessionsInteractObserveReadForkDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsInteractObserveReadForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -8696,7 +8804,7 @@ type envSessionsInteractObserveReadForkDurableExec struct {
 
 // envDispatchSessionsInteractObserveReadForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractObserveReadForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -8709,7 +8817,7 @@ type envDispatchSessionsInteractObserveReadForkDurableExec struct {
 
 // envWriteForkDurableExec offers WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envWriteForkDurableExec struct {
-	*environment
+	envBase
 	envWithWrite
 	envWithFork
 	envWithDurable
@@ -8718,7 +8826,7 @@ type envWriteForkDurableExec struct {
 
 // envSessionsWriteForkDurableExec offers SessionOpener, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsWriteForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithWrite
 	envWithFork
@@ -8728,7 +8836,7 @@ type envSessionsWriteForkDurableExec struct {
 
 // envDispatchSessionsWriteForkDurableExec offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsWriteForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithWrite
@@ -8739,7 +8847,7 @@ type envDispatchSessionsWriteForkDurableExec struct {
 
 // envInteractWriteForkDurableExec offers InteractionResponder, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractWriteForkDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithWrite
 	envWithFork
@@ -8749,7 +8857,7 @@ type envInteractWriteForkDurableExec struct {
 
 // envSessionsInteractWriteForkDurableExec offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsInteractWriteForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithWrite
@@ -8760,7 +8868,7 @@ type envSessionsInteractWriteForkDurableExec struct {
 
 // envDispatchSessionsInteractWriteForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractWriteForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -8772,7 +8880,7 @@ type envDispatchSessionsInteractWriteForkDurableExec struct {
 
 // envObserveWriteForkDurableExec offers Observer, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envObserveWriteForkDurableExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithWrite
 	envWithFork
@@ -8782,7 +8890,7 @@ type envObserveWriteForkDurableExec struct {
 
 // envSessionsObserveWriteForkDurableExec offers SessionOpener, Observer, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsObserveWriteForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithWrite
@@ -8793,7 +8901,7 @@ type envSessionsObserveWriteForkDurableExec struct {
 
 // envDispatchSessionsObserveWriteForkDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsObserveWriteForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -8805,7 +8913,7 @@ type envDispatchSessionsObserveWriteForkDurableExec struct {
 
 // envInteractObserveWriteForkDurableExec offers InteractionResponder, Observer, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractObserveWriteForkDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -8816,7 +8924,7 @@ type envInteractObserveWriteForkDurableExec struct {
 
 // envSessionsInteractObserveWriteForkDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsInteractObserveWriteForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -8828,7 +8936,7 @@ type envSessionsInteractObserveWriteForkDurableExec struct {
 
 // envDispatchSessionsInteractObserveWriteForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractObserveWriteForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -8841,7 +8949,7 @@ type envDispatchSessionsInteractObserveWriteForkDurableExec struct {
 
 // envReadWriteForkDurableExec offers WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envReadWriteForkDurableExec struct {
-	*environment
+	envBase
 	envWithRead
 	envWithWrite
 	envWithFork
@@ -8851,7 +8959,7 @@ type envReadWriteForkDurableExec struct {
 
 // envSessionsReadWriteForkDurableExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsReadWriteForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithWrite
@@ -8862,7 +8970,7 @@ type envSessionsReadWriteForkDurableExec struct {
 
 // envDispatchSessionsReadWriteForkDurableExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsReadWriteForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -8874,7 +8982,7 @@ type envDispatchSessionsReadWriteForkDurableExec struct {
 
 // envInteractReadWriteForkDurableExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractReadWriteForkDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -8885,7 +8993,7 @@ type envInteractReadWriteForkDurableExec struct {
 
 // envSessionsInteractReadWriteForkDurableExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsInteractReadWriteForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -8897,7 +9005,7 @@ type envSessionsInteractReadWriteForkDurableExec struct {
 
 // envDispatchSessionsInteractReadWriteForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractReadWriteForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -8910,7 +9018,7 @@ type envDispatchSessionsInteractReadWriteForkDurableExec struct {
 
 // envObserveReadWriteForkDurableExec offers Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envObserveReadWriteForkDurableExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -8921,7 +9029,7 @@ type envObserveReadWriteForkDurableExec struct {
 
 // envSessionsObserveReadWriteForkDurableExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsObserveReadWriteForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -8933,7 +9041,7 @@ type envSessionsObserveReadWriteForkDurableExec struct {
 
 // envDispatchSessionsObserveReadWriteForkDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsObserveReadWriteForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -8946,7 +9054,7 @@ type envDispatchSessionsObserveReadWriteForkDurableExec struct {
 
 // envInteractObserveReadWriteForkDurableExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractObserveReadWriteForkDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -8958,7 +9066,7 @@ type envInteractObserveReadWriteForkDurableExec struct {
 
 // envSessionsInteractObserveReadWriteForkDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsInteractObserveReadWriteForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -8971,7 +9079,7 @@ type envSessionsInteractObserveReadWriteForkDurableExec struct {
 
 // envDispatchSessionsInteractObserveReadWriteForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractObserveReadWriteForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -8985,7 +9093,7 @@ type envDispatchSessionsInteractObserveReadWriteForkDurableExec struct {
 
 // envCheckpointForkDurableExec offers LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithCheckpoint
 	envWithFork
 	envWithDurable
@@ -8994,7 +9102,7 @@ type envCheckpointForkDurableExec struct {
 
 // envSessionsCheckpointForkDurableExec offers SessionOpener, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithCheckpoint
 	envWithFork
@@ -9004,7 +9112,7 @@ type envSessionsCheckpointForkDurableExec struct {
 
 // envDispatchSessionsCheckpointForkDurableExec offers Dispatcher, SessionOpener, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithCheckpoint
@@ -9015,7 +9123,7 @@ type envDispatchSessionsCheckpointForkDurableExec struct {
 
 // envInteractCheckpointForkDurableExec offers InteractionResponder, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithCheckpoint
 	envWithFork
@@ -9025,7 +9133,7 @@ type envInteractCheckpointForkDurableExec struct {
 
 // envSessionsInteractCheckpointForkDurableExec offers SessionOpener, InteractionResponder, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsInteractCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithCheckpoint
@@ -9036,7 +9144,7 @@ type envSessionsInteractCheckpointForkDurableExec struct {
 
 // envDispatchSessionsInteractCheckpointForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -9048,7 +9156,7 @@ type envDispatchSessionsInteractCheckpointForkDurableExec struct {
 
 // envObserveCheckpointForkDurableExec offers Observer, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envObserveCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithCheckpoint
 	envWithFork
@@ -9058,7 +9166,7 @@ type envObserveCheckpointForkDurableExec struct {
 
 // envSessionsObserveCheckpointForkDurableExec offers SessionOpener, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsObserveCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithCheckpoint
@@ -9069,7 +9177,7 @@ type envSessionsObserveCheckpointForkDurableExec struct {
 
 // envDispatchSessionsObserveCheckpointForkDurableExec offers Dispatcher, SessionOpener, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsObserveCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -9081,7 +9189,7 @@ type envDispatchSessionsObserveCheckpointForkDurableExec struct {
 
 // envInteractObserveCheckpointForkDurableExec offers InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractObserveCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithCheckpoint
@@ -9092,7 +9200,7 @@ type envInteractObserveCheckpointForkDurableExec struct {
 
 // envSessionsInteractObserveCheckpointForkDurableExec offers SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsInteractObserveCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -9104,7 +9212,7 @@ type envSessionsInteractObserveCheckpointForkDurableExec struct {
 
 // envDispatchSessionsInteractObserveCheckpointForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractObserveCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -9117,7 +9225,7 @@ type envDispatchSessionsInteractObserveCheckpointForkDurableExec struct {
 
 // envReadCheckpointForkDurableExec offers WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envReadCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithRead
 	envWithCheckpoint
 	envWithFork
@@ -9127,7 +9235,7 @@ type envReadCheckpointForkDurableExec struct {
 
 // envSessionsReadCheckpointForkDurableExec offers SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsReadCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithCheckpoint
@@ -9138,7 +9246,7 @@ type envSessionsReadCheckpointForkDurableExec struct {
 
 // envDispatchSessionsReadCheckpointForkDurableExec offers Dispatcher, SessionOpener, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsReadCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -9150,7 +9258,7 @@ type envDispatchSessionsReadCheckpointForkDurableExec struct {
 
 // envInteractReadCheckpointForkDurableExec offers InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractReadCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithCheckpoint
@@ -9161,7 +9269,7 @@ type envInteractReadCheckpointForkDurableExec struct {
 
 // envSessionsInteractReadCheckpointForkDurableExec offers SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsInteractReadCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -9173,7 +9281,7 @@ type envSessionsInteractReadCheckpointForkDurableExec struct {
 
 // envDispatchSessionsInteractReadCheckpointForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractReadCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -9186,7 +9294,7 @@ type envDispatchSessionsInteractReadCheckpointForkDurableExec struct {
 
 // envObserveReadCheckpointForkDurableExec offers Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envObserveReadCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithCheckpoint
@@ -9197,7 +9305,7 @@ type envObserveReadCheckpointForkDurableExec struct {
 
 // envSessionsObserveReadCheckpointForkDurableExec offers SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsObserveReadCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -9209,7 +9317,7 @@ type envSessionsObserveReadCheckpointForkDurableExec struct {
 
 // envDispatchSessionsObserveReadCheckpointForkDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsObserveReadCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -9222,7 +9330,7 @@ type envDispatchSessionsObserveReadCheckpointForkDurableExec struct {
 
 // envInteractObserveReadCheckpointForkDurableExec offers InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractObserveReadCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -9234,7 +9342,7 @@ type envInteractObserveReadCheckpointForkDurableExec struct {
 
 // envSessionsInteractObserveReadCheckpointForkDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsInteractObserveReadCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -9247,7 +9355,7 @@ type envSessionsInteractObserveReadCheckpointForkDurableExec struct {
 
 // envDispatchSessionsInteractObserveReadCheckpointForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractObserveReadCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -9261,7 +9369,7 @@ type envDispatchSessionsInteractObserveReadCheckpointForkDurableExec struct {
 
 // envWriteCheckpointForkDurableExec offers WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envWriteCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithWrite
 	envWithCheckpoint
 	envWithFork
@@ -9271,7 +9379,7 @@ type envWriteCheckpointForkDurableExec struct {
 
 // envSessionsWriteCheckpointForkDurableExec offers SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsWriteCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithWrite
 	envWithCheckpoint
@@ -9282,7 +9390,7 @@ type envSessionsWriteCheckpointForkDurableExec struct {
 
 // envDispatchSessionsWriteCheckpointForkDurableExec offers Dispatcher, SessionOpener, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsWriteCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithWrite
@@ -9294,7 +9402,7 @@ type envDispatchSessionsWriteCheckpointForkDurableExec struct {
 
 // envInteractWriteCheckpointForkDurableExec offers InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractWriteCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithWrite
 	envWithCheckpoint
@@ -9305,7 +9413,7 @@ type envInteractWriteCheckpointForkDurableExec struct {
 
 // envSessionsInteractWriteCheckpointForkDurableExec offers SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsInteractWriteCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithWrite
@@ -9317,7 +9425,7 @@ type envSessionsInteractWriteCheckpointForkDurableExec struct {
 
 // envDispatchSessionsInteractWriteCheckpointForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractWriteCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -9330,7 +9438,7 @@ type envDispatchSessionsInteractWriteCheckpointForkDurableExec struct {
 
 // envObserveWriteCheckpointForkDurableExec offers Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envObserveWriteCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithWrite
 	envWithCheckpoint
@@ -9341,7 +9449,7 @@ type envObserveWriteCheckpointForkDurableExec struct {
 
 // envSessionsObserveWriteCheckpointForkDurableExec offers SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsObserveWriteCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithWrite
@@ -9353,7 +9461,7 @@ type envSessionsObserveWriteCheckpointForkDurableExec struct {
 
 // envDispatchSessionsObserveWriteCheckpointForkDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsObserveWriteCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -9366,7 +9474,7 @@ type envDispatchSessionsObserveWriteCheckpointForkDurableExec struct {
 
 // envInteractObserveWriteCheckpointForkDurableExec offers InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractObserveWriteCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithWrite
@@ -9378,7 +9486,7 @@ type envInteractObserveWriteCheckpointForkDurableExec struct {
 
 // envSessionsInteractObserveWriteCheckpointForkDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsInteractObserveWriteCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -9391,7 +9499,7 @@ type envSessionsInteractObserveWriteCheckpointForkDurableExec struct {
 
 // envDispatchSessionsInteractObserveWriteCheckpointForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractObserveWriteCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -9405,7 +9513,7 @@ type envDispatchSessionsInteractObserveWriteCheckpointForkDurableExec struct {
 
 // envReadWriteCheckpointForkDurableExec offers WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envReadWriteCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithRead
 	envWithWrite
 	envWithCheckpoint
@@ -9416,7 +9524,7 @@ type envReadWriteCheckpointForkDurableExec struct {
 
 // envSessionsReadWriteCheckpointForkDurableExec offers SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsReadWriteCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithRead
 	envWithWrite
@@ -9428,7 +9536,7 @@ type envSessionsReadWriteCheckpointForkDurableExec struct {
 
 // envDispatchSessionsReadWriteCheckpointForkDurableExec offers Dispatcher, SessionOpener, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsReadWriteCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithRead
@@ -9441,7 +9549,7 @@ type envDispatchSessionsReadWriteCheckpointForkDurableExec struct {
 
 // envInteractReadWriteCheckpointForkDurableExec offers InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractReadWriteCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithRead
 	envWithWrite
@@ -9453,7 +9561,7 @@ type envInteractReadWriteCheckpointForkDurableExec struct {
 
 // envSessionsInteractReadWriteCheckpointForkDurableExec offers SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsInteractReadWriteCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithRead
@@ -9466,7 +9574,7 @@ type envSessionsInteractReadWriteCheckpointForkDurableExec struct {
 
 // envDispatchSessionsInteractReadWriteCheckpointForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractReadWriteCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -9480,7 +9588,7 @@ type envDispatchSessionsInteractReadWriteCheckpointForkDurableExec struct {
 
 // envObserveReadWriteCheckpointForkDurableExec offers Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envObserveReadWriteCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithObserve
 	envWithRead
 	envWithWrite
@@ -9492,7 +9600,7 @@ type envObserveReadWriteCheckpointForkDurableExec struct {
 
 // envSessionsObserveReadWriteCheckpointForkDurableExec offers SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsObserveReadWriteCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithObserve
 	envWithRead
@@ -9505,7 +9613,7 @@ type envSessionsObserveReadWriteCheckpointForkDurableExec struct {
 
 // envDispatchSessionsObserveReadWriteCheckpointForkDurableExec offers Dispatcher, SessionOpener, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsObserveReadWriteCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithObserve
@@ -9519,7 +9627,7 @@ type envDispatchSessionsObserveReadWriteCheckpointForkDurableExec struct {
 
 // envInteractObserveReadWriteCheckpointForkDurableExec offers InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envInteractObserveReadWriteCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithInteract
 	envWithObserve
 	envWithRead
@@ -9532,7 +9640,7 @@ type envInteractObserveReadWriteCheckpointForkDurableExec struct {
 
 // envSessionsInteractObserveReadWriteCheckpointForkDurableExec offers SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envSessionsInteractObserveReadWriteCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithSessions
 	envWithInteract
 	envWithObserve
@@ -9546,7 +9654,7 @@ type envSessionsInteractObserveReadWriteCheckpointForkDurableExec struct {
 
 // envDispatchSessionsInteractObserveReadWriteCheckpointForkDurableExec offers Dispatcher, SessionOpener, InteractionResponder, Observer, WorkspaceReader, WorkspaceWriter, LegacyCheckpointer, LegacyForker, DurableBrancher, CommandExecutor.
 type envDispatchSessionsInteractObserveReadWriteCheckpointForkDurableExec struct {
-	*environment
+	envBase
 	envWithDispatch
 	envWithSessions
 	envWithInteract
@@ -9580,34 +9688,98 @@ func sessMask(c *contract.Capabilities) uint {
 func sessExposed(x *session, mask uint) contract.Session {
 	switch mask {
 	case 1:
-		return sessNative{x, sessWithNative{x}}
+		return &sessNative{sessBase{x}, sessWithNative{x}}
 	case 2:
-		return sessCancelRun{x, sessWithCancelRun{x}}
+		return &sessCancelRun{sessBase{x}, sessWithCancelRun{x}}
 	case 3:
-		return sessNativeCancelRun{x, sessWithNative{x}, sessWithCancelRun{x}}
+		return &sessNativeCancelRun{sessBase{x}, sessWithNative{x}, sessWithCancelRun{x}}
 	case 4:
-		return sessInteract{x, sessWithInteract{x}}
+		return &sessInteract{sessBase{x}, sessWithInteract{x}}
 	case 5:
-		return sessNativeInteract{x, sessWithNative{x}, sessWithInteract{x}}
+		return &sessNativeInteract{sessBase{x}, sessWithNative{x}, sessWithInteract{x}}
 	case 6:
-		return sessCancelRunInteract{x, sessWithCancelRun{x}, sessWithInteract{x}}
+		return &sessCancelRunInteract{sessBase{x}, sessWithCancelRun{x}, sessWithInteract{x}}
 	case 7:
-		return sessNativeCancelRunInteract{x, sessWithNative{x}, sessWithCancelRun{x}, sessWithInteract{x}}
+		return &sessNativeCancelRunInteract{sessBase{x}, sessWithNative{x}, sessWithCancelRun{x}, sessWithInteract{x}}
 	}
 	return x
+}
+
+// sessBase carries the methods of contract.Session, the surface every
+// exposed type offers.
+type sessBase struct{ x *session }
+
+// ID implements contract.Session.
+//
+//go:noinline
+func (e *sessBase) ID() string {
+	x := e.x
+	return x.ID()
+}
+
+// ControlRef implements contract.Session.
+//
+//go:noinline
+func (e *sessBase) ControlRef() *contract.RunControlRef {
+	x := e.x
+	return x.ControlRef()
+}
+
+// Status implements contract.Session.
+//
+//go:noinline
+func (e *sessBase) Status(ctx context.Context) (contract.SessionStatus, bool, error) {
+	x := e.x
+	return x.Status(ctx)
+}
+
+// Events implements contract.Session.
+//
+//go:noinline
+func (e *sessBase) Events(ctx context.Context, since, executionID string) iter.Seq2[contract.EnvironmentEvent, error] {
+	x := e.x
+	return x.Events(ctx, since, executionID)
+}
+
+// Result implements contract.Session.
+//
+//go:noinline
+func (e *sessBase) Result(ctx context.Context) (*contract.TurnResult, error) {
+	x := e.x
+	return x.Result(ctx)
+}
+
+// Prompt implements contract.Session.
+//
+//go:noinline
+func (e *sessBase) Prompt(ctx context.Context, in *contract.TurnInput) (*contract.TurnResult, error) {
+	x := e.x
+	return x.Prompt(ctx, in)
+}
+
+// Cancel implements contract.Session.
+//
+//go:noinline
+func (e *sessBase) Cancel(ctx context.Context) error {
+	x := e.x
+	return x.Cancel(ctx)
 }
 
 // sessWithNative carries the methods of contract.NativeContinuer.
 type sessWithNative struct{ x *session }
 
 // ContextBoundary implements contract.NativeContinuer.
-func (e sessWithNative) ContextBoundary(ctx context.Context) (*contract.NativeContextBoundaryProof, error) {
+//
+//go:noinline
+func (e *sessWithNative) ContextBoundary(ctx context.Context) (*contract.NativeContextBoundaryProof, error) {
 	x := e.x
 	return x.contextBoundary(ctx)
 }
 
 // ContinueNative implements contract.NativeContinuer.
-func (e sessWithNative) ContinueNative(ctx context.Context, req *contract.NativeContextContinuationRequest, opts contract.NativeContinuationOptions) (*contract.NativeContinuationResult, error) {
+//
+//go:noinline
+func (e *sessWithNative) ContinueNative(ctx context.Context, req *contract.NativeContextContinuationRequest, opts contract.NativeContinuationOptions) (*contract.NativeContinuationResult, error) {
 	x := e.x
 	return x.continueNative(ctx, req, opts)
 }
@@ -9616,7 +9788,9 @@ func (e sessWithNative) ContinueNative(ctx context.Context, req *contract.Native
 type sessWithCancelRun struct{ x *session }
 
 // CancelRun implements contract.RunCanceller.
-func (e sessWithCancelRun) CancelRun(ctx context.Context, req *contract.RunCancellationRequest) (*contract.RunCancellationAcknowledgement, error) {
+//
+//go:noinline
+func (e *sessWithCancelRun) CancelRun(ctx context.Context, req *contract.RunCancellationRequest) (*contract.RunCancellationAcknowledgement, error) {
 	x := e.x
 	return x.cancelRun(ctx, req)
 }
@@ -9625,53 +9799,55 @@ func (e sessWithCancelRun) CancelRun(ctx context.Context, req *contract.RunCance
 type sessWithInteract struct{ x *session }
 
 // RespondToInteraction implements contract.InteractionResponder.
-func (e sessWithInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
+//
+//go:noinline
+func (e *sessWithInteract) RespondToInteraction(ctx context.Context, cmd *contract.InteractionResponseCommand) (*contract.InteractionAcknowledgement, error) {
 	x := e.x
 	return x.respond(ctx, cmd)
 }
 
 // sessNative offers NativeContinuer.
 type sessNative struct {
-	*session
+	sessBase
 	sessWithNative
 }
 
 // sessCancelRun offers RunCanceller.
 type sessCancelRun struct {
-	*session
+	sessBase
 	sessWithCancelRun
 }
 
 // sessNativeCancelRun offers NativeContinuer, RunCanceller.
 type sessNativeCancelRun struct {
-	*session
+	sessBase
 	sessWithNative
 	sessWithCancelRun
 }
 
 // sessInteract offers InteractionResponder.
 type sessInteract struct {
-	*session
+	sessBase
 	sessWithInteract
 }
 
 // sessNativeInteract offers NativeContinuer, InteractionResponder.
 type sessNativeInteract struct {
-	*session
+	sessBase
 	sessWithNative
 	sessWithInteract
 }
 
 // sessCancelRunInteract offers RunCanceller, InteractionResponder.
 type sessCancelRunInteract struct {
-	*session
+	sessBase
 	sessWithCancelRun
 	sessWithInteract
 }
 
 // sessNativeCancelRunInteract offers NativeContinuer, RunCanceller, InteractionResponder.
 type sessNativeCancelRunInteract struct {
-	*session
+	sessBase
 	sessWithNative
 	sessWithCancelRun
 	sessWithInteract

@@ -155,15 +155,10 @@ func (p *Provider) Name() string {
 // provider ability (profile.validation); the one Exposed returns declares
 // and offers what the server serves.
 func (p *Provider) Capabilities(ctx context.Context) (*contract.Capabilities, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
-	defer cancel()
-	body, _, err := p.call(ctx, http.MethodGet, wire.PathCapabilities, nil, true)
+	doc, err := roundTrip(ctx, p, exchange{method: http.MethodGet, path: wire.PathCapabilities,
+		answer: "capability document", timeout: p.opts.CallTimeout, retry: true}, wire.ParseCapabilities)
 	if err != nil {
 		return nil, err
-	}
-	doc, err := wire.ParseCapabilities(body)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the server's capability document: %w", err)
 	}
 	served := wire.Served(&doc.Capabilities)
 	if !p.exposed {
@@ -193,22 +188,13 @@ func (p *Provider) Create(ctx context.Context, in *contract.CreateInput) (contra
 		key := "remote-" + randomID()
 		req.IdempotencyKey = &key
 	}
-	body, err := wire.Marshal(&req)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", contract.ErrCreateInput, err)
-	}
-	if len(body) > wire.MaxProfileBodyBytes {
-		return nil, fmt.Errorf("%w: the create request is larger than %d bytes", contract.ErrCreateInput, wire.MaxProfileBodyBytes)
-	}
-	ctx, cancel := context.WithTimeout(ctx, p.opts.CreateTimeout)
-	defer cancel()
-	resp, attempts, err := p.callAs(ctx, http.MethodPost, wire.PathEnvironments, body, true, in.Credential)
+	var attempts int
+	res, err := roundTrip(ctx, p, exchange{method: http.MethodPost, path: wire.PathEnvironments,
+		body: &req, what: "the create request", answer: "create result", max: wire.MaxProfileBodyBytes,
+		timeout: p.opts.CreateTimeout, retry: true, cred: in.Credential,
+		refusal: contract.ErrCreateInput, attempts: &attempts}, wire.ParseCreateResult)
 	if err != nil {
 		return nil, err
-	}
-	res, err := wire.ParseCreateResult(resp)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the server's create result: %w", err)
 	}
 	creation := res.Creation
 	if attempts > 1 && creation == contract.CreationReplayed {
@@ -233,17 +219,8 @@ func (p *Provider) Get(ctx context.Context, id string) (contract.Environment, er
 }
 
 func (p *Provider) get(ctx context.Context, id string) (*wire.Environment, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
-	defer cancel()
-	body, _, err := p.call(ctx, http.MethodGet, envPath(id), nil, true)
-	if err != nil {
-		return nil, err
-	}
-	doc, err := wire.ParseEnvironment(body)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the server's environment: %w", err)
-	}
-	return doc, nil
+	return roundTrip(ctx, p, exchange{method: http.MethodGet, path: envPath(id),
+		answer: "environment", timeout: p.opts.CallTimeout, retry: true}, wire.ParseEnvironment)
 }
 
 func envPath(id string) string { return wire.PathEnvironments + "/" + url.PathEscape(id) }
@@ -410,9 +387,9 @@ func (e *environment) Status(ctx context.Context) (contract.EnvironmentStatus, e
 // Destroy destroys the environment. A retried destroy whose first answer
 // was lost finds the environment gone, which is success.
 func (e *environment) Destroy(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, e.p.opts.CallTimeout)
-	defer cancel()
-	_, attempts, err := e.p.call(ctx, http.MethodDelete, envPath(e.doc.ID), nil, true)
+	var attempts int
+	_, err := roundTrip[any](ctx, e.p, exchange{method: http.MethodDelete, path: envPath(e.doc.ID),
+		timeout: e.p.opts.CallTimeout, retry: true, attempts: &attempts}, nil)
 	if attempts > 1 && errors.Is(err, wire.ErrNotFound) {
 		err = nil
 	}

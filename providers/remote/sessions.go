@@ -32,21 +32,9 @@ func (e *environment) dispatch(ctx context.Context, in *contract.TurnInput) (*co
 	if in != nil {
 		input = *in
 	}
-	body, err := wire.Marshal(&input)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the turn input has no JSON form: %w", err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, e.p.opts.CallTimeout)
-	defer cancel()
-	out, _, err := e.p.callAs(ctx, http.MethodPost, envPath(e.doc.ID)+"/dispatch", body, input.TurnID != nil, input.Credential)
-	if err != nil {
-		return nil, err
-	}
-	ref, err := wire.ParseSessionRef(out)
-	if err != nil {
-		return nil, fmt.Errorf("remote: the server's session reference: %w", err)
-	}
-	return ref, nil
+	return roundTrip(ctx, e.p, exchange{method: http.MethodPost, path: envPath(e.doc.ID) + "/dispatch",
+		body: &input, what: "the turn input", answer: "session reference",
+		timeout: e.p.opts.CallTimeout, retry: input.TurnID != nil, cred: input.Credential}, wire.ParseSessionRef)
 }
 
 // session opens session id on the server, bound to the run ref names
@@ -60,11 +48,8 @@ func (e *environment) session(ctx context.Context, id string, ref *contract.RunC
 		return nil, err
 	}
 	s := &session{e: e, id: id, ref: ref}
-	var doc *wire.Session
-	if err := s.post(ctx, "", wire.SessionRequest{ControlRef: ref}, true, func(b []byte) (err error) {
-		doc, err = wire.ParseSession(b)
-		return err
-	}); err != nil {
+	doc, err := roundTrip(ctx, e.p, s.call("", wire.SessionRequest{ControlRef: ref}, e.p.opts.CallTimeout, true), wire.ParseSession)
+	if err != nil {
 		return nil, err
 	}
 	if doc.ID != id {
@@ -92,29 +77,12 @@ func (s *session) path(suffix string) string {
 	return envPath(s.e.doc.ID) + "/sessions/" + url.PathEscape(s.id) + suffix
 }
 
-// post sends one session call and decodes its answer with parse (nil for
-// an answer without a body).
-func (s *session) post(ctx context.Context, suffix string, req any, retry bool, parse func([]byte) error) error {
-	return s.postAs(ctx, suffix, req, retry, nil, parse)
-}
-
-// postAs is post with a seat stage's credential request (nil: none).
-func (s *session) postAs(ctx context.Context, suffix string, req any, retry bool, cred *contract.CredentialRequest, parse func([]byte) error) error {
-	body, err := wire.Marshal(req)
-	if err != nil {
-		return fmt.Errorf("remote: the session request has no JSON form: %w", err)
-	}
-	out, _, err := s.e.p.callAs(ctx, http.MethodPost, s.path(suffix), body, retry, cred)
-	if err != nil {
-		return err
-	}
-	if parse == nil {
-		return nil
-	}
-	if err := parse(out); err != nil {
-		return fmt.Errorf("remote: the server's answer to %s: %w", s.path(suffix), err)
-	}
-	return nil
+// call is the exchange that posts req to the session's route suffix,
+// bounded by timeout and re-sent after a lost answer when retry is set.
+func (s *session) call(suffix string, req any, timeout time.Duration, retry bool) exchange {
+	path := s.path(suffix)
+	return exchange{method: http.MethodPost, path: path, body: req, what: "the session request", answer: "answer to " + path,
+		timeout: timeout, retry: retry}
 }
 
 func (s *session) controlRef() *contract.RunControlRef {
@@ -139,13 +107,9 @@ func (s *session) ControlRef() *contract.RunControlRef {
 
 // Status implements contract.Session.
 func (s *session) Status(ctx context.Context) (contract.SessionStatus, bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.e.p.opts.CallTimeout)
-	defer cancel()
-	var st *wire.SessionStatus
-	if err := s.post(ctx, "/status", wire.SessionRequest{ControlRef: s.controlRef()}, true, func(b []byte) (err error) {
-		st, err = wire.ParseSessionStatus(b)
-		return err
-	}); err != nil {
+	st, err := roundTrip(ctx, s.e.p, s.call("/status", wire.SessionRequest{ControlRef: s.controlRef()}, s.e.p.opts.CallTimeout, true),
+		wire.ParseSessionStatus)
+	if err != nil {
 		return contract.SessionUnknown, false, err
 	}
 	if st.Status == nil {
@@ -159,15 +123,8 @@ func (s *session) Status(ctx context.Context) (contract.SessionStatus, bool, err
 func (s *session) Result(ctx context.Context) (*contract.TurnResult, error) {
 	wait := min(s.e.p.opts.CallTimeout/2, wire.MaxResultWaitMs*time.Millisecond).Milliseconds()
 	for {
-		var res *wire.SessionResult
-		err := func() error {
-			cctx, cancel := context.WithTimeout(ctx, s.e.p.opts.CallTimeout)
-			defer cancel()
-			return s.post(cctx, "/result", wire.SessionResultRequest{ControlRef: s.controlRef(), WaitMs: &wait}, true, func(b []byte) (err error) {
-				res, err = wire.ParseSessionResult(b)
-				return err
-			})
-		}()
+		res, err := roundTrip(ctx, s.e.p, s.call("/result", wire.SessionResultRequest{ControlRef: s.controlRef(), WaitMs: &wait},
+			s.e.p.opts.CallTimeout, true), wire.ParseSessionResult)
 		if err != nil {
 			return nil, err
 		}
@@ -188,13 +145,10 @@ func (s *session) Prompt(ctx context.Context, in *contract.TurnInput) (*contract
 	if in != nil {
 		input = *in
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.e.p.opts.PromptTimeout)
-	defer cancel()
-	var res *wire.PromptResult
-	if err := s.postAs(ctx, "/prompt", wire.SessionPromptRequest{ControlRef: s.controlRef(), Input: input}, input.TurnID != nil, input.Credential, func(b []byte) (err error) {
-		res, err = wire.ParsePromptResult(b)
-		return err
-	}); err != nil {
+	x := s.call("/prompt", wire.SessionPromptRequest{ControlRef: s.controlRef(), Input: input}, s.e.p.opts.PromptTimeout, input.TurnID != nil)
+	x.cred = input.Credential
+	res, err := roundTrip(ctx, s.e.p, x, wire.ParsePromptResult)
+	if err != nil {
 		return nil, err
 	}
 	if res.ControlRef != nil {
@@ -208,9 +162,8 @@ func (s *session) Prompt(ctx context.Context, in *contract.TurnInput) (*contract
 // Cancel implements contract.Session: the legacy best-effort cancel of
 // the bound run.
 func (s *session) Cancel(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, s.e.p.opts.CallTimeout)
-	defer cancel()
-	return s.post(ctx, "/cancel", wire.SessionRequest{ControlRef: s.controlRef()}, true, nil)
+	_, err := roundTrip[any](ctx, s.e.p, s.call("/cancel", wire.SessionRequest{ControlRef: s.controlRef()}, s.e.p.opts.CallTimeout, true), nil)
+	return err
 }
 
 // cancelRun sends a digest-bound cancellation. The provider binds the
@@ -220,16 +173,8 @@ func (s *session) cancelRun(ctx context.Context, req *contract.RunCancellationRe
 	if req == nil {
 		return nil, errors.New("remote: nil run cancellation request")
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.e.p.opts.CallTimeout)
-	defer cancel()
-	var ack *contract.RunCancellationAcknowledgement
-	if err := s.post(ctx, "/cancel-run", wire.SessionCancelRunRequest{ControlRef: s.controlRef(), Request: *req}, true, func(b []byte) (err error) {
-		ack, err = wire.ParseRunCancellationAcknowledgement(b)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	return ack, nil
+	return roundTrip(ctx, s.e.p, s.call("/cancel-run", wire.SessionCancelRunRequest{ControlRef: s.controlRef(), Request: *req},
+		s.e.p.opts.CallTimeout, true), wire.ParseRunCancellationAcknowledgement)
 }
 
 // respond answers an interaction request through the session; a retry
@@ -238,16 +183,8 @@ func (s *session) respond(ctx context.Context, cmd *contract.InteractionResponse
 	if cmd == nil {
 		return nil, errors.New("remote: nil interaction response command")
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.e.p.opts.CallTimeout)
-	defer cancel()
-	var ack *contract.InteractionAcknowledgement
-	if err := s.post(ctx, "/interactions", wire.SessionInteractionRequest{ControlRef: s.controlRef(), Command: *cmd}, true, func(b []byte) (err error) {
-		ack, err = wire.ParseInteractionAcknowledgement(b)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	return ack, nil
+	return roundTrip(ctx, s.e.p, s.call("/interactions", wire.SessionInteractionRequest{ControlRef: s.controlRef(), Command: *cmd},
+		s.e.p.opts.CallTimeout, true), wire.ParseInteractionAcknowledgement)
 }
 
 // Events implements contract.Session: the session's events after since,
@@ -399,16 +336,8 @@ func streamError(data []byte) error {
 // contextBoundary observes the bound run's native context boundary; it
 // has no effect, so a lost answer is asked again.
 func (s *session) contextBoundary(ctx context.Context) (*contract.NativeContextBoundaryProof, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.e.p.opts.CallTimeout)
-	defer cancel()
-	var proof *contract.NativeContextBoundaryProof
-	if err := s.post(ctx, "/boundary", wire.SessionRequest{ControlRef: s.controlRef()}, true, func(b []byte) (err error) {
-		proof, err = wire.ParseNativeContextBoundaryProof(b)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	return proof, nil
+	return roundTrip(ctx, s.e.p, s.call("/boundary", wire.SessionRequest{ControlRef: s.controlRef()}, s.e.p.opts.CallTimeout, true),
+		wire.ParseNativeContextBoundaryProof)
 }
 
 // continueNative continues the session natively with opts.Turn. The
@@ -422,16 +351,9 @@ func (s *session) continueNative(ctx context.Context, req *contract.NativeContex
 	if req == nil {
 		return nil, errors.New("remote: nil native continuation request")
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.e.p.opts.PromptTimeout)
-	defer cancel()
-	var res *contract.NativeContinuationResult
+	x := s.call("/continue", wire.SessionContinueRequest{ControlRef: s.controlRef(), Request: *req, Turn: opts.Turn}, s.e.p.opts.PromptTimeout, true)
 	// The continued turn is a new turn: its seat stage's credential
 	// request travels with it (RG-07), in the request's header.
-	if err := s.postAs(ctx, "/continue", wire.SessionContinueRequest{ControlRef: s.controlRef(), Request: *req, Turn: opts.Turn}, true, opts.Credential, func(b []byte) (err error) {
-		res, err = wire.ParseNativeContinuationResult(b)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	return res, nil
+	x.cred = opts.Credential
+	return roundTrip(ctx, s.e.p, x, wire.ParseNativeContinuationResult)
 }

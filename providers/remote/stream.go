@@ -165,30 +165,22 @@ func yieldErr(yield func(contract.EnvironmentEvent, error) bool, err error) erro
 // cancel asks the server to cancel the turn, within CancelTimeout and
 // even when ctx has ended.
 func (e *environment) cancel(ctx context.Context, turnID string) {
-	ctx, done := context.WithTimeout(context.WithoutCancel(ctx), e.p.opts.CancelTimeout)
-	defer done()
-	body, err := wire.Marshal(wire.CancelRequest{OperationID: "cancel-" + turnID})
-	if err != nil {
-		return
-	}
-	_, _, _ = e.p.call(ctx, http.MethodPost, envPath(e.doc.ID)+"/turns/"+turnID+"/cancel", body, true)
+	_, _ = roundTrip[any](context.WithoutCancel(ctx), e.p, turnCancel(e.doc.ID, turnID, "cancel-"+turnID, e.p.opts.CancelTimeout), nil)
 }
 
 // CancelTurn cancels a turn by id and returns the server's
 // acknowledgement: accepted or replayed (the same operation id again),
 // with the effect cancel_requested (the turn was live) or not_live.
 func (p *Provider) CancelTurn(ctx context.Context, environmentID, turnID, operationID string) (*wire.CancelAcknowledgement, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
-	defer cancel()
-	body, err := wire.Marshal(wire.CancelRequest{OperationID: operationID})
-	if err != nil {
-		return nil, err
-	}
-	out, _, err := p.call(ctx, http.MethodPost, envPath(environmentID)+"/turns/"+turnID+"/cancel", body, true)
-	if err != nil {
-		return nil, err
-	}
-	return wire.ParseCancelAcknowledgement(out)
+	return roundTrip(ctx, p, turnCancel(environmentID, turnID, operationID, p.opts.CallTimeout), wire.ParseCancelAcknowledgement)
+}
+
+// turnCancel is the exchange that asks the server to cancel a turn under
+// operationID; the operation id makes a re-send a replay.
+func turnCancel(environmentID, turnID, operationID string, timeout time.Duration) exchange {
+	return exchange{method: http.MethodPost, path: envPath(environmentID) + "/turns/" + turnID + "/cancel",
+		body: wire.CancelRequest{OperationID: operationID}, what: "the cancel request", answer: "cancel acknowledgement",
+		timeout: timeout, retry: true}
 }
 
 // idleBody closes its reader when no byte arrived for the idle timeout,
