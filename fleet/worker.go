@@ -675,8 +675,9 @@ func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
 	}
 	if c.resume != nil && res != nil && res.EnvironmentID != c.resume.Environment.ID() {
 		// The kernel left the resumed environment: its turn had ended
-		// cancelled with the dead attempt, so the turn ran again.
-		again := "the resumed turn had ended cancelled with its holder; run again"
+		// with the dead attempt (cancelled, or its environment gone), so
+		// the turn ran again.
+		again := "the resumed turn had ended with its holder; run again"
 		if res.EnvironmentID != "" {
 			again += " in environment " + res.EnvironmentID
 		}

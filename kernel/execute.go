@@ -236,6 +236,9 @@ type execution struct {
 	// (Request.Reattach); orphaned is set when that turn ended cancelled
 	// though nobody asked this run to stop: it is run again.
 	reattaching, orphaned bool
+	// envGone is set when the provider said the re-attached environment
+	// was destroyed: nothing is left to destroy.
+	envGone bool
 	// turnFrom is the index in events of the first event of the turn
 	// that settles the run (after a re-attached turn it ran again).
 	turnFrom int
@@ -425,6 +428,12 @@ func (x *execution) consume(ctx context.Context, events iter.Seq2[contract.Envir
 	for e, err := range events {
 		if err != nil {
 			x.keepReceipt(err)
+			if x.reattaching && errors.Is(err, contract.ErrDestroyed) && ctx.Err() == nil {
+				// The re-attached environment is gone, and its turn with
+				// it: run again (see Reattach).
+				x.orphaned, x.envGone = true, true
+				return
+			}
 			if !x.contextEnd(ctx) {
 				reason := ReasonTransport
 				if errors.Is(err, contract.ErrUnsupported) {

@@ -25,7 +25,10 @@ import (
 // turn whose end is unknown, its stream lost, fails the run with
 // ReasonTransport, and is never run again): the run leaves that
 // environment, destroying it when the runtime created it, and runs the
-// turn again in a new environment from the same provider.
+// turn again in a new environment from the same provider. So it does
+// when the provider says the environment was destroyed (its error wraps
+// contract.ErrDestroyed) between its lookup and the turn: the turn ended
+// with it, as when the lookup finds nothing.
 type Reattach struct {
 	// Environment is the environment to re-attach to; required.
 	Environment contract.Environment
@@ -54,10 +57,12 @@ func (x *execution) reattach(ctx context.Context, r *Reattach) (again bool) {
 	if !x.orphaned || x.runErr != nil {
 		return false
 	}
-	x.log.Warn("the re-attached turn had ended cancelled with its previous holder; running it again in a new environment",
-		"run", x.req.RunID, "env", x.res.EnvironmentID)
-	x.releaseEnv()
-	x.env, x.res.EnvironmentID = nil, ""
+	x.log.Warn("the re-attached turn had ended with its previous holder; running it again in a new environment",
+		"run", x.req.RunID, "env", x.res.EnvironmentID, "environment_gone", x.envGone)
+	if !x.envGone {
+		x.releaseEnv()
+	}
+	x.env, x.res.EnvironmentID, x.envGone = nil, "", false
 	x.turnFrom = len(x.events)
 	x.text.Reset()
 	x.turn = ledger.TurnUsage{}

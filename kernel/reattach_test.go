@@ -101,6 +101,9 @@ func TestReattachAfterTheHolderLostItsLease(t *testing.T) {
 		// created is what the successor passes as the creation proof;
 		// recorded takes it from the holder's record.
 		created, recorded bool
+		// destroyFirst: the holder's environment is destroyed (by
+		// someone else) after the successor looked it up.
+		destroyFirst bool
 		// wantAgain: the successor runs the turn again in a new
 		// environment.
 		wantAgain bool
@@ -110,6 +113,7 @@ func TestReattachAfterTheHolderLostItsLease(t *testing.T) {
 	}{
 		{name: "turn cancelled with its holder runs again", recorded: true, wantAgain: true, wantDestroyed: 1},
 		{name: "turn cancelled with its holder, creation unproven", created: false, wantAgain: true, wantDestroyed: 0},
+		{name: "environment destroyed after its lookup runs again", recorded: true, destroyFirst: true, wantAgain: true, wantDestroyed: 1},
 		{name: "turn that completed is adopted", stallInCheck: true, recorded: true, wantDestroyed: 1},
 		{name: "turn that completed, creation unproven", stallInCheck: true, created: false, wantDestroyed: 0},
 	} {
@@ -148,6 +152,11 @@ func TestReattachAfterTheHolderLostItsLease(t *testing.T) {
 				t.Fatalf("the holder's environment %s: %v, %v; want it left alive", res.EnvironmentID, left, err)
 			}
 			created := tc.created || tc.recorded && rec.Exact.EnvironmentCreated
+			if tc.destroyFirst {
+				if err := left.Destroy(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			}
 
 			got, err := kernel.Execute(t.Context(), kernel.Request{
 				Profile: mustProfile(t, noteWriter), Task: "t", Provider: p, Store: mem, Check: nonEmpty,
