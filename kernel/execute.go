@@ -255,6 +255,9 @@ func newExecution(ctx context.Context, req Request, cancel context.CancelCauseFu
 	if req.Stage < 0 {
 		errs.add("Stage", "%d is negative", req.Stage)
 	}
+	if req.Reattach != nil && req.Reattach.Environment == nil {
+		errs.add("Reattach", "name the environment to re-attach to (Reattach.Environment)")
+	}
 	lo := lifeOptions{Store: req.Store, RunID: cmp.Or(req.RunID, NewID("run")), Kind: cmp.Or(req.Kind, "execute"),
 		LeaseTTL: req.LeaseTTL, CleanupTimeout: req.CleanupTimeout, Logger: req.Logger}
 	lo.check(&errs)

@@ -200,3 +200,23 @@ func TestReattachAfterTheHolderLostItsLease(t *testing.T) {
 		})
 	}
 }
+
+// A re-attachment without an environment is refused before anything is
+// recorded or dispatched, with an *OptionsError naming the option
+// (ErrInvalidOptions), never a panic.
+func TestReattachWithoutAnEnvironmentIsRefused(t *testing.T) {
+	p := scripted.New(mustScript(t, `{"turns":[{"steps":[{"text":"done"}]}]}`), scripted.Options{})
+	mem := memory.New(nil)
+	res, err := kernel.Execute(t.Context(), kernel.Request{Profile: mustProfile(t, noteWriter), Task: "t", Provider: p, Store: mem,
+		RunID: "refused", Reattach: &kernel.Reattach{Created: true}})
+	oe, ok := errors.AsType[*kernel.OptionsError](err)
+	if res != nil || !ok || oe.Field != "Reattach" || !errors.Is(err, kernel.ErrInvalidOptions) {
+		t.Fatalf("result %+v, err %v; want an *OptionsError for Reattach", res, err)
+	}
+	if _, err := mem.GetRun(t.Context(), "refused"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the refused run was recorded: %v", err)
+	}
+	if p.Turns() != 0 || p.Creates() != 0 {
+		t.Errorf("the refused run dispatched: %d turns, %d creates", p.Turns(), p.Creates())
+	}
+}
