@@ -220,3 +220,35 @@ func TestReattachWithoutAnEnvironmentIsRefused(t *testing.T) {
 		t.Errorf("the refused run dispatched: %d turns, %d creates", p.Turns(), p.Creates())
 	}
 }
+
+// brokenStream is an environment whose turn stream breaks off: the
+// provider's transport failed, and how the turn ended is unknown.
+type brokenStream struct{ contract.Environment }
+
+func (e brokenStream) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
+	return func(yield func(contract.EnvironmentEvent, error) bool) {
+		yield(contract.EnvironmentEvent{}, errors.New("connection reset by peer"))
+	}
+}
+
+// The boundary of the re-attach rule: a re-attached turn whose stream
+// breaks off is work in doubt (its end is unknown: it may still be going
+// on), never a reason to run it again — the run fails with
+// ReasonTransport (which a fleet ends interrupted) and no second
+// environment is created, no second turn played (spec/runtime.md §3.6:
+// work started without a terminal receipt is in doubt, never replaced).
+func TestReattachedTurnInDoubtIsNotRunAgain(t *testing.T) {
+	p := &turnNamer{Provider: scripted.New(mustScript(t, `{"turns":[{"repeat":true,"steps":[{"text":"done"}]}]}`), scripted.Options{})}
+	env, err := p.Create(t.Context(), &contract.CreateInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := kernel.Execute(t.Context(), kernel.Request{Profile: mustProfile(t, noteWriter), Task: "t", Provider: p, Store: memory.New(nil), Check: nonEmpty,
+		Reattach: &kernel.Reattach{Environment: brokenStream{env}, Created: true}})
+	if re, ok := errors.AsType[*kernel.RunError](err); !ok || re.Reason != kernel.ReasonTransport || res.Status != store.StatusFailed || res.EnvironmentID != env.ID() {
+		t.Fatalf("result %+v, err %v; want failed with reason transport in environment %s", res, err, env.ID())
+	}
+	if created, _ := p.record(); len(created) != 1 || p.Turns() != 0 {
+		t.Errorf("environments %v, %d turns played; want only the re-attached one and none run again", created, p.Turns())
+	}
+}
