@@ -34,13 +34,16 @@ func TestWorkerCutOffPastItsLease(t *testing.T) {
 	// Each turn works for a few seconds: long enough for the cut to fall
 	// inside the first attempt, short enough for a second to finish.
 	const script = `{"turns":[{"repeat":true,"steps":[{"text":"working "},{"delayMs":6000},{"text":"done"}]}]}`
+	// One scripted provider, environment lookup included
+	// (contract.EnvironmentGetter), serves both workers, as it would two
+	// workers of one process: the worker that takes the run over
+	// re-attaches to the cut-off attempt's environment, whose turn ended
+	// cancelled with that attempt (an in-process turn dies with the
+	// context of the attempt that lost its lease), and runs the turn
+	// again rather than failing (kernel.Reattach).
+	shared := provider(t, script)
 	o := func() fleet.WorkerOptions {
-		// The provider hides scripted's EnvironmentGetter: this test is
-		// about the store, and an in-process provider's turn dies with
-		// the attempt that lost its lease, so re-attaching to it (as the
-		// fleet does for a provider whose environments outlive a worker)
-		// would find it cancelled — a known gap, see fleet/doc.go.
-		return fleet.WorkerOptions{Providers: map[string]contract.Provider{"scripted": struct{ contract.Provider }{provider(t, script)}},
+		return fleet.WorkerOptions{Providers: map[string]contract.Provider{"scripted": shared},
 			LeaseTTL: lease, RescueAfter: 2 * time.Second, PollInterval: 100 * time.Millisecond, Backoff: 100 * time.Millisecond, MaxBackoff: time.Second}
 	}
 	cut, stopCut := startWorker(t, viaProxy, schema, o())

@@ -53,12 +53,16 @@
 // the fence, it records nothing in the fleet run, and its attempt ends
 // with a *kernel.LeaseLostError cause (contract.ErrLeaseLost), so that
 // it neither cancels the turn nor destroys the environment its successor
-// re-attached to.
-// A known gap: an in-process provider that can look its environments up
-// (providers/scripted) keeps the environment of an attempt that lost its
-// lease but not its turn, which ended with that attempt's context; a
-// worker of the same process that re-attaches to it finds the turn
-// cancelled, and the attempt fails instead of running the run again.
+// re-attached to. The re-attaching is the kernel's (kernel.Reattach):
+// a re-attached turn that had ended cancelled while nobody asked to
+// cancel it died with its holder (an in-process provider's turn ends with
+// the context of the attempt that lost its lease), so the attempt runs it
+// again in a new environment rather than failing; its end is known, so
+// the work is not in doubt. The attempt that finishes the run destroys
+// the environment it re-attached to when the dead attempt's record
+// proves the runtime created it (kernel.Record.EnvironmentCreated,
+// ENV-06), and leaves it to its provider otherwise; each attempt records
+// its environment before its turn, so a successor finds it.
 //
 // River may deliver one job twice at once: its rescuer hands a job that
 // ran past its timeout to another worker while the first still works it.

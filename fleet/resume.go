@@ -20,20 +20,15 @@ import (
 func turnID(runID string) string { return "fleet-" + runID }
 
 // pinned is a provider whose environments name their turns after the
-// fleet run, and whose Create, when resuming, returns the dead attempt's
-// live environment instead of creating one.
+// fleet run. The environment a dead attempt left is re-attached to by
+// the kernel (kernel.Reattach), not created.
 type pinned struct {
 	contract.Provider
 	turn string
-	// resume, when set, is the environment to re-attach to.
-	resume contract.Environment
 }
 
 // Create implements contract.Provider.
 func (p *pinned) Create(ctx context.Context, in *contract.CreateInput) (contract.Environment, error) {
-	if p.resume != nil {
-		return &pinnedEnv{Environment: p.resume, turn: p.turn}, nil
-	}
 	env, err := p.Provider.Create(ctx, in)
 	if err != nil {
 		return nil, err

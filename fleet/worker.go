@@ -350,8 +350,9 @@ type claim struct {
 	fence   store.Fence
 	attempt Attempt
 	spec    Spec
-	// resume is a dead worker's live environment to re-attach to.
-	resume contract.Environment
+	// resume is a dead worker's live environment to re-attach to, with
+	// its dead attempt's proof of creation.
+	resume *kernel.Reattach
 	// traceParent is the run's recorded traceparent (docTrace), "" when
 	// none.
 	traceParent string
@@ -419,7 +420,7 @@ func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
 	// live (its worker is alive but lost the fleet run's lease), resume
 	// its environment if that outlived it.
 	var adopt *kernel.RunRecord
-	var resume contract.Environment
+	var resume *kernel.Reattach
 	var resumeNote string
 	if r.Status == store.StatusRunning && len(attempts) > 0 {
 		last := attempts[len(attempts)-1]
@@ -441,10 +442,10 @@ func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
 		case !rec.Run.Status.Terminal():
 			return claim{}, &busyError{owner: rec.Run.Owner, until: rec.Run.LeaseUntil}
 		case rec.Run.Status == store.StatusInterrupted:
-			if env, note, err := w.findLiveEnvironment(ctx, spec.Provider, rec); err != nil {
+			if found, note, err := w.findLiveEnvironment(ctx, spec.Provider, rec); err != nil {
 				return claim{}, err
-			} else if env != nil {
-				resume, resumeNote = env, note
+			} else if found != nil {
+				resume, resumeNote = found, note
 			}
 		case rec.Run.Status == store.StatusCancelled && !cancelAsked:
 			// Cancelled by its worker's shutdown, which died before
@@ -509,13 +510,16 @@ func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
 // findLiveEnvironment looks for the environment a dead worker's attempt
 // created, on a provider whose environments outlive their worker
 // (contract.EnvironmentGetter). It returns the environment when it is
-// still alive (the attempt is resumed there: its turn, named after the
-// fleet run, is re-attached to, not run again), nil when the attempt
+// still alive, with the attempt's proof that the runtime created it
+// (ENV-06), so that the attempt that finishes the run destroys it (the
+// attempt is resumed there: its turn, named after the fleet run, is
+// re-attached to, not run again; kernel.Reattach says when the turn is
+// run again after all), nil when the attempt
 // created none or it is gone (its turn ended with it; the run is run
 // again), and a *retryLater when the provider cannot tell now (its
 // server is unreachable): the work is in doubt, so it is neither resumed
 // nor run again until the provider answers.
-func (w *Worker) findLiveEnvironment(ctx context.Context, provider string, rec *kernel.RunRecord) (contract.Environment, string, error) {
+func (w *Worker) findLiveEnvironment(ctx context.Context, provider string, rec *kernel.RunRecord) (*kernel.Reattach, string, error) {
 	if rec.Exact == nil || rec.Exact.EnvironmentID == "" {
 		return nil, "", nil
 	}
@@ -533,7 +537,7 @@ func (w *Worker) findLiveEnvironment(ctx context.Context, provider string, rec *
 	if env == nil {
 		return nil, "", nil
 	}
-	return env, "resumed environment " + id + " of attempt " + rec.Run.ID, nil
+	return &kernel.Reattach{Environment: env, Created: rec.Exact.EnvironmentCreated}, "resumed environment " + id + " of attempt " + rec.Run.ID, nil
 }
 
 func setOutcome(r *store.Run, attempts []Attempt, oc Outcome) error {
@@ -581,7 +585,13 @@ func (w *Worker) runAttempt(c claim) error {
 	if _, ok := provider.(contract.EnvironmentGetter); ok {
 		// Its environments outlive this worker: name the turn after the
 		// fleet run, so that a successor can re-attach to it.
-		provider = &pinned{Provider: provider, turn: turnID(c.fence.RunID), resume: c.resume}
+		provider = &pinned{Provider: provider, turn: turnID(c.fence.RunID)}
+	}
+	var reattach *kernel.Reattach
+	if c.resume != nil {
+		// The dead attempt's environment, whose turn carries the same
+		// name: the kernel re-attaches to it.
+		reattach = &kernel.Reattach{Environment: &pinnedEnv{Environment: c.resume.Environment, turn: turnID(c.fence.RunID)}, Created: c.resume.Created}
 	}
 	// Not River's ctx: it ends at River's job timeout (see NewWorker).
 	runCtx, cancel := context.WithCancelCause(w.hard)
@@ -609,7 +619,7 @@ func (w *Worker) runAttempt(c claim) error {
 	res, runErr := kernel.Execute(runCtx, kernel.Request{
 		Profile: p, Task: c.spec.Task, Provider: provider, Store: timedStore{Store: w.f.store, hist: w.metrics.append},
 		Check: expectCheck(c.spec.Expect), Stage: c.spec.Stage, RunID: c.attempt.RunID,
-		LeaseTTL: w.o.LeaseTTL, Logger: w.log, Observer: observer,
+		LeaseTTL: w.o.LeaseTTL, Logger: w.log, Observer: observer, Reattach: reattach,
 	})
 	lost := hb.stop()
 	if lost != nil {
@@ -663,6 +673,16 @@ func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
 			oc.Error = runErr.Error()
 		}
 	}
+	if c.resume != nil && res != nil && res.EnvironmentID != c.resume.Environment.ID() {
+		// The kernel left the resumed environment: its turn had ended
+		// with the dead attempt (cancelled, or its environment gone), so
+		// the turn ran again.
+		again := "the resumed turn had ended with its holder; run again"
+		if res.EnvironmentID != "" {
+			again += " in environment " + res.EnvironmentID
+		}
+		note = joinNotes(again, note)
+	}
 	refused := res != nil && unreachable(res, runErr)
 	if g := w.down[c.spec.Provider]; g != nil && refused {
 		g.fail(w.o.Backoff, w.o.MaxBackoff)
@@ -687,7 +707,7 @@ func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
 		if n := len(attempts); n > 0 && attempts[n-1].RunID == c.attempt.RunID {
 			last := &attempts[n-1]
 			if handBack {
-				last.Status, last.Note = "released", joinNotes(last.Note, handBackNote(res, runErr, w.hard.Err() != nil))
+				last.Status, last.Note = "released", joinNotes(last.Note, joinNotes(note, handBackNote(res, runErr, w.hard.Err() != nil)))
 			} else {
 				last.Status, last.Note = string(res.Status), joinNotes(last.Note, note)
 				if res == nil {

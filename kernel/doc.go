@@ -59,7 +59,11 @@
 // closing entry when the run ends; entries are snapshots, so a run's
 // spend is its last entry, and a run whose process died keeps the spend
 // it reported. An environment is destroyed only when its creation was
-// proven by this run.
+// proven by this run, or by the record of the run it re-attached to
+// (Request.Reattach: a run taking over the work of a run whose process
+// lost its lease, whose turn it re-attaches to, and runs again in a new
+// environment when that turn died with its holder). A run records its
+// environment, and whether the runtime created it, before its turn.
 //
 // The kernel records runs, events and ledger entries in a store.Store and
 // draws spend from a ledger.Pool when one is given. An Observer

@@ -90,6 +90,10 @@ type Request struct {
 	// Observer, when set, watches the run as it happens (see Observer);
 	// nil costs nothing.
 	Observer Observer
+	// Reattach, when set, runs the turn in an environment another run
+	// left, re-attaching to its turn, instead of creating one (see
+	// Reattach).
+	Reattach *Reattach
 
 	// observe, set by Stream, sees each event once it is durable and the
 	// run record once it has ended.
@@ -228,6 +232,16 @@ type execution struct {
 	// stopReason the model's own reason for a failed one.
 	terminal   contract.TerminalKind
 	stopReason string
+	// reattaching is set while the run follows a re-attached turn
+	// (Request.Reattach); orphaned is set when that turn ended cancelled
+	// though nobody asked this run to stop: it is run again.
+	reattaching, orphaned bool
+	// envGone is set when the provider said the re-attached environment
+	// was destroyed: nothing is left to destroy.
+	envGone bool
+	// turnFrom is the index in events of the first event of the turn
+	// that settles the run (after a re-attached turn it ran again).
+	turnFrom int
 }
 
 func newExecution(ctx context.Context, req Request, cancel context.CancelCauseFunc) (*execution, error) {
@@ -240,6 +254,9 @@ func newExecution(ctx context.Context, req Request, cancel context.CancelCauseFu
 	}
 	if req.Stage < 0 {
 		errs.add("Stage", "%d is negative", req.Stage)
+	}
+	if req.Reattach != nil && req.Reattach.Environment == nil {
+		errs.add("Reattach", "name the environment to re-attach to (Reattach.Environment)")
 	}
 	lo := lifeOptions{Store: req.Store, RunID: cmp.Or(req.RunID, NewID("run")), Kind: cmp.Or(req.Kind, "execute"),
 		LeaseTTL: req.LeaseTTL, CleanupTimeout: req.CleanupTimeout, Logger: req.Logger}
@@ -313,6 +330,9 @@ func (x *execution) run(ctx context.Context) {
 	if x.req.seat != nil && x.req.seat.from != nil && x.continueNative(ctx) {
 		return
 	}
+	if r := x.req.Reattach; r != nil && !x.reattach(ctx, r) {
+		return
+	}
 	x.dispatched = true
 	env, err := x.req.Provider.Create(ctx, &contract.CreateInput{Profile: profile.Ref{Inline: x.effect},
 		Credential: contract.CredentialRequestFor(x.req.Profile, x.req.Stage, contract.CredentialOnCreate)})
@@ -329,6 +349,9 @@ func (x *execution) run(ctx context.Context) {
 	}
 	x.res.EnvironmentID = env.ID()
 	x.env = env
+	if !x.recordEnvironment(ctx) {
+		return
+	}
 	x.observedTurn(ctx, func(ctx context.Context) { x.stream(ctx, env) })
 }
 
@@ -408,6 +431,12 @@ func (x *execution) consume(ctx context.Context, events iter.Seq2[contract.Envir
 	for e, err := range events {
 		if err != nil {
 			x.keepReceipt(err)
+			if x.reattaching && errors.Is(err, contract.ErrDestroyed) && ctx.Err() == nil {
+				// The re-attached environment is gone, and its turn with
+				// it: run again (see Reattach).
+				x.orphaned, x.envGone = true, true
+				return
+			}
 			if !x.contextEnd(ctx) {
 				reason := ReasonTransport
 				if errors.Is(err, contract.ErrUnsupported) {
@@ -462,7 +491,13 @@ func (x *execution) consume(ctx context.Context, events iter.Seq2[contract.Envir
 				// The caller's own cancel or deadline, when that is why,
 				// names the ending more exactly than the provider can; a
 				// cancellation nobody asked for is the provider failing.
-				if !x.contextEnd(ctx) {
+				// A re-attached turn cancelled with its previous holder is
+				// run again (see Reattach).
+				switch {
+				case x.contextEnd(ctx):
+				case x.reattaching:
+					x.orphaned = true
+				default:
 					x.fail(store.StatusFailed, ReasonInBandError, "the provider reported the turn cancelled, which nobody requested", nil)
 				}
 			}
@@ -671,15 +706,8 @@ func (x *execution) finish(ctx context.Context) (*Result, error) {
 	// creation is unknown may too.
 	if x.keepForSeat() {
 		x.log.Info("keeping the environment for the next seat stage", "run", x.req.RunID, "env", x.res.EnvironmentID)
-	} else if x.createdEnv() {
-		// A process that lost the run's lease (it was paused past it)
-		// destroys nothing: another process may have taken the run
-		// over, and with it this environment.
-		if lost := x.life.holds(); lost != nil {
-			x.log.Warn("leaving the environment to the run's next holder: this process lost the lease", "run", x.req.RunID, "env", x.res.EnvironmentID, "err", lost)
-		} else if err := x.env.Destroy(x.life.writeCtx()); err != nil {
-			x.log.Warn("destroying the environment", "run", x.req.RunID, "env", x.res.EnvironmentID, "err", err)
-		}
+	} else {
+		x.releaseEnv()
 	}
 	if x.runErr != nil {
 		x.res.Status, x.res.Reason, x.res.Detail = x.runErr.Status, x.runErr.Reason, x.runErr.Detail
@@ -750,7 +778,7 @@ func (x *execution) check(ctx context.Context) {
 		x.res.CheckError = "no completion check was given"
 		return
 	}
-	out := Outcome{RunID: x.req.RunID, Text: x.res.Text, Output: x.res.Output, Events: slices.Clone(x.events), Environment: x.env}
+	out := Outcome{RunID: x.req.RunID, Text: x.res.Text, Output: x.res.Output, Events: slices.Clone(x.events[x.turnFrom:]), Environment: x.env}
 	v, err := safeCheck(ctx, x.req.Check, out)
 	if err != nil {
 		x.res.CheckError = err.Error()

@@ -30,6 +30,11 @@ type Record struct {
 	ServedModel            NullString `json:"servedModel"`
 	ServedProvider         NullString `json:"servedProvider"`
 	EnvironmentID          NullString `json:"environmentId"`
+	// EnvironmentCreated says the runtime created the environment (its
+	// create answered CreationCreated, or the run it was taken over from
+	// proved so): the proof a process that finds it by lookup needs
+	// before it destroys it (ENV-06). Absent when unproven.
+	EnvironmentCreated bool `json:"environmentCreated,omitzero"`
 	// NativeSessionID is the provider's own conversation id the run
 	// observed (native.session.observed), bound to this run (NSO-02);
 	// absent when none was observed.
@@ -305,7 +310,7 @@ func (x *execution) typed() Record {
 		Task: x.req.Task, Provider: x.provider, Stage: x.req.Stage, Harness: string(x.req.Profile.Harness),
 		AuthoredProfileDigest: r.AuthoredDigest, EffectiveProfileDigest: NullString(r.EffectiveDigest),
 		RequestedModel: NullString(r.RequestedModel), ServedModel: NullString(r.Served.Model), ServedProvider: NullString(r.Served.Provider),
-		EnvironmentID: NullString(r.EnvironmentID), Events: r.Events,
+		EnvironmentID: NullString(r.EnvironmentID), EnvironmentCreated: x.createdEnv(), Events: r.Events,
 		NativeSessionID: r.NativeSessionID,
 	}
 	if r.Status.Terminal() {

@@ -60,12 +60,16 @@ type keptSession struct {
 
 // createdEnv reports whether the runtime provably created the run's
 // environment (ENV-06): its create said so, or it is the session a seat
-// stage took over whose creation the seated run recorded.
+// stage took over whose creation the seated run recorded, or the
+// re-attached one whose creation the run that left it recorded.
 func (x *execution) createdEnv() bool {
 	if x.env == nil {
 		return false
 	}
 	if x.env.Creation() == contract.CreationCreated {
+		return true
+	}
+	if r := x.req.Reattach; r != nil && r.Created && r.Environment == x.env {
 		return true
 	}
 	st := x.req.seat

@@ -531,9 +531,19 @@ func (e *environment) stream(ctx context.Context, in *contract.TurnInput, owned 
 		runCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		run.setCancel(cancel)
+		// A reader that stops reading before the turn ended walks away
+		// from it: the turn is cancelled, as a remote server cancels the
+		// turn of a caller that went away, and ends with its cancelled
+		// terminal event, so that a turn that re-attaches to it (by its
+		// turn id) replays how it ended rather than a stream that stops.
+		reading := true
 		play(runCtx, func(ev contract.EnvironmentEvent, err error) bool {
 			run.record(ev, err)
-			return yield(ev, err)
+			if reading && !yield(ev, err) {
+				reading = false
+				cancel()
+			}
+			return true
 		})
 		run.finish(runCtx)
 	}
