@@ -216,8 +216,13 @@ func (q *Queue) supervise(ctx context.Context, d Delegation, rec *traceRecorder)
 		RunDir:           d.RunDir,
 		RunID:            d.TaskID,
 		Resume:           true,
-		SettleGrace:      q.cfg.SettleGrace,
-		Logger:           q.cfg.Logger,
+		// A process killed after its run ended (its finished record
+		// journaled, the store's end not yet written) is resumed to
+		// the journaled result, not re-run; a run this queue's own
+		// shutdown or a lost claim interrupted is driven on.
+		ReturnEnded: true,
+		SettleGrace: q.cfg.SettleGrace,
+		Logger:      q.cfg.Logger,
 	}
 	if rec != nil {
 		o.Observer = rec

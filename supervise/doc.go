@@ -22,7 +22,12 @@
 // (OutcomeRecord) before Supervise returns it, so with
 // Options.ReturnEnded a run resumed after its end — its process killed
 // before its caller recorded the result — returns the same result
-// without driving the brain or running a worker.
+// without driving the brain or running a worker. A run its caller's
+// context cancelled (CancelSourceContext: the host stopped, a claim was
+// lost) was interrupted, not ended: its finished record is kept, and a
+// resume drives it on. Without ReturnEnded a resume always drives the
+// brain again over the replayed journal, as the reference does (its
+// drivers are replay-safe).
 //
 // Authored profiles. spawn_worker's profile names a registered worker
 // profile (Options.Profiles) or, when Options.AuthoredProfiles is set,

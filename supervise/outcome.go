@@ -133,14 +133,28 @@ func outcomeRecord(res SupervisedResult) *OutcomeRecord {
 }
 
 // journaledOutcome returns the outcome of the last finished record of
-// prior that carries one.
+// prior that carries one, unless that outcome is an interruption (see
+// OutcomeRecord.Interrupted): such a run has not ended and is driven on.
 func journaledOutcome(prior []Record) (*OutcomeRecord, bool) {
 	for i := len(prior) - 1; i >= 0; i-- {
 		if prior[i].Kind == KindFinished && prior[i].Result != nil {
+			if prior[i].Result.Interrupted() {
+				return nil, false
+			}
 			return prior[i].Result, true
 		}
 	}
 	return nil, false
+}
+
+// Interrupted reports whether o is the outcome of a run its caller's
+// context cancelled (CancelSourceContext, no CancelRun operation): the
+// process driving it stopped, the run did not decide to end. A
+// CancelRun request, the deadline, an exhausted budget, a driver failure
+// and a winner are ends.
+func (o *OutcomeRecord) Interrupted() bool {
+	return o != nil && o.Status == StatusNoWinner && o.Reason == ReasonCancelled && o.Cancellation != nil &&
+		o.Cancellation.Source == CancelSourceContext && o.Cancellation.OperationID == ""
 }
 
 // finishedResult rebuilds the result the finished record o journaled:

@@ -109,7 +109,11 @@ type Options struct {
 	// already holds its finished record return that record's result
 	// without driving the brain or running a worker (a process killed
 	// after its run ended is resumed to the same result, not re-run).
-	// Without it such a run is driven again over its replayed journal.
+	// A finished record of a run its caller's context cancelled
+	// (CancelSourceContext) is an interruption, not an end: that run is
+	// driven on. Without ReturnEnded every resumed run is driven again
+	// over its replayed journal, as the reference resumes (its drivers
+	// are replay-safe).
 	ReturnEnded bool
 	// WorkspaceRoot, when set and RunDir is empty, puts the run dir at
 	// the layout's default place, RunDirFor(WorkspaceRoot, RunID):
@@ -213,11 +217,20 @@ type DriverError struct {
 
 // Cancellation says who cancelled a run.
 type Cancellation struct {
+	// Source is the CancelRun request's source, or CancelSourceContext
+	// when the caller's context ended the run.
 	Source, Reason string
 	// OperationID names the CancelRun request that cancelled the run
 	// ("" for a caller's context).
 	OperationID string
 }
+
+// CancelSourceContext is Cancellation.Source of a run whose caller's
+// context was cancelled: the process driving it stopped (shut down,
+// lost its claim, timed out), which interrupts the run rather than
+// ending it. Its finished record is journaled, but a resume with
+// Options.ReturnEnded drives the run on instead of returning it.
+const CancelSourceContext = "context"
 
 // WorkerSummary is one node of the tree as the result reports it.
 type WorkerSummary struct {
@@ -653,7 +666,7 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 		res.Cancellation = &Cancellation{Source: runCancel.Source, Reason: runCancel.Reason, OperationID: runCancel.OperationID}
 	case cancelled:
 		res.Status, res.Reason = StatusNoWinner, ReasonCancelled
-		res.Cancellation = &Cancellation{Source: "context", Reason: context.Cause(ctx).Error()}
+		res.Cancellation = &Cancellation{Source: CancelSourceContext, Reason: context.Cause(ctx).Error()}
 	case c.submitted != nil:
 		res.Status, res.Winner = StatusWinner, c.submitted
 	case best != nil:
