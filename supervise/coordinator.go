@@ -351,7 +351,7 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 		// Spec §10: a backend without a trace channel journals
 		// trace-unpropagated, once: start runs once per node.
 		if gap := traceGap(exec); gap != "" {
-			if err := c.log.append(context.WithoutCancel(wctx), Record{Kind: KindTraceUnpropagated, Node: id, Reason: gap}); err != nil {
+			if err := c.log.appendOrLose(context.WithoutCancel(wctx), Record{Kind: KindTraceUnpropagated, Node: id, Reason: gap}); err != nil {
 				c.logger.Error("supervise: journaling an unpropagated trace", "node", id, "err", err)
 			}
 		}
@@ -460,7 +460,7 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 	infra := st.State == StateFailed && IsInfra(execErr)
 	rec := Record{Kind: KindSettled, Node: w.id, State: st.State, Spent: spendRecord(st.Spent), OutRef: outRef,
 		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr, Hook: c.afterSettle != nil, Infra: infra}
-	if err := c.log.append(bg, rec); err != nil {
+	if err := c.log.appendOrLose(bg, rec); err != nil {
 		c.logger.Error("supervise: journaling a settlement", "node", w.id, "err", err)
 	}
 	if isAnalyst {
@@ -749,7 +749,7 @@ func (c *Coordinator) Submit(ctx context.Context, a SubmitArgs) (SubmitResult, e
 	}
 	c.submitted = &Winner{Node: c.scope.Root(), Text: a.Result, OutRef: ref, Verdict: &v, Submitted: true}
 	c.mu.Unlock()
-	if err := c.log.append(ctx, Record{Kind: KindSubmitted, OutRef: ref, Verdict: &v}); err != nil {
+	if err := c.log.appendOrLose(ctx, Record{Kind: KindSubmitted, OutRef: ref, Verdict: &v}); err != nil {
 		return SubmitResult{}, err
 	}
 	return SubmitResult{Accepted: true, Verdict: &v, OutRef: ref}, nil

@@ -29,6 +29,21 @@
 // brain again over the replayed journal, as the reference does (its
 // drivers are replay-safe).
 //
+// Durability. The journal is the run's durable truth (§3.6: a record
+// per event, appended once the event is committed; §6: a restore debits
+// committed spend exactly once). A state change is journaled before it
+// is visible where it can be refused instead — a spawn, a defined
+// analyst, a requested analysis, a graph edge: the verb fails and
+// nothing happened. Where the change already happened when its record
+// is refused — a worker's settlement, the manager's metered spend, a
+// submitted result, a control acknowledgement — the run goes on, but
+// Supervise then returns its result together with a *JournalLossError
+// (ErrJournalIncomplete) naming the lost records: the result is true,
+// the journal cannot reproduce it, and success is never reported
+// silently. The finished record carries the loss, so a resume to that
+// result reports it again. A journal taken over by another process
+// (store.ErrFenced) is no loss but ErrSpawnLogLost: no result at all.
+//
 // Authored profiles. spawn_worker's profile names a registered worker
 // profile (Options.Profiles) or, when Options.AuthoredProfiles is set,
 // is an authored AgentProfile object the manager wrote (§3.6 "the

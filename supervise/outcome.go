@@ -43,6 +43,11 @@ type OutcomeRecord struct {
 	// MaxJournaledText bytes (BrainTextClipped says it was longer).
 	BrainText        string `json:"brainText,omitzero"`
 	BrainTextClipped bool   `json:"brainTextClipped,omitzero"`
+	// LostCount counts the records of the run's state changes its
+	// journal could not take; Lost names the first MaxLostNamed (see
+	// JournalLossError).
+	LostCount int          `json:"lostCount,omitzero"`
+	Lost      []LostRecord `json:"lost,omitzero"`
 }
 
 // WinnerRecord is the winner arm as journaled: the result itself is the

@@ -225,6 +225,9 @@ type runLog struct {
 
 	mu   sync.Mutex
 	rows []Record
+	// loss counts the records of state changes that could not be
+	// journaled (appendOrLose).
+	loss *JournalLossError
 }
 
 // openRunLog opens the run's spawn log and coordination log and returns

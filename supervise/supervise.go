@@ -419,6 +419,19 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		managerName = *manager.Name
 	}
 	ctx = c.obs.runStarted(ctx, RunStart{RunID: runID, Manager: managerName, Resumed: resumed, Budget: o.Budget})
+	// The observer that saw the run start sees it end, exactly once, on
+	// every return from here: with the result, or — where Supervise
+	// returns an error instead (the journal lost to another process, a
+	// finished run's OnResume failed) — with a result that has no
+	// Status.
+	endCtx, toldEnded := context.WithoutCancel(ctx), false
+	runEnded := func(res SupervisedResult) {
+		if !toldEnded {
+			toldEnded = true
+			c.obs.runEnded(endCtx, res)
+		}
+	}
+	defer func() { runEnded(SupervisedResult{RunID: runID, Resumed: resumed}) }()
 
 	// Workers outlive a stopped brain only until they are cancelled
 	// below, and never the run's deadline.
@@ -453,7 +466,11 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		}
 		res := c.finishedResult(ended)
 		res.Resumed = true
-		c.obs.runEnded(context.WithoutCancel(ctx), res)
+		runEnded(res)
+		if ended.LostCount > 0 {
+			// The run ended with records lost: its resume says so too.
+			return res, &JournalLossError{Count: ended.LostCount, Lost: ended.Lost}
+		}
 		return res, nil
 	}
 	if resumed && resumeErr == nil {
@@ -517,18 +534,31 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	c.finalizeControl(ctx, &res)
 	// The outcome is durable before anyone is told of it: a process
 	// killed from here on is resumed to this result, never re-run.
-	fin := Record{Kind: KindFinished, Outcome: string(res.Status), Reason: string(res.Reason), Result: outcomeRecord(res)}
+	// Records of state changes the journal did not take make the result
+	// unreproducible from it: the result says so (JournalLossError), in
+	// the finished record too, so a resume to this result says it again.
+	loss := log.lossError()
+	outcome := outcomeRecord(res)
+	if loss != nil {
+		outcome.LostCount, outcome.Lost = loss.Count, loss.Lost
+	}
+	fin := Record{Kind: KindFinished, Outcome: string(res.Status), Reason: string(res.Reason), Result: outcome}
 	jerr := log.append(context.WithoutCancel(ctx), fin)
 	if errors.Is(jerr, store.ErrFenced) {
 		logger.Error("supervise: the run's spawn journal was taken over at its end; delivering nothing", "err", jerr)
 		return SupervisedResult{}, fmt.Errorf("%w: %w", ErrSpawnLogLost, jerr)
 	}
-	c.obs.runEnded(context.WithoutCancel(ctx), res)
+	runEnded(res)
+	var errs []error
 	if jerr != nil {
 		logger.Error("supervise: journaling the end", "err", jerr)
-		return res, fmt.Errorf("%w: %w", ErrOutcomeNotJournaled, jerr)
+		errs = append(errs, fmt.Errorf("%w: %w", ErrOutcomeNotJournaled, jerr))
 	}
-	return res, nil
+	if loss != nil {
+		logger.Error("supervise: the run's journal is incomplete", "lost", loss.Count, "first_err", loss.Err)
+		errs = append(errs, loss)
+	}
+	return res, errors.Join(errs...)
 }
 
 // drive runs the brain, turning a panic into a driver failure.
