@@ -1006,12 +1006,15 @@ var ErrNoteKind = errors.New("supervise: not a note kind")
 // run's one journal holds it beside the spawns and settlements it
 // explains. It is durable (when the run has a RunDir) before Note
 // returns, read_journal pages through it, and a resumed run passes it
-// over.
+// over. A note the journal refused is counted as lost (the run's result
+// then comes with a *JournalLossError).
 func (c *Coordinator) Note(ctx context.Context, kind string, node NodeID, data canonjson.Value) error {
 	if kind != KindEdge {
 		return fmt.Errorf("%w: %q", ErrNoteKind, kind)
 	}
-	return c.log.append(ctx, Record{Kind: kind, Node: node, Data: data})
+	// A note records what its layer already did (a graph traversal):
+	// one the journal refused is a loss of the run's record.
+	return c.log.appendOrLose(ctx, Record{Kind: kind, Node: node, Data: data})
 }
 
 // Readout returns the run's pool balances.

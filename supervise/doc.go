@@ -33,10 +33,10 @@
 // per event, appended once the event is committed; §6: a restore debits
 // committed spend exactly once). A state change is journaled before it
 // is visible where it can be refused instead — a spawn, a defined
-// analyst, a requested analysis, a graph edge: the verb fails and
-// nothing happened. Where the change already happened when its record
-// is refused — a worker's settlement, the manager's metered spend, a
-// submitted result, a control acknowledgement — the run goes on, but
+// analyst, a requested analysis: the verb fails and nothing happened.
+// Where the change already happened when its record is refused — a
+// worker's settlement, the manager's metered spend, a submitted result,
+// a control acknowledgement, a graph edge noted — the run goes on, but
 // Supervise then returns its result together with a *JournalLossError
 // (ErrJournalIncomplete) naming the lost records: the result is true,
 // the journal cannot reproduce it, and success is never reported

@@ -26,7 +26,8 @@ type LostRecord struct {
 // the spawn journal failed to take records of state changes the run
 // had already made — a worker's settlement, the manager's metered
 // spend, a submitted result, a control acknowledgement, a settlement
-// hook's end — while the run went on.
+// hook's end, a layer above's note (a graph edge traversal) — while the
+// run went on.
 //
 // The spec's journal is the run's durable truth (§3.6: one fsynced
 // record per event, appended once the event is committed; §6: a
@@ -37,8 +38,8 @@ type LostRecord struct {
 // (its winner passed the deliverable check and its blob is stored),
 // and this error says which records are missing. Records whose write
 // was refused before anything changed (a spawn, a defined analyst, a
-// requested analysis, a graph edge through Note) are not losses: the
-// verb returned the error and nothing happened.
+// requested analysis) are not losses: the verb returned the error and
+// nothing happened.
 type JournalLossError struct {
 	// Count is how many records were lost; Lost names the first
 	// MaxLostNamed of them in the order they were lost.
