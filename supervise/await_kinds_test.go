@@ -67,3 +67,34 @@ func TestAwaitKindsKeepsRecordedOrder(t *testing.T) {
 		return nil
 	})
 }
+
+// Await's cost per call does not grow with what is queued (issue 13):
+// asking a question and awaiting it by kind allocates the same with 10
+// settlements queued unreturned as with 5000 (before, a filtered Await
+// walked — and copied — every queued event of other kinds on each call).
+func TestAwaitKindsCostFlatInBacklog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("settles 5000 workers")
+	}
+	allocs := map[int]float64{}
+	for _, n := range []int{10, 5_000} {
+		backlogRun(t, n, func(ctx context.Context, c *supervise.Coordinator) error {
+			ask := supervise.AskArgs{Level: "driver", Question: "which?", Reason: "test", Urgency: supervise.UrgencyContinueWithout}
+			var failed error
+			allocs[n] = testing.AllocsPerRun(200, func() {
+				if _, err := c.AskParent(ctx, ask); err != nil {
+					failed = err
+					return
+				}
+				r, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventQuestion}})
+				if err != nil || r.Event == nil || r.Event.Kind != supervise.EventQuestion {
+					failed = fmt.Errorf("await: %+v %v", r, err)
+				}
+			})
+			return failed
+		})
+	}
+	if allocs[5_000] > allocs[10] {
+		t.Errorf("ask+await by kind allocates %.0f with 5000 settlements queued, %.0f with 10: its cost grows with the queue", allocs[5_000], allocs[10])
+	}
+}
