@@ -207,12 +207,21 @@ func TestKilledAfterFinishedRecordIsNotRerunBehaviour46(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
+	var recorded *supervise.OutcomeRecord
 	for _, r := range recs {
 		if r.Kind == supervise.KindFinished {
 			n++
+			recorded = r.Result
 		}
 	}
-	if n != 1 {
-		t.Errorf("%d finished records, want 1", n)
+	if n != 1 || recorded == nil {
+		t.Fatalf("%d finished records, want 1 with its outcome", n)
+	}
+	// The delegation's result is the one the dead process recorded.
+	if recorded.Winner == nil || d.Result.OutRef != recorded.Winner.OutRef || d.Result.Status != string(recorded.Status) {
+		t.Errorf("delegation result %s %s, want the journaled %s %+v", d.Result.Status, d.Result.OutRef, recorded.Status, recorded.Winner)
+	}
+	if tk := d.Result.SpentTotal.Tokens; tk == nil || *tk != recorded.Spent.Tokens || !recorded.Spent.TokensKnown {
+		t.Errorf("delegation spent tokens %v, want the journaled %d", deref(tk), recorded.Spent.Tokens)
 	}
 }
