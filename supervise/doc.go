@@ -157,7 +157,8 @@
 // coordmcp.HarnessBrain: the verbs of a live run served over MCP, which
 // this layer cannot import. Not built yet: interactive-worker bindings
 // of the run layout.
-// Package graph interprets one supervised
-// run as a fixed topology (runGraph) and keeps its edge ledger in this
-// run's journal through Coordinator.Note.
+//
+// Above it, package graph interprets one supervised run as a fixed
+// topology (runGraph) and keeps its edge ledger in this run's journal
+// through Coordinator.Note.
 package supervise
