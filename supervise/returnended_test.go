@@ -3,12 +3,15 @@ package supervise_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -174,4 +177,58 @@ func TestReturnEndedKeepsARunCancelRequestBehaviour50(t *testing.T) {
 	if diff := cmp.Diff(first, got, resultOpts); diff != "" {
 		t.Errorf("the cancelled run's resume (-ended +resumed):\n%s", diff)
 	}
+}
+
+// Behaviour 46's edge: a finished record whose outcome is not a result
+// a run can return (a winner without its winner, a no-winner without a
+// reason, an unknown status, a loss count short of the records it
+// names) is refused as a *ResumeError wrapping an *OutcomeError with the
+// JSON pointer of the member at fault — never returned as the run's
+// result.
+func TestReturnEndedRefusesAnOutcomeThatIsNotAResult(t *testing.T) {
+	const total = `{"tokens":5,"iterations":1,"microUsd":0,"tokensKnown":true,"iterationsKnown":true,"usdKnown":true}`
+	const totals = `"spent":` + total + `,"driverInference":` + total + `,"childWork":` + total + `,"ms":3`
+	cases := []struct{ result, path string }{
+		{`{"status":"winner",` + totals + `}`, "/result/winner"},
+		{`{"status":"winner","reason":"aborted","winner":{"node":"run1:s1","outRef":""},` + totals + `}`, "/result/reason"},
+		{`{"status":"no-winner",` + totals + `}`, "/result/reason"},
+		{`{"status":"no-winner","reason":"driver-failed",` + totals + `}`, "/result/error"},
+		{`{"status":"no-winner","reason":"cancelled",` + totals + `}`, "/result/cancellation"},
+		{`{"status":"maybe",` + totals + `}`, "/result/status"},
+		{`{"status":"no-winner","reason":"aborted","lostCount":1,"lost":[{"kind":"settled"},{"kind":"metered"}],` + totals + `}`, "/result/lost"},
+		{`{"status":"no-winner","reason":"aborted","lostCount":-1,` + totals + `}`, "/result/lostCount"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.path, func(t *testing.T) {
+			dir := t.TempDir()
+			journal := `{"kind":"run-started","runId":"run1","startedAtMs":1,"task":"t"}` + "\n" + `{"kind":"finished","result":` + tc.result + "}\n"
+			if err := os.WriteFile(filepath.Join(dir, supervise.SpawnJournalFile), []byte(journal), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			brain := &countingBrain{inner: pipeline("write alpha")}
+			o, err := processOptions(newCounting(t, workerProvider(t)), dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.ReturnEnded, o.Brain = true, brain
+			res, err := supervise.Supervise(context.Background(), mustProcessManager(t), "t", o)
+			var re *supervise.ResumeError
+			var oe *supervise.OutcomeError
+			if !errors.As(err, &re) || !errors.As(err, &oe) || oe.Path != tc.path {
+				t.Fatalf("err %v (result %s), want a *ResumeError over an *OutcomeError at %s", err, res.Status, tc.path)
+			}
+			if brain.drives.Load() != 0 {
+				t.Error("the brain was driven over a journal that cannot be resumed")
+			}
+		})
+	}
+}
+
+func mustProcessManager(t *testing.T) *profile.Profile {
+	t.Helper()
+	p, err := processManager()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

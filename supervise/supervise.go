@@ -402,7 +402,9 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 			return SupervisedResult{}, err
 		}
 		if o.ReturnEnded {
-			ended, _ = journaledOutcome(prior)
+			if ended, err = journaledOutcome(prior); err != nil {
+				return SupervisedResult{}, &ResumeError{RunDir: runDir, Reason: "the journal's finished record is not a result", Err: err}
+			}
 		}
 	} else {
 		rec := Record{Kind: KindRunStarted, RunID: runID, StartedAtMS: start.UnixMilli(), Task: task}
