@@ -42,7 +42,12 @@
 // its process died continues the journal the dead process left:
 // settled workers are replayed, not run again, and the run's budget and
 // wall clock continue (supervise's own resume rules, which refuse work in
-// doubt). What is never done is a silent re-run: when an earlier attempt
+// doubt). A run that had ended — its finished record journaled, the
+// process killed before the store recorded the delegation's end — is
+// not run again: the next attempt ends the delegation with the
+// journaled result (supervise.Options.ReturnEnded), while a run that a
+// queue's Close or a lost claim interrupted is driven on.
+// What is never done is a silent re-run: when an earlier attempt
 // was claimed but its run dir holds no journal (the dir is on another
 // host, or was lost), the delegation ends interrupted instead of starting
 // over, since the earlier attempt may have done work no record shows.

@@ -154,10 +154,11 @@ func (q *Queue) run(d Delegation) (next bool) {
 	hbDone := make(chan struct{})
 	go q.heartbeat(ctx, d.TaskID, rec, cancel, hbDone)
 	res, err := q.supervise(ctx, d, rec)
-	if errors.Is(err, supervise.ErrOutcomeNotJournaled) {
+	if errors.Is(err, supervise.ErrOutcomeNotJournaled) || errors.Is(err, supervise.ErrJournalIncomplete) {
 		// The run ended and its result is real, but its journal does not
-		// hold it: the store's end below is then its only record.
-		log.Warn("delegation: the run's outcome is not in its journal", "err", err)
+		// hold all of it: the store's end below is then its record (an
+		// ended delegation is never resumed from its journal).
+		log.Warn("delegation: the run's journal is incomplete", "err", err)
 		err = nil
 	}
 	cause := context.Cause(ctx)
@@ -216,8 +217,13 @@ func (q *Queue) supervise(ctx context.Context, d Delegation, rec *traceRecorder)
 		RunDir:           d.RunDir,
 		RunID:            d.TaskID,
 		Resume:           true,
-		SettleGrace:      q.cfg.SettleGrace,
-		Logger:           q.cfg.Logger,
+		// A process killed after its run ended (its finished record
+		// journaled, the store's end not yet written) is resumed to
+		// the journaled result, not re-run; a run this queue's own
+		// shutdown or a lost claim interrupted is driven on.
+		ReturnEnded: true,
+		SettleGrace: q.cfg.SettleGrace,
+		Logger:      q.cfg.Logger,
 	}
 	if rec != nil {
 		o.Observer = rec

@@ -102,7 +102,9 @@ const EventFinding = supervise.EventFinding
 // a *ConfigError, a supervise error), or a *GraphEdgeCapError — with
 // the GraphResult also returned — when a delegates cap was exhausted and
 // the run ended without a winner other than by cancellation, abort or
-// budget.
+// budget. A run whose journal did not take all of its records returns
+// its GraphResult with supervise's error beside it
+// (supervise.ErrJournalIncomplete, supervise.ErrOutcomeNotJournaled).
 func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
 	pl, err := validate(g, o)
 	if err != nil {
@@ -143,7 +145,10 @@ func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
 		}
 	}
 	res, err := supervise.Supervise(ctx, pl.root.Profile, r.task(), so)
-	if err != nil {
+	// A run whose journal did not take all of it still has its result:
+	// it is returned with that error, never dropped.
+	incomplete := errors.Is(err, supervise.ErrJournalIncomplete) || errors.Is(err, supervise.ErrOutcomeNotJournaled)
+	if err != nil && !incomplete {
 		return GraphResult{}, err
 	}
 	r.mu.Lock()
@@ -152,9 +157,13 @@ func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
 	r.mu.Unlock()
 	lifecycle := res.Reason == supervise.ReasonCancelled || res.Reason == supervise.ReasonAborted || res.Reason == supervise.ReasonBudgetExhausted
 	if res.Status != supervise.StatusWinner && !lifecycle && len(capped) > 0 {
-		return out, &GraphEdgeCapError{ExhaustedEdges: capped, Ledger: out.Ledger, Result: res}
+		capErr := &GraphEdgeCapError{ExhaustedEdges: capped, Ledger: out.Ledger, Result: res}
+		if err != nil {
+			return out, errors.Join(capErr, err)
+		}
+		return out, capErr
 	}
-	return out, nil
+	return out, err
 }
 
 // run is one graph run's state.

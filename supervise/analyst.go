@@ -728,7 +728,7 @@ func (c *Coordinator) resumeAnalyses(ctx context.Context) {
 
 // hookDone journals that Options.AfterSettle returned for node.
 func (c *Coordinator) hookDone(ctx context.Context, node NodeID) {
-	if err := c.log.append(context.WithoutCancel(ctx), Record{Kind: KindAfterSettle, Node: node}); err != nil {
+	if err := c.log.appendOrLose(context.WithoutCancel(ctx), Record{Kind: KindAfterSettle, Node: node}); err != nil {
 		c.logger.Error("supervise: journaling a settlement hook's end", "node", node, "err", err)
 	}
 }

@@ -122,7 +122,9 @@ func (c *Coordinator) controlPass(ctx context.Context) {
 func (c *Coordinator) journalControl(ctx context.Context, kind string, node NodeID, v any) {
 	data, err := canonjson.ToValue(v)
 	if err == nil {
-		err = c.log.append(context.WithoutCancel(ctx), Record{Kind: kind, Node: node, Data: data})
+		err = c.log.appendOrLose(context.WithoutCancel(ctx), Record{Kind: kind, Node: node, Data: data})
+	} else {
+		c.log.lose(kind, node, err)
 	}
 	if err != nil {
 		c.logger.Error("supervise: journaling a control record", "kind", kind, "err", err)

@@ -49,12 +49,13 @@ type Coordinator struct {
 	// with its record, so the journal's order is the scope's.
 	spawnMu sync.Mutex
 
-	mu        sync.Mutex
-	workers   map[NodeID]*worker
-	events    []Event
-	taken     []bool // taken[i]: events[i] was returned by Await
-	inflight  int    // workers started whose settlement is not yet queued
-	firstOpen int    // every event before this index was taken
+	mu      sync.Mutex
+	workers map[NodeID]*worker
+	// queued holds the events not yet returned by Await, by kind, each
+	// in recorded order (see eventQueue).
+	queued    map[string]*eventQueue
+	queuedSeq int64 // the recorded order of the next event queued
+	inflight  int   // workers started whose settlement is not yet queued
 	questions []*question
 	wake      chan struct{}
 	replay    map[string][]NodeID // canonical request → settled journaled nodes not yet claimed
@@ -351,7 +352,7 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 		// Spec §10: a backend without a trace channel journals
 		// trace-unpropagated, once: start runs once per node.
 		if gap := traceGap(exec); gap != "" {
-			if err := c.log.append(context.WithoutCancel(wctx), Record{Kind: KindTraceUnpropagated, Node: id, Reason: gap}); err != nil {
+			if err := c.log.appendOrLose(context.WithoutCancel(wctx), Record{Kind: KindTraceUnpropagated, Node: id, Reason: gap}); err != nil {
 				c.logger.Error("supervise: journaling an unpropagated trace", "node", id, "err", err)
 			}
 		}
@@ -460,7 +461,7 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 	infra := st.State == StateFailed && IsInfra(execErr)
 	rec := Record{Kind: KindSettled, Node: w.id, State: st.State, Spent: spendRecord(st.Spent), OutRef: outRef,
 		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr, Hook: c.afterSettle != nil, Infra: infra}
-	if err := c.log.append(bg, rec); err != nil {
+	if err := c.log.appendOrLose(bg, rec); err != nil {
 		c.logger.Error("supervise: journaling a settlement", "node", w.id, "err", err)
 	}
 	if isAnalyst {
@@ -498,10 +499,76 @@ func (c *Coordinator) settledEventLocked(w *worker, info NodeInfo, state State) 
 
 // pushLocked queues ev and wakes every waiter; c.mu is held.
 func (c *Coordinator) pushLocked(ev Event) {
-	c.events = append(c.events, ev)
-	c.taken = append(c.taken, false)
+	if c.queued == nil {
+		c.queued = map[string]*eventQueue{}
+	}
+	q := c.queued[ev.Kind]
+	if q == nil {
+		q = &eventQueue{}
+		c.queued[ev.Kind] = q
+	}
+	q.push(c.queuedSeq, ev)
+	c.queuedSeq++
 	close(c.wake)
 	c.wake = make(chan struct{})
+}
+
+// takeLocked removes and returns the earliest queued event of one of
+// kinds (any kind when empty); c.mu is held. Every event Await returns
+// is the earliest of its kind, so each kind's queue is taken from its
+// head only, and a call costs the number of kinds — never the number
+// of events queued of kinds it does not want.
+func (c *Coordinator) takeLocked(kinds []string) (Event, bool) {
+	var best *eventQueue
+	consider := func(q *eventQueue) {
+		if q != nil && q.len() > 0 && (best == nil || q.headSeq() < best.headSeq()) {
+			best = q
+		}
+	}
+	if len(kinds) == 0 {
+		for _, q := range c.queued {
+			consider(q)
+		}
+	} else {
+		for _, k := range kinds {
+			consider(c.queued[k])
+		}
+	}
+	if best == nil {
+		return Event{}, false
+	}
+	return best.pop(), true
+}
+
+// eventQueue is a FIFO of one kind's events with their recorded order.
+// Taken events are dropped from its head; the backing array is reused
+// once half of it was taken, so memory follows what is queued, at
+// amortized constant cost per event.
+type eventQueue struct {
+	seqs   []int64
+	events []Event
+	head   int
+}
+
+func (q *eventQueue) len() int       { return len(q.events) - q.head }
+func (q *eventQueue) headSeq() int64 { return q.seqs[q.head] }
+
+func (q *eventQueue) push(seq int64, ev Event) {
+	if q.head > 0 && q.head*2 >= len(q.events) {
+		n := copy(q.events, q.events[q.head:])
+		copy(q.seqs, q.seqs[q.head:])
+		clear(q.events[n:])
+		q.events, q.seqs, q.head = q.events[:n], q.seqs[:n], 0
+	}
+	q.seqs = append(q.seqs, seq)
+	q.events = append(q.events, ev)
+}
+
+func (q *eventQueue) pop() Event {
+	ev := q.events[q.head]
+	q.events[q.head] = Event{}
+	q.head++
+	return ev
 }
 
 func clip(s string, n int) string {
@@ -575,15 +642,7 @@ func (c *Coordinator) Await(ctx context.Context, a AwaitArgs) (AwaitResult, erro
 	}()
 	for {
 		c.mu.Lock()
-		for c.firstOpen < len(c.taken) && c.taken[c.firstOpen] {
-			c.firstOpen++
-		}
-		for i := c.firstOpen; i < len(c.events); i++ {
-			ev := c.events[i]
-			if c.taken[i] || len(a.Kinds) > 0 && !slices.Contains(a.Kinds, ev.Kind) {
-				continue
-			}
-			c.taken[i] = true
+		if ev, ok := c.takeLocked(a.Kinds); ok {
 			c.mu.Unlock()
 			_, free := c.scope.Live()
 			return AwaitResult{Event: &ev, FreeSlots: free}, nil
@@ -749,7 +808,7 @@ func (c *Coordinator) Submit(ctx context.Context, a SubmitArgs) (SubmitResult, e
 	}
 	c.submitted = &Winner{Node: c.scope.Root(), Text: a.Result, OutRef: ref, Verdict: &v, Submitted: true}
 	c.mu.Unlock()
-	if err := c.log.append(ctx, Record{Kind: KindSubmitted, OutRef: ref, Verdict: &v}); err != nil {
+	if err := c.log.appendOrLose(ctx, Record{Kind: KindSubmitted, OutRef: ref, Verdict: &v}); err != nil {
 		return SubmitResult{}, err
 	}
 	return SubmitResult{Accepted: true, Verdict: &v, OutRef: ref}, nil
@@ -947,12 +1006,15 @@ var ErrNoteKind = errors.New("supervise: not a note kind")
 // run's one journal holds it beside the spawns and settlements it
 // explains. It is durable (when the run has a RunDir) before Note
 // returns, read_journal pages through it, and a resumed run passes it
-// over.
+// over. A note the journal refused is counted as lost (the run's result
+// then comes with a *JournalLossError).
 func (c *Coordinator) Note(ctx context.Context, kind string, node NodeID, data canonjson.Value) error {
 	if kind != KindEdge {
 		return fmt.Errorf("%w: %q", ErrNoteKind, kind)
 	}
-	return c.log.append(ctx, Record{Kind: kind, Node: node, Data: data})
+	// A note records what its layer already did (a graph traversal):
+	// one the journal refused is a loss of the run's record.
+	return c.log.appendOrLose(ctx, Record{Kind: kind, Node: node, Data: data})
 }
 
 // Readout returns the run's pool balances.

@@ -22,7 +22,27 @@
 // (OutcomeRecord) before Supervise returns it, so with
 // Options.ReturnEnded a run resumed after its end — its process killed
 // before its caller recorded the result — returns the same result
-// without driving the brain or running a worker.
+// without driving the brain or running a worker. A run its caller's
+// context cancelled (CancelSourceContext: the host stopped, a claim was
+// lost) was interrupted, not ended: its finished record is kept, and a
+// resume drives it on. Without ReturnEnded a resume always drives the
+// brain again over the replayed journal, as the reference does (its
+// drivers are replay-safe).
+//
+// Durability. The journal is the run's durable truth (§3.6: a record
+// per event, appended once the event is committed; §6: a restore debits
+// committed spend exactly once). A state change is journaled before it
+// is visible where it can be refused instead — a spawn, a defined
+// analyst, a requested analysis: the verb fails and nothing happened.
+// Where the change already happened when its record is refused — a
+// worker's settlement, the manager's metered spend, a submitted result,
+// a control acknowledgement, a graph edge noted — the run goes on, but
+// Supervise then returns its result together with a *JournalLossError
+// (ErrJournalIncomplete) naming the lost records: the result is true,
+// the journal cannot reproduce it, and success is never reported
+// silently. The finished record carries the loss, so a resume to that
+// result reports it again. A journal taken over by another process
+// (store.ErrFenced) is no loss but ErrSpawnLogLost: no result at all.
 //
 // Authored profiles. spawn_worker's profile names a registered worker
 // profile (Options.Profiles) or, when Options.AuthoredProfiles is set,
@@ -142,7 +162,8 @@
 // coordmcp.HarnessBrain: the verbs of a live run served over MCP, which
 // this layer cannot import. Not built yet: interactive-worker bindings
 // of the run layout.
-// Package graph interprets one supervised
-// run as a fixed topology (runGraph) and keeps its edge ledger in this
-// run's journal through Coordinator.Note.
+//
+// Above it, package graph interprets one supervised run as a fixed
+// topology (runGraph) and keeps its edge ledger in this run's journal
+// through Coordinator.Note.
 package supervise

@@ -37,7 +37,7 @@ type meter struct {
 func (c *Coordinator) Meter(ctx context.Context, u ledger.Usage) error {
 	sp := driverSpend(u)
 	c.chargeDriver(sp)
-	if err := c.log.append(ctx, Record{Kind: KindMetered, Node: c.scope.Root(), Spent: spendRecord(sp)}); err != nil {
+	if err := c.log.appendOrLose(ctx, Record{Kind: KindMetered, Node: c.scope.Root(), Spent: spendRecord(sp)}); err != nil {
 		return fmt.Errorf("supervise: journaling the manager's spend: %w", err)
 	}
 	return nil

@@ -14,7 +14,11 @@ import (
 // Package telemetry turns it into OpenTelemetry spans.
 //
 // RunStarted is called once the run is journaled (new or resumed) and
-// RunEnded once its result is final; between them NodeStarted and
+// RunEnded exactly once after it, on every return of Supervise: with
+// the result once it is final, or, where Supervise returns an error
+// instead of a result (ErrSpawnLogLost, a finished run's OnResume
+// failing), with a result that has only RunID and Resumed (no Status);
+// between them NodeStarted and
 // NodeSettled are called for each worker this process runs, from the
 // workers' goroutines, so an Observer must be safe for concurrent use.
 // Workers a resumed run replays from its journal are not started again

@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -43,6 +44,11 @@ type OutcomeRecord struct {
 	// MaxJournaledText bytes (BrainTextClipped says it was longer).
 	BrainText        string `json:"brainText,omitzero"`
 	BrainTextClipped bool   `json:"brainTextClipped,omitzero"`
+	// LostCount counts the records of the run's state changes its
+	// journal could not take; Lost names the first MaxLostNamed (see
+	// JournalLossError).
+	LostCount int          `json:"lostCount,omitzero"`
+	Lost      []LostRecord `json:"lost,omitzero"`
 }
 
 // WinnerRecord is the winner arm as journaled: the result itself is the
@@ -133,14 +139,89 @@ func outcomeRecord(res SupervisedResult) *OutcomeRecord {
 }
 
 // journaledOutcome returns the outcome of the last finished record of
-// prior that carries one.
-func journaledOutcome(prior []Record) (*OutcomeRecord, bool) {
+// prior that carries one, unless that outcome is an interruption (see
+// OutcomeRecord.Interrupted): such a run has not ended and is driven on.
+// An outcome that is not a result (see OutcomeRecord.Check) is an
+// error: a journal is never trusted to say what a run returned.
+func journaledOutcome(prior []Record) (*OutcomeRecord, error) {
 	for i := len(prior) - 1; i >= 0; i-- {
 		if prior[i].Kind == KindFinished && prior[i].Result != nil {
-			return prior[i].Result, true
+			if err := prior[i].Result.Check(); err != nil {
+				return nil, fmt.Errorf("spawn journal record %d: %w", i+1, err)
+			}
+			if prior[i].Result.Interrupted() {
+				return nil, nil
+			}
+			return prior[i].Result, nil
 		}
 	}
-	return nil, false
+	return nil, nil
+}
+
+// OutcomeError is a finished record whose outcome is not a result a run
+// can return. Path is the JSON pointer of the offending member within
+// the record.
+type OutcomeError struct {
+	Path   string
+	Reason string
+}
+
+func (e *OutcomeError) Error() string {
+	return fmt.Sprintf("supervise: the finished record's outcome at %s: %s", e.Path, e.Reason)
+}
+
+// Check reports whether o is a result Supervise could have returned:
+// a winner with its winner; or a no-winner with one of the reasons —
+// driver-failed with its error, cancelled with its cancellation; and a
+// loss count that covers the lost records it names. Otherwise it
+// returns an *OutcomeError.
+func (o *OutcomeRecord) Check() error {
+	bad := func(path, reason string) error { return &OutcomeError{Path: "/result" + path, Reason: reason} }
+	switch o.Status {
+	case StatusWinner:
+		if o.Winner == nil || o.Winner.Node == "" {
+			return bad("/winner", "a winner outcome names no winner")
+		}
+		if o.Reason != "" {
+			return bad("/reason", "a winner outcome has a no-winner reason")
+		}
+	case StatusNoWinner:
+		if o.Winner != nil {
+			return bad("/winner", "a no-winner outcome names a winner")
+		}
+		switch o.Reason {
+		case ReasonAllChildrenDown, ReasonBudgetExhausted, ReasonAborted:
+		case ReasonDriverFailed:
+			if o.Error == nil {
+				return bad("/error", "a driver-failed outcome has no error")
+			}
+		case ReasonCancelled:
+			if o.Cancellation == nil {
+				return bad("/cancellation", "a cancelled outcome says not who cancelled")
+			}
+		default:
+			return bad("/reason", fmt.Sprintf("%q is not a no-winner reason", o.Reason))
+		}
+	default:
+		return bad("/status", fmt.Sprintf("%q is neither winner nor no-winner", o.Status))
+	}
+	switch {
+	case o.LostCount < 0:
+		return bad("/lostCount", "a negative count")
+	case len(o.Lost) > o.LostCount || len(o.Lost) > MaxLostNamed:
+		return bad("/lost", fmt.Sprintf("%d lost records named for a count of %d (at most %d are named)", len(o.Lost), o.LostCount, MaxLostNamed))
+	}
+	return nil
+}
+
+// Interrupted reports whether o is the outcome of a run its caller's
+// context cancelled (CancelSourceContext, no CancelRun operation): the
+// process driving it stopped, the run did not decide to end. A
+// CancelRun request, the deadline, an exhausted budget, a driver failure
+// and a winner are ends.
+func (o *OutcomeRecord) Interrupted() bool {
+	return o != nil && o.Status == StatusNoWinner && o.Reason == ReasonCancelled && o.Cancellation != nil &&
+		o.Cancellation.Source == CancelSourceContext && o.Cancellation.OperationID == ""
 }
 
 // finishedResult rebuilds the result the finished record o journaled:

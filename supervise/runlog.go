@@ -226,6 +226,9 @@ type runLog struct {
 
 	mu   sync.Mutex
 	rows []Record
+	// loss counts the records of state changes that could not be
+	// journaled (appendOrLose).
+	loss *JournalLossError
 
 	// revoked is why the run stopped being this process's, once its
 	// caller's context ended with a cause matching contract.ErrLeaseLost

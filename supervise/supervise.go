@@ -109,7 +109,11 @@ type Options struct {
 	// already holds its finished record return that record's result
 	// without driving the brain or running a worker (a process killed
 	// after its run ended is resumed to the same result, not re-run).
-	// Without it such a run is driven again over its replayed journal.
+	// A finished record of a run its caller's context cancelled
+	// (CancelSourceContext) is an interruption, not an end: that run is
+	// driven on. Without ReturnEnded every resumed run is driven again
+	// over its replayed journal, as the reference resumes (its drivers
+	// are replay-safe).
 	ReturnEnded bool
 	// WorkspaceRoot, when set and RunDir is empty, puts the run dir at
 	// the layout's default place, RunDirFor(WorkspaceRoot, RunID):
@@ -213,11 +217,20 @@ type DriverError struct {
 
 // Cancellation says who cancelled a run.
 type Cancellation struct {
+	// Source is the CancelRun request's source, or CancelSourceContext
+	// when the caller's context ended the run.
 	Source, Reason string
 	// OperationID names the CancelRun request that cancelled the run
 	// ("" for a caller's context).
 	OperationID string
 }
+
+// CancelSourceContext is Cancellation.Source of a run whose caller's
+// context was cancelled: the process driving it stopped (shut down,
+// lost its claim, timed out), which interrupts the run rather than
+// ending it. Its finished record is journaled, but a resume with
+// Options.ReturnEnded drives the run on instead of returning it.
+const CancelSourceContext = "context"
 
 // WorkerSummary is one node of the tree as the result reports it.
 type WorkerSummary struct {
@@ -389,7 +402,9 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 			return SupervisedResult{}, err
 		}
 		if o.ReturnEnded {
-			ended, _ = journaledOutcome(prior)
+			if ended, err = journaledOutcome(prior); err != nil {
+				return SupervisedResult{}, &ResumeError{RunDir: runDir, Reason: "the journal's finished record is not a result", Err: err}
+			}
 		}
 	} else {
 		rec := Record{Kind: KindRunStarted, RunID: runID, StartedAtMS: start.UnixMilli(), Task: task}
@@ -406,6 +421,19 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		managerName = *manager.Name
 	}
 	ctx = c.obs.runStarted(ctx, RunStart{RunID: runID, Manager: managerName, Resumed: resumed, Budget: o.Budget})
+	// The observer that saw the run start sees it end, exactly once, on
+	// every return from here: with the result, or — where Supervise
+	// returns an error instead (the journal lost to another process, a
+	// finished run's OnResume failed) — with a result that has no
+	// Status.
+	endCtx, toldEnded := context.WithoutCancel(ctx), false
+	runEnded := func(res SupervisedResult) {
+		if !toldEnded {
+			toldEnded = true
+			c.obs.runEnded(endCtx, res)
+		}
+	}
+	defer func() { runEnded(SupervisedResult{RunID: runID, Resumed: resumed}) }()
 
 	// Workers outlive a stopped brain only until they are cancelled
 	// below, and never the run's deadline.
@@ -467,7 +495,11 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		}
 		res := c.finishedResult(ended)
 		res.Resumed = true
-		c.obs.runEnded(context.WithoutCancel(ctx), res)
+		runEnded(res)
+		if ended.LostCount > 0 {
+			// The run ended with records lost: its resume says so too.
+			return res, &JournalLossError{Count: ended.LostCount, Lost: ended.Lost}
+		}
 		return res, nil
 	}
 	if resumed && resumeErr == nil {
@@ -531,18 +563,31 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	c.finalizeControl(ctx, &res)
 	// The outcome is durable before anyone is told of it: a process
 	// killed from here on is resumed to this result, never re-run.
-	fin := Record{Kind: KindFinished, Outcome: string(res.Status), Reason: string(res.Reason), Result: outcomeRecord(res)}
+	// Records of state changes the journal did not take make the result
+	// unreproducible from it: the result says so (JournalLossError), in
+	// the finished record too, so a resume to this result says it again.
+	loss := log.lossError()
+	outcome := outcomeRecord(res)
+	if loss != nil {
+		outcome.LostCount, outcome.Lost = loss.Count, loss.Lost
+	}
+	fin := Record{Kind: KindFinished, Outcome: string(res.Status), Reason: string(res.Reason), Result: outcome}
 	jerr := log.append(context.WithoutCancel(ctx), fin)
 	if errors.Is(jerr, store.ErrFenced) || errors.Is(jerr, ErrSpawnLogLost) {
 		logger.Error("supervise: the run's spawn journal was taken over at its end; delivering nothing", "err", jerr)
 		return SupervisedResult{}, spawnLogLost(jerr)
 	}
-	c.obs.runEnded(context.WithoutCancel(ctx), res)
+	runEnded(res)
+	var errs []error
 	if jerr != nil {
 		logger.Error("supervise: journaling the end", "err", jerr)
-		return res, fmt.Errorf("%w: %w", ErrOutcomeNotJournaled, jerr)
+		errs = append(errs, fmt.Errorf("%w: %w", ErrOutcomeNotJournaled, jerr))
 	}
-	return res, nil
+	if loss != nil {
+		logger.Error("supervise: the run's journal is incomplete", "lost", loss.Count, "first_err", loss.Err)
+		errs = append(errs, loss)
+	}
+	return res, errors.Join(errs...)
 }
 
 // drive runs the brain, turning a panic into a driver failure.
@@ -680,7 +725,7 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 		res.Cancellation = &Cancellation{Source: runCancel.Source, Reason: runCancel.Reason, OperationID: runCancel.OperationID}
 	case cancelled:
 		res.Status, res.Reason = StatusNoWinner, ReasonCancelled
-		res.Cancellation = &Cancellation{Source: "context", Reason: context.Cause(ctx).Error()}
+		res.Cancellation = &Cancellation{Source: CancelSourceContext, Reason: context.Cause(ctx).Error()}
 	case c.submitted != nil:
 		res.Status, res.Winner = StatusWinner, c.submitted
 	case best != nil:

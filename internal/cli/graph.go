@@ -140,9 +140,10 @@ is invalid), 2 on usage errors.`,
 			}})
 			prog.stop()
 			var capErr *graph.GraphEdgeCapError
+			incomplete := journalIncomplete(err)
 			if errors.As(err, &capErr) {
 				res = graph.GraphResult{Result: capErr.Result, Ledger: capErr.Ledger, ExhaustedEdges: capErr.ExhaustedEdges, RunID: capErr.Result.RunID}
-			} else if err != nil {
+			} else if err != nil && !incomplete {
 				var ce *graph.ConfigError
 				if errors.As(err, &ce) {
 					return usage("%v", err)
@@ -178,6 +179,9 @@ is invalid), 2 on usage errors.`,
 				if capErr != nil {
 					fmt.Fprintf(stdio.Out, "  exhausted %s\n", strings.Join(res.ExhaustedEdges, ", "))
 				}
+			}
+			if incomplete {
+				return &exitError{code: ExitFailed, err: err}
 			}
 			if res.Result.Status != supervise.StatusWinner {
 				return refused()

@@ -207,7 +207,10 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 			prog := startProgress(ctx, stdio.Err, runDir, resume)
 			res, err := supervise.Supervise(ctx, mgr, task, o)
 			prog.stop()
-			if err != nil {
+			// A result its journal does not fully hold is still shown;
+			// the command then fails, naming what was lost.
+			incomplete := journalIncomplete(err)
+			if err != nil && !incomplete {
 				var exists *supervise.RunExistsError
 				if errors.Is(err, supervise.ErrInvalidOptions) || errors.Is(err, supervise.ErrUnsupportedHarness) || errors.As(err, &exists) {
 					return usage("%v", err)
@@ -220,6 +223,9 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				}
 			} else {
 				printSupervised(stdio.Out, res, runDir)
+			}
+			if incomplete {
+				return &exitError{code: ExitFailed, err: err}
 			}
 			if res.Status != supervise.StatusWinner {
 				return refused()
@@ -862,4 +868,11 @@ func pollAck[T any](ctx context.Context, wait time.Duration, read func() (T, boo
 		case <-time.After(supervise.ControlScanInterval):
 		}
 	}
+}
+
+// journalIncomplete reports whether err came with a real result whose
+// journal does not hold all of it (supervise.JournalLossError, or the
+// finished record refused).
+func journalIncomplete(err error) bool {
+	return errors.Is(err, supervise.ErrJournalIncomplete) || errors.Is(err, supervise.ErrOutcomeNotJournaled)
 }
