@@ -165,7 +165,7 @@ func printSeated(w io.Writer, res *kernel.SeatedResult, status store.Status, rea
 	fmt.Fprintf(w, "  recorded  in %s\n", where)
 	fmt.Fprintf(w, "  next      agentrt runs show %s\n", res.RunID)
 	if status == store.StatusInterrupted {
-		fmt.Fprintf(w, "            agentrt runs resume %s --profile PROFILE --seats %s (once its lease lapsed)\n", res.RunID, seatsPath)
+		fmt.Fprintf(w, "            agentrt runs resume %s --seats %s (once its lease lapsed)\n", res.RunID, seatsPath)
 	}
 }
 
@@ -217,13 +217,31 @@ func runSeatedCmd(ctx context.Context, stdio IO, sf storeFlags, path string, sr 
 	return runSeated(ctx, stdio, sr, p, m, s, sf.describe())
 }
 
+// recordedProfile is the profile a seated run's record holds: a usage
+// error naming --profile when the record holds none, a failure when the
+// record's profile is not the one it names.
+func recordedProfile(id string, prior store.Run) (*profile.Profile, error) {
+	rec, err := kernel.DecodeSeatedRecord(prior.Doc)
+	if err != nil {
+		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("run %s: %w", id, err)}
+	}
+	p, err := rec.RecordedProfile()
+	if errors.Is(err, kernel.ErrNoRecordedProfile) {
+		return nil, usage("--profile is required: run %s was recorded before seated runs kept their profile; give the profile it ran", id)
+	}
+	if err != nil {
+		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("run %s: %w; give the profile it ran with --profile", id, err)}
+	}
+	return p, nil
+}
+
 // newRunsResumeCmd is agentrt runs resume: kernel.ResumeSeated.
 func newRunsResumeCmd(stdio IO) *cobra.Command {
 	var sf storeFlags
 	var sr seatedRun
 	var profilePath string
 	cmd := &cobra.Command{
-		Use:   "resume RUN --profile PROFILE --seats ACCOUNTS.json",
+		Use:   "resume RUN --seats ACCOUNTS.json [--profile PROFILE]",
 		Short: "Go on with a seated run whose process died",
 		Long: `Resume the seated run RUN (started by agentrt run --seats) after the process
 running it died and its lease lapsed. The run RUN stays as it was recorded —
@@ -235,24 +253,27 @@ one), the stage continues the same native session in the same environment
 when its provider proves continuity; otherwise it starts fresh, and the
 summary says why.
 
-PROFILE must be the profile RUN ran, and ACCOUNTS.json names each stage's
-provider as for agentrt run --seats. A run still held by a live process's
-lease, a run that ended, or another profile is refused with what to do.
+The run's record holds the profile it ran, so --profile is needed only for a
+run recorded before seated runs kept their profile; when given, PROFILE must
+be the profile RUN ran (the same digest), else the resumption is refused.
+ACCOUNTS.json names each stage's provider as for agentrt run --seats. A run
+still held by a live process's lease, a run that ended, or another profile is
+refused with what to do.
 
 Exit status: 0 when the resumed run completed and was delivered, 1 when it
 did not or cannot be resumed, 2 for a usage error.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if profilePath == "" {
-				return usage("--profile is required: the profile the run ran")
-			}
 			if sr.seatsPath == "" {
 				return usage("--seats is required: the file naming each stage's provider")
 			}
-			p, err := loadProfile(stdio, profilePath, sr.asJSON)
-			if err != nil {
-				return err
+			var p *profile.Profile
+			if profilePath != "" {
+				var err error
+				if p, err = loadProfile(stdio, profilePath, sr.asJSON); err != nil {
+					return err
+				}
 			}
 			s, err := sf.open(ctx)
 			if err != nil {
@@ -268,6 +289,13 @@ did not or cannot be resumed, 2 for a usage error.`,
 			}
 			if prior.Kind != kernel.KindSeated {
 				return &exitError{code: ExitFailed, err: fmt.Errorf("run %s is a %s run, not a seated one: only a run started with agentrt run --seats can be resumed", args[0], prior.Kind)}
+			}
+			if p == nil {
+				// The profile the run ran, as its record holds it; a
+				// given --profile is checked against it by the resumption.
+				if p, err = recordedProfile(args[0], prior); err != nil {
+					return err
+				}
 			}
 			// The stage to go on from is the resumption's to decide;
 			// open every stage's provider.
@@ -287,7 +315,7 @@ did not or cannot be resumed, 2 for a usage error.`,
 		},
 	}
 	sf.register(cmd)
-	cmd.Flags().StringVar(&profilePath, "profile", "", "the profile the run ran (required; - for stdin)")
+	cmd.Flags().StringVar(&profilePath, "profile", "", "the profile the run ran, checked against the one its record holds (needed only for a run recorded without it; - for stdin)")
 	cmd.Flags().StringVar(&sr.seatsPath, "seats", "", "the JSON file naming each stage's provider, as for agentrt run --seats (required)")
 	cmd.Flags().StringVar(&sr.expect, "expect", "", "deliver only if the result contains this text")
 	cmd.Flags().DurationVar(&sr.lease, "lease", kernel.DefaultLeaseTTL, "how long the resumed run stays running if this process dies or stalls")
