@@ -62,8 +62,9 @@ const (
 // run (bounded by 30 s).
 type StoreError struct {
 	RunID string
-	// Op names the call: "create", "record", "end"; a retained run's
-	// also "read" (its record) and "cancel" (binding a cancel operation).
+	// Op names the call: "create", "record", "end"; "read" for reading
+	// the run (ResumeSeated, a retained run's record); "cancel" for
+	// binding a retained run's cancel operation.
 	Op  string
 	Err error
 }

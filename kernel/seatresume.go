@@ -55,8 +55,16 @@ func ResumeSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error)
 	if err != nil {
 		return nil, err
 	}
-	prior, err := req.Store.GetRun(ctx, req.RunID)
+	// The reads before the resumption is recorded are bounded like its
+	// create, by the lease: a store that stopped answering does not hold
+	// a caller without a deadline.
+	rctx, cancelRead := context.WithTimeout(ctx, lo.LeaseTTL)
+	defer cancelRead()
+	prior, err := req.Store.GetRun(rctx, req.RunID)
 	if err != nil {
+		if ctx.Err() == nil && !errors.Is(err, store.ErrNotFound) {
+			err = &StoreError{RunID: req.RunID, Op: "read", Err: err}
+		}
 		return nil, fmt.Errorf("kernel: reading seated run %s: %w", req.RunID, err)
 	}
 	if prior.Kind != KindSeated {
@@ -104,7 +112,7 @@ func ResumeSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error)
 		if last.Stage >= len(req.Profile.Seats) {
 			return nil, &OptionsError{Field: "Profile", Problem: fmt.Sprintf("the run recorded stage %d; the profile has %d seats", last.Stage, len(req.Profile.Seats))}
 		}
-		if err := sameProfile(ctx, req, last.RunID); err != nil {
+		if err := sameProfile(rctx, req, last.RunID); err != nil {
 			return nil, err
 		}
 	}

@@ -280,7 +280,11 @@ did not or cannot be resumed, 2 for a usage error.`,
 				return err
 			}
 			defer s.Close()
-			prior, err := s.GetRun(ctx, args[0])
+			// Bounded like the resumption's own reads, by its lease: a
+			// store that stopped answering does not hold the command.
+			rctx, cancelRead := context.WithTimeout(ctx, sr.lease)
+			prior, err := s.GetRun(rctx, args[0])
+			cancelRead()
 			if errors.Is(err, store.ErrNotFound) {
 				return &exitError{code: ExitFailed, err: fmt.Errorf("no run %s in %s (agentrt runs list lists its runs; give the store the run was recorded in with --db or --database)", args[0], sf.describe())}
 			}
