@@ -282,7 +282,11 @@ did not or cannot be resumed, 2 for a usage error.`,
 			defer s.Close()
 			// Bounded like the resumption's own reads, by its lease: a
 			// store that stopped answering does not hold the command.
-			rctx, cancelRead := context.WithTimeout(ctx, sr.lease)
+			bound := sr.lease
+			if bound <= 0 {
+				bound = kernel.DefaultLeaseTTL
+			}
+			rctx, cancelRead := context.WithTimeout(ctx, bound)
 			prior, err := s.GetRun(rctx, args[0])
 			cancelRead()
 			if errors.Is(err, store.ErrNotFound) {
