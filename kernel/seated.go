@@ -63,6 +63,10 @@ type SeatedRequest struct {
 	// Accounts resolve each stage's.
 	Request
 	Accounts AccountManager
+	// ProfileSource, optional, says where the caller read Profile (the
+	// CLI: the profile file's absolute path), recorded so that a process
+	// resuming the run can read it again; it must name no account.
+	ProfileSource string
 }
 
 // StageAttempt is one seat stage a seated run tried, and how it ended.
@@ -125,54 +129,23 @@ type SeatedRecord struct {
 	Terminal *Terminal `json:"terminal,omitzero"`
 	// CancelRequested is a cancel request another process recorded.
 	CancelRequested *CancelRequest `json:"cancelRequested,omitzero"`
-	// Profile is the authored profile the run runs (its validated
-	// value), so that resuming it needs no copy of it: a profile holds
-	// no secret, only references to secrets held elsewhere (the profile
-	// schema refuses a credential-bearing name with a public value).
-	// ProfileDigest is its identity. Both are absent from a run recorded
-	// before seated runs kept their profile.
-	Profile       *canonjson.Value `json:"profile,omitzero"`
-	ProfileDigest string           `json:"profileDigest,omitzero"`
+	// ProfileDigest is the identity of the authored profile the run
+	// runs: a resumption with another profile is refused. The profile
+	// itself is never recorded — its seat selectors name accounts, which
+	// agentrt never records — only ProfileSource, where the caller read
+	// it, so a resumption can read it again and check it against this
+	// digest. Both are absent from a run recorded before they were.
+	ProfileDigest string `json:"profileDigest,omitzero"`
+	ProfileSource string `json:"profileSource,omitzero"`
 }
 
-// ErrNoRecordedProfile: a seated run's record holds no profile (it was
-// recorded before seated runs kept theirs); give the profile it ran.
-var ErrNoRecordedProfile = errors.New("kernel: the seated run's record holds no profile")
-
-// RecordedProfile returns the profile the seated run ran, validated, and
-// checks it against its recorded identity: a record whose profile does
-// not digest to ProfileDigest is refused, never run. ErrNoRecordedProfile
-// when the record holds none.
-func (r *SeatedRecord) RecordedProfile() (*profile.Profile, error) {
-	if r.Profile == nil {
-		return nil, ErrNoRecordedProfile
-	}
-	p, err := profile.FromValue(*r.Profile)
-	if err != nil {
-		return nil, fmt.Errorf("kernel: the seated run's recorded profile is not a valid profile: %w", err)
-	}
+// authoredDigest is p's identity, as a seated record keeps it.
+func authoredDigest(p *profile.Profile) (string, error) {
 	d, err := profile.Digest(p)
 	if err != nil {
-		return nil, fmt.Errorf("kernel: the seated run's recorded profile has no identity: %w", err)
+		return "", &OptionsError{Field: "Profile", Problem: "the profile has no identity: " + err.Error()}
 	}
-	if d != r.ProfileDigest {
-		return nil, fmt.Errorf("kernel: the seated run's recorded profile is %s, but its record names %s", d, r.ProfileDigest)
-	}
-	return p, nil
-}
-
-// authoredProfile is p's validated value and identity, as a seated
-// record keeps them.
-func authoredProfile(p *profile.Profile) (*canonjson.Value, string, error) {
-	v, err := p.Value()
-	if err != nil {
-		return nil, "", &OptionsError{Field: "Profile", Problem: "the profile is not valid: " + err.Error()}
-	}
-	d, err := profile.DigestValue(v)
-	if err != nil {
-		return nil, "", &OptionsError{Field: "Profile", Problem: "the profile has no identity: " + err.Error()}
-	}
-	return &v, d, nil
+	return d, nil
 }
 
 // DecodeSeatedRecord reads a seated run's document.
@@ -232,9 +205,10 @@ func ExecuteSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	rec := SeatedRecord{Task: req.Task, Stages: []StageAttempt{}}
-	if rec.Profile, rec.ProfileDigest, err = authoredProfile(req.Profile); err != nil {
+	if rec.ProfileDigest, err = authoredDigest(req.Profile); err != nil {
 		return nil, err
 	}
+	rec.ProfileSource = req.ProfileSource
 	if d, ok := ctx.Deadline(); ok {
 		ms := d.UnixMilli()
 		rec.DeadlineUnixMs = &ms

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,9 +23,9 @@ const maxResumptions = 64
 // ResumeSeated resumes a seated run whose process died (spec runtime
 // §5: the run reads interrupted once its lease lapsed) from any process
 // sharing its store: req names the interrupted run (RunID) with the same
-// profile, task and account manager. The run's record holds the profile
-// it ran (SeatedRecord.RecordedProfile); another profile is refused (an
-// *OptionsError naming both identities). The interrupted record stays as it
+// profile, task and account manager. The run's record holds the
+// profile's identity (SeatedRecord.ProfileDigest); another profile is
+// refused (an *OptionsError naming both identities). The interrupted record stays as it
 // is — the truth that its process died — and the resumption is recorded
 // as a new seated run, RunID.resume-N (ResumeOf names the original),
 // whose stages open with those already tried. The chain goes on after
@@ -86,12 +87,12 @@ func ResumeSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error)
 	} else if req.Task != rec.Task {
 		return nil, &OptionsError{Field: "Task", Problem: "the task differs from the interrupted run's; resume it with the same task"}
 	}
-	authored, digest, err := authoredProfile(req.Profile)
+	digest, err := authoredDigest(req.Profile)
 	if err != nil {
 		return nil, err
 	}
 	if rec.ProfileDigest != "" && rec.ProfileDigest != digest {
-		return nil, &OptionsError{Field: "Profile", Problem: fmt.Sprintf("the interrupted run ran profile %s, not %s; resume it with the same profile, which its record holds", rec.ProfileDigest, digest)}
+		return nil, &OptionsError{Field: "Profile", Problem: fmt.Sprintf("the interrupted run ran profile %s, not %s; resume it with the same profile", rec.ProfileDigest, digest)}
 	}
 	k0, left := req.Stage, (*StageAttempt)(nil)
 	if n := len(rec.Stages); n > 0 {
@@ -124,7 +125,7 @@ func ResumeSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error)
 		defer stop()
 	}
 	next := SeatedRecord{Task: rec.Task, Stages: append([]StageAttempt{}, rec.Stages...), DeadlineUnixMs: rec.DeadlineUnixMs, ResumeOf: req.RunID,
-		Profile: authored, ProfileDigest: digest}
+		ProfileDigest: digest, ProfileSource: cmp.Or(req.ProfileSource, rec.ProfileSource)}
 	var l *life
 	for n := 1; ; n++ {
 		if n > maxResumptions {

@@ -15,11 +15,13 @@ import (
 	"github.com/agentrt/agentrt/store/sqlite"
 )
 
-// RG-11, PRF-11: a seated run's record holds the profile it ran, so
-// agentrt runs resume RUN --seats FILE goes on without --profile. A
-// --profile that is another profile is refused, naming both digests; the
-// same one is accepted; a record made before seated runs kept their
-// profile asks for --profile (a usage error), never guesses.
+// RG-11, PRF-11: a seated run's record holds the identity of the profile
+// it ran and the file it was read from — never the profile, whose seats
+// name accounts — so agentrt runs resume RUN --seats FILE goes on without
+// --profile, reading that file again. A --profile that is another profile
+// is refused, naming the recorded digest; the same one is accepted; a
+// file changed since is refused saying so; a record naming no file asks
+// for --profile (a usage error), never guesses.
 func TestRunsResumeUsesTheRecordedProfile(t *testing.T) {
 	dir := t.TempDir()
 	// The seats file names the scripts by paths relative to itself.
@@ -68,17 +70,20 @@ func TestRunsResumeUsesTheRecordedProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Profile == nil || rec.ProfileDigest != want {
-		t.Fatalf("the seated run recorded profile %q (document %v); want %s", rec.ProfileDigest, rec.Profile != nil, want)
+	if rec.ProfileDigest != want || rec.ProfileSource != prof {
+		t.Fatalf("the seated run recorded profile %q from %q; want %s from %s", rec.ProfileDigest, rec.ProfileSource, want, prof)
+	}
+	if doc := string(canonjson.Marshal(done.Doc)); strings.Contains(doc, "acct-alpha") || strings.Contains(doc, "acct-bravo") {
+		t.Errorf("the seated record names an account:\n%s", doc)
 	}
 	// died is the same run as its process left it had it died after
 	// stage 0's refusal: interrupted, stage 0 recorded. keep says whether
-	// its record keeps the profile (one made before seated runs did not).
+	// its record names the profile's file (one read from stdin does not).
 	died := func(name string, keep bool) string {
 		r := *rec
 		r.Stages, r.Terminal = r.Stages[:1], nil
 		if !keep {
-			r.Profile, r.ProfileDigest = nil, ""
+			r.ProfileSource = ""
 		}
 		doc, err := canonjson.ToValue(r)
 		if err != nil {
@@ -122,7 +127,19 @@ func TestRunsResumeUsesTheRecordedProfile(t *testing.T) {
 			t.Error("a refused resumption was recorded")
 		}
 	})
-	t.Run("a record without its profile", func(t *testing.T) {
+	t.Run("a profile file changed since", func(t *testing.T) {
+		run4 := died("died-4", true)
+		changed := strings.Replace(seatedProfile, `"name":"writer"`, `"name":"rewriter"`, 1)
+		if err := os.WriteFile(prof, []byte(changed), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		defer os.WriteFile(prof, []byte(seatedProfile), 0o600)
+		out, errOut, code := run(t, "", "runs", "resume", run4, "--seats", seats, "--db", db)
+		if code != 1 || !strings.Contains(errOut, "has changed since") || !strings.Contains(errOut, "--profile") {
+			t.Fatalf("resume after the profile file changed: exit %d; want 1 saying so\n%s%s", code, out, errOut)
+		}
+	})
+	t.Run("a record without its profile file", func(t *testing.T) {
 		old := died("died-old", false)
 		out, errOut, code := run(t, "", "runs", "resume", old, "--seats", seats, "--db", db)
 		if code != 2 || !strings.Contains(errOut, "--profile is required") {

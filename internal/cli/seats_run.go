@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -23,9 +24,12 @@ var seatedFlagsRefused = []string{"provider", "script", "base-url", "openai-api"
 // seatedRun is what a seated run command needs besides its profile.
 type seatedRun struct {
 	seatsPath, task, expect string
-	stage                   int
-	lease                   time.Duration
-	asJSON, quiet           bool
+	// profileSource is the profile file's absolute path, recorded so
+	// that runs resume can read it again; "" for stdin.
+	profileSource string
+	stage         int
+	lease         time.Duration
+	asJSON, quiet bool
 }
 
 // checkSeatedFlags refuses the flags that pick one provider.
@@ -70,7 +74,8 @@ func runSeated(ctx context.Context, stdio IO, sr seatedRun, p *profile.Profile, 
 		fmt.Fprintf(stdio.Err, "seated run %s: %d stages from stage %d (resume it with agentrt runs resume %s if this process dies)\n", id, len(p.Seats)-sr.stage, sr.stage, id)
 	}
 	res, runErr := kernel.ExecuteSeated(ctx, kernel.SeatedRequest{Accounts: m, Request: kernel.Request{
-		RunID: id, Profile: p, Task: sr.task, Store: s, Check: expectCheck(sr.expect), Stage: sr.stage, LeaseTTL: sr.lease}})
+		RunID: id, Profile: p, Task: sr.task, Store: s, Check: expectCheck(sr.expect), Stage: sr.stage, LeaseTTL: sr.lease},
+		ProfileSource: sr.profileSource})
 	return reportSeated(ctx, stdio, sr, s, res, runErr, where)
 }
 
@@ -199,6 +204,11 @@ func runSeatedCmd(ctx context.Context, stdio IO, sf storeFlags, path string, sr 
 	if err != nil {
 		return err
 	}
+	if path != "-" {
+		if abs, err := filepath.Abs(path); err == nil {
+			sr.profileSource = abs
+		}
+	}
 	m, err := openSeated(stdio, sr, p)
 	if err != nil {
 		// Refused before the store is opened: nothing is recorded.
@@ -217,20 +227,25 @@ func runSeatedCmd(ctx context.Context, stdio IO, sf storeFlags, path string, sr 
 	return runSeated(ctx, stdio, sr, p, m, s, sf.describe())
 }
 
-// recordedProfile is the profile a seated run's record holds: a usage
-// error naming --profile when the record holds none, a failure when the
-// record's profile is not the one it names.
-func recordedProfile(id string, prior store.Run) (*profile.Profile, error) {
+// recordedProfile reads the profile a seated run ran from where its
+// record says it was read, and checks it is that profile: a usage error
+// naming --profile when the record names no source, a failure saying so
+// when the file is gone or changed.
+func recordedProfile(stdio IO, id string, prior store.Run, asJSON bool) (*profile.Profile, error) {
 	rec, err := kernel.DecodeSeatedRecord(prior.Doc)
 	if err != nil {
 		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("run %s: %w", id, err)}
 	}
-	p, err := rec.RecordedProfile()
-	if errors.Is(err, kernel.ErrNoRecordedProfile) {
-		return nil, usage("--profile is required: run %s was recorded before seated runs kept their profile; give the profile it ran", id)
+	if rec.ProfileSource == "" || rec.ProfileDigest == "" {
+		return nil, usage("--profile is required: run %s recorded no profile file to read again (its profile came from stdin, or it was recorded before runs kept it); give the profile it ran", id)
 	}
+	p, err := loadProfile(stdio, rec.ProfileSource, asJSON)
 	if err != nil {
-		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("run %s: %w; give the profile it ran with --profile", id, err)}
+		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("run %s ran the profile %s, which cannot be read again (%v); give the profile it ran with --profile", id, rec.ProfileSource, err)}
+	}
+	d, err := profile.Digest(p)
+	if err != nil || d != rec.ProfileDigest {
+		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("run %s ran profile %s from %s, which has changed since (it is now %s); give the profile it ran with --profile", id, rec.ProfileDigest, rec.ProfileSource, d)}
 	}
 	return p, nil
 }
@@ -253,9 +268,13 @@ one), the stage continues the same native session in the same environment
 when its provider proves continuity; otherwise it starts fresh, and the
 summary says why.
 
-The run's record holds the profile it ran, so --profile is needed only for a
-run recorded before seated runs kept their profile; when given, PROFILE must
-be the profile RUN ran (the same digest), else the resumption is refused.
+The run's record holds the identity of the profile it ran and the file it was
+read from (never the profile itself: its seats name accounts, which are never
+recorded), so without --profile the profile is read again from that file and
+must still be the one RUN ran. --profile is needed when the profile came from
+stdin, the file moved or changed, or the run was recorded before runs kept
+it; when given, PROFILE must be the profile RUN ran (the same digest), else
+the resumption is refused.
 ACCOUNTS.json names each stage's provider as for agentrt run --seats. A run
 still held by a live process's lease, a run that ended, or another profile is
 refused with what to do.
@@ -299,9 +318,10 @@ did not or cannot be resumed, 2 for a usage error.`,
 				return &exitError{code: ExitFailed, err: fmt.Errorf("run %s is a %s run, not a seated one: only a run started with agentrt run --seats can be resumed", args[0], prior.Kind)}
 			}
 			if p == nil {
-				// The profile the run ran, as its record holds it; a
-				// given --profile is checked against it by the resumption.
-				if p, err = recordedProfile(args[0], prior); err != nil {
+				// The profile the run ran, read again from where its
+				// record says; a given --profile is checked against the
+				// recorded identity by the resumption.
+				if p, err = recordedProfile(stdio, args[0], prior, sr.asJSON); err != nil {
 					return err
 				}
 			}
@@ -323,7 +343,7 @@ did not or cannot be resumed, 2 for a usage error.`,
 		},
 	}
 	sf.register(cmd)
-	cmd.Flags().StringVar(&profilePath, "profile", "", "the profile the run ran, checked against the one its record holds (needed only for a run recorded without it; - for stdin)")
+	cmd.Flags().StringVar(&profilePath, "profile", "", "the profile the run ran, checked against its recorded identity (default: the file the run read it from; - for stdin)")
 	cmd.Flags().StringVar(&sr.seatsPath, "seats", "", "the JSON file naming each stage's provider, as for agentrt run --seats (required)")
 	cmd.Flags().StringVar(&sr.expect, "expect", "", "deliver only if the result contains this text")
 	cmd.Flags().DurationVar(&sr.lease, "lease", kernel.DefaultLeaseTTL, "how long the resumed run stays running if this process dies or stalls")
