@@ -46,7 +46,9 @@
 // ReasonStoreFailed): a record write that fails mid-run fails the run,
 // and a terminal write that does not land within the cleanup window
 // returns the run interrupted, as readers see it once its lease lapses
-// — never completed.
+// — never completed. Every front door (Execute, RunToolLoop, Rounds,
+// RuntimeRun.Complete, ExecuteSeated, ResumeSeated) reports that
+// unrecorded end with the same *RunError.
 //
 // # What is recorded
 //

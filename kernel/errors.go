@@ -58,15 +58,19 @@ const (
 // an event, its document or ledger mid-run, or its terminal state
 // (bounded by the cleanup timeout). The run's front door returns it
 // (for "create": nothing else was done) or a *RunError caused by it.
+// Package retained returns it too, for every store call of a retained
+// run (bounded by 30 s).
 type StoreError struct {
 	RunID string
-	// Op names the write: "create", "record", "end".
+	// Op names the call: "create", "record", "end"; "read" for reading
+	// the run (ResumeSeated, a retained run's record); "cancel" for
+	// binding a retained run's cancel operation.
 	Op  string
 	Err error
 }
 
 func (e *StoreError) Error() string {
-	return fmt.Sprintf("kernel: the store did not record run %s (%s): %v; it must answer again before the run can be read or run again", e.RunID, e.Op, e.Err)
+	return fmt.Sprintf("kernel: the store failed or did not answer for run %s (%s): %v; it must answer again before the run can be read or run again", e.RunID, e.Op, e.Err)
 }
 
 // Unwrap returns the store's error.

@@ -760,9 +760,11 @@ func (x *execution) lost(lost *LeaseLostError) {
 // readers will see: interrupted once its lease, no longer renewed,
 // lapses — never the completion this process could not record.
 func (x *execution) endUnrecorded(err error) {
-	cause := &StoreError{RunID: x.req.RunID, Op: "end", Err: err}
-	x.runErr = &RunError{RunID: x.req.RunID, Status: store.StatusInterrupted, Reason: ReasonStoreFailed,
-		Detail: fmt.Sprintf("the store did not record the run's end as %s: %v", x.res.Status, err), Cause: cause}
+	re, ok := errors.AsType[*RunError](err)
+	if !ok {
+		re = unrecordedEnd(x.req.RunID, x.res.Status, err)
+	}
+	x.runErr = re
 	x.res.Status, x.res.Reason, x.res.Detail = store.StatusInterrupted, ReasonStoreFailed, x.runErr.Detail
 	x.res.Delivered, x.res.Verdict = false, nil
 }

@@ -312,9 +312,22 @@ func (l *life) end(status store.Status, doc func(lost *LeaseLostError) canonjson
 		if l.leaseLost() != nil {
 			return store.Run{}, l.recordLost(doc)
 		}
-		return store.Run{}, fmt.Errorf("kernel: recording the end of run %s: %w", l.fence.RunID, err)
+		return store.Run{}, unrecordedEnd(l.fence.RunID, status, err)
 	}
 	return ended, nil
+}
+
+// unrecordedEnd is the error of a run whose terminal write failed (the
+// store failed or did not answer within the cleanup window): interrupted,
+// since that is what readers see once its lease, no longer renewed,
+// lapses, never the status reached that this process could not record;
+// ReasonStoreFailed, caused by a *StoreError of Op "end". It is the one
+// owner of that rule: every front door (Execute, RunToolLoop, Rounds,
+// RuntimeRun.Complete, ExecuteSeated, ResumeSeated) returns it as is.
+func unrecordedEnd(runID string, reached store.Status, err error) *RunError {
+	return &RunError{RunID: runID, Status: store.StatusInterrupted, Reason: ReasonStoreFailed,
+		Detail: fmt.Sprintf("the store did not record the run's end as %s: %v", reached, err),
+		Cause:  &StoreError{RunID: runID, Op: "end", Err: err}}
 }
 
 // recordLost records a run whose lease was lost as interrupted, where

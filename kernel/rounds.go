@@ -623,6 +623,11 @@ func (r *rounds[T, O]) finish(ctx context.Context, loopErr error) (*RoundsResult
 	if lost, ok := errors.AsType[*LeaseLostError](docErr); ok {
 		return res, &RunError{RunID: res.RunID, Status: store.StatusInterrupted, Reason: ReasonLeaseLost, Detail: lost.Error(), Cause: lost}
 	}
+	if re, ok := errors.AsType[*RunError](docErr); ok {
+		// The end is unrecorded: the rounds read interrupted once their
+		// lease lapses, whatever they reached.
+		return res, re
+	}
 	if docErr != nil {
 		err = errors.Join(err, docErr)
 	}

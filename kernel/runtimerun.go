@@ -294,7 +294,9 @@ func (r *RuntimeRun) costLocked() RuntimeCost {
 // live status, an *OptionsError. With a Store the closing ledger entry
 // and the terminal record are written before it returns; if this
 // process lost the run's lease meanwhile, the run is interrupted and
-// Complete returns a *RunError with ReasonLeaseLost.
+// Complete returns a *RunError with ReasonLeaseLost; if the store did not
+// record the end, it is interrupted and the *RunError has
+// ReasonStoreFailed (its cause a *StoreError).
 func (r *RuntimeRun) Complete(c RuntimeCompletion) error {
 	switch c.Status {
 	case store.StatusCompleted, store.StatusFailed, store.StatusCancelled:
@@ -350,6 +352,13 @@ func (r *RuntimeRun) Complete(c RuntimeCompletion) error {
 		r.status = store.StatusInterrupted
 		r.mu.Unlock()
 		return &RunError{RunID: r.opts.RunID, Status: store.StatusInterrupted, Reason: ReasonLeaseLost, Detail: lost.Error(), Cause: lost}
+	}
+	if err != nil {
+		// The end is unrecorded (a *RunError with ReasonStoreFailed): the
+		// run reads interrupted once its lease lapses.
+		r.mu.Lock()
+		r.status = store.StatusInterrupted
+		r.mu.Unlock()
 	}
 	return err
 }

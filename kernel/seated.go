@@ -63,6 +63,10 @@ type SeatedRequest struct {
 	// Accounts resolve each stage's.
 	Request
 	Accounts AccountManager
+	// ProfileSource, optional, says where the caller read Profile (the
+	// CLI: the profile file's absolute path), recorded so that a process
+	// resuming the run can read it again; it must name no account.
+	ProfileSource string
 }
 
 // StageAttempt is one seat stage a seated run tried, and how it ended.
@@ -125,6 +129,23 @@ type SeatedRecord struct {
 	Terminal *Terminal `json:"terminal,omitzero"`
 	// CancelRequested is a cancel request another process recorded.
 	CancelRequested *CancelRequest `json:"cancelRequested,omitzero"`
+	// ProfileDigest is the identity of the authored profile the run
+	// runs: a resumption with another profile is refused. The profile
+	// itself is never recorded — its seat selectors name accounts, which
+	// agentrt never records — only ProfileSource, where the caller read
+	// it, so a resumption can read it again and check it against this
+	// digest. Both are absent from a run recorded before they were.
+	ProfileDigest string `json:"profileDigest,omitzero"`
+	ProfileSource string `json:"profileSource,omitzero"`
+}
+
+// authoredDigest is p's identity, as a seated record keeps it.
+func authoredDigest(p *profile.Profile) (string, error) {
+	d, err := profile.Digest(p)
+	if err != nil {
+		return "", &OptionsError{Field: "Profile", Problem: "the profile has no identity: " + err.Error()}
+	}
+	return d, nil
 }
 
 // DecodeSeatedRecord reads a seated run's document.
@@ -184,6 +205,10 @@ func ExecuteSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	rec := SeatedRecord{Task: req.Task, Stages: []StageAttempt{}}
+	if rec.ProfileDigest, err = authoredDigest(req.Profile); err != nil {
+		return nil, err
+	}
+	rec.ProfileSource = req.ProfileSource
 	if d, ok := ctx.Deadline(); ok {
 		ms := d.UnixMilli()
 		rec.DeadlineUnixMs = &ms

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,7 +23,9 @@ const maxResumptions = 64
 // ResumeSeated resumes a seated run whose process died (spec runtime
 // §5: the run reads interrupted once its lease lapsed) from any process
 // sharing its store: req names the interrupted run (RunID) with the same
-// profile, task and account manager. The interrupted record stays as it
+// profile, task and account manager. The run's record holds the
+// profile's identity (SeatedRecord.ProfileDigest); another profile is
+// refused (an *OptionsError naming both identities). The interrupted record stays as it
 // is — the truth that its process died — and the resumption is recorded
 // as a new seated run, RunID.resume-N (ResumeOf names the original),
 // whose stages open with those already tried. The chain goes on after
@@ -53,8 +56,16 @@ func ResumeSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error)
 	if err != nil {
 		return nil, err
 	}
-	prior, err := req.Store.GetRun(ctx, req.RunID)
+	// The reads before the resumption is recorded are bounded like its
+	// create, by the lease: a store that stopped answering does not hold
+	// a caller without a deadline.
+	rctx, cancelRead := context.WithTimeout(ctx, lo.LeaseTTL)
+	defer cancelRead()
+	prior, err := req.Store.GetRun(rctx, req.RunID)
 	if err != nil {
+		if ctx.Err() == nil && !errors.Is(err, store.ErrNotFound) {
+			err = &StoreError{RunID: req.RunID, Op: "read", Err: err}
+		}
 		return nil, fmt.Errorf("kernel: reading seated run %s: %w", req.RunID, err)
 	}
 	if prior.Kind != KindSeated {
@@ -76,6 +87,13 @@ func ResumeSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error)
 	} else if req.Task != rec.Task {
 		return nil, &OptionsError{Field: "Task", Problem: "the task differs from the interrupted run's; resume it with the same task"}
 	}
+	digest, err := authoredDigest(req.Profile)
+	if err != nil {
+		return nil, err
+	}
+	if rec.ProfileDigest != "" && rec.ProfileDigest != digest {
+		return nil, &OptionsError{Field: "Profile", Problem: fmt.Sprintf("the interrupted run ran profile %s, not %s; resume it with the same profile", rec.ProfileDigest, digest)}
+	}
 	k0, left := req.Stage, (*StageAttempt)(nil)
 	if n := len(rec.Stages); n > 0 {
 		last := rec.Stages[n-1]
@@ -95,7 +113,7 @@ func ResumeSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error)
 		if last.Stage >= len(req.Profile.Seats) {
 			return nil, &OptionsError{Field: "Profile", Problem: fmt.Sprintf("the run recorded stage %d; the profile has %d seats", last.Stage, len(req.Profile.Seats))}
 		}
-		if err := sameProfile(ctx, req, last.RunID); err != nil {
+		if err := sameProfile(rctx, req, last.RunID); err != nil {
 			return nil, err
 		}
 	}
@@ -106,7 +124,8 @@ func ResumeSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error)
 		ctx, stop = context.WithDeadline(ctx, time.UnixMilli(*rec.DeadlineUnixMs))
 		defer stop()
 	}
-	next := SeatedRecord{Task: rec.Task, Stages: append([]StageAttempt{}, rec.Stages...), DeadlineUnixMs: rec.DeadlineUnixMs, ResumeOf: req.RunID}
+	next := SeatedRecord{Task: rec.Task, Stages: append([]StageAttempt{}, rec.Stages...), DeadlineUnixMs: rec.DeadlineUnixMs, ResumeOf: req.RunID,
+		ProfileDigest: digest, ProfileSource: cmp.Or(req.ProfileSource, rec.ProfileSource)}
 	var l *life
 	for n := 1; ; n++ {
 		if n > maxResumptions {

@@ -257,6 +257,12 @@ func (r *loopRecorder) end() error {
 		if lost, ok := errors.AsType[*LeaseLostError](err); ok {
 			return lost
 		}
+		if re, ok := errors.AsType[*RunError](err); ok {
+			// The end is unrecorded: readers will see the loop
+			// interrupted, whatever it reached.
+			l.runErr = re
+			return re
+		}
 		errs = append(errs, err)
 	}
 	if lost := r.life.leaseLost(); lost != nil {

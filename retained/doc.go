@@ -41,4 +41,11 @@
 // anchor is checked, never silently skipped), the result, answers
 // interactions and cancels with an operation id whose effect the provider
 // applies once. An outcome the provider does not prove stays unknown.
+//
+// Every store call — admission, recovery, and each the handle makes —
+// is bounded by 30 s even for a caller without a deadline; a store that
+// fails or does not answer is a *kernel.StoreError naming the run and
+// the call. The handle's events end when the caller's context does
+// (within EventsGrace, whatever the provider's stream does) with an
+// *EventsStoppedError carrying the cursor to resume from.
 package retained

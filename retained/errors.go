@@ -86,3 +86,25 @@ func (e *ReplayError) Error() string {
 
 // Is makes errors.Is(err, ErrReplay) match.
 func (e *ReplayError) Is(target error) bool { return target == ErrReplay }
+
+// EventsStoppedError ends a reading of a run's events (Run.Events) whose
+// context ended before the run's stream did: the run goes on, only this
+// reading stopped. After is the cursor of the last event delivered;
+// Events(ctx, After) with a live context resumes exactly there. It
+// unwraps to the context's error, so errors.Is(err,
+// context.DeadlineExceeded) or context.Canceled tells which.
+type EventsStoppedError struct {
+	// RunID is the provider's run id.
+	RunID string
+	// After resumes after the last event delivered.
+	After Cursor
+	// Err is the context's error.
+	Err error
+}
+
+func (e *EventsStoppedError) Error() string {
+	return fmt.Sprintf("retained: stopped reading the events of run %s after sequence %d (resume from that cursor): %v", e.RunID, e.After.Sequence, e.Err)
+}
+
+// Unwrap returns the context's error.
+func (e *EventsStoppedError) Unwrap() error { return e.Err }

@@ -150,16 +150,18 @@ func decodeDocument(r store.Run) (*document, error) {
 	return &d, nil
 }
 
-// Load reads a retained run's admission records from the run store.
+// Load reads a retained run's admission records from the run store. A
+// store that fails or does not answer within 30 s is a
+// *kernel.StoreError (Op "read").
 func Load(ctx context.Context, s store.Store, id string) (*Record, error) {
-	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	cctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
-	r, err := s.GetRun(ctx, id)
+	r, err := s.GetRun(cctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %s", ErrNoRecord, id)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("retained: reading run %s: %w", id, err)
+		return nil, storeFailure(ctx, id, "read", err)
 	}
 	return FromRun(r)
 }

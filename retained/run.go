@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/internal/boundediter"
 	"github.com/agentrt/agentrt/store"
 )
 
@@ -92,7 +93,10 @@ const (
 )
 
 // Status observes the run's status once. A terminal status is also
-// written to the run record, so store readers see how the run ended.
+// written to the run record, so store readers see how the run ended;
+// when the store fails or does not answer within 30 s, the snapshot is
+// returned with a *kernel.StoreError (Op "end"): the status is true, its
+// record is not made.
 func (r *Run) Status(ctx context.Context) (Snapshot, error) {
 	return r.StatusWait(ctx, 0)
 }
@@ -148,12 +152,13 @@ func (r *Run) observe(ctx context.Context) (Snapshot, error) {
 	if st.Terminal() {
 		snap.Effect = contract.EffectNotLive
 	}
-	r.settle(ctx, st)
-	return snap, nil
+	return snap, r.settle(ctx, st)
 }
 
-// settle writes a terminal session status to the run record, once.
-func (r *Run) settle(ctx context.Context, st contract.SessionStatus) {
+// settle writes a terminal session status to the run record, once,
+// within storeTimeout: a store that fails or does not answer is a
+// *kernel.StoreError.
+func (r *Run) settle(ctx context.Context, st contract.SessionStatus) error {
 	var final store.Status
 	switch st {
 	case contract.SessionCompleted:
@@ -163,18 +168,22 @@ func (r *Run) settle(ctx context.Context, st contract.SessionStatus) {
 	case contract.SessionCancelled:
 		final = store.StatusCancelled
 	default:
-		return
+		return nil
 	}
-	_, err := r.store.UpdateRun(ctx, r.ref.Record, func(run *store.Run) error {
+	cctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	_, err := r.store.UpdateRun(cctx, r.ref.Record, func(run *store.Run) error {
 		if run.Status.Terminal() {
 			return errSettled
 		}
 		run.Status = final
 		return nil
 	})
-	if err != nil && !errors.Is(err, errSettled) {
-		r.log.WarnContext(ctx, "retained: could not record the run's end", "run", r.ref.Record, "status", final, "error", err)
+	if err == nil || errors.Is(err, errSettled) {
+		return nil
 	}
+	r.log.WarnContext(ctx, "retained: could not record the run's end", "run", r.ref.Record, "status", final, "error", err)
+	return storeFailure(ctx, r.ref.Record, "end", err)
 }
 
 var errSettled = errors.New("already settled")
@@ -205,6 +214,11 @@ func (e Event) After() Cursor { return Cursor{Cursor: e.Cursor, Sequence: e.Sequ
 // have id after.Cursor, and the replay must reach it; otherwise a
 // *ReplayError ends the stream and nothing is silently skipped. An event
 // without an id, or repeating one, is a *ReplayError too.
+//
+// The stream ends when ctx does, even if the provider's does not: within
+// EventsGrace an *EventsStoppedError ends it, naming the cursor to resume
+// from, and a provider's stream that returns once ctx ended is never
+// taken for the run's end.
 func (r *Run) Events(ctx context.Context, after Cursor) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if after.Sequence < 0 || (after.Sequence == 0) != (after.Cursor == "") {
@@ -213,7 +227,18 @@ func (r *Run) Events(ctx context.Context, after Cursor) iter.Seq2[Event, error] 
 		}
 		seen := map[string]bool{}
 		var seq int64
-		for ev, err := range r.session.Events(ctx, "", r.ref.Run.ExecutionID) {
+		last := after
+		stopped := func() bool {
+			if ctx.Err() == nil {
+				return false
+			}
+			yield(Event{}, &EventsStoppedError{RunID: r.ref.Run.RunID, After: last, Err: ctx.Err()})
+			return true
+		}
+		for ev, err := range boundediter.Seq2(ctx, r.session.Events(ctx, "", r.ref.Run.ExecutionID), EventsGrace) {
+			if stopped() {
+				return
+			}
 			if err != nil {
 				yield(Event{}, fmt.Errorf("retained: events of run %s: %w", r.ref.Run.RunID, err))
 				return
@@ -242,6 +267,10 @@ func (r *Run) Events(ctx context.Context, after Cursor) iter.Seq2[Event, error] 
 			if !yield(Event{Sequence: seq, Cursor: id, Event: ev}, nil) {
 				return
 			}
+			last = Cursor{Cursor: id, Sequence: seq}
+		}
+		if stopped() {
+			return
 		}
 		if seq < after.Sequence {
 			yield(Event{}, &ReplayError{Sequence: after.Sequence, Reason: fmt.Sprintf("the run ended after %d events, before the anchor", seq)})
@@ -249,14 +278,19 @@ func (r *Run) Events(ctx context.Context, after Cursor) iter.Seq2[Event, error] 
 	}
 }
 
-// Result waits for the run's result and records how it ended.
+// Result waits for the run's result and records how it ended. When the
+// store fails or does not answer within 30 s, the result is returned
+// with a *kernel.StoreError (Op "end"): the run ended, its record does
+// not say so yet.
 func (r *Run) Result(ctx context.Context) (*contract.TurnResult, error) {
 	res, err := r.session.Result(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("retained: result of run %s: %w", r.ref.Run.RunID, err)
 	}
 	if st, ok, err := r.session.Status(ctx); err == nil && ok {
-		r.settle(ctx, st)
+		if err := r.settle(ctx, st); err != nil {
+			return res, err
+		}
 	}
 	return res, nil
 }
@@ -307,7 +341,9 @@ const cancelScope = "retained.cancel/"
 // Cancel cancels the run under an operation id. The operation id is bound
 // to the request's digest in the run store before the provider is asked:
 // a different request under a bound id is a conflict with no effect, in
-// any process. The provider's acknowledgement must answer exactly this
+// any process. The binding is bounded (30 s): a store that fails or does
+// not answer is a *kernel.StoreError, and nothing reaches the provider.
+// The provider's acknowledgement must answer exactly this
 // request; a failed or unmatched answer is an unknown outcome (returned
 // with an error), never a confirmed cancellation. Without a durable
 // cancellation contract Cancel is refused (ErrNoCancellation).
@@ -321,9 +357,12 @@ func (r *Run) Cancel(ctx context.Context, req CancelRequest) (CancelOutcome, err
 		return CancelOutcome{}, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	out := CancelOutcome{OperationID: creq.OperationID, RequestDigest: creq.RequestDigest}
-	existing, _, err := r.store.ClaimIdempotency(ctx, store.Idempotency{Scope: cancelScope + r.ref.Record, Key: creq.OperationID, RequestDigest: creq.RequestDigest})
+	cctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	existing, _, err := r.store.ClaimIdempotency(cctx, store.Idempotency{Scope: cancelScope + r.ref.Record, Key: creq.OperationID, RequestDigest: creq.RequestDigest})
+	cancel()
 	if err != nil {
-		return out, fmt.Errorf("retained: binding cancel operation %s: %w", creq.OperationID, err)
+		// Nothing reached the provider: the outcome is no cancellation.
+		return out, fmt.Errorf("retained: binding cancel operation %s: %w", creq.OperationID, storeFailure(ctx, r.ref.Record, "cancel", err))
 	}
 	if existing.RequestDigest != creq.RequestDigest {
 		d := existing.RequestDigest

@@ -404,13 +404,13 @@ func (a *admission) recordIntent(ctx context.Context) (*document, error) {
 		return doc, nil
 	}
 	if !errors.Is(err, store.ErrExists) {
-		return nil, fmt.Errorf("retained: recording the intent: %w", err)
+		return nil, storeFailure(ctx, a.intent.RunID, "record", err)
 	}
 	gctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	r, err := a.store.GetRun(gctx, a.intent.RunID)
 	cancel()
 	if err != nil {
-		return nil, fmt.Errorf("retained: reading run %s: %w", a.intent.RunID, err)
+		return nil, storeFailure(ctx, a.intent.RunID, "read", err)
 	}
 	prior, err := decodeDocument(r)
 	if err != nil {
@@ -428,14 +428,17 @@ func (a *admission) update(ctx context.Context, fn func(*document, *store.Run) e
 }
 
 func updateDocument(ctx context.Context, s store.Store, id string, fn func(*document, *store.Run) error) error {
-	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	cctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
-	_, err := s.UpdateRun(ctx, id, func(r *store.Run) error {
+	var refused error // fn's own refusal, returned as it is
+	_, err := s.UpdateRun(cctx, id, func(r *store.Run) error {
 		d, err := decodeDocument(*r)
 		if err != nil {
+			refused = err
 			return err
 		}
 		if err := fn(d, r); err != nil {
+			refused = err
 			return err
 		}
 		v, err := d.value()
@@ -445,10 +448,10 @@ func updateDocument(ctx context.Context, s store.Store, id string, fn func(*docu
 		r.Doc = v
 		return nil
 	})
-	if err != nil {
+	if err != nil && refused != nil && errors.Is(err, refused) {
 		return fmt.Errorf("retained: recording run %s: %w", id, err)
 	}
-	return nil
+	return storeFailure(ctx, id, "record", err)
 }
 
 // recordDispatched makes the dispatched record durable (and the record
@@ -504,11 +507,13 @@ func (a *admission) cleanUnrecorded(env contract.Environment) {
 // cleanupTimeout bounds the destruction of an unused environment.
 const cleanupTimeout = 30 * time.Second
 
-// storeTimeout bounds each store call that reads or writes an admission
-// record: a store that stops answering fails the start (or recovery)
-// rather than hold it, even for a caller that set no deadline. A record
-// write that timed out may still land; it is only ever read back, so
-// starting again with the same options continues from what is durable.
+// storeTimeout bounds each store call of a retained run — reading or
+// writing an admission record, and every call its handle (Run) makes:
+// a store that stops answering fails the start, the recovery or the
+// handle's method with a *kernel.StoreError rather than hold it, even
+// for a caller that set no deadline. A record write that timed out may
+// still land; it is only ever read back, so starting again with the
+// same options continues from what is durable.
 const storeTimeout = 30 * time.Second
 
 // checkRetainable refuses a provider (or, with env, an environment) that

@@ -108,8 +108,9 @@ holds no secret:
                     "tokenFile": "serve.token"},
               "2": {"provider": "scripted", "script": "script.json"}}}
 A stage that the file does not resolve, or whose key variable is unset, is
-refused before anything runs. agentrt runs resume RUN --profile PROFILE
---seats FILE goes on with a seated run whose process died.
+refused before anything runs. agentrt runs resume RUN --seats FILE goes on
+with a seated run whose process died (it reads the profile file the run
+recorded again).
 
 Exit status: 0 when the run completed and was delivered (with --enqueue: when
 it was submitted), 1 otherwise.`,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -23,9 +24,12 @@ var seatedFlagsRefused = []string{"provider", "script", "base-url", "openai-api"
 // seatedRun is what a seated run command needs besides its profile.
 type seatedRun struct {
 	seatsPath, task, expect string
-	stage                   int
-	lease                   time.Duration
-	asJSON, quiet           bool
+	// profileSource is the profile file's absolute path, recorded so
+	// that runs resume can read it again; "" for stdin.
+	profileSource string
+	stage         int
+	lease         time.Duration
+	asJSON, quiet bool
 }
 
 // checkSeatedFlags refuses the flags that pick one provider.
@@ -70,7 +74,8 @@ func runSeated(ctx context.Context, stdio IO, sr seatedRun, p *profile.Profile, 
 		fmt.Fprintf(stdio.Err, "seated run %s: %d stages from stage %d (resume it with agentrt runs resume %s if this process dies)\n", id, len(p.Seats)-sr.stage, sr.stage, id)
 	}
 	res, runErr := kernel.ExecuteSeated(ctx, kernel.SeatedRequest{Accounts: m, Request: kernel.Request{
-		RunID: id, Profile: p, Task: sr.task, Store: s, Check: expectCheck(sr.expect), Stage: sr.stage, LeaseTTL: sr.lease}})
+		RunID: id, Profile: p, Task: sr.task, Store: s, Check: expectCheck(sr.expect), Stage: sr.stage, LeaseTTL: sr.lease},
+		ProfileSource: sr.profileSource})
 	return reportSeated(ctx, stdio, sr, s, res, runErr, where)
 }
 
@@ -165,7 +170,7 @@ func printSeated(w io.Writer, res *kernel.SeatedResult, status store.Status, rea
 	fmt.Fprintf(w, "  recorded  in %s\n", where)
 	fmt.Fprintf(w, "  next      agentrt runs show %s\n", res.RunID)
 	if status == store.StatusInterrupted {
-		fmt.Fprintf(w, "            agentrt runs resume %s --profile PROFILE --seats %s (once its lease lapsed)\n", res.RunID, seatsPath)
+		fmt.Fprintf(w, "            agentrt runs resume %s --seats %s (once its lease lapsed)\n", res.RunID, seatsPath)
 	}
 }
 
@@ -199,6 +204,11 @@ func runSeatedCmd(ctx context.Context, stdio IO, sf storeFlags, path string, sr 
 	if err != nil {
 		return err
 	}
+	if path != "-" {
+		if abs, err := filepath.Abs(path); err == nil {
+			sr.profileSource = abs
+		}
+	}
 	m, err := openSeated(stdio, sr, p)
 	if err != nil {
 		// Refused before the store is opened: nothing is recorded.
@@ -217,13 +227,36 @@ func runSeatedCmd(ctx context.Context, stdio IO, sf storeFlags, path string, sr 
 	return runSeated(ctx, stdio, sr, p, m, s, sf.describe())
 }
 
+// recordedProfile reads the profile a seated run ran from where its
+// record says it was read, and checks it is that profile: a usage error
+// naming --profile when the record names no source, a failure saying so
+// when the file is gone or changed.
+func recordedProfile(stdio IO, id string, prior store.Run, asJSON bool) (*profile.Profile, error) {
+	rec, err := kernel.DecodeSeatedRecord(prior.Doc)
+	if err != nil {
+		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("run %s: %w", id, err)}
+	}
+	if rec.ProfileSource == "" || rec.ProfileDigest == "" {
+		return nil, usage("--profile is required: run %s recorded no profile file to read again (its profile came from stdin, or it was recorded before runs kept it); give the profile it ran", id)
+	}
+	p, err := loadProfile(stdio, rec.ProfileSource, asJSON)
+	if err != nil {
+		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("run %s ran the profile %s, which cannot be read again (%v); give the profile it ran with --profile", id, rec.ProfileSource, err)}
+	}
+	d, err := profile.Digest(p)
+	if err != nil || d != rec.ProfileDigest {
+		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("run %s ran profile %s from %s, which has changed since (it is now %s); give the profile it ran with --profile", id, rec.ProfileDigest, rec.ProfileSource, d)}
+	}
+	return p, nil
+}
+
 // newRunsResumeCmd is agentrt runs resume: kernel.ResumeSeated.
 func newRunsResumeCmd(stdio IO) *cobra.Command {
 	var sf storeFlags
 	var sr seatedRun
 	var profilePath string
 	cmd := &cobra.Command{
-		Use:   "resume RUN --profile PROFILE --seats ACCOUNTS.json",
+		Use:   "resume RUN --seats ACCOUNTS.json [--profile PROFILE]",
 		Short: "Go on with a seated run whose process died",
 		Long: `Resume the seated run RUN (started by agentrt run --seats) after the process
 running it died and its lease lapsed. The run RUN stays as it was recorded —
@@ -235,31 +268,46 @@ one), the stage continues the same native session in the same environment
 when its provider proves continuity; otherwise it starts fresh, and the
 summary says why.
 
-PROFILE must be the profile RUN ran, and ACCOUNTS.json names each stage's
-provider as for agentrt run --seats. A run still held by a live process's
-lease, a run that ended, or another profile is refused with what to do.
+The run's record holds the identity of the profile it ran and the file it was
+read from (never the profile itself: its seats name accounts, which are never
+recorded), so without --profile the profile is read again from that file and
+must still be the one RUN ran. --profile is needed when the profile came from
+stdin, the file moved or changed, or the run was recorded before runs kept
+it; when given, PROFILE must be the profile RUN ran (the same digest), else
+the resumption is refused.
+ACCOUNTS.json names each stage's provider as for agentrt run --seats. A run
+still held by a live process's lease, a run that ended, or another profile is
+refused with what to do.
 
 Exit status: 0 when the resumed run completed and was delivered, 1 when it
 did not or cannot be resumed, 2 for a usage error.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if profilePath == "" {
-				return usage("--profile is required: the profile the run ran")
-			}
 			if sr.seatsPath == "" {
 				return usage("--seats is required: the file naming each stage's provider")
 			}
-			p, err := loadProfile(stdio, profilePath, sr.asJSON)
-			if err != nil {
-				return err
+			var p *profile.Profile
+			if profilePath != "" {
+				var err error
+				if p, err = loadProfile(stdio, profilePath, sr.asJSON); err != nil {
+					return err
+				}
 			}
 			s, err := sf.open(ctx)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			prior, err := s.GetRun(ctx, args[0])
+			// Bounded like the resumption's own reads, by its lease: a
+			// store that stopped answering does not hold the command.
+			bound := sr.lease
+			if bound <= 0 {
+				bound = kernel.DefaultLeaseTTL
+			}
+			rctx, cancelRead := context.WithTimeout(ctx, bound)
+			prior, err := s.GetRun(rctx, args[0])
+			cancelRead()
 			if errors.Is(err, store.ErrNotFound) {
 				return &exitError{code: ExitFailed, err: fmt.Errorf("no run %s in %s (agentrt runs list lists its runs; give the store the run was recorded in with --db or --database)", args[0], sf.describe())}
 			}
@@ -268,6 +316,14 @@ did not or cannot be resumed, 2 for a usage error.`,
 			}
 			if prior.Kind != kernel.KindSeated {
 				return &exitError{code: ExitFailed, err: fmt.Errorf("run %s is a %s run, not a seated one: only a run started with agentrt run --seats can be resumed", args[0], prior.Kind)}
+			}
+			if p == nil {
+				// The profile the run ran, read again from where its
+				// record says; a given --profile is checked against the
+				// recorded identity by the resumption.
+				if p, err = recordedProfile(stdio, args[0], prior, sr.asJSON); err != nil {
+					return err
+				}
 			}
 			// The stage to go on from is the resumption's to decide;
 			// open every stage's provider.
@@ -287,7 +343,7 @@ did not or cannot be resumed, 2 for a usage error.`,
 		},
 	}
 	sf.register(cmd)
-	cmd.Flags().StringVar(&profilePath, "profile", "", "the profile the run ran (required; - for stdin)")
+	cmd.Flags().StringVar(&profilePath, "profile", "", "the profile the run ran, checked against its recorded identity (default: the file the run read it from; - for stdin)")
 	cmd.Flags().StringVar(&sr.seatsPath, "seats", "", "the JSON file naming each stage's provider, as for agentrt run --seats (required)")
 	cmd.Flags().StringVar(&sr.expect, "expect", "", "deliver only if the result contains this text")
 	cmd.Flags().DurationVar(&sr.lease, "lease", kernel.DefaultLeaseTTL, "how long the resumed run stays running if this process dies or stalls")
