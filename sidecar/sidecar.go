@@ -204,6 +204,7 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 	s.handle(http.MethodPost, wire.RouteTurns, s.startTurn)
 	s.handle(http.MethodGet, wire.RouteTurnEvents, s.resumeTurn)
 	s.handle(http.MethodPost, wire.RouteTurnCancel, s.cancelTurn)
+	s.handle(http.MethodGet, wire.RouteTurnNativeSession, s.nativeSession)
 	s.handle(http.MethodPost, wire.RouteInteractions, s.respond)
 	s.handle(http.MethodGet, wire.RouteObservation, s.observe)
 	s.handle(http.MethodGet, wire.PathEffects, s.effects)
