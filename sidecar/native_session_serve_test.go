@@ -201,7 +201,9 @@ func TestServedRunRecordsTheNativeSessionNSO02(t *testing.T) {
 		}
 		st := open(t)
 		res, err := kernel.Execute(ctx, kernel.Request{Profile: prof, Task: "write a note", Provider: rp, Store: st, RunID: "served-native",
-			Check: func(context.Context, kernel.Outcome) (kernel.Verdict, error) { return kernel.Verdict{Passed: true}, nil }})
+			Check: func(context.Context, kernel.Outcome) (kernel.Verdict, error) {
+				return kernel.Verdict{Passed: true}, nil
+			}})
 		if err != nil {
 			t.Fatal(err)
 		}
