@@ -358,11 +358,6 @@ func writeError(w http.ResponseWriter, d wire.ErrorDetail) {
 	writeJSON(w, wire.Status(d.Code), wire.ErrorBody{Error: d})
 }
 
-// readBody reads a JSON request body within the size limit.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	return s.readBodyWithin(w, r, s.opts.MaxBodyBytes)
-}
-
 // readBodyWithin reads a JSON request body of at most limit bytes.
 func (s *Server) readBodyWithin(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
 	ct := r.Header.Get("Content-Type")

@@ -157,13 +157,8 @@ func (s *Server) run(ctx context.Context, t *turn, env contract.Environment, in 
 }
 
 func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	req, ok := readCall(s, w, r, s.opts.MaxBodyBytes, wire.ParseTurnRequest)
 	if !ok {
-		return
-	}
-	req, err := wire.ParseTurnRequest(body)
-	if err != nil {
-		writeError(w, wire.FromSchemaError(err))
 		return
 	}
 	if req.Input.Credential, ok = credentialRequest(w, r); !ok {
@@ -374,13 +369,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, t *turn, after i
 }
 
 func (s *Server) cancelTurn(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	req, ok := readCall(s, w, r, s.opts.MaxBodyBytes, wire.ParseCancelRequest)
 	if !ok {
-		return
-	}
-	req, err := wire.ParseCancelRequest(body)
-	if err != nil {
-		writeError(w, wire.FromSchemaError(err))
 		return
 	}
 	turnID := r.PathValue("turn")
