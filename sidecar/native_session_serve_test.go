@@ -185,9 +185,9 @@ const servedWriter = `{"name":"writer","harness":"cli-base","model":{"provider":
 func TestServedRunRecordsTheNativeSessionNSO02(t *testing.T) {
 	const token = "native-session-serve-token"
 	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		base, serverLog := startAgentrtServe(t, token) // builds agentrt first: the deadline is the run's own
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		base, serverLog := startAgentrtServe(t, token)
 		tp, tapped := newTap(t, base)
 		clientLog := &syncBuffer{}
 		rp, err := remote.New(remote.Options{BaseURL: tapped, Token: token, RetryBackoff: 10 * time.Millisecond,

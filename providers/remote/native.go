@@ -2,7 +2,6 @@ package remote
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"net/http"
@@ -46,12 +45,14 @@ func (e *environment) StreamOwned(ctx context.Context, in *contract.TurnInput) i
 		}
 		for ev, err := range e.stream(ctx, in, turnID) {
 			if err != nil {
-				// An error the server sent after the turn started (its
-				// error frame) ends a turn it ran: what it observed is
-				// settled. A cut stream or a refusal before any event is
-				// not asked about.
-				var we *wire.Error
-				if errors.As(err, &we) && !observe() {
+				// The server's own word after the turn started (its
+				// error frame, a refused resume) ends a turn it ran: what
+				// it observed is settled. A stream lost for good (the
+				// wire error wrapped in the client's giving up), a
+				// malformed event or a refusal before any event is not
+				// asked about: the server may still be running the turn,
+				// and the failure is reported without a wait.
+				if _, said := err.(*wire.Error); said && !observe() {
 					return
 				}
 				yield(ev, err)

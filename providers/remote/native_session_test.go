@@ -56,9 +56,15 @@ func agentrtBinary(t *testing.T) string {
 
 const (
 	serveToken = "remote-native-session-token"
-	// serveScript: "slow" ends after a pause; anything else says hello.
+	// serveScript: "slow" ends after a pause; "fails" ends with an
+	// in-band failure, "stops" without a terminal event, "dies" with a
+	// broken stream (the server's error frame); anything else says
+	// hello.
 	serveScript = `{"turns":[
  {"match":"slow","repeat":true,"steps":[{"text":"one"},{"delayMs":300},{"text":"two"}]},
+ {"match":"fails","repeat":true,"steps":[{"text":"part"}],"end":"failed","error":"the model gave up"},
+ {"match":"stops","repeat":true,"steps":[{"text":"part"}],"end":"no-terminal"},
+ {"match":"dies","repeat":true,"steps":[{"text":"part"}],"end":"die","error":"the harness crashed"},
  {"repeat":true,"steps":[{"text":"Hello."}]}]}`
 )
 
@@ -216,9 +222,9 @@ func terminalAt(events []contract.EnvironmentEvent) int {
 // the terminal event, including for a turn that ran on past a pause;
 // the public stream of the same environment never yields it (NSO-03).
 func TestStreamOwnedYieldsTheServedNativeSessionNSO01(t *testing.T) {
+	base, serverLog := serveScripted(t) // builds agentrt first: the deadline is the test's own
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	base, serverLog := serveScripted(t)
 	log := &logBuffer{}
 	env := create(t, ctx, client(t, base, log, 0))
 	for n, prompt := range []string{"hi", "slow"} {
@@ -261,9 +267,9 @@ func TestStreamOwnedYieldsTheServedNativeSessionNSO01(t *testing.T) {
 // native session stays unknown, never made up), the read ends within
 // CallTimeout, and a warning says so without the id.
 func TestStreamOwnedLeavesTheNativeSessionUnknownWhenUnreadable(t *testing.T) {
+	base, _ := serveScripted(t) // builds agentrt first: the deadline is the test's own
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	base, _ := serveScripted(t)
 	jsonAnswer := func(status int, body string) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
@@ -311,5 +317,67 @@ func TestStreamOwnedLeavesTheNativeSessionUnknownWhenUnreadable(t *testing.T) {
 				t.Errorf("the warning names a native session id:\n%s", got)
 			}
 		})
+	}
+}
+
+// A turn that ends early still binds what it observed (NSO-02): one that
+// fails in band yields the observation before its failed terminal, one
+// that stops without a terminal yields it at the end, and one the
+// server ends with an error frame yields it before that error — once
+// each, and never a second time.
+func TestStreamOwnedObservesATurnThatEndsEarlyNSO02(t *testing.T) {
+	base, _ := serveScripted(t) // builds agentrt first: the deadline is the test's own
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	log := &logBuffer{}
+	env := create(t, ctx, client(t, base, log, 0))
+	for n, tc := range []struct {
+		prompt string
+		// at is where the observation comes: "terminal" (just before
+		// the terminal event), "last" (the last event) or "error" (just
+		// before the stream's error).
+		at string
+	}{{"fails", "terminal"}, {"stops", "last"}, {"dies", "error"}} {
+		var events []contract.EnvironmentEvent
+		var streamErr error
+		prompt := tc.prompt
+		for ev, err := range env.(contract.OwnedStreamer).StreamOwned(ctx, &contract.TurnInput{Prompt: &prompt}) {
+			if err != nil {
+				streamErr = err
+				break
+			}
+			events = append(events, ev)
+		}
+		want := &contract.NativeSessionObserved{Provider: "scripted", NativeSessionID: env.ID() + "-session-" + string(rune('1'+n))}
+		var private []int
+		for i, e := range events {
+			if contract.IsPrivateEnvironmentEvent(e) {
+				private = append(private, i)
+				if d := cmp.Diff(want, contract.ObservedNativeSession(e)); d != "" {
+					t.Errorf("turn %q: observation (-want +got):\n%s", prompt, d)
+				}
+			}
+		}
+		at := len(events) - 1
+		switch tc.at {
+		case "terminal":
+			at = terminalAt(events) - 1
+			if k, _ := contract.EnvironmentEventTerminal(events[at+1]); k != contract.TerminalFailed || streamErr != nil {
+				t.Errorf("turn %q: ended %s (%v), want failed in band", prompt, k, streamErr)
+			}
+		case "last", "error":
+			if terminalAt(events) >= 0 {
+				t.Errorf("turn %q: a terminal event came", prompt)
+			}
+			if (tc.at == "error") != (streamErr != nil) {
+				t.Errorf("turn %q: stream error %v", prompt, streamErr)
+			}
+		}
+		if d := cmp.Diff([]int{at}, private); d != "" {
+			t.Errorf("turn %q: private events at (-want +got):\n%s", prompt, d)
+		}
+	}
+	if log.String() != "" {
+		t.Errorf("the client warned:\n%s", log.String())
 	}
 }
