@@ -226,3 +226,20 @@ func TestNativeSessionUnknownWhenNoneObserved(t *testing.T) {
 		t.Errorf("native session of a turn that observed none: %d %s, want 200 {\"turnId\":\"t1\"}", status, body)
 	}
 }
+
+// BenchmarkNativeSessionRoute: one authenticated read of an ended turn's
+// native session over loopback HTTP.
+func BenchmarkNativeSessionRoute(b *testing.B) {
+	ts, _ := serve(b, newScripted(b), sidecar.Options{})
+	env := mustCreateB(b, ts)
+	if status, body := do(b, ts, http.MethodPost, "/v1/environments/"+env+"/turns", `{"turnId":"t1","input":{"prompt":"hi"}}`, nil); status != http.StatusOK {
+		b.Fatalf("turn: %d %s", status, body)
+	}
+	path := nativeSessionPath(env, "t1")
+	b.ReportAllocs()
+	for b.Loop() {
+		if status, body := do(b, ts, http.MethodGet, path, "", nil); status != http.StatusOK {
+			b.Fatalf("%d %s", status, body)
+		}
+	}
+}

@@ -106,3 +106,14 @@ func FuzzTurnNativeSession(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParseTurnNativeSession: decoding one native session answer.
+func BenchmarkParseTurnNativeSession(b *testing.B) {
+	body := []byte(`{"turnId":"turn-0123456789abcdef","observation":{"provider":"claude-code","nativeSessionId":"96746402-3b7e-472c-b007-b5770d1c08aa"}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := wire.ParseTurnNativeSession(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
