@@ -125,3 +125,23 @@ func CheckPublicEnvironmentEvent(e EnvironmentEvent) error {
 	}
 	return nil
 }
+
+// ObservedNativeSession returns the valid native session observation a
+// private environment event carries, in its normalized form or else its
+// data, or nil when it carries none: a public event, or a malformed
+// observation (NSO-01's strict shape), is none. It is the one reading of
+// an observation for every execution owner (the kernel, the sidecar).
+func ObservedNativeSession(e EnvironmentEvent) *NativeSessionObserved {
+	if !IsPrivateEnvironmentEvent(e) {
+		return nil
+	}
+	provider, id := e.Data["provider"].Str(), e.Data["nativeSessionId"].Str()
+	if n := e.Normalized; n != nil && n.NativeSessionObserved != nil {
+		provider, id = n.NativeSessionObserved.Provider, n.NativeSessionObserved.NativeSessionID
+	}
+	obs, err := NewNativeSessionObserved(provider, id)
+	if err != nil {
+		return nil
+	}
+	return obs
+}

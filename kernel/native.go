@@ -21,16 +21,5 @@ func (x *execution) observeNative(e contract.EnvironmentEvent) {
 // environment event carries, in its normalized form or its data, or nil
 // when it carries none (a malformed one, NSO-01's strict shape, is none).
 func NativeObservation(e contract.EnvironmentEvent) *contract.NativeSessionObserved {
-	if !contract.IsPrivateEnvironmentEvent(e) {
-		return nil
-	}
-	provider, id := e.Data["provider"].Str(), e.Data["nativeSessionId"].Str()
-	if n := e.Normalized; n != nil && n.NativeSessionObserved != nil {
-		provider, id = n.NativeSessionObserved.Provider, n.NativeSessionObserved.NativeSessionID
-	}
-	obs, err := contract.NewNativeSessionObserved(provider, id)
-	if err != nil {
-		return nil
-	}
-	return obs
+	return contract.ObservedNativeSession(e)
 }

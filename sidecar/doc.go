@@ -1,7 +1,10 @@
 // Package sidecar serves one contract.Provider over HTTP/JSON with
 // server-sent event streams (the routes and bodies of contract/wire):
 // capabilities, keyed and unkeyed create, get, destroy, turn streams
-// resumable with Last-Event-ID, acknowledged turn cancellation, answers
+// resumable with Last-Event-ID, acknowledged turn cancellation, the
+// native session an ended turn observed (a private, authenticated route
+// for the turn's owner: the server runs each turn through the
+// environment's owned stream and never frames the observation), answers
 // to the interaction requests of a turn, observation, and detached runs:
 // dispatch, then session calls that each carry the run's control
 // reference (open, status, events resumable after Last-Event-ID, result,

@@ -22,13 +22,8 @@ type createOutcome struct {
 var errInDoubt = errors.New("an earlier create with this idempotency key started and its outcome is unknown; no second environment is created")
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBodyWithin(w, r, s.opts.MaxProfileBodyBytes)
+	in, ok := readCall(s, w, r, s.opts.MaxProfileBodyBytes, wire.ParseCreateInput)
 	if !ok {
-		return
-	}
-	in, err := wire.ParseCreateInput(body)
-	if err != nil {
-		writeError(w, wire.FromSchemaError(err))
 		return
 	}
 	if in.Credential, ok = credentialRequest(w, r); !ok {

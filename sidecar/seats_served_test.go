@@ -210,7 +210,9 @@ func TestServedSeatCredentialRequestsRG07RG08RG10(t *testing.T) {
 			{Stage: 0, Harness: "cli-base", Provider: "scripted", Model: "scripted/first", RunID: "served-writer.stage-0",
 				Outcome: kernel.StageQuotaRefused, RetryAfterMs: &retry},
 			{Stage: 1, Harness: "cli-base", Provider: "scripted", Model: "scripted/second", RunID: "served-writer.stage-1",
-				Outcome: kernel.StageCompleted, Continuity: kernel.ContinuityFresh},
+				// NSO-02: the served stage binds the native session its
+				// turn observed, as an in-process one does.
+				Outcome: kernel.StageCompleted, Continuity: kernel.ContinuityFresh, NativeSessionID: "scripted-env-1-session-1"},
 		}
 		if diff := cmp.Diff(wantStages, res.Stages, cmpIgnoreReason); diff != "" {
 			t.Errorf("stages (-want +got):\n%s", diff)

@@ -16,13 +16,8 @@ import (
 // client that lost the answer re-sends a turn id, which the provider's
 // turn idempotency resolves to the same run.
 func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	in, ok := readCall(s, w, r, s.opts.MaxBodyBytes, wire.ParseTurnInput)
 	if !ok {
-		return
-	}
-	in, err := wire.ParseTurnInput(body)
-	if err != nil {
-		writeError(w, wire.FromSchemaError(err))
 		return
 	}
 	if in.Credential, ok = credentialRequest(w, r); !ok {
@@ -35,14 +30,7 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ref, err := d.Dispatch(ctx, in)
-	if err == nil && ref == nil {
-		err = errNoAnswer
-	}
-	if err != nil {
-		writeError(w, providerError(err))
-		return
-	}
-	writeJSON(w, http.StatusOK, ref)
+	answer(w, ref, err)
 }
 
 // openSession opens the session the route names, bound to the run ref
@@ -88,13 +76,8 @@ func sessionRefusal(err error) wire.ErrorDetail {
 // sessionCall reads a session route's body with parse and opens the
 // session it names.
 func sessionCall[T any](s *Server, ctx context.Context, w http.ResponseWriter, r *http.Request, parse func([]byte) (*T, error), ref func(*T) *contract.RunControlRef) (*T, contract.Session, bool) {
-	body, ok := s.readBody(w, r)
+	req, ok := readCall(s, w, r, s.opts.MaxBodyBytes, parse)
 	if !ok {
-		return nil, nil, false
-	}
-	req, err := parse(body)
-	if err != nil {
-		writeError(w, wire.FromSchemaError(err))
 		return nil, nil, false
 	}
 	sess, ok := s.openSession(ctx, w, r, ref(req))

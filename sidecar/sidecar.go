@@ -204,6 +204,7 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 	s.handle(http.MethodPost, wire.RouteTurns, s.startTurn)
 	s.handle(http.MethodGet, wire.RouteTurnEvents, s.resumeTurn)
 	s.handle(http.MethodPost, wire.RouteTurnCancel, s.cancelTurn)
+	s.handle(http.MethodGet, wire.RouteTurnNativeSession, s.nativeSession)
 	s.handle(http.MethodPost, wire.RouteInteractions, s.respond)
 	s.handle(http.MethodGet, wire.RouteObservation, s.observe)
 	s.handle(http.MethodGet, wire.PathEffects, s.effects)
@@ -355,11 +356,6 @@ func writeJSON(w http.ResponseWriter, status int, x any) {
 
 func writeError(w http.ResponseWriter, d wire.ErrorDetail) {
 	writeJSON(w, wire.Status(d.Code), wire.ErrorBody{Error: d})
-}
-
-// readBody reads a JSON request body within the size limit.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	return s.readBodyWithin(w, r, s.opts.MaxBodyBytes)
 }
 
 // readBodyWithin reads a JSON request body of at most limit bytes.

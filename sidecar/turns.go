@@ -30,6 +30,10 @@ type turn struct {
 	readers int
 	abandon *time.Timer
 	ops     map[string]string // cancel operation id -> effect
+	// native is the native session the turn observed (NSO-02), kept for
+	// its execution owner (nativeSession), never framed (NSO-03); nil
+	// while none was observed.
+	native *contract.NativeSessionObserved
 }
 
 // changedLocked wakes every waiting reader.
@@ -122,14 +126,23 @@ func (s *Server) run(ctx context.Context, t *turn, env contract.Environment, in 
 	defer cancel()
 	var slab frameSlab
 	var seq int64
-	for ev, err := range env.Stream(ctx, in) {
+	// The server owns the turn's execution: an environment that hands
+	// its owner the private native session observation does (NSO-01).
+	events := env.Stream
+	if o, ok := env.(contract.OwnedStreamer); ok {
+		events = o.StreamOwned
+	}
+	for ev, err := range events(ctx, in) {
 		if err != nil {
 			t.finish(frame(0, wire.EventError, errorData(providerError(err))))
 			return
 		}
 		if contract.IsPrivateEnvironmentEvent(ev) {
 			// The native session observation is the execution owner's —
-			// this server's — and never goes out on the stream (NSO-03).
+			// this server's — and never goes out on the stream (NSO-03);
+			// the turn keeps it for the client that runs the turn
+			// (nativeSession).
+			t.observe(ev)
 			continue
 		}
 		f, err := slab.next(seq+1, ev)
@@ -144,13 +157,8 @@ func (s *Server) run(ctx context.Context, t *turn, env contract.Environment, in 
 }
 
 func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	req, ok := readCall(s, w, r, s.opts.MaxBodyBytes, wire.ParseTurnRequest)
 	if !ok {
-		return
-	}
-	req, err := wire.ParseTurnRequest(body)
-	if err != nil {
-		writeError(w, wire.FromSchemaError(err))
 		return
 	}
 	if req.Input.Credential, ok = credentialRequest(w, r); !ok {
@@ -361,13 +369,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, t *turn, after i
 }
 
 func (s *Server) cancelTurn(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	req, ok := readCall(s, w, r, s.opts.MaxBodyBytes, wire.ParseCancelRequest)
 	if !ok {
-		return
-	}
-	req, err := wire.ParseCancelRequest(body)
-	if err != nil {
-		writeError(w, wire.FromSchemaError(err))
 		return
 	}
 	turnID := r.PathValue("turn")

@@ -11,13 +11,8 @@ import (
 
 // readFile answers a workspace read (workspace.read).
 func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	req, ok := readCall(s, w, r, s.opts.MaxBodyBytes, wire.ParseReadFileRequest)
 	if !ok {
-		return
-	}
-	req, err := wire.ParseReadFileRequest(body)
-	if err != nil {
-		writeError(w, wire.FromSchemaError(err))
 		return
 	}
 	ctx, cancel := s.callContext(r)
@@ -27,22 +22,13 @@ func (s *Server) readFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	content, err := rd.ReadFile(ctx, req.Path, deref(req.SessionID))
-	if err != nil {
-		writeError(w, providerError(err))
-		return
-	}
-	writeJSON(w, http.StatusOK, wire.ReadFileResult{Content: content})
+	answer(w, &wire.ReadFileResult{Content: content}, err)
 }
 
 // writeFile answers a workspace write (workspace.write) with 204.
 func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	req, ok := readCall(s, w, r, s.opts.MaxBodyBytes, wire.ParseWriteFileRequest)
 	if !ok {
-		return
-	}
-	req, err := wire.ParseWriteFileRequest(body)
-	if err != nil {
-		writeError(w, wire.FromSchemaError(err))
 		return
 	}
 	ctx, cancel := s.callContext(r)
@@ -61,13 +47,8 @@ func (s *Server) writeFile(w http.ResponseWriter, r *http.Request) {
 // exec runs one command (workspace.exec) within execDeadline; the
 // command ends with the request too (a client that went away).
 func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	req, ok := readCall(s, w, r, s.opts.MaxBodyBytes, wire.ParseExecRequest)
 	if !ok {
-		return
-	}
-	req, err := wire.ParseExecRequest(body)
-	if err != nil {
-		writeError(w, wire.FromSchemaError(err))
 		return
 	}
 	lctx, lcancel := s.callContext(r)
@@ -83,14 +64,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), execDeadline(opts, s.opts.ExecTimeout))
 	defer cancel()
 	res, err := x.Exec(ctx, req.Command, opts)
-	if err == nil && res == nil {
-		err = errNoAnswer
-	}
-	if err != nil {
-		writeError(w, providerError(err))
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+	answer(w, res, err)
 }
 
 // execDeadline bounds one command: the server's limit, or the command's
@@ -106,13 +80,8 @@ func execDeadline(opts *contract.ExecRequest, limit time.Duration) time.Duration
 
 // validateProfile answers a profile validation (profile.validation).
 func (s *Server) validateProfile(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBodyWithin(w, r, s.opts.MaxProfileBodyBytes)
+	req, ok := readCall(s, w, r, s.opts.MaxProfileBodyBytes, wire.ParseProfileValidationRequest)
 	if !ok {
-		return
-	}
-	req, err := wire.ParseProfileValidationRequest(body)
-	if err != nil {
-		writeError(w, wire.FromSchemaError(err))
 		return
 	}
 	v, ok := s.p.(contract.ProfileValidator)
@@ -123,14 +92,7 @@ func (s *Server) validateProfile(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.callContext(r)
 	defer cancel()
 	res, err := v.ValidateProfile(ctx, req.Profile)
-	if err == nil && res == nil {
-		err = errNoAnswer
-	}
-	if err != nil {
-		writeError(w, providerError(err))
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+	answer(w, res, err)
 }
 
 func deref(s *string) string {

@@ -25,6 +25,11 @@ const (
 	RouteTurnEvents = "/v1/environments/{id}/turns/{turn}/events"
 	// RouteTurnCancel is POST: cancel a turn, acknowledged with its effect.
 	RouteTurnCancel = "/v1/environments/{id}/turns/{turn}/cancel"
+	// RouteTurnNativeSession is GET: the native session an ended turn
+	// observed (a TurnNativeSession), for the turn's execution owner
+	// only; the observation never travels on the public event stream
+	// (NSO-03). A live turn is answered CodeTurnNotEnded.
+	RouteTurnNativeSession = "/v1/environments/{id}/turns/{turn}/native-session"
 	// RouteInteractions is POST: answer an interaction request of one of
 	// the environment's turns (a contract.InteractionResponseCommand),
 	// acknowledged with a contract.InteractionAcknowledgement.
@@ -82,6 +87,10 @@ const (
 	// another run). It is final: the same call cannot succeed later.
 	CodeSessionRefused = "session_refused"
 	CodeResumeGone     = "resume_window_passed"
+	// CodeTurnNotEnded: the turn is still live, so what it observed is
+	// not settled yet (RouteTurnNativeSession). Ask again once its
+	// stream ended.
+	CodeTurnNotEnded = "turn_not_ended"
 	// CodeFileNotFound: the workspace has no file at the path asked for.
 	// It is final (a retry reads the same absence) and matches
 	// fs.ErrNotExist, the contract's not-found error for a file.
@@ -110,6 +119,7 @@ var codeStatus = map[string]int{
 	CodeSpawnInDoubt:        409,
 	CodeSessionRefused:      409,
 	CodeResumeGone:          410,
+	CodeTurnNotEnded:        409,
 	CodeFileNotFound:        404,
 	CodeUnsupported:         422,
 	CodeUnavailable:         503,

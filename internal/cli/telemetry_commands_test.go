@@ -382,10 +382,11 @@ func TestServeContinuesTheCallersTrace(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	for _, s := range served {
-		// The turn's requests continue the turn's span; the environment's
-		// (capabilities, create) the run's.
+		// The turn's requests (its stream, and the read of the native
+		// session it observed) continue the turn's span; the
+		// environment's (capabilities, create) the run's.
 		want := run.SpanID
-		if strings.HasSuffix(s.Name, "/turns") {
+		if strings.HasSuffix(s.Name, "/turns") || strings.HasSuffix(s.Name, "/native-session") {
 			want = turn.SpanID
 		}
 		if s.ParentID != want || want == "" {

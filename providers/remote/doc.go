@@ -13,6 +13,12 @@
 // create carries an idempotency key (one is minted when the caller gave
 // none), so a create whose answer was lost is retried with the same key
 // and never makes a second environment; a cut turn stream reconnects with
-// Last-Event-ID. Retries, waits and reads are bounded. It never logs and
-// never puts its token anywhere but the Authorization header.
+// Last-Event-ID. Its environments are contract.OwnedStreamers: after a
+// turn's terminal event the owner's stream reads the native session the
+// served turn observed from the server's private route and yields it as
+// the private native.session.observed event, so the kernel binds it to
+// the run (NSO-02) while the public stream never carries it (NSO-03).
+// Retries, waits and reads are bounded. It logs only a warning when that
+// native session cannot be read (never the id), and never puts its token
+// anywhere but the Authorization header.
 package remote

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -64,6 +65,9 @@ type Options struct {
 	// ExecTimeout bounds one workspace command (a command with a sooner
 	// timeoutMs of its own is bounded by that plus wire.ExecGraceMs).
 	ExecTimeout time.Duration
+	// Logger receives the client's warnings (a served turn's native
+	// session that could not be read); nil uses slog.Default().
+	Logger *slog.Logger
 }
 
 // Provider is a contract.Provider served by a sidecar.
@@ -114,6 +118,9 @@ func New(opts Options) (*Provider, error) {
 	}
 	if opts.ExecTimeout <= 0 {
 		opts.ExecTimeout = DefaultExecTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
 	}
 	client := opts.HTTPClient
 	if client == nil {

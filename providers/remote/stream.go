@@ -23,7 +23,27 @@ import (
 // (its cause matches contract.ErrLeaseLost): the turn may be another
 // process's now, and is left to it.
 func (e *environment) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
+	return e.stream(ctx, in, "")
+}
+
+// turnIDOf is the turn's id on the server: the caller's, when it gives
+// one — a process that knows it re-attaches to the same turn (the
+// server replays it) instead of starting another — else a new one.
+func turnIDOf(in *contract.TurnInput) string {
+	if in != nil && in.TurnID != nil && *in.TurnID != "" {
+		return *in.TurnID
+	}
+	return "turn-" + randomID()
+}
+
+// stream is Stream of the turn turnID names ("": turnIDOf's, chosen
+// anew each time the sequence is read).
+func (e *environment) stream(ctx context.Context, in *contract.TurnInput, turnID string) iter.Seq2[contract.EnvironmentEvent, error] {
 	return func(yield func(contract.EnvironmentEvent, error) bool) {
+		turnID := turnID
+		if turnID == "" {
+			turnID = turnIDOf(in)
+		}
 		if e.destroyed.Load() {
 			yield(contract.EnvironmentEvent{}, fmt.Errorf("%w: %s", ErrDestroyed, e.doc.ID))
 			return
@@ -31,13 +51,6 @@ func (e *environment) Stream(ctx context.Context, in *contract.TurnInput) iter.S
 		var input contract.TurnInput
 		if in != nil {
 			input = *in
-		}
-		// The caller's turn id, when it gives one, names the turn on the
-		// server: a process that knows it re-attaches to the same turn
-		// (the server replays it) instead of starting another.
-		turnID := "turn-" + randomID()
-		if input.TurnID != nil && *input.TurnID != "" {
-			turnID = *input.TurnID
 		}
 		body, err := wire.Marshal(wire.TurnRequest{TurnID: turnID, Input: input})
 		if err != nil {

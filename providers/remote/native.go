@@ -1,0 +1,102 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"net/http"
+	"net/url"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/contract/wire"
+)
+
+var _ contract.OwnedStreamer = (*environment)(nil)
+
+// StreamOwned implements contract.OwnedStreamer: Stream for the turn's
+// execution owner (the kernel), which also receives the private
+// native.session.observed event of the native session the served turn
+// observed (NSO-01), so the owner binds it to its run (NSO-02) as it
+// does for an in-process provider. The observation never travels on the
+// public stream (NSO-03): once the turn's terminal event arrived it is
+// read from the server's private native-session route (bounded by
+// CallTimeout) and yielded just before that terminal event. A turn that
+// ends without a terminal event, or that the server ends with an error
+// after it started, is asked too; a turn the caller abandoned (its
+// context ended) is not. A failure to read it is not the turn's: the
+// native session stays unknown and a warning says so (without the id).
+func (e *environment) StreamOwned(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
+	return func(yield func(contract.EnvironmentEvent, error) bool) {
+		turnID := turnIDOf(in)
+		started, asked := false, false
+		// observe yields the turn's observation, if any, once; false when
+		// the caller stopped reading.
+		observe := func() bool {
+			if asked || !started || ctx.Err() != nil {
+				return true
+			}
+			asked = true
+			obs := e.nativeSession(ctx, turnID)
+			if obs == nil {
+				return true
+			}
+			return yield(nativeEvent(obs, turnID), nil)
+		}
+		for ev, err := range e.stream(ctx, in, turnID) {
+			if err != nil {
+				// The server's own word after the turn started (its
+				// error frame, a refused resume) ends a turn it ran: what
+				// it observed is settled. A stream lost for good (the
+				// wire error wrapped in the client's giving up), a
+				// malformed event or a refusal before any event is not
+				// asked about: the server may still be running the turn,
+				// and the failure is reported without a wait.
+				if _, said := err.(*wire.Error); said && !observe() {
+					return
+				}
+				yield(ev, err)
+				return
+			}
+			started = true
+			if _, terminal := contract.EnvironmentEventTerminal(ev); terminal && !observe() {
+				return
+			}
+			if !yield(ev, nil) {
+				return
+			}
+		}
+		observe()
+	}
+}
+
+// nativeSession reads the native session an ended turn observed (nil
+// when it observed none, or when it cannot be read: then a warning
+// names the environment, the turn and why — never the id).
+func (e *environment) nativeSession(ctx context.Context, turnID string) *contract.NativeSessionObserved {
+	ctx, cancel := context.WithTimeout(ctx, e.p.opts.CallTimeout)
+	defer cancel()
+	path := envPath(e.doc.ID) + "/turns/" + url.PathEscape(turnID) + "/native-session"
+	body, _, err := e.p.call(ctx, http.MethodGet, path, nil, true)
+	var res *wire.TurnNativeSession
+	if err == nil {
+		if res, err = wire.ParseTurnNativeSession(body); err == nil && res.TurnID != turnID {
+			err = fmt.Errorf("the answer names turn %q", res.TurnID)
+		}
+	}
+	if err != nil {
+		e.p.opts.Logger.Warn("remote: the served turn's native session could not be read; the run records it unknown",
+			"environment", e.doc.ID, "turn", turnID, "err", err)
+		return nil
+	}
+	return res.Observation
+}
+
+// nativeEvent is the private environment event of obs, as an in-process
+// provider yields it to its execution owner.
+func nativeEvent(obs *contract.NativeSessionObserved, turnID string) contract.EnvironmentEvent {
+	n := obs.Event()
+	id := turnID + "-native"
+	return contract.EnvironmentEvent{Type: contract.EventTypeNativeSessionObserved, ID: &id, Normalized: &n,
+		Data: map[string]canonjson.Value{"provider": canonjson.StringValue(obs.Provider), "nativeSessionId": canonjson.StringValue(obs.NativeSessionID)}}
+}
