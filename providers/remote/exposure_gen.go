@@ -1882,6 +1882,14 @@ func (e *envBase) Destroy(ctx context.Context) error {
 	return x.Destroy(ctx)
 }
 
+// StreamOwned implements contract.OwnedStreamer.
+//
+//go:noinline
+func (e *envBase) StreamOwned(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
+	x := e.x
+	return x.StreamOwned(ctx, in)
+}
+
 // envWithDispatch carries the methods of contract.Dispatcher.
 type envWithDispatch struct{ x *environment }
 

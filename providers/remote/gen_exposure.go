@@ -76,7 +76,7 @@ var envAbilities = []ability{
 		"Exec(ctx context.Context, command string, req *contract.ExecRequest) (*contract.ExecResult, error)", "return x.exec(ctx, command, req)"),
 }
 
-// envCore is contract.Environment, the surface every exposed environment
+// envCore is contract.Environment and contract.OwnedStreamer, the surface every exposed environment
 // offers; *environment implements it.
 var envCore = []method{
 	{"ID() string", "return x.ID()"},
@@ -88,7 +88,13 @@ var envCore = []method{
 	{"Status(ctx context.Context) (contract.EnvironmentStatus, error)", "return x.Status(ctx)"},
 	{"Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error]", "return x.Stream(ctx, in)"},
 	{"Destroy(ctx context.Context) error", "return x.Destroy(ctx)"},
+	{"StreamOwned(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error]", "return x.StreamOwned(ctx, in)"},
 }
+
+// elsewhere names the interface a core method implements when it is not
+// the core's own (the execution owner's stream, which carries the
+// private native-session observation, NSO-01).
+var elsewhere = map[string]string{"StreamOwned": "contract.OwnedStreamer"}
 
 // sessCore is contract.Session, the surface every exposed session
 // offers; *session implements it.
@@ -219,7 +225,12 @@ func gen(b *bytes.Buffer, prefix, base string, core []method, iface string, abil
 // dwarfs the extra call.
 func methods(b *bytes.Buffer, name, iface string, ms []method) {
 	for _, f := range ms {
-		fmt.Fprintf(b, "// %s implements %s.\n//\n//go:noinline\n", f.Sig[:strings.IndexByte(f.Sig, '(')], iface)
+		m := f.Sig[:strings.IndexByte(f.Sig, '(')]
+		implements := iface
+		if other, ok := elsewhere[m]; ok {
+			implements = other
+		}
+		fmt.Fprintf(b, "// %s implements %s.\n//\n//go:noinline\n", m, implements)
 		fmt.Fprintf(b, "func (e *%s) %s {\n\tx := e.x\n\t%s\n}\n\n", name, f.Sig, f.Call)
 	}
 }

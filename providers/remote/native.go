@@ -74,16 +74,15 @@ func (e *environment) StreamOwned(ctx context.Context, in *contract.TurnInput) i
 // when it observed none, or when it cannot be read: then a warning
 // names the environment, the turn and why — never the id).
 func (e *environment) nativeSession(ctx context.Context, turnID string) *contract.NativeSessionObserved {
-	ctx, cancel := context.WithTimeout(ctx, e.p.opts.CallTimeout)
-	defer cancel()
 	path := envPath(e.doc.ID) + "/turns/" + url.PathEscape(turnID) + "/native-session"
-	body, _, err := e.p.call(ctx, http.MethodGet, path, nil, true)
-	var res *wire.TurnNativeSession
-	if err == nil {
-		if res, err = wire.ParseTurnNativeSession(body); err == nil && res.TurnID != turnID {
+	res, err := roundTrip(ctx, e.p, exchange{method: http.MethodGet, path: path, answer: "native session answer",
+		timeout: e.p.opts.CallTimeout, retry: true}, func(b []byte) (*wire.TurnNativeSession, error) {
+		res, err := wire.ParseTurnNativeSession(b)
+		if err == nil && res.TurnID != turnID {
 			err = fmt.Errorf("the answer names turn %q", res.TurnID)
 		}
-	}
+		return res, err
+	})
 	if err != nil {
 		e.p.opts.Logger.Warn("remote: the served turn's native session could not be read; the run records it unknown",
 			"environment", e.doc.ID, "turn", turnID, "err", err)
