@@ -2,10 +2,7 @@ package supervise_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -13,7 +10,6 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
-	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/store/sqlite"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -31,27 +27,9 @@ func TestPausedSupervisorLosesTheJournalBehaviour46(t *testing.T) {
 	if testing.Short() {
 		t.Skip("re-executes the test binary")
 	}
-	manager, err := processManager()
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := processOptions(newCounting(t, workerProvider(t)), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := supervise.Supervise(context.Background(), manager, "t", o)
-	if err != nil || want.Winner == nil {
-		t.Fatalf("uninterrupted run: %v %+v", err, want)
-	}
-
+	manager, want := uninterruptedRun(t)
 	dir, db := t.TempDir(), filepath.Join(t.TempDir(), "runs.db")
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=1", childDir+"="+dir, childStore+"="+db, childHonoursCtx+"=1")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stderr := startSlowChild(t, childEnv+"=1", childDir+"="+dir, childStore+"="+db, childHonoursCtx+"=1")
 	exited := make(chan struct{})
 	var exitErr error
 	go func() { exitErr = cmd.Wait(); close(exited) }()
@@ -60,16 +38,6 @@ func TestPausedSupervisorLosesTheJournalBehaviour46(t *testing.T) {
 		_ = cmd.Process.Kill()
 		<-exited
 	}()
-	deadline := time.Now().Add(120 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "slow-started")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the child never started its slow worker; stderr:\n%s", stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -80,33 +48,7 @@ func TestPausedSupervisorLosesTheJournalBehaviour46(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	counting := newCounting(t, workerProvider(t))
-	o, err = processOptions(counting, t.TempDir()) // another machine's run dir
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.SpawnStore, o.SpawnLeaseTTL = st, kernel.MinLeaseTTL
-	var got supervise.SupervisedResult
-	for {
-		got, err = supervise.Supervise(context.Background(), manager, "t", o)
-		if !errors.Is(err, supervise.ErrSpawnLogHeld) {
-			break // held only while the paused process's lease lasts
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still held: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if counting.count("alpha") != 0 || counting.count("slow") != 1 || counting.count("beta") != 1 {
-		t.Errorf("the taking-over process executed alpha %d, slow %d, beta %d times; want 0, 1, 1",
-			counting.count("alpha"), counting.count("slow"), counting.count("beta"))
-	}
-	if got.Winner == nil || got.Winner.OutRef != want.Winner.OutRef || got.Winner.Node != want.Winner.Node {
-		t.Fatalf("winner %+v, want %+v", got.Winner, want.Winner)
-	}
+	takeOverFromStore(t, manager, st, t.TempDir(), want) // another machine's run dir
 	t.Logf("taken over and settled %v after SIGSTOP", time.Since(stopped).Round(time.Millisecond))
 	before := journalOf(t, st)
 

@@ -17,6 +17,7 @@ import (
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
+	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/memory"
 	"github.com/agentrt/agentrt/store/sqlite"
 	"github.com/agentrt/agentrt/supervise"
@@ -221,39 +222,9 @@ func TestKilledSupervisorResumesFromSQLiteBehaviour46(t *testing.T) {
 	if testing.Short() {
 		t.Skip("re-executes the test binary")
 	}
-	manager, err := processManager()
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := processOptions(newCounting(t, workerProvider(t)), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := supervise.Supervise(context.Background(), manager, "t", o)
-	if err != nil || want.Winner == nil {
-		t.Fatalf("uninterrupted run: %v %+v", err, want)
-	}
-
+	manager, want := uninterruptedRun(t)
 	dir, db := t.TempDir(), filepath.Join(t.TempDir(), "runs.db")
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=1", childDir+"="+dir, childStore+"="+db)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "slow-started")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("the child never started its slow worker; stderr:\n%s", stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	cmd, _ := startSlowChild(t, childEnv+"=1", childDir+"="+dir, childStore+"="+db)
 	if err := cmd.Process.Kill(); err != nil { // SIGKILL
 		t.Fatal(err)
 	}
@@ -267,17 +238,81 @@ func TestKilledSupervisorResumesFromSQLiteBehaviour46(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	takeOverFromStore(t, manager, st, dir, want)
+	run, err := st.GetRun(context.Background(), "run1")
+	if err != nil || run.Kind != supervise.SpawnLogRunKind || run.Generation != 2 {
+		t.Errorf("the journal's run %+v (%v): want a spawn journal taken over once (generation 2)", run, err)
+	}
+}
+
+// uninterruptedRun runs the kill tests' supervised run to its end in
+// this process: the manager and the result a resumed run must match.
+func uninterruptedRun(t *testing.T) (*profile.Profile, supervise.SupervisedResult) {
+	t.Helper()
+	manager, err := processManager()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := processOptions(newCounting(t, workerProvider(t)), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := supervise.Supervise(context.Background(), manager, "t", o)
+	if err != nil || want.Winner == nil {
+		t.Fatalf("uninterrupted run: %v %+v", err, want)
+	}
+	return manager, want
+}
+
+// startSlowChild re-executes the test binary as a supervisor with env
+// (its childDir among them) and returns once its slow worker started.
+func startSlowChild(t *testing.T, env ...string) (*exec.Cmd, *strings.Builder) {
+	t.Helper()
+	var dir string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, childDir+"="); ok {
+			dir = v
+		}
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "slow-started")); err == nil {
+			return cmd, &stderr
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the child never started its slow worker; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// takeOverFromStore resumes run1 from its spawn journal in st, with
+// runDir as this process's run dir, retrying while the other process's
+// lease lasts: the committed worker is not executed again, the one that
+// was running is, and the winner is want's.
+func takeOverFromStore(t *testing.T, manager *profile.Profile, st store.Store, runDir string, want supervise.SupervisedResult) {
+	t.Helper()
 	counting := newCounting(t, workerProvider(t))
-	o, err = processOptions(counting, dir)
+	o, err := processOptions(counting, runDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o.SpawnStore, o.SpawnLeaseTTL = st, kernel.MinLeaseTTL
+	deadline := time.Now().Add(2 * time.Minute)
 	var got supervise.SupervisedResult
 	for {
 		got, err = supervise.Supervise(context.Background(), manager, "t", o)
 		if !errors.Is(err, supervise.ErrSpawnLogHeld) {
-			break // held only while the dead process's lease lasts
+			break // held only while the other process's lease lasts
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("still held: %v", err)
@@ -288,14 +323,10 @@ func TestKilledSupervisorResumesFromSQLiteBehaviour46(t *testing.T) {
 		t.Fatal(err)
 	}
 	if counting.count("alpha") != 0 || counting.count("slow") != 1 || counting.count("beta") != 1 {
-		t.Errorf("the resuming process executed alpha %d, slow %d, beta %d times; want 0, 1, 1",
+		t.Errorf("the taking-over process executed alpha %d, slow %d, beta %d times; want 0, 1, 1",
 			counting.count("alpha"), counting.count("slow"), counting.count("beta"))
 	}
 	if got.Winner == nil || got.Winner.OutRef != want.Winner.OutRef || got.Winner.Node != want.Winner.Node {
 		t.Fatalf("winner %+v, want %+v", got.Winner, want.Winner)
-	}
-	run, err := st.GetRun(context.Background(), "run1")
-	if err != nil || run.Kind != supervise.SpawnLogRunKind || run.Generation != 2 {
-		t.Errorf("the journal's run %+v (%v): want a spawn journal taken over once (generation 2)", run, err)
 	}
 }
