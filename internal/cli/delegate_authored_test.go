@@ -1,14 +1,8 @@
 package cli_test
 
 import (
-	"bytes"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -48,16 +42,9 @@ func TestMCPDelegateAuthoredProfileFlags(t *testing.T) {
 			ctx := mcpDeadline(t)
 			dir := t.TempDir()
 			runDir := filepath.Join(dir, "delegations")
-			args := append([]string{"mcp", "delegate", "--manager", supManager, "--worker", noteWriter, "--expect", "Done",
+			args := append([]string{"--manager", supManager, "--worker", noteWriter, "--expect", "Done",
 				"--manager-script", script, "--run-dir", runDir, "--db", filepath.Join(dir, "agentrt.db")}, tc.flags...)
-			cmd := exec.Command(bin, args...)
-			cmd.Env = append(os.Environ(), "AGENTRT_HOME="+dir)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
-			if err != nil {
-				t.Fatalf("connect: %v\n%s", err, stderr.String())
-			}
+			cs, _, stderr := startDelegate(t, ctx, bin, dir, args...)
 			defer cs.Close()
 			got := toolResult(t, ctx, cs, "delegate", `{"intent": "Review the release draft.", "waitSeconds": 120}`)
 			if got["status"] != tc.wantStatus {

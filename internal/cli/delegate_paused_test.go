@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -37,15 +36,7 @@ func TestMCPDelegatePausedPastItsClaim(t *testing.T) {
 	dbURL, runDir := pgtest.Schema(t), filepath.Join(dir, "delegations")
 	slow, fast := writeFile(t, "slow.json", delegateWorkerScript), writeFile(t, "fast.json", delegateFastScript)
 	start := func(script string) (*mcp.ClientSession, *exec.Cmd, *bytes.Buffer) {
-		cmd := exec.Command(bin, append([]string{"mcp", "delegate"}, delegateArgs(script, runDir, "--database", dbURL)...)...)
-		cmd.Env = append(os.Environ(), "AGENTRT_HOME="+dir)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
-		if err != nil {
-			t.Fatalf("connect: %v\n%s", err, stderr.String())
-		}
-		return cs, cmd, &stderr
+		return startDelegate(t, ctx, bin, dir, delegateArgs(script, runDir, "--database", dbURL)...)
 	}
 
 	cs1, cmd1, stderr1 := start(slow)

@@ -36,6 +36,22 @@ func delegateArgs(script, runDir string, store ...string) []string {
 		"--script", script, "--run-dir", runDir, "--claim-ttl", "1s"}, store...)
 }
 
+// startDelegate starts the agentrt binary bin as an MCP delegation
+// server (agentrt mcp delegate args…, AGENTRT_HOME=home) and connects to
+// it over stdio; its stderr is collected.
+func startDelegate(t *testing.T, ctx context.Context, bin, home string, args ...string) (*mcp.ClientSession, *exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"mcp", "delegate"}, args...)...)
+	cmd.Env = append(os.Environ(), "AGENTRT_HOME="+home)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	}
+	return cs, cmd, &stderr
+}
+
 // toolResult calls a tool and returns its structured result; a protocol
 // error or an isError result fails the test.
 func toolResult(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name, args string) map[string]any {
@@ -58,15 +74,7 @@ func TestMCPDelegateBinaryStdio(t *testing.T) {
 	db, runDir := filepath.Join(dir, "agentrt.db"), filepath.Join(dir, "delegations")
 	slow, fast := writeFile(t, "slow.json", delegateWorkerScript), writeFile(t, "fast.json", delegateFastScript)
 	start := func(script string) (*mcp.ClientSession, *exec.Cmd, *bytes.Buffer) {
-		cmd := exec.Command(bin, append([]string{"mcp", "delegate"}, delegateArgs(script, runDir, "--db", db)...)...)
-		cmd.Env = append(os.Environ(), "AGENTRT_HOME="+dir)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
-		if err != nil {
-			t.Fatalf("connect: %v\n%s", err, stderr.String())
-		}
-		return cs, cmd, &stderr
+		return startDelegate(t, ctx, bin, dir, delegateArgs(script, runDir, "--db", db)...)
 	}
 
 	cs, cmd, _ := start(slow)
