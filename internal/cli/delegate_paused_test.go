@@ -25,16 +25,21 @@ import (
 // claim (1 s). The second sees the claim lapse but finds the journal
 // still locked by the paused holder, so it waits rather than failing
 // the delegation or starting it over. Continued, the first finds its
-// claim gone, stops its run and releases the journal; the second then
-// resumes the delegation from it: one winner, and nothing in the
-// journal from the paused server after it lost its claim.
+// claim gone, stops its run and releases the journal; a server (either:
+// both scan for delegations to resume) then resumes the delegation from
+// it: one winner, and nothing in the journal from the paused server's
+// first attempt after it lost its claim.
 func TestMCPDelegatePausedPastItsClaim(t *testing.T) {
 	t.Parallel()
 	ctx := mcpDeadline(t)
 	bin := buildAgentrt(t)
 	dir := t.TempDir()
 	dbURL, runDir := pgtest.Schema(t), filepath.Join(dir, "delegations")
-	slow, fast := writeFile(t, "slow.json", delegateWorkerScript), writeFile(t, "fast.json", delegateFastScript)
+	// The first server's worker outlasts the pause (12 s) and the notice
+	// of the lost claim; either server may resume the delegation after,
+	// the first with this script (25 s), the second at once.
+	slow := writeFile(t, "slow.json", strings.Replace(delegateWorkerScript, `"delayMs": 60000`, `"delayMs": 25000`, 1))
+	fast := writeFile(t, "fast.json", delegateFastScript)
 	start := func(script string) (*mcp.ClientSession, *exec.Cmd, *bytes.Buffer) {
 		return startDelegate(t, ctx, bin, dir, delegateArgs(script, runDir, "--database", dbURL)...)
 	}
