@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
-	"net/url"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -74,7 +73,7 @@ func (e *environment) StreamOwned(ctx context.Context, in *contract.TurnInput) i
 // when it observed none, or when it cannot be read: then a warning
 // names the environment, the turn and why — never the id).
 func (e *environment) nativeSession(ctx context.Context, turnID string) *contract.NativeSessionObserved {
-	path := envPath(e.doc.ID) + "/turns/" + url.PathEscape(turnID) + "/native-session"
+	path := turnPath(e.doc.ID, turnID) + "/native-session"
 	res, err := roundTrip(ctx, e.p, exchange{method: http.MethodGet, path: path, answer: "native session answer",
 		timeout: e.p.opts.CallTimeout, retry: true}, func(b []byte) (*wire.TurnNativeSession, error) {
 		res, err := wire.ParseTurnNativeSession(b)

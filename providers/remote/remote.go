@@ -232,6 +232,13 @@ func (p *Provider) get(ctx context.Context, id string) (*wire.Environment, error
 
 func envPath(id string) string { return wire.PathEnvironments + "/" + url.PathEscape(id) }
 
+// turnPath is the path of turn turnID of environment environmentID,
+// each escaped: an id with a "/" or "?" names that turn, not another
+// route.
+func turnPath(environmentID, turnID string) string {
+	return envPath(environmentID) + "/turns/" + url.PathEscape(turnID)
+}
+
 func randomID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])

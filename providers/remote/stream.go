@@ -191,7 +191,7 @@ func (p *Provider) CancelTurn(ctx context.Context, environmentID, turnID, operat
 // turnCancel is the exchange that asks the server to cancel a turn under
 // operationID; the operation id makes a re-send a replay.
 func turnCancel(environmentID, turnID, operationID string, timeout time.Duration) exchange {
-	return exchange{method: http.MethodPost, path: envPath(environmentID) + "/turns/" + turnID + "/cancel",
+	return exchange{method: http.MethodPost, path: turnPath(environmentID, turnID) + "/cancel",
 		body: wire.CancelRequest{OperationID: operationID}, what: "the cancel request", answer: "cancel acknowledgement",
 		timeout: timeout, retry: true}
 }
