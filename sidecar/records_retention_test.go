@@ -38,6 +38,9 @@ func testExpireRecordsDeletesOldOperationsOnly(t *testing.T, open func(t *testin
 	if status, body := do(t, ts, http.MethodPost, procs, exactSpawnBody, nil); status != http.StatusOK {
 		t.Fatalf("spawn op-1: %d %s", status, body)
 	}
+	// Every record of the operations so far was written by now: past
+	// this plus the retention, all of them are older than it.
+	written := time.Now()
 	count := func(scope string) int {
 		t.Helper()
 		recs, err := st.ListIdempotency(ctx, store.IdempotencyQuery{Scope: scope, Limit: store.MaxIdempotencyBatch})
@@ -57,7 +60,7 @@ func testExpireRecordsDeletesOldOperationsOnly(t *testing.T, open func(t *testin
 		t.Fatalf("ExpireRecords before the retention passed = %d, %v; want nothing expired", n, err)
 	}
 
-	time.Sleep(time.Until(start.Add(retention + 100*time.Millisecond)))
+	time.Sleep(time.Until(written.Add(retention + 100*time.Millisecond)))
 	op2 := strings.Replace(exactSpawnBody, `"op-1"`, `"op-2"`, 1)
 	op2At := time.Now()
 	if status, body := do(t, ts, http.MethodPost, procs, op2, nil); status != http.StatusOK {
