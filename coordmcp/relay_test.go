@@ -60,9 +60,9 @@ func call(t *testing.T, ctx context.Context, cs *mcp.ClientSession, verb string,
 // answers {error: run-not-live} as a result, and a new relay refuses to
 // start, saying the run is not live.
 func TestRelayDrivesLiveRun(t *testing.T) {
+	agentrtBinary(t) // build before the run's clock starts
 	ctx := deadline(t)
 	runDir := t.TempDir()
-	agentrtBinary(t) // build before the run's clock starts
 	var (
 		cs                       *mcp.ClientSession
 		ep                       coordmcp.Endpoint
@@ -263,9 +263,9 @@ func TestRelayNotLive(t *testing.T) {
 // cancels the manager's turn), and the run ends with no winner and no
 // endpoint left.
 func TestRelayStopEndsRun(t *testing.T) {
+	agentrtBinary(t) // build before the run's clock starts
 	ctx := deadline(t)
 	runDir := t.TempDir()
-	agentrtBinary(t)
 	var stopped map[string]any
 	var stopErr, ended bool
 	brain := supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
