@@ -47,7 +47,7 @@ func (b *ProviderBackend) Stream(ctx context.Context, in Input, bc BackendContex
 		tools := map[string]string{} // tool call id → last status reported
 		for env, err := range run.Events() {
 			if err != nil {
-				yield(Event{}, err)
+				yield(Event{}, transportOf(err))
 				return
 			}
 			u := env.Event.MessagePartUpdated
@@ -68,9 +68,28 @@ func (b *ProviderBackend) Stream(ctx context.Context, in Input, bc BackendContex
 			err = errors.New("the run completed but its check did not pass")
 		}
 		if err != nil {
-			yield(Event{}, err)
+			yield(Event{}, transportOf(err))
 		}
 	}
+}
+
+// transportOf is err as a *TransportError when the run failed at the
+// transport (kernel.ReasonTransport: the provider's stream broke), so
+// the task stream reports it typed (backend_error kind transport, §3.2,
+// behaviour 23): with the HTTP status of the answer that broke it when
+// an error in the chain carries one (HTTPStatus), else 0 (the
+// connection failed or was cut). Any other error is returned unchanged.
+func transportOf(err error) error {
+	var re *kernel.RunError
+	if !errors.As(err, &re) || re.Reason != kernel.ReasonTransport {
+		return err
+	}
+	status := 0
+	var h interface{ HTTPStatus() int }
+	if errors.As(err, &h) {
+		status = h.HTTPStatus()
+	}
+	return &TransportError{Status: status, Err: err}
 }
 
 // partEvents maps one part update to task stream events.

@@ -181,6 +181,10 @@ func (e *Error) Error() string {
 	return msg
 }
 
+// HTTPStatus is the status the server answered with: what a caller
+// reporting a transport failure names (taskstream's backend_error).
+func (e *Error) HTTPStatus() int { return e.Status }
+
 // Is maps wire codes onto the contract's sentinel errors, so a client's
 // caller matches a remote refusal as it would a local one.
 func (e *Error) Is(target error) bool {

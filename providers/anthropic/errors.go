@@ -50,6 +50,10 @@ type APIError struct {
 	Attempts int
 }
 
+// HTTPStatus is the status the endpoint answered with: what a caller
+// reporting a transport failure names (taskstream's backend_error).
+func (e *APIError) HTTPStatus() int { return e.StatusCode }
+
 func (e *APIError) Error() string {
 	var b strings.Builder
 	b.WriteString("anthropic: HTTP ")

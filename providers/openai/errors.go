@@ -44,6 +44,10 @@ type APIError struct {
 	RetryAfter time.Duration
 }
 
+// HTTPStatus is the status the endpoint answered with: what a caller
+// reporting a transport failure names (taskstream's backend_error).
+func (e *APIError) HTTPStatus() int { return e.StatusCode }
+
 func (e *APIError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "openai: HTTP %d", e.StatusCode)
