@@ -370,6 +370,9 @@ func attemptsOf(r store.Run) ([]Attempt, error) {
 }
 
 func withAttempts(doc canonjson.Value, attempts []Attempt) (canonjson.Value, error) {
+	if attempts == nil {
+		attempts = []Attempt{} // a run that ended before any attempt: [], not absent
+	}
 	v, err := canonjson.ToValue(attempts)
 	if err != nil {
 		return canonjson.Value{}, err

@@ -135,7 +135,7 @@ func TestSameJobDeliveredTwice(t *testing.T) {
 					wonErr = (&jobWorker{w: w1}).Work(ctx, job)
 					return
 				}
-				won, wonErr = w1.claim(ctx, runID)
+				won, wonErr = w1.claim(ctx, runID, "")
 			}
 			lost := (&jobWorker{w: w2}).Work(ctx, job)
 			if wonErr != nil {

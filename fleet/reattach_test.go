@@ -237,7 +237,7 @@ func TestTakeoverDestroysTheDeadWorkersEnvironmentOnce(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
-			if err := w.execute(ctx, sub.RunID); err != nil {
+			if err := w.execute(ctx, sub.RunID, ""); err != nil {
 				t.Fatal(err)
 			}
 			r, err := f.Get(t.Context(), sub.RunID)

@@ -114,7 +114,7 @@ func TestTakeover(t *testing.T) {
 			}
 			wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
-			if err := w.execute(wctx, sub.RunID); err != nil {
+			if err := w.execute(wctx, sub.RunID, ""); err != nil {
 				t.Fatal(err)
 			}
 			r, err := f.Get(ctx, sub.RunID)
@@ -177,7 +177,7 @@ func TestClaimWaitsForALiveHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = w.claim(ctx, sub.RunID)
+	_, err = w.claim(ctx, sub.RunID, "")
 	busy, ok := errors.AsType[*busyError](err)
 	if !ok || busy.owner != "alive" || busy.until.Sub(until).Abs() > time.Millisecond {
 		t.Fatalf("claim = %v, want busy until %s held by alive", err, until)
@@ -256,7 +256,7 @@ func TestFollowCrossesATakeover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.execute(ctx, sub.RunID); err != nil {
+	if err := w.execute(ctx, sub.RunID, ""); err != nil {
 		t.Fatal(err)
 	}
 	var live []got

@@ -291,7 +291,7 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 			return river.JobSnooze(0)
 		}
 	}
-	err := j.w.execute(ctx, job.Args.RunID)
+	err := j.w.execute(ctx, job.Args.RunID, job.Args.SpecDigest)
 	if busy, ok := errors.AsType[*busyError](err); ok {
 		j.w.stats.snoozed.Add(1)
 		wait := max(time.Until(busy.until), 0) + 100*time.Millisecond
@@ -359,11 +359,11 @@ type claim struct {
 }
 
 // execute claims the fleet run and runs one attempt of it.
-func (w *Worker) execute(ctx context.Context, runID string) error {
+func (w *Worker) execute(ctx context.Context, runID, jobDigest string) error {
 	var c claim
 	var err error
 	for range maxClaimTries {
-		c, err = w.claim(ctx, runID)
+		c, err = w.claim(ctx, runID, jobDigest)
 		if !errors.Is(err, errChanged) {
 			break
 		}
@@ -384,8 +384,12 @@ func (w *Worker) execute(ctx context.Context, runID string) error {
 
 // claim takes the fleet run for this worker, when it may: a pending run,
 // or a running one whose lease lapsed (its worker died). See the package
-// documentation for the rules.
-func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
+// documentation for the rules. jobDigest is the spec digest the job
+// names ("" when the caller has no job): a run whose recorded spec does
+// not digest to what was recorded at submission, or to what the job
+// names, was altered after it was admitted and ends failed without
+// running (never a run of a spec nobody submitted).
+func (w *Worker) claim(ctx context.Context, runID, jobDigest string) (claim, error) {
 	s := w.f.store
 	r, err := s.GetRun(ctx, runID)
 	if err != nil {
@@ -416,6 +420,7 @@ func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
 			return claim{}, fmt.Errorf("fleet: run %s: %w: spec: %w", runID, ErrInvalid, err)
 		}
 	}
+	altered := specAltered(spec, r.Doc, jobDigest)
 	// A dead worker's attempt: adopt it if it ended, wait if it is still
 	// live (its worker is alive but lost the fleet run's lease), resume
 	// its environment if that outlived it.
@@ -463,6 +468,11 @@ func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
 		out = claim{spec: spec, resume: resume, traceParent: traceParentOf(cur.Doc)}
 		list := append([]Attempt(nil), attempts...)
 		switch {
+		case altered != "" && adopt == nil:
+			out.done = true
+			cur.Status, cur.Doc = store.StatusFailed, cur.Doc.Without(docClaim)
+			oc := Outcome{Status: string(store.StatusFailed), Error: "the run's spec was altered after submission (" + altered + "); nothing ran: submit it anew"}
+			return setOutcome(cur, list, oc)
 		case adopt != nil:
 			out.done = true
 			last := &list[len(list)-1]
@@ -497,6 +507,9 @@ func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
 		w.stats.adopted.Add(1)
 		w.metrics.count("adopted", spec.Provider)
 		w.log.Info("adopted a dead worker's finished attempt", "run", runID, "attempt", adopt.Run.ID, "status", string(adopt.Run.Status))
+	case out.done && altered != "":
+		w.metrics.count(string(store.StatusFailed), spec.Provider)
+		w.log.Error("run refused: its spec was altered after submission", "run", runID, "why", altered)
 	case out.done:
 		w.stats.cancelled.Add(1)
 		w.metrics.count(string(store.StatusCancelled), spec.Provider)
@@ -505,6 +518,27 @@ func (w *Worker) claim(ctx context.Context, runID string) (claim, error) {
 		w.log.Info("run claimed", "run", runID, "generation", out.fence.Generation, "attempt", out.attempt.RunID, "took_over", len(attempts) > 0, "resumed", resumeNote)
 	}
 	return out, nil
+}
+
+// specAltered says how the spec recorded in doc differs from what was
+// admitted: it does not check, it does not digest to the digest recorded
+// at submission, or that digest is not jobDigest (when given); "" when
+// it is the admitted spec.
+func specAltered(spec Spec, doc canonjson.Value, jobDigest string) string {
+	recorded := ""
+	if v, ok := doc.Get(docSpecDigest); ok {
+		recorded = v.Str()
+	}
+	_, digest, err := spec.check()
+	switch {
+	case err != nil:
+		return "it does not check: " + err.Error()
+	case digest != recorded:
+		return fmt.Sprintf("it digests to %s, the submission recorded %s", digest, recorded)
+	case jobDigest != "" && jobDigest != recorded:
+		return fmt.Sprintf("the job names spec %s, the run records %s", jobDigest, recorded)
+	}
+	return ""
 }
 
 // findLiveEnvironment looks for the environment a dead worker's attempt
