@@ -52,7 +52,7 @@ type mcpDelegateFlags struct {
 func newMCPDelegateCmd(stdio IO, open providerOpener) *cobra.Command {
 	var f mcpDelegateFlags
 	cmd := &cobra.Command{
-		Use:   "delegate --manager PROFILE --worker PROFILE... [--expect TEXT | --check-cmd CMD]",
+		Use:   "delegate --manager PROFILE --worker PROFILE... [--expect TEXT] [--check-cmd CMD]",
 		Short: "Serve the delegation tools: tasks handed to a fixed manager agent, run as supervised runs",
 		Long: `Serve the delegation tools over MCP — delegate, delegation_status,
 delegation_history, delegate_feedback and delegation_cancel — on stdin/stdout
@@ -63,9 +63,9 @@ waitSeconds?}) hands the intent to the manager profile --manager, which
 runs it as one supervised run (as agentrt supervise does) spawning workers
 from the --worker profiles on --provider, under a budget within the caps
 --budget-tokens, --iterations and --budget-usd. A result is delivered only
-when the check passes: it contains --expect TEXT, or --check-cmd CMD (run
-by /bin/sh with the result on stdin) exits 0; without either, when it is not
-empty. The manager, workers, provider, check and caps are fixed here; no tool
+when the check passes: it contains --expect TEXT and, when given, --check-cmd
+CMD (run by /bin/sh with the result on stdin) exits 0; without either, when it
+is not empty. The manager, workers, provider, check and caps are fixed here; no tool
 argument can choose them.
 
 The manager is an authoring supervisor (spec §9's default): besides the
@@ -138,8 +138,6 @@ func runMCPDelegate(ctx context.Context, stdio IO, open providerOpener, f mcpDel
 		return usage("--manager PROFILE is required: the manager profile every delegation runs")
 	case len(f.workers) == 0:
 		return usage("at least one --worker PROFILE is required")
-	case f.expect != "" && f.checkCmd != "":
-		return usage("--expect and --check-cmd are two checks; give one")
 	case f.budgetTokens <= 0 || f.iterations <= 0:
 		return usage("--budget-tokens and --iterations must be positive")
 	case f.budgetUSD < 0 || f.workerUSD < 0 || f.workerTokens < 0 || f.maxLive < 0 || f.maxTurns < 0:
@@ -205,7 +203,7 @@ func runMCPDelegate(ctx context.Context, stdio IO, open providerOpener, f mcpDel
 		Profiles:           profiles,
 		Executor:           &supervise.KernelExecutor{Provider: provider, Store: s},
 		Router:             router,
-		Deliverable:        expectDeliverable(f.expect),
+		Deliverable:        deliverableOf(f.expect, f.checkCmd, f.checkTimeout),
 		Caps:               delegation.Budget{Tokens: f.budgetTokens, Iterations: f.iterations},
 		MaxLiveWorkers:     f.maxLive,
 		MaxTurns:           f.maxTurns,
@@ -221,9 +219,6 @@ func runMCPDelegate(ctx context.Context, stdio IO, open providerOpener, f mcpDel
 	}
 	if f.authored && len(cfg.AllowedModels) == 0 {
 		cfg.AllowedModels = workerModels(profiles)
-	}
-	if f.checkCmd != "" {
-		cfg.Deliverable = commandDeliverable(f.checkCmd, f.checkTimeout)
 	}
 	tracing := startTracing(ctx, stdio)
 	defer stopTracing(ctx, stdio, tracing)
@@ -274,6 +269,31 @@ func runMCPDelegate(ctx context.Context, stdio IO, open providerOpener, f mcpDel
 // maxCheckOutput bounds what a check command's stderr contributes to a
 // verdict's reason.
 const maxCheckOutput = 2 << 10
+
+// deliverableOf is the check of the --expect and --check-cmd flags: a
+// result containing expect (not empty when expect is ""), and, when cmd
+// is given, one for which cmd exits 0 too — the command runs only on a
+// result the text check passed.
+func deliverableOf(expect, cmd string, timeout time.Duration) supervise.Deliverable {
+	text := expectDeliverable(expect)
+	if cmd == "" {
+		return text
+	}
+	command := commandDeliverable(cmd, timeout)
+	if expect == "" {
+		return command
+	}
+	return supervise.Deliverable{
+		Describe: text.Describe + " and " + strings.TrimPrefix(command.Describe, "a result "),
+		Check: func(ctx context.Context, out supervise.Output) (kernel.Verdict, error) {
+			v, err := text.Check(ctx, out)
+			if err != nil || !v.Passed {
+				return v, err
+			}
+			return command.Check(ctx, out)
+		},
+	}
+}
 
 // commandDeliverable delivers a result when the shell command cmd, given
 // the result's text on stdin, exits 0 within timeout. A command that

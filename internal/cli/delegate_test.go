@@ -193,7 +193,6 @@ func TestMCPDelegateUsage(t *testing.T) {
 	}{
 		{"no manager", []string{"mcp", "delegate", "--worker", noteWriter}, "--manager"},
 		{"no worker", []string{"mcp", "delegate", "--manager", supManager}, "--worker"},
-		{"two checks", []string{"mcp", "delegate", "--manager", supManager, "--worker", noteWriter, "--expect", "x", "--check-cmd", "true"}, "give one"},
 		{"open beyond loopback", []string{"mcp", "delegate", "--manager", supManager, "--worker", noteWriter, "--http", "0.0.0.0:0"}, "without a token"},
 		{"bad cap", []string{"mcp", "delegate", "--manager", supManager, "--worker", noteWriter, "--budget-tokens", "0"}, "positive"},
 	} {

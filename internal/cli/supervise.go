@@ -47,9 +47,9 @@ Its model spawns workers from the --worker profiles (named by their "name"),
 every spawn reserved from one budget (--budget-tokens, --iterations and
 optionally --budget-usd; each worker reserves --worker-tokens, one iteration and
 --worker-usd unless its spawn asks otherwise). A result is delivered only when
-it contains --expect TEXT, or when --check-cmd CMD (run by /bin/sh with the
-result on stdin, within --check-timeout) exits 0; with neither, when it is not
-empty.
+it contains --expect TEXT and, when --check-cmd CMD is given, CMD (run by
+/bin/sh with the result on stdin, within --check-timeout) exits 0; with
+neither, when it is not empty.
 
 Workers run on --provider (the run flags: scripted by default, offline, with
 --script FILE; openai; anthropic; ...), each recorded in the run store. The
@@ -100,8 +100,6 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				return usage("--task is required")
 			case len(workers) == 0:
 				return usage("at least one --worker PROFILE is required")
-			case expect != "" && checkCmd != "":
-				return usage("--expect and --check-cmd are two checks; give one")
 			case checkTimeout <= 0:
 				return usage("--check-timeout must be positive")
 			case budgetTokens <= 0 || iterations <= 0:
@@ -181,7 +179,7 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				PerWorker:      ledger.Budget{Tokens: &perWorker, Iterations: int64p(1)},
 				MaxLiveWorkers: maxLive,
 				Profiles:       profiles,
-				Deliverable:    expectDeliverable(expect),
+				Deliverable:    deliverableOf(expect, checkCmd, checkTimeout),
 				Executor:       &supervise.KernelExecutor{Provider: provider, Store: s},
 				Router:         router,
 				Brain:          brain,
@@ -195,9 +193,6 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 			tracing := startTracing(ctx, stdio)
 			defer stopTracing(ctx, stdio, tracing)
 			o.Observer = tracing.SuperviseObserver()
-			if checkCmd != "" {
-				o.Deliverable = commandDeliverable(checkCmd, checkTimeout)
-			}
 			if budgetUSD > 0 {
 				o.Budget.MicroUSD = int64p(int64(math.Round(budgetUSD * 1e6)))
 			}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
-	"github.com/agentrt/agentrt/internal/cli"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -110,8 +109,14 @@ func TestSuperviseCheckCommand(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "not delivered (the check command exited 3: no release number)") {
 		t.Fatalf("failing check: exit %d\n%s%s", code, out, errOut)
 	}
-	if _, _, code := run(t, "", superviseArgs(t, script, t.TempDir(), "--check-cmd", "true", "--expect", "x")...); code != cli.ExitUsage {
-		t.Errorf("--check-cmd with --expect: exit %d, want %d", code, cli.ExitUsage)
+	// Both checks: the text must be there and the command must pass.
+	out, errOut, code = run(t, "", superviseArgs(t, script, t.TempDir(), "--check-cmd", "grep -q 'Write a note'", "--expect", "Done")...)
+	if code != 0 || !strings.Contains(errOut, "delivered (the check command exited 0)") {
+		t.Errorf("--expect and --check-cmd, both passing: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = run(t, "", superviseArgs(t, script, t.TempDir(), "--check-cmd", "exit 0", "--expect", "no such text")...)
+	if code != 1 || strings.Contains(errOut, "the check command exited") {
+		t.Errorf("--expect failing before --check-cmd: exit %d (the command must not decide)\n%s%s", code, out, errOut)
 	}
 }
 
