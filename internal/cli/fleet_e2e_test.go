@@ -489,6 +489,11 @@ func TestFleetEndToEnd(t *testing.T) {
 			}
 		}
 	}
+	// No secret reached what the fleet stored: the servers' token, the
+	// database password.
+	pw, _ := passwordOf(conn)
+	checkNoSecretStored(t, ctx, f.Store(), conn, schema, ids, serveToken, ":"+pw+"@")
+
 	t.Logf("%d runs, 3 workers on 2 servers; worker 1 and server 2 killed at %s; all ended after %s (%.1f runs/s)",
 		n, killedAt.Round(time.Millisecond), elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds())
 	t.Logf("%d completed (%d recovered from the killed worker), %d interrupted in doubt; %d attempts, %d handed back by the dead server's worker; %d events read by the reader, none lost; ledger %d in, %d out",
