@@ -434,7 +434,7 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 	}
 	var outRef string
 	if state == StateDone {
-		ref, err := c.log.putBlob(resultValue(res.Text, res.Output))
+		ref, err := c.log.putBlob(bg, resultValue(res.Text, res.Output))
 		if err != nil {
 			c.logger.Error("supervise: storing a result", "node", w.id, "err", err)
 		}
@@ -797,7 +797,7 @@ func (c *Coordinator) Submit(ctx context.Context, a SubmitArgs) (SubmitResult, e
 		return r, nil
 	}
 	val := resultValue(a.Result, canonjson.Value{})
-	ref, err := c.log.putBlob(val)
+	ref, err := c.log.putBlob(ctx, val)
 	if err != nil {
 		return SubmitResult{}, err
 	}

@@ -326,7 +326,7 @@ func takeOverFromStore(t *testing.T, manager *profile.Profile, st store.Store, r
 		t.Errorf("the taking-over process executed alpha %d, slow %d, beta %d times; want 0, 1, 1",
 			counting.count("alpha"), counting.count("slow"), counting.count("beta"))
 	}
-	if got.Winner == nil || got.Winner.OutRef != want.Winner.OutRef || got.Winner.Node != want.Winner.Node {
+	if got.Winner == nil || got.Winner.OutRef != want.Winner.OutRef || got.Winner.Node != want.Winner.Node || got.Winner.Text != want.Winner.Text {
 		t.Fatalf("winner %+v, want %+v", got.Winner, want.Winner)
 	}
 }

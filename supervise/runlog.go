@@ -369,10 +369,17 @@ func (l *runLog) page(since int, kinds []string, limit int) ([]Record, int, bool
 
 // putBlob stores v content-addressed and returns its ref
 // ("sha256:<hex>").
-func (l *runLog) putBlob(v canonjson.Value) (string, error) {
+func (l *runLog) putBlob(ctx context.Context, v canonjson.Value) (string, error) {
 	ref, err := canonjson.Digest(v)
 	if err != nil {
 		return "", fmt.Errorf("supervise: result blob: %w", err)
+	}
+	if b, ok := l.spawn.(blobStore); ok {
+		// A journal in a store keeps the blobs beside it: the run dir
+		// is this machine's, the journal may be resumed on another.
+		if err := b.PutBlob(context.WithoutCancel(ctx), ref, v); err != nil {
+			return "", err
+		}
 	}
 	if l.dir == "" {
 		return ref, nil
@@ -406,23 +413,46 @@ func (l *runLog) putBlob(v canonjson.Value) (string, error) {
 	return ref, nil
 }
 
-// getBlob reads a stored result back; a missing blob is fs.ErrNotExist.
+// blobStore is a spawn log that keeps result blobs beside the journal
+// (StoreSpawnLog).
+type blobStore interface {
+	PutBlob(ctx context.Context, ref string, v canonjson.Value) error
+	GetBlob(ctx context.Context, ref string) (canonjson.Value, error)
+}
+
+// getBlob reads a stored result back: from the run dir, else from the
+// spawn log's store; a missing blob is fs.ErrNotExist.
 func (l *runLog) getBlob(ref string) (canonjson.Value, error) {
-	if l.dir == "" {
-		return canonjson.Value{}, fs.ErrNotExist
-	}
-	data, err := os.ReadFile(l.blobPath(ref))
+	v, err := l.readBlob(ref)
 	if err != nil {
 		return canonjson.Value{}, err
-	}
-	v, err := canonjson.Decode(data)
-	if err != nil {
-		return canonjson.Value{}, fmt.Errorf("supervise: blob %s: %w", ref, err)
 	}
 	if got, err := canonjson.Digest(v); err != nil || got != ref {
 		return canonjson.Value{}, fmt.Errorf("supervise: blob %s does not hash to its name", ref)
 	}
 	return v, nil
+}
+
+// readBlob reads blob ref unchecked: the run dir's file when there is
+// one, else the copy the spawn log's store keeps.
+func (l *runLog) readBlob(ref string) (canonjson.Value, error) {
+	if l.dir != "" {
+		data, err := os.ReadFile(l.blobPath(ref))
+		if err == nil {
+			v, err := canonjson.Decode(data)
+			if err != nil {
+				return canonjson.Value{}, fmt.Errorf("supervise: blob %s: %w", ref, err)
+			}
+			return v, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return canonjson.Value{}, err
+		}
+	}
+	if b, ok := l.spawn.(blobStore); ok {
+		return b.GetBlob(context.Background(), ref)
+	}
+	return canonjson.Value{}, fs.ErrNotExist
 }
 
 func (l *runLog) blobPath(ref string) string {

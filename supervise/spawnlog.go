@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -388,6 +389,46 @@ func (l *StoreSpawnLog) Confirm(ctx context.Context) error {
 	}
 	l.extend(until)
 	return nil
+}
+
+// blobScope is the store scope of a store spawn log's result blobs: one
+// idempotency record per run and blob (key "<runID>/<ref>", request
+// digest the ref, result the blob), so a run resumed on another machine,
+// with another run dir, reads its settled workers' outputs back.
+const blobScope = "supervise.blob"
+
+// PutBlob stores result blob v under its ref (its canonical digest) with
+// the run's journal, fenced by nothing (a blob is content-addressed:
+// writing it twice, or by a former holder, writes the same bytes). It is
+// bounded as an append is.
+func (l *StoreSpawnLog) PutBlob(ctx context.Context, ref string, v canonjson.Value) error {
+	ctx, cancel := context.WithTimeout(ctx, spawnLogCallTimeout(l.ttl))
+	defer cancel()
+	rec := store.Idempotency{Scope: blobScope, Key: l.fence.RunID + "/" + ref, RequestDigest: ref, Result: v, CreatedAt: time.Now()}
+	got, _, err := l.st.ClaimIdempotency(ctx, rec)
+	if err != nil {
+		return fmt.Errorf("supervise: storing result blob %s: %w", ref, err)
+	}
+	if got.RequestDigest != ref {
+		return fmt.Errorf("supervise: result blob %s: the store holds another blob under its name", ref)
+	}
+	return nil
+}
+
+// GetBlob reads result blob ref of the run back; a blob the store does
+// not hold is fs.ErrNotExist.
+func (l *StoreSpawnLog) GetBlob(ctx context.Context, ref string) (canonjson.Value, error) {
+	ctx, cancel := context.WithTimeout(ctx, spawnLogCallTimeout(l.ttl))
+	defer cancel()
+	key := l.fence.RunID + "/" + ref
+	recs, err := l.st.ListIdempotency(ctx, store.IdempotencyQuery{Scope: blobScope, KeyPrefix: key, Limit: 1})
+	if err != nil {
+		return canonjson.Value{}, fmt.Errorf("supervise: reading result blob %s: %w", ref, err)
+	}
+	if len(recs) == 0 || recs[0].Key != key {
+		return canonjson.Value{}, fs.ErrNotExist
+	}
+	return recs[0].Result, nil
 }
 
 // Fence is the lease this log holds.
