@@ -344,3 +344,34 @@ func TestResumeSeatedKeepsTheOriginalDeadline(t *testing.T) {
 		})
 	}
 }
+
+// PRF-07 and truthful ends: a caller that cancels while the account
+// manager is resolving the stages gets a cancelled run — not a refusal
+// blamed on the seat — and no stage ran.
+func TestSeatedPreflightCancelledWhileResolving(t *testing.T) {
+	first := spyOn(t, "scripted/first", false)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	accounts := kernel.AccountManagerFunc(func(ctx context.Context, k int, _ profile.Seat) (contract.Provider, error) {
+		if k == 0 {
+			return first, nil
+		}
+		cancel()
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	st := memory.New(nil)
+	_, err := kernel.ExecuteSeated(ctx, kernel.SeatedRequest{Accounts: accounts, Request: kernel.Request{
+		Profile: mustProfile(t, seatWriter), Task: "write a note", Store: st, Check: nonEmpty, RunID: "cancelled",
+	}})
+	re, ok := errors.AsType[*kernel.RunError](err)
+	if !ok || re.Status != store.StatusCancelled || re.Reason != kernel.ReasonCancelled || errors.Is(err, kernel.ErrRefused) {
+		t.Fatalf("err %T %v; want the run cancelled, not refused", err, err)
+	}
+	if calls, _ := first.seen(); calls != 0 {
+		t.Errorf("stage 0's provider was called %d times", calls)
+	}
+	if rec, err := kernel.ReadRun(context.Background(), st, "cancelled"); err != nil || rec.Status != store.StatusCancelled {
+		t.Errorf("record %+v (%v); want cancelled", rec, err)
+	}
+}
