@@ -190,8 +190,10 @@ type SeatedResult struct {
 //
 // The logical run is recorded (kind KindSeated) with every stage tried
 // and why it moved on; each stage's run is recorded as usual. A stage
-// whose provider cannot be resolved is refused before any spend
-// (ErrRefused); quota refusals on every stage left end the run with
+// whose provider cannot be resolved refuses the run before any stage
+// runs — every stage from req.Stage on is resolved first (PRF-07) — with
+// a *RunError (ErrRefused) caused by a *SeatUnresolvedError naming the
+// stage; quota refusals on every stage left end the run with
 // ReasonQuota.
 func ExecuteSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error) {
 	lo, err := checkSeated(&req)
@@ -258,20 +260,28 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 		reason, detail = ReasonQuota, left.Reason
 		runErr = &contract.QuotaRefusalError{Provider: left.Provider, Stage: left.Stage, Message: "recorded before the run was resumed: " + left.Reason}
 	}
-	for k := k0; k < len(req.Profile.Seats); k++ {
+	// Every stage the walk may reach is resolved before the first one
+	// runs (PRF-07): a stage no account can serve refuses the run before
+	// anything is created, sent or reserved, rather than after the stages
+	// before it spent. The walk runs each stage on the provider resolved
+	// here; the manager is asked once per stage (it binds no credential:
+	// each create and turn carries the stage's credential request).
+	providers, unresolved := resolveSeats(ctx, req, k0)
+	last := len(req.Profile.Seats)
+	if unresolved != nil {
+		rec.Stages = append(rec.Stages, unresolved.attempt)
+		reason, detail, runErr = ReasonRefused, unresolved.err.Error(), unresolved.err
+		if ce := contextError(ctx, req.RunID); ce != nil {
+			// The caller's context ended while the manager was asked:
+			// the run was cancelled or timed out, not refused.
+			status, reason, detail, runErr = ce.Status, ce.Reason, ce.Detail, ce.Cause
+		}
+		last = k0 // no stage runs
+	}
+	for k := k0; k < last; k++ {
 		seat := req.Profile.Seats[k]
 		at := StageAttempt{Stage: k, Harness: string(seat.Harness), Provider: seat.Provider, Model: seat.Model}
-		provider, perr := req.Accounts.ProviderFor(ctx, k, seat)
-		if perr == nil && provider == nil {
-			perr = errors.New("no provider")
-		}
-		if perr != nil {
-			at.Outcome, at.Reason = StageUnresolved, perr.Error()
-			rec.Stages = append(rec.Stages, at)
-			reason, detail = ReasonRefused, fmt.Sprintf("stage %d (%s on %s): the account manager resolved no provider: %v", k, seat.Model, seat.Provider, perr)
-			runErr = perr
-			break
-		}
+		provider := providers[k-k0]
 		lookup := ""
 		if k == k0 && left != nil && left.KeptRun != nil {
 			kept, lookup = lookUpKept(ctx, provider, left)
@@ -374,6 +384,57 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 		return res, nil
 	}
 	return res, &RunError{RunID: req.RunID, Status: status, Reason: reason, Detail: detail, Cause: runErr}
+}
+
+// SeatUnresolvedError is a seat stage the account manager resolved no
+// provider for. A seated run refuses with it (the *RunError's cause,
+// ErrRefused) before any stage runs (PRF-07).
+type SeatUnresolvedError struct {
+	// Stage is the stage's index in the profile's seats; Pointer its
+	// JSON pointer in the profile ("/seats/1").
+	Stage   int
+	Pointer string
+	Model   string
+	// Provider is the seat's provider name.
+	Provider string
+	// Err is the account manager's error.
+	Err error
+}
+
+func (e *SeatUnresolvedError) Error() string {
+	return fmt.Sprintf("stage %d (%s: %s on %s): the account manager resolved no provider: %v; give the seat an account that can serve it, or start the run at a later stage",
+		e.Stage, e.Pointer, e.Model, e.Provider, e.Err)
+}
+
+// Unwrap returns the account manager's error.
+func (e *SeatUnresolvedError) Unwrap() error { return e.Err }
+
+// unresolvedSeat is the first stage resolveSeats could not resolve: the
+// attempt the record names and the refusal.
+type unresolvedSeat struct {
+	attempt StageAttempt
+	err     *SeatUnresolvedError
+}
+
+// resolveSeats asks the account manager for the provider of every stage
+// from k0 on, in order, stopping at the first it cannot resolve.
+// providers[i] is stage k0+i's.
+func resolveSeats(ctx context.Context, req SeatedRequest, k0 int) ([]contract.Provider, *unresolvedSeat) {
+	seats := req.Profile.Seats
+	providers := make([]contract.Provider, 0, max(len(seats)-k0, 0))
+	for k := k0; k < len(seats); k++ {
+		seat := seats[k]
+		p, err := req.Accounts.ProviderFor(ctx, k, seat)
+		if err == nil && p == nil {
+			err = errors.New("no provider")
+		}
+		if err != nil {
+			at := StageAttempt{Stage: k, Harness: string(seat.Harness), Provider: seat.Provider, Model: seat.Model, Outcome: StageUnresolved, Reason: err.Error()}
+			return nil, &unresolvedSeat{attempt: at, err: &SeatUnresolvedError{Stage: k, Pointer: fmt.Sprintf("/seats/%d", k), Model: seat.Model, Provider: seat.Provider, Err: err}}
+		}
+		providers = append(providers, p)
+	}
+	return providers, nil
 }
 
 func seatedDoc(rec SeatedRecord) canonjson.Value {

@@ -30,7 +30,10 @@ const maxResumptions = 64
 // as a new seated run, RunID.resume-N (ResumeOf names the original),
 // whose stages open with those already tried. The chain goes on after
 // the last recorded stage, under the original deadline when one was
-// recorded (RG-11). When that stage's quota refusal left a session
+// recorded (RG-11); every stage from the one it goes on with is resolved
+// through Accounts before any of them runs, and one no account can serve
+// refuses the resumption before any spend (PRF-07, a *SeatUnresolvedError
+// as in ExecuteSeated). When that stage's quota refusal left a session
 // (StageAttempt.KeptRun), the next stage looks its environment up
 // through its own provider — a cold lookup — and continues the same
 // native session when the provider proves continuity (RG-08, RG-09,

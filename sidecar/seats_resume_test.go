@@ -305,10 +305,21 @@ func dialStore(ctx context.Context, db string) (store.Store, error) {
 	return nil, fmt.Errorf("unknown store %q", db)
 }
 
+// stallingProvider is the helper's stage 1: the run asks it for its
+// capabilities first, once stage 0's refusal is recorded; it prints
+// seatedStage0Refused and waits to be killed.
+type stallingProvider struct{ contract.Provider }
+
+func (s stallingProvider) Capabilities(ctx context.Context) (*contract.Capabilities, error) {
+	fmt.Println(seatedStage0Refused)
+	<-ctx.Done() // killed here
+	return nil, ctx.Err()
+}
+
 // seatedChild is the helper process: it drives the seated run through
 // the served provider with a 1s lease, prints seatedStage0Refused once
-// stage 0's refusal is recorded (the account manager is asked for stage
-// 1 only after that), then waits to be killed. Its exit code is 1 if it
+// stage 0's refusal is recorded (stage 1's provider is called only
+// after that), then waits to be killed. Its exit code is 1 if it
 // ever gets further.
 func seatedChild() int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -328,13 +339,13 @@ func seatedChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	// Every stage is resolved before stage 0 runs (PRF-07): stage 1's
+	// provider marks the moment the run reaches it — its first call.
 	accounts := kernel.AccountManagerFunc(func(ctx context.Context, k int, _ profile.Seat) (contract.Provider, error) {
 		if k == 0 {
 			return p, nil
 		}
-		fmt.Println(seatedStage0Refused)
-		<-ctx.Done() // killed here
-		return nil, ctx.Err()
+		return stallingProvider{p}, nil
 	})
 	_, err = kernel.ExecuteSeated(ctx, kernel.SeatedRequest{Accounts: accounts, Request: kernel.Request{
 		Profile: midTurnSeatsProfile(), Task: "write a note", Store: st, RunID: seatedRunID, LeaseTTL: kernel.MinLeaseTTL}})
