@@ -205,7 +205,9 @@ func (a *seatAccounts) lookup(stage int, seat profile.Seat) (cfg seatProvider, w
 type seatAccountManager struct {
 	providers map[int]contract.Provider
 	where     map[int]string
-	// progress, when set, is told each stage as the run starts it.
+	// progress, when set, is told each stage as the kernel resolves it:
+	// every stage from the first one on, before any runs (PRF-07); the
+	// summary after the run says which ran and how each ended.
 	progress io.Writer
 }
 
@@ -318,7 +320,7 @@ func (m *seatAccountManager) ProviderFor(_ context.Context, stage int, seat prof
 		return nil, fmt.Errorf("the --seats file names no provider for stage %d", stage)
 	}
 	if m.progress != nil {
-		fmt.Fprintf(m.progress, "stage %d: %s on %s (%s, from %s)\n", stage, seat.Model, seat.Provider, p.Name(), m.where[stage])
+		fmt.Fprintf(m.progress, "stage %d resolved: %s on %s (%s, from %s)\n", stage, seat.Model, seat.Provider, p.Name(), m.where[stage])
 	}
 	return p, nil
 }

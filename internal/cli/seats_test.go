@@ -89,7 +89,7 @@ func TestRunSeatsMovesOnAfterQuotaRefusal(t *testing.T) {
 	if !member(v, "delivered").Bool() || member(member(v, "final"), "text").Str() != "a release note" {
 		t.Errorf("result %s", out)
 	}
-	if !regexp.MustCompile(`stage 0: scripted/first on scripted .*from /accounts/acct-alpha`).MatchString(errOut) ||
+	if !regexp.MustCompile(`stage 0 resolved: scripted/first on scripted .*from /accounts/acct-alpha`).MatchString(errOut) ||
 		!strings.Contains(errOut, "from /stages/1") {
 		t.Errorf("progress on stderr does not name each stage and where it was resolved:\n%s", errOut)
 	}
