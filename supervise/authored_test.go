@@ -78,24 +78,24 @@ func TestAuthoredProfileRefusals(t *testing.T) {
 		wantReason string
 	}{{
 		name: "gate off", doc: authoredDoc("scripted/writer"),
-		want: map[string]any{"error": "invalid-identity", "cause": "authored-profile", "live": 0.0}, wantReason: "does not accept authored profiles",
+		want: map[string]any{"error": "invalid-identity", "cause": "authored-profile", "live": 0.0, "freeSlots": nil}, wantReason: "does not accept authored profiles",
 	}, {
 		name: "invalid profile names the pointer", tune: func(o *supervise.Options) { o.AuthoredProfiles = true }, doc: bad,
-		want: map[string]any{"error": "invalid-identity", "cause": "profile-invalid", "live": 0.0}, wantReason: "/profile/harness",
+		want: map[string]any{"error": "invalid-identity", "cause": "profile-invalid", "live": 0.0, "freeSlots": nil}, wantReason: "/profile/harness",
 	}, {
 		name: "unknown member names the pointer", tune: func(o *supervise.Options) { o.AuthoredProfiles = true },
 		doc:  map[string]any{"name": "x", "bogus": true},
-		want: map[string]any{"error": "invalid-identity", "cause": "profile-invalid", "live": 0.0}, wantReason: "/profile",
+		want: map[string]any{"error": "invalid-identity", "cause": "profile-invalid", "live": 0.0, "freeSlots": nil}, wantReason: "/profile",
 	}, {
 		name: "over MaxAuthoredProfile", tune: func(o *supervise.Options) { o.AuthoredProfiles = true }, doc: huge,
-		want: map[string]any{"error": "invalid-identity", "cause": "profile-invalid", "live": 0.0}, wantReason: "limit",
+		want: map[string]any{"error": "invalid-identity", "cause": "profile-invalid", "live": 0.0, "freeSlots": nil}, wantReason: "limit",
 	}, {
 		name: "model outside AllowedModels", tune: func(o *supervise.Options) { o.AuthoredProfiles = true; o.AllowedModels = []string{"scripted/writer"} },
 		doc:  authoredDoc("scripted/expensive"),
-		want: map[string]any{"error": "invalid-identity", "cause": "model-not-allowed", "live": 0.0}, wantReason: "scripted/expensive",
+		want: map[string]any{"error": "invalid-identity", "cause": "model-not-allowed", "live": 0.0, "freeSlots": nil}, wantReason: "scripted/expensive",
 	}, {
 		name: "hooks without AuthorizeSpawn", tune: func(o *supervise.Options) { o.AuthoredProfiles = true }, doc: hooks,
-		want: map[string]any{"error": "preflight-refused", "cause": "not-authorized", "live": 0.0}, wantReason: "/profile/hooks",
+		want: map[string]any{"error": "preflight-refused", "cause": "not-authorized", "live": 0.0, "freeSlots": nil}, wantReason: "/profile/hooks",
 	}, {
 		name: "AuthorizeSpawn decides on an authored profile's commands",
 		tune: func(o *supervise.Options) {
@@ -108,7 +108,7 @@ func TestAuthoredProfileRefusals(t *testing.T) {
 			}
 		},
 		doc:  hooks,
-		want: map[string]any{"error": "preflight-refused", "cause": "not-authorized", "live": 0.0}, wantReason: "hooks need a human review",
+		want: map[string]any{"error": "preflight-refused", "cause": "not-authorized", "live": 0.0, "freeSlots": nil}, wantReason: "hooks need a human review",
 	}, {
 		name: "max-live-workers before validation", tune: func(o *supervise.Options) { o.AuthoredProfiles = true; o.MaxLiveWorkers = 1 },
 		setup: 1, doc: bad,

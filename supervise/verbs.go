@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/agentrt/agentrt/canonjson"
@@ -48,6 +49,21 @@ type RefusalResult struct {
 	Cause     string `json:"cause,omitzero"`
 	Live      *int   `json:"live,omitzero"`
 	FreeSlots *int   `json:"freeSlots,omitzero"`
+}
+
+// MarshalJSON writes a spawn refusal (one that carries live) with
+// freeSlots always present, null when the scope is uncapped (§3.6:
+// every spawn reply carries live and freeSlots); other refusals carry
+// neither.
+func (r RefusalResult) MarshalJSON() ([]byte, error) {
+	type plain RefusalResult
+	if r.Live == nil {
+		return json.Marshal(plain(r))
+	}
+	return json.Marshal(struct {
+		plain
+		FreeSlots *int `json:"freeSlots"`
+	}{plain(r), r.FreeSlots})
 }
 
 // refusalOf turns a verb's typed refusal into its tool result; any other

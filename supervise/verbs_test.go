@@ -69,7 +69,8 @@ func tool(t *testing.T, ctx context.Context, c *supervise.Coordinator, verb stri
 func spawnArgs(task string) map[string]any { return map[string]any{"profile": "writer", "task": task} }
 
 // Behaviours 38, 45 and §9 "refusals are tool RESULTS": each refused
-// spawn_worker returns {error, reason, cause?, live, freeSlots}, reserves
+// spawn_worker returns {error, reason, cause?, live, freeSlots} —
+// freeSlots null on an uncapped scope, never left out (§3.6) — reserves
 // nothing, and the run goes on.
 func TestSpawnRefusalsAreToolResults(t *testing.T) {
 	cases := []struct {
@@ -89,7 +90,7 @@ func TestSpawnRefusalsAreToolResults(t *testing.T) {
 		tune:  func(o *supervise.Options) { o.Budget.Tokens = i64(1500) },
 		setup: []map[string]any{spawnArgs("one")},
 		probe: func(string) map[string]any { return spawnArgs("two") },
-		want:  map[string]any{"error": "budget-exhausted", "cause": "tokens", "live": 1.0},
+		want:  map[string]any{"error": "budget-exhausted", "cause": "tokens", "live": 1.0, "freeSlots": nil},
 	}, {
 		name:  "depth-exceeded",
 		tune:  func(o *supervise.Options) { o.MaxDepth = 1 },
@@ -97,18 +98,18 @@ func TestSpawnRefusalsAreToolResults(t *testing.T) {
 		probe: func(first string) map[string]any {
 			return map[string]any{"profile": "writer", "task": "nested", "parent": first}
 		},
-		want: map[string]any{"error": "depth-exceeded", "live": 1.0},
+		want: map[string]any{"error": "depth-exceeded", "live": 1.0, "freeSlots": nil},
 	}, {
 		name: "usd-unbudgeted (behaviour 38)",
 		tune: func(o *supervise.Options) { o.Budget.MicroUSD, o.PerWorker.MicroUSD = nil, nil },
 		probe: func(string) map[string]any {
 			return map[string]any{"profile": "writer", "task": "x", "budget": map[string]any{"usd": 0.5}}
 		},
-		want: map[string]any{"error": "usd-unbudgeted", "live": 0.0},
+		want: map[string]any{"error": "usd-unbudgeted", "live": 0.0, "freeSlots": nil},
 	}, {
 		name:  "unknown profile is invalid-identity",
 		probe: func(string) map[string]any { return map[string]any{"profile": "nobody", "task": "x"} },
-		want:  map[string]any{"error": "invalid-identity", "cause": "unknown-profile", "live": 0.0},
+		want:  map[string]any{"error": "invalid-identity", "cause": "unknown-profile", "live": 0.0, "freeSlots": nil},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
