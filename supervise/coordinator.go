@@ -604,8 +604,11 @@ type AwaitArgs struct {
 	// the others stay queued.
 	Kinds []string `json:"kinds,omitzero" jsonschema:"event kinds to wait for: settled, question"`
 	// TimeoutMS bounds the wait (default DefaultAwaitTimeout, at most
-	// MaxAwaitTimeout).
-	TimeoutMS int64 `json:"timeoutMs,omitzero" jsonschema:"how long to wait, in milliseconds"`
+	// MaxAwaitTimeout). A negative one asks to wait without a bound
+	// (§9's "≤0 = unbounded"): it waits MaxAwaitTimeout, the longest
+	// wait, within the run's own deadline — every wait here has one. Zero
+	// reads as omitted (the default).
+	TimeoutMS int64 `json:"timeoutMs,omitzero" jsonschema:"how long to wait, in milliseconds; negative: as long as allowed (10 minutes)"`
 }
 
 // AwaitResult is await_event's reply: the next settlement, or idle (no
@@ -625,13 +628,22 @@ const (
 	MaxAwaitTimeout     = 10 * time.Minute
 )
 
+// awaitBound is how long an await asked to wait ms milliseconds waits
+// (see AwaitArgs.TimeoutMS).
+func awaitBound(ms int64) time.Duration {
+	switch {
+	case ms > 0:
+		return min(time.Duration(ms)*time.Millisecond, MaxAwaitTimeout)
+	case ms < 0:
+		return MaxAwaitTimeout
+	}
+	return DefaultAwaitTimeout
+}
+
 // Await returns the next settlement not yet returned, in recorded order,
 // waiting at most the bounded timeout.
 func (c *Coordinator) Await(ctx context.Context, a AwaitArgs) (AwaitResult, error) {
-	d := DefaultAwaitTimeout
-	if a.TimeoutMS > 0 {
-		d = min(time.Duration(a.TimeoutMS)*time.Millisecond, MaxAwaitTimeout)
-	}
+	d := awaitBound(a.TimeoutMS)
 	// The timer is made only when Await has to wait: an event already
 	// queued is returned without one.
 	var timer *time.Timer
