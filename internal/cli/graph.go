@@ -135,7 +135,7 @@ is invalid), 2 on usage errors.`,
 			prog := startProgress(ctx, stdio.Err, runDir, resume)
 			res, err := graph.RunGraph(ctx, g, graph.Options{Task: task, Registry: reg, Supervise: supervise.Options{
 				Executor: &supervise.KernelExecutor{Provider: provider, Store: s},
-				Router:   router, RunDir: runDir, RunID: runID, Resume: resume, Analysts: lenses,
+				Router:   router, RunDir: runDir, RunID: runID, Resume: resume, ReturnEnded: resume, Analysts: lenses,
 				Observer: tracing.SuperviseObserver(), AnalystModel: analystModel,
 			}})
 			prog.stop()

@@ -187,8 +187,12 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				RunDir:         runDir,
 				RunID:          runID,
 				Resume:         resume,
-				Analysts:       lenses,
-				AnalystModel:   analystModel,
+				// A run that already ended answers with its journaled
+				// result: --resume never drives its manager (and spends)
+				// again.
+				ReturnEnded:  resume,
+				Analysts:     lenses,
+				AnalystModel: analystModel,
 			}
 			tracing := startTracing(ctx, stdio)
 			defer stopTracing(ctx, stdio, tracing)

@@ -200,6 +200,23 @@ func TestSuperviseResumeAfterExit(t *testing.T) {
 	if !strings.Contains(errOut, "resuming "+dir) {
 		t.Errorf("stderr:\n%s", errOut)
 	}
+
+	// --resume of the ended run answers with its journaled result: the
+	// manager is not driven again (this script has no turn to give, so
+	// a manager driven again would spend 1000 more tokens and answer
+	// otherwise), nothing is spent.
+	none := managerScript(t, `{"turns": [{"text": "Driven again.", "usage": {"inputTokens": 999, "outputTokens": 1}}]}`)
+	again, errAgain, code := run(t, "", "supervise", supManager, "--worker", noteWriter, "--manager-script", none,
+		"--run-dir", dir, "--resume", "--db", db, "--json")
+	if code != 0 {
+		t.Fatalf("resuming the ended run: exit %d\nstdout %s\nstderr %s", code, again, errAgain)
+	}
+	res2 := decode(t, again)
+	for _, m := range []string{"status", "winner", "spent"} {
+		if a, b := canonjson.Marshal(member(res, m)), canonjson.Marshal(member(res2, m)); string(a) != string(b) {
+			t.Errorf("%s after resuming the ended run: %s, want the journaled %s", m, b, a)
+		}
+	}
 }
 
 // While one invocation supervises a slow worker, a second steers it (the
