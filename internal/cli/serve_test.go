@@ -257,10 +257,15 @@ func TestRunAgainstKilledServeFailsOnTheProvider(t *testing.T) {
 // Without a token the server refuses to listen beyond loopback.
 func TestServeRefusesOpenListenWithoutToken(t *testing.T) {
 	t.Setenv("AGENTRT_SERVE_TOKEN", "")
-	var out, errOut bytes.Buffer
-	code := cli.Main(context.Background(), []string{"serve", "--listen", "0.0.0.0:0"}, cli.IO{In: strings.NewReader(""), Out: &out, Err: &errOut})
-	if code != cli.ExitUsage || !strings.Contains(errOut.String(), "without a token") {
-		t.Fatalf("serve on 0.0.0.0 without a token: exit %d, %s", code, errOut.String())
+	// Every address that is not a loopback IP (or localhost) is open
+	// beyond this machine, or may be: all interfaces in any spelling, a
+	// routable IP, a host name that resolves who knows where.
+	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "10.1.2.3:0", "db.internal:0", "127.0.0.1"} {
+		var out, errOut bytes.Buffer
+		code := cli.Main(context.Background(), []string{"serve", "--listen", addr}, cli.IO{In: strings.NewReader(""), Out: &out, Err: &errOut})
+		if code != cli.ExitUsage || !strings.Contains(errOut.String(), "without a token") {
+			t.Errorf("serve on %q without a token: exit %d, %s", addr, code, errOut.String())
+		}
 	}
 }
 
