@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"time"
 
@@ -57,7 +58,25 @@ func (s *subscription) Create(ctx context.Context, in *contract.CreateInput) (co
 		wait := 2 * time.Hour
 		return nil, &contract.QuotaRefusalError{Provider: s.Name(), Stage: -1, RetryAfter: &wait, Message: "the 5-hour window is used up"}
 	}
-	return s.Provider.Create(ctx, in)
+	env, err := s.Provider.Create(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return &seatEnv{Environment: env, w: s.w}, nil
+}
+
+// seatEnv shows the credential request each turn carries: the account
+// owner binds the turn's credential from it, as it did the create's.
+type seatEnv struct {
+	contract.Environment
+	w io.Writer
+}
+
+func (e *seatEnv) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
+	if r := in.Credential; r != nil {
+		fmt.Fprintf(e.w, "  %s: credential request for stage %d (%s), selector %s\n", r.Model, r.Stage, r.Occasion, selector(r.Selector))
+	}
+	return e.Environment.Stream(ctx, in)
 }
 
 func selector(sel profile.SeatSelector) string {
