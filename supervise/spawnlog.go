@@ -292,22 +292,42 @@ func (l *StoreSpawnLog) load(ctx context.Context) ([]Record, error) {
 	var out []Record
 	after := ""
 	for {
-		evs, err := l.st.Events(ctx, l.fence.RunID, after, spawnLogPage)
+		recs, next, err := ReadStoreSpawnLog(ctx, l.st, l.fence.RunID, after)
 		if err != nil {
-			return nil, fmt.Errorf("supervise: reading the spawn journal's run %s: %w", l.fence.RunID, err)
+			return nil, err
 		}
-		for _, e := range evs {
-			var r Record
-			if err := canonjson.FromValue(e.Body, &r); err != nil {
-				return nil, fmt.Errorf("supervise: spawn journal event %d of run %s does not decode: %w", e.Sequence, l.fence.RunID, err)
-			}
-			out = append(out, r)
-		}
-		if len(evs) < spawnLogPage {
+		out = append(out, recs...)
+		if next == after {
 			return out, nil
 		}
+		after = next
+	}
+}
+
+// ReadStoreSpawnLog reads, without taking the journal's lease, one page
+// (at most a few hundred records) of the spawn journal of supervised run
+// runID in st, after cursor after ("" from the start). It returns the
+// records and the cursor to read on from; an unchanged cursor means the
+// journal holds nothing more yet. A reader following a run on another
+// machine (agentrt supervise's progress) pages through it so, each
+// record read once.
+func ReadStoreSpawnLog(ctx context.Context, st store.Store, runID, after string) ([]Record, string, error) {
+	evs, err := st.Events(ctx, runID, after, spawnLogPage)
+	if err != nil {
+		return nil, after, fmt.Errorf("supervise: reading the spawn journal's run %s: %w", runID, err)
+	}
+	out := make([]Record, 0, len(evs))
+	for _, e := range evs {
+		var r Record
+		if err := canonjson.FromValue(e.Body, &r); err != nil {
+			return nil, after, fmt.Errorf("supervise: spawn journal event %d of run %s does not decode: %w", e.Sequence, runID, err)
+		}
+		out = append(out, r)
+	}
+	if len(evs) > 0 {
 		after = evs[len(evs)-1].Cursor
 	}
+	return out, after, nil
 }
 
 // Held returns nil while this process holds the log's lease, and why not

@@ -132,7 +132,7 @@ is invalid), 2 on usage errors.`,
 			}
 			tracing := startTracing(ctx, stdio)
 			defer stopTracing(ctx, stdio, tracing)
-			prog := startProgress(ctx, stdio.Err, runDir, resume)
+			prog := startProgress(ctx, stdio.Err, fileJournal(runDir), resume)
 			res, err := graph.RunGraph(ctx, g, graph.Options{Task: task, Registry: reg, Supervise: supervise.Options{
 				Executor: &supervise.KernelExecutor{Provider: provider, Store: s},
 				Router:   router, RunDir: runDir, RunID: runID, Resume: resume, ReturnEnded: resume, Analysts: lenses,

@@ -24,12 +24,14 @@ import (
 	"github.com/agentrt/agentrt/providers/anthropic"
 	"github.com/agentrt/agentrt/providers/openai"
 	"github.com/agentrt/agentrt/providers/scripted"
+	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/supervise"
 )
 
 func newSuperviseCmd(stdio IO, open providerOpener) *cobra.Command {
 	var sf storeFlags
-	var asJSON, resume bool
+	var asJSON, resume, journalInStore bool
+	var lease time.Duration
 	var task, providerName, scriptPath, managerScript, baseURL, openaiAPI, expect, checkCmd, runDir, runID, analystsPath, workspace string
 	var checkTimeout time.Duration
 	var workers []string
@@ -106,6 +108,10 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				return usage("--budget-tokens and --iterations must be positive")
 			case budgetUSD < 0 || workerUSD < 0 || workerTokens < 0 || maxLive < 0:
 				return usage("budgets and --max-live cannot be negative")
+			case lease < kernel.MinLeaseTTL:
+				return usage("--lease must be at least %s", kernel.MinLeaseTTL)
+			case journalInStore && runID == "":
+				return usage("--journal-in-store needs --run-id: the journal is found in the store by the run's id")
 			case resume && runDir == "" && runID == "":
 				return usage("--resume needs the run to continue: its --run-dir, or its --run-id in the --workspace")
 			case managerScript != "" && providerName != "scripted":
@@ -190,9 +196,11 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				// A run that already ended answers with its journaled
 				// result: --resume never drives its manager (and spends)
 				// again.
-				ReturnEnded:  resume,
-				Analysts:     lenses,
-				AnalystModel: analystModel,
+				ReturnEnded:   resume,
+				SpawnStore:    spawnStore(journalInStore, s),
+				SpawnLeaseTTL: lease,
+				Analysts:      lenses,
+				AnalystModel:  analystModel,
 			}
 			tracing := startTracing(ctx, stdio)
 			defer stopTracing(ctx, stdio, tracing)
@@ -203,7 +211,11 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 			if workerUSD > 0 {
 				o.PerWorker.MicroUSD = int64p(int64(math.Round(workerUSD * 1e6)))
 			}
-			prog := startProgress(ctx, stdio.Err, runDir, resume)
+			feed := fileJournal(runDir)
+			if journalInStore {
+				feed = storeJournal(s, runID)
+			}
+			prog := startProgress(ctx, stdio.Err, feed, resume)
 			res, err := supervise.Supervise(ctx, mgr, task, o)
 			prog.stop()
 			// A result its journal does not fully hold is still shown;
@@ -248,6 +260,8 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 	f.StringVar(&workspace, "workspace", ".", "workspace root of the default run directory")
 	f.StringVar(&runID, "run-id", "", "the run's id, the root of its worker ids and its directory's name (default: generated)")
 	f.BoolVar(&resume, "resume", false, "continue the run journaled in --run-dir (or the --run-id's directory)")
+	f.DurationVar(&lease, "lease", kernel.DefaultLeaseTTL, "with --journal-in-store: how long the journal stays this process's if it dies or stalls (at least 1s); another process resumes the run once it lapsed")
+	f.BoolVar(&journalInStore, "journal-in-store", false, "keep the spawn journal and the results in the run store (--db, or --database shared by many machines) rather than the run dir, so --resume --run-id continues the run on another machine")
 	f.StringVar(&analystsPath, "analysts", "", analystsFlagUsage+"; the manager runs them with run_analyst")
 	analystFlags.register(cmd)
 	f.Int64Var(&budgetTokens, "budget-tokens", 100_000, "token ceiling of the whole run, manager included")
@@ -424,14 +438,12 @@ type progress struct {
 	once   sync.Once
 }
 
-func startProgress(ctx context.Context, w io.Writer, dir string, resume bool) *progress {
+func startProgress(ctx context.Context, w io.Writer, j journalFeed, resume bool) *progress {
 	ctx, cancel := context.WithCancel(ctx)
 	p := &progress{cancel: cancel, done: make(chan struct{})}
-	seen := 0
 	if resume {
-		if recs, _, err := supervise.ReadRunDir(ctx, dir); err == nil {
-			seen = len(recs)
-			fmt.Fprintf(w, "resuming %s: %d journaled records\n", dir, seen)
+		if recs, err := j.next(ctx); err == nil {
+			fmt.Fprintf(w, "resuming %s: %d journaled records\n", j.name, len(recs))
 		}
 	}
 	go func() {
@@ -440,13 +452,12 @@ func startProgress(ctx context.Context, w io.Writer, dir string, resume bool) *p
 		defer t.Stop()
 		for {
 			stopped := ctx.Err() != nil
-			if recs, _, err := supervise.ReadRunDir(context.WithoutCancel(ctx), dir); err == nil {
-				for _, r := range recs[min(seen, len(recs)):] {
+			if recs, err := j.next(context.WithoutCancel(ctx)); err == nil {
+				for _, r := range recs {
 					if line := progressLine(r); line != "" {
 						fmt.Fprintln(w, line)
 					}
 				}
-				seen = max(seen, len(recs))
 			}
 			if stopped {
 				return
@@ -458,6 +469,47 @@ func startProgress(ctx context.Context, w io.Writer, dir string, resume bool) *p
 		}
 	}()
 	return p
+}
+
+// journalFeed hands out a run's journal records as they are appended:
+// each call of next returns the records since the last.
+type journalFeed struct {
+	name string
+	next func(ctx context.Context) ([]supervise.Record, error)
+}
+
+// fileJournal feeds the journal of run dir dir.
+func fileJournal(dir string) journalFeed {
+	seen := 0
+	return journalFeed{name: dir, next: func(ctx context.Context) ([]supervise.Record, error) {
+		recs, _, err := supervise.ReadRunDir(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		out := recs[min(seen, len(recs)):]
+		seen = max(seen, len(recs))
+		return out, nil
+	}}
+}
+
+// storeJournal feeds the spawn journal of run runID kept in st, paging
+// on from where it stopped: each record is read once.
+func storeJournal(st store.Store, runID string) journalFeed {
+	after := ""
+	return journalFeed{name: "run " + runID + " in the store", next: func(ctx context.Context) ([]supervise.Record, error) {
+		var out []supervise.Record
+		for {
+			recs, next, err := supervise.ReadStoreSpawnLog(ctx, st, runID, after)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, recs...)
+			if next == after {
+				return out, nil
+			}
+			after = next
+		}
+	}}
 }
 
 // stop prints what is left of the journal and returns.
@@ -874,4 +926,13 @@ func pollAck[T any](ctx context.Context, wait time.Duration, read func() (T, boo
 // finished record refused).
 func journalIncomplete(err error) bool {
 	return errors.Is(err, supervise.ErrJournalIncomplete) || errors.Is(err, supervise.ErrOutcomeNotJournaled)
+}
+
+// spawnStore is the store the spawn journal is kept in, when
+// --journal-in-store asks for the run store; nil keeps it in the run dir.
+func spawnStore(inStore bool, s store.Store) store.Store {
+	if inStore {
+		return s
+	}
+	return nil
 }
