@@ -367,6 +367,13 @@ Exit status: 0 when recovered, 1 otherwise.`,
 			if loadErr == nil {
 				in := admitted.Intent
 				create, turn := retainedRequest(prof, in.IdempotencyKey, in.TurnID, task)
+				if prof != nil && in.RequestedProfileDigest != nil {
+					// The seat's account comes from this profile: refuse
+					// one the run was not started with before it is used.
+					if d, err := contract.DigestOf(create.Profile); err != nil || d != *in.RequestedProfileDigest {
+						return usage("--profile %s is not the profile run %s was started with; give that profile file", profilePath, args[0])
+					}
+				}
 				if prof != nil {
 					opts.Environment = create
 				}
@@ -403,6 +410,8 @@ Exit status: 0 when recovered, 1 otherwise.`,
 						fmt.Sprintf("agentrt runs recover %s --profile PROFILE --task TASK (the profile file and task it was started with, and the same --provider)", args[0]),
 						fmt.Sprintf("agentrt run PROFILE --task TASK --retain --key %s --turn-id %s (continues the same run)", in.IdempotencyKey, in.TurnID),
 					}
+				} else if loadErr == nil && admitted.Dispatched == nil {
+					next = []string{fmt.Sprintf("agentrt runs recover %s --profile PROFILE --task TASK again once the provider answers, with the task it was started with (the reason says what was refused)", args[0])}
 				} else {
 					next = []string{fmt.Sprintf("agentrt runs recover %s again once the provider answers", args[0])}
 				}

@@ -144,8 +144,14 @@ func TestRunsRecoverWithProfileAndTaskRES05RG09(t *testing.T) {
 				}
 			}
 
+			other := writeFile(t, "other.json", strings.Replace(seatedWriter, "seated-writer", "other-writer", 1))
+			out, errOut, code = runWith(t, open, append([]string{"runs", "recover", record, "--task", "Write it.", "--profile", other}, db...)...)
+			if code != cli.ExitUsage || !strings.Contains(errOut, "not the profile") {
+				t.Fatalf("runs recover with another profile: exit %d\n%s%s", code, out, errOut)
+			}
 			out, errOut, code = runWith(t, open, append([]string{"runs", "recover", record, "--task", "Write something else.", "--profile", prof, "--json"}, db...)...)
-			if code != cli.ExitFailed || member(decode(t, out), "outcome").Str() != "unverifiable" {
+			if v := decode(t, out); code != cli.ExitFailed || member(v, "outcome").Str() != "unverifiable" ||
+				!strings.Contains(member(v, "reason").Str(), "turnDigest") || len(member(v, "next").Items()) != 1 {
 				t.Fatalf("runs recover with another task: exit %d\n%s%s", code, out, errOut)
 			}
 			out, errOut, code = runWith(t, open, append([]string{"runs", "recover", record, "--task", "Write it.", "--profile", prof, "--json"}, db...)...)
