@@ -357,9 +357,6 @@ Exit status: 0 when recovered, 1 otherwise.`,
 				return err
 			}
 			defer s.Close()
-			tracing := startTracing(ctx, stdio)
-			defer stopTracing(ctx, stdio, tracing)
-			ctx, span := tracing.RecoverRetained(ctx, args[0])
 			opts := retained.RecoverOptions{Provider: p, Store: s, RunID: args[0], Profile: prof}
 			// The record names the key and turn id the request was
 			// admitted under; a missing one is recovery's to report.
@@ -381,6 +378,9 @@ Exit status: 0 when recovered, 1 otherwise.`,
 					opts.Turn = &turn
 				}
 			}
+			tracing := startTracing(ctx, stdio)
+			defer stopTracing(ctx, stdio, tracing)
+			ctx, span := tracing.RecoverRetained(ctx, args[0])
 			rec, err := retained.RecoverRetainedRun(ctx, opts)
 			if err != nil {
 				span.Recovered("", err)
