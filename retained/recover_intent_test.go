@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/retained"
 	"github.com/agentrt/agentrt/store"
@@ -115,6 +118,56 @@ func TestRecoverAfterIntentOnlyCreatesOnceRES05(t *testing.T) {
 		}
 		if res, err := got.Run.Result(ctx); err != nil || !res.Success {
 			t.Fatalf("result %+v, %v", res, err)
+		}
+	})
+}
+
+// RG-09 on the replayed create: a subscription run whose starter died
+// after the create and before the environment record is recovered by a
+// process that has the create input and turn as the caller wrote them,
+// without the requests (which name an account no record holds). Without
+// the seated profile recovery refuses to replay the create bare
+// (unverifiable, nothing sent); with it, the replayed create and the
+// re-sent turn carry the admitted stage's requests.
+func TestRecoverReplaysTheCreateWithTheStagesCredentialRequestRG09(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		ctx := testCtx(t)
+		s := script(0)
+		s.Accounts = map[string]scripted.Account{"team-a": {}, "team-b": {}}
+		base := scripted.New(s, scripted.Options{})
+		prof, err := profile.Parse([]byte(seatedProfile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := startOptions(&lostCreate{base}, open(t), "key-lost-seat", "turn-1", (&recorder{}).hook)
+		o.Environment.Credential = contract.CredentialRequestFor(prof, 1, contract.CredentialOnCreate)
+		o.Turn.Credential = contract.CredentialRequestFor(prof, 1, contract.CredentialOnTurn)
+		if _, err := retained.StartRetainedRun(ctx, o); err == nil {
+			t.Fatal("the start whose create answer was lost succeeded")
+		}
+		_, recID, _ := retained.DeriveIdentity("key-lost-seat", "turn-1")
+		create, turn := *o.Environment, o.Turn
+		create.Credential, turn.Credential = nil, nil
+		blind, err := retained.RecoverRetainedRun(ctx, retained.RecoverOptions{Provider: base.Reconnect(), Store: open(t), RunID: recID,
+			Environment: &create, Turn: &turn})
+		if err != nil || blind.Outcome != retained.Unverifiable || len(base.CredentialRequests()) != 1 {
+			t.Fatalf("recovery without the requests: %+v, %v (%d requests); want unverifiable, nothing sent", blind, err, len(base.CredentialRequests()))
+		}
+		got, err := retained.RecoverRetainedRun(ctx, retained.RecoverOptions{Provider: base.Reconnect(), Store: open(t), RunID: recID,
+			Environment: &create, Turn: &turn, Profile: prof})
+		if err != nil || got.Outcome != retained.Recovered || got.Via != retained.ViaResumed {
+			t.Fatalf("recovery with the profile: %+v, %v", got, err)
+		}
+		if res, err := got.Run.Result(ctx); err != nil || !res.Success {
+			t.Fatalf("result %+v, %v", res, err)
+		}
+		onCreate := *contract.CredentialRequestFor(prof, 1, contract.CredentialOnCreate)
+		want := []contract.CredentialRequest{onCreate, onCreate, *contract.CredentialRequestFor(prof, 1, contract.CredentialOnTurn)}
+		if diff := cmp.Diff(want, base.CredentialRequests()); diff != "" {
+			t.Errorf("credential requests the account owner received (-want +got):\n%s", diff)
+		}
+		if base.Creates() != 1 {
+			t.Errorf("%d creates; the replay must find the environment made under the key", base.Creates())
 		}
 	})
 }
