@@ -32,6 +32,15 @@
 // (RecoverOptions.Profile) (RG-09). A request for another stage, or none,
 // is refused before anything is dispatched, never sent without it.
 //
+// Recovery never reports not_found while the provider may hold something
+// of the run: a starter that died after its intent was recorded and
+// before its environment record was written may have had its environment
+// created under the idempotency key, so recovery reports unverifiable
+// unless it is given the create input (RecoverOptions.Environment), whose
+// keyed create it replays (ENV-10): the environment the provider answers
+// with is recorded and the run continues from it. A run started in an
+// existing environment created nothing, and is not_found.
+//
 // Identity is deterministic: omitted session and execution ids are derived
 // from (idempotency key, turn id), so every process derives the same ones,
 // and starting again with the same options continues the same run rather

@@ -122,8 +122,18 @@ type RecoverOptions struct {
 	// (contract.CredentialRequestFor), so a recovery in another process
 	// re-sends it (RG-09) although no record holds it.
 	Profile *profile.Profile
-	// OnAdmission, when set, is awaited after a dispatched record that
-	// recovery writes is durable.
+	// Environment, when given, is the create input the run was started
+	// with (StartOptions.Environment). A run whose intent was recorded
+	// but not its environment — the starter may have died after the
+	// provider created one under the idempotency key — is then recovered
+	// by replaying that keyed create (ENV-10): the provider answers with
+	// the environment it holds under the key, which recovery records and
+	// continues from. Without it such a run is Unverifiable. When the
+	// admission carried a seat stage's credential request and Environment
+	// carries none, the create's is rebuilt from Profile (RG-09).
+	Environment *contract.CreateInput
+	// OnAdmission, when set, is awaited after an environment or
+	// dispatched record that recovery writes is durable.
 	OnAdmission AdmissionHook
 	Now         func() time.Time
 	Logger      *slog.Logger
@@ -133,10 +143,13 @@ type RecoverOptions struct {
 // started it died, from its admission records. It never destroys
 // anything: an environment the provider cannot vouch for now is
 // Unverifiable (keep it, retry later); NotFound means there is nothing
-// left to destroy. A run whose dispatch was not recorded is re-attached
-// when the provider's session proves it exists under the run's identity,
-// or resumed when o.Turn is the admitted turn; otherwise it is
-// Unverifiable.
+// left to destroy. A run whose environment was not recorded may still
+// have one under its idempotency key: it is Unverifiable unless
+// o.Environment replays the keyed create, whose environment is then
+// recorded and the run continues. A run whose dispatch was not recorded
+// is re-attached when the provider's session proves it exists under the
+// run's identity, or resumed when o.Turn is the admitted turn; otherwise
+// it is Unverifiable.
 func RecoverRetainedRun(ctx context.Context, o RecoverOptions) (Recovery, error) {
 	if o.Provider == nil || o.Store == nil || o.RunID == "" {
 		return Recovery{}, fmt.Errorf("%w: Provider, Store and RunID are required", ErrInvalidOptions)
@@ -151,26 +164,55 @@ func RecoverRetainedRun(ctx context.Context, o RecoverOptions) (Recovery, error)
 	if rec.Intent.Provider != o.Provider.Name() {
 		return Recovery{}, &MismatchError{What: "recorded provider", Field: "provider", Want: rec.Intent.Provider, Got: o.Provider.Name()}
 	}
-	if rec.Environment == nil {
-		return Recovery{Outcome: NotFound, Reason: "no environment was admitted for the run; start it again with the same idempotency key and turn id"}, nil
-	}
-	envID := rec.Environment.EnvironmentID
+	var envID string
 	unverifiable := func(why string, err error) (Recovery, error) {
 		if err != nil {
 			why += ": " + err.Error()
 		}
 		return Recovery{Outcome: Unverifiable, EnvironmentID: envID, Reason: why}, nil
 	}
-	g, ok := o.Provider.(contract.EnvironmentGetter)
-	if !ok {
-		return unverifiable("the provider cannot look environments up", nil)
-	}
-	env, err := g.Get(ctx, envID)
-	if err != nil {
-		return unverifiable("looking up the environment failed", err)
-	}
-	if env == nil {
-		return Recovery{Outcome: NotFound, EnvironmentID: envID, Reason: "the environment no longer exists; nothing is left to clean up"}, nil
+	var env contract.Environment
+	switch {
+	case rec.Environment == nil && rec.Intent.ExistingEnvironmentID != nil:
+		// Started in an environment that existed before it: the run
+		// created nothing.
+		return Recovery{Outcome: NotFound, Reason: "no environment was admitted for the run; start it again with the same idempotency key and turn id"}, nil
+	case rec.Environment == nil:
+		// The starter may have died after the provider created the
+		// environment under the key and before its record was written:
+		// only a replay of the keyed create can tell.
+		if env, err = replayCreate(ctx, o, rec.Intent); err != nil {
+			return unverifiable("the environment was not recorded, and the provider may hold one created under the run's idempotency key", err)
+		}
+		envID = env.ID()
+		envRec := EnvironmentRecord{Provider: rec.Intent.Provider, EnvironmentID: envID, IdempotencyKey: rec.Intent.IdempotencyKey,
+			TurnID: rec.Intent.TurnID, SessionID: rec.Intent.SessionID, ExecutionID: rec.Intent.ExecutionID}
+		if err := updateDocument(ctx, o.Store, rec.ID, func(d *document, _ *store.Run) error {
+			if d.Environment != nil && *d.Environment != envRec {
+				return mismatch("environment record", *d.Environment, envRec)
+			}
+			d.Environment = &envRec
+			return nil
+		}); err != nil {
+			return Recovery{}, err
+		}
+		if o.OnAdmission != nil {
+			if err := o.OnAdmission(ctx, Admission{Kind: AdmissionEnvironment, Environment: &envRec}); err != nil {
+				return Recovery{}, fmt.Errorf("retained: the environment admission hook failed (the provider state is kept): %w", err)
+			}
+		}
+	default:
+		envID = rec.Environment.EnvironmentID
+		g, ok := o.Provider.(contract.EnvironmentGetter)
+		if !ok {
+			return unverifiable("the provider cannot look environments up", nil)
+		}
+		if env, err = g.Get(ctx, envID); err != nil {
+			return unverifiable("looking up the environment failed", err)
+		}
+		if env == nil {
+			return Recovery{Outcome: NotFound, EnvironmentID: envID, Reason: "the environment no longer exists; nothing is left to clean up"}, nil
+		}
 	}
 	if rec.Dispatched != nil {
 		run, err := attach(ctx, o.Provider, o.Store, env, ControlRef{Record: rec.ID, Run: rec.Dispatched.ControlRef}, o.Now, o.Logger)
@@ -256,4 +298,55 @@ func withCredential(turn contract.TurnInput, in Intent, prof *profile.Profile) (
 		return turn, nil
 	}
 	return turn, fmt.Errorf("%w: the admitted turn carried seat stage %d's credential request; give it in Turn.Credential or the seated profile in Profile", ErrInvalidOptions, k)
+}
+
+// replayCreate replays the keyed create of the run of in with
+// o.Environment, which must be the create it was admitted with (its
+// request digest is the intent's), carrying the admitted stage's
+// credential request. The provider answers with the environment it
+// holds under the key (replayed) or, when it holds none, one it creates
+// now; either is the run's environment from then on.
+func replayCreate(ctx context.Context, o RecoverOptions, in Intent) (contract.Environment, error) {
+	if o.Environment == nil {
+		return nil, errors.New("no create input was given to replay the keyed create with")
+	}
+	if k := o.Environment.IdempotencyKey; k == nil || *k != in.IdempotencyKey {
+		got := ""
+		if k != nil {
+			got = *k
+		}
+		return nil, &MismatchError{What: "create input's idempotency key", Field: "idempotencyKey", Want: in.IdempotencyKey, Got: got}
+	}
+	create, envDigest, _, err := keyedCreateInput(o.Environment)
+	if err != nil {
+		return nil, err
+	}
+	if d, err := requestDigest(in, envDigest); err != nil {
+		return nil, err
+	} else if d != in.RequestDigest {
+		return nil, &MismatchError{What: "create input to replay", Field: "requestDigest", Want: in.RequestDigest, Got: d}
+	}
+	if k := in.CredentialStage; k != nil {
+		switch c := create.Credential; {
+		case c != nil && c.Stage != *k:
+			return nil, &MismatchError{What: "create's credential request", Field: "credentialStage", Want: strconv.Itoa(*k), Got: strconv.Itoa(c.Stage)}
+		case c == nil && o.Profile != nil:
+			if create.Credential = contract.CredentialRequestFor(o.Profile, *k, contract.CredentialOnCreate); create.Credential == nil {
+				return nil, fmt.Errorf("%w: the profile has no seat stage %d, whose credential request the admission carried", ErrInvalidOptions, *k)
+			}
+		case c == nil:
+			return nil, fmt.Errorf("%w: the admission carried seat stage %d's credential request; give it in Environment.Credential or the seated profile in Profile", ErrInvalidOptions, *k)
+		}
+	}
+	env, err := o.Provider.Create(ctx, &create)
+	if err != nil {
+		return nil, fmt.Errorf("retained: replaying the keyed create: %w", err)
+	}
+	if env.Provider() != in.Provider {
+		return nil, &MismatchError{What: "environment's provider", Field: "provider", Want: in.Provider, Got: env.Provider()}
+	}
+	if err := checkRetainable(ctx, o.Provider, env); err != nil {
+		return nil, err
+	}
+	return env, nil
 }

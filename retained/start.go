@@ -88,22 +88,9 @@ func StartRetainedRun(ctx context.Context, o StartOptions) (*Run, error) {
 		return nil, fmt.Errorf("%w: Environment.IdempotencyKey is required", ErrInvalidOptions)
 	}
 	key := *o.Environment.IdempotencyKey
-	create := *o.Environment
-	create.Metadata = maps.Clone(create.Metadata)
-	if create.Metadata == nil {
-		create.Metadata = map[string]canonjson.Value{}
-	}
-	if prior, ok := create.Metadata[RetainedKeyMetadata]; ok && prior.Str() != key {
-		return nil, fmt.Errorf("%w: Environment.Metadata[%s] is not the idempotency key", ErrInvalidOptions, RetainedKeyMetadata)
-	}
-	create.Metadata[RetainedKeyMetadata] = canonjson.StringValue(key)
-	createDigest, err := contract.CreateInputDigest(&create)
+	create, createDigest, profileDigest, err := keyedCreateInput(o.Environment)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
-	}
-	var profileDigest *string
-	if d, err := contract.DigestOf(create.Profile); err == nil {
-		profileDigest = &d
+		return nil, err
 	}
 	a := &admission{provider: o.Provider, store: o.Store, hook: o.OnAdmission, now: o.Now, log: o.Logger, turn: o.Turn}
 	if err := a.prepare(key, o.Identity, profileDigest, nil, createDigest); err != nil {
@@ -120,6 +107,33 @@ func StartRetainedRun(ctx context.Context, o StartOptions) (*Run, error) {
 		return env, nil
 	}
 	return a.run(ctx)
+}
+
+// keyedCreateInput is the create a retained run sends for in (whose
+// IdempotencyKey is set): in with the key in its RetainedKeyMetadata
+// member, the digest of that create and the digest of its profile (nil
+// when it has none). A start and a recovery replaying its keyed create
+// send exactly this.
+func keyedCreateInput(in *contract.CreateInput) (contract.CreateInput, string, *string, error) {
+	key := *in.IdempotencyKey
+	create := *in
+	create.Metadata = maps.Clone(create.Metadata)
+	if create.Metadata == nil {
+		create.Metadata = map[string]canonjson.Value{}
+	}
+	if prior, ok := create.Metadata[RetainedKeyMetadata]; ok && prior.Str() != key {
+		return create, "", nil, fmt.Errorf("%w: Environment.Metadata[%s] is not the idempotency key", ErrInvalidOptions, RetainedKeyMetadata)
+	}
+	create.Metadata[RetainedKeyMetadata] = canonjson.StringValue(key)
+	createDigest, err := contract.CreateInputDigest(&create)
+	if err != nil {
+		return create, "", nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	var profileDigest *string
+	if d, err := contract.DigestOf(create.Profile); err == nil {
+		profileDigest = &d
+	}
+	return create, createDigest, profileDigest, nil
 }
 
 // StartRetainedRunInEnvironment starts a fresh session in an existing
@@ -235,16 +249,22 @@ func (a *admission) prepare(key string, id *Identity, profileDigest, existing *s
 		k := c.Stage
 		a.intent.CredentialStage = &k
 	}
-	bound := a.intent
-	req, err := contract.DigestOf(struct {
-		Intent      Intent `json:"intent"`
-		Environment string `json:"environment"`
-	}{bound, envDigest})
+	req, err := requestDigest(a.intent, envDigest)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	a.intent.RequestDigest = req
 	return nil
+}
+
+// requestDigest is the request digest of intent in (whatever its own
+// RequestDigest) bound to the digest of the environment it asks for.
+func requestDigest(in Intent, envDigest string) (string, error) {
+	in.RequestDigest = ""
+	return contract.DigestOf(struct {
+		Intent      Intent `json:"intent"`
+		Environment string `json:"environment"`
+	}{in, envDigest})
 }
 
 // checkIntent refuses a replayed intent the options do not recompute.

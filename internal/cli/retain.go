@@ -79,11 +79,12 @@ func runRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Provid
 		st.Replayed = err == nil
 		startCtx, span = tracing.StartRetained(ctx, st)
 	}
+	create, turn := retainedRequest(prof, key, turnID, task)
 	run, err := retained.StartRetainedRun(startCtx, retained.StartOptions{
 		Provider:    p,
 		Store:       s,
-		Environment: &contract.CreateInput{Profile: profile.Ref{Inline: prof}, IdempotencyKey: &key},
-		Turn:        contract.TurnInput{TurnID: &turnID, Prompt: &task},
+		Environment: create,
+		Turn:        turn,
 		// The records are durable in the store before this hook runs; the
 		// command has nothing to add to them.
 		OnAdmission: func(context.Context, retained.Admission) error { return nil },
@@ -119,6 +120,22 @@ func runRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Provid
 	}
 	followCtx, followSpan := tracing.FollowRetained(ctx, ref.Record)
 	return follow(followCtx, stdio, run, retained.Cursor{}, asJSON, followSpan)
+}
+
+// retainedStage is the seat stage a retained run runs on: the first
+// (agentrt run --retain takes no --stage).
+const retainedStage = 0
+
+// retainedRequest is the create and the turn of the retained run of
+// task on prof under key and turnID: what agentrt run --retain admits,
+// and what agentrt runs recover re-sends from the same profile and task.
+// On a subscription profile both carry the stage's credential request
+// (RG-07), as a plain run's do (kernel); nothing records it.
+func retainedRequest(prof *profile.Profile, key, turnID, task string) (*contract.CreateInput, contract.TurnInput) {
+	return &contract.CreateInput{Profile: profile.Ref{Inline: prof}, IdempotencyKey: &key,
+			Credential: contract.CredentialRequestFor(prof, retainedStage, contract.CredentialOnCreate)},
+		contract.TurnInput{TurnID: &turnID, Prompt: &task,
+			Credential: contract.CredentialRequestFor(prof, retainedStage, contract.CredentialOnTurn)}
 }
 
 // mustValue converts plain data to a canonical value; the retained types
@@ -304,27 +321,67 @@ func newRunsRecoverCmd(stdio IO, open providerOpener) *cobra.Command {
 	sf := storeFlags{existing: true}
 	var pf providerFlags
 	var asJSON bool
+	var profilePath, task string
 	cmd := &cobra.Command{
 		Use:   "recover RUN",
 		Short: "Recover a retained run after the process that started it died",
 		Long: `Recover the retained run RUN from its admission records: re-attach when the
 provider proves it holds the run (recovered), report not_found when nothing is
 left (nothing to clean up), or unverifiable when the provider cannot say now —
-the environment is then kept, never destroyed: run recover again later.
+the environment is then kept, never destroyed.
+
+A run whose starter died before its turn was dispatched can only go on with
+what it was started with, which no record holds in full: give --profile (the
+profile file it was started with) and --task (its task). Recovery then replays
+the keyed create, when the environment was not recorded, and re-sends the
+admitted turn under the run's turn id, which the provider runs at most once;
+on a subscription profile both carry the seat's credential request. A profile
+or task other than the admitted ones is refused before anything is sent.
 
 Exit status: 0 when recovered, 1 otherwise.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if cmd.Flags().Changed("task") && strings.TrimSpace(task) == "" {
+				return usage("--task is empty; give the task the run was started with")
+			}
+			var prof *profile.Profile
+			if profilePath != "" {
+				var err error
+				if prof, err = loadProfile(stdio, profilePath, asJSON); err != nil {
+					return err
+				}
+			}
 			s, p, err := openRetained(ctx, &sf, &pf, open)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
+			opts := retained.RecoverOptions{Provider: p, Store: s, RunID: args[0], Profile: prof}
+			// The record names the key and turn id the request was
+			// admitted under; a missing one is recovery's to report.
+			admitted, loadErr := retained.Load(ctx, s, args[0])
+			if loadErr == nil {
+				in := admitted.Intent
+				create, turn := retainedRequest(prof, in.IdempotencyKey, in.TurnID, task)
+				if prof != nil && in.RequestedProfileDigest != nil {
+					// The seat's account comes from this profile: refuse
+					// one the run was not started with before it is used.
+					if d, err := contract.DigestOf(create.Profile); err != nil || d != *in.RequestedProfileDigest {
+						return usage("--profile %s is not the profile run %s was started with; give that profile file", profilePath, args[0])
+					}
+				}
+				if prof != nil {
+					opts.Environment = create
+				}
+				if task != "" {
+					opts.Turn = &turn
+				}
+			}
 			tracing := startTracing(ctx, stdio)
 			defer stopTracing(ctx, stdio, tracing)
 			ctx, span := tracing.RecoverRetained(ctx, args[0])
-			rec, err := retained.RecoverRetainedRun(ctx, retained.RecoverOptions{Provider: p, Store: s, RunID: args[0]})
+			rec, err := retained.RecoverRetainedRun(ctx, opts)
 			if err != nil {
 				span.Recovered("", err)
 				return retainedError(args[0], err)
@@ -344,6 +401,22 @@ Exit status: 0 when recovered, 1 otherwise.`,
 			if rec.Reason != "" {
 				m = append(m, canonjson.Member{Name: "reason", Value: canonjson.StringValue(rec.Reason)})
 			}
+			var next []string // what to do about an unverifiable run
+			if rec.Outcome == retained.Unverifiable {
+				if loadErr == nil && admitted.Dispatched == nil && (prof == nil || task == "") {
+					// Only the admitted request can go on with the run.
+					in := admitted.Intent
+					next = []string{
+						fmt.Sprintf("agentrt runs recover %s --profile PROFILE --task TASK (the profile file and task it was started with, and the same --provider)", args[0]),
+						fmt.Sprintf("agentrt run PROFILE --task TASK --retain --key %s --turn-id %s (continues the same run)", in.IdempotencyKey, in.TurnID),
+					}
+				} else if loadErr == nil && admitted.Dispatched == nil {
+					next = []string{fmt.Sprintf("agentrt runs recover %s --profile PROFILE --task TASK again once the provider answers, with the task it was started with (the reason says what was refused)", args[0])}
+				} else {
+					next = []string{fmt.Sprintf("agentrt runs recover %s again once the provider answers", args[0])}
+				}
+				m = append(m, canonjson.Member{Name: "next", Value: mustValue(next)})
+			}
 			if asJSON {
 				if err := writeJSON(stdio.Out, canonjson.ObjectValue(m)); err != nil {
 					return err
@@ -359,7 +432,14 @@ Exit status: 0 when recovered, 1 otherwise.`,
 					fmt.Fprintf(stdio.Out, "  next      agentrt runs attach %s\n", args[0])
 				case retained.Unverifiable:
 					fmt.Fprintf(stdio.Out, "  why       %s\n", rec.Reason)
-					fmt.Fprintf(stdio.Out, "  kept      nothing was destroyed; run agentrt runs recover %s again later\n", args[0])
+					fmt.Fprintf(stdio.Out, "  kept      nothing was destroyed\n")
+					for i, line := range next {
+						label := "next"
+						if i > 0 {
+							label = "or"
+						}
+						fmt.Fprintf(stdio.Out, "  %-9s %s\n", label, line)
+					}
 				default:
 					fmt.Fprintf(stdio.Out, "  why       %s\n", rec.Reason)
 				}
@@ -373,6 +453,8 @@ Exit status: 0 when recovered, 1 otherwise.`,
 	sf.register(cmd)
 	pf.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the outcome as JSON")
+	cmd.Flags().StringVar(&profilePath, "profile", "", "the profile file the run was started with: replays its keyed create and rebuilds a subscription seat's credential request")
+	cmd.Flags().StringVar(&task, "task", "", "the task the run was started with: re-sends the admitted turn when its dispatch was not recorded")
 	return cmd
 }
 

@@ -1,0 +1,186 @@
+package cli_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/internal/cli"
+	"github.com/agentrt/agentrt/internal/pgtest"
+	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/providers/scripted"
+	"github.com/agentrt/agentrt/retained"
+)
+
+// seatedWriter is a subscription profile: its first seat is the account
+// team-a of the scripted provider, which only the provider's account
+// owner resolves.
+const seatedWriter = `{"name":"seated-writer","harness":"cli-base","model":{"provider":"scripted","default":"scripted/first"},
+ "seats":[{"harness":"cli-base","provider":"scripted","model":"scripted/first","selector":{"kind":"seat","id":"team-a"}},
+          {"harness":"cli-base","provider":"scripted","model":"scripted/second","selector":{"kind":"all-eligible"}}]}`
+
+// subscriptionProvider is a scripted provider serving the accounts team-a
+// and team-b: it refuses any create or turn without a credential request.
+func subscriptionProvider() *scripted.Provider {
+	done := "done"
+	return scripted.New(&scripted.Script{Accounts: map[string]scripted.Account{"team-a": {}, "team-b": {}},
+		Turns: []scripted.Turn{{Repeat: true, Steps: []scripted.Step{{Text: &done}}}}}, scripted.Options{})
+}
+
+// createLost is a provider whose create takes effect and whose answer is
+// lost: agentrt run --retain dies with only the run's intent recorded
+// while the provider holds its environment under the key.
+type createLost struct{ *scripted.Provider }
+
+func (c createLost) Create(ctx context.Context, in *contract.CreateInput) (contract.Environment, error) {
+	if _, err := c.Provider.Create(ctx, in); err != nil {
+		return nil, err
+	}
+	return nil, errors.New("the create's answer was lost on the way back")
+}
+
+// seatRequests are the credential requests stage 0 of seatedWriter makes,
+// one per occasion given.
+func seatRequests(t *testing.T, occasions ...string) []contract.CredentialRequest {
+	t.Helper()
+	prof, err := profile.Parse([]byte(seatedWriter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []contract.CredentialRequest
+	for _, o := range occasions {
+		out = append(out, *contract.CredentialRequestFor(prof, 0, o))
+	}
+	return out
+}
+
+func retainStores() []struct {
+	name  string
+	store func(t *testing.T) []string
+} {
+	return []struct {
+		name  string
+		store func(t *testing.T) []string
+	}{
+		{"sqlite", func(t *testing.T) []string { return []string{"--db", filepath.Join(t.TempDir(), "agentrt.db")} }},
+		{"postgres", func(t *testing.T) []string { return []string{"--database", pgtest.Schema(t)} }},
+	}
+}
+
+// RG-07 at the CLI: agentrt run --retain on a subscription profile sends
+// the first seat stage's credential request with the create and with
+// the turn, as a plain run does; the provider's account owner binds the
+// account, and nothing the command prints names it.
+func TestRunRetainSendsTheSeatCredentialRequestRG07(t *testing.T) {
+	t.Parallel()
+	for _, tc := range retainStores() {
+		t.Run(tc.name, func(t *testing.T) {
+			db := tc.store(t)
+			prof := writeFile(t, "seated.json", seatedWriter)
+			p := subscriptionProvider()
+			open := func(string, string, string, string) (contract.Provider, error) { return p.Reconnect(), nil }
+			out, errOut, code := runWith(t, open, append([]string{"run", prof, "--task", "Write it.", "--retain", "--key", "k-seat"}, db...)...)
+			if code != 0 || !strings.Contains(out, "completed") {
+				t.Fatalf("run --retain: exit %d\n%s%s", code, out, errOut)
+			}
+			want := seatRequests(t, contract.CredentialOnCreate, contract.CredentialOnTurn)
+			if diff := cmp.Diff(want, p.CredentialRequests()); diff != "" {
+				t.Errorf("credential requests the provider received (-want +got):\n%s", diff)
+			}
+			if strings.Contains(out+errOut, "team-a") {
+				t.Errorf("the output names the account:\n%s%s", out, errOut)
+			}
+		})
+	}
+}
+
+// RES-05, RES-06, RG-09 at the CLI: agentrt run --retain died after the
+// provider created the environment under the key and before the
+// environment record was written. agentrt runs recover alone reports
+// unverifiable (never not_found: the provider holds an environment) and
+// says exactly what goes on with the run; runs recover --profile --task
+// replays the keyed create (no second environment), re-sends the
+// admitted turn with the seat's credential request and recovers the run;
+// and, as the message says too, running agentrt run --retain again with
+// the same profile, task, key and turn id continues the same run.
+func TestRunsRecoverWithProfileAndTaskRES05RG09(t *testing.T) {
+	t.Parallel()
+	for _, tc := range retainStores() {
+		t.Run(tc.name, func(t *testing.T) {
+			db := tc.store(t)
+			prof := writeFile(t, "seated.json", seatedWriter)
+			p := subscriptionProvider()
+			lost := func(string, string, string, string) (contract.Provider, error) { return createLost{p.Reconnect()}, nil }
+			open := func(string, string, string, string) (contract.Provider, error) { return p.Reconnect(), nil }
+			for _, key := range []string{"k-recover", "k-rerun"} {
+				out, errOut, code := runWith(t, lost, append([]string{"run", prof, "--task", "Write it.", "--retain", "--key", key}, db...)...)
+				if code != cli.ExitFailed {
+					t.Fatalf("run --retain whose create answer was lost: exit %d\n%s%s", code, out, errOut)
+				}
+			}
+			if p.Creates() != 2 {
+				t.Fatalf("%d creates; want one per start", p.Creates())
+			}
+			_, record, err := retained.DeriveIdentity("k-recover", "turn-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			out, errOut, code := runWith(t, open, append([]string{"runs", "recover", record}, db...)...)
+			if code != cli.ExitFailed || !strings.Contains(out, "unverifiable") || strings.Contains(out, "not_found") {
+				t.Fatalf("runs recover without the request: exit %d\n%s%s", code, out, errOut)
+			}
+			for _, next := range []string{
+				"agentrt runs recover " + record + " --profile PROFILE --task TASK",
+				"agentrt run PROFILE --task TASK --retain --key k-recover --turn-id turn-1",
+			} {
+				if !strings.Contains(out, next) {
+					t.Errorf("runs recover does not say %q:\n%s", next, out)
+				}
+			}
+
+			other := writeFile(t, "other.json", strings.Replace(seatedWriter, "seated-writer", "other-writer", 1))
+			out, errOut, code = runWith(t, open, append([]string{"runs", "recover", record, "--task", "Write it.", "--profile", other}, db...)...)
+			if code != cli.ExitUsage || !strings.Contains(errOut, "not the profile") {
+				t.Fatalf("runs recover with another profile: exit %d\n%s%s", code, out, errOut)
+			}
+			out, errOut, code = runWith(t, open, append([]string{"runs", "recover", record, "--task", "Write something else.", "--profile", prof, "--json"}, db...)...)
+			if v := decode(t, out); code != cli.ExitFailed || member(v, "outcome").Str() != "unverifiable" ||
+				!strings.Contains(member(v, "reason").Str(), "turnDigest") || len(member(v, "next").Items()) != 1 {
+				t.Fatalf("runs recover with another task: exit %d\n%s%s", code, out, errOut)
+			}
+			out, errOut, code = runWith(t, open, append([]string{"runs", "recover", record, "--task", "Write it.", "--profile", prof, "--json"}, db...)...)
+			if code != 0 {
+				t.Fatalf("runs recover --profile --task: exit %d\n%s%s", code, out, errOut)
+			}
+			rec := decode(t, out)
+			if member(rec, "outcome").Str() != "recovered" || member(rec, "via").Str() != "resumed" {
+				t.Fatalf("recover %s", out)
+			}
+			out, errOut, code = runWith(t, open, append([]string{"runs", "attach", record}, db...)...)
+			if code != 0 || !strings.Contains(out, "completed") {
+				t.Fatalf("runs attach: exit %d\n%s%s", code, out, errOut)
+			}
+
+			// The other run goes on by its derived identity.
+			out, errOut, code = runWith(t, open, append([]string{"run", prof, "--task", "Write it.", "--retain", "--key", "k-rerun", "--turn-id", "turn-1"}, db...)...)
+			_, rerun, _ := retained.DeriveIdentity("k-rerun", "turn-1")
+			if code != 0 || !strings.Contains(out, "retained run "+rerun) || !strings.Contains(out, "completed") {
+				t.Fatalf("run --retain again: exit %d\n%s%s", code, out, errOut)
+			}
+			if p.Creates() != 2 || p.Turns() != 2 {
+				t.Errorf("%d creates, %d turns; the recoveries must replay each run's environment and run each turn once", p.Creates(), p.Turns())
+			}
+			for i, c := range p.CredentialRequests() {
+				if c.Stage != 0 || c.Selector.Kind != profile.SelectorSeat {
+					t.Errorf("credential request %d is %+v; want stage 0's", i, c)
+				}
+			}
+		})
+	}
+}
