@@ -1,7 +1,6 @@
 package sidecar_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -11,9 +10,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -22,99 +19,24 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/contract/wire"
+	"github.com/agentrt/agentrt/internal/servetest"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/remote"
 	"github.com/agentrt/agentrt/store"
 )
 
-var (
-	agentrtOnce sync.Once
-	agentrtBin  string
-	agentrtErr  error
-	agentrtOut  []byte
-)
-
-// agentrtBinary builds cmd/agentrt once per test binary, so a test runs
-// the real `agentrt serve` as a child process.
-func agentrtBinary(t *testing.T) string {
-	t.Helper()
-	agentrtOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "agentrt-sidecar-test-")
-		if err != nil {
-			agentrtErr = err
-			return
-		}
-		agentrtBin = filepath.Join(dir, "agentrt")
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		agentrtOut, agentrtErr = exec.CommandContext(ctx, "go", "build", "-o", agentrtBin, "../cmd/agentrt").CombinedOutput()
-	})
-	if agentrtErr != nil {
-		t.Fatalf("go build ./cmd/agentrt: %v\n%s", agentrtErr, agentrtOut)
-	}
-	return agentrtBin
-}
-
-var serveListening = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
-
 // startAgentrtServe runs `agentrt serve --provider scripted` with the
 // test script on a free loopback port and returns its address and its
 // log (stderr). The server is interrupted, and must stop gracefully,
 // when the test ends.
-func startAgentrtServe(t *testing.T, token string) (string, *syncBuffer) {
+func startAgentrtServe(t *testing.T, token string) (string, *servetest.Log) {
 	t.Helper()
 	script := filepath.Join(t.TempDir(), "script.json")
 	if err := os.WriteFile(script, []byte(testScript), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(agentrtBinary(t), "serve", "--listen", "127.0.0.1:0", "--provider", "scripted", "--script", script)
-	cmd.Env = append(os.Environ(), "AGENTRT_SERVE_TOKEN="+token)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	logs := &syncBuffer{}
-	found := make(chan string, 1)
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			logs.Write([]byte(sc.Text() + "\n"))
-			if m := serveListening.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case found <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-read:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-read
-		}
-		_ = cmd.Wait()
-		if !strings.Contains(logs.String(), "agentrt serve: stopped") {
-			t.Errorf("agentrt serve did not stop gracefully; its log:\n%s", logs.String())
-		}
-	})
-	select {
-	case u := <-found:
-		return u, logs
-	case <-read:
-		t.Fatalf("agentrt serve exited; its log:\n%s", logs.String())
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("agentrt serve did not report its address; its log:\n%s", logs.String())
-	}
-	return "", nil
+	return servetest.Serve(t, []string{"AGENTRT_SERVE_TOKEN=" + token}, "--provider", "scripted", "--script", script)
 }
 
 // tap is a reverse proxy that keeps every answer body it relays, by

@@ -1,7 +1,6 @@
 package remote_test
 
 import (
-	"bufio"
 	"context"
 	"log/slog"
 	"net/http"
@@ -9,50 +8,22 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/internal/servetest"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/remote"
 )
 
 // This package is layer 2: it cannot import the sidecar, so its tests
-// run the real server as a child process, the built `agentrt serve`.
-
-var (
-	buildOnce sync.Once
-	built     string
-	buildErr  error
-	buildOut  []byte
-)
-
-// agentrtBinary builds cmd/agentrt once per test binary.
-func agentrtBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "agentrt-remote-test-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		built = filepath.Join(dir, "agentrt")
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		buildOut, buildErr = exec.CommandContext(ctx, "go", "build", "-o", built, "../../cmd/agentrt").CombinedOutput()
-	})
-	if buildErr != nil {
-		t.Fatalf("go build ./cmd/agentrt: %v\n%s", buildErr, buildOut)
-	}
-	return built
-}
+// run the real server as a child process, the built `agentrt serve`
+// (internal/servetest).
 
 const (
 	serveToken = "remote-native-session-token"
@@ -68,25 +39,8 @@ const (
  {"repeat":true,"steps":[{"text":"Hello."}]}]}`
 )
 
-var listening = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
-
 // logBuffer is a log sink safe for concurrent writers.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuffer = servetest.Log
 
 // serveScripted runs `agentrt serve --provider scripted` on a free
 // loopback port, interrupted when the test ends, and returns its address
@@ -97,50 +51,7 @@ func serveScripted(t *testing.T) (string, *logBuffer) {
 	if err := os.WriteFile(script, []byte(serveScript), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(agentrtBinary(t), "serve", "--listen", "127.0.0.1:0", "--provider", "scripted", "--script", script)
-	cmd.Env = append(os.Environ(), "AGENTRT_SERVE_TOKEN="+serveToken)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	logs := &logBuffer{}
-	found := make(chan string, 1)
-	read := make(chan struct{})
-	go func() {
-		defer close(read)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			logs.Write([]byte(sc.Text() + "\n"))
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case found <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-read:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-read
-		}
-		_ = cmd.Wait()
-	})
-	select {
-	case u := <-found:
-		return u, logs
-	case <-read:
-		t.Fatalf("agentrt serve exited; its log:\n%s", logs.String())
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("agentrt serve did not report its address; its log:\n%s", logs.String())
-	}
-	return "", nil
+	return servetest.Serve(t, []string{"AGENTRT_SERVE_TOKEN=" + serveToken}, "--provider", "scripted", "--script", script)
 }
 
 // front puts a proxy in front of the server at target that answers the
