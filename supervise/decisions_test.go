@@ -14,7 +14,8 @@ import (
 // stop is still refused (behaviour 54); a deferral is delivered to the
 // asker, which goes on with it; a decision is given exactly once, as
 // exactly one of answer, deferReason and escalateTo; the manager's own
-// ask_parent answers no-parent.
+// ask_parent answers no-parent. The asking worker is waiting until its
+// question is decided.
 func TestQuestionDecisionsEscalateDeferAndRefusals(t *testing.T) {
 	o := baseOptions(t, askingExecutor, nil)
 	o.RunDir = t.TempDir()
@@ -27,6 +28,9 @@ func TestQuestionDecisionsEscalateDeferAndRefusals(t *testing.T) {
 		}
 		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint"))
 		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
+		if o, err := c.Observe("run1:s1"); err != nil || o.Status != supervise.StateWaiting {
+			t.Errorf("the asking worker is %s (%v), want waiting", o.Status, err)
+		}
 		call("escalated", supervise.VerbAnswerQuestion, map[string]any{"questionId": "q1", "escalateTo": "parent", "escalateReason": "not mine to say"})
 		call("stop while open", supervise.VerbStop, map[string]any{"reason": "enough"})
 		call("two decisions", supervise.VerbAnswerQuestion, map[string]any{"questionId": "q1", "answer": "red", "deferReason": "later"})
