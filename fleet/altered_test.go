@@ -25,7 +25,7 @@ func TestAlteredSpecIsNeverRun(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f, _ := reattachFleet(t)
+			f, _ := openTestFleet(t)
 			ctx := t.Context()
 			pv, err := canonjson.Decode([]byte(reattachProfile))
 			if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -157,34 +156,7 @@ func TestWorkerRefusesUnmigratedDatabase(t *testing.T) {
 // ends (or stop is called).
 func startWorker(t testing.TB, conn, schema string, o fleet.WorkerOptions) (*fleet.Worker, func()) {
 	t.Helper()
-	f, err := fleet.Open(t.Context(), fleet.Options{DatabaseURL: conn, RiverSchema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := f.NewWorker(t.Context(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("worker %s: %v", w.ID(), err)
-				}
-			case <-time.After(time.Minute):
-				t.Errorf("worker %s did not stop within a minute", w.ID())
-			}
-			f.Close()
-		})
-	}
-	t.Cleanup(stop)
-	return w, stop
+	return fleet.RunTestWorker(t, conn, schema, o)
 }
 
 // waitEnded waits until every run is terminal and returns them.

@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"errors"
-	"net/url"
 	"testing"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
-	"github.com/agentrt/agentrt/internal/pgtest"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
@@ -29,17 +27,8 @@ import (
 // deterministically: the first claims between the second's read of the
 // run and its write.
 func TestSameJobDeliveredTwice(t *testing.T) {
-	conn := pgtest.Schema(t)
-	u, _ := url.Parse(conn)
+	f, _ := openTestFleet(t)
 	ctx := t.Context()
-	f, err := Open(ctx, Options{DatabaseURL: conn, RiverSchema: u.Query().Get("search_path")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	pv, err := canonjson.Decode([]byte(`{"name":"n","harness":"cli-base","model":{"provider":"scripted","default":"scripted/n"}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -226,17 +215,8 @@ func (p *unverifiable) Get(context.Context, string) (contract.Environment, error
 // (snoozed), neither resumed nor run again. When the provider says it is
 // gone, its turn ended with it, and the run is run again.
 func TestTakeoverOfAnEnvironmentInDoubt(t *testing.T) {
-	conn := pgtest.Schema(t)
-	u, _ := url.Parse(conn)
+	f, _ := openTestFleet(t)
 	ctx := t.Context()
-	f, err := Open(ctx, Options{DatabaseURL: conn, RiverSchema: u.Query().Get("search_path")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	pv, _ := canonjson.Decode([]byte(`{"name":"n","harness":"cli-base","model":{"provider":"scripted","default":"scripted/n"}}`))
 	p, err := profile.FromValue(pv)
 	if err != nil {

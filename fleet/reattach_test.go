@@ -149,25 +149,6 @@ func (s *stallAfter) GetRun(ctx context.Context, id string) (store.Run, error) {
 	return s.Store.GetRun(ctx, id)
 }
 
-// reattachFleet opens a migrated fleet on a fresh schema.
-func reattachFleet(t *testing.T) (*Fleet, string) {
-	t.Helper()
-	conn := pgtest.Schema(t)
-	u, err := url.Parse(conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := Open(t.Context(), Options{DatabaseURL: conn, RiverSchema: u.Query().Get("search_path")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	if _, err := f.Migrate(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	return f, conn
-}
-
 const reattachProfile = `{"name":"note-writer","harness":"cli-base","model":{"provider":"scripted","default":"scripted/note-writer"}}`
 
 // A worker died mid-run (its process is gone: its attempt's kernel run
@@ -182,7 +163,7 @@ const reattachProfile = `{"name":"note-writer","harness":"cli-base","model":{"pr
 // ended, by the attempt that finished it, on the dead attempt's recorded
 // proof that the runtime created it (ENV-06): none leaks.
 func TestTakeoverDestroysTheDeadWorkersEnvironmentOnce(t *testing.T) {
-	f, _ := reattachFleet(t)
+	f, _ := openTestFleet(t)
 	pv, err := canonjson.Decode([]byte(reattachProfile))
 	if err != nil {
 		t.Fatal(err)
@@ -267,7 +248,7 @@ func TestTakeoverDestroysTheDeadWorkersEnvironmentOnce(t *testing.T) {
 // once when it is done with it: nothing leaks and nothing is destroyed
 // twice.
 func TestPausedWorkerLeavesItsEnvironmentToTheWinner(t *testing.T) {
-	f, conn := reattachFleet(t)
+	f, conn := openTestFleet(t)
 	u, err := url.Parse(conn)
 	if err != nil {
 		t.Fatal(err)
@@ -284,37 +265,7 @@ func TestPausedWorkerLeavesItsEnvironmentToTheWinner(t *testing.T) {
 	const lease = 2 * time.Second
 	o := WorkerOptions{Providers: map[string]contract.Provider{"scripted": prov}, LeaseTTL: lease, RescueAfter: 2 * time.Second,
 		PollInterval: 100 * time.Millisecond, Backoff: 100 * time.Millisecond, MaxBackoff: time.Second}
-	start := func(conn string) (*Worker, func()) {
-		wf, err := Open(t.Context(), Options{DatabaseURL: conn, RiverSchema: schema})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := wf.NewWorker(t.Context(), o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- w.Run(ctx) }()
-		var once sync.Once
-		stop := func() {
-			once.Do(func() {
-				cancel()
-				select {
-				case err := <-done:
-					if err != nil {
-						t.Errorf("worker %s: %v", w.ID(), err)
-					}
-				case <-time.After(time.Minute):
-					t.Errorf("worker %s did not stop within a minute", w.ID())
-				}
-				wf.Close()
-			})
-		}
-		t.Cleanup(stop)
-		return w, stop
-	}
-	paused, stopPaused := start(viaProxy)
+	paused, stopPaused := runTestWorker(t, viaProxy, schema, o)
 	sub, err := f.Submit(t.Context(), Submission{Spec: Spec{Profile: pv, Task: "t", Provider: "scripted"}})
 	if err != nil {
 		t.Fatal(err)
@@ -336,7 +287,7 @@ func TestPausedWorkerLeavesItsEnvironmentToTheWinner(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	proxy.BlackHole()
-	_, stopWinner := start(conn)
+	_, stopWinner := runTestWorker(t, conn, schema, o)
 	time.Sleep(3 * lease)
 	proxy.Restore()
 

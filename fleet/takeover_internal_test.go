@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"errors"
-	"net/url"
 	"testing"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
-	"github.com/agentrt/agentrt/internal/pgtest"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
@@ -35,17 +33,8 @@ func deadHolder(t *testing.T, f *Fleet, runID string) {
 }
 
 func TestTakeover(t *testing.T) {
-	conn := pgtest.Schema(t)
-	u, _ := url.Parse(conn)
+	f, _ := openTestFleet(t)
 	ctx := t.Context()
-	f, err := Open(ctx, Options{DatabaseURL: conn, RiverSchema: u.Query().Get("search_path")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	pv, err := canonjson.Decode([]byte(`{"name":"note-writer","harness":"cli-base","model":{"provider":"scripted","default":"scripted/note-writer"}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -150,17 +139,8 @@ func TestTakeover(t *testing.T) {
 }
 
 func TestClaimWaitsForALiveHolder(t *testing.T) {
-	conn := pgtest.Schema(t)
-	u, _ := url.Parse(conn)
+	f, _ := openTestFleet(t)
 	ctx := t.Context()
-	f, err := Open(ctx, Options{DatabaseURL: conn, RiverSchema: u.Query().Get("search_path")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	pv, _ := canonjson.Decode([]byte(`{"name":"n","harness":"cli-base","model":{"provider":"scripted","default":"scripted/n"}}`))
 	sub, err := f.Submit(ctx, Submission{Spec: Spec{Profile: pv, Task: "t", Provider: "scripted"}})
 	if err != nil {
@@ -188,17 +168,8 @@ func TestClaimWaitsForALiveHolder(t *testing.T) {
 // after attempt — the dead worker's attempt's, then its successor's — and
 // a follower started before the takeover stops once the run ended.
 func TestFollowCrossesATakeover(t *testing.T) {
-	conn := pgtest.Schema(t)
-	u, _ := url.Parse(conn)
+	f, _ := openTestFleet(t)
 	ctx := t.Context()
-	f, err := Open(ctx, Options{DatabaseURL: conn, RiverSchema: u.Query().Get("search_path")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	pv, _ := canonjson.Decode([]byte(`{"name":"n","harness":"cli-base","model":{"provider":"scripted","default":"scripted/n"}}`))
 	sub, err := f.Submit(ctx, Submission{Spec: Spec{Profile: pv, Task: "t", Provider: "scripted"}})
 	if err != nil {
