@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/internal/storefault"
+	"github.com/agentrt/agentrt/internal/storetest"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/retained"
@@ -235,7 +236,7 @@ func TestEventsEndWhenTheCallerStops(t *testing.T) {
 		stop, cancel := context.WithTimeout(ctx, wait)
 		defer cancel()
 		w := &wrapped{Provider: scripted.New(script(0), scripted.Options{}), events: quietEvents(stop)}
-		run := finished(t, ctx, w, sqliteOpener(t)(t), "key-quiet")
+		run := finished(t, ctx, w, storetest.SQLite(t)(t), "key-quiet")
 		got, err := collect(t, stop, run, retained.Cursor{})
 		stopped, ok := errors.AsType[*retained.EventsStoppedError](err)
 		if !ok || !errors.Is(err, context.DeadlineExceeded) {

@@ -3,55 +3,21 @@ package retained_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentrt/agentrt/contract"
-	"github.com/agentrt/agentrt/internal/pgtest"
+	"github.com/agentrt/agentrt/internal/storetest"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/retained"
 	"github.com/agentrt/agentrt/store"
-	"github.com/agentrt/agentrt/store/postgres"
-	"github.com/agentrt/agentrt/store/sqlite"
 )
 
-// forEachStore runs fn on SQLite and on PostgreSQL with an opener of one
-// fresh database: every call opens a new connection to it (a second
-// SQLite handle on the same file, a second PostgreSQL pool on the same
-// schema), as another process would. The PostgreSQL case skips without
-// AGENTRT_TEST_DATABASE_URL and fails with AGENTRT_REQUIRE_POSTGRES=1.
+// forEachStore runs fn on SQLite and on PostgreSQL (storetest.Each).
 func forEachStore(t *testing.T, fn func(t *testing.T, open func(t *testing.T) store.Store)) {
-	t.Run("sqlite", func(t *testing.T) { fn(t, sqliteOpener(t)) })
-	t.Run("postgres", func(t *testing.T) { fn(t, postgresOpener(t)) })
-}
-
-func sqliteOpener(t *testing.T) func(t *testing.T) store.Store {
-	path := filepath.Join(t.TempDir(), "agentrt.db")
-	return func(t *testing.T) store.Store {
-		t.Helper()
-		s, err := sqlite.Open(context.Background(), path, sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-}
-
-func postgresOpener(t *testing.T) func(t *testing.T) store.Store {
-	conn := pgtest.Schema(t)
-	return func(t *testing.T) store.Store {
-		t.Helper()
-		s, err := postgres.Open(context.Background(), conn, postgres.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
+	storetest.Each(t, fn)
 }
 
 func ptr[T any](v T) *T { return &v }

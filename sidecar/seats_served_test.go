@@ -5,7 +5,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +15,7 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/contract/wire"
-	"github.com/agentrt/agentrt/internal/pgtest"
+	"github.com/agentrt/agentrt/internal/storetest"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/remote"
@@ -24,39 +23,11 @@ import (
 	"github.com/agentrt/agentrt/retained"
 	"github.com/agentrt/agentrt/sidecar"
 	"github.com/agentrt/agentrt/store"
-	"github.com/agentrt/agentrt/store/postgres"
-	"github.com/agentrt/agentrt/store/sqlite"
 )
 
-// forEachStore runs fn on SQLite and on PostgreSQL with an opener of one
-// fresh database: every call opens a new connection to it, as another
-// process would. The PostgreSQL case skips without
-// AGENTRT_TEST_DATABASE_URL and fails with AGENTRT_REQUIRE_POSTGRES=1.
+// forEachStore runs fn on SQLite and on PostgreSQL (storetest.Each).
 func forEachStore(t *testing.T, fn func(t *testing.T, open func(t *testing.T) store.Store)) {
-	t.Run("sqlite", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "agentrt.db")
-		fn(t, func(t *testing.T) store.Store {
-			t.Helper()
-			s, err := sqlite.Open(context.Background(), path, sqlite.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		})
-	})
-	t.Run("postgres", func(t *testing.T) {
-		conn := pgtest.Schema(t)
-		fn(t, func(t *testing.T) store.Store {
-			t.Helper()
-			s, err := postgres.Open(context.Background(), conn, postgres.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		})
-	})
+	storetest.Each(t, fn)
 }
 
 func testCtx(t *testing.T) context.Context {
