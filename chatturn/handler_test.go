@@ -20,9 +20,12 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/chatturn"
+	"github.com/agentrt/agentrt/internal/pgtest"
+	"github.com/agentrt/agentrt/internal/storetest"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/postgres"
 	"github.com/agentrt/agentrt/store/sqlite"
 )
 
@@ -86,12 +89,17 @@ func turnFor(rec *recorder, produce func(context.Context) (chatturn.Production, 
 // same database) with the execution id and its Last-Event-ID, it gets
 // the rest of the same execution — never a second production — and the
 // text is persisted once.
+// It runs on SQLite and on PostgreSQL: the store is what the servers
+// share.
 func TestReattachAfterDroppedConnection(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "turns.db")
+	storetest.Each(t, testReattachAfterDroppedConnection)
+}
+
+func testReattachAfterDroppedConnection(t *testing.T, open func(t *testing.T) store.Store) {
 	rec := &recorder{}
 	gate := make(chan struct{})
-	h1 := &chatturn.Handler{Store: openStore(t, path), Turn: turnFor(rec, gatedProducer(rec, 4, gate, 0))}
-	h2 := &chatturn.Handler{Store: openStore(t, path), Turn: turnFor(rec, gatedProducer(rec, 4, nil, 0)), PollInterval: 20 * time.Millisecond}
+	h1 := &chatturn.Handler{Store: open(t), Turn: turnFor(rec, gatedProducer(rec, 4, gate, 0))}
+	h2 := &chatturn.Handler{Store: open(t), Turn: turnFor(rec, gatedProducer(rec, 4, nil, 0)), PollInterval: 20 * time.Millisecond}
 	srv1, srv2 := httptest.NewServer(h1), httptest.NewServer(h2)
 	defer srv1.Close()
 	defer srv2.Close()
@@ -222,13 +230,33 @@ func TestHandlerRefusals(t *testing.T) {
 // re-attaches through another process sharing the store gets the lines
 // recorded before the kill and then the failure, once the dead process's
 // lease lapsed — never a completed turn, never silence.
+// It runs on SQLite and on PostgreSQL.
 func TestReattachAfterServerKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a server process")
 	}
-	path := filepath.Join(t.TempDir(), "turns.db")
+	t.Run("sqlite", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "turns.db")
+		testReattachAfterServerKilled(t, "sqlite:"+path, func(t *testing.T) store.Store { return openStore(t, path) })
+	})
+	t.Run("postgres", func(t *testing.T) {
+		conn := pgtest.Schema(t)
+		open := func(t *testing.T) store.Store {
+			st, err := postgres.Open(context.Background(), conn, postgres.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		}
+		open(t).Close() // migrated before the server process starts
+		testReattachAfterServerKilled(t, "postgres:"+conn, open)
+	})
+}
+
+func testReattachAfterServerKilled(t *testing.T, where string, open func(t *testing.T) store.Store) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperTurnServer$")
-	cmd.Env = append(os.Environ(), "CHATTURN_HELPER_DB="+path)
+	cmd.Env = append(os.Environ(), "CHATTURN_HELPER_STORE="+where)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +287,7 @@ func TestReattachAfterServerKilled(t *testing.T) {
 	cmd.Wait()
 	resp.Body.Close()
 
-	h := &chatturn.Handler{Store: openStore(t, path), Turn: turnFor(&recorder{}, (&recorder{}).producer("never")), PollInterval: 50 * time.Millisecond}
+	h := &chatturn.Handler{Store: open(t), Turn: turnFor(&recorder{}, (&recorder{}).producer("never")), PollInterval: 50 * time.Millisecond}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	rest, _ := post(t, srv.URL, http.Header{"Last-Event-Id": {strconv.Itoa(len(got))}})
@@ -275,11 +303,19 @@ func TestReattachAfterServerKilled(t *testing.T) {
 
 // TestHelperTurnServer is the server process of TestReattachAfterServerKilled.
 func TestHelperTurnServer(t *testing.T) {
-	path := os.Getenv("CHATTURN_HELPER_DB")
-	if path == "" {
+	where := os.Getenv("CHATTURN_HELPER_STORE")
+	if where == "" {
 		t.Skip("the server process of TestReattachAfterServerKilled")
 	}
-	st, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+	var (
+		st  store.Store
+		err error
+	)
+	if conn, ok := strings.CutPrefix(where, "postgres:"); ok {
+		st, err = postgres.Open(context.Background(), conn, postgres.Options{})
+	} else {
+		st, err = sqlite.Open(context.Background(), strings.TrimPrefix(where, "sqlite:"), sqlite.Options{})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/internal/storetest"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
@@ -84,11 +85,24 @@ func newSeatProvider(t *testing.T, served string, quota bool) *seatProvider {
 // request (its selector, never a credential) reaches its provider on
 // create and on the turn. The record names both stages and why the run
 // moved on.
+//
+// It runs on the memory store and on the SQL stores (SQLite and
+// PostgreSQL), where the seated record is read back through a second
+// handle, as another process would.
 func TestSeatedQuotaRefusalContinuesOnNextStage(t *testing.T) {
+	t.Run("memory", func(t *testing.T) {
+		st := memory.New(nil)
+		testSeatedQuotaRefusalContinuesOnNextStage(t, st, st)
+	})
+	storetest.Each(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		testSeatedQuotaRefusalContinuesOnNextStage(t, open(t), open(t))
+	})
+}
+
+func testSeatedQuotaRefusalContinuesOnNextStage(t *testing.T, st, reader store.Store) {
 	first, second := newSeatProvider(t, "scripted/first", true), newSeatProvider(t, "scripted/second", false)
 	hour := time.Hour
 	first.retryAfter = &hour
-	st := memory.New(nil)
 	var asked []int
 	accounts := kernel.AccountManagerFunc(func(_ context.Context, k int, seat profile.Seat) (contract.Provider, error) {
 		asked = append(asked, k)
@@ -125,7 +139,7 @@ func TestSeatedQuotaRefusalContinuesOnNextStage(t *testing.T) {
 	if diff := cmp.Diff(wantSecond, second.requests); diff != "" {
 		t.Errorf("second provider's requests (-want +got):\n%s", diff)
 	}
-	rec, err := kernel.ReadRun(context.Background(), st, "writer-1")
+	rec, err := kernel.ReadRun(context.Background(), reader, "writer-1")
 	if err != nil || rec.Kind != kernel.KindSeated || rec.Seated == nil || rec.Status != store.StatusCompleted {
 		t.Fatalf("record %+v (%v)", rec, err)
 	}
@@ -139,7 +153,7 @@ func TestSeatedQuotaRefusalContinuesOnNextStage(t *testing.T) {
 	if stages[0].Continuity != "" || stages[1].Continuity != kernel.ContinuityFresh {
 		t.Errorf("recorded continuity %q, %q; want none, then fresh", stages[0].Continuity, stages[1].Continuity)
 	}
-	if stage1, err := kernel.ReadRun(context.Background(), st, "writer-1.stage-1"); err != nil || stage1.Exact == nil || stage1.Exact.Stage != 1 {
+	if stage1, err := kernel.ReadRun(context.Background(), reader, "writer-1.stage-1"); err != nil || stage1.Exact == nil || stage1.Exact.Stage != 1 {
 		t.Errorf("stage 1's run %+v (%v)", stage1, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/internal/storetest"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
@@ -32,11 +33,23 @@ const midTurnQuota = `{"accounts":{"team-a":{},"team-b":{}},"turns":[
 // id — and its credential request reaches the provider's account owner
 // on the continued turn. The record names both stages, the refusal and
 // the continuity of each.
+//
+// It runs on the memory store and on SQLite and PostgreSQL, where the
+// records are read back through a second handle.
 func TestSeatedQuotaMidTurnContinuesNativeSession(t *testing.T) {
+	t.Run("memory", func(t *testing.T) {
+		st := memory.New(nil)
+		testSeatedQuotaMidTurnContinuesNativeSession(t, st, st)
+	})
+	storetest.Each(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		testSeatedQuotaMidTurnContinuesNativeSession(t, open(t), open(t))
+	})
+}
+
+func testSeatedQuotaMidTurnContinuesNativeSession(t *testing.T, st, reader store.Store) {
 	// The scripted provider is the one that records what it received:
 	// its account owner keeps every credential request.
 	p := scripted.New(mustScript(t, midTurnQuota), scripted.Options{})
-	st := memory.New(nil)
 	accounts := kernel.AccountManagerFunc(func(context.Context, int, profile.Seat) (contract.Provider, error) { return p, nil })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -83,15 +96,15 @@ func TestSeatedQuotaMidTurnContinuesNativeSession(t *testing.T) {
 	if got := p.CredentialRequests()[2].Selector; got.ID == nil || *got.ID != team {
 		t.Errorf("stage 1's selector %+v; want seat %s", got, team)
 	}
-	s0, err0 := kernel.ReadRun(context.Background(), st, "writer-n.stage-0")
-	s1, err1 := kernel.ReadRun(context.Background(), st, "writer-n.stage-1")
+	s0, err0 := kernel.ReadRun(context.Background(), reader, "writer-n.stage-0")
+	s1, err1 := kernel.ReadRun(context.Background(), reader, "writer-n.stage-1")
 	if err0 != nil || err1 != nil || s0.Exact == nil || s1.Exact == nil {
 		t.Fatalf("stage runs %+v %+v (%v, %v)", s0, s1, err0, err1)
 	}
 	if s1.Exact.EnvironmentID != s0.Exact.EnvironmentID || s1.Exact.NativeSessionID != s0.Exact.NativeSessionID || s1.Status != store.StatusCompleted {
 		t.Errorf("stage 1 ran in env %q session %q; stage 0 in env %q session %q", s1.Exact.EnvironmentID, s1.Exact.NativeSessionID, s0.Exact.EnvironmentID, s0.Exact.NativeSessionID)
 	}
-	logical, err := kernel.ReadRun(context.Background(), st, "writer-n")
+	logical, err := kernel.ReadRun(context.Background(), reader, "writer-n")
 	if err != nil || logical.Seated == nil || logical.Seated.Stages[1].Continuity != kernel.ContinuityNative {
 		t.Fatalf("logical record %+v (%v)", logical, err)
 	}
