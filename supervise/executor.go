@@ -198,6 +198,13 @@ type KernelExecutor struct {
 	// Logger receives what Execute cannot return (a kept environment it
 	// could not destroy); nil discards.
 	Logger *slog.Logger
+	// Accounts, when set, runs every worker whose profile has seats
+	// through its seat chain (kernel.ExecuteSeated): Accounts resolves
+	// each stage's provider, Provider serves only unseated profiles. A
+	// quota refusal moves the worker to its next stage under the same
+	// node (RG-11). Without it a seated profile runs its first stage's
+	// projection on Provider, as kernel.Execute does.
+	Accounts kernel.AccountManager
 }
 
 // ReportsUsage reports true: the kernel reads the provider's usage
@@ -218,6 +225,9 @@ func (e *KernelExecutor) PropagatesTrace() bool { return true }
 // Execute runs w through kernel.Execute, turn after turn while its inbox
 // holds steers (see KernelExecutor).
 func (e *KernelExecutor) Execute(ctx context.Context, w Work) (WorkResult, error) {
+	if e != nil && e.Accounts != nil && e.Store != nil && w.Profile != nil && len(w.Profile.Seats) > 0 {
+		return e.executeSeated(ctx, w)
+	}
 	if e == nil || e.Provider == nil || e.Store == nil {
 		return WorkResult{}, errors.New("supervise: KernelExecutor needs a Provider and a Store")
 	}

@@ -1,0 +1,86 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
+)
+
+// executeSeated runs a worker whose profile has seats through its seat
+// chain (kernel.ExecuteSeated) on the providers e.Accounts resolves: a
+// typed quota refusal on one stage continues on the next under the same
+// worker — its node, its deadline and, where the provider proves
+// continuity, its native session (RG-07..RG-11) — and the seated record
+// names every stage tried. The worker's spend is every stage's (a stage
+// refused part way through a turn spent what its record says), unknown
+// where a stage's record cannot be read. Steers reach no seated worker:
+// its inbox is sealed before the chain runs, so they are refused
+// not_live rather than queued for a turn that never takes them.
+func (e *KernelExecutor) executeSeated(ctx context.Context, w Work) (WorkResult, error) {
+	w.Inbox.Seal(ctx)
+	res, err := kernel.ExecuteSeated(ctx, kernel.SeatedRequest{Accounts: e.Accounts, Request: kernel.Request{
+		Profile: w.Profile, Task: w.Task, Store: e.Store, RunID: kernel.NewID("worker"), Kind: "supervise-worker", Observer: w.Observer}})
+	if res == nil {
+		if err == nil {
+			err = errors.New("supervise: the kernel returned no seated result")
+		}
+		// Refused before any stage ran: nothing was spent.
+		zero, none := int64(0), int64(0)
+		return WorkResult{Spent: ledger.Spend{Tokens: &zero, Iterations: &none, MicroUSD: &zero}}, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
+	}
+	usage := e.stagesUsage(ctx, res)
+	out := WorkResult{Spent: SpendOf(usage), Usage: &usage}
+	if res.Final != nil {
+		out.Text, out.Output, out.ServedModel = res.Final.Text, res.Final.Output, res.Final.Served.Model
+	}
+	if err != nil {
+		return out, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
+	}
+	return out, nil
+}
+
+// stagesUsage is what every stage of a seated run spent, as each stage's
+// run record states it: a stage that never ran spent nothing, and a
+// stage whose record cannot be read makes the total unknown.
+func (e *KernelExecutor) stagesUsage(ctx context.Context, res *kernel.SeatedResult) ledger.Usage {
+	var total ledger.Usage
+	first := true
+	for _, st := range res.Stages {
+		if st.RunID == "" {
+			continue
+		}
+		rec, err := kernel.ReadRun(context.WithoutCancel(ctx), e.Store, st.RunID)
+		if err != nil {
+			if e.Logger != nil {
+				e.Logger.Warn("supervise: reading a seat stage's spend", "run", st.RunID, "err", err)
+			}
+			return ledger.Usage{}
+		}
+		spend := rec.Spend
+		if rec.Exact != nil && rec.Exact.EnvironmentID == "" && rec.Events == 0 {
+			// Refused before it had an environment (a quota refusal at
+			// create): the kernel records a stage's environment before
+			// it sends a turn, so no turn was sent and nothing spent.
+			spend = nothingSpent()
+		}
+		if first {
+			total, first = spend, false
+			continue
+		}
+		total = total.Plus(spend)
+	}
+	if first {
+		return nothingSpent()
+	}
+	return total
+}
+
+// nothingSpent is the usage of work that never reached a model: zero
+// tokens and zero dollars, known.
+func nothingSpent() ledger.Usage {
+	zero := ledger.ExactAmount[int64](0)
+	return ledger.Usage{InputTokens: zero, OutputTokens: zero, CostUSD: ledger.ExactAmount[float64](0)}
+}
