@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/internal/pgtest"
+	"github.com/agentrt/agentrt/internal/servetest"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/remote"
@@ -42,7 +43,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(seatedChildEnv) == "1" {
 		os.Exit(seatedChild())
 	}
-	os.Exit(m.Run())
+	os.Exit(servetest.Run(m))
 }
 
 // midTurnSeats: the served subscription provider's first turn runs out

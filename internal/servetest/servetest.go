@@ -43,6 +43,18 @@ func Binary(t testing.TB) string {
 	return built
 }
 
+// Run runs a package's tests (m.Run) and then removes the binary Binary
+// built, if it built one, so test runs leave nothing in the temporary
+// directory. A package whose tests call Binary or Serve calls it from
+// TestMain: os.Exit(servetest.Run(m)).
+func Run(m *testing.M) int {
+	code := m.Run()
+	if built != "" {
+		os.RemoveAll(filepath.Dir(built))
+	}
+	return code
+}
+
 // Log is a child's stderr, safe to read while it is written.
 type Log struct {
 	mu sync.Mutex
