@@ -28,7 +28,10 @@ type flakyServer struct {
 	contract.Provider
 	refuse atomic.Int32 // creates still to refuse
 	cut    atomic.Bool  // cut every turn's stream
-	turns  atomic.Int32 // turns started
+	// hush: every turn's stream ends after its first event with neither
+	// an error nor a terminal (the server closed the stream cleanly).
+	hush  atomic.Bool
+	turns atomic.Int32 // turns started
 }
 
 func (p *flakyServer) Create(ctx context.Context, in *contract.CreateInput) (contract.Environment, error) {
@@ -49,10 +52,10 @@ type flakyEnv struct {
 
 func (e *flakyEnv) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
 	e.p.turns.Add(1)
-	cut := e.p.cut.Load()
+	cut, hush := e.p.cut.Load(), e.p.hush.Load()
 	return func(yield func(contract.EnvironmentEvent, error) bool) {
 		for ev, err := range e.Environment.Stream(ctx, in) {
-			if !yield(ev, err) || err != nil {
+			if !yield(ev, err) || err != nil || hush {
 				return
 			}
 			if cut {

@@ -795,10 +795,11 @@ func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
 
 // inDoubt reports whether an attempt failed with its environment's
 // state unknown: the environment was created, then the provider's
-// transport broke off (a remote server died or became unreachable) before
-// the turn's end was seen.
+// transport broke off (a remote server died or became unreachable), or
+// its stream ended without a terminal event, before the turn's end was
+// seen.
 func inDoubt(res *kernel.Result) bool {
-	return res.Status == store.StatusFailed && res.Reason == kernel.ReasonTransport && res.EnvironmentID != ""
+	return res.Status == store.StatusFailed && (res.Reason == kernel.ReasonTransport || res.Reason == kernel.ReasonNoTerminal) && res.EnvironmentID != ""
 }
 
 // unreachable reports whether an attempt failed because its provider's
