@@ -256,8 +256,9 @@ type Attempt struct {
 	StartedAt string `json:"startedAt"`
 	// Status is how the attempt ended, as far as the fleet knows: a
 	// store.Status, "released" (the worker stopped and handed the run
-	// back), or "" while it runs or when its worker died (then the
-	// attempt's kernel run tells: interrupted).
+	// back), or "" while it runs or after its worker died until another
+	// worker takes the run over and records how it ended (interrupted,
+	// or cancelled by its worker's shutdown).
 	Status string `json:"status,omitzero"`
 	// Note says why, when the status alone does not.
 	Note string `json:"note,omitzero"`

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,6 +126,11 @@ func TestTakeover(t *testing.T) {
 				if got[i] != tt.wantAttempt[i] {
 					t.Errorf("attempt %d: %s, want %s", i+1, got[i], tt.wantAttempt[i])
 				}
+			}
+			// The fleet run says how the dead worker's attempt ended, and
+			// who took over, as its kernel run does.
+			if n := len(r.Attempts); n > 1 && (r.Attempts[0].Status != got[0] || !strings.Contains(r.Attempts[0].Note, "taken over by "+w.ID())) {
+				t.Errorf("the dead worker's attempt %+v; want it recorded %s, taken over by %s", r.Attempts[0], got[0], w.ID())
 			}
 			if n := len(r.Attempts); n > 1 && r.Attempts[n-1].Generation != 2 {
 				t.Errorf("the takeover ran in generation %d, want 2", r.Attempts[n-1].Generation)

@@ -427,6 +427,9 @@ func (w *Worker) claim(ctx context.Context, runID, jobDigest string) (claim, err
 	var adopt *kernel.RunRecord
 	var resume *kernel.Reattach
 	var resumeNote string
+	// prior is how the dead worker's attempt ended, recorded on it when
+	// this worker takes the run over ("" leaves it as it is).
+	var prior, priorNote string
 	if r.Status == store.StatusRunning && len(attempts) > 0 {
 		last := attempts[len(attempts)-1]
 		rec, err := kernel.ReadRun(ctx, s, last.RunID)
@@ -442,6 +445,7 @@ func (w *Worker) claim(ctx context.Context, runID, jobDigest string) (claim, err
 			if err != nil {
 				return claim{}, fmt.Errorf("fleet: closing attempt %s: %w", last.RunID, err)
 			}
+			prior, priorNote = string(store.StatusInterrupted), "never started: its worker lost the run before it began"
 		case err != nil:
 			return claim{}, fmt.Errorf("fleet: reading attempt %s: %w", last.RunID, err)
 		case !rec.Run.Status.Terminal():
@@ -452,9 +456,11 @@ func (w *Worker) claim(ctx context.Context, runID, jobDigest string) (claim, err
 			} else if found != nil {
 				resume, resumeNote = found, note
 			}
+			prior, priorNote = string(store.StatusInterrupted), "its worker lost the run mid-attempt"
 		case rec.Run.Status == store.StatusCancelled && !cancelAsked:
 			// Cancelled by its worker's shutdown, which died before
 			// handing the run back: run it again.
+			prior, priorNote = string(store.StatusCancelled), "cancelled by its worker's shutdown, which died before handing the run back"
 		default:
 			adopt = rec
 		}
@@ -487,6 +493,9 @@ func (w *Worker) claim(ctx context.Context, runID, jobDigest string) (claim, err
 		}
 		if len(list) > 0 {
 			cur.Generation++
+			if last := &list[len(list)-1]; prior != "" && last.Status == "" {
+				last.Status, last.Note = prior, joinNotes(last.Note, priorNote+"; taken over by "+w.id)
+			}
 		}
 		cur.Status, cur.Owner = store.StatusRunning, w.id
 		cur.Doc = withClaim(cur.Doc, now.Add(w.o.LeaseTTL))

@@ -236,8 +236,8 @@ func TestFleetWorkerPausedPastItsLeaseIsFenced(t *testing.T) {
 	if r.Status != store.StatusCompleted || len(r.Attempts) != 2 || r.Outcome == nil || !r.Outcome.Delivered || r.Outcome.RunID != second {
 		t.Fatalf("run %s, attempts %+v, outcome %+v; want completed and delivered by the second attempt\n%s", r.Status, r.Attempts, r.Outcome, dump())
 	}
-	if a := r.Attempts[0]; a.Status != "" || a.Worker != "paused" {
-		t.Errorf("the paused worker's attempt %+v; want it recorded by nobody after the takeover (no status of its own)", a)
+	if a := r.Attempts[0]; a.Status != string(store.StatusInterrupted) || a.Worker != "paused" || !strings.Contains(a.Note, "taken over by taker") {
+		t.Errorf("the paused worker's attempt %+v; want it recorded interrupted by the taker", a)
 	}
 	if a := r.Attempts[1]; a.Worker != "taker" || !strings.Contains(a.Note, "resumed environment") {
 		t.Errorf("the second attempt %+v; want the taker's, resuming the paused worker's environment", a)
