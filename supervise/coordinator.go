@@ -93,6 +93,9 @@ type Coordinator struct {
 	analystStops map[NodeID]string
 	// steers counts in-process steer_agent calls (operation ids).
 	steers int
+	// recovering holds the replayed workers left without a settlement
+	// whose execution the journal names, until recoverInDoubt (mu).
+	recovering []recoverable
 }
 
 // worker is what the coordinator knows of one node beyond the scope.
@@ -108,6 +111,7 @@ type worker struct {
 	checkErr  string
 	reason    string
 	replayed  bool
+	recovered bool   // settled by recovering its journaled execution
 	inbox     *Inbox // nil unless the executor reads inboxes
 	runtime   string // RuntimeOf its executor
 	done      chan struct{}
@@ -380,7 +384,8 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 			}
 			return d, err
 		}
-		res, err := c.execute(wctx, exec, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer, Inbox: w.inbox})
+		res, err := c.execute(wctx, exec, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer, Inbox: w.inbox,
+			Bind: c.bind(id)})
 		w.inbox.close(wctx) // the worker takes no more turns
 		if c.afterSettle == nil {
 			c.settle(wctx, w, res, err)
@@ -419,6 +424,14 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 	case execErr != nil:
 		state, reason = StateFailed, execErr.Error()
 	}
+	// Only a failure can be the infrastructure's: a cancellation is the
+	// caller's decision.
+	c.settleAs(ctx, w, res, state, reason, state == StateFailed && IsInfra(execErr))
+}
+
+// settleAs is settle of a worker whose end is known: state and reason,
+// and whether a failure was its infrastructure's.
+func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, state State, reason string, infraFailure bool) {
 	c.mu.Lock()
 	an, isAnalyst := c.analysts[w.id]
 	c.mu.Unlock()
@@ -468,11 +481,10 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 	c.mu.Lock()
 	w.outRef = outRef
 	c.mu.Unlock()
-	// Only a failure can be the infrastructure's: a cancellation is the
-	// caller's decision.
-	infra := st.State == StateFailed && IsInfra(execErr)
+	infra := st.State == StateFailed && infraFailure
 	rec := Record{Kind: KindSettled, Node: w.id, State: st.State, Spent: spendRecord(st.Spent), OutRef: outRef,
-		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr, Hook: c.afterSettle != nil, Infra: infra}
+		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr, Hook: c.afterSettle != nil, Infra: infra,
+		Recovered: w.recovered}
 	if err := c.log.appendOrLose(bg, rec); err != nil {
 		c.logger.Error("supervise: journaling a settlement", "node", w.id, "err", err)
 	}
@@ -744,6 +756,9 @@ func (c *Coordinator) Observe(id NodeID) (Observation, error) {
 	}
 	c.mu.Lock()
 	if w := c.workers[id]; w != nil {
+		if info.InDoubt && o.Reason == "" {
+			o.Reason = w.reason // why it could not be recovered
+		}
 		o.Delivered, o.Verdict, o.OutRef, o.Output = w.delivered, w.verdict, w.outRef, clip(w.text, 16000)
 		_, steerer := c.exec.(Steerer)
 		o.Steerable = live(info) && (w.inbox != nil || steerer)
@@ -914,6 +929,7 @@ func (e *VerbRefusal) Error() string { return "supervise: refused: " + e.Code + 
 // journaled spend, and every spawn left without a settlement marked in
 // doubt, charged at its ceiling (§15 behaviour 40).
 func (c *Coordinator) replayRecords(prior []Record) error {
+	var bound map[NodeID]string // each worker's journaled execution
 	for _, r := range prior {
 		if r.Kind == KindAnalystDefined {
 			if err := c.replayAnalyst(r); err != nil {
@@ -980,6 +996,13 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				}
 			}
 			c.publishReplayed(w, st.State)
+		case KindExecutionBound:
+			if r.Execution != "" {
+				if bound == nil {
+					bound = map[NodeID]string{}
+				}
+				bound[r.Node] = r.Execution
+			}
 		case KindMetered:
 			c.chargeDriver(r.Spent.spend())
 		case KindSubmitted:
@@ -993,20 +1016,33 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 	}
 	for _, n := range c.scope.Nodes() {
 		if n.State.Live() && !n.InDoubt {
+			if x := bound[n.ID]; x != "" {
+				// Its execution is named: it stays live, its reservation
+				// held, until recoverInDoubt recovers it or marks it.
+				c.recovering = append(c.recovering, recoverable{node: n.ID, execution: x})
+				continue
+			}
 			if err := c.scope.MarkInDoubt(n.ID); err != nil {
 				return &ResumeError{RunDir: c.log.dir, Reason: "marking " + string(n.ID) + " in doubt", Err: err}
 			}
 		}
 	}
-	// Only settled-done nodes replay for an unkeyed spawn; a node in
-	// doubt or down runs again when asked.
+	c.pruneReplay()
+	return nil
+}
+
+// pruneReplay keeps, for an unkeyed spawn, only the settled-done nodes
+// to replay (and those awaiting recovery, until recoverInDoubt prunes
+// again): a node in doubt or down runs again when asked.
+func (c *Coordinator) pruneReplay() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for k, ids := range c.replay {
 		c.replay[k] = slices.DeleteFunc(ids, func(id NodeID) bool {
 			n, _ := c.scope.Node(id)
-			return n.State != StateDone
+			return n.State != StateDone && !slices.ContainsFunc(c.recovering, func(r recoverable) bool { return r.node == id })
 		})
 	}
-	return nil
 }
 
 func (c *Coordinator) pending(id NodeID, key string) {

@@ -481,6 +481,10 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		}()
 	}
 
+	// Workers the journal left started without a settlement but bound
+	// to an execution are recovered from it, before anyone reads the
+	// journal again; a run resumed to its journaled end only marks them.
+	c.recoverInDoubt(c.workCtx, ended == nil)
 	var resumeErr error
 	if resumed && o.OnResume != nil {
 		resumeErr = o.OnResume(c.workCtx, c)
