@@ -111,11 +111,15 @@ type worker struct {
 	checkErr  string
 	reason    string
 	replayed  bool
-	recovered bool   // settled by recovering its journaled execution
 	inbox     *Inbox // nil unless the executor reads inboxes
 	runtime   string // RuntimeOf its executor
 	done      chan struct{}
 	started   time.Time
+
+	// recovered: settled from its journaled execution (Recoverer);
+	// progress is nil for a worker this process did not run.
+	recovered bool
+	progress  *progress
 }
 
 // Event kinds Await returns.
@@ -337,7 +341,8 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 		exec = c.exec
 	}
 	wctx, cancel := context.WithCancelCause(c.workCtx)
-	w := &worker{id: id, task: task, cancel: cancel, done: make(chan struct{}), started: c.now(), runtime: RuntimeOf(exec)}
+	w := &worker{id: id, task: task, cancel: cancel, done: make(chan struct{}), started: c.now(), runtime: RuntimeOf(exec),
+		progress: newProgress(c.now, profileModel(p))}
 	if r, ok := exec.(InboxReader); ok && r.ReadsInbox() {
 		w.inbox = newInbox(id, c.log.dir, c.now, c.logger)
 	}
@@ -363,6 +368,7 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 	}
 	// The worker's turns and events go to its log, workers/<label>.ndjson.
 	observer = c.log.streams.workerObserver(id, WorkerLogStem(labelOf(info.Label, info.Profile)), observer)
+	observer = w.progress.observer(observer)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -432,6 +438,7 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 // settleAs is settle of a worker whose end is known: state and reason,
 // and whether a failure was its infrastructure's.
 func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, state State, reason string, infraFailure bool) {
+	w.progress.settled()
 	c.mu.Lock()
 	an, isAnalyst := c.analysts[w.id]
 	c.mu.Unlock()
@@ -715,9 +722,17 @@ func (c *Coordinator) liveIDs() []NodeID {
 	return out
 }
 
-// ObserveArgs are observe_agent's arguments.
+// ObserveArgs are observe_agent's arguments: the worker, and which page
+// of its settled output to return (see ObservePage).
 type ObserveArgs struct {
 	WorkerID NodeID `json:"workerId"`
+	// OutputPath is a JSON pointer into the worker's result
+	// {text, output}; DefaultOutputPath when empty.
+	OutputPath string `json:"outputPath,omitzero" jsonschema:"JSON pointer into the worker's result {text, output}; default /text"`
+	// Offset is the byte offset the page starts at (a previous reply's
+	// nextOffset); Limit the page's size in bytes, MaxObservePage when 0.
+	Offset int64 `json:"offset,omitzero" jsonschema:"byte offset to read the output from: the nextOffset of the previous page"`
+	Limit  int64 `json:"limit,omitzero" jsonschema:"page size in bytes, at most 16000 (the default)"`
 }
 
 // Observation is observe_agent's reply.
@@ -735,36 +750,26 @@ type Observation struct {
 	Output    string          `json:"output,omitzero"`
 	Reason    string          `json:"reason,omitzero"`
 	Steerable bool            `json:"steerable"`
+	// OutputPath, Offset, NextOffset and OutputBytes place the Output
+	// page in the settled worker's result: the value at OutputPath is
+	// OutputBytes long, the page starts at Offset, and NextOffset (nil
+	// on the last page) is where the next one starts.
+	OutputPath  string `json:"outputPath,omitzero"`
+	Offset      int64  `json:"offset,omitzero"`
+	NextOffset  *int64 `json:"nextOffset,omitzero"`
+	OutputBytes *int64 `json:"outputBytes,omitzero"`
+	// Progress is the worker's progress (§9 observe_agent).
+	Progress *WorkerProgress `json:"progress"`
 }
 
 // ErrUnknownWorker is observe_agent's and steer_agent's refusal of a
 // worker id the run does not have.
 var ErrUnknownWorker = errors.New("supervise: unknown worker")
 
-// Observe returns a worker's status, spend and, once settled, its
-// output.
+// Observe returns a worker's status, spend, progress and, once settled,
+// the first page of its text (ObservePage with default arguments).
 func (c *Coordinator) Observe(id NodeID) (Observation, error) {
-	info, ok := c.scope.Node(id)
-	if !ok {
-		return Observation{}, fmt.Errorf("%w: %s", ErrUnknownWorker, id)
-	}
-	o := Observation{WorkerID: id, Label: info.Label, Profile: info.Profile, Status: info.State, InDoubt: info.InDoubt,
-		Reserved: budgetRecord(info.Reserved)}
-	if info.Settlement != nil {
-		o.Spent = spendRecord(info.Settlement.Spent)
-		o.Reason = info.Settlement.Reason
-	}
-	c.mu.Lock()
-	if w := c.workers[id]; w != nil {
-		if info.InDoubt && o.Reason == "" {
-			o.Reason = w.reason // why it could not be recovered
-		}
-		o.Delivered, o.Verdict, o.OutRef, o.Output = w.delivered, w.verdict, w.outRef, clip(w.text, 16000)
-		_, steerer := c.exec.(Steerer)
-		o.Steerable = live(info) && (w.inbox != nil || steerer)
-	}
-	c.mu.Unlock()
-	return o, nil
+	return c.ObservePage(context.Background(), ObserveArgs{WorkerID: id})
 }
 
 // SteerArgs are steer_agent's arguments.
@@ -780,6 +785,9 @@ type SteerResult struct {
 	Delivered bool   `json:"delivered"`
 	Outcome   string `json:"outcome"`
 	Reason    string `json:"reason,omitzero"`
+	// Progress is the worker's progress once the steer was answered
+	// (§9 steer_agent).
+	Progress *WorkerProgress `json:"progress,omitzero"`
 }
 
 // Steerer is implemented by an executor whose live workers accept
@@ -802,6 +810,9 @@ func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, erro
 	effect, reason := c.deliver(ctx, info, a.Instruction, req.OperationID)
 	res := SteerResult{Delivered: effect == SteerDelivered, Outcome: string(effect), Reason: reason}
 	c.steerAcknowledged(ctx, req, res)
+	if now, ok := c.scope.Node(a.WorkerID); ok {
+		res.Progress = c.progressOf(now)
+	}
 	return res, nil
 }
 
