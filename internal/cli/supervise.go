@@ -478,17 +478,25 @@ type journalFeed struct {
 	next func(ctx context.Context) ([]supervise.Record, error)
 }
 
-// fileJournal feeds the journal of run dir dir.
+// fileJournal feeds the journal of run dir dir, reading only what was
+// appended since the last look. A journal replaced or cut shorter is
+// read again from its start, and its first records, as many as were
+// already fed, are not fed twice.
 func fileJournal(dir string) journalFeed {
-	seen := 0
+	tail := supervise.TailRunDir(dir)
+	fed, read := 0, 0
 	return journalFeed{name: dir, next: func(ctx context.Context) ([]supervise.Record, error) {
-		recs, _, err := supervise.ReadRunDir(ctx, dir)
+		recs, restarted, err := tail.Next(ctx)
 		if err != nil {
 			return nil, err
 		}
-		out := recs[min(seen, len(recs)):]
-		seen = max(seen, len(recs))
-		return out, nil
+		if restarted {
+			read = 0
+		}
+		skip := min(max(fed-read, 0), len(recs))
+		read += len(recs)
+		fed = max(fed, read)
+		return recs[skip:], nil
 	}}
 }
 
