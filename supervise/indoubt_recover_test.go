@@ -287,8 +287,8 @@ func TestInDoubtRecoveryOutcomes(t *testing.T) {
 			if !node.InDoubt || !got.observed.InDoubt {
 				t.Errorf("node %+v, observed %+v; want in doubt", node.NodeInfo, got.observed)
 			}
-			if !strings.Contains(got.observed.Reason, tc.wantInDoubt) {
-				t.Errorf("observe_agent's reason %q does not say %q", got.observed.Reason, tc.wantInDoubt)
+			if !strings.Contains(got.observed.Reason, tc.wantInDoubt) || !strings.Contains(node.InDoubtReason, tc.wantInDoubt) {
+				t.Errorf("observe_agent's reason %q, the result's %q: neither may miss %q", got.observed.Reason, node.InDoubtReason, tc.wantInDoubt)
 			}
 			if res.Breakdown.ChildWork.Tokens != 1_000 || len(res.SpendGaps) == 0 {
 				t.Errorf("child spend %+v, gaps %+v; want the ceiling charged and named", res.Breakdown.ChildWork, res.SpendGaps)

@@ -239,6 +239,10 @@ type WorkerSummary struct {
 	Delivered bool
 	Verdict   *kernel.Verdict
 	Replayed  bool
+	// InDoubtReason says why a worker left in doubt was not recovered
+	// (its execution is still running, unreadable, or its executor is
+	// no Recoverer); a later resume tries again.
+	InDoubtReason string
 }
 
 // Breakdown splits the spend: the brain's own inference and the
@@ -701,6 +705,9 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 		ws := WorkerSummary{NodeInfo: n}
 		if w := c.workers[n.ID]; w != nil {
 			ws.OutRef, ws.Delivered, ws.Verdict, ws.Replayed = w.outRef, w.delivered, w.verdict, w.replayed
+			if n.InDoubt {
+				ws.InDoubtReason = w.reason
+			}
 		}
 		if n.State == StateFailed || n.State == StateCancelled || n.InDoubt || n.NeverSettled {
 			res.DownCount++

@@ -613,6 +613,16 @@ func printSupervised(w io.Writer, res supervise.SupervisedResult, runDir string)
 		if n.Replayed {
 			replayed = ", replayed"
 		}
+		if n.InDoubt {
+			// Its outcome is unknown: say why, and how to settle it.
+			why := n.InDoubtReason
+			if why == "" {
+				why = "it started without a terminal receipt and names no execution to recover"
+			}
+			fmt.Fprintf(w, "  worker    %s %s IN DOUBT (charged at its ceiling): %s\n", n.ID, orName(n.Label, n.Profile), why)
+			fmt.Fprintf(w, "            resume the run (--resume) once its execution ended to recover it\n")
+			continue
+		}
 		fmt.Fprintf(w, "  worker    %s %s %s, %s%s\n", n.ID, orName(n.Label, n.Profile), n.State, deliveryText(n.Delivered, n.Verdict, "", ""), replayed)
 	}
 	s := res.Spent
@@ -694,6 +704,10 @@ func supervisedValue(res supervise.SupervisedResult, runDir string) canonjson.Va
 			{Name: "state", Value: canonjson.StringValue(string(n.State))},
 			{Name: "delivered", Value: canonjson.BoolValue(n.Delivered)},
 			{Name: "replayed", Value: canonjson.BoolValue(n.Replayed)},
+		}
+		if n.InDoubt {
+			wm = append(wm, canonjson.Member{Name: "inDoubt", Value: canonjson.BoolValue(true)},
+				canonjson.Member{Name: "inDoubtReason", Value: canonjson.StringValue(n.InDoubtReason)})
 		}
 		if n.Verdict != nil {
 			v, _ := canonjson.ToValue(n.Verdict)
