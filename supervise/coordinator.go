@@ -1036,6 +1036,9 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			if err := c.scope.MarkInDoubt(n.ID); err != nil {
 				return &ResumeError{RunDir: c.log.dir, Reason: "marking " + string(n.ID) + " in doubt", Err: err}
 			}
+			if w := c.workers[n.ID]; w != nil {
+				w.reason = errNoExecution
+			}
 		}
 	}
 	c.pruneReplay()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -235,7 +237,7 @@ func TestInDoubtRecoveryOutcomes(t *testing.T) {
 		}, wantInDoubt: "running"},
 		{name: "kernel run missing: in doubt", setup: func(*testing.T, store.Store) {}, wantInDoubt: "not found"},
 		{name: "executor is no Recoverer: in doubt", setup: kernelRun(workerProvider), plain: true, wantInDoubt: "Recoverer"},
-		{name: "no execution journaled: in doubt", setup: kernelRun(workerProvider), noExecution: true},
+		{name: "no execution journaled: in doubt", setup: kernelRun(workerProvider), noExecution: true, wantInDoubt: "no execution was journaled"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -338,4 +340,88 @@ func TestBindRefusesInvalidExecution(t *testing.T) {
 			t.Errorf("Bind(%q): %s, want no winner", id, res.Status)
 		}
 	}
+}
+
+// The crash-and-resume property (behaviours 36, 40, 46) with an executor
+// that recovers: runs of spawns and settlements are cut at a random
+// point of their journal, often between a worker's execution-bound
+// record and its settlement, and resumed up to three times; the kernel
+// runs they name stay in the run store. After recovery, and after every
+// step the resumed run takes, free + reserved + committed equals the
+// root total on every channel, no worker is left in doubt, and no
+// resumed process executes a worker whose execution completed.
+func TestConservationAcrossCrashRecoverAndResume(t *testing.T) {
+	const seeds = 30
+	tasks := []string{"write alpha", "write beta", "write alpha again", "write beta again"}
+	recoveries := 0
+	for seed := range uint64(seeds) {
+		rng := rand.New(rand.NewPCG(seed, 0x7ec0))
+		plan := make([]string, 2+rng.IntN(4))
+		for i := range plan {
+			plan[i] = tasks[rng.IntN(len(tasks))]
+		}
+		dir, st := t.TempDir(), newStore(t)
+		where := func(phase string, step int) string { return fmt.Sprintf("seed %d, %s, step %d", seed, phase, step) }
+		run := func(phase string, resume bool) (supervise.SupervisedResult, int64) {
+			exec := &recoveringExecutor{KernelExecutor: &supervise.KernelExecutor{Provider: workerProvider(t), Store: st}}
+			o := baseOptions(t, exec, nil)
+			o.RunDir, o.Resume = dir, resume
+			o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+				checkPoolConserved(t, c.Readout(), where(phase, 0))
+				for i, task := range plan {
+					if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: task}); err != nil {
+						return supervise.BrainReport{}, err
+					}
+					checkPoolConserved(t, c.Readout(), where(phase, 2*i+1))
+					if _, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil {
+						return supervise.BrainReport{}, err
+					}
+					checkPoolConserved(t, c.Readout(), where(phase, 2*i+2))
+				}
+				return supervise.BrainReport{}, nil
+			})
+			res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+			if err != nil {
+				t.Fatalf("%s: %v", where(phase, -1), err)
+			}
+			for _, n := range res.Tree {
+				// Only a worker whose execution was never journaled may
+				// stay in doubt.
+				if n.InDoubt && !strings.Contains(n.InDoubtReason, "no execution was journaled") {
+					t.Fatalf("%s: %s left in doubt: %s", where(phase, -1), n.ID, n.InDoubtReason)
+				}
+			}
+			return res, exec.executed.Load()
+		}
+		run("first run", false)
+		for crash := range 1 + rng.IntN(3) {
+			cutJournal(t, dir, rng)
+			var unsettled []supervise.NodeID // bound to a completed execution, not settled
+			settled := map[supervise.NodeID]bool{}
+			recs := journalRecords(t, dir)
+			for _, r := range recs {
+				if r.Kind == supervise.KindSettled {
+					settled[r.Node] = true
+				}
+			}
+			for _, r := range recs {
+				if r.Kind == supervise.KindExecutionBound && !settled[r.Node] {
+					unsettled = append(unsettled, r.Node)
+				}
+			}
+			res, _ := run(fmt.Sprintf("resume %d", crash+1), true)
+			for _, id := range unsettled {
+				for _, n := range res.Tree {
+					if n.ID == id && (n.Replayed || n.State != supervise.StateDone && n.State != supervise.StateFailed) {
+						t.Fatalf("%s: %s bound to a completed execution ended %s (replayed %v)", where("resume", -1), id, n.State, n.Replayed)
+					}
+				}
+				recoveries++
+			}
+		}
+	}
+	if recoveries == 0 {
+		t.Fatal("no cut fell between an execution and its settlement: the property was not exercised")
+	}
+	t.Logf("%d seeds, %d workers recovered", seeds, recoveries)
 }

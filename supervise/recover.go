@@ -30,6 +30,10 @@ const (
 	KindRecoveryFailed = "recovery-failed"
 )
 
+// errNoExecution is the in-doubt reason of a worker whose journal names
+// no execution to recover.
+const errNoExecution = "no execution was journaled for it (its executor names none through Work.Bind, or the process stopped before it did): its outcome cannot be recovered"
+
 // MaxExecutionID bounds an execution identity Work.Bind journals, in
 // bytes.
 const MaxExecutionID = 512
