@@ -502,7 +502,7 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 		info, _ := c.scope.Node(w.id)
 		info.Runtime = w.runtime
 		c.obs.nodeSettled(bg, NodeSettled{Node: info, State: st.State, Reason: reason, Spent: res.Spent, Usage: res.Usage, Infra: infra,
-			ServedModel: res.ServedModel, Delivered: w.delivered, Verdict: w.verdict, OutRef: outRef, Duration: c.now().Sub(w.started)})
+			ServedModel: res.ServedModel, Delivered: w.delivered, Verdict: w.verdict, OutRef: outRef, Duration: ranFor(c.now(), w.started)})
 	}
 	c.publish(w, st.State)
 	c.cancelObserved(ctx, w.id, st.State)

@@ -96,6 +96,16 @@ func checkExecutionID(id string) error {
 	return nil
 }
 
+// ranFor is how long a worker started at started ran until now; 0 for
+// a worker this process did not start (a recovered one), whose start
+// it does not know.
+func ranFor(now, started time.Time) time.Duration {
+	if started.IsZero() {
+		return 0
+	}
+	return now.Sub(started)
+}
+
 // bind is node id's Work.Bind: the execution is journaled before the
 // executor starts it; an identity the journal did not take is an error
 // and the executor starts nothing.
