@@ -228,6 +228,21 @@ func TestInDoubtRecoveryOutcomes(t *testing.T) {
 		// charged at the ceiling, its dollars too (so no dollar ceiling).
 		{name: "failed kernel run: recovered failed", setup: kernelRun(failingProvider), wantState: supervise.StateFailed,
 			wantResumed: supervise.ResumedRetried, uncapped: true},
+		// A steered worker's turns are the runs "<id>.<n>": the last
+		// one read is its result, the usage their sum.
+		{name: "steered turns completed: recovered from the last", setup: func(t *testing.T, st store.Store) {
+			kernelRun(workerProvider)(t, st)
+			_, _ = kernel.Execute(context.Background(), kernel.Request{Profile: mustProfile(t, writerProfile), Task: "write alpha again",
+				Provider: workerProvider(t), Store: st, RunID: execution + ".1", Kind: "supervise-worker"})
+		}, wantState: supervise.StateDone, wantResumed: supervise.ResumedCompleted, wantTokens: 240},
+		{name: "a steered turn still running: in doubt", setup: func(t *testing.T, st store.Store) {
+			kernelRun(workerProvider)(t, st)
+			now := time.Now()
+			if _, err := st.CreateRun(context.Background(), store.Run{ID: execution + ".1", Kind: "supervise-worker", Status: store.StatusRunning,
+				CreatedAt: now, UpdatedAt: now, LeaseUntil: now.Add(time.Hour), Owner: "elsewhere"}); err != nil {
+				t.Fatal(err)
+			}
+		}, wantInDoubt: execution + ".1 is running"},
 		{name: "kernel run still running: in doubt", setup: func(t *testing.T, st store.Store) {
 			now := time.Now()
 			if _, err := st.CreateRun(context.Background(), store.Run{ID: execution, Kind: "supervise-worker", Status: store.StatusRunning,
