@@ -117,9 +117,11 @@ type worker struct {
 	started   time.Time
 
 	// recovered: settled from its journaled execution (Recoverer);
-	// progress is nil for a worker this process did not run.
+	// progress is nil for a worker this process did not run; paged is
+	// the settled value observe_agent last paged through.
 	recovered bool
 	progress  *progress
+	paged     *pagedValue
 }
 
 // Event kinds Await returns.

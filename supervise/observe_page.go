@@ -60,25 +60,34 @@ func validPointer(p string) bool {
 	return utf8.ValidString(p)
 }
 
-// pageOf fills o's output page: the bytes of the value at p.path in the
-// worker's result (a string as itself, anything else as canonical
-// JSON) from p.offset, at most p.limit of them, cut on UTF-8 boundaries
-// so that the pages joined in nextOffset order are the value exactly.
-func pageOf(o *Observation, result canonjson.Value, p observePage) error {
-	v, ok := canonjson.Resolve(result, p.path)
+// valueAt is the value at path in a worker's result as observe_agent
+// pages it: a string as itself, anything else as canonical JSON.
+func valueAt(result canonjson.Value, path string) (string, error) {
+	v, ok := canonjson.Resolve(result, path)
 	if !ok {
-		return &tools.ArgumentsError{Path: "/outputPath", Reason: fmt.Sprintf("are refused: the worker's result has no %s (it holds /text and, when structured, /output)", p.path)}
+		return "", &tools.ArgumentsError{Path: "/outputPath", Reason: fmt.Sprintf("are refused: the worker's result has no %s (it holds /text and, when structured, /output)", path)}
 	}
-	var whole string
 	if v.Kind() == canonjson.String {
-		whole = v.Str()
-	} else {
-		b, err := canonjson.Canonical(v)
-		if err != nil {
-			return fmt.Errorf("supervise: encoding %s of the worker's result: %w", p.path, err)
-		}
-		whole = string(b)
+		return v.Str(), nil
 	}
+	b, err := canonjson.Canonical(v)
+	if err != nil {
+		return "", fmt.Errorf("supervise: encoding %s of the worker's result: %w", path, err)
+	}
+	return string(b), nil
+}
+
+// pagedValue is the last value a worker's output was paged through: a
+// settled result never changes, so reading its pages in turn encodes it
+// once, not once per page.
+type pagedValue struct {
+	path, whole string
+}
+
+// pageOf fills o's output page of whole, the value at p.path: from
+// p.offset, at most p.limit bytes, cut on UTF-8 boundaries so that the
+// pages joined in nextOffset order are the value exactly.
+func pageOf(o *Observation, whole string, p observePage) error {
 	total := int64(len(whole))
 	if p.offset > total {
 		return &tools.ArgumentsError{Path: "/offset", Reason: fmt.Sprintf("are refused: offset %d is past the end of %s (%d bytes)", p.offset, p.path, total)}
@@ -126,24 +135,38 @@ func (c *Coordinator) ObservePage(_ context.Context, a ObserveArgs) (Observation
 	}
 	c.mu.Lock()
 	w := c.workers[info.ID]
-	var result canonjson.Value
-	settled := false
+	var (
+		result  canonjson.Value
+		cached  *pagedValue
+		settled bool
+	)
 	if w != nil {
 		if info.InDoubt && o.Reason == "" {
 			o.Reason = w.reason // why it could not be recovered
 		}
 		o.Delivered, o.Verdict, o.OutRef = w.delivered, w.verdict, w.outRef
 		if settled = info.Settlement != nil && (w.text != "" || w.output.IsValid() || w.outRef != ""); settled {
-			result = resultValue(w.text, w.output)
+			result, cached = resultValue(w.text, w.output), w.paged
 		}
 	}
 	c.mu.Unlock()
 	o.Progress = c.progressOf(info)
 	o.Steerable = o.Progress.Steerable
-	if settled {
-		if err := pageOf(&o, result, p); err != nil {
+	if !settled {
+		return o, nil
+	}
+	if cached == nil || cached.path != p.path {
+		whole, err := valueAt(result, p.path)
+		if err != nil {
 			return Observation{}, err
 		}
+		cached = &pagedValue{path: p.path, whole: whole}
+		c.mu.Lock()
+		w.paged = cached
+		c.mu.Unlock()
+	}
+	if err := pageOf(&o, cached.whole, p); err != nil {
+		return Observation{}, err
 	}
 	return o, nil
 }

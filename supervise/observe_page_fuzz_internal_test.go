@@ -32,22 +32,26 @@ func FuzzObservePage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, path string, offset, limit int64) {
 		a := ObserveArgs{WorkerID: "w", OutputPath: path, Offset: offset, Limit: limit}
 		p, err := checkObserveArgs(a)
+		var whole string
+		if err == nil {
+			whole, err = valueAt(result, p.path)
+		}
 		if err == nil {
 			var o Observation
-			err = pageOf(&o, result, p)
+			err = pageOf(&o, whole, p)
 			if err == nil {
 				if !utf8.ValidString(o.Output) || int64(len(o.Output)) > max(p.limit, 4) || o.OutputBytes == nil {
 					t.Fatalf("page %+v for %+v", o, p)
 				}
 				// The whole value, read from its start.
-				var whole strings.Builder
+				var joined strings.Builder
 				p.offset = 0
 				for range *o.OutputBytes + 2 {
 					var pg Observation
-					if err := pageOf(&pg, result, p); err != nil {
+					if err := pageOf(&pg, whole, p); err != nil {
 						t.Fatalf("page at %d: %v", p.offset, err)
 					}
-					whole.WriteString(pg.Output)
+					joined.WriteString(pg.Output)
 					if pg.NextOffset == nil {
 						break
 					}
@@ -56,8 +60,8 @@ func FuzzObservePage(f *testing.F) {
 					}
 					p.offset = *pg.NextOffset
 				}
-				if int64(whole.Len()) != *o.OutputBytes {
-					t.Fatalf("pages joined are %d bytes, the value %d", whole.Len(), *o.OutputBytes)
+				if joined.String() != whole || int64(len(whole)) != *o.OutputBytes {
+					t.Fatalf("pages joined are %d bytes, the value %d (outputBytes %d)", joined.Len(), len(whole), *o.OutputBytes)
 				}
 				return
 			}
