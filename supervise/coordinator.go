@@ -96,6 +96,8 @@ type Coordinator struct {
 	// recovering holds the replayed workers left without a settlement
 	// whose execution the journal names, until recoverInDoubt (mu).
 	recovering []recoverable
+	// recoverTimeout is Options.RecoverTimeout.
+	recoverTimeout time.Duration
 }
 
 // worker is what the coordinator knows of one node beyond the scope.

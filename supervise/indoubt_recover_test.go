@@ -440,3 +440,55 @@ func TestConservationAcrossCrashRecoverAndResume(t *testing.T) {
 	}
 	t.Logf("%d seeds, %d workers recovered", seeds, recoveries)
 }
+
+// hangingRecoverer is an executor whose run store stopped answering:
+// Recover waits for its context.
+type hangingRecoverer struct {
+	plainExecutor
+	asked atomic.Int64
+}
+
+func (h *hangingRecoverer) Recover(ctx context.Context, _ supervise.RecoverWork) (supervise.Recovered, error) {
+	h.asked.Add(1)
+	<-ctx.Done()
+	return supervise.Recovered{}, context.Cause(ctx)
+}
+
+// A store that stops answering delays a resumed run by at most
+// Options.RecoverTimeout for all its in-doubt workers together; the
+// worker it could not ask about stays in doubt, saying so, and the run
+// goes on.
+func TestRecoveryPassIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	handJournal(t, dir, "worker-aaaa")
+	log, err := supervise.OpenFileSpawnLog(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := log.Append(context.Background(),
+		supervise.Record{Kind: supervise.KindSpawned, Node: supervise.ChildID("run1", 2), Label: "b", Profile: "writer", Model: "scripted/writer", Task: "write beta"},
+		supervise.Record{Kind: supervise.KindExecutionBound, Node: supervise.ChildID("run1", 2), Execution: "worker-bbbb"}); err != nil {
+		t.Fatal(err)
+	}
+	log.Close()
+	exec := &hangingRecoverer{plainExecutor: plainExecutor{inner: &supervise.KernelExecutor{Provider: workerProvider(t), Store: newStore(t)}}}
+	var got keyedOutcome
+	o := baseOptions(t, exec, nil)
+	o.RunDir, o.Resume, o.Brain, o.RecoverTimeout = dir, true, keyedBrain(t, &got), 300*time.Millisecond
+	start := time.Now()
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("the resumed run took %s: the recovery pass was not bounded", took)
+	}
+	if n := exec.asked.Load(); n != 1 {
+		t.Errorf("Recover asked %d times, want 1 (the pass ran out of time before the second)", n)
+	}
+	for _, n := range res.Tree[:2] {
+		if !n.InDoubt || !strings.Contains(n.InDoubtReason, "deadline") && !strings.Contains(n.InDoubtReason, "ran out of time") {
+			t.Errorf("%s: in doubt %v, reason %q", n.ID, n.InDoubt, n.InDoubtReason)
+		}
+	}
+}

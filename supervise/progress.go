@@ -63,7 +63,8 @@ type WorkerProgress struct {
 	// IdleMS is how long since the worker's last activity (its start
 	// counts), up to its settlement for a settled worker.
 	IdleMS *int64 `json:"idleMs"`
-	// Stalled: a live worker idle for StallAfter or more.
+	// Stalled: a running worker idle for StallAfter or more (one
+	// waiting on its parent's decision is not stalled).
 	Stalled bool   `json:"stalled"`
 	Turns   *int64 `json:"turns"`
 	// RecentActivity is the last MaxRecentActivity activities, oldest
@@ -136,8 +137,8 @@ func (p *progress) settled() {
 }
 
 // snapshot is the worker's progress now; steerable, pending and whether
-// it is live come from the caller.
-func (p *progress) snapshot(isLive, steerable bool, pending *int) *WorkerProgress {
+// it is running come from the caller.
+func (p *progress) snapshot(running, steerable bool, pending *int) *WorkerProgress {
 	out := &WorkerProgress{Steerable: steerable, PendingMessages: pending, RecentActivity: []Activity{}, ProfileChanges: []ProfileChange{}}
 	if p == nil {
 		return out
@@ -150,7 +151,7 @@ func (p *progress) snapshot(isLive, steerable bool, pending *int) *WorkerProgres
 	}
 	idle := max(end.Sub(p.last).Milliseconds(), 0)
 	out.IdleMS = &idle
-	out.Stalled = isLive && p.ended.IsZero() && end.Sub(p.last) >= StallAfter
+	out.Stalled = running && p.ended.IsZero() && end.Sub(p.last) >= StallAfter
 	if p.sawTurn {
 		t := p.turns
 		out.Turns = &t
@@ -282,7 +283,7 @@ func (c *Coordinator) progressOf(info NodeInfo) *WorkerProgress {
 		n := w.inbox.Pending()
 		pending = &n
 	}
-	return w.progress.snapshot(isLive, isLive && (w.inbox != nil || steerer), pending)
+	return w.progress.snapshot(isLive && info.State == StateRunning, isLive && (w.inbox != nil || steerer), pending)
 }
 
 // profileModel is p's default model, "" when it names none.

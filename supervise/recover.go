@@ -38,8 +38,11 @@ const errNoExecution = "no execution was journaled for it (its executor names no
 // bytes.
 const MaxExecutionID = 512
 
-// RecoverTimeout bounds one Recoverer.Recover call of a resumed run.
-const RecoverTimeout = 30 * time.Second
+// DefaultRecoverTimeout bounds a resumed run's recovery pass, every
+// Recoverer.Recover call of it together, when Options.RecoverTimeout is
+// 0: a store that stops answering delays the run by at most this, and
+// the workers it left unasked stay in doubt.
+const DefaultRecoverTimeout = 30 * time.Second
 
 // ErrInvalidExecution matches Work.Bind's refusal of an execution
 // identity that is empty, longer than MaxExecutionID or holds control
@@ -132,10 +135,10 @@ type recoverable struct {
 // recoverInDoubt settles, or marks in doubt, each worker a resumed
 // run's journal left started without a terminal receipt but bound to an
 // execution (c.recovering, in journal order). With try and an executor
-// that is a Recoverer, each execution's outcome is asked for, bounded by
-// RecoverTimeout: one that ended is settled with its real spend and
-// result (checked, journaled, queued for Await), as no replacement work
-// runs; one that cannot be recovered is journaled KindRecoveryFailed
+// that is a Recoverer, each execution's outcome is asked for, all within
+// Options.RecoverTimeout: one that ended is settled with its real spend
+// and result (checked, journaled, queued for Await), as no replacement
+// work runs; one that cannot be recovered is journaled KindRecoveryFailed
 // and marked in doubt, charged at its ceiling. Without try (a run
 // resumed to its journaled end) all are marked in doubt, and nothing is
 // journaled.
@@ -148,6 +151,12 @@ func (c *Coordinator) recoverInDoubt(ctx context.Context, try bool) {
 		return
 	}
 	rec, canRecover := c.exec.(Recoverer)
+	bound := c.recoverTimeout
+	if bound <= 0 {
+		bound = DefaultRecoverTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
 	for _, p := range pending {
 		info, ok := c.scope.Node(p.node)
 		if !ok || !live(info) {
@@ -178,15 +187,16 @@ func (c *Coordinator) recoverOne(ctx context.Context, rec Recoverer, info NodeIn
 			got, err = Recovered{}, fmt.Errorf("supervise: Recover panicked: %v", p)
 		}
 	}()
-	rctx, cancel := context.WithTimeout(ctx, RecoverTimeout)
-	defer cancel()
 	c.mu.Lock()
 	task := ""
 	if w := c.workers[info.ID]; w != nil {
 		task = w.task
 	}
 	c.mu.Unlock()
-	got, err = rec.Recover(rctx, RecoverWork{RunID: c.runID, Node: info.ID, Execution: execution, Task: task, Reserved: info.Reserved})
+	if err := ctx.Err(); err != nil {
+		return Recovered{}, fmt.Errorf("supervise: the recovery pass ran out of time before this worker: %w", context.Cause(ctx))
+	}
+	got, err = rec.Recover(ctx, RecoverWork{RunID: c.runID, Node: info.ID, Execution: execution, Task: task, Reserved: info.Reserved})
 	if err != nil {
 		return Recovered{}, err
 	}

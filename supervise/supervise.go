@@ -174,6 +174,11 @@ type Options struct {
 	// journal (Coordinator.ReadJournal) there. An error ends the run as
 	// the brain's failure would (driver-failed).
 	OnResume func(ctx context.Context, c *Coordinator) error
+	// RecoverTimeout bounds a resumed run's recovery of the workers its
+	// journal left bound to an execution but unsettled (Recoverer), all
+	// of them together; 0 means DefaultRecoverTimeout. Workers not
+	// recovered within it stay in doubt.
+	RecoverTimeout time.Duration
 }
 
 // Status is a supervised run's outcome.
@@ -488,6 +493,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	// Workers the journal left started without a settlement but bound
 	// to an execution are recovered from it, before anyone reads the
 	// journal again; a run resumed to its journaled end only marks them.
+	c.recoverTimeout = o.RecoverTimeout
 	c.recoverInDoubt(c.workCtx, ended == nil)
 	var resumeErr error
 	if resumed && o.OnResume != nil {
