@@ -1055,10 +1055,14 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 func (c *Coordinator) pruneReplay() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	awaiting := make(map[NodeID]bool, len(c.recovering))
+	for _, r := range c.recovering {
+		awaiting[r.node] = true
+	}
 	for k, ids := range c.replay {
 		c.replay[k] = slices.DeleteFunc(ids, func(id NodeID) bool {
 			n, _ := c.scope.Node(id)
-			return n.State != StateDone && !slices.ContainsFunc(c.recovering, func(r recoverable) bool { return r.node == id })
+			return n.State != StateDone && !awaiting[id]
 		})
 	}
 }
