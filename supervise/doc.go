@@ -34,8 +34,9 @@
 // start through Work.Bind (KernelExecutor: its kernel run id), which
 // journals an execution-bound record before the execution exists. A
 // resumed run finds each worker whose spawn has such a record and no
-// settlement, and, before the brain drives, asks an executor that is a
-// Recoverer for that execution's outcome (KernelExecutor.Recover reads
+// settlement, and — after OnResume, before the settlement hooks and
+// the brain, all within Options.RecoverTimeout — asks an executor that
+// is a Recoverer for that execution's outcome (KernelExecutor.Recover reads
 // the kernel runs in its Store; it never starts replacement work). An
 // execution that ended settles the worker as if it had just ended —
 // its reservation replaced by its real spend, its result checked,

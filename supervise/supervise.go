@@ -490,15 +490,17 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		}()
 	}
 
-	// Workers the journal left started without a settlement but bound
-	// to an execution are recovered from it, before anyone reads the
-	// journal again; a run resumed to its journaled end only marks them.
-	c.recoverTimeout = o.RecoverTimeout
-	c.recoverInDoubt(c.workCtx, ended == nil)
 	var resumeErr error
 	if resumed && o.OnResume != nil {
 		resumeErr = o.OnResume(c.workCtx, c)
 	}
+	// Workers the journal left started without a settlement but bound
+	// to an execution are recovered from it — once a layer above rebuilt
+	// its state (OnResume), since a recovered settlement is checked and
+	// reported as a fresh one, and before the settlement hooks and the
+	// brain run; a run resumed to its journaled end only marks them.
+	c.recoverTimeout = o.RecoverTimeout
+	c.recoverInDoubt(c.workCtx, ended == nil)
 	if ended != nil {
 		// The run ended in an earlier process, which journaled its
 		// outcome before reporting it: the same result again, with no
