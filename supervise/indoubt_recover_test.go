@@ -250,7 +250,16 @@ func TestInDoubtRecoveryOutcomes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, wantInDoubt: "running"},
-		{name: "kernel run missing: in doubt", setup: func(*testing.T, store.Store) {}, wantInDoubt: "not found"},
+		// A kernel run left running past its lease was interrupted: it
+		// will not end by itself, and the reason says what to do.
+		{name: "kernel run interrupted: in doubt", setup: func(t *testing.T, st store.Store) {
+			then := time.Now().Add(-time.Hour)
+			if _, err := st.CreateRun(context.Background(), store.Run{ID: execution, Kind: "supervise-worker", Status: store.StatusRunning,
+				CreatedAt: then, UpdatedAt: then, LeaseUntil: then.Add(time.Minute), Owner: "gone"}); err != nil {
+				t.Fatal(err)
+			}
+		}, wantInDoubt: "spawn the work again under a new key"},
+		{name: "kernel run missing: in doubt", setup: func(*testing.T, store.Store) {}, wantInDoubt: "not in this run store"},
 		{name: "executor is no Recoverer: in doubt", setup: kernelRun(workerProvider), plain: true, wantInDoubt: "Recoverer"},
 		{name: "no execution journaled: in doubt", setup: kernelRun(workerProvider), noExecution: true, wantInDoubt: "no execution was journaled"},
 	}

@@ -32,7 +32,7 @@ const (
 
 // errNoExecution is the in-doubt reason of a worker whose journal names
 // no execution to recover.
-const errNoExecution = "no execution was journaled for it (its executor names none through Work.Bind, or the process stopped before it did): its outcome cannot be recovered"
+const errNoExecution = "no execution was journaled for it (its executor names none through Work.Bind, or the process stopped before it did): its outcome cannot be recovered; spawn the work again under a new key"
 
 // MaxExecutionID bounds an execution identity Work.Bind journals, in
 // bytes.
@@ -166,7 +166,7 @@ func (c *Coordinator) recoverInDoubt(ctx context.Context, try bool) {
 		switch {
 		case !try:
 		case !canRecover:
-			reason = "the executor cannot recover an execution (it is not a supervise.Recoverer)"
+			reason = "the executor cannot recover an execution (it is not a supervise.Recoverer): spawn the work again under a new key"
 		default:
 			got, err := c.recoverOne(ctx, rec, info, p.execution)
 			if err == nil {
@@ -280,11 +280,17 @@ func (e *KernelExecutor) Recover(ctx context.Context, w RecoverWork) (Recovered,
 		if errors.Is(err, store.ErrNotFound) && turn > 0 {
 			break // the worker took no more turns
 		}
+		if errors.Is(err, store.ErrNotFound) {
+			return Recovered{}, fmt.Errorf("supervise: kernel run %s is not in this run store: resume with the store the run used, or spawn the work again under a new key: %w", id, err)
+		}
 		if err != nil {
 			return Recovered{}, fmt.Errorf("supervise: reading kernel run %s: %w", id, err)
 		}
-		if !run.Status.Terminal() || run.Status == store.StatusInterrupted {
-			return Recovered{}, fmt.Errorf("supervise: kernel run %s is %s: its outcome is unknown", id, run.Status)
+		switch {
+		case run.Status == store.StatusInterrupted:
+			return Recovered{}, fmt.Errorf("supervise: kernel run %s was interrupted: the process running it stopped before it ended, so its outcome stays unknown; spawn the work again under a new key", id)
+		case !run.Status.Terminal():
+			return Recovered{}, fmt.Errorf("supervise: kernel run %s is %s (its holder's lease lasts until %s): resume the run again once it ended", id, run.Status, run.LeaseUntil.UTC().Format(time.RFC3339))
 		}
 		rec, err := kernel.DecodeRecord(run.Doc)
 		if err != nil {

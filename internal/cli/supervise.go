@@ -614,13 +614,12 @@ func printSupervised(w io.Writer, res supervise.SupervisedResult, runDir string)
 			replayed = ", replayed"
 		}
 		if n.InDoubt {
-			// Its outcome is unknown: say why, and how to settle it.
+			// Its outcome is unknown: the reason says why and what to do.
 			why := n.InDoubtReason
 			if why == "" {
-				why = "it started without a terminal receipt and names no execution to recover"
+				why = "it started without a terminal receipt"
 			}
 			fmt.Fprintf(w, "  worker    %s %s IN DOUBT (charged at its ceiling): %s\n", n.ID, orName(n.Label, n.Profile), why)
-			fmt.Fprintf(w, "            resume the run (--resume) once its execution ended to recover it\n")
 			continue
 		}
 		fmt.Fprintf(w, "  worker    %s %s %s, %s%s\n", n.ID, orName(n.Label, n.Profile), n.State, deliveryText(n.Delivered, n.Verdict, "", ""), replayed)

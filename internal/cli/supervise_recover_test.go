@@ -105,3 +105,42 @@ func superviseArgsDB(script, dir, db string, extra ...string) []string {
 	return append([]string{"supervise", supManager, "--task", "Write release notes.", "--worker", noteWriter,
 		"--manager-script", script, "--run-dir", dir, "--run-id", "rel", "--db", db}, extra...)
 }
+
+// agentrt supervise is SIGKILLed while its worker's kernel run is still
+// under way: resumed, the worker's outcome cannot be recovered (the run
+// it started is still running in the store, its lease not yet lapsed),
+// so the output names it IN DOUBT with the reason and what to do, and
+// the manager's unkeyed spawn runs the work again and wins.
+func TestSuperviseResumeReportsUnrecoverableWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs agentrt in a child process")
+	}
+	dir, db := t.TempDir(), filepath.Join(t.TempDir(), "runs.db")
+	slow := writeFile(t, "slow.json", `{"turns": [{"repeat": true, "steps": [{"text": "thinking"}, {"delayMs": 600000}, {"text": " done."}]}]}`)
+	first := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, {"hang": true}]}`)
+	// Each worker reserves a tenth of the run, so the work fits again
+	// beside the in-doubt worker's ceiling.
+	child := exec.Command(os.Args[0], superviseArgsDB(first, dir, db, "--script", slow, "--worker-tokens", "10000")...)
+	child.Env = append(os.Environ(), "AGENTRT_CLI_CHILD=1")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitJournal(t, dir, supervise.KindExecutionBound)
+	time.Sleep(200 * time.Millisecond)           // the kernel run is created just after its id is journaled
+	if err := child.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+
+	second := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+answerDone+`]}`)
+	out, errOut, code := run(t, "", superviseArgsDB(second, dir, db, "--resume", "--worker-tokens", "10000")...)
+	if code != 0 {
+		t.Fatalf("resume: exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "rel:s1 note IN DOUBT (charged at its ceiling): ") || !strings.Contains(out, "resume the run again once it ended") && !strings.Contains(out, "not in this run store") {
+		t.Errorf("the in-doubt worker is not named with its reason:\n%s", out)
+	}
+	if !strings.Contains(out, "winner rel:s2") {
+		t.Errorf("want the work run again as rel:s2 and winning:\n%s", out)
+	}
+}
