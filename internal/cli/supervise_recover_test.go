@@ -125,8 +125,10 @@ func TestSuperviseResumeReportsUnrecoverableWorker(t *testing.T) {
 	if err := child.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// The kernel run is created just after its id is journaled: killed
+	// in between, the store does not hold it, and the reason says that
+	// instead.
 	waitJournal(t, dir, supervise.KindExecutionBound)
-	time.Sleep(200 * time.Millisecond)           // the kernel run is created just after its id is journaled
 	if err := child.Process.Kill(); err != nil { // SIGKILL
 		t.Fatal(err)
 	}
