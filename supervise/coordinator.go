@@ -93,6 +93,11 @@ type Coordinator struct {
 	analystStops map[NodeID]string
 	// steers counts in-process steer_agent calls (operation ids).
 	steers int
+	// recovering holds the replayed workers left without a settlement
+	// whose execution the journal names, until recoverInDoubt (mu).
+	recovering []recoverable
+	// recoverTimeout is Options.RecoverTimeout.
+	recoverTimeout time.Duration
 }
 
 // worker is what the coordinator knows of one node beyond the scope.
@@ -112,6 +117,13 @@ type worker struct {
 	runtime   string // RuntimeOf its executor
 	done      chan struct{}
 	started   time.Time
+
+	// recovered: settled from its journaled execution (Recoverer);
+	// progress is nil for a worker this process did not run; paged is
+	// the settled value observe_agent last paged through.
+	recovered bool
+	progress  *progress
+	paged     *pagedValue
 }
 
 // Event kinds Await returns.
@@ -333,7 +345,8 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 		exec = c.exec
 	}
 	wctx, cancel := context.WithCancelCause(c.workCtx)
-	w := &worker{id: id, task: task, cancel: cancel, done: make(chan struct{}), started: c.now(), runtime: RuntimeOf(exec)}
+	w := &worker{id: id, task: task, cancel: cancel, done: make(chan struct{}), started: c.now(), runtime: RuntimeOf(exec),
+		progress: newProgress(c.now, profileModel(p))}
 	if r, ok := exec.(InboxReader); ok && r.ReadsInbox() {
 		w.inbox = newInbox(id, c.log.dir, c.now, c.logger)
 	}
@@ -359,6 +372,7 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 	}
 	// The worker's turns and events go to its log, workers/<label>.ndjson.
 	observer = c.log.streams.workerObserver(id, WorkerLogStem(labelOf(info.Label, info.Profile)), observer)
+	observer = w.progress.observer(observer)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -380,7 +394,8 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 			}
 			return d, err
 		}
-		res, err := c.execute(wctx, exec, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer, Inbox: w.inbox})
+		res, err := c.execute(wctx, exec, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer, Inbox: w.inbox,
+			Bind: c.bind(id)})
 		w.inbox.close(wctx) // the worker takes no more turns
 		if c.afterSettle == nil {
 			c.settle(wctx, w, res, err)
@@ -419,6 +434,15 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 	case execErr != nil:
 		state, reason = StateFailed, execErr.Error()
 	}
+	// Only a failure can be the infrastructure's: a cancellation is the
+	// caller's decision.
+	c.settleAs(ctx, w, res, state, reason, state == StateFailed && IsInfra(execErr))
+}
+
+// settleAs is settle of a worker whose end is known: state and reason,
+// and whether a failure was its infrastructure's.
+func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, state State, reason string, infraFailure bool) {
+	w.progress.settled()
 	c.mu.Lock()
 	an, isAnalyst := c.analysts[w.id]
 	c.mu.Unlock()
@@ -468,11 +492,10 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 	c.mu.Lock()
 	w.outRef = outRef
 	c.mu.Unlock()
-	// Only a failure can be the infrastructure's: a cancellation is the
-	// caller's decision.
-	infra := st.State == StateFailed && IsInfra(execErr)
+	infra := st.State == StateFailed && infraFailure
 	rec := Record{Kind: KindSettled, Node: w.id, State: st.State, Spent: spendRecord(st.Spent), OutRef: outRef,
-		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr, Hook: c.afterSettle != nil, Infra: infra}
+		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr, Hook: c.afterSettle != nil, Infra: infra,
+		Recovered: w.recovered}
 	if err := c.log.appendOrLose(bg, rec); err != nil {
 		c.logger.Error("supervise: journaling a settlement", "node", w.id, "err", err)
 	}
@@ -483,7 +506,7 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 		info, _ := c.scope.Node(w.id)
 		info.Runtime = w.runtime
 		c.obs.nodeSettled(bg, NodeSettled{Node: info, State: st.State, Reason: reason, Spent: res.Spent, Usage: res.Usage, Infra: infra,
-			ServedModel: res.ServedModel, Delivered: w.delivered, Verdict: w.verdict, OutRef: outRef, Duration: c.now().Sub(w.started)})
+			ServedModel: res.ServedModel, Delivered: w.delivered, Verdict: w.verdict, OutRef: outRef, Duration: ranFor(c.now(), w.started)})
 	}
 	c.publish(w, st.State)
 	c.cancelObserved(ctx, w.id, st.State)
@@ -703,9 +726,17 @@ func (c *Coordinator) liveIDs() []NodeID {
 	return out
 }
 
-// ObserveArgs are observe_agent's arguments.
+// ObserveArgs are observe_agent's arguments: the worker, and which page
+// of its settled output to return (see ObservePage).
 type ObserveArgs struct {
 	WorkerID NodeID `json:"workerId"`
+	// OutputPath is a JSON pointer into the worker's result
+	// {text, output}; DefaultOutputPath when empty.
+	OutputPath string `json:"outputPath,omitzero" jsonschema:"JSON pointer into the worker's result {text, output}; default /text"`
+	// Offset is the byte offset the page starts at (a previous reply's
+	// nextOffset); Limit the page's size in bytes, MaxObservePage when 0.
+	Offset int64 `json:"offset,omitzero" jsonschema:"byte offset to read the output from: the nextOffset of the previous page"`
+	Limit  int64 `json:"limit,omitzero" jsonschema:"page size in bytes, at most 16000 (the default)"`
 }
 
 // Observation is observe_agent's reply.
@@ -723,33 +754,26 @@ type Observation struct {
 	Output    string          `json:"output,omitzero"`
 	Reason    string          `json:"reason,omitzero"`
 	Steerable bool            `json:"steerable"`
+	// OutputPath, Offset, NextOffset and OutputBytes place the Output
+	// page in the settled worker's result: the value at OutputPath is
+	// OutputBytes long, the page starts at Offset, and NextOffset (nil
+	// on the last page) is where the next one starts.
+	OutputPath  string `json:"outputPath,omitzero"`
+	Offset      int64  `json:"offset,omitzero"`
+	NextOffset  *int64 `json:"nextOffset,omitzero"`
+	OutputBytes *int64 `json:"outputBytes,omitzero"`
+	// Progress is the worker's progress (§9 observe_agent).
+	Progress *WorkerProgress `json:"progress"`
 }
 
 // ErrUnknownWorker is observe_agent's and steer_agent's refusal of a
 // worker id the run does not have.
 var ErrUnknownWorker = errors.New("supervise: unknown worker")
 
-// Observe returns a worker's status, spend and, once settled, its
-// output.
+// Observe returns a worker's status, spend, progress and, once settled,
+// the first page of its text (ObservePage with default arguments).
 func (c *Coordinator) Observe(id NodeID) (Observation, error) {
-	info, ok := c.scope.Node(id)
-	if !ok {
-		return Observation{}, fmt.Errorf("%w: %s", ErrUnknownWorker, id)
-	}
-	o := Observation{WorkerID: id, Label: info.Label, Profile: info.Profile, Status: info.State, InDoubt: info.InDoubt,
-		Reserved: budgetRecord(info.Reserved)}
-	if info.Settlement != nil {
-		o.Spent = spendRecord(info.Settlement.Spent)
-		o.Reason = info.Settlement.Reason
-	}
-	c.mu.Lock()
-	if w := c.workers[id]; w != nil {
-		o.Delivered, o.Verdict, o.OutRef, o.Output = w.delivered, w.verdict, w.outRef, clip(w.text, 16000)
-		_, steerer := c.exec.(Steerer)
-		o.Steerable = live(info) && (w.inbox != nil || steerer)
-	}
-	c.mu.Unlock()
-	return o, nil
+	return c.ObservePage(context.Background(), ObserveArgs{WorkerID: id})
 }
 
 // SteerArgs are steer_agent's arguments.
@@ -765,6 +789,9 @@ type SteerResult struct {
 	Delivered bool   `json:"delivered"`
 	Outcome   string `json:"outcome"`
 	Reason    string `json:"reason,omitzero"`
+	// Progress is the worker's progress once the steer was answered
+	// (§9 steer_agent).
+	Progress *WorkerProgress `json:"progress,omitzero"`
 }
 
 // Steerer is implemented by an executor whose live workers accept
@@ -787,6 +814,9 @@ func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, erro
 	effect, reason := c.deliver(ctx, info, a.Instruction, req.OperationID)
 	res := SteerResult{Delivered: effect == SteerDelivered, Outcome: string(effect), Reason: reason}
 	c.steerAcknowledged(ctx, req, res)
+	if now, ok := c.scope.Node(a.WorkerID); ok {
+		res.Progress = c.progressOf(now)
+	}
 	return res, nil
 }
 
@@ -914,6 +944,7 @@ func (e *VerbRefusal) Error() string { return "supervise: refused: " + e.Code + 
 // journaled spend, and every spawn left without a settlement marked in
 // doubt, charged at its ceiling (§15 behaviour 40).
 func (c *Coordinator) replayRecords(prior []Record) error {
+	var bound map[NodeID]string // each worker's journaled execution
 	for _, r := range prior {
 		if r.Kind == KindAnalystDefined {
 			if err := c.replayAnalyst(r); err != nil {
@@ -980,6 +1011,13 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				}
 			}
 			c.publishReplayed(w, st.State)
+		case KindExecutionBound:
+			if r.Execution != "" {
+				if bound == nil {
+					bound = map[NodeID]string{}
+				}
+				bound[r.Node] = r.Execution
+			}
 		case KindMetered:
 			c.chargeDriver(r.Spent.spend())
 		case KindSubmitted:
@@ -993,20 +1031,40 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 	}
 	for _, n := range c.scope.Nodes() {
 		if n.State.Live() && !n.InDoubt {
+			if x := bound[n.ID]; x != "" {
+				// Its execution is named: it stays live, its reservation
+				// held, until recoverInDoubt recovers it or marks it.
+				c.recovering = append(c.recovering, recoverable{node: n.ID, execution: x})
+				continue
+			}
 			if err := c.scope.MarkInDoubt(n.ID); err != nil {
 				return &ResumeError{RunDir: c.log.dir, Reason: "marking " + string(n.ID) + " in doubt", Err: err}
 			}
+			if w := c.workers[n.ID]; w != nil {
+				w.reason = errNoExecution
+			}
 		}
 	}
-	// Only settled-done nodes replay for an unkeyed spawn; a node in
-	// doubt or down runs again when asked.
+	c.pruneReplay()
+	return nil
+}
+
+// pruneReplay keeps, for an unkeyed spawn, only the settled-done nodes
+// to replay (and those awaiting recovery, until recoverInDoubt prunes
+// again): a node in doubt or down runs again when asked.
+func (c *Coordinator) pruneReplay() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	awaiting := make(map[NodeID]bool, len(c.recovering))
+	for _, r := range c.recovering {
+		awaiting[r.node] = true
+	}
 	for k, ids := range c.replay {
 		c.replay[k] = slices.DeleteFunc(ids, func(id NodeID) bool {
 			n, _ := c.scope.Node(id)
-			return n.State != StateDone
+			return n.State != StateDone && !awaiting[id]
 		})
 	}
-	return nil
 }
 
 func (c *Coordinator) pending(id NodeID, key string) {

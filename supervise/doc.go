@@ -29,6 +29,35 @@
 // brain again over the replayed journal, as the reference does (its
 // drivers are replay-safe).
 //
+// In-doubt recovery (§3.6 "in-flight keyed work is in-doubt until
+// recovered"). An executor names the exact execution it is about to
+// start through Work.Bind (KernelExecutor: its kernel run id), which
+// journals an execution-bound record before the execution exists. A
+// resumed run finds each worker whose spawn has such a record and no
+// settlement, and — after OnResume, before the settlement hooks and
+// the brain, all within Options.RecoverTimeout — asks an executor that
+// is a Recoverer for that execution's outcome (KernelExecutor.Recover reads
+// the kernel runs in its Store; it never starts replacement work). An
+// execution that ended settles the worker as if it had just ended —
+// its reservation replaced by its real spend, its result checked,
+// journaled (Record.Recovered) and queued for Await — so its key
+// replays it as completed. One still running, interrupted, missing or
+// unreadable, or an executor that cannot recover, leaves the worker in
+// doubt, charged at its ceiling, its key refused in-doubt, with a
+// recovery-failed record and the reason (observe_agent's reason,
+// WorkerSummary.InDoubtReason); the operator's way out is to resume
+// the run again once the execution ended (agentrt supervise --resume).
+//
+// observe_agent (ObservePage) reports a worker's progress — idleMs,
+// stalled (idle StallAfter or more), turns, recentActivity,
+// profileChanges, steerable, pendingMessages, unknown where this
+// process could not see the worker — and pages its settled output:
+// outputPath (a JSON pointer into {text, output}), offset and limit
+// choose at most MaxObservePage bytes, cut on character boundaries,
+// with outputBytes and nextOffset; steer_agent's reply carries the same
+// progress. RunDirTail follows a run dir's journal from another process
+// reading only what was appended since its last look.
+//
 // Durability. The journal is the run's durable truth (§3.6: a record
 // per event, appended once the event is committed; §6: a restore debits
 // committed spend exactly once). A state change is journaled before it

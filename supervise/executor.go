@@ -39,6 +39,14 @@ type Work struct {
 	// between turns (Inbox.TakeOrSeal) as the next turn's input. Nil for
 	// other executors.
 	Inbox *Inbox
+	// Bind, when set, journals the identity of the exact execution the
+	// executor is about to start (KernelExecutor: its kernel run id),
+	// before it starts it: a resumed run whose journal holds no
+	// settlement for the worker then recovers that execution (an
+	// executor that is a Recoverer) instead of leaving the worker in
+	// doubt. An error means the identity is not durable (or not valid,
+	// ErrInvalidExecution): the executor must start nothing and return.
+	Bind func(ctx context.Context, execution string) error
 }
 
 // WorkResult is what a worker produced and what it spent. Spent is
@@ -250,6 +258,14 @@ func (e *KernelExecutor) Execute(ctx context.Context, w Work) (WorkResult, error
 		provider = kept
 	}
 	runID := kernel.NewID("worker")
+	if w.Bind != nil {
+		// The run id is journaled before the run exists, so a process
+		// that dies mid-run leaves it recoverable (Recover).
+		if err := w.Bind(ctx, runID); err != nil {
+			w.Inbox.Seal(ctx)
+			return WorkResult{Spent: zeroSpend()}, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
+		}
+	}
 	task := w.Task
 	var (
 		usage ledger.Usage

@@ -90,10 +90,10 @@ func TestResumeAfterOneWorkerSettledBehaviour46(t *testing.T) {
 	if err != nil || want.Status != supervise.StatusWinner {
 		t.Fatalf("reference run: %v %+v", err, want)
 	}
-	if diff := cmp.Diff([]string{"run-started", "spawned", "settled", "spawned", "settled", "finished"}, withoutMetered(kinds(t, refDir))); diff != "" {
+	if diff := cmp.Diff([]string{"run-started", "spawned", "execution-bound", "settled", "spawned", "execution-bound", "settled", "finished"}, withoutMetered(kinds(t, refDir))); diff != "" {
 		t.Fatalf("journal kinds (-want +got):\n%s", diff)
 	}
-	if n := len(kinds(t, refDir)) - 6; n != 5 {
+	if n := len(kinds(t, refDir)) - 8; n != 5 {
 		t.Errorf("%d metered records, want one per manager turn (5)", n)
 	}
 

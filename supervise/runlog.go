@@ -139,6 +139,12 @@ type Record struct {
 	Data canonjson.Value `json:"data,omitzero"`
 	// Result is a finished record's outcome (OutcomeRecord).
 	Result *OutcomeRecord `json:"result,omitzero"`
+	// Execution is the identity of the execution a worker's executor
+	// started (execution-bound, recovery-failed records).
+	Execution string `json:"execution,omitzero"`
+	// Recovered: a settlement of a worker left in doubt, read from its
+	// recovered execution by a resumed run (Recoverer).
+	Recovered bool `json:"recovered,omitzero"`
 }
 
 // BudgetRecord is a ledger.Budget as journaled; an absent channel is

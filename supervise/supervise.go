@@ -174,6 +174,11 @@ type Options struct {
 	// journal (Coordinator.ReadJournal) there. An error ends the run as
 	// the brain's failure would (driver-failed).
 	OnResume func(ctx context.Context, c *Coordinator) error
+	// RecoverTimeout bounds a resumed run's recovery of the workers its
+	// journal left bound to an execution but unsettled (Recoverer), all
+	// of them together; 0 means DefaultRecoverTimeout. Workers not
+	// recovered within it stay in doubt.
+	RecoverTimeout time.Duration
 }
 
 // Status is a supervised run's outcome.
@@ -239,6 +244,10 @@ type WorkerSummary struct {
 	Delivered bool
 	Verdict   *kernel.Verdict
 	Replayed  bool
+	// InDoubtReason says why a worker left in doubt was not recovered
+	// (its execution is still running, unreadable, or its executor is
+	// no Recoverer); a later resume tries again.
+	InDoubtReason string
 }
 
 // Breakdown splits the spend: the brain's own inference and the
@@ -485,6 +494,13 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	if resumed && o.OnResume != nil {
 		resumeErr = o.OnResume(c.workCtx, c)
 	}
+	// Workers the journal left started without a settlement but bound
+	// to an execution are recovered from it — once a layer above rebuilt
+	// its state (OnResume), since a recovered settlement is checked and
+	// reported as a fresh one, and before the settlement hooks and the
+	// brain run; a run resumed to its journaled end only marks them.
+	c.recoverTimeout = o.RecoverTimeout
+	c.recoverInDoubt(c.workCtx, ended == nil)
 	if ended != nil {
 		// The run ended in an earlier process, which journaled its
 		// outcome before reporting it: the same result again, with no
@@ -697,6 +713,9 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 		ws := WorkerSummary{NodeInfo: n}
 		if w := c.workers[n.ID]; w != nil {
 			ws.OutRef, ws.Delivered, ws.Verdict, ws.Replayed = w.outRef, w.delivered, w.verdict, w.replayed
+			if n.InDoubt {
+				ws.InDoubtReason = w.reason
+			}
 		}
 		if n.State == StateFailed || n.State == StateCancelled || n.InDoubt || n.NeverSettled {
 			res.DownCount++

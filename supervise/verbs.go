@@ -152,7 +152,7 @@ func (c *Coordinator) Tools() ([]contract.Tool, error) {
 		add(verb(VerbSpawnWorker, spawnDesc, c.Spawn, tools.WithInputSchema(ss)))
 	}
 	add(verb(VerbAwaitEvent, "Wait for the next worker settlement (in recorded order): returns {event}, {idle:true} when nothing is live, or {pending:true, live} after the bounded wait.", c.Await))
-	add(verb(VerbObserveAgent, "Observe a worker: status, reserved and spent budget, and once settled its output and verdict.", func(_ context.Context, a ObserveArgs) (Observation, error) { return c.Observe(a.WorkerID) }))
+	add(verb(VerbObserveAgent, "Observe a worker: status, reserved and spent budget, progress (idleMs, stalled, turns, recentActivity, profileChanges, steerable, pendingMessages) and once settled its output and verdict. The output comes in pages of at most 16000 bytes: outputPath (a JSON pointer into {text, output}, default /text), offset and limit choose one; outputBytes is the whole length and nextOffset, when present, the next page's offset.", c.ObservePage))
 	add(verb(VerbSteerAgent, "Send an instruction to a live worker's inbox.", c.Steer))
 	add(verb(VerbSubmitResult, "Submit the run's final result to the deliverable check; the first passing result is kept.", c.Submit))
 	add(verb(VerbStop, "Stop the run: nothing more is spawned and the manager's loop ends.", func(_ context.Context, a StopArgs) (StopResult, error) { return c.Stop(a) }))

@@ -478,17 +478,25 @@ type journalFeed struct {
 	next func(ctx context.Context) ([]supervise.Record, error)
 }
 
-// fileJournal feeds the journal of run dir dir.
+// fileJournal feeds the journal of run dir dir, reading only what was
+// appended since the last look. A journal replaced or cut shorter is
+// read again from its start, and its first records, as many as were
+// already fed, are not fed twice.
 func fileJournal(dir string) journalFeed {
-	seen := 0
+	tail := supervise.TailRunDir(dir)
+	fed, read := 0, 0
 	return journalFeed{name: dir, next: func(ctx context.Context) ([]supervise.Record, error) {
-		recs, _, err := supervise.ReadRunDir(ctx, dir)
+		recs, restarted, err := tail.Next(ctx)
 		if err != nil {
 			return nil, err
 		}
-		out := recs[min(seen, len(recs)):]
-		seen = max(seen, len(recs))
-		return out, nil
+		if restarted {
+			read = 0
+		}
+		skip := min(max(fed-read, 0), len(recs))
+		read += len(recs)
+		fed = max(fed, read)
+		return recs[skip:], nil
 	}}
 }
 
@@ -605,6 +613,15 @@ func printSupervised(w io.Writer, res supervise.SupervisedResult, runDir string)
 		if n.Replayed {
 			replayed = ", replayed"
 		}
+		if n.InDoubt {
+			// Its outcome is unknown: the reason says why and what to do.
+			why := n.InDoubtReason
+			if why == "" {
+				why = "it started without a terminal receipt"
+			}
+			fmt.Fprintf(w, "  worker    %s %s IN DOUBT (charged at its ceiling): %s\n", n.ID, orName(n.Label, n.Profile), why)
+			continue
+		}
 		fmt.Fprintf(w, "  worker    %s %s %s, %s%s\n", n.ID, orName(n.Label, n.Profile), n.State, deliveryText(n.Delivered, n.Verdict, "", ""), replayed)
 	}
 	s := res.Spent
@@ -686,6 +703,10 @@ func supervisedValue(res supervise.SupervisedResult, runDir string) canonjson.Va
 			{Name: "state", Value: canonjson.StringValue(string(n.State))},
 			{Name: "delivered", Value: canonjson.BoolValue(n.Delivered)},
 			{Name: "replayed", Value: canonjson.BoolValue(n.Replayed)},
+		}
+		if n.InDoubt {
+			wm = append(wm, canonjson.Member{Name: "inDoubt", Value: canonjson.BoolValue(true)},
+				canonjson.Member{Name: "inDoubtReason", Value: canonjson.StringValue(n.InDoubtReason)})
 		}
 		if n.Verdict != nil {
 			v, _ := canonjson.ToValue(n.Verdict)
