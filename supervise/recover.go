@@ -291,6 +291,14 @@ func (e *KernelExecutor) Recover(ctx context.Context, w RecoverWork) (Recovered,
 			return Recovered{}, fmt.Errorf("supervise: kernel run %s was interrupted: the process running it stopped before it ended, so its outcome stays unknown; spawn the work again under a new key", id)
 		case !run.Status.Terminal():
 			return Recovered{}, fmt.Errorf("supervise: kernel run %s is %s (its holder's lease lasts until %s): resume the run again once it ended", id, run.Status, run.LeaseUntil.UTC().Format(time.RFC3339))
+		case turn == 0 && run.Kind == kernel.KindSeated:
+			// A seated worker (KernelExecutor.Accounts) takes no steered
+			// turns: its one execution is its seat chain.
+			rr, err := kernel.ReadRun(ctx, e.Store, id)
+			if err != nil {
+				return Recovered{}, fmt.Errorf("supervise: reading seated run %s: %w", id, err)
+			}
+			return e.recoverSeated(ctx, rr)
 		}
 		rec, err := kernel.DecodeRecord(run.Doc)
 		if err != nil {

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/store"
 )
 
 // executeSeated runs a worker whose profile has seats through its seat
@@ -21,15 +24,22 @@ import (
 // not_live rather than queued for a turn that never takes them.
 func (e *KernelExecutor) executeSeated(ctx context.Context, w Work) (WorkResult, error) {
 	w.Inbox.Seal(ctx)
+	runID := kernel.NewID("worker")
+	if w.Bind != nil {
+		// Journaled before the run exists, as for an unseated worker:
+		// a process that dies mid-chain leaves it recoverable.
+		if err := w.Bind(ctx, runID); err != nil {
+			return WorkResult{Spent: zeroSpend()}, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
+		}
+	}
 	res, err := kernel.ExecuteSeated(ctx, kernel.SeatedRequest{Accounts: e.Accounts, Request: kernel.Request{
-		Profile: w.Profile, Task: w.Task, Store: e.Store, RunID: kernel.NewID("worker"), Kind: "supervise-worker", Observer: w.Observer}})
+		Profile: w.Profile, Task: w.Task, Store: e.Store, RunID: runID, Kind: "supervise-worker", Observer: w.Observer}})
 	if res == nil {
 		if err == nil {
 			err = errors.New("supervise: the kernel returned no seated result")
 		}
 		// Refused before any stage ran: nothing was spent.
-		zero, none := int64(0), int64(0)
-		return WorkResult{Spent: ledger.Spend{Tokens: &zero, Iterations: &none, MicroUSD: &zero}}, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
+		return WorkResult{Spent: zeroSpend()}, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
 	}
 	usage := e.stagesUsage(ctx, res)
 	out := WorkResult{Spent: SpendOf(usage), Usage: &usage}
@@ -83,4 +93,48 @@ func (e *KernelExecutor) stagesUsage(ctx context.Context, res *kernel.SeatedResu
 func nothingSpent() ledger.Usage {
 	zero := ledger.ExactAmount[int64](0)
 	return ledger.Usage{InputTokens: zero, OutputTokens: zero, CostUSD: ledger.ExactAmount[float64](0)}
+}
+
+// recoverSeated reports how the seated run of a worker ended (Recover,
+// for a worker whose execution is a seated run): its result is its last
+// stage's, its spend every stage's.
+func (e *KernelExecutor) recoverSeated(ctx context.Context, run *kernel.RunRecord) (Recovered, error) {
+	if run.Seated == nil {
+		return Recovered{}, fmt.Errorf("supervise: seated run %s: its record cannot be read: %v", run.ID, run.DocErr)
+	}
+	if run.Seated.Terminal == nil {
+		return Recovered{}, fmt.Errorf("supervise: seated run %s is %s but its record holds no end", run.ID, run.Status)
+	}
+	usage := e.stagesUsage(ctx, &kernel.SeatedResult{RunID: run.ID, Stages: run.Seated.Stages})
+	res := WorkResult{Spent: SpendOf(usage), Usage: &usage}
+	for _, st := range slices.Backward(run.Seated.Stages) {
+		if st.RunID == "" {
+			continue
+		}
+		last, err := kernel.ReadRun(ctx, e.Store, st.RunID)
+		if err != nil {
+			return Recovered{}, fmt.Errorf("supervise: seated run %s: reading stage %d's run %s: %w", run.ID, st.Stage, st.RunID, err)
+		}
+		if last.Exact != nil {
+			res.Output, res.ServedModel = last.Exact.Output, string(last.Exact.ServedModel)
+			if last.Exact.Text != nil {
+				res.Text = *last.Exact.Text
+			}
+		}
+		break
+	}
+	out := Recovered{State: StateDone, Result: res}
+	switch run.Status {
+	case store.StatusCompleted:
+		return out, nil
+	case store.StatusCancelled:
+		out.State = StateCancelled
+	default:
+		out.State = StateFailed
+	}
+	out.Reason = fmt.Sprintf("seated run %s %s", run.ID, run.Status)
+	if why := strings.TrimSpace(run.Seated.Terminal.Reason + " " + run.Seated.Terminal.Detail); why != "" {
+		out.Reason += ": " + why
+	}
+	return out, nil
 }

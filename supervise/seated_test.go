@@ -11,6 +11,7 @@ import (
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/supervise"
+	"github.com/google/go-cmp/cmp"
 )
 
 // seatedWriter continues one writer from account team-a to team-b.
@@ -102,5 +103,51 @@ func testSeatedWorker(t *testing.T, script string, known bool) {
 	if len(seated) != 1 || seated[0].Status != store.StatusCompleted || len(seated[0].Seated.Stages) != 2 ||
 		seated[0].Seated.Stages[0].Outcome != kernel.StageQuotaRefused || seated[0].Seated.Stages[1].Outcome != kernel.StageCompleted {
 		t.Fatalf("seated runs %+v; want one, completed, its first stage quota-refused", seated)
+	}
+}
+
+// RG-11 across a crash: a supervisor killed after its seated worker's
+// execution was bound — the seat chain went on to complete on its
+// second stage — is resumed. The worker is recovered from its seated
+// run (never executed again): done, delivered on the last stage's note,
+// its spend both stages'.
+func TestSeatedWorkerRecoveredAfterCrash(t *testing.T) {
+	var s scripted.Script
+	if err := json.Unmarshal([]byte(`{"accounts":{"team-a":{"exhausted":true},"team-b":{}},"turns":[
+ {"match":"write alpha","servedModel":"scripted/second","steps":[{"text":"alpha: DONE"},{"usage":{"inputTokens":6,"outputTokens":3,"cost":0.002},"mode":"delta"}]}]}`), &s); err != nil {
+		t.Fatal(err)
+	}
+	p := scripted.New(&s, scripted.Options{})
+	st := newStore(t)
+	accounts := kernel.AccountManagerFunc(func(context.Context, int, profile.Seat) (contract.Provider, error) { return p, nil })
+	dir := t.TempDir()
+	first := &recoveringExecutor{KernelExecutor: &supervise.KernelExecutor{Store: st, Accounts: accounts}}
+	var ref keyedOutcome
+	o := baseOptions(t, first, nil)
+	o.Profiles = map[string]*profile.Profile{"writer": mustProfile(t, seatedWriter)}
+	o.RunDir, o.Brain = dir, keyedBrain(t, &ref)
+	want, err := supervise.Supervise(t.Context(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	if err != nil || want.Status != supervise.StatusWinner {
+		t.Fatalf("the uninterrupted run: %v %+v", err, want)
+	}
+	keepThrough(t, dir, supervise.KindExecutionBound, 1)
+
+	second := &recoveringExecutor{KernelExecutor: &supervise.KernelExecutor{Store: st, Accounts: accounts}}
+	var got keyedOutcome
+	o = baseOptions(t, second, nil)
+	o.Profiles = map[string]*profile.Profile{"writer": mustProfile(t, seatedWriter)}
+	o.RunDir, o.Resume, o.Brain = dir, true, keyedBrain(t, &got)
+	res, err := supervise.Supervise(t.Context(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := second.executed.Load(); n != 0 {
+		t.Errorf("the resumed run executed %d workers, want 0", n)
+	}
+	if res.Status != supervise.StatusWinner || res.Winner.OutRef != want.Winner.OutRef || res.Winner.Text != "alpha: DONE" {
+		t.Fatalf("resumed result %+v, want the winner %+v", res.Winner, want.Winner)
+	}
+	if diff := cmp.Diff(want.Breakdown.ChildWork, res.Breakdown.ChildWork); diff != "" || len(res.SpendGaps) != 0 {
+		t.Errorf("child spend (-uninterrupted +recovered):\n%s\ngaps %v", diff, res.SpendGaps)
 	}
 }
