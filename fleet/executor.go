@@ -2,6 +2,8 @@ package fleet
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -15,9 +17,12 @@ import (
 // Executor runs a supervised run's workers as fleet runs
 // (supervise.Executor): each worker is submitted to the Provider queue,
 // executed by whichever worker process takes it, on any machine, and
-// waited for here. The submission is keyed by the supervised run and the
-// worker's node, so a supervisor resumed after its process died waits
-// for the same fleet run instead of submitting the work again.
+// waited for here. The fleet run's id and idempotency key derive from
+// the supervised run and the worker's node, and the id is journaled
+// before the submission (supervise.Work.Bind): a supervisor resumed
+// after its process died recovers the worker from that fleet run once it
+// ended (Recover, supervise.Recoverer) instead of submitting the work
+// again.
 //
 // What a worker spent is read from the ledgers of its fleet run's
 // attempts (every attempt's, a dead worker's included); what they do not
@@ -65,9 +70,19 @@ func (e *Executor) Execute(ctx context.Context, w supervise.Work) (supervise.Wor
 	if err != nil {
 		return supervise.WorkResult{}, fmt.Errorf("fleet: executor: worker %s: %w", w.Node, err)
 	}
+	runID := workerRunID(w.RunID, w.Node)
+	if w.Bind != nil {
+		// The fleet run's id is journaled before it is submitted, so a
+		// supervisor that dies while the worker runs leaves it
+		// recoverable (Recover).
+		if err := w.Bind(ctx, runID); err != nil {
+			return supervise.WorkResult{Spent: nothingSpent()}, fmt.Errorf("fleet: executor: worker %s: %w", w.Node, err)
+		}
+	}
 	sub, err := e.Fleet.Submit(ctx, Submission{
 		Spec:           Spec{Profile: pv, Task: w.Task, Provider: e.Provider, TimeoutMillis: e.TimeoutMillis},
-		IdempotencyKey: "supervise/" + w.RunID + "/" + string(w.Node),
+		RunID:          runID,
+		IdempotencyKey: workerKey(w.RunID, w.Node),
 		// The node's span (the supervise observer's, when traced): the
 		// worker's spans continue it in the other process.
 		TraceParent: TraceParent(ctx),
@@ -97,6 +112,57 @@ func (e *Executor) Execute(ctx context.Context, w supervise.Work) (supervise.Wor
 		case <-t.C:
 		}
 	}
+}
+
+// workerKey is the idempotency key of a supervised worker's submission.
+func workerKey(runID string, node supervise.NodeID) string {
+	return "supervise/" + runID + "/" + string(node)
+}
+
+// workerRunID is the fleet run id of a supervised worker: derived from
+// its supervised run and node, so that the supervisor can journal it
+// before submitting (Work.Bind) and a resumed supervisor finds the run
+// its dead predecessor submitted.
+func workerRunID(runID string, node supervise.NodeID) string {
+	sum := sha256.Sum256([]byte(workerKey(runID, node)))
+	return "run-sv-" + hex.EncodeToString(sum[:12])
+}
+
+// Recover reports how the fleet run a resumed supervisor's worker was
+// bound to ended (supervise.Recoverer): the supervisor that submitted it
+// died while it ran, and the fleet ran it on. It never submits work: a
+// run that is not in the fleet, or has not ended yet, leaves the worker
+// in doubt with a reason that says what to do.
+func (e *Executor) Recover(ctx context.Context, w supervise.RecoverWork) (supervise.Recovered, error) {
+	if e == nil || e.Fleet == nil {
+		return supervise.Recovered{}, fmt.Errorf("fleet: executor: %w: needs a Fleet to recover", ErrInvalid)
+	}
+	r, err := e.Fleet.Get(ctx, w.Execution)
+	if errors.Is(err, store.ErrNotFound) {
+		return supervise.Recovered{}, fmt.Errorf("fleet: executor: fleet run %s is not in this fleet (its supervisor may have died before submitting it): resume with the fleet the run used, or spawn the work again under a new key: %w", w.Execution, err)
+	}
+	if err != nil {
+		return supervise.Recovered{}, fmt.Errorf("fleet: executor: reading fleet run %s: %w", w.Execution, err)
+	}
+	if !r.Status.Terminal() {
+		return supervise.Recovered{}, fmt.Errorf("fleet: executor: fleet run %s is %s: resume the supervised run again once it ended", r.ID, r.Status)
+	}
+	res, runErr := e.result(ctx, supervise.Work{RunID: w.RunID, Node: w.Node}, r)
+	out := supervise.Recovered{State: supervise.StateDone, Result: res}
+	switch {
+	case runErr == nil:
+		return out, nil
+	case r.Status == store.StatusCancelled:
+		out.State = supervise.StateCancelled
+	case r.Status == store.StatusCompleted:
+		// Its attempts' records could not be read: the outcome is
+		// known, what it spent is not readable — not recovered.
+		return supervise.Recovered{}, runErr
+	default:
+		out.State = supervise.StateFailed
+	}
+	out.Reason = runErr.Error()
+	return out, nil
 }
 
 // result is the worker's result from its ended fleet run.
