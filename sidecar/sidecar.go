@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentrt/agentrt/contract"
@@ -177,6 +178,16 @@ type Server struct {
 	mu    sync.Mutex
 	envs  map[string]contract.Environment
 	turns map[turnKey]*turn
+
+	// quiescing is set by Quiesce: new work is refused from then on.
+	quiescing atomic.Bool
+	// inflight counts the requests being served.
+	inflight atomic.Int64
+	// detached are the runs this server dispatched (trackDetached), the
+	// ones Quiesce waits for besides turns.
+	dmu         sync.Mutex
+	detached    []detachedRun
+	detachedSeq uint64
 }
 
 // New returns a Server for p.
@@ -240,6 +251,8 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	s.inflight.Add(1)
+	defer s.inflight.Add(-1)
 	rec := &statusWriter{ResponseWriter: w}
 	s.mux.ServeHTTP(rec, r)
 	pattern := r.Pattern
@@ -325,6 +338,9 @@ func (s *Server) mount() {
 		allow := strings.Join(allowed, ", ")
 		h := func(w http.ResponseWriter, r *http.Request) {
 			if next, ok := byMethod[r.Method]; ok {
+				if startsWork[r.Method+" "+path] && s.refusingNew(w) {
+					return
+				}
 				next(w, r)
 				return
 			}
@@ -423,6 +439,11 @@ func credentialRequest(w http.ResponseWriter, r *http.Request) (*contract.Creden
 var errNoAnswer = errors.New("the provider returned no answer")
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	if s.quiescing.Load() {
+		// A balancer stops sending new work here; the work running goes on.
+		writeError(w, drainingDetail)
+		return
+	}
 	writeJSON(w, http.StatusOK, wire.Health{Status: "ok"})
 }
 
