@@ -312,7 +312,11 @@ func buildProvider(spec providerSpec) (contract.Provider, error) {
 		if spec.BaseURL == "" {
 			return nil, usage("the remote provider needs the sidecar's address")
 		}
-		p, err := remote.New(remote.Options{BaseURL: spec.BaseURL, Token: spec.Token})
+		roots, err := serveRoots()
+		if err != nil {
+			return nil, err
+		}
+		p, err := remote.New(remote.Options{BaseURL: spec.BaseURL, Token: spec.Token, RootCAs: roots})
 		if err != nil {
 			return nil, usage("%v", err)
 		}
