@@ -58,6 +58,12 @@ type Options struct {
 	// DefaultRecordRetention, negative keeps them forever; a positive
 	// one must exceed CreateTimeout, so no operation in flight expires.
 	RecordRetention time.Duration
+	// MaxRecords bounds, apart from RecordRetention, how many keyed
+	// creates and how many exact environments' incarnations the Store
+	// keeps records of: beyond it the oldest are deleted first
+	// (ExpireBeyond), never those of an environment the provider still
+	// holds. Zero is DefaultMaxRecords, negative has no bound.
+	MaxRecords int
 	// Logger receives one line per request (method, route, status,
 	// duration); nil logs nothing.
 	Logger *slog.Logger
@@ -133,6 +139,9 @@ func (o *Options) defaults() {
 	}
 	if o.RecordRetention == 0 {
 		o.RecordRetention = DefaultRecordRetention
+	}
+	if o.MaxRecords == 0 {
+		o.MaxRecords = DefaultMaxRecords
 	}
 	if o.ExecTimeout <= 0 {
 		o.ExecTimeout = DefaultExecTimeout
@@ -242,7 +251,7 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 	post(wire.PathContextTransferLookup, s.lookupContextTransfer)
 	s.routeExact()
 	s.mount()
-	if opts.Store != nil && opts.RecordRetention > 0 {
+	if opts.Store != nil && (opts.RecordRetention > 0 || opts.MaxRecords > 0) {
 		go s.sweepRecords()
 	}
 	return s, nil

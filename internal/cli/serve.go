@@ -32,6 +32,7 @@ func newServeCmd(stdio IO) *cobra.Command {
 	var images []string
 	var sf storeFlags
 	var retention, grace time.Duration
+	var maxRecords int
 	var tlsCert, tlsKey string
 	cmd := &cobra.Command{
 		Use:   "serve --listen ADDR",
@@ -50,8 +51,10 @@ and exact spawns are recorded in that store, so a restarted server (or
 another server on the same PostgreSQL database) replays a retried create or
 spawn instead of making a second environment or process, for
 --record-retention after the key's first use (older records are deleted in
-bounded batches; 0 keeps them forever). Without either they are kept in
-memory. The listen address is printed on stderr once the server
+bounded batches; 0 keeps them forever) and, whatever their age, for the
+newest --max-records keyed creates (and exact environments): beyond it the
+oldest go first, never those of an environment that still exists. Without
+either they are kept in memory. The listen address is printed on stderr once the server
 accepts connections.
 
 With --tls-cert and --tls-key (PEM files, both or neither) the server speaks
@@ -127,7 +130,13 @@ as a server span continuing the traceparent it carries.`,
 			if retention == 0 {
 				retention = -1 // sidecar: negative keeps them forever
 			}
-			srv, err := sidecar.New(provider, sidecar.Options{Token: token, Store: st, Logger: logger, RecordRetention: retention})
+			if maxRecords < 0 {
+				return usage("--max-records must not be negative (0: no bound)")
+			}
+			if maxRecords == 0 {
+				maxRecords = -1 // sidecar: negative has no bound
+			}
+			srv, err := sidecar.New(provider, sidecar.Options{Token: token, Store: st, Logger: logger, RecordRetention: retention, MaxRecords: maxRecords})
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
 			}
@@ -170,6 +179,7 @@ as a server span continuing the traceparent it carries.`,
 	cmd.Flags().StringVar(&sf.path, "db", "", "SQLite file recording keyed creates and exact spawns across restarts (default: in memory)")
 	cmd.Flags().StringVar(&sf.database, "database", "", "PostgreSQL connection URL recording keyed creates and exact spawns, shared by many servers (default $AGENTRT_DATABASE_URL)")
 	cmd.Flags().DurationVar(&grace, "shutdown-grace", defaultServeGrace, "on SIGINT or SIGTERM, how long live turns and dispatched runs may go on while new work is refused; what is still live then is left, not cancelled")
+	cmd.Flags().IntVar(&maxRecords, "max-records", sidecar.DefaultMaxRecords, "how many keyed creates (and, apart, exact environments) --db/--database keep records of; beyond it the oldest whose environment is gone are deleted (0: no bound)")
 	cmd.Flags().StringVar(&tlsCert, "tls-cert", "", "PEM certificate (chain) to serve HTTPS with; needs --tls-key")
 	cmd.Flags().StringVar(&tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	cmd.Flags().DurationVar(&retention, "record-retention", sidecar.DefaultRecordRetention, "how long --db/--database keep a keyed create's or spawn's records after the key's first use; a re-send after it runs anew (0: forever; must exceed 5m, the create timeout)")

@@ -117,9 +117,10 @@ func TestServeTLSThroughRemote(t *testing.T) {
 	}
 }
 
-// --tls-cert and --tls-key go together, and each must load: a usage
-// error (exit 2) that says what to give, before anything listens.
-func TestServeTLSFlagsAreRefusedAlone(t *testing.T) {
+// --tls-cert and --tls-key go together, and each must load; the grace
+// is positive and the record bound not negative: a usage error (exit 2)
+// that says what to give, before anything listens.
+func TestServeRefusesBadTLSGraceAndBoundFlags(t *testing.T) {
 	certFile, keyFile, _ := selfSigned(t)
 	for _, tc := range []struct {
 		name string
@@ -131,6 +132,7 @@ func TestServeTLSFlagsAreRefusedAlone(t *testing.T) {
 		{"key is no key", []string{"--tls-cert", certFile, "--tls-key", certFile}, "loading --tls-cert"},
 		{"no such cert", []string{"--tls-cert", filepath.Join(t.TempDir(), "none.pem"), "--tls-key", keyFile}, "loading --tls-cert"},
 		{"zero grace", []string{"--shutdown-grace", "0s"}, "--shutdown-grace"},
+		{"negative bound", []string{"--max-records", "-1"}, "--max-records"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, errOut, code := run(t, "", append([]string{"serve", "--listen", "127.0.0.1:0"}, tc.args...)...)
