@@ -20,7 +20,7 @@ import (
 // twoAttemptRun records, in a memory store, an ended fleet run whose
 // first attempt (generation 1) recorded first events and its second
 // (generation 2) second events, as a takeover leaves it.
-func twoAttemptRun(t *testing.T, first, second int) (store.Store, string) {
+func twoAttemptRun(t testing.TB, first, second int) (store.Store, string) {
 	t.Helper()
 	ctx := t.Context()
 	s := memory.New(nil)

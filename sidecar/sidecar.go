@@ -190,7 +190,8 @@ type Server struct {
 
 	// quiescing is set by Quiesce: new work is refused from then on.
 	quiescing atomic.Bool
-	// inflight counts the requests being served.
+	// inflight counts the requests being served but health checks and
+	// refusals of new work.
 	inflight atomic.Int64
 	// detached are the runs this server dispatched (trackDetached), the
 	// ones Quiesce waits for besides turns.
@@ -260,8 +261,6 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	s.inflight.Add(1)
-	defer s.inflight.Add(-1)
 	rec := &statusWriter{ResponseWriter: w}
 	s.mux.ServeHTTP(rec, r)
 	pattern := r.Pattern
@@ -349,6 +348,12 @@ func (s *Server) mount() {
 			if next, ok := byMethod[r.Method]; ok {
 				if startsWork[r.Method+" "+path] && s.refusingNew(w) {
 					return
+				}
+				if path != wire.PathHealth {
+					// What Quiesce waits for: a request it serves, not a
+					// probe nor a refusal.
+					s.inflight.Add(1)
+					defer s.inflight.Add(-1)
 				}
 				next(w, r)
 				return

@@ -165,6 +165,8 @@ as a server span continuing the traceparent it carries.`,
 				return &exitError{code: ExitFailed, err: err}
 			case <-ctx.Done():
 			}
+			// A second signal stops the process at once, as without a handler.
+			stop()
 			return stopServing(stdio, hs, srv, grace)
 		},
 	}
@@ -197,7 +199,7 @@ const defaultServeGrace = 30 * time.Second
 // the process.
 func stopServing(stdio IO, hs *http.Server, srv *sidecar.Server, grace time.Duration) error {
 	deadline := time.Now().Add(grace)
-	fmt.Fprintf(stdio.Err, "agentrt serve: stopping: refusing new work, waiting up to %s for live turns\n", grace)
+	fmt.Fprintf(stdio.Err, "agentrt serve: stopping: refusing new work, waiting up to %s for live turns (signal again to stop at once)\n", grace)
 	gctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	live, _ := srv.Quiesce(gctx)
