@@ -85,10 +85,10 @@ func (s *Server) trackDetached(env string, ref *contract.SessionRef) {
 // cancellation — so live turns finish and their clients read their
 // ends. It returns once no turn or dispatched run the server started is
 // live and no request has been in flight for QuietPeriod, or when ctx
-// ends, with the number of turns and runs still live then (nothing is
-// cancelled: the caller decides; Close cancels the turns the server
-// runs itself, a provider's detached runs are its own) and ctx's cause.
-// A run whose state the provider cannot tell now counts as live.
+// ends, with the number of turns, runs and requests still live then
+// (nothing is cancelled: the caller decides, Abandon or Close) and
+// ctx's cause. A run whose state the provider cannot tell now counts as
+// live.
 func (s *Server) Quiesce(ctx context.Context) (live int, err error) {
 	s.quiescing.Store(true)
 	t := time.NewTicker(quiescePoll)
@@ -106,7 +106,7 @@ func (s *Server) Quiesce(ctx context.Context) (live int, err error) {
 		}
 		select {
 		case <-ctx.Done():
-			return s.liveWork(context.WithoutCancel(ctx)), context.Cause(ctx)
+			return s.liveWork(context.WithoutCancel(ctx)) + int(s.inflight.Load()), context.Cause(ctx)
 		case <-t.C:
 		}
 	}
@@ -171,4 +171,26 @@ func sameRef(a, b *contract.RunControlRef) bool {
 		return a == b
 	}
 	return contract.SameRunControlRef(*a, *b)
+}
+
+// Abandon ends a server whose process is about to exit with work still
+// live (Quiesce's deadline passed; the listener and connections are
+// closed first, so no client reads what follows): it cuts the open
+// streams (Drain) and stops the turns the server runs itself, but it
+// leaves a create or spawn still running as it is. Its attempt then
+// stays unrecorded and a retry on a restarted server sharing the Store
+// is answered in doubt — never a second environment or process —
+// where a cancelled one would be recorded failed and run again. The
+// process is expected to exit; one that goes on calls Close instead, or
+// after it once the Store is closed (to end the server's goroutines).
+func (s *Server) Abandon() {
+	s.Drain()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.turns {
+		t.mu.Lock()
+		cancel := t.cancel
+		t.mu.Unlock()
+		cancel()
+	}
 }

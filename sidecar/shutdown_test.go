@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/agentrt/agentrt/contract/wire"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/sidecar"
+	"github.com/agentrt/agentrt/store"
 )
 
 // drainScript: "drain" says first, pauses 1.5 s and says last — a turn
@@ -187,8 +191,9 @@ func TestQuiescePastItsDeadlineLeavesLiveWork(t *testing.T) {
 		t.Fatal("the live turn never started")
 	}
 	r := <-quiesced(s, 500*time.Millisecond)
-	if r[0].(int) != 1 || !errors.Is(r[1].(error), context.DeadlineExceeded) {
-		t.Fatalf("Quiesce = %v, %v; want 1 live turn and the deadline", r[0], r[1])
+	// The turn, and its stream still being read.
+	if r[0].(int) != 2 || !errors.Is(r[1].(error), context.DeadlineExceeded) {
+		t.Fatalf("Quiesce = %v, %v; want the live turn and its stream, and the deadline", r[0], r[1])
 	}
 	// The turn was not cancelled: its cancel is still to come, and it
 	// is accepted as the first.
@@ -196,4 +201,98 @@ func TestQuiescePastItsDeadlineLeavesLiveWork(t *testing.T) {
 	if status != http.StatusOK || !strings.Contains(string(body), `"accepted"`) {
 		t.Fatalf("cancelling the turn after Quiesce: %d %s; want it accepted (the turn still live)", status, body)
 	}
+}
+
+// heldCreate is a provider whose creates hold until their context ends:
+// a create in flight when its server stops.
+type heldCreate struct {
+	*scripted.Provider
+	started chan struct{}
+	once    sync.Once
+	creates atomic.Int32
+}
+
+func (p *heldCreate) Create(ctx context.Context, in *contract.CreateInput) (contract.Environment, error) {
+	p.creates.Add(1)
+	p.once.Do(func() { close(p.started) })
+	<-ctx.Done()
+	return nil, context.Cause(ctx)
+}
+
+// countingCreates counts the environments a provider makes.
+type countingCreates struct {
+	*scripted.Provider
+	creates atomic.Int32
+}
+
+func (p *countingCreates) Create(ctx context.Context, in *contract.CreateInput) (contract.Environment, error) {
+	p.creates.Add(1)
+	return p.Provider.Create(ctx, in)
+}
+
+// A keyed create still running when a stop's grace ends is left, not
+// cancelled (Abandon): its attempt stays unrecorded, so its retry on a
+// restarted server sharing the store is answered create_in_doubt and
+// makes no second environment — where cancelling it would record it
+// failed and run it again. The process exit is the store closing under
+// the abandoned create. ENV-10; issue 14 (graceful shutdown).
+func TestAbandonLeavesACreateInFlightInDoubt(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		sc, err := scripted.ParseScript([]byte(drainScript))
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := &heldCreate{Provider: scripted.New(sc, scripted.Options{}), started: make(chan struct{})}
+		st := open(t)
+		s1, err := sidecar.New(first, sidecar.Options{Token: testToken, Store: st, CreateTimeout: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts1 := httptest.NewServer(s1)
+		body := `{"profile":{"name":"t"},"name":"env","idempotencyKey":"k-in-flight"}`
+		answered := make(chan int, 1)
+		go func() {
+			req, _ := http.NewRequest(http.MethodPost, ts1.URL+wire.PathEnvironments, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := ts1.Client().Do(req)
+			if err != nil {
+				answered <- 0 // the connection closed: no answer
+				return
+			}
+			resp.Body.Close()
+			answered <- resp.StatusCode
+		}()
+		select {
+		case <-first.started:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the create never reached the provider")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		live, err := s1.Quiesce(ctx)
+		cancel()
+		if live < 1 || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Quiesce with a create in flight = %d, %v; want it live at the deadline", live, err)
+		}
+		ts1.CloseClientConnections()
+		ts1.Listener.Close()
+		s1.Abandon()
+		if code := <-answered; code != 0 {
+			t.Fatalf("the client of the abandoned create was answered %d; want the connection closed", code)
+		}
+		// The process exits: its store goes with it, the create unrecorded.
+		st.Close()
+		t.Cleanup(func() { s1.Close(); ts1.Close() })
+
+		second := &countingCreates{Provider: scripted.New(sc, scripted.Options{})}
+		ts2, _ := serve(t, second, sidecar.Options{Store: open(t), CreateTimeout: 30 * time.Second})
+		status, out := do(t, ts2, http.MethodPost, wire.PathEnvironments, body, nil)
+		wantError(t, status, out, http.StatusConflict, wire.CodeCreateInDoubt, nil)
+		if n := second.creates.Load(); n != 0 {
+			t.Fatalf("the restarted server made %d environments for the retried key; want none (in doubt)", n)
+		}
+		if n := first.creates.Load(); n != 1 {
+			t.Fatalf("the first server's provider was asked %d times to create; want 1", n)
+		}
+	})
 }

@@ -140,7 +140,12 @@ as a server span continuing the traceparent it carries.`,
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
 			}
-			defer srv.Close()
+			ended := false // stopServing ends srv itself
+			defer func() {
+				if !ended {
+					srv.Close()
+				}
+			}()
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
@@ -167,6 +172,7 @@ as a server span continuing the traceparent it carries.`,
 			}
 			// A second signal stops the process at once, as without a handler.
 			stop()
+			ended = true
 			return stopServing(stdio, hs, srv, grace)
 		},
 	}
@@ -191,12 +197,13 @@ as a server span continuing the traceparent it carries.`,
 // defaultServeGrace is --shutdown-grace's default.
 const defaultServeGrace = 30 * time.Second
 
-// stopServing stops a server whose signal came: srv refuses new work
-// and waits (at most grace) for its live work to end and its clients to
-// read the ends, then hs stops. Work still live after grace is not
-// cancelled first: every connection is closed, so no client is answered
-// as if it had cancelled, and the turns the server runs itself end with
-// the process.
+// stopServing stops a server whose signal came, and ends srv: srv
+// refuses new work and waits (at most grace) for its live work to end
+// and its clients to read the ends, then hs stops and srv closes. Work
+// still live after grace is not cancelled as if a client asked: every
+// connection is closed first, so no client is answered with a cancel,
+// and srv is abandoned (sidecar.Server.Abandon), so a create or spawn in
+// flight stays in doubt for its retry rather than recorded failed.
 func stopServing(stdio IO, hs *http.Server, srv *sidecar.Server, grace time.Duration) error {
 	deadline := time.Now().Add(grace)
 	fmt.Fprintf(stdio.Err, "agentrt serve: stopping: refusing new work, waiting up to %s for live turns (signal again to stop at once)\n", grace)
@@ -204,18 +211,23 @@ func stopServing(stdio IO, hs *http.Server, srv *sidecar.Server, grace time.Dura
 	defer cancel()
 	live, _ := srv.Quiesce(gctx)
 	if live == 0 {
-		if err := hs.Shutdown(gctx); err == nil {
+		err := hs.Shutdown(gctx)
+		if err == nil {
+			srv.Close()
 			fmt.Fprintln(stdio.Err, "agentrt serve: stopped")
 			return nil
-		} else if !errors.Is(err, context.DeadlineExceeded) {
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
 			hs.Close()
+			srv.Abandon()
 			return &exitError{code: ExitFailed, err: err}
 		}
-	} else {
-		fmt.Fprintf(stdio.Err, "agentrt serve: %d turns or dispatched runs still live after %s: left as they are, not cancelled (their clients see the connection close; agentrt runs recover RUN against a restarted server says what is left of a retained run)\n", live, grace)
+		live = 1 // a request outlived the grace
 	}
-	srv.Drain()
-	if err := hs.Close(); err != nil {
+	fmt.Fprintf(stdio.Err, "agentrt serve: %d turns, dispatched runs or requests still live after %s: left as they are, not cancelled (their clients see the connection close; agentrt runs recover RUN against a restarted server says what is left of a retained run)\n", live, grace)
+	err := hs.Close()
+	srv.Abandon()
+	if err != nil {
 		return &exitError{code: ExitFailed, err: err}
 	}
 	fmt.Fprintln(stdio.Err, "agentrt serve: stopped")
