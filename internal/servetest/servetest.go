@@ -65,7 +65,7 @@ func (l *Log) String() string {
 
 // listening is the line `agentrt serve` prints once it accepts
 // connections.
-var listening = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
+var listening = regexp.MustCompile(`listening on (https?://127\.0\.0\.1:\d+)`)
 
 // Serve runs `agentrt serve --listen 127.0.0.1:0 args…` with env added
 // to the test's environment, waits (at most two minutes) for it to
