@@ -18,8 +18,10 @@ const maxCursorBytes = 64
 // g2/c0000000000000000007), is what `agentrt runs events --json` prints
 // as a fleet run's event cursor and takes back with --after.
 type Cursor struct {
+	// Generation is the attempt's generation (Attempt.Generation).
 	Generation int64
-	Event      string
+	// Event is the event's cursor in the attempt's run (store.Event.Cursor).
+	Event string
 }
 
 // String is the cursor's text form.
@@ -32,7 +34,9 @@ func (e Event) FleetCursor() Cursor { return Cursor{Generation: e.Generation, Ev
 // CursorError is a fleet cursor that cannot be read, or that names no
 // attempt of the run; it wraps ErrInvalid.
 type CursorError struct {
+	// Cursor is the text refused (clipped when written).
 	Cursor string
+	// Reason says what is wrong with it.
 	Reason string
 }
 

@@ -41,9 +41,13 @@ const (
 
 // Run are the run metrics' instruments.
 type Run struct {
-	Runs     metric.Int64Counter
-	Tokens   metric.Int64Histogram
-	Cost     metric.Float64Counter
+	// Runs is Runs' counter.
+	Runs metric.Int64Counter
+	// Tokens is TokenUsage's histogram.
+	Tokens metric.Int64Histogram
+	// Cost is Cost's counter.
+	Cost metric.Float64Counter
+	// Duration is TurnDuration's histogram.
 	Duration metric.Float64Histogram
 }
 
@@ -70,9 +74,12 @@ func NewRun(m metric.Meter) (*Run, error) {
 // Fleet are the fleet metrics' instruments. QueueDepth is observable:
 // its recorder registers the callback that reads it (Meter.RegisterCallback).
 type Fleet struct {
-	Runs           metric.Int64Counter
+	// Runs is FleetRuns' counter.
+	Runs metric.Int64Counter
+	// AppendDuration is FleetAppendDuration's histogram.
 	AppendDuration metric.Float64Histogram
-	QueueDepth     metric.Int64ObservableGauge
+	// QueueDepth is FleetQueueDepth's gauge.
+	QueueDepth metric.Int64ObservableGauge
 }
 
 // NewFleet defines the fleet metrics on m.
