@@ -106,17 +106,19 @@ func (s *Server) Quiesce(ctx context.Context) (live int, err error) {
 		}
 		select {
 		case <-ctx.Done():
-			return s.liveWork(context.WithoutCancel(ctx)) + int(s.inflight.Load()), context.Cause(ctx)
+			// Counted without asking the provider again: the deadline
+			// passed.
+			return s.liveTurns() + s.trackedRuns() + int(s.inflight.Load()), context.Cause(ctx)
 		case <-t.C:
 		}
 	}
 }
 
-// liveWork counts the live turns and the dispatched runs not known to
-// have ended, forgetting those that did.
-func (s *Server) liveWork(ctx context.Context) int {
+// liveTurns counts the turns not ended.
+func (s *Server) liveTurns() int {
 	n := 0
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, t := range s.turns {
 		t.mu.Lock()
 		if !t.done {
@@ -124,7 +126,21 @@ func (s *Server) liveWork(ctx context.Context) int {
 		}
 		t.mu.Unlock()
 	}
-	s.mu.Unlock()
+	return n
+}
+
+// trackedRuns counts the dispatched runs not yet seen ended.
+func (s *Server) trackedRuns() int {
+	s.dmu.Lock()
+	defer s.dmu.Unlock()
+	return len(s.detached)
+}
+
+// liveWork counts the live turns and the dispatched runs not known to
+// have ended, asking the provider (each call within ctx and
+// CallTimeout) and forgetting those that did.
+func (s *Server) liveWork(ctx context.Context) int {
+	n := s.liveTurns()
 	s.dmu.Lock()
 	runs := append([]detachedRun(nil), s.detached...)
 	s.dmu.Unlock()
