@@ -54,8 +54,8 @@ spawn instead of making a second environment or process, for
 bounded batches; 0 keeps them forever) and, whatever their age, for the
 newest --max-records keyed creates (and exact environments): beyond it the
 oldest go first, never those of an environment that still exists. Without
-either they are kept in memory. The listen address is printed on stderr once the server
-accepts connections.
+either they are kept in memory. The listen address is printed on stderr once
+the server accepts connections.
 
 With --tls-cert and --tls-key (PEM files, both or neither) the server speaks
 HTTPS only; clients (agentrt run --provider remote) trust its certificate
@@ -88,6 +88,9 @@ as a server span continuing the traceparent it carries.`,
 			}
 			if grace <= 0 {
 				return usage("--shutdown-grace must be positive, such as 30s")
+			}
+			if maxRecords < 0 {
+				return usage("--max-records must not be negative (0: no bound)")
 			}
 			tlsConf, err := serveTLS(tlsCert, tlsKey)
 			if err != nil {
@@ -129,9 +132,6 @@ as a server span continuing the traceparent it carries.`,
 			}
 			if retention == 0 {
 				retention = -1 // sidecar: negative keeps them forever
-			}
-			if maxRecords < 0 {
-				return usage("--max-records must not be negative (0: no bound)")
 			}
 			if maxRecords == 0 {
 				maxRecords = -1 // sidecar: negative has no bound
