@@ -240,6 +240,13 @@ func TestServeSIGTERMPastTheGraceLeavesARetainedRunRecoverable(t *testing.T) {
 	}
 
 	again := startServeProc(t, nil, "--provider", "scripted", "--script", script, "--db", serveDB)
+	// Without the server's token the recovery says the server does not
+	// answer, not that the run names another provider.
+	t.Setenv("AGENTRT_SERVE_TOKEN", "")
+	if out, errOut, code := run(t, "", append([]string{"runs", "recover", record, "--provider", "remote", "--base-url", again.url, "--json"}, db...)...); code != 1 ||
+		!strings.Contains(errOut, "does not answer") || strings.Contains(errOut, "does not match") {
+		t.Fatalf("recovering without the token: exit %d, %s%s; want a failure saying the server does not answer", code, out, errOut)
+	}
 	t.Setenv("AGENTRT_SERVE_TOKEN", serveToken)
 	out, errOut, code := run(t, "", append([]string{"runs", "recover", record, "--provider", "remote", "--base-url", again.url,
 		"--profile", noteWriter, "--task", "Work long.", "--json"}, db...)...)
