@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"time"
 
 	"github.com/agentrt/agentrt/store"
@@ -31,6 +32,11 @@ type FollowOptions struct {
 	PollInterval time.Duration
 	// PageSize bounds each read of the store; 0 is 500.
 	PageSize int
+	// After, when set, resumes after the event it names (Event.FleetCursor):
+	// the rest of its attempt's events, then the later attempts'. A
+	// cursor naming no attempt of the run ends the sequence with a
+	// *CursorError.
+	After *Cursor
 }
 
 // Follow yields the events of a fleet run's attempts in order, attempt
@@ -54,6 +60,7 @@ func Follow(ctx context.Context, s store.Store, runID string, opts FollowOptions
 			next   int    // index of the attempt being read
 			cursor string // after this event of attempt next
 		)
+		after := opts.After
 		for {
 			r, err := s.GetRun(ctx, runID)
 			if err != nil {
@@ -64,6 +71,16 @@ func Follow(ctx context.Context, s store.Store, runID string, opts FollowOptions
 			if err != nil {
 				yield(Event{}, err)
 				return
+			}
+			if after != nil {
+				// Start at the cursor's attempt, after its event; an
+				// attempt, once listed, stays listed.
+				i := slices.IndexFunc(fr.Attempts, func(a Attempt) bool { return a.Generation == after.Generation })
+				if i < 0 {
+					yield(Event{}, &CursorError{Cursor: after.String(), Reason: fmt.Sprintf("run %s has no attempt of generation %d", runID, after.Generation)})
+					return
+				}
+				next, cursor, after = i, after.Event, nil
 			}
 			ended := fr.Status.Terminal()
 			// Read every attempt listed in this snapshot; all but the last

@@ -9,20 +9,22 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/telemetry/instruments"
 )
 
-// Instrument names a worker records through its WorkerOptions.Meter.
+// Instrument names a worker records through its WorkerOptions.Meter;
+// package telemetry/instruments defines them, with the run metrics.
 const (
 	// MetricRuns counts attempts started and fleet runs ended, by
 	// "event" (started, completed, failed, cancelled, timed_out,
 	// released, adopted) and "queue".
-	MetricRuns = "agentrt.fleet.runs"
+	MetricRuns = instruments.FleetRuns
 	// MetricQueueDepth is the number of jobs waiting to run (available,
 	// scheduled or retryable), by "queue", read when collected.
-	MetricQueueDepth = "agentrt.fleet.queue.depth"
+	MetricQueueDepth = instruments.FleetQueueDepth
 	// MetricAppendLatency is how long the run store took to make an
 	// attempt's events durable, in seconds.
-	MetricAppendLatency = "agentrt.fleet.event_append.duration"
+	MetricAppendLatency = instruments.FleetAppendDuration
 )
 
 // metrics are a worker's instruments; their zero value is not usable,
@@ -37,15 +39,7 @@ func newMetrics(m metric.Meter, f *Fleet, queues []string) (*metrics, error) {
 	if m == nil {
 		m = noop.NewMeterProvider().Meter("")
 	}
-	runs, err := m.Int64Counter(MetricRuns, metric.WithDescription("Fleet attempts started and runs ended, by event and queue."), metric.WithUnit("{run}"))
-	if err != nil {
-		return nil, err
-	}
-	hist, err := m.Float64Histogram(MetricAppendLatency, metric.WithDescription("Time for the run store to make an attempt's events durable."), metric.WithUnit("s"))
-	if err != nil {
-		return nil, err
-	}
-	depth, err := m.Int64ObservableGauge(MetricQueueDepth, metric.WithDescription("Fleet jobs waiting to run, by queue."), metric.WithUnit("{job}"))
+	in, err := instruments.NewFleet(m)
 	if err != nil {
 		return nil, err
 	}
@@ -67,14 +61,14 @@ func newMetrics(m metric.Meter, f *Fleet, queues []string) (*metrics, error) {
 			}
 		}
 		for q, n := range waiting {
-			o.ObserveInt64(depth, n, metric.WithAttributes(attribute.String("queue", q)))
+			o.ObserveInt64(in.QueueDepth, n, metric.WithAttributes(attribute.String("queue", q)))
 		}
 		return nil
-	}, depth)
+	}, in.QueueDepth)
 	if err != nil {
 		return nil, err
 	}
-	return &metrics{runs: runs, append: hist, depth: reg}, nil
+	return &metrics{runs: in.Runs, append: in.AppendDuration, depth: reg}, nil
 }
 
 func (m *metrics) count(event, queue string) {

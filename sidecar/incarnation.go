@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -202,16 +203,32 @@ func expireGroups(ctx context.Context, st store.Store, kind durableKind, q store
 	if err != nil || len(intents) == 0 {
 		return 0, err
 	}
-	keys := make([]store.IdempotencyKey, 0, len(intents)*(1+2*maxAttempts))
-	for _, in := range intents {
-		keys = append(keys, store.IdempotencyKey{Scope: kind.intent, Key: in.Key})
-		for n := 1; n <= maxAttempts; n++ {
-			attempt := attemptKey(in.Key, n)
-			keys = append(keys, store.IdempotencyKey{Scope: kind.outcome, Key: attempt}, store.IdempotencyKey{Scope: kind.attempt, Key: attempt})
-		}
+	names := make([]string, len(intents))
+	for i, in := range intents {
+		names[i] = in.Key
 	}
-	if _, err := st.DeleteIdempotency(ctx, keys); err != nil {
-		return 0, fmt.Errorf("expiring %s records: %w", kind.noun, err)
+	if err := deleteGroups(ctx, st, kind, names); err != nil {
+		return 0, err
 	}
 	return len(intents), nil
+}
+
+// deleteGroups deletes the operations of kind keyed keys, each with
+// every attempt and outcome record in the same store call (groupBatch
+// operations a call).
+func deleteGroups(ctx context.Context, st store.Store, kind durableKind, keys []string) error {
+	for chunk := range slices.Chunk(keys, groupBatch) {
+		names := make([]store.IdempotencyKey, 0, len(chunk)*(1+2*maxAttempts))
+		for _, k := range chunk {
+			names = append(names, store.IdempotencyKey{Scope: kind.intent, Key: k})
+			for n := 1; n <= maxAttempts; n++ {
+				attempt := attemptKey(k, n)
+				names = append(names, store.IdempotencyKey{Scope: kind.outcome, Key: attempt}, store.IdempotencyKey{Scope: kind.attempt, Key: attempt})
+			}
+		}
+		if _, err := st.DeleteIdempotency(ctx, names); err != nil {
+			return fmt.Errorf("expiring %s records: %w", kind.noun, err)
+		}
+	}
+	return nil
 }

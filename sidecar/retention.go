@@ -28,8 +28,9 @@ func sweepEvery(r time.Duration) time.Duration {
 // RecordRetention ago, oldest first, each operation with all its
 // attempts at once, in bounded batches; a re-send of such a key runs as
 // a new operation. It returns how many operations it deleted. The
-// server runs it every quarter of RecordRetention (at most hourly);
-// without a store or retention it deletes nothing.
+// server runs it every quarter of RecordRetention (at most hourly, and
+// every minute when a MaxRecords bound sweeps more often); without a
+// store or retention it deletes nothing.
 func (s *Server) ExpireRecords(ctx context.Context) (int, error) {
 	if s.opts.Store == nil || s.opts.RecordRetention <= 0 {
 		return 0, nil
@@ -79,10 +80,15 @@ func expireScope(ctx context.Context, st store.Store, scope string, cutoff time.
 	return nil
 }
 
-// sweepRecords runs ExpireRecords every sweepEvery until the server
-// closes; a failed sweep is logged and tried again at the next tick.
+// sweepRecords runs ExpireRecords every sweepEvery, and ExpireBeyond at
+// least every countSweepEvery, until the server closes; a failed sweep
+// is logged and tried again at the next tick.
 func (s *Server) sweepRecords() {
-	t := time.NewTicker(sweepEvery(s.opts.RecordRetention))
+	every := countSweepEvery
+	if s.opts.RecordRetention > 0 {
+		every = min(every, sweepEvery(s.opts.RecordRetention))
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		ctx, cancel := context.WithTimeout(s.base, s.opts.CallTimeout)
@@ -93,6 +99,17 @@ func (s *Server) sweepRecords() {
 			s.opts.Logger.Warn("expiring old create and spawn records", "err", err, "expired", n)
 		case n > 0:
 			s.opts.Logger.Info("expired old create and spawn records", "operations", n)
+		}
+		// The count bound's sweep has a deadline of its own: it may ask
+		// the provider about each environment it would expire.
+		ctx, cancel = context.WithTimeout(s.base, 4*s.opts.CallTimeout)
+		n, err = s.ExpireBeyond(ctx)
+		cancel()
+		switch {
+		case err != nil && s.base.Err() == nil:
+			s.opts.Logger.Warn("expiring create records beyond the bound", "err", err, "expired", n)
+		case n > 0:
+			s.opts.Logger.Info("expired create records beyond the bound", "records", n, "bound", s.opts.MaxRecords)
 		}
 		select {
 		case <-s.base.Done():

@@ -30,6 +30,9 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ref, err := d.Dispatch(ctx, in)
+	if err == nil {
+		s.trackDetached(r.PathValue("id"), ref)
+	}
 	answer(w, ref, err)
 }
 

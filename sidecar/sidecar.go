@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentrt/agentrt/contract"
@@ -57,6 +58,12 @@ type Options struct {
 	// DefaultRecordRetention, negative keeps them forever; a positive
 	// one must exceed CreateTimeout, so no operation in flight expires.
 	RecordRetention time.Duration
+	// MaxRecords bounds, apart from RecordRetention, how many keyed
+	// creates and how many exact environments' incarnations the Store
+	// keeps records of: beyond it the oldest are deleted first
+	// (ExpireBeyond), never those of an environment the provider still
+	// holds. Zero is DefaultMaxRecords, negative has no bound.
+	MaxRecords int
 	// Logger receives one line per request (method, route, status,
 	// duration); nil logs nothing.
 	Logger *slog.Logger
@@ -133,6 +140,9 @@ func (o *Options) defaults() {
 	if o.RecordRetention == 0 {
 		o.RecordRetention = DefaultRecordRetention
 	}
+	if o.MaxRecords == 0 {
+		o.MaxRecords = DefaultMaxRecords
+	}
 	if o.ExecTimeout <= 0 {
 		o.ExecTimeout = DefaultExecTimeout
 	}
@@ -177,6 +187,17 @@ type Server struct {
 	mu    sync.Mutex
 	envs  map[string]contract.Environment
 	turns map[turnKey]*turn
+
+	// quiescing is set by Quiesce: new work is refused from then on.
+	quiescing atomic.Bool
+	// inflight counts the requests being served but health checks and
+	// refusals of new work.
+	inflight atomic.Int64
+	// detached are the runs this server dispatched (trackDetached), the
+	// ones Quiesce waits for besides turns.
+	dmu         sync.Mutex
+	detached    []detachedRun
+	detachedSeq uint64
 }
 
 // New returns a Server for p.
@@ -231,7 +252,7 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 	post(wire.PathContextTransferLookup, s.lookupContextTransfer)
 	s.routeExact()
 	s.mount()
-	if opts.Store != nil && opts.RecordRetention > 0 {
+	if opts.Store != nil && (opts.RecordRetention > 0 || opts.MaxRecords > 0) {
 		go s.sweepRecords()
 	}
 	return s, nil
@@ -325,6 +346,15 @@ func (s *Server) mount() {
 		allow := strings.Join(allowed, ", ")
 		h := func(w http.ResponseWriter, r *http.Request) {
 			if next, ok := byMethod[r.Method]; ok {
+				if startsWork[r.Method+" "+path] && s.refusingNew(w) {
+					return
+				}
+				if path != wire.PathHealth {
+					// What Quiesce waits for: a request it serves, not a
+					// probe nor a refusal.
+					s.inflight.Add(1)
+					defer s.inflight.Add(-1)
+				}
 				next(w, r)
 				return
 			}
@@ -423,6 +453,11 @@ func credentialRequest(w http.ResponseWriter, r *http.Request) (*contract.Creden
 var errNoAnswer = errors.New("the provider returned no answer")
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	if s.quiescing.Load() {
+		// A balancer stops sending new work here; the work running goes on.
+		writeError(w, drainingDetail)
+		return
+	}
 	writeJSON(w, http.StatusOK, wire.Health{Status: "ok"})
 }
 

@@ -186,6 +186,9 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 		s.stream(w, r, t, after)
 		return
 	}
+	if s.refusingNew(w) {
+		return
+	}
 	ctx, cancel := s.callContext(r)
 	env := s.lookup(ctx, id)
 	cancel()

@@ -130,6 +130,16 @@ type IdempotencyQuery struct {
 	Limit int
 }
 
+// IdempotencyCounter is a Store that counts its idempotency records, so
+// that a caller can bound them by number as well as by age (the
+// memory, SQLite and PostgreSQL stores are).
+type IdempotencyCounter interface {
+	// CountIdempotency returns how many records of q.Scope have a key
+	// starting with q.KeyPrefix and, when q.Before is set, were created
+	// before it. q.Limit is not used.
+	CountIdempotency(ctx context.Context, q IdempotencyQuery) (int64, error)
+}
+
 // MaxIdempotencyBatch bounds one ListIdempotency answer and one
 // DeleteIdempotency call, so that each costs a bounded transaction.
 const MaxIdempotencyBatch = 1000

@@ -2,7 +2,6 @@ package telemetry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,61 +10,46 @@ import (
 
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/telemetry/instruments"
 )
 
-// Metric names. The gen_ai.client.* histograms are the GenAI semantic
-// conventions' own; the agentrt.* counters are ours.
+// Metric names (defined in package instruments, the one owner of every
+// agentrt instrument). The gen_ai.client.* histograms are the GenAI
+// semantic conventions' own; the agentrt.* counters are ours.
 const (
 	// MetricRuns counts ended runs by kind, status, delivery and whether
 	// their tokens and cost were known.
-	MetricRuns = "agentrt.runs"
+	MetricRuns = instruments.Runs
 	// MetricTokenUsage records the tokens of each turn whose usage is
 	// known exactly, by gen_ai.token.type (input, output). A turn whose
 	// usage is unknown records nothing: never a 0.
-	MetricTokenUsage = "gen_ai.client.token.usage"
+	MetricTokenUsage = instruments.TokenUsage
 	// MetricCost adds the cost in US dollars of each run whose cost is
 	// known exactly.
-	MetricCost = "agentrt.cost.usd"
+	MetricCost = instruments.Cost
 	// MetricTurnDuration records each turn's latency in seconds.
-	MetricTurnDuration = "gen_ai.client.operation.duration"
+	MetricTurnDuration = instruments.TurnDuration
 
 	// KeyTokenType is the gen_ai.token.type attribute of MetricTokenUsage.
 	KeyTokenType = "gen_ai.token.type"
 )
 
-// instruments are a Tracing's metric instruments; nil when it has no
-// meter provider.
-type instruments struct {
-	runs     metric.Int64Counter
-	tokens   metric.Int64Histogram
-	cost     metric.Float64Counter
-	duration metric.Float64Histogram
-}
+// runInstruments are the run metrics a Tracing or Metrics records; nil
+// when there is no meter provider.
+type runInstruments struct{ *instruments.Run }
 
-func newInstruments(mp metric.MeterProvider) (*instruments, error) {
-	m := mp.Meter(ScopeName)
-	var in instruments
-	var err, e error
-	in.runs, e = m.Int64Counter(MetricRuns, metric.WithUnit("{run}"), metric.WithDescription("Runs that ended."))
-	err = errors.Join(err, e)
-	in.tokens, e = m.Int64Histogram(MetricTokenUsage, metric.WithUnit("{token}"), metric.WithDescription("Tokens a turn used, when known exactly."),
-		metric.WithExplicitBucketBoundaries(1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864))
-	err = errors.Join(err, e)
-	in.cost, e = m.Float64Counter(MetricCost, metric.WithUnit("USD"), metric.WithDescription("Cost of runs, when known exactly."))
-	err = errors.Join(err, e)
-	in.duration, e = m.Float64Histogram(MetricTurnDuration, metric.WithUnit("s"), metric.WithDescription("Latency of a turn."),
-		metric.WithExplicitBucketBoundaries(0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92))
-	err = errors.Join(err, e)
+func newInstruments(mp metric.MeterProvider) (*runInstruments, error) {
+	in, err := instruments.NewRun(mp.Meter(ScopeName))
 	if err != nil {
-		return nil, fmt.Errorf("telemetry: creating the metric instruments: %w", err)
+		return nil, fmt.Errorf("telemetry: %w", err)
 	}
-	return &in, nil
+	return &runInstruments{in}, nil
 }
 
 // turn records a turn's latency — with error.type, errType, when the
 // turn failed (as the GenAI conventions ask of the duration histogram) —
 // and, when known exactly, its tokens.
-func (in *instruments) turn(ctx context.Context, took time.Duration, requested, served, errType string, u ledger.Usage) {
+func (in *runInstruments) turn(ctx context.Context, took time.Duration, requested, served, errType string, u ledger.Usage) {
 	if in == nil {
 		return
 	}
@@ -80,24 +64,24 @@ func (in *instruments) turn(ctx context.Context, took time.Duration, requested, 
 	if errType != "" {
 		timed = append(timed[:len(timed):len(timed)], attribute.String(KeyErrorType, errType))
 	}
-	in.duration.Record(ctx, took.Seconds(), metric.WithAttributes(timed...))
+	in.Duration.Record(ctx, took.Seconds(), metric.WithAttributes(timed...))
 	for _, c := range []struct {
 		kind string
 		a    ledger.Amount[int64]
 	}{{"input", u.InputTokens}, {"output", u.OutputTokens}} {
 		if c.a.Known() {
-			in.tokens.Record(ctx, c.a.Value, metric.WithAttributes(append(attrs, attribute.String(KeyTokenType, c.kind))...))
+			in.Tokens.Record(ctx, c.a.Value, metric.WithAttributes(append(attrs, attribute.String(KeyTokenType, c.kind))...))
 		}
 	}
 }
 
 // run counts an ended run and adds its cost when known exactly.
-func (in *instruments) run(ctx context.Context, kind string, r kernel.Result) {
+func (in *runInstruments) run(ctx context.Context, kind string, r kernel.Result) {
 	if in == nil {
 		return
 	}
 	tokens := r.Usage.InputTokens.Known() && r.Usage.OutputTokens.Known()
-	in.runs.Add(ctx, 1, metric.WithAttributes(
+	in.Runs.Add(ctx, 1, metric.WithAttributes(
 		attribute.String(KeyRunKind, kind), attribute.String(KeyRunStatus, string(r.Status)),
 		attribute.Bool(KeyDelivered, r.Delivered), attribute.Bool(KeyTokensKnown, tokens),
 		attribute.Bool(KeyCostKnown, r.Usage.CostUSD.Known())))
@@ -106,6 +90,6 @@ func (in *instruments) run(ctx context.Context, kind string, r kernel.Result) {
 		if r.RequestedModel != "" {
 			attrs = append(attrs, attribute.String(KeyRequestModel, r.RequestedModel))
 		}
-		in.cost.Add(ctx, r.Usage.CostUSD.Value, metric.WithAttributes(attrs...))
+		in.Cost.Add(ctx, r.Usage.CostUSD.Value, metric.WithAttributes(attrs...))
 	}
 }

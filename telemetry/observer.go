@@ -262,13 +262,7 @@ func (o *runObserver) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
 		return nil
 	}
 	o.endTools()
-	failure := ""
-	if t.Terminal != contract.TerminalCompleted {
-		failure = "no_terminal_event"
-		if t.Terminal != "" {
-			failure = "turn_" + string(t.Terminal)
-		}
-	}
+	failure := turnFailure(t)
 	o.t.metrics.turn(ctx, time.Since(o.turnStart), o.requested, t.Served.Model, failure, t.Usage)
 	attrs := usageAttrs(t.Usage)
 	if t.Served.Model != "" {
@@ -338,6 +332,18 @@ func (o *runObserver) RunEnded(ctx context.Context, r kernel.Result) error {
 	o.run.End()
 	o.run = nil
 	return nil
+}
+
+// turnFailure is the error.type of a turn that did not complete ("" for
+// one that did).
+func turnFailure(t kernel.TurnEnd) string {
+	if t.Terminal == contract.TerminalCompleted {
+		return ""
+	}
+	if t.Terminal != "" {
+		return "turn_" + string(t.Terminal)
+	}
+	return "no_terminal_event"
 }
 
 // endTools ends the spans of tool calls the turn never reported ending.

@@ -68,7 +68,7 @@ type Tracing struct {
 	tracer   trace.Tracer
 	counts   *counts
 	log      *slog.Logger
-	metrics  *instruments
+	metrics  *runInstruments
 	// ownMeter is the meter provider FromEnv made, shut down with t.
 	ownMeter *sdkmetric.MeterProvider
 	onDrop   func(int64)

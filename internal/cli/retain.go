@@ -15,6 +15,7 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/providers/remote"
 	"github.com/agentrt/agentrt/retained"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/telemetry"
@@ -252,6 +253,17 @@ func openRetained(ctx context.Context, sf *storeFlags, pf *providerFlags, open p
 	p, err := open(pf.name, pf.script, pf.baseURL, "")
 	if err != nil {
 		return nil, nil, err
+	}
+	if rp, ok := p.(*remote.Provider); ok {
+		// A server that does not answer (down, or refusing the token)
+		// would otherwise read as a provider named "remote", which no
+		// record names: say what is wrong instead.
+		cctx, cancel := context.WithTimeout(ctx, remote.DefaultCallTimeout)
+		_, err := rp.Capabilities(cctx)
+		cancel()
+		if err != nil {
+			return nil, nil, &exitError{code: ExitFailed, err: fmt.Errorf("the server at %s does not answer: %w; nothing was changed, try again once it answers (with its token in AGENTRT_SERVE_TOKEN)", pf.baseURL, err)}
+		}
 	}
 	s, err := sf.open(ctx)
 	if err != nil {

@@ -57,7 +57,9 @@ opencode-ai, found in PATH) as a child process in a fresh working directory,
 its model endpoint --base-url or the vendor's, with the key in
 ANTHROPIC_API_KEY (claude-code) or OPENAI_API_KEY (codex, opencode).
 --provider remote runs on an agentrt serve sidecar at --base-url URL, with
-its bearer token in AGENTRT_SERVE_TOKEN.
+its bearer token in AGENTRT_SERVE_TOKEN; an https:// server's certificate is
+checked against the system's roots and the CA in the PEM file
+AGENTRT_SERVE_CA_FILE, when set.
 Unknown usage is printed as unknown, never as 0.
 
 While the run goes, the model's text streams to stdout as it arrives and
@@ -312,7 +314,11 @@ func buildProvider(spec providerSpec) (contract.Provider, error) {
 		if spec.BaseURL == "" {
 			return nil, usage("the remote provider needs the sidecar's address")
 		}
-		p, err := remote.New(remote.Options{BaseURL: spec.BaseURL, Token: spec.Token})
+		roots, err := serveRoots()
+		if err != nil {
+			return nil, err
+		}
+		p, err := remote.New(remote.Options{BaseURL: spec.BaseURL, Token: spec.Token, RootCAs: roots})
 		if err != nil {
 			return nil, usage("%v", err)
 		}

@@ -393,7 +393,8 @@ cursor a previous call printed; --follow keeps polling until the run ends.
 A fleet run's events are its attempts' (the kernel runs of the workers that
 executed it), attempt after attempt: --follow waits for a worker to claim the
 run, follows a takeover to the next attempt, and stops once the run ended;
-with --json each line names its attempt.
+with --json each line names its attempt, and its cursor (g<generation>/<event
+cursor>) resumes after that event with --after, into later attempts too.
 With stdout redirected and stderr on a terminal, a count of the events
 printed so far shows on stderr.`,
 		Args: cobra.ExactArgs(1),
@@ -407,10 +408,15 @@ printed so far shows on stderr.`,
 			progress := newCounter(stdio, "events", eventsProgressEvery)
 			defer progress.done()
 			if r, err := s.GetRun(ctx, args[0]); err == nil && r.Kind == fleet.Kind {
+				var from *fleet.Cursor
 				if after != "" {
-					return usage("a fleet run's events are its attempts'; give --after with the attempt's run id (agentrt fleet show %s lists them)", args[0])
+					c, err := fleet.ParseCursor(after)
+					if err != nil {
+						return usage("%v", err)
+					}
+					from = &c
 				}
-				return printFleetEvents(ctx, stdio, s, args[0], follow, asJSON, progress)
+				return printFleetEvents(ctx, stdio, s, args[0], from, follow, asJSON, progress)
 			}
 			cursor := after
 			for {
@@ -479,9 +485,12 @@ func printEvent(w io.Writer, e store.Event, asJSON bool, extra []canonjson.Membe
 // printFleetEvents prints a fleet run's events: its attempts', attempt
 // after attempt (fleet.Follow), each JSON line naming its attempt, each
 // attempt introduced by a line for people.
-func printFleetEvents(ctx context.Context, stdio IO, s store.Store, runID string, follow, asJSON bool, progress *counter) error {
+func printFleetEvents(ctx context.Context, stdio IO, s store.Store, runID string, after *fleet.Cursor, follow, asJSON bool, progress *counter) error {
 	shown := ""
-	for e, err := range fleet.Follow(ctx, s, runID, fleet.FollowOptions{Follow: follow}) {
+	for e, err := range fleet.Follow(ctx, s, runID, fleet.FollowOptions{Follow: follow, After: after}) {
+		if ce := (*fleet.CursorError)(nil); errors.As(err, &ce) {
+			return usage("%v", err)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -492,7 +501,11 @@ func printFleetEvents(ctx context.Context, stdio IO, s store.Store, runID string
 			fmt.Fprintf(stdio.Out, "attempt %d (run %s)\n", e.Generation, e.Attempt)
 		}
 		shown = e.Attempt
-		printEvent(stdio.Out, e.Event, asJSON, []canonjson.Member{
+		// The cursor printed is the fleet run's (its attempt's generation
+		// and the event's cursor there), which --after takes back.
+		ev := e.Event
+		ev.Cursor = e.FleetCursor().String()
+		printEvent(stdio.Out, ev, asJSON, []canonjson.Member{
 			{Name: "attempt", Value: canonjson.StringValue(e.Attempt)},
 			{Name: "generation", Value: canonjson.NumberValue(float64(e.Generation))},
 		})

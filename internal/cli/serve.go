@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,7 +31,9 @@ func newServeCmd(stdio IO) *cobra.Command {
 	var listen, providerName, scriptPath, baseURL, openaiAPI, tokenFile, stateDir string
 	var images []string
 	var sf storeFlags
-	var retention time.Duration
+	var retention, grace time.Duration
+	var maxRecords int
+	var tlsCert, tlsKey string
 	cmd := &cobra.Command{
 		Use:   "serve --listen ADDR",
 		Short: "Serve a provider over HTTP (the agentrt sidecar)",
@@ -47,9 +51,26 @@ and exact spawns are recorded in that store, so a restarted server (or
 another server on the same PostgreSQL database) replays a retried create or
 spawn instead of making a second environment or process, for
 --record-retention after the key's first use (older records are deleted in
-bounded batches; 0 keeps them forever). Without either they are kept in
-memory. The listen address is printed on stderr once the server
-accepts connections. SIGINT or SIGTERM shuts it down gracefully.
+bounded batches; 0 keeps them forever) and, whatever their age, for the
+newest --max-records keyed creates (and exact environments): beyond it the
+oldest go first, never those of an environment that still exists. Without
+either they are kept in memory. The listen address is printed on stderr once
+the server accepts connections.
+
+With --tls-cert and --tls-key (PEM files, both or neither) the server speaks
+HTTPS only; clients (agentrt run --provider remote) trust its certificate
+through the system's roots, or the CA in the PEM file $AGENTRT_SERVE_CA_FILE.
+Listening beyond loopback needs a token, and should use TLS: without it the
+token crosses the network in clear (the server warns).
+
+SIGINT or SIGTERM stops the server gracefully: from then on it refuses new
+work (creates, turns, dispatches: 503, which clients retry elsewhere or
+later) while live turns and dispatched runs go on and their clients read
+their ends, for at most --shutdown-grace. Work still live then is left as it
+is, not cancelled: its clients' connections are closed without an answer, so
+a retained run reads interrupted and "agentrt runs recover" against a
+restarted server (same --db or --database) says what is left of it, never a
+second environment.
 
 With OTEL_EXPORTER_OTLP_ENDPOINT set, each request is traced over OTLP/HTTP
 as a server span continuing the traceparent it carries.`,
@@ -64,6 +85,16 @@ as a server span continuing the traceparent it carries.`,
 			}
 			if token == "" && !loopbackOnly(listen) {
 				return usage("refusing to listen on %s without a token: give --token-file or $AGENTRT_SERVE_TOKEN, or listen on 127.0.0.1", listen)
+			}
+			if grace <= 0 {
+				return usage("--shutdown-grace must be positive, such as 30s")
+			}
+			if maxRecords < 0 {
+				return usage("--max-records must not be negative (0: no bound)")
+			}
+			tlsConf, err := serveTLS(tlsCert, tlsKey)
+			if err != nil {
+				return err
 			}
 			if providerName == "remote" {
 				return usage("--provider remote cannot be served")
@@ -102,11 +133,19 @@ as a server span continuing the traceparent it carries.`,
 			if retention == 0 {
 				retention = -1 // sidecar: negative keeps them forever
 			}
-			srv, err := sidecar.New(provider, sidecar.Options{Token: token, Store: st, Logger: logger, RecordRetention: retention})
+			if maxRecords == 0 {
+				maxRecords = -1 // sidecar: negative has no bound
+			}
+			srv, err := sidecar.New(provider, sidecar.Options{Token: token, Store: st, Logger: logger, RecordRetention: retention, MaxRecords: maxRecords})
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
 			}
-			defer srv.Close()
+			ended := false // stopServing ends srv itself
+			defer func() {
+				if !ended {
+					srv.Close()
+				}
+			}()
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
@@ -114,23 +153,27 @@ as a server span continuing the traceparent it carries.`,
 			tracing := startTracing(ctx, stdio)
 			defer stopTracing(ctx, stdio, tracing)
 			hs := &http.Server{Handler: tracing.Handler(srv), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-				ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+				ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn), TLSConfig: tlsConf}
 			hs.RegisterOnShutdown(srv.Drain)
+			scheme, serve := "http", hs.Serve
+			if tlsConf != nil {
+				// The certificate is in TLSConfig: no files to name here.
+				scheme, serve = "https", func(ln net.Listener) error { return hs.ServeTLS(ln, "", "") }
+			} else if token != "" && !loopbackOnly(listen) {
+				fmt.Fprintf(stdio.Err, "agentrt serve: warning: listening on %s without TLS: the bearer token crosses the network in clear (give --tls-cert and --tls-key)\n", listen)
+			}
 			served := make(chan error, 1)
-			go func() { served <- hs.Serve(ln) }()
-			fmt.Fprintf(stdio.Err, "agentrt serve: listening on http://%s (provider %s)\n", ln.Addr(), provider.Name())
+			go func() { served <- serve(ln) }()
+			fmt.Fprintf(stdio.Err, "agentrt serve: listening on %s://%s (provider %s)\n", scheme, ln.Addr(), provider.Name())
 			select {
 			case err := <-served:
 				return &exitError{code: ExitFailed, err: err}
 			case <-ctx.Done():
 			}
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
-			defer cancel()
-			if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-				return &exitError{code: ExitFailed, err: err}
-			}
-			fmt.Fprintln(stdio.Err, "agentrt serve: stopped")
-			return nil
+			// A second signal stops the process at once, as without a handler.
+			stop()
+			ended = true
+			return stopServing(stdio, hs, srv, grace)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "", "address to listen on, such as 127.0.0.1:8080 (required)")
@@ -143,8 +186,90 @@ as a server span continuing the traceparent it carries.`,
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the bearer token (default $AGENTRT_SERVE_TOKEN)")
 	cmd.Flags().StringVar(&sf.path, "db", "", "SQLite file recording keyed creates and exact spawns across restarts (default: in memory)")
 	cmd.Flags().StringVar(&sf.database, "database", "", "PostgreSQL connection URL recording keyed creates and exact spawns, shared by many servers (default $AGENTRT_DATABASE_URL)")
+	cmd.Flags().DurationVar(&grace, "shutdown-grace", defaultServeGrace, "on SIGINT or SIGTERM, how long live turns and dispatched runs may go on while new work is refused; what is still live then is left, not cancelled")
+	cmd.Flags().IntVar(&maxRecords, "max-records", sidecar.DefaultMaxRecords, "how many keyed creates (and, apart, exact environments) --db/--database keep records of; beyond it the oldest whose environment is gone are deleted (0: no bound)")
+	cmd.Flags().StringVar(&tlsCert, "tls-cert", "", "PEM certificate (chain) to serve HTTPS with; needs --tls-key")
+	cmd.Flags().StringVar(&tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	cmd.Flags().DurationVar(&retention, "record-retention", sidecar.DefaultRecordRetention, "how long --db/--database keep a keyed create's or spawn's records after the key's first use; a re-send after it runs anew (0: forever; must exceed 5m, the create timeout)")
 	return cmd
+}
+
+// defaultServeGrace is --shutdown-grace's default.
+const defaultServeGrace = 30 * time.Second
+
+// stopServing stops a server whose signal came, and ends srv: srv
+// refuses new work and waits (at most grace) for its live work to end
+// and its clients to read the ends, then hs stops and srv closes. Work
+// still live after grace is not cancelled as if a client asked: every
+// connection is closed first, so no client is answered with a cancel,
+// and srv is abandoned (sidecar.Server.Abandon), so a create or spawn in
+// flight stays in doubt for its retry rather than recorded failed.
+func stopServing(stdio IO, hs *http.Server, srv *sidecar.Server, grace time.Duration) error {
+	deadline := time.Now().Add(grace)
+	fmt.Fprintf(stdio.Err, "agentrt serve: stopping: refusing new work, waiting up to %s for live turns (signal again to stop at once)\n", grace)
+	gctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	live, _ := srv.Quiesce(gctx)
+	if live == 0 {
+		err := hs.Shutdown(gctx)
+		if err == nil {
+			srv.Close()
+			fmt.Fprintln(stdio.Err, "agentrt serve: stopped")
+			return nil
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			hs.Close()
+			srv.Abandon()
+			return &exitError{code: ExitFailed, err: err}
+		}
+		live = 1 // a request outlived the grace
+	}
+	fmt.Fprintf(stdio.Err, "agentrt serve: %d turns, dispatched runs or requests still live after %s: left as they are, not cancelled (their clients see the connection close; agentrt runs recover RUN against a restarted server says what is left of a retained run)\n", live, grace)
+	err := hs.Close()
+	srv.Abandon()
+	if err != nil {
+		return &exitError{code: ExitFailed, err: err}
+	}
+	fmt.Fprintln(stdio.Err, "agentrt serve: stopped")
+	return nil
+}
+
+// serveTLS loads the server's certificate and key: both or neither
+// (nil: plain HTTP).
+func serveTLS(certFile, keyFile string) (*tls.Config, error) {
+	switch {
+	case certFile == "" && keyFile == "":
+		return nil, nil
+	case certFile == "" || keyFile == "":
+		return nil, usage("--tls-cert and --tls-key go together: give both PEM files (the certificate and its private key), or neither for plain HTTP")
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, usage("loading --tls-cert %s and --tls-key %s: %v", certFile, keyFile, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// serveRoots are the certificate authorities a remote sidecar's https
+// certificate may chain to: the system's and those in the PEM file
+// $AGENTRT_SERVE_CA_FILE; nil (the system's alone) without it.
+func serveRoots() (*x509.CertPool, error) {
+	file := os.Getenv("AGENTRT_SERVE_CA_FILE")
+	if file == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, usage("reading $AGENTRT_SERVE_CA_FILE: %v", err)
+	}
+	roots, err := x509.SystemCertPool()
+	if err != nil || roots == nil {
+		roots = x509.NewCertPool()
+	}
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, usage("$AGENTRT_SERVE_CA_FILE %s holds no PEM certificate", file)
+	}
+	return roots, nil
 }
 
 // openLocalproc opens the exact-process provider of this machine over

@@ -56,7 +56,9 @@ func startServeWithEnv(t *testing.T, env []string, args ...string) (url string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	// A test's server stops within 15 s even with a turn left live (the
+	// grace is 30 s by default).
+	cmd := exec.Command(exe, append([]string{"serve", "--listen", "127.0.0.1:0", "--shutdown-grace", "5s"}, args...)...)
 	cmd.Env = append(append(os.Environ(), env...), "AGENTRT_CLI_CHILD=1", "AGENTRT_SERVE_TOKEN="+serveToken)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -23,7 +23,13 @@ const tracingFlush = 5 * time.Second
 // that cannot be used is reported and the command runs untraced: tracing
 // only observes, it never changes a run.
 func startTracing(ctx context.Context, stdio IO) *telemetry.Tracing {
-	t, err := telemetry.FromEnv(ctx, os.Getenv, telemetry.Options{})
+	return startTracingWith(ctx, stdio, telemetry.Options{})
+}
+
+// startTracingWith is startTracing with o (a meter provider of the
+// command's own, which then receives the run metrics instead of OTLP).
+func startTracingWith(ctx context.Context, stdio IO, o telemetry.Options) *telemetry.Tracing {
+	t, err := telemetry.FromEnv(ctx, os.Getenv, o)
 	if err != nil {
 		fmt.Fprintf(stdio.Err, "agentrt: tracing is off: %v\n", err)
 		return nil

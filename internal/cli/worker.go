@@ -26,6 +26,7 @@ import (
 	"github.com/agentrt/agentrt/fleet"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/telemetry"
 )
 
 // fleetFlags select the fleet's database: --database or
@@ -104,6 +105,12 @@ On a remote server (--provider remote) whose environment of the dead worker's
 attempt is still alive, the new attempt re-attaches to that environment and
 its turn instead of running the work again.
 
+With --metrics-listen ADDR the worker serves Prometheus metrics at
+http://ADDR/metrics: the fleet's (agentrt_fleet_runs_total by event and
+queue, agentrt_fleet_queue_depth, agentrt_fleet_event_append_duration_seconds)
+and its attempts' run metrics (agentrt_runs_total, the turn latency and, when
+known exactly, tokens and cost), tracing or not.
+
 The database must have been migrated ("agentrt fleet migrate"). Credentials
 come from the environment as for "agentrt run" (OPENAI_API_KEY, ...), never
 from jobs.
@@ -141,15 +148,23 @@ as that span's child in its trace.`,
 			}
 			defer fl.Close()
 			var meter metric.Meter
+			topts := telemetry.Options{}
+			var runMetrics *telemetry.Metrics
 			if metricsListen != "" {
-				m, stopMetrics, err := serveMetrics(metricsListen, logger)
+				mp, stopMetrics, err := serveMetrics(metricsListen, logger)
 				if err != nil {
 					return &exitError{code: ExitFailed, err: err}
 				}
 				defer stopMetrics()
-				meter = m
+				meter = mp.Meter(fleetMeterScope)
+				// The attempts' run metrics go to the same endpoint: through
+				// the tracing when it is on, else on their own.
+				topts.MeterProvider = mp
+				if runMetrics, err = telemetry.NewMetrics(mp); err != nil {
+					return &exitError{code: ExitFailed, err: err}
+				}
 			}
-			tracing := startTracing(ctx, stdio)
+			tracing := startTracingWith(ctx, stdio, topts)
 			defer stopTracing(ctx, stdio, tracing)
 			wo := fleet.WorkerOptions{
 				Providers:   map[string]contract.Provider{providerName: provider},
@@ -157,8 +172,11 @@ as that span's child in its trace.`,
 				Backoff: backoff, MaxBackoff: maxBackoff,
 				Meter: meter,
 			}
-			if tracing != nil {
+			switch {
+			case tracing != nil:
 				wo.Observe = tracing.AttemptObserver
+			case runMetrics != nil:
+				wo.Observe = runMetrics.AttemptObserver
 			}
 			w, err := fl.NewWorker(startCtx, wo)
 			if errors.Is(err, fleet.ErrInvalid) {
@@ -193,10 +211,14 @@ as that span's child in its trace.`,
 	return cmd
 }
 
+// fleetMeterScope is the instrumentation scope of the fleet's metrics.
+const fleetMeterScope = "github.com/agentrt/agentrt/fleet"
+
 // serveMetrics serves the worker's OpenTelemetry metrics in the
-// Prometheus format at http://addr/metrics. stop shuts the server down
-// within a deadline.
-func serveMetrics(addr string, logger *slog.Logger) (metric.Meter, func(), error) {
+// Prometheus format at http://addr/metrics: the fleet's and the run
+// metrics of its attempts, recorded on the meter provider it returns.
+// stop shuts the server down within a deadline.
+func serveMetrics(addr string, logger *slog.Logger) (*sdkmetric.MeterProvider, func(), error) {
 	reg := prometheus.NewRegistry()
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
 	if err != nil {
@@ -219,7 +241,7 @@ func serveMetrics(addr string, logger *slog.Logger) (metric.Meter, func(), error
 		srv.Shutdown(ctx)
 		mp.Shutdown(ctx)
 	}
-	return mp.Meter("github.com/agentrt/agentrt/fleet"), stop, nil
+	return mp, stop, nil
 }
 
 func newFleetCmd(stdio IO) *cobra.Command {

@@ -77,7 +77,7 @@ func (l *Log) String() string {
 
 // listening is the line `agentrt serve` prints once it accepts
 // connections.
-var listening = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
+var listening = regexp.MustCompile(`listening on (https?://127\.0\.0\.1:\d+)`)
 
 // Serve runs `agentrt serve --listen 127.0.0.1:0 args…` with env added
 // to the test's environment, waits (at most two minutes) for it to
@@ -87,7 +87,9 @@ var listening = regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
 // fails the test.
 func Serve(t testing.TB, env []string, args ...string) (string, *Log) {
 	t.Helper()
-	cmd := exec.Command(Binary(t), append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	// The server stops within 30 s even with a turn left live (the grace
+	// is 30 s by default); args may set --shutdown-grace again.
+	cmd := exec.Command(Binary(t), append([]string{"serve", "--listen", "127.0.0.1:0", "--shutdown-grace", "10s"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

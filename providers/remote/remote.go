@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -45,6 +47,11 @@ type Options struct {
 	// timeout (streams are long), bounded per call instead. Its Timeout,
 	// if set, must outlast a whole turn.
 	HTTPClient *http.Client
+	// RootCAs, when set, are the certificate authorities an https server's
+	// certificate must chain to, instead of the system's roots (an agentrt
+	// serve with a self-signed or private CA's certificate). It applies to
+	// the client New makes: giving it with HTTPClient is refused.
+	RootCAs *x509.CertPool
 	// MaxRetries bounds the retries of one call after a lost connection
 	// or a 5xx answer; a stream's reconnects are bounded by it too.
 	MaxRetries int
@@ -123,7 +130,14 @@ func New(opts Options) (*Provider, error) {
 		opts.Logger = slog.Default()
 	}
 	client := opts.HTTPClient
-	if client == nil {
+	switch {
+	case client != nil && opts.RootCAs != nil:
+		return nil, errors.New("remote: RootCAs applies to the client New makes; set it in HTTPClient's transport instead")
+	case opts.RootCAs != nil:
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = &tls.Config{RootCAs: opts.RootCAs, MinVersion: tls.VersionTLS12}
+		client = &http.Client{Transport: tr}
+	case client == nil:
 		client = &http.Client{}
 	}
 	return &Provider{opts: opts, base: u, client: client}, nil

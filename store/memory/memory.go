@@ -384,6 +384,25 @@ func (s *Store) ListIdempotency(ctx context.Context, q store.IdempotencyQuery) (
 	return out[:min(len(out), q.Limit)], nil
 }
 
+// CountIdempotency implements store.IdempotencyCounter.
+func (s *Store) CountIdempotency(ctx context.Context, q store.IdempotencyQuery) (int64, error) {
+	if q.Scope == "" {
+		return 0, fmt.Errorf("%w: an idempotency count needs a scope", store.ErrInvalid)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	var n int64
+	for k, rec := range s.idempotency {
+		if k[0] == q.Scope && strings.HasPrefix(k[1], q.KeyPrefix) && (q.Before.IsZero() || rec.CreatedAt.Before(q.Before)) {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // DeleteIdempotency implements store.Store.
 func (s *Store) DeleteIdempotency(ctx context.Context, keys []store.IdempotencyKey) (int, error) {
 	if err := store.CheckIdempotencyKeys(keys); err != nil {

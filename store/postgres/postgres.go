@@ -596,6 +596,20 @@ func (s *Store) ListIdempotency(ctx context.Context, q store.IdempotencyQuery) (
 	if err := store.CheckIdempotencyQuery(q); err != nil {
 		return nil, err
 	}
+	where, args := idempotencyWhere(q)
+	args = append(args, q.Limit)
+	rows, err := s.pool.Query(ctx, `SELECT scope, key, request_digest, result, created_at FROM `+s.t.idempotency+` WHERE `+where+
+		` ORDER BY created_at, key LIMIT $`+strconv.Itoa(len(args)), args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: idempotency: %w", err)
+	}
+	defer rows.Close()
+	return sqlrow.ScanIdempotency(rows, "postgres")
+}
+
+// idempotencyWhere is the condition selecting q's records and its
+// arguments ($1…).
+func idempotencyWhere(q store.IdempotencyQuery) (string, []any) {
 	where, args := `scope = $1`, []any{q.Scope}
 	param := func(v any) string {
 		args = append(args, v)
@@ -612,13 +626,20 @@ func (s *Store) ListIdempotency(ctx context.Context, q store.IdempotencyQuery) (
 	if !q.Before.IsZero() {
 		where += ` AND created_at < ` + param(sqlrow.Nanos(q.Before))
 	}
-	rows, err := s.pool.Query(ctx, `SELECT scope, key, request_digest, result, created_at FROM `+s.t.idempotency+` WHERE `+where+
-		` ORDER BY created_at, key LIMIT `+param(q.Limit), args...)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: idempotency: %w", err)
+	return where, args
+}
+
+// CountIdempotency implements store.IdempotencyCounter.
+func (s *Store) CountIdempotency(ctx context.Context, q store.IdempotencyQuery) (int64, error) {
+	if q.Scope == "" {
+		return 0, fmt.Errorf("%w: an idempotency count needs a scope", store.ErrInvalid)
 	}
-	defer rows.Close()
-	return sqlrow.ScanIdempotency(rows, "postgres")
+	where, args := idempotencyWhere(q)
+	var n int64
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM `+s.t.idempotency+` WHERE `+where, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgres: count idempotency: %w", err)
+	}
+	return n, nil
 }
 
 // DeleteIdempotency implements store.Store: one statement, so all or

@@ -464,6 +464,19 @@ func (s *Store) ListIdempotency(ctx context.Context, q store.IdempotencyQuery) (
 	if err := store.CheckIdempotencyQuery(q); err != nil {
 		return nil, err
 	}
+	where, args := idempotencyWhere(q)
+	rows, err := s.r.QueryContext(ctx, `SELECT scope, key, request_digest, result, created_at FROM idempotency WHERE `+where+
+		` ORDER BY created_at, key LIMIT ?`, append(args, q.Limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: idempotency: %w", err)
+	}
+	defer rows.Close()
+	return sqlrow.ScanIdempotency(rows, "sqlite")
+}
+
+// idempotencyWhere is the condition selecting q's records and its
+// arguments.
+func idempotencyWhere(q store.IdempotencyQuery) (string, []any) {
 	where, args := `scope = ?`, []any{q.Scope}
 	if q.KeyPrefix != "" {
 		if upper, ok := sqlrow.PrefixRange(q.KeyPrefix); ok {
@@ -478,13 +491,20 @@ func (s *Store) ListIdempotency(ctx context.Context, q store.IdempotencyQuery) (
 		where += ` AND created_at < ?`
 		args = append(args, sqlrow.Nanos(q.Before))
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT scope, key, request_digest, result, created_at FROM idempotency WHERE `+where+
-		` ORDER BY created_at, key LIMIT ?`, append(args, q.Limit)...)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: idempotency: %w", err)
+	return where, args
+}
+
+// CountIdempotency implements store.IdempotencyCounter.
+func (s *Store) CountIdempotency(ctx context.Context, q store.IdempotencyQuery) (int64, error) {
+	if q.Scope == "" {
+		return 0, fmt.Errorf("%w: an idempotency count needs a scope", store.ErrInvalid)
 	}
-	defer rows.Close()
-	return sqlrow.ScanIdempotency(rows, "sqlite")
+	where, args := idempotencyWhere(q)
+	var n int64
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM idempotency WHERE `+where, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlite: count idempotency: %w", err)
+	}
+	return n, nil
 }
 
 // DeleteIdempotency implements store.Store.
