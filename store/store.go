@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentrt/agentrt/canonjson"
 )
@@ -345,6 +346,9 @@ func CheckUpdate(before, after Run) error {
 	if !after.Status.Valid() {
 		return fmt.Errorf("%w: unknown status %q", ErrInvalid, after.Status)
 	}
+	if err := checkText("run owner", after.Owner); err != nil {
+		return err
+	}
 	if before.Status.Terminal() && after.Status != before.Status {
 		return fmt.Errorf("%w: %s run %s cannot become %s", ErrTerminal, before.Status, before.ID, after.Status)
 	}
@@ -358,6 +362,9 @@ func CheckUpdate(before, after Run) error {
 func CheckNew(r Run) error {
 	if r.ID == "" || r.Kind == "" {
 		return fmt.Errorf("%w: a run needs an id and a kind", ErrInvalid)
+	}
+	if err := checkText("run id", r.ID, "run kind", r.Kind, "run owner", r.Owner); err != nil {
+		return err
 	}
 	if r.Generation < 0 {
 		return fmt.Errorf("%w: run %s has a negative lease generation", ErrInvalid, r.ID)
@@ -390,6 +397,9 @@ func CheckEvents(events []NewEvent) error {
 		if e.ID == "" || e.Type == "" {
 			return fmt.Errorf("%w: event %d needs an id and a type", ErrInvalid, i)
 		}
+		if err := checkText("event id", e.ID, "event type", e.Type); err != nil {
+			return err
+		}
 		dup := false
 		if seen != nil {
 			_, dup = seen[e.ID]
@@ -407,10 +417,26 @@ func CheckEvents(events []NewEvent) error {
 	return nil
 }
 
+// checkText refuses, as ErrInvalid, a name no store can hold the same
+// way: text that is not valid UTF-8 or holds a NUL byte (PostgreSQL's
+// text refuses both, so SQLite and memory refuse them too). Its
+// arguments are pairs of what the text names and the text.
+func checkText(pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if v := pairs[i+1]; !utf8.ValidString(v) || strings.IndexByte(v, 0) >= 0 {
+			return fmt.Errorf("%w: the %s %q is not valid UTF-8 text without NUL bytes", ErrInvalid, pairs[i], v)
+		}
+	}
+	return nil
+}
+
 // CheckIdempotency validates a record before ClaimIdempotency.
 func CheckIdempotency(rec Idempotency) error {
 	if rec.Scope == "" || rec.Key == "" || !canonjson.IsDigest(rec.RequestDigest) {
 		return fmt.Errorf("%w: an idempotency record needs a scope, a key and a sha256 request digest", ErrInvalid)
+	}
+	if err := checkText("idempotency scope", rec.Scope, "idempotency key", rec.Key); err != nil {
+		return err
 	}
 	if rec.Result.IsValid() {
 		if err := canonjson.Check(rec.Result); err != nil {
@@ -436,6 +462,9 @@ func CheckIdempotencyKeys(keys []IdempotencyKey) error {
 	for i, k := range keys {
 		if k.Scope == "" || k.Key == "" {
 			return fmt.Errorf("%w: idempotency record %d to delete needs a scope and a key", ErrInvalid, i)
+		}
+		if err := checkText("idempotency scope", k.Scope, "idempotency key", k.Key); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -60,6 +61,7 @@ func Run(t *testing.T, open Open) {
 		{"IdempotencyClaim", testIdempotency},
 		{"IdempotencyListAndDelete", testIdempotencyListDelete},
 		{"RefusesNonCanonicalJSON", testNonCanonical},
+		{"RefusesTextNoStoreHolds", testBadText},
 		{"FencedWritesNeedALiveLease", testFenceLapsed},
 		{"FencedWritesNeedTheGeneration", testFenceSuperseded},
 		{"FencedWritesStopAtTheEnd", testFenceEnded},
@@ -808,5 +810,57 @@ func testConcurrentAppendsFailAlone(t *testing.T, open Open) {
 				t.Errorf("%s: shared id of round %d appended %d times", tg.f.RunID, i, n)
 			}
 		}
+	}
+}
+
+// testBadText: a name that is not valid UTF-8, or holds a NUL byte, is
+// refused as ErrInvalid by every adapter alike (PostgreSQL's text cannot
+// hold it), and nothing is written.
+func testBadText(t *testing.T, open Open) {
+	ctx := context.Background()
+	s := open(t, NewClock().Now)
+	digest := "sha256:" + strings.Repeat("0", 64)
+	for _, bad := range []string{"run\xff", "run\x00x"} {
+		r := newRun(bad)
+		if _, err := s.CreateRun(ctx, r); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("CreateRun with id %q: %v, want ErrInvalid", bad, err)
+		}
+		r = newRun("r-" + fmt.Sprint(len(bad)))
+		r.Kind = bad
+		if _, err := s.CreateRun(ctx, r); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("CreateRun with kind %q: %v, want ErrInvalid", bad, err)
+		}
+		r.Kind, r.Owner = "execute", bad
+		if _, err := s.CreateRun(ctx, r); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("CreateRun with owner %q: %v, want ErrInvalid", bad, err)
+		}
+		rec := store.Idempotency{Scope: "s", Key: bad, RequestDigest: digest, CreatedAt: NewClock().Now()}
+		if _, _, err := s.ClaimIdempotency(ctx, rec); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("ClaimIdempotency with key %q: %v, want ErrInvalid", bad, err)
+		}
+		rec.Scope, rec.Key = bad, "k"
+		if _, _, err := s.ClaimIdempotency(ctx, rec); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("ClaimIdempotency with scope %q: %v, want ErrInvalid", bad, err)
+		}
+		if _, err := s.DeleteIdempotency(ctx, []store.IdempotencyKey{{Scope: "s", Key: bad}}); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("DeleteIdempotency of key %q: %v, want ErrInvalid", bad, err)
+		}
+	}
+	// A run that exists refuses a bad owner and bad event names.
+	r := newRun("good")
+	r.Generation, r.Owner, r.LeaseUntil = 1, "w", NewClock().Now().Add(time.Hour)
+	if _, err := s.CreateRun(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateRun(ctx, "good", func(r *store.Run) error { r.Owner = "w\xff"; return nil }); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("UpdateRun to owner %q: %v, want ErrInvalid", "w\xff", err)
+	}
+	for _, ev := range []store.NewEvent{{ID: "e\xff", Type: "t", Body: doc(`{}`)}, {ID: "e", Type: "t\x00", Body: doc(`{}`)}} {
+		if _, err := s.AppendEvents(ctx, fence("good"), []store.NewEvent{ev}); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("AppendEvents of %q/%q: %v, want ErrInvalid", ev.ID, ev.Type, err)
+		}
+	}
+	if runs, err := s.ListRuns(ctx, store.ListOptions{}); err != nil || len(runs) != 1 {
+		t.Errorf("runs after the refusals: %d (%v); want only the good one", len(runs), err)
 	}
 }
