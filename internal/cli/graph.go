@@ -26,13 +26,22 @@ func newGraphCmd(stdio IO, open providerOpener) *cobra.Command {
 	var timeout time.Duration
 	var analystFlags analystModelFlags
 	cmd := &cobra.Command{
-		Use:   "graph FILE --task TEXT --directives FILE [--run-dir DIR [--resume]]",
+		Use:   "graph FILE --task TEXT [--directives FILE] [--run-dir DIR [--resume]]",
 		Short: "Run a fixed agent topology from a JSON graph under one conserved budget",
 		Long: `Run the graph in FILE (or - for stdin): nodes are profiles (name = id), edges
 are delegates and analyzes edges naming their directives by handle, and its
 budget is the one conserved pool (see package graph). An analyzes edge's
-analyst is a node or a lens: a built-in one or one of --analysts FILE. --directives FILE is a
-JSON object of the edges' directive text by handle. The root node is the
+analyst is a node or a lens: a built-in one or one of --analysts FILE.
+
+An edge's directive is a handle <surface>/v<n> in the directive registry:
+the built-in directives (agentrt graph directives lists them: delegate/v1,
+delegate/implement/v1, delegate/fix/v1, delegate/review/v1,
+delegate/research/v1, delegate/test/v1, analyze/v1, analyze/critique/v1,
+analyze/verify/v1) and those of --directives FILE, a JSON object of
+directive text by handle that adds to them (and replaces a built-in of the
+same handle).
+
+The root node is the
 manager; it runs as agentrt supervise's manager does (--manager-script with
 the scripted provider, without one a plan that delegates once along each of
 the root's delegates edges and awaits), the workers on --provider. The
@@ -61,9 +70,6 @@ is invalid), 2 on usage errors.`,
 			if strings.TrimSpace(task) == "" {
 				return usage("--task is required")
 			}
-			if directivesPath == "" {
-				return usage("--directives is required")
-			}
 			if resume && runDir == "" && runID == "" {
 				return usage("--resume needs the graph run to continue: its --run-dir, or its --run-id in the --workspace")
 			}
@@ -79,17 +85,9 @@ is invalid), 2 on usage errors.`,
 				return &exitError{code: ExitFailed, err: err}
 			}
 			g.Deliverable = expectDeliverable(expect)
-			dirData, err := readInput(stdio, directivesPath)
+			reg, err := graphRegistry(stdio, directivesPath)
 			if err != nil {
 				return err
-			}
-			var directives map[string]string
-			if err := json.Unmarshal(dirData, &directives); err != nil {
-				return &exitError{code: ExitFailed, err: fmt.Errorf("%s: %w", directivesPath, err)}
-			}
-			reg, err := graph.NewRegistry(directives)
-			if err != nil {
-				return &exitError{code: ExitFailed, err: err}
 			}
 			lenses, err := readAnalysts(stdio, analystsPath)
 			if err != nil {
@@ -192,7 +190,7 @@ is invalid), 2 on usage errors.`,
 	sf.register(cmd)
 	f := cmd.Flags()
 	f.StringVar(&task, "task", "", "the root's task (required)")
-	f.StringVar(&directivesPath, "directives", "", "JSON object of the edges' directive text by handle (required)")
+	f.StringVar(&directivesPath, "directives", "", "JSON object of directive text by handle, added to the built-in directives (agentrt graph directives lists them)")
 	f.StringVar(&providerName, "provider", "scripted", "provider the workers (and, for openai and anthropic, the root) run on")
 	f.StringVar(&baseURL, "base-url", "", "the model endpoint of the provider (default: the vendor's)")
 	f.StringVar(&openaiAPI, "openai-api", "", "the wire protocol of the openai provider: chat-completions or responses")
@@ -207,6 +205,64 @@ is invalid), 2 on usage errors.`,
 	f.StringVar(&runID, "run-id", "", "the run's id (default: generated)")
 	f.DurationVar(&timeout, "timeout", 0, "give up after this long (the run ends cancelled)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.AddCommand(newGraphDirectivesCmd(stdio))
+	return cmd
+}
+
+// graphRegistry is the directive registry of a graph run: the built-in
+// directives, with those of the --directives file (path, "" for none)
+// added over them.
+func graphRegistry(stdio IO, path string) (*graph.Registry, error) {
+	if path == "" {
+		return graph.BuiltinRegistry(), nil
+	}
+	data, err := readInput(stdio, path)
+	if err != nil {
+		return nil, err
+	}
+	var directives map[string]string
+	if err := json.Unmarshal(data, &directives); err != nil {
+		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("%s: %w (want a JSON object of directive text by handle)", path, err)}
+	}
+	reg, err := graph.BuiltinRegistry().With(directives)
+	if err != nil {
+		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("%s: %w", path, err)}
+	}
+	return reg, nil
+}
+
+func newGraphDirectivesCmd(stdio IO) *cobra.Command {
+	var asJSON bool
+	var directivesPath string
+	cmd := &cobra.Command{
+		Use:   "directives [--directives FILE]",
+		Short: "List the directive registry an agentrt graph edge names its directive from",
+		Long: `List the directives an edge of agentrt graph may name by handle: the
+built-in ones, and with --directives FILE those the file adds (or replaces),
+each handle with its text. --json prints one JSON object of text by handle.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			reg, err := graphRegistry(stdio, directivesPath)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				m := make([]canonjson.Member, 0, reg.Len())
+				for _, h := range reg.Handles() {
+					t, _ := reg.Resolve(h)
+					m = append(m, canonjson.Member{Name: h, Value: canonjson.StringValue(t)})
+				}
+				return writeJSON(stdio.Out, canonjson.ObjectValue(m))
+			}
+			for _, h := range reg.Handles() {
+				t, _ := reg.Resolve(h)
+				fmt.Fprintf(stdio.Out, "%s\n  %s\n", h, t)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&directivesPath, "directives", "", "JSON object of directive text by handle, added to the built-in directives")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the registry as JSON")
 	return cmd
 }
 
