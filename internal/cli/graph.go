@@ -25,6 +25,7 @@ func newGraphCmd(stdio IO, open providerOpener) *cobra.Command {
 	var task, providerName, scriptPath, managerScript, baseURL, openaiAPI, expect, runDir, runID, directivesPath, analystsPath, workspace string
 	var timeout time.Duration
 	var analystFlags analystModelFlags
+	var workerFlags workerProviderFlags
 	cmd := &cobra.Command{
 		Use:   "graph FILE --task TEXT [--directives FILE] [--run-dir DIR [--resume]]",
 		Short: "Run a fixed agent topology from a JSON graph under one conserved budget",
@@ -44,7 +45,10 @@ same handle).
 The root node is the
 manager; it runs as agentrt supervise's manager does (--manager-script with
 the scripted provider, without one a plan that delegates once along each of
-the root's delegates edges and awaits), the workers on --provider. The
+the root's delegates edges and awaits), the workers on --provider, or on
+--worker-provider PROVIDER (all of them) and --worker-provider NODE=PROVIDER
+(one node; --worker-base-url is the endpoint of a worker provider that is
+not --provider). The
 deliverable is a result that contains --expect TEXT (without --expect: one
 that is not empty).
 
@@ -108,7 +112,7 @@ is invalid), 2 on usage errors.`,
 				// analysts are not cancelled by the root's return.
 				router = scripted.NewChatModel(defaultPlanAwaiting(targets, len(targets)+findingsOver(g, targets), task))
 			}
-			provider, err := open(providerName, scriptPath, baseURL, openaiAPI)
+			wp, err := workerFlags.parse(graphWorkerNodes(g, root), "node", deref(root.Name))
 			if err != nil {
 				return err
 			}
@@ -117,6 +121,10 @@ is invalid), 2 on usage errors.`,
 				return err
 			}
 			defer s.Close()
+			exec, err := newProviders(open, providerName, scriptPath, baseURL, openaiAPI, workerFlags).executor(wp, s)
+			if err != nil {
+				return err
+			}
 			if runDir == "" {
 				if runID == "" {
 					runID = kernel.NewID("graph")
@@ -132,7 +140,7 @@ is invalid), 2 on usage errors.`,
 			defer stopTracing(ctx, stdio, tracing)
 			prog := startProgress(ctx, stdio.Err, fileJournal(runDir), resume)
 			res, err := graph.RunGraph(ctx, g, graph.Options{Task: task, Registry: reg, Supervise: supervise.Options{
-				Executor: &supervise.KernelExecutor{Provider: provider, Store: s},
+				Executor: exec,
 				Router:   router, RunDir: runDir, RunID: runID, Resume: resume, ReturnEnded: resume, Analysts: lenses,
 				Observer: tracing.SuperviseObserver(), AnalystModel: analystModel,
 			}})
@@ -202,6 +210,7 @@ is invalid), 2 on usage errors.`,
 	f.BoolVar(&resume, "resume", false, "continue the graph run journaled in --run-dir (or the --run-id's directory)")
 	f.StringVar(&analystsPath, "analysts", "", analystsFlagUsage+"; an analyzes edge names a lens by id")
 	analystFlags.register(cmd)
+	workerFlags.register(cmd, "node")
 	f.StringVar(&runID, "run-id", "", "the run's id (default: generated)")
 	f.DurationVar(&timeout, "timeout", 0, "give up after this long (the run ends cancelled)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
@@ -264,6 +273,18 @@ each handle with its text. --json prints one JSON object of text by handle.`,
 	cmd.Flags().StringVar(&directivesPath, "directives", "", "JSON object of directive text by handle, added to the built-in directives")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the registry as JSON")
 	return cmd
+}
+
+// graphWorkerNodes are the ids of g's nodes other than its root: the
+// nodes a worker runs.
+func graphWorkerNodes(g graph.Graph, root *profile.Profile) []string {
+	var ids []string
+	for _, n := range g.Nodes {
+		if root.Name == nil || n.ID != *root.Name {
+			ids = append(ids, n.ID)
+		}
+	}
+	return ids
 }
 
 // findingsOver counts the analyzes traversals one settle of each target

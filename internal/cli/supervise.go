@@ -40,6 +40,7 @@ func newSuperviseCmd(stdio IO, open providerOpener) *cobra.Command {
 	var maxLive, maxTurns int
 	var timeout time.Duration
 	var analystFlags analystModelFlags
+	var workerFlags workerProviderFlags
 	cmd := &cobra.Command{
 		Use:   "supervise MANAGER-PROFILE --task TEXT --worker PROFILE...",
 		Short: "Run a manager agent that delegates to workers under one conserved budget",
@@ -54,7 +55,10 @@ it contains --expect TEXT and, when --check-cmd CMD is given, CMD (run by
 neither, when it is not empty.
 
 Workers run on --provider (the run flags: scripted by default, offline, with
---script FILE; openai; anthropic; ...), each recorded in the run store. The
+--script FILE; openai; anthropic; ...), each recorded in the run store, or on
+--worker-provider PROVIDER (all of them) and --worker-provider NAME=PROVIDER
+(the workers of profile NAME), whose endpoint, when it is not --provider,
+is --worker-base-url (and --worker-openai-api). The
 manager's model is, with --provider scripted, --manager-script FILE, a JSON
 script of the manager's turns:
 
@@ -142,17 +146,26 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 			if err != nil {
 				return err
 			}
-			provider, err := open(providerName, scriptPath, baseURL, openaiAPI)
+			wp, err := workerFlags.parse(names, "worker", "")
 			if err != nil {
 				return err
 			}
+			ps := newProviders(open, providerName, scriptPath, baseURL, openaiAPI, workerFlags)
 			s, err := sf.open(ctx)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
+			exec, err := ps.executor(wp, s)
+			if err != nil {
+				return err
+			}
 			var brain supervise.Brain
 			if external {
+				provider, err := ps.get(providerName)
+				if err != nil {
+					return err
+				}
 				// The harness is the manager: it reaches this run's verbs
 				// through agentrt mcp coordination RUN-DIR, a relay to the
 				// endpoint this process serves while the run is live.
@@ -186,7 +199,7 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				MaxLiveWorkers: maxLive,
 				Profiles:       profiles,
 				Deliverable:    deliverableOf(expect, checkCmd, checkTimeout),
-				Executor:       &supervise.KernelExecutor{Provider: provider, Store: s},
+				Executor:       exec,
 				Router:         router,
 				Brain:          brain,
 				MaxTurns:       maxTurns,
@@ -264,6 +277,7 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 	f.BoolVar(&journalInStore, "journal-in-store", false, "keep the spawn journal and the results in the run store (--db, or --database shared by many machines) rather than the run dir, so --resume --run-id continues the run on another machine")
 	f.StringVar(&analystsPath, "analysts", "", analystsFlagUsage+"; the manager runs them with run_analyst")
 	analystFlags.register(cmd)
+	workerFlags.register(cmd, "worker")
 	f.Int64Var(&budgetTokens, "budget-tokens", 100_000, "token ceiling of the whole run, manager included")
 	f.Float64Var(&budgetUSD, "budget-usd", 0, "dollar ceiling of the whole run (default: none)")
 	f.Int64Var(&iterations, "iterations", 8, "worker iteration ceiling of the whole run (each worker run is one)")
