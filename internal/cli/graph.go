@@ -26,6 +26,7 @@ func newGraphCmd(stdio IO, open providerOpener) *cobra.Command {
 	var timeout time.Duration
 	var analystFlags analystModelFlags
 	var workerFlags workerProviderFlags
+	var journal storeJournalFlags
 	cmd := &cobra.Command{
 		Use:   "graph FILE --task TEXT [--directives FILE] [--run-dir DIR [--resume]]",
 		Short: "Run a fixed agent topology from a JSON graph under one conserved budget",
@@ -60,6 +61,12 @@ the workspace) journals after its process died: give the same graph, directives 
 completed analyses are replayed from the journal, not run again, and the
 edge ledger and traversal caps carry on where they stopped.
 
+--journal-in-store (with --run-id) keeps the run's journal, its edge
+records and the workers' results in the run store (--db, or --database
+shared by many machines) instead of the run dir, held by this process
+under a --lease it renews: --resume --run-id then continues the graph run
+on another machine once that lease lapsed (a live holder is refused).
+
 Progress shows on stderr; the result, with every edge traversal, on stdout,
 or as JSON with --json.
 
@@ -79,6 +86,9 @@ is invalid), 2 on usage errors.`,
 			}
 			if managerScript != "" && providerName != "scripted" {
 				return usage("--manager-script applies to --provider scripted only")
+			}
+			if err := journal.check(runID); err != nil {
+				return err
 			}
 			data, err := readInput(stdio, args[0])
 			if err != nil {
@@ -138,12 +148,14 @@ is invalid), 2 on usage errors.`,
 			}
 			tracing := startTracing(ctx, stdio)
 			defer stopTracing(ctx, stdio, tracing)
-			prog := startProgress(ctx, stdio.Err, fileJournal(runDir), resume)
-			res, err := graph.RunGraph(ctx, g, graph.Options{Task: task, Registry: reg, Supervise: supervise.Options{
+			so := supervise.Options{
 				Executor: exec,
 				Router:   router, RunDir: runDir, RunID: runID, Resume: resume, ReturnEnded: resume, Analysts: lenses,
 				Observer: tracing.SuperviseObserver(), AnalystModel: analystModel,
-			}})
+			}
+			journal.apply(&so, s)
+			prog := startProgress(ctx, stdio.Err, journal.feed(s, runID, runDir), resume)
+			res, err := graph.RunGraph(ctx, g, graph.Options{Task: task, Registry: reg, Supervise: so})
 			prog.stop()
 			var capErr *graph.GraphEdgeCapError
 			incomplete := journalIncomplete(err)
@@ -211,6 +223,7 @@ is invalid), 2 on usage errors.`,
 	f.StringVar(&analystsPath, "analysts", "", analystsFlagUsage+"; an analyzes edge names a lens by id")
 	analystFlags.register(cmd)
 	workerFlags.register(cmd, "node")
+	journal.register(cmd)
 	f.StringVar(&runID, "run-id", "", "the run's id (default: generated)")
 	f.DurationVar(&timeout, "timeout", 0, "give up after this long (the run ends cancelled)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
