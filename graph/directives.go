@@ -1,9 +1,17 @@
 package graph
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
 	"maps"
 	"slices"
+	"strconv"
 )
+
+// MaxDirectivesLen bounds a directives document (DecodeDirectives): a
+// registry is reviewable text, kilobytes per directive.
+const MaxDirectivesLen = 4 << 20
 
 // builtinDirectives are the directives every graph may name without a
 // registry of its own (spec runtime §3.7: an edge's directive is a
@@ -78,4 +86,51 @@ func (r *Registry) Len() int {
 		return 0
 	}
 	return len(r.text)
+}
+
+// DecodeDirectives reads a directives document: one JSON object of
+// directive text by handle, {"<surface>/v<n>": "text", …}, at most
+// MaxDirectivesLen bytes. It is strict: anything but an object of
+// strings, a handle that is not ValidHandle, or a handle given twice is a
+// *ValidationError whose Path names it (directives["h"]). Registry.With
+// adds the result to a registry.
+func DecodeDirectives(data []byte) (map[string]string, error) {
+	if len(data) > MaxDirectivesLen {
+		return nil, invalid("directives", "is %d bytes; at most %d", len(data), MaxDirectivesLen)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, invalid("directives", "is not a JSON object of directive text by handle")
+	}
+	out := map[string]string{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, invalid("directives", "is not valid JSON: %v", err)
+		}
+		h, _ := tok.(string) // an object's keys are strings
+		p := "directives[" + strconv.Quote(h) + "]"
+		if _, dup := out[h]; dup {
+			return nil, invalid(p, "is given twice")
+		}
+		if !ValidHandle(h) {
+			return nil, invalid(p, "a directive handle is <surface>/v<n>")
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, invalid("directives", "is not valid JSON: %v", err)
+		}
+		var text string
+		if raw[0] != '"' || json.Unmarshal(raw, &text) != nil {
+			return nil, invalid(p, "is not a string of directive text")
+		}
+		out[h] = text
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, invalid("directives", "is not valid JSON: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, invalid("directives", "has data after its object")
+	}
+	return out, nil
 }

@@ -120,3 +120,73 @@ func overlap(r *graph.Registry, entries map[string]string) int {
 	}
 	return n
 }
+
+// DecodeDirectives is strict: an object of strings by valid handle, each
+// handle once, nothing after it; every refusal a *ValidationError naming
+// where.
+func TestDecodeDirectives(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc string
+		want      map[string]string
+		path      string
+	}{
+		{name: "object", doc: `{"delegate/coder/v1": "Code.", "analyze/v2": ""}`, want: map[string]string{"delegate/coder/v1": "Code.", "analyze/v2": ""}},
+		{name: "empty", doc: ` {} `, want: map[string]string{}},
+		{name: "array", doc: `["delegate/v1"]`, path: "directives"},
+		{name: "null", doc: `null`, path: "directives"},
+		{name: "not json", doc: `{"delegate/v1": "x",`, path: "directives"},
+		{name: "number text", doc: `{"delegate/v1": 3}`, path: `directives["delegate/v1"]`},
+		{name: "null text", doc: `{"delegate/v1": null}`, path: `directives["delegate/v1"]`},
+		{name: "object text", doc: `{"delegate/v1": {"text": "x"}}`, path: `directives["delegate/v1"]`},
+		{name: "bad handle", doc: `{"Delegate": "x"}`, path: `directives["Delegate"]`},
+		{name: "no version", doc: `{"delegate/coder": "x"}`, path: `directives["delegate/coder"]`},
+		{name: "twice", doc: `{"delegate/v1": "a", "delegate/v1": "b"}`, path: `directives["delegate/v1"]`},
+		{name: "trailing", doc: `{"delegate/v1": "a"} {}`, path: "directives"},
+		{name: "too large", doc: `{"delegate/v1": "` + strings.Repeat("x", graph.MaxDirectivesLen) + `"}`, path: "directives"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := graph.DecodeDirectives([]byte(tc.doc))
+			if tc.path != "" {
+				var ve *graph.ValidationError
+				if !errors.As(err, &ve) || ve.Path != tc.path {
+					t.Fatalf("DecodeDirectives: %v, want a *ValidationError at %s", err, tc.path)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// FuzzDecodeDirectives: no input makes DecodeDirectives panic; what it
+// accepts is all valid handles and builds a registry resolving each.
+func FuzzDecodeDirectives(f *testing.F) {
+	for _, seed := range []string{`{}`, `{"delegate/v1": "Do it."}`, `{"a/b/v2": "x", "c/v9": ""}`, `{"delegate/v1": 1}`,
+		`{"x": "y"}`, `[]`, `{"delegate/v1": "a", "delegate/v1": "b"}`, `{"a/v1":"\u00e9\n"}`, `{`, `"str"`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := graph.DecodeDirectives(data)
+		if err != nil {
+			var ve *graph.ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("a refusal that is not a *ValidationError: %v", err)
+			}
+			return
+		}
+		r, err := graph.BuiltinRegistry().With(m)
+		if err != nil {
+			t.Fatalf("decoded directives the registry refuses: %v", err)
+		}
+		for h, text := range m {
+			if got, ok := r.Resolve(h); !ok || got != text {
+				t.Fatalf("%q resolves to %q, %v; want %q", h, got, ok, text)
+			}
+		}
+	})
+}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -242,8 +241,8 @@ func graphRegistry(stdio IO, path string) (*graph.Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	var directives map[string]string
-	if err := json.Unmarshal(data, &directives); err != nil {
+	directives, err := graph.DecodeDirectives(data)
+	if err != nil {
 		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("%s: %w (want a JSON object of directive text by handle)", path, err)}
 	}
 	reg, err := graph.BuiltinRegistry().With(directives)
