@@ -34,6 +34,11 @@ type Work struct {
 	// NodeStarted made it); an executor running the worker through the
 	// kernel passes it on as kernel.Request.Observer.
 	Observer kernel.Observer
+	// ResumeOf, on a continuity-resume spawn (§3.6 "Continuity"), is the
+	// settled worker whose session this one continues: the latest settled
+	// worker of its label under its parent. Only an executor reporting
+	// ResumesSessions true is given such work; "" is a fresh worker.
+	ResumeOf NodeID
 	// Inbox, for an executor that reads inboxes (InboxReader), holds the
 	// steers sent to the worker while it runs: the executor takes them
 	// between turns (Inbox.TakeOrSeal) as the next turn's input. Nil for
