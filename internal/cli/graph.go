@@ -42,15 +42,13 @@ analyze/verify/v1) and those of --directives FILE, a JSON object of
 directive text by handle that adds to them (and replaces a built-in of the
 same handle).
 
-The root node is the
-manager; it runs as agentrt supervise's manager does (--manager-script with
-the scripted provider, without one a plan that delegates once along each of
-the root's delegates edges and awaits), the workers on --provider, or on
---worker-provider PROVIDER (all of them) and --worker-provider NODE=PROVIDER
-(one node; --worker-base-url is the endpoint of a worker provider that is
-not --provider). The
-deliverable is a result that contains --expect TEXT (without --expect: one
-that is not empty).
+The root node is the manager; it runs as agentrt supervise's manager does
+(--manager-script with the scripted provider, without one a plan that
+delegates once along each of the root's delegates edges and awaits). The
+workers run on --provider, or on --worker-provider PROVIDER (all of them)
+and --worker-provider NODE=PROVIDER (one node); --worker-base-url is the
+endpoint of a worker provider that is not --provider. The deliverable is a
+result that contains --expect TEXT (without --expect: one that is not empty).
 
 The run's directory is --run-dir DIR, by default
 WORKSPACE/.agent/supervisor/RUN-ID (--workspace, the current directory by
@@ -210,7 +208,7 @@ is invalid), 2 on usage errors.`,
 	f := cmd.Flags()
 	f.StringVar(&task, "task", "", "the root's task (required)")
 	f.StringVar(&directivesPath, "directives", "", "JSON object of directive text by handle, added to the built-in directives (agentrt graph directives lists them)")
-	f.StringVar(&providerName, "provider", "scripted", "provider the workers (and, for openai and anthropic, the root) run on")
+	f.StringVar(&providerName, "provider", "scripted", "provider the root (for openai and anthropic) and the workers run on, unless --worker-provider says otherwise")
 	f.StringVar(&baseURL, "base-url", "", "the model endpoint of the provider (default: the vendor's)")
 	f.StringVar(&openaiAPI, "openai-api", "", "the wire protocol of the openai provider: chat-completions or responses")
 	f.StringVar(&scriptPath, "script", "", "script for the workers' scripted provider (default: answer every task)")

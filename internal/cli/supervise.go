@@ -56,11 +56,11 @@ neither, when it is not empty.
 
 Workers run on --provider (the run flags: scripted by default, offline, with
 --script FILE; openai; anthropic; ...), each recorded in the run store, or on
---worker-provider PROVIDER (all of them) and --worker-provider NAME=PROVIDER
-(the workers of profile NAME), whose endpoint, when it is not --provider,
-is --worker-base-url (and --worker-openai-api). The
-manager's model is, with --provider scripted, --manager-script FILE, a JSON
-script of the manager's turns:
+--worker-provider PROVIDER (all of them) and --worker-provider WORKER=PROVIDER
+(the workers of profile WORKER), whose endpoint, when it is not --provider,
+is --worker-base-url (and --worker-openai-api). The manager's model is,
+with --provider scripted, --manager-script FILE, a JSON script of the
+manager's turns:
 
   {"turns": [{"calls": [{"verb": "spawn_worker", "args": {"profile": "note-writer", "task": "..."}}],
               "text": "...", "usage": {"inputTokens": 10, "outputTokens": 2}, "hang": false}]}

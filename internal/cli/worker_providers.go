@@ -31,7 +31,7 @@ type workerProviderFlags struct {
 func (f *workerProviderFlags) register(cmd *cobra.Command, node string) {
 	fl := cmd.Flags()
 	fl.StringArrayVar(&f.specs, "worker-provider", nil, "provider the workers run on instead of --provider (its values: scripted, openai, anthropic, claude-code, codex, opencode, remote), or "+
-		node+"=PROVIDER for one "+node+" (repeatable; a "+node+" not named runs on the bare value, else on --provider)")
+		strings.ToUpper(node)+"=PROVIDER for one "+node+" (repeatable; a "+node+" not named runs on the bare value, else on --provider)")
 	fl.StringVar(&f.baseURL, "worker-base-url", "", "the endpoint of a --worker-provider that is not --provider (default: the vendor's; --base-url is --provider's)")
 	fl.StringVar(&f.openaiAPI, "worker-openai-api", "", "the wire protocol of a --worker-provider openai that is not --provider: chat-completions or responses")
 }
