@@ -108,6 +108,7 @@ type worker struct {
 	checkErr  string
 	reason    string
 	replayed  bool
+	session   string // the provider session it left (WorkResult.Session)
 	inbox     *Inbox // nil unless the executor reads inboxes
 	runtime   string // RuntimeOf its executor
 	done      chan struct{}
@@ -347,6 +348,14 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 	var observer kernel.Observer
 	info, _ := c.scope.Node(id)
 	info.Runtime = w.runtime
+	var resumeSession string
+	if info.ResumeOf != "" {
+		c.mu.Lock()
+		if prior := c.workers[info.ResumeOf]; prior != nil {
+			resumeSession = prior.session
+		}
+		c.mu.Unlock()
+	}
 	if c.obs != nil {
 		wctx, observer = c.obs.nodeStarted(wctx, info)
 		// Spec §10: a backend without a trace channel journals
@@ -380,7 +389,7 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 			}
 			return d, err
 		}
-		res, err := c.execute(wctx, exec, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer, Inbox: w.inbox, ResumeOf: info.ResumeOf})
+		res, err := c.execute(wctx, exec, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer, Inbox: w.inbox, ResumeOf: info.ResumeOf, ResumeSession: resumeSession})
 		w.inbox.close(wctx) // the worker takes no more turns
 		if c.afterSettle == nil {
 			c.settle(wctx, w, res, err)
@@ -431,6 +440,10 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 		c.mu.Unlock()
 	}
 	w.text, w.output, w.reason = res.Text, res.Output, reason
+	session := res.Session
+	if len(session) > MaxSessionIDLen {
+		session = "" // unknown rather than a clipped id naming another session
+	}
 	// What follows outlives a cancelled worker.
 	bg := context.WithoutCancel(ctx)
 	if state == StateDone && !isAnalyst {
@@ -466,13 +479,13 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 		}
 	}
 	c.mu.Lock()
-	w.outRef = outRef
+	w.outRef, w.session = outRef, session
 	c.mu.Unlock()
 	// Only a failure can be the infrastructure's: a cancellation is the
 	// caller's decision.
 	infra := st.State == StateFailed && IsInfra(execErr)
 	rec := Record{Kind: KindSettled, Node: w.id, State: st.State, Spent: spendRecord(st.Spent), OutRef: outRef,
-		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr, Hook: c.afterSettle != nil, Infra: infra}
+		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr, Hook: c.afterSettle != nil, Infra: infra, Session: session}
 	if err := c.log.appendOrLose(bg, rec); err != nil {
 		c.logger.Error("supervise: journaling a settlement", "node", w.id, "err", err)
 	}
@@ -966,7 +979,7 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			if err != nil && st.Node == "" {
 				return &ResumeError{RunDir: c.log.dir, Reason: "replaying settlement of " + string(r.Node), Err: err}
 			}
-			w.outRef, w.verdict, w.delivered, w.reason, w.checkErr = r.OutRef, r.Verdict, r.Delivered, r.Reason, r.CheckError
+			w.outRef, w.verdict, w.delivered, w.reason, w.checkErr, w.session = r.OutRef, r.Verdict, r.Delivered, r.Reason, r.CheckError, r.Session
 			if r.OutRef != "" {
 				if v, err := c.log.getBlob(r.OutRef); err == nil {
 					if t, ok := canonjson.Resolve(v, "/text"); ok {
