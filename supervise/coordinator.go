@@ -348,14 +348,6 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 	var observer kernel.Observer
 	info, _ := c.scope.Node(id)
 	info.Runtime = w.runtime
-	var resumeSession string
-	if info.ResumeOf != "" {
-		c.mu.Lock()
-		if prior := c.workers[info.ResumeOf]; prior != nil {
-			resumeSession = prior.session
-		}
-		c.mu.Unlock()
-	}
 	if c.obs != nil {
 		wctx, observer = c.obs.nodeStarted(wctx, info)
 		// Spec §10: a backend without a trace channel journals
@@ -389,7 +381,7 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 			}
 			return d, err
 		}
-		res, err := c.execute(wctx, exec, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer, Inbox: w.inbox, ResumeOf: info.ResumeOf, ResumeSession: resumeSession})
+		res, err := c.execute(wctx, exec, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer, Inbox: w.inbox})
 		w.inbox.close(wctx) // the worker takes no more turns
 		if c.afterSettle == nil {
 			c.settle(wctx, w, res, err)
@@ -415,7 +407,23 @@ func (c *Coordinator) execute(ctx context.Context, exec Executor, w Work) (res W
 			res, err = WorkResult{}, &InfraError{Err: fmt.Errorf("supervise: executor panicked: %v", p)}
 		}
 	}()
+	w.ResumeOf, w.ResumeSession = c.resumeOf(w.Node)
 	return exec.Execute(ctx, w)
+}
+
+// resumeOf is the settled worker a continuity-resume node continues and
+// the provider session that worker left; "", "" for a fresh node.
+func (c *Coordinator) resumeOf(id NodeID) (NodeID, string) {
+	info, ok := c.scope.Node(id)
+	if !ok || info.ResumeOf == "" {
+		return "", ""
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prior := c.workers[info.ResumeOf]; prior != nil {
+		return info.ResumeOf, prior.session
+	}
+	return info.ResumeOf, ""
 }
 
 // settle runs the completion gate on a finished worker, stores its
@@ -485,7 +493,8 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 	// caller's decision.
 	infra := st.State == StateFailed && IsInfra(execErr)
 	rec := Record{Kind: KindSettled, Node: w.id, State: st.State, Spent: spendRecord(st.Spent), OutRef: outRef,
-		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr, Hook: c.afterSettle != nil, Infra: infra, Session: session}
+		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr, Hook: c.afterSettle != nil, Infra: infra}
+	rec.Session = session
 	if err := c.log.appendOrLose(bg, rec); err != nil {
 		c.logger.Error("supervise: journaling a settlement", "node", w.id, "err", err)
 	}
