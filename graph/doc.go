@@ -31,13 +31,18 @@
 // into the live worker of the destination node. Findings are never a
 // deliverable.
 //
-// Resume: with Supervise.RunDir and Supervise.Resume, RunGraph continues
-// the graph run the directory journals. Supervise replays the settled
+// Resume: with Supervise.RunDir (or Supervise.SpawnStore and RunID, the
+// journal kept in a run store under a lease) and Supervise.Resume,
+// RunGraph continues the graph run that journal holds. Supervise replays the settled
 // workers; the graph restores its ledger, traversal counts, spent and
 // exhausted caps from the journal's edge records (each records whether
 // it spent a traversal), so settled nodes and completed analyses are not
 // run again and no cap starts afresh. A journal of another topology is
 // refused before anything runs.
+//
+// Directives: BuiltinRegistry holds delegate/…/v1 and analyze/…/v1
+// directives a graph may name without a registry of its own;
+// Registry.With layers a caller's over them.
 //
 // Everything is validated before anything is spent (Validate); every
 // refusal is a *ValidationError naming the offending path or a

@@ -2,7 +2,9 @@ package graph
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/agentrt/agentrt/ledger"
@@ -108,10 +110,13 @@ type Registry struct {
 }
 
 // NewRegistry builds a registry from handle → text; every handle must be
-// ValidHandle.
+// ValidHandle (a *ValidationError names the first that is not, in handle
+// order). It holds only entries: BuiltinRegistry().With(entries) adds
+// them to the built-in directives.
 func NewRegistry(entries map[string]string) (*Registry, error) {
 	r := &Registry{text: make(map[string]string, len(entries))}
-	for h, t := range entries {
+	for _, h := range slices.Sorted(maps.Keys(entries)) {
+		t := entries[h]
 		if !ValidHandle(h) {
 			return nil, &ValidationError{Path: "registry[" + fmt.Sprintf("%q", h) + "]", Reason: "a directive handle is <surface>/v<n>"}
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"slices"
 	"strings"
 
@@ -143,18 +144,12 @@ func (r *run) afterSettle(ctx context.Context, c *supervise.Coordinator, s super
 	}
 }
 
-// checkJournal refuses, before anything runs, to resume the run dir's
-// journal with a graph whose edges are not the ones it journaled: the
+// checkJournal refuses, before anything runs, to resume the run's
+// journal (the run dir's file, or with so.SpawnStore the store's run
+// so.RunID) with a graph whose edges are not the ones it journaled: the
 // restored ledger and caps would belong to another topology. A missing
 // or empty journal is a new run.
-func (pl *plan) checkJournal(ctx context.Context, dir string) error {
-	recs, _, err := supervise.ReadRunDir(ctx, dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return &supervise.ResumeError{RunDir: dir, Reason: "reading the journal", Err: err}
-	}
+func (pl *plan) checkJournal(ctx context.Context, so supervise.Options) error {
 	known := map[string]bool{}
 	for _, e := range pl.delegatesTo {
 		known[e.ID()] = true
@@ -162,17 +157,64 @@ func (pl *plan) checkJournal(ctx context.Context, dir string) error {
 	for _, e := range pl.analyzes {
 		known[e.ID()] = true
 	}
-	for _, rec := range recs {
+	where := so.RunDir
+	if so.SpawnStore != nil {
+		where = "run " + so.RunID + " in the store"
+	}
+	for rec, err := range journaled(ctx, so) {
+		if err != nil {
+			return &supervise.ResumeError{RunDir: where, Reason: "reading the journal", Err: err}
+		}
 		if rec.Kind != supervise.KindEdge {
 			continue
 		}
 		var jr journaledRow
 		if err := canonjson.FromValue(rec.Data, &jr); err != nil {
-			return &supervise.ResumeError{RunDir: dir, Reason: "an edge record does not decode", Err: err}
+			return &supervise.ResumeError{RunDir: where, Reason: "an edge record does not decode", Err: err}
 		}
 		if !known[jr.Edge] {
-			return &supervise.ResumeError{RunDir: dir, Reason: fmt.Sprintf("the journal has edge %s, which this graph does not; resume with the graph that started the run", jr.Edge)}
+			return &supervise.ResumeError{RunDir: where, Reason: fmt.Sprintf("the journal has edge %s, which this graph does not; resume with the graph that started the run", jr.Edge)}
 		}
 	}
 	return nil
+}
+
+// journaled yields the records of the run's journal, where so keeps it:
+// the store's run so.RunID a page at a time, or the run dir's file (none
+// when it does not exist).
+func journaled(ctx context.Context, so supervise.Options) iter.Seq2[supervise.Record, error] {
+	return func(yield func(supervise.Record, error) bool) {
+		if so.SpawnStore == nil {
+			recs, _, err := supervise.ReadRunDir(ctx, so.RunDir)
+			if errors.Is(err, fs.ErrNotExist) {
+				return
+			}
+			if err != nil {
+				yield(supervise.Record{}, err)
+				return
+			}
+			for _, r := range recs {
+				if !yield(r, nil) {
+					return
+				}
+			}
+			return
+		}
+		for after := ""; ; {
+			recs, next, err := supervise.ReadStoreSpawnLog(ctx, so.SpawnStore, so.RunID, after)
+			if err != nil {
+				yield(supervise.Record{}, err)
+				return
+			}
+			for _, r := range recs {
+				if !yield(r, nil) {
+					return
+				}
+			}
+			if next == after {
+				return
+			}
+			after = next
+		}
+	}
 }

@@ -91,8 +91,9 @@ const EventFinding = supervise.EventFinding
 // analyst nodes run on the settles they are over, and every traversal is
 // ledgered and journaled. Nothing is spent before g and o validate.
 //
-// With Supervise.RunDir and Supervise.Resume it continues the graph run
-// that directory journals (after its process died): supervise replays
+// With Supervise.RunDir (or Supervise.SpawnStore and RunID) and
+// Supervise.Resume it continues the graph run that journal holds (after
+// its process died): supervise replays
 // the settled workers instead of running them, and the graph restores
 // its edge ledger, traversal counts and caps from the journal's edge
 // records, so a resumed run neither re-runs a settled node nor gets a
@@ -140,7 +141,7 @@ func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
 		so.RunDir = supervise.RunDirFor(so.WorkspaceRoot, so.RunID)
 	}
 	if so.Resume {
-		if err := pl.checkJournal(ctx, so.RunDir); err != nil {
+		if err := pl.checkJournal(ctx, so); err != nil {
 			return GraphResult{}, err
 		}
 	}

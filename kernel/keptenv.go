@@ -133,6 +133,23 @@ func (e *keptEnvironment) Destroy(context.Context) error { return nil }
 // Stream runs the turn in the kept environment, naming the keeper's
 // session id.
 func (e *keptEnvironment) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
+	return e.Environment.Stream(ctx, e.turn(in))
+}
+
+// StreamOwned implements contract.OwnedStreamer for the run that owns
+// the turn: the kept environment's own StreamOwned when it has one, so
+// the provider's private native session observation reaches the run
+// (NSO-02, Result.NativeSessionID) as it does without a keeper; else
+// Stream.
+func (e *keptEnvironment) StreamOwned(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
+	if o, ok := e.Environment.(contract.OwnedStreamer); ok {
+		return o.StreamOwned(ctx, e.turn(in))
+	}
+	return e.Environment.Stream(ctx, e.turn(in))
+}
+
+// turn is in naming the keeper's session id when it names none.
+func (e *keptEnvironment) turn(in *contract.TurnInput) *contract.TurnInput {
 	turn := contract.TurnInput{}
 	if in != nil {
 		turn = *in
@@ -143,5 +160,5 @@ func (e *keptEnvironment) Stream(ctx context.Context, in *contract.TurnInput) it
 		turn.SessionID = &id
 	}
 	e.k.mu.Unlock()
-	return e.Environment.Stream(ctx, &turn)
+	return &turn
 }

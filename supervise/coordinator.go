@@ -113,6 +113,7 @@ type worker struct {
 	checkErr  string
 	reason    string
 	replayed  bool
+	session   string // the provider session it left (WorkResult.Session)
 	inbox     *Inbox // nil unless the executor reads inboxes
 	runtime   string // RuntimeOf its executor
 	done      chan struct{}
@@ -421,7 +422,23 @@ func (c *Coordinator) execute(ctx context.Context, exec Executor, w Work) (res W
 			res, err = WorkResult{}, &InfraError{Err: fmt.Errorf("supervise: executor panicked: %v", p)}
 		}
 	}()
+	w.ResumeOf, w.ResumeSession = c.resumeOf(w.Node)
 	return exec.Execute(ctx, w)
+}
+
+// resumeOf is the settled worker a continuity-resume node continues and
+// the provider session that worker left; "", "" for a fresh node.
+func (c *Coordinator) resumeOf(id NodeID) (NodeID, string) {
+	info, ok := c.scope.Node(id)
+	if !ok || info.ResumeOf == "" {
+		return "", ""
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prior := c.workers[info.ResumeOf]; prior != nil {
+		return info.ResumeOf, prior.session
+	}
+	return info.ResumeOf, ""
 }
 
 // settle runs the completion gate on a finished worker, stores its
@@ -455,6 +472,10 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 		c.mu.Unlock()
 	}
 	w.text, w.output, w.reason = res.Text, res.Output, reason
+	session := res.Session
+	if len(session) > MaxSessionIDLen {
+		session = "" // unknown rather than a clipped id naming another session
+	}
 	// What follows outlives a cancelled worker.
 	bg := context.WithoutCancel(ctx)
 	if state == StateDone && !isAnalyst {
@@ -490,12 +511,13 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 		}
 	}
 	c.mu.Lock()
-	w.outRef = outRef
+	w.outRef, w.session = outRef, session
 	c.mu.Unlock()
 	infra := st.State == StateFailed && infraFailure
 	rec := Record{Kind: KindSettled, Node: w.id, State: st.State, Spent: spendRecord(st.Spent), OutRef: outRef,
 		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr, Hook: c.afterSettle != nil, Infra: infra,
 		Recovered: w.recovered}
+	rec.Session = session
 	if err := c.log.appendOrLose(bg, rec); err != nil {
 		c.logger.Error("supervise: journaling a settlement", "node", w.id, "err", err)
 	}
@@ -997,7 +1019,7 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			if err != nil && st.Node == "" {
 				return &ResumeError{RunDir: c.log.dir, Reason: "replaying settlement of " + string(r.Node), Err: err}
 			}
-			w.outRef, w.verdict, w.delivered, w.reason, w.checkErr = r.OutRef, r.Verdict, r.Delivered, r.Reason, r.CheckError
+			w.outRef, w.verdict, w.delivered, w.reason, w.checkErr, w.session = r.OutRef, r.Verdict, r.Delivered, r.Reason, r.CheckError, r.Session
 			if r.OutRef != "" {
 				if v, err := c.log.getBlob(r.OutRef); err == nil {
 					if t, ok := canonjson.Resolve(v, "/text"); ok {

@@ -34,6 +34,16 @@ type Work struct {
 	// NodeStarted made it); an executor running the worker through the
 	// kernel passes it on as kernel.Request.Observer.
 	Observer kernel.Observer
+	// ResumeOf, on a continuity-resume spawn (§3.6 "Continuity"), is the
+	// settled worker whose session this one continues: the latest settled
+	// worker of its label under its parent. Only an executor reporting
+	// ResumesSessions true is given such work; "" is a fresh worker.
+	ResumeOf NodeID
+	// ResumeSession is the provider session ResumeOf's worker left
+	// (its WorkResult.Session, journaled with its settlement, so a run
+	// resumed in another process still knows it); "" when none was
+	// observed.
+	ResumeSession string
 	// Inbox, for an executor that reads inboxes (InboxReader), holds the
 	// steers sent to the worker while it runs: the executor takes them
 	// between turns (Inbox.TakeOrSeal) as the next turn's input. Nil for
@@ -63,7 +73,17 @@ type WorkResult struct {
 	// Usage, when the executor knows it, is the worker's usage channel
 	// by channel (Spent folds it); nil: unknown. Only observers read it.
 	Usage *ledger.Usage
+	// Session is the provider's own session id the worker's last turn
+	// observed (NSO-02), "" when none: journaled with the settlement
+	// (Record.Session) and handed to a continuity-resume spawn of the
+	// worker as Work.ResumeSession. An id longer than MaxSessionIDLen is
+	// not kept.
+	Session string
 }
+
+// MaxSessionIDLen bounds a journaled provider session id
+// (WorkResult.Session); a longer one is recorded as unknown.
+const MaxSessionIDLen = 512
 
 // Executor runs workers (the executor port of §3.6). It is an open
 // interface: any leaf runtime (a provider through the kernel, a CLI
@@ -296,7 +316,7 @@ func (e *KernelExecutor) Execute(ctx context.Context, w Work) (WorkResult, error
 			usage = usage.Plus(res.Usage)
 		}
 		u := usage
-		out = WorkResult{Text: res.Text, Output: res.Output, Spent: SpendOf(usage), ServedModel: res.Served.Model, Usage: &u}
+		out = WorkResult{Text: res.Text, Output: res.Output, Spent: SpendOf(usage), ServedModel: res.Served.Model, Usage: &u, Session: res.NativeSessionID}
 		if err != nil {
 			w.Inbox.Seal(ctx)
 			return out, fmt.Errorf("supervise: worker %s: %w", w.Node, err)

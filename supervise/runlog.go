@@ -135,6 +135,9 @@ type Record struct {
 	// Infra: a settled worker went down for an infrastructure reason
 	// (NodeSettled.Infra).
 	Infra bool `json:"infra,omitzero"`
+	// Session: the provider session a settled worker left
+	// (WorkResult.Session), which a continuity-resume spawn continues.
+	Session string `json:"session,omitzero"`
 	// Data is a note's payload, owned by the layer that wrote it.
 	Data canonjson.Value `json:"data,omitzero"`
 	// Result is a finished record's outcome (OutcomeRecord).

@@ -225,7 +225,10 @@ func TestChatJSONShape(t *testing.T) {
 	}
 	got["inputTokens"] = string(canonjson.Marshal(member(member(l, "usage"), "inputTokens")))
 	wantVals := map[string]string{"turn": "1", "attempt": "1", "continuation": `"first"`, "status": `"completed"`, "text": `"Done: hi"`,
-		"servedModel": `"scripted/note-writer"`, "nativeSessionId": "null", "recorded": "true", "inputTokens": "null"}
+		"servedModel": `"scripted/note-writer"`, "recorded": "true", "inputTokens": "null",
+		// The scripted provider runs the turn in the session the chat
+		// names and observes it as its native session (NSO-02).
+		"nativeSessionId": string(canonjson.Marshal(member(l, "session")))}
 	if diff := cmp.Diff(wantVals, got); diff != "" {
 		t.Errorf("values (-want +got):\n%s", diff)
 	}

@@ -30,8 +30,8 @@ import (
 
 func newSuperviseCmd(stdio IO, open providerOpener) *cobra.Command {
 	var sf storeFlags
-	var asJSON, resume, journalInStore bool
-	var lease time.Duration
+	var asJSON, resume bool
+	var journal storeJournalFlags
 	var task, providerName, scriptPath, managerScript, baseURL, openaiAPI, expect, checkCmd, runDir, runID, analystsPath, workspace string
 	var checkTimeout time.Duration
 	var workers []string
@@ -40,6 +40,7 @@ func newSuperviseCmd(stdio IO, open providerOpener) *cobra.Command {
 	var maxLive, maxTurns int
 	var timeout time.Duration
 	var analystFlags analystModelFlags
+	var workerFlags workerProviderFlags
 	cmd := &cobra.Command{
 		Use:   "supervise MANAGER-PROFILE --task TEXT --worker PROFILE...",
 		Short: "Run a manager agent that delegates to workers under one conserved budget",
@@ -54,9 +55,12 @@ it contains --expect TEXT and, when --check-cmd CMD is given, CMD (run by
 neither, when it is not empty.
 
 Workers run on --provider (the run flags: scripted by default, offline, with
---script FILE; openai; anthropic; ...), each recorded in the run store. The
-manager's model is, with --provider scripted, --manager-script FILE, a JSON
-script of the manager's turns:
+--script FILE; openai; anthropic; ...), each recorded in the run store, or on
+--worker-provider PROVIDER (all of them) and --worker-provider WORKER=PROVIDER
+(the workers of profile WORKER), whose endpoint, when it is not --provider,
+is --worker-base-url (and --worker-openai-api). The manager's model is,
+with --provider scripted, --manager-script FILE, a JSON script of the
+manager's turns:
 
   {"turns": [{"calls": [{"verb": "spawn_worker", "args": {"profile": "note-writer", "task": "..."}}],
               "text": "...", "usage": {"inputTokens": 10, "outputTokens": 2}, "hang": false}]}
@@ -108,14 +112,13 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				return usage("--budget-tokens and --iterations must be positive")
 			case budgetUSD < 0 || workerUSD < 0 || workerTokens < 0 || maxLive < 0:
 				return usage("budgets and --max-live cannot be negative")
-			case lease < kernel.MinLeaseTTL:
-				return usage("--lease must be at least %s", kernel.MinLeaseTTL)
-			case journalInStore && runID == "":
-				return usage("--journal-in-store needs --run-id: the journal is found in the store by the run's id")
 			case resume && runDir == "" && runID == "":
 				return usage("--resume needs the run to continue: its --run-dir, or its --run-id in the --workspace")
 			case managerScript != "" && providerName != "scripted":
 				return usage("--manager-script applies to --provider scripted only")
+			}
+			if err := journal.check(runID); err != nil {
+				return err
 			}
 			mgr, err := loadProfile(stdio, args[0], asJSON)
 			if err != nil {
@@ -142,17 +145,26 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 			if err != nil {
 				return err
 			}
-			provider, err := open(providerName, scriptPath, baseURL, openaiAPI)
+			wp, err := workerFlags.parse(names, "worker", "")
 			if err != nil {
 				return err
 			}
+			ps := newProviders(open, providerName, scriptPath, baseURL, openaiAPI, workerFlags)
 			s, err := sf.open(ctx)
 			if err != nil {
 				return err
 			}
 			defer s.Close()
+			exec, err := ps.executor(wp, s)
+			if err != nil {
+				return err
+			}
 			var brain supervise.Brain
 			if external {
+				provider, err := ps.get(providerName)
+				if err != nil {
+					return err
+				}
 				// The harness is the manager: it reaches this run's verbs
 				// through agentrt mcp coordination RUN-DIR, a relay to the
 				// endpoint this process serves while the run is live.
@@ -186,7 +198,7 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				MaxLiveWorkers: maxLive,
 				Profiles:       profiles,
 				Deliverable:    deliverableOf(expect, checkCmd, checkTimeout),
-				Executor:       &supervise.KernelExecutor{Provider: provider, Store: s},
+				Executor:       exec,
 				Router:         router,
 				Brain:          brain,
 				MaxTurns:       maxTurns,
@@ -196,12 +208,11 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				// A run that already ended answers with its journaled
 				// result: --resume never drives its manager (and spends)
 				// again.
-				ReturnEnded:   resume,
-				SpawnStore:    spawnStore(journalInStore, s),
-				SpawnLeaseTTL: lease,
-				Analysts:      lenses,
-				AnalystModel:  analystModel,
+				ReturnEnded:  resume,
+				Analysts:     lenses,
+				AnalystModel: analystModel,
 			}
+			journal.apply(&o, s)
 			tracing := startTracing(ctx, stdio)
 			defer stopTracing(ctx, stdio, tracing)
 			o.Observer = tracing.SuperviseObserver()
@@ -211,11 +222,7 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 			if workerUSD > 0 {
 				o.PerWorker.MicroUSD = int64p(int64(math.Round(workerUSD * 1e6)))
 			}
-			feed := fileJournal(runDir)
-			if journalInStore {
-				feed = storeJournal(s, runID)
-			}
-			prog := startProgress(ctx, stdio.Err, feed, resume)
+			prog := startProgress(ctx, stdio.Err, journal.feed(s, runID, runDir), resume)
 			res, err := supervise.Supervise(ctx, mgr, task, o)
 			prog.stop()
 			// A result its journal does not fully hold is still shown;
@@ -260,10 +267,10 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 	f.StringVar(&workspace, "workspace", ".", "workspace root of the default run directory")
 	f.StringVar(&runID, "run-id", "", "the run's id, the root of its worker ids and its directory's name (default: generated)")
 	f.BoolVar(&resume, "resume", false, "continue the run journaled in --run-dir (or the --run-id's directory)")
-	f.DurationVar(&lease, "lease", kernel.DefaultLeaseTTL, "with --journal-in-store: how long the journal stays this process's if it dies or stalls (at least 1s); another process resumes the run once it lapsed")
-	f.BoolVar(&journalInStore, "journal-in-store", false, "keep the spawn journal and the results in the run store (--db, or --database shared by many machines) rather than the run dir, so --resume --run-id continues the run on another machine")
+	journal.register(cmd)
 	f.StringVar(&analystsPath, "analysts", "", analystsFlagUsage+"; the manager runs them with run_analyst")
 	analystFlags.register(cmd)
+	workerFlags.register(cmd, "worker")
 	f.Int64Var(&budgetTokens, "budget-tokens", 100_000, "token ceiling of the whole run, manager included")
 	f.Float64Var(&budgetUSD, "budget-usd", 0, "dollar ceiling of the whole run (default: none)")
 	f.Int64Var(&iterations, "iterations", 8, "worker iteration ceiling of the whole run (each worker run is one)")
@@ -947,13 +954,4 @@ func pollAck[T any](ctx context.Context, wait time.Duration, read func() (T, boo
 // finished record refused).
 func journalIncomplete(err error) bool {
 	return errors.Is(err, supervise.ErrJournalIncomplete) || errors.Is(err, supervise.ErrOutcomeNotJournaled)
-}
-
-// spawnStore is the store the spawn journal is kept in, when
-// --journal-in-store asks for the run store; nil keeps it in the run dir.
-func spawnStore(inStore bool, s store.Store) store.Store {
-	if inStore {
-		return s
-	}
-	return nil
 }
