@@ -44,7 +44,7 @@ func (e *KernelExecutor) executeSeated(ctx context.Context, w Work) (WorkResult,
 	usage := e.stagesUsage(ctx, res)
 	out := WorkResult{Spent: SpendOf(usage), Usage: &usage}
 	if res.Final != nil {
-		out.Text, out.Output, out.ServedModel = res.Final.Text, res.Final.Output, res.Final.Served.Model
+		out.Text, out.Output, out.ServedModel, out.Session = res.Final.Text, res.Final.Output, res.Final.Served.Model, res.Final.NativeSessionID
 	}
 	if err != nil {
 		return out, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
