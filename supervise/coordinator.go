@@ -341,7 +341,11 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 	c.workers[id] = w
 	c.inflight++
 	c.mu.Unlock()
-	if err := c.scope.Transition(id, StateRunning); err != nil {
+	// An executor that reports acquiring moves the node on (Work.Acquiring).
+	var acquiring, running func()
+	if acquires(exec) {
+		acquiring, running = c.phaseHooks(id)
+	} else if err := c.scope.Transition(id, StateRunning); err != nil {
 		c.logger.Warn("supervise: worker did not start running", "node", id, "err", err)
 	}
 	var observer kernel.Observer
@@ -380,7 +384,9 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 			}
 			return d, err
 		}
-		res, err := c.execute(wctx, exec, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer, Inbox: w.inbox})
+		res, err := c.execute(wctx, exec, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer, Inbox: w.inbox,
+			Acquiring: acquiring, Running: running})
+		c.ranAcquired(id, err)
 		w.inbox.close(wctx) // the worker takes no more turns
 		if c.afterSettle == nil {
 			c.settle(wctx, w, res, err)

@@ -39,6 +39,25 @@ type Work struct {
 	// between turns (Inbox.TakeOrSeal) as the next turn's input. Nil for
 	// other executors.
 	Inbox *Inbox
+	// Acquiring and Running, for an executor that reports acquiring
+	// (AcquisitionReporter), move the worker's node: Acquiring when it
+	// starts acquiring the worker's environment (state acquiring: real
+	// time spent getting a box, §3.6), Running once the worker runs in
+	// it. Both are safe to call more than once and from any goroutine;
+	// a move the node's state does not allow is ignored. Nil for other
+	// executors, whose workers run from the start.
+	Acquiring func()
+	Running   func()
+}
+
+// AcquisitionReporter is implemented by an executor that says when its
+// workers acquire their environments: when AcquiresEnvironment reports
+// true, a worker's node stays pending when it starts, and the executor
+// moves it with Work.Acquiring and Work.Running (KernelExecutor does,
+// around its provider's Create). A worker that settles before Running
+// settles from the state it reached.
+type AcquisitionReporter interface {
+	AcquiresEnvironment() bool
 }
 
 // WorkResult is what a worker produced and what it spent. Spent is
@@ -210,6 +229,10 @@ func (e *KernelExecutor) ReadsInbox() bool { return true }
 // Runtime reports RuntimeProvider.
 func (e *KernelExecutor) Runtime() string { return RuntimeProvider }
 
+// AcquiresEnvironment reports true: the worker is acquiring while its
+// provider creates its environment.
+func (e *KernelExecutor) AcquiresEnvironment() bool { return true }
+
 // PropagatesTrace reports true: the worker's kernel run is traced under
 // ctx, its node's span, and the provider passes the trace context on to
 // what it starts (TRACEPARENT to a harness process).
@@ -225,9 +248,14 @@ func (e *KernelExecutor) Execute(ctx context.Context, w Work) (WorkResult, error
 	if maxSteer == 0 {
 		maxSteer = DefaultMaxSteerTurns
 	}
-	var provider contract.Provider = e.Provider
+	// The worker's questions (question interactions of its turns) go
+	// to its manager, and its environment's creation is its acquiring.
+	asking := newAskWorker(ctx, w, e.Logger)
+	defer asking.close()
+	w.Observer = asking.observer(w.Observer)
+	provider := asking.provider(e.Provider)
 	if w.Inbox != nil && maxSteer > 0 {
-		kept := kernel.KeepEnvironment(e.Provider)
+		kept := kernel.KeepEnvironment(provider)
 		defer func() {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), kernel.DefaultCleanupTimeout)
 			defer cancel()
