@@ -57,6 +57,8 @@ type Coordinator struct {
 	queuedSeq int64 // the recorded order of the next event queued
 	inflight  int   // workers started whose settlement is not yet queued
 	questions []*question
+	// teardowns are the settled workers whose teardown is unconfirmed.
+	teardowns []UnconfirmedTeardown
 	wake      chan struct{}
 	replay    map[string][]NodeID // canonical request → settled journaled nodes not yet claimed
 	submitted *Winner
@@ -481,6 +483,9 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr, Hook: c.afterSettle != nil, Infra: infra}
 	if err := c.log.appendOrLose(bg, rec); err != nil {
 		c.logger.Error("supervise: journaling a settlement", "node", w.id, "err", err)
+	}
+	if res.TeardownUnconfirmed != "" {
+		c.teardownUnconfirmed(bg, w.id, w.runtime, st.State, res.TeardownUnconfirmed)
 	}
 	if isAnalyst {
 		c.recordFinding(bg, w, an, st.State, outRef)
@@ -986,6 +991,8 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				}
 			}
 			c.publishReplayed(w, st.State)
+		case KindTeardownUnconfirmed:
+			c.replayTeardown(r)
 		case KindMetered:
 			c.chargeDriver(r.Spent.spend())
 		case KindSubmitted:

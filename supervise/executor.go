@@ -74,6 +74,12 @@ type WorkResult struct {
 	// Usage, when the executor knows it, is the worker's usage channel
 	// by channel (Spent folds it); nil: unknown. Only observers read it.
 	Usage *ledger.Usage
+	// TeardownUnconfirmed, when not empty, says why the executor could
+	// not confirm the worker's environment was torn down (a destroy that
+	// failed or timed out). The worker's outcome stands; it is named in
+	// SupervisedResult.TeardownUnconfirmed, journaled, and its slot
+	// stays charged (§15 behaviour 51).
+	TeardownUnconfirmed string
 }
 
 // Executor runs workers (the executor port of §3.6). It is an open
@@ -239,8 +245,10 @@ func (e *KernelExecutor) AcquiresEnvironment() bool { return true }
 func (e *KernelExecutor) PropagatesTrace() bool { return true }
 
 // Execute runs w through kernel.Execute, turn after turn while its inbox
-// holds steers (see KernelExecutor).
-func (e *KernelExecutor) Execute(ctx context.Context, w Work) (WorkResult, error) {
+// holds steers (see KernelExecutor). The worker's environment is kept
+// across its turns and destroyed here once they are over; a destroy
+// that fails is the result's TeardownUnconfirmed.
+func (e *KernelExecutor) Execute(ctx context.Context, w Work) (result WorkResult, err error) {
 	if e == nil || e.Provider == nil || e.Store == nil {
 		return WorkResult{}, errors.New("supervise: KernelExecutor needs a Provider and a Store")
 	}
@@ -253,20 +261,23 @@ func (e *KernelExecutor) Execute(ctx context.Context, w Work) (WorkResult, error
 	asking := newAskWorker(ctx, w, e.Logger)
 	defer asking.close()
 	w.Observer = asking.observer(w.Observer)
-	provider := asking.provider(e.Provider)
-	if w.Inbox != nil && maxSteer > 0 {
-		kept := kernel.KeepEnvironment(provider)
-		defer func() {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), kernel.DefaultCleanupTimeout)
-			defer cancel()
-			if err := kept.Close(cctx); err != nil && e.Logger != nil {
-				// The runs settled and nothing the worker produced
-				// depends on the environment; the leak is reported.
-				e.Logger.Error("supervise: destroying a worker's environment", "node", w.Node, "err", err)
+	// The environment is kept — for the turns steers add, and so that
+	// its destruction is this executor's to confirm.
+	kept := kernel.KeepEnvironment(asking.provider(e.Provider))
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), kernel.DefaultCleanupTimeout)
+		defer cancel()
+		if cerr := kept.Close(cctx); cerr != nil {
+			// The runs settled and nothing the worker produced depends
+			// on the environment: the outcome stands, the teardown is
+			// unconfirmed.
+			result.TeardownUnconfirmed = cerr.Error()
+			if e.Logger != nil {
+				e.Logger.Error("supervise: destroying a worker's environment", "node", w.Node, "err", cerr)
 			}
-		}()
-		provider = kept
-	}
+		}
+	}()
+	var provider contract.Provider = kept
 	runID := kernel.NewID("worker")
 	task := w.Task
 	var (

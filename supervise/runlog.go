@@ -98,7 +98,8 @@ const (
 // (Node, Parent, Label, Profile, Model, Key, Task, the request's own
 // Budget and the merged ceiling Reserved), settled
 // (Node, State, Spent, OutRef, Verdict, Delivered, Reason, CheckError,
-// Infra), trace-unpropagated (Node, Reason),
+// Infra), trace-unpropagated (Node, Reason), teardown-unconfirmed (Node,
+// Label, Runtime, State, Reason),
 // submitted (OutRef, Verdict), finished (Outcome, Reason, and Result,
 // the whole result a resume of the ended run returns), an analysis
 // requested (Key, Label the lens, Node the analysed worker), a settlement
@@ -135,6 +136,8 @@ type Record struct {
 	// Infra: a settled worker went down for an infrastructure reason
 	// (NodeSettled.Infra).
 	Infra bool `json:"infra,omitzero"`
+	// Runtime is where a teardown-unconfirmed record's worker ran.
+	Runtime string `json:"runtime,omitzero"`
 	// Data is a note's payload, owned by the layer that wrote it.
 	Data canonjson.Value `json:"data,omitzero"`
 	// Result is a finished record's outcome (OutcomeRecord).
