@@ -467,6 +467,9 @@ func (l *runLog) appendCoord(ctx context.Context, r CoordRecord) error {
 	if l.coord == nil {
 		return nil
 	}
+	if err := l.lostErr(); err != nil {
+		return err // the run is no longer this process's: nothing more is written for it
+	}
 	v, err := canonjson.ToValue(r)
 	if err != nil {
 		return fmt.Errorf("supervise: coordination record: %w", err)
