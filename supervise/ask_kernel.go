@@ -181,9 +181,17 @@ func askArgsOf(req *contract.InteractionRequest) AskArgs {
 	if req.Default != nil && req.OnTimeout != nil && *req.OnTimeout == contract.OnTimeoutDefault {
 		q.Urgency = UrgencyContinueWithout
 	}
-	if f := answerField(req); f != nil {
+	// Within a question's bounds: the text clipped, and the options
+	// offered only when they all fit (the answer is matched against the
+	// request's own options either way).
+	q.Question = clip(q.Question, MaxQuestionBytes/2)
+	if f := answerField(req); f != nil && len(f.Options) <= MaxQuestionOptions {
+		opts := make([]string, 0, len(f.Options))
 		for _, o := range f.Options {
-			q.Options = append(q.Options, o.Value)
+			opts = append(opts, o.Value)
+		}
+		if (AskArgs{Question: q.Question, Reason: q.Reason, Options: opts}).size() <= MaxQuestionBytes {
+			q.Options = opts
 		}
 	}
 	return q

@@ -28,7 +28,11 @@ const askingScript = `{"turns": [
       "default": {"outcome": "declined"},
       "answerSpec": {"fields": [{"type": "text", "name": "size", "label": "Size"}]}}}},
     {"text": "sized by default DONE"},
-    {"usage": {"inputTokens": 10, "outputTokens": 5, "cost": 0.0001}, "mode": "delta"}]}
+    {"usage": {"inputTokens": 10, "outputTokens": 5, "cost": 0.0001}, "mode": "delta"}]},
+  {"match": "rush", "repeat": true, "steps": [
+    {"interaction": {"request": {"id": "size", "kind": "question", "title": "How big?", "timeoutMs": 300, "onTimeout": "fail",
+      "answerSpec": {"fields": [{"type": "text", "name": "size", "label": "Size"}]}}}},
+    {"text": "never DONE"}]}
 ]}`
 
 func askingKernelExecutor(t *testing.T) *supervise.KernelExecutor {
@@ -145,35 +149,47 @@ func TestKernelWorkerUnansweredQuestionEndsAtDeadline(t *testing.T) {
 	}
 }
 
-// A question whose request times out with a default the provider applies
-// is withdrawn from the manager: the turn went on without the answer,
-// and its question expired (the manager's late answer reaches nobody).
-// The request's default makes it continue-without.
+// A question whose request times out is withdrawn from the manager:
+// with a default the provider applies (which makes the question
+// continue-without) the turn goes on without the answer; without one
+// the provider withdraws the request and the turn fails. Either way the
+// question expired, and the manager's late answer reaches nobody.
 func TestKernelWorkerQuestionWithdrawnOnTimeout(t *testing.T) {
-	o := baseOptions(t, askingKernelExecutor(t), nil)
-	var (
-		asked   map[string]any
-		settled map[string]any
-		late    map[string]any
-	)
-	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("hurry up"))
-		asked = tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
-		settled = tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
-		late = tool(t, ctx, c, supervise.VerbAnswerQuestion, map[string]any{"questionId": "q1", "answer": "big"})
-		return supervise.BrainReport{}, nil
-	})
-	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
-		t.Fatal(err)
+	cases := []struct {
+		task, urgency, state, output string
+	}{
+		{"hurry up", "continue-without", "done", "sized by default DONE"},
+		{"rush it", "blocks-step", "failed", ""},
 	}
-	ev, _ := asked["event"].(map[string]any)
-	if q, _ := ev["question"].(map[string]any); q["urgency"] != "continue-without" {
-		t.Errorf("question %v", asked)
-	}
-	if ev, _ := settled["event"].(map[string]any); ev["output"] != "sized by default DONE" {
-		t.Errorf("settled %v", settled)
-	}
-	if late["delivered"] == true {
-		t.Errorf("a late answer was delivered: %v", late)
+	for _, tc := range cases {
+		t.Run(tc.task, func(t *testing.T) {
+			o := baseOptions(t, askingKernelExecutor(t), nil)
+			var asked, settled, late map[string]any
+			var coord *supervise.Coordinator
+			o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+				coord = c
+				tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs(tc.task))
+				asked = tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
+				settled = tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
+				late = tool(t, ctx, c, supervise.VerbAnswerQuestion, map[string]any{"questionId": "q1", "answer": "big"})
+				return supervise.BrainReport{}, nil
+			})
+			if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+				t.Fatal(err)
+			}
+			ev, _ := asked["event"].(map[string]any)
+			if q, _ := ev["question"].(map[string]any); q["urgency"] != tc.urgency {
+				t.Errorf("question %v, want urgency %s", asked, tc.urgency)
+			}
+			if ev, _ := settled["event"].(map[string]any); ev["state"] != tc.state || tc.output != "" && ev["output"] != tc.output {
+				t.Errorf("settled %v, want %s %q", settled, tc.state, tc.output)
+			}
+			if late["delivered"] == true {
+				t.Errorf("a late answer was delivered: %v", late)
+			}
+			if qs := coord.ListQuestions().Questions; len(qs) != 1 || qs[0].Status != "expired" {
+				t.Errorf("questions %+v, want one expired", qs)
+			}
+		})
 	}
 }

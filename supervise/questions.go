@@ -64,6 +64,15 @@ type question struct {
 // ErrBadQuestion: a question's fields are not what §3.6 allows.
 var ErrBadQuestion = errors.New("supervise: invalid question")
 
+// Bounds of one question: its question, reason and options together
+// take at most MaxQuestionBytes, in at most MaxQuestionOptions options.
+// A question is kept for list_questions and journaled whole, so each is
+// bounded.
+const (
+	MaxQuestionBytes   = 16 << 10
+	MaxQuestionOptions = 64
+)
+
 func (a AskArgs) check() error {
 	switch a.Level {
 	case "worker", "driver", "loop":
@@ -78,7 +87,22 @@ func (a AskArgs) check() error {
 	if a.Question == "" {
 		return fmt.Errorf("%w: empty question", ErrBadQuestion)
 	}
+	if len(a.Options) > MaxQuestionOptions {
+		return fmt.Errorf("%w: %d options, at most %d", ErrBadQuestion, len(a.Options), MaxQuestionOptions)
+	}
+	if n := a.size(); n > MaxQuestionBytes {
+		return fmt.Errorf("%w: %d bytes of question, reason and options, at most %d", ErrBadQuestion, n, MaxQuestionBytes)
+	}
 	return nil
+}
+
+// size is the bytes of a's question, reason and options.
+func (a AskArgs) size() int {
+	n := len(a.Question) + len(a.Reason)
+	for _, o := range a.Options {
+		n += len(o)
+	}
+	return n
 }
 
 // addQuestion records a question and, when wait is set, returns the
