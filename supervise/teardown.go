@@ -102,11 +102,17 @@ func (s *Scope) HoldSlot(id NodeID) error {
 	return nil
 }
 
+// MaxTeardownDetail bounds an UnconfirmedTeardown's Detail (bytes): an
+// executor's error text is clipped to it, so every entry fits the
+// journal's records.
+const MaxTeardownDetail = 1 << 10
+
 // teardownUnconfirmed records that settled worker id's teardown was
 // never acknowledged (detail says why): its slot stays charged, the
 // run's result names it, and the journal keeps it (a state change made:
 // a refused record is a loss).
 func (c *Coordinator) teardownUnconfirmed(ctx context.Context, id NodeID, runtime string, state State, detail string) {
+	detail = clip(detail, MaxTeardownDetail)
 	info, _ := c.scope.Node(id)
 	u := UnconfirmedTeardown{ID: id, Label: labelOf(info.Label, info.Profile), Runtime: runtime, Status: state, Detail: detail}
 	if err := c.scope.HoldSlot(id); err != nil {
