@@ -138,3 +138,26 @@ func TestAcquiringWorkerThatReturnsSettlesDone(t *testing.T) {
 		t.Errorf("result %+v", res)
 	}
 }
+
+// §3.6 "acquiring … abort defined here": a worker whose run ends while
+// its box is still being acquired is cancelled from acquiring — its
+// provider's Create honours the cancellation — and it settles within
+// the grace, not left unconfirmed.
+func TestWorkerCancelledWhileAcquiring(t *testing.T) {
+	gate := make(chan struct{}) // never opens
+	exec := &supervise.KernelExecutor{Provider: slowBox{Provider: workerProvider(t), gate: gate}, Store: newStore(t)}
+	o := baseOptions(t, exec, nil)
+	o.SettleGrace = 30 * time.Second
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("write alpha"))
+		waitState(t, c, "run1:s1", supervise.StateAcquiring)
+		return supervise.BrainReport{}, nil // the run ends: its workers are cancelled
+	})
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tree) != 1 || res.Tree[0].State != supervise.StateCancelled || len(res.TeardownUnconfirmed) != 0 {
+		t.Errorf("tree %+v, teardown unconfirmed %+v", res.Tree, res.TeardownUnconfirmed)
+	}
+}
