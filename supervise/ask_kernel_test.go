@@ -2,6 +2,7 @@ package supervise_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -191,5 +192,42 @@ func TestKernelWorkerQuestionWithdrawnOnTimeout(t *testing.T) {
 				t.Errorf("questions %+v, want one expired", qs)
 			}
 		})
+	}
+}
+
+// The same exchange driven by the cli-base router brain: the manager's
+// model calls spawn_worker, await_event (the question), list_questions
+// and answer_question as tools, and the kernel worker's turn goes on with
+// the answer; the winner is the painted result (INT-03: a question keeps
+// its meaning from the scripted provider's turn to the manager's tools).
+func TestRouterManagerAnswersKernelWorker(t *testing.T) {
+	manager := scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{
+		turn(call("c1", supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "paint the gate"}), managerUsage(10, 5, 0.0001)),
+		turn(call("c2", supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000}), managerUsage(10, 5, 0.0001)),
+		turn(call("c3", supervise.VerbListQuestions, map[string]any{}), managerUsage(10, 5, 0.0001)),
+		turn(call("c4", supervise.VerbAnswerQuestion, map[string]any{"questionId": "q1", "answer": "red"}), managerUsage(10, 5, 0.0001)),
+		turn(call("c5", supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000}), managerUsage(10, 5, 0.0001)),
+		turn(scripted.Text("painted"), managerUsage(10, 5, 0.0001)),
+	}})
+	o := baseOptions(t, askingKernelExecutor(t), manager)
+	o.RunDir = t.TempDir()
+	verbs := []string{supervise.VerbSpawnWorker, supervise.VerbAwaitEvent, supervise.VerbListQuestions, supervise.VerbAnswerQuestion}
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, verbs...), "paint", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != supervise.StatusWinner || res.Winner.Text != "asking; painted red (accepted) DONE" {
+		t.Fatalf("result %s %s %+v", res.Status, res.Reason, res.Winner)
+	}
+	log, _, err := supervise.ReadCoordinationLog(context.Background(), o.RunDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, r := range log {
+		kinds = append(kinds, r.Kind)
+	}
+	if !slices.Equal(kinds, []string{supervise.CoordQuestion, supervise.CoordDecision}) || log[1].Decision.Answer != "red" || !log[1].Delivered {
+		t.Errorf("coordination log %+v", log)
 	}
 }
