@@ -370,20 +370,34 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 		defer c.wg.Done()
 		defer close(w.done)
 		defer cancel(nil)
+		var (
+			askMu   sync.Mutex
+			askOpen int // the worker's questions awaiting a decision
+		)
 		ask := func(ctx context.Context, q AskArgs) (Decision, error) {
 			q.From = id
 			// A worker asking waits on its parent: waiting until the
 			// decision comes (observe_agent, state.json say so), then
-			// running again. A node that ended meanwhile stays ended.
-			if err := c.scope.Transition(id, StateWaiting); err != nil {
-				c.logger.Debug("supervise: a worker asked while not running", "node", id, "err", err)
-			}
-			d, err := c.Ask(ctx, q)
-			if info, _ := c.scope.Node(id); info.State == StateWaiting {
-				if terr := c.scope.Transition(id, StateRunning); terr != nil {
-					c.logger.Debug("supervise: a worker's question was decided while it ended", "node", id, "err", terr)
+			// running again — once its last open question is decided,
+			// when it asks several at once. A node that ended meanwhile
+			// stays ended.
+			askMu.Lock()
+			if askOpen++; askOpen == 1 {
+				if err := c.scope.Transition(id, StateWaiting); err != nil {
+					c.logger.Debug("supervise: a worker asked while not running", "node", id, "err", err)
 				}
 			}
+			askMu.Unlock()
+			d, err := c.Ask(ctx, q)
+			askMu.Lock()
+			if askOpen--; askOpen == 0 {
+				if info, _ := c.scope.Node(id); info.State == StateWaiting {
+					if terr := c.scope.Transition(id, StateRunning); terr != nil {
+						c.logger.Debug("supervise: a worker's question was decided while it ended", "node", id, "err", terr)
+					}
+				}
+			}
+			askMu.Unlock()
 			return d, err
 		}
 		res, err := c.execute(wctx, exec, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer, Inbox: w.inbox,
