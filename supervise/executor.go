@@ -212,7 +212,11 @@ const DefaultMaxSteerTurns = 8
 // one environment (kernel.KeepEnvironment), so the worker keeps its
 // session. A steer is acknowledged delivered when such a turn takes it.
 // Usage the provider does not report stays unknown; a worker counts one
-// iteration however many turns steers gave it.
+// iteration however many turns steers gave it. A question interaction
+// of a turn is the worker's question to its manager (Work.Ask), answered
+// with the decision; the worker is acquiring while the provider creates
+// its environment; and an environment it could not destroy is the
+// result's TeardownUnconfirmed.
 type KernelExecutor struct {
 	Provider contract.Provider
 	Store    store.Store
