@@ -249,10 +249,8 @@ func (e *KernelExecutor) AcquiresEnvironment() bool { return true }
 func (e *KernelExecutor) PropagatesTrace() bool { return true }
 
 // Execute runs w through kernel.Execute, turn after turn while its inbox
-// holds steers (see KernelExecutor). The worker's environment is kept
-// across its turns and destroyed here once they are over; a destroy
-// that fails is the result's TeardownUnconfirmed.
-func (e *KernelExecutor) Execute(ctx context.Context, w Work) (result WorkResult, err error) {
+// holds steers (see KernelExecutor).
+func (e *KernelExecutor) Execute(ctx context.Context, w Work) (WorkResult, error) {
 	if e == nil || e.Provider == nil || e.Store == nil {
 		return WorkResult{}, errors.New("supervise: KernelExecutor needs a Provider and a Store")
 	}
@@ -268,20 +266,24 @@ func (e *KernelExecutor) Execute(ctx context.Context, w Work) (result WorkResult
 	// The environment is kept — for the turns steers add, and so that
 	// its destruction is this executor's to confirm.
 	kept := kernel.KeepEnvironment(asking.provider(e.Provider))
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), kernel.DefaultCleanupTimeout)
-		defer cancel()
-		if cerr := kept.Close(cctx); cerr != nil {
-			// The runs settled and nothing the worker produced depends
-			// on the environment: the outcome stands, the teardown is
-			// unconfirmed.
-			result.TeardownUnconfirmed = cerr.Error()
-			if e.Logger != nil {
-				e.Logger.Error("supervise: destroying a worker's environment", "node", w.Node, "err", cerr)
-			}
+	out, err := e.turns(ctx, w, kept, maxSteer)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), kernel.DefaultCleanupTimeout)
+	defer cancel()
+	if cerr := kept.Close(cctx); cerr != nil {
+		// The runs settled and nothing the worker produced depends on
+		// the environment: the outcome stands, the teardown is
+		// unconfirmed.
+		out.TeardownUnconfirmed = cerr.Error()
+		if e.Logger != nil {
+			e.Logger.Error("supervise: destroying a worker's environment", "node", w.Node, "err", cerr)
 		}
-	}()
-	var provider contract.Provider = kept
+	}
+	return out, err
+}
+
+// turns runs w's turns on provider (the kept environment): the task's,
+// then one per batch of steers, at most maxSteer of them.
+func (e *KernelExecutor) turns(ctx context.Context, w Work, provider contract.Provider, maxSteer int) (WorkResult, error) {
 	runID := kernel.NewID("worker")
 	task := w.Task
 	var (
