@@ -1,5 +1,12 @@
 package supervise
 
+import (
+	"context"
+
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/kernel"
+)
+
 // acquires reports whether exec moves its workers' nodes through
 // acquiring itself (AcquisitionReporter): such a worker starts pending.
 func acquires(exec Executor) bool {
@@ -42,4 +49,50 @@ func (c *Coordinator) ranAcquired(id NodeID, err error) {
 			c.logger.Debug("supervise: a worker's node did not move", "node", id, "to", StateRunning, "err", terr)
 		}
 	}
+}
+
+// turnRunning is the kernel.Observer of a worker whose executor reports
+// acquiring: a kernel turn starting means the worker runs (its
+// environment exists), whichever path of the executor ran it — so a
+// worker is never left pending while its turn streams. Every hook goes
+// on to inner (nil: none).
+type turnRunning struct {
+	inner   kernel.Observer
+	running func()
+}
+
+func (o turnRunning) RunStarted(ctx context.Context, r kernel.RunStart) (context.Context, error) {
+	if o.inner == nil {
+		return ctx, nil
+	}
+	return o.inner.RunStarted(ctx, r)
+}
+
+func (o turnRunning) TurnStarted(ctx context.Context, t kernel.TurnStart) (context.Context, error) {
+	o.running()
+	if o.inner == nil {
+		return ctx, nil
+	}
+	return o.inner.TurnStarted(ctx, t)
+}
+
+func (o turnRunning) Event(ctx context.Context, e contract.EnvironmentEvent) error {
+	if o.inner == nil {
+		return nil
+	}
+	return o.inner.Event(ctx, e)
+}
+
+func (o turnRunning) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
+	if o.inner == nil {
+		return nil
+	}
+	return o.inner.TurnEnded(ctx, t)
+}
+
+func (o turnRunning) RunEnded(ctx context.Context, res kernel.Result) error {
+	if o.inner == nil {
+		return nil
+	}
+	return o.inner.RunEnded(ctx, res)
 }

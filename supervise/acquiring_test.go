@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/providers/scripted"
+	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -159,5 +161,49 @@ func TestWorkerCancelledWhileAcquiring(t *testing.T) {
 	}
 	if len(res.Tree) != 1 || res.Tree[0].State != supervise.StateCancelled || len(res.TeardownUnconfirmed) != 0 {
 		t.Errorf("tree %+v, teardown unconfirmed %+v", res.Tree, res.TeardownUnconfirmed)
+	}
+}
+
+// silentKernel reports acquiring but never moves its worker itself: it
+// runs the worker through kernel.Execute with the worker's observer, as
+// a path of an executor that does not wrap its provider would.
+type silentKernel struct {
+	provider contract.Provider
+	store    store.Store
+}
+
+func (*silentKernel) AcquiresEnvironment() bool { return true }
+
+func (e *silentKernel) Execute(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+	res, err := kernel.Execute(ctx, kernel.Request{Profile: w.Profile, Task: w.Task, Provider: e.provider, Store: e.store,
+		RunID: kernel.NewID("worker"), Observer: w.Observer})
+	if res == nil {
+		return supervise.WorkResult{}, err
+	}
+	return supervise.WorkResult{Text: res.Text, Spent: supervise.SpendOf(res.Usage)}, err
+}
+
+// A worker of an executor that reports acquiring is running once its
+// kernel turn starts, even when the executor never said so itself.
+func TestAcquiringWorkerRunsWhenItsTurnStarts(t *testing.T) {
+	s, err := scripted.ParseScript([]byte(`{"turns": [{"repeat": true, "steps": [{"text": "started "}, {"delayMs": 400},
+	  {"text": "DONE"}, {"usage": {"inputTokens": 1, "outputTokens": 1, "cost": 0.000001}, "mode": "delta"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := baseOptions(t, &silentKernel{provider: scripted.New(s, scripted.Options{}), store: newStore(t)}, nil)
+	var during supervise.State
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("build"))
+		during = waitState(t, c, "run1:s1", supervise.StateRunning)
+		_, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}})
+		return supervise.BrainReport{}, err
+	})
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if during != supervise.StateRunning || res.Status != supervise.StatusWinner {
+		t.Errorf("while its turn streamed: %s; result %s %s", during, res.Status, res.Reason)
 	}
 }

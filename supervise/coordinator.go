@@ -365,6 +365,9 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 	}
 	// The worker's turns and events go to its log, workers/<label>.ndjson.
 	observer = c.log.streams.workerObserver(id, WorkerLogStem(labelOf(info.Label, info.Profile)), observer)
+	if running != nil {
+		observer = turnRunning{inner: observer, running: running}
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
