@@ -107,6 +107,9 @@
 // turn's end) expires the question. A question is bounded
 // (MaxQuestionBytes, MaxQuestionOptions), and one the coordination log
 // refused is a journal loss like any record of a change already made.
+// A resumed run lists its earlier processes' questions again (answered,
+// deferred, or expired with their askers) and numbers new ones after
+// them.
 //
 // Acquiring and teardown. An executor that reports acquiring
 // (AcquisitionReporter; KernelExecutor does) starts its workers pending
