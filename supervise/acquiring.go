@@ -7,6 +7,16 @@ import (
 	"github.com/agentrt/agentrt/kernel"
 )
 
+// AcquisitionReporter is implemented by an executor that says when its
+// workers acquire their environments: when AcquiresEnvironment reports
+// true, a worker's node stays pending when it starts, and the executor
+// moves it with Work.Acquiring and Work.Running (KernelExecutor does,
+// around its provider's Create) — or its kernel turn starting does. A
+// worker that settles before it runs settles from the state it reached.
+type AcquisitionReporter interface {
+	AcquiresEnvironment() bool
+}
+
 // acquires reports whether exec moves its workers' nodes through
 // acquiring itself (AcquisitionReporter): such a worker starts pending.
 func acquires(exec Executor) bool {
@@ -35,6 +45,24 @@ func (c *Coordinator) phaseHooks(id NodeID) (acquiring, running func()) {
 	}
 	return func() { move(StateAcquiring, StatePending) },
 		func() { move(StateRunning, StatePending, StateAcquiring) }
+}
+
+// phased is an executor that reports acquiring, handed its worker's
+// Work.Acquiring and Work.Running; a worker it returns while still
+// acquiring is moved to running (ranAcquired).
+type phased struct {
+	Executor
+	c                  *Coordinator
+	id                 NodeID
+	acquiring, running func()
+}
+
+// Execute runs w on the executor with its phase hooks.
+func (p phased) Execute(ctx context.Context, w Work) (WorkResult, error) {
+	w.Acquiring, w.Running = p.acquiring, p.running
+	res, err := p.Executor.Execute(ctx, w)
+	p.c.ranAcquired(p.id, err)
+	return res, err
 }
 
 // ranAcquired moves a worker that returned without error while still

@@ -365,14 +365,17 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 	}
 	// The worker's turns and events go to its log, workers/<label>.ndjson.
 	observer = c.log.streams.workerObserver(id, WorkerLogStem(labelOf(info.Label, info.Profile)), observer)
-	if running != nil {
-		observer = turnRunning{inner: observer, running: running}
-	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		defer close(w.done)
 		defer cancel(nil)
+		if acquiring != nil {
+			// The executor moves its worker through acquiring (and a
+			// kernel turn starting means it runs).
+			observer = turnRunning{inner: observer, running: running}
+			exec = phased{Executor: exec, c: c, id: id, acquiring: acquiring, running: running}
+		}
 		var (
 			askMu   sync.Mutex
 			askOpen int // the worker's questions awaiting a decision
@@ -403,9 +406,7 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 			askMu.Unlock()
 			return d, err
 		}
-		res, err := c.execute(wctx, exec, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer, Inbox: w.inbox,
-			Acquiring: acquiring, Running: running})
-		c.ranAcquired(id, err)
+		res, err := c.execute(wctx, exec, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer, Inbox: w.inbox})
 		w.inbox.close(wctx) // the worker takes no more turns
 		if c.afterSettle == nil {
 			c.settle(wctx, w, res, err)
@@ -1008,8 +1009,6 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				}
 			}
 			c.publishReplayed(w, st.State)
-		case KindTeardownUnconfirmed:
-			c.replayTeardown(r)
 		case KindMetered:
 			c.chargeDriver(r.Spent.spend())
 		case KindSubmitted:
@@ -1019,6 +1018,8 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 					c.submitted.Text = t.Str()
 				}
 			}
+		case KindTeardownUnconfirmed:
+			c.replayTeardown(r)
 		}
 	}
 	for _, n := range c.scope.Nodes() {

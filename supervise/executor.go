@@ -30,15 +30,6 @@ type Work struct {
 	// Ask raises the worker's question to its manager and waits for the
 	// decision (or ctx); an executor whose workers can ask passes it on.
 	Ask func(ctx context.Context, q AskArgs) (Decision, error)
-	// Observer, when set, watches the worker's run (Options.Observer's
-	// NodeStarted made it); an executor running the worker through the
-	// kernel passes it on as kernel.Request.Observer.
-	Observer kernel.Observer
-	// Inbox, for an executor that reads inboxes (InboxReader), holds the
-	// steers sent to the worker while it runs: the executor takes them
-	// between turns (Inbox.TakeOrSeal) as the next turn's input. Nil for
-	// other executors.
-	Inbox *Inbox
 	// Acquiring and Running, for an executor that reports acquiring
 	// (AcquisitionReporter), move the worker's node: Acquiring when it
 	// starts acquiring the worker's environment (state acquiring: real
@@ -48,16 +39,15 @@ type Work struct {
 	// executors, whose workers run from the start.
 	Acquiring func()
 	Running   func()
-}
-
-// AcquisitionReporter is implemented by an executor that says when its
-// workers acquire their environments: when AcquiresEnvironment reports
-// true, a worker's node stays pending when it starts, and the executor
-// moves it with Work.Acquiring and Work.Running (KernelExecutor does,
-// around its provider's Create). A worker that settles before Running
-// settles from the state it reached.
-type AcquisitionReporter interface {
-	AcquiresEnvironment() bool
+	// Observer, when set, watches the worker's run (Options.Observer's
+	// NodeStarted made it); an executor running the worker through the
+	// kernel passes it on as kernel.Request.Observer.
+	Observer kernel.Observer
+	// Inbox, for an executor that reads inboxes (InboxReader), holds the
+	// steers sent to the worker while it runs: the executor takes them
+	// between turns (Inbox.TakeOrSeal) as the next turn's input. Nil for
+	// other executors.
+	Inbox *Inbox
 }
 
 // WorkResult is what a worker produced and what it spent. Spent is
