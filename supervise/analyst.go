@@ -719,7 +719,7 @@ func (c *Coordinator) resumeAnalyses(ctx context.Context) {
 			c.logger.Warn("supervise: a requested analysis could not be started on resume", "lens", in.lens, "worker", in.source, "err", err)
 			rec := CoordRecord{Kind: CoordFinding, Finding: &FindingRecord{Outcome: FindingNotRun, Lens: in.lens, Source: in.source,
 				Reason: "the resumed run could not start it: " + err.Error()}}
-			if err := c.log.appendCoord(ctx, rec); err != nil {
+			if err := c.log.appendCoordOrLose(ctx, rec, in.source); err != nil {
 				c.logger.Error("supervise: reporting an analysis not run", "err", err)
 			}
 		}
@@ -744,7 +744,7 @@ func (c *Coordinator) recordFinding(ctx context.Context, w *worker, a analystOf,
 	c.mu.Unlock()
 	rec := CoordRecord{Kind: CoordFinding, Finding: &FindingRecord{Outcome: FindingSettled, Lens: a.lens, Source: a.source,
 		Analyst: w.id, State: state, Findings: w.text, OutRef: outRef, Reason: reason}}
-	if err := c.log.appendCoord(ctx, rec); err != nil {
+	if err := c.log.appendCoordOrLose(ctx, rec, w.id); err != nil {
 		c.logger.Error("supervise: recording a finding", "node", w.id, "err", err)
 	}
 }

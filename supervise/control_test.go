@@ -465,7 +465,7 @@ func TestCancelWorkerUnresolvedStaysUnknownBehaviour49(t *testing.T) {
 			return r.Effect == kernel.EffectCancelRequested, err
 		})
 		res := run.finish(t)
-		if !slices.Contains(res.TeardownUnconfirmed, "run1:s2") {
+		if !slices.ContainsFunc(res.TeardownUnconfirmed, func(u supervise.UnconfirmedTeardown) bool { return u.ID == "run1:s2" }) {
 			t.Errorf("teardown unconfirmed %v, want the stubborn worker", res.TeardownUnconfirmed)
 		}
 		r, err := supervise.ReadWorkerCancellation(ctx, run.dir, "op-s")

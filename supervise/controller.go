@@ -467,7 +467,7 @@ func (c *Coordinator) finalizeControl(ctx context.Context, res *SupervisedResult
 		effect := kernel.EffectCancelled
 		ack := c.runAck(*run, at, effect)
 		if len(res.TeardownUnconfirmed) > 0 {
-			ack.Effect, ack.Affected = kernel.EffectUnknown, res.TeardownUnconfirmed
+			ack.Effect, ack.Affected = kernel.EffectUnknown, teardownIDs(res.TeardownUnconfirmed)
 			ack.Detail = "workers still running when the run ended"
 		}
 		if err := writeReplace(runPath, ack); err != nil {

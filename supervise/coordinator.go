@@ -57,6 +57,8 @@ type Coordinator struct {
 	queuedSeq int64 // the recorded order of the next event queued
 	inflight  int   // workers started whose settlement is not yet queued
 	questions []*question
+	// teardowns are the settled workers whose teardown is unconfirmed.
+	teardowns []UnconfirmedTeardown
 	wake      chan struct{}
 	replay    map[string][]NodeID // canonical request → settled journaled nodes not yet claimed
 	submitted *Winner
@@ -355,7 +357,11 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 	c.workers[id] = w
 	c.inflight++
 	c.mu.Unlock()
-	if err := c.scope.Transition(id, StateRunning); err != nil {
+	// An executor that reports acquiring moves the node on (Work.Acquiring).
+	var acquiring, running func()
+	if acquires(exec) {
+		acquiring, running = c.phaseHooks(id)
+	} else if err := c.scope.Transition(id, StateRunning); err != nil {
 		c.logger.Warn("supervise: worker did not start running", "node", id, "err", err)
 	}
 	var observer kernel.Observer
@@ -379,20 +385,40 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 		defer c.wg.Done()
 		defer close(w.done)
 		defer cancel(nil)
+		if acquiring != nil {
+			// The executor moves its worker through acquiring (and a
+			// kernel turn starting means it runs).
+			observer = turnRunning{inner: observer, running: running}
+			exec = phased{Executor: exec, c: c, id: id, acquiring: acquiring, running: running}
+		}
+		var (
+			askMu   sync.Mutex
+			askOpen int // the worker's questions awaiting a decision
+		)
 		ask := func(ctx context.Context, q AskArgs) (Decision, error) {
 			q.From = id
 			// A worker asking waits on its parent: waiting until the
 			// decision comes (observe_agent, state.json say so), then
-			// running again. A node that ended meanwhile stays ended.
-			if err := c.scope.Transition(id, StateWaiting); err != nil {
-				c.logger.Debug("supervise: a worker asked while not running", "node", id, "err", err)
-			}
-			d, err := c.Ask(ctx, q)
-			if info, _ := c.scope.Node(id); info.State == StateWaiting {
-				if terr := c.scope.Transition(id, StateRunning); terr != nil {
-					c.logger.Debug("supervise: a worker's question was decided while it ended", "node", id, "err", terr)
+			// running again — once its last open question is decided,
+			// when it asks several at once. A node that ended meanwhile
+			// stays ended.
+			askMu.Lock()
+			if askOpen++; askOpen == 1 {
+				if err := c.scope.Transition(id, StateWaiting); err != nil {
+					c.logger.Debug("supervise: a worker asked while not running", "node", id, "err", err)
 				}
 			}
+			askMu.Unlock()
+			d, err := c.Ask(ctx, q)
+			askMu.Lock()
+			if askOpen--; askOpen == 0 {
+				if info, _ := c.scope.Node(id); info.State == StateWaiting {
+					if terr := c.scope.Transition(id, StateRunning); terr != nil {
+						c.logger.Debug("supervise: a worker's question was decided while it ended", "node", id, "err", terr)
+					}
+				}
+			}
+			askMu.Unlock()
 			return d, err
 		}
 		res, err := c.execute(wctx, exec, Work{RunID: c.runID, Node: id, Profile: p, Task: task, Reserved: reserved, Ask: ask, Observer: observer, Inbox: w.inbox,
@@ -520,6 +546,9 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 	rec.Session = session
 	if err := c.log.appendOrLose(bg, rec); err != nil {
 		c.logger.Error("supervise: journaling a settlement", "node", w.id, "err", err)
+	}
+	if res.TeardownUnconfirmed != "" {
+		c.teardownUnconfirmed(bg, w.id, w.runtime, st.State, res.TeardownUnconfirmed)
 	}
 	if isAnalyst {
 		c.recordFinding(bg, w, an, st.State, outRef)
@@ -1049,6 +1078,8 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 					c.submitted.Text = t.Str()
 				}
 			}
+		case KindTeardownUnconfirmed:
+			c.replayTeardown(r)
 		}
 	}
 	for _, n := range c.scope.Nodes() {

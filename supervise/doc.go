@@ -126,6 +126,31 @@
 // what is still open at run end (not_live when never applied, unknown
 // when an abort's end was not observed).
 //
+// Questions. A worker asks its manager through Work.Ask: it is waiting
+// until the decision comes (answer_question) or its context ends (the
+// question expires). KernelExecutor raises a question interaction of a
+// worker's turn (the contract's interactions, kind question) this way
+// and answers the request with the decision — an answer accepted into
+// the request's answer field, a deferral (or an answer that does not fit
+// the form) declined — while a request withdrawn first (its timeout, the
+// turn's end) expires the question. A question is bounded
+// (MaxQuestionBytes, MaxQuestionOptions), and one the coordination log
+// refused is a journal loss like any record of a change already made.
+// A resumed run lists its earlier processes' questions again (answered,
+// deferred, or expired with their askers) and numbers new ones after
+// them.
+//
+// Acquiring and teardown. An executor that reports acquiring
+// (AcquisitionReporter; KernelExecutor does) starts its workers pending
+// and moves them with Work.Acquiring — while their environment is being
+// created — and Work.Running. A worker whose teardown was never
+// acknowledged — still running when the run ended, or settled while its
+// executor could not confirm its environment was destroyed
+// (WorkResult.TeardownUnconfirmed) — is named in
+// SupervisedResult.TeardownUnconfirmed {id, label, runtime, status},
+// journaled (KindTeardownUnconfirmed), and keeps its capacity slot
+// charged (Scope.HoldSlot; §15 behaviour 51), also on resume.
+//
 // Steering. A worker of an executor that reads inboxes (InboxReader;
 // KernelExecutor does) gets an Inbox: a steer from steer_agent or from a
 // run dir steer request waits there until the worker's turn ends, and

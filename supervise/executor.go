@@ -30,6 +30,15 @@ type Work struct {
 	// Ask raises the worker's question to its manager and waits for the
 	// decision (or ctx); an executor whose workers can ask passes it on.
 	Ask func(ctx context.Context, q AskArgs) (Decision, error)
+	// Acquiring and Running, for an executor that reports acquiring
+	// (AcquisitionReporter), move the worker's node: Acquiring when it
+	// starts acquiring the worker's environment (state acquiring: real
+	// time spent getting a box, §3.6), Running once the worker runs in
+	// it. Both are safe to call more than once and from any goroutine;
+	// a move the node's state does not allow is ignored. Nil for other
+	// executors, whose workers run from the start.
+	Acquiring func()
+	Running   func()
 	// Observer, when set, watches the worker's run (Options.Observer's
 	// NodeStarted made it); an executor running the worker through the
 	// kernel passes it on as kernel.Request.Observer.
@@ -79,6 +88,12 @@ type WorkResult struct {
 	// worker as Work.ResumeSession. An id longer than MaxSessionIDLen is
 	// not kept.
 	Session string
+	// TeardownUnconfirmed, when not empty, says why the executor could
+	// not confirm the worker's environment was torn down (a destroy that
+	// failed or timed out). The worker's outcome stands; it is named in
+	// SupervisedResult.TeardownUnconfirmed, journaled, and its slot
+	// stays charged (§15 behaviour 51).
+	TeardownUnconfirmed string
 }
 
 // MaxSessionIDLen bounds a journaled provider session id
@@ -215,7 +230,11 @@ const DefaultMaxSteerTurns = 8
 // one environment (kernel.KeepEnvironment), so the worker keeps its
 // session. A steer is acknowledged delivered when such a turn takes it.
 // Usage the provider does not report stays unknown; a worker counts one
-// iteration however many turns steers gave it.
+// iteration however many turns steers gave it. A question interaction
+// of a turn is the worker's question to its manager (Work.Ask), answered
+// with the decision; the worker is acquiring while the provider creates
+// its environment; and an environment it could not destroy is the
+// result's TeardownUnconfirmed.
 type KernelExecutor struct {
 	Provider contract.Provider
 	Store    store.Store
@@ -245,6 +264,10 @@ func (e *KernelExecutor) ReadsInbox() bool { return true }
 // Runtime reports RuntimeProvider.
 func (e *KernelExecutor) Runtime() string { return RuntimeProvider }
 
+// AcquiresEnvironment reports true: the worker is acquiring while its
+// provider creates its environment.
+func (e *KernelExecutor) AcquiresEnvironment() bool { return true }
+
 // PropagatesTrace reports true: the worker's kernel run is traced under
 // ctx, its node's span, and the provider passes the trace context on to
 // what it starts (TRACEPARENT to a harness process).
@@ -263,20 +286,32 @@ func (e *KernelExecutor) Execute(ctx context.Context, w Work) (WorkResult, error
 	if maxSteer == 0 {
 		maxSteer = DefaultMaxSteerTurns
 	}
-	var provider contract.Provider = e.Provider
-	if w.Inbox != nil && maxSteer > 0 {
-		kept := kernel.KeepEnvironment(e.Provider)
-		defer func() {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), kernel.DefaultCleanupTimeout)
-			defer cancel()
-			if err := kept.Close(cctx); err != nil && e.Logger != nil {
-				// The runs settled and nothing the worker produced
-				// depends on the environment; the leak is reported.
-				e.Logger.Error("supervise: destroying a worker's environment", "node", w.Node, "err", err)
-			}
-		}()
-		provider = kept
+	// The worker's questions (question interactions of its turns) go
+	// to its manager, and its environment's creation is its acquiring.
+	asking := newAskWorker(ctx, w, e.Logger)
+	defer asking.close()
+	w.Observer = asking.observer(w.Observer)
+	// The environment is kept — for the turns steers add, and so that
+	// its destruction is this executor's to confirm.
+	kept := kernel.KeepEnvironment(asking.provider(e.Provider))
+	out, err := e.turns(ctx, w, kept, maxSteer)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), kernel.DefaultCleanupTimeout)
+	defer cancel()
+	if cerr := kept.Close(cctx); cerr != nil {
+		// The runs settled and nothing the worker produced depends on
+		// the environment: the outcome stands, the teardown is
+		// unconfirmed.
+		out.TeardownUnconfirmed = cerr.Error()
+		if e.Logger != nil {
+			e.Logger.Error("supervise: destroying a worker's environment", "node", w.Node, "err", cerr)
+		}
 	}
+	return out, err
+}
+
+// turns runs w's turns on provider (the kept environment): the task's,
+// then one per batch of steers, at most maxSteer of them.
+func (e *KernelExecutor) turns(ctx context.Context, w Work, provider contract.Provider, maxSteer int) (WorkResult, error) {
 	runID := kernel.NewID("worker")
 	if w.Bind != nil {
 		// The run id is journaled before the run exists, so a process

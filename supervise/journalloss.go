@@ -26,8 +26,10 @@ type LostRecord struct {
 // the spawn journal failed to take records of state changes the run
 // had already made — a worker's settlement, the manager's metered
 // spend, a submitted result, a control acknowledgement, a settlement
-// hook's end, a layer above's note (a graph edge traversal) — while the
-// run went on.
+// hook's end, a layer above's note (a graph edge traversal), an
+// unconfirmed teardown — or the coordination log failed to take a
+// question asked, a decision delivered or an analyst's finding, while
+// the run went on.
 //
 // The spec's journal is the run's durable truth (§3.6: one fsynced
 // record per event, appended once the event is committed; §6: a
@@ -86,6 +88,18 @@ func (l *runLog) appendOrLose(ctx context.Context, r Record) error {
 	err := l.append(ctx, r)
 	if err != nil {
 		l.lose(r.Kind, r.Node, err)
+	}
+	return err
+}
+
+// appendCoordOrLose appends r, a coordination record of something that
+// already happened (a question asked, a decision delivered, a finding
+// made), and counts it lost, under its kind and node, when the append
+// fails: the coordination log is the run's evidence of them (§3.6).
+func (l *runLog) appendCoordOrLose(ctx context.Context, r CoordRecord, node NodeID) error {
+	err := l.appendCoord(ctx, r)
+	if err != nil {
+		l.lose(r.Kind, node, err)
 	}
 	return err
 }

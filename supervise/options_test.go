@@ -128,7 +128,7 @@ func TestUnconfirmedTeardownChargedAtCeilingBehaviour51(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.TeardownUnconfirmed) != 1 || res.TeardownUnconfirmed[0] != "run1:s1" || res.Spent.Tokens != 1000 ||
+	if len(res.TeardownUnconfirmed) != 1 || res.TeardownUnconfirmed[0].ID != "run1:s1" || res.Spent.Tokens != 1000 ||
 		len(res.SpendGaps) != 1 || res.SpendGaps[0].Kind != supervise.GapNeverSettled {
 		t.Errorf("teardown %v spent %+v gaps %+v", res.TeardownUnconfirmed, res.Spent, res.SpendGaps)
 	}

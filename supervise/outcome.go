@@ -28,18 +28,20 @@ var ErrOutcomeNotJournaled = errors.New("supervise: the run's outcome could not 
 // not re-run). Spent, DriverInference and ChildWork carry explicit
 // known flags; an unknown channel is never a zero.
 type OutcomeRecord struct {
-	Status              Status              `json:"status"`
-	Reason              NoWinnerReason      `json:"reason,omitzero"`
-	Winner              *WinnerRecord       `json:"winner,omitzero"`
-	Error               *ErrorRecord        `json:"error,omitzero"`
-	Cancellation        *CancellationRecord `json:"cancellation,omitzero"`
-	Spent               TotalRecord         `json:"spent"`
-	DriverInference     TotalRecord         `json:"driverInference"`
-	ChildWork           TotalRecord         `json:"childWork"`
-	MS                  int64               `json:"ms"`
-	DownCount           int                 `json:"downCount,omitzero"`
-	SpendGaps           []GapRecord         `json:"spendGaps,omitzero"`
-	TeardownUnconfirmed []NodeID            `json:"teardownUnconfirmed,omitzero"`
+	Status          Status              `json:"status"`
+	Reason          NoWinnerReason      `json:"reason,omitzero"`
+	Winner          *WinnerRecord       `json:"winner,omitzero"`
+	Error           *ErrorRecord        `json:"error,omitzero"`
+	Cancellation    *CancellationRecord `json:"cancellation,omitzero"`
+	Spent           TotalRecord         `json:"spent"`
+	DriverInference TotalRecord         `json:"driverInference"`
+	ChildWork       TotalRecord         `json:"childWork"`
+	MS              int64               `json:"ms"`
+	DownCount       int                 `json:"downCount,omitzero"`
+	SpendGaps       []GapRecord         `json:"spendGaps,omitzero"`
+	// TeardownUnconfirmed: entries; a journal written before entries
+	// had fields holds bare node ids, read as entries of only an ID.
+	TeardownUnconfirmed []UnconfirmedTeardown `json:"teardownUnconfirmed,omitzero"`
 	// BrainText is the brain's final text, when at most
 	// MaxJournaledText bytes (BrainTextClipped says it was longer).
 	BrainText        string `json:"brainText,omitzero"`

@@ -64,6 +64,15 @@ type question struct {
 // ErrBadQuestion: a question's fields are not what §3.6 allows.
 var ErrBadQuestion = errors.New("supervise: invalid question")
 
+// Bounds of one question: its question, reason and options together
+// take at most MaxQuestionBytes, in at most MaxQuestionOptions options.
+// A question is kept for list_questions and journaled whole, so each is
+// bounded.
+const (
+	MaxQuestionBytes   = 16 << 10
+	MaxQuestionOptions = 64
+)
+
 func (a AskArgs) check() error {
 	switch a.Level {
 	case "worker", "driver", "loop":
@@ -78,7 +87,22 @@ func (a AskArgs) check() error {
 	if a.Question == "" {
 		return fmt.Errorf("%w: empty question", ErrBadQuestion)
 	}
+	if len(a.Options) > MaxQuestionOptions {
+		return fmt.Errorf("%w: %d options, at most %d", ErrBadQuestion, len(a.Options), MaxQuestionOptions)
+	}
+	if n := a.size(); n > MaxQuestionBytes {
+		return fmt.Errorf("%w: %d bytes of question, reason and options, at most %d", ErrBadQuestion, n, MaxQuestionBytes)
+	}
 	return nil
+}
+
+// size is the bytes of a's question, reason and options.
+func (a AskArgs) size() int {
+	n := len(a.Question) + len(a.Reason)
+	for _, o := range a.Options {
+		n += len(o)
+	}
+	return n
 }
 
 // addQuestion records a question and, when wait is set, returns the
@@ -95,7 +119,7 @@ func (c *Coordinator) addQuestion(ctx context.Context, a AskArgs, wait bool) (*q
 	qq, reply := q.Question, q.reply
 	c.pushLocked(Event{Kind: EventQuestion, WorkerID: a.From, Question: &qq})
 	c.mu.Unlock()
-	if err := c.log.appendCoord(ctx, CoordRecord{Kind: CoordQuestion, QuestionID: qq.ID, Question: &qq}); err != nil {
+	if err := c.log.appendCoordOrLose(ctx, CoordRecord{Kind: CoordQuestion, QuestionID: qq.ID, Question: &qq}, qq.From); err != nil {
 		c.logger.Error("supervise: journaling a question", "question", qq.ID, "err", err)
 	}
 	return q, reply
@@ -185,17 +209,19 @@ type AnswerResult struct {
 // asker. An escalation from this root goes nowhere (no-parent) and
 // leaves the question open.
 func (c *Coordinator) AnswerQuestion(ctx context.Context, a AnswerArgs) (AnswerResult, error) {
-	res, d, err := c.decide(a)
+	res, d, from, err := c.decide(a)
 	if err == nil && d != nil {
-		if jerr := c.log.appendCoord(ctx, CoordRecord{Kind: CoordDecision, QuestionID: res.QuestionID, Decision: d, Delivered: res.Delivered}); jerr != nil {
+		rec := CoordRecord{Kind: CoordDecision, QuestionID: res.QuestionID, Decision: d, Delivered: res.Delivered}
+		if jerr := c.log.appendCoordOrLose(ctx, rec, from); jerr != nil {
 			c.logger.Error("supervise: journaling a decision", "question", res.QuestionID, "err", jerr)
 		}
 	}
 	return res, err
 }
 
-// decide applies a decision under the lock and returns it for the log.
-func (c *Coordinator) decide(a AnswerArgs) (AnswerResult, *Decision, error) {
+// decide applies a decision under the lock and returns it, and who
+// asked, for the log.
+func (c *Coordinator) decide(a AnswerArgs) (AnswerResult, *Decision, NodeID, error) {
 	set := 0
 	for _, s := range []string{a.Answer, a.DeferReason, a.EscalateTo} {
 		if s != "" {
@@ -203,10 +229,10 @@ func (c *Coordinator) decide(a AnswerArgs) (AnswerResult, *Decision, error) {
 		}
 	}
 	if set != 1 {
-		return AnswerResult{}, nil, &VerbRefusal{Code: "invalid-decision", Reason: "give exactly one of answer, deferReason, escalateTo"}
+		return AnswerResult{}, nil, "", &VerbRefusal{Code: "invalid-decision", Reason: "give exactly one of answer, deferReason, escalateTo"}
 	}
 	if a.EscalateTo != "" && a.EscalateTo != "parent" && a.EscalateTo != "user" {
-		return AnswerResult{}, nil, &VerbRefusal{Code: "invalid-decision", Reason: "escalateTo is parent or user"}
+		return AnswerResult{}, nil, "", &VerbRefusal{Code: "invalid-decision", Reason: "escalateTo is parent or user"}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -218,11 +244,11 @@ func (c *Coordinator) decide(a AnswerArgs) (AnswerResult, *Decision, error) {
 	}
 	switch {
 	case q == nil:
-		return AnswerResult{}, nil, &VerbRefusal{Code: "unknown-question", Reason: "no question " + a.QuestionID}
+		return AnswerResult{}, nil, "", &VerbRefusal{Code: "unknown-question", Reason: "no question " + a.QuestionID}
 	case q.decision != nil:
-		return AnswerResult{}, nil, &VerbRefusal{Code: "already-decided", Reason: "question " + q.ID + " is " + q.Status}
+		return AnswerResult{}, nil, "", &VerbRefusal{Code: "already-decided", Reason: "question " + q.ID + " is " + q.Status}
 	case a.EscalateTo != "":
-		return AnswerResult{QuestionID: q.ID, Status: "no-parent"}, nil, nil
+		return AnswerResult{QuestionID: q.ID, Status: "no-parent"}, nil, q.From, nil
 	}
 	d := Decision{Kind: "answer", Answer: a.Answer, By: a.By}
 	status := "answered"
@@ -231,9 +257,9 @@ func (c *Coordinator) decide(a AnswerArgs) (AnswerResult, *Decision, error) {
 	}
 	if q.reply == nil {
 		// Nobody is waiting: the decision cannot be delivered.
-		return AnswerResult{QuestionID: q.ID, Status: q.Status}, nil, nil
+		return AnswerResult{QuestionID: q.ID, Status: q.Status}, nil, q.From, nil
 	}
 	q.reply <- d // buffered, and only ever sent once
 	q.decision, q.Status, q.reply = &d, status, nil
-	return AnswerResult{QuestionID: q.ID, Delivered: true, Status: status}, &d, nil
+	return AnswerResult{QuestionID: q.ID, Delivered: true, Status: status}, &d, q.From, nil
 }

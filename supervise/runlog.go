@@ -98,7 +98,8 @@ const (
 // (Node, Parent, Label, Profile, Model, Key, Task, the request's own
 // Budget and the merged ceiling Reserved), settled
 // (Node, State, Spent, OutRef, Verdict, Delivered, Reason, CheckError,
-// Infra), trace-unpropagated (Node, Reason),
+// Infra), trace-unpropagated (Node, Reason), teardown-unconfirmed (Node,
+// Label, Runtime, State, Reason),
 // submitted (OutRef, Verdict), finished (Outcome, Reason, and Result,
 // the whole result a resume of the ended run returns), an analysis
 // requested (Key, Label the lens, Node the analysed worker), a settlement
@@ -138,6 +139,8 @@ type Record struct {
 	// Session: the provider session a settled worker left
 	// (WorkResult.Session), which a continuity-resume spawn continues.
 	Session string `json:"session,omitzero"`
+	// Runtime is where a teardown-unconfirmed record's worker ran.
+	Runtime string `json:"runtime,omitzero"`
 	// Data is a note's payload, owned by the layer that wrote it.
 	Data canonjson.Value `json:"data,omitzero"`
 	// Result is a finished record's outcome (OutcomeRecord).
@@ -472,6 +475,9 @@ func (l *runLog) blobPath(ref string) string {
 func (l *runLog) appendCoord(ctx context.Context, r CoordRecord) error {
 	if l.coord == nil {
 		return nil
+	}
+	if err := l.lostErr(); err != nil {
+		return err // the run is no longer this process's: nothing more is written for it
 	}
 	v, err := canonjson.ToValue(r)
 	if err != nil {

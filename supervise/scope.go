@@ -162,6 +162,9 @@ type node struct {
 	NodeInfo
 	ticket *ledger.Ticket
 	canon  string
+	// slotHeld: the node settled but its teardown was never
+	// acknowledged; it still counts as live (HoldSlot).
+	slotHeld bool
 }
 
 func (n *node) live() bool { return n.State.Live() && !n.InDoubt && !n.NeverSettled }

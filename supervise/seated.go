@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/store"
 )
 
@@ -32,8 +34,19 @@ func (e *KernelExecutor) executeSeated(ctx context.Context, w Work) (WorkResult,
 			return WorkResult{Spent: zeroSpend()}, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
 		}
 	}
-	res, err := kernel.ExecuteSeated(ctx, kernel.SeatedRequest{Accounts: e.Accounts, Request: kernel.Request{
-		Profile: w.Profile, Task: w.Task, Store: e.Store, RunID: runID, Kind: "supervise-worker", Observer: w.Observer}})
+	// The worker's questions go to its manager, and each stage's
+	// environment creation is its acquiring, as for an unseated worker.
+	asking := newAskWorker(ctx, w, e.Logger)
+	defer asking.close()
+	accounts := kernel.AccountManagerFunc(func(ctx context.Context, stage int, seat profile.Seat) (contract.Provider, error) {
+		p, err := e.Accounts.ProviderFor(ctx, stage, seat)
+		if err != nil || p == nil {
+			return p, err
+		}
+		return asking.provider(p), nil
+	})
+	res, err := kernel.ExecuteSeated(ctx, kernel.SeatedRequest{Accounts: accounts, Request: kernel.Request{
+		Profile: w.Profile, Task: w.Task, Store: e.Store, RunID: runID, Kind: "supervise-worker", Observer: asking.observer(w.Observer)}})
 	if res == nil {
 		if err == nil {
 			err = errors.New("supervise: the kernel returned no seated result")

@@ -277,9 +277,13 @@ type SupervisedResult struct {
 	Breakdown Breakdown
 	// SpendGaps names every node whose spend is not fully known.
 	SpendGaps []SpendGap
-	// TeardownUnconfirmed names workers still running when the run
-	// ended; they are charged at their ceilings.
-	TeardownUnconfirmed []NodeID
+	// TeardownUnconfirmed names the workers whose teardown was never
+	// acknowledged (§3.6 teardownUnconfirmed{id, label, runtime,
+	// status}): workers still running when the run ended, charged at
+	// their ceilings, and settled workers whose executor could not
+	// confirm their environment was destroyed, whose slots stayed
+	// charged. Each is journaled (KindTeardownUnconfirmed).
+	TeardownUnconfirmed []UnconfirmedTeardown
 	// Resumed says the run continued an earlier process's journal.
 	Resumed bool
 	// BrainText is the brain's final text.
@@ -410,6 +414,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		if err := c.replayRecords(prior); err != nil {
 			return SupervisedResult{}, err
 		}
+		c.replayQuestions(ctx)
 		if o.ReturnEnded {
 			if ended, err = journaledOutcome(prior); err != nil {
 				return SupervisedResult{}, &ResumeError{RunDir: runDir, Reason: "the journal's finished record is not a result", Err: err}
@@ -692,11 +697,7 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 	if gap != nil {
 		res.SpendGaps = append(res.SpendGaps, *gap)
 	}
-	for _, n := range c.scope.Nodes() {
-		if n.State.Live() && !n.InDoubt {
-			res.TeardownUnconfirmed = append(res.TeardownUnconfirmed, n.ID)
-		}
-	}
+	res.TeardownUnconfirmed = c.teardownsAtEnd(ctx)
 	totals := c.scope.Close()
 	res.Breakdown = Breakdown{DriverInference: driver, ChildWork: totals.Spent}
 	res.Spent = addTotals(driver, totals.Spent)

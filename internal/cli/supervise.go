@@ -640,6 +640,9 @@ func printSupervised(w io.Writer, res supervise.SupervisedResult, runDir string)
 	for _, g := range res.SpendGaps {
 		fmt.Fprintf(w, "  gap       %s %s: %s\n", g.ID, g.Kind, strings.Join(g.Channels, ", "))
 	}
+	for _, u := range res.TeardownUnconfirmed {
+		fmt.Fprintf(w, "  teardown  %s %s (%s) NOT confirmed, its slot stays charged: %s\n", u.ID, u.Label, u.Status, u.Detail)
+	}
 	if res.Resumed {
 		fmt.Fprintf(w, "  resumed   from the journal of an earlier process\n")
 	}
@@ -733,7 +736,13 @@ func supervisedValue(res supervise.SupervisedResult, runDir string) canonjson.Va
 			{Name: "channels", Value: canonjson.ArrayValue(ch)},
 		}))
 	}
+	teardowns := make([]canonjson.Value, 0, len(res.TeardownUnconfirmed))
+	for _, u := range res.TeardownUnconfirmed {
+		v, _ := canonjson.ToValue(u)
+		teardowns = append(teardowns, v)
+	}
 	m = append(m,
+		canonjson.Member{Name: "teardownUnconfirmed", Value: canonjson.ArrayValue(teardowns)},
 		canonjson.Member{Name: "workers", Value: canonjson.ArrayValue(workers)},
 		canonjson.Member{Name: "spent", Value: spentValue(res.Spent)},
 		canonjson.Member{Name: "manager", Value: spentValue(res.Breakdown.DriverInference)},

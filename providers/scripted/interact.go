@@ -3,6 +3,8 @@ package scripted
 import (
 	"context"
 	"errors"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -265,4 +267,47 @@ func redact(msg string, data contract.InteractionData) string {
 		}
 	}
 	return msg
+}
+
+// answerRef matches the answer placeholders of a text step:
+// {{outcome:ID}} and {{answer:ID.FIELD}}.
+var answerRef = regexp.MustCompile(`\{\{(outcome|answer):([^.{}]+)(?:\.([^{}]+))?\}\}`)
+
+// answers replaces the answer placeholders of text with what the run's
+// interactions resolved with (see Step.Text). A secret answer is never
+// written out.
+func (pl *player) answers(text string) string {
+	if !strings.Contains(text, "{{outcome:") && !strings.Contains(text, "{{answer:") {
+		return text
+	}
+	run := pl.run
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	return answerRef.ReplaceAllStringFunc(text, func(m string) string {
+		sub := answerRef.FindStringSubmatch(m)
+		is := run.interactions[sub[2]]
+		if is == nil || is.resolution == nil {
+			return ""
+		}
+		if sub[1] == "outcome" {
+			return string(is.resolution.Outcome)
+		}
+		if is.resolution.Outcome != contract.InteractionOutcomeAccepted {
+			return ""
+		}
+		v, ok := is.resolution.Data[sub[3]]
+		switch {
+		case !ok:
+			return ""
+		case v.Text != nil:
+			return *v.Text
+		case v.Number != nil:
+			return strconv.FormatFloat(*v.Number, 'g', -1, 64)
+		case v.Boolean != nil:
+			return strconv.FormatBool(*v.Boolean)
+		case v.Secret != nil:
+			return ""
+		}
+		return strings.Join(v.Choices, ", ")
+	})
 }

@@ -149,7 +149,7 @@ func (pl *player) fail(msg, model string) {
 func (pl *player) step(ctx context.Context, s Step) bool {
 	switch {
 	case s.Text != nil:
-		delta := strings.ReplaceAll(*s.Text, "{{prompt}}", pl.prompt)
+		delta := pl.answers(strings.ReplaceAll(*s.Text, "{{prompt}}", pl.prompt))
 		pl.text.WriteString(delta)
 		env := pl.env
 		turnNo := pl.run.turnNo

@@ -116,7 +116,10 @@ type Turn struct {
 // Step is one thing a turn does. Exactly one of its fields is set.
 type Step struct {
 	// Text streams assistant text; "{{prompt}}" in it is replaced by the
-	// turn's prompt.
+	// turn's prompt, "{{outcome:ID}}" by the outcome interaction ID of
+	// the run resolved with ("" while unresolved) and "{{answer:ID.FIELD}}"
+	// by its accepted answer to FIELD (choices joined by ", "; "" for a
+	// secret, an unanswered field or an unaccepted outcome).
 	Text *string `json:"text,omitzero"`
 	// Usage reports token usage, with Mode "delta", "cumulative" or ""
 	// (no usageMode: unknown aggregation).
