@@ -242,8 +242,10 @@ type KernelExecutor struct {
 	// DefaultMaxSteerTurns, a negative value none (the worker's inbox is
 	// sealed after its first turn and steers are refused not_live).
 	MaxSteerTurns int
-	// Logger receives what Execute cannot return (a kept environment it
-	// could not destroy); nil discards.
+	// Logger receives what Execute reports besides its result (a worker
+	// environment it could not destroy, also named in the result's
+	// TeardownUnconfirmed; a question it could not answer); nil
+	// discards.
 	Logger *slog.Logger
 	// Accounts, when set, runs every worker whose profile has seats
 	// through its seat chain (kernel.ExecuteSeated): Accounts resolves
