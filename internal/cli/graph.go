@@ -25,6 +25,7 @@ func newGraphCmd(stdio IO, open providerOpener) *cobra.Command {
 	var timeout time.Duration
 	var analystFlags analystModelFlags
 	var workerFlags workerProviderFlags
+	var seatsPath string
 	var journal storeJournalFlags
 	cmd := &cobra.Command{
 		Use:   "graph FILE --task TEXT [--directives FILE] [--run-dir DIR [--resume]]",
@@ -128,7 +129,19 @@ is invalid), 2 on usage errors.`,
 				return err
 			}
 			defer s.Close()
-			exec, err := newProviders(open, providerName, scriptPath, baseURL, openaiAPI, workerFlags).executor(wp, s)
+			ps := newProviders(open, providerName, scriptPath, baseURL, openaiAPI, workerFlags)
+			if seatsPath != "" {
+				nodes := map[string]*profile.Profile{}
+				for _, n := range g.Nodes {
+					if root.Name == nil || n.ID != *root.Name {
+						nodes[n.ID] = n.Profile
+					}
+				}
+				if ps.accounts, err = openWorkerSeats(stdio, seatsPath, nodes); err != nil {
+					return err
+				}
+			}
+			exec, err := ps.executor(wp, s)
 			if err != nil {
 				return err
 			}
@@ -220,6 +233,7 @@ is invalid), 2 on usage errors.`,
 	f.StringVar(&analystsPath, "analysts", "", analystsFlagUsage+"; an analyzes edge names a lens by id")
 	analystFlags.register(cmd)
 	workerFlags.register(cmd, "node")
+	cmd.Flags().StringVar(&seatsPath, "seats", "", "a JSON file naming the provider of each seat stage, as for agentrt run --seats: a node whose profile has seats walks its chain, moving on to its next stage (the same node) on a quota refusal; every stage is resolved before the run starts")
 	journal.register(cmd)
 	f.StringVar(&runID, "run-id", "", "the run's id (default: generated)")
 	f.DurationVar(&timeout, "timeout", 0, "give up after this long (the run ends cancelled)")

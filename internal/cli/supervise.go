@@ -41,6 +41,7 @@ func newSuperviseCmd(stdio IO, open providerOpener) *cobra.Command {
 	var timeout time.Duration
 	var analystFlags analystModelFlags
 	var workerFlags workerProviderFlags
+	var seatsPath string
 	cmd := &cobra.Command{
 		Use:   "supervise MANAGER-PROFILE --task TEXT --worker PROFILE...",
 		Short: "Run a manager agent that delegates to workers under one conserved budget",
@@ -150,6 +151,11 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				return err
 			}
 			ps := newProviders(open, providerName, scriptPath, baseURL, openaiAPI, workerFlags)
+			if seatsPath != "" {
+				if ps.accounts, err = openWorkerSeats(stdio, seatsPath, profiles); err != nil {
+					return err
+				}
+			}
 			s, err := sf.open(ctx)
 			if err != nil {
 				return err
@@ -271,6 +277,7 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 	f.StringVar(&analystsPath, "analysts", "", analystsFlagUsage+"; the manager runs them with run_analyst")
 	analystFlags.register(cmd)
 	workerFlags.register(cmd, "worker")
+	cmd.Flags().StringVar(&seatsPath, "seats", "", "a JSON file naming the provider of each seat stage, as for agentrt run --seats: a worker whose profile has seats walks its chain, moving on to its next stage (the same worker) on a quota refusal; every stage is resolved before the run starts")
 	f.Int64Var(&budgetTokens, "budget-tokens", 100_000, "token ceiling of the whole run, manager included")
 	f.Float64Var(&budgetUSD, "budget-usd", 0, "dollar ceiling of the whole run (default: none)")
 	f.Int64Var(&iterations, "iterations", 8, "worker iteration ceiling of the whole run (each worker run is one)")

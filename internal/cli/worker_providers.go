@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -85,6 +86,9 @@ type providers struct {
 	baseURL, openaiAPI       string
 	workerURL, workerOpenAPI string
 	opened                   map[string]contract.Provider
+	// accounts, when set (--seats), runs every worker whose profile has
+	// seats through its seat chain (supervise.KernelExecutor.Accounts).
+	accounts kernel.AccountManager
 }
 
 func newProviders(open providerOpener, primary, script, baseURL, openaiAPI string, wf workerProviderFlags) *providers {
@@ -124,7 +128,7 @@ func (p *providers) executor(wp workerProviders, s store.Store) (supervise.Execu
 		if err != nil {
 			return nil, err
 		}
-		return &supervise.KernelExecutor{Provider: pr, Store: s}, nil
+		return &supervise.KernelExecutor{Provider: pr, Store: s, Accounts: p.accounts}, nil
 	}
 	all := cmp.Or(wp.all, p.primary)
 	def, err := kernelOn(all)
