@@ -160,6 +160,7 @@ func TestWorkerProviderRefusals(t *testing.T) {
 		{"node twice", []string{"--worker-provider", "coder=openai", "--worker-provider", "coder=anthropic"}, `node "coder" twice`},
 		{"all twice", []string{"--worker-provider", "openai", "--worker-provider", "anthropic"}, "twice (openai and anthropic)"},
 		{"no provider", []string{"--worker-provider", "coder="}, "names no provider"},
+		{"remote without its address", []string{"--worker-provider", "coder=remote"}, "--worker-provider remote needs --worker-base-url"},
 		{"endpoint unused", []string{"--worker-base-url", "http://127.0.0.1:1/v1/"}, "apply to a --worker-provider other than --provider scripted"},
 		{"endpoint of the same", []string{"--worker-provider", "scripted", "--worker-base-url", "http://127.0.0.1:1/v1/"}, "apply to a --worker-provider other than"},
 	} {

@@ -104,6 +104,9 @@ func (p *providers) get(name string) (contract.Provider, error) {
 	baseURL, api := p.workerURL, p.workerOpenAPI
 	if name == p.primary {
 		baseURL, api = p.baseURL, p.openaiAPI
+	} else if name == "remote" && baseURL == "" {
+		// Said here: openProvider would name --provider's flags.
+		return nil, usage("--worker-provider remote needs --worker-base-url, the sidecar's address")
 	}
 	pr, err := p.open(name, p.script, baseURL, api)
 	if err != nil {
