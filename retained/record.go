@@ -60,6 +60,11 @@ type Intent struct {
 	// (RecoverOptions.Profile) or is given it, and a request for another
 	// stage is refused.
 	CredentialStage *int `json:"credentialStage,omitzero"`
+	// Stage is the seat stage of a seated profile the run runs
+	// (StartOptions.Stage): its environment was created with that
+	// stage's projection, and a recovery re-sending its create projects
+	// the same stage. Nil when the caller named none.
+	Stage *int `json:"stage,omitzero"`
 	// RequestDigest binds everything above and the environment request: a
 	// start whose request differs is refused (a *MismatchError).
 	RequestDigest string `json:"requestDigest"`
