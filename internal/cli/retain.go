@@ -80,6 +80,9 @@ func runRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Provid
 		st.Replayed = err == nil
 		startCtx, span = tracing.StartRetained(ctx, st)
 	}
+	if err := persistCreateKeys(p, s); err != nil {
+		return err
+	}
 	stage, _, err := pickRetainedStage(ctx, stdio, p, prof)
 	if err != nil {
 		span.Dispatched(err)
@@ -313,7 +316,27 @@ func openRetained(ctx context.Context, sf *storeFlags, pf *providerFlags, open p
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := persistCreateKeys(p, s); err != nil {
+		s.Close()
+		return nil, nil, err
+	}
 	return s, p, nil
+}
+
+// persistCreateKeys keeps p's keyed creates in the run store s when p
+// can (contract.CreateKeyPersister): a retained run's keyed create
+// retried by another process — runs recover, or run --retain again with
+// the same --key — replays the environment its key made, or says it is
+// gone or in doubt, and never makes a second one.
+func persistCreateKeys(p contract.Provider, s store.Store) error {
+	kp, ok := p.(contract.CreateKeyPersister)
+	if !ok {
+		return nil
+	}
+	if err := kp.PersistCreateKeys(store.KeyRecords(s)); err != nil {
+		return &exitError{code: ExitFailed, err: err}
+	}
+	return nil
 }
 
 // retainedError maps a retained-run error to the command's exit.
