@@ -54,7 +54,10 @@
 // Every store call — admission, recovery, and each the handle makes —
 // is bounded by 30 s even for a caller without a deadline; a store that
 // fails or does not answer is a *kernel.StoreError naming the run and
-// the call. The handle's events end when the caller's context does
+// the call. Cancel's are bounded by a few seconds
+// (DefaultCancelStoreTimeout, or CancelRequest.StoreTimeout), and a
+// store that does not bind the operation id in time makes the outcome
+// unknown (a *CancelUnknownError), never a claimed cancellation. The handle's events end when the caller's context does
 // (within EventsGrace, whatever the provider's stream does) with an
 // *EventsStoppedError carrying the cursor to resume from.
 package retained
