@@ -32,6 +32,12 @@
 // (RecoverOptions.Profile) (RG-09). A request for another stage, or none,
 // is refused before anything is dispatched, never sent without it.
 //
+// The dispatched run's native session — the provider's own conversation
+// id, which its session reports to the run's owner
+// (contract.NativeSessionReporter) — is bound to the record under the
+// run's execution id (Record.Native; NSO-02) when the handle is built,
+// and never appears among the run's events (NSO-03).
+//
 // Recovery never reports not_found while the provider may hold something
 // of the run: a starter that died after its intent was recorded and
 // before its environment record was written may have had its environment

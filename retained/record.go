@@ -89,6 +89,16 @@ type DispatchedRecord struct {
 	TurnID         string                      `json:"turnId"`
 }
 
+// NativeRecord binds the provider's own conversation identity of a
+// retained run to its execution (NSO-02): recorded once the provider's
+// session reports it (contract.NativeSessionReporter), so a process that
+// died still leaves it named. Ids only, never a secret.
+type NativeRecord struct {
+	ExecutionID     string `json:"executionId"`
+	Provider        string `json:"provider"`
+	NativeSessionID string `json:"nativeSessionId"`
+}
+
 // Admission is one durable admission record as the OnAdmission hook sees
 // it: Kind names which of the three fields is set.
 type Admission struct {
@@ -116,6 +126,8 @@ type Record struct {
 	Intent      Intent
 	Environment *EnvironmentRecord
 	Dispatched  *DispatchedRecord
+	// Native is the run's native session, once the provider reported it.
+	Native *NativeRecord
 }
 
 // ControlRef returns the record's claim ticket, or ErrNotDispatched.
@@ -140,6 +152,7 @@ type document struct {
 	Intent      Intent             `json:"intent"`
 	Environment *EnvironmentRecord `json:"environment,omitzero"`
 	Dispatched  *DispatchedRecord  `json:"dispatched,omitzero"`
+	Native      *NativeRecord      `json:"native,omitzero"`
 }
 
 func (d *document) value() (canonjson.Value, error) { return canonjson.ToValue(d) }
@@ -178,7 +191,7 @@ func FromRun(r store.Run) (*Record, error) {
 		return nil, err
 	}
 	return &Record{ID: r.ID, Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		Intent: d.Intent, Environment: d.Environment, Dispatched: d.Dispatched}, nil
+		Intent: d.Intent, Environment: d.Environment, Dispatched: d.Dispatched, Native: d.Native}, nil
 }
 
 // identityPurpose separates the derivations of one (key, turn) pair.

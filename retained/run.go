@@ -41,7 +41,12 @@ func (r *Run) Capabilities(ctx context.Context) (*contract.Capabilities, error) 
 
 // attach opens the session of ref in env and checks it is bound to
 // exactly that run.
-func attach(ctx context.Context, p contract.Provider, s store.Store, env contract.Environment, ref ControlRef, now func() time.Time, log *slog.Logger) (*Run, error) {
+//
+// When the session reports the run's native session and the record
+// (recorded: what it holds) does not name it yet, it is bound to the
+// record (NSO-02); a store that cannot record it now is logged, and the
+// next attach binds it.
+func attach(ctx context.Context, p contract.Provider, s store.Store, env contract.Environment, ref ControlRef, recorded *NativeRecord, now func() time.Time, log *slog.Logger) (*Run, error) {
 	opener, ok := env.(contract.SessionOpener)
 	if !ok {
 		return nil, fmt.Errorf("%w: environment %s cannot reopen sessions", ErrNotRetainable, env.ID())
@@ -61,7 +66,36 @@ func attach(ctx context.Context, p contract.Provider, s store.Store, env contrac
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Run{ref: ref, provider: p, env: env, session: sess, store: s, now: now, log: log}, nil
+	r := &Run{ref: ref, provider: p, env: env, session: sess, store: s, now: now, log: log}
+	if err := r.bindNative(ctx, recorded); err != nil {
+		log.WarnContext(ctx, "retained: could not record the run's native session", "run", ref.Record, "error", err)
+	}
+	return r, nil
+}
+
+// bindNative records the native session the run's session reports, when
+// recorded does not name it already (NSO-02).
+func (r *Run) bindNative(ctx context.Context, recorded *NativeRecord) error {
+	nr, ok := r.session.(contract.NativeSessionReporter)
+	if !ok {
+		return nil
+	}
+	obs, ok, err := nr.ObservedNativeSession(ctx)
+	if err != nil || !ok || obs == nil {
+		return err
+	}
+	// The provider's word is checked as strictly as its event would be.
+	if _, err := contract.NewNativeSessionObserved(obs.Provider, obs.NativeSessionID); err != nil {
+		return fmt.Errorf("the provider reported a malformed native session: %w", err)
+	}
+	want := NativeRecord{ExecutionID: r.ref.Run.ExecutionID, Provider: obs.Provider, NativeSessionID: obs.NativeSessionID}
+	if recorded != nil && *recorded == want {
+		return nil
+	}
+	return updateDocument(ctx, r.store, r.ref.Record, func(d *document, _ *store.Run) error {
+		d.Native = &want
+		return nil
+	})
 }
 
 // Snapshot is a run's status as observed at one moment.

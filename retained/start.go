@@ -375,7 +375,7 @@ func (a *admission) run(ctx context.Context) (*Run, error) {
 	if err := a.deliver(ctx, Admission{Kind: AdmissionDispatched, Dispatched: dispatched}); err != nil {
 		return nil, err
 	}
-	return attach(ctx, a.provider, a.store, env, ControlRef{Record: a.intent.RunID, Run: dispatched.ControlRef}, a.now, a.log)
+	return attach(ctx, a.provider, a.store, env, ControlRef{Record: a.intent.RunID, Run: dispatched.ControlRef}, doc.Native, a.now, a.log)
 }
 
 // dispatch sends the turn detached under the run's identity and checks

@@ -580,6 +580,9 @@ func printRetained(w io.Writer, r *retained.Record) {
 	} else {
 		fmt.Fprintf(w, "  env       not admitted\n")
 	}
+	if n := r.Native; n != nil {
+		fmt.Fprintf(w, "  native    %s session %s (execution %s)\n", n.Provider, n.NativeSessionID, n.ExecutionID)
+	}
 	if ref, err := r.ControlRef(); err == nil {
 		fmt.Fprintf(w, "  control   %s\n", canonjson.Marshal(mustValue(ref)))
 		fmt.Fprintf(w, "  next      agentrt runs attach %s\n", r.ID)
