@@ -54,7 +54,7 @@ func (p *keyedProvider) remove(id string) {
 }
 
 // adapter is one process's provider adapter over p, its keys in st.
-func (p *keyedProvider) adapter(t *testing.T, st store.Store) *contract.KeyedCreate[*keyedEnv] {
+func (p *keyedProvider) adapter(t testing.TB, st store.Store) *contract.KeyedCreate[*keyedEnv] {
 	t.Helper()
 	k := new(contract.KeyedCreate[*keyedEnv])
 	if err := k.Persist(contract.DurableKeys[*keyedEnv]{Store: store.KeyRecords(st), Scope: "keyed-test",
@@ -71,7 +71,7 @@ func (p *keyedProvider) adapter(t *testing.T, st store.Store) *contract.KeyedCre
 	return k
 }
 
-func keyedInput(t *testing.T, key, name string) *contract.CreateInput {
+func keyedInput(t testing.TB, key, name string) *contract.CreateInput {
 	t.Helper()
 	prof, err := profile.Parse([]byte(`{"name":"` + name + `","harness":"cli-base","model":{"provider":"scripted","default":"scripted/first"}}`))
 	if err != nil {
