@@ -64,8 +64,8 @@ type DurableKeys[E any] struct {
 	Find func(ctx context.Context, id string) (env E, found bool, err error)
 	// Undo destroys an environment this process created that is handed
 	// to nobody (another process declared its create in doubt first);
-	// nil leaves it.
-	Undo func(ctx context.Context, env E)
+	// nil leaves it. Its error joins the create's.
+	Undo func(ctx context.Context, env E) error
 	// Timeout bounds each store call (default DefaultKeyStoreTimeout),
 	// even for a caller without a deadline.
 	Timeout time.Duration
@@ -163,13 +163,15 @@ func (d *DurableKeys[E]) create(ctx context.Context, key, digest string, create 
 	}
 	// Another process declared this create in doubt first, or the store
 	// failed: the environment is handed to nobody.
+	if err == nil {
+		err = fmt.Errorf("%w (key %q)", ErrCreateInDoubt, key)
+	}
 	if d.Undo != nil {
-		d.Undo(detached, env)
+		if uerr := d.Undo(detached, env); uerr != nil {
+			err = errors.Join(err, fmt.Errorf("destroying environment %s, which no caller received: %w", id, uerr))
+		}
 	}
-	if err != nil {
-		return zero, "", err
-	}
-	return zero, "", fmt.Errorf("%w (key %q)", ErrCreateInDoubt, key)
+	return zero, "", err
 }
 
 // claim is one bounded ClaimKey.

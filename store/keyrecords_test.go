@@ -207,3 +207,62 @@ func TestKeyedCreateSurvivesRestart(t *testing.T) {
 		})
 	}
 }
+
+// Two processes race on one key: while the first is still creating, the
+// second finds its intent without an outcome and declares the create in
+// doubt (ErrCreateInDoubt, no environment of its own). The first's
+// environment is then handed to nobody: it is undone, and its caller
+// gets ErrCreateInDoubt too, so no environment lives on under the key
+// without a record naming it. On SQLite and PostgreSQL.
+func TestKeyedCreateInDoubtUndoesTheLateEnvironment(t *testing.T) {
+	for _, tc := range keyStores(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			p := &keyedProvider{}
+			var mu sync.Mutex
+			var undone []string
+			adapter := func(st store.Store) *contract.KeyedCreate[*keyedEnv] {
+				k := new(contract.KeyedCreate[*keyedEnv])
+				if err := k.Persist(contract.DurableKeys[*keyedEnv]{Store: store.KeyRecords(st), Scope: "keyed-race",
+					ID:   func(e *keyedEnv) string { return e.id },
+					Find: func(context.Context, string) (*keyedEnv, bool, error) { return nil, false, nil },
+					Undo: func(_ context.Context, e *keyedEnv) error {
+						mu.Lock()
+						defer mu.Unlock()
+						undone = append(undone, e.id)
+						return nil
+					},
+				}); err != nil {
+					t.Fatal(err)
+				}
+				return k
+			}
+			first, second := tc.open(t), tc.open(t)
+			defer first.Close()
+			defer second.Close()
+			creating, release := make(chan struct{}), make(chan struct{})
+			done := make(chan error, 1)
+			racing, in := adapter(first), keyedInput(t, "k-race", "writer")
+			go func() {
+				_, _, err := racing.Do(ctx, in, func(ctx context.Context, in *contract.CreateInput) (*keyedEnv, error) {
+					close(creating)
+					<-release
+					return p.create(ctx, in)
+				})
+				done <- err
+			}()
+			<-creating
+			if _, _, err := adapter(second).Do(ctx, keyedInput(t, "k-race", "writer"), p.create); !errors.Is(err, contract.ErrCreateInDoubt) {
+				t.Fatalf("the second process: %v; want ErrCreateInDoubt", err)
+			}
+			close(release)
+			if err := <-done; !errors.Is(err, contract.ErrCreateInDoubt) {
+				t.Fatalf("the first process: %v; want ErrCreateInDoubt", err)
+			}
+			if p.count() != 1 || len(undone) != 1 || undone[0] != "env-1" {
+				t.Errorf("%d creates, undone %v; want the one environment undone", p.count(), undone)
+			}
+		})
+	}
+}

@@ -182,7 +182,10 @@ func (p *Provider) PersistCreateKeys(st contract.KeyRecordStore) error {
 			e := p.envs[id]
 			p.mu.Unlock()
 			return e, e != nil && !e.isDestroyed(), nil
-		}})
+		},
+		// An environment handed to nobody (another process declared its
+		// create in doubt first) does not live on.
+		Undo: func(ctx context.Context, e *envState) error { return (&Environment{st: e}).Destroy(ctx) }})
 }
 
 // Get implements contract.EnvironmentGetter: a live environment by id

@@ -389,7 +389,10 @@ func (p *Provider) PersistCreateKeys(st contract.KeyRecordStore) error {
 		Find: func(_ context.Context, id string) (*envState, bool, error) {
 			e := p.b.env(id)
 			return e, e != nil && !e.isDestroyed(), nil
-		}})
+		},
+		// An environment handed to nobody (another client declared its
+		// create in doubt first) does not live on.
+		Undo: func(_ context.Context, e *envState) error { e.destroy(); return nil }})
 }
 
 // Get implements contract.EnvironmentGetter: a view of a live environment
