@@ -18,7 +18,8 @@ import (
 // does a retained run of a seated profile before anything is admitted.
 type StageUnsupportedError struct {
 	// Stage is the stage's index in the profile's seats; Pointer its
-	// JSON pointer in the profile ("/seats/1").
+	// JSON pointer in the profile ("/seats/1"), "" for a profile without
+	// seats (stage 0 is the profile itself).
 	Stage   int
 	Pointer string
 	// Provider and Model are the seat's.
@@ -33,6 +34,10 @@ type StageUnsupportedError struct {
 }
 
 func (e *StageUnsupportedError) Error() string {
+	if e.Pointer == "" {
+		return fmt.Sprintf("the profile (%s on %s): the provider cannot honor %s: %v; give the run a provider that can, or change the profile",
+			e.Model, e.Provider, strings.Join(e.Missing, ", "), e.Err)
+	}
 	return fmt.Sprintf("stage %d (%s: %s on %s): the provider cannot honor %s: %v; give the stage a provider that can, or change the stage",
 		e.Stage, e.Pointer, e.Model, e.Provider, strings.Join(e.Missing, ", "), e.Err)
 }
