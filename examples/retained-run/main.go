@@ -127,8 +127,6 @@ func startChild(ctx context.Context, w io.Writer, self, baseURL, dbPath, key str
 	if err := cmd.Start(); err != nil {
 		return started{}, err
 	}
-	defer func() { _ = cmd.Wait() }()
-	defer func() { _ = cmd.Process.Kill() }()
 	lines := bufio.NewScanner(out)
 	for lines.Scan() {
 		var st started
@@ -136,11 +134,14 @@ func startChild(ctx context.Context, w io.Writer, self, baseURL, dbPath, key str
 			if err := cmd.Process.Kill(); err != nil { // SIGKILL
 				return started{}, err
 			}
-			fmt.Fprintln(w, "starter killed (SIGKILL)")
+			_ = cmd.Wait() // a killed process's Wait reports the signal
+			fmt.Fprintf(w, "starter ended: %s\n", cmd.ProcessState)
 			return st, nil
 		}
 		fmt.Fprintf(w, "starter: %s\n", lines.Text())
 	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
 	return started{}, fmt.Errorf("the starter ended without printing its control ref: %w", errors.Join(lines.Err(), ctx.Err()))
 }
 

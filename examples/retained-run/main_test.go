@@ -41,7 +41,7 @@ starter: admitted environment
 starter: admitted dispatched
 starter: control ref: record retained-7c765d44b62f6242a905492970c79864, session rs-7c765d44b62f6242a905492970c79864, execution rx-7c765d44b62f6242a905492970c79864
 starter: saw 1 execution.started
-starter killed (SIGKILL)
+starter ended: signal: killed
 re-attached, same identity: true
 re-attach saw 2 message.part.updated Drafted the outline. 
 re-attach saw 3 message.part.updated Wrote the release notes.
