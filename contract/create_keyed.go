@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentrt/agentrt/canonjson"
 )
@@ -20,11 +21,14 @@ var ErrIdempotencyConflict = errors.New("environment create idempotency key conf
 // one per adapter; the zero value is ready to use, and it must not be
 // copied after first use.
 //
-// It keeps keys only in memory. A provider backed by a remote service
-// must also forward the key and let the service retain the canonical
-// input, so that a reconstructed adapter still replays.
+// It keeps keys in memory unless Persist gives it a KeyRecordStore (the
+// run store, through store.KeyRecords), which keeps them across process
+// restarts. A provider backed by a remote service must also forward the
+// key and let the service retain the canonical input, so that a
+// reconstructed adapter still replays.
 type KeyedCreate[E any] struct {
-	keys keyedRecords[E]
+	keys    keyedRecords[E]
+	durable atomic.Pointer[DurableKeys[E]]
 }
 
 // Do runs one create under the keyed contract.
@@ -77,13 +81,37 @@ func (k *KeyedCreate[E]) Do(ctx context.Context, in *CreateInput, create func(ct
 	// its digest), so the snapshot does not carry it: the create that
 	// runs still hands it to the provider's account owner (RG-07).
 	snapshot.Credential = in.Credential
-	return k.keys.do(ctx, in.Key(), digest, func(ctx context.Context) (E, error) { return create(ctx, snapshot) })
+	durable := k.durable.Load()
+	if durable == nil {
+		return k.keys.do(ctx, in.Key(), digest, func(ctx context.Context) (E, error) { return create(ctx, snapshot) })
+	}
+	// In memory, concurrent same-key creates of this process are one;
+	// the durable records make them one with every other process's.
+	var replayed bool
+	env, creation, err := k.keys.do(ctx, in.Key(), digest, func(ctx context.Context) (E, error) {
+		env, c, err := durable.create(ctx, in.Key(), digest, func(ctx context.Context) (E, error) { return create(ctx, snapshot) })
+		replayed = c == CreationReplayed
+		return env, err
+	})
+	if err == nil && replayed {
+		creation = CreationReplayed
+	}
+	return env, creation, err
 }
 
 // Forget drops the record of key, for a provider whose environment under
 // that key was destroyed: a later create with the key then creates again.
-// A create still running under the key is not affected.
-func (k *KeyedCreate[E]) Forget(key string) { k.keys.forget(key) }
+// A create still running under the key is not affected. A durable
+// KeyedCreate (Persist) also releases the key's records, each store call
+// bounded by its Timeout; when the store fails the key stays bound, and
+// a later create under it is ErrKeyedEnvironmentGone rather than a
+// second environment.
+func (k *KeyedCreate[E]) Forget(key string) {
+	k.keys.forget(key)
+	if d := k.durable.Load(); d != nil {
+		_ = d.release(context.Background(), key, keyScope+d.Scope, keyScope+d.Scope+"/outcome")
+	}
+}
 
 // KeyedExactProcessCreate applies the same keyed contract to exact-process
 // creates (CreateExactProcessInput, whose key is required): the same key

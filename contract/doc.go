@@ -38,7 +38,10 @@
 //     (CheckExposure).
 //   - CreateInput and KeyedCreate: what Create receives, and the helper
 //     that gives it the idempotency-key contract (same input, same
-//     environment; a changed input refused; Forget on Destroy).
+//     environment; a changed input refused; Forget on Destroy), in
+//     memory or, through Persist and a KeyRecordStore (the run store),
+//     across process restarts (CreateKeyPersister lets a caller with a
+//     store hand it over).
 //   - ProfileCapabilities and CheckProfileSupport: refuse, before anything
 //     exists, a profile the provider cannot apply.
 //   - TurnInput and EnvironmentEvent: what Stream receives and yields;

@@ -1,12 +1,23 @@
 package contract
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/schema"
 )
+
+// NativeSessionReporter is a session (a detached run's, opened by
+// SessionOpener) that tells its execution owner the provider's own
+// conversation identity of the run it is bound to (NSO-01): the detached
+// counterpart of OwnedStreamer's private native.session.observed event.
+// ok is false while the provider has observed none. The owner binds it
+// to its execution (NSO-02) and never forwards it (NSO-03).
+type NativeSessionReporter interface {
+	ObservedNativeSession(ctx context.Context) (obs *NativeSessionObserved, ok bool, err error)
+}
 
 // Kind name of the native session observation.
 const KindNativeSessionObservedEvent = "NativeSessionObservedEvent"

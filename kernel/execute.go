@@ -374,33 +374,20 @@ func (x *execution) observedTurn(ctx context.Context, play func(context.Context)
 // prepare checks, before any spend, that the provider can honor the
 // provider-facing projection of the chosen seat stage.
 func (x *execution) prepare(caps *contract.Capabilities) error {
-	if len(x.req.Profile.Seats) == 0 && x.req.Stage != 0 {
-		return fmt.Errorf("the profile has no seats; stage %d does not exist", x.req.Stage)
-	}
-	eff, err := profile.Project(x.req.Profile, x.req.Stage)
-	if err != nil {
+	eff, err := ProjectStage(caps, x.req.Profile, x.req.Stage)
+	if eff == nil {
 		return err
 	}
 	x.effect = eff
-	if x.res.EffectiveDigest, err = profile.Digest(eff); err != nil {
-		return fmt.Errorf("the effective profile has no identity: %w", err)
-	}
 	if eff.Model != nil && eff.Model.Default != nil {
 		x.res.RequestedModel = *eff.Model.Default
 	}
-	var errs []error
-	if err := contract.CheckProfileSupport(&caps.Profile, eff); err != nil {
-		errs = append(errs, err)
+	d, derr := profile.Digest(eff)
+	if derr != nil {
+		return fmt.Errorf("the effective profile has no identity: %w", derr)
 	}
-	if e := effortOf(eff); e != "" && eff.Harness != "" {
-		if !slices.Contains(harness.ReasoningEfforts(eff.Harness), e) || !harness.HonorsEffort(eff.Harness) {
-			errs = append(errs, fmt.Errorf("harness %s cannot express reasoning effort %q", eff.Harness, e))
-		}
-	}
-	if eff.Harness != "" && x.res.RequestedModel != "" && !harness.SupportsModel(eff.Harness, x.res.RequestedModel) {
-		errs = append(errs, fmt.Errorf("harness %s cannot run model %s", eff.Harness, x.res.RequestedModel))
-	}
-	return errors.Join(errs...)
+	x.res.EffectiveDigest = d
+	return err
 }
 
 func effortOf(p *profile.Profile) harness.ReasoningEffort {

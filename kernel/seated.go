@@ -25,6 +25,9 @@ const (
 	StageFailed       = "failed"
 	StageQuotaRefused = "quota-refused"
 	StageUnresolved   = "unresolved"
+	// StageUnsupported: the stage's provider cannot honor the stage's
+	// projection; the run was refused before any stage ran (PRF-07).
+	StageUnsupported = "unsupported"
 	// StageRunning: the stage is continuing a native session right now
 	// (recorded before the continuation is sent). A record that still
 	// says so after its run was interrupted names a stage whose process
@@ -193,8 +196,10 @@ type SeatedResult struct {
 // whose provider cannot be resolved refuses the run before any stage
 // runs — every stage from req.Stage on is resolved first (PRF-07) — with
 // a *RunError (ErrRefused) caused by a *SeatUnresolvedError naming the
-// stage; quota refusals on every stage left end the run with
-// ReasonQuota.
+// stage; so does a stage whose provider cannot honor its projection,
+// with a *StageUnsupportedError naming the stage and every missing
+// capability (ProjectStage). Quota refusals on every stage left end the
+// run with ReasonQuota.
 func ExecuteSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error) {
 	lo, err := checkSeated(&req)
 	if err != nil {
@@ -274,6 +279,25 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 		if ce := contextError(ctx, req.RunID); ce != nil {
 			// The caller's context ended while the manager was asked:
 			// the run was cancelled or timed out, not refused.
+			status, reason, detail, runErr = ce.Status, ce.Reason, ce.Detail, ce.Cause
+		}
+		last = k0 // no stage runs
+	} else if err := CheckStages(ctx, req.Profile, k0, providers); err != nil {
+		// Every stage the walk may reach must be one its provider can
+		// honor (PRF-07): a later stage's missing capability refuses the
+		// run before an earlier stage spends.
+		at := StageAttempt{Outcome: StageUnsupported, Reason: err.Error()}
+		reason, detail, runErr = ReasonRefused, err.Error(), err
+		if su, ok := errors.AsType[*StageUnsupportedError](err); ok {
+			seat := req.Profile.Seats[su.Stage]
+			at.Stage, at.Harness, at.Provider, at.Model = su.Stage, string(seat.Harness), seat.Provider, seat.Model
+		} else {
+			// A provider that cannot say what it honors is failing, not
+			// refusing.
+			at.Stage, at.Outcome, reason = k0, StageFailed, ReasonProvider
+		}
+		rec.Stages = append(rec.Stages, at)
+		if ce := contextError(ctx, req.RunID); ce != nil {
 			status, reason, detail, runErr = ce.Status, ce.Reason, ce.Detail, ce.Cause
 		}
 		last = k0 // no stage runs

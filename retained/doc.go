@@ -32,6 +32,12 @@
 // (RecoverOptions.Profile) (RG-09). A request for another stage, or none,
 // is refused before anything is dispatched, never sent without it.
 //
+// The dispatched run's native session — the provider's own conversation
+// id, which its session reports to the run's owner
+// (contract.NativeSessionReporter) — is bound to the record under the
+// run's execution id (Record.Native; NSO-02) when the handle is built,
+// and never appears among the run's events (NSO-03).
+//
 // Recovery never reports not_found while the provider may hold something
 // of the run: a starter that died after its intent was recorded and
 // before its environment record was written may have had its environment
@@ -54,7 +60,10 @@
 // Every store call — admission, recovery, and each the handle makes —
 // is bounded by 30 s even for a caller without a deadline; a store that
 // fails or does not answer is a *kernel.StoreError naming the run and
-// the call. The handle's events end when the caller's context does
+// the call. Cancel's are bounded by a few seconds
+// (DefaultCancelStoreTimeout, or CancelRequest.StoreTimeout), and a
+// store that does not bind the operation id in time makes the outcome
+// unknown (a *CancelUnknownError), never a claimed cancellation. The handle's events end when the caller's context does
 // (within EventsGrace, whatever the provider's stream does) with an
 // *EventsStoppedError carrying the cursor to resume from.
 package retained

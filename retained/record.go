@@ -60,6 +60,11 @@ type Intent struct {
 	// (RecoverOptions.Profile) or is given it, and a request for another
 	// stage is refused.
 	CredentialStage *int `json:"credentialStage,omitzero"`
+	// Stage is the seat stage of a seated profile the run runs
+	// (StartOptions.Stage): its environment was created with that
+	// stage's projection, and a recovery re-sending its create projects
+	// the same stage. Nil when the caller named none.
+	Stage *int `json:"stage,omitzero"`
 	// RequestDigest binds everything above and the environment request: a
 	// start whose request differs is refused (a *MismatchError).
 	RequestDigest string `json:"requestDigest"`
@@ -82,6 +87,16 @@ type DispatchedRecord struct {
 	ControlRef     contract.ExactRunControlRef `json:"controlRef"`
 	IdempotencyKey string                      `json:"idempotencyKey"`
 	TurnID         string                      `json:"turnId"`
+}
+
+// NativeRecord binds the provider's own conversation identity of a
+// retained run to its execution (NSO-02): recorded once the provider's
+// session reports it (contract.NativeSessionReporter), so a process that
+// died still leaves it named. Ids only, never a secret.
+type NativeRecord struct {
+	ExecutionID     string `json:"executionId"`
+	Provider        string `json:"provider"`
+	NativeSessionID string `json:"nativeSessionId"`
 }
 
 // Admission is one durable admission record as the OnAdmission hook sees
@@ -111,6 +126,8 @@ type Record struct {
 	Intent      Intent
 	Environment *EnvironmentRecord
 	Dispatched  *DispatchedRecord
+	// Native is the run's native session, once the provider reported it.
+	Native *NativeRecord
 }
 
 // ControlRef returns the record's claim ticket, or ErrNotDispatched.
@@ -135,6 +152,7 @@ type document struct {
 	Intent      Intent             `json:"intent"`
 	Environment *EnvironmentRecord `json:"environment,omitzero"`
 	Dispatched  *DispatchedRecord  `json:"dispatched,omitzero"`
+	Native      *NativeRecord      `json:"native,omitzero"`
 }
 
 func (d *document) value() (canonjson.Value, error) { return canonjson.ToValue(d) }
@@ -173,7 +191,7 @@ func FromRun(r store.Run) (*Record, error) {
 		return nil, err
 	}
 	return &Record{ID: r.ID, Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		Intent: d.Intent, Environment: d.Environment, Dispatched: d.Dispatched}, nil
+		Intent: d.Intent, Environment: d.Environment, Dispatched: d.Dispatched, Native: d.Native}, nil
 }
 
 // identityPurpose separates the derivations of one (key, turn) pair.

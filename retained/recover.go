@@ -52,7 +52,7 @@ func ReconnectRetainedRun(ctx context.Context, o ReconnectOptions) (*Run, error)
 	if err != nil {
 		return nil, err
 	}
-	return attach(ctx, o.Provider, o.Store, env, o.Ref, o.Now, o.Logger)
+	return attach(ctx, o.Provider, o.Store, env, o.Ref, rec.Native, o.Now, o.Logger)
 }
 
 // Attach re-attaches to a retained run by its run-store record id: it
@@ -215,7 +215,7 @@ func RecoverRetainedRun(ctx context.Context, o RecoverOptions) (Recovery, error)
 		}
 	}
 	if rec.Dispatched != nil {
-		run, err := attach(ctx, o.Provider, o.Store, env, ControlRef{Record: rec.ID, Run: rec.Dispatched.ControlRef}, o.Now, o.Logger)
+		run, err := attach(ctx, o.Provider, o.Store, env, ControlRef{Record: rec.ID, Run: rec.Dispatched.ControlRef}, rec.Native, o.Now, o.Logger)
 		if err != nil {
 			return unverifiable("the provider did not confirm the dispatched run", err)
 		}
@@ -235,7 +235,7 @@ func RecoverRetainedRun(ctx context.Context, o RecoverOptions) (Recovery, error)
 			return Recovery{}, fmt.Errorf("retained: the dispatched admission hook failed (the provider state is kept): %w", err)
 		}
 	}
-	run, err := attach(ctx, o.Provider, o.Store, env, ControlRef{Record: rec.ID, Run: ref}, o.Now, o.Logger)
+	run, err := attach(ctx, o.Provider, o.Store, env, ControlRef{Record: rec.ID, Run: ref}, rec.Native, o.Now, o.Logger)
 	if err != nil {
 		return unverifiable("the provider did not confirm the recovered run", err)
 	}

@@ -41,7 +41,12 @@ func (r *Run) Capabilities(ctx context.Context) (*contract.Capabilities, error) 
 
 // attach opens the session of ref in env and checks it is bound to
 // exactly that run.
-func attach(ctx context.Context, p contract.Provider, s store.Store, env contract.Environment, ref ControlRef, now func() time.Time, log *slog.Logger) (*Run, error) {
+//
+// When the session reports the run's native session and the record
+// (recorded: what it holds) does not name it yet, it is bound to the
+// record (NSO-02); a store that cannot record it now is logged, and the
+// next attach binds it.
+func attach(ctx context.Context, p contract.Provider, s store.Store, env contract.Environment, ref ControlRef, recorded *NativeRecord, now func() time.Time, log *slog.Logger) (*Run, error) {
 	opener, ok := env.(contract.SessionOpener)
 	if !ok {
 		return nil, fmt.Errorf("%w: environment %s cannot reopen sessions", ErrNotRetainable, env.ID())
@@ -61,7 +66,36 @@ func attach(ctx context.Context, p contract.Provider, s store.Store, env contrac
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Run{ref: ref, provider: p, env: env, session: sess, store: s, now: now, log: log}, nil
+	r := &Run{ref: ref, provider: p, env: env, session: sess, store: s, now: now, log: log}
+	if err := r.bindNative(ctx, recorded); err != nil {
+		log.WarnContext(ctx, "retained: could not record the run's native session", "run", ref.Record, "error", err)
+	}
+	return r, nil
+}
+
+// bindNative records the native session the run's session reports, when
+// recorded does not name it already (NSO-02).
+func (r *Run) bindNative(ctx context.Context, recorded *NativeRecord) error {
+	nr, ok := r.session.(contract.NativeSessionReporter)
+	if !ok {
+		return nil
+	}
+	obs, ok, err := nr.ObservedNativeSession(ctx)
+	if err != nil || !ok || obs == nil {
+		return err
+	}
+	// The provider's word is checked as strictly as its event would be.
+	if _, err := contract.NewNativeSessionObserved(obs.Provider, obs.NativeSessionID); err != nil {
+		return fmt.Errorf("the provider reported a malformed native session: %w", err)
+	}
+	want := NativeRecord{ExecutionID: r.ref.Run.ExecutionID, Provider: obs.Provider, NativeSessionID: obs.NativeSessionID}
+	if recorded != nil && *recorded == want {
+		return nil
+	}
+	return updateDocument(ctx, r.store, r.ref.Record, func(d *document, _ *store.Run) error {
+		d.Native = &want
+		return nil
+	})
 }
 
 // Snapshot is a run's status as observed at one moment.
@@ -138,6 +172,12 @@ func (r *Run) StatusWait(ctx context.Context, wait time.Duration) (Snapshot, err
 
 // observe asks the provider for the run's status once.
 func (r *Run) observe(ctx context.Context) (Snapshot, error) {
+	return r.observeWithin(ctx, storeTimeout)
+}
+
+// observeWithin is observe whose record of a terminal status is bounded
+// by bound.
+func (r *Run) observeWithin(ctx context.Context, bound time.Duration) (Snapshot, error) {
 	snap := Snapshot{RunID: r.ref.Record, ControlRef: r.ref.Run, Effect: contract.EffectUnknown}
 	st, ok, err := r.session.Status(ctx)
 	snap.ObservedAt = r.now()
@@ -152,13 +192,18 @@ func (r *Run) observe(ctx context.Context) (Snapshot, error) {
 	if st.Terminal() {
 		snap.Effect = contract.EffectNotLive
 	}
-	return snap, r.settle(ctx, st)
+	return snap, r.settleWithin(ctx, st, bound)
 }
 
 // settle writes a terminal session status to the run record, once,
 // within storeTimeout: a store that fails or does not answer is a
 // *kernel.StoreError.
 func (r *Run) settle(ctx context.Context, st contract.SessionStatus) error {
+	return r.settleWithin(ctx, st, storeTimeout)
+}
+
+// settleWithin is settle bounded by bound.
+func (r *Run) settleWithin(ctx context.Context, st contract.SessionStatus, bound time.Duration) error {
 	var final store.Status
 	switch st {
 	case contract.SessionCompleted:
@@ -170,7 +215,7 @@ func (r *Run) settle(ctx context.Context, st contract.SessionStatus) error {
 	default:
 		return nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	cctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	_, err := r.store.UpdateRun(cctx, r.ref.Record, func(run *store.Run) error {
 		if run.Status.Terminal() {
@@ -315,7 +360,17 @@ type CancelRequest struct {
 	OperationID string
 	// Reason, optional, travels to the provider (1..2048 characters).
 	Reason *string
+	// StoreTimeout bounds each run-store call of the cancellation —
+	// binding the operation id, recording how the run ended — even for a
+	// caller without a deadline: 0 is DefaultCancelStoreTimeout; more
+	// than 30 s is refused (ErrInvalidOptions).
+	StoreTimeout time.Duration
 }
+
+// DefaultCancelStoreTimeout bounds each run-store call of Run.Cancel when
+// the request sets no StoreTimeout: a store that stops answering makes
+// the cancellation's outcome unknown within seconds, not a minute.
+const DefaultCancelStoreTimeout = 5 * time.Second
 
 // CancelOutcome is the answer to a cancellation. Status is accepted,
 // replayed, conflict or unknown (contract.Status*); Effect is known
@@ -334,6 +389,38 @@ type CancelOutcome struct {
 	Snapshot Snapshot
 }
 
+// CancelUnknownError is a cancellation whose outcome is unknown: the run
+// store did not bind the operation id in time (nothing was sent to the
+// provider, but the binding may still land), or the provider failed or
+// answered another request. The run may or may not be cancelled; it is
+// never reported cancelled. Retrying with the same OperationID is safe:
+// the provider applies it once. Its CancelOutcome has Status and Effect
+// unknown. errors.Is(err, ErrCancelUnknown) matches it.
+type CancelUnknownError struct {
+	RunID       string
+	OperationID string
+	// Sent says whether the request reached the provider.
+	Sent bool
+	// Err is the store's (*kernel.StoreError) or the provider's error.
+	Err error
+}
+
+// ErrCancelUnknown matches every *CancelUnknownError.
+var ErrCancelUnknown = errors.New("retained: the cancellation's outcome is unknown")
+
+func (e *CancelUnknownError) Error() string {
+	if !e.Sent {
+		return fmt.Sprintf("retained: cancel operation %s of run %s: its outcome is unknown (the run store did not bind it; nothing was sent to the provider); retry with the same operation id once the store answers: %v", e.OperationID, e.RunID, e.Err)
+	}
+	return fmt.Sprintf("retained: cancel operation %s of run %s: its outcome is unknown; retry with the same operation id (the provider applies it once): %v", e.OperationID, e.RunID, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *CancelUnknownError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrCancelUnknown) match.
+func (e *CancelUnknownError) Is(target error) bool { return target == ErrCancelUnknown }
+
 // cancelScope prefixes the idempotency scope binding a run's
 // cancellation operation ids to their request digests.
 const cancelScope = "retained.cancel/"
@@ -341,34 +428,51 @@ const cancelScope = "retained.cancel/"
 // Cancel cancels the run under an operation id. The operation id is bound
 // to the request's digest in the run store before the provider is asked:
 // a different request under a bound id is a conflict with no effect, in
-// any process. The binding is bounded (30 s): a store that fails or does
-// not answer is a *kernel.StoreError, and nothing reaches the provider.
-// The provider's acknowledgement must answer exactly this
-// request; a failed or unmatched answer is an unknown outcome (returned
-// with an error), never a confirmed cancellation. Without a durable
+// any process. Each store call is bounded by req.StoreTimeout (default
+// DefaultCancelStoreTimeout): a store that fails or does not answer in
+// time makes the outcome unknown — a *CancelUnknownError wrapping the
+// *kernel.StoreError, with Status and Effect unknown — and nothing
+// reaches the provider. The provider's acknowledgement must answer
+// exactly this request; a failed or unmatched answer is an unknown
+// outcome too, never a confirmed cancellation. Without a durable
 // cancellation contract Cancel is refused (ErrNoCancellation).
 func (r *Run) Cancel(ctx context.Context, req CancelRequest) (CancelOutcome, error) {
 	rc, ok := r.session.(contract.RunCanceller)
 	if !ok {
 		return CancelOutcome{}, ErrNoCancellation
 	}
+	bound := req.StoreTimeout
+	if bound == 0 {
+		bound = DefaultCancelStoreTimeout
+	}
+	if bound < 0 || bound > storeTimeout {
+		return CancelOutcome{}, fmt.Errorf("%w: a cancel store timeout of %v is outside (0, %v]", ErrInvalidOptions, bound, storeTimeout)
+	}
 	creq, err := contract.NewRunCancellationRequest(req.OperationID, r.ref.Run, req.Reason)
 	if err != nil {
 		return CancelOutcome{}, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	out := CancelOutcome{OperationID: creq.OperationID, RequestDigest: creq.RequestDigest}
-	cctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	unknown := func(sent bool, cause error) (CancelOutcome, error) {
+		e := &CancelUnknownError{RunID: r.ref.Run.RunID, OperationID: creq.OperationID, Sent: sent, Err: cause}
+		msg := e.Error()
+		out.Status, out.Effect, out.Message = contract.StatusUnknown, contract.EffectUnknown, &msg
+		return out, e
+	}
+	cctx, cancel := context.WithTimeout(ctx, bound)
 	existing, _, err := r.store.ClaimIdempotency(cctx, store.Idempotency{Scope: cancelScope + r.ref.Record, Key: creq.OperationID, RequestDigest: creq.RequestDigest})
 	cancel()
 	if err != nil {
-		// Nothing reached the provider: the outcome is no cancellation.
-		return out, fmt.Errorf("retained: binding cancel operation %s: %w", creq.OperationID, storeFailure(ctx, r.ref.Record, "cancel", err))
+		if ctx.Err() != nil {
+			return out, fmt.Errorf("retained: binding cancel operation %s: %w", creq.OperationID, ctx.Err())
+		}
+		return unknown(false, storeFailure(ctx, r.ref.Record, "cancel", err))
 	}
 	if existing.RequestDigest != creq.RequestDigest {
 		d := existing.RequestDigest
 		msg := "the operation id is bound to a different cancellation request"
 		out.Status, out.Effect, out.ExistingRequestDigest, out.Message = contract.StatusConflict, contract.EffectUnknown, &d, &msg
-		out.Snapshot, _ = r.Status(ctx)
+		out.Snapshot, _ = r.observeWithin(ctx, bound)
 		return out, nil
 	}
 	ack, err := rc.CancelRun(ctx, creq)
@@ -376,12 +480,13 @@ func (r *Run) Cancel(ctx context.Context, req CancelRequest) (CancelOutcome, err
 		if err == nil {
 			err = errors.New("the acknowledgement does not answer this request")
 		}
-		msg := err.Error()
-		out.Status, out.Effect, out.Message = contract.StatusUnknown, contract.EffectUnknown, &msg
-		return out, fmt.Errorf("retained: cancelling run %s (outcome unknown): %w", r.ref.Run.RunID, err)
+		return unknown(true, err)
 	}
 	out.Status, out.Effect, out.ExistingRequestDigest, out.Message = ack.Status, ack.Effect, ack.ExistingRequestDigest, ack.Message
-	out.Snapshot, _ = r.Status(ctx)
+	// The provider's answer is the outcome; a store that cannot record
+	// how the run ended does not change it (the snapshot says what was
+	// observed).
+	out.Snapshot, _ = r.observeWithin(ctx, bound)
 	r.log.InfoContext(ctx, "retained: cancellation answered", "run", r.ref.Record, "operation", creq.OperationID, "status", ack.Status, "effect", ack.Effect)
 	return out, nil
 }

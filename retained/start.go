@@ -37,6 +37,12 @@ type StartOptions struct {
 	// Intent, when set, is a previously persisted intent to replay: the
 	// start is refused unless it recomputes to exactly this intent.
 	Intent *Intent
+	// Stage, when set, is the seat stage of a seated profile the run
+	// runs: Environment.Profile is that stage's projection (the caller
+	// projects it; see kernel.ProjectStage), and the intent records the
+	// stage (Intent.Stage). A credential request for another stage is
+	// refused.
+	Stage *int
 	// OnAdmission is required: it is awaited after each admission record
 	// is durable.
 	OnAdmission AdmissionHook
@@ -92,7 +98,7 @@ func StartRetainedRun(ctx context.Context, o StartOptions) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &admission{provider: o.Provider, store: o.Store, hook: o.OnAdmission, now: o.Now, log: o.Logger, turn: o.Turn}
+	a := &admission{provider: o.Provider, store: o.Store, hook: o.OnAdmission, now: o.Now, log: o.Logger, turn: o.Turn, stage: o.Stage}
 	if err := a.prepare(key, o.Identity, profileDigest, nil, createDigest); err != nil {
 		return nil, err
 	}
@@ -204,6 +210,7 @@ type admission struct {
 	log      *slog.Logger
 	turn     contract.TurnInput
 	intent   Intent
+	stage    *int
 	acquire  func(ctx context.Context) (contract.Environment, error)
 }
 
@@ -248,6 +255,16 @@ func (a *admission) prepare(key string, id *Identity, profileDigest, existing *s
 	if c := a.turn.Credential; c != nil {
 		k := c.Stage
 		a.intent.CredentialStage = &k
+	}
+	if a.stage != nil {
+		if *a.stage < 0 {
+			return fmt.Errorf("%w: Stage %d is negative", ErrInvalidOptions, *a.stage)
+		}
+		if c := a.intent.CredentialStage; c != nil && *c != *a.stage {
+			return fmt.Errorf("%w: the turn carries stage %d's credential request, not stage %d's", ErrInvalidOptions, *c, *a.stage)
+		}
+		k := *a.stage
+		a.intent.Stage = &k
 	}
 	req, err := requestDigest(a.intent, envDigest)
 	if err != nil {
@@ -358,7 +375,7 @@ func (a *admission) run(ctx context.Context) (*Run, error) {
 	if err := a.deliver(ctx, Admission{Kind: AdmissionDispatched, Dispatched: dispatched}); err != nil {
 		return nil, err
 	}
-	return attach(ctx, a.provider, a.store, env, ControlRef{Record: a.intent.RunID, Run: dispatched.ControlRef}, a.now, a.log)
+	return attach(ctx, a.provider, a.store, env, ControlRef{Record: a.intent.RunID, Run: dispatched.ControlRef}, doc.Native, a.now, a.log)
 }
 
 // dispatch sends the turn detached under the run's identity and checks

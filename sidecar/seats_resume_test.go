@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -306,12 +307,20 @@ func dialStore(ctx context.Context, db string) (store.Store, error) {
 	return nil, fmt.Errorf("unknown store %q", db)
 }
 
-// stallingProvider is the helper's stage 1: the run asks it for its
-// capabilities first, once stage 0's refusal is recorded; it prints
-// seatedStage0Refused and waits to be killed.
-type stallingProvider struct{ contract.Provider }
+// stallingProvider is the helper's stage 1. The preflight asks it for
+// its capabilities once before stage 0 runs (PRF-07: every stage's
+// projection is checked first); the stage itself asks again once stage
+// 0's refusal is recorded: then it prints seatedStage0Refused and waits
+// to be killed.
+type stallingProvider struct {
+	contract.Provider
+	calls *atomic.Int32
+}
 
 func (s stallingProvider) Capabilities(ctx context.Context) (*contract.Capabilities, error) {
+	if s.calls.Add(1) == 1 {
+		return s.Provider.Capabilities(ctx)
+	}
 	fmt.Println(seatedStage0Refused)
 	<-ctx.Done() // killed here
 	return nil, ctx.Err()
@@ -319,8 +328,9 @@ func (s stallingProvider) Capabilities(ctx context.Context) (*contract.Capabilit
 
 // seatedChild is the helper process: it drives the seated run through
 // the served provider with a 1s lease, prints seatedStage0Refused once
-// stage 0's refusal is recorded (stage 1's provider is called only
-// after that), then waits to be killed. Its exit code is 1 if it
+// stage 0's refusal is recorded (stage 1's provider is called, past
+// the preflight's capability check, only after that), then waits to be
+// killed. Its exit code is 1 if it
 // ever gets further.
 func seatedChild() int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -340,13 +350,15 @@ func seatedChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	// Every stage is resolved before stage 0 runs (PRF-07): stage 1's
-	// provider marks the moment the run reaches it — its first call.
+	// Every stage is resolved and checked before stage 0 runs (PRF-07):
+	// stage 1's provider marks the moment the run reaches it — its
+	// second call, after the preflight's.
+	stage1 := stallingProvider{Provider: p, calls: new(atomic.Int32)}
 	accounts := kernel.AccountManagerFunc(func(ctx context.Context, k int, _ profile.Seat) (contract.Provider, error) {
 		if k == 0 {
 			return p, nil
 		}
-		return stallingProvider{p}, nil
+		return stage1, nil
 	})
 	_, err = kernel.ExecuteSeated(ctx, kernel.SeatedRequest{Accounts: accounts, Request: kernel.Request{
 		Profile: midTurnSeatsProfile(), Task: "write a note", Store: st, RunID: seatedRunID, LeaseTTL: kernel.MinLeaseTTL}})

@@ -1,23 +1,39 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/providers/remote"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/retained"
+	"github.com/agentrt/agentrt/sidecar"
 	"github.com/agentrt/agentrt/store/sqlite"
 )
 
+// starterEnv, set in a child's environment, makes this program the
+// starter: it starts the run and waits to be killed.
+const starterEnv = "AGENTRT_EXAMPLE_RETAINED_STARTER"
+
 func main() {
+	if os.Getenv(starterEnv) != "" {
+		starterMain()
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	path, err := sqlite.DefaultPath()
@@ -30,7 +46,11 @@ func main() {
 	if _, err := rand.Read(b[:]); err != nil {
 		fail(err)
 	}
-	if err := retainedRun(ctx, os.Stdout, path, "release-notes-"+hex.EncodeToString(b[:])); err != nil {
+	self, err := os.Executable()
+	if err != nil {
+		fail(err)
+	}
+	if err := retainedRun(ctx, os.Stdout, self, path, "release-notes-"+hex.EncodeToString(b[:])); err != nil {
 		fail(err)
 	}
 }
@@ -45,39 +65,119 @@ const noteWriter = `{"name":"note-writer","harness":"cli-base","model":{"provide
 // The job writes a first line, works for a while, then writes the rest.
 const script = `{"turns":[{"steps":[
   {"text":"Drafted the outline. "},
-  {"delayMs":200},
+  {"delayMs":300},
   {"text":"Wrote the release notes."}
 ]}]}`
 
-// retainedRun starts a retained run under key, drops the starter, and
-// re-attaches from a fresh store connection by the control ref.
-func retainedRun(ctx context.Context, w io.Writer, dbPath, key string) error {
+// started is what the starter prints once the run is dispatched and its
+// first event seen: the plain-data claim ticket and the cursor after
+// that event.
+type started struct {
+	Ref   retained.ControlRef `json:"ref"`
+	After retained.Cursor     `json:"after"`
+}
+
+// retainedRun serves the provider on loopback (as agentrt serve would:
+// it owns the run), starts the starter as a child process (the program
+// self), kills it with SIGKILL once it printed the control ref and its
+// first event, and re-attaches from this process by that control ref.
+func retainedRun(ctx context.Context, w io.Writer, self, dbPath, key string) error {
 	sc, err := scripted.ParseScript([]byte(script))
 	if err != nil {
 		return err
 	}
-	provider := scripted.New(sc, scripted.Options{})
-	ref, after, err := startThenDrop(ctx, w, provider, dbPath, key)
+	srv, err := sidecar.New(scripted.New(sc, scripted.Options{}), sidecar.Options{})
 	if err != nil {
 		return err
 	}
-	// ref is plain data: it could have been written to a file, a queue or
-	// a database and read by another process.
-	return reattach(ctx, w, provider.Reconnect(), dbPath, ref, after)
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+	baseURL := "http://" + ln.Addr().String()
+
+	st, err := startChild(ctx, w, self, baseURL, dbPath, key)
+	if err != nil {
+		return err
+	}
+	// st.Ref is plain data: it could have been written to a file, a queue
+	// or a database and read by any other process.
+	p, err := remote.New(remote.Options{BaseURL: baseURL})
+	if err != nil {
+		return err
+	}
+	return reattach(ctx, w, p, dbPath, st.Ref, st.After)
 }
 
-// startThenDrop starts the run, reads its first event, and returns its
-// control ref and the cursor of that event; its handle and store
-// connection are gone when it returns.
-func startThenDrop(ctx context.Context, w io.Writer, p contract.Provider, dbPath, key string) (retained.ControlRef, retained.Cursor, error) {
+// startChild runs the starter as a child process, reads what it printed
+// and kills it with SIGKILL: nothing of it lives on but the run store's
+// records and the run the provider owns.
+func startChild(ctx context.Context, w io.Writer, self, baseURL, dbPath, key string) (started, error) {
+	cmd := exec.CommandContext(ctx, self)
+	cmd.Env = append(os.Environ(), starterEnv+"=1", "STARTER_BASE_URL="+baseURL, "STARTER_DB="+dbPath, "STARTER_KEY="+key)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return started{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return started{}, err
+	}
+	lines := bufio.NewScanner(out)
+	for lines.Scan() {
+		var st started
+		if err := json.Unmarshal(lines.Bytes(), &st); err == nil && st.Ref.Record != "" {
+			if err := cmd.Process.Kill(); err != nil { // SIGKILL
+				return started{}, err
+			}
+			_ = cmd.Wait() // a killed process's Wait reports the signal
+			fmt.Fprintf(w, "starter ended: %s\n", cmd.ProcessState)
+			return st, nil
+		}
+		fmt.Fprintf(w, "starter: %s\n", lines.Text())
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	return started{}, fmt.Errorf("the starter ended without printing its control ref: %w", errors.Join(lines.Err(), ctx.Err()))
+}
+
+// starterMain is the child: it starts the run, prints its control ref
+// and first event, and waits to be killed.
+func starterMain() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := remote.New(remote.Options{BaseURL: os.Getenv("STARTER_BASE_URL")})
+	if err != nil {
+		fail(err)
+	}
+	st, err := start(ctx, os.Stdout, p, os.Getenv("STARTER_DB"), os.Getenv("STARTER_KEY"))
+	if err != nil {
+		fail(err)
+	}
+	line, err := json.Marshal(st)
+	if err != nil {
+		fail(err)
+	}
+	fmt.Printf("%s\n", line)
+	<-ctx.Done() // killed long before
+	fail(errors.New("the starter was not killed"))
+}
+
+// start starts the run, reads its first event, and returns its control
+// ref and the cursor of that event.
+func start(ctx context.Context, w io.Writer, p contract.Provider, dbPath, key string) (started, error) {
 	st, err := sqlite.Open(ctx, dbPath, sqlite.Options{})
 	if err != nil {
-		return retained.ControlRef{}, retained.Cursor{}, err
+		return started{}, err
 	}
 	defer st.Close()
 	prof, err := profile.Parse([]byte(noteWriter))
 	if err != nil {
-		return retained.ControlRef{}, retained.Cursor{}, err
+		return started{}, err
 	}
 	turnID, prompt := "turn-1", "Write the release notes."
 	run, err := retained.StartRetainedRun(ctx, retained.StartOptions{
@@ -92,21 +192,18 @@ func startThenDrop(ctx context.Context, w io.Writer, p contract.Provider, dbPath
 		},
 	})
 	if err != nil {
-		return retained.ControlRef{}, retained.Cursor{}, err
+		return started{}, err
 	}
 	ref := run.ControlRef()
 	fmt.Fprintf(w, "control ref: record %s, session %s, execution %s\n", ref.Record, ref.Run.SessionID, ref.Run.ExecutionID)
-	var after retained.Cursor
 	for ev, err := range run.Events(ctx, retained.Cursor{}) {
 		if err != nil {
-			return retained.ControlRef{}, retained.Cursor{}, err
+			return started{}, err
 		}
-		fmt.Fprintf(w, "starter saw   %d %s\n", ev.Sequence, ev.Event.Type)
-		after = ev.After()
-		break
+		fmt.Fprintf(w, "saw %d %s\n", ev.Sequence, ev.Event.Type)
+		return started{Ref: ref, After: ev.After()}, nil
 	}
-	fmt.Fprintln(w, "starter dropped")
-	return ref, after, nil
+	return started{}, errors.New("the run ended before its first event")
 }
 
 // reattach re-attaches through a new store connection and provider client

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/remote"
 	"github.com/agentrt/agentrt/retained"
@@ -80,12 +81,29 @@ func runRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Provid
 		st.Replayed = err == nil
 		startCtx, span = tracing.StartRetained(ctx, st)
 	}
-	create, turn := retainedRequest(prof, key, turnID, task)
+	if err := persistCreateKeys(p, s); err != nil {
+		return err
+	}
+	stage, _, err := pickRetainedStage(ctx, stdio, p, prof)
+	if err != nil {
+		span.Dispatched(err)
+		return err
+	}
+	create, turn, err := retainedRequest(prof, stage, key, turnID, task)
+	if err != nil {
+		span.Dispatched(err)
+		return &exitError{code: ExitFailed, err: err}
+	}
+	var seat *int
+	if len(prof.Seats) > 0 {
+		seat = &stage
+	}
 	run, err := retained.StartRetainedRun(startCtx, retained.StartOptions{
 		Provider:    p,
 		Store:       s,
 		Environment: create,
 		Turn:        turn,
+		Stage:       seat,
 		// The records are durable in the store before this hook runs; the
 		// command has nothing to add to them.
 		OnAdmission: func(context.Context, retained.Admission) error { return nil },
@@ -99,13 +117,21 @@ func runRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Provid
 	}
 	ref := run.ControlRef()
 	if asJSON {
-		if err := writeLine(stdio, canonjson.ObjectValue([]canonjson.Member{{Name: "controlRef", Value: mustValue(ref)}})); err != nil {
+		m := []canonjson.Member{{Name: "controlRef", Value: mustValue(ref)}}
+		if seat != nil {
+			m = append(m, canonjson.Member{Name: "stage", Value: canonjson.NumberValue(float64(stage))})
+		}
+		if err := writeLine(stdio, canonjson.ObjectValue(m)); err != nil {
 			return err
 		}
 	} else {
 		fmt.Fprintf(stdio.Out, "retained run %s  dispatched\n", ref.Record)
 		fmt.Fprintf(stdio.Out, "  control   %s\n", canonjson.Marshal(mustValue(ref)))
 		fmt.Fprintf(stdio.Out, "  key       %s (turn %s)\n", key, turnID)
+		if seat != nil {
+			seatOf := prof.Seats[stage]
+			fmt.Fprintf(stdio.Out, "  stage     %d (%s on %s)\n", stage, seatOf.Model, seatOf.Provider)
+		}
 		fmt.Fprintf(stdio.Out, "  attach    agentrt runs attach %s\n", ref.Record)
 	}
 	if tracing != nil {
@@ -123,20 +149,53 @@ func runRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Provid
 	return follow(followCtx, stdio, run, retained.Cursor{}, asJSON, followSpan)
 }
 
-// retainedStage is the seat stage a retained run runs on: the first
-// (agentrt run --retain takes no --stage).
-const retainedStage = 0
+// pickRetainedStage is the stage a retained run of prof runs on p, and
+// that stage's projection: the first stage of the seat chain whose
+// projection p can honor (kernel.ProjectStage, the check every run
+// makes before any spend), stage 0 for a profile without seats. Each
+// stage passed over is reported on stderr with why. When no stage can
+// be honored the start is refused with the first stage's
+// *kernel.StageUnsupportedError (every stage's, joined), before
+// anything is admitted (PRF-07).
+func pickRetainedStage(ctx context.Context, stdio IO, p contract.Provider, prof *profile.Profile) (int, *profile.Profile, error) {
+	caps, err := p.Capabilities(ctx)
+	if err != nil {
+		return 0, nil, &exitError{code: ExitFailed, err: fmt.Errorf("reading %s's capabilities: %w", p.Name(), err)}
+	}
+	var refusals []error
+	for k := range max(len(prof.Seats), 1) {
+		eff, err := kernel.ProjectStage(caps, prof, k)
+		if err == nil {
+			for _, r := range refusals {
+				fmt.Fprintf(stdio.Err, "passing over %v\n", r)
+			}
+			return k, eff, nil
+		}
+		refusals = append(refusals, err)
+	}
+	return 0, nil, &exitError{code: ExitFailed, err: fmt.Errorf("%s can run no stage of this profile; nothing was started: %w", p.Name(), errors.Join(refusals...))}
+}
 
 // retainedRequest is the create and the turn of the retained run of
-// task on prof under key and turnID: what agentrt run --retain admits,
-// and what agentrt runs recover re-sends from the same profile and task.
-// On a subscription profile both carry the stage's credential request
-// (RG-07), as a plain run's do (kernel); nothing records it.
-func retainedRequest(prof *profile.Profile, key, turnID, task string) (*contract.CreateInput, contract.TurnInput) {
-	return &contract.CreateInput{Profile: profile.Ref{Inline: prof}, IdempotencyKey: &key,
-			Credential: contract.CredentialRequestFor(prof, retainedStage, contract.CredentialOnCreate)},
+// task on stage of prof under key and turnID: what agentrt run --retain
+// admits, and what agentrt runs recover re-sends from the same profile
+// and task. The create carries the stage's projection (profile.Project:
+// a seated profile's chosen stage, without its seats), as an exact
+// run's create does. On a subscription profile both carry the stage's
+// credential request (RG-07), as a plain run's do (kernel); nothing
+// records it. A profile the stage does not exist in is an error.
+func retainedRequest(prof *profile.Profile, stage int, key, turnID, task string) (*contract.CreateInput, contract.TurnInput, error) {
+	var eff *profile.Profile
+	if prof != nil {
+		var err error
+		if eff, err = profile.Project(prof, stage); err != nil {
+			return nil, contract.TurnInput{}, err
+		}
+	}
+	return &contract.CreateInput{Profile: profile.Ref{Inline: eff}, IdempotencyKey: &key,
+			Credential: contract.CredentialRequestFor(prof, stage, contract.CredentialOnCreate)},
 		contract.TurnInput{TurnID: &turnID, Prompt: &task,
-			Credential: contract.CredentialRequestFor(prof, retainedStage, contract.CredentialOnTurn)}
+			Credential: contract.CredentialRequestFor(prof, stage, contract.CredentialOnTurn)}, nil
 }
 
 // mustValue converts plain data to a canonical value; the retained types
@@ -269,7 +328,27 @@ func openRetained(ctx context.Context, sf *storeFlags, pf *providerFlags, open p
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := persistCreateKeys(p, s); err != nil {
+		s.Close()
+		return nil, nil, err
+	}
 	return s, p, nil
+}
+
+// persistCreateKeys keeps p's keyed creates in the run store s when p
+// can (contract.CreateKeyPersister): a retained run's keyed create
+// retried by another process — runs recover, or run --retain again with
+// the same --key — replays the environment its key made, or says it is
+// gone or in doubt, and never makes a second one.
+func persistCreateKeys(p contract.Provider, s store.Store) error {
+	kp, ok := p.(contract.CreateKeyPersister)
+	if !ok {
+		return nil
+	}
+	if err := kp.PersistCreateKeys(store.KeyRecords(s)); err != nil {
+		return &exitError{code: ExitFailed, err: err}
+	}
+	return nil
 }
 
 // retainedError maps a retained-run error to the command's exit.
@@ -375,7 +454,14 @@ Exit status: 0 when recovered, 1 otherwise.`,
 			admitted, loadErr := retained.Load(ctx, s, args[0])
 			if loadErr == nil {
 				in := admitted.Intent
-				create, turn := retainedRequest(prof, in.IdempotencyKey, in.TurnID, task)
+				stage := 0
+				if in.Stage != nil {
+					stage = *in.Stage
+				}
+				create, turn, err := retainedRequest(prof, stage, in.IdempotencyKey, in.TurnID, task)
+				if err != nil {
+					return usage("--profile %s cannot run stage %d, the stage run %s was started on: %v; give the profile file it was started with", profilePath, stage, args[0], err)
+				}
 				if prof != nil && in.RequestedProfileDigest != nil {
 					// The seat's account comes from this profile: refuse
 					// one the run was not started with before it is used.
@@ -497,11 +583,17 @@ func printRetained(w io.Writer, r *retained.Record) {
 	in := r.Intent
 	fmt.Fprintf(w, "  intent    provider %s, key %s, turn %s\n", in.Provider, in.IdempotencyKey, in.TurnID)
 	fmt.Fprintf(w, "  identity  session %s, execution %s\n", in.SessionID, in.ExecutionID)
+	if in.Stage != nil {
+		fmt.Fprintf(w, "  stage     %d\n", *in.Stage)
+	}
 	fmt.Fprintf(w, "  request   %s\n", in.RequestDigest)
 	if e := r.Environment; e != nil {
 		fmt.Fprintf(w, "  env       %s\n", e.EnvironmentID)
 	} else {
 		fmt.Fprintf(w, "  env       not admitted\n")
+	}
+	if n := r.Native; n != nil {
+		fmt.Fprintf(w, "  native    %s session %s (execution %s)\n", n.Provider, n.NativeSessionID, n.ExecutionID)
 	}
 	if ref, err := r.ControlRef(); err == nil {
 		fmt.Fprintf(w, "  control   %s\n", canonjson.Marshal(mustValue(ref)))

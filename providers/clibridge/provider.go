@@ -169,6 +169,25 @@ func (p *Provider) provision(in *contract.CreateInput, env map[string]string) (*
 	return st, nil
 }
 
+// PersistCreateKeys implements contract.CreateKeyPersister: keyed creates
+// are also recorded in st, so a retry of a key after this process
+// restarted is answered ErrKeyedEnvironmentGone (this provider's
+// environments live in its process) rather than with a second
+// environment under the key.
+func (p *Provider) PersistCreateKeys(st contract.KeyRecordStore) error {
+	return p.keyed.Persist(contract.DurableKeys[*envState]{Store: st, Scope: "clibridge/" + p.Name(),
+		ID: func(e *envState) string { return e.id },
+		Find: func(_ context.Context, id string) (*envState, bool, error) {
+			p.mu.Lock()
+			e := p.envs[id]
+			p.mu.Unlock()
+			return e, e != nil && !e.isDestroyed(), nil
+		},
+		// An environment handed to nobody (another process declared its
+		// create in doubt first) does not live on.
+		Undo: func(ctx context.Context, e *envState) error { return (&Environment{st: e}).Destroy(ctx) }})
+}
+
 // Get implements contract.EnvironmentGetter: a live environment by id
 // (no creation verdict), or nil.
 func (p *Provider) Get(ctx context.Context, id string) (contract.Environment, error) {

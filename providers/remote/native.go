@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"net/http"
@@ -82,6 +83,18 @@ func (e *environment) nativeSession(ctx context.Context, turnID string) *contrac
 		}
 		return res, err
 	})
+	if errors.Is(err, wire.ErrNotFound) {
+		// An older server has no such route: it answers every turn so.
+		// Said once per provider, not once per turn; later turns on it
+		// are logged at debug level.
+		log := e.p.opts.Logger.Debug
+		if e.p.nativeRouteMissing.CompareAndSwap(false, true) {
+			log = e.p.opts.Logger.Warn
+		}
+		log("remote: the server does not serve a turn's native session (404: an older agentrt serve?); runs on it record the native session unknown",
+			"environment", e.doc.ID, "turn", turnID, "err", err)
+		return nil
+	}
 	if err != nil {
 		e.p.opts.Logger.Warn("remote: the served turn's native session could not be read; the run records it unknown",
 			"environment", e.doc.ID, "turn", turnID, "err", err)

@@ -90,6 +90,10 @@ type Provider struct {
 	mu   sync.Mutex
 	name string
 	caps *contract.Capabilities // the server's document, once read
+
+	// nativeRouteMissing: a turn's native session was answered 404 (an
+	// older server), which is warned about once.
+	nativeRouteMissing atomic.Bool
 }
 
 var _ contract.EnvironmentGetter = (*Provider)(nil)

@@ -378,6 +378,23 @@ func (b *backend) env(id string) *envState {
 	return b.envs[id]
 }
 
+// PersistCreateKeys implements contract.CreateKeyPersister: keyed creates
+// are also recorded in st, so a client over the same store — a restarted
+// process — replays a key's environment while this provider holds it,
+// and refuses (contract.ErrKeyedEnvironmentGone, ErrCreateInDoubt)
+// rather than create a second one under the key.
+func (p *Provider) PersistCreateKeys(st contract.KeyRecordStore) error {
+	return p.b.keyed.Persist(contract.DurableKeys[*envState]{Store: st, Scope: "scripted/" + p.b.name,
+		ID: func(e *envState) string { return e.id },
+		Find: func(_ context.Context, id string) (*envState, bool, error) {
+			e := p.b.env(id)
+			return e, e != nil && !e.isDestroyed(), nil
+		},
+		// An environment handed to nobody (another client declared its
+		// create in doubt first) does not live on.
+		Undo: func(_ context.Context, e *envState) error { e.destroy(); return nil }})
+}
+
 // Get implements contract.EnvironmentGetter: a view of a live environment
 // (no creation verdict), or nil.
 func (p *Provider) Get(ctx context.Context, id string) (contract.Environment, error) {

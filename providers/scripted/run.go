@@ -665,6 +665,21 @@ func (s *session) ControlRef() *contract.RunControlRef {
 	return &ref
 }
 
+// ObservedNativeSession implements contract.NativeSessionReporter: the
+// native identity of the run the session is bound to — the session the
+// turn runs in, as StreamOwned observes it — once a run was admitted.
+func (s *session) ObservedNativeSession(context.Context) (*contract.NativeSessionObserved, bool, error) {
+	r := s.run()
+	if r == nil {
+		return nil, false, nil
+	}
+	obs, err := contract.NewNativeSessionObserved(s.e.st.b.name, r.session.id)
+	if err != nil {
+		return nil, false, nil
+	}
+	return obs, true, nil
+}
+
 // Status implements contract.Session.
 func (s *session) Status(ctx context.Context) (contract.SessionStatus, bool, error) {
 	r := s.run()
