@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -14,12 +15,16 @@ import (
 	"github.com/agentrt/agentrt/store"
 )
 
+// defaultCancelStoreTimeout bounds the run store's answers to agentrt
+// runs cancel (--store-timeout).
+const defaultCancelStoreTimeout = 30 * time.Second
+
 func newRunsCancelCmd(stdio IO, open providerOpener) *cobra.Command {
 	var sf storeFlags
 	var pf providerFlags
 	var asJSON bool
 	var reason, operationID string
-	var wait time.Duration
+	var wait, storeTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "cancel RUN",
 		Short: "Ask the process running a run to cancel it, and wait until it has",
@@ -51,7 +56,17 @@ Exit status: 0 when the run is cancelled (or the request is recorded and
 				return err
 			}
 			defer s.Close()
-			got, gerr := s.GetRun(ctx, args[0])
+			// The store's answers are bounded: a database that stopped
+			// answering is said, not waited on for ever.
+			if storeTimeout <= 0 {
+				return usage("--store-timeout must be positive")
+			}
+			sctx, scancel := context.WithTimeout(ctx, storeTimeout)
+			defer scancel()
+			got, gerr := s.GetRun(sctx, args[0])
+			if gerr != nil && sctx.Err() != nil && ctx.Err() == nil {
+				return &exitError{code: ExitFailed, err: fmt.Errorf("the run store did not answer within %s: check that the database (--db or --database) is reachable, then cancel again", storeTimeout)}
+			}
 			if gerr == nil && got.Kind == retained.Kind {
 				return cancelRetained(ctx, stdio, s, &pf, open, args[0], operationID, reason, wait, asJSON)
 			}
@@ -63,11 +78,11 @@ Exit status: 0 when the run is cancelled (or the request is recorded and
 			if gerr == nil && got.Kind == fleet.Kind {
 				// A fleet run still pending ends at once (fleet.CancelRun);
 				// a running one's worker is asked, as for any run.
-				if effect, err = fleet.CancelRun(ctx, s, args[0], reason, time.Now()); err == nil {
-					r, err = s.GetRun(ctx, args[0])
+				if effect, err = fleet.CancelRun(sctx, s, args[0], reason, time.Now()); err == nil {
+					r, err = s.GetRun(sctx, args[0])
 				}
 			} else {
-				effect, r, err = kernel.RequestCancel(ctx, s, args[0], reason, time.Now())
+				effect, r, err = kernel.RequestCancel(sctx, s, args[0], reason, time.Now())
 			}
 			if errors.Is(err, store.ErrNotFound) {
 				return &exitError{code: ExitFailed, err: fmt.Errorf("no run %q in the store (agentrt runs list shows the recorded runs)", args[0])}
@@ -84,13 +99,15 @@ Exit status: 0 when the run is cancelled (or the request is recorded and
 			if effect == kernel.EffectCancelRequested && wait > 0 {
 				fmt.Fprintf(stdio.Err, "cancel requested; waiting up to %s for run %s to end…\n", wait, r.ID)
 				deadline := time.Now().Add(wait)
+				wctx, wcancel := context.WithDeadline(ctx, deadline.Add(storeTimeout))
+				defer wcancel()
 				for time.Now().Before(deadline) && !r.Status.Terminal() {
 					select {
 					case <-ctx.Done():
 						return &exitError{code: ExitFailed, err: ctx.Err()}
 					case <-time.After(100 * time.Millisecond):
 					}
-					if r, err = s.GetRun(ctx, r.ID); err != nil {
+					if r, err = s.GetRun(wctx, r.ID); err != nil {
 						return &exitError{code: ExitFailed, err: err}
 					}
 				}
@@ -125,5 +142,6 @@ Exit status: 0 when the run is cancelled (or the request is recorded and
 	cmd.Flags().StringVar(&reason, "reason", "cancelled from the command line", "why, recorded with the run")
 	cmd.Flags().DurationVar(&wait, "wait", 30*time.Second, "how long to wait for the run to end (0: do not wait)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the effect as JSON")
+	cmd.Flags().DurationVar(&storeTimeout, "store-timeout", defaultCancelStoreTimeout, "how long to wait for the run store to answer before saying it did not")
 	return cmd
 }

@@ -115,9 +115,17 @@ func MigrateStepsIn(ctx context.Context, pool *pgxpool.Pool, schema string, step
 // that sets idle_in_transaction_session_timeout itself keeps its value.
 const IdleInTransactionTimeout = 8 * time.Second
 
+// DefaultConnectTimeout bounds opening one connection (the dial and the
+// startup handshake) of a pool made by Config when the connection string
+// sets no connect_timeout: a database that stopped answering fails the
+// caller's first query within it instead of holding it until the
+// caller's own deadline, if it has one.
+const DefaultConnectTimeout = 10 * time.Second
+
 // Config parses connString (a postgres:// URL or key=value string) into
 // a pool configuration capped at maxConns connections when it is
-// positive, with sessions bounded by IdleInTransactionTimeout.
+// positive, with sessions bounded by IdleInTransactionTimeout and
+// connecting bounded by DefaultConnectTimeout.
 func Config(connString string, maxConns int32) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
@@ -125,6 +133,9 @@ func Config(connString string, maxConns int32) (*pgxpool.Config, error) {
 	}
 	if maxConns > 0 {
 		cfg.MaxConns = maxConns
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
 	const param = "idle_in_transaction_session_timeout"
 	if _, set := cfg.ConnConfig.RuntimeParams[param]; !set {
