@@ -1,11 +1,7 @@
 package fleet_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +9,7 @@ import (
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/fleet"
+	"github.com/agentrt/agentrt/internal/journaltest"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
@@ -70,29 +67,6 @@ func superviseOnFleet(t *testing.T, exec supervise.Executor, dir string, resume 
 	return res
 }
 
-// cutAfterBound truncates a run dir's spawn journal just after its
-// first execution-bound record: the supervisor died while its worker's
-// fleet run was under way.
-func cutAfterBound(t *testing.T, dir string) {
-	t.Helper()
-	path := filepath.Join(dir, supervise.SpawnJournalFile)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := bytes.SplitAfter(data, []byte("\n"))
-	for i, line := range lines {
-		var r struct{ Kind string }
-		if json.Unmarshal(line, &r) == nil && r.Kind == supervise.KindExecutionBound {
-			if err := os.WriteFile(path, bytes.Join(lines[:i+1], nil), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-	}
-	t.Fatalf("no execution-bound record in %s", path)
-}
-
 // §3.6 recover? on the fleet: a supervisor whose keyed worker ran as a
 // fleet run dies after the worker's fleet run id was journaled; the
 // fleet ran it on. The resumed supervisor recovers the worker from that
@@ -109,7 +83,7 @@ func TestFleetWorkerRecoveredAfterSupervisorDied(t *testing.T) {
 	if want.Status != supervise.StatusWinner || first.executed.Load() != 1 {
 		t.Fatalf("the uninterrupted run: %+v, executed %d", want, first.executed.Load())
 	}
-	cutAfterBound(t, dir)
+	journaltest.KeepThrough(t, dir, supervise.KindExecutionBound, 1)
 
 	second := &countingFleetExecutor{Executor: &fleet.Executor{Fleet: f, Provider: "scripted", PollInterval: 50 * time.Millisecond}}
 	got := superviseOnFleet(t, second, dir, true)

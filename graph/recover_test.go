@@ -1,15 +1,13 @@
 package graph_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/agentrt/agentrt/graph"
+	"github.com/agentrt/agentrt/internal/journaltest"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/memory"
@@ -56,27 +54,6 @@ func (e *recoveringKernel) count(name string) int {
 	return e.runs[name]
 }
 
-// cutAfterFirst keeps the run dir's journal up to its first record of
-// kind: the process died right after that append was durable.
-func cutAfterFirst(t *testing.T, dir, kind string) {
-	t.Helper()
-	path := filepath.Join(dir, supervise.SpawnJournalFile)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := bytes.SplitAfter(data, []byte("\n"))
-	for i, l := range lines {
-		if bytes.Contains(l, []byte(`"kind":"`+kind+`"`)) {
-			if err := os.WriteFile(path, bytes.Join(lines[:i+1], nil), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-	}
-	t.Fatalf("the journal has no %s record", kind)
-}
-
 // §3.6 in-doubt recovery under runGraph (RES-03): a graph run dies after
 // its coder's kernel run was journaled (execution-bound) and before its
 // settlement was. The resumed run recovers the coder from the run store
@@ -94,7 +71,7 @@ func TestGraphRecoversInDoubtCoder(t *testing.T) {
 	if _, err := graph.RunGraph(context.Background(), g, o); err != nil {
 		t.Fatal(err)
 	}
-	cutAfterFirst(t, dir, supervise.KindExecutionBound)
+	journaltest.KeepThrough(t, dir, supervise.KindExecutionBound, 1)
 
 	g, o, err = resumeGraph()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentrt/agentrt/internal/journaltest"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/supervise"
@@ -207,7 +208,7 @@ func TestResumeRerunsUnsettledAuthoredWorker(t *testing.T) {
 	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "t", o); err != nil {
 		t.Fatal(err)
 	}
-	keepThrough(t, dir, supervise.KindSpawned, 1) // spawned, never settled
+	journaltest.KeepThrough(t, dir, supervise.KindSpawned, 1) // spawned, never settled
 
 	second := &profileExecutor{}
 	o = uncappedUSD(baseOptions(t, second, nil))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/internal/journaltest"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/store"
@@ -95,7 +96,7 @@ func TestKeyedWorkerRecoveredAfterCrash(t *testing.T) {
 	}
 	// The process died right after its worker's execution was bound:
 	// the settlement and everything after it never reached the journal.
-	keepThrough(t, dir, supervise.KindExecutionBound, 1)
+	journaltest.KeepThrough(t, dir, supervise.KindExecutionBound, 1)
 
 	second := &recoveringExecutor{KernelExecutor: &supervise.KernelExecutor{Provider: workerProvider(t), Store: st}}
 	var got keyedOutcome
@@ -390,20 +391,7 @@ func TestConservationAcrossCrashRecoverAndResume(t *testing.T) {
 			exec := &recoveringExecutor{KernelExecutor: &supervise.KernelExecutor{Provider: workerProvider(t), Store: st}}
 			o := baseOptions(t, exec, nil)
 			o.RunDir, o.Resume = dir, resume
-			o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-				checkPoolConserved(t, c.Readout(), where(phase, 0))
-				for i, task := range plan {
-					if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: task}); err != nil {
-						return supervise.BrainReport{}, err
-					}
-					checkPoolConserved(t, c.Readout(), where(phase, 2*i+1))
-					if _, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil {
-						return supervise.BrainReport{}, err
-					}
-					checkPoolConserved(t, c.Readout(), where(phase, 2*i+2))
-				}
-				return supervise.BrainReport{}, nil
-			})
+			o.Brain = planBrain(t, plan, func(step int) string { return where(phase, step) })
 			res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
 			if err != nil {
 				t.Fatalf("%s: %v", where(phase, -1), err)

@@ -35,20 +35,7 @@ func TestConservationAcrossCrashAndResume(t *testing.T) {
 		run := func(phase string, resume bool) supervise.SupervisedResult {
 			o := baseOptions(t, newCounting(t, workerProvider(t)), nil)
 			o.RunDir, o.Resume = dir, resume
-			o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-				checkPoolConserved(t, c.Readout(), where(phase, 0))
-				for i, task := range plan {
-					if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: task}); err != nil {
-						return supervise.BrainReport{}, err
-					}
-					checkPoolConserved(t, c.Readout(), where(phase, 2*i+1))
-					if _, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil {
-						return supervise.BrainReport{}, err
-					}
-					checkPoolConserved(t, c.Readout(), where(phase, 2*i+2))
-				}
-				return supervise.BrainReport{}, nil
-			})
+			o.Brain = planBrain(t, plan, func(step int) string { return where(phase, step) })
 			res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
 			if err != nil {
 				t.Fatalf("%s: %v", where(phase, -1), err)
@@ -107,4 +94,25 @@ func checkPoolConserved(t *testing.T, r ledger.Readout, where string) {
 			t.Fatalf("%s: %s does not conserve: %+v", where, ch, b)
 		}
 	}
+}
+
+// planBrain spawns a writer on each task of plan in turn and awaits its
+// settlement, checking after every step that the pool is conserved
+// (free + reserved + committed = total); where names the step in a
+// failure.
+func planBrain(t *testing.T, plan []string, where func(step int) string) supervise.Brain {
+	return supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		checkPoolConserved(t, c.Readout(), where(0))
+		for i, task := range plan {
+			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: task}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			checkPoolConserved(t, c.Readout(), where(2*i+1))
+			if _, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			checkPoolConserved(t, c.Readout(), where(2*i+2))
+		}
+		return supervise.BrainReport{}, nil
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/agentrt/agentrt/internal/journaltest"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -30,31 +31,6 @@ func sequentialManager() *scripted.ChatModel {
 }
 
 var verbs2 = []string{supervise.VerbSpawnWorker, supervise.VerbAwaitEvent}
-
-// keepThrough truncates the journal just after its n-th record of kind:
-// a process killed after that append was durable. (The manager's
-// metered records interleave with the workers' as turns and workers
-// end, so a line count would not name one moment.)
-func keepThrough(t *testing.T, dir, kind string, n int) {
-	t.Helper()
-	path := filepath.Join(dir, supervise.SpawnJournalFile)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := bytes.SplitAfter(data, []byte("\n"))
-	for i, k := range kinds(t, dir) {
-		if k == kind {
-			if n--; n == 0 {
-				if err := os.WriteFile(path, bytes.Join(lines[:i+1], nil), 0o600); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-		}
-	}
-	t.Fatalf("the journal has fewer than %d %s records", n, kind)
-}
 
 // withoutMetered drops the manager's metered records from ks.
 func withoutMetered(ks []string) []string {
@@ -107,7 +83,7 @@ func TestResumeAfterOneWorkerSettledBehaviour46(t *testing.T) {
 	if _, err := supervise.Supervise(context.Background(), managerProfile(t, verbs2...), "ship", o); err != nil {
 		t.Fatal(err)
 	}
-	keepThrough(t, dir, supervise.KindSettled, 1)
+	journaltest.KeepThrough(t, dir, supervise.KindSettled, 1)
 
 	second := newCounting(t, workerProvider(t))
 	o = baseOptions(t, second, sequentialManager())
@@ -170,7 +146,7 @@ func TestResumeChargesUnsettledAtCeilingBehaviour40(t *testing.T) {
 	if _, err := supervise.Supervise(context.Background(), managerProfile(t, verbs2...), "ship", o); err != nil {
 		t.Fatal(err)
 	}
-	keepThrough(t, dir, supervise.KindSpawned, 2) // beta spawned, never settled
+	journaltest.KeepThrough(t, dir, supervise.KindSpawned, 2) // beta spawned, never settled
 
 	second := newCounting(t, workerProvider(t))
 	o = uncappedUSD(baseOptions(t, second, sequentialManager()))

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/internal/journaltest"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
@@ -130,7 +131,7 @@ func TestSeatedWorkerRecoveredAfterCrash(t *testing.T) {
 	if err != nil || want.Status != supervise.StatusWinner {
 		t.Fatalf("the uninterrupted run: %v %+v", err, want)
 	}
-	keepThrough(t, dir, supervise.KindExecutionBound, 1)
+	journaltest.KeepThrough(t, dir, supervise.KindExecutionBound, 1)
 
 	second := &recoveringExecutor{KernelExecutor: &supervise.KernelExecutor{Store: st, Accounts: accounts}}
 	var got keyedOutcome

@@ -76,10 +76,10 @@ var detached = map[string][]string{
 }
 
 // testOnly packages may be imported only from _test.go files.
-var testOnly = map[string]bool{"internal/vectors": true, "internal/scaletest": true, "internal/pgtest": true, "internal/clitest": true, "internal/gittest": true, "internal/receipttest": true, "internal/transcript": true, "internal/consumertest": true, "internal/sqlitetest": true, "internal/storefault": true, "internal/servetest": true, "internal/storetest": true}
+var testOnly = map[string]bool{"internal/vectors": true, "internal/scaletest": true, "internal/pgtest": true, "internal/clitest": true, "internal/gittest": true, "internal/receipttest": true, "internal/transcript": true, "internal/consumertest": true, "internal/sqlitetest": true, "internal/storefault": true, "internal/servetest": true, "internal/storetest": true, "internal/journaltest": true}
 
 // unlayered packages are tooling, exempt from the layer table.
-var unlayered = map[string]bool{"internal/archtest": true, "internal/vectors": true, "internal/scaletest": true, "internal/pgtest": true, "internal/clitest": true, "internal/gittest": true, "internal/receipttest": true, "internal/transcript": true, "internal/consumertest": true, "internal/sqlitetest": true, "internal/storefault": true, "internal/servetest": true, "internal/storetest": true}
+var unlayered = map[string]bool{"internal/archtest": true, "internal/vectors": true, "internal/scaletest": true, "internal/pgtest": true, "internal/clitest": true, "internal/gittest": true, "internal/receipttest": true, "internal/transcript": true, "internal/consumertest": true, "internal/sqlitetest": true, "internal/storefault": true, "internal/servetest": true, "internal/storetest": true, "internal/journaltest": true}
 
 // contractDeps are the only non-standard imports allowed in layers 0 and
 // 1 (docs/DESIGN.md: the contract depends on the standard library and canonjson).

@@ -1,0 +1,43 @@
+package journaltest
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// KeepThrough truncates the spawn journal in run dir just after its n-th
+// record of kind (n ≥ 1): a process killed after that append was
+// durable. The manager's metered records interleave with the workers'
+// as turns and workers end, so a line count would not name one moment;
+// a kind and its ordinal do. It fails the test when the journal holds
+// fewer such records.
+func KeepThrough(t testing.TB, dir, kind string, n int) {
+	t.Helper()
+	path := filepath.Join(dir, supervise.SpawnJournalFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	left := n
+	for i, line := range lines {
+		var r struct {
+			Kind string `json:"kind"`
+		}
+		if json.Unmarshal(line, &r) != nil || r.Kind != kind {
+			continue
+		}
+		if left--; left == 0 {
+			if err := os.WriteFile(path, bytes.Join(lines[:i+1], nil), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("journaltest: the journal in %s has fewer than %d %s records", dir, n, kind)
+}
