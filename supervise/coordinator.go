@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -996,6 +997,11 @@ func (e *VerbRefusal) Error() string { return "supervise: refused: " + e.Code + 
 // doubt, charged at its ceiling (§15 behaviour 40).
 func (c *Coordinator) replayRecords(prior []Record) error {
 	var bound map[NodeID]string // each worker's journaled execution
+	// What this run was asked to cancel: workers (and their subtrees)
+	// and the whole run. A recovered execution that ended cancelled is
+	// the worker's outcome only if someone asked (see recoverInDoubt).
+	var cancelAsked []NodeID
+	runCancelAsked := false
 	for _, r := range prior {
 		if r.Kind == KindAnalystDefined {
 			if err := c.replayAnalyst(r); err != nil {
@@ -1062,6 +1068,12 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				}
 			}
 			c.publishReplayed(w, st.State)
+		case KindCancelRequested:
+			if r.Node != "" {
+				cancelAsked = append(cancelAsked, r.Node)
+			}
+		case KindRunCancelRequested:
+			runCancelAsked = true
 		case KindExecutionBound:
 			if r.Execution != "" {
 				if bound == nil {
@@ -1087,7 +1099,10 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			if x := bound[n.ID]; x != "" {
 				// Its execution is named: it stays live, its reservation
 				// held, until recoverInDoubt recovers it or marks it.
-				c.recovering = append(c.recovering, recoverable{node: n.ID, execution: x})
+				asked := runCancelAsked || slices.ContainsFunc(cancelAsked, func(id NodeID) bool {
+					return n.ID == id || strings.HasPrefix(string(n.ID), string(id)+":")
+				})
+				c.recovering = append(c.recovering, recoverable{node: n.ID, execution: x, cancelAsked: asked})
 				continue
 			}
 			if err := c.scope.MarkInDoubt(n.ID); err != nil {

@@ -130,7 +130,14 @@ func (c *Coordinator) bind(id NodeID) func(ctx context.Context, execution string
 type recoverable struct {
 	node      NodeID
 	execution string
+	// cancelAsked: the journal holds a cancel request for the worker
+	// (or a subtree holding it, or the whole run).
+	cancelAsked bool
 }
+
+// errCancelledByHolder is why a recovered execution that ended cancelled
+// with no cancel request in the journal stays in doubt.
+const errCancelledByHolder = "its execution ended cancelled, but nobody asked this run to cancel the worker: it was cut off with the process that held the run (stopped, or lost its lease), so the work's outcome is unknown; spawn the work again under a new key"
 
 // recoverInDoubt settles, or marks in doubt, each worker a resumed
 // run's journal left started without a terminal receipt but bound to an
@@ -169,11 +176,17 @@ func (c *Coordinator) recoverInDoubt(ctx context.Context, try bool) {
 			reason = "the executor cannot recover an execution (it is not a supervise.Recoverer): spawn the work again under a new key"
 		default:
 			got, err := c.recoverOne(ctx, rec, info, p.execution)
-			if err == nil {
+			switch {
+			case err == nil && got.State == StateCancelled && !p.cancelAsked:
+				// Cancelled by its holder's end, not by a decision of
+				// this run: not the worker's outcome.
+				reason = errCancelledByHolder
+			case err == nil:
 				c.settleRecovered(ctx, p.node, got)
 				continue
+			default:
+				reason = err.Error()
 			}
-			reason = err.Error()
 		}
 		c.markInDoubt(ctx, p, reason, try)
 	}
