@@ -158,6 +158,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := h.start(r.Context(), turn, execID); err != nil {
+		if _, ok := errors.AsType[*TurnConflictError](err); ok {
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		}
 		h.logger().Error("chat turn: recording the turn", "execution", execID, "err", err)
 		http.Error(w, "the turn could not be recorded; retry later", http.StatusServiceUnavailable)
 		return
@@ -182,7 +186,7 @@ func (h *Handler) start(ctx context.Context, turn *Turn, execID string) error {
 	})
 	if errors.Is(err, store.ErrExists) {
 		cancel()
-		return nil
+		return h.sameTurn(ctx, execID, id)
 	}
 	if err != nil {
 		cancel()
@@ -194,6 +198,33 @@ func (h *Handler) start(ctx context.Context, turn *Turn, execID string) error {
 		defer cancel()
 		h.drive(run, turn, execID)
 	}()
+	return nil
+}
+
+// TurnConflictError refuses a request whose execution id names a
+// recorded turn of another tenant, user or session (two identities can
+// derive one id: "p", "a:1" and "p:a", "1"): attaching would hand it
+// another's turn. It names none of the recorded turn's identity.
+type TurnConflictError struct {
+	ExecutionID string
+}
+
+func (e *TurnConflictError) Error() string {
+	return fmt.Sprintf("execution %q is a recorded turn of another tenant, user or session; it cannot be attached to (choose another session id)", e.ExecutionID)
+}
+
+// sameTurn checks that the recorded turn execID is the request's: the
+// same kind, tenant, user and session. Only then may the request attach
+// to it.
+func (h *Handler) sameTurn(ctx context.Context, execID string, id Identity) error {
+	rec, err := kernel.ReadRun(ctx, h.Store, execID)
+	if err != nil {
+		return fmt.Errorf("chatturn: reading turn %s: %w", execID, err)
+	}
+	rt := rec.Runtime
+	if rt == nil || rt.TaskID != KindChatTurn || rt.WorkspaceID != id.TenantID || rt.AgentID != id.UserID || rt.SessionID != id.SessionID {
+		return &TurnConflictError{ExecutionID: execID}
+	}
 	return nil
 }
 
