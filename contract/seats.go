@@ -57,8 +57,9 @@ var ErrQuotaRefused = errors.New("contract: quota refused")
 // fresh; on the last stage the run ends with this refusal.
 type QuotaRefusalError struct {
 	Provider string
-	// Stage is the seat stage refused (the runtime fills it in when the
-	// provider leaves it -1 or does not know it).
+	// Stage is the seat stage refused. A seated run sets it to the
+	// stage it ran, whatever the provider put there (a provider does
+	// not always know its stage; 0 would then say stage 0).
 	Stage int
 	// RetryAfter is when the quota may allow the stage again; nil when
 	// the provider does not say.

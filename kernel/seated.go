@@ -355,10 +355,10 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 			at.Outcome = StageCompleted
 			status, reason, detail, runErr = store.StatusCompleted, "", "", nil
 		case errors.As(err, &quota):
+			// The runtime knows which stage it ran: a provider that left
+			// Stage unset (0) or -1 is not believed over it.
+			quota.Stage = k
 			q := *quota
-			if q.Stage < 0 {
-				q.Stage = k
-			}
 			at.Outcome, at.Reason = StageQuotaRefused, q.Error()
 			if quota.RetryAfter != nil {
 				ms := quota.RetryAfter.Milliseconds()
