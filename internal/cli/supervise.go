@@ -42,6 +42,7 @@ func newSuperviseCmd(stdio IO, open providerOpener) *cobra.Command {
 	var analystFlags analystModelFlags
 	var workerFlags workerProviderFlags
 	var seatsPath string
+	var fleetFlags superviseFleetFlags
 	cmd := &cobra.Command{
 		Use:   "supervise MANAGER-PROFILE --task TEXT --worker PROFILE...",
 		Short: "Run a manager agent that delegates to workers under one conserved budget",
@@ -59,7 +60,11 @@ Workers run on --provider (the run flags: scripted by default, offline, with
 --script FILE; openai; anthropic; ...), each recorded in the run store, or on
 --worker-provider PROVIDER (all of them) and --worker-provider WORKER=PROVIDER
 (the workers of profile WORKER), whose endpoint, when it is not --provider,
-is --worker-base-url (and --worker-openai-api). The manager's model is,
+is --worker-base-url (and --worker-openai-api); with --fleet QUEUE and
+--database URL they run instead as fleet runs on that queue, executed by
+agentrt worker processes on any machine (agentrt worker --help). A worker
+profile with seats walks its seat chain with --seats FILE (as agentrt run
+--seats). The manager's model is,
 with --provider scripted, --manager-script FILE, a JSON script of the
 manager's turns:
 
@@ -146,6 +151,9 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 			if err != nil {
 				return err
 			}
+			if err := fleetFlags.check(cmd, sf); err != nil {
+				return err
+			}
 			wp, err := workerFlags.parse(names, "worker", "")
 			if err != nil {
 				return err
@@ -164,6 +172,14 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 			exec, err := ps.executor(wp, s)
 			if err != nil {
 				return err
+			}
+			onFleet, closeFleet, err := fleetFlags.executor(ctx, sf)
+			if err != nil {
+				return err
+			}
+			defer closeFleet()
+			if onFleet != nil {
+				exec = onFleet
 			}
 			var brain supervise.Brain
 			if external {
@@ -277,6 +293,7 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 	f.StringVar(&analystsPath, "analysts", "", analystsFlagUsage+"; the manager runs them with run_analyst")
 	analystFlags.register(cmd)
 	workerFlags.register(cmd, "worker")
+	fleetFlags.register(cmd)
 	cmd.Flags().StringVar(&seatsPath, "seats", "", "a JSON file naming the provider of each seat stage, as for agentrt run --seats: a worker whose profile has seats walks its chain, moving on to its next stage (the same worker) on a quota refusal; every stage is resolved before the run starts")
 	f.Int64Var(&budgetTokens, "budget-tokens", 100_000, "token ceiling of the whole run, manager included")
 	f.Float64Var(&budgetUSD, "budget-usd", 0, "dollar ceiling of the whole run (default: none)")
