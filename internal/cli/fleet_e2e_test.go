@@ -493,6 +493,18 @@ func TestFleetEndToEnd(t *testing.T) {
 	// database password.
 	pw, _ := passwordOf(conn)
 	checkNoSecretStored(t, ctx, f.Store(), conn, schema, ids, serveToken, ":"+pw+"@")
+	// Nor what the five processes logged, the killed ones included.
+	for _, p := range append(append([]*proc(nil), servers...), workers...) {
+		logs := p.logs.String()
+		for _, secret := range []string{serveToken, ":" + pw + "@", "password=" + pw} {
+			if pw == "" && secret != serveToken {
+				continue
+			}
+			if strings.Contains(logs, secret) {
+				t.Errorf("%s logged a secret (%d bytes of logs)", p.name, len(logs))
+			}
+		}
+	}
 
 	t.Logf("%d runs, 3 workers on 2 servers; worker 1 and server 2 killed at %s; all ended after %s (%.1f runs/s)",
 		n, killedAt.Round(time.Millisecond), elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds())
