@@ -15,14 +15,14 @@ const (
 	propertySteps = 500
 )
 
-// TestScopeConservesUnderRandomSequences is the property test of issue 13
+// TestScopeConservesUnderRandomSequencesBehaviour36 is the property test of issue 13
 // and behaviour 36 (checklist RTP-02, RG-04): random sequences of spawn,
 // transition, settle, cancel, in-doubt, abort and close. After every step
 // free + reserved + committed equals the root total on tokens, usd and
 // iterations; the tree's spentTotal equals committed + reserved on each
 // of them; the live count matches the pool's open tickets and never
 // exceeds MaxLiveWorkers; and a refused spawn changed no counter.
-func TestScopeConservesUnderRandomSequences(t *testing.T) {
+func TestScopeConservesUnderRandomSequencesBehaviour36(t *testing.T) {
 	refused := map[supervise.Code]int{}
 	admitted, steps := 0, 0
 	for seed := range uint64(propertySeeds) {

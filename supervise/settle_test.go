@@ -48,7 +48,7 @@ func TestKeyedSpawnReplaysAndRetries(t *testing.T) {
 // Behaviour 45: with maxLiveWorkers 2 the third spawn is refused
 // max-live-workers before any reservation, even when the budget is also
 // exhausted, and every reply carries freeSlots.
-func TestMaxLiveWorkersBeforeBudget(t *testing.T) {
+func TestMaxLiveWorkersBeforeBudgetBehaviour45(t *testing.T) {
 	f := newFixture(t, ledger.Budget{Tokens: i64(200), Iterations: i64(10), MicroUSD: i64(1_000_000)},
 		supervise.ScopeOptions{PerWorker: worker, MaxLiveWorkers: 2})
 	for i, wantFree := range []int{1, 0} {
@@ -117,7 +117,7 @@ func TestSettleCommitsSpendAndFreesTheRest(t *testing.T) {
 // Behaviour 43 and accounting rule 10: spendGaps names every
 // never-settled node (charged at its ceiling on all channels) and every
 // unreported channel; known flags are false exactly for named channels.
-func TestSpendGaps(t *testing.T) {
+func TestSpendGapsBehaviour43(t *testing.T) {
 	f := newFixture(t, rootBudget(), supervise.ScopeOptions{PerWorker: worker})
 	full := f.spawn(t, supervise.SpawnRequest{Profile: "p", Label: "full"}).Node
 	unrep := f.spawn(t, supervise.SpawnRequest{Profile: "p", Label: "unreported"}).Node

@@ -72,7 +72,7 @@ func spawnArgs(task string) map[string]any { return map[string]any{"profile": "w
 // spawn_worker returns {error, reason, cause?, live, freeSlots} —
 // freeSlots null on an uncapped scope, never left out (§3.6) — reserves
 // nothing, and the run goes on.
-func TestSpawnRefusalsAreToolResults(t *testing.T) {
+func TestSpawnRefusalsAreToolResultsBehaviour38(t *testing.T) {
 	cases := []struct {
 		name  string
 		tune  func(*supervise.Options)
