@@ -33,7 +33,7 @@ func finished(t *testing.T, ctx context.Context, p contract.Provider, s store.St
 // numbered 1, 2, 3… by position when the provider sends none; the anchor
 // is checked before anything is skipped, and a gap, a changed anchor or a
 // malformed cursor is an error, never a silent skip.
-func TestEventsYieldOnlyAfterTheAnchorWithContiguousSequences(t *testing.T) {
+func TestEventsYieldOnlyAfterTheAnchorWithContiguousSequencesBehaviour59(t *testing.T) {
 	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
 		ctx := testCtx(t)
 		run := finished(t, ctx, scripted.New(script(0), scripted.Options{}), open(t), "key-59")
@@ -98,7 +98,7 @@ func seqs(from, to int) []int64 {
 
 // Behaviour 59: an event without an id, or repeating one, cannot be
 // anchored; the stream ends with a replay error at its position.
-func TestEventsRefuseEventsWithoutIdentity(t *testing.T) {
+func TestEventsRefuseEventsWithoutIdentityBehaviour59(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		alter func(i int, ev *contract.EnvironmentEvent)
@@ -149,7 +149,7 @@ func TestEventsRefuseEventsWithoutIdentity(t *testing.T) {
 // same id from a re-attached handle in another store connection is
 // replayed too; a different request under the id is a conflict that never
 // reaches the provider.
-func TestCancelSameOperationTwiceIsReplayedAndAppliedOnce(t *testing.T) {
+func TestCancelSameOperationTwiceIsReplayedAndAppliedOnceBehaviour60(t *testing.T) {
 	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
 		ctx := testCtx(t)
 		w := &wrapped{Provider: scripted.New(script(time.Minute), scripted.Options{})}

@@ -21,7 +21,7 @@ import (
 
 // Behaviour 56 (FD-08): without OnAdmission the start is refused before
 // any provider call.
-func TestStartWithoutOnAdmissionIsRefusedBeforeAnyProviderCall(t *testing.T) {
+func TestStartWithoutOnAdmissionIsRefusedBeforeAnyProviderCallBehaviour56(t *testing.T) {
 	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
 		p := &countingProvider{Provider: scripted.New(script(0), scripted.Options{})}
 		for _, tc := range []struct {
@@ -53,7 +53,7 @@ func TestStartWithoutOnAdmissionIsRefusedBeforeAnyProviderCall(t *testing.T) {
 // dispatched, each durable in the run store (read through a second
 // connection) before the hook sees it, and the start returns only after
 // the dispatched hook returned.
-func TestAdmissionsArriveInOrderDurableBeforeTheHookAndStartAwaitsTheLast(t *testing.T) {
+func TestAdmissionsArriveInOrderDurableBeforeTheHookAndStartAwaitsTheLastBehaviour56(t *testing.T) {
 	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
 		ctx := testCtx(t)
 		p := scripted.New(script(0), scripted.Options{})
@@ -148,7 +148,7 @@ const identityChildEnv = "AGENTRT_TEST_RETAINED_IDENTITY_CHILD"
 // Behaviour 57 (RES-06): omitting the identity derives the same session
 // and execution ids in two processes from (idempotencyKey, turnId); a
 // different turn derives different ones.
-func TestOmittedIdentityDerivesTheSameIDsInTwoProcesses(t *testing.T) {
+func TestOmittedIdentityDerivesTheSameIDsInTwoProcessesBehaviour57(t *testing.T) {
 	if os.Getenv(identityChildEnv) == "1" {
 		id, rec, err := retained.DeriveIdentity("key-57", "turn-57")
 		if err != nil {
@@ -161,7 +161,7 @@ func TestOmittedIdentityDerivesTheSameIDsInTwoProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(testCtx(t), exe, "-test.run=^TestOmittedIdentityDerivesTheSameIDsInTwoProcesses$", "-test.v")
+	cmd := exec.CommandContext(testCtx(t), exe, "-test.run=^TestOmittedIdentityDerivesTheSameIDsInTwoProcessesBehaviour57$", "-test.v")
 	cmd.Env = append(os.Environ(), identityChildEnv+"=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -190,7 +190,7 @@ func TestOmittedIdentityDerivesTheSameIDsInTwoProcesses(t *testing.T) {
 // and provider clients, given the same options and no identity, admit one
 // run with one identity: the second continues the first (one environment,
 // one dispatch).
-func TestSecondStarterWithSameOptionsContinuesTheSameRun(t *testing.T) {
+func TestSecondStarterWithSameOptionsContinuesTheSameRunBehaviour57(t *testing.T) {
 	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
 		ctx := testCtx(t)
 		p := scripted.New(script(0), scripted.Options{})
@@ -355,7 +355,7 @@ func TestDroppedStarterReattachesFromANewStoreConnection(t *testing.T) {
 // Behaviour 58: reconnecting with a control ref whose request digest (or
 // any other coordinate) differs fails loud; so does a record that was
 // never dispatched or does not exist.
-func TestReconnectWithAChangedControlRefFails(t *testing.T) {
+func TestReconnectWithAChangedControlRefFailsBehaviour58(t *testing.T) {
 	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
 		ctx := testCtx(t)
 		p := scripted.New(script(0), scripted.Options{})
@@ -394,7 +394,7 @@ func TestReconnectWithAChangedControlRefFails(t *testing.T) {
 // Behaviour 58: recovery that cannot verify the environment reports
 // unverifiable and destroys nothing; the environment still holds the run
 // and a later recovery re-attaches.
-func TestRecoverUnverifiableNeverDestroysTheEnvironment(t *testing.T) {
+func TestRecoverUnverifiableNeverDestroysTheEnvironmentBehaviour58(t *testing.T) {
 	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
 		ctx := testCtx(t)
 		base := scripted.New(script(0), scripted.Options{})
@@ -433,7 +433,7 @@ func TestRecoverUnverifiableNeverDestroysTheEnvironment(t *testing.T) {
 
 // Behaviour 58: not_found reports nothing to clean: no record, or an
 // environment that no longer exists.
-func TestRecoverNotFoundReportsNothingToClean(t *testing.T) {
+func TestRecoverNotFoundReportsNothingToCleanBehaviour58(t *testing.T) {
 	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
 		ctx := testCtx(t)
 		p := scripted.New(script(0), scripted.Options{})

@@ -43,7 +43,7 @@ func appendText(t *testing.T, path, text string) {
 // Behaviour 61 (spec §15; RES-04): a torn trailing line is ignored on
 // load and truncated before the next append, whether the crash left a
 // fragment without '\n' or a complete line that is not a record.
-func TestFileTornTailIgnoredAndTruncated(t *testing.T) {
+func TestFileTornTailIgnoredAndTruncatedBehaviour61(t *testing.T) {
 	for _, torn := range []string{`{"kind":"turn","runId":"r","tu`, "{\"kind\":\"tu\n", "\x00\x00\x00\x00"} {
 		t.Run("", func(t *testing.T) {
 			ctx := context.Background()

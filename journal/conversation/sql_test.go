@@ -90,7 +90,7 @@ func forEachSQL(t *testing.T, fn func(t *testing.T, b sqlBackend)) {
 
 // Behaviour 62 (spec §15): Migrate twice succeeds, and so do journals
 // opening (and migrating) the same database at once.
-func TestSQLMigrateIsIdempotent(t *testing.T) {
+func TestSQLMigrateIsIdempotentBehaviour62(t *testing.T) {
 	forEachSQL(t, func(t *testing.T, b sqlBackend) {
 		var wg sync.WaitGroup
 		for range 4 {
