@@ -215,3 +215,6 @@ func ReadRunStarted(ctx context.Context, o Options) (Record, error) {
 func zeroBudget(b ledger.Budget) bool {
 	return b.Tokens == nil && b.Iterations == nil && b.MicroUSD == nil && len(b.Resources) == 0
 }
+
+// Ledger is the journaled budget as a ledger.Budget (zero for nil).
+func (b *BudgetRecord) Ledger() ledger.Budget { return b.budget() }
