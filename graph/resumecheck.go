@@ -148,4 +148,3 @@ func clip(s string) string {
 	}
 	return strings.ToValidUTF8(s[:200], "") + "…"
 }
-

@@ -150,4 +150,3 @@ func TestGraphResumeRefusesAnotherBrief(t *testing.T) {
 		t.Fatalf("resume with another brief: %v, driven %d times; want a *supervise.ResumeError and nothing run", err, len(second.tasks))
 	}
 }
-
