@@ -31,7 +31,8 @@ func spawnedTasks(t *testing.T, dir string) []string {
 // continues the run on its journaled task and budget (its process died
 // right after run-started); given flags that differ from the journal
 // it refuses with exit 2, naming the flag and what the journal holds;
-// given the journaled values it resumes.
+// given the journaled values it resumes; another manager profile is
+// refused too.
 func TestSuperviseResumeKeepsTheJournaledTaskAndBudget(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(t.TempDir(), "runs.db")
@@ -71,6 +72,13 @@ func TestSuperviseResumeKeepsTheJournaledTaskAndBudget(t *testing.T) {
 				t.Errorf("exit %d, want 2 with %q\n%s%s", code, tc.want, out, errOut)
 			}
 		})
+	}
+	other := writeFile(t, "manager.json", `{"name": "release-manager", "harness": "cli-base", "model": {"default": "scripted/manager"},
+  "prompt": {"systemPrompt": "Another manager."},
+  "tools": {"agent_runtime_coordination_spawn_worker": true, "agent_runtime_coordination_await_event": true}}`)
+	if out, errOut, code := run(t, "", "supervise", other, "--worker", noteWriter, "--run-dir", dir, "--db", db, "--resume"); code != 2 ||
+		!strings.Contains(errOut, "MANAGER-PROFILE is not the manager profile the run started with") {
+		t.Errorf("--resume with another manager profile: exit %d, want 2\n%s%s", code, out, errOut)
 	}
 	if out, errOut, code := run(t, "", append(base, "--resume", "--task", "Write release notes.", "--budget-tokens", "50000", "--iterations", "5")...); code != 0 {
 		t.Errorf("--resume with the journaled values: exit %d\n%s%s", code, out, errOut)
