@@ -31,7 +31,9 @@ func journaledStart(ctx context.Context, o supervise.Options) (*supervise.Record
 
 // resumeBudgets are the budgets agentrt supervise --resume passes: only
 // the flags the user gave, so that supervise adopts the journaled value
-// of every other one (and refuses a given one that differs).
+// of every other one (and refuses a given one that differs). A dollar
+// flag or --worker-tokens given as 0 means its default, as on a new
+// run, and is not a value to hold the journal to.
 func resumeBudgets(cmd *cobra.Command, budgetTokens, iterations, workerTokens int64, budgetUSD, workerUSD float64) (budget, perWorker ledger.Budget) {
 	f := cmd.Flags()
 	if f.Changed("budget-tokens") {
@@ -40,13 +42,13 @@ func resumeBudgets(cmd *cobra.Command, budgetTokens, iterations, workerTokens in
 	if f.Changed("iterations") {
 		budget.Iterations = &iterations
 	}
-	if f.Changed("budget-usd") {
+	if f.Changed("budget-usd") && budgetUSD > 0 {
 		budget.MicroUSD = int64p(int64(math.Round(budgetUSD * 1e6)))
 	}
-	if f.Changed("worker-tokens") {
+	if f.Changed("worker-tokens") && workerTokens > 0 {
 		perWorker.Tokens = &workerTokens
 	}
-	if f.Changed("worker-usd") {
+	if f.Changed("worker-usd") && workerUSD > 0 {
 		perWorker.MicroUSD = int64p(int64(math.Round(workerUSD * 1e6)))
 	}
 	return budget, perWorker
