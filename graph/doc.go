@@ -38,7 +38,12 @@
 // exhausted caps from the journal's edge records (each records whether
 // it spent a traversal), so settled nodes and completed analyses are not
 // run again and no cap starts afresh. A journal of another topology is
-// refused before anything runs.
+// refused before anything runs, and so is a graph whose budget is not
+// exactly the journaled one (a restart never mints capacity) or whose
+// brief no longer ends the journaled root task: a *supervise.ResumeError,
+// wrapping a *supervise.ResumeMismatchError when one value differs. An
+// empty Options.Task adopts the journaled task; another is refused.
+// JournaledTask reads it back without resuming.
 //
 // Directives: BuiltinRegistry holds delegate/…/v1 and analyze/…/v1
 // directives a graph may name without a registry of its own;

@@ -36,7 +36,8 @@ import (
 // from JSON refuses unknown keys in Decode.
 type Options struct {
 	// Task is the root's task; the graph's brief (the nodes it may
-	// spawn, by id) is appended to it.
+	// spawn, by id) is appended to it. On resume an empty Task adopts
+	// the journaled one, and another is refused.
 	Task string
 	// Registry resolves every edge's directive handle.
 	Registry *Registry
@@ -144,6 +145,9 @@ func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
 		if err := pl.checkJournal(ctx, so); err != nil {
 			return GraphResult{}, err
 		}
+		if err := r.checkStarted(ctx, so, *g.Budget); err != nil {
+			return GraphResult{}, err
+		}
 	}
 	res, err := supervise.Supervise(ctx, pl.root.Profile, r.task(), so)
 	// A run whose journal did not take all of it still has its result:
@@ -197,12 +201,17 @@ type analystRun struct {
 
 // task is the root's task with the graph brief.
 func (r *run) task() string {
-	var b strings.Builder
-	if r.opts.Task != "" {
-		b.WriteString(r.opts.Task)
-		b.WriteString("\n\n")
+	if r.opts.Task == "" {
+		return r.brief()
 	}
-	b.WriteString("AGENT GRAPH: you drive a fixed topology. Spawn ONLY these worker nodes, by exact id as spawn_worker's profile (the node's own profile runs):\n")
+	return r.opts.Task + "\n\n" + r.brief()
+}
+
+// brief is the graph brief the root's task ends with: the nodes it may
+// spawn and the findings it receives.
+func (r *run) brief() string {
+	var b strings.Builder
+	b.WriteString(briefHeader + "you drive a fixed topology. Spawn ONLY these worker nodes, by exact id as spawn_worker's profile (the node's own profile runs):\n")
 	for _, id := range r.order {
 		e := r.delegatesTo[id]
 		fmt.Fprintf(&b, "- %s (cap %d traversals", id, e.limit())

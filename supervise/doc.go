@@ -58,6 +58,23 @@
 // progress. RunDirTail follows a run dir's journal from another process
 // reading only what was appended since its last look.
 //
+// What a resume keeps (P7 and §6 "restart never mints capacity", §3.6
+// "Persistence & resume"). The run-started record journals the run's
+// task, its Budget as given, its PerWorker default and its manager
+// profile's digest (profile.Digest). A resume runs with those: a budget
+// channel, a per-worker channel or a task the caller left out (nil,
+// empty) is adopted from the journal — a zero Budget and an empty task
+// resume the run as it started — and one the caller gave must equal the
+// journaled one, as must the manager profile, else Supervise refuses
+// before anything runs with a *ResumeError wrapping a
+// *ResumeMismatchError that names the option, the record's JSON
+// pointer, and both values. A journal written before these were
+// journaled resumes with the caller's Budget and PerWorker (then
+// required) and an unchecked manager, and the Logger is told so; its
+// task was always journaled and is held the same way. ReadRunStarted
+// reads the record without resuming (the CLI adopts the journaled task
+// so).
+//
 // Durability. The journal is the run's durable truth (§3.6: a record
 // per event, appended once the event is committed; §6: a restore debits
 // committed spend exactly once). A state change is journaled before it

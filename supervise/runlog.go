@@ -94,7 +94,8 @@ const (
 )
 
 // Record is one line of the spawn journal. Kind says which fields are
-// set: run-started (RunID, StartedAtMS, DeadlineMS, Task), spawned
+// set: run-started (RunID, StartedAtMS, DeadlineMS, Task, the run's
+// Budget, PerWorker and ManagerDigest), spawned
 // (Node, Parent, Label, Profile, Model, Key, Task, the request's own
 // Budget and the merged ceiling Reserved), settled
 // (Node, State, Spent, OutRef, Verdict, Delivered, Reason, CheckError,
@@ -151,6 +152,12 @@ type Record struct {
 	// Recovered: a settlement of a worker left in doubt, read from its
 	// recovered execution by a resumed run (Recoverer).
 	Recovered bool `json:"recovered,omitzero"`
+	// PerWorker and ManagerDigest are a run-started record's per-worker
+	// default and manager profile digest; its Budget is the run's
+	// budget. A resume checks the caller's options against them
+	// (ResumeMismatchError). Journals written before carry none.
+	PerWorker     *BudgetRecord `json:"perWorker,omitzero"`
+	ManagerDigest string        `json:"managerDigest,omitzero"`
 }
 
 // BudgetRecord is a ledger.Budget as journaled; an absent channel is

@@ -60,9 +60,14 @@ type BrainReport struct {
 // run workers (Executor, or Workers for the default kernel executor) are
 // required; a cli-base manager also needs Router.
 type Options struct {
-	// Budget is the run's conserved pool; it needs token and iteration
-	// ceilings. Deadline, when set, is its absolute deadline; on resume
-	// the journaled deadline holds.
+	// Budget is the run's conserved pool; a new run needs token and
+	// iteration ceilings. A resume runs with the budget its journal
+	// holds: a channel left nil is adopted from it, one given must equal
+	// it (else a *ResumeMismatchError), so a zero Budget resumes with
+	// the journaled one. PerWorker is held to its journaled value the
+	// same way, and so are the task (empty: adopted) and the manager
+	// profile's digest. Deadline, when set, is its absolute deadline; on
+	// resume the journaled deadline holds.
 	Budget   ledger.Budget
 	Deadline time.Time
 	// PerWorker, MaxLiveWorkers, MaxDepth, AllowedModels and
@@ -321,6 +326,10 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	if err != nil {
 		return SupervisedResult{}, err
 	}
+	managerDigest, err := profile.Digest(manager)
+	if err != nil {
+		return SupervisedResult{}, fmt.Errorf("%w: the manager profile has no digest: %w", ErrInvalidOptions, err)
+	}
 	runID, start, deadline := o.RunID, now(), o.Deadline
 	runDir := o.RunDir
 	if runDir == "" && o.WorkspaceRoot != "" {
@@ -362,8 +371,25 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		if first.DeadlineMS != 0 {
 			deadline = time.UnixMilli(first.DeadlineMS)
 		}
-	} else if runID == "" {
-		runID = kernel.NewID("supervise")
+		// The journal's budget, per-worker default and task are the
+		// run's: a restart never mints capacity (§6) nor changes the
+		// task (§3.6).
+		run, err := adoptJournaled(first, &o, task, managerDigest, logger)
+		var mismatch *ResumeMismatchError
+		if errors.As(err, &mismatch) {
+			return SupervisedResult{}, &ResumeError{RunDir: runDir, Reason: "the options differ from the journal", Err: err}
+		}
+		if err != nil {
+			return SupervisedResult{}, err
+		}
+		o.Budget, o.PerWorker, task = run.budget, run.perWorker, run.task
+	} else {
+		if o.Budget.Tokens == nil || o.Budget.Iterations == nil {
+			return SupervisedResult{}, fmt.Errorf("%w: Budget needs token and iteration ceilings (there is no journal to resume)", ErrInvalidOptions)
+		}
+		if runID == "" {
+			runID = kernel.NewID("supervise")
+		}
 	}
 
 	pool, err := ledger.NewPool(o.Budget, ledger.PoolOptions{Deadline: deadline, Now: now})
@@ -421,7 +447,11 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 			}
 		}
 	} else {
-		rec := Record{Kind: KindRunStarted, RunID: runID, StartedAtMS: start.UnixMilli(), Task: task}
+		rec := Record{Kind: KindRunStarted, RunID: runID, StartedAtMS: start.UnixMilli(), Task: task,
+			Budget: budgetRecord(o.Budget), ManagerDigest: managerDigest}
+		if !zeroBudget(o.PerWorker) {
+			rec.PerWorker = budgetRecord(o.PerWorker)
+		}
 		if !deadline.IsZero() {
 			rec.DeadlineMS = deadline.UnixMilli()
 		}
@@ -629,7 +659,8 @@ func (o *Options) resolve(manager *profile.Profile) (Brain, Executor, error) {
 	if manager == nil {
 		bad("a nil manager profile")
 	}
-	if o.Budget.Tokens == nil || o.Budget.Iterations == nil {
+	if !o.Resume && (o.Budget.Tokens == nil || o.Budget.Iterations == nil) {
+		// A resume takes its budget from the journal (adoptJournaled).
 		bad("Budget needs token and iteration ceilings")
 	}
 	if o.Deliverable.Check == nil {

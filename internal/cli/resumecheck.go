@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// journaledStart is the run-started record of the run a --resume
+// continues, read where the run's journal is (o's RunDir, or its
+// SpawnStore and RunID); nil when the run has no journal yet, which
+// --resume then starts.
+func journaledStart(ctx context.Context, o supervise.Options) (*supervise.Record, error) {
+	rec, err := supervise.ReadRunStarted(ctx, o)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &exitError{code: ExitFailed, err: err}
+	}
+	return &rec, nil
+}
+
+// resumeBudgets are the budgets agentrt supervise --resume passes: only
+// the flags the user gave, so that supervise adopts the journaled value
+// of every other one (and refuses a given one that differs). A dollar
+// flag or --worker-tokens given as 0 means its default, as on a new
+// run, and is not a value to hold the journal to.
+func resumeBudgets(cmd *cobra.Command, budgetTokens, iterations, workerTokens int64, budgetUSD, workerUSD float64) (budget, perWorker ledger.Budget) {
+	f := cmd.Flags()
+	if f.Changed("budget-tokens") {
+		budget.Tokens = &budgetTokens
+	}
+	if f.Changed("iterations") {
+		budget.Iterations = &iterations
+	}
+	if f.Changed("budget-usd") && budgetUSD > 0 {
+		budget.MicroUSD = int64p(int64(math.Round(budgetUSD * 1e6)))
+	}
+	if f.Changed("worker-tokens") && workerTokens > 0 {
+		perWorker.Tokens = &workerTokens
+	}
+	if f.Changed("worker-usd") && workerUSD > 0 {
+		perWorker.MicroUSD = int64p(int64(math.Round(workerUSD * 1e6)))
+	}
+	return budget, perWorker
+}
+
+// superviseResumeFlags name the flag (or argument) of agentrt supervise
+// behind each option a resume is held to.
+var superviseResumeFlags = map[string]string{
+	"Task": "--task", "manager": "MANAGER-PROFILE",
+	"Budget.Tokens": "--budget-tokens", "Budget.Iterations": "--iterations", "Budget.MicroUSD": "--budget-usd",
+	"PerWorker.Tokens": "--worker-tokens", "PerWorker.MicroUSD": "--worker-usd", "PerWorker.Iterations": "the per-worker iterations",
+}
+
+// graphResumeFlags are superviseResumeFlags for agentrt graph, whose
+// budget is the graph file's.
+var graphResumeFlags = map[string]string{
+	"Task": "--task", "manager": "the root node's profile",
+	"budget.tokens": "the graph's budget.tokens", "budget.iterations": "the graph's budget.iterations", "budget.usd": "the graph's budget.usd",
+}
+
+// resumeRefusal is err, when a resume was refused because an option
+// differs from the run's journal, as a usage error (exit 2) saying which
+// flag differs, what the journal holds and what to do; otherwise nil.
+func resumeRefusal(err error, flags map[string]string) error {
+	var m *supervise.ResumeMismatchError
+	if !errors.As(err, &m) {
+		return nil
+	}
+	name, ok := flags[m.Field]
+	if !ok {
+		name = m.Field
+	}
+	journaled, given := m.Journaled, m.Given
+	if m.Field == "Budget.MicroUSD" || m.Field == "PerWorker.MicroUSD" {
+		journaled, given = microDollars(journaled), microDollars(given)
+	}
+	if m.Field == "manager" {
+		return usage("%s is not the manager profile the run started with (its digest is %s, the journal holds %s): resume with the profile that started the run", name, given, journaled)
+	}
+	if _, graphBudget := graphResumeFlags[m.Field]; graphBudget && m.Field != "Task" && m.Field != "manager" {
+		return usage("%s is %s but the run's journal holds %s: a resumed run keeps its budget; resume with the graph file that started the run", name, given, journaled)
+	}
+	return usage("%s %s differs from the run's journal, which holds %s: a resumed run keeps its task and budget; omit %s to continue with the journaled value", name, given, journaled, name)
+}
+
+// microDollars is a µUSD amount as text ("none" stays) in dollars.
+func microDollars(s string) string {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return s
+	}
+	return fmt.Sprintf("$%s", strconv.FormatFloat(float64(n)/1e6, 'f', -1, 64))
+}
