@@ -1,6 +1,10 @@
 package supervise
 
-import "context"
+import (
+	"context"
+	"errors"
+	"io/fs"
+)
 
 // Root steer (§3.6 "Steering"): a steer whose worker is the run id is
 // addressed to the manager itself. A brain that reads an inbox
@@ -34,6 +38,7 @@ func (c *Coordinator) openManagerInbox(brain Brain) {
 	}
 	in := newInbox(c.scope.Root(), c.log.dir, c.now, c.logger)
 	in.manager = true
+	in.continueSeq(context.Background())
 	c.mu.Lock()
 	c.rootInbox = in
 	c.mu.Unlock()
@@ -80,5 +85,22 @@ func interjectFrom(in *Inbox) func(ctx context.Context, answered bool) []string 
 			msgs[i] = s.Message
 		}
 		return msgs
+	}
+}
+
+// continueSeq numbers the inbox's steers on from those its projection
+// already holds: the root's projection outlives the process, and a
+// resumed run posts to the same file, whose lines must stay distinct.
+// An unreadable projection starts over from 1 (logged).
+func (in *Inbox) continueSeq(ctx context.Context) {
+	if in.path == "" {
+		return
+	}
+	recs, _, err := readTolerant[InboxRecord](ctx, in.path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		in.logger.Warn("supervise: reading the manager's inbox projection", "err", err)
+	}
+	for _, r := range recs {
+		in.seq = max(in.seq, r.Seq)
 	}
 }
