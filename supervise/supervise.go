@@ -488,8 +488,11 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 			select {
 			case <-lost:
 				cause := spawnLogLost(log.fence()())
-				stop(cause)
+				// Workers first: a brain stopped first may return and
+				// have them cancelled as "the manager returned" before
+				// they learn the journal was lost.
 				c.cancelWork(cause)
+				stop(cause)
 			case <-quit:
 			}
 		}()
