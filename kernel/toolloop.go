@@ -680,21 +680,30 @@ func (l *toolLoop) run(ctx context.Context) error {
 // user message and reports whether there were any.
 func (l *toolLoop) interject(ctx context.Context, answered bool) bool {
 	msgs := l.o.Interject(ctx, answered)
-	var b strings.Builder
+	text, n := "", 0
 	for _, m := range msgs {
-		if m == "" {
-			continue
+		if m != "" {
+			text, n = m, n+1
 		}
-		if b.Len() > 0 {
-			b.WriteString("\n\n")
-		}
-		b.WriteString(m)
 	}
-	if b.Len() == 0 {
+	switch {
+	case n == 0:
 		return false
+	case n > 1:
+		// Joined only when there are several: one steer costs no copy.
+		var b strings.Builder
+		for _, m := range msgs {
+			if m == "" {
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteString("\n\n")
+			}
+			b.WriteString(m)
+		}
+		text = b.String()
 	}
-	s := b.String()
-	l.res.Messages = append(l.res.Messages, contract.ChatMessage{Role: contract.ChatUser, Content: &s})
+	l.res.Messages = append(l.res.Messages, contract.ChatMessage{Role: contract.ChatUser, Content: l.strPtr(text)})
 	return true
 }
 

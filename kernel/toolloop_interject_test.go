@@ -136,3 +136,33 @@ func TestToolLoopInterjectNotAskedWithoutRoom(t *testing.T) {
 		t.Errorf("Interject asked %d times for a turn the budget refused, want 0", n)
 	}
 }
+
+// BenchmarkToolLoopInterject is BenchmarkToolLoopStep's unrecorded loop
+// with an Interject: "empty" never has a message (the cost of asking),
+// "each" adds one steer before every turn (the transcript grows by a
+// user message per step).
+func BenchmarkToolLoopInterject(b *testing.B) {
+	const steps = 100
+	for _, each := range []bool{false, true} {
+		name := "empty"
+		if each {
+			name = "each"
+		}
+		b.Run(name, func(b *testing.B) {
+			m := scripted.NewChatModel(benchScript(steps))
+			steer := []string{"keep going"}
+			perStep(b, steps, func() {
+				res, err := kernel.RunToolLoop(context.Background(), kernel.ToolLoopOptions{
+					Model: m, System: "You count.", User: "Count.", Tools: []contract.Tool{inc},
+					Interject: func(_ context.Context, answered bool) []string {
+						if each && !answered {
+							return steer
+						}
+						return nil
+					},
+				})
+				check(b, res, err, steps)
+			})
+		})
+	}
+}
