@@ -235,7 +235,8 @@ type ToolLoopOptions struct {
 	// message (separated by a blank line) that the next model call sees;
 	// after an answer they make the loop go on instead of completing. A
 	// running model call is never interrupted. It is called on the loop's
-	// goroutine and must return promptly.
+	// goroutine and must return promptly. The messages are in the result's
+	// Messages; a recorded loop's step events do not carry them.
 	Interject func(ctx context.Context, answered bool) []string
 }
 
