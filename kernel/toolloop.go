@@ -227,6 +227,17 @@ type ToolLoopOptions struct {
 	// and an Observer that also implements ToolObserver sees each call
 	// the loop runs. Errors and panics are logged and contained.
 	Observer Observer
+	// Interject, when set, is asked for user messages that arrived while
+	// the loop ran (a manager's steers): before every model turn after
+	// the first, once the turn's budget is reserved (answered false), and
+	// when a turn answered without calling a tool (answered true). The
+	// messages it returns, in order, join the transcript as one user
+	// message (separated by a blank line) that the next model call sees;
+	// after an answer they make the loop go on instead of completing. A
+	// running model call is never interrupted. It is called on the loop's
+	// goroutine and must return promptly. The messages are in the result's
+	// Messages; a recorded loop's step events do not carry them.
+	Interject func(ctx context.Context, answered bool) []string
 }
 
 // ToolLoopResult is what a tool loop did.
@@ -619,6 +630,9 @@ func (l *toolLoop) run(ctx context.Context) error {
 			}
 			ticket = t
 		}
+		if l.turn > 0 && o.Interject != nil {
+			l.interject(ctx, false)
+		}
 		l.res.Turns++
 		turnUsage, text := l.modelTurn()
 		if ticket != nil {
@@ -631,10 +645,19 @@ func (l *toolLoop) run(ctx context.Context) error {
 			break
 		}
 		if len(l.calls) == 0 {
-			l.stop(StopCompleted)
 			if c := strings.TrimSpace(text); c != "" {
 				l.res.Messages = append(l.res.Messages, contract.ChatMessage{Role: contract.ChatAssistant, Content: l.strPtr(c)})
 			}
+			if o.Interject != nil && l.interject(ctx, true) {
+				// Messages arrived during the answering turn: the
+				// next turn takes them.
+				l.record(text, turnUsage, 0, false)
+				if l.res.StopReason != "" {
+					break
+				}
+				continue
+			}
+			l.stop(StopCompleted)
 			l.record(text, turnUsage, 0, true)
 			break
 		}
@@ -652,6 +675,37 @@ func (l *toolLoop) run(ctx context.Context) error {
 	}
 	l.res.FinalText = l.final.String()
 	return l.finish(ctx)
+}
+
+// interject adds the messages Interject returns to the transcript as one
+// user message and reports whether there were any.
+func (l *toolLoop) interject(ctx context.Context, answered bool) bool {
+	msgs := l.o.Interject(ctx, answered)
+	text, n := "", 0
+	for _, m := range msgs {
+		if m != "" {
+			text, n = m, n+1
+		}
+	}
+	switch {
+	case n == 0:
+		return false
+	case n > 1:
+		// Joined only when there are several: one steer costs no copy.
+		var b strings.Builder
+		for _, m := range msgs {
+			if m == "" {
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteString("\n\n")
+			}
+			b.WriteString(m)
+		}
+		text = b.String()
+	}
+	l.res.Messages = append(l.res.Messages, contract.ChatMessage{Role: contract.ChatUser, Content: l.strPtr(text)})
+	return true
 }
 
 // modelTurn runs one model turn: it yields the model's events, keeps the

@@ -554,6 +554,10 @@ func controlFromChild(what, dir string) error {
 	case "steer-report":
 		_, err := supervise.WriteWorkerSteer(ctx, dir, "report", supervise.WorkerSteer{OperationID: "op-report-steer", Message: "focus on tests", Source: "other-process"})
 		return err
+	case "steer-root":
+		// Root steer (§3.6): the run id as the worker.
+		_, err := supervise.WriteWorkerSteer(ctx, dir, "run1", supervise.WorkerSteer{OperationID: "op-root-steer", Message: rootSteerText, Source: "other-process"})
+		return err
 	case "cancel-worker":
 		_, err := supervise.CancelWorker(ctx, dir, "other", "op-x-cancel", supervise.CancelOptions{Source: "other-process"})
 		return err

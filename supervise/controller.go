@@ -197,6 +197,9 @@ func (c *Coordinator) checkSteers(ctx context.Context) {
 			continue
 		}
 		info, _ := c.resolveWorker(req.Worker)
+		if req.Worker == c.runID {
+			info.ID = c.scope.Root() // a root steer
+		}
 		c.journalControl(ctx, KindSteerRequested, info.ID, req)
 		// Delivery may wait for the worker's next turn, so it runs on its
 		// own: the claim stays unknown until it ends, and the next pass
@@ -222,7 +225,7 @@ func (c *Coordinator) deliverSteer(req SteerRequest, name string) (SteerEffect, 
 		return SteerRefused, "the request digest does not match its body"
 	}
 	if req.Worker == c.runID {
-		return SteerUnsupported, "the manager's brain exposes no inbox"
+		return c.deliverRoot(c.workCtx, req.Message, req.OperationID)
 	}
 	info, ok := c.resolveWorker(req.Worker)
 	if !ok {

@@ -67,6 +67,9 @@ type Coordinator struct {
 	exhausted bool
 	stopWhy   string
 	stopFn    context.CancelCauseFunc
+	// rootInbox holds the steers addressed to the run's root; nil
+	// unless the brain reads an inbox (ManagerInbox).
+	rootInbox *Inbox
 
 	// ctl serves the run dir's steer and cancel files (nil without a
 	// run dir).

@@ -43,6 +43,10 @@ const (
 // each worker of such an executor an inbox, and a steer, from the
 // manager's steer_agent or from another process through the run dir, is
 // acknowledged delivered once the worker's next turn has taken it.
+//
+// A Brain that implements it (RouterBrain does) takes the steers
+// addressed to the run's root (worker = the run id) from
+// Coordinator.ManagerInbox between its turns, the same way.
 type InboxReader interface {
 	ReadsInbox() bool
 }
@@ -123,6 +127,17 @@ type Inbox struct {
 	pending []*posting
 	seq     int64
 	sealed  bool
+
+	// manager: the run's root, whose turns the manager's brain takes.
+	manager bool
+}
+
+// whom names the inbox's reader in the reasons it gives.
+func (in *Inbox) whom() string {
+	if in.manager {
+		return "the manager"
+	}
+	return "the worker"
 }
 
 // posting is one steer waiting for its outcome.
@@ -211,7 +226,7 @@ func (in *Inbox) Seal(ctx context.Context) int {
 		recs := make([]InboxRecord, len(ps))
 		at := in.now().UnixMilli()
 		for i, p := range ps {
-			recs[i] = InboxRecord{Kind: InboxDropped, Seq: p.msg.Seq, AtMS: at, Reason: "the worker took its last turn"}
+			recs[i] = InboxRecord{Kind: InboxDropped, Seq: p.msg.Seq, AtMS: at, Reason: in.whom() + " took its last turn"}
 		}
 		if err := in.record(ctx, recs...); err != nil {
 			in.logger.Error("supervise: recording dropped steers", "node", in.node, "err", err)
@@ -256,16 +271,16 @@ func (in *Inbox) post(ctx context.Context, msg, operationID string) (SteerEffect
 	switch {
 	case in.sealed:
 		in.mu.Unlock()
-		return SteerNotLive, "the worker took its last turn"
+		return SteerNotLive, in.whom() + " took its last turn"
 	case len(in.pending) >= MaxInboxPending:
 		in.mu.Unlock()
-		return SteerRefused, fmt.Sprintf("the worker's inbox holds %d steers its next turn has not taken; wait for it", MaxInboxPending)
+		return SteerRefused, fmt.Sprintf("%s's inbox holds %d steers its next turn has not taken; wait for it", in.whom(), MaxInboxPending)
 	}
 	in.seq++
 	p := &posting{msg: SteerMessage{Seq: in.seq, Message: msg, OperationID: operationID}, done: make(chan struct{})}
 	if err := in.record(ctx, InboxRecord{Kind: InboxPosted, Seq: p.msg.Seq, AtMS: in.now().UnixMilli(), Message: msg, OperationID: operationID}); err != nil {
 		in.mu.Unlock()
-		return SteerRefused, "the worker's inbox could not record the message: " + err.Error()
+		return SteerRefused, in.whom() + "'s inbox could not record the message: " + err.Error()
 	}
 	in.pending = append(in.pending, p)
 	in.mu.Unlock()
@@ -286,9 +301,9 @@ func (in *Inbox) post(ctx context.Context, msg, operationID string) (SteerEffect
 		}
 		in.mu.Unlock()
 		if withdrawn {
-			why := "the worker's next turn did not take the message before the steer's wait ended"
+			why := in.whom() + "'s next turn did not take the message before the steer's wait ended"
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				why = fmt.Sprintf("the worker's next turn did not take the message within %s", MaxSteerWait)
+				why = fmt.Sprintf("%s's next turn did not take the message within %s", in.whom(), MaxSteerWait)
 			}
 			in.drop(context.WithoutCancel(ctx), p, why)
 			return SteerRefused, why + "; it was withdrawn"
@@ -298,7 +313,7 @@ func (in *Inbox) post(ctx context.Context, msg, operationID string) (SteerEffect
 	if p.taken {
 		return SteerDelivered, ""
 	}
-	return SteerNotLive, "the worker took its last turn before taking the message"
+	return SteerNotLive, in.whom() + " took its last turn before taking the message"
 }
 
 // drop records p as dropped; p is already out of the queue.

@@ -518,8 +518,11 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 			select {
 			case <-lost:
 				cause := spawnLogLost(log.fence()())
-				stop(cause)
+				// Workers first: a brain stopped first may return and
+				// have them cancelled as "the manager returned" before
+				// they learn the journal was lost.
 				c.cancelWork(cause)
+				stop(cause)
 			case <-quit:
 			}
 		}()
@@ -565,8 +568,10 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	}
 	// Steer and cancel requests from other processes are picked up
 	// while the brain drives; run end expires what is left.
+	c.openManagerInbox(brain)
 	stopWatch := c.watchControl(context.WithoutCancel(ctx))
 	report, driveErr := drive(brainCtx, brain, c, task)
+	c.closeManagerInbox(ctx) // a root steer still waiting is not_live
 	stopWatch()
 	stopped := errors.Is(context.Cause(brainCtx), ErrStopped)
 	if !deadline.IsZero() && ctx.Err() == nil && (errors.Is(brainCtx.Err(), context.DeadlineExceeded) || !time.Now().Before(deadline)) {

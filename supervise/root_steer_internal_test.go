@@ -1,0 +1,97 @@
+package supervise
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// managerInboxFor is the root's inbox a process of the run in dir opens.
+func managerInboxFor(dir string) *Inbox {
+	in := newInbox("run1", dir, time.Now, slog.New(slog.DiscardHandler))
+	in.manager = true
+	in.continueSeq(context.Background())
+	return in
+}
+
+// postAsync posts msg and returns the channel its outcome arrives on.
+func postAsync(in *Inbox, msg, op string) <-chan [2]string {
+	out := make(chan [2]string, 1)
+	go func() {
+		effect, why := in.post(context.Background(), msg, op)
+		out <- [2]string{string(effect), why}
+	}()
+	return out
+}
+
+// waitPending waits, at most a minute, until n steers wait in in.
+func waitPending(t *testing.T, in *Inbox, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		in.mu.Lock()
+		got := len(in.pending)
+		in.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d steers pending, want %d", got, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Behaviour 48, root steer across processes: the root's inbox projection
+// outlives the process that wrote it, so a resumed run's manager numbers
+// its steers on from the last one, and a steer still waiting when the
+// manager returns is not_live, saying the manager took its last turn.
+func TestManagerInboxAcrossProcessesBehaviour48(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+
+	first := managerInboxFor(dir)
+	got := postAsync(first, "one", "op-1")
+	waitPending(t, first, 1)
+	if msgs := first.Take(ctx); len(msgs) != 1 || msgs[0].Seq != 1 {
+		t.Fatalf("took %+v, want steer 1", msgs)
+	}
+	if r := <-got; r != [2]string{string(SteerDelivered), ""} {
+		t.Errorf("first steer %v, want delivered", r)
+	}
+	first.close(ctx)
+
+	resumed := managerInboxFor(dir)
+	got = postAsync(resumed, "two", "op-2")
+	waitPending(t, resumed, 1)
+	if msgs := resumed.Take(ctx); len(msgs) != 1 || msgs[0].Seq != 2 {
+		t.Fatalf("the resumed manager took %+v, want steer 2", msgs)
+	}
+	<-got
+	late := postAsync(resumed, "three", "op-3")
+	waitPending(t, resumed, 1)
+	resumed.close(ctx)
+	if r := <-late; r != [2]string{string(SteerNotLive), "the manager took its last turn before taking the message"} {
+		t.Errorf("steer waiting at the manager's return: %v, want not_live", r)
+	}
+
+	recs, skipped, err := ReadInbox(ctx, dir, "run1")
+	if err != nil || skipped != 0 {
+		t.Fatalf("projection: %v (%d skipped)", err, skipped)
+	}
+	type line struct {
+		Kind string
+		Seq  int64
+	}
+	var lines []line
+	for _, r := range recs {
+		lines = append(lines, line{r.Kind, r.Seq})
+	}
+	want := []line{{InboxPosted, 1}, {InboxTaken, 1}, {InboxPosted, 2}, {InboxTaken, 2}, {InboxPosted, 3}, {InboxDropped, 3}}
+	if diff := cmp.Diff(want, lines); diff != "" {
+		t.Errorf("projection (-want +got):\n%s", diff)
+	}
+}
