@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -521,8 +522,16 @@ func (s *Store) DeleteIdempotency(ctx context.Context, keys []store.IdempotencyK
 	}
 	defer tx.Rollback()
 	n := int64(0)
-	for _, k := range keys {
-		res, err := tx.ExecContext(ctx, `DELETE FROM idempotency WHERE scope = ? AND key = ?`, k.Scope, k.Key)
+	// A statement per deleteChunk names, not per name: a statement
+	// costs SQLite a prepare and the driver a bind whatever it deletes.
+	// A name given twice matches its row once, as two deletes would.
+	args := make([]any, 0, 2*min(len(keys), deleteChunk))
+	for chunk := range slices.Chunk(keys, deleteChunk) {
+		args = args[:0]
+		for _, k := range chunk {
+			args = append(args, k.Scope, k.Key)
+		}
+		res, err := tx.ExecContext(ctx, deleteIdempotencySQL(len(chunk)), args...)
 		if err != nil {
 			return 0, fmt.Errorf("sqlite: delete idempotency: %w", err)
 		}
@@ -536,6 +545,16 @@ func (s *Store) DeleteIdempotency(ctx context.Context, keys []store.IdempotencyK
 		return 0, fmt.Errorf("sqlite: delete idempotency: %w", err)
 	}
 	return int(n), nil
+}
+
+// deleteChunk is how many names one DELETE of DeleteIdempotency names:
+// 2 bound values each, well inside SQLite's variable limit.
+const deleteChunk = 250
+
+// deleteIdempotencySQL deletes the n (scope, key) pairs bound in order;
+// the primary key (scope, key) finds each.
+func deleteIdempotencySQL(n int) string {
+	return `DELETE FROM idempotency WHERE (scope, key) IN (VALUES (?, ?)` + strings.Repeat(`, (?, ?)`, n-1) + `)`
 }
 
 // ClaimIdempotency implements store.Store.
