@@ -4,11 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -521,40 +521,33 @@ func (s *Store) DeleteIdempotency(ctx context.Context, keys []store.IdempotencyK
 		return 0, fmt.Errorf("sqlite: delete idempotency: %w", err)
 	}
 	defer tx.Rollback()
-	n := int64(0)
-	// A statement per deleteChunk names, not per name: a statement
-	// costs SQLite a prepare and the driver a bind whatever it deletes.
-	// A name given twice matches its row once, as two deletes would.
-	args := make([]any, 0, 2*min(len(keys), deleteChunk))
-	for chunk := range slices.Chunk(keys, deleteChunk) {
-		args = args[:0]
-		for _, k := range chunk {
-			args = append(args, k.Scope, k.Key)
-		}
-		res, err := tx.ExecContext(ctx, deleteIdempotencySQL(len(chunk)), args...)
-		if err != nil {
-			return 0, fmt.Errorf("sqlite: delete idempotency: %w", err)
-		}
-		m, err := res.RowsAffected()
-		if err != nil {
-			return 0, fmt.Errorf("sqlite: delete idempotency: %w", err)
-		}
-		n += m
+	// One statement for all the names, not one per name: a statement
+	// costs SQLite a prepare and the driver a bind whatever it deletes,
+	// and each bound value a Go allocation. The names travel as one JSON
+	// array of [scope, key] pairs; a name given twice matches its row
+	// once, as two deletes would.
+	pairs := make([][2]string, len(keys))
+	for i, k := range keys {
+		pairs[i] = [2]string{k.Scope, k.Key}
+	}
+	names, err := json.Marshal(pairs)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: delete idempotency: %w", err)
+	}
+	// The primary key (scope, key) finds each pair.
+	res, err := tx.ExecContext(ctx, `DELETE FROM idempotency WHERE (scope, key) IN
+		(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))`, string(names))
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: delete idempotency: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: delete idempotency: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("sqlite: delete idempotency: %w", err)
 	}
 	return int(n), nil
-}
-
-// deleteChunk is how many names one DELETE of DeleteIdempotency names:
-// 2 bound values each, well inside SQLite's variable limit.
-const deleteChunk = 250
-
-// deleteIdempotencySQL deletes the n (scope, key) pairs bound in order;
-// the primary key (scope, key) finds each.
-func deleteIdempotencySQL(n int) string {
-	return `DELETE FROM idempotency WHERE (scope, key) IN (VALUES (?, ?)` + strings.Repeat(`, (?, ?)`, n-1) + `)`
 }
 
 // ClaimIdempotency implements store.Store.
