@@ -131,9 +131,9 @@ func (q *Queue) run(d Delegation) (next bool) {
 	// Resume what an earlier attempt journaled; never start over what
 	// an earlier attempt may have begun without a journal here.
 	rctx, rcancel := q.storeCtx()
-	recs, _, jerr := supervise.ReadRunDir(rctx, d.RunDir)
+	journaled, jerr := supervise.RunDirJournaled(rctx, d.RunDir)
 	rcancel()
-	journaled := jerr == nil && len(recs) > 0
+	journaled = journaled && jerr == nil
 	if d.Attempts > 1 && !journaled {
 		why := "found no journal"
 		if jerr != nil && !errors.Is(jerr, fs.ErrNotExist) {

@@ -21,6 +21,18 @@ type journaledRow struct {
 	Charged bool `json:"charged,omitzero"`
 }
 
+// decodeJournaledRow decodes an edge record's data. A record without a
+// directive member (one that names none) decodes with Directive empty:
+// its directive is unknown, and a resume compares what it has.
+func decodeJournaledRow(v canonjson.Value) (journaledRow, error) {
+	var jr journaledRow
+	if _, ok := v.Get("directive"); !ok && v.Kind() == canonjson.Object {
+		v = v.With("directive", canonjson.StringValue(""))
+	}
+	err := canonjson.FromValue(v, &jr)
+	return jr, err
+}
+
 // restore rebuilds the graph's state from the run's journal before the
 // brain drives: on a resumed run, the edge ledger and its traversal
 // counts, the caps spent (charged rows, analyst spawns) and exhausted,
@@ -46,8 +58,8 @@ func (r *run) restore(c *supervise.Coordinator) error {
 			case supervise.KindSpawned:
 				r.restoreSpawn(rec)
 			case supervise.KindEdge:
-				var jr journaledRow
-				if err := canonjson.FromValue(rec.Data, &jr); err != nil {
+				jr, err := decodeJournaledRow(rec.Data)
+				if err != nil {
 					return fmt.Errorf("graph: resuming: an edge record does not decode: %w", err)
 				}
 				e, ok := edges[jr.Edge]
@@ -147,15 +159,19 @@ func (r *run) afterSettle(ctx context.Context, c *supervise.Coordinator, s super
 // checkJournal refuses, before anything runs, to resume the run's
 // journal (the run dir's file, or with so.SpawnStore the store's run
 // so.RunID) with a graph whose edges are not the ones it journaled: the
-// restored ledger and caps would belong to another topology. A missing
-// or empty journal is a new run.
+// restored ledger and caps would belong to another topology. An edge is
+// its id and its directive (a changed directive is a new version of
+// the edge, spec runtime §3.7, not the one whose traversals the journal
+// counted); a record that names no directive (a journal written before
+// rows carried one) is compared by id alone. A missing or empty journal
+// is a new run.
 func (pl *plan) checkJournal(ctx context.Context, so supervise.Options) error {
-	known := map[string]bool{}
+	directive := map[string]string{} // by edge id
 	for _, e := range pl.delegatesTo {
-		known[e.ID()] = true
+		directive[e.ID()] = e.Directive
 	}
 	for _, e := range pl.analyzes {
-		known[e.ID()] = true
+		directive[e.ID()] = e.Directive
 	}
 	where := so.RunDir
 	if so.SpawnStore != nil {
@@ -168,12 +184,16 @@ func (pl *plan) checkJournal(ctx context.Context, so supervise.Options) error {
 		if rec.Kind != supervise.KindEdge {
 			continue
 		}
-		var jr journaledRow
-		if err := canonjson.FromValue(rec.Data, &jr); err != nil {
+		jr, err := decodeJournaledRow(rec.Data)
+		if err != nil {
 			return &supervise.ResumeError{RunDir: where, Reason: "an edge record does not decode", Err: err}
 		}
-		if !known[jr.Edge] {
+		want, ok := directive[jr.Edge]
+		if !ok {
 			return &supervise.ResumeError{RunDir: where, Reason: fmt.Sprintf("the journal has edge %s, which this graph does not; resume with the graph that started the run", jr.Edge)}
+		}
+		if jr.Directive != "" && jr.Directive != want {
+			return &supervise.ResumeError{RunDir: where, Reason: fmt.Sprintf("the journal's edge %s ran directive %s, and this graph gives it %s; resume with the graph that started the run (or start a new run for the new directive)", jr.Edge, jr.Directive, want)}
 		}
 	}
 	return nil

@@ -144,6 +144,13 @@ type Result struct {
 	// Receipt is what the provider observed of an execution it rejected
 	// (a contract.ExecutionError), kept on a failed or cancelled run.
 	Receipt *contract.ExecutionFailureReceipt
+	// TeardownUnconfirmed says why the environment this run created
+	// could not be confirmed destroyed (its Destroy failed or did not
+	// answer within the cleanup timeout): it may still exist and cost,
+	// and whoever reports the run should say so. Empty when the run
+	// destroyed it, kept it for a next seat stage, left it to the run's
+	// next holder or created none. The run's outcome does not change.
+	TeardownUnconfirmed string
 }
 
 // Execute runs one exact run and records it in req.Store. It returns the

@@ -202,6 +202,14 @@ func (l *life) armCleanup() {
 	l.armOnce.Do(func() { time.AfterFunc(l.cleanup, l.ioCancel) })
 }
 
+// teardownCtx is the context of destroying the run's environment: the
+// run's I/O context, but given at most half the cleanup window, so that
+// a provider that does not answer leaves the run's last records (its
+// ledger entry, its end) the time to be written.
+func (l *life) teardownCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(l.io, l.cleanup/2)
+}
+
 // writeCtx is the context of a record write: the run's I/O context, so
 // that events which arrive as the caller cancels are still recorded,
 // within the cleanup window.

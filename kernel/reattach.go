@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -97,7 +98,16 @@ func (x *execution) releaseEnv() {
 		x.log.Warn("leaving the environment to the run's next holder: this process lost the lease", "run", x.req.RunID, "env", x.res.EnvironmentID, "err", lost)
 		return
 	}
-	if err := x.env.Destroy(x.life.writeCtx()); err != nil {
+	ctx, cancel := x.life.teardownCtx()
+	defer cancel()
+	if err := x.env.Destroy(ctx); err != nil {
 		x.log.Warn("destroying the environment", "run", x.req.RunID, "env", x.res.EnvironmentID, "err", err)
+		x.res.TeardownUnconfirmed = teardownUnconfirmed(x.res.EnvironmentID, err)
 	}
+}
+
+// teardownUnconfirmed is Result.TeardownUnconfirmed for environment id,
+// whose Destroy returned err.
+func teardownUnconfirmed(id string, err error) string {
+	return fmt.Sprintf("environment %s was not confirmed destroyed (%v); it may still exist: destroy it with its provider", id, err)
 }

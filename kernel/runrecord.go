@@ -62,6 +62,10 @@ type Record struct {
 	// CancelRequested is a cancel request another process recorded
 	// (RequestCancel).
 	CancelRequested *CancelRequest `json:"cancelRequested,omitzero"`
+	// TeardownUnconfirmed is Result.TeardownUnconfirmed: why the
+	// environment the run created was not confirmed destroyed; absent
+	// when it was (or none was to be).
+	TeardownUnconfirmed string `json:"teardownUnconfirmed,omitzero"`
 }
 
 // NullString is a document member that is null while unknown: the empty
@@ -318,6 +322,7 @@ func (x *execution) typed() Record {
 		rec.Terminal = &Terminal{Status: r.Status, Reason: r.Reason, Detail: r.Detail}
 		rec.Usage, rec.Text, rec.Delivered = &Usage{r.Usage}, &text, &delivered
 		rec.Output, rec.Verdict, rec.CheckError, rec.FailureReceipt = r.Output, r.Verdict, r.CheckError, r.Receipt
+		rec.TeardownUnconfirmed = r.TeardownUnconfirmed
 	}
 	return rec
 }

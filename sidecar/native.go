@@ -65,3 +65,33 @@ func (s *Server) nativeSession(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 }
+
+// sessionNativeSession answers wire.RouteSessionNativeSession: the
+// native session of the run a detached session is bound to (NSO-02),
+// as the provider's session reports it (contract.NativeSessionReporter)
+// — behind the bearer token like every route, never on the session's
+// events (NSO-03), its value never logged. A session that cannot
+// report one, has observed none yet, or reports a malformed one is
+// answered without an observation: unknown, never empty.
+func (s *Server) sessionNativeSession(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := s.callContext(r)
+	defer cancel()
+	_, sess, ok := sessionCall(s, ctx, w, r, wire.ParseSessionRequest, sessionRef)
+	if !ok {
+		return
+	}
+	var out wire.SessionNativeSession
+	if nr, ok := sess.(contract.NativeSessionReporter); ok {
+		obs, known, err := nr.ObservedNativeSession(ctx)
+		if err != nil {
+			writeError(w, providerError(err))
+			return
+		}
+		if known && obs != nil {
+			if valid, err := contract.NewNativeSessionObserved(obs.Provider, obs.NativeSessionID); err == nil {
+				out.Observation = valid
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}

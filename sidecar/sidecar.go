@@ -241,6 +241,7 @@ func New(p contract.Provider, opts Options) (*Server, error) {
 	post(wire.RouteSessionInteractions, s.sessionRespond)
 	post(wire.RouteSessionBoundary, s.sessionBoundary)
 	post(wire.RouteSessionContinue, s.sessionContinue)
+	post(wire.RouteSessionNativeSession, s.sessionNativeSession)
 	post(wire.RouteWorkspaceRead, s.readFile)
 	post(wire.RouteWorkspaceWrite, s.writeFile)
 	post(wire.RouteWorkspaceExec, s.exec)

@@ -37,3 +37,33 @@ var TurnNativeSessionSchema = schema.Object(
 func ParseTurnNativeSession(data []byte) (*TurnNativeSession, error) {
 	return parseWithin[TurnNativeSession](KindTurnNativeSession, TurnNativeSessionSchema, data, MaxTurnNativeSessionBytes)
 }
+
+// RouteSessionNativeSession is POST (a SessionRequest): the native
+// session of the run a detached session is bound to (a
+// SessionNativeSession), for the run's execution owner (NSO-01/NSO-02:
+// the detached counterpart of RouteTurnNativeSession, which the turn's
+// owner asks). It is never on the session's public events (NSO-03).
+const RouteSessionNativeSession = "/v1/environments/{id}/sessions/{session}/native-session"
+
+// SessionNativeSession answers RouteSessionNativeSession. Observation
+// is absent while the provider has observed none (or cannot tell): the
+// native session is unknown, never empty.
+type SessionNativeSession struct {
+	Observation *contract.NativeSessionObserved `json:"observation,omitzero"`
+}
+
+// KindSessionNativeSession names SessionNativeSession in errors.
+const KindSessionNativeSession = "SidecarSessionNativeSession"
+
+// SessionNativeSessionSchema is the strict SessionNativeSession shape;
+// its observation is checked by the contract's rule for a
+// native.session.observed event (without its "type" member).
+var SessionNativeSessionSchema = schema.Object(
+	schema.Opt("observation", contract.NativeSessionObservedEventSchema.Omit("type")),
+)
+
+// ParseSessionNativeSession decodes a session's native session answer
+// strictly, refusing a body over MaxTurnNativeSessionBytes.
+func ParseSessionNativeSession(data []byte) (*SessionNativeSession, error) {
+	return parseWithin[SessionNativeSession](KindSessionNativeSession, SessionNativeSessionSchema, data, MaxTurnNativeSessionBytes)
+}

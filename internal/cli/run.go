@@ -404,6 +404,9 @@ func resultValue(r *kernel.Result) canonjson.Value {
 	if r.Output.IsValid() {
 		m = append(m, canonjson.Member{Name: "output", Value: r.Output})
 	}
+	if r.TeardownUnconfirmed != "" {
+		m = append(m, canonjson.Member{Name: "teardownUnconfirmed", Value: canonjson.StringValue(r.TeardownUnconfirmed)})
+	}
 	return canonjson.ObjectValue(m)
 }
 
@@ -456,6 +459,9 @@ func printResult(w io.Writer, r *kernel.Result, where string) {
 	fmt.Fprintf(w, "  usage     input %s, output %s, cost %s\n", r.Usage.InputTokens, r.Usage.OutputTokens, usd(r.Usage.CostUSD))
 	if r.Text != "" {
 		fmt.Fprintf(w, "  result    %s\n", clip(strings.ReplaceAll(r.Text, "\n", " "), 120))
+	}
+	if r.TeardownUnconfirmed != "" {
+		fmt.Fprintf(w, "  teardown  NOT confirmed: %s\n", r.TeardownUnconfirmed)
 	}
 	fmt.Fprintf(w, "  recorded  %d events in %s\n", r.Events, where)
 	fmt.Fprintf(w, "  next      agentrt runs show %s\n", r.RunID)

@@ -359,6 +359,9 @@ func printRecord(w io.Writer, r *kernel.RunRecord, rec *kernel.Record) {
 	if rec.Delivered != nil {
 		fmt.Fprintf(w, "  delivered %v\n", *rec.Delivered)
 	}
+	if rec.TeardownUnconfirmed != "" {
+		fmt.Fprintf(w, "  teardown  NOT confirmed: %s\n", rec.TeardownUnconfirmed)
+	}
 	usage := r.Spend
 	if rec.Usage != nil {
 		usage = rec.Usage.Usage

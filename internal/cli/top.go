@@ -226,6 +226,9 @@ type topSource struct {
 	// newOperationID names each steer and cancel request;
 	// rand.Text-based when nil.
 	newOperationID func() string
+	// follows keeps each run dir's journal tail across reads, so a read
+	// costs what the runs wrote since the last.
+	follows topFollows
 }
 
 func (s *topSource) operationID() string {
@@ -273,8 +276,9 @@ func (s *topSource) load(ctx context.Context) topSnapshot {
 		}
 		snap.Runs = append(snap.Runs, runs...)
 	}
+	defer s.follows.sweep()
 	for _, dir := range s.dirs {
-		r, err := readSuperviseRun(ctx, dir)
+		r, err := s.follows.look(ctx, dir)
 		if err != nil {
 			snap.Errors = append(snap.Errors, "run dir "+dir+": "+err.Error())
 			continue
@@ -338,7 +342,7 @@ func (s *topSource) workspaceRuns(ctx context.Context) ([]topRun, error) {
 	}
 	var runs []topRun
 	for _, d := range dirs {
-		r, err := readSuperviseRun(ctx, d.dir)
+		r, err := s.follows.look(ctx, d.dir)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			continue
@@ -440,122 +444,12 @@ func usageText(u ledger.Usage) string {
 // oneLine flattens s onto one line.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// readSuperviseRun reads a supervise run directory without changing it.
-// The run's id comes from its run-started record, or else from a
-// parentless root spawn, which is the run and never a worker.
+// readSuperviseRun reads a supervise run directory without changing it,
+// once. The run's id comes from its run-started record, or else from a
+// parentless root spawn, which is the run and never a worker. A source
+// that looks again keeps a superviseFollow instead (topSource.follows).
 func readSuperviseRun(ctx context.Context, dir string) (topRun, error) {
-	recs, skipped, err := supervise.ReadRunDir(ctx, dir)
-	if err != nil {
-		return topRun{}, err
-	}
-	tr := topRun{Kind: "supervise", Status: "running", Live: true, Task: "unknown",
-		Budget: "unknown", dir: dir}
-	tr.Detail = append(tr.Detail, "run dir   "+dir)
-	if skipped > 0 {
-		tr.Notes = append(tr.Notes, fmt.Sprintf("%d journal line(s) unreadable, skipped", skipped))
-	}
-	var root supervise.NodeID
-	for _, r := range recs {
-		if r.Kind == supervise.KindRunStarted && r.RunID != "" {
-			root = supervise.NodeID(r.RunID)
-			break
-		}
-	}
-	isRoot := func(n supervise.NodeID) bool {
-		_, hasParent := n.Parent()
-		return n == root || !hasParent
-	}
-	index := map[supervise.NodeID]int{}
-	var workers []topWorker
-	var spent sumSpend
-	for _, r := range recs {
-		tr.Tail = append(tr.Tail, journalText(r))
-		switch r.Kind {
-		case supervise.KindRunStarted:
-			tr.ID = r.RunID
-			tr.Task = oneLine(orUnknown(r.Task))
-			if r.StartedAtMS != 0 {
-				tr.started = time.UnixMilli(r.StartedAtMS)
-				tr.Detail = append(tr.Detail, "started   "+time.UnixMilli(r.StartedAtMS).UTC().Format(time.RFC3339))
-			}
-			if r.DeadlineMS != 0 {
-				tr.Detail = append(tr.Detail, "deadline  "+time.UnixMilli(r.DeadlineMS).UTC().Format(time.RFC3339))
-			}
-		case supervise.KindSpawned:
-			if isRoot(r.Node) {
-				// A root spawn (journals that record one) names the run.
-				if root == "" {
-					root = r.Node
-				}
-				if tr.ID == "" {
-					tr.ID = string(r.Node)
-				}
-				if tr.Task == "unknown" && r.Task != "" {
-					tr.Task = oneLine(r.Task)
-				}
-				continue
-			}
-			w := topWorker{ID: string(r.Node), Label: orUnknown(labelOrProfile(r)), Parent: string(r.Parent),
-				State: "running", Verdict: "unknown", Latency: "unknown", Spend: "unknown",
-				Budget: budgetText(r.Reserved), Task: oneLine(r.Task)}
-			if r.Reserved == nil {
-				w.Budget = budgetText(r.Budget)
-			}
-			w.Lead = string(leadOf(r.Node, root))
-			w.logLabel = labelOrProfile(r)
-			index[r.Node] = len(workers)
-			workers = append(workers, w)
-		case supervise.KindSettled:
-			i, ok := index[r.Node]
-			if !ok {
-				continue // a settlement whose spawn line was lost
-			}
-			w := &workers[i]
-			w.State = string(r.State)
-			w.Verdict = verdictText(r.Verdict)
-			w.Spend = spendText(r.Spent)
-			if r.Spent != nil {
-				w.microUSD = r.Spent.MicroUSD
-			}
-			spent.add(r.Spent)
-		case supervise.KindFinished:
-			tr.Status, tr.Live = orUnknown(r.Outcome), false
-			if r.Reason != "" {
-				tr.Detail = append(tr.Detail, "why       "+r.Reason)
-			}
-		}
-	}
-	if tr.ID == "" {
-		tr.ID = "unknown"
-	}
-	fromState := applyRunState(ctx, &tr, dir)
-	for i := range workers {
-		if workers[i].State != "running" {
-			continue
-		}
-		spent.inFlight = true
-		if !tr.Live {
-			// The run ended without settling it: its process stopped.
-			workers[i].State = "down"
-		}
-	}
-	n, logNotes := readWorkerLogs(ctx, dir, workers)
-	if n > 0 {
-		tr.Notes = append(tr.Notes, fmt.Sprintf("%d worker log line(s) unreadable, skipped", n))
-	}
-	tr.Notes = append(tr.Notes, logNotes...)
-	tr.Workers = workers
-	tr.Totals = totalsOf(workers, spent)
-	if !fromState {
-		tr.Spend = spent.text()
-	}
-	if len(tr.Tail) > topLogTail {
-		tr.Tail = tr.Tail[len(tr.Tail)-topLogTail:]
-	}
-	if tr.Live {
-		tr.Detail = append(tr.Detail, "status    no finished record yet: running, or its process stopped")
-	}
-	return tr, nil
+	return newSuperviseFollow(dir).look(ctx)
 }
 
 // applyRunState takes the run's status, budget and spend from its

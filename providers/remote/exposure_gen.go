@@ -9773,6 +9773,14 @@ func (e *sessBase) Cancel(ctx context.Context) error {
 	return x.Cancel(ctx)
 }
 
+// ObservedNativeSession implements contract.NativeSessionReporter.
+//
+//go:noinline
+func (e *sessBase) ObservedNativeSession(ctx context.Context) (*contract.NativeSessionObserved, bool, error) {
+	x := e.x
+	return x.ObservedNativeSession(ctx)
+}
+
 // sessWithNative carries the methods of contract.NativeContinuer.
 type sessWithNative struct{ x *session }
 

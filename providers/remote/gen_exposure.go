@@ -94,10 +94,11 @@ var envCore = []method{
 // elsewhere names the interface a core method implements when it is not
 // the core's own (the execution owner's stream, which carries the
 // private native-session observation, NSO-01).
-var elsewhere = map[string]string{"StreamOwned": "contract.OwnedStreamer"}
+var elsewhere = map[string]string{"StreamOwned": "contract.OwnedStreamer", "ObservedNativeSession": "contract.NativeSessionReporter"}
 
-// sessCore is contract.Session, the surface every exposed session
-// offers; *session implements it.
+// sessCore is contract.Session and contract.NativeSessionReporter (a
+// detached run's native session, NSO-02), the surface every exposed
+// session offers; *session implements it.
 var sessCore = []method{
 	{"ID() string", "return x.ID()"},
 	{"ControlRef() *contract.RunControlRef", "return x.ControlRef()"},
@@ -106,6 +107,7 @@ var sessCore = []method{
 	{"Result(ctx context.Context) (*contract.TurnResult, error)", "return x.Result(ctx)"},
 	{"Prompt(ctx context.Context, in *contract.TurnInput) (*contract.TurnResult, error)", "return x.Prompt(ctx, in)"},
 	{"Cancel(ctx context.Context) error", "return x.Cancel(ctx)"},
+	{"ObservedNativeSession(ctx context.Context) (*contract.NativeSessionObserved, bool, error)", "return x.ObservedNativeSession(ctx)"},
 }
 
 var providerAbilities = []ability{

@@ -111,3 +111,30 @@ func nativeEvent(obs *contract.NativeSessionObserved, turnID string) contract.En
 	return contract.EnvironmentEvent{Type: contract.EventTypeNativeSessionObserved, ID: &id, Normalized: &n,
 		Data: map[string]canonjson.Value{"provider": canonjson.StringValue(obs.Provider), "nativeSessionId": canonjson.StringValue(obs.NativeSessionID)}}
 }
+
+var _ contract.NativeSessionReporter = (*session)(nil)
+
+// ObservedNativeSession implements contract.NativeSessionReporter: the
+// native session of the run the session is bound to, read from the
+// server's private session route (bounded by CallTimeout), so a
+// detached run's owner (retained) binds it to its record (NSO-02) as it
+// does for an in-process provider. ok is false while the server reports
+// none. An older server without the route (404) reports none too, and a
+// warning says so once per provider; the id is never logged.
+func (s *session) ObservedNativeSession(ctx context.Context) (*contract.NativeSessionObserved, bool, error) {
+	res, err := roundTrip(ctx, s.e.p, s.call("/native-session", wire.SessionRequest{ControlRef: s.controlRef()}, s.e.p.opts.CallTimeout, true),
+		wire.ParseSessionNativeSession)
+	if errors.Is(err, wire.ErrNotFound) {
+		log := s.e.p.opts.Logger.Debug
+		if s.e.p.nativeRouteMissing.CompareAndSwap(false, true) {
+			log = s.e.p.opts.Logger.Warn
+		}
+		log("remote: the server does not serve a session's native session (404: an older agentrt serve, or the session is gone); the run records it unknown",
+			"environment", s.e.doc.ID, "session", s.id, "err", err)
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("remote: reading session %s's native session: %w", s.id, err)
+	}
+	return res.Observation, res.Observation != nil, nil
+}
