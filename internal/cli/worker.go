@@ -251,7 +251,7 @@ func newFleetCmd(stdio IO) *cobra.Command {
 		Long: `Commands of the worker fleet: runs submitted as River jobs on PostgreSQL and
 executed by "agentrt worker" processes on any number of machines.`,
 	}
-	cmd.AddCommand(newFleetMigrateCmd(stdio), newFleetSubmitCmd(stdio), newFleetStatusCmd(stdio), newFleetShowCmd(stdio), newFleetCancelCmd(stdio))
+	cmd.AddCommand(newFleetMigrateCmd(stdio), newFleetSubmitCmd(stdio), newFleetStatusCmd(stdio), newFleetShowCmd(stdio), newFleetCancelCmd(stdio), newFleetRecoverCmd(stdio))
 	return cmd
 }
 
