@@ -118,7 +118,10 @@ var errStopFollowing = fmt.Errorf("fleet: recover stopped following the turn, wh
 // Recovery is returned, Replayed. Writes are fenced: a Recover that lost
 // the run to another changes nothing. A provider that cannot tell
 // whether the environment exists (its server is unreachable) is an
-// error, and nothing is recorded.
+// error, and nothing is recorded. Give ctx a deadline: the recovery's
+// claim on the run lasts until it (plus LeaseTTL), or LeaseTTL without
+// one, after which another Recover may take the run over and this one's
+// findings are refused.
 func (f *Fleet) Recover(ctx context.Context, runID string, o RecoverOptions) (*Recovery, error) {
 	getter, ok := o.Provider.(contract.EnvironmentGetter)
 	if o.Provider == nil || !ok {
