@@ -371,6 +371,11 @@ func DecodeRun(r store.Run) (*Run, error) {
 		if err := canonjson.FromValue(v, out.Recovery); err != nil {
 			return nil, fmt.Errorf("fleet: run %s: recovery: %w", r.ID, err)
 		}
+		switch out.Recovery.State {
+		case RecoverySettled, RecoveryRunning, RecoveryLost:
+		default:
+			return nil, fmt.Errorf("fleet: run %s: recovery: unknown state %q", r.ID, out.Recovery.State)
+		}
 		if s := store.Status(out.Outcome.statusOr("")); out.Recovery.State == RecoverySettled && s.Terminal() {
 			out.Status = s
 		}

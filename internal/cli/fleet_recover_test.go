@@ -154,6 +154,10 @@ func TestFleetRecoverSettlesARunInDoubt(t *testing.T) {
 	if n := net.destroyed(); n != 0 {
 		t.Fatalf("the environment in doubt was destroyed %d times before its recovery", n)
 	}
+	want := "environment " + r.InDoubt.EnvironmentID + " kept: the turn is in doubt; agentrt fleet recover " + runID + " settles it"
+	if out, errOut, code := run(t, "", append([]string{"fleet", "show", runID}, db...)...); code != 0 || !strings.Contains(out, want) {
+		t.Errorf("fleet show of the run in doubt: %d\n%s\n%s\nwant it to say %q", code, out, errOut, want)
+	}
 	t.Setenv("AGENTRT_SERVE_TOKEN", serveToken) // the recovering process reaches the server as the worker does
 	rec := append([]string{"fleet", "recover", runID, "--provider", "remote", "--base-url", net.URL, "--wait", "90s"}, db...)
 	out, errOut, code = run(t, "", rec...)
@@ -169,6 +173,9 @@ func TestFleetRecoverSettlesARunInDoubt(t *testing.T) {
 	}
 	if n := net.destroyed(); n != 1 {
 		t.Errorf("environment destroyed %d times after the settle, want once", n)
+	}
+	if out, _, code := run(t, "", append([]string{"fleet", "show", runID, "--json"}, db...)...); code != 0 || !strings.Contains(out, `"state": "settled"`) || strings.Contains(out, "kept: the turn") {
+		t.Errorf("fleet show --json of the settled run: %d\n%s; want its recovery settled", code, out)
 	}
 	out, _, code = run(t, "", append(rec, "--json")...)
 	if code != 0 || !strings.Contains(out, `"replayed": true`) {
