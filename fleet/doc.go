@@ -75,8 +75,13 @@
 // Work in doubt is never run again: an attempt whose environment was
 // created but whose event stream was lost before the turn ended (the
 // kernel records it failed with reason transport: a remote server died
-// or could not be reached mid-turn) ends its fleet run interrupted. An
-// attempt whose provider's server refused the connection before any
+// or could not be reached mid-turn) ends its fleet run interrupted. On a
+// provider whose environments can be found by id, the environment is
+// kept rather than destroyed (the turn may still be running in it) and
+// named on the run (Run.InDoubt); Fleet.Recover later follows that turn
+// and settles the run as it ended, leaves it in doubt while it runs, or
+// records it lost when the environment is gone — never running the work
+// again. An attempt whose provider's server refused the connection before any
 // environment existed ran nothing, and its run is handed back; its job
 // and the worker's next attempt on that provider then wait, from
 // WorkerOptions.Backoff doubling per refusal in a row up to MaxBackoff,

@@ -300,6 +300,13 @@ type Run struct {
 	// TraceParent is the W3C traceparent the run was submitted with
 	// (Submission.TraceParent), "" when none.
 	TraceParent string
+	// InDoubt names the environment an attempt kept when its turn became
+	// in doubt (the run ended interrupted); nil otherwise.
+	InDoubt *InDoubt
+	// Recovery is what the last Recover found; nil before any. Once it
+	// settled the run, Status is the settled turn's (the store keeps the
+	// run interrupted: a terminal run keeps its status there).
+	Recovery *Recovery
 }
 
 // Doc member names of a fleet run.
@@ -351,6 +358,26 @@ func DecodeRun(r store.Run) (*Run, error) {
 		out.Outcome = new(Outcome)
 		if err := canonjson.FromValue(v, out.Outcome); err != nil {
 			return nil, fmt.Errorf("fleet: run %s: outcome: %w", r.ID, err)
+		}
+	}
+	if v, ok := r.Doc.Get(docInDoubt); ok {
+		out.InDoubt = new(InDoubt)
+		if err := canonjson.FromValue(v, out.InDoubt); err != nil {
+			return nil, fmt.Errorf("fleet: run %s: inDoubt: %w", r.ID, err)
+		}
+	}
+	if v, ok := r.Doc.Get(docRecovery); ok {
+		out.Recovery = new(Recovery)
+		if err := canonjson.FromValue(v, out.Recovery); err != nil {
+			return nil, fmt.Errorf("fleet: run %s: recovery: %w", r.ID, err)
+		}
+		switch out.Recovery.State {
+		case RecoverySettled, RecoveryRunning, RecoveryLost:
+		default:
+			return nil, fmt.Errorf("fleet: run %s: recovery: unknown state %q", r.ID, out.Recovery.State)
+		}
+		if s := store.Status(out.Outcome.statusOr("")); out.Recovery.State == RecoverySettled && s.Terminal() {
+			out.Status = s
 		}
 	}
 	_, out.CancelRequested = r.Doc.Get(docCancel)

@@ -625,7 +625,8 @@ func (w *Worker) runAttempt(c claim) error {
 	if provider == nil {
 		return w.end(c, nil, fmt.Errorf("%w: this worker has no provider %q", ErrInvalid, c.spec.Provider))
 	}
-	if _, ok := provider.(contract.EnvironmentGetter); ok {
+	_, findable := provider.(contract.EnvironmentGetter)
+	if findable {
 		// Its environments outlive this worker: name the turn after the
 		// fleet run, so that a successor can re-attach to it.
 		provider = &pinned{Provider: provider, turn: turnID(c.fence.RunID)}
@@ -663,6 +664,9 @@ func (w *Worker) runAttempt(c claim) error {
 		Profile: p, Task: c.spec.Task, Provider: provider, Store: timedStore{Store: w.f.store, hist: w.metrics.append},
 		Check: expectCheck(c.spec.Expect), Stage: c.spec.Stage, RunID: c.attempt.RunID,
 		LeaseTTL: w.o.LeaseTTL, Logger: w.log, Observer: observer, Reattach: reattach,
+		// An environment found by id can be settled later (Fleet.Recover):
+		// one whose turn is in doubt is kept for that, not destroyed.
+		KeepInDoubt: findable,
 	})
 	lost := hb.stop()
 	if lost != nil {
@@ -687,6 +691,8 @@ func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
 	var status store.Status
 	var oc Outcome
 	var note string
+	// doubt, when set, records the environment kept in doubt.
+	var doubt *InDoubt
 	handBack := false
 	switch {
 	case res == nil && (errors.Is(runErr, ErrInvalid) || errors.Is(runErr, kernel.ErrInvalidOptions)):
@@ -709,6 +715,10 @@ func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
 		oc = Outcome{Status: string(status), RunID: c.attempt.RunID, Text: res.Text,
 			Error: "the attempt's environment " + res.EnvironmentID + " is in doubt (" + res.Detail + "); the run is not run again"}
 		note = "environment in doubt"
+		if res.EnvironmentKept {
+			oc.Error += "; the environment is kept: `agentrt fleet recover " + c.fence.RunID + "` settles it"
+			doubt = &InDoubt{Attempt: c.attempt.RunID, EnvironmentID: res.EnvironmentID}
+		}
 	default:
 		status = res.Status
 		oc = Outcome{Status: string(res.Status), RunID: c.attempt.RunID, Delivered: res.Delivered, Text: res.Text}
@@ -764,6 +774,13 @@ func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
 			return err
 		}
 		r.Status, r.Doc = status, r.Doc.Without(docClaim)
+		if doubt != nil {
+			v, err := canonjson.ToValue(doubt)
+			if err != nil {
+				return err
+			}
+			r.Doc = r.Doc.With(docInDoubt, v)
+		}
 		return setOutcome(r, attempts, oc)
 	})
 	if errors.Is(err, store.ErrFenced) {

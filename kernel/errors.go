@@ -50,6 +50,10 @@ const (
 	// readers see it interrupted once the lease lapses (or, if the write
 	// landed after all, the terminal state it recorded).
 	ReasonStoreFailed = "store-failed"
+	// ReasonEnvironmentGone: a re-attached turn that was only to be
+	// settled (Reattach.Settle) cannot be: its environment was destroyed,
+	// and the turn's end with it is unknown.
+	ReasonEnvironmentGone = "environment-gone"
 )
 
 // StoreError is a store call a run depends on that failed or did not

@@ -94,6 +94,17 @@ type Request struct {
 	// left, re-attaching to its turn, instead of creating one (see
 	// Reattach).
 	Reattach *Reattach
+	// KeepInDoubt keeps the environment of a run that ends in doubt: it
+	// had an environment, then its stream broke off (ReasonTransport) or
+	// ended without a terminal event (ReasonNoTerminal), so the turn may
+	// still be running in it (a network blip to a live server). Such an
+	// environment is not destroyed, Result.EnvironmentKept and
+	// Record.EnvironmentKept say so, and the caller owns it: it settles
+	// the turn later (re-attaching with Reattach.Settle, as
+	// fleet.Fleet.Recover does) or destroys it. Unset, the run destroys
+	// it as every other ending does, since a caller that will not settle
+	// it would leak it.
+	KeepInDoubt bool
 
 	// observe, set by Stream, sees each event once it is durable and the
 	// run record once it has ended.
@@ -151,6 +162,10 @@ type Result struct {
 	// destroyed it, kept it for a next seat stage, left it to the run's
 	// next holder or created none. The run's outcome does not change.
 	TeardownUnconfirmed string
+	// EnvironmentKept is true when the run ended in doubt with
+	// Request.KeepInDoubt set and left its environment (EnvironmentID)
+	// alive: the caller now settles or destroys it.
+	EnvironmentKept bool
 }
 
 // Execute runs one exact run and records it in req.Store. It returns the
@@ -698,9 +713,13 @@ func (x *execution) finish(ctx context.Context) (*Result, error) {
 	// An environment is destroyed only when this run provably created it
 	// (ENV-06): a replayed one belongs to another caller, and one whose
 	// creation is unknown may too.
-	if x.keepForSeat() {
+	switch {
+	case x.keepForSeat():
 		x.log.Info("keeping the environment for the next seat stage", "run", x.req.RunID, "env", x.res.EnvironmentID)
-	} else {
+	case x.inDoubt():
+		x.res.EnvironmentKept = true
+		x.log.Warn("keeping the environment: the turn is in doubt and may still be running in it", "run", x.req.RunID, "env", x.res.EnvironmentID, "reason", x.runErr.Reason)
+	default:
 		x.releaseEnv()
 	}
 	if x.runErr != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/store"
 )
 
 // Reattach is an environment, and the turn in it, that another run left
@@ -38,6 +39,17 @@ type Reattach struct {
 	// then destroys it when it is done with it, as that run would have.
 	// Otherwise it is left to its provider.
 	Created bool
+	// Settle makes the run only settle the re-attached turn, never run it
+	// again: a turn that had ended cancelled with its previous holder
+	// fails the run (ReasonInBandError), an environment destroyed before
+	// the turn was followed fails it with ReasonEnvironmentGone, and a
+	// turn whose end this run could not see either (its stream broke
+	// again, or ctx ended while it was still running) leaves the
+	// environment alive and in doubt (Result.EnvironmentKept), as
+	// Request.KeepInDoubt does. A caller that stops following a live
+	// turn cancels ctx with a cause matching contract.ErrLeaseLost, so
+	// that its provider leaves the turn running.
+	Settle bool
 }
 
 // reattach runs the turn in the re-attached environment. It reports
@@ -58,6 +70,14 @@ func (x *execution) reattach(ctx context.Context, r *Reattach) (again bool) {
 	if !x.orphaned || x.runErr != nil {
 		return false
 	}
+	if r.Settle {
+		if x.envGone {
+			x.fail(store.StatusFailed, ReasonEnvironmentGone, "the environment "+x.res.EnvironmentID+" was destroyed: its turn's end is unknown", nil)
+		} else {
+			x.fail(store.StatusFailed, ReasonInBandError, "the turn had ended cancelled with its previous holder", nil)
+		}
+		return false
+	}
 	x.log.Warn("the re-attached turn had ended with its previous holder; running it again in a new environment",
 		"run", x.req.RunID, "env", x.res.EnvironmentID, "environment_gone", x.envGone)
 	if !x.envGone {
@@ -71,6 +91,28 @@ func (x *execution) reattach(ctx context.Context, r *Reattach) (again bool) {
 	x.terminal, x.stopReason = "", ""
 	x.res.Output, x.res.Served, x.res.NativeSessionID = canonjson.Value{}, ServedIdentity{}, ""
 	return true
+}
+
+// inDoubt reports whether the run ends with its environment's turn in
+// doubt and the caller asked to keep such an environment: it has one,
+// the turn's end was not seen, and the stream broke off or ended without
+// a terminal event — or, for a run that only settles a re-attached turn,
+// its context ended while following it.
+func (x *execution) inDoubt() bool {
+	if x.env == nil || x.envGone || x.terminal != "" || x.runErr == nil {
+		return false
+	}
+	settling := x.req.Reattach != nil && x.req.Reattach.Settle && x.req.Reattach.Environment == x.env
+	if !x.req.KeepInDoubt && !settling {
+		return false
+	}
+	switch x.runErr.Reason {
+	case ReasonTransport, ReasonNoTerminal:
+		return true
+	case ReasonCancelled, ReasonTimedOut:
+		return settling
+	}
+	return false
 }
 
 // recordEnvironment records the run's environment as soon as it has one,

@@ -35,6 +35,10 @@ type Record struct {
 	// proved so): the proof a process that finds it by lookup needs
 	// before it destroys it (ENV-06). Absent when unproven.
 	EnvironmentCreated bool `json:"environmentCreated,omitzero"`
+	// EnvironmentKept says the run ended in doubt and left its
+	// environment alive for its caller to settle (Request.KeepInDoubt);
+	// absent otherwise.
+	EnvironmentKept bool `json:"environmentKept,omitzero"`
 	// NativeSessionID is the provider's own conversation id the run
 	// observed (native.session.observed), bound to this run (NSO-02);
 	// absent when none was observed.
@@ -314,7 +318,7 @@ func (x *execution) typed() Record {
 		Task: x.req.Task, Provider: x.provider, Stage: x.req.Stage, Harness: string(x.req.Profile.Harness),
 		AuthoredProfileDigest: r.AuthoredDigest, EffectiveProfileDigest: NullString(r.EffectiveDigest),
 		RequestedModel: NullString(r.RequestedModel), ServedModel: NullString(r.Served.Model), ServedProvider: NullString(r.Served.Provider),
-		EnvironmentID: NullString(r.EnvironmentID), EnvironmentCreated: x.createdEnv(), Events: r.Events,
+		EnvironmentID: NullString(r.EnvironmentID), EnvironmentCreated: x.createdEnv(), EnvironmentKept: r.EnvironmentKept, Events: r.Events,
 		NativeSessionID: r.NativeSessionID,
 	}
 	if r.Status.Terminal() {

@@ -251,7 +251,7 @@ func newFleetCmd(stdio IO) *cobra.Command {
 		Long: `Commands of the worker fleet: runs submitted as River jobs on PostgreSQL and
 executed by "agentrt worker" processes on any number of machines.`,
 	}
-	cmd.AddCommand(newFleetMigrateCmd(stdio), newFleetSubmitCmd(stdio), newFleetStatusCmd(stdio), newFleetShowCmd(stdio), newFleetCancelCmd(stdio))
+	cmd.AddCommand(newFleetMigrateCmd(stdio), newFleetSubmitCmd(stdio), newFleetStatusCmd(stdio), newFleetShowCmd(stdio), newFleetCancelCmd(stdio), newFleetRecoverCmd(stdio))
 	return cmd
 }
 
@@ -462,6 +462,11 @@ func newFleetShowCmd(stdio IO) *cobra.Command {
 					}
 					out["outcome"] = v
 				}
+				for name, member := range map[string]any{"inDoubt": r.InDoubt, "recovery": r.Recovery} {
+					if v, err := canonjson.ToValue(member); err == nil && v.Kind() == canonjson.Object {
+						out[name] = v
+					}
+				}
 				return writeJSON(stdio.Out, out)
 			}
 			fmt.Fprintf(stdio.Out, "run %s: %s (generation %d", r.ID, r.Status, r.Generation)
@@ -484,6 +489,12 @@ func newFleetShowCmd(stdio IO) *cobra.Command {
 				if oc.Error != "" {
 					fmt.Fprintf(stdio.Out, "error: %s\n", oc.Error)
 				}
+			}
+			if rc := r.Recovery; rc != nil {
+				fmt.Fprintf(stdio.Out, "recovery: %s: %s\n", rc.State, rc.Detail)
+			}
+			if d := r.InDoubt; d != nil && (r.Recovery == nil || !r.Recovery.State.Final()) {
+				fmt.Fprintf(stdio.Out, "environment %s kept: the turn is in doubt; agentrt fleet recover %s settles it\n", d.EnvironmentID, r.ID)
 			}
 			return nil
 		},
