@@ -1,0 +1,295 @@
+package supervise_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/providers/scripted"
+	"github.com/agentrt/agentrt/store/memory"
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// unpricedOptions are baseOptions for workers whose provider reports
+// tokens but no cost: the budget caps tokens and iterations only.
+func unpricedOptions(t *testing.T, exec supervise.Executor) supervise.Options {
+	o := baseOptions(t, exec, nil)
+	o.Budget.MicroUSD, o.PerWorker.MicroUSD = nil, nil
+	return o
+}
+
+// echoProvider is a scripted provider whose every turn answers
+// "re: <prompt>"; it declares native continuation with an atomic
+// boundary and request idempotency, and looks environments up by id.
+func echoProvider(t *testing.T) *scripted.Provider {
+	t.Helper()
+	var script scripted.Script
+	if err := json.Unmarshal([]byte(`{"turns": [{"repeat": true, "steps": [{"text": "re: {{prompt}}"}]}]}`), &script); err != nil {
+		t.Fatal(err)
+	}
+	return scripted.New(&script, scripted.Options{})
+}
+
+// withoutNative is a provider that declares no native continuation, as
+// a CLI bridge does: its sessions cannot be continued.
+type withoutNative struct{ *scripted.Provider }
+
+func (p withoutNative) Capabilities(ctx context.Context) (*contract.Capabilities, error) {
+	caps, err := p.Provider.Capabilities(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := *caps
+	c.NativeContinuation = nil
+	return &c, nil
+}
+
+// diedBeforeRelease runs workers on a KernelExecutor but never releases
+// their kept environments: it stands for a process that died before its
+// run ended, leaving them with the provider.
+type diedBeforeRelease struct{ e *supervise.KernelExecutor }
+
+func (d diedBeforeRelease) Execute(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+	return d.e.Execute(ctx, w)
+}
+func (d diedBeforeRelease) ResumesSessions() bool { return d.e.ResumesSessions() }
+
+// draftThenResume is a brain that spawns a writer, awaits it, then
+// spawns a continuity-resume writer and awaits it; replies are kept by
+// step.
+func draftThenResume(t *testing.T, got map[string]map[string]any) supervise.Brain {
+	return supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		got["fresh"] = tool(t, ctx, c, supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "draft"})
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
+		got["resume"] = tool(t, ctx, c, supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "revise", "continuity": "resume"})
+		if got["resume"]["workerId"] != nil {
+			got["settled"] = tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
+		}
+		return supervise.BrainReport{}, nil
+	})
+}
+
+// settledByNode reads the run dir's settled records by node.
+func settledByNode(t *testing.T, dir string) map[supervise.NodeID]supervise.Record {
+	t.Helper()
+	recs, _, err := supervise.ReadRunDir(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[supervise.NodeID]supervise.Record{}
+	for _, r := range recs {
+		if r.Kind == supervise.KindSettled {
+			out[r.Node] = r
+		}
+	}
+	return out
+}
+
+// envAlive reports whether the provider still has environment id.
+func envAlive(t *testing.T, p *scripted.Provider, id string) bool {
+	t.Helper()
+	env, err := p.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env != nil
+}
+
+// §3.6 Continuity, §15 behaviour 20 (with session support a later turn
+// reuses the box and the session), RES-02, RG-11: on a provider that
+// declares native continuation, KernelExecutor honours a resume spawn —
+// the resumed worker continues the settled worker's session in the same
+// environment (one create, one native continuation, the same native
+// session id journaled for both), under its own node; the environment is
+// kept until the run ends, then destroyed.
+func TestKernelExecutorResumeContinuesTheSession(t *testing.T) {
+	prov := echoProvider(t)
+	exec := &supervise.KernelExecutor{Provider: prov, Store: memory.New(nil)}
+	if !exec.ResumesSessions() {
+		t.Fatal("KernelExecutor on a provider with native continuation does not resume sessions")
+	}
+	got := map[string]map[string]any{}
+	o := unpricedOptions(t, exec)
+	o.RunDir = t.TempDir()
+	o.Brain = draftThenResume(t, got)
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["resume"]["workerId"] != "run1:s2" {
+		t.Fatalf("resume spawn: %v, want run1:s2", got["resume"])
+	}
+	settled := settledByNode(t, o.RunDir)
+	first, second := settled["run1:s1"], settled["run1:s2"]
+	if first.State != supervise.StateDone || second.State != supervise.StateDone {
+		t.Fatalf("settled %s and %s (%s), want both done", first.State, second.State, second.Reason)
+	}
+	if first.Session == "" || second.Session != first.Session {
+		t.Errorf("native sessions %q then %q, want the same one", first.Session, second.Session)
+	}
+	if first.SessionRef == nil || second.SessionRef == nil || second.SessionRef.Run.EnvironmentID != first.SessionRef.Run.EnvironmentID ||
+		second.SessionRef.Run.RunID == first.SessionRef.Run.RunID {
+		t.Fatalf("session refs %+v then %+v, want the same environment, the second at a later run", first.SessionRef, second.SessionRef)
+	}
+	if c := prov.Counters(); prov.Creates() != 1 || c.NativeContinuations != 1 || c.FreshSessions != 0 {
+		t.Errorf("provider saw %d creates, %+v; want one create and one native continuation", prov.Creates(), c)
+	}
+	if envAlive(t, prov, first.SessionRef.Run.EnvironmentID) {
+		t.Error("the kept environment outlived the run")
+	}
+	if len(res.TeardownUnconfirmed) != 0 {
+		t.Errorf("teardown unconfirmed: %+v", res.TeardownUnconfirmed)
+	}
+}
+
+// §3.6 Continuity across a restart, §15 behaviour 46, RES-03, RG-09,
+// RG-11: the process that ran the settled worker died (its kept
+// environment left with the provider, its journal without an end); the
+// process resuming the run looks the environment up by the journaled
+// SessionRef and the resume spawn continues the same session — no
+// second create, the same native session — and releases it at run end.
+func TestKernelExecutorResumeAfterRestart(t *testing.T) {
+	prov := echoProvider(t)
+	st := memory.New(nil)
+	dir := t.TempDir()
+	o := unpricedOptions(t, diedBeforeRelease{&supervise.KernelExecutor{Provider: prov, Store: st}})
+	o.RunDir = dir
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "draft"})
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
+		return supervise.BrainReport{}, nil
+	})
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	crashBeforeFinish(t, filepath.Join(dir, supervise.SpawnJournalFile))
+	first := settledByNode(t, dir)["run1:s1"]
+	if first.SessionRef == nil || !envAlive(t, prov, first.SessionRef.Run.EnvironmentID) {
+		t.Fatalf("the first process left no kept session: %+v", first.SessionRef)
+	}
+
+	// A new process: a new executor over the same provider and store.
+	got := map[string]map[string]any{}
+	o = unpricedOptions(t, &supervise.KernelExecutor{Provider: prov, Store: st})
+	o.RunDir, o.Resume = dir, true
+	o.Brain = draftThenResume(t, got)
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Resumed || got["resume"]["workerId"] != "run1:s2" {
+		t.Fatalf("resumed %v, resume spawn %v", res.Resumed, got["resume"])
+	}
+	second := settledByNode(t, dir)["run1:s2"]
+	if second.State != supervise.StateDone || second.Session != first.Session {
+		t.Errorf("resumed worker settled %s (%s) in session %q, want done in %q", second.State, second.Reason, second.Session, first.Session)
+	}
+	if c := prov.Counters(); prov.Creates() != 1 || c.NativeContinuations != 1 {
+		t.Errorf("provider saw %d creates and %d native continuations, want 1 and 1", prov.Creates(), c.NativeContinuations)
+	}
+	if envAlive(t, prov, first.SessionRef.Run.EnvironmentID) {
+		t.Error("the re-acquired environment outlived the resumed run")
+	}
+}
+
+// After a restart whose kept environment is gone, the resume spawn is
+// refused with a typed reason (resume-environment-gone) and nothing
+// spent: it never runs fresh in the session's place.
+func TestKernelExecutorResumeRefusedWhenTheEnvironmentIsGone(t *testing.T) {
+	prov := echoProvider(t)
+	st := memory.New(nil)
+	dir := t.TempDir()
+	o := unpricedOptions(t, diedBeforeRelease{&supervise.KernelExecutor{Provider: prov, Store: st}})
+	o.RunDir = dir
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "draft"})
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
+		return supervise.BrainReport{}, nil
+	})
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	crashBeforeFinish(t, filepath.Join(dir, supervise.SpawnJournalFile))
+	ref := settledByNode(t, dir)["run1:s1"].SessionRef
+	if ref == nil {
+		t.Fatal("no session ref journaled")
+	}
+	env, err := prov.Get(context.Background(), ref.Run.EnvironmentID)
+	if err != nil || env == nil {
+		t.Fatalf("lookup: %v", err)
+	}
+	if err := env.Destroy(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	creates, turns := prov.Creates(), prov.Turns()
+
+	got := map[string]map[string]any{}
+	o = unpricedOptions(t, &supervise.KernelExecutor{Provider: prov, Store: st})
+	o.RunDir, o.Resume = dir, true
+	o.Brain = draftThenResume(t, got)
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	second := settledByNode(t, dir)["run1:s2"]
+	if second.State != supervise.StateFailed || !strings.Contains(second.Reason, supervise.ResumeEnvironmentGone) {
+		t.Errorf("resume worker settled %s (%q), want failed naming %s", second.State, second.Reason, supervise.ResumeEnvironmentGone)
+	}
+	if s := second.Spent; s == nil || s.Tokens == nil || *s.Tokens != 0 || s.Iterations == nil || *s.Iterations != 0 {
+		t.Errorf("the refused resume spent %+v, want nothing", s)
+	}
+	if prov.Creates() != creates || prov.Turns() != turns {
+		t.Errorf("the refused resume dispatched: creates %d→%d, turns %d→%d", creates, prov.Creates(), turns, prov.Turns())
+	}
+}
+
+// §3.6 ("only a backend that can honour resume"), §15 behaviour 20 (a
+// provider without session support is rejected up front): on a provider
+// that declares no native continuation KernelExecutor does not claim to
+// resume, so a resume spawn is refused preflight with its reason —
+// nothing admitted, nothing dispatched — and the settled worker's
+// environment is not kept past its settlement.
+func TestKernelExecutorRefusesResumeWithoutNativeContinuation(t *testing.T) {
+	prov := echoProvider(t)
+	exec := &supervise.KernelExecutor{Provider: withoutNative{prov}, Store: memory.New(nil)}
+	if exec.ResumesSessions() {
+		t.Fatal("KernelExecutor claims to resume on a provider without native continuation")
+	}
+	got := map[string]map[string]any{}
+	o := unpricedOptions(t, exec)
+	o.RunDir = t.TempDir()
+	o.Brain = draftThenResume(t, got)
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	if got["resume"]["error"] != "preflight-refused" || got["resume"]["workerId"] != nil {
+		t.Errorf("resume spawn: %v, want preflight-refused", got["resume"])
+	}
+	if prov.Creates() != 1 || prov.Turns() != 1 || prov.Counters().NativeContinuations != 0 {
+		t.Errorf("provider saw %d creates, %d turns, %d continuations; want only the fresh worker's", prov.Creates(), prov.Turns(), prov.Counters().NativeContinuations)
+	}
+	first := settledByNode(t, o.RunDir)["run1:s1"]
+	if first.SessionRef != nil {
+		t.Errorf("a session that cannot be resumed was journaled as resumable: %+v", first.SessionRef)
+	}
+}
+
+// A resume worker handed straight to KernelExecutor whose prior worker
+// left no session is refused with a *ResumeRefusedError
+// (resume-no-session) and spends nothing.
+func TestKernelExecutorResumeWithoutSessionIsRefused(t *testing.T) {
+	prov := echoProvider(t)
+	exec := &supervise.KernelExecutor{Provider: prov, Store: memory.New(nil)}
+	out, err := exec.Execute(context.Background(), supervise.Work{RunID: "r", Node: "r:s2", ResumeOf: "r:s1",
+		Profile: mustProfile(t, writerProfile), Task: "revise"})
+	var rr *supervise.ResumeRefusedError
+	if !errors.As(err, &rr) || rr.Reason != supervise.ResumeNoSession || rr.Of != "r:s1" {
+		t.Fatalf("resume without a session: %v, want a resume-no-session refusal", err)
+	}
+	if out.Spent.Tokens == nil || *out.Spent.Tokens != 0 || prov.Creates() != 0 || prov.Turns() != 0 {
+		t.Errorf("the refusal spent %+v, creates %d, turns %d", out.Spent, prov.Creates(), prov.Turns())
+	}
+}
