@@ -116,9 +116,6 @@ type worker struct {
 	reason    string
 	replayed  bool
 	session   string // the provider session it left (WorkResult.Session)
-	// sessionRef is where that session can be continued from
-	// (WorkResult.SessionRef), nil when unknown.
-	sessionRef *SessionRef
 	inbox     *Inbox // nil unless the executor reads inboxes
 	runtime   string // RuntimeOf its executor
 	done      chan struct{}
@@ -130,6 +127,10 @@ type worker struct {
 	recovered bool
 	progress  *progress
 	paged     *pagedValue
+
+	// sessionRef is where the session it left can be continued from
+	// (WorkResult.SessionRef), nil when unknown.
+	sessionRef *SessionRef
 }
 
 // Event kinds Await returns.
