@@ -270,6 +270,9 @@ func (e *KernelExecutor) resume(ctx context.Context, w Work, maxSteer int) (Work
 		if ref == nil {
 			return refuse(ResumeNoSession, nil, "worker %s left no session that can be continued", w.ResumeOf)
 		}
+		if ref.Run.Provider != e.Provider.Name() {
+			return refuse(ResumeEnvironmentGone, nil, "the session is held by provider %s, not this executor's %s", ref.Run.Provider, e.Provider.Name())
+		}
 		g, ok := e.Provider.(contract.EnvironmentGetter)
 		if !ok {
 			return refuse(ResumeEnvironmentGone, nil, "this process does not hold environment %s and provider %s cannot look environments up", ref.Run.EnvironmentID, e.Provider.Name())
