@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"iter"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -122,6 +123,9 @@ func TestKernelExecutorResumeContinuesTheSession(t *testing.T) {
 	}
 	if got["resume"]["workerId"] != "run1:s2" {
 		t.Fatalf("resume spawn: %v, want run1:s2", got["resume"])
+	}
+	if ev, _ := got["settled"]["event"].(map[string]any); ev["workerId"] != "run1:s2" || ev["output"] != "re: revise" {
+		t.Errorf("the resumed worker's settlement: %v, want run1:s2 answering the new turn", got["settled"])
 	}
 	settled := settledByNode(t, o.RunDir)
 	first, second := settled["run1:s1"], settled["run1:s2"]
@@ -291,5 +295,68 @@ func TestKernelExecutorResumeWithoutSessionIsRefused(t *testing.T) {
 	}
 	if out.Spent.Tokens == nil || *out.Spent.Tokens != 0 || prov.Creates() != 0 || prov.Turns() != 0 {
 		t.Errorf("the refusal spent %+v, creates %d, turns %d", out.Spent, prov.Creates(), prov.Turns())
+	}
+}
+
+// destroyFails is a provider whose environments cannot be destroyed.
+type destroyFails struct{ *scripted.Provider }
+
+func (p destroyFails) Create(ctx context.Context, in *contract.CreateInput) (contract.Environment, error) {
+	env, err := p.Provider.Create(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return undestroyable{env}, nil
+}
+
+// undestroyable is an environment whose Destroy fails; it still opens
+// its sessions and hands its owner the native session observation.
+type undestroyable struct{ contract.Environment }
+
+func (undestroyable) Destroy(context.Context) error { return errors.New("the box did not answer") }
+
+func (e undestroyable) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	return e.Environment.(contract.SessionOpener).Session(ctx, id, ref)
+}
+
+func (e undestroyable) StreamOwned(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
+	return e.Environment.(contract.OwnedStreamer).StreamOwned(ctx, in)
+}
+
+// §15 behaviour 51 for a kept session: the environment a settled worker
+// left for a resume is released at run end; a destroy that fails there
+// names the worker in the result's TeardownUnconfirmed and is journaled
+// teardown-unconfirmed.
+func TestKeptSessionTeardownUnconfirmedAtRunEnd(t *testing.T) {
+	prov := echoProvider(t)
+	exec := &supervise.KernelExecutor{Provider: destroyFails{prov}, Store: memory.New(nil)}
+	o := unpricedOptions(t, exec)
+	o.RunDir = t.TempDir()
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "draft"})
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
+		return supervise.BrainReport{}, nil
+	})
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if settledByNode(t, o.RunDir)["run1:s1"].SessionRef == nil {
+		t.Fatal("the worker's session was not kept for a resume")
+	}
+	if len(res.TeardownUnconfirmed) != 1 || res.TeardownUnconfirmed[0].ID != "run1:s1" ||
+		!strings.Contains(res.TeardownUnconfirmed[0].Detail, "did not answer") {
+		t.Fatalf("teardown unconfirmed = %+v, want run1:s1's failed destroy", res.TeardownUnconfirmed)
+	}
+	recs, _, err := supervise.ReadRunDir(context.Background(), o.RunDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	journaled := false
+	for _, r := range recs {
+		journaled = journaled || (r.Kind == supervise.KindTeardownUnconfirmed && r.Node == "run1:s1")
+	}
+	if !journaled {
+		t.Error("the unconfirmed teardown was not journaled")
 	}
 }
