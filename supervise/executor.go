@@ -247,6 +247,13 @@ const DefaultMaxSteerTurns = 8
 // with the decision; the worker is acquiring while the provider creates
 // its environment; and an environment it could not destroy is the
 // result's TeardownUnconfirmed.
+//
+// On a provider that declares native continuation (ResumesSessions), a
+// settled worker's environment is kept instead of destroyed while a
+// continuity-resume spawn may follow (WorkResult.SessionRef names it),
+// and released at run end (ReleaseSessions); a resume worker continues
+// that session natively (kernel.Request.Continue), or is refused with a
+// *ResumeRefusedError having spent nothing.
 type KernelExecutor struct {
 	Provider contract.Provider
 	Store    store.Store
