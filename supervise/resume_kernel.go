@@ -89,13 +89,16 @@ func (e *ResumeRefusedError) Unwrap() error { return e.Err }
 // SessionReleaser is implemented by an executor that keeps settled
 // workers' environments while a continuity-resume spawn may continue
 // their sessions. Supervise calls ReleaseSessions once the run's workers
-// settled (before the run's result is made): the executor releases every
-// environment it keeps for runID, and returns those whose teardown it
-// could not confirm, which the run journals teardown-unconfirmed and
+// settled (before the run's result is made), with the SessionRef every
+// settled worker left (journaled ones too: a process that died before
+// its run ended left their environments with the provider): the
+// executor releases every environment it keeps for runID, and those
+// settled names that it does not hold, and returns those whose teardown
+// it could not confirm, which the run journals teardown-unconfirmed and
 // names in its result (§15 behaviour 51). A worker that keeps an
 // environment after the call releases it at once.
 type SessionReleaser interface {
-	ReleaseSessions(ctx context.Context, runID string) []UnreleasedSession
+	ReleaseSessions(ctx context.Context, runID string, settled map[NodeID]*SessionRef) []UnreleasedSession
 }
 
 // UnreleasedSession is a kept environment whose teardown could not be
@@ -200,8 +203,14 @@ func (e *KernelExecutor) ResumesSessions() bool {
 }
 
 // ReleaseSessions implements SessionReleaser: it destroys the
-// environments kept for runID's workers that the runtime created.
-func (e *KernelExecutor) ReleaseSessions(ctx context.Context, runID string) []UnreleasedSession {
+// environments kept for runID's workers, and those of settled it does not
+// hold that its Provider still has (found by id, contract.
+// EnvironmentGetter; all of these lookups within one cleanup window),
+// each only when the runtime created it (ENV-06).
+func (e *KernelExecutor) ReleaseSessions(ctx context.Context, runID string, settled map[NodeID]*SessionRef) []UnreleasedSession {
+	if e == nil {
+		return nil
+	}
 	e.keep.mu.Lock()
 	kept := e.keep.kept[runID]
 	delete(e.keep.kept, runID)
@@ -211,11 +220,39 @@ func (e *KernelExecutor) ReleaseSessions(ctx context.Context, runID string) []Un
 	e.keep.closed[runID] = true
 	e.keep.mu.Unlock()
 	var out []UnreleasedSession
+	fail := func(node NodeID, err error) {
+		out = append(out, UnreleasedSession{Node: node, Detail: err.Error()})
+		if e.Logger != nil {
+			e.Logger.Error("supervise: releasing a worker's kept environment", "node", node, "err", err)
+		}
+	}
+	held := map[string]bool{}
 	for _, node := range slices.Sorted(maps.Keys(kept)) {
+		held[kept[node].env.ID()] = true
 		if err := kept[node].release(ctx, kernel.DefaultCleanupTimeout); err != nil {
-			out = append(out, UnreleasedSession{Node: node, Detail: err.Error()})
-			if e.Logger != nil {
-				e.Logger.Error("supervise: releasing a worker's kept environment", "node", node, "err", err)
+			fail(node, err)
+		}
+	}
+	g, ok := e.Provider.(contract.EnvironmentGetter)
+	if !ok {
+		return out
+	}
+	// What a process before this one left: one cleanup window for all.
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), kernel.DefaultCleanupTimeout)
+	defer cancel()
+	for _, node := range slices.Sorted(maps.Keys(settled)) {
+		ref := checkedRef(settled[node])
+		if ref == nil || !ref.EnvironmentCreated || held[ref.Run.EnvironmentID] || ref.Run.Provider != e.Provider.Name() {
+			continue
+		}
+		held[ref.Run.EnvironmentID] = true
+		env, err := g.Get(lctx, ref.Run.EnvironmentID)
+		switch {
+		case err != nil:
+			fail(node, fmt.Errorf("supervise: looking the kept environment %s up to destroy it: %w", ref.Run.EnvironmentID, err))
+		case env != nil:
+			if err := (&keptSession{env: env, ref: *ref}).release(lctx, kernel.DefaultCleanupTimeout); err != nil {
+				fail(node, err)
 			}
 		}
 	}
@@ -404,7 +441,15 @@ func (c *Coordinator) releaseSessions(ctx context.Context) {
 		return
 	}
 	bg := context.WithoutCancel(ctx)
-	for _, u := range r.ReleaseSessions(bg, c.runID) {
+	settled := map[NodeID]*SessionRef{}
+	c.mu.Lock()
+	for id, w := range c.workers {
+		if w.sessionRef != nil {
+			settled[id] = w.sessionRef
+		}
+	}
+	c.mu.Unlock()
+	for _, u := range r.ReleaseSessions(bg, c.runID, settled) {
 		info, _ := c.scope.Node(u.Node)
 		c.teardownUnconfirmed(bg, u.Node, RuntimeOf(c.exec), info.State, u.Detail)
 	}

@@ -360,3 +360,40 @@ func TestKeptSessionTeardownUnconfirmedAtRunEnd(t *testing.T) {
 		t.Error("the unconfirmed teardown was not journaled")
 	}
 }
+
+// A process that died before its run ended left its settled worker's
+// kept environment with the provider; the process resuming the run
+// releases it at run end from the journaled SessionRef (the runtime
+// created it, ENV-06), even when no resume spawn took it over.
+func TestKeptSessionOfADeadProcessIsReleasedAtRunEnd(t *testing.T) {
+	prov := echoProvider(t)
+	st := memory.New(nil)
+	dir := t.TempDir()
+	draft := supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "draft"})
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
+		return supervise.BrainReport{}, nil
+	})
+	o := unpricedOptions(t, diedBeforeRelease{&supervise.KernelExecutor{Provider: prov, Store: st}})
+	o.RunDir, o.Brain = dir, draft
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	crashBeforeFinish(t, filepath.Join(dir, supervise.SpawnJournalFile))
+	ref := settledByNode(t, dir)["run1:s1"].SessionRef
+	if ref == nil || !ref.EnvironmentCreated || !envAlive(t, prov, ref.Run.EnvironmentID) {
+		t.Fatalf("the dead process left no kept environment it created: %+v", ref)
+	}
+	o = unpricedOptions(t, &supervise.KernelExecutor{Provider: prov, Store: st})
+	o.RunDir, o.Resume, o.Brain = dir, true, draft
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	if err != nil || !res.Resumed {
+		t.Fatalf("resumed %v: %v", res.Resumed, err)
+	}
+	if envAlive(t, prov, ref.Run.EnvironmentID) {
+		t.Error("the environment the dead process kept outlived the resumed run")
+	}
+	if prov.Creates() != 1 {
+		t.Errorf("creates = %d, want the first worker's only", prov.Creates())
+	}
+}

@@ -50,7 +50,7 @@ func TestNodeExecutorResumesSessionsAllOrNothing(t *testing.T) {
 			if !ok {
 				t.Fatal("nodeExecutor does not release kept sessions")
 			}
-			if got := rel.ReleaseSessions(context.Background(), "run"); len(got) != 0 {
+			if got := rel.ReleaseSessions(context.Background(), "run", nil); len(got) != 0 {
 				t.Errorf("nothing kept, yet unreleased: %+v", got)
 			}
 		})

@@ -215,11 +215,12 @@ func (e *nodeExecutor) ResumesSessions() bool {
 }
 
 // ReleaseSessions releases the environments every node's KernelExecutor
-// keeps for runID (supervise.SessionReleaser).
-func (e *nodeExecutor) ReleaseSessions(ctx context.Context, runID string) []supervise.UnreleasedSession {
-	out := e.def.ReleaseSessions(ctx, runID)
+// keeps for runID, and those of settled on its provider
+// (supervise.SessionReleaser).
+func (e *nodeExecutor) ReleaseSessions(ctx context.Context, runID string, settled map[supervise.NodeID]*supervise.SessionRef) []supervise.UnreleasedSession {
+	out := e.def.ReleaseSessions(ctx, runID, settled)
 	for _, node := range slices.Sorted(maps.Keys(e.byNode)) {
-		out = append(out, e.byNode[node].ReleaseSessions(ctx, runID)...)
+		out = append(out, e.byNode[node].ReleaseSessions(ctx, runID, settled)...)
 	}
 	return out
 }
