@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/store/memory"
 	"github.com/agentrt/agentrt/supervise"
@@ -395,5 +397,66 @@ func TestKeptSessionOfADeadProcessIsReleasedAtRunEnd(t *testing.T) {
 	}
 	if prov.Creates() != 1 {
 		t.Errorf("creates = %d, want the first worker's only", prov.Creates())
+	}
+}
+
+// A resume of a resume goes on in the same session: each resume worker
+// keeps what it took over for the next (one create, two native
+// continuations, one native session throughout).
+func TestKernelExecutorResumeChain(t *testing.T) {
+	prov := echoProvider(t)
+	o := unpricedOptions(t, &supervise.KernelExecutor{Provider: prov, Store: memory.New(nil)})
+	o.RunDir = t.TempDir()
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		for _, continuity := range []string{"fresh", "resume", "resume"} {
+			tool(t, ctx, c, supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "step", "continuity": continuity})
+			tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
+		}
+		return supervise.BrainReport{}, nil
+	})
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	settled := settledByNode(t, o.RunDir)
+	session := settled["run1:s1"].Session
+	for _, node := range []supervise.NodeID{"run1:s1", "run1:s2", "run1:s3"} {
+		if r := settled[node]; r.State != supervise.StateDone || r.Session == "" || r.Session != session {
+			t.Errorf("%s settled %s (%s) in session %q, want done in %q", node, r.State, r.Reason, r.Session, session)
+		}
+	}
+	if c := prov.Counters(); prov.Creates() != 1 || c.NativeContinuations != 2 {
+		t.Errorf("provider saw %d creates and %d native continuations, want 1 and 2", prov.Creates(), c.NativeContinuations)
+	}
+}
+
+// BenchmarkKernelExecutorResume: a fresh worker, then a resume worker
+// continuing its session, then the run-end release, through
+// KernelExecutor on the scripted provider.
+func BenchmarkKernelExecutorResume(b *testing.B) {
+	var script scripted.Script
+	if err := json.Unmarshal([]byte(`{"turns": [{"repeat": true, "steps": [{"text": "re: {{prompt}}"}]}]}`), &script); err != nil {
+		b.Fatal(err)
+	}
+	prov := scripted.New(&script, scripted.Options{})
+	exec := &supervise.KernelExecutor{Provider: prov, Store: memory.New(nil)}
+	prof, err := profile.Parse([]byte(writerProfile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		run := fmt.Sprintf("run%d", i)
+		first, err := exec.Execute(ctx, supervise.Work{RunID: run, Node: supervise.NodeID(run + ":s1"), Profile: prof, Task: "draft"})
+		if err != nil || first.SessionRef == nil {
+			b.Fatalf("fresh worker: %v (ref %v)", err, first.SessionRef)
+		}
+		if _, err := exec.Execute(ctx, supervise.Work{RunID: run, Node: supervise.NodeID(run + ":s2"), ResumeOf: supervise.NodeID(run + ":s1"),
+			ResumeSession: first.Session, ResumeRef: first.SessionRef, Profile: prof, Task: "revise"}); err != nil {
+			b.Fatal(err)
+		}
+		if u := exec.ReleaseSessions(ctx, run, nil); len(u) != 0 {
+			b.Fatal(u)
+		}
 	}
 }
