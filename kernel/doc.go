@@ -65,7 +65,11 @@
 // (Request.Reattach: a run taking over the work of a run whose process
 // lost its lease, whose turn it re-attaches to, and runs again in a new
 // environment when that turn died with its holder). A run records its
-// environment, and whether the runtime created it, before its turn.
+// environment, and whether the runtime created it, before its turn. A
+// run may instead go on natively in a kept environment's session
+// (Request.Continue): the provider proves the session's boundary and
+// admits a native continuation, or the run is refused before anything is
+// dispatched (*ContinuityError); it never destroys that environment.
 //
 // The kernel records runs, events and ledger entries in a store.Store and
 // draws spend from a ledger.Pool when one is given. An Observer

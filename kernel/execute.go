@@ -105,6 +105,12 @@ type Request struct {
 	// it as every other ending does, since a caller that will not settle
 	// it would leak it.
 	KeepInDoubt bool
+	// Continue, when set, runs the turn as a native continuation of a
+	// kept environment's session instead of creating an environment
+	// (see Continue); a session whose continuity the provider cannot
+	// prove refuses the run (*ContinuityError) before anything is
+	// dispatched, never running it fresh.
+	Continue *Continue
 
 	// observe, set by Stream, sees each event once it is durable and the
 	// run record once it has ended.
@@ -146,6 +152,10 @@ type Result struct {
 	// NativeSessionID is the provider's own conversation id, when the
 	// run observed one (NSO-02); it is never on the run's public events.
 	NativeSessionID string
+	// Continuity is ContinuityNative for a run that went on natively in
+	// a kept session (Request.Continue, or a seat stage's), "" for a run
+	// in an environment of its own.
+	Continuity string
 	// Delivered is true only when the completion check passed.
 	Delivered bool
 	Verdict   *Verdict
@@ -280,6 +290,10 @@ func newExecution(ctx context.Context, req Request, cancel context.CancelCauseFu
 	if req.Reattach != nil && req.Reattach.Environment == nil {
 		errs.add("Reattach", "name the environment to re-attach to (Reattach.Environment)")
 	}
+	req.Continue.check(&errs)
+	if req.Continue != nil && req.Reattach != nil {
+		errs.add("Continue", "a run either continues a kept session or re-attaches to a turn, not both")
+	}
 	lo := lifeOptions{Store: req.Store, RunID: cmp.Or(req.RunID, NewID("run")), Kind: cmp.Or(req.Kind, "execute"),
 		LeaseTTL: req.LeaseTTL, CleanupTimeout: req.CleanupTimeout, Logger: req.Logger}
 	lo.check(&errs)
@@ -349,7 +363,11 @@ func (x *execution) run(ctx context.Context) {
 	if x.contextEnd(ctx) {
 		return
 	}
-	if x.req.seat != nil && x.req.seat.from != nil && x.continueNative(ctx) {
+	if x.req.seat != nil && x.req.seat.from != nil && x.continueNative(ctx, x.req.seat) {
+		return
+	}
+	if x.req.Continue != nil {
+		x.continueKept(ctx)
 		return
 	}
 	if r := x.req.Reattach; r != nil && !x.reattach(ctx, r) {

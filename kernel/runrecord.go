@@ -43,6 +43,9 @@ type Record struct {
 	// observed (native.session.observed), bound to this run (NSO-02);
 	// absent when none was observed.
 	NativeSessionID string `json:"nativeSessionId,omitzero"`
+	// Continuity is ContinuityNative when the run went on natively in a
+	// kept session (Request.Continue); absent otherwise.
+	Continuity string `json:"continuity,omitzero"`
 	// Events is how many events the run had recorded when the document
 	// was last written.
 	Events int `json:"events"`
@@ -319,7 +322,7 @@ func (x *execution) typed() Record {
 		AuthoredProfileDigest: r.AuthoredDigest, EffectiveProfileDigest: NullString(r.EffectiveDigest),
 		RequestedModel: NullString(r.RequestedModel), ServedModel: NullString(r.Served.Model), ServedProvider: NullString(r.Served.Provider),
 		EnvironmentID: NullString(r.EnvironmentID), EnvironmentCreated: x.createdEnv(), EnvironmentKept: r.EnvironmentKept, Events: r.Events,
-		NativeSessionID: r.NativeSessionID,
+		NativeSessionID: r.NativeSessionID, Continuity: r.Continuity,
 	}
 	if r.Status.Terminal() {
 		text, delivered := r.Text, r.Delivered

@@ -63,7 +63,7 @@ type keptSession struct {
 // stage took over whose creation the seated run recorded, or the
 // re-attached one whose creation the run that left it recorded.
 func (x *execution) createdEnv() bool {
-	if x.env == nil {
+	if x.env == nil || x.keptByCaller(x.env) {
 		return false
 	}
 	if x.env.Creation() == contract.CreationCreated {
@@ -104,11 +104,15 @@ func (x *execution) keepForSeat() bool {
 // dispatched — the stage then starts fresh; once the provider may have
 // admitted the turn, the stage's outcome is whatever the provider says,
 // never a second, fresh dispatch.
-func (x *execution) continueNative(ctx context.Context) bool {
-	st, from := x.req.seat, x.req.seat.from
+//
+// It is the one path that continues a kept session natively: a seat
+// stage's (st is Request.seat) and a Request.Continue run's (st carries
+// the session the caller named).
+func (x *execution) continueNative(ctx context.Context, st *seatStage) bool {
+	from := st.from
 	fresh := func(format string, args ...any) bool {
 		st.continuity, st.reason = ContinuityFresh, fmt.Sprintf(format, args...)
-		x.log.Info("seat stage starts fresh", "run", x.req.RunID, "reason", st.reason)
+		x.log.Info("the session cannot be continued natively", "run", x.req.RunID, "reason", st.reason)
 		return false
 	}
 	if from.env.Provider() != x.provider {

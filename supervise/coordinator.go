@@ -131,6 +131,10 @@ type worker struct {
 	recovered bool
 	progress  *progress
 	paged     *pagedValue
+
+	// sessionRef is where the session it left can be continued from
+	// (WorkResult.SessionRef), nil when unknown.
+	sessionRef *SessionRef
 }
 
 // Event kinds Await returns.
@@ -452,23 +456,24 @@ func (c *Coordinator) execute(ctx context.Context, exec Executor, w Work) (res W
 			res, err = WorkResult{}, &InfraError{Err: fmt.Errorf("supervise: executor panicked: %v", p)}
 		}
 	}()
-	w.ResumeOf, w.ResumeSession = c.resumeOf(w.Node)
+	w.ResumeOf, w.ResumeSession, w.ResumeRef = c.resumeOf(w.Node)
 	return exec.Execute(ctx, w)
 }
 
 // resumeOf is the settled worker a continuity-resume node continues and
-// the provider session that worker left; "", "" for a fresh node.
-func (c *Coordinator) resumeOf(id NodeID) (NodeID, string) {
+// the provider session that worker left, with where it can be continued
+// from; "", "", nil for a fresh node.
+func (c *Coordinator) resumeOf(id NodeID) (NodeID, string, *SessionRef) {
 	info, ok := c.scope.Node(id)
 	if !ok || info.ResumeOf == "" {
-		return "", ""
+		return "", "", nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if prior := c.workers[info.ResumeOf]; prior != nil {
-		return info.ResumeOf, prior.session
+		return info.ResumeOf, prior.session, checkedRef(prior.sessionRef)
 	}
-	return info.ResumeOf, ""
+	return info.ResumeOf, "", nil
 }
 
 // settle runs the completion gate on a finished worker, stores its
@@ -541,13 +546,13 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 		}
 	}
 	c.mu.Lock()
-	w.outRef, w.session = outRef, session
+	w.outRef, w.session, w.sessionRef = outRef, session, checkedRef(res.SessionRef)
 	c.mu.Unlock()
 	infra := st.State == StateFailed && infraFailure
 	rec := Record{Kind: KindSettled, Node: w.id, State: st.State, Spent: spendRecord(st.Spent), OutRef: outRef,
 		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr, Hook: c.afterSettle != nil, Infra: infra,
 		Recovered: w.recovered}
-	rec.Session = session
+	rec.Session, rec.SessionRef = session, checkedRef(res.SessionRef)
 	if err := c.log.appendOrLose(bg, rec); err != nil {
 		c.logger.Error("supervise: journaling a settlement", "node", w.id, "err", err)
 	}
@@ -1058,6 +1063,7 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				return &ResumeError{RunDir: c.log.dir, Reason: "replaying settlement of " + string(r.Node), Err: err}
 			}
 			w.outRef, w.verdict, w.delivered, w.reason, w.checkErr, w.session = r.OutRef, r.Verdict, r.Delivered, r.Reason, r.CheckError, r.Session
+			w.sessionRef = checkedRef(r.SessionRef)
 			if r.OutRef != "" {
 				if v, err := c.log.getBlob(r.OutRef); err == nil {
 					if t, ok := canonjson.Resolve(v, "/text"); ok {

@@ -53,6 +53,11 @@ type Work struct {
 	// resumed in another process still knows it); "" when none was
 	// observed.
 	ResumeSession string
+	// ResumeRef is where ResumeOf's session can be continued from (its
+	// WorkResult.SessionRef, journaled with its settlement): a process
+	// that does not hold the environment looks it up by this. Nil when
+	// unknown.
+	ResumeRef *SessionRef
 	// Inbox, for an executor that reads inboxes (InboxReader), holds the
 	// steers sent to the worker while it runs: the executor takes them
 	// between turns (Inbox.TakeOrSeal) as the next turn's input. Nil for
@@ -88,6 +93,13 @@ type WorkResult struct {
 	// worker as Work.ResumeSession. An id longer than MaxSessionIDLen is
 	// not kept.
 	Session string
+	// SessionRef, from an executor that keeps the worker's environment
+	// for a continuity-resume spawn (KernelExecutor when it
+	// ResumesSessions), is where the session can be continued from:
+	// journaled with the settlement (Record.SessionRef) and handed to the
+	// resume spawn as Work.ResumeRef. Nil when none; one out of the
+	// contract's bounds is not kept.
+	SessionRef *SessionRef
 	// TeardownUnconfirmed, when not empty, says why the executor could
 	// not confirm the worker's environment was torn down (a destroy that
 	// failed or timed out). The worker's outcome stands; it is named in
@@ -235,6 +247,13 @@ const DefaultMaxSteerTurns = 8
 // with the decision; the worker is acquiring while the provider creates
 // its environment; and an environment it could not destroy is the
 // result's TeardownUnconfirmed.
+//
+// On a provider that declares native continuation (ResumesSessions), a
+// settled worker's environment is kept instead of destroyed while a
+// continuity-resume spawn may follow (WorkResult.SessionRef names it),
+// and released at run end (ReleaseSessions); a resume worker continues
+// that session natively (kernel.Request.Continue), or is refused with a
+// *ResumeRefusedError having spent nothing.
 type KernelExecutor struct {
 	Provider contract.Provider
 	Store    store.Store
@@ -254,6 +273,10 @@ type KernelExecutor struct {
 	// node (RG-11). Without it a seated profile runs its first stage's
 	// projection on Provider, as kernel.Execute does.
 	Accounts kernel.AccountManager
+
+	// keep is the executor's continuity-resume state (ResumesSessions,
+	// ReleaseSessions). A KernelExecutor is not copied once used.
+	keep sessionKeep
 }
 
 // ReportsUsage reports true: the kernel reads the provider's usage
@@ -278,16 +301,18 @@ func (e *KernelExecutor) PropagatesTrace() bool { return true }
 // Execute runs w through kernel.Execute, turn after turn while its inbox
 // holds steers (see KernelExecutor).
 func (e *KernelExecutor) Execute(ctx context.Context, w Work) (WorkResult, error) {
+	if w.ResumeOf != "" {
+		// Before the seat chain: a resume continues a session or is
+		// refused, never runs fresh.
+		return e.resume(ctx, w, e.maxSteer())
+	}
 	if e != nil && e.Accounts != nil && e.Store != nil && w.Profile != nil && len(w.Profile.Seats) > 0 {
 		return e.executeSeated(ctx, w)
 	}
 	if e == nil || e.Provider == nil || e.Store == nil {
 		return WorkResult{}, errors.New("supervise: KernelExecutor needs a Provider and a Store")
 	}
-	maxSteer := e.MaxSteerTurns
-	if maxSteer == 0 {
-		maxSteer = DefaultMaxSteerTurns
-	}
+	maxSteer := e.maxSteer()
 	// The worker's questions (question interactions of its turns) go
 	// to its manager, and its environment's creation is its acquiring.
 	asking := newAskWorker(ctx, w, e.Logger)
@@ -297,6 +322,15 @@ func (e *KernelExecutor) Execute(ctx context.Context, w Work) (WorkResult, error
 	// its destruction is this executor's to confirm.
 	kept := kernel.KeepEnvironment(asking.provider(e.Provider))
 	out, err := e.turns(ctx, w, kept, maxSteer)
+	// While a continuity-resume spawn may follow, the environment is kept
+	// (released at run end, ReleaseSessions).
+	asking.mu.Lock()
+	raw := asking.envs[kept.EnvironmentID()]
+	asking.mu.Unlock()
+	created := raw != nil && raw.Creation() == contract.CreationCreated
+	if e.keepSettled(ctx, w, &keptSession{keeper: kept, env: raw, ref: SessionRef{EnvironmentCreated: created}}, out.Session, &out) {
+		return out, err
+	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), kernel.DefaultCleanupTimeout)
 	defer cancel()
 	if cerr := kept.Close(cctx); cerr != nil {
@@ -309,6 +343,14 @@ func (e *KernelExecutor) Execute(ctx context.Context, w Work) (WorkResult, error
 		}
 	}
 	return out, err
+}
+
+// maxSteer is MaxSteerTurns with its default.
+func (e *KernelExecutor) maxSteer() int {
+	if e == nil || e.MaxSteerTurns == 0 {
+		return DefaultMaxSteerTurns
+	}
+	return e.MaxSteerTurns
 }
 
 // turns runs w's turns on provider (the kept environment): the task's,

@@ -56,12 +56,11 @@ func TestResumeSpawnTellsTheExecutorWhichWorker(t *testing.T) {
 	}
 }
 
-// "Only the bridge backend can honour resume": KernelExecutor cannot
-// re-attach to a settled worker's session (its environment is destroyed
-// when the worker settles), so it does not claim to, and a resume spawn
-// on it is refused preflight — never silently run fresh — even on a
-// provider that declares native continuation. It does journal the
-// provider session each worker left.
+// A KernelExecutor whose provider declares no native continuation (a
+// CLI bridge's kind) cannot re-attach to a settled worker's session, so
+// it does not claim to, and a resume spawn on it is refused preflight —
+// never silently run fresh (resume_kernel_test.go has the provider that
+// can). It does journal the provider session each worker left.
 func TestKernelExecutorRefusesResume(t *testing.T) {
 	var script scripted.Script
 	if err := json.Unmarshal([]byte(`{"turns": [{"repeat": true, "steps": [{"text": "drafted"}]}]}`), &script); err != nil {
@@ -72,7 +71,7 @@ func TestKernelExecutorRefusesResume(t *testing.T) {
 	if err != nil || caps.NativeContinuation == nil {
 		t.Fatalf("the scripted provider should declare native continuation: %v", err)
 	}
-	exec := &supervise.KernelExecutor{Provider: prov, Store: memory.New(nil)}
+	exec := &supervise.KernelExecutor{Provider: withoutNative{prov}, Store: memory.New(nil)}
 	got := map[string]map[string]any{}
 	o := baseOptions(t, exec, nil)
 	o.RunDir = t.TempDir()

@@ -140,6 +140,9 @@ type Record struct {
 	// Session: the provider session a settled worker left
 	// (WorkResult.Session), which a continuity-resume spawn continues.
 	Session string `json:"session,omitzero"`
+	// SessionRef: where a settled worker's session can be continued from
+	// (WorkResult.SessionRef).
+	SessionRef *SessionRef `json:"sessionRef,omitzero"`
 	// Runtime is where a teardown-unconfirmed record's worker ran.
 	Runtime string `json:"runtime,omitzero"`
 	// Data is a note's payload, owned by the layer that wrote it.

@@ -614,6 +614,9 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		logger.Error("supervise: the run's spawn journal was taken over; delivering nothing", "err", err)
 		return SupervisedResult{}, spawnLogLost(err)
 	}
+	// Environments kept for continuity resume are released now that no
+	// resume can follow; one whose teardown is unconfirmed is named.
+	c.releaseSessions(ctx)
 	res := c.finish(ctx, report, driveErr, start, now())
 	res.Resumed = resumed
 	c.finalizeControl(ctx, &res)

@@ -198,3 +198,29 @@ func (e *nodeExecutor) Runtime() string { return e.def.Runtime() }
 
 // PropagatesTrace reports what every node's KernelExecutor reports.
 func (e *nodeExecutor) PropagatesTrace() bool { return e.def.PropagatesTrace() }
+
+// ResumesSessions reports true only when every node's KernelExecutor
+// does: a continuity-resume spawn of any node may then be honoured, and
+// none is claimed on a provider that cannot continue its sessions.
+func (e *nodeExecutor) ResumesSessions() bool {
+	if !e.def.ResumesSessions() {
+		return false
+	}
+	for _, k := range e.byNode {
+		if !k.ResumesSessions() {
+			return false
+		}
+	}
+	return true
+}
+
+// ReleaseSessions releases the environments every node's KernelExecutor
+// keeps for runID, and those of settled on its provider
+// (supervise.SessionReleaser).
+func (e *nodeExecutor) ReleaseSessions(ctx context.Context, runID string, settled map[supervise.NodeID]*supervise.SessionRef) []supervise.UnreleasedSession {
+	out := e.def.ReleaseSessions(ctx, runID, settled)
+	for _, node := range slices.Sorted(maps.Keys(e.byNode)) {
+		out = append(out, e.byNode[node].ReleaseSessions(ctx, runID, settled)...)
+	}
+	return out
+}
