@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -321,7 +322,7 @@ func (e *KernelExecutor) Execute(ctx context.Context, w Work) (WorkResult, error
 	// The environment is kept — for the turns steers add, and so that
 	// its destruction is this executor's to confirm.
 	kept := kernel.KeepEnvironment(asking.provider(e.Provider))
-	out, err := e.turns(ctx, w, kept, maxSteer)
+	out, err := e.runTurns(ctx, w, maxSteer, e.freshTurns(w, kept))
 	// While a continuity-resume spawn may follow, the environment is kept
 	// (released at run end, ReleaseSessions).
 	asking.mu.Lock()
@@ -353,9 +354,37 @@ func (e *KernelExecutor) maxSteer() int {
 	return e.MaxSteerTurns
 }
 
-// turns runs w's turns on provider (the kept environment): the task's,
-// then one per batch of steers, at most maxSteer of them.
-func (e *KernelExecutor) turns(ctx context.Context, w Work, provider contract.Provider, maxSteer int) (WorkResult, error) {
+// turnPlan is what differs between the ways a worker's turns run
+// (runTurns): on a provider's kept environment (freshTurns), or as
+// native continuations of a settled worker's session (continueTurns).
+type turnPlan struct {
+	// request is the kernel request of turn run id on task.
+	request func(id, task string) kernel.Request
+	// refused maps the first turn's error to the worker's when the turn
+	// was refused before anything was sent ("" spend); nil, or a nil
+	// result, keeps the turn's error as it is.
+	refused func(err error) error
+	// session is the worker's session when a turn reports none.
+	session string
+	// next readies the turn after one that ended and returns what
+	// commits it once steers are taken; ok false ends the worker. Nil:
+	// every next turn is ready.
+	next func(ctx context.Context) (commit func(), ok bool)
+}
+
+// freshTurns is the plan of w's turns on provider (the kept
+// environment).
+func (e *KernelExecutor) freshTurns(w Work, provider contract.Provider) turnPlan {
+	return turnPlan{request: func(id, task string) kernel.Request {
+		return kernel.Request{Profile: w.Profile, Task: task, Provider: provider, Store: e.Store,
+			RunID: id, Kind: "supervise-worker", Observer: w.Observer}
+	}}
+}
+
+// runTurns runs w's turns as p plans them: the task's, then one per
+// batch of steers its inbox held when the turn before ended, at most
+// maxSteer of them.
+func (e *KernelExecutor) runTurns(ctx context.Context, w Work, maxSteer int, p turnPlan) (WorkResult, error) {
 	runID := kernel.NewID("worker")
 	if w.Bind != nil {
 		// The run id is journaled before the run exists, so a process
@@ -375,8 +404,13 @@ func (e *KernelExecutor) turns(ctx context.Context, w Work, provider contract.Pr
 		if turn > 0 {
 			id = fmt.Sprintf("%s.%d", runID, turn)
 		}
-		res, err := kernel.Execute(ctx, kernel.Request{Profile: w.Profile, Task: task, Provider: provider, Store: e.Store,
-			RunID: id, Kind: "supervise-worker", Observer: w.Observer})
+		res, err := kernel.Execute(ctx, p.request(id, task))
+		if turn == 0 && err != nil && p.refused != nil {
+			if rerr := p.refused(err); rerr != nil {
+				w.Inbox.Seal(ctx)
+				return WorkResult{Spent: zeroSpend()}, rerr
+			}
+		}
 		if res == nil {
 			if err == nil {
 				err = errors.New("supervise: the kernel returned no result")
@@ -384,8 +418,7 @@ func (e *KernelExecutor) turns(ctx context.Context, w Work, provider contract.Pr
 			w.Inbox.Seal(ctx)
 			if turn == 0 {
 				// Refused before dispatch: nothing ran, nothing was spent.
-				zero, none := int64(0), int64(0)
-				return WorkResult{Spent: ledger.Spend{Tokens: &zero, Iterations: &none, MicroUSD: &zero}}, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
+				return WorkResult{Spent: zeroSpend()}, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
 			}
 			return out, fmt.Errorf("supervise: worker %s, turn %d: %w", w.Node, turn+1, err)
 		}
@@ -395,7 +428,8 @@ func (e *KernelExecutor) turns(ctx context.Context, w Work, provider contract.Pr
 			usage = usage.Plus(res.Usage)
 		}
 		u := usage
-		out = WorkResult{Text: res.Text, Output: res.Output, Spent: SpendOf(usage), ServedModel: res.Served.Model, Usage: &u, Session: res.NativeSessionID}
+		out = WorkResult{Text: res.Text, Output: res.Output, Spent: SpendOf(usage), ServedModel: res.Served.Model, Usage: &u,
+			Session: cmp.Or(res.NativeSessionID, p.session)}
 		if err != nil {
 			w.Inbox.Seal(ctx)
 			return out, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
@@ -404,10 +438,20 @@ func (e *KernelExecutor) turns(ctx context.Context, w Work, provider contract.Pr
 			w.Inbox.Seal(ctx)
 			return out, nil
 		}
+		commit := func() {}
+		if p.next != nil {
+			c, ok := p.next(ctx)
+			if !ok {
+				w.Inbox.Seal(ctx)
+				return out, nil
+			}
+			commit = c
+		}
 		steers := w.Inbox.TakeOrSeal(ctx)
 		if len(steers) == 0 {
 			return out, nil
 		}
+		commit()
 		task = steerInput(steers)
 	}
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/kernel"
-	"github.com/agentrt/agentrt/ledger"
 )
 
 // SessionRef is where a settled worker's provider session can be
@@ -334,7 +333,7 @@ func (e *KernelExecutor) resume(ctx context.Context, w Work, maxSteer int) (Work
 	if w.Running != nil {
 		w.Running() // nothing to acquire: the environment exists
 	}
-	out, err := e.continueTurns(ctx, w, k, maxSteer)
+	out, err := e.runTurns(ctx, w, maxSteer, e.continueTurns(w, k))
 	if rr, ok := errors.AsType[*ResumeRefusedError](err); ok && rr.Reason == ResumeNotProven {
 		// Nothing was dispatched: the session is as the prior worker left
 		// it, still kept under its node.
@@ -360,75 +359,35 @@ func (e *KernelExecutor) releaseInto(ctx context.Context, w Work, k *keptSession
 	}
 }
 
-// continueTurns runs w's turns as native continuations of k's session:
-// the task's, then one per batch of steers, at most maxSteer of them.
-// A first turn the provider could not prove is a *ResumeRefusedError
-// with nothing spent.
-func (e *KernelExecutor) continueTurns(ctx context.Context, w Work, k *keptSession, maxSteer int) (WorkResult, error) {
-	runID := kernel.NewID("worker")
-	if w.Bind != nil {
-		if err := w.Bind(ctx, runID); err != nil {
-			w.Inbox.Seal(ctx)
-			return WorkResult{Spent: zeroSpend()}, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
-		}
-	}
-	task := w.Task
-	var (
-		usage ledger.Usage
-		out   WorkResult
-	)
+// continueTurns is the plan of w's turns as native continuations of
+// k's session: each turn goes on from the run the one before left. A
+// first turn the provider could not prove is a *ResumeRefusedError with
+// nothing spent.
+func (e *KernelExecutor) continueTurns(w Work, k *keptSession) turnPlan {
 	session := cmp.Or(w.ResumeSession, k.ref.Run.SessionID)
-	for turn := 0; ; turn++ {
-		id := runID
-		if turn > 0 {
-			id = fmt.Sprintf("%s.%d", runID, turn)
-		}
-		res, err := kernel.Execute(ctx, kernel.Request{Profile: w.Profile, Task: task, Provider: e.Provider, Store: e.Store,
-			RunID: id, Kind: "supervise-worker", Observer: w.Observer,
-			Continue: &kernel.Continue{Environment: k.env, Run: k.ref.Run, NativeSessionID: session}})
-		if ce, ok := errors.AsType[*kernel.ContinuityError](err); ok && turn == 0 {
-			w.Inbox.Seal(ctx)
-			return WorkResult{Spent: zeroSpend()}, &ResumeRefusedError{Node: w.Node, Of: w.ResumeOf, Reason: ResumeNotProven, Detail: ce.Reason, Err: err}
-		}
-		if res == nil {
-			if err == nil {
-				err = errors.New("supervise: the kernel returned no result")
+	return turnPlan{
+		request: func(id, task string) kernel.Request {
+			return kernel.Request{Profile: w.Profile, Task: task, Provider: e.Provider, Store: e.Store,
+				RunID: id, Kind: "supervise-worker", Observer: w.Observer,
+				Continue: &kernel.Continue{Environment: k.env, Run: k.ref.Run, NativeSessionID: session}}
+		},
+		refused: func(err error) error {
+			if ce, ok := errors.AsType[*kernel.ContinuityError](err); ok {
+				return &ResumeRefusedError{Node: w.Node, Of: w.ResumeOf, Reason: ResumeNotProven, Detail: ce.Reason, Err: err}
 			}
-			w.Inbox.Seal(ctx)
-			if turn == 0 {
-				return WorkResult{Spent: zeroSpend()}, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
+			return nil
+		},
+		session: session,
+		next: func(ctx context.Context) (func(), bool) {
+			// The next turn goes on from the run this one left.
+			pctx, cancel := context.WithTimeout(ctx, kernel.DefaultCleanupTimeout)
+			next, err := kernel.ContinuableRun(pctx, k.env, k.ref.Run.SessionID)
+			cancel()
+			if err != nil {
+				return nil, false
 			}
-			return out, fmt.Errorf("supervise: worker %s, turn %d: %w", w.Node, turn+1, err)
-		}
-		if turn == 0 {
-			usage = res.Usage
-		} else {
-			usage = usage.Plus(res.Usage)
-		}
-		u := usage
-		out = WorkResult{Text: res.Text, Output: res.Output, Spent: SpendOf(usage), ServedModel: res.Served.Model, Usage: &u, Session: cmp.Or(res.NativeSessionID, session)}
-		if err != nil {
-			w.Inbox.Seal(ctx)
-			return out, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
-		}
-		if turn >= maxSteer || ctx.Err() != nil {
-			w.Inbox.Seal(ctx)
-			return out, nil
-		}
-		// The next turn goes on from the run this one left.
-		pctx, cancel := context.WithTimeout(ctx, kernel.DefaultCleanupTimeout)
-		next, perr := kernel.ContinuableRun(pctx, k.env, k.ref.Run.SessionID)
-		cancel()
-		if perr != nil {
-			w.Inbox.Seal(ctx)
-			return out, nil
-		}
-		steers := w.Inbox.TakeOrSeal(ctx)
-		if len(steers) == 0 {
-			return out, nil
-		}
-		k.ref.Run = next
-		task = steerInput(steers)
+			return func() { k.ref.Run = next }, true
+		},
 	}
 }
 
