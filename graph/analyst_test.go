@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrt/agentrt/graph"
+	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -157,4 +158,84 @@ func TestAnalystFindingsRoutedToAWorkerNode(t *testing.T) {
 	if diff := cmp.Diff(want, last); diff != "" {
 		t.Errorf("routed row (-want +got):\n%s", diff)
 	}
+}
+
+// §3.7 edge ledger: a traversal across which nothing crossed is ledgered
+// `empty`, never `delivered`: an analyst that returned no findings, to
+// the root (ledgered with the source worker) and to a worker node
+// (ledgered with the live destination, nothing steered into it).
+func TestAnalystWithNoFindingsLedgersEmpty(t *testing.T) {
+	const silentCritic = `{"turns": [
+  {"match": "Fix the failing test", "steps": [{"text": "patch: login fixed."}, {"usage": {"inputTokens": 100, "outputTokens": 20, "cost": 0.002}, "mode": "delta"}]},
+  {"match": "unsafe changes", "steps": [{"usage": {"inputTokens": 30, "outputTokens": 0, "cost": 0.001}, "mode": "delta"}]}
+]}`
+	for _, tc := range []struct {
+		name, to string
+		spawn    []string
+		wantRow  graph.LedgerRow
+	}{
+		{name: "to the root", to: "driver", spawn: []string{"coder"},
+			wantRow: graph.LedgerRow{Edge: "analyzes:critic:coder->driver", Kind: graph.Analyzes, From: "coder", To: "driver", Directive: "analyze/critic/v2",
+				Traversal: 1, Outcome: graph.OutcomeEmpty, Continuity: graph.ContinuitySteer, Bytes: len(critDirective), WorkerID: "g:s1",
+				Reason: "the analyst returned no findings"}},
+		{name: "to a worker node", to: "reviewer", spawn: []string{"reviewer", "coder"},
+			wantRow: graph.LedgerRow{Edge: "analyzes:critic:coder->reviewer", Kind: graph.Analyzes, From: "coder", To: "reviewer", Directive: "analyze/critic/v2",
+				Traversal: 1, Outcome: graph.OutcomeEmpty, Continuity: graph.ContinuitySteer, WorkerID: "g:s1",
+				Reason: "the analyst returned no findings"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var exec supervise.Executor = kernelWorkers(t, silentCritic)
+			workers := &inboxWorkers{}
+			if tc.to != "driver" {
+				exec = silentOn{workers, "g:s3"}
+			}
+			o := options(t, exec, nil)
+			o.Supervise.Router = nil
+			o.Brain = graph.BrainFunc(func(ctx context.Context, d *graph.Driver, _ string) (supervise.BrainReport, error) {
+				for _, n := range tc.spawn {
+					if _, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: n, Task: "Fix test_login."}); err != nil {
+						return supervise.BrainReport{}, err
+					}
+				}
+				events := 2 // the coder settles, then the critic over it
+				if tc.to != "driver" {
+					workers.Deliver(ctx, "g:s2", "login fixed")
+				}
+				for range events {
+					if _, err := d.Await(ctx, supervise.AwaitArgs{TimeoutMS: 30000}); err != nil {
+						return supervise.BrainReport{}, err
+					}
+				}
+				return supervise.BrainReport{}, nil
+			})
+			res, err := graph.RunGraph(context.Background(), withCritic(t, tc.to), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []graph.LedgerRow
+			for _, r := range res.Ledger {
+				if r.Kind == graph.Analyzes {
+					got = append(got, r)
+				}
+			}
+			if diff := cmp.Diff([]graph.LedgerRow{tc.wantRow}, got); diff != "" {
+				t.Errorf("analyzes rows (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// silentOn is inboxWorkers whose worker node answers at once with no
+// text: an analyst without findings.
+type silentOn struct {
+	*inboxWorkers
+	node supervise.NodeID
+}
+
+func (s silentOn) Execute(ctx context.Context, work supervise.Work) (supervise.WorkResult, error) {
+	if work.Node != s.node {
+		return s.inboxWorkers.Execute(ctx, work)
+	}
+	one, tokens := int64(1), int64(10)
+	return supervise.WorkResult{Spent: ledger.Spend{Tokens: &tokens, Iterations: &one, MicroUSD: i64(0)}}, nil
 }
