@@ -476,6 +476,10 @@ func (l *StoreSpawnLog) Append(ctx context.Context, recs ...Record) error {
 	for i, r := range recs {
 		evs[i] = store.NewEvent{ID: fmt.Sprintf("g%d.%d", l.fence.Generation, l.n+int64(i)+1), Type: r.Kind, Time: now, Body: vals[i]}
 	}
+	// The ids are spent whether or not the append lands: one whose
+	// outcome is unknown (a timeout after the store committed) must not
+	// be reused, or every later append would fail as a duplicate.
+	l.n += int64(len(recs))
 	// A store that stops answering fails the append rather than hold
 	// the run: a spawn not journaled is not started.
 	ctx, cancel := context.WithTimeout(ctx, spawnLogCallTimeout(l.ttl))
@@ -484,7 +488,6 @@ func (l *StoreSpawnLog) Append(ctx context.Context, recs ...Record) error {
 		l.lose(err)
 		return fmt.Errorf("supervise: journal append: %w", err)
 	}
-	l.n += int64(len(recs))
 	return nil
 }
 

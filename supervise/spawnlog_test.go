@@ -292,3 +292,51 @@ func TestSuperviseResumesFromSQLiteSpawnLogBehaviour46(t *testing.T) {
 		t.Errorf("child spend (-first +resumed):\n%s", diff)
 	}
 }
+
+// landsThenFails is a store whose next AppendEvents commits and then
+// reports its outcome unknown, as a timeout after the commit does.
+type landsThenFails struct {
+	store.Store
+	armed bool
+}
+
+func (s *landsThenFails) AppendEvents(ctx context.Context, f store.Fence, evs []store.NewEvent) ([]store.Event, error) {
+	got, err := s.Store.AppendEvents(ctx, f, evs)
+	if err == nil && s.armed {
+		s.armed = false
+		return nil, store.ErrUnknownOutcome
+	}
+	return got, err
+}
+
+// An append whose outcome was unknown but that landed does not poison
+// the journal: the next appends take new event ids and land, and the
+// reader sees every record once.
+func TestStoreSpawnLogAppendAfterUnknownOutcome(t *testing.T) {
+	ctx := context.Background()
+	st := &landsThenFails{Store: memory.New(time.Now)}
+	l, err := supervise.OpenStoreSpawnLog(ctx, st, spawnLogRun, supervise.StoreSpawnLogOptions{Owner: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.Append(ctx, contractRecords[0]); err != nil {
+		t.Fatal(err)
+	}
+	st.armed = true
+	if err := l.Append(ctx, contractRecords[1]); !errors.Is(err, store.ErrUnknownOutcome) {
+		t.Fatalf("append with an unknown outcome: %v, want store.ErrUnknownOutcome", err)
+	}
+	for _, r := range contractRecords[2:] {
+		if err := l.Append(ctx, r); err != nil {
+			t.Fatalf("append after an unknown outcome: %v", err)
+		}
+	}
+	got, _, err := supervise.ReadStoreSpawnLog(ctx, st, spawnLogRun, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(contractRecords, got, noData); diff != "" {
+		t.Errorf("records (-want +got):\n%s", diff)
+	}
+}
