@@ -31,6 +31,19 @@ type Spend struct {
 	Resources  map[string]*int64
 }
 
+// MaxQuantity is the largest quantity a ceiling, a reservation or a spend
+// may name: JavaScript's largest safe integer, 2^53-1 (spec §6: spend is
+// validated as non-negative safe integers). A larger one is invalid: a
+// reservation asking for it is refused, and a spend reporting it is
+// treated as unknown rather than trusted.
+const MaxQuantity int64 = 1<<53 - 1
+
+// accountLimit bounds what a channel's reserved and committed sums may
+// reach, far below int64's range, so that no sequence of valid quantities
+// can overflow the arithmetic and mint capacity. A spend that would take
+// a sum past it is unknown (the balance becomes a ceiling).
+const accountLimit int64 = 1 << 62
+
 // Reasons a reservation is refused.
 var (
 	// ErrExhausted: a requested channel does not fit the free capacity.
@@ -134,8 +147,8 @@ func NewPool(root Budget, opts PoolOptions) (*Pool, error) {
 			p.accounts[ch] = &account{known: true}
 			return nil
 		}
-		if *v < 0 {
-			return fmt.Errorf("%w: %s ceiling %d is negative", ErrInvalid, ch, *v)
+		if *v < 0 || *v > MaxQuantity {
+			return fmt.Errorf("%w: %s ceiling %d is negative or above %d", ErrInvalid, ch, *v, MaxQuantity)
 		}
 		p.accounts[ch] = &account{total: *v, free: *v, capped: true, known: true}
 		return nil
@@ -165,14 +178,14 @@ func requested(b Budget) (map[string]int64, error) {
 		if c.v == nil {
 			continue
 		}
-		if *c.v < 0 {
-			return nil, fmt.Errorf("%w: %s request %d is negative", ErrInvalid, c.ch, *c.v)
+		if *c.v < 0 || *c.v > MaxQuantity {
+			return nil, fmt.Errorf("%w: %s request %d is negative or above %d", ErrInvalid, c.ch, *c.v, MaxQuantity)
 		}
 		req[c.ch] = *c.v
 	}
 	for name, v := range b.Resources {
-		if v < 0 {
-			return nil, fmt.Errorf("%w: resource %s request %d is negative", ErrInvalid, name, v)
+		if v < 0 || v > MaxQuantity {
+			return nil, fmt.Errorf("%w: resource %s request %d is negative or above %d", ErrInvalid, name, v, MaxQuantity)
 		}
 		req[resourceChannel(name)] = v
 	}
@@ -224,6 +237,9 @@ func (p *Pool) Reserve(b Budget) (*Ticket, error) {
 		if a.capped && req[ch] > a.free {
 			return nil, &ExhaustedError{Channel: ch, Requested: req[ch], Free: a.free}
 		}
+		if a.reserved > accountLimit-req[ch] {
+			return nil, fmt.Errorf("%w: channel %s has %d reserved; %d more would overflow it", ErrInvalid, ch, a.reserved, req[ch])
+		}
 	}
 	for ch, v := range req {
 		a := p.accounts[ch]
@@ -259,8 +275,8 @@ func (p *Pool) Settle(t *Ticket, spent Spend) error {
 	for ch, reserved := range req {
 		a := p.accounts[ch]
 		v, measured := actual[ch]
-		if measured && v != nil && *v < 0 {
-			invalid = fmt.Errorf("%w: %s spend %d is negative", ErrInvalid, ch, *v)
+		if measured && v != nil && (*v < 0 || *v > MaxQuantity || a.committed > accountLimit-*v) {
+			invalid = fmt.Errorf("%w: %s spend %d is negative, above %d or past the channel's sum", ErrInvalid, ch, *v, MaxQuantity)
 			v = nil
 		}
 		a.reserved -= reserved
@@ -305,7 +321,8 @@ func spendByChannel(s Spend) map[string]*int64 {
 // calls) directly from free to committed. Free may go negative; Observe
 // never refuses, because the spend already happened. Unknown quantities
 // (dollars included: a spend that names none reports them unknown) mark
-// their channel unknown without tainting it.
+// their channel unknown without tainting it, and so do invalid ones
+// (negative, above MaxQuantity, or past what the channel can sum).
 func (p *Pool) Observe(spent Spend) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -327,7 +344,9 @@ func (p *Pool) observeLocked(ch string, v *int64) {
 		a.known = false
 		return
 	}
-	if *v < 0 {
+	if *v < 0 || *v > MaxQuantity || a.committed > accountLimit-*v {
+		// Not a spend to trust: the balance becomes a ceiling.
+		a.known = false
 		return
 	}
 	a.free -= *v
@@ -409,6 +428,9 @@ func Restore(s Snapshot, opts PoolOptions) (*Pool, error) {
 		p.now = time.Now
 	}
 	for ch, b := range s.Channels {
+		if b.Total < 0 || b.Total > MaxQuantity || b.Reserved < 0 || b.Reserved > accountLimit || b.Committed < 0 || b.Committed > accountLimit {
+			return nil, fmt.Errorf("%w: snapshot channel %s holds a quantity out of range", ErrInvalid, ch)
+		}
 		if b.Total != b.Free+b.Reserved+b.Committed {
 			return nil, fmt.Errorf("%w: snapshot channel %s does not conserve (%d != %d + %d + %d)", ErrInvalid, ch, b.Total, b.Free, b.Reserved, b.Committed)
 		}

@@ -354,3 +354,51 @@ func TestObserveUnknownDollarsUnderCapDoesNotTaint(t *testing.T) {
 		t.Errorf("reservation after an observed unknown: %v", err)
 	}
 }
+
+// Spec §6: spend is validated as non-negative safe integers. Quantities
+// past 2^53-1 are refused in ceilings and reservations and never trusted
+// as spend: however absurd a reported usage, the arithmetic cannot wrap
+// and mint capacity, and the channel becomes unknown instead.
+func TestQuantitiesBeyondSafeIntegersNeverMintCapacity(t *testing.T) {
+	huge := int64(1<<62 + 1000)
+	if _, err := ledger.NewPool(ledger.Budget{Tokens: i64(ledger.MaxQuantity + 1), Iterations: i64(1)}, ledger.PoolOptions{}); !errors.Is(err, ledger.ErrInvalid) {
+		t.Errorf("a ceiling past MaxQuantity: %v, want ErrInvalid", err)
+	}
+	pool, err := ledger.NewPool(ledger.Budget{Tokens: i64(1000), Iterations: i64(10)}, ledger.PoolOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Reserve(ledger.Budget{Tokens: i64(ledger.MaxQuantity + 1)}); !errors.Is(err, ledger.ErrInvalid) {
+		t.Errorf("a reservation past MaxQuantity: %v, want ErrInvalid", err)
+	}
+	// Observed spend: two absurd reports would wrap committed to
+	// negative and free to a huge positive balance.
+	pool.Observe(ledger.Spend{Tokens: &huge, Iterations: i64(0)})
+	pool.Observe(ledger.Spend{Tokens: &huge, Iterations: i64(0)})
+	// Settled spend likewise.
+	tk, err := pool.Reserve(ledger.Budget{Tokens: i64(100), Iterations: i64(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.Settle(tk, ledger.Spend{Tokens: &huge, Iterations: i64(1)}); !errors.Is(err, ledger.ErrInvalid) {
+		t.Errorf("settling an absurd spend: %v, want ErrInvalid", err)
+	}
+	r := pool.Readout()
+	conserved(t, r)
+	tokens := r.Channels[ledger.ChannelTokens]
+	if tokens.Known || tokens.Free > 1000 || tokens.Committed < 0 {
+		t.Errorf("tokens after absurd spend: %+v; want unknown, free ≤ the total, committed ≥ 0", tokens)
+	}
+	if _, err := pool.Reserve(ledger.Budget{Tokens: i64(901), Iterations: i64(1)}); !errors.Is(err, ledger.ErrExhausted) {
+		t.Errorf("reserving more than the 900 left: %v, want ErrExhausted (capacity minted)", err)
+	}
+	// Many valid but large observations saturate into unknown, never wrap.
+	for range 4096 {
+		pool.Observe(ledger.Spend{Tokens: i64(ledger.MaxQuantity), Iterations: i64(0)})
+	}
+	r = pool.Readout()
+	conserved(t, r)
+	if tk := r.Channels[ledger.ChannelTokens]; tk.Committed < 0 || tk.Free > 1000 {
+		t.Errorf("tokens after 4096 maximal observations: %+v", tk)
+	}
+}
