@@ -482,9 +482,9 @@ func (c *Coordinator) settle(ctx context.Context, w *worker, res WorkResult, exe
 	state, reason := StateDone, ""
 	switch {
 	case execErr != nil && ctx.Err() != nil:
-		state, reason = StateCancelled, context.Cause(ctx).Error()
+		state, reason = StateCancelled, clip(context.Cause(ctx).Error(), MaxReasonBytes)
 	case execErr != nil:
-		state, reason = StateFailed, execErr.Error()
+		state, reason = StateFailed, clip(execErr.Error(), MaxReasonBytes)
 	}
 	// Only a failure can be the infrastructure's: a cancellation is the
 	// caller's decision.
@@ -519,8 +519,9 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 		v, err := c.runCheck(bg, Output{Node: w.id, Text: res.Text, Value: res.Output})
 		switch {
 		case err != nil:
-			w.checkErr = err.Error()
+			w.checkErr = clip(err.Error(), MaxReasonBytes)
 		default:
+			v.Reason = clip(v.Reason, MaxReasonBytes)
 			w.verdict, w.delivered = &v, v.Passed
 		}
 	}
@@ -528,7 +529,15 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 	if state == StateDone {
 		ref, err := c.log.putBlob(bg, resultValue(res.Text, res.Output))
 		if err != nil {
+			// A result that is not stored cannot be delivered: a resume
+			// would find its settlement and no text behind it.
 			c.logger.Error("supervise: storing a result", "node", w.id, "err", err)
+			c.log.lose("result-blob", w.id, err)
+			if w.delivered {
+				w.delivered = false
+				w.checkErr = clip("the result passed its check but could not be stored: "+err.Error(), MaxReasonBytes)
+			}
+			ref = ""
 		}
 		outRef = ref
 	}
@@ -665,6 +674,12 @@ func (q *eventQueue) pop() Event {
 	q.head++
 	return ev
 }
+
+// MaxReasonBytes bounds the free text of a settlement that the journal
+// keeps (a failure's reason, a check's error, a verdict's reason): a
+// longer one is clipped, marked with "…", so that a worker's 2 MiB error
+// cannot make its settlement too large to journal.
+const MaxReasonBytes = 4096
 
 func clip(s string, n int) string {
 	if len(s) <= n {
@@ -1064,6 +1079,11 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			}
 			w.outRef, w.verdict, w.delivered, w.reason, w.checkErr, w.session = r.OutRef, r.Verdict, r.Delivered, r.Reason, r.CheckError, r.Session
 			w.sessionRef = checkedRef(r.SessionRef)
+			if r.Delivered && r.OutRef == "" && r.State == StateDone {
+				// Journaled by a version that delivered an unstored
+				// result: there is nothing to deliver.
+				w.delivered = false
+			}
 			if r.OutRef != "" {
 				if v, err := c.log.getBlob(r.OutRef); err == nil {
 					if t, ok := canonjson.Resolve(v, "/text"); ok {
@@ -1073,7 +1093,9 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 						w.output = o
 					}
 				} else {
-					c.logger.Warn("supervise: a settled result's blob is unreadable", "node", r.Node, "err", err)
+					// Its text is gone: never a winner with an empty text.
+					c.logger.Warn("supervise: a settled result's blob is unreadable; it is not delivered", "node", r.Node, "err", err)
+					w.delivered = false
 				}
 			}
 			c.publishReplayed(w, st.State)

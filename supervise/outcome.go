@@ -124,10 +124,10 @@ func outcomeRecord(res SupervisedResult) *OutcomeRecord {
 		}
 	}
 	if e := res.Error; e != nil {
-		o.Error = &ErrorRecord{Name: e.Name, Message: e.Message}
+		o.Error = &ErrorRecord{Name: clip(e.Name, MaxReasonBytes), Message: clip(e.Message, MaxReasonBytes)}
 	}
 	if cn := res.Cancellation; cn != nil {
-		o.Cancellation = &CancellationRecord{Source: cn.Source, Reason: cn.Reason, OperationID: cn.OperationID}
+		o.Cancellation = &CancellationRecord{Source: cn.Source, Reason: clip(cn.Reason, MaxReasonBytes), OperationID: cn.OperationID}
 	}
 	for _, g := range res.SpendGaps {
 		o.SpendGaps = append(o.SpendGaps, GapRecord(g))
