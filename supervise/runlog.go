@@ -432,6 +432,12 @@ func (l *runLog) putBlob(ctx context.Context, v canonjson.Value) (string, error)
 		os.Remove(tmp.Name())
 		return "", fmt.Errorf("supervise: result blob: %w", werr)
 	}
+	// The settlement that names the blob is journaled next: the blob's
+	// directory entry must be durable first, or a power loss leaves a
+	// durable settlement pointing at nothing.
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return "", fmt.Errorf("supervise: result blob: %w", err)
+	}
 	return ref, nil
 }
 
