@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -88,6 +87,9 @@ is invalid), 2 on usage errors.`,
 			if managerScript != "" && providerName != "scripted" {
 				return usage("--manager-script applies to --provider scripted only")
 			}
+			if err := timeoutFlag(timeout, resume); err != nil {
+				return err
+			}
 			if err := journal.check(runID); err != nil {
 				return err
 			}
@@ -167,11 +169,6 @@ is invalid), 2 on usage errors.`,
 				// analysts are not cancelled by the root's return.
 				router = scripted.NewChatModel(defaultPlanAwaiting(targets, len(targets)+findingsOver(g, targets), task))
 			}
-			if timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, timeout)
-				defer cancel()
-			}
 			tracing := startTracing(ctx, stdio)
 			defer stopTracing(ctx, stdio, tracing)
 			so := supervise.Options{
@@ -180,6 +177,9 @@ is invalid), 2 on usage errors.`,
 				Observer: tracing.SuperviseObserver(), AnalystModel: analystModel,
 			}
 			journal.apply(&so, s)
+			if timeout > 0 {
+				so.Deadline = time.Now().Add(timeout)
+			}
 			prog := startProgress(ctx, stdio.Err, journal.feed(s, runID, runDir), resume)
 			res, err := graph.RunGraph(ctx, g, graph.Options{Task: task, Registry: reg, Supervise: so})
 			prog.stop()
@@ -255,7 +255,7 @@ is invalid), 2 on usage errors.`,
 	cmd.Flags().StringVar(&seatsPath, "seats", "", "a JSON file naming the provider of each seat stage, as for agentrt run --seats: a node whose profile has seats walks its chain, moving on to its next stage (the same node) on a quota refusal; every stage is resolved before the run starts")
 	journal.register(cmd)
 	f.StringVar(&runID, "run-id", "", "the run's id (default: generated)")
-	f.DurationVar(&timeout, "timeout", 0, "give up after this long (the run ends cancelled)")
+	f.DurationVar(&timeout, "timeout", 0, "the run's deadline, from its start: past it no worker is admitted, live ones are cancelled and the run ends budget-exhausted; journaled, so --resume keeps it (and refuses --timeout)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	cmd.AddCommand(newGraphDirectivesCmd(stdio))
 	return cmd

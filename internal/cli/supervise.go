@@ -117,6 +117,8 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				return usage("at least one --worker PROFILE is required")
 			case checkTimeout <= 0:
 				return usage("--check-timeout must be positive")
+			case timeout < 0 || (resume && timeout != 0):
+				return timeoutFlag(timeout, resume)
 			case budgetTokens <= 0 || iterations <= 0:
 				return usage("--budget-tokens and --iterations must be positive")
 			case budgetUSD < 0 || workerUSD < 0 || workerTokens < 0 || maxLive < 0:
@@ -226,11 +228,6 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				}
 				brain = hb
 			}
-			if timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, timeout)
-				defer cancel()
-			}
 			perWorker := workerTokens
 			if perWorker == 0 {
 				perWorker = budgetTokens / int64(max(1, min(4, len(names)*2)))
@@ -256,6 +253,9 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				AnalystModel: analystModel,
 			}
 			journal.apply(&o, s)
+			if timeout > 0 {
+				o.Deadline = time.Now().Add(timeout)
+			}
 			tracing := startTracing(ctx, stdio)
 			defer stopTracing(ctx, stdio, tracing)
 			o.Observer = tracing.SuperviseObserver()
@@ -329,7 +329,7 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 	f.Float64Var(&workerUSD, "worker-usd", 0, "dollars each worker reserves (default: none)")
 	f.IntVar(&maxLive, "max-live", 0, "most workers live at once (default: no cap)")
 	f.IntVar(&maxTurns, "max-turns", 0, "most tool turns of the manager's model (default: the kernel's backstop)")
-	f.DurationVar(&timeout, "timeout", 0, "give up after this long (the run ends cancelled)")
+	f.DurationVar(&timeout, "timeout", 0, "the run's deadline, from its start: past it no worker is admitted, live ones are cancelled and the run ends budget-exhausted; journaled, so --resume keeps it (and refuses --timeout)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	cmd.AddCommand(newSuperviseSteerCmd(stdio), newSuperviseCancelCmd(stdio))
 	return cmd
@@ -1014,4 +1014,17 @@ func pollAck[T any](ctx context.Context, wait time.Duration, read func() (T, boo
 // finished record refused).
 func journalIncomplete(err error) bool {
 	return errors.Is(err, supervise.ErrJournalIncomplete) || errors.Is(err, supervise.ErrOutcomeNotJournaled)
+}
+
+// timeoutFlag checks --timeout of supervise and graph: the run's
+// deadline, journaled at its start, which a resume keeps (spec §3.6:
+// the original deadline holds), so a resume refuses a new one.
+func timeoutFlag(timeout time.Duration, resume bool) error {
+	switch {
+	case timeout < 0:
+		return usage("--timeout must not be negative")
+	case resume && timeout != 0:
+		return usage("--timeout cannot be given with --resume: the run keeps the deadline it was started with")
+	}
+	return nil
 }
