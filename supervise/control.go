@@ -63,6 +63,28 @@ const PathFallback = "fallback"
 // outside [A-Za-z0-9._-]).
 var ErrInvalidControl = errors.New("supervise: invalid control request")
 
+// ErrNoRun: a steer or cancel request names a run directory that does
+// not exist. Requests are never written into a directory they would
+// create: nothing would ever read them. (A directory that exists but
+// holds no run yet takes the request, which stays unknown until a run
+// there resolves it: behaviour 49.)
+var ErrNoRun = errors.New("supervise: no such run directory")
+
+// requireRun refuses a control request to a run directory that does not
+// exist, rather than create it and answer for a run that never was.
+func requireRun(runDir string) error {
+	st, err := os.Stat(runDir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %s (check the path, or the run's --run-id and --workspace)", ErrNoRun, runDir)
+	case err != nil:
+		return fmt.Errorf("supervise: reading run dir %s: %w", runDir, err)
+	case !st.IsDir():
+		return fmt.Errorf("%w: %s is not a directory", ErrNoRun, runDir)
+	}
+	return nil
+}
+
 // ErrUnknownOperation: no request with the operation id was written.
 var ErrUnknownOperation = errors.New("supervise: unknown operation id")
 
@@ -165,6 +187,9 @@ func WriteWorkerSteer(ctx context.Context, runDir, worker string, s WorkerSteer)
 	case s.Message == "" || len(s.Message) > maxSteerMessage:
 		return SteerRequest{}, fmt.Errorf("%w: message must be 1..%d bytes", ErrInvalidControl, maxSteerMessage)
 	}
+	if err := requireRun(runDir); err != nil {
+		return SteerRequest{}, err
+	}
 	source := s.Source
 	if source == "" {
 		source = defaultControlSource
@@ -266,6 +291,9 @@ func CancelWorker(ctx context.Context, runDir, worker, operationID string, o Can
 	}
 	if worker == "" {
 		return WorkerCancellation{}, fmt.Errorf("%w: no worker named", ErrInvalidControl)
+	}
+	if err := requireRun(runDir); err != nil {
+		return WorkerCancellation{}, err
 	}
 	source := o.Source
 	if source == "" {
@@ -421,6 +449,9 @@ func CancelRun(ctx context.Context, runDir, operationID string, o RunCancelOptio
 	}
 	if o.Deadline < 0 {
 		return RunCancelRequest{}, fmt.Errorf("%w: a negative deadline", ErrInvalidControl)
+	}
+	if err := requireRun(runDir); err != nil {
+		return RunCancelRequest{}, err
 	}
 	source := o.Source
 	if source == "" {

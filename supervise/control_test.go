@@ -726,3 +726,23 @@ func TestSteerUnknownClaimIsNotRetriedBehaviour48(t *testing.T) {
 		t.Errorf("the worker got %q, want only the later steer", got)
 	}
 }
+
+// A steer or cancel to a run directory that does not exist is refused
+// (ErrNoRun) and creates nothing: a mistyped path used to be created and
+// answered "unknown" for a run that never was.
+func TestControlToMissingRunDirRefused(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "no-such-run")
+	if _, err := supervise.WriteWorkerSteer(ctx, dir, "w", supervise.WorkerSteer{OperationID: "s1", Message: "m"}); !errors.Is(err, supervise.ErrNoRun) {
+		t.Errorf("steer: %v, want ErrNoRun", err)
+	}
+	if _, err := supervise.CancelWorker(ctx, dir, "w", "c1", supervise.CancelOptions{}); !errors.Is(err, supervise.ErrNoRun) {
+		t.Errorf("cancel worker: %v, want ErrNoRun", err)
+	}
+	if _, err := supervise.CancelRun(ctx, dir, "r1", supervise.RunCancelOptions{}); !errors.Is(err, supervise.ErrNoRun) {
+		t.Errorf("cancel run: %v, want ErrNoRun", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the run dir was created: %v", err)
+	}
+}
