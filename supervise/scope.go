@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
@@ -221,7 +222,19 @@ func New(pool *ledger.Pool, opts ScopeOptions) (*Scope, error) {
 // Root returns the root node's id.
 func (s *Scope) Root() NodeID { return s.root }
 
+// Bounds of a spawn request, checked before it takes a node id, so that
+// what is admitted always fits one journal record: a spawn's label, key
+// and profile name, and its task.
+const (
+	MaxSpawnName = 512
+	MaxSpawnTask = 256 << 10
+)
+
+// validName reports whether v is valid UTF-8 without control characters.
 func validName(v string) bool {
+	if !utf8.ValidString(v) {
+		return false
+	}
 	for _, r := range v {
 		if unicode.IsControl(r) {
 			return false
@@ -300,6 +313,13 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 	}
 	if !validName(req.Label) || !validName(req.Key) || !validName(req.Profile) {
 		return SpawnReply{}, s.refuse(CodeInvalidIdentity, "control-characters", "label, key and profile must be printable", nil)
+	}
+	if len(req.Label) > MaxSpawnName || len(req.Key) > MaxSpawnName || len(req.Profile) > MaxSpawnName {
+		return SpawnReply{}, s.refuse(CodeInvalidIdentity, "too-long", "label, key and profile must be at most "+strconv.Itoa(MaxSpawnName)+" bytes", nil)
+	}
+	if len(req.Task) > MaxSpawnTask || !utf8.ValidString(req.Task) {
+		return SpawnReply{}, s.refuse(CodePreflightRefused, "invalid-task",
+			"a task must be valid UTF-8 of at most "+strconv.Itoa(MaxSpawnTask)+" bytes; this one has "+strconv.Itoa(len(req.Task)), nil)
 	}
 	if s.allowed != nil && req.Model != "" && !s.allowed[req.Model] {
 		return SpawnReply{}, s.refuse(CodeInvalidIdentity, "model-not-allowed", req.Model, nil)

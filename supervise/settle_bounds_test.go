@@ -3,8 +3,10 @@ package supervise_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -153,4 +155,50 @@ func TestUnstoredResultIsNotDelivered(t *testing.T) {
 			t.Errorf("resumed over a lost blob: winner %+v; want none", res.Winner)
 		}
 	})
+}
+
+// An oversized or malformed spawn is a §3.6 refusal ({error, reason}),
+// checked before it takes a node id: a 2 MiB task used to fail as the
+// journal's raw record-size error and use up the next worker's id.
+func TestOversizedSpawnRefusedWithoutTakingAnID(t *testing.T) {
+	pass := func(context.Context, supervise.Output) (kernel.Verdict, error) {
+		return kernel.Verdict{Passed: true}, nil
+	}
+	exec := supervise.ExecutorFunc(func(context.Context, supervise.Work) (supervise.WorkResult, error) {
+		return supervise.WorkResult{Text: "ok", Spent: spent()}, nil
+	})
+	o := boundsOptions(t, t.TempDir(), exec, pass)
+	var refusals []string
+	var next supervise.SpawnResult
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		for _, a := range []supervise.SpawnArgs{
+			{Profile: "w", Task: strings.Repeat("x", 2<<20)},
+			{Profile: "w", Task: "bad \xff utf-8"},
+			{Profile: "w", Task: "go", Label: strings.Repeat("l", supervise.MaxSpawnName+1)},
+			{Profile: "w", Task: "go", Key: strings.Repeat("k", supervise.MaxSpawnName+1)},
+		} {
+			_, err := c.Spawn(ctx, a)
+			var r *supervise.Refusal
+			if !errors.As(err, &r) {
+				return supervise.BrainReport{}, fmt.Errorf("spawn of %d task bytes: %v, want a refusal", len(a.Task), err)
+			}
+			refusals = append(refusals, string(r.Code))
+		}
+		var err error
+		if next, err = c.Spawn(ctx, supervise.SpawnArgs{Profile: "w", Task: "go"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		_, err = c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60000})
+		return supervise.BrainReport{}, err
+	})
+	res, err := supervise.Supervise(context.Background(), &profile.Profile{Name: new("m")}, "t", o)
+	if err != nil || res.Error != nil {
+		t.Fatalf("%v %+v", err, res.Error)
+	}
+	if want := []string{"preflight-refused", "preflight-refused", "invalid-identity", "invalid-identity"}; !slices.Equal(refusals, want) {
+		t.Errorf("refusals %v, want %v", refusals, want)
+	}
+	if next.WorkerID != "r:s1" {
+		t.Errorf("the first admitted worker is %s, want r:s1: a refused spawn takes no id", next.WorkerID)
+	}
 }
