@@ -188,6 +188,29 @@ func TestRuntimeRunRecordedInStore(t *testing.T) {
 	if rec.LeaseUntil != (time.Time{}) {
 		t.Errorf("the ended run still holds a lease until %v", rec.LeaseUntil)
 	}
+
+	// FD-04: the record survives reopen. Both handles closed, the file
+	// opened afresh holds the same record, ledger and known flags.
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := reader.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	reopened, err := kernel.ReadRun(ctx, again, "rt-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reopened.Status != store.StatusCompleted || reopened.LedgerEntries != rec.LedgerEntries || reopened.Spend != rec.Spend ||
+		reopened.Runtime.Cost.LLMCalls != 8 || reopened.Runtime.Metadata["reviewer"].Str() != "ann" {
+		t.Errorf("after reopen: status %s, %d ledger entries, spend %+v, runtime %+v; want what was read before closing",
+			reopened.Status, reopened.LedgerEntries, reopened.Spend, reopened.Runtime)
+	}
 }
 
 // Another process's cancel request reaches the caller's work through the
