@@ -128,6 +128,9 @@ type Record struct {
 	Dispatched  *DispatchedRecord
 	// Native is the run's native session, once the provider reported it.
 	Native *NativeRecord
+	// CreateRefused is the provider's definite refusal of the last
+	// start's create, while no environment was admitted.
+	CreateRefused *CreateRefusedRecord
 }
 
 // ControlRef returns the record's claim ticket, or ErrNotDispatched.
@@ -153,6 +156,22 @@ type document struct {
 	Environment *EnvironmentRecord `json:"environment,omitzero"`
 	Dispatched  *DispatchedRecord  `json:"dispatched,omitzero"`
 	Native      *NativeRecord      `json:"native,omitzero"`
+	// CreateRefused is the provider's definite refusal of the run's
+	// create (quota) by the last start; cleared before every new create.
+	CreateRefused *CreateRefusedRecord `json:"createRefused,omitzero"`
+}
+
+// CreateRefusedRecord is a provider's definite refusal of a retained
+// run's environment create: nothing was created under the run's key, so
+// a recovery answers NotFound (start again) rather than Unverifiable.
+type CreateRefusedRecord struct {
+	// Reason is the provider's refusal, as it said it.
+	Reason string `json:"reason"`
+	// RetryAfterMS is when the provider said the create may succeed,
+	// in milliseconds from At; absent when it did not say.
+	RetryAfterMS *int64 `json:"retryAfterMs,omitzero"`
+	// At is when the refusal was recorded (RFC 3339).
+	At string `json:"at"`
 }
 
 func (d *document) value() (canonjson.Value, error) { return canonjson.ToValue(d) }
@@ -191,7 +210,7 @@ func FromRun(r store.Run) (*Record, error) {
 		return nil, err
 	}
 	return &Record{ID: r.ID, Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		Intent: d.Intent, Environment: d.Environment, Dispatched: d.Dispatched, Native: d.Native}, nil
+		Intent: d.Intent, Environment: d.Environment, Dispatched: d.Dispatched, Native: d.Native, CreateRefused: d.CreateRefused}, nil
 }
 
 // identityPurpose separates the derivations of one (key, turn) pair.

@@ -177,6 +177,10 @@ func RecoverRetainedRun(ctx context.Context, o RecoverOptions) (Recovery, error)
 		// Started in an environment that existed before it: the run
 		// created nothing.
 		return Recovery{Outcome: NotFound, Reason: "no environment was admitted for the run; start it again with the same idempotency key and turn id"}, nil
+	case rec.Environment == nil && rec.CreateRefused != nil:
+		// The provider refused the create: it holds nothing of the run.
+		return Recovery{Outcome: NotFound, Reason: "the provider refused the run's create (" + rec.CreateRefused.Reason +
+			"); nothing was created: start it again with the same idempotency key and turn id"}, nil
 	case rec.Environment == nil:
 		// The starter may have died after the provider created the
 		// environment under the key and before its record was written:

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -168,6 +170,61 @@ func TestRecoverReplaysTheCreateWithTheStagesCredentialRequestRG09(t *testing.T)
 		}
 		if base.Creates() != 1 {
 			t.Errorf("%d creates; the replay must find the environment made under the key", base.Creates())
+		}
+	})
+}
+
+// quotaCreates is a provider whose creates are refused on quota until
+// allowed: a definite refusal, nothing created.
+type quotaCreates struct {
+	*scripted.Provider
+	refuse atomic.Bool
+}
+
+func (q *quotaCreates) Create(ctx context.Context, in *contract.CreateInput) (contract.Environment, error) {
+	if q.refuse.Load() {
+		after := 30 * time.Second
+		return nil, &contract.QuotaRefusalError{Provider: q.Name(), Stage: 0, RetryAfter: &after, Message: "quota used up"}
+	}
+	return q.Provider.Create(ctx, in)
+}
+
+// A start whose create the provider refused on quota is recorded as
+// refused: a recovery answers NotFound (start again), not Unverifiable
+// ("the provider may hold one created"), and nothing is created by it;
+// a later start under the same key creates, and the refusal is gone.
+func TestRecoverAfterRefusedCreateIsNotFound(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		ctx := testCtx(t)
+		p := &quotaCreates{Provider: scripted.New(script(0), scripted.Options{})}
+		p.refuse.Store(true)
+		st := open(t)
+		o := startOptions(p, st, "key-refused", "turn-1", (&recorder{}).hook)
+		if _, err := retained.StartRetainedRun(ctx, o); !errors.Is(err, contract.ErrQuotaRefused) {
+			t.Fatalf("start: %v, want the quota refusal", err)
+		}
+		_, recID, _ := retained.DeriveIdentity("key-refused", "turn-1")
+		rec, err := retained.Load(ctx, st, recID)
+		if err != nil || rec.CreateRefused == nil || rec.CreateRefused.RetryAfterMS == nil || *rec.CreateRefused.RetryAfterMS != 30000 {
+			t.Fatalf("record after the refusal: %+v, %v", rec, err)
+		}
+		got, err := retained.RecoverRetainedRun(ctx, retained.RecoverOptions{Provider: p, Store: st, RunID: recID, Environment: o.Environment})
+		if err != nil || got.Outcome != retained.NotFound || !strings.Contains(got.Reason, "refused") {
+			t.Fatalf("recovery: %+v, %v; want NotFound naming the refusal", got, err)
+		}
+		if n := p.Creates(); n != 0 {
+			t.Errorf("%d creates; want none", n)
+		}
+		p.refuse.Store(false)
+		run, err := retained.StartRetainedRun(ctx, o)
+		if err != nil {
+			t.Fatalf("start again: %v", err)
+		}
+		if res, err := run.Result(ctx); err != nil || !res.Success {
+			t.Fatalf("result %+v, %v", res, err)
+		}
+		if rec, err := retained.Load(ctx, st, recID); err != nil || rec.CreateRefused != nil {
+			t.Errorf("record after the second start: %+v, %v; want no refusal", rec, err)
 		}
 	})
 }

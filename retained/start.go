@@ -300,6 +300,30 @@ func mustValue(x any) canonjson.Value {
 	return v
 }
 
+// recordCreateRefused records a provider's definite refusal of the
+// create (a quota refusal: nothing was created), so that a recovery
+// answers NotFound rather than Unverifiable. Another error says nothing
+// definite and records nothing; a failed write is logged, the start's
+// error stands.
+func (a *admission) recordCreateRefused(ctx context.Context, err error) {
+	var q *contract.QuotaRefusalError
+	if !errors.As(err, &q) {
+		return
+	}
+	rec := CreateRefusedRecord{Reason: err.Error(), At: a.now().UTC().Format(time.RFC3339Nano)}
+	if q.RetryAfter != nil {
+		rec.RetryAfterMS = new(q.RetryAfter.Milliseconds())
+	}
+	if uerr := a.update(context.WithoutCancel(ctx), func(d *document, _ *store.Run) error {
+		if d.Environment == nil {
+			d.CreateRefused = &rec
+		}
+		return nil
+	}); uerr != nil {
+		a.log.WarnContext(ctx, "retained: recording the refused create", "run", a.intent.RunID, "err", uerr)
+	}
+}
+
 // digestTurn is the digest of a turn as the caller gave it, without its
 // detach flag (a transport choice, not the turn).
 func digestTurn(t *contract.TurnInput) (string, error) {
@@ -322,8 +346,16 @@ func (a *admission) run(ctx context.Context) (*Run, error) {
 	if err := a.deliver(ctx, Admission{Kind: AdmissionIntent, Intent: &doc.Intent}); err != nil {
 		return nil, err
 	}
+	if doc.CreateRefused != nil && doc.Environment == nil {
+		// This start creates again: until it is refused again, the
+		// provider may hold what it creates.
+		if err := a.update(ctx, func(d *document, _ *store.Run) error { d.CreateRefused = nil; return nil }); err != nil {
+			return nil, err
+		}
+	}
 	env, err := a.acquire(ctx)
 	if err != nil {
+		a.recordCreateRefused(ctx, err)
 		return nil, err
 	}
 	if env.Provider() != a.intent.Provider {
