@@ -269,3 +269,48 @@ func mustCreate(t *testing.T, ts *httptest.Server, method, path, body string, he
 	status, out := do(t, ts, method, path, body, header)
 	return createResult(t, status, out)
 }
+
+// A Last-Event-ID past what a live turn produced is refused (410
+// resume_gone), and the server goes on serving: it used to slice past
+// the turn's events while holding its lock, panic, and deadlock the turn
+// and then every new turn on the server. A resuming POST of a turn the
+// server does not hold (forgotten, or another incarnation's) is refused
+// too and runs nothing: that turn is in doubt, never re-run.
+func TestResumePastTheTurnsHeadIsRefused(t *testing.T) {
+	p := newScripted(t)
+	ts, _ := serve(t, p, sidecar.Options{})
+	env := mustCreate(t, ts, http.MethodPost, wire.PathEnvironments, `{"profile":{"name":"t"}}`, nil).Environment
+	turns := "/v1/environments/" + env.ID + "/turns"
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+turns, strings.NewReader(`{"turnId":"live","input":{"prompt":"live"}}`))
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if first, err := wire.NewSSEReader(bufio.NewReader(resp.Body)).Next(); err != nil || first.ID != "1" {
+		t.Fatalf("first event: %+v, %v", first, err)
+	}
+	for _, tc := range []struct{ method, path, body string }{
+		{http.MethodGet, turns + "/live/events", ""},
+		{http.MethodPost, turns, `{"turnId":"live","input":{"prompt":"live"}}`},
+	} {
+		status, body := do(t, ts, tc.method, tc.path, tc.body, map[string]string{wire.HeaderLastEventID: "7"})
+		wantError(t, status, body, http.StatusGone, wire.CodeResumeGone, nil)
+	}
+	before := p.Turns()
+	status, body := do(t, ts, http.MethodPost, turns, `{"turnId":"forgotten","input":{"prompt":"hi"}}`, map[string]string{wire.HeaderLastEventID: "3"})
+	wantError(t, status, body, http.StatusGone, wire.CodeResumeGone, nil)
+	if n := p.Turns() - before; n != 0 {
+		t.Errorf("a resuming POST of an unknown turn ran %d turns; want none", n)
+	}
+	// The server still serves new turns.
+	status, body = do(t, ts, http.MethodPost, turns, `{"turnId":"next","input":{"prompt":"hi"}}`, nil)
+	if evs := sseEvents(t, body); status != http.StatusOK || evs[len(evs)-1].Event != wire.EventEnd {
+		t.Fatalf("a new turn after the refused resumes: %d %s", status, body)
+	}
+}

@@ -3,6 +3,7 @@ package sidecar
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -186,6 +187,14 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 		s.stream(w, r, t, after)
 		return
 	}
+	if after > 0 {
+		// A reader resuming a turn this server does not hold (it ended
+		// and was forgotten, or the server restarted): its events are
+		// gone, and running it again would repeat work that may have
+		// happened. It is in doubt, never re-run.
+		writeError(w, wire.ErrorDetail{Code: wire.CodeResumeGone, Message: "this server holds no turn " + strconv.Quote(req.TurnID) + " to resume; it is not run again"})
+		return
+	}
 	if s.refusingNew(w) {
 		return
 	}
@@ -289,7 +298,9 @@ func lastEventID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 // ones until the turn ends, the client leaves or the server drains.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, t *turn, after int64) {
 	t.mu.Lock()
-	if after < t.base || after > t.next && t.done {
+	if after < t.base || after > t.next {
+		// Before the window, or past what the turn produced (a reader
+		// cannot have seen it: another incarnation's turn).
 		t.mu.Unlock()
 		writeError(w, wire.ErrorDetail{Code: wire.CodeResumeGone, Message: "the turn no longer holds the events after this Last-Event-ID"})
 		return
