@@ -88,8 +88,19 @@ func (e *Executor) Execute(ctx context.Context, w supervise.Work) (supervise.Wor
 		TraceParent: TraceParent(ctx),
 	})
 	if err != nil {
-		// Nothing was enqueued: nothing ran, nothing was spent.
-		return supervise.WorkResult{Spent: nothingSpent()}, fmt.Errorf("fleet: executor: worker %s: %w", w.Node, err)
+		if refusedBeforeRecording(err) {
+			// Refused before the run was recorded: nothing ran, nothing
+			// was spent.
+			return supervise.WorkResult{Spent: nothingSpent()}, fmt.Errorf("fleet: executor: worker %s: %w", w.Node, err)
+		}
+		// The run may be recorded and its job enqueued (an answer lost
+		// after the commit): ask it to end, and leave what it spent
+		// unknown, charged at the worker's ceiling; a resume reads the
+		// fleet run (Recover).
+		cancelCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		e.Fleet.Cancel(cancelCtx, runID, "the supervisor could not confirm the submission: "+err.Error())
+		return supervise.WorkResult{}, fmt.Errorf("fleet: executor: worker %s (fleet run %s, submission unconfirmed): %w", w.Node, runID, err)
 	}
 	every := e.PollInterval
 	if every <= 0 {
@@ -212,6 +223,14 @@ func (e *Executor) result(ctx context.Context, w supervise.Work, r *Run) (superv
 		return out, err
 	}
 	return out, nil
+}
+
+// refusedBeforeRecording reports whether a Submit error refused the
+// submission before its run was recorded: an invalid submission or an
+// idempotency key bound to another request.
+func refusedBeforeRecording(err error) bool {
+	var conflict *ConflictError
+	return errors.Is(err, ErrInvalid) || errors.As(err, &conflict)
 }
 
 // nothingSpent is the spend of work that never ran.

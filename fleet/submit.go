@@ -128,6 +128,13 @@ func (f *Fleet) Submit(ctx context.Context, sub Submission) (Submitted, error) {
 		return Submitted{}, fmt.Errorf("fleet: submit: enqueueing run %s: %w", out.RunID, err)
 	}
 	if err != nil {
+		if sub.IdempotencyKey == "" {
+			// Nothing retries an unkeyed submission: a run left pending
+			// without its job would wait forever, and the caller's retry
+			// makes another. It ends failed, saying why (a job inserted
+			// though its answer was lost finds it ended and runs nothing).
+			f.abandon(ctx, out.RunID, err)
+		}
 		return Submitted{}, fmt.Errorf("fleet: submit: enqueueing run %s: %w", out.RunID, err)
 	}
 	out.JobID = res.Job.ID
@@ -200,7 +207,7 @@ func (f *Fleet) abandon(ctx context.Context, runID string, why error) {
 		if r.Status != store.StatusPending {
 			return nil
 		}
-		v, err := canonjson.ToValue(Outcome{Status: string(store.StatusFailed), Error: "never enqueued: " + why.Error()})
+		v, err := canonjson.ToValue(Outcome{Status: string(store.StatusFailed), Error: "its job could not be enqueued: " + why.Error()})
 		if err != nil {
 			return err
 		}
