@@ -246,6 +246,12 @@ type runLog struct {
 	layout  *layout
 	streams *streams
 
+	// orderMu fixes each record's place in the journal and its turn in
+	// order together (enqueue); order makes records visible in that
+	// place's order (logTicket.commit).
+	orderMu sync.Mutex
+	order   sequencer
+
 	mu   sync.Mutex
 	rows []Record
 	// loss counts the records of state changes that could not be
@@ -271,7 +277,7 @@ func openRunLog(ctx context.Context, dir string, spawn SpawnLog) (*runLog, []Rec
 		}
 		if l.spawn == nil {
 			var err error
-			if l.spawn, err = OpenFileSpawnLog(dir); err != nil {
+			if l.spawn, err = openFileSpawnLog(dir, ctx.Value(unsyncedJournalKey{}) != nil); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -314,22 +320,132 @@ func (l *runLog) lostErr() error {
 // append makes r durable (when the log has a spawn log) and then
 // visible.
 func (l *runLog) append(ctx context.Context, r Record) error {
-	if err := l.lostErr(); err != nil {
-		return err
+	return l.enqueue(ctx, r).commit(ctx)
+}
+
+// logTicket is a record enqueue placed in the journal's order; commit
+// waits for it to be durable and makes it visible.
+type logTicket struct {
+	l   *runLog
+	r   Record
+	seq uint64
+	// wait awaits the record's durability (a queued file journal
+	// append); nil when it was durable before enqueue returned.
+	wait func(context.Context) error
+	err  error // why the record was not queued
+}
+
+// enqueue fixes r's place in the journal and returns at once: a caller
+// that keeps its own state in the journal's order (the scope's, under
+// Coordinator.spawnMu) enqueues under its lock and commits after
+// releasing it, so concurrent spawns and settlements share the file
+// journal's fsyncs while the journal's order stays the scope's. A spawn
+// log that cannot queue (a store's) appends here, synchronously, as
+// append does. Every ticket must be committed: a later one waits for
+// every earlier one to be made visible.
+func (l *runLog) enqueue(ctx context.Context, r Record) *logTicket {
+	t := &logTicket{l: l, r: r}
+	if t.err = l.lostErr(); t.err != nil {
+		return t
 	}
+	l.orderMu.Lock()
+	defer l.orderMu.Unlock()
 	if l.spawn != nil {
-		if err := l.spawn.Append(context.WithoutCancel(ctx), r); err != nil {
-			return err
+		if q, ok := l.spawn.(spawnLogQueuer); ok {
+			t.wait, t.err = q.Enqueue(r)
+		} else {
+			t.err = l.spawn.Append(context.WithoutCancel(ctx), r)
+		}
+		if t.err != nil {
+			return t
 		}
 	}
+	t.seq = l.order.take()
+	return t
+}
+
+// commit waits until the ticket's record is durable and then makes it
+// visible (read_journal's rows, the layout, the stream logs), in the
+// journal's order: after every record enqueued before it. It returns
+// the append's error; a record that failed is never made visible.
+func (t *logTicket) commit(ctx context.Context) error {
+	if t.err != nil {
+		return t.err
+	}
+	l := t.l
+	var err error
+	if t.wait != nil {
+		err = t.wait(context.WithoutCancel(ctx))
+	}
+	l.order.wait(t.seq)
+	defer l.order.done(t.seq)
+	if err != nil {
+		return err
+	}
 	l.mu.Lock()
-	l.rows = append(l.rows, r)
+	l.rows = append(l.rows, t.r)
 	l.mu.Unlock()
 	if l.layout != nil {
-		l.layout.observe(r)
+		l.layout.observe(t.r)
 	}
-	l.streams.observe(r)
+	l.streams.observe(t.r)
 	return nil
+}
+
+// commitOrLose is commit of a record of a state change already made,
+// counting it lost when the append fails (appendOrLose).
+func (t *logTicket) commitOrLose(ctx context.Context) error {
+	err := t.commit(ctx)
+	if err != nil {
+		t.l.lose(t.r.Kind, t.r.Node, err)
+	}
+	return err
+}
+
+// sequencer hands out turns in the order take gave them: wait(k)
+// returns once every turn before k is done. Each waiter is woken alone,
+// so n turns cost O(n).
+type sequencer struct {
+	mu      sync.Mutex
+	next    uint64 // the next turn take hands out
+	turn    uint64 // the turn that may run
+	waiters map[uint64]chan struct{}
+}
+
+// take hands out the next turn; the caller's lock orders it.
+func (s *sequencer) take() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := s.next
+	s.next++
+	return k
+}
+
+// wait blocks until turn k may run: every earlier turn is done.
+func (s *sequencer) wait(k uint64) {
+	s.mu.Lock()
+	if s.turn == k {
+		s.mu.Unlock()
+		return
+	}
+	if s.waiters == nil {
+		s.waiters = map[uint64]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	s.waiters[k] = ch
+	s.mu.Unlock()
+	<-ch
+}
+
+// done ends turn k (the one running) and wakes turn k+1's waiter.
+func (s *sequencer) done(k uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.turn = k + 1
+	if ch, ok := s.waiters[s.turn]; ok {
+		delete(s.waiters, s.turn)
+		close(ch)
+	}
 }
 
 // fence is what the stream logs ask before each write: nil while the
