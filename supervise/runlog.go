@@ -239,6 +239,9 @@ func (e *ResumeError) Unwrap() error { return e.Err }
 type runLog struct {
 	dir   string
 	spawn SpawnLog
+	// lock is the run dir's supervise.lock, held while the spawn journal
+	// is the run dir's file; nil otherwise.
+	lock  *runLock
 	coord *journal.Journal
 	// layout projects each appended record into state.json and
 	// progress.ndjson, and streams writes the root stream and the worker
@@ -276,8 +279,15 @@ func openRunLog(ctx context.Context, dir string, spawn SpawnLog) (*runLog, []Rec
 			return nil, nil, fmt.Errorf("supervise: run dir: %w", err)
 		}
 		if l.spawn == nil {
+			// The run dir's file journal: this process owns the run dir
+			// through supervise.lock (a store journal is owned through
+			// its lease instead) and, under it, the journal's own lock.
 			var err error
+			if l.lock, err = lockRunDir(dir); err != nil {
+				return nil, nil, err
+			}
 			if l.spawn, err = openFileSpawnLog(dir, ctx.Value(unsyncedJournalKey{}) != nil); err != nil {
+				l.close()
 				return nil, nil, err
 			}
 		}
@@ -630,5 +640,8 @@ func (l *runLog) close() error {
 	if l.coord != nil {
 		errs = append(errs, l.coord.Close())
 	}
+	// The run dir's lock last: until every file is closed, it is this
+	// process's.
+	errs = append(errs, l.lock.release())
 	return errors.Join(errs...)
 }
