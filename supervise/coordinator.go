@@ -618,6 +618,7 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 	}
 	c.delivery.wait(turn)
 	defer c.delivery.done(turn)
+	c.environmentTeardowns(bg, w.id, res.Teardowns)
 	if res.TeardownUnconfirmed != "" {
 		c.teardownUnconfirmed(bg, w.id, w.runtime, st.State, res.TeardownUnconfirmed)
 	}

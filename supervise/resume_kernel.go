@@ -351,8 +351,25 @@ func (e *KernelExecutor) resume(ctx context.Context, w Work, maxSteer int) (Work
 
 // releaseInto releases k, naming an unconfirmed teardown in out.
 func (e *KernelExecutor) releaseInto(ctx context.Context, w Work, k *keptSession, out *WorkResult) {
-	if err := k.release(ctx, kernel.DefaultCleanupTimeout); err != nil {
-		out.TeardownUnconfirmed = err.Error()
+	envID := ""
+	switch {
+	case k.keeper != nil:
+		envID = k.keeper.EnvironmentID()
+	case k.ref.EnvironmentCreated && k.env != nil:
+		envID = k.env.ID()
+	}
+	err := k.release(ctx, kernel.DefaultCleanupTimeout)
+	if envID != "" {
+		// One this process destroys (or tried to): journaled as
+		// environment-teardown.
+		t := EnvironmentTeardown{Provider: e.providerName(), EnvironmentID: envID, Destroyed: err == nil}
+		if err != nil {
+			t.Detail = err.Error()
+		}
+		out.Teardowns = append(out.Teardowns, t)
+	}
+	if err != nil {
+		out.TeardownUnconfirmed = joinDetail(out.TeardownUnconfirmed, err.Error())
 		if e.Logger != nil {
 			e.Logger.Error("supervise: destroying a worker's environment", "node", w.Node, "err", err)
 		}

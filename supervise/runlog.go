@@ -99,7 +99,8 @@ const (
 // (Node, Parent, Label, Profile, Model, Key, Task, the request's own
 // Budget and the merged ceiling Reserved), settled
 // (Node, State, Spent, OutRef, Verdict, Delivered, Reason, CheckError,
-// Infra), trace-unpropagated (Node, Reason), teardown-unconfirmed (Node,
+// Infra), trace-unpropagated (Node, Reason), environment-teardown (Node, Provider, EnvironmentID,
+// Destroyed, Reason the detail), teardown-unconfirmed (Node,
 // Label, Runtime, State, Reason),
 // submitted (OutRef, Verdict), finished (Outcome, Reason, and Result,
 // the whole result a resume of the ended run returns), an analysis
@@ -145,6 +146,12 @@ type Record struct {
 	SessionRef *SessionRef `json:"sessionRef,omitzero"`
 	// Runtime is where a teardown-unconfirmed record's worker ran.
 	Runtime string `json:"runtime,omitzero"`
+	// Provider, EnvironmentID and Destroyed are an environment-teardown
+	// record's environment and whether its destroy was confirmed (its
+	// Reason says why not).
+	Provider      string `json:"provider,omitzero"`
+	EnvironmentID string `json:"environmentId,omitzero"`
+	Destroyed     *bool  `json:"destroyed,omitzero"`
 	// Data is a note's payload, owned by the layer that wrote it.
 	Data canonjson.Value `json:"data,omitzero"`
 	// Result is a finished record's outcome (OutcomeRecord).
