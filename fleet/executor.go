@@ -179,7 +179,7 @@ func (e *Executor) Recover(ctx context.Context, w supervise.RecoverWork) (superv
 // result is the worker's result from its ended fleet run.
 func (e *Executor) result(ctx context.Context, w supervise.Work, r *Run) (supervise.WorkResult, error) {
 	var usage ledger.Usage
-	var served string
+	var served, teardown string
 	for i, a := range r.Attempts {
 		rec, err := kernel.ReadRun(ctx, e.Fleet.Store(), a.RunID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -200,8 +200,16 @@ func (e *Executor) result(ctx context.Context, w supervise.Work, r *Run) (superv
 		if rec.Exact != nil && rec.Exact.ServedModel != "" {
 			served = string(rec.Exact.ServedModel)
 		}
+		if rec.Exact != nil && rec.Exact.TeardownUnconfirmed != "" {
+			// An attempt's environment its kernel run could not confirm
+			// destroyed: the worker holds its slot (§15 behaviour 51).
+			if teardown != "" {
+				teardown += "; "
+			}
+			teardown += "attempt " + a.RunID + ": " + rec.Exact.TeardownUnconfirmed
+		}
 	}
-	out := supervise.WorkResult{Spent: supervise.SpendOf(usage), ServedModel: served, Usage: &usage}
+	out := supervise.WorkResult{Spent: supervise.SpendOf(usage), ServedModel: served, Usage: &usage, TeardownUnconfirmed: teardown}
 	if len(r.Attempts) == 0 {
 		// Cancelled before any worker took it.
 		out = supervise.WorkResult{Spent: nothingSpent()}

@@ -166,3 +166,58 @@ func TestExecutorInterruptedRunIsInfra(t *testing.T) {
 		t.Errorf("runtime %q, propagates %v", supervise.RuntimeOf(e), e.PropagatesTrace())
 	}
 }
+
+// stuckBox is a real provider whose environments refuse to be destroyed.
+type stuckBox struct{ contract.Provider }
+
+func (p stuckBox) Create(ctx context.Context, in *contract.CreateInput) (contract.Environment, error) {
+	env, err := p.Provider.Create(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return stuckBoxEnv{env}, nil
+}
+
+type stuckBoxEnv struct{ contract.Environment }
+
+func (stuckBoxEnv) Destroy(context.Context) error {
+	return errors.New("the box did not answer the destroy")
+}
+
+// §15 behaviour 51 on the fleet: a supervised worker whose fleet run's
+// kernel could not confirm its environment destroyed (kernel
+// Result.TeardownUnconfirmed, kept in the attempt's run record) settles
+// with its outcome as it was and the executor names the unconfirmed
+// teardown, so the supervisor holds the worker's slot; a worker whose
+// environment was destroyed names none.
+func TestExecutorSurfacesKernelTeardownUnconfirmed(t *testing.T) {
+	for _, stuck := range []bool{false, true} {
+		t.Run(map[bool]string{false: "destroyed", true: "destroy failed"}[stuck], func(t *testing.T) {
+			f, conn := openFleet(t)
+			var p contract.Provider = provider(t, quickScript)
+			if stuck {
+				p = stuckBox{p}
+			}
+			_, stop := startWorker(t, conn, schemaOf(t, conn), fleet.WorkerOptions{Providers: map[string]contract.Provider{"scripted": p},
+				LeaseTTL: 2 * time.Second, PollInterval: 50 * time.Millisecond})
+			defer stop()
+			np, err := profile.Parse([]byte(noteProfile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := &fleet.Executor{Fleet: f, Provider: "scripted", PollInterval: 50 * time.Millisecond}
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			res, err := e.Execute(ctx, supervise.Work{RunID: "td-run", Node: "td-run:s1", Profile: np, Task: "write a note"})
+			if err != nil || res.Text != "note written" {
+				t.Fatalf("Execute = %+v, %v; want the note, the outcome unchanged by the teardown", res, err)
+			}
+			if got := res.TeardownUnconfirmed != ""; got != stuck {
+				t.Errorf("TeardownUnconfirmed %q; want it named: %v", res.TeardownUnconfirmed, stuck)
+			}
+			if stuck && !strings.Contains(res.TeardownUnconfirmed, "not confirmed destroyed") {
+				t.Errorf("TeardownUnconfirmed %q does not carry the kernel's reason", res.TeardownUnconfirmed)
+			}
+		})
+	}
+}

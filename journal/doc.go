@@ -22,8 +22,11 @@
 //
 // [Journal.Append] writes a batch with one write and makes it durable
 // with one fsync before returning. Concurrent callers are group-committed:
-// the batches queued while one write and fsync run share the next ones. A
-// failed write or fsync poisons the journal (part of a batch may have
+// the batches queued while one write and fsync run share the next ones.
+// [Journal.Enqueue] splits an Append in two: the batch's place is fixed
+// at once (a caller queues under its own lock, so the journal's order is
+// its state's) and [Pending.Wait] awaits the shared fsync after the lock
+// is released. A failed write or fsync poisons the journal (part of a batch may have
 // landed); reopening repairs the tail. A journal opened with
 // [Options].NoSync writes without the fsync: for observation logs (a
 // supervised run's stream logs) whose last lines a crash may lose while

@@ -255,8 +255,8 @@ func (j *Journal) Path() string { return j.path }
 
 // Append writes records as consecutive lines of canonical JSON and returns
 // once they are durable (written and fsynced; only written with NoSync),
-// with the sequence number of the first. The batch is written with one write, so after a crash a
-// later Open finds all of it or a prefix of it, whose torn last line it
+// with the sequence number of the first. The batch is written with one write, so after a
+// crash a later Open finds all of it or a prefix of it, whose torn last line it
 // truncates. With no records Append does nothing and returns 0.
 //
 // A record without canonical form is refused with a [*RecordError], one
@@ -271,27 +271,84 @@ func (j *Journal) Append(ctx context.Context, records ...canonjson.Value) (first
 	if ctx.Err() != nil {
 		return 0, context.Cause(ctx)
 	}
+	b, err := j.enqueue(records)
+	if err != nil {
+		return 0, err
+	}
+	return j.await(ctx, b, true)
+}
+
+// Pending is a batch [Journal.Enqueue] queued: its place in the file is
+// fixed, its durability is not yet known.
+type Pending struct {
+	j *Journal
+	b *batch
+}
+
+// Enqueue queues records as one batch for the next group commit, as
+// Append does, and returns without waiting for it: the batch's place in
+// the journal is fixed when Enqueue returns (batches are written in the
+// order Enqueue and Append queued them, so a later batch is never durable
+// without every earlier one), and [Pending.Wait] returns once it is
+// durable. A caller that must keep its own state in the journal's order
+// queues under its own lock and waits after releasing it, so concurrent
+// callers share fsyncs. Errors are Append's; with no records the Pending
+// is done at once with sequence number 0.
+func (j *Journal) Enqueue(records ...canonjson.Value) (*Pending, error) {
+	if len(records) == 0 {
+		return &Pending{}, nil
+	}
+	b, err := j.enqueue(records)
+	if err != nil {
+		return nil, err
+	}
+	return &Pending{j: j, b: b}, nil
+}
+
+// Wait returns once the batch is durable (written and fsynced; only
+// written with NoSync), with the sequence number of its first record, or
+// the commit's error. While it waits it may commit the group itself, as
+// Append does. A queued batch is never withdrawn (a later one may already
+// rely on its place): if ctx ends first, Wait returns context.Cause(ctx)
+// and the batch's outcome is unknown to this caller (a later commit
+// writes it, or Close fails it). Wait may be called more than once.
+func (p *Pending) Wait(ctx context.Context) (firstSeq int64, err error) {
+	if p.b == nil {
+		return 0, nil
+	}
+	return p.j.await(ctx, p.b, false)
+}
+
+// enqueue encodes records into one batch and queues it.
+func (j *Journal) enqueue(records []canonjson.Value) (*batch, error) {
 	var data []byte
+	var err error
 	for i, r := range records {
 		start := len(data)
 		data, err = canonjson.AppendCanonical(data, r)
 		if err != nil {
-			return 0, &RecordError{Index: i, Err: err}
+			return nil, &RecordError{Index: i, Err: err}
 		}
 		if size := len(data) - start; size > j.limit {
-			return 0, &TooLargeError{Index: i, Size: size, Limit: j.limit}
+			return nil, &TooLargeError{Index: i, Size: size, Limit: j.limit}
 		}
 		data = append(data, '\n')
 	}
 	b := &batch{data: data, n: int64(len(records)), done: make(chan struct{})}
 	j.mu.Lock()
+	defer j.mu.Unlock()
 	if err := j.stateErr(); err != nil {
-		j.mu.Unlock()
-		return 0, err
+		return nil, err
 	}
 	j.queue = append(j.queue, b)
-	j.mu.Unlock()
+	return b, nil
+}
 
+// await waits for b's outcome, committing groups itself when the commit
+// token is free. If ctx ends first, a withdrawable batch no commit has
+// taken yet is withdrawn and context.Cause(ctx) returned; otherwise
+// (withdraw false) the cause is returned with b left queued.
+func (j *Journal) await(ctx context.Context, b *batch, withdraw bool) (int64, error) {
 	select {
 	case <-b.done:
 	case j.token <- struct{}{}:
@@ -302,6 +359,9 @@ func (j *Journal) Append(ctx context.Context, records ...canonjson.Value) (first
 		}
 		<-j.token
 	case <-ctx.Done():
+		if !withdraw {
+			return 0, context.Cause(ctx)
+		}
 		if j.withdraw(b) {
 			return 0, context.Cause(ctx)
 		}

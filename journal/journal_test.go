@@ -456,6 +456,78 @@ func TestGroupCommit(t *testing.T) {
 	}
 }
 
+// Enqueue fixes a batch's place at once and Wait shares the fsync: batches
+// queued in order under a caller's lock land in that order, one commit
+// makes them all durable, a Wait whose context ended leaves the batch
+// queued (a later commit writes it), and Close fails what nobody
+// committed. (Issue 13: "fsync batched".)
+func TestEnqueueKeepsOrderAndSharesFsync(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.jsonl")
+	j := mustOpen(t, path, journal.Options{})
+	ctx := context.Background()
+	const n = 6
+	release := j.HoldCommits()
+	pending := make([]*journal.Pending, n)
+	for i := range n {
+		p, err := j.Enqueue(rec(t, fmt.Sprintf(`{"i":%d}`, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending[i] = p
+	}
+	if got := j.Queued(); got != n {
+		t.Fatalf("%d batches queued, want %d", got, n)
+	}
+	// A waiter that gives up does not withdraw its batch.
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := pending[2].Wait(gone); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait with an ended context = %v, want context.Canceled", err)
+	}
+	release()
+	// Waiting in reverse order: the last waiter commits the whole group.
+	for i := n - 1; i >= 0; i-- {
+		first, err := pending[i].Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first != int64(i+1) {
+			t.Errorf("batch %d landed at seq %d, want %d", i, first, i+1)
+		}
+	}
+	if got := j.Commits(); got != 1 {
+		t.Errorf("%d fsyncs for %d queued batches, want 1", got, n)
+	}
+	var want []string
+	for i := range n {
+		want = append(want, fmt.Sprintf(`%d {"i":%d}`, i+1, i))
+	}
+	if diff := cmp.Diff(want, readAll(t, j.Read(ctx, 1))); diff != "" {
+		t.Errorf("journal (-want +got):\n%s", diff)
+	}
+	if p, err := j.Enqueue(); err != nil || p == nil {
+		t.Fatalf("Enqueue() = %v, %v", p, err)
+	} else if first, err := p.Wait(ctx); first != 0 || err != nil {
+		t.Errorf("empty Pending.Wait = %d, %v", first, err)
+	}
+	// A batch nobody waits for is failed by Close, not lost silently.
+	release = j.HoldCommits()
+	orphan, err := j.Enqueue(rec(t, `{"orphan":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := orphan.Wait(ctx); !errors.Is(err, journal.ErrClosed) {
+		t.Errorf("orphan batch after Close: %v, want ErrClosed", err)
+	}
+	if _, err := j.Enqueue(rec(t, `{"late":true}`)); !errors.Is(err, journal.ErrClosed) {
+		t.Errorf("Enqueue after Close: %v, want ErrClosed", err)
+	}
+}
+
 // Many goroutines appending at once: every acknowledged record is present
 // under its sequence number, with no gaps.
 func TestConcurrentAppends(t *testing.T) {

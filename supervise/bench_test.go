@@ -2,9 +2,12 @@ package supervise_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/agentrt/agentrt/ledger"
@@ -39,17 +42,34 @@ func BenchmarkScopeSpawnSettle(b *testing.B) {
 // BenchmarkSuperviseSpawnSettle: one worker spawned, executed by a
 // zero-latency executor, checked, settled and awaited through Supervise,
 // with the journal in memory, in a run dir (two fsynced appends per
-// worker) or in SQLite (two fenced event appends per worker). One run of b.N workers: a tree of that many workers
-// completes. The live=16 cases spawn 16 workers before awaiting them,
-// so their journal appends meet in the journal's group commit.
+// worker; "nosync" the same file without the fsyncs) or in SQLite (two
+// fenced event appends per worker). One run of b.N workers: a tree of
+// that many workers completes. live=N spawns N workers before awaiting
+// them, so their settlements meet in the journal's group commit;
+// spawners=N has N goroutines of the brain spawning and awaiting at
+// once, so spawns share fsyncs too. Issue 13's Done-when figures; the
+// numbers are recorded in docs/DESIGN.md ("Performance").
 func BenchmarkSuperviseSpawnSettle(b *testing.B) {
 	for _, tc := range []struct {
-		name   string
-		dir    bool
-		sqlite bool
-		live   int
-	}{{"memory", false, false, 1}, {"file-journal", true, false, 1}, {"sqlite-journal", false, true, 1},
-		{"memory/live=16", false, false, 16}, {"file-journal/live=16", true, false, 16}, {"sqlite-journal/live=16", false, true, 16}} {
+		name     string
+		dir      bool
+		noSync   bool
+		sqlite   bool
+		live     int
+		spawners int
+	}{
+		{name: "memory", live: 1},
+		{name: "file-journal", dir: true, live: 1},
+		{name: "file-journal-nosync", dir: true, noSync: true, live: 1},
+		{name: "sqlite-journal", sqlite: true, live: 1},
+		{name: "memory/live=16", live: 16},
+		{name: "file-journal/live=16", dir: true, live: 16},
+		{name: "file-journal-nosync/live=16", dir: true, noSync: true, live: 16},
+		{name: "sqlite-journal/live=16", sqlite: true, live: 16},
+		{name: "file-journal/live=64", dir: true, live: 64},
+		{name: "file-journal/spawners=16", dir: true, live: 1, spawners: 16},
+		{name: "file-journal-nosync/spawners=16", dir: true, noSync: true, live: 1, spawners: 16},
+	} {
 		b.Run(tc.name, func(b *testing.B) {
 			exec := supervise.ExecutorFunc(func(context.Context, supervise.Work) (supervise.WorkResult, error) {
 				return supervise.WorkResult{Text: "DONE", Spent: fullSpend(1)}, nil
@@ -64,8 +84,12 @@ func BenchmarkSuperviseSpawnSettle(b *testing.B) {
 			}
 			o := supervise.Options{Budget: ledger.Budget{Tokens: i64(1 << 40), Iterations: i64(1 << 40), MicroUSD: i64(1 << 40)},
 				PerWorker: worker, Profiles: map[string]*profile.Profile{"writer": writer}, Deliverable: doneCheck, Executor: exec}
+			ctx := context.Background()
 			if tc.dir {
 				o.RunDir = b.TempDir()
+			}
+			if tc.noSync {
+				ctx = supervise.WithUnsyncedJournal(ctx)
 			}
 			if tc.sqlite {
 				st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "runs.db"), sqlite.Options{})
@@ -75,29 +99,51 @@ func BenchmarkSuperviseSpawnSettle(b *testing.B) {
 				defer st.Close()
 				o.SpawnStore = st
 			}
-			n := 0
-			o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-				for n < b.N {
-					k := min(tc.live, b.N-n)
-					for range k {
-						if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "t"}); err != nil {
-							return supervise.BrainReport{}, err
-						}
-					}
-					for range k {
-						if r, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil || r.Event == nil {
-							return supervise.BrainReport{}, fmt.Errorf("await: %+v %v", r, err)
-						}
-						n++
+			var n atomic.Int64 // workers settled and awaited
+			// round spawns k workers, then awaits k settlements.
+			round := func(ctx context.Context, c *supervise.Coordinator, k int) error {
+				for range k {
+					if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "t"}); err != nil {
+						return err
 					}
 				}
-				return supervise.BrainReport{}, nil
+				for range k {
+					if r, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil || r.Event == nil {
+						return fmt.Errorf("await: %+v %v", r, err)
+					}
+					n.Add(1)
+				}
+				return nil
+			}
+			o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+				if tc.spawners == 0 {
+					for done := 0; done < b.N; {
+						k := min(tc.live, b.N-done)
+						if err := round(ctx, c, k); err != nil {
+							return supervise.BrainReport{}, err
+						}
+						done += k
+					}
+					return supervise.BrainReport{}, nil
+				}
+				var claimed atomic.Int64
+				var wg sync.WaitGroup
+				errs := make([]error, tc.spawners)
+				for i := range tc.spawners {
+					wg.Go(func() {
+						for errs[i] == nil && claimed.Add(1) <= int64(b.N) {
+							errs[i] = round(ctx, c, 1)
+						}
+					})
+				}
+				wg.Wait()
+				return supervise.BrainReport{}, errors.Join(errs...)
 			})
 			b.ReportAllocs()
 			b.ResetTimer()
-			res, err := supervise.Supervise(context.Background(), manager, "t", o)
-			if err != nil || res.Error != nil || len(res.Tree) != n {
-				b.Fatalf("%v %+v: %d nodes for %d spawns", err, res.Error, len(res.Tree), n)
+			res, err := supervise.Supervise(ctx, manager, "t", o)
+			if err != nil || res.Error != nil || len(res.Tree) != b.N || n.Load() != int64(b.N) {
+				b.Fatalf("%v %+v: %d nodes and %d settlements for %d spawns", err, res.Error, len(res.Tree), n.Load(), b.N)
 			}
 		})
 	}

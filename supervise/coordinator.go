@@ -49,6 +49,10 @@ type Coordinator struct {
 	// spawnMu orders admission with its journal record, and settlement
 	// with its record, so the journal's order is the scope's.
 	spawnMu sync.Mutex
+	// delivery runs what follows each settlement's record (its delivery
+	// to Await first of all) in the journal's order; settleAs takes its
+	// turn under spawnMu.
+	delivery sequencer
 
 	mu      sync.Mutex
 	workers map[NodeID]*worker
@@ -256,16 +260,23 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 	}
 
 	c.spawnMu.Lock()
-	defer c.spawnMu.Unlock()
 	if req.Key == "" {
 		if id, ok := c.claimReplay(req); ok {
+			c.spawnMu.Unlock()
 			info, _ := c.scope.Node(id)
 			live, free := c.scope.Live()
 			return SpawnResult{WorkerID: id, Assignment: "replay:" + strconv.Itoa(info.Seq), Resumed: ResumedCompleted,
 				Replayed: true, Live: live, FreeSlots: free}, nil
 		}
 	}
-	reply, err := c.admit(ctx, req, doc)
+	reply, tk, err := c.admitQueued(ctx, req, doc)
+	c.spawnMu.Unlock()
+	if err == nil {
+		// The spawn record's place is fixed; its fsync is shared with
+		// the spawns and settlements queued meanwhile. Nothing of the
+		// spawn is visible, and nothing runs, until it is durable.
+		err = c.commitAdmitted(ctx, reply, tk)
+	}
 	if err != nil {
 		return SpawnResult{}, err
 	}
@@ -286,6 +297,25 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 // doc is an authored profile's document, journaled with its digest so
 // a resumed run can run the same profile again.
 func (c *Coordinator) admit(ctx context.Context, req SpawnRequest, doc canonjson.Value) (SpawnReply, error) {
+	reply, tk, err := c.admitQueued(ctx, req, doc)
+	if err != nil {
+		return SpawnReply{}, err
+	}
+	if tk == nil {
+		return reply, nil
+	}
+	if err := tk.commit(ctx); err != nil {
+		return SpawnReply{}, c.unadmit(reply.Node, err)
+	}
+	return reply, nil
+}
+
+// admitQueued is admit up to the spawn record's place in the journal:
+// c.spawnMu is held, and the caller commits the returned ticket (nil for
+// a key's committed result, which journals nothing) with
+// commitAdmitted once it released spawnMu, so the journal's order is the
+// scope's while concurrent spawns and settlements share fsyncs.
+func (c *Coordinator) admitQueued(ctx context.Context, req SpawnRequest, doc canonjson.Value) (SpawnReply, *logTicket, error) {
 	reply, err := c.scope.Spawn(req)
 	if err != nil {
 		var r *Refusal
@@ -294,10 +324,10 @@ func (c *Coordinator) admit(ctx context.Context, req SpawnRequest, doc canonjson
 			c.exhausted = true
 			c.mu.Unlock()
 		}
-		return SpawnReply{}, err
+		return SpawnReply{}, nil, err
 	}
 	if reply.Resumed == ResumedCompleted {
-		return reply, nil
+		return reply, nil, nil
 	}
 	rec := Record{Kind: KindSpawned, Node: reply.Node, Parent: parentOf(reply.Node, c.scope.Root()), Label: req.Label,
 		Profile: req.Profile, Model: req.Model, Key: req.Key, Task: req.Task, Reserved: budgetRecord(reply.Reserved),
@@ -305,14 +335,36 @@ func (c *Coordinator) admit(ctx context.Context, req SpawnRequest, doc canonjson
 	if b := req.Budget; b.Tokens != nil || b.Iterations != nil || b.MicroUSD != nil || b.Resources != nil {
 		rec.Budget = budgetRecord(req.Budget)
 	}
-	if err := c.log.append(ctx, rec); err != nil {
-		// Not durable, so not started: release the reservation.
-		if _, serr := c.scope.Settle(reply.Node, Result{State: StateCancelled, Spent: zeroSpend(), Reason: "journal-failed"}); serr != nil {
-			err = errors.Join(err, serr)
-		}
-		return SpawnReply{}, err
+	tk := c.log.enqueue(ctx, rec)
+	if tk.err != nil {
+		return SpawnReply{}, nil, c.unadmit(reply.Node, tk.err)
 	}
-	return reply, nil
+	return reply, tk, nil
+}
+
+// commitAdmitted waits for an admitted spawn's record (tk, nil when
+// nothing was journaled) to be durable; c.spawnMu is not held. A spawn
+// not journaled is released and its error returned.
+func (c *Coordinator) commitAdmitted(ctx context.Context, reply SpawnReply, tk *logTicket) error {
+	if tk == nil {
+		return nil
+	}
+	if err := tk.commit(ctx); err != nil {
+		c.spawnMu.Lock()
+		defer c.spawnMu.Unlock()
+		return c.unadmit(reply.Node, err)
+	}
+	return nil
+}
+
+// unadmit releases the reservation of a spawn that could not be
+// journaled (not durable, so not started) and returns err with what
+// releasing it failed with; c.spawnMu is held.
+func (c *Coordinator) unadmit(node NodeID, err error) error {
+	if _, serr := c.scope.Settle(node, Result{State: StateCancelled, Spent: zeroSpend(), Reason: "journal-failed"}); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	return err
 }
 
 func zeroSpend() ledger.Spend {
@@ -542,12 +594,12 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 		outRef = ref
 	}
 	c.spawnMu.Lock()
-	defer c.spawnMu.Unlock()
 	st, err := c.scope.Settle(w.id, Result{State: state, Spent: res.Spent, Reason: reason})
 	if err != nil {
 		c.logger.Warn("supervise: settling a worker", "node", w.id, "err", err)
 		var te *TransitionError
 		if errors.As(err, &te) || errors.Is(err, ErrScopeClosed) {
+			c.spawnMu.Unlock()
 			c.mu.Lock()
 			c.inflight--
 			c.mu.Unlock()
@@ -562,9 +614,20 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 		Verdict: w.verdict, Delivered: w.delivered, Reason: reason, CheckError: w.checkErr, Hook: c.afterSettle != nil, Infra: infra,
 		Recovered: w.recovered}
 	rec.Session, rec.SessionRef = session, checkedRef(res.SessionRef)
-	if err := c.log.appendOrLose(bg, rec); err != nil {
+	// The settlement's place in the journal and its turn to be delivered
+	// are fixed together, under spawnMu, in the scope's order; its fsync
+	// is shared with the spawns and settlements queued meanwhile, and
+	// what follows (delivery to Await included) runs in that order, once
+	// the record is durable.
+	tk := c.log.enqueue(bg, rec)
+	turn := c.delivery.take()
+	c.spawnMu.Unlock()
+	if err := tk.commitOrLose(bg); err != nil {
 		c.logger.Error("supervise: journaling a settlement", "node", w.id, "err", err)
 	}
+	c.delivery.wait(turn)
+	defer c.delivery.done(turn)
+	c.environmentTeardowns(bg, w.id, res.Teardowns)
 	if res.TeardownUnconfirmed != "" {
 		c.teardownUnconfirmed(bg, w.id, w.runtime, st.State, res.TeardownUnconfirmed)
 	}

@@ -166,7 +166,17 @@
 // (WorkResult.TeardownUnconfirmed) — is named in
 // SupervisedResult.TeardownUnconfirmed {id, label, runtime, status},
 // journaled (KindTeardownUnconfirmed), and keeps its capacity slot
-// charged (Scope.HoldSlot; §15 behaviour 51), also on resume.
+// charged (Scope.HoldSlot; §15 behaviour 51), also on resume. Every
+// environment an executor released when its worker settled
+// (WorkResult.Teardowns) is journaled as one environment-teardown record
+// (KindEnvironmentTeardown), destroyed or not.
+//
+// Ownership. A run whose spawn journal is its run dir's file is owned
+// through the run dir's LockFile (supervise.lock): an advisory lock the
+// supervisor holds for its life, naming its pid, host, start and run id,
+// so a second supervisor is refused at once (*RunDirLockedError), and
+// released by the process's end however it ends. A run journaled in a
+// store is owned through the store's lease fence instead.
 //
 // Steering. A worker of an executor that reads inboxes (InboxReader;
 // KernelExecutor does) gets an Inbox: a steer from steer_agent or from a

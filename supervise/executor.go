@@ -107,6 +107,12 @@ type WorkResult struct {
 	// SupervisedResult.TeardownUnconfirmed, journaled, and its slot
 	// stays charged (§15 behaviour 51).
 	TeardownUnconfirmed string
+	// Teardowns are the environments the executor released when the
+	// worker settled (destroyed, or tried to): each is journaled as one
+	// environment-teardown record (§3.6 "Teardown & retained
+	// environments"). One it could not confirm destroyed is also named
+	// in TeardownUnconfirmed. At most MaxTeardowns are journaled.
+	Teardowns []EnvironmentTeardown
 }
 
 // MaxSessionIDLen bounds a journaled provider session id
@@ -334,16 +340,47 @@ func (e *KernelExecutor) Execute(ctx context.Context, w Work) (WorkResult, error
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), kernel.DefaultCleanupTimeout)
 	defer cancel()
-	if cerr := kept.Close(cctx); cerr != nil {
+	envID := kept.EnvironmentID()
+	cerr := kept.Close(cctx)
+	if envID != "" {
+		// Released at settlement: journaled as environment-teardown,
+		// destroyed or not.
+		t := EnvironmentTeardown{Provider: e.providerName(), EnvironmentID: envID, Destroyed: cerr == nil}
+		if cerr != nil {
+			t.Detail = cerr.Error()
+		}
+		out.Teardowns = append(out.Teardowns, t)
+	}
+	if cerr != nil {
 		// The runs settled and nothing the worker produced depends on
 		// the environment: the outcome stands, the teardown is
 		// unconfirmed.
-		out.TeardownUnconfirmed = cerr.Error()
+		out.TeardownUnconfirmed = joinDetail(out.TeardownUnconfirmed, cerr.Error())
 		if e.Logger != nil {
 			e.Logger.Error("supervise: destroying a worker's environment", "node", w.Node, "err", cerr)
 		}
 	}
 	return out, err
+}
+
+// providerName names the provider an environment of e's was on; "" when
+// e has none.
+func (e *KernelExecutor) providerName() string {
+	if e == nil || e.Provider == nil {
+		return ""
+	}
+	return e.Provider.Name()
+}
+
+// joinDetail joins two reasons a teardown is unconfirmed.
+func joinDetail(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
 }
 
 // maxSteer is MaxSteerTurns with its default.
@@ -398,6 +435,10 @@ func (e *KernelExecutor) runTurns(ctx context.Context, w Work, maxSteer int, p t
 	var (
 		usage ledger.Usage
 		out   WorkResult
+		// teardown is why an environment a turn's kernel run destroyed
+		// could not be confirmed destroyed (kernel
+		// Result.TeardownUnconfirmed), over every turn.
+		teardown string
 	)
 	for turn := 0; ; turn++ {
 		id := runID
@@ -428,8 +469,9 @@ func (e *KernelExecutor) runTurns(ctx context.Context, w Work, maxSteer int, p t
 			usage = usage.Plus(res.Usage)
 		}
 		u := usage
+		teardown = joinDetail(teardown, res.TeardownUnconfirmed)
 		out = WorkResult{Text: res.Text, Output: res.Output, Spent: SpendOf(usage), ServedModel: res.Served.Model, Usage: &u,
-			Session: cmp.Or(res.NativeSessionID, p.session)}
+			Session: cmp.Or(res.NativeSessionID, p.session), TeardownUnconfirmed: teardown}
 		if err != nil {
 			w.Inbox.Seal(ctx)
 			return out, fmt.Errorf("supervise: worker %s: %w", w.Node, err)

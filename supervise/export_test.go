@@ -8,3 +8,10 @@ import "context"
 func WithoutControlScan(ctx context.Context) context.Context {
 	return context.WithValue(ctx, noControlScanKey{}, true)
 }
+
+// WithUnsyncedJournal returns a context on which Supervise opens its run
+// dir's spawn journal without fsyncs, for benchmarks that measure a
+// spawn and settlement without the disk flush.
+func WithUnsyncedJournal(ctx context.Context) context.Context {
+	return context.WithValue(ctx, unsyncedJournalKey{}, true)
+}

@@ -100,6 +100,22 @@ type SessionReleaser interface {
 	ReleaseSessions(ctx context.Context, runID string, settled map[NodeID]*SessionRef) []UnreleasedSession
 }
 
+// SessionTeardowns is implemented by a SessionReleaser that reports
+// every environment it released at run end, destroyed or not: Supervise
+// then journals each as environment-teardown (§3.6), and those not
+// confirmed destroyed teardown-unconfirmed too, rather than only the
+// failures ReleaseSessions returns. KernelExecutor implements it.
+type SessionTeardowns interface {
+	ReleaseSessionTeardowns(ctx context.Context, runID string, settled map[NodeID]*SessionRef) []SessionTeardown
+}
+
+// SessionTeardown is one kept environment released at run end: the
+// worker that left it and its teardown.
+type SessionTeardown struct {
+	Node     NodeID
+	Teardown EnvironmentTeardown
+}
+
 // UnreleasedSession is a kept environment whose teardown could not be
 // confirmed: the worker that left it and why.
 type UnreleasedSession struct {
@@ -205,8 +221,21 @@ func (e *KernelExecutor) ResumesSessions() bool {
 // environments kept for runID's workers, and those of settled it does not
 // hold that its Provider still has (found by id, contract.
 // EnvironmentGetter; all of these lookups within one cleanup window),
-// each only when the runtime created it (ENV-06).
+// each only when the runtime created it (ENV-06), and returns those it
+// could not confirm destroyed (ReleaseSessionTeardowns reports them all).
 func (e *KernelExecutor) ReleaseSessions(ctx context.Context, runID string, settled map[NodeID]*SessionRef) []UnreleasedSession {
+	var out []UnreleasedSession
+	for _, t := range e.ReleaseSessionTeardowns(ctx, runID, settled) {
+		if !t.Teardown.Destroyed {
+			out = append(out, UnreleasedSession{Node: t.Node, Detail: t.Teardown.Detail})
+		}
+	}
+	return out
+}
+
+// ReleaseSessionTeardowns implements SessionTeardowns: ReleaseSessions,
+// reporting every environment it destroyed or tried to.
+func (e *KernelExecutor) ReleaseSessionTeardowns(ctx context.Context, runID string, settled map[NodeID]*SessionRef) []SessionTeardown {
 	if e == nil {
 		return nil
 	}
@@ -218,18 +247,25 @@ func (e *KernelExecutor) ReleaseSessions(ctx context.Context, runID string, sett
 	}
 	e.keep.closed[runID] = true
 	e.keep.mu.Unlock()
-	var out []UnreleasedSession
-	fail := func(node NodeID, err error) {
-		out = append(out, UnreleasedSession{Node: node, Detail: err.Error()})
-		if e.Logger != nil {
-			e.Logger.Error("supervise: releasing a worker's kept environment", "node", node, "err", err)
+	var out []SessionTeardown
+	report := func(node NodeID, envID string, err error) {
+		t := EnvironmentTeardown{Provider: e.providerName(), EnvironmentID: envID, Destroyed: err == nil}
+		if err != nil {
+			t.Detail = err.Error()
+			if e.Logger != nil {
+				e.Logger.Error("supervise: releasing a worker's kept environment", "node", node, "err", err)
+			}
 		}
+		out = append(out, SessionTeardown{Node: node, Teardown: t})
 	}
 	held := map[string]bool{}
 	for _, node := range slices.Sorted(maps.Keys(kept)) {
-		held[kept[node].env.ID()] = true
-		if err := kept[node].release(ctx, kernel.DefaultCleanupTimeout); err != nil {
-			fail(node, err)
+		k := kept[node]
+		envID := k.env.ID()
+		held[envID] = true
+		err := k.release(ctx, kernel.DefaultCleanupTimeout)
+		if k.keeper != nil || k.ref.EnvironmentCreated || err != nil {
+			report(node, envID, err)
 		}
 	}
 	g, ok := e.Provider.(contract.EnvironmentGetter)
@@ -248,11 +284,9 @@ func (e *KernelExecutor) ReleaseSessions(ctx context.Context, runID string, sett
 		env, err := g.Get(lctx, ref.Run.EnvironmentID)
 		switch {
 		case err != nil:
-			fail(node, fmt.Errorf("supervise: looking the kept environment %s up to destroy it: %w", ref.Run.EnvironmentID, err))
+			report(node, ref.Run.EnvironmentID, fmt.Errorf("supervise: looking the kept environment %s up to destroy it: %w", ref.Run.EnvironmentID, err))
 		case env != nil:
-			if err := (&keptSession{env: env, ref: *ref}).release(lctx, kernel.DefaultCleanupTimeout); err != nil {
-				fail(node, err)
-			}
+			report(node, ref.Run.EnvironmentID, (&keptSession{env: env, ref: *ref}).release(lctx, kernel.DefaultCleanupTimeout))
 		}
 	}
 	return out
@@ -351,8 +385,25 @@ func (e *KernelExecutor) resume(ctx context.Context, w Work, maxSteer int) (Work
 
 // releaseInto releases k, naming an unconfirmed teardown in out.
 func (e *KernelExecutor) releaseInto(ctx context.Context, w Work, k *keptSession, out *WorkResult) {
-	if err := k.release(ctx, kernel.DefaultCleanupTimeout); err != nil {
-		out.TeardownUnconfirmed = err.Error()
+	envID := ""
+	switch {
+	case k.keeper != nil:
+		envID = k.keeper.EnvironmentID()
+	case k.ref.EnvironmentCreated && k.env != nil:
+		envID = k.env.ID()
+	}
+	err := k.release(ctx, kernel.DefaultCleanupTimeout)
+	if envID != "" {
+		// One this process destroys (or tried to): journaled as
+		// environment-teardown.
+		t := EnvironmentTeardown{Provider: e.providerName(), EnvironmentID: envID, Destroyed: err == nil}
+		if err != nil {
+			t.Detail = err.Error()
+		}
+		out.Teardowns = append(out.Teardowns, t)
+	}
+	if err != nil {
+		out.TeardownUnconfirmed = joinDetail(out.TeardownUnconfirmed, err.Error())
 		if e.Logger != nil {
 			e.Logger.Error("supervise: destroying a worker's environment", "node", w.Node, "err", err)
 		}
@@ -408,6 +459,16 @@ func (c *Coordinator) releaseSessions(ctx context.Context) {
 		}
 	}
 	c.mu.Unlock()
+	if rt, ok := r.(SessionTeardowns); ok {
+		for _, t := range rt.ReleaseSessionTeardowns(bg, c.runID, settled) {
+			c.environmentTeardowns(bg, t.Node, []EnvironmentTeardown{t.Teardown})
+			if !t.Teardown.Destroyed {
+				info, _ := c.scope.Node(t.Node)
+				c.teardownUnconfirmed(bg, t.Node, RuntimeOf(c.exec), info.State, t.Teardown.Detail)
+			}
+		}
+		return
+	}
 	for _, u := range r.ReleaseSessions(bg, c.runID, settled) {
 		info, _ := c.scope.Node(u.Node)
 		c.teardownUnconfirmed(bg, u.Node, RuntimeOf(c.exec), info.State, u.Detail)

@@ -460,3 +460,54 @@ func BenchmarkKernelExecutorResume(b *testing.B) {
 		}
 	}
 }
+
+// §3.6 "release journals one environment-teardown{provider,
+// environmentId, destroyed, detail?} per environment", for the
+// environment a settled worker kept for a resume: released at run end,
+// it is journaled environment-teardown — destroyed true when the
+// provider confirmed it, false with the reason (and teardown-unconfirmed
+// beside it) when not.
+func TestKeptSessionReleaseIsJournaledAtRunEnd(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run(map[bool]string{false: "destroyed", true: "destroy failed"}[fail], func(t *testing.T) {
+			prov := echoProvider(t)
+			var p contract.Provider = prov
+			if fail {
+				p = destroyFails{prov}
+			}
+			exec := &supervise.KernelExecutor{Provider: p, Store: memory.New(nil)}
+			o := unpricedOptions(t, exec)
+			o.RunDir = t.TempDir()
+			o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+				tool(t, ctx, c, supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "draft"})
+				tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
+				return supervise.BrainReport{}, nil
+			})
+			if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+				t.Fatal(err)
+			}
+			ref := settledByNode(t, o.RunDir)["run1:s1"].SessionRef
+			if ref == nil {
+				t.Fatal("the worker's session was not kept for a resume")
+			}
+			recs, _, err := supervise.ReadRunDir(context.Background(), o.RunDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []supervise.Record
+			for _, r := range recs {
+				if r.Kind == supervise.KindEnvironmentTeardown {
+					got = append(got, r)
+				}
+			}
+			if len(got) != 1 {
+				t.Fatalf("%d environment-teardown records, want the kept environment's one: %+v", len(got), got)
+			}
+			r := got[0]
+			if r.Node != "run1:s1" || r.Provider != p.Name() || r.EnvironmentID != ref.Run.EnvironmentID || r.Destroyed == nil || *r.Destroyed == fail ||
+				(r.Reason != "") != fail {
+				t.Errorf("record %+v; want run1:s1's environment %s on %s, destroyed %v", r, ref.Run.EnvironmentID, p.Name(), !fail)
+			}
+		})
+	}
+}

@@ -99,7 +99,8 @@ const (
 // (Node, Parent, Label, Profile, Model, Key, Task, the request's own
 // Budget and the merged ceiling Reserved), settled
 // (Node, State, Spent, OutRef, Verdict, Delivered, Reason, CheckError,
-// Infra), trace-unpropagated (Node, Reason), teardown-unconfirmed (Node,
+// Infra), trace-unpropagated (Node, Reason), environment-teardown (Node, Provider, EnvironmentID,
+// Destroyed, Reason the detail), teardown-unconfirmed (Node,
 // Label, Runtime, State, Reason),
 // submitted (OutRef, Verdict), finished (Outcome, Reason, and Result,
 // the whole result a resume of the ended run returns), an analysis
@@ -145,6 +146,12 @@ type Record struct {
 	SessionRef *SessionRef `json:"sessionRef,omitzero"`
 	// Runtime is where a teardown-unconfirmed record's worker ran.
 	Runtime string `json:"runtime,omitzero"`
+	// Provider, EnvironmentID and Destroyed are an environment-teardown
+	// record's environment and whether its destroy was confirmed (its
+	// Reason says why not).
+	Provider      string `json:"provider,omitzero"`
+	EnvironmentID string `json:"environmentId,omitzero"`
+	Destroyed     *bool  `json:"destroyed,omitzero"`
 	// Data is a note's payload, owned by the layer that wrote it.
 	Data canonjson.Value `json:"data,omitzero"`
 	// Result is a finished record's outcome (OutcomeRecord).
@@ -239,12 +246,21 @@ func (e *ResumeError) Unwrap() error { return e.Err }
 type runLog struct {
 	dir   string
 	spawn SpawnLog
+	// lock is the run dir's supervise.lock, held while the spawn journal
+	// is the run dir's file; nil otherwise.
+	lock  *runLock
 	coord *journal.Journal
 	// layout projects each appended record into state.json and
 	// progress.ndjson, and streams writes the root stream and the worker
 	// logs; both nil without a run dir.
 	layout  *layout
 	streams *streams
+
+	// orderMu fixes each record's place in the journal and its turn in
+	// order together (enqueue); order makes records visible in that
+	// place's order (logTicket.commit).
+	orderMu sync.Mutex
+	order   sequencer
 
 	mu   sync.Mutex
 	rows []Record
@@ -270,8 +286,15 @@ func openRunLog(ctx context.Context, dir string, spawn SpawnLog) (*runLog, []Rec
 			return nil, nil, fmt.Errorf("supervise: run dir: %w", err)
 		}
 		if l.spawn == nil {
+			// The run dir's file journal: this process owns the run dir
+			// through supervise.lock (a store journal is owned through
+			// its lease instead) and, under it, the journal's own lock.
 			var err error
-			if l.spawn, err = OpenFileSpawnLog(dir); err != nil {
+			if l.lock, err = lockRunDir(dir); err != nil {
+				return nil, nil, err
+			}
+			if l.spawn, err = openFileSpawnLog(dir, ctx.Value(unsyncedJournalKey{}) != nil); err != nil {
+				l.close()
 				return nil, nil, err
 			}
 		}
@@ -314,22 +337,132 @@ func (l *runLog) lostErr() error {
 // append makes r durable (when the log has a spawn log) and then
 // visible.
 func (l *runLog) append(ctx context.Context, r Record) error {
-	if err := l.lostErr(); err != nil {
-		return err
+	return l.enqueue(ctx, r).commit(ctx)
+}
+
+// logTicket is a record enqueue placed in the journal's order; commit
+// waits for it to be durable and makes it visible.
+type logTicket struct {
+	l   *runLog
+	r   Record
+	seq uint64
+	// wait awaits the record's durability (a queued file journal
+	// append); nil when it was durable before enqueue returned.
+	wait func(context.Context) error
+	err  error // why the record was not queued
+}
+
+// enqueue fixes r's place in the journal and returns at once: a caller
+// that keeps its own state in the journal's order (the scope's, under
+// Coordinator.spawnMu) enqueues under its lock and commits after
+// releasing it, so concurrent spawns and settlements share the file
+// journal's fsyncs while the journal's order stays the scope's. A spawn
+// log that cannot queue (a store's) appends here, synchronously, as
+// append does. Every ticket must be committed: a later one waits for
+// every earlier one to be made visible.
+func (l *runLog) enqueue(ctx context.Context, r Record) *logTicket {
+	t := &logTicket{l: l, r: r}
+	if t.err = l.lostErr(); t.err != nil {
+		return t
 	}
+	l.orderMu.Lock()
+	defer l.orderMu.Unlock()
 	if l.spawn != nil {
-		if err := l.spawn.Append(context.WithoutCancel(ctx), r); err != nil {
-			return err
+		if q, ok := l.spawn.(spawnLogQueuer); ok {
+			t.wait, t.err = q.Enqueue(r)
+		} else {
+			t.err = l.spawn.Append(context.WithoutCancel(ctx), r)
+		}
+		if t.err != nil {
+			return t
 		}
 	}
+	t.seq = l.order.take()
+	return t
+}
+
+// commit waits until the ticket's record is durable and then makes it
+// visible (read_journal's rows, the layout, the stream logs), in the
+// journal's order: after every record enqueued before it. It returns
+// the append's error; a record that failed is never made visible.
+func (t *logTicket) commit(ctx context.Context) error {
+	if t.err != nil {
+		return t.err
+	}
+	l := t.l
+	var err error
+	if t.wait != nil {
+		err = t.wait(context.WithoutCancel(ctx))
+	}
+	l.order.wait(t.seq)
+	defer l.order.done(t.seq)
+	if err != nil {
+		return err
+	}
 	l.mu.Lock()
-	l.rows = append(l.rows, r)
+	l.rows = append(l.rows, t.r)
 	l.mu.Unlock()
 	if l.layout != nil {
-		l.layout.observe(r)
+		l.layout.observe(t.r)
 	}
-	l.streams.observe(r)
+	l.streams.observe(t.r)
 	return nil
+}
+
+// commitOrLose is commit of a record of a state change already made,
+// counting it lost when the append fails (appendOrLose).
+func (t *logTicket) commitOrLose(ctx context.Context) error {
+	err := t.commit(ctx)
+	if err != nil {
+		t.l.lose(t.r.Kind, t.r.Node, err)
+	}
+	return err
+}
+
+// sequencer hands out turns in the order take gave them: wait(k)
+// returns once every turn before k is done. Each waiter is woken alone,
+// so n turns cost O(n).
+type sequencer struct {
+	mu      sync.Mutex
+	next    uint64 // the next turn take hands out
+	turn    uint64 // the turn that may run
+	waiters map[uint64]chan struct{}
+}
+
+// take hands out the next turn; the caller's lock orders it.
+func (s *sequencer) take() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := s.next
+	s.next++
+	return k
+}
+
+// wait blocks until turn k may run: every earlier turn is done.
+func (s *sequencer) wait(k uint64) {
+	s.mu.Lock()
+	if s.turn == k {
+		s.mu.Unlock()
+		return
+	}
+	if s.waiters == nil {
+		s.waiters = map[uint64]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	s.waiters[k] = ch
+	s.mu.Unlock()
+	<-ch
+}
+
+// done ends turn k (the one running) and wakes turn k+1's waiter.
+func (s *sequencer) done(k uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.turn = k + 1
+	if ch, ok := s.waiters[s.turn]; ok {
+		delete(s.waiters, s.turn)
+		close(ch)
+	}
 }
 
 // fence is what the stream logs ask before each write: nil while the
@@ -520,5 +653,8 @@ func (l *runLog) close() error {
 	if l.coord != nil {
 		errs = append(errs, l.coord.Close())
 	}
+	// The run dir's lock last: until every file is closed, it is this
+	// process's.
+	errs = append(errs, l.lock.release())
 	return errors.Join(errs...)
 }

@@ -58,6 +58,9 @@ func (e *KernelExecutor) executeSeated(ctx context.Context, w Work) (WorkResult,
 	out := WorkResult{Spent: SpendOf(usage), Usage: &usage}
 	if res.Final != nil {
 		out.Text, out.Output, out.ServedModel, out.Session = res.Final.Text, res.Final.Output, res.Final.Served.Model, res.Final.NativeSessionID
+		// An environment the chain's last run could not confirm
+		// destroyed holds the worker's slot (§15 behaviour 51).
+		out.TeardownUnconfirmed = res.Final.TeardownUnconfirmed
 	}
 	if err != nil {
 		return out, fmt.Errorf("supervise: worker %s: %w", w.Node, err)

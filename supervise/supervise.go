@@ -392,6 +392,9 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		}
 	}
 
+	if err := log.lock.setRunID(runID); err != nil {
+		logger.Warn("supervise: naming the run in its lock file", "err", err)
+	}
 	pool, err := ledger.NewPool(o.Budget, ledger.PoolOptions{Deadline: deadline, Now: now})
 	if err != nil {
 		return SupervisedResult{}, fmt.Errorf("%w: Budget: %w", ErrInvalidOptions, err)

@@ -16,6 +16,33 @@ import (
 // capacity slot charged, also on resume.
 const KindTeardownUnconfirmed = "teardown-unconfirmed"
 
+// KindEnvironmentTeardown is the journal record of one environment a
+// worker's executor released at its settlement (§3.6: release journals
+// one environment-teardown{provider, environmentId, destroyed, detail?}
+// per environment): Node the worker, Provider, EnvironmentID, Destroyed
+// and Detail (why a destroy was not confirmed). Evidence only: replay
+// passes it over (an unconfirmed one is also a teardown-unconfirmed
+// record, which holds the slot).
+const KindEnvironmentTeardown = "environment-teardown"
+
+// MaxTeardowns bounds how many environment-teardown records one
+// settlement journals; more are counted in the last one's Detail.
+const MaxTeardowns = 16
+
+// EnvironmentTeardown is one environment an executor released when its
+// worker settled.
+type EnvironmentTeardown struct {
+	// Provider is the provider that held the environment.
+	Provider string `json:"provider"`
+	// EnvironmentID is the provider's id for it.
+	EnvironmentID string `json:"environmentId"`
+	// Destroyed is true when the provider confirmed the destroy.
+	Destroyed bool `json:"destroyed"`
+	// Detail says why a destroy was not confirmed (at most
+	// MaxTeardownDetail bytes).
+	Detail string `json:"detail,omitzero"`
+}
+
 // UnconfirmedTeardown names a worker whose teardown was never
 // acknowledged: one still running when its run ended, or one whose
 // executor could not confirm its environment was destroyed
@@ -176,4 +203,25 @@ func (c *Coordinator) teardownsAtEnd(ctx context.Context) []UnconfirmedTeardown 
 		}
 	}
 	return out
+}
+
+// environmentTeardowns journals one environment-teardown record per
+// environment worker id's executor released (at most MaxTeardowns). A
+// refused record is a loss: the environment's end is a fact the journal
+// must keep.
+func (c *Coordinator) environmentTeardowns(ctx context.Context, id NodeID, ts []EnvironmentTeardown) {
+	for i, t := range ts {
+		if i == MaxTeardowns-1 && len(ts) > MaxTeardowns {
+			t.Detail = clip(fmt.Sprintf("%s (and %d more environments not journaled)", t.Detail, len(ts)-MaxTeardowns), MaxTeardownDetail)
+		}
+		if i == MaxTeardowns {
+			break
+		}
+		destroyed := t.Destroyed
+		rec := Record{Kind: KindEnvironmentTeardown, Node: id, Provider: clip(t.Provider, MaxTeardownDetail),
+			EnvironmentID: clip(t.EnvironmentID, MaxTeardownDetail), Destroyed: &destroyed, Reason: clip(t.Detail, MaxTeardownDetail)}
+		if err := c.log.appendOrLose(ctx, rec); err != nil {
+			c.logger.Error("supervise: journaling an environment's teardown", "node", id, "environment", t.EnvironmentID, "err", err)
+		}
+	}
 }

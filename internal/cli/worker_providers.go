@@ -224,3 +224,14 @@ func (e *nodeExecutor) ReleaseSessions(ctx context.Context, runID string, settle
 	}
 	return out
 }
+
+// ReleaseSessionTeardowns is ReleaseSessions reporting every environment
+// released, destroyed or not (supervise.SessionTeardowns), so the run
+// journals each as environment-teardown.
+func (e *nodeExecutor) ReleaseSessionTeardowns(ctx context.Context, runID string, settled map[supervise.NodeID]*supervise.SessionRef) []supervise.SessionTeardown {
+	out := e.def.ReleaseSessionTeardowns(ctx, runID, settled)
+	for _, node := range slices.Sorted(maps.Keys(e.byNode)) {
+		out = append(out, e.byNode[node].ReleaseSessionTeardowns(ctx, runID, settled)...)
+	}
+	return out
+}
