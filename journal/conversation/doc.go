@@ -11,7 +11,11 @@
 // a run resumed with the same id continues at its first unrecorded turn,
 // [Entry.NextIndex]; [Resume] does the load-or-begin step. Turn ids are
 // deterministic ([TurnID]), so a retried turn collides with its earlier
-// attempt and a caching gateway can deduplicate it.
+// attempt and a caching gateway can deduplicate it. A [Runner]
+// ([StartRunner]) runs a conversation over a journal: given the plan of
+// turns, it skips the recorded ones, produces and records the first
+// unrecorded one, and so on, stopping at a failure (a [*TurnError],
+// nothing recorded) so that running the plan again continues there.
 //
 // Every adapter enforces the same rules, which a shared contract suite
 // (conversationtest) checks:
