@@ -205,4 +205,3 @@ func TestRunnerRefusals(t *testing.T) {
 		}
 	})
 }
-
