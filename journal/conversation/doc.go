@@ -2,7 +2,8 @@
 // (runtime spec §4; checklist RES-04): the one [Journal] interface and its
 // adapters, in memory ([NewMemory]), a JSONL file written through the one
 // append-only writer of package journal ([OpenFile]), SQLite
-// ([OpenSQLite]) and PostgreSQL ([OpenPostgres]).
+// ([OpenSQLite]) and PostgreSQL ([OpenPostgres]), or either in a
+// database the caller opened and owns ([OpenSQL]).
 //
 // A run is begun once ([Journal.BeginRun]), gains turns in order
 // ([Journal.AppendTurn]) and ends with a halt ([Journal.RecordHalt]).
