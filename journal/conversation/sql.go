@@ -61,20 +61,20 @@ type SQLOptions struct {
 // (locked, in PostgreSQL) before it writes, so concurrent calls, from
 // this process or others, are decided one at a time per run.
 type SQL struct {
-	w, r    *sql.DB // writer and reader pools; the same for PostgreSQL
-	pool    *pgxpool.Pool // nil for a caller's database (OpenSQL)
+	w, r *sql.DB       // writer and reader pools; the same for PostgreSQL
+	pool *pgxpool.Pool // nil for a caller's database (OpenSQL)
 	// lockFirst, when set, is run first in every write transaction of a
 	// caller's SQLite database: a write that takes SQLite's write lock
 	// before the transaction reads, as agentrt's own connections do with
 	// immediate transactions.
 	lockFirst string
-	pg      bool
-	prefix  string
-	lim     Limits
-	now     func() time.Time
-	q       queries
-	closed  atomic.Bool
-	closers []func() error
+	pg        bool
+	prefix    string
+	lim       Limits
+	now       func() time.Time
+	q         queries
+	closed    atomic.Bool
+	closers   []func() error
 }
 
 var _ Journal = (*SQL)(nil)
