@@ -540,7 +540,7 @@ func (h *Handler) follow(ctx context.Context, out *lineWriter, turn *Turn, execI
 			if err == nil && len(more) > 0 {
 				continue
 			}
-			if lastTerminal {
+			if lastTerminal || run.Status == store.StatusCompleted {
 				return // the reader already has the end
 			}
 			next, nerr := h.Store.GetRun(ctx, attemptRunID(execID, n+1))

@@ -309,6 +309,14 @@ func TestRetryAfterServerKilledReattachesToTheSubstrate(t *testing.T) {
 			t.Errorf("persisted (-want +got):\n%s", diff)
 		}
 		checkAttempts(t, h.Store, exec, store.StatusInterrupted, store.StatusCompleted)
+		// Readers come back at any line of the execution, across its
+		// attempts: the rest, numbered on; at or past the end, nothing.
+		for after, want := range map[int]int{2: len(all) - 2, 10: len(all) - 10, len(all): 0, len(all) + 5: 0} {
+			rest, _ := post(t, srv.URL, http.Header{chatturn.HeaderExecutionID: {exec}, "Last-Event-Id": {strconv.Itoa(after)}})
+			if len(rest) != want || want > 0 && (rest[0].Type != all[after].Type || rest[len(rest)-1].Type != chatturn.TypeCompleted) {
+				t.Errorf("after line %d: %v; want the last %d lines", after, types(rest), want)
+			}
+		}
 	})
 }
 
