@@ -205,3 +205,27 @@ func TestRunnerRefusals(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkRunnerNext: a Runner recording a run's given turns in order,
+// against BenchmarkAppendTurn's direct appends: what the runner adds per
+// turn (measuring the clock, building the turn, keeping the transcript).
+func BenchmarkRunnerNext(b *testing.B) {
+	for _, a := range benchAdapters {
+		b.Run(a.name, func(b *testing.B) {
+			j := a.open(b)
+			defer j.Close()
+			ctx := context.Background()
+			r, err := conversation.StartRunner(ctx, j, "bench_runner", conversation.RunnerOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			p := conversation.Planned{Speaker: "user", Text: "a committed answer of a typical chat turn, a couple of hundred bytes once the record's other members are counted"}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := r.Next(ctx, p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
