@@ -394,11 +394,23 @@ func (h *Handler) drive(run *kernel.RuntimeRun, turn *Turn, execID string, n int
 		return nil
 	}
 	var usage func() ledger.Usage
+	var claimed int64
+	if n > 1 && p.end == nil && p.failing == nil {
+		claimed = h.persistClaimed(run.Context(), execID)
+	}
 	switch {
 	case p.end != nil:
 		// The dead attempt recorded the turn's end (it persisted, or
 		// failed): only its record was left open.
 		last = *p.end
+	case claimed > 0:
+		// An earlier attempt began persisting and died before recording
+		// how that ended: producing again could not be persisted.
+		err := &PersistInDoubtError{ExecutionID: execID, Attempt: claimed}
+		if record(errorLine(err.Error())) == nil {
+			record(failedLine(turn.Identity.SessionID, err.Error()))
+		}
+		last = failedLine(turn.Identity.SessionID, err.Error())
 	case p.failing != nil:
 		// It recorded a failure's error line, not its end: the turn
 		// failed, and ends so.
@@ -463,6 +475,24 @@ type PersistInDoubtError struct {
 
 func (e *PersistInDoubtError) Error() string {
 	return fmt.Sprintf("attempt %d of turn %s began persisting the assistant message and its process died before recording the outcome: the message may be stored, so it is not persisted again", e.Attempt, e.ExecutionID)
+}
+
+// persistClaimed returns the attempt of execID that claimed its persist
+// (claimPersist), or 0 when none did or the store cannot tell in one
+// bounded look: an optimization only, since claimPersist checks the
+// claim again before any persist.
+func (h *Handler) persistClaimed(ctx context.Context, execID string) int64 {
+	recs, err := h.Store.ListIdempotency(ctx, store.IdempotencyQuery{Scope: persistScope, KeyPrefix: execID, Limit: 16})
+	if err != nil {
+		return 0
+	}
+	for _, r := range recs {
+		if r.Key == execID {
+			a, _ := r.Result.Get("attempt")
+			return max(int64(a.Float()), 1)
+		}
+	}
+	return 0
 }
 
 // claimPersist records, before the assistant message of execID is
