@@ -12,4 +12,21 @@
 // turn's execution id (DeriveExecutionID, the X-Execution-ID header) and
 // the last line it received (Last-Event-ID) gets the rest of the same
 // execution, never a second one.
+//
+// When the process serving a durable turn dies mid-turn, the next
+// request for the turn (a retry, or a reader already following it) in
+// any process sharing the store carries the same execution on as a new
+// attempt, recorded as run "<executionID>.resume-<n>" next to the dead
+// attempt's interrupted record; the execution's lines run on across
+// attempts. Hooks.Resume is handed the execution id and the last
+// recorded producer event id (Attempt): it re-attaches to the
+// substrate's execution and streams on after that event
+// (Production.Continues), or, when the substrate proves the execution
+// gone or never started, dispatches it again under the same id — then
+// the turn writes session.run.restarted and the production starts over.
+// The assistant message is persisted at most once per execution: each
+// attempt claims the persist in the store first, and an attempt that
+// finds an earlier attempt's claim without its end fails
+// (PersistInDoubtError) rather than persist twice. A turn that really
+// failed — its failure recorded — replays that failure.
 package chatturn

@@ -167,13 +167,49 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out.start()
-	h.follow(r.Context(), out, execID, after)
+	h.follow(r.Context(), out, turn, execID, after)
 }
 
 // start runs the turn detached, recorded as a runtime run whose id is
-// the execution id; an execution that already exists is left alone (the
-// request attaches to it).
+// the execution id. An execution that already exists is left alone (the
+// request attaches to it) unless the process serving its last attempt
+// died: then this process carries it on as a new attempt (resume).
 func (h *Handler) start(ctx context.Context, turn *Turn, execID string) error {
+	id := turn.Identity
+	err := h.startAttempt(turn, execID, 1, prior{})
+	if errors.Is(err, store.ErrExists) {
+		if _, err := h.sameTurn(ctx, execID, id); err != nil {
+			return err
+		}
+		if err := h.resume(ctx, turn, execID); err != nil && !errors.Is(err, errNotResumable) {
+			return err
+		}
+		return nil
+	}
+	return err
+}
+
+// MaxAttempts bounds the attempts of one execution: a turn whose
+// serving process died this many times is not carried on again (it
+// reads as failed).
+const MaxAttempts = 16
+
+// attemptRunID is the id of the run that records attempt n of execution
+// execID: the execution id itself for the first, "<execID>.resume-<n-1>"
+// for the later ones (no execution id has that form: its last part is a
+// turn index). The dead attempt's record stays as it is — the truth
+// that its process died — and each attempt goes on with the lines of
+// the ones before (the execution's line numbers run on across them).
+func attemptRunID(execID string, n int) string {
+	if n <= 1 {
+		return execID
+	}
+	return execID + ".resume-" + strconv.Itoa(n-1)
+}
+
+// startAttempt records attempt n of the turn and runs it detached. A
+// recorded attempt n is store.ErrExists.
+func (h *Handler) startAttempt(turn *Turn, execID string, n int, p prior) error {
 	timeout := h.TurnTimeout
 	if timeout <= 0 {
 		timeout = DefaultTurnTimeout
@@ -181,24 +217,130 @@ func (h *Handler) start(ctx context.Context, turn *Turn, execID string) error {
 	runCtx, cancel := context.WithTimeout(h.base, timeout)
 	id := turn.Identity
 	run, err := kernel.StartRuntimeRun(runCtx, kernel.RuntimeRunOptions{
-		WorkspaceID: id.TenantID, TaskID: KindChatTurn, RunID: execID, SessionID: id.SessionID, AgentID: id.UserID,
+		WorkspaceID: id.TenantID, TaskID: KindChatTurn, RunID: attemptRunID(execID, n), SessionID: id.SessionID, AgentID: id.UserID,
 		Store: h.Store, LeaseTTL: h.LeaseTTL, CleanupTimeout: h.CleanupTimeout, Logger: h.Logger,
 	})
-	if errors.Is(err, store.ErrExists) {
-		cancel()
-		return h.sameTurn(ctx, execID, id)
-	}
 	if err != nil {
 		cancel()
 		return err
+	}
+	if n > 1 {
+		h.logger().Info("chat turn: carrying on a turn whose process died", "execution", execID, "attempt", n, "lines", p.lines)
 	}
 	h.running.Add(1)
 	go func() {
 		defer h.running.Done()
 		defer cancel()
-		h.drive(run, turn, execID)
+		h.drive(run, turn, execID, n, p)
 	}()
 	return nil
+}
+
+// errNotResumable: the execution's last attempt is live, or ended; the
+// caller attaches to it.
+var errNotResumable = errors.New("chatturn: the turn's last attempt did not die")
+
+// attempt is one recorded attempt of an execution.
+type attempt struct {
+	n   int
+	run store.Run
+}
+
+// attempts returns the recorded attempts of execID, in order.
+func (h *Handler) attempts(ctx context.Context, execID string) ([]attempt, error) {
+	var out []attempt
+	for n := 1; n <= MaxAttempts; n++ {
+		r, err := h.Store.GetRun(ctx, attemptRunID(execID, n))
+		if errors.Is(err, store.ErrNotFound) && n > 1 {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("chatturn: reading attempt %d of turn %s: %w", n, execID, err)
+		}
+		out = append(out, attempt{n: n, run: r})
+	}
+	return out, nil
+}
+
+// prior is what the earlier attempts of a turn recorded.
+type prior struct {
+	// lines is how many lines they recorded.
+	lines int64
+	// started: the start line is among them.
+	started bool
+	// end is their terminal line, when one was recorded; failing is an
+	// error line recorded without its terminal line after it.
+	end     *Line
+	failing *Line
+	// producer counts the producer lines since the last restart, and
+	// lastEventID is the last one's EventID.
+	producer    int
+	lastEventID string
+}
+
+// readPrior reads what attempts recorded: their lines, once, page by
+// page.
+func (h *Handler) readPrior(ctx context.Context, execID string, attempts []attempt) (prior, error) {
+	var p prior
+	for _, a := range attempts {
+		for cursor := ""; ; {
+			events, err := h.Store.Events(ctx, a.run.ID, cursor, pageSize)
+			if err != nil {
+				return prior{}, fmt.Errorf("chatturn: reading turn %s's lines: %w", execID, err)
+			}
+			for _, e := range events {
+				l, err := lineFromValue(e.Body)
+				if err != nil {
+					return prior{}, fmt.Errorf("chatturn: turn %s's line %d: %w", execID, p.lines+1, err)
+				}
+				p.lines++
+				switch l.Type {
+				case TypeStarted:
+					p.started = true
+				case TypeRestarted:
+					p.producer, p.lastEventID = 0, ""
+				case TypeError:
+					p.failing = &l
+				case TypeCompleted, TypeFailed:
+					p.end = &l
+				default:
+					p.producer++
+					p.lastEventID = l.EventID
+				}
+			}
+			if len(events) < pageSize {
+				break
+			}
+			cursor = events[len(events)-1].Cursor
+		}
+	}
+	return p, nil
+}
+
+// resume carries execution execID on as a new attempt when the process
+// serving its last attempt died (the attempt reads interrupted). An
+// execution whose last attempt is live or ended otherwise, or that
+// another process carried on first, is errNotResumable.
+func (h *Handler) resume(ctx context.Context, turn *Turn, execID string) error {
+	all, err := h.attempts(ctx, execID)
+	if err != nil {
+		return err
+	}
+	last := all[len(all)-1]
+	if last.run.Status != store.StatusInterrupted || len(all) >= MaxAttempts {
+		return errNotResumable
+	}
+	p, err := h.readPrior(ctx, execID, all)
+	if err != nil {
+		return err
+	}
+	// Nothing more is recorded in the dead attempt: its lease lapsed, so
+	// the store refuses its writes.
+	err = h.startAttempt(turn, execID, last.n+1, p)
+	if errors.Is(err, store.ErrExists) {
+		return errNotResumable
+	}
+	return err
 }
 
 // TurnConflictError refuses a request whose execution id names a
@@ -215,50 +357,98 @@ func (e *TurnConflictError) Error() string {
 
 // sameTurn checks that the recorded turn execID is the request's: the
 // same kind, tenant, user and session. Only then may the request attach
-// to it.
-func (h *Handler) sameTurn(ctx context.Context, execID string, id Identity) error {
-	rec, err := kernel.ReadRun(ctx, h.Store, execID)
+// to it. It returns the run as recorded.
+func (h *Handler) sameTurn(ctx context.Context, execID string, id Identity) (store.Run, error) {
+	r, err := h.Store.GetRun(ctx, execID)
 	if err != nil {
-		return fmt.Errorf("chatturn: reading turn %s: %w", execID, err)
+		return store.Run{}, fmt.Errorf("chatturn: reading turn %s: %w", execID, err)
 	}
-	rt := rec.Runtime
-	if rt == nil || rt.TaskID != KindChatTurn || rt.WorkspaceID != id.TenantID || rt.AgentID != id.UserID || rt.SessionID != id.SessionID {
-		return &TurnConflictError{ExecutionID: execID}
+	rt, err := kernel.DecodeRuntimeRecord(r.Doc)
+	if r.Kind != kernel.KindRuntime || err != nil || rt.TaskID != KindChatTurn || rt.WorkspaceID != id.TenantID || rt.AgentID != id.UserID || rt.SessionID != id.SessionID {
+		return store.Run{}, &TurnConflictError{ExecutionID: execID}
 	}
-	return nil
+	return r, nil
 }
 
-// drive runs a durable turn: each line is recorded, then readers are
-// woken; the run ends completed when the turn did.
-func (h *Handler) drive(run *kernel.RuntimeRun, turn *Turn, execID string) {
-	var n int64
+// persistScope names the idempotency records that make a durable
+// turn's persist happen at most once per execution, whatever its
+// attempts.
+const persistScope = "chatturn.persist"
+
+// drive runs attempt n of a durable turn: each line is recorded, then
+// readers are woken; the run ends completed when the turn did. p is
+// what the earlier attempts recorded (zero on the first): a turn they
+// ended is only closed, a failure they began is finished, and otherwise
+// the turn is carried on after their last line.
+func (h *Handler) drive(run *kernel.RuntimeRun, turn *Turn, execID string, n int, p prior) {
+	var local int64
 	var last Line
-	t := *turn
-	produce := t.Hooks.Produce
-	var usage func() ledger.Usage
-	t.Hooks.Produce = func(ctx context.Context) (Production, error) {
-		p, err := produce(ctx)
-		usage = p.Usage
-		return p, err
-	}
-	t.run(run.Context(), func(l Line) error {
-		_, err := run.AppendEvents([]store.NewEvent{{ID: strconv.FormatInt(n+1, 10), Type: l.Type, Time: time.Now(), Body: l.Value()}})
+	record := func(l Line) error {
+		_, err := run.AppendEvents([]store.NewEvent{{ID: strconv.FormatInt(local+1, 10), Type: l.Type, Time: time.Now(), Body: l.recorded()}})
 		if err != nil {
 			return err
 		}
-		n++
+		local++
 		last = l
 		h.wake(execID)
 		return nil
-	})
-	// The producer's usage, as one model call: unknown when it does not
-	// report it.
-	var u ledger.Usage
-	if usage != nil {
-		u = usage()
 	}
-	if err := run.Observe(kernel.RuntimeEvent{Type: kernel.RuntimeEventLLMCall, Usage: u}); err != nil {
-		h.logger().Warn("chat turn: recording the turn's usage", "execution", execID, "err", err)
+	var usage func() ledger.Usage
+	var claimed int64
+	if n > 1 && p.end == nil && p.failing == nil {
+		claimed = h.persistClaimed(run.Context(), execID)
+	}
+	switch {
+	case p.end != nil:
+		// The dead attempt recorded the turn's end (it persisted, or
+		// failed): only its record was left open.
+		last = *p.end
+	case claimed > 0:
+		// An earlier attempt began persisting and died before recording
+		// how that ended: producing again could not be persisted.
+		err := &PersistInDoubtError{ExecutionID: execID, Attempt: claimed}
+		if record(errorLine(err.Error())) == nil {
+			record(failedLine(turn.Identity.SessionID, err.Error()))
+		}
+		last = failedLine(turn.Identity.SessionID, err.Error())
+	case p.failing != nil:
+		// It recorded a failure's error line, not its end: the turn
+		// failed, and ends so.
+		msg, _ := p.failing.Data.Get("message")
+		if record(failedLine(turn.Identity.SessionID, msg.Str())) != nil {
+			last = failedLine(turn.Identity.SessionID, msg.Str())
+		}
+	default:
+		t := *turn
+		produce, resumeHook := t.Hooks.Produce, t.Hooks.Resume
+		t.Hooks.Produce = func(ctx context.Context) (Production, error) {
+			pr, err := produce(ctx)
+			usage = pr.Usage
+			return pr, err
+		}
+		if resumeHook != nil {
+			t.Hooks.Resume = func(ctx context.Context, a Attempt) (Production, error) {
+				pr, err := resumeHook(ctx, a)
+				usage = pr.Usage
+				return pr, err
+			}
+		}
+		o := runOptions{started: p.started, claimPersist: func(ctx context.Context) error {
+			return h.claimPersist(ctx, execID, n)
+		}}
+		if n > 1 {
+			o.resume = &Attempt{ExecutionID: execID, Number: int64(n), LastEventID: p.lastEventID, Recorded: p.producer}
+		}
+		t.run(run.Context(), record, o)
+		// The producer's usage, as one model call: unknown when it does
+		// not report it.
+		var u ledger.Usage
+		if usage != nil {
+			u = usage()
+		}
+		if err := run.Observe(kernel.RuntimeEvent{Type: kernel.RuntimeEventLLMCall, Usage: u}); err != nil {
+			h.logger().Warn("chat turn: recording the turn's usage", "execution", execID, "err", err)
+		}
 	}
 	c := kernel.RuntimeCompletion{Status: store.StatusCompleted}
 	if last.Type != TypeCompleted {
@@ -273,11 +463,66 @@ func (h *Handler) drive(run *kernel.RuntimeRun, turn *Turn, execID string) {
 	h.wake(execID)
 }
 
-// follow writes the recorded lines of execution execID after line
-// after, and the ones that follow, until its terminal line. A turn whose
-// process stopped before it ended gets the failure lines it never
-// recorded (without ids: they are not part of the record).
-func (h *Handler) follow(ctx context.Context, out *lineWriter, execID string, after int64) {
+// PersistInDoubtError fails an attempt of a turn that reached its
+// persist after an earlier attempt had begun persisting the assistant
+// message and died before recording how that ended: the message may be
+// stored, and it is never handed to PersistAssistantMessage twice.
+type PersistInDoubtError struct {
+	ExecutionID string
+	// Attempt is the attempt that claimed the persist.
+	Attempt int64
+}
+
+func (e *PersistInDoubtError) Error() string {
+	return fmt.Sprintf("attempt %d of turn %s began persisting the assistant message and its process died before recording the outcome: the message may be stored, so it is not persisted again", e.Attempt, e.ExecutionID)
+}
+
+// persistClaimed returns the attempt of execID that claimed its persist
+// (claimPersist), or 0 when none did or the store cannot tell in one
+// bounded look: an optimization only, since claimPersist checks the
+// claim again before any persist.
+func (h *Handler) persistClaimed(ctx context.Context, execID string) int64 {
+	recs, err := h.Store.ListIdempotency(ctx, store.IdempotencyQuery{Scope: persistScope, KeyPrefix: execID, Limit: 16})
+	if err != nil {
+		return 0
+	}
+	for _, r := range recs {
+		if r.Key == execID {
+			a, _ := r.Result.Get("attempt")
+			return max(int64(a.Float()), 1)
+		}
+	}
+	return 0
+}
+
+// claimPersist records, before the assistant message of execID is
+// persisted, that attempt persists it; an earlier attempt's claim is a
+// *PersistInDoubtError. The claim is the store's idempotency record, so
+// of all the attempts of an execution, in any process, at most one
+// persists.
+func (h *Handler) claimPersist(ctx context.Context, execID string, attempt int) error {
+	rec := store.Idempotency{Scope: persistScope, Key: execID, RequestDigest: canonjson.DigestBytes([]byte(execID)),
+		Result: canonjson.ObjectValue([]canonjson.Member{{Name: "attempt", Value: canonjson.NumberValue(float64(attempt))}}), CreatedAt: time.Now()}
+	got, created, err := h.Store.ClaimIdempotency(ctx, rec)
+	if err != nil {
+		return fmt.Errorf("recording the persist of the assistant message: %w", err)
+	}
+	if !created {
+		a, _ := got.Result.Get("attempt")
+		return &PersistInDoubtError{ExecutionID: execID, Attempt: int64(a.Float())}
+	}
+	return nil
+}
+
+// follow writes the lines of execution execID after line after, and
+// the ones that follow, until its terminal line, reading them across the
+// execution's attempts. When the process serving the last attempt died,
+// the turn is carried on here (resume) or by whichever process did it
+// first, and the lines go on with that attempt's. A turn that cannot be
+// carried on — its record ended without its terminal line, or it ran
+// out of attempts — gets the failure lines it never recorded (without
+// ids: they are not part of the record).
+func (h *Handler) follow(ctx context.Context, out *lineWriter, turn *Turn, execID string, after int64) {
 	poll := h.PollInterval
 	if poll <= 0 {
 		poll = DefaultPollInterval
@@ -286,9 +531,17 @@ func (h *Handler) follow(ctx context.Context, out *lineWriter, execID string, af
 	defer release()
 	timer := time.NewTimer(poll)
 	defer timer.Stop()
-	cursor, seen := store.CursorFor(after), after
+	n, base, cursor := 1, int64(0), ""
+	if after > 0 {
+		// The first attempt's lines are the execution's first ones: read
+		// from the reader's last line on (it tells whether that was the
+		// end).
+		cursor = store.CursorFor(after - 1)
+	}
+	read, lastTerminal := false, false // read: a line of attempt n was read
 	for {
-		events, err := h.Store.Events(ctx, execID, cursor, pageSize)
+		runID := attemptRunID(execID, n)
+		events, err := h.Store.Events(ctx, runID, cursor, pageSize)
 		if err != nil {
 			if ctx.Err() == nil {
 				h.logger().Warn("chat turn: reading the turn's lines", "execution", execID, "err", err)
@@ -298,34 +551,71 @@ func (h *Handler) follow(ctx context.Context, out *lineWriter, execID string, af
 		for _, e := range events {
 			l, err := lineFromValue(e.Body)
 			if err != nil {
-				h.logger().Warn("chat turn: an unreadable recorded line", "execution", execID, "sequence", e.Sequence, "err", err)
+				h.logger().Warn("chat turn: an unreadable recorded line", "execution", execID, "run", runID, "sequence", e.Sequence, "err", err)
 				return
 			}
-			if out.write(e.Sequence, l) != nil || l.Terminal() {
-				return
+			cursor, read, lastTerminal = e.Cursor, true, l.Terminal()
+			if seq := base + e.Sequence; seq > after {
+				if out.write(seq, l) != nil || l.Terminal() {
+					return
+				}
 			}
-			cursor, seen = e.Cursor, e.Sequence
 		}
 		if len(events) == pageSize {
 			continue
 		}
-		run, err := h.Store.GetRun(ctx, execID)
+		run, err := h.Store.GetRun(ctx, runID)
 		if err == nil && run.Status.Terminal() {
-			more, err := h.Store.Events(ctx, execID, cursor, 1)
+			more, err := h.Store.Events(ctx, runID, cursor, 1)
 			if err == nil && len(more) > 0 {
 				continue
 			}
-			// The record ended without its terminal line (the process
-			// stopped, or the store refused the line): the reader still
-			// gets exactly one end, the failure it never recorded.
-			if run.Status != store.StatusCompleted && !h.endRecorded(ctx, execID, seen) {
-				msg := "the process running this turn stopped before the turn ended"
-				if run.Status != store.StatusInterrupted {
-					msg = fmt.Sprintf("the turn ended %s before its last line was recorded", run.Status)
+			if lastTerminal || run.Status == store.StatusCompleted {
+				return // the reader already has the end
+			}
+			next, nerr := h.Store.GetRun(ctx, attemptRunID(execID, n+1))
+			if nerr == nil && next.ID != "" {
+				// A later attempt carries the execution on: its lines
+				// follow this one's.
+				count, err := store.ParseCursor(cursor)
+				if !read && cursor != "" {
+					// The reader's position was past this attempt's lines.
+					count, err = h.countLines(ctx, runID)
 				}
-				if out.write(0, errorLine(msg)) == nil {
-					out.write(0, failedLine(sessionOf(run.Doc), msg))
+				if err != nil {
+					h.logger().Warn("chat turn: counting an attempt's lines", "execution", execID, "run", runID, "err", err)
+					return
 				}
+				n, base, cursor, read = n+1, base+count, "", false
+				continue
+			}
+			if run.Status == store.StatusInterrupted && errors.Is(nerr, store.ErrNotFound) {
+				// The process serving the attempt died: carry the turn on
+				// (or find that another process did).
+				err := h.resume(ctx, turn, execID)
+				if err == nil || errors.Is(err, store.ErrExists) {
+					continue
+				}
+				if !errors.Is(err, errNotResumable) {
+					if ctx.Err() == nil {
+						h.logger().Warn("chat turn: carrying on a turn whose process died", "execution", execID, "err", err)
+					}
+					return // the reader retries with its Last-Event-ID
+				}
+				if h.laterAttempt(ctx, execID, n) {
+					continue
+				}
+			}
+			// The record ended without its terminal line (the store
+			// refused the line, or the turn ran out of attempts): the
+			// reader still gets exactly one end, the failure it never
+			// recorded.
+			msg := "the process running this turn stopped before the turn ended"
+			if run.Status != store.StatusInterrupted {
+				msg = fmt.Sprintf("the turn ended %s before its last line was recorded", run.Status)
+			}
+			if out.write(0, errorLine(msg)) == nil {
+				out.write(0, failedLine(sessionOf(run.Doc), msg))
 			}
 			return
 		}
@@ -340,22 +630,26 @@ func (h *Handler) follow(ctx context.Context, out *lineWriter, execID string, af
 	}
 }
 
-// endRecorded reports whether line seq of execution execID, the last
-// one recorded, is its terminal line (a reader resuming after the end
-// already has it), or whether it cannot tell.
-func (h *Handler) endRecorded(ctx context.Context, execID string, seq int64) bool {
-	if seq <= 0 {
-		return false
+// countLines counts the lines recorded in run runID, page by page.
+func (h *Handler) countLines(ctx context.Context, runID string) (int64, error) {
+	var n int64
+	for cursor := ""; ; {
+		events, err := h.Store.Events(ctx, runID, cursor, pageSize)
+		if err != nil {
+			return 0, err
+		}
+		n += int64(len(events))
+		if len(events) < pageSize {
+			return n, nil
+		}
+		cursor = events[len(events)-1].Cursor
 	}
-	events, err := h.Store.Events(ctx, execID, store.CursorFor(seq-1), 1)
-	if err != nil {
-		return true // unknown: never write a second end
-	}
-	if len(events) == 0 {
-		return false
-	}
-	l, err := lineFromValue(events[0].Body)
-	return err != nil || l.Terminal()
+}
+
+// laterAttempt reports whether execID has an attempt after n.
+func (h *Handler) laterAttempt(ctx context.Context, execID string, n int) bool {
+	_, err := h.Store.GetRun(ctx, attemptRunID(execID, n+1))
+	return err == nil
 }
 
 func sessionOf(doc canonjson.Value) string {

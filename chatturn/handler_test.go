@@ -226,18 +226,28 @@ func TestHandlerRefusals(t *testing.T) {
 	}
 }
 
-// The turn's server process is killed (SIGKILL) mid-turn: a reader that
-// re-attaches through another process sharing the store gets the lines
-// recorded before the kill and then the failure, once the dead process's
-// lease lapsed — never a completed turn, never silence.
-// It runs on SQLite and on PostgreSQL.
+// The turn's server process is killed (SIGKILL) mid-turn, and the turn
+// has no Resume hook: a reader that re-attaches through another process
+// sharing the store gets the lines recorded before the kill, then — once
+// the dead process's lease lapsed — the same execution carried on by a
+// second attempt that starts the turn over: session.run.restarted, the
+// new production, session.run.completed. The dead attempt's record stays
+// interrupted; the second is recorded completed (spec/runtime.md §3.3,
+// §5; FD-02). It runs on SQLite and on PostgreSQL.
 func TestReattachAfterServerKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a server process")
 	}
+	eachSharedStore(t, testReattachAfterServerKilled)
+}
+
+// eachSharedStore runs fn on a SQLite file and a PostgreSQL schema that
+// a server process and the test share: where names the store for the
+// server process, open opens another handle on it.
+func eachSharedStore(t *testing.T, fn func(t *testing.T, where string, open func(t *testing.T) store.Store)) {
 	t.Run("sqlite", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "turns.db")
-		testReattachAfterServerKilled(t, "sqlite:"+path, func(t *testing.T) store.Store { return openStore(t, path) })
+		fn(t, "sqlite:"+path, func(t *testing.T) store.Store { return openStore(t, path) })
 	})
 	t.Run("postgres", func(t *testing.T) {
 		conn := pgtest.Schema(t)
@@ -250,13 +260,17 @@ func TestReattachAfterServerKilled(t *testing.T) {
 			return st
 		}
 		open(t).Close() // migrated before the server process starts
-		testReattachAfterServerKilled(t, "postgres:"+conn, open)
+		fn(t, "postgres:"+conn, open)
 	})
 }
 
-func testReattachAfterServerKilled(t *testing.T, where string, open func(t *testing.T) store.Store) {
+// startTurnServer starts the server process of a kill test (the
+// TestHelperTurnServer test of this binary) on the store where, with the
+// environment env, and returns its address.
+func startTurnServer(t *testing.T, where string, env ...string) (*exec.Cmd, string) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperTurnServer$")
-	cmd.Env = append(os.Environ(), "CHATTURN_HELPER_STORE="+where)
+	cmd.Env = append(append(os.Environ(), "CHATTURN_HELPER_STORE="+where), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -265,20 +279,25 @@ func testReattachAfterServerKilled(t *testing.T, where string, open func(t *test
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	sc := bufio.NewScanner(out)
 	if !sc.Scan() {
 		t.Fatal("the server process printed no address")
 	}
-	addr := strings.TrimSpace(sc.Text())
+	return cmd, strings.TrimSpace(sc.Text())
+}
 
+// killAfter posts a turn to the server process at addr, reads n lines
+// and kills the process (SIGKILL) while the turn runs.
+func killAfter(t *testing.T, cmd *exec.Cmd, addr string, n int) []chatturn.Line {
+	t.Helper()
 	resp, err := http.Post("http://"+addr+"/", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lines := bufio.NewScanner(resp.Body)
 	var got []chatturn.Line
-	for len(got) < 3 && lines.Scan() {
+	for len(got) < n && lines.Scan() {
 		got = append(got, decodeLine(t, lines.Bytes()))
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -286,22 +305,44 @@ func testReattachAfterServerKilled(t *testing.T, where string, open func(t *test
 	}
 	cmd.Wait()
 	resp.Body.Close()
+	if len(got) < n {
+		t.Fatalf("read %d lines before the kill, want %d", len(got), n)
+	}
+	return got
+}
 
-	h := &chatturn.Handler{Store: open(t), Turn: turnFor(&recorder{}, (&recorder{}).producer("never")), PollInterval: 50 * time.Millisecond}
+func testReattachAfterServerKilled(t *testing.T, where string, open func(t *testing.T) store.Store) {
+	cmd, addr := startTurnServer(t, where)
+	got := killAfter(t, cmd, addr, 3)
+
+	rec := &recorder{}
+	h := &chatturn.Handler{Store: open(t), Turn: turnFor(rec, rec.producer("never")), PollInterval: 50 * time.Millisecond}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	rest, _ := post(t, srv.URL, http.Header{"Last-Event-Id": {strconv.Itoa(len(got))}})
 	all := types(append(got, rest...))
-	if len(all) < 5 || all[0] != chatturn.TypeStarted || all[len(all)-2] != chatturn.TypeError || all[len(all)-1] != chatturn.TypeFailed {
-		t.Fatalf("lines %v; want started, the recorded deltas, then error and session.run.failed", all)
+	if len(all) < 6 || all[0] != chatturn.TypeStarted || all[len(all)-3] != chatturn.TypeRestarted || all[len(all)-1] != chatturn.TypeCompleted {
+		t.Fatalf("lines %v; want started, the recorded deltas, then session.run.restarted, the new production and session.run.completed", all)
 	}
-	r, err := h.Store.GetRun(context.Background(), "p:s:3")
-	if err != nil || r.Status != store.StatusInterrupted {
-		t.Errorf("the killed turn reads %s (%v); want interrupted", r.Status, err)
+	if err := h.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"never"}, rec.persisted); diff != "" || rec.produced.Load() != 1 {
+		t.Errorf("produced %d times here, persisted (-want +got):\n%s", rec.produced.Load(), diff)
+	}
+	ctx := context.Background()
+	if r, err := h.Store.GetRun(ctx, "p:s:3"); err != nil || r.Status != store.StatusInterrupted {
+		t.Errorf("the killed attempt reads %s (%v); want interrupted", r.Status, err)
+	}
+	if r, err := h.Store.GetRun(ctx, "p:s:3.resume-1"); err != nil || r.Status != store.StatusCompleted {
+		t.Errorf("the second attempt reads %s (%v); want completed", r.Status, err)
 	}
 }
 
-// TestHelperTurnServer is the server process of TestReattachAfterServerKilled.
+// TestHelperTurnServer is the server process of the kill tests
+// (TestReattachAfterServerKilled, TestRetryAfterServerKilled…): with
+// CHATTURN_HELPER_SUBSTRATE its turns are executions of that substrate,
+// otherwise a long gated production.
 func TestHelperTurnServer(t *testing.T) {
 	where := os.Getenv("CHATTURN_HELPER_STORE")
 	if where == "" {
@@ -321,6 +362,9 @@ func TestHelperTurnServer(t *testing.T) {
 	}
 	rec := &recorder{}
 	h := &chatturn.Handler{Store: st, Turn: turnFor(rec, gatedProducer(rec, 1000, nil, 20*time.Millisecond)), LeaseTTL: kernel.MinLeaseTTL}
+	if url := os.Getenv("CHATTURN_HELPER_SUBSTRATE"); url != "" {
+		h.Turn = substrateTurn(url)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

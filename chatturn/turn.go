@@ -20,20 +20,46 @@ const (
 	TypeCompleted = "session.run.completed"
 	TypeFailed    = "session.run.failed"
 	TypeError     = "error"
+	// TypeRestarted says the turn starts over: the process serving it
+	// died, and its substrate could not carry the execution on, so a new
+	// attempt of the same execution (same execution id) produces it
+	// from the beginning. A reader drops the producer lines it received
+	// before this one; data is {sessionId, attempt}.
+	TypeRestarted = "session.run.restarted"
 )
 
 // Line is one line of a turn's stream: a JSON object {type, data?}.
 type Line struct {
 	Type string          `json:"type"`
 	Data canonjson.Value `json:"data,omitzero"`
+	// EventID is the producer's own id of the event (the substrate's
+	// event id), when it has one. A durable turn records it, never
+	// sends it, and hands the last one recorded to Hooks.Resume
+	// (Attempt.LastEventID) so that a new attempt streams on after it.
+	EventID string `json:"-"`
 }
 
-// Value is the line as its JSON object.
+// Value is the line as its JSON object, as readers get it.
 func (l Line) Value() canonjson.Value {
 	m := []canonjson.Member{{Name: "type", Value: canonjson.StringValue(l.Type)}}
 	if l.Data.IsValid() {
 		m = append(m, canonjson.Member{Name: "data", Value: l.Data})
 	}
+	return canonjson.ObjectValue(m)
+}
+
+// recorded is the line as a durable turn records it: its JSON object
+// and, when it has one, the producer's event id.
+func (l Line) recorded() canonjson.Value {
+	if l.EventID == "" {
+		return l.Value()
+	}
+	m := []canonjson.Member{}
+	if l.Data.IsValid() {
+		m = append(m, canonjson.Member{Name: "data", Value: l.Data})
+	}
+	m = append(m, canonjson.Member{Name: "eventId", Value: canonjson.StringValue(l.EventID)},
+		canonjson.Member{Name: "type", Value: canonjson.StringValue(l.Type)})
 	return canonjson.ObjectValue(m)
 }
 
@@ -47,7 +73,14 @@ func lineFromValue(v canonjson.Value) (Line, error) {
 		return Line{}, errors.New("chatturn: a recorded line has no type")
 	}
 	data, _ := v.Get("data")
-	return Line{Type: t.Str(), Data: data}, nil
+	l := Line{Type: t.Str(), Data: data}
+	if id, ok := v.Get("eventId"); ok {
+		if id.Kind() != canonjson.String {
+			return Line{}, errors.New("chatturn: a recorded line's eventId is not a string")
+		}
+		l.EventID = id.Str()
+	}
+	return l, nil
 }
 
 // Identity names the turn: whose session it belongs to and which turn it
@@ -84,6 +117,31 @@ type Production struct {
 	// the events are drained; a durable turn records it. Without it the
 	// turn's usage is recorded unknown, never zero.
 	Usage func() ledger.Usage
+	// Continues, set by Hooks.Resume, says the events carry the
+	// execution on after Attempt.LastEventID: the substrate still had
+	// it and re-attached. Unset, the events are the whole turn from its
+	// start, and a turn that had recorded producer lines first writes a
+	// TypeRestarted line.
+	Continues bool
+}
+
+// Attempt tells Hooks.Resume which execution to carry on and where.
+type Attempt struct {
+	// ExecutionID is the turn's execution id, the same as the first
+	// attempt's: dispatch the substrate's execution (and its turn id)
+	// under it again, so that it lands on the same execution.
+	ExecutionID string
+	// Number is the attempt: 2 for the first one after the serving
+	// process died, and so on.
+	Number int64
+	// LastEventID is the EventID of the last producer line recorded by
+	// the earlier attempts ("" when none had one): the substrate's
+	// resume point.
+	LastEventID string
+	// Recorded is how many producer lines the earlier attempts recorded
+	// (since the last TypeRestarted line): the lines readers already
+	// have.
+	Recorded int
 }
 
 // Hooks are the caller's side of a turn. Produce and
@@ -93,6 +151,14 @@ type Production struct {
 type Hooks struct {
 	// Produce starts the turn's model work.
 	Produce func(ctx context.Context) (Production, error)
+	// Resume, when set, carries a durable turn's execution on in a new
+	// attempt after the process serving it died: it re-attaches to the
+	// substrate's execution a.ExecutionID and streams on after
+	// a.LastEventID (Production.Continues), or, when the substrate
+	// proves the execution never started or is gone, starts it again
+	// under the same id. Unset, a new attempt calls Produce and starts
+	// the turn over.
+	Resume func(ctx context.Context, a Attempt) (Production, error)
 	// PersistAssistantMessage stores the final text; it is called
 	// exactly once, after the last producer event, with the text
 	// TransformFinalText returned.
@@ -166,16 +232,28 @@ func Stream(ctx context.Context, t Turn) iter.Seq[Line] {
 				return errReaderGone
 			}
 			return nil
-		})
+		}, runOptions{})
 	}
 }
 
 var errReaderGone = errors.New("chatturn: the reader stopped reading")
 
+// runOptions are what a durable turn adds to a run: the attempt it
+// carries on, and the claim it makes before persisting.
+type runOptions struct {
+	// resume is the attempt a new attempt carries on (nil: the first).
+	resume *Attempt
+	// started says the earlier attempts recorded the start line.
+	started bool
+	// claimPersist, when set, is called right before the assistant
+	// message is persisted; an error fails the turn unpersisted.
+	claimPersist func(ctx context.Context) error
+}
+
 // run drives the turn, handing each line to emit in order. An emit
 // error (the line could not be delivered or recorded) fails the turn;
 // the failure lines are still offered to emit.
-func (t *Turn) run(ctx context.Context, emit func(Line) error) {
+func (t *Turn) run(ctx context.Context, emit func(Line) error, o runOptions) {
 	id := t.Identity
 	log := t.logger()
 	send := func(l Line) error {
@@ -190,15 +268,17 @@ func (t *Turn) run(ctx context.Context, emit func(Line) error) {
 		t.fail(send, err)
 		return
 	}
-	if err := send(Line{Type: TypeStarted, Data: canonjson.ObjectValue([]canonjson.Member{
-		{Name: "sessionId", Value: canonjson.StringValue(id.SessionID)},
-		{Name: "tenantId", Value: canonjson.StringValue(id.TenantID)},
-		{Name: "turnIndex", Value: canonjson.NumberValue(float64(id.TurnIndex))},
-	})}); err != nil {
-		t.fail(send, err)
-		return
+	if !o.started {
+		if err := send(Line{Type: TypeStarted, Data: canonjson.ObjectValue([]canonjson.Member{
+			{Name: "sessionId", Value: canonjson.StringValue(id.SessionID)},
+			{Name: "tenantId", Value: canonjson.StringValue(id.TenantID)},
+			{Name: "turnIndex", Value: canonjson.NumberValue(float64(id.TurnIndex))},
+		})}); err != nil {
+			t.fail(send, err)
+			return
+		}
 	}
-	final, err := t.produce(ctx, send)
+	final, err := t.produce(ctx, send, o.resume)
 	if err == nil {
 		err = ctx.Err()
 	}
@@ -209,6 +289,12 @@ func (t *Turn) run(ctx context.Context, emit func(Line) error) {
 	if tf := t.Hooks.TransformFinalText; tf != nil {
 		if err := contain(func() error { final = tf(final); return nil }); err != nil {
 			t.fail(send, fmt.Errorf("transforming the final text: %w", err))
+			return
+		}
+	}
+	if o.claimPersist != nil {
+		if err := o.claimPersist(ctx); err != nil {
+			t.fail(send, err)
 			return
 		}
 	}
@@ -225,12 +311,28 @@ func (t *Turn) run(ctx context.Context, emit func(Line) error) {
 }
 
 // produce streams the producer's events verbatim and returns the final
-// text.
-func (t *Turn) produce(ctx context.Context, send func(Line) error) (final string, err error) {
+// text. On a new attempt (resume set) it asks Hooks.Resume, when set, to
+// carry the execution on, and writes TypeRestarted before the events of
+// a production that starts over where readers already have lines.
+func (t *Turn) produce(ctx context.Context, send func(Line) error, resume *Attempt) (final string, err error) {
 	err = contain(func() error {
-		p, err := t.Hooks.Produce(ctx)
+		var (
+			p   Production
+			err error
+		)
+		if resume != nil && t.Hooks.Resume != nil {
+			p, err = t.Hooks.Resume(ctx, *resume)
+		} else {
+			p, err = t.Hooks.Produce(ctx)
+			p.Continues = false
+		}
 		if err != nil {
 			return err
+		}
+		if resume != nil && resume.Recorded > 0 && !p.Continues {
+			if err := send(restartedLine(t.Identity.SessionID, resume.Number)); err != nil {
+				return err
+			}
 		}
 		if p.Events != nil {
 			// The producer is the caller's code: one that ignores its
@@ -243,7 +345,7 @@ func (t *Turn) produce(ctx context.Context, send func(Line) error) (final string
 				switch l.Type {
 				case "":
 					return errors.New("the producer yielded a line without a type")
-				case TypeStarted, TypeCompleted, TypeFailed:
+				case TypeStarted, TypeCompleted, TypeFailed, TypeRestarted:
 					// The turn has exactly one start and one end, its own.
 					return fmt.Errorf("the producer yielded a %q line, which only the turn writes", l.Type)
 				}
@@ -307,6 +409,13 @@ func contain(fn func() error) (err error) {
 
 func errorLine(msg string) Line {
 	return Line{Type: TypeError, Data: canonjson.ObjectValue([]canonjson.Member{{Name: "message", Value: canonjson.StringValue(msg)}})}
+}
+
+func restartedLine(sessionID string, attempt int64) Line {
+	return Line{Type: TypeRestarted, Data: canonjson.ObjectValue([]canonjson.Member{
+		{Name: "attempt", Value: canonjson.NumberValue(float64(attempt))},
+		{Name: "sessionId", Value: canonjson.StringValue(sessionID)},
+	})}
 }
 
 func failedLine(sessionID, msg string) Line {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/store"
 )
 
 // nativeContinuer is the run's session as a native continuer, or
@@ -98,3 +100,139 @@ func (r *Run) ContinueNative(ctx context.Context, req *contract.NativeContextCon
 }
 
 func ptrRef(r contract.RunControlRef) *contract.RunControlRef { return &r }
+
+// NativeContinuationRecordID is the run-store record id that
+// ContinueNativeRetained gives native continuation operationID of the
+// retained run started under idempotencyKey: deterministic, so any
+// process finds (or recovers) the continuation's admission records.
+func NativeContinuationRecordID(idempotencyKey, operationID string) (string, error) {
+	_, id, err := DeriveIdentity(idempotencyKey, "native:"+operationID)
+	return id, err
+}
+
+// NativeContinueOptions configure Run.ContinueNativeRetained.
+type NativeContinueOptions struct {
+	// Request is the continuation BeginNativeContinuation returned, as
+	// the caller persisted it.
+	Request *contract.NativeContextContinuationRequest
+	// Continuation is what ContinueNative sends with it (the turn, and a
+	// seat stage's credential request).
+	Continuation contract.NativeContinuationOptions
+	// OnAdmission is required: it is awaited after each admission record
+	// of the continued run is durable.
+	OnAdmission AdmissionHook
+}
+
+// NativeContinuation is a native continuation admitted as a retained run
+// of its own.
+type NativeContinuation struct {
+	// Result is the provider's answer (ContinueNative's).
+	Result *contract.NativeContinuationResult
+	// ControlRef is the continued run's claim ticket — its record and
+	// the provider's control reference — when the continuation succeeded
+	// (Result.Succeeded); zero otherwise. Any process re-attaches with it
+	// (ReconnectRetainedRun).
+	ControlRef ControlRef
+}
+
+// ContinueNativeRetained is ContinueNative with the continued run
+// admitted like every retained run (spec runtime §3.8): its intent
+// (the continued record, the request's operation id and digests) and
+// its environment (this run's) are durable, and the hook has seen each,
+// before the request is sent; its dispatched record (the provider's
+// control reference of the continued run) is durable, and the hook has
+// seen it, before the result is returned — nothing of the continuation
+// is visible to the caller before its records are.
+//
+// The record id derives from this run's idempotency key and the
+// operation id, so sending the same request again, from any process,
+// continues the same admission (the provider replays the continuation).
+// A continuation the provider refused (conflict, boundary_mismatch, …)
+// leaves its record with intent and environment only, pending;
+// RecoverRetainedRun reports such a record Unverifiable, never
+// re-dispatches it: send the persisted request again.
+func (r *Run) ContinueNativeRetained(ctx context.Context, o NativeContinueOptions) (*NativeContinuation, error) {
+	if o.OnAdmission == nil {
+		return nil, ErrNoAdmissionHook
+	}
+	if o.Request == nil {
+		return nil, fmt.Errorf("%w: no native continuation request", ErrInvalidOptions)
+	}
+	if _, err := r.nativeContinuer(); err != nil {
+		return nil, err
+	}
+	parent, err := Load(ctx, r.store, r.ref.Record)
+	if err != nil {
+		return nil, err
+	}
+	req := o.Request
+	turnID := "native:" + req.OperationID
+	recordID, err := NativeContinuationRecordID(parent.Intent.IdempotencyKey, req.OperationID)
+	if err != nil {
+		return nil, err
+	}
+	a := &admission{provider: r.provider, store: r.store, hook: o.OnAdmission, now: r.now, log: r.log}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	a.intent = Intent{Provider: parent.Intent.Provider, IdempotencyKey: parent.Intent.IdempotencyKey, TurnID: turnID,
+		SessionID: r.ref.Run.SessionID, RunID: recordID, TurnDigest: req.TurnDigest,
+		NativeContinuation: &NativeContinuationIntent{Continues: r.ref.Record, OperationID: req.OperationID, RequestDigest: req.RequestDigest}}
+	if c := o.Continuation.Credential; c != nil {
+		k := c.Stage
+		a.intent.CredentialStage = &k
+	}
+	envDigest, err := contract.DigestOf(map[string]string{"continuesEnvironmentId": r.ref.Run.EnvironmentID})
+	if err != nil {
+		return nil, err
+	}
+	if a.intent.RequestDigest, err = requestDigest(a.intent, envDigest); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	doc, err := a.recordIntent(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.deliver(ctx, Admission{Kind: AdmissionIntent, Intent: &doc.Intent}); err != nil {
+		return nil, err
+	}
+	envRec := EnvironmentRecord{Provider: a.intent.Provider, EnvironmentID: r.ref.Run.EnvironmentID, IdempotencyKey: a.intent.IdempotencyKey,
+		TurnID: turnID, SessionID: a.intent.SessionID}
+	if err := a.update(ctx, func(d *document, _ *store.Run) error {
+		if d.Environment != nil && *d.Environment != envRec {
+			return mismatch("environment record", *d.Environment, envRec)
+		}
+		d.Environment = &envRec
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := a.deliver(ctx, Admission{Kind: AdmissionEnvironment, Environment: &envRec}); err != nil {
+		return nil, err
+	}
+	res, err := r.ContinueNative(ctx, req, o.Continuation)
+	if err != nil {
+		return nil, err
+	}
+	out := &NativeContinuation{Result: res}
+	if !res.Succeeded() {
+		return out, nil
+	}
+	ref := *res.ControlRef
+	switch {
+	case ref.Provider != a.intent.Provider:
+		return nil, &MismatchError{What: "continued run's provider", Field: "provider", Want: a.intent.Provider, Got: ref.Provider}
+	case ref.EnvironmentID != envRec.EnvironmentID:
+		return nil, &MismatchError{What: "continued run's environment", Field: "environmentId", Want: envRec.EnvironmentID, Got: ref.EnvironmentID}
+	}
+	disp := DispatchedRecord{ControlRef: ref, IdempotencyKey: a.intent.IdempotencyKey, TurnID: turnID}
+	if err := recordDispatched(ctx, r.store, recordID, disp); err != nil {
+		return nil, err
+	}
+	a.log.InfoContext(ctx, "retained: native continuation admitted", "run", recordID, "continues", r.ref.Record, "providerRun", ref.RunID)
+	if err := a.deliver(ctx, Admission{Kind: AdmissionDispatched, Dispatched: &disp}); err != nil {
+		return nil, err
+	}
+	out.ControlRef = ControlRef{Record: recordID, Run: ref}
+	return out, nil
+}

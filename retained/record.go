@@ -65,8 +65,24 @@ type Intent struct {
 	// stage's projection, and a recovery re-sending its create projects
 	// the same stage. Nil when the caller named none.
 	Stage *int `json:"stage,omitzero"`
+	// NativeContinuation, when set, says the run is a native continuation
+	// of another retained run (Run.ContinueNativeRetained): its TurnID is
+	// "native:<operation id>", its TurnDigest the continuation turn's,
+	// and its ExecutionID empty — the provider names the continued
+	// execution when it admits it (DispatchedRecord.ControlRef).
+	NativeContinuation *NativeContinuationIntent `json:"nativeContinuation,omitzero"`
 	// RequestDigest binds everything above and the environment request: a
 	// start whose request differs is refused (a *MismatchError).
+	RequestDigest string `json:"requestDigest"`
+}
+
+// NativeContinuationIntent names the continuation a retained run's
+// intent admits: the run it continues and the persisted request.
+type NativeContinuationIntent struct {
+	// Continues is the run-store record id of the continued run.
+	Continues string `json:"continues"`
+	// OperationID and RequestDigest are the continuation request's.
+	OperationID   string `json:"operationId"`
 	RequestDigest string `json:"requestDigest"`
 }
 

@@ -171,6 +171,15 @@ func RecoverRetainedRun(ctx context.Context, o RecoverOptions) (Recovery, error)
 		}
 		return Recovery{Outcome: Unverifiable, EnvironmentID: envID, Reason: why}, nil
 	}
+	if nc := rec.Intent.NativeContinuation; nc != nil && rec.Dispatched == nil {
+		// A native continuation is sent again only as the request the
+		// caller persisted; recovery never creates, dispatches or
+		// destroys anything for it.
+		if rec.Environment != nil {
+			envID = rec.Environment.EnvironmentID
+		}
+		return unverifiable("the native continuation "+nc.OperationID+" of run "+nc.Continues+" was not recorded dispatched: send the persisted request again with ContinueNativeRetained (the provider replays it)", nil)
+	}
 	var env contract.Environment
 	switch {
 	case rec.Environment == nil && rec.Intent.ExistingEnvironmentID != nil:

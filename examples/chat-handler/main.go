@@ -101,6 +101,12 @@ func newHandler(st store.Store, msgs *messages, log *slog.Logger) (*chatturn.Han
 	if err != nil {
 		return nil, err
 	}
+	answer := func(ctx context.Context, runID string) chatturn.Production {
+		return production(kernel.StreamRun(ctx, kernel.Request{
+			Profile: p, Task: "Say what changed about restores.", Provider: scripted.New(sc, scripted.Options{}),
+			Store: st, RunID: runID,
+		}))
+	}
 	return &chatturn.Handler{
 		Store:  st,
 		Logger: log,
@@ -114,11 +120,14 @@ func newHandler(st store.Store, msgs *messages, log *slog.Logger) (*chatturn.Han
 			id := chatturn.Identity{ProjectID: "demo", TenantID: "acme", SessionID: session, TurnIndex: turn}
 			return &chatturn.Turn{Identity: id, Logger: log, Hooks: chatturn.Hooks{
 				Produce: func(ctx context.Context) (chatturn.Production, error) {
-					run := kernel.StreamRun(ctx, kernel.Request{
-						Profile: p, Task: "Say what changed about restores.", Provider: scripted.New(sc, scripted.Options{}),
-						Store: st, RunID: "model:" + id.ExecutionID(),
-					})
-					return production(run), nil
+					return answer(ctx, "model:"+id.ExecutionID()), nil
+				},
+				// The model runs in this process: when the process serving
+				// a turn died, its model run died with it, so a retry's new
+				// attempt of the execution answers again, recorded as a
+				// model run of its own.
+				Resume: func(ctx context.Context, a chatturn.Attempt) (chatturn.Production, error) {
+					return answer(ctx, fmt.Sprintf("model:%s.attempt-%d", a.ExecutionID, a.Number)), nil
 				},
 				PersistAssistantMessage: msgs.persist,
 			}}, nil

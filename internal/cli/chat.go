@@ -206,9 +206,11 @@ type chat struct {
 	// tracing traces each answer's run (nil: off).
 	tracing *telemetry.Tracing
 
-	id    string
-	turns []conversation.Turn
-	kept  *kernel.KeptProvider
+	id string
+	// run runs the session's turns in the journal, each recorded once
+	// made: the one owner of "continue at the first unrecorded turn".
+	run  *conversation.Runner
+	kept *kernel.KeptProvider
 	// native is set when the provider continues a session it is named.
 	native bool
 	// inContext is how many of turns the kept environment's provider
@@ -221,11 +223,11 @@ type chat struct {
 func (c *chat) open(ctx context.Context, id string) error {
 	if id == "" {
 		c.id = kernel.NewID("chat")
-		e, err := conversation.Resume(ctx, c.journal, c.id, c.now())
+		r, err := conversation.StartRunner(ctx, c.journal, c.id, conversation.RunnerOptions{Now: c.now})
 		if err != nil {
 			return &exitError{code: ExitFailed, err: fmt.Errorf("beginning session %s in %s: %w", c.id, c.journalWhere, err)}
 		}
-		c.turns = e.Turns
+		c.run = r
 		return nil
 	}
 	e, err := c.journal.LoadRun(ctx, id)
@@ -238,7 +240,11 @@ func (c *chat) open(ctx context.Context, id string) error {
 	if e.Halt != nil {
 		return &exitError{code: ExitFailed, err: fmt.Errorf("session %q has ended (%s) and takes no more turns; start a new one by leaving out --session", id, e.Halt.Kind)}
 	}
-	c.id, c.turns = id, e.Turns
+	r, err := conversation.NewRunner(c.journal, e, conversation.RunnerOptions{Now: c.now})
+	if err != nil {
+		return &exitError{code: ExitFailed, err: fmt.Errorf("continuing session %s: %w", id, err)}
+	}
+	c.id, c.run = id, r
 	return nil
 }
 
@@ -262,8 +268,8 @@ func (c *chat) say(format string, args ...any) {
 // pending is the recorded user turn whose answer was never recorded, if
 // any: a session continues at its first unrecorded turn (RES-04).
 func (c *chat) pending() (conversation.Turn, bool) {
-	if n := len(c.turns); n > 0 && c.turns[n-1].Speaker == speakerUser {
-		return c.turns[n-1], true
+	if turns := c.run.Turns(); len(turns) > 0 && turns[len(turns)-1].Speaker == speakerUser {
+		return turns[len(turns)-1], true
 	}
 	return conversation.Turn{}, false
 }
@@ -275,18 +281,18 @@ func (c *chat) loop(ctx context.Context) error {
 		tty = false
 	}
 	state := "new session"
-	if len(c.turns) > 0 {
-		state = fmt.Sprintf("continuing at turn %d", len(c.turns))
+	if c.run.NextIndex() > 0 {
+		state = fmt.Sprintf("continuing at turn %d", c.run.NextIndex())
 	}
 	c.say("session %s (%s): %s with %s", c.id, state, c.label, c.kept.Name())
 	c.say("recording answers in %s and turns in %s; Ctrl-D ends, Ctrl-C cancels an answer", c.storeWhere, c.journalWhere)
-	if len(c.turns) > 0 {
+	if c.run.NextIndex() > 0 {
 		// A new environment remembers nothing of the session.
 		why := "provider " + c.kept.Name() + " cannot continue a session natively"
 		if c.native {
 			why = "a new environment of provider " + c.kept.Name() + " holds none of the session"
 		}
-		c.say("continuation: %s; re-sending the %d recorded turns as context", why, len(c.turns))
+		c.say("continuation: %s; re-sending the %d recorded turns as context", why, c.run.NextIndex())
 	} else if !c.native {
 		c.say("continuation: provider %s cannot continue a session natively; each turn re-sends the earlier ones as context", c.kept.Name())
 	}
@@ -364,9 +370,9 @@ func (c *chat) loop(ctx context.Context) error {
 		case text == "":
 			continue
 		}
-		t, err := c.record(ctx, speakerUser, text, "", nil, 1, c.now(), c.now())
+		t, err := c.run.Next(ctx, conversation.Planned{Speaker: speakerUser, Text: text})
 		if err != nil {
-			return err
+			return &exitError{code: ExitFailed, err: fmt.Errorf("recording the user turn of session %s in %s: %w", c.id, c.journalWhere, err)}
 		}
 		if err := try(t); err != nil {
 			return err
@@ -377,18 +383,6 @@ func (c *chat) loop(ctx context.Context) error {
 // unanswered ends a session whose turn t went unanswered.
 func (c *chat) unanswered(t conversation.Turn) error {
 	return &exitError{code: ExitFailed, err: fmt.Errorf("turn %d was not answered; agentrt chat --session %s answers it again", t.Index, c.id)}
-}
-
-// record appends the session's next turn to the journal.
-func (c *chat) record(ctx context.Context, speaker, text, session string, u *conversation.Usage, attempts int, start, end time.Time) (conversation.Turn, error) {
-	i := len(c.turns)
-	t := conversation.Turn{Index: i, Speaker: speaker, TurnID: conversation.TurnID(c.id, i, speaker), SessionID: session,
-		Text: text, Usage: u, Attempts: attempts, StartedAt: start, EndedAt: end}
-	if err := c.journal.AppendTurn(ctx, c.id, t); err != nil {
-		return t, &exitError{code: ExitFailed, err: fmt.Errorf("recording turn %d of session %s in %s: %w", i, c.id, c.journalWhere, err)}
-	}
-	c.turns = append(c.turns, t)
-	return t, nil
 }
 
 // answer runs the answer to the user turn t as one recorded run in the
@@ -424,27 +418,35 @@ func (c *chat) answer(ctx context.Context, sigs <-chan os.Signal, t conversation
 	if !c.asJSON {
 		live.Text = c.stdio.Out
 	}
-	start := c.now()
-	res, runErr := runLive(tctx, live, kernel.Request{Profile: c.profile, Task: task, Provider: c.kept, Store: c.store,
-		Check: expectCheck(""), Stage: c.stage, RunID: runID, Kind: kindChat, LeaseTTL: c.lease,
-		Observer: c.tracing.Observer()})
-	end := c.now()
-	nativeID := ""
-	if res != nil {
+	var (
+		res      *kernel.Result
+		runErr   error
+		nativeID string
+	)
+	// The answer is the session's next turn: recorded by the runner once
+	// its run completed, never otherwise.
+	_, err = c.run.Next(ctx, conversation.Planned{Speaker: speakerAssistant, Produce: func(context.Context, conversation.TurnInput) (conversation.TurnOutput, error) {
+		start := c.now()
+		res, runErr = runLive(tctx, live, kernel.Request{Profile: c.profile, Task: task, Provider: c.kept, Store: c.store,
+			Check: expectCheck(""), Stage: c.stage, RunID: runID, Kind: kindChat, LeaseTTL: c.lease,
+			Observer: c.tracing.Observer()})
+		end := c.now()
+		if res == nil || res.Status != store.StatusCompleted {
+			return conversation.TurnOutput{}, errUnanswered
+		}
 		nativeID = res.NativeSessionID // bound to the run's record too (NSO-02)
-	}
-	recorded := false
-	if res != nil && res.Status == store.StatusCompleted {
 		session := nativeID
 		if session == "" && c.native {
 			session = c.id // the provider session this environment continued
 		}
-		if _, err := c.record(ctx, speakerAssistant, res.Text, session, journalUsage(res, end.Sub(start)), attempt, start, end); err != nil {
-			c.say("turn %d: %v", t.Index+1, err)
-		} else {
-			recorded = true
-			c.inContext = len(c.turns)
-		}
+		return conversation.TurnOutput{Text: res.Text, SessionID: session, Usage: journalUsage(res, end.Sub(start)), Attempts: attempt}, nil
+	}})
+	recorded := err == nil
+	switch {
+	case recorded:
+		c.inContext = c.run.NextIndex()
+	case !errors.Is(err, errUnanswered):
+		c.say("turn %d: recording the answer in %s: %v", t.Index+1, c.journalWhere, err)
 	}
 	if c.asJSON {
 		writeNDJSON(c.stdio.Out, c.turnValue(t.Index+1, turnID, runID, attempt, mode, res, nativeID, recorded))
@@ -464,6 +466,10 @@ func (c *chat) answer(ctx context.Context, sigs <-chan os.Signal, t conversation
 	}
 	return recorded
 }
+
+// errUnanswered is an answer whose run did not complete: the turn is
+// not recorded, and is answered again.
+var errUnanswered = errors.New("the answer's run did not complete")
 
 // nextAttempt finds the first attempt number of turnID with no run in
 // the store: an attempt cut off by a dead process keeps its run.
@@ -485,7 +491,7 @@ func (c *chat) nextAttempt(ctx context.Context, turnID string) (int, string, err
 // earlier turns: only the new turn when the kept environment's session
 // has seen them all and continues natively, else the whole transcript.
 func (c *chat) prompt(t conversation.Turn) (string, string) {
-	earlier := c.turns[:t.Index]
+	earlier := c.run.Turns()[:t.Index]
 	switch {
 	case len(earlier) == 0:
 		return continuationFirst, t.Text

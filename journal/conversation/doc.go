@@ -2,7 +2,8 @@
 // (runtime spec §4; checklist RES-04): the one [Journal] interface and its
 // adapters, in memory ([NewMemory]), a JSONL file written through the one
 // append-only writer of package journal ([OpenFile]), SQLite
-// ([OpenSQLite]) and PostgreSQL ([OpenPostgres]).
+// ([OpenSQLite]) and PostgreSQL ([OpenPostgres]), or either in a
+// database the caller opened and owns ([OpenSQL]).
 //
 // A run is begun once ([Journal.BeginRun]), gains turns in order
 // ([Journal.AppendTurn]) and ends with a halt ([Journal.RecordHalt]).
@@ -11,7 +12,11 @@
 // a run resumed with the same id continues at its first unrecorded turn,
 // [Entry.NextIndex]; [Resume] does the load-or-begin step. Turn ids are
 // deterministic ([TurnID]), so a retried turn collides with its earlier
-// attempt and a caching gateway can deduplicate it.
+// attempt and a caching gateway can deduplicate it. A [Runner]
+// ([StartRunner]) runs a conversation over a journal: given the plan of
+// turns, it skips the recorded ones, produces and records the first
+// unrecorded one, and so on, stopping at a failure (a [*TurnError],
+// nothing recorded) so that running the plan again continues there.
 //
 // Every adapter enforces the same rules, which a shared contract suite
 // (conversationtest) checks:

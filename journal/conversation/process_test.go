@@ -30,6 +30,9 @@ var killedSpeakers = []string{"Researcher", "Critic"}
 
 func TestMain(m *testing.M) {
 	if kind := os.Getenv(childEnv); kind != "" {
+		if os.Getenv(runnerLog) != "" {
+			runPlan(kind, os.Getenv(childTarget))
+		}
 		converse(kind, os.Getenv(childTarget))
 		os.Exit(2)
 	}

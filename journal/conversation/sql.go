@@ -61,15 +61,20 @@ type SQLOptions struct {
 // (locked, in PostgreSQL) before it writes, so concurrent calls, from
 // this process or others, are decided one at a time per run.
 type SQL struct {
-	w, r    *sql.DB // writer and reader pools; the same for PostgreSQL
-	pool    *pgxpool.Pool
-	pg      bool
-	prefix  string
-	lim     Limits
-	now     func() time.Time
-	q       queries
-	closed  atomic.Bool
-	closers []func() error
+	w, r *sql.DB       // writer and reader pools; the same for PostgreSQL
+	pool *pgxpool.Pool // nil for a caller's database (OpenSQL)
+	// lockFirst, when set, is run first in every write transaction of a
+	// caller's SQLite database: a write that takes SQLite's write lock
+	// before the transaction reads, as agentrt's own connections do with
+	// immediate transactions.
+	lockFirst string
+	pg        bool
+	prefix    string
+	lim       Limits
+	now       func() time.Time
+	q         queries
+	closed    atomic.Bool
+	closers   []func() error
 }
 
 var _ Journal = (*SQL)(nil)
@@ -184,6 +189,57 @@ func OpenPostgres(ctx context.Context, connString string, opts SQLOptions) (*SQL
 	return s, nil
 }
 
+// Dialect is the SQL a database given to OpenSQL speaks.
+type Dialect string
+
+// Dialects of OpenSQL.
+const (
+	// DialectSQLite: a database/sql handle of a SQLite driver
+	// (modernc.org/sqlite, as agentrt uses, or another).
+	DialectSQLite Dialect = "sqlite"
+	// DialectPostgres: a database/sql handle of a PostgreSQL driver
+	// (pgx's stdlib, or another that takes $1 placeholders).
+	DialectPostgres Dialect = "postgres"
+)
+
+// ErrInvalidDialect matches OpenSQL's refusal of an unknown dialect.
+var ErrInvalidDialect = errors.New("conversation journal: unknown SQL dialect")
+
+// OpenSQL returns a journal in db, a database the caller opened and
+// owns, speaking dialect d, and migrates the journal's tables in it
+// (opts.Prefix names them; BusyTimeout and MaxConns are unused: the
+// connections are the caller's). Close does not close db. The
+// database's settings are the caller's too — agentrt's own SQLite
+// connections use WAL and synchronous FULL, so that a recorded turn
+// survives power loss; a caller's SQLite database should as well. In
+// SQLite every write transaction takes the write lock before it reads,
+// so that writers of several processes queue on the busy timeout
+// instead of failing.
+func OpenSQL(ctx context.Context, db *sql.DB, d Dialect, opts SQLOptions) (*SQL, error) {
+	if db == nil {
+		return nil, errors.New("conversation journal: OpenSQL needs a database")
+	}
+	prefix, err := checkPrefix(opts.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	var s *SQL
+	switch d {
+	case DialectSQLite:
+		s = newSQL(prefix, false, opts)
+		s.lockFirst = `UPDATE ` + prefix + `_runs SET run_id = run_id WHERE 0 = 1`
+	case DialectPostgres:
+		s = newSQL(prefix, true, opts)
+	default:
+		return nil, fmt.Errorf("%w: %q (DialectSQLite or DialectPostgres)", ErrInvalidDialect, d)
+	}
+	s.w, s.r = db, db
+	if err := s.Migrate(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // Migrate creates the journal's tables and index if they are missing,
 // recording the schema version in <prefix>_migrations. It is idempotent,
 // and safe to run from several processes at once.
@@ -220,7 +276,11 @@ CREATE INDEX IF NOT EXISTS idx_` + p + `_turns_run ON ` + p + `_turns (run_id, t
 		}
 		h := fnv.New64a()
 		h.Write([]byte("agentrt conversation journal " + p))
-		err = pgdb.MigrateSteps(ctx, s.pool, pgSteps, table, int64(h.Sum64()>>1), s.now())
+		if s.pool != nil {
+			err = pgdb.MigrateSteps(ctx, s.pool, pgSteps, table, int64(h.Sum64()>>1), s.now())
+		} else {
+			err = migratePostgresDB(ctx, s.w, pgSteps, table, int64(h.Sum64()>>1), s.now())
+		}
 	} else {
 		err = sqlitedb.MigrateSteps(ctx, s.w, steps, table, s.now())
 	}
@@ -230,7 +290,44 @@ CREATE INDEX IF NOT EXISTS idx_` + p + `_turns_run ON ` + p + `_turns (run_id, t
 	return nil
 }
 
-// Close closes the database connections. Later calls fail with ErrClosed.
+// migratePostgresDB applies steps to a caller's PostgreSQL database in
+// one transaction under the advisory lock, as pgdb.MigrateSteps does
+// through a pool.
+func migratePostgresDB(ctx context.Context, db *sql.DB, steps []pgdb.Migration, table string, lock int64, now time.Time) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, lock); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+table+` (version text PRIMARY KEY, applied_at bigint NOT NULL)`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	for _, step := range steps {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+table+` WHERE version = $1`, step.Version).Scan(&n); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		if n > 0 {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, step.SQL); err != nil {
+			return fmt.Errorf("migration %s: %w", step.Version, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO `+table+` (version, applied_at) VALUES ($1, $2)`, step.Version, now.UnixNano()); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// Close closes the database connections it opened (none of a database
+// given to OpenSQL). Later calls fail with ErrClosed.
 func (s *SQL) Close() error {
 	if s.closed.Swap(true) {
 		return nil
@@ -261,6 +358,11 @@ func (s *SQL) inTx(ctx context.Context, op string, fn func(*sql.Tx) error) error
 		return s.dbError(ctx, op, err)
 	}
 	defer tx.Rollback()
+	if s.lockFirst != "" {
+		if _, err := tx.ExecContext(ctx, s.lockFirst); err != nil {
+			return s.dbError(ctx, op, err)
+		}
+	}
 	if err := fn(tx); err != nil {
 		return s.dbError(ctx, op, err)
 	}
