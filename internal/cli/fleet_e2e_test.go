@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/fleet"
+	"github.com/agentrt/agentrt/internal/servetest"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/store"
 )
@@ -45,7 +46,7 @@ func startProc(t *testing.T, name string, url chan<- string, args ...string) *pr
 		t.Fatal(err)
 	}
 	p := &proc{name: name, cmd: exec.Command(exe, args...), logs: new(lockedBuffer), exited: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), "AGENTRT_CLI_CHILD=1", "AGENTRT_SERVE_TOKEN="+serveToken)
+	p.cmd.Env = append(os.Environ(), servetest.Home(t), "AGENTRT_CLI_CHILD=1", "AGENTRT_SERVE_TOKEN="+serveToken)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
