@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/fleet"
+	"github.com/agentrt/agentrt/internal/cli"
 	"github.com/agentrt/agentrt/store"
 )
 
@@ -177,8 +178,21 @@ func recoverAfterBlip(t *testing.T, streamsOnly bool) {
 	if out, errOut, code := run(t, "", append([]string{"fleet", "show", runID}, db...)...); code != 0 || !strings.Contains(out, want) {
 		t.Errorf("fleet show of the run in doubt: %d\n%s\n%s\nwant it to say %q", code, out, errOut, want)
 	}
-	t.Setenv("AGENTRT_SERVE_TOKEN", serveToken) // the recovering process reaches the server as the worker does
 	rec := append([]string{"fleet", "recover", runID, "--provider", "remote", "--base-url", net.URL, "--wait", "90s"}, db...)
+	// A recovering process whose token the server refuses (401) is told
+	// so, and what to do, not that the environment's fate is unknown;
+	// nothing is recorded: the run stays in doubt, as it was.
+	const wrongToken = "not-the-serve-token"
+	t.Setenv("AGENTRT_SERVE_TOKEN", wrongToken)
+	out, errOut, code = run(t, "", rec...)
+	if code != cli.ExitFailed || !strings.Contains(errOut, "refused this process's bearer token (HTTP 401)") ||
+		!strings.Contains(errOut, "set $AGENTRT_SERVE_TOKEN") || strings.Contains(errOut, "cannot tell") || strings.Contains(out+errOut, wrongToken) {
+		t.Fatalf("fleet recover with a wrong token: %d\n%s\n%s\nwant exit 1 saying the token was refused", code, out, errOut)
+	}
+	if still, err := f.Get(t.Context(), runID); err != nil || still.Status != store.StatusInterrupted || still.InDoubt == nil || still.Recovery != nil || len(still.Attempts) != 1 {
+		t.Fatalf("the run after a refused recover: %+v, %v; want it in doubt, untouched", still, err)
+	}
+	t.Setenv("AGENTRT_SERVE_TOKEN", serveToken) // the recovering process reaches the server as the worker does
 	out, errOut, code = run(t, "", rec...)
 	if code != 0 || !strings.Contains(out, "settled") || !strings.Contains(out, "status: completed") {
 		t.Fatalf("fleet recover: %d\n%s\n%s\nworker:\n%s\nserver:\n%s", code, out, errOut, worker.logs, server.logs)
