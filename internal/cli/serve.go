@@ -31,7 +31,7 @@ func newServeCmd(stdio IO) *cobra.Command {
 	var listen, providerName, scriptPath, baseURL, openaiAPI, tokenFile, stateDir, logFormat string
 	var images []string
 	var sf storeFlags
-	var retention, grace time.Duration
+	var retention, grace, abandon time.Duration
 	var maxRecords int
 	var tlsCert, tlsKey string
 	cmd := &cobra.Command{
@@ -97,6 +97,9 @@ as a server span continuing the traceparent it carries.`,
 			if grace <= 0 {
 				return usage("--shutdown-grace must be positive, such as 30s")
 			}
+			if abandon <= 0 {
+				return usage("--abandon-after must be positive, such as 2m")
+			}
 			if maxRecords < 0 {
 				return usage("--max-records must not be negative (0: no bound)")
 			}
@@ -150,7 +153,7 @@ as a server span continuing the traceparent it carries.`,
 			if maxRecords == 0 {
 				maxRecords = -1 // sidecar: negative has no bound
 			}
-			srv, err := sidecar.New(provider, sidecar.Options{Token: token, Store: st, Logger: logger, RecordRetention: retention, MaxRecords: maxRecords})
+			srv, err := sidecar.New(provider, sidecar.Options{Token: token, Store: st, Logger: logger, RecordRetention: retention, MaxRecords: maxRecords, AbandonAfter: abandon})
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
 			}
@@ -202,6 +205,7 @@ as a server span continuing the traceparent it carries.`,
 	cmd.Flags().StringVar(&sf.database, "database", "", "PostgreSQL connection URL recording keyed creates and exact spawns, shared by many servers (default $AGENTRT_DATABASE_URL)")
 	cmd.Flags().StringVar(&sf.schema, "database-schema", "", "PostgreSQL schema holding --database's tables, created if missing (default $AGENTRT_DATABASE_SCHEMA; none: the connection's search_path)")
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format on stderr: text or json")
+	cmd.Flags().DurationVar(&abandon, "abandon-after", sidecar.DefaultAbandonAfter, "cancel a live turn nobody has read for this long; a turn a client lost sight of (in doubt, for agentrt fleet recover) lives this long unread")
 	cmd.Flags().DurationVar(&grace, "shutdown-grace", defaultServeGrace, "on SIGINT or SIGTERM, how long live turns and dispatched runs may go on while new work is refused; what is still live then is left, not cancelled")
 	cmd.Flags().IntVar(&maxRecords, "max-records", sidecar.DefaultMaxRecords, "how many keyed creates (and, apart, exact environments) --db/--database keep records of; beyond it the oldest whose environment is gone are deleted (0: no bound)")
 	cmd.Flags().StringVar(&tlsCert, "tls-cert", "", "PEM certificate (chain) to serve HTTPS with; needs --tls-key")

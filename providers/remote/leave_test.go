@@ -73,17 +73,22 @@ func newStreamCutter(t *testing.T, base string) *streamCutter {
 	return c
 }
 
-// cutAfterEvent relays a stream and cuts its upstream once an event's
-// frame went through: the proxy then drops the client's connection.
+// cutAfterEvent relays a stream and cuts its upstream once a whole
+// event's frame went through (a frame may come in pieces): the proxy then
+// drops the client's connection.
 type cutAfterEvent struct {
 	http.ResponseWriter
-	cut context.CancelFunc
+	cut  context.CancelFunc
+	sent []byte // what went through, up to the first whole event
 }
 
 func (c *cutAfterEvent) Write(b []byte) (int, error) {
 	n, err := c.ResponseWriter.Write(b)
 	c.Flush()
-	if bytes.Contains(b, []byte("data:")) {
+	if len(c.sent) < 1<<20 {
+		c.sent = append(c.sent, b...)
+	}
+	if i := bytes.Index(c.sent, []byte("data:")); i >= 0 && bytes.Contains(c.sent[i:], []byte("\n\n")) {
 		c.cut()
 	}
 	return n, err
@@ -205,4 +210,53 @@ func delta(ev contract.EnvironmentEvent) string {
 		return *n.MessagePartUpdated.Delta
 	}
 	return ""
+}
+
+// A turn left running in doubt lives on the server only while someone
+// reads it or for `agentrt serve --abandon-after` unread: a server with
+// --abandon-after 1s cancels a turn whose only client lost its lease and
+// left, and the client that re-attaches later finds it ended cancelled
+// (with the default, two minutes, TestLeavingALiveTurnCancelsOnlyWhenMeant
+// re-attaches to it live).
+func TestServeAbandonAfterCancelsAnUnreadTurn(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "script.json")
+	if err := os.WriteFile(script, []byte(`{"turns":[{"repeat":true,"steps":[{"text":"working"},{"delayMs":60000},{"text":"done"}]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := servetest.Serve(t, []string{"AGENTRT_SERVE_TOKEN=" + serveToken}, "--provider", "scripted", "--script", script, "--abandon-after", "1s")
+	deadline, stop := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer stop()
+	p, err := remote.New(remote.Options{BaseURL: base, Token: serveToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := create(t, deadline, p)
+	ctx, cancel := context.WithCancelCause(deadline)
+	defer cancel(nil)
+	prompt, turn := "hold", "turn-abandoned"
+	in := &contract.TurnInput{Prompt: &prompt, TurnID: &turn}
+	for ev, err := range env.Stream(ctx, in) {
+		if err != nil {
+			break
+		}
+		if delta(ev) != "" {
+			cancel(fmt.Errorf("test: %w", contract.ErrLeaseLost))
+		}
+	}
+	time.Sleep(5 * time.Second) // well past --abandon-after, far short of the turn
+	follow, stopFollow := context.WithTimeout(deadline, 30*time.Second)
+	defer stopFollow()
+	var kind contract.TerminalKind
+	for ev, err := range env.Stream(follow, in) {
+		if err != nil {
+			t.Fatalf("re-attaching to the abandoned turn: %v", err)
+		}
+		if k, ok := contract.EnvironmentEventTerminal(ev); ok {
+			kind = k
+			break
+		}
+	}
+	if kind != contract.TerminalCancelled {
+		t.Errorf("the turn nobody read for 5s on a server abandoning after 1s ended %q; want cancelled", kind)
+	}
 }
