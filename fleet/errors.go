@@ -39,3 +39,36 @@ func (e *NotMigratedError) Error() string {
 }
 
 func (e *NotMigratedError) Unwrap() error { return e.Err }
+
+// AccessRefusedError is a provider that refused this process's
+// credentials (an HTTP 401 or 403 answer: an `agentrt serve` given the
+// wrong bearer token, say) while Recover looked up the environment of a
+// run in doubt. It says nothing of the environment or its turn: nothing
+// was learned and nothing recorded, and the run stays in doubt until a
+// recovery with the right credentials settles it.
+type AccessRefusedError struct {
+	RunID, EnvironmentID string
+	// Status is the HTTP status of the refusal (401 or 403).
+	Status int
+	Err    error
+}
+
+func (e *AccessRefusedError) Error() string {
+	return fmt.Sprintf("fleet: recover %s: the provider refused this process's credentials (HTTP %d) when asked for environment %s; nothing was learned or recorded, and the run stays in doubt: %v",
+		e.RunID, e.Status, e.EnvironmentID, e.Err)
+}
+
+func (e *AccessRefusedError) Unwrap() error { return e.Err }
+
+// accessRefused is the HTTP status of err when it is a provider's refusal
+// of the caller's credentials (401 or 403; an error in the chain carries
+// it as HTTPStatus, as contract/wire and the vendor providers do), else 0.
+func accessRefused(err error) int {
+	var h interface{ HTTPStatus() int }
+	if errors.As(err, &h) {
+		if s := h.HTTPStatus(); s == 401 || s == 403 {
+			return s
+		}
+	}
+	return 0
+}

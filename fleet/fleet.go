@@ -39,8 +39,17 @@ const riverMigrationLock int64 = 0x6167656e74726976
 type Options struct {
 	// DatabaseURL names the PostgreSQL database (a postgres:// URL or a
 	// key=value string). The run store's tables live in its search_path,
-	// or in StoreSchema.
+	// or in StoreSchema. Give it or Pool, not both.
 	DatabaseURL string
+	// Pool, when set, is the caller's connection pool, which the fleet
+	// (its run store and River) uses instead of connecting itself: a
+	// program that already has a pool on the database shares it. The
+	// pool stays the caller's: Close leaves it open, and the caller
+	// closes it after the fleet and its workers are done. Its sessions
+	// should bound idle transactions as the fleet's own pool does
+	// (idle_in_transaction_session_timeout, 8s): a worker paused inside
+	// a lease renewal otherwise keeps its run locked from the others.
+	Pool *pgxpool.Pool
 	// StoreSchema, when set, is the schema of the run store's tables
 	// (postgres.Options.Schema): every process of a fleet must name the
 	// same one.
@@ -57,19 +66,25 @@ type Options struct {
 // Fleet submits runs as jobs and reads their state. It is safe for
 // concurrent use.
 type Fleet struct {
-	store  *postgres.Store
-	pool   *pgxpool.Pool
-	river  *river.Client[pgx.Tx]
-	schema string
-	log    *slog.Logger
-	now    func() time.Time
+	store *postgres.Store
+	pool  *pgxpool.Pool
+	// ownPool: Open made pool, and Close closes it.
+	ownPool bool
+	river   *river.Client[pgx.Tx]
+	schema  string
+	log     *slog.Logger
+	now     func() time.Time
 }
 
-// Open connects to the database. The run store's migrations are applied
-// (as store/postgres always does); River's are not — run Migrate first.
+// Open connects to the database (or takes Options.Pool). The run store's
+// migrations are applied (as store/postgres always does); River's are
+// not — run Migrate first.
 func Open(ctx context.Context, opts Options) (*Fleet, error) {
-	if opts.DatabaseURL == "" {
-		return nil, fmt.Errorf("fleet: %w: a database URL is required", ErrInvalid)
+	switch {
+	case opts.DatabaseURL == "" && opts.Pool == nil:
+		return nil, fmt.Errorf("fleet: %w: a database URL or a pool is required", ErrInvalid)
+	case opts.DatabaseURL != "" && opts.Pool != nil:
+		return nil, fmt.Errorf("fleet: %w: give a database URL or a pool, not both", ErrInvalid)
 	}
 	schema := opts.RiverSchema
 	if schema == "" {
@@ -86,23 +101,27 @@ func Open(ctx context.Context, opts Options) (*Fleet, error) {
 	if now == nil {
 		now = time.Now
 	}
-	// One pool serves the run store and River, its sessions bounded
-	// idle in a transaction (pgdb.IdleInTransactionTimeout): a worker
-	// paused mid-renewal must not keep its run locked from the others.
-	cfg, err := pgdb.Config(opts.DatabaseURL, 0)
-	if err != nil {
-		return nil, fmt.Errorf("fleet: %w", err)
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("fleet: connecting: %w", err)
+	pool, own := opts.Pool, opts.Pool == nil
+	if own {
+		// One pool serves the run store and River, its sessions bounded
+		// idle in a transaction (pgdb.IdleInTransactionTimeout): a worker
+		// paused mid-renewal must not keep its run locked from the others.
+		cfg, err := pgdb.Config(opts.DatabaseURL, 0)
+		if err != nil {
+			return nil, fmt.Errorf("fleet: %w", err)
+		}
+		if pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("fleet: connecting: %w", err)
+		}
 	}
 	s, err := postgres.OpenPool(ctx, pool, postgres.Options{Now: opts.Now, Schema: opts.StoreSchema})
 	if err != nil {
-		pool.Close()
+		if own {
+			pool.Close()
+		}
 		return nil, fmt.Errorf("fleet: opening the run store: %w", err)
 	}
-	f := &Fleet{store: s, pool: pool, schema: schema, log: logger, now: now}
+	f := &Fleet{store: s, pool: pool, ownPool: own, schema: schema, log: logger, now: now}
 	// An insert-only client: it runs no queues and no maintenance.
 	f.river, err = river.NewClient(riverpgxv5.New(pool), &river.Config{Schema: schema, Logger: logger})
 	if err != nil {
@@ -116,10 +135,11 @@ func Open(ctx context.Context, opts Options) (*Fleet, error) {
 var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // Close releases the connections: the run store first (its queued
-// appends commit), then the pool it shares with River.
+// appends commit), then the pool it shares with River — unless the pool
+// is the caller's (Options.Pool), which stays open.
 func (f *Fleet) Close() error {
 	err := f.store.Close()
-	if f.pool != nil {
+	if f.pool != nil && f.ownPool {
 		f.pool.Close()
 	}
 	return err

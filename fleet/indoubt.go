@@ -118,7 +118,8 @@ var errStopFollowing = fmt.Errorf("fleet: recover stopped following the turn, wh
 // Recovery is returned, Replayed. Writes are fenced: a Recover that lost
 // the run to another changes nothing. A provider that cannot tell
 // whether the environment exists (its server is unreachable) is an
-// error, and nothing is recorded. Give ctx a deadline: the recovery's
+// error, and nothing is recorded; so is one that refuses this process's
+// credentials, a *AccessRefusedError. Give ctx a deadline: the recovery's
 // claim on the run lasts until it (plus LeaseTTL), or LeaseTTL without
 // one, after which another Recover may take the run over and this one's
 // findings are refused.
@@ -159,6 +160,9 @@ func (f *Fleet) Recover(ctx context.Context, runID string, o RecoverOptions) (*R
 	}
 	created := rec.Exact != nil && rec.Exact.EnvironmentCreated
 	env, err := getter.Get(ctx, doubt.EnvironmentID)
+	if status := accessRefused(err); status != 0 {
+		return nil, &AccessRefusedError{RunID: runID, EnvironmentID: doubt.EnvironmentID, Status: status, Err: err}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("fleet: recover %s: cannot tell whether environment %s is alive (try again once the provider answers): %w", runID, doubt.EnvironmentID, err)
 	}

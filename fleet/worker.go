@@ -705,8 +705,9 @@ func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
 		// Cancelled by this worker's shutdown, not by a request.
 		handBack = true
 	case unreachable(res, runErr):
-		// The provider's server refused the connection before any
-		// environment existed: nothing ran, so the run may run again.
+		// The provider's server refused the connection, or this worker's
+		// credentials, before any environment existed: nothing ran, so
+		// the run may run again.
 		handBack = true
 	case inDoubt(res):
 		// The environment's stream was lost: its turn may have gone on (or
@@ -799,7 +800,11 @@ func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
 		w.metrics.count("released", c.spec.Provider)
 		if refusals > 0 {
 			after := backoff(refusals, w.o.Backoff, w.o.MaxBackoff)
-			w.log.Warn("run handed back: the provider's server is unreachable", "run", c.fence.RunID, "attempt", c.attempt.RunID,
+			msg := "run handed back: the provider's server is unreachable"
+			if status := accessRefused(runErr); status != 0 {
+				msg = fmt.Sprintf("run handed back: the provider's server refused this worker's credentials (HTTP %d): give the worker the token the server reads", status)
+			}
+			w.log.Warn(msg, "run", c.fence.RunID, "attempt", c.attempt.RunID,
 				"refusals_in_a_row", refusals, "retry_after", after.String(), "err", runErr)
 			return &retryLater{after: after}
 		}
@@ -829,9 +834,14 @@ func inDoubt(res *kernel.Result) bool {
 }
 
 // unreachable reports whether an attempt failed because its provider's
-// server refused the connection before any environment was created.
+// server refused it before any environment was created: it refused the
+// connection, or this worker's credentials (401 or 403: a worker given
+// the wrong token). Nothing ran, and the run is no worse a run for it:
+// it is handed back (to this worker once the gate opens, or to a worker
+// the server accepts), never failed.
 func unreachable(res *kernel.Result, runErr error) bool {
-	return res.Status == store.StatusFailed && res.EnvironmentID == "" && res.Reason == kernel.ReasonProvider && errors.Is(runErr, syscall.ECONNREFUSED)
+	return res.Status == store.StatusFailed && res.EnvironmentID == "" && res.Reason == kernel.ReasonProvider &&
+		(errors.Is(runErr, syscall.ECONNREFUSED) || accessRefused(runErr) != 0)
 }
 
 // joinNotes joins an attempt's notes: what it began as, then how it
@@ -855,6 +865,9 @@ func handBackNote(res *kernel.Result, runErr error, stopping bool) string {
 	case res != nil && res.Status == store.StatusInterrupted:
 		return "the attempt lost its lease"
 	case res != nil && unreachable(res, runErr):
+		if status := accessRefused(runErr); status != 0 {
+			return fmt.Sprintf("%sit refused this worker's credentials (HTTP %d; give the worker the token the server reads): %s", unreachableNote, status, res.Detail)
+		}
 		return unreachableNote + res.Detail
 	case stopping:
 		return "the worker stopped"

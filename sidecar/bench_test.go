@@ -5,11 +5,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentrt/agentrt/contract/wire"
+	"github.com/agentrt/agentrt/internal/servetest"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/sidecar"
 )
@@ -21,8 +24,7 @@ const benchEvents = 2000
 // event), read by the same client loop.
 func BenchmarkSSE(b *testing.B) {
 	b.ReportAllocs()
-	steps := strings.Repeat(`{"text":"x"},`, benchEvents-1) + `{"text":"x"}`
-	script, err := scripted.ParseScript([]byte(`{"turns":[{"repeat":true,"steps":[` + steps + `]}]}`))
+	script, err := scripted.ParseScript([]byte(benchScript))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -34,23 +36,50 @@ func BenchmarkSSE(b *testing.B) {
 	defer s.Close()
 	ts := httptest.NewServer(s)
 	defer ts.Close()
-	env := mustCreateB(b, ts)
+	benchSSEAgainst(b, "sidecar", ts.Client(), ts.URL)
+}
 
-	// The bare writer sends the frames of one real sidecar turn.
-	frames := turnFrames(b, ts, env)
+// BenchmarkSSEServe is BenchmarkSSE through the real `agentrt serve`
+// process (issue 14, Done when: "SSE events/s from agentrt serve on
+// loopback compared with a bare Go SSE writer in the same run. Goal:
+// ≥50% of the bare writer"): the built binary serves the scripted
+// provider on a loopback port, and its turn streams are read by the same
+// reader as a bare net/http SSE writer's of the same frames, in the same
+// run; "interleaved" reports both rates and serve's share of the bare
+// writer's.
+func BenchmarkSSEServe(b *testing.B) {
+	b.ReportAllocs()
+	path := filepath.Join(b.TempDir(), "script.json")
+	if err := os.WriteFile(path, []byte(benchScript), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	base, _ := servetest.Serve(b, []string{"AGENTRT_SERVE_TOKEN=" + testToken}, "--provider", "scripted", "--script", path)
+	benchSSEAgainst(b, "serve", &http.Client{}, base)
+}
+
+// benchScript's turn is benchEvents texts, as fast as the provider goes.
+var benchScript = `{"turns":[{"repeat":true,"steps":[` + strings.Repeat(`{"text":"x"},`, benchEvents-1) + `{"text":"x"}]}]}`
+
+// benchSSEAgainst runs the server at base's turn streams (sub-benchmark
+// name), a bare SSE writer of the frames of one of its turns ("bare"),
+// and both alternately ("interleaved"), all read by countEvents.
+func benchSSEAgainst(b *testing.B, name string, c *http.Client, base string) {
+	env := mustCreateAt(b, c, base)
+	turns := base + "/v1/environments/" + env + "/turns"
+	// The bare writer sends the frames of one real turn of the server.
+	frames := turnFrames(b, c, turns)
 
 	// Every turn gets a fresh id: a known id would replay the turn's
 	// kept frames instead of running the provider.
-	turns := 0
+	n := 0
 	turnBody := func() string {
-		turns++
-		return `{"turnId":"bench-` + itoa(turns) + `","input":{"prompt":"go"}}`
+		n++
+		return `{"turnId":"bench-` + itoa(n) + `","input":{"prompt":"go"}}`
 	}
-	b.Run("sidecar", func(b *testing.B) {
+	b.Run(name, func(b *testing.B) {
 		n := 0
 		for range b.N {
-			body := turnBody()
-			n += countEvents(b, ts.Client(), http.MethodPost, ts.URL+"/v1/environments/"+env+"/turns", body)
+			n += countEvents(b, c, http.MethodPost, turns, turnBody())
 		}
 		b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
 	})
@@ -70,22 +99,21 @@ func BenchmarkSSE(b *testing.B) {
 		}
 		b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
 	})
-	// interleaved alternates one sidecar turn and one bare stream, so a
+	// interleaved alternates one server turn and one bare stream, so a
 	// busy machine slows both alike and the ratio stays comparable.
 	b.Run("interleaved", func(b *testing.B) {
 		var side, plain time.Duration
 		n, m := 0, 0
 		for range b.N {
 			start := time.Now()
-			body := turnBody()
-			n += countEvents(b, ts.Client(), http.MethodPost, ts.URL+"/v1/environments/"+env+"/turns", body)
+			n += countEvents(b, c, http.MethodPost, turns, turnBody())
 			side += time.Since(start)
 			start = time.Now()
 			m += countEvents(b, bare.Client(), http.MethodGet, bare.URL, "")
 			plain += time.Since(start)
 		}
 		sideRate, plainRate := float64(n)/side.Seconds(), float64(m)/plain.Seconds()
-		b.ReportMetric(sideRate, "sidecar-events/s")
+		b.ReportMetric(sideRate, name+"-events/s")
 		b.ReportMetric(plainRate, "bare-events/s")
 		b.ReportMetric(100*sideRate/plainRate, "%-of-bare")
 	})
@@ -93,8 +121,9 @@ func BenchmarkSSE(b *testing.B) {
 
 func itoa(i int) string { return strconvItoa(i) }
 
-func mustCreateB(b *testing.B, ts *httptest.Server) string {
-	status, body := do(b, ts, http.MethodPost, wire.PathEnvironments, `{"profile":{"name":"t"}}`, nil)
+// mustCreateAt creates an environment on the server at base.
+func mustCreateAt(b *testing.B, c *http.Client, base string) string {
+	status, body := post(b, c, base+wire.PathEnvironments, `{"profile":{"name":"t"}}`)
 	res, err := wire.ParseCreateResult(body)
 	if status != http.StatusCreated || err != nil {
 		b.Fatalf("create: %d %s %v", status, body, err)
@@ -102,8 +131,29 @@ func mustCreateB(b *testing.B, ts *httptest.Server) string {
 	return res.Environment.ID
 }
 
-func turnFrames(b *testing.B, ts *httptest.Server, env string) [][]byte {
-	_, body := do(b, ts, http.MethodPost, "/v1/environments/"+env+"/turns", `{"turnId":"frames","input":{"prompt":"go"}}`, nil)
+// post sends body with the test token and returns the answer.
+func post(b *testing.B, c *http.Client, url, body string) (int, []byte) {
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", wire.ContentTypeJSON)
+	resp, err := c.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return resp.StatusCode, out
+}
+
+// turnFrames runs one turn at turns and returns its SSE frames.
+func turnFrames(b *testing.B, c *http.Client, turns string) [][]byte {
+	_, body := post(b, c, turns, `{"turnId":"frames","input":{"prompt":"go"}}`)
 	var frames [][]byte
 	for _, ev := range sseEvents(b, body) {
 		f, err := wire.AppendSSE(nil, mustID(b, ev.ID), ev.Event, ev.Data)

@@ -231,7 +231,7 @@ func TestNativeSessionUnknownWhenNoneObserved(t *testing.T) {
 // native session over loopback HTTP.
 func BenchmarkNativeSessionRoute(b *testing.B) {
 	ts, _ := serve(b, newScripted(b), sidecar.Options{})
-	env := mustCreateB(b, ts)
+	env := mustCreateAt(b, ts.Client(), ts.URL)
 	if status, body := do(b, ts, http.MethodPost, "/v1/environments/"+env+"/turns", `{"turnId":"t1","input":{"prompt":"hi"}}`, nil); status != http.StatusOK {
 		b.Fatalf("turn: %d %s", status, body)
 	}

@@ -122,3 +122,86 @@ func TestWorkerBacksOffWhileItsServerIsDown(t *testing.T) {
 	server.stop(t)
 	t.Logf("%d attempts: %d refused while the server was down, then completed", len(r.Attempts), len(r.Attempts)-1)
 }
+
+// Issue 14: a worker whose token `agentrt serve` refuses (401) has not
+// run anything, so the run is no worse for it: the worker hands it back
+// (never fails it), says its credentials were refused and how to fix
+// that (never the token), and backs off as from a server that is down;
+// a worker the server accepts then completes the run.
+func TestWorkerWithARefusedTokenHandsTheRunBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a server and two worker processes")
+	}
+	conn, schema := fleetDB(t)
+	db := []string{"--database", conn, "--river-schema", schema}
+	if out, errOut, code := run(t, "", append([]string{"fleet", "migrate"}, db...)...); code != 0 {
+		t.Fatalf("fleet migrate: %d %s %s", code, out, errOut)
+	}
+	urls := make(chan string, 1)
+	server := startProc(t, "server", urls, "serve", "--listen", "127.0.0.1:0", "--provider", "scripted", "--db", ":memory:")
+	var base string
+	select {
+	case base = <-urls:
+	case <-time.After(time.Minute):
+		t.Fatalf("the server did not start:\n%s", server.logs)
+	}
+	const wrongToken = "a-token-the-server-refuses"
+	workerArgs := func(id string) []string {
+		return append([]string{"worker", "--id", id, "--provider", "remote", "--base-url", base, "--backoff", "500ms", "--max-backoff", "1s",
+			"--rescue-after", "10s", "--lease", "10s", "--poll-interval", "50ms", "--log-format", "json"}, db...)
+	}
+	refused := startProcWith(t, "refused", nil, []string{"AGENTRT_SERVE_TOKEN=" + wrongToken}, workerArgs("refused")...)
+	out, errOut, code := run(t, "", append([]string{"run", noteWriter, "--task", "write a note", "--enqueue", "--provider", "remote"}, db...)...)
+	if code != 0 {
+		t.Fatalf("run --enqueue: %d %s", code, errOut)
+	}
+	runID := strings.TrimSpace(out)
+	f := openTestFleet(t, conn, schema)
+	var r *fleet.Run
+	for deadline := time.Now().Add(90 * time.Second); ; {
+		var err error
+		if r, err = f.Get(t.Context(), runID); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Attempts) >= 2 && r.Attempts[1].Status != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d attempts within 90s: %+v\nworker:\n%s", len(r.Attempts), r.Attempts, refused.logs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if r.Status != store.StatusPending {
+		t.Errorf("the run its worker's token was refused for: %s; want pending (handed back)", r.Status)
+	}
+	for i, a := range r.Attempts[:2] {
+		if a.Status != "released" || !strings.Contains(a.Note, "refused this worker's credentials (HTTP 401") {
+			t.Errorf("attempt %d: %+v; want handed back, saying the credentials were refused", i+1, a)
+		}
+	}
+	refused.stop(t)
+	logs := refused.logs.String()
+	if !strings.Contains(logs, "give the worker the token the server reads") || strings.Contains(logs, wrongToken) {
+		t.Errorf("the refused worker's log does not say what to do, or carries its token:\n%s", logs)
+	}
+
+	accepted := startProc(t, "accepted", nil, workerArgs("accepted")...)
+	for deadline := time.Now().Add(90 * time.Second); ; {
+		var err error
+		if r, err = f.Get(t.Context(), runID); err != nil {
+			t.Fatal(err)
+		}
+		if r.Status.Terminal() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run did not end within 90s of a worker with the right token: %+v\nworker:\n%s", r, accepted.logs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if r.Status != store.StatusCompleted || r.Outcome == nil || !r.Outcome.Delivered {
+		t.Errorf("with the right token: %s, outcome %+v; want completed", r.Status, r.Outcome)
+	}
+	accepted.stop(t)
+	server.stop(t)
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/fleet"
+	"github.com/agentrt/agentrt/internal/servetest"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/store"
 )
@@ -40,12 +41,19 @@ type proc struct {
 // killed when the test ends if it still runs.
 func startProc(t *testing.T, name string, url chan<- string, args ...string) *proc {
 	t.Helper()
+	return startProcWith(t, name, url, nil, args...)
+}
+
+// startProcWith is startProc with env added last to the child's
+// environment (overriding what startProc sets).
+func startProcWith(t *testing.T, name string, url chan<- string, env []string, args ...string) *proc {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &proc{name: name, cmd: exec.Command(exe, args...), logs: new(lockedBuffer), exited: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), "AGENTRT_CLI_CHILD=1", "AGENTRT_SERVE_TOKEN="+serveToken)
+	p.cmd.Env = append(append(os.Environ(), servetest.Home(t), "AGENTRT_CLI_CHILD=1", "AGENTRT_SERVE_TOKEN="+serveToken), env...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -36,6 +36,10 @@ re-attaches to its turn, never running the work again:
   lost      the provider no longer has the environment: the run stays
             interrupted, known lost; nothing is destroyed
 
+A provider that refuses this process's credentials (agentrt serve answering
+401 to a wrong or missing $AGENTRT_SERVE_TOKEN) is reported as such; nothing
+is recorded and the run stays in doubt.
+
 Exit status 0 when the run was settled completed, 1 otherwise.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -57,7 +61,10 @@ Exit status 0 when the run was settled completed, 1 otherwise.`,
 			defer stop()
 			fmt.Fprintf(stdio.Err, "recovering %s: following its turn for at most %s\n", args[0], wait)
 			rc, err := fl.Recover(follow, args[0], fleet.RecoverOptions{Provider: provider})
+			var refused *fleet.AccessRefusedError
 			switch {
+			case errors.As(err, &refused):
+				return &exitError{code: ExitFailed, err: fmt.Errorf("%w\n%s", err, accessRefusedHint(providerName, refused, args[0]))}
 			case errors.Is(err, fleet.ErrNotInDoubt):
 				return &exitError{code: ExitFailed, err: fmt.Errorf("%w: only a run that ended interrupted with its environment kept in doubt can be recovered (see agentrt fleet show %s)", err, args[0])}
 			case errors.Is(err, fleet.ErrInvalid):
@@ -107,4 +114,13 @@ type recoveryJSON struct {
 	Recovery *fleet.Recovery `json:"recovery"`
 	Replayed bool            `json:"replayed"`
 	Outcome  *fleet.Outcome  `json:"outcome,omitzero"`
+}
+
+// accessRefusedHint says what to do when the provider refused the
+// recovering process's credentials.
+func accessRefusedHint(providerName string, e *fleet.AccessRefusedError, runID string) string {
+	if providerName == "remote" {
+		return fmt.Sprintf("the agentrt serve at --base-url refused this process's bearer token (HTTP %d): set $AGENTRT_SERVE_TOKEN to the token that server reads (its --token-file or $AGENTRT_SERVE_TOKEN) and run agentrt fleet recover %s again; the run stays in doubt, nothing was recorded", e.Status, runID)
+	}
+	return fmt.Sprintf("the %s provider refused this process's credentials (HTTP %d): give it the credentials the run's workers use and run agentrt fleet recover %s again; the run stays in doubt, nothing was recorded", providerName, e.Status, runID)
 }

@@ -12,15 +12,19 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/fleet"
+	"github.com/agentrt/agentrt/internal/cli"
 	"github.com/agentrt/agentrt/store"
 )
 
 // blipProxy stands between a worker and a live `agentrt serve`: while it
 // is down, every connection is dropped, and the streams in flight when it
 // went down are cut (a network blip; the server and its turns live on).
+// With streamsOnly, only turn streams are dropped and cut: every other
+// call (a turn cancel above all) still reaches the server.
 type blipProxy struct {
-	URL string
-	mu  sync.Mutex
+	URL         string
+	streamsOnly bool
+	mu          sync.Mutex
 	// down: connections are dropped; cuts end the requests in flight.
 	down bool
 	cuts map[*http.Request]context.CancelFunc
@@ -34,18 +38,19 @@ func (p *blipProxy) destroyed() int {
 	return p.destroys
 }
 
-func newBlipProxy(t *testing.T, base string) *blipProxy {
+func newBlipProxy(t *testing.T, base string, streamsOnly bool) *blipProxy {
 	t.Helper()
 	target, err := url.Parse(base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &blipProxy{cuts: map[*http.Request]context.CancelFunc{}}
+	p := &blipProxy{streamsOnly: streamsOnly, cuts: map[*http.Request]context.CancelFunc{}}
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.FlushInterval = -1
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		stream := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 		p.mu.Lock()
-		if p.down {
+		if p.down && (stream || !p.streamsOnly) {
 			p.mu.Unlock()
 			panic(http.ErrAbortHandler) // the connection drops
 		}
@@ -54,7 +59,9 @@ func newBlipProxy(t *testing.T, base string) *blipProxy {
 		}
 		ctx, cancel := context.WithCancel(r.Context())
 		r = r.WithContext(ctx)
-		p.cuts[r] = cancel
+		if stream || !p.streamsOnly {
+			p.cuts[r] = cancel
+		}
 		p.mu.Unlock()
 		defer func() {
 			p.mu.Lock()
@@ -91,10 +98,23 @@ const recoverScript = `{"turns":[{"repeat":true,"steps":[{"text":"one "},{"delay
 // destroyed it); `agentrt fleet recover RUN` once the network is back
 // follows the turn to its end and settles the run completed with the
 // whole turn, never running it again; a second recover changes nothing.
+// In "streams cut" only the turn's stream breaks while every other call
+// gets through: the worker's remote provider, which gave up on the
+// stream, must not cancel the turn the fleet keeps in doubt (spec
+// runtime §5), or the recovery would find it cancelled.
 func TestFleetRecoverSettlesARunInDoubt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a server and a worker process through a network blip")
 	}
+	for _, tc := range []struct {
+		name        string
+		streamsOnly bool
+	}{{"network down", false}, {"streams cut", true}} {
+		t.Run(tc.name, func(t *testing.T) { recoverAfterBlip(t, tc.streamsOnly) })
+	}
+}
+
+func recoverAfterBlip(t *testing.T, streamsOnly bool) {
 	conn, schema := fleetDB(t)
 	db := []string{"--database", conn, "--river-schema", schema}
 	if out, errOut, code := run(t, "", append([]string{"fleet", "migrate"}, db...)...); code != 0 {
@@ -109,7 +129,7 @@ func TestFleetRecoverSettlesARunInDoubt(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatalf("the server did not start:\n%s", server.logs)
 	}
-	net := newBlipProxy(t, base)
+	net := newBlipProxy(t, base, streamsOnly)
 	worker := startProc(t, "worker", nil, append([]string{"worker", "--id", "w1", "--provider", "remote", "--base-url", net.URL,
 		"--lease", "5s", "--poll-interval", "100ms", "--log-format", "json"}, db...)...)
 	out, errOut, code := run(t, "", append([]string{"run", noteWriter, "--task", "a note in doubt", "--enqueue", "--provider", "remote"}, db...)...)
@@ -158,8 +178,21 @@ func TestFleetRecoverSettlesARunInDoubt(t *testing.T) {
 	if out, errOut, code := run(t, "", append([]string{"fleet", "show", runID}, db...)...); code != 0 || !strings.Contains(out, want) {
 		t.Errorf("fleet show of the run in doubt: %d\n%s\n%s\nwant it to say %q", code, out, errOut, want)
 	}
-	t.Setenv("AGENTRT_SERVE_TOKEN", serveToken) // the recovering process reaches the server as the worker does
 	rec := append([]string{"fleet", "recover", runID, "--provider", "remote", "--base-url", net.URL, "--wait", "90s"}, db...)
+	// A recovering process whose token the server refuses (401) is told
+	// so, and what to do, not that the environment's fate is unknown;
+	// nothing is recorded: the run stays in doubt, as it was.
+	const wrongToken = "not-the-serve-token"
+	t.Setenv("AGENTRT_SERVE_TOKEN", wrongToken)
+	out, errOut, code = run(t, "", rec...)
+	if code != cli.ExitFailed || !strings.Contains(errOut, "refused this process's bearer token (HTTP 401)") ||
+		!strings.Contains(errOut, "set $AGENTRT_SERVE_TOKEN") || strings.Contains(errOut, "cannot tell") || strings.Contains(out+errOut, wrongToken) {
+		t.Fatalf("fleet recover with a wrong token: %d\n%s\n%s\nwant exit 1 saying the token was refused", code, out, errOut)
+	}
+	if still, err := f.Get(t.Context(), runID); err != nil || still.Status != store.StatusInterrupted || still.InDoubt == nil || still.Recovery != nil || len(still.Attempts) != 1 {
+		t.Fatalf("the run after a refused recover: %+v, %v; want it in doubt, untouched", still, err)
+	}
+	t.Setenv("AGENTRT_SERVE_TOKEN", serveToken) // the recovering process reaches the server as the worker does
 	out, errOut, code = run(t, "", rec...)
 	if code != 0 || !strings.Contains(out, "settled") || !strings.Contains(out, "status: completed") {
 		t.Fatalf("fleet recover: %d\n%s\n%s\nworker:\n%s\nserver:\n%s", code, out, errOut, worker.logs, server.logs)

@@ -55,6 +55,9 @@ func (f *storeFlags) open(ctx context.Context) (store.Store, error) {
 	if f.database != "" && f.path != "" {
 		return nil, usage("--db (SQLite) and --database (PostgreSQL) name two different stores; give one")
 	}
+	if f.schema != "" && f.url() == "" {
+		return nil, usage("--database-schema names a PostgreSQL schema: it applies to --database (or $AGENTRT_DATABASE_URL), not to a SQLite store")
+	}
 	if u := f.url(); u != "" {
 		schema := f.schema
 		if schema == "" {

@@ -28,10 +28,10 @@ import (
 const shutdownGrace = 10 * time.Second
 
 func newServeCmd(stdio IO) *cobra.Command {
-	var listen, providerName, scriptPath, baseURL, openaiAPI, tokenFile, stateDir string
+	var listen, providerName, scriptPath, baseURL, openaiAPI, tokenFile, stateDir, logFormat string
 	var images []string
 	var sf storeFlags
-	var retention, grace time.Duration
+	var retention, grace, abandon time.Duration
 	var maxRecords int
 	var tlsCert, tlsKey string
 	cmd := &cobra.Command{
@@ -45,17 +45,20 @@ environments, files and output live under --state-dir, so a restarted server
 recovers them, from the image directories given with --image.
 
 The bearer token is read from --token-file FILE or $AGENTRT_SERVE_TOKEN.
-Without a token the server listens on loopback only. With --db FILE (SQLite)
-or --database URL (PostgreSQL, default $AGENTRT_DATABASE_URL), keyed creates
-and exact spawns are recorded in that store, so a restarted server (or
-another server on the same PostgreSQL database) replays a retried create or
-spawn instead of making a second environment or process, for
+Without a token the server listens on loopback only. Keyed creates and exact
+spawns are recorded in the run store — --db FILE (SQLite, default
+$AGENTRT_HOME/agentrt.db, ~/.agentrt/agentrt.db, as for agentrt run) or
+--database URL (PostgreSQL, default $AGENTRT_DATABASE_URL; its tables in
+--database-schema NAME, default $AGENTRT_DATABASE_SCHEMA) — so a restarted
+server (or another server on the same PostgreSQL database) replays a retried
+create or spawn instead of making a second environment or process, for
 --record-retention after the key's first use (older records are deleted in
 bounded batches; 0 keeps them forever) and, whatever their age, for the
 newest --max-records keyed creates (and exact environments): beyond it the
-oldest go first, never those of an environment that still exists. Without
-either they are kept in memory. The listen address is printed on stderr once
-the server accepts connections.
+oldest go first, never those of an environment that still exists.
+--db :memory: keeps them in this process only (a restart forgets them). The
+listen address is printed on stderr once the server accepts connections;
+--log-format json makes every line the server logs a JSON object.
 
 With --tls-cert and --tls-key (PEM files, both or neither) the server speaks
 HTTPS only; clients (agentrt run --provider remote) trust its certificate
@@ -80,6 +83,11 @@ as a server span continuing the traceparent it carries.`,
 			if err != nil {
 				return err
 			}
+			logger, err := newLogger(stdio.Err, logFormat)
+			if err != nil {
+				return err
+			}
+			say := serveNotice(stdio, logger, logFormat)
 			if listen == "" {
 				return usage("--listen is required")
 			}
@@ -88,6 +96,9 @@ as a server span continuing the traceparent it carries.`,
 			}
 			if grace <= 0 {
 				return usage("--shutdown-grace must be positive, such as 30s")
+			}
+			if abandon <= 0 {
+				return usage("--abandon-after must be positive, such as 2m")
 			}
 			if maxRecords < 0 {
 				return usage("--max-records must not be negative (0: no bound)")
@@ -118,7 +129,14 @@ as a server span continuing the traceparent it carries.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			var st store.Store
-			if sf.path != "" || sf.url() != "" {
+			if sf.path == memoryStore {
+				if sf.database != "" {
+					return usage("--db %s (records in memory) and --database name two different stores; give one", memoryStore)
+				}
+				if sf.schema != "" {
+					return usage("--database-schema applies to a PostgreSQL store (--database), not --db %s", memoryStore)
+				}
+			} else {
 				s, err := sf.open(ctx)
 				if err != nil {
 					return err
@@ -126,7 +144,6 @@ as a server span continuing the traceparent it carries.`,
 				defer s.Close()
 				st = s
 			}
-			logger := slog.New(slog.NewTextHandler(stdio.Err, nil))
 			if retention < 0 {
 				return usage("--record-retention must not be negative (0 keeps records forever)")
 			}
@@ -136,7 +153,7 @@ as a server span continuing the traceparent it carries.`,
 			if maxRecords == 0 {
 				maxRecords = -1 // sidecar: negative has no bound
 			}
-			srv, err := sidecar.New(provider, sidecar.Options{Token: token, Store: st, Logger: logger, RecordRetention: retention, MaxRecords: maxRecords})
+			srv, err := sidecar.New(provider, sidecar.Options{Token: token, Store: st, Logger: logger, RecordRetention: retention, MaxRecords: maxRecords, AbandonAfter: abandon})
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
 			}
@@ -160,11 +177,11 @@ as a server span continuing the traceparent it carries.`,
 				// The certificate is in TLSConfig: no files to name here.
 				scheme, serve = "https", func(ln net.Listener) error { return hs.ServeTLS(ln, "", "") }
 			} else if token != "" && !loopbackOnly(listen) {
-				fmt.Fprintf(stdio.Err, "agentrt serve: warning: listening on %s without TLS: the bearer token crosses the network in clear (give --tls-cert and --tls-key)\n", listen)
+				say(slog.LevelWarn, fmt.Sprintf("warning: listening on %s without TLS: the bearer token crosses the network in clear (give --tls-cert and --tls-key)", listen))
 			}
 			served := make(chan error, 1)
 			go func() { served <- serve(ln) }()
-			fmt.Fprintf(stdio.Err, "agentrt serve: listening on %s://%s (provider %s)\n", scheme, ln.Addr(), provider.Name())
+			say(slog.LevelInfo, fmt.Sprintf("listening on %s://%s (provider %s)", scheme, ln.Addr(), provider.Name()))
 			select {
 			case err := <-served:
 				return &exitError{code: ExitFailed, err: err}
@@ -173,7 +190,7 @@ as a server span continuing the traceparent it carries.`,
 			// A second signal stops the process at once, as without a handler.
 			stop()
 			ended = true
-			return stopServing(stdio, hs, srv, grace)
+			return stopServing(say, hs, srv, grace)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "", "address to listen on, such as 127.0.0.1:8080 (required)")
@@ -184,8 +201,11 @@ as a server span continuing the traceparent it carries.`,
 	cmd.Flags().StringVar(&baseURL, "base-url", "", "the model endpoint of the served provider (default: the vendor's)")
 	cmd.Flags().StringVar(&openaiAPI, "openai-api", "", "the wire protocol of the openai provider: chat-completions or responses")
 	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the bearer token (default $AGENTRT_SERVE_TOKEN)")
-	cmd.Flags().StringVar(&sf.path, "db", "", "SQLite file recording keyed creates and exact spawns across restarts (default: in memory)")
+	cmd.Flags().StringVar(&sf.path, "db", "", "SQLite file recording keyed creates and exact spawns across restarts (default $AGENTRT_HOME/agentrt.db, ~/.agentrt/agentrt.db; "+memoryStore+": in this process only)")
 	cmd.Flags().StringVar(&sf.database, "database", "", "PostgreSQL connection URL recording keyed creates and exact spawns, shared by many servers (default $AGENTRT_DATABASE_URL)")
+	cmd.Flags().StringVar(&sf.schema, "database-schema", "", "PostgreSQL schema holding --database's tables, created if missing (default $AGENTRT_DATABASE_SCHEMA; none: the connection's search_path)")
+	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format on stderr: text or json")
+	cmd.Flags().DurationVar(&abandon, "abandon-after", sidecar.DefaultAbandonAfter, "cancel a live turn nobody has read for this long; a turn a client lost sight of (in doubt, for agentrt fleet recover) lives this long unread")
 	cmd.Flags().DurationVar(&grace, "shutdown-grace", defaultServeGrace, "on SIGINT or SIGTERM, how long live turns and dispatched runs may go on while new work is refused; what is still live then is left, not cancelled")
 	cmd.Flags().IntVar(&maxRecords, "max-records", sidecar.DefaultMaxRecords, "how many keyed creates (and, apart, exact environments) --db/--database keep records of; beyond it the oldest whose environment is gone are deleted (0: no bound)")
 	cmd.Flags().StringVar(&tlsCert, "tls-cert", "", "PEM certificate (chain) to serve HTTPS with; needs --tls-key")
@@ -197,6 +217,21 @@ as a server span continuing the traceparent it carries.`,
 // defaultServeGrace is --shutdown-grace's default.
 const defaultServeGrace = 30 * time.Second
 
+// memoryStore is the --db value that keeps a server's records in its
+// process only.
+const memoryStore = ":memory:"
+
+// serveNotice returns how the server says what it is doing on stderr:
+// the line "agentrt serve: MSG" in text format (what scripts and
+// servetest read), a log record of the same message in json format, so
+// that every line is JSON.
+func serveNotice(stdio IO, logger *slog.Logger, format string) func(level slog.Level, msg string) {
+	if format == "json" {
+		return func(level slog.Level, msg string) { logger.Log(context.Background(), level, "agentrt serve: "+msg) }
+	}
+	return func(_ slog.Level, msg string) { fmt.Fprintln(stdio.Err, "agentrt serve: "+msg) }
+}
+
 // stopServing stops a server whose signal came, and ends srv: srv
 // refuses new work and waits (at most grace) for its live work to end
 // and its clients to read the ends, then hs stops and srv closes. Work
@@ -204,9 +239,9 @@ const defaultServeGrace = 30 * time.Second
 // connection is closed first, so no client is answered with a cancel,
 // and srv is abandoned (sidecar.Server.Abandon), so a create or spawn in
 // flight stays in doubt for its retry rather than recorded failed.
-func stopServing(stdio IO, hs *http.Server, srv *sidecar.Server, grace time.Duration) error {
+func stopServing(say func(slog.Level, string), hs *http.Server, srv *sidecar.Server, grace time.Duration) error {
 	deadline := time.Now().Add(grace)
-	fmt.Fprintf(stdio.Err, "agentrt serve: stopping: refusing new work, waiting up to %s for live turns (signal again to stop at once)\n", grace)
+	say(slog.LevelInfo, fmt.Sprintf("stopping: refusing new work, waiting up to %s for live turns (signal again to stop at once)", grace))
 	gctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	live, _ := srv.Quiesce(gctx)
@@ -214,7 +249,7 @@ func stopServing(stdio IO, hs *http.Server, srv *sidecar.Server, grace time.Dura
 		err := hs.Shutdown(gctx)
 		if err == nil {
 			srv.Close()
-			fmt.Fprintln(stdio.Err, "agentrt serve: stopped")
+			say(slog.LevelInfo, "stopped")
 			return nil
 		}
 		if !errors.Is(err, context.DeadlineExceeded) {
@@ -224,13 +259,13 @@ func stopServing(stdio IO, hs *http.Server, srv *sidecar.Server, grace time.Dura
 		}
 		live = 1 // a request outlived the grace
 	}
-	fmt.Fprintf(stdio.Err, "agentrt serve: %d turns, dispatched runs or requests still live after %s: left as they are, not cancelled (their clients see the connection close; agentrt runs recover RUN against a restarted server says what is left of a retained run)\n", live, grace)
+	say(slog.LevelWarn, fmt.Sprintf("%d turns, dispatched runs or requests still live after %s: left as they are, not cancelled (their clients see the connection close; agentrt runs recover RUN against a restarted server says what is left of a retained run)", live, grace))
 	err := hs.Close()
 	srv.Abandon()
 	if err != nil {
 		return &exitError{code: ExitFailed, err: err}
 	}
-	fmt.Fprintln(stdio.Err, "agentrt serve: stopped")
+	say(slog.LevelInfo, "stopped")
 	return nil
 }
 

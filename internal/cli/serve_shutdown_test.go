@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/internal/servetest"
 )
 
 // serveProc is one `agentrt serve` child process the test stops itself.
@@ -61,7 +63,7 @@ func startServeProc(t *testing.T, env []string, args ...string) *serveProc {
 	}
 	p := &serveProc{read: make(chan struct{})}
 	p.cmd = exec.Command(exe, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
-	p.cmd.Env = append(append(os.Environ(), env...), "AGENTRT_CLI_CHILD=1", "AGENTRT_SERVE_TOKEN="+serveToken)
+	p.cmd.Env = slices.Concat(os.Environ(), []string{servetest.Home(t)}, env, []string{"AGENTRT_CLI_CHILD=1", "AGENTRT_SERVE_TOKEN=" + serveToken})
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

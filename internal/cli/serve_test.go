@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 	"github.com/agentrt/agentrt/contract/providertest"
 	"github.com/agentrt/agentrt/internal/cli"
 	"github.com/agentrt/agentrt/internal/pgtest"
+	"github.com/agentrt/agentrt/internal/servetest"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/remote"
 )
@@ -59,7 +61,7 @@ func startServeWithEnv(t *testing.T, env []string, args ...string) (url string, 
 	// A test's server stops within 15 s even with a turn left live (the
 	// grace is 30 s by default).
 	cmd := exec.Command(exe, append([]string{"serve", "--listen", "127.0.0.1:0", "--shutdown-grace", "5s"}, args...)...)
-	cmd.Env = append(append(os.Environ(), env...), "AGENTRT_CLI_CHILD=1", "AGENTRT_SERVE_TOKEN="+serveToken)
+	cmd.Env = slices.Concat(os.Environ(), []string{servetest.Home(t)}, env, []string{"AGENTRT_CLI_CHILD=1", "AGENTRT_SERVE_TOKEN=" + serveToken})
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

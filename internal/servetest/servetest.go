@@ -55,6 +55,15 @@ func Run(m *testing.M) int {
 	return code
 }
 
+// Home is the environment entry AGENTRT_HOME=DIR of a fresh directory
+// the test removes: a server's default store (its keyed creates) lives
+// there, never in the developer's ~/.agentrt nor shared with another
+// test's server.
+func Home(t testing.TB) string {
+	t.Helper()
+	return "AGENTRT_HOME=" + t.TempDir()
+}
+
 // Log is a child's stderr, safe to read while it is written.
 type Log struct {
 	mu sync.Mutex
@@ -80,7 +89,8 @@ func (l *Log) String() string {
 var listening = regexp.MustCompile(`listening on (https?://127\.0\.0\.1:\d+)`)
 
 // Serve runs `agentrt serve --listen 127.0.0.1:0 args…` with env added
-// to the test's environment, waits (at most two minutes) for it to
+// to the test's environment and a home of its own (AGENTRT_HOME, where
+// its default store lives, unless env sets another), waits (at most two minutes) for it to
 // accept connections and returns its base URL and its log. When the test
 // ends the server is interrupted and must stop gracefully (it says
 // "agentrt serve: stopped"); one that does not within 30 s is killed and
@@ -90,7 +100,7 @@ func Serve(t testing.TB, env []string, args ...string) (string, *Log) {
 	// The server stops within 30 s even with a turn left live (the grace
 	// is 30 s by default); args may set --shutdown-grace again.
 	cmd := exec.Command(Binary(t), append([]string{"serve", "--listen", "127.0.0.1:0", "--shutdown-grace", "10s"}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), Home(t)), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

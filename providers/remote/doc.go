@@ -13,7 +13,10 @@
 // create carries an idempotency key (one is minted when the caller gave
 // none), so a create whose answer was lost is retried with the same key
 // and never makes a second environment; a cut turn stream reconnects with
-// Last-Event-ID. Its environments are contract.OwnedStreamers: after a
+// Last-Event-ID. A turn the client leaves before it ended is cancelled
+// on the server only when its caller meant it (ctx ended, reading
+// stopped); a stream lost for good or a caller that lost its run's lease
+// (contract.ErrLeaseLost) leaves it running, in doubt, for recovery. Its environments are contract.OwnedStreamers: after a
 // turn's terminal event the owner's stream reads the native session the
 // served turn observed from the server's private route and yields it as
 // the private native.session.observed event, so the kernel binds it to

@@ -17,11 +17,11 @@ import (
 // Stream runs one turn on the server and yields its events; in.TurnID,
 // when set, is the turn's id (else one is minted). A dropped
 // connection is resumed with the same turn id and Last-Event-ID (bounded
-// reconnects), so no event is lost or repeated. When ctx ends (or the
-// caller stops reading) before the turn did, the turn is cancelled on the
-// server — unless ctx ended because the caller lost its run's lease
-// (its cause matches contract.ErrLeaseLost): the turn may be another
-// process's now, and is left to it.
+// reconnects), so no event is lost or repeated. What happens to a turn
+// the stream leaves before it ended is leave's rule: a caller that
+// cancels (ctx ends) or stops reading cancels it on the server; a stream
+// lost for good, or a caller that lost its run's lease, leaves it
+// running, in doubt, for whoever settles it.
 func (e *environment) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
 	return e.stream(ctx, in, "")
 }
@@ -57,13 +57,12 @@ func (e *environment) stream(ctx context.Context, in *contract.TurnInput, turnID
 			yield(contract.EnvironmentEvent{}, fmt.Errorf("remote: the turn input has no JSON form: %w", err))
 			return
 		}
-		ended, started := false, false
+		// ended: the server ended or refused the turn; lost: the stream
+		// was lost for good while the turn may run on.
+		ended, started, lost := false, false, false
 		defer func() {
-			// A caller that lost its run's lease (contract.ErrLeaseLost)
-			// no longer owns the turn: another process may have
-			// re-attached to it, so it is left running.
-			if started && !ended && !errors.Is(context.Cause(ctx), contract.ErrLeaseLost) {
-				e.cancel(ctx, turnID)
+			if started && !ended {
+				e.leave(ctx, turnID, lost)
 			}
 		}()
 		var last int64
@@ -91,6 +90,7 @@ func (e *environment) stream(ctx context.Context, in *contract.TurnInput, turnID
 			}
 			failures++
 			if failures > e.p.opts.MaxRetries {
+				lost = true
 				yield(contract.EnvironmentEvent{}, fmt.Errorf("remote: the turn stream was lost %d times: %w", failures, err))
 				return
 			}
@@ -173,6 +173,27 @@ func (e *environment) read(r *idleBody, last *int64, failures *int, yield func(c
 func yieldErr(yield func(contract.EnvironmentEvent, error) bool, err error) error {
 	yield(contract.EnvironmentEvent{}, err)
 	return err
+}
+
+// leave is the one rule for a turn whose stream this client leaves
+// before the turn ended (spec/runtime.md §5: work in doubt is settled,
+// never killed or re-run by a process that merely lost sight of it):
+//
+//   - the caller cancelled (ctx ended) or stopped reading: the turn is
+//     cancelled on the server, deliberately;
+//   - the caller lost its run's lease (ctx's cause matches
+//     contract.ErrLeaseLost): the turn may be the run's new holder's
+//     now, and is left running;
+//   - the stream was lost for good (lost: the connection broke or
+//     stalled past the reconnects): the turn is in doubt, and is left
+//     running. Whether it is kept for recovery (kernel.Request.KeepInDoubt,
+//     fleet.Fleet.Recover) or torn down with its environment is the
+//     caller's decision, not this client's.
+func (e *environment) leave(ctx context.Context, turnID string, lost bool) {
+	if lost || errors.Is(context.Cause(ctx), contract.ErrLeaseLost) {
+		return
+	}
+	e.cancel(ctx, turnID)
 }
 
 // cancel asks the server to cancel the turn, within CancelTimeout and
