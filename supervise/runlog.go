@@ -279,13 +279,28 @@ type runLog struct {
 // (its owner opened it), else the file of dir; with neither the log lives
 // in memory only. openRunLog owns spawn from then on, also on error.
 func openRunLog(ctx context.Context, dir string, spawn SpawnLog) (*runLog, []Record, error) {
-	l := &runLog{dir: dir, spawn: spawn}
+	var open func(context.Context) (SpawnLog, error)
+	if spawn != nil {
+		open = func(context.Context) (SpawnLog, error) { return spawn, nil }
+	}
+	return openRunLogWith(ctx, dir, open)
+}
+
+// openRunLogWith is openRunLog whose spawn log, when it is not the run
+// dir's file (openSpawn nil), is opened by openSpawn only once the run
+// dir's own files are this process's: a store journal's open takes the
+// run over (a new lease generation), which must not happen while another
+// process on this host still holds the run dir (a paused supervisor) —
+// it would fence that process out and then fail here, leaving the run
+// to nobody.
+func openRunLogWith(ctx context.Context, dir string, openSpawn func(context.Context) (SpawnLog, error)) (*runLog, []Record, error) {
+	l := &runLog{dir: dir}
 	if dir != "" {
 		if err := os.MkdirAll(filepath.Join(dir, BlobsDir), 0o700); err != nil {
 			l.close()
 			return nil, nil, fmt.Errorf("supervise: run dir: %w", err)
 		}
-		if l.spawn == nil {
+		if openSpawn == nil {
 			// The run dir's file journal: this process owns the run dir
 			// through supervise.lock (a store journal is owned through
 			// its lease instead) and, under it, the journal's own lock.
@@ -303,6 +318,14 @@ func openRunLog(ctx context.Context, dir string, spawn SpawnLog) (*runLog, []Rec
 			l.close()
 			return nil, nil, fmt.Errorf("supervise: opening the coordination log: %w", err)
 		}
+	}
+	if openSpawn != nil {
+		sp, err := openSpawn(ctx)
+		if err != nil {
+			l.close()
+			return nil, nil, err
+		}
+		l.spawn = sp
 	}
 	if l.spawn == nil {
 		return l, nil, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +13,9 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/internal/pgtest"
+	"github.com/agentrt/agentrt/journal"
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/memory"
 	"github.com/agentrt/agentrt/store/postgres"
@@ -338,5 +342,50 @@ func TestStoreSpawnLogAppendAfterUnknownOutcome(t *testing.T) {
 	}
 	if diff := cmp.Diff(contractRecords, got, noData); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
+	}
+}
+
+// writeCounting counts a store's writes.
+type writeCounting struct {
+	store.Store
+	writes atomic.Int64
+}
+
+func (s *writeCounting) CreateRun(ctx context.Context, r store.Run) (store.Run, error) {
+	s.writes.Add(1)
+	return s.Store.CreateRun(ctx, r)
+}
+
+func (s *writeCounting) UpdateRun(ctx context.Context, id string, fn func(*store.Run) error) (store.Run, error) {
+	s.writes.Add(1)
+	return s.Store.UpdateRun(ctx, id, fn)
+}
+
+func (s *writeCounting) UpdateFenced(ctx context.Context, f store.Fence, fn func(*store.Run) error) (store.Run, error) {
+	s.writes.Add(1)
+	return s.Store.UpdateFenced(ctx, f, fn)
+}
+
+// A store-journaled run whose run dir another process on this host still
+// holds (a paused supervisor keeps its files' locks) is refused before
+// the store is touched: taking the run over first fenced the holder out
+// and then failed on the run dir, leaving the run to nobody.
+func TestStoreJournaledRunDirHeldTakesNothingOver(t *testing.T) {
+	dir := t.TempDir()
+	held, err := journal.Open(filepath.Join(dir, supervise.CoordinationLogFile), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	st := &writeCounting{Store: memory.New(time.Now)}
+	o := supervise.Options{Budget: ledger.Budget{Tokens: i64(100), Iterations: i64(1)}, RunDir: dir, RunID: "held", SpawnStore: st,
+		Brain: supervise.BrainFunc(func(context.Context, *supervise.Coordinator, string) (supervise.BrainReport, error) {
+			return supervise.BrainReport{}, nil
+		})}
+	if _, err := supervise.Supervise(context.Background(), &profile.Profile{Name: new("m")}, "t", o); err == nil {
+		t.Fatal("Supervise succeeded on a run dir another holder has")
+	}
+	if n := st.writes.Load(); n != 0 {
+		t.Errorf("%d store writes; want none before the run dir is this process's", n)
 	}
 }

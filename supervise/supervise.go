@@ -338,18 +338,20 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		}
 		runDir = RunDirFor(o.WorkspaceRoot, runID)
 	}
-	var spawnLog SpawnLog
+	var openSpawn func(context.Context) (SpawnLog, error)
 	if o.SpawnStore != nil {
 		if runID == "" {
 			runID = kernel.NewID("supervise")
 		}
-		sl, err := OpenStoreSpawnLog(ctx, o.SpawnStore, runID, StoreSpawnLogOptions{LeaseTTL: o.SpawnLeaseTTL, Logger: logger})
-		if err != nil {
-			return SupervisedResult{}, err
+		openSpawn = func(ctx context.Context) (SpawnLog, error) {
+			sl, err := OpenStoreSpawnLog(ctx, o.SpawnStore, runID, StoreSpawnLogOptions{LeaseTTL: o.SpawnLeaseTTL, Logger: logger})
+			if err != nil {
+				return nil, err
+			}
+			return sl, nil
 		}
-		spawnLog = sl
 	}
-	log, prior, err := openRunLog(ctx, runDir, spawnLog)
+	log, prior, err := openRunLogWith(ctx, runDir, openSpawn)
 	if err != nil {
 		return SupervisedResult{}, err
 	}
