@@ -308,7 +308,7 @@ var superviseOptionClass = map[string]string{
 	"Observer": classForwarded, "SpawnStore": classForwarded,
 	"SpawnLeaseTTL": classForwarded, "WorkspaceRoot": classTransformed, "OnResume": classOwned,
 	"AnalystModel": classForwarded, "AuthoredProfiles": classOwned, "ReturnEnded": classForwarded,
-	"RecoverTimeout": classForwarded,
+	"RecoverTimeout": classForwarded, "ManagerBrain": classForwarded,
 }
 
 // checkOptions refuses a supervise option the graph owns: a caller value

@@ -170,7 +170,9 @@ func (c *Coordinator) Tools() ([]contract.Tool, error) {
 	add(verb(VerbRunAnalyst, "Run an analyst lens (kind, from list_analysts) over a settled worker; its findings arrive from await_event as a finding event. Charged to the run's budget like any worker.", c.RunAnalyst))
 	add(verb(VerbDefineAnalyst, "Define an analyst lens as data: id, description, area, question, instructions, toolGroup, and optional model, limits and minimumEvidenceCitations, within fixed bounds; at most 8 per manager.", c.DefineAnalyst))
 	for i := range out {
-		out[i] = c.streamed(out[i])
+		if c.parent == nil { // a nested manager's calls are in its worker log
+			out[i] = c.streamed(out[i])
+		}
 	}
 	return out, errors.Join(errs...)
 }
