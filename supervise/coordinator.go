@@ -941,7 +941,9 @@ type Steerer interface {
 }
 
 // Steer delivers an instruction to a live worker's inbox when the
-// executor has one. With an executor that reads inboxes (InboxReader)
+// executor has one; addressed to the run id (or the root), it is a root
+// steer for the manager's own inbox, as the run dir's steer requests
+// route one. A nested manager steers only its own subtree. With an executor that reads inboxes (InboxReader)
 // it waits, at most MaxSteerWait, until the worker's next turn takes the
 // instruction.
 func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, error) {

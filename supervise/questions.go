@@ -156,9 +156,11 @@ type AskParentResult struct {
 	Status     string `json:"status"`
 }
 
-// AskParent records the manager's own question. This run's root has no
-// parent, so the reply is no-parent; the question is kept for
-// list_questions and the journal.
+// AskParent records the manager's own question. The run's root has no
+// parent, so its reply is no-parent, the question kept for
+// list_questions and the journal; a nested manager's question is queued
+// at its parent manager (queued-for-parent), and the decision made there
+// joins the nested manager's inbox.
 func (c *Coordinator) AskParent(ctx context.Context, a AskArgs) (AskParentResult, error) {
 	if a.From == "" || c.parent != nil {
 		a.From = c.self // a nested manager asks as itself
@@ -223,8 +225,9 @@ type AnswerResult struct {
 }
 
 // AnswerQuestion decides a question and routes the decision to its
-// asker. An escalation from this root goes nowhere (no-parent) and
-// leaves the question open.
+// asker. An escalation from the root goes nowhere (no-parent) and
+// leaves the question open; a nested manager's escalation to parent
+// asks its parent manager, whose decision reaches the asker.
 func (c *Coordinator) AnswerQuestion(ctx context.Context, a AnswerArgs) (AnswerResult, error) {
 	res, d, from, then, err := c.decide(a)
 	if then != nil {
