@@ -32,8 +32,9 @@ type Coordinator struct {
 	// parent manager's view, nil for the root.
 	self   NodeID
 	parent *Coordinator
-	// mgr is the node's own worker when the view is a nested manager's.
-	mgr *worker
+	// reserved is a nested manager's node's reservation, which its
+	// brain's metered spend is held to (boundedInterject).
+	reserved reservation
 
 	// workCtx is the parent of the context of every worker this manager
 	// starts; cancelWork ends them when its brain returns (a nested
@@ -146,6 +147,9 @@ type core struct {
 	// run's journal left live: they are driven again under their ids
 	// (drivers are replay-safe), their settled children replayed.
 	redrive []NodeID
+	// reattach holds the nested managers driven again whose keyed spawn
+	// the resumed brain has not repeated yet (mu).
+	reattach map[NodeID]bool
 }
 
 // worker is what the coordinator knows of one node beyond the scope.
@@ -334,6 +338,11 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 	}
 	reply, err := c.admitAs(ctx, req, doc, runtime)
 	if err != nil {
+		if id, ok := c.reattachKeyed(req, err); ok {
+			// The key's nested manager, driven again by this resumed run.
+			live, free := c.scope.Live()
+			return SpawnResult{WorkerID: id, Assignment: "key:" + req.Key, Replayed: true, Live: live, FreeSlots: free}, nil
+		}
 		return SpawnResult{}, err
 	}
 	out := SpawnResult{WorkerID: reply.Node, Assignment: reply.Assignment, Resumed: reply.Resumed,

@@ -160,11 +160,11 @@ func (c *Coordinator) runManager(ctx context.Context, m *nestedManager, w Work) 
 	defer cancelWork(nil)
 	c.mu.Lock()
 	v.workCtx, v.cancelWork, v.stopFn = workCtx, cancelWork, stop
-	v.rootInbox, v.turnObs = w.Inbox, w.Observer
-	v.mgr = c.workers[w.Node]
+	v.rootInbox, v.turnObs, v.reserved = w.Inbox, w.Observer, reservation{w.Reserved}
 	c.mu.Unlock()
 	report, err := drive(brainCtx, m.brain, v, w.Task)
-	if errors.Is(context.Cause(brainCtx), ErrStopped) && (errors.Is(err, ErrStopped) || isCancelledRun(err)) {
+	switch cause := context.Cause(brainCtx); {
+	case errors.Is(cause, ErrStopped) && (err == nil || errors.Is(err, ErrStopped) || isCancelledRun(err)):
 		err = nil
 	}
 	// Its brain returned: its children are cancelled and get a bounded
@@ -352,6 +352,69 @@ func (c *Coordinator) askUp(a AskArgs, deliver func(Decision)) string {
 	return q.ID
 }
 
+// reattachKeyed returns the nested manager a resumed run drives again
+// whose key a keyed spawn the scope refused duplicate-key names, once:
+// the resumed brain repeating its spawn re-attaches to it.
+func (c *Coordinator) reattachKeyed(req SpawnRequest, err error) (NodeID, bool) {
+	var r *Refusal
+	if req.Key == "" || !errors.As(err, &r) || r.Code != CodeDuplicateKey {
+		return "", false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id := range c.reattach {
+		parent := req.Parent
+		if parent == "" {
+			parent = c.scope.Root()
+		}
+		if info, ok := c.scope.Node(id); ok && info.Key == req.Key && info.Parent == parent {
+			delete(c.reattach, id)
+			return id, true
+		}
+	}
+	return "", false
+}
+
+// turnGate is a nested manager's router loop's gate: a pool of what is
+// left of its node's reservation once its metered turns (a resumed
+// run's included) are taken off, from which each model turn reserves a
+// token and an iteration (and a micro-dollar when its reservation caps
+// dollars) and settles what it used. A turn the gate refuses is not
+// made (the loop stops StopBudget), so the manager overshoots its
+// ceiling by at most its last turn's use. The gate only bounds the
+// loop: the node's spend is what its turns metered, settled with it.
+func (c *Coordinator) turnGate() (*ledger.Pool, ledger.Budget, error) {
+	c.mu.Lock()
+	r, m := c.reserved, c.meter
+	c.mu.Unlock()
+	left := func(ceiling *int64, used int64, unknown bool) *int64 {
+		if ceiling == nil {
+			v := int64(1) << 62
+			return &v
+		}
+		v := *ceiling - used
+		if unknown || v < 0 {
+			v = 0
+		}
+		return &v
+	}
+	one := int64(1)
+	gate := ledger.Budget{Tokens: left(r.Tokens, m.tokens, m.tokensUnknown), Iterations: left(r.Iterations, m.turns, false)}
+	reserve := ledger.Budget{Tokens: &one, Iterations: &one}
+	if r.MicroUSD != nil {
+		gate.MicroUSD, reserve.MicroUSD = left(r.MicroUSD, m.microUSD, m.usdUnknown), &one
+	}
+	p, err := ledger.NewPool(gate, ledger.PoolOptions{Now: c.now})
+	if err != nil {
+		return nil, ledger.Budget{}, fmt.Errorf("supervise: the nested manager %s's turn gate: %w", c.self, err)
+	}
+	return p, reserve, nil
+}
+
+// reservation is a nested manager's node's ceiling, which its brain's
+// turns are held to (turnGate).
+type reservation struct{ ledger.Budget }
+
 // decisionText is a decision as the manager that asked reads it between
 // its turns.
 func decisionText(qid string, d Decision) string {
@@ -397,6 +460,14 @@ func (c *Coordinator) redriveManagers() {
 			continue
 		}
 		if w != nil {
+			if info.Key != "" {
+				c.mu.Lock()
+				if c.reattach == nil {
+					c.reattach = map[NodeID]bool{}
+				}
+				c.reattach[id] = true
+				c.mu.Unlock()
+			}
 			parent.start(id, p, w.task, info.Reserved, exec)
 		}
 	}

@@ -44,7 +44,7 @@ var leadVerbs = []string{supervise.VerbSpawnWorker, supervise.VerbAwaitEvent, su
 func rootSpawningLead() *scripted.ChatModel {
 	return scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{
 		turn(call("r1", supervise.VerbSpawnWorker, map[string]any{"profile": "lead", "task": "lead the team", "label": "lead",
-			"budget": map[string]any{"tokens": 2000, "iterations": 5}}), managerUsage(10, 0, 0.0001)),
+			"budget": map[string]any{"tokens": 2000, "iterations": 10}}), managerUsage(10, 0, 0.0001)),
 		turn(call("r2", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000}), managerUsage(10, 0, 0.0001)),
 		turn(scripted.Text("root: the lead delivered"), managerUsage(10, 0, 0.0001)),
 	}})
@@ -740,5 +740,95 @@ func TestInProcessRootSteerReachesRouterManager(t *testing.T) {
 	acks := steerRecords[supervise.SteerAck](t, dir, supervise.KindSteerAcknowledged)
 	if len(acks) != 1 || acks[0].Effect != supervise.SteerDelivered || acks[0].Worker != "run1" {
 		t.Errorf("journaled acknowledgements %+v, want one delivered to run1", acks)
+	}
+}
+
+// §3.6 "one conserved budget", behaviour 39 at depth: a nested router
+// manager is held to its node's reservation — here two iterations — so
+// its brain makes no model call once its metered turns reached it; it
+// settles failed with the reason named, its spend within one turn of
+// its ceiling, and its delivered child is no candidate of the root's
+// (the root's finalizer picks among its own children): no winner.
+func TestNestedManagerHeldToItsReservation(t *testing.T) {
+	lead := sequentialLead()
+	root := scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{
+		turn(call("r1", supervise.VerbSpawnWorker, map[string]any{"profile": "lead", "task": "lead the team",
+			"budget": map[string]any{"tokens": 2000, "iterations": 2}}), managerUsage(10, 0, 0.0001)),
+		turn(call("r2", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000}), managerUsage(10, 0, 0.0001)),
+		turn(scripted.Text("root: nothing delivered"), managerUsage(10, 0, 0.0001)),
+	}})
+	exec := newCounting(t, workerProvider(t))
+	o := nestedOptions(t, exec, root, func() contract.ChatModel { return lead })
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "ship", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lead.Calls() != 2 {
+		t.Errorf("the lead made %d model calls, want 2 (its reservation's iterations)", lead.Calls())
+	}
+	l := res.Tree[0]
+	if l.ID != "run1:s1" || l.State != supervise.StateFailed || l.Settlement == nil || !strings.Contains(l.Settlement.Reason, "budget") {
+		t.Fatalf("lead %+v, want failed for its budget: %q", l.NodeInfo, l.Settlement.Reason)
+	}
+	if sp := l.Settlement.Spent; sp.Iterations == nil || *sp.Iterations != 2 || sp.Tokens == nil || *sp.Tokens != 20 {
+		t.Errorf("lead spent %+v, want 2 iterations and 20 tokens", sp)
+	}
+	if res.Status != supervise.StatusNoWinner || res.Winner != nil {
+		t.Errorf("status %s winner %+v; want no winner (the delivered grandchild is the lead's candidate)", res.Status, res.Winner)
+	}
+}
+
+// §9 submit_result and stop for a nested manager: its first passing
+// submission is its result (not the run's: nothing is journaled as the
+// run's submission), a second is refused earlier-passing-result, stop
+// ends its brain without failing it, and a steer to it — whose brain
+// reads no inbox — is unsupported, not delivered.
+func TestNestedManagerSubmitStopAndSteer(t *testing.T) {
+	var second error
+	lead := goLead(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+		if r, err := c.Submit(ctx, supervise.SubmitArgs{Result: "lead result DONE"}); err != nil || !r.Accepted {
+			return supervise.BrainReport{}, errors.Join(err, errors.New("first submission refused"))
+		}
+		_, second = c.Submit(ctx, supervise.SubmitArgs{Result: "again DONE"})
+		if _, err := c.Stop(supervise.StopArgs{Reason: "done"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		<-ctx.Done() // stop ends the brain's context
+		return supervise.BrainReport{Text: "ignored"}, context.Cause(ctx)
+	})
+	var steer supervise.SteerResult
+	root := supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+		sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead"})
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		if steer, err = c.Steer(ctx, supervise.SteerArgs{WorkerID: sp.WorkerID, Instruction: "hurry"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		_, err = c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60000})
+		return supervise.BrainReport{Text: "root"}, err
+	})
+	o := nestedOptions(t, newCounting(t, workerProvider(t)), nil, nil)
+	o.Brain = root
+	o.ManagerBrain = func(*profile.Profile) supervise.Brain { return lead }
+	o.RunDir = t.TempDir()
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v *supervise.VerbRefusal
+	if !errors.As(second, &v) || v.Code != "earlier-passing-result" {
+		t.Errorf("second submission: %v, want earlier-passing-result", second)
+	}
+	if res.Status != supervise.StatusWinner || res.Winner.Node != "run1:s1" || res.Winner.Text != "lead result DONE" || res.Winner.Submitted {
+		t.Fatalf("winner %+v, want the lead's submitted result as its output", res.Winner)
+	}
+	if steer.Delivered || steer.Outcome != string(supervise.SteerUnsupported) {
+		t.Errorf("steer to a lead without an inbox: %+v, want unsupported", steer)
+	}
+	for _, k := range kinds(t, o.RunDir) {
+		if k == supervise.KindSubmitted {
+			t.Error("a nested manager's submission was journaled as the run's")
+		}
 	}
 }

@@ -780,7 +780,9 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 	}
 	for i := range res.Tree {
 		ws := &res.Tree[i]
-		if !ws.Delivered || ws.State != StateDone {
+		if !ws.Delivered || ws.State != StateDone || ws.Parent != c.scope.Root() {
+			// A nested manager's children are its candidates, not the
+			// root's: the root's finalizer picks among its own children.
 			continue
 		}
 		score := 1.0

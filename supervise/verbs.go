@@ -267,8 +267,17 @@ func (b *RouterBrain) Drive(ctx context.Context, c *Coordinator, task string) (B
 	}
 	// Each model turn is charged to the run's pool as it ends (Meter).
 	// Steers addressed to the run's root join between its turns.
-	res, err := kernel.RunToolLoop(ctx, kernel.ToolLoopOptions{Model: b.model, Profile: b.profile, User: task, Tools: offered,
-		MaxToolTurns: b.maxTurns, Logger: c.logger, Now: c.now, Observer: c.TurnMeter(), Interject: interjectFrom(c.ManagerInbox())})
+	opts := kernel.ToolLoopOptions{Model: b.model, Profile: b.profile, User: task, Tools: offered,
+		MaxToolTurns: b.maxTurns, Logger: c.logger, Now: c.now, Observer: c.TurnMeter(), Interject: interjectFrom(c.ManagerInbox())}
+	if c.parent != nil {
+		// A nested manager's turns are held to its node's reservation.
+		gate, reserve, err := c.turnGate()
+		if err != nil {
+			return BrainReport{}, err
+		}
+		opts.Budget, opts.Reserve = gate, reserve
+	}
+	res, err := kernel.RunToolLoop(ctx, opts)
 	if res == nil {
 		return BrainReport{}, err
 	}
