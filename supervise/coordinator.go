@@ -438,6 +438,15 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 		exec = c.exec
 	}
 	wctx, cancel := context.WithCancelCause(c.workCtx)
+	if _, ok := exec.(*nestedManager); ok {
+		// A nested manager's children run under its own context, made
+		// now, before any child of it can start (a resumed run starts a
+		// manager's nested managers right after it).
+		v := c.viewOf(id)
+		c.mu.Lock()
+		v.workCtx, v.cancelWork = context.WithCancelCause(wctx)
+		c.mu.Unlock()
+	}
 	w := &worker{id: id, task: task, profile: p, cancel: cancel, done: make(chan struct{}), started: c.now(), runtime: RuntimeOf(exec),
 		progress: newProgress(c.now, profileModel(p))}
 	box := c.viewFor(id) // the manager its settlement and questions go to

@@ -156,10 +156,13 @@ func (c *Coordinator) runManager(ctx context.Context, m *nestedManager, w Work) 
 	v := c.viewOf(w.Node)
 	brainCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	workCtx, cancelWork := context.WithCancelCause(ctx)
-	defer cancelWork(nil)
 	c.mu.Lock()
-	v.workCtx, v.cancelWork, v.stopFn = workCtx, cancelWork, stop
+	cancelWork := v.cancelWork // made by start
+	if cancelWork == nil {
+		v.workCtx, cancelWork = context.WithCancelCause(ctx)
+		v.cancelWork = cancelWork
+	}
+	v.stopFn = stop
 	v.rootInbox, v.turnObs, v.reserved = w.Inbox, w.Observer, reservation{w.Reserved}
 	c.mu.Unlock()
 	report, err := drive(brainCtx, m.brain, v, w.Task)
@@ -331,7 +334,7 @@ func (m nestedMeter) ToolEnded(ctx context.Context, call kernel.ToolCallEnd) err
 // background, hands the decision to deliver once it comes — or nothing,
 // when the manager ends first. It returns the question's id at the
 // parent.
-func (c *Coordinator) askUp(a AskArgs, deliver func(Decision)) string {
+func (c *Coordinator) askUp(a AskArgs, deliver func(qid string, d Decision)) string {
 	ctx := c.workCtx
 	if ctx == nil {
 		ctx = context.Background()
@@ -340,7 +343,7 @@ func (c *Coordinator) askUp(a AskArgs, deliver func(Decision)) string {
 	go func() {
 		select {
 		case d := <-reply:
-			deliver(d)
+			deliver(q.ID, d)
 		case <-ctx.Done():
 			c.mu.Lock()
 			if q.decision == nil {
@@ -434,41 +437,56 @@ func (c *Coordinator) redriveManagers() {
 	c.mu.Lock()
 	ids := c.redrive
 	c.redrive = nil
+	// Each counts as its parent's running child from now on, before any
+	// of them starts: a manager driven again whose brain awaits a child
+	// manager not yet started again must not be answered idle.
+	for _, id := range ids {
+		c.viewOfLocked(parentOrRoot(id, c.root.self)).inflight++
+	}
 	c.mu.Unlock()
 	for _, id := range ids {
-		info, ok := c.scope.Node(id)
-		if !ok || !live(info) {
-			continue
-		}
-		c.mu.Lock()
-		w := c.workers[id]
-		c.mu.Unlock()
-		var p *profile.Profile
-		if w != nil {
-			p = w.profile
-		}
-		if p == nil {
-			p = c.profiles[info.Profile]
-		}
-		parent := c.viewFor(id)
-		exec, err := parent.managerExecFor(p)
-		if exec == nil || err != nil {
-			c.logger.Warn("supervise: a resumed nested manager cannot be driven again; it stays in doubt", "node", id, "err", err)
-			if merr := c.scope.MarkInDoubt(id); merr == nil && w != nil {
-				w.reason = "no brain drives the nested manager on resume"
-			}
-			continue
-		}
-		if w != nil {
-			if info.Key != "" {
-				c.mu.Lock()
-				if c.reattach == nil {
-					c.reattach = map[NodeID]bool{}
-				}
-				c.reattach[id] = true
-				c.mu.Unlock()
-			}
-			parent.start(id, p, w.task, info.Reserved, exec)
-		}
+		c.redriveOne(id)
+		c.viewFor(id).releaseInflight() // start took over the mark, or it was not driven
 	}
+}
+
+// redriveOne drives nested manager id again (see redriveManagers).
+func (c *Coordinator) redriveOne(id NodeID) {
+	parent := c.viewFor(id)
+	info, ok := c.scope.Node(id)
+	if !ok || !live(info) {
+		return
+	}
+	c.mu.Lock()
+	w := c.workers[id]
+	c.mu.Unlock()
+	var p *profile.Profile
+	if w != nil {
+		p = w.profile
+	}
+	if p == nil {
+		p = c.profiles[info.Profile]
+	}
+	exec, err := parent.managerExecFor(p)
+	if exec == nil || err != nil {
+		c.logger.Warn("supervise: a resumed nested manager cannot be driven again; it stays in doubt", "node", id, "err", err)
+		if merr := c.scope.MarkInDoubt(id); merr == nil && w != nil {
+			c.mu.Lock()
+			w.reason = "no brain drives the nested manager on resume"
+			c.mu.Unlock()
+		}
+		return
+	}
+	if w == nil {
+		return
+	}
+	if info.Key != "" {
+		c.mu.Lock()
+		if c.reattach == nil {
+			c.reattach = map[NodeID]bool{}
+		}
+		c.reattach[id] = true
+		c.mu.Unlock()
+	}
+	parent.start(id, p, w.task, info.Reserved, exec)
 }

@@ -181,8 +181,10 @@ func TestNestedSpawnPastMaxDepthRefusedBehaviour37(t *testing.T) {
 	var depth2Admitted []supervise.NodeID
 	leadBrain := goLead(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
 		if !strings.HasPrefix(task, "sub") {
-			// depth 1: spawn a sub-lead (depth 2) and a writer (depth 2).
-			for _, a := range []supervise.SpawnArgs{{Profile: "lead", Task: "sub lead"}, {Profile: "writer", Task: "write alpha"}} {
+			// depth 1: a writer (depth 2), then a sub-lead (depth 2),
+			// each awaited, so nothing else moves the pool while the
+			// sub-lead is refused.
+			for _, a := range []supervise.SpawnArgs{{Profile: "writer", Task: "write alpha"}, {Profile: "lead", Task: "sub lead"}} {
 				sp, err := c.Spawn(ctx, a)
 				if err != nil {
 					return supervise.BrainReport{}, err
@@ -190,8 +192,6 @@ func TestNestedSpawnPastMaxDepthRefusedBehaviour37(t *testing.T) {
 				mu.Lock()
 				depth2Admitted = append(depth2Admitted, sp.WorkerID)
 				mu.Unlock()
-			}
-			for range 2 {
 				if _, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60000}); err != nil {
 					return supervise.BrainReport{}, err
 				}
@@ -258,18 +258,20 @@ func TestNestedCancelMiddleManagerCascades(t *testing.T) {
 		}
 		return supervise.WorkResult{Text: "sibling DONE", Spent: zeroSpent()}, nil
 	})
-	var rootEvents []supervise.NodeID
+	var rootEvents, grands []supervise.NodeID
+	var sibID supervise.NodeID
 	brain := supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
-		lead, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead the team"})
-		if err != nil {
-			return supervise.BrainReport{}, err
-		}
 		sib, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "sibling"})
 		if err != nil {
 			return supervise.BrainReport{}, err
 		}
+		sibID = sib.WorkerID
+		lead, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead the team"})
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
 		for range 2 {
-			<-grandLive
+			grands = append(grands, <-grandLive)
 			<-started
 		}
 		// Cancel the lead through the run dir, as agentrt cancel does.
@@ -283,7 +285,6 @@ func TestNestedCancelMiddleManagerCascades(t *testing.T) {
 			}
 			rootEvents = append(rootEvents, ev.Event.WorkerID)
 		}
-		_ = sib
 		return supervise.BrainReport{Text: "root"}, nil
 	})
 	o := nestedOptions(t, exec, nil, nil)
@@ -299,12 +300,16 @@ func TestNestedCancelMiddleManagerCascades(t *testing.T) {
 	if diff := cmp.Diff([]supervise.NodeID{"run1:s1", "run1:s2"}, rootEvents); diff != "" {
 		t.Errorf("the root's events (-want +got):\n%s", diff)
 	}
+	slices.Sort(grands)
+	if sibID != "run1:s1" || len(grands) != 2 || !strings.HasPrefix(string(grands[0]), "run1:s2:s") {
+		t.Fatalf("sibling %s, grandchildren %v; want run1:s1 and two under run1:s2", sibID, grands)
+	}
 	states := map[supervise.NodeID]supervise.State{}
 	for _, n := range res.Tree {
 		states[n.ID] = n.State
 	}
-	want := map[supervise.NodeID]supervise.State{"run1:s1": supervise.StateCancelled, "run1:s2": supervise.StateDone,
-		"run1:s1:s3": supervise.StateCancelled, "run1:s1:s4": supervise.StateCancelled}
+	want := map[supervise.NodeID]supervise.State{"run1:s2": supervise.StateCancelled, "run1:s1": supervise.StateDone,
+		grands[0]: supervise.StateCancelled, grands[1]: supervise.StateCancelled}
 	if diff := cmp.Diff(want, states); diff != "" {
 		t.Errorf("states (-want +got):\n%s", diff)
 	}
@@ -313,7 +318,7 @@ func TestNestedCancelMiddleManagerCascades(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(cancels.Terminated)
-	if diff := cmp.Diff([]supervise.NodeID{"run1:s1", "run1:s1:s3", "run1:s1:s4"}, cancels.Terminated); diff != "" {
+	if diff := cmp.Diff([]supervise.NodeID{"run1:s2", grands[0], grands[1]}, cancels.Terminated); diff != "" {
 		t.Errorf("terminated (-want +got):\n%s", diff)
 	}
 }
@@ -830,5 +835,70 @@ func TestNestedManagerSubmitStopAndSteer(t *testing.T) {
 		if k == supervise.KindSubmitted {
 			t.Error("a nested manager's submission was journaled as the run's")
 		}
+	}
+}
+
+// Behaviour 46 at depth 3: root → lead → sub-lead → writers, cut after
+// the sub-lead's first child settled. The resumed run drives both
+// managers again (the lead first: the sub-lead's children run under the
+// sub-lead's context, made before any of them starts), the lead's
+// repeated spawn re-attaches to the live sub-lead, the settled writer is
+// replayed and only the unsettled one runs.
+func TestNestedChainResumesAtDepthThree(t *testing.T) {
+	brain := func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+		tasks := []string{"sub"}
+		profileName := "lead"
+		if task == "sub" {
+			tasks, profileName = []string{"write alpha", "write beta"}, "writer"
+		}
+		for _, tk := range tasks {
+			if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: profileName, Task: tk}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+			if r, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil || r.Event == nil {
+				return supervise.BrainReport{}, errors.Join(err, errors.New("no settlement"))
+			}
+		}
+		return supervise.BrainReport{Text: task + " DONE"}, nil
+	}
+	opts := func(exec supervise.Executor, dir string, resume bool) supervise.Options {
+		o := nestedOptions(t, exec, nil, nil)
+		o.Brain = rootBrainLead(t, nil)
+		o.ManagerBrain = func(*profile.Profile) supervise.Brain { return goLead(brain) }
+		o.RunDir, o.Resume = dir, resume
+		return o
+	}
+	mgr := managerProfile(t, supervise.VerbSpawnWorker)
+	dir := t.TempDir()
+	first := newCounting(t, workerProvider(t))
+	want, err := supervise.Supervise(context.Background(), mgr, "ship", opts(first, dir, false))
+	if err != nil || want.Status != supervise.StatusWinner {
+		t.Fatalf("first run: %v %+v", err, want)
+	}
+	ids := func(r supervise.SupervisedResult) []supervise.NodeID {
+		var out []supervise.NodeID
+		for _, n := range r.Tree {
+			out = append(out, n.ID)
+		}
+		return out
+	}
+	if diff := cmp.Diff([]supervise.NodeID{"run1:s1", "run1:s1:s2", "run1:s1:s2:s3", "run1:s1:s2:s4"}, ids(want)); diff != "" {
+		t.Fatalf("tree (-want +got):\n%s", diff)
+	}
+	journaltest.KeepThrough(t, dir, supervise.KindSettled, 1) // alpha settled; beta, the sub-lead and the lead not
+
+	second := newCounting(t, workerProvider(t))
+	got, err := supervise.Supervise(context.Background(), mgr, "ship", opts(second, dir, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.count("alpha") != 0 || second.count("beta") != 1 {
+		t.Errorf("resumed executions alpha %d beta %d; want 0 and 1", second.count("alpha"), second.count("beta"))
+	}
+	if diff := cmp.Diff(ids(want), ids(got)); diff != "" {
+		t.Errorf("resumed tree (-first +resumed):\n%s", diff)
+	}
+	if got.Status != supervise.StatusWinner || got.Winner.Node != "run1:s1" || got.Winner.OutRef != want.Winner.OutRef {
+		t.Errorf("resumed winner %+v, want %+v", got.Winner, want.Winner)
 	}
 }

@@ -172,10 +172,9 @@ func (c *Coordinator) AskParent(ctx context.Context, a AskArgs) (AskParentResult
 		// A nested manager's question goes to its parent manager; the
 		// decision joins its own brain between turns (its inbox).
 		in := c.ManagerInbox()
-		var id string
-		id = c.askUp(a, func(d Decision) {
+		id := c.askUp(a, func(qid string, d Decision) {
 			if in != nil {
-				in.post(context.WithoutCancel(c.workCtx), decisionText(id, d), "")
+				in.post(context.WithoutCancel(c.workCtx), decisionText(qid, d), "")
 			}
 		})
 		return AskParentResult{QuestionID: id, Status: "queued-for-parent"}, nil
@@ -282,7 +281,7 @@ func (c *Coordinator) decide(a AnswerArgs) (AnswerResult, *Decision, NodeID, fun
 		q.reply = nil
 		then := func() {
 			c.askUp(AskArgs{From: up.From, Level: up.Level, Question: up.Question, Reason: up.Reason, Urgency: up.Urgency, Options: up.Options},
-				func(d Decision) { reply <- d }) // buffered, and only ever sent once
+				func(_ string, d Decision) { reply <- d }) // buffered, and only ever sent once
 		}
 		return AnswerResult{QuestionID: q.ID, Status: "queued-for-parent"}, &d, q.From, then, nil
 	}
