@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -901,4 +903,84 @@ func TestNestedChainResumesAtDepthThree(t *testing.T) {
 	if got.Status != supervise.StatusWinner || got.Winner.Node != "run1:s1" || got.Winner.OutRef != want.Winner.OutRef {
 		t.Errorf("resumed winner %+v, want %+v", got.Winner, want.Winner)
 	}
+}
+
+// Issue 13's property test with nesting (behaviours 36, 40, 46): random
+// trees — the root spawns one to three leads, each a nested manager
+// running a random plan of writers — are cut at a random point of their
+// journal and resumed up to three times. After every step of every
+// manager, in every process, free + reserved + committed equals the
+// root total on tokens, usd and iterations; every node sits at the
+// depth its id says, and every run ends with a result.
+func TestNestedConservationAcrossCrashAndResume(t *testing.T) {
+	const seeds = 25
+	tasks := []string{"write alpha", "write beta", "write alpha again", "write beta again"}
+	resumes := 0
+	for seed := range uint64(seeds) {
+		rng := rand.New(rand.NewPCG(seed, 0x7e57))
+		plans := map[string][]string{}
+		var leads []string
+		for i := range 1 + rng.IntN(3) {
+			lead := fmt.Sprintf("lead %d", i)
+			leads = append(leads, lead)
+			plan := make([]string, 1+rng.IntN(3))
+			for j := range plan {
+				plan[j] = tasks[rng.IntN(len(tasks))]
+			}
+			plans[lead] = plan
+		}
+		dir := t.TempDir()
+		run := func(phase string, resume bool) supervise.SupervisedResult {
+			where := func(who string, step int) string {
+				return fmt.Sprintf("seed %d, %s, %s step %d", seed, phase, who, step)
+			}
+			o := nestedOptions(t, newCounting(t, workerProvider(t)), nil, nil)
+			o.Budget.Iterations = i64(200)
+			o.RunDir, o.Resume = dir, resume
+			o.ManagerBrain = func(*profile.Profile) supervise.Brain {
+				return goLead(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+					rep, err := planBrain(t, plans[task], func(step int) string { return where(task, step) }).Drive(ctx, c, task)
+					rep.Text = task + " DONE"
+					return rep, err
+				})
+			}
+			o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+				for i, lead := range leads {
+					if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: lead}); err != nil {
+						return supervise.BrainReport{}, err
+					}
+					checkPoolConserved(t, c.Readout(), where("root", i))
+				}
+				for i := range leads {
+					if _, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil {
+						return supervise.BrainReport{}, err
+					}
+					checkPoolConserved(t, c.Readout(), where("root", len(leads)+i))
+				}
+				return supervise.BrainReport{}, nil
+			})
+			res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+			if err != nil {
+				t.Fatalf("%s: %v", where("run", -1), err)
+			}
+			if res.Status == "" {
+				t.Fatalf("%s: no result", where("run", -1))
+			}
+			for _, n := range res.Tree {
+				if want := strings.Count(string(n.ID), ":"); n.Depth != want {
+					t.Fatalf("%s: node %s at depth %d, want %d", where("run", -1), n.ID, n.Depth, want)
+				}
+			}
+			return res
+		}
+		run("first run", false)
+		for crash := range 1 + rng.IntN(3) {
+			cutJournal(t, dir, rng)
+			if res := run(fmt.Sprintf("resume %d", crash+1), true); !res.Resumed {
+				t.Fatalf("seed %d: the run was not resumed", seed)
+			}
+			resumes++
+		}
+	}
+	t.Logf("%d seeds, %d crash-and-resume cycles", seeds, resumes)
 }
