@@ -62,8 +62,10 @@ type Coordinator struct {
 	rootInbox *Inbox
 	meter     meter
 	// turnObs is a nested manager's worker observer (its log and
-	// progress), under its TurnMeter.
+	// progress), under its TurnMeter; kids are the done channels of the
+	// children it started, joined when its brain returns.
 	turnObs kernel.Observer
+	kids    []chan struct{}
 }
 
 // core is the state of a supervised run that every manager's view
@@ -456,6 +458,9 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 	c.mu.Lock()
 	c.workers[id] = w
 	box.inflight++
+	if box.parent != nil {
+		box.kids = append(box.kids, w.done) // joined when its brain returns
+	}
 	c.mu.Unlock()
 	// An executor that reports acquiring moves the node on (Work.Acquiring).
 	var acquiring, running func()

@@ -166,9 +166,8 @@ func (c *Coordinator) runManager(ctx context.Context, m *nestedManager, w Work) 
 	v.rootInbox, v.turnObs, v.reserved = w.Inbox, w.Observer, reservation{w.Reserved}
 	c.mu.Unlock()
 	report, err := drive(brainCtx, m.brain, v, w.Task)
-	switch cause := context.Cause(brainCtx); {
-	case errors.Is(cause, ErrStopped) && (err == nil || errors.Is(err, ErrStopped) || isCancelledRun(err)):
-		err = nil
+	if errors.Is(context.Cause(brainCtx), ErrStopped) && (err == nil || errors.Is(err, ErrStopped) || isCancelledRun(err)) {
+		err = nil // it stopped itself
 	}
 	// Its brain returned: its children are cancelled and get a bounded
 	// time to settle before it does (the join barrier).
@@ -199,12 +198,7 @@ func isCancelledRun(err error) bool {
 // started has ended.
 func (c *Coordinator) joinChildren(grace time.Duration) {
 	c.mu.Lock()
-	var done []chan struct{}
-	for id, w := range c.workers {
-		if p, _ := id.Parent(); p == c.self && w.done != nil {
-			done = append(done, w.done)
-		}
-	}
+	done := c.kids
 	c.mu.Unlock()
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
