@@ -232,7 +232,7 @@ type SpawnArgs struct {
 	Key             string          `json:"key,omitzero" jsonschema:"idempotency key: the same key with the same request replays"`
 	Continuity      string          `json:"continuity,omitzero" jsonschema:"fresh (default) or resume"`
 	Budget          *SpawnBudget    `json:"budget,omitzero" jsonschema:"per-spawn budget, merged per field over the per-worker default"`
-	Parent          NodeID          `json:"parent,omitzero" jsonschema:"the spawning node; the root when empty"`
+	Parent          NodeID          `json:"parent,omitzero" jsonschema:"the spawning node; the root when empty (a nested manager spawns under its own node only)"`
 }
 
 // SpawnBudget is a spawn's requested ceiling; an absent field takes the

@@ -37,9 +37,12 @@ type Question struct {
 	Reason   string   `json:"reason"`
 	Urgency  Urgency  `json:"urgency"`
 	Options  []string `json:"options,omitzero"`
-	// Status is open, answered, deferred or expired (its asker stopped
-	// waiting before a decision reached it).
+	// Status is open, answered, deferred, escalated (a nested manager
+	// queued it for its parent) or expired (its asker stopped waiting
+	// before a decision reached it).
 	Status string `json:"status"`
+	// To is the nested manager asked; empty for the run's root manager.
+	To NodeID `json:"to,omitzero"`
 }
 
 // Decision is a manager's decision on a question: Kind answer (Answer),
@@ -115,6 +118,9 @@ func (c *Coordinator) addQuestion(ctx context.Context, a AskArgs, wait bool) (*q
 	c.mu.Lock()
 	q := &question{Question: Question{ID: "q" + strconv.Itoa(len(c.questions)+1), From: a.From, Level: a.Level, Question: a.Question,
 		Reason: a.Reason, Urgency: a.Urgency, Options: a.Options, Status: "open"}, to: c.self}
+	if c.parent != nil {
+		q.To = c.self // journaled, so a resumed run lists it to the same manager
+	}
 	if wait {
 		q.reply = make(chan Decision, 1)
 	}

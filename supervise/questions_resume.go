@@ -33,6 +33,9 @@ func (c *Coordinator) replayQuestions(ctx context.Context) {
 			// Every record counts, even one repeating an id (an older
 			// process's), so new ids come after all of them.
 			q := &question{Question: *r.Question, to: c.self}
+			if q.To != "" {
+				q.to = q.To // a nested manager's question
+			}
 			q.Status = "expired"
 			byID[q.ID] = q
 			c.questions = append(c.questions, q)
