@@ -984,3 +984,78 @@ func TestNestedConservationAcrossCrashAndResume(t *testing.T) {
 	}
 	t.Logf("%d seeds, %d crash-and-resume cycles", seeds, resumes)
 }
+
+// §3.6 Questions across a resume: a question a grandchild asked its lead
+// in a process that died is listed again — to the lead, not the root,
+// with the decision the coordination log holds for it — when the
+// resumed run drives the lead again; the root's list does not hold it.
+func TestNestedQuestionListedToItsManagerAfterResume(t *testing.T) {
+	exec := supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+		d, err := w.Ask(ctx, supervise.AskArgs{Level: "worker", Question: "which database?", Reason: "schema", Urgency: supervise.UrgencyBlocksStep})
+		if err != nil {
+			return supervise.WorkResult{Spent: zeroSpent()}, err
+		}
+		return supervise.WorkResult{Text: d.Answer + " DONE", Spent: zeroSpent()}, nil
+	})
+	var listed [][]supervise.Question
+	var rootListed []supervise.Question
+	lead := goLead(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+		listed = append(listed, c.ListQuestions().Questions)
+		if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: "ask"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		q, err := awaitQuestion(ctx, c)
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		if _, err := c.AnswerQuestion(ctx, supervise.AnswerArgs{QuestionID: q.ID, Answer: "postgres"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		_, err = c.Await(ctx, supervise.AwaitArgs{Kinds: []string{supervise.EventSettled}, TimeoutMS: 60000})
+		return supervise.BrainReport{Text: "lead DONE"}, err
+	})
+	dir := t.TempDir()
+	run := func(resume bool) supervise.SupervisedResult {
+		o := nestedOptions(t, exec, nil, nil)
+		o.Brain = rootBrainLead(t, nil)
+		if resume {
+			o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+				rootListed = c.ListQuestions().Questions
+				return rootBrainLead(t, nil).Drive(ctx, c, task)
+			})
+		}
+		o = uncappedUSD(o) // the writer left in doubt is charged at its ceiling: no dollar ceiling to taint
+		o.BudgetExempt = true
+		o.ManagerBrain = func(*profile.Profile) supervise.Brain { return lead }
+		o.RunDir, o.Resume = dir, resume
+		res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	run(false)
+	journaltest.KeepThrough(t, dir, supervise.KindSpawned, 2) // the lead and its writer spawned; nothing settled
+	res := run(true)
+	if res.Status != supervise.StatusWinner {
+		t.Fatalf("resumed run %s %s %+v, tree %+v, want a winner", res.Status, res.Reason, res.Error, res.Tree)
+	}
+	if len(listed) != 2 {
+		t.Fatalf("the lead was driven %d times, want 2", len(listed))
+	}
+	type qrow struct {
+		From   supervise.NodeID
+		To     supervise.NodeID
+		Status string
+	}
+	var got []qrow
+	for _, q := range listed[1] {
+		got = append(got, qrow{q.From, q.To, q.Status})
+	}
+	if diff := cmp.Diff([]qrow{{"run1:s1:s2", "run1:s1", "answered"}}, got); diff != "" {
+		t.Errorf("the resumed lead's questions (-want +got):\n%s", diff)
+	}
+	if len(rootListed) != 0 {
+		t.Errorf("the root lists %+v, want none of the lead's", rootListed)
+	}
+}
