@@ -1059,3 +1059,63 @@ func TestNestedQuestionListedToItsManagerAfterResume(t *testing.T) {
 		t.Errorf("the root lists %+v, want none of the lead's", rootListed)
 	}
 }
+
+// untilInboxPosted waits, at most waitLimit, until node's inbox
+// projection in dir holds a posted steer.
+func untilInboxPosted(ctx context.Context, dir string, node supervise.NodeID) error {
+	deadline := time.Now().Add(waitLimit)
+	for time.Now().Before(deadline) {
+		recs, _, err := supervise.ReadInbox(ctx, dir, node)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		for _, r := range recs {
+			if r.Kind == supervise.InboxPosted {
+				return nil
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return fmt.Errorf("no steer was posted to %s", node)
+}
+
+// §3.6 Steering at depth, behaviour 48: the root steers its nested
+// router manager by id; the steer waits in the lead's inbox and joins
+// its next model call (delivered = its next turn took it), as a root
+// steer joins the root's.
+func TestNestedRouterManagerTakesSteerBetweenTurns(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	const steerText = "LEAD-STEER: cover the error paths"
+	lead := scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{
+		{Events: []contract.ChatEvent{call("l1", supervise.VerbReadJournal, map[string]any{}), managerUsage(5, 1, 0)},
+			Expect: func([]contract.ChatMessage, []contract.Tool) error { return untilInboxPosted(ctx, dir, "run1:s1") }},
+		{Events: []contract.ChatEvent{scripted.Text("lead: noted, DONE"), managerUsage(5, 1, 0)},
+			Expect: func(msgs []contract.ChatMessage, _ []contract.Tool) error { return endsOnUser(msgs, steerText) }},
+	}})
+	var steer supervise.SteerResult
+	root := supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+		sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead", Budget: &supervise.SpawnBudget{Iterations: i64(5)}})
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		if steer, err = c.Steer(ctx, supervise.SteerArgs{WorkerID: sp.WorkerID, Instruction: steerText}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		_, err = c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60000})
+		return supervise.BrainReport{Text: "root"}, err
+	})
+	o := nestedOptions(t, newCounting(t, workerProvider(t)), nil, func() contract.ChatModel { return lead })
+	o.Profiles["lead"] = leadProfile(t, append(slices.Clone(leadVerbs), supervise.VerbReadJournal)...)
+	o.Brain, o.RunDir = root, dir
+	res, err := supervise.Supervise(ctx, managerProfile(t, supervise.VerbSpawnWorker), "ship", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !steer.Delivered || steer.Outcome != string(supervise.SteerDelivered) {
+		t.Errorf("steer to the lead %+v, want delivered", steer)
+	}
+	if lead.Calls() != 2 || res.Status != supervise.StatusWinner || res.Winner.Text != "lead: noted, DONE" {
+		t.Errorf("lead calls %d, status %s, winner %+v; want 2 calls and the lead's answer delivered", lead.Calls(), res.Status, res.Winner)
+	}
+}
