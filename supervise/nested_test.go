@@ -1119,3 +1119,43 @@ func TestNestedRouterManagerTakesSteerBetweenTurns(t *testing.T) {
 		t.Errorf("lead calls %d, status %s, winner %+v; want 2 calls and the lead's answer delivered", lead.Calls(), res.Status, res.Winner)
 	}
 }
+
+// A worker profile that declares coordination verbs but that no brain
+// can drive — an external harness without Options.ManagerBrain, or a
+// cli-base one without Options.Router — is refused at spawn
+// (preflight-refused, cause manager-brain), reserving nothing, rather
+// than run as a leaf that ignores its verbs.
+func TestNestedManagerWithoutBrainRefused(t *testing.T) {
+	external := mustProfile(t, `{"name": "lead", "harness": "claude-code", "tools": {"agent_runtime_coordination_spawn_worker": true}}`)
+	tests := []struct {
+		name string
+		lead *profile.Profile
+	}{
+		{"external harness, no ManagerBrain", external},
+		{"cli-base, no Router", leadProfile(t, leadVerbs...)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var refusal *supervise.Refusal
+			var before, after ledger.Readout
+			root := supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+				before = c.Readout()
+				_, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead"})
+				errors.As(err, &refusal)
+				after = c.Readout()
+				return supervise.BrainReport{}, nil
+			})
+			o := nestedOptions(t, newCounting(t, workerProvider(t)), nil, nil)
+			o.Profiles["lead"], o.Brain, o.ManagerBrain = tc.lead, root, nil
+			if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "ship", o); err != nil {
+				t.Fatal(err)
+			}
+			if refusal == nil || refusal.Code != supervise.CodePreflightRefused || refusal.Cause != "manager-brain" {
+				t.Fatalf("refusal %+v, want preflight-refused manager-brain", refusal)
+			}
+			if diff := cmp.Diff(before.Channels, after.Channels); diff != "" {
+				t.Errorf("the refused spawn moved the pool:\n%s", diff)
+			}
+		})
+	}
+}
