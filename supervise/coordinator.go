@@ -21,10 +21,12 @@ import (
 	"github.com/agentrt/agentrt/profile"
 )
 
-// Coordinator is a live supervised run as its brain sees it: the
-// coordination verbs as Go methods (Spawn, Await, Observe, Steer,
+// Coordinator is a live supervised run as one manager's brain sees it:
+// the coordination verbs as Go methods (Spawn, Await, Observe, Steer,
 // Submit, Stop, ReadJournal) and as tools (Tools). A Brain drives it;
-// every method is safe for concurrent use.
+// every method is safe for concurrent use. The root manager's
+// Coordinator is the one Supervise makes; a nested manager's is a view
+// of the same run bound to its node (Self; see IsManagerProfile).
 type Coordinator struct {
 	*core
 	// self is the manager this view serves: the run's root, or a worker
@@ -33,7 +35,7 @@ type Coordinator struct {
 	self   NodeID
 	parent *Coordinator
 	// reserved is a nested manager's node's reservation, which its
-	// brain's metered spend is held to (boundedInterject).
+	// brain's turns are held to (turnGate).
 	reserved reservation
 
 	// workCtx is the parent of the context of every worker this manager
