@@ -65,6 +65,12 @@ type HarnessBrain struct {
 	o        HarnessOptions
 }
 
+// ErrNestedHarness: a HarnessBrain was asked to drive a nested manager
+// (supervise.Options.ManagerBrain). The run dir has one coordination
+// endpoint, the root manager's, so an external harness drives only the
+// root; a nested manager runs the router brain or a caller's Brain.
+var ErrNestedHarness = errors.New("coordmcp: an external-harness brain drives a run's root manager only")
+
 // NewHarnessBrain checks the manager profile and returns its brain on
 // provider. The profile's harness must be claude-code, codex or
 // opencode; it grants coordination verbs as tools (ToolPrefix + verb,
@@ -122,6 +128,11 @@ var errSubmitGrace = errors.New("coordmcp: the manager's result was accepted and
 // Drive serves the granted verbs, runs the manager's turn and stops
 // serving when it ends.
 func (b *HarnessBrain) Drive(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+	if !c.IsRoot() {
+		// Its verbs would be served at the run dir's one endpoint, which
+		// is the root manager's.
+		return supervise.BrainReport{}, fmt.Errorf("%w (%s)", ErrNestedHarness, c.Self())
+	}
 	all, err := c.Tools()
 	if err != nil {
 		return supervise.BrainReport{}, err

@@ -1,11 +1,13 @@
 package coordmcp_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/agentrt/agentrt/coordmcp"
+	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -58,5 +60,45 @@ func TestHarnessBrainFailedTurnIsDriverFailed(t *testing.T) {
 	}
 	if _, err := coordmcp.ReadEndpoint(runDir); !errors.Is(err, coordmcp.ErrNotLive) {
 		t.Errorf("after the run: %v, want the endpoint gone", err)
+	}
+}
+
+// A HarnessBrain asked to drive a nested manager (supervise's
+// ManagerBrain) refuses with ErrNestedHarness instead of serving its
+// verbs at the run dir's one endpoint, the root's: the nested manager
+// settles failed naming it, and the root's run goes on.
+func TestHarnessBrainRefusesNestedManager(t *testing.T) {
+	lead := parseProfile(t, `{"name": "lead", "harness": "claude-code", "model": {"default": "scripted/lead"},
+		"tools": {"agent_runtime_coordination_spawn_worker": true}}`)
+	brain, err := coordmcp.NewHarnessBrain(lead, scripted.New(writerScript(t), scripted.Options{}),
+		coordmcp.HarnessOptions{Relay: []string{"/nonexistent/agentrt", "mcp", "coordination"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reason string
+	root := supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead"})
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		ev, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000})
+		if err != nil || ev.Event == nil || ev.Event.WorkerID != sp.WorkerID {
+			return supervise.BrainReport{}, errors.Join(err, errors.New("no settlement of the lead"))
+		}
+		reason = ev.Event.Reason
+		return supervise.BrainReport{}, nil
+	})
+	o := runOptions(t, t.TempDir(), root)
+	o.Profiles["lead"] = lead
+	o.ManagerBrain = func(*profile.Profile) supervise.Brain { return brain }
+	res, err := supervise.Supervise(deadline(t), cliBase(t), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Error != nil || len(res.Tree) != 1 || res.Tree[0].State != supervise.StateFailed {
+		t.Fatalf("result %+v, want the lead failed and the root's run ended", res)
+	}
+	if !strings.Contains(reason, coordmcp.ErrNestedHarness.Error()) {
+		t.Errorf("the lead's reason %q, want ErrNestedHarness", reason)
 	}
 }

@@ -390,8 +390,9 @@ func resultOf(res supervise.SupervisedResult) *Result {
 	return out
 }
 
-// isLocked reports whether err is a journal another process holds.
+// isLocked reports whether err is a run another process holds: its run
+// dir (supervise.lock), its journal file, or its store journal's lease.
 func isLocked(err error) bool {
 	_, ok := errors.AsType[*journal.LockedError](err)
-	return ok
+	return ok || errors.Is(err, supervise.ErrSpawnLogHeld)
 }

@@ -179,6 +179,14 @@ func validate(g Graph, o Options) (*plan, error) {
 		pl.delegatesTo[e.To] = e
 		pl.workers[e.To] = g.Nodes[byID[e.To]]
 	}
+	// The star: only the root manages. A node whose profile declares
+	// coordination verbs would be a nested manager (supervise), spawning
+	// outside the graph's edges, caps and ledger.
+	for i, n := range g.Nodes {
+		if i != pl.rootIndex && supervise.IsManagerProfile(n.Profile) {
+			return nil, invalid(nodePath(i)+".profile.tools", "%q declares coordination verbs; only the root %q manages (the star: a node that managed would spawn outside the graph's edges)", n.ID, pl.root.ID)
+		}
+	}
 
 	for i, e := range g.Edges {
 		if e.Kind != Analyzes {
@@ -308,7 +316,7 @@ var superviseOptionClass = map[string]string{
 	"Observer": classForwarded, "SpawnStore": classForwarded,
 	"SpawnLeaseTTL": classForwarded, "WorkspaceRoot": classTransformed, "OnResume": classOwned,
 	"AnalystModel": classForwarded, "AuthoredProfiles": classOwned, "ReturnEnded": classForwarded,
-	"RecoverTimeout": classForwarded,
+	"RecoverTimeout": classForwarded, "ManagerBrain": classForwarded,
 }
 
 // checkOptions refuses a supervise option the graph owns: a caller value

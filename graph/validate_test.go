@@ -61,6 +61,9 @@ func TestValidationBeforeSpendBehaviour52(t *testing.T) {
 		{name: "self-delegation", graph: func(g *graph.Graph, _ *testing.T) {
 			g.Edges[0].To = "driver"
 		}, want: refused{"validation", "edges[0].to"}},
+		{name: "a worker node that would manage (declares coordination verbs)", graph: func(g *graph.Graph, t *testing.T) {
+			g.Nodes[1].Profile = driverProfile(t, "coder", supervise.VerbSpawnWorker)
+		}, want: refused{"validation", "nodes[1].profile.tools"}},
 		{name: "root lacks the spawn tool", graph: func(g *graph.Graph, t *testing.T) {
 			g.Nodes[0].Profile = driverProfile(t, "driver", supervise.VerbAwaitEvent)
 		}, want: refused{"validation", "nodes[0].profile.tools"}},

@@ -659,7 +659,7 @@ func (c *Coordinator) afterSettled(ctx context.Context, w *worker) {
 			c.logger.Error("supervise: AfterSettle panicked", "node", w.id, "panic", p)
 		}
 	}()
-	c.afterSettle(context.WithoutCancel(ctx), c, s)
+	c.afterSettle(context.WithoutCancel(ctx), c.root, s) // a run-level hook: the root's view
 }
 
 // releaseInflight ends a busy mark and wakes Await's waiters.

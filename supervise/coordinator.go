@@ -21,11 +21,59 @@ import (
 	"github.com/agentrt/agentrt/profile"
 )
 
-// Coordinator is a live supervised run as its brain sees it: the
-// coordination verbs as Go methods (Spawn, Await, Observe, Steer,
+// Coordinator is a live supervised run as one manager's brain sees it:
+// the coordination verbs as Go methods (Spawn, Await, Observe, Steer,
 // Submit, Stop, ReadJournal) and as tools (Tools). A Brain drives it;
-// every method is safe for concurrent use.
+// every method is safe for concurrent use. The root manager's
+// Coordinator is the one Supervise makes; a nested manager's is a view
+// of the same run bound to its node (Self; see IsManagerProfile).
 type Coordinator struct {
+	*core
+	// self is the manager this view serves: the run's root, or a worker
+	// that is itself a manager (a nested manager); parent is its
+	// parent manager's view, nil for the root.
+	self   NodeID
+	parent *Coordinator
+	// reserved is a nested manager's node's reservation, which its
+	// brain's turns are held to (turnGate).
+	reserved reservation
+
+	// workCtx is the parent of the context of every worker this manager
+	// starts; cancelWork ends them when its brain returns (a nested
+	// manager's is its own worker context, so cancelling it cascades to
+	// its subtree).
+	workCtx    context.Context
+	cancelWork context.CancelCauseFunc
+
+	// What follows is this manager's own, guarded by core.mu: the events
+	// of its children not yet returned by Await, by kind, each in
+	// recorded order (see eventQueue); inflight counts its children
+	// started whose settlement is not yet queued; wake wakes its Await.
+	queued    map[string]*eventQueue
+	queuedSeq int64
+	inflight  int
+	wake      chan struct{}
+	// submitted is its first passing submit_result; stopped, stopWhy and
+	// stopFn are its stop; rootInbox holds the steers addressed to it
+	// (nil unless its brain reads an inbox: ManagerInbox); meter is its
+	// brain's own inference so far.
+	submitted *Winner
+	stopped   bool
+	stopWhy   string
+	stopFn    context.CancelCauseFunc
+	rootInbox *Inbox
+	meter     meter
+	// turnObs is a nested manager's worker observer (its log and
+	// progress), under its TurnMeter; kids are the done channels of the
+	// children it started, joined when its brain returns.
+	turnObs kernel.Observer
+	kids    []chan struct{}
+}
+
+// core is the state of a supervised run that every manager's view
+// (Coordinator) shares: one scope over one pool, one journal, one
+// worker table.
+type core struct {
 	runID    string
 	scope    *Scope
 	pool     *ledger.Pool
@@ -40,11 +88,7 @@ type Coordinator struct {
 	logger        *slog.Logger
 	now           func() time.Time
 
-	// workCtx is the parent of every worker's context; cancelWork ends
-	// them when the brain returns.
-	workCtx    context.Context
-	cancelWork context.CancelCauseFunc
-	wg         sync.WaitGroup
+	wg sync.WaitGroup
 
 	// spawnMu orders admission with its journal record, and settlement
 	// with its record, so the journal's order is the scope's.
@@ -54,34 +98,19 @@ type Coordinator struct {
 	// turn under spawnMu.
 	delivery sequencer
 
-	mu      sync.Mutex
-	workers map[NodeID]*worker
-	// queued holds the events not yet returned by Await, by kind, each
-	// in recorded order (see eventQueue).
-	queued    map[string]*eventQueue
-	queuedSeq int64 // the recorded order of the next event queued
-	inflight  int   // workers started whose settlement is not yet queued
+	mu        sync.Mutex
+	workers   map[NodeID]*worker
 	questions []*question
 	// teardowns are the settled workers whose teardown is unconfirmed.
 	teardowns []UnconfirmedTeardown
-	wake      chan struct{}
 	replay    map[string][]NodeID // canonical request → settled journaled nodes not yet claimed
-	submitted *Winner
-	stopped   bool
 	exhausted bool
-	stopWhy   string
-	stopFn    context.CancelCauseFunc
-	// rootInbox holds the steers addressed to the run's root; nil
-	// unless the brain reads an inbox (ManagerInbox).
-	rootInbox *Inbox
 
 	// ctl serves the run dir's steer and cancel files (nil without a
 	// run dir).
 	ctl *control
 	// obs calls Options.Observer; nil when it is not set.
 	obs *observing
-	// meter is the brain's own inference charged so far (c.mu).
-	meter meter
 
 	// lenses is the analyst menu and analysts marks the workers that are
 	// analysts (both guarded by mu); afterSettle is Options.AfterSettle.
@@ -108,12 +137,36 @@ type Coordinator struct {
 	recovering []recoverable
 	// recoverTimeout is Options.RecoverTimeout.
 	recoverTimeout time.Duration
+
+	// root is the run's root manager's view; views holds every nested
+	// manager's (mu), made when it starts or when a resumed run's journal
+	// names one of its children.
+	root  *Coordinator
+	views map[NodeID]*Coordinator
+	// router, maxTurns and managerBrain choose a nested manager's brain
+	// (Options.Router, MaxTurns, ManagerBrain); settleGrace bounds how
+	// long a nested manager's children get to settle once its brain
+	// returned (Options.SettleGrace).
+	router       contract.ChatModel
+	maxTurns     int
+	managerBrain func(p *profile.Profile) Brain
+	settleGrace  time.Duration
+	// redrive holds, in admission order, the nested managers a resumed
+	// run's journal left live: they are driven again under their ids
+	// (drivers are replay-safe), their settled children replayed.
+	redrive []NodeID
+	// reattach holds the nested managers driven again whose keyed spawn
+	// the resumed brain has not repeated yet (mu).
+	reattach map[NodeID]bool
 }
 
 // worker is what the coordinator knows of one node beyond the scope.
 type worker struct {
-	id        NodeID
-	task      string
+	id   NodeID
+	task string
+	// profile is the profile it runs, when this process knows it (an
+	// authored one re-read from the journal on resume).
+	profile   *profile.Profile
 	cancel    context.CancelCauseFunc
 	text      string
 	output    canonjson.Value
@@ -185,7 +238,7 @@ type SpawnArgs struct {
 	Key             string          `json:"key,omitzero" jsonschema:"idempotency key: the same key with the same request replays"`
 	Continuity      string          `json:"continuity,omitzero" jsonschema:"fresh (default) or resume"`
 	Budget          *SpawnBudget    `json:"budget,omitzero" jsonschema:"per-spawn budget, merged per field over the per-worker default"`
-	Parent          NodeID          `json:"parent,omitzero" jsonschema:"the spawning node; the root when empty"`
+	Parent          NodeID          `json:"parent,omitzero" jsonschema:"the spawning node; the root when empty (a nested manager spawns under its own node only)"`
 }
 
 // SpawnBudget is a spawn's requested ceiling; an absent field takes the
@@ -227,6 +280,14 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 		return SpawnResult{}, c.refusal(CodeScopeSettled, "stopped", "the manager stopped")
 	}
 	req := SpawnRequest{Parent: a.Parent, Label: a.Label, Profile: a.Profile, Task: a.Task, Key: a.Key, Continuity: Continuity(a.Continuity)}
+	if c.parent != nil {
+		// A nested manager spawns under its own node only: the parent is
+		// who calls, never what the model says.
+		if a.Parent != "" && a.Parent != c.self {
+			return SpawnResult{}, c.refusal(CodeInvalidIdentity, "not-own-parent", "a nested manager spawns its own children only ("+string(c.self)+")")
+		}
+		req.Parent = c.self
+	}
 	var p *profile.Profile
 	var doc canonjson.Value
 	if a.AuthoredProfile != nil {
@@ -248,6 +309,12 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 	if p.Model != nil && p.Model.Default != nil {
 		req.Model = *p.Model.Default
 	}
+	// A worker whose profile declares coordination verbs is a manager
+	// itself (nested.go).
+	mexec, err := c.managerExecFor(p)
+	if err != nil {
+		return SpawnResult{}, err
+	}
 	if a.Budget != nil {
 		req.Budget = ledger.Budget{Tokens: a.Budget.Tokens, Iterations: a.Budget.Iterations}
 		if u := a.Budget.USD; u != nil {
@@ -265,11 +332,19 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 			c.spawnMu.Unlock()
 			info, _ := c.scope.Node(id)
 			live, free := c.scope.Live()
-			return SpawnResult{WorkerID: id, Assignment: "replay:" + strconv.Itoa(info.Seq), Resumed: ResumedCompleted,
-				Replayed: true, Live: live, FreeSlots: free}, nil
+			res := SpawnResult{WorkerID: id, Assignment: "replay:" + strconv.Itoa(info.Seq), Resumed: ResumedCompleted,
+				Replayed: true, Live: live, FreeSlots: free}
+			if info.State.Live() {
+				res.Resumed = "" // a nested manager driven again (redriveManagers)
+			}
+			return res, nil
 		}
 	}
-	reply, tk, err := c.admitQueued(ctx, req, doc)
+	var runtime string
+	if mexec != nil {
+		runtime = RuntimeManager
+	}
+	reply, tk, err := c.admitQueued(ctx, req, doc, runtime)
 	c.spawnMu.Unlock()
 	if err == nil {
 		// The spawn record's place is fixed; its fsync is shared with
@@ -278,6 +353,11 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 		err = c.commitAdmitted(ctx, reply, tk)
 	}
 	if err != nil {
+		if id, ok := c.reattachKeyed(req, err); ok {
+			// The key's nested manager, driven again by this resumed run.
+			live, free := c.scope.Live()
+			return SpawnResult{WorkerID: id, Assignment: "key:" + req.Key, Replayed: true, Live: live, FreeSlots: free}, nil
+		}
 		return SpawnResult{}, err
 	}
 	out := SpawnResult{WorkerID: reply.Node, Assignment: reply.Assignment, Resumed: reply.Resumed,
@@ -285,7 +365,7 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 	if reply.Resumed == ResumedCompleted {
 		return out, nil // the key's committed result; nothing runs
 	}
-	c.start(reply.Node, p, req.Task, reply.Reserved, nil)
+	c.start(reply.Node, p, req.Task, reply.Reserved, mexec)
 	return out, nil
 }
 
@@ -297,7 +377,13 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 // doc is an authored profile's document, journaled with its digest so
 // a resumed run can run the same profile again.
 func (c *Coordinator) admit(ctx context.Context, req SpawnRequest, doc canonjson.Value) (SpawnReply, error) {
-	reply, tk, err := c.admitQueued(ctx, req, doc)
+	return c.admitAs(ctx, req, doc, "")
+}
+
+// admitAs is admit of a worker that runs on runtime: RuntimeManager,
+// journaled on its spawn record, marks a nested manager; "" any other.
+func (c *Coordinator) admitAs(ctx context.Context, req SpawnRequest, doc canonjson.Value, runtime string) (SpawnReply, error) {
+	reply, tk, err := c.admitQueued(ctx, req, doc, runtime)
 	if err != nil {
 		return SpawnReply{}, err
 	}
@@ -310,12 +396,12 @@ func (c *Coordinator) admit(ctx context.Context, req SpawnRequest, doc canonjson
 	return reply, nil
 }
 
-// admitQueued is admit up to the spawn record's place in the journal:
+// admitQueued is admitAs up to the spawn record's place in the journal:
 // c.spawnMu is held, and the caller commits the returned ticket (nil for
 // a key's committed result, which journals nothing) with
 // commitAdmitted once it released spawnMu, so the journal's order is the
 // scope's while concurrent spawns and settlements share fsyncs.
-func (c *Coordinator) admitQueued(ctx context.Context, req SpawnRequest, doc canonjson.Value) (SpawnReply, *logTicket, error) {
+func (c *Coordinator) admitQueued(ctx context.Context, req SpawnRequest, doc canonjson.Value, runtime string) (SpawnReply, *logTicket, error) {
 	reply, err := c.scope.Spawn(req)
 	if err != nil {
 		var r *Refusal
@@ -331,7 +417,7 @@ func (c *Coordinator) admitQueued(ctx context.Context, req SpawnRequest, doc can
 	}
 	rec := Record{Kind: KindSpawned, Node: reply.Node, Parent: parentOf(reply.Node, c.scope.Root()), Label: req.Label,
 		Profile: req.Profile, Model: req.Model, Key: req.Key, Task: req.Task, Reserved: budgetRecord(reply.Reserved),
-		ProfileDigest: req.ProfileDigest, ProfileDoc: doc}
+		ProfileDigest: req.ProfileDigest, ProfileDoc: doc, Runtime: runtime}
 	if b := req.Budget; b.Tokens != nil || b.Iterations != nil || b.MicroUSD != nil || b.Resources != nil {
 		rec.Budget = budgetRecord(req.Budget)
 	}
@@ -408,14 +494,27 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 		exec = c.exec
 	}
 	wctx, cancel := context.WithCancelCause(c.workCtx)
-	w := &worker{id: id, task: task, cancel: cancel, done: make(chan struct{}), started: c.now(), runtime: RuntimeOf(exec),
+	if _, ok := exec.(*nestedManager); ok {
+		// A nested manager's children run under its own context, made
+		// now, before any child of it can start (a resumed run starts a
+		// manager's nested managers right after it).
+		v := c.viewOf(id)
+		c.mu.Lock()
+		v.workCtx, v.cancelWork = context.WithCancelCause(wctx)
+		c.mu.Unlock()
+	}
+	w := &worker{id: id, task: task, profile: p, cancel: cancel, done: make(chan struct{}), started: c.now(), runtime: RuntimeOf(exec),
 		progress: newProgress(c.now, profileModel(p))}
+	box := c.viewFor(id) // the manager its settlement and questions go to
 	if r, ok := exec.(InboxReader); ok && r.ReadsInbox() {
 		w.inbox = newInbox(id, c.log.dir, c.now, c.logger)
 	}
 	c.mu.Lock()
 	c.workers[id] = w
-	c.inflight++
+	box.inflight++
+	if box.parent != nil {
+		box.kids = append(box.kids, w.done) // joined when its brain returns
+	}
 	c.mu.Unlock()
 	// An executor that reports acquiring moves the node on (Work.Acquiring).
 	var acquiring, running func()
@@ -469,7 +568,7 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 				}
 			}
 			askMu.Unlock()
-			d, err := c.Ask(ctx, q)
+			d, err := box.Ask(ctx, q)
 			askMu.Lock()
 			if askOpen--; askOpen == 0 {
 				if info, _ := c.scope.Node(id); info.State == StateWaiting {
@@ -491,9 +590,9 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 		// The hook may start more work (an analyst): until it returned,
 		// the run counts as busy, so await_event does not answer idle.
 		c.mu.Lock()
-		c.inflight++
+		box.inflight++
 		c.mu.Unlock()
-		defer c.releaseInflight()
+		defer box.releaseInflight()
 		c.settle(wctx, w, res, err)
 		c.afterSettled(wctx, w)
 		c.hookDone(wctx, id)
@@ -509,6 +608,9 @@ func (c *Coordinator) execute(ctx context.Context, exec Executor, w Work) (res W
 		}
 	}()
 	w.ResumeOf, w.ResumeSession, w.ResumeRef = c.resumeOf(w.Node)
+	if m, ok := exec.(*nestedManager); ok {
+		return c.runManager(ctx, m, w)
+	}
 	return exec.Execute(ctx, w)
 }
 
@@ -600,8 +702,9 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 		var te *TransitionError
 		if errors.As(err, &te) || errors.Is(err, ErrScopeClosed) {
 			c.spawnMu.Unlock()
+			box := c.viewFor(w.id)
 			c.mu.Lock()
-			c.inflight--
+			box.inflight--
 			c.mu.Unlock()
 			return
 		}
@@ -647,10 +750,11 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 // publish queues w's settlement for Await.
 func (c *Coordinator) publish(w *worker, state State) {
 	info, _ := c.scope.Node(w.id)
+	box := c.viewFor(w.id)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.inflight--
-	c.pushLocked(c.settledEventLocked(w, info, state))
+	box.inflight--
+	box.pushLocked(c.settledEventLocked(w, info, state))
 }
 
 // settledEventLocked is w's settlement as Await returns it: a finding
@@ -857,7 +961,7 @@ func (c *Coordinator) Await(ctx context.Context, a AwaitArgs) (AwaitResult, erro
 func (c *Coordinator) liveIDs() []NodeID {
 	var out []NodeID
 	for _, n := range c.scope.Nodes() {
-		if n.State.Live() && !n.InDoubt && !n.NeverSettled {
+		if n.State.Live() && !n.InDoubt && !n.NeverSettled && (c.parent == nil || n.Parent == c.self) {
 			out = append(out, n.ID)
 		}
 	}
@@ -940,12 +1044,24 @@ type Steerer interface {
 }
 
 // Steer delivers an instruction to a live worker's inbox when the
-// executor has one. With an executor that reads inboxes (InboxReader)
+// executor has one; addressed to the run id (or the root), it is a root
+// steer for the manager's own inbox, as the run dir's steer requests
+// route one. A nested manager steers only its own subtree. With an executor that reads inboxes (InboxReader)
 // it waits, at most MaxSteerWait, until the worker's next turn takes the
 // instruction.
 func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, error) {
+	if c.parent == nil && (a.WorkerID == NodeID(c.runID) || a.WorkerID == c.scope.Root()) {
+		// A root steer, as the cross-process path routes one: the
+		// manager's own inbox (ManagerInbox), read between its turns.
+		a.WorkerID = c.scope.Root()
+		req := c.steerRequested(ctx, a)
+		effect, reason := c.deliverRoot(ctx, a.Instruction, req.OperationID)
+		res := SteerResult{Delivered: effect == SteerDelivered, Outcome: string(effect), Reason: reason}
+		c.steerAcknowledged(ctx, req, res)
+		return res, nil
+	}
 	info, ok := c.scope.Node(a.WorkerID)
-	if !ok {
+	if !ok || !c.reaches(a.WorkerID) {
 		return SteerResult{}, fmt.Errorf("%w: %s", ErrUnknownWorker, a.WorkerID)
 	}
 	req := c.steerRequested(ctx, a)
@@ -980,13 +1096,24 @@ func (c *Coordinator) Submit(ctx context.Context, a SubmitArgs) (SubmitResult, e
 	if done {
 		return SubmitResult{}, &VerbRefusal{Code: "earlier-passing-result", Reason: "a passing result was already accepted"}
 	}
-	v, err := c.runCheck(ctx, Output{Node: c.scope.Root(), Text: a.Result})
+	v, err := c.runCheck(ctx, Output{Node: c.self, Text: a.Result})
 	if err != nil || !v.Passed {
 		r := SubmitResult{Expectation: c.check.Describe}
 		if err == nil {
 			r.Verdict = &v
 		}
 		return r, nil
+	}
+	if c.parent != nil {
+		// A nested manager's result is its worker's output: its
+		// settlement journals it, through the completion gate again.
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.submitted != nil {
+			return SubmitResult{}, &VerbRefusal{Code: "earlier-passing-result", Reason: "a passing result was already accepted"}
+		}
+		c.submitted = &Winner{Node: c.self, Text: a.Result, Verdict: &v, Submitted: true}
+		return SubmitResult{Accepted: true, Verdict: &v}, nil
 	}
 	val := resultValue(a.Result, canonjson.Value{})
 	ref, err := c.log.putBlob(ctx, val)
@@ -1022,7 +1149,7 @@ type StopResult struct {
 func (c *Coordinator) Stop(a StopArgs) (StopResult, error) {
 	c.mu.Lock()
 	for _, q := range c.questions {
-		if q.Urgency == UrgencyBlocksRun && q.Status == "open" {
+		if q.to == c.self && q.Urgency == UrgencyBlocksRun && q.Status == "open" {
 			c.mu.Unlock()
 			return StopResult{}, &VerbRefusal{Code: "unresolved-blocking-questions", Reason: "question " + q.ID + " blocks the run and is undecided"}
 		}
@@ -1088,6 +1215,7 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 	// the worker's outcome only if someone asked (see recoverInDoubt).
 	var cancelAsked []NodeID
 	runCancelAsked := false
+	managers := map[NodeID]bool{} // the nested managers spawned
 	for _, r := range prior {
 		if r.Kind == KindAnalystDefined {
 			if err := c.replayAnalyst(r); err != nil {
@@ -1116,7 +1244,10 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			if err := c.scope.Transition(r.Node, StateRunning); err != nil {
 				return &ResumeError{RunDir: c.log.dir, Reason: "replaying " + string(r.Node), Err: err}
 			}
-			c.workers[r.Node] = &worker{id: r.Node, task: r.Task, replayed: true}
+			c.workers[r.Node] = &worker{id: r.Node, task: r.Task, replayed: true, profile: req.Authored}
+			if r.Runtime == RuntimeManager {
+				managers[r.Node] = true
+			}
 			if err := c.replayAnalyst(r); err != nil {
 				return err
 			}
@@ -1176,6 +1307,12 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				bound[r.Node] = r.Execution
 			}
 		case KindMetered:
+			if r.Node != "" && r.Node != c.scope.Root() {
+				// A nested manager's turn: its node's spend, settled with
+				// it (or counted on when it is driven again).
+				c.viewOfLocked(r.Node).meterNestedLocked(r.Spent.spend())
+				continue
+			}
 			c.chargeDriver(r.Spent.spend())
 		case KindSubmitted:
 			c.submitted = &Winner{Node: c.scope.Root(), OutRef: r.OutRef, Verdict: r.Verdict, Submitted: true}
@@ -1199,6 +1336,13 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				c.recovering = append(c.recovering, recoverable{node: n.ID, execution: x, cancelAsked: asked})
 				continue
 			}
+			if managers[n.ID] {
+				// A nested manager is driven again under its id, its
+				// settled children replayed (redriveManagers): its
+				// reservation stays held meanwhile.
+				c.redrive = append(c.redrive, n.ID)
+				continue
+			}
 			if err := c.scope.MarkInDoubt(n.ID); err != nil {
 				return &ResumeError{RunDir: c.log.dir, Reason: "marking " + string(n.ID) + " in doubt", Err: err}
 			}
@@ -1217,9 +1361,12 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 func (c *Coordinator) pruneReplay() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	awaiting := make(map[NodeID]bool, len(c.recovering))
+	awaiting := make(map[NodeID]bool, len(c.recovering)+len(c.redrive))
 	for _, r := range c.recovering {
 		awaiting[r.node] = true
+	}
+	for _, id := range c.redrive {
+		awaiting[id] = true
 	}
 	for k, ids := range c.replay {
 		c.replay[k] = slices.DeleteFunc(ids, func(id NodeID) bool {
@@ -1238,7 +1385,15 @@ func (c *Coordinator) pending(id NodeID, key string) {
 
 func (c *Coordinator) publishReplayed(w *worker, state State) {
 	info, _ := c.scope.Node(w.id)
-	c.pushLocked(c.settledEventLocked(w, info, state))
+	c.viewOfLocked(parentOrRoot(w.id, c.root.self)).pushLocked(c.settledEventLocked(w, info, state))
+}
+
+// parentOrRoot is id's parent, root for a node without one.
+func parentOrRoot(id, root NodeID) NodeID {
+	if p, ok := id.Parent(); ok {
+		return p
+	}
+	return root
 }
 
 // ErrNoteKind: Note was asked to write a kind supervise does not accept

@@ -244,6 +244,28 @@
 // this layer cannot import. Not built yet: interactive-worker bindings
 // of the run layout.
 //
+// Nested managers. A worker whose profile declares coordination verbs
+// (IsManagerProfile) is a manager itself: instead of the Executor, its
+// brain — Options.ManagerBrain, else the RouterBrain on Options.Router —
+// drives a Coordinator bound to its node (Self), a view of the same run.
+// Its spawn_worker admits children "<node>:s<seq>" (MaxDepth refuses
+// depth-exceeded), reserved from the run's one pool and counted against
+// MaxLiveWorkers tree-wide; its await_event, list_questions and
+// answer_question see its own children; observe_agent and steer_agent
+// reach its subtree only (the root reaches every id); ask_parent, and an
+// answer_question escalating to parent, queue the question at its parent
+// manager (status queued-for-parent), whose decision reaches the asker
+// (a nested manager's own question's decision joins its inbox). Its
+// children's contexts are its own: cancelling it cancels its subtree;
+// when its brain returns its children are cancelled and joined (at most
+// SettleGrace) and it settles, through the completion gate, with its
+// submitted result (else its brain's text) and what its brain metered,
+// journaled as metered records under its node. Its spawn record carries
+// Runtime RuntimeManager, so a resumed run drives a nested manager the
+// journal left live again under its id: its settled children are
+// replayed by request, not executed again, and the root's repeated
+// spawn of it re-attaches to it.
+//
 // Above it, package graph interprets one supervised run as a fixed
 // topology (runGraph) and keeps its edge ledger in this run's journal
 // through Coordinator.Note.

@@ -372,6 +372,11 @@ func (c *Coordinator) deliver(ctx context.Context, info NodeInfo, msg, operation
 		}
 		return effect, why
 	}
+	if w != nil && w.runtime == RuntimeManager {
+		// A nested manager runs no executor: only its brain's inbox
+		// could take the message.
+		return SteerUnsupported, "the nested manager's brain takes no steers between its turns"
+	}
 	s, ok := c.exec.(Steerer)
 	if !ok {
 		return SteerUnsupported, "the executor exposes no inbox"

@@ -20,7 +20,8 @@ const KindMetered = "metered"
 // meter is the brain's own inference charged so far; guarded by
 // Coordinator.mu.
 type meter struct {
-	charged          bool // some spend was charged
+	charged          bool  // some spend was charged
+	turns            int64 // model turns metered (a nested manager's)
 	tokens, microUSD int64
 	tokensUnknown    bool
 	usdUnknown       bool
@@ -36,6 +37,16 @@ type meter struct {
 // too, leaving BrainReport.Metered for usage it did not meter.
 func (c *Coordinator) Meter(ctx context.Context, u ledger.Usage) error {
 	sp := driverSpend(u)
+	if c.parent != nil {
+		// A nested manager's inference is its node's spend, settled
+		// with it (its reservation covers it); journaled under its node
+		// so a resumed run that drives it again still counts it.
+		c.meterNested(sp)
+		if err := c.log.appendOrLose(ctx, Record{Kind: KindMetered, Node: c.self, Spent: spendRecord(sp)}); err != nil {
+			return fmt.Errorf("supervise: journaling the nested manager %s's spend: %w", c.self, err)
+		}
+		return nil
+	}
 	c.chargeDriver(sp)
 	if err := c.log.appendOrLose(ctx, Record{Kind: KindMetered, Node: c.scope.Root(), Spent: spendRecord(sp)}); err != nil {
 		return fmt.Errorf("supervise: journaling the manager's spend: %w", err)
@@ -107,6 +118,11 @@ type BrainObserver interface {
 // A brain that uses it leaves BrainReport.Metered nil, or its turns count
 // twice.
 func (c *Coordinator) TurnMeter() kernel.Observer {
+	if c.parent != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return nestedMeter{c: c, inner: c.turnObs}
+	}
 	m := turnMeter{c: c, stream: c.log.streams}
 	if c.obs != nil {
 		if b, ok := c.obs.o.(BrainObserver); ok {

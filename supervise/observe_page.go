@@ -124,7 +124,7 @@ func (c *Coordinator) ObservePage(_ context.Context, a ObserveArgs) (Observation
 		return Observation{}, err
 	}
 	info, ok := c.scope.Node(a.WorkerID)
-	if !ok {
+	if !ok || !c.reaches(a.WorkerID) {
 		return Observation{}, fmt.Errorf("%w: %s", ErrUnknownWorker, a.WorkerID)
 	}
 	o := Observation{WorkerID: info.ID, Label: info.Label, Profile: info.Profile, Status: info.State, InDoubt: info.InDoubt,

@@ -44,6 +44,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if os.Getenv(nestedKillEnv) != "" {
+		err := nestedKillChild(os.Getenv(childDir), os.Getenv(finishedJournal))
+		fmt.Fprintln(os.Stderr, "the nested child was not killed mid-tree:", err)
+		os.Exit(1)
+	}
 	if os.Getenv(finishedChildEnv) != "" {
 		err := finishedChild(os.Getenv(childDir), os.Getenv(finishedJournal))
 		fmt.Fprintln(os.Stderr, "the child outlived its run's end:", err)

@@ -37,9 +37,12 @@ type Question struct {
 	Reason   string   `json:"reason"`
 	Urgency  Urgency  `json:"urgency"`
 	Options  []string `json:"options,omitzero"`
-	// Status is open, answered, deferred or expired (its asker stopped
-	// waiting before a decision reached it).
+	// Status is open, answered, deferred, escalated (a nested manager
+	// queued it for its parent) or expired (its asker stopped waiting
+	// before a decision reached it).
 	Status string `json:"status"`
+	// To is the nested manager asked; empty for the run's root manager.
+	To NodeID `json:"to,omitzero"`
 }
 
 // Decision is a manager's decision on a question: Kind answer (Answer),
@@ -55,6 +58,9 @@ type Decision struct {
 
 type question struct {
 	Question
+	// to is the manager asked: its list_questions lists it, its
+	// answer_question decides it.
+	to       NodeID
 	decision *Decision
 	// reply carries the decision to the waiting asker; nil when nobody
 	// waits (the manager's own ask_parent).
@@ -111,7 +117,10 @@ func (a AskArgs) size() int {
 func (c *Coordinator) addQuestion(ctx context.Context, a AskArgs, wait bool) (*question, <-chan Decision) {
 	c.mu.Lock()
 	q := &question{Question: Question{ID: "q" + strconv.Itoa(len(c.questions)+1), From: a.From, Level: a.Level, Question: a.Question,
-		Reason: a.Reason, Urgency: a.Urgency, Options: a.Options, Status: "open"}}
+		Reason: a.Reason, Urgency: a.Urgency, Options: a.Options, Status: "open"}, to: c.self}
+	if c.parent != nil {
+		q.To = c.self // journaled, so a resumed run lists it to the same manager
+	}
 	if wait {
 		q.reply = make(chan Decision, 1)
 	}
@@ -153,15 +162,28 @@ type AskParentResult struct {
 	Status     string `json:"status"`
 }
 
-// AskParent records the manager's own question. This run's root has no
-// parent, so the reply is no-parent; the question is kept for
-// list_questions and the journal.
+// AskParent records the manager's own question. The run's root has no
+// parent, so its reply is no-parent, the question kept for
+// list_questions and the journal; a nested manager's question is queued
+// at its parent manager (queued-for-parent), and the decision made there
+// joins the nested manager's inbox.
 func (c *Coordinator) AskParent(ctx context.Context, a AskArgs) (AskParentResult, error) {
-	if a.From == "" {
-		a.From = c.scope.Root()
+	if a.From == "" || c.parent != nil {
+		a.From = c.self // a nested manager asks as itself
 	}
 	if err := a.check(); err != nil {
 		return AskParentResult{}, &VerbRefusal{Code: "invalid-question", Reason: err.Error()}
+	}
+	if c.parent != nil {
+		// A nested manager's question goes to its parent manager; the
+		// decision joins its own brain between turns (its inbox).
+		in := c.ManagerInbox()
+		id := c.askUp(a, func(qid string, d Decision) {
+			if in != nil {
+				in.post(context.WithoutCancel(c.workCtx), decisionText(qid, d), "")
+			}
+		})
+		return AskParentResult{QuestionID: id, Status: "queued-for-parent"}, nil
 	}
 	q, _ := c.addQuestion(ctx, a, false)
 	c.mu.Lock()
@@ -181,7 +203,9 @@ func (c *Coordinator) ListQuestions() QuestionList {
 	defer c.mu.Unlock()
 	out := QuestionList{Questions: []Question{}}
 	for _, q := range c.questions {
-		out.Questions = append(out.Questions, q.Question)
+		if q.to == c.self {
+			out.Questions = append(out.Questions, q.Question)
+		}
 	}
 	return out
 }
@@ -206,10 +230,14 @@ type AnswerResult struct {
 }
 
 // AnswerQuestion decides a question and routes the decision to its
-// asker. An escalation from this root goes nowhere (no-parent) and
-// leaves the question open.
+// asker. An escalation from the root goes nowhere (no-parent) and
+// leaves the question open; a nested manager's escalation to parent
+// asks its parent manager, whose decision reaches the asker.
 func (c *Coordinator) AnswerQuestion(ctx context.Context, a AnswerArgs) (AnswerResult, error) {
-	res, d, from, err := c.decide(a)
+	res, d, from, then, err := c.decide(a)
+	if then != nil {
+		then()
+	}
 	if err == nil && d != nil {
 		rec := CoordRecord{Kind: CoordDecision, QuestionID: res.QuestionID, Decision: d, Delivered: res.Delivered}
 		if jerr := c.log.appendCoordOrLose(ctx, rec, from); jerr != nil {
@@ -220,8 +248,9 @@ func (c *Coordinator) AnswerQuestion(ctx context.Context, a AnswerArgs) (AnswerR
 }
 
 // decide applies a decision under the lock and returns it, and who
-// asked, for the log.
-func (c *Coordinator) decide(a AnswerArgs) (AnswerResult, *Decision, NodeID, error) {
+// asked, for the log, and what is left to do once the lock is released
+// (a nested manager's escalation to its parent).
+func (c *Coordinator) decide(a AnswerArgs) (AnswerResult, *Decision, NodeID, func(), error) {
 	set := 0
 	for _, s := range []string{a.Answer, a.DeferReason, a.EscalateTo} {
 		if s != "" {
@@ -229,26 +258,38 @@ func (c *Coordinator) decide(a AnswerArgs) (AnswerResult, *Decision, NodeID, err
 		}
 	}
 	if set != 1 {
-		return AnswerResult{}, nil, "", &VerbRefusal{Code: "invalid-decision", Reason: "give exactly one of answer, deferReason, escalateTo"}
+		return AnswerResult{}, nil, "", nil, &VerbRefusal{Code: "invalid-decision", Reason: "give exactly one of answer, deferReason, escalateTo"}
 	}
 	if a.EscalateTo != "" && a.EscalateTo != "parent" && a.EscalateTo != "user" {
-		return AnswerResult{}, nil, "", &VerbRefusal{Code: "invalid-decision", Reason: "escalateTo is parent or user"}
+		return AnswerResult{}, nil, "", nil, &VerbRefusal{Code: "invalid-decision", Reason: "escalateTo is parent or user"}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var q *question
 	for _, x := range c.questions {
-		if x.ID == a.QuestionID {
+		if x.ID == a.QuestionID && x.to == c.self {
 			q = x
 		}
 	}
 	switch {
 	case q == nil:
-		return AnswerResult{}, nil, "", &VerbRefusal{Code: "unknown-question", Reason: "no question " + a.QuestionID}
+		return AnswerResult{}, nil, "", nil, &VerbRefusal{Code: "unknown-question", Reason: "no question " + a.QuestionID}
 	case q.decision != nil:
-		return AnswerResult{}, nil, "", &VerbRefusal{Code: "already-decided", Reason: "question " + q.ID + " is " + q.Status}
+		return AnswerResult{}, nil, "", nil, &VerbRefusal{Code: "already-decided", Reason: "question " + q.ID + " is " + q.Status}
+	case a.EscalateTo != "" && (c.parent == nil || a.EscalateTo != "parent" || q.reply == nil):
+		return AnswerResult{QuestionID: q.ID, Status: "no-parent"}, nil, q.From, nil, nil
 	case a.EscalateTo != "":
-		return AnswerResult{QuestionID: q.ID, Status: "no-parent"}, nil, q.From, nil
+		// A nested manager escalates to its parent manager: the question
+		// is asked there, and the decision made there reaches the asker.
+		d := Decision{Kind: "escalate", EscalateTo: "parent", EscalateReason: a.EscalateReason, By: a.By}
+		q.decision, q.Status = &d, "escalated"
+		reply, up := q.reply, q.Question
+		q.reply = nil
+		then := func() {
+			c.askUp(AskArgs{From: up.From, Level: up.Level, Question: up.Question, Reason: up.Reason, Urgency: up.Urgency, Options: up.Options},
+				func(_ string, d Decision) { reply <- d }) // buffered, and only ever sent once
+		}
+		return AnswerResult{QuestionID: q.ID, Status: "queued-for-parent"}, &d, q.From, then, nil
 	}
 	d := Decision{Kind: "answer", Answer: a.Answer, By: a.By}
 	status := "answered"
@@ -257,9 +298,9 @@ func (c *Coordinator) decide(a AnswerArgs) (AnswerResult, *Decision, NodeID, err
 	}
 	if q.reply == nil {
 		// Nobody is waiting: the decision cannot be delivered.
-		return AnswerResult{QuestionID: q.ID, Status: q.Status}, nil, q.From, nil
+		return AnswerResult{QuestionID: q.ID, Status: q.Status}, nil, q.From, nil, nil
 	}
 	q.reply <- d // buffered, and only ever sent once
 	q.decision, q.Status, q.reply = &d, status, nil
-	return AnswerResult{QuestionID: q.ID, Delivered: true, Status: status}, &d, q.From, nil
+	return AnswerResult{QuestionID: q.ID, Delivered: true, Status: status}, &d, q.From, nil, nil
 }

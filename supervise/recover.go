@@ -229,16 +229,17 @@ func (c *Coordinator) settleRecovered(ctx context.Context, node NodeID, got Reco
 		c.workers[node] = w
 	}
 	w.replayed, w.recovered = false, true
-	c.inflight++
+	box := c.viewOfLocked(parentOrRoot(node, c.root.self))
+	box.inflight++
 	c.mu.Unlock()
 	if c.afterSettle == nil {
 		c.settleAs(ctx, w, got.Result, got.State, got.Reason, false)
 		return
 	}
 	c.mu.Lock()
-	c.inflight++
+	box.inflight++
 	c.mu.Unlock()
-	defer c.releaseInflight()
+	defer box.releaseInflight()
 	c.settleAs(ctx, w, got.Result, got.State, got.Reason, false)
 	c.afterSettled(ctx, w)
 	c.hookDone(ctx, node)

@@ -101,8 +101,19 @@ type Options struct {
 	Brain  Brain
 	Router contract.ChatModel
 	// MaxTurns caps the router brain's tool turns (0: the kernel's
-	// default backstop).
+	// default backstop), a nested manager's too.
 	MaxTurns int
+	// ManagerBrain, when set, chooses the brain of a worker whose
+	// profile declares coordination verbs (ToolPrefix + verb): such a
+	// worker is a nested manager, whose verbs spawn, await, observe,
+	// steer and answer its own children (ids "<node>:s<seq>", held to
+	// MaxDepth, reserved from the run's one pool, counted against
+	// MaxLiveWorkers tree-wide) and whose ask_parent goes to its parent
+	// manager. A nil Brain, or no ManagerBrain, gives a cli-base (or
+	// harness-less) manager profile the RouterBrain on Router; a
+	// manager profile no brain serves is refused at spawn
+	// (preflight-refused, cause manager-brain).
+	ManagerBrain func(p *profile.Profile) Brain
 	// RunDir, when set, holds the run's journal and result blobs; RunID
 	// names the run (generated when empty on a new run). Resume continues
 	// the run the journal in RunDir holds; without it an existing journal
@@ -417,10 +428,17 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	if err != nil {
 		return SupervisedResult{}, err
 	}
-	c := &Coordinator{runID: runID, pool: pool, log: log, exec: exec, profiles: o.Profiles, authoredOK: o.AuthoredProfiles, authorizeHook: o.AuthorizeSpawn != nil, check: o.Deliverable,
-		logger: logger, now: now, workers: map[NodeID]*worker{}, wake: make(chan struct{}), ctl: newControl(runDir, ctx.Value(noControlScanKey{}) != nil),
+	grace := o.SettleGrace
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	c := &Coordinator{self: NodeID(runID), wake: make(chan struct{}), core: &core{runID: runID, pool: pool, log: log, exec: exec, profiles: o.Profiles,
+		authoredOK: o.AuthoredProfiles, authorizeHook: o.AuthorizeSpawn != nil, check: o.Deliverable,
+		logger: logger, now: now, workers: map[NodeID]*worker{}, ctl: newControl(runDir, ctx.Value(noControlScanKey{}) != nil),
 		lenses: lenses, analysts: map[NodeID]analystOf{}, afterSettle: o.AfterSettle, requested: map[string]bool{},
-		analystModel: o.AnalystModel, analystStops: map[NodeID]string{}}
+		analystModel: o.AnalystModel, analystStops: map[NodeID]string{},
+		views: map[NodeID]*Coordinator{}, router: o.Router, maxTurns: o.MaxTurns, managerBrain: o.ManagerBrain, settleGrace: grace}}
+	c.root = c
 	// An executor that declares ResumesSessions() false cannot honour
 	// continuity resume: the value counts, not the method's presence.
 	rs, ok := exec.(interface{ ResumesSessions() bool })
@@ -563,8 +581,10 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	}
 	if resumed && resumeErr == nil {
 		// What the process before left half done: settlement hooks that
-		// never returned, analyses requested but never started.
+		// never returned, analyses requested but never started, nested
+		// managers still driving.
 		c.resumeAnalyses(c.workCtx)
+		c.redriveManagers()
 	}
 	if resumeErr != nil {
 		brain = BrainFunc(func(context.Context, *Coordinator, string) (BrainReport, error) {
@@ -597,10 +617,6 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	// The brain returned: cancel live workers and give them a bounded
 	// time to settle.
 	c.cancelWork(errors.New("supervise: the manager returned"))
-	grace := o.SettleGrace
-	if grace <= 0 {
-		grace = 10 * time.Second
-	}
 	waited := make(chan struct{})
 	go func() { c.wg.Wait(); close(waited) }()
 	timer := time.NewTimer(grace)
@@ -769,7 +785,9 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 	}
 	for i := range res.Tree {
 		ws := &res.Tree[i]
-		if !ws.Delivered || ws.State != StateDone {
+		if !ws.Delivered || ws.State != StateDone || ws.Parent != c.scope.Root() {
+			// A nested manager's children are its candidates, not the
+			// root's: the root's finalizer picks among its own children.
 			continue
 		}
 		score := 1.0

@@ -170,7 +170,9 @@ func (c *Coordinator) Tools() ([]contract.Tool, error) {
 	add(verb(VerbRunAnalyst, "Run an analyst lens (kind, from list_analysts) over a settled worker; its findings arrive from await_event as a finding event. Charged to the run's budget like any worker.", c.RunAnalyst))
 	add(verb(VerbDefineAnalyst, "Define an analyst lens as data: id, description, area, question, instructions, toolGroup, and optional model, limits and minimumEvidenceCitations, within fixed bounds; at most 8 per manager.", c.DefineAnalyst))
 	for i := range out {
-		out[i] = c.streamed(out[i])
+		if c.parent == nil { // a nested manager's calls are in its worker log
+			out[i] = c.streamed(out[i])
+		}
 	}
 	return out, errors.Join(errs...)
 }
@@ -265,8 +267,17 @@ func (b *RouterBrain) Drive(ctx context.Context, c *Coordinator, task string) (B
 	}
 	// Each model turn is charged to the run's pool as it ends (Meter).
 	// Steers addressed to the run's root join between its turns.
-	res, err := kernel.RunToolLoop(ctx, kernel.ToolLoopOptions{Model: b.model, Profile: b.profile, User: task, Tools: offered,
-		MaxToolTurns: b.maxTurns, Logger: c.logger, Now: c.now, Observer: c.TurnMeter(), Interject: interjectFrom(c.ManagerInbox())})
+	opts := kernel.ToolLoopOptions{Model: b.model, Profile: b.profile, User: task, Tools: offered,
+		MaxToolTurns: b.maxTurns, Logger: c.logger, Now: c.now, Observer: c.TurnMeter(), Interject: interjectFrom(c.ManagerInbox())}
+	if c.parent != nil {
+		// A nested manager's turns are held to its node's reservation.
+		gate, reserve, err := c.turnGate()
+		if err != nil {
+			return BrainReport{}, err
+		}
+		opts.Budget, opts.Reserve = gate, reserve
+	}
+	res, err := kernel.RunToolLoop(ctx, opts)
 	if res == nil {
 		return BrainReport{}, err
 	}
