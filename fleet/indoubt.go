@@ -285,6 +285,12 @@ func (f *Fleet) settle(fence store.Fence, attempt Attempt, doubt InDoubt, res *k
 	case res.Reason == kernel.ReasonEnvironmentGone:
 		rc.State, rc.Detail = RecoveryLost, "the environment "+doubt.EnvironmentID+" is gone, and its turn's end with it: the run is lost"
 		status = string(res.Status)
+	case res.Reason == kernel.ReasonCancelledWithHolder:
+		// Nobody asked it to stop: cut with the holder that lost it, or
+		// abandoned unread by its server (serve --abandon-after). Its
+		// work was never done: lost, not the worker's failure.
+		rc.State, rc.Detail = RecoveryLost, "the turn in environment "+doubt.EnvironmentID+" had ended cancelled though nobody asked (its holder died or its server abandoned it unread): the run is lost"
+		status = string(res.Status)
 	case res.EnvironmentKept, res.Status == store.StatusInterrupted:
 		rc.State, rc.Detail = RecoveryRunning, "the turn is still running (or its end could not be seen: "+res.Detail+"); the run stays in doubt"
 		status = string(res.Status)

@@ -30,6 +30,18 @@ type blipServer struct {
 	turns  atomic.Int32
 	mu     sync.Mutex
 	gone   map[string]int
+	// abandon cancels the cut turns, as a server does one nobody reads.
+	abandon []context.CancelFunc
+}
+
+// abandonTurns cancels every cut turn on the server's side, as agentrt
+// serve does a turn nobody read for --abandon-after.
+func (p *blipServer) abandonTurns() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, cancel := range p.abandon {
+		cancel()
+	}
 }
 
 func newBlipServer(t *testing.T, script string) *blipServer {
@@ -87,8 +99,13 @@ func (e *blipEnv) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[
 	cut := e.p.cut.Load()
 	return func(yield func(contract.EnvironmentEvent, error) bool) {
 		if cut {
-			// The turn begins here, and the server runs it whoever listens.
-			ctx = context.WithoutCancel(ctx)
+			// The turn begins here, and the server runs it whoever
+			// listens, until it abandons it.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
+			e.p.mu.Lock()
+			e.p.abandon = append(e.p.abandon, cancel)
+			e.p.mu.Unlock()
 		}
 		next, stop := iter.Pull2(e.Environment.Stream(ctx, in))
 		for {
@@ -264,5 +281,28 @@ func TestRecoverLostEnvironment(t *testing.T) {
 	}
 	if _, err := f.Recover(t.Context(), sub.RunID, fleet.RecoverOptions{Provider: srv}); !errors.Is(err, fleet.ErrNotInDoubt) {
 		t.Errorf("Recover of a pending run: %v, want fleet.ErrNotInDoubt", err)
+	}
+}
+
+// A kept turn that ended cancelled though nobody asked (its server
+// abandoned it unread, serve --abandon-after) is settled lost by
+// Recover, not failed: its work was never done and is not run again.
+func TestRecoverTurnCancelledWithoutRequestIsLost(t *testing.T) {
+	srv := newBlipServer(t, lateScript)
+	f, r := inDoubtRun(t, srv, "a note the server abandoned")
+	// The server cancels the unread turn on its own.
+	srv.abandonTurns()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	rc, err := f.Recover(ctx, r.ID, fleet.RecoverOptions{Provider: srv})
+	if err != nil || rc.State != fleet.RecoveryLost || !strings.Contains(rc.Detail, "nobody asked") {
+		t.Fatalf("Recover of a turn cancelled without request: %+v, %v; want lost, saying nobody asked", rc, err)
+	}
+	got, err := f.Get(t.Context(), r.ID)
+	if err != nil || got.Status != store.StatusInterrupted {
+		t.Errorf("run after Recover: %+v, %v; want interrupted (lost), not failed", got, err)
+	}
+	if n := srv.turns.Load(); n != 2 {
+		t.Errorf("%d turns streamed, want 2: the cut one and its re-attachment (never a new turn)", n)
 	}
 }

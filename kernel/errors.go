@@ -54,6 +54,12 @@ const (
 	// settled (Reattach.Settle) cannot be: its environment was destroyed,
 	// and the turn's end with it is unknown.
 	ReasonEnvironmentGone = "environment-gone"
+	// ReasonCancelledWithHolder: a re-attached turn that was only to be
+	// settled (Reattach.Settle) had ended cancelled though nobody asked
+	// this run to stop: it was cut with its previous holder, or its
+	// server abandoned it unread. Its work was never done and is not run
+	// again.
+	ReasonCancelledWithHolder = "cancelled-with-holder"
 )
 
 // StoreError is a store call a run depends on that failed or did not

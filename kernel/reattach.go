@@ -74,7 +74,7 @@ func (x *execution) reattach(ctx context.Context, r *Reattach) (again bool) {
 		if x.envGone {
 			x.fail(store.StatusFailed, ReasonEnvironmentGone, "the environment "+x.res.EnvironmentID+" was destroyed: its turn's end is unknown", nil)
 		} else {
-			x.fail(store.StatusFailed, ReasonInBandError, "the turn had ended cancelled with its previous holder", nil)
+			x.fail(store.StatusFailed, ReasonCancelledWithHolder, "the turn had ended cancelled with its previous holder (nobody asked this run to stop: its holder died or its server abandoned it unread)", nil)
 		}
 		return false
 	}
