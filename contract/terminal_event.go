@@ -22,6 +22,12 @@ var ErrDestroyed = errors.New("the environment was destroyed")
 // be the new holder's.
 var ErrLeaseLost = errors.New("the caller no longer holds the run's lease")
 
+// ErrTurnGone is matched (errors.Is) by the error of re-attaching to a
+// turn by id that the provider no longer holds (it ended and was
+// forgotten, or its server restarted): its events and its end are gone,
+// and it was not started again.
+var ErrTurnGone = errors.New("the provider no longer holds the turn")
+
 // The types of the terminal environment events the constructors below
 // make, as every provider in this module spells them.
 const (

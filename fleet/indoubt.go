@@ -266,7 +266,7 @@ func (f *Fleet) followInDoubt(ctx context.Context, runID string, spec Spec, atte
 	return kernel.Execute(follow, kernel.Request{
 		Profile: p, Task: spec.Task, Provider: o.Provider, Store: f.store, Check: expectCheck(spec.Expect), Stage: spec.Stage,
 		RunID: attemptRun, LeaseTTL: o.LeaseTTL, CleanupTimeout: recoverCleanup, Logger: f.log,
-		Reattach: &kernel.Reattach{Environment: &pinnedEnv{Environment: env, turn: turnID(runID)}, Created: created, Settle: true},
+		Reattach: &kernel.Reattach{Environment: &pinnedEnv{Environment: env, turn: turnID(runID), attach: true}, Created: created, Settle: true},
 	})
 }
 
@@ -280,6 +280,14 @@ func (f *Fleet) settle(fence store.Fence, attempt Attempt, doubt InDoubt, res *k
 	var oc *Outcome
 	status := ""
 	switch {
+	case errors.Is(runErr, contract.ErrTurnGone):
+		// The server forgot the turn (it ended long ago, or the server
+		// restarted): its end will never be known, and it is not run
+		// again.
+		rc.State, rc.Detail = RecoveryLost, "the server no longer holds the turn in environment "+doubt.EnvironmentID+" (it ended and was forgotten, or the server restarted): its end is unknown, and the run is lost"
+		if res != nil {
+			status = string(res.Status)
+		}
 	case res == nil:
 		rc.State, rc.Detail = RecoveryRunning, "the recovery could not follow the turn: "+runErr.Error()
 	case res.Reason == kernel.ReasonEnvironmentGone:

@@ -37,9 +37,19 @@ func (p *pinned) Create(ctx context.Context, in *contract.CreateInput) (contract
 }
 
 // pinnedEnv gives every turn without an id of its own the fleet run's.
+// With attach it only re-attaches to that turn, never starting it, when
+// the environment can (turnAttacher: a remote server's).
 type pinnedEnv struct {
 	contract.Environment
-	turn string
+	turn   string
+	attach bool
+}
+
+// turnAttacher is an environment that follows a turn by id without ever
+// starting it (providers/remote: a server that no longer holds the turn
+// answers that it is gone, rather than running it again).
+type turnAttacher interface {
+	AttachTurn(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error]
 }
 
 // Stream implements contract.Environment.
@@ -51,6 +61,9 @@ func (e *pinnedEnv) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq
 	if turn.TurnID == nil {
 		id := e.turn
 		turn.TurnID = &id
+	}
+	if a, ok := e.Environment.(turnAttacher); ok && e.attach {
+		return a.AttachTurn(ctx, &turn)
 	}
 	return e.Environment.Stream(ctx, &turn)
 }

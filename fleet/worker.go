@@ -635,7 +635,7 @@ func (w *Worker) runAttempt(c claim) error {
 	if c.resume != nil {
 		// The dead attempt's environment, whose turn carries the same
 		// name: the kernel re-attaches to it.
-		reattach = &kernel.Reattach{Environment: &pinnedEnv{Environment: c.resume.Environment, turn: turnID(c.fence.RunID)}, Created: c.resume.Created}
+		reattach = &kernel.Reattach{Environment: &pinnedEnv{Environment: c.resume.Environment, turn: turnID(c.fence.RunID), attach: true}, Created: c.resume.Created}
 	}
 	// Not River's ctx: it ends at River's job timeout (see NewWorker).
 	runCtx, cancel := context.WithCancelCause(w.hard)

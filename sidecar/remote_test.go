@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"iter"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -559,5 +560,58 @@ func TestRemoteDurableCheckpointLostAnswer(t *testing.T) {
 	found, err := br.LookupCheckpoint(ctx, req.Lookup())
 	if err != nil || !contract.WorkspaceCheckpointLookupResultMatchesRequest(req, found) || found.Checkpoint.CheckpointID != res.Checkpoint.CheckpointID {
 		t.Errorf("the lookup: %+v, %v; want the one checkpoint", found, err)
+	}
+}
+
+// turnAttacher is what fleet uses to settle work in doubt: following a
+// turn by id without ever starting it.
+type turnAttacher interface {
+	AttachTurn(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error]
+}
+
+// Attaching to a turn the server still holds replays it; attaching to
+// one it forgot (here evicted by the next turn, as after its retention
+// or a restart) fails with contract.ErrTurnGone and runs nothing: a
+// plain POST of the same turn id used to run the forgotten work again.
+func TestAttachNeverRunsAForgottenTurn(t *testing.T) {
+	p := newScripted(t)
+	ts, _ := serve(t, p, sidecar.Options{MaxTurns: 1})
+	rp := newRemote(t, ts.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	env, err := rp.Create(ctx, &contract.CreateInput{Profile: profile.Ref{Inline: &profile.Profile{Name: profile.Ptr("t")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn := func(id string) *contract.TurnInput { return &contract.TurnInput{TurnID: &id, Prompt: profile.Ptr("hi")} }
+	drain := func(seq iter.Seq2[contract.EnvironmentEvent, error]) (int, error) {
+		n := 0
+		for _, err := range seq {
+			if err != nil {
+				return n, err
+			}
+			n++
+		}
+		return n, nil
+	}
+	if _, err := drain(env.Stream(ctx, turn("t1"))); err != nil {
+		t.Fatal(err)
+	}
+	a, ok := env.(turnAttacher)
+	if !ok {
+		t.Fatalf("%T cannot attach to turns", env)
+	}
+	if n, err := drain(a.AttachTurn(ctx, turn("t1"))); err != nil || n == 0 {
+		t.Fatalf("attaching to a held turn: %d events, %v; want its replay", n, err)
+	}
+	if _, err := drain(env.Stream(ctx, turn("t2"))); err != nil { // evicts t1
+		t.Fatal(err)
+	}
+	before := p.Turns()
+	if _, err := drain(a.AttachTurn(ctx, turn("t1"))); !errors.Is(err, contract.ErrTurnGone) {
+		t.Fatalf("attaching to a forgotten turn: %v, want contract.ErrTurnGone", err)
+	}
+	if n := p.Turns() - before; n != 0 {
+		t.Errorf("attaching ran %d turns; want none", n)
 	}
 }

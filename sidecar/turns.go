@@ -169,6 +169,9 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// A Last-Event-ID, even 0, says the client resumes (or only attaches
+	// to) a turn it knows was started: it is never started here.
+	resuming := r.Header.Get(wire.HeaderLastEventID) != ""
 	digest, err := contract.DigestOf(req.Input)
 	if err != nil {
 		writeError(w, providerError(err))
@@ -187,7 +190,7 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 		s.stream(w, r, t, after)
 		return
 	}
-	if after > 0 {
+	if resuming {
 		// A reader resuming a turn this server does not hold (it ended
 		// and was forgotten, or the server restarted): its events are
 		// gone, and running it again would repeat work that may have

@@ -1890,6 +1890,14 @@ func (e *envBase) StreamOwned(ctx context.Context, in *contract.TurnInput) iter.
 	return x.StreamOwned(ctx, in)
 }
 
+// AttachTurn implements TurnAttacher.
+//
+//go:noinline
+func (e *envBase) AttachTurn(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
+	x := e.x
+	return x.AttachTurn(ctx, in)
+}
+
 // envWithDispatch carries the methods of contract.Dispatcher.
 type envWithDispatch struct{ x *environment }
 

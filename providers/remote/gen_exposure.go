@@ -89,12 +89,13 @@ var envCore = []method{
 	{"Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error]", "return x.Stream(ctx, in)"},
 	{"Destroy(ctx context.Context) error", "return x.Destroy(ctx)"},
 	{"StreamOwned(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error]", "return x.StreamOwned(ctx, in)"},
+	{"AttachTurn(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error]", "return x.AttachTurn(ctx, in)"},
 }
 
 // elsewhere names the interface a core method implements when it is not
 // the core's own (the execution owner's stream, which carries the
 // private native-session observation, NSO-01).
-var elsewhere = map[string]string{"StreamOwned": "contract.OwnedStreamer", "ObservedNativeSession": "contract.NativeSessionReporter"}
+var elsewhere = map[string]string{"StreamOwned": "contract.OwnedStreamer", "ObservedNativeSession": "contract.NativeSessionReporter", "AttachTurn": "TurnAttacher"}
 
 // sessCore is contract.Session and contract.NativeSessionReporter (a
 // detached run's native session, NSO-02), the surface every exposed

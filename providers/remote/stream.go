@@ -39,6 +39,33 @@ func turnIDOf(in *contract.TurnInput) string {
 // stream is Stream of the turn turnID names ("": turnIDOf's, chosen
 // anew each time the sequence is read).
 func (e *environment) stream(ctx context.Context, in *contract.TurnInput, turnID string) iter.Seq2[contract.EnvironmentEvent, error] {
+	return e.streamFrom(ctx, in, turnID, false)
+}
+
+// TurnAttacher is implemented by every environment of this provider:
+// AttachTurn follows a turn by id without ever starting it.
+type TurnAttacher interface {
+	AttachTurn(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error]
+}
+
+// AttachTurn follows the turn in.TurnID names from its first event,
+// never starting it: a server that does not hold the turn (it ended and
+// was forgotten, or the server restarted) answers 410 resume_gone, which
+// is yielded as the error, and runs nothing. It is how a process settling
+// or taking over work in doubt re-attaches to it (fleet): starting the
+// turn again would repeat work that may have happened. in.TurnID is
+// required.
+func (e *environment) AttachTurn(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
+	if in == nil || in.TurnID == nil || *in.TurnID == "" {
+		return func(yield func(contract.EnvironmentEvent, error) bool) {
+			yield(contract.EnvironmentEvent{}, errors.New("remote: attaching to a turn needs its id"))
+		}
+	}
+	return e.streamFrom(ctx, in, *in.TurnID, true)
+}
+
+// streamFrom is stream; attach only follows a turn the server holds.
+func (e *environment) streamFrom(ctx context.Context, in *contract.TurnInput, turnID string, attach bool) iter.Seq2[contract.EnvironmentEvent, error] {
 	return func(yield func(contract.EnvironmentEvent, error) bool) {
 		turnID := turnID
 		if turnID == "" {
@@ -69,7 +96,7 @@ func (e *environment) stream(ctx context.Context, in *contract.TurnInput, turnID
 		failures := 0
 		for {
 			started = true
-			r, err := e.open(ctx, body, last, input.Credential)
+			r, err := e.open(ctx, body, last, attach, input.Credential)
 			if err == nil {
 				var stop bool
 				stop, ended, err = e.read(r, &last, &failures, yield)
@@ -85,6 +112,9 @@ func (e *environment) stream(ctx context.Context, in *contract.TurnInput, turnID
 			if errors.As(err, &we) && we.Status < 500 {
 				// The server refused: nothing more will come of this turn.
 				ended = true
+				if attach && we.Code == wire.CodeResumeGone {
+					err = fmt.Errorf("remote: turn %s: %w: %w", turnID, contract.ErrTurnGone, err)
+				}
 				yield(contract.EnvironmentEvent{}, err)
 				return
 			}
@@ -102,14 +132,15 @@ func (e *environment) stream(ctx context.Context, in *contract.TurnInput, turnID
 	}
 }
 
-// open starts (or resumes after last) the turn's event stream.
-func (e *environment) open(ctx context.Context, body []byte, last int64, cred *contract.CredentialRequest) (*idleBody, error) {
+// open starts (or resumes after last) the turn's event stream; resume
+// only resumes, even from the start (Last-Event-ID 0).
+func (e *environment) open(ctx context.Context, body []byte, last int64, resume bool, cred *contract.CredentialRequest) (*idleBody, error) {
 	req, err := e.p.newRequest(ctx, http.MethodPost, envPath(e.doc.ID)+"/turns", body, cred)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Accept", wire.ContentTypeSSE)
-	if last > 0 {
+	if last > 0 || resume {
 		req.Header.Set(wire.HeaderLastEventID, strconv.FormatInt(last, 10))
 	}
 	resp, err := e.p.client.Do(req)
