@@ -583,7 +583,9 @@ func TestAttachNeverRunsAForgottenTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	turn := func(id string) *contract.TurnInput { return &contract.TurnInput{TurnID: &id, Prompt: profile.Ptr("hi")} }
+	turn := func(id string) *contract.TurnInput {
+		return &contract.TurnInput{TurnID: &id, Prompt: profile.Ptr("hi")}
+	}
 	drain := func(seq iter.Seq2[contract.EnvironmentEvent, error]) (int, error) {
 		n := 0
 		for _, err := range seq {
