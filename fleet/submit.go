@@ -114,7 +114,8 @@ func (f *Fleet) Submit(ctx context.Context, sub Submission) (Submitted, error) {
 		return Submitted{}, fmt.Errorf("fleet: submit: %w", err)
 	}
 	res, err := f.river.Insert(ctx, RunArgs{RunID: out.RunID, SpecDigest: digest}, &river.InsertOpts{
-		Queue:      sub.Spec.Provider,
+		Queue:       sub.Spec.Provider,
+		MaxAttempts: MaxJobAttempts,
 		UniqueOpts: river.UniqueOpts{ByArgs: true},
 	})
 	if undefinedTable(err) {

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -204,6 +205,7 @@ func (f *Fleet) NewWorker(ctx context.Context, o WorkerOptions) (*Worker, error)
 		JobTimeout:           o.RescueAfter,
 		RescueStuckJobsAfter: o.RescueAfter,
 		FetchPollInterval:    o.PollInterval,
+		RetryPolicy:          retryPolicy{},
 	}
 	if o.PollInterval > 0 && o.PollInterval < river.FetchCooldownDefault {
 		cfg.FetchCooldown = o.PollInterval
@@ -1020,4 +1022,36 @@ func (g *gate) wait(ctx context.Context, stop <-chan struct{}) bool {
 	case <-stop:
 	}
 	return false
+}
+
+// MaxRetryBackoff caps how long a run's job waits before it is tried
+// again after an attempt returned an error (a store that stopped
+// answering, a server that refused the worker) or its worker died.
+// River's default waits attempts^4 seconds with no cap — 10 minutes
+// after the fifth error, 20 after the sixth — so a run could sit for
+// hours after a short database outage or a few worker deaths.
+const MaxRetryBackoff = 30 * time.Second
+
+// MaxJobAttempts is how many attempts a run's job gets (River's default
+// is 25): with MaxRetryBackoff, days of retrying, so that no outage
+// discards the job of a run that is not over.
+const MaxJobAttempts = 10_000
+
+// retryPolicy is the fleet's River retry policy: exponential from one
+// second, capped at MaxRetryBackoff, with up to 20% jitter so that the
+// runs an outage failed together are not retried together.
+type retryPolicy struct{}
+
+// NextRetry implements river.ClientRetryPolicy.
+func (retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
+	return time.Now().Add(retryBackoff(len(job.Errors), rand.Float64()))
+}
+
+// retryBackoff is the wait after errors errors, jitter in [0, 1).
+func retryBackoff(errors int, jitter float64) time.Duration {
+	d := MaxRetryBackoff
+	if errors < 6 { // 2^5 s = 32 s is past the cap
+		d = min(MaxRetryBackoff, time.Duration(1<<max(errors-1, 0))*time.Second)
+	}
+	return d - time.Duration(float64(d)*0.2*jitter)
 }
