@@ -116,7 +116,7 @@ func (f *Fleet) Submit(ctx context.Context, sub Submission) (Submitted, error) {
 	res, err := f.river.Insert(ctx, RunArgs{RunID: out.RunID, SpecDigest: digest}, &river.InsertOpts{
 		Queue:       sub.Spec.Provider,
 		MaxAttempts: MaxJobAttempts,
-		UniqueOpts: river.UniqueOpts{ByArgs: true},
+		UniqueOpts:  river.UniqueOpts{ByArgs: true},
 	})
 	if undefinedTable(err) {
 		err = &NotMigratedError{Schema: f.schema, Err: err}
