@@ -314,3 +314,27 @@ func TestResumePastTheTurnsHeadIsRefused(t *testing.T) {
 		t.Fatalf("a new turn after the refused resumes: %d %s", status, body)
 	}
 }
+
+// A turn remembers a bounded number of cancel operation ids: past
+// MaxTurnCancelOperations a new one is refused with a path, while a
+// retried one is still answered (replayed).
+func TestCancelOperationsPerTurnAreBounded(t *testing.T) {
+	ts, _ := serve(t, newScripted(t), sidecar.Options{})
+	env := mustCreate(t, ts, http.MethodPost, wire.PathEnvironments, `{"profile":{"name":"t"}}`, nil).Environment
+	turns := "/v1/environments/" + env.ID + "/turns"
+	if status, body := do(t, ts, http.MethodPost, turns, `{"turnId":"t1","input":{"prompt":"hi"}}`, nil); status != http.StatusOK {
+		t.Fatalf("turn: %d %s", status, body)
+	}
+	for i := range sidecar.MaxTurnCancelOperations {
+		op := "op-" + strconvItoa(i)
+		if status, body := do(t, ts, http.MethodPost, turns+"/t1/cancel", `{"operationId":"`+op+`"}`, nil); status != http.StatusOK {
+			t.Fatalf("cancel %s: %d %s", op, status, body)
+		}
+	}
+	status, body := do(t, ts, http.MethodPost, turns+"/t1/cancel", `{"operationId":"one-too-many"}`, nil)
+	wantError(t, status, body, http.StatusBadRequest, wire.CodeInvalidRequest, ptr("/operationId"))
+	status, body = do(t, ts, http.MethodPost, turns+"/t1/cancel", `{"operationId":"op-0"}`, nil)
+	if ack, err := wire.ParseCancelAcknowledgement(body); status != http.StatusOK || err != nil || ack.Status != contract.StatusReplayed {
+		t.Errorf("retrying the first operation: %d %s (%v); want it replayed", status, body, err)
+	}
+}

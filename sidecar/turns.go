@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -385,6 +386,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, t *turn, after i
 	}
 }
 
+// MaxTurnCancelOperations bounds the distinct cancel operation ids one
+// turn remembers (each is answered again, replayed, when retried): a
+// client cannot grow a turn's memory without bound.
+const MaxTurnCancelOperations = 64
+
 func (s *Server) cancelTurn(w http.ResponseWriter, r *http.Request) {
 	req, ok := readCall(s, w, r, s.opts.MaxBodyBytes, wire.ParseCancelRequest)
 	if !ok {
@@ -400,6 +406,11 @@ func (s *Server) cancelTurn(w http.ResponseWriter, r *http.Request) {
 	}
 	t.mu.Lock()
 	status, effect := contract.StatusReplayed, t.ops[req.OperationID]
+	if effect == "" && len(t.ops) >= MaxTurnCancelOperations {
+		t.mu.Unlock()
+		writeError(w, wire.ErrorDetail{Code: wire.CodeInvalidRequest, Message: fmt.Sprintf("this turn already answered %d cancel operations; retry one of them", MaxTurnCancelOperations), Path: ptr("/operationId")})
+		return
+	}
 	if effect == "" {
 		status, effect = contract.StatusAccepted, contract.EffectNotLive
 		if !t.done {

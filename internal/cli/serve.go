@@ -167,6 +167,12 @@ as a server span continuing the traceparent it carries.`,
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
 			}
+			if token == "" && !loopbackOnly(ln.Addr().String()) {
+				// A name (localhost) can resolve beyond loopback: what
+				// counts is the address actually bound.
+				ln.Close()
+				return usage("refusing to listen on %s (%s) without a token: give --token-file or $AGENTRT_SERVE_TOKEN, or listen on 127.0.0.1", listen, ln.Addr())
+			}
 			tracing := startTracing(ctx, stdio)
 			defer stopTracing(ctx, stdio, tracing)
 			hs := &http.Server{Handler: tracing.Handler(srv), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
