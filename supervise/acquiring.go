@@ -3,7 +3,6 @@ package supervise
 import (
 	"context"
 
-	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/kernel"
 )
 
@@ -85,42 +84,11 @@ func (c *Coordinator) ranAcquired(id NodeID, err error) {
 // worker is never left pending while its turn streams. Every hook goes
 // on to inner (nil: none).
 type turnRunning struct {
-	inner   kernel.Observer
+	passObserver
 	running func()
-}
-
-func (o turnRunning) RunStarted(ctx context.Context, r kernel.RunStart) (context.Context, error) {
-	if o.inner == nil {
-		return ctx, nil
-	}
-	return o.inner.RunStarted(ctx, r)
 }
 
 func (o turnRunning) TurnStarted(ctx context.Context, t kernel.TurnStart) (context.Context, error) {
 	o.running()
-	if o.inner == nil {
-		return ctx, nil
-	}
-	return o.inner.TurnStarted(ctx, t)
-}
-
-func (o turnRunning) Event(ctx context.Context, e contract.EnvironmentEvent) error {
-	if o.inner == nil {
-		return nil
-	}
-	return o.inner.Event(ctx, e)
-}
-
-func (o turnRunning) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
-	if o.inner == nil {
-		return nil
-	}
-	return o.inner.TurnEnded(ctx, t)
-}
-
-func (o turnRunning) RunEnded(ctx context.Context, res kernel.Result) error {
-	if o.inner == nil {
-		return nil
-	}
-	return o.inner.RunEnded(ctx, res)
+	return o.passObserver.TurnStarted(ctx, t)
 }

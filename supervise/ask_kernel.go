@@ -315,26 +315,12 @@ func (p askingProvider) Create(ctx context.Context, in *contract.CreateInput) (c
 // observer returns the kernel.Observer of the worker's runs: inner's
 // hooks (inner may be nil), and each question request raised.
 func (a *askWorker) observer(inner kernel.Observer) kernel.Observer {
-	return askObserver{a: a, inner: inner}
+	return askObserver{a: a, passObserver: passObserver{inner}}
 }
 
 type askObserver struct {
-	a     *askWorker
-	inner kernel.Observer
-}
-
-func (o askObserver) RunStarted(ctx context.Context, r kernel.RunStart) (context.Context, error) {
-	if o.inner == nil {
-		return ctx, nil
-	}
-	return o.inner.RunStarted(ctx, r)
-}
-
-func (o askObserver) TurnStarted(ctx context.Context, t kernel.TurnStart) (context.Context, error) {
-	if o.inner == nil {
-		return ctx, nil
-	}
-	return o.inner.TurnStarted(ctx, t)
+	a *askWorker
+	passObserver
 }
 
 // interactionResolved is the event type a provider reports an
@@ -352,42 +338,12 @@ func (o askObserver) Event(ctx context.Context, e contract.EnvironmentEvent) err
 			o.a.withdraw(id.Str())
 		}
 	}
-	if o.inner == nil {
-		return nil
-	}
-	return o.inner.Event(ctx, e)
+	return o.passObserver.Event(ctx, e)
 }
 
 // TurnEnded withdraws the turn's open questions: no answer can reach a
 // turn that ended.
 func (o askObserver) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
 	o.a.withdrawAll()
-	if o.inner == nil {
-		return nil
-	}
-	return o.inner.TurnEnded(ctx, t)
-}
-
-func (o askObserver) RunEnded(ctx context.Context, res kernel.Result) error {
-	if o.inner == nil {
-		return nil
-	}
-	return o.inner.RunEnded(ctx, res)
-}
-
-// ToolStarted and ToolEnded pass a tool loop's hooks on to inner, when it
-// watches them.
-func (o askObserver) ToolStarted(ctx context.Context, c kernel.ToolCallStart) (context.Context, error) {
-	if to, ok := o.inner.(kernel.ToolObserver); ok {
-		return to.ToolStarted(ctx, c)
-	}
-	return ctx, nil
-}
-
-// ToolEnded: see ToolStarted.
-func (o askObserver) ToolEnded(ctx context.Context, c kernel.ToolCallEnd) error {
-	if to, ok := o.inner.(kernel.ToolObserver); ok {
-		return to.ToolEnded(ctx, c)
-	}
-	return nil
+	return o.passObserver.TurnEnded(ctx, t)
 }

@@ -547,7 +547,7 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 		if acquiring != nil {
 			// The executor moves its worker through acquiring (and a
 			// kernel turn starting means it runs).
-			observer = turnRunning{inner: observer, running: running}
+			observer = turnRunning{passObserver: passObserver{observer}, running: running}
 			exec = phased{Executor: exec, c: c, id: id, acquiring: acquiring, running: running}
 		}
 		var (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
 	"github.com/agentrt/agentrt/canonjson"
 
 	"github.com/agentrt/agentrt/contract"
@@ -121,7 +122,7 @@ func (c *Coordinator) TurnMeter() kernel.Observer {
 	if c.parent != nil {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return nestedMeter{c: c, inner: c.turnObs}
+		return nestedMeter{c: c, passObserver: passObserver{c.turnObs}}
 	}
 	m := turnMeter{c: c, stream: c.log.streams}
 	if c.obs != nil {
@@ -135,8 +136,8 @@ func (c *Coordinator) TurnMeter() kernel.Observer {
 // turnMeter meters each model turn's usage as the turn ends, after
 // passing each hook on to inner (the run observer's view of the brain).
 type turnMeter struct {
-	c     *Coordinator
-	inner kernel.Observer
+	c *Coordinator
+	passObserver
 	// stream, with a run dir, gets the manager's turns, events and tool
 	// calls (root-stream.jsonl).
 	stream *streams
@@ -144,43 +145,20 @@ type turnMeter struct {
 
 var _ kernel.ToolObserver = turnMeter{}
 
-func (m turnMeter) RunStarted(ctx context.Context, s kernel.RunStart) (context.Context, error) {
-	if m.inner == nil {
-		return ctx, nil
-	}
-	return m.inner.RunStarted(ctx, s)
-}
-
 func (m turnMeter) TurnStarted(ctx context.Context, t kernel.TurnStart) (context.Context, error) {
 	m.stream.add("", StreamRecord{Kind: StreamTurnStarted, Run: t.RunID, Model: t.RequestedModel})
-	if m.inner == nil {
-		return ctx, nil
-	}
-	return m.inner.TurnStarted(ctx, t)
+	return m.passObserver.TurnStarted(ctx, t)
 }
 
 func (m turnMeter) Event(ctx context.Context, e contract.EnvironmentEvent) error {
 	m.stream.add("", eventRecord("", e))
-	if m.inner == nil {
-		return nil
-	}
-	return m.inner.Event(ctx, e)
+	return m.passObserver.Event(ctx, e)
 }
 
 func (m turnMeter) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
 	m.stream.add("", turnEndRecord("", t))
-	var err error
-	if m.inner != nil {
-		err = m.inner.TurnEnded(ctx, t)
-	}
+	err := m.passObserver.TurnEnded(ctx, t)
 	return errors.Join(err, m.c.Meter(context.WithoutCancel(ctx), t.Usage))
-}
-
-func (m turnMeter) RunEnded(ctx context.Context, res kernel.Result) error {
-	if m.inner == nil {
-		return nil
-	}
-	return m.inner.RunEnded(ctx, res)
 }
 
 func (m turnMeter) ToolStarted(ctx context.Context, call kernel.ToolCallStart) (context.Context, error) {
@@ -195,10 +173,7 @@ func (m turnMeter) ToolStarted(ctx context.Context, call kernel.ToolCallStart) (
 		// The verb itself need not record the call again (streamed).
 		ctx = context.WithValue(ctx, streamedCallKey{}, true)
 	}
-	if t, ok := m.inner.(kernel.ToolObserver); ok {
-		return t.ToolStarted(ctx, call)
-	}
-	return ctx, nil
+	return m.passObserver.ToolStarted(ctx, call)
 }
 
 func (m turnMeter) ToolEnded(ctx context.Context, call kernel.ToolCallEnd) error {
@@ -206,8 +181,5 @@ func (m turnMeter) ToolEnded(ctx context.Context, call kernel.ToolCallEnd) error
 		m.stream.add("", StreamRecord{Kind: StreamToolEnded, Run: call.RunID, Tool: call.Call.Name, CallID: call.Call.ID,
 			OK: new(call.Outcome.OK), Code: call.Outcome.Code}.withText(call.Outcome.Message))
 	}
-	if t, ok := m.inner.(kernel.ToolObserver); ok {
-		return t.ToolEnded(ctx, call)
-	}
-	return nil
+	return m.passObserver.ToolEnded(ctx, call)
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
@@ -267,60 +266,15 @@ func (c *Coordinator) meterNestedLocked(sp ledger.Spend) {
 // worker log and progress (its Work.Observer) and are metered to its
 // node.
 type nestedMeter struct {
-	c     *Coordinator
-	inner kernel.Observer
+	c *Coordinator
+	passObserver
 }
 
 var _ kernel.ToolObserver = nestedMeter{}
 
-func (m nestedMeter) RunStarted(ctx context.Context, s kernel.RunStart) (context.Context, error) {
-	if m.inner == nil {
-		return ctx, nil
-	}
-	return m.inner.RunStarted(ctx, s)
-}
-
-func (m nestedMeter) TurnStarted(ctx context.Context, t kernel.TurnStart) (context.Context, error) {
-	if m.inner == nil {
-		return ctx, nil
-	}
-	return m.inner.TurnStarted(ctx, t)
-}
-
-func (m nestedMeter) Event(ctx context.Context, e contract.EnvironmentEvent) error {
-	if m.inner == nil {
-		return nil
-	}
-	return m.inner.Event(ctx, e)
-}
-
 func (m nestedMeter) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
-	var err error
-	if m.inner != nil {
-		err = m.inner.TurnEnded(ctx, t)
-	}
+	err := m.passObserver.TurnEnded(ctx, t)
 	return errors.Join(err, m.c.Meter(context.WithoutCancel(ctx), t.Usage))
-}
-
-func (m nestedMeter) RunEnded(ctx context.Context, res kernel.Result) error {
-	if m.inner == nil {
-		return nil
-	}
-	return m.inner.RunEnded(ctx, res)
-}
-
-func (m nestedMeter) ToolStarted(ctx context.Context, call kernel.ToolCallStart) (context.Context, error) {
-	if t, ok := m.inner.(kernel.ToolObserver); ok {
-		return t.ToolStarted(ctx, call)
-	}
-	return ctx, nil
-}
-
-func (m nestedMeter) ToolEnded(ctx context.Context, call kernel.ToolCallEnd) error {
-	if t, ok := m.inner.(kernel.ToolObserver); ok {
-		return t.ToolEnded(ctx, call)
-	}
-	return nil
 }
 
 // askUp raises a nested manager's question (ask_parent, or a child's

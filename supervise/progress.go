@@ -181,19 +181,12 @@ func (p *progress) observer(inner kernel.Observer) kernel.Observer {
 	if p == nil {
 		return inner
 	}
-	return progressObserver{p: p, inner: inner}
+	return progressObserver{p: p, passObserver: passObserver{inner}}
 }
 
 type progressObserver struct {
-	p     *progress
-	inner kernel.Observer
-}
-
-func (o progressObserver) RunStarted(ctx context.Context, r kernel.RunStart) (context.Context, error) {
-	if o.inner == nil {
-		return ctx, nil
-	}
-	return o.inner.RunStarted(ctx, r)
+	p *progress
+	passObserver
 }
 
 func (o progressObserver) TurnStarted(ctx context.Context, t kernel.TurnStart) (context.Context, error) {
@@ -207,10 +200,7 @@ func (o progressObserver) TurnStarted(ctx context.Context, t kernel.TurnStart) (
 	}
 	p.addLocked(Activity{Kind: ActivityTurnStarted, Text: t.RequestedModel})
 	p.mu.Unlock()
-	if o.inner == nil {
-		return ctx, nil
-	}
-	return o.inner.TurnStarted(ctx, t)
+	return o.passObserver.TurnStarted(ctx, t)
 }
 
 func (o progressObserver) Event(ctx context.Context, e contract.EnvironmentEvent) error {
@@ -219,10 +209,7 @@ func (o progressObserver) Event(ctx context.Context, e contract.EnvironmentEvent
 		a = Activity{Kind: ActivityText, Text: *n.MessagePartUpdated.Delta}
 	}
 	o.p.add(a)
-	if o.inner == nil {
-		return nil
-	}
-	return o.inner.Event(ctx, e)
+	return o.passObserver.Event(ctx, e)
 }
 
 func (o progressObserver) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
@@ -233,17 +220,7 @@ func (o progressObserver) TurnEnded(ctx context.Context, t kernel.TurnEnd) error
 	}
 	p.addLocked(Activity{Kind: ActivityTurnEnded, Text: string(t.Terminal)})
 	p.mu.Unlock()
-	if o.inner == nil {
-		return nil
-	}
-	return o.inner.TurnEnded(ctx, t)
-}
-
-func (o progressObserver) RunEnded(ctx context.Context, res kernel.Result) error {
-	if o.inner == nil {
-		return nil
-	}
-	return o.inner.RunEnded(ctx, res)
+	return o.passObserver.TurnEnded(ctx, t)
 }
 
 // clipBytes is s cut to at most n bytes, on a UTF-8 boundary.

@@ -492,10 +492,10 @@ func (s *streams) close() error {
 // streamObserver writes a model run's turns and events to one stream
 // log (stem "" is the root stream) and passes every hook on to inner.
 type streamObserver struct {
-	s     *streams
-	stem  string
-	node  NodeID
-	inner kernel.Observer
+	s    *streams
+	stem string
+	node NodeID
+	passObserver
 }
 
 // workerObserver returns the kernel.Observer of worker node's run: its
@@ -505,45 +505,22 @@ func (s *streams) workerObserver(node NodeID, stem string, inner kernel.Observer
 	if s == nil {
 		return inner
 	}
-	return streamObserver{s: s, stem: stem, node: node, inner: inner}
-}
-
-func (o streamObserver) RunStarted(ctx context.Context, r kernel.RunStart) (context.Context, error) {
-	if o.inner == nil {
-		return ctx, nil
-	}
-	return o.inner.RunStarted(ctx, r)
+	return streamObserver{s: s, stem: stem, node: node, passObserver: passObserver{inner}}
 }
 
 func (o streamObserver) TurnStarted(ctx context.Context, t kernel.TurnStart) (context.Context, error) {
 	o.s.add(o.stem, StreamRecord{Kind: StreamTurnStarted, Node: o.node, Run: t.RunID, Model: t.RequestedModel})
-	if o.inner == nil {
-		return ctx, nil
-	}
-	return o.inner.TurnStarted(ctx, t)
+	return o.passObserver.TurnStarted(ctx, t)
 }
 
 func (o streamObserver) Event(ctx context.Context, e contract.EnvironmentEvent) error {
 	o.s.add(o.stem, eventRecord(o.node, e))
-	if o.inner == nil {
-		return nil
-	}
-	return o.inner.Event(ctx, e)
+	return o.passObserver.Event(ctx, e)
 }
 
 func (o streamObserver) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
 	o.s.add(o.stem, turnEndRecord(o.node, t))
-	if o.inner == nil {
-		return nil
-	}
-	return o.inner.TurnEnded(ctx, t)
-}
-
-func (o streamObserver) RunEnded(ctx context.Context, res kernel.Result) error {
-	if o.inner == nil {
-		return nil
-	}
-	return o.inner.RunEnded(ctx, res)
+	return o.passObserver.TurnEnded(ctx, t)
 }
 
 // eventRecord is the stream line of one durable event: its type and id,
