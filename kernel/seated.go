@@ -70,11 +70,25 @@ type SeatedRequest struct {
 	// CLI: the profile file's absolute path), recorded so that a process
 	// resuming the run can read it again; it must name no account.
 	ProfileSource string
+	// Node is the logical node the run is: the one agent that goes on,
+	// stage after stage, across quota refusals and resumptions (RG-11).
+	// A supervised worker's is its node id; "" is SeatedNode(RunID), so
+	// a standalone run has one too. It is recorded for the run and for
+	// every stage it tries; a resumption keeps the recorded one.
+	Node string
 }
+
+// SeatedNode is the logical node id of a standalone seated run runID:
+// derived from the id alone, so every process names the same node.
+func SeatedNode(runID string) string { return "node-" + runID }
 
 // StageAttempt is one seat stage a seated run tried, and how it ended.
 type StageAttempt struct {
-	Stage    int    `json:"stage"`
+	Stage int `json:"stage"`
+	// Node is the logical node the stage ran as: the seated run's, the
+	// same for every stage (RG-11); "" in a record from before nodes
+	// were recorded.
+	Node     string `json:"node,omitzero"`
 	Harness  string `json:"harness"`
 	Provider string `json:"provider"`
 	Model    string `json:"model"`
@@ -121,7 +135,10 @@ type StageAttempt struct {
 
 // SeatedRecord is a seated run's document.
 type SeatedRecord struct {
-	Task   string         `json:"task"`
+	Task string `json:"task"`
+	// Node is the run's logical node (SeatedRequest.Node), which a
+	// resumption keeps; "" in a record from before nodes were recorded.
+	Node   string         `json:"node,omitzero"`
 	Stages []StageAttempt `json:"stages"`
 	// DeadlineUnixMs is the run's original deadline (Unix milliseconds),
 	// which a resumed run keeps (RG-11); nil when it had none.
@@ -175,7 +192,8 @@ type SeatedResult struct {
 // as one exact run, the stage's credential request on its create and
 // turn. A typed quota refusal (*contract.QuotaRefusalError) moves on to
 // the next authored stage, under the same context — the original
-// deadline — and the same logical run id; every other outcome ends the
+// deadline —, the same logical run id and the same logical node
+// (SeatedRequest.Node, recorded for the run and every stage); every other outcome ends the
 // run: there is no implicit failover, and no provider outside the chain
 // is ever asked.
 //
@@ -211,7 +229,10 @@ func ExecuteSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error
 	lo.RunID = req.RunID
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	rec := SeatedRecord{Task: req.Task, Stages: []StageAttempt{}}
+	if req.Node == "" {
+		req.Node = SeatedNode(req.RunID)
+	}
+	rec := SeatedRecord{Task: req.Task, Node: req.Node, Stages: []StageAttempt{}}
 	if rec.ProfileDigest, err = authoredDigest(req.Profile); err != nil {
 		return nil, err
 	}
@@ -274,6 +295,7 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 	providers, unresolved := resolveSeats(ctx, req, k0)
 	last := len(req.Profile.Seats)
 	if unresolved != nil {
+		unresolved.attempt.Node = rec.Node
 		rec.Stages = append(rec.Stages, unresolved.attempt)
 		reason, detail, runErr = ReasonRefused, unresolved.err.Error(), unresolved.err
 		if ce := contextError(ctx, req.RunID); ce != nil {
@@ -286,7 +308,7 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 		// Every stage the walk may reach must be one its provider can
 		// honor (PRF-07): a later stage's missing capability refuses the
 		// run before an earlier stage spends.
-		at := StageAttempt{Outcome: StageUnsupported, Reason: err.Error()}
+		at := StageAttempt{Node: rec.Node, Outcome: StageUnsupported, Reason: err.Error()}
 		reason, detail, runErr = ReasonRefused, err.Error(), err
 		if su, ok := errors.AsType[*StageUnsupportedError](err); ok {
 			seat := req.Profile.Seats[su.Stage]
@@ -304,7 +326,7 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 	}
 	for k := k0; k < last; k++ {
 		seat := req.Profile.Seats[k]
-		at := StageAttempt{Stage: k, Harness: string(seat.Harness), Provider: seat.Provider, Model: seat.Model}
+		at := StageAttempt{Stage: k, Node: rec.Node, Harness: string(seat.Harness), Provider: seat.Provider, Model: seat.Model}
 		provider := providers[k-k0]
 		lookup := ""
 		if k == k0 && left != nil && left.KeptRun != nil {

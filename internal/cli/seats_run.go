@@ -98,16 +98,17 @@ func reportSeated(ctx context.Context, stdio IO, sr seatedRun, s store.Store, re
 		status, reason, detail = re.Status, re.Reason, re.Detail
 	}
 	var deadline *int64
+	node := ""
 	if rec, err := kernel.ReadRun(ctx, s, res.RunID); err == nil && rec.Seated != nil {
-		deadline = rec.Seated.DeadlineUnixMs
+		deadline, node = rec.Seated.DeadlineUnixMs, rec.Seated.Node
 	}
 	delivered := status == store.StatusCompleted && res.Final != nil && res.Final.Delivered
 	if sr.asJSON {
-		if err := writeJSON(stdio.Out, seatedValue(res, status, reason, detail, delivered, deadline)); err != nil {
+		if err := writeJSON(stdio.Out, seatedValue(res, status, reason, detail, delivered, deadline, node)); err != nil {
 			return err
 		}
 	} else {
-		printSeated(stdio.Out, res, status, reason, detail, delivered, sr.seatsPath, where)
+		printSeated(stdio.Out, res, status, reason, detail, delivered, node, sr.seatsPath, where)
 	}
 	if !delivered {
 		return refused()
@@ -115,7 +116,7 @@ func reportSeated(ctx context.Context, stdio IO, sr seatedRun, s store.Store, re
 	return nil
 }
 
-func seatedValue(res *kernel.SeatedResult, status store.Status, reason, detail string, delivered bool, deadline *int64) canonjson.Value {
+func seatedValue(res *kernel.SeatedResult, status store.Status, reason, detail string, delivered bool, deadline *int64, node string) canonjson.Value {
 	stages, _ := canonjson.ToValue(res.Stages)
 	final := canonjson.NullValue()
 	if res.Final != nil {
@@ -123,6 +124,7 @@ func seatedValue(res *kernel.SeatedResult, status store.Status, reason, detail s
 	}
 	m := []canonjson.Member{
 		{Name: "runId", Value: canonjson.StringValue(res.RunID)},
+		{Name: "node", Value: nullableString(node)},
 		{Name: "status", Value: canonjson.StringValue(string(status))},
 		{Name: "delivered", Value: canonjson.BoolValue(delivered)},
 		{Name: "stages", Value: stages},
@@ -138,7 +140,7 @@ func seatedValue(res *kernel.SeatedResult, status store.Status, reason, detail s
 	return canonjson.ObjectValue(m)
 }
 
-func printSeated(w io.Writer, res *kernel.SeatedResult, status store.Status, reason, detail string, delivered bool, seatsPath, where string) {
+func printSeated(w io.Writer, res *kernel.SeatedResult, status store.Status, reason, detail string, delivered bool, node, seatsPath, where string) {
 	state := string(status)
 	if status == store.StatusCompleted {
 		if delivered {
@@ -148,6 +150,9 @@ func printSeated(w io.Writer, res *kernel.SeatedResult, status store.Status, rea
 		}
 	}
 	fmt.Fprintf(w, "seated run %s  %s\n", res.RunID, state)
+	if node != "" {
+		fmt.Fprintf(w, "  node      %s (every stage ran as this logical node)\n", node)
+	}
 	if reason != "" {
 		fmt.Fprintf(w, "  why       %s: %s\n", reason, detail)
 	}
