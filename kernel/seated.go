@@ -371,24 +371,12 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 		if out != nil {
 			at.NativeSessionID = out.NativeSessionID
 		}
-		var quota *contract.QuotaRefusalError
-		switch {
-		case err == nil:
-			at.Outcome = StageCompleted
+		switch EndStage(&at, err) {
+		case StageCompleted:
 			status, reason, detail, runErr = store.StatusCompleted, "", "", nil
-		case errors.As(err, &quota):
-			// The runtime knows which stage it ran: a provider that left
-			// Stage unset (0) or -1 is not believed over it.
-			quota.Stage = k
-			q := *quota
-			at.Outcome, at.Reason = StageQuotaRefused, q.Error()
-			if quota.RetryAfter != nil {
-				ms := quota.RetryAfter.Milliseconds()
-				at.RetryAfterMs = &ms
-			}
-			reason, detail, runErr = ReasonQuota, q.Error(), err
+		case StageQuotaRefused:
+			reason, detail, runErr = ReasonQuota, at.Reason, err
 		default:
-			at.Outcome, at.Reason = StageFailed, err.Error()
 			reason, detail, runErr = ReasonProvider, fmt.Sprintf("stage %d: %v", k, err), err
 			status = store.StatusFailed
 			if re, ok := errors.AsType[*RunError](err); ok {
@@ -430,6 +418,33 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 		return res, nil
 	}
 	return res, &RunError{RunID: req.RunID, Status: status, Reason: reason, Detail: detail, Cause: runErr}
+}
+
+// EndStage records in at how seat stage at.Stage ended with err (nil:
+// it completed) and returns the outcome: StageCompleted, StageFailed,
+// or StageQuotaRefused — the one outcome on which a seat chain moves on
+// to the next authored stage (PRF-11; there is no implicit failover).
+// A quota refusal's retry-after is recorded, and its Stage is set to
+// at.Stage: the runtime knows which stage it ran, and a provider that
+// left Stage unset (0) or -1 is not believed over it. Every walk of a
+// seat chain — ExecuteSeated's, a retained run's — ends its stages here.
+func EndStage(at *StageAttempt, err error) string {
+	var quota *contract.QuotaRefusalError
+	switch {
+	case err == nil:
+		at.Outcome, at.Reason = StageCompleted, ""
+	case errors.As(err, &quota):
+		quota.Stage = at.Stage
+		q := *quota
+		at.Outcome, at.Reason = StageQuotaRefused, q.Error()
+		if quota.RetryAfter != nil {
+			ms := quota.RetryAfter.Milliseconds()
+			at.RetryAfterMs = &ms
+		}
+	default:
+		at.Outcome, at.Reason = StageFailed, err.Error()
+	}
+	return at.Outcome
 }
 
 // SeatUnresolvedError is a seat stage the account manager resolved no

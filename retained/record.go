@@ -128,6 +128,9 @@ type Record struct {
 	Dispatched  *DispatchedRecord
 	// Native is the run's native session, once the provider reported it.
 	Native *NativeRecord
+	// Seat links the run into the seat chain of a seated retained run
+	// (StartSeated); nil for a run started alone.
+	Seat *SeatLink
 }
 
 // ControlRef returns the record's claim ticket, or ErrNotDispatched.
@@ -153,6 +156,7 @@ type document struct {
 	Environment *EnvironmentRecord `json:"environment,omitzero"`
 	Dispatched  *DispatchedRecord  `json:"dispatched,omitzero"`
 	Native      *NativeRecord      `json:"native,omitzero"`
+	Seat        *SeatLink          `json:"seat,omitzero"`
 }
 
 func (d *document) value() (canonjson.Value, error) { return canonjson.ToValue(d) }
@@ -191,7 +195,7 @@ func FromRun(r store.Run) (*Record, error) {
 		return nil, err
 	}
 	return &Record{ID: r.ID, Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		Intent: d.Intent, Environment: d.Environment, Dispatched: d.Dispatched, Native: d.Native}, nil
+		Intent: d.Intent, Environment: d.Environment, Dispatched: d.Dispatched, Native: d.Native, Seat: d.Seat}, nil
 }
 
 // identityPurpose separates the derivations of one (key, turn) pair.
