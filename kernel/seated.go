@@ -70,6 +70,14 @@ type SeatedRequest struct {
 	// CLI: the profile file's absolute path), recorded so that a process
 	// resuming the run can read it again; it must name no account.
 	ProfileSource string
+	// FreshTask, when set, is the task of a stage that starts a fresh
+	// session after the chain moved on to it — a session holding none of
+	// what came before — for a caller whose Task assumes a session that
+	// holds it (agentrt chat sends only the new turn to a session that
+	// saw the earlier ones, and the whole conversation to one that did
+	// not). "" is Task. The stage the walk starts at, and a stage that
+	// continues a session natively, are given Task.
+	FreshTask string
 	// Node is the logical node the run is: the one agent that goes on,
 	// stage after stage, across quota refusals and resumptions (RG-11).
 	// A supervised worker's is its node id; "" is SeatedNode(RunID), so
@@ -335,6 +343,9 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 		stage := req.Request
 		stage.Provider, stage.Stage, stage.RunID = provider, k, fmt.Sprintf("%s.stage-%d", req.RunID, k)
 		ss := &seatStage{from: kept}
+		if k > k0 || left != nil {
+			ss.freshTask = req.FreshTask
+		}
 		stage.seat = ss
 		at.RunID = stage.RunID
 		ss.sending = func(c *contract.NativeContextContinuationRequest, from *keptSession) {

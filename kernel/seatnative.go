@@ -36,6 +36,9 @@ type seatStage struct {
 	// or ContinuityFresh with why native continuation was not possible
 	// ("" when the stage had no session to continue).
 	continuity, reason string
+	// freshTask, when set, replaces the run's task when the stage starts
+	// a fresh session (SeatedRequest.FreshTask).
+	freshTask string
 	// sending, when set, is told the native continuation the stage is
 	// about to send, and the session it continues, before it is sent.
 	sending func(*contract.NativeContextContinuationRequest, *keptSession)

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/journal/conversation"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
@@ -83,6 +84,15 @@ is sent only the new turn while its environment lives; otherwise — and for
 the first answer after --session, since a new environment remembers nothing
 — the earlier turns are re-sent as context. stderr says which happened.
 
+On a profile with seats each answer walks the seat chain on the provider,
+from --stage for the first answer and, after that, from the stage that
+answered last: a typed quota refusal moves the answer on to the next
+authored stage (stderr says so), and the session goes on there. Each answer
+is then a seated run (agentrt runs show ID names every stage tried, each
+stage's run is ID.stage-K), all of them the session's one logical node; each
+stage keeps its own environment, and a stage that starts fresh is sent the
+earlier turns as context.
+
 The answer streams to stdout as it arrives, progress to stderr. --json prints
 one JSON object per answer on stdout (NDJSON): session, turn, turnId, runId,
 attempt, continuation, status, text, usage (unknown is null), servedModel,
@@ -137,6 +147,14 @@ was left unanswered (continue it with --session), 2 for usage errors.`,
 				// names this one, so the kept environment's session holds
 				// the conversation.
 				c.kept.SetSessionID(c.id)
+			}
+			if len(p.Seats) > 0 {
+				if stage < 0 || stage >= len(p.Seats) {
+					return usage("--stage %d: the profile has %d seats (0 to %d)", stage, len(p.Seats), len(p.Seats)-1)
+				}
+				// Each answer walks the seat chain from the stage that
+				// served the last one (seatedChat).
+				c.seats = &seatedChat{provider: provider, native: c.native, session: c.id, kept: map[int]*kernel.KeptProvider{}, seen: map[int]int{}}
 			}
 			defer c.close(ctx)
 			return c.loop(ctx)
@@ -215,6 +233,55 @@ type chat struct {
 	// session has seen: the earlier turns need re-sending when it has
 	// not seen them all.
 	inContext int
+	// seats, for a profile with seats, runs each answer on the seat
+	// chain; nil runs every answer on the --stage projection in kept.
+	seats *seatedChat
+}
+
+// seatedChat is a seated profile's chat: each answer is a seated run
+// (kernel.ExecuteSeated) from the stage that served the answer before —
+// the chat's stage — on the one provider, whose account owner binds each
+// stage's credential from the request its create and turn carry (RG-10).
+// A typed quota refusal moves the answer on to the next authored stage,
+// and the answers after it go on there. Each stage keeps its own
+// environment (its projection) for every answer it serves, destroyed
+// when the session ends.
+type seatedChat struct {
+	provider contract.Provider
+	native   bool
+	session  string
+	kept     map[int]*kernel.KeptProvider
+	// seen is how many of the session's turns the provider session of
+	// each stage's kept environment has seen.
+	seen map[int]int
+	// elsewhere: the last answer went on natively in the environment of
+	// the stage it moved on from, not in its own stage's, which has seen
+	// none of the session.
+	elsewhere bool
+}
+
+// ProviderFor implements kernel.AccountManager: stage's kept environment
+// on the chat's provider.
+func (sc *seatedChat) ProviderFor(_ context.Context, stage int, _ profile.Seat) (contract.Provider, error) {
+	k, ok := sc.kept[stage]
+	if !ok {
+		k = kernel.KeepEnvironment(sc.provider)
+		if sc.native {
+			k.SetSessionID(sc.session)
+		}
+		sc.kept[stage] = k
+	}
+	return k, nil
+}
+
+// close destroys every stage's kept environment; the errors are the
+// teardowns not confirmed.
+func (sc *seatedChat) close(ctx context.Context) error {
+	var errs []error
+	for _, k := range sc.kept {
+		errs = append(errs, k.Close(ctx))
+	}
+	return errors.Join(errs...)
 }
 
 // open begins a new session or loads the recorded one named id.
@@ -249,6 +316,11 @@ func (c *chat) close(ctx context.Context) {
 	defer cancel()
 	if err := c.kept.Close(cctx); err != nil {
 		c.say("warning: %v", err)
+	}
+	if c.seats != nil {
+		if err := c.seats.close(cctx); err != nil {
+			c.say("warning: %v", err)
+		}
 	}
 }
 
@@ -425,9 +497,15 @@ func (c *chat) answer(ctx context.Context, sigs <-chan os.Signal, t conversation
 		live.Text = c.stdio.Out
 	}
 	start := c.now()
-	res, runErr := runLive(tctx, live, kernel.Request{Profile: c.profile, Task: task, Provider: c.kept, Store: c.store,
-		Check: expectCheck(""), Stage: c.stage, RunID: runID, Kind: kindChat, LeaseTTL: c.lease,
-		Observer: c.tracing.Observer()})
+	var res *kernel.Result
+	var runErr error
+	if c.seats != nil {
+		res, mode, runErr = c.answerSeated(tctx, live, t, mode, task, runID)
+	} else {
+		res, runErr = runLive(tctx, live, kernel.Request{Profile: c.profile, Task: task, Provider: c.kept, Store: c.store,
+			Check: expectCheck(""), Stage: c.stage, RunID: runID, Kind: kindChat, LeaseTTL: c.lease,
+			Observer: c.tracing.Observer()})
+	}
 	end := c.now()
 	nativeID := ""
 	if res != nil {
@@ -444,6 +522,9 @@ func (c *chat) answer(ctx context.Context, sigs <-chan os.Signal, t conversation
 		} else {
 			recorded = true
 			c.inContext = len(c.turns)
+			if c.seats != nil && !c.seats.elsewhere {
+				c.seats.seen[c.stage] = len(c.turns)
+			}
 		}
 	}
 	if c.asJSON {
@@ -483,15 +564,27 @@ func (c *chat) nextAttempt(ctx context.Context, turnID string) (int, string, err
 
 // prompt is the turn's task for the provider and how it carries the
 // earlier turns: only the new turn when the kept environment's session
-// has seen them all and continues natively, else the whole transcript.
+// (of a seated chat: the chat's stage's) has seen them all and continues
+// natively, else the whole transcript.
 func (c *chat) prompt(t conversation.Turn) (string, string) {
+	seen := c.inContext
+	if c.seats != nil {
+		seen = c.seats.seen[c.stage]
+	}
 	earlier := c.turns[:t.Index]
 	switch {
 	case len(earlier) == 0:
 		return continuationFirst, t.Text
-	case c.native && c.inContext == t.Index:
+	case c.native && seen == t.Index:
 		return continuationNative, t.Text
 	}
+	return continuationResent, c.transcript(t)
+}
+
+// transcript is the turn's task carrying the whole conversation before
+// it.
+func (c *chat) transcript(t conversation.Turn) string {
+	earlier := c.turns[:t.Index]
 	var b strings.Builder
 	b.WriteString("The conversation so far:\n\n")
 	for _, e := range earlier {
@@ -499,7 +592,121 @@ func (c *chat) prompt(t conversation.Turn) (string, string) {
 	}
 	b.WriteString("Continue it. The user now says:\n")
 	b.WriteString(t.Text)
-	return continuationResent, b.String()
+	return b.String()
+}
+
+// answerSeated runs the answer to t as a seated run (runID, kind
+// seated; each stage's run runID.stage-K, kind chat) from the chat's
+// stage, showing it live as runLive does, as the session's logical node.
+// A stage that starts fresh after the chain moved on is sent the whole
+// conversation (FreshTask), since its environment holds none of it. The
+// stage that answered becomes the chat's stage; each stage the answer
+// moved on from is said on stderr. It returns the last stage's result
+// and the answer's continuation mode.
+func (c *chat) answerSeated(ctx context.Context, o liveOptions, t conversation.Turn, mode, task, runID string) (*kernel.Result, string, error) {
+	fresh := ""
+	if t.Index > 0 {
+		fresh = c.transcript(t)
+	}
+	l := newLiveRun(o)
+	l.begin()
+	from := c.stage
+	c.seats.elsewhere = false
+	sres, err := kernel.ExecuteSeated(ctx, kernel.SeatedRequest{Accounts: c.seats, FreshTask: fresh, Node: kernel.SeatedNode(c.id),
+		Request: kernel.Request{Profile: c.profile, Task: task, Store: c.store, Check: expectCheck(""), Stage: from, RunID: runID,
+			Kind: kindChat, LeaseTTL: c.lease, Observer: &liveObserver{l: l, next: c.tracing.Observer()}}})
+	final := ""
+	if sres != nil && sres.Final != nil {
+		final = sres.Final.Text
+	}
+	l.end(final)
+	if sres == nil {
+		return nil, mode, err
+	}
+	for _, at := range sres.Stages {
+		if at.Outcome == kernel.StageQuotaRefused && at.Stage+1 < len(c.profile.Seats) {
+			c.say("turn %d: stage %d (%s on %s) %s; moving on to stage %d", t.Index+1, at.Stage, at.Model, at.Provider, stageLine(at), at.Stage+1)
+		}
+	}
+	if n := len(sres.Stages); n > 0 {
+		last := sres.Stages[n-1]
+		if last.Outcome == kernel.StageCompleted && last.Stage != from {
+			c.stage = last.Stage
+			c.say("turn %d: answered on stage %d (%s on %s); the session goes on there", t.Index+1, last.Stage, last.Model, last.Provider)
+			switch {
+			case last.Continuity == kernel.ContinuityNative:
+				mode = continuationNative
+				c.seats.elsewhere = true
+			case t.Index > 0:
+				mode = continuationResent
+			}
+		}
+	}
+	return sres.Final, mode, err
+}
+
+// liveObserver shows a kernel run's events live (liveRun) as they are
+// recorded, for a run that is not streamed (a seated run's stages), and
+// passes everything on to next (nil: nothing).
+type liveObserver struct {
+	l    *liveRun
+	next kernel.Observer
+}
+
+func (o *liveObserver) RunStarted(ctx context.Context, r kernel.RunStart) (context.Context, error) {
+	if o.next == nil {
+		return ctx, nil
+	}
+	return o.next.RunStarted(ctx, r)
+}
+
+func (o *liveObserver) TurnStarted(ctx context.Context, t kernel.TurnStart) (context.Context, error) {
+	if o.next == nil {
+		return ctx, nil
+	}
+	return o.next.TurnStarted(ctx, t)
+}
+
+func (o *liveObserver) Event(ctx context.Context, e contract.EnvironmentEvent) error {
+	if n := e.Normalized; n != nil && !contract.IsPrivateEvent(*n) {
+		if _, terminal := contract.EventTerminal(*n); !terminal {
+			o.l.event(contract.EventEnvelope{Event: *n})
+		}
+	}
+	if o.next == nil {
+		return nil
+	}
+	return o.next.Event(ctx, e)
+}
+
+// ToolStarted implements kernel.ToolObserver for a next that does.
+func (o *liveObserver) ToolStarted(ctx context.Context, c kernel.ToolCallStart) (context.Context, error) {
+	if to, ok := o.next.(kernel.ToolObserver); ok {
+		return to.ToolStarted(ctx, c)
+	}
+	return ctx, nil
+}
+
+// ToolEnded implements kernel.ToolObserver for a next that does.
+func (o *liveObserver) ToolEnded(ctx context.Context, c kernel.ToolCallEnd) error {
+	if to, ok := o.next.(kernel.ToolObserver); ok {
+		return to.ToolEnded(ctx, c)
+	}
+	return nil
+}
+
+func (o *liveObserver) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
+	if o.next == nil {
+		return nil
+	}
+	return o.next.TurnEnded(ctx, t)
+}
+
+func (o *liveObserver) RunEnded(ctx context.Context, r kernel.Result) error {
+	if o.next == nil {
+		return nil
+	}
+	return o.next.RunEnded(ctx, r)
 }
 
 // journalUsage is a completed answer's usage as the journal keeps it:
