@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -157,6 +158,9 @@ type SeatedRecord struct {
 	Terminal *Terminal `json:"terminal,omitzero"`
 	// CancelRequested is a cancel request another process recorded.
 	CancelRequested *CancelRequest `json:"cancelRequested,omitzero"`
+	// TeardownUnconfirmed is SeatedResult.TeardownUnconfirmed, recorded
+	// with the run's end.
+	TeardownUnconfirmed string `json:"teardownUnconfirmed,omitzero"`
 	// ProfileDigest is the identity of the authored profile the run
 	// runs: a resumption with another profile is refused. The profile
 	// itself is never recorded — its seat selectors name accounts, which
@@ -192,6 +196,15 @@ type SeatedResult struct {
 	Stages []StageAttempt
 	// Final is the result of the last stage that ran; nil when none did.
 	Final *Result
+	// TeardownUnconfirmed says which environments of the run — a stage's
+	// own, or a session a refused stage left that no stage took over —
+	// could not be confirmed destroyed (Destroy failed or did not answer
+	// within the cleanup timeout), each as Result.TeardownUnconfirmed
+	// says it, joined by "; ": they may still exist and cost, and
+	// whoever reports the run should say so. Empty when every one was
+	// destroyed or was not the run's to destroy. The run's outcome does
+	// not change.
+	TeardownUnconfirmed string
 }
 
 // ExecuteSeated runs a profile's seat chain (seed 000's seats; PRF-03,
@@ -286,9 +299,16 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 	res := &SeatedResult{RunID: req.RunID}
 	status, reason, detail, runErr := store.StatusFailed, "", "", error(nil)
 	// kept is the session a refused stage left for the next one; the
-	// seated run destroys it once no stage takes it over.
+	// seated run destroys it once no stage takes it over. unconfirmed
+	// are the teardowns not confirmed: the kept environments' and each
+	// stage's own.
 	var kept *keptSession
-	defer func() { destroyKept(ctx, kept, lo.CleanupTimeout, l.log) }()
+	var unconfirmed []string
+	teardown := func(why string) {
+		if why != "" {
+			unconfirmed = append(unconfirmed, why)
+		}
+	}
 	if k0 >= len(req.Profile.Seats) && left != nil {
 		// The run died after its last stage's refusal was recorded.
 		reason, detail = ReasonQuota, left.Reason
@@ -362,10 +382,13 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 		}
 		out, err := Execute(ctx, stage)
 		res.Final = out
+		if out != nil {
+			teardown(out.TeardownUnconfirmed)
+		}
 		if kept != nil && ss.continuity != ContinuityNative {
 			// The stage did not take the session over: nothing will
 			// continue it.
-			destroyKept(ctx, kept, lo.CleanupTimeout, l.log)
+			teardown(destroyKept(ctx, kept, lo.CleanupTimeout, l.log))
 		}
 		kept = nil
 		if ss.keepEnv {
@@ -404,6 +427,13 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 		if ctx.Err() != nil {
 			break
 		}
+	}
+	// No stage is left to take a kept session over.
+	teardown(destroyKept(ctx, kept, lo.CleanupTimeout, l.log))
+	kept = nil
+	if len(unconfirmed) > 0 {
+		res.TeardownUnconfirmed = strings.Join(unconfirmed, "; ")
+		rec.TeardownUnconfirmed = res.TeardownUnconfirmed
 	}
 	res.Stages = rec.Stages
 	if status != store.StatusCompleted {

@@ -226,16 +226,27 @@ func (x *execution) continueNative(ctx context.Context, st *seatStage) bool {
 }
 
 // destroyKept destroys a kept environment no stage took over, when the
-// seated run created it (ENV-06), bounded by timeout.
-func destroyKept(ctx context.Context, k *keptSession, timeout time.Duration, log *slog.Logger) {
+// seated run created it (ENV-06), bounded by timeout. A Destroy that
+// fails or does not answer in time is returned as the teardown not
+// confirmed (Result.TeardownUnconfirmed's wording); "" when it was
+// destroyed or was not the run's to destroy.
+func destroyKept(ctx context.Context, k *keptSession, timeout time.Duration, log *slog.Logger) string {
 	if k == nil || (!k.created && k.env.Creation() != contract.CreationCreated) {
-		return
+		return ""
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	if err := k.env.Destroy(ctx); err != nil {
-		log.Warn("destroying a seat stage's environment", "env", k.env.ID(), "err", err)
+	err := k.env.Destroy(ctx)
+	if err == nil && ctx.Err() != nil {
+		// A Destroy that answered only once its bound had passed is not
+		// a confirmation.
+		err = ctx.Err()
 	}
+	if err != nil {
+		log.Warn("destroying a seat stage's environment", "env", k.env.ID(), "err", err)
+		return teardownUnconfirmed(k.env.ID(), err)
+	}
+	return ""
 }
 
 func derefOr(s *string, or string) string {

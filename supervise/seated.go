@@ -61,6 +61,14 @@ func (e *KernelExecutor) executeSeated(ctx context.Context, w Work) (WorkResult,
 	if res.Final != nil {
 		out.Text, out.Output, out.ServedModel, out.Session = res.Final.Text, res.Final.Output, res.Final.Served.Model, res.Final.NativeSessionID
 	}
+	if res.TeardownUnconfirmed != "" {
+		// An environment of the chain — a stage's, or a session a refused
+		// stage left — may still exist: the settlement says so.
+		out.TeardownUnconfirmed = res.TeardownUnconfirmed
+		if e.Logger != nil {
+			e.Logger.Error("supervise: destroying a seated worker's environment", "node", w.Node, "err", res.TeardownUnconfirmed)
+		}
+	}
 	if err != nil {
 		return out, fmt.Errorf("supervise: worker %s: %w", w.Node, err)
 	}

@@ -133,6 +133,9 @@ func seatedValue(res *kernel.SeatedResult, status store.Status, reason, detail s
 	if deadline != nil {
 		m = append(m, canonjson.Member{Name: "deadlineUnixMs", Value: canonjson.NumberValue(float64(*deadline))})
 	}
+	if res.TeardownUnconfirmed != "" {
+		m = append(m, canonjson.Member{Name: "teardownUnconfirmed", Value: canonjson.StringValue(res.TeardownUnconfirmed)})
+	}
 	if reason != "" {
 		m = append(m, canonjson.Member{Name: "reason", Value: canonjson.StringValue(reason)},
 			canonjson.Member{Name: "detail", Value: canonjson.StringValue(detail)})
@@ -171,6 +174,9 @@ func printSeated(w io.Writer, res *kernel.SeatedResult, status store.Status, rea
 		if f.Text != "" {
 			fmt.Fprintf(w, "  result    %s\n", clip(strings.ReplaceAll(f.Text, "\n", " "), 120))
 		}
+	}
+	if res.TeardownUnconfirmed != "" {
+		fmt.Fprintf(w, "  teardown  NOT confirmed: %s\n", res.TeardownUnconfirmed)
 	}
 	fmt.Fprintf(w, "  recorded  in %s\n", where)
 	fmt.Fprintf(w, "  next      agentrt runs show %s\n", res.RunID)
