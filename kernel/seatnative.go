@@ -121,6 +121,15 @@ func (x *execution) continueNative(ctx context.Context, st *seatStage) bool {
 	if from.env.Provider() != x.provider {
 		return fresh("the session is held by provider %s, not this stage's %s", from.env.Provider(), x.provider)
 	}
+	// Same box, verified live (spec runtime §5): the environment must say
+	// it is running before anything is sent into it. A box that stopped,
+	// failed, expired or cannot say is never resumed into, whatever its
+	// sessions still answer.
+	if st, err := from.env.Status(ctx); err != nil {
+		return fresh("verifying environment %s is live: %v", from.env.ID(), err)
+	} else if st != contract.EnvironmentRunning {
+		return fresh("environment %s is not live (%s)", from.env.ID(), st)
+	}
 	opener, ok := from.env.(contract.SessionOpener)
 	if !ok {
 		return fresh("environment %s cannot reopen its session", from.env.ID())
