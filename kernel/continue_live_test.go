@@ -23,7 +23,9 @@ type statusSays struct {
 	err    error
 }
 
-func (e statusSays) Status(context.Context) (contract.EnvironmentStatus, error) { return e.status, e.err }
+func (e statusSays) Status(context.Context) (contract.EnvironmentStatus, error) {
+	return e.status, e.err
+}
 
 // Session keeps the box's sessions reachable through the wrapper.
 func (e statusSays) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
