@@ -12,6 +12,7 @@ import (
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/internal/storetest"
 	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/memory"
 )
@@ -141,5 +142,32 @@ func setRecordedNode(t *testing.T, st store.Store, id, node string) {
 		return err
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// SeatedRequest.FreshTask: a stage that starts a fresh session after the
+// chain moved on to it is sent FreshTask (a caller's whole conversation),
+// while the stage the walk starts at is sent Task; the stage's record
+// says which task it ran.
+func TestSeatedFreshStageIsSentFreshTask(t *testing.T) {
+	echo := func(name string) contract.Provider {
+		return scripted.New(mustScript(t, `{"turns":[{"repeat":true,"steps":[{"text":"echo: {{prompt}}"}]}]}`), scripted.Options{Name: name})
+	}
+	first := &seatProvider{Provider: echo("first"), quota: true}
+	accounts := &chain{providers: []contract.Provider{first, echo("second")}}
+	st := memory.New(nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := kernel.ExecuteSeated(ctx, kernel.SeatedRequest{Accounts: accounts, FreshTask: "the conversation so far, then: two",
+		Request: kernel.Request{Profile: mustProfile(t, seatWriter), Task: "two", Store: st, Check: nonEmpty, RunID: "fresh-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Final == nil || res.Final.Text != "echo: the conversation so far, then: two" || res.Stages[1].Continuity != kernel.ContinuityFresh {
+		t.Fatalf("final %+v, stages %+v; want stage 1 fresh, sent the fresh task", res.Final, res.Stages)
+	}
+	rec, err := kernel.ReadRun(context.Background(), st, "fresh-1.stage-1")
+	if err != nil || rec.Exact == nil || rec.Exact.Task != "the conversation so far, then: two" {
+		t.Errorf("stage 1's record %+v (%v); want it to name the task it ran", rec.Exact, err)
 	}
 }
