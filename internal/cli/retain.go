@@ -58,6 +58,13 @@ func (f *retainFlags) check(cmd *cobra.Command) error {
 // follows the run to its result. A profile with seats runs its seat
 // chain (runRetainedSeated).
 func runRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Provider, s store.Store, prof *profile.Profile, task string, asJSON bool) error {
+	return startRetained(ctx, stdio, f, p, nil, s, prof, task, asJSON)
+}
+
+// startRetained is runRetained on p, or, with seats (agentrt run
+// --retain --seats), on the providers the --seats file names for each
+// stage of prof's chain.
+func startRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Provider, seats *seatAccountManager, s store.Store, prof *profile.Profile, task string, asJSON bool) error {
 	key := f.key
 	if key == "" {
 		var b [16]byte
@@ -82,11 +89,25 @@ func runRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Provid
 		st.Replayed = err == nil
 		startCtx, span = tracing.StartRetained(ctx, st)
 	}
+	if seats != nil {
+		for _, sp := range seats.providers {
+			if err := persistCreateKeys(sp, s); err != nil {
+				return err
+			}
+		}
+		return runRetainedSeated(ctx, startCtx, stdio, f, seats, 0, s, prof, key, task, asJSON, tracing, span)
+	}
 	if err := persistCreateKeys(p, s); err != nil {
 		return err
 	}
 	if len(prof.Seats) > 0 {
-		return runRetainedSeated(ctx, startCtx, stdio, f, p, s, prof, key, task, asJSON, tracing, span)
+		k0, _, err := pickRetainedStage(ctx, stdio, p, prof)
+		if err != nil {
+			span.Dispatched(err)
+			return err
+		}
+		accounts := kernel.AccountManagerFunc(func(context.Context, int, profile.Seat) (contract.Provider, error) { return p, nil })
+		return runRetainedSeated(ctx, startCtx, stdio, f, accounts, k0, s, prof, key, task, asJSON, tracing, span)
 	}
 	// The profile must be one p can honor (PRF-07), before anything is
 	// admitted.
@@ -161,20 +182,15 @@ func printDispatched(ctx context.Context, stdio IO, run *retained.Run, prof *pro
 }
 
 // runRetainedSeated runs a seated profile's chain as retained runs
-// (retained.StartSeated): from the first stage p can honor, every stage
-// on p — whose account owner binds each stage's credential from the
-// request its create and turn carry (RG-10) — each stage a retained run
-// with its own admission records. A typed quota refusal moves on to the
+// (retained.StartSeated) from stage k0, each stage on the provider
+// accounts resolves — one provider for every stage, from the first it
+// can honor, or the --seats file's — whose account owner binds each
+// stage's credential from the request its create and turn carry
+// (RG-10); each stage a retained run with its own admission records. A typed quota refusal moves on to the
 // next stage, said on stderr; without --detach each dispatched stage is
 // followed, so a refusal part way through its turn moves on too. When
 // the chain moved on, a summary names every stage tried and why.
-func runRetainedSeated(ctx, startCtx context.Context, stdio IO, f retainFlags, p contract.Provider, s store.Store, prof *profile.Profile, key, task string, asJSON bool, tracing *telemetry.Tracing, span *telemetry.RetainedSpan) error {
-	k0, _, err := pickRetainedStage(ctx, stdio, p, prof)
-	if err != nil {
-		span.Dispatched(err)
-		return err
-	}
-	accounts := kernel.AccountManagerFunc(func(context.Context, int, profile.Seat) (contract.Provider, error) { return p, nil })
+func runRetainedSeated(ctx, startCtx context.Context, stdio IO, f retainFlags, accounts kernel.AccountManager, k0 int, s store.Store, prof *profile.Profile, key, task string, asJSON bool, tracing *telemetry.Tracing, span *telemetry.RetainedSpan) error {
 	var followErr error // the last followed stage's error, as the command reports it
 	o := retained.SeatedOptions{Accounts: accounts, Store: s, Profile: prof, Stage: k0, IdempotencyKey: key, TurnID: f.turnID, Task: task,
 		// The records are durable in the store before this hook runs; the

@@ -3,6 +3,9 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -193,5 +196,57 @@ func TestRunsRecoverReprojectsTheStageTheSeatedRunWasOn(t *testing.T) {
 	got := p.CredentialRequests()
 	if diff := cmp.Diff(stageCredentials(t, 1, contract.CredentialOnTurn), got[len(got)-1:]); diff != "" {
 		t.Errorf("the re-sent turn's credential request (-want +got):\n%s", diff)
+	}
+}
+
+// PRF-11, RG-08 for agentrt run --retain --seats: each stage of the chain
+// runs on the provider the --seats file names for it — stage 0 by its
+// seat's account, stage 1 by its index — and stage 0's quota refusal at
+// create moves the retained run on to stage 1's provider as a retained
+// run of its own, with its own admission records; --provider is never
+// opened. A flag that picks one provider is refused before anything runs.
+func TestRunRetainSeatsMovesOnToTheNextStagesProvider(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	writeFile("alpha.json", `{"turns":[{"repeat":true,"steps":[{"text":"never"}]}],"accounts":{"team-a":{"exhausted":true,"retryAfterMs":90000}}}`)
+	writeFile("bravo.json", `{"turns":[{"repeat":true,"steps":[{"text":"a release note"}]}],"accounts":{"team-b":{}}}`)
+	seats := writeFile("seats.json", `{"accounts":{"team-a":{"provider":"scripted","script":"alpha.json"}},
+		"stages":{"1":{"provider":"scripted","script":"bravo.json"}}}`)
+	prof := writeFile("pinned.json", pinnedWriter)
+	db := filepath.Join(dir, "runs.db")
+	never := func(string, string, string, string) (contract.Provider, error) {
+		t.Error("--provider was opened for a --seats run")
+		return nil, errors.New("not this provider")
+	}
+	out, errOut, code := runWith(t, never, "run", prof, "--task", "write a note", "--retain", "--seats", seats, "--key", "k-file", "--json", "--db", db)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	lines := jsonLines(t, out)
+	summary := lines[len(lines)-1]
+	stages := member(summary, "stages").Items()
+	if len(stages) != 2 || member(stages[0], "outcome").Str() != kernel.StageQuotaRefused || member(stages[0], "retryAfterMs").Float() != 90000 ||
+		member(stages[1], "outcome").Str() != kernel.StageCompleted {
+		t.Fatalf("summary %s; want stage 0 quota-refused (retry after 90s), stage 1 completed", canonjson.Marshal(summary))
+	}
+	if !strings.Contains(errOut, "from /accounts/team-a") || !strings.Contains(errOut, "from /stages/1") {
+		t.Errorf("stderr does not say where each stage was resolved:\n%s", errOut)
+	}
+	_, second, _ := retained.DeriveIdentity(retained.StageKey("k-file", 0, 1), "turn-1")
+	s := backendSQLite(t, db)
+	r1, err := retained.Load(context.Background(), s, second)
+	if err != nil || r1.Intent.Stage == nil || *r1.Intent.Stage != 1 || r1.Environment == nil || r1.Dispatched == nil || r1.Seat == nil || len(r1.Seat.Tried) != 1 {
+		t.Fatalf("stage 1's record %+v (%v); want its admission records and the stage tried before it", r1, err)
+	}
+	_, _, code = runWith(t, never, "run", prof, "--task", "write a note", "--retain", "--seats", seats, "--provider", "openai", "--db", db)
+	if code != cli.ExitUsage {
+		t.Errorf("--retain --seats --provider: exit %d; want a usage error", code)
 	}
 }

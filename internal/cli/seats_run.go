@@ -21,6 +21,42 @@ import (
 // run's --seats file picks each stage's instead.
 var seatedFlagsRefused = []string{"provider", "script", "base-url", "openai-api", "retain", "detach", "key", "turn-id", "enqueue"}
 
+// retainedSeatsRefused are the run flags a retained run of the seat
+// chain does not take: the --seats file picks each stage's provider,
+// and the provider owns a retained run.
+var retainedSeatsRefused = []string{"provider", "script", "base-url", "openai-api", "enqueue", "stage", "lease", "expect"}
+
+// runRetainedSeatsCmd is agentrt run --retain --seats: the profile's seat
+// chain as retained runs, each stage on the provider the --seats file
+// names for it.
+func runRetainedSeatsCmd(ctx context.Context, cmd *cobra.Command, stdio IO, sf storeFlags, rf retainFlags, path, seatsPath, task string, timeout time.Duration, asJSON, quiet bool) error {
+	for _, name := range retainedSeatsRefused {
+		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
+			return usage("--%s does not apply to --retain --seats: the --seats file names each stage's provider, which owns the run", name)
+		}
+	}
+	p, err := loadProfile(stdio, path, asJSON)
+	if err != nil {
+		return err
+	}
+	m, err := openSeated(stdio, seatedRun{seatsPath: seatsPath, quiet: quiet}, p)
+	if err != nil {
+		// Refused before the store is opened: nothing is recorded.
+		return err
+	}
+	s, err := sf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	return startRetained(ctx, stdio, rf, nil, m, s, p, task, asJSON)
+}
+
 // seatedRun is what a seated run command needs besides its profile.
 type seatedRun struct {
 	seatsPath, task, expect string
