@@ -54,7 +54,7 @@ const maxAttempts = 1000
 func newChatCmd(stdio IO, open providerOpener) *cobra.Command {
 	var sf storeFlags
 	var asJSON, quiet bool
-	var providerName, scriptPath, baseURL, openaiAPI, journalPath, sessionID string
+	var providerName, scriptPath, baseURL, openaiAPI, journalPath, sessionID, seatsPath string
 	var stage int
 	var lease, turnTimeout time.Duration
 	cmd := &cobra.Command{
@@ -84,7 +84,9 @@ is sent only the new turn while its environment lives; otherwise — and for
 the first answer after --session, since a new environment remembers nothing
 — the earlier turns are re-sent as context. stderr says which happened.
 
-On a profile with seats each answer walks the seat chain on the provider,
+On a profile with seats each answer walks the seat chain on the provider
+(with --seats ACCOUNTS.json, each stage on the provider the file names for
+it, as for agentrt run --seats),
 from --stage for the first answer and, after that, from the stage that
 answered last: a typed quota refusal moves the answer on to the next
 authored stage (stderr says so), and the session goes on there. Each answer
@@ -114,8 +116,21 @@ was left unanswered (continue it with --session), 2 for usage errors.`,
 			if err != nil {
 				return err
 			}
-			provider, err := open(providerName, scriptPath, baseURL, openaiAPI)
-			if err != nil {
+			var seats *seatAccountManager
+			if seatsPath != "" {
+				for _, name := range []string{"provider", "script", "base-url", "openai-api"} {
+					if cmd.Flags().Changed(name) {
+						return usage("--%s does not apply to --seats: the --seats file names each stage's provider", name)
+					}
+				}
+				if seats, err = openSeated(stdio, seatedRun{seatsPath: seatsPath, stage: stage, quiet: quiet}, p); err != nil {
+					return err
+				}
+			}
+			var provider contract.Provider
+			if seats != nil {
+				provider = seats.providers[stage]
+			} else if provider, err = open(providerName, scriptPath, baseURL, openaiAPI); err != nil {
 				return err
 			}
 			s, err := sf.open(ctx)
@@ -154,13 +169,19 @@ was left unanswered (continue it with --session), 2 for usage errors.`,
 				}
 				// Each answer walks the seat chain from the stage that
 				// served the last one (seatedChat).
-				c.seats = &seatedChat{provider: provider, native: c.native, session: c.id, kept: map[int]*kernel.KeptProvider{}, seen: map[int]int{}}
+				var accounts kernel.AccountManager = kernel.AccountManagerFunc(func(context.Context, int, profile.Seat) (contract.Provider, error) { return provider, nil })
+				if seats != nil {
+					accounts = seats
+				}
+				c.seats = &seatedChat{accounts: accounts, session: c.id, kept: map[int]*kernel.KeptProvider{}, seen: map[int]int{},
+					native: map[int]bool{stage: c.native}}
 			}
 			defer c.close(ctx)
 			return c.loop(ctx)
 		},
 	}
 	sf.register(cmd)
+	cmd.Flags().StringVar(&seatsPath, "seats", "", "with a seated profile: a JSON file naming each stage's provider, as for agentrt run --seats (default: every stage on --provider)")
 	cmd.Flags().StringVar(&sessionID, "session", "", "continue the recorded session ID (default: start a new one)")
 	cmd.Flags().StringVar(&journalPath, "journal", "", "conversation journal file (default: next to the run store, or in its PostgreSQL database)")
 	cmd.Flags().StringVar(&providerName, "provider", "scripted", "provider to run on (scripted, openai, anthropic, claude-code, codex, opencode, remote)")
@@ -247,10 +268,14 @@ type chat struct {
 // environment (its projection) for every answer it serves, destroyed
 // when the session ends.
 type seatedChat struct {
-	provider contract.Provider
-	native   bool
-	session  string
-	kept     map[int]*kernel.KeptProvider
+	// accounts resolves each stage's provider: the chat's one provider,
+	// or the --seats file's.
+	accounts kernel.AccountManager
+	// native says, per stage resolved, whether its provider continues a
+	// session it is named.
+	native  map[int]bool
+	session string
+	kept    map[int]*kernel.KeptProvider
 	// seen is how many of the session's turns the provider session of
 	// each stage's kept environment has seen.
 	seen map[int]int
@@ -262,15 +287,28 @@ type seatedChat struct {
 
 // ProviderFor implements kernel.AccountManager: stage's kept environment
 // on the chat's provider.
-func (sc *seatedChat) ProviderFor(_ context.Context, stage int, _ profile.Seat) (contract.Provider, error) {
-	k, ok := sc.kept[stage]
-	if !ok {
-		k = kernel.KeepEnvironment(sc.provider)
-		if sc.native {
-			k.SetSessionID(sc.session)
-		}
-		sc.kept[stage] = k
+func (sc *seatedChat) ProviderFor(ctx context.Context, stage int, seat profile.Seat) (contract.Provider, error) {
+	if k, ok := sc.kept[stage]; ok {
+		return k, nil
 	}
+	p, err := sc.accounts.ProviderFor(ctx, stage, seat)
+	if err != nil || p == nil {
+		return p, err
+	}
+	native, known := sc.native[stage]
+	if !known {
+		caps, err := p.Capabilities(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading the capabilities of provider %s: %w", p.Name(), err)
+		}
+		native = caps.Sessions.Continue
+		sc.native[stage] = native
+	}
+	k := kernel.KeepEnvironment(p)
+	if native {
+		k.SetSessionID(sc.session)
+	}
+	sc.kept[stage] = k
 	return k, nil
 }
 
@@ -567,15 +605,15 @@ func (c *chat) nextAttempt(ctx context.Context, turnID string) (int, string, err
 // (of a seated chat: the chat's stage's) has seen them all and continues
 // natively, else the whole transcript.
 func (c *chat) prompt(t conversation.Turn) (string, string) {
-	seen := c.inContext
+	seen, native := c.inContext, c.native
 	if c.seats != nil {
-		seen = c.seats.seen[c.stage]
+		seen, native = c.seats.seen[c.stage], c.seats.native[c.stage]
 	}
 	earlier := c.turns[:t.Index]
 	switch {
 	case len(earlier) == 0:
 		return continuationFirst, t.Text
-	case c.native && seen == t.Index:
+	case native && seen == t.Index:
 		return continuationNative, t.Text
 	}
 	return continuationResent, c.transcript(t)

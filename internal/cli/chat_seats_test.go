@@ -3,6 +3,8 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -157,4 +159,59 @@ func backendSQLite(t *testing.T, db string) *sqlite.Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// PRF-11, RG-08 for agentrt chat --seats: each stage runs on the
+// provider the --seats file names for it; the first answer moves on from
+// stage 0's exhausted account to stage 1's provider, and the next answer
+// goes on there in the same environment, sent only the new turn.
+// --provider is never opened.
+func TestChatSeatsFileMovesOnAndStays(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("alpha.json", `{"turns":[{"repeat":true,"steps":[{"text":"never"}]}],"accounts":{"team-a":{"exhausted":true}}}`)
+	write("bravo.json", `{"turns":[{"repeat":true,"steps":[{"text":"echo: {{prompt}}"}]}],"accounts":{"team-b":{}}}`)
+	seats := write("seats.json", `{"accounts":{"team-a":{"provider":"scripted","script":"alpha.json"}},
+		"stages":{"1":{"provider":"scripted","script":"bravo.json"}}}`)
+	prof := write("pinned.json", pinnedWriter)
+	never := func(string, string, string, string) (contract.Provider, error) {
+		t.Error("--provider was opened for a --seats chat")
+		return nil, errors.New("not this provider")
+	}
+	out, errOut, code := chatWith(t, never, "one\ntwo\n", "--json", "--seats", seats, "--db", filepath.Join(dir, "runs.db"), prof)
+	if code != 0 {
+		t.Fatalf("chat --seats: exit %d\n%s%s", code, out, errOut)
+	}
+	lines := decodeLines(t, out)
+	if len(lines) != 2 {
+		t.Fatalf("%d answers; want 2\n%s", len(lines), out)
+	}
+	var texts, modes []string
+	for _, l := range lines {
+		texts, modes = append(texts, member(l, "text").Str()), append(modes, member(l, "continuation").Str())
+	}
+	if diff := cmp.Diff([]string{"echo: one", "echo: two"}, texts); diff != "" {
+		t.Errorf("answers (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"first", "native"}, modes); diff != "" {
+		t.Errorf("continuation (-want +got):\n%s", diff)
+	}
+	if member(lines[0], "environmentId").Str() != member(lines[1], "environmentId").Str() {
+		t.Errorf("the answers ran in environments %s and %s; want stage 1's one", member(lines[0], "environmentId").Str(), member(lines[1], "environmentId").Str())
+	}
+	for _, w := range []string{"from /accounts/team-a", "from /stages/1", "moving on to stage 1"} {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("stderr does not say %q:\n%s", w, errOut)
+		}
+	}
+	if _, _, code := chatWith(t, never, "", "--seats", seats, "--provider", "openai", prof); code != cli.ExitUsage {
+		t.Errorf("chat --seats --provider: exit %d; want a usage error", code)
+	}
 }
