@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"time"
 
@@ -175,6 +176,11 @@ was left unanswered (continue it with --session), 2 for usage errors.`,
 				}
 				c.seats = &seatedChat{accounts: accounts, session: c.id, kept: map[int]*kernel.KeptProvider{}, seen: map[int]int{},
 					native: map[int]bool{stage: c.native}}
+				if !cmd.Flags().Changed("stage") {
+					// A continued session goes on at the stage that
+					// answered last, not back at the first.
+					c.resumeStage(ctx)
+				}
 			}
 			defer c.close(ctx)
 			return c.loop(ctx)
@@ -345,6 +351,33 @@ func (c *chat) open(ctx context.Context, id string) error {
 	}
 	c.id, c.turns = id, e.Turns
 	return nil
+}
+
+// resumeStage sets a continued seated session's stage to the one that
+// answered its last recorded answer, as that answer's seated run
+// recorded it; a session whose last answer's record cannot be read, or
+// names no stage that answered, keeps its stage.
+func (c *chat) resumeStage(ctx context.Context) {
+	for _, tr := range slices.Backward(c.turns) {
+		if tr.Speaker != speakerAssistant {
+			continue
+		}
+		runID := fmt.Sprintf("%s.a%d", tr.TurnID, max(tr.Attempts, 1))
+		rec, err := kernel.ReadRun(ctx, c.store, runID)
+		if err != nil || rec.Seated == nil {
+			return
+		}
+		for _, at := range slices.Backward(rec.Seated.Stages) {
+			if at.Outcome == kernel.StageCompleted && at.Stage >= c.stage && at.Stage < len(c.profile.Seats) {
+				if at.Stage != c.stage {
+					c.say("continuing on stage %d (%s on %s), the stage that answered last (run %s)", at.Stage, at.Model, at.Provider, runID)
+				}
+				c.stage = at.Stage
+				return
+			}
+		}
+		return
+	}
 }
 
 // close destroys the kept environment, within the cleanup timeout even

@@ -105,6 +105,23 @@ func TestChatMovesOnAfterQuotaRefusalAndStaysThere(t *testing.T) {
 			t.Errorf("answer %d served on stage %d; want 1", i, last.Stage)
 		}
 	}
+
+	// Continued by another process (--session), the session goes on at
+	// stage 1, the stage that answered last: stage 0 is not asked again.
+	before := len(p.CredentialRequests())
+	out, errOut, code = chatWith(t, open, "four\n", "--json", "--db", db, "--session", session, prof)
+	if code != 0 {
+		t.Fatalf("chat --session: exit %d\n%s%s", code, out, errOut)
+	}
+	if got := decodeLines(t, out); len(got) != 1 || !strings.Contains(member(got[0], "text").Str(), "four") {
+		t.Fatalf("continued answer %s", out)
+	}
+	if !strings.Contains(errOut, "continuing on stage 1") {
+		t.Errorf("stderr does not say the session goes on at stage 1:\n%s", errOut)
+	}
+	if diff := cmp.Diff(stageCredentials(t, 1, contract.CredentialOnCreate, 1, contract.CredentialOnTurn), p.CredentialRequests()[before:]); diff != "" {
+		t.Errorf("credential requests of the continued session (-want +got):\n%s", diff)
+	}
 }
 
 // A stage that starts fresh after the chat moved on holds none of the
