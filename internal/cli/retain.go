@@ -716,6 +716,15 @@ func printRetained(w io.Writer, r *retained.Record) {
 	if n := r.Native; n != nil {
 		fmt.Fprintf(w, "  native    %s session %s (execution %s)\n", n.Provider, n.NativeSessionID, n.ExecutionID)
 	}
+	if sl := r.Seat; sl != nil {
+		fmt.Fprintf(w, "  seated    run %s, node %s\n", sl.Logical, sl.Node)
+		for _, at := range sl.Tried {
+			fmt.Fprintf(w, "  tried     stage %d (%s on %s, run %s): %s\n", at.Stage, at.Model, at.Provider, at.RunID, stageLine(at))
+		}
+		if sl.MovedOn != nil {
+			fmt.Fprintf(w, "  moved on  %s; to run %s (agentrt runs show %s)\n", stageLine(*sl.MovedOn), sl.Next, sl.Next)
+		}
+	}
 	if ref, err := r.ControlRef(); err == nil {
 		fmt.Fprintf(w, "  control   %s\n", canonjson.Marshal(mustValue(ref)))
 		fmt.Fprintf(w, "  next      agentrt runs attach %s\n", r.ID)
