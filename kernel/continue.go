@@ -19,8 +19,12 @@ import (
 // created. The run is recorded like any other, with Record.Continuity
 // ContinuityNative and the same native session id.
 //
+// The box must be verified live first (spec runtime §5, "same live box"):
+// an environment whose Status is not running, or cannot be read, is
+// never resumed into.
+//
 // When continuity cannot be proven before anything is dispatched (the
-// environment cannot reopen sessions, the provider declares no native
+// environment is not verified live, cannot reopen sessions, the provider declares no native
 // continuation, the session moved past Run, the provider refused the
 // continuation) the run fails refused with a *ContinuityError and spent
 // nothing: it is never run fresh in its place. Once the provider may have

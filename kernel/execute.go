@@ -366,6 +366,11 @@ func (x *execution) run(ctx context.Context) {
 	if x.req.seat != nil && x.req.seat.from != nil && x.continueNative(ctx, x.req.seat) {
 		return
 	}
+	if x.req.seat != nil && x.req.seat.freshTask != "" {
+		// A fresh session holds nothing of what came before: the
+		// caller's task for one.
+		x.req.Task = x.req.seat.freshTask
+	}
 	if x.req.Continue != nil {
 		x.continueKept(ctx)
 		return

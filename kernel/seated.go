@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -70,11 +71,33 @@ type SeatedRequest struct {
 	// CLI: the profile file's absolute path), recorded so that a process
 	// resuming the run can read it again; it must name no account.
 	ProfileSource string
+	// FreshTask, when set, is the task of a stage that starts a fresh
+	// session after the chain moved on to it — a session holding none of
+	// what came before — for a caller whose Task assumes a session that
+	// holds it (agentrt chat sends only the new turn to a session that
+	// saw the earlier ones, and the whole conversation to one that did
+	// not). "" is Task. The stage the walk starts at, and a stage that
+	// continues a session natively, are given Task.
+	FreshTask string
+	// Node is the logical node the run is: the one agent that goes on,
+	// stage after stage, across quota refusals and resumptions (RG-11).
+	// A supervised worker's is its node id; "" is SeatedNode(RunID), so
+	// a standalone run has one too. It is recorded for the run and for
+	// every stage it tries; a resumption keeps the recorded one.
+	Node string
 }
+
+// SeatedNode is the logical node id of a standalone seated run runID:
+// derived from the id alone, so every process names the same node.
+func SeatedNode(runID string) string { return "node-" + runID }
 
 // StageAttempt is one seat stage a seated run tried, and how it ended.
 type StageAttempt struct {
-	Stage    int    `json:"stage"`
+	Stage int `json:"stage"`
+	// Node is the logical node the stage ran as: the seated run's, the
+	// same for every stage (RG-11); "" in a record from before nodes
+	// were recorded.
+	Node     string `json:"node,omitzero"`
 	Harness  string `json:"harness"`
 	Provider string `json:"provider"`
 	Model    string `json:"model"`
@@ -121,7 +144,10 @@ type StageAttempt struct {
 
 // SeatedRecord is a seated run's document.
 type SeatedRecord struct {
-	Task   string         `json:"task"`
+	Task string `json:"task"`
+	// Node is the run's logical node (SeatedRequest.Node), which a
+	// resumption keeps; "" in a record from before nodes were recorded.
+	Node   string         `json:"node,omitzero"`
 	Stages []StageAttempt `json:"stages"`
 	// DeadlineUnixMs is the run's original deadline (Unix milliseconds),
 	// which a resumed run keeps (RG-11); nil when it had none.
@@ -132,6 +158,9 @@ type SeatedRecord struct {
 	Terminal *Terminal `json:"terminal,omitzero"`
 	// CancelRequested is a cancel request another process recorded.
 	CancelRequested *CancelRequest `json:"cancelRequested,omitzero"`
+	// TeardownUnconfirmed is SeatedResult.TeardownUnconfirmed, recorded
+	// with the run's end.
+	TeardownUnconfirmed string `json:"teardownUnconfirmed,omitzero"`
 	// ProfileDigest is the identity of the authored profile the run
 	// runs: a resumption with another profile is refused. The profile
 	// itself is never recorded — its seat selectors name accounts, which
@@ -167,6 +196,15 @@ type SeatedResult struct {
 	Stages []StageAttempt
 	// Final is the result of the last stage that ran; nil when none did.
 	Final *Result
+	// TeardownUnconfirmed says which environments of the run — a stage's
+	// own, or a session a refused stage left that no stage took over —
+	// could not be confirmed destroyed (Destroy failed or did not answer
+	// within the cleanup timeout), each as Result.TeardownUnconfirmed
+	// says it, joined by "; ": they may still exist and cost, and
+	// whoever reports the run should say so. Empty when every one was
+	// destroyed or was not the run's to destroy. The run's outcome does
+	// not change.
+	TeardownUnconfirmed string
 }
 
 // ExecuteSeated runs a profile's seat chain (seed 000's seats; PRF-03,
@@ -175,7 +213,8 @@ type SeatedResult struct {
 // as one exact run, the stage's credential request on its create and
 // turn. A typed quota refusal (*contract.QuotaRefusalError) moves on to
 // the next authored stage, under the same context — the original
-// deadline — and the same logical run id; every other outcome ends the
+// deadline —, the same logical run id and the same logical node
+// (SeatedRequest.Node, recorded for the run and every stage); every other outcome ends the
 // run: there is no implicit failover, and no provider outside the chain
 // is ever asked.
 //
@@ -211,7 +250,10 @@ func ExecuteSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error
 	lo.RunID = req.RunID
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	rec := SeatedRecord{Task: req.Task, Stages: []StageAttempt{}}
+	if req.Node == "" {
+		req.Node = SeatedNode(req.RunID)
+	}
+	rec := SeatedRecord{Task: req.Task, Node: req.Node, Stages: []StageAttempt{}}
 	if rec.ProfileDigest, err = authoredDigest(req.Profile); err != nil {
 		return nil, err
 	}
@@ -257,9 +299,16 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 	res := &SeatedResult{RunID: req.RunID}
 	status, reason, detail, runErr := store.StatusFailed, "", "", error(nil)
 	// kept is the session a refused stage left for the next one; the
-	// seated run destroys it once no stage takes it over.
+	// seated run destroys it once no stage takes it over. unconfirmed
+	// are the teardowns not confirmed: the kept environments' and each
+	// stage's own.
 	var kept *keptSession
-	defer func() { destroyKept(ctx, kept, lo.CleanupTimeout, l.log) }()
+	var unconfirmed []string
+	teardown := func(why string) {
+		if why != "" {
+			unconfirmed = append(unconfirmed, why)
+		}
+	}
 	if k0 >= len(req.Profile.Seats) && left != nil {
 		// The run died after its last stage's refusal was recorded.
 		reason, detail = ReasonQuota, left.Reason
@@ -274,6 +323,7 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 	providers, unresolved := resolveSeats(ctx, req, k0)
 	last := len(req.Profile.Seats)
 	if unresolved != nil {
+		unresolved.attempt.Node = rec.Node
 		rec.Stages = append(rec.Stages, unresolved.attempt)
 		reason, detail, runErr = ReasonRefused, unresolved.err.Error(), unresolved.err
 		if ce := contextError(ctx, req.RunID); ce != nil {
@@ -286,7 +336,7 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 		// Every stage the walk may reach must be one its provider can
 		// honor (PRF-07): a later stage's missing capability refuses the
 		// run before an earlier stage spends.
-		at := StageAttempt{Outcome: StageUnsupported, Reason: err.Error()}
+		at := StageAttempt{Node: rec.Node, Outcome: StageUnsupported, Reason: err.Error()}
 		reason, detail, runErr = ReasonRefused, err.Error(), err
 		if su, ok := errors.AsType[*StageUnsupportedError](err); ok {
 			seat := req.Profile.Seats[su.Stage]
@@ -304,7 +354,7 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 	}
 	for k := k0; k < last; k++ {
 		seat := req.Profile.Seats[k]
-		at := StageAttempt{Stage: k, Harness: string(seat.Harness), Provider: seat.Provider, Model: seat.Model}
+		at := StageAttempt{Stage: k, Node: rec.Node, Harness: string(seat.Harness), Provider: seat.Provider, Model: seat.Model}
 		provider := providers[k-k0]
 		lookup := ""
 		if k == k0 && left != nil && left.KeptRun != nil {
@@ -313,6 +363,9 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 		stage := req.Request
 		stage.Provider, stage.Stage, stage.RunID = provider, k, fmt.Sprintf("%s.stage-%d", req.RunID, k)
 		ss := &seatStage{from: kept}
+		if k > k0 || left != nil {
+			ss.freshTask = req.FreshTask
+		}
 		stage.seat = ss
 		at.RunID = stage.RunID
 		ss.sending = func(c *contract.NativeContextContinuationRequest, from *keptSession) {
@@ -329,10 +382,13 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 		}
 		out, err := Execute(ctx, stage)
 		res.Final = out
+		if out != nil {
+			teardown(out.TeardownUnconfirmed)
+		}
 		if kept != nil && ss.continuity != ContinuityNative {
 			// The stage did not take the session over: nothing will
 			// continue it.
-			destroyKept(ctx, kept, lo.CleanupTimeout, l.log)
+			teardown(destroyKept(ctx, kept, lo.CleanupTimeout, l.log))
 		}
 		kept = nil
 		if ss.keepEnv {
@@ -349,24 +405,12 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 		if out != nil {
 			at.NativeSessionID = out.NativeSessionID
 		}
-		var quota *contract.QuotaRefusalError
-		switch {
-		case err == nil:
-			at.Outcome = StageCompleted
+		switch EndStage(&at, err) {
+		case StageCompleted:
 			status, reason, detail, runErr = store.StatusCompleted, "", "", nil
-		case errors.As(err, &quota):
-			// The runtime knows which stage it ran: a provider that left
-			// Stage unset (0) or -1 is not believed over it.
-			quota.Stage = k
-			q := *quota
-			at.Outcome, at.Reason = StageQuotaRefused, q.Error()
-			if quota.RetryAfter != nil {
-				ms := quota.RetryAfter.Milliseconds()
-				at.RetryAfterMs = &ms
-			}
-			reason, detail, runErr = ReasonQuota, q.Error(), err
+		case StageQuotaRefused:
+			reason, detail, runErr = ReasonQuota, at.Reason, err
 		default:
-			at.Outcome, at.Reason = StageFailed, err.Error()
 			reason, detail, runErr = ReasonProvider, fmt.Sprintf("stage %d: %v", k, err), err
 			status = store.StatusFailed
 			if re, ok := errors.AsType[*RunError](err); ok {
@@ -383,6 +427,13 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 		if ctx.Err() != nil {
 			break
 		}
+	}
+	// No stage is left to take a kept session over.
+	teardown(destroyKept(ctx, kept, lo.CleanupTimeout, l.log))
+	kept = nil
+	if len(unconfirmed) > 0 {
+		res.TeardownUnconfirmed = strings.Join(unconfirmed, "; ")
+		rec.TeardownUnconfirmed = res.TeardownUnconfirmed
 	}
 	res.Stages = rec.Stages
 	if status != store.StatusCompleted {
@@ -408,6 +459,33 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 		return res, nil
 	}
 	return res, &RunError{RunID: req.RunID, Status: status, Reason: reason, Detail: detail, Cause: runErr}
+}
+
+// EndStage records in at how seat stage at.Stage ended with err (nil:
+// it completed) and returns the outcome: StageCompleted, StageFailed,
+// or StageQuotaRefused — the one outcome on which a seat chain moves on
+// to the next authored stage (PRF-11; there is no implicit failover).
+// A quota refusal's retry-after is recorded, and its Stage is set to
+// at.Stage: the runtime knows which stage it ran, and a provider that
+// left Stage unset (0) or -1 is not believed over it. Every walk of a
+// seat chain — ExecuteSeated's, a retained run's — ends its stages here.
+func EndStage(at *StageAttempt, err error) string {
+	var quota *contract.QuotaRefusalError
+	switch {
+	case err == nil:
+		at.Outcome, at.Reason = StageCompleted, ""
+	case errors.As(err, &quota):
+		quota.Stage = at.Stage
+		q := *quota
+		at.Outcome, at.Reason = StageQuotaRefused, q.Error()
+		if quota.RetryAfter != nil {
+			ms := quota.RetryAfter.Milliseconds()
+			at.RetryAfterMs = &ms
+		}
+	default:
+		at.Outcome, at.Reason = StageFailed, err.Error()
+	}
+	return at.Outcome
 }
 
 // SeatUnresolvedError is a seat stage the account manager resolved no

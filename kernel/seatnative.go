@@ -36,6 +36,9 @@ type seatStage struct {
 	// or ContinuityFresh with why native continuation was not possible
 	// ("" when the stage had no session to continue).
 	continuity, reason string
+	// freshTask, when set, replaces the run's task when the stage starts
+	// a fresh session (SeatedRequest.FreshTask).
+	freshTask string
 	// sending, when set, is told the native continuation the stage is
 	// about to send, and the session it continues, before it is sent.
 	sending func(*contract.NativeContextContinuationRequest, *keptSession)
@@ -117,6 +120,15 @@ func (x *execution) continueNative(ctx context.Context, st *seatStage) bool {
 	}
 	if from.env.Provider() != x.provider {
 		return fresh("the session is held by provider %s, not this stage's %s", from.env.Provider(), x.provider)
+	}
+	// Same box, verified live (spec runtime §5): the environment must say
+	// it is running before anything is sent into it. A box that stopped,
+	// failed, expired or cannot say is never resumed into, whatever its
+	// sessions still answer.
+	if st, err := from.env.Status(ctx); err != nil {
+		return fresh("verifying environment %s is live: %v", from.env.ID(), err)
+	} else if st != contract.EnvironmentRunning {
+		return fresh("environment %s is not live (%s)", from.env.ID(), st)
 	}
 	opener, ok := from.env.(contract.SessionOpener)
 	if !ok {
@@ -223,16 +235,27 @@ func (x *execution) continueNative(ctx context.Context, st *seatStage) bool {
 }
 
 // destroyKept destroys a kept environment no stage took over, when the
-// seated run created it (ENV-06), bounded by timeout.
-func destroyKept(ctx context.Context, k *keptSession, timeout time.Duration, log *slog.Logger) {
+// seated run created it (ENV-06), bounded by timeout. A Destroy that
+// fails or does not answer in time is returned as the teardown not
+// confirmed (Result.TeardownUnconfirmed's wording); "" when it was
+// destroyed or was not the run's to destroy.
+func destroyKept(ctx context.Context, k *keptSession, timeout time.Duration, log *slog.Logger) string {
 	if k == nil || (!k.created && k.env.Creation() != contract.CreationCreated) {
-		return
+		return ""
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	if err := k.env.Destroy(ctx); err != nil {
-		log.Warn("destroying a seat stage's environment", "env", k.env.ID(), "err", err)
+	err := k.env.Destroy(ctx)
+	if err == nil && ctx.Err() != nil {
+		// A Destroy that answered only once its bound had passed is not
+		// a confirmation.
+		err = ctx.Err()
 	}
+	if err != nil {
+		log.Warn("destroying a seat stage's environment", "env", k.env.ID(), "err", err)
+		return teardownUnconfirmed(k.env.ID(), err)
+	}
+	return ""
 }
 
 func derefOr(s *string, or string) string {

@@ -97,6 +97,13 @@ func ResumeSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error)
 	if rec.ProfileDigest != "" && rec.ProfileDigest != digest {
 		return nil, &OptionsError{Field: "Profile", Problem: fmt.Sprintf("the interrupted run ran profile %s, not %s; resume it with the same profile", rec.ProfileDigest, digest)}
 	}
+	// The logical node goes on: the recorded one, or, for a record from
+	// before nodes were recorded, the interrupted run's derived one.
+	node := cmp.Or(rec.Node, SeatedNode(req.RunID))
+	if req.Node != "" && req.Node != node {
+		return nil, &OptionsError{Field: "Node", Problem: fmt.Sprintf("the interrupted run is node %s, not %s; a resumption goes on as the same node", node, req.Node)}
+	}
+	req.Node = node
 	k0, left := req.Stage, (*StageAttempt)(nil)
 	if n := len(rec.Stages); n > 0 {
 		last := rec.Stages[n-1]
@@ -127,7 +134,7 @@ func ResumeSeated(ctx context.Context, req SeatedRequest) (*SeatedResult, error)
 		ctx, stop = context.WithDeadline(ctx, time.UnixMilli(*rec.DeadlineUnixMs))
 		defer stop()
 	}
-	next := SeatedRecord{Task: rec.Task, Stages: append([]StageAttempt{}, rec.Stages...), DeadlineUnixMs: rec.DeadlineUnixMs, ResumeOf: req.RunID,
+	next := SeatedRecord{Task: rec.Task, Node: node, Stages: append([]StageAttempt{}, rec.Stages...), DeadlineUnixMs: rec.DeadlineUnixMs, ResumeOf: req.RunID,
 		ProfileDigest: digest, ProfileSource: cmp.Or(req.ProfileSource, rec.ProfileSource)}
 	var l *life
 	for n := 1; ; n++ {

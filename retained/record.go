@@ -147,6 +147,9 @@ type Record struct {
 	// CreateRefused is the provider's definite refusal of the last
 	// start's create, while no environment was admitted.
 	CreateRefused *CreateRefusedRecord
+	// Seat links the run into the seat chain of a seated retained run
+	// (StartSeated); nil for a run started alone.
+	Seat *SeatLink
 }
 
 // ControlRef returns the record's claim ticket, or ErrNotDispatched.
@@ -175,6 +178,7 @@ type document struct {
 	// CreateRefused is the provider's definite refusal of the run's
 	// create (quota) by the last start; cleared before every new create.
 	CreateRefused *CreateRefusedRecord `json:"createRefused,omitzero"`
+	Seat        *SeatLink          `json:"seat,omitzero"`
 }
 
 // CreateRefusedRecord is a provider's definite refusal of a retained
@@ -226,7 +230,7 @@ func FromRun(r store.Run) (*Record, error) {
 		return nil, err
 	}
 	return &Record{ID: r.ID, Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		Intent: d.Intent, Environment: d.Environment, Dispatched: d.Dispatched, Native: d.Native, CreateRefused: d.CreateRefused}, nil
+		Intent: d.Intent, Environment: d.Environment, Dispatched: d.Dispatched, Native: d.Native, CreateRefused: d.CreateRefused, Seat: d.Seat}, nil
 }
 
 // identityPurpose separates the derivations of one (key, turn) pair.

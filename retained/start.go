@@ -46,6 +46,9 @@ type StartOptions struct {
 	// OnAdmission is required: it is awaited after each admission record
 	// is durable.
 	OnAdmission AdmissionHook
+	// Seat, when set, links the run into a seat chain (StartSeated): it
+	// is recorded with the intent, outside the request digest.
+	Seat *SeatLink
 	// Now replaces time.Now (tests).
 	Now func() time.Time
 	// Logger receives what the start does; nil discards it.
@@ -98,7 +101,7 @@ func StartRetainedRun(ctx context.Context, o StartOptions) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &admission{provider: o.Provider, store: o.Store, hook: o.OnAdmission, now: o.Now, log: o.Logger, turn: o.Turn, stage: o.Stage}
+	a := &admission{provider: o.Provider, store: o.Store, hook: o.OnAdmission, now: o.Now, log: o.Logger, turn: o.Turn, stage: o.Stage, seat: o.Seat}
 	if err := a.prepare(key, o.Identity, profileDigest, nil, createDigest); err != nil {
 		return nil, err
 	}
@@ -211,6 +214,7 @@ type admission struct {
 	turn     contract.TurnInput
 	intent   Intent
 	stage    *int
+	seat     *SeatLink
 	acquire  func(ctx context.Context) (contract.Environment, error)
 }
 
@@ -460,7 +464,7 @@ func verifyRef(ref contract.RunControlRef, in Intent, envID string) (contract.Ex
 // recordIntent creates the run record with the intent, or checks the one
 // already there.
 func (a *admission) recordIntent(ctx context.Context) (*document, error) {
-	doc := &document{Intent: a.intent}
+	doc := &document{Intent: a.intent, Seat: a.seat}
 	v, err := doc.value()
 	if err != nil {
 		return nil, err

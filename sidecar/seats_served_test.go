@@ -178,9 +178,9 @@ func TestServedSeatCredentialRequestsRG07RG08RG10(t *testing.T) {
 		}
 		retry := int64(90_000)
 		wantStages := []kernel.StageAttempt{
-			{Stage: 0, Harness: "cli-base", Provider: "scripted", Model: "scripted/first", RunID: "served-writer.stage-0",
+			{Stage: 0, Node: kernel.SeatedNode("served-writer"), Harness: "cli-base", Provider: "scripted", Model: "scripted/first", RunID: "served-writer.stage-0",
 				Outcome: kernel.StageQuotaRefused, RetryAfterMs: &retry},
-			{Stage: 1, Harness: "cli-base", Provider: "scripted", Model: "scripted/second", RunID: "served-writer.stage-1",
+			{Stage: 1, Node: kernel.SeatedNode("served-writer"), Harness: "cli-base", Provider: "scripted", Model: "scripted/second", RunID: "served-writer.stage-1",
 				// NSO-02: the served stage binds the native session its
 				// turn observed, as an in-process one does.
 				Outcome: kernel.StageCompleted, Continuity: kernel.ContinuityFresh, NativeSessionID: "scripted-env-1-session-1"},

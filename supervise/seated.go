@@ -46,7 +46,9 @@ func (e *KernelExecutor) executeSeated(ctx context.Context, w Work) (WorkResult,
 		return asking.provider(p), nil
 	})
 	res, err := kernel.ExecuteSeated(ctx, kernel.SeatedRequest{Accounts: accounts, Request: kernel.Request{
-		Profile: w.Profile, Task: w.Task, Store: e.Store, RunID: runID, Kind: "supervise-worker", Observer: asking.observer(w.Observer)}})
+		Profile: w.Profile, Task: w.Task, Store: e.Store, RunID: runID, Kind: "supervise-worker", Observer: asking.observer(w.Observer)},
+		// The worker is the logical node every stage runs as (RG-11).
+		Node: string(w.Node)})
 	if res == nil {
 		if err == nil {
 			err = errors.New("supervise: the kernel returned no seated result")
@@ -61,6 +63,14 @@ func (e *KernelExecutor) executeSeated(ctx context.Context, w Work) (WorkResult,
 		// An environment the chain's last run could not confirm
 		// destroyed holds the worker's slot (§15 behaviour 51).
 		out.TeardownUnconfirmed = res.Final.TeardownUnconfirmed
+	}
+	if res.TeardownUnconfirmed != "" {
+		// An environment of the chain — a stage's, or a session a refused
+		// stage left — may still exist: the settlement says so.
+		out.TeardownUnconfirmed = res.TeardownUnconfirmed
+		if e.Logger != nil {
+			e.Logger.Error("supervise: destroying a seated worker's environment", "node", w.Node, "err", res.TeardownUnconfirmed)
+		}
 	}
 	if err != nil {
 		return out, fmt.Errorf("supervise: worker %s: %w", w.Node, err)

@@ -105,6 +105,16 @@ func testSeatedWorker(t *testing.T, script string, known bool) {
 		seated[0].Seated.Stages[0].Outcome != kernel.StageQuotaRefused || seated[0].Seated.Stages[1].Outcome != kernel.StageCompleted {
 		t.Fatalf("seated runs %+v; want one, completed, its first stage quota-refused", seated)
 	}
+	// RG-11: the seated run, and each stage it tried, is the worker's
+	// logical node.
+	if got := seated[0].Seated.Node; got != "run1:s1" {
+		t.Errorf("the seated run is node %q; want the worker's, run1:s1", got)
+	}
+	for _, at := range seated[0].Seated.Stages {
+		if at.Node != "run1:s1" {
+			t.Errorf("stage %d ran as node %q; want run1:s1", at.Stage, at.Node)
+		}
+	}
 }
 
 // RG-11 across a crash: a supervisor killed after its seated worker's

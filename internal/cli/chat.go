@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/journal/conversation"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
@@ -53,7 +55,7 @@ const maxAttempts = 1000
 func newChatCmd(stdio IO, open providerOpener) *cobra.Command {
 	var sf storeFlags
 	var asJSON, quiet bool
-	var providerName, scriptPath, baseURL, openaiAPI, journalPath, sessionID string
+	var providerName, scriptPath, baseURL, openaiAPI, journalPath, sessionID, seatsPath string
 	var stage int
 	var lease, turnTimeout time.Duration
 	cmd := &cobra.Command{
@@ -83,6 +85,17 @@ is sent only the new turn while its environment lives; otherwise — and for
 the first answer after --session, since a new environment remembers nothing
 — the earlier turns are re-sent as context. stderr says which happened.
 
+On a profile with seats each answer walks the seat chain on the provider
+(with --seats ACCOUNTS.json, each stage on the provider the file names for
+it, as for agentrt run --seats),
+from --stage for the first answer and, after that, from the stage that
+answered last: a typed quota refusal moves the answer on to the next
+authored stage (stderr says so), and the session goes on there. Each answer
+is then a seated run (agentrt runs show ID names every stage tried, each
+stage's run is ID.stage-K), all of them the session's one logical node; each
+stage keeps its own environment, and a stage that starts fresh is sent the
+earlier turns as context.
+
 The answer streams to stdout as it arrives, progress to stderr. --json prints
 one JSON object per answer on stdout (NDJSON): session, turn, turnId, runId,
 attempt, continuation, status, text, usage (unknown is null), servedModel,
@@ -104,8 +117,21 @@ was left unanswered (continue it with --session), 2 for usage errors.`,
 			if err != nil {
 				return err
 			}
-			provider, err := open(providerName, scriptPath, baseURL, openaiAPI)
-			if err != nil {
+			var seats *seatAccountManager
+			if seatsPath != "" {
+				for _, name := range []string{"provider", "script", "base-url", "openai-api"} {
+					if cmd.Flags().Changed(name) {
+						return usage("--%s does not apply to --seats: the --seats file names each stage's provider", name)
+					}
+				}
+				if seats, err = openSeated(stdio, seatedRun{seatsPath: seatsPath, stage: stage, quiet: quiet}, p); err != nil {
+					return err
+				}
+			}
+			var provider contract.Provider
+			if seats != nil {
+				provider = seats.providers[stage]
+			} else if provider, err = open(providerName, scriptPath, baseURL, openaiAPI); err != nil {
 				return err
 			}
 			s, err := sf.open(ctx)
@@ -138,11 +164,30 @@ was left unanswered (continue it with --session), 2 for usage errors.`,
 				// the conversation.
 				c.kept.SetSessionID(c.id)
 			}
+			if len(p.Seats) > 0 {
+				if stage < 0 || stage >= len(p.Seats) {
+					return usage("--stage %d: the profile has %d seats (0 to %d)", stage, len(p.Seats), len(p.Seats)-1)
+				}
+				// Each answer walks the seat chain from the stage that
+				// served the last one (seatedChat).
+				var accounts kernel.AccountManager = kernel.AccountManagerFunc(func(context.Context, int, profile.Seat) (contract.Provider, error) { return provider, nil })
+				if seats != nil {
+					accounts = seats
+				}
+				c.seats = &seatedChat{accounts: accounts, session: c.id, kept: map[int]*kernel.KeptProvider{}, seen: map[int]int{},
+					native: map[int]bool{stage: c.native}}
+				if !cmd.Flags().Changed("stage") {
+					// A continued session goes on at the stage that
+					// answered last, not back at the first.
+					c.resumeStage(ctx)
+				}
+			}
 			defer c.close(ctx)
 			return c.loop(ctx)
 		},
 	}
 	sf.register(cmd)
+	cmd.Flags().StringVar(&seatsPath, "seats", "", "with a seated profile: a JSON file naming each stage's provider, as for agentrt run --seats (default: every stage on --provider)")
 	cmd.Flags().StringVar(&sessionID, "session", "", "continue the recorded session ID (default: start a new one)")
 	cmd.Flags().StringVar(&journalPath, "journal", "", "conversation journal file (default: next to the run store, or in its PostgreSQL database)")
 	cmd.Flags().StringVar(&providerName, "provider", "scripted", "provider to run on (scripted, openai, anthropic, claude-code, codex, opencode, remote)")
@@ -217,6 +262,72 @@ type chat struct {
 	// session has seen: the earlier turns need re-sending when it has
 	// not seen them all.
 	inContext int
+	// seats, for a profile with seats, runs each answer on the seat
+	// chain; nil runs every answer on the --stage projection in kept.
+	seats *seatedChat
+}
+
+// seatedChat is a seated profile's chat: each answer is a seated run
+// (kernel.ExecuteSeated) from the stage that served the answer before —
+// the chat's stage — on the one provider, whose account owner binds each
+// stage's credential from the request its create and turn carry (RG-10).
+// A typed quota refusal moves the answer on to the next authored stage,
+// and the answers after it go on there. Each stage keeps its own
+// environment (its projection) for every answer it serves, destroyed
+// when the session ends.
+type seatedChat struct {
+	// accounts resolves each stage's provider: the chat's one provider,
+	// or the --seats file's.
+	accounts kernel.AccountManager
+	// native says, per stage resolved, whether its provider continues a
+	// session it is named.
+	native  map[int]bool
+	session string
+	kept    map[int]*kernel.KeptProvider
+	// seen is how many of the session's turns the provider session of
+	// each stage's kept environment has seen.
+	seen map[int]int
+	// elsewhere: the last answer went on natively in the environment of
+	// the stage it moved on from, not in its own stage's, which has seen
+	// none of the session.
+	elsewhere bool
+}
+
+// ProviderFor implements kernel.AccountManager: stage's kept environment
+// on the chat's provider.
+func (sc *seatedChat) ProviderFor(ctx context.Context, stage int, seat profile.Seat) (contract.Provider, error) {
+	if k, ok := sc.kept[stage]; ok {
+		return k, nil
+	}
+	p, err := sc.accounts.ProviderFor(ctx, stage, seat)
+	if err != nil || p == nil {
+		return p, err
+	}
+	native, known := sc.native[stage]
+	if !known {
+		caps, err := p.Capabilities(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading the capabilities of provider %s: %w", p.Name(), err)
+		}
+		native = caps.Sessions.Continue
+		sc.native[stage] = native
+	}
+	k := kernel.KeepEnvironment(p)
+	if native {
+		k.SetSessionID(sc.session)
+	}
+	sc.kept[stage] = k
+	return k, nil
+}
+
+// close destroys every stage's kept environment; the errors are the
+// teardowns not confirmed.
+func (sc *seatedChat) close(ctx context.Context) error {
+	var errs []error
+	for _, k := range sc.kept {
+		errs = append(errs, k.Close(ctx))
+	}
+	return errors.Join(errs...)
 }
 
 // open begins a new session or loads the recorded one named id.
@@ -248,6 +359,33 @@ func (c *chat) open(ctx context.Context, id string) error {
 	return nil
 }
 
+// resumeStage sets a continued seated session's stage to the one that
+// answered its last recorded answer, as that answer's seated run
+// recorded it; a session whose last answer's record cannot be read, or
+// names no stage that answered, keeps its stage.
+func (c *chat) resumeStage(ctx context.Context) {
+	for _, tr := range slices.Backward(c.run.Turns()) {
+		if tr.Speaker != speakerAssistant {
+			continue
+		}
+		runID := fmt.Sprintf("%s.a%d", tr.TurnID, max(tr.Attempts, 1))
+		rec, err := kernel.ReadRun(ctx, c.store, runID)
+		if err != nil || rec.Seated == nil {
+			return
+		}
+		for _, at := range slices.Backward(rec.Seated.Stages) {
+			if at.Outcome == kernel.StageCompleted && at.Stage >= c.stage && at.Stage < len(c.profile.Seats) {
+				if at.Stage != c.stage {
+					c.say("continuing on stage %d (%s on %s), the stage that answered last (run %s)", at.Stage, at.Model, at.Provider, runID)
+				}
+				c.stage = at.Stage
+				return
+			}
+		}
+		return
+	}
+}
+
 // close destroys the kept environment, within the cleanup timeout even
 // when ctx has ended.
 func (c *chat) close(ctx context.Context) {
@@ -255,6 +393,11 @@ func (c *chat) close(ctx context.Context) {
 	defer cancel()
 	if err := c.kept.Close(cctx); err != nil {
 		c.say("warning: %v", err)
+	}
+	if c.seats != nil {
+		if err := c.seats.close(cctx); err != nil {
+			c.say("warning: %v", err)
+		}
 	}
 }
 
@@ -427,9 +570,13 @@ func (c *chat) answer(ctx context.Context, sigs <-chan os.Signal, t conversation
 	// its run completed, never otherwise.
 	_, err = c.run.Next(ctx, conversation.Planned{Speaker: speakerAssistant, Produce: func(context.Context, conversation.TurnInput) (conversation.TurnOutput, error) {
 		start := c.now()
-		res, runErr = runLive(tctx, live, kernel.Request{Profile: c.profile, Task: task, Provider: c.kept, Store: c.store,
-			Check: expectCheck(""), Stage: c.stage, RunID: runID, Kind: kindChat, LeaseTTL: c.lease,
-			Observer: c.tracing.Observer()})
+		if c.seats != nil {
+			res, mode, runErr = c.answerSeated(tctx, live, t, mode, task, runID)
+		} else {
+			res, runErr = runLive(tctx, live, kernel.Request{Profile: c.profile, Task: task, Provider: c.kept, Store: c.store,
+				Check: expectCheck(""), Stage: c.stage, RunID: runID, Kind: kindChat, LeaseTTL: c.lease,
+				Observer: c.tracing.Observer()})
+		}
 		end := c.now()
 		if res == nil || res.Status != store.StatusCompleted {
 			return conversation.TurnOutput{}, errUnanswered
@@ -445,6 +592,9 @@ func (c *chat) answer(ctx context.Context, sigs <-chan os.Signal, t conversation
 	switch {
 	case recorded:
 		c.inContext = c.run.NextIndex()
+		if c.seats != nil && !c.seats.elsewhere {
+			c.seats.seen[c.stage] = c.run.NextIndex()
+		}
 	case !errors.Is(err, errUnanswered):
 		c.say("turn %d: recording the answer in %s: %v", t.Index+1, c.journalWhere, err)
 	}
@@ -489,15 +639,27 @@ func (c *chat) nextAttempt(ctx context.Context, turnID string) (int, string, err
 
 // prompt is the turn's task for the provider and how it carries the
 // earlier turns: only the new turn when the kept environment's session
-// has seen them all and continues natively, else the whole transcript.
+// (of a seated chat: the chat's stage's) has seen them all and continues
+// natively, else the whole transcript.
 func (c *chat) prompt(t conversation.Turn) (string, string) {
+	seen, native := c.inContext, c.native
+	if c.seats != nil {
+		seen, native = c.seats.seen[c.stage], c.seats.native[c.stage]
+	}
 	earlier := c.run.Turns()[:t.Index]
 	switch {
 	case len(earlier) == 0:
 		return continuationFirst, t.Text
-	case c.native && c.inContext == t.Index:
+	case native && seen == t.Index:
 		return continuationNative, t.Text
 	}
+	return continuationResent, c.transcript(t)
+}
+
+// transcript is the turn's task carrying the whole conversation before
+// it.
+func (c *chat) transcript(t conversation.Turn) string {
+	earlier := c.run.Turns()[:t.Index]
 	var b strings.Builder
 	b.WriteString("The conversation so far:\n\n")
 	for _, e := range earlier {
@@ -505,7 +667,121 @@ func (c *chat) prompt(t conversation.Turn) (string, string) {
 	}
 	b.WriteString("Continue it. The user now says:\n")
 	b.WriteString(t.Text)
-	return continuationResent, b.String()
+	return b.String()
+}
+
+// answerSeated runs the answer to t as a seated run (runID, kind
+// seated; each stage's run runID.stage-K, kind chat) from the chat's
+// stage, showing it live as runLive does, as the session's logical node.
+// A stage that starts fresh after the chain moved on is sent the whole
+// conversation (FreshTask), since its environment holds none of it. The
+// stage that answered becomes the chat's stage; each stage the answer
+// moved on from is said on stderr. It returns the last stage's result
+// and the answer's continuation mode.
+func (c *chat) answerSeated(ctx context.Context, o liveOptions, t conversation.Turn, mode, task, runID string) (*kernel.Result, string, error) {
+	fresh := ""
+	if t.Index > 0 {
+		fresh = c.transcript(t)
+	}
+	l := newLiveRun(o)
+	l.begin()
+	from := c.stage
+	c.seats.elsewhere = false
+	sres, err := kernel.ExecuteSeated(ctx, kernel.SeatedRequest{Accounts: c.seats, FreshTask: fresh, Node: kernel.SeatedNode(c.id),
+		Request: kernel.Request{Profile: c.profile, Task: task, Store: c.store, Check: expectCheck(""), Stage: from, RunID: runID,
+			Kind: kindChat, LeaseTTL: c.lease, Observer: &liveObserver{l: l, next: c.tracing.Observer()}}})
+	final := ""
+	if sres != nil && sres.Final != nil {
+		final = sres.Final.Text
+	}
+	l.end(final)
+	if sres == nil {
+		return nil, mode, err
+	}
+	for _, at := range sres.Stages {
+		if at.Outcome == kernel.StageQuotaRefused && at.Stage+1 < len(c.profile.Seats) {
+			c.say("turn %d: stage %d (%s on %s) %s; moving on to stage %d", t.Index+1, at.Stage, at.Model, at.Provider, stageLine(at), at.Stage+1)
+		}
+	}
+	if n := len(sres.Stages); n > 0 {
+		last := sres.Stages[n-1]
+		if last.Outcome == kernel.StageCompleted && last.Stage != from {
+			c.stage = last.Stage
+			c.say("turn %d: answered on stage %d (%s on %s); the session goes on there", t.Index+1, last.Stage, last.Model, last.Provider)
+			switch {
+			case last.Continuity == kernel.ContinuityNative:
+				mode = continuationNative
+				c.seats.elsewhere = true
+			case t.Index > 0:
+				mode = continuationResent
+			}
+		}
+	}
+	return sres.Final, mode, err
+}
+
+// liveObserver shows a kernel run's events live (liveRun) as they are
+// recorded, for a run that is not streamed (a seated run's stages), and
+// passes everything on to next (nil: nothing).
+type liveObserver struct {
+	l    *liveRun
+	next kernel.Observer
+}
+
+func (o *liveObserver) RunStarted(ctx context.Context, r kernel.RunStart) (context.Context, error) {
+	if o.next == nil {
+		return ctx, nil
+	}
+	return o.next.RunStarted(ctx, r)
+}
+
+func (o *liveObserver) TurnStarted(ctx context.Context, t kernel.TurnStart) (context.Context, error) {
+	if o.next == nil {
+		return ctx, nil
+	}
+	return o.next.TurnStarted(ctx, t)
+}
+
+func (o *liveObserver) Event(ctx context.Context, e contract.EnvironmentEvent) error {
+	if n := e.Normalized; n != nil && !contract.IsPrivateEvent(*n) {
+		if _, terminal := contract.EventTerminal(*n); !terminal {
+			o.l.event(contract.EventEnvelope{Event: *n})
+		}
+	}
+	if o.next == nil {
+		return nil
+	}
+	return o.next.Event(ctx, e)
+}
+
+// ToolStarted implements kernel.ToolObserver for a next that does.
+func (o *liveObserver) ToolStarted(ctx context.Context, c kernel.ToolCallStart) (context.Context, error) {
+	if to, ok := o.next.(kernel.ToolObserver); ok {
+		return to.ToolStarted(ctx, c)
+	}
+	return ctx, nil
+}
+
+// ToolEnded implements kernel.ToolObserver for a next that does.
+func (o *liveObserver) ToolEnded(ctx context.Context, c kernel.ToolCallEnd) error {
+	if to, ok := o.next.(kernel.ToolObserver); ok {
+		return to.ToolEnded(ctx, c)
+	}
+	return nil
+}
+
+func (o *liveObserver) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
+	if o.next == nil {
+		return nil
+	}
+	return o.next.TurnEnded(ctx, t)
+}
+
+func (o *liveObserver) RunEnded(ctx context.Context, r kernel.Result) error {
+	if o.next == nil {
+		return nil
+	}
+	return o.next.RunEnded(ctx, r)
 }
 
 // journalUsage is a completed answer's usage as the journal keeps it:

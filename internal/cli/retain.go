@@ -55,8 +55,16 @@ func (f *retainFlags) check(cmd *cobra.Command) error {
 
 // runRetained starts a retained run of task and prints its control ref as
 // soon as the dispatched record is durable; without --detach it then
-// follows the run to its result.
+// follows the run to its result. A profile with seats runs its seat
+// chain (runRetainedSeated).
 func runRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Provider, s store.Store, prof *profile.Profile, task string, asJSON bool) error {
+	return startRetained(ctx, stdio, f, p, nil, s, prof, task, asJSON)
+}
+
+// startRetained is runRetained on p, or, with seats (agentrt run
+// --retain --seats), on the providers the --seats file names for each
+// stage of prof's chain.
+func startRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Provider, seats *seatAccountManager, s store.Store, prof *profile.Profile, task string, asJSON bool) error {
 	key := f.key
 	if key == "" {
 		var b [16]byte
@@ -81,72 +89,173 @@ func runRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Provid
 		st.Replayed = err == nil
 		startCtx, span = tracing.StartRetained(ctx, st)
 	}
+	if seats != nil {
+		for _, sp := range seats.providers {
+			if err := persistCreateKeys(sp, s); err != nil {
+				return err
+			}
+		}
+		return runRetainedSeated(ctx, startCtx, stdio, f, seats, 0, s, prof, key, task, asJSON, tracing, span)
+	}
 	if err := persistCreateKeys(p, s); err != nil {
 		return err
 	}
-	stage, _, err := pickRetainedStage(ctx, stdio, p, prof)
-	if err != nil {
+	if len(prof.Seats) > 0 {
+		k0, _, err := pickRetainedStage(ctx, stdio, p, prof)
+		if err != nil {
+			span.Dispatched(err)
+			return err
+		}
+		accounts := kernel.AccountManagerFunc(func(context.Context, int, profile.Seat) (contract.Provider, error) { return p, nil })
+		return runRetainedSeated(ctx, startCtx, stdio, f, accounts, k0, s, prof, key, task, asJSON, tracing, span)
+	}
+	// The profile must be one p can honor (PRF-07), before anything is
+	// admitted.
+	if _, _, err := pickRetainedStage(ctx, stdio, p, prof); err != nil {
 		span.Dispatched(err)
 		return err
 	}
-	create, turn, err := retainedRequest(prof, stage, key, turnID, task)
+	create, turn, err := retainedRequest(prof, 0, key, turnID, task)
 	if err != nil {
 		span.Dispatched(err)
 		return &exitError{code: ExitFailed, err: err}
-	}
-	var seat *int
-	if len(prof.Seats) > 0 {
-		seat = &stage
 	}
 	run, err := retained.StartRetainedRun(startCtx, retained.StartOptions{
 		Provider:    p,
 		Store:       s,
 		Environment: create,
 		Turn:        turn,
-		Stage:       seat,
 		// The records are durable in the store before this hook runs; the
 		// command has nothing to add to them.
 		OnAdmission: func(context.Context, retained.Admission) error { return nil },
 	})
 	span.Dispatched(err)
+	if err != nil {
+		return startRetainedError(err)
+	}
+	printDispatched(ctx, stdio, run, nil, nil, key, turnID, asJSON, tracing)
+	if f.detach {
+		return nil
+	}
+	followCtx, followSpan := tracing.FollowRetained(ctx, run.ControlRef().Record)
+	return follow(followCtx, stdio, run, retained.Cursor{}, asJSON, followSpan)
+}
+
+// startRetainedError maps a start's error to the command's exit.
+func startRetainedError(err error) error {
 	if errors.Is(err, retained.ErrInvalidOptions) || errors.Is(err, retained.ErrNotRetainable) {
 		return usage("%v", err)
 	}
-	if err != nil {
-		return &exitError{code: ExitFailed, err: err}
-	}
+	return &exitError{code: ExitFailed, err: err}
+}
+
+// printDispatched prints a dispatched retained run's control ref — the
+// first thing printed about it — and, for a stage of a seated run, the
+// stage; with tracing, the run's root span is exported now, while the
+// provider runs the turn: should this process die, whoever attaches or
+// recovers finds the parent of its spans.
+func printDispatched(ctx context.Context, stdio IO, run *retained.Run, prof *profile.Profile, stage *kernel.StageAttempt, key, turnID string, asJSON bool, tracing *telemetry.Tracing) {
 	ref := run.ControlRef()
 	if asJSON {
 		m := []canonjson.Member{{Name: "controlRef", Value: mustValue(ref)}}
-		if seat != nil {
-			m = append(m, canonjson.Member{Name: "stage", Value: canonjson.NumberValue(float64(stage))})
+		if stage != nil {
+			m = append(m, canonjson.Member{Name: "stage", Value: canonjson.NumberValue(float64(stage.Stage))},
+				canonjson.Member{Name: "node", Value: canonjson.StringValue(stage.Node)})
 		}
-		if err := writeLine(stdio, canonjson.ObjectValue(m)); err != nil {
-			return err
-		}
+		writeLine(stdio, canonjson.ObjectValue(m))
 	} else {
 		fmt.Fprintf(stdio.Out, "retained run %s  dispatched\n", ref.Record)
 		fmt.Fprintf(stdio.Out, "  control   %s\n", canonjson.Marshal(mustValue(ref)))
 		fmt.Fprintf(stdio.Out, "  key       %s (turn %s)\n", key, turnID)
-		if seat != nil {
-			seatOf := prof.Seats[stage]
-			fmt.Fprintf(stdio.Out, "  stage     %d (%s on %s)\n", stage, seatOf.Model, seatOf.Provider)
+		if stage != nil {
+			seatOf := prof.Seats[stage.Stage]
+			fmt.Fprintf(stdio.Out, "  stage     %d (%s on %s)\n", stage.Stage, seatOf.Model, seatOf.Provider)
+			fmt.Fprintf(stdio.Out, "  node      %s\n", stage.Node)
 		}
 		fmt.Fprintf(stdio.Out, "  attach    agentrt runs attach %s\n", ref.Record)
 	}
 	if tracing != nil {
-		// The root span is exported now, while the provider runs the turn:
-		// should this process die, whoever attaches or recovers finds the
-		// parent of its spans.
 		flushCtx, cancel := context.WithTimeout(ctx, tracingFlush)
 		tracing.Flush(flushCtx) // what was not delivered is reported at exit
 		cancel()
 	}
-	if f.detach {
-		return nil
+}
+
+// runRetainedSeated runs a seated profile's chain as retained runs
+// (retained.StartSeated) from stage k0, each stage on the provider
+// accounts resolves — one provider for every stage, from the first it
+// can honor, or the --seats file's — whose account owner binds each
+// stage's credential from the request its create and turn carry
+// (RG-10); each stage a retained run with its own admission records. A typed quota refusal moves on to the
+// next stage, said on stderr; without --detach each dispatched stage is
+// followed, so a refusal part way through its turn moves on too. When
+// the chain moved on, a summary names every stage tried and why.
+func runRetainedSeated(ctx, startCtx context.Context, stdio IO, f retainFlags, accounts kernel.AccountManager, k0 int, s store.Store, prof *profile.Profile, key, task string, asJSON bool, tracing *telemetry.Tracing, span *telemetry.RetainedSpan) error {
+	var followErr error // the last followed stage's error, as the command reports it
+	o := retained.SeatedOptions{Accounts: accounts, Store: s, Profile: prof, Stage: k0, IdempotencyKey: key, TurnID: f.turnID, Task: task,
+		// The records are durable in the store before this hook runs; the
+		// command has nothing to add to them.
+		OnAdmission: func(context.Context, retained.Admission) error { return nil },
+		MovedOn: func(at kernel.StageAttempt) {
+			fmt.Fprintf(stdio.Err, "stage %d (%s on %s, run %s): %s; moving on to stage %d\n", at.Stage, at.Model, at.Provider, at.RunID, stageLine(at), at.Stage+1)
+		},
 	}
-	followCtx, followSpan := tracing.FollowRetained(ctx, ref.Record)
-	return follow(followCtx, stdio, run, retained.Cursor{}, asJSON, followSpan)
+	dispatched := false
+	if !f.detach {
+		o.Follow = func(ctx context.Context, run *retained.Run, at kernel.StageAttempt) error {
+			if !dispatched {
+				span.Dispatched(nil)
+				dispatched = true
+			}
+			printDispatched(ctx, stdio, run, prof, &at, key, f.turnID, asJSON, tracing)
+			followCtx, followSpan := tracing.FollowRetained(ctx, run.ControlRef().Record)
+			followErr = follow(followCtx, stdio, run, retained.Cursor{}, asJSON, followSpan)
+			if ee, ok := errors.AsType[*exitError](followErr); ok && ee.err == nil {
+				return errors.New("the run ended without success")
+			}
+			return followErr
+		}
+	}
+	res, err := retained.StartSeated(startCtx, o)
+	if !dispatched {
+		span.Dispatched(err)
+	}
+	if res == nil {
+		return startRetainedError(err)
+	}
+	if f.detach && res.Run != nil {
+		printDispatched(ctx, stdio, res.Run, prof, &res.Stages[len(res.Stages)-1], key, f.turnID, asJSON, tracing)
+	}
+	if len(res.Stages) > 1 {
+		printRetainedChain(stdio, res, asJSON)
+	}
+	switch {
+	case f.detach && res.Run != nil:
+		return nil
+	case followErr != nil && res.Run != nil && res.Stages[len(res.Stages)-1].Outcome != kernel.StageQuotaRefused:
+		return followErr
+	case err != nil:
+		return startRetainedError(err)
+	}
+	return nil
+}
+
+// printRetainedChain prints the stages a seated retained run tried and
+// how each ended: human lines, or one JSON line (--json).
+func printRetainedChain(stdio IO, res *retained.SeatedRun, asJSON bool) {
+	if asJSON {
+		stages, _ := canonjson.ToValue(res.Stages)
+		writeLine(stdio, canonjson.ObjectValue([]canonjson.Member{
+			{Name: "seatedRun", Value: canonjson.StringValue(res.ID)},
+			{Name: "node", Value: canonjson.StringValue(res.Node)},
+			{Name: "stages", Value: stages},
+		}))
+		return
+	}
+	fmt.Fprintf(stdio.Out, "seated retained run %s  node %s\n", res.ID, res.Node)
+	for _, at := range res.Stages {
+		fmt.Fprintf(stdio.Out, "  stage %d   %s on %s (run %s): %s\n", at.Stage, at.Model, at.Provider, at.RunID, stageLine(at))
+	}
 }
 
 // pickRetainedStage is the stage a retained run of prof runs on p, and
@@ -179,23 +288,10 @@ func pickRetainedStage(ctx context.Context, stdio IO, p contract.Provider, prof 
 // retainedRequest is the create and the turn of the retained run of
 // task on stage of prof under key and turnID: what agentrt run --retain
 // admits, and what agentrt runs recover re-sends from the same profile
-// and task. The create carries the stage's projection (profile.Project:
-// a seated profile's chosen stage, without its seats), as an exact
-// run's create does. On a subscription profile both carry the stage's
-// credential request (RG-07), as a plain run's do (kernel); nothing
-// records it. A profile the stage does not exist in is an error.
+// and task (retained.StageRequest: the stage's projection, and on a
+// subscription profile the stage's credential requests, RG-07).
 func retainedRequest(prof *profile.Profile, stage int, key, turnID, task string) (*contract.CreateInput, contract.TurnInput, error) {
-	var eff *profile.Profile
-	if prof != nil {
-		var err error
-		if eff, err = profile.Project(prof, stage); err != nil {
-			return nil, contract.TurnInput{}, err
-		}
-	}
-	return &contract.CreateInput{Profile: profile.Ref{Inline: eff}, IdempotencyKey: &key,
-			Credential: contract.CredentialRequestFor(prof, stage, contract.CredentialOnCreate)},
-		contract.TurnInput{TurnID: &turnID, Prompt: &task,
-			Credential: contract.CredentialRequestFor(prof, stage, contract.CredentialOnTurn)}, nil
+	return retained.StageRequest(prof, stage, key, turnID, task)
 }
 
 // mustValue converts plain data to a canonical value; the retained types
@@ -392,10 +488,16 @@ Exit status: 0 when the run succeeded, 1 otherwise.`,
 			defer stopTracing(ctx, stdio, tracing)
 			// Under the run's root span, wherever it was started.
 			ctx, span := tracing.FollowRetained(ctx, args[0])
-			run, err := retained.Attach(ctx, p, s, args[0])
+			// A seated run is followed at the stage it is on.
+			id := args[0]
+			if latest, err := retained.Latest(ctx, s, id); err == nil && latest.ID != id {
+				fmt.Fprintf(stdio.Err, "run %s moved on to stage %d: attaching to that stage's run %s\n", id, derefInt(latest.Intent.Stage), latest.ID)
+				id = latest.ID
+			}
+			run, err := retained.Attach(ctx, p, s, id)
 			if err != nil {
 				span.Followed("", nil, err)
-				return retainedError(args[0], err)
+				return retainedError(id, err)
 			}
 			return follow(ctx, stdio, run, after, asJSON, span)
 		},
@@ -450,8 +552,14 @@ Exit status: 0 when recovered, 1 otherwise.`,
 			defer s.Close()
 			opts := retained.RecoverOptions{Provider: p, Store: s, RunID: args[0], Profile: prof}
 			// The record names the key and turn id the request was
-			// admitted under; a missing one is recovery's to report.
-			admitted, loadErr := retained.Load(ctx, s, args[0])
+			// admitted under; a missing one is recovery's to report. A
+			// seated run is recovered at the stage it was on: the last
+			// stage its chain admitted, re-projected from its intent.
+			admitted, loadErr := retained.Latest(ctx, s, args[0])
+			if loadErr == nil && admitted.ID != args[0] {
+				fmt.Fprintf(stdio.Err, "run %s moved on to stage %d: recovering that stage's run %s\n", args[0], derefInt(admitted.Intent.Stage), admitted.ID)
+				opts.RunID = admitted.ID
+			}
 			if loadErr == nil {
 				in := admitted.Intent
 				stage := 0
@@ -489,6 +597,11 @@ Exit status: 0 when recovered, 1 otherwise.`,
 				{Name: "record", Value: canonjson.StringValue(args[0])},
 				{Name: "outcome", Value: canonjson.StringValue(string(rec.Outcome))},
 				{Name: "environmentId", Value: nullableString(rec.EnvironmentID)},
+			}
+			if opts.RunID != args[0] {
+				// The stage the seated run was on, recovered in its place.
+				m = append(m, canonjson.Member{Name: "stageRun", Value: canonjson.StringValue(opts.RunID)},
+					canonjson.Member{Name: "stage", Value: canonjson.NumberValue(float64(derefInt(admitted.Intent.Stage)))})
 			}
 			if rec.Via != "" {
 				m = append(m, canonjson.Member{Name: "via", Value: canonjson.StringValue(rec.Via)})
@@ -556,6 +669,14 @@ Exit status: 0 when recovered, 1 otherwise.`,
 	return cmd
 }
 
+// derefInt is *p, 0 when nil.
+func derefInt(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
 // retainedSummary describes a retained run record for runs list: where
 // its admission got to.
 func retainedSummary(r store.Run) string {
@@ -594,6 +715,15 @@ func printRetained(w io.Writer, r *retained.Record) {
 	}
 	if n := r.Native; n != nil {
 		fmt.Fprintf(w, "  native    %s session %s (execution %s)\n", n.Provider, n.NativeSessionID, n.ExecutionID)
+	}
+	if sl := r.Seat; sl != nil {
+		fmt.Fprintf(w, "  seated    run %s, node %s\n", sl.Logical, sl.Node)
+		for _, at := range sl.Tried {
+			fmt.Fprintf(w, "  tried     stage %d (%s on %s, run %s): %s\n", at.Stage, at.Model, at.Provider, at.RunID, stageLine(at))
+		}
+		if sl.MovedOn != nil {
+			fmt.Fprintf(w, "  moved on  %s; to run %s (agentrt runs show %s)\n", stageLine(*sl.MovedOn), sl.Next, sl.Next)
+		}
 	}
 	if ref, err := r.ControlRef(); err == nil {
 		fmt.Fprintf(w, "  control   %s\n", canonjson.Marshal(mustValue(ref)))

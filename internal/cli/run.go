@@ -79,6 +79,15 @@ RUN re-attaches to it from any process that shares the store and reaches the
 provider, and agentrt runs recover RUN recovers it after this process died. A
 run that must outlive this process needs a provider outside it (--provider
 remote); the scripted provider lives in this process and ends with it.
+On a profile with seats, --retain runs the seat chain on the provider from
+the first stage it can honor: each stage is a retained run of its own (its
+projection, its admission records, its credential requests), and a typed
+quota refusal — at the stage's create, its dispatch or, while followed, part
+way through its turn — moves on to the next authored stage under the same
+seated run id and logical node; stderr says so, and a summary names every
+stage tried. With --seats ACCOUNTS.json each stage runs on the provider the
+file names for it instead (see --seats below). runs attach and runs recover
+on the seated run's id act on the stage it is on.
 
 With OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) set,
 a run is traced over OTLP/HTTP with the OpenTelemetry GenAI conventions
@@ -121,6 +130,9 @@ it was submitted), 1 otherwise.`,
 			ctx := cmd.Context()
 			if strings.TrimSpace(task) == "" {
 				return usage("--task is required")
+			}
+			if seatsPath != "" && rf.retain {
+				return runRetainedSeatsCmd(ctx, cmd, stdio, sf, rf, args[0], seatsPath, task, timeout, asJSON, quiet)
 			}
 			if seatsPath != "" {
 				if err := checkSeatedFlags(cmd); err != nil {

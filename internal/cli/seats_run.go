@@ -21,6 +21,42 @@ import (
 // run's --seats file picks each stage's instead.
 var seatedFlagsRefused = []string{"provider", "script", "base-url", "openai-api", "retain", "detach", "key", "turn-id", "enqueue"}
 
+// retainedSeatsRefused are the run flags a retained run of the seat
+// chain does not take: the --seats file picks each stage's provider,
+// and the provider owns a retained run.
+var retainedSeatsRefused = []string{"provider", "script", "base-url", "openai-api", "enqueue", "stage", "lease", "expect"}
+
+// runRetainedSeatsCmd is agentrt run --retain --seats: the profile's seat
+// chain as retained runs, each stage on the provider the --seats file
+// names for it.
+func runRetainedSeatsCmd(ctx context.Context, cmd *cobra.Command, stdio IO, sf storeFlags, rf retainFlags, path, seatsPath, task string, timeout time.Duration, asJSON, quiet bool) error {
+	for _, name := range retainedSeatsRefused {
+		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
+			return usage("--%s does not apply to --retain --seats: the --seats file names each stage's provider, which owns the run", name)
+		}
+	}
+	p, err := loadProfile(stdio, path, asJSON)
+	if err != nil {
+		return err
+	}
+	m, err := openSeated(stdio, seatedRun{seatsPath: seatsPath, quiet: quiet}, p)
+	if err != nil {
+		// Refused before the store is opened: nothing is recorded.
+		return err
+	}
+	s, err := sf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	return startRetained(ctx, stdio, rf, nil, m, s, p, task, asJSON)
+}
+
 // seatedRun is what a seated run command needs besides its profile.
 type seatedRun struct {
 	seatsPath, task, expect string
@@ -98,16 +134,17 @@ func reportSeated(ctx context.Context, stdio IO, sr seatedRun, s store.Store, re
 		status, reason, detail = re.Status, re.Reason, re.Detail
 	}
 	var deadline *int64
+	node := ""
 	if rec, err := kernel.ReadRun(ctx, s, res.RunID); err == nil && rec.Seated != nil {
-		deadline = rec.Seated.DeadlineUnixMs
+		deadline, node = rec.Seated.DeadlineUnixMs, rec.Seated.Node
 	}
 	delivered := status == store.StatusCompleted && res.Final != nil && res.Final.Delivered
 	if sr.asJSON {
-		if err := writeJSON(stdio.Out, seatedValue(res, status, reason, detail, delivered, deadline)); err != nil {
+		if err := writeJSON(stdio.Out, seatedValue(res, status, reason, detail, delivered, deadline, node)); err != nil {
 			return err
 		}
 	} else {
-		printSeated(stdio.Out, res, status, reason, detail, delivered, sr.seatsPath, where)
+		printSeated(stdio.Out, res, status, reason, detail, delivered, node, sr.seatsPath, where)
 	}
 	if !delivered {
 		return refused()
@@ -115,7 +152,7 @@ func reportSeated(ctx context.Context, stdio IO, sr seatedRun, s store.Store, re
 	return nil
 }
 
-func seatedValue(res *kernel.SeatedResult, status store.Status, reason, detail string, delivered bool, deadline *int64) canonjson.Value {
+func seatedValue(res *kernel.SeatedResult, status store.Status, reason, detail string, delivered bool, deadline *int64, node string) canonjson.Value {
 	stages, _ := canonjson.ToValue(res.Stages)
 	final := canonjson.NullValue()
 	if res.Final != nil {
@@ -123,6 +160,7 @@ func seatedValue(res *kernel.SeatedResult, status store.Status, reason, detail s
 	}
 	m := []canonjson.Member{
 		{Name: "runId", Value: canonjson.StringValue(res.RunID)},
+		{Name: "node", Value: nullableString(node)},
 		{Name: "status", Value: canonjson.StringValue(string(status))},
 		{Name: "delivered", Value: canonjson.BoolValue(delivered)},
 		{Name: "stages", Value: stages},
@@ -131,6 +169,9 @@ func seatedValue(res *kernel.SeatedResult, status store.Status, reason, detail s
 	if deadline != nil {
 		m = append(m, canonjson.Member{Name: "deadlineUnixMs", Value: canonjson.NumberValue(float64(*deadline))})
 	}
+	if res.TeardownUnconfirmed != "" {
+		m = append(m, canonjson.Member{Name: "teardownUnconfirmed", Value: canonjson.StringValue(res.TeardownUnconfirmed)})
+	}
 	if reason != "" {
 		m = append(m, canonjson.Member{Name: "reason", Value: canonjson.StringValue(reason)},
 			canonjson.Member{Name: "detail", Value: canonjson.StringValue(detail)})
@@ -138,7 +179,7 @@ func seatedValue(res *kernel.SeatedResult, status store.Status, reason, detail s
 	return canonjson.ObjectValue(m)
 }
 
-func printSeated(w io.Writer, res *kernel.SeatedResult, status store.Status, reason, detail string, delivered bool, seatsPath, where string) {
+func printSeated(w io.Writer, res *kernel.SeatedResult, status store.Status, reason, detail string, delivered bool, node, seatsPath, where string) {
 	state := string(status)
 	if status == store.StatusCompleted {
 		if delivered {
@@ -148,6 +189,9 @@ func printSeated(w io.Writer, res *kernel.SeatedResult, status store.Status, rea
 		}
 	}
 	fmt.Fprintf(w, "seated run %s  %s\n", res.RunID, state)
+	if node != "" {
+		fmt.Fprintf(w, "  node      %s (every stage ran as this logical node)\n", node)
+	}
 	if reason != "" {
 		fmt.Fprintf(w, "  why       %s: %s\n", reason, detail)
 	}
@@ -166,6 +210,9 @@ func printSeated(w io.Writer, res *kernel.SeatedResult, status store.Status, rea
 		if f.Text != "" {
 			fmt.Fprintf(w, "  result    %s\n", clip(strings.ReplaceAll(f.Text, "\n", " "), 120))
 		}
+	}
+	if res.TeardownUnconfirmed != "" {
+		fmt.Fprintf(w, "  teardown  NOT confirmed: %s\n", res.TeardownUnconfirmed)
 	}
 	fmt.Fprintf(w, "  recorded  in %s\n", where)
 	fmt.Fprintf(w, "  next      agentrt runs show %s\n", res.RunID)

@@ -89,6 +89,17 @@ func TestRunSeatsMovesOnAfterQuotaRefusal(t *testing.T) {
 	if !member(v, "delivered").Bool() || member(member(v, "final"), "text").Str() != "a release note" {
 		t.Errorf("result %s", out)
 	}
+	// RG-11: the run is one logical node, derived from its id, and every
+	// stage ran as it.
+	node := member(v, "node").Str()
+	if node != kernel.SeatedNode(member(v, "runId").Str()) {
+		t.Errorf("node %q; want the one derived from run id %s", node, member(v, "runId").Str())
+	}
+	for i, st := range stages {
+		if got := member(st, "node").Str(); got != node {
+			t.Errorf("stage %d ran as node %q; want %q", i, got, node)
+		}
+	}
 	if !regexp.MustCompile(`stage 0 resolved: scripted/first on scripted .*from /accounts/acct-alpha`).MatchString(errOut) ||
 		!strings.Contains(errOut, "from /stages/1") {
 		t.Errorf("progress on stderr does not name each stage and where it was resolved:\n%s", errOut)

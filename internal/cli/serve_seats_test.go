@@ -57,8 +57,8 @@ func TestServeSeatedRunAcrossProcesses(t *testing.T) {
 	}
 	retry := int64(90_000)
 	want := []kernel.StageAttempt{
-		{Stage: 0, Harness: "cli-base", Provider: "scripted", Model: "scripted/first", RunID: "seated-across.stage-0", Outcome: kernel.StageQuotaRefused, RetryAfterMs: &retry},
-		{Stage: 1, Harness: "cli-base", Provider: "scripted", Model: "scripted/second", RunID: "seated-across.stage-1", Outcome: kernel.StageCompleted, Continuity: kernel.ContinuityFresh,
+		{Stage: 0, Node: kernel.SeatedNode("seated-across"), Harness: "cli-base", Provider: "scripted", Model: "scripted/first", RunID: "seated-across.stage-0", Outcome: kernel.StageQuotaRefused, RetryAfterMs: &retry},
+		{Stage: 1, Node: kernel.SeatedNode("seated-across"), Harness: "cli-base", Provider: "scripted", Model: "scripted/second", RunID: "seated-across.stage-1", Outcome: kernel.StageCompleted, Continuity: kernel.ContinuityFresh,
 			NativeSessionID: "scripted-env-1-session-1"}, // NSO-02: a served stage binds its native session too
 	}
 	ignoreReason := cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Reason" }, cmp.Ignore())
