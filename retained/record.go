@@ -178,7 +178,7 @@ type document struct {
 	// CreateRefused is the provider's definite refusal of the run's
 	// create (quota) by the last start; cleared before every new create.
 	CreateRefused *CreateRefusedRecord `json:"createRefused,omitzero"`
-	Seat        *SeatLink          `json:"seat,omitzero"`
+	Seat          *SeatLink            `json:"seat,omitzero"`
 }
 
 // CreateRefusedRecord is a provider's definite refusal of a retained
