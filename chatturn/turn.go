@@ -217,6 +217,11 @@ func (t *Turn) logger() *slog.Logger {
 // the turn fails without waiting for the producer any longer.
 const ProducerGrace = 5 * time.Second
 
+// HandleChatTurn is Stream under the name the seeds give it (spec
+// §3.3, handleChatTurn): one streamed chat turn, persisted once. Handler
+// serves it over HTTP with re-attach across processes.
+func HandleChatTurn(ctx context.Context, t Turn) iter.Seq[Line] { return Stream(ctx, t) }
+
 // Stream runs the turn and yields its lines as they happen. It never
 // fails: a failure of the producer or of persisting is an error line and
 // a session.run.failed line, and a turn that could not start (a missing

@@ -89,7 +89,7 @@ func collect(seq iter.Seq[chatturn.Line]) []chatturn.Line {
 // the last producer event.
 func TestBehaviour27LinesAndPersistOnce(t *testing.T) {
 	rec := &recorder{}
-	lines := collect(chatturn.Stream(context.Background(), chatturn.Turn{Identity: ident, Hooks: chatturn.Hooks{
+	lines := collect(chatturn.HandleChatTurn(context.Background(), chatturn.Turn{Identity: ident, Hooks: chatturn.Hooks{
 		Produce: rec.producer("Hel", "lo"), PersistAssistantMessage: rec.persist,
 	}}))
 	if diff := cmp.Diff([]string{chatturn.TypeStarted, "text", "text", chatturn.TypeCompleted}, types(lines)); diff != "" {

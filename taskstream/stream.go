@@ -92,6 +92,11 @@ type Options struct {
 	Now func() time.Time
 }
 
+// RunAgentTaskStream is Run under the name the seeds give it (spec
+// §3.2, runAgentTaskStream): one agent turn as the runtime's stream
+// vocabulary, from task_start to a guaranteed final.
+func RunAgentTaskStream(ctx context.Context, o Options) iter.Seq2[Event, error] { return Run(ctx, o) }
+
 // Run runs the turn and yields its events. Whatever the backend does,
 // a run that reached its backend ends with task_end and final; a backend
 // failure is reported in the stream (backend_error), never as the

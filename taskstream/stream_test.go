@@ -80,7 +80,8 @@ func types(es []taskstream.Event) []string {
 func TestBehaviour22SuccessOrder(t *testing.T) {
 	sessions := &taskstream.MemorySessionStore{}
 	b := &fakeBackend{kind: "fake", deltas: []string{"Ship", "ped."}}
-	events, err := collect(t, taskstream.Run(context.Background(), taskstream.Options{Task: task, Backend: b, Sessions: sessions, SessionID: "s1"}))
+	// RunAgentTaskStream is the seeds' name for Run.
+	events, err := collect(t, taskstream.RunAgentTaskStream(context.Background(), taskstream.Options{Task: task, Backend: b, Sessions: sessions, SessionID: "s1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
