@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/store"
 )
@@ -195,7 +196,12 @@ type SeatedResult struct {
 	RunID  string
 	Stages []StageAttempt
 	// Final is the result of the last stage that ran; nil when none did.
+	// Its usage is that stage's only.
 	Final *Result
+	// Usage is what every stage spent together (SeatedUsage): the run's
+	// spend. Unknown (the zero Usage) when a stage's record could not be
+	// read.
+	Usage ledger.Usage
 	// TeardownUnconfirmed says which environments of the run — a stage's
 	// own, or a session a refused stage left that no stage took over —
 	// could not be confirmed destroyed (Destroy failed or did not answer
@@ -436,6 +442,11 @@ func walkSeats(ctx context.Context, req SeatedRequest, lo lifeOptions, l *life, 
 		rec.TeardownUnconfirmed = res.TeardownUnconfirmed
 	}
 	res.Stages = rec.Stages
+	if u, err := SeatedUsage(context.WithoutCancel(ctx), req.Store, rec.Stages); err != nil {
+		l.log.Warn("reading the spend of a seated run's stages", "run", req.RunID, "err", err)
+	} else {
+		res.Usage = u
+	}
 	if status != store.StatusCompleted {
 		if ce := contextError(ctx, req.RunID); ce != nil && reason == ReasonQuota {
 			status, reason, detail, runErr = ce.Status, ce.Reason, ce.Detail, ce.Cause

@@ -78,47 +78,17 @@ func (e *KernelExecutor) executeSeated(ctx context.Context, w Work) (WorkResult,
 	return out, nil
 }
 
-// stagesUsage is what every stage of a seated run spent, as each stage's
-// run record states it: a stage that never ran spent nothing, and a
-// stage whose record cannot be read makes the total unknown.
+// stagesUsage is what every stage of a seated run spent
+// (kernel.SeatedUsage); unknown when a stage's record cannot be read.
 func (e *KernelExecutor) stagesUsage(ctx context.Context, res *kernel.SeatedResult) ledger.Usage {
-	var total ledger.Usage
-	first := true
-	for _, st := range res.Stages {
-		if st.RunID == "" {
-			continue
+	u, err := kernel.SeatedUsage(context.WithoutCancel(ctx), e.Store, res.Stages)
+	if err != nil {
+		if e.Logger != nil {
+			e.Logger.Warn("supervise: reading a seated worker's spend", "run", res.RunID, "err", err)
 		}
-		rec, err := kernel.ReadRun(context.WithoutCancel(ctx), e.Store, st.RunID)
-		if err != nil {
-			if e.Logger != nil {
-				e.Logger.Warn("supervise: reading a seat stage's spend", "run", st.RunID, "err", err)
-			}
-			return ledger.Usage{}
-		}
-		spend := rec.Spend
-		if rec.Exact != nil && rec.Exact.EnvironmentID == "" && rec.Events == 0 {
-			// Refused before it had an environment (a quota refusal at
-			// create): the kernel records a stage's environment before
-			// it sends a turn, so no turn was sent and nothing spent.
-			spend = nothingSpent()
-		}
-		if first {
-			total, first = spend, false
-			continue
-		}
-		total = total.Plus(spend)
+		return ledger.Usage{}
 	}
-	if first {
-		return nothingSpent()
-	}
-	return total
-}
-
-// nothingSpent is the usage of work that never reached a model: zero
-// tokens and zero dollars, known.
-func nothingSpent() ledger.Usage {
-	zero := ledger.ExactAmount[int64](0)
-	return ledger.Usage{InputTokens: zero, OutputTokens: zero, CostUSD: ledger.ExactAmount[float64](0)}
+	return u
 }
 
 // recoverSeated reports how the seated run of a worker ended (Recover,

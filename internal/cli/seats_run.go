@@ -165,6 +165,8 @@ func seatedValue(res *kernel.SeatedResult, status store.Status, reason, detail s
 		{Name: "delivered", Value: canonjson.BoolValue(delivered)},
 		{Name: "stages", Value: stages},
 		{Name: "final", Value: final},
+		// The run's spend: every stage's, not only the last one's.
+		{Name: "usage", Value: kernel.UsageValue(res.Usage)},
 	}
 	if deadline != nil {
 		m = append(m, canonjson.Member{Name: "deadlineUnixMs", Value: canonjson.NumberValue(float64(*deadline))})
@@ -206,11 +208,12 @@ func printSeated(w io.Writer, res *kernel.SeatedResult, status store.Status, rea
 		}
 		fmt.Fprintf(w, "  model     requested %s, served %s\n", orUnknown(f.RequestedModel), served)
 		printCheck(w, f.Verdict, f.CheckError)
-		fmt.Fprintf(w, "  usage     input %s, output %s, cost %s\n", f.Usage.InputTokens, f.Usage.OutputTokens, usd(f.Usage.CostUSD))
 		if f.Text != "" {
 			fmt.Fprintf(w, "  result    %s\n", clip(strings.ReplaceAll(f.Text, "\n", " "), 120))
 		}
 	}
+	u := res.Usage
+	fmt.Fprintf(w, "  usage     input %s, output %s, cost %s (every stage's)\n", u.InputTokens, u.OutputTokens, usd(u.CostUSD))
 	if res.TeardownUnconfirmed != "" {
 		fmt.Fprintf(w, "  teardown  NOT confirmed: %s\n", res.TeardownUnconfirmed)
 	}

@@ -1,0 +1,58 @@
+package kernel_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/providers/scripted"
+	"github.com/agentrt/agentrt/store/memory"
+)
+
+// A seated run's spend is every stage's, not its last stage's: a first
+// stage whose account ran out mid-turn after spending (1000 in, 500 out)
+// and a second that completed (5 in, 3 out) spent 1005 in and 503 out —
+// and since the cut stage's own count may be partial, the total is a
+// floor, never reported as exact. Before, only the last stage's usage
+// was reported and the seated record had none.
+func TestSeatedUsageIsEveryStages(t *testing.T) {
+	cut := `{"servedModel":"scripted/first","turns":[{"steps":[{"text":"half a note"},{"usage":{"inputTokens":1000,"outputTokens":500},"mode":"delta"}],"end":"quota"}]}`
+	first := &seatProvider{Provider: scripted.New(mustScript(t, cut), scripted.Options{})}
+	second := newSeatProvider(t, "scripted/second", false)
+	accounts := kernel.AccountManagerFunc(func(_ context.Context, k int, _ profile.Seat) (contract.Provider, error) {
+		return []contract.Provider{first, second}[k], nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st := memory.New(nil)
+	res, err := kernel.ExecuteSeated(ctx, kernel.SeatedRequest{Accounts: accounts, Request: kernel.Request{
+		Profile: mustProfile(t, seatWriter), Task: "write a note", Store: st, Check: nonEmpty, RunID: "spend-1",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Stages) != 2 || res.Stages[0].Outcome != kernel.StageQuotaRefused {
+		t.Fatalf("stages %+v; want a quota refusal, then the second stage", res.Stages)
+	}
+	if got := res.Final.Usage.InputTokens; got.Value != 5 {
+		t.Fatalf("the last stage's usage %s; want its own 5", got)
+	}
+	u := res.Usage
+	if u.InputTokens.Value != 1005 || u.OutputTokens.Value != 503 || !u.InputTokens.Reported {
+		t.Errorf("the run's usage: input %s, output %s; want 1005 and 503 (every stage's)", u.InputTokens, u.OutputTokens)
+	}
+	if u.InputTokens.Known() || u.OutputTokens.Known() {
+		t.Errorf("the run's usage %s / %s is exact; the cut stage's count makes it a floor", u.InputTokens, u.OutputTokens)
+	}
+	again, err := kernel.SeatedUsage(ctx, st, res.Stages)
+	if err != nil || again != u {
+		t.Errorf("SeatedUsage from the records: %+v, %v; want the result's %+v", again, err, u)
+	}
+	if none, err := kernel.SeatedUsage(ctx, st, nil); err != nil || none != ledger.NoUsage() {
+		t.Errorf("SeatedUsage of no stages: %+v, %v; want nothing spent", none, err)
+	}
+}
