@@ -143,8 +143,11 @@ func validOperationID(id string) error {
 			return fmt.Errorf("%w: operation id %q has a character outside [A-Za-z0-9._-]", ErrInvalidControl, id)
 		}
 	}
-	if id[0] == '.' || id == "run" || id == "requests" {
-		return fmt.Errorf("%w: operation id %q is reserved", ErrInvalidControl, id)
+	// A worker cancellation's record is cancellations/<id>.json (spec
+	// §13's layout), beside the run's own run.json and run.request.json:
+	// an id naming either would be read as the run's cancellation.
+	if id[0] == '.' || id == "run" || id == "requests" || strings.HasPrefix(id, "run.") {
+		return fmt.Errorf("%w: operation id %q is reserved (ids \"run\", \"requests\" and \"run.*\" name the run's own files)", ErrInvalidControl, id)
 	}
 	return nil
 }

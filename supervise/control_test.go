@@ -746,3 +746,22 @@ func TestControlToMissingRunDirRefused(t *testing.T) {
 		t.Errorf("the run dir was created: %v", err)
 	}
 }
+
+// A worker cancellation's record is cancellations/<id>.json beside the
+// run's own run.json and run.request.json: ids that would name those
+// are refused, so a worker cancel "run.request" can never be read as
+// the run's cancellation (it cancelled the whole run).
+func TestOperationIDsNamingTheRunsFilesAreRefused(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, op := range []string{"run", "requests", "run.request", "run.x", ".hidden"} {
+		if _, err := supervise.CancelWorker(ctx, dir, "w", op, supervise.CancelOptions{}); !errors.Is(err, supervise.ErrInvalidControl) {
+			t.Errorf("CancelWorker %q: %v, want ErrInvalidControl", op, err)
+		}
+	}
+	for _, op := range []string{"running", "run-1", "rerun.request"} {
+		if _, err := supervise.CancelWorker(ctx, dir, "w", op, supervise.CancelOptions{}); err != nil {
+			t.Errorf("CancelWorker %q: %v, want it taken", op, err)
+		}
+	}
+}
