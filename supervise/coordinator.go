@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -866,13 +867,38 @@ func resultValue(text string, out canonjson.Value) canonjson.Value {
 	return canonjson.ObjectValue(ms)
 }
 
-func (c *Coordinator) runCheck(ctx context.Context, out Output) (v kernel.Verdict, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			v, err = kernel.Verdict{}, fmt.Errorf("supervise: the deliverable check panicked: %v", p)
-		}
+func (c *Coordinator) runCheck(ctx context.Context, out Output) (kernel.Verdict, error) {
+	limit := c.check.Timeout
+	if limit <= 0 {
+		limit = DefaultCheckTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	type answer struct {
+		v   kernel.Verdict
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		var a answer
+		defer func() {
+			if p := recover(); p != nil {
+				a = answer{err: fmt.Errorf("supervise: the deliverable check panicked: %v", p)}
+			}
+			done <- a
+		}()
+		a.v, a.err = c.check.Check(ctx, out)
 	}()
-	return c.check.Check(ctx, out)
+	select {
+	case a := <-done:
+		if a.err == nil && a.v.Score != nil && (math.IsNaN(*a.v.Score) || math.IsInf(*a.v.Score, 0)) {
+			// Not a score any finalizer can rank, nor any journal keep.
+			return kernel.Verdict{}, fmt.Errorf("supervise: the deliverable check returned the non-finite score %v", *a.v.Score)
+		}
+		return a.v, a.err
+	case <-ctx.Done():
+		return kernel.Verdict{}, fmt.Errorf("supervise: the deliverable check did not answer within %s", limit)
+	}
 }
 
 // AwaitArgs are await_event's arguments.

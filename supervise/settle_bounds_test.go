@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentrt/agentrt/internal/journaltest"
 	"github.com/agentrt/agentrt/kernel"
@@ -200,5 +202,69 @@ func TestOversizedSpawnRefusedWithoutTakingAnID(t *testing.T) {
 	}
 	if next.WorkerID != "r:s1" {
 		t.Errorf("the first admitted worker is %s, want r:s1: a refused spawn takes no id", next.WorkerID)
+	}
+}
+
+// The completion gate is bounded and ranks only real scores: a check
+// that never answers (Deliverable.Timeout) and one whose score is NaN
+// or infinite did not pass — the output is not delivered, the check's
+// error says why, and the settlement is journaled (a non-finite score
+// made it unjournalable, and the finalizer reported all-children-down
+// with no child down).
+func TestCheckBoundedAndScoresFinite(t *testing.T) {
+	exec := supervise.ExecutorFunc(func(context.Context, supervise.Work) (supervise.WorkResult, error) {
+		return supervise.WorkResult{Text: "out", Spent: spent()}, nil
+	})
+	for _, tc := range []struct {
+		name    string
+		check   func(context.Context, supervise.Output) (kernel.Verdict, error)
+		timeout time.Duration
+		want    string
+	}{
+		{name: "hangs", timeout: 50 * time.Millisecond, want: "did not answer within",
+			check: func(context.Context, supervise.Output) (kernel.Verdict, error) { select {} }},
+		{name: "NaN", want: "non-finite score",
+			check: func(context.Context, supervise.Output) (kernel.Verdict, error) {
+				return kernel.Verdict{Passed: true, Score: new(math.NaN())}, nil
+			}},
+		{name: "-Inf", want: "non-finite score",
+			check: func(context.Context, supervise.Output) (kernel.Verdict, error) {
+				return kernel.Verdict{Passed: true, Score: new(math.Inf(-1))}, nil
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			o := boundsOptions(t, dir, exec, tc.check)
+			o.Deliverable.Timeout = tc.timeout
+			res, err := supervise.Supervise(context.Background(), &profile.Profile{Name: new("m")}, "t", o)
+			if err != nil {
+				t.Fatalf("Supervise: %v (the settlement must be journaled)", err)
+			}
+			if res.Status == supervise.StatusWinner || len(res.Tree) != 1 || res.Tree[0].Delivered {
+				t.Errorf("status %s, tree %+v; want no winner, the worker not delivered", res.Status, res.Tree)
+			}
+			recs, _, err := supervise.ReadRunDir(context.Background(), dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkErr := ""
+			for _, r := range recs {
+				if r.Kind == supervise.KindSettled {
+					checkErr = r.CheckError
+				}
+			}
+			if !strings.Contains(checkErr, tc.want) {
+				t.Errorf("journaled check error %q, want it saying %q", checkErr, tc.want)
+			}
+		})
+	}
+	// A -Inf score is still a score when it is finite: the finalizer
+	// picks a delivered child whatever its (finite) score.
+	low := func(context.Context, supervise.Output) (kernel.Verdict, error) {
+		return kernel.Verdict{Passed: true, Score: new(-math.MaxFloat64)}, nil
+	}
+	res, err := supervise.Supervise(context.Background(), &profile.Profile{Name: new("m")}, "t", boundsOptions(t, t.TempDir(), exec, low))
+	if err != nil || res.Status != supervise.StatusWinner {
+		t.Errorf("a delivered child scored -MaxFloat64: %v, status %s; want it the winner", err, res.Status)
 	}
 }

@@ -34,7 +34,16 @@ type Output struct {
 type Deliverable struct {
 	Check    func(ctx context.Context, out Output) (kernel.Verdict, error)
 	Describe string
+	// Timeout bounds one Check (DefaultCheckTimeout when 0): a check
+	// that has not answered by then did not pass, and its output is not
+	// delivered. A check should return when its ctx ends; one that does
+	// not is abandoned, never waited for.
+	Timeout time.Duration
 }
+
+// DefaultCheckTimeout bounds a deliverable check whose Deliverable sets
+// no Timeout.
+const DefaultCheckTimeout = 2 * time.Minute
 
 // Brain drives a supervised run through its Coordinator and returns when
 // it is done (it answered, called Stop, or failed). Metered is the
@@ -794,7 +803,7 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 		if ws.Verdict != nil && ws.Verdict.Score != nil {
 			score = *ws.Verdict.Score
 		}
-		if score > bestScore {
+		if best == nil || score > bestScore {
 			best, bestScore = ws, score
 		}
 	}

@@ -284,6 +284,7 @@ func deliverableOf(expect, cmd string, timeout time.Duration) supervise.Delivera
 		return command
 	}
 	return supervise.Deliverable{
+		Timeout:  command.Timeout,
 		Describe: text.Describe + " and " + strings.TrimPrefix(command.Describe, "a result "),
 		Check: func(ctx context.Context, out supervise.Output) (kernel.Verdict, error) {
 			v, err := text.Check(ctx, out)
@@ -301,6 +302,8 @@ func deliverableOf(expect, cmd string, timeout time.Duration) supervise.Delivera
 // delivered).
 func commandDeliverable(cmd string, timeout time.Duration) supervise.Deliverable {
 	return supervise.Deliverable{
+		// The command's own bound, with time to reap it.
+		Timeout:  timeout + 10*time.Second,
 		Describe: fmt.Sprintf("a result for which the check command %q exits 0", cmd),
 		Check: func(ctx context.Context, out supervise.Output) (kernel.Verdict, error) {
 			ctx, cancel := context.WithTimeout(ctx, timeout)
