@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/journal"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
@@ -272,6 +273,11 @@ type runLog struct {
 	// caller's context ended with a cause matching contract.ErrLeaseLost
 	// (see revoke): nothing more is written for it.
 	revoked atomic.Pointer[error]
+	// holder, when set, is the caller's context the run is held under:
+	// once it ended with a cause matching contract.ErrLeaseLost the log
+	// is revoked, checked on every write (an AfterFunc alone would race
+	// the writes made as the run winds down).
+	holder context.Context
 }
 
 // openRunLog opens the run's spawn log and coordination log and returns
@@ -351,6 +357,11 @@ func (l *runLog) revoke(cause error) {
 
 // lostErr is why the run is no longer this process's, or nil.
 func (l *runLog) lostErr() error {
+	if h := l.holder; h != nil && h.Err() != nil {
+		if cause := context.Cause(h); errors.Is(cause, contract.ErrLeaseLost) {
+			l.revoke(cause)
+		}
+	}
 	if err := l.revoked.Load(); err != nil {
 		return *err
 	}

@@ -532,6 +532,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	// claim another process took over) no longer owns the run: nothing
 	// more is journaled for it, its end included, so the next holder
 	// resumes what this process committed while it owned it.
+	log.holder = ctx
 	unwatch := context.AfterFunc(ctx, func() {
 		if cause := context.Cause(ctx); errors.Is(cause, contract.ErrLeaseLost) {
 			log.revoke(cause)
