@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -615,5 +616,56 @@ func TestAttachNeverRunsAForgottenTurn(t *testing.T) {
 	}
 	if n := p.Turns() - before; n != 0 {
 		t.Errorf("attaching ran %d turns; want none", n)
+	}
+}
+
+// A turn POST whose answer was lost after it reached the server is
+// retried as a resume (Last-Event-ID: 0), never as a fresh start: a
+// server that restarted meanwhile answers that it does not hold the
+// turn instead of running it a second time, and one that holds it
+// replays it from its first event. The turn ran once.
+func TestLostTurnPostIsRetriedAsAResume(t *testing.T) {
+	p := newScripted(t)
+	_, s := serve(t, p, sidecar.Options{})
+	isTurn := func(r *http.Request) bool {
+		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/turns")
+	}
+	h, hits := faulty(s, isTurn, 0)
+	var mu sync.Mutex
+	var resumes []string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isTurn(r) {
+			mu.Lock()
+			resumes = append(resumes, r.Header.Get(wire.HeaderLastEventID))
+			mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	rp := newRemote(t, ts.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	env, err := rp.Create(ctx, &contract.CreateInput{Profile: profile.Ref{Inline: &profile.Profile{Name: profile.Ptr("t")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "lost-post"
+	n := 0
+	for _, err := range env.Stream(ctx, &contract.TurnInput{TurnID: &id, Prompt: profile.Ptr("hi")}) {
+		if err != nil {
+			t.Fatalf("stream: %v", err)
+		}
+		n++
+	}
+	if hits.Load() < 2 || n == 0 {
+		t.Fatalf("%d turn requests, %d events; want the lost one and its retry, and the turn's events", hits.Load(), n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if resumes[0] != "" || resumes[1] != "0" {
+		t.Errorf("Last-Event-ID of the turn requests %q; want none on the first, 0 on the retry", resumes)
+	}
+	if got := p.Turns(); got != 1 {
+		t.Errorf("the provider ran %d turns; want 1", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -94,9 +95,17 @@ func (e *environment) streamFrom(ctx context.Context, in *contract.TurnInput, tu
 		}()
 		var last int64
 		failures := 0
+		resume := attach
 		for {
 			started = true
-			r, err := e.open(ctx, body, last, attach, input.Credential)
+			r, err := e.open(ctx, body, last, resume, input.Credential)
+			if err == nil || mayHaveReached(err) {
+				// The server may hold the turn now: every retry only
+				// resumes it (Last-Event-ID, even 0). A server that
+				// restarted meanwhile answers that it does not hold it,
+				// rather than run it a second time.
+				resume = true
+			}
 			if err == nil {
 				var stop bool
 				stop, ended, err = e.read(r, &last, &failures, yield)
@@ -112,7 +121,7 @@ func (e *environment) streamFrom(ctx context.Context, in *contract.TurnInput, tu
 			if errors.As(err, &we) && we.Status < 500 {
 				// The server refused: nothing more will come of this turn.
 				ended = true
-				if attach && we.Code == wire.CodeResumeGone {
+				if resume && we.Code == wire.CodeResumeGone {
 					err = fmt.Errorf("remote: turn %s: %w: %w", turnID, contract.ErrTurnGone, err)
 				}
 				yield(contract.EnvironmentEvent{}, err)
@@ -130,6 +139,19 @@ func (e *environment) streamFrom(ctx context.Context, in *contract.TurnInput, tu
 			}
 		}
 	}
+}
+
+// mayHaveReached reports whether a failed open may have reached the
+// server and started the turn: anything but a connection that was never
+// made, or an answer the server gave (it answered, so it did not start
+// the turn silently).
+func mayHaveReached(err error) bool {
+	var dial *net.OpError
+	if errors.As(err, &dial) && dial.Op == "dial" {
+		return false
+	}
+	var we *wire.Error
+	return !errors.As(err, &we)
 }
 
 // open starts (or resumes after last) the turn's event stream; resume
