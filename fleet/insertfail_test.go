@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -63,5 +64,32 @@ func TestSubmitWhoseJobCannotBeEnqueued(t *testing.T) {
 	}
 	if res.Spent.Tokens != nil || res.Spent.MicroUSD != nil {
 		t.Errorf("spent %+v; want tokens and dollars unknown (nil): the recorded run may have run", res.Spent)
+	}
+}
+
+// A keyed submission whose run id another submission already recorded
+// is refused, and stays refused on a retry: it used to leave its key
+// bound to the other run, so the retry "replayed" it — handing back
+// another submitter's run and enqueueing a job whose spec digest was
+// not that run's. The key is released: the submission goes through
+// under a free id.
+func TestKeyedSubmitNeverTakesAnotherSubmissionsRun(t *testing.T) {
+	f, _ := openFleet(t)
+	ctx := t.Context()
+	if _, err := f.Submit(ctx, fleet.Submission{Spec: spec(t, "task A"), RunID: "shared", IdempotencyKey: "kA"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if sub, err := f.Submit(ctx, fleet.Submission{Spec: spec(t, "task B"), RunID: "shared", IdempotencyKey: "kB"}); !errors.Is(err, store.ErrExists) {
+			t.Fatalf("submitting kB under kA's run id: %+v, %v; want store.ErrExists", sub, err)
+		}
+	}
+	r, err := f.Get(ctx, "shared")
+	if err != nil || r.Status != store.StatusPending {
+		t.Fatalf("kA's run after kB's tries: %+v, %v; want it pending, untouched", r, err)
+	}
+	sub, err := f.Submit(ctx, fleet.Submission{Spec: spec(t, "task B"), RunID: "own", IdempotencyKey: "kB"})
+	if err != nil || sub.RunID != "own" || sub.Replayed {
+		t.Errorf("kB under a free id: %+v, %v; want a new run", sub, err)
 	}
 }

@@ -106,10 +106,19 @@ func (f *Fleet) Submit(ctx context.Context, sub Submission) (Submitted, error) {
 	doc := canonjson.ObjectValue(members)
 	_, err = f.store.CreateRun(ctx, store.Run{ID: out.RunID, Kind: Kind, Status: store.StatusPending, Doc: doc})
 	switch {
-	case errors.Is(err, store.ErrExists) && out.Replayed:
-		// The first try recorded it; enqueue again below (unique).
 	case errors.Is(err, store.ErrExists):
-		return Submitted{}, fmt.Errorf("fleet: submit: run %s: %w", out.RunID, err)
+		// A replay finds the run its first try recorded, and enqueues it
+		// again below (unique); a run of that id that another submission
+		// recorded is never taken over — nor its key left bound to it.
+		if serr := f.sameSubmission(ctx, out.RunID, sub.IdempotencyKey, digest); serr != nil {
+			if sub.IdempotencyKey != "" && !out.Replayed {
+				f.releaseKey(ctx, sub.IdempotencyKey)
+			}
+			return Submitted{}, fmt.Errorf("fleet: submit: run %s: %w", out.RunID, serr)
+		}
+		if !out.Replayed {
+			return Submitted{}, fmt.Errorf("fleet: submit: run %s: %w", out.RunID, err)
+		}
 	case err != nil:
 		return Submitted{}, fmt.Errorf("fleet: submit: %w", err)
 	}
@@ -141,6 +150,32 @@ func (f *Fleet) Submit(ctx context.Context, sub Submission) (Submitted, error) {
 	out.JobID = res.Job.ID
 	f.log.Info("run submitted", "run", out.RunID, "job", out.JobID, "queue", sub.Spec.Provider, "replayed", out.Replayed, "duplicate_job", res.UniqueSkippedAsDuplicate)
 	return out, nil
+}
+
+// sameSubmission checks that the recorded fleet run runID is the
+// submission of key (none: "") and spec digest: nil when it is, else an
+// error matching store.ErrExists naming what differs.
+func (f *Fleet) sameSubmission(ctx context.Context, runID, key, digest string) error {
+	r, err := f.store.GetRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	k, _ := r.Doc.Get(docKey)
+	d, _ := r.Doc.Get(docSpecDigest)
+	if r.Kind != Kind || k.Str() != key || d.Str() != digest {
+		return fmt.Errorf("%w: it is another submission's (key %q, spec %s)", store.ErrExists, k.Str(), d.Str())
+	}
+	return nil
+}
+
+// releaseKey removes the idempotency record a submission claimed and
+// could not use, so the key is not left bound to another's run.
+func (f *Fleet) releaseKey(ctx context.Context, key string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := f.store.DeleteIdempotency(ctx, []store.IdempotencyKey{{Scope: IdempotencyScope, Key: key}}); err != nil {
+		f.log.Warn("could not release an idempotency key bound to another submission's run", "key", key, "err", err)
+	}
 }
 
 // Cancel asks for a fleet run to end cancelled: a pending run ends at
