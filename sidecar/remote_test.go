@@ -18,6 +18,7 @@ import (
 	"github.com/agentrt/agentrt/contract/wire"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/remote"
+	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/sidecar"
 )
 
@@ -667,5 +668,37 @@ func TestLostTurnPostIsRetriedAsAResume(t *testing.T) {
 	}
 	if got := p.Turns(); got != 1 {
 		t.Errorf("the provider ran %d turns; want 1", got)
+	}
+}
+
+// An event past the stream's 1 MiB event limit ends the turn with a
+// clear error naming it: no reader could read past it, so it used to
+// break every stream and every reconnect, and the turn read as lost in
+// doubt though it was over.
+func TestEventPastTheLimitEndsTheTurn(t *testing.T) {
+	big := strings.Repeat("x", wire.MaxBodyBytes+1000)
+	sc, err := scripted.ParseScript([]byte(`{"turns":[{"repeat":true,"steps":[{"text":"before"},{"text":"` + big + `"},{"text":"after"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := serve(t, scripted.New(sc, scripted.Options{}), sidecar.Options{})
+	rp := newRemote(t, ts.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	env, err := rp.Create(ctx, &contract.CreateInput{Profile: profile.Ref{Inline: &profile.Profile{Name: profile.Ptr("t")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last error
+	events := 0
+	for _, err := range env.Stream(ctx, &contract.TurnInput{Prompt: profile.Ptr("hi")}) {
+		if err != nil {
+			last = err
+			break
+		}
+		events++
+	}
+	if last == nil || !strings.Contains(last.Error(), "event limit") || strings.Contains(last.Error(), "lost") {
+		t.Fatalf("after %d events: %v; want the turn ended naming the event limit, not a lost stream", events, last)
 	}
 }

@@ -152,6 +152,15 @@ func (s *Server) run(ctx context.Context, t *turn, env contract.Environment, in 
 			t.finish(frame(0, wire.EventError, errorData(wire.ErrorDetail{Code: wire.CodeProvider, Message: "the provider emitted an event with no JSON form: " + err.Error()})))
 			return
 		}
+		if len(f) > wire.MaxBodyBytes {
+			// No client reads an event past the limit: it would break
+			// every reader's stream, again at each reconnect, leaving the
+			// turn in doubt although it is over. The turn ends here,
+			// saying why (and the provider's turn is cancelled).
+			t.finish(frame(0, wire.EventError, errorData(wire.ErrorDetail{Code: wire.CodeTooLarge,
+				Message: fmt.Sprintf("the provider emitted event %d of %d bytes, past the stream's %d-byte event limit; the turn ends here", seq+1, len(f), wire.MaxBodyBytes)})))
+			return
+		}
 		seq++
 		t.append(f, s.opts.MaxTurnEvents)
 	}

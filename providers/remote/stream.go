@@ -117,6 +117,13 @@ func (e *environment) streamFrom(ctx context.Context, in *contract.TurnInput, tu
 				yield(contract.EnvironmentEvent{}, ctx.Err())
 				return
 			}
+			if errors.Is(err, wire.ErrSSETooLarge) {
+				// Every reconnect would meet the same event: the stream
+				// cannot be read past it. The turn is left to the server.
+				lost = true
+				yield(contract.EnvironmentEvent{}, fmt.Errorf("remote: turn %s: %w", turnID, err))
+				return
+			}
 			var we *wire.Error
 			if errors.As(err, &we) && we.Status < 500 {
 				// The server refused: nothing more will come of this turn.
