@@ -96,3 +96,33 @@ func TestCancelRefusesAnUnboundedStoreTimeout(t *testing.T) {
 		}
 	})
 }
+
+// A provider that stops answering a cancellation leaves it unknown
+// within ProviderTimeout, for a caller without a deadline: Cancel used
+// to wait on the provider for as long as the caller's context lasted.
+// The request was sent (Sent), so the same operation id asks again.
+func TestCancelOnAProviderThatDoesNotAnswerIsBoundedAndUnknown(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		w := &wrapped{Provider: scripted.New(script(time.Minute), scripted.Options{})}
+		w.cancelHangs.Store(true)
+		ctx := testCtx(t)
+		run, err := retained.StartRetainedRun(ctx, startOptions(w, open(t), "key-cancel-hang", "turn-1", (&recorder{}).hook))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		out, err := run.Cancel(context.Background(), retained.CancelRequest{OperationID: "op-hang", ProviderTimeout: 200 * time.Millisecond})
+		if took := time.Since(start); took > 10*time.Second {
+			t.Errorf("Cancel returned after %v; want within its 200 ms provider bound", took)
+		}
+		cu, ok := errors.AsType[*retained.CancelUnknownError](err)
+		if !ok || !cu.Sent || out.Status != contract.StatusUnknown || out.Effect != contract.EffectUnknown {
+			t.Fatalf("outcome %+v, err %v; want unknown, sent", out, err)
+		}
+		w.cancelHangs.Store(false)
+		out, err = run.Cancel(ctx, retained.CancelRequest{OperationID: "op-hang"})
+		if err != nil || (out.Status != contract.StatusAccepted && out.Status != contract.StatusReplayed) {
+			t.Fatalf("the same operation once the provider answers: %+v, %v; want accepted", out, err)
+		}
+	})
+}

@@ -365,7 +365,17 @@ type CancelRequest struct {
 	// caller without a deadline: 0 is DefaultCancelStoreTimeout; more
 	// than 30 s is refused (ErrInvalidOptions).
 	StoreTimeout time.Duration
+	// ProviderTimeout bounds the provider's answer to the cancellation,
+	// even for a caller without a deadline: 0 is
+	// DefaultCancelProviderTimeout. A provider that does not answer in
+	// time leaves the outcome unknown (the request may have reached it;
+	// the same operation id asks again).
+	ProviderTimeout time.Duration
 }
+
+// DefaultCancelProviderTimeout bounds a retained run's provider's answer
+// to a cancellation when the request sets no ProviderTimeout.
+const DefaultCancelProviderTimeout = 30 * time.Second
 
 // DefaultCancelStoreTimeout bounds each run-store call of Run.Cancel when
 // the request sets no StoreTimeout: a store that stops answering makes
@@ -475,7 +485,13 @@ func (r *Run) Cancel(ctx context.Context, req CancelRequest) (CancelOutcome, err
 		out.Snapshot, _ = r.observeWithin(ctx, bound)
 		return out, nil
 	}
-	ack, err := rc.CancelRun(ctx, creq)
+	answerWithin := req.ProviderTimeout
+	if answerWithin <= 0 {
+		answerWithin = DefaultCancelProviderTimeout
+	}
+	pctx, pcancel := context.WithTimeout(ctx, answerWithin)
+	ack, err := rc.CancelRun(pctx, creq)
+	pcancel()
 	if err != nil || !contract.CancellationAcknowledgementMatchesRequest(creq, ack) {
 		if err == nil {
 			err = errors.New("the acknowledgement does not answer this request")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -25,6 +26,9 @@ type wrapped struct {
 	dispatchErr error
 	// cancelErr, when set, is what CancelRun returns (the answer is lost).
 	cancelErr error
+	// cancelHangs makes CancelRun wait for its context: a provider that
+	// stops answering.
+	cancelHangs atomic.Bool
 	// statusUnknown makes sessions report their status as unknown.
 	statusUnknown bool
 
@@ -140,6 +144,10 @@ func (s *wrappedSession) Status(ctx context.Context) (contract.SessionStatus, bo
 func (s *cancellingSession) CancelRun(ctx context.Context, req *contract.RunCancellationRequest) (*contract.RunCancellationAcknowledgement, error) {
 	if s.w.cancelErr != nil {
 		return nil, s.w.cancelErr
+	}
+	if s.w.cancelHangs.Load() {
+		<-ctx.Done()
+		return nil, ctx.Err()
 	}
 	ack, err := s.Session.(contract.RunCanceller).CancelRun(ctx, req)
 	if err == nil {
