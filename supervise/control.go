@@ -85,6 +85,23 @@ func requireRun(runDir string) error {
 	return nil
 }
 
+// endedBefore reports whether the run in runDir had ended (its state.json
+// holds its final status) before a request written at (Unix ms), and
+// when its state was last written: no supervisor will ever read such a
+// request (spec §3.6: run end expires open requests), so it is answered
+// not_live rather than unknown forever.
+func endedBefore(runDir string, at int64) (bool, int64) {
+	var st RunState
+	if readJSON(filepath.Join(runDir, StateFile), &st) != nil {
+		return false, 0
+	}
+	switch st.Status {
+	case "", RunStatusRunning, "unknown":
+		return false, 0
+	}
+	return st.UpdatedAtMS > 0 && st.UpdatedAtMS <= at, st.UpdatedAtMS
+}
+
 // ErrUnknownOperation: no request with the operation id was written.
 var ErrUnknownOperation = errors.New("supervise: unknown operation id")
 
@@ -233,6 +250,13 @@ func ReadSteerAck(ctx context.Context, runDir, operationID string) (*SteerAck, e
 	var ack SteerAck
 	err := readJSON(filepath.Join(runDir, SteerAcksDir, opHash(operationID)+".json"), &ack)
 	if errors.Is(err, fs.ErrNotExist) {
+		var req SteerRequest
+		if readJSON(filepath.Join(runDir, SteerRequestsDir, opHash(operationID)+".json"), &req) == nil {
+			if ended, at := endedBefore(runDir, req.At); ended {
+				return &SteerAck{OperationID: req.OperationID, RequestDigest: req.RequestDigest, Worker: req.Worker, Effect: SteerNotLive,
+					RequestedAt: req.At, ObservedAt: at, Detail: "the run had ended before the request was written"}, nil
+			}
+		}
 		return nil, nil
 	}
 	if err != nil {
@@ -357,6 +381,10 @@ func ReadWorkerCancellation(ctx context.Context, runDir, operationID string) (Wo
 	r, ok := reqs[operationID]
 	if !ok {
 		return WorkerCancellation{}, fmt.Errorf("%w: %s", ErrUnknownOperation, operationID)
+	}
+	if ended, at := endedBefore(runDir, r.At); ended {
+		return WorkerCancellation{OperationID: operationID, Worker: r.Worker, Effect: kernel.EffectNotLive, RequestedAt: r.At, ObservedAt: at,
+			Reason: r.Reason, Detail: "the run had ended before the request was written", Terminated: []NodeID{}}, nil
 	}
 	return WorkerCancellation{OperationID: operationID, Worker: r.Worker, Effect: kernel.EffectUnknown, RequestedAt: r.At, Reason: r.Reason,
 		Detail: "not yet resolved by the run", Terminated: []NodeID{}}, nil
@@ -492,6 +520,13 @@ func ReadRunCancellation(ctx context.Context, runDir string) (*RunCancellation, 
 	var ack RunCancellation
 	err := readJSON(filepath.Join(runDir, RunCancellationFile), &ack)
 	if errors.Is(err, fs.ErrNotExist) {
+		var req RunCancelRequest
+		if readJSON(filepath.Join(runDir, RunCancelRequestFile), &req) == nil {
+			if ended, at := endedBefore(runDir, req.At); ended {
+				return &RunCancellation{OperationID: req.OperationID, Effect: kernel.EffectNotLive, RequestedAt: req.At, ObservedAt: at,
+					Source: req.Source, Reason: req.Reason, Detail: "the run had ended before the request was written"}, nil
+			}
+		}
 		return nil, nil
 	}
 	if err != nil {

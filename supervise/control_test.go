@@ -765,3 +765,39 @@ func TestOperationIDsNamingTheRunsFilesAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// §3.6 run end expires open requests: one written after the run ended
+// is answered not_live (it was answered unknown, or not at all, forever:
+// no supervisor would ever read it).
+func TestRequestsAfterTheRunEndedAreNotLive(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	pass := func(context.Context, supervise.Output) (kernel.Verdict, error) {
+		return kernel.Verdict{Passed: true}, nil
+	}
+	exec := supervise.ExecutorFunc(func(context.Context, supervise.Work) (supervise.WorkResult, error) {
+		return supervise.WorkResult{Text: "ok", Spent: spent()}, nil
+	})
+	if _, err := supervise.Supervise(ctx, &profile.Profile{Name: new("m")}, "t", boundsOptions(t, dir, exec, pass)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond) // requests written strictly after the end
+	if _, err := supervise.WriteWorkerSteer(ctx, dir, "r:s1", supervise.WorkerSteer{OperationID: "late-steer", Message: "more"}); err != nil {
+		t.Fatal(err)
+	}
+	if ack, err := supervise.ReadSteerAck(ctx, dir, "late-steer"); err != nil || ack == nil || ack.Effect != supervise.SteerNotLive {
+		t.Errorf("steer after the end: %+v, %v; want not_live", ack, err)
+	}
+	if _, err := supervise.CancelWorker(ctx, dir, "r:s1", "late-cancel", supervise.CancelOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := supervise.ReadWorkerCancellation(ctx, dir, "late-cancel"); err != nil || rec.Effect != kernel.EffectNotLive {
+		t.Errorf("worker cancel after the end: %+v, %v; want not_live", rec, err)
+	}
+	if _, err := supervise.CancelRun(ctx, dir, "late-run", supervise.RunCancelOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if ack, err := supervise.ReadRunCancellation(ctx, dir); err != nil || ack == nil || ack.Effect != kernel.EffectNotLive {
+		t.Errorf("run cancel after the end: %+v, %v; want not_live", ack, err)
+	}
+}

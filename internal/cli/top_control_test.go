@@ -203,13 +203,13 @@ func TestTopSteersAndCancelsALiveSuperviseRun(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the run did not end after top cancelled it")
 	}
-	// A steer on an ended run is acknowledged not_live by nobody: top
-	// says it is not acknowledged rather than claiming delivery.
+	// A steer on an ended run is answered not_live (§3.6: run end
+	// expires open requests), never claimed delivered.
 	src.ackWait = 200 * time.Millisecond
 	m, _ = press(tm, "s")
 	m = typeKeys(m, "late")
 	m, cmd = press(m, "enter")
-	if tm = settle(t, m, cmd); !strings.Contains(tm.notice, "not acknowledged yet") {
-		t.Errorf("steer after the run ended: %q, want it not acknowledged", tm.notice)
+	if tm = settle(t, m, cmd); !strings.Contains(tm.notice, "not_live") {
+		t.Errorf("steer after the run ended: %q, want it answered not_live", tm.notice)
 	}
 }
