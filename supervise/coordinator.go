@@ -59,7 +59,10 @@ type Coordinator struct {
 	// (nil unless its brain reads an inbox: ManagerInbox); meter is its
 	// brain's own inference so far.
 	submitted *Winner
-	stopped   bool
+	// submitting is set while a passing result's record is journaled:
+	// no other submission is taken meanwhile.
+	submitting bool
+	stopped    bool
 	stopWhy   string
 	stopFn    context.CancelCauseFunc
 	rootInbox *Inbox
@@ -1117,10 +1120,13 @@ type SubmitResult struct {
 // passing result is kept; a later one is refused earlier-passing-result.
 func (c *Coordinator) Submit(ctx context.Context, a SubmitArgs) (SubmitResult, error) {
 	c.mu.Lock()
-	done := c.submitted != nil
+	done, stopped := c.submitted != nil || c.submitting, c.stopped
 	c.mu.Unlock()
-	if done {
+	switch {
+	case done:
 		return SubmitResult{}, &VerbRefusal{Code: "earlier-passing-result", Reason: "a passing result was already accepted"}
+	case stopped:
+		return SubmitResult{}, &VerbRefusal{Code: string(CodeScopeSettled), Reason: "the manager stopped: the run takes no result now"}
 	}
 	v, err := c.runCheck(ctx, Output{Node: c.self, Text: a.Result})
 	if err != nil || !v.Passed {
@@ -1147,13 +1153,23 @@ func (c *Coordinator) Submit(ctx context.Context, a SubmitArgs) (SubmitResult, e
 		return SubmitResult{}, err
 	}
 	c.mu.Lock()
-	if c.submitted != nil {
+	if c.submitted != nil || c.submitting {
 		c.mu.Unlock()
 		return SubmitResult{}, &VerbRefusal{Code: "earlier-passing-result", Reason: "a passing result was already accepted"}
 	}
-	c.submitted = &Winner{Node: c.scope.Root(), Text: a.Result, OutRef: ref, Verdict: &v, Submitted: true}
+	c.submitting = true
 	c.mu.Unlock()
-	if err := c.log.appendOrLose(ctx, Record{Kind: KindSubmitted, OutRef: ref, Verdict: &v}); err != nil {
+	// The result is the run's only once its record is durable: a result
+	// the journal refused is not accepted (the brain may submit again),
+	// and a resume finds exactly what was accepted.
+	err = c.log.append(ctx, Record{Kind: KindSubmitted, OutRef: ref, Verdict: &v})
+	c.mu.Lock()
+	c.submitting = false
+	if err == nil {
+		c.submitted = &Winner{Node: c.scope.Root(), Text: a.Result, OutRef: ref, Verdict: &v, Submitted: true}
+	}
+	c.mu.Unlock()
+	if err != nil {
 		return SubmitResult{}, err
 	}
 	return SubmitResult{Accepted: true, Verdict: &v, OutRef: ref}, nil

@@ -268,3 +268,29 @@ func TestCheckBoundedAndScoresFinite(t *testing.T) {
 		t.Errorf("a delivered child scored -MaxFloat64: %v, status %s; want it the winner", err, res.Status)
 	}
 }
+
+// submit_result after stop is refused scope-settled: the manager ended
+// the run, which takes no result from then on.
+func TestSubmitAfterStopIsRefused(t *testing.T) {
+	pass := func(context.Context, supervise.Output) (kernel.Verdict, error) { return kernel.Verdict{Passed: true}, nil }
+	exec := supervise.ExecutorFunc(func(context.Context, supervise.Work) (supervise.WorkResult, error) {
+		return supervise.WorkResult{Text: "ok", Spent: spent()}, nil
+	})
+	o := boundsOptions(t, t.TempDir(), exec, pass)
+	var refusal *supervise.VerbRefusal
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		if _, err := c.Stop(supervise.StopArgs{Reason: "done"}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		_, err := c.Submit(ctx, supervise.SubmitArgs{Result: "late"})
+		errors.As(err, &refusal)
+		return supervise.BrainReport{}, nil
+	})
+	res, err := supervise.Supervise(context.Background(), &profile.Profile{Name: new("m")}, "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refusal == nil || refusal.Code != "scope-settled" || res.Status == supervise.StatusWinner {
+		t.Errorf("submit after stop: refusal %+v, status %s; want scope-settled and no winner", refusal, res.Status)
+	}
+}
