@@ -63,10 +63,10 @@ type Coordinator struct {
 	// no other submission is taken meanwhile.
 	submitting bool
 	stopped    bool
-	stopWhy   string
-	stopFn    context.CancelCauseFunc
-	rootInbox *Inbox
-	meter     meter
+	stopWhy    string
+	stopFn     context.CancelCauseFunc
+	rootInbox  *Inbox
+	meter      meter
 	// turnObs is a nested manager's worker observer (its log and
 	// progress), under its TurnMeter; kids are the done channels of the
 	// children it started, joined when its brain returns.

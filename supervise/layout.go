@@ -299,8 +299,11 @@ func (y *layout) held() bool {
 }
 
 // openLayout opens the progress journal of dir and rebuilds the state
-// from the records the spawn journal already holds (a resumed run); it
-// writes nothing yet.
+// from the records the spawn journal already holds (a resumed run). A
+// resumed run that has not ended writes its state at once: state.json
+// may still hold the final status an earlier process wrote, which
+// readers take as the run's end (a request written now would be answered
+// not_live).
 func openLayout(dir, runID string, prior []Record, readout func() ledger.Readout, now func() time.Time, logger *slog.Logger) (*layout, error) {
 	path := filepath.Join(dir, ProgressFile)
 	j, err := journal.Open(path, journal.Options{MaxRecordBytes: MaxProgressRecordBytes})
@@ -322,6 +325,11 @@ func openLayout(dir, runID string, prior []Record, readout func() ledger.Readout
 	}
 	for _, r := range prior {
 		y.apply(r)
+	}
+	if len(prior) > 0 && y.state.Status == RunStatusRunning {
+		if err := y.writeState(); err != nil {
+			logger.Error("supervise: writing the resumed run's state", "err", err)
+		}
 	}
 	go y.write()
 	return y, nil

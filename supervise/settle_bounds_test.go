@@ -272,7 +272,9 @@ func TestCheckBoundedAndScoresFinite(t *testing.T) {
 // submit_result after stop is refused scope-settled: the manager ended
 // the run, which takes no result from then on.
 func TestSubmitAfterStopIsRefused(t *testing.T) {
-	pass := func(context.Context, supervise.Output) (kernel.Verdict, error) { return kernel.Verdict{Passed: true}, nil }
+	pass := func(context.Context, supervise.Output) (kernel.Verdict, error) {
+		return kernel.Verdict{Passed: true}, nil
+	}
 	exec := supervise.ExecutorFunc(func(context.Context, supervise.Work) (supervise.WorkResult, error) {
 		return supervise.WorkResult{Text: "ok", Spent: spent()}, nil
 	})
