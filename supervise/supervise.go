@@ -376,6 +376,10 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		return SupervisedResult{}, err
 	}
 	defer log.close()
+	// Set before any goroutine writes through the log: from ctx's end
+	// with a lost lease on, nothing more is journaled (see the AfterFunc
+	// below).
+	log.holder = ctx
 
 	resumed := len(prior) > 0
 	if resumed {
@@ -532,7 +536,6 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	// claim another process took over) no longer owns the run: nothing
 	// more is journaled for it, its end included, so the next holder
 	// resumes what this process committed while it owned it.
-	log.holder = ctx
 	unwatch := context.AfterFunc(ctx, func() {
 		if cause := context.Cause(ctx); errors.Is(cause, contract.ErrLeaseLost) {
 			log.revoke(cause)
