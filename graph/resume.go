@@ -131,6 +131,8 @@ func (r *run) afterSettle(ctx context.Context, c *supervise.Coordinator, s super
 	if _, ok := r.workers[s.Node.Profile]; !ok || s.Node.State != supervise.StateDone {
 		return
 	}
+	// Analyst nodes over it, then lenses.
+	r.analyze(ctx, c, s.Node.Profile, supervise.Output{Node: s.Node.ID, Text: s.Text})
 	for _, e := range r.analyzes {
 		if !r.lenses[e.Analyst] || !slices.Contains(e.Over, s.Node.Profile) {
 			continue

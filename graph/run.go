@@ -368,13 +368,11 @@ func (r *run) checkOutput(ctx context.Context, out supervise.Output) (kernel.Ver
 		r.routeFindings(ctx, c, ar, out)
 		return kernel.Verdict{Passed: false, Reason: "analyst findings are evidence, never a deliverable"}, nil
 	}
-	v, err := r.check.Check(ctx, out)
-	if c != nil {
-		if o, ok := nodeOf(c, out.Node); ok {
-			r.analyze(ctx, c, o.Profile, out)
-		}
-	}
-	return v, err
+	// The analysts over the node run from afterSettle, once the worker's
+	// settlement is journaled and delivered: spawned from here, a quick
+	// analyst settled — and its finding reached Await — before the
+	// settlement it analyzes.
+	return r.check.Check(ctx, out)
 }
 
 // analyze spawns each analyst over node on this settle, or ledgers why
@@ -382,7 +380,7 @@ func (r *run) checkOutput(ctx context.Context, out supervise.Output) (kernel.Ver
 func (r *run) analyze(ctx context.Context, c *supervise.Coordinator, node string, out supervise.Output) {
 	for _, e := range r.analyzes {
 		if r.lenses[e.Analyst] || !slices.Contains(e.Over, node) {
-			continue // lenses run from afterSettle, once the worker settled
+			continue // lenses run from afterSettle too, through RunAnalyst
 		}
 		row := LedgerRow{Edge: e.ID(), Kind: Analyzes, From: strings.Join(e.Over, "+"), To: e.To, Directive: e.Directive,
 			Continuity: ContinuitySteer, Outcome: OutcomeUnpropagated, WorkerID: out.Node}
