@@ -200,7 +200,13 @@ var (
 	// errLost matches contract.ErrLeaseLost: the supervised run it ends
 	// is no longer this queue's, so supervise journals nothing more for
 	// it (its end included) and the new holder resumes it.
-	errLost     = fmt.Errorf("delegation: the claim was lost to another holder: %w", contract.ErrLeaseLost)
+	errLost = fmt.Errorf("delegation: the claim was lost to another holder: %w", contract.ErrLeaseLost)
+	// errLapsed matches contract.ErrLeaseLost too: the claim's time ran
+	// out before this queue renewed it (the process was paused, or its
+	// store answered too slowly), so another queue may hold it by now.
+	// A claim that lapsed unclaimed is claimable again by any queue, this
+	// one included, which resumes the run from its journal.
+	errLapsed   = fmt.Errorf("delegation: the claim lapsed before it was renewed: %w", contract.ErrLeaseLost)
 	errFinished = errors.New("delegation: the run returned")
 )
 

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"math"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentrt/agentrt/journal"
@@ -151,9 +152,10 @@ func (q *Queue) run(d Delegation) (next bool) {
 			rec = newTraceRecorder(obs, q.cfg.Now)
 		}
 	}
+	c := newClaimFence(d.Claim.Until, q.cfg.ClaimTTL, q.cfg.Now)
 	hbDone := make(chan struct{})
-	go q.heartbeat(ctx, d.TaskID, rec, cancel, hbDone)
-	res, err := q.supervise(ctx, d, rec)
+	go q.heartbeat(ctx, d.TaskID, rec, c, cancel, hbDone)
+	res, err := q.supervise(ctx, d, rec, c.held)
 	if errors.Is(err, supervise.ErrOutcomeNotJournaled) || errors.Is(err, supervise.ErrJournalIncomplete) {
 		// The run ended and its result is real, but its journal does not
 		// hold all of it: the store's end below is then its record (an
@@ -169,8 +171,11 @@ func (q *Queue) run(d Delegation) (next bool) {
 	case errors.Is(cause, errShutdown):
 		q.release(d.TaskID, rec)
 		log.Info("delegation: handed back at shutdown")
-	case errors.Is(cause, errLost):
-		log.Warn("delegation: the claim was lost; its new holder answers for it")
+	case errors.Is(cause, errLost), errors.Is(cause, errLapsed), errors.Is(err, supervise.ErrSpawnLogLost):
+		// The run wrote nothing once the claim was not surely this
+		// queue's; whoever claims it next (a lapsed claim is claimable by
+		// any queue) resumes it from its journal.
+		log.Warn("delegation: the claim was lost or lapsed; its next holder answers for it", "err", context.Cause(ctx))
 	case isLocked(err):
 		// A process that lost its claim still holds the journal: hand
 		// the delegation back; a later scan resumes it once that process
@@ -197,7 +202,7 @@ func (q *Queue) run(d Delegation) (next bool) {
 
 // supervise runs d's supervised run (resuming its journal when there is
 // one).
-func (q *Queue) supervise(ctx context.Context, d Delegation, rec *traceRecorder) (res supervise.SupervisedResult, err error) {
+func (q *Queue) supervise(ctx context.Context, d Delegation, rec *traceRecorder, held func() error) (res supervise.SupervisedResult, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("the supervised run panicked: %v", p)
@@ -223,6 +228,7 @@ func (q *Queue) supervise(ctx context.Context, d Delegation, rec *traceRecorder)
 		// shutdown or a lost claim interrupted is driven on.
 		ReturnEnded: true,
 		SettleGrace: q.cfg.SettleGrace,
+		Held:        held,
 		Logger:      q.cfg.Logger,
 	}
 	if rec != nil {
@@ -254,7 +260,7 @@ func (q *Queue) supervise(ctx context.Context, d Delegation, rec *traceRecorder)
 // run when the delegation was cancelled (by any process), when another
 // holder took it over, or when renewals failed for longer than the
 // claim lasts (another queue may take it over then).
-func (q *Queue) heartbeat(ctx context.Context, id string, rec *traceRecorder, cancel context.CancelCauseFunc, done chan<- struct{}) {
+func (q *Queue) heartbeat(ctx context.Context, id string, rec *traceRecorder, claim *claimFence, cancel context.CancelCauseFunc, done chan<- struct{}) {
 	defer close(done)
 	t := time.NewTicker(q.cfg.ClaimTTL / 3)
 	defer t.Stop()
@@ -265,7 +271,16 @@ func (q *Queue) heartbeat(ctx context.Context, id string, rec *traceRecorder, ca
 			return
 		case <-t.C:
 		}
+		if err := claim.held(); err != nil {
+			// Paused past the claim (or renewals too slow): the run may
+			// be another queue's by now. It already writes nothing more
+			// (the fence); stop it rather than renew a claim whose run
+			// another process may be driving.
+			cancel(err)
+			return
+		}
 		var stop error
+		var until time.Time
 		sctx, scancel := context.WithTimeoutCause(ctx, min(q.cfg.StoreTimeout, q.cfg.ClaimTTL/3), errStoreTimeout)
 		_, err := q.update(sctx, id, func(r *store.Run, d *Delegation) error {
 			stop = nil
@@ -279,6 +294,7 @@ func (q *Queue) heartbeat(ctx context.Context, id string, rec *traceRecorder, ca
 				return errUnchanged
 			}
 			d.Claim.Until = q.cfg.Now().Add(q.cfg.ClaimTTL)
+			until = d.Claim.Until
 			// A running delegation shows its trace as soon as it has one.
 			if traceID, root := rec.ids(); traceID != "" {
 				d.TraceID, d.ParentSpanID = traceID, root
@@ -292,6 +308,7 @@ func (q *Queue) heartbeat(ctx context.Context, id string, rec *traceRecorder, ca
 			return
 		case err == nil:
 			renewed = q.cfg.Now()
+			claim.renewed(until)
 		case ctx.Err() != nil:
 			return
 		default:
@@ -302,6 +319,39 @@ func (q *Queue) heartbeat(ctx context.Context, id string, rec *traceRecorder, ca
 			}
 		}
 	}
+}
+
+// claimFence is the time fence of one attempt's claim: the run writes
+// to its journal only while the claim, as last written by this queue,
+// has not run out by this process's clock (less a margin for the clocks
+// of the queues that may claim it next). A process paused past its
+// claim learns that the claim was taken over only when its heartbeat
+// next reaches the store; the fence refuses its writes before then.
+type claimFence struct {
+	until  atomic.Int64 // unix nanoseconds
+	margin time.Duration
+	now    func() time.Time
+}
+
+func newClaimFence(until time.Time, ttl time.Duration, now func() time.Time) *claimFence {
+	c := &claimFence{margin: ttl / 10, now: now}
+	c.until.Store(until.UnixNano())
+	return c
+}
+
+// renewed moves the fence to a renewal's new end.
+func (c *claimFence) renewed(until time.Time) {
+	if !until.IsZero() {
+		c.until.Store(until.UnixNano())
+	}
+}
+
+// held is nil while the claim surely lasts, else errLapsed.
+func (c *claimFence) held() error {
+	if c.now().Before(time.Unix(0, c.until.Load()).Add(-c.margin)) {
+		return nil
+	}
+	return errLapsed
 }
 
 // storeCtx bounds a store call the queue makes on its own, also while

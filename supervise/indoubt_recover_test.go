@@ -260,6 +260,15 @@ func TestInDoubtRecoveryOutcomes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, wantInDoubt: "spawn the work again under a new key"},
+		// A kernel run its holder's store failed under mid-turn (the
+		// holder paused past its connection's life, cut off from the
+		// database) ended failed, but not by its work: in doubt.
+		{name: "kernel run failed with its store: in doubt", setup: func(t *testing.T, st store.Store) {
+			kernelRun(workerProvider)(t, &failingAppends{Store: st})
+			if run, err := st.GetRun(context.Background(), execution); err != nil || run.Status != store.StatusFailed {
+				t.Fatalf("the kernel run whose events failed: %+v, %v; want it failed", run, err)
+			}
+		}, wantInDoubt: "failed with its holder (store-failed"},
 		{name: "kernel run missing: in doubt", setup: func(*testing.T, store.Store) {}, wantInDoubt: "not in this run store"},
 		{name: "executor is no Recoverer: in doubt", setup: kernelRun(workerProvider), plain: true, wantInDoubt: "Recoverer"},
 		{name: "no execution journaled: in doubt", setup: kernelRun(workerProvider), noExecution: true, wantInDoubt: "no execution was journaled"},
@@ -338,6 +347,14 @@ func TestInDoubtRecoveryOutcomes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// failingAppends is a store whose event appends fail, as a connection
+// the database closed under a paused process does.
+type failingAppends struct{ store.Store }
+
+func (failingAppends) AppendEvents(context.Context, store.Fence, []store.NewEvent) ([]store.Event, error) {
+	return nil, errors.New("injected: terminating connection due to idle-in-transaction timeout")
 }
 
 // Work.Bind refuses an execution identity it cannot journal truthfully,

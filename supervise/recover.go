@@ -321,6 +321,12 @@ func (e *KernelExecutor) Recover(ctx context.Context, w RecoverWork) (Recovered,
 		if rec.Terminal == nil {
 			return Recovered{}, fmt.Errorf("supervise: kernel run %s is %s but its record holds no end", id, run.Status)
 		}
+		if r := rec.Terminal.Reason; run.Status == store.StatusFailed && (r == kernel.ReasonStoreFailed || r == kernel.ReasonLeaseLost) {
+			// Its holder, not its work, ended it: the process running it
+			// lost its store or its lease (paused, or cut off) mid-turn.
+			// What the work would have come to is unknown.
+			return Recovered{}, fmt.Errorf("supervise: kernel run %s failed with its holder (%s: %s), not by its work, so the work's outcome is unknown; spawn the work again under a new key", id, r, rec.Terminal.Detail)
+		}
 		var turnUsage ledger.Usage // unknown unless the record holds it
 		if rec.Usage != nil {
 			turnUsage = rec.Usage.Usage

@@ -278,6 +278,10 @@ type runLog struct {
 	// is revoked, checked on every write (an AfterFunc alone would race
 	// the writes made as the run winds down).
 	holder context.Context
+	// held, when set, is Options.Held: checked on every write like
+	// holder, it revokes the log once the caller no longer vouches for
+	// its lease.
+	held func() error
 }
 
 // openRunLog opens the run's spawn log and coordination log and returns
@@ -360,6 +364,11 @@ func (l *runLog) lostErr() error {
 	if h := l.holder; h != nil && h.Err() != nil {
 		if cause := context.Cause(h); errors.Is(cause, contract.ErrLeaseLost) {
 			l.revoke(cause)
+		}
+	}
+	if l.held != nil && l.revoked.Load() == nil {
+		if err := l.held(); err != nil {
+			l.revoke(err)
 		}
 	}
 	if err := l.revoked.Load(); err != nil {

@@ -162,6 +162,18 @@ type Options struct {
 	// Until it lapses, another process resuming the run is refused
 	// (ErrSpawnLogHeld).
 	SpawnLeaseTTL time.Duration
+	// Held, when set, vouches that the caller still holds the run it
+	// drives under a lease of its own (a delegation queue's claim): it
+	// is asked before every write to the run's journals and files, and
+	// an error (which should match contract.ErrLeaseLost) makes the run
+	// no longer this process's, as a caller context ending with such a
+	// cause does: nothing more is written, the run returns
+	// ErrSpawnLogLost. A context learns of a lost lease only when its
+	// holder's renewal does; Held is the time fence that closes the gap
+	// a process paused past its lease would otherwise write through.
+	// It is called under the journal's order lock: it must be cheap and
+	// must not block.
+	Held func() error
 	// SettleGrace bounds how long live workers get to settle once the
 	// brain returned and they were cancelled (default 10s). A worker
 	// still running then is charged at its ceiling and named in
@@ -379,7 +391,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	// Set before any goroutine writes through the log: from ctx's end
 	// with a lost lease on, nothing more is journaled (see the AfterFunc
 	// below).
-	log.holder = ctx
+	log.holder, log.held = ctx, o.Held
 
 	resumed := len(prior) > 0
 	if resumed {
