@@ -215,6 +215,39 @@ func ReadProgress(ctx context.Context, dir string) ([]ProgressRecord, int, error
 	return firstByID(recs, func(r ProgressRecord) string { return r.ID }), skipped, err
 }
 
+// ResolveWorker names the worker a steer or cancellation request
+// addressed to ref reaches now, read from run directory dir's
+// progress.ndjson without locking it, by the rule the supervisor applies
+// to the request: a node id is that node; a direct child's label (or
+// profile name, when it has no label) names its newest worker. ok is
+// false when progress.ndjson names no such worker (not spawned yet, the
+// run's own id, or lines dropped past MaxProgressBytes): the supervisor
+// resolves ref when it takes the request. Callers that derive a
+// request's operation id from its target use the node, so that a later
+// worker under a reused label is a new request, not the earlier
+// worker's answer.
+func ResolveWorker(ctx context.Context, dir, ref string) (NodeID, bool, error) {
+	recs, _, err := ReadProgress(ctx, dir)
+	if err != nil {
+		return "", false, err
+	}
+	var newest NodeID
+	for _, r := range recs {
+		if r.Kind != ProgressSpawn {
+			continue
+		}
+		if r.Node == NodeID(ref) {
+			return r.Node, true, nil
+		}
+		if p, ok := r.Node.Parent(); ok && r.Label == ref {
+			if _, nested := p.Parent(); !nested {
+				newest = r.Node
+			}
+		}
+	}
+	return newest, newest != "", nil
+}
+
 // firstByID keeps the first record of each id, in order.
 func firstByID[T any](recs []T, id func(T) string) []T {
 	seen := make(map[string]bool, len(recs))

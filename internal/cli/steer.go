@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -40,6 +41,21 @@ func defaultOperationID(kind string, parts ...string) string {
 	return kind + "-" + hex.EncodeToString(h.Sum(nil))[:16]
 }
 
+// workerTarget is what a default operation id names for worker in run
+// dir: the node the reference reaches now, so that a later worker under
+// a reused label gets a request of its own rather than the earlier
+// worker's answer; the reference itself when the run's progress does not
+// resolve it (the run id, a worker not spawned yet).
+func workerTarget(ctx context.Context, dir, worker string) string {
+	if worker == "" {
+		return ""
+	}
+	if id, ok, err := supervise.ResolveWorker(ctx, dir, worker); err == nil && ok {
+		return string(id)
+	}
+	return worker
+}
+
 func newSteerCmd(stdio IO) *cobra.Command {
 	var opID, workspace string
 	var interrupt, asJSON bool
@@ -50,9 +66,10 @@ func newSteerCmd(stdio IO) *cobra.Command {
 		Long: `agentrt supervise steer with the message as an argument. RUN is the run's
 directory or its id in --workspace (WORKSPACE/.agent/supervisor/RUN). WORKER
 is a worker id, a direct child's label or profile name, or the run id for the
-manager. The operation id defaults to one derived from WORKER and MESSAGE, so
-running the same command again retries the same request (and shows its
-outcome); pass --operation-id to send the same message once more.
+manager. The operation id defaults to one derived from the worker WORKER
+names now (a reused label names its newest worker) and MESSAGE, so running
+the same command again retries the same request (and shows its outcome);
+pass --operation-id to send the same message once more.
 
 Exit status: 0 when the acknowledgement says delivered, 1 for any other
 acknowledgement or none within --wait, 2 on usage errors.`,
@@ -66,12 +83,12 @@ acknowledgement or none within --wait, 2 on usage errors.`,
 				return usage("MESSAGE is empty")
 			}
 			if opID == "" {
-				opID = defaultOperationID("steer", args[1], args[2])
+				opID = defaultOperationID("steer", workerTarget(cmd.Context(), dir, args[1]), args[2])
 			}
 			return steerWorker(cmd.Context(), stdio, dir, args[1], args[2], opID, interrupt, wait, asJSON)
 		},
 	}
-	cmd.Flags().StringVar(&opID, "operation-id", "", "the request's operation id, [A-Za-z0-9._-] (default: derived from WORKER and MESSAGE)")
+	cmd.Flags().StringVar(&opID, "operation-id", "", "the request's operation id, [A-Za-z0-9._-] (default: derived from the worker WORKER names now and MESSAGE)")
 	cmd.Flags().StringVar(&workspace, "workspace", ".", "workspace root where RUN names a run by its id")
 	cmd.Flags().BoolVar(&interrupt, "interrupt", false, "ask the worker to act on it at once")
 	cmd.Flags().DurationVar(&wait, "wait", 10*time.Second, "how long to wait for the acknowledgement")
@@ -88,8 +105,8 @@ func newCancelCmd(stdio IO) *cobra.Command {
 		Short: "Cancel a worker (and its subtree) of a running supervised or graph run, or the whole run",
 		Long: `agentrt supervise cancel. RUN is the run's directory or its id in --workspace
 (WORKSPACE/.agent/supervisor/RUN). The operation id defaults to one derived
-from WORKER (or the run), so running the same command again retries the
-same request.
+from the worker WORKER names now (a reused label names its newest worker)
+or the run, so running the same command again retries the same request.
 
 Exit status: 0 when the cancellation was confirmed (cancelled) or found
 nothing live (not_live), 1 otherwise, 2 on usage errors.`,
@@ -104,12 +121,12 @@ nothing live (not_live), 1 otherwise, 2 on usage errors.`,
 				worker = args[1]
 			}
 			if opID == "" {
-				opID = defaultOperationID("cancel", worker)
+				opID = defaultOperationID("cancel", workerTarget(cmd.Context(), dir, worker))
 			}
 			return cancelWork(cmd.Context(), stdio, dir, worker, opID, reason, wait, asJSON)
 		},
 	}
-	cmd.Flags().StringVar(&opID, "operation-id", "", "the request's operation id, [A-Za-z0-9._-] (default: derived from WORKER)")
+	cmd.Flags().StringVar(&opID, "operation-id", "", "the request's operation id, [A-Za-z0-9._-] (default: derived from the worker WORKER names now, or the run)")
 	cmd.Flags().StringVar(&workspace, "workspace", ".", "workspace root where RUN names a run by its id")
 	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded with the request")
 	cmd.Flags().DurationVar(&wait, "wait", 10*time.Second, "how long to wait for the cancellation to be confirmed")

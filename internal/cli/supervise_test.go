@@ -425,3 +425,60 @@ func TestTopLevelSteerAndCancelByRunID(t *testing.T) {
 		t.Errorf("an unknown run: exit %d\n%s", code, errOut)
 	}
 }
+
+// `agentrt cancel RUN LABEL` without --operation-id, once the label's
+// worker was cancelled and the manager spawned a new worker under the
+// same label: the default operation id names the worker the label
+// reaches now (its newest, §3.6), so the second command cancels the new
+// worker instead of answering with the first one's acknowledgement.
+func TestDefaultCancelReachesTheNewestWorkerOfALabel(t *testing.T) {
+	ws := t.TempDir()
+	dir := filepath.Join(ws, ".agent", "supervisor", "rel")
+	slow := writeFile(t, "slow.json", `{"turns": [{"repeat": true, "steps": [{"text": "thinking"}, {"delayMs": 30000}, {"text": " done."}]}]}`)
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+spawnNote+`, `+awaitOne+`, {"text": "Both were cancelled."}]}`)
+	done := make(chan int, 1)
+	go func() {
+		// Room for two workers, each charged at its ceiling once cancelled.
+		_, errOut, code := run(t, "", "supervise", supManager, "--task", "Write release notes.", "--worker", noteWriter, "--manager-script", script,
+			"--script", slow, "--workspace", ws, "--run-id", "rel", "--db", filepath.Join(t.TempDir(), "runs.db"), "--json", "--worker-tokens", "10000")
+		if code != 1 {
+			t.Logf("the supervising invocation:\n%s", errOut)
+		}
+		done <- code
+	}()
+	var ops []string
+	for i, want := range []supervise.NodeID{"rel:s1", "rel:s2"} {
+		waitProgress(t, dir, want)
+		out, errOut, code := run(t, "", "cancel", "rel", "note", "--workspace", ws, "--wait", "10s", "--json")
+		ack := decode(t, out)
+		if code != 0 || member(ack, "effect").Str() != "cancelled" || member(ack, "workerId").Str() != string(want) {
+			t.Fatalf("cancel %d: exit %d, want %s cancelled\n%s%s", i+1, code, want, out, errOut)
+		}
+		ops = append(ops, member(ack, "operationId").Str())
+	}
+	if ops[0] == ops[1] {
+		t.Errorf("both cancels were operation %s: the second must be a request of its own", ops[0])
+	}
+	select {
+	case code := <-done:
+		if code != 1 {
+			t.Errorf("the supervising invocation: exit %d, want 1 (no winner)", code)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the supervising invocation did not end after the cancels")
+	}
+}
+
+// waitProgress waits until the run's progress records the spawn of
+// worker node.
+func waitProgress(t *testing.T, dir string, node supervise.NodeID) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if id, ok, _ := supervise.ResolveWorker(t.Context(), dir, string(node)); ok && id == node {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("worker %s was never spawned in %s", node, dir)
+}
