@@ -316,7 +316,7 @@ var superviseOptionClass = map[string]string{
 	"Observer": classForwarded, "SpawnStore": classForwarded,
 	"SpawnLeaseTTL": classForwarded, "WorkspaceRoot": classTransformed, "OnResume": classOwned,
 	"AnalystModel": classForwarded, "AuthoredProfiles": classOwned, "ReturnEnded": classForwarded,
-	"RecoverTimeout": classForwarded, "ManagerBrain": classForwarded,
+	"RecoverTimeout": classForwarded, "ManagerBrain": classForwarded, "Held": classForwarded,
 }
 
 // checkOptions refuses a supervise option the graph owns: a caller value
