@@ -29,4 +29,11 @@
 // finds an earlier attempt's claim without its end fails
 // (PersistInDoubtError) rather than persist twice. A turn that really
 // failed — its failure recorded — replays that failure.
+//
+// Every store call the handler makes itself is bounded by
+// Handler.StoreTimeout (DefaultStoreTimeout): a store that stops
+// answering ends a request before its stream with 503, a reader's
+// stream with an error line that says so (the turn goes on; the reader
+// comes back with its Last-Event-ID), and a turn whose persist claim
+// gets no answer fails unpersisted (*StoreTimeoutError).
 package chatturn

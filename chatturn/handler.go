@@ -33,6 +33,9 @@ const HeaderExecutionID = "X-Execution-ID"
 const (
 	DefaultTurnTimeout  = 15 * time.Minute
 	DefaultPollInterval = 100 * time.Millisecond
+	// DefaultStoreTimeout bounds each store call a Handler makes
+	// (Handler.StoreTimeout), as delegation's queue bounds its own.
+	DefaultStoreTimeout = 10 * time.Second
 	// pageSize is how many recorded lines a reader fetches at once.
 	pageSize = 256
 )
@@ -70,7 +73,14 @@ type Handler struct {
 	// (the kernel's defaults when zero).
 	LeaseTTL       time.Duration
 	CleanupTimeout time.Duration
-	Logger         *slog.Logger
+	// StoreTimeout bounds each store call the handler makes itself —
+	// reading a turn's record and lines, its attempts, and its persist
+	// claim (DefaultStoreTimeout when zero): a store that stops
+	// answering ends the request with an error (503 before the stream
+	// began, an error line after), never hangs it. The run's own
+	// records are the kernel's, bounded by LeaseTTL and CleanupTimeout.
+	StoreTimeout time.Duration
+	Logger       *slog.Logger
 
 	once    sync.Once
 	base    context.Context
@@ -92,6 +102,54 @@ func (h *Handler) logger() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return h.Logger
+}
+
+// StoreTimeoutError is a store call of the handler that did not answer
+// within Handler.StoreTimeout: the store stopped answering, and the
+// request (or the turn's step that made the call) ends with it.
+type StoreTimeoutError struct {
+	// Op names the call: what the handler was reading or recording.
+	Op      string
+	Timeout time.Duration
+}
+
+func (e *StoreTimeoutError) Error() string {
+	return fmt.Sprintf("chatturn: the store did not answer within %s (%s)", e.Timeout, e.Op)
+}
+
+// storeCall runs one store call bounded by the handler's StoreTimeout;
+// a call cut by that bound returns the *StoreTimeoutError.
+func (h *Handler) storeCall(ctx context.Context, op string, call func(ctx context.Context) error) error {
+	bound := h.StoreTimeout
+	if bound <= 0 {
+		bound = DefaultStoreTimeout
+	}
+	timeout := &StoreTimeoutError{Op: op, Timeout: bound}
+	cctx, cancel := context.WithTimeoutCause(ctx, bound, timeout)
+	defer cancel()
+	err := call(cctx)
+	if err != nil && ctx.Err() == nil && context.Cause(cctx) == error(timeout) {
+		return timeout
+	}
+	return err
+}
+
+// getRun reads run id, bounded.
+func (h *Handler) getRun(ctx context.Context, id string) (r store.Run, err error) {
+	err = h.storeCall(ctx, "reading run "+id, func(ctx context.Context) error {
+		r, err = h.Store.GetRun(ctx, id)
+		return err
+	})
+	return r, err
+}
+
+// events reads up to limit lines of run runID after cursor, bounded.
+func (h *Handler) events(ctx context.Context, runID, cursor string, limit int) (events []store.Event, err error) {
+	err = h.storeCall(ctx, "reading the lines of run "+runID, func(ctx context.Context) error {
+		events, err = h.Store.Events(ctx, runID, cursor, limit)
+		return err
+	})
+	return events, err
 }
 
 // Shutdown waits for the durable turns this handler runs to end; when
@@ -163,7 +221,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		h.logger().Error("chat turn: recording the turn", "execution", execID, "err", err)
-		http.Error(w, "the turn could not be recorded; retry later", http.StatusServiceUnavailable)
+		msg := "the turn could not be recorded; retry later"
+		if st, ok := errors.AsType[*StoreTimeoutError](err); ok {
+			msg = st.Error() + ": the turn could not be read or recorded; retry later"
+		}
+		http.Error(w, msg, http.StatusServiceUnavailable)
 		return
 	}
 	out.start()
@@ -250,7 +312,7 @@ type attempt struct {
 func (h *Handler) attempts(ctx context.Context, execID string) ([]attempt, error) {
 	var out []attempt
 	for n := 1; n <= MaxAttempts; n++ {
-		r, err := h.Store.GetRun(ctx, attemptRunID(execID, n))
+		r, err := h.getRun(ctx, attemptRunID(execID, n))
 		if errors.Is(err, store.ErrNotFound) && n > 1 {
 			break
 		}
@@ -284,7 +346,7 @@ func (h *Handler) readPrior(ctx context.Context, execID string, attempts []attem
 	var p prior
 	for _, a := range attempts {
 		for cursor := ""; ; {
-			events, err := h.Store.Events(ctx, a.run.ID, cursor, pageSize)
+			events, err := h.events(ctx, a.run.ID, cursor, pageSize)
 			if err != nil {
 				return prior{}, fmt.Errorf("chatturn: reading turn %s's lines: %w", execID, err)
 			}
@@ -359,7 +421,7 @@ func (e *TurnConflictError) Error() string {
 // same kind, tenant, user and session. Only then may the request attach
 // to it. It returns the run as recorded.
 func (h *Handler) sameTurn(ctx context.Context, execID string, id Identity) (store.Run, error) {
-	r, err := h.Store.GetRun(ctx, execID)
+	r, err := h.getRun(ctx, execID)
 	if err != nil {
 		return store.Run{}, fmt.Errorf("chatturn: reading turn %s: %w", execID, err)
 	}
@@ -482,7 +544,11 @@ func (e *PersistInDoubtError) Error() string {
 // bounded look: an optimization only, since claimPersist checks the
 // claim again before any persist.
 func (h *Handler) persistClaimed(ctx context.Context, execID string) int64 {
-	recs, err := h.Store.ListIdempotency(ctx, store.IdempotencyQuery{Scope: persistScope, KeyPrefix: execID, Limit: 16})
+	var recs []store.Idempotency
+	err := h.storeCall(ctx, "reading the persist claim of turn "+execID, func(ctx context.Context) (err error) {
+		recs, err = h.Store.ListIdempotency(ctx, store.IdempotencyQuery{Scope: persistScope, KeyPrefix: execID, Limit: 16})
+		return err
+	})
 	if err != nil {
 		return 0
 	}
@@ -503,7 +569,14 @@ func (h *Handler) persistClaimed(ctx context.Context, execID string) int64 {
 func (h *Handler) claimPersist(ctx context.Context, execID string, attempt int) error {
 	rec := store.Idempotency{Scope: persistScope, Key: execID, RequestDigest: canonjson.DigestBytes([]byte(execID)),
 		Result: canonjson.ObjectValue([]canonjson.Member{{Name: "attempt", Value: canonjson.NumberValue(float64(attempt))}}), CreatedAt: time.Now()}
-	got, created, err := h.Store.ClaimIdempotency(ctx, rec)
+	var (
+		got     store.Idempotency
+		created bool
+	)
+	err := h.storeCall(ctx, "recording the persist claim of turn "+execID, func(ctx context.Context) (err error) {
+		got, created, err = h.Store.ClaimIdempotency(ctx, rec)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("recording the persist of the assistant message: %w", err)
 	}
@@ -539,14 +612,22 @@ func (h *Handler) follow(ctx context.Context, out *lineWriter, turn *Turn, execI
 		cursor = store.CursorFor(after - 1)
 	}
 	read, lastTerminal := false, false // read: a line of attempt n was read
+	// cut ends the stream of a reader the store failed (an error, or no
+	// answer within StoreTimeout): an error line without an id says so —
+	// the turn goes on, and the reader comes back with its Last-Event-ID.
+	cut := func(err error) {
+		if ctx.Err() != nil {
+			return
+		}
+		h.logger().Warn("chat turn: reading the turn's record", "execution", execID, "err", err)
+		out.write(0, errorLine(fmt.Sprintf("this stream of turn %s stopped: %v; the turn goes on without it: reconnect with the last line's id as Last-Event-ID to read on", execID, err)))
+	}
 	for {
 		runID := attemptRunID(execID, n)
-		events, err := h.Store.Events(ctx, runID, cursor, pageSize)
+		events, err := h.events(ctx, runID, cursor, pageSize)
 		if err != nil {
-			if ctx.Err() == nil {
-				h.logger().Warn("chat turn: reading the turn's lines", "execution", execID, "err", err)
-			}
-			return // the reader reconnects with its Last-Event-ID
+			cut(err)
+			return
 		}
 		for _, e := range events {
 			l, err := lineFromValue(e.Body)
@@ -564,16 +645,28 @@ func (h *Handler) follow(ctx context.Context, out *lineWriter, turn *Turn, execI
 		if len(events) == pageSize {
 			continue
 		}
-		run, err := h.Store.GetRun(ctx, runID)
-		if err == nil && run.Status.Terminal() {
-			more, err := h.Store.Events(ctx, runID, cursor, 1)
-			if err == nil && len(more) > 0 {
+		run, err := h.getRun(ctx, runID)
+		if err != nil {
+			cut(err)
+			return
+		}
+		if run.Status.Terminal() {
+			more, err := h.events(ctx, runID, cursor, 1)
+			if err != nil {
+				cut(err)
+				return
+			}
+			if len(more) > 0 {
 				continue
 			}
 			if lastTerminal || run.Status == store.StatusCompleted {
 				return // the reader already has the end
 			}
-			next, nerr := h.Store.GetRun(ctx, attemptRunID(execID, n+1))
+			next, nerr := h.getRun(ctx, attemptRunID(execID, n+1))
+			if nerr != nil && !errors.Is(nerr, store.ErrNotFound) {
+				cut(nerr)
+				return
+			}
 			if nerr == nil && next.ID != "" {
 				// A later attempt carries the execution on: its lines
 				// follow this one's.
@@ -583,13 +676,13 @@ func (h *Handler) follow(ctx context.Context, out *lineWriter, turn *Turn, execI
 					count, err = h.countLines(ctx, runID)
 				}
 				if err != nil {
-					h.logger().Warn("chat turn: counting an attempt's lines", "execution", execID, "run", runID, "err", err)
+					cut(fmt.Errorf("counting the lines of attempt %d: %w", n, err))
 					return
 				}
 				n, base, cursor, read = n+1, base+count, "", false
 				continue
 			}
-			if run.Status == store.StatusInterrupted && errors.Is(nerr, store.ErrNotFound) {
+			if run.Status == store.StatusInterrupted {
 				// The process serving the attempt died: carry the turn on
 				// (or find that another process did).
 				err := h.resume(ctx, turn, execID)
@@ -597,12 +690,15 @@ func (h *Handler) follow(ctx context.Context, out *lineWriter, turn *Turn, execI
 					continue
 				}
 				if !errors.Is(err, errNotResumable) {
-					if ctx.Err() == nil {
-						h.logger().Warn("chat turn: carrying on a turn whose process died", "execution", execID, "err", err)
-					}
-					return // the reader retries with its Last-Event-ID
+					cut(fmt.Errorf("carrying the turn on: %w", err))
+					return
 				}
-				if h.laterAttempt(ctx, execID, n) {
+				later, err := h.laterAttempt(ctx, execID, n)
+				if err != nil {
+					cut(err)
+					return
+				}
+				if later {
 					continue
 				}
 			}
@@ -634,7 +730,7 @@ func (h *Handler) follow(ctx context.Context, out *lineWriter, turn *Turn, execI
 func (h *Handler) countLines(ctx context.Context, runID string) (int64, error) {
 	var n int64
 	for cursor := ""; ; {
-		events, err := h.Store.Events(ctx, runID, cursor, pageSize)
+		events, err := h.events(ctx, runID, cursor, pageSize)
 		if err != nil {
 			return 0, err
 		}
@@ -647,9 +743,12 @@ func (h *Handler) countLines(ctx context.Context, runID string) (int64, error) {
 }
 
 // laterAttempt reports whether execID has an attempt after n.
-func (h *Handler) laterAttempt(ctx context.Context, execID string, n int) bool {
-	_, err := h.Store.GetRun(ctx, attemptRunID(execID, n+1))
-	return err == nil
+func (h *Handler) laterAttempt(ctx context.Context, execID string, n int) (bool, error) {
+	_, err := h.getRun(ctx, attemptRunID(execID, n+1))
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 func sessionOf(doc canonjson.Value) string {
