@@ -27,7 +27,15 @@
 // The assistant message is persisted at most once per execution: each
 // attempt claims the persist in the store first, and an attempt that
 // finds an earlier attempt's claim without its end fails
-// (PersistInDoubtError) rather than persist twice. A turn that really
+// (PersistInDoubtError) rather than persist twice. The claim is fenced
+// by the attempt's lease: an attempt claims only right after a fenced
+// write proved it holds its run (kernel RuntimeRun.Confirm), and trusts
+// the claim only if it returned before that lease, less a tenth, ran out
+// by its clock; an attempt paused past its lease — the turn carried on
+// by another — persists nothing and withdraws a claim it cannot vouch
+// for (PersistFenceError), leaving the persist to the turn's holder. A
+// claim that takes longer than nine tenths of the lease therefore fails
+// the turn unpersisted. A turn that really
 // failed — its failure recorded — replays that failure.
 //
 // Every store call the handler makes itself is bounded by

@@ -496,7 +496,7 @@ func (h *Handler) drive(run *kernel.RuntimeRun, turn *Turn, execID string, n int
 			}
 		}
 		o := runOptions{started: p.started, claimPersist: func(ctx context.Context) error {
-			return h.claimPersist(ctx, execID, n)
+			return h.claimPersist(ctx, run, execID, n)
 		}}
 		if n > 1 {
 			o.resume = &Attempt{ExecutionID: execID, Number: int64(n), LastEventID: p.lastEventID, Recorded: p.producer}
@@ -566,14 +566,32 @@ func (h *Handler) persistClaimed(ctx context.Context, execID string) int64 {
 // *PersistInDoubtError. The claim is the store's idempotency record, so
 // of all the attempts of an execution, in any process, at most one
 // persists.
-func (h *Handler) claimPersist(ctx context.Context, execID string, attempt int) error {
+//
+// The claim is fenced by the attempt's lease: an attempt claims only
+// right after a fenced write of its run proved it holds the lease
+// (RuntimeRun.Confirm, which renews it), and trusts its claim only if
+// the claim returned before that lease, less a margin for clocks, ran
+// out by this process's clock. A new attempt exists only once this
+// one's lease lapsed, so an attempt paused past its lease — the turn
+// carried on by another — claims nothing, or withdraws a claim it
+// cannot prove landed in time, and ends unpersisted
+// (*PersistFenceError): the turn is its new holder's to persist.
+func (h *Handler) claimPersist(ctx context.Context, run *kernel.RuntimeRun, execID string, attempt int) error {
+	var until time.Time
+	err := h.storeCall(ctx, "confirming the lease of turn "+execID, func(ctx context.Context) (err error) {
+		until, err = run.Confirm(ctx)
+		return err
+	})
+	if err != nil {
+		return &PersistFenceError{ExecutionID: execID, Attempt: int64(attempt), Err: err}
+	}
 	rec := store.Idempotency{Scope: persistScope, Key: execID, RequestDigest: canonjson.DigestBytes([]byte(execID)),
 		Result: canonjson.ObjectValue([]canonjson.Member{{Name: "attempt", Value: canonjson.NumberValue(float64(attempt))}}), CreatedAt: time.Now()}
 	var (
 		got     store.Idempotency
 		created bool
 	)
-	err := h.storeCall(ctx, "recording the persist claim of turn "+execID, func(ctx context.Context) (err error) {
+	err = h.storeCall(ctx, "recording the persist claim of turn "+execID, func(ctx context.Context) (err error) {
 		got, created, err = h.Store.ClaimIdempotency(ctx, rec)
 		return err
 	})
@@ -584,8 +602,45 @@ func (h *Handler) claimPersist(ctx context.Context, execID string, attempt int) 
 		a, _ := got.Result.Get("attempt")
 		return &PersistInDoubtError{ExecutionID: execID, Attempt: int64(a.Float())}
 	}
-	return nil
+	lease := h.LeaseTTL
+	if lease <= 0 {
+		lease = kernel.DefaultLeaseTTL
+	}
+	if time.Now().Before(until.Add(-lease / 10)) {
+		return nil
+	}
+	// The claim returned too late to be sure it landed while this
+	// attempt held the turn: it does not persist, and withdraws the
+	// claim so that the turn's next holder may (best effort: if that one
+	// already saw it, it fails in doubt).
+	err = h.storeCall(context.WithoutCancel(ctx), "withdrawing the persist claim of turn "+execID, func(ctx context.Context) error {
+		_, err := h.Store.DeleteIdempotency(ctx, []store.IdempotencyKey{{Scope: persistScope, Key: execID}})
+		return err
+	})
+	if err != nil {
+		h.logger().Warn("chat turn: withdrawing a persist claim made too late", "execution", execID, "attempt", attempt, "err", err)
+	}
+	return &PersistFenceError{ExecutionID: execID, Attempt: int64(attempt), Err: &kernel.LeaseLostError{RunID: run.ID()}}
 }
+
+// PersistFenceError ends an attempt that reached its persist without
+// proof that it still holds the turn's lease (it was paused, or its
+// store stopped answering, past the lease, and the turn may be another
+// attempt's by now): the assistant message is not persisted by it, and
+// the turn is left to its holder. Err is why: a *kernel.LeaseLostError
+// (errors.Is contract.ErrLeaseLost), or the store's failure to confirm.
+type PersistFenceError struct {
+	ExecutionID string
+	Attempt     int64
+	Err         error
+}
+
+func (e *PersistFenceError) Error() string {
+	return fmt.Sprintf("attempt %d of turn %s could not prove it still holds the turn, so it does not persist the assistant message: %v", e.Attempt, e.ExecutionID, e.Err)
+}
+
+// Unwrap returns why the lease was not proven.
+func (e *PersistFenceError) Unwrap() error { return e.Err }
 
 // follow writes the lines of execution execID after line after, and
 // the ones that follow, until its terminal line, reading them across the
