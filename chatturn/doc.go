@@ -35,8 +35,18 @@
 // by another — persists nothing and withdraws a claim it cannot vouch
 // for (PersistFenceError), leaving the persist to the turn's holder. A
 // claim that takes longer than nine tenths of the lease therefore fails
-// the turn unpersisted. A turn that really
-// failed — its failure recorded — replays that failure.
+// the turn unpersisted. A turn that really failed — its failure
+// recorded — replays that failure.
+//
+// A re-attach names the last line it has: a Last-Event-ID past the lines
+// recorded for the execution (ended or live: their number only grows),
+// or naming an execution with no record, is no position a reader could
+// have, and is refused 410 Gone saying so (PositionGoneError) — as the
+// sidecar refuses a resume past a turn's head — and starts nothing. A
+// Last-Event-ID of the last line of an ended turn gets an empty stream.
+// Other bad re-attaches are 400 (an unreadable Last-Event-ID) or 409
+// (another turn's X-Execution-ID, or resuming on a handler without a
+// store).
 //
 // Every store call the handler makes itself is bounded by
 // Handler.StoreTimeout (DefaultStoreTimeout): a store that stops

@@ -215,9 +215,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if err := h.start(r.Context(), turn, execID); err != nil {
+	err = nil
+	if after > 0 {
+		err = h.checkPosition(r.Context(), turn.Identity, execID, after)
+	}
+	if err == nil {
+		err = h.start(r.Context(), turn, execID)
+	}
+	if err != nil {
 		if _, ok := errors.AsType[*TurnConflictError](err); ok {
 			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		}
+		if _, ok := errors.AsType[*PositionGoneError](err); ok {
+			http.Error(w, err.Error(), http.StatusGone)
 			return
 		}
 		h.logger().Error("chat turn: recording the turn", "execution", execID, "err", err)
@@ -230,6 +241,65 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	out.start()
 	h.follow(r.Context(), out, turn, execID, after)
+}
+
+// PositionGoneError refuses a re-attach whose Last-Event-ID is past the
+// last line recorded for the execution (or names an execution with no
+// record): no reader received such a line, so the stream after it
+// cannot be served — answered 410, as the sidecar answers a resume past
+// a turn's head, and nothing is started for it.
+type PositionGoneError struct {
+	ExecutionID string
+	// After is the request's Last-Event-ID; Lines how many lines the
+	// execution recorded (0 when it has no record).
+	After, Lines int64
+	// Recorded: the execution has a record.
+	Recorded bool
+}
+
+func (e *PositionGoneError) Error() string {
+	if !e.Recorded {
+		return fmt.Sprintf("Last-Event-ID %d names a line of turn %s, which has no record here: it cannot be resumed (retry without Last-Event-ID to run it)", e.After, e.ExecutionID)
+	}
+	return fmt.Sprintf("Last-Event-ID %d is past the last line (%d) recorded for turn %s: no stream follows it (re-attach with a Last-Event-ID of at most %d)", e.After, e.Lines, e.ExecutionID, e.Lines)
+}
+
+// checkPosition checks a re-attach's Last-Event-ID against the record of
+// execID: a *PositionGoneError when it is past the lines recorded
+// across the execution's attempts (their number only grows, so a live
+// execution is judged as surely as an ended one), a *TurnConflictError
+// when the record is another identity's.
+func (h *Handler) checkPosition(ctx context.Context, id Identity, execID string, after int64) error {
+	if _, err := h.sameTurn(ctx, execID, id); errors.Is(err, store.ErrNotFound) {
+		return &PositionGoneError{ExecutionID: execID, After: after}
+	} else if err != nil {
+		return err
+	}
+	// Most re-attaches are within the first attempt: its line number
+	// after is recorded.
+	at, err := h.events(ctx, execID, store.CursorFor(after-1), 1)
+	if err != nil {
+		return fmt.Errorf("chatturn: reading turn %s's lines: %w", execID, err)
+	}
+	if len(at) > 0 {
+		return nil
+	}
+	all, err := h.attempts(ctx, execID)
+	if err != nil {
+		return err
+	}
+	var lines int64
+	for _, a := range all {
+		n, err := h.countLines(ctx, a.run.ID)
+		if err != nil {
+			return fmt.Errorf("chatturn: counting turn %s's lines: %w", execID, err)
+		}
+		lines += n
+	}
+	if after > lines {
+		return &PositionGoneError{ExecutionID: execID, After: after, Lines: lines, Recorded: true}
+	}
+	return nil
 }
 
 // start runs the turn detached, recorded as a runtime run whose id is
