@@ -526,6 +526,7 @@ func (h *Handler) drive(run *kernel.RuntimeRun, turn *Turn, execID string, n int
 		return nil
 	}
 	var usage func() ledger.Usage
+	var produced bool
 	var claimed int64
 	if n > 1 && p.end == nil && p.failing == nil {
 		claimed = h.persistClaimed(run.Context(), execID)
@@ -567,16 +568,21 @@ func (h *Handler) drive(run *kernel.RuntimeRun, turn *Turn, execID string, n int
 		}
 		o := runOptions{started: p.started, claimPersist: func(ctx context.Context) error {
 			return h.claimPersist(ctx, run, execID, n)
-		}}
+		}, produced: func() { produced = true }}
 		if n > 1 {
 			o.resume = &Attempt{ExecutionID: execID, Number: int64(n), LastEventID: p.lastEventID, Recorded: p.producer}
 		}
 		t.run(run.Context(), record, o)
 		// The producer's usage, as one model call: unknown when it does
-		// not report it.
+		// not report it, and only a floor when its production was cut
+		// (the reader went, the producer failed, the lease was lost):
+		// it reported what it spent so far, not what the turn spent.
 		var u ledger.Usage
 		if usage != nil {
 			u = usage()
+		}
+		if !produced {
+			u = u.Floor()
 		}
 		if err := run.Observe(kernel.RuntimeEvent{Type: kernel.RuntimeEventLLMCall, Usage: u}); err != nil {
 			h.logger().Warn("chat turn: recording the turn's usage", "execution", execID, "err", err)
