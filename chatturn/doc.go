@@ -27,6 +27,31 @@
 // The assistant message is persisted at most once per execution: each
 // attempt claims the persist in the store first, and an attempt that
 // finds an earlier attempt's claim without its end fails
-// (PersistInDoubtError) rather than persist twice. A turn that really
-// failed — its failure recorded — replays that failure.
+// (PersistInDoubtError) rather than persist twice. The claim is fenced
+// by the attempt's lease: an attempt claims only right after a fenced
+// write proved it holds its run (kernel RuntimeRun.Confirm), and trusts
+// the claim only if it returned before that lease, less a tenth, ran out
+// by its clock; an attempt paused past its lease — the turn carried on
+// by another — persists nothing and withdraws a claim it cannot vouch
+// for (PersistFenceError), leaving the persist to the turn's holder. A
+// claim that takes longer than nine tenths of the lease therefore fails
+// the turn unpersisted. A turn that really failed — its failure
+// recorded — replays that failure.
+//
+// A re-attach names the last line it has: a Last-Event-ID past the lines
+// recorded for the execution (ended or live: their number only grows),
+// or naming an execution with no record, is no position a reader could
+// have, and is refused 410 Gone saying so (PositionGoneError) — as the
+// sidecar refuses a resume past a turn's head — and starts nothing. A
+// Last-Event-ID of the last line of an ended turn gets an empty stream.
+// Other bad re-attaches are 400 (an unreadable Last-Event-ID) or 409
+// (another turn's X-Execution-ID, or resuming on a handler without a
+// store).
+//
+// Every store call the handler makes itself is bounded by
+// Handler.StoreTimeout (DefaultStoreTimeout): a store that stops
+// answering ends a request before its stream with 503, a reader's
+// stream with an error line that says so (the turn goes on; the reader
+// comes back with its Last-Event-ID), and a turn whose persist claim
+// gets no answer fails unpersisted (*StoreTimeoutError).
 package chatturn

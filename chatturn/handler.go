@@ -33,6 +33,9 @@ const HeaderExecutionID = "X-Execution-ID"
 const (
 	DefaultTurnTimeout  = 15 * time.Minute
 	DefaultPollInterval = 100 * time.Millisecond
+	// DefaultStoreTimeout bounds each store call a Handler makes
+	// (Handler.StoreTimeout), as delegation's queue bounds its own.
+	DefaultStoreTimeout = 10 * time.Second
 	// pageSize is how many recorded lines a reader fetches at once.
 	pageSize = 256
 )
@@ -70,7 +73,14 @@ type Handler struct {
 	// (the kernel's defaults when zero).
 	LeaseTTL       time.Duration
 	CleanupTimeout time.Duration
-	Logger         *slog.Logger
+	// StoreTimeout bounds each store call the handler makes itself —
+	// reading a turn's record and lines, its attempts, and its persist
+	// claim (DefaultStoreTimeout when zero): a store that stops
+	// answering ends the request with an error (503 before the stream
+	// began, an error line after), never hangs it. The run's own
+	// records are the kernel's, bounded by LeaseTTL and CleanupTimeout.
+	StoreTimeout time.Duration
+	Logger       *slog.Logger
 
 	once    sync.Once
 	base    context.Context
@@ -92,6 +102,54 @@ func (h *Handler) logger() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return h.Logger
+}
+
+// StoreTimeoutError is a store call of the handler that did not answer
+// within Handler.StoreTimeout: the store stopped answering, and the
+// request (or the turn's step that made the call) ends with it.
+type StoreTimeoutError struct {
+	// Op names the call: what the handler was reading or recording.
+	Op      string
+	Timeout time.Duration
+}
+
+func (e *StoreTimeoutError) Error() string {
+	return fmt.Sprintf("chatturn: the store did not answer within %s (%s)", e.Timeout, e.Op)
+}
+
+// storeCall runs one store call bounded by the handler's StoreTimeout;
+// a call cut by that bound returns the *StoreTimeoutError.
+func (h *Handler) storeCall(ctx context.Context, op string, call func(ctx context.Context) error) error {
+	bound := h.StoreTimeout
+	if bound <= 0 {
+		bound = DefaultStoreTimeout
+	}
+	timeout := &StoreTimeoutError{Op: op, Timeout: bound}
+	cctx, cancel := context.WithTimeoutCause(ctx, bound, timeout)
+	defer cancel()
+	err := call(cctx)
+	if err != nil && ctx.Err() == nil && context.Cause(cctx) == error(timeout) {
+		return timeout
+	}
+	return err
+}
+
+// getRun reads run id, bounded.
+func (h *Handler) getRun(ctx context.Context, id string) (r store.Run, err error) {
+	err = h.storeCall(ctx, "reading run "+id, func(ctx context.Context) error {
+		r, err = h.Store.GetRun(ctx, id)
+		return err
+	})
+	return r, err
+}
+
+// events reads up to limit lines of run runID after cursor, bounded.
+func (h *Handler) events(ctx context.Context, runID, cursor string, limit int) (events []store.Event, err error) {
+	err = h.storeCall(ctx, "reading the lines of run "+runID, func(ctx context.Context) error {
+		events, err = h.Store.Events(ctx, runID, cursor, limit)
+		return err
+	})
+	return events, err
 }
 
 // Shutdown waits for the durable turns this handler runs to end; when
@@ -157,17 +215,91 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if err := h.start(r.Context(), turn, execID); err != nil {
+	err = nil
+	if after > 0 {
+		err = h.checkPosition(r.Context(), turn.Identity, execID, after)
+	}
+	if err == nil {
+		err = h.start(r.Context(), turn, execID)
+	}
+	if err != nil {
 		if _, ok := errors.AsType[*TurnConflictError](err); ok {
 			http.Error(w, err.Error(), http.StatusConflict)
 			return
 		}
+		if _, ok := errors.AsType[*PositionGoneError](err); ok {
+			http.Error(w, err.Error(), http.StatusGone)
+			return
+		}
 		h.logger().Error("chat turn: recording the turn", "execution", execID, "err", err)
-		http.Error(w, "the turn could not be recorded; retry later", http.StatusServiceUnavailable)
+		msg := "the turn could not be recorded; retry later"
+		if st, ok := errors.AsType[*StoreTimeoutError](err); ok {
+			msg = st.Error() + ": the turn could not be read or recorded; retry later"
+		}
+		http.Error(w, msg, http.StatusServiceUnavailable)
 		return
 	}
 	out.start()
 	h.follow(r.Context(), out, turn, execID, after)
+}
+
+// PositionGoneError refuses a re-attach whose Last-Event-ID is past the
+// last line recorded for the execution (or names an execution with no
+// record): no reader received such a line, so the stream after it
+// cannot be served — answered 410, as the sidecar answers a resume past
+// a turn's head, and nothing is started for it.
+type PositionGoneError struct {
+	ExecutionID string
+	// After is the request's Last-Event-ID; Lines how many lines the
+	// execution recorded (0 when it has no record).
+	After, Lines int64
+	// Recorded: the execution has a record.
+	Recorded bool
+}
+
+func (e *PositionGoneError) Error() string {
+	if !e.Recorded {
+		return fmt.Sprintf("Last-Event-ID %d names a line of turn %s, which has no record here: it cannot be resumed (retry without Last-Event-ID to run it)", e.After, e.ExecutionID)
+	}
+	return fmt.Sprintf("Last-Event-ID %d is past the last line (%d) recorded for turn %s: no stream follows it (re-attach with a Last-Event-ID of at most %d)", e.After, e.Lines, e.ExecutionID, e.Lines)
+}
+
+// checkPosition checks a re-attach's Last-Event-ID against the record of
+// execID: a *PositionGoneError when it is past the lines recorded
+// across the execution's attempts (their number only grows, so a live
+// execution is judged as surely as an ended one), a *TurnConflictError
+// when the record is another identity's.
+func (h *Handler) checkPosition(ctx context.Context, id Identity, execID string, after int64) error {
+	if _, err := h.sameTurn(ctx, execID, id); errors.Is(err, store.ErrNotFound) {
+		return &PositionGoneError{ExecutionID: execID, After: after}
+	} else if err != nil {
+		return err
+	}
+	// Most re-attaches are within the first attempt: its line number
+	// after is recorded.
+	at, err := h.events(ctx, execID, store.CursorFor(after-1), 1)
+	if err != nil {
+		return fmt.Errorf("chatturn: reading turn %s's lines: %w", execID, err)
+	}
+	if len(at) > 0 {
+		return nil
+	}
+	all, err := h.attempts(ctx, execID)
+	if err != nil {
+		return err
+	}
+	var lines int64
+	for _, a := range all {
+		n, err := h.countLines(ctx, a.run.ID)
+		if err != nil {
+			return fmt.Errorf("chatturn: counting turn %s's lines: %w", execID, err)
+		}
+		lines += n
+	}
+	if after > lines {
+		return &PositionGoneError{ExecutionID: execID, After: after, Lines: lines, Recorded: true}
+	}
+	return nil
 }
 
 // start runs the turn detached, recorded as a runtime run whose id is
@@ -250,7 +382,7 @@ type attempt struct {
 func (h *Handler) attempts(ctx context.Context, execID string) ([]attempt, error) {
 	var out []attempt
 	for n := 1; n <= MaxAttempts; n++ {
-		r, err := h.Store.GetRun(ctx, attemptRunID(execID, n))
+		r, err := h.getRun(ctx, attemptRunID(execID, n))
 		if errors.Is(err, store.ErrNotFound) && n > 1 {
 			break
 		}
@@ -284,7 +416,7 @@ func (h *Handler) readPrior(ctx context.Context, execID string, attempts []attem
 	var p prior
 	for _, a := range attempts {
 		for cursor := ""; ; {
-			events, err := h.Store.Events(ctx, a.run.ID, cursor, pageSize)
+			events, err := h.events(ctx, a.run.ID, cursor, pageSize)
 			if err != nil {
 				return prior{}, fmt.Errorf("chatturn: reading turn %s's lines: %w", execID, err)
 			}
@@ -359,7 +491,7 @@ func (e *TurnConflictError) Error() string {
 // same kind, tenant, user and session. Only then may the request attach
 // to it. It returns the run as recorded.
 func (h *Handler) sameTurn(ctx context.Context, execID string, id Identity) (store.Run, error) {
-	r, err := h.Store.GetRun(ctx, execID)
+	r, err := h.getRun(ctx, execID)
 	if err != nil {
 		return store.Run{}, fmt.Errorf("chatturn: reading turn %s: %w", execID, err)
 	}
@@ -394,6 +526,7 @@ func (h *Handler) drive(run *kernel.RuntimeRun, turn *Turn, execID string, n int
 		return nil
 	}
 	var usage func() ledger.Usage
+	var produced bool
 	var claimed int64
 	if n > 1 && p.end == nil && p.failing == nil {
 		claimed = h.persistClaimed(run.Context(), execID)
@@ -434,17 +567,22 @@ func (h *Handler) drive(run *kernel.RuntimeRun, turn *Turn, execID string, n int
 			}
 		}
 		o := runOptions{started: p.started, claimPersist: func(ctx context.Context) error {
-			return h.claimPersist(ctx, execID, n)
-		}}
+			return h.claimPersist(ctx, run, execID, n)
+		}, produced: func() { produced = true }}
 		if n > 1 {
 			o.resume = &Attempt{ExecutionID: execID, Number: int64(n), LastEventID: p.lastEventID, Recorded: p.producer}
 		}
 		t.run(run.Context(), record, o)
 		// The producer's usage, as one model call: unknown when it does
-		// not report it.
+		// not report it, and only a floor when its production was cut
+		// (the reader went, the producer failed, the lease was lost):
+		// it reported what it spent so far, not what the turn spent.
 		var u ledger.Usage
 		if usage != nil {
 			u = usage()
+		}
+		if !produced {
+			u = u.Floor()
 		}
 		if err := run.Observe(kernel.RuntimeEvent{Type: kernel.RuntimeEventLLMCall, Usage: u}); err != nil {
 			h.logger().Warn("chat turn: recording the turn's usage", "execution", execID, "err", err)
@@ -482,7 +620,11 @@ func (e *PersistInDoubtError) Error() string {
 // bounded look: an optimization only, since claimPersist checks the
 // claim again before any persist.
 func (h *Handler) persistClaimed(ctx context.Context, execID string) int64 {
-	recs, err := h.Store.ListIdempotency(ctx, store.IdempotencyQuery{Scope: persistScope, KeyPrefix: execID, Limit: 16})
+	var recs []store.Idempotency
+	err := h.storeCall(ctx, "reading the persist claim of turn "+execID, func(ctx context.Context) (err error) {
+		recs, err = h.Store.ListIdempotency(ctx, store.IdempotencyQuery{Scope: persistScope, KeyPrefix: execID, Limit: 16})
+		return err
+	})
 	if err != nil {
 		return 0
 	}
@@ -500,10 +642,35 @@ func (h *Handler) persistClaimed(ctx context.Context, execID string) int64 {
 // *PersistInDoubtError. The claim is the store's idempotency record, so
 // of all the attempts of an execution, in any process, at most one
 // persists.
-func (h *Handler) claimPersist(ctx context.Context, execID string, attempt int) error {
+//
+// The claim is fenced by the attempt's lease: an attempt claims only
+// right after a fenced write of its run proved it holds the lease
+// (RuntimeRun.Confirm, which renews it), and trusts its claim only if
+// the claim returned before that lease, less a margin for clocks, ran
+// out by this process's clock. A new attempt exists only once this
+// one's lease lapsed, so an attempt paused past its lease — the turn
+// carried on by another — claims nothing, or withdraws a claim it
+// cannot prove landed in time, and ends unpersisted
+// (*PersistFenceError): the turn is its new holder's to persist.
+func (h *Handler) claimPersist(ctx context.Context, run *kernel.RuntimeRun, execID string, attempt int) error {
+	var until time.Time
+	err := h.storeCall(ctx, "confirming the lease of turn "+execID, func(ctx context.Context) (err error) {
+		until, err = run.Confirm(ctx)
+		return err
+	})
+	if err != nil {
+		return &PersistFenceError{ExecutionID: execID, Attempt: int64(attempt), Err: err}
+	}
 	rec := store.Idempotency{Scope: persistScope, Key: execID, RequestDigest: canonjson.DigestBytes([]byte(execID)),
 		Result: canonjson.ObjectValue([]canonjson.Member{{Name: "attempt", Value: canonjson.NumberValue(float64(attempt))}}), CreatedAt: time.Now()}
-	got, created, err := h.Store.ClaimIdempotency(ctx, rec)
+	var (
+		got     store.Idempotency
+		created bool
+	)
+	err = h.storeCall(ctx, "recording the persist claim of turn "+execID, func(ctx context.Context) (err error) {
+		got, created, err = h.Store.ClaimIdempotency(ctx, rec)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("recording the persist of the assistant message: %w", err)
 	}
@@ -511,8 +678,45 @@ func (h *Handler) claimPersist(ctx context.Context, execID string, attempt int) 
 		a, _ := got.Result.Get("attempt")
 		return &PersistInDoubtError{ExecutionID: execID, Attempt: int64(a.Float())}
 	}
-	return nil
+	lease := h.LeaseTTL
+	if lease <= 0 {
+		lease = kernel.DefaultLeaseTTL
+	}
+	if time.Now().Before(until.Add(-lease / 10)) {
+		return nil
+	}
+	// The claim returned too late to be sure it landed while this
+	// attempt held the turn: it does not persist, and withdraws the
+	// claim so that the turn's next holder may (best effort: if that one
+	// already saw it, it fails in doubt).
+	err = h.storeCall(context.WithoutCancel(ctx), "withdrawing the persist claim of turn "+execID, func(ctx context.Context) error {
+		_, err := h.Store.DeleteIdempotency(ctx, []store.IdempotencyKey{{Scope: persistScope, Key: execID}})
+		return err
+	})
+	if err != nil {
+		h.logger().Warn("chat turn: withdrawing a persist claim made too late", "execution", execID, "attempt", attempt, "err", err)
+	}
+	return &PersistFenceError{ExecutionID: execID, Attempt: int64(attempt), Err: &kernel.LeaseLostError{RunID: run.ID()}}
 }
+
+// PersistFenceError ends an attempt that reached its persist without
+// proof that it still holds the turn's lease (it was paused, or its
+// store stopped answering, past the lease, and the turn may be another
+// attempt's by now): the assistant message is not persisted by it, and
+// the turn is left to its holder. Err is why: a *kernel.LeaseLostError
+// (errors.Is contract.ErrLeaseLost), or the store's failure to confirm.
+type PersistFenceError struct {
+	ExecutionID string
+	Attempt     int64
+	Err         error
+}
+
+func (e *PersistFenceError) Error() string {
+	return fmt.Sprintf("attempt %d of turn %s could not prove it still holds the turn, so it does not persist the assistant message: %v", e.Attempt, e.ExecutionID, e.Err)
+}
+
+// Unwrap returns why the lease was not proven.
+func (e *PersistFenceError) Unwrap() error { return e.Err }
 
 // follow writes the lines of execution execID after line after, and
 // the ones that follow, until its terminal line, reading them across the
@@ -539,14 +743,22 @@ func (h *Handler) follow(ctx context.Context, out *lineWriter, turn *Turn, execI
 		cursor = store.CursorFor(after - 1)
 	}
 	read, lastTerminal := false, false // read: a line of attempt n was read
+	// cut ends the stream of a reader the store failed (an error, or no
+	// answer within StoreTimeout): an error line without an id says so —
+	// the turn goes on, and the reader comes back with its Last-Event-ID.
+	cut := func(err error) {
+		if ctx.Err() != nil {
+			return
+		}
+		h.logger().Warn("chat turn: reading the turn's record", "execution", execID, "err", err)
+		out.write(0, errorLine(fmt.Sprintf("this stream of turn %s stopped: %v; the turn goes on without it: reconnect with the last line's id as Last-Event-ID to read on", execID, err)))
+	}
 	for {
 		runID := attemptRunID(execID, n)
-		events, err := h.Store.Events(ctx, runID, cursor, pageSize)
+		events, err := h.events(ctx, runID, cursor, pageSize)
 		if err != nil {
-			if ctx.Err() == nil {
-				h.logger().Warn("chat turn: reading the turn's lines", "execution", execID, "err", err)
-			}
-			return // the reader reconnects with its Last-Event-ID
+			cut(err)
+			return
 		}
 		for _, e := range events {
 			l, err := lineFromValue(e.Body)
@@ -564,16 +776,28 @@ func (h *Handler) follow(ctx context.Context, out *lineWriter, turn *Turn, execI
 		if len(events) == pageSize {
 			continue
 		}
-		run, err := h.Store.GetRun(ctx, runID)
-		if err == nil && run.Status.Terminal() {
-			more, err := h.Store.Events(ctx, runID, cursor, 1)
-			if err == nil && len(more) > 0 {
+		run, err := h.getRun(ctx, runID)
+		if err != nil {
+			cut(err)
+			return
+		}
+		if run.Status.Terminal() {
+			more, err := h.events(ctx, runID, cursor, 1)
+			if err != nil {
+				cut(err)
+				return
+			}
+			if len(more) > 0 {
 				continue
 			}
 			if lastTerminal || run.Status == store.StatusCompleted {
 				return // the reader already has the end
 			}
-			next, nerr := h.Store.GetRun(ctx, attemptRunID(execID, n+1))
+			next, nerr := h.getRun(ctx, attemptRunID(execID, n+1))
+			if nerr != nil && !errors.Is(nerr, store.ErrNotFound) {
+				cut(nerr)
+				return
+			}
 			if nerr == nil && next.ID != "" {
 				// A later attempt carries the execution on: its lines
 				// follow this one's.
@@ -583,13 +807,13 @@ func (h *Handler) follow(ctx context.Context, out *lineWriter, turn *Turn, execI
 					count, err = h.countLines(ctx, runID)
 				}
 				if err != nil {
-					h.logger().Warn("chat turn: counting an attempt's lines", "execution", execID, "run", runID, "err", err)
+					cut(fmt.Errorf("counting the lines of attempt %d: %w", n, err))
 					return
 				}
 				n, base, cursor, read = n+1, base+count, "", false
 				continue
 			}
-			if run.Status == store.StatusInterrupted && errors.Is(nerr, store.ErrNotFound) {
+			if run.Status == store.StatusInterrupted {
 				// The process serving the attempt died: carry the turn on
 				// (or find that another process did).
 				err := h.resume(ctx, turn, execID)
@@ -597,12 +821,15 @@ func (h *Handler) follow(ctx context.Context, out *lineWriter, turn *Turn, execI
 					continue
 				}
 				if !errors.Is(err, errNotResumable) {
-					if ctx.Err() == nil {
-						h.logger().Warn("chat turn: carrying on a turn whose process died", "execution", execID, "err", err)
-					}
-					return // the reader retries with its Last-Event-ID
+					cut(fmt.Errorf("carrying the turn on: %w", err))
+					return
 				}
-				if h.laterAttempt(ctx, execID, n) {
+				later, err := h.laterAttempt(ctx, execID, n)
+				if err != nil {
+					cut(err)
+					return
+				}
+				if later {
 					continue
 				}
 			}
@@ -634,7 +861,7 @@ func (h *Handler) follow(ctx context.Context, out *lineWriter, turn *Turn, execI
 func (h *Handler) countLines(ctx context.Context, runID string) (int64, error) {
 	var n int64
 	for cursor := ""; ; {
-		events, err := h.Store.Events(ctx, runID, cursor, pageSize)
+		events, err := h.events(ctx, runID, cursor, pageSize)
 		if err != nil {
 			return 0, err
 		}
@@ -647,9 +874,12 @@ func (h *Handler) countLines(ctx context.Context, runID string) (int64, error) {
 }
 
 // laterAttempt reports whether execID has an attempt after n.
-func (h *Handler) laterAttempt(ctx context.Context, execID string, n int) bool {
-	_, err := h.Store.GetRun(ctx, attemptRunID(execID, n+1))
-	return err == nil
+func (h *Handler) laterAttempt(ctx context.Context, execID string, n int) (bool, error) {
+	_, err := h.getRun(ctx, attemptRunID(execID, n+1))
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 func sessionOf(doc canonjson.Value) string {

@@ -310,12 +310,16 @@ func TestRetryAfterServerKilledReattachesToTheSubstrate(t *testing.T) {
 		}
 		checkAttempts(t, h.Store, exec, store.StatusInterrupted, store.StatusCompleted)
 		// Readers come back at any line of the execution, across its
-		// attempts: the rest, numbered on; at or past the end, nothing.
-		for after, want := range map[int]int{2: len(all) - 2, 10: len(all) - 10, len(all): 0, len(all) + 5: 0} {
+		// attempts: the rest, numbered on; at the end, nothing; past it,
+		// 410 (no reader has such a line).
+		for after, want := range map[int]int{2: len(all) - 2, 10: len(all) - 10, len(all): 0} {
 			rest, _ := post(t, srv.URL, http.Header{chatturn.HeaderExecutionID: {exec}, "Last-Event-Id": {strconv.Itoa(after)}})
 			if len(rest) != want || want > 0 && (rest[0].Type != all[after].Type || rest[len(rest)-1].Type != chatturn.TypeCompleted) {
 				t.Errorf("after line %d: %v; want the last %d lines", after, types(rest), want)
 			}
+		}
+		if _, resp := post(t, srv.URL, http.Header{chatturn.HeaderExecutionID: {exec}, "Last-Event-Id": {strconv.Itoa(len(all) + 1)}}); resp.StatusCode != http.StatusGone {
+			t.Errorf("after line %d, past the %d lines across both attempts: status %d; want 410", len(all)+1, len(all), resp.StatusCode)
 		}
 	})
 }

@@ -115,7 +115,9 @@ type Production struct {
 	FinalText func() string
 	// Usage, when set, reports what the turn's model work spent once
 	// the events are drained; a durable turn records it. Without it the
-	// turn's usage is recorded unknown, never zero.
+	// turn's usage is recorded unknown, never zero; a turn whose
+	// production was cut (its events ended in an error, or the turn's
+	// context ended first) records what Usage reported as a floor.
 	Usage func() ledger.Usage
 	// Continues, set by Hooks.Resume, says the events carry the
 	// execution on after Attempt.LastEventID: the substrate still had
@@ -253,6 +255,10 @@ type runOptions struct {
 	// claimPersist, when set, is called right before the assistant
 	// message is persisted; an error fails the turn unpersisted.
 	claimPersist func(ctx context.Context) error
+	// produced, when set, is called once the production ran to its end
+	// (its events drained without error while the turn's context was
+	// live): its usage is then the turn's whole, not a floor.
+	produced func()
 }
 
 // run drives the turn, handing each line to emit in order. An emit
@@ -286,6 +292,11 @@ func (t *Turn) run(ctx context.Context, emit func(Line) error, o runOptions) {
 	final, err := t.produce(ctx, send, o.resume)
 	if err == nil {
 		err = ctx.Err()
+	}
+	if err == nil && o.produced != nil {
+		// Drained, and not because the turn's context ended (a producer
+		// may stop quietly on it).
+		o.produced()
 	}
 	if err != nil {
 		t.fail(send, err)

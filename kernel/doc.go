@@ -33,6 +33,10 @@
 // interrupted, and the store refuses everything more the old holder would
 // record. The run is then cancelled with a *LeaseLostError and its front
 // door returns a *RunError with StatusInterrupted and ReasonLeaseLost.
+// Work a runtime run's caller must do at most once across the run's
+// holders (a claim it makes elsewhere in the store) first proves the
+// lease with RuntimeRun.Confirm: a fenced write that renews it, and
+// returns its new end by this process's clock.
 //
 // No store or provider call can hold a run past its caller: calls made
 // while the caller's context lives are bounded by it, and every call made

@@ -259,6 +259,34 @@ func (l *life) holds() error {
 	return nil
 }
 
+// confirm proves, by a write fenced by the lease generation that also
+// renews the lease, that this process holds the run now; it returns the
+// lease's new end. ctx bounds the write too. A lease found lost (by the
+// store's fence, or by this process's clock when the write returned) is
+// the *LeaseLostError.
+func (l *life) confirm(ctx context.Context) (time.Time, error) {
+	if err := l.holds(); err != nil {
+		return time.Time{}, err
+	}
+	cctx, cancel := context.WithCancel(l.writeCtx())
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	until := time.Now().Add(l.ttl)
+	_, err := l.s.UpdateFenced(cctx, l.fence, func(r *store.Run) error {
+		r.LeaseUntil = until
+		return nil
+	})
+	err = l.fenced(err)
+	if lost := l.leaseLost(); lost != nil {
+		return time.Time{}, lost
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	l.leaseUntil.Store(until.UnixNano())
+	return until, nil
+}
+
 // appendEvents durably appends events, fenced.
 func (l *life) appendEvents(events []store.NewEvent) ([]store.Event, error) {
 	if err := l.holds(); err != nil {

@@ -274,6 +274,28 @@ func (r *RuntimeRun) AppendEvents(events []store.NewEvent) ([]store.Event, error
 	return out, nil
 }
 
+// Confirm proves that this process holds the run's lease now: a write
+// fenced by the lease generation, which also renews the lease, and that
+// returned before the lease (as this process last renewed it) ran out.
+// It returns the lease's new end, as this process's clock reads it: work
+// that must happen at most once across the run's holders (a claim made
+// elsewhere in the store) confirms first, and trusts the claim only if
+// it returned before then. A lost lease is the *LeaseLostError; ctx
+// bounds the write. Without a Store, or on an ended run, it is an error.
+func (r *RuntimeRun) Confirm(ctx context.Context) (time.Time, error) {
+	if r.life == nil {
+		return time.Time{}, fmt.Errorf("kernel: runtime run %s has no store to hold a lease in", r.opts.RunID)
+	}
+	if st := r.Status(); st != store.StatusRunning {
+		return time.Time{}, &RuntimeRunStateError{RunID: r.opts.RunID, Status: st, Op: "confirm its lease"}
+	}
+	until, err := r.life.confirm(ctx)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("kernel: confirming runtime run %s's lease: %w", r.opts.RunID, err)
+	}
+	return until, nil
+}
+
 // Cost returns what the run spent so far as observed.
 func (r *RuntimeRun) Cost() RuntimeCost {
 	r.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/store"
@@ -279,5 +280,42 @@ func TestRuntimeRunLeaseLost(t *testing.T) {
 	}
 	if in := rec.Spend.InputTokens; in.Value != 7 || in.Complete {
 		t.Errorf("spend %s; want the observed 7 as a floor", in)
+	}
+}
+
+// RuntimeRun.Confirm proves the lease by a fenced write that renews it:
+// it returns the lease's new end while the run is this process's; once
+// the store says otherwise (here another process ended the run) it is
+// the *LeaseLostError, and the run's context ends with it; on an ended
+// run it is a *RuntimeRunStateError.
+func TestRuntimeRunConfirm(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.New(nil)
+	run, err := kernel.StartRuntimeRun(ctx, kernel.RuntimeRunOptions{WorkspaceID: "ws", TaskID: "t", RunID: "rt-c", Store: mem,
+		LeaseTTL: kernel.MinLeaseTTL, CleanupTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	until, err := run.Confirm(ctx)
+	if err != nil || until.Before(before.Add(kernel.MinLeaseTTL)) {
+		t.Fatalf("Confirm: %s, %v; want the lease renewed to at least %s", until, err, before.Add(kernel.MinLeaseTTL))
+	}
+	if r, err := mem.GetRun(ctx, "rt-c"); err != nil || r.LeaseUntil.Before(until) {
+		t.Errorf("stored lease until %s (%v); want at least %s", r.LeaseUntil, err, until)
+	}
+	if _, err := mem.UpdateRun(ctx, "rt-c", func(r *store.Run) error { r.Status = store.StatusCancelled; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	_, err = run.Confirm(ctx)
+	if _, ok := errors.AsType[*kernel.LeaseLostError](err); !ok || !errors.Is(err, contract.ErrLeaseLost) {
+		t.Fatalf("Confirm of a run another process ended: %v; want a *LeaseLostError", err)
+	}
+	if _, ok := errors.AsType[*kernel.LeaseLostError](context.Cause(run.Context())); !ok {
+		t.Errorf("the run's context ended with %v; want the lost lease", context.Cause(run.Context()))
+	}
+	run.Complete(kernel.RuntimeCompletion{Status: store.StatusCompleted})
+	if _, err := run.Confirm(ctx); !errors.Is(err, kernel.ErrRuntimeRunState) {
+		t.Errorf("Confirm of an ended run: %v; want a *RuntimeRunStateError", err)
 	}
 }
