@@ -298,7 +298,9 @@ func (l *life) finishing() { l.armCleanup() }
 // fenced. doc builds the run's final document; it is given the
 // *LeaseLostError when the lease was lost (then the document must say
 // the run was interrupted), nil otherwise. A lost lease is returned as
-// the *LeaseLostError.
+// the *LeaseLostError. A terminal write the store did not take is tried
+// again, pausing between tries, until it lands or the lease (no longer
+// renewed) would lapse.
 //
 // When the lease was lost, end records nothing but the truth readers
 // already see: if the store still holds this process's fence (a write
@@ -312,10 +314,30 @@ func (l *life) end(status store.Status, doc func(lost *LeaseLostError) canonjson
 		return store.Run{}, l.recordLost(doc)
 	}
 	final := doc(nil)
-	ended, err := l.s.UpdateFenced(l.writeCtx(), l.fence, func(r *store.Run) error {
-		r.Status, r.LeaseUntil, r.Doc = status, time.Time{}, keepCancelRequest(r.Doc, final)
-		return nil
-	})
+	write := func(ctx context.Context) (store.Run, error) {
+		return l.s.UpdateFenced(ctx, l.fence, func(r *store.Run) error {
+			r.Status, r.LeaseUntil, r.Doc = status, time.Time{}, keepCancelRequest(r.Doc, final)
+			return nil
+		})
+	}
+	ended, err := write(l.writeCtx())
+	// A terminal write the store did not take (it failed, or did not
+	// answer) is tried again while this process still holds the lease:
+	// nobody else can take the run over until it lapses, so the real end
+	// may still land once the store answers — a turn that finished must
+	// not read interrupted, and be run again, for a few seconds' outage.
+	// Each try is bounded by the lease, and so is the wait.
+	for try := 0; err != nil && !errors.Is(err, store.ErrFenced); try++ {
+		until := time.Unix(0, l.leaseUntil.Load())
+		pause := min(endRetryFirst<<min(try, 4), endRetryMost)
+		if time.Until(until) <= pause {
+			break
+		}
+		time.Sleep(pause)
+		ctx, cancel := context.WithDeadline(context.WithoutCancel(l.io), until)
+		ended, err = write(ctx)
+		cancel()
+	}
 	if err := l.fenced(err); err != nil {
 		if l.leaseLost() != nil {
 			return store.Run{}, l.recordLost(doc)
@@ -324,6 +346,13 @@ func (l *life) end(status store.Status, doc func(lost *LeaseLostError) canonjson
 	}
 	return ended, nil
 }
+
+// The pause before the terminal write is tried again: endRetryFirst,
+// doubling per try up to endRetryMost, while the lease holds (see end).
+const (
+	endRetryFirst = 100 * time.Millisecond
+	endRetryMost  = time.Second
+)
 
 // unrecordedEnd is the error of a run whose terminal write failed (the
 // store failed or did not answer within the cleanup window): interrupted,
