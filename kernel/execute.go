@@ -503,21 +503,15 @@ func (x *execution) consume(ctx context.Context, events iter.Seq2[contract.Envir
 		if out, ok := e.Data["result"]; ok && out.IsValid() {
 			x.res.Output = out
 		}
-		kind, ok := contract.EnvironmentEventTerminal(e)
-		if !ok && e.Type == "error" {
-			// Spec §2.3: an error event fails the execution even when the
-			// provider did not mark it terminal.
-			kind, ok = contract.TerminalFailed, true
-		}
-		if ok {
+		if kind, ok := turnTerminal(e); ok {
 			terminal, x.terminal = kind, kind
 			switch kind {
 			case contract.TerminalFailed:
 				x.fail(store.StatusFailed, ReasonInBandError, eventError(e), nil)
 				// A failure the model ended the turn with itself (a token
 				// limit, say) closes a whole turn; an error breaks one off.
-				if r, ok := e.Data[StopReasonMember]; ok && r.Kind() == canonjson.String && r.Str() != "" {
-					x.stoppedByModel, x.stopReason = true, r.Str()
+				if r := modelStopReason(e); r != "" {
+					x.stoppedByModel, x.stopReason = true, r
 				}
 			case contract.TerminalCancelled:
 				// The caller's own cancel or deadline, when that is why,
@@ -533,9 +527,9 @@ func (x *execution) consume(ctx context.Context, events iter.Seq2[contract.Envir
 					x.fail(store.StatusFailed, ReasonInBandError, "the provider reported the turn cancelled, which nobody requested", nil)
 				}
 			}
-			if t, ok := e.Data["text"]; ok && t.Kind() == canonjson.String && t.Str() != "" {
+			if t := terminalText(e); t != "" {
 				x.text.Reset()
-				x.text.WriteString(t.Str())
+				x.text.WriteString(t)
 			}
 			// The terminal ends the turn (the contract: a stream ends
 			// with its terminal event). Nothing after it is read: a
@@ -550,6 +544,35 @@ func (x *execution) consume(ctx context.Context, events iter.Seq2[contract.Envir
 	case terminal == "" && !x.contextEnd(ctx):
 		x.fail(store.StatusFailed, ReasonNoTerminal, "the stream ended without a terminal event", nil)
 	}
+}
+
+// turnTerminal reports the kind of turn end e is: its own terminal
+// marking, or failed for an "error" event (spec §2.3: an error event
+// fails the execution even when the provider did not mark it terminal).
+func turnTerminal(e contract.EnvironmentEvent) (contract.TerminalKind, bool) {
+	kind, ok := contract.EnvironmentEventTerminal(e)
+	if !ok && e.Type == "error" {
+		kind, ok = contract.TerminalFailed, true
+	}
+	return kind, ok
+}
+
+// modelStopReason is the model's own reason a failed terminal event
+// names (StopReasonMember), "" when it names none.
+func modelStopReason(e contract.EnvironmentEvent) string {
+	if r, ok := e.Data[StopReasonMember]; ok && r.Kind() == canonjson.String {
+		return r.Str()
+	}
+	return ""
+}
+
+// terminalText is the whole text a terminal event states (data.text),
+// which replaces the streamed text; "" when it states none.
+func terminalText(e contract.EnvironmentEvent) string {
+	if t, ok := e.Data["text"]; ok && t.Kind() == canonjson.String {
+		return t.Str()
+	}
+	return ""
 }
 
 // StopReasonMember is the member of a failed terminal event's data that
