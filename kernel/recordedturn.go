@@ -53,8 +53,8 @@ func (t *RecordedTurn) Ended() bool {
 // terminal event ends it (an "error" event is a failed one), and a turn
 // that ended cancelled and was then run again (a re-attached turn that
 // had died with its holder, see Reattach) is the turn that ran after it.
-// A missing run is store.ErrNotFound; an event that is not an
-// environment event is an error.
+// A missing run is store.ErrNotFound; a recorded event that is not an
+// environment event is skipped.
 func ReadRecordedTurn(ctx context.Context, s store.Store, runID string) (*RecordedTurn, error) {
 	out := &RecordedTurn{}
 	var text strings.Builder
@@ -66,11 +66,13 @@ func ReadRecordedTurn(ctx context.Context, s store.Store, runID string) (*Record
 			return nil, fmt.Errorf("kernel: reading run %s's events: %w", runID, err)
 		}
 		for _, stored := range page {
+			out.Events++
 			var e contract.EnvironmentEvent
 			if err := canonjson.FromValue(stored.Body, &e); err != nil {
-				return nil, fmt.Errorf("kernel: run %s's event %s is not an environment event: %w", runID, stored.ID, err)
+				// Not a provider's event (another writer's): it neither
+				// ends the turn nor reports its usage.
+				continue
 			}
-			out.Events++
 			if out.Terminal == contract.TerminalCancelled {
 				// The cancelled turn was run again: this is its successor.
 				*out, whole = RecordedTurn{Events: out.Events}, false
