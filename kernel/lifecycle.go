@@ -326,8 +326,9 @@ func (l *life) end(status store.Status, doc func(lost *LeaseLostError) canonjson
 	// nobody else can take the run over until it lapses, so the real end
 	// may still land once the store answers — a turn that finished must
 	// not read interrupted, and be run again, for a few seconds' outage.
-	// Each try is bounded by the lease, and so is the wait.
-	for try := 0; err != nil && !errors.Is(err, store.ErrFenced); try++ {
+	// Each try is bounded by the lease, and so is the wait. A refusal
+	// (the fence, or a record the store finds invalid) is not an outage.
+	for try := 0; err != nil && !errors.Is(err, store.ErrFenced) && !errors.Is(err, store.ErrInvalid); try++ {
 		until := time.Unix(0, l.leaseUntil.Load())
 		pause := min(endRetryFirst<<min(try, 4), endRetryMost)
 		if time.Until(until) <= pause {
