@@ -648,9 +648,8 @@ func (w *Worker) settledTurn(ctx context.Context, attempt string, spec Spec) (*O
 	if !turn.Ended() {
 		return nil, nil
 	}
-	oc := &Outcome{Status: string(store.StatusFailed), RunID: attempt, Text: turn.Text, Error: turn.Detail}
-	if turn.Terminal == contract.TerminalCompleted {
-		oc.Status = string(store.StatusCompleted)
+	oc := &Outcome{Status: string(turn.Status), RunID: attempt, Text: turn.Text, Error: turn.Detail}
+	if turn.Status == store.StatusCompleted {
 		v, err := expectCheck(spec.Expect)(ctx, kernel.Outcome{RunID: attempt, Text: turn.Text, Output: turn.Output})
 		if err != nil {
 			return nil, err

@@ -46,12 +46,12 @@
 // ReasonStoreFailed): a record write that fails mid-run fails the run,
 // and a terminal write the store does not take is tried again while the
 // run still holds its lease (nobody can take the run over before it
-// lapses), so that a store that stops answering for a few seconds does
-// not turn a finished turn into an interrupted one; a terminal write
-// that has not landed when the lease would lapse returns the run
-// interrupted, as readers see it once its lease lapses — never
-// completed. That retry is the one wait not bounded by the cleanup
-// window: it is bounded by the lease instead. Every front door (Execute, RunToolLoop, Rounds,
+// lapses) and the caller's context lives, so that a store that stops
+// answering for a few seconds does not turn a finished turn into an
+// interrupted one; a terminal write that has not landed by then returns
+// the run interrupted, as readers see it once its lease lapses — never
+// completed. A caller whose context ended still gets only the cleanup
+// window; one without a deadline waits at most the rest of the lease. Every front door (Execute, RunToolLoop, Rounds,
 // RuntimeRun.Complete, ExecuteSeated, ResumeSeated) reports that
 // unrecorded end with the same *RunError.
 //

@@ -676,9 +676,19 @@ func (x *execution) record(e contract.EnvironmentEvent) error {
 // observeIdentity reads effectiveBackend{provider, model, source} and
 // fails the run when the served model differs from the requested one.
 func (x *execution) observeIdentity(e contract.EnvironmentEvent) {
+	if detail := servedMismatch(x.res.RequestedModel, &x.res.Served, e); detail != "" {
+		x.fail(store.StatusFailed, ReasonModelMismatch, detail, nil)
+	}
+}
+
+// servedMismatch reads the served identity e reports
+// (effectiveBackend{provider, model, source}) into served and says how
+// it contradicts the requested model or the served model reported
+// before ("" when it does not, or e reports none).
+func servedMismatch(requested string, served *ServedIdentity, e contract.EnvironmentEvent) string {
 	b, ok := e.Data["effectiveBackend"]
 	if !ok || b.Kind() != canonjson.Object {
-		return
+		return ""
 	}
 	get := func(name string) string {
 		v, _ := b.Get(name)
@@ -686,15 +696,17 @@ func (x *execution) observeIdentity(e contract.EnvironmentEvent) {
 	}
 	model := get("model")
 	if model == "" {
-		return
+		return ""
 	}
-	if x.res.Served.Model != "" && !SameModel(x.res.Served.Model, model) {
-		x.fail(store.StatusFailed, ReasonModelMismatch, fmt.Sprintf("the platform reported two served models, %s and %s", x.res.Served.Model, model), nil)
+	mismatch := ""
+	if served.Model != "" && !SameModel(served.Model, model) {
+		mismatch = fmt.Sprintf("the platform reported two served models, %s and %s", served.Model, model)
 	}
-	x.res.Served = ServedIdentity{Provider: get("provider"), Model: model, Source: cmp.Or(get("source"), e.Type)}
-	if x.res.RequestedModel != "" && !SameModel(x.res.RequestedModel, model) {
-		x.fail(store.StatusFailed, ReasonModelMismatch, fmt.Sprintf("requested %s but the platform served %s", x.res.RequestedModel, model), nil)
+	*served = ServedIdentity{Provider: get("provider"), Model: model, Source: cmp.Or(get("source"), e.Type)}
+	if mismatch == "" && requested != "" && !SameModel(requested, model) {
+		mismatch = fmt.Sprintf("requested %s but the platform served %s", requested, model)
 	}
+	return mismatch
 }
 
 func appendText(b *strings.Builder, e contract.EnvironmentEvent) {

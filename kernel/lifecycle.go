@@ -145,8 +145,11 @@ type life struct {
 	// from the caller's cancellation so that what happened is recorded,
 	// and cancelled cleanup after the caller's context ends or the run
 	// begins to finish, whichever is first.
-	io        context.Context
-	ioCancel  context.CancelFunc
+	io       context.Context
+	ioCancel context.CancelFunc
+	// caller is the caller's context: the terminal write is tried again
+	// only while it lives (see end).
+	caller    context.Context
 	armOnce   sync.Once
 	stopAfter func() bool
 
@@ -162,7 +165,7 @@ type life struct {
 // starts its heartbeat. cancel is called with the cause when a cancel
 // request arrives or the lease is lost.
 func startLife(ctx context.Context, o lifeOptions, doc canonjson.Value, cancel context.CancelCauseFunc) (*life, error) {
-	l := &life{s: o.Store, ttl: o.LeaseTTL, cleanup: o.CleanupTimeout, log: o.Logger, cancel: cancel}
+	l := &life{s: o.Store, ttl: o.LeaseTTL, cleanup: o.CleanupTimeout, log: o.Logger, cancel: cancel, caller: ctx}
 	l.io, l.ioCancel = context.WithCancel(context.WithoutCancel(ctx))
 	l.stopAfter = context.AfterFunc(ctx, l.armCleanup)
 	until := time.Now().Add(l.ttl)
@@ -299,8 +302,8 @@ func (l *life) finishing() { l.armCleanup() }
 // *LeaseLostError when the lease was lost (then the document must say
 // the run was interrupted), nil otherwise. A lost lease is returned as
 // the *LeaseLostError. A terminal write the store did not take is tried
-// again, pausing between tries, until it lands or the lease (no longer
-// renewed) would lapse.
+// again, pausing between tries, until it lands, the lease (no longer
+// renewed) would lapse or the caller's context ends.
 //
 // When the lease was lost, end records nothing but the truth readers
 // already see: if the store still holds this process's fence (a write
@@ -322,21 +325,24 @@ func (l *life) end(status store.Status, doc func(lost *LeaseLostError) canonjson
 	}
 	ended, err := write(l.writeCtx())
 	// A terminal write the store did not take (it failed, or did not
-	// answer) is tried again while this process still holds the lease:
-	// nobody else can take the run over until it lapses, so the real end
-	// may still land once the store answers — a turn that finished must
-	// not read interrupted, and be run again, for a few seconds' outage.
-	// Each try is bounded by the lease, and so is the wait. A refusal
+	// answer) is tried again while this process still holds the lease and
+	// its caller still waits: nobody else can take the run over until the
+	// lease lapses, so the real end may still land once the store answers
+	// — a turn that finished must not read interrupted, and be run again,
+	// for a few seconds' outage. Each try and each pause is bounded by the
+	// lease and by the caller's context (a caller whose context ended gets
+	// the cleanup window only, as every front door promises). A refusal
 	// (the fence, or a record the store finds invalid) is not an outage.
-	for try := 0; err != nil && !errors.Is(err, store.ErrFenced) && !errors.Is(err, store.ErrInvalid); try++ {
+	for try := 0; err != nil && !errors.Is(err, store.ErrFenced) && !errors.Is(err, store.ErrInvalid) && l.caller.Err() == nil; try++ {
 		until := time.Unix(0, l.leaseUntil.Load())
 		pause := min(endRetryFirst<<min(try, 4), endRetryMost)
-		if time.Until(until) <= pause {
+		if time.Until(until) <= pause || !sleepCtx(l.caller, pause) {
 			break
 		}
-		time.Sleep(pause)
 		ctx, cancel := context.WithDeadline(context.WithoutCancel(l.io), until)
+		unhook := context.AfterFunc(l.caller, cancel)
 		ended, err = write(ctx)
+		unhook()
 		cancel()
 	}
 	if err := l.fenced(err); err != nil {
@@ -346,6 +352,18 @@ func (l *life) end(status store.Status, doc func(lost *LeaseLostError) canonjson
 		return store.Run{}, unrecordedEnd(l.fence.RunID, status, err)
 	}
 	return ended, nil
+}
+
+// sleepCtx waits d, or until ctx ends; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // The pause before the terminal write is tried again: endRetryFirst,

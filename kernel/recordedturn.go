@@ -22,13 +22,20 @@ type RecordedTurn struct {
 	// Terminal is the kind of the turn's terminal event; "" when the
 	// recorded events end without one (the turn's end is unknown).
 	Terminal contract.TerminalKind
+	// Status is what the run reached with that turn, as Execute judges
+	// it before its completion check: completed for a completed turn
+	// served the requested model, failed for a failed turn or a served
+	// model that contradicts the request; "" for a turn that did not end
+	// (see Ended). Reason and Detail explain a failure.
+	Status         store.Status
+	Reason, Detail string
+	// Served is what the platform reported serving (empty: unknown).
+	Served ServedIdentity
 	// Text is the turn's text, read as the run read it: the streamed
 	// text, or the whole text its terminal event states.
 	Text string
 	// Output is the structured result the turn reported, if any.
 	Output canonjson.Value
-	// Detail is a failed terminal event's error message.
-	Detail string
 	// StopReason is the model's own reason a failed terminal event names
 	// (StopReasonMember): the turn ran to its end.
 	StopReason string
@@ -56,7 +63,19 @@ func (t *RecordedTurn) Ended() bool {
 // A missing run is store.ErrNotFound; a recorded event that is not an
 // environment event is skipped.
 func ReadRecordedTurn(ctx context.Context, s store.Store, runID string) (*RecordedTurn, error) {
+	run, err := s.GetRun(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("kernel: reading run %s: %w", runID, err)
+	}
+	requested := ""
+	if run.Doc.IsValid() {
+		if rec, err := DecodeRecord(run.Doc); err == nil {
+			requested = string(rec.RequestedModel)
+		}
+	}
 	out := &RecordedTurn{}
+	// mismatch is the first served model that contradicted the request.
+	mismatch := ""
 	var text strings.Builder
 	var usage ledger.TurnUsage
 	whole := false
@@ -75,9 +94,12 @@ func ReadRecordedTurn(ctx context.Context, s store.Store, runID string) (*Record
 			}
 			if out.Terminal == contract.TerminalCancelled {
 				// The cancelled turn was run again: this is its successor.
-				*out, whole = RecordedTurn{Events: out.Events}, false
+				*out, whole, mismatch = RecordedTurn{Events: out.Events}, false, ""
 				text.Reset()
 				usage = ledger.TurnUsage{}
+			}
+			if d := servedMismatch(requested, &out.Served, e); d != "" && mismatch == "" {
+				mismatch = d
 			}
 			if _, err := usage.ObserveEvent(e); err != nil {
 				return nil, fmt.Errorf("kernel: run %s's event %s: %w", runID, stored.ID, err)
@@ -98,9 +120,15 @@ func ReadRecordedTurn(ctx context.Context, s store.Store, runID string) (*Record
 			switch kind {
 			case contract.TerminalCompleted:
 				whole = true
+				out.Status = store.StatusCompleted
 			case contract.TerminalFailed:
-				out.Detail, out.StopReason = eventError(e), modelStopReason(e)
+				out.StopReason = modelStopReason(e)
 				whole = out.StopReason != ""
+				out.Status, out.Reason, out.Detail = store.StatusFailed, ReasonInBandError, eventError(e)
+			}
+			if mismatch != "" && out.Ended() {
+				// The first terminal fact wins, as in Execute.
+				out.Status, out.Reason, out.Detail = store.StatusFailed, ReasonModelMismatch, mismatch
 			}
 			if out.Ended() {
 				// Nothing after the terminal belongs to the turn.
@@ -115,12 +143,6 @@ func ReadRecordedTurn(ctx context.Context, s store.Store, runID string) (*Record
 			break
 		}
 		after = page[len(page)-1].Cursor
-	}
-	if out.Events == 0 {
-		// No events: the run may not exist at all.
-		if _, err := s.GetRun(ctx, runID); err != nil {
-			return nil, fmt.Errorf("kernel: reading run %s: %w", runID, err)
-		}
 	}
 	out.Text, out.Usage = text.String(), usage.Total().Floor()
 	return out, nil

@@ -49,15 +49,22 @@ func TestReadRecordedTurnOfAnUnrecordedEnd(t *testing.T) {
 		for _, tc := range []struct {
 			name, script string
 			want         contract.TerminalKind
+			wantStatus   store.Status
+			wantReason   string
 			wantText     string
 			wantDetail   string
 			wantInput    int64
 			wantExact    bool
 		}{
 			{name: "completed", script: `{"turns":[{"steps":[{"text":"a "},{"usage":{"inputTokens":9,"outputTokens":2},"mode":"cumulative"},{"text":"note"}]}]}`,
-				want: contract.TerminalCompleted, wantText: "a note", wantInput: 9, wantExact: true},
+				want: contract.TerminalCompleted, wantStatus: store.StatusCompleted, wantText: "a note", wantInput: 9, wantExact: true},
 			{name: "failed", script: `{"turns":[{"end":"failed","error":"the tool broke","steps":[{"usage":{"inputTokens":4,"outputTokens":1},"mode":"cumulative"},{"text":"half"}]}]}`,
-				want: contract.TerminalFailed, wantText: "half", wantDetail: "the tool broke", wantInput: 4},
+				want: contract.TerminalFailed, wantStatus: store.StatusFailed, wantReason: kernel.ReasonInBandError, wantText: "half", wantDetail: "the tool broke", wantInput: 4},
+			// Execute fails a turn served another model than requested,
+			// however it ended: so does its recorded reading.
+			{name: "served another model", script: `{"servedModel":"scripted/other","turns":[{"steps":[{"usage":{"inputTokens":5,"outputTokens":1},"mode":"cumulative"},{"text":"a note"}]}]}`,
+				want: contract.TerminalCompleted, wantStatus: store.StatusFailed, wantReason: kernel.ReasonModelMismatch, wantText: "a note",
+				wantDetail: "requested scripted/note-writer but the platform served scripted/other", wantInput: 5, wantExact: true},
 			{name: "broken off", script: `{"turns":[{"end":"die","error":"connection reset","steps":[{"text":"half"}]}]}`},
 		} {
 			t.Run(name+"/"+tc.name, func(t *testing.T) {
@@ -75,8 +82,8 @@ func TestReadRecordedTurnOfAnUnrecordedEnd(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if turn.Terminal != tc.want || turn.Ended() != (tc.want != "") || turn.Events != res.Events {
-					t.Fatalf("recorded turn %+v; want terminal %q over the %d events the run recorded", turn, tc.want, res.Events)
+				if turn.Terminal != tc.want || turn.Ended() != (tc.want != "") || turn.Events != res.Events || turn.Status != tc.wantStatus || turn.Reason != tc.wantReason {
+					t.Fatalf("recorded turn %+v; want terminal %q, status %q (%s) over the %d events the run recorded", turn, tc.want, tc.wantStatus, tc.wantReason, res.Events)
 				}
 				if tc.want == "" {
 					return
