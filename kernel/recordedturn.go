@@ -101,9 +101,9 @@ func ReadRecordedTurn(ctx context.Context, s store.Store, runID string) (*Record
 			if d := servedMismatch(requested, &out.Served, e); d != "" && mismatch == "" {
 				mismatch = d
 			}
-			if _, err := usage.ObserveEvent(e); err != nil {
-				return nil, fmt.Errorf("kernel: run %s's event %s: %w", runID, stored.ID, err)
-			}
+			// A report Execute could not aggregate (an unknown usage mode)
+			// it only logged; it leaves the usage as it was here too.
+			_, _ = usage.ObserveEvent(e)
 			appendText(&text, e)
 			if v, ok := e.Data["result"]; ok && v.IsValid() {
 				out.Output = v
