@@ -29,7 +29,9 @@ import (
 // state stays unknown. A turn is counted once: an attempt that
 // re-attached to the turn of the attempt before it (same environment)
 // observed that turn again, replayed from its start, so the two state
-// one turn's usage, not two (turnUsage). Workers cannot ask their manager questions
+// one turn's usage, not two (turnUsage). An attempt whose end went
+// unrecorded (its kernel run reads interrupted, its ledger a floor) but
+// whose events hold its turn's end states that turn's usage in them. Workers cannot ask their manager questions
 // through the fleet, and supervise.Work's Observer is not called: the
 // worker runs in another process. The trace context ctx carries (the
 // worker's supervise node span, when the run is traced) travels with the
@@ -198,8 +200,20 @@ func (e *Executor) result(ctx context.Context, w supervise.Work, r *Run) (superv
 			return supervise.WorkResult{}, fmt.Errorf("fleet: executor: worker %s: attempt %s: %w", w.Node, a.RunID, err)
 		}
 		spent := rec.Spend
-		if rec.Exact != nil && rec.Exact.Usage != nil {
+		switch {
+		case rec.Exact != nil && rec.Exact.Usage != nil:
 			spent = rec.Exact.Usage.Usage
+		case rec.Run.Status == store.StatusInterrupted:
+			// Its end went unrecorded, so its ledger states a floor; a turn
+			// whose end its events record (an attempt adopted so) states
+			// its usage there, whole when it ran to its end.
+			turn, err := kernel.ReadRecordedTurn(ctx, e.Fleet.Store(), a.RunID)
+			if err != nil {
+				return supervise.WorkResult{}, fmt.Errorf("fleet: executor: worker %s: attempt %s: %w", w.Node, a.RunID, err)
+			}
+			if turn.Ended() {
+				spent = turnUsage(spent, turn.Usage)
+			}
 		}
 		env := ""
 		if rec.Exact != nil {

@@ -11,8 +11,10 @@ import (
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/internal/storefault"
 	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/supervise"
 )
 
 const endScript = `{"turns":[{"repeat":true,"steps":[{"text":"a "},{"usage":{"inputTokens":9,"outputTokens":2},"mode":"cumulative"},{"text":"note"}]}]}`
@@ -156,6 +158,16 @@ func TestUnrecordedEndIsAdoptedNotRunAgain(t *testing.T) {
 			}
 			if s := b.Stats(); s.Adopted != 1 || s.Started != 0 {
 				t.Errorf("worker B stats %+v; want one adoption and no attempt", s)
+			}
+			// What the run spent is the one turn's usage, exact: its
+			// events state it whole, though its kernel run reads
+			// interrupted and its ledger only a floor.
+			res, err := (&Executor{Fleet: f}).result(ctx, supervise.Work{RunID: "sv", Node: "n"}, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u := res.Usage; u == nil || u.InputTokens != ledger.ExactAmount[int64](9) || u.OutputTokens != ledger.ExactAmount[int64](2) {
+				t.Errorf("reported usage %+v; want the turn's 9 in / 2 out, exact", u)
 			}
 			prov.checkDestroyedOnce(t)
 		})
