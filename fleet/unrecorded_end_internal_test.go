@@ -19,57 +19,74 @@ import (
 
 const endScript = `{"turns":[{"repeat":true,"steps":[{"text":"a "},{"usage":{"inputTokens":9,"outputTokens":2},"mode":"cumulative"},{"text":"note"}]}]}`
 
-// A store that refuses the attempt's end for a few seconds, just as its
-// turn completed, then answers again (storefault.FailingEndsFor around the
-// attempt's kernel store): the attempt tries its fenced end again while
-// its lease holds and records it once the store answers, so the fleet run
-// ends completed with one attempt and the turn was played once — not
-// handed back and run again, paying twice (issue 14; runtime.md §15: a
-// turn whose terminal was seen is never run again).
+// A store that refuses the attempt's end, or hangs it (a black hole),
+// for a few seconds just as its turn completed, then answers again
+// (storefault.FailingEndsFor, HangingEndsFor around the attempt's kernel
+// store; a hang outlasts the kernel's cleanup window): the attempt tries
+// its fenced end again while its lease holds and records it once the
+// store answers, so the fleet run ends completed with one attempt and the
+// turn was played once — not handed back and run again, paying twice
+// (issue 14; runtime.md §15: a turn whose terminal was seen is never run
+// again).
 func TestStoreOutageAtTheEndDoesNotRunTheTurnAgain(t *testing.T) {
 	f, _ := openTestFleet(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
 	pv, err := canonjson.Decode([]byte(reattachProfile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub, err := f.Submit(ctx, Submission{Spec: Spec{Profile: pv, Task: "t", Provider: "scripted"}})
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name  string
+		lease time.Duration
+		fault func(store.Store) (store.Store, func() int64)
+	}{
+		{"refused", 6 * time.Second, func(s store.Store) (store.Store, func() int64) { return storefault.FailingEndsFor(s, 2*time.Second) }},
+		// Past the kernel's cleanup window (DefaultCleanupTimeout), well
+		// within the lease.
+		{"hung", 15 * time.Second, func(s store.Store) (store.Store, func() int64) {
+			return storefault.HangingEndsFor(s, kernel.DefaultCleanupTimeout+2*time.Second)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			sub, err := f.Submit(ctx, Submission{Spec: Spec{Profile: pv, Task: "t", Provider: "scripted"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			prov := newEnvLedger(t, endScript)
+			w, err := f.NewWorker(ctx, WorkerOptions{Providers: map[string]contract.Provider{"scripted": prov}, LeaseTTL: tc.lease})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var faulted func() int64
+			w.kernelStore = func(s store.Store) store.Store {
+				var st store.Store
+				st, faulted = tc.fault(s)
+				return st
+			}
+			if err := w.execute(ctx, sub.RunID, ""); err != nil {
+				t.Fatalf("the attempt: %v", err)
+			}
+			if faulted() == 0 {
+				t.Fatal("the store took every end at once: the outage did not happen")
+			}
+			r, err := f.Get(ctx, sub.RunID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status != store.StatusCompleted || r.Outcome == nil || !r.Outcome.Delivered || len(r.Attempts) != 1 {
+				t.Fatalf("run %s, outcome %+v, attempts %+v; want completed and delivered in one attempt", r.Status, r.Outcome, r.Attempts)
+			}
+			rec, err := kernel.ReadRun(ctx, f.store, r.Attempts[0].RunID)
+			if err != nil || rec.Run.Status != store.StatusCompleted {
+				t.Fatalf("the attempt's kernel run: %+v, %v; want completed", rec, err)
+			}
+			if n := prov.Turns(); n != 1 {
+				t.Errorf("%d turns played; want 1", n)
+			}
+			prov.checkDestroyedOnce(t)
+		})
 	}
-	prov := newEnvLedger(t, endScript)
-	w, err := f.NewWorker(ctx, WorkerOptions{Providers: map[string]contract.Provider{"scripted": prov}, LeaseTTL: 6 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var refused func() int64
-	w.kernelStore = func(s store.Store) store.Store {
-		var st store.Store
-		st, refused = storefault.FailingEndsFor(s, 2*time.Second)
-		return st
-	}
-	if err := w.execute(ctx, sub.RunID, ""); err != nil {
-		t.Fatalf("the attempt: %v", err)
-	}
-	if refused() == 0 {
-		t.Fatal("the store refused no end: the outage did not happen")
-	}
-	r, err := f.Get(ctx, sub.RunID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Status != store.StatusCompleted || r.Outcome == nil || !r.Outcome.Delivered || len(r.Attempts) != 1 {
-		t.Fatalf("run %s, outcome %+v, attempts %+v; want completed and delivered in one attempt", r.Status, r.Outcome, r.Attempts)
-	}
-	rec, err := kernel.ReadRun(ctx, f.store, r.Attempts[0].RunID)
-	if err != nil || rec.Run.Status != store.StatusCompleted {
-		t.Fatalf("the attempt's kernel run: %+v, %v; want completed", rec, err)
-	}
-	if n := prov.Turns(); n != 1 {
-		t.Errorf("%d turns played; want 1", n)
-	}
-	prov.checkDestroyedOnce(t)
 }
 
 // An attempt whose turn completed but whose end its store refused for
