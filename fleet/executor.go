@@ -31,8 +31,9 @@ import (
 // observed that turn again, replayed from its start, so the two state
 // one turn's usage, not two (turnUsage). An attempt whose end went
 // unrecorded (its kernel run reads interrupted, its ledger a floor) but
-// whose events hold its turn's end states that turn's usage in them. Workers cannot ask their manager questions
-// through the fleet, and supervise.Work's Observer is not called: the
+// whose events hold its turn's end states that turn's usage in them.
+// Workers cannot ask their manager questions through the fleet, and
+// supervise.Work's Observer is not called: the
 // worker runs in another process. The trace context ctx carries (the
 // worker's supervise node span, when the run is traced) travels with the
 // fleet run (Submission.TraceParent): the worker process's spans of the
@@ -207,12 +208,12 @@ func (e *Executor) result(ctx context.Context, w supervise.Work, r *Run) (superv
 			// Its end went unrecorded, so its ledger states a floor; a turn
 			// whose end its events record (an attempt adopted so) states
 			// its usage there, whole when it ran to its end.
-			turn, err := kernel.ReadRecordedTurn(ctx, e.Fleet.Store(), a.RunID)
+			recorded, err := kernel.ReadRecordedTurn(ctx, e.Fleet.Store(), a.RunID)
 			if err != nil {
 				return supervise.WorkResult{}, fmt.Errorf("fleet: executor: worker %s: attempt %s: %w", w.Node, a.RunID, err)
 			}
-			if turn.Ended() {
-				spent = turnUsage(spent, turn.Usage)
+			if recorded.Ended() {
+				spent = turnUsage(spent, recorded.Usage)
 			}
 		}
 		env := ""
