@@ -36,7 +36,16 @@
 // whose worker died, the new worker reads the dead worker's attempt: an
 // attempt that reached a terminal state of its own (it finished but its
 // worker died before recording so in the fleet run) is adopted, never run
-// twice; an attempt still live waits; an attempt that is interrupted (its
+// twice; so is an attempt whose kernel run reads interrupted but whose
+// recorded events hold its turn's end, completed or failed
+// (kernel.ReadRecordedTurn: the turn finished, then the store stopped
+// answering past the attempt's lease, or its worker died, before the end
+// was recorded) — whether its worker died or handed the run back — its
+// outcome read from those events and judged by the run's check (its
+// environment is not kept for that: the attempt destroyed it after its
+// check, as every attempt does, since the recorded terminal settles the
+// turn and an environment kept for an end that never lands would leak);
+// an attempt still live waits; an attempt that is interrupted (its
 // kernel lease lapsed) or never started is run
 // again as a new attempt in a new generation. An attempt's environment is
 // created by the worker's own provider. On a provider whose environments

@@ -26,8 +26,14 @@ import (
 //
 // What a worker spent is read from the ledgers of its fleet run's
 // attempts (every attempt's, a dead worker's included); what they do not
-// state stays unknown. Workers cannot ask their manager questions
-// through the fleet, and supervise.Work's Observer is not called: the
+// state stays unknown. A turn is counted once: an attempt that
+// re-attached to the turn of the attempt before it (same environment)
+// observed that turn again, replayed from its start, so the two state
+// one turn's usage, not two (turnUsage). An attempt whose end went
+// unrecorded (its kernel run reads interrupted, its ledger a floor) but
+// whose events hold its turn's end states that turn's usage in them.
+// Workers cannot ask their manager questions through the fleet, and
+// supervise.Work's Observer is not called: the
 // worker runs in another process. The trace context ctx carries (the
 // worker's supervise node span, when the run is traced) travels with the
 // fleet run (Submission.TraceParent): the worker process's spans of the
@@ -178,9 +184,15 @@ func (e *Executor) Recover(ctx context.Context, w supervise.RecoverWork) (superv
 
 // result is the worker's result from its ended fleet run.
 func (e *Executor) result(ctx context.Context, w supervise.Work, r *Run) (supervise.WorkResult, error) {
-	var usage ledger.Usage
+	// turns are the turns the attempts ran, each with its environment
+	// and usage (see turnUsage: one turn is counted once).
+	type turn struct {
+		env   string
+		usage ledger.Usage
+	}
+	var turns []turn
 	var served, teardown string
-	for i, a := range r.Attempts {
+	for _, a := range r.Attempts {
 		rec, err := kernel.ReadRun(ctx, e.Fleet.Store(), a.RunID)
 		if errors.Is(err, store.ErrNotFound) {
 			continue // never started: spent nothing
@@ -189,13 +201,30 @@ func (e *Executor) result(ctx context.Context, w supervise.Work, r *Run) (superv
 			return supervise.WorkResult{}, fmt.Errorf("fleet: executor: worker %s: attempt %s: %w", w.Node, a.RunID, err)
 		}
 		spent := rec.Spend
-		if rec.Exact != nil && rec.Exact.Usage != nil {
+		switch {
+		case rec.Exact != nil && rec.Exact.Usage != nil:
 			spent = rec.Exact.Usage.Usage
+		case rec.Run.Status == store.StatusInterrupted:
+			// Its end went unrecorded, so its ledger states a floor; a turn
+			// whose end its events record (an attempt adopted so) states
+			// its usage there, whole when it ran to its end.
+			recorded, err := kernel.ReadRecordedTurn(ctx, e.Fleet.Store(), a.RunID)
+			if err != nil {
+				return supervise.WorkResult{}, fmt.Errorf("fleet: executor: worker %s: attempt %s: %w", w.Node, a.RunID, err)
+			}
+			if recorded.Ended() {
+				spent = turnUsage(spent, recorded.Usage)
+			}
 		}
-		if i == 0 {
-			usage = spent
+		env := ""
+		if rec.Exact != nil {
+			env = string(rec.Exact.EnvironmentID)
+		}
+		if n := len(turns); n > 0 && env != "" && turns[n-1].env == env {
+			// Re-attached to the turn of the attempt before it.
+			turns[n-1].usage = turnUsage(turns[n-1].usage, spent)
 		} else {
-			usage = usage.Plus(spent)
+			turns = append(turns, turn{env: env, usage: spent})
 		}
 		if rec.Exact != nil && rec.Exact.ServedModel != "" {
 			served = string(rec.Exact.ServedModel)
@@ -207,6 +236,14 @@ func (e *Executor) result(ctx context.Context, w supervise.Work, r *Run) (superv
 				teardown += "; "
 			}
 			teardown += "attempt " + a.RunID + ": " + rec.Exact.TeardownUnconfirmed
+		}
+	}
+	var usage ledger.Usage
+	for i, t := range turns {
+		if i == 0 {
+			usage = t.usage
+		} else {
+			usage = usage.Plus(t.usage)
 		}
 	}
 	out := supervise.WorkResult{Spent: supervise.SpendOf(usage), ServedModel: served, Usage: &usage, TeardownUnconfirmed: teardown}
@@ -231,6 +268,41 @@ func (e *Executor) result(ctx context.Context, w supervise.Work, r *Run) (superv
 		return out, err
 	}
 	return out, nil
+}
+
+// turnUsage is the usage of one turn two attempts observed: the earlier
+// attempt ran it (or followed it) until its worker died or its stream
+// broke, and the later one re-attached to it in the same environment,
+// the provider replaying it from its start (the fleet names every
+// attempt's turn after the run) — so what the later one observed
+// includes what the earlier one reported. Counting both would count the
+// turn twice. Each channel is the exact amount when either attempt saw
+// it whole (the later one's when both did), else the larger floor, else
+// unknown.
+func turnUsage(earlier, later ledger.Usage) ledger.Usage {
+	return ledger.Usage{
+		InputTokens:      sameTurn(earlier.InputTokens, later.InputTokens),
+		OutputTokens:     sameTurn(earlier.OutputTokens, later.OutputTokens),
+		CacheReadTokens:  sameTurn(earlier.CacheReadTokens, later.CacheReadTokens),
+		CacheWriteTokens: sameTurn(earlier.CacheWriteTokens, later.CacheWriteTokens),
+		ReasoningTokens:  sameTurn(earlier.ReasoningTokens, later.ReasoningTokens),
+		CostUSD:          sameTurn(earlier.CostUSD, later.CostUSD),
+	}
+}
+
+// sameTurn is one channel of turnUsage.
+func sameTurn[N int64 | float64](earlier, later ledger.Amount[N]) ledger.Amount[N] {
+	switch {
+	case later.Known():
+		return later
+	case earlier.Known():
+		return earlier
+	case !later.Reported:
+		return earlier
+	case !earlier.Reported || later.Value >= earlier.Value:
+		return later
+	}
+	return earlier
 }
 
 // refusedBeforeRecording reports whether a Submit error refused the

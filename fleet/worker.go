@@ -94,7 +94,8 @@ type WorkerOptions struct {
 type Stats struct {
 	// Started counts attempts started; Completed, Failed and Cancelled
 	// fleet runs this worker ended so; Released runs it handed back;
-	// Adopted runs it ended with a dead worker's finished attempt;
+	// Adopted runs it ended with an earlier attempt that had finished
+	// (its worker died, or its end went unrecorded);
 	// Snoozed jobs it put back because another worker holds the run.
 	Started, Completed, Failed, Cancelled, Released, Adopted, Snoozed int64
 }
@@ -128,6 +129,9 @@ type Worker struct {
 	// of the run and its compare-and-set: where another delivery of the
 	// same job may claim first.
 	afterRead func(runID string)
+	// kernelStore, when set (tests only), wraps the store attempts'
+	// kernel runs record in: where a test makes the store fail.
+	kernelStore func(store.Store) store.Store
 }
 
 // NewWorker prepares a worker. It refuses a database whose River schema
@@ -427,6 +431,10 @@ func (w *Worker) claim(ctx context.Context, runID, jobDigest string) (claim, err
 	// live (its worker is alive but lost the fleet run's lease), resume
 	// its environment if that outlived it.
 	var adopt *kernel.RunRecord
+	// settled is the outcome of an earlier attempt whose turn's end its
+	// events record though its own end went unrecorded: adopted, never
+	// run again.
+	var settled *Outcome
 	var resume *kernel.Reattach
 	var resumeNote string
 	// prior is how the dead worker's attempt ended, recorded on it when
@@ -453,10 +461,16 @@ func (w *Worker) claim(ctx context.Context, runID, jobDigest string) (claim, err
 		case !rec.Run.Status.Terminal():
 			return claim{}, &busyError{owner: rec.Run.Owner, until: rec.Run.LeaseUntil}
 		case rec.Run.Status == store.StatusInterrupted:
+			// An environment still alive is re-attached to: its turn,
+			// replayed, is settled there (and the environment destroyed)
+			// rather than run again. Gone, or on a provider that cannot
+			// find it, the turn's end may still be on record.
 			if found, note, err := w.findLiveEnvironment(ctx, spec.Provider, rec); err != nil {
 				return claim{}, err
 			} else if found != nil {
 				resume, resumeNote = found, note
+			} else if settled, err = w.settledTurn(ctx, last.RunID, spec); err != nil {
+				return claim{}, err
 			}
 			prior, priorNote = string(store.StatusInterrupted), "its worker lost the run mid-attempt"
 		case rec.Run.Status == store.StatusCancelled && !cancelAsked:
@@ -465,6 +479,24 @@ func (w *Worker) claim(ctx context.Context, runID, jobDigest string) (claim, err
 			prior, priorNote = string(store.StatusCancelled), "cancelled by its worker's shutdown, which died before handing the run back"
 		default:
 			adopt = rec
+		}
+	} else if n := len(attempts); n > 0 && r.Status == store.StatusPending && attempts[n-1].Status == "released" {
+		// A handed-back attempt whose end its kernel run could not record
+		// (its store stopped answering past its lease) may have finished
+		// its turn all the same.
+		last := attempts[n-1]
+		rec, err := kernel.ReadRun(ctx, s, last.RunID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return claim{}, fmt.Errorf("fleet: reading attempt %s: %w", last.RunID, err)
+		case !rec.Run.Status.Terminal():
+			// Its lease has not lapsed yet: its end may still land.
+			return claim{}, &busyError{owner: rec.Run.Owner, until: rec.Run.LeaseUntil}
+		case rec.Run.Status == store.StatusInterrupted:
+			if settled, err = w.settledTurn(ctx, last.RunID, spec); err != nil {
+				return claim{}, err
+			}
 		}
 	}
 	now := w.f.now()
@@ -476,7 +508,7 @@ func (w *Worker) claim(ctx context.Context, runID, jobDigest string) (claim, err
 		out = claim{spec: spec, resume: resume, traceParent: traceParentOf(cur.Doc)}
 		list := append([]Attempt(nil), attempts...)
 		switch {
-		case altered != "" && adopt == nil:
+		case altered != "" && adopt == nil && settled == nil:
 			out.done = true
 			cur.Status, cur.Doc = store.StatusFailed, cur.Doc.Without(docClaim)
 			oc := Outcome{Status: string(store.StatusFailed), Error: "the run's spec was altered after submission (" + altered + "); nothing ran: submit it anew"}
@@ -487,6 +519,13 @@ func (w *Worker) claim(ctx context.Context, runID, jobDigest string) (claim, err
 			last.Status, last.Note = string(adopt.Run.Status), "adopted by "+w.id+": its worker died after the attempt ended"
 			cur.Status, cur.Doc = adopt.Run.Status, cur.Doc.Without(docClaim)
 			return setOutcome(cur, list, outcomeOf(adopt))
+		case settled != nil:
+			out.done = true
+			last := &list[len(list)-1]
+			last.Status = settled.Status
+			last.Note = joinNotes(last.Note, "adopted by "+w.id+": its turn's end is in its recorded events, though its own end went unrecorded; not run again")
+			cur.Status, cur.Owner, cur.Doc = store.Status(settled.Status), "", cur.Doc.Without(docClaim)
+			return setOutcome(cur, list, *settled)
 		case cancelAsked:
 			out.done = true
 			cur.Status, cur.Doc = store.StatusCancelled, cur.Doc.Without(docClaim)
@@ -518,6 +557,10 @@ func (w *Worker) claim(ctx context.Context, runID, jobDigest string) (claim, err
 		w.stats.adopted.Add(1)
 		w.metrics.count("adopted", spec.Provider)
 		w.log.Info("adopted a dead worker's finished attempt", "run", runID, "attempt", adopt.Run.ID, "status", string(adopt.Run.Status))
+	case settled != nil:
+		w.stats.adopted.Add(1)
+		w.metrics.count("adopted", spec.Provider)
+		w.log.Info("adopted an attempt whose turn ended though its end went unrecorded", "run", runID, "attempt", settled.RunID, "status", settled.Status)
 	case out.done && altered != "":
 		w.metrics.count(string(store.StatusFailed), spec.Provider)
 		w.log.Error("run refused: its spec was altered after submission", "run", runID, "why", altered)
@@ -583,6 +626,37 @@ func (w *Worker) findLiveEnvironment(ctx context.Context, provider string, rec *
 		return nil, "", nil
 	}
 	return &kernel.Reattach{Environment: env, Created: rec.Exact.EnvironmentCreated}, "resumed environment " + id + " of attempt " + rec.Run.ID, nil
+}
+
+// settledTurn reads the recorded events of an earlier attempt whose
+// kernel run reads interrupted (kernel.ReadRecordedTurn): when they hold
+// its turn's end — completed or failed — the turn is over though the run
+// never recorded its own end (its store stopped answering, or its worker
+// died, in between), and the outcome returned settles the fleet run from
+// it: the turn is never run again, nor paid for twice. The completion
+// check the attempt ran went unrecorded with its end; the fleet's check
+// reads only the turn's text, so judging the recorded text again gives
+// its verdict. Nil when the events do not hold the turn's end.
+func (w *Worker) settledTurn(ctx context.Context, attempt string, spec Spec) (*Outcome, error) {
+	turn, err := kernel.ReadRecordedTurn(ctx, w.f.store, attempt)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fleet: reading attempt %s: %w", attempt, err)
+	}
+	if !turn.Ended() {
+		return nil, nil
+	}
+	oc := &Outcome{Status: string(turn.Status), RunID: attempt, Text: turn.Text, Error: turn.Detail}
+	if turn.Status == store.StatusCompleted {
+		v, err := expectCheck(spec.Expect)(ctx, kernel.Outcome{RunID: attempt, Text: turn.Text, Output: turn.Output})
+		if err != nil {
+			return nil, err
+		}
+		oc.Delivered = v.Passed
+	}
+	return oc, nil
 }
 
 func setOutcome(r *store.Run, attempts []Attempt, oc Outcome) error {
@@ -661,9 +735,13 @@ func (w *Worker) runAttempt(c claim) error {
 	if w.o.Observe != nil {
 		observer = w.o.Observe(c.fence.RunID)
 	}
+	var st store.Store = timedStore{Store: w.f.store, hist: w.metrics.append}
+	if w.kernelStore != nil {
+		st = w.kernelStore(st)
+	}
 	hb := w.startHeartbeat(c, cancel)
 	res, runErr := kernel.Execute(runCtx, kernel.Request{
-		Profile: p, Task: c.spec.Task, Provider: provider, Store: timedStore{Store: w.f.store, hist: w.metrics.append},
+		Profile: p, Task: c.spec.Task, Provider: provider, Store: st,
 		Check: expectCheck(c.spec.Expect), Stage: c.spec.Stage, RunID: c.attempt.RunID,
 		LeaseTTL: w.o.LeaseTTL, Logger: w.log, Observer: observer, Reattach: reattach,
 		// An environment found by id can be settled later (Fleet.Recover):
@@ -864,6 +942,8 @@ const unreachableNote = "the provider's server was unreachable: "
 
 func handBackNote(res *kernel.Result, runErr error, stopping bool) string {
 	switch {
+	case res != nil && res.Status == store.StatusInterrupted && res.Reason == kernel.ReasonStoreFailed:
+		return "the store did not record the attempt's end (" + res.Detail + ")"
 	case res != nil && res.Status == store.StatusInterrupted:
 		return "the attempt lost its lease"
 	case res != nil && unreachable(res, runErr):

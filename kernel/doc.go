@@ -48,9 +48,14 @@
 // store that fails ends the run typed (a *StoreError, alone for a
 // create that did not land, else the cause of a *RunError with
 // ReasonStoreFailed): a record write that fails mid-run fails the run,
-// and a terminal write that does not land within the cleanup window
-// returns the run interrupted, as readers see it once its lease lapses
-// — never completed. Every front door (Execute, RunToolLoop, Rounds,
+// and a terminal write the store does not take is tried again while the
+// run still holds its lease (nobody can take the run over before it
+// lapses) and the caller's context lives, so that a store that stops
+// answering for a few seconds does not turn a finished turn into an
+// interrupted one; a terminal write that has not landed by then returns
+// the run interrupted, as readers see it once its lease lapses — never
+// completed. A caller whose context ended still gets only the cleanup
+// window; one without a deadline waits at most the rest of the lease. Every front door (Execute, RunToolLoop, Rounds,
 // RuntimeRun.Complete, ExecuteSeated, ResumeSeated) reports that
 // unrecorded end with the same *RunError.
 //
@@ -64,7 +69,11 @@
 // holds a progress entry each time the reported usage changes and a
 // closing entry when the run ends; entries are snapshots, so a run's
 // spend is its last entry, and a run whose process died keeps the spend
-// it reported. An environment is destroyed only when its creation was
+// it reported. A run records each event before it reads it, so a turn
+// whose terminal event is recorded had ended even when the run's own end
+// was never recorded (it reads interrupted): ReadRecordedTurn settles
+// such a turn from its events, for a successor that must not run it
+// again. An environment is destroyed only when its creation was
 // proven by this run, or by the record of the run it re-attached to
 // (Request.Reattach: a run taking over the work of a run whose process
 // lost its lease, whose turn it re-attaches to, and runs again in a new

@@ -503,21 +503,15 @@ func (x *execution) consume(ctx context.Context, events iter.Seq2[contract.Envir
 		if out, ok := e.Data["result"]; ok && out.IsValid() {
 			x.res.Output = out
 		}
-		kind, ok := contract.EnvironmentEventTerminal(e)
-		if !ok && e.Type == "error" {
-			// Spec §2.3: an error event fails the execution even when the
-			// provider did not mark it terminal.
-			kind, ok = contract.TerminalFailed, true
-		}
-		if ok {
+		if kind, ok := turnTerminal(e); ok {
 			terminal, x.terminal = kind, kind
 			switch kind {
 			case contract.TerminalFailed:
 				x.fail(store.StatusFailed, ReasonInBandError, eventError(e), nil)
 				// A failure the model ended the turn with itself (a token
 				// limit, say) closes a whole turn; an error breaks one off.
-				if r, ok := e.Data[StopReasonMember]; ok && r.Kind() == canonjson.String && r.Str() != "" {
-					x.stoppedByModel, x.stopReason = true, r.Str()
+				if r := modelStopReason(e); r != "" {
+					x.stoppedByModel, x.stopReason = true, r
 				}
 			case contract.TerminalCancelled:
 				// The caller's own cancel or deadline, when that is why,
@@ -533,9 +527,9 @@ func (x *execution) consume(ctx context.Context, events iter.Seq2[contract.Envir
 					x.fail(store.StatusFailed, ReasonInBandError, "the provider reported the turn cancelled, which nobody requested", nil)
 				}
 			}
-			if t, ok := e.Data["text"]; ok && t.Kind() == canonjson.String && t.Str() != "" {
+			if t := terminalText(e); t != "" {
 				x.text.Reset()
-				x.text.WriteString(t.Str())
+				x.text.WriteString(t)
 			}
 			// The terminal ends the turn (the contract: a stream ends
 			// with its terminal event). Nothing after it is read: a
@@ -550,6 +544,35 @@ func (x *execution) consume(ctx context.Context, events iter.Seq2[contract.Envir
 	case terminal == "" && !x.contextEnd(ctx):
 		x.fail(store.StatusFailed, ReasonNoTerminal, "the stream ended without a terminal event", nil)
 	}
+}
+
+// turnTerminal reports the kind of turn end e is: its own terminal
+// marking, or failed for an "error" event (spec §2.3: an error event
+// fails the execution even when the provider did not mark it terminal).
+func turnTerminal(e contract.EnvironmentEvent) (contract.TerminalKind, bool) {
+	kind, ok := contract.EnvironmentEventTerminal(e)
+	if !ok && e.Type == "error" {
+		kind, ok = contract.TerminalFailed, true
+	}
+	return kind, ok
+}
+
+// modelStopReason is the model's own reason a failed terminal event
+// names (StopReasonMember), "" when it names none.
+func modelStopReason(e contract.EnvironmentEvent) string {
+	if r, ok := e.Data[StopReasonMember]; ok && r.Kind() == canonjson.String {
+		return r.Str()
+	}
+	return ""
+}
+
+// terminalText is the whole text a terminal event states (data.text),
+// which replaces the streamed text; "" when it states none.
+func terminalText(e contract.EnvironmentEvent) string {
+	if t, ok := e.Data["text"]; ok && t.Kind() == canonjson.String {
+		return t.Str()
+	}
+	return ""
 }
 
 // StopReasonMember is the member of a failed terminal event's data that
@@ -653,9 +676,19 @@ func (x *execution) record(e contract.EnvironmentEvent) error {
 // observeIdentity reads effectiveBackend{provider, model, source} and
 // fails the run when the served model differs from the requested one.
 func (x *execution) observeIdentity(e contract.EnvironmentEvent) {
+	if detail := servedMismatch(x.res.RequestedModel, &x.res.Served, e); detail != "" {
+		x.fail(store.StatusFailed, ReasonModelMismatch, detail, nil)
+	}
+}
+
+// servedMismatch reads the served identity e reports
+// (effectiveBackend{provider, model, source}) into served and says how
+// it contradicts the requested model or the served model reported
+// before ("" when it does not, or e reports none).
+func servedMismatch(requested string, served *ServedIdentity, e contract.EnvironmentEvent) string {
 	b, ok := e.Data["effectiveBackend"]
 	if !ok || b.Kind() != canonjson.Object {
-		return
+		return ""
 	}
 	get := func(name string) string {
 		v, _ := b.Get(name)
@@ -663,15 +696,17 @@ func (x *execution) observeIdentity(e contract.EnvironmentEvent) {
 	}
 	model := get("model")
 	if model == "" {
-		return
+		return ""
 	}
-	if x.res.Served.Model != "" && !SameModel(x.res.Served.Model, model) {
-		x.fail(store.StatusFailed, ReasonModelMismatch, fmt.Sprintf("the platform reported two served models, %s and %s", x.res.Served.Model, model), nil)
+	mismatch := ""
+	if served.Model != "" && !SameModel(served.Model, model) {
+		mismatch = fmt.Sprintf("the platform reported two served models, %s and %s", served.Model, model)
 	}
-	x.res.Served = ServedIdentity{Provider: get("provider"), Model: model, Source: cmp.Or(get("source"), e.Type)}
-	if x.res.RequestedModel != "" && !SameModel(x.res.RequestedModel, model) {
-		x.fail(store.StatusFailed, ReasonModelMismatch, fmt.Sprintf("requested %s but the platform served %s", x.res.RequestedModel, model), nil)
+	*served = ServedIdentity{Provider: get("provider"), Model: model, Source: cmp.Or(get("source"), e.Type)}
+	if mismatch == "" && requested != "" && !SameModel(requested, model) {
+		mismatch = fmt.Sprintf("requested %s but the platform served %s", requested, model)
 	}
+	return mismatch
 }
 
 func appendText(b *strings.Builder, e contract.EnvironmentEvent) {

@@ -145,8 +145,11 @@ type life struct {
 	// from the caller's cancellation so that what happened is recorded,
 	// and cancelled cleanup after the caller's context ends or the run
 	// begins to finish, whichever is first.
-	io        context.Context
-	ioCancel  context.CancelFunc
+	io       context.Context
+	ioCancel context.CancelFunc
+	// caller is the caller's context: the terminal write is tried again
+	// only while it lives (see end).
+	caller    context.Context
 	armOnce   sync.Once
 	stopAfter func() bool
 
@@ -162,7 +165,7 @@ type life struct {
 // starts its heartbeat. cancel is called with the cause when a cancel
 // request arrives or the lease is lost.
 func startLife(ctx context.Context, o lifeOptions, doc canonjson.Value, cancel context.CancelCauseFunc) (*life, error) {
-	l := &life{s: o.Store, ttl: o.LeaseTTL, cleanup: o.CleanupTimeout, log: o.Logger, cancel: cancel}
+	l := &life{s: o.Store, ttl: o.LeaseTTL, cleanup: o.CleanupTimeout, log: o.Logger, cancel: cancel, caller: ctx}
 	l.io, l.ioCancel = context.WithCancel(context.WithoutCancel(ctx))
 	l.stopAfter = context.AfterFunc(ctx, l.armCleanup)
 	until := time.Now().Add(l.ttl)
@@ -326,7 +329,9 @@ func (l *life) finishing() { l.armCleanup() }
 // fenced. doc builds the run's final document; it is given the
 // *LeaseLostError when the lease was lost (then the document must say
 // the run was interrupted), nil otherwise. A lost lease is returned as
-// the *LeaseLostError.
+// the *LeaseLostError. A terminal write the store did not take is tried
+// again, pausing between tries, until it lands, the lease (no longer
+// renewed) would lapse or the caller's context ends.
 //
 // When the lease was lost, end records nothing but the truth readers
 // already see: if the store still holds this process's fence (a write
@@ -340,10 +345,34 @@ func (l *life) end(status store.Status, doc func(lost *LeaseLostError) canonjson
 		return store.Run{}, l.recordLost(doc)
 	}
 	final := doc(nil)
-	ended, err := l.s.UpdateFenced(l.writeCtx(), l.fence, func(r *store.Run) error {
-		r.Status, r.LeaseUntil, r.Doc = status, time.Time{}, keepCancelRequest(r.Doc, final)
-		return nil
-	})
+	write := func(ctx context.Context) (store.Run, error) {
+		return l.s.UpdateFenced(ctx, l.fence, func(r *store.Run) error {
+			r.Status, r.LeaseUntil, r.Doc = status, time.Time{}, keepCancelRequest(r.Doc, final)
+			return nil
+		})
+	}
+	ended, err := write(l.writeCtx())
+	// A terminal write the store did not take (it failed, or did not
+	// answer) is tried again while this process still holds the lease and
+	// its caller still waits: nobody else can take the run over until the
+	// lease lapses, so the real end may still land once the store answers
+	// — a turn that finished must not read interrupted, and be run again,
+	// for a few seconds' outage. Each try and each pause is bounded by the
+	// lease and by the caller's context (a caller whose context ended gets
+	// the cleanup window only, as every front door promises). A refusal
+	// (the fence, or a record the store finds invalid) is not an outage.
+	for try := 0; err != nil && !errors.Is(err, store.ErrFenced) && !errors.Is(err, store.ErrInvalid) && l.caller.Err() == nil; try++ {
+		until := time.Unix(0, l.leaseUntil.Load())
+		pause := min(endRetryFirst<<min(try, 4), endRetryMost)
+		if time.Until(until) <= pause || !sleepCtx(l.caller, pause) {
+			break
+		}
+		ctx, cancel := context.WithDeadline(context.WithoutCancel(l.io), until)
+		unhook := context.AfterFunc(l.caller, cancel)
+		ended, err = write(ctx)
+		unhook()
+		cancel()
+	}
 	if err := l.fenced(err); err != nil {
 		if l.leaseLost() != nil {
 			return store.Run{}, l.recordLost(doc)
@@ -352,6 +381,25 @@ func (l *life) end(status store.Status, doc func(lost *LeaseLostError) canonjson
 	}
 	return ended, nil
 }
+
+// sleepCtx waits d, or until ctx ends; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// The pause before the terminal write is tried again: endRetryFirst,
+// doubling per try up to endRetryMost, while the lease holds (see end).
+const (
+	endRetryFirst = 100 * time.Millisecond
+	endRetryMost  = time.Second
+)
 
 // unrecordedEnd is the error of a run whose terminal write failed (the
 // store failed or did not answer within the cleanup window): interrupted,

@@ -210,3 +210,56 @@ func TestExecuteWhenStoreStopsAnswering(t *testing.T) {
 		}
 	}
 }
+
+// A store that stops answering for a few seconds at a run's terminal
+// write, and then answers again, while the run still holds its lease: the
+// run's end is tried again until it lands, so a turn that completed reads
+// completed (and delivered) — not interrupted, which would make a fleet
+// run it again and pay twice (issue 14). On PostgreSQL (black hole,
+// reset) and SQLite (write lock held elsewhere). (runtime.md §15
+// lifecycle: every run ends in exactly one terminal state, the one it
+// reached when it can still be recorded.)
+func TestTerminalWriteRetriedWhileTheLeaseHolds(t *testing.T) {
+	// The outage ends well within the lease: at the end the lease has at
+	// least two thirds of it left (renewed every third).
+	const lease, cleanup, outage = 9 * time.Second, time.Second, 2 * time.Second
+	script := `{"turns":[{"steps":[{"text":"a note"},{"usage":{"inputTokens":9,"outputTokens":2},"mode":"cumulative"}]}]}`
+	for _, fs := range storefault.Stores() {
+		t.Run(string(fs.Fault), func(t *testing.T) {
+			st, fail, restore := fs.Open(t)
+			var restored atomic.Bool
+			p := &hookProvider{Provider: scripted.New(mustScript(t, script), scripted.Options{}), at: func(string) {}}
+			check := func(ctx context.Context, out kernel.Outcome) (kernel.Verdict, error) {
+				// The turn completed; the store goes away before the run
+				// records its end, and comes back a little later.
+				fail()
+				time.AfterFunc(outage, func() { restored.Store(true); restore() })
+				return nonEmpty(ctx, out)
+			}
+			t.Cleanup(restore)
+			runID := kernel.NewID("endretry")
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			res, err := kernel.Execute(ctx, kernel.Request{
+				Profile: mustProfile(t, noteWriter), Task: "t", Provider: p, Store: st, Check: check,
+				RunID: runID, LeaseTTL: lease, CleanupTimeout: cleanup,
+			})
+			if err != nil || res == nil || res.Status != store.StatusCompleted || !res.Delivered {
+				t.Fatalf("result %+v, err %v; want completed and delivered once the store answered", res, err)
+			}
+			if !restored.Load() {
+				t.Fatal("Execute returned before the store answered again")
+			}
+			rec, err := kernel.ReadRun(ctx, st, runID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.Run.Status != store.StatusCompleted || rec.Exact == nil || rec.Exact.Delivered == nil || !*rec.Exact.Delivered {
+				t.Fatalf("the run reads %s, record %+v; want completed and delivered", rec.Run.Status, rec.Exact)
+			}
+			if u := rec.Exact.Usage; u == nil || !u.InputTokens.Known() || u.InputTokens.Value != 9 {
+				t.Errorf("recorded usage %+v; want the turn's 9 input tokens, exact", u)
+			}
+		})
+	}
+}
