@@ -75,21 +75,30 @@ func newStreamCutter(t *testing.T, base string) *streamCutter {
 
 // cutAfterEvent relays a stream and cuts its upstream once a whole
 // event's frame went through (a frame may come in pieces): the proxy then
-// drops the client's connection.
+// drops the client's connection. The cut waits a moment after that frame
+// (or comes with the next bytes, which are not relayed), so that the
+// client reads the event before its connection is torn down: a connection
+// aborted at once may take the unread frame with it.
 type cutAfterEvent struct {
 	http.ResponseWriter
-	cut  context.CancelFunc
-	sent []byte // what went through, up to the first whole event
+	cut     context.CancelFunc
+	sent    []byte // what went through, up to the first whole event
+	cutting bool
 }
 
 func (c *cutAfterEvent) Write(b []byte) (int, error) {
+	if c.cutting {
+		c.cut()
+		return 0, context.Canceled
+	}
 	n, err := c.ResponseWriter.Write(b)
 	c.Flush()
 	if len(c.sent) < 1<<20 {
 		c.sent = append(c.sent, b...)
 	}
 	if i := bytes.Index(c.sent, []byte("data:")); i >= 0 && bytes.Contains(c.sent[i:], []byte("\n\n")) {
-		c.cut()
+		c.cutting = true
+		time.AfterFunc(200*time.Millisecond, c.cut)
 	}
 	return n, err
 }
