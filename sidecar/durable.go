@@ -93,7 +93,10 @@ var errOutcomeUnknown = errors.New("an earlier attempt with this key started and
 // recorded is undone (undo gets op's record) and answered
 // errOutcomeUnknown: what it made is handed to nobody, so it must not
 // live on.
-func runOnce(ctx context.Context, st store.Store, bound time.Duration, kind durableKind, key, digest string,
+//
+// later bounds the background work of an attempt whose outcome claim
+// went unanswered (resolveLater): the server's lifetime.
+func runOnce(ctx, later context.Context, st store.Store, bound time.Duration, kind durableKind, key, digest string,
 	op func(ctx context.Context) (outcomeRecord, error), undo func(outcomeRecord)) (rec outcomeRecord, replayed bool, err error) {
 	intent, err := claimKey(ctx, st, bound, store.Idempotency{Scope: kind.intent, Key: key, RequestDigest: digest})
 	if err != nil {
@@ -109,7 +112,7 @@ func runOnce(ctx context.Context, st store.Store, bound time.Duration, kind dura
 			return outcomeRecord{}, false, fmt.Errorf("recording the %s: %w", kind.noun, err)
 		}
 		if attempt.created {
-			rec, err := attemptOnce(ctx, st, bound, kind, ak, digest, op, undo)
+			rec, err := attemptOnce(ctx, later, st, bound, kind, ak, digest, op, undo)
 			return rec, false, err
 		}
 		// Someone made attempt n: its outcome decides. An attempt with no
@@ -137,8 +140,11 @@ func attemptKey(key string, n int) string { return key + "#" + strconv.Itoa(n) }
 var errDigestConflict = errors.New("the key names a different request")
 
 // attemptOnce runs op as attempt attemptKey and records its outcome,
-// even when the client went away (each record bounded by bound).
-func attemptOnce(ctx context.Context, st store.Store, bound time.Duration, kind durableKind, attemptKey, digest string,
+// even when the client went away (each record bounded by bound). What op
+// made is undone only once the store recorded that the attempt's outcome
+// is not op's (in doubt): never on a claim whose fate is unknown, since a
+// retry may replay it.
+func attemptOnce(ctx, later context.Context, st store.Store, bound time.Duration, kind durableKind, attemptKey, digest string,
 	op func(ctx context.Context) (outcomeRecord, error), undo func(outcomeRecord)) (outcomeRecord, error) {
 	mine, err := op(ctx)
 	detached := context.WithoutCancel(ctx)
@@ -150,17 +156,62 @@ func attemptOnce(ctx context.Context, st store.Store, bound time.Duration, kind 
 		return outcomeRecord{}, err
 	}
 	got, err := claimOutcome(detached, st, bound, kind, attemptKey, digest, mine)
-	if err == nil && sameOutcome(got, mine) {
+	if err != nil {
+		// The claim failed or did not answer in time, and may have landed
+		// all the same: a retry would then replay what op made. Ask once
+		// more: claiming the attempt in doubt reads the outcome recorded,
+		// or records that nobody is handed it.
+		got, err = claimOutcome(detached, st, bound, kind, attemptKey, digest, outcomeRecord{InDoubt: ptr(true)})
+		if err != nil {
+			// The store cannot say whether op's outcome was recorded. What
+			// op made is not undone now (a retry that replays it must find
+			// it live) but once the store says it is not the attempt's
+			// outcome, asked again in the background within later.
+			go resolveLater(later, st, bound, kind, attemptKey, digest, mine, undo)
+			return outcomeRecord{}, err
+		}
+	}
+	if sameOutcome(got, mine) {
 		return mine, nil
 	}
-	// Another server declared this attempt in doubt first (or the store
-	// failed): what op made is handed out to nobody.
+	// Another server declared this attempt in doubt first, or this one
+	// did once its own claim went unanswered: what op made is handed out
+	// to nobody.
 	undo(mine)
-	if err != nil {
-		return outcomeRecord{}, err
-	}
 	return outcomeRecord{}, errOutcomeUnknown
 }
+
+// resolveLater settles what an attempt made when the store could not say
+// whether its outcome was recorded: it asks again, every bound, until
+// the store answers or ctx ends (the server's lifetime, at most
+// resolveWithin), and undoes what op made unless the recorded outcome is
+// op's. A store that never answers in that time leaves it live, handed
+// to nobody: a leak is recoverable, a replayed environment that was
+// destroyed is not.
+func resolveLater(ctx context.Context, st store.Store, bound time.Duration, kind durableKind, attemptKey, digest string, mine outcomeRecord, undo func(outcomeRecord)) {
+	ctx, cancel := context.WithTimeout(ctx, resolveWithin)
+	defer cancel()
+	t := time.NewTicker(bound)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		got, err := claimOutcome(ctx, st, bound, kind, attemptKey, digest, outcomeRecord{InDoubt: ptr(true)})
+		if err != nil {
+			continue
+		}
+		if !sameOutcome(got, mine) {
+			undo(mine)
+		}
+		return
+	}
+}
+
+// resolveWithin bounds resolveLater.
+const resolveWithin = 10 * time.Minute
 
 // sameOutcome reports whether two records are the same canonical value.
 func sameOutcome(a, b outcomeRecord) bool {

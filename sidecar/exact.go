@@ -356,14 +356,18 @@ func (s *Server) durableSpawn(ctx context.Context, env contract.ExactProcessEnvi
 	}
 	key := spawnKey(incarnation, call.OperationID)
 	var started contract.ExactProcess
-	rec, _, err := runOnce(ctx, s.opts.Store, s.opts.CallTimeout, kindSpawn, key, digest, func(ctx context.Context) (outcomeRecord, error) {
+	rec, _, err := runOnce(ctx, s.base, s.opts.Store, s.opts.CallTimeout, kindSpawn, key, digest, func(ctx context.Context) (outcomeRecord, error) {
 		proc, err := spawn(ctx)
 		if err != nil {
 			return outcomeRecord{}, err
 		}
 		started = proc
 		return outcomeRecord{Process: &spawnedProcess{PID: proc.PID()}}, nil
-	}, func(outcomeRecord) { _ = started.Kill(context.WithoutCancel(ctx)) })
+	}, func(outcomeRecord) {
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.CreateTimeout)
+		defer cancel()
+		_ = started.Kill(kctx)
+	})
 	switch {
 	case errors.Is(err, errDigestConflict):
 		return 0, fmt.Errorf("%w (operation id %q)", contract.ErrIdempotencyConflict, call.OperationID)

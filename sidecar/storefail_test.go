@@ -2,6 +2,7 @@ package sidecar_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"github.com/agentrt/agentrt/contract/wire"
 	"github.com/agentrt/agentrt/internal/storefault"
 	"github.com/agentrt/agentrt/sidecar"
+	"github.com/agentrt/agentrt/store"
 )
 
 // creationCounter counts the environments a provider really made and
@@ -77,8 +79,9 @@ func doWithin(t *testing.T, ts *httptest.Server, within time.Duration, body stri
 // with 503 unavailable, never a hung request. Once the store answers, the
 // retry with the same key never makes a second environment: a create
 // that made nothing makes its one environment and is replayed from then
-// on; one whose outcome could not be recorded destroyed what it made and
-// is answered create_in_doubt.
+// on; one whose outcome could not be recorded is answered
+// create_in_doubt, and what it made is destroyed once the store answers
+// (and says so).
 func TestKeyedCreateWhenStoreStopsAnswering(t *testing.T) {
 	const call = time.Second
 	// The bound is the store call's, with slack for a loaded machine;
@@ -131,14 +134,65 @@ func TestKeyedCreateWhenStoreStopsAnswering(t *testing.T) {
 			if took > bound {
 				t.Errorf("answered after %v; want within %v", took, bound)
 			}
-			if made, gone := p.made.Load(), p.destroyed.Load(); made != 1 || gone != 1 {
-				t.Fatalf("made %d, destroyed %d; want the one environment whose outcome went unrecorded destroyed", made, gone)
-			}
 			status, out, _ = doWithin(t, ts, bound+time.Minute, body)
 			wantError(t, status, out, http.StatusConflict, wire.CodeCreateInDoubt, nil)
 			if n := p.made.Load(); n != 1 {
 				t.Errorf("%d environments made; the retry must not make a second", n)
 			}
+			// Once the store answers and says the attempt's outcome is not
+			// the environment (in doubt), the environment is destroyed.
+			for deadline := time.Now().Add(bound); p.destroyed.Load() == 0 && time.Now().Before(deadline); {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if made, gone := p.made.Load(), p.destroyed.Load(); made != 1 || gone != 1 {
+				t.Fatalf("made %d, destroyed %d; want the one environment whose outcome went unrecorded destroyed", made, gone)
+			}
 		})
 	}
+}
+
+// lostOutcomeAnswer is a store whose first claim of a create outcome
+// lands and then answers an error, as a commit whose reply the network
+// lost.
+type lostOutcomeAnswer struct {
+	store.Store
+	lost atomic.Bool
+}
+
+func (l *lostOutcomeAnswer) ClaimIdempotency(ctx context.Context, rec store.Idempotency) (store.Idempotency, bool, error) {
+	got, created, err := l.Store.ClaimIdempotency(ctx, rec)
+	if err == nil && strings.HasSuffix(rec.Scope, ".create.outcome") && l.lost.CompareAndSwap(false, true) {
+		return store.Idempotency{}, false, errors.New("injected: connection reset after the commit")
+	}
+	return got, created, err
+}
+
+// ENV-12: a keyed create whose outcome claim landed though its answer was
+// lost asks the store again, finds its own outcome and answers created;
+// the environment it made is not destroyed, and the retry with the same
+// key replays it live. (Undoing on the lost answer destroyed it, answered
+// 503, and handed the retry a dead environment.)
+func TestKeyedCreateWhoseOutcomeAnswerWasLost(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		st := &lostOutcomeAnswer{Store: open(t)}
+		p := &creationCounter{Provider: newScripted(t)}
+		ts, _ := serve(t, p, sidecar.Options{Store: st, CallTimeout: time.Second})
+		const body = `{"profile":{"name":"t"},"name":"env","idempotencyKey":"answer-lost"}`
+		status, out, _ := doWithin(t, ts, time.Minute, body)
+		if status != http.StatusCreated {
+			t.Fatalf("create: %d %s; want 201 (its outcome was recorded)", status, out)
+		}
+		status, out, _ = doWithin(t, ts, time.Minute, body)
+		replay, err := wire.ParseCreateResult(out)
+		if status != http.StatusOK || err != nil || replay.Creation != contract.CreationReplayed {
+			t.Fatalf("retry: %d %s (%v); want the environment replayed", status, out, err)
+		}
+		if replay.Environment.Status == contract.EnvironmentUnknown {
+			t.Errorf("the replayed environment is %s: the server let go of it", replay.Environment.Status)
+		}
+		time.Sleep(2 * time.Second) // past a background look at the outcome
+		if made, gone := p.made.Load(), p.destroyed.Load(); made != 1 || gone != 0 {
+			t.Errorf("made %d, destroyed %d; want the one environment, live", made, gone)
+		}
+	})
 }
