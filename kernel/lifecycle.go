@@ -224,11 +224,19 @@ func (l *life) writeCtx() context.Context { return l.io }
 // last renewed it) ran out, counts as a loss too: the store checked the
 // fence when the write began, and a process paused inside the write may
 // have committed it after readers saw the run interrupted — so the run
-// must not go on as if it still held the lease.
+// must not go on as if it still held the lease. So does a write that
+// failed and returned after the lease ran out: its failure is the lost
+// lease's (TestWriteFailingAfterThePausedLeaseLapsedIsALostLease).
 func (l *life) fenced(err error) error {
 	if fe, ok := errors.AsType[*store.FenceError](err); ok {
 		l.loseLease(&LeaseLostError{RunID: l.fence.RunID, Fence: fe})
-	} else if err == nil && l.lapsed(time.Now()) {
+	} else if l.lapsed(time.Now()) {
+		// Whether it landed or failed, a write that returned after the
+		// lease lapsed was this process's no more: a failure then (the
+		// database closed the connection of a process paused past its
+		// lease) is the lost lease's, not the store's, and the run is cut
+		// off as a lost lease cuts it — before its consumer stops reading,
+		// so that a provider leaves the turn to the next holder.
 		l.loseLease(&LeaseLostError{RunID: l.fence.RunID})
 	}
 	return err
