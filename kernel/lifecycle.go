@@ -130,9 +130,10 @@ func (e *LeaseLostError) Unwrap() error {
 // life is one run's lifecycle, owned once for every front door: the run
 // is created under this process's lease, every later write is fenced by
 // the lease generation, the lease is renewed (and cancel requests
-// watched) by a heartbeat that holds no lock across I/O, and every store
-// call made after the run's context ended, or once it is finishing, is
-// bounded by the cleanup timeout.
+// watched) by a heartbeat that holds no lock across I/O, each record
+// write of the live run is bounded by the lease (liveWrite), and every
+// store call made after the run's context ended, or once it is
+// finishing, is bounded by the cleanup timeout.
 type life struct {
 	s       store.Store
 	fence   store.Fence

@@ -157,9 +157,10 @@ type RuntimeRun struct {
 	meta      map[string]canonjson.Value
 }
 
-// StartRuntimeRun starts a runtime run. ctx bounds the run: once it
-// ends, the run's remaining store calls are bounded by the cleanup
-// timeout. With a Store the run is recorded running before it returns.
+// StartRuntimeRun starts a runtime run. ctx bounds the run: once it, or
+// the run's Context, ends, the run's remaining store calls are bounded by
+// the cleanup timeout. With a Store the run is recorded running before it
+// returns.
 func StartRuntimeRun(ctx context.Context, opts RuntimeRunOptions) (*RuntimeRun, error) {
 	var errs optionErrors
 	if opts.WorkspaceID == "" {
