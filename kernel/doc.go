@@ -40,12 +40,12 @@
 //
 // No store or provider call can hold a run past its caller: calls made
 // while the caller's context lives are bounded by it, and every call made
-// after the run's context ended (the caller's ended, a cancel was
-// requested, the lease was lost) or once the run is finishing shares one
-// cleanup window (CleanupTimeout, default DefaultCleanupTimeout). Each
-// record write of the live run — an event, a ledger entry, its document,
-// RuntimeRun.Confirm's renewal — is bounded besides by the lease as this
-// process last renewed it when the write began (at most LeaseTTL): a
+// after it ended, after the run's lease was lost or once the run is
+// finishing shares one cleanup window (CleanupTimeout, default
+// DefaultCleanupTimeout). Each record write of the live run — an event,
+// a ledger entry, its document, RuntimeRun.Confirm's renewal — is
+// bounded besides by the lease as this process last renewed it when the
+// write began (at most LeaseTTL): a
 // write that has not returned by then would land after the lease lapsed,
 // and one store call that hangs (a half-open connection) while the
 // renewals succeed on other connections fails the run (ReasonStoreFailed,

@@ -272,9 +272,14 @@ func (l *life) fenced(err error) error {
 // lapsed reports whether the lease, as last renewed, had run out at now.
 func (l *life) lapsed(now time.Time) bool { return now.After(time.Unix(0, l.leaseUntil.Load())) }
 
+// loseLease notes the loss, starts the cleanup window — a write still in
+// flight can no longer land as this process's, and the front door must
+// end soon, whichever context its lifecycle watches — and cancels the
+// run with the loss.
 func (l *life) loseLease(e *LeaseLostError) {
 	if l.lost.CompareAndSwap(nil, e) {
 		l.log.Warn("lease lost", "run", l.fence.RunID, "err", e)
+		l.armCleanup()
 		l.cancel(e)
 	}
 }

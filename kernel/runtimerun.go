@@ -157,10 +157,10 @@ type RuntimeRun struct {
 	meta      map[string]canonjson.Value
 }
 
-// StartRuntimeRun starts a runtime run. ctx bounds the run: once it, or
-// the run's Context, ends, the run's remaining store calls are bounded by
-// the cleanup timeout. With a Store the run is recorded running before it
-// returns.
+// StartRuntimeRun starts a runtime run. ctx bounds the run: once it
+// ends, or the run's lease is lost, the run's remaining store calls are
+// bounded by the cleanup timeout. With a Store the run is recorded
+// running before it returns.
 func StartRuntimeRun(ctx context.Context, opts RuntimeRunOptions) (*RuntimeRun, error) {
 	var errs optionErrors
 	if opts.WorkspaceID == "" {
@@ -192,10 +192,12 @@ func StartRuntimeRun(ctx context.Context, opts RuntimeRunOptions) (*RuntimeRun, 
 			r.stop(err)
 			return nil, fmt.Errorf("kernel: encoding runtime run %s: %w", opts.RunID, err)
 		}
-		// The lifecycle watches the run's own context, as Execute's does:
-		// once it ends — the caller's context ended, a cancel was
-		// requested, the lease was lost — the cleanup window starts.
-		if r.life, err = startLife(r.ctx, lo, doc, r.stop); err != nil {
+		// The lifecycle watches the caller's context, not the run's: a
+		// cancel request ends the run's context, and the caller, who
+		// drives the work, may take longer than the cleanup window to
+		// wind it down before Complete records the end. A lost lease
+		// starts the window itself (loseLease).
+		if r.life, err = startLife(ctx, lo, doc, r.stop); err != nil {
 			r.stop(err)
 			return nil, err
 		}

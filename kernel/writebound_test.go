@@ -3,6 +3,7 @@ package kernel_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/memory"
+	"github.com/agentrt/agentrt/store/sqlite"
 )
 
 // returnsWithin runs f and returns how long it took and its error; it fails the test when f
@@ -256,23 +258,68 @@ func TestRuntimeRunPersistAfterTakeover(t *testing.T) {
 	}
 }
 
-// A runtime run whose context ended (here: another process requested
-// its cancellation) has begun its cleanup window, as Execute's run does:
-// a ledger write that hangs after that is bounded by the window, not by
-// the lease, which the heartbeat goes on renewing. (runtime.md §15:
-// every store call made after the run's context ended shares one cleanup
-// window.)
-func TestRuntimeRunWriteAfterItsContextEndedHasTheCleanupWindow(t *testing.T) {
+// A runtime run taken over by another process while one of its ledger
+// writes hangs: the heartbeat's next renewal is refused, and the lost
+// lease starts the cleanup window, so the write in flight is cut within
+// it — not held to the lease this process last renewed, which is long —
+// and Observe returns the *LeaseLostError. (checklist: a lost lease reads
+// interrupted; runtime.md §15: every store call made once the run's
+// context ended shares one cleanup window.)
+func TestRuntimeRunTakenOverCutsItsWriteInFlight(t *testing.T) {
 	mem := memory.New(nil)
 	st := &stallingStore{Store: mem, which: func(c string) bool { return c == "AppendLedger" }}
-	// The lease is long: a write bounded only by it would take many
-	// times the cleanup window.
-	const lease, cleanup = 20 * time.Second, 500 * time.Millisecond
+	// The lease is long: the write in flight, bounded by it alone, would
+	// take far longer than the renewal that finds the takeover.
+	const lease, cleanup = 30 * time.Second, 500 * time.Millisecond
 	r, err := kernel.StartRuntimeRun(context.Background(), kernel.RuntimeRunOptions{WorkspaceID: "w", TaskID: "t", Store: st, LeaseTTL: lease, CleanupTimeout: cleanup})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := kernel.RequestCancel(t.Context(), mem, r.ID(), "enough", time.Now()); err != nil {
+	st.stall.Store(true)
+	took, err := returnsWithin(t, "Observe", 2*time.Minute, func() error {
+		go func() {
+			// Another process takes the run over while the write hangs.
+			for deadline := time.Now().Add(time.Minute); st.stalled.Load() == 0 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if _, err := mem.UpdateRun(context.Background(), r.ID(), func(run *store.Run) error {
+				run.Generation++
+				run.Owner, run.LeaseUntil = "next", time.Now().Add(time.Minute)
+				return nil
+			}); err != nil {
+				t.Error(err)
+			}
+		}()
+		return r.Observe(kernel.RuntimeEvent{Type: kernel.RuntimeEventLLMCall, Usage: ledger.NoUsage()})
+	})
+	if bound := lease/3 + cleanup + writeBoundSlack; took > bound {
+		t.Errorf("Observe returned after %v; want within a renewal and the cleanup window (%v), not the lease (%v)", took, bound, lease)
+	}
+	if _, ok := errors.AsType[*kernel.LeaseLostError](err); !ok {
+		t.Errorf("Observe: %v; want the *LeaseLostError", err)
+	}
+	if fe, ok := errors.AsType[*store.FenceError](err); !ok || fe.Reason != store.FenceSuperseded {
+		t.Errorf("Observe: %v; want the store's refusal (superseded) within", err)
+	}
+}
+
+// A cancel request ends a runtime run's context, but the caller drives
+// the work and may take longer than the cleanup window to wind it down:
+// Complete then still records the run cancelled (on SQLite, whose calls
+// honor a cancelled context), rather than finding the window closed.
+// (checklist: every run ends in exactly one terminal state.)
+func TestRuntimeRunCompletedWellAfterACancelRequest(t *testing.T) {
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "runs.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	const cleanup = 200 * time.Millisecond
+	r, err := kernel.StartRuntimeRun(context.Background(), kernel.RuntimeRunOptions{WorkspaceID: "w", TaskID: "t", Store: st, LeaseTTL: 10 * time.Second, CleanupTimeout: cleanup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := kernel.RequestCancel(t.Context(), st, r.ID(), "enough", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -280,14 +327,18 @@ func TestRuntimeRunWriteAfterItsContextEndedHasTheCleanupWindow(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the run's context did not end a minute after its cancellation was requested")
 	}
-	st.stall.Store(true)
-	took, err := returnsWithin(t, "Observe", 2*time.Minute, func() error {
-		return r.Observe(kernel.RuntimeEvent{Type: kernel.RuntimeEventLLMCall, Usage: ledger.NoUsage()})
-	})
-	if bound := cleanup + writeBoundSlack; took > bound {
-		t.Errorf("Observe returned after %v; want within the cleanup window (%v), not the lease (%v)", took, bound, lease)
+	if _, ok := errors.AsType[*kernel.CancelRequestedError](context.Cause(r.Context())); !ok {
+		t.Fatalf("the run's context ended with %v; want the *CancelRequestedError", context.Cause(r.Context()))
 	}
-	if se, ok := errors.AsType[*kernel.StoreError](err); !ok || se.Op != "record" {
-		t.Errorf("Observe: %v; want a *StoreError of Op record", err)
+	time.Sleep(5 * cleanup) // the caller winds its work down
+	if err := r.Complete(kernel.RuntimeCompletion{Status: store.StatusCancelled}); err != nil {
+		t.Fatalf("Complete: %v; want the run recorded cancelled", err)
+	}
+	run, err := st.GetRun(t.Context(), r.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != store.StatusCancelled {
+		t.Errorf("the run reads %s; want cancelled", run.Status)
 	}
 }
