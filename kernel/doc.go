@@ -40,9 +40,20 @@
 //
 // No store or provider call can hold a run past its caller: calls made
 // while the caller's context lives are bounded by it, and every call made
-// after it ended or once the run is finishing shares one cleanup window
-// (CleanupTimeout, default DefaultCleanupTimeout). The heartbeat gives
-// each of its calls its own deadline and holds no lock across I/O.
+// after it ended, after the run's lease was lost or once the run is
+// finishing shares one cleanup window (CleanupTimeout, default
+// DefaultCleanupTimeout). Each record write of the live run — an event,
+// a ledger entry, its document, RuntimeRun.Confirm's renewal — is
+// bounded besides by the lease as this process last renewed it when the
+// write began (at most LeaseTTL): a
+// write that has not returned by then would land after the lease lapsed,
+// and one store call that hangs (a half-open connection) while the
+// renewals succeed on other connections fails the run (ReasonStoreFailed,
+// a *StoreError of Op "record"; RuntimeRun.Observe and AppendEvents
+// return that *StoreError) instead of holding a caller that set no
+// deadline forever. RuntimeRun.Persist, after the end, is bounded by the
+// cleanup window. The heartbeat gives each of its calls its own deadline
+// and holds no lock across I/O.
 // The run's creation is bounded by its lease as well, so a caller with
 // no deadline never waits forever on a store that stopped answering. A
 // store that fails ends the run typed (a *StoreError, alone for a

@@ -65,16 +65,19 @@ const (
 // StoreError is a store call a run depends on that failed or did not
 // answer within its bound: recording the run (Op "create", bounded by
 // the lease: a record that lands later would read interrupted at once),
-// an event, its document or ledger mid-run, or its terminal state
-// (bounded by the cleanup timeout). The run's front door returns it
-// (for "create": nothing else was done) or a *RunError caused by it.
-// Package retained returns it too, for every store call of a retained
-// run (bounded by 30 s).
+// an event, its document or ledger mid-run (Op "record", bounded by the
+// lease as last renewed when the write began: a write that lands later
+// would land after the lease lapsed), its terminal state (Op "end",
+// bounded by the cleanup timeout), or a runtime run's record after its
+// end (Op "persist", RuntimeRun.Persist, bounded by the cleanup
+// timeout). The run's front door returns it (for "create": nothing else
+// was done) or a *RunError caused by it. Package retained returns it
+// too, for every store call of a retained run (bounded by 30 s).
 type StoreError struct {
 	RunID string
-	// Op names the call: "create", "record", "end"; "read" for reading
-	// the run (ResumeSeated, a retained run's record); "cancel" for
-	// binding a retained run's cancel operation.
+	// Op names the call: "create", "record", "end", "persist"; "read"
+	// for reading the run (ResumeSeated, a retained run's record);
+	// "cancel" for binding a retained run's cancel operation.
 	Op  string
 	Err error
 }

@@ -130,9 +130,10 @@ func (e *LeaseLostError) Unwrap() error {
 // life is one run's lifecycle, owned once for every front door: the run
 // is created under this process's lease, every later write is fenced by
 // the lease generation, the lease is renewed (and cancel requests
-// watched) by a heartbeat that holds no lock across I/O, and every store
-// call made after the run's context ended, or once it is finishing, is
-// bounded by the cleanup timeout.
+// watched) by a heartbeat that holds no lock across I/O, each record
+// write of the live run is bounded by the lease (liveWrite), and every
+// store call made after the run's context ended, or once it is
+// finishing, is bounded by the cleanup timeout.
 type life struct {
 	s       store.Store
 	fence   store.Fence
@@ -213,10 +214,44 @@ func (l *life) teardownCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(l.io, l.cleanup/2)
 }
 
-// writeCtx is the context of a record write: the run's I/O context, so
-// that events which arrive as the caller cancels are still recorded,
-// within the cleanup window.
+// writeCtx is the context of a terminal write: the run's I/O context, so
+// that what happened is recorded after the caller cancels, within the
+// cleanup window (end arms it before writing).
 func (l *life) writeCtx() context.Context { return l.io }
+
+// liveWrite makes one record write of the live run (an event, a ledger
+// entry, the run's document, a confirmation). Its context is the run's
+// I/O context — events that arrive as the caller cancels are still
+// recorded, within the cleanup window — given a deadline at the lease's
+// end as this process last renewed it when the write began: a write that
+// has not returned by then would land after the lease lapsed, which
+// fenced counts as a loss anyway, and one store call that hangs (a
+// half-open connection) while renewals succeed on other connections must
+// not hold the run, whose caller may have set no deadline, forever. A
+// write cut by that deadline while the lease was renewed meanwhile is an
+// error of the store (the run fails, ReasonStoreFailed); one cut after
+// the lease lapsed is the *LeaseLostError. A fence refusal is noted
+// (fenced) and returned as the store's *FenceError.
+func (l *life) liveWrite(write func(ctx context.Context) error) error {
+	if err := l.holds(); err != nil {
+		return err
+	}
+	until := time.Unix(0, l.leaseUntil.Load())
+	ctx, cancel := context.WithDeadline(l.io, until)
+	defer cancel()
+	err := l.fenced(write(ctx))
+	if err == nil || errors.Is(err, store.ErrFenced) {
+		return err
+	}
+	if lost := l.holds(); lost != nil {
+		return lost
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && l.io.Err() == nil {
+		return fmt.Errorf("the write did not return before the run's lease, as renewed when it began, ran out (%s): %w",
+			until.UTC().Format(time.RFC3339Nano), err)
+	}
+	return err
+}
 
 // fenced notes a write refused because the lease no longer holds and
 // cancels the run with that cause; it returns err unchanged. A write the
@@ -245,9 +280,14 @@ func (l *life) fenced(err error) error {
 // lapsed reports whether the lease, as last renewed, had run out at now.
 func (l *life) lapsed(now time.Time) bool { return now.After(time.Unix(0, l.leaseUntil.Load())) }
 
+// loseLease notes the loss, starts the cleanup window — a write still in
+// flight can no longer land as this process's, and the front door must
+// end soon, whichever context its lifecycle watches — and cancels the
+// run with the loss.
 func (l *life) loseLease(e *LeaseLostError) {
 	if l.lost.CompareAndSwap(nil, e) {
 		l.log.Warn("lease lost", "run", l.fence.RunID, "err", e)
+		l.armCleanup()
 		l.cancel(e)
 	}
 }
@@ -276,18 +316,17 @@ func (l *life) holds() error {
 // store's fence, or by this process's clock when the write returned) is
 // the *LeaseLostError.
 func (l *life) confirm(ctx context.Context) (time.Time, error) {
-	if err := l.holds(); err != nil {
-		return time.Time{}, err
-	}
-	cctx, cancel := context.WithCancel(l.writeCtx())
-	defer cancel()
-	defer context.AfterFunc(ctx, cancel)()
 	until := time.Now().Add(l.ttl)
-	_, err := l.s.UpdateFenced(cctx, l.fence, func(r *store.Run) error {
-		r.LeaseUntil = until
-		return nil
+	err := l.liveWrite(func(wctx context.Context) error {
+		cctx, cancel := context.WithCancel(wctx)
+		defer cancel()
+		defer context.AfterFunc(ctx, cancel)()
+		_, err := l.s.UpdateFenced(cctx, l.fence, func(r *store.Run) error {
+			r.LeaseUntil = until
+			return nil
+		})
+		return err
 	})
-	err = l.fenced(err)
 	if lost := l.leaseLost(); lost != nil {
 		return time.Time{}, lost
 	}
@@ -298,34 +337,38 @@ func (l *life) confirm(ctx context.Context) (time.Time, error) {
 	return until, nil
 }
 
-// appendEvents durably appends events, fenced.
+// appendEvents durably appends events, fenced, bounded as liveWrite says.
 func (l *life) appendEvents(events []store.NewEvent) ([]store.Event, error) {
-	if err := l.holds(); err != nil {
+	var out []store.Event
+	err := l.liveWrite(func(ctx context.Context) (err error) {
+		out, err = l.s.AppendEvents(ctx, l.fence, events)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
-	out, err := l.s.AppendEvents(l.writeCtx(), l.fence, events)
-	return out, l.fenced(err)
+	return out, nil
 }
 
-// appendLedger durably appends ledger entries, fenced.
+// appendLedger durably appends ledger entries, fenced, bounded as
+// liveWrite says.
 func (l *life) appendLedger(bodies []canonjson.Value, at time.Time) error {
-	if err := l.holds(); err != nil {
+	return l.liveWrite(func(ctx context.Context) error {
+		_, err := l.s.AppendLedger(ctx, l.fence, bodies, at)
 		return err
-	}
-	_, err := l.s.AppendLedger(l.writeCtx(), l.fence, bodies, at)
-	return l.fenced(err)
+	})
 }
 
-// updateDoc replaces the live run's document, fenced.
+// updateDoc replaces the live run's document, fenced, bounded as
+// liveWrite says.
 func (l *life) updateDoc(doc canonjson.Value) error {
-	if err := l.holds(); err != nil {
+	return l.liveWrite(func(ctx context.Context) error {
+		_, err := l.s.UpdateFenced(ctx, l.fence, func(r *store.Run) error {
+			r.Doc = keepCancelRequest(r.Doc, doc)
+			return nil
+		})
 		return err
-	}
-	_, err := l.s.UpdateFenced(l.writeCtx(), l.fence, func(r *store.Run) error {
-		r.Doc = keepCancelRequest(r.Doc, doc)
-		return nil
 	})
-	return l.fenced(err)
 }
 
 // finishing starts the cleanup window: from here on the run's remaining

@@ -158,8 +158,9 @@ type RuntimeRun struct {
 }
 
 // StartRuntimeRun starts a runtime run. ctx bounds the run: once it
-// ends, the run's remaining store calls are bounded by the cleanup
-// timeout. With a Store the run is recorded running before it returns.
+// ends, or the run's lease is lost, the run's remaining store calls are
+// bounded by the cleanup timeout. With a Store the run is recorded
+// running before it returns.
 func StartRuntimeRun(ctx context.Context, opts RuntimeRunOptions) (*RuntimeRun, error) {
 	var errs optionErrors
 	if opts.WorkspaceID == "" {
@@ -191,6 +192,11 @@ func StartRuntimeRun(ctx context.Context, opts RuntimeRunOptions) (*RuntimeRun, 
 			r.stop(err)
 			return nil, fmt.Errorf("kernel: encoding runtime run %s: %w", opts.RunID, err)
 		}
+		// The lifecycle watches the caller's context, not the run's: a
+		// cancel request ends the run's context, and the caller, who
+		// drives the work, may take longer than the cleanup window to
+		// wind it down before Complete records the end. A lost lease
+		// starts the window itself (loseLease).
 		if r.life, err = startLife(ctx, lo, doc, r.stop); err != nil {
 			r.stop(err)
 			return nil, err
@@ -220,7 +226,10 @@ func (r *RuntimeRun) Status() store.Status {
 // Observe notes one event. A model call (type RuntimeEventLLMCall) adds
 // its usage and, with a Store, is recorded in the ledger before Observe
 // returns; other events change nothing. Observing an ended run is a
-// *RuntimeRunStateError.
+// *RuntimeRunStateError. A ledger write that fails, or does not return
+// before the lease (as last renewed when it began) ran out, is a
+// *StoreError (Op "record"), or the *LeaseLostError once the lease is
+// lost; the usage stays counted.
 func (r *RuntimeRun) Observe(ev RuntimeEvent) error {
 	if ev.Type != RuntimeEventLLMCall {
 		return nil
@@ -249,15 +258,31 @@ func (r *RuntimeRun) Observe(ev RuntimeEvent) error {
 	}
 	// Entries are snapshots: the last one is the spend so far.
 	if err := r.life.appendLedger([]canonjson.Value{progressEntry(usage, ev.Model)}, r.now()); err != nil {
-		return fmt.Errorf("kernel: recording runtime run %s's model call: %w", r.opts.RunID, err)
+		return r.recordError("model call", err)
 	}
 	return nil
+}
+
+// recordError types a failed record write of the live run: the
+// *LeaseLostError once this process lost the run's lease, the store's
+// refusal of the records themselves (store.ErrExists, store.ErrInvalid)
+// as it is, otherwise a *StoreError of Op "record".
+func (r *RuntimeRun) recordError(what string, err error) error {
+	switch lost := r.life.leaseLost(); {
+	case lost != nil:
+		err = lost
+	case errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrInvalid):
+	default:
+		err = &StoreError{RunID: r.opts.RunID, Op: "record", Err: err}
+	}
+	return fmt.Errorf("kernel: recording runtime run %s's %s: %w", r.opts.RunID, what, err)
 }
 
 // AppendEvents durably appends events to the run, fenced by its lease,
 // and returns them with their sequences and cursors; without a Store it
 // is an error (there is nowhere to keep them). Appending to an ended run
-// is a *RuntimeRunStateError.
+// is a *RuntimeRunStateError; a failed or unanswered write is typed as
+// Observe's is.
 func (r *RuntimeRun) AppendEvents(events []store.NewEvent) ([]store.Event, error) {
 	if r.life == nil {
 		return nil, fmt.Errorf("kernel: runtime run %s has no store to record events in", r.opts.RunID)
@@ -269,7 +294,7 @@ func (r *RuntimeRun) AppendEvents(events []store.NewEvent) ([]store.Event, error
 	}
 	out, err := r.life.appendEvents(events)
 	if err != nil {
-		return nil, fmt.Errorf("kernel: recording runtime run %s's events: %w", r.opts.RunID, err)
+		return nil, r.recordError("events", err)
 	}
 	return out, nil
 }
@@ -434,8 +459,13 @@ func (r *RuntimeRun) recordLocked(meta map[string]canonjson.Value) RuntimeRecord
 
 // Persist writes the ended run's record, with meta merged into its
 // metadata (and kept for later rows), to the Store; without a Store it
-// does nothing. Persisting a live run is a *RuntimeRunStateError; the
-// store's errors are returned.
+// does nothing. Persisting a live run is a *RuntimeRunStateError. The
+// write is bounded by ctx and by the cleanup timeout; a store that fails
+// or does not answer within that is a *StoreError (Op "persist"). An
+// ended run holds no lease to fence the write by, so it is fenced by the
+// generation instead: a run another process has taken over since (a
+// newer generation) is not this process's to write, and Persist returns
+// the store's *FenceError (FenceSuperseded), changing nothing.
 func (r *RuntimeRun) Persist(ctx context.Context, meta map[string]canonjson.Value) error {
 	r.mu.Lock()
 	if r.status == store.StatusRunning {
@@ -448,14 +478,21 @@ func (r *RuntimeRun) Persist(ctx context.Context, meta map[string]canonjson.Valu
 	maps.Copy(r.meta, meta)
 	rec := r.recordLocked(nil)
 	r.mu.Unlock()
-	if r.opts.Store == nil {
+	if r.life == nil {
 		return nil
 	}
 	doc, err := canonjson.ToValue(rec)
 	if err != nil {
 		return fmt.Errorf("kernel: encoding runtime run %s: %w", r.opts.RunID, err)
 	}
+	ctx, cancel := context.WithTimeout(ctx, r.life.cleanup)
+	defer cancel()
+	gen := r.life.fence.Generation
 	_, err = r.opts.Store.UpdateRun(ctx, r.opts.RunID, func(run *store.Run) error {
+		if run.Generation != gen {
+			return &store.FenceError{RunID: run.ID, Generation: gen, Current: run.Generation, Reason: store.FenceSuperseded,
+				Status: store.Effective(*run, time.Now()), LeaseUntil: run.LeaseUntil}
+		}
 		if run.Status != rec.Status {
 			// The store says otherwise (the run was interrupted): keep
 			// its status, record the metadata.
@@ -475,6 +512,9 @@ func (r *RuntimeRun) Persist(ctx context.Context, meta map[string]canonjson.Valu
 		return nil
 	})
 	if err != nil {
+		if !errors.Is(err, store.ErrFenced) && !errors.Is(err, store.ErrInvalid) {
+			err = &StoreError{RunID: r.opts.RunID, Op: "persist", Err: err}
+		}
 		return fmt.Errorf("kernel: persisting runtime run %s: %w", r.opts.RunID, err)
 	}
 	return nil
