@@ -46,13 +46,17 @@ func TestExactLongPollsOnASilentServerEndTyped(t *testing.T) {
 		t.Fatal(err)
 	}
 	proc := &exactProc{e: &exactEnv{p: p, doc: wire.ExactEnvironment{ID: "env-1"}}, pid: 7}
+	// A context without a deadline, cancelled only when the test ends
+	// (before the server closes), so a hung ask cannot outlive it.
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	for _, tc := range []struct {
 		name string
 		run  func() error
 	}{
-		{"wait", func() error { _, err := proc.Wait(context.Background()); return err }},
+		{"wait", func() error { _, err := proc.Wait(ctx); return err }},
 		{"stdout", func() error {
-			for _, err := range proc.Stdout(context.Background()) {
+			for _, err := range proc.Stdout(ctx) {
 				if err != nil {
 					return err
 				}

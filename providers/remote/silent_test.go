@@ -58,11 +58,15 @@ func TestStreamOpenOnASilentServerEndsTyped(t *testing.T) {
 	env := create(t, ctx, p)
 	cancel()
 	silent.Store(true)
+	// A context without a deadline, cancelled only when the test ends
+	// (before the proxy closes), so a hung stream cannot outlive it.
+	sctx, scancel := context.WithCancel(context.Background())
+	t.Cleanup(scancel)
 	done := make(chan error, 1)
 	go func() {
 		prompt := "hi"
 		var last error
-		for _, err := range env.Stream(context.Background(), &contract.TurnInput{Prompt: &prompt}) {
+		for _, err := range env.Stream(sctx, &contract.TurnInput{Prompt: &prompt}) {
 			last = err
 		}
 		done <- last
