@@ -11,7 +11,9 @@
 // prompt, cancel, the digest-bound cancel-run, interaction answers), so
 // the server keeps no session state of its own; and exact processes
 // (create, get, list, destroy, exact file write and bounded read, spawn
-// once per operation id, status, wait, kill, output from a byte offset). It
+// once per operation id, status, wait, kill, output from a byte offset;
+// wait and output are long polls of at most ResultWait, or the client's
+// shorter wire.QueryWaitMs). It
 // authenticates with a bearer token compared in constant time, bounds
 // every body, buffer and wait, keeps keyed creates and exact spawns in a
 // store so a restarted server replays a retried create or spawn (and

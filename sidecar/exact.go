@@ -397,16 +397,20 @@ func (s *Server) exactStatus(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
-// exactWait waits for a process's termination for at most ResultWait;
+// exactWait waits for a process's termination for at most pollWait;
 // past it the answer has no termination and the client asks again.
 func (s *Server) exactWait(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.callContext(r)
 	defer cancel()
+	wait, ok := s.pollWait(w, r)
+	if !ok {
+		return
+	}
 	proc, ok := s.exactProc(ctx, w, r)
 	if !ok {
 		return
 	}
-	wctx, wcancel := context.WithTimeout(r.Context(), s.opts.ResultWait)
+	wctx, wcancel := context.WithTimeout(r.Context(), wait)
 	defer wcancel()
 	term, err := proc.Wait(wctx)
 	switch {
@@ -417,6 +421,23 @@ func (s *Server) exactWait(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusOK, wire.ExactWaitResult{Termination: term})
 	}
+}
+
+// pollWait is how long one exact long poll waits: ResultWait, or the
+// client's shorter wire.QueryWaitMs. A malformed one is answered
+// invalid_request.
+func (s *Server) pollWait(w http.ResponseWriter, r *http.Request) (time.Duration, bool) {
+	raw := r.URL.Query().Get(wire.QueryWaitMs)
+	if raw == "" {
+		return s.opts.ResultWait, true
+	}
+	ms, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || ms < 0 || ms > wire.MaxResultWaitMs {
+		p := "/" + wire.QueryWaitMs
+		writeError(w, wire.ErrorDetail{Code: wire.CodeInvalidRequest, Message: fmt.Sprintf("the %s query parameter must be an integer in 0..%d", wire.QueryWaitMs, wire.MaxResultWaitMs), Path: &p})
+		return 0, false
+	}
+	return min(s.opts.ResultWait, time.Duration(ms)*time.Millisecond), true
 }
 
 // exactKill force-stops a process tree on the server's context; killing
@@ -437,7 +458,7 @@ func (s *Server) exactKill(w http.ResponseWriter, r *http.Request) {
 
 // exactOutput answers one stream's bytes from the query's offset on:
 // what is there (at most wire.MaxExactChunkBytes), else what arrives
-// within ResultWait. end is true only when the stream ended with the
+// within pollWait (ResultWait or the client's shorter wait). end is true only when the stream ended with the
 // answer's bytes. A resumed read neither loses nor repeats a byte, and
 // costs what it returns: the stream's cursor (outputCursor) continues
 // where the last read ended, instead of replaying the stream from its
@@ -454,6 +475,10 @@ func (s *Server) exactOutput(w http.ResponseWriter, r *http.Request) {
 		writeError(w, wire.ErrorDetail{Code: wire.CodeInvalidRequest, Message: "the offset query parameter must be a non-negative integer", Path: &p})
 		return
 	}
+	wait, ok := s.pollWait(w, r)
+	if !ok {
+		return
+	}
 	ctx, cancel := s.callContext(r)
 	defer cancel()
 	proc, ok := s.exactProc(ctx, w, r)
@@ -464,12 +489,14 @@ func (s *Server) exactOutput(w http.ResponseWriter, r *http.Request) {
 	if stream == wire.StreamStderr {
 		open = proc.Stderr
 	}
-	// Another read of the stream holds its cursor for at most ResultWait.
-	wctx, wcancel := context.WithTimeout(r.Context(), s.opts.ResultWait)
+	// Waiting for another read of the stream to release its cursor and
+	// for bytes share the one wait.
+	end := time.Now().Add(wait)
+	wctx, wcancel := context.WithDeadline(r.Context(), end)
 	defer wcancel()
 	chunk := wire.ExactOutputChunk{Offset: offset}
 	if c := s.cursorAt(wctx, cursorKey{env: r.PathValue("id"), pid: proc.PID(), stream: stream}, offset, open); c != nil {
-		chunk, err = c.read(r.Context(), offset, s.opts.ResultWait)
+		chunk, err = c.read(r.Context(), offset, max(time.Until(end), 0))
 		<-c.lock
 		if err != nil {
 			s.dropCursor(c)

@@ -41,16 +41,25 @@ const (
 	RouteExactProcesses = "/v1/exact/environments/{id}/processes"
 	// RouteExactProcess (GET): contract.ExactProcessStatus.
 	RouteExactProcess = "/v1/exact/environments/{id}/processes/{pid}"
-	// RouteExactProcessWait (POST, no body): ExactWaitResult, whose
-	// termination is absent when the server's wait bound passed first
-	// (the client asks again).
+	// RouteExactProcessWait (POST, no body, query QueryWaitMs):
+	// ExactWaitResult, whose termination is absent when the server's
+	// wait bound passed first (the client asks again).
 	RouteExactProcessWait = "/v1/exact/environments/{id}/processes/{pid}/wait"
 	// RouteExactProcessKill (POST, no body): answered {}.
 	RouteExactProcessKill = "/v1/exact/environments/{id}/processes/{pid}/kill"
-	// RouteExactProcessOutput (GET, query offset): ExactOutputChunk of
-	// the stream {stream} (stdout or stderr) from byte offset on.
+	// RouteExactProcessOutput (GET, query offset and QueryWaitMs):
+	// ExactOutputChunk of the stream {stream} (stdout or stderr) from
+	// byte offset on.
 	RouteExactProcessOutput = "/v1/exact/environments/{id}/processes/{pid}/output/{stream}"
 )
+
+// QueryWaitMs is the optional query parameter of the exact long polls
+// (RouteExactProcessWait, RouteExactProcessOutput): the most the client
+// wants one ask to wait, in milliseconds (0..MaxResultWaitMs). The
+// server waits no longer than it nor than its own bound, so a client
+// knows when an answer is overdue (a paused server) and bounds the ask
+// by it plus a grace.
+const QueryWaitMs = "waitMs"
 
 // Output stream names of RouteExactProcessOutput.
 const (

@@ -40,6 +40,13 @@
 //     a [*CorruptError] naming where it is and, through [*InvalidError],
 //     the JSON pointer of what is wrong.
 //
+// Each call of a SQL journal is bounded by its CallTimeout
+// ([SQLOptions.CallTimeout], [DefaultCallTimeout] 30 s) even for a
+// caller without a deadline: a database that stops answering (down,
+// black-holed, locked) ends the call with a [*TimeoutError], whose
+// outcome is unknown and which may be retried as it was — the idempotent
+// writes above make a retry of a write that did commit a no-op.
+//
 // The reference is laxer in places (its in-memory and file journals
 // accept any turn, its SQL journal orders turns appended out of order);
 // the rules above make a retry safe and every adapter answer alike.

@@ -1,9 +1,11 @@
 package conversation
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // Sentinel causes, matched with errors.Is.
@@ -94,3 +96,27 @@ func (e *CorruptError) Error() string {
 
 // Unwrap returns the cause.
 func (e *CorruptError) Unwrap() error { return e.Err }
+
+// TimeoutError reports a call of a SQL journal the database did not
+// answer within its CallTimeout (SQLOptions.CallTimeout): the database
+// is down, cut off or locked by another writer. The call's outcome is
+// unknown — a write may have committed — and it may be retried as it
+// was: BeginRun, AppendTurn and RecordHalt are idempotent for the same
+// arguments (the same start time, the same turn at its index, the same
+// halt and end time), so a retry of a call that did commit succeeds
+// without writing twice. It matches context.DeadlineExceeded.
+type TimeoutError struct {
+	// Op is the call: "load", "begin", "append" or "halt".
+	Op string
+	// RunID names the run.
+	RunID string
+	// After is the bound that passed.
+	After time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("conversation journal: %s %s: the database did not answer within %v; the outcome is unknown, retry the call", e.Op, strconv.Quote(e.RunID), e.After)
+}
+
+// Unwrap makes a TimeoutError match context.DeadlineExceeded.
+func (e *TimeoutError) Unwrap() error { return context.DeadlineExceeded }

@@ -49,9 +49,19 @@ type SQLOptions struct {
 	BusyTimeout time.Duration
 	// MaxConns caps the PostgreSQL pool; 0 keeps pgx's default.
 	MaxConns int32
+	// CallTimeout bounds each call of the journal (LoadRun, BeginRun,
+	// AppendTurn, RecordHalt), its transaction included, for a caller
+	// whose context has no sooner deadline: a database that stops
+	// answering (down, black-holed, locked) ends the call with a
+	// *TimeoutError instead of hanging it. 0 means DefaultCallTimeout.
+	CallTimeout time.Duration
 	// Now replaces time.Now for the migrations' applied_at (tests).
 	Now func() time.Time
 }
+
+// DefaultCallTimeout is SQLOptions.CallTimeout's default, the bound
+// retained runs put on their store calls.
+const DefaultCallTimeout = 30 * time.Second
 
 // SQL is a Journal in two tables of a SQLite or PostgreSQL database, the
 // reference's schema: <prefix>_runs(run_id PRIMARY KEY, started_at,
@@ -72,6 +82,7 @@ type SQL struct {
 	prefix    string
 	lim       Limits
 	now       func() time.Time
+	timeout   time.Duration // each call's bound (SQLOptions.CallTimeout)
 	q         queries
 	closed    atomic.Bool
 	closers   []func() error
@@ -94,9 +105,12 @@ func checkPrefix(prefix string) (string, error) {
 }
 
 func newSQL(prefix string, pg bool, opts SQLOptions) *SQL {
-	s := &SQL{pg: pg, prefix: prefix, lim: opts.Limits.withDefaults(), now: opts.Now}
+	s := &SQL{pg: pg, prefix: prefix, lim: opts.Limits.withDefaults(), now: opts.Now, timeout: opts.CallTimeout}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.timeout <= 0 {
+		s.timeout = DefaultCallTimeout
 	}
 	runs, turns := prefix+"_runs", prefix+"_turns"
 	octets, lock := "length(CAST(payload AS BLOB))", ""
@@ -349,10 +363,29 @@ func (s *SQL) enter(ctx context.Context) error {
 	return nil
 }
 
+// bounded runs fn, the database work of call op on runID, with ctx
+// bounded by the journal's CallTimeout; that bound passing while ctx
+// lives is a *TimeoutError.
+func (s *SQL) bounded(ctx context.Context, op, runID string, fn func(context.Context) error) error {
+	bctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	err := fn(bctx)
+	if err != nil && ctx.Err() == nil && bctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
+		return &TimeoutError{Op: op, RunID: runID, After: s.timeout}
+	}
+	return err
+}
+
 func (s *SQL) source() string { return s.prefix + "_runs/" + s.prefix + "_turns" }
 
-// inTx runs fn in a writer transaction, committing when it returns nil.
-func (s *SQL) inTx(ctx context.Context, op string, fn func(*sql.Tx) error) error {
+// inTx runs fn in a writer transaction of call op on runID, committing
+// when it returns nil, all within the journal's CallTimeout (bounded).
+func (s *SQL) inTx(ctx context.Context, op, runID string, fn func(context.Context, *sql.Tx) error) error {
+	return s.bounded(ctx, op, runID, func(ctx context.Context) error { return s.tx(ctx, op, fn) })
+}
+
+// tx runs fn in a writer transaction, committing when it returns nil.
+func (s *SQL) tx(ctx context.Context, op string, fn func(context.Context, *sql.Tx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return s.dbError(ctx, op, err)
@@ -363,7 +396,7 @@ func (s *SQL) inTx(ctx context.Context, op string, fn func(*sql.Tx) error) error
 			return s.dbError(ctx, op, err)
 		}
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(ctx, tx); err != nil {
 		return s.dbError(ctx, op, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -465,14 +498,20 @@ func (s *SQL) LoadRun(ctx context.Context, runID string) (*Entry, error) {
 	if s.pg {
 		opts.Isolation = sql.LevelRepeatableRead
 	}
-	tx, err := s.r.BeginTx(ctx, opts)
+	var e *Entry
+	err := s.bounded(ctx, "load", runID, func(ctx context.Context) error {
+		tx, err := s.r.BeginTx(ctx, opts)
+		if err != nil {
+			return s.dbError(ctx, "load", err)
+		}
+		defer tx.Rollback()
+		if e, err = s.load(ctx, tx, runID); err != nil {
+			return s.dbError(ctx, "load", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, s.dbError(ctx, "load", err)
-	}
-	defer tx.Rollback()
-	e, err := s.load(ctx, tx, runID)
-	if err != nil {
-		return nil, s.dbError(ctx, "load", err)
+		return nil, err
 	}
 	return e, nil
 }
@@ -529,7 +568,7 @@ func (s *SQL) BeginRun(ctx context.Context, runID string, startedAt time.Time) e
 	if err := s.enter(ctx); err != nil {
 		return err
 	}
-	return s.inTx(ctx, "begin", func(tx *sql.Tx) error {
+	return s.inTx(ctx, "begin", runID, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, s.q.begin, runID, formatTime(startedAt))
 		if err != nil {
 			return err
@@ -560,7 +599,7 @@ func (s *SQL) AppendTurn(ctx context.Context, runID string, t Turn) error {
 	if err := s.enter(ctx); err != nil {
 		return err
 	}
-	return s.inTx(ctx, "append", func(tx *sql.Tx) error {
+	return s.inTx(ctx, "append", runID, func(ctx context.Context, tx *sql.Tx) error {
 		row, err := s.readRun(ctx, tx, runID, true)
 		switch {
 		case err != nil:
@@ -622,7 +661,7 @@ func (s *SQL) RecordHalt(ctx context.Context, runID string, h Halt, endedAt time
 	if err := s.enter(ctx); err != nil {
 		return err
 	}
-	return s.inTx(ctx, "halt", func(tx *sql.Tx) error {
+	return s.inTx(ctx, "halt", runID, func(ctx context.Context, tx *sql.Tx) error {
 		row, err := s.readRun(ctx, tx, runID, true)
 		switch {
 		case err != nil:

@@ -21,7 +21,14 @@
 // served turn observed from the server's private route and yields it as
 // the private native.session.observed event, so the kernel binds it to
 // the run (NSO-02) while the public stream never carries it (NSO-03).
-// Retries, waits and reads are bounded. It logs only a warning when that
-// native session cannot be read (never the id), and never puts its token
-// anywhere but the Authorization header.
+// Retries, waits and reads are bounded, even for a caller without a
+// deadline: a stream's open waits for the answer's headers at most
+// IdleTimeout (a server paused or black-holed costs the stream its
+// bounded reconnects, ending in a *TimeoutError with the turn left in
+// doubt), every other call is bounded by its timeout (CallTimeout unless
+// another applies), and a long poll (an exact process's wait or output,
+// a session's result) asks the server to wait at most a half
+// CallTimeout (its waitMs) and gives up at CallTimeout. It logs only a
+// warning when that native session cannot be read (never the id), and
+// never puts its token anywhere but the Authorization header.
 package remote

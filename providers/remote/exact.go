@@ -206,12 +206,15 @@ func (p *exactProc) Status(ctx context.Context) (*contract.ExactProcessStatus, e
 	return exactManager{p.e}.status(ctx, p.pid)
 }
 
-// Wait asks the server until the process terminated; each ask is
-// bounded by the server's wait, ctx ends the whole wait.
+// Wait asks the server until the process terminated; each ask asks the
+// server to wait at most a half CallTimeout (wire.QueryWaitMs) and is
+// bounded by CallTimeout, so a server that stops answering ends the wait
+// with a *TimeoutError; ctx ends the whole wait.
 func (p *exactProc) Wait(ctx context.Context) (*contract.ProcessTermination, error) {
+	path := exactProcPath(p.e.doc.ID, p.pid) + "/wait?" + wire.QueryWaitMs + "=" + strconv.FormatInt(p.e.p.longPoll(), 10)
 	for {
-		res, err := roundTrip(ctx, p.e.p, exchange{method: http.MethodPost, path: exactProcPath(p.e.doc.ID, p.pid) + "/wait",
-			answer: "wait answer", retry: true}, wire.ParseExactWaitResult)
+		res, err := roundTrip(ctx, p.e.p, exchange{method: http.MethodPost, path: path,
+			answer: "wait answer", timeout: p.e.p.opts.CallTimeout, retry: true}, wire.ParseExactWaitResult)
 		if err != nil {
 			return nil, err
 		}
@@ -244,13 +247,15 @@ func (p *exactProc) Stderr(ctx context.Context) iter.Seq2[[]byte, error] {
 
 // output reads one stream by byte offset: after a dropped connection the
 // next ask resumes where the last answer ended, so no byte is lost or
-// repeated.
+// repeated. Each ask is a long poll bounded as Wait's.
 func (p *exactProc) output(ctx context.Context, stream string) iter.Seq2[[]byte, error] {
 	return func(yield func([]byte, error) bool) {
 		var offset int64
+		wait := "&" + wire.QueryWaitMs + "=" + strconv.FormatInt(p.e.p.longPoll(), 10)
 		for {
-			path := exactProcPath(p.e.doc.ID, p.pid) + "/output/" + stream + "?offset=" + strconv.FormatInt(offset, 10)
-			out, _, err := p.e.p.call(ctx, http.MethodGet, path, nil, true)
+			path := exactProcPath(p.e.doc.ID, p.pid) + "/output/" + stream + "?offset=" + strconv.FormatInt(offset, 10) + wait
+			chunk, err := roundTrip(ctx, p.e.p, exchange{method: http.MethodGet, path: path,
+				answer: stream, timeout: p.e.p.opts.CallTimeout, retry: true}, wire.ParseExactOutputChunk)
 			if err == nil && ctx.Err() != nil {
 				err = ctx.Err()
 			}
@@ -258,8 +263,7 @@ func (p *exactProc) output(ctx context.Context, stream string) iter.Seq2[[]byte,
 				yield(nil, err)
 				return
 			}
-			chunk, err := wire.ParseExactOutputChunk(out)
-			if err == nil && chunk.Offset != offset {
+			if chunk.Offset != offset {
 				err = fmt.Errorf("the server answered offset %d, not %d", chunk.Offset, offset)
 			}
 			var data []byte

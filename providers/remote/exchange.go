@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -27,8 +28,10 @@ type exchange struct {
 	// max bounds the encoded request; 0 leaves the bound to the server
 	// (the answer is bounded by wire.MaxBodyBytes in every call).
 	max int
-	// timeout bounds the exchange, its retries included; 0 leaves it to
-	// ctx (a long poll the server bounds, asked again until ctx ends).
+	// timeout bounds the exchange, its retries included (0: CallTimeout);
+	// one that passes while ctx lives is a *TimeoutError. Every exchange
+	// is bounded: a long poll asks the server for a shorter wait
+	// (Provider.longPoll) and is bounded by CallTimeout.
 	timeout time.Duration
 	// retry re-sends the same body after a lost connection or a 5xx
 	// answer; false for a call that may have had its effect.
@@ -62,16 +65,21 @@ func roundTrip[Resp any](ctx context.Context, p *Provider, x exchange, parse fun
 		}
 		body = b
 	}
-	if x.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, x.timeout)
-		defer cancel()
+	if x.timeout <= 0 {
+		x.timeout = p.opts.CallTimeout
 	}
-	out, attempts, err := p.callAs(ctx, x.method, x.path, body, x.retry, x.cred)
+	bounded, cancel := context.WithTimeout(ctx, x.timeout)
+	defer cancel()
+	out, attempts, err := p.callAs(bounded, x.method, x.path, body, x.retry, x.cred)
 	if x.attempts != nil {
 		*x.attempts = attempts
 	}
 	if err != nil {
+		var we *wire.Error
+		if ctx.Err() == nil && bounded.Err() != nil && !errors.As(err, &we) {
+			// The exchange's own bound passed, not the caller's.
+			return zero, &TimeoutError{Method: x.method, Path: x.path, After: x.timeout, Last: err}
+		}
 		return zero, err
 	}
 	if parse == nil {

@@ -57,12 +57,17 @@ type Options struct {
 	MaxRetries int
 	// RetryBackoff is the first retry's delay, doubled per retry.
 	RetryBackoff time.Duration
-	// CallTimeout bounds every call but create and a turn stream.
+	// CallTimeout bounds every call but create and a turn stream; one
+	// ask of a long poll (an exact process's wait or output, a session's
+	// result) asks the server to wait at most half of it, the other half
+	// being the grace for the answer to arrive.
 	CallTimeout time.Duration
 	// CreateTimeout bounds one create, retries included.
 	CreateTimeout time.Duration
 	// IdleTimeout drops a stream connection that delivered nothing (not
-	// even a keep-alive) for this long, and reconnects.
+	// even a keep-alive, nor at its open the answer's headers) for this
+	// long, and reconnects: a paused or black-holed server costs a
+	// stream its bounded reconnects, never a hang.
 	IdleTimeout time.Duration
 	// CancelTimeout bounds the cancel sent when a stream's context ends
 	// before its turn did.
@@ -289,16 +294,12 @@ func (p *Provider) newRequest(ctx context.Context, method, path string, body []b
 	return req, nil
 }
 
-// call sends one request and reads its answer within wire.MaxBodyBytes.
-// With retry, a lost connection or a 5xx answer is retried (bounded,
-// with backoff) with the same body. It returns the body of a 2xx answer,
-// the number of attempts made, or the error: a *wire.Error for an error
-// answer.
-func (p *Provider) call(ctx context.Context, method, path string, body []byte, retry bool) ([]byte, int, error) {
-	return p.callAs(ctx, method, path, body, retry, nil)
-}
-
-// callAs is call with a seat stage's credential request (nil: none).
+// callAs sends one request and reads its answer within
+// wire.MaxBodyBytes; cred is a seat stage's credential request (nil:
+// none). With retry, a lost connection or a 5xx answer is retried
+// (bounded, with backoff) with the same body. It returns the body of a
+// 2xx answer, the number of attempts made, or the error: a *wire.Error
+// for an error answer. Its caller (roundTrip) bounds ctx.
 func (p *Provider) callAs(ctx context.Context, method, path string, body []byte, retry bool, cred *contract.CredentialRequest) ([]byte, int, error) {
 	var last error
 	for attempt := 1; ; attempt++ {
@@ -342,6 +343,80 @@ func (p *Provider) once(ctx context.Context, method, path string, body []byte, c
 		return nil, answerError(resp.StatusCode, out)
 	}
 	return out, nil
+}
+
+// TimeoutError reports a request the server did not answer within
+// After: no response headers (a stream's open), or no whole answer (a
+// call, its retries included). The server may be paused, overloaded or
+// cut off by a black hole; the request may have reached it, so its
+// outcome is unknown. A stream counts it as one lost connection among its
+// bounded reconnects. It matches context.DeadlineExceeded.
+type TimeoutError struct {
+	// Method and Path name the request.
+	Method, Path string
+	// After is the bound that passed.
+	After time.Duration
+	// Last is the error of the last attempt, when one failed otherwise
+	// first (nil: none).
+	Last error
+}
+
+func (e *TimeoutError) Error() string {
+	msg := fmt.Sprintf("remote: %s %s: the server did not answer within %v; the outcome is unknown", e.Method, e.Path, e.After)
+	if e.Last != nil {
+		msg += " (after " + e.Last.Error() + ")"
+	}
+	return msg
+}
+
+// Unwrap makes a TimeoutError match context.DeadlineExceeded.
+func (e *TimeoutError) Unwrap() error { return context.DeadlineExceeded }
+
+// openStream sends req, a stream's open, and returns its answer once the
+// answer's headers arrived within IdleTimeout; the body is then bounded
+// by its reader (idleBody) alone, and closing it releases the request. A
+// server that sent no headers in time is a *TimeoutError; the caller's
+// own cancellation stays its error.
+func (p *Provider) openStream(req *http.Request) (*http.Response, error) {
+	parent := req.Context()
+	ctx, cancel := context.WithCancel(parent)
+	timer := time.AfterFunc(p.opts.IdleTimeout, cancel)
+	resp, err := p.client.Do(req.WithContext(ctx))
+	if !timer.Stop() && parent.Err() == nil {
+		// The deadline passed first (an answer that arrived just as it
+		// did is dropped too: the stream reconnects).
+		if err == nil {
+			resp.Body.Close()
+		}
+		cancel()
+		return nil, &TimeoutError{Method: req.Method, Path: req.URL.Path, After: p.opts.IdleTimeout}
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = &releasingBody{ReadCloser: resp.Body, release: cancel}
+	return resp, nil
+}
+
+// releasingBody releases its request's context when closed.
+type releasingBody struct {
+	io.ReadCloser
+	release context.CancelFunc
+}
+
+func (b *releasingBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.release()
+	return err
+}
+
+// longPoll is how long one ask of a long poll asks the server to wait
+// (a half CallTimeout, within wire.MaxResultWaitMs), in milliseconds;
+// the ask itself is bounded by CallTimeout, the other half being the
+// answer's grace.
+func (p *Provider) longPoll() int64 {
+	return min(p.opts.CallTimeout/2, wire.MaxResultWaitMs*time.Millisecond).Milliseconds()
 }
 
 // answerError is the error an error answer carries.

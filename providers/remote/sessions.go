@@ -121,7 +121,7 @@ func (s *session) Status(ctx context.Context) (contract.SessionStatus, bool, err
 // Result implements contract.Session: it asks until the bound run ended
 // (each ask waits on the server about half a call timeout), or ctx ends.
 func (s *session) Result(ctx context.Context) (*contract.TurnResult, error) {
-	wait := min(s.e.p.opts.CallTimeout/2, wire.MaxResultWaitMs*time.Millisecond).Milliseconds()
+	wait := s.e.p.longPoll()
 	for {
 		res, err := roundTrip(ctx, s.e.p, s.call("/result", wire.SessionResultRequest{ControlRef: s.controlRef(), WaitMs: &wait},
 			s.e.p.opts.CallTimeout, true), wire.ParseSessionResult)
@@ -272,7 +272,7 @@ func (s *session) openEvents(ctx context.Context, cur *cursor, executionID strin
 	if header != "" {
 		hr.Header.Set(wire.HeaderLastEventID, header)
 	}
-	resp, err := s.e.p.client.Do(hr)
+	resp, err := s.e.p.openStream(hr)
 	if err != nil {
 		return nil, fmt.Errorf("remote: opening the session event stream: %w", err)
 	}

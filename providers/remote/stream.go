@@ -172,7 +172,7 @@ func (e *environment) open(ctx context.Context, body []byte, last int64, resume 
 	if last > 0 || resume {
 		req.Header.Set(wire.HeaderLastEventID, strconv.FormatInt(last, 10))
 	}
-	resp, err := e.p.client.Do(req)
+	resp, err := e.p.openStream(req)
 	if err != nil {
 		return nil, fmt.Errorf("remote: opening the turn stream: %w", err)
 	}
