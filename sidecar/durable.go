@@ -93,10 +93,7 @@ var errOutcomeUnknown = errors.New("an earlier attempt with this key started and
 // recorded is undone (undo gets op's record) and answered
 // errOutcomeUnknown: what it made is handed to nobody, so it must not
 // live on.
-//
-// later bounds the background work of an attempt whose outcome claim
-// went unanswered (resolveLater): the server's lifetime.
-func runOnce(ctx, later context.Context, st store.Store, bound time.Duration, kind durableKind, key, digest string,
+func runOnce(ctx context.Context, st store.Store, bound time.Duration, kind durableKind, key, digest string,
 	op func(ctx context.Context) (outcomeRecord, error), undo func(outcomeRecord)) (rec outcomeRecord, replayed bool, err error) {
 	intent, err := claimKey(ctx, st, bound, store.Idempotency{Scope: kind.intent, Key: key, RequestDigest: digest})
 	if err != nil {
@@ -112,7 +109,7 @@ func runOnce(ctx, later context.Context, st store.Store, bound time.Duration, ki
 			return outcomeRecord{}, false, fmt.Errorf("recording the %s: %w", kind.noun, err)
 		}
 		if attempt.created {
-			rec, err := attemptOnce(ctx, later, st, bound, kind, ak, digest, op, undo)
+			rec, err := attemptOnce(ctx, st, bound, kind, ak, digest, op, undo)
 			return rec, false, err
 		}
 		// Someone made attempt n: its outcome decides. An attempt with no
@@ -140,11 +137,11 @@ func attemptKey(key string, n int) string { return key + "#" + strconv.Itoa(n) }
 var errDigestConflict = errors.New("the key names a different request")
 
 // attemptOnce runs op as attempt attemptKey and records its outcome,
-// even when the client went away (each record bounded by bound). What op
-// made is undone only once the store recorded that the attempt's outcome
-// is not op's (in doubt): never on a claim whose fate is unknown, since a
-// retry may replay it.
-func attemptOnce(ctx, later context.Context, st store.Store, bound time.Duration, kind durableKind, attemptKey, digest string,
+// even when the client went away (each record bounded by bound). A claim
+// of the outcome that failed or went unanswered may have landed: the
+// store is asked once more before what op made is undone, so that an
+// outcome it did record is answered, not destroyed.
+func attemptOnce(ctx context.Context, st store.Store, bound time.Duration, kind durableKind, attemptKey, digest string,
 	op func(ctx context.Context) (outcomeRecord, error), undo func(outcomeRecord)) (outcomeRecord, error) {
 	mine, err := op(ctx)
 	detached := context.WithoutCancel(ctx)
@@ -163,11 +160,13 @@ func attemptOnce(ctx, later context.Context, st store.Store, bound time.Duration
 		// or records that nobody is handed it.
 		got, err = claimOutcome(detached, st, bound, kind, attemptKey, digest, outcomeRecord{InDoubt: ptr(true)})
 		if err != nil {
-			// The store cannot say whether op's outcome was recorded. What
-			// op made is not undone now (a retry that replays it must find
-			// it live) but once the store says it is not the attempt's
-			// outcome, asked again in the background within later.
-			go resolveLater(later, st, bound, kind, attemptKey, digest, mine, undo)
+			// The store cannot say whether op's outcome was recorded: what
+			// op made is undone, handed to nobody. Should the claim have
+			// landed after all, a retry replays it and learns its state
+			// (an environment's is unknown): a truthful answer, where a
+			// resource kept for an outcome nobody can read would be paid
+			// for by nobody's decision.
+			undo(mine)
 			return outcomeRecord{}, err
 		}
 	}
@@ -180,38 +179,6 @@ func attemptOnce(ctx, later context.Context, st store.Store, bound time.Duration
 	undo(mine)
 	return outcomeRecord{}, errOutcomeUnknown
 }
-
-// resolveLater settles what an attempt made when the store could not say
-// whether its outcome was recorded: it asks again, every bound, until
-// the store answers or ctx ends (the server's lifetime, at most
-// resolveWithin), and undoes what op made unless the recorded outcome is
-// op's. A store that never answers in that time leaves it live, handed
-// to nobody: a leak is recoverable, a replayed environment that was
-// destroyed is not.
-func resolveLater(ctx context.Context, st store.Store, bound time.Duration, kind durableKind, attemptKey, digest string, mine outcomeRecord, undo func(outcomeRecord)) {
-	ctx, cancel := context.WithTimeout(ctx, resolveWithin)
-	defer cancel()
-	t := time.NewTicker(bound)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		got, err := claimOutcome(ctx, st, bound, kind, attemptKey, digest, outcomeRecord{InDoubt: ptr(true)})
-		if err != nil {
-			continue
-		}
-		if !sameOutcome(got, mine) {
-			undo(mine)
-		}
-		return
-	}
-}
-
-// resolveWithin bounds resolveLater.
-const resolveWithin = 10 * time.Minute
 
 // sameOutcome reports whether two records are the same canonical value.
 func sameOutcome(a, b outcomeRecord) bool {

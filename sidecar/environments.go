@@ -88,7 +88,7 @@ func (s *Server) durableCreate(ctx context.Context, in *contract.CreateInput, ke
 		return createOutcome{doc: s.keep(ctx, env)}, nil
 	}
 	var made contract.Environment
-	rec, replayed, err := runOnce(ctx, s.base, s.opts.Store, s.opts.CallTimeout, kindCreate, key, digest, func(ctx context.Context) (outcomeRecord, error) {
+	rec, replayed, err := runOnce(ctx, s.opts.Store, s.opts.CallTimeout, kindCreate, key, digest, func(ctx context.Context) (outcomeRecord, error) {
 		env, err := s.p.Create(ctx, in)
 		if err != nil {
 			return outcomeRecord{}, err

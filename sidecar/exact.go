@@ -356,7 +356,7 @@ func (s *Server) durableSpawn(ctx context.Context, env contract.ExactProcessEnvi
 	}
 	key := spawnKey(incarnation, call.OperationID)
 	var started contract.ExactProcess
-	rec, _, err := runOnce(ctx, s.base, s.opts.Store, s.opts.CallTimeout, kindSpawn, key, digest, func(ctx context.Context) (outcomeRecord, error) {
+	rec, _, err := runOnce(ctx, s.opts.Store, s.opts.CallTimeout, kindSpawn, key, digest, func(ctx context.Context) (outcomeRecord, error) {
 		proc, err := spawn(ctx)
 		if err != nil {
 			return outcomeRecord{}, err

@@ -79,9 +79,8 @@ func doWithin(t *testing.T, ts *httptest.Server, within time.Duration, body stri
 // with 503 unavailable, never a hung request. Once the store answers, the
 // retry with the same key never makes a second environment: a create
 // that made nothing makes its one environment and is replayed from then
-// on; one whose outcome could not be recorded is answered
-// create_in_doubt, and what it made is destroyed once the store answers
-// (and says so).
+// on; one whose outcome could not be recorded destroyed what it made and
+// is answered create_in_doubt.
 func TestKeyedCreateWhenStoreStopsAnswering(t *testing.T) {
 	const call = time.Second
 	// The bound is the store call's, with slack for a loaded machine;
@@ -134,18 +133,13 @@ func TestKeyedCreateWhenStoreStopsAnswering(t *testing.T) {
 			if took > bound {
 				t.Errorf("answered after %v; want within %v", took, bound)
 			}
+			if made, gone := p.made.Load(), p.destroyed.Load(); made != 1 || gone != 1 {
+				t.Fatalf("made %d, destroyed %d; want the one environment whose outcome went unrecorded destroyed", made, gone)
+			}
 			status, out, _ = doWithin(t, ts, bound+time.Minute, body)
 			wantError(t, status, out, http.StatusConflict, wire.CodeCreateInDoubt, nil)
 			if n := p.made.Load(); n != 1 {
 				t.Errorf("%d environments made; the retry must not make a second", n)
-			}
-			// Once the store answers and says the attempt's outcome is not
-			// the environment (in doubt), the environment is destroyed.
-			for deadline := time.Now().Add(bound); p.destroyed.Load() == 0 && time.Now().Before(deadline); {
-				time.Sleep(50 * time.Millisecond)
-			}
-			if made, gone := p.made.Load(), p.destroyed.Load(); made != 1 || gone != 1 {
-				t.Fatalf("made %d, destroyed %d; want the one environment whose outcome went unrecorded destroyed", made, gone)
 			}
 		})
 	}
@@ -190,7 +184,6 @@ func TestKeyedCreateWhoseOutcomeAnswerWasLost(t *testing.T) {
 		if replay.Environment.Status == contract.EnvironmentUnknown {
 			t.Errorf("the replayed environment is %s: the server let go of it", replay.Environment.Status)
 		}
-		time.Sleep(2 * time.Second) // past a background look at the outcome
 		if made, gone := p.made.Load(), p.destroyed.Load(); made != 1 || gone != 0 {
 			t.Errorf("made %d, destroyed %d; want the one environment, live", made, gone)
 		}
