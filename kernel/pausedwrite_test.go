@@ -3,7 +3,6 @@ package kernel_test
 import (
 	"context"
 	"errors"
-	"iter"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,40 +45,6 @@ func (s *frozenStore) UpdateFenced(ctx context.Context, f store.Fence, fn func(*
 	return s.Store.UpdateFenced(ctx, f, fn)
 }
 
-// causeProvider records, for each turn stream its consumer stopped
-// reading, the cause of the stream's context at that moment: what a
-// provider that cancels a turn its caller walked away from (but not one
-// its caller lost the lease of) decides on.
-type causeProvider struct {
-	contract.Provider
-	cause atomic.Pointer[error]
-}
-
-func (p *causeProvider) Create(ctx context.Context, in *contract.CreateInput) (contract.Environment, error) {
-	env, err := p.Provider.Create(ctx, in)
-	if err != nil {
-		return nil, err
-	}
-	return &causeEnv{Environment: env, p: p}, nil
-}
-
-type causeEnv struct {
-	contract.Environment
-	p *causeProvider
-}
-
-func (e *causeEnv) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
-	return func(yield func(contract.EnvironmentEvent, error) bool) {
-		for ev, err := range e.Environment.Stream(ctx, in) {
-			if !yield(ev, err) {
-				cause := context.Cause(ctx)
-				e.p.cause.Store(&cause)
-				return
-			}
-		}
-	}
-}
-
 // A process paused past its lease with an event append in flight: the
 // append fails once the process continues (its database closed the
 // connection), before the heartbeat learns the lease is gone. That
@@ -91,7 +56,7 @@ func (e *causeEnv) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2
 // 46 for a kernel run).
 func TestWriteFailingAfterThePausedLeaseLapsedIsALostLease(t *testing.T) {
 	st := &frozenStore{Store: memory.New(nil), thawed: make(chan struct{}), renewals: make(chan struct{})}
-	p := &causeProvider{Provider: scripted.New(mustScript(t, `{"turns":[{"steps":[{"text":"one"},{"text":" two"},{"text":" three"},{"delayMs":60000}]}]}`), scripted.Options{})}
+	p := &watchedProvider{Provider: scripted.New(mustScript(t, `{"turns":[{"steps":[{"text":"one"},{"text":" two"},{"text":" three"},{"delayMs":60000}]}]}`), scripted.Options{})}
 	go func() {
 		for !st.frozen.Load() {
 			time.Sleep(5 * time.Millisecond)
@@ -111,15 +76,9 @@ func TestWriteFailingAfterThePausedLeaseLapsedIsALostLease(t *testing.T) {
 	if !ok || re.Status != store.StatusInterrupted || re.Reason != kernel.ReasonLeaseLost {
 		t.Fatalf("err %v; want the run interrupted, its lease lost", err)
 	}
-	cause := p.cause.Load()
-	if cause == nil || !errors.Is(*cause, contract.ErrLeaseLost) {
-		t.Errorf("the provider's stream was left with cause %v; want one matching contract.ErrLeaseLost", deref(cause))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.causes) != 1 || !errors.Is(p.causes[0], contract.ErrLeaseLost) {
+		t.Errorf("the provider's stream was left with causes %v; want one matching contract.ErrLeaseLost", p.causes)
 	}
-}
-
-func deref(p *error) error {
-	if p == nil {
-		return nil
-	}
-	return *p
 }
