@@ -77,7 +77,7 @@ func (p *planner) Turn(ctx context.Context, msgs []contract.ChatMessage, _ []con
 		case 1, 3:
 			ev = call(id, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
 		default:
-			ev = scripted.Text("done")
+			ev = scripted.Text("alpha DONE, beta half")
 		}
 		if yield(ev, nil) {
 			yield(managerUsage(10, 5, 0.0001), nil)
@@ -510,5 +510,103 @@ func TestKilledRouterManagerContinuesItsConversation(t *testing.T) {
 	}
 	if *got[1].Content != "ship" {
 		t.Errorf("the task message %q, want the run's task once", *got[1].Content)
+	}
+}
+
+// rootOfLead is a root manager model that, from its transcript, spawns
+// one lead, awaits it and answers.
+type rootOfLead struct{}
+
+func (rootOfLead) Turn(_ context.Context, msgs []contract.ChatMessage, _ []contract.Tool) iter.Seq2[contract.ChatEvent, error] {
+	step := 0
+	for _, m := range msgs {
+		if m.Role == contract.ChatAssistant && len(m.ToolCalls) > 0 {
+			step++
+		}
+	}
+	return func(yield func(contract.ChatEvent, error) bool) {
+		var ev contract.ChatEvent
+		switch step {
+		case 0:
+			ev = call("r1", supervise.VerbSpawnWorker, map[string]any{"profile": "lead", "task": "lead the team", "label": "lead",
+				"budget": map[string]any{"tokens": 2000, "iterations": 10}})
+		case 1:
+			ev = call("r2", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
+		default:
+			ev = scripted.Text("root: the lead delivered")
+		}
+		if yield(ev, nil) {
+			yield(managerUsage(10, 0, 0.0001), nil)
+		}
+	}
+}
+
+// keepThroughNode truncates dir's journal just after the n-th
+// transcript record of node: its process died there.
+func keepThroughNode(t *testing.T, dir string, node supervise.NodeID, n int) {
+	t.Helper()
+	path := filepath.Join(dir, supervise.SpawnJournalFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	for i, line := range lines {
+		var r supervise.Record
+		if json.Unmarshal(line, &r) != nil || r.Kind != supervise.KindTranscript || r.Node != node {
+			continue
+		}
+		if n--; n == 0 {
+			if err := os.WriteFile(path, bytes.Join(lines[:i+1], nil), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("the journal holds too few transcript records of %s", node)
+}
+
+// Issue 13 at depth (§3.6 nested managers): a nested lead manager's
+// conversation is journaled under its node. Cut after the lead's second
+// turn (spawn alpha, await it) and resumed with a lead model that words
+// its spawns differently, the lead driven again goes on from its own
+// conversation — its first request is the interrupted lead's third —
+// so alpha is not executed again, and the run's spend is the
+// uninterrupted run's.
+func TestResumedNestedManagerContinuesItsConversation(t *testing.T) {
+	mgr := managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent)
+	o := nestedOptions(t, newCounting(t, workerProvider(t)), rootOfLead{}, func() contract.ChatModel { return &planner{variant: "v1"} })
+	o.RunDir = t.TempDir()
+	want, err := supervise.Supervise(context.Background(), mgr, "ship", o)
+	if err != nil || want.Status != supervise.StatusWinner {
+		t.Fatalf("uninterrupted run: %v %+v", err, want)
+	}
+
+	dir := t.TempDir()
+	lead1 := &planner{variant: "v1"}
+	o = nestedOptions(t, newCounting(t, workerProvider(t)), rootOfLead{}, func() contract.ChatModel { return lead1 })
+	o.RunDir = dir
+	if _, err := supervise.Supervise(context.Background(), mgr, "ship", o); err != nil {
+		t.Fatal(err)
+	}
+	keepThroughNode(t, dir, "run1:s1", 4)
+
+	lead2 := &planner{variant: "v2"}
+	second := newCounting(t, workerProvider(t))
+	o = nestedOptions(t, second, rootOfLead{}, func() contract.ChatModel { return lead2 })
+	o.RunDir, o.Resume = dir, true
+	got, err := supervise.Supervise(context.Background(), mgr, "ship", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.count("alpha") != 0 || second.count("beta") != 1 {
+		t.Errorf("the resumed run executed alpha %d and beta %d times; want 0 and 1", second.count("alpha"), second.count("beta"))
+	}
+	checkContinued(t, lead1, lead2, 2)
+	if got.Status != supervise.StatusWinner || got.Winner.Node != want.Winner.Node || got.Winner.OutRef != want.Winner.OutRef {
+		t.Errorf("resumed winner %+v, want %+v", got.Winner, want.Winner)
+	}
+	if diff := cmp.Diff(want.Spent, got.Spent); diff != "" {
+		t.Errorf("spend (-uninterrupted +resumed):\n%s", diff)
 	}
 }
