@@ -458,6 +458,9 @@ type toolLoop struct {
 	// failed, after which it is not called again.
 	ckpt    int
 	ckptErr *CheckpointError
+	// ckptCtx is the context Checkpoint is given: the loop's, without
+	// its cancellation.
+	ckptCtx context.Context
 }
 
 func newToolLoop(ctx context.Context, o ToolLoopOptions, cancel context.CancelCauseFunc) (*toolLoop, error) {

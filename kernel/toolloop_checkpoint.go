@@ -42,7 +42,10 @@ func (l *toolLoop) checkpoint() bool {
 		return true
 	}
 	appended := msgs[l.ckpt:len(msgs):len(msgs)]
-	if err := l.o.Checkpoint(context.WithoutCancel(l.loopCtx), appended); err != nil {
+	if l.ckptCtx == nil {
+		l.ckptCtx = context.WithoutCancel(l.loopCtx) // made once: a step costs no allocation for it
+	}
+	if err := l.o.Checkpoint(l.ckptCtx, appended); err != nil {
 		l.ckptErr = &CheckpointError{RunID: l.res.RunID, Messages: len(appended), Err: err}
 		l.stop(StopFailed)
 		l.fail(store.StatusFailed, ReasonCheckpointFailed, l.ckptErr.Error(), l.ckptErr)
