@@ -306,7 +306,8 @@ type ToolLoopResult struct {
 	// them, in the order first reported; empty when no turn reported one
 	// (unknown, never the requested model assumed).
 	ServedModels []string
-	// Messages is the transcript: system, prior, user, then per tool turn
+	// Messages is the transcript: system, prior, user, what was Recorded
+	// (ToolLoopOptions.Recorded), then per tool turn
 	// the assistant message with its tool calls and one tool message per
 	// handled call, and the final assistant message when it has text. A
 	// loop that stopped with calls pending ends on an assistant message

@@ -114,6 +114,11 @@ func (l *toolLoop) resumeRecorded(ctx context.Context) bool {
 		l.res.Pending = pending
 		return false
 	}
+	if !l.o.Deadline.IsZero() && !l.now().Before(l.o.Deadline) {
+		l.stop(StopDeadline)
+		l.res.Pending = pending
+		return false
+	}
 	// The calls belong to the last recorded tool turn.
 	l.turn--
 	l.handleCalls(pending)

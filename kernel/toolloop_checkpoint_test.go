@@ -264,3 +264,38 @@ func mustJSON(s string) canonjson.Value {
 	}
 	return v
 }
+
+// A resumed loop whose deadline already passed runs none of the calls
+// its record left without a result: they stay pending.
+func TestToolLoopRecordedPendingPastDeadline(t *testing.T) {
+	var runs atomic.Int64
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	rec := []contract.ChatMessage{{Role: contract.ChatAssistant, ToolCalls: []contract.ToolCall{{ID: "c1", Name: "a", Args: mustJSON(`{}`)}}}}
+	res, err := kernel.RunToolLoop(context.Background(), kernel.ToolLoopOptions{Model: model(), User: "task", Tools: []contract.Tool{echoTool("a", &runs)},
+		Recorded: rec, Deadline: now, Now: func() time.Time { return now }})
+	if err != nil || res.StopReason != kernel.StopDeadline || runs.Load() != 0 || len(res.Pending) != 1 {
+		t.Errorf("%v, stop %s, %d runs, pending %v; want the deadline with the call pending", err, res.StopReason, runs.Load(), res.Pending)
+	}
+}
+
+// A steer Interject adds is recorded before the model turn that sees
+// it, in its own piece.
+func TestToolLoopCheckpointsInterjectionBeforeTheTurn(t *testing.T) {
+	var b batches
+	steered := false
+	m := model(turn(scripted.Call("c1", "a", `{}`)), answer("done"))
+	_, err := kernel.RunToolLoop(context.Background(), kernel.ToolLoopOptions{Model: m, User: "task", Tools: []contract.Tool{echoTool("a", nil)},
+		Checkpoint: b.checkpoint, Interject: func(context.Context, bool) []string {
+			if steered {
+				return nil
+			}
+			steered = true
+			return []string{"hurry"}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([][]string{{"assistant"}, {"tool:c1"}, {"user"}, {"assistant"}}, roles(b.got)); diff != "" {
+		t.Errorf("batches (-want +got):\n%s", diff)
+	}
+}

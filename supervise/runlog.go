@@ -106,8 +106,9 @@ const (
 // submitted (OutRef, Verdict), finished (Outcome, Reason, and Result,
 // the whole result a resume of the ended run returns), an analysis
 // requested (Key, Label the lens, Node the analysed worker), a settlement
-// hook done (Node), and a note of a layer above (Kind edge: Node and
-// Data). A settled record's Hook says Options.AfterSettle runs for it,
+// hook done (Node), a note of a layer above (Kind edge: Node and
+// Data), and a piece of a router manager's conversation (KindTranscript:
+// Node the manager, Messages). A settled record's Hook says Options.AfterSettle runs for it,
 // and is done once an after-settle record follows.
 type Record struct {
 	Kind        string `json:"kind"`
