@@ -610,3 +610,51 @@ func TestResumedNestedManagerContinuesItsConversation(t *testing.T) {
 		t.Errorf("spend (-uninterrupted +resumed):\n%s", diff)
 	}
 }
+
+// refusingKind is a store journal that refuses every append holding a
+// record of kind, and takes the rest.
+type refusingKind struct {
+	store.Store
+	kind string
+}
+
+func (s refusingKind) AppendEvents(ctx context.Context, f store.Fence, evs []store.NewEvent) ([]store.Event, error) {
+	for _, e := range evs {
+		if e.Type == s.kind {
+			return nil, errCut
+		}
+	}
+	return s.Store.AppendEvents(ctx, f, evs)
+}
+
+// Issue 13: a router manager must not run ahead of what it could
+// journal. With its transcript refused by the journal (SQLite), the
+// manager's first spawn never runs — its call was not recorded — and the
+// run ends driver-failed, the error naming the unrecorded transcript.
+func TestRouterManagerStopsWhenItsTranscriptCannotBeJournaled(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "runs.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	counting := newCounting(t, workerProvider(t))
+	v1 := &planner{variant: "v1"}
+	o, manager, err := transcriptOptions(counting, v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.SpawnStore = refusingKind{Store: st, kind: supervise.KindTranscript}
+	res, err := supervise.Supervise(context.Background(), manager, "ship", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counting.count("alpha") != 0 || len(res.Tree) != 0 {
+		t.Errorf("alpha executed %d times, %d workers; want none: the spawn's call was never recorded", counting.count("alpha"), len(res.Tree))
+	}
+	if res.Reason != supervise.ReasonDriverFailed || res.Error == nil || !strings.Contains(res.Error.Message, "could not record") {
+		t.Errorf("result %s/%s, error %+v; want driver-failed naming the unrecorded transcript", res.Status, res.Reason, res.Error)
+	}
+	if len(v1.requests) != 1 {
+		t.Errorf("the manager model was asked %d times, want once", len(v1.requests))
+	}
+}
