@@ -44,7 +44,9 @@
 // so starting over would run committed work again — and a call it made
 // whose result was not journaled runs again exactly as made, so a spawn
 // replays its journaled child. Recorded turns are not asked again, so
-// their metered spend is charged once; the settlements its await_event
+// their metered spend is charged once (a turn metered but cut before its
+// message was journaled is asked again and charged again: it was paid
+// twice); the settlements its await_event
 // calls already returned (TranscriptMessage.Took) are not queued again.
 // A journal without transcript records (written before them, or by a
 // caller's brain) resumes with a fresh conversation, as before.
