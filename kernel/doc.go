@@ -15,7 +15,11 @@
 // arguments against its tool's input schema before the tool runs
 // (package tools), and, given a profile (ToolLoopOptions.Profile), taking
 // its system prompt and model and matching the tools it declares to the
-// Go tools given; Stream and StreamRun
+// Go tools given; a tool loop hands each consistent piece of its
+// transcript to ToolLoopOptions.Checkpoint before it goes on (and stops
+// with a *CheckpointError when that fails), and resumes a transcript so
+// recorded (ToolLoopOptions.Recorded) instead of starting over, running
+// again exactly the calls it left without a result; Stream and StreamRun
 // normalize one turn. A result is delivered only when the caller's
 // completion check passed on it: settlement is not delivery.
 //

@@ -238,6 +238,45 @@ type ToolLoopOptions struct {
 	// goroutine and must return promptly. The messages are in the result's
 	// Messages; a recorded loop's step events do not carry them.
 	Interject func(ctx context.Context, answered bool) []string
+	// Checkpoint, when set, is given the messages the transcript gained,
+	// in order, at every point where the transcript is consistent and
+	// before the loop goes on: a turn's assistant message with its tool
+	// calls before the first of them runs, each tool message once its
+	// call was handled (before the next call or model turn), user
+	// messages Interject added before the model turn that sees them, and
+	// whatever is left when the loop ends. Concatenated, the messages it
+	// was given are the transcript after System, Prior and User: what a
+	// later attempt of the same loop passes as Recorded. It is called on
+	// the loop's goroutine with the loop's context stripped of its
+	// cancellation (what already happened is recorded also while the loop
+	// is being cancelled), and must not keep the slice. When it fails the
+	// loop stops — it must not run ahead of what it could record — with
+	// StopFailed and a *RunError (ReasonCheckpointFailed) whose cause is
+	// a *CheckpointError; a failure at the loop's end keeps the stop
+	// reason the loop reached and still returns that error. With
+	// Checkpoint set, a call the caller's context cut short has no
+	// result: it stays Pending, its message is not added, and a later
+	// attempt runs it again.
+	Checkpoint func(ctx context.Context, appended []contract.ChatMessage) error
+	// Recorded, when set, is the transcript an earlier attempt of this
+	// loop gave Checkpoint: the loop resumes it instead of starting over.
+	// The transcript is System, Prior, User, then Recorded, and no
+	// recorded turn is asked of the model again (nor charged to Budget).
+	// Its tool turns count towards MaxToolTurns and turn numbers go on
+	// from them; FinalText starts with its assistant messages' contents.
+	// When it ends on an assistant message some of whose calls have no
+	// tool message, exactly those calls run first, with their recorded
+	// ids and arguments, in order (Checkpoint gets their results);
+	// when it ends on an answer (an assistant message without calls) the
+	// loop completes without a model turn unless Interject has messages
+	// for it. It may hold user, assistant and tool messages only, each
+	// tool message answering a call of the assistant message before it
+	// that no earlier tool message answered, and a user or assistant
+	// message only after every call before it was answered, and its
+	// unanswered calls must name tools in Tools; anything else is
+	// ErrInvalidOptions. A recorded loop (Store) records no step for
+	// the calls it runs again.
+	Recorded []contract.ChatMessage
 }
 
 // ToolLoopResult is what a tool loop did.
@@ -267,7 +306,8 @@ type ToolLoopResult struct {
 	// them, in the order first reported; empty when no turn reported one
 	// (unknown, never the requested model assumed).
 	ServedModels []string
-	// Messages is the transcript: system, prior, user, then per tool turn
+	// Messages is the transcript: system, prior, user, what was Recorded
+	// (ToolLoopOptions.Recorded), then per tool turn
 	// the assistant message with its tool calls and one tool message per
 	// handled call, and the final assistant message when it has text. A
 	// loop that stopped with calls pending ends on an assistant message
@@ -414,6 +454,14 @@ type toolLoop struct {
 	// the current turn last reported serving.
 	obs        *observing
 	turnServed string
+	// ckpt is how many of res.Messages Checkpoint was given (or were
+	// recorded before the loop started); ckptErr is why Checkpoint
+	// failed, after which it is not called again.
+	ckpt    int
+	ckptErr *CheckpointError
+	// ckptCtx is the context Checkpoint is given: the loop's, without
+	// its cancellation.
+	ckptCtx context.Context
 }
 
 func newToolLoop(ctx context.Context, o ToolLoopOptions, cancel context.CancelCauseFunc) (*toolLoop, error) {
@@ -484,6 +532,7 @@ func (o *ToolLoopOptions) validate(errs *optionErrors) {
 	if o.Profile != nil {
 		o.applyProfile(errs)
 	}
+	o.validateRecorded(errs)
 	if o.MaxToolTurns < 0 {
 		errs.add("MaxToolTurns", "%d is negative", o.MaxToolTurns)
 	}
@@ -599,13 +648,15 @@ func (l *toolLoop) run(ctx context.Context) error {
 		// loop's stop checks still read the caller's.
 		l.loopCtx = l.obs.runStarted(l.loopCtx, RunStart{RunID: l.res.RunID, Kind: cmp.Or(o.Kind, KindToolLoop), Profile: o.Profile})
 	}
-	msgs := make([]contract.ChatMessage, 0, len(o.Prior)+8)
+	msgs := make([]contract.ChatMessage, 0, len(o.Prior)+len(o.Recorded)+8)
 	msgs = append(msgs, contract.ChatMessage{Role: contract.ChatSystem, Content: &o.System})
 	msgs = append(msgs, o.Prior...)
 	msgs = append(msgs, contract.ChatMessage{Role: contract.ChatUser, Content: &o.User})
+	msgs = append(msgs, o.Recorded...)
 	l.res.Messages = msgs
+	l.ckpt = len(msgs)
 
-	for ; ; l.turn++ {
+	for goOn := l.resumeRecorded(ctx); goOn; l.turn++ {
 		if l.contextEnd(ctx) {
 			break
 		}
@@ -632,6 +683,15 @@ func (l *toolLoop) run(ctx context.Context) error {
 		}
 		if l.turn > 0 && o.Interject != nil {
 			l.interject(ctx, false)
+		}
+		if !l.checkpoint() {
+			if ticket != nil {
+				// The model was not called: nothing was spent.
+				if err := o.Budget.Settle(ticket, nothingSpent()); err != nil {
+					l.log.Warn("budget settlement", "run", l.res.RunID, "turn", l.turn, "err", err)
+				}
+			}
+			break
 		}
 		l.res.Turns++
 		turnUsage, text := l.modelTurn()
@@ -673,6 +733,7 @@ func (l *toolLoop) run(ctx context.Context) error {
 			break
 		}
 	}
+	l.checkpointEnd()
 	l.res.FinalText = l.final.String()
 	return l.finish(ctx)
 }
@@ -890,6 +951,18 @@ func (l *toolLoop) runCalls(text string) int {
 	}
 	l.res.Messages = append(l.res.Messages, assistant)
 	calls := assistant.ToolCalls
+	if !l.checkpoint() {
+		// Not one call runs that a later attempt would not know of.
+		l.res.Pending = calls
+		return 0
+	}
+	return l.handleCalls(calls)
+}
+
+// handleCalls handles calls, the last assistant message's, in order,
+// each answered by a tool message, until they are done or a stop rule
+// fires. It returns how many calls it handled.
+func (l *toolLoop) handleCalls(calls []contract.ToolCall) int {
 	for i, call := range calls {
 		if l.contextEnd(l.ctx) {
 			l.res.Pending = calls[i:]
@@ -903,6 +976,12 @@ func (l *toolLoop) runCalls(text string) int {
 		ti := l.tool(call.Name)
 		t := &l.o.Tools[ti]
 		out := l.observedTool(ti, call)
+		if l.o.Checkpoint != nil && l.contextEnd(l.ctx) {
+			// Cut short by the caller: not the call's result, and not
+			// recorded as one; a later attempt runs the call again.
+			l.res.Pending = calls[i:]
+			return i
+		}
 		label := t.Name
 		if l.o.Label != nil {
 			label = l.o.Label(call)
@@ -916,7 +995,7 @@ func (l *toolLoop) runCalls(text string) int {
 		r := ToolResult{Call: call, Label: label, Outcome: out}
 		l.res.ToolResults = append(l.res.ToolResults, r)
 		l.res.Messages = append(l.res.Messages, contract.ChatMessage{Role: contract.ChatTool, Content: l.strPtr(content), ToolCallID: call.ID})
-		if !l.emit(ToolLoopEvent{Kind: ToolLoopToolResult, Turn: l.turn, ToolResult: r}) {
+		if !l.emit(ToolLoopEvent{Kind: ToolLoopToolResult, Turn: l.turn, ToolResult: r}) || !l.checkpoint() {
 			l.res.Pending = calls[i+1:]
 			return i + 1
 		}

@@ -62,6 +62,18 @@ func BenchmarkToolLoopStep(b *testing.B) {
 				check(b, res, err, steps)
 			})
 		})
+		b.Run(fmt.Sprintf("steps=%d/checkpoint", steps), func(b *testing.B) {
+			// A Checkpoint that keeps nothing: the cost of handing the
+			// transcript out at each consistent point.
+			m := scripted.NewChatModel(benchScript(steps))
+			keep := func(context.Context, []contract.ChatMessage) error { return nil }
+			perStep(b, steps, func() {
+				res, err := kernel.RunToolLoop(context.Background(), kernel.ToolLoopOptions{
+					Model: m, System: "You count.", User: "Count.", Tools: []contract.Tool{inc}, Checkpoint: keep,
+				})
+				check(b, res, err, steps)
+			})
+		})
 		b.Run(fmt.Sprintf("steps=%d/baseline", steps), func(b *testing.B) {
 			m := scripted.NewChatModel(benchScript(steps))
 			perStep(b, steps, func() {

@@ -29,6 +29,30 @@
 // brain again over the replayed journal, as the reference does (its
 // drivers are replay-safe).
 //
+// A router manager's conversation (RouterBrain, and a nested manager's
+// under its node) is journaled with the run, in the same journal and
+// under the same fence as its spawns: each consistent piece of its tool
+// loop's transcript (kernel.ToolLoopOptions.Checkpoint: a turn's
+// assistant message before its calls run, each call's result, the
+// steers a turn sees, the answer) is one KindTranscript record of
+// deltas, a message over 16 KiB in a content-addressed blob as a
+// settlement's outRef. A manager whose record cannot be journaled
+// stops rather than run ahead of it. A resumed Drive feeds the journaled
+// transcript back (kernel.ToolLoopOptions.Recorded, after the system
+// prompt and the task, which is not added again): the manager goes on
+// from where it was — a model words things differently the second time,
+// so starting over would run committed work again — and a call it made
+// whose result was not journaled runs again exactly as made, so a spawn
+// replays its journaled child. Recorded turns are not asked again, so
+// their metered spend is charged once (a turn metered but cut before its
+// message was journaled is asked again and charged again: it was paid
+// twice); the settlements its await_event
+// calls already returned (TranscriptMessage.Took) are not queued again.
+// A journal without transcript records (written before them, or by a
+// caller's brain) resumes with a fresh conversation, as before.
+// read_journal leaves transcript records out unless asked for their
+// kind.
+//
 // In-doubt recovery (§3.6 "in-flight keyed work is in-doubt until
 // recovered"). An executor names the exact execution it is about to
 // start through Work.Bind (KernelExecutor: its kernel run id), which

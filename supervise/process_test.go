@@ -54,6 +54,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "the child outlived its run's end:", err)
 		os.Exit(1)
 	}
+	if os.Getenv(transcriptKillEnv) != "" {
+		err := transcriptKillChild(os.Getenv(childDir))
+		fmt.Fprintln(os.Stderr, "the transcript child was not killed mid-run:", err)
+		os.Exit(1)
+	}
 	if os.Getenv(childEnv) == "" {
 		os.Exit(m.Run())
 	}

@@ -106,8 +106,9 @@ const (
 // submitted (OutRef, Verdict), finished (Outcome, Reason, and Result,
 // the whole result a resume of the ended run returns), an analysis
 // requested (Key, Label the lens, Node the analysed worker), a settlement
-// hook done (Node), and a note of a layer above (Kind edge: Node and
-// Data). A settled record's Hook says Options.AfterSettle runs for it,
+// hook done (Node), a note of a layer above (Kind edge: Node and
+// Data), and a piece of a router manager's conversation (KindTranscript:
+// Node the manager, Messages). A settled record's Hook says Options.AfterSettle runs for it,
 // and is done once an after-settle record follows.
 type Record struct {
 	Kind        string `json:"kind"`
@@ -169,6 +170,9 @@ type Record struct {
 	// (ResumeMismatchError). Journals written before carry none.
 	PerWorker     *BudgetRecord `json:"perWorker,omitzero"`
 	ManagerDigest string        `json:"managerDigest,omitzero"`
+	// Messages are a transcript record's messages (KindTranscript): what
+	// the manager Node's conversation gained since its previous one.
+	Messages []TranscriptMessage `json:"messages,omitzero"`
 }
 
 // BudgetRecord is a ledger.Budget as journaled; an absent channel is
@@ -558,7 +562,9 @@ func (l *runLog) page(since int, kinds []string, limit int) ([]Record, int, bool
 	var out []Record
 	i := max(since, 0)
 	for ; i < len(l.rows) && len(out) < limit; i++ {
-		if len(want) == 0 || want[l.rows[i].Kind] {
+		// A manager's own transcript is paged only when asked for: read
+		// back unasked, it would feed the conversation to itself.
+		if len(want) == 0 && l.rows[i].Kind != KindTranscript || want[l.rows[i].Kind] {
 			out = append(out, l.rows[i])
 		}
 	}

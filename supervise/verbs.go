@@ -253,22 +253,38 @@ func NewRouterBrain(manager *profile.Profile, model contract.ChatModel, maxTurns
 	return b, nil
 }
 
-// Drive runs the manager's tool loop on task.
+// Drive runs the manager's tool loop on task. Its conversation is
+// journaled turn by turn (KindTranscript, under the manager's node); a
+// resumed run's Drive goes on from the journaled transcript, the task
+// not added again, and a manager whose journaling fails stops.
 func (b *RouterBrain) Drive(ctx context.Context, c *Coordinator, task string) (BrainReport, error) {
 	all, err := c.Tools()
 	if err != nil {
 		return BrainReport{}, err
 	}
+	// The conversation is journaled as it goes (KindTranscript), and a
+	// resumed run goes on from what earlier processes journaled, its
+	// queue without the events the conversation already has.
+	recorded, took, err := c.recordedTranscript()
+	if err != nil {
+		return BrainReport{}, err
+	}
+	c.dropTaken(took)
+	journal := &transcriptJournal{c: c}
 	var offered []contract.Tool
 	for _, t := range all {
 		if slices.Contains(b.granted, t.Name) {
+			if t.Name == ToolPrefix+VerbAwaitEvent {
+				t = journal.awaiting(t)
+			}
 			offered = append(offered, t)
 		}
 	}
 	// Each model turn is charged to the run's pool as it ends (Meter).
 	// Steers addressed to the run's root join between its turns.
 	opts := kernel.ToolLoopOptions{Model: b.model, Profile: b.profile, User: task, Tools: offered,
-		MaxToolTurns: b.maxTurns, Logger: c.logger, Now: c.now, Observer: c.TurnMeter(), Interject: interjectFrom(c.ManagerInbox())}
+		MaxToolTurns: b.maxTurns, Logger: c.logger, Now: c.now, Observer: c.TurnMeter(), Interject: interjectFrom(c.ManagerInbox()),
+		Checkpoint: journal.checkpoint, Recorded: recorded}
 	if c.parent != nil {
 		// A nested manager's turns are held to its node's reservation.
 		gate, reserve, err := c.turnGate()

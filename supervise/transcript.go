@@ -1,0 +1,225 @@
+package supervise
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/contract"
+)
+
+// KindTranscript is a journal record of a router manager's conversation
+// (RouterBrain): the messages its tool loop gained since the previous
+// such record (kernel.ToolLoopOptions.Checkpoint), under the manager's
+// node — the run's root, or a nested manager's id. The records of one
+// node, concatenated, are its transcript after the system prompt and the
+// task: a resumed run feeds them back (kernel.ToolLoopOptions.Recorded),
+// so the manager goes on from where it was rather than starting over,
+// and a call the last record left without a result runs again exactly as
+// the model made it (a spawn then replays its journaled child). Replay
+// passes the records over, and read_journal leaves them out unless asked
+// for them by kind.
+const KindTranscript = "transcript"
+
+// TranscriptMessage is one journaled chat message of a manager's
+// transcript. A message too large to sit in the journal is kept in a
+// content-addressed blob (like a settlement's outRef): Ref names it and
+// nothing else is set.
+type TranscriptMessage struct {
+	Role       contract.ChatRole `json:"role,omitzero"`
+	Content    *string           `json:"content,omitzero"`
+	ToolCalls  []TranscriptCall  `json:"toolCalls,omitzero"`
+	ToolCallID string            `json:"toolCallId,omitzero"`
+	Ref        string            `json:"ref,omitzero"`
+	// Took, on the tool message of an await_event call, is the event
+	// the call took from the manager's queue: a resumed run's queue
+	// holds the replayed settlements again, and drops the ones the
+	// conversation already has.
+	Took []TakenEvent `json:"took,omitzero"`
+}
+
+// TakenEvent names an event await_event returned: its kind and worker.
+type TakenEvent struct {
+	Kind     string `json:"kind"`
+	WorkerID NodeID `json:"workerId"`
+}
+
+// TranscriptCall is a journaled tool call: its id, tool name and
+// arguments, exactly as the model made it.
+type TranscriptCall struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args canonjson.Value `json:"args,omitzero"`
+}
+
+// Transcript blob thresholds: a message larger than maxInlineMessage,
+// and every message once a record holds maxInlineRecord, goes to a blob,
+// so that a record stays well under the journal's record limit
+// (journal.DefaultMaxRecordBytes).
+const (
+	maxInlineMessage = 16 << 10
+	maxInlineRecord  = 256 << 10
+)
+
+func transcriptMessage(m contract.ChatMessage) TranscriptMessage {
+	t := TranscriptMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+	for _, c := range m.ToolCalls {
+		t.ToolCalls = append(t.ToolCalls, TranscriptCall{ID: c.ID, Name: c.Name, Args: c.Args})
+	}
+	return t
+}
+
+func (t TranscriptMessage) chat() contract.ChatMessage {
+	m := contract.ChatMessage{Role: t.Role, Content: t.Content, ToolCallID: t.ToolCallID}
+	for _, c := range t.ToolCalls {
+		m.ToolCalls = append(m.ToolCalls, contract.ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
+	}
+	return m
+}
+
+// size is about how many bytes t takes in the journal.
+func (t TranscriptMessage) size() int {
+	n := 64 + len(t.ToolCallID)
+	if t.Content != nil {
+		n += len(*t.Content)
+	}
+	for _, c := range t.ToolCalls {
+		n += 32 + len(c.ID) + len(c.Name)
+		if c.Args.IsValid() {
+			n += len(canonjson.Marshal(c.Args))
+		}
+	}
+	return n
+}
+
+// transcriptJournal journals one Drive's conversation for the manager c
+// serves (checkpoint) and notes the events its await_event calls take
+// (awaiting).
+type transcriptJournal struct {
+	c *Coordinator
+	// took is what the await_event call whose tool message is not yet
+	// journaled took; the loop runs its calls one at a time, on its own
+	// goroutine, and checkpoints after each.
+	took []TakenEvent
+}
+
+// awaiting wraps the await_event tool t so that the event each call
+// returns is noted for the tool message that carries it.
+func (j *transcriptJournal) awaiting(t contract.Tool) contract.Tool {
+	run := t.Run
+	t.Run = func(ctx context.Context, args canonjson.Value) (canonjson.Value, error) {
+		v, err := run(ctx, args)
+		j.took = j.took[:0]
+		if err == nil {
+			kind, k := canonjson.Resolve(v, "/event/kind")
+			worker, w := canonjson.Resolve(v, "/event/workerId")
+			if k && w {
+				j.took = append(j.took, TakenEvent{Kind: kind.Str(), WorkerID: NodeID(worker.Str())})
+			}
+		}
+		return v, err
+	}
+	return t
+}
+
+// checkpoint is the router brain's kernel.ToolLoopOptions.Checkpoint: it
+// journals the messages the transcript gained as one KindTranscript
+// record under the manager's node, through the run's journal (its fence
+// included), large messages as blobs. Its error stops the manager's
+// loop.
+func (j *transcriptJournal) checkpoint(ctx context.Context, appended []contract.ChatMessage) error {
+	c := j.c
+	msgs := make([]TranscriptMessage, len(appended))
+	inline := 0
+	lastTool := -1
+	for i, m := range appended {
+		if m.Role == contract.ChatTool {
+			lastTool = i
+		}
+	}
+	for i, m := range appended {
+		t := transcriptMessage(m)
+		if i == lastTool && len(j.took) > 0 {
+			t.Took = slices.Clone(j.took)
+			j.took = j.took[:0]
+		}
+		if n := t.size(); n <= maxInlineMessage && inline+n <= maxInlineRecord {
+			inline += n
+			msgs[i] = t
+			continue
+		}
+		v, err := canonjson.ToValue(t)
+		if err != nil {
+			return fmt.Errorf("supervise: journaling the manager's transcript: %w", err)
+		}
+		ref, err := c.log.putBlob(ctx, v)
+		if err != nil {
+			return fmt.Errorf("supervise: journaling the manager's transcript: %w", err)
+		}
+		msgs[i] = TranscriptMessage{Ref: ref}
+	}
+	if err := c.log.append(ctx, Record{Kind: KindTranscript, Node: c.self, Messages: msgs}); err != nil {
+		return fmt.Errorf("supervise: journaling the manager's transcript: %w", err)
+	}
+	return nil
+}
+
+// recordedTranscript is the transcript earlier processes journaled for
+// c's manager (nil when none did: a fresh run, or a journal written
+// before transcripts were), blobs read back, and the events its
+// await_event calls took.
+func (c *Coordinator) recordedTranscript() ([]contract.ChatMessage, []TakenEvent, error) {
+	var recs []Record
+	c.log.mu.Lock()
+	for _, r := range c.log.rows {
+		if r.Kind == KindTranscript && r.Node == c.self {
+			recs = append(recs, r)
+		}
+	}
+	c.log.mu.Unlock()
+	var out []contract.ChatMessage
+	var took []TakenEvent
+	for _, r := range recs {
+		for _, t := range r.Messages {
+			if t.Ref != "" {
+				v, err := c.log.getBlob(t.Ref)
+				if err != nil {
+					return nil, nil, &ResumeError{RunDir: c.log.dir, Reason: "reading back the manager " + string(c.self) + "'s transcript", Err: err}
+				}
+				var full TranscriptMessage
+				if err := canonjson.FromValue(v, &full); err != nil || full.Ref != "" {
+					return nil, nil, &ResumeError{RunDir: c.log.dir, Reason: "reading back the manager " + string(c.self) + "'s transcript: blob " + t.Ref + " is not a message", Err: err}
+				}
+				t = full
+			}
+			out = append(out, t.chat())
+			took = append(took, t.Took...)
+		}
+	}
+	return out, took, nil
+}
+
+// dropTaken removes from c's event queue, for each event a recorded
+// await_event call took, the earliest queued event of its kind and
+// worker: the replayed settlement the resumed conversation already has.
+func (c *Coordinator) dropTaken(took []TakenEvent) {
+	if len(took) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range took {
+		q := c.queued[t.Kind]
+		if q == nil {
+			continue
+		}
+		for i := q.head; i < len(q.events); i++ {
+			if q.events[i].WorkerID == t.WorkerID {
+				q.events = slices.Delete(q.events, i, i+1)
+				q.seqs = slices.Delete(q.seqs, i, i+1)
+				break
+			}
+		}
+	}
+}
