@@ -524,14 +524,12 @@ func (y *layout) appendProgress(batch []ProgressRecord) {
 	if truncated {
 		return
 	}
-	vals := make([]canonjson.Value, 0, len(batch))
+	vals := make([]any, 0, len(batch))
 	size := y.progBytes
-	for _, p := range batch {
-		v, err := canonjson.ToValue(p)
-		var data []byte
-		if err == nil {
-			data, err = canonjson.Canonical(v)
-		}
+	var data []byte
+	for i := range batch {
+		var err error
+		data, err = canonjson.AppendCanonicalOf(data[:0], &batch[i])
 		if err != nil {
 			y.logger.Error("supervise: a progress record", "err", err)
 			continue
@@ -545,12 +543,12 @@ func (y *layout) appendProgress(batch []ProgressRecord) {
 			break
 		}
 		size += int64(len(data)) + 1
-		vals = append(vals, v)
+		vals = append(vals, &batch[i])
 	}
 	if len(vals) == 0 {
 		return
 	}
-	if _, err := y.progress.Append(context.Background(), vals...); err != nil {
+	if _, err := y.progress.AppendOf(context.Background(), vals...); err != nil {
 		y.logger.Error("supervise: appending progress", "err", err)
 		return
 	}
@@ -572,11 +570,7 @@ func (y *layout) writeState() error {
 	if y.readout != nil {
 		st.Budget, st.Reserved, st.Spent = balances(y.readout())
 	}
-	v, err := canonjson.ToValue(st)
-	if err != nil {
-		return err
-	}
-	data, err := canonjson.Canonical(v)
+	data, err := canonjson.AppendCanonicalOf(make([]byte, 0, 512), &st)
 	if err != nil {
 		return err
 	}
