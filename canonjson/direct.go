@@ -123,24 +123,7 @@ func (e *encoder) goValue(rv reflect.Value) (present, ok bool) {
 		if t.Key().Kind() != reflect.String {
 			return false, false
 		}
-		type entry struct {
-			name string
-			v    reflect.Value
-		}
-		entries := make([]entry, 0, rv.Len())
-		for iter := rv.MapRange(); iter.Next(); {
-			entries = append(entries, entry{iter.Key().String(), iter.Value()})
-		}
-		slices.SortFunc(entries, func(a, b entry) int { return CompareUTF16(a.name, b.name) })
-		e.buf = append(e.buf, '{')
-		n := 0
-		for _, m := range entries {
-			if ok := e.member(&n, m.name, m.v); !ok {
-				return false, false
-			}
-		}
-		e.buf = append(e.buf, '}')
-		return true, true
+		return true, e.goMap(rv)
 	case reflect.Struct:
 		p := planFor(t)
 		if p.dupNames {
@@ -162,6 +145,32 @@ func (e *encoder) goValue(rv reflect.Value) (present, ok bool) {
 		return true, true
 	}
 	return false, false
+}
+
+// mapEntry is one member of a map goMap encodes.
+type mapEntry struct {
+	name string
+	v    reflect.Value
+}
+
+// goMap appends the non-nil map rv with string keys as an object, its
+// members sorted as ToValue sorts them. It is apart from goValue so that
+// goValue's frame, on every level of the recursion, stays small.
+func (e *encoder) goMap(rv reflect.Value) bool {
+	entries := make([]mapEntry, 0, rv.Len())
+	for iter := rv.MapRange(); iter.Next(); {
+		entries = append(entries, mapEntry{iter.Key().String(), iter.Value()})
+	}
+	slices.SortFunc(entries, func(a, b mapEntry) int { return CompareUTF16(a.name, b.name) })
+	e.buf = append(e.buf, '{')
+	n := 0
+	for _, m := range entries {
+		if !e.member(&n, m.name, m.v) {
+			return false
+		}
+	}
+	e.buf = append(e.buf, '}')
+	return true
 }
 
 // member appends one object member, name and value, after the n already

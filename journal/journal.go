@@ -22,6 +22,10 @@ const DefaultMaxRecordBytes = 1 << 20
 // next commit.
 const maxGroupBytes = 4 << 20
 
+// recordSizeHint is the room Append reserves per record before encoding
+// a batch: the size of a typical record, not a bound.
+const recordSizeHint = 512
+
 // Options configure Open and Read. The zero value is the default.
 type Options struct {
 	// MaxRecordBytes bounds the canonical form of one record, newline
@@ -363,7 +367,9 @@ func (j *Journal) enqueue(records []canonjson.Value) (*batch, error) {
 // enqueueWith encodes n records into one batch, record i appended to
 // data by encode, and queues it.
 func (j *Journal) enqueueWith(n int, encode func(data []byte, i int) ([]byte, error)) (*batch, error) {
-	var data []byte
+	// Room for typical records up front, so that encoding does not grow
+	// the buffer a doubling at a time from nothing.
+	data := make([]byte, 0, min(n, 64)*recordSizeHint)
 	var err error
 	for i := range n {
 		start := len(data)

@@ -290,7 +290,8 @@ type layout struct {
 	state   RunState
 	nodes   map[NodeID]string // spawned workers' labels; settled ones removed
 	pending []ProgressRecord
-	dirty   bool // the state changed since the writer last took it
+	spare   []ProgressRecord // a written batch, emptied, for pending to reuse
+	dirty   bool             // the state changed since the writer last took it
 	closing bool
 
 	kick chan struct{} // cap 1: work is waiting
@@ -469,6 +470,9 @@ func (y *layout) observe(r Record) {
 		return // a record after run end: the final state is written
 	}
 	if p, ok := y.apply(r); ok {
+		if y.pending == nil {
+			y.pending, y.spare = y.spare, nil
+		}
 		y.pending = append(y.pending, p)
 	}
 	y.dirty = true
@@ -485,6 +489,9 @@ func (y *layout) write() {
 	defer close(y.done)
 	for {
 		_, open := <-y.kick
+		if open {
+			open = linger(y.kick)
+		}
 		y.mu.Lock()
 		batch, dirty := y.pending, y.dirty
 		y.pending, y.dirty = nil, false
@@ -497,9 +504,11 @@ func (y *layout) write() {
 			continue // drained and dropped: another process owns the run
 		}
 		y.appendProgress(batch)
+		clear(batch)
 		y.mu.Lock()
 		dirty = dirty || y.dirty // appendProgress may have marked it truncated
 		y.dirty = false
+		y.spare = batch[:0]
 		y.mu.Unlock()
 		if dirty {
 			if err := y.writeState(); err != nil {
@@ -508,6 +517,34 @@ func (y *layout) write() {
 		}
 		if !open {
 			return
+		}
+	}
+}
+
+// writerLinger is how long a projection writer (the layout's, the
+// stream logs'), once woken, lets more records join its batch before it
+// writes: records that come faster than that share one write (and one
+// progress fsync, one state.json rewrite) instead of each waking the
+// writer, whose writes would then compete with the spawn path for the
+// CPU. A crash loses at most what lingers, which these projections and
+// observation logs may lose anyway (their last lines; the spawn journal
+// is the truth).
+const writerLinger = time.Millisecond
+
+// linger waits writerLinger, consuming the kicks that come meanwhile
+// (their work joins the batch the writer takes next); it returns false
+// at once when kick is closed: the writer is closing and drains now.
+func linger(kick <-chan struct{}) bool {
+	t := time.NewTimer(writerLinger)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return true
+		case _, open := <-kick:
+			if !open {
+				return false
+			}
 		}
 	}
 }

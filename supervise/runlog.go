@@ -419,7 +419,7 @@ func (l *runLog) enqueue(ctx context.Context, r Record) *logTicket {
 	defer l.orderMu.Unlock()
 	if l.spawn != nil {
 		if q, ok := l.spawn.(spawnLogQueuer); ok {
-			t.wait, t.err = q.Enqueue(r)
+			t.wait, t.err = q.Enqueue(&t.r)
 		} else {
 			t.err = l.spawn.Append(context.WithoutCancel(ctx), r)
 		}
