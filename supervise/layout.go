@@ -26,9 +26,9 @@ const (
 	// StateFile holds the run's current RunState, replaced atomically
 	// (a temporary file renamed over it) after each state change, so a
 	// concurrent reader sees the previous state or the next, never part
-	// of one. Changes that come faster than the disk are coalesced into
-	// one rewrite; the run's final state is always written before
-	// Supervise returns.
+	// of one. Changes that come within a millisecond of each other, or
+	// faster than the disk, are coalesced into one rewrite; the run's
+	// final state is always written before Supervise returns.
 	StateFile = "state.json"
 	// ProgressFile holds one ProgressRecord per spawn, settlement, steer,
 	// cancellation and finish, appended through the journal writer.
@@ -270,10 +270,10 @@ const maxPendingProgress = 1024
 
 // layout writes state.json and progress.ndjson of a run directory from
 // the records the run log appends. observe folds a record into the state
-// under mu and hands the work to one writer goroutine, which appends the
-// waiting progress lines as one batch (one fsync) and then rewrites
-// state.json once for all of them: the spawn path never waits on these
-// projections' disk writes. close drains what waits, so the last state
+// under mu and hands the work to one writer goroutine, which lingers
+// writerLinger for more, appends the waiting progress lines as one batch
+// (one fsync) and then rewrites state.json once for all of them: the
+// spawn path never waits on these projections' disk writes. close drains what waits, so the last state
 // written is the run's final one. Its methods are safe for concurrent
 // use.
 type layout struct {
