@@ -96,6 +96,14 @@ type record struct {
 	hidden  string
 }
 
+// linked is a recursive type: its encoder is reached again while it is
+// built.
+type linked struct {
+	Name string             `json:"name"`
+	Next *linked            `json:"next,omitzero"`
+	Kids map[string]*linked `json:"kids,omitzero"`
+}
+
 // TestAppendCanonicalOfMatchesTree: the direct encoding of Go values is
 // byte for byte the tree path's (ToValue then AppendCanonical), member
 // order (UTF-16, not UTF-8: "\uffff" sorts after "😀"), omitzero,
@@ -122,6 +130,9 @@ func TestAppendCanonicalOfMatchesTree(t *testing.T) {
 			B int    `json:"a2,omitempty"`
 		}{"a", 0},
 		withDup{DupA{"1"}, DupB{}}, withDup{DupA{}, DupB{"2"}}, withDup{},
+		linked{Name: "a", Next: &linked{Name: "b", Next: &linked{Name: "c"}}, Kids: map[string]*linked{"x": {Name: "x"}, "nil": nil}},
+		[]any{marshaled{canonjson.StringValue("m")}, &full.Embedded, map[string]any{"\xff": nil}},
+		map[string]*int64{"\xed\xa0\x80": nil, "k": &n},
 		// refused
 		withDup{DupA{"1"}, DupB{"2"}},
 		nil, (*inner)(nil), canonjson.Value{}, marshaled{},
@@ -147,5 +158,35 @@ func FuzzAppendCanonicalOf(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b string, x float64, n int64, key string) {
 		sameAsTree(t, record{Kind: a, Ratio: x, Count: n, Inner: &inner{S: b, N: &n},
 			Counts: map[string]int64{key: n, a: 1}, Tags: []string{a, b}, Any: map[string]any{b: x}})
+	})
+}
+
+// BenchmarkAppendCanonicalOf: a journal-sized record encoded directly
+// and through the Value tree.
+func BenchmarkAppendCanonicalOf(b *testing.B) {
+	n := int64(7)
+	r := record{Kind: "settled", Count: 3, Inner: &inner{N: &n, S: "s"}, Tags: []string{"a", "b"},
+		Counts: map[string]int64{"tokens": 1, "usd": 2}, Custom: marshaled{canonjson.StringValue("c")}}
+	var buf []byte
+	b.Run("direct", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var err error
+			if buf, err = canonjson.AppendCanonicalOf(buf[:0], &r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("tree", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			v, err := canonjson.ToValue(&r)
+			if err == nil {
+				buf, err = canonjson.AppendCanonical(buf[:0], v)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
 	})
 }
