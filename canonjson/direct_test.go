@@ -123,7 +123,7 @@ func TestAppendCanonicalOfMatchesTree(t *testing.T) {
 		U: 9, Arr: [2]int8{-1, 1}, Ignored: "no", hidden: "no"}
 	for _, x := range []any{
 		full, &full, record{}, &record{}, inner{S: "x"},
-		"plain", 0, -0.0, 1e21, 123456789.125, true, []int{1, 2}, map[string]string{}, canonjson.NullValue(), doc,
+		"plain", 0, math.Copysign(0, -1), 1e21, 123456789.125, true, []int{1, 2}, map[string]string{}, canonjson.NullValue(), doc,
 		marshaled{doc}, &marshaled{canonjson.Value{}},
 		struct {
 			A string `json:"a"`
