@@ -59,6 +59,9 @@ type field struct {
 type structPlan struct {
 	fields []field        // in UTF-16 order of name
 	byName map[string]int // name → position in fields
+	// dupNames: two fields share a name (embedded structs), which
+	// Canonical refuses when both are present.
+	dupNames bool
 }
 
 // plans caches struct plans; it is a memo of pure functions of the type.
@@ -73,6 +76,7 @@ func planFor(t reflect.Type) *structPlan {
 	slices.SortFunc(p.fields, func(a, b field) int { return CompareUTF16(a.name, b.name) })
 	for i, f := range p.fields {
 		p.byName[f.name] = i
+		p.dupNames = p.dupNames || i > 0 && p.fields[i-1].name == f.name
 	}
 	actual, _ := plans.LoadOrStore(t, p)
 	return actual.(*structPlan)

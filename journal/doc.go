@@ -26,7 +26,9 @@
 // [Journal.Enqueue] splits an Append in two: the batch's place is fixed
 // at once (a caller queues under its own lock, so the journal's order is
 // its state's) and [Pending.Wait] awaits the shared fsync after the lock
-// is released. A failed write or fsync poisons the journal (part of a batch may have
+// is released. [Journal.AppendOf] and [Journal.EnqueueOf] take Go values
+// and write the same lines, encoded without a [canonjson.Value] tree
+// ([canonjson.AppendCanonicalOf]). A failed write or fsync poisons the journal (part of a batch may have
 // landed); reopening repairs the tail. A journal opened with
 // [Options].NoSync writes without the fsync: for observation logs (a
 // supervised run's stream logs) whose last lines a crash may lose while

@@ -22,6 +22,10 @@ const DefaultMaxRecordBytes = 1 << 20
 // next commit.
 const maxGroupBytes = 4 << 20
 
+// recordSizeHint is the room Append reserves per record before encoding
+// a batch: the size of a typical record, not a bound.
+const recordSizeHint = 512
+
 // Options configure Open and Read. The zero value is the default.
 type Options struct {
 	// MaxRecordBytes bounds the canonical form of one record, newline
@@ -319,13 +323,57 @@ func (p *Pending) Wait(ctx context.Context) (firstSeq int64, err error) {
 	return p.j.await(ctx, p.b, false)
 }
 
+// AppendOf is Append of Go values: each record is the canonical form of
+// one of records as [canonjson.AppendCanonicalOf] writes it (the form
+// of its [canonjson.ToValue]), encoded without building a Value tree.
+// Errors are Append's.
+func (j *Journal) AppendOf(ctx context.Context, records ...any) (firstSeq int64, err error) {
+	if len(records) == 0 {
+		return 0, nil
+	}
+	if ctx.Err() != nil {
+		return 0, context.Cause(ctx)
+	}
+	b, err := j.enqueueWith(len(records), func(data []byte, i int) ([]byte, error) {
+		return canonjson.AppendCanonicalOf(data, records[i])
+	})
+	if err != nil {
+		return 0, err
+	}
+	return j.await(ctx, b, true)
+}
+
+// EnqueueOf is Enqueue of Go values, encoded as AppendOf encodes them.
+func (j *Journal) EnqueueOf(records ...any) (*Pending, error) {
+	if len(records) == 0 {
+		return &Pending{}, nil
+	}
+	b, err := j.enqueueWith(len(records), func(data []byte, i int) ([]byte, error) {
+		return canonjson.AppendCanonicalOf(data, records[i])
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Pending{j: j, b: b}, nil
+}
+
 // enqueue encodes records into one batch and queues it.
 func (j *Journal) enqueue(records []canonjson.Value) (*batch, error) {
-	var data []byte
+	return j.enqueueWith(len(records), func(data []byte, i int) ([]byte, error) {
+		return canonjson.AppendCanonical(data, records[i])
+	})
+}
+
+// enqueueWith encodes n records into one batch, record i appended to
+// data by encode, and queues it.
+func (j *Journal) enqueueWith(n int, encode func(data []byte, i int) ([]byte, error)) (*batch, error) {
+	// Room for typical records up front, so that encoding does not grow
+	// the buffer a doubling at a time from nothing.
+	data := make([]byte, 0, min(n, 64)*recordSizeHint)
 	var err error
-	for i, r := range records {
+	for i := range n {
 		start := len(data)
-		data, err = canonjson.AppendCanonical(data, r)
+		data, err = encode(data, i)
 		if err != nil {
 			return nil, &RecordError{Index: i, Err: err}
 		}
@@ -334,7 +382,7 @@ func (j *Journal) enqueue(records []canonjson.Value) (*batch, error) {
 		}
 		data = append(data, '\n')
 	}
-	b := &batch{data: data, n: int64(len(records)), done: make(chan struct{})}
+	b := &batch{data: data, n: int64(n), done: make(chan struct{})}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if err := j.stateErr(); err != nil {

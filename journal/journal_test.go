@@ -362,6 +362,91 @@ func TestAppendRefusesBatch(t *testing.T) {
 	}
 }
 
+// AppendOf and EnqueueOf write a Go record as the line Append writes
+// for its ToValue, and refuse a batch as Append does: a record with no
+// JSON form or no canonical form is a *RecordError naming it, one over
+// the limit a *TooLargeError, and nothing of the batch is written.
+func TestAppendOfWritesWhatAppendWrites(t *testing.T) {
+	type line struct {
+		Kind string            `json:"kind"`
+		Text string            `json:"text,omitzero"`
+		Nums map[string]int64  `json:"nums,omitzero"`
+		Doc  canonjson.Value   `json:"doc,omitzero"`
+		Ptr  *int64            `json:"ptr,omitzero"`
+		Tags map[string]string `json:"tags,omitzero"`
+	}
+	dir := t.TempDir()
+	ctx := context.Background()
+	viaValue := mustOpen(t, filepath.Join(dir, "value.jsonl"), journal.Options{MaxRecordBytes: 200})
+	viaGo := mustOpen(t, filepath.Join(dir, "go.jsonl"), journal.Options{MaxRecordBytes: 200})
+	n := int64(-3)
+	batches := [][]line{
+		{{Kind: "spawned", Text: "é\u2028\"", Nums: map[string]int64{"\uffff": 1, "😀": 2}}},
+		{{Kind: "settled", Doc: rec(t, `{"z":1,"a":[true,null]}`), Ptr: &n}, {Kind: "x"}},
+	}
+	for i, b := range batches {
+		var vs []canonjson.Value
+		var xs []any
+		for k := range b {
+			v, err := canonjson.ToValue(b[k])
+			if err != nil {
+				t.Fatal(err)
+			}
+			vs, xs = append(vs, v), append(xs, &b[k])
+		}
+		want, err := viaValue.Append(ctx, vs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got int64
+		if i == 0 {
+			got, err = viaGo.AppendOf(ctx, xs...)
+		} else {
+			var p *journal.Pending
+			if p, err = viaGo.EnqueueOf(xs...); err == nil {
+				got, err = p.Wait(ctx)
+			}
+		}
+		if err != nil || got != want {
+			t.Fatalf("batch %d: first seq %d, %v; Append gave %d", i, got, err, want)
+		}
+	}
+	for _, tt := range []struct {
+		name  string
+		recs  []any
+		check func(error) bool
+	}{
+		{"lone surrogate", []any{line{Kind: "a"}, line{Kind: "\xed\xb0\x80"}}, func(err error) bool {
+			var e *journal.RecordError
+			var ce *canonjson.CanonicalError
+			return errors.As(err, &e) && e.Index == 1 && errors.As(err, &ce)
+		}},
+		{"no JSON form", []any{map[int]int{1: 1}}, func(err error) bool {
+			var e *journal.RecordError
+			var me *canonjson.MarshalError
+			return errors.As(err, &e) && e.Index == 0 && errors.As(err, &me)
+		}},
+		{"absent", []any{line{Kind: "a"}, (*line)(nil)}, func(err error) bool {
+			var e *journal.RecordError
+			return errors.As(err, &e) && e.Index == 1
+		}},
+		{"over the limit", []any{line{Kind: strings.Repeat("k", 200)}}, func(err error) bool {
+			var e *journal.TooLargeError
+			return errors.As(err, &e) && e.Index == 0 && e.Limit == 200
+		}},
+	} {
+		if _, err := viaGo.AppendOf(ctx, tt.recs...); !tt.check(err) {
+			t.Errorf("%s: AppendOf error = %v (%T)", tt.name, err, err)
+		}
+		if _, err := viaGo.EnqueueOf(tt.recs...); !tt.check(err) {
+			t.Errorf("%s: EnqueueOf error = %v (%T)", tt.name, err, err)
+		}
+	}
+	if got, want := readFile(t, viaGo.Path()), readFile(t, viaValue.Path()); got != want || got == "" {
+		t.Errorf("AppendOf wrote\n%s\nAppend wrote\n%s", got, want)
+	}
+}
+
 func TestAppendCanceled(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j.jsonl")
 	j := mustOpen(t, path, journal.Options{})

@@ -256,7 +256,8 @@
 // workers/<label>.ndjson, each worker's log (spawned, its turns and what
 // they streamed, steers, cancellations, settled), read by
 // ReadRootStream and ReadWorkerLog. They are written off the spawn path
-// through the journal writer without a flush per line, bounded per file,
+// through the journal writer without a flush per line, in batches (the
+// writer lets a millisecond of lines gather once woken), bounded per file,
 // and not at all once a store spawn log's lease is lost — nor are
 // state.json and progress.ndjson, so a process taken over never
 // overwrites its successor's projection. With

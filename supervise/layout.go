@@ -26,9 +26,9 @@ const (
 	// StateFile holds the run's current RunState, replaced atomically
 	// (a temporary file renamed over it) after each state change, so a
 	// concurrent reader sees the previous state or the next, never part
-	// of one. Changes that come faster than the disk are coalesced into
-	// one rewrite; the run's final state is always written before
-	// Supervise returns.
+	// of one. Changes that come within a millisecond of each other, or
+	// faster than the disk, are coalesced into one rewrite; the run's
+	// final state is always written before Supervise returns.
 	StateFile = "state.json"
 	// ProgressFile holds one ProgressRecord per spawn, settlement, steer,
 	// cancellation and finish, appended through the journal writer.
@@ -270,10 +270,10 @@ const maxPendingProgress = 1024
 
 // layout writes state.json and progress.ndjson of a run directory from
 // the records the run log appends. observe folds a record into the state
-// under mu and hands the work to one writer goroutine, which appends the
-// waiting progress lines as one batch (one fsync) and then rewrites
-// state.json once for all of them: the spawn path never waits on these
-// projections' disk writes. close drains what waits, so the last state
+// under mu and hands the work to one writer goroutine, which lingers
+// writerLinger for more, appends the waiting progress lines as one batch
+// (one fsync) and then rewrites state.json once for all of them: the
+// spawn path never waits on these projections' disk writes. close drains what waits, so the last state
 // written is the run's final one. Its methods are safe for concurrent
 // use.
 type layout struct {
@@ -290,7 +290,8 @@ type layout struct {
 	state   RunState
 	nodes   map[NodeID]string // spawned workers' labels; settled ones removed
 	pending []ProgressRecord
-	dirty   bool // the state changed since the writer last took it
+	spare   []ProgressRecord // a written batch, emptied, for pending to reuse
+	dirty   bool             // the state changed since the writer last took it
 	closing bool
 
 	kick chan struct{} // cap 1: work is waiting
@@ -469,6 +470,9 @@ func (y *layout) observe(r Record) {
 		return // a record after run end: the final state is written
 	}
 	if p, ok := y.apply(r); ok {
+		if y.pending == nil {
+			y.pending, y.spare = y.spare, nil
+		}
 		y.pending = append(y.pending, p)
 	}
 	y.dirty = true
@@ -485,6 +489,9 @@ func (y *layout) write() {
 	defer close(y.done)
 	for {
 		_, open := <-y.kick
+		if open {
+			open = linger(y.kick)
+		}
 		y.mu.Lock()
 		batch, dirty := y.pending, y.dirty
 		y.pending, y.dirty = nil, false
@@ -497,9 +504,11 @@ func (y *layout) write() {
 			continue // drained and dropped: another process owns the run
 		}
 		y.appendProgress(batch)
+		clear(batch)
 		y.mu.Lock()
 		dirty = dirty || y.dirty // appendProgress may have marked it truncated
 		y.dirty = false
+		y.spare = batch[:0]
 		y.mu.Unlock()
 		if dirty {
 			if err := y.writeState(); err != nil {
@@ -508,6 +517,34 @@ func (y *layout) write() {
 		}
 		if !open {
 			return
+		}
+	}
+}
+
+// writerLinger is how long a projection writer (the layout's, the
+// stream logs'), once woken, lets more records join its batch before it
+// writes: records that come faster than that share one write (and one
+// progress fsync, one state.json rewrite) instead of each waking the
+// writer, whose writes would then compete with the spawn path for the
+// CPU. A crash loses at most what lingers, which these projections and
+// observation logs may lose anyway (their last lines; the spawn journal
+// is the truth).
+const writerLinger = time.Millisecond
+
+// linger waits writerLinger, consuming the kicks that come meanwhile
+// (their work joins the batch the writer takes next); it returns false
+// at once when kick is closed: the writer is closing and drains now.
+func linger(kick <-chan struct{}) bool {
+	t := time.NewTimer(writerLinger)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return true
+		case _, open := <-kick:
+			if !open {
+				return false
+			}
 		}
 	}
 }
@@ -524,14 +561,12 @@ func (y *layout) appendProgress(batch []ProgressRecord) {
 	if truncated {
 		return
 	}
-	vals := make([]canonjson.Value, 0, len(batch))
+	vals := make([]any, 0, len(batch))
 	size := y.progBytes
-	for _, p := range batch {
-		v, err := canonjson.ToValue(p)
-		var data []byte
-		if err == nil {
-			data, err = canonjson.Canonical(v)
-		}
+	var data []byte
+	for i := range batch {
+		var err error
+		data, err = canonjson.AppendCanonicalOf(data[:0], &batch[i])
 		if err != nil {
 			y.logger.Error("supervise: a progress record", "err", err)
 			continue
@@ -545,12 +580,12 @@ func (y *layout) appendProgress(batch []ProgressRecord) {
 			break
 		}
 		size += int64(len(data)) + 1
-		vals = append(vals, v)
+		vals = append(vals, &batch[i])
 	}
 	if len(vals) == 0 {
 		return
 	}
-	if _, err := y.progress.Append(context.Background(), vals...); err != nil {
+	if _, err := y.progress.AppendOf(context.Background(), vals...); err != nil {
 		y.logger.Error("supervise: appending progress", "err", err)
 		return
 	}
@@ -572,11 +607,7 @@ func (y *layout) writeState() error {
 	if y.readout != nil {
 		st.Budget, st.Reserved, st.Spent = balances(y.readout())
 	}
-	v, err := canonjson.ToValue(st)
-	if err != nil {
-		return err
-	}
-	data, err := canonjson.Canonical(v)
+	data, err := canonjson.AppendCanonicalOf(make([]byte, 0, 512), &st)
 	if err != nil {
 		return err
 	}

@@ -268,7 +268,12 @@ type runLog struct {
 	order   sequencer
 
 	mu   sync.Mutex
-	rows []Record
+	rows recordRows
+	// blobs holds the refs of the result blobs known to be in the run
+	// dir (blobKnown).
+	blobMu sync.Mutex
+	blobs  map[string]bool
+
 	// loss counts the records of state changes that could not be
 	// journaled (appendOrLose).
 	loss *JournalLossError
@@ -349,7 +354,9 @@ func openRunLogWith(ctx context.Context, dir string, openSpawn func(context.Cont
 		l.close()
 		return nil, nil, &ResumeError{RunDir: dir, Reason: "reading the journal", Err: err}
 	}
-	l.rows = append(l.rows, prior...)
+	for _, r := range prior {
+		l.rows.add(r)
+	}
 	return l, prior, nil
 }
 
@@ -416,7 +423,7 @@ func (l *runLog) enqueue(ctx context.Context, r Record) *logTicket {
 	defer l.orderMu.Unlock()
 	if l.spawn != nil {
 		if q, ok := l.spawn.(spawnLogQueuer); ok {
-			t.wait, t.err = q.Enqueue(r)
+			t.wait, t.err = q.Enqueue(&t.r)
 		} else {
 			t.err = l.spawn.Append(context.WithoutCancel(ctx), r)
 		}
@@ -447,7 +454,7 @@ func (t *logTicket) commit(ctx context.Context) error {
 		return err
 	}
 	l.mu.Lock()
-	l.rows = append(l.rows, t.r)
+	l.rows.add(t.r)
 	l.mu.Unlock()
 	if l.layout != nil {
 		l.layout.observe(t.r)
@@ -561,15 +568,42 @@ func (l *runLog) page(since int, kinds []string, limit int) ([]Record, int, bool
 	}
 	var out []Record
 	i := max(since, 0)
-	for ; i < len(l.rows) && len(out) < limit; i++ {
+	for ; i < l.rows.len() && len(out) < limit; i++ {
 		// A manager's own transcript is paged only when asked for: read
 		// back unasked, it would feed the conversation to itself.
-		if len(want) == 0 && l.rows[i].Kind != KindTranscript || want[l.rows[i].Kind] {
-			out = append(out, l.rows[i])
+		if r := l.rows.at(i); len(want) == 0 && r.Kind != KindTranscript || want[r.Kind] {
+			out = append(out, *r)
 		}
 	}
-	return out, i, i < len(l.rows)
+	return out, i, i < l.rows.len()
 }
+
+// rowChunk is how many records one chunk of recordRows holds.
+const rowChunk = 256
+
+// recordRows is the in-memory copy of the journal, in fixed-size
+// chunks: appending a record never copies the ones before it (a Record
+// is some 500 bytes, and a run of many workers holds many), so the
+// append on the spawn and settle path costs the same however long the
+// run is.
+type recordRows struct {
+	chunks [][]Record
+	n      int
+}
+
+func (r *recordRows) add(rec Record) {
+	if r.n%rowChunk == 0 {
+		r.chunks = append(r.chunks, make([]Record, 0, rowChunk))
+	}
+	last := len(r.chunks) - 1
+	r.chunks[last] = append(r.chunks[last], rec)
+	r.n++
+}
+
+func (r *recordRows) len() int { return r.n }
+
+// at returns row i, 0 <= i < len().
+func (r *recordRows) at(i int) *Record { return &r.chunks[i/rowChunk][i%rowChunk] }
 
 // putBlob stores v content-addressed and returns its ref
 // ("sha256:<hex>").
@@ -588,8 +622,12 @@ func (l *runLog) putBlob(ctx context.Context, v canonjson.Value) (string, error)
 	if l.dir == "" {
 		return ref, nil
 	}
+	if l.blobKnown(ref) {
+		return ref, nil
+	}
 	path := l.blobPath(ref)
 	if _, err := os.Stat(path); err == nil {
+		l.knowBlob(ref)
 		return ref, nil
 	}
 	data, err := canonjson.Canonical(v)
@@ -620,7 +658,29 @@ func (l *runLog) putBlob(ctx context.Context, v canonjson.Value) (string, error)
 	if err := syncDir(filepath.Dir(path)); err != nil {
 		return "", fmt.Errorf("supervise: result blob: %w", err)
 	}
+	l.knowBlob(ref)
 	return ref, nil
+}
+
+// blobKnown reports whether blob ref is known to be in the run dir: this
+// process wrote it (file and directory entry synced) or found it there.
+// Blobs are content-addressed and never removed while the run dir is
+// this process's, so a ref once known stays known, and a settlement
+// whose result many workers share costs no file system call.
+func (l *runLog) blobKnown(ref string) bool {
+	l.blobMu.Lock()
+	defer l.blobMu.Unlock()
+	return l.blobs[ref]
+}
+
+// knowBlob records that blob ref is in the run dir (blobKnown).
+func (l *runLog) knowBlob(ref string) {
+	l.blobMu.Lock()
+	defer l.blobMu.Unlock()
+	if l.blobs == nil {
+		l.blobs = map[string]bool{}
+	}
+	l.blobs[ref] = true
 }
 
 // blobStore is a spawn log that keeps result blobs beside the journal

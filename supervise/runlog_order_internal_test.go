@@ -17,8 +17,8 @@ type gatedLog struct {
 	gates chan chan struct{} // one gate per Enqueue, handed to the test
 }
 
-func (g *gatedLog) Enqueue(recs ...Record) (func(context.Context) error, error) {
-	wait, err := g.SpawnLog.(spawnLogQueuer).Enqueue(recs...)
+func (g *gatedLog) Enqueue(r *Record) (func(context.Context) error, error) {
+	wait, err := g.SpawnLog.(spawnLogQueuer).Enqueue(r)
 	if err != nil {
 		return nil, err
 	}

@@ -109,25 +109,18 @@ func (l *fileSpawnLog) Records(ctx context.Context) ([]Record, error) {
 }
 
 func (l *fileSpawnLog) Append(ctx context.Context, recs ...Record) error {
-	vals, err := recordValues(recs)
-	if err != nil {
-		return err
-	}
-	if _, err := l.j.Append(ctx, vals...); err != nil {
+	if _, err := l.j.AppendOf(ctx, recordRefs(recs)...); err != nil {
 		return fmt.Errorf("supervise: journal append: %w", err)
 	}
 	return nil
 }
 
-// Enqueue queues recs as one batch of the journal and returns how to
+// Enqueue queues r as one batch of the journal and returns how to
 // wait for it: the batch's place is fixed now, its fsync shared with
-// whatever else is queued when it commits (see runLog.enqueue).
-func (l *fileSpawnLog) Enqueue(recs ...Record) (func(context.Context) error, error) {
-	vals, err := recordValues(recs)
-	if err != nil {
-		return nil, err
-	}
-	p, err := l.j.Enqueue(vals...)
+// whatever else is queued when it commits (see runLog.enqueue). r is
+// encoded before Enqueue returns and not kept.
+func (l *fileSpawnLog) Enqueue(r *Record) (func(context.Context) error, error) {
+	p, err := l.j.EnqueueOf(r)
 	if err != nil {
 		return nil, fmt.Errorf("supervise: journal append: %w", err)
 	}
@@ -146,7 +139,18 @@ func (l *fileSpawnLog) Close() error { return l.j.Close() }
 // place under its own lock and waits for its durability after
 // releasing it, so concurrent spawns and settlements share fsyncs.
 type spawnLogQueuer interface {
-	Enqueue(recs ...Record) (wait func(context.Context) error, err error)
+	Enqueue(r *Record) (wait func(context.Context) error, err error)
+}
+
+// recordRefs returns pointers to recs for the file journal's AppendOf,
+// which encodes each record straight to its canonical line (a Record
+// itself would be copied into each interface).
+func recordRefs(recs []Record) []any {
+	refs := make([]any, len(recs))
+	for i := range recs {
+		refs[i] = &recs[i]
+	}
+	return refs
 }
 
 func recordValues(recs []Record) ([]canonjson.Value, error) {

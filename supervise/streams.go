@@ -204,6 +204,10 @@ type streams struct {
 
 	mu      sync.Mutex
 	pending []streamItem
+	// spare is the slice of a batch the writer has written, emptied,
+	// for pending to reuse: a run's lines need not grow a new slice per
+	// batch.
+	spare   []streamItem
 	dropped int64             // lines dropped since the writer last took pending
 	stems   map[NodeID]string // every worker of the run → its log's stem
 	closing bool
@@ -291,6 +295,9 @@ func (s *streams) queueLocked(stem string, rec StreamRecord) {
 	if rec.AtMS == 0 {
 		rec.AtMS = s.now().UnixMilli()
 	}
+	if s.pending == nil {
+		s.pending, s.spare = s.spare, nil
+	}
 	s.pending = append(s.pending, streamItem{stem: stem, rec: rec})
 	select {
 	case s.kick <- struct{}{}:
@@ -359,6 +366,9 @@ func (s *streams) write() {
 	defer close(s.done)
 	for {
 		_, open := <-s.kick
+		if open {
+			open = linger(s.kick) // let lines that come meanwhile join the batch
+		}
 		s.mu.Lock()
 		batch, dropped := s.pending, s.dropped
 		s.pending, s.dropped = nil, 0
@@ -368,6 +378,12 @@ func (s *streams) write() {
 				Reason: "the stream writer fell behind; these lines were dropped"}})
 		}
 		s.writeBatch(batch)
+		clear(batch)
+		s.mu.Lock()
+		if cap(batch) <= maxPendingStream {
+			s.spare = batch[:0]
+		}
+		s.mu.Unlock()
 		if !open {
 			return
 		}
@@ -389,9 +405,11 @@ func (s *streams) writeBatch(batch []streamItem) {
 		}
 	}
 	var order []string
-	lines := map[string][]canonjson.Value{}
+	lines := map[string][]any{}
+	var data []byte
 	s.batches++
-	for _, it := range batch {
+	for i := range batch {
+		it := &batch[i] // its record is appended by reference
 		f, err := s.file(it.stem)
 		if err != nil {
 			s.logger.Error("supervise: opening a stream log", "stem", it.stem, "err", err)
@@ -407,28 +425,24 @@ func (s *streams) writeBatch(batch []streamItem) {
 		if f.full {
 			continue
 		}
-		v, err := canonjson.ToValue(it.rec)
-		var data []byte
-		if err == nil {
-			data, err = canonjson.Canonical(v)
-		}
-		if err != nil {
+		var rec any = &it.rec
+		if data, err = canonjson.AppendCanonicalOf(data[:0], rec); err != nil {
 			s.logger.Error("supervise: a stream record", "err", err)
 			continue
 		}
 		if f.size+int64(len(data))+1 > f.limit-truncatedReserve {
 			f.full = true
-			v, _ = canonjson.ToValue(StreamRecord{Kind: StreamTruncated, AtMS: it.rec.AtMS, Reason: fmt.Sprintf("the log reached %d bytes", f.limit)})
-			data, _ = canonjson.Canonical(v)
+			rec = &StreamRecord{Kind: StreamTruncated, AtMS: it.rec.AtMS, Reason: fmt.Sprintf("the log reached %d bytes", f.limit)}
+			data, _ = canonjson.AppendCanonicalOf(data[:0], rec)
 		}
 		if _, seen := lines[it.stem]; !seen {
 			order = append(order, it.stem)
 		}
-		lines[it.stem] = append(lines[it.stem], v)
+		lines[it.stem] = append(lines[it.stem], rec)
 		f.size += int64(len(data)) + 1
 	}
 	for _, stem := range order {
-		if _, err := s.files[stem].j.Append(context.Background(), lines[stem]...); err != nil {
+		if _, err := s.files[stem].j.AppendOf(context.Background(), lines[stem]...); err != nil {
 			s.logger.Error("supervise: appending to a stream log", "stem", stem, "err", err)
 		}
 	}

@@ -795,7 +795,11 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 	defer c.mu.Unlock()
 	var best *WorkerSummary
 	bestScore := math.Inf(-1)
-	for _, n := range c.scope.Nodes() {
+	nodes := c.scope.Nodes()
+	if len(nodes) > 0 {
+		res.Tree = make([]WorkerSummary, 0, len(nodes))
+	}
+	for _, n := range nodes {
 		ws := WorkerSummary{NodeInfo: n}
 		if w := c.workers[n.ID]; w != nil {
 			ws.OutRef, ws.Delivered, ws.Verdict, ws.Replayed = w.outRef, w.delivered, w.verdict, w.replayed

@@ -172,9 +172,9 @@ func (j *transcriptJournal) checkpoint(ctx context.Context, appended []contract.
 func (c *Coordinator) recordedTranscript() ([]contract.ChatMessage, []TakenEvent, error) {
 	var recs []Record
 	c.log.mu.Lock()
-	for _, r := range c.log.rows {
-		if r.Kind == KindTranscript && r.Node == c.self {
-			recs = append(recs, r)
+	for i := range c.log.rows.len() {
+		if r := c.log.rows.at(i); r.Kind == KindTranscript && r.Node == c.self {
+			recs = append(recs, *r)
 		}
 	}
 	c.log.mu.Unlock()
