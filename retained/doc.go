@@ -32,6 +32,18 @@
 // (RecoverOptions.Profile) (RG-09). A request for another stage, or none,
 // is refused before anything is dispatched, never sent without it.
 //
+// StartSeated walks a seated profile's seat chain as retained runs, each
+// stage with admission records of its own: a typed quota refusal moves
+// on to the next stage under the same logical id, node, turn id and
+// deadline (RG-08, RG-11). When the refusal broke a turn off in a session
+// the provider named and the kernel's rule proves the next stage can go
+// on in it (kernel.OpenNativeSession, kernel.ProveNativeBoundary), the
+// next stage is that session's native continuation (ContinueNativeRetained:
+// the same environment and native session, recorded ContinuityNative);
+// otherwise it starts fresh in an environment of its own, recorded with
+// the rule's reason. Starting again replays each stage, a native one by
+// sending its recorded continuation again.
+//
 // The dispatched run's native session — the provider's own conversation
 // id, which its session reports to the run's owner
 // (contract.NativeSessionReporter) — is bound to the record under the

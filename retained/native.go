@@ -152,6 +152,15 @@ type NativeContinuation struct {
 // RecoverRetainedRun reports such a record Unverifiable, never
 // re-dispatches it: send the persisted request again.
 func (r *Run) ContinueNativeRetained(ctx context.Context, o NativeContinueOptions) (*NativeContinuation, error) {
+	return r.continueNativeRetained(ctx, o, nil, nil)
+}
+
+// continueNativeRetained is ContinueNativeRetained whose continued run,
+// with seat, is a stage of a seated retained run (StartSeated): the
+// link is recorded with its intent (outside the request digest) and the
+// stage in it (Intent.Stage), which the credential request, when there
+// is one, must be for.
+func (r *Run) continueNativeRetained(ctx context.Context, o NativeContinueOptions, seat *SeatLink, stage *int) (*NativeContinuation, error) {
 	if o.OnAdmission == nil {
 		return nil, ErrNoAdmissionHook
 	}
@@ -171,7 +180,7 @@ func (r *Run) ContinueNativeRetained(ctx context.Context, o NativeContinueOption
 	if err != nil {
 		return nil, err
 	}
-	a := &admission{provider: r.provider, store: r.store, hook: o.OnAdmission, now: r.now, log: r.log}
+	a := &admission{provider: r.provider, store: r.store, hook: o.OnAdmission, now: r.now, log: r.log, seat: seat}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -181,6 +190,13 @@ func (r *Run) ContinueNativeRetained(ctx context.Context, o NativeContinueOption
 	if c := o.Continuation.Credential; c != nil {
 		k := c.Stage
 		a.intent.CredentialStage = &k
+	}
+	if stage != nil {
+		if c := a.intent.CredentialStage; c != nil && *c != *stage {
+			return nil, fmt.Errorf("%w: the continuation carries stage %d's credential request, not stage %d's", ErrInvalidOptions, *c, *stage)
+		}
+		k := *stage
+		a.intent.Stage = &k
 	}
 	envDigest, err := contract.DigestOf(map[string]string{"continuesEnvironmentId": r.ref.Run.EnvironmentID})
 	if err != nil {
