@@ -225,3 +225,73 @@ func TestRecoverResendsTheAdmittedStagesCredentialRequestRG09(t *testing.T) {
 		}
 	})
 }
+
+// RG-12, an older admission: a retained run of a seated profile admitted
+// before runs recorded seat stages and credential requests — its
+// environment created with the whole authored profile, its turn carrying
+// no profile and no credential request (it relied on the creation-time
+// profile) — whose process died before the turn was dispatched, is
+// recovered by a process that derives the turn from the profile as it
+// reads it now (stage 0's, with stage 0's credential request, as agentrt
+// runs recover does). The resend is exactly the admitted request: the
+// turn's bytes are the admitted ones (its digest is the intent's), and
+// it carries no credential request the admission did not carry. On
+// SQLite and PostgreSQL.
+func TestReplayOfAnOlderAdmissionKeepsTheAdmittedRequestRG12(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		ctx := testCtx(t)
+		prof, err := profile.Parse([]byte(seatedProfile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		log := &requestLog{}
+		// A provider without accounts of its own: the older admission
+		// carried no credential request, and it served it.
+		base := scripted.New(script(0), scripted.Options{})
+		// The older admission: the whole seated profile on the create, no
+		// stage, no credential request; the process dies once its
+		// environment is admitted.
+		o := startOptions(&wrapped{Provider: base, requests: log}, open(t), "key-older", "turn-1", (&recorder{fail: retained.AdmissionEnvironment}).hook)
+		o.Environment.Profile = profile.Ref{Inline: prof}
+		if _, err := retained.StartRetainedRun(ctx, o); err == nil {
+			t.Fatal("the start whose process died succeeded")
+		}
+		_, id, _ := retained.DeriveIdentity("key-older", "turn-1")
+		st := open(t)
+		rec, err := retained.Load(ctx, st, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Intent.Stage != nil || rec.Intent.CredentialStage != nil || rec.Environment == nil || rec.Dispatched != nil {
+			t.Fatalf("the older admission %+v; want no stage, no credential stage, an environment and no dispatch", rec.Intent)
+		}
+		// Another process derives the request from the profile as it is
+		// read now.
+		_, turn, err := retained.StageRequest(prof, 0, "key-older", "turn-1", "do the long job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if turn.Credential == nil {
+			t.Fatal("the fixture's re-derived turn must carry a credential request the admission did not")
+		}
+		got, err := retained.RecoverRetainedRun(ctx, retained.RecoverOptions{Provider: &wrapped{Provider: base.Reconnect(), requests: log},
+			Store: st, RunID: id, Turn: &turn, Profile: prof})
+		if err != nil || got.Outcome != retained.Recovered || got.Via != retained.ViaResumed {
+			t.Fatalf("recovery: %+v, %v", got, err)
+		}
+		if res, err := got.Run.Result(ctx); err != nil || !res.Success {
+			t.Fatalf("result %+v, %v", res, err)
+		}
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		if diff := cmp.Diff([]string{"create", "dispatch"}, log.occasions); diff != "" {
+			t.Fatalf("calls (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]*contract.CredentialRequest{nil, nil}, log.credentials); diff != "" {
+			t.Errorf("credential requests sent (-want +got): the replay must carry none, as the admission did not:\n%s", diff)
+		}
+		if base.Turns() != 1 {
+			t.Errorf("%d turns ran; want the admitted one", base.Turns())
+		}
+	})
+}
