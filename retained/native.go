@@ -152,15 +152,16 @@ type NativeContinuation struct {
 // RecoverRetainedRun reports such a record Unverifiable, never
 // re-dispatches it: send the persisted request again.
 func (r *Run) ContinueNativeRetained(ctx context.Context, o NativeContinueOptions) (*NativeContinuation, error) {
-	return r.continueNativeRetained(ctx, o, nil, nil)
+	return r.continueNativeRetained(ctx, o, nil, nil, "")
 }
 
 // continueNativeRetained is ContinueNativeRetained whose continued run,
 // with seat, is a stage of a seated retained run (StartSeated): the
-// link is recorded with its intent (outside the request digest) and the
+// link is recorded with its intent (outside the request digest), the
 // stage in it (Intent.Stage), which the credential request, when there
-// is one, must be for.
-func (r *Run) continueNativeRetained(ctx context.Context, o NativeContinueOptions, seat *SeatLink, stage *int) (*NativeContinuation, error) {
+// is one, must be for, and its turn id is the seated run's turnID
+// ("": "native:<operation id>", as every other continuation's).
+func (r *Run) continueNativeRetained(ctx context.Context, o NativeContinueOptions, seat *SeatLink, stage *int, turnID string) (*NativeContinuation, error) {
 	if o.OnAdmission == nil {
 		return nil, ErrNoAdmissionHook
 	}
@@ -175,7 +176,9 @@ func (r *Run) continueNativeRetained(ctx context.Context, o NativeContinueOption
 		return nil, err
 	}
 	req := o.Request
-	turnID := "native:" + req.OperationID
+	if turnID == "" {
+		turnID = "native:" + req.OperationID
+	}
 	recordID, err := NativeContinuationRecordID(parent.Intent.IdempotencyKey, req.OperationID)
 	if err != nil {
 		return nil, err

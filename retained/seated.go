@@ -149,11 +149,12 @@ type SeatedRun struct {
 // (kernel.OpenNativeSession, kernel.ProveNativeBoundary: the same
 // provider, a live environment, a proven boundary): its run is the
 // native continuation of the refused one (ContinueNativeRetained, under
-// the operation id "<stage key>/<turn id>"), in the same environment and
-// native session, with the stage's own model and credential request and
-// no copied history (continuity kernel.ContinuityNative, RG-11). A stage
-// whose account refuses the continuation before admitting it leaves the
-// session to the stage after it. Otherwise the stage starts a fresh
+// the operation id "<stage key>/<turn id>" and the seated run's turn
+// id), in the same environment and native session, with the stage's own
+// model and credential request and no copied history (continuity
+// kernel.ContinuityNative, RG-11). A stage whose account refuses the
+// continuation before admitting it leaves the session to the stage after
+// it. Otherwise the stage starts a fresh
 // session in an environment of its own (kernel.ContinuityFresh, with the
 // rule's reason when a session was left), and the refused stage's
 // environment is left to its provider, as a retained run's is. Every
@@ -162,8 +163,10 @@ type SeatedRun struct {
 //
 // Starting again with the same options replays each stage's admission,
 // a native one's included: the continuation recorded with its intent is
-// sent again (the provider replays it) and a recorded decision to start
-// fresh is kept.
+// sent again (the provider replays it), a recorded decision to start
+// fresh is kept, and a continuation the chain moved on from before it
+// was admitted keeps its recorded end (it is not sent into a session
+// that has moved on).
 func StartSeated(ctx context.Context, o SeatedOptions) (*SeatedRun, error) {
 	if o.Accounts == nil || o.Store == nil || o.Profile == nil || o.OnAdmission == nil {
 		return nil, fmt.Errorf("%w: Accounts, Store, Profile and OnAdmission are required", ErrInvalidOptions)
@@ -227,6 +230,17 @@ func StartSeated(ctx context.Context, o SeatedOptions) (*SeatedRun, error) {
 		}
 		var run *Run
 		if native != nil {
+			if ended, err := endedBeforeAdmission(ctx, o.Store, native.id); err != nil {
+				return res, err
+			} else if ended != nil {
+				// A start before sent this continuation and the chain moved
+				// on from it before the provider admitted anything: its
+				// recorded end stands, and the session goes on to the next
+				// stage as it was.
+				res.Stages = append(res.Stages, *ended)
+				prev, prevID = &res.Stages[len(res.Stages)-1], native.id
+				continue
+			}
 			at.RunID, at.Continuity = native.id, kernel.ContinuityNative
 			link.Continuation = native.req
 			run, err = o.continueStage(ctx, from, native, &link, stage)
@@ -373,7 +387,7 @@ func (o *SeatedOptions) nativeRequest(ctx context.Context, from *Run, prevID, fr
 func (o *SeatedOptions) continueStage(ctx context.Context, from *Run, ns *nativeStage, link *SeatLink, k int) (*Run, error) {
 	cont, err := from.continueNativeRetained(ctx, NativeContinueOptions{Request: ns.req, OnAdmission: o.OnAdmission,
 		Continuation: contract.NativeContinuationOptions{Turn: ns.turn,
-			Credential: contract.CredentialRequestFor(o.Profile, k, contract.CredentialOnTurn)}}, link, &k)
+			Credential: contract.CredentialRequestFor(o.Profile, k, contract.CredentialOnTurn)}}, link, &k, o.TurnID)
 	if err != nil {
 		return nil, err
 	}
@@ -394,6 +408,25 @@ func (o *SeatedOptions) continueStage(ctx context.Context, from *Run, ns *native
 		return nil, &nativeRefusedError{reason: reason}
 	}
 	return attach(ctx, from.provider, o.Store, from.env, cont.ControlRef, nil, from.now, from.log)
+}
+
+// endedBeforeAdmission is how the native stage recorded as id ended when
+// the chain moved on from it before the provider admitted its
+// continuation (a quota refusal of the stage's account); nil when there
+// is no such record.
+func endedBeforeAdmission(ctx context.Context, s store.Store, id string) (*kernel.StageAttempt, error) {
+	rec, err := Load(ctx, s, id)
+	if errors.Is(err, ErrNoRecord) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if rec.Seat == nil || rec.Seat.MovedOn == nil || rec.Dispatched != nil || rec.Intent.NativeContinuation == nil {
+		return nil, nil
+	}
+	at := *rec.Seat.MovedOn
+	return &at, nil
 }
 
 // nativeSessionID is the native session the run's record names (NSO-02);

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -143,7 +144,7 @@ func TestStartSeatedContinuesTheRefusedSessionNatively(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if in := r1.Intent; in.NativeContinuation == nil || in.NativeContinuation.Continues != first || in.Stage == nil || *in.Stage != 1 ||
+		if in := r1.Intent; in.NativeContinuation == nil || in.NativeContinuation.Continues != first || in.Stage == nil || *in.Stage != 1 || in.TurnID != "turn-1" ||
 			r1.Seat == nil || r1.Seat.Continuation == nil || r1.Seat.Node != node || r1.Seat.Logical != first || r1.Dispatched == nil ||
 			r1.Native == nil || r1.Native.NativeSessionID != s0.NativeSessionID {
 			t.Errorf("stage 1's record %+v (seat %+v)", r1, r1.Seat)
@@ -215,6 +216,72 @@ func TestStartSeatedStartsFreshWhenContinuityIsUnproven(t *testing.T) {
 		}
 		if base.Creates() != 2 {
 			t.Errorf("started again made %d environments", base.Creates()-2)
+		}
+	})
+}
+
+// threeSeats: stage 0 on team-a, stage 1 on team-b, stage 2 on team-c,
+// all on the same provider.
+const threeSeats = `{"name":"writer","harness":"cli-base","model":{"provider":"scripted","default":"scripted/first"},
+ "seats":[{"harness":"cli-base","provider":"scripted","model":"scripted/first","selector":{"kind":"seat","id":"team-a"}},
+          {"harness":"cli-base","provider":"scripted","model":"scripted/second","selector":{"kind":"seat","id":"team-b"}},
+          {"harness":"cli-base","provider":"scripted","model":"scripted/third","selector":{"kind":"seat","id":"team-c"}}]}`
+
+// RG-08, RG-11: when the next stage's own account refuses the native
+// continuation for quota before admitting anything, the session is as
+// the refused stage left it, and the stage after goes on natively in it:
+// stage 1 is recorded quota-refused with native continuity, stage 2
+// completes in stage 0's environment and native session, and each
+// stage's credential request reached the account owner on its turn.
+// Started again, every stage replays — stage 1's recorded end stands
+// (its continuation is not sent again into a session that has moved on;
+// once it was, the answer was taken for an unknown outcome), stage 2's
+// continuation is answered replayed — and nothing more is created or
+// continued. On SQLite and PostgreSQL.
+func TestStartSeatedPassesTheSessionOnPastARefusedContinuation(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		ctx := testCtx(t)
+		p := seatedScripted(t, strings.Replace(midTurnSeats, `"team-b":{}`, `"team-b":{"exhausted":true},"team-c":{}`, 1))
+		prof, err := profile.Parse([]byte(threeSeats))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := retained.SeatedOptions{Accounts: kernel.AccountManagerFunc(func(context.Context, int, profile.Seat) (contract.Provider, error) { return p, nil }),
+			Store: open(t), Profile: prof, IdempotencyKey: "k-pass", TurnID: "turn-1", Task: "write a note", OnAdmission: (&recorder{}).hook,
+			Follow: followToEnd}
+		res, err := retained.StartSeated(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Stages) != 3 || res.Run == nil {
+			t.Fatalf("seated run %+v", res)
+		}
+		s0, s1, s2 := res.Stages[0], res.Stages[1], res.Stages[2]
+		if s1.Outcome != kernel.StageQuotaRefused || s1.Continuity != kernel.ContinuityNative {
+			t.Errorf("stage 1 %+v; want its continuation refused for quota", s1)
+		}
+		if s2.Outcome != kernel.StageCompleted || s2.Continuity != kernel.ContinuityNative || s2.NativeSessionID == "" || s2.NativeSessionID != s0.NativeSessionID {
+			t.Errorf("stage 2 %+v; want completed natively in stage 0's native session %q", s2, s0.NativeSessionID)
+		}
+		first, err := retained.Load(ctx, open(t), s0.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ref := res.Run.ControlRef().Run; ref.EnvironmentID != first.Dispatched.ControlRef.EnvironmentID || ref.SessionID != first.Dispatched.ControlRef.SessionID {
+			t.Errorf("stage 2 ran in %+v; want stage 0's environment and session", ref)
+		}
+		if got, want := credentialTrail(p), []string{"0/create", "0/turn", "1/turn", "2/turn"}; !slices.Equal(got, want) {
+			t.Errorf("credential requests the account owner received %v; want %v", got, want)
+		}
+		if p.Creates() != 1 || p.Counters().NativeContinuations != 1 {
+			t.Errorf("%d creates, %d native continuations; want 1 and 1", p.Creates(), p.Counters().NativeContinuations)
+		}
+		again, err := retained.StartSeated(ctx, o)
+		if err != nil || again.Run == nil || again.Run.ControlRef() != res.Run.ControlRef() || len(again.Stages) != 3 {
+			t.Fatalf("started again: %+v (%v); want the same run", again, err)
+		}
+		if p.Creates() != 1 || p.Counters().NativeContinuations != 1 {
+			t.Errorf("started again: %d creates, %d native continuations; want still 1 and 1", p.Creates(), p.Counters().NativeContinuations)
 		}
 	})
 }
