@@ -30,7 +30,13 @@
 // the turn in another process re-sends that stage's request: the one the
 // caller gives with the turn, or the one rebuilt from the seated profile
 // (RecoverOptions.Profile) (RG-09). A request for another stage, or none,
-// is refused before anything is dispatched, never sent without it.
+// is refused before anything is dispatched, never sent without it. A
+// replay is the admitted request (RG-12): a turn admitted without a
+// credential request is re-sent without one, and AdmittedRequest
+// rebuilds what an admission recorded — an older one, recorded before
+// runs recorded their stage, created its environment with the whole
+// authored profile, on which its turn relied — never what the profile
+// would ask for today.
 //
 // StartSeated walks a seated profile's seat chain as retained runs, each
 // stage with admission records of its own: a typed quota refusal moves

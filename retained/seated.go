@@ -82,6 +82,51 @@ func StageRequest(prof *profile.Profile, k int, key, turnID, task string) (*cont
 			Credential: contract.CredentialRequestFor(prof, k, contract.CredentialOnTurn)}, nil
 }
 
+// AdmittedRequest is the create and the turn of task that the admission
+// in recorded, rebuilt from the authored profile prof (nil: the request
+// named no profile), so that a recovery re-sends exactly what was
+// admitted (RG-12) rather than what prof would ask for today: a run that
+// recorded its stage (Intent.Stage) is StageRequest of that stage; an
+// older admission, recorded before stages were, created its environment
+// with the whole authored profile and carried the credential request of
+// the stage its intent names (Intent.CredentialStage), if any — its turn
+// relied on that creation-time profile. The rebuilt create is checked
+// against the admitted profile digest (Intent.RequestedProfileDigest):
+// a profile that is not the one the run was admitted with is a
+// *MismatchError, before anything is sent.
+func AdmittedRequest(prof *profile.Profile, in Intent, task string) (*contract.CreateInput, contract.TurnInput, error) {
+	var create *contract.CreateInput
+	var turn contract.TurnInput
+	if in.Stage != nil || prof == nil {
+		k := 0
+		if in.Stage != nil {
+			k = *in.Stage
+		}
+		var err error
+		if create, turn, err = StageRequest(prof, k, in.IdempotencyKey, in.TurnID, task); err != nil {
+			return nil, contract.TurnInput{}, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		}
+	} else {
+		key, turnID := in.IdempotencyKey, in.TurnID
+		create = &contract.CreateInput{Profile: profile.Ref{Inline: prof}, IdempotencyKey: &key}
+		turn = contract.TurnInput{TurnID: &turnID, Prompt: &task}
+		if k := in.CredentialStage; k != nil {
+			create.Credential = contract.CredentialRequestFor(prof, *k, contract.CredentialOnCreate)
+			turn.Credential = contract.CredentialRequestFor(prof, *k, contract.CredentialOnTurn)
+		}
+	}
+	if want := in.RequestedProfileDigest; want != nil {
+		got, err := contract.DigestOf(create.Profile)
+		if err != nil {
+			return nil, contract.TurnInput{}, fmt.Errorf("%w: the profile has no identity: %w", ErrInvalidOptions, err)
+		}
+		if got != *want {
+			return nil, contract.TurnInput{}, &MismatchError{What: "profile the run " + in.RunID + " was admitted with", Field: "requestedProfileDigest", Want: *want, Got: got}
+		}
+	}
+	return create, turn, nil
+}
+
 // SeatedOptions configure StartSeated.
 type SeatedOptions struct {
 	// Accounts resolves each stage's provider (kernel.AccountManager);
