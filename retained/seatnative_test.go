@@ -77,20 +77,25 @@ func TestStartSeatedContinuesTheRefusedSessionNatively(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Each admission record is read back through another handle when
+		// the hook sees it; a native stage's continuation is sent only
+		// once its intent and environment records are durable.
+		var current string // the record of the stage being admitted
+		var sent int64     // native continuations sent before this start
 		rec := &recorder{check: func(ctx context.Context, a retained.Admission) error {
-			var id string
-			switch a.Kind {
-			case retained.AdmissionIntent:
-				id = a.Intent.RunID
-			case retained.AdmissionEnvironment, retained.AdmissionDispatched:
-				return nil // checked by the intent's and the dispatched record's reads below
+			if a.Kind == retained.AdmissionIntent {
+				current = a.Intent.RunID
 			}
-			r, err := retained.Load(ctx, other, id)
+			r, err := retained.Load(ctx, other, current)
 			if err != nil {
 				return fmt.Errorf("%s: the record is not durable: %w", a.Kind, err)
 			}
-			if r.Intent.NativeContinuation != nil && p.Counters().NativeContinuations != 0 && r.Dispatched == nil {
-				return errors.New("the continuation was sent before its intent was admitted")
+			switch {
+			case a.Kind == retained.AdmissionEnvironment && r.Environment == nil,
+				a.Kind == retained.AdmissionDispatched && (r.Dispatched == nil || r.Dispatched.ControlRef != a.Dispatched.ControlRef):
+				return fmt.Errorf("%s: the record %s does not hold it yet", a.Kind, current)
+			case r.Intent.NativeContinuation != nil && a.Kind != retained.AdmissionDispatched && p.Counters().NativeContinuations != sent:
+				return fmt.Errorf("%s: the continuation was sent before its admission record was durable", a.Kind)
 			}
 			return nil
 		}}
@@ -157,6 +162,7 @@ func TestStartSeatedContinuesTheRefusedSessionNatively(t *testing.T) {
 			t.Errorf("Latest(%s) = %+v (%v); want stage 1's record", first, latest, err)
 		}
 
+		sent = p.Counters().NativeContinuations
 		again, err := retained.StartSeated(ctx, o)
 		if err != nil || again.Run == nil || again.Run.ControlRef() != ref {
 			t.Fatalf("started again: %+v (%v); want the same run %+v", again, err, ref)
