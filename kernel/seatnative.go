@@ -172,7 +172,7 @@ func (x *execution) continueNative(ctx context.Context, st *seatStage) bool {
 		}
 		return true
 	}
-	if res == nil || !contract.NativeContinuationResultMatchesRequest(req, res) {
+	if res == nil || (!contract.NativeContinuationResultMatchesRequest(req, res) && !contract.NativeContinuationRefusalMatchesRequest(req, res)) {
 		st.continuity = ContinuityNative
 		x.env, x.res.EnvironmentID = from.env, from.env.ID()
 		x.fail(store.StatusFailed, ReasonProvider, "continuing the session natively (outcome unknown): the provider's answer does not answer this request", nil)

@@ -88,6 +88,12 @@ func (r *Run) ContinueNative(ctx context.Context, req *contract.NativeContextCon
 	if err != nil {
 		return nil, fmt.Errorf("retained: continuing run %s natively (outcome unknown): %w", r.ref.Run.RunID, err)
 	}
+	if contract.NativeContinuationRefusalMatchesRequest(req, res) {
+		// A definite refusal of exactly this request: nothing was
+		// admitted.
+		r.log.InfoContext(ctx, "retained: native continuation refused", "run", r.ref.Record, "operation", req.OperationID, "status", res.Acknowledgement.Status)
+		return res, nil
+	}
 	if res == nil || !contract.NativeContinuationResultMatchesRequest(req, res) {
 		return nil, fmt.Errorf("retained: continuing run %s natively (outcome unknown): %w", r.ref.Run.RunID,
 			errors.New("the provider's answer does not answer this request"))

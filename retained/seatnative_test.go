@@ -291,3 +291,57 @@ func TestStartSeatedPassesTheSessionOnPastARefusedContinuation(t *testing.T) {
 		}
 	})
 }
+
+// RG-11: the kernel's rule proves continuity, but the provider refuses
+// the native continuation itself (unverified), admitting nothing: the
+// stage starts fresh after all, in an environment of its own, recorded
+// ContinuityFresh with the refusal as its reason; the refused
+// continuation's record ends failed and the chain leads to the fresh
+// stage. Started again, the fresh stage replays. On SQLite and
+// PostgreSQL.
+func TestStartSeatedStartsFreshWhenTheProviderRefusesTheContinuation(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		ctx := testCtx(t)
+		base := seatedScripted(t, midTurnSeats)
+		p := &wrapped{Provider: base, refuseNative: contract.ContinuationStatusUnverified}
+		prof, err := profile.Parse([]byte(twoSeats))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := open(t)
+		o := retained.SeatedOptions{Accounts: kernel.AccountManagerFunc(func(context.Context, int, profile.Seat) (contract.Provider, error) { return p, nil }),
+			Store: st, Profile: prof, IdempotencyKey: "k-refused", TurnID: "turn-1", Task: "write a note", OnAdmission: (&recorder{}).hook,
+			Follow: followToEnd}
+		res, err := retained.StartSeated(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, first, _ := retained.DeriveIdentity("k-refused", "turn-1")
+		_, second, _ := retained.DeriveIdentity(retained.StageKey("k-refused", 0, 1), "turn-1")
+		native, _ := retained.NativeContinuationRecordID("k-refused", retained.StageKey("k-refused", 0, 1)+"/turn-1")
+		if len(res.Stages) != 2 || res.Run == nil || res.Run.ControlRef().Record != second {
+			t.Fatalf("seated run %+v", res)
+		}
+		if s1 := res.Stages[1]; s1.Outcome != kernel.StageCompleted || s1.Continuity != kernel.ContinuityFresh ||
+			s1.ContinuityReason != "the provider refused the native continuation: unverified" || s1.RunID != second {
+			t.Errorf("stage 1 %+v; want completed fresh, with the refusal as its reason", s1)
+		}
+		if base.Creates() != 2 {
+			t.Errorf("%d creates; want stage 1's own", base.Creates())
+		}
+		r0, err := retained.Load(ctx, st, first)
+		if err != nil || r0.Seat == nil || r0.Seat.Next != second {
+			t.Errorf("stage 0's record %+v (%v); want it to lead to the fresh stage %s", r0, err, second)
+		}
+		if rn, err := retained.Load(ctx, st, native); err != nil || rn.Status != store.StatusFailed || rn.Dispatched != nil {
+			t.Errorf("the refused continuation's record %+v (%v); want it failed, never dispatched", rn, err)
+		}
+		again, err := retained.StartSeated(ctx, o)
+		if err != nil || again.Run == nil || again.Run.ControlRef() != res.Run.ControlRef() {
+			t.Fatalf("started again: %+v (%v); want the same run", again, err)
+		}
+		if got := again.Stages[1]; got.Continuity != kernel.ContinuityFresh || got.ContinuityReason != res.Stages[1].ContinuityReason || base.Creates() != 2 {
+			t.Errorf("started again: stage 1 %+v, %d creates; want the recorded decision and no new environment", got, base.Creates())
+		}
+	})
+}
