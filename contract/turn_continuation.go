@@ -137,3 +137,30 @@ func NativeContinuationResultMatchesRequest(req *NativeContextContinuationReques
 		current.SessionID == req.Run.SessionID &&
 		(res.Result.SessionID == nil || *res.Result.SessionID == current.SessionID)
 }
+
+// NativeContinuationRefusalMatchesRequest reports whether res is the
+// provider's definite refusal of exactly req: request and result both
+// valid, the acknowledgement naming req's operation id and request digest
+// with a refusal status (conflict, boundary_mismatch, unverified or
+// unknown_session — the continuation admitted nothing) and no run. A
+// transport_failure is no refusal: its outcome is unknown.
+func NativeContinuationRefusalMatchesRequest(req *NativeContextContinuationRequest, res *NativeContinuationResult) bool {
+	if req == nil || res == nil || res.ControlRef != nil || res.Result != nil {
+		return false
+	}
+	if _, err := Validate(KindNativeContextContinuationRequest, NativeContextContinuationRequestSchema, req); err != nil {
+		return false
+	}
+	if _, err := Validate(KindNativeContinuationResult, NativeContinuationResultSchema, res); err != nil {
+		return false
+	}
+	ack := res.Acknowledgement
+	if ack.OperationID != req.OperationID || ack.RequestDigest != req.RequestDigest {
+		return false
+	}
+	switch ack.Status {
+	case ContinuationStatusConflict, ContinuationStatusBoundaryMismatch, ContinuationStatusUnverified, ContinuationStatusUnknownSession:
+		return true
+	}
+	return false
+}

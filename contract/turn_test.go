@@ -105,3 +105,43 @@ func TestNativeContinuationResult(t *testing.T) {
 	_, err = contract.ParseNativeContinuationResult([]byte(strings.Replace(text, `"controlRef":{`, `"controlRef":{"note":"x",`, 1)))
 	evRefusedAt(t, "unknown control ref member", err, "")
 }
+
+// A definite refusal of a native continuation (conflict,
+// boundary_mismatch, unverified, unknown_session) is recognised as
+// exactly the request's; a success, a transport failure (outcome
+// unknown) or an acknowledgement of another request is not.
+func TestNativeContinuationRefusalMatchesRequest(t *testing.T) {
+	req := natRequest(t)
+	refusal := func(status string) *contract.NativeContinuationResult {
+		res := &contract.NativeContinuationResult{Acknowledgement: contract.NativeContextContinuationAcknowledgement{
+			OperationID: req.OperationID, RequestDigest: req.RequestDigest, Status: status}}
+		switch status {
+		case contract.ContinuationStatusConflict:
+			existing := req.TurnDigest // any other digest
+			res.Acknowledgement.ExistingRequestDigest = &existing
+		case contract.ContinuationStatusBoundaryMismatch:
+			actual := natProof(req.Run, "2026-08-01T20:00:05.000Z")
+			res.Acknowledgement.ActualBoundary = &actual
+		}
+		return res
+	}
+	for _, status := range []string{contract.ContinuationStatusConflict, contract.ContinuationStatusBoundaryMismatch,
+		contract.ContinuationStatusUnverified, contract.ContinuationStatusUnknownSession} {
+		if !contract.NativeContinuationRefusalMatchesRequest(req, refusal(status)) {
+			t.Errorf("a %s refusal of the request does not match", status)
+		}
+	}
+	other := refusal(contract.ContinuationStatusUnverified)
+	other.Acknowledgement.OperationID = "another-operation"
+	retryable := true
+	lost := refusal(contract.ContinuationStatusTransportFailure)
+	msg := "lost"
+	lost.Acknowledgement.Message, lost.Acknowledgement.Retryable = &msg, &retryable
+	for name, res := range map[string]*contract.NativeContinuationResult{
+		"a success": evContinuation(t, req), "another request's": other, "a transport failure": lost, "nil": nil,
+	} {
+		if contract.NativeContinuationRefusalMatchesRequest(req, res) {
+			t.Errorf("%s matches as a refusal", name)
+		}
+	}
+}

@@ -89,11 +89,11 @@ func (x *execution) keepForSeat() bool {
 		return false
 	}
 	if st.kept == nil {
-		q, ok := errors.AsType[*contract.QuotaRefusalError](x.runErr)
-		if !ok || q.Run == nil || q.Run.EnvironmentID != x.env.ID() || q.Run.Provider != x.provider {
+		run, ok := RefusalKeepsSession(x.runErr, x.env)
+		if !ok || run.Provider != x.provider {
 			return false
 		}
-		st.kept = &keptSession{env: x.env, run: *q.Run, nativeSessionID: x.res.NativeSessionID, created: x.createdEnv()}
+		st.kept = &keptSession{env: x.env, run: *run, nativeSessionID: x.res.NativeSessionID, created: x.createdEnv()}
 	}
 	st.keepEnv = true
 	return true
@@ -118,30 +118,9 @@ func (x *execution) continueNative(ctx context.Context, st *seatStage) bool {
 		x.log.Info("the session cannot be continued natively", "run", x.req.RunID, "reason", st.reason)
 		return false
 	}
-	if from.env.Provider() != x.provider {
-		return fresh("the session is held by provider %s, not this stage's %s", from.env.Provider(), x.provider)
-	}
-	// Same box, verified live (spec runtime §5): the environment must say
-	// it is running before anything is sent into it. A box that stopped,
-	// failed, expired or cannot say is never resumed into, whatever its
-	// sessions still answer.
-	if st, err := from.env.Status(ctx); err != nil {
-		return fresh("verifying environment %s is live: %v", from.env.ID(), err)
-	} else if st != contract.EnvironmentRunning {
-		return fresh("environment %s is not live (%s)", from.env.ID(), st)
-	}
-	opener, ok := from.env.(contract.SessionOpener)
-	if !ok {
-		return fresh("environment %s cannot reopen its session", from.env.ID())
-	}
-	ref := from.run.Ref()
-	sess, err := opener.Session(ctx, from.run.SessionID, &ref)
-	if err != nil {
-		return fresh("reopening session %s: %v", from.run.SessionID, err)
-	}
-	nc, ok := sess.(contract.NativeContinuer)
-	if !ok {
-		return fresh("provider %s declares no native continuation", x.provider)
+	sess, nc, reason := OpenNativeSession(ctx, from.env, from.run, x.provider)
+	if reason != "" {
+		return fresh("%s", reason)
 	}
 	task := x.req.Task
 	turn := contract.NativeContextContinuationTurn{Prompt: &task}
@@ -159,15 +138,11 @@ func (x *execution) continueNative(ctx context.Context, st *seatStage) bool {
 			return fresh("the recorded continuation was sent for another turn (task or model) than this stage's")
 		}
 	} else {
-		proof, err := nc.ContextBoundary(ctx)
-		switch {
-		case err != nil:
-			return fresh("proving the session's boundary: %v", err)
-		case proof == nil:
-			return fresh("the provider cannot prove the session's boundary")
-		case !contract.BoundaryProofMatchesRun(from.run, proof):
-			return fresh("the provider's boundary proof is bound to another run than %s", from.run.RunID)
+		proof, reason := ProveNativeBoundary(ctx, nc, from.run)
+		if reason != "" {
+			return fresh("%s", reason)
 		}
+		var err error
 		// The operation id is the stage run's own: the same stage sent
 		// again is the same continuation, never a second one.
 		if req, err = contract.NewNativeContextContinuationRequest(x.req.RunID+".native", turn, from.run, *proof); err != nil {
@@ -197,7 +172,7 @@ func (x *execution) continueNative(ctx context.Context, st *seatStage) bool {
 		}
 		return true
 	}
-	if res == nil || !contract.NativeContinuationResultMatchesRequest(req, res) {
+	if res == nil || (!contract.NativeContinuationResultMatchesRequest(req, res) && !contract.NativeContinuationRefusalMatchesRequest(req, res)) {
 		st.continuity = ContinuityNative
 		x.env, x.res.EnvironmentID = from.env, from.env.ID()
 		x.fail(store.StatusFailed, ReasonProvider, "continuing the session natively (outcome unknown): the provider's answer does not answer this request", nil)
@@ -232,6 +207,71 @@ func (x *execution) continueNative(ctx context.Context, st *seatStage) bool {
 		x.consume(ctx, sess.Events(ctx, "", res.ControlRef.ExecutionID))
 	})
 	return true
+}
+
+// RefusalKeepsSession reports whether err, how a stage's run in env
+// ended, is a typed quota refusal that broke the turn off in a run of
+// env the provider named: that run's session is kept as it was, for the
+// next seat stage to continue natively (RG-11). It returns the run.
+func RefusalKeepsSession(err error, env contract.Environment) (*contract.ExactRunControlRef, bool) {
+	q, ok := errors.AsType[*contract.QuotaRefusalError](err)
+	if !ok || env == nil || q.Run == nil || q.Run.EnvironmentID != env.ID() || q.Run.Provider != env.Provider() {
+		return nil, false
+	}
+	run := *q.Run
+	return &run, true
+}
+
+// OpenNativeSession is the first half of the rule by which a seat stage
+// served by provider goes on natively in the session of run, which a
+// refused stage left in env (RG-11): the session is held by the same
+// provider, the environment says it is running (spec runtime §5: a box
+// that stopped, failed, expired or cannot say is never resumed into,
+// whatever its sessions still answer), and the session reopens as a
+// native continuer. It returns the reopened session, or why the stage
+// must start fresh instead (the stage's ContinuityReason). It has no
+// effect on the session.
+func OpenNativeSession(ctx context.Context, env contract.Environment, run contract.ExactRunControlRef, provider string) (contract.Session, contract.NativeContinuer, string) {
+	if env.Provider() != provider {
+		return nil, nil, fmt.Sprintf("the session is held by provider %s, not this stage's %s", env.Provider(), provider)
+	}
+	if st, err := env.Status(ctx); err != nil {
+		return nil, nil, fmt.Sprintf("verifying environment %s is live: %v", env.ID(), err)
+	} else if st != contract.EnvironmentRunning {
+		return nil, nil, fmt.Sprintf("environment %s is not live (%s)", env.ID(), st)
+	}
+	opener, ok := env.(contract.SessionOpener)
+	if !ok {
+		return nil, nil, fmt.Sprintf("environment %s cannot reopen its session", env.ID())
+	}
+	ref := run.Ref()
+	sess, err := opener.Session(ctx, run.SessionID, &ref)
+	if err != nil {
+		return nil, nil, fmt.Sprintf("reopening session %s: %v", run.SessionID, err)
+	}
+	nc, ok := sess.(contract.NativeContinuer)
+	if !ok {
+		return nil, nil, fmt.Sprintf("provider %s declares no native continuation", provider)
+	}
+	return sess, nc, ""
+}
+
+// ProveNativeBoundary is the second half of the rule (after
+// OpenNativeSession): the provider proves the session's boundary, bound
+// to exactly run. It returns the proof, or why the stage must start
+// fresh instead. A continuation that replays one already sent needs no
+// new proof.
+func ProveNativeBoundary(ctx context.Context, nc contract.NativeContinuer, run contract.ExactRunControlRef) (*contract.NativeContextBoundaryProof, string) {
+	proof, err := nc.ContextBoundary(ctx)
+	switch {
+	case err != nil:
+		return nil, fmt.Sprintf("proving the session's boundary: %v", err)
+	case proof == nil:
+		return nil, "the provider cannot prove the session's boundary"
+	case !contract.BoundaryProofMatchesRun(run, proof):
+		return nil, fmt.Sprintf("the provider's boundary proof is bound to another run than %s", run.RunID)
+	}
+	return proof, ""
 }
 
 // destroyKept destroys a kept environment no stage took over, when the

@@ -249,3 +249,72 @@ func TestSeatedQuotaBeforeContinuationKeepsTheSession(t *testing.T) {
 		t.Errorf("%d native continuations admitted; want 1", n)
 	}
 }
+
+// refusingProvider is a scripted provider whose sessions prove their
+// real boundary and refuse every native continuation as unverified,
+// admitting nothing.
+type refusingProvider struct{ *scripted.Provider }
+
+func (p refusingProvider) wrap(env contract.Environment, err error) (contract.Environment, error) {
+	if env == nil || err != nil {
+		return env, err
+	}
+	return refusingEnv{env}, nil
+}
+
+func (p refusingProvider) Create(ctx context.Context, in *contract.CreateInput) (contract.Environment, error) {
+	return p.wrap(p.Provider.Create(ctx, in))
+}
+
+func (p refusingProvider) Get(ctx context.Context, id string) (contract.Environment, error) {
+	return p.wrap(p.Provider.Get(ctx, id))
+}
+
+type refusingEnv struct{ contract.Environment }
+
+func (e refusingEnv) Session(ctx context.Context, id string, ref *contract.RunControlRef) (contract.Session, error) {
+	s, err := e.Environment.(contract.SessionOpener).Session(ctx, id, ref)
+	if err != nil {
+		return nil, err
+	}
+	return refusingSession{s}, nil
+}
+
+type refusingSession struct{ contract.Session }
+
+func (s refusingSession) ContextBoundary(ctx context.Context) (*contract.NativeContextBoundaryProof, error) {
+	return s.Session.(contract.NativeContinuer).ContextBoundary(ctx)
+}
+
+func (s refusingSession) ContinueNative(_ context.Context, req *contract.NativeContextContinuationRequest, _ contract.NativeContinuationOptions) (*contract.NativeContinuationResult, error) {
+	return &contract.NativeContinuationResult{Acknowledgement: contract.NativeContextContinuationAcknowledgement{
+		OperationID: req.OperationID, RequestDigest: req.RequestDigest, Status: contract.ContinuationStatusUnverified}}, nil
+}
+
+// RG-11: when the provider refuses the native continuation itself (a
+// definite refusal that admitted nothing), the stage starts fresh with
+// the refusal as its reason instead of failing as an unknown outcome.
+// The refusal was once taken for an answer that does not answer the
+// request, and the run failed.
+func TestSeatedStartsFreshWhenTheProviderRefusesTheContinuation(t *testing.T) {
+	p := refusingProvider{scripted.New(mustScript(t, midTurnQuota), scripted.Options{})}
+	accounts := kernel.AccountManagerFunc(func(context.Context, int, profile.Seat) (contract.Provider, error) { return p, nil })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := kernel.ExecuteSeated(ctx, kernel.SeatedRequest{Accounts: accounts, Request: kernel.Request{
+		Profile: mustProfile(t, seatWriter), Task: "write a note", Store: memory.New(nil), Check: nonEmpty, RunID: "writer-r",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Stages) != 2 || res.Final == nil || !res.Final.Delivered {
+		t.Fatalf("stages %+v, final %+v", res.Stages, res.Final)
+	}
+	if s1 := res.Stages[1]; s1.Outcome != kernel.StageCompleted || s1.Continuity != kernel.ContinuityFresh ||
+		s1.ContinuityReason != "the provider refused the native continuation: unverified" {
+		t.Errorf("stage 1 %+v; want completed fresh, with the refusal as its reason", s1)
+	}
+	if p.Creates() != 2 {
+		t.Errorf("%d creates; want stage 1's own", p.Creates())
+	}
+}

@@ -225,3 +225,149 @@ func TestRecoverResendsTheAdmittedStagesCredentialRequestRG09(t *testing.T) {
 		}
 	})
 }
+
+// RG-12, an older admission: a retained run of a seated profile admitted
+// before runs recorded seat stages and credential requests — its
+// environment created with the whole authored profile, its turn carrying
+// no profile and no credential request (it relied on the creation-time
+// profile) — whose process died before the turn was dispatched, is
+// recovered by a process that derives the turn from the profile as it
+// reads it now (stage 0's, with stage 0's credential request, as agentrt
+// runs recover does). The resend is exactly the admitted request: the
+// turn's bytes are the admitted ones (its digest is the intent's), and
+// it carries no credential request the admission did not carry. On
+// SQLite and PostgreSQL.
+func TestReplayOfAnOlderAdmissionKeepsTheAdmittedRequestRG12(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		ctx := testCtx(t)
+		prof, err := profile.Parse([]byte(seatedProfile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		log := &requestLog{}
+		// A provider without accounts of its own: the older admission
+		// carried no credential request, and it served it.
+		base := scripted.New(script(0), scripted.Options{})
+		// The older admission: the whole seated profile on the create, no
+		// stage, no credential request; the process dies once its
+		// environment is admitted.
+		o := startOptions(&wrapped{Provider: base, requests: log}, open(t), "key-older", "turn-1", (&recorder{fail: retained.AdmissionEnvironment}).hook)
+		o.Environment.Profile = profile.Ref{Inline: prof}
+		if _, err := retained.StartRetainedRun(ctx, o); err == nil {
+			t.Fatal("the start whose process died succeeded")
+		}
+		_, id, _ := retained.DeriveIdentity("key-older", "turn-1")
+		st := open(t)
+		rec, err := retained.Load(ctx, st, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Intent.Stage != nil || rec.Intent.CredentialStage != nil || rec.Environment == nil || rec.Dispatched != nil {
+			t.Fatalf("the older admission %+v; want no stage, no credential stage, an environment and no dispatch", rec.Intent)
+		}
+		// Another process derives the request from the profile as it is
+		// read now.
+		_, turn, err := retained.StageRequest(prof, 0, "key-older", "turn-1", "do the long job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if turn.Credential == nil {
+			t.Fatal("the fixture's re-derived turn must carry a credential request the admission did not")
+		}
+		got, err := retained.RecoverRetainedRun(ctx, retained.RecoverOptions{Provider: &wrapped{Provider: base.Reconnect(), requests: log},
+			Store: st, RunID: id, Turn: &turn, Profile: prof})
+		if err != nil || got.Outcome != retained.Recovered || got.Via != retained.ViaResumed {
+			t.Fatalf("recovery: %+v, %v", got, err)
+		}
+		if res, err := got.Run.Result(ctx); err != nil || !res.Success {
+			t.Fatalf("result %+v, %v", res, err)
+		}
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		if diff := cmp.Diff([]string{"create", "dispatch"}, log.occasions); diff != "" {
+			t.Fatalf("calls (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]*contract.CredentialRequest{nil, nil}, log.credentials); diff != "" {
+			t.Errorf("credential requests sent (-want +got): the replay must carry none, as the admission did not:\n%s", diff)
+		}
+		if base.Turns() != 1 {
+			t.Errorf("%d turns ran; want the admitted one", base.Turns())
+		}
+	})
+}
+
+// RG-12, RG-09: an older admission of a seated profile — its environment
+// to be created with the whole authored profile and stage 0's credential
+// request, recorded before runs recorded their stage — whose process died
+// before the create, is recovered from the same profile by rebuilding
+// exactly the admitted request (AdmittedRequest): the keyed create is
+// replayed with the creation-time profile, the turn re-sent with the
+// admitted stage's credential request on both. The request today's rule
+// derives (stage 0's projection) is not the admitted one: recovery with
+// it is unverifiable and sends nothing, and a changed profile is a
+// *MismatchError before anything is sent. On SQLite and PostgreSQL.
+func TestRecoverAnOlderAdmissionWithItsCreationTimeProfileRG12(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		ctx := testCtx(t)
+		prof, err := profile.Parse([]byte(seatedProfile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := script(0)
+		s.Accounts = map[string]scripted.Account{"team-a": {}, "team-b": {}}
+		base := scripted.New(s, scripted.Options{})
+		// The older admission, as agentrt run --retain made it then.
+		o := startOptions(base, open(t), "key-older-create", "turn-1", (&recorder{fail: retained.AdmissionIntent}).hook)
+		o.Environment.Profile = profile.Ref{Inline: prof}
+		o.Environment.Credential = contract.CredentialRequestFor(prof, 0, contract.CredentialOnCreate)
+		o.Turn.Credential = contract.CredentialRequestFor(prof, 0, contract.CredentialOnTurn)
+		if _, err := retained.StartRetainedRun(ctx, o); err == nil {
+			t.Fatal("the start whose process died succeeded")
+		}
+		_, id, _ := retained.DeriveIdentity("key-older-create", "turn-1")
+		st := open(t)
+		rec, err := retained.Load(ctx, st, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Intent.Stage != nil || rec.Environment != nil || base.Creates() != 0 {
+			t.Fatalf("the older admission %+v, %d creates; want no stage, nothing created", rec.Intent, base.Creates())
+		}
+		recoverWith := func(create *contract.CreateInput, turn contract.TurnInput) (retained.Recovery, error) {
+			return retained.RecoverRetainedRun(ctx, retained.RecoverOptions{Provider: base.Reconnect(), Store: st, RunID: id,
+				Environment: create, Turn: &turn, Profile: prof})
+		}
+		today, todayTurn, err := retained.StageRequest(prof, 0, "key-older-create", "turn-1", *o.Turn.Prompt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := recoverWith(today, todayTurn); err != nil || got.Outcome != retained.Unverifiable || base.Creates() != 0 {
+			t.Fatalf("recovery with today's derivation: %+v, %v, %d creates; want unverifiable, nothing created", got, err, base.Creates())
+		}
+		changed, err := profile.Parse([]byte(strings.Replace(seatedProfile, `"scripted/second"`, `"scripted/third"`, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := retained.AdmittedRequest(changed, rec.Intent, *o.Turn.Prompt); !errors.As(err, new(*retained.MismatchError)) {
+			t.Fatalf("AdmittedRequest with a changed profile: %v; want a *MismatchError", err)
+		}
+		create, turn, err := retained.AdmittedRequest(prof, rec.Intent, *o.Turn.Prompt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := recoverWith(create, turn)
+		if err != nil || got.Outcome != retained.Recovered || got.Via != retained.ViaResumed {
+			t.Fatalf("recovery with the admitted request: %+v, %v", got, err)
+		}
+		if res, err := got.Run.Result(ctx); err != nil || !res.Success {
+			t.Fatalf("result %+v, %v", res, err)
+		}
+		want := []contract.CredentialRequest{*contract.CredentialRequestFor(prof, 0, contract.CredentialOnCreate), *contract.CredentialRequestFor(prof, 0, contract.CredentialOnTurn)}
+		if diff := cmp.Diff(want, base.CredentialRequests()); diff != "" {
+			t.Errorf("credential requests the account owner received (-want +got):\n%s", diff)
+		}
+		if base.Creates() != 1 || base.Turns() != 1 {
+			t.Errorf("%d creates, %d turns; want the admitted one of each", base.Creates(), base.Turns())
+		}
+	})
+}

@@ -30,7 +30,25 @@
 // the turn in another process re-sends that stage's request: the one the
 // caller gives with the turn, or the one rebuilt from the seated profile
 // (RecoverOptions.Profile) (RG-09). A request for another stage, or none,
-// is refused before anything is dispatched, never sent without it.
+// is refused before anything is dispatched, never sent without it. A
+// replay is the admitted request (RG-12): a turn admitted without a
+// credential request is re-sent without one, and AdmittedRequest
+// rebuilds what an admission recorded — an older one, recorded before
+// runs recorded their stage, created its environment with the whole
+// authored profile, on which its turn relied — never what the profile
+// would ask for today.
+//
+// StartSeated walks a seated profile's seat chain as retained runs, each
+// stage with admission records of its own: a typed quota refusal moves
+// on to the next stage under the same logical id, node, turn id and
+// deadline (RG-08, RG-11). When the refusal broke a turn off in a session
+// the provider named and the kernel's rule proves the next stage can go
+// on in it (kernel.OpenNativeSession, kernel.ProveNativeBoundary), the
+// next stage is that session's native continuation (ContinueNativeRetained:
+// the same environment and native session, recorded ContinuityNative);
+// otherwise it starts fresh in an environment of its own, recorded with
+// the rule's reason. Starting again replays each stage, a native one by
+// sending its recorded continuation again.
 //
 // The dispatched run's native session — the provider's own conversation
 // id, which its session reports to the run's owner

@@ -88,6 +88,12 @@ func (r *Run) ContinueNative(ctx context.Context, req *contract.NativeContextCon
 	if err != nil {
 		return nil, fmt.Errorf("retained: continuing run %s natively (outcome unknown): %w", r.ref.Run.RunID, err)
 	}
+	if contract.NativeContinuationRefusalMatchesRequest(req, res) {
+		// A definite refusal of exactly this request: nothing was
+		// admitted.
+		r.log.InfoContext(ctx, "retained: native continuation refused", "run", r.ref.Record, "operation", req.OperationID, "status", res.Acknowledgement.Status)
+		return res, nil
+	}
 	if res == nil || !contract.NativeContinuationResultMatchesRequest(req, res) {
 		return nil, fmt.Errorf("retained: continuing run %s natively (outcome unknown): %w", r.ref.Run.RunID,
 			errors.New("the provider's answer does not answer this request"))
@@ -152,6 +158,16 @@ type NativeContinuation struct {
 // RecoverRetainedRun reports such a record Unverifiable, never
 // re-dispatches it: send the persisted request again.
 func (r *Run) ContinueNativeRetained(ctx context.Context, o NativeContinueOptions) (*NativeContinuation, error) {
+	return r.continueNativeRetained(ctx, o, nil, nil, "")
+}
+
+// continueNativeRetained is ContinueNativeRetained whose continued run,
+// with seat, is a stage of a seated retained run (StartSeated): the
+// link is recorded with its intent (outside the request digest), the
+// stage in it (Intent.Stage), which the credential request, when there
+// is one, must be for, and its turn id is the seated run's turnID
+// ("": "native:<operation id>", as every other continuation's).
+func (r *Run) continueNativeRetained(ctx context.Context, o NativeContinueOptions, seat *SeatLink, stage *int, turnID string) (*NativeContinuation, error) {
 	if o.OnAdmission == nil {
 		return nil, ErrNoAdmissionHook
 	}
@@ -166,12 +182,14 @@ func (r *Run) ContinueNativeRetained(ctx context.Context, o NativeContinueOption
 		return nil, err
 	}
 	req := o.Request
-	turnID := "native:" + req.OperationID
+	if turnID == "" {
+		turnID = "native:" + req.OperationID
+	}
 	recordID, err := NativeContinuationRecordID(parent.Intent.IdempotencyKey, req.OperationID)
 	if err != nil {
 		return nil, err
 	}
-	a := &admission{provider: r.provider, store: r.store, hook: o.OnAdmission, now: r.now, log: r.log}
+	a := &admission{provider: r.provider, store: r.store, hook: o.OnAdmission, now: r.now, log: r.log, seat: seat}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -181,6 +199,13 @@ func (r *Run) ContinueNativeRetained(ctx context.Context, o NativeContinueOption
 	if c := o.Continuation.Credential; c != nil {
 		k := c.Stage
 		a.intent.CredentialStage = &k
+	}
+	if stage != nil {
+		if c := a.intent.CredentialStage; c != nil && *c != *stage {
+			return nil, fmt.Errorf("%w: the continuation carries stage %d's credential request, not stage %d's", ErrInvalidOptions, *c, *stage)
+		}
+		k := *stage
+		a.intent.Stage = &k
 	}
 	envDigest, err := contract.DigestOf(map[string]string{"continuesEnvironmentId": r.ref.Run.EnvironmentID})
 	if err != nil {

@@ -175,3 +175,38 @@ func TestRetainedNativeContinuationAfterQuotaRefusalRG08RG11(t *testing.T) {
 		}
 	})
 }
+
+// Spec runtime §3.8 continueNative: a provider's definite refusal of a
+// continuation — here boundary_mismatch, for a request begun before the
+// session moved on — is a result naming why, not an error: nothing was
+// admitted, and the caller may start fresh. It was once taken for an
+// answer that does not answer the request (an unknown outcome).
+func TestRetainedNativeContinuationRefusalIsAResult(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		ctx := testCtx(t)
+		base := scripted.New(script(0), scripted.Options{})
+		run := finished(t, ctx, base, open(t), "key-native-refused")
+		turn := contract.NativeContextContinuationTurn{Prompt: ptr("more")}
+		stale, err := run.BeginNativeContinuation(ctx, "continue-stale", turn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, err := run.BeginNativeContinuation(ctx, "continue-first", turn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := run.ContinueNative(ctx, first, contract.NativeContinuationOptions{Turn: turn}); err != nil || !res.Succeeded() {
+			t.Fatalf("the first continuation: %+v, %v", res, err)
+		}
+		res, err := run.ContinueNative(ctx, stale, contract.NativeContinuationOptions{Turn: turn})
+		if err != nil {
+			t.Fatalf("a continuation the provider refused: %v; want its refusal as a result", err)
+		}
+		if res.Succeeded() || res.Acknowledgement.Status != contract.ContinuationStatusBoundaryMismatch || res.Acknowledgement.OperationID != "continue-stale" {
+			t.Errorf("refusal %+v; want boundary_mismatch for continue-stale", res.Acknowledgement)
+		}
+		if n := base.Counters().NativeContinuations; n != 1 {
+			t.Errorf("%d native continuations; the refused one admitted nothing", n)
+		}
+	})
+}

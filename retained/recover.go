@@ -115,7 +115,9 @@ type RecoverOptions struct {
 	// it must be the turn that was admitted (its digest is the intent's).
 	// When the admitted turn carried a seat stage's credential request
 	// (Intent.CredentialStage), Turn carries that stage's request, or
-	// Profile supplies it; a request for another stage is refused.
+	// Profile supplies it; a request for another stage is refused. When
+	// it carried none, the turn is re-sent with none, whatever Turn
+	// carries (RG-12).
 	Turn *contract.TurnInput
 	// Profile is the authored profile with its seats: when Turn carries
 	// no credential request, the admitted stage's is rebuilt from it
@@ -293,9 +295,14 @@ func findOrResume(ctx context.Context, env contract.Environment, in Intent, turn
 // of the seat stage its admission carried: the one the caller gave, or
 // the profile's for that stage. A request for another stage, or none
 // where the admission carried one, is refused before any dispatch. An
-// admission recorded before credential stages were is taken as given.
+// admission that carried none — among them every one recorded before
+// credential stages were, which relied on the environment's
+// creation-time profile — is re-sent with none (RG-12): the replay is
+// the admitted request, never one re-derived from the profile as it is
+// read now.
 func withCredential(turn contract.TurnInput, in Intent, prof *profile.Profile) (contract.TurnInput, error) {
 	if in.CredentialStage == nil {
+		turn.Credential = nil
 		return turn, nil
 	}
 	k := *in.CredentialStage

@@ -31,6 +31,10 @@ type wrapped struct {
 	cancelHangs atomic.Bool
 	// statusUnknown makes sessions report their status as unknown.
 	statusUnknown bool
+	// refuseNative, when set, makes sessions native continuers that
+	// prove the real boundary and refuse every continuation with this
+	// status, admitting nothing.
+	refuseNative string
 
 	// requests, when set, records every create and dispatch the
 	// provider receives (shared by a reconnected client).
@@ -113,10 +117,27 @@ func (e *wrappedEnv) Session(ctx context.Context, id string, ref *contract.RunCo
 		return nil, err
 	}
 	ws := &wrappedSession{Session: s, w: e.w}
+	if e.w.refuseNative != "" {
+		return &refusingSession{cancellingSession{ws}}, nil
+	}
 	if e.w.noCancel {
 		return ws, nil
 	}
 	return &cancellingSession{ws}, nil
+}
+
+// refusingSession proves its session's real boundary and refuses every
+// native continuation (wrapped.refuseNative), admitting nothing.
+type refusingSession struct{ cancellingSession }
+
+func (s *refusingSession) ContextBoundary(ctx context.Context) (*contract.NativeContextBoundaryProof, error) {
+	return s.Session.(contract.NativeContinuer).ContextBoundary(ctx)
+}
+
+func (s *refusingSession) ContinueNative(_ context.Context, req *contract.NativeContextContinuationRequest, _ contract.NativeContinuationOptions) (*contract.NativeContinuationResult, error) {
+	msg := "refused by the test"
+	return &contract.NativeContinuationResult{Acknowledgement: contract.NativeContextContinuationAcknowledgement{
+		OperationID: req.OperationID, RequestDigest: req.RequestDigest, Status: s.w.refuseNative, Message: &msg}}, nil
 }
 
 type wrappedSession struct {

@@ -567,15 +567,18 @@ Exit status: 0 when recovered, 1 otherwise.`,
 					stage = *in.Stage
 				}
 				create, turn, err := retainedRequest(prof, stage, in.IdempotencyKey, in.TurnID, task)
-				if err != nil {
-					return usage("--profile %s cannot run stage %d, the stage run %s was started on: %v; give the profile file it was started with", profilePath, stage, args[0], err)
-				}
-				if prof != nil && in.RequestedProfileDigest != nil {
-					// The seat's account comes from this profile: refuse
-					// one the run was not started with before it is used.
-					if d, err := contract.DigestOf(create.Profile); err != nil || d != *in.RequestedProfileDigest {
+				if prof != nil {
+					// Exactly the admitted request, an older admission's
+					// (created with the whole profile) included (RG-12); the
+					// seat's account comes from this profile, so one the run
+					// was not started with is refused before it is used.
+					create, turn, err = retained.AdmittedRequest(prof, in, task)
+					if _, ok := errors.AsType[*retained.MismatchError](err); ok {
 						return usage("--profile %s is not the profile run %s was started with; give that profile file", profilePath, args[0])
 					}
+				}
+				if err != nil {
+					return usage("--profile %s cannot run stage %d, the stage run %s was started on: %v; give the profile file it was started with", profilePath, stage, args[0], err)
 				}
 				if prof != nil {
 					opts.Environment = create

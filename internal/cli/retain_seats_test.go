@@ -59,7 +59,10 @@ func stageCredentials(t *testing.T, pairs ...any) []contract.CredentialRequest {
 // stage as a retained run of its own: that stage's projection, its own
 // admission records (intent → environment → dispatched) and its own
 // credential requests, reaching the provider on create and on the turn,
-// under the same logical run, node and turn id. The refused stage's
+// under the same logical run, node and turn id. Refused part way
+// through its turn, stage 0 leaves its session, and stage 1 goes on in it
+// natively (RG-11): stage 0's run's native continuation, with its own
+// credential request on the continued turn and no create. The refused stage's
 // record says why the chain moved on and names the next; the next one's
 // names every stage tried before it; the summary names both stages.
 // On SQLite and PostgreSQL.
@@ -71,13 +74,16 @@ func TestRunRetainMovesOnAfterQuotaRefusalRG08(t *testing.T) {
 		credentials []any
 		// environments: stage 0 reached an environment of its own.
 		environment0 bool
+		// native: stage 1 went on natively in the session stage 0's
+		// refusal left (RG-11): stage 0's run's continuation, no create.
+		native bool
 	}{
 		{"refused at create",
 			`{"accounts":{"team-a":{"exhausted":true,"retryAfterMs":60000},"team-b":{}},"turns":[{"repeat":true,"steps":[{"text":"done"}]}]}`,
-			[]any{0, contract.CredentialOnCreate, 1, contract.CredentialOnCreate, 1, contract.CredentialOnTurn}, false},
+			[]any{0, contract.CredentialOnCreate, 1, contract.CredentialOnCreate, 1, contract.CredentialOnTurn}, false, false},
 		{"refused mid-turn",
 			`{"accounts":{"team-a":{},"team-b":{}},"turns":[{"steps":[{"text":"a draft"}],"end":"quota","error":"the window is used up"},{"repeat":true,"steps":[{"text":"done"}]}]}`,
-			[]any{0, contract.CredentialOnCreate, 0, contract.CredentialOnTurn, 1, contract.CredentialOnCreate, 1, contract.CredentialOnTurn}, true},
+			[]any{0, contract.CredentialOnCreate, 0, contract.CredentialOnTurn, 1, contract.CredentialOnTurn}, true, true},
 	} {
 		for _, backend := range graphStoreBackends {
 			t.Run(tc.name+"/"+backend.name, func(t *testing.T) {
@@ -91,6 +97,11 @@ func TestRunRetainMovesOnAfterQuotaRefusalRG08(t *testing.T) {
 				}
 				_, first, _ := retained.DeriveIdentity("k-quota", "turn-1")
 				_, second, _ := retained.DeriveIdentity(retained.StageKey("k-quota", 0, 1), "turn-1")
+				created := []*profile.Profile{projected(t, pinnedWriter, 0), projected(t, pinnedWriter, 1)}
+				if tc.native {
+					second, _ = retained.NativeContinuationRecordID("k-quota", retained.StageKey("k-quota", 0, 1)+"/turn-1")
+					created = created[:1]
+				}
 				node := kernel.SeatedNode(first)
 				lines := jsonLines(t, out)
 				var dispatched []canonjson.Value
@@ -120,7 +131,7 @@ func TestRunRetainMovesOnAfterQuotaRefusalRG08(t *testing.T) {
 				if diff := cmp.Diff(stageCredentials(t, tc.credentials...), p.CredentialRequests()); diff != "" {
 					t.Errorf("credential requests the provider received (-want +got):\n%s", diff)
 				}
-				if diff := cmp.Diff([]*profile.Profile{projected(t, pinnedWriter, 0), projected(t, pinnedWriter, 1)}, p.created()); diff != "" {
+				if diff := cmp.Diff(created, p.created()); diff != "" {
 					t.Errorf("profiles the provider was asked to create (-want +got):\n%s", diff)
 				}
 				if strings.Contains(out+errOut, "team-a") || strings.Contains(out+errOut, "team-b") {

@@ -218,3 +218,52 @@ func TestRunsRecoverReplaysTheRecordedStage(t *testing.T) {
 		t.Fatalf("runs attach: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// RG-12 at the CLI: an older admission — made before runs recorded their
+// stage, its environment created with the whole authored profile and
+// stage 0's credential request — whose create answer was lost is
+// recovered from the same profile file by replaying exactly the admitted
+// create (retained.AdmittedRequest): the provider answers with the
+// environment it holds and creates no second one. The recovery once
+// re-projected stage 0 and refused the file as "not the profile the run
+// was started with".
+func TestRunsRecoverReplaysAnOlderAdmissionsCreationTimeProfile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := t.TempDir() + "/agentrt.db"
+	profPath := writeFile(t, "staged.json", toolsFirst)
+	authored, err := profile.Parse([]byte(toolsFirst))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newStageRecorder(false)
+	st, err := sqlite.Open(ctx, db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, turnID, task := "k-older", "turn-1", "Write it."
+	_, err = retained.StartRetainedRun(ctx, retained.StartOptions{Provider: p.reconnect(true), Store: st,
+		Environment: &contract.CreateInput{Profile: profile.Ref{Inline: authored}, IdempotencyKey: &key,
+			Credential: contract.CredentialRequestFor(authored, 0, contract.CredentialOnCreate)},
+		Turn:        contract.TurnInput{TurnID: &turnID, Prompt: &task, Credential: contract.CredentialRequestFor(authored, 0, contract.CredentialOnTurn)},
+		OnAdmission: func(context.Context, retained.Admission) error { return nil }})
+	st.Close()
+	if err == nil {
+		t.Fatal("the older start whose create answer was lost succeeded")
+	}
+	_, record, _ := retained.DeriveIdentity(key, turnID)
+	if recordedStage(t, db, record) != nil {
+		t.Fatal("the older admission must record no stage")
+	}
+	open := func(string, string, string, string) (contract.Provider, error) { return p.reconnect(false), nil }
+	out, errOut, code := runWith(t, open, "runs", "recover", record, "--profile", profPath, "--task", task, "--db", db, "--json")
+	if code != 0 || member(decode(t, out), "outcome").Str() != "recovered" {
+		t.Fatalf("runs recover: exit %d\n%s%s", code, out, errOut)
+	}
+	if diff := cmp.Diff([]*profile.Profile{authored, authored}, p.created()); diff != "" {
+		t.Errorf("profiles of the create and its replay (-want +got):\n%s", diff)
+	}
+	if p.Creates() != 1 {
+		t.Errorf("%d environments; the replayed keyed create must make none", p.Creates())
+	}
+}

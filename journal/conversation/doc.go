@@ -40,7 +40,8 @@
 //     a [*CorruptError] naming where it is and, through [*InvalidError],
 //     the JSON pointer of what is wrong.
 //
-// Each call of a SQL journal is bounded by its CallTimeout
+// Each call of a SQL journal — Migrate (and so each Open) included — is
+// bounded by its CallTimeout
 // ([SQLOptions.CallTimeout], [DefaultCallTimeout] 30 s) even for a
 // caller without a deadline: a database that stops answering (down,
 // black-holed, locked) ends the call with a [*TimeoutError], whose

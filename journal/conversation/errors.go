@@ -101,20 +101,23 @@ func (e *CorruptError) Unwrap() error { return e.Err }
 // answer within its CallTimeout (SQLOptions.CallTimeout): the database
 // is down, cut off or locked by another writer. The call's outcome is
 // unknown — a write may have committed — and it may be retried as it
-// was: BeginRun, AppendTurn and RecordHalt are idempotent for the same
-// arguments (the same start time, the same turn at its index, the same
-// halt and end time), so a retry of a call that did commit succeeds
-// without writing twice. It matches context.DeadlineExceeded.
+// was: Migrate is idempotent, and BeginRun, AppendTurn and RecordHalt
+// are for the same arguments (the same start time, the same turn at its
+// index, the same halt and end time), so a retry of a call that did
+// commit succeeds without writing twice. It matches context.DeadlineExceeded.
 type TimeoutError struct {
-	// Op is the call: "load", "begin", "append" or "halt".
+	// Op is the call: "migrate", "load", "begin", "append" or "halt".
 	Op string
-	// RunID names the run.
+	// RunID names the run; "" for "migrate".
 	RunID string
 	// After is the bound that passed.
 	After time.Duration
 }
 
 func (e *TimeoutError) Error() string {
+	if e.RunID == "" {
+		return fmt.Sprintf("conversation journal: %s: the database did not answer within %v; the outcome is unknown, retry the call", e.Op, e.After)
+	}
 	return fmt.Sprintf("conversation journal: %s %s: the database did not answer within %v; the outcome is unknown, retry the call", e.Op, strconv.Quote(e.RunID), e.After)
 }
 

@@ -49,8 +49,8 @@ type SQLOptions struct {
 	BusyTimeout time.Duration
 	// MaxConns caps the PostgreSQL pool; 0 keeps pgx's default.
 	MaxConns int32
-	// CallTimeout bounds each call of the journal (LoadRun, BeginRun,
-	// AppendTurn, RecordHalt), its transaction included, for a caller
+	// CallTimeout bounds each call of the journal (Migrate, and so each
+	// Open; LoadRun, BeginRun, AppendTurn, RecordHalt), its transaction included, for a caller
 	// whose context has no sooner deadline: a database that stops
 	// answering (down, black-holed, locked) ends the call with a
 	// *TimeoutError instead of hanging it. 0 means DefaultCallTimeout.
@@ -256,11 +256,19 @@ func OpenSQL(ctx context.Context, db *sql.DB, d Dialect, opts SQLOptions) (*SQL,
 
 // Migrate creates the journal's tables and index if they are missing,
 // recording the schema version in <prefix>_migrations. It is idempotent,
-// and safe to run from several processes at once.
+// and safe to run from several processes at once. Like every call of
+// the journal it is bounded by the CallTimeout: a database that does not
+// answer (down, black-holed, locked by another writer) ends it with a
+// *TimeoutError (Op "migrate"), and it may be retried as it was.
 func (s *SQL) Migrate(ctx context.Context) error {
 	if err := s.enter(ctx); err != nil {
 		return err
 	}
+	return s.bounded(ctx, "migrate", "", s.migrate)
+}
+
+// migrate is Migrate's database work, under ctx's bound.
+func (s *SQL) migrate(ctx context.Context) error {
 	p, table := s.prefix, s.prefix+"_migrations"
 	text, integer, strict := "TEXT", "INTEGER", " STRICT"
 	if s.pg {
@@ -297,6 +305,11 @@ CREATE INDEX IF NOT EXISTS idx_` + p + `_turns_run ON ` + p + `_turns (run_id, t
 		}
 	} else {
 		err = sqlitedb.MigrateSteps(ctx, s.w, steps, table, s.now())
+	}
+	if err != nil && ctx.Err() != nil {
+		// A driver that stopped on the bound says so in its own words
+		// (SQLite: "interrupted"); the bound is what ended it.
+		return fmt.Errorf("conversation journal: migrate: %w", context.Cause(ctx))
 	}
 	if err != nil {
 		return fmt.Errorf("conversation journal: %w", err)
