@@ -84,8 +84,11 @@
 // whose terminal event is recorded had ended even when the run's own end
 // was never recorded (it reads interrupted): ReadRecordedTurn settles
 // such a turn from its events, for a successor that must not run it
-// again. An environment is destroyed only when its creation was
-// proven by this run, or by the record of the run it re-attached to
+// again. An environment is destroyed only while the run holds its lease
+// (a destroy still waiting when the lease lapses is given up, reported
+// not confirmed: a successor may have re-attached to the environment),
+// and only when its creation was proven by this run, or by the record of
+// the run it re-attached to
 // (Request.Reattach: a run taking over the work of a run whose process
 // lost its lease, whose turn it re-attaches to, and runs again in a new
 // environment when that turn died with its holder). A run records its

@@ -158,6 +158,8 @@ type life struct {
 	leaseUntil atomic.Int64
 	// lost is set once this process knows it no longer holds the lease.
 	lost atomic.Pointer[LeaseLostError]
+	// lostC is closed when lost is set.
+	lostC chan struct{}
 
 	beat *heartbeat
 }
@@ -166,7 +168,7 @@ type life struct {
 // starts its heartbeat. cancel is called with the cause when a cancel
 // request arrives or the lease is lost.
 func startLife(ctx context.Context, o lifeOptions, doc canonjson.Value, cancel context.CancelCauseFunc) (*life, error) {
-	l := &life{s: o.Store, ttl: o.LeaseTTL, cleanup: o.CleanupTimeout, log: o.Logger, cancel: cancel, caller: ctx}
+	l := &life{s: o.Store, ttl: o.LeaseTTL, cleanup: o.CleanupTimeout, log: o.Logger, cancel: cancel, caller: ctx, lostC: make(chan struct{})}
 	l.io, l.ioCancel = context.WithCancel(context.WithoutCancel(ctx))
 	l.stopAfter = context.AfterFunc(ctx, l.armCleanup)
 	until := time.Now().Add(l.ttl)
@@ -209,9 +211,43 @@ func (l *life) armCleanup() {
 // teardownCtx is the context of destroying the run's environment: the
 // run's I/O context, but given at most half the cleanup window, so that
 // a provider that does not answer leaves the run's last records (its
-// ledger entry, its end) the time to be written.
+// ledger entry, its end) the time to be written — and bounded by the
+// lease (leaseBound): once it lapses another process may take the run
+// over and re-attach to the environment, and a destroy landing then
+// would end that holder's turn.
 func (l *life) teardownCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(l.io, l.cleanup/2)
+	ctx, cancel := context.WithTimeout(l.io, l.cleanup/2)
+	bound, cancelBound := l.leaseBound(ctx)
+	return bound, func() { cancelBound(); cancel() }
+}
+
+// leaseBound returns ctx bounded by this process's lease as the
+// heartbeat renews it: it ends, its cause the *LeaseLostError, as soon
+// as the lease is found lost or, as last renewed, runs out. A call that
+// must not land once another process may hold the run runs under it
+// (a provider that received it before then may still act on it: the
+// bound shrinks that window to the call's flight, it cannot fence a
+// provider).
+func (l *life) leaseBound(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		for {
+			t := time.NewTimer(time.Until(time.Unix(0, l.leaseUntil.Load())))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-l.lostC:
+				t.Stop()
+			case <-t.C:
+			}
+			if err := l.holds(); err != nil {
+				cancel(err)
+				return
+			}
+		}
+	}()
+	return ctx, func() { cancel(context.Canceled) }
 }
 
 // writeCtx is the context of a terminal write: the run's I/O context, so
@@ -286,6 +322,7 @@ func (l *life) lapsed(now time.Time) bool { return now.After(time.Unix(0, l.leas
 // run with the loss.
 func (l *life) loseLease(e *LeaseLostError) {
 	if l.lost.CompareAndSwap(nil, e) {
+		close(l.lostC)
 		l.log.Warn("lease lost", "run", l.fence.RunID, "err", e)
 		l.armCleanup()
 		l.cancel(e)
