@@ -63,7 +63,9 @@
 // run still holds its lease (nobody can take the run over before it
 // lapses) and the caller's context lives, so that a store that stops
 // answering for a few seconds does not turn a finished turn into an
-// interrupted one; a terminal write that has not landed by then returns
+// interrupted one — and so is the run's closing ledger entry, so that
+// such an outage does not leave the ledger stating a floor of what the
+// record states exactly; a terminal write that has not landed by then returns
 // the run interrupted, as readers see it once its lease lapses — never
 // completed. A caller whose context ended still gets only the cleanup
 // window; one without a deadline waits at most the rest of the lease. Every front door (Execute, RunToolLoop, Rounds,

@@ -396,6 +396,23 @@ func (l *life) appendLedger(bodies []canonjson.Value, at time.Time) error {
 	})
 }
 
+// appendClosing appends the run's closing ledger entry (what the run
+// spent, as its record states it) at its end: as appendLedger, and an
+// append the store did not take is tried again as the terminal write is
+// (retryEnding) — a few seconds' outage must not leave the ledger
+// stating only the run's last progress, a floor, while its record
+// states its whole usage. An entry is a snapshot, not an increment (the
+// run's spend is its last entry), so a try that landed though its
+// answer was lost, appended again, states the same spend.
+func (l *life) appendClosing(entry canonjson.Value, at time.Time) error {
+	bodies := []canonjson.Value{entry}
+	err := l.appendLedger(bodies, at)
+	return l.retryEnding(err, func(ctx context.Context) error {
+		_, err := l.s.AppendLedger(ctx, l.fence, bodies, at)
+		return l.fenced(err)
+	})
+}
+
 // updateDoc replaces the live run's document, fenced, bounded as
 // liveWrite says.
 func (l *life) updateDoc(doc canonjson.Value) error {
@@ -440,27 +457,13 @@ func (l *life) end(status store.Status, doc func(lost *LeaseLostError) canonjson
 		})
 	}
 	ended, err := write(l.writeCtx())
-	// A terminal write the store did not take (it failed, or did not
-	// answer) is tried again while this process still holds the lease and
-	// its caller still waits: nobody else can take the run over until the
-	// lease lapses, so the real end may still land once the store answers
-	// — a turn that finished must not read interrupted, and be run again,
-	// for a few seconds' outage. Each try and each pause is bounded by the
-	// lease and by the caller's context (a caller whose context ended gets
-	// the cleanup window only, as every front door promises). A refusal
-	// (the fence, or a record the store finds invalid) is not an outage.
-	for try := 0; err != nil && !errors.Is(err, store.ErrFenced) && !errors.Is(err, store.ErrInvalid) && l.caller.Err() == nil; try++ {
-		until := time.Unix(0, l.leaseUntil.Load())
-		pause := min(endRetryFirst<<min(try, 4), endRetryMost)
-		if time.Until(until) <= pause || !sleepCtx(l.caller, pause) {
-			break
-		}
-		ctx, cancel := context.WithDeadline(context.WithoutCancel(l.io), until)
-		unhook := context.AfterFunc(l.caller, cancel)
+	// A terminal write the store did not take is tried again while the
+	// lease holds: a turn that finished must not read interrupted, and be
+	// run again, for a few seconds' outage.
+	err = l.retryEnding(err, func(ctx context.Context) (err error) {
 		ended, err = write(ctx)
-		unhook()
-		cancel()
-	}
+		return err
+	})
 	if err := l.fenced(err); err != nil {
 		if l.leaseLost() != nil {
 			return store.Run{}, l.recordLost(doc)
@@ -468,6 +471,39 @@ func (l *life) end(status store.Status, doc func(lost *LeaseLostError) canonjson
 		return store.Run{}, unrecordedEnd(l.fence.RunID, status, err)
 	}
 	return ended, nil
+}
+
+// retryEnding tries again a write of the run's end (its terminal state,
+// its closing ledger entry) that the store did not take — err, the
+// first try's error: it failed, or did not answer — while this process
+// still holds the lease and its caller still waits: nobody else can take
+// the run over until the lease lapses, so the write may still land once
+// the store answers. It pauses endRetryFirst, doubling per try up to
+// endRetryMost, between tries; each try (made by try, with ctx) and each
+// pause is bounded by the lease as renewed when the tries began and by
+// the caller's context (a caller whose context ended gets the cleanup
+// window only, as every front door promises), not by the cleanup window,
+// which an outage may outlast. A refusal (the fence, or a record the store finds
+// invalid) is not an outage, and a lost lease ends the tries. It returns
+// the last try's error.
+func (l *life) retryEnding(err error, try func(ctx context.Context) error) error {
+	// The lease as it is now bounds every try, though the heartbeat may
+	// renew it meanwhile (a closing ledger entry is written before end
+	// stops it): a store that keeps refusing one write while it takes the
+	// renewals must not hold the run forever.
+	until := time.Unix(0, l.leaseUntil.Load())
+	for n := 0; err != nil && !errors.Is(err, store.ErrFenced) && !errors.Is(err, store.ErrInvalid) && l.caller.Err() == nil; n++ {
+		pause := min(endRetryFirst<<min(n, 4), endRetryMost)
+		if l.leaseLost() != nil || time.Until(until) <= pause || !sleepCtx(l.caller, pause) {
+			break
+		}
+		ctx, cancel := context.WithDeadline(context.WithoutCancel(l.io), until)
+		unhook := context.AfterFunc(l.caller, cancel)
+		err = try(ctx)
+		unhook()
+		cancel()
+	}
+	return err
 }
 
 // sleepCtx waits d, or until ctx ends; it reports whether d passed.
@@ -482,8 +518,9 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// The pause before the terminal write is tried again: endRetryFirst,
-// doubling per try up to endRetryMost, while the lease holds (see end).
+// The pause before a write of the run's end is tried again:
+// endRetryFirst, doubling per try up to endRetryMost, while the lease
+// holds (see retryEnding).
 const (
 	endRetryFirst = 100 * time.Millisecond
 	endRetryMost  = time.Second
