@@ -29,9 +29,9 @@
 // another applies), and a long poll (an exact process's wait or output,
 // a session's result) asks the server to wait at most a half
 // CallTimeout (its waitMs) and gives up at CallTimeout; an ask answered
-// with nothing before that wait (a server ignoring waitMs) is followed
-// by a pause from RetryBackoff doubling up to the wait, ending with the
-// caller's context, never a hot loop. It logs only a
+// at once with nothing (a server ignoring waitMs) is followed by a pause
+// from RetryBackoff doubling up to the wait, ending with the caller's
+// context, never a hot loop. It logs only a
 // warning when that native session cannot be read (never the id), and
 // never puts its token anywhere but the Authorization header.
 package remote

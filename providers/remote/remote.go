@@ -420,11 +420,13 @@ func (p *Provider) longPoll() int64 {
 }
 
 // pollPacer paces the asks of one long poll. An ask the server answered
-// with nothing sooner than the wait it asked for (a server that ignores
-// the wait, or answers at once) is followed by a pause, RetryBackoff
-// first, doubling per such ask in a row up to the wait itself, so that
-// such a server is asked about once per wait rather than in a hot loop;
-// an ask the server held for its wait is followed by the next at once.
+// with nothing at once — sooner than RetryBackoff, so it ignored the
+// wait it was asked for — is followed by a pause, RetryBackoff first,
+// doubling per such ask in a row up to the wait itself, so that such a
+// server is asked about once per wait rather than in a hot loop. An ask
+// the server held (for the wait, or for a shorter bound of its own, as
+// an agentrt serve with a shorter ResultWait does) is followed by the
+// next at once: its answer is not late for the pacing.
 type pollPacer struct {
 	first, wait, next time.Duration
 }
@@ -438,7 +440,7 @@ func (p *Provider) pacer() *pollPacer {
 // pause follows an ask sent at asked that was answered with nothing: it
 // waits as the pacer says, or until ctx ends (its error).
 func (pc *pollPacer) pause(ctx context.Context, asked time.Time) error {
-	if time.Since(asked) >= pc.wait {
+	if time.Since(asked) >= pc.first {
 		pc.next = 0
 		return ctx.Err()
 	}
