@@ -190,3 +190,67 @@ func TestUnrecordedEndIsAdoptedNotRunAgain(t *testing.T) {
 		})
 	}
 }
+
+// Issue 14 (Done-when: "ledger totals equal the sum of run usage"): a
+// store that refuses ledger appends for a couple of seconds just as the
+// attempt writes its closing ledger entry
+// (storefault.FailingClosingLedgerFor around the attempt's kernel store)
+// costs the entry nothing: the attempt tries it again while its lease
+// holds, so its ledger states what its record says it used, exact (9 in
+// / 2 out) — not only the last progress entry, a floor, while the record
+// states the whole usage.
+func TestStoreOutageAtTheClosingLedgerEntry(t *testing.T) {
+	f, _ := openTestFleet(t)
+	pv, err := canonjson.Decode([]byte(reattachProfile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	sub, err := f.Submit(ctx, Submission{Spec: Spec{Profile: pv, Task: "t", Provider: "scripted"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := newEnvLedger(t, endScript)
+	w, err := f.NewWorker(ctx, WorkerOptions{Providers: map[string]contract.Provider{"scripted": prov}, LeaseTTL: 6 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refused func() int64
+	w.kernelStore = func(s store.Store) store.Store {
+		var st store.Store
+		st, refused = storefault.FailingClosingLedgerFor(s, 2*time.Second)
+		return st
+	}
+	if err := w.execute(ctx, sub.RunID, ""); err != nil {
+		t.Fatalf("the attempt: %v", err)
+	}
+	if refused() == 0 {
+		t.Fatal("the store took the closing entry at once: the outage did not happen")
+	}
+	r, err := f.Get(ctx, sub.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != store.StatusCompleted || len(r.Attempts) != 1 {
+		t.Fatalf("run %s, attempts %+v; want completed in one attempt", r.Status, r.Attempts)
+	}
+	rec, err := kernel.ReadRun(ctx, f.store, r.Attempts[0].RunID)
+	if err != nil || rec.Exact == nil || rec.Exact.Usage == nil {
+		t.Fatalf("the attempt's record: %+v, %v", rec, err)
+	}
+	want := ledger.ExactAmount[int64]
+	if u := rec.Exact.Usage.Usage; u.InputTokens != want(9) || u.OutputTokens != want(2) {
+		t.Fatalf("the record's usage %+v; want 9 in / 2 out, exact", u)
+	}
+	if s := rec.Spend; s.InputTokens != want(9) || s.OutputTokens != want(2) {
+		t.Errorf("the ledger states %+v spent; want what the record says, 9 in / 2 out, exact", s)
+	}
+	entries, err := f.store.Ledger(ctx, r.Attempts[0].RunID)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("ledger %+v, %v", entries, err)
+	}
+	if k, _ := entries[len(entries)-1].Body.Get("kind"); k.Str() != kernel.LedgerTurn {
+		t.Errorf("the ledger's last entry is %s; want the closing %q entry", canonjson.Marshal(entries[len(entries)-1].Body), kernel.LedgerTurn)
+	}
+}

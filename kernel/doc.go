@@ -67,7 +67,9 @@
 // run still holds its lease (nobody can take the run over before it
 // lapses) and the caller's context lives, so that a store that stops
 // answering for a few seconds does not turn a finished turn into an
-// interrupted one; a terminal write that has not landed by then returns
+// interrupted one — and so is the run's closing ledger entry, so that
+// such an outage does not leave the ledger stating a floor of what the
+// record states exactly; a terminal write that has not landed by then returns
 // the run interrupted, as readers see it once its lease lapses — never
 // completed. A caller whose context ended still gets only the cleanup
 // window; one without a deadline waits at most the rest of the lease. Every front door (Execute, RunToolLoop, Rounds,
@@ -88,8 +90,11 @@
 // whose terminal event is recorded had ended even when the run's own end
 // was never recorded (it reads interrupted): ReadRecordedTurn settles
 // such a turn from its events, for a successor that must not run it
-// again. An environment is destroyed only when its creation was
-// proven by this run, or by the record of the run it re-attached to
+// again. An environment is destroyed only while the run holds its lease
+// (a destroy still waiting when the lease lapses is given up, reported
+// not confirmed: a successor may have re-attached to the environment),
+// and only when its creation was proven by this run, or by the record of
+// the run it re-attached to
 // (Request.Reattach: a run taking over the work of a run whose process
 // lost its lease, whose turn it re-attaches to, and runs again in a new
 // environment when that turn died with its holder). A run records its

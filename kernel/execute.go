@@ -787,7 +787,7 @@ func (x *execution) finish(ctx context.Context) (*Result, error) {
 	if x.res.Status != store.StatusInterrupted {
 		entry, err := canonjson.ToValue(ledgerEntry(x.res))
 		if err == nil {
-			err = x.life.appendLedger([]canonjson.Value{entry}, x.now())
+			err = x.life.appendClosing(entry, x.now())
 		}
 		if err != nil && x.life.leaseLost() == nil {
 			x.log.Error("recording the ledger entry", "run", x.req.RunID, "err", err)

@@ -158,6 +158,8 @@ type life struct {
 	leaseUntil atomic.Int64
 	// lost is set once this process knows it no longer holds the lease.
 	lost atomic.Pointer[LeaseLostError]
+	// lostC is closed when lost is set.
+	lostC chan struct{}
 
 	beat *heartbeat
 }
@@ -166,7 +168,7 @@ type life struct {
 // starts its heartbeat. cancel is called with the cause when a cancel
 // request arrives or the lease is lost.
 func startLife(ctx context.Context, o lifeOptions, doc canonjson.Value, cancel context.CancelCauseFunc) (*life, error) {
-	l := &life{s: o.Store, ttl: o.LeaseTTL, cleanup: o.CleanupTimeout, log: o.Logger, cancel: cancel, caller: ctx}
+	l := &life{s: o.Store, ttl: o.LeaseTTL, cleanup: o.CleanupTimeout, log: o.Logger, cancel: cancel, caller: ctx, lostC: make(chan struct{})}
 	l.io, l.ioCancel = context.WithCancel(context.WithoutCancel(ctx))
 	l.stopAfter = context.AfterFunc(ctx, l.armCleanup)
 	until := time.Now().Add(l.ttl)
@@ -209,9 +211,43 @@ func (l *life) armCleanup() {
 // teardownCtx is the context of destroying the run's environment: the
 // run's I/O context, but given at most half the cleanup window, so that
 // a provider that does not answer leaves the run's last records (its
-// ledger entry, its end) the time to be written.
+// ledger entry, its end) the time to be written — and bounded by the
+// lease (leaseBound): once it lapses another process may take the run
+// over and re-attach to the environment, and a destroy landing then
+// would end that holder's turn.
 func (l *life) teardownCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(l.io, l.cleanup/2)
+	ctx, cancel := context.WithTimeout(l.io, l.cleanup/2)
+	bound, cancelBound := l.leaseBound(ctx)
+	return bound, func() { cancelBound(); cancel() }
+}
+
+// leaseBound returns ctx bounded by this process's lease as the
+// heartbeat renews it: it ends, its cause the *LeaseLostError, as soon
+// as the lease is found lost or, as last renewed, runs out. A call that
+// must not land once another process may hold the run runs under it
+// (a provider that received it before then may still act on it: the
+// bound shrinks that window to the call's flight, it cannot fence a
+// provider).
+func (l *life) leaseBound(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		for {
+			t := time.NewTimer(time.Until(time.Unix(0, l.leaseUntil.Load())))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-l.lostC:
+				t.Stop()
+			case <-t.C:
+			}
+			if err := l.holds(); err != nil {
+				cancel(err)
+				return
+			}
+		}
+	}()
+	return ctx, func() { cancel(context.Canceled) }
 }
 
 // writeCtx is the context of a terminal write: the run's I/O context, so
@@ -286,6 +322,7 @@ func (l *life) lapsed(now time.Time) bool { return now.After(time.Unix(0, l.leas
 // run with the loss.
 func (l *life) loseLease(e *LeaseLostError) {
 	if l.lost.CompareAndSwap(nil, e) {
+		close(l.lostC)
 		l.log.Warn("lease lost", "run", l.fence.RunID, "err", e)
 		l.armCleanup()
 		l.cancel(e)
@@ -359,6 +396,23 @@ func (l *life) appendLedger(bodies []canonjson.Value, at time.Time) error {
 	})
 }
 
+// appendClosing appends the run's closing ledger entry (what the run
+// spent, as its record states it) at its end: as appendLedger, and an
+// append the store did not take is tried again as the terminal write is
+// (retryEnding) — a few seconds' outage must not leave the ledger
+// stating only the run's last progress, a floor, while its record
+// states its whole usage. An entry is a snapshot, not an increment (the
+// run's spend is its last entry), so a try that landed though its
+// answer was lost, appended again, states the same spend.
+func (l *life) appendClosing(entry canonjson.Value, at time.Time) error {
+	bodies := []canonjson.Value{entry}
+	err := l.appendLedger(bodies, at)
+	return l.retryEnding(err, func(ctx context.Context) error {
+		_, err := l.s.AppendLedger(ctx, l.fence, bodies, at)
+		return l.fenced(err)
+	})
+}
+
 // updateDoc replaces the live run's document, fenced, bounded as
 // liveWrite says.
 func (l *life) updateDoc(doc canonjson.Value) error {
@@ -403,27 +457,13 @@ func (l *life) end(status store.Status, doc func(lost *LeaseLostError) canonjson
 		})
 	}
 	ended, err := write(l.writeCtx())
-	// A terminal write the store did not take (it failed, or did not
-	// answer) is tried again while this process still holds the lease and
-	// its caller still waits: nobody else can take the run over until the
-	// lease lapses, so the real end may still land once the store answers
-	// — a turn that finished must not read interrupted, and be run again,
-	// for a few seconds' outage. Each try and each pause is bounded by the
-	// lease and by the caller's context (a caller whose context ended gets
-	// the cleanup window only, as every front door promises). A refusal
-	// (the fence, or a record the store finds invalid) is not an outage.
-	for try := 0; err != nil && !errors.Is(err, store.ErrFenced) && !errors.Is(err, store.ErrInvalid) && l.caller.Err() == nil; try++ {
-		until := time.Unix(0, l.leaseUntil.Load())
-		pause := min(endRetryFirst<<min(try, 4), endRetryMost)
-		if time.Until(until) <= pause || !sleepCtx(l.caller, pause) {
-			break
-		}
-		ctx, cancel := context.WithDeadline(context.WithoutCancel(l.io), until)
-		unhook := context.AfterFunc(l.caller, cancel)
+	// A terminal write the store did not take is tried again while the
+	// lease holds: a turn that finished must not read interrupted, and be
+	// run again, for a few seconds' outage.
+	err = l.retryEnding(err, func(ctx context.Context) (err error) {
 		ended, err = write(ctx)
-		unhook()
-		cancel()
-	}
+		return err
+	})
 	if err := l.fenced(err); err != nil {
 		if l.leaseLost() != nil {
 			return store.Run{}, l.recordLost(doc)
@@ -431,6 +471,39 @@ func (l *life) end(status store.Status, doc func(lost *LeaseLostError) canonjson
 		return store.Run{}, unrecordedEnd(l.fence.RunID, status, err)
 	}
 	return ended, nil
+}
+
+// retryEnding tries again a write of the run's end (its terminal state,
+// its closing ledger entry) that the store did not take — err, the
+// first try's error: it failed, or did not answer — while this process
+// still holds the lease and its caller still waits: nobody else can take
+// the run over until the lease lapses, so the write may still land once
+// the store answers. It pauses endRetryFirst, doubling per try up to
+// endRetryMost, between tries; each try (made by try, with ctx) and each
+// pause is bounded by the lease as renewed when the tries began and by
+// the caller's context (a caller whose context ended gets the cleanup
+// window only, as every front door promises), not by the cleanup window,
+// which an outage may outlast. A refusal (the fence, or a record the store finds
+// invalid) is not an outage, and a lost lease ends the tries. It returns
+// the last try's error.
+func (l *life) retryEnding(err error, try func(ctx context.Context) error) error {
+	// The lease as it is now bounds every try, though the heartbeat may
+	// renew it meanwhile (a closing ledger entry is written before end
+	// stops it): a store that keeps refusing one write while it takes the
+	// renewals must not hold the run forever.
+	until := time.Unix(0, l.leaseUntil.Load())
+	for n := 0; err != nil && !errors.Is(err, store.ErrFenced) && !errors.Is(err, store.ErrInvalid) && l.caller.Err() == nil; n++ {
+		pause := min(endRetryFirst<<min(n, 4), endRetryMost)
+		if l.leaseLost() != nil || time.Until(until) <= pause || !sleepCtx(l.caller, pause) {
+			break
+		}
+		ctx, cancel := context.WithDeadline(context.WithoutCancel(l.io), until)
+		unhook := context.AfterFunc(l.caller, cancel)
+		err = try(ctx)
+		unhook()
+		cancel()
+	}
+	return err
 }
 
 // sleepCtx waits d, or until ctx ends; it reports whether d passed.
@@ -445,8 +518,9 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// The pause before the terminal write is tried again: endRetryFirst,
-// doubling per try up to endRetryMost, while the lease holds (see end).
+// The pause before a write of the run's end is tried again:
+// endRetryFirst, doubling per try up to endRetryMost, while the lease
+// holds (see retryEnding).
 const (
 	endRetryFirst = 100 * time.Millisecond
 	endRetryMost  = time.Second

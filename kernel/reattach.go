@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/agentrt/agentrt/canonjson"
@@ -131,7 +132,13 @@ func (x *execution) recordEnvironment(ctx context.Context) bool {
 // releaseEnv destroys the run's environment when this run provably owns
 // it (ENV-06: the runtime created it) and still holds its lease; a
 // process that lost the lease destroys nothing, since another process
-// may have taken the run over, and with it this environment.
+// may have taken the run over, and with it this environment. The
+// destroy itself is bounded by the lease (teardownCtx): one still
+// waiting when the lease, no longer renewed, lapses is given up — the
+// environment reported not confirmed destroyed — rather than landing
+// after a successor re-attached to the environment, which would end
+// that holder's turn. A destroy that answered only once its bound had
+// passed is no confirmation either.
 func (x *execution) releaseEnv() {
 	if !x.createdEnv() {
 		return
@@ -142,8 +149,16 @@ func (x *execution) releaseEnv() {
 	}
 	ctx, cancel := x.life.teardownCtx()
 	defer cancel()
-	if err := x.env.Destroy(ctx); err != nil {
-		x.log.Warn("destroying the environment", "run", x.req.RunID, "env", x.res.EnvironmentID, "err", err)
+	err := x.env.Destroy(ctx)
+	if err == nil && ctx.Err() != nil {
+		err = context.Cause(ctx)
+	}
+	if err != nil {
+		if errors.Is(context.Cause(ctx), contract.ErrLeaseLost) {
+			x.log.Warn("gave up destroying the environment: this process lost the lease meanwhile, and the run's next holder may use it", "run", x.req.RunID, "env", x.res.EnvironmentID, "err", err)
+		} else {
+			x.log.Warn("destroying the environment", "run", x.req.RunID, "env", x.res.EnvironmentID, "err", err)
+		}
 		x.res.TeardownUnconfirmed = teardownUnconfirmed(x.res.EnvironmentID, err)
 	}
 }

@@ -383,7 +383,7 @@ func (r *RuntimeRun) Complete(c RuntimeCompletion) error {
 		{Name: "usage", Value: UsageValue(usage)},
 	})
 	l.finishing()
-	if err := l.appendLedger([]canonjson.Value{closing}, r.now()); err != nil && l.leaseLost() == nil {
+	if err := l.appendClosing(closing, r.now()); err != nil && l.leaseLost() == nil {
 		r.opts.logger().Warn("recording a runtime run's closing ledger entry", "run", r.opts.RunID, "err", err)
 	}
 	_, err := l.end(c.Status, func(lost *LeaseLostError) canonjson.Value {

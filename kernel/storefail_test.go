@@ -215,7 +215,8 @@ func TestExecuteWhenStoreStopsAnswering(t *testing.T) {
 // write, and then answers again, while the run still holds its lease: the
 // run's end is tried again until it lands, so a turn that completed reads
 // completed (and delivered) — not interrupted, which would make a fleet
-// run it again and pay twice (issue 14). On PostgreSQL (black hole,
+// run it again and pay twice (issue 14) — and so is its closing ledger
+// entry, so the ledger states the usage the record does. On PostgreSQL (black hole,
 // reset) and SQLite (write lock held elsewhere). (runtime.md §15
 // lifecycle: every run ends in exactly one terminal state, the one it
 // reached when it can still be recorded.)
@@ -259,6 +260,13 @@ func TestTerminalWriteRetriedWhileTheLeaseHolds(t *testing.T) {
 			}
 			if u := rec.Exact.Usage; u == nil || !u.InputTokens.Known() || u.InputTokens.Value != 9 {
 				t.Errorf("recorded usage %+v; want the turn's 9 input tokens, exact", u)
+			}
+			// The closing ledger entry, written in the outage too, was
+			// tried again as well: the ledger states what the record says
+			// (issue 14: ledger totals equal the sum of run usage), not
+			// the last progress entry's floor.
+			if s := rec.Spend; !s.InputTokens.Known() || s.InputTokens.Value != 9 || !s.OutputTokens.Known() || s.OutputTokens.Value != 2 {
+				t.Errorf("the ledger states %+v spent; want the record's 9 in / 2 out, exact", s)
 			}
 		})
 	}

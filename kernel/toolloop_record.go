@@ -243,7 +243,7 @@ func (r *loopRecorder) end() error {
 	}
 	entry, err := canonjson.ToValue(ledgerRecord{Kind: LedgerToolLoop, Usage: UsageValue(l.res.Usage), Status: string(status)})
 	if err == nil {
-		err = r.life.appendLedger([]canonjson.Value{entry}, l.now())
+		err = r.life.appendClosing(entry, l.now())
 	}
 	if err != nil {
 		errs = append(errs, fmt.Errorf("kernel: recording the ledger entry of run %s: %w", l.res.RunID, err))

@@ -60,9 +60,10 @@ func Main(ctx context.Context, args []string, stdio IO) int {
 // --script, --base-url and --openai-api flags.
 type providerOpener func(name, scriptPath, baseURL, openaiAPI string) (contract.Provider, error)
 
-// mainWith is Main with the providers of the run commands opened by open
-// (tests share one scripted provider between invocations with it, as a
-// provider outside the process would be shared).
+// mainWith is Main with the providers of the run commands and of agentrt
+// serve opened by open (tests share one scripted provider between
+// invocations with it, as a provider outside the process would be
+// shared, or watch what a served provider does).
 func mainWith(ctx context.Context, args []string, stdio IO, open providerOpener) int {
 	root := newRoot(stdio, open)
 	root.SetArgs(args)
@@ -97,7 +98,7 @@ byte like the reference TypeScript implementation, and runs them.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(stdio, open), newRunsCmd(stdio, open), newProfileCmd(stdio), newCandidateCmd(stdio), newCheckCmd(stdio), newServeCmd(stdio), newWorkerCmd(stdio), newFleetCmd(stdio), newMCPCmd(stdio, open), newVersionCmd(stdio))
+	root.AddCommand(newRunCmd(stdio, open), newRunsCmd(stdio, open), newProfileCmd(stdio), newCandidateCmd(stdio), newCheckCmd(stdio), newServeCmd(stdio, open), newWorkerCmd(stdio), newFleetCmd(stdio), newMCPCmd(stdio, open), newVersionCmd(stdio))
 	root.AddCommand(newTopCmd(stdio))
 	root.AddCommand(newChatCmd(stdio, open))
 	root.AddCommand(newConformanceCmd(stdio))

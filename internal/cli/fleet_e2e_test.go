@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -107,12 +107,6 @@ func (p *proc) stop(t *testing.T) {
 	}
 }
 
-// ackedEvent is an event a reader was given: the store acknowledged it.
-type ackedEvent struct {
-	seq      int64
-	id, kind string
-}
-
 // TestFleetEndToEnd is the fleet's end-to-end test: PostgreSQL, two
 // `agentrt serve` processes serving the scripted provider with delays,
 // three `agentrt worker` processes running on them through the remote
@@ -124,12 +118,23 @@ type ackedEvent struct {
 //     that one attempt (in doubt: never run again);
 //   - a run whose worker died is taken over in the next generation and
 //     completes; no run fails;
-//   - no run had two live executors: attempts' generations are
-//     consecutive, each attempt's own run kept its first lease
-//     generation, at most one attempt completed, and no event of an
-//     attempt was appended after the next attempt claimed the run;
-//   - every event a reader following the attempts was given is still
-//     there, at the same place;
+//   - no run had two live executors, proved where the work happens:
+//     each server's provider records every turn it starts (turnLogEnv,
+//     a probe of this test binary only), and every completed run's turn
+//     was started exactly once across both servers, in the environment
+//     of the attempt that completed it, while a run in doubt with server
+//     2 was started at most once, there, and never again; besides,
+//     attempts' generations are consecutive, each attempt's own run kept
+//     its first lease generation, at most one attempt completed, and no
+//     event of an attempt was appended after the next attempt claimed
+//     the run;
+//   - no event acknowledged to a reader is lost: a follower of every run
+//     (fleet.Follow, what agentrt runs events --follow uses) and agentrt
+//     runs events --follow processes following the runs killed mid-turn
+//     read while the processes die; every event each was given is in
+//     the final store in the same attempt at the same sequence with the
+//     same id, type and bytes, each saw its attempts' events from the
+//     first without a gap, and, its run ended, all of them;
 //   - each ended attempt's ledger states the usage its run recorded,
 //     and the ledger totals equal the sum of the runs' usage.
 //
@@ -161,10 +166,12 @@ func TestFleetEndToEnd(t *testing.T) {
 
 	script := writeFile(t, "script.json", e2eScript)
 	var servers []*proc
-	var urls []string
+	var urls, turnLogs []string
 	for i := range 2 {
 		url := make(chan string, 1)
-		p := startProc(t, fmt.Sprintf("server %d", i+1), url, "serve", "--listen", "127.0.0.1:0", "--provider", "scripted", "--script", script)
+		turnLogs = append(turnLogs, filepath.Join(t.TempDir(), fmt.Sprintf("turns-%d.jsonl", i+1)))
+		p := startProcWith(t, fmt.Sprintf("server %d", i+1), url, []string{turnLogEnv + "=" + turnLogs[i]},
+			"serve", "--listen", "127.0.0.1:0", "--provider", "scripted", "--script", script)
 		select {
 		case u := <-url:
 			urls = append(urls, u)
@@ -215,41 +222,17 @@ func TestFleetEndToEnd(t *testing.T) {
 		return b.String()
 	}
 
-	// A reader follows every attempt's events as the store acknowledges
-	// them, until told to stop.
-	acked := map[string][]ackedEvent{}
-	var ackedMu sync.Mutex
-	readerCtx, stopReader := context.WithCancel(ctx)
-	readerDone := make(chan struct{})
-	go func() {
-		defer close(readerDone)
-		cursors := map[string]string{}
-		// done holds the attempts read after they ended: nothing more comes.
-		done := map[string]bool{}
-		for readerCtx.Err() == nil {
-			runs, err := f.Store().ListRuns(readerCtx, store.ListOptions{})
-			if err != nil {
-				continue
-			}
-			for _, r := range runs {
-				if r.Kind == fleet.Kind || done[r.ID] {
-					continue
-				}
-				done[r.ID] = r.Status.Terminal()
-				evs, err := f.Store().Events(readerCtx, r.ID, cursors[r.ID], 0)
-				if err != nil || len(evs) == 0 {
-					continue
-				}
-				cursors[r.ID] = evs[len(evs)-1].Cursor
-				ackedMu.Lock()
-				for _, e := range evs {
-					acked[r.ID] = append(acked[r.ID], ackedEvent{seq: e.Sequence, id: e.ID, kind: e.Type})
-				}
-				ackedMu.Unlock()
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
+	// A follower reads every run's events (fleet.Follow, as agentrt runs
+	// events --follow does) from its submission until it ended, across
+	// the kills; two more follow, as agentrt runs events --follow
+	// processes, the runs killed mid-turn.
+	followCtx, stopFollowers := context.WithTimeout(ctx, 8*time.Minute)
+	defer stopFollowers()
+	followed := make(chan *follower, n)
+	for _, id := range ids {
+		go func() { followed <- followLibrary(followCtx, f.Store(), id) }()
+	}
+	var cliFollowers []*cliFollower
 
 	// Kill once a fifth of the runs ended, while workers 1 and 3 both
 	// execute a slow turn whose first event was appended less than a
@@ -274,14 +257,14 @@ func TestFleetEndToEnd(t *testing.T) {
 		}
 	}
 	// freshTurn reports whether attempt is running a turn whose first
-	// event was appended less than a second ago.
-	freshTurn := func(attempt string) bool {
+	// event was appended less than young ago.
+	freshTurn := func(attempt string, young time.Duration) bool {
 		a, err := f.Store().GetRun(ctx, attempt)
 		if err != nil || a.Status != store.StatusRunning {
 			return false
 		}
 		evs, err := f.Store().Events(ctx, attempt, "", 1)
-		return err == nil && len(evs) == 1 && time.Since(evs[0].Time) < time.Second
+		return err == nil && len(evs) == 1 && time.Since(evs[0].Time) < young
 	}
 	for {
 		if time.Now().After(deadline) {
@@ -291,17 +274,35 @@ func TestFleetEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fresh := map[string]string{}
+		fresh, freshRun := map[string]string{}, map[string]string{}
 		for _, sr := range rs {
 			r, err := fleet.DecodeRun(sr)
 			if err != nil || (r.Owner != "w1" && r.Owner != "w3") || fresh[r.Owner] != "" || len(r.Attempts) == 0 || !strings.HasPrefix(r.Spec.Task, "slow ") {
 				continue
 			}
-			if a := r.Attempts[len(r.Attempts)-1].RunID; freshTurn(a) {
-				fresh[r.Owner] = a
+			if a := r.Attempts[len(r.Attempts)-1].RunID; freshTurn(a, time.Second) {
+				fresh[r.Owner], freshRun[r.Owner] = a, r.ID
 			}
 		}
-		if fresh["w1"] != "" && fresh["w3"] != "" && freshTurn(fresh["w1"]) && freshTurn(fresh["w3"]) {
+		if fresh["w1"] == "" || fresh["w3"] == "" {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		// Follow both runs with agentrt processes, which must be reading
+		// (have printed an event) before the kill; then kill only if
+		// both turns still have a second to go (a slow turn lasts 3s).
+		if len(cliFollowers) < 8 {
+			pair := []*cliFollower{startCLIFollower(t, conn, freshRun["w1"]), startCLIFollower(t, conn, freshRun["w3"])}
+			cliFollowers = append(cliFollowers, pair...)
+			for _, c := range pair {
+				for readDeadline := time.Now().Add(30 * time.Second); c.lines() == 0; time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(readDeadline) {
+						t.Fatalf("agentrt runs events --follow %s printed nothing within 30s: %s", c.run, c.errOut)
+					}
+				}
+			}
+		}
+		if freshTurn(fresh["w1"], 2*time.Second) && freshTurn(fresh["w3"], 2*time.Second) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -331,8 +332,6 @@ func TestFleetEndToEnd(t *testing.T) {
 		}
 	}
 	elapsed := time.Since(start)
-	stopReader()
-	<-readerDone
 
 	// Every job is done, once: the fleet has nothing left to do. A job
 	// whose run ended may still be waiting: River's rescuer made it
@@ -361,6 +360,32 @@ func TestFleetEndToEnd(t *testing.T) {
 	workers[2].stop(t)
 	servers[0].stop(t)
 
+	// The turns the servers' providers started, by fleet run: each turn
+	// is named after its run (fleet-<run id>); its prompt carries the
+	// run's task, which names the run too.
+	type started struct {
+		server int
+		env    string
+	}
+	starts := map[string][]started{}
+	byTask := map[string]string{}
+	for i, id := range ids {
+		byTask[strconv.Itoa(i)] = id
+	}
+	var turnsStarted int
+	for i, path := range turnLogs {
+		for _, ts := range readTurnLog(t, path) {
+			turnsStarted++
+			m := taskNumber.FindStringSubmatch(ts.Prompt)
+			id := strings.TrimPrefix(ts.Turn, "fleet-")
+			if m == nil || byTask[m[1]] != id {
+				t.Errorf("server %d started turn %q in %s (prompt %q), which names no run of the test", i+1, ts.Turn, ts.Env, ts.Prompt)
+				continue
+			}
+			starts[id] = append(starts[id], started{server: i + 1, env: ts.Env})
+		}
+	}
+
 	var completed, inDoubt, recovered, handedBack, attempts int
 	var ledgerIn, ledgerOut, usageIn, usageOut int64
 	for _, id := range ids {
@@ -381,7 +406,7 @@ func TestFleetEndToEnd(t *testing.T) {
 		if last := r.Attempts[len(r.Attempts)-1]; r.Generation != last.Generation || r.Outcome.RunID != last.RunID {
 			t.Errorf("run %s: generation %d, outcome of %s; want its last attempt's (%+v)", id, r.Generation, r.Outcome.RunID, last)
 		}
-		completedAttempts, diedWithWorker := 0, false
+		completedAttempts, diedWithWorker, completedEnv := 0, false, ""
 		for i, a := range r.Attempts {
 			rec, err := kernel.ReadRun(ctx, f.Store(), a.RunID)
 			if err != nil {
@@ -415,6 +440,9 @@ func TestFleetEndToEnd(t *testing.T) {
 			switch {
 			case rec.Run.Status == store.StatusCompleted:
 				completedAttempts++
+				if rec.Exact != nil {
+					completedEnv = string(rec.Exact.EnvironmentID)
+				}
 			case rec.Run.Status == store.StatusInterrupted:
 				// Only the killed worker's attempts lapsed.
 				if a.Worker != "w1" {
@@ -442,6 +470,21 @@ func TestFleetEndToEnd(t *testing.T) {
 				}
 				usageIn, usageOut = usageIn+u.InputTokens.Value, usageOut+u.OutputTokens.Value
 				ledgerIn, ledgerOut = ledgerIn+rec.Spend.InputTokens.Value, ledgerOut+rec.Spend.OutputTokens.Value
+			}
+		}
+		// Fencing, proved where the work happens: the run's turn was
+		// started by a provider once, however many attempts, takeovers
+		// and re-sends it took — in the environment of the attempt that
+		// completed it — or, in doubt with server 2, at most once there
+		// and never again.
+		switch st := starts[id]; r.Status {
+		case store.StatusCompleted:
+			if len(st) != 1 || st[0].env != completedEnv {
+				t.Errorf("run %s completed in environment %q; its turn was started %d times: %+v; want once, there (two live executors)", id, completedEnv, len(st), st)
+			}
+		case store.StatusInterrupted:
+			if len(st) > 1 || (len(st) == 1 && st[0].server != 2) {
+				t.Errorf("run %s in doubt; its turn was started %d times: %+v; want at most once, on server 2", id, len(st), st)
 			}
 		}
 		switch r.Status {
@@ -475,27 +518,25 @@ func TestFleetEndToEnd(t *testing.T) {
 		t.Errorf("ledger totals %d in, %d out; run usage %d in, %d out; %d completed runs", ledgerIn, ledgerOut, usageIn, usageOut, completed)
 	}
 
-	// No event a reader was given is lost or moved.
-	ackedMu.Lock()
-	defer ackedMu.Unlock()
+	// No event a follower was given is lost, moved or changed. Each
+	// follower stops once its run ended and it was given every event.
 	var read int
-	for runID, evs := range acked {
-		all, err := f.Store().Events(ctx, runID, "", 0)
-		if err != nil {
-			t.Fatal(err)
+	collectDeadline := time.After(2 * time.Minute)
+	for range n {
+		select {
+		case fl := <-followed:
+			read += checkFollowed(t, ctx, f.Store(), runs[fl.run], fl)
+		case <-collectDeadline:
+			t.Fatalf("the followers did not all stop within 2 minutes of the runs' end")
 		}
-		for i, e := range all {
-			if e.Sequence != int64(i+1) {
-				t.Errorf("attempt %s: event %d has sequence %d", runID, i+1, e.Sequence)
-				break
-			}
+	}
+	for _, c := range cliFollowers {
+		select {
+		case <-c.exited:
+		case <-time.After(time.Minute):
+			t.Fatalf("agentrt runs events --follow %s did not stop within a minute of its run's end", c.run)
 		}
-		for _, e := range evs {
-			read++
-			if e.seq < 1 || e.seq > int64(len(all)) || all[e.seq-1].ID != e.id || all[e.seq-1].Type != e.kind {
-				t.Errorf("attempt %s: event %d (%s %s) a reader was given is gone or changed", runID, e.seq, e.id, e.kind)
-			}
-		}
+		read += checkFollowed(t, ctx, f.Store(), runs[c.run], c.result())
 	}
 	// No secret reached what the fleet stored: the servers' token, the
 	// database password.
@@ -516,8 +557,8 @@ func TestFleetEndToEnd(t *testing.T) {
 
 	t.Logf("%d runs, 3 workers on 2 servers; worker 1 and server 2 killed at %s; all ended after %s (%.1f runs/s)",
 		n, killedAt.Round(time.Millisecond), elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds())
-	t.Logf("%d completed (%d recovered from the killed worker), %d interrupted in doubt; %d attempts, %d handed back by the dead server's worker; %d events read by the reader, none lost; ledger %d in, %d out",
-		completed, recovered, inDoubt, attempts, handedBack, read, ledgerIn, ledgerOut)
+	t.Logf("%d completed (%d recovered from the killed worker), %d interrupted in doubt; %d attempts, %d handed back by the dead server's worker; %d turns started by the servers; %d events given to %d followers (%d of them agentrt processes), none lost; ledger %d in, %d out",
+		completed, recovered, inDoubt, attempts, handedBack, turnsStarted, read, n+len(cliFollowers), len(cliFollowers), ledgerIn, ledgerOut)
 	if t.Failed() {
 		t.Log(dump())
 	}

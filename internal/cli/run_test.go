@@ -35,7 +35,11 @@ import (
 // never overlap them.
 func TestMain(m *testing.M) {
 	if os.Getenv("AGENTRT_CLI_CHILD") == "1" {
-		os.Exit(cli.Main(context.Background(), os.Args[1:], cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+		stdio := cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}
+		if path := os.Getenv(turnLogEnv); path != "" {
+			os.Exit(cli.MainWith(context.Background(), os.Args[1:], stdio, turnLogOpener(path)))
+		}
+		os.Exit(cli.Main(context.Background(), os.Args[1:], stdio))
 	}
 	dir, err := os.MkdirTemp("", "agentrt-cli-test-")
 	if err != nil {

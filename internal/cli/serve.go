@@ -27,7 +27,7 @@ import (
 // to finish before the server closes them.
 const shutdownGrace = 10 * time.Second
 
-func newServeCmd(stdio IO) *cobra.Command {
+func newServeCmd(stdio IO, open providerOpener) *cobra.Command {
 	var listen, providerName, scriptPath, baseURL, openaiAPI, tokenFile, stateDir, logFormat string
 	var images []string
 	var sf storeFlags
@@ -122,7 +122,7 @@ as a server span continuing the traceparent it carries.`,
 				if stateDir != "" || len(images) > 0 {
 					return usage("--state-dir and --image apply to --provider localproc only")
 				}
-				if provider, err = openProvider(providerName, scriptPath, baseURL, openaiAPI); err != nil {
+				if provider, err = open(providerName, scriptPath, baseURL, openaiAPI); err != nil {
 					return err
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/store"
 )
 
@@ -136,4 +137,46 @@ func (s *endsFor) UpdateFenced(ctx context.Context, f store.Fence, fn func(*stor
 		return store.Run{}, err
 	}
 	return s.Store.UpdateFenced(ctx, f, s.refuse(fn))
+}
+
+// ErrLedgerRefused is the error of a ledger append FailingClosingLedgerFor
+// refuses.
+var ErrLedgerRefused = errors.New("storefault: the store refused the ledger append")
+
+// FailingClosingLedgerFor returns s whose ledger appends fail with
+// ErrLedgerRefused, appending nothing, from the first append of an entry
+// that closes a run (its "status" member a terminal store.Status, as the
+// kernel's closing entries state) until d after it; every other call is
+// s's own: a store that stops taking writes for a while just as a run
+// records what it spent. It reports, through refused, how many appends
+// it refused.
+func FailingClosingLedgerFor(s store.Store, d time.Duration) (st store.Store, refused func() int64) {
+	f := &closingLedgerFor{Store: s, d: d}
+	return f, f.refused.Load
+}
+
+type closingLedgerFor struct {
+	store.Store
+	d       time.Duration
+	mu      sync.Mutex
+	until   time.Time
+	refused atomic.Int64
+}
+
+func (s *closingLedgerFor) AppendLedger(ctx context.Context, f store.Fence, bodies []canonjson.Value, at time.Time) ([]store.LedgerEntry, error) {
+	s.mu.Lock()
+	if s.until.IsZero() {
+		for _, b := range bodies {
+			if v, ok := b.Get("status"); ok && v.Kind() == canonjson.String && store.Status(v.Str()).Terminal() {
+				s.until = time.Now().Add(s.d)
+			}
+		}
+	}
+	refuse := !s.until.IsZero() && time.Now().Before(s.until)
+	s.mu.Unlock()
+	if refuse {
+		s.refused.Add(1)
+		return nil, ErrLedgerRefused
+	}
+	return s.Store.AppendLedger(ctx, f, bodies, at)
 }

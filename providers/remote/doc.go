@@ -28,7 +28,10 @@
 // doubt), every other call is bounded by its timeout (CallTimeout unless
 // another applies), and a long poll (an exact process's wait or output,
 // a session's result) asks the server to wait at most a half
-// CallTimeout (its waitMs) and gives up at CallTimeout. It logs only a
+// CallTimeout (its waitMs) and gives up at CallTimeout; an ask answered
+// at once with nothing (a server ignoring waitMs) is followed by a pause
+// from RetryBackoff doubling up to the wait, ending with the caller's
+// context, never a hot loop. It logs only a
 // warning when that native session cannot be read (never the id), and
 // never puts its token anywhere but the Authorization header.
 package remote

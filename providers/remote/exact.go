@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
@@ -212,7 +213,9 @@ func (p *exactProc) Status(ctx context.Context) (*contract.ExactProcessStatus, e
 // with a *TimeoutError; ctx ends the whole wait.
 func (p *exactProc) Wait(ctx context.Context) (*contract.ProcessTermination, error) {
 	path := exactProcPath(p.e.doc.ID, p.pid) + "/wait?" + wire.QueryWaitMs + "=" + strconv.FormatInt(p.e.p.longPoll(), 10)
+	pace := p.e.p.pacer()
 	for {
+		asked := time.Now()
 		res, err := roundTrip(ctx, p.e.p, exchange{method: http.MethodPost, path: path,
 			answer: "wait answer", timeout: p.e.p.opts.CallTimeout, retry: true}, wire.ParseExactWaitResult)
 		if err != nil {
@@ -221,7 +224,7 @@ func (p *exactProc) Wait(ctx context.Context) (*contract.ProcessTermination, err
 		if res.Termination != nil {
 			return res.Termination, nil
 		}
-		if err := ctx.Err(); err != nil {
+		if err := pace.pause(ctx, asked); err != nil {
 			return nil, err
 		}
 	}
@@ -252,8 +255,10 @@ func (p *exactProc) output(ctx context.Context, stream string) iter.Seq2[[]byte,
 	return func(yield func([]byte, error) bool) {
 		var offset int64
 		wait := "&" + wire.QueryWaitMs + "=" + strconv.FormatInt(p.e.p.longPoll(), 10)
+		pace := p.e.p.pacer()
 		for {
 			path := exactProcPath(p.e.doc.ID, p.pid) + "/output/" + stream + "?offset=" + strconv.FormatInt(offset, 10) + wait
+			asked := time.Now()
 			chunk, err := roundTrip(ctx, p.e.p, exchange{method: http.MethodGet, path: path,
 				answer: stream, timeout: p.e.p.opts.CallTimeout, retry: true}, wire.ParseExactOutputChunk)
 			if err == nil && ctx.Err() != nil {
@@ -280,6 +285,12 @@ func (p *exactProc) output(ctx context.Context, stream string) iter.Seq2[[]byte,
 			}
 			if chunk.End {
 				return
+			}
+			if len(data) == 0 {
+				if err := pace.pause(ctx, asked); err != nil {
+					yield(nil, err)
+					return
+				}
 			}
 		}
 	}

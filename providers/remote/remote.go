@@ -419,6 +419,39 @@ func (p *Provider) longPoll() int64 {
 	return min(p.opts.CallTimeout/2, wire.MaxResultWaitMs*time.Millisecond).Milliseconds()
 }
 
+// pollPacer paces the asks of one long poll. An ask the server answered
+// with nothing at once — sooner than RetryBackoff, so it ignored the
+// wait it was asked for — is followed by a pause, RetryBackoff first,
+// doubling per such ask in a row up to the wait itself, so that such a
+// server is asked about once per wait rather than in a hot loop. An ask
+// the server held (for the wait, or for a shorter bound of its own, as
+// an agentrt serve with a shorter ResultWait does) is followed by the
+// next at once: its answer is not late for the pacing.
+type pollPacer struct {
+	first, wait, next time.Duration
+}
+
+// pacer returns the pacer of one long poll of p.
+func (p *Provider) pacer() *pollPacer {
+	wait := time.Duration(p.longPoll()) * time.Millisecond
+	return &pollPacer{first: min(p.opts.RetryBackoff, wait), wait: wait}
+}
+
+// pause follows an ask sent at asked that was answered with nothing: it
+// waits as the pacer says, or until ctx ends (its error).
+func (pc *pollPacer) pause(ctx context.Context, asked time.Time) error {
+	if time.Since(asked) >= pc.first {
+		pc.next = 0
+		return ctx.Err()
+	}
+	if pc.next == 0 {
+		pc.next = pc.first
+	} else {
+		pc.next = min(2*pc.next, pc.wait)
+	}
+	return sleep(ctx, pc.next)
+}
+
 // answerError is the error an error answer carries.
 func answerError(status int, body []byte) error {
 	e := &wire.Error{Status: status}

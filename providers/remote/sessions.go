@@ -122,7 +122,9 @@ func (s *session) Status(ctx context.Context) (contract.SessionStatus, bool, err
 // (each ask waits on the server about half a call timeout), or ctx ends.
 func (s *session) Result(ctx context.Context) (*contract.TurnResult, error) {
 	wait := s.e.p.longPoll()
+	pace := s.e.p.pacer()
 	for {
+		asked := time.Now()
 		res, err := roundTrip(ctx, s.e.p, s.call("/result", wire.SessionResultRequest{ControlRef: s.controlRef(), WaitMs: &wait},
 			s.e.p.opts.CallTimeout, true), wire.ParseSessionResult)
 		if err != nil {
@@ -131,7 +133,7 @@ func (s *session) Result(ctx context.Context) (*contract.TurnResult, error) {
 		if res.Result != nil {
 			return res.Result, nil
 		}
-		if err := ctx.Err(); err != nil {
+		if err := pace.pause(ctx, asked); err != nil {
 			return nil, err
 		}
 	}

@@ -39,6 +39,22 @@ type Options struct {
 	// holds its own copy, so the checkpoint is deleted without waiting
 	// for its forks (seed 000; spec M.2, P.2).
 	ForksOwnCheckpoints bool
+	// OnTurn, when set, is told of every turn the provider starts playing
+	// (a replayed or re-attached turn is not started again, so it is not
+	// told), before the turn's first event; it must return promptly. A
+	// test that must prove a turn ran once however often it was asked
+	// for counts here.
+	OnTurn func(TurnStarted)
+}
+
+// TurnStarted is a turn the provider started playing (Options.OnTurn).
+type TurnStarted struct {
+	// EnvironmentID is the environment the turn runs in.
+	EnvironmentID string
+	// TurnID is the turn id the caller named it with; "" when unnamed.
+	TurnID string
+	// Prompt is the turn's prompt text.
+	Prompt string
 }
 
 // OnPrompt answers one turn with the events the worker emits.
@@ -69,6 +85,8 @@ type backend struct {
 	script *Script
 	now    func() time.Time
 	answer OnPrompt
+	// onTurn is Options.OnTurn.
+	onTurn func(TurnStarted)
 	// ownCopies: forks hold their own checkpoint copy.
 	ownCopies bool
 	// interactive: the script originates interactions, of kinds.
@@ -136,7 +154,7 @@ func New(script *Script, opts Options) *Provider {
 		script = &Script{}
 	}
 	kinds := interactionKinds(script)
-	p := &Provider{b: &backend{name: opts.Name, script: script, now: opts.Now, answer: opts.OnPrompt,
+	p := &Provider{b: &backend{name: opts.Name, script: script, now: opts.Now, answer: opts.OnPrompt, onTurn: opts.OnTurn,
 		ownCopies: opts.ForksOwnCheckpoints, kinds: kinds, interactive: opts.OnPrompt == nil && len(kinds) > 0,
 		envs: map[string]*envState{}, used: map[int]bool{}, transfers: map[string]*transferRecord{},
 		exactEnvs: map[string]*exactEnvState{}}}

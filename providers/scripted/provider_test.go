@@ -135,3 +135,30 @@ func TestInProcess(t *testing.T) {
 		t.Errorf("rounds %v, want [0 1 2]", rounds)
 	}
 }
+
+// OnTurn is told of each turn the provider starts, once: a turn re-sent
+// under the turn id it was admitted with is replayed, not started again.
+func TestOnTurnTellsEachStartOnce(t *testing.T) {
+	ctx := context.Background()
+	var started []scripted.TurnStarted
+	p := scripted.New(hello(), scripted.Options{OnTurn: func(ts scripted.TurnStarted) { started = append(started, ts) }})
+	env, err := p.Create(ctx, &contract.CreateInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []*contract.TurnInput{
+		{Prompt: ptr("one"), TurnID: ptr("turn-1")},
+		{Prompt: ptr("one"), TurnID: ptr("turn-1")}, // replayed
+		{Prompt: ptr("two")},
+	} {
+		for _, err := range env.Stream(ctx, in) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := []scripted.TurnStarted{{EnvironmentID: env.ID(), TurnID: "turn-1", Prompt: "one"}, {EnvironmentID: env.ID(), Prompt: "two"}}
+	if fmt.Sprint(started) != fmt.Sprint(want) || p.Turns() != 2 {
+		t.Errorf("told %+v (%d turns); want %+v", started, p.Turns(), want)
+	}
+}

@@ -366,15 +366,25 @@ func (e *environment) start(ctx context.Context, in *contract.TurnInput) (*runSt
 	if err != nil {
 		return nil, nil, err
 	}
+	started := func() {
+		b.turns.Add(1)
+		if b.onTurn != nil {
+			ts := TurnStarted{EnvironmentID: st.id, Prompt: prompt}
+			if in.TurnID != nil {
+				ts.TurnID = *in.TurnID
+			}
+			b.onTurn(ts)
+		}
+	}
 	if b.answer != nil {
 		return run, func(ctx context.Context, yield func(contract.EnvironmentEvent, error) bool) {
-			b.turns.Add(1)
+			started()
 			pl := &player{env: st, run: run, yield: yield, now: b.now, prompt: prompt}
 			pl.worker(ctx, in)
 		}, nil
 	}
 	return run, func(ctx context.Context, yield func(contract.EnvironmentEvent, error) bool) {
-		b.turns.Add(1)
+		started()
 		pl := &player{env: st, run: run, yield: yield, now: b.now, prompt: prompt}
 		pl.script(ctx, turn, served(b.script, turn, prof))
 	}, nil
