@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,8 +34,8 @@ type streamCutter struct {
 	URL     string
 	cutting atomic.Bool
 	cancels atomic.Int32
-	mu      sync.Mutex
-	streams int
+	// relayed: a stream relayed its first event; later ones are dropped.
+	relayed atomic.Bool
 }
 
 func newStreamCutter(t *testing.T, base string) *streamCutter {
@@ -57,16 +56,15 @@ func newStreamCutter(t *testing.T, base string) *streamCutter {
 			rp.ServeHTTP(w, r)
 			return
 		}
-		c.mu.Lock()
-		c.streams++
-		first := c.streams == 1
-		c.mu.Unlock()
-		if !first {
+		if c.relayed.Load() {
 			panic(http.ErrAbortHandler) // the connection drops
 		}
+		// Until a stream relayed its first event, each one is relayed
+		// (a stream that broke before its event on a loaded machine is
+		// not the cut under test), and cut after that event.
 		ctx, cut := context.WithCancel(r.Context())
 		defer cut()
-		rp.ServeHTTP(&cutAfterEvent{ResponseWriter: w, cut: cut}, r.WithContext(ctx))
+		rp.ServeHTTP(&cutAfterEvent{ResponseWriter: w, cut: cut, relayed: &c.relayed}, r.WithContext(ctx))
 	}))
 	t.Cleanup(srv.Close)
 	c.URL = srv.URL
@@ -84,6 +82,7 @@ type cutAfterEvent struct {
 	cut     context.CancelFunc
 	sent    []byte // what went through, up to the first whole event
 	cutting bool
+	relayed *atomic.Bool
 }
 
 func (c *cutAfterEvent) Write(b []byte) (int, error) {
@@ -98,6 +97,7 @@ func (c *cutAfterEvent) Write(b []byte) (int, error) {
 	}
 	if i := bytes.Index(c.sent, []byte("data:")); i >= 0 && bytes.Contains(c.sent[i:], []byte("\n\n")) {
 		c.cutting = true
+		c.relayed.Store(true)
 		time.AfterFunc(200*time.Millisecond, c.cut)
 	}
 	return n, err
