@@ -114,6 +114,10 @@ type stallAfter struct {
 	// after, when positive, sets stall once that many events were
 	// appended.
 	after int64
+	// atType, when set, sets stall as an event of that type is about to
+	// be appended (the turn's terminal, "done": the turn ended in its
+	// environment, unrecorded), which then stalls too.
+	atType string
 }
 
 func (s *stallAfter) wait(ctx context.Context) error {
@@ -125,6 +129,11 @@ func (s *stallAfter) wait(ctx context.Context) error {
 }
 
 func (s *stallAfter) AppendEvents(ctx context.Context, f store.Fence, events []store.NewEvent) ([]store.Event, error) {
+	for _, e := range events {
+		if s.atType != "" && e.Type == s.atType {
+			s.stall.Store(true)
+		}
+	}
 	if err := s.wait(ctx); err != nil {
 		return nil, err
 	}
