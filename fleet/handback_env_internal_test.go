@@ -21,8 +21,11 @@ import (
 // environment (kernel.Reattach) rather than leaking it. A turn that had
 // completed in it, its end unrecorded, is settled there and never run
 // again (runtime.md §15: a turn whose end is known is not run again); a
-// turn that died with the lost lease (cancelled, nobody asked) runs
-// again in a new environment and the old one is destroyed. Either way
+// turn still running there (a server's, which runs on after its caller
+// went away: work in doubt) is followed to its end, never started a
+// second time beside it; a turn that died with the lost lease
+// (cancelled, nobody asked) runs again in a new environment and the old
+// one is destroyed. Either way
 // every environment the provider created is destroyed exactly once
 // (ENV-06) and none is left alive.
 func TestHandedBackAttemptsEnvironmentIsNotLeaked(t *testing.T) {
@@ -35,6 +38,10 @@ func TestHandedBackAttemptsEnvironmentIsNotLeaked(t *testing.T) {
 		name string
 		// stall cuts the first attempt's kernel store off.
 		stall *stallAfter
+		// detached: the turn goes on in its environment after its caller
+		// went away (a remote server's), unheard.
+		detached bool
+		script   string
 		// wantEnvs is how many environments the run used; wantTurns how
 		// many turns were played.
 		wantEnvs  int
@@ -42,11 +49,21 @@ func TestHandedBackAttemptsEnvironmentIsNotLeaked(t *testing.T) {
 	}{
 		{name: "lost mid-turn: the turn runs again in a new environment", stall: &stallAfter{after: 1}, wantEnvs: 2, wantTurns: 2},
 		{name: "lost once its turn ended unrecorded: the turn is re-attached to, not run again", stall: &stallAfter{atType: "done"}, wantEnvs: 1, wantTurns: 1},
+		// The turn outlives the handed-back attempt (still running when
+		// the next claim re-attaches: the attempt hands back within its
+		// lease plus the kernel's cleanup window): followed, not run again.
+		{name: "lost mid-turn on a server that runs it on: the turn is re-attached to, not run again", stall: &stallAfter{after: 1}, detached: true,
+			script: `{"turns":[{"repeat":true,"steps":[{"text":"working "},{"delayMs":10000},{"text":"done"}]}]}`, wantEnvs: 1, wantTurns: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
-			prov := newEnvLedger(t, `{"turns":[{"repeat":true,"steps":[{"text":"working "},{"delayMs":300},{"text":"done"}]}]}`)
+			script := tc.script
+			if script == "" {
+				script = `{"turns":[{"repeat":true,"steps":[{"text":"working "},{"delayMs":300},{"text":"done"}]}]}`
+			}
+			prov := newEnvLedger(t, script)
+			prov.detached = tc.detached
 			sub, err := f.Submit(ctx, Submission{Spec: Spec{Profile: pv, Task: "t", Provider: "scripted"}})
 			if err != nil {
 				t.Fatal(err)
