@@ -54,7 +54,11 @@
 // claim settles that handed-back attempt exactly as it settles a dead
 // worker's interrupted one (re-attaching to its environment below, or
 // adopting its recorded turn), never leaving the environment to leak nor
-// running a turn that ended in it again. An attempt's environment is
+// running a turn that ended in it again. On a provider whose environments
+// cannot be found by id no next holder could ever reach such an
+// environment, so the worker whose attempt left it destroys it itself
+// once the kernel returns (whether the kernel's lease or the fleet run's
+// claim was lost). An attempt's environment is
 // created by the worker's own provider. On a provider whose environments
 // outlive the worker (contract.EnvironmentGetter: an agentrt serve
 // sidecar behind providers/remote), every attempt names its turn after

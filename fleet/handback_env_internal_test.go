@@ -25,7 +25,9 @@ import (
 // went away: work in doubt) is followed to its end, never started a
 // second time beside it; a turn that died with the lost lease
 // (cancelled, nobody asked) runs again in a new environment and the old
-// one is destroyed. Either way
+// one is destroyed. On a provider that cannot find environments by id
+// nobody could re-attach, so the worker that handed the run back
+// destroys what its kernel run left. Either way
 // every environment the provider created is destroyed exactly once
 // (ENV-06) and none is left alive.
 func TestHandedBackAttemptsEnvironmentIsNotLeaked(t *testing.T) {
@@ -41,7 +43,10 @@ func TestHandedBackAttemptsEnvironmentIsNotLeaked(t *testing.T) {
 		// detached: the turn goes on in its environment after its caller
 		// went away (a remote server's), unheard.
 		detached bool
-		script   string
+		// unfindable: the provider cannot find environments by id (no
+		// contract.EnvironmentGetter), so nobody could re-attach to one.
+		unfindable bool
+		script     string
 		// wantEnvs is how many environments the run used; wantTurns how
 		// many turns were played.
 		wantEnvs  int
@@ -54,6 +59,9 @@ func TestHandedBackAttemptsEnvironmentIsNotLeaked(t *testing.T) {
 		// lease plus the kernel's cleanup window): followed, not run again.
 		{name: "lost mid-turn on a server that runs it on: the turn is re-attached to, not run again", stall: &stallAfter{after: 1}, detached: true,
 			script: `{"turns":[{"repeat":true,"steps":[{"text":"working "},{"delayMs":10000},{"text":"done"}]}]}`, wantEnvs: 1, wantTurns: 1},
+		// Nobody can find the environment again: worker A destroys what
+		// its kernel run left, and the run runs again.
+		{name: "lost mid-turn on a provider that cannot find environments: the worker destroys it, the turn runs again", stall: &stallAfter{after: 1}, unfindable: true, wantEnvs: 2, wantTurns: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -68,7 +76,11 @@ func TestHandedBackAttemptsEnvironmentIsNotLeaked(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			o := WorkerOptions{Providers: map[string]contract.Provider{"scripted": prov}, LeaseTTL: 2 * time.Second}
+			var use contract.Provider = prov
+			if tc.unfindable {
+				use = struct{ contract.Provider }{prov}
+			}
+			o := WorkerOptions{Providers: map[string]contract.Provider{"scripted": use}, LeaseTTL: 2 * time.Second}
 			a, err := f.NewWorker(ctx, o)
 			if err != nil {
 				t.Fatal(err)
@@ -91,8 +103,8 @@ func TestHandedBackAttemptsEnvironmentIsNotLeaked(t *testing.T) {
 			if err != nil || rec.Exact == nil || rec.Exact.EnvironmentID == "" {
 				t.Fatalf("worker A's attempt: %+v, %v; want its environment recorded", rec, err)
 			}
-			if live, err := prov.List(ctx, nil); err != nil || len(live) != 1 {
-				t.Fatalf("environments alive after worker A: %+v, %v; want its one environment, left to the next holder", live, err)
+			if live, err := prov.List(ctx, nil); err != nil || tc.unfindable != (len(live) == 0) {
+				t.Fatalf("environments alive after worker A: %+v, %v; want its one environment left to the next holder, or none when none could find it", live, err)
 			}
 
 			b, err := f.NewWorker(ctx, o)

@@ -715,10 +715,16 @@ func (w *Worker) runAttempt(c claim) error {
 		return w.end(c, nil, fmt.Errorf("%w: this worker has no provider %q", ErrInvalid, c.spec.Provider))
 	}
 	_, findable := provider.(contract.EnvironmentGetter)
+	var track *tracking
 	if findable {
 		// Its environments outlive this worker: name the turn after the
 		// fleet run, so that a successor can re-attach to it.
 		provider = &pinned{Provider: provider, turn: turnID(c.fence.RunID)}
+	} else {
+		// Nobody else can find its environments: what the attempt leaves
+		// behind is this worker's to destroy.
+		track = &tracking{Provider: provider}
+		provider = track
 	}
 	var reattach *kernel.Reattach
 	if c.resume != nil {
@@ -762,6 +768,9 @@ func (w *Worker) runAttempt(c claim) error {
 		KeepInDoubt: findable,
 	})
 	lost := hb.stop()
+	if track != nil {
+		w.destroyLeftBehind(c, track)
+	}
 	if lost != nil {
 		// Another worker may have taken the run over; whatever it is, this
 		// worker records nothing more, and the job is looked at again.
@@ -772,6 +781,23 @@ func (w *Worker) runAttempt(c claim) error {
 		return w.end(c, nil, runErr)
 	}
 	return w.end(c, res, runErr)
+}
+
+// destroyLeftBehind destroys the environments an attempt on a provider
+// whose environments cannot be found by id created and its kernel run
+// left alive: it lost its lease, and then destroys nothing, leaving them
+// to a next holder that could never find them (see tracking).
+func (w *Worker) destroyLeftBehind(c claim, track *tracking) {
+	for _, env := range track.leftBehind() {
+		ctx, cancel := context.WithTimeout(context.Background(), kernel.DefaultCleanupTimeout)
+		err := env.Destroy(ctx)
+		cancel()
+		if err != nil {
+			w.log.Warn("destroying an environment the attempt left behind (its provider cannot find it again): it may still exist", "run", c.fence.RunID, "attempt", c.attempt.RunID, "environment", env.ID(), "err", err)
+			continue
+		}
+		w.log.Info("destroyed an environment the attempt left behind: its kernel run lost its lease, and nobody else can find it", "run", c.fence.RunID, "attempt", c.attempt.RunID, "environment", env.ID())
+	}
 }
 
 // end records how the attempt ended in the fleet run, fenced: the fleet
