@@ -47,7 +47,18 @@
 // turn and an environment kept for an end that never lands would leak);
 // an attempt still live waits; an attempt that is interrupted (its
 // kernel lease lapsed) or never started is run
-// again as a new attempt in a new generation. An attempt's environment is
+// again as a new attempt in a new generation. A worker whose attempt lost
+// its kernel run's lease while the worker kept the fleet run hands the
+// run back (pending): the kernel destroys nothing after a lost lease and
+// leaves the attempt's environment to the run's next holder, so the next
+// claim settles that handed-back attempt exactly as it settles a dead
+// worker's interrupted one (re-attaching to its environment below, or
+// adopting its recorded turn), never leaving the environment to leak nor
+// running a turn that ended in it again. On a provider whose environments
+// cannot be found by id no next holder could ever reach such an
+// environment, so the worker whose attempt left it destroys it itself
+// once the kernel returns (whether the kernel's lease or the fleet run's
+// claim was lost). An attempt's environment is
 // created by the worker's own provider. On a provider whose environments
 // outlive the worker (contract.EnvironmentGetter: an agentrt serve
 // sidecar behind providers/remote), every attempt names its turn after

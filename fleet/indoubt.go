@@ -299,6 +299,14 @@ func (f *Fleet) settle(fence store.Fence, attempt Attempt, doubt InDoubt, res *k
 		// work was never done: lost, not the worker's failure.
 		rc.State, rc.Detail = RecoveryLost, "the turn in environment "+doubt.EnvironmentID+" had ended cancelled though nobody asked (its holder died or its server abandoned it unread): the run is lost"
 		status = string(res.Status)
+	case res.Reason == kernel.ReasonCancelled && errors.Is(runErr, errStopFollowing):
+		// ctx ended before the recovery's kernel run saw the turn's end,
+		// even before it re-attached to the environment (then it kept
+		// nothing, having held nothing): the cancel is this recovery's
+		// own going away, never the turn's end, and the turn may still
+		// run.
+		rc.State, rc.Detail = RecoveryRunning, "the recovery stopped before it saw the turn's end ("+res.Detail+"); the run stays in doubt"
+		status = string(res.Status)
 	case res.EnvironmentKept, res.Status == store.StatusInterrupted:
 		rc.State, rc.Detail = RecoveryRunning, "the turn is still running (or its end could not be seen: "+res.Detail+"); the run stays in doubt"
 		status = string(res.Status)

@@ -32,6 +32,22 @@ type blipServer struct {
 	gone   map[string]int
 	// abandon cancels the cut turns, as a server does one nobody reads.
 	abandon []context.CancelFunc
+	// followed, when set, is called once, as a re-attachment (a stream
+	// that is not cut) yields its first event: the follower is following
+	// the turn.
+	followed atomic.Pointer[func()]
+	// capabilities, when set, is called once with the context of the
+	// next call of Capabilities (a kernel run's first provider call).
+	capabilities atomic.Pointer[func(context.Context)]
+}
+
+// Capabilities implements contract.Provider, calling the capabilities
+// hook first when one is set.
+func (p *blipServer) Capabilities(ctx context.Context) (*contract.Capabilities, error) {
+	if h := p.capabilities.Swap(nil); h != nil {
+		(*h)(ctx)
+	}
+	return p.Provider.Capabilities(ctx)
 }
 
 // abandonTurns cancels every cut turn on the server's side, as agentrt
@@ -117,6 +133,9 @@ func (e *blipEnv) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[
 			if !yield(ev, err) || err != nil {
 				stop()
 				return
+			}
+			if h := e.p.followed.Swap(nil); h != nil && !cut {
+				(*h)()
 			}
 			if cut {
 				yield(contract.EnvironmentEvent{}, errors.New("remote: the turn stream was lost: connection reset"))
@@ -215,15 +234,24 @@ func TestRecoverSettlesTurnInDoubt(t *testing.T) {
 	}
 }
 
-// Issue 14: a turn still running when Recover stops following it leaves
-// the run in doubt and its environment alive; Recover once it ended
-// settles it.
+// Issue 14: a turn still running when Recover stops following it (its
+// context ends once the re-attachment follows the turn, which runs on for
+// seconds) leaves the run in doubt and its environment alive; Recover
+// once it ended settles it.
 func TestRecoverStillRunningStaysInDoubt(t *testing.T) {
 	srv := newBlipServer(t, lateScript)
 	f, r := inDoubtRun(t, srv, "a slow note in doubt")
-	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	followed := make(chan struct{})
+	stopFollowing := func() { close(followed); cancel() }
+	srv.followed.Store(&stopFollowing)
 	rc, err := f.Recover(ctx, r.ID, fleet.RecoverOptions{Provider: srv})
 	cancel()
+	select {
+	case <-followed:
+	default:
+		t.Fatalf("Recover (%+v, %v) never followed the turn", rc, err)
+	}
 	if err != nil || rc.State != fleet.RecoveryRunning {
 		t.Fatalf("Recover while the turn runs: %+v, %v; want still running", rc, err)
 	}
@@ -242,6 +270,62 @@ func TestRecoverStillRunningStaysInDoubt(t *testing.T) {
 	}
 	if got, err := f.Get(t.Context(), r.ID); err != nil || got.Status != store.StatusCompleted || got.Outcome.Text != "note written" {
 		t.Errorf("run after the settle: %+v, %v; want completed with the whole text", got, err)
+	}
+}
+
+// Issue 14: a Recover whose context ends after it claimed the run but
+// before its kernel run re-attached to the environment saw nothing of
+// the turn, which still runs: the run stays in doubt (RecoveryRunning),
+// never settled cancelled, and its environment stays alive for a later
+// Recover, which settles it completed. The work is never run again.
+func TestRecoverStoppedBeforeItFollowsStaysInDoubt(t *testing.T) {
+	srv := newBlipServer(t, lateScript)
+	f, r := inDoubtRun(t, srv, "a slow note in doubt")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	stopped := make(chan struct{})
+	// The recovery's kernel run asks the provider's capabilities first:
+	// its caller goes away there, and the call returns once the kernel
+	// run's own context (the following) has ended too.
+	stopBefore := func(follow context.Context) {
+		cancel()
+		select {
+		case <-follow.Done():
+			close(stopped)
+		case <-time.After(time.Minute):
+		}
+	}
+	srv.capabilities.Store(&stopBefore)
+	rc, err := f.Recover(ctx, r.ID, fleet.RecoverOptions{Provider: srv})
+	select {
+	case <-stopped:
+	default:
+		t.Fatalf("Recover (%+v, %v) did not stop before following the turn", rc, err)
+	}
+	if err != nil || rc.State != fleet.RecoveryRunning {
+		t.Fatalf("Recover stopped before it followed the turn: %+v, %v; want still running", rc, err)
+	}
+	got, err := f.Get(t.Context(), r.ID)
+	if err != nil || got.Status != store.StatusInterrupted || got.Recovery == nil || got.Recovery.State != fleet.RecoveryRunning {
+		t.Fatalf("run after an unsettled Recover: %+v, %v; want interrupted, still in doubt", got, err)
+	}
+	if live, err := srv.Get(t.Context(), r.InDoubt.EnvironmentID); err != nil || live == nil || srv.destroys(r.InDoubt.EnvironmentID) != 0 {
+		t.Fatalf("the environment after an unsettled Recover: %v, %v, destroyed %d times; want alive", live, err, srv.destroys(r.InDoubt.EnvironmentID))
+	}
+	again, cancelAgain := context.WithTimeout(t.Context(), time.Minute)
+	defer cancelAgain()
+	rc, err = f.Recover(again, r.ID, fleet.RecoverOptions{Provider: srv})
+	if err != nil || rc.State != fleet.RecoverySettled {
+		t.Fatalf("Recover once the turn ended: %+v, %v; want settled", rc, err)
+	}
+	if got, err := f.Get(t.Context(), r.ID); err != nil || got.Status != store.StatusCompleted || got.Outcome.Text != "note written" {
+		t.Errorf("run after the settle: %+v, %v; want completed with the whole text", got, err)
+	}
+	if n := srv.turns.Load(); n != 2 {
+		t.Errorf("%d turns streamed, want 2: the cut one and the settling re-attachment (never a new turn)", n)
+	}
+	if n := srv.destroys(r.InDoubt.EnvironmentID); n != 1 {
+		t.Errorf("environment destroyed %d times after the settle, want once", n)
 	}
 }
 

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"iter"
 	"net/url"
 	"slices"
 	"sync"
@@ -31,6 +32,10 @@ type envLedger struct {
 	mu        sync.Mutex
 	created   []string
 	destroyed map[string]int
+	// detached makes the environments it creates run their turns as a
+	// server does (providers/remote behind agentrt serve): on after
+	// their caller went away, unheard, for a later re-attachment.
+	detached bool
 }
 
 func newEnvLedger(t *testing.T, script string) *envLedger {
@@ -52,7 +57,7 @@ func (p *envLedger) Create(ctx context.Context, in *contract.CreateInput) (contr
 		p.created = append(p.created, env.ID())
 		p.mu.Unlock()
 	}
-	return &ledgerEnv{Environment: env, p: p}, nil
+	return &ledgerEnv{Environment: env, p: p, detached: p.detached}, nil
 }
 
 func (p *envLedger) Get(ctx context.Context, id string) (contract.Environment, error) {
@@ -65,7 +70,52 @@ func (p *envLedger) Get(ctx context.Context, id string) (contract.Environment, e
 
 type ledgerEnv struct {
 	contract.Environment
-	p *envLedger
+	p        *envLedger
+	detached bool
+}
+
+// Stream, when detached, runs the turn on a context of its own: a caller
+// whose context ends gets its cause as the stream's error, and the turn
+// plays on unheard.
+func (e *ledgerEnv) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
+	if !e.detached {
+		return e.Environment.Stream(ctx, in)
+	}
+	type pulled struct {
+		ev  contract.EnvironmentEvent
+		err error
+	}
+	return func(yield func(contract.EnvironmentEvent, error) bool) {
+		ch := make(chan pulled)
+		go func() {
+			defer close(ch)
+			for ev, err := range e.Environment.Stream(context.WithoutCancel(ctx), in) {
+				ch <- pulled{ev, err}
+			}
+		}()
+		drain := func() {
+			go func() {
+				for range ch {
+				}
+			}()
+		}
+		for {
+			select {
+			case p, ok := <-ch:
+				if !ok {
+					return
+				}
+				if !yield(p.ev, p.err) {
+					drain()
+					return
+				}
+			case <-ctx.Done():
+				drain()
+				yield(contract.EnvironmentEvent{}, context.Cause(ctx))
+				return
+			}
+		}
+	}
 }
 
 func (e *ledgerEnv) Destroy(ctx context.Context) error {
@@ -114,6 +164,10 @@ type stallAfter struct {
 	// after, when positive, sets stall once that many events were
 	// appended.
 	after int64
+	// atType, when set, sets stall as an event of that type is about to
+	// be appended (the turn's terminal, "done": the turn ended in its
+	// environment, unrecorded), which then stalls too.
+	atType string
 }
 
 func (s *stallAfter) wait(ctx context.Context) error {
@@ -125,6 +179,11 @@ func (s *stallAfter) wait(ctx context.Context) error {
 }
 
 func (s *stallAfter) AppendEvents(ctx context.Context, f store.Fence, events []store.NewEvent) ([]store.Event, error) {
+	for _, e := range events {
+		if s.atType != "" && e.Type == s.atType {
+			s.stall.Store(true)
+		}
+	}
 	if err := s.wait(ctx); err != nil {
 		return nil, err
 	}

@@ -461,15 +461,7 @@ func (w *Worker) claim(ctx context.Context, runID, jobDigest string) (claim, err
 		case !rec.Run.Status.Terminal():
 			return claim{}, &busyError{owner: rec.Run.Owner, until: rec.Run.LeaseUntil}
 		case rec.Run.Status == store.StatusInterrupted:
-			// An environment still alive is re-attached to: its turn,
-			// replayed, is settled there (and the environment destroyed)
-			// rather than run again. Gone, or on a provider that cannot
-			// find it, the turn's end may still be on record.
-			if found, note, err := w.findLiveEnvironment(ctx, spec.Provider, rec); err != nil {
-				return claim{}, err
-			} else if found != nil {
-				resume, resumeNote = found, note
-			} else if settled, err = w.settledTurn(ctx, last.RunID, spec); err != nil {
+			if resume, resumeNote, settled, err = w.interrupted(ctx, spec, rec); err != nil {
 				return claim{}, err
 			}
 			prior, priorNote = string(store.StatusInterrupted), "its worker lost the run mid-attempt"
@@ -481,9 +473,12 @@ func (w *Worker) claim(ctx context.Context, runID, jobDigest string) (claim, err
 			adopt = rec
 		}
 	} else if n := len(attempts); n > 0 && r.Status == store.StatusPending && attempts[n-1].Status == "released" {
-		// A handed-back attempt whose end its kernel run could not record
-		// (its store stopped answering past its lease) may have finished
-		// its turn all the same.
+		// A handed-back attempt that lost its kernel run's lease left its
+		// environment alive to the run's next holder, this claim (kernel
+		// rule: no effects after a lost lease); one whose end its kernel
+		// run could not record (its store stopped answering past its
+		// lease) may have finished its turn all the same. Either is
+		// settled as a dead worker's interrupted attempt is.
 		last := attempts[n-1]
 		rec, err := kernel.ReadRun(ctx, s, last.RunID)
 		switch {
@@ -494,7 +489,7 @@ func (w *Worker) claim(ctx context.Context, runID, jobDigest string) (claim, err
 			// Its lease has not lapsed yet: its end may still land.
 			return claim{}, &busyError{owner: rec.Run.Owner, until: rec.Run.LeaseUntil}
 		case rec.Run.Status == store.StatusInterrupted:
-			if settled, err = w.settledTurn(ctx, last.RunID, spec); err != nil {
+			if resume, resumeNote, settled, err = w.interrupted(ctx, spec, rec); err != nil {
 				return claim{}, err
 			}
 		}
@@ -593,6 +588,24 @@ func specAltered(spec Spec, doc canonjson.Value, jobDigest string) string {
 		return fmt.Sprintf("the job names spec %s, the run records %s", jobDigest, recorded)
 	}
 	return ""
+}
+
+// interrupted settles what an earlier attempt whose kernel run reads
+// interrupted left behind — its worker died, or lost the attempt's
+// lease and handed the run back — before the run runs again. An
+// environment still alive (findLiveEnvironment) is re-attached to: its
+// turn, replayed, is settled there (and the environment destroyed when
+// the runtime created it) rather than run again, and the environment is
+// never left to leak. Gone, or on a provider that cannot find it, the
+// turn's end may still be on record (settledTurn). Neither: the run is
+// run again (all results nil).
+func (w *Worker) interrupted(ctx context.Context, spec Spec, rec *kernel.RunRecord) (*kernel.Reattach, string, *Outcome, error) {
+	found, note, err := w.findLiveEnvironment(ctx, spec.Provider, rec)
+	if err != nil || found != nil {
+		return found, note, nil, err
+	}
+	settled, err := w.settledTurn(ctx, rec.Run.ID, spec)
+	return nil, "", settled, err
 }
 
 // findLiveEnvironment looks for the environment a dead worker's attempt
@@ -702,10 +715,16 @@ func (w *Worker) runAttempt(c claim) error {
 		return w.end(c, nil, fmt.Errorf("%w: this worker has no provider %q", ErrInvalid, c.spec.Provider))
 	}
 	_, findable := provider.(contract.EnvironmentGetter)
+	var track *tracking
 	if findable {
 		// Its environments outlive this worker: name the turn after the
 		// fleet run, so that a successor can re-attach to it.
 		provider = &pinned{Provider: provider, turn: turnID(c.fence.RunID)}
+	} else {
+		// Nobody else can find its environments: what the attempt leaves
+		// behind is this worker's to destroy.
+		track = &tracking{Provider: provider}
+		provider = track
 	}
 	var reattach *kernel.Reattach
 	if c.resume != nil {
@@ -749,6 +768,9 @@ func (w *Worker) runAttempt(c claim) error {
 		KeepInDoubt: findable,
 	})
 	lost := hb.stop()
+	if track != nil {
+		w.destroyLeftBehind(c, track)
+	}
 	if lost != nil {
 		// Another worker may have taken the run over; whatever it is, this
 		// worker records nothing more, and the job is looked at again.
@@ -759,6 +781,23 @@ func (w *Worker) runAttempt(c claim) error {
 		return w.end(c, nil, runErr)
 	}
 	return w.end(c, res, runErr)
+}
+
+// destroyLeftBehind destroys the environments an attempt on a provider
+// whose environments cannot be found by id created and its kernel run
+// left alive: it lost its lease, and then destroys nothing, leaving them
+// to a next holder that could never find them (see tracking).
+func (w *Worker) destroyLeftBehind(c claim, track *tracking) {
+	for _, env := range track.leftBehind() {
+		ctx, cancel := context.WithTimeout(context.Background(), kernel.DefaultCleanupTimeout)
+		err := env.Destroy(ctx)
+		cancel()
+		if err != nil {
+			w.log.Warn("destroying an environment the attempt left behind (its provider cannot find it again): it may still exist", "run", c.fence.RunID, "attempt", c.attempt.RunID, "environment", env.ID(), "err", err)
+			continue
+		}
+		w.log.Info("destroyed an environment the attempt left behind: its kernel run lost its lease, and nobody else can find it", "run", c.fence.RunID, "attempt", c.attempt.RunID, "environment", env.ID())
+	}
 }
 
 // end records how the attempt ended in the fleet run, fenced: the fleet
