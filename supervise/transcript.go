@@ -200,9 +200,12 @@ func (c *Coordinator) recordedTranscript() ([]contract.ChatMessage, []TakenEvent
 	return out, took, nil
 }
 
-// dropTaken removes from c's event queue, for each event a recorded
-// await_event call took, the earliest queued event of its kind and
-// worker: the replayed settlement the resumed conversation already has.
+// dropTaken removes from c's event queue, for each settlement (or
+// finding) a recorded await_event call took, the earliest queued event
+// of its kind and worker: the replayed settlement the resumed
+// conversation already has. A taken question is passed over: the replay
+// does not queue questions again, so a question queued now is a new one
+// (asked again by a nested manager driven again, or a recovered worker).
 func (c *Coordinator) dropTaken(took []TakenEvent) {
 	if len(took) == 0 {
 		return
@@ -210,6 +213,9 @@ func (c *Coordinator) dropTaken(took []TakenEvent) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, t := range took {
+		if t.Kind != EventSettled && t.Kind != EventFinding {
+			continue // not queued again by the replay (publishReplayed)
+		}
 		q := c.queued[t.Kind]
 		if q == nil {
 			continue
