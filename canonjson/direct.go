@@ -84,7 +84,8 @@ func goEncoderFor(t reflect.Type) goEncoder {
 func refuse(*encoder, reflect.Value) (bool, bool) { return false, false }
 
 // newGoEncoder builds t's goEncoder, deciding per type what ToValue's
-// convert decides per value: a Value is itself, a ValueMarshaler its
+// convert decides per value: a Value is itself, a ValueMarshaler (other
+// than an interface type, which goes on to what it holds) its
 // MarshalValue, then by kind.
 func newGoEncoder(t reflect.Type) goEncoder {
 	if t == valueType {
@@ -98,7 +99,7 @@ func newGoEncoder(t reflect.Type) goEncoder {
 			return e.canonicalValue(v)
 		}
 	}
-	if t.Implements(marshalerType) {
+	if t.Kind() != reflect.Interface && t.Implements(marshalerType) {
 		ptr := t.Kind() == reflect.Pointer
 		return func(e *encoder, rv reflect.Value) (bool, bool) {
 			if ptr && rv.IsNil() {

@@ -190,3 +190,56 @@ func BenchmarkAppendCanonicalOf(b *testing.B) {
 		}
 	})
 }
+
+// ptrMarshaler marshals through a pointer receiver, which a nil pointer
+// cannot serve.
+type ptrMarshaler struct{ s string }
+
+func (p *ptrMarshaler) MarshalValue() (canonjson.Value, error) {
+	return canonjson.StringValue(p.s), nil
+}
+
+// withMarshalerField has a member whose static type is an interface that
+// implements ValueMarshaler.
+type withMarshalerField struct {
+	M canonjson.ValueMarshaler `json:"m"`
+	N string                   `json:"n"`
+}
+
+// TestMarshalerInterfaceNilIsAbsent: a member, item or value whose static
+// type is an interface implementing ValueMarshaler is absent when nil and
+// when it holds a nil pointer, as a nil in an `any` is, on the tree path
+// and the direct one alike; neither panics (no panic on bad input). Both
+// paths panicked before: the nil interface was asserted to
+// ValueMarshaler, and the nil pointer's MarshalValue was called.
+func TestMarshalerInterfaceNilIsAbsent(t *testing.T) {
+	for _, tc := range []struct {
+		x    any
+		want string // "" when refused
+	}{
+		{withMarshalerField{N: "a"}, `{"n":"a"}`},
+		{&withMarshalerField{M: (*ptrMarshaler)(nil), N: "a"}, `{"n":"a"}`},
+		{withMarshalerField{M: &ptrMarshaler{"s"}, N: "a"}, `{"m":"s","n":"a"}`},
+		{map[string]canonjson.ValueMarshaler{"nil": nil, "m": marshaled{canonjson.NullValue()}}, `{"m":null}`},
+		{[]canonjson.ValueMarshaler{nil}, ""},
+		{[]canonjson.ValueMarshaler{(*ptrMarshaler)(nil)}, ""},
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%#v: panic %v", tc.x, r)
+				}
+			}()
+			sameAsTree(t, tc.x)
+			got, err := canonjson.AppendCanonicalOf(nil, tc.x)
+			if tc.want == "" {
+				var me *canonjson.MarshalError
+				if !errors.As(err, &me) {
+					t.Errorf("%#v: error %v, want a *MarshalError", tc.x, err)
+				}
+			} else if err != nil || string(got) != tc.want {
+				t.Errorf("%#v: %s, %v; want %s", tc.x, got, err, tc.want)
+			}
+		}()
+	}
+}

@@ -160,7 +160,9 @@ func (e *toValue) convert(rv reflect.Value) (Value, error) {
 	if t == valueType {
 		return rv.Interface().(Value), nil
 	}
-	if t.Implements(marshalerType) {
+	// An interface goes on to what it holds (below): a nil one is
+	// absent, and a marshaler it holds is that value's own.
+	if t.Kind() != reflect.Interface && t.Implements(marshalerType) {
 		if t.Kind() == reflect.Pointer && rv.IsNil() {
 			return Value{}, nil
 		}

@@ -200,26 +200,47 @@ func (c *Coordinator) recordedTranscript() ([]contract.ChatMessage, []TakenEvent
 	return out, took, nil
 }
 
-// dropTaken removes from c's event queue, for each event a recorded
-// await_event call took, the earliest queued event of its kind and
-// worker: the replayed settlement the resumed conversation already has.
+// dropTaken removes from c's event queue, for each settlement (or
+// finding) a recorded await_event call took, the earliest queued event
+// of its kind and worker: the replayed settlement the resumed
+// conversation already has. A taken question is passed over: the replay
+// does not queue questions again, so a question queued now is a new one
+// (asked again by a nested manager driven again, or a recovered worker).
+// It is one pass over each kind's queue, whatever the number taken: a
+// resumed manager of a wide run took about as many as are queued.
 func (c *Coordinator) dropTaken(took []TakenEvent) {
-	if len(took) == 0 {
+	drop := map[string]map[NodeID]int{} // kind → worker → how many to drop
+	for _, t := range took {
+		if t.Kind != EventSettled && t.Kind != EventFinding {
+			continue // not queued again by the replay (publishReplayed)
+		}
+		if drop[t.Kind] == nil {
+			drop[t.Kind] = map[NodeID]int{}
+		}
+		drop[t.Kind][t.WorkerID]++
+	}
+	if len(drop) == 0 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, t := range took {
-		q := c.queued[t.Kind]
+	for kind, left := range drop {
+		q := c.queued[kind]
 		if q == nil {
 			continue
 		}
+		// The earliest n events of a worker are dropped: each taken
+		// event removes the earliest of its worker still queued.
+		kept := q.head
 		for i := q.head; i < len(q.events); i++ {
-			if q.events[i].WorkerID == t.WorkerID {
-				q.events = slices.Delete(q.events, i, i+1)
-				q.seqs = slices.Delete(q.seqs, i, i+1)
-				break
+			if w := q.events[i].WorkerID; left[w] > 0 {
+				left[w]--
+				continue
 			}
+			q.events[kept], q.seqs[kept] = q.events[i], q.seqs[i]
+			kept++
 		}
+		clear(q.events[kept:])
+		q.events, q.seqs = q.events[:kept], q.seqs[:kept]
 	}
 }
