@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -160,7 +161,16 @@ func newInbox(node NodeID, runDir string, now func() time.Time, logger *slog.Log
 // acknowledges them delivered: the caller's next turn takes them. It
 // returns nil when none wait.
 func (in *Inbox) Take(ctx context.Context) []SteerMessage {
-	return in.take(ctx, false)
+	return in.take(ctx, false, 0)
+}
+
+// TakeAtMost is Take for a reader that hands steers on in a bounded
+// message (an external harness's tool result): it takes the oldest
+// waiting steers whose messages total at most maxBytes, and always the
+// oldest one (a steer is at most 64 KiB), leaving the rest waiting for
+// the reader's next take. maxBytes <= 0 takes them all.
+func (in *Inbox) TakeAtMost(ctx context.Context, maxBytes int) []SteerMessage {
+	return in.take(ctx, false, maxBytes)
 }
 
 // TakeOrSeal is Take for a worker whose turn just ended: with steers
@@ -168,10 +178,13 @@ func (in *Inbox) Take(ctx context.Context) []SteerMessage {
 // step, so a steer arriving after is refused not_live instead of waiting
 // for a turn that will never come.
 func (in *Inbox) TakeOrSeal(ctx context.Context) []SteerMessage {
-	return in.take(ctx, true)
+	return in.take(ctx, true, 0)
 }
 
-func (in *Inbox) take(ctx context.Context, sealIfEmpty bool) []SteerMessage {
+// take takes the waiting steers (with maxBytes > 0, the oldest whose
+// messages fit in it, at least one) and, with none waiting and
+// sealIfEmpty, seals the inbox.
+func (in *Inbox) take(ctx context.Context, sealIfEmpty bool, maxBytes int) []SteerMessage {
 	if in == nil {
 		return nil
 	}
@@ -183,8 +196,21 @@ func (in *Inbox) take(ctx context.Context, sealIfEmpty bool) []SteerMessage {
 		in.mu.Unlock()
 		return nil
 	}
-	ps := in.pending
-	in.pending = nil
+	n, size := len(in.pending), 0
+	if maxBytes > 0 {
+		for i, p := range in.pending {
+			size += len(p.msg.Message)
+			if i > 0 && size > maxBytes {
+				n = i
+				break
+			}
+		}
+	}
+	ps := in.pending[:n:n]
+	in.pending = slices.Clone(in.pending[n:])
+	if len(in.pending) == 0 {
+		in.pending = nil
+	}
 	for _, p := range ps {
 		p.resolved, p.taken = true, true
 	}
