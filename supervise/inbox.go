@@ -45,8 +45,8 @@ const (
 // manager's steer_agent or from another process through the run dir, is
 // acknowledged delivered once the worker's next turn has taken it.
 //
-// A Brain that implements it (RouterBrain does) takes the steers
-// addressed to the run's root (worker = the run id) from
+// A Brain that implements it (RouterBrain and coordmcp.HarnessBrain do)
+// takes the steers addressed to the run's root (worker = the run id) from
 // Coordinator.ManagerInbox between its turns, the same way.
 type InboxReader interface {
 	ReadsInbox() bool
