@@ -178,6 +178,9 @@ func (b *HarnessBrain) Drive(ctx context.Context, c *supervise.Coordinator, task
 				return out, err
 			}
 		}
+		if t.Name == supervise.ToolPrefix+supervise.VerbAwaitEvent {
+			t.Run = wakeOnSteer(t.Run, inbox)
+		}
 		t.Run = withSteers(t.Run, inbox)
 		offered = append(offered, t)
 	}
@@ -255,6 +258,38 @@ func withSteers(run func(context.Context, canonjson.Value) (canonjson.Value, err
 			msgs[i] = canonjson.StringValue(s.Message)
 		}
 		return out.With(SteersMember, canonjson.ArrayValue(msgs)), nil
+	}
+}
+
+// errSteerWaiting ends an await_event wait: a steer waits for the
+// manager.
+var errSteerWaiting = errors.New("coordmcp: a steer waits for the manager")
+
+// wakeOnSteer wraps await_event's run so that a steer waiting in inbox
+// ends the wait: the verb then answers at once with what it has (asked
+// again with a 1 ms bound: an event, idle, or pending with the live
+// workers), and withSteers hands the steer on with that result rather
+// than when the wait runs out — up to supervise.MaxAwaitTimeout, as long
+// as a steer itself waits. A nil inbox leaves run as it is.
+func wakeOnSteer(run func(context.Context, canonjson.Value) (canonjson.Value, error), inbox *supervise.Inbox) func(context.Context, canonjson.Value) (canonjson.Value, error) {
+	if inbox == nil {
+		return run
+	}
+	return func(ctx context.Context, args canonjson.Value) (canonjson.Value, error) {
+		waitCtx, stop := context.WithCancelCause(ctx)
+		defer stop(nil)
+		go func() {
+			select {
+			case <-inbox.Waiting():
+				stop(errSteerWaiting)
+			case <-waitCtx.Done():
+			}
+		}()
+		out, err := run(waitCtx, args)
+		if err == nil || ctx.Err() != nil || !errors.Is(context.Cause(waitCtx), errSteerWaiting) {
+			return out, err
+		}
+		return run(ctx, args.With("timeoutMs", canonjson.NumberValue(1)))
 	}
 }
 

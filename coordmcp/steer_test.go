@@ -97,9 +97,9 @@ func callVerb(ctx context.Context, cs *mcp.ClientSession, verb string, args map[
 
 // steerRoot writes a root steer into runDir, as `agentrt steer` from
 // another shell does, and waits until the running supervisor queued it
-// in the manager's inbox; the steer's acknowledgement is then still the
-// claim (unknown).
-func steerRoot(ctx context.Context, runDir, op string) error {
+// in the manager's inbox; with claim, the steer's acknowledgement must
+// then still be the claim (unknown): nothing took it yet.
+func steerRoot(ctx context.Context, runDir, op string, claim bool) error {
 	if _, err := supervise.WriteWorkerSteer(ctx, runDir, "run1", supervise.WorkerSteer{OperationID: op, Message: harnessSteerText, Source: "cli"}); err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func steerRoot(ctx context.Context, runDir, op string) error {
 		}
 		for _, r := range recs {
 			if r.Kind == supervise.InboxPosted && r.OperationID == op {
-				if ack, err := supervise.ReadSteerAck(ctx, runDir, op); err != nil || ack == nil || ack.Effect != supervise.SteerUnknown {
+				if ack, err := supervise.ReadSteerAck(ctx, runDir, op); claim && (err != nil || ack == nil || ack.Effect != supervise.SteerUnknown) {
 					return fmt.Errorf("steer %s queued, but its acknowledgement is %+v (%v), want the claim", op, ack, err)
 				}
 				return nil
@@ -167,7 +167,7 @@ func TestHarnessRootSteerRidesNextToolResultBehaviour48(t *testing.T) {
 		if err != nil {
 			return "", err
 		}
-		if err := steerRoot(ctx, runDir, "op-harness"); err != nil {
+		if err := steerRoot(ctx, runDir, "op-harness", true); err != nil {
 			return "", err
 		}
 		a, err := callVerb(ctx, cs, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
@@ -234,7 +234,7 @@ func TestHarnessRootSteerAtTurnEndIsNotLiveBehaviour48(t *testing.T) {
 			return "", err
 		}
 		// The manager's last action: it answers without another call.
-		return "answered", steerRoot(ctx, runDir, "op-late")
+		return "answered", steerRoot(ctx, runDir, "op-late", true)
 	})
 	manager := harnessManager(t)
 	brain, err := coordmcp.NewHarnessBrain(manager, prov, coordmcp.HarnessOptions{Relay: []string{relay, "mcp", "coordination"}})
@@ -257,5 +257,70 @@ func TestHarnessRootSteerAtTurnEndIsNotLiveBehaviour48(t *testing.T) {
 	}
 	if kinds := inboxKinds(t, runDir); !slices.Equal(kinds, []string{supervise.InboxPosted, supervise.InboxDropped}) {
 		t.Errorf("root inbox projection %v, want posted then dropped", kinds)
+	}
+}
+
+// Behaviour 48, issue 13: a root steer that arrives while the harness
+// manager waits in await_event — its worker still running, the wait
+// asked for ten minutes (as long as the steer itself may wait) — ends
+// that wait: await_event answers at once, pending with the live worker
+// and no event, and its result carries the steer, delivered.
+func TestHarnessRootSteerEndsAwaitEventBehaviour48(t *testing.T) {
+	relay := agentrtBinary(t)
+	ctx := deadline(t)
+	runDir := t.TempDir()
+	var (
+		mu      sync.Mutex
+		awaited map[string]any
+	)
+	prov := standInHarness(t, func(ctx context.Context, cs *mcp.ClientSession) (string, error) {
+		if _, err := callVerb(ctx, cs, supervise.VerbSpawnWorker, map[string]any{"profile": "writer", "task": "write alpha"}); err != nil {
+			return "", err
+		}
+		steered := make(chan error, 1)
+		go func() {
+			// Once the await has begun, or before: either way the
+			// steer must end it.
+			time.Sleep(200 * time.Millisecond)
+			steered <- steerRoot(ctx, runDir, "op-await", false)
+		}()
+		a, err := callVerb(ctx, cs, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": supervise.MaxAwaitTimeout.Milliseconds()})
+		if err != nil {
+			return "", err
+		}
+		if err := <-steered; err != nil {
+			return "", err
+		}
+		mu.Lock()
+		awaited = a
+		mu.Unlock()
+		return "answered", nil
+	})
+	manager := harnessManager(t)
+	brain, err := coordmcp.NewHarnessBrain(manager, prov, coordmcp.HarnessOptions{Relay: []string{relay, "mcp", "coordination"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := runOptions(t, runDir, brain)
+	// The worker runs until the run ends: only the steer can end the
+	// manager's wait before its ten minutes.
+	o.Executor = supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+		<-ctx.Done()
+		return supervise.WorkResult{}, context.Cause(ctx)
+	})
+	if _, err := supervise.Supervise(ctx, manager, "write alpha", o); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]any{harnessSteerText}, steersOf(awaited)); diff != "" {
+		t.Errorf("await_event's steers (-want +got):\n%s", diff)
+	}
+	if live, _ := awaited["live"].([]any); awaited["pending"] != true || awaited["event"] != nil || !slices.Equal(live, []any{"run1:s1"}) {
+		t.Errorf("await_event: %v, want pending on run1:s1 with no event", awaited)
+	}
+	ack, err := supervise.ReadSteerAck(ctx, runDir, "op-await")
+	if err != nil || ack == nil || ack.Effect != supervise.SteerDelivered {
+		t.Errorf("acknowledgement %+v, %v; want delivered", ack, err)
 	}
 }

@@ -128,6 +128,9 @@ type Inbox struct {
 	pending []*posting
 	seq     int64
 	sealed  bool
+	// waiting is closed when a steer is posted (Waiting); nil until asked
+	// for, and after a post.
+	waiting chan struct{}
 
 	// manager: the run's root, whose turns the manager's brain takes.
 	manager bool
@@ -171,6 +174,30 @@ func (in *Inbox) Take(ctx context.Context) []SteerMessage {
 // the reader's next take. maxBytes <= 0 takes them all.
 func (in *Inbox) TakeAtMost(ctx context.Context, maxBytes int) []SteerMessage {
 	return in.take(ctx, false, maxBytes)
+}
+
+// Waiting returns a channel that is closed once a steer waits in the
+// inbox: at once when one already does. A reader blocked on something
+// else (an external harness's await_event) ends that wait to take it. It
+// is nil — never ready — for a nil or sealed inbox.
+func (in *Inbox) Waiting() <-chan struct{} {
+	if in == nil {
+		return nil
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	switch {
+	case len(in.pending) > 0:
+		ch := make(chan struct{})
+		close(ch)
+		return ch
+	case in.sealed:
+		return nil
+	}
+	if in.waiting == nil {
+		in.waiting = make(chan struct{})
+	}
+	return in.waiting
 }
 
 // TakeOrSeal is Take for a worker whose turn just ended: with steers
@@ -309,6 +336,10 @@ func (in *Inbox) post(ctx context.Context, msg, operationID string) (SteerEffect
 		return SteerRefused, in.whom() + "'s inbox could not record the message: " + err.Error()
 	}
 	in.pending = append(in.pending, p)
+	if in.waiting != nil {
+		close(in.waiting)
+		in.waiting = nil
+	}
 	in.mu.Unlock()
 
 	select {

@@ -138,3 +138,52 @@ func TestInboxTakeAtMostBoundsTheTakeBehaviour48(t *testing.T) {
 	}
 	in.close(ctx)
 }
+
+// isClosed reports whether ch is closed (nil is never ready).
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Behaviour 48, issue 13: Waiting tells a reader blocked elsewhere (an
+// external harness's await_event) that a steer waits: its channel closes
+// on the next post, is closed at once while one waits, is open again
+// once they were taken, and is never ready for a sealed inbox.
+func TestInboxWaitingSignalsAPostBehaviour48(t *testing.T) {
+	ctx := context.Background()
+	in := managerInboxFor(t.TempDir())
+	before := in.Waiting()
+	if isClosed(before) {
+		t.Fatal("Waiting is ready with nothing posted")
+	}
+	out := postAsync(in, "one", "")
+	select {
+	case <-before:
+	case <-time.After(time.Minute):
+		t.Fatal("Waiting did not close when a steer was posted")
+	}
+	if !isClosed(in.Waiting()) {
+		t.Error("Waiting is not ready while a steer waits")
+	}
+	if msgs := in.Take(ctx); len(msgs) != 1 {
+		t.Fatalf("took %+v", msgs)
+	}
+	if isClosed(in.Waiting()) {
+		t.Error("Waiting is ready after the steer was taken")
+	}
+	if got := <-out; got[0] != string(SteerDelivered) {
+		t.Errorf("steer: %v, want delivered", got)
+	}
+	in.close(ctx)
+	if in.Waiting() != nil {
+		t.Error("a sealed inbox's Waiting is not nil")
+	}
+	var none *Inbox
+	if none.Waiting() != nil {
+		t.Error("a nil inbox's Waiting is not nil")
+	}
+}

@@ -11,8 +11,9 @@ import (
 // (InboxReader) takes such steers without interrupting a running model
 // call: the router brain between its turns, before its next model call;
 // the external-harness brain (coordmcp.HarnessBrain) with the result of
-// the harness's next coordination tool call (Inbox.TakeAtMost), sealing
-// the inbox when the harness's turn ends. Any other brain — a
+// the harness's next coordination tool call (Inbox.TakeAtMost; a steer
+// ends an await_event wait, Inbox.Waiting), sealing the inbox when the
+// harness's turn ends. Any other brain — a
 // caller-owned Brain that does not opt in — answers unsupported, and a
 // steer that arrives after the brain's last turn is not_live.
 
