@@ -2,11 +2,13 @@ package coordmcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -82,7 +84,8 @@ func harnessManager(t *testing.T) *profile.Profile {
 }
 
 // callVerb calls verb and returns its result object; a protocol error or
-// a failed result is an error.
+// a failed result is an error. The result's text — what a harness shows
+// its model — must be the same object.
 func callVerb(ctx context.Context, cs *mcp.ClientSession, verb string, args map[string]any) (map[string]any, error) {
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: supervise.ToolPrefix + verb, Arguments: args})
 	if err != nil {
@@ -91,6 +94,13 @@ func callVerb(ctx context.Context, cs *mcp.ClientSession, verb string, args map[
 	m, _ := res.StructuredContent.(map[string]any)
 	if res.IsError {
 		return nil, fmt.Errorf("%s failed: %v", verb, m)
+	}
+	var shown map[string]any
+	if len(res.Content) != 1 {
+		return nil, fmt.Errorf("%s: %d content blocks, want the result's text", verb, len(res.Content))
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || json.Unmarshal([]byte(tc.Text), &shown) != nil || !reflect.DeepEqual(shown, m) {
+		return nil, fmt.Errorf("%s: the text the model is shown is not the result %v", verb, m)
 	}
 	return m, nil
 }
