@@ -30,6 +30,18 @@ const MCPServerName = "agentrt"
 // result was accepted before it is ended.
 const DefaultSubmitGrace = 60 * time.Second
 
+// SteersMember is the member of a coordination tool's result that
+// carries the root steers (§3.6 "Steering": worker = the run id) waiting
+// for the manager: an array of the steers' messages, oldest first. The
+// harness shows a tool result's JSON text to its model, so the manager
+// reads them with the result of its next coordination call.
+const SteersMember = "steers"
+
+// MaxResultSteerBytes bounds the steer text one tool result carries: the
+// oldest waiting steers that fit (always at least one; a steer is at
+// most 64 KiB), the rest with the next result.
+const MaxResultSteerBytes = 64 << 10
+
 // HarnessOptions configure NewHarnessBrain.
 type HarnessOptions struct {
 	// Store records the manager's run (kernel.Execute); nil keeps it in
@@ -58,6 +70,12 @@ type HarnessOptions struct {
 // entry that starts the stdio relay to them, and returns when the turn
 // ends — the manager answered, called stop (the run cancels the turn),
 // or its accepted submit_result's grace ran out.
+//
+// It reads the run's manager inbox (supervise.InboxReader): a root steer
+// is handed to the harness with the result of its next coordination tool
+// call (SteersMember), never by interrupting its model call, and is
+// acknowledged delivered when that result is sent; a steer still waiting
+// when the turn ends, or arriving after, is not_live.
 type HarnessBrain struct {
 	manager  *profile.Profile
 	provider contract.Provider
@@ -121,6 +139,11 @@ func NewHarnessBrain(manager *profile.Profile, provider contract.Provider, o Har
 	return b, nil
 }
 
+// ReadsInbox reports true: the harness takes the steers addressed to the
+// run's root with its coordination tools' results
+// (Coordinator.ManagerInbox).
+func (b *HarnessBrain) ReadsInbox() bool { return true }
+
 // errSubmitGrace ends a manager's turn that went on after its result was
 // accepted.
 var errSubmitGrace = errors.New("coordmcp: the manager's result was accepted and its turn ran past the grace")
@@ -137,6 +160,7 @@ func (b *HarnessBrain) Drive(ctx context.Context, c *supervise.Coordinator, task
 	if err != nil {
 		return supervise.BrainReport{}, err
 	}
+	inbox := c.ManagerInbox()
 	var accepted sync.Once
 	submitted := make(chan struct{})
 	var offered []contract.Tool
@@ -154,6 +178,10 @@ func (b *HarnessBrain) Drive(ctx context.Context, c *supervise.Coordinator, task
 				return out, err
 			}
 		}
+		if t.Name == supervise.ToolPrefix+supervise.VerbAwaitEvent {
+			t.Run = wakeOnSteer(t.Run, inbox)
+		}
+		t.Run = withSteers(t.Run, inbox)
 		offered = append(offered, t)
 	}
 	srv, err := Serve(ctx, c, ServeOptions{Tools: offered, Logger: b.o.Logger, Version: b.o.Version})
@@ -187,6 +215,10 @@ func (b *HarnessBrain) Drive(ctx context.Context, c *supervise.Coordinator, task
 	}()
 	res, err := kernel.Execute(turnCtx, kernel.Request{Profile: p, Task: b.prompt(c, task), Provider: b.provider, Store: st,
 		RunID: kernel.NewID("manager"), Kind: "supervise-manager"})
+	// The harness's turn is its last: a steer it has not taken by now
+	// never reaches its model, so it is not_live at once (Seal, not
+	// TakeOrSeal: no later turn would read what a final take returned).
+	inbox.Seal(context.WithoutCancel(ctx))
 	var report supervise.BrainReport
 	if res != nil {
 		usage := res.Usage
@@ -197,6 +229,68 @@ func (b *HarnessBrain) Drive(ctx context.Context, c *supervise.Coordinator, task
 		err = nil
 	}
 	return report, err
+}
+
+// withSteers wraps a coordination verb's run so that its result carries
+// the root steers waiting in inbox (SteersMember, at most
+// MaxResultSteerBytes of them). They are taken — acknowledged delivered —
+// only for a result that is about to be sent: a successful object result
+// (a refusal is sent as {error, reason}, which carries none) of a call
+// whose caller is still there. A nil inbox leaves run as it is.
+func withSteers(run func(context.Context, canonjson.Value) (canonjson.Value, error), inbox *supervise.Inbox) func(context.Context, canonjson.Value) (canonjson.Value, error) {
+	if inbox == nil {
+		return run
+	}
+	return func(ctx context.Context, args canonjson.Value) (canonjson.Value, error) {
+		out, err := run(ctx, args)
+		if err != nil || ctx.Err() != nil || out.Kind() != canonjson.Object {
+			return out, err
+		}
+		if _, taken := out.Get(SteersMember); taken {
+			return out, nil
+		}
+		steers := inbox.TakeAtMost(ctx, MaxResultSteerBytes)
+		if len(steers) == 0 {
+			return out, nil
+		}
+		msgs := make([]canonjson.Value, len(steers))
+		for i, s := range steers {
+			msgs[i] = canonjson.StringValue(s.Message)
+		}
+		return out.With(SteersMember, canonjson.ArrayValue(msgs)), nil
+	}
+}
+
+// errSteerWaiting ends an await_event wait: a steer waits for the
+// manager.
+var errSteerWaiting = errors.New("coordmcp: a steer waits for the manager")
+
+// wakeOnSteer wraps await_event's run so that a steer waiting in inbox
+// ends the wait: the verb then answers at once with what it has (asked
+// again with a 1 ms bound: an event, idle, or pending with the live
+// workers), and withSteers hands the steer on with that result rather
+// than when the wait runs out — up to supervise.MaxAwaitTimeout, as long
+// as a steer itself waits. A nil inbox leaves run as it is.
+func wakeOnSteer(run func(context.Context, canonjson.Value) (canonjson.Value, error), inbox *supervise.Inbox) func(context.Context, canonjson.Value) (canonjson.Value, error) {
+	if inbox == nil {
+		return run
+	}
+	return func(ctx context.Context, args canonjson.Value) (canonjson.Value, error) {
+		waitCtx, stop := context.WithCancelCause(ctx)
+		defer stop(nil)
+		go func() {
+			select {
+			case <-inbox.Waiting():
+				stop(errSteerWaiting)
+			case <-waitCtx.Done():
+			}
+		}()
+		out, err := run(waitCtx, args)
+		if err == nil || ctx.Err() != nil || !errors.Is(context.Cause(waitCtx), errSteerWaiting) {
+			return out, err
+		}
+		return run(ctx, args.With("timeoutMs", canonjson.NumberValue(1)))
+	}
 }
 
 // mounted returns the manager profile as the harness runs it: the
@@ -264,5 +358,6 @@ func (b *HarnessBrain) prompt(c *supervise.Coordinator, task string) string {
 		s.WriteString("; what is delivered: " + d)
 	}
 	s.WriteString(". When a worker delivered, or you have the result, submit it with submit_result (if granted), or end with stop.\n")
+	s.WriteString("A coordination tool's result may carry \"" + SteersMember + "\": messages the run's operator sent you while you worked; follow them.\n")
 	return s.String()
 }

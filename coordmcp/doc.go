@@ -27,6 +27,23 @@
 //     ends: the manager answered, called stop (supervise cancels the
 //     turn), or ran past a grace after its result was accepted.
 //
+// Root steers (§3.6 "Steering": a steer whose worker is the run id, from
+// `agentrt steer RUN RUN-ID` or the run dir) reach the harness's manager
+// without interrupting its model call: HarnessBrain reads the manager
+// inbox (supervise.InboxReader), and the result of the harness's next
+// coordination tool call carries the waiting steers' messages as
+// [SteersMember] ("steers", at most [MaxResultSteerBytes] per result, the
+// rest with the next one) — a result's JSON text is what claude-code,
+// codex and opencode show their model. A steer that arrives while the
+// manager waits in await_event ends that wait (supervise.Inbox.Waiting):
+// await_event answers at once with what it has — pending, idle or an
+// event — and the steer. A steer is acknowledged delivered when a result
+// about to be sent takes it (a refused call's {error, reason} carries
+// none); when the harness's turn ends the inbox is sealed, so a steer it
+// never saw is not_live, never delivered. This is verified with a
+// stand-in harness that calls the verbs through the real relay process
+// (steer_test.go), not yet with the real CLIs.
+//
 // HarnessBrain is verified end to end with the real claude-code
 // (2.1.197), codex (0.171.0) and opencode (1.18.33) binaries against
 // local scripted model endpoints: each calls the relayed verbs as its

@@ -212,7 +212,12 @@
 // steer posted, taken or dropped. An executor with its own inbox
 // implements Steerer instead, and its acceptance is the delivery.
 // steer_agent is journaled with the same steer-requested and
-// steer-acknowledged records as a steer file.
+// steer-acknowledged records as a steer file. A steer whose worker is
+// the run id goes to the manager's own inbox (Coordinator.ManagerInbox)
+// when its brain reads one: the router brain joins it before its next
+// model call, coordmcp.HarnessBrain hands it to the external harness
+// with its next coordination tool result; other brains answer
+// unsupported.
 //
 // Where the spawn journal lives. SpawnLog is its one interface: the run
 // dir's spawn-journal.jsonl (OpenFileSpawnLog, owned through the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -44,8 +45,8 @@ const (
 // manager's steer_agent or from another process through the run dir, is
 // acknowledged delivered once the worker's next turn has taken it.
 //
-// A Brain that implements it (RouterBrain does) takes the steers
-// addressed to the run's root (worker = the run id) from
+// A Brain that implements it (RouterBrain and coordmcp.HarnessBrain do)
+// takes the steers addressed to the run's root (worker = the run id) from
 // Coordinator.ManagerInbox between its turns, the same way.
 type InboxReader interface {
 	ReadsInbox() bool
@@ -127,6 +128,9 @@ type Inbox struct {
 	pending []*posting
 	seq     int64
 	sealed  bool
+	// waiting is closed when a steer is posted (Waiting); nil until asked
+	// for, and after a post.
+	waiting chan struct{}
 
 	// manager: the run's root, whose turns the manager's brain takes.
 	manager bool
@@ -160,7 +164,40 @@ func newInbox(node NodeID, runDir string, now func() time.Time, logger *slog.Log
 // acknowledges them delivered: the caller's next turn takes them. It
 // returns nil when none wait.
 func (in *Inbox) Take(ctx context.Context) []SteerMessage {
-	return in.take(ctx, false)
+	return in.take(ctx, false, 0)
+}
+
+// TakeAtMost is Take for a reader that hands steers on in a bounded
+// message (an external harness's tool result): it takes the oldest
+// waiting steers whose messages total at most maxBytes, and always the
+// oldest one (a steer is at most 64 KiB), leaving the rest waiting for
+// the reader's next take. maxBytes <= 0 takes them all.
+func (in *Inbox) TakeAtMost(ctx context.Context, maxBytes int) []SteerMessage {
+	return in.take(ctx, false, maxBytes)
+}
+
+// Waiting returns a channel that is closed once a steer waits in the
+// inbox: at once when one already does. A reader blocked on something
+// else (an external harness's await_event) ends that wait to take it. It
+// is nil — never ready — for a nil or sealed inbox.
+func (in *Inbox) Waiting() <-chan struct{} {
+	if in == nil {
+		return nil
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	switch {
+	case len(in.pending) > 0:
+		ch := make(chan struct{})
+		close(ch)
+		return ch
+	case in.sealed:
+		return nil
+	}
+	if in.waiting == nil {
+		in.waiting = make(chan struct{})
+	}
+	return in.waiting
 }
 
 // TakeOrSeal is Take for a worker whose turn just ended: with steers
@@ -168,10 +205,13 @@ func (in *Inbox) Take(ctx context.Context) []SteerMessage {
 // step, so a steer arriving after is refused not_live instead of waiting
 // for a turn that will never come.
 func (in *Inbox) TakeOrSeal(ctx context.Context) []SteerMessage {
-	return in.take(ctx, true)
+	return in.take(ctx, true, 0)
 }
 
-func (in *Inbox) take(ctx context.Context, sealIfEmpty bool) []SteerMessage {
+// take takes the waiting steers (with maxBytes > 0, the oldest whose
+// messages fit in it, at least one) and, with none waiting and
+// sealIfEmpty, seals the inbox.
+func (in *Inbox) take(ctx context.Context, sealIfEmpty bool, maxBytes int) []SteerMessage {
 	if in == nil {
 		return nil
 	}
@@ -183,8 +223,21 @@ func (in *Inbox) take(ctx context.Context, sealIfEmpty bool) []SteerMessage {
 		in.mu.Unlock()
 		return nil
 	}
-	ps := in.pending
-	in.pending = nil
+	n, size := len(in.pending), 0
+	if maxBytes > 0 {
+		for i, p := range in.pending {
+			size += len(p.msg.Message)
+			if i > 0 && size > maxBytes {
+				n = i
+				break
+			}
+		}
+	}
+	ps := in.pending[:n:n]
+	in.pending = slices.Clone(in.pending[n:])
+	if len(in.pending) == 0 {
+		in.pending = nil
+	}
 	for _, p := range ps {
 		p.resolved, p.taken = true, true
 	}
@@ -283,6 +336,10 @@ func (in *Inbox) post(ctx context.Context, msg, operationID string) (SteerEffect
 		return SteerRefused, in.whom() + "'s inbox could not record the message: " + err.Error()
 	}
 	in.pending = append(in.pending, p)
+	if in.waiting != nil {
+		close(in.waiting)
+		in.waiting = nil
+	}
 	in.mu.Unlock()
 
 	select {

@@ -8,11 +8,14 @@ import (
 
 // Root steer (§3.6 "Steering"): a steer whose worker is the run id is
 // addressed to the manager itself. A brain that reads an inbox
-// (InboxReader; the router brain does) takes such steers between its
-// turns, before its next model call; a running model call is never
-// interrupted. Any other brain — a caller-owned Brain that does not opt
-// in, an external harness's — answers unsupported, and a steer that
-// arrives after the brain returned is not_live.
+// (InboxReader) takes such steers without interrupting a running model
+// call: the router brain between its turns, before its next model call;
+// the external-harness brain (coordmcp.HarnessBrain) with the result of
+// the harness's next coordination tool call (Inbox.TakeAtMost; a steer
+// ends an await_event wait, Inbox.Waiting), sealing the inbox when the
+// harness's turn ends. Any other brain — a
+// caller-owned Brain that does not opt in — answers unsupported, and a
+// steer that arrives after the brain's last turn is not_live.
 
 // ReadsInbox reports true: the router brain's tool loop takes the steers
 // addressed to the run's root between its turns (Coordinator.ManagerInbox).
@@ -56,8 +59,8 @@ func (c *Coordinator) closeManagerInbox(ctx context.Context) {
 func (c *Coordinator) deliverRoot(ctx context.Context, msg, operationID string) (SteerEffect, string) {
 	in := c.ManagerInbox()
 	if in == nil {
-		return SteerUnsupported, "the manager's brain does not take steers between its turns (only the router brain of a cli-base manager, " +
-			"or a Brain that reads Coordinator.ManagerInbox, does); steer one of its workers instead"
+		return SteerUnsupported, "the manager's brain does not take steers between its turns (the router brain of a cli-base manager, " +
+			"a claude-code, codex or opencode manager's, or a Brain that reads Coordinator.ManagerInbox, does); steer one of its workers instead"
 	}
 	return in.post(ctx, msg, operationID)
 }

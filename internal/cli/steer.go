@@ -66,7 +66,8 @@ func newSteerCmd(stdio IO) *cobra.Command {
 		Long: `agentrt supervise steer with the message as an argument. RUN is the run's
 directory or its id in --workspace (WORKSPACE/.agent/supervisor/RUN). WORKER
 is a worker id, a direct child's label or profile name, or the run id for the
-manager. The operation id defaults to one derived from the worker WORKER
+manager (a router manager takes it before its next model call, a claude-code,
+codex or opencode manager with its next coordination tool result). The operation id defaults to one derived from the worker WORKER
 names now (a reused label names its newest worker) and MESSAGE, so running
 the same command again retries the same request (and shows its outcome);
 pass --operation-id to send the same message once more.

@@ -813,7 +813,9 @@ func newSuperviseSteerCmd(stdio IO) *cobra.Command {
 		Use:   "steer RUN-DIR WORKER --message TEXT --operation-id ID",
 		Short: "Ask a running supervised run to deliver a message to one of its workers",
 		Long: `Publish a steer request in RUN-DIR for WORKER (a worker id, a direct child's
-label or profile name, or the run id for the manager) and wait up to --wait for
+label or profile name, or the run id for the manager: a router manager takes it
+before its next model call, a claude-code, codex or opencode manager with its
+next coordination tool result) and wait up to --wait for
 the running supervisor's acknowledgement. Repeating the same --operation-id
 with the same message is safe; with another message it is refused. A worker
 run through the kernel takes the message as its next turn's input, and the

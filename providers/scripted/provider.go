@@ -45,6 +45,12 @@ type Options struct {
 	// test that must prove a turn ran once however often it was asked
 	// for counts here.
 	OnTurn func(TurnStarted)
+	// MountsMCP declares MCP support (ProfileCapabilities.MCP), so a
+	// profile with MCP servers is not refused; with OnPrompt, the turn's
+	// profile (PromptContext.Input.Profile) names them and OnPrompt
+	// connects to them as a harness would (a stand-in for an external
+	// harness in tests). The provider itself starts no server.
+	MountsMCP bool
 }
 
 // TurnStarted is a turn the provider started playing (Options.OnTurn).
@@ -87,6 +93,8 @@ type backend struct {
 	answer OnPrompt
 	// onTurn is Options.OnTurn.
 	onTurn func(TurnStarted)
+	// mcp is Options.MountsMCP.
+	mcp bool
 	// ownCopies: forks hold their own checkpoint copy.
 	ownCopies bool
 	// interactive: the script originates interactions, of kinds.
@@ -154,7 +162,7 @@ func New(script *Script, opts Options) *Provider {
 		script = &Script{}
 	}
 	kinds := interactionKinds(script)
-	p := &Provider{b: &backend{name: opts.Name, script: script, now: opts.Now, answer: opts.OnPrompt, onTurn: opts.OnTurn,
+	p := &Provider{b: &backend{name: opts.Name, script: script, now: opts.Now, answer: opts.OnPrompt, onTurn: opts.OnTurn, mcp: opts.MountsMCP,
 		ownCopies: opts.ForksOwnCheckpoints, kinds: kinds, interactive: opts.OnPrompt == nil && len(kinds) > 0,
 		envs: map[string]*envState{}, used: map[int]bool{}, transfers: map[string]*transferRecord{},
 		exactEnvs: map[string]*exactEnvState{}}}
@@ -247,6 +255,7 @@ func (p *Provider) Capabilities(ctx context.Context) (*contract.Capabilities, er
 			Instructions: true,
 			Tools:        true,
 			Permissions:  true,
+			MCP:          p.b.mcp,
 			Resources:    contract.ProfileResourceCapabilities{Files: true, Instructions: true},
 			Validation:   true,
 		},
