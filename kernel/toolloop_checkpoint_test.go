@@ -299,3 +299,34 @@ func TestToolLoopCheckpointsInterjectionBeforeTheTurn(t *testing.T) {
 		t.Errorf("batches (-want +got):\n%s", diff)
 	}
 }
+
+// Issue 13: a tool sees the id of the call it runs for
+// (kernel.ToolCallID), and a call a resumed loop runs again (Recorded)
+// has the id it had the first time, so a tool that acts outside the
+// loop can key its effect by it. Outside a loop's call there is none.
+func TestToolLoopToolSeesItsCallID(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	idTool := contract.Tool{Name: "a", Run: func(ctx context.Context, _ canonjson.Value) (canonjson.Value, error) {
+		mu.Lock()
+		seen = append(seen, kernel.ToolCallID(ctx))
+		mu.Unlock()
+		return mustJSON(`{}`), nil
+	}}
+	first := &batches{failAt: 3} // c2's result is not recorded
+	m := model(turn(scripted.Call("c1", "a", `{"n":1}`), scripted.Call("c2", "a", `{"n":2}`)), answer("never"))
+	if _, err := kernel.RunToolLoop(context.Background(), kernel.ToolLoopOptions{Model: m, User: "task", Tools: []contract.Tool{idTool},
+		Checkpoint: first.checkpoint}); !errors.Is(err, errRecordGone) {
+		t.Fatalf("first attempt: %v, want the checkpoint failure", err)
+	}
+	if _, err := kernel.RunToolLoop(context.Background(), kernel.ToolLoopOptions{Model: model(answer("done")), User: "task",
+		Tools: []contract.Tool{idTool}, Recorded: first.transcript()}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"c1", "c2", "c2"}, seen); diff != "" {
+		t.Errorf("the call ids the tool saw (-want +got):\n%s", diff)
+	}
+	if id := kernel.ToolCallID(context.Background()); id != "" {
+		t.Errorf("ToolCallID outside a call = %q, want none", id)
+	}
+}
