@@ -274,8 +274,9 @@ type ToolLoopOptions struct {
 	// that no earlier tool message answered, and a user or assistant
 	// message only after every call before it was answered, and its
 	// unanswered calls must name tools in Tools; anything else is
-	// ErrInvalidOptions. A recorded loop (Store) records no step for
-	// the calls it runs again.
+	// ErrInvalidOptions. A recorded loop (Store) records the calls it
+	// runs again as a step of their turn (its number and text), marked
+	// rerun, that spent nothing.
 	Recorded []contract.ChatMessage
 }
 
@@ -440,6 +441,9 @@ type toolLoop struct {
 	strs        []string
 	calls       []contract.ToolCall
 	ignoredFrom int
+	// rerun marks the step being recorded as the calls of a recorded
+	// turn run again (resumeRecorded).
+	rerun       bool
 	slab        []contract.ToolCall
 	key, last   []byte
 	repeats     int
