@@ -19,7 +19,9 @@
 // transcript to ToolLoopOptions.Checkpoint before it goes on (and stops
 // with a *CheckpointError when that fails), and resumes a transcript so
 // recorded (ToolLoopOptions.Recorded) instead of starting over, running
-// again exactly the calls it left without a result; Stream and StreamRun
+// again exactly the calls it left without a result (a tool reads its
+// call's id, the same on the run again, with ToolCallID, to make its
+// effect idempotent); Stream and StreamRun
 // normalize one turn. A result is delivered only when the caller's
 // completion check passed on it: settlement is not delivery.
 //

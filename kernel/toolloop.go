@@ -274,8 +274,9 @@ type ToolLoopOptions struct {
 	// that no earlier tool message answered, and a user or assistant
 	// message only after every call before it was answered, and its
 	// unanswered calls must name tools in Tools; anything else is
-	// ErrInvalidOptions. A recorded loop (Store) records no step for
-	// the calls it runs again.
+	// ErrInvalidOptions. A recorded loop (Store) records the calls it
+	// runs again as a step of their turn (its number and text), marked
+	// rerun, that spent nothing.
 	Recorded []contract.ChatMessage
 }
 
@@ -440,6 +441,9 @@ type toolLoop struct {
 	strs        []string
 	calls       []contract.ToolCall
 	ignoredFrom int
+	// rerun marks the step being recorded as the calls of a recorded
+	// turn run again (resumeRecorded).
+	rerun       bool
 	slab        []contract.ToolCall
 	key, last   []byte
 	repeats     int
@@ -1045,13 +1049,31 @@ func (l *toolLoop) stuck(call contract.ToolCall) bool {
 	return l.repeats >= StuckLoopThreshold
 }
 
+// toolCallIDKey is the context key of ToolCallID.
+type toolCallIDKey struct{}
+
+// ToolCallID returns the id of the model's tool call a tool loop's tool
+// runs for ("" when ctx is not such a call's, or the call had no id).
+// The id is the one the transcript records, so a call a resumed loop
+// runs again (ToolLoopOptions.Recorded) has the id it had the first
+// time: a tool that acts outside the loop can derive its idempotency
+// key from it.
+func ToolCallID(ctx context.Context) string {
+	id, _ := ctx.Value(toolCallIDKey{}).(string)
+	return id
+}
+
 // observedTool runs the call of tool i, seen by the loop's observer when
 // it is a ToolObserver.
 func (l *toolLoop) observedTool(i int, call contract.ToolCall) ToolOutcome {
-	if l.obs == nil {
-		return l.runTool(l.loopCtx, i, call)
+	ctx := l.loopCtx
+	if call.ID != "" {
+		ctx = context.WithValue(ctx, toolCallIDKey{}, call.ID)
 	}
-	ctx := l.obs.toolStarted(l.loopCtx, ToolCallStart{RunID: l.res.RunID, Call: call})
+	if l.obs == nil {
+		return l.runTool(ctx, i, call)
+	}
+	ctx = l.obs.toolStarted(ctx, ToolCallStart{RunID: l.res.RunID, Call: call})
 	out := l.runTool(ctx, i, call)
 	l.obs.toolEnded(ctx, ToolCallEnd{RunID: l.res.RunID, Call: call, Outcome: out})
 	return out

@@ -121,9 +121,35 @@ func (l *toolLoop) resumeRecorded(ctx context.Context) bool {
 	}
 	// The calls belong to the last recorded tool turn.
 	l.turn--
-	l.handleCalls(pending)
+	handled := l.handleCalls(pending)
+	l.recordRerun(rec, pending, handled)
 	l.turn++
 	return l.res.StopReason == ""
+}
+
+// recordRerun records, in a recorded loop, the calls of rec's last tool
+// turn that ran again (handled of pending) as a step of that turn: its
+// text, its calls with their outcomes, nothing spent (no model was
+// asked), marked rerun.
+func (l *toolLoop) recordRerun(rec []contract.ChatMessage, pending []contract.ToolCall, handled int) {
+	if l.rec == nil {
+		return
+	}
+	text := ""
+	for i := len(rec) - 1; i >= 0; i-- {
+		if m := rec[i]; m.Role == contract.ChatAssistant {
+			if m.Content != nil {
+				text = *m.Content
+			}
+			break
+		}
+	}
+	// record reads the turn's calls from l.calls, the scratch of model
+	// turns: it gets them back untouched.
+	calls := l.calls
+	l.calls, l.rerun = pending, true
+	l.record(text, ledger.NoUsage(), handled, l.res.StopReason != "")
+	l.calls, l.rerun = calls, false
 }
 
 // unanswered returns the calls of rec's last assistant message that no

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -14,8 +15,12 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/internal/pgtest"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/providers/scripted"
+	"github.com/agentrt/agentrt/store"
+	"github.com/agentrt/agentrt/store/postgres"
+	"github.com/agentrt/agentrt/store/sqlite"
 )
 
 // requestRecorder is a chat model that keeps a copy of every request's
@@ -297,5 +302,100 @@ func TestToolLoopCheckpointsInterjectionBeforeTheTurn(t *testing.T) {
 	}
 	if diff := cmp.Diff([][]string{{"assistant"}, {"tool:c1"}, {"user"}, {"assistant"}}, roles(b.got)); diff != "" {
 		t.Errorf("batches (-want +got):\n%s", diff)
+	}
+}
+
+// Issue 13: a tool sees the id of the call it runs for
+// (kernel.ToolCallID), and a call a resumed loop runs again (Recorded)
+// has the id it had the first time, so a tool that acts outside the
+// loop can key its effect by it. Outside a loop's call there is none.
+func TestToolLoopToolSeesItsCallID(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	idTool := contract.Tool{Name: "a", Run: func(ctx context.Context, _ canonjson.Value) (canonjson.Value, error) {
+		mu.Lock()
+		seen = append(seen, kernel.ToolCallID(ctx))
+		mu.Unlock()
+		return mustJSON(`{}`), nil
+	}}
+	first := &batches{failAt: 3} // c2's result is not recorded
+	m := model(turn(scripted.Call("c1", "a", `{"n":1}`), scripted.Call("c2", "a", `{"n":2}`)), answer("never"))
+	if _, err := kernel.RunToolLoop(context.Background(), kernel.ToolLoopOptions{Model: m, User: "task", Tools: []contract.Tool{idTool},
+		Checkpoint: first.checkpoint}); !errors.Is(err, errRecordGone) {
+		t.Fatalf("first attempt: %v, want the checkpoint failure", err)
+	}
+	if _, err := kernel.RunToolLoop(context.Background(), kernel.ToolLoopOptions{Model: model(answer("done")), User: "task",
+		Tools: []contract.Tool{idTool}, Recorded: first.transcript()}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"c1", "c2", "c2"}, seen); diff != "" {
+		t.Errorf("the call ids the tool saw (-want +got):\n%s", diff)
+	}
+	if id := kernel.ToolCallID(context.Background()); id != "" {
+		t.Errorf("ToolCallID outside a call = %q, want none", id)
+	}
+}
+
+// A recorded loop (Store) resumed from Recorded records the calls it
+// runs again as a step of their turn, like a first run's — their
+// outcomes, the recorded turn's text and number, nothing spent, marked
+// rerun — so its run's events show every call it ran (issue 13; on
+// SQLite and PostgreSQL).
+func TestToolLoopRecordsRerunCallsAsAStep(t *testing.T) {
+	stores := map[string]func(t *testing.T) store.Store{
+		"sqlite": func(t *testing.T) store.Store {
+			st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "agentrt.db"), sqlite.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		},
+		"postgres": func(t *testing.T) store.Store {
+			st, err := postgres.Open(t.Context(), pgtest.Schema(t), postgres.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			return st
+		},
+	}
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			st := open(t)
+			looking, out := "Looking.", "- a → ok: {\"n\":1}"
+			rec := []contract.ChatMessage{
+				{Role: contract.ChatAssistant, Content: &looking, ToolCalls: []contract.ToolCall{
+					{ID: "c1", Name: "a", Args: mustJSON(`{"n":1}`)}, {ID: "c2", Name: "a", Args: mustJSON(`{"n":2}`)}}},
+				{Role: contract.ChatTool, ToolCallID: "c1", Content: &out},
+			}
+			var runs atomic.Int64
+			res, err := kernel.RunToolLoop(t.Context(), kernel.ToolLoopOptions{Model: model(answer("Done.")), User: "task",
+				Tools: []contract.Tool{echoTool("a", &runs)}, Recorded: rec, Store: st, RunID: "loop-resumed"})
+			if err != nil || res.StopReason != kernel.StopCompleted || runs.Load() != 1 {
+				t.Fatalf("%v, stop %s, %d runs; want completed after running c2 again", err, res.StopReason, runs.Load())
+			}
+			events, err := st.Events(t.Context(), "loop-resumed", "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range events {
+				if e.Type != kernel.EventToolLoopStep {
+					continue
+				}
+				body, _ := canonjson.Canonical(e.Body)
+				got = append(got, e.ID+" "+string(body))
+			}
+			nothing := `{"cacheReadTokens":0,"cacheWriteTokens":0,"costUsd":0,"inputTokens":0,"outputTokens":0,"reasoningTokens":0}`
+			unknown := `{"cacheReadTokens":null,"cacheWriteTokens":null,"costUsd":null,"inputTokens":null,"outputTokens":null,"reasoningTokens":null}`
+			want := []string{
+				`t0 {"rerun":true,"text":"Looking.","toolCalls":[{"arguments":{"n":2},"id":"c2","name":"a","outcome":{"ok":true,"result":{"n":2}}}],"turn":0,"usage":` + nothing + `}`,
+				`t1 {"text":"Done.","toolCalls":[],"turn":1,"usage":` + unknown + `}`,
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("step events (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -17,7 +17,9 @@ import (
 // append of one step event: the turn's text, its usage, and its calls —
 // each with its outcome once handled (a call without an outcome was not
 // run: the loop stopped first) — and the calls of tools the loop does not
-// run. The run's last event is its final one, appended with the last step.
+// run. The calls a resumed loop runs again (ToolLoopOptions.Recorded) are
+// a step of their recorded turn, marked rerun, that spent nothing. The
+// run's last event is its final one, appended with the last step.
 const (
 	EventToolLoopStep  = "tool-loop.step"
 	EventToolLoopFinal = "tool-loop.final"
@@ -105,6 +107,9 @@ func (l *toolLoop) record(text string, usage ledger.Usage, handled int, ending b
 	if len(ignored) > 0 {
 		size++
 	}
+	if l.rerun {
+		size++
+	}
 	for i := range results {
 		size += 3 // outcome member, ok and result (or code and message)
 		if !results[i].Outcome.OK {
@@ -133,6 +138,9 @@ func (l *toolLoop) record(text string, usage ledger.Usage, handled int, ending b
 	start := len(a)
 	if len(ignored) > 0 {
 		a = append(a, canonjson.Member{Name: "ignoredCalls", Value: canonjson.ArrayValue(values[n:])})
+	}
+	if l.rerun {
+		a = append(a, canonjson.Member{Name: "rerun", Value: canonjson.BoolValue(true)})
 	}
 	a = append(a,
 		canonjson.Member{Name: "text", Value: str(text)},

@@ -296,6 +296,9 @@ func BuiltinLenses() []Lens {
 type lensMenu struct {
 	lenses  []Lens
 	defined int
+	// earlier counts the defined lenses an earlier process journaled
+	// (the first of the defined ones).
+	earlier int
 }
 
 func newLensMenu(extra []Lens) (*lensMenu, error) {
@@ -312,6 +315,20 @@ func newLensMenu(extra []Lens) (*lensMenu, error) {
 		m.lenses = append(m.lenses, l)
 	}
 	return m, nil
+}
+
+// definedAs reports whether an earlier process of the run journaled the
+// manager's definition of lens id (not a builtin or an Options lens) as
+// the document def.
+func (m *lensMenu) definedAs(id string, def canonjson.Value) bool {
+	first := len(m.lenses) - m.defined
+	for _, l := range m.lenses[first : first+m.earlier] {
+		if l.ID == id {
+			v, err := canonjson.ToValue(l)
+			return err == nil && canonjson.Equal(v, def)
+		}
+	}
+	return false
 }
 
 func (m *lensMenu) find(id string) (Lens, bool) {
@@ -362,11 +379,15 @@ type DefineAnalystResult struct {
 	ID              string `json:"id"`
 	Defined         bool   `json:"defined"`
 	DefinitionsLeft int    `json:"definitionsLeft"`
+	// Replayed: an earlier process of the run journaled this very
+	// definition (a call a resumed manager runs again); nothing changed.
+	Replayed bool `json:"replayed,omitzero"`
 }
 
 // DefineAnalyst adds a lens to the menu: data only, within §9's bounds
 // (a *LensError otherwise), at most MaxDefinedLenses per manager, never
-// replacing one on the menu. The definition is journaled before it is
+// replacing one on the menu (the same definition an earlier process of
+// the run journaled is answered Replayed). The definition is journaled before it is
 // on the menu, so a resumed run offers it again.
 func (c *Coordinator) DefineAnalyst(ctx context.Context, l Lens) (DefineAnalystResult, error) {
 	if err := ValidateLens(l); err != nil {
@@ -380,9 +401,16 @@ func (c *Coordinator) DefineAnalyst(ctx context.Context, l Lens) (DefineAnalystR
 	defer c.spawnMu.Unlock()
 	c.mu.Lock()
 	_, exists := c.lenses.find(l.ID)
+	same := exists && c.lenses.definedAs(l.ID, data)
 	full := c.lenses.defined >= MaxDefinedLenses
+	left := MaxDefinedLenses - c.lenses.defined
 	c.mu.Unlock()
 	switch {
+	case same:
+		// This very definition an earlier process journaled: a call
+		// run again by a resumed manager (its result was not
+		// journaled).
+		return DefineAnalystResult{ID: l.ID, Defined: true, DefinitionsLeft: left, Replayed: true}, nil
 	case exists:
 		return DefineAnalystResult{}, &VerbRefusal{Code: "analyst-exists", Reason: "lens " + strconv.Quote(l.ID) + " is already on the menu; choose another id"}
 	case full:
@@ -622,6 +650,7 @@ func (c *Coordinator) replayAnalyst(r Record) error {
 		if _, ok := c.lenses.find(l.ID); !ok {
 			c.lenses.lenses = append(c.lenses.lenses, l)
 			c.lenses.defined++
+			c.lenses.earlier++
 		}
 	case KindSpawned:
 		if kind, src, ok := ParseAnalystKey(r.Key); ok {

@@ -124,7 +124,10 @@ func TestAnalystVerbsRunALensOverASettledWorker(t *testing.T) {
 }
 
 // Analyst runs are journaled in the run's one journal: a resumed run
-// offers the lens the manager defined, and run_analyst of a completed
+// offers the lens the manager defined — the same definition again (a
+// define_analyst call a resumed manager runs again, issue 13) is
+// answered defined and replayed, another under its id is refused
+// analyst-exists — and run_analyst of a completed
 // analysis returns its findings (resumed: completed) without running
 // the analyst again or spending.
 func TestResumedRunDoesNotRerunACompletedAnalysis(t *testing.T) {
@@ -134,6 +137,9 @@ func TestResumedRunDoesNotRerunACompletedAnalysis(t *testing.T) {
 			tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("alpha"))
 			tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000, "kinds": []string{"settled"}})
 			got["define"] = tool(t, ctx, c, supervise.VerbDefineAnalyst, validLens())
+			other := validLens()
+			other["description"] = "another lens under the same id"
+			got["redefine"] = tool(t, ctx, c, supervise.VerbDefineAnalyst, other)
 			got["run"] = tool(t, ctx, c, supervise.VerbRunAnalyst, map[string]any{"kind": "source-check", "workerId": "run1:s1"})
 			tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000, "kinds": []string{"finding"}})
 			return supervise.BrainReport{}, nil
@@ -153,8 +159,9 @@ func TestResumedRunDoesNotRerunACompletedAnalysis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first["run"]["resumed"] != nil || second["define"]["error"] != "analyst-exists" {
-		t.Errorf("first run %v, second define %v", first["run"], second["define"])
+	if first["run"]["resumed"] != nil || second["define"]["defined"] != true || second["define"]["replayed"] != true ||
+		second["redefine"]["error"] != "analyst-exists" {
+		t.Errorf("first run %v, second define %v and redefine %v", first["run"], second["define"], second["redefine"])
 	}
 	if second["run"]["resumed"] != "completed" || second["run"]["findings"] != "finding: the note cites no source" ||
 		second["run"]["analystWorkerId"] != "run1:s2" {

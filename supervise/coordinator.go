@@ -1063,6 +1063,10 @@ type SteerResult struct {
 	// Progress is the worker's progress once the steer was answered
 	// (§9 steer_agent).
 	Progress *WorkerProgress `json:"progress,omitzero"`
+	// Replayed: the call was run again by a resumed manager (its result
+	// was not journaled) and this is what its first run did, from the
+	// journal; the steer was not sent again.
+	Replayed bool `json:"replayed,omitzero"`
 }
 
 // Steerer is implemented by an executor whose live workers accept
@@ -1077,13 +1081,21 @@ type Steerer interface {
 // steer for the manager's own inbox, as the run dir's steer requests
 // route one. A nested manager steers only its own subtree. With an executor that reads inboxes (InboxReader)
 // it waits, at most MaxSteerWait, until the worker's next turn takes the
-// instruction.
+// instruction. A call of the manager's tool loop is keyed by its call id
+// (steerOperationID): run again by a resumed manager, a worker's steer
+// answers what the journal says its first run did (Replayed), unknown
+// when that run's outcome was never journaled, and is not sent again.
 func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, error) {
 	if c.parent == nil && (a.WorkerID == NodeID(c.runID) || a.WorkerID == c.scope.Root()) {
 		// A root steer, as the cross-process path routes one: the
 		// manager's own inbox (ManagerInbox), read between its turns.
+		// A call a resumed manager runs again steers again under its
+		// first operation id: the inbox it was posted to ended with its
+		// process before a turn took it (a turn's steers are journaled
+		// after its calls' results), so the manager sees it once.
 		a.WorkerID = c.scope.Root()
-		req := c.steerRequested(ctx, a)
+		op, _ := c.steerOperationID(ctx)
+		req := c.steerRequested(ctx, a, op)
 		effect, reason := c.deliverRoot(ctx, a.Instruction, req.OperationID)
 		res := SteerResult{Delivered: effect == SteerDelivered, Outcome: string(effect), Reason: reason}
 		c.steerAcknowledged(ctx, req, res)
@@ -1093,9 +1105,22 @@ func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, erro
 	if !ok || !c.reaches(a.WorkerID) {
 		return SteerResult{}, fmt.Errorf("%w: %s", ErrUnknownWorker, a.WorkerID)
 	}
-	req := c.steerRequested(ctx, a)
+	var res SteerResult
+	op, keyed := c.steerOperationID(ctx)
+	if keyed {
+		if req, ack, ok := c.journaledSteer(op); ok {
+			// The call run again by a resumed manager: what its first
+			// run did, never a second delivery.
+			res = c.replayedSteer(ctx, req, ack)
+			if now, ok := c.scope.Node(a.WorkerID); ok {
+				res.Progress = c.progressOf(now)
+			}
+			return res, nil
+		}
+	}
+	req := c.steerRequested(ctx, a, op)
 	effect, reason := c.deliver(ctx, info, a.Instruction, req.OperationID)
-	res := SteerResult{Delivered: effect == SteerDelivered, Outcome: string(effect), Reason: reason}
+	res = SteerResult{Delivered: effect == SteerDelivered, Outcome: string(effect), Reason: reason}
 	c.steerAcknowledged(ctx, req, res)
 	if now, ok := c.scope.Node(a.WorkerID); ok {
 		res.Progress = c.progressOf(now)
@@ -1114,14 +1139,27 @@ type SubmitResult struct {
 	Verdict     *kernel.Verdict `json:"verdict,omitzero"`
 	Expectation string          `json:"expectation,omitzero"`
 	OutRef      string          `json:"outRef,omitzero"`
+	// Replayed: this result was accepted already (journaled), by an
+	// earlier run of the same call; it is not checked or kept again.
+	Replayed bool `json:"replayed,omitzero"`
 }
 
 // Submit offers the run's result to the deliverable check. The first
-// passing result is kept; a later one is refused earlier-passing-result.
+// passing result is kept; a later one is refused earlier-passing-result,
+// unless it is the kept result itself (Replayed).
 func (c *Coordinator) Submit(ctx context.Context, a SubmitArgs) (SubmitResult, error) {
 	c.mu.Lock()
 	done, stopped := c.submitted != nil || c.submitting, c.stopped
+	prior := c.submitted
 	c.mu.Unlock()
+	if prior != nil && prior.OutRef != "" {
+		if ref, err := canonjson.Digest(resultValue(a.Result, canonjson.Value{})); err == nil && ref == prior.OutRef {
+			// The very result accepted already: a call run again by a
+			// resumed manager (its result was not journaled) is told
+			// what its first run was told.
+			return SubmitResult{Accepted: true, Verdict: prior.Verdict, OutRef: ref, Replayed: true}, nil
+		}
+	}
 	switch {
 	case done:
 		return SubmitResult{}, &VerbRefusal{Code: "earlier-passing-result", Reason: "a passing result was already accepted"}

@@ -50,6 +50,45 @@
 // calls already returned (TranscriptMessage.Took) are not queued again.
 // A journal without transcript records (written before them, or by a
 // caller's brain) resumes with a fresh conversation, as before.
+//
+// A call run again so must act at most once. What each verb's re-run
+// does, its first run's effect journaled or not:
+//
+//	spawn_worker     replays the journaled child (same arguments): the
+//	                 child is not executed again
+//	await_event      takes the next queued event: the one the lost
+//	                 result held was never dropped (Took is journaled
+//	                 with the result), so it is returned now, once
+//	observe_agent, read_journal, list_questions, list_analysts
+//	                 read only
+//	steer_agent      keyed by its call (kernel.ToolCallID: operation
+//	                 "steer_agent-" + digest of run, manager node and
+//	                 call id): to a worker, the journaled outcome of the
+//	                 first run (replayed), unknown — never sent again —
+//	                 when only its request was journaled; to the root,
+//	                 sent again under the same operation, since the
+//	                 inbox it went to died unread with its process
+//	submit_result    the very result journaled (KindSubmitted) is
+//	                 accepted, replayed; another is refused
+//	                 earlier-passing-result; a nested manager's is not
+//	                 journaled before its settlement, so it is checked
+//	                 again
+//	stop             stops again (not journaled; the run ended with its
+//	                 process)
+//	ask_parent       asks again: the first ask is listed expired with
+//	                 its process, so one question is open
+//	answer_question  a decision an earlier process delivered, given
+//	                 again, is answered delivered, replayed, and not
+//	                 sent; another is refused already-decided; one that
+//	                 was not delivered expired with its asker
+//	define_analyst   the same definition an earlier process journaled is
+//	                 answered defined, replayed; another is refused
+//	                 analyst-exists
+//	run_analyst      keyed by lens and worker (the analyst's spawn
+//	                 key): a completed analysis returns its findings
+//	                 (resumed: completed) and runs nothing; the key's
+//	                 other states answer as any keyed spawn's do
+//
 // read_journal leaves transcript records out unless asked for their
 // kind.
 //

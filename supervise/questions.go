@@ -65,6 +65,9 @@ type question struct {
 	// reply carries the decision to the waiting asker; nil when nobody
 	// waits (the manager's own ask_parent).
 	reply chan Decision
+	// earlier: the question and its decision are an earlier process's
+	// (replayQuestions).
+	earlier bool
 }
 
 // ErrBadQuestion: a question's fields are not what §3.6 allows.
@@ -227,6 +230,10 @@ type AnswerResult struct {
 	QuestionID string `json:"questionId"`
 	Delivered  bool   `json:"delivered"`
 	Status     string `json:"status"`
+	// Replayed: an earlier process of the run delivered this very
+	// decision (a call a resumed manager runs again); it is not sent
+	// again.
+	Replayed bool `json:"replayed,omitzero"`
 }
 
 // AnswerQuestion decides a question and routes the decision to its
@@ -274,6 +281,8 @@ func (c *Coordinator) decide(a AnswerArgs) (AnswerResult, *Decision, NodeID, fun
 	switch {
 	case q == nil:
 		return AnswerResult{}, nil, "", nil, &VerbRefusal{Code: "unknown-question", Reason: "no question " + a.QuestionID}
+	case q.decision != nil && q.earlier && q.decision.same(a):
+		return AnswerResult{QuestionID: q.ID, Delivered: true, Status: q.Status, Replayed: true}, nil, q.From, nil, nil
 	case q.decision != nil:
 		return AnswerResult{}, nil, "", nil, &VerbRefusal{Code: "already-decided", Reason: "question " + q.ID + " is " + q.Status}
 	case a.EscalateTo != "" && (c.parent == nil || a.EscalateTo != "parent" || q.reply == nil):
@@ -303,4 +312,16 @@ func (c *Coordinator) decide(a AnswerArgs) (AnswerResult, *Decision, NodeID, fun
 	q.reply <- d // buffered, and only ever sent once
 	q.decision, q.Status, q.reply = &d, status, nil
 	return AnswerResult{QuestionID: q.ID, Delivered: true, Status: status}, &d, q.From, nil, nil
+}
+
+// same reports whether a decides a question as d did: the same answer,
+// or the same deferral.
+func (d *Decision) same(a AnswerArgs) bool {
+	switch d.Kind {
+	case "answer":
+		return a.Answer != "" && a.Answer == d.Answer && a.DeferReason == "" && a.EscalateTo == ""
+	case "defer":
+		return a.DeferReason != "" && a.DeferReason == d.DeferReason && a.Answer == "" && a.EscalateTo == ""
+	}
+	return false
 }

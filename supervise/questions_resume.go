@@ -32,7 +32,7 @@ func (c *Coordinator) replayQuestions(ctx context.Context) {
 		case r.Kind == CoordQuestion && r.Question != nil:
 			// Every record counts, even one repeating an id (an older
 			// process's), so new ids come after all of them.
-			q := &question{Question: *r.Question, to: c.self}
+			q := &question{Question: *r.Question, to: c.self, earlier: true}
 			if q.To != "" {
 				q.to = q.To // a nested manager's question
 			}

@@ -114,8 +114,13 @@ func (f *superviseFold) isRoot(n supervise.NodeID) bool {
 	return n == f.root || !hasParent
 }
 
-// apply folds r onto the run.
+// apply folds r onto the run. A router manager's transcript record (its
+// conversation, journaled for a resume) changes nothing top shows and is
+// no event for people: it is neither folded nor kept.
 func (f *superviseFold) apply(r supervise.Record) {
+	if r.Kind == supervise.KindTranscript {
+		return
+	}
 	if r.Kind == supervise.KindRunStarted && r.RunID != "" && !f.rootStarted {
 		// The run's root is the first run-started record's run id, even
 		// when records before it were folded without knowing it.

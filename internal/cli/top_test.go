@@ -81,7 +81,8 @@ func topStore(t *testing.T) (string, store.Store) {
 
 // tornRunDir writes a supervise run dir as a crash leaves it: a root
 // spawn (which is the run, not a worker), three workers (one nested,
-// one settled, one in flight), a corrupt line and a torn last line.
+// one settled, one in flight), the router manager's transcript records,
+// a corrupt line and a torn last line.
 func tornRunDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -89,7 +90,9 @@ func tornRunDir(t *testing.T) string {
 		`{"kind":"run-started","runId":"sup-1","startedAtMs":1772366400000,"task":"refactor the parser"}`,
 		`{"kind":"spawned","label":"root","node":"sup-1","task":"refactor the parser"}`,
 		`{"kind":"spawned","label":"lexer","node":"sup-1:s1","reserved":{"microUsd":500000,"tokens":20000},"task":"split the lexer"}`,
+		`{"kind":"transcript","messages":[{"role":"assistant","toolCalls":[{"args":{"profile":"writer","task":"split the lexer"},"id":"c1","name":"agent_runtime_coordination_spawn_worker"}]}],"node":"sup-1"}`,
 		`{"kind":"spawned","label":"tests","node":"sup-1:s2","reserved":{"tokens":10000},"task":"write tests"}`,
+		`{"kind":"transcript","messages":[{"content":"- spawn_worker → ok: {\"workerId\":\"sup-1:s2\"}","role":"tool","toolCallId":"c2"}],"node":"sup-1"}`,
 		`{"kind":"spawned","label":"lexer-docs","node":"sup-1:s1:s3","parent":"sup-1:s1","task":"document the lexer"}`,
 		`this line is not JSON`,
 		`{"kind":"settled","node":"sup-1:s2","spent":{"iterations":3,"microUsd":15000,"tokens":4200},"state":"done","verdict":{"passed":true}}`,
@@ -126,7 +129,9 @@ func checkGolden(t *testing.T, name, got string) {
 // agentrt top --once prints one plain frame (stdout is no terminal
 // here): store runs of every kind with unknowns spelled out, and a run
 // dir's workers despite a corrupt and a torn journal line, the root
-// spawn never among them (runtime spec §15 behaviour 71).
+// spawn never among them (runtime spec §15 behaviour 71), and its events
+// without the manager's transcript records (issue 13: the conversation
+// is journaled for resume, not a line for people).
 func TestTopOnceGolden(t *testing.T) {
 	db, s := topStore(t)
 	s.Close()
