@@ -68,6 +68,11 @@ type question struct {
 	// earlier: the question and its decision are an earlier process's
 	// (replayQuestions).
 	earlier bool
+	// journaled is closed once this process's append of the question's
+	// record returned (written or recorded lost); nil for an earlier
+	// process's question. A decision is journaled only after it, so the
+	// coordination log never holds a decision before its question.
+	journaled chan struct{}
 }
 
 // ErrBadQuestion: a question's fields are not what §3.6 allows.
@@ -120,7 +125,7 @@ func (a AskArgs) size() int {
 func (c *Coordinator) addQuestion(ctx context.Context, a AskArgs, wait bool) (*question, <-chan Decision) {
 	c.mu.Lock()
 	q := &question{Question: Question{ID: "q" + strconv.Itoa(len(c.questions)+1), From: a.From, Level: a.Level, Question: a.Question,
-		Reason: a.Reason, Urgency: a.Urgency, Options: a.Options, Status: "open"}, to: c.self}
+		Reason: a.Reason, Urgency: a.Urgency, Options: a.Options, Status: "open"}, to: c.self, journaled: make(chan struct{})}
 	if c.parent != nil {
 		q.To = c.self // journaled, so a resumed run lists it to the same manager
 	}
@@ -131,7 +136,12 @@ func (c *Coordinator) addQuestion(ctx context.Context, a AskArgs, wait bool) (*q
 	qq, reply := q.Question, q.reply
 	c.pushLocked(Event{Kind: EventQuestion, WorkerID: a.From, Question: &qq})
 	c.mu.Unlock()
-	if err := c.log.appendCoordOrLose(ctx, CoordRecord{Kind: CoordQuestion, QuestionID: qq.ID, Question: &qq}, qq.From); err != nil {
+	// The event goes out before the record is written (a manager waiting
+	// in await_event sees it at once); a decision on it waits for the
+	// record (questionJournaled).
+	err := c.log.appendCoordOrLose(ctx, CoordRecord{Kind: CoordQuestion, QuestionID: qq.ID, Question: &qq}, qq.From)
+	close(q.journaled)
+	if err != nil {
 		c.logger.Error("supervise: journaling a question", "question", qq.ID, "err", err)
 	}
 	return q, reply
@@ -246,12 +256,36 @@ func (c *Coordinator) AnswerQuestion(ctx context.Context, a AnswerArgs) (AnswerR
 		then()
 	}
 	if err == nil && d != nil {
+		c.questionJournaled(ctx, res.QuestionID)
 		rec := CoordRecord{Kind: CoordDecision, QuestionID: res.QuestionID, Decision: d, Delivered: res.Delivered}
 		if jerr := c.log.appendCoordOrLose(ctx, rec, from); jerr != nil {
 			c.logger.Error("supervise: journaling a decision", "question", res.QuestionID, "err", jerr)
 		}
 	}
 	return res, err
+}
+
+// questionJournaled waits until this process's append of question id's
+// record returned, or ctx ends: a decision journaled before its question
+// would be ignored by a resumed run's replay (replayQuestions), and a lost
+// question's loss would be recorded after its decision's.
+func (c *Coordinator) questionJournaled(ctx context.Context, id string) {
+	var done chan struct{}
+	c.mu.Lock()
+	for _, q := range c.questions {
+		if q.ID == id {
+			done = q.journaled
+			break
+		}
+	}
+	c.mu.Unlock()
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 // decide applies a decision under the lock and returns it, and who
