@@ -354,3 +354,40 @@ func TestRootSteerAfterManagerReturnedIsNotLiveBehaviour48(t *testing.T) {
 		t.Errorf("the manager made %d model calls, want 2", router.Calls())
 	}
 }
+
+// inboxBrainFunc is a BrainFunc that reads the manager inbox, as the
+// router brain does.
+type inboxBrainFunc supervise.BrainFunc
+
+func (f inboxBrainFunc) Drive(ctx context.Context, c *supervise.Coordinator, task string) (supervise.BrainReport, error) {
+	return f(ctx, c, task)
+}
+
+func (inboxBrainFunc) ReadsInbox() bool { return true }
+
+// §3.6 "Steering", behaviour 48: a manager's own steer_agent to itself
+// (the run id) is refused self-steer at once. Before,
+// the steer waited in the manager's inbox for the manager's next turn,
+// which this very call held, so the loop stalled for MaxSteerWait.
+func TestManagerSteeringItselfIsRefusedBehaviour48(t *testing.T) {
+	o := baseOptions(t, &gateExecutor{release: make(chan struct{})}, nil)
+	o.RunDir = t.TempDir()
+	var got []map[string]any
+	o.Brain = inboxBrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		bounded, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		got = append(got, tool(t, bounded, c, supervise.VerbSteerAgent, map[string]any{"workerId": "run1", "instruction": "hurry"}))
+		return supervise.BrainReport{}, nil
+	})
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d steers answered; want 1", len(got))
+	}
+	for i, r := range got {
+		if r["error"] != "self-steer" || r["reason"] == "" {
+			t.Errorf("steer %d to itself: %v; want the refusal self-steer", i, r)
+		}
+	}
+}

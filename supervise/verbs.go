@@ -129,6 +129,19 @@ func (c *Coordinator) spawnSchema() (*jsonschema.Schema, error) {
 	return s, nil
 }
 
+// steerFromManager is steer_agent as the manager calls it. A steer to
+// the manager itself (its own node; for the root also the run id) is
+// refused self-steer: a manager's inbox is taken between its turns or
+// with its next tool result, and this call holds both, so the steer
+// could only wait out MaxSteerWait. Steers to the root from outside the
+// brain (agentrt steer RUN RUN-ID, Coordinator.Steer) are unaffected.
+func (c *Coordinator) steerFromManager(ctx context.Context, a SteerArgs) (SteerResult, error) {
+	if a.WorkerID == c.self || c.parent == nil && (a.WorkerID == NodeID(c.runID) || a.WorkerID == c.scope.Root()) {
+		return SteerResult{}, &VerbRefusal{Code: "self-steer", Reason: "a manager cannot steer itself: say it in its own next turn; steer one of its workers instead"}
+	}
+	return c.Steer(ctx, a)
+}
+
 // Tools returns the coordination verbs as tools named with ToolPrefix,
 // in Verbs order: what the router brain offers its model, and what an
 // MCP server would list to an external harness.
@@ -153,7 +166,7 @@ func (c *Coordinator) Tools() ([]contract.Tool, error) {
 	}
 	add(verb(VerbAwaitEvent, "Wait for the next worker settlement (in recorded order): returns {event}, {idle:true} when nothing is live, or {pending:true, live} after the bounded wait.", c.Await))
 	add(verb(VerbObserveAgent, "Observe a worker: status, reserved and spent budget, progress (idleMs, stalled, turns, recentActivity, profileChanges, steerable, pendingMessages) and once settled its output and verdict. The output comes in pages of at most 16000 bytes: outputPath (a JSON pointer into {text, output}, default /text), offset and limit choose one; outputBytes is the whole length and nextOffset, when present, the next page's offset.", c.ObservePage))
-	add(verb(VerbSteerAgent, "Send an instruction to a live worker's inbox.", c.Steer))
+	add(verb(VerbSteerAgent, "Send an instruction to a live worker's inbox.", c.steerFromManager))
 	add(verb(VerbSubmitResult, "Submit the run's final result to the deliverable check; the first passing result is kept.", c.Submit))
 	add(verb(VerbStop, "Stop the run: nothing more is spawned and the manager's loop ends.", func(_ context.Context, a StopArgs) (StopResult, error) { return c.Stop(a) }))
 	add(verb(VerbReadJournal, "Read this run's journal (prior processes included), paged from sinceRow.", func(_ context.Context, a JournalArgs) (JournalPage, error) {
