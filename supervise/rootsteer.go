@@ -16,6 +16,9 @@ import (
 // harness's turn ends. Any other brain — a
 // caller-owned Brain that does not opt in — answers unsupported, and a
 // steer that arrives after the brain's last turn is not_live.
+//
+// A manager's own steer_agent to itself is refused self-steer: the call
+// holds the turn (or the tool result) that would take it.
 
 // ReadsInbox reports true: the router brain's tool loop takes the steers
 // addressed to the run's root between its turns (Coordinator.ManagerInbox).
