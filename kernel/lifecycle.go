@@ -156,8 +156,11 @@ type life struct {
 
 	// leaseUntil is when the lease lapses, as last renewed (Unix nanos).
 	leaseUntil atomic.Int64
-	// lost is set once this process knows it no longer holds the lease.
-	lost atomic.Pointer[LeaseLostError]
+	// lost is set once this process knows it no longer holds the lease,
+	// after the run was cancelled with the loss (loseLease); lossMu
+	// serializes the goroutines that find it.
+	lost   atomic.Pointer[LeaseLostError]
+	lossMu sync.Mutex
 	// lostC is closed when lost is set.
 	lostC chan struct{}
 
@@ -316,16 +319,30 @@ func (l *life) fenced(err error) error {
 // lapsed reports whether the lease, as last renewed, had run out at now.
 func (l *life) lapsed(now time.Time) bool { return now.After(time.Unix(0, l.leaseUntil.Load())) }
 
-// loseLease notes the loss, starts the cleanup window — a write still in
-// flight can no longer land as this process's, and the front door must
-// end soon, whichever context its lifecycle watches — and cancels the
-// run with the loss.
+// loseLease cancels the run with the loss, starts the cleanup window — a
+// write still in flight can no longer land as this process's, and the
+// front door must end soon, whichever context its lifecycle watches —
+// and only then notes the loss where every other goroutine looks for it
+// (holds, leaseLost, lostC). That order is the rule: a goroutine that
+// learns of the loss from the note (the run's consumer, whose next write
+// holds refuses) stops reading its turn, and its provider must then find
+// the turn's context already ended with the *LeaseLostError — a remote
+// provider seeing a caller stop without it cancels the turn on the
+// server, and the run's next holder may have re-attached to that turn
+// (TestConsumerStopsOnlyAfterTheLostLeaseCutTheTurn). A second loser
+// waits on lossMu until the first has cut the run.
 func (l *life) loseLease(e *LeaseLostError) {
-	if l.lost.CompareAndSwap(nil, e) {
-		close(l.lostC)
-		l.log.Warn("lease lost", "run", l.fence.RunID, "err", e)
-		l.armCleanup()
+	l.lossMu.Lock()
+	first := l.lost.Load() == nil
+	if first {
 		l.cancel(e)
+		l.armCleanup()
+		l.lost.Store(e)
+		close(l.lostC)
+	}
+	l.lossMu.Unlock()
+	if first {
+		l.log.Warn("lease lost", "run", l.fence.RunID, "err", e)
 	}
 }
 
