@@ -730,7 +730,7 @@ func (w *Worker) runAttempt(c claim) error {
 	if c.resume != nil {
 		// The dead attempt's environment, whose turn carries the same
 		// name: the kernel re-attaches to it.
-		reattach = &kernel.Reattach{Environment: &pinnedEnv{Environment: c.resume.Environment, turn: turnID(c.fence.RunID), attach: true}, Created: c.resume.Created}
+		reattach = &kernel.Reattach{Environment: pin(c.resume.Environment, turnID(c.fence.RunID), true), Created: c.resume.Created}
 	}
 	// Not River's ctx: it ends at River's job timeout (see NewWorker).
 	runCtx, cancel := context.WithCancelCause(w.hard)
@@ -1073,9 +1073,11 @@ func (w *Worker) startHeartbeat(c claim, cancel context.CancelCauseFunc) *heartb
 	return h
 }
 
+// lose cuts the attempt with the loss, then notes it (the kernel's
+// order: whoever learns of the loss finds the attempt already cut).
 func (h *heartbeat) lose(err error, cancel context.CancelCauseFunc) {
-	h.lost.Store(&err)
 	cancel(err)
+	h.lost.Store(&err)
 }
 
 // stop ends the heartbeat and returns why the lease was lost, or nil.
