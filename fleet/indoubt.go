@@ -266,7 +266,7 @@ func (f *Fleet) followInDoubt(ctx context.Context, runID string, spec Spec, atte
 	return kernel.Execute(follow, kernel.Request{
 		Profile: p, Task: spec.Task, Provider: o.Provider, Store: f.store, Check: expectCheck(spec.Expect), Stage: spec.Stage,
 		RunID: attemptRun, LeaseTTL: o.LeaseTTL, CleanupTimeout: recoverCleanup, Logger: f.log,
-		Reattach: &kernel.Reattach{Environment: &pinnedEnv{Environment: env, turn: turnID(runID), attach: true}, Created: created, Settle: true},
+		Reattach: &kernel.Reattach{Environment: pin(env, turnID(runID), true), Created: created, Settle: true},
 	})
 }
 

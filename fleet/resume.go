@@ -33,7 +33,20 @@ func (p *pinned) Create(ctx context.Context, in *contract.CreateInput) (contract
 	if err != nil {
 		return nil, err
 	}
-	return &pinnedEnv{Environment: env, turn: p.turn}, nil
+	return pin(env, p.turn, false), nil
+}
+
+// pin is env with every turn without an id of its own named turn; with
+// attach it only re-attaches to that turn. An environment that streams
+// to its execution owner (contract.OwnedStreamer) keeps doing so through
+// the pin, so the kernel still binds the native session the provider
+// observed to the attempt (NSO-02).
+func pin(env contract.Environment, turn string, attach bool) contract.Environment {
+	p := &pinnedEnv{Environment: env, turn: turn, attach: attach}
+	if o, ok := env.(contract.OwnedStreamer); ok {
+		return &pinnedOwnedEnv{pinnedEnv: p, owned: o}
+	}
+	return p
 }
 
 // pinnedEnv gives every turn without an id of its own the fleet run's.
@@ -52,8 +65,8 @@ type turnAttacher interface {
 	AttachTurn(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error]
 }
 
-// Stream implements contract.Environment.
-func (e *pinnedEnv) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
+// named is in with the fleet run's turn id when it names none.
+func (e *pinnedEnv) named(in *contract.TurnInput) *contract.TurnInput {
 	var turn contract.TurnInput
 	if in != nil {
 		turn = *in
@@ -62,8 +75,30 @@ func (e *pinnedEnv) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq
 		id := e.turn
 		turn.TurnID = &id
 	}
+	return &turn
+}
+
+// Stream implements contract.Environment.
+func (e *pinnedEnv) Stream(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
 	if a, ok := e.Environment.(turnAttacher); ok && e.attach {
-		return a.AttachTurn(ctx, &turn)
+		return a.AttachTurn(ctx, e.named(in))
 	}
-	return e.Environment.Stream(ctx, &turn)
+	return e.Environment.Stream(ctx, e.named(in))
+}
+
+// pinnedOwnedEnv is a pinnedEnv whose environment streams to its owner.
+type pinnedOwnedEnv struct {
+	*pinnedEnv
+	owned contract.OwnedStreamer
+}
+
+// StreamOwned implements contract.OwnedStreamer. A re-attaching pin
+// follows the turn as Stream does: attaching never starts a turn, and
+// the owner stream has no attaching form, so the native session of a
+// turn re-attached to stays as the attempt that started it recorded it.
+func (e *pinnedOwnedEnv) StreamOwned(ctx context.Context, in *contract.TurnInput) iter.Seq2[contract.EnvironmentEvent, error] {
+	if _, ok := e.Environment.(turnAttacher); ok && e.attach {
+		return e.Stream(ctx, in)
+	}
+	return e.owned.StreamOwned(ctx, e.named(in))
 }
