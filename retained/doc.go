@@ -25,18 +25,30 @@
 // credential request (contract.CredentialRequest). It names no secret —
 // the provider's account owner binds the credential (RG-10) — but its
 // selector names an account, which agentrt never records, and it is no
-// part of the turn's canonical form. The intent records only the stage
-// it asked for (Intent.CredentialStage). A recovery that re-dispatches
-// the turn in another process re-sends that stage's request: the one the
-// caller gives with the turn, or the one rebuilt from the seated profile
-// (RecoverOptions.Profile) (RG-09). A request for another stage, or none,
-// is refused before anything is dispatched, never sent without it. A
-// replay is the admitted request (RG-12): a turn admitted without a
-// credential request is re-sent without one, and AdmittedRequest
-// rebuilds what an admission recorded — an older one, recorded before
-// runs recorded their stage, created its environment with the whole
-// authored profile, on which its turn relied — never what the profile
-// would ask for today.
+// part of the turn's canonical form. The intent records the stage it
+// asked for (Intent.CredentialStage) and, when the caller gives a
+// CredentialKey, a keyed digest of the request, selector included
+// (Intent.CredentialDigest, HMAC-SHA256) — never the selector: a plain
+// hash of an account name is found by trying each name, a keyed one
+// tells nothing without the key. A recovery that re-dispatches the turn
+// (or replays the create) in another process re-sends that stage's
+// request: the one the caller gives, or the one rebuilt from the seated
+// profile (RecoverOptions.Profile) (RG-09). A request for another stage,
+// or none, is refused before anything is dispatched, never sent without
+// it; so is one whose digest under RecoverOptions.CredentialKey is not
+// the admitted one — the profile's selector for the stage changed since
+// the admission, which neither the stage nor the profile digest shows:
+// the recovery is Unverifiable with a *CredentialChangedError as its
+// Cause, naming the stage and never the selector, nothing sent under
+// another account and nothing destroyed (a seated start again with that
+// profile is a *MismatchError). A record without a digest — made before
+// digests were, or by a caller without a key — is recovered as before,
+// checked for its stage only. A replay is the admitted request (RG-12):
+// a turn admitted without a credential request is re-sent without one,
+// and AdmittedRequest rebuilds what an admission recorded — an older
+// one, recorded before runs recorded their stage, created its
+// environment with the whole authored profile, on which its turn relied
+// — never what the profile would ask for today.
 //
 // StartSeated walks a seated profile's seat chain as retained runs, each
 // stage with admission records of its own: a typed quota refusal moves

@@ -127,6 +127,9 @@ type NativeContinueOptions struct {
 	// OnAdmission is required: it is awaited after each admission record
 	// of the continued run is durable.
 	OnAdmission AdmissionHook
+	// CredentialKey keys the digest of Continuation's credential request
+	// recorded with the continued run's intent (StartOptions.CredentialKey).
+	CredentialKey []byte
 }
 
 // NativeContinuation is a native continuation admitted as a retained run
@@ -196,9 +199,8 @@ func (r *Run) continueNativeRetained(ctx context.Context, o NativeContinueOption
 	a.intent = Intent{Provider: parent.Intent.Provider, IdempotencyKey: parent.Intent.IdempotencyKey, TurnID: turnID,
 		SessionID: r.ref.Run.SessionID, RunID: recordID, TurnDigest: req.TurnDigest,
 		NativeContinuation: &NativeContinuationIntent{Continues: r.ref.Record, OperationID: req.OperationID, RequestDigest: req.RequestDigest}}
-	if c := o.Continuation.Credential; c != nil {
-		k := c.Stage
-		a.intent.CredentialStage = &k
+	if err := admittedCredential(&a.intent, o.Continuation.Credential, o.CredentialKey); err != nil {
+		return nil, err
 	}
 	if stage != nil {
 		if c := a.intent.CredentialStage; c != nil && *c != *stage {

@@ -60,6 +60,18 @@ type Intent struct {
 	// (RecoverOptions.Profile) or is given it, and a request for another
 	// stage is refused.
 	CredentialStage *int `json:"credentialStage,omitzero"`
+	// CredentialDigest is the keyed digest of that credential request
+	// (HMAC-SHA256 under the caller's CredentialKey over the request
+	// without its occasion, selector included), never the request or
+	// its selector: a recovery that re-sends the request — the caller's,
+	// or the one rebuilt from the profile as it reads now — must digest
+	// to it, so that a stage whose account selector changed since the
+	// admission is refused (a *CredentialChangedError) rather than sent
+	// under another account (RG-12). Nil when the turn carried no
+	// request, when the caller gave no key, and in every record made
+	// before digests were: such a run is recovered as before, its
+	// request checked for its stage only.
+	CredentialDigest *string `json:"credentialDigest,omitzero"`
 	// Stage is the seat stage of a seated profile the run runs
 	// (StartOptions.Stage): its environment was created with that
 	// stage's projection, and a recovery re-sending its create projects

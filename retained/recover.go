@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/agentrt/agentrt/contract"
@@ -103,6 +102,10 @@ type Recovery struct {
 	EnvironmentID string
 	// Reason explains NotFound and Unverifiable.
 	Reason string
+	// Cause is the error behind Unverifiable, when there is one, for
+	// errors.As: a *CredentialChangedError says the admitted stage's
+	// account selector changed; nil otherwise.
+	Cause error
 }
 
 // RecoverOptions configure RecoverRetainedRun.
@@ -134,6 +137,17 @@ type RecoverOptions struct {
 	// admission carried a seat stage's credential request and Environment
 	// carries none, the create's is rebuilt from Profile (RG-09).
 	Environment *contract.CreateInput
+	// CredentialKey is the key the run was admitted with
+	// (StartOptions.CredentialKey). When the intent recorded a
+	// credential digest (Intent.CredentialDigest), the credential request
+	// recovery would send — Turn's or Environment's, or the one rebuilt
+	// from Profile — must digest to it under this key: a request that
+	// asks for another account (the profile's selector for the stage
+	// changed since the admission) is Unverifiable with a
+	// *CredentialChangedError as its Cause, nothing sent and nothing
+	// destroyed, and so is one that cannot be checked for want of the
+	// key. A record without a digest is recovered as before.
+	CredentialKey []byte
 	// OnAdmission, when set, is awaited after an environment or
 	// dispatched record that recovery writes is durable.
 	OnAdmission AdmissionHook
@@ -171,7 +185,7 @@ func RecoverRetainedRun(ctx context.Context, o RecoverOptions) (Recovery, error)
 		if err != nil {
 			why += ": " + err.Error()
 		}
-		return Recovery{Outcome: Unverifiable, EnvironmentID: envID, Reason: why}, nil
+		return Recovery{Outcome: Unverifiable, EnvironmentID: envID, Reason: why, Cause: err}, nil
 	}
 	if nc := rec.Intent.NativeContinuation; nc != nil && rec.Dispatched == nil {
 		// A native continuation is sent again only as the request the
@@ -237,7 +251,7 @@ func RecoverRetainedRun(ctx context.Context, o RecoverOptions) (Recovery, error)
 		return Recovery{Outcome: Recovered, Via: ViaReattached, Run: run, EnvironmentID: envID}, nil
 	}
 	// The dispatch was not recorded: it may or may not have happened.
-	via, ref, err := findOrResume(ctx, env, rec.Intent, o.Turn, o.Profile)
+	via, ref, err := findOrResume(ctx, env, rec.Intent, o)
 	if err != nil {
 		return unverifiable("the dispatch was not recorded and could not be proven or resumed", err)
 	}
@@ -260,7 +274,8 @@ func RecoverRetainedRun(ctx context.Context, o RecoverOptions) (Recovery, error)
 // findOrResume proves an unrecorded dispatch: the run's session, if the
 // provider has it under the run's identity, else a re-dispatch of the
 // admitted turn.
-func findOrResume(ctx context.Context, env contract.Environment, in Intent, turn *contract.TurnInput, prof *profile.Profile) (string, contract.ExactRunControlRef, error) {
+func findOrResume(ctx context.Context, env contract.Environment, in Intent, o RecoverOptions) (string, contract.ExactRunControlRef, error) {
+	turn := o.Turn
 	if opener, ok := env.(contract.SessionOpener); ok {
 		if sess, err := opener.Session(ctx, in.SessionID, nil); err == nil {
 			if ref := sess.ControlRef(); ref != nil {
@@ -280,7 +295,7 @@ func findOrResume(ctx context.Context, env contract.Environment, in Intent, turn
 	if d != in.TurnDigest {
 		return "", contract.ExactRunControlRef{}, &MismatchError{What: "turn to resume", Field: "turnDigest", Want: in.TurnDigest, Got: d}
 	}
-	resend, err := withCredential(*turn, in, prof)
+	resend, err := withCredential(*turn, in, o.Profile, o.CredentialKey)
 	if err != nil {
 		return "", contract.ExactRunControlRef{}, err
 	}
@@ -293,31 +308,23 @@ func findOrResume(ctx context.Context, env contract.Environment, in Intent, turn
 
 // withCredential is the turn to re-dispatch with the credential request
 // of the seat stage its admission carried: the one the caller gave, or
-// the profile's for that stage. A request for another stage, or none
-// where the admission carried one, is refused before any dispatch. An
-// admission that carried none — among them every one recorded before
-// credential stages were, which relied on the environment's
-// creation-time profile — is re-sent with none (RG-12): the replay is
-// the admitted request, never one re-derived from the profile as it is
-// read now.
-func withCredential(turn contract.TurnInput, in Intent, prof *profile.Profile) (contract.TurnInput, error) {
+// the profile's for that stage, checked to be the admitted one
+// (checkAdmittedCredential: the same stage and, when the admission
+// recorded its digest, the same account). A request for another stage
+// or account, or none where the admission carried one, is refused
+// before any dispatch. An admission that carried none — among them
+// every one recorded before credential stages were, which relied on the
+// environment's creation-time profile — is re-sent with none (RG-12):
+// the replay is the admitted request, never one re-derived from the
+// profile as it is read now.
+func withCredential(turn contract.TurnInput, in Intent, prof *profile.Profile, key []byte) (contract.TurnInput, error) {
 	if in.CredentialStage == nil {
 		turn.Credential = nil
 		return turn, nil
 	}
-	k := *in.CredentialStage
-	switch c := turn.Credential; {
-	case c != nil && c.Stage != k:
-		return turn, &MismatchError{What: "turn's credential request", Field: "credentialStage", Want: strconv.Itoa(k), Got: strconv.Itoa(c.Stage)}
-	case c != nil:
-		return turn, nil
-	case prof != nil:
-		if turn.Credential = contract.CredentialRequestFor(prof, k, contract.CredentialOnTurn); turn.Credential == nil {
-			return turn, fmt.Errorf("%w: the profile has no seat stage %d, whose credential request the admitted turn carried", ErrInvalidOptions, k)
-		}
-		return turn, nil
-	}
-	return turn, fmt.Errorf("%w: the admitted turn carried seat stage %d's credential request; give it in Turn.Credential or the seated profile in Profile", ErrInvalidOptions, k)
+	var err error
+	turn.Credential, err = resendCredential(in, turn.Credential, prof, key, contract.CredentialOnTurn, "Turn.Credential")
+	return turn, err
 }
 
 // replayCreate replays the keyed create of the run of in with
@@ -346,16 +353,9 @@ func replayCreate(ctx context.Context, o RecoverOptions, in Intent) (contract.En
 	} else if d != in.RequestDigest {
 		return nil, &MismatchError{What: "create input to replay", Field: "requestDigest", Want: in.RequestDigest, Got: d}
 	}
-	if k := in.CredentialStage; k != nil {
-		switch c := create.Credential; {
-		case c != nil && c.Stage != *k:
-			return nil, &MismatchError{What: "create's credential request", Field: "credentialStage", Want: strconv.Itoa(*k), Got: strconv.Itoa(c.Stage)}
-		case c == nil && o.Profile != nil:
-			if create.Credential = contract.CredentialRequestFor(o.Profile, *k, contract.CredentialOnCreate); create.Credential == nil {
-				return nil, fmt.Errorf("%w: the profile has no seat stage %d, whose credential request the admission carried", ErrInvalidOptions, *k)
-			}
-		case c == nil:
-			return nil, fmt.Errorf("%w: the admission carried seat stage %d's credential request; give it in Environment.Credential or the seated profile in Profile", ErrInvalidOptions, *k)
+	if in.CredentialStage != nil {
+		if create.Credential, err = resendCredential(in, create.Credential, o.Profile, o.CredentialKey, contract.CredentialOnCreate, "Environment.Credential"); err != nil {
+			return nil, err
 		}
 	}
 	env, err := o.Provider.Create(ctx, &create)

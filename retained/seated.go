@@ -93,7 +93,11 @@ func StageRequest(prof *profile.Profile, k int, key, turnID, task string) (*cont
 // relied on that creation-time profile. The rebuilt create is checked
 // against the admitted profile digest (Intent.RequestedProfileDigest):
 // a profile that is not the one the run was admitted with is a
-// *MismatchError, before anything is sent.
+// *MismatchError, before anything is sent. The stage's account selector
+// is in neither digest: a profile whose selector for the stage changed
+// since the admission rebuilds a request for another account, which
+// RecoverRetainedRun refuses against the admitted credential digest
+// (RecoverOptions.CredentialKey; a *CredentialChangedError).
 func AdmittedRequest(prof *profile.Profile, in Intent, task string) (*contract.CreateInput, contract.TurnInput, error) {
 	var create *contract.CreateInput
 	var turn contract.TurnInput
@@ -148,6 +152,12 @@ type SeatedOptions struct {
 	// OnAdmission is awaited after each admission record of each stage
 	// is durable (StartOptions.OnAdmission).
 	OnAdmission AdmissionHook
+	// CredentialKey keys the digest of each stage's credential request
+	// recorded with its intent (StartOptions.CredentialKey): recovering a
+	// stage with the same key refuses a profile whose selector for it
+	// changed since (a *CredentialChangedError), and starting again with
+	// one is a *MismatchError, before anything is sent.
+	CredentialKey []byte
 	// Follow, when set, follows a dispatched stage's run to its end and
 	// returns the error it ended with (nil: it succeeded); a typed quota
 	// refusal (*contract.QuotaRefusalError) moves the chain on. Without
@@ -315,7 +325,7 @@ func StartSeated(ctx context.Context, o SeatedOptions) (*SeatedRun, error) {
 				return res, fmt.Errorf("%w: %w", ErrInvalidOptions, err2)
 			}
 			run, err = StartRetainedRun(ctx, StartOptions{Provider: providers[k-o.Stage], Store: o.Store, Environment: create, Turn: turn,
-				Stage: &stage, OnAdmission: o.OnAdmission, Logger: o.Logger, Seat: &link})
+				Stage: &stage, OnAdmission: o.OnAdmission, Logger: o.Logger, Seat: &link, CredentialKey: o.CredentialKey})
 			if err == nil {
 				at.Continuity, at.ContinuityReason = kernel.ContinuityFresh, link.ContinuityReason
 			}
@@ -430,7 +440,7 @@ func (o *SeatedOptions) nativeRequest(ctx context.Context, from *Run, prevID, fr
 // stage's account is returned as it is (a *contract.QuotaRefusalError
 // without a run).
 func (o *SeatedOptions) continueStage(ctx context.Context, from *Run, ns *nativeStage, link *SeatLink, k int) (*Run, error) {
-	cont, err := from.continueNativeRetained(ctx, NativeContinueOptions{Request: ns.req, OnAdmission: o.OnAdmission,
+	cont, err := from.continueNativeRetained(ctx, NativeContinueOptions{Request: ns.req, OnAdmission: o.OnAdmission, CredentialKey: o.CredentialKey,
 		Continuation: contract.NativeContinuationOptions{Turn: ns.turn,
 			Credential: contract.CredentialRequestFor(o.Profile, k, contract.CredentialOnTurn)}}, link, &k, o.TurnID)
 	if err != nil {

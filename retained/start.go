@@ -49,6 +49,14 @@ type StartOptions struct {
 	// Seat, when set, links the run into a seat chain (StartSeated): it
 	// is recorded with the intent, outside the request digest.
 	Seat *SeatLink
+	// CredentialKey, when set, keys the digest of the turn's credential
+	// request that the intent records (Intent.CredentialDigest; at least
+	// MinCredentialKeySize bytes): a recovery given the same key refuses
+	// a request that asks for another account (RG-12). Keep it secret
+	// from readers of the store, and the same in every process that
+	// starts or recovers the run: a start again with another key is a
+	// *MismatchError. Without it no digest is recorded.
+	CredentialKey []byte
 	// Now replaces time.Now (tests).
 	Now func() time.Time
 	// Logger receives what the start does; nil discards it.
@@ -68,8 +76,10 @@ type InEnvironmentOptions struct {
 	Identity       *Identity
 	Intent         *Intent
 	OnAdmission    AdmissionHook
-	Now            func() time.Time
-	Logger         *slog.Logger
+	// CredentialKey is StartOptions.CredentialKey.
+	CredentialKey []byte
+	Now           func() time.Time
+	Logger        *slog.Logger
 }
 
 // StartRetainedRun admits and dispatches a retained run (spec/runtime.md
@@ -101,12 +111,18 @@ func StartRetainedRun(ctx context.Context, o StartOptions) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &admission{provider: o.Provider, store: o.Store, hook: o.OnAdmission, now: o.Now, log: o.Logger, turn: o.Turn, stage: o.Stage, seat: o.Seat}
+	a := &admission{provider: o.Provider, store: o.Store, hook: o.OnAdmission, now: o.Now, log: o.Logger, turn: o.Turn, stage: o.Stage, seat: o.Seat,
+		credentialKey: o.CredentialKey}
 	if err := a.prepare(key, o.Identity, profileDigest, nil, createDigest); err != nil {
 		return nil, err
 	}
 	if err := a.checkIntent(o.Intent); err != nil {
 		return nil, err
+	}
+	// The create's credential request must be the admitted one, as a
+	// recovery replaying the create checks it (checkAdmittedCredential).
+	if err := checkAdmittedCredential(a.intent, create.Credential, o.CredentialKey); err != nil {
+		return nil, fmt.Errorf("%w: the create's credential request is not the turn's: %w", ErrInvalidOptions, err)
 	}
 	a.acquire = func(ctx context.Context) (contract.Environment, error) {
 		env, err := o.Provider.Create(ctx, &create)
@@ -167,7 +183,7 @@ func StartRetainedRunInEnvironment(ctx context.Context, o InEnvironmentOptions) 
 	if err != nil {
 		return nil, err
 	}
-	a := &admission{provider: o.Provider, store: o.Store, hook: o.OnAdmission, now: o.Now, log: o.Logger, turn: o.Turn}
+	a := &admission{provider: o.Provider, store: o.Store, hook: o.OnAdmission, now: o.Now, log: o.Logger, turn: o.Turn, credentialKey: o.CredentialKey}
 	if err := a.prepare(o.IdempotencyKey, o.Identity, profileDigest, &o.EnvironmentID, envDigest); err != nil {
 		return nil, err
 	}
@@ -215,7 +231,9 @@ type admission struct {
 	intent   Intent
 	stage    *int
 	seat     *SeatLink
-	acquire  func(ctx context.Context) (contract.Environment, error)
+	// credentialKey keys the intent's credential digest.
+	credentialKey []byte
+	acquire       func(ctx context.Context) (contract.Environment, error)
 }
 
 // prepare computes the identity and the intent.
@@ -256,9 +274,8 @@ func (a *admission) prepare(key string, id *Identity, profileDigest, existing *s
 	a.intent = Intent{Provider: a.provider.Name(), IdempotencyKey: key, TurnID: turnID, SessionID: derived.SessionID,
 		ExecutionID: derived.ExecutionID, RunID: recordID, ExistingEnvironmentID: existing,
 		RequestedProfileDigest: profileDigest, TurnDigest: turnDigest}
-	if c := a.turn.Credential; c != nil {
-		k := c.Stage
-		a.intent.CredentialStage = &k
+	if err := admittedCredential(&a.intent, a.turn.Credential, a.credentialKey); err != nil {
+		return err
 	}
 	if a.stage != nil {
 		if *a.stage < 0 {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -65,6 +66,10 @@ func runRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Provid
 // --retain --seats), on the providers the --seats file names for each
 // stage of prof's chain.
 func startRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Provider, seats *seatAccountManager, s store.Store, prof *profile.Profile, task string, asJSON bool) error {
+	credKey, err := credentialKey()
+	if err != nil {
+		return err
+	}
 	key := f.key
 	if key == "" {
 		var b [16]byte
@@ -95,7 +100,7 @@ func startRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Prov
 				return err
 			}
 		}
-		return runRetainedSeated(ctx, startCtx, stdio, f, seats, 0, s, prof, key, task, asJSON, tracing, span)
+		return runRetainedSeated(ctx, startCtx, stdio, f, seats, 0, s, prof, key, credKey, task, asJSON, tracing, span)
 	}
 	if err := persistCreateKeys(p, s); err != nil {
 		return err
@@ -107,7 +112,7 @@ func startRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Prov
 			return err
 		}
 		accounts := kernel.AccountManagerFunc(func(context.Context, int, profile.Seat) (contract.Provider, error) { return p, nil })
-		return runRetainedSeated(ctx, startCtx, stdio, f, accounts, k0, s, prof, key, task, asJSON, tracing, span)
+		return runRetainedSeated(ctx, startCtx, stdio, f, accounts, k0, s, prof, key, credKey, task, asJSON, tracing, span)
 	}
 	// The profile must be one p can honor (PRF-07), before anything is
 	// admitted.
@@ -121,10 +126,11 @@ func startRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Prov
 		return &exitError{code: ExitFailed, err: err}
 	}
 	run, err := retained.StartRetainedRun(startCtx, retained.StartOptions{
-		Provider:    p,
-		Store:       s,
-		Environment: create,
-		Turn:        turn,
+		Provider:      p,
+		Store:         s,
+		Environment:   create,
+		Turn:          turn,
+		CredentialKey: credKey,
 		// The records are durable in the store before this hook runs; the
 		// command has nothing to add to them.
 		OnAdmission: func(context.Context, retained.Admission) error { return nil },
@@ -139,6 +145,26 @@ func startRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Prov
 	}
 	followCtx, followSpan := tracing.FollowRetained(ctx, run.ControlRef().Record)
 	return follow(followCtx, stdio, run, retained.Cursor{}, asJSON, followSpan)
+}
+
+// envCredentialKey names the environment variable holding the key of
+// the seat credential digests retained runs record (at least
+// retained.MinCredentialKeySize bytes; retained.StartOptions.CredentialKey):
+// set, agentrt run --retain records each seat stage's digest and agentrt
+// runs recover refuses a profile whose account selector for the stage
+// changed since. Unset, no digest is recorded.
+const envCredentialKey = "AGENTRT_CREDENTIAL_KEY"
+
+// credentialKey is $AGENTRT_CREDENTIAL_KEY's key; nil when it is unset.
+func credentialKey() ([]byte, error) {
+	k := os.Getenv(envCredentialKey)
+	if k == "" {
+		return nil, nil
+	}
+	if len(k) < retained.MinCredentialKeySize {
+		return nil, usage("$%s has %d bytes; the key needs at least %d", envCredentialKey, len(k), retained.MinCredentialKeySize)
+	}
+	return []byte(k), nil
 }
 
 // startRetainedError maps a start's error to the command's exit.
@@ -190,9 +216,9 @@ func printDispatched(ctx context.Context, stdio IO, run *retained.Run, prof *pro
 // next stage, said on stderr; without --detach each dispatched stage is
 // followed, so a refusal part way through its turn moves on too. When
 // the chain moved on, a summary names every stage tried and why.
-func runRetainedSeated(ctx, startCtx context.Context, stdio IO, f retainFlags, accounts kernel.AccountManager, k0 int, s store.Store, prof *profile.Profile, key, task string, asJSON bool, tracing *telemetry.Tracing, span *telemetry.RetainedSpan) error {
+func runRetainedSeated(ctx, startCtx context.Context, stdio IO, f retainFlags, accounts kernel.AccountManager, k0 int, s store.Store, prof *profile.Profile, key string, credKey []byte, task string, asJSON bool, tracing *telemetry.Tracing, span *telemetry.RetainedSpan) error {
 	var followErr error // the last followed stage's error, as the command reports it
-	o := retained.SeatedOptions{Accounts: accounts, Store: s, Profile: prof, Stage: k0, IdempotencyKey: key, TurnID: f.turnID, Task: task,
+	o := retained.SeatedOptions{Accounts: accounts, Store: s, Profile: prof, Stage: k0, IdempotencyKey: key, TurnID: f.turnID, Task: task, CredentialKey: credKey,
 		// The records are durable in the store before this hook runs; the
 		// command has nothing to add to them.
 		OnAdmission: func(context.Context, retained.Admission) error { return nil },
@@ -529,7 +555,12 @@ profile file it was started with) and --task (its task). Recovery then replays
 the keyed create, when the environment was not recorded, and re-sends the
 admitted turn under the run's turn id, which the provider runs at most once;
 on a subscription profile both carry the seat's credential request. A profile
-or task other than the admitted ones is refused before anything is sent.
+or task other than the admitted ones is refused before anything is sent. When
+$AGENTRT_CREDENTIAL_KEY (at least 32 bytes, kept out of the store) was set for
+agentrt run --retain, the run recorded a keyed digest of its seat's account
+selector, never the selector: give the same key here, and a profile whose
+selector for the run's stage changed since is unverifiable, nothing sent under
+another account and nothing destroyed.
 
 Exit status: 0 when recovered, 1 otherwise.`,
 		Args: cobra.ExactArgs(1),
@@ -550,7 +581,11 @@ Exit status: 0 when recovered, 1 otherwise.`,
 				return err
 			}
 			defer s.Close()
-			opts := retained.RecoverOptions{Provider: p, Store: s, RunID: args[0], Profile: prof}
+			credKey, err := credentialKey()
+			if err != nil {
+				return err
+			}
+			opts := retained.RecoverOptions{Provider: p, Store: s, RunID: args[0], Profile: prof, CredentialKey: credKey}
 			// The record names the key and turn id the request was
 			// admitted under; a missing one is recovery's to report. A
 			// seated run is recovered at the stage it was on: the last
@@ -617,7 +652,11 @@ Exit status: 0 when recovered, 1 otherwise.`,
 			}
 			var next []string // what to do about an unverifiable run
 			if rec.Outcome == retained.Unverifiable {
-				if loadErr == nil && admitted.Dispatched == nil && (prof == nil || task == "") {
+				if _, ok := errors.AsType[*retained.CredentialChangedError](rec.Cause); ok {
+					// The profile asks for another account than the run was
+					// admitted under: only the admitted one goes on with it.
+					next = []string{fmt.Sprintf("agentrt runs recover %s --profile PROFILE --task TASK with the profile file whose seat selectors the run was started with (and the same $%s)", args[0], envCredentialKey)}
+				} else if loadErr == nil && admitted.Dispatched == nil && (prof == nil || task == "") {
 					// Only the admitted request can go on with the run.
 					in := admitted.Intent
 					next = []string{

@@ -184,3 +184,55 @@ func TestRunsRecoverWithProfileAndTaskRES05RG09(t *testing.T) {
 		})
 	}
 }
+
+// RG-12, RG-10 at the CLI (issue 15): agentrt run --retain with
+// $AGENTRT_CREDENTIAL_KEY died with only its intent recorded. The seat's
+// account selector changed in the profile file since (team-a to team-b,
+// the same stage otherwise): agentrt runs recover --profile --task with
+// the same key is unverifiable, names the stage and neither account,
+// says to recover with the profile the run was started with, and sends
+// nothing — no create replayed, no turn, under either account. With the
+// profile it was started with the run is recovered under team-a.
+// Not parallel: it sets the key in the environment.
+func TestRunsRecoverRefusesAChangedSeatSelectorRG12(t *testing.T) {
+	t.Setenv("AGENTRT_CREDENTIAL_KEY", strings.Repeat("k", retained.MinCredentialKeySize))
+	for _, tc := range retainStores() {
+		t.Run(tc.name, func(t *testing.T) {
+			db := tc.store(t)
+			prof := writeFile(t, "seated.json", seatedWriter)
+			p := subscriptionProvider()
+			lost := func(string, string, string, string) (contract.Provider, error) { return createLost{p.Reconnect()}, nil }
+			open := func(string, string, string, string) (contract.Provider, error) { return p.Reconnect(), nil }
+			out, errOut, code := runWith(t, lost, append([]string{"run", prof, "--task", "Write it.", "--retain", "--key", "k-reseated"}, db...)...)
+			if code != cli.ExitFailed {
+				t.Fatalf("run --retain whose create answer was lost: exit %d\n%s%s", code, out, errOut)
+			}
+			_, record, _ := retained.DeriveIdentity("k-reseated", "turn-1")
+			sent := len(p.CredentialRequests())
+
+			reseated := writeFile(t, "reseated.json", strings.Replace(seatedWriter, `"id":"team-a"`, `"id":"team-b"`, 1))
+			out, errOut, code = runWith(t, open, append([]string{"runs", "recover", record, "--task", "Write it.", "--profile", reseated, "--json"}, db...)...)
+			v := decode(t, out)
+			if code != cli.ExitFailed || member(v, "outcome").Str() != "unverifiable" || !strings.Contains(member(v, "reason").Str(), "seat stage 0") {
+				t.Fatalf("runs recover with a changed selector: exit %d\n%s%s", code, out, errOut)
+			}
+			if next := member(v, "next").Items(); len(next) != 1 || !strings.Contains(next[0].Str(), "started with") {
+				t.Errorf("runs recover with a changed selector says next %s", out)
+			}
+			if strings.Contains(out+errOut, "team-a") || strings.Contains(out+errOut, "team-b") {
+				t.Errorf("the refusal names an account:\n%s%s", out, errOut)
+			}
+			if p.Creates() != 1 || p.Turns() != 0 || len(p.CredentialRequests()) != sent {
+				t.Fatalf("%d creates, %d turns, %d credential requests after the refusal; want 1, 0, %d", p.Creates(), p.Turns(), len(p.CredentialRequests()), sent)
+			}
+
+			out, errOut, code = runWith(t, open, append([]string{"runs", "recover", record, "--task", "Write it.", "--profile", prof, "--json"}, db...)...)
+			if rec := decode(t, out); code != 0 || member(rec, "outcome").Str() != "recovered" || member(rec, "via").Str() != "resumed" {
+				t.Fatalf("runs recover with the admitted profile: exit %d\n%s%s", code, out, errOut)
+			}
+			if diff := cmp.Diff(seatRequests(t, contract.CredentialOnCreate, contract.CredentialOnCreate, contract.CredentialOnTurn), p.CredentialRequests()); diff != "" {
+				t.Errorf("credential requests the provider received (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
