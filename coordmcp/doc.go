@@ -13,7 +13,25 @@
 //     bearer token, and publishes URL and token in the run dir's
 //     [EndpointFile] (mode 0600, written atomically). [Server.Close]
 //     refuses every later request and removes the file: the token dies
-//     with the run.
+//     with the run. An await_event's event is the harness's only
+//     once its call returned it while the call's request was live
+//     (supervise.Coordinator.PutBackUnreturned): "written to the client"
+//     here means the tool handler returned before the MCP SDK ended the
+//     call's context. The SDK ends it when the client cancels the call
+//     (notifications/cancelled; the relay sends one for a call its
+//     harness cancelled), or at mcpserver's call timeout; it still
+//     writes a result returned after that, but a client that cancelled
+//     ignores it. (A client that vanishes without a cancel, such as a
+//     killed relay, is not seen: its call's event is lost with the
+//     harness turn that could have read it.)
+//     Such a call fails and its event goes back in its recorded place,
+//     and a concurrent await_event waits for it rather than answering
+//     idle (the cancel may reach the server after the next call).
+//     A cancel that crosses a result already returned still loses it:
+//     JSON-RPC has no acknowledgement to wait for.
+//     list_questions takes nothing, and answer_question's decision is
+//     the manager's act, visible again in list_questions, so neither
+//     needs this.
 //   - [Relay] (agentrt mcp coordination RUN-DIR): a stdio MCP server that
 //     reads the endpoint file, connects with the token and forwards every
 //     tools/call to the live run. A run that is not live fails the relay

@@ -59,7 +59,9 @@ type Server struct {
 // port) behind a fresh 256-bit token and publishes both in c.RunDir()'s
 // EndpointFile (mode 0600). The caller must Close it when the run's
 // brain returns; Close removes the file and refuses every later request,
-// so the token dies with the run.
+// so the token dies with the run. Its await_event puts back the event
+// of a call whose request ended before the call returned
+// (supervise.Coordinator.PutBackUnreturned).
 func Serve(ctx context.Context, c *supervise.Coordinator, o ServeOptions) (*Server, error) {
 	dir := c.RunDir()
 	if dir == "" {
@@ -72,11 +74,17 @@ func Serve(ctx context.Context, c *supervise.Coordinator, o ServeOptions) (*Serv
 			return nil, err
 		}
 	}
+	// An await_event's event is the harness's only once its call
+	// returned it with its request still live (see the package doc).
+	served := make([]contract.Tool, len(ts))
+	for i, t := range ts {
+		served[i] = c.PutBackUnreturned(t)
+	}
 	logger := o.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	srv, err := mcpserver.New(ts, &mcpserver.Options{Name: ServerName, Version: o.Version, Logger: logger,
+	srv, err := mcpserver.New(served, &mcpserver.Options{Name: ServerName, Version: o.Version, Logger: logger,
 		Instructions: "The coordination verbs of supervised run " + c.RunID() + "."})
 	if err != nil {
 		return nil, err

@@ -42,7 +42,8 @@ const (
 const ControlScanInterval = 100 * time.Millisecond
 
 // SteerEffect is a steer acknowledgement's effect. Delivered proves the
-// worker's inbox accepted the message, not that its model read it.
+// worker's inbox accepted the message — for a router manager, that its
+// journaled transcript holds it — not that its model read it.
 type SteerEffect string
 
 // The five steer effects.

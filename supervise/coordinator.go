@@ -49,10 +49,13 @@ type Coordinator struct {
 	// What follows is this manager's own, guarded by core.mu: the events
 	// of its children not yet returned by Await, by kind, each in
 	// recorded order (see eventQueue); inflight counts its children
-	// started whose settlement is not yet queued; wake wakes its Await.
+	// started whose settlement is not yet queued; held counts the events
+	// PutBackUnreturned calls took and have not yet returned or put back;
+	// wake wakes its Await.
 	queued    map[string]*eventQueue
 	queuedSeq int64
 	inflight  int
+	held      int
 	wake      chan struct{}
 	// submitted is its first passing submit_result; stopped, stopWhy and
 	// stopFn are its stop; rootInbox holds the steers addressed to it
@@ -66,7 +69,11 @@ type Coordinator struct {
 	stopWhy    string
 	stopFn     context.CancelCauseFunc
 	rootInbox  *Inbox
-	meter      meter
+	// reoffered counts the root steers reofferRootSteers queued whose
+	// acknowledgement is not yet written; closeManagerInbox waits for
+	// them.
+	reoffered sync.WaitGroup
+	meter     meter
 	// turnObs is a nested manager's worker observer (its log and
 	// progress), under its TurnMeter; kids are the done channels of the
 	// children it started, joined when its brain returns.
@@ -794,6 +801,13 @@ func (c *Coordinator) pushLocked(ev Event) {
 // head only, and a call costs the number of kinds — never the number
 // of events queued of kinds it does not want.
 func (c *Coordinator) takeLocked(kinds []string) (Event, bool) {
+	ev, _, ok := c.takeSeqLocked(kinds)
+	return ev, ok
+}
+
+// takeSeqLocked is takeLocked, also returning the event's place in the
+// recorded order, which untake needs to put it back.
+func (c *Coordinator) takeSeqLocked(kinds []string) (Event, int64, bool) {
 	var best *eventQueue
 	consider := func(q *eventQueue) {
 		if q != nil && q.len() > 0 && (best == nil || q.headSeq() < best.headSeq()) {
@@ -810,9 +824,95 @@ func (c *Coordinator) takeLocked(kinds []string) (Event, bool) {
 		}
 	}
 	if best == nil {
-		return Event{}, false
+		return Event{}, 0, false
 	}
-	return best.pop(), true
+	seq := best.headSeq()
+	return best.pop(), seq, true
+}
+
+// untake puts back an event Await took (seq its place in the recorded
+// order) whose taker never handed it on — a router manager's call the
+// tool loop could not record (its context ended) — so that the next
+// await returns it: a taken question is never lost with its call.
+func (c *Coordinator) untake(ev Event, seq int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.untakeLocked(ev, seq)
+}
+
+// untakeLocked is untake with c.mu held.
+func (c *Coordinator) untakeLocked(ev Event, seq int64) {
+	if c.queued == nil {
+		c.queued = map[string]*eventQueue{}
+	}
+	q := c.queued[ev.Kind]
+	if q == nil {
+		q = &eventQueue{}
+		c.queued[ev.Kind] = q
+	}
+	q.unpop(seq, ev)
+	close(c.wake)
+	c.wake = make(chan struct{})
+}
+
+// PutBackUnreturned wraps the await_event tool t (from Tools) for a
+// manager that is handed each call's result directly, with no
+// transcript of its own — an external harness calling the verbs over
+// MCP (package coordmcp). The event a call took counts as taken only
+// when the call returns it, without error, while its context is still
+// live; a call that fails, or whose context ended first (the caller
+// cancelled it or went away, so a result returned now reaches no one),
+// puts the event back in its recorded place (untake), and the next
+// await_event returns it. Such a call then fails with the context's
+// cause, so that no result claims the event. Until a call returned or
+// put back its event, a concurrent await_event waits for it rather than
+// answering idle: the caller's cancel may reach the server after its
+// next call does. Any other tool is returned as it is. The router
+// brain instead keeps an event until its transcript recorded the result
+// (transcriptJournal.awaiting).
+func (c *Coordinator) PutBackUnreturned(t contract.Tool) contract.Tool {
+	if t.Name != ToolPrefix+VerbAwaitEvent || t.Run == nil {
+		return t
+	}
+	run := t.Run
+	t.Run = func(ctx context.Context, args canonjson.Value) (v canonjson.Value, err error) {
+		note := &awaitNote{hold: true}
+		returned := false
+		defer func() {
+			if note.took {
+				// Also when run panicked: the event is not lost with it.
+				c.settleHeld(note.ev, note.seq, returned)
+			}
+		}()
+		v, err = run(context.WithValue(ctx, awaitNoteKey{}, note), args)
+		if !note.took {
+			return v, err
+		}
+		if err == nil && ctx.Err() != nil {
+			err = fmt.Errorf("supervise: await_event's caller is gone, its event put back: %w", context.Cause(ctx))
+		}
+		if err != nil {
+			return canonjson.Value{}, err
+		}
+		returned = true
+		return v, nil
+	}
+	return t
+}
+
+// settleHeld ends the hold of an event a PutBackUnreturned call took:
+// returned, it is the caller's; otherwise it goes back in its recorded
+// place. Either way a waiting Await looks again.
+func (c *Coordinator) settleHeld(ev Event, seq int64, returned bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held--
+	if !returned {
+		c.untakeLocked(ev, seq) // wakes
+		return
+	}
+	close(c.wake)
+	c.wake = make(chan struct{})
 }
 
 // eventQueue is a FIFO of one kind's events with their recorded order.
@@ -837,6 +937,22 @@ func (q *eventQueue) push(seq int64, ev Event) {
 	}
 	q.seqs = append(q.seqs, seq)
 	q.events = append(q.events, ev)
+}
+
+// unpop puts ev, taken from q with sequence seq, back in its place:
+// the head, unless events recorded before it are still queued.
+func (q *eventQueue) unpop(seq int64, ev Event) {
+	i := q.head
+	for i < len(q.events) && q.seqs[i] < seq {
+		i++
+	}
+	if i == q.head && q.head > 0 {
+		q.head--
+		q.seqs[q.head], q.events[q.head] = seq, ev
+		return
+	}
+	q.seqs = slices.Insert(q.seqs, i, seq)
+	q.events = slices.Insert(q.events, i, ev)
 }
 
 func (q *eventQueue) pop() Event {
@@ -960,16 +1076,23 @@ func (c *Coordinator) Await(ctx context.Context, a AwaitArgs) (AwaitResult, erro
 	}()
 	for {
 		c.mu.Lock()
-		if ev, ok := c.takeLocked(a.Kinds); ok {
+		if ev, seq, ok := c.takeSeqLocked(a.Kinds); ok {
+			if n, _ := ctx.Value(awaitNoteKey{}).(*awaitNote); n != nil {
+				n.ev, n.seq, n.took = ev, seq, true
+				if n.hold {
+					c.held++
+				}
+			}
 			c.mu.Unlock()
 			_, free := c.scope.Live()
 			return AwaitResult{Event: &ev, FreeSlots: free}, nil
 		}
-		wake, inflight := c.wake, c.inflight
+		wake, inflight, held := c.wake, c.inflight, c.held
 		c.mu.Unlock()
-		if inflight == 0 {
-			// Nothing runs and nothing is about to be queued. (A node the
-			// scope still counts live is in doubt or was never started.)
+		if inflight == 0 && held == 0 {
+			// Nothing runs and nothing is about to be queued, or put
+			// back by a call whose caller went away. (A node the scope
+			// still counts live is in doubt or was never started.)
 			_, free := c.scope.Live()
 			return AwaitResult{Idle: true, FreeSlots: free}, nil
 		}
@@ -1084,17 +1207,29 @@ type Steerer interface {
 // instruction. A call of the manager's tool loop is keyed by its call id
 // (steerOperationID): run again by a resumed manager, a worker's steer
 // answers what the journal says its first run did (Replayed), unknown
-// when that run's outcome was never journaled, and is not sent again.
+// when that run's outcome was never journaled, and is not sent again. A
+// root steer is delivered once the manager's journaled transcript holds
+// it; one a resumed run finds accepted but never acknowledged is
+// re-offered to the manager by the run itself, not by the call run again.
 func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, error) {
 	if c.parent == nil && (a.WorkerID == NodeID(c.runID) || a.WorkerID == c.scope.Root()) {
 		// A root steer, as the cross-process path routes one: the
 		// manager's own inbox (ManagerInbox), read between its turns.
-		// A call a resumed manager runs again steers again under its
-		// first operation id: the inbox it was posted to ended with its
-		// process before a turn took it (a turn's steers are journaled
-		// after its calls' results), so the manager sees it once.
+		// A call a resumed manager runs again is not sent again: the
+		// resumed run re-offered the steer its first run accepted
+		// (reofferRootSteers), and acknowledges it when its outcome is
+		// known; the call answers the journaled outcome, or unknown.
 		a.WorkerID = c.scope.Root()
-		op, _ := c.steerOperationID(ctx)
+		op, keyed := c.steerOperationID(ctx)
+		if keyed {
+			if prior, ack, ok := c.journaledSteer(op); ok {
+				if ack != nil {
+					return c.replayedSteer(ctx, prior, ack), nil
+				}
+				return SteerResult{Outcome: string(SteerUnknown), Replayed: true,
+					Reason: "the process that requested the steer ended before its outcome was known; the resumed run re-offered it to the manager"}, nil
+			}
+		}
 		req := c.steerRequested(ctx, a, op)
 		effect, reason := c.deliverRoot(ctx, a.Instruction, req.OperationID)
 		res := SteerResult{Delivered: effect == SteerDelivered, Outcome: string(effect), Reason: reason}

@@ -47,7 +47,8 @@
 // their metered spend is charged once (a turn metered but cut before its
 // message was journaled is asked again and charged again: it was paid
 // twice); the settlements its await_event
-// calls already returned (TranscriptMessage.Took) are not queued again.
+// calls already returned (TranscriptMessage.Took) are not queued again,
+// nor the root steers its user messages hold (Took, TakenSteer).
 // A journal without transcript records (written before them, or by a
 // caller's brain) resumes with a fresh conversation, as before.
 //
@@ -58,7 +59,11 @@
 //	                 child is not executed again
 //	await_event      takes the next queued event: the one the lost
 //	                 result held was never dropped (Took is journaled
-//	                 with the result), so it is returned now, once
+//	                 with the result), so it is returned now, once. An
+//	                 event is taken only when the call's result is
+//	                 journaled: one an await took whose result the loop
+//	                 did not record (its context ended first) goes back
+//	                 to the queue, in its place, for the next await
 //	observe_agent, read_journal, list_questions, list_analysts
 //	                 read only
 //	steer_agent      keyed by its call (kernel.ToolCallID: operation
@@ -66,8 +71,8 @@
 //	                 call id): to a worker, the journaled outcome of the
 //	                 first run (replayed), unknown — never sent again —
 //	                 when only its request was journaled; to the root,
-//	                 sent again under the same operation, since the
-//	                 inbox it went to died unread with its process
+//	                 not sent again: the journaled outcome, or unknown
+//	                 while the resumed run's re-offer of it is open
 //	submit_result    the very result journaled (KindSubmitted) is
 //	                 accepted, replayed; another is refused
 //	                 earlier-passing-result; a nested manager's is not
@@ -76,7 +81,10 @@
 //	stop             stops again (not journaled; the run ended with its
 //	                 process)
 //	ask_parent       asks again: the first ask is listed expired with
-//	                 its process, so one question is open
+//	                 its process, so one question is open (a nested
+//	                 manager's ask whose result was journaled is not
+//	                 run again: its question is open again, see
+//	                 Questions)
 //	answer_question  a decision an earlier process delivered, given
 //	                 again, is answered delivered, replayed, and not
 //	                 sent; another is refused already-decided; one that
@@ -218,7 +226,39 @@
 // refused is a journal loss like any record of a change already made.
 // A resumed run lists its earlier processes' questions again (answered,
 // deferred, or expired with their askers) and numbers new ones after
-// them.
+// them. It reads them from the run's journal whatever its medium: the
+// run dir's coordination log beside a file spawn journal; a store spawn
+// journal (Options.SpawnStore) holds them itself, as KindQuestionAsked
+// and KindQuestionDecided records (also written to the coordination log
+// when the run has a run dir), so a run that moves between machines, or
+// has no run dir, resumes with the same numbering, statuses and
+// re-offers (TestResumedRunKeepsQuestionIDsFromStoreJournal,
+// TestResumedRunReoffersTheLeadsQuestionFromStoreJournalWithoutRunDir).
+// A store journal written before it held them falls back to the run
+// dir's coordination log.
+//
+// What a resumed run owes a question (§3.6 "Questions" and "Persistence
+// & resume": the coordination log is evidence, never auto-delivered). An
+// asker waits in its process: a worker's Work.Ask ends with it, so an
+// earlier process's undecided question is listed expired, and a worker
+// run again asks again, under a new id. The one asker that outlives its
+// process is a nested manager the resumed run drives again whose
+// journaled conversation holds its ask_parent as queued at its parent
+// (TranscriptMessage.Asked): it does not ask again, so it is answered.
+// Undecided, its question is its parent's open question again, under
+// its id: the parent's next await_event returns it (unless the parent's
+// journaled conversation took it already, TakenEvent.QuestionID) and the
+// decision joins the nested manager's inbox. Decided and delivered
+// before the crash (journaled), that decision stays the answer, and it
+// joins the inbox again when the nested manager's conversation never
+// saw it. A question is never decided twice. Within a process an
+// await_event takes an event only when the manager's loop recorded its
+// result: a call its context cut after Await took an event puts the
+// event back in the queue, in its place, for the next await. A manager
+// served over MCP (package coordmcp) has no such record: there the
+// event is taken when the call returns it with its context live
+// (Coordinator.PutBackUnreturned), and a concurrent await waits for an
+// event so held rather than answering idle.
 //
 // Acquiring and teardown. An executor that reports acquiring
 // (AcquisitionReporter; KernelExecutor does) starts its workers pending
@@ -256,7 +296,16 @@
 // when its brain reads one: the router brain joins it before its next
 // model call, coordmcp.HarnessBrain hands it to the external harness
 // with its next coordination tool result; other brains answer
-// unsupported.
+// unsupported. A router manager's steer is delivered only once it is
+// durable in the manager's journaled transcript (§3.6, issue 13): the
+// turn holds it provisionally, the checkpoint journaling the user
+// message that holds it (whose Took names it by operation id)
+// acknowledges it, and a turn that ends first gives it back. A root
+// steer a killed process accepted but never acknowledged is re-offered
+// by the resumed run ahead of new ones, or acknowledged delivered
+// without being queued again when the journaled transcript already
+// holds it: the resumed manager sees it exactly once, and its sender's
+// unknown claim is replaced by the outcome.
 //
 // Where the spawn journal lives. SpawnLog is its one interface: the run
 // dir's spawn-journal.jsonl (OpenFileSpawnLog, owned through the

@@ -15,3 +15,10 @@ func WithoutControlScan(ctx context.Context) context.Context {
 func WithUnsyncedJournal(ctx context.Context) context.Context {
 	return context.WithValue(ctx, unsyncedJournalKey{}, true)
 }
+
+// WithSpawnLogWrapper returns a context on which Supervise wraps its
+// run's spawn journal in wrap (the wrapper hides the journal's optional
+// interfaces: its appends go through Append).
+func WithSpawnLogWrapper(ctx context.Context, wrap func(SpawnLog) SpawnLog) context.Context {
+	return context.WithValue(ctx, spawnLogWrapKey{}, wrap)
+}

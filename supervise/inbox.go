@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,7 +44,9 @@ const (
 // from Work.Inbox between turns (KernelExecutor does). Supervise gives
 // each worker of such an executor an inbox, and a steer, from the
 // manager's steer_agent or from another process through the run dir, is
-// acknowledged delivered once the worker's next turn has taken it.
+// acknowledged delivered once the worker's next turn has taken it — a
+// router manager's (the root's, or a nested manager's) once the
+// transcript message holding it is journaled.
 //
 // A Brain that implements it (RouterBrain and coordmcp.HarnessBrain do)
 // takes the steers addressed to the run's root (worker = the run id) from
@@ -108,7 +111,11 @@ func ReadInbox(ctx context.Context, runDir string, worker NodeID) ([]InboxRecord
 // Inbox is one live worker's steer inbox. The executor takes what it
 // holds between the worker's turns (Take, TakeOrSeal) and seals it when
 // the worker takes no more turns; a steer waits until a turn takes it,
-// the inbox is sealed, or its wait ends. With a run dir every steer, take
+// the inbox is sealed, or its wait ends. A turn may take steers in two
+// steps (hold, then confirm once what holds them is durable, or release
+// them back): a held steer is neither waiting nor delivered, Seal leaves
+// it to its holder, and its sender's wait ending withdraws it only if it
+// is released. With a run dir every steer, take
 // and drop is also appended to the worker's projection file before it
 // is acknowledged. A nil *Inbox holds nothing: Take returns nil. Its
 // methods are safe for concurrent use.
@@ -149,7 +156,15 @@ type posting struct {
 	msg      SteerMessage
 	resolved bool // taken or dropped; guarded by Inbox.mu
 	taken    bool
-	done     chan struct{}
+	// held: a turn took the steer provisionally (hold) and has not yet
+	// confirmed or released it; guarded by Inbox.mu.
+	held bool
+	// expired: its sender's wait ended while a turn held it; released,
+	// it is withdrawn instead of waiting again. Guarded by Inbox.mu.
+	expired bool
+	// reason, when a drop resolved it, is why (for its sender).
+	reason string
+	done   chan struct{}
 }
 
 func newInbox(node NodeID, runDir string, now func() time.Time, logger *slog.Logger) *Inbox {
@@ -161,8 +176,9 @@ func newInbox(node NodeID, runDir string, now func() time.Time, logger *slog.Log
 }
 
 // Take returns the steers waiting in the inbox, oldest first, and
-// acknowledges them delivered: the caller's next turn takes them. It
-// returns nil when none wait.
+// acknowledges them delivered at once: the caller's next turn takes
+// them. It returns nil when none wait. (The router brain instead holds
+// them until its journaled transcript holds them: see hold.)
 func (in *Inbox) Take(ctx context.Context) []SteerMessage {
 	return in.take(ctx, false, 0)
 }
@@ -210,17 +226,37 @@ func (in *Inbox) TakeOrSeal(ctx context.Context) []SteerMessage {
 
 // take takes the waiting steers (with maxBytes > 0, the oldest whose
 // messages fit in it, at least one) and, with none waiting and
-// sealIfEmpty, seals the inbox.
+// sealIfEmpty, seals the inbox; they are acknowledged delivered at once.
 func (in *Inbox) take(ctx context.Context, sealIfEmpty bool, maxBytes int) []SteerMessage {
+	ps := in.hold(sealIfEmpty, maxBytes)
+	if len(ps) == 0 {
+		return nil
+	}
+	in.confirm(ctx, ps)
+	msgs := make([]SteerMessage, len(ps))
+	for i, p := range ps {
+		msgs[i] = p.msg
+	}
+	return msgs
+}
+
+// hold is the first step of a two-step take (§3.6: a steer is
+// delivered once the receiver's transcript holding it is durable): it
+// takes the waiting steers (with maxBytes > 0, the oldest whose messages
+// fit in it, at least one) provisionally — no longer waiting, not yet
+// delivered — and, with none waiting and sealIfEmpty, seals the inbox.
+// The caller confirms them once what holds them is durable, or releases
+// them.
+func (in *Inbox) hold(sealIfEmpty bool, maxBytes int) []*posting {
 	if in == nil {
 		return nil
 	}
 	in.mu.Lock()
+	defer in.mu.Unlock()
 	if len(in.pending) == 0 {
 		if sealIfEmpty {
 			in.sealed = true
 		}
-		in.mu.Unlock()
 		return nil
 	}
 	n, size := len(in.pending), 0
@@ -239,25 +275,72 @@ func (in *Inbox) take(ctx context.Context, sealIfEmpty bool, maxBytes int) []Ste
 		in.pending = nil
 	}
 	for _, p := range ps {
-		p.resolved, p.taken = true, true
+		p.held = true
+	}
+	return ps
+}
+
+// confirm acknowledges held steers delivered: what holds them is
+// durable. The projection records them taken.
+func (in *Inbox) confirm(ctx context.Context, ps []*posting) {
+	if in == nil || len(ps) == 0 {
+		return
+	}
+	in.mu.Lock()
+	for _, p := range ps {
+		p.held, p.resolved, p.taken = false, true, true
 	}
 	in.mu.Unlock()
-
-	msgs := make([]SteerMessage, len(ps))
 	recs := make([]InboxRecord, len(ps))
 	at := in.now().UnixMilli()
 	for i, p := range ps {
-		msgs[i] = p.msg
 		recs[i] = InboxRecord{Kind: InboxTaken, Seq: p.msg.Seq, AtMS: at}
 	}
 	if err := in.record(ctx, recs...); err != nil {
-		// The turn takes them either way; only the projection lags.
+		// Delivered either way; only the projection lags.
 		in.logger.Error("supervise: recording taken steers", "node", in.node, "err", err)
 	}
 	for _, p := range ps {
 		close(p.done)
 	}
-	return msgs
+}
+
+// release gives held steers back: the turn that held them ended before
+// what holds them was durable. They wait again, ahead of later ones, for
+// the next turn — unless the inbox is sealed (dropped, not_live) or
+// their sender stopped waiting (withdrawn).
+func (in *Inbox) release(ctx context.Context, ps []*posting) {
+	if in == nil || len(ps) == 0 {
+		return
+	}
+	var dropped []*posting
+	in.mu.Lock()
+	back := make([]*posting, 0, len(ps))
+	for _, p := range ps {
+		p.held = false
+		switch {
+		case p.expired:
+			p.resolved, p.reason = true, in.whom()+"'s turn that took the message ended before it was recorded, and the steer's wait ended"
+			dropped = append(dropped, p)
+		case in.sealed:
+			p.resolved = true
+			dropped = append(dropped, p)
+		default:
+			back = append(back, p)
+		}
+	}
+	if len(back) > 0 {
+		in.pending = append(back, in.pending...)
+		if in.waiting != nil {
+			close(in.waiting)
+			in.waiting = nil
+		}
+	}
+	in.mu.Unlock()
+	for _, p := range dropped {
+		in.drop(ctx, p, cmp.Or(p.reason, in.whom()+" took its last turn before recording the message"))
+		close(p.done)
+	}
 }
 
 // Seal refuses every later steer and drops those still waiting (they
@@ -313,40 +396,62 @@ func (in *Inbox) close(ctx context.Context) {
 // ctx ends, for the worker's next turn to take it; it returns the steer
 // effect and, when not delivered, why.
 func (in *Inbox) post(ctx context.Context, msg, operationID string) (SteerEffect, string) {
-	ctx, cancel := context.WithTimeout(ctx, MaxSteerWait)
-	defer cancel()
+	p, effect, why := in.enqueue(ctx, msg, operationID)
+	if p == nil {
+		return effect, why
+	}
+	return in.await(ctx, p)
+}
 
+// enqueue puts msg in the inbox, its posted line durable first; with
+// the inbox sealed, full, or its projection failing it returns no
+// posting and why.
+func (in *Inbox) enqueue(ctx context.Context, msg, operationID string) (*posting, SteerEffect, string) {
 	// The posted line is made durable under the lock, so a turn taking
 	// the inbox meanwhile waits for it: the projection's posted line
 	// always precedes its taken or dropped line, and a steer whose
 	// posted line is visible is already queued.
 	in.mu.Lock()
+	defer in.mu.Unlock()
 	switch {
 	case in.sealed:
-		in.mu.Unlock()
-		return SteerNotLive, in.whom() + " took its last turn"
+		return nil, SteerNotLive, in.whom() + " took its last turn"
 	case len(in.pending) >= MaxInboxPending:
-		in.mu.Unlock()
-		return SteerRefused, fmt.Sprintf("%s's inbox holds %d steers its next turn has not taken; wait for it", in.whom(), MaxInboxPending)
+		return nil, SteerRefused, fmt.Sprintf("%s's inbox holds %d steers its next turn has not taken; wait for it", in.whom(), MaxInboxPending)
 	}
 	in.seq++
 	p := &posting{msg: SteerMessage{Seq: in.seq, Message: msg, OperationID: operationID}, done: make(chan struct{})}
 	if err := in.record(ctx, InboxRecord{Kind: InboxPosted, Seq: p.msg.Seq, AtMS: in.now().UnixMilli(), Message: msg, OperationID: operationID}); err != nil {
-		in.mu.Unlock()
-		return SteerRefused, in.whom() + "'s inbox could not record the message: " + err.Error()
+		return nil, SteerRefused, in.whom() + "'s inbox could not record the message: " + err.Error()
 	}
 	in.pending = append(in.pending, p)
 	if in.waiting != nil {
 		close(in.waiting)
 		in.waiting = nil
 	}
-	in.mu.Unlock()
+	return p, "", ""
+}
 
+// await waits, at most MaxSteerWait or until ctx ends, for p's outcome:
+// delivered once the turn that took it confirmed it (the worker's turn
+// took it; the router manager's journaled transcript holds it).
+func (in *Inbox) await(ctx context.Context, p *posting) (SteerEffect, string) {
+	// limit is the wait the refusal names: MaxSteerWait, or the
+	// caller's sooner deadline.
+	limit := MaxSteerWait
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < limit {
+		limit = max(time.Until(d), 0).Round(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(ctx, MaxSteerWait)
+	defer cancel()
 	select {
 	case <-p.done:
 	case <-ctx.Done():
 		in.mu.Lock()
-		withdrawn := !p.resolved
+		withdrawn := !p.resolved && !p.held
+		// Held by a turn: its outcome is that turn's (release withdraws
+		// it, as it is no longer waited for).
+		p.expired = p.held
 		if withdrawn {
 			p.resolved = true
 			for i, q := range in.pending {
@@ -360,7 +465,7 @@ func (in *Inbox) post(ctx context.Context, msg, operationID string) (SteerEffect
 		if withdrawn {
 			why := in.whom() + "'s next turn did not take the message before the steer's wait ended"
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				why = fmt.Sprintf("%s's next turn did not take the message within %s", in.whom(), MaxSteerWait)
+				why = fmt.Sprintf("%s's next turn did not take the message within %s", in.whom(), limit)
 			}
 			in.drop(context.WithoutCancel(ctx), p, why)
 			return SteerRefused, why + "; it was withdrawn"
@@ -369,6 +474,9 @@ func (in *Inbox) post(ctx context.Context, msg, operationID string) (SteerEffect
 	}
 	if p.taken {
 		return SteerDelivered, ""
+	}
+	if p.reason != "" {
+		return SteerRefused, p.reason + "; it was withdrawn"
 	}
 	return SteerNotLive, in.whom() + " took its last turn before taking the message"
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -216,32 +217,55 @@ func ReadProgress(ctx context.Context, dir string) ([]ProgressRecord, int, error
 }
 
 // ResolveWorker names the worker a steer or cancellation request
-// addressed to ref reaches now, read from run directory dir's
-// progress.ndjson without locking it, by the rule the supervisor applies
-// to the request: a node id is that node; a direct child's label (or
+// addressed to ref reaches now, read without locking from run directory
+// dir's spawn journal — progress.ndjson when the run journals in a store
+// and its directory has none — by the rule the supervisor applies to
+// the request: a node id is that node; a direct child's label (or
 // profile name, when it has no label) names its newest worker. ok is
-// false when progress.ndjson names no such worker (not spawned yet, the
-// run's own id, or lines dropped past MaxProgressBytes): the supervisor
+// false when neither names such a worker (not spawned yet, the run's
+// own id, or lines dropped past MaxProgressBytes): the supervisor
 // resolves ref when it takes the request. Callers that derive a
 // request's operation id from its target use the node, so that a later
 // worker under a reused label is a new request, not the earlier
-// worker's answer.
+// worker's answer. The journal comes first because progress.ndjson is
+// written after it, by a writer of its own: a command run twice just
+// after a spawn must name the same node both times, or the same steer
+// would become two requests.
 func ResolveWorker(ctx context.Context, dir, ref string) (NodeID, bool, error) {
-	recs, _, err := ReadProgress(ctx, dir)
-	if err != nil {
+	type spawn struct {
+		node  NodeID
+		label string
+	}
+	var spawns []spawn
+	recs, _, err := ReadRunDir(ctx, dir)
+	switch {
+	case err == nil:
+		for _, r := range recs {
+			if _, child := r.Node.Parent(); r.Kind == KindSpawned && child { // a root spawn is the run itself
+				spawns = append(spawns, spawn{r.Node, labelOf(r.Label, r.Profile)})
+			}
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		progress, _, err := ReadProgress(ctx, dir)
+		if err != nil {
+			return "", false, err
+		}
+		for _, r := range progress {
+			if r.Kind == ProgressSpawn {
+				spawns = append(spawns, spawn{r.Node, r.Label})
+			}
+		}
+	default:
 		return "", false, err
 	}
 	var newest NodeID
-	for _, r := range recs {
-		if r.Kind != ProgressSpawn {
-			continue
+	for _, s := range spawns {
+		if s.node == NodeID(ref) {
+			return s.node, true, nil
 		}
-		if r.Node == NodeID(ref) {
-			return r.Node, true, nil
-		}
-		if p, ok := r.Node.Parent(); ok && r.Label == ref {
+		if p, ok := s.node.Parent(); ok && s.label == ref {
 			if _, nested := p.Parent(); !nested {
-				newest = r.Node
+				newest = s.node
 			}
 		}
 	}

@@ -164,6 +164,9 @@ func (c *Coordinator) runManager(ctx context.Context, m *nestedManager, w Work) 
 	v.stopFn = stop
 	v.rootInbox, v.turnObs, v.reserved = w.Inbox, w.Observer, reservation{w.Reserved}
 	c.mu.Unlock()
+	// Driven again on resume, it still waits on the questions its
+	// conversation asked its parent: they are open there again.
+	v.reofferAsked()
 	report, err := drive(brainCtx, m.brain, v, w.Task)
 	if errors.Is(context.Cause(brainCtx), ErrStopped) && (err == nil || errors.Is(err, ErrStopped) || isCancelledRun(err)) {
 		err = nil // it stopped itself

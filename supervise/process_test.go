@@ -59,6 +59,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "the transcript child was not killed mid-run:", err)
 		os.Exit(1)
 	}
+	if ran, err := steerWindowFromEnv(); ran {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	if os.Getenv(childEnv) == "" {
 		os.Exit(m.Run())
 	}

@@ -4,26 +4,20 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"strings"
+
+	"github.com/agentrt/agentrt/contract"
 )
 
 // replayQuestions reads back, on resume, the questions earlier processes
-// of this run asked (the run dir's coordination log): each is listed
-// again — answered or deferred as its delivered decision says, else
-// expired, since its asker ended with that process — and the questions
-// this process asks are numbered after them, so a question id never
-// repeats in the log. A log that is missing or unreadable leaves the
+// of this run asked (earlierQuestions): each is listed again — answered
+// or deferred as its delivered decision says, else expired, since its
+// asker ended with that process — and the questions this process asks
+// are numbered after them, so a question id never repeats in the
+// journal. A coordination log that is missing or unreadable leaves the
 // list empty (it is evidence, not state).
-func (c *Coordinator) replayQuestions(ctx context.Context) {
-	if c.log.dir == "" {
-		return
-	}
-	recs, _, err := ReadCoordinationLog(ctx, c.log.dir)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			c.logger.Warn("supervise: reading the questions of the resumed run", "err", err)
-		}
-		return
-	}
+func (c *Coordinator) replayQuestions(ctx context.Context, prior []Record) {
+	recs := c.earlierQuestions(ctx, prior)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	byID := map[string]*question{}
@@ -54,4 +48,176 @@ func (c *Coordinator) replayQuestions(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// earlierQuestions returns the question lifecycle records of the run's
+// earlier processes, in order, from wherever the run journals them: a
+// spawn journal that is not the run dir's file (a store's, which a run
+// takes with it to another machine) holds them as KindQuestionAsked and
+// KindQuestionDecided records (runLog.appendCoord); the run dir's
+// coordination log holds them otherwise — and for a store journal
+// written before it held them.
+func (c *Coordinator) earlierQuestions(ctx context.Context, prior []Record) []CoordRecord {
+	if c.log.questionsInSpawn {
+		var recs []CoordRecord
+		for _, r := range prior {
+			if cr, ok := coordRecord(r); ok {
+				recs = append(recs, cr)
+			}
+		}
+		if len(recs) > 0 || c.log.dir == "" {
+			return recs
+		}
+	}
+	if c.log.dir == "" {
+		return nil
+	}
+	recs, _, err := ReadCoordinationLog(ctx, c.log.dir)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			c.logger.Warn("supervise: reading the questions of the resumed run", "err", err)
+		}
+		return nil
+	}
+	return recs
+}
+
+// questionRecord is coordination record r as the spawn journal keeps it
+// (KindQuestionAsked, KindQuestionDecided); false for a record of
+// another kind (a finding).
+func questionRecord(r CoordRecord) (Record, bool) {
+	switch {
+	case r.Kind == CoordQuestion && r.Question != nil:
+		q := *r.Question
+		return Record{Kind: KindQuestionAsked, Node: q.From, QuestionID: r.QuestionID, Question: &q}, true
+	case r.Kind == CoordDecision && r.Decision != nil:
+		d := *r.Decision
+		return Record{Kind: KindQuestionDecided, QuestionID: r.QuestionID, Decision: &d, Delivered: r.Delivered}, true
+	}
+	return Record{}, false
+}
+
+// coordRecord is spawn journal record r as the coordination record it
+// keeps (questionRecord's inverse); false for a record of another kind.
+func coordRecord(r Record) (CoordRecord, bool) {
+	switch {
+	case r.Kind == KindQuestionAsked && r.Question != nil:
+		return CoordRecord{Kind: CoordQuestion, QuestionID: r.QuestionID, Question: r.Question}, true
+	case r.Kind == KindQuestionDecided && r.Decision != nil:
+		return CoordRecord{Kind: CoordDecision, QuestionID: r.QuestionID, Decision: r.Decision, Delivered: r.Delivered}, true
+	}
+	return CoordRecord{}, false
+}
+
+// reofferAsked settles, for c — a nested manager a resumed run drives
+// again — the questions it asked its parent in an earlier process and
+// is still waiting on: those its journaled conversation holds as queued
+// at the parent (TranscriptMessage.Asked), so it will not ask them
+// again, and whose decision that conversation does not hold. One a
+// delivered decision answered (earlierQuestions) keeps it: the
+// decision joins c's inbox again, as it was, since the inbox it reached
+// ended with its process. Any other is the parent's open question
+// again, under its own id: the parent's await_event returns it — unless
+// the parent's journaled conversation already took it
+// (TakenEvent.QuestionID) and answers it from there — and its decision
+// joins c's inbox, as askUp's does. Every other question of an earlier
+// process stays expired (replayQuestions).
+func (c *Coordinator) reofferAsked() {
+	if c.parent == nil {
+		return
+	}
+	in := c.ManagerInbox()
+	if in == nil {
+		return // no decision could reach it
+	}
+	c.mu.Lock()
+	earlier := false
+	for _, q := range c.questions {
+		if q.earlier && q.From == c.self {
+			earlier = true
+			break
+		}
+	}
+	c.mu.Unlock()
+	if !earlier {
+		return // nothing it asked before: no need to read the journal
+	}
+	msgs, _, asked, err := c.recordedTranscript()
+	if err != nil || len(asked) == 0 {
+		return // the drive reports an unreadable transcript
+	}
+	waiting := map[string]bool{}
+	for _, id := range asked {
+		if !decisionIn(msgs, id) {
+			waiting[id] = true
+		}
+	}
+	p := c.parent
+	taken := map[string]bool{}
+	if _, took, _, err := p.recordedTranscript(); err == nil {
+		for _, t := range took {
+			if t.Kind == EventQuestion && t.QuestionID != "" {
+				taken[t.QuestionID] = true
+			}
+		}
+	}
+	ctx := c.workCtx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	type open struct {
+		q     *question
+		reply chan Decision
+	}
+	var opened []open
+	var again []string // decisions delivered before, lost with the inbox
+	c.mu.Lock()
+	for _, q := range c.questions {
+		if !q.earlier || q.reply != nil || q.to != p.self || q.From != c.self || !waiting[q.ID] {
+			continue
+		}
+		if q.decision != nil {
+			again = append(again, decisionText(q.ID, *q.decision))
+			continue
+		}
+		q.Status, q.reply = "open", make(chan Decision, 1)
+		opened = append(opened, open{q, q.reply})
+		if !taken[q.ID] {
+			qq := q.Question
+			p.pushLocked(Event{Kind: EventQuestion, WorkerID: q.From, Question: &qq})
+		}
+	}
+	c.mu.Unlock()
+	for _, msg := range again {
+		// post waits for the turn that takes it: the drive starts after.
+		go in.post(context.WithoutCancel(ctx), msg, "")
+	}
+	for _, o := range opened {
+		go func() {
+			select {
+			case d := <-o.reply:
+				in.post(context.WithoutCancel(ctx), decisionText(o.q.ID, d), "")
+			case <-ctx.Done():
+				c.mu.Lock()
+				if o.q.decision == nil {
+					o.q.Status, o.q.reply = "expired", nil
+				}
+				c.mu.Unlock()
+			}
+		}()
+	}
+}
+
+// decisionIn reports whether msgs, a manager's conversation, hold a
+// decision on its question id as its inbox delivered it (decisionText).
+func decisionIn(msgs []contract.ChatMessage, id string) bool {
+	for _, m := range msgs {
+		if m.Role != contract.ChatUser || m.Content == nil {
+			continue
+		}
+		if strings.HasPrefix(*m.Content, "Answer to your question "+id+": ") || strings.HasPrefix(*m.Content, "Your question "+id+" was ") {
+			return true
+		}
+	}
+	return false
 }

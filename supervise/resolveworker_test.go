@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentrt/agentrt/journal"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -46,5 +47,39 @@ func TestResolveWorker(t *testing.T) {
 	}
 	if _, ok, err := supervise.ResolveWorker(t.Context(), t.TempDir(), "note"); ok || err == nil {
 		t.Errorf("a run dir without progress: ok %v, err %v; want an error", ok, err)
+	}
+}
+
+// The spawn journal is appended before progress.ndjson, whose writer
+// runs on its own: a worker the journal holds is resolved though
+// progress does not name it yet, so `agentrt steer RUN LABEL` run twice
+// just after a spawn derives the same operation id both times (it made
+// two requests of one steer when the first run read only progress:
+// internal/cli TestTopLevelSteerAndCancelByRunID, once in a CI run).
+func TestResolveWorkerReadsTheSpawnJournalBeforeProgress(t *testing.T) {
+	dir := t.TempDir()
+	j, err := journal.Open(filepath.Join(dir, supervise.SpawnJournalFile), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.AppendOf(t.Context(),
+		supervise.Record{Kind: supervise.KindSpawned, Node: "r", Profile: "manager"},
+		supervise.Record{Kind: supervise.KindSpawned, Node: "r:s1", Profile: "note-writer", Label: "note"},
+		supervise.Record{Kind: supervise.KindSpawned, Node: "r:s2", Profile: "writer"},
+	); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// progress.ndjson lags: it names no worker yet.
+	if err := os.WriteFile(filepath.Join(dir, supervise.ProgressFile), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for ref, want := range map[string]supervise.NodeID{"note": "r:s1", "writer": "r:s2", "r:s1": "r:s1", "r": "", "note-writer": ""} {
+		got, ok, err := supervise.ResolveWorker(t.Context(), dir, ref)
+		if err != nil || got != want || ok != (want != "") {
+			t.Errorf("ResolveWorker(%q) = %q, %v, %v; want %q", ref, got, ok, err, want)
+		}
 	}
 }

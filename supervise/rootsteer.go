@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"path/filepath"
+	"slices"
+
+	"github.com/agentrt/agentrt/canonjson"
 )
 
 // Root steer (§3.6 "Steering"): a steer whose worker is the run id is
@@ -17,6 +21,18 @@ import (
 // caller-owned Brain that does not opt in — answers unsupported, and a
 // steer that arrives after the brain's last turn is not_live.
 //
+// Delivered means durable in the receiver's journaled transcript (§3.6;
+// issue 13). The router brain's turn takes a steer provisionally
+// (Inbox.hold): the checkpoint that journals the user message holding
+// it (TranscriptMessage.Took names it, TakenSteer) acknowledges it
+// delivered, and a loop that ends before that gives it back — to the
+// next turn, or not_live once the inbox is sealed. A process killed in
+// between acknowledged nothing: its resumed run re-offers every root
+// steer the journal holds as requested but not acknowledged
+// (reofferRootSteers) ahead of new ones, and acknowledges delivered,
+// without queueing it again, one its journaled transcript already
+// holds — so the resumed manager sees each steer exactly once.
+//
 // A manager's own steer_agent to itself is refused self-steer: the call
 // holds the turn (or the tool result) that would take it.
 
@@ -29,7 +45,8 @@ func (b *RouterBrain) ReadsInbox() bool { return true }
 // one (it is not an InboxReader). A brain that reads it takes what it
 // holds between its turns (Inbox.Take) and, on its last one,
 // Inbox.TakeOrSeal; a steer is acknowledged delivered when a turn takes
-// it. Supervise seals it when the brain returns.
+// it (the router brain's: once its journaled transcript holds it).
+// Supervise seals it when the brain returns.
 func (c *Coordinator) ManagerInbox() *Inbox {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -48,12 +65,106 @@ func (c *Coordinator) openManagerInbox(brain Brain) {
 	c.mu.Lock()
 	c.rootInbox = in
 	c.mu.Unlock()
+	c.reofferRootSteers(context.Background(), in)
+}
+
+// reofferRootSteers gives a resumed run's manager the root steers an
+// earlier process accepted (journaled steer-requested before it queued
+// them) but never acknowledged: that process ended before a journaled
+// transcript held them, so none was delivered. Each is queued again
+// ahead of any new steer and acknowledged (journal, and the run dir's
+// acknowledgement file for a cross-process request) once its outcome is
+// known. One the journaled transcript already holds (its user message's
+// Took names it) was delivered: it is acknowledged so, never queued
+// again.
+func (c *Coordinator) reofferRootSteers(ctx context.Context, in *Inbox) {
+	root := c.scope.Root()
+	var open []SteerRequest
+	acked := map[string]bool{}
+	c.log.mu.Lock()
+	for i := range c.log.rows.len() {
+		r := c.log.rows.at(i)
+		if r.Node != root || (r.Kind != KindSteerRequested && r.Kind != KindSteerAcknowledged) {
+			continue
+		}
+		if r.Kind == KindSteerAcknowledged {
+			var a SteerAck
+			if canonjson.FromValue(r.Data, &a) == nil {
+				acked[a.OperationID] = true
+			}
+			continue
+		}
+		var q SteerRequest
+		if canonjson.FromValue(r.Data, &q) == nil && q.OperationID != "" {
+			open = append(open, q)
+		}
+	}
+	c.log.mu.Unlock()
+	open = slices.DeleteFunc(open, func(q SteerRequest) bool { return acked[q.OperationID] })
+	if len(open) == 0 {
+		return
+	}
+	_, took, _, err := c.recordedTranscript()
+	if err != nil {
+		c.logger.Error("supervise: reading the manager's transcript for its unacknowledged steers", "err", err)
+		return
+	}
+	held := map[string]bool{}
+	for _, t := range took {
+		if t.Kind == TakenSteer {
+			held[t.OperationID] = true
+		}
+	}
+	for _, q := range open {
+		if acked[q.OperationID] {
+			continue // a request journaled twice
+		}
+		acked[q.OperationID] = true
+		if held[q.OperationID] {
+			c.acknowledgeRootSteer(ctx, q, SteerDelivered, "")
+			continue
+		}
+		if q.Source != SteerSourceCoordination {
+			// A cross-process request is re-offered only as the
+			// earlier process checked it.
+			if d, err := steerDigest(q); err != nil || d != q.RequestDigest {
+				c.acknowledgeRootSteer(ctx, q, SteerRefused, "the request digest does not match its body")
+				continue
+			}
+		}
+		p, effect, why := in.enqueue(ctx, q.Message, q.OperationID)
+		if p == nil {
+			c.acknowledgeRootSteer(ctx, q, effect, why)
+			continue
+		}
+		c.reoffered.Add(1)
+		go func() {
+			defer c.reoffered.Done()
+			effect, why := in.await(c.workCtx, p)
+			c.acknowledgeRootSteer(ctx, q, effect, why)
+		}()
+	}
+}
+
+// acknowledgeRootSteer journals the outcome of a root steer an earlier
+// process accepted and, for a cross-process request, replaces its
+// acknowledgement file (the claim, unknown, that process left).
+func (c *Coordinator) acknowledgeRootSteer(ctx context.Context, q SteerRequest, effect SteerEffect, why string) {
+	ack := SteerAck{OperationID: q.OperationID, RequestDigest: q.RequestDigest, Worker: q.Worker, Effect: effect,
+		RequestedAt: q.At, ObservedAt: c.now().UnixMilli(), Detail: why}
+	if q.Source != SteerSourceCoordination && c.ctl != nil {
+		if err := writeReplace(filepath.Join(c.ctl.dir, SteerAcksDir, opHash(q.OperationID)+".json"), ack); err != nil {
+			c.logger.Error("supervise: writing a steer acknowledgement", "op", q.OperationID, "err", err)
+		}
+	}
+	c.journalControl(ctx, KindSteerAcknowledged, c.scope.Root(), ack)
 }
 
 // closeManagerInbox seals the root's inbox once the brain returned: a
 // steer still waiting, or arriving later, is not_live.
 func (c *Coordinator) closeManagerInbox(ctx context.Context) {
 	c.ManagerInbox().close(context.WithoutCancel(ctx))
+	c.reoffered.Wait() // each was resolved by the close, if not before
 }
 
 // deliverRoot puts a steer addressed to the run's root in the manager's
@@ -68,30 +179,33 @@ func (c *Coordinator) deliverRoot(ctx context.Context, msg, operationID string) 
 	return in.post(ctx, msg, operationID)
 }
 
-// interjectFrom is a tool loop's Interject reading in: before a turn it
-// takes what waits; after an answer it takes what waits or, with
-// nothing, seals in so that a later steer is not_live at once rather
-// than waiting for a turn that will never come.
-func interjectFrom(in *Inbox) func(ctx context.Context, answered bool) []string {
-	if in == nil {
+// interjector is the router brain's kernel.ToolLoopOptions.Interject:
+// nil when the manager has no inbox.
+func (j *transcriptJournal) interjector() func(ctx context.Context, answered bool) []string {
+	if j.inbox == nil {
 		return nil
 	}
-	return func(ctx context.Context, answered bool) []string {
-		var steers []SteerMessage
-		if answered {
-			steers = in.TakeOrSeal(ctx)
-		} else {
-			steers = in.Take(ctx)
-		}
-		if len(steers) == 0 {
-			return nil
-		}
-		msgs := make([]string, len(steers))
-		for i, s := range steers {
-			msgs[i] = s.Message
-		}
-		return msgs
+	return j.interject
+}
+
+// interject is the router brain's kernel.ToolLoopOptions.Interject,
+// reading the manager's inbox: before a turn it takes what waits; after
+// an answer it takes what waits or, with nothing, seals the inbox so that
+// a later steer is not_live at once rather than waiting for a turn that
+// will never come. It takes the steers provisionally (Inbox.hold): the
+// checkpoint that journals the user message holding them acknowledges
+// them delivered, and a loop that ends before that gives them back.
+func (j *transcriptJournal) interject(ctx context.Context, answered bool) []string {
+	steers := j.inbox.hold(answered, 0)
+	if len(steers) == 0 {
+		return nil
 	}
+	j.steers = append(j.steers, steers...)
+	msgs := make([]string, len(steers))
+	for i, s := range steers {
+		msgs[i] = s.msg.Message
+	}
+	return msgs
 }
 
 // continueSeq numbers the inbox's steers on from those its projection

@@ -25,15 +25,19 @@ const (
 	// BlobsDir holds one content-addressed JSON file per settled result,
 	// named sha256-<hex>.json.
 	BlobsDir = "blobs"
-	// CoordinationLogFile holds questions and answer decisions: evidence
-	// only, never replayed or delivered again.
+	// CoordinationLogFile holds questions, answer decisions and analyst
+	// findings: evidence. A resumed run reads its questions back from it
+	// (replayQuestions: ids, statuses, and the one re-offer a nested
+	// manager it drives again is owed); nothing else in it is delivered
+	// again.
 	CoordinationLogFile = "coordination-log.jsonl"
 )
 
 // CoordRecord is one line of the coordination log: a question asked
 // (Kind "question"), a decision on one (Kind "decision"), or an
-// analyst's findings (Kind "finding"). The log is evidence: nothing in
-// it is replayed or delivered again.
+// analyst's findings (Kind "finding"). The log is evidence: a resumed
+// run reads its questions back (replayQuestions), and nothing else in it
+// is delivered again.
 type CoordRecord struct {
 	Kind       string         `json:"kind"`
 	QuestionID string         `json:"questionId,omitzero"`
@@ -92,6 +96,15 @@ const (
 	// KindEdge is a graph edge traversal (package graph's edge ledger),
 	// appended through Coordinator.Note; replay passes it over.
 	KindEdge = "edge"
+	// KindQuestionAsked and KindQuestionDecided are a question asked
+	// (Node the asker, QuestionID, Question) and a decision on one
+	// (Node the asker, QuestionID, Decision, Delivered), journaled only
+	// when the spawn journal is not the run dir's file (a store's): the
+	// run dir's coordination log holds them otherwise, and a run that
+	// moves between machines takes them with its journal
+	// (replayQuestions).
+	KindQuestionAsked   = "question-asked"
+	KindQuestionDecided = "question-decided"
 )
 
 // Record is one line of the spawn journal. Kind says which fields are
@@ -108,7 +121,8 @@ const (
 // requested (Key, Label the lens, Node the analysed worker), a settlement
 // hook done (Node), a note of a layer above (Kind edge: Node and
 // Data), and a piece of a router manager's conversation (KindTranscript:
-// Node the manager, Messages). A settled record's Hook says Options.AfterSettle runs for it,
+// Node the manager, Messages), and, in a store journal, a question asked
+// or decided (KindQuestionAsked, KindQuestionDecided). A settled record's Hook says Options.AfterSettle runs for it,
 // and is done once an after-settle record follows.
 type Record struct {
 	Kind        string `json:"kind"`
@@ -173,6 +187,11 @@ type Record struct {
 	// Messages are a transcript record's messages (KindTranscript): what
 	// the manager Node's conversation gained since its previous one.
 	Messages []TranscriptMessage `json:"messages,omitzero"`
+	// QuestionID, Question and Decision are a question-asked or
+	// question-decided record's (KindQuestionAsked, KindQuestionDecided).
+	QuestionID string    `json:"questionId,omitzero"`
+	Question   *Question `json:"question,omitzero"`
+	Decision   *Decision `json:"decision,omitzero"`
 }
 
 // BudgetRecord is a ledger.Budget as journaled; an absent channel is
@@ -255,6 +274,10 @@ type runLog struct {
 	// is the run dir's file; nil otherwise.
 	lock  *runLock
 	coord *journal.Journal
+	// questionsInSpawn: the spawn log is not the run dir's file (a
+	// store's), so questions and decisions are journaled in it too
+	// (appendCoord), where a resume on another machine finds them.
+	questionsInSpawn bool
 	// layout projects each appended record into state.json and
 	// progress.ndjson, and streams writes the root stream and the worker
 	// logs; both nil without a run dir.
@@ -305,6 +328,11 @@ func openRunLog(ctx context.Context, dir string, spawn SpawnLog) (*runLog, []Rec
 	return openRunLogWith(ctx, dir, open)
 }
 
+// spawnLogWrapKey, set on Supervise's context by tests only, holds a
+// func(SpawnLog) SpawnLog the run's spawn journal is wrapped in (a test
+// stops a process at a chosen append).
+type spawnLogWrapKey struct{}
+
 // openRunLogWith is openRunLog whose spawn log, when it is not the run
 // dir's file (openSpawn nil), is opened by openSpawn only once the run
 // dir's own files are this process's: a store journal's open takes the
@@ -344,10 +372,13 @@ func openRunLogWith(ctx context.Context, dir string, openSpawn func(context.Cont
 			l.close()
 			return nil, nil, err
 		}
-		l.spawn = sp
+		l.spawn, l.questionsInSpawn = sp, true
 	}
 	if l.spawn == nil {
 		return l, nil, nil
+	}
+	if wrap, ok := ctx.Value(spawnLogWrapKey{}).(func(SpawnLog) SpawnLog); ok {
+		l.spawn = wrap(l.spawn) // tests only
 	}
 	prior, err := l.spawn.Records(ctx)
 	if err != nil {
@@ -729,10 +760,19 @@ func (l *runLog) blobPath(ref string) string {
 	return filepath.Join(l.dir, BlobsDir, "sha256-"+strings.TrimPrefix(ref, "sha256:")+".json")
 }
 
-// appendCoord makes r durable in the coordination log, when there is one.
+// appendCoord makes r durable in the coordination log, when there is
+// one, and a question or a decision also in a spawn log that is not the
+// run dir's file (questionsInSpawn): the journal a resume reads them
+// back from (replayQuestions).
 func (l *runLog) appendCoord(ctx context.Context, r CoordRecord) error {
+	var errs []error
+	if l.questionsInSpawn {
+		if rec, ok := questionRecord(r); ok {
+			errs = append(errs, l.append(ctx, rec))
+		}
+	}
 	if l.coord == nil {
-		return nil
+		return errors.Join(errs...)
 	}
 	if err := l.lostErr(); err != nil {
 		return err // the run is no longer this process's: nothing more is written for it
@@ -742,9 +782,9 @@ func (l *runLog) appendCoord(ctx context.Context, r CoordRecord) error {
 		return fmt.Errorf("supervise: coordination record: %w", err)
 	}
 	if _, err := l.coord.Append(context.WithoutCancel(ctx), v); err != nil {
-		return fmt.Errorf("supervise: coordination log append: %w", err)
+		errs = append(errs, fmt.Errorf("supervise: coordination log append: %w", err))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (l *runLog) close() error {

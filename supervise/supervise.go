@@ -488,7 +488,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		if err := c.replayRecords(prior); err != nil {
 			return SupervisedResult{}, err
 		}
-		c.replayQuestions(ctx)
+		c.replayQuestions(ctx, prior)
 		if o.ReturnEnded {
 			if ended, err = journaledOutcome(prior); err != nil {
 				return SupervisedResult{}, &ResumeError{RunDir: runDir, Reason: "the journal's finished record is not a result", Err: err}

@@ -35,14 +35,30 @@ type TranscriptMessage struct {
 	// Took, on the tool message of an await_event call, is the event
 	// the call took from the manager's queue: a resumed run's queue
 	// holds the replayed settlements again, and drops the ones the
-	// conversation already has.
+	// conversation already has. On a user message of root steers it
+	// names them (Kind TakenSteer): a resumed run re-offers a steer
+	// whose acknowledgement was never journaled unless the conversation
+	// already has it.
 	Took []TakenEvent `json:"took,omitzero"`
+	// Asked, on the tool message of a nested manager's ask_parent call
+	// that queued a question at its parent manager, is that question's
+	// id: the manager driven again on resume still waits for its
+	// decision (reofferAsked).
+	Asked string `json:"asked,omitzero"`
 }
 
-// TakenEvent names an event await_event returned: its kind and worker.
+// TakenSteer is the Kind of a TakenEvent that names a root steer the
+// transcript's user message holds, by its OperationID.
+const TakenSteer = "steer"
+
+// TakenEvent names an event await_event returned: its kind and worker,
+// and for a question its id; or a root steer a user message holds (Kind
+// TakenSteer): its operation id.
 type TakenEvent struct {
-	Kind     string `json:"kind"`
-	WorkerID NodeID `json:"workerId"`
+	Kind        string `json:"kind"`
+	WorkerID    NodeID `json:"workerId"`
+	QuestionID  string `json:"questionId,omitzero"`
+	OperationID string `json:"operationId,omitzero"`
 }
 
 // TranscriptCall is a journaled tool call: its id, tool name and
@@ -98,10 +114,43 @@ func (t TranscriptMessage) size() int {
 // (awaiting).
 type transcriptJournal struct {
 	c *Coordinator
+	// inbox is the manager's root inbox (nil when it has none); steers
+	// are the steers interject took from it that no checkpoint has
+	// journaled yet: the next successful one confirms them delivered.
+	inbox  *Inbox
+	steers []*posting
 	// took is what the await_event call whose tool message is not yet
 	// journaled took; the loop runs its calls one at a time, on its own
 	// goroutine, and checkpoints after each.
 	took []TakenEvent
+	// asked is the question the ask_parent call whose tool message is
+	// not yet journaled queued at the parent manager ("" when none).
+	asked string
+	// awaited are the events await_event calls took whose tool
+	// messages were not journaled yet: a call the loop does not record
+	// (its context ended) never handed its event to the manager, and
+	// release puts it back in the queue.
+	awaited []heldEvent
+}
+
+// heldEvent is an event an await_event call took, with its place in the
+// recorded order (Coordinator.untake).
+type heldEvent struct {
+	ev  Event
+	seq int64
+}
+
+// awaitNoteKey is the context key under which awaiting asks Await to
+// note the event it takes (an *awaitNote).
+type awaitNoteKey struct{}
+
+// awaitNote is the event one Await call took, if took; hold asks Await
+// to count it held (Coordinator.held) until PutBackUnreturned settles it.
+type awaitNote struct {
+	ev   Event
+	seq  int64
+	took bool
+	hold bool
 }
 
 // awaiting wraps the await_event tool t so that the event each call
@@ -109,13 +158,46 @@ type transcriptJournal struct {
 func (j *transcriptJournal) awaiting(t contract.Tool) contract.Tool {
 	run := t.Run
 	t.Run = func(ctx context.Context, args canonjson.Value) (canonjson.Value, error) {
-		v, err := run(ctx, args)
+		note := &awaitNote{}
+		v, err := run(context.WithValue(ctx, awaitNoteKey{}, note), args)
 		j.took = j.took[:0]
+		if note.took {
+			if err != nil {
+				// Taken, but not in the result: back in the queue.
+				j.c.untake(note.ev, note.seq)
+			} else {
+				j.awaited = append(j.awaited, heldEvent{ev: note.ev, seq: note.seq})
+			}
+		}
 		if err == nil {
 			kind, k := canonjson.Resolve(v, "/event/kind")
 			worker, w := canonjson.Resolve(v, "/event/workerId")
 			if k && w {
-				j.took = append(j.took, TakenEvent{Kind: kind.Str(), WorkerID: NodeID(worker.Str())})
+				t := TakenEvent{Kind: kind.Str(), WorkerID: NodeID(worker.Str())}
+				if id, ok := canonjson.Resolve(v, "/event/question/id"); ok {
+					t.QuestionID = id.Str()
+				}
+				j.took = append(j.took, t)
+			}
+		}
+		return v, err
+	}
+	return t
+}
+
+// asking wraps the ask_parent tool t so that the question a nested
+// manager's call queued at its parent is noted for the tool message
+// that carries it.
+func (j *transcriptJournal) asking(t contract.Tool) contract.Tool {
+	run := t.Run
+	t.Run = func(ctx context.Context, args canonjson.Value) (canonjson.Value, error) {
+		v, err := run(ctx, args)
+		j.asked = ""
+		if err == nil {
+			status, s := canonjson.Resolve(v, "/status")
+			id, i := canonjson.Resolve(v, "/questionId")
+			if s && i && status.Str() == "queued-for-parent" {
+				j.asked = id.Str()
 			}
 		}
 		return v, err
@@ -132,10 +214,13 @@ func (j *transcriptJournal) checkpoint(ctx context.Context, appended []contract.
 	c := j.c
 	msgs := make([]TranscriptMessage, len(appended))
 	inline := 0
-	lastTool := -1
+	lastTool, lastUser := -1, -1
 	for i, m := range appended {
-		if m.Role == contract.ChatTool {
+		switch m.Role {
+		case contract.ChatTool:
 			lastTool = i
+		case contract.ChatUser:
+			lastUser = i
 		}
 	}
 	for i, m := range appended {
@@ -143,6 +228,16 @@ func (j *transcriptJournal) checkpoint(ctx context.Context, appended []contract.
 		if i == lastTool && len(j.took) > 0 {
 			t.Took = slices.Clone(j.took)
 			j.took = j.took[:0]
+		}
+		if i == lastUser && len(j.steers) > 0 {
+			// The interjected user messages hold the held steers: the
+			// last of them names them all.
+			for _, p := range j.steers {
+				t.Took = append(t.Took, TakenEvent{Kind: TakenSteer, WorkerID: c.self, OperationID: p.msg.OperationID})
+			}
+		}
+		if i == lastTool && j.asked != "" {
+			t.Asked, j.asked = j.asked, ""
 		}
 		if n := t.size(); n <= maxInlineMessage && inline+n <= maxInlineRecord {
 			inline += n
@@ -160,16 +255,43 @@ func (j *transcriptJournal) checkpoint(ctx context.Context, appended []contract.
 		msgs[i] = TranscriptMessage{Ref: ref}
 	}
 	if err := c.log.append(ctx, Record{Kind: KindTranscript, Node: c.self, Messages: msgs}); err != nil {
+		j.releaseHeld(ctx)
 		return fmt.Errorf("supervise: journaling the manager's transcript: %w", err)
 	}
+	// The steers are in the journaled transcript: delivered.
+	j.inbox.confirm(ctx, j.steers)
+	j.steers = nil
+	if lastTool >= 0 {
+		// The await's result is the manager's now: its event is taken.
+		j.awaited = j.awaited[:0]
+	}
 	return nil
+}
+
+// releaseHeld gives back the steers the loop took that no checkpoint
+// journaled: a later turn, or a resumed process, takes them again.
+func (j *transcriptJournal) releaseHeld(ctx context.Context) {
+	j.inbox.release(context.WithoutCancel(ctx), j.steers)
+	j.steers = nil
+}
+
+// release puts back in c's queue, in their recorded order, the events
+// await_event calls took that the loop never recorded as a result: the
+// manager never saw them, so the next await returns them (in this
+// process; across a resume see replayQuestions).
+func (j *transcriptJournal) release() {
+	for i := len(j.awaited) - 1; i >= 0; i-- {
+		j.c.untake(j.awaited[i].ev, j.awaited[i].seq)
+	}
+	j.awaited = nil
 }
 
 // recordedTranscript is the transcript earlier processes journaled for
 // c's manager (nil when none did: a fresh run, or a journal written
 // before transcripts were), blobs read back, and the events its
-// await_event calls took.
-func (c *Coordinator) recordedTranscript() ([]contract.ChatMessage, []TakenEvent, error) {
+// await_event calls took and the questions its ask_parent calls queued
+// at its parent (TranscriptMessage.Asked).
+func (c *Coordinator) recordedTranscript() ([]contract.ChatMessage, []TakenEvent, []string, error) {
 	var recs []Record
 	c.log.mu.Lock()
 	for i := range c.log.rows.len() {
@@ -180,24 +302,28 @@ func (c *Coordinator) recordedTranscript() ([]contract.ChatMessage, []TakenEvent
 	c.log.mu.Unlock()
 	var out []contract.ChatMessage
 	var took []TakenEvent
+	var asked []string
 	for _, r := range recs {
 		for _, t := range r.Messages {
 			if t.Ref != "" {
 				v, err := c.log.getBlob(t.Ref)
 				if err != nil {
-					return nil, nil, &ResumeError{RunDir: c.log.dir, Reason: "reading back the manager " + string(c.self) + "'s transcript", Err: err}
+					return nil, nil, nil, &ResumeError{RunDir: c.log.dir, Reason: "reading back the manager " + string(c.self) + "'s transcript", Err: err}
 				}
 				var full TranscriptMessage
 				if err := canonjson.FromValue(v, &full); err != nil || full.Ref != "" {
-					return nil, nil, &ResumeError{RunDir: c.log.dir, Reason: "reading back the manager " + string(c.self) + "'s transcript: blob " + t.Ref + " is not a message", Err: err}
+					return nil, nil, nil, &ResumeError{RunDir: c.log.dir, Reason: "reading back the manager " + string(c.self) + "'s transcript: blob " + t.Ref + " is not a message", Err: err}
 				}
 				t = full
 			}
 			out = append(out, t.chat())
 			took = append(took, t.Took...)
+			if t.Asked != "" {
+				asked = append(asked, t.Asked)
+			}
 		}
 	}
-	return out, took, nil
+	return out, took, asked, nil
 }
 
 // dropTaken removes from c's event queue, for each settlement (or

@@ -278,17 +278,24 @@ func (b *RouterBrain) Drive(ctx context.Context, c *Coordinator, task string) (B
 	// The conversation is journaled as it goes (KindTranscript), and a
 	// resumed run goes on from what earlier processes journaled, its
 	// queue without the events the conversation already has.
-	recorded, took, err := c.recordedTranscript()
+	recorded, took, _, err := c.recordedTranscript()
 	if err != nil {
 		return BrainReport{}, err
 	}
 	c.dropTaken(took)
-	journal := &transcriptJournal{c: c}
+	journal := &transcriptJournal{c: c, inbox: c.ManagerInbox()}
+	// Steers the loop took that no checkpoint journaled go back.
+	defer journal.releaseHeld(ctx)
+	// So do events an await_event took whose result was not recorded.
+	defer journal.release()
 	var offered []contract.Tool
 	for _, t := range all {
 		if slices.Contains(b.granted, t.Name) {
-			if t.Name == ToolPrefix+VerbAwaitEvent {
+			switch t.Name {
+			case ToolPrefix + VerbAwaitEvent:
 				t = journal.awaiting(t)
+			case ToolPrefix + VerbAskParent:
+				t = journal.asking(t)
 			}
 			offered = append(offered, t)
 		}
@@ -296,7 +303,7 @@ func (b *RouterBrain) Drive(ctx context.Context, c *Coordinator, task string) (B
 	// Each model turn is charged to the run's pool as it ends (Meter).
 	// Steers addressed to the run's root join between its turns.
 	opts := kernel.ToolLoopOptions{Model: b.model, Profile: b.profile, User: task, Tools: offered,
-		MaxToolTurns: b.maxTurns, Logger: c.logger, Now: c.now, Observer: c.TurnMeter(), Interject: interjectFrom(c.ManagerInbox()),
+		MaxToolTurns: b.maxTurns, Logger: c.logger, Now: c.now, Observer: c.TurnMeter(), Interject: journal.interjector(),
 		Checkpoint: journal.checkpoint, Recorded: recorded}
 	if c.parent != nil {
 		// A nested manager's turns are held to its node's reservation.
