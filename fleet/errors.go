@@ -3,6 +3,7 @@ package fleet
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Errors the fleet returns (wrapped).
@@ -72,3 +73,28 @@ func accessRefused(err error) int {
 	}
 	return 0
 }
+
+// StalledError is a read of the run store that did not answer within
+// FollowOptions.ReadTimeout while Follow followed a run: the database
+// stopped answering. Follow again once it answers, with
+// FollowOptions.After the cursor of the last event yielded (Cursor).
+type StalledError struct {
+	RunID string
+	// Timeout is the bound the read exceeded.
+	Timeout time.Duration
+	// Cursor is the fleet cursor (Event.FleetCursor) of the last event
+	// yielded, "" when none was.
+	Cursor string
+	Err    error
+}
+
+func (e *StalledError) Error() string {
+	resume := "follow it again from the start"
+	if e.Cursor != "" {
+		resume = "resume after " + e.Cursor
+	}
+	// Follow's own wrapping names the run.
+	return fmt.Sprintf("the run store did not answer within %s (is the database reachable?); once it answers, %s: %v", e.Timeout, resume, e.Err)
+}
+
+func (e *StalledError) Unwrap() error { return e.Err }

@@ -32,6 +32,10 @@ type FollowOptions struct {
 	PollInterval time.Duration
 	// PageSize bounds each read of the store; 0 is 500.
 	PageSize int
+	// ReadTimeout bounds each read of the store; 0 is 30s. A read that
+	// takes longer (a database that stopped answering without closing
+	// the connection) ends the sequence with a *StalledError.
+	ReadTimeout time.Duration
 	// After, when set, resumes after the event it names (Event.FleetCursor):
 	// the rest of its attempt's events, then the later attempts'. A
 	// cursor naming no attempt of the run ends the sequence with a
@@ -55,11 +59,23 @@ func Follow(ctx context.Context, s store.Store, runID string, opts FollowOptions
 	if page <= 0 {
 		page = 500
 	}
+	bound := opts.ReadTimeout
+	if bound <= 0 {
+		bound = 30 * time.Second
+	}
 	return func(yield func(Event, error) bool) {
 		var (
 			next   int    // index of the attempt being read
 			cursor string // after this event of attempt next
+			last   string // fleet cursor of the last event yielded
 		)
+		if opts.After != nil {
+			last = opts.After.String()
+		}
+		// s is read through a store whose every read is bounded.
+		s := boundedReads{Store: s, bound: bound, stalled: func(err error) error {
+			return &StalledError{RunID: runID, Timeout: bound, Cursor: last, Err: err}
+		}}
 		after := opts.After
 		for {
 			r, err := s.GetRun(ctx, runID)
@@ -99,10 +115,11 @@ func Follow(ctx context.Context, s store.Store, runID string, opts FollowOptions
 						return
 					}
 					for _, e := range evs {
-						if !yield(Event{Attempt: a.RunID, Generation: a.Generation, Event: e}, nil) {
+						ev := Event{Attempt: a.RunID, Generation: a.Generation, Event: e}
+						if !yield(ev, nil) {
 							return
 						}
-						cursor = e.Cursor
+						cursor, last = e.Cursor, ev.FleetCursor().String()
 					}
 					if len(evs) < page {
 						break
@@ -140,6 +157,37 @@ func Follow(ctx context.Context, s store.Store, runID string, opts FollowOptions
 			}
 		}
 	}
+}
+
+// boundedReads is a store whose GetRun and Events each answer within
+// bound; one that does not is stalled's error (ctx's own end stays
+// ctx's error).
+type boundedReads struct {
+	store.Store
+	bound   time.Duration
+	stalled func(error) error
+}
+
+func (b boundedReads) read(ctx context.Context, f func(context.Context) error) error {
+	rctx, cancel := context.WithTimeout(ctx, b.bound)
+	defer cancel()
+	err := f(rctx)
+	if err != nil && ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
+		return b.stalled(err)
+	}
+	return err
+}
+
+// GetRun implements store.Store, bounded.
+func (b boundedReads) GetRun(ctx context.Context, id string) (r store.Run, err error) {
+	err = b.read(ctx, func(ctx context.Context) error { r, err = b.Store.GetRun(ctx, id); return err })
+	return r, err
+}
+
+// Events implements store.Store, bounded.
+func (b boundedReads) Events(ctx context.Context, runID, after string, limit int) (evs []store.Event, err error) {
+	err = b.read(ctx, func(ctx context.Context) error { evs, err = b.Store.Events(ctx, runID, after, limit); return err })
+	return evs, err
 }
 
 // attemptDone reports whether an attempt's kernel run appends nothing

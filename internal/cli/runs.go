@@ -501,6 +501,9 @@ func printFleetEvents(ctx context.Context, stdio IO, s store.Store, runID string
 			if ctx.Err() != nil {
 				return nil
 			}
+			if se := (*fleet.StalledError)(nil); errors.As(err, &se) && se.Cursor != "" {
+				err = fmt.Errorf("%w (agentrt runs events %s --follow --after %s)", err, runID, se.Cursor)
+			}
 			return &exitError{code: ExitFailed, err: err}
 		}
 		if e.Attempt != shown && !asJSON {
