@@ -88,7 +88,9 @@ func NewFleet(m metric.Meter) (*Fleet, error) {
 	var err, e error
 	in.Runs, e = m.Int64Counter(FleetRuns, metric.WithUnit("{run}"), metric.WithDescription("Fleet attempts started and runs ended, by event and queue."))
 	err = errors.Join(err, e)
-	in.AppendDuration, e = m.Float64Histogram(FleetAppendDuration, metric.WithUnit("s"), metric.WithDescription("Time for the run store to make an attempt's events durable."))
+	in.AppendDuration, e = m.Float64Histogram(FleetAppendDuration, metric.WithUnit("s"), metric.WithDescription("Time for the run store to make an attempt's events durable."),
+		// Seconds: the SDK's default boundaries are milliseconds'.
+		metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
 	err = errors.Join(err, e)
 	in.QueueDepth, e = m.Int64ObservableGauge(FleetQueueDepth, metric.WithUnit("{job}"), metric.WithDescription("Fleet jobs waiting to run, by queue."))
 	err = errors.Join(err, e)
