@@ -36,6 +36,13 @@ func TestAuthRefusesWithoutDetail(t *testing.T) {
 	if status, body := do(t, ts, http.MethodGet, wire.PathCapabilities, "", nil); status != http.StatusOK {
 		t.Fatalf("the right token: %d %s", status, body)
 	}
+	// The scheme is case-insensitive (RFC 9110 §11.1), as agentrt mcp's
+	// bearer check already takes it.
+	for _, scheme := range []string{"bearer", "BEARER"} {
+		if status, body := do(t, ts, http.MethodGet, wire.PathCapabilities, "", map[string]string{"Authorization": scheme + " " + testToken}); status != http.StatusOK {
+			t.Errorf("the right token under scheme %q: %d %s", scheme, status, body)
+		}
+	}
 	if status, body := do(t, ts, http.MethodGet, wire.PathHealth, "", map[string]string{"Authorization": ""}); status != http.StatusOK || string(body) != `{"status":"ok"}` {
 		t.Fatalf("healthz: %d %s", status, body)
 	}
