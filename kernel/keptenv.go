@@ -47,6 +47,9 @@ func KeepEnvironment(p contract.Provider) *KeptProvider { return &KeptProvider{p
 // Name is the wrapped provider's name.
 func (k *KeptProvider) Name() string { return k.p.Name() }
 
+// Unwrap returns the wrapped provider (SameProvider sees through it).
+func (k *KeptProvider) Unwrap() contract.Provider { return k.p }
+
 // Capabilities is the wrapped provider's capability document.
 func (k *KeptProvider) Capabilities(ctx context.Context) (*contract.Capabilities, error) {
 	return k.p.Capabilities(ctx)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"time"
 
 	"github.com/agentrt/agentrt/contract"
@@ -51,6 +52,10 @@ type keptSession struct {
 	env             contract.Environment
 	run             contract.ExactRunControlRef
 	nativeSessionID string
+	// holder is the provider the session was reached through (the
+	// refused stage's, or the one a resumed stage looked it up with);
+	// nil when not known. Only a stage on that provider continues it.
+	holder contract.Provider
 	// created: the runtime created env (its create was answered
 	// CreationCreated), whether env says so itself or, found by a cold
 	// lookup, the seated run's record does (ENV-06).
@@ -93,7 +98,7 @@ func (x *execution) keepForSeat() bool {
 		if !ok || run.Provider != x.provider {
 			return false
 		}
-		st.kept = &keptSession{env: x.env, run: *run, nativeSessionID: x.res.NativeSessionID, created: x.createdEnv()}
+		st.kept = &keptSession{env: x.env, run: *run, nativeSessionID: x.res.NativeSessionID, created: x.createdEnv(), holder: x.req.Provider}
 	}
 	st.keepEnv = true
 	return true
@@ -117,6 +122,12 @@ func (x *execution) continueNative(ctx context.Context, st *seatStage) bool {
 		st.continuity, st.reason = ContinuityFresh, fmt.Sprintf(format, args...)
 		x.log.Info("the session cannot be continued natively", "run", x.req.RunID, "reason", st.reason)
 		return false
+	}
+	if from.holder != nil && !SameProvider(from.holder, x.req.Provider) {
+		// Another provider of the same name (another endpoint or
+		// account): continuing through the session's environment would
+		// send this stage's turn to the provider that refused.
+		return fresh("the session is held by another %s provider than this stage's", x.provider)
 	}
 	sess, nc, reason := OpenNativeSession(ctx, from.env, from.run, x.provider)
 	if reason != "" {
@@ -220,6 +231,36 @@ func RefusalKeepsSession(err error, env contract.Environment) (*contract.ExactRu
 	}
 	run := *q.Run
 	return &run, true
+}
+
+// SameProvider reports whether a and b are one provider: the same
+// instance once every wrapper that reports the provider it wraps
+// (Unwrap() contract.Provider, as KeptProvider does) is seen through.
+// Two instances of one provider kind — two sidecars, two accounts'
+// endpoints — are not the same provider, whatever their names.
+func SameProvider(a, b contract.Provider) bool {
+	a, b = unwrapProvider(a), unwrapProvider(b)
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return va.Type() == vb.Type() && va.Comparable() && va.Equal(vb)
+}
+
+// unwrapProvider sees through the wrappers of p.
+func unwrapProvider(p contract.Provider) contract.Provider {
+	for range 64 {
+		w, ok := p.(interface{ Unwrap() contract.Provider })
+		if !ok {
+			return p
+		}
+		inner := w.Unwrap()
+		if inner == nil {
+			return p
+		}
+		p = inner
+	}
+	return p
 }
 
 // OpenNativeSession is the first half of the rule by which a seat stage

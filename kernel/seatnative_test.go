@@ -153,6 +153,42 @@ func TestSeatedQuotaMidTurnFreshWhenContinuityUnproven(t *testing.T) {
 	}
 }
 
+// RG-10, RG-11: two stages on two providers of the same name (two
+// sidecars, or two accounts of one vendor, as an accounts file names them)
+// are two providers: the session stage 0's refusal left is held by the
+// first, so stage 1 starts fresh on its own provider — its turn never goes
+// to the provider (and account) that just refused.
+func TestSeatedQuotaMidTurnFreshOnAnotherProviderOfTheSameName(t *testing.T) {
+	first := scripted.New(mustScript(t, midTurnQuota), scripted.Options{})
+	second := scripted.New(mustScript(t, `{"accounts":{"team-a":{},"team-b":{}},"servedModel":"scripted/second","turns":[{"repeat":true,"steps":[{"text":"a fresh note"}]}]}`), scripted.Options{})
+	if first.Name() != second.Name() {
+		t.Fatalf("providers named %q and %q; want the same name", first.Name(), second.Name())
+	}
+	accounts := kernel.AccountManagerFunc(func(_ context.Context, k int, _ profile.Seat) (contract.Provider, error) {
+		return []contract.Provider{first, second}[k], nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := kernel.ExecuteSeated(ctx, kernel.SeatedRequest{Accounts: accounts, Request: kernel.Request{
+		Profile: mustProfile(t, seatWriter), Task: "write a note", Store: memory.New(nil), Check: nonEmpty, RunID: "writer-same-name",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Stages) != 2 || res.Final == nil || res.Final.Text != "a fresh note" {
+		t.Fatalf("stages %+v, final %+v", res.Stages, res.Final)
+	}
+	if s1 := res.Stages[1]; s1.Continuity != kernel.ContinuityFresh || s1.ContinuityReason == "" {
+		t.Errorf("stage 1 continuity %q (%q); want fresh with a reason", s1.Continuity, s1.ContinuityReason)
+	}
+	if got := first.Counters().NativeContinuations; got != 0 {
+		t.Errorf("the refusing provider admitted %d native continuations; want 0", got)
+	}
+	if got := len(second.CredentialRequests()); got == 0 {
+		t.Error("stage 1's provider received no credential request: the stage never ran on it")
+	}
+}
+
 // ResumeSeated refuses a run that is not interrupted: one that ended is
 // the truth of what happened, never run again.
 func TestResumeSeatedRefusesAnEndedRun(t *testing.T) {

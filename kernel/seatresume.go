@@ -173,7 +173,7 @@ func lookUpKept(ctx context.Context, p contract.Provider, left *StageAttempt) (*
 	}
 	// A lookup carries no creation verdict: the record says whether the
 	// runtime created the environment (ENV-06).
-	return &keptSession{env: env, run: *ref, nativeSessionID: left.NativeSessionID, created: left.KeptCreated, replay: left.Continuation}, ""
+	return &keptSession{env: env, run: *ref, nativeSessionID: left.NativeSessionID, created: left.KeptCreated, replay: left.Continuation, holder: p}, ""
 }
 
 // sameProfile refuses a resumption whose profile is not the one the

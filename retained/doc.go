@@ -55,7 +55,8 @@
 // on to the next stage under the same logical id, node, turn id and
 // deadline (RG-08, RG-11). When the refusal broke a turn off in a session
 // the provider named and the kernel's rule proves the next stage can go
-// on in it (kernel.OpenNativeSession, kernel.ProveNativeBoundary), the
+// on in it (kernel.SameProvider: the stage runs on the very provider
+// holding the session; kernel.OpenNativeSession, kernel.ProveNativeBoundary), the
 // next stage is that session's native continuation (ContinueNativeRetained:
 // the same environment and native session, recorded ContinuityNative);
 // otherwise it starts fresh in an environment of its own, recorded with

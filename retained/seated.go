@@ -267,7 +267,7 @@ func StartSeated(ctx context.Context, o SeatedOptions) (*SeatedRun, error) {
 		stage := k
 		var native *nativeStage
 		if from != nil {
-			if native, link.ContinuityReason, err = o.nativeRequest(ctx, from, prevID, freshID, k, providers[k-o.Stage].Name()); err != nil {
+			if native, link.ContinuityReason, err = o.nativeRequest(ctx, from, prevID, freshID, k, providers[k-o.Stage]); err != nil {
 				return res, err
 			}
 		}
@@ -378,13 +378,14 @@ type nativeRefusedError struct{ reason string }
 
 func (e *nativeRefusedError) Error() string { return e.reason }
 
-// nativeRequest decides how stage k, served by provider, starts after
+// nativeRequest decides how stage k, served by stageProvider, starts after
 // the refused stage recorded as prevID left the session of from: the
 // native continuation it sends (the one a start before recorded, or a
 // new one when the kernel's rule proves continuity), or nil with why it
 // starts fresh instead (the decision a start before recorded for
 // freshID, or the rule's reason).
-func (o *SeatedOptions) nativeRequest(ctx context.Context, from *Run, prevID, freshID string, k int, provider string) (*nativeStage, string, error) {
+func (o *SeatedOptions) nativeRequest(ctx context.Context, from *Run, prevID, freshID string, k int, stageProvider contract.Provider) (*nativeStage, string, error) {
+	provider := stageProvider.Name()
 	parent, err := Load(ctx, o.Store, from.ref.Record)
 	if err != nil {
 		return nil, "", err
@@ -418,6 +419,12 @@ func (o *SeatedOptions) nativeRequest(ctx context.Context, from *Run, prevID, fr
 		case next == freshID && rec.Seat != nil:
 			return nil, rec.Seat.ContinuityReason, nil
 		}
+	}
+	if !kernel.SameProvider(from.provider, stageProvider) {
+		// Another provider of the same name (another endpoint or
+		// account): the session's environment would take this stage's
+		// turn to the provider that refused.
+		return nil, fmt.Sprintf("the session is held by another %s provider than this stage's", provider), nil
 	}
 	_, nc, reason := kernel.OpenNativeSession(ctx, from.env, from.ref.Run, provider)
 	if reason != "" {

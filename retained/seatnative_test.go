@@ -226,6 +226,41 @@ func TestStartSeatedStartsFreshWhenContinuityIsUnproven(t *testing.T) {
 	})
 }
 
+// RG-10, RG-11: stage 1 on another provider of the same name (another
+// sidecar or account's endpoint) does not continue the session stage 0's
+// refusal left on the first: it starts fresh on its own provider, and
+// the provider that refused admits no continuation. On SQLite and
+// PostgreSQL.
+func TestStartSeatedStartsFreshOnAnotherProviderOfTheSameName(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		ctx := testCtx(t)
+		first := seatedScripted(t, midTurnSeats)
+		second := seatedScripted(t, `{"accounts":{"team-a":{},"team-b":{}},"servedModel":"scripted/second","turns":[{"repeat":true,"steps":[{"text":"a fresh note"}]}]}`)
+		prof, err := profile.Parse([]byte(twoSeats))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := retained.SeatedOptions{Accounts: kernel.AccountManagerFunc(func(_ context.Context, k int, _ profile.Seat) (contract.Provider, error) {
+			return []contract.Provider{first, second}[k], nil
+		}), Store: open(t), Profile: prof, IdempotencyKey: "k-same-name", TurnID: "turn-1", Task: "write a note", OnAdmission: (&recorder{}).hook,
+			Follow: followToEnd}
+		res, err := retained.StartSeated(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Stages) != 2 {
+			t.Fatalf("stages %+v", res.Stages)
+		}
+		if s1 := res.Stages[1]; s1.Outcome != kernel.StageCompleted || s1.Continuity != kernel.ContinuityFresh || s1.ContinuityReason == "" {
+			t.Errorf("stage 1 %+v; want completed, fresh, with a reason", s1)
+		}
+		if first.Counters().NativeContinuations != 0 || second.Creates() != 1 {
+			t.Errorf("the refusing provider admitted %d native continuations, stage 1's made %d environments; want 0 and 1",
+				first.Counters().NativeContinuations, second.Creates())
+		}
+	})
+}
+
 // threeSeats: stage 0 on team-a, stage 1 on team-b, stage 2 on team-c,
 // all on the same provider.
 const threeSeats = `{"name":"writer","harness":"cli-base","model":{"provider":"scripted","default":"scripted/first"},
