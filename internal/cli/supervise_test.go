@@ -96,6 +96,22 @@ func TestSuperviseNoWinner(t *testing.T) {
 	}
 }
 
+// A check every worker fails: no winner, exit 1, and each worker's
+// verdict says what the check found, not what it asked for.
+func TestSuperviseNoWinnerVerdictIsTruthful(t *testing.T) {
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+answerDone+`]}`)
+	out, errOut, code := run(t, "", superviseArgs(t, script, t.TempDir(), "--expect", "shipped")...)
+	if code != 1 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if want := `rel:s1 done, not delivered (the result does not contain "shipped")`; !strings.Contains(errOut, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errOut)
+	}
+	if strings.Contains(out+errOut, `(the result contains "shipped")`) {
+		t.Errorf("a failed check is described as passing:\n%s%s", out, errOut)
+	}
+}
+
 // --check-cmd decides delivery: the command reads the result on stdin
 // and delivers it by exiting 0; a non-zero exit is not delivered, and its
 // stderr is the verdict's reason.
