@@ -680,7 +680,7 @@ func printSupervised(w io.Writer, res supervise.SupervisedResult, runDir string)
 			fmt.Fprintf(w, "  worker    %s %s IN DOUBT (charged at its ceiling): %s\n", n.ID, orName(n.Label, n.Profile), why)
 			continue
 		}
-		fmt.Fprintf(w, "  worker    %s %s %s, %s%s\n", n.ID, orName(n.Label, n.Profile), n.State, deliveryText(n.Delivered, n.Verdict, "", ""), replayed)
+		fmt.Fprintf(w, "  worker    %s %s %s, %s%s\n", n.ID, orName(n.Label, n.Profile), n.State, deliveryText(n.Delivered, n.Verdict, n.CheckError, n.Reason), replayed)
 	}
 	s := res.Spent
 	fmt.Fprintf(w, "  spent     tokens %s, iterations %s, cost %s\n",
@@ -772,6 +772,12 @@ func supervisedValue(res supervise.SupervisedResult, runDir string) canonjson.Va
 		if n.Verdict != nil {
 			v, _ := canonjson.ToValue(n.Verdict)
 			wm = append(wm, canonjson.Member{Name: "verdict", Value: v})
+		}
+		if n.Reason != "" {
+			wm = append(wm, canonjson.Member{Name: "reason", Value: canonjson.StringValue(n.Reason)})
+		}
+		if n.CheckError != "" {
+			wm = append(wm, canonjson.Member{Name: "checkError", Value: canonjson.StringValue(n.CheckError)})
 		}
 		workers = append(workers, canonjson.ObjectValue(wm))
 	}

@@ -112,6 +112,44 @@ func TestSuperviseNoWinnerVerdictIsTruthful(t *testing.T) {
 	}
 }
 
+// A worker that failed, or whose check could not judge it, is named in
+// the result with why, in the summary and in the JSON, not only in the
+// progress on stderr.
+func TestSuperviseResultSaysWhyAWorkerWasNotDelivered(t *testing.T) {
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+answerDone+`]}`)
+	failing := writeFile(t, "fail.json", `{"turns": [{"repeat": true, "end": "failed", "error": "upstream exploded", "steps": [{"text": "partial"}]}]}`)
+	for _, tc := range []struct {
+		name       string
+		extra      []string
+		line, json string
+	}{
+		{"failed worker", []string{"--script", failing}, "rel:s1 note failed, not delivered (", "reason"},
+		{"check not judged", []string{"--check-cmd", "exec sleep 60", "--check-timeout", "200ms"},
+			"rel:s1 note done, not delivered (check not judged: the check command did not finish within 200ms)", "checkError"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := run(t, "", superviseArgs(t, script, t.TempDir(), tc.extra...)...)
+			if code != 1 {
+				t.Fatalf("exit %d\n%s%s", code, out, errOut)
+			}
+			if !strings.Contains(out, tc.line) {
+				t.Errorf("summary lacks %q:\n%s", tc.line, out)
+			}
+			if tc.name == "failed worker" && !strings.Contains(out, "upstream exploded") {
+				t.Errorf("summary lacks the failure:\n%s", out)
+			}
+			out, errOut, code = run(t, "", superviseArgs(t, script, t.TempDir(), append(tc.extra, "--json")...)...)
+			if code != 1 {
+				t.Fatalf("--json: exit %d\n%s%s", code, out, errOut)
+			}
+			workers := member(decode(t, out), "workers").Items()
+			if len(workers) != 1 || member(workers[0], tc.json).Str() == "" {
+				t.Errorf("the worker lacks %q: %s", tc.json, out)
+			}
+		})
+	}
+}
+
 // --check-cmd decides delivery: the command reads the result on stdin
 // and delivers it by exiting 0; a non-zero exit is not delivered, and its
 // stderr is the verdict's reason.
