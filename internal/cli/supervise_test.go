@@ -174,6 +174,32 @@ func TestSuperviseCheckCommand(t *testing.T) {
 	}
 }
 
+// A check command's verdict is its own exit status, given as soon as it
+// exits: a background child it left holding its stderr neither turns
+// the verdict into "did not finish" nor holds the run until
+// --check-timeout.
+func TestSuperviseCheckCommandExitsBeforeItsChildren(t *testing.T) {
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+answerDone+`]}`)
+	for _, tc := range []struct {
+		check, want string
+		code        int
+	}{
+		{"sleep 60 & exit 0", "settled rel:s1 done, delivered (the check command exited 0)", 0},
+		{"echo 'no release number' >&2; sleep 60 & exit 3", "settled rel:s1 done, not delivered (the check command exited 3: no release number)", 1},
+	} {
+		t.Run(tc.check, func(t *testing.T) {
+			start := time.Now()
+			out, errOut, code := run(t, "", superviseArgs(t, script, t.TempDir(), "--check-cmd", tc.check, "--check-timeout", "30s")...)
+			if code != tc.code || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, want %d and %q\n%s%s", code, tc.code, tc.want, out, errOut)
+			}
+			if d := time.Since(start); d > 20*time.Second {
+				t.Errorf("the run took %s: it waited on the command's child", d)
+			}
+		})
+	}
+}
+
 // Usage errors exit 2 and run nothing.
 func TestSuperviseUsage(t *testing.T) {
 	dir := t.TempDir()
