@@ -1000,10 +1000,17 @@ func handBackNote(res *kernel.Result, runErr error, stopping bool) string {
 
 func expectCheck(expect string) kernel.Check {
 	return func(_ context.Context, out kernel.Outcome) (kernel.Verdict, error) {
+		// The reason says what the check found, passed or not.
 		if expect == "" {
-			return kernel.Verdict{Passed: strings.TrimSpace(out.Text) != "", Reason: "the result is not empty"}, nil
+			if strings.TrimSpace(out.Text) == "" {
+				return kernel.Verdict{Passed: false, Reason: "the result is empty"}, nil
+			}
+			return kernel.Verdict{Passed: true, Reason: "the result is not empty"}, nil
 		}
-		return kernel.Verdict{Passed: strings.Contains(out.Text, expect), Reason: fmt.Sprintf("the result contains %q", expect)}, nil
+		if !strings.Contains(out.Text, expect) {
+			return kernel.Verdict{Passed: false, Reason: fmt.Sprintf("the result does not contain %q", expect)}, nil
+		}
+		return kernel.Verdict{Passed: true, Reason: fmt.Sprintf("the result contains %q", expect)}, nil
 	}
 }
 

@@ -3,6 +3,7 @@ package graph
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -26,6 +27,9 @@ import (
 // RunGraph (or Validate) checks the topology.
 func Decode(data []byte) (Graph, error) {
 	var g Graph
+	if err := syntax(data); err != nil {
+		return g, err
+	}
 	top, err := object(data, "", "nodes", "edges", "budget")
 	if err != nil {
 		return g, err
@@ -176,6 +180,24 @@ func object(raw json.RawMessage, path string, allowed ...string) (map[string]jso
 		}
 	}
 	return m, nil
+}
+
+// syntax refuses a document that is not JSON, saying where it stops
+// being JSON.
+func syntax(data []byte) error {
+	if json.Valid(data) {
+		return nil
+	}
+	var v any
+	err := json.Unmarshal(data, &v)
+	if err == nil {
+		return invalid("graph", "is not valid JSON")
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) && se.Offset > 0 {
+		return invalid("graph", "is not valid JSON: %v (at byte %d)", err, se.Offset)
+	}
+	return invalid("graph", "is not valid JSON: %v", err)
 }
 
 // field decodes an optional member into dst; an absent one leaves dst.

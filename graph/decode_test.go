@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -119,4 +120,30 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Validate: untyped refusal %v", err)
 		}
 	})
+}
+
+// A document that is not JSON at all is refused as such, with where it
+// stops being JSON, not as "not a JSON object" (which sends the author
+// looking for an array or a string that is not there).
+func TestDecodeNamesMalformedJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc, reason string
+	}{
+		{"truncated", `{"nodes": [`, "is not valid JSON: unexpected end of JSON input (at byte 11)"},
+		{"bad token", `{"nodes": [}`, "is not valid JSON: invalid character '}' looking for beginning of value (at byte 12)"},
+		{"trailing data", `{"nodes": []} x`, "is not valid JSON: invalid character 'x' after top-level value (at byte 15)"},
+		{"empty", ``, "is not valid JSON: unexpected end of JSON input"},
+		{"an array", `[1]`, "is not a JSON object"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := graph.Decode([]byte(tc.doc))
+			var ve *graph.ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("err %v, want a *graph.ValidationError", err)
+			}
+			if diff := cmp.Diff(graph.ValidationError{Path: "graph", Reason: tc.reason}, *ve); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
 }

@@ -264,11 +264,7 @@ func (c *Coordinator) finishedResult(o *OutcomeRecord) SupervisedResult {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, n := range c.scope.Nodes() {
-		ws := WorkerSummary{NodeInfo: n}
-		if w := c.workers[n.ID]; w != nil {
-			ws.OutRef, ws.Delivered, ws.Verdict, ws.Replayed = w.outRef, w.delivered, w.verdict, w.replayed
-		}
-		res.Tree = append(res.Tree, ws)
+		res.Tree = append(res.Tree, workerSummary(n, c.workers[n.ID]))
 	}
 	return res
 }

@@ -281,10 +281,32 @@ type WorkerSummary struct {
 	Delivered bool
 	Verdict   *kernel.Verdict
 	Replayed  bool
+	// Reason is why a worker that did not end done ended as it did
+	// (its failure, its cancellation); "" when it has none.
+	Reason string
+	// CheckError is why the completion check could not judge the
+	// worker's result (it threw, timed out); "" when it judged.
+	CheckError string
 	// InDoubtReason says why a worker left in doubt was not recovered
 	// (its execution is still running, unreadable, or its executor is
 	// no Recoverer); a later resume tries again.
 	InDoubtReason string
+}
+
+// workerSummary is node n, worker w (nil when it has none), as the
+// result reports it.
+func workerSummary(n NodeInfo, w *worker) WorkerSummary {
+	ws := WorkerSummary{NodeInfo: n}
+	if w == nil {
+		return ws
+	}
+	ws.OutRef, ws.Delivered, ws.Verdict, ws.Replayed = w.outRef, w.delivered, w.verdict, w.replayed
+	if n.InDoubt {
+		ws.InDoubtReason = w.reason
+	} else {
+		ws.Reason, ws.CheckError = w.reason, w.checkErr
+	}
+	return ws
 }
 
 // Breakdown splits the spend: the brain's own inference and the
@@ -800,13 +822,7 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 		res.Tree = make([]WorkerSummary, 0, len(nodes))
 	}
 	for _, n := range nodes {
-		ws := WorkerSummary{NodeInfo: n}
-		if w := c.workers[n.ID]; w != nil {
-			ws.OutRef, ws.Delivered, ws.Verdict, ws.Replayed = w.outRef, w.delivered, w.verdict, w.replayed
-			if n.InDoubt {
-				ws.InDoubtReason = w.reason
-			}
-		}
+		ws := workerSummary(n, c.workers[n.ID])
 		if n.State == StateFailed || n.State == StateCancelled || n.InDoubt || n.NeverSettled {
 			res.DownCount++
 		}

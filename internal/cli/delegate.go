@@ -319,6 +319,15 @@ func commandDeliverable(cmd string, timeout time.Duration) supervise.Deliverable
 			c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
 			c.WaitDelay = 5 * time.Second
 			err := c.Run()
+			if c.Process != nil {
+				// Children it left behind die with it.
+				_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+			}
+			if errors.Is(err, exec.ErrWaitDelay) && ctx.Err() == nil && c.ProcessState != nil && c.ProcessState.Success() {
+				// It exited 0; only a child it left behind still held its
+				// stderr.
+				err = nil
+			}
 			var exit *exec.ExitError
 			switch {
 			case err == nil:

@@ -197,7 +197,7 @@ is invalid), 2 on usage errors.`,
 				}
 				var exists *supervise.RunExistsError
 				if errors.As(err, &exists) {
-					return &exitError{code: ExitFailed, err: fmt.Errorf("%w (add --resume to continue it, or choose another --run-dir)", err)}
+					return &exitError{code: ExitFailed, err: errors.New(runExistsText(exists))}
 				}
 				return &exitError{code: ExitFailed, err: err}
 			}

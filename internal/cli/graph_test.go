@@ -3,6 +3,7 @@ package cli_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -138,5 +139,49 @@ func TestGraphDefaultRunDirInWorkspace(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, supervise.RootStreamFile)); err != nil {
 		t.Errorf("the graph's run dir lacks its root stream: %v", err)
+	}
+}
+
+// The same run id and dir again without --resume is refused, and the
+// refusal tells a command-line user what to do: the --resume flag (not
+// the library's Resume option), or another run dir. The journal is
+// left as it was.
+func TestRunIDReuseWithoutResumeSaysWhatToDo(t *testing.T) {
+	dir, db := t.TempDir(), filepath.Join(t.TempDir(), "runs.db")
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+answerDone+`]}`)
+	graphArgs := []string{"graph", reviewGraph, "--task", "t", "--directives", directives, "--run-dir", dir, "--run-id", "login", "--db", db}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"supervise", superviseArgsDB(script, dir, db), 2},
+		{"graph", graphArgs, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir = t.TempDir()
+			tc.args[slices.Index(tc.args, "--run-dir")+1] = dir
+			if out, errOut, code := run(t, "", tc.args...); code != 0 {
+				t.Fatalf("first run: exit %d\n%s%s", code, out, errOut)
+			}
+			before, err := os.ReadFile(filepath.Join(dir, supervise.SpawnJournalFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, errOut, code := run(t, "", tc.args...)
+			if code != tc.code || out != "" {
+				t.Errorf("again: exit %d, stdout %q; want exit %d and nothing on stdout", code, out, tc.code)
+			}
+			if !strings.Contains(errOut, "already has a journal in "+dir) || !strings.Contains(errOut, "--resume") || strings.Contains(errOut, "pass Resume") {
+				t.Errorf("the refusal does not say to add --resume:\n%s", errOut)
+			}
+			if strings.Contains(errOut, "started") || strings.Contains(errOut, "finished") {
+				t.Errorf("the refused run shows the journaled run's progress as its own:\n%s", errOut)
+			}
+			after, err := os.ReadFile(filepath.Join(dir, supervise.SpawnJournalFile))
+			if err != nil || string(after) != string(before) {
+				t.Errorf("the refused run changed the journal (%v)", err)
+			}
+		})
 	}
 }

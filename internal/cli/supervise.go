@@ -279,7 +279,10 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 					return refusal
 				}
 				var exists *supervise.RunExistsError
-				if errors.Is(err, supervise.ErrInvalidOptions) || errors.Is(err, supervise.ErrUnsupportedHarness) || errors.As(err, &exists) {
+				if errors.As(err, &exists) {
+					return usage("%s", runExistsText(exists))
+				}
+				if errors.Is(err, supervise.ErrInvalidOptions) || errors.Is(err, supervise.ErrUnsupportedHarness) {
 					return usage("%v", err)
 				}
 				return &exitError{code: ExitFailed, err: err}
@@ -499,10 +502,11 @@ type progress struct {
 func startProgress(ctx context.Context, w io.Writer, j journalFeed, resume bool) *progress {
 	ctx, cancel := context.WithCancel(ctx)
 	p := &progress{cancel: cancel, done: make(chan struct{})}
-	if resume {
-		if recs, err := j.next(ctx); err == nil {
-			fmt.Fprintf(w, "resuming %s: %d journaled records\n", j.name, len(recs))
-		}
+	// What the journal holds already is no progress of this process: a
+	// resume says how much it holds, and a run refused for reusing a
+	// journaled run id shows none of it as if it ran again.
+	if recs, err := j.next(ctx); err == nil && resume {
+		fmt.Fprintf(w, "resuming %s: %d journaled records\n", j.name, len(recs))
 	}
 	go func() {
 		defer close(p.done)
@@ -527,6 +531,12 @@ func startProgress(ctx context.Context, w io.Writer, j journalFeed, resume bool)
 		}
 	}()
 	return p
+}
+
+// runExistsText is the refusal of a run whose run id already has a
+// journal, said in the command's terms.
+func runExistsText(e *supervise.RunExistsError) string {
+	return fmt.Sprintf("run %q already has a journal in %s: add --resume to continue it, or choose another --run-dir (or --run-id) to start a new run", e.RunID, e.RunDir)
 }
 
 // journalFeed hands out a run's journal records as they are appended:
@@ -680,7 +690,7 @@ func printSupervised(w io.Writer, res supervise.SupervisedResult, runDir string)
 			fmt.Fprintf(w, "  worker    %s %s IN DOUBT (charged at its ceiling): %s\n", n.ID, orName(n.Label, n.Profile), why)
 			continue
 		}
-		fmt.Fprintf(w, "  worker    %s %s %s, %s%s\n", n.ID, orName(n.Label, n.Profile), n.State, deliveryText(n.Delivered, n.Verdict, "", ""), replayed)
+		fmt.Fprintf(w, "  worker    %s %s %s, %s%s\n", n.ID, orName(n.Label, n.Profile), n.State, deliveryText(n.Delivered, n.Verdict, n.CheckError, n.Reason), replayed)
 	}
 	s := res.Spent
 	fmt.Fprintf(w, "  spent     tokens %s, iterations %s, cost %s\n",
@@ -772,6 +782,12 @@ func supervisedValue(res supervise.SupervisedResult, runDir string) canonjson.Va
 		if n.Verdict != nil {
 			v, _ := canonjson.ToValue(n.Verdict)
 			wm = append(wm, canonjson.Member{Name: "verdict", Value: v})
+		}
+		if n.Reason != "" {
+			wm = append(wm, canonjson.Member{Name: "reason", Value: canonjson.StringValue(n.Reason)})
+		}
+		if n.CheckError != "" {
+			wm = append(wm, canonjson.Member{Name: "checkError", Value: canonjson.StringValue(n.CheckError)})
 		}
 		workers = append(workers, canonjson.ObjectValue(wm))
 	}

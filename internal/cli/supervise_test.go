@@ -96,6 +96,60 @@ func TestSuperviseNoWinner(t *testing.T) {
 	}
 }
 
+// A check every worker fails: no winner, exit 1, and each worker's
+// verdict says what the check found, not what it asked for.
+func TestSuperviseNoWinnerVerdictIsTruthful(t *testing.T) {
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+answerDone+`]}`)
+	out, errOut, code := run(t, "", superviseArgs(t, script, t.TempDir(), "--expect", "shipped")...)
+	if code != 1 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if want := `rel:s1 done, not delivered (the result does not contain "shipped")`; !strings.Contains(errOut, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errOut)
+	}
+	if strings.Contains(out+errOut, `(the result contains "shipped")`) {
+		t.Errorf("a failed check is described as passing:\n%s%s", out, errOut)
+	}
+}
+
+// A worker that failed, or whose check could not judge it, is named in
+// the result with why, in the summary and in the JSON, not only in the
+// progress on stderr.
+func TestSuperviseResultSaysWhyAWorkerWasNotDelivered(t *testing.T) {
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+answerDone+`]}`)
+	failing := writeFile(t, "fail.json", `{"turns": [{"repeat": true, "end": "failed", "error": "upstream exploded", "steps": [{"text": "partial"}]}]}`)
+	for _, tc := range []struct {
+		name       string
+		extra      []string
+		line, json string
+	}{
+		{"failed worker", []string{"--script", failing}, "rel:s1 note failed, not delivered (", "reason"},
+		{"check not judged", []string{"--check-cmd", "exec sleep 60", "--check-timeout", "200ms"},
+			"rel:s1 note done, not delivered (check not judged: the check command did not finish within 200ms)", "checkError"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := run(t, "", superviseArgs(t, script, t.TempDir(), tc.extra...)...)
+			if code != 1 {
+				t.Fatalf("exit %d\n%s%s", code, out, errOut)
+			}
+			if !strings.Contains(out, tc.line) {
+				t.Errorf("summary lacks %q:\n%s", tc.line, out)
+			}
+			if tc.name == "failed worker" && !strings.Contains(out, "upstream exploded") {
+				t.Errorf("summary lacks the failure:\n%s", out)
+			}
+			out, errOut, code = run(t, "", superviseArgs(t, script, t.TempDir(), append(tc.extra, "--json")...)...)
+			if code != 1 {
+				t.Fatalf("--json: exit %d\n%s%s", code, out, errOut)
+			}
+			workers := member(decode(t, out), "workers").Items()
+			if len(workers) != 1 || member(workers[0], tc.json).Str() == "" {
+				t.Errorf("the worker lacks %q: %s", tc.json, out)
+			}
+		})
+	}
+}
+
 // --check-cmd decides delivery: the command reads the result on stdin
 // and delivers it by exiting 0; a non-zero exit is not delivered, and its
 // stderr is the verdict's reason.
@@ -117,6 +171,32 @@ func TestSuperviseCheckCommand(t *testing.T) {
 	out, errOut, code = run(t, "", superviseArgs(t, script, t.TempDir(), "--check-cmd", "exit 0", "--expect", "no such text")...)
 	if code != 1 || strings.Contains(errOut, "the check command exited") {
 		t.Errorf("--expect failing before --check-cmd: exit %d (the command must not decide)\n%s%s", code, out, errOut)
+	}
+}
+
+// A check command's verdict is its own exit status, given as soon as it
+// exits: a background child it left holding its stderr neither turns
+// the verdict into "did not finish" nor holds the run until
+// --check-timeout.
+func TestSuperviseCheckCommandExitsBeforeItsChildren(t *testing.T) {
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+answerDone+`]}`)
+	for _, tc := range []struct {
+		check, want string
+		code        int
+	}{
+		{"sleep 60 & exit 0", "settled rel:s1 done, delivered (the check command exited 0)", 0},
+		{"echo 'no release number' >&2; sleep 60 & exit 3", "settled rel:s1 done, not delivered (the check command exited 3: no release number)", 1},
+	} {
+		t.Run(tc.check, func(t *testing.T) {
+			start := time.Now()
+			out, errOut, code := run(t, "", superviseArgs(t, script, t.TempDir(), "--check-cmd", tc.check, "--check-timeout", "30s")...)
+			if code != tc.code || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, want %d and %q\n%s%s", code, tc.code, tc.want, out, errOut)
+			}
+			if d := time.Since(start); d > 20*time.Second {
+				t.Errorf("the run took %s: it waited on the command's child", d)
+			}
+		})
 	}
 }
 
