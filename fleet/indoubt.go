@@ -264,7 +264,7 @@ func (f *Fleet) followInDoubt(ctx context.Context, runID string, spec Spec, atte
 	unhook := context.AfterFunc(ctx, func() { stop(errStopFollowing) })
 	defer unhook()
 	return kernel.Execute(follow, kernel.Request{
-		Profile: p, Task: spec.Task, Provider: o.Provider, Store: f.store, Check: expectCheck(spec.Expect), Stage: spec.Stage,
+		Profile: p, Task: spec.Task, Provider: o.Provider, Store: f.store, Check: kernel.ExpectCheck(spec.Expect), Stage: spec.Stage,
 		RunID: attemptRun, LeaseTTL: o.LeaseTTL, CleanupTimeout: recoverCleanup, Logger: f.log,
 		Reattach: &kernel.Reattach{Environment: pin(env, turnID(runID), true), Created: created, Settle: true},
 	})

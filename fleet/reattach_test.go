@@ -255,12 +255,12 @@ func TestTakeoverDestroysTheDeadWorkersEnvironmentOnce(t *testing.T) {
 			// The dead worker's attempt, as its worker ran it (the turn
 			// named after the fleet run) until it died.
 			st := &stallAfter{Store: f.store}
-			check := expectCheck("")
+			check := kernel.ExpectCheck("")
 			if tc.inCheck {
 				check = func(ctx context.Context, out kernel.Outcome) (kernel.Verdict, error) {
 					st.stall.Store(true)
 					time.Sleep(kernel.MinLeaseTTL + 500*time.Millisecond)
-					return expectCheck("")(ctx, out)
+					return kernel.ExpectCheck("")(ctx, out)
 				}
 			} else {
 				st.after = 1

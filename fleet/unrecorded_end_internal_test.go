@@ -128,7 +128,7 @@ func TestUnrecordedEndIsAdoptedNotRunAgain(t *testing.T) {
 		{"its worker died before recording it", func(t *testing.T, ctx context.Context, runID string, prov *envLedger) {
 			deadHolder(t, f, runID)
 			res, err := kernel.Execute(ctx, kernel.Request{Profile: p, Task: "t", Provider: &pinned{Provider: prov, turn: turnID(runID)},
-				Store: storefault.FailingEnds(f.store), Check: expectCheck(""), RunID: attemptID(runID, 1), LeaseTTL: kernel.MinLeaseTTL})
+				Store: storefault.FailingEnds(f.store), Check: kernel.ExpectCheck(""), RunID: attemptID(runID, 1), LeaseTTL: kernel.MinLeaseTTL})
 			if re, ok := errors.AsType[*kernel.RunError](err); !ok || re.Reason != kernel.ReasonStoreFailed || res == nil {
 				t.Fatalf("the dead worker's attempt: %+v, %v; want its end unrecorded", res, err)
 			}

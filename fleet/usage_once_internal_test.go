@@ -62,12 +62,12 @@ func TestTakeoverCountsATurnsUsageOnce(t *testing.T) {
 			}
 			deadHolder(t, f, sub.RunID)
 			st := &stallAfter{Store: f.store}
-			check := expectCheck("")
+			check := kernel.ExpectCheck("")
 			if tc.inCheck {
 				check = func(ctx context.Context, out kernel.Outcome) (kernel.Verdict, error) {
 					st.stall.Store(true)
 					time.Sleep(kernel.MinLeaseTTL + 500*time.Millisecond)
-					return expectCheck("")(ctx, out)
+					return kernel.ExpectCheck("")(ctx, out)
 				}
 			} else {
 				st.after = 2 // the usage event and the first text

@@ -663,7 +663,7 @@ func (w *Worker) settledTurn(ctx context.Context, attempt string, spec Spec) (*O
 	}
 	oc := &Outcome{Status: string(turn.Status), RunID: attempt, Text: turn.Text, Error: turn.Detail}
 	if turn.Status == store.StatusCompleted {
-		v, err := expectCheck(spec.Expect)(ctx, kernel.Outcome{RunID: attempt, Text: turn.Text, Output: turn.Output})
+		v, err := kernel.ExpectCheck(spec.Expect)(ctx, kernel.Outcome{RunID: attempt, Text: turn.Text, Output: turn.Output})
 		if err != nil {
 			return nil, err
 		}
@@ -761,7 +761,7 @@ func (w *Worker) runAttempt(c claim) error {
 	hb := w.startHeartbeat(c, cancel)
 	res, runErr := kernel.Execute(runCtx, kernel.Request{
 		Profile: p, Task: c.spec.Task, Provider: provider, Store: st,
-		Check: expectCheck(c.spec.Expect), Stage: c.spec.Stage, RunID: c.attempt.RunID,
+		Check: kernel.ExpectCheck(c.spec.Expect), Stage: c.spec.Stage, RunID: c.attempt.RunID,
 		LeaseTTL: w.o.LeaseTTL, Logger: w.log, Observer: observer, Reattach: reattach,
 		// An environment found by id can be settled later (Fleet.Recover):
 		// one whose turn is in doubt is kept for that, not destroyed.
@@ -996,22 +996,6 @@ func handBackNote(res *kernel.Result, runErr error, stopping bool) string {
 		return "the attempt could not start: " + runErr.Error()
 	}
 	return "handed back"
-}
-
-func expectCheck(expect string) kernel.Check {
-	return func(_ context.Context, out kernel.Outcome) (kernel.Verdict, error) {
-		// The reason says what the check found, passed or not.
-		if expect == "" {
-			if strings.TrimSpace(out.Text) == "" {
-				return kernel.Verdict{Passed: false, Reason: "the result is empty"}, nil
-			}
-			return kernel.Verdict{Passed: true, Reason: "the result is not empty"}, nil
-		}
-		if !strings.Contains(out.Text, expect) {
-			return kernel.Verdict{Passed: false, Reason: fmt.Sprintf("the result does not contain %q", expect)}, nil
-		}
-		return kernel.Verdict{Passed: true, Reason: fmt.Sprintf("the result contains %q", expect)}, nil
-	}
 }
 
 // heartbeat renews a claimed fleet run's lease and forwards a cancel

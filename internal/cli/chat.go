@@ -574,7 +574,7 @@ func (c *chat) answer(ctx context.Context, sigs <-chan os.Signal, t conversation
 			res, mode, runErr = c.answerSeated(tctx, live, t, mode, task, runID)
 		} else {
 			res, runErr = runLive(tctx, live, kernel.Request{Profile: c.profile, Task: task, Provider: c.kept, Store: c.store,
-				Check: expectCheck(""), Stage: c.stage, RunID: runID, Kind: kindChat, LeaseTTL: c.lease,
+				Check: kernel.ExpectCheck(""), Stage: c.stage, RunID: runID, Kind: kindChat, LeaseTTL: c.lease,
 				Observer: c.tracing.Observer()})
 		}
 		end := c.now()
@@ -688,7 +688,7 @@ func (c *chat) answerSeated(ctx context.Context, o liveOptions, t conversation.T
 	from := c.stage
 	c.seats.elsewhere = false
 	sres, err := kernel.ExecuteSeated(ctx, kernel.SeatedRequest{Accounts: c.seats, FreshTask: fresh, Node: kernel.SeatedNode(c.id),
-		Request: kernel.Request{Profile: c.profile, Task: task, Store: c.store, Check: expectCheck(""), Stage: from, RunID: runID,
+		Request: kernel.Request{Profile: c.profile, Task: task, Store: c.store, Check: kernel.ExpectCheck(""), Stage: from, RunID: runID,
 			Kind: kindChat, LeaseTTL: c.lease, Observer: &liveObserver{l: l, next: c.tracing.Observer()}}})
 	final := ""
 	if sres != nil && sres.Final != nil {

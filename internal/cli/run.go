@@ -184,7 +184,7 @@ it was submitted), 1 otherwise.`,
 				}
 			}
 			res, runErr := runLive(ctx, live, kernel.Request{Profile: p, Task: task, Provider: provider, Store: s,
-				Check: expectCheck(expect), Stage: stage, LeaseTTL: lease, Observer: tracing.Observer()})
+				Check: kernel.ExpectCheck(expect), Stage: stage, LeaseTTL: lease, Observer: tracing.Observer()})
 			if errors.Is(runErr, kernel.ErrInvalidOptions) {
 				return usage("%v", runErr)
 			}
@@ -377,22 +377,6 @@ func buildProvider(spec providerSpec) (contract.Provider, error) {
 		return scripted.New(script, scripted.Options{}), nil
 	}
 	return nil, usage("unknown provider %q (available: scripted, openai, anthropic, claude-code, codex, opencode, remote)", spec.Name)
-}
-
-func expectCheck(expect string) kernel.Check {
-	return func(_ context.Context, out kernel.Outcome) (kernel.Verdict, error) {
-		// The reason says what the check found, passed or not.
-		if expect == "" {
-			if strings.TrimSpace(out.Text) == "" {
-				return kernel.Verdict{Passed: false, Reason: "the result is empty"}, nil
-			}
-			return kernel.Verdict{Passed: true, Reason: "the result is not empty"}, nil
-		}
-		if !strings.Contains(out.Text, expect) {
-			return kernel.Verdict{Passed: false, Reason: fmt.Sprintf("the result does not contain %q", expect)}, nil
-		}
-		return kernel.Verdict{Passed: true, Reason: fmt.Sprintf("the result contains %q", expect)}, nil
-	}
 }
 
 func resultValue(r *kernel.Result) canonjson.Value {

@@ -110,7 +110,7 @@ func runSeated(ctx context.Context, stdio IO, sr seatedRun, p *profile.Profile, 
 		fmt.Fprintf(stdio.Err, "seated run %s: %d stages from stage %d (resume it with agentrt runs resume %s if this process dies)\n", id, len(p.Seats)-sr.stage, sr.stage, id)
 	}
 	res, runErr := kernel.ExecuteSeated(ctx, kernel.SeatedRequest{Accounts: m, Request: kernel.Request{
-		RunID: id, Profile: p, Task: sr.task, Store: s, Check: expectCheck(sr.expect), Stage: sr.stage, LeaseTTL: sr.lease},
+		RunID: id, Profile: p, Task: sr.task, Store: s, Check: kernel.ExpectCheck(sr.expect), Stage: sr.stage, LeaseTTL: sr.lease},
 		ProfileSource: sr.profileSource})
 	return reportSeated(ctx, stdio, sr, s, res, runErr, where)
 }
@@ -382,7 +382,7 @@ did not or cannot be resumed, 2 for a usage error.`,
 				return err
 			}
 			res, runErr := kernel.ResumeSeated(ctx, kernel.SeatedRequest{Accounts: m, Request: kernel.Request{
-				RunID: args[0], Profile: p, Store: s, Check: expectCheck(sr.expect), LeaseTTL: sr.lease}})
+				RunID: args[0], Profile: p, Store: s, Check: kernel.ExpectCheck(sr.expect), LeaseTTL: sr.lease}})
 			if errors.Is(runErr, kernel.ErrNotResumable) {
 				return &exitError{code: ExitFailed, err: runErr}
 			}

@@ -341,7 +341,7 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 func int64p(v int64) *int64 { return &v }
 
 func expectDeliverable(expect string) supervise.Deliverable {
-	check := expectCheck(expect)
+	check := kernel.ExpectCheck(expect)
 	d := supervise.Deliverable{Describe: "a result that is not empty"}
 	if expect != "" {
 		d.Describe = fmt.Sprintf("a result that contains %q", expect)

@@ -1,4 +1,4 @@
-package fleet
+package kernel_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/agentrt/agentrt/kernel"
 )
 
-// A fleet worker's --expect verdict says what it found: a result that
+// An --expect verdict says what it found: a result that
 // fails the check is not described as passing it.
 func TestExpectCheckReasonIsTruthful(t *testing.T) {
 	for _, tc := range []struct {
@@ -22,7 +22,7 @@ func TestExpectCheckReasonIsTruthful(t *testing.T) {
 		{"empty", "", " \n", kernel.Verdict{Passed: false, Reason: "the result is empty"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := expectCheck(tc.expect)(context.Background(), kernel.Outcome{Text: tc.text})
+			got, err := kernel.ExpectCheck(tc.expect)(context.Background(), kernel.Outcome{Text: tc.text})
 			if err != nil {
 				t.Fatal(err)
 			}
