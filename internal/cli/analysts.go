@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -55,9 +54,9 @@ func (a analystModelFlags) open(providerName, baseURL, openaiAPI string) (contra
 		if a.script == "" {
 			return nil, usage("--analyst-model with --provider scripted needs --analyst-script FILE, the analysts' turns")
 		}
-		data, err := os.ReadFile(a.script)
+		data, err := readFile(a.script)
 		if err != nil {
-			return nil, &exitError{code: ExitFailed, err: err}
+			return nil, err
 		}
 		script, err := parseManagerScript(data)
 		if err != nil {

@@ -112,17 +112,26 @@ byte like the reference TypeScript implementation, and runs them.`,
 
 // readInput reads a file argument; "-" is standard input.
 func readInput(stdio IO, path string) ([]byte, error) {
-	var r io.Reader
 	if path == "-" {
-		r = stdio.In
-	} else {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, &exitError{code: ExitFailed, err: err}
-		}
-		defer f.Close()
-		r = f
+		return readCapped(stdio.In, path)
 	}
+	return readFile(path)
+}
+
+// readFile reads the file at path, at most maxInputLen bytes of it: a
+// larger one is refused.
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &exitError{code: ExitFailed, err: err}
+	}
+	defer f.Close()
+	return readCapped(f, path)
+}
+
+// readCapped reads r, named path in errors, refusing more than
+// maxInputLen bytes.
+func readCapped(r io.Reader, path string) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxInputLen+1))
 	if err != nil {
 		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("reading %s: %w", path, err)}

@@ -19,3 +19,6 @@ var CommandDeliverable = commandDeliverable
 
 // OpenProvider is the provider opener Main uses.
 var OpenProvider = openProvider
+
+// MaxInputLen bounds every file the CLI reads whole.
+const MaxInputLen = maxInputLen

@@ -367,9 +367,9 @@ func routerModel(providerName, scriptPath, baseURL, openaiAPI string, mgr *profi
 		if scriptPath == "" {
 			return scripted.NewChatModel(defaultPlan(workers, task)), nil
 		}
-		data, err := os.ReadFile(scriptPath)
+		data, err := readFile(scriptPath)
 		if err != nil {
-			return nil, &exitError{code: ExitFailed, err: err}
+			return nil, err
 		}
 		script, err := parseManagerScript(data)
 		if err != nil {

@@ -2,6 +2,8 @@ package cli_test
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/internal/cli"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -561,4 +564,30 @@ func waitProgress(t *testing.T, dir string, node supervise.NodeID) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("worker %s was never spawned in %s", node, dir)
+}
+
+// A --manager-script larger than the CLI's input bound is refused with
+// what to do, before any run starts: it is never read whole.
+func TestSuperviseRefusesAnOversizeManagerScript(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "huge.json")
+	f, err := os.Create(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sparse: the bound, plus one byte, costs no disk.
+	if err := f.Truncate(cli.MaxInputLen + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	dir := t.TempDir()
+	out, errOut, code := run(t, "", superviseArgs(t, script, dir)...)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "huge.json is larger than") {
+		t.Errorf("stderr does not name the bound:\n%s", errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "spawn-journal.jsonl")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a run started: %v", err)
+	}
 }
