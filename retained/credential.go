@@ -23,6 +23,19 @@ const credentialDigestPrefix = "hmac-sha256:"
 // digest of the same key.
 const credentialPurpose = "agentrt.retained.credential/v1"
 
+// credentialKeyPurpose is the fixed text whose keyed digest names a
+// key (Intent.CredentialKeyID).
+const credentialKeyPurpose = "agentrt.retained.credential-key-id/v1"
+
+// credentialKeyID names key without telling anything of it: the first
+// 8 bytes of HMAC-SHA256 under key of a fixed text, in hex — enough to
+// tell one key from another, not to find either.
+func credentialKeyID(key []byte) string {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(credentialKeyPurpose))
+	return credentialDigestPrefix + hex.EncodeToString(mac.Sum(nil)[:8])
+}
+
 // credentialForm is what the credential digest binds: the stage's
 // credential request without its occasion (the create's and the turn's
 // are the same request), under the digest's purpose.
@@ -73,7 +86,8 @@ func admittedCredential(in *Intent, c *contract.CredentialRequest, key []byte) e
 	if err != nil {
 		return err
 	}
-	in.CredentialDigest = &d
+	id := credentialKeyID(key)
+	in.CredentialDigest, in.CredentialKeyID = &d, &id
 	return nil
 }
 
@@ -105,11 +119,34 @@ func checkAdmittedCredential(in Intent, c *contract.CredentialRequest, key []byt
 	if err != nil {
 		return err
 	}
+	keyKnown := in.CredentialKeyID != nil
+	if keyKnown && credentialKeyID(key) != *in.CredentialKeyID {
+		return &CredentialKeyError{RunID: in.RunID, Stage: *k}
+	}
 	if !hmac.Equal([]byte(got), []byte(*want)) {
-		return &CredentialChangedError{RunID: in.RunID, Stage: *k, Occasion: c.Occasion}
+		return &CredentialChangedError{RunID: in.RunID, Stage: *k, Occasion: c.Occasion, KeyChecked: keyKnown}
 	}
 	return nil
 }
+
+// CredentialKeyError refuses a recovery given a CredentialKey other than
+// the one the run was admitted with (Intent.CredentialKeyID): the
+// account its credential request asks for cannot be checked, so nothing
+// is sent. Give the admitted key. errors.Is matches ErrInvalidOptions.
+type CredentialKeyError struct {
+	// RunID is the run-store record of the run; Stage the seat stage it
+	// was admitted on.
+	RunID string
+	Stage int
+}
+
+func (e *CredentialKeyError) Error() string {
+	return fmt.Sprintf("retained: run %s was admitted under another CredentialKey than the one given, so the account of seat stage %d's credential request cannot be checked; give the key it was admitted with (the CLI's $AGENTRT_CREDENTIAL_KEY) — nothing was sent",
+		e.RunID, e.Stage)
+}
+
+// Is makes errors.Is match ErrInvalidOptions.
+func (e *CredentialKeyError) Is(target error) bool { return target == ErrInvalidOptions }
 
 // resendCredential is the credential request a recovery sends on
 // occasion for an admission that carried one (in.CredentialStage): the
@@ -140,8 +177,10 @@ var ErrCredentialChanged = errors.New("retained: the seat's account selector is 
 // CredentialChangedError refuses a recovery whose credential request
 // for the admitted seat stage — the caller's, or the one rebuilt from
 // the profile — does not digest to the one recorded at admission
-// (Intent.CredentialDigest): the stage's account selector changed, or
-// the key is not the one the run was admitted with. Nothing was sent
+// (Intent.CredentialDigest): the stage's account selector changed (or,
+// in a record that names no key, the key may not be the admitted one; a
+// record that names its key refuses another as a *CredentialKeyError).
+// Nothing was sent
 // under the other account, and nothing was destroyed. It names the
 // stage, never a selector. errors.Is matches ErrCredentialChanged and
 // ErrMismatch.
@@ -152,11 +191,19 @@ type CredentialChangedError struct {
 	RunID    string
 	Stage    int
 	Occasion string
+	// KeyChecked says the key was the admitted one (the record names its
+	// key, Intent.CredentialKeyID): the selector changed. False for a
+	// record made before key ids were, where either may have.
+	KeyChecked bool
 }
 
 func (e *CredentialChangedError) Error() string {
-	return fmt.Sprintf("retained: the %s credential request of seat stage %d of run %s does not ask for the account the run was admitted with (its selector differs, or the CredentialKey is not the admitted one); nothing was sent with it",
-		e.Occasion, e.Stage, e.RunID)
+	why := "its account selector differs"
+	if !e.KeyChecked {
+		why += ", or the CredentialKey is not the admitted one"
+	}
+	return fmt.Sprintf("retained: the %s credential request of seat stage %d of run %s does not ask for the account the run was admitted with (%s); nothing was sent with it",
+		e.Occasion, e.Stage, e.RunID, why)
 }
 
 // Is makes errors.Is match ErrCredentialChanged and ErrMismatch.

@@ -41,7 +41,11 @@
 // the recovery is Unverifiable with a *CredentialChangedError as its
 // Cause, naming the stage and never the selector, nothing sent under
 // another account and nothing destroyed (a seated start again with that
-// profile is a *MismatchError). A record without a digest — made before
+// profile is a *MismatchError). The intent also names the key
+// (Intent.CredentialKeyID, a keyed digest of a fixed text), so a
+// recovery given another key is Unverifiable with a *CredentialKeyError
+// instead: the account cannot be checked, nothing is sent, and a changed
+// selector is never confused with a wrong key. A record without a digest — made before
 // digests were, or by a caller without a key — is recovered as before,
 // checked for its stage only. A replay is the admitted request (RG-12):
 // a turn admitted without a credential request is re-sent without one,

@@ -72,6 +72,13 @@ type Intent struct {
 	// before digests were: such a run is recovered as before, its
 	// request checked for its stage only.
 	CredentialDigest *string `json:"credentialDigest,omitzero"`
+	// CredentialKeyID names the key CredentialDigest was made under
+	// (credentialKeyID: a keyed digest of a fixed text, which tells
+	// nothing of the key or the account): a recovery given another key
+	// is refused as such (*CredentialKeyError), not taken for a changed
+	// account. Nil wherever CredentialDigest is, and in records made
+	// before key ids were.
+	CredentialKeyID *string `json:"credentialKeyId,omitzero"`
 	// Stage is the seat stage of a seated profile the run runs
 	// (StartOptions.Stage): its environment was created with that
 	// stage's projection, and a recovery re-sending its create projects

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -300,6 +301,77 @@ func TestStartRefusesACreateForAnotherAccountThanItsTurn(t *testing.T) {
 		}
 		if runs, err := st.ListRuns(ctx, store.ListOptions{}); err != nil || len(runs) != 0 || base.Creates() != 0 {
 			t.Errorf("%d runs recorded (%v), %d creates; want nothing", len(runs), err, base.Creates())
+		}
+	})
+}
+
+// RG-12, issue 15: an admission names the key its credential digest was
+// made under (Intent.CredentialKeyID, a keyed digest of a fixed text:
+// the same for the same key, another for another, and never the key).
+// A recovery given another key is refused as such — unverifiable with a
+// *CredentialKeyError, nothing sent — not taken for a changed account;
+// with the admitted key a changed selector is a *CredentialChangedError
+// that says the key was checked. On SQLite and PostgreSQL.
+func TestRecoverWithAnotherKeyIsRefusedAsSuchRG12(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open func(t *testing.T) store.Store) {
+		ctx := testCtx(t)
+		base := seatAccounts(t)
+		prof, err := profile.Parse([]byte(twoSeats))
+		if err != nil {
+			t.Fatal(err)
+		}
+		const task = "write it"
+		o := retained.SeatedOptions{Accounts: kernel.AccountManagerFunc(func(context.Context, int, profile.Seat) (contract.Provider, error) {
+			return base, nil
+		}), Store: open(t), Profile: prof, IdempotencyKey: "k-key-id", TurnID: "turn-1", Task: task,
+			OnAdmission: (&recorder{fail: retained.AdmissionEnvironment}).hook, CredentialKey: credentialKey}
+		if _, err := retained.StartSeated(ctx, o); err == nil {
+			t.Fatal("the seated start whose process died succeeded")
+		}
+		_, id, _ := retained.DeriveIdentity("k-key-id", "turn-1")
+		rec, err := retained.Load(ctx, open(t), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kid := rec.Intent.CredentialKeyID
+		if kid == nil || !strings.HasPrefix(*kid, "hmac-sha256:") || strings.Contains(*kid, fmt.Sprintf("%x", credentialKey[:4])) {
+			t.Fatalf("credential key id %v; want a keyed digest that is not the key", kid)
+		}
+		creates, turns, sent := base.Creates(), base.Turns(), len(base.CredentialRequests())
+		recoverWith := func(p *profile.Profile, key []byte) retained.Recovery {
+			t.Helper()
+			create, turn, err := retained.AdmittedRequest(p, rec.Intent, task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := retained.RecoverRetainedRun(ctx, retained.RecoverOptions{Provider: base.Reconnect(), Store: open(t), RunID: id,
+				Environment: create, Turn: &turn, Profile: p, CredentialKey: key})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		otherKey := bytes.Repeat([]byte{0xa5}, retained.MinCredentialKeySize)
+		for name, p := range map[string]*profile.Profile{"the admitted profile": prof, "a changed selector": reseated(t)} {
+			got := recoverWith(p, otherKey)
+			var keyErr *retained.CredentialKeyError
+			if got.Outcome != retained.Unverifiable || !errors.As(got.Cause, &keyErr) || keyErr.RunID != id || keyErr.Stage != 0 ||
+				!errors.Is(got.Cause, retained.ErrInvalidOptions) || errors.Is(got.Cause, retained.ErrCredentialChanged) {
+				t.Fatalf("%s under another key: %+v; want unverifiable with a *CredentialKeyError for stage 0", name, got)
+			}
+		}
+		got := recoverWith(reseated(t), credentialKey)
+		var changedErr *retained.CredentialChangedError
+		if got.Outcome != retained.Unverifiable || !errors.As(got.Cause, &changedErr) || !changedErr.KeyChecked ||
+			strings.Contains(got.Cause.Error(), "CredentialKey") {
+			t.Fatalf("a changed selector under the admitted key: %+v; want a *CredentialChangedError that checked the key", got)
+		}
+		if base.Creates() != creates || base.Turns() != turns || len(base.CredentialRequests()) != sent {
+			t.Fatalf("%d creates, %d turns, %d credential requests after the refusals; want %d, %d, %d: nothing sent",
+				base.Creates(), base.Turns(), len(base.CredentialRequests()), creates, turns, sent)
+		}
+		if got := recoverWith(prof, credentialKey); got.Outcome != retained.Recovered {
+			t.Fatalf("recovery with the admitted key and profile: %+v", got)
 		}
 	})
 }
