@@ -84,6 +84,8 @@ first, then new lines are read. A provider that continues sessions natively
 is sent only the new turn while its environment lives; otherwise — and for
 the first answer after --session, since a new environment remembers nothing
 — the earlier turns are re-sent as context. stderr says which happened.
+A session continues only under the profile its answers ran; another is
+refused (exit 2), as agentrt runs resume refuses it.
 
 On a profile with seats each answer walks the seat chain on the provider
 (with --seats ACCOUNTS.json, each stage on the provider the file names for
@@ -150,6 +152,9 @@ was left unanswered (continue it with --session), 2 for usage errors.`,
 				storeWhere: sf.describe(), asJSON: asJSON, quiet: quiet, stage: stage, lease: lease,
 				turnTimeout: turnTimeout, now: time.Now, tracing: tracing}
 			if err := c.open(ctx, sessionID); err != nil {
+				return err
+			}
+			if err := c.sameProfile(ctx); err != nil {
 				return err
 			}
 			caps, err := provider.Capabilities(ctx)
@@ -356,6 +361,47 @@ func (c *chat) open(ctx context.Context, id string) error {
 		return &exitError{code: ExitFailed, err: fmt.Errorf("continuing session %s: %w", id, err)}
 	}
 	c.id, c.run = id, r
+	return nil
+}
+
+// sameProfile refuses to continue a session whose last recorded answer
+// ran another profile than the one given (its run record's authored
+// profile digest), as agentrt runs resume refuses it: the session's
+// answers are one profile's. A session with no answer yet, or whose last
+// answer's record this store does not hold, is not checked (said on
+// stderr).
+func (c *chat) sameProfile(ctx context.Context) error {
+	runID := ""
+	for _, tr := range slices.Backward(c.run.Turns()) {
+		if tr.Speaker == speakerAssistant {
+			runID = fmt.Sprintf("%s.a%d", tr.TurnID, max(tr.Attempts, 1))
+			break
+		}
+	}
+	if runID == "" {
+		return nil
+	}
+	rec, err := kernel.ReadRun(ctx, c.store, runID)
+	var recorded string
+	switch {
+	case err != nil:
+	case rec.Seated != nil:
+		recorded = rec.Seated.ProfileDigest
+	case rec.Exact != nil:
+		recorded = rec.Exact.AuthoredProfileDigest
+	}
+	if recorded == "" {
+		c.say("warning: the run of session %s's last answer (%s) is not readable in %s, so its profile is not checked", c.id, runID, c.storeWhere)
+		return nil
+	}
+	digest, err := profile.Digest(c.profile)
+	if err != nil {
+		return usage("%s: the profile has no identity: %v", c.label, err)
+	}
+	if digest != recorded {
+		return usage("session %s was answered with another profile (%s, run %s) than %s (%s); continue it with the profile it was answered with, or leave out --session to start a new one",
+			c.id, recorded, runID, c.label, digest)
+	}
 	return nil
 }
 

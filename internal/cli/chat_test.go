@@ -280,6 +280,39 @@ func TestChatSessionContinues(t *testing.T) {
 	}
 }
 
+// Issue 15 item 3: a session continues only under the profile its
+// answers ran (as agentrt runs resume refuses another): --session with
+// another profile is refused before any turn, saying what to do, and the
+// journal is unchanged; with the same profile it continues.
+func TestChatSessionUnderAnotherProfileIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "runs.db")
+	out, errOut, code := run(t, "one\n", "chat", "--json", "--db", db, noteWriter)
+	if code != 0 {
+		t.Fatalf("first process: exit %d\n%s%s", code, out, errOut)
+	}
+	id := member(decodeLines(t, out)[0], "session").Str()
+	other := filepath.Join("..", "..", "examples", "profiles", "claude-worker.json")
+	out, errOut, code = run(t, "two\n", "chat", "--json", "--db", db, "--session", id, other)
+	if code != cli.ExitUsage {
+		t.Fatalf("another profile: exit %d, want %d\n%s%s", code, cli.ExitUsage, out, errOut)
+	}
+	for _, want := range []string{"was answered with another profile", "continue it with the profile it was answered with", "leave out --session"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if out != "" {
+		t.Errorf("stdout %q, want nothing", out)
+	}
+	if e := loadSession(t, db+".conversations.jsonl", id); len(e.Turns) != 2 {
+		t.Errorf("journal after the refusal: %+v; want the first exchange only", shapes(e))
+	}
+	if out, errOut, code := run(t, "two\n", "chat", "--json", "--db", db, "--session", id, noteWriter); code != 0 {
+		t.Fatalf("the same profile: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
 // Issue 15 item 3: an unknown session is refused, saying what to do.
 func TestChatUnknownSession(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "runs.db")
