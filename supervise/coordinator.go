@@ -69,7 +69,7 @@ type Coordinator struct {
 	stopWhy    string
 	stopFn     context.CancelCauseFunc
 	rootInbox  *Inbox
-	// reoffered counts the root steers reofferRootSteers queued whose
+	// reoffered counts the steers reofferSteers queued whose
 	// acknowledgement is not yet written; closeManagerInbox waits for
 	// them.
 	reoffered sync.WaitGroup
@@ -519,6 +519,10 @@ func (c *Coordinator) start(id NodeID, p *profile.Profile, task string, reserved
 	box := c.viewFor(id) // the manager its settlement and questions go to
 	if r, ok := exec.(InboxReader); ok && r.ReadsInbox() {
 		w.inbox = newInbox(id, c.log.dir, c.now, c.logger)
+		if w.runtime == RuntimeManager {
+			// A nested manager driven again posts to its projection.
+			w.inbox.continueSeq(context.Background())
+		}
 	}
 	c.mu.Lock()
 	c.workers[id] = w
@@ -1210,14 +1214,15 @@ type Steerer interface {
 // when that run's outcome was never journaled, and is not sent again. A
 // root steer is delivered once the manager's journaled transcript holds
 // it; one a resumed run finds accepted but never acknowledged is
-// re-offered to the manager by the run itself, not by the call run again.
+// re-offered to the manager by the run itself, not by the call run
+// again, and so is one to a nested manager the resumed run drives again.
 func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, error) {
 	if c.parent == nil && (a.WorkerID == NodeID(c.runID) || a.WorkerID == c.scope.Root()) {
 		// A root steer, as the cross-process path routes one: the
 		// manager's own inbox (ManagerInbox), read between its turns.
 		// A call a resumed manager runs again is not sent again: the
 		// resumed run re-offered the steer its first run accepted
-		// (reofferRootSteers), and acknowledges it when its outcome is
+		// (reofferSteers), and acknowledges it when its outcome is
 		// known; the call answers the journaled outcome, or unknown.
 		a.WorkerID = c.scope.Root()
 		op, keyed := c.steerOperationID(ctx)
@@ -1226,8 +1231,7 @@ func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, erro
 				if ack != nil {
 					return c.replayedSteer(ctx, prior, ack), nil
 				}
-				return SteerResult{Outcome: string(SteerUnknown), Replayed: true,
-					Reason: "the process that requested the steer ended before its outcome was known; the resumed run re-offered it to the manager"}, nil
+				return reofferedSteer(), nil
 			}
 		}
 		req := c.steerRequested(ctx, a, op)
@@ -1245,8 +1249,14 @@ func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, erro
 	if keyed {
 		if req, ack, ok := c.journaledSteer(op); ok {
 			// The call run again by a resumed manager: what its first
-			// run did, never a second delivery.
-			res = c.replayedSteer(ctx, req, ack)
+			// run did, never a second delivery. A nested manager
+			// driven again was re-offered the steer (reofferSteers),
+			// which acknowledges it.
+			if ack == nil && c.reoffersSteers(a.WorkerID) {
+				res = reofferedSteer()
+			} else {
+				res = c.replayedSteer(ctx, req, ack)
+			}
 			if now, ok := c.scope.Node(a.WorkerID); ok {
 				res.Progress = c.progressOf(now)
 			}

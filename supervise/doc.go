@@ -70,9 +70,11 @@
 //	                 "steer_agent-" + digest of run, manager node and
 //	                 call id): to a worker, the journaled outcome of the
 //	                 first run (replayed), unknown — never sent again —
-//	                 when only its request was journaled; to the root,
-//	                 not sent again: the journaled outcome, or unknown
-//	                 while the resumed run's re-offer of it is open
+//	                 when only its request was journaled; to the root
+//	                 or a nested manager driven again, not sent again:
+//	                 the journaled outcome, or unknown while the resumed
+//	                 run's re-offer of it is open — the re-offer, not
+//	                 the call, journals its acknowledgement
 //	submit_result    the very result journaled (KindSubmitted) is
 //	                 accepted, replayed; another is refused
 //	                 earlier-passing-result; a nested manager's is not
@@ -300,12 +302,13 @@
 // durable in the manager's journaled transcript (§3.6, issue 13): the
 // turn holds it provisionally, the checkpoint journaling the user
 // message that holds it (whose Took names it by operation id)
-// acknowledges it, and a turn that ends first gives it back. A root
-// steer a killed process accepted but never acknowledged is re-offered
-// by the resumed run ahead of new ones, or acknowledged delivered
-// without being queued again when the journaled transcript already
-// holds it: the resumed manager sees it exactly once, and its sender's
-// unknown claim is replaced by the outcome.
+// acknowledges it, and a turn that ends first gives it back. A steer to
+// the root, or to a nested manager the resumed run drives again, that a
+// killed process accepted but never acknowledged is re-offered to that
+// manager by the resumed run ahead of new ones, or acknowledged
+// delivered without being queued again when its journaled transcript
+// already holds it: the resumed manager sees it exactly once, and its
+// sender's unknown claim is replaced by the outcome.
 //
 // Where the spawn journal lives. SpawnLog is its one interface: the run
 // dir's spawn-journal.jsonl (OpenFileSpawnLog, owned through the

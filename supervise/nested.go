@@ -164,10 +164,18 @@ func (c *Coordinator) runManager(ctx context.Context, m *nestedManager, w Work) 
 	v.stopFn = stop
 	v.rootInbox, v.turnObs, v.reserved = w.Inbox, w.Observer, reservation{w.Reserved}
 	c.mu.Unlock()
-	// Driven again on resume, it still waits on the questions its
-	// conversation asked its parent: they are open there again.
+	// Driven again on resume, it is re-offered the steers an earlier
+	// process accepted for it and never acknowledged, as the root is,
+	// and it still waits on the questions its conversation asked its
+	// parent: they are open there again.
+	if w.Inbox != nil {
+		v.reofferSteers(context.WithoutCancel(ctx), w.Inbox)
+	}
 	v.reofferAsked()
 	report, err := drive(brainCtx, m.brain, v, w.Task)
+	// Its brain takes no more turns: a steer still waiting is not_live,
+	// and a re-offered one is acknowledged before it settles.
+	v.closeManagerInbox(ctx)
 	if errors.Is(context.Cause(brainCtx), ErrStopped) && (err == nil || errors.Is(err, ErrStopped) || isCancelledRun(err)) {
 		err = nil // it stopped itself
 	}

@@ -98,7 +98,7 @@ func endsOnUser(msgs []contract.ChatMessage, want string) error {
 	}
 	last := msgs[len(msgs)-1]
 	if last.Role != contract.ChatUser || last.Content == nil || *last.Content != want || n != 1 {
-		return fmt.Errorf("the turn's transcript ends on %s %v and holds the steer %d times; want it once, as the last user message", last.Role, last.Content, n)
+		return fmt.Errorf("the turn's transcript ends on %s %q and holds the steer %d times; want it once, as the last user message", last.Role, derefOr(last.Content), n)
 	}
 	return nil
 }
@@ -390,4 +390,11 @@ func TestManagerSteeringItselfIsRefusedBehaviour48(t *testing.T) {
 			t.Errorf("steer %d to itself: %v; want the refusal self-steer", i, r)
 		}
 	}
+}
+
+func derefOr(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
 }

@@ -29,9 +29,16 @@ import (
 // next turn, or not_live once the inbox is sealed. A process killed in
 // between acknowledged nothing: its resumed run re-offers every root
 // steer the journal holds as requested but not acknowledged
-// (reofferRootSteers) ahead of new ones, and acknowledges delivered,
+// (reofferSteers) ahead of new ones, and acknowledges delivered,
 // without queueing it again, one its journaled transcript already
-// holds — so the resumed manager sees each steer exactly once.
+// holds — so the resumed manager sees each steer exactly once. A nested
+// manager's inbox is the same: driven again on resume (runManager), it
+// is re-offered the steers to its node an earlier process requested and
+// never acknowledged, by the same rule. The re-offer owns their
+// acknowledgement: a steer_agent call run again that finds only its
+// request journaled, to the root or to a nested manager driven again,
+// answers unknown (replayed) without journaling an acknowledgement of
+// its own, and never queues the steer again.
 //
 // A manager's own steer_agent to itself is refused self-steer: the call
 // holds the turn (or the tool result) that would take it.
@@ -65,26 +72,27 @@ func (c *Coordinator) openManagerInbox(brain Brain) {
 	c.mu.Lock()
 	c.rootInbox = in
 	c.mu.Unlock()
-	c.reofferRootSteers(context.Background(), in)
+	c.reofferSteers(context.Background(), in)
 }
 
-// reofferRootSteers gives a resumed run's manager the root steers an
-// earlier process accepted (journaled steer-requested before it queued
-// them) but never acknowledged: that process ended before a journaled
-// transcript held them, so none was delivered. Each is queued again
+// reofferSteers gives the manager c serves — a resumed run's root, or a
+// nested manager driven again — the steers to its node an earlier
+// process (not this one: its own are answered where they were sent)
+// accepted (journaled steer-requested before it queued them) but
+// never acknowledged: that process ended before a journaled transcript
+// held them, so none was delivered. Each is queued in its inbox in again
 // ahead of any new steer and acknowledged (journal, and the run dir's
 // acknowledgement file for a cross-process request) once its outcome is
-// known. One the journaled transcript already holds (its user message's
-// Took names it) was delivered: it is acknowledged so, never queued
-// again.
-func (c *Coordinator) reofferRootSteers(ctx context.Context, in *Inbox) {
-	root := c.scope.Root()
+// known. One the manager's journaled transcript already holds (its user
+// message's Took names it) was delivered: it is acknowledged so, never
+// queued again.
+func (c *Coordinator) reofferSteers(ctx context.Context, in *Inbox) {
 	var open []SteerRequest
 	acked := map[string]bool{}
 	c.log.mu.Lock()
 	for i := range c.log.rows.len() {
 		r := c.log.rows.at(i)
-		if r.Node != root || (r.Kind != KindSteerRequested && r.Kind != KindSteerAcknowledged) {
+		if r.Node != c.self || (r.Kind != KindSteerRequested && r.Kind != KindSteerAcknowledged) {
 			continue
 		}
 		if r.Kind == KindSteerAcknowledged {
@@ -93,6 +101,9 @@ func (c *Coordinator) reofferRootSteers(ctx context.Context, in *Inbox) {
 				acked[a.OperationID] = true
 			}
 			continue
+		}
+		if i >= c.log.prior {
+			continue // accepted by this process, which answers it
 		}
 		var q SteerRequest
 		if canonjson.FromValue(r.Data, &q) == nil && q.OperationID != "" {
@@ -106,7 +117,7 @@ func (c *Coordinator) reofferRootSteers(ctx context.Context, in *Inbox) {
 	}
 	_, took, _, err := c.recordedTranscript()
 	if err != nil {
-		c.logger.Error("supervise: reading the manager's transcript for its unacknowledged steers", "err", err)
+		c.logger.Error("supervise: reading the manager's transcript for its unacknowledged steers", "node", c.self, "err", err)
 		return
 	}
 	held := map[string]bool{}
@@ -121,35 +132,35 @@ func (c *Coordinator) reofferRootSteers(ctx context.Context, in *Inbox) {
 		}
 		acked[q.OperationID] = true
 		if held[q.OperationID] {
-			c.acknowledgeRootSteer(ctx, q, SteerDelivered, "")
+			c.acknowledgeReoffered(ctx, q, SteerDelivered, "")
 			continue
 		}
 		if q.Source != SteerSourceCoordination {
 			// A cross-process request is re-offered only as the
 			// earlier process checked it.
 			if d, err := steerDigest(q); err != nil || d != q.RequestDigest {
-				c.acknowledgeRootSteer(ctx, q, SteerRefused, "the request digest does not match its body")
+				c.acknowledgeReoffered(ctx, q, SteerRefused, "the request digest does not match its body")
 				continue
 			}
 		}
 		p, effect, why := in.enqueue(ctx, q.Message, q.OperationID)
 		if p == nil {
-			c.acknowledgeRootSteer(ctx, q, effect, why)
+			c.acknowledgeReoffered(ctx, q, effect, why)
 			continue
 		}
 		c.reoffered.Add(1)
 		go func() {
 			defer c.reoffered.Done()
 			effect, why := in.await(c.workCtx, p)
-			c.acknowledgeRootSteer(ctx, q, effect, why)
+			c.acknowledgeReoffered(ctx, q, effect, why)
 		}()
 	}
 }
 
-// acknowledgeRootSteer journals the outcome of a root steer an earlier
-// process accepted and, for a cross-process request, replaces its
-// acknowledgement file (the claim, unknown, that process left).
-func (c *Coordinator) acknowledgeRootSteer(ctx context.Context, q SteerRequest, effect SteerEffect, why string) {
+// acknowledgeReoffered journals the outcome of a steer to c's manager
+// an earlier process accepted and, for a cross-process request, replaces
+// its acknowledgement file (the claim, unknown, that process left).
+func (c *Coordinator) acknowledgeReoffered(ctx context.Context, q SteerRequest, effect SteerEffect, why string) {
 	ack := SteerAck{OperationID: q.OperationID, RequestDigest: q.RequestDigest, Worker: q.Worker, Effect: effect,
 		RequestedAt: q.At, ObservedAt: c.now().UnixMilli(), Detail: why}
 	if q.Source != SteerSourceCoordination && c.ctl != nil {
@@ -157,11 +168,13 @@ func (c *Coordinator) acknowledgeRootSteer(ctx context.Context, q SteerRequest, 
 			c.logger.Error("supervise: writing a steer acknowledgement", "op", q.OperationID, "err", err)
 		}
 	}
-	c.journalControl(ctx, KindSteerAcknowledged, c.scope.Root(), ack)
+	c.journalControl(ctx, KindSteerAcknowledged, c.self, ack)
 }
 
-// closeManagerInbox seals the root's inbox once the brain returned: a
-// steer still waiting, or arriving later, is not_live.
+// closeManagerInbox seals the manager's inbox (the root's, or a nested
+// manager's) once its brain returned: a steer still waiting, or arriving
+// later, is not_live. It returns once every re-offered steer is
+// acknowledged.
 func (c *Coordinator) closeManagerInbox(ctx context.Context) {
 	c.ManagerInbox().close(context.WithoutCancel(ctx))
 	c.reoffered.Wait() // each was resolved by the close, if not before
@@ -209,8 +222,9 @@ func (j *transcriptJournal) interject(ctx context.Context, answered bool) []stri
 }
 
 // continueSeq numbers the inbox's steers on from those its projection
-// already holds: the root's projection outlives the process, and a
-// resumed run posts to the same file, whose lines must stay distinct.
+// already holds: a manager's projection (the root's, or a nested
+// manager's driven again) outlives the process, and a resumed run posts
+// to the same file, whose lines must stay distinct.
 // An unreadable projection starts over from 1 (logged).
 func (in *Inbox) continueSeq(ctx context.Context) {
 	if in.path == "" {

@@ -292,6 +292,9 @@ type runLog struct {
 
 	mu   sync.Mutex
 	rows recordRows
+	// prior counts the rows an earlier process journaled: the first
+	// ones, read back when the run was opened.
+	prior int
 	// blobs holds the refs of the result blobs known to be in the run
 	// dir (blobKnown).
 	blobMu sync.Mutex
@@ -388,6 +391,7 @@ func openRunLogWith(ctx context.Context, dir string, openSpawn func(context.Cont
 	for _, r := range prior {
 		l.rows.add(r)
 	}
+	l.prior = l.rows.len()
 	return l, prior, nil
 }
 

@@ -106,3 +106,23 @@ func (c *Coordinator) replayedSteer(ctx context.Context, req SteerRequest, ack *
 	c.steerAcknowledged(ctx, req, res)
 	return res
 }
+
+// reofferedSteer answers a steer_agent call a resumed manager runs again
+// whose steer, to a manager, an earlier run of the call requested and
+// no process acknowledged: the resumed run re-offered it to that manager
+// (reofferSteers), which journals its acknowledgement; the call sends
+// nothing and journals none.
+func reofferedSteer() SteerResult {
+	return SteerResult{Outcome: string(SteerUnknown), Replayed: true,
+		Reason: "the process that requested the steer ended before its outcome was known; the resumed run re-offered it to the manager"}
+}
+
+// reoffersSteers reports whether id is a nested manager this process
+// drives with an inbox: one driven again on resume is re-offered the
+// steers to it no process acknowledged (runManager, reofferSteers).
+func (c *Coordinator) reoffersSteers(id NodeID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.workers[id]
+	return w != nil && w.runtime == RuntimeManager && w.inbox != nil
+}
