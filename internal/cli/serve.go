@@ -58,7 +58,8 @@ newest --max-records keyed creates (and exact environments): beyond it the
 oldest go first, never those of an environment that still exists.
 --db :memory: keeps them in this process only (a restart forgets them). The
 listen address is printed on stderr once the server accepts connections;
---log-format json makes every line the server logs a JSON object.
+--log-format json makes every line the server logs a JSON object, the error
+it ends with included.
 
 With --tls-cert and --tls-key (PEM files, both or neither) the server speaks
 HTTPS only; clients (agentrt run --provider remote) trust its certificate
@@ -78,12 +79,13 @@ second environment.
 With OTEL_EXPORTER_OTLP_ENDPOINT set, each request is traced over OTLP/HTTP
 as a server span continuing the traceparent it carries.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			token, err := serveToken(tokenFile)
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			logger, err := newLogger(stdio.Err, logFormat)
 			if err != nil {
 				return err
 			}
-			logger, err := newLogger(stdio.Err, logFormat)
+			defer func() { err = logExit(logger, logFormat, "serve", err) }()
+			token, err := serveToken(tokenFile)
 			if err != nil {
 				return err
 			}
@@ -210,7 +212,7 @@ as a server span continuing the traceparent it carries.`,
 	cmd.Flags().StringVar(&sf.path, "db", "", "SQLite file recording keyed creates and exact spawns across restarts (default $AGENTRT_HOME/agentrt.db, ~/.agentrt/agentrt.db; "+memoryStore+": in this process only)")
 	cmd.Flags().StringVar(&sf.database, "database", "", "PostgreSQL connection URL recording keyed creates and exact spawns, shared by many servers (default $AGENTRT_DATABASE_URL)")
 	cmd.Flags().StringVar(&sf.schema, "database-schema", "", "PostgreSQL schema holding --database's tables, created if missing (default $AGENTRT_DATABASE_SCHEMA; none: the connection's search_path)")
-	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format on stderr: text or json")
+	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format on stderr: text or json (json: every line, the error it ends with included)")
 	cmd.Flags().DurationVar(&abandon, "abandon-after", sidecar.DefaultAbandonAfter, "cancel a live turn nobody has read for this long; a turn a client lost sight of (in doubt, for agentrt fleet recover) lives this long unread")
 	cmd.Flags().DurationVar(&grace, "shutdown-grace", defaultServeGrace, "on SIGINT or SIGTERM, how long live turns and dispatched runs may go on while new work is refused; what is still live then is left, not cancelled")
 	cmd.Flags().IntVar(&maxRecords, "max-records", sidecar.DefaultMaxRecords, "how many keyed creates (and, apart, exact environments) --db/--database keep records of; beyond it the oldest whose environment is gone are deleted (0: no bound)")

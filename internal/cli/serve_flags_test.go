@@ -172,3 +172,46 @@ func TestServeStoreAndLogFlagsRefused(t *testing.T) {
 		}
 	}
 }
+
+// With --log-format json, the error a long-running command ends with is
+// its last JSON log line (the command, its exit status, the error), not
+// a plain-text line a JSON collector would miss; the exit status is the
+// same. Every line on stderr is one JSON object.
+func TestLongRunningCommandsEndWithAJSONLogLine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"worker", []string{"worker", "--database", "postgres://agentrt:agentrt@127.0.0.1:1/none?sslmode=disable", "--log-format", "json"}, cli.ExitFailed, "127.0.0.1"},
+		{"serve", []string{"serve", "--listen", "0.0.0.0:0", "--db", ":memory:", "--log-format", "json"}, cli.ExitUsage, "refusing to listen on 0.0.0.0:0 without a token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("AGENTRT_SERVE_TOKEN", "")
+			t.Setenv("AGENTRT_DATABASE_URL", "")
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var out, errOut bytes.Buffer
+			code := cli.Main(ctx, tc.args, cli.IO{In: strings.NewReader(""), Out: &out, Err: &errOut})
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s", code, tc.code, errOut.String())
+			}
+			var last struct {
+				Level string  `json:"level"`
+				Msg   string  `json:"msg"`
+				Exit  float64 `json:"exit"`
+				Err   string  `json:"err"`
+			}
+			for _, line := range strings.Split(strings.TrimSpace(errOut.String()), "\n") {
+				dec := json.NewDecoder(strings.NewReader(line))
+				if err := dec.Decode(&last); err != nil || last.Level == "" || dec.More() {
+					t.Fatalf("a line that is no JSON log record (%v): %q\nlog:\n%s", err, line, errOut.String())
+				}
+			}
+			if last.Level != "ERROR" || last.Msg != "agentrt "+tc.name+" stopped" || int(last.Exit) != tc.code || !strings.Contains(last.Err, tc.want) {
+				t.Errorf("last line %+v; want an ERROR %q with exit %d and an err naming %q", last, "agentrt "+tc.name+" stopped", tc.code, tc.want)
+			}
+		})
+	}
+}

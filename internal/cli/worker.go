@@ -73,6 +73,26 @@ func (f *fleetFlags) open(ctx context.Context, logger *slog.Logger) (*fleet.Flee
 	return fl, nil
 }
 
+// logExit is err, the error a long-running command ends with, as its
+// log says it: with --log-format json, logged as its last JSON line
+// (command, exit status, error), so a collector that reads only JSON
+// lines sees why the process ended, and not printed again; otherwise err
+// as it is, printed as plain text.
+func logExit(logger *slog.Logger, format, command string, err error) error {
+	if err == nil || format != "json" {
+		return err
+	}
+	code, cause := ExitFailed, err
+	if ee, ok := errors.AsType[*exitError](err); ok {
+		code, cause = ee.code, ee.err
+	}
+	if cause == nil {
+		return err
+	}
+	logger.Error("agentrt "+command+" stopped", "exit", code, "err", cause.Error())
+	return &exitError{code: code}
+}
+
 // newLogger returns the logger of long-running commands: text or JSON
 // on w.
 func newLogger(w io.Writer, format string) (*slog.Logger, error) {
@@ -129,11 +149,12 @@ in the trace derived from its fleet run's id, whichever worker runs it — or,
 for a run submitted under a span (a supervised run's worker on the fleet),
 as that span's child in its trace.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			logger, err := newLogger(stdio.Err, logFormat)
 			if err != nil {
 				return err
 			}
+			defer func() { err = logExit(logger, logFormat, "worker", err) }()
 			provider, err := openProvider(providerName, scriptPath, baseURL, openaiAPI)
 			if err != nil {
 				return err
@@ -206,7 +227,7 @@ as that span's child in its trace.`,
 	cmd.Flags().DurationVar(&backoff, "backoff", fleet.DefaultBackoff, "first wait after the provider's server refused the connection (it is down); doubled per refusal in a row, jittered")
 	cmd.Flags().DurationVar(&maxBackoff, "max-backoff", 0, "longest such wait (default 30s, or half of --rescue-after if less)")
 	cmd.Flags().StringVar(&id, "id", "", "this worker's name in run records (default host/pid/random)")
-	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format on stderr: text or json")
+	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format on stderr: text or json (json: every line, the error it ends with included)")
 	cmd.Flags().StringVar(&metricsListen, "metrics-listen", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464); off by default")
 	return cmd
 }
