@@ -245,22 +245,12 @@ func TestRecoverARecordWithoutACredentialDigestAsBefore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := retained.SeatedOptions{Accounts: kernel.AccountManagerFunc(func(context.Context, int, profile.Seat) (contract.Provider, error) {
-			return base, nil
-		}), Store: open(t), Profile: prof, IdempotencyKey: "k-undigested", TurnID: "turn-1", Task: "write it",
-			OnAdmission: (&recorder{fail: retained.AdmissionEnvironment}).hook}
-		if _, err := retained.StartSeated(ctx, o); err == nil {
-			t.Fatal("the seated start whose process died succeeded")
-		}
-		_, id, _ := retained.DeriveIdentity("k-undigested", "turn-1")
-		rec, err := retained.Load(ctx, open(t), id)
-		if err != nil {
-			t.Fatal(err)
-		}
+		const task = "write it"
+		id, rec := seatedAdmittedThenDied(t, ctx, open, base, prof, "k-undigested", task, nil)
 		if rec.Intent.CredentialStage == nil || rec.Intent.CredentialDigest != nil {
 			t.Fatalf("admission %+v; want a credential stage and no digest", rec.Intent)
 		}
-		create, turn, err := retained.AdmittedRequest(prof, rec.Intent, o.Task)
+		create, turn, err := retained.AdmittedRequest(prof, rec.Intent, task)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -321,18 +311,7 @@ func TestRecoverWithAnotherKeyIsRefusedAsSuchRG12(t *testing.T) {
 			t.Fatal(err)
 		}
 		const task = "write it"
-		o := retained.SeatedOptions{Accounts: kernel.AccountManagerFunc(func(context.Context, int, profile.Seat) (contract.Provider, error) {
-			return base, nil
-		}), Store: open(t), Profile: prof, IdempotencyKey: "k-key-id", TurnID: "turn-1", Task: task,
-			OnAdmission: (&recorder{fail: retained.AdmissionEnvironment}).hook, CredentialKey: credentialKey}
-		if _, err := retained.StartSeated(ctx, o); err == nil {
-			t.Fatal("the seated start whose process died succeeded")
-		}
-		_, id, _ := retained.DeriveIdentity("k-key-id", "turn-1")
-		rec, err := retained.Load(ctx, open(t), id)
-		if err != nil {
-			t.Fatal(err)
-		}
+		id, rec := seatedAdmittedThenDied(t, ctx, open, base, prof, "k-key-id", task, credentialKey)
 		kid := rec.Intent.CredentialKeyID
 		if kid == nil || !strings.HasPrefix(*kid, "hmac-sha256:") || strings.Contains(*kid, fmt.Sprintf("%x", credentialKey[:4])) {
 			t.Fatalf("credential key id %v; want a keyed digest that is not the key", kid)
@@ -374,4 +353,25 @@ func TestRecoverWithAnotherKeyIsRefusedAsSuchRG12(t *testing.T) {
 			t.Fatalf("recovery with the admitted key and profile: %+v", got)
 		}
 	})
+}
+
+// seatedAdmittedThenDied starts a seated retained run of prof on base
+// under idempotency key key (credential key credKey; nil for none) whose
+// process dies once its environment is admitted, and returns the run's
+// record id and its admission record as another process loads it.
+func seatedAdmittedThenDied(t *testing.T, ctx context.Context, open func(t *testing.T) store.Store, base *scripted.Provider, prof *profile.Profile, key, task string, credKey []byte) (string, *retained.Record) {
+	t.Helper()
+	o := retained.SeatedOptions{Accounts: kernel.AccountManagerFunc(func(context.Context, int, profile.Seat) (contract.Provider, error) {
+		return base, nil
+	}), Store: open(t), Profile: prof, IdempotencyKey: key, TurnID: "turn-1", Task: task,
+		OnAdmission: (&recorder{fail: retained.AdmissionEnvironment}).hook, CredentialKey: credKey}
+	if _, err := retained.StartSeated(ctx, o); err == nil {
+		t.Fatal("the seated start whose process died succeeded")
+	}
+	_, id, _ := retained.DeriveIdentity(key, "turn-1")
+	rec, err := retained.Load(ctx, open(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, rec
 }
