@@ -189,8 +189,11 @@ func (c *Coordinator) reofferAsked() {
 	}
 	c.mu.Unlock()
 	for _, msg := range again {
-		// post waits for the turn that takes it: the drive starts after.
-		go in.post(context.WithoutCancel(ctx), msg, "")
+		// Queued before the drive starts, so its first turn takes it;
+		// only the wait for that take runs on.
+		if posted, _, _ := in.enqueue(ctx, msg, ""); posted != nil {
+			go in.await(context.WithoutCancel(ctx), posted)
+		}
 	}
 	for _, o := range opened {
 		go func() {
