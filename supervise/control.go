@@ -103,6 +103,23 @@ func endedBefore(runDir string, at int64) (bool, int64) {
 	return st.UpdatedAtMS > 0 && st.UpdatedAtMS <= at, st.UpdatedAtMS
 }
 
+// endedDetail is the acknowledgement of a request to worker ref of a
+// run that had ended before the request was written: not live, unless
+// the run's journal shows it never had a worker ref names (nor is ref
+// the run itself) — then the answer the running supervisor gives a
+// request to no worker (unknownEffect, "the run has no worker …"), so a
+// mistyped name is not taken for a settled worker.
+func endedDetail[E ~string](ctx context.Context, runDir, ref string, notLive, unknownEffect E) (E, string) {
+	const ended = "the run had ended before the request was written"
+	if _, ok, err := ResolveWorker(ctx, runDir, ref); err == nil && !ok {
+		var st RunState
+		if readJSON(filepath.Join(runDir, StateFile), &st) == nil && st.RunID != ref {
+			return unknownEffect, ended + "; the run has no worker " + ref
+		}
+	}
+	return notLive, ended
+}
+
 // ErrUnknownOperation: no request with the operation id was written.
 var ErrUnknownOperation = errors.New("supervise: unknown operation id")
 
@@ -254,8 +271,9 @@ func ReadSteerAck(ctx context.Context, runDir, operationID string) (*SteerAck, e
 		var req SteerRequest
 		if readJSON(filepath.Join(runDir, SteerRequestsDir, opHash(operationID)+".json"), &req) == nil {
 			if ended, at := endedBefore(runDir, req.At); ended {
-				return &SteerAck{OperationID: req.OperationID, RequestDigest: req.RequestDigest, Worker: req.Worker, Effect: SteerNotLive,
-					RequestedAt: req.At, ObservedAt: at, Detail: "the run had ended before the request was written"}, nil
+				effect, detail := endedDetail(ctx, runDir, req.Worker, SteerNotLive, SteerRefused)
+				return &SteerAck{OperationID: req.OperationID, RequestDigest: req.RequestDigest, Worker: req.Worker, Effect: effect,
+					RequestedAt: req.At, ObservedAt: at, Detail: detail}, nil
 			}
 		}
 		return nil, nil
@@ -384,8 +402,9 @@ func ReadWorkerCancellation(ctx context.Context, runDir, operationID string) (Wo
 		return WorkerCancellation{}, fmt.Errorf("%w: %s", ErrUnknownOperation, operationID)
 	}
 	if ended, at := endedBefore(runDir, r.At); ended {
-		return WorkerCancellation{OperationID: operationID, Worker: r.Worker, Effect: kernel.EffectNotLive, RequestedAt: r.At, ObservedAt: at,
-			Reason: r.Reason, Detail: "the run had ended before the request was written", Terminated: []NodeID{}}, nil
+		effect, detail := endedDetail(ctx, runDir, r.Worker, kernel.EffectNotLive, kernel.EffectUnknown)
+		return WorkerCancellation{OperationID: operationID, Worker: r.Worker, Effect: effect, RequestedAt: r.At, ObservedAt: at,
+			Reason: r.Reason, Detail: detail, Terminated: []NodeID{}}, nil
 	}
 	return WorkerCancellation{OperationID: operationID, Worker: r.Worker, Effect: kernel.EffectUnknown, RequestedAt: r.At, Reason: r.Reason,
 		Detail: "not yet resolved by the run", Terminated: []NodeID{}}, nil

@@ -800,4 +800,20 @@ func TestRequestsAfterTheRunEndedAreNotLive(t *testing.T) {
 	if ack, err := supervise.ReadRunCancellation(ctx, dir); err != nil || ack == nil || ack.Effect != kernel.EffectNotLive {
 		t.Errorf("run cancel after the end: %+v, %v; want not_live", ack, err)
 	}
+
+	// A name the ended run never had is answered as the running
+	// supervisor answers it, not as a settled worker.
+	const noWorker = "the run had ended before the request was written; the run has no worker nobody"
+	if _, err := supervise.WriteWorkerSteer(ctx, dir, "nobody", supervise.WorkerSteer{OperationID: "late-steer-nobody", Message: "more"}); err != nil {
+		t.Fatal(err)
+	}
+	if ack, err := supervise.ReadSteerAck(ctx, dir, "late-steer-nobody"); err != nil || ack == nil || ack.Effect != supervise.SteerRefused || ack.Detail != noWorker {
+		t.Errorf("steer to no worker after the end: %+v, %v; want refused, %q", ack, err, noWorker)
+	}
+	if _, err := supervise.CancelWorker(ctx, dir, "nobody", "late-cancel-nobody", supervise.CancelOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := supervise.ReadWorkerCancellation(ctx, dir, "late-cancel-nobody"); err != nil || rec.Effect != kernel.EffectUnknown || rec.Detail != noWorker {
+		t.Errorf("cancel of no worker after the end: %+v, %v; want unknown, %q", rec, err, noWorker)
+	}
 }

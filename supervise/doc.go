@@ -214,7 +214,11 @@
 // *ConflictError). Supervise scans for them every ControlScanInterval,
 // applies each once, journals request and acknowledgement, and expires
 // what is still open at run end (not_live when never applied, unknown
-// when an abort's end was not observed).
+// when an abort's end was not observed). A request written after the
+// run ended is read back not_live, or, when the run's journal shows it
+// never had a worker the request names, refused (a steer) or unknown (a
+// cancellation) with "the run has no worker …", as a running supervisor
+// answers it.
 //
 // Questions. A worker asks its manager through Work.Ask: it is waiting
 // until the decision comes (answer_question) or its context ends (the

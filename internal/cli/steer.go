@@ -110,7 +110,8 @@ from the worker WORKER names now (a reused label names its newest worker)
 or the run, so running the same command again retries the same request.
 
 Exit status: 0 when the cancellation was confirmed (cancelled) or found
-nothing live (not_live), 1 otherwise, 2 on usage errors.`,
+nothing live (not_live), 1 otherwise (a worker the run never had is
+unknown, finished run or not), 2 on usage errors.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := resolveRunDir(args[0], workspace)

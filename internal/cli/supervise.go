@@ -870,7 +870,8 @@ the whole run; then wait up to --wait for the supervisor to confirm the end
 (effect cancelled or not_live). Repeating the same --operation-id is safe.
 
 Exit status: 0 when the cancellation was confirmed (cancelled) or found
-nothing live (not_live), 1 otherwise, 2 on usage errors.`,
+nothing live (not_live), 1 otherwise (a worker the run never had is
+unknown, finished run or not), 2 on usage errors.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()

@@ -591,3 +591,28 @@ func TestSuperviseRefusesAnOversizeManagerScript(t *testing.T) {
 		t.Errorf("a run started: %v", err)
 	}
 }
+
+// A steer or cancellation of a finished run to a worker it never had is
+// answered as the running supervisor answers it (§3.6 behaviours 48,
+// 49): it says the run has no such worker and exits 1, where a worker
+// that did run is not_live (exit 0 for a cancellation).
+func TestControlOfAFinishedRunNamesAWorkerItNeverHad(t *testing.T) {
+	dir := t.TempDir()
+	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+answerDone+`]}`)
+	if out, errOut, code := run(t, "", superviseArgs(t, script, dir)...); code != 0 {
+		t.Fatalf("supervise: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code := run(t, "", "cancel", dir, "note", "--wait", "2s")
+	if code != 0 || !strings.Contains(out, ": not_live (the run had ended before the request was written)") {
+		t.Errorf("cancel of the settled worker: exit %d\n%s%s", code, out, errOut)
+	}
+	const noWorker = "(the run had ended before the request was written; the run has no worker nobody)"
+	out, errOut, code = run(t, "", "cancel", dir, "nobody", "--wait", "2s")
+	if code != 1 || !strings.Contains(out, "of nobody: unknown "+noWorker) {
+		t.Errorf("cancel of no worker: exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = run(t, "", "steer", dir, "nobody", "Be brief.", "--wait", "2s")
+	if code != 1 || !strings.Contains(out, "to nobody: refused "+noWorker) {
+		t.Errorf("steer to no worker: exit %d, want 1\n%s%s", code, out, errOut)
+	}
+}
