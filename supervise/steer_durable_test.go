@@ -47,6 +47,11 @@ type holdingSpawnLog struct {
 	supervise.SpawnLog
 	dir   string
 	after bool
+	// node and text, when set, name the manager and the steer whose
+	// transcript record stops the process instead of the root's
+	// rootSteerText.
+	node supervise.NodeID
+	text string
 	// fail, instead, makes the append fail at once.
 	fail bool
 }
@@ -55,10 +60,14 @@ type holdingSpawnLog struct {
 var errSteerAppend = errors.New("the journal refused the steer's transcript message")
 
 func (h holdingSpawnLog) Append(ctx context.Context, recs ...supervise.Record) error {
+	node, text := h.node, h.text
+	if text == "" {
+		node, text = "run1", rootSteerText
+	}
 	holds := false
 	for _, r := range recs {
 		for _, m := range r.Messages {
-			holds = holds || r.Kind == supervise.KindTranscript && m.Role == contract.ChatUser && m.Content != nil && strings.Contains(*m.Content, rootSteerText)
+			holds = holds || r.Kind == supervise.KindTranscript && r.Node == node && m.Role == contract.ChatUser && m.Content != nil && strings.Contains(*m.Content, text)
 		}
 	}
 	if !holds {
@@ -228,7 +237,7 @@ func TestRootSteerDeliveredOnlyOnceJournaledAcrossKill(t *testing.T) {
 					t.Errorf("the acknowledgement after resume %+v (%v), want delivered to run1", ack, err)
 				}
 				var acks []supervise.SteerAck
-				for _, a := range journaledAcks(t, ctx, dir, store) {
+				for _, a := range journaledAcks(t, ctx, dir, store, "run1") {
 					if a.OperationID == steerWindowOp {
 						acks = append(acks, a)
 					}
@@ -241,12 +250,16 @@ func TestRootSteerDeliveredOnlyOnceJournaledAcrossKill(t *testing.T) {
 	}
 }
 
-// journaledAcks reads the run's root steer acknowledgements from its
-// journal: the run dir's file, or the SQLite store's.
-func journaledAcks(t *testing.T, ctx context.Context, dir, store string) []supervise.SteerAck {
+// journaledAcks reads the steer acknowledgements journaled under node
+// from the run's journal: the run dir's file, or the SQLite store's.
+func journaledAcks(t *testing.T, ctx context.Context, dir, store string, node supervise.NodeID) []supervise.SteerAck {
 	t.Helper()
 	if store == "" {
-		return steerRecords[supervise.SteerAck](t, dir, supervise.KindSteerAcknowledged)
+		recs, _, err := supervise.ReadRunDir(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return acksOf(t, recs, node)
 	}
 	st, err := sqlite.Open(ctx, store, sqlite.Options{})
 	if err != nil {
@@ -260,21 +273,30 @@ func journaledAcks(t *testing.T, ctx context.Context, dir, store string) []super
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range recs {
-			if r.Kind != supervise.KindSteerAcknowledged || r.Node != "run1" {
-				continue
-			}
-			var a supervise.SteerAck
-			if err := canonjson.FromValue(r.Data, &a); err != nil {
-				t.Fatalf("acknowledgement %v: %v", r.Data, err)
-			}
-			acks = append(acks, a)
-		}
+		acks = append(acks, acksOf(t, recs, node)...)
 		if len(recs) == 0 || next == "" || next == after {
 			return acks
 		}
 		after = next
 	}
+}
+
+// acksOf decodes the steer acknowledgements among recs journaled under
+// node.
+func acksOf(t *testing.T, recs []supervise.Record, node supervise.NodeID) []supervise.SteerAck {
+	t.Helper()
+	var acks []supervise.SteerAck
+	for _, r := range recs {
+		if r.Kind != supervise.KindSteerAcknowledged || r.Node != node {
+			continue
+		}
+		var a supervise.SteerAck
+		if err := canonjson.FromValue(r.Data, &a); err != nil {
+			t.Fatalf("acknowledgement %v: %v", r.Data, err)
+		}
+		acks = append(acks, a)
+	}
+	return acks
 }
 
 // steerWindowFromEnv runs the steer window child when the environment
