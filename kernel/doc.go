@@ -39,6 +39,12 @@
 // interrupted, and the store refuses everything more the old holder would
 // record. The run is then cancelled with a *LeaseLostError and its front
 // door returns a *RunError with StatusInterrupted and ReasonLeaseLost.
+// A run whose caller's context ends with a cause matching
+// contract.ErrLeaseLost (the caller lost the lease it held the run under:
+// a fleet worker's claim, a supervisor's spawn journal) ends the same
+// way though its own lease still holds (LeaseLostError.Holder): recorded
+// interrupted, never cancelled, its environment not destroyed, since the
+// caller's successor may have re-attached to it.
 // Work a runtime run's caller must do at most once across the run's
 // holders (a claim it makes elsewhere in the store) first proves the
 // lease with RuntimeRun.Confirm: a fenced write that renews it, and

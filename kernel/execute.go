@@ -181,7 +181,8 @@ type Result struct {
 // Execute runs one exact run and records it in req.Store. It returns the
 // recorded result and, for a run that did not complete, a *RunError whose
 // Status is failed, cancelled, timed out or — when this process lost the
-// run's lease — interrupted. Refusals happen before the provider creates
+// run's lease, or ctx ended with a cause matching contract.ErrLeaseLost
+// (the caller lost the lease it held the run under) — interrupted. Refusals happen before the provider creates
 // anything or the budget is charged; options that cannot be honored are
 // refused before anything is recorded (ErrInvalidOptions).
 func Execute(ctx context.Context, req Request) (*Result, error) {

@@ -99,17 +99,29 @@ func (o *lifeOptions) check(errs *optionErrors) {
 // the store could not be reached to renew it), or another holder took
 // the run over. Readers already see the run interrupted, and the store
 // refuses everything more this process would record; the front door
-// returns a *RunError with StatusInterrupted and ReasonLeaseLost.
+// returns a *RunError with StatusInterrupted and ReasonLeaseLost. A run
+// whose caller lost the lease it held the run under (Holder) is lost so
+// too, and records itself interrupted.
 type LeaseLostError struct {
 	RunID string
 	// Fence is the store's refusal, when a write was refused; nil when the
 	// lease ran out before any write could say so.
 	Fence *store.FenceError
+	// Holder is the cause the run's caller's context ended with, when
+	// that is why the run was lost: it matches contract.ErrLeaseLost (the
+	// caller lost the lease it held the run under — a supervisor's spawn
+	// journal or a fleet run's claim taken over), so the run is no longer
+	// this process's though its own lease still held. Nil when the run's
+	// own lease was lost.
+	Holder error
 }
 
 func (e *LeaseLostError) Error() string {
-	if e.Fence != nil {
+	switch {
+	case e.Fence != nil:
 		return "the run's lease was lost: " + e.Fence.Error()
+	case e.Holder != nil:
+		return fmt.Sprintf("the caller of run %s lost the lease it held the run under: %v", e.RunID, e.Holder)
 	}
 	return fmt.Sprintf("the lease of run %s ran out before it could be renewed", e.RunID)
 }
@@ -119,10 +131,10 @@ func (e *LeaseLostError) Error() string {
 // whichever process holds the run now.
 func (e *LeaseLostError) Is(target error) bool { return target == contract.ErrLeaseLost }
 
-// Unwrap returns the store's refusal.
+// Unwrap returns the store's refusal, or the caller's loss (Holder).
 func (e *LeaseLostError) Unwrap() error {
 	if e.Fence == nil {
-		return nil
+		return e.Holder
 	}
 	return e.Fence
 }
@@ -347,7 +359,28 @@ func (l *life) loseLease(e *LeaseLostError) {
 }
 
 // leaseLost returns why this process no longer holds the run, or nil.
-func (l *life) leaseLost() *LeaseLostError { return l.lost.Load() }
+// A run whose caller's context ended with a cause matching
+// contract.ErrLeaseLost is lost here, as if its own lease were
+// (loseLease, the cause as the *LeaseLostError's Holder): the caller no
+// longer holds the work the run does, and its successor may have
+// re-attached to the run's environment and turn, so the run must not
+// record itself cancelled (the work's end, to a successor's recovery)
+// nor destroy its environment. The turn's context already ended with
+// that cause, so a provider leaves the turn running.
+func (l *life) leaseLost() *LeaseLostError {
+	if lost := l.lost.Load(); lost != nil {
+		return lost
+	}
+	if l.caller.Err() != nil {
+		if cause := context.Cause(l.caller); errors.Is(cause, contract.ErrLeaseLost) {
+			// The run's own loss, cancelled with before it is noted,
+			// matches too: loseLease waits for it and keeps it.
+			l.loseLease(&LeaseLostError{RunID: l.fence.RunID, Holder: cause})
+			return l.lost.Load()
+		}
+	}
+	return nil
+}
 
 // holds reports whether this process may still write: nil, or the
 // *LeaseLostError. The store fences every write, but a process knows

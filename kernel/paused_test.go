@@ -3,6 +3,7 @@ package kernel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"sync"
 	"testing"
@@ -22,6 +23,9 @@ type watchedProvider struct {
 	mu        sync.Mutex
 	destroyed int
 	causes    []error
+	// afterFirst, when set, is called once a turn's first event was
+	// read: a test acts on the run while its turn is live.
+	afterFirst func()
 }
 
 func (p *watchedProvider) Create(ctx context.Context, in *contract.CreateInput) (contract.Environment, error) {
@@ -47,10 +51,15 @@ func (e *watchedEnv) Stream(ctx context.Context, in *contract.TurnInput) iter.Se
 				e.p.mu.Unlock()
 			}
 		}()
+		first := true
 		for ev, err := range inner {
 			if !yield(ev, err) {
 				return
 			}
+			if first && e.p.afterFirst != nil {
+				e.p.afterFirst()
+			}
+			first = false
 		}
 	}
 }
@@ -112,5 +121,61 @@ func TestRunThatKeepsItsLeaseDestroysItsEnvironment(t *testing.T) {
 	defer provider.mu.Unlock()
 	if provider.destroyed != 1 || len(provider.causes) != 0 {
 		t.Errorf("destroyed %d times, turn contexts ended with %v; want destroyed once, no turn cut short", provider.destroyed, provider.causes)
+	}
+}
+
+// A run whose caller's context ends, mid-turn, because the caller lost
+// the lease it held the run under (a supervisor whose spawn journal was
+// taken over, a fleet worker whose claim was; the cause matches
+// contract.ErrLeaseLost) is no longer this process's either: its
+// caller's successor may have re-attached to the run's environment and
+// live turn (issue 13, RES-01, RES-06). So it ends exactly as a run
+// whose own lease was lost: recorded interrupted, never cancelled (which
+// a successor's recovery would read as the work's end), its environment
+// not destroyed, its turn's context ended with the loss, so a provider
+// leaves the turn running. Any other cancellation still cancels the run
+// and destroys what it created.
+func TestRunCutByItsCallersLostLeaseIsLeftToTheNextHolder(t *testing.T) {
+	callerLost := fmt.Errorf("test: the caller's claim was taken over: %w", contract.ErrLeaseLost)
+	for _, tc := range []struct {
+		name          string
+		cause         error
+		wantStatus    store.Status
+		wantReason    string
+		wantDestroyed int
+	}{
+		{name: "caller lost its lease", cause: callerLost, wantStatus: store.StatusInterrupted, wantReason: kernel.ReasonLeaseLost},
+		{name: "caller cancelled", cause: errors.New("test: the caller stopped"), wantStatus: store.StatusCancelled, wantReason: kernel.ReasonCancelled, wantDestroyed: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := memory.New(nil)
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			provider := &watchedProvider{Provider: scripted.New(mustScript(t, slowScript), scripted.Options{}),
+				afterFirst: func() { cancel(tc.cause) }}
+			res, err := kernel.Execute(ctx, kernel.Request{
+				Profile: mustProfile(t, noteWriter), Task: "t", Provider: provider, Store: st, Check: nonEmpty,
+				RunID: "cut-by-caller", LeaseTTL: kernel.MinLeaseTTL, CleanupTimeout: 300 * time.Millisecond,
+			})
+			re, ok := errors.AsType[*kernel.RunError](err)
+			if !ok || re.Status != tc.wantStatus || re.Reason != tc.wantReason || res == nil || res.Status != tc.wantStatus {
+				t.Fatalf("result %+v, err %v; want %s, %s", res, err, tc.wantStatus, tc.wantReason)
+			}
+			if !errors.Is(err, tc.cause) {
+				t.Errorf("err %v does not carry the caller's cause %v", err, tc.cause)
+			}
+			run, err := st.GetRun(context.Background(), "cut-by-caller")
+			if err != nil || run.Status != tc.wantStatus {
+				t.Errorf("the store holds the run %s (%v); want it recorded %s", run.Status, err, tc.wantStatus)
+			}
+			provider.mu.Lock()
+			defer provider.mu.Unlock()
+			if provider.destroyed != tc.wantDestroyed {
+				t.Errorf("the run destroyed its environment %d times; want %d", provider.destroyed, tc.wantDestroyed)
+			}
+			if len(provider.causes) != 1 || !errors.Is(provider.causes[0], tc.cause) {
+				t.Errorf("the turn's context ended with causes %v; want the caller's %v", provider.causes, tc.cause)
+			}
+		})
 	}
 }

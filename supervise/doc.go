@@ -324,7 +324,16 @@
 // or its lease run out while the store did not answer — stops its brain
 // and workers at once and returns ErrSpawnLogLost, leaving the run to
 // the next holder (TestPausedSupervisorLosesTheJournalBehaviour46,
-// TestJournalStoreStopsAnsweringMidRunLeaseLapses).
+// TestJournalStoreStopsAnsweringMidRunLeaseLapses). It cuts them, as it
+// does when its caller's context ends with a cause matching
+// contract.ErrLeaseLost, with a cause matching both ErrSpawnLogLost and
+// contract.ErrLeaseLost — a lease that ran out unanswered too, since
+// another process may hold the run by then: a worker's kernel run ends
+// interrupted (as a run whose own lease was lost), its provider leaves
+// the turn running rather than cancel it, and KernelExecutor does not
+// destroy its environment (naming it in TeardownUnconfirmed), for the
+// next holder may be recovering that execution
+// (TestWorkerOfALostStoreJournalIsLeftToTheNextHolder).
 //
 // Manager spend. The router brain's every model turn is charged to the
 // pool when the turn ends (Coordinator.Meter) and journaled as a

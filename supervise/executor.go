@@ -335,31 +335,14 @@ func (e *KernelExecutor) Execute(ctx context.Context, w Work) (WorkResult, error
 	raw := asking.envs[kept.EnvironmentID()]
 	asking.mu.Unlock()
 	created := raw != nil && raw.Creation() == contract.CreationCreated
-	if e.keepSettled(ctx, w, &keptSession{keeper: kept, env: raw, ref: SessionRef{EnvironmentCreated: created}}, out.Session, &out) {
+	k := &keptSession{keeper: kept, env: raw, ref: SessionRef{EnvironmentCreated: created}}
+	if e.keepSettled(ctx, w, k, out.Session, &out) {
 		return out, err
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), kernel.DefaultCleanupTimeout)
-	defer cancel()
-	envID := kept.EnvironmentID()
-	cerr := kept.Close(cctx)
-	if envID != "" {
-		// Released at settlement: journaled as environment-teardown,
-		// destroyed or not.
-		t := EnvironmentTeardown{Provider: e.providerName(), EnvironmentID: envID, Destroyed: cerr == nil}
-		if cerr != nil {
-			t.Detail = cerr.Error()
-		}
-		out.Teardowns = append(out.Teardowns, t)
-	}
-	if cerr != nil {
-		// The runs settled and nothing the worker produced depends on
-		// the environment: the outcome stands, the teardown is
-		// unconfirmed.
-		out.TeardownUnconfirmed = joinDetail(out.TeardownUnconfirmed, cerr.Error())
-		if e.Logger != nil {
-			e.Logger.Error("supervise: destroying a worker's environment", "node", w.Node, "err", cerr)
-		}
-	}
+	// Released at settlement: the runs settled and nothing the worker
+	// produced depends on the environment, so an unconfirmed teardown
+	// leaves the outcome standing.
+	e.releaseInto(ctx, w, k, &out)
 	return out, err
 }
 

@@ -383,7 +383,12 @@ func (e *KernelExecutor) resume(ctx context.Context, w Work, maxSteer int) (Work
 	return out, err
 }
 
-// releaseInto releases k, naming an unconfirmed teardown in out.
+// releaseInto releases k, naming an unconfirmed teardown in out. A
+// worker whose context ended with a cause matching contract.ErrLeaseLost
+// (its run is no longer this process's) releases nothing: the run's
+// next holder may be recovering the execution in that environment, and
+// destroying it would end the turn as a cancel would. The environment
+// is named in out.TeardownUnconfirmed: it may still exist.
 func (e *KernelExecutor) releaseInto(ctx context.Context, w Work, k *keptSession, out *WorkResult) {
 	envID := ""
 	switch {
@@ -391,6 +396,16 @@ func (e *KernelExecutor) releaseInto(ctx context.Context, w Work, k *keptSession
 		envID = k.keeper.EnvironmentID()
 	case k.ref.EnvironmentCreated && k.env != nil:
 		envID = k.env.ID()
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, contract.ErrLeaseLost) {
+		if envID != "" {
+			out.TeardownUnconfirmed = joinDetail(out.TeardownUnconfirmed,
+				fmt.Sprintf("environment %s was left to the run's next holder: %v", envID, cause))
+			if e.Logger != nil {
+				e.Logger.Warn("supervise: leaving a worker's environment to the run's next holder", "node", w.Node, "env", envID, "err", cause)
+			}
+		}
+		return
 	}
 	err := k.release(ctx, kernel.DefaultCleanupTimeout)
 	if envID != "" {

@@ -571,23 +571,27 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	// more is journaled for it, its end included, so the next holder
 	// resumes what this process committed while it owned it.
 	unwatch := context.AfterFunc(ctx, func() {
-		if cause := context.Cause(ctx); errors.Is(cause, contract.ErrLeaseLost) {
+		cause := context.Cause(ctx)
+		if errors.Is(cause, contract.ErrLeaseLost) {
 			log.revoke(cause)
+			cause = runLost(cause)
 		}
-		c.cancelWork(context.Cause(ctx))
+		c.cancelWork(cause)
 	})
 	defer unwatch()
 	// So does the loss of a store journal's lease (taken over by another
 	// process, or run out unrenewed): the run is no longer this
 	// process's to drive, and its brain and workers stop at once rather
-	// than spend until they end by themselves.
+	// than spend until they end by themselves — cut as a lost lease
+	// cuts a kernel run (runLost), which leaves their work to the run's
+	// next holder.
 	if lost := log.lost(); lost != nil {
 		quit := make(chan struct{})
 		defer close(quit)
 		go func() {
 			select {
 			case <-lost:
-				cause := spawnLogLost(log.fence()())
+				cause := runLost(log.fence()())
 				// Workers first: a brain stopped first may return and
 				// have them cancelled as "the manager returned" before
 				// they learn the journal was lost.
@@ -919,3 +923,29 @@ func spawnLogLost(err error) error {
 	}
 	return fmt.Errorf("%w: %w", ErrSpawnLogLost, err)
 }
+
+// runLost is err, why the run stopped being this process's (its store
+// journal's lease taken over or run out unrenewed, or its caller's
+// context ended with a cause matching contract.ErrLeaseLost), as the
+// cause its brain and workers are cancelled with: it matches
+// ErrSpawnLogLost and contract.ErrLeaseLost, and unwraps to err. A
+// worker's kernel run then ends as one whose own lease was lost —
+// recorded interrupted, not cancelled — its environment is not
+// destroyed, and its provider leaves the turn running (a remote one
+// does not cancel it on the server): the run's next holder may be
+// recovering that very execution. A lease that ran out while the
+// journal's store did not answer is such a loss too: past it another
+// process may have taken the run over, which this one cannot tell.
+func runLost(err error) error { return &runLostError{err: spawnLogLost(err)} }
+
+// runLostError is runLost's cause.
+type runLostError struct{ err error }
+
+func (e *runLostError) Error() string { return e.err.Error() }
+
+// Is makes errors.Is(err, contract.ErrLeaseLost) match; ErrSpawnLogLost
+// matches through Unwrap.
+func (e *runLostError) Is(target error) bool { return target == contract.ErrLeaseLost }
+
+// Unwrap returns the loss as Supervise returns it (ErrSpawnLogLost).
+func (e *runLostError) Unwrap() error { return e.err }
