@@ -77,9 +77,9 @@
 //	                 the call, journals its acknowledgement
 //	submit_result    the very result journaled (KindSubmitted) is
 //	                 accepted, replayed; another is refused
-//	                 earlier-passing-result; a nested manager's is not
-//	                 journaled before its settlement, so it is checked
-//	                 again
+//	                 earlier-passing-result; a nested manager's is
+//	                 journaled so too, under its node (Record.Node), so
+//	                 driven again it settles with exactly that result
 //	stop             stops again (not journaled; the run ended with its
 //	                 process)
 //	ask_parent       asks again: the first ask is listed expired with
@@ -381,7 +381,13 @@
 // when its brain returns its children are cancelled and joined (at most
 // SettleGrace) and it settles, through the completion gate, with its
 // submitted result (else its brain's text) and what its brain metered,
-// journaled as metered records under its node. Its spawn record carries
+// journaled as metered records under its node. Its submitted result is
+// journaled under its node (KindSubmitted, Record.Node) before it is
+// accepted, as the root's is: a resumed run that drives it again knows
+// it, so the manager settles with exactly that result and a second
+// passing submission is refused. A submitted record naming no node, or
+// the root, is the run's (journals written before nested managers
+// journaled theirs hold only those). Its spawn record carries
 // Runtime RuntimeManager, so a resumed run drives a nested manager the
 // journal left live again under its id: its settled children are
 // replayed by request, not executed again, and the root's repeated

@@ -116,7 +116,7 @@ const (
 // Infra), trace-unpropagated (Node, Reason), environment-teardown (Node, Provider, EnvironmentID,
 // Destroyed, Reason the detail), teardown-unconfirmed (Node,
 // Label, Runtime, State, Reason),
-// submitted (OutRef, Verdict), finished (Outcome, Reason, and Result,
+// submitted (OutRef, Verdict; Node a nested manager's, none the run's), finished (Outcome, Reason, and Result,
 // the whole result a resume of the ended run returns), an analysis
 // requested (Key, Label the lens, Node the analysed worker), a settlement
 // hook done (Node), a note of a layer above (Kind edge: Node and
