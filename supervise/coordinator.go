@@ -1527,7 +1527,12 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				}
 				bound[r.Node] = r.Execution
 			}
-		case KindMetered:
+		case KindMetered, KindTranscript:
+			if r.Spent == nil {
+				continue // a transcript record of no model turn's, or an older version's
+			}
+			// A metered record, or the transcript record that journaled a
+			// model turn's answer with its spend: charged once either way.
 			if r.Node != "" && r.Node != c.scope.Root() {
 				// A nested manager's turn: its node's spend, settled with
 				// it (or counted on when it is driven again).

@@ -550,7 +550,8 @@ func TestNestedResumeAfterCrashMidTree(t *testing.T) {
 	}
 }
 
-// meteredUnder counts the metered records of node in dir's journal.
+// meteredUnder counts the records of node in dir's journal that charge
+// one of its model turns (chargesTurn).
 func meteredUnder(t *testing.T, dir string, node supervise.NodeID) int {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, supervise.SpawnJournalFile))
@@ -563,7 +564,7 @@ func meteredUnder(t *testing.T, dir string, node supervise.NodeID) int {
 		if err := json.Unmarshal(l, &r); err != nil {
 			t.Fatal(err)
 		}
-		if r.Kind == supervise.KindMetered && r.Node == node {
+		if chargesTurn(r, node) {
 			n++
 		}
 	}

@@ -121,7 +121,8 @@ const (
 // requested (Key, Label the lens, Node the analysed worker), a settlement
 // hook done (Node), a note of a layer above (Kind edge: Node and
 // Data), and a piece of a router manager's conversation (KindTranscript:
-// Node the manager, Messages), and, in a store journal, a question asked
+// Node the manager, Messages, and Spent, the spend of the model turn
+// whose answer it holds), and, in a store journal, a question asked
 // or decided (KindQuestionAsked, KindQuestionDecided). A settled record's Hook says Options.AfterSettle runs for it,
 // and is done once an after-settle record follows.
 type Record struct {
