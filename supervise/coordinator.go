@@ -1319,17 +1319,6 @@ func (c *Coordinator) Submit(ctx context.Context, a SubmitArgs) (SubmitResult, e
 		}
 		return r, nil
 	}
-	if c.parent != nil {
-		// A nested manager's result is its worker's output: its
-		// settlement journals it, through the completion gate again.
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.submitted != nil {
-			return SubmitResult{}, &VerbRefusal{Code: "earlier-passing-result", Reason: "a passing result was already accepted"}
-		}
-		c.submitted = &Winner{Node: c.self, Text: a.Result, Verdict: &v, Submitted: true}
-		return SubmitResult{Accepted: true, Verdict: &v}, nil
-	}
 	val := resultValue(a.Result, canonjson.Value{})
 	ref, err := c.log.putBlob(ctx, val)
 	if err != nil {
@@ -1342,14 +1331,21 @@ func (c *Coordinator) Submit(ctx context.Context, a SubmitArgs) (SubmitResult, e
 	}
 	c.submitting = true
 	c.mu.Unlock()
-	// The result is the run's only once its record is durable: a result
-	// the journal refused is not accepted (the brain may submit again),
-	// and a resume finds exactly what was accepted.
-	err = c.log.append(ctx, Record{Kind: KindSubmitted, OutRef: ref, Verdict: &v})
+	// The result is the manager's only once its record is durable: a
+	// result the journal refused is not accepted (the brain may submit
+	// again), and a resume finds exactly what was accepted. A nested
+	// manager's is journaled under its node (the root's record names
+	// none): it is its worker's output, which its settlement journals
+	// again, through the completion gate.
+	rec := Record{Kind: KindSubmitted, OutRef: ref, Verdict: &v}
+	if c.parent != nil {
+		rec.Node = c.self
+	}
+	err = c.log.append(ctx, rec)
 	c.mu.Lock()
 	c.submitting = false
 	if err == nil {
-		c.submitted = &Winner{Node: c.scope.Root(), Text: a.Result, OutRef: ref, Verdict: &v, Submitted: true}
+		c.submitted = &Winner{Node: c.self, Text: a.Result, OutRef: ref, Verdict: &v, Submitted: true}
 	}
 	c.mu.Unlock()
 	if err != nil {
@@ -1531,7 +1527,12 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				}
 				bound[r.Node] = r.Execution
 			}
-		case KindMetered:
+		case KindMetered, KindTranscript:
+			if r.Spent == nil {
+				continue // a transcript record of no model turn's, or an older version's
+			}
+			// A metered record, or the transcript record that journaled a
+			// model turn's answer with its spend: charged once either way.
 			if r.Node != "" && r.Node != c.scope.Root() {
 				// A nested manager's turn: its node's spend, settled with
 				// it (or counted on when it is driven again).
@@ -1540,10 +1541,13 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			}
 			c.chargeDriver(r.Spent.spend())
 		case KindSubmitted:
-			c.submitted = &Winner{Node: c.scope.Root(), OutRef: r.OutRef, Verdict: r.Verdict, Submitted: true}
-			if v, err := c.log.getBlob(r.OutRef); err == nil {
-				if t, ok := canonjson.Resolve(v, "/text"); ok {
-					c.submitted.Text = t.Str()
+			// A record naming no node, or the root's (as every record
+			// before nested managers journaled theirs), is the run's.
+			v := c.viewOfLocked(r.Node)
+			v.submitted = &Winner{Node: v.self, OutRef: r.OutRef, Verdict: r.Verdict, Submitted: true}
+			if b, err := c.log.getBlob(r.OutRef); err == nil {
+				if t, ok := canonjson.Resolve(b, "/text"); ok {
+					v.submitted.Text = t.Str()
 				}
 			}
 		case KindTeardownUnconfirmed:

@@ -43,10 +43,12 @@
 // from where it was — a model words things differently the second time,
 // so starting over would run committed work again — and a call it made
 // whose result was not journaled runs again exactly as made, so a spawn
-// replays its journaled child. Recorded turns are not asked again, so
-// their metered spend is charged once (a turn metered but cut before its
-// message was journaled is asked again and charged again: it was paid
-// twice); the settlements its await_event
+// replays its journaled child. Recorded turns are not asked again, and
+// their spend is charged once: a model turn's spend rides on the
+// transcript record that journals what the turn said (Record.Spent), so
+// a resumed run has both or neither — a turn cut before that record
+// landed is asked again and charged once, as a turn cut mid-answer
+// always was; the settlements its await_event
 // calls already returned (TranscriptMessage.Took) are not queued again,
 // nor the root steers its user messages hold (Took, TakenSteer).
 // A journal without transcript records (written before them, or by a
@@ -77,9 +79,9 @@
 //	                 the call, journals its acknowledgement
 //	submit_result    the very result journaled (KindSubmitted) is
 //	                 accepted, replayed; another is refused
-//	                 earlier-passing-result; a nested manager's is not
-//	                 journaled before its settlement, so it is checked
-//	                 again
+//	                 earlier-passing-result; a nested manager's is
+//	                 journaled so too, under its node (Record.Node), so
+//	                 driven again it settles with exactly that result
 //	stop             stops again (not journaled; the run ended with its
 //	                 process)
 //	ask_parent       asks again: the first ask is listed expired with
@@ -336,9 +338,15 @@
 // (TestWorkerOfALostStoreJournalIsLeftToTheNextHolder).
 //
 // Manager spend. The router brain's every model turn is charged to the
-// pool when the turn ends (Coordinator.Meter) and journaled as a
-// metered record, which a resumed run charges again; a caller's brain
-// may meter the same way or report its usage in BrainReport.Metered.
+// pool when the turn ends (a nested manager's to its node) and journaled
+// once, which a resumed run charges again: on the next transcript
+// record, which holds what the turn said (Record.Spent), or, for a turn
+// no checkpoint journaled (it failed, the loop ended, the checkpoint
+// was refused), as a metered record of its own (KindMetered). Journals
+// of older versions, a metered record for every turn beside transcript
+// records without spend, replay as before. A caller's brain may meter
+// through Coordinator.Meter or TurnMeter (a metered record per turn) or
+// report its usage in BrainReport.Metered.
 //
 // Analysts (§9): a Lens is data only — question, instructions, tool
 // group and bounds, decoded strictly by DecodeLens. The menu is
@@ -394,7 +402,13 @@
 // when its brain returns its children are cancelled and joined (at most
 // SettleGrace) and it settles, through the completion gate, with its
 // submitted result (else its brain's text) and what its brain metered,
-// journaled as metered records under its node. Its spawn record carries
+// its turns' spend journaled under its node. Its submitted result is
+// journaled under its node (KindSubmitted, Record.Node) before it is
+// accepted, as the root's is: a resumed run that drives it again knows
+// it, so the manager settles with exactly that result and a second
+// passing submission is refused. A submitted record naming no node, or
+// the root, is the run's (journals written before nested managers
+// journaled theirs hold only those). Its spawn record carries
 // Runtime RuntimeManager, so a resumed run drives a nested manager the
 // journal left live again under its id: its settled children are
 // replayed by request, not executed again, and the root's repeated

@@ -15,7 +15,10 @@ import (
 // KindMetered is a journal record of the brain's own inference, charged
 // to the run's pool as it happened (Spent; §3.6 "metered (driver own
 // inference; twin of pool.observe)"). A resumed run charges it again, so
-// a manager's spend survives a restart.
+// a manager's spend survives a restart. A router manager's model turn
+// whose answer is journaled has no metered record: the transcript record
+// holding what the turn said carries its spend (Record.Spent), so the
+// two are durable together.
 const KindMetered = "metered"
 
 // meter is the brain's own inference charged so far; guarded by
@@ -38,18 +41,43 @@ type meter struct {
 // too, leaving BrainReport.Metered for usage it did not meter.
 func (c *Coordinator) Meter(ctx context.Context, u ledger.Usage) error {
 	sp := driverSpend(u)
+	c.chargeTurn(sp)
+	return c.journalMetered(ctx, sp)
+}
+
+// meterTurn is Meter of a model turn of the router brain whose
+// conversation j journals: the turn is charged at once, and its record
+// is held for j's next checkpoint, which journals what the turn said
+// (transcriptJournal.turnEnded).
+func (c *Coordinator) meterTurn(ctx context.Context, u ledger.Usage, j *transcriptJournal) error {
+	if j == nil {
+		return c.Meter(ctx, u)
+	}
+	sp := driverSpend(u)
+	c.chargeTurn(sp)
+	return j.turnEnded(ctx, sp)
+}
+
+// chargeTurn charges one model turn's spend sp: a nested manager's to
+// its node, settled with it (its reservation covers it); the root's to
+// the run's pool.
+func (c *Coordinator) chargeTurn(sp ledger.Spend) {
 	if c.parent != nil {
-		// A nested manager's inference is its node's spend, settled
-		// with it (its reservation covers it); journaled under its node
-		// so a resumed run that drives it again still counts it.
 		c.meterNested(sp)
-		if err := c.log.appendOrLose(ctx, Record{Kind: KindMetered, Node: c.self, Spent: spendRecord(sp)}); err != nil {
-			return fmt.Errorf("supervise: journaling the nested manager %s's spend: %w", c.self, err)
-		}
-		return nil
+		return
 	}
 	c.chargeDriver(sp)
-	if err := c.log.appendOrLose(ctx, Record{Kind: KindMetered, Node: c.scope.Root(), Spent: spendRecord(sp)}); err != nil {
+}
+
+// journalMetered journals one model turn's spend sp, charged already, as
+// a metered record under the manager's node (a nested manager's so that
+// a resumed run that drives it again still counts it). A record the
+// journal refused is a loss.
+func (c *Coordinator) journalMetered(ctx context.Context, sp ledger.Spend) error {
+	if err := c.log.appendOrLose(ctx, Record{Kind: KindMetered, Node: c.self, Spent: spendRecord(sp)}); err != nil {
+		if c.parent != nil {
+			return fmt.Errorf("supervise: journaling the nested manager %s's spend: %w", c.self, err)
+		}
 		return fmt.Errorf("supervise: journaling the manager's spend: %w", err)
 	}
 	return nil
@@ -118,13 +146,17 @@ type BrainObserver interface {
 // Options.Observer when it is a BrainObserver; the router brain uses it.
 // A brain that uses it leaves BrainReport.Metered nil, or its turns count
 // twice.
-func (c *Coordinator) TurnMeter() kernel.Observer {
+func (c *Coordinator) TurnMeter() kernel.Observer { return c.turnMeter(nil) }
+
+// turnMeter is TurnMeter for a brain whose conversation j journals (nil:
+// none), which holds each turn's record for its next checkpoint.
+func (c *Coordinator) turnMeter(j *transcriptJournal) kernel.Observer {
 	if c.parent != nil {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return nestedMeter{c: c, passObserver: passObserver{c.turnObs}}
+		return nestedMeter{c: c, passObserver: passObserver{c.turnObs}, journal: j}
 	}
-	m := turnMeter{c: c, stream: c.log.streams}
+	m := turnMeter{c: c, stream: c.log.streams, journal: j}
 	if c.obs != nil {
 		if b, ok := c.obs.o.(BrainObserver); ok {
 			m.inner = b.BrainObserver()
@@ -141,6 +173,9 @@ type turnMeter struct {
 	// stream, with a run dir, gets the manager's turns, events and tool
 	// calls (root-stream.jsonl).
 	stream *streams
+	// journal, when set, journals the brain's conversation and carries
+	// each turn's spend (meterTurn).
+	journal *transcriptJournal
 }
 
 var _ kernel.ToolObserver = turnMeter{}
@@ -158,7 +193,7 @@ func (m turnMeter) Event(ctx context.Context, e contract.EnvironmentEvent) error
 func (m turnMeter) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
 	m.stream.add("", turnEndRecord("", t))
 	err := m.passObserver.TurnEnded(ctx, t)
-	return errors.Join(err, m.c.Meter(context.WithoutCancel(ctx), t.Usage))
+	return errors.Join(err, m.c.meterTurn(context.WithoutCancel(ctx), t.Usage, m.journal))
 }
 
 func (m turnMeter) ToolStarted(ctx context.Context, call kernel.ToolCallStart) (context.Context, error) {

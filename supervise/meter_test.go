@@ -15,8 +15,9 @@ import (
 // the turn ends, not when the brain returns: a manager whose first turn
 // spent 9,500 of the run's 10,000 tokens cannot then spawn a worker
 // needing 1,000 (§3.6 "metered … twin of pool.observe"; behaviour 39's
-// conservation holds mid-run). Each turn is journaled as a metered
-// record, and the run's driver spend is their sum.
+// conservation holds mid-run). Each turn's spend is journaled once —
+// on the transcript record of what it said, or a metered record of its
+// own — and the run's driver spend is their sum.
 func TestRouterBrainMetersEachTurnAsItHappens(t *testing.T) {
 	dir := t.TempDir()
 	router := scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{
@@ -42,7 +43,7 @@ func TestRouterBrainMetersEachTurnAsItHappens(t *testing.T) {
 	}
 	var metered []int64
 	for _, r := range rows {
-		if r.Kind == supervise.KindMetered && r.Spent != nil && r.Spent.Tokens != nil {
+		if chargesTurn(r, "run1") && r.Spent.Tokens != nil {
 			metered = append(metered, *r.Spent.Tokens)
 		}
 	}

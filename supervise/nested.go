@@ -279,13 +279,16 @@ func (c *Coordinator) meterNestedLocked(sp ledger.Spend) {
 type nestedMeter struct {
 	c *Coordinator
 	passObserver
+	// journal, when set, journals the manager's conversation and carries
+	// each turn's spend (meterTurn).
+	journal *transcriptJournal
 }
 
 var _ kernel.ToolObserver = nestedMeter{}
 
 func (m nestedMeter) TurnEnded(ctx context.Context, t kernel.TurnEnd) error {
 	err := m.passObserver.TurnEnded(ctx, t)
-	return errors.Join(err, m.c.Meter(context.WithoutCancel(ctx), t.Usage))
+	return errors.Join(err, m.c.meterTurn(context.WithoutCancel(ctx), t.Usage, m.journal))
 }
 
 // askUp raises a nested manager's question (ask_parent, or a child's

@@ -550,7 +550,8 @@ func TestNestedResumeAfterCrashMidTree(t *testing.T) {
 	}
 }
 
-// meteredUnder counts the metered records of node in dir's journal.
+// meteredUnder counts the records of node in dir's journal that charge
+// one of its model turns (chargesTurn).
 func meteredUnder(t *testing.T, dir string, node supervise.NodeID) int {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, supervise.SpawnJournalFile))
@@ -563,7 +564,7 @@ func meteredUnder(t *testing.T, dir string, node supervise.NodeID) int {
 		if err := json.Unmarshal(l, &r); err != nil {
 			t.Fatal(err)
 		}
-		if r.Kind == supervise.KindMetered && r.Node == node {
+		if chargesTurn(r, node) {
 			n++
 		}
 	}
@@ -786,8 +787,8 @@ func TestNestedManagerHeldToItsReservation(t *testing.T) {
 }
 
 // §9 submit_result and stop for a nested manager: its first passing
-// submission is its result (not the run's: nothing is journaled as the
-// run's submission), a second is refused earlier-passing-result, stop
+// submission is its result (not the run's: it is journaled under the
+// lead's node, never as the run's submission), a second is refused earlier-passing-result, stop
 // ends its brain without failing it, and a steer to it — whose brain
 // reads no inbox — is unsupported, not delivered.
 func TestNestedManagerSubmitStopAndSteer(t *testing.T) {
@@ -833,10 +834,8 @@ func TestNestedManagerSubmitStopAndSteer(t *testing.T) {
 	if steer.Delivered || steer.Outcome != string(supervise.SteerUnsupported) {
 		t.Errorf("steer to a lead without an inbox: %+v, want unsupported", steer)
 	}
-	for _, k := range kinds(t, o.RunDir) {
-		if k == supervise.KindSubmitted {
-			t.Error("a nested manager's submission was journaled as the run's")
-		}
+	if subs := submittedRecords(t, o.RunDir); len(subs) != 1 || subs[0].Node != "run1:s1" {
+		t.Errorf("journaled submissions %+v, want the lead's one under run1:s1, none as the run's", subs)
 	}
 }
 

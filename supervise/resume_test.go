@@ -75,8 +75,8 @@ func TestResumeAfterOneWorkerSettledBehaviour46(t *testing.T) {
 	if diff := cmp.Diff([]string{"run-started", "spawned", "execution-bound", "settled", "spawned", "execution-bound", "settled", "finished"}, withoutMetered(kinds(t, refDir))); diff != "" {
 		t.Fatalf("journal kinds (-want +got):\n%s", diff)
 	}
-	if n := len(slices.DeleteFunc(kinds(t, refDir), func(k string) bool { return k != supervise.KindMetered })); n != 5 {
-		t.Errorf("%d metered records, want one per manager turn (5)", n)
+	if n := meteredUnder(t, refDir, "run1"); n != 5 {
+		t.Errorf("%d records charge the manager's turns, want one per turn (5)", n)
 	}
 
 	// The same run, killed after alpha's settlement was durable.

@@ -116,12 +116,13 @@ const (
 // Infra), trace-unpropagated (Node, Reason), environment-teardown (Node, Provider, EnvironmentID,
 // Destroyed, Reason the detail), teardown-unconfirmed (Node,
 // Label, Runtime, State, Reason),
-// submitted (OutRef, Verdict), finished (Outcome, Reason, and Result,
+// submitted (OutRef, Verdict; Node a nested manager's, none the run's), finished (Outcome, Reason, and Result,
 // the whole result a resume of the ended run returns), an analysis
 // requested (Key, Label the lens, Node the analysed worker), a settlement
 // hook done (Node), a note of a layer above (Kind edge: Node and
 // Data), and a piece of a router manager's conversation (KindTranscript:
-// Node the manager, Messages), and, in a store journal, a question asked
+// Node the manager, Messages, and Spent, the spend of the model turn
+// whose answer it holds), and, in a store journal, a question asked
 // or decided (KindQuestionAsked, KindQuestionDecided). A settled record's Hook says Options.AfterSettle runs for it,
 // and is done once an after-settle record follows.
 type Record struct {

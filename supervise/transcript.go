@@ -2,11 +2,13 @@ package supervise
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
+	"github.com/agentrt/agentrt/ledger"
 )
 
 // KindTranscript is a journal record of a router manager's conversation
@@ -131,6 +133,35 @@ type transcriptJournal struct {
 	// (its context ended) never handed its event to the manager, and
 	// release puts it back in the queue.
 	awaited []heldEvent
+	// turn is the spend of the model turn that ended last, charged
+	// already and not journaled yet (nil when none): the next
+	// checkpoint, which journals what that turn said, carries it
+	// (Record.Spent), so a resumed run either has the turn's answer and
+	// its charge or neither. A turn no checkpoint follows gets its own
+	// metered record (flushTurn).
+	turn *ledger.Spend
+}
+
+// turnEnded holds the spend sp of the model turn that just ended,
+// charged already, for the next checkpoint. A turn held before it that
+// no checkpoint journaled (none follows a turn that failed) gets its
+// own metered record first.
+func (j *transcriptJournal) turnEnded(ctx context.Context, sp ledger.Spend) error {
+	err := j.flushTurn(ctx)
+	j.turn = &sp
+	return err
+}
+
+// flushTurn journals the held turn's spend, if any, as a metered record:
+// the turn ended without a checkpoint journaling it (it failed, the loop
+// ended, or the checkpoint was refused).
+func (j *transcriptJournal) flushTurn(ctx context.Context) error {
+	if j.turn == nil {
+		return nil
+	}
+	sp := *j.turn
+	j.turn = nil
+	return j.c.journalMetered(context.WithoutCancel(ctx), sp)
 }
 
 // heldEvent is an event an await_event call took, with its place in the
@@ -208,8 +239,10 @@ func (j *transcriptJournal) asking(t contract.Tool) contract.Tool {
 // checkpoint is the router brain's kernel.ToolLoopOptions.Checkpoint: it
 // journals the messages the transcript gained as one KindTranscript
 // record under the manager's node, through the run's journal (its fence
-// included), large messages as blobs. Its error stops the manager's
-// loop.
+// included), large messages as blobs, with the spend of the model turn
+// that ended since the previous one (what that turn said is among
+// them). Its error stops the manager's loop; the turn's spend then gets
+// its own metered record.
 func (j *transcriptJournal) checkpoint(ctx context.Context, appended []contract.ChatMessage) error {
 	c := j.c
 	msgs := make([]TranscriptMessage, len(appended))
@@ -250,14 +283,19 @@ func (j *transcriptJournal) checkpoint(ctx context.Context, appended []contract.
 		}
 		ref, err := c.log.putBlob(ctx, v)
 		if err != nil {
-			return fmt.Errorf("supervise: journaling the manager's transcript: %w", err)
+			return errors.Join(fmt.Errorf("supervise: journaling the manager's transcript: %w", err), j.flushTurn(ctx))
 		}
 		msgs[i] = TranscriptMessage{Ref: ref}
 	}
-	if err := c.log.append(ctx, Record{Kind: KindTranscript, Node: c.self, Messages: msgs}); err != nil {
-		j.releaseHeld(ctx)
-		return fmt.Errorf("supervise: journaling the manager's transcript: %w", err)
+	rec := Record{Kind: KindTranscript, Node: c.self, Messages: msgs}
+	if j.turn != nil {
+		rec.Spent = spendRecord(*j.turn)
 	}
+	if err := c.log.append(ctx, rec); err != nil {
+		j.releaseHeld(ctx)
+		return errors.Join(fmt.Errorf("supervise: journaling the manager's transcript: %w", err), j.flushTurn(ctx))
+	}
+	j.turn = nil
 	// The steers are in the journaled transcript: delivered.
 	j.inbox.confirm(ctx, j.steers)
 	j.steers = nil

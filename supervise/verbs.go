@@ -300,10 +300,12 @@ func (b *RouterBrain) Drive(ctx context.Context, c *Coordinator, task string) (B
 			offered = append(offered, t)
 		}
 	}
-	// Each model turn is charged to the run's pool as it ends (Meter).
+	// Each model turn is charged to the run's pool as it ends, and
+	// journaled with what it said (meterTurn); a turn no checkpoint
+	// journaled gets its own metered record once the loop ended.
 	// Steers addressed to the run's root join between its turns.
 	opts := kernel.ToolLoopOptions{Model: b.model, Profile: b.profile, User: task, Tools: offered,
-		MaxToolTurns: b.maxTurns, Logger: c.logger, Now: c.now, Observer: c.TurnMeter(), Interject: journal.interjector(),
+		MaxToolTurns: b.maxTurns, Logger: c.logger, Now: c.now, Observer: c.turnMeter(journal), Interject: journal.interjector(),
 		Checkpoint: journal.checkpoint, Recorded: recorded}
 	if c.parent != nil {
 		// A nested manager's turns are held to its node's reservation.
@@ -314,6 +316,10 @@ func (b *RouterBrain) Drive(ctx context.Context, c *Coordinator, task string) (B
 		opts.Budget, opts.Reserve = gate, reserve
 	}
 	res, err := kernel.RunToolLoop(ctx, opts)
+	if ferr := journal.flushTurn(ctx); ferr != nil {
+		// A loss the run's result reports (appendOrLose).
+		c.logger.Error("supervise: journaling the manager's last turn", "node", c.self, "err", ferr)
+	}
 	if res == nil {
 		return BrainReport{}, err
 	}

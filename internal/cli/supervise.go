@@ -605,7 +605,11 @@ func progressLine(r supervise.Record) string {
 	case supervise.KindSettled:
 		return fmt.Sprintf("settled %s %s, %s", r.Node, r.State, deliveryText(r.Delivered, r.Verdict, r.CheckError, r.Reason))
 	case supervise.KindSubmitted:
-		return "submitted the manager's result: " + deliveryText(r.Verdict != nil && r.Verdict.Passed, r.Verdict, "", "")
+		who := "the manager's"
+		if r.Node != "" {
+			who = string(r.Node) + "'s" // a nested manager's
+		}
+		return "submitted " + who + " result: " + deliveryText(r.Verdict != nil && r.Verdict.Passed, r.Verdict, "", "")
 	case supervise.KindFinished:
 		return strings.TrimSpace(fmt.Sprintf("finished %s %s", r.Outcome, r.Reason))
 	case supervise.KindSteerRequested, supervise.KindCancelRequested, supervise.KindRunCancelRequested,

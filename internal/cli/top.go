@@ -544,6 +544,9 @@ func journalText(r supervise.Record) string {
 		}
 		return s
 	case supervise.KindSubmitted:
+		if r.Node != "" { // a nested manager's
+			return fmt.Sprintf("submitted   %s verdict %s", r.Node, verdictText(r.Verdict))
+		}
 		return "submitted   verdict " + verdictText(r.Verdict)
 	case supervise.KindFinished:
 		s := "finished    " + r.Outcome
