@@ -289,8 +289,11 @@ func (c *Coordinator) checkWorkerCancels(ctx context.Context) {
 			c.ctl.open[r.OperationID] = rec
 		}
 		c.writeCancellationLocked(ctx, rec)
+		// rec is open to cancelObserved once the lock is released: its
+		// effect is read here, not after.
+		requested := rec.Effect == kernel.EffectCancelRequested
 		c.ctl.mu.Unlock()
-		if rec.Effect != kernel.EffectCancelRequested {
+		if !requested {
 			continue
 		}
 		cause := &WorkerCancelledError{OperationID: r.OperationID, Reason: r.Reason}
