@@ -80,7 +80,9 @@ SQLite store, or the same PostgreSQL database (--journal FILE chooses a file).
 
 --session ID continues a recorded session, in a new environment: a user turn
 whose answer was never recorded (the last process ended mid-turn) is answered
-first, then new lines are read. A provider that continues sessions natively
+first, then new lines are read. An earlier answer whose run is still live is
+waited out for its lease first: a process that renews it (still answering)
+or completes it means the turn is not answered twice (exit 1, saying so). A provider that continues sessions natively
 is sent only the new turn while its environment lives; otherwise — and for
 the first answer after --session, since a new environment remembers nothing
 — the earlier turns are re-sent as context. stderr says which happened.
@@ -668,19 +670,83 @@ func (c *chat) answer(ctx context.Context, sigs <-chan os.Signal, t conversation
 var errUnanswered = errors.New("the answer's run did not complete")
 
 // nextAttempt finds the first attempt number of turnID with no run in
-// the store: an attempt cut off by a dead process keeps its run.
+// the store: an attempt cut off by a dead process keeps its run. An
+// attempt whose run is still live is waited out (awaitAttempt) rather
+// than answered over: another process may be answering the turn.
 func (c *chat) nextAttempt(ctx context.Context, turnID string) (int, string, error) {
 	for a := 1; a <= maxAttempts; a++ {
 		id := fmt.Sprintf("%s.a%d", turnID, a)
-		_, err := c.store.GetRun(ctx, id)
+		r, err := c.store.GetRun(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
 			return a, id, nil
 		}
 		if err != nil {
 			return 0, "", fmt.Errorf("looking up run %s in %s: %w", id, c.storeWhere, err)
 		}
+		if !r.Status.Terminal() {
+			if err := c.awaitAttempt(ctx, r); err != nil {
+				return 0, "", err
+			}
+		}
 	}
 	return 0, "", fmt.Errorf("turn %s already has %d recorded attempts; start a new session", turnID, maxAttempts)
+}
+
+// AttemptLiveError is an earlier answer of a turn whose run is live in
+// another process, or that completed there after this session was
+// loaded: answering the turn again would pay for it twice.
+type AttemptLiveError struct {
+	// Session and RunID name the session and the earlier answer's run.
+	Session, RunID string
+	// Status is the run's status when the wait for it ended.
+	Status store.Status
+}
+
+func (e *AttemptLiveError) Error() string {
+	if e.Status == store.StatusCompleted {
+		return fmt.Sprintf("run %s answered the turn in another process meanwhile; agentrt chat --session %s continues after it", e.RunID, e.Session)
+	}
+	return fmt.Sprintf("run %s answering the turn is live in another process (it holds the run's lease); wait for it to end, then agentrt chat --session %s continues", e.RunID, e.Session)
+}
+
+// attemptPoll is how often awaitAttempt reads the earlier answer's run.
+const attemptPoll = 100 * time.Millisecond
+
+// awaitAttempt waits out r, a live earlier answer of a turn: its process
+// is answering the turn elsewhere, or died less than a lease ago. It
+// returns nil once r ended unanswered (its lease lapsed: interrupted, or
+// failed, cancelled, timed out), and an *AttemptLiveError when r
+// completed, or its lease was renewed (its process is alive), or it is
+// still live when its lease ends — waiting at most twice this session's
+// lease, whatever lease r claims.
+func (c *chat) awaitAttempt(ctx context.Context, r store.Run) error {
+	held := r.LeaseUntil
+	deadline := time.NewTimer(min(time.Until(held)+attemptPoll, 2*c.lease))
+	defer deadline.Stop()
+	tick := time.NewTicker(attemptPoll)
+	defer tick.Stop()
+	for {
+		switch {
+		case r.Status == store.StatusCompleted:
+			return &AttemptLiveError{Session: c.id, RunID: r.ID, Status: r.Status}
+		case r.Status.Terminal():
+			return nil
+		case !r.LeaseUntil.Equal(held):
+			return &AttemptLiveError{Session: c.id, RunID: r.ID, Status: r.Status}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for run %s to end: %w", r.ID, context.Cause(ctx))
+		case <-deadline.C:
+			return &AttemptLiveError{Session: c.id, RunID: r.ID, Status: r.Status}
+		case <-tick.C:
+		}
+		now, err := c.store.GetRun(ctx, r.ID)
+		if err != nil {
+			return fmt.Errorf("looking up run %s in %s: %w", r.ID, c.storeWhere, err)
+		}
+		r = now
+	}
 }
 
 // prompt is the turn's task for the provider and how it carries the
