@@ -40,7 +40,10 @@ var ErrInvalidPrefix = errors.New("conversation journal: invalid table prefix")
 type SQLOptions struct {
 	// Prefix names the tables <Prefix>_runs, <Prefix>_turns and
 	// <Prefix>_migrations; empty means DefaultPrefix. Several journals
-	// with different prefixes can share a database.
+	// with different prefixes can share a database. The names are not
+	// quoted, so both databases compare them without letter case:
+	// prefixes that differ only in case ("Chat", "chat") name the same
+	// tables, one journal.
 	Prefix string
 	// Limits bound what the journal accepts and reads.
 	Limits Limits
