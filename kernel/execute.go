@@ -256,8 +256,11 @@ type execution struct {
 	env contract.Environment
 	// finishing is set once finish has begun.
 	finishing bool
-	// dispatched is set once the provider is asked for anything costly;
-	// a run that ends before it certainly spent nothing.
+	// dispatched is set once the provider is asked for anything costly,
+	// and cleared when it refused that before admitting anything
+	// (admittedNothing); a run that ends undispatched certainly spent
+	// nothing, and records its usage as zero (finish) — the one rule
+	// every view of its spend reads, SeatedUsage's included.
 	dispatched bool
 	// obs calls the run's Observer; nil when it has none.
 	obs *observing
@@ -384,6 +387,9 @@ func (x *execution) run(ctx context.Context) {
 		Credential: contract.CredentialRequestFor(x.req.Profile, x.req.Stage, contract.CredentialOnCreate)})
 	if err != nil {
 		x.keepReceipt(err)
+		if admittedNothing(err) {
+			x.dispatched = false
+		}
 		if !x.contextEnd(ctx) {
 			reason := ReasonProvider
 			if errors.Is(err, contract.ErrUnsupported) {
@@ -900,4 +906,13 @@ func NewID(prefix string) string {
 	var b [8]byte
 	rand.Read(b[:])
 	return fmt.Sprintf("%s-%x", prefix, b)
+}
+
+// admittedNothing reports whether err is a provider's typed quota
+// refusal that came before it admitted anything (QuotaRefusalError.Run
+// nil: nothing was dispatched under it), so the request it refused
+// spent nothing.
+func admittedNothing(err error) bool {
+	q, ok := errors.AsType[*contract.QuotaRefusalError](err)
+	return ok && q.Run == nil
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
@@ -54,5 +56,54 @@ func TestSeatedUsageIsEveryStages(t *testing.T) {
 	}
 	if none, err := kernel.SeatedUsage(ctx, st, nil); err != nil || none != ledger.NoUsage() {
 		t.Errorf("SeatedUsage of no stages: %+v, %v; want nothing spent", none, err)
+	}
+}
+
+// One run says one thing about a stage refused at create (issue 15): a
+// quota refusal before anything was admitted (QuotaRefusalError.Run
+// nil) dispatched nothing under the stage, so its spend is known to be
+// zero — in the stage's own run record as in the seated run's usage,
+// which is the sum of its stages' records. Before, the summary counted
+// the stage as zero while its record said unknown.
+func TestSeatedUsageOfAStageRefusedAtCreate(t *testing.T) {
+	first := newSeatProvider(t, "scripted/first", true)
+	second := newSeatProvider(t, "scripted/second", false)
+	accounts := kernel.AccountManagerFunc(func(_ context.Context, k int, _ profile.Seat) (contract.Provider, error) {
+		return []contract.Provider{first, second}[k], nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st := memory.New(nil)
+	res, err := kernel.ExecuteSeated(ctx, kernel.SeatedRequest{Accounts: accounts, Request: kernel.Request{
+		Profile: mustProfile(t, seatWriter), Task: "write a note", Store: st, Check: nonEmpty, RunID: "spend-create",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Stages) != 2 || res.Stages[0].Outcome != kernel.StageQuotaRefused || res.Stages[0].Continuity != "" {
+		t.Fatalf("stages %+v; want a refusal at create, then the second stage", res.Stages)
+	}
+	refused, err := kernel.ReadRun(ctx, st, res.Stages[0].RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(ledger.NoUsage(), refused.Spend); diff != "" {
+		t.Errorf("the refused stage's recorded spend (-want +got):\n%s", diff)
+	}
+	if refused.Exact == nil || refused.Exact.Usage == nil {
+		t.Fatalf("the refused stage's record has no usage: %+v", refused.Exact)
+	}
+	if diff := cmp.Diff(ledger.NoUsage(), refused.Exact.Usage.Usage); diff != "" {
+		t.Errorf("the refused stage's record's usage (-want +got):\n%s", diff)
+	}
+	ran, err := kernel.ReadRun(ctx, st, res.Stages[1].RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(refused.Spend.Plus(ran.Spend), res.Usage); diff != "" {
+		t.Errorf("the seated run's usage is not its stages' records' sum (-want +got):\n%s", diff)
+	}
+	if !res.Usage.InputTokens.Known() || res.Usage.InputTokens.Value != 5 {
+		t.Errorf("the seated run's input %s; want exactly the second stage's 5", res.Usage.InputTokens)
 	}
 }

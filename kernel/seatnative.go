@@ -166,7 +166,7 @@ func (x *execution) continueNative(ctx context.Context, st *seatStage) bool {
 	x.dispatched = true
 	res, err := nc.ContinueNative(ctx, req, contract.NativeContinuationOptions{Turn: turn,
 		Credential: contract.CredentialRequestFor(x.req.Profile, x.req.Stage, contract.CredentialOnTurn)})
-	if q, ok := errors.AsType[*contract.QuotaRefusalError](err); ok && q.Run == nil {
+	if admittedNothing(err) {
 		// This stage's account is out too, before anything was admitted:
 		// the session is as the stage before left it, for the next stage.
 		x.dispatched = false

@@ -141,7 +141,7 @@ type CredentialKeyError struct {
 }
 
 func (e *CredentialKeyError) Error() string {
-	return fmt.Sprintf("retained: run %s was admitted under another CredentialKey than the one given, so the account of seat stage %d's credential request cannot be checked; give the key it was admitted with (the CLI's $AGENTRT_CREDENTIAL_KEY) — nothing was sent",
+	return fmt.Sprintf("retained: run %s was admitted under another CredentialKey than the one given, so the account of seat stage %d's credential request cannot be checked; give the key it was admitted with (the CLI's $AGENTRT_CREDENTIAL_KEY, else its SQLite store's key file) — nothing was sent",
 		e.RunID, e.Stage)
 }
 

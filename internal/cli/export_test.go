@@ -22,3 +22,11 @@ var OpenProvider = openProvider
 
 // MaxInputLen bounds every file the CLI reads whole.
 const MaxInputLen = maxInputLen
+
+// CredentialKeySuffix ends the name of a SQLite store's credential key
+// file, beside its database.
+const CredentialKeySuffix = credentialKeySuffix
+
+// StoreCredentialKey is the key in a SQLite store's key file at path,
+// created when there is none.
+var StoreCredentialKey = storeCredentialKey

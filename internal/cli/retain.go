@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -66,9 +65,12 @@ func runRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Provid
 // --retain --seats), on the providers the --seats file names for each
 // stage of prof's chain.
 func startRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Provider, seats *seatAccountManager, s store.Store, prof *profile.Profile, task string, asJSON bool) error {
-	credKey, err := credentialKey()
+	credKey, err := credentialKey(s)
 	if err != nil {
 		return err
+	}
+	if credKey == nil && (seats != nil || len(prof.Seats) > 0) {
+		fmt.Fprintf(stdio.Err, "no credential key: this run records no digest of its seats' account selectors; set %s, the same on every machine, so a recovery can prove the account selector did not change\n", envCredentialKey)
 	}
 	key := f.key
 	if key == "" {
@@ -145,26 +147,6 @@ func startRetained(ctx context.Context, stdio IO, f retainFlags, p contract.Prov
 	}
 	followCtx, followSpan := tracing.FollowRetained(ctx, run.ControlRef().Record)
 	return follow(followCtx, stdio, run, retained.Cursor{}, asJSON, followSpan)
-}
-
-// envCredentialKey names the environment variable holding the key of
-// the seat credential digests retained runs record (at least
-// retained.MinCredentialKeySize bytes; retained.StartOptions.CredentialKey):
-// set, agentrt run --retain records each seat stage's digest and agentrt
-// runs recover refuses a profile whose account selector for the stage
-// changed since. Unset, no digest is recorded.
-const envCredentialKey = "AGENTRT_CREDENTIAL_KEY"
-
-// credentialKey is $AGENTRT_CREDENTIAL_KEY's key; nil when it is unset.
-func credentialKey() ([]byte, error) {
-	k := os.Getenv(envCredentialKey)
-	if k == "" {
-		return nil, nil
-	}
-	if len(k) < retained.MinCredentialKeySize {
-		return nil, usage("$%s has %d bytes; the key needs at least %d", envCredentialKey, len(k), retained.MinCredentialKeySize)
-	}
-	return []byte(k), nil
 }
 
 // startRetainedError maps a start's error to the command's exit.
@@ -555,12 +537,15 @@ profile file it was started with) and --task (its task). Recovery then replays
 the keyed create, when the environment was not recorded, and re-sends the
 admitted turn under the run's turn id, which the provider runs at most once;
 on a subscription profile both carry the seat's credential request. A profile
-or task other than the admitted ones is refused before anything is sent. When
-$AGENTRT_CREDENTIAL_KEY (at least 32 bytes, kept out of the store) was set for
-agentrt run --retain, the run recorded a keyed digest of its seat's account
-selector, never the selector: give the same key here, and a profile whose
-selector for the run's stage changed since is unverifiable, nothing sent under
-another account and nothing destroyed.
+or task other than the admitted ones is refused before anything is sent. A
+seated run records a keyed digest of its seat's account selector, never the
+selector, and a profile whose selector for the run's stage changed since is
+unverifiable, nothing sent under another account and nothing destroyed. The
+key is $AGENTRT_CREDENTIAL_KEY (at least 32 bytes, kept out of the store) when
+set, else a SQLite store's own key, in the file beside its database
+(FILE.credential-key, owner-only, made by the first command that needs it);
+give this command the key agentrt run --retain had. On PostgreSQL without the
+variable no digest is recorded, and only the run's stage is checked.
 
 Exit status: 0 when recovered, 1 otherwise.`,
 		Args: cobra.ExactArgs(1),
@@ -581,7 +566,7 @@ Exit status: 0 when recovered, 1 otherwise.`,
 				return err
 			}
 			defer s.Close()
-			credKey, err := credentialKey()
+			credKey, err := credentialKey(s)
 			if err != nil {
 				return err
 			}

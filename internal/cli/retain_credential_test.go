@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -94,6 +95,13 @@ func TestRunRetainSendsTheSeatCredentialRequestRG07(t *testing.T) {
 			}
 			if strings.Contains(out+errOut, "team-a") {
 				t.Errorf("the output names the account:\n%s%s", out, errOut)
+			}
+			// Without $AGENTRT_CREDENTIAL_KEY a SQLite store keys the
+			// digest with its own key file; PostgreSQL has none, which
+			// the run says once.
+			notice := "set AGENTRT_CREDENTIAL_KEY, the same on every machine, so a recovery can prove the account selector did not change"
+			if got, want := strings.Count(errOut, notice), map[string]int{"sqlite": 0, "postgres": 1}[tc.name]; got != want {
+				t.Errorf("stderr says %d times to set the key; want %d:\n%s", got, want, errOut)
 			}
 		})
 	}
@@ -197,42 +205,71 @@ func TestRunsRecoverWithProfileAndTaskRES05RG09(t *testing.T) {
 func TestRunsRecoverRefusesAChangedSeatSelectorRG12(t *testing.T) {
 	t.Setenv("AGENTRT_CREDENTIAL_KEY", strings.Repeat("k", retained.MinCredentialKeySize))
 	for _, tc := range retainStores() {
-		t.Run(tc.name, func(t *testing.T) {
-			db := tc.store(t)
-			prof := writeFile(t, "seated.json", seatedWriter)
-			p := subscriptionProvider()
-			lost := func(string, string, string, string) (contract.Provider, error) { return createLost{p.Reconnect()}, nil }
-			open := func(string, string, string, string) (contract.Provider, error) { return p.Reconnect(), nil }
-			out, errOut, code := runWith(t, lost, append([]string{"run", prof, "--task", "Write it.", "--retain", "--key", "k-reseated"}, db...)...)
-			if code != cli.ExitFailed {
-				t.Fatalf("run --retain whose create answer was lost: exit %d\n%s%s", code, out, errOut)
-			}
-			_, record, _ := retained.DeriveIdentity("k-reseated", "turn-1")
-			sent := len(p.CredentialRequests())
+		t.Run(tc.name, func(t *testing.T) { recoverRefusesAChangedSelector(t, tc.store(t)) })
+	}
+}
 
-			reseated := writeFile(t, "reseated.json", strings.Replace(seatedWriter, `"id":"team-a"`, `"id":"team-b"`, 1))
-			out, errOut, code = runWith(t, open, append([]string{"runs", "recover", record, "--task", "Write it.", "--profile", reseated, "--json"}, db...)...)
-			v := decode(t, out)
-			if code != cli.ExitFailed || member(v, "outcome").Str() != "unverifiable" || !strings.Contains(member(v, "reason").Str(), "seat stage 0") {
-				t.Fatalf("runs recover with a changed selector: exit %d\n%s%s", code, out, errOut)
-			}
-			if next := member(v, "next").Items(); len(next) != 1 || !strings.Contains(next[0].Str(), "started with") {
-				t.Errorf("runs recover with a changed selector says next %s", out)
-			}
-			if strings.Contains(out+errOut, "team-a") || strings.Contains(out+errOut, "team-b") {
-				t.Errorf("the refusal names an account:\n%s%s", out, errOut)
-			}
-			if p.Creates() != 1 || p.Turns() != 0 || len(p.CredentialRequests()) != sent {
-				t.Fatalf("%d creates, %d turns, %d credential requests after the refusal; want 1, 0, %d", p.Creates(), p.Turns(), len(p.CredentialRequests()), sent)
-			}
+// RG-12 by default (issue 15): with no $AGENTRT_CREDENTIAL_KEY, on the
+// default store ($AGENTRT_HOME/agentrt.db, no --db), a changed seat
+// selector is refused all the same: the store's own key, kept in a file
+// beside its database (owner-only, 32 bytes), keyed the digest the run
+// recorded, and runs recover read it back. The key is never printed.
+// Not parallel: it sets the environment.
+func TestRunsRecoverRefusesAChangedSeatSelectorByDefaultRG12(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("AGENTRT_HOME", home)
+	t.Setenv("AGENTRT_CREDENTIAL_KEY", "")
+	t.Setenv("AGENTRT_DATABASE_URL", "")
+	recoverRefusesAChangedSelector(t, nil)
+	path := filepath.Join(home, "agentrt.db") + cli.CredentialKeySuffix
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("no key file beside the default store: %v", err)
+	}
+	if fi.Mode().Perm() != 0o600 || fi.Size() != int64(retained.MinCredentialKeySize) {
+		t.Errorf("key file %s: mode %v, %d bytes; want 0600 and %d", path, fi.Mode().Perm(), fi.Size(), retained.MinCredentialKeySize)
+	}
+}
 
-			out, errOut, code = runWith(t, open, append([]string{"runs", "recover", record, "--task", "Write it.", "--profile", prof, "--json"}, db...)...)
-			if rec := decode(t, out); code != 0 || member(rec, "outcome").Str() != "recovered" || member(rec, "via").Str() != "resumed" {
-				t.Fatalf("runs recover with the admitted profile: exit %d\n%s%s", code, out, errOut)
-			}
-			if diff := cmp.Diff(seatRequests(t, contract.CredentialOnCreate, contract.CredentialOnCreate, contract.CredentialOnTurn), p.CredentialRequests()); diff != "" {
-				t.Errorf("credential requests the provider received (-want +got):\n%s", diff)
-			}
-		})
+// recoverRefusesAChangedSelector is RG-12 at the CLI on the store db
+// names (none: the default store): a seated run --retain died with only
+// its intent recorded; runs recover with the seat's selector changed
+// since is refused before anything is sent, and with the admitted
+// profile the run is recovered.
+func recoverRefusesAChangedSelector(t *testing.T, db []string) {
+	t.Helper()
+	prof := writeFile(t, "seated.json", seatedWriter)
+	p := subscriptionProvider()
+	lost := func(string, string, string, string) (contract.Provider, error) { return createLost{p.Reconnect()}, nil }
+	open := func(string, string, string, string) (contract.Provider, error) { return p.Reconnect(), nil }
+	out, errOut, code := runWith(t, lost, append([]string{"run", prof, "--task", "Write it.", "--retain", "--key", "k-reseated"}, db...)...)
+	if code != cli.ExitFailed {
+		t.Fatalf("run --retain whose create answer was lost: exit %d\n%s%s", code, out, errOut)
+	}
+	_, record, _ := retained.DeriveIdentity("k-reseated", "turn-1")
+	sent := len(p.CredentialRequests())
+
+	reseated := writeFile(t, "reseated.json", strings.Replace(seatedWriter, `"id":"team-a"`, `"id":"team-b"`, 1))
+	out, errOut, code = runWith(t, open, append([]string{"runs", "recover", record, "--task", "Write it.", "--profile", reseated, "--json"}, db...)...)
+	v := decode(t, out)
+	if code != cli.ExitFailed || member(v, "outcome").Str() != "unverifiable" || !strings.Contains(member(v, "reason").Str(), "seat stage 0") {
+		t.Fatalf("runs recover with a changed selector: exit %d\n%s%s", code, out, errOut)
+	}
+	if next := member(v, "next").Items(); len(next) != 1 || !strings.Contains(next[0].Str(), "started with") {
+		t.Errorf("runs recover with a changed selector says next %s", out)
+	}
+	if strings.Contains(out+errOut, "team-a") || strings.Contains(out+errOut, "team-b") {
+		t.Errorf("the refusal names an account:\n%s%s", out, errOut)
+	}
+	if p.Creates() != 1 || p.Turns() != 0 || len(p.CredentialRequests()) != sent {
+		t.Fatalf("%d creates, %d turns, %d credential requests after the refusal; want 1, 0, %d", p.Creates(), p.Turns(), len(p.CredentialRequests()), sent)
+	}
+
+	out, errOut, code = runWith(t, open, append([]string{"runs", "recover", record, "--task", "Write it.", "--profile", prof, "--json"}, db...)...)
+	if rec := decode(t, out); code != 0 || member(rec, "outcome").Str() != "recovered" || member(rec, "via").Str() != "resumed" {
+		t.Fatalf("runs recover with the admitted profile: exit %d\n%s%s", code, out, errOut)
+	}
+	if diff := cmp.Diff(seatRequests(t, contract.CredentialOnCreate, contract.CredentialOnCreate, contract.CredentialOnTurn), p.CredentialRequests()); diff != "" {
+		t.Errorf("credential requests the provider received (-want +got):\n%s", diff)
 	}
 }
