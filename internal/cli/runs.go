@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -183,12 +184,15 @@ func newRunsListCmd(stdio IO) *cobra.Command {
 				fmt.Fprintln(stdio.Out, "no runs recorded")
 				return nil
 			}
-			fmt.Fprintf(stdio.Out, "%-28s %-12s %-9s %-20s %s\n", "RUN", "STATUS", "KIND", "STARTED", "SUMMARY")
+			// Columns as wide as their longest cell: run ids and kinds
+			// vary in length (a seated run's stages, supervise workers).
+			tw := tabwriter.NewWriter(stdio.Out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tSTATUS\tKIND\tSTARTED\tSUMMARY")
 			for _, r := range runs {
-				fmt.Fprintf(stdio.Out, "%-28s %-12s %-9s %-20s %s\n", r.ID, r.Status, r.Kind,
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.Kind,
 					r.CreatedAt.Local().Format("2006-01-02 15:04:05"), summary(r))
 			}
-			return nil
+			return tw.Flush()
 		},
 	}
 	sf.register(cmd)
@@ -232,6 +236,25 @@ func summary(r store.Run) string {
 		}
 	case retained.Kind:
 		return retainedSummary(r)
+	case kernel.KindSeated:
+		rec, err := kernel.DecodeSeatedRecord(r.Doc)
+		if err != nil {
+			return "(unreadable record)"
+		}
+		parts = append(parts, fmt.Sprintf("%q", clip(rec.Task, 40)), fmt.Sprintf("%d stage(s)", len(rec.Stages)))
+		if n := len(rec.Stages); n > 0 {
+			last := rec.Stages[n-1]
+			parts = append(parts, fmt.Sprintf("stage %d %s", last.Stage, last.Outcome))
+		}
+	case kernel.KindRuntime:
+		rec, err := kernel.DecodeRuntimeRecord(r.Doc)
+		if err != nil {
+			return "(unreadable record)"
+		}
+		parts = append(parts, "task "+clip(rec.TaskID, 40))
+		if rec.ResultSummary != "" {
+			parts = append(parts, fmt.Sprintf("%q", clip(rec.ResultSummary, 40)))
+		}
 	default:
 		rec, err := kernel.DecodeRecord(r.Doc)
 		if err != nil {
