@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -127,35 +125,8 @@ func TestNestedSteerDeliveredOnlyOnceJournaledAcrossKill(t *testing.T) {
 				if journal == "sqlite" {
 					store = filepath.Join(t.TempDir(), "runs.db")
 				}
-				cmd := exec.Command(os.Args[0], "-test.run=^$")
-				cmd.Env = append(os.Environ(), nestedSteerWindowEnv+"="+window, childDir+"="+dir, childStore+"="+store)
-				var stderr strings.Builder
-				cmd.Stderr = &stderr
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				exited := make(chan struct{})
-				go func() { _ = cmd.Wait(); close(exited) }()
 				deadline := time.Now().Add(waitLimit)
-				for {
-					if _, err := os.Stat(filepath.Join(dir, steerWindowMark)); err == nil {
-						break
-					}
-					select {
-					case <-exited:
-						t.Fatalf("the child ended before the lead's steer append; stderr:\n%s", stderr.String())
-					case <-time.After(10 * time.Millisecond):
-					}
-					if time.Now().After(deadline) {
-						_ = cmd.Process.Kill()
-						<-exited
-						t.Fatalf("the child never reached the lead's steer append; stderr:\n%s", stderr.String())
-					}
-				}
-				if err := cmd.Process.Kill(); err != nil { // SIGKILL
-					t.Fatal(err)
-				}
-				<-exited
+				killAtSteerWindow(t, nestedSteerWindowEnv+"="+window, dir, store)
 
 				ack, err := supervise.ReadSteerAck(ctx, dir, nestedSteerWindowOp)
 				if err != nil || ack == nil {

@@ -170,35 +170,8 @@ func TestRootSteerDeliveredOnlyOnceJournaledAcrossKill(t *testing.T) {
 				if journal == "sqlite" {
 					store = filepath.Join(t.TempDir(), "runs.db")
 				}
-				cmd := exec.Command(os.Args[0], "-test.run=^$")
-				cmd.Env = append(os.Environ(), steerWindowEnv+"="+window, childDir+"="+dir, childStore+"="+store)
-				var stderr strings.Builder
-				cmd.Stderr = &stderr
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				exited := make(chan struct{})
-				go func() { _ = cmd.Wait(); close(exited) }()
 				deadline := time.Now().Add(waitLimit)
-				for {
-					if _, err := os.Stat(filepath.Join(dir, steerWindowMark)); err == nil {
-						break
-					}
-					select {
-					case <-exited:
-						t.Fatalf("the child ended before the steer's append; stderr:\n%s", stderr.String())
-					case <-time.After(10 * time.Millisecond):
-					}
-					if time.Now().After(deadline) {
-						cmd.Process.Kill()
-						<-exited
-						t.Fatalf("the child never reached the steer's append; stderr:\n%s", stderr.String())
-					}
-				}
-				if err := cmd.Process.Kill(); err != nil { // SIGKILL
-					t.Fatal(err)
-				}
-				<-exited
+				killAtSteerWindow(t, steerWindowEnv+"="+window, dir, store)
 
 				ack, err := supervise.ReadSteerAck(ctx, dir, steerWindowOp)
 				if err != nil || ack == nil {
@@ -248,6 +221,43 @@ func TestRootSteerDeliveredOnlyOnceJournaledAcrossKill(t *testing.T) {
 			})
 		}
 	}
+}
+
+// killAtSteerWindow runs the test binary as a child with env set (the
+// window child TestMain runs) on run dir dir and store (the SQLite
+// journal's file, or ""), waits until it marks dir with steerWindowMark —
+// stopped at the transcript append of a steer — and SIGKILLs it there.
+func killAtSteerWindow(t *testing.T, env, dir, store string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env, childDir+"="+dir, childStore+"="+store)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, steerWindowMark)); err == nil {
+			break
+		}
+		select {
+		case <-exited:
+			t.Fatalf("the child ended before the steer's append; stderr:\n%s", stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-exited
+			t.Fatalf("the child never reached the steer's append; stderr:\n%s", stderr.String())
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	<-exited
 }
 
 // journaledAcks reads the steer acknowledgements journaled under node
