@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
 )
@@ -20,7 +21,7 @@ import (
 //	         | {"kind": "analyzes", "analyst", "over", "to", "directive", "maxTraversals"?}],
 //	 "budget": {"tokens", "iterations", "usd"?}}
 //
-// Every object is strict: an unknown or misplaced key is a
+// Every object is strict: an unknown, misplaced or repeated key is a
 // *ValidationError naming its path, and each profile is parsed and
 // validated as a profile. The deliverable is code, not data: the caller
 // sets Graph.Deliverable. Decode checks the document's shape only;
@@ -186,6 +187,13 @@ func object(raw json.RawMessage, path string, allowed ...string) (map[string]jso
 // being JSON.
 func syntax(data []byte) error {
 	if json.Valid(data) {
+		// Strict beyond encoding/json: two members of one name are
+		// refused, not read last-wins (which one holds would be a
+		// parser's guess), with the path of the second.
+		var de *canonjson.DecodeError
+		if _, err := canonjson.DecodeWith(data, canonjson.DecodeOptions{MaxValues: -1}); errors.As(err, &de) && de.Code == canonjson.CodeDuplicateName {
+			return invalid(pointerPath(de.Pointer), "is given twice; a member appears once")
+		}
 		return nil
 	}
 	var v any
@@ -198,6 +206,27 @@ func syntax(data []byte) error {
 		return invalid("graph", "is not valid JSON: %v (at byte %d)", err, se.Offset)
 	}
 	return invalid("graph", "is not valid JSON: %v", err)
+}
+
+// pointerPath writes a JSON pointer as the paths of this package's
+// refusals: /edges/0/to as edges[0].to.
+func pointerPath(pointer string) string {
+	var b strings.Builder
+	for i, tok := range strings.Split(pointer, "/")[1:] {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch {
+		case tok != "" && strings.Trim(tok, "0123456789") == "":
+			b.WriteString("[" + tok + "]")
+		case i > 0:
+			b.WriteString("." + tok)
+		default:
+			b.WriteString(tok)
+		}
+	}
+	if b.Len() == 0 {
+		return "graph"
+	}
+	return b.String()
 }
 
 // field decodes an optional member into dst; an absent one leaves dst.

@@ -82,6 +82,10 @@ func TestDecodeRefusesWithPath(t *testing.T) {
 		{"negative tokens", `{` + nodes + `,` + edges + `, "budget": {"tokens": -1}}`, "budget.tokens"},
 		{"unknown budget key", `{` + nodes + `,` + edges + `, "budget": {"gpus": 1}}`, "budget.gpus"},
 		{"negative usd", `{` + nodes + `,` + edges + `, "budget": {"usd": -1}}`, "budget.usd"},
+		// Two members of one name: which one holds is a parser's guess,
+		// so the document is refused, not read last-wins.
+		{"a second budget", `{` + nodes + `,` + edges + `,` + budget + `, "budget": {"tokens": 9, "iterations": 9}}`, "budget"},
+		{"a second edge target", `{` + nodes + `, "edges": [{"kind": "delegates", "from": "a", "to": "b", "to": "a", "directive": "d/v1"}],` + budget + `}`, "edges[0].to"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -272,7 +272,10 @@ func (r *run) routerDrive(ctx context.Context, d *Driver, task string) (supervis
 	}
 	// Each model turn of the root is charged to the pool as it ends.
 	res, err := kernel.RunToolLoop(ctx, kernel.ToolLoopOptions{Model: r.opts.Supervise.Router, Profile: r.root.Profile, User: task,
-		Tools: offered, MaxToolTurns: r.opts.Supervise.MaxTurns, Logger: r.logger, Now: r.opts.Supervise.Now, Observer: d.c.TurnMeter()})
+		Tools: offered, MaxToolTurns: r.opts.Supervise.MaxTurns, Logger: r.logger, Now: r.opts.Supervise.Now, Observer: d.c.TurnMeter(),
+		// Awaiting again is waiting, not a loop (as supervise's router
+		// brain): only repeated outcomes make identical awaits stuck.
+		Waiting: []string{supervise.ToolPrefix + supervise.VerbAwaitEvent}})
 	if res == nil {
 		return supervise.BrainReport{}, err
 	}

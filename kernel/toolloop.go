@@ -160,6 +160,12 @@ type ToolLoopOptions struct {
 	// against it before the tool runs (tools.NewTool makes tools whose
 	// schema is inferred from a Go type).
 	Tools []contract.Tool
+	// Waiting names Tools that wait on the world rather than compute
+	// from their arguments (a manager's await_event): the same call may
+	// return something new each time, so identical calls of one stop
+	// the loop as stuck only while their outcomes repeat too. A name not
+	// in Tools is never called, so it changes nothing.
+	Waiting []string
 	// MaxToolTurns is how many turns' tool calls the loop runs at most;
 	// a further turn that still calls tools stops it with StopBackstop.
 	// 0 means DefaultMaxToolTurns.
@@ -450,6 +456,9 @@ type toolLoop struct {
 	text        []byte
 	render      []byte
 	toolsByName map[string]int
+	// waitedKey and waited are the outcomes of Waiting calls the stuck
+	// count compares (scratch and previous).
+	waitedKey, waited []byte
 	// checks holds each tool's compiled argument check, by index.
 	checks []*tools.Validator
 	// profileDigest is the identity of the loop's profile, if it has one.
@@ -980,6 +989,9 @@ func (l *toolLoop) handleCalls(calls []contract.ToolCall) int {
 		ti := l.tool(call.Name)
 		t := &l.o.Tools[ti]
 		out := l.observedTool(ti, call)
+		if slices.Contains(l.o.Waiting, call.Name) {
+			l.waitedFor(out)
+		}
 		if l.o.Checkpoint != nil && l.contextEnd(l.ctx) {
 			// Cut short by the caller: not the call's result, and not
 			// recorded as one; a later attempt runs the call again.
@@ -1047,6 +1059,23 @@ func (l *toolLoop) stuck(call contract.ToolCall) bool {
 		l.repeats = 1
 	}
 	return l.repeats >= StuckLoopThreshold
+}
+
+// waitedFor restarts the stuck count at the call of a Waiting tool
+// whose outcome differs from the previous identical call's: it waited
+// and got something new, which is progress, not a loop.
+func (l *toolLoop) waitedFor(out ToolOutcome) {
+	k := append(l.waitedKey[:0], out.Code...)
+	k = append(k, 0)
+	k = append(k, out.Message...)
+	k = append(k, 0)
+	if out.OK {
+		k = canonjson.AppendMarshal(k, out.Result)
+	}
+	if l.repeats > 1 && !bytes.Equal(k, l.waited) {
+		l.repeats = 1
+	}
+	l.waitedKey, l.waited = l.waited, k
 }
 
 // toolCallIDKey is the context key of ToolCallID.

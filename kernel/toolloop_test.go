@@ -44,6 +44,15 @@ func echoTool(name string, runs *atomic.Int64) contract.Tool {
 	}}
 }
 
+// nextTool is a tool that returns 1, 2, 3, … whatever its arguments:
+// something that waits and gets a new event each time.
+func nextTool(name string) contract.Tool {
+	var n atomic.Int64
+	return contract.Tool{Name: name, Run: func(context.Context, canonjson.Value) (canonjson.Value, error) {
+		return canonjson.NumberValue(float64(n.Add(1))), nil
+	}}
+}
+
 func failing(name string, err error) contract.Tool {
 	return contract.Tool{Name: name, Run: func(context.Context, canonjson.Value) (canonjson.Value, error) { return canonjson.Value{}, err }}
 }
@@ -122,6 +131,18 @@ func TestToolLoopStops(t *testing.T) {
 				answer("ok"),
 			}, kernel.ToolLoopOptions{},
 			summary{Stop: kernel.StopCompleted, Turns: 6, Results: []string{`echo ok {"q":"a"}`, `echo ok {"q":"a"}`, `echo ok {"q":"b"}`, `echo ok {"q":"a"}`, `echo ok {"q":"a"}`}, Text: "ok"}},
+		{"identical calls of a Waiting tool that returns something new each time are not stuck",
+			[]scripted.ChatTurn{
+				turn(scripted.Call("c1", "await", `{}`), scripted.Call("c2", "await", `{}`), scripted.Call("c3", "await", `{}`), scripted.Call("c4", "await", `{}`)),
+				answer("ok"),
+			}, kernel.ToolLoopOptions{Tools: []contract.Tool{nextTool("await")}, Waiting: []string{"await"}},
+			summary{Stop: kernel.StopCompleted, Turns: 2, Results: []string{`await ok 1`, `await ok 2`, `await ok 3`, `await ok 4`}, Text: "ok"}},
+		{"identical calls of a Waiting tool whose outcomes repeat are stuck",
+			[]scripted.ChatTurn{
+				turn(scripted.Call("c1", "echo", `{}`), scripted.Call("c2", "echo", `{}`), scripted.Call("c3", "echo", `{}`)),
+				answer("never"),
+			}, kernel.ToolLoopOptions{Tools: []contract.Tool{echoTool("echo", nil)}, Waiting: []string{"echo"}},
+			summary{Stop: kernel.StopStuckLoop, Turns: 1, Results: []string{`echo ok {}`, `echo ok {}`}, Pending: []string{"c3"}}},
 		{"the same arguments to another tool are another call",
 			[]scripted.ChatTurn{
 				turn(scripted.Call("c1", "echo", `{}`), scripted.Call("c2", "other", `{}`), scripted.Call("c3", "echo", `{}`)),

@@ -7,7 +7,10 @@
 // verb); otherwise a Brain the caller supplies — drives a Coordinator:
 // spawn_worker, await_event, observe_agent, steer_agent, submit_result,
 // stop, read_journal, ask_parent, list_questions, answer_question,
-// list_analysts, run_analyst and define_analyst.
+// list_analysts, run_analyst and define_analyst. Awaiting again is
+// waiting, not a loop: the router brain's repeated identical await_event
+// calls stop it as stuck only when their outcomes repeat too
+// (kernel.ToolLoopOptions.Waiting).
 // Refusals are tool results {error, reason}. Workers run through the
 // Executor port (KernelExecutor runs a worker profile through
 // kernel.Execute on any contract.Provider); each is reserved from the

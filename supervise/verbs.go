@@ -306,7 +306,10 @@ func (b *RouterBrain) Drive(ctx context.Context, c *Coordinator, task string) (B
 	// Steers addressed to the run's root join between its turns.
 	opts := kernel.ToolLoopOptions{Model: b.model, Profile: b.profile, User: task, Tools: offered,
 		MaxToolTurns: b.maxTurns, Logger: c.logger, Now: c.now, Observer: c.turnMeter(journal), Interject: journal.interjector(),
-		Checkpoint: journal.checkpoint, Recorded: recorded}
+		Checkpoint: journal.checkpoint, Recorded: recorded,
+		// Awaiting again is waiting, not a loop: each await may return
+		// another event, so only repeated outcomes make it stuck.
+		Waiting: []string{ToolPrefix + VerbAwaitEvent}}
 	if c.parent != nil {
 		// A nested manager's turns are held to its node's reservation.
 		gate, reserve, err := c.turnGate()

@@ -13,6 +13,7 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/graph"
 	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/supervise"
@@ -32,7 +33,9 @@ func newGraphCmd(stdio IO, open providerOpener) *cobra.Command {
 		Short: "Run a fixed agent topology from a JSON graph under one conserved budget",
 		Long: `Run the graph in FILE (or - for stdin): nodes are profiles (name = id), edges
 are delegates and analyzes edges naming their directives by handle, and its
-budget is the one conserved pool (see package graph). An analyzes edge's
+budget is the one conserved pool (see package graph), from which each
+worker reserves one iteration and a share of the tokens (a quarter, half
+with one worker node). An analyzes edge's
 analyst is a node or a lens: a built-in one or one of --analysts FILE.
 
 An edge's directive is a handle <surface>/v<n> in the directive registry:
@@ -175,6 +178,13 @@ is invalid), 2 on usage errors.`,
 				Executor: exec,
 				Router:   router, RunDir: runDir, RunID: runID, Resume: resume, ReturnEnded: resume, Analysts: lenses,
 				Observer: tracing.SuperviseObserver(), AnalystModel: analystModel,
+			}
+			if !resume && g.Budget != nil && g.Budget.Tokens != nil {
+				// Each worker reserves from the graph's one pool, as
+				// agentrt supervise's do (a resume keeps the journaled
+				// reservation): one iteration and a share of the tokens.
+				perWorker := *g.Budget.Tokens / int64(max(1, min(4, len(targets)*2)))
+				so.PerWorker = ledger.Budget{Tokens: &perWorker, Iterations: int64p(1)}
 			}
 			journal.apply(&so, s)
 			if timeout > 0 {

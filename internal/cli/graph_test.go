@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -183,5 +184,34 @@ func TestRunIDReuseWithoutResumeSaysWhatToDo(t *testing.T) {
 				t.Errorf("the refused run changed the journal (%v)", err)
 			}
 		})
+	}
+}
+
+// The graph's budget is the one conserved pool of its workers too: each
+// worker the default plan delegates to reserves from it (one iteration
+// and a share of the tokens, as agentrt supervise's workers do), so a
+// budget of two iterations runs two of three workers and refuses the
+// third. Before the fix the workers reserved nothing: all three ran and
+// the run spent three iterations of a pool of two.
+func TestGraphWorkersReserveFromTheBudget(t *testing.T) {
+	worker := func(id string) string {
+		return `{"id": "` + id + `", "profile": {"name": "` + id + `", "harness": "cli-base", "model": {"provider": "scripted", "default": "scripted/` + id + `"}}}`
+	}
+	delegates := func(id string) string {
+		return `{"kind": "delegates", "from": "driver", "to": "` + id + `", "directive": "delegate/v1"}`
+	}
+	graphFile := writeFile(t, "three.json", `{
+  "nodes": [
+    {"id": "driver", "profile": {"name": "driver", "harness": "cli-base", "model": {"default": "scripted/driver"},
+      "tools": {"agent_runtime_coordination_spawn_worker": true, "agent_runtime_coordination_await_event": true}}},
+    `+worker("a")+`, `+worker("b")+`, `+worker("c")+`],
+  "edges": [`+delegates("a")+`, `+delegates("b")+`, `+delegates("c")+`],
+  "budget": {"tokens": 5000, "iterations": 2}
+}`)
+	out, errOut, _ := run(t, "", "graph", graphFile, "--task", "Make the login tests pass.", "--run-id", "three",
+		"--workspace", t.TempDir(), "--db", filepath.Join(t.TempDir(), "runs.db"), "--json")
+	res := decode(t, out)
+	if n, spent := len(member(res, "workers").Items()), member(member(res, "spent"), "iterations"); n != 2 || spent.Float() != 2 {
+		t.Errorf("%d workers ran, spending %s iterations; want 2 of a pool of 2:\n%s%s", n, canonjson.Marshal(spent), out, errOut)
 	}
 }

@@ -499,13 +499,23 @@ type progress struct {
 	once   sync.Once
 }
 
+// progressReadTimeout bounds each read of the journal the progress
+// lines follow: a store that stops answering delays the command's end
+// by at most this, never past every deadline.
+const progressReadTimeout = 5 * time.Second
+
 func startProgress(ctx context.Context, w io.Writer, j journalFeed, resume bool) *progress {
 	ctx, cancel := context.WithCancel(ctx)
 	p := &progress{cancel: cancel, done: make(chan struct{})}
+	read := func(ctx context.Context) ([]supervise.Record, error) {
+		ctx, cancel := context.WithTimeout(ctx, progressReadTimeout)
+		defer cancel()
+		return j.next(ctx)
+	}
 	// What the journal holds already is no progress of this process: a
 	// resume says how much it holds, and a run refused for reusing a
 	// journaled run id shows none of it as if it ran again.
-	if recs, err := j.next(ctx); err == nil && resume {
+	if recs, err := read(ctx); err == nil && resume {
 		fmt.Fprintf(w, "resuming %s: %d journaled records\n", j.name, len(recs))
 	}
 	go func() {
@@ -514,7 +524,7 @@ func startProgress(ctx context.Context, w io.Writer, j journalFeed, resume bool)
 		defer t.Stop()
 		for {
 			stopped := ctx.Err() != nil
-			if recs, err := j.next(context.WithoutCancel(ctx)); err == nil {
+			if recs, err := read(context.WithoutCancel(ctx)); err == nil {
 				for _, r := range recs {
 					if line := progressLine(r); line != "" {
 						fmt.Fprintln(w, line)
