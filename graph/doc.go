@@ -37,7 +37,12 @@
 // workers; the graph restores its ledger, traversal counts, spent and
 // exhausted caps from the journal's edge records (each records whether
 // it spent a traversal), so settled nodes and completed analyses are not
-// run again and no cap starts afresh. A journal of another topology is
+// run again and no cap starts afresh. The router root's conversation is
+// journaled turn by turn as a supervise router manager's is
+// (supervise.RouterBrain.DriveTools over the graph's verbs), so a
+// resumed root goes on from what it said and what its tools returned:
+// it is not asked a recorded turn again, nor does it delegate again what
+// it delegated; a caller's Brain resumes as it chooses. A journal of another topology is
 // refused before anything runs, and so is a graph whose budget is not
 // exactly the journaled one (a restart never mints capacity) or whose
 // brief no longer ends the journaled root task: a *supervise.ResumeError,

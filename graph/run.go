@@ -13,7 +13,6 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/kernel"
-	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -257,34 +256,22 @@ func (r *run) bind(_ context.Context, c *supervise.Coordinator) error {
 	return r.restore(c)
 }
 
-// routerDrive runs the root profile's tool loop over the Driver's tools
-// the root declares.
+// routerDrive runs the root profile's router brain over the Driver's
+// tools the root declares. Its conversation is journaled turn by turn
+// as a supervise manager's is, so a resumed graph's root goes on from
+// what it said and what its tools returned: no recorded delegation is
+// made again (nor charged to an edge's cap), and no recorded model turn
+// is asked again.
 func (r *run) routerDrive(ctx context.Context, d *Driver, task string) (supervise.BrainReport, error) {
 	all, err := d.Tools()
 	if err != nil {
 		return supervise.BrainReport{}, err
 	}
-	var offered []contract.Tool
-	for _, t := range all {
-		if r.root.Profile.Tools[t.Name] {
-			offered = append(offered, t)
-		}
-	}
-	// Each model turn of the root is charged to the pool as it ends.
-	res, err := kernel.RunToolLoop(ctx, kernel.ToolLoopOptions{Model: r.opts.Supervise.Router, Profile: r.root.Profile, User: task,
-		Tools: offered, MaxToolTurns: r.opts.Supervise.MaxTurns, Logger: r.logger, Now: r.opts.Supervise.Now, Observer: d.c.TurnMeter(),
-		// Awaiting again is waiting, not a loop (as supervise's router
-		// brain): only repeated outcomes make identical awaits stuck.
-		Waiting: []string{supervise.ToolPrefix + supervise.VerbAwaitEvent}})
-	if res == nil {
+	b, err := supervise.NewRouterBrain(r.root.Profile, r.opts.Supervise.Router, r.opts.Supervise.MaxTurns)
+	if err != nil {
 		return supervise.BrainReport{}, err
 	}
-	report := supervise.BrainReport{Text: res.FinalText}
-	if err == nil && (res.StopReason == kernel.StopBudget || res.StopReason == kernel.StopDeadline) {
-		// The pool, not the root, ended the loop.
-		err = fmt.Errorf("graph: the root's loop stopped (%s): %w", res.StopReason, ledger.ErrExhausted)
-	}
-	return report, err
+	return b.DriveTools(ctx, d.c, task, all)
 }
 
 // record appends a ledger row with the edge's next ordinal, charges the

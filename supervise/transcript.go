@@ -365,30 +365,30 @@ func (c *Coordinator) recordedTranscript() ([]contract.ChatMessage, []TakenEvent
 }
 
 // dropTaken removes from c's event queue, for each settlement (or
-// finding) a recorded await_event call took, the earliest queued event
-// of its kind and worker: the replayed settlement the resumed
-// conversation already has. A taken question is passed over: the replay
-// does not queue questions again, so a question queued now is a new one
-// (asked again by a nested manager driven again, or a recovered worker).
-// It is one pass over each kind's queue, whatever the number taken: a
-// resumed manager of a wide run took about as many as are queued.
+// finding) a recorded await_event call took, the earliest queued
+// settlement or finding of its worker: the replayed settlement the
+// resumed conversation already has. A worker settles once, queued under
+// one kind, so the taken event's kind need not be its queue's (a graph
+// names an analyst node's settlement a finding). A taken question is
+// passed over: the replay does not queue questions again, so a question
+// queued now is a new one (asked again by a nested manager driven
+// again, or a recovered worker). It is one pass over each kind's queue,
+// whatever the number taken: a resumed manager of a wide run took about
+// as many as are queued.
 func (c *Coordinator) dropTaken(took []TakenEvent) {
-	drop := map[string]map[NodeID]int{} // kind → worker → how many to drop
+	left := map[NodeID]int{} // worker → how many to drop
 	for _, t := range took {
 		if t.Kind != EventSettled && t.Kind != EventFinding {
 			continue // not queued again by the replay (publishReplayed)
 		}
-		if drop[t.Kind] == nil {
-			drop[t.Kind] = map[NodeID]int{}
-		}
-		drop[t.Kind][t.WorkerID]++
+		left[t.WorkerID]++
 	}
-	if len(drop) == 0 {
+	if len(left) == 0 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for kind, left := range drop {
+	for _, kind := range []string{EventSettled, EventFinding} {
 		q := c.queued[kind]
 		if q == nil {
 			continue

@@ -95,3 +95,26 @@ func BenchmarkDropTaken(b *testing.B) {
 		})
 	}
 }
+
+// A worker settles once, under one kind: a taken event drops its
+// worker's settlement whatever kind the taking call saw. A graph's
+// await_event names an analyst node's settlement a finding, while the
+// coordinator queued it as settled; a resumed graph root must not be
+// handed that finding again.
+func TestDropTakenMatchesAWorkerAcrossKinds(t *testing.T) {
+	c := &Coordinator{core: &core{}, wake: make(chan struct{})}
+	c.mu.Lock()
+	c.pushLocked(Event{Kind: EventSettled, WorkerID: "g:s2", Label: "analyst"})
+	c.pushLocked(Event{Kind: EventSettled, WorkerID: "g:s3", Label: "coder"})
+	c.mu.Unlock()
+	c.dropTaken([]TakenEvent{{Kind: EventFinding, WorkerID: "g:s2"}})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ev, ok := c.takeLocked(nil)
+	if !ok || ev.Label != "coder" {
+		t.Fatalf("first queued %+v (%v), want the coder: the finding the root took is queued again", ev, ok)
+	}
+	if ev, ok := c.takeLocked(nil); ok {
+		t.Fatalf("left queued %+v, want nothing", ev)
+	}
+}

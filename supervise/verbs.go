@@ -275,6 +275,16 @@ func (b *RouterBrain) Drive(ctx context.Context, c *Coordinator, task string) (B
 	if err != nil {
 		return BrainReport{}, err
 	}
+	return b.DriveTools(ctx, c, task, all)
+}
+
+// DriveTools is Drive over tools in place of c.Tools(): a layer over
+// supervise whose verbs wrap the coordinator's (graph's node-pinned
+// spawn_worker, its await_event that names findings) drives its root
+// with them, journaled and resumed as Drive is. Each tool keeps its
+// verb's name (ToolPrefix + verb); the manager is offered those its
+// profile grants.
+func (b *RouterBrain) DriveTools(ctx context.Context, c *Coordinator, task string, all []contract.Tool) (BrainReport, error) {
 	// The conversation is journaled as it goes (KindTranscript), and a
 	// resumed run goes on from what earlier processes journaled, its
 	// queue without the events the conversation already has.
