@@ -101,7 +101,7 @@ func decodeEdge(raw json.RawMessage, p string) (Edge, error) {
 	}
 	for _, k := range sortedKeys(m) {
 		if !slices.Contains(allowed, k) {
-			return e, invalid(p+"."+k, "a %s edge has no %s", e.Kind, k)
+			return e, invalid(p+"."+k, "%s edge has no %s", article(string(e.Kind)), k)
 		}
 	}
 	for _, f := range []struct {
@@ -264,4 +264,12 @@ func sortedKeys(m map[string]json.RawMessage) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// article is "a kind" or "an kind", as kind's first letter sounds.
+func article(kind string) string {
+	if kind != "" && strings.ContainsRune("aeiou", rune(kind[0])) {
+		return "an " + kind
+	}
+	return "a " + kind
 }

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agentrt/agentrt/ledger"
@@ -135,13 +136,59 @@ func (r *Registry) Resolve(h string) (string, bool) {
 }
 
 // ValidationError refuses a graph before anything is spent: Path names
-// the offending part (nodes[1].profile.name, edges[0].to, …).
+// the offending part (nodes[1].profile.name, edges[0].to, …), and
+// Pointer gives it as a JSON pointer into the graph document.
 type ValidationError struct {
 	Path   string
 	Reason string
 }
 
-func (e *ValidationError) Error() string { return "graph: invalid " + e.Path + ": " + e.Reason }
+func (e *ValidationError) Error() string {
+	if p := e.Pointer(); p != "" {
+		return "graph: invalid " + e.Path + " (at " + p + "): " + e.Reason
+	}
+	return "graph: invalid " + e.Path + ": " + e.Reason
+}
+
+// Pointer is Path as a JSON pointer (RFC 6901): "/edges/0/to" for
+// edges[0].to, "/registry/Delegate" for registry["Delegate"], and ""
+// for the whole document (Path "graph").
+func (e *ValidationError) Pointer() string {
+	path := e.Path
+	if path == "graph" {
+		return ""
+	}
+	esc := strings.NewReplacer("~", "~0", "/", "~1")
+	var b strings.Builder
+	for i := 0; i < len(path); {
+		switch path[i] {
+		case '.':
+			i++
+			continue
+		case '[':
+			if q, err := strconv.QuotedPrefix(path[i+1:]); err == nil {
+				tok, _ := strconv.Unquote(q)
+				b.WriteString("/" + esc.Replace(tok))
+				i += 1 + len(q) + 1 // [ "…" ]
+				continue
+			}
+			j := strings.IndexByte(path[i:], ']')
+			if j < 0 {
+				j = len(path) - i
+			}
+			b.WriteString("/" + esc.Replace(path[i+1:i+j]))
+			i += j + 1
+			continue
+		}
+		j := i + 1
+		for j < len(path) && path[j] != '.' && path[j] != '[' {
+			j++
+		}
+		b.WriteString("/" + esc.Replace(path[i:j]))
+		i = j
+	}
+	return b.String()
+}
 
 // ConfigError refuses an option: Field names it (Supervise.Profiles,
 // Brain, …).

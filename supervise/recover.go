@@ -304,7 +304,7 @@ func (e *KernelExecutor) Recover(ctx context.Context, w RecoverWork) (Recovered,
 		case run.Status == store.StatusInterrupted:
 			return Recovered{}, fmt.Errorf("supervise: kernel run %s was interrupted: the process running it stopped before it ended, so its outcome stays unknown; spawn the work again under a new key", id)
 		case !run.Status.Terminal():
-			return Recovered{}, fmt.Errorf("supervise: kernel run %s is %s (its holder's lease lasts until %s): resume the run again once it ended", id, run.Status, run.LeaseUntil.UTC().Format(time.RFC3339))
+			return Recovered{}, fmt.Errorf("supervise: kernel run %s is %s (its holder's lease lasts until %s): another process may still be running it, so its outcome stays unknown to this run; a resume of the run begun after that lease, before the run finished, can recover it", id, run.Status, run.LeaseUntil.UTC().Format(time.RFC3339))
 		case turn == 0 && run.Kind == kernel.KindSeated:
 			// A seated worker (KernelExecutor.Accounts) takes no steered
 			// turns: its one execution is its seat chain.

@@ -83,7 +83,7 @@ func TestGraphDirectivesCommand(t *testing.T) {
 	if out, _, code := run(t, "", "graph", "directives", "--directives", mine); code != 0 || !strings.Contains(out, "delegate/coder/v1\n  Code.") || !strings.Contains(out, "delegate/v1\n") {
 		t.Errorf("with a file: exit %d\n%s", code, out)
 	}
-	if _, errOut, code := run(t, "", "graph", "directives", "--directives", writeFile(t, "twice.json", `{"a/v1": "A", "a/v1": "B"}`)); code != 1 || !strings.Contains(errOut, `directives["a/v1"]: is given twice`) {
+	if _, errOut, code := run(t, "", "graph", "directives", "--directives", writeFile(t, "twice.json", `{"a/v1": "A", "a/v1": "B"}`)); code != 1 || !strings.Contains(errOut, `directives["a/v1"] (at /directives/a~1v1): is given twice`) {
 		t.Errorf("a handle given twice: exit %d\n%s", code, errOut)
 	}
 	bad := writeFile(t, "bad.json", `{"Delegate Coder": "Code."}`)

@@ -139,7 +139,7 @@ func TestSuperviseResumeReportsUnrecoverableWorker(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("resume: exit %d\n%s%s", code, out, errOut)
 	}
-	if !strings.Contains(out, "rel:s1 note IN DOUBT (charged at its ceiling): ") || !strings.Contains(out, "resume the run again once it ended") && !strings.Contains(out, "not in this run store") {
+	if !strings.Contains(out, "rel:s1 note IN DOUBT (charged at its ceiling): ") || !strings.Contains(out, "its outcome stays unknown to this run") && !strings.Contains(out, "not in this run store") {
 		t.Errorf("the in-doubt worker is not named with its reason:\n%s", out)
 	}
 	if !strings.Contains(out, "winner rel:s2") {
