@@ -49,6 +49,12 @@ type RunStart struct {
 	Resumed bool
 	// Budget is the run's pool.
 	Budget ledger.Budget
+	// JournalGeneration is the lease generation at which this process
+	// holds a journal kept in a store (Options.SpawnStore): the
+	// HeldRecord.Generation of every record it appends, told apart from
+	// a later holder's after a take-over. 0 for a run dir's journal,
+	// which one process holds under its file lock.
+	JournalGeneration int64
 }
 
 // NodeSettled is how one worker settled.

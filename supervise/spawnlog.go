@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -353,22 +355,70 @@ func (l *StoreSpawnLog) load(ctx context.Context) ([]Record, error) {
 // machine (agentrt supervise's progress) pages through it so, each
 // record read once.
 func ReadStoreSpawnLog(ctx context.Context, st store.Store, runID, after string) ([]Record, string, error) {
+	held, next, err := ReadStoreSpawnLogHeld(ctx, st, runID, after)
+	if err != nil {
+		return nil, after, err
+	}
+	out := make([]Record, len(held))
+	for i := range held {
+		out[i] = held[i].Record
+	}
+	return out, next, nil
+}
+
+// HeldRecord is a record of a store spawn journal with the lease
+// generation of the process that appended it (StoreSpawnLog.Fence):
+// after a take-over, which holder wrote what.
+type HeldRecord struct {
+	Record
+	// Generation is the appending holder's lease generation; 0 when the
+	// event does not say (one not appended by a StoreSpawnLog).
+	Generation int64
+}
+
+// ReadStoreSpawnLogHeld is ReadStoreSpawnLog with each record's holder:
+// a process following its own run (agentrt supervise's progress) tells
+// its records from those of a process that took the run over from it
+// (RunStart.JournalGeneration).
+func ReadStoreSpawnLogHeld(ctx context.Context, st store.Store, runID, after string) ([]HeldRecord, string, error) {
 	evs, err := st.Events(ctx, runID, after, spawnLogPage)
 	if err != nil {
 		return nil, after, fmt.Errorf("supervise: reading the spawn journal's run %s: %w", runID, err)
 	}
-	out := make([]Record, 0, len(evs))
-	for _, e := range evs {
-		var r Record
-		if err := canonjson.FromValue(e.Body, &r); err != nil {
+	out := make([]HeldRecord, len(evs))
+	for i, e := range evs {
+		if err := canonjson.FromValue(e.Body, &out[i].Record); err != nil {
 			return nil, after, fmt.Errorf("supervise: spawn journal event %d of run %s does not decode: %w", e.Sequence, runID, err)
 		}
-		out = append(out, r)
+		out[i].Generation = eventGeneration(e.ID)
 	}
 	if len(evs) > 0 {
 		after = evs[len(evs)-1].Cursor
 	}
 	return out, after, nil
+}
+
+// spawnEventID is the id of the n-th event the holder of lease
+// generation gen appends: unique across holders, and naming its writer
+// (eventGeneration).
+func spawnEventID(gen, n int64) string { return fmt.Sprintf("g%d.%d", gen, n) }
+
+// eventGeneration is the lease generation a spawnEventID names; 0 for
+// an id of another form.
+func eventGeneration(id string) int64 {
+	rest, ok := strings.CutPrefix(id, "g")
+	if !ok {
+		return 0
+	}
+	g, _, ok := strings.Cut(rest, ".")
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseInt(g, 10, 64)
+	if err != nil || n < 1 {
+		return 0
+	}
+	return n
 }
 
 // Held returns nil while this process holds the log's lease, and why not
@@ -515,7 +565,7 @@ func (l *StoreSpawnLog) Append(ctx context.Context, recs ...Record) error {
 	now := time.Now()
 	evs := make([]store.NewEvent, len(recs))
 	for i, r := range recs {
-		evs[i] = store.NewEvent{ID: fmt.Sprintf("g%d.%d", l.fence.Generation, l.n+int64(i)+1), Type: r.Kind, Time: now, Body: vals[i]}
+		evs[i] = store.NewEvent{ID: spawnEventID(l.fence.Generation, l.n+int64(i)+1), Type: r.Kind, Time: now, Body: vals[i]}
 	}
 	// The ids are spent whether or not the append lands: one whose
 	// outcome is unknown (a timeout after the store committed) must not

@@ -534,7 +534,11 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	if manager.Name != nil {
 		managerName = *manager.Name
 	}
-	ctx = c.obs.runStarted(ctx, RunStart{RunID: runID, Manager: managerName, Resumed: resumed, Budget: o.Budget})
+	begun := RunStart{RunID: runID, Manager: managerName, Resumed: resumed, Budget: o.Budget}
+	if sl, ok := log.spawn.(*StoreSpawnLog); ok {
+		begun.JournalGeneration = sl.Fence().Generation
+	}
+	ctx = c.obs.runStarted(ctx, begun)
 	// The observer that saw the run start sees it end, exactly once, on
 	// every return from here: with the result, or — where Supervise
 	// returns an error instead (the journal lost to another process, a

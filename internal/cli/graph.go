@@ -174,10 +174,11 @@ is invalid), 2 on usage errors.`,
 			}
 			tracing := startTracing(ctx, stdio)
 			defer stopTracing(ctx, stdio, tracing)
+			holder := &journalHolder{next: tracing.SuperviseObserver()}
 			so := supervise.Options{
 				Executor: exec,
 				Router:   router, RunDir: runDir, RunID: runID, Resume: resume, ReturnEnded: resume, Analysts: lenses,
-				Observer: tracing.SuperviseObserver(), AnalystModel: analystModel,
+				Observer: holder, AnalystModel: analystModel,
 			}
 			if !resume && g.Budget != nil && g.Budget.Tokens != nil {
 				// Each worker reserves from the graph's one pool, as
@@ -190,7 +191,7 @@ is invalid), 2 on usage errors.`,
 			if timeout > 0 {
 				so.Deadline = time.Now().Add(timeout)
 			}
-			prog := startProgress(ctx, stdio.Err, journal.feed(s, runID, runDir), resume)
+			prog := startProgress(ctx, stdio.Err, journal.feed(s, runID, runDir, holder), resume)
 			res, err := graph.RunGraph(ctx, g, graph.Options{Task: task, Registry: reg, Supervise: so})
 			prog.stop()
 			var capErr *graph.GraphEdgeCapError

@@ -47,10 +47,11 @@ func (j storeJournalFlags) apply(o *supervise.Options, s store.Store) {
 }
 
 // feed is where the command's progress reads the journal: the store's
-// run runID, or the run dir's file.
-func (j storeJournalFlags) feed(s store.Store, runID, runDir string) journalFeed {
+// run runID, or the run dir's file. holder, the run's observer, tells a
+// store's journal which records are this process's.
+func (j storeJournalFlags) feed(s store.Store, runID, runDir string, holder *journalHolder) journalFeed {
 	if j.inStore {
-		return storeJournal(s, runID)
+		return storeJournal(s, runID, holder)
 	}
 	return fileJournal(runDir)
 }

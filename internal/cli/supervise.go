@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -258,7 +259,8 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 			}
 			tracing := startTracing(ctx, stdio)
 			defer stopTracing(ctx, stdio, tracing)
-			o.Observer = tracing.SuperviseObserver()
+			holder := &journalHolder{next: tracing.SuperviseObserver()}
+			o.Observer = holder
 			if budgetUSD > 0 {
 				o.Budget.MicroUSD = int64p(int64(math.Round(budgetUSD * 1e6)))
 			}
@@ -268,7 +270,7 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 			if started != nil && started.Budget != nil {
 				o.Budget, o.PerWorker = resumeBudgets(cmd, budgetTokens, iterations, workerTokens, budgetUSD, workerUSD)
 			}
-			prog := startProgress(ctx, stdio.Err, journal.feed(s, runID, runDir), resume)
+			prog := startProgress(ctx, stdio.Err, journal.feed(s, runID, runDir, holder), resume)
 			res, err := supervise.Supervise(ctx, mgr, task, o)
 			prog.stop()
 			// A result its journal does not fully hold is still shown;
@@ -579,23 +581,77 @@ func fileJournal(dir string) journalFeed {
 }
 
 // storeJournal feeds the spawn journal of run runID kept in st, paging
-// on from where it stopped: each record is read once.
-func storeJournal(st store.Store, runID string) journalFeed {
-	after := ""
+// on from where it stopped: each record is read once. The first call
+// returns what the journal holds before this process runs; later ones
+// only the records this process appended (at the lease generation
+// holder learnt), never those of a process that took the run over from
+// it. Records read before the run started are held back until holder
+// knows whose they are.
+func storeJournal(st store.Store, runID string, holder *journalHolder) journalFeed {
+	after, first := "", true
+	var held []supervise.HeldRecord
 	return journalFeed{name: "run " + runID + " in the store", next: func(ctx context.Context) ([]supervise.Record, error) {
-		var out []supervise.Record
+		var err error
 		for {
-			recs, next, err := supervise.ReadStoreSpawnLog(ctx, st, runID, after)
-			if err != nil {
-				return out, err
-			}
-			out = append(out, recs...)
-			if next == after {
-				return out, nil
+			var page []supervise.HeldRecord
+			var next string
+			page, next, err = supervise.ReadStoreSpawnLogHeld(ctx, st, runID, after)
+			held = append(held, page...)
+			if err != nil || next == after {
+				break
 			}
 			after = next
 		}
+		gen := holder.generation()
+		if !first && gen == 0 {
+			return nil, err
+		}
+		var out []supervise.Record
+		for _, r := range held {
+			if first || r.Generation == gen {
+				out = append(out, r.Record)
+			}
+		}
+		first, held = false, held[:0]
+		return out, err
 	}}
+}
+
+// journalHolder is a supervised run's observer (wrapping next, which may
+// be nil) that learns the lease generation at which this process holds
+// the run's journal in the store (supervise.RunStart.JournalGeneration).
+type journalHolder struct {
+	next supervise.Observer
+	gen  atomic.Int64
+}
+
+func (h *journalHolder) generation() int64 { return h.gen.Load() }
+
+func (h *journalHolder) RunStarted(ctx context.Context, run supervise.RunStart) context.Context {
+	h.gen.Store(run.JournalGeneration)
+	if h.next == nil {
+		return ctx
+	}
+	return h.next.RunStarted(ctx, run)
+}
+
+func (h *journalHolder) NodeStarted(ctx context.Context, node supervise.NodeInfo) (context.Context, kernel.Observer) {
+	if h.next == nil {
+		return ctx, nil
+	}
+	return h.next.NodeStarted(ctx, node)
+}
+
+func (h *journalHolder) NodeSettled(ctx context.Context, s supervise.NodeSettled) {
+	if h.next != nil {
+		h.next.NodeSettled(ctx, s)
+	}
+}
+
+func (h *journalHolder) RunEnded(ctx context.Context, res supervise.SupervisedResult) {
+	if h.next != nil {
+		h.next.RunEnded(ctx, res)
+	}
 }
 
 // stop prints what is left of the journal and returns.
