@@ -514,21 +514,51 @@ func CancelRun(ctx context.Context, runDir, operationID string, o RunCancelOptio
 		req.DeadlineMS = &ms
 	}
 	path := filepath.Join(runDir, RunCancelRequestFile)
-	created, err := writeExclusive(path, req)
-	if err != nil {
-		return RunCancelRequest{}, fmt.Errorf("supervise: publishing run cancellation: %w", err)
+	// A request file damaged by another writer was never acted on (the
+	// supervisor skips what it cannot read): it is set aside, kept for
+	// inspection, and this request published in its place, rather than
+	// leave the run impossible to cancel.
+	for attempt := 0; ; attempt++ {
+		created, err := writeExclusive(path, req)
+		if err != nil {
+			return RunCancelRequest{}, fmt.Errorf("supervise: publishing run cancellation: %w", err)
+		}
+		if created {
+			return req, nil
+		}
+		var prior RunCancelRequest
+		err = readJSON(path, &prior)
+		if err == nil {
+			if err = validOperationID(prior.OperationID); err != nil {
+				err = &ControlFileError{Path: path, Limit: MaxControlFileBytes, Err: err}
+			}
+		}
+		var damaged *ControlFileError
+		switch {
+		case errors.As(err, &damaged) && damaged.Err != nil && attempt == 0:
+			if err := setAside(path); err != nil {
+				return RunCancelRequest{}, fmt.Errorf("supervise: setting a damaged run cancellation aside: %w", err)
+			}
+			continue
+		case errors.Is(err, fs.ErrNotExist) && attempt == 0:
+			continue // set aside by a concurrent CancelRun: publish again
+		case err != nil:
+			return RunCancelRequest{}, fmt.Errorf("supervise: reading run cancellation: %w", err)
+		case !prior.sameBody(req):
+			return RunCancelRequest{}, &ConflictError{Kind: "run-cancel", OperationID: operationID, Detail: "operation " + prior.OperationID + " was written first"}
+		}
+		return prior, nil
 	}
-	if created {
-		return req, nil
+}
+
+// setAside renames the damaged file at path to path.damaged-<Unix ms>;
+// one already moved by another process is no error.
+func setAside(path string) error {
+	err := os.Rename(path, fmt.Sprintf("%s.damaged-%d", path, time.Now().UnixMilli()))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
 	}
-	var prior RunCancelRequest
-	if err := readJSON(path, &prior); err != nil {
-		return RunCancelRequest{}, fmt.Errorf("supervise: reading run cancellation: %w", err)
-	}
-	if !prior.sameBody(req) {
-		return RunCancelRequest{}, &ConflictError{Kind: "run-cancel", OperationID: operationID, Detail: "operation " + prior.OperationID + " was written first"}
-	}
-	return prior, nil
+	return err
 }
 
 // ReadRunCancellation returns the run's cancellation acknowledgement, or
@@ -637,7 +667,10 @@ func readJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return json.Unmarshal(data, v)
+	if err := json.Unmarshal(data, v); err != nil {
+		return &ControlFileError{Path: path, Size: int64(len(data)), Limit: MaxControlFileBytes, Err: err}
+	}
+	return nil
 }
 
 // appendLine appends v as one JSON line with a single write and syncs

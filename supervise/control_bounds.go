@@ -23,16 +23,28 @@ const (
 	MaxCancelRequestsBytes = 4 << 20
 )
 
-// ControlFileError reports a control file of a run dir larger than its
-// limit. Size is what the file held when it was refused.
+// ControlFileError reports a control file of a run dir that cannot be
+// used: larger than its limit (Size is what the file held when it was
+// refused), or damaged (Err says how: torn or not what the file should
+// hold). This package writes every whole control file atomically, so a
+// damaged one was written by something else.
 type ControlFileError struct {
 	Path        string
 	Size, Limit int64
+	// Err is why a damaged file's content does not decode; nil for an
+	// oversized file.
+	Err error
 }
 
 func (e *ControlFileError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("supervise: %s is damaged (%v); move it aside or start a new run dir", e.Path, e.Err)
+	}
 	return fmt.Sprintf("supervise: %s holds %d bytes, over its limit of %d; remove it or start a new run dir", e.Path, e.Size, e.Limit)
 }
+
+// Unwrap returns why a damaged file does not decode.
+func (e *ControlFileError) Unwrap() error { return e.Err }
 
 // readBounded reads the file at path, refusing one over limit bytes.
 func readBounded(path string, limit int64) ([]byte, error) {
