@@ -971,7 +971,8 @@ func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string,
 			fmt.Fprintf(stdio.Out, "cancel %s of %s: %s%s\n", opID, orName(string(rec.WorkerID), rec.Worker), rec.Effect, detail(rec.Detail))
 		}
 	} else {
-		if _, err := supervise.CancelRun(ctx, dir, opID, supervise.RunCancelOptions{Source: "cli", Reason: reason}); err != nil {
+		req, err := supervise.CancelRun(ctx, dir, opID, supervise.RunCancelOptions{Source: "cli", Reason: reason})
+		if err != nil {
 			return controlError(err)
 		}
 		if !asJSON {
@@ -984,17 +985,16 @@ func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string,
 		if err != nil {
 			return &exitError{code: ExitFailed, err: err}
 		}
-		out = rec
 		if rec == nil {
-			effect = kernel.EffectUnknown
-			if !asJSON {
-				fmt.Fprintf(stdio.Out, "cancel %s of the run: no acknowledgement within %s\n", opID, wait)
-			}
-		} else {
-			effect = rec.Effect
-			if !asJSON {
-				fmt.Fprintf(stdio.Out, "cancel %s of the run: %s%s\n", opID, rec.Effect, detail(rec.Detail))
-			}
+			// Nobody answered (no supervisor holds the run, or it has
+			// not read the request yet): unknown, never success, as an
+			// unresolved worker cancellation reads.
+			rec = &supervise.RunCancellation{OperationID: req.OperationID, Effect: kernel.EffectUnknown, RequestedAt: req.At,
+				Source: req.Source, Reason: req.Reason, Detail: fmt.Sprintf("no acknowledgement within %s", wait)}
+		}
+		effect, out = rec.Effect, rec
+		if !asJSON {
+			fmt.Fprintf(stdio.Out, "cancel %s of the run: %s%s\n", opID, rec.Effect, detail(rec.Detail))
 		}
 	}
 	if asJSON {
