@@ -531,11 +531,7 @@ func (c *Coordinator) deliver(ctx context.Context, info NodeInfo, msg, operation
 	c.mu.Unlock()
 	if w != nil && w.inbox != nil {
 		effect, why := w.inbox.post(ctx, msg, operationID)
-		if effect == SteerRefused && c.workCtx.Err() != nil {
-			// Withdrawn because the run's workers were cancelled.
-			return SteerNotLive, "the run ended before the worker's next turn took the message"
-		}
-		return effect, why
+		return c.endedNotLive(effect, why, "the worker")
 	}
 	if w != nil && w.runtime == RuntimeManager {
 		// A nested manager runs no executor: only its brain's inbox

@@ -174,10 +174,10 @@ func (f goLead) Drive(ctx context.Context, c *supervise.Coordinator, task string
 	return f(ctx, c, task)
 }
 
-// §3.6 maxDepth, behaviour 37: with MaxDepth 2 a lead (depth 1) admits
+// §3.6 maxDepth (rejection depth-exceeded): with MaxDepth 2 a lead (depth 1) admits
 // writers (depth 2), and a lead under the lead (depth 2) is refused its
 // own children with depth-exceeded; a refused spawn reserves nothing.
-func TestNestedSpawnPastMaxDepthRefusedBehaviour37(t *testing.T) {
+func TestNestedSpawnPastMaxDepthRefused(t *testing.T) {
 	var mu sync.Mutex
 	var refusals []string
 	var depth2Admitted []supervise.NodeID
@@ -234,7 +234,7 @@ func TestNestedSpawnPastMaxDepthRefusedBehaviour37(t *testing.T) {
 }
 
 // §3.6 Cancellation ("the owning manager applies the abort to exactly
-// that subtree"), behaviour 45: cancelling the middle manager from the
+// that subtree"), behaviour 49: cancelling the middle manager from the
 // root cancels its live children (grandchildren of the root) and the
 // manager, while a sibling writer of the root's is untouched; the
 // root's await_event sees only its own children.
@@ -365,7 +365,7 @@ func awaitQuestion(ctx context.Context, c *supervise.Coordinator) (*supervise.Qu
 }
 
 // §3.6 Questions ("escalateQuestion … forwarded to nested managers",
-// decisions answer|defer|escalate(parent|user)), behaviours 53, 54: a
+// decisions answer|defer|escalate(parent|user)): a
 // grandchild's question reaches its lead; the lead escalates it to its
 // parent, the root, whose answer reaches the grandchild; the lead's own
 // ask_parent is queued for the root (not no-parent) and the root's

@@ -152,6 +152,7 @@ func (c *Coordinator) reofferSteers(ctx context.Context, in *Inbox) {
 		go func() {
 			defer c.reoffered.Done()
 			effect, why := in.await(c.workCtx, p)
+			effect, why = c.endedNotLive(effect, why, "the manager")
 			c.acknowledgeReoffered(ctx, q, effect, why)
 		}()
 	}
@@ -189,7 +190,20 @@ func (c *Coordinator) deliverRoot(ctx context.Context, msg, operationID string) 
 		return SteerUnsupported, "the manager's brain does not take steers between its turns (the router brain of a cli-base manager, " +
 			"a claude-code, codex or opencode manager's, or a Brain that reads Coordinator.ManagerInbox, does); steer one of its workers instead"
 	}
-	return in.post(ctx, msg, operationID)
+	effect, why := in.post(ctx, msg, operationID)
+	return c.endedNotLive(effect, why, "the manager")
+}
+
+// endedNotLive is a steer's outcome as acknowledged: one withdrawn
+// because the run ended (its work context cancelled by its caller, its
+// deadline or its end) before whom's next turn took it is not_live
+// (§3.6 "finalization expires unseen requests as not_live"), never
+// refused, which says the supervisor declined it.
+func (c *Coordinator) endedNotLive(effect SteerEffect, why, whom string) (SteerEffect, string) {
+	if effect == SteerRefused && c.workCtx.Err() != nil {
+		return SteerNotLive, "the run ended before " + whom + "'s next turn took the message"
+	}
+	return effect, why
 }
 
 // interjector is the router brain's kernel.ToolLoopOptions.Interject:

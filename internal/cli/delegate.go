@@ -168,7 +168,7 @@ func runMCPDelegate(ctx context.Context, stdio IO, open providerOpener, f mcpDel
 	// The manager's model is made per task (the default plan names it);
 	// make one now so that a bad flag is reported before serving.
 	router := func(task string) (contract.ChatModel, error) {
-		return routerModel(f.providerName, f.managerScript, f.baseURL, f.openaiAPI, mgr, names, task)
+		return routerModel(f.providerName, f.managerScript, f.baseURL, f.openaiAPI, mgr, names, task, f.maxLive)
 	}
 	if _, err := router(""); err != nil {
 		return err

@@ -162,7 +162,7 @@ is invalid), 2 on usage errors.`,
 					task = journaled
 				}
 			}
-			router, err := routerModel(providerName, managerScript, baseURL, openaiAPI, root, targets, task)
+			router, err := routerModel(providerName, managerScript, baseURL, openaiAPI, root, targets, task, 0)
 			if err != nil {
 				return err
 			}
@@ -170,7 +170,7 @@ is invalid), 2 on usage errors.`,
 				// The default plan also awaits the findings of the
 				// analyzes edges over the nodes it delegates to, so their
 				// analysts are not cancelled by the root's return.
-				router = scripted.NewChatModel(defaultPlanAwaiting(targets, len(targets)+findingsOver(g, targets), task))
+				router = scripted.NewChatModel(defaultPlanAwaiting(targets, len(targets)+findingsOver(g, targets), task, 0))
 			}
 			tracing := startTracing(ctx, stdio)
 			defer stopTracing(ctx, stdio, tracing)

@@ -73,7 +73,7 @@ manager's turns:
               "text": "...", "usage": {"inputTokens": 10, "outputTokens": 2}, "hang": false}]}
 
 and without one a plan that spawns each worker once on the task and awaits
-them. With --provider openai or anthropic the manager's model is the manager
+them (no more than --max-live at once). With --provider openai or anthropic the manager's model is the manager
 profile's model.default on the same endpoint.
 
 With --provider claude-code, codex or opencode that harness CLI is the
@@ -197,7 +197,7 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 			}
 			var router contract.ChatModel
 			if !external {
-				if router, err = routerModel(providerName, managerScript, baseURL, openaiAPI, mgr, names, task); err != nil {
+				if router, err = routerModel(providerName, managerScript, baseURL, openaiAPI, mgr, names, task, maxLive); err != nil {
 					return err
 				}
 			}
@@ -356,7 +356,10 @@ func expectDeliverable(expect string) supervise.Deliverable {
 
 // routerModel is the manager's chat model: a script, the default plan, or
 // the manager profile's model on the openai or anthropic endpoint.
-func routerModel(providerName, scriptPath, baseURL, openaiAPI string, mgr *profile.Profile, workers []string, task string) (contract.ChatModel, error) {
+//
+// maxLive is the run's --max-live (0: no cap), which the default plan
+// keeps to.
+func routerModel(providerName, scriptPath, baseURL, openaiAPI string, mgr *profile.Profile, workers []string, task string, maxLive int) (contract.ChatModel, error) {
 	model := ""
 	if mgr.Model != nil && mgr.Model.Default != nil {
 		model = *mgr.Model.Default
@@ -367,7 +370,7 @@ func routerModel(providerName, scriptPath, baseURL, openaiAPI string, mgr *profi
 	switch providerName {
 	case "scripted":
 		if scriptPath == "" {
-			return scripted.NewChatModel(defaultPlan(workers, task)), nil
+			return scripted.NewChatModel(defaultPlan(workers, task, maxLive)), nil
 		}
 		data, err := readFile(scriptPath)
 		if err != nil {
@@ -410,22 +413,45 @@ func isHarnessProvider(name string) bool {
 }
 
 // defaultPlan spawns each worker once on the task, awaits every
-// settlement, and ends.
-func defaultPlan(workers []string, task string) scripted.ChatScript {
-	return defaultPlanAwaiting(workers, len(workers), task)
+// settlement, and ends; with maxLive > 0, never more than maxLive at
+// once.
+func defaultPlan(workers []string, task string, maxLive int) scripted.ChatScript {
+	return defaultPlanAwaiting(workers, len(workers), task, maxLive)
 }
 
 // defaultPlanAwaiting is defaultPlan awaiting n events (settlements and
-// findings) instead of one per worker.
-func defaultPlanAwaiting(workers []string, n int, task string) scripted.ChatScript {
-	var spawns, awaits []contract.ChatEvent
-	for i, w := range workers {
-		spawns = append(spawns, managerCall(fmt.Sprintf("s%d", i+1), supervise.VerbSpawnWorker, map[string]any{"profile": w, "label": w, "task": task}))
+// findings) instead of one per worker. With maxLive > 0 it spawns the
+// first maxLive workers, then each further one after awaiting an event
+// (a settlement frees its slot), so none is refused max-live-workers.
+func defaultPlanAwaiting(workers []string, n int, task string, maxLive int) scripted.ChatScript {
+	first := len(workers)
+	if maxLive > 0 && maxLive < first {
+		first = maxLive
 	}
-	for i := range n {
-		awaits = append(awaits, managerCall(fmt.Sprintf("a%d", i+1), supervise.VerbAwaitEvent, map[string]any{"timeoutMs": supervise.MaxAwaitTimeout.Milliseconds()}))
+	spawn := func(i int) contract.ChatEvent {
+		return managerCall(fmt.Sprintf("s%d", i+1), supervise.VerbSpawnWorker, map[string]any{"profile": workers[i], "label": workers[i], "task": task})
 	}
-	return scripted.ChatScript{Turns: []scripted.ChatTurn{{Events: spawns}, {Events: awaits}, {Events: []contract.ChatEvent{scripted.Text("Every worker settled.")}}}}
+	awaited := 0
+	await := func() contract.ChatEvent {
+		awaited++
+		return managerCall(fmt.Sprintf("a%d", awaited), supervise.VerbAwaitEvent, map[string]any{"timeoutMs": supervise.MaxAwaitTimeout.Milliseconds()})
+	}
+	var spawns []contract.ChatEvent
+	for i := range first {
+		spawns = append(spawns, spawn(i))
+	}
+	turns := []scripted.ChatTurn{{Events: spawns}}
+	for i := first; i < len(workers); i++ {
+		turns = append(turns, scripted.ChatTurn{Events: []contract.ChatEvent{await()}}, scripted.ChatTurn{Events: []contract.ChatEvent{spawn(i)}})
+	}
+	var awaits []contract.ChatEvent
+	for awaited < n {
+		awaits = append(awaits, await())
+	}
+	if len(awaits) > 0 {
+		turns = append(turns, scripted.ChatTurn{Events: awaits})
+	}
+	return scripted.ChatScript{Turns: append(turns, scripted.ChatTurn{Events: []contract.ChatEvent{scripted.Text("Every worker settled.")}})}
 }
 
 func managerCall(id, verb string, args any) contract.ChatEvent {
@@ -1027,7 +1053,8 @@ func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string,
 			fmt.Fprintf(stdio.Out, "cancel %s of %s: %s%s\n", opID, orName(string(rec.WorkerID), rec.Worker), rec.Effect, detail(rec.Detail))
 		}
 	} else {
-		if _, err := supervise.CancelRun(ctx, dir, opID, supervise.RunCancelOptions{Source: "cli", Reason: reason}); err != nil {
+		req, err := supervise.CancelRun(ctx, dir, opID, supervise.RunCancelOptions{Source: "cli", Reason: reason})
+		if err != nil {
 			return controlError(err)
 		}
 		if !asJSON {
@@ -1040,17 +1067,16 @@ func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string,
 		if err != nil {
 			return &exitError{code: ExitFailed, err: err}
 		}
-		out = rec
 		if rec == nil {
-			effect = kernel.EffectUnknown
-			if !asJSON {
-				fmt.Fprintf(stdio.Out, "cancel %s of the run: no acknowledgement within %s\n", opID, wait)
-			}
-		} else {
-			effect = rec.Effect
-			if !asJSON {
-				fmt.Fprintf(stdio.Out, "cancel %s of the run: %s%s\n", opID, rec.Effect, detail(rec.Detail))
-			}
+			// Nobody answered (no supervisor holds the run, or it has
+			// not read the request yet): unknown, never success, as an
+			// unresolved worker cancellation reads.
+			rec = &supervise.RunCancellation{OperationID: req.OperationID, Effect: kernel.EffectUnknown, RequestedAt: req.At,
+				Source: req.Source, Reason: req.Reason, Detail: fmt.Sprintf("no acknowledgement within %s", wait)}
+		}
+		effect, out = rec.Effect, rec
+		if !asJSON {
+			fmt.Fprintf(stdio.Out, "cancel %s of the run: %s%s\n", opID, rec.Effect, detail(rec.Detail))
 		}
 	}
 	if asJSON {
