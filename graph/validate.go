@@ -96,7 +96,16 @@ func validate(g Graph, o Options) (*plan, error) {
 	for _, l := range supervise.BuiltinLenses() {
 		lensIDs[l.ID] = true
 	}
-	for _, l := range o.Supervise.Analysts {
+	for i, l := range o.Supervise.Analysts {
+		// As supervise's lens menu refuses them, so that Validate and
+		// RunGraph agree and the refusal names the lens.
+		field := "Supervise.Analysts[" + strconv.Itoa(i) + "]"
+		if err := supervise.ValidateLens(l); err != nil {
+			return nil, &ConfigError{Field: field, Reason: err.Error()}
+		}
+		if lensIDs[l.ID] {
+			return nil, &ConfigError{Field: field, Reason: fmt.Sprintf("lens %q is already on the menu (a built-in lens or an earlier one)", l.ID)}
+		}
 		lensIDs[l.ID] = true
 	}
 	var delegates []int

@@ -203,6 +203,11 @@ without a winner is also said on stderr), 2 on usage errors.`,
 					return refusal
 				}
 				var ce *graph.ConfigError
+				if errors.As(err, &ce) && strings.HasPrefix(ce.Field, "Supervise.Analysts[") {
+					// A lens of the --analysts file: its content, as a
+					// lens file that does not decode, not a usage error.
+					return &exitError{code: ExitFailed, err: fmt.Errorf("%s: %w", analystsPath, err)}
+				}
 				if errors.As(err, &ce) {
 					return usage("%v", err)
 				}
