@@ -43,7 +43,10 @@
 // resumed root goes on from what it said and what its tools returned:
 // it is not asked a recorded turn again, nor does it delegate again what
 // it delegated; a caller's Brain resumes as it chooses. A journal of another topology is
-// refused before anything runs, and so is a graph whose budget is not
+// refused before anything runs — the run journals its topology (each
+// node's profile digest, each edge with its directive's text digest,
+// cap and continuity) when its brain first starts, and a resume whose
+// graph or directives differ in any of them is refused — and so is a graph whose budget is not
 // exactly the journaled one (a restart never mints capacity) or whose
 // brief no longer ends the journaled root task: a *supervise.ResumeError,
 // wrapping a *supervise.ResumeMismatchError when one value differs. An

@@ -37,8 +37,9 @@ func decodeJournaledRow(v canonjson.Value) (journaledRow, error) {
 // brain drives: on a resumed run, the edge ledger and its traversal
 // counts, the caps spent (charged rows, analyst spawns) and exhausted,
 // and which workers each node and analyst ran. On a new run the journal
-// holds none of these and nothing changes.
-func (r *run) restore(c *supervise.Coordinator) error {
+// holds none of these and nothing changes, but the graph's topology is
+// journaled.
+func (r *run) restore(ctx context.Context, c *supervise.Coordinator) error {
 	edges := map[string]Edge{}
 	for _, e := range r.delegatesTo {
 		edges[e.ID()] = e
@@ -51,10 +52,13 @@ func (r *run) restore(c *supervise.Coordinator) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var capped []Edge
+	fixed := false
 	for since := 0; ; {
-		page := c.ReadJournal(supervise.JournalArgs{SinceRow: since, Kinds: []string{supervise.KindEdge, supervise.KindSpawned}})
+		page := c.ReadJournal(supervise.JournalArgs{SinceRow: since, Kinds: []string{supervise.KindEdge, supervise.KindSpawned, supervise.KindGraph}})
 		for _, rec := range page.Rows {
 			switch rec.Kind {
+			case supervise.KindGraph:
+				fixed = true
 			case supervise.KindSpawned:
 				r.restoreSpawn(rec)
 			case supervise.KindEdge:
@@ -83,6 +87,17 @@ func (r *run) restore(c *supervise.Coordinator) error {
 	}
 	for _, e := range capped {
 		r.markExhaustedLocked(e)
+	}
+	if !fixed {
+		// A new run (or one whose journal predates topology records)
+		// journals what it runs, for its resume to hold it to.
+		v, err := canonjson.ToValue(r.topo)
+		if err == nil {
+			err = c.Note(context.WithoutCancel(ctx), supervise.KindGraph, "", v)
+		}
+		if err != nil {
+			r.logger.Error("graph: journaling the graph's topology", "err", err)
+		}
 	}
 	return nil
 }
@@ -167,7 +182,7 @@ func (r *run) afterSettle(ctx context.Context, c *supervise.Coordinator, s super
 // counted); a record that names no directive (a journal written before
 // rows carried one) is compared by id alone. A missing or empty journal
 // is a new run.
-func (pl *plan) checkJournal(ctx context.Context, so supervise.Options) error {
+func (pl *plan) checkJournal(ctx context.Context, so supervise.Options, given topology) error {
 	directive := map[string]string{} // by edge id
 	for _, e := range pl.delegatesTo {
 		directive[e.ID()] = e.Directive
@@ -179,9 +194,17 @@ func (pl *plan) checkJournal(ctx context.Context, so supervise.Options) error {
 	if so.SpawnStore != nil {
 		where = "run " + so.RunID + " in the store"
 	}
+	var fixed *topology
 	for rec, err := range journaled(ctx, so) {
 		if err != nil {
 			return &supervise.ResumeError{RunDir: where, Reason: "reading the journal", Err: err}
+		}
+		if rec.Kind == supervise.KindGraph && fixed == nil {
+			var t topology
+			if err := canonjson.FromValue(rec.Data, &t); err != nil {
+				return &supervise.ResumeError{RunDir: where, Reason: "the graph record does not decode", Err: err}
+			}
+			fixed = &t
 		}
 		if rec.Kind != supervise.KindEdge {
 			continue
@@ -196,6 +219,14 @@ func (pl *plan) checkJournal(ctx context.Context, so supervise.Options) error {
 		}
 		if jr.Directive != "" && jr.Directive != want {
 			return &supervise.ResumeError{RunDir: where, Reason: fmt.Sprintf("the journal's edge %s ran directive %s, and this graph gives it %s; resume with the graph that started the run (or start a new run for the new directive)", jr.Edge, jr.Directive, want)}
+		}
+	}
+	// The journaled topology (a journal written before runs journaled
+	// one has none): the edges above are what ran, this is what was
+	// defined, nodes' profiles and directive texts included.
+	if fixed != nil {
+		if m := given.change(*fixed); m != nil {
+			return &supervise.ResumeError{RunDir: where, Reason: "the graph is not the one the run journaled; resume with the graph (and directives) that started the run", Err: m}
 		}
 	}
 	return nil

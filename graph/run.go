@@ -115,7 +115,11 @@ func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	r := &run{plan: pl, opts: o, check: g.Deliverable, logger: logger, count: map[string]int{}, spent: map[string]int{},
+	topo, err := topologyOf(g, o.Registry)
+	if err != nil {
+		return GraphResult{}, err
+	}
+	r := &run{plan: pl, opts: o, check: g.Deliverable, logger: logger, topo: topo, count: map[string]int{}, spent: map[string]int{},
 		bound: map[string][]supervise.NodeID{}, analystRuns: map[supervise.NodeID]analystRun{}}
 	so := o.Supervise
 	so.Budget = *g.Budget
@@ -141,7 +145,7 @@ func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
 		so.RunDir = supervise.RunDirFor(so.WorkspaceRoot, so.RunID)
 	}
 	if so.Resume {
-		if err := pl.checkJournal(ctx, so); err != nil {
+		if err := pl.checkJournal(ctx, so, topo); err != nil {
 			return GraphResult{}, err
 		}
 		if err := r.checkStarted(ctx, so, *g.Budget); err != nil {
@@ -176,6 +180,7 @@ type run struct {
 	opts   Options
 	check  supervise.Deliverable
 	logger *slog.Logger
+	topo   topology
 
 	// spawnMu orders a graph spawn with its binding: a worker's settle
 	// looks its spawn up only after the spawn returned.
@@ -245,7 +250,7 @@ func (r *run) drive(ctx context.Context, c *supervise.Coordinator, task string) 
 
 // bind binds the coordinator and restores the graph's state from its
 // journal, once (OnResume on a resumed run, else when the brain starts).
-func (r *run) bind(_ context.Context, c *supervise.Coordinator) error {
+func (r *run) bind(ctx context.Context, c *supervise.Coordinator) error {
 	r.mu.Lock()
 	bound := r.coord != nil
 	r.coord = c
@@ -253,7 +258,7 @@ func (r *run) bind(_ context.Context, c *supervise.Coordinator) error {
 	if bound {
 		return nil
 	}
-	return r.restore(c)
+	return r.restore(ctx, c)
 }
 
 // routerDrive runs the root profile's router brain over the Driver's

@@ -96,7 +96,16 @@ func validate(g Graph, o Options) (*plan, error) {
 	for _, l := range supervise.BuiltinLenses() {
 		lensIDs[l.ID] = true
 	}
-	for _, l := range o.Supervise.Analysts {
+	for i, l := range o.Supervise.Analysts {
+		// As supervise's lens menu refuses them, so that Validate and
+		// RunGraph agree and the refusal names the lens.
+		field := "Supervise.Analysts[" + strconv.Itoa(i) + "]"
+		if err := supervise.ValidateLens(l); err != nil {
+			return nil, &ConfigError{Field: field, Reason: err.Error()}
+		}
+		if lensIDs[l.ID] {
+			return nil, &ConfigError{Field: field, Reason: fmt.Sprintf("lens %q is already on the menu (a built-in lens or an earlier one)", l.ID)}
+		}
 		lensIDs[l.ID] = true
 	}
 	var delegates []int
@@ -188,6 +197,7 @@ func validate(g Graph, o Options) (*plan, error) {
 		}
 	}
 
+	analyzesAt := map[string]int{} // analyzes edge id → index
 	for i, e := range g.Edges {
 		if e.Kind != Analyzes {
 			continue
@@ -215,6 +225,7 @@ func validate(g Graph, o Options) (*plan, error) {
 		if len(e.Over) == 0 {
 			return nil, invalid(p+".over", "an analyzes edge is over at least one node")
 		}
+		overAt := make(map[string]int, len(e.Over))
 		for j, over := range e.Over {
 			op := p + ".over[" + strconv.Itoa(j) + "]"
 			if err := known(op, over); err != nil {
@@ -223,10 +234,20 @@ func validate(g Graph, o Options) (*plan, error) {
 			if over == pl.root.ID {
 				return nil, invalid(op, "the root never settles as a worker; this edge would never fire")
 			}
+			if k, dup := overAt[over]; dup {
+				return nil, invalid(op, "%q is over[%d] already; a node is analyzed once per settle", over, k)
+			}
+			overAt[over] = j
 		}
 		if err := known(p+".to", e.To); err != nil {
 			return nil, err
 		}
+		// The id keys the edge's ledger rows, cap and journal records;
+		// ids with ':', '+' or '->' in them can spell another edge's.
+		if j, dup := analyzesAt[e.ID()]; dup {
+			return nil, invalid(p, "its id %s is also %s's; rename a node so the two edges can be told apart", e.ID(), edgePath(j))
+		}
+		analyzesAt[e.ID()] = i
 		pl.analyzeBy[e.Analyst] = e
 		if isLens {
 			pl.lenses[e.Analyst] = true
@@ -236,10 +257,16 @@ func validate(g Graph, o Options) (*plan, error) {
 		pl.analyzes = append(pl.analyzes, e)
 	}
 	for i, e := range g.Edges {
+		if e.Kind != Analyzes {
+			continue
+		}
 		for j, over := range e.Over {
-			if _, ok := pl.analysts[over]; ok && e.Kind == Analyzes {
+			if _, ok := pl.analysts[over]; ok {
 				return nil, invalid(edgePath(i)+".over["+strconv.Itoa(j)+"]", "%q is an analyst node; its settle is a finding, never a worker's, so this edge would never fire", over)
 			}
+		}
+		if _, ok := pl.analysts[e.To]; ok {
+			return nil, invalid(edgePath(i)+".to", "%q is an analyst node; an analyst is environment and never receives work, so these findings would never be delivered", e.To)
 		}
 	}
 	for i, n := range g.Nodes {

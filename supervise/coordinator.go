@@ -1630,14 +1630,14 @@ func parentOrRoot(id, root NodeID) NodeID {
 var ErrNoteKind = errors.New("supervise: not a note kind")
 
 // Note appends a record a layer above supervise keeps in this run's
-// journal — today only KindEdge, package graph's edge ledger — so the
-// run's one journal holds it beside the spawns and settlements it
-// explains. It is durable (when the run has a RunDir) before Note
+// journal — KindEdge and KindGraph, package graph's edge ledger and
+// topology — so the run's one journal holds it beside the spawns and
+// settlements it explains. It is durable (when the run has a RunDir) before Note
 // returns, read_journal pages through it, and a resumed run passes it
 // over. A note the journal refused is counted as lost (the run's result
 // then comes with a *JournalLossError).
 func (c *Coordinator) Note(ctx context.Context, kind string, node NodeID, data canonjson.Value) error {
-	if kind != KindEdge {
+	if kind != KindEdge && kind != KindGraph {
 		return fmt.Errorf("%w: %q", ErrNoteKind, kind)
 	}
 	// A note records what its layer already did (a graph traversal):

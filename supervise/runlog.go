@@ -96,6 +96,11 @@ const (
 	// KindEdge is a graph edge traversal (package graph's edge ledger),
 	// appended through Coordinator.Note; replay passes it over.
 	KindEdge = "edge"
+	// KindGraph is a graph run's topology (package graph: its nodes'
+	// profile digests and its edges), appended once through
+	// Coordinator.Note so a resume can refuse another graph; replay
+	// passes it over.
+	KindGraph = "graph"
 	// KindQuestionAsked and KindQuestionDecided are a question asked
 	// (Node the asker, QuestionID, Question) and a decision on one
 	// (Node the asker, QuestionID, Decision, Delivered), journaled only

@@ -77,7 +77,8 @@ With OTEL_EXPORTER_OTLP_ENDPOINT set, the graph's supervised run is traced
 over OTLP/HTTP as agentrt supervise's is.
 
 Exit status: 0 when the run has a winner, 1 when it has none (or the graph
-is invalid), 2 on usage errors.`,
+is invalid; a delegates edge's spent traversal cap that left the run
+without a winner is also said on stderr), 2 on usage errors.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -203,6 +204,11 @@ is invalid), 2 on usage errors.`,
 					return refusal
 				}
 				var ce *graph.ConfigError
+				if errors.As(err, &ce) && strings.HasPrefix(ce.Field, "Supervise.Analysts[") {
+					// A lens of the --analysts file: its content, as a
+					// lens file that does not decode, not a usage error.
+					return &exitError{code: ExitFailed, err: fmt.Errorf("%s: %w", analystsPath, err)}
+				}
 				if errors.As(err, &ce) {
 					return usage("%v", err)
 				}
@@ -240,6 +246,11 @@ is invalid), 2 on usage errors.`,
 			}
 			if incomplete {
 				return &exitError{code: ExitFailed, err: err}
+			}
+			if capErr != nil {
+				// The cap, not the task, ended the run: say so and what
+				// to change, after the result and its ledger.
+				return &exitError{code: ExitFailed, err: capErr}
 			}
 			if res.Result.Status != supervise.StatusWinner {
 				return refused()

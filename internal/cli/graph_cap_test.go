@@ -1,0 +1,55 @@
+package cli_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// §3.7: a delegates cap spent with no winner is a GraphEdgeCapError,
+// thrown with the ledger. agentrt graph prints the result and every
+// traversal (one JSON document with --json: the ledger's cap row and
+// exhaustedEdges) and exits 1 — and says on stderr why, naming the
+// spent edge and what to change, so the run is not mistaken for a
+// task that merely failed.
+func TestGraphCapExhaustedSaysWhy(t *testing.T) {
+	g := writeFile(t, "capped.json", `{
+  "nodes": [
+    {"id": "driver", "profile": {"name": "driver", "harness": "cli-base", "model": {"default": "scripted/driver"},
+      "tools": {"agent_runtime_coordination_spawn_worker": true, "agent_runtime_coordination_await_event": true}}},
+    {"id": "coder", "profile": {"name": "coder", "harness": "cli-base", "model": {"provider": "scripted", "default": "scripted/coder"}}}
+  ],
+  "edges": [{"kind": "delegates", "from": "driver", "to": "coder", "directive": "delegate/v1", "maxTraversals": 1}],
+  "budget": {"tokens": 50000, "iterations": 6}
+}`)
+	spawnCoder := `{"calls": [{"verb": "spawn_worker", "args": {"profile": "coder", "task": "Fix it."}}], "usage": {"inputTokens": 20, "outputTokens": 5}}`
+	script := managerScript(t, `{"turns": [`+spawnCoder+`, `+awaitOne+`, `+spawnCoder+`, `+awaitOne+`, `+answerDone+`]}`)
+	for _, asJSON := range []bool{false, true} {
+		args := []string{"graph", g, "--task", "Make the login tests pass.", "--expect", "a result no worker gives",
+			"--manager-script", script, "--run-dir", t.TempDir(), "--run-id", "cap", "--db", filepath.Join(t.TempDir(), "runs.db")}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		out, errOut, code := run(t, "", args...)
+		if code != 1 {
+			t.Fatalf("json %v: exit %d, want 1\n%s%s", asJSON, code, out, errOut)
+		}
+		if !strings.Contains(errOut, "traversal cap exhausted on delegates:driver->coder") || !strings.Contains(errOut, "maxTraversals") {
+			t.Errorf("json %v: stderr does not say the cap ended the run:\n%s", asJSON, errOut)
+		}
+		if !asJSON {
+			if !strings.Contains(out, "delegates:driver->coder #2 unpropagated") || !strings.Contains(out, "exhausted delegates:driver->coder") {
+				t.Errorf("stdout:\n%s", out)
+			}
+			continue
+		}
+		res := decode(t, out)
+		rows := member(res, "ledger").Items()
+		if len(rows) != 2 || member(rows[1], "reason").Str() != "traversal-cap-exhausted (max 1)" {
+			t.Errorf("ledger: %s", out)
+		}
+		if ex := member(res, "exhaustedEdges").Items(); len(ex) != 1 || ex[0].Str() != "delegates:driver->coder" {
+			t.Errorf("exhaustedEdges: %s", out)
+		}
+	}
+}
