@@ -140,15 +140,21 @@ func TestUnconfirmedTeardownChargedAtCeilingBehaviour51(t *testing.T) {
 func TestDeadlineEndsBudgetExhausted(t *testing.T) {
 	gate := &gateExecutor{release: make(chan struct{})}
 	o := baseOptions(t, gate, nil)
-	o.Deadline = time.Now().Add(100 * time.Millisecond)
+	// Long enough for the spawn to land first on a slow machine (-race
+	// on two CPUs took over 100 ms): the deadline must cut a live worker.
+	o.Deadline = time.Now().Add(time.Second)
+	var spawned map[string]any
 	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("one"))
+		spawned = tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("one"))
 		_, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000})
 		return supervise.BrainReport{}, err
 	})
 	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(res.Tree) != 1 {
+		t.Fatalf("tree %+v: the spawn (%v) did not land before the deadline", res.Tree, spawned)
 	}
 	if res.Reason != supervise.ReasonBudgetExhausted || res.Error != nil || res.Tree[0].State != supervise.StateCancelled {
 		t.Errorf("reason %s error %+v state %s", res.Reason, res.Error, res.Tree[0].State)

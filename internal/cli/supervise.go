@@ -855,11 +855,14 @@ func supervisedValue(res supervise.SupervisedResult, runDir string) canonjson.Va
 		})})
 	}
 	if c := res.Cancellation; c != nil {
-		m = append(m, canonjson.Member{Name: "cancellation", Value: canonjson.ObjectValue([]canonjson.Member{
+		cm := []canonjson.Member{
 			{Name: "source", Value: canonjson.StringValue(c.Source)},
 			{Name: "reason", Value: canonjson.StringValue(c.Reason)},
-			{Name: "operationId", Value: canonjson.StringValue(c.OperationID)},
-		})})
+		}
+		if c.OperationID != "" { // spec §3.6: operationId? (a context's cancellation has none)
+			cm = append(cm, canonjson.Member{Name: "operationId", Value: canonjson.StringValue(c.OperationID)})
+		}
+		m = append(m, canonjson.Member{Name: "cancellation", Value: canonjson.ObjectValue(cm)})
 	}
 	var workers []canonjson.Value
 	for _, n := range res.Tree {
@@ -1009,7 +1012,18 @@ func steerWorker(ctx context.Context, stdio IO, dir, worker, message, opID strin
 		return &exitError{code: ExitFailed, err: err}
 	}
 	if asJSON {
-		if err := writeJSON(stdio.Out, map[string]any{"request": req, "acknowledgement": ack}); err != nil {
+		// No acknowledgement within --wait is null, said, not left out.
+		ackV := canonjson.NullValue()
+		if ack != nil {
+			if ackV, err = canonjson.ToValue(ack); err != nil {
+				return err
+			}
+		}
+		reqV, err := canonjson.ToValue(req)
+		if err != nil {
+			return err
+		}
+		if err := writeJSON(stdio.Out, canonjson.ObjectValue([]canonjson.Member{{Name: "request", Value: reqV}, {Name: "acknowledgement", Value: ackV}})); err != nil {
 			return err
 		}
 	} else if ack == nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -49,5 +50,18 @@ func TestSuperviseCancelRunJSONWithoutAcknowledgement(t *testing.T) {
 	out, errOut, code = run(t, "", "supervise", "cancel", dir, "--operation-id", "stop-dead", "--reason", "gone", "--wait", "300ms")
 	if code != 1 || !strings.Contains(out, "cancel stop-dead of the run: ") {
 		t.Errorf("cancel: exit %d\n%s%s", code, out, errOut)
+	}
+	// A steer nobody acknowledges: --json says acknowledgement null,
+	// with the request, and exits 1.
+	out, errOut, code = run(t, "", "steer", dir, "note", "Stop.", "--operation-id", "steer-dead", "--wait", "300ms", "--json")
+	if code != 1 {
+		t.Errorf("steer --json of a run nobody acknowledges: exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	st := decode(t, out)
+	if a, ok := st.Get("acknowledgement"); !ok || a.Kind() != canonjson.Null {
+		t.Errorf("steer --json: acknowledgement %v (present %v), want null: %s", a, ok, out)
+	}
+	if member(member(st, "request"), "operationId").Str() != "steer-dead" {
+		t.Errorf("steer --json: %s", out)
 	}
 }
