@@ -415,8 +415,12 @@ func (c *Coordinator) admitAs(ctx context.Context, req SpawnRequest, doc canonjs
 func (c *Coordinator) admitQueued(ctx context.Context, req SpawnRequest, doc canonjson.Value, runtime string) (SpawnReply, *logTicket, error) {
 	reply, err := c.scope.Spawn(req)
 	if err != nil {
+		// A pool that ran out ends the run budget-exhausted; a dollar
+		// request under a root without a dollar ceiling
+		// (usd-unbudgeted) ran nothing out: the fix is to budget the
+		// root, and the run's end says what else happened.
 		var r *Refusal
-		if errors.As(err, &r) && (r.Code == CodeBudgetExhausted || r.Code == CodeUSDUnbudgeted) {
+		if errors.As(err, &r) && r.Code == CodeBudgetExhausted {
 			c.mu.Lock()
 			c.exhausted = true
 			c.mu.Unlock()

@@ -231,7 +231,10 @@ const (
 type NoWinnerReason string
 
 // No-winner reasons (§3.6 Result). Lifecycle causes (cancelled,
-// budget-exhausted, aborted) outrank driver-failed.
+// budget-exhausted, aborted) outrank driver-failed. A run is
+// budget-exhausted when a spawn was refused budget-exhausted, a budget
+// stop ended its brain, or its deadline passed; a spawn refused
+// usd-unbudgeted ran no pool out and does not make it so.
 const (
 	ReasonAllChildrenDown NoWinnerReason = "all-children-down"
 	ReasonBudgetExhausted NoWinnerReason = "budget-exhausted"

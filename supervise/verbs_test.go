@@ -195,18 +195,32 @@ func TestDriverFailedBehaviour42(t *testing.T) {
 	}{
 		{"throwing driver, no children", 0, 10_000, supervise.ReasonDriverFailed, &supervise.DriverError{Name: "*errors.errorString", Message: "boom"}},
 		{"budget exhausted outranks the throw", 2, 1_000, supervise.ReasonBudgetExhausted, nil},
+		// A dollar request under a root without a dollar ceiling is
+		// refused usd-unbudgeted: no pool ran out ("the fix is to budget
+		// the root, not to ask for less"), so the throw is reported.
+		{"usd-unbudgeted is not an exhausted budget", -1, 10_000, supervise.ReasonDriverFailed, &supervise.DriverError{Name: "*errors.errorString", Message: "boom"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			gate := &gateExecutor{release: make(chan struct{})}
 			o := baseOptions(t, gate, nil)
 			o.Budget.Tokens = i64(tc.tokens)
+			if tc.spawns < 0 { // one spawn asking for dollars of a root that budgets none
+				o.Budget.MicroUSD, o.PerWorker.MicroUSD = nil, nil
+			}
 			o.Deliverable = supervise.Deliverable{Check: func(context.Context, supervise.Output) (kernel.Verdict, error) {
 				return kernel.Verdict{Passed: false}, nil
 			}}
 			o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
 				for range tc.spawns {
 					tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("x"))
+				}
+				if tc.spawns < 0 {
+					args := spawnArgs("x")
+					args["budget"] = map[string]any{"usd": 0.5}
+					if r := tool(t, ctx, c, supervise.VerbSpawnWorker, args); r["error"] != string(supervise.CodeUSDUnbudgeted) {
+						t.Errorf("a dollar spawn under a root without maxUsd: %v, want usd-unbudgeted", r)
+					}
 				}
 				close(gate.release)
 				return supervise.BrainReport{}, boom
