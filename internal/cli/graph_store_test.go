@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentrt/agentrt/internal/pgtest"
 	"github.com/agentrt/agentrt/store"
@@ -78,19 +77,7 @@ func TestGraphJournalInStoreResumesElsewhere(t *testing.T) {
 			}
 			st := backend.open(t, storeFlags)
 			defer st.Close()
-			coderSettled := func() bool {
-				var recs []supervise.Record
-				for after := ""; ; {
-					page, next, err := supervise.ReadStoreSpawnLog(context.Background(), st, "login", after)
-					if err != nil {
-						return false
-					}
-					recs = append(recs, page...)
-					if next == after {
-						break
-					}
-					after = next
-				}
+			coderSettled := func(recs []supervise.Record) bool {
 				coder, reviewerStarted, settled := supervise.NodeID(""), false, false
 				for _, r := range recs {
 					switch {
@@ -104,13 +91,11 @@ func TestGraphJournalInStoreResumesElsewhere(t *testing.T) {
 				}
 				return settled && reviewerStarted
 			}
-			for deadline := time.Now().Add(2 * time.Minute); !coderSettled(); time.Sleep(20 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					child.Process.Kill()
-					child.Wait()
-					t.Fatalf("the child never journaled the coder's settlement in the store; stderr:\n%s", stderr.String())
-				}
-			}
+			awaitStoreJournal(t, st, "login", coderSettled, func() string {
+				child.Process.Kill()
+				child.Wait()
+				return "the child never journaled the coder's settlement; stderr:\n" + stderr.String()
+			})
 			if err := child.Process.Kill(); err != nil { // SIGKILL
 				t.Fatal(err)
 			}
@@ -128,15 +113,8 @@ func TestGraphJournalInStoreResumesElsewhere(t *testing.T) {
 			}
 
 			args := append([]string{"graph", graphFile, "--run-dir", elsewhere, "--script", fast, "--resume", "--json"}, common...)
-			var out, errOut string
-			var code int
-			for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-				out, errOut, code = run(t, "", args...)
-				// Refused while the killed process's lease lasts (1 s).
-				if code == 0 || !strings.Contains(errOut, "holds the run's spawn journal") || time.Now().After(deadline) {
-					break
-				}
-			}
+			// Refused while the killed process's lease lasts (1 s).
+			out, errOut, code := resumeOnceLeaseLapsed(t, args...)
 			if code != 0 {
 				t.Fatalf("resuming elsewhere: exit %d\n%s%s", code, out, errOut)
 			}

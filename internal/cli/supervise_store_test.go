@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentrt/agentrt/store/sqlite"
 	"github.com/agentrt/agentrt/supervise"
@@ -34,22 +33,11 @@ func TestSuperviseJournalInStoreResumesElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	for deadline := time.Now().Add(2 * time.Minute); ; {
-		recs, _, _ := supervise.ReadStoreSpawnLog(context.Background(), st, "rel", "")
-		settled := false
-		for _, r := range recs {
-			settled = settled || r.Kind == supervise.KindSettled
-		}
-		if settled {
-			break
-		}
-		if time.Now().After(deadline) {
-			child.Process.Kill()
-			child.Wait()
-			t.Fatal("the first process never journaled its worker's settlement in the store")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	awaitStoreJournal(t, st, "rel", settledIn, func() string {
+		child.Process.Kill()
+		child.Wait()
+		return "the first process never journaled its worker's settlement"
+	})
 	if err := child.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -61,16 +49,8 @@ func TestSuperviseJournalInStoreResumesElsewhere(t *testing.T) {
 	second := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+answerDone+`]}`)
 	args := []string{"supervise", supManager, "--worker", noteWriter, "--manager-script", second,
 		"--run-dir", elsewhere, "--run-id", "rel", "--resume", "--db", db, "--journal-in-store", "--lease", "1s", "--json"}
-	var out, errOut string
-	var code int
-	for deadline := time.Now().Add(time.Minute); ; {
-		out, errOut, code = run(t, "", args...)
-		// Refused while the killed process's lease lasts (1 s).
-		if code == 0 || !strings.Contains(errOut, "holds the run's spawn journal") || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	// Refused while the killed process's lease lasts (1 s).
+	out, errOut, code := resumeOnceLeaseLapsed(t, args...)
 	if code != 0 {
 		t.Fatalf("resuming elsewhere: exit %d\n%s%s", code, out, errOut)
 	}

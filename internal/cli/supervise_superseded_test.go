@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentrt/agentrt/internal/sqlitedb"
-	"github.com/agentrt/agentrt/supervise"
 )
 
 // A supervisor whose store stops answering it past its --lease loses
@@ -84,19 +83,7 @@ func TestSupersededSupervisorStopsAndKeepsToItsOwnProgress(t *testing.T) {
 			}()
 			st := backend.open(t, storeFlags)
 			defer st.Close()
-			for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
-				recs, _, _ := supervise.ReadStoreSpawnLog(context.Background(), st, "rel", "")
-				settled := false
-				for _, r := range recs {
-					settled = settled || r.Kind == supervise.KindSettled
-				}
-				if settled {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the first process never journaled its worker's settlement; stderr:\n%s", aErr.String())
-				}
-			}
+			awaitStoreJournal(t, st, "rel", settledIn, func() string { return "stderr:\n" + aErr.String() })
 
 			// The store stops answering the first process past its lease.
 			thaw := freezers[backend.name](t, storeFlags)
@@ -109,14 +96,7 @@ func TestSupersededSupervisorStopsAndKeepsToItsOwnProgress(t *testing.T) {
 			// conversation: turn three).
 			second := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, {"calls": [{"verb": "spawn_worker", "args": {"profile": "note-writer", "label": "successor", "task": "Write another note."}}]}, `+awaitOne+`, `+answerDone+`]}`)
 			args := append([]string{"supervise", supManager, "--manager-script", second, "--run-dir", t.TempDir(), "--resume", "--json"}, common...)
-			var out, errOut string
-			var code int
-			for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
-				out, errOut, code = run(t, "", args...)
-				if code == 0 || !strings.Contains(errOut, "holds the run's spawn journal") || time.Now().After(deadline) {
-					break
-				}
-			}
+			out, errOut, code := resumeOnceLeaseLapsed(t, args...)
 			if code != 0 {
 				t.Fatalf("taking the run over: exit %d\n%s%s", code, out, errOut)
 			}
