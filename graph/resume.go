@@ -53,6 +53,8 @@ func (r *run) restore(ctx context.Context, c *supervise.Coordinator) error {
 	defer r.mu.Unlock()
 	var capped []Edge
 	fixed := false
+	var spawned []supervise.Record // worker nodes' spawns, in order
+	rowed := map[supervise.NodeID]bool{}
 	for since := 0; ; {
 		page := c.ReadJournal(supervise.JournalArgs{SinceRow: since, Kinds: []string{supervise.KindEdge, supervise.KindSpawned, supervise.KindGraph}})
 		for _, rec := range page.Rows {
@@ -60,7 +62,9 @@ func (r *run) restore(ctx context.Context, c *supervise.Coordinator) error {
 			case supervise.KindGraph:
 				fixed = true
 			case supervise.KindSpawned:
-				r.restoreSpawn(rec)
+				if r.restoreSpawn(rec) {
+					spawned = append(spawned, rec)
+				}
 			case supervise.KindEdge:
 				jr, err := decodeJournaledRow(rec.Data)
 				if err != nil {
@@ -69,6 +73,9 @@ func (r *run) restore(ctx context.Context, c *supervise.Coordinator) error {
 				e, ok := edges[jr.Edge]
 				if !ok {
 					return fmt.Errorf("graph: resuming: the journal has edge %s, which this graph does not (resume with the graph that started the run)", jr.Edge)
+				}
+				if jr.Kind == Delegates && jr.Charged {
+					rowed[jr.WorkerID] = true
 				}
 				r.ledger = append(r.ledger, jr.LedgerRow)
 				r.count[jr.Edge] = max(r.count[jr.Edge], jr.Traversal)
@@ -88,6 +95,15 @@ func (r *run) restore(ctx context.Context, c *supervise.Coordinator) error {
 	for _, e := range capped {
 		r.markExhaustedLocked(e)
 	}
+	// A process that died between a worker's spawn and its delegates
+	// row (two appends) left a traversal that happened, the task having
+	// crossed with the spawn, and no row: it is ledgered and charged
+	// now, once, so the edge's cap counts it.
+	for _, rec := range spawned {
+		if !rowed[rec.Node] {
+			r.recordLocked(ctx, c, r.lostSpawnRow(rec), true)
+		}
+	}
 	if !fixed {
 		// A new run (or one whose journal predates topology records)
 		// journals what it runs, for its resume to hold it to.
@@ -103,21 +119,45 @@ func (r *run) restore(ctx context.Context, c *supervise.Coordinator) error {
 }
 
 // restoreSpawn binds a journaled spawn to its graph node; r.mu is held.
-func (r *run) restoreSpawn(rec supervise.Record) {
+func (r *run) restoreSpawn(rec supervise.Record) (worker bool) {
 	if lens, _, ok := supervise.ParseAnalystKey(rec.Key); ok {
 		if e, ok := r.analyzeBy[lens]; ok && r.lenses[lens] {
 			r.spent[e.ID()]++
 		}
-		return
+		return false
 	}
 	if _, ok := r.workers[rec.Profile]; ok && rec.Parent == "" {
 		r.bound[rec.Profile] = append(r.bound[rec.Profile], rec.Node)
-		return
+		return true
 	}
 	if e, ok := r.analyzeBy[rec.Profile]; ok && !r.lenses[rec.Profile] {
 		r.analystRuns[rec.Node] = analystRun{edge: e}
 		r.spent[e.ID()]++
 	}
+	return false
+}
+
+// lostSpawnRow is the delegates row of worker spawn rec, journaled
+// without one: what Driver.Spawn would have ledgered, read back from
+// the spawn's composed task. Its continuity is the edge's rule (a
+// resume edge's spawn after the node's first resumes), as the call's
+// own is not journaled.
+func (r *run) lostSpawnRow(rec supervise.Record) LedgerRow {
+	e := r.delegatesTo[rec.Profile]
+	row := LedgerRow{Edge: e.ID(), Kind: Delegates, From: e.From, To: e.To, Directive: e.Directive, WorkerID: rec.Node,
+		Continuity: ContinuityFresh, Outcome: OutcomeDelivered}
+	if e.Continuity == ContinuityResume && len(r.bound[e.To]) > 0 && r.bound[e.To][0] != rec.Node {
+		row.Continuity = ContinuityResume
+	}
+	directive, payload := r.directive(e), rec.Task
+	if directive != "" { // compose's inverse
+		payload = strings.TrimPrefix(strings.TrimPrefix(payload, directive), "\n\n")
+	}
+	row.Bytes = len(directive) + len(payload)
+	if row.Bytes == 0 {
+		row.Outcome, row.Reason = OutcomeEmpty, "no directive text and no task"
+	}
+	return row
 }
 
 // markExhaustedLocked lists e as exhausted; r.mu is held.

@@ -284,16 +284,22 @@ func (r *run) routerDrive(ctx context.Context, d *Driver, task string) (supervis
 func (r *run) record(ctx context.Context, row LedgerRow, charge bool) LedgerRow {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.recordLocked(ctx, r.coord, row, charge)
+}
+
+// recordLocked is record with r.mu held, journaling through c (nil:
+// not journaled).
+func (r *run) recordLocked(ctx context.Context, c *supervise.Coordinator, row LedgerRow, charge bool) LedgerRow {
 	r.count[row.Edge]++
 	row.Traversal = r.count[row.Edge]
 	if charge {
 		r.spent[row.Edge]++
 	}
 	r.ledger = append(r.ledger, row)
-	if r.coord != nil {
+	if c != nil {
 		v, err := canonjson.ToValue(journaledRow{LedgerRow: row, Charged: charge})
 		if err == nil {
-			err = r.coord.Note(context.WithoutCancel(ctx), supervise.KindEdge, row.WorkerID, v)
+			err = c.Note(context.WithoutCancel(ctx), supervise.KindEdge, row.WorkerID, v)
 		}
 		if err != nil {
 			r.logger.Error("graph: journaling an edge traversal", "edge", row.Edge, "traversal", row.Traversal, "err", err)

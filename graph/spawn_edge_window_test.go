@@ -1,0 +1,110 @@
+package graph_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentrt/agentrt/graph"
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// A process that dies after a worker's spawn was journaled and before
+// the delegates edge's row for it was (the two are separate appends)
+// leaves a traversal that happened — the task crossed with the spawn —
+// and no row. The resumed run must ledger and charge it (the edge's cap
+// counts it) rather than lose it: before, the resumed ledger had the
+// reviewer's first traversal as the respawned g:s4, and the edge's cap
+// was one traversal short. Found under -race, whose slowness widened the
+// window in TestKilledGraphResumesWithoutRerunningSettledNodes.
+func TestResumeLedgersASpawnWhoseEdgeRowWasLost(t *testing.T) {
+	g, o, err := resumeGraph()
+	if err != nil {
+		t.Fatal(err)
+	}
+	review := func(context.Context) (supervise.WorkResult, error) {
+		tokens, one := int64(4), int64(1)
+		return supervise.WorkResult{Text: "the patch is safe", Spent: ledger.Spend{Tokens: &tokens, Iterations: &one, MicroUSD: new(int64)}}, nil
+	}
+	exec, err := newResumeExecutor(review)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	o.Supervise.Executor, o.Supervise.RunDir = exec, dir
+	if _, err := graph.RunGraph(context.Background(), g, o); err != nil {
+		t.Fatal(err)
+	}
+	// The journal as a process killed right after the reviewer's spawn
+	// record landed left it.
+	cutAfterSpawnOf(t, filepath.Join(dir, supervise.SpawnJournalFile), "reviewer")
+
+	exec, err = newResumeExecutor(review)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Supervise.Executor = exec
+	res, err := graph.RunGraph(context.Background(), g, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		Edge      string
+		Traversal int
+		Outcome   graph.Outcome
+		Worker    supervise.NodeID
+	}
+	var got []row
+	for _, r := range res.Ledger {
+		got = append(got, row{r.Edge, r.Traversal, r.Outcome, r.WorkerID})
+	}
+	want := []row{
+		{"delegates:driver->coder", 1, graph.OutcomeDelivered, "g:s1"},
+		{"analyzes:failure-triage:coder->driver", 1, graph.OutcomeDelivered, "g:s1"},
+		{"delegates:driver->reviewer", 1, graph.OutcomeDelivered, "g:s3"},
+		{"delegates:driver->reviewer", 2, graph.OutcomeDelivered, "g:s4"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ledger across the restart (-want +got):\n%s", diff)
+	}
+	for _, r := range res.Ledger {
+		if r.WorkerID == "g:s3" && (r.Bytes != len(reviewDirective)+len("Review the login patch.")) {
+			t.Errorf("the restored row's bytes %d, want the directive and task it carried (%d)", r.Bytes, len(reviewDirective)+len("Review the login patch."))
+		}
+	}
+}
+
+// cutAfterSpawnOf truncates the journal at path just after the spawned
+// record of the first worker of profile node.
+func cutAfterSpawnOf(t *testing.T, path, node string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		out.Write(sc.Bytes())
+		out.WriteByte('\n')
+		var rec struct{ Kind, Profile string }
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatalf("a journal line does not decode: %v", err)
+		}
+		if rec.Kind == supervise.KindSpawned && rec.Profile == node {
+			if err := os.WriteFile(path, out.Bytes(), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no spawn of %s in %s", node, path)
+}
