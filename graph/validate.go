@@ -151,8 +151,10 @@ func validate(g Graph, o Options) (*plan, error) {
 		delegatedTo[g.Edges[i].To] = true
 	}
 	var roots []string
+	isRoot := map[string]bool{}
 	for _, i := range delegates {
-		if f := g.Edges[i].From; !delegatedTo[f] && !slices.Contains(roots, f) {
+		if f := g.Edges[i].From; !delegatedTo[f] && !isRoot[f] {
+			isRoot[f] = true
 			roots = append(roots, f)
 		}
 	}
