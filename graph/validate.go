@@ -23,6 +23,10 @@ type plan struct {
 	analysts  map[string]Node
 	analyzeBy map[string]Edge
 	analyzes  []Edge
+	// analyzesOver are the analyzes edges over each node, in edge
+	// order: what one settle of the node fires, found without a scan of
+	// every edge.
+	analyzesOver map[string][]Edge
 	// lenses are the analyzes edges' analysts that are registry lenses.
 	lenses map[string]bool
 	order  []string // worker ids in node order
@@ -91,7 +95,8 @@ func validate(g Graph, o Options) (*plan, error) {
 		return nil
 	}
 
-	pl := &plan{workers: map[string]Node{}, delegatesTo: map[string]Edge{}, analysts: map[string]Node{}, analyzeBy: map[string]Edge{}, lenses: map[string]bool{}}
+	pl := &plan{workers: map[string]Node{}, delegatesTo: map[string]Edge{}, analysts: map[string]Node{}, analyzeBy: map[string]Edge{}, lenses: map[string]bool{},
+		analyzesOver: map[string][]Edge{}}
 	lensIDs := map[string]bool{}
 	for _, l := range supervise.BuiltinLenses() {
 		lensIDs[l.ID] = true
@@ -190,6 +195,7 @@ func validate(g Graph, o Options) (*plan, error) {
 		}
 	}
 
+	overSeen := map[string]bool{}
 	for i, e := range g.Edges {
 		if e.Kind != Analyzes {
 			continue
@@ -236,6 +242,13 @@ func validate(g Graph, o Options) (*plan, error) {
 			pl.analysts[e.Analyst] = g.Nodes[idx]
 		}
 		pl.analyzes = append(pl.analyzes, e)
+		clear(overSeen)
+		for _, over := range e.Over {
+			if !overSeen[over] {
+				overSeen[over] = true
+				pl.analyzesOver[over] = append(pl.analyzesOver[over], e)
+			}
+		}
 	}
 	for i, e := range g.Edges {
 		for j, over := range e.Over {

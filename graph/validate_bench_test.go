@@ -3,6 +3,7 @@ package graph_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/agentrt/agentrt/graph"
@@ -36,6 +37,52 @@ func BenchmarkValidateManyRoots(b *testing.B) {
 				var ve *graph.ValidationError
 				if err := graph.Validate(g, o); !errors.As(err, &ve) {
 					b.Fatalf("Validate = %v, want a *ValidationError", err)
+				}
+			}
+		})
+	}
+}
+
+// starDocOf is a graph definition of a root delegating to n workers,
+// each analysed by its own analyst node.
+func starDocOf(n int) []byte {
+	var b strings.Builder
+	node := func(id string, tools string) string {
+		return fmt.Sprintf(`{"id": %q, "profile": {"name": %q, "harness": "cli-base", "model": {"provider": "scripted", "default": "scripted/x"}%s}}`, id, id, tools)
+	}
+	b.WriteString(`{"nodes": [` + node("driver", `, "tools": {"agent_runtime_coordination_spawn_worker": true}`))
+	for i := range n {
+		b.WriteString(", " + node(fmt.Sprintf("w%d", i), "") + ", " + node(fmt.Sprintf("a%d", i), ""))
+	}
+	b.WriteString(`], "edges": [`)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, `{"kind": "delegates", "from": "driver", "to": "w%d", "directive": "delegate/coder/v1"}, `, i)
+		fmt.Fprintf(&b, `{"kind": "analyzes", "analyst": "a%d", "over": ["w%d"], "to": "driver", "directive": "analyze/critic/v2"}`, i, i)
+	}
+	b.WriteString(`], "budget": {"tokens": 1000000, "iterations": 1000}}`)
+	return []byte(b.String())
+}
+
+// BenchmarkDecodeValidate decodes and validates a definition of n
+// workers and n analysts: linear in n.
+func BenchmarkDecodeValidate(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
+			doc := starDocOf(n)
+			o := options(b, nil, router())
+			b.SetBytes(int64(len(doc)))
+			b.ReportAllocs()
+			for b.Loop() {
+				g, err := graph.Decode(doc)
+				if err != nil {
+					b.Fatal(err)
+				}
+				g.Deliverable = passing
+				if err := graph.Validate(g, o); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})
