@@ -351,8 +351,13 @@ func (l *StoreSpawnLog) load(ctx context.Context) ([]Record, error) {
 // records and the cursor to read on from; an unchanged cursor means the
 // journal holds nothing more yet. A reader following a run on another
 // machine (agentrt supervise's progress) pages through it so, each
-// record read once.
+// record read once. A page the store does not give within
+// kernel.DefaultLeaseTTL is an error, whatever ctx's deadline.
 func ReadStoreSpawnLog(ctx context.Context, st store.Store, runID, after string) ([]Record, string, error) {
+	// A store that stops answering fails the read rather than hold its
+	// caller (a --resume's first check, a progress feed) forever.
+	ctx, cancel := context.WithTimeout(ctx, spawnLogCallTimeout(kernel.DefaultLeaseTTL))
+	defer cancel()
 	evs, err := st.Events(ctx, runID, after, spawnLogPage)
 	if err != nil {
 		return nil, after, fmt.Errorf("supervise: reading the spawn journal's run %s: %w", runID, err)
