@@ -112,6 +112,9 @@ type core struct {
 	mu        sync.Mutex
 	workers   map[NodeID]*worker
 	questions []*question
+	// questionsByID indexes questions by id, in the order asked (an
+	// earlier process's ids may repeat); appendQuestionLocked keeps both.
+	questionsByID map[string][]*question
 	// teardowns are the settled workers whose teardown is unconfirmed.
 	teardowns []UnconfirmedTeardown
 	replay    map[string][]NodeID // canonical request → settled journaled nodes not yet claimed
