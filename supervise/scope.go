@@ -618,6 +618,23 @@ func (s *Scope) Node(id NodeID) (NodeInfo, bool) {
 	return n.NodeInfo, true
 }
 
+// nodesFrom returns at most max nodes in admission order from the
+// from-th on, and the index to go on from: a page of Nodes, for a reader
+// that needs only the first few that qualify.
+func (s *Scope) nodesFrom(from, max int) ([]NodeInfo, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	end := min(len(s.order), from+max)
+	if from >= end {
+		return nil, from
+	}
+	out := make([]NodeInfo, 0, end-from)
+	for _, n := range s.order[from:end] {
+		out = append(out, n.NodeInfo)
+	}
+	return out, end
+}
+
 // Nodes returns every node in admission (seq) order.
 func (s *Scope) Nodes() []NodeInfo {
 	s.mu.Lock()
