@@ -188,8 +188,8 @@ func (r *run) afterSettle(ctx context.Context, c *supervise.Coordinator, s super
 	}
 	// Analyst nodes over it, then lenses.
 	r.analyze(ctx, c, s.Node.Profile, supervise.Output{Node: s.Node.ID, Text: s.Text})
-	for _, e := range r.analyzes {
-		if !r.lenses[e.Analyst] || !slices.Contains(e.Over, s.Node.Profile) {
+	for _, e := range r.analyzesOver[s.Node.Profile] {
+		if !r.lenses[e.Analyst] {
 			continue
 		}
 		row := LedgerRow{Edge: e.ID(), Kind: Analyzes, From: strings.Join(e.Over, "+"), To: e.To, Directive: e.Directive,

@@ -379,8 +379,8 @@ func (r *run) checkOutput(ctx context.Context, out supervise.Output) (kernel.Ver
 // analyze spawns each analyst over node on this settle, or ledgers why
 // not.
 func (r *run) analyze(ctx context.Context, c *supervise.Coordinator, node string, out supervise.Output) {
-	for _, e := range r.analyzes {
-		if r.lenses[e.Analyst] || !slices.Contains(e.Over, node) {
+	for _, e := range r.analyzesOver[node] {
+		if r.lenses[e.Analyst] {
 			continue // lenses run from afterSettle too, through RunAnalyst
 		}
 		row := LedgerRow{Edge: e.ID(), Kind: Analyzes, From: strings.Join(e.Over, "+"), To: e.To, Directive: e.Directive,

@@ -23,6 +23,10 @@ type plan struct {
 	analysts  map[string]Node
 	analyzeBy map[string]Edge
 	analyzes  []Edge
+	// analyzesOver are the analyzes edges over each node, in edge
+	// order: what one settle of the node fires, found without a scan of
+	// every edge.
+	analyzesOver map[string][]Edge
 	// lenses are the analyzes edges' analysts that are registry lenses.
 	lenses map[string]bool
 	order  []string // worker ids in node order
@@ -91,7 +95,8 @@ func validate(g Graph, o Options) (*plan, error) {
 		return nil
 	}
 
-	pl := &plan{workers: map[string]Node{}, delegatesTo: map[string]Edge{}, analysts: map[string]Node{}, analyzeBy: map[string]Edge{}, lenses: map[string]bool{}}
+	pl := &plan{workers: map[string]Node{}, delegatesTo: map[string]Edge{}, analysts: map[string]Node{}, analyzeBy: map[string]Edge{}, lenses: map[string]bool{},
+		analyzesOver: map[string][]Edge{}}
 	lensIDs := map[string]bool{}
 	for _, l := range supervise.BuiltinLenses() {
 		lensIDs[l.ID] = true
@@ -160,8 +165,10 @@ func validate(g Graph, o Options) (*plan, error) {
 		delegatedTo[g.Edges[i].To] = true
 	}
 	var roots []string
+	isRoot := map[string]bool{}
 	for _, i := range delegates {
-		if f := g.Edges[i].From; !delegatedTo[f] && !slices.Contains(roots, f) {
+		if f := g.Edges[i].From; !delegatedTo[f] && !isRoot[f] {
+			isRoot[f] = true
 			roots = append(roots, f)
 		}
 	}
@@ -255,6 +262,9 @@ func validate(g Graph, o Options) (*plan, error) {
 			pl.analysts[e.Analyst] = g.Nodes[idx]
 		}
 		pl.analyzes = append(pl.analyzes, e)
+		for _, over := range e.Over { // each once: a repeat was refused above
+			pl.analyzesOver[over] = append(pl.analyzesOver[over], e)
+		}
 	}
 	for i, e := range g.Edges {
 		if e.Kind != Analyzes {

@@ -116,35 +116,22 @@ type traceDataset struct {
 // analysts), source first, at most maxAnalystTraces.
 func (c *Coordinator) datasetFor(ctx context.Context, l Lens, source NodeID) *traceDataset {
 	ds := &traceDataset{analysed: source}
-	nodes := c.scope.Nodes()
-	slices.SortStableFunc(nodes, func(a, b NodeInfo) int {
-		switch {
-		case a.ID == source && b.ID != source:
-			return -1
-		case b.ID == source && a.ID != source:
-			return 1
-		}
-		return 0
-	})
 	type pending struct {
 		trace int
 		label string
 	}
 	var reads []pending
+	// The source first, then the others in admission order, read a page
+	// at a time until the dataset is full: an analysis costs the same
+	// however many nodes the run has.
 	c.mu.Lock()
-	for _, n := range nodes {
-		if len(ds.traces) >= maxAnalystTraces {
-			break
-		}
+	consider := func(n NodeInfo) {
 		if _, isAnalyst := c.analysts[n.ID]; isAnalyst || n.Settlement == nil || n.ID == c.scope.Root() {
-			continue
-		}
-		if l.ToolGroup == ToolGroupSingleTrace && n.ID != source {
-			continue
+			return
 		}
 		w := c.workers[n.ID]
 		if w == nil {
-			continue
+			return
 		}
 		label := labelOf(n.Label, n.Profile)
 		tr := analystTrace{id: n.ID, label: label, profile: n.Profile, state: n.State, reason: n.Settlement.Reason,
@@ -169,6 +156,26 @@ func (c *Coordinator) datasetFor(ctx context.Context, l Lens, source NodeID) *tr
 		}
 		add(SpanSettlement, settled)
 		ds.traces = append(ds.traces, tr)
+	}
+	if n, ok := c.scope.Node(source); ok {
+		consider(n)
+	}
+	if l.ToolGroup != ToolGroupSingleTrace {
+		for next := 0; len(ds.traces) < maxAnalystTraces; {
+			var page []NodeInfo
+			page, next = c.scope.nodesFrom(next, maxAnalystTraces)
+			if len(page) == 0 {
+				break
+			}
+			for _, n := range page {
+				if len(ds.traces) >= maxAnalystTraces {
+					break
+				}
+				if n.ID != source {
+					consider(n)
+				}
+			}
+		}
 	}
 	c.mu.Unlock()
 	// The turns come from the worker logs, read without the lock, each

@@ -70,18 +70,25 @@ type control struct {
 	steersAcked map[string]bool
 
 	// mu guards everything below and orders cancellation record writes.
-	mu    sync.Mutex
-	seen  map[string]bool                // worker-cancel operation ids handled by this process
-	open  map[string]*WorkerCancellation // records whose abort was issued and target not yet settled
-	run   *RunCancelRequest              // the applied run cancellation
-	runAt time.Time                      // when it was applied
+	mu   sync.Mutex
+	seen map[string]bool                // worker-cancel operation ids handled by this process
+	open map[string]*WorkerCancellation // records whose abort was issued and target not yet settled
+	// down holds each open record's Terminated as a set, and stale the
+	// open records whose Terminated grew since they were last written:
+	// the next scan writes them, so a subtree of k nodes going down
+	// costs a write per scan, not k writes of up to k nodes each.
+	down  map[string]map[NodeID]bool
+	stale map[string]bool
+	run   *RunCancelRequest // the applied run cancellation
+	runAt time.Time         // when it was applied
 }
 
 func newControl(dir string, noScan bool) *control {
 	if dir == "" {
 		return nil
 	}
-	return &control{dir: dir, noScan: noScan, seen: map[string]bool{}, open: map[string]*WorkerCancellation{}}
+	return &control{dir: dir, noScan: noScan, seen: map[string]bool{}, open: map[string]*WorkerCancellation{},
+		down: map[string]map[NodeID]bool{}, stale: map[string]bool{}}
 }
 
 // watchControl scans the run dir every ControlScanInterval until ctx
@@ -116,7 +123,21 @@ func (c *Coordinator) controlPass(ctx context.Context) {
 	defer c.ctl.passMu.Unlock()
 	c.checkRunCancel(ctx)
 	c.checkWorkerCancels(ctx)
+	c.writeStaleCancellations(ctx)
 	c.checkSteers(ctx)
+}
+
+// writeStaleCancellations writes the open cancellation records whose
+// Terminated grew since they were last written.
+func (c *Coordinator) writeStaleCancellations(ctx context.Context) {
+	c.ctl.mu.Lock()
+	defer c.ctl.mu.Unlock()
+	for op := range c.ctl.stale {
+		if rec, ok := c.ctl.open[op]; ok {
+			c.writeCancellationLocked(ctx, rec)
+		}
+	}
+	clear(c.ctl.stale)
 }
 
 func (c *Coordinator) journalControl(ctx context.Context, kind string, node NodeID, v any) {
@@ -299,8 +320,9 @@ func (c *Coordinator) checkWorkerCancels(ctx context.Context) {
 		cause := &WorkerCancelledError{OperationID: r.OperationID, Reason: r.Reason}
 		c.mu.Lock()
 		var targets []*worker
+		sub := string(info.ID) + ":s"
 		for id, w := range c.workers {
-			if (id == info.ID || strings.HasPrefix(string(id), string(info.ID)+":s")) && w.cancel != nil {
+			if (id == info.ID || strings.HasPrefix(string(id), sub)) && w.cancel != nil {
 				targets = append(targets, w)
 			}
 		}
@@ -316,8 +338,9 @@ func (c *Coordinator) checkWorkerCancels(ctx context.Context) {
 }
 
 // cancelObserved updates the open cancellations a settlement answers:
-// a node of a cancelled subtree that went down is terminated; the
-// target's own end decides the effect.
+// a node of a cancelled subtree that went down is terminated (written by
+// the next scan); the target's own end decides the effect, written at
+// once.
 func (c *Coordinator) cancelObserved(ctx context.Context, id NodeID, state State) {
 	if c.ctl == nil {
 		return
@@ -329,28 +352,27 @@ func (c *Coordinator) cancelObserved(ctx context.Context, id NodeID, state State
 			continue
 		}
 		down := state == StateCancelled || state == StateFailed
-		if down && !containsNode(rec.Terminated, id) {
+		if down && !c.ctl.down[op][id] {
+			if c.ctl.down[op] == nil {
+				c.ctl.down[op] = map[NodeID]bool{}
+			}
+			c.ctl.down[op][id] = true
 			rec.Terminated = append(rec.Terminated, id)
 		}
-		if id == rec.WorkerID {
-			if down {
-				rec.Effect, rec.Detail = kernel.EffectCancelled, ""
-			} else {
-				rec.Effect, rec.Detail = kernel.EffectNotLive, "the worker settled "+string(state)+" despite the abort"
-			}
-			delete(c.ctl.open, op)
+		if id != rec.WorkerID {
+			c.ctl.stale[op] = c.ctl.stale[op] || down
+			continue
 		}
+		if down {
+			rec.Effect, rec.Detail = kernel.EffectCancelled, ""
+		} else {
+			rec.Effect, rec.Detail = kernel.EffectNotLive, "the worker settled "+string(state)+" despite the abort"
+		}
+		delete(c.ctl.open, op)
+		delete(c.ctl.down, op)
+		delete(c.ctl.stale, op)
 		c.writeCancellationLocked(ctx, rec)
 	}
-}
-
-func containsNode(ids []NodeID, id NodeID) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
 }
 
 // checkRunCancel applies the run cancellation request once: the brain
@@ -450,6 +472,8 @@ func (c *Coordinator) finalizeControl(ctx context.Context, res *SupervisedResult
 		c.writeCancellationLocked(ctx, rec)
 		delete(c.ctl.open, op)
 	}
+	clear(c.ctl.down)
+	clear(c.ctl.stale)
 	for _, r := range reqs {
 		path := c.cancellationPath(r.OperationID)
 		var prior WorkerCancellation

@@ -112,6 +112,9 @@ type core struct {
 	mu        sync.Mutex
 	workers   map[NodeID]*worker
 	questions []*question
+	// questionsByID indexes questions by id, in the order asked (an
+	// earlier process's ids may repeat); appendQuestionLocked keeps both.
+	questionsByID map[string][]*question
 	// teardowns are the settled workers whose teardown is unconfirmed.
 	teardowns []UnconfirmedTeardown
 	replay    map[string][]NodeID // canonical request → settled journaled nodes not yet claimed
@@ -1438,7 +1441,7 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 	// What this run was asked to cancel: workers (and their subtrees)
 	// and the whole run. A recovered execution that ended cancelled is
 	// the worker's outcome only if someone asked (see recoverInDoubt).
-	var cancelAsked []NodeID
+	cancelAsked := map[NodeID]bool{}
 	runCancelAsked := false
 	managers := map[NodeID]bool{} // the nested managers spawned
 	for _, r := range prior {
@@ -1520,7 +1523,7 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			c.publishReplayed(w, st.State)
 		case KindCancelRequested:
 			if r.Node != "" {
-				cancelAsked = append(cancelAsked, r.Node)
+				cancelAsked[r.Node] = true
 			}
 		case KindRunCancelRequested:
 			runCancelAsked = true
@@ -1563,9 +1566,7 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			if x := bound[n.ID]; x != "" {
 				// Its execution is named: it stays live, its reservation
 				// held, until recoverInDoubt recovers it or marks it.
-				asked := runCancelAsked || slices.ContainsFunc(cancelAsked, func(id NodeID) bool {
-					return n.ID == id || strings.HasPrefix(string(n.ID), string(id)+":")
-				})
+				asked := runCancelAsked || inSubtreeOf(n.ID, cancelAsked)
 				c.recovering = append(c.recovering, recoverable{node: n.ID, execution: x, cancelAsked: asked})
 				continue
 			}
@@ -1586,6 +1587,27 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 	}
 	c.pruneReplay()
 	return nil
+}
+
+// inSubtreeOf reports whether id, or a node it descends from, is in
+// roots. A descendant's id extends its ancestor's with ":", so the
+// lookups are one per ancestor, whatever the size of roots.
+func inSubtreeOf(id NodeID, roots map[NodeID]bool) bool {
+	if len(roots) == 0 {
+		return false
+	}
+	s := string(id)
+	for i := strings.IndexByte(s, ':'); i >= 0; {
+		if roots[NodeID(s[:i])] {
+			return true
+		}
+		j := strings.IndexByte(s[i+1:], ':')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return roots[id]
 }
 
 // pruneReplay keeps, for an unkeyed spawn, only the settled-done nodes

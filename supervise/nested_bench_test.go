@@ -73,16 +73,35 @@ func nestedTree(tb testing.TB, leads, per, maxLive int, runDir string) (supervis
 	})
 	var readout ledger.Readout
 	root := supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-		for range leads {
+		awaited := 0
+		awaitLead := func() error {
+			if r, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 600_000, Kinds: []string{supervise.EventSettled}}); err != nil || r.Event == nil {
+				return fmt.Errorf("root await: %+v %w", r, err)
+			}
+			awaited++
+			return nil
+		}
+		for spawned := 0; spawned < leads; {
 			sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "lead", Task: "lead"})
-			if err != nil {
+			var r *supervise.Refusal
+			switch {
+			case errors.As(err, &r) && r.Code == supervise.CodeMaxLiveWorkers && spawned > awaited:
+				// The leads' writers hold every slot (a quick executor
+				// fills them before the root spawned all its leads): a
+				// lead settling frees one.
+				if err := awaitLead(); err != nil {
+					return supervise.BrainReport{}, err
+				}
+				continue
+			case err != nil:
 				return supervise.BrainReport{}, err
 			}
 			notePeak(sp.Live)
+			spawned++
 		}
-		for range leads {
-			if r, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 600_000, Kinds: []string{supervise.EventSettled}}); err != nil || r.Event == nil {
-				return supervise.BrainReport{}, fmt.Errorf("root await: %+v %w", r, err)
+		for awaited < leads {
+			if err := awaitLead(); err != nil {
+				return supervise.BrainReport{}, err
 			}
 		}
 		readout = c.Readout()

@@ -119,6 +119,16 @@ func (a AskArgs) size() int {
 	return n
 }
 
+// appendQuestionLocked adds q to the questions and their index; c.mu
+// is held.
+func (c *Coordinator) appendQuestionLocked(q *question) {
+	c.questions = append(c.questions, q)
+	if c.questionsByID == nil {
+		c.questionsByID = map[string][]*question{}
+	}
+	c.questionsByID[q.ID] = append(c.questionsByID[q.ID], q)
+}
+
 // addQuestion records a question and, when wait is set, returns the
 // channel its decision will arrive on — taken under the same lock that
 // publishes the question, so a decision made at once is never missed.
@@ -132,7 +142,7 @@ func (c *Coordinator) addQuestion(ctx context.Context, a AskArgs, wait bool) (*q
 	if wait {
 		q.reply = make(chan Decision, 1)
 	}
-	c.questions = append(c.questions, q)
+	c.appendQuestionLocked(q)
 	qq, reply := q.Question, q.reply
 	c.pushLocked(Event{Kind: EventQuestion, WorkerID: a.From, Question: &qq})
 	c.mu.Unlock()
@@ -272,11 +282,8 @@ func (c *Coordinator) AnswerQuestion(ctx context.Context, a AnswerArgs) (AnswerR
 func (c *Coordinator) questionJournaled(ctx context.Context, id string) {
 	var done chan struct{}
 	c.mu.Lock()
-	for _, q := range c.questions {
-		if q.ID == id {
-			done = q.journaled
-			break
-		}
+	if qs := c.questionsByID[id]; len(qs) > 0 {
+		done = qs[0].journaled
 	}
 	c.mu.Unlock()
 	if done == nil {
@@ -307,8 +314,8 @@ func (c *Coordinator) decide(a AnswerArgs) (AnswerResult, *Decision, NodeID, fun
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var q *question
-	for _, x := range c.questions {
-		if x.ID == a.QuestionID && x.to == c.self {
+	for _, x := range c.questionsByID[a.QuestionID] {
+		if x.to == c.self {
 			q = x
 		}
 	}

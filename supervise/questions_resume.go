@@ -32,7 +32,7 @@ func (c *Coordinator) replayQuestions(ctx context.Context, prior []Record) {
 			}
 			q.Status = "expired"
 			byID[q.ID] = q
-			c.questions = append(c.questions, q)
+			c.appendQuestionLocked(q)
 		case r.Kind == CoordDecision && r.Decision != nil && r.Delivered:
 			q := byID[r.QuestionID]
 			if q == nil {

@@ -170,6 +170,22 @@ type node struct {
 
 func (n *node) live() bool { return n.State.Live() && !n.InDoubt && !n.NeverSettled }
 
+// labelKey is a label under a parent: what a continuity-resume spawn
+// re-attaches to.
+type labelKey struct {
+	parent NodeID
+	label  string
+}
+
+// labelled is the scope's nodes of one labelKey, in admission order,
+// with how many are live and the latest admitted of those settled: a
+// resume spawn's checks, without a scan of the whole tree.
+type labelled struct {
+	nodes   []*node
+	live    int
+	settled *node
+}
+
 // Scope is the conserved budget scope of one supervised tree. It is safe
 // for concurrent use.
 type Scope struct {
@@ -180,6 +196,7 @@ type Scope struct {
 	nodes   map[NodeID]*node
 	order   []*node
 	keys    map[string]*node
+	labels  map[labelKey]*labelled
 	seq     int
 	ordinal int
 	settled int
@@ -375,15 +392,16 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 			return SpawnReply{}, s.refuse(CodeResumeWithKey, "", "a resume re-attaches to a settled worker; keys name fresh work", nil)
 		}
 		label := labelOf(req.Label, req.Profile)
-		for _, n := range slices.Backward(s.order) {
-			if n.Parent != req.Parent || labelOf(n.Label, n.Profile) != label {
-				continue
+		if l := s.labels[labelKey{req.Parent, label}]; l != nil {
+			if l.live > 0 {
+				for _, n := range slices.Backward(l.nodes) {
+					if n.live() {
+						return SpawnReply{}, s.refuse(CodeResumeWhileLive, "", string(n.ID)+" is live; steer it instead", nil)
+					}
+				}
 			}
-			if n.live() {
-				return SpawnReply{}, s.refuse(CodeResumeWhileLive, "", string(n.ID)+" is live; steer it instead", nil)
-			}
-			if resumeOf == "" && n.Settlement != nil {
-				resumeOf = n.ID
+			if l.settled != nil {
+				resumeOf = l.settled.ID
 			}
 		}
 		if resumeOf == "" {
@@ -417,6 +435,9 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 	s.nodes[n.ID] = n
 	s.order = append(s.order, n)
 	s.live++
+	l := s.labelledOf(n)
+	l.nodes = append(l.nodes, n)
+	l.live++
 	reply := SpawnReply{Node: n.ID, Seq: n.Seq, Reserved: budget, ResumeOf: resumeOf}
 	if req.Key != "" {
 		s.keys[req.Key] = n
@@ -537,7 +558,26 @@ func (s *Scope) Settle(id NodeID, r Result) (Settlement, error) {
 	st := Settlement{Node: id, Seq: n.Seq, Order: s.settled, State: r.State, Spent: spent, Reason: r.Reason}
 	n.State, n.Settlement, n.ticket = r.State, &st, nil
 	s.live--
+	l := s.labelledOf(n)
+	l.live--
+	if l.settled == nil || n.Seq > l.settled.Seq {
+		l.settled = n
+	}
 	return st, settleErr
+}
+
+// labelledOf is n's labelKey's nodes, made on first use; s.mu is held.
+func (s *Scope) labelledOf(n *node) *labelled {
+	k := labelKey{n.Parent, labelOf(n.Label, n.Profile)}
+	l := s.labels[k]
+	if l == nil {
+		if s.labels == nil {
+			s.labels = map[labelKey]*labelled{}
+		}
+		l = &labelled{}
+		s.labels[k] = l
+	}
+	return l
 }
 
 // Cancel settles a live node as cancelled with what it was observed to
@@ -563,6 +603,7 @@ func (s *Scope) MarkInDoubt(id NodeID) error {
 	_ = s.pool.Settle(n.ticket, ledger.Spend{}) // all unknown: charged in full; cannot fail on an open ticket
 	n.ticket, n.InDoubt = nil, true
 	s.live--
+	s.labelledOf(n).live--
 	return nil
 }
 
@@ -587,6 +628,7 @@ func (s *Scope) Close() Totals {
 				_ = s.pool.Settle(n.ticket, ledger.Spend{}) // charged in full
 				n.ticket, n.NeverSettled = nil, true
 				s.live--
+				s.labelledOf(n).live--
 			}
 		}
 	}
@@ -616,6 +658,23 @@ func (s *Scope) Node(id NodeID) (NodeInfo, bool) {
 		return NodeInfo{}, false
 	}
 	return n.NodeInfo, true
+}
+
+// nodesFrom returns at most max nodes in admission order from the
+// from-th on, and the index to go on from: a page of Nodes, for a reader
+// that needs only the first few that qualify.
+func (s *Scope) nodesFrom(from, max int) ([]NodeInfo, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	end := min(len(s.order), from+max)
+	if from >= end {
+		return nil, from
+	}
+	out := make([]NodeInfo, 0, end-from)
+	for _, n := range s.order[from:end] {
+		out = append(out, n.NodeInfo)
+	}
+	return out, end
 }
 
 // Nodes returns every node in admission (seq) order.

@@ -353,7 +353,9 @@ func (l *StoreSpawnLog) load(ctx context.Context) ([]Record, error) {
 // records and the cursor to read on from; an unchanged cursor means the
 // journal holds nothing more yet. A reader following a run on another
 // machine (agentrt supervise's progress) pages through it so, each
-// record read once.
+// record read once. A page the store does not give within
+// kernel.DefaultLeaseTTL is an error, whatever ctx's deadline
+// (ReadStoreSpawnLogHeld's bound).
 func ReadStoreSpawnLog(ctx context.Context, st store.Store, runID, after string) ([]Record, string, error) {
 	held, next, err := ReadStoreSpawnLogHeld(ctx, st, runID, after)
 	if err != nil {
@@ -381,6 +383,10 @@ type HeldRecord struct {
 // its records from those of a process that took the run over from it
 // (RunStart.JournalGeneration).
 func ReadStoreSpawnLogHeld(ctx context.Context, st store.Store, runID, after string) ([]HeldRecord, string, error) {
+	// A store that stops answering fails the read rather than hold its
+	// caller (a --resume's first check, a progress feed) forever.
+	ctx, cancel := context.WithTimeout(ctx, spawnLogCallTimeout(kernel.DefaultLeaseTTL))
+	defer cancel()
 	evs, err := st.Events(ctx, runID, after, spawnLogPage)
 	if err != nil {
 		return nil, after, fmt.Errorf("supervise: reading the spawn journal's run %s: %w", runID, err)

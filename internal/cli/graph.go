@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"slices"
 	"strings"
 	"time"
 
@@ -353,15 +352,19 @@ func graphWorkerNodes(g graph.Graph, root *profile.Profile) []string {
 }
 
 // findingsOver counts the analyzes traversals one settle of each target
-// fires.
+// fires. Its cost is linear in the edges' over lists and the targets.
 func findingsOver(g graph.Graph, targets []string) int {
+	isTarget := make(map[string]struct{}, len(targets))
+	for _, t := range targets {
+		isTarget[t] = struct{}{}
+	}
 	n := 0
 	for _, e := range g.Edges {
 		if e.Kind != graph.Analyzes {
 			continue
 		}
 		for _, over := range e.Over {
-			if slices.Contains(targets, over) {
+			if _, ok := isTarget[over]; ok {
 				n++
 			}
 		}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -479,10 +480,13 @@ type managerScript struct {
 
 func parseManagerScript(data []byte) (scripted.ChatScript, error) {
 	var ms managerScript
-	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&ms); err != nil {
 		return scripted.ChatScript{}, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return scripted.ChatScript{}, fmt.Errorf("the script is followed by more data at byte %d; give one JSON object", dec.InputOffset())
 	}
 	if len(ms.Turns) == 0 {
 		return scripted.ChatScript{}, errors.New("the script has no turns")
