@@ -31,7 +31,11 @@ const resumeChildDir = "AGENTRT_GRAPH_RESUME_CHILD_DIR"
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(resumeChildDir); dir != "" {
-		if err := graphUntilKilled(dir); err != nil {
+		child := graphUntilKilled
+		if os.Getenv(resumeChildBeforeReviewer) != "" {
+			child = graphUntilKilledBeforeReviewer
+		}
+		if err := child(dir); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

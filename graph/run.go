@@ -13,6 +13,7 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -643,6 +644,11 @@ func (d *Driver) Stop(a supervise.StopArgs) (supervise.StopResult, error) { retu
 func (d *Driver) ReadJournal(a supervise.JournalArgs) supervise.JournalPage {
 	return d.c.ReadJournal(a)
 }
+
+// Readout returns the balances of the graph's one conserved pool: on
+// each channel free + reserved + committed is the graph budget's total,
+// a resumed run's replayed spends and never-settled ceilings included.
+func (d *Driver) Readout() ledger.Readout { return d.c.Readout() }
 
 // Ledger returns the edge ledger so far, in occurrence order.
 func (d *Driver) Ledger() []LedgerRow {

@@ -83,13 +83,15 @@ func TestConservationWithCancelsAcrossCrashAndResume(t *testing.T) {
 		}
 	}
 	t.Logf("%+v", stats)
-	if stats.cancelled == 0 || stats.racedNotLive == 0 || stats.racedNotLive == stats.raced || stats.runCancels == 0 || stats.settled == 0 || stats.resumes == 0 {
+	if stats.cancelled == 0 || stats.racedNotLive == 0 || stats.racedNotLive == stats.raced || stats.runCancels == 0 || stats.settled == 0 || stats.resumes == 0 ||
+		stats.unsettled == 0 || stats.endsChecked == 0 {
 		t.Errorf("the sequences exercised too little: %+v", stats)
 	}
 }
 
 type cancelStats struct {
 	steps, spawned, settled, cancelled, raced, racedNotLive, runCancels, resumes int
+	unsettled, endsChecked                                                       int
 }
 
 // runCancelProperty runs (or resumes) the supervised run in dir under a
@@ -115,12 +117,17 @@ func runCancelProperty(t *testing.T, dir string, seed uint64, phase string, resu
 		op++
 		return fmt.Sprintf("%s-%s-%d", kind, strings.ReplaceAll(phase, " ", "-"), op)
 	}
+	// last is the pool at the brain's last step; settledAll says the
+	// brain returned with every worker it spawned settled.
+	var last ledger.Readout
+	settledAll := false
 	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
 		step := 0
 		check := func(what string) {
 			t.Helper()
 			stats.steps++
-			checkPoolConserved(t, c.Readout(), fmt.Sprintf("seed %d, %s, step %d (%s)", seed, phase, step, what))
+			last = c.Readout()
+			checkPoolConserved(t, last, fmt.Sprintf("seed %d, %s, step %d (%s)", seed, phase, step, what))
 		}
 		check("replayed")
 		var live []supervise.NodeID
@@ -232,6 +239,7 @@ func runCancelProperty(t *testing.T, dir string, seed uint64, phase string, resu
 			}
 			check("final settle " + string(id))
 		}
+		settledAll = true
 		return supervise.BrainReport{}, nil
 	})
 	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
@@ -247,6 +255,49 @@ func runCancelProperty(t *testing.T, dir string, seed uint64, phase string, resu
 			t.Fatalf("seed %d, %s: the run was not resumed", seed, phase)
 		}
 	}
+	// Behaviour 40: a worker the crash left without a settlement (in
+	// doubt on resume: the test's executor recovers nothing) is charged
+	// its ceiling on every channel, its spend unknown.
+	var ceilings ledger.Spend
+	for _, n := range res.Tree {
+		if n.Settlement != nil {
+			continue
+		}
+		if !n.InDoubt && !n.NeverSettled {
+			t.Fatalf("seed %d, %s: %s ended %s with no settlement, neither in doubt nor never-settled", seed, phase, n.ID, n.State)
+		}
+		stats.unsettled++
+		if n.Reserved.Tokens == nil || n.Reserved.Iterations == nil || n.Reserved.MicroUSD == nil {
+			t.Fatalf("seed %d, %s: never-settled %s reserved %+v", seed, phase, n.ID, n.Reserved)
+		}
+		ceilings.Tokens, ceilings.Iterations, ceilings.MicroUSD = addp(ceilings.Tokens, *n.Reserved.Tokens),
+			addp(ceilings.Iterations, *n.Reserved.Iterations), addp(ceilings.MicroUSD, *n.Reserved.MicroUSD)
+	}
+	if ceilings.Tokens != nil && (res.Spent.TokensKnown || res.Spent.Tokens < *ceilings.Tokens ||
+		res.Spent.Iterations < *ceilings.Iterations || res.Spent.MicroUSD < *ceilings.MicroUSD) {
+		t.Fatalf("seed %d, %s: spent %+v does not charge the never-settled ceilings %d tokens, %d iterations, %d µUSD",
+			seed, phase, res.Spent, *ceilings.Tokens, *ceilings.Iterations, *ceilings.MicroUSD)
+	}
+	// With every worker settled when the brain returned (it spends
+	// nothing itself), the pool at its last step is the run's end:
+	// spentTotal = committed + reserved on each channel.
+	if settledAll {
+		for ch, spent := range map[string]int64{ledger.ChannelTokens: res.Spent.Tokens, ledger.ChannelIterations: res.Spent.Iterations,
+			ledger.ChannelUSD: res.Spent.MicroUSD} {
+			if b := last.Channels[ch]; spent != b.Committed+b.Reserved {
+				t.Fatalf("seed %d, %s: %s spentTotal %d != committed %d + reserved %d", seed, phase, ch, spent, b.Committed, b.Reserved)
+			}
+		}
+		stats.endsChecked++
+	}
+}
+
+// addp is *p + v, with a nil p read as 0.
+func addp(p *int64, v int64) *int64 {
+	if p != nil {
+		v += *p
+	}
+	return &v
 }
 
 // cancelAndWait asks the run in dir to cancel worker and waits (at most

@@ -183,8 +183,11 @@ without a winner is also said on stderr), 2 on usage errors.`,
 			if !resume && g.Budget != nil && g.Budget.Tokens != nil {
 				// Each worker reserves from the graph's one pool, as
 				// agentrt supervise's do (a resume keeps the journaled
-				// reservation): one iteration and a share of the tokens.
-				perWorker := *g.Budget.Tokens / int64(max(1, min(4, len(targets)*2)))
+				// reservation): one iteration and a share of the tokens,
+				// a quarter, or half with one worker node. An analyst
+				// node is a worker node too: it reserves from the pool
+				// on each settle it analyzes.
+				perWorker := *g.Budget.Tokens / int64(max(1, min(4, len(graphWorkerNodes(g, root))*2)))
 				so.PerWorker = ledger.Budget{Tokens: &perWorker, Iterations: int64p(1)}
 			}
 			journal.apply(&so, s)

@@ -53,3 +53,40 @@ func TestGraphCapExhaustedSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// The shipped review graph (testdata/graph/review.json: a driver, its
+// coder capped at one traversal, a critic node analyzing the coder; 5000
+// tokens) under a manager that delegates to the coder twice: the
+// critic's analysis of the first settle runs (two worker nodes reserve a
+// quarter of the pool each, as agentrt graph's help says, so the coder
+// charged its whole ceiling for unreported usage leaves the critic
+// room), and the run ends on the spent cap — exit 1, said on stderr —
+// not budget-exhausted with the cap hidden.
+func TestGraphReviewGraphEndsOnItsCapNotTheBudget(t *testing.T) {
+	spawnCoder := `{"calls": [{"verb": "spawn_worker", "args": {"profile": "coder", "task": "Fix it."}}], "usage": {"inputTokens": 20, "outputTokens": 5}}`
+	script := managerScript(t, `{"turns": [`+spawnCoder+`, `+awaitOne+`, `+awaitOne+`, `+spawnCoder+`, `+awaitOne+`, `+answerDone+`]}`)
+	out, errOut, code := run(t, "", "graph", reviewGraph, "--task", "Make the login tests pass.", "--directives", directives,
+		"--expect", "a result no worker gives", "--manager-script", script, "--run-dir", t.TempDir(), "--run-id", "review",
+		"--db", filepath.Join(t.TempDir(), "runs.db"), "--json")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	res := decode(t, out)
+	if r := member(res, "reason").Str(); r == "budget-exhausted" {
+		t.Errorf("the run ended budget-exhausted, hiding the cap:\n%s", out)
+	}
+	if !strings.Contains(errOut, "traversal cap exhausted on delegates:driver->coder") {
+		t.Errorf("stderr does not say the cap ended the run:\n%s", errOut)
+	}
+	var outcomes []string
+	for _, row := range member(res, "ledger").Items() {
+		outcomes = append(outcomes, member(row, "edge").Str()+" "+member(row, "outcome").Str())
+	}
+	want := []string{"delegates:driver->coder delivered", "analyzes:critic:coder->driver delivered", "delegates:driver->coder unpropagated"}
+	if strings.Join(outcomes, "; ") != strings.Join(want, "; ") {
+		t.Errorf("ledger %q, want %q\n%s", outcomes, want, out)
+	}
+	if ex := member(res, "exhaustedEdges").Items(); len(ex) != 1 || ex[0].Str() != "delegates:driver->coder" {
+		t.Errorf("exhaustedEdges: %s", out)
+	}
+}
