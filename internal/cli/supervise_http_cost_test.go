@@ -230,3 +230,61 @@ func TestSuperviseHTTPCostsReconcile(t *testing.T) {
 		t.Errorf("%d workers, want 2:\n%s", len(w), out)
 	}
 }
+
+// Issue 13, angle 2: the endpoint omits usage on beta's answer and on
+// the manager's turns: tokens are unknown (null, never 0), and both
+// nodes are named as unreported tokens in spendGaps; alpha, which was
+// reported, is not named for tokens.
+func TestSuperviseHTTPUnreportedUsage(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		omit           func(manager bool, worker string) bool
+		managerUnknown bool
+		unknownNode    string // a worker id whose tokens are unreported
+	}{
+		{"worker", func(m bool, w string) bool { return w == "beta" }, false, "costs:s2"},
+		{"manager", func(m bool, w string) bool { return m }, true, ""},
+		{"one manager turn", oneManagerTurn(2), true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newCostEndpoint(t, "alpha", "beta")
+			e.omitUsage = tc.omit
+			res, out, _ := superviseOverHTTP(t, e, filepath.Join(t.TempDir(), "runs.db"))
+			if got := member(member(res, "spent"), "tokens"); got.Kind() != canonjson.Null {
+				t.Errorf("spent tokens %v, want null (unreported usage):\n%s", got, out)
+			}
+			if got := member(member(res, "manager"), "tokens"); (got.Kind() == canonjson.Null) != tc.managerUnknown {
+				t.Errorf("manager tokens %v, unknown want %v:\n%s", got, tc.managerUnknown, out)
+			}
+			tokenGaps := map[string]string{}
+			for _, g := range member(res, "spendGaps").Items() {
+				for _, ch := range member(g, "channels").Items() {
+					if ch.Str() == "tokens" {
+						tokenGaps[member(g, "id").Str()] = member(g, "kind").Str()
+					}
+				}
+			}
+			want := map[string]string{}
+			if tc.unknownNode != "" {
+				want[tc.unknownNode] = "unreported"
+			}
+			if tc.managerUnknown {
+				want["costs"] = "unreported"
+			}
+			if fmt.Sprint(tokenGaps) != fmt.Sprint(want) {
+				t.Errorf("token gaps %v, want %v:\n%s", tokenGaps, want, out)
+			}
+		})
+	}
+}
+
+// oneManagerTurn omits usage on the manager's nth answer only.
+func oneManagerTurn(n int) func(manager bool, worker string) bool {
+	seen := 0
+	return func(manager bool, _ string) bool {
+		if manager {
+			seen++
+		}
+		return manager && seen == n
+	}
+}
