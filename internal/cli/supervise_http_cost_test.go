@@ -26,24 +26,23 @@ type costEndpoint struct {
 	plan []string
 	// reply, when set, may take over a response: it returns true when it
 	// wrote one itself.
-	reply func(w http.ResponseWriter, worker string, n int) bool
+	reply func(w http.ResponseWriter, r *http.Request, worker string, n int) bool
 
-	mu                 sync.Mutex
-	calls              int
-	reportedIn         int64
-	reportedOut        int64
-	managerCalls       int
-	workerCalls        map[string]int
-	unreportedManager  int
-	unreportedWorkers  map[string]bool
-	omitUsage          func(manager bool, worker string) bool
-	managerIn, workIn  int64
-	managerOut, workOu int64
+	// omitUsage, when set, says which answers report no usage.
+	omitUsage func(manager bool, worker string) bool
+
+	mu           sync.Mutex
+	calls        int
+	managerCalls int
+	// What the endpoint reported, in all and by the manager and workers.
+	reportedIn, reportedOut int64
+	managerIn, managerOut   int64
+	workIn, workOut         int64
 }
 
 func newCostEndpoint(t *testing.T, plan ...string) *costEndpoint {
 	t.Helper()
-	e := &costEndpoint{plan: plan, workerCalls: map[string]int{}, unreportedWorkers: map[string]bool{}}
+	e := &costEndpoint{plan: plan}
 	e.Server = httptest.NewServer(http.HandlerFunc(e.serve))
 	t.Cleanup(e.Close)
 	return e
@@ -94,11 +93,9 @@ func (e *costEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 	n := e.calls
 	if manager {
 		e.managerCalls++
-	} else {
-		e.workerCalls[worker]++
 	}
 	e.mu.Unlock()
-	if e.reply != nil && e.reply(w, worker, n) {
+	if e.reply != nil && e.reply(w, r, worker, n) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -142,13 +139,7 @@ func (e *costEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 		"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": finish}}})
 	e.mu.Lock()
 	omit := e.omitUsage != nil && e.omitUsage(manager, worker)
-	if omit {
-		if manager {
-			e.unreportedManager++
-		} else {
-			e.unreportedWorkers[worker] = true
-		}
-	} else {
+	if !omit {
 		e.reportedIn += in
 		e.reportedOut += out
 		if manager {
@@ -156,7 +147,7 @@ func (e *costEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 			e.managerOut += out
 		} else {
 			e.workIn += in
-			e.workOu += out
+			e.workOut += out
 		}
 	}
 	e.mu.Unlock()
@@ -196,7 +187,7 @@ func TestSuperviseHTTPCostsReconcile(t *testing.T) {
 		t.Fatalf("exit %d, want 0:\n%s", code, out)
 	}
 	e.mu.Lock()
-	total, mgrTokens, work := e.reportedIn+e.reportedOut, e.managerIn+e.managerOut, e.workIn+e.workOu
+	total, mgrTokens, work := e.reportedIn+e.reportedOut, e.managerIn+e.managerOut, e.workIn+e.workOut
 	mcalls := e.managerCalls
 	e.mu.Unlock()
 	if mcalls != 4 {
@@ -286,5 +277,127 @@ func oneManagerTurn(n int) func(manager bool, worker string) bool {
 			seen++
 		}
 		return manager && seen == n
+	}
+}
+
+// hang answers a request with the stream's headers and nothing more,
+// until the client goes away.
+func hang(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.(http.Flusher).Flush()
+	<-r.Context().Done()
+}
+
+// Issue 13, angle 4: beta's requests fail at the endpoint (a 500, a 429,
+// a connection closed mid-stream, a stream that never ends before
+// --timeout): beta fails (or is cancelled) naming why, its tokens are
+// unknown and charged at its ceiling (--worker-tokens 1000), alpha's and
+// the manager's are exactly what the endpoint reported. A manager turn
+// that never ends before --timeout leaves the manager's tokens unknown.
+func TestSuperviseHTTPFailuresAreCharged(t *testing.T) {
+	const ceiling = 1000
+	for _, tc := range []struct {
+		name    string
+		reply   func(w http.ResponseWriter, r *http.Request, e *costEndpoint, worker string) bool
+		extra   []string
+		state   string // beta's
+		reason  string // in beta's reason
+		manager bool   // the manager's turn hangs, not beta
+	}{
+		{name: "500", state: "failed", reason: "HTTP 500", reply: func(w http.ResponseWriter, _ *http.Request, _ *costEndpoint, worker string) bool {
+			if worker != "beta" {
+				return false
+			}
+			http.Error(w, `{"error":{"message":"boom"}}`, http.StatusInternalServerError)
+			return true
+		}},
+		{name: "429", state: "failed", reason: "HTTP 429", reply: func(w http.ResponseWriter, _ *http.Request, _ *costEndpoint, worker string) bool {
+			if worker != "beta" {
+				return false
+			}
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, `{"error":{"message":"slow down"}}`, http.StatusTooManyRequests)
+			return true
+		}},
+		{name: "closed mid-stream", state: "failed", reason: "stream ended", reply: func(w http.ResponseWriter, _ *http.Request, _ *costEndpoint, worker string) bool {
+			if worker != "beta" {
+				return false
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, `data: {"id":"x","object":"chat.completion.chunk","model":"gpt-writer","choices":[{"index":0,"delta":{"role":"assistant","content":"beta: DO"},"finish_reason":null}]}`+"\n\n")
+			w.(http.Flusher).Flush()
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return true
+		}},
+		{name: "slow worker", state: "cancelled", extra: []string{"--timeout", "2s"}, reply: func(w http.ResponseWriter, r *http.Request, _ *costEndpoint, worker string) bool {
+			if worker != "beta" {
+				return false
+			}
+			hang(w, r)
+			return true
+		}},
+		{name: "slow manager", manager: true, extra: []string{"--timeout", "2s"}, reply: func(w http.ResponseWriter, r *http.Request, e *costEndpoint, worker string) bool {
+			e.mu.Lock()
+			third := worker == "" && e.managerCalls == 3
+			e.mu.Unlock()
+			if third {
+				hang(w, r)
+			}
+			return third
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newCostEndpoint(t, "alpha", "beta")
+			e.reply = func(w http.ResponseWriter, r *http.Request, worker string, _ int) bool {
+				return tc.reply(w, r, e, worker)
+			}
+			res, out, _ := superviseOverHTTP(t, e, filepath.Join(t.TempDir(), "runs.db"), tc.extra...)
+			e.mu.Lock()
+			reported, mgrTokens := e.reportedIn+e.reportedOut, e.managerIn+e.managerOut
+			e.mu.Unlock()
+			spent := member(res, "spent")
+			if got := member(spent, "tokens"); got.Kind() != canonjson.Null {
+				t.Errorf("spent tokens %v, want null:\n%s", got, out)
+			}
+			charged := int64(member(member(spent, "charged"), "tokens").Float())
+			want, gapID := reported+ceiling, "costs:s2"
+			if tc.manager {
+				want, gapID = reported, "costs"
+				if got := member(member(res, "manager"), "tokens"); got.Kind() != canonjson.Null {
+					t.Errorf("manager tokens %v, want null (its last turn reported nothing):\n%s", got, out)
+				}
+			} else if got := member(member(res, "manager"), "tokens"); int64(got.Float()) != mgrTokens {
+				t.Errorf("manager tokens %v, want %d:\n%s", got, mgrTokens, out)
+			}
+			if charged != want {
+				t.Errorf("charged tokens %d, want %d (reported %d):\n%s", charged, want, reported, out)
+			}
+			var gaps []string
+			for _, g := range member(res, "spendGaps").Items() {
+				for _, ch := range member(g, "channels").Items() {
+					if ch.Str() == "tokens" {
+						gaps = append(gaps, member(g, "id").Str())
+					}
+				}
+			}
+			if len(gaps) != 1 || gaps[0] != gapID {
+				t.Errorf("token gaps %v, want [%s]:\n%s", gaps, gapID, out)
+			}
+			if tc.manager {
+				return
+			}
+			for _, w := range member(res, "workers").Items() {
+				if member(w, "id").Str() != "costs:s2" {
+					continue
+				}
+				if member(w, "state").Str() != tc.state || !strings.Contains(member(w, "reason").Str(), tc.reason) || member(w, "delivered").Bool() {
+					t.Errorf("beta: %s %q delivered %v, want %s naming %q, not delivered:\n%s", member(w, "state").Str(),
+						member(w, "reason").Str(), member(w, "delivered").Bool(), tc.state, tc.reason, out)
+				}
+			}
+		})
 	}
 }
