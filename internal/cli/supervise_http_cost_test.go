@@ -43,7 +43,9 @@ type costEndpoint struct {
 func newCostEndpoint(t *testing.T, plan ...string) *costEndpoint {
 	t.Helper()
 	e := &costEndpoint{plan: plan}
-	e.Server = httptest.NewServer(http.HandlerFunc(e.serve))
+	// Started by superviseOverHTTP, once the test has set reply and
+	// omitUsage.
+	e.Server = httptest.NewUnstartedServer(http.HandlerFunc(e.serve))
 	t.Cleanup(e.Close)
 	return e
 }
@@ -163,6 +165,7 @@ func (e *costEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 func superviseOverHTTP(t *testing.T, e *costEndpoint, db string, extra ...string) (canonjson.Value, string, int) {
 	t.Helper()
 	t.Setenv("OPENAI_API_KEY", "sk-test-cost-7f2")
+	e.Start()
 	mgr := writeFile(t, "manager.json", `{"name": "manager", "harness": "cli-base", "model": {"default": "gpt-manager"},
 		"tools": {"agent_runtime_coordination_spawn_worker": true, "agent_runtime_coordination_await_event": true}}`)
 	wrk := writeFile(t, "writer.json", `{"name": "writer", "harness": "cli-base", "model": {"default": "gpt-writer"}}`)
