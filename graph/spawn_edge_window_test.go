@@ -81,8 +81,12 @@ func TestResumeLedgersASpawnWhoseEdgeRowWasLost(t *testing.T) {
 	}
 }
 
-// cutAfterSpawnOf truncates the journal at path just after the spawned
-// record of the first worker of profile node.
+// cutAfterSpawnOf rewrites the journal at path as a process killed
+// right after the spawn record of the first worker of profile node left
+// it: that worker's later records (its delegates row, its settlement)
+// and the run's end are gone; every other record, whenever it was
+// appended, is kept (the lens over the coder may journal after the
+// reviewer's spawn, yet it settled before the brain spawned it).
 func cutAfterSpawnOf(t *testing.T, path, node string) {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -90,21 +94,32 @@ func cutAfterSpawnOf(t *testing.T, path, node string) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
+	var worker string
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(nil, 1<<24)
 	for sc.Scan() {
-		out.Write(sc.Bytes())
-		out.WriteByte('\n')
-		var rec struct{ Kind, Profile string }
+		var rec struct {
+			Kind, Profile, Node string
+			Data                struct{ WorkerID string }
+		}
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 			t.Fatalf("a journal line does not decode: %v", err)
 		}
-		if rec.Kind == supervise.KindSpawned && rec.Profile == node {
-			if err := os.WriteFile(path, out.Bytes(), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			return
+		switch {
+		case rec.Kind == supervise.KindSpawned && rec.Profile == node && worker == "":
+			worker = rec.Node
+		case rec.Kind == supervise.KindFinished:
+			continue
+		case worker != "" && (rec.Node == worker || rec.Data.WorkerID == worker):
+			continue
 		}
+		out.Write(sc.Bytes())
+		out.WriteByte('\n')
 	}
-	t.Fatalf("no spawn of %s in %s", node, path)
+	if worker == "" {
+		t.Fatalf("no spawn of %s in %s", node, path)
+	}
+	if err := os.WriteFile(path, out.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
