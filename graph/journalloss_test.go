@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/agentrt/agentrt/graph"
-	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/sqlite"
 	"github.com/agentrt/agentrt/supervise"
@@ -42,10 +41,7 @@ func TestGraphReturnsResultBesideJournalLoss(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			exec, err := newResumeExecutor(func(context.Context) (supervise.WorkResult, error) {
-				tokens, one := int64(4), int64(1)
-				return supervise.WorkResult{Text: "the patch is safe", Spent: ledger.Spend{Tokens: &tokens, Iterations: &one, MicroUSD: new(int64)}}, nil
-			})
+			exec, err := newResumeExecutor(reviewPasses)
 			if err != nil {
 				t.Fatal(err)
 			}

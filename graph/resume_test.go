@@ -198,10 +198,7 @@ func TestKilledGraphResumesWithoutRerunningSettledNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := newResumeExecutor(func(context.Context) (supervise.WorkResult, error) {
-		tokens, one := int64(4), int64(1)
-		return supervise.WorkResult{Text: "the patch is safe", Spent: ledger.Spend{Tokens: &tokens, Iterations: &one, MicroUSD: new(int64)}}, nil
-	})
+	exec, err := newResumeExecutor(reviewPasses)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,17 +214,8 @@ func TestKilledGraphResumesWithoutRerunningSettledNodes(t *testing.T) {
 	if !res.Result.Resumed || res.Result.Winner == nil || res.Result.Winner.Node != "g:s1" {
 		t.Fatalf("result %+v, want a resumed run won by the coder g:s1", res.Result)
 	}
-	type row struct {
-		Edge      string
-		Traversal int
-		Outcome   graph.Outcome
-		Worker    supervise.NodeID
-	}
-	var got []row
-	for _, r := range res.Ledger {
-		got = append(got, row{r.Edge, r.Traversal, r.Outcome, r.WorkerID})
-	}
-	want := []row{
+	got := ledgerRows(res.Ledger)
+	want := []ledgerRow{
 		{"delegates:driver->coder", 1, graph.OutcomeDelivered, "g:s1"},
 		{"analyzes:failure-triage:coder->driver", 1, graph.OutcomeDelivered, "g:s1"},
 		{"delegates:driver->reviewer", 1, graph.OutcomeDelivered, "g:s3"},
@@ -258,10 +246,7 @@ func TestGraphResumeRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := newResumeExecutor(func(context.Context) (supervise.WorkResult, error) {
-		tokens, one := int64(4), int64(1)
-		return supervise.WorkResult{Text: "the patch is safe", Spent: ledger.Spend{Tokens: &tokens, Iterations: &one, MicroUSD: new(int64)}}, nil
-	})
+	exec, err := newResumeExecutor(reviewPasses)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,10 +278,7 @@ func TestGraphLensCutOffBySettleCrashRunsOnResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	review := func(context.Context) (supervise.WorkResult, error) {
-		tokens, one := int64(4), int64(1)
-		return supervise.WorkResult{Text: "the patch is safe", Spent: ledger.Spend{Tokens: &tokens, Iterations: &one, MicroUSD: new(int64)}}, nil
-	}
+	review := reviewPasses
 	exec, err := newResumeExecutor(review)
 	if err != nil {
 		t.Fatal(err)
@@ -366,4 +348,20 @@ func TestGraphLensCutOffBySettleCrashRunsOnResume(t *testing.T) {
 	if res.Result.Winner == nil || res.Result.Winner.Node != "g:s1" {
 		t.Errorf("result %+v, want the coder g:s1 to win", res.Result)
 	}
+}
+
+// ledgerRow is what a ledger test compares of a LedgerRow.
+type ledgerRow struct {
+	Edge      string
+	Traversal int
+	Outcome   graph.Outcome
+	Worker    supervise.NodeID
+}
+
+func ledgerRows(rows []graph.LedgerRow) []ledgerRow {
+	var out []ledgerRow
+	for _, r := range rows {
+		out = append(out, ledgerRow{r.Edge, r.Traversal, r.Outcome, r.WorkerID})
+	}
+	return out
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/graph"
-	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -37,10 +36,7 @@ func TestResumedEndedGraphReturnsRecordedOutcomeBehaviour46(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	review := func(context.Context) (supervise.WorkResult, error) {
-		tokens, one := int64(4), int64(1)
-		return supervise.WorkResult{Text: "the patch is safe", Spent: ledger.Spend{Tokens: &tokens, Iterations: &one, MicroUSD: new(int64)}}, nil
-	}
+	review := reviewPasses
 	exec, err := newResumeExecutor(review)
 	if err != nil {
 		t.Fatal(err)

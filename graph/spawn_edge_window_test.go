@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrt/agentrt/graph"
-	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -29,10 +28,7 @@ func TestResumeLedgersASpawnWhoseEdgeRowWasLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	review := func(context.Context) (supervise.WorkResult, error) {
-		tokens, one := int64(4), int64(1)
-		return supervise.WorkResult{Text: "the patch is safe", Spent: ledger.Spend{Tokens: &tokens, Iterations: &one, MicroUSD: new(int64)}}, nil
-	}
+	review := reviewPasses
 	exec, err := newResumeExecutor(review)
 	if err != nil {
 		t.Fatal(err)
@@ -55,17 +51,8 @@ func TestResumeLedgersASpawnWhoseEdgeRowWasLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type row struct {
-		Edge      string
-		Traversal int
-		Outcome   graph.Outcome
-		Worker    supervise.NodeID
-	}
-	var got []row
-	for _, r := range res.Ledger {
-		got = append(got, row{r.Edge, r.Traversal, r.Outcome, r.WorkerID})
-	}
-	want := []row{
+	got := ledgerRows(res.Ledger)
+	want := []ledgerRow{
 		{"delegates:driver->coder", 1, graph.OutcomeDelivered, "g:s1"},
 		{"analyzes:failure-triage:coder->driver", 1, graph.OutcomeDelivered, "g:s1"},
 		{"delegates:driver->reviewer", 1, graph.OutcomeDelivered, "g:s3"},

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/agentrt/agentrt/graph"
-	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/store/memory"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -24,10 +23,7 @@ func TestStoreJournalResumeChecksTopology(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := newResumeExecutor(func(context.Context) (supervise.WorkResult, error) {
-		tokens, one := int64(4), int64(1)
-		return supervise.WorkResult{Text: "the patch is safe", Spent: ledger.Spend{Tokens: &tokens, Iterations: &one, MicroUSD: new(int64)}}, nil
-	})
+	exec, err := newResumeExecutor(reviewPasses)
 	if err != nil {
 		t.Fatal(err)
 	}
