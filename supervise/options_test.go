@@ -3,6 +3,7 @@ package supervise_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,5 +159,10 @@ func TestDeadlineEndsBudgetExhausted(t *testing.T) {
 	}
 	if res.Reason != supervise.ReasonBudgetExhausted || res.Error != nil || res.Tree[0].State != supervise.StateCancelled {
 		t.Errorf("reason %s error %+v state %s", res.Reason, res.Error, res.Tree[0].State)
+	}
+	// The worker was cut by the deadline, and its reason says so, not
+	// only that the manager returned.
+	if !strings.Contains(res.Tree[0].Reason, "deadline") {
+		t.Errorf("the cut worker's reason %q does not name the deadline", res.Tree[0].Reason)
 	}
 }

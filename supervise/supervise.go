@@ -657,7 +657,8 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	c.closeManagerInbox(ctx) // a root steer still waiting is not_live
 	stopWatch()
 	stopped := errors.Is(context.Cause(brainCtx), ErrStopped)
-	if !deadline.IsZero() && ctx.Err() == nil && (errors.Is(brainCtx.Err(), context.DeadlineExceeded) || !time.Now().Before(deadline)) {
+	deadlinePassed := !deadline.IsZero() && ctx.Err() == nil && (errors.Is(brainCtx.Err(), context.DeadlineExceeded) || !time.Now().Before(deadline))
+	if deadlinePassed {
 		// The run's deadline is part of its budget.
 		c.mu.Lock()
 		c.exhausted = true
@@ -673,8 +674,13 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	}
 
 	// The brain returned: cancel live workers and give them a bounded
-	// time to settle.
-	c.cancelWork(errors.New("supervise: the manager returned"))
+	// time to settle. Their reason says why the brain returned when
+	// the run's deadline ended it.
+	why := errors.New("supervise: the manager returned")
+	if deadlinePassed {
+		why = fmt.Errorf("supervise: the run's deadline (%s) passed: %w", deadline.UTC().Format(time.RFC3339Nano), ledger.ErrDeadline)
+	}
+	c.cancelWork(why)
 	waited := make(chan struct{})
 	go func() { c.wg.Wait(); close(waited) }()
 	timer := time.NewTimer(grace)

@@ -335,7 +335,7 @@ func TestSuperviseHTTPFailuresAreCharged(t *testing.T) {
 			}
 			return true
 		}},
-		{name: "slow worker", state: "cancelled", extra: []string{"--timeout", "2s"}, reply: func(w http.ResponseWriter, r *http.Request, _ *costEndpoint, worker string) bool {
+		{name: "slow worker", state: "cancelled", reason: "deadline", extra: []string{"--timeout", "2s"}, reply: func(w http.ResponseWriter, r *http.Request, _ *costEndpoint, worker string) bool {
 			if worker != "beta" {
 				return false
 			}
