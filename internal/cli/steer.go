@@ -98,6 +98,7 @@ acknowledgement or none within --wait, 2 on usage errors.`,
 }
 
 func newCancelCmd(stdio IO) *cobra.Command {
+	var rc runCancelFlags
 	var opID, workspace, reason string
 	var asJSON bool
 	var wait time.Duration
@@ -125,9 +126,10 @@ unknown, finished run or not), 2 on usage errors.`,
 			if opID == "" {
 				opID = defaultOperationID("cancel", workerTarget(cmd.Context(), dir, worker))
 			}
-			return cancelWork(cmd.Context(), stdio, dir, worker, opID, reason, wait, asJSON)
+			return cancelWork(cmd.Context(), stdio, dir, worker, opID, reason, rc, wait, asJSON)
 		},
 	}
+	rc.register(cmd)
 	cmd.Flags().StringVar(&opID, "operation-id", "", "the request's operation id, [A-Za-z0-9._-] (default: derived from the worker WORKER names now, or the run)")
 	cmd.Flags().StringVar(&workspace, "workspace", ".", "workspace root where RUN names a run by its id")
 	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded with the request")

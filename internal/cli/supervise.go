@@ -960,7 +960,22 @@ acknowledgement or none within --wait, 2 on usage errors.`,
 	return cmd
 }
 
+// runCancelFlags are what a whole run's cancellation may add
+// (supervise.RunCancelOptions): the operator asking, and how soon the
+// run should be stopped, which its acknowledgement then says it was
+// or not (deadlineExceeded, behaviour 50).
+type runCancelFlags struct {
+	operator string
+	deadline time.Duration
+}
+
+func (rc *runCancelFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&rc.operator, "operator", "", "without WORKER: who asks, recorded with the request")
+	cmd.Flags().DurationVar(&rc.deadline, "deadline", 0, "without WORKER: how soon the run should be stopped; the acknowledgement says whether it was (deadlineExceeded)")
+}
+
 func newSuperviseCancelCmd(stdio IO) *cobra.Command {
+	var rc runCancelFlags
 	var opID, reason string
 	var asJSON bool
 	var wait time.Duration
@@ -985,9 +1000,10 @@ unknown, finished run or not), 2 on usage errors.`,
 			if len(args) == 2 {
 				worker = args[1]
 			}
-			return cancelWork(ctx, stdio, args[0], worker, opID, reason, wait, asJSON)
+			return cancelWork(ctx, stdio, args[0], worker, opID, reason, rc, wait, asJSON)
 		},
 	}
+	rc.register(cmd)
 	cmd.Flags().StringVar(&opID, "operation-id", "", "the request's operation id, [A-Za-z0-9._-] (required)")
 	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded with the request")
 	cmd.Flags().DurationVar(&wait, "wait", 10*time.Second, "how long to wait for the cancellation to be confirmed")
@@ -1047,7 +1063,13 @@ func steerWorker(ctx context.Context, stdio IO, dir, worker, message, opID strin
 // subtree), or of the whole run when worker is empty, and waits up to
 // wait for the supervisor to confirm it: agentrt supervise cancel and
 // agentrt cancel.
-func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string, wait time.Duration, asJSON bool) error {
+func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string, rc runCancelFlags, wait time.Duration, asJSON bool) error {
+	if worker != "" && (rc.deadline != 0 || rc.operator != "") {
+		return usage("--deadline and --operator apply to the whole run's cancellation; leave out WORKER")
+	}
+	if rc.deadline < 0 {
+		return usage("--deadline must not be negative")
+	}
 	final := func(e kernel.Effect) bool { return e == kernel.EffectCancelled || e == kernel.EffectNotLive }
 	var effect kernel.Effect
 	var out any
@@ -1071,7 +1093,7 @@ func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string,
 			fmt.Fprintf(stdio.Out, "cancel %s of %s: %s%s\n", opID, orName(string(rec.WorkerID), rec.Worker), rec.Effect, detail(rec.Detail))
 		}
 	} else {
-		req, err := supervise.CancelRun(ctx, dir, opID, supervise.RunCancelOptions{Source: "cli", Reason: reason})
+		req, err := supervise.CancelRun(ctx, dir, opID, supervise.RunCancelOptions{Source: "cli", Reason: reason, Operator: rc.operator, Deadline: rc.deadline})
 		if err != nil {
 			return controlError(err)
 		}

@@ -377,9 +377,32 @@ func TestSuperviseCancelRunFromAnotherInvocation(t *testing.T) {
 		done <- out
 	}()
 	waitJournal(t, dir, supervise.KindSpawned)
-	out, errOut, code := run(t, "", "supervise", "cancel", dir, "--operation-id", "stop-all", "--reason", "release postponed", "--wait", "10s")
-	if code != 0 || !strings.Contains(out, "cancel stop-all of the run: cancelled") {
+	// With a deadline asked (behaviour 50), the acknowledgement says how
+	// soon the cancellation applied and that it kept to the deadline.
+	out, errOut, code := run(t, "", "supervise", "cancel", dir, "--operation-id", "stop-all", "--reason", "release postponed",
+		"--operator", "release-desk", "--deadline", "1m", "--wait", "10s", "--json")
+	if code != 0 {
 		t.Errorf("cancel: exit %d\n%s%s", code, out, errOut)
+	}
+	ack := decode(t, out)
+	if member(ack, "effect").Str() != "cancelled" || member(ack, "deadlineExceeded").Bool() {
+		t.Errorf("cancel --json: %s", out)
+	}
+	if _, ok := ack.Get("appliedAfterMs"); !ok {
+		t.Errorf("cancel --json: no appliedAfterMs with a deadline asked: %s", out)
+	}
+	if _, ok := ack.Get("deadlineExceeded"); !ok {
+		t.Errorf("cancel --json: no deadlineExceeded with a deadline asked: %s", out)
+	}
+	// The text form of the same request, retried by its operation id.
+	out, errOut, code = run(t, "", "supervise", "cancel", dir, "--operation-id", "stop-all", "--reason", "release postponed",
+		"--operator", "release-desk", "--deadline", "1m", "--wait", "10s")
+	if code != 0 || !strings.Contains(out, "cancel stop-all of the run: cancelled") {
+		t.Errorf("cancel again: exit %d\n%s%s", code, out, errOut)
+	}
+	// A worker's cancellation takes no deadline.
+	if _, errOut, code := run(t, "", "supervise", "cancel", dir, "note", "--operation-id", "stop-note", "--deadline", "1m"); code != 2 || !strings.Contains(errOut, "leave out WORKER") {
+		t.Errorf("cancel WORKER --deadline: exit %d\n%s", code, errOut)
 	}
 	select {
 	case first := <-done:
