@@ -26,7 +26,7 @@ import (
 const heldScript = `{"turns":[{"repeat":true,"steps":[{"text":"working"},{"delayMs":4000},{"text":"done"}]}]}`
 
 // streamCutter stands between a client and a real `agentrt serve`. While
-// cutting, a turn stream is cut right after its first event and every
+// cutting, a turn stream is cut right after its first text event and every
 // later stream connection is dropped (a broken transport the client's
 // reconnects cannot get through); every other call — the turn cancel
 // above all — passes, so a cancel the client sends reaches the server.
@@ -71,8 +71,9 @@ func newStreamCutter(t *testing.T, base string) *streamCutter {
 	return c
 }
 
-// cutAfterEvent relays a stream and cuts its upstream once a whole
-// event's frame went through (a frame may come in pieces): the proxy then
+// cutAfterEvent relays a stream and cuts its upstream once the whole
+// frame of the turn's first text went through (a frame may come in
+// pieces, and other events may come before it): the proxy then
 // drops the client's connection. The cut waits a moment after that frame
 // (or comes with the next bytes, which are not relayed), so that the
 // client reads the event before its connection is torn down: a connection
@@ -95,7 +96,11 @@ func (c *cutAfterEvent) Write(b []byte) (int, error) {
 	if len(c.sent) < 1<<20 {
 		c.sent = append(c.sent, b...)
 	}
-	if i := bytes.Index(c.sent, []byte("data:")); i >= 0 && bytes.Contains(c.sent[i:], []byte("\n\n")) {
+	// The event the test waits for is the turn's first text: a stream
+	// may open with other events (a frame of its own each), and a cut
+	// after one of those, with the text's bytes next, took the text
+	// with it (seen: texts [] after three lost reconnects).
+	if i := bytes.Index(c.sent, []byte(`"working"`)); i >= 0 && bytes.Contains(c.sent[i:], []byte("\n\n")) {
 		c.cutting = true
 		c.relayed.Store(true)
 		time.AfterFunc(200*time.Millisecond, c.cut)
