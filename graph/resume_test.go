@@ -274,17 +274,7 @@ func TestGraphResumeRefusals(t *testing.T) {
 // driver drives, so the lens runs once, its analyzes traversal is
 // ledgered once and the coder is not run again.
 func TestGraphLensCutOffBySettleCrashRunsOnResume(t *testing.T) {
-	g, o, err := resumeGraph()
-	if err != nil {
-		t.Fatal(err)
-	}
-	review := reviewPasses
-	exec, err := newResumeExecutor(review)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	o.Supervise.Executor, o.Supervise.RunDir = exec, dir
+	g, o, dir := passingResumeGraph(t)
 	if _, err := graph.RunGraph(context.Background(), g, o); err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +311,7 @@ func TestGraphLensCutOffBySettleCrashRunsOnResume(t *testing.T) {
 	}
 	j.Close()
 
-	exec, err = newResumeExecutor(review)
+	exec, err := newResumeExecutor(reviewPasses)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,4 +354,21 @@ func ledgerRows(rows []graph.LedgerRow) []ledgerRow {
 		out = append(out, ledgerRow{r.Edge, r.Traversal, r.Outcome, r.WorkerID})
 	}
 	return out
+}
+
+// passingResumeGraph is resumeGraph on a fresh run dir (returned too)
+// whose reviewer passes (reviewPasses).
+func passingResumeGraph(t *testing.T) (graph.Graph, graph.Options, string) {
+	t.Helper()
+	g, o, err := resumeGraph()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec, err := newResumeExecutor(reviewPasses)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	o.Supervise.Executor, o.Supervise.RunDir = exec, dir
+	return g, o, dir
 }

@@ -32,19 +32,10 @@ func countDrives(b graph.Brain, n *atomic.Int64) graph.Brain {
 // projects it after the resume, equal to the original end's).
 func TestResumedEndedGraphReturnsRecordedOutcomeBehaviour46(t *testing.T) {
 	ctx := t.Context()
-	g, o, err := resumeGraph()
-	if err != nil {
-		t.Fatal(err)
-	}
-	review := reviewPasses
-	exec, err := newResumeExecutor(review)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
+	g, o, dir := passingResumeGraph(t)
 	var drives atomic.Int64
 	o.Brain = countDrives(o.Brain, &drives)
-	o.Supervise.Executor, o.Supervise.RunDir, o.Supervise.ReturnEnded = exec, dir, true
+	o.Supervise.ReturnEnded = true
 	want, err := graph.RunGraph(ctx, g, o)
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +48,7 @@ func TestResumedEndedGraphReturnsRecordedOutcomeBehaviour46(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	again, err := newResumeExecutor(review)
+	again, err := newResumeExecutor(reviewPasses)
 	if err != nil {
 		t.Fatal(err)
 	}

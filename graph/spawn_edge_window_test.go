@@ -24,17 +24,7 @@ import (
 // was one traversal short. Found under -race, whose slowness widened the
 // window in TestKilledGraphResumesWithoutRerunningSettledNodes.
 func TestResumeLedgersASpawnWhoseEdgeRowWasLost(t *testing.T) {
-	g, o, err := resumeGraph()
-	if err != nil {
-		t.Fatal(err)
-	}
-	review := reviewPasses
-	exec, err := newResumeExecutor(review)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	o.Supervise.Executor, o.Supervise.RunDir = exec, dir
+	g, o, dir := passingResumeGraph(t)
 	if _, err := graph.RunGraph(context.Background(), g, o); err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +32,7 @@ func TestResumeLedgersASpawnWhoseEdgeRowWasLost(t *testing.T) {
 	// record landed left it.
 	cutAfterSpawnOf(t, filepath.Join(dir, supervise.SpawnJournalFile), "reviewer")
 
-	exec, err = newResumeExecutor(review)
+	exec, err := newResumeExecutor(reviewPasses)
 	if err != nil {
 		t.Fatal(err)
 	}
