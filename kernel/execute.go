@@ -64,6 +64,11 @@ type Request struct {
 	// Check decides delivery; nil leaves the run settled but not
 	// delivered.
 	Check Check
+	// JudgedBy, when Check is nil, names who decides the run's delivery
+	// instead, such as the completion gate of a supervised run
+	// ("supervise run R, node N"). The record says so (Record.JudgedBy)
+	// and leaves delivered absent: this run's record does not know it.
+	JudgedBy string
 	// Stage is the seat stage to run (0 for a profile without seats).
 	Stage int
 	// RunID names the run; empty generates one.
@@ -855,7 +860,9 @@ func (x *execution) interruptedRun() store.Run {
 
 func (x *execution) check(ctx context.Context) {
 	if x.req.Check == nil {
-		x.res.CheckError = "no completion check was given"
+		if x.req.JudgedBy == "" {
+			x.res.CheckError = "no completion check was given"
+		}
 		return
 	}
 	out := Outcome{RunID: x.req.RunID, Text: x.res.Text, Output: x.res.Output, Events: slices.Clone(x.events[x.turnFrom:]), Environment: x.env}

@@ -63,6 +63,9 @@ type Record struct {
 	Verdict   *Verdict        `json:"verdict,omitzero"`
 	// CheckError says why the check could not judge.
 	CheckError string `json:"checkError,omitzero"`
+	// JudgedBy is Request.JudgedBy: who, outside this run, decides its
+	// delivery; Delivered is then absent.
+	JudgedBy string `json:"judgedBy,omitzero"`
 	// FailureReceipt is what the provider observed of an execution it
 	// rejected (contract.ExecutionError).
 	FailureReceipt *contract.ExecutionFailureReceipt `json:"failureReceipt,omitzero"`
@@ -328,6 +331,9 @@ func (x *execution) typed() Record {
 		text, delivered := r.Text, r.Delivered
 		rec.Terminal = &Terminal{Status: r.Status, Reason: r.Reason, Detail: r.Detail}
 		rec.Usage, rec.Text, rec.Delivered = &Usage{r.Usage}, &text, &delivered
+		if x.req.Check == nil && x.req.JudgedBy != "" {
+			rec.Delivered, rec.JudgedBy = nil, x.req.JudgedBy
+		}
 		rec.Output, rec.Verdict, rec.CheckError, rec.FailureReceipt = r.Output, r.Verdict, r.CheckError, r.Receipt
 		rec.TeardownUnconfirmed = r.TeardownUnconfirmed
 	}

@@ -191,6 +191,7 @@ type worker struct {
 	reason    string
 	replayed  bool
 	session   string // the provider session it left (WorkResult.Session)
+	execution string // the execution its executor bound it to (Work.Bind)
 	inbox     *Inbox // nil unless the executor reads inboxes
 	runtime   string // RuntimeOf its executor
 	done      chan struct{}
@@ -1533,6 +1534,9 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 					bound = map[NodeID]string{}
 				}
 				bound[r.Node] = r.Execution
+				if w := c.workers[r.Node]; w != nil {
+					w.execution = r.Execution
+				}
 			}
 		case KindMetered, KindTranscript:
 			if r.Spent == nil {

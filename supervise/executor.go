@@ -17,6 +17,16 @@ import (
 	"github.com/agentrt/agentrt/store"
 )
 
+// WorkerRunKind is the store run kind of a worker's kernel runs
+// (KernelExecutor).
+const WorkerRunKind = "supervise-worker"
+
+// judgedBy names, for a worker's kernel runs, who decides their
+// delivery: the supervised run's completion gate (kernel.Request.JudgedBy).
+func (w Work) judgedBy() string {
+	return fmt.Sprintf("supervise run %s, node %s", w.RunID, w.Node)
+}
+
 // Work is one admitted worker, as an executor receives it.
 type Work struct {
 	// RunID is the supervised run's id; Node the worker's node id.
@@ -397,7 +407,7 @@ type turnPlan struct {
 func (e *KernelExecutor) freshTurns(w Work, provider contract.Provider) turnPlan {
 	return turnPlan{request: func(id, task string) kernel.Request {
 		return kernel.Request{Profile: w.Profile, Task: task, Provider: provider, Store: e.Store,
-			RunID: id, Kind: "supervise-worker", Observer: w.Observer}
+			RunID: id, Kind: WorkerRunKind, JudgedBy: w.judgedBy(), Observer: w.Observer}
 	}}
 }
 

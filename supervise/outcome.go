@@ -226,12 +226,11 @@ func (o *OutcomeRecord) Interrupted() bool {
 		o.Cancellation.Source == CancelSourceContext && o.Cancellation.OperationID == ""
 }
 
-// finishedResult rebuilds the result the finished record o journaled:
-// the tree as the replayed journal holds it, the winner's result from
-// its blob (or the record's own copy of its text).
-func (c *Coordinator) finishedResult(o *OutcomeRecord) SupervisedResult {
+// result is the result o journals, without its tree: the winner's text
+// only as o keeps it (its blob holds the rest).
+func (o *OutcomeRecord) result(runID string) SupervisedResult {
 	res := SupervisedResult{
-		RunID: c.runID, Status: o.Status, Reason: o.Reason,
+		RunID: runID, Status: o.Status, Reason: o.Reason,
 		Spent:     o.Spent.total(),
 		Breakdown: Breakdown{DriverInference: o.DriverInference.total(), ChildWork: o.ChildWork.total()},
 		MS:        o.MS, DownCount: o.DownCount, TeardownUnconfirmed: o.TeardownUnconfirmed, BrainText: o.BrainText,
@@ -240,16 +239,6 @@ func (c *Coordinator) finishedResult(o *OutcomeRecord) SupervisedResult {
 		res.Winner = &Winner{Node: w.Node, OutRef: w.OutRef, Verdict: w.Verdict, Submitted: w.Submitted}
 		if w.Text != nil {
 			res.Winner.Text = *w.Text
-		}
-		if v, err := c.log.getBlob(w.OutRef); err == nil {
-			if t, ok := canonjson.Resolve(v, "/text"); ok {
-				res.Winner.Text = t.Str()
-			}
-			if out, ok := canonjson.Resolve(v, "/output"); ok {
-				res.Winner.Output = out
-			}
-		} else if w.Text == nil {
-			c.logger.Warn("supervise: the finished run's winner blob is unreadable", "outRef", w.OutRef, "err", err)
 		}
 	}
 	if e := o.Error; e != nil {
@@ -260,6 +249,26 @@ func (c *Coordinator) finishedResult(o *OutcomeRecord) SupervisedResult {
 	}
 	for _, g := range o.SpendGaps {
 		res.SpendGaps = append(res.SpendGaps, SpendGap(g))
+	}
+	return res
+}
+
+// finishedResult rebuilds the result the finished record o journaled:
+// the tree as the replayed journal holds it, the winner's result from
+// its blob (or the record's own copy of its text).
+func (c *Coordinator) finishedResult(o *OutcomeRecord) SupervisedResult {
+	res := o.result(c.runID)
+	if w := o.Winner; w != nil {
+		if v, err := c.log.getBlob(w.OutRef); err == nil {
+			if t, ok := canonjson.Resolve(v, "/text"); ok {
+				res.Winner.Text = t.Str()
+			}
+			if out, ok := canonjson.Resolve(v, "/output"); ok {
+				res.Winner.Output = out
+			}
+		} else if w.Text == nil {
+			c.logger.Warn("supervise: the finished run's winner blob is unreadable", "outRef", w.OutRef, "err", err)
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

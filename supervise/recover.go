@@ -120,6 +120,11 @@ func (c *Coordinator) bind(id NodeID) func(ctx context.Context, execution string
 		if err := c.log.append(ctx, Record{Kind: KindExecutionBound, Node: id, Execution: execution}); err != nil {
 			return fmt.Errorf("supervise: journaling worker %s's execution: %w", id, err)
 		}
+		c.mu.Lock()
+		if w := c.workers[id]; w != nil {
+			w.execution = execution
+		}
+		c.mu.Unlock()
 		return nil
 	}
 }

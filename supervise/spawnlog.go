@@ -179,24 +179,26 @@ const spawnLogPage = 500
 // holder may be taken over only by itself; 0 once released.
 const SpawnLogLeaseMember = "leaseUntilMs"
 
-type spawnLease struct {
-	LeaseUntilMS int64 `json:"leaseUntilMs"`
-}
-
-func leaseDoc(until time.Time) (canonjson.Value, error) {
+// withLease is doc, the spawn journal's run document, with its lease
+// until until (0 for the zero time); its other members, such as the run
+// record (RunRecordMember), are kept.
+func withLease(doc canonjson.Value, until time.Time) canonjson.Value {
 	ms := int64(0)
 	if !until.IsZero() {
 		ms = until.UnixMilli()
 	}
-	return canonjson.ToValue(spawnLease{LeaseUntilMS: ms})
+	return doc.With(SpawnLogLeaseMember, canonjson.NumberValue(float64(ms)))
 }
 
+// leaseOf is until when r's lease holds; the zero time when released or
+// unreadable. Only its own member is read, so the document may hold
+// others.
 func leaseOf(r store.Run) time.Time {
-	var l spawnLease
-	if !r.Doc.IsValid() || canonjson.FromValue(r.Doc, &l) != nil || l.LeaseUntilMS == 0 {
+	v, ok := r.Doc.Get(SpawnLogLeaseMember)
+	if !ok || v.Kind() != canonjson.Number || !v.IsSafeInteger() || v.Float() <= 0 {
 		return time.Time{}
 	}
-	return time.UnixMilli(l.LeaseUntilMS)
+	return time.UnixMilli(int64(v.Float()))
 }
 
 // StoreSpawnLogOptions configure OpenStoreSpawnLog. The zero value is
@@ -295,12 +297,8 @@ func OpenStoreSpawnLog(ctx context.Context, st store.Store, runID string, o Stor
 // claimSpawnLog creates the log's run or takes it over.
 func claimSpawnLog(ctx context.Context, st store.Store, runID, owner string, ttl time.Duration) (store.Run, error) {
 	now := time.Now()
-	doc, err := leaseDoc(now.Add(ttl))
-	if err != nil {
-		return store.Run{}, err
-	}
 	run, err := st.CreateRun(ctx, store.Run{ID: runID, Kind: SpawnLogRunKind, Status: store.StatusRunning,
-		CreatedAt: now, UpdatedAt: now, Owner: owner, Doc: doc})
+		CreatedAt: now, UpdatedAt: now, Owner: owner, Doc: withLease(canonjson.ObjectValue(nil), now.Add(ttl))})
 	if err == nil {
 		return run, nil
 	}
@@ -317,12 +315,8 @@ func claimSpawnLog(ctx context.Context, st store.Store, runID, owner string, ttl
 		case now.Before(until):
 			return fmt.Errorf("%w: %s holds run %s's lease until %s", ErrSpawnLogHeld, r.Owner, runID, until.UTC().Format(time.RFC3339))
 		}
-		doc, err := leaseDoc(now.Add(ttl))
-		if err != nil {
-			return err
-		}
 		r.Generation++
-		r.Owner, r.Doc = owner, doc
+		r.Owner, r.Doc = owner, withLease(r.Doc, now.Add(ttl))
 		return nil
 	})
 	if err != nil {
@@ -493,12 +487,8 @@ func (l *StoreSpawnLog) Confirm(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, max(l.ttl/3, time.Second))
 	defer cancel()
 	until := time.Now().Add(l.ttl)
-	doc, err := leaseDoc(until)
-	if err != nil {
-		return err
-	}
 	if _, err := l.st.UpdateFenced(ctx, l.fence, func(r *store.Run) error {
-		r.Doc = doc
+		r.Doc = withLease(r.Doc, until)
 		return nil
 	}); err != nil {
 		l.lose(err)
@@ -506,6 +496,18 @@ func (l *StoreSpawnLog) Confirm(ctx context.Context) error {
 	}
 	l.extend(until)
 	return nil
+}
+
+// putRecord sets the run record (RunRecordMember) of the journal's run
+// to v, fenced: a holder that lost the run writes nothing.
+func (l *StoreSpawnLog) putRecord(ctx context.Context, v canonjson.Value) error {
+	ctx, cancel := context.WithTimeout(ctx, spawnLogCallTimeout(l.ttl))
+	defer cancel()
+	_, err := l.st.UpdateFenced(ctx, l.fence, func(r *store.Run) error {
+		r.Doc = r.Doc.With(RunRecordMember, v)
+		return nil
+	})
+	return err
 }
 
 // blobScope is the store scope of a store spawn log's result blobs: one
@@ -659,14 +661,10 @@ func (l *StoreSpawnLog) release() error {
 
 // setLease writes the lease under the holder's fence, within timeout.
 func (l *StoreSpawnLog) setLease(until time.Time, timeout time.Duration) error {
-	doc, err := leaseDoc(until)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	_, err = l.st.UpdateFenced(ctx, l.fence, func(r *store.Run) error {
-		r.Doc = doc
+	_, err := l.st.UpdateFenced(ctx, l.fence, func(r *store.Run) error {
+		r.Doc = withLease(r.Doc, until)
 		return nil
 	})
 	return err

@@ -162,6 +162,16 @@ type Options struct {
 	// Until it lapses, another process resuming the run is refused
 	// (ErrSpawnLogHeld).
 	SpawnLeaseTTL time.Duration
+	// Store, when set, records the run there once it ended (not when its
+	// caller's context interrupted it): a KindSupervise run with id
+	// RunID whose document is the RunRecord (the spawn journal's run
+	// holds it instead, RunRecordMember, when the journal is in this
+	// store). Give it the store the workers' kernel runs are recorded in
+	// (KernelExecutor.Store), whose records name this run as the judge of
+	// their delivery, so that the store's runs reconcile with the result.
+	// A record that cannot be written is ErrRunNotRecorded beside the
+	// result.
+	Store store.Store
 	// Held, when set, vouches that the caller still holds the run it
 	// drives under a lease of its own (a delegation queue's claim): it
 	// is asked before every write to the run's journals and files, and
@@ -609,6 +619,15 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		}()
 	}
 
+	// record stores the ended run's record (Options.Store).
+	record := func(res SupervisedResult, outcome *OutcomeRecord) error {
+		if o.Store == nil {
+			return nil
+		}
+		sl, _ := log.spawn.(*StoreSpawnLog)
+		rec := c.runRecord(res, outcome, ManagerRecord{Name: managerName, ProfileDigest: managerDigest}, task, runDir)
+		return storeRunRecord(ctx, o.Store, sl, rec, now())
+	}
 	var resumeErr error
 	if resumed && o.OnResume != nil {
 		resumeErr = o.OnResume(c.workCtx, c)
@@ -631,11 +650,14 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		res := c.finishedResult(ended)
 		res.Resumed = true
 		runEnded(res)
+		// A process killed between its end record and the run's record
+		// left it unrecorded: recorded now.
+		rerr := record(res, ended)
 		if ended.LostCount > 0 {
 			// The run ended with records lost: its resume says so too.
-			return res, &JournalLossError{Count: ended.LostCount, Lost: ended.Lost}
+			return res, errors.Join(&JournalLossError{Count: ended.LostCount, Lost: ended.Lost}, rerr)
 		}
-		return res, nil
+		return res, rerr
 	}
 	if resumed && resumeErr == nil {
 		// What the process before left half done: settlement hooks that
@@ -726,6 +748,11 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	if jerr != nil {
 		logger.Error("supervise: journaling the end", "err", jerr)
 		errs = append(errs, fmt.Errorf("%w: %w", ErrOutcomeNotJournaled, jerr))
+	} else if err := record(res, outcome); err != nil {
+		// Only an outcome the journal holds is recorded: one it does not
+		// is driven again by a resume and may end otherwise.
+		logger.Error("supervise: recording the run", "err", err)
+		errs = append(errs, err)
 	}
 	if loss != nil {
 		logger.Error("supervise: the run's journal is incomplete", "lost", loss.Count, "first_err", loss.Err)

@@ -178,7 +178,7 @@ without a winner is also said on stderr), 2 on usage errors.`,
 			so := supervise.Options{
 				Executor: exec,
 				Router:   router, RunDir: runDir, RunID: runID, Resume: resume, ReturnEnded: resume, Analysts: lenses,
-				Observer: holder, AnalystModel: analystModel,
+				Observer: holder, AnalystModel: analystModel, Store: s,
 			}
 			if !resume && g.Budget != nil && g.Budget.Tokens != nil {
 				// Each worker reserves from the graph's one pool, as

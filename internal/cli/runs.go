@@ -22,6 +22,7 @@ import (
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/postgres"
 	"github.com/agentrt/agentrt/store/sqlite"
+	"github.com/agentrt/agentrt/supervise"
 )
 
 // storeFlags selects the run store: SQLite by default, PostgreSQL when
@@ -236,6 +237,8 @@ func summary(r store.Run) string {
 		}
 	case retained.Kind:
 		return retainedSummary(r)
+	case supervise.KindSupervise, supervise.SpawnLogRunKind:
+		return supervisedSummary(r)
 	case kernel.KindSeated:
 		rec, err := kernel.DecodeSeatedRecord(r.Doc)
 		if err != nil {
@@ -262,6 +265,9 @@ func summary(r store.Run) string {
 		}
 		parts = append(parts, fmt.Sprintf("%q", clip(rec.Task, 40)))
 		delivered = rec.Delivered
+		if rec.JudgedBy != "" {
+			parts = append(parts, "delivery decided by "+rec.JudgedBy)
+		}
 	}
 	if delivered != nil {
 		if *delivered {
@@ -309,6 +315,10 @@ func newRunsShowCmd(stdio IO) *cobra.Command {
 			if err != nil {
 				return &exitError{code: ExitFailed, err: err}
 			}
+			if (r.Kind == supervise.KindSupervise || r.Kind == supervise.SpawnLogRunKind) && !asJSON {
+				printSupervisedRun(stdio.Out, r)
+				return nil
+			}
 			if r.Kind == retained.Kind && !asJSON {
 				rec, err := retained.Load(cmd.Context(), s, args[0])
 				if err != nil {
@@ -331,6 +341,62 @@ func newRunsShowCmd(stdio IO) *cobra.Command {
 	sf.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run record as JSON")
 	return cmd
+}
+
+// supervisedSummary is runs list's description of a supervised run's
+// record, or of its store spawn journal's run.
+func supervisedSummary(r store.Run) string {
+	rec, err := supervise.RunRecordOf(r)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return "a supervised run's journal: not ended"
+	case err != nil:
+		return "(unreadable record)"
+	}
+	parts := []string{fmt.Sprintf("%q", clip(rec.Task, 40)), fmt.Sprintf("%d worker(s)", len(rec.Workers))}
+	if o := rec.Outcome; o.Status == supervise.StatusWinner {
+		parts = append(parts, "winner "+string(o.Winner.Node))
+	} else {
+		parts = append(parts, "no winner: "+string(o.Reason))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// printSupervisedRun writes a supervised run's record for people: the
+// store's fields, then the result as agentrt supervise printed it, and
+// where each worker's runs are.
+func printSupervisedRun(w io.Writer, r *kernel.RunRecord) {
+	rec, err := supervise.RunRecordOf(r.Run)
+	status := string(r.Status)
+	if r.Kind == supervise.SpawnLogRunKind {
+		// The journal's run stays live in the store, so that a resume
+		// may take it over; its record says how the run ended.
+		status = "its spawn journal (resumable)"
+		if err == nil {
+			status = fmt.Sprintf("%s, from its spawn journal", supervise.RecordStatus(rec.Outcome))
+		}
+	}
+	fmt.Fprintf(w, "run %s\n", r.ID)
+	fmt.Fprintf(w, "  status    %s\n", status)
+	fmt.Fprintf(w, "  kind      %s\n", r.Kind)
+	fmt.Fprintf(w, "  started   %s\n", r.CreatedAt.Local().Format(time.RFC3339))
+	fmt.Fprintf(w, "  updated   %s\n", r.UpdatedAt.Local().Format(time.RFC3339))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		fmt.Fprintf(w, "  record    none yet: the run has not ended (agentrt top follows a live run)\n")
+		return
+	case err != nil:
+		fmt.Fprintf(w, "  record    unreadable: %v\n", err)
+		return
+	}
+	fmt.Fprintf(w, "  task      %s\n", clip(strings.ReplaceAll(rec.Task, "\n", " "), 120))
+	fmt.Fprintf(w, "  manager   %s %s\n", orName(rec.Manager.Name, "(unnamed)"), rec.Manager.ProfileDigest)
+	printSupervised(w, rec.Result(), rec.RunDir)
+	for _, wr := range rec.Workers {
+		if wr.Execution != "" {
+			fmt.Fprintf(w, "  runs of   %s: %s (agentrt runs show %s)\n", wr.ID, wr.Execution, wr.Execution)
+		}
+	}
 }
 
 // printRun writes a run record for people: the fixed fields, then an
@@ -382,6 +448,9 @@ func printRecord(w io.Writer, r *kernel.RunRecord, rec *kernel.Record) {
 		fmt.Fprintf(w, "  why       the process running it stopped (or lost its lease) before it ended\n")
 	}
 	printCheck(w, rec.Verdict, rec.CheckError)
+	if rec.JudgedBy != "" {
+		fmt.Fprintf(w, "  delivery  decided by %s, not by this run\n", rec.JudgedBy)
+	}
 	if rec.Delivered != nil {
 		fmt.Fprintf(w, "  delivered %v\n", *rec.Delivered)
 	}

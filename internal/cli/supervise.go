@@ -253,6 +253,9 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				ReturnEnded:  resume,
 				Analysts:     lenses,
 				AnalystModel: analystModel,
+				// The run's record, beside its workers' runs: agentrt
+				// runs show RUN-ID.
+				Store: s,
 			}
 			journal.apply(&o, s)
 			if timeout > 0 {
@@ -1165,10 +1168,11 @@ func pollAck[T any](ctx context.Context, wait time.Duration, read func() (T, boo
 }
 
 // journalIncomplete reports whether err came with a real result whose
-// journal does not hold all of it (supervise.JournalLossError, or the
-// finished record refused).
+// journal or store does not hold all of it (supervise.JournalLossError,
+// the finished record refused, or the run's store record not written).
 func journalIncomplete(err error) bool {
-	return errors.Is(err, supervise.ErrJournalIncomplete) || errors.Is(err, supervise.ErrOutcomeNotJournaled)
+	return errors.Is(err, supervise.ErrJournalIncomplete) || errors.Is(err, supervise.ErrOutcomeNotJournaled) ||
+		errors.Is(err, supervise.ErrRunNotRecorded)
 }
 
 // timeoutFlag checks --timeout of supervise and graph: the run's
