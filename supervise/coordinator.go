@@ -256,11 +256,13 @@ type SpawnArgs struct {
 }
 
 // SpawnBudget is a spawn's requested ceiling; an absent field takes the
-// per-worker default.
+// per-worker default. Its members are spelled as the spec's Budget
+// (§2.1: maxTokens, maxIterations, maxUsd), as a TypeScript peer's
+// spawn_worker call spells them.
 type SpawnBudget struct {
-	Tokens     *int64   `json:"tokens,omitzero"`
-	Iterations *int64   `json:"iterations,omitzero"`
-	USD        *float64 `json:"usd,omitzero" jsonschema:"US dollars"`
+	Tokens     *int64   `json:"maxTokens,omitzero"`
+	Iterations *int64   `json:"maxIterations,omitzero"`
+	USD        *float64 `json:"maxUsd,omitzero" jsonschema:"US dollars"`
 }
 
 // SpawnResult is an admitted spawn (spawn_worker's reply).
@@ -333,7 +335,7 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 		req.Budget = ledger.Budget{Tokens: a.Budget.Tokens, Iterations: a.Budget.Iterations}
 		if u := a.Budget.USD; u != nil {
 			if *u < 0 || *u > 1e9 {
-				return SpawnResult{}, c.refusal(CodePreflightRefused, "invalid-budget", "budget.usd out of range")
+				return SpawnResult{}, c.refusal(CodePreflightRefused, "invalid-budget", "budget.maxUsd out of range")
 			}
 			micro := int64(*u*1e6 + 0.5)
 			req.Budget.MicroUSD = &micro

@@ -41,12 +41,14 @@ func Verbs() []string {
 }
 
 // RefusalResult is a refused verb's tool result: {error, reason}, and
-// for a spawn also cause, live and freeSlots. Refusals are results the
-// model reads, not transport errors.
+// for a spawn also cause, live and freeSlots; a preflight refusal also
+// detail (§3.6 {error: preflight-refused, cause, detail}). Refusals are
+// results the model reads, not transport errors.
 type RefusalResult struct {
 	Error     string `json:"error"`
 	Reason    string `json:"reason"`
 	Cause     string `json:"cause,omitzero"`
+	Detail    string `json:"detail,omitzero"`
 	Live      *int   `json:"live,omitzero"`
 	FreeSlots *int   `json:"freeSlots,omitzero"`
 }
@@ -76,7 +78,14 @@ func refusalOf(err error) (RefusalResult, bool) {
 		if reason == "" {
 			reason = r.Cause
 		}
-		return RefusalResult{Error: string(r.Code), Reason: reason, Cause: r.Cause, Live: &live, FreeSlots: r.FreeSlots}, true
+		res := RefusalResult{Error: string(r.Code), Reason: reason, Cause: r.Cause, Live: &live, FreeSlots: r.FreeSlots}
+		if r.Code == CodePreflightRefused {
+			res.Detail = r.Detail
+			if res.Detail == "" {
+				res.Detail = r.Cause
+			}
+		}
+		return res, true
 	}
 	var v *VerbRefusal
 	if errors.As(err, &v) {
