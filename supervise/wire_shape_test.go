@@ -2,6 +2,7 @@ package supervise_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -135,4 +136,70 @@ func toolErr(t *testing.T, ctx context.Context, c *supervise.Coordinator, verb, 
 	}
 	t.Fatalf("no tool %s", verb)
 	return nil
+}
+
+// §9: read_journal{sinceRow?, kinds?, limit?, maxBytes?} — maxBytes
+// bounds one page's rows (the first row over it is named, not
+// returned, so the cursor still moves), and paging on from nextRow
+// reads every row exactly once.
+func TestReadJournalMaxBytes(t *testing.T) {
+	gate := &gateExecutor{release: make(chan struct{})}
+	close(gate.release)
+	o := baseOptions(t, gate, nil)
+	var whole map[string]any
+	var pages []map[string]any
+	var tiny map[string]any
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		for _, task := range []string{"one", "two", "three"} {
+			tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs(task))
+		}
+		for range 3 {
+			tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{})
+		}
+		whole = tool(t, ctx, c, supervise.VerbReadJournal, map[string]any{})
+		since := 0.0
+		for range 100 {
+			p := tool(t, ctx, c, supervise.VerbReadJournal, map[string]any{"sinceRow": since, "maxBytes": 700})
+			pages = append(pages, p)
+			since = p["nextRow"].(float64)
+			if p["more"] != true {
+				break
+			}
+		}
+		tiny = tool(t, ctx, c, supervise.VerbReadJournal, map[string]any{"maxBytes": 10})
+		return supervise.BrainReport{}, nil
+	})
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent, supervise.VerbReadJournal), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	var all []any
+	for _, p := range pages {
+		rows := p["rows"].([]any)
+		if len(rows) > 1 {
+			b, _ := json.Marshal(rows)
+			if len(b) > 700 {
+				t.Errorf("a page of %d rows holds %d bytes, over maxBytes 700", len(rows), len(b))
+			}
+		}
+		all = append(all, rows...)
+		if ov, ok := p["oversize"].(map[string]any); ok && ov["bytes"].(float64) <= 700 {
+			t.Errorf("row %v named oversize at %v bytes", ov["row"], ov["bytes"])
+		}
+	}
+	if len(pages) < 2 {
+		t.Fatalf("maxBytes 700 read the journal in %d page(s)", len(pages))
+	}
+	wantRows := whole["rows"].([]any)
+	oversized := 0
+	for _, p := range pages {
+		if p["oversize"] != nil {
+			oversized++
+		}
+	}
+	if len(all)+oversized != len(wantRows) {
+		t.Errorf("paging by bytes read %d rows and named %d oversize, want %d rows", len(all), oversized, len(wantRows))
+	}
+	if rows := tiny["rows"].([]any); len(rows) != 0 || tiny["oversize"] == nil || tiny["nextRow"] != 1.0 {
+		t.Errorf("maxBytes 10 = %v, want no rows, the first named oversize, nextRow 1", tiny)
+	}
 }
