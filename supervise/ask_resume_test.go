@@ -82,7 +82,7 @@ func (r askingRoot) Turn(ctx context.Context, msgs []contract.ChatMessage, _ []c
 		switch name {
 		case "":
 			ev = call("r1", supervise.VerbSpawnWorker, map[string]any{"profile": "lead", "task": "lead the team", "label": "lead",
-				"budget": map[string]any{"tokens": 2000, "iterations": 10}})
+				"budget": map[string]any{"maxTokens": 2000, "maxIterations": 10}})
 		case supervise.VerbSpawnWorker:
 			if err := wait(ctx, r.g.asked); err != nil {
 				yield(contract.ChatEvent{}, err)

@@ -143,7 +143,12 @@ func TestAuthoredProfileRefusals(t *testing.T) {
 			if !strings.Contains(reason, tc.wantReason) {
 				t.Errorf("reason %q does not contain %q", reason, tc.wantReason)
 			}
+			// §3.6: a preflight refusal carries its detail too.
+			if got["error"] == "preflight-refused" && got["detail"] != reason {
+				t.Errorf("preflight refusal detail %v, want its reason %q", got["detail"], reason)
+			}
 			delete(got, "reason")
+			delete(got, "detail")
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("refusal (-want +got):\n%s", diff)
 			}

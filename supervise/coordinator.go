@@ -257,11 +257,13 @@ type SpawnArgs struct {
 }
 
 // SpawnBudget is a spawn's requested ceiling; an absent field takes the
-// per-worker default.
+// per-worker default. Its members are spelled as the spec's Budget
+// (§2.1: maxTokens, maxIterations, maxUsd), as a TypeScript peer's
+// spawn_worker call spells them.
 type SpawnBudget struct {
-	Tokens     *int64   `json:"tokens,omitzero"`
-	Iterations *int64   `json:"iterations,omitzero"`
-	USD        *float64 `json:"usd,omitzero" jsonschema:"US dollars"`
+	Tokens     *int64   `json:"maxTokens,omitzero"`
+	Iterations *int64   `json:"maxIterations,omitzero"`
+	USD        *float64 `json:"maxUsd,omitzero" jsonschema:"US dollars"`
 }
 
 // SpawnResult is an admitted spawn (spawn_worker's reply).
@@ -334,7 +336,7 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 		req.Budget = ledger.Budget{Tokens: a.Budget.Tokens, Iterations: a.Budget.Iterations}
 		if u := a.Budget.USD; u != nil {
 			if *u < 0 || *u > 1e9 {
-				return SpawnResult{}, c.refusal(CodePreflightRefused, "invalid-budget", "budget.usd out of range")
+				return SpawnResult{}, c.refusal(CodePreflightRefused, "invalid-budget", "budget.maxUsd out of range")
 			}
 			micro := int64(*u*1e6 + 0.5)
 			req.Budget.MicroUSD = &micro
@@ -1392,11 +1394,17 @@ func (c *Coordinator) Stop(a StopArgs) (StopResult, error) {
 	return StopResult{Stopped: true}, nil
 }
 
-// JournalArgs are read_journal's arguments.
+// JournalArgs are read_journal's arguments (§9 read_journal{sinceRow?,
+// kinds?, limit?, maxBytes?}).
 type JournalArgs struct {
 	SinceRow int      `json:"sinceRow,omitzero"`
 	Kinds    []string `json:"kinds,omitzero"`
 	Limit    int      `json:"limit,omitzero"`
+	// MaxBytes bounds the JSON of the page's rows, at most
+	// MaxJournalPageBytes; read_journal's default is
+	// DefaultJournalPageBytes. Zero from a Go caller bounds the page by
+	// Limit only.
+	MaxBytes int `json:"maxBytes,omitzero" jsonschema:"most bytes of JSON one page's rows hold (default 65536, at most 262144)"`
 }
 
 // JournalPage is read_journal's reply.
@@ -1404,10 +1412,29 @@ type JournalPage struct {
 	Rows    []Record `json:"rows"`
 	NextRow int      `json:"nextRow"`
 	More    bool     `json:"more"`
+	// Oversize names the row a page could not hold: the first row
+	// read, larger than MaxBytes on its own. It is not returned; NextRow
+	// is past it.
+	Oversize *OversizeRow `json:"oversize,omitzero"`
 }
 
-// MaxJournalPage bounds one read_journal page.
-const MaxJournalPage = 200
+// OversizeRow is a journal row larger than a read_journal page's
+// byte bound.
+type OversizeRow struct {
+	Row   int    `json:"row"`
+	Kind  string `json:"kind"`
+	Bytes int    `json:"bytes"`
+}
+
+// read_journal bounds.
+const (
+	// MaxJournalPage bounds one read_journal page's rows.
+	MaxJournalPage = 200
+	// DefaultJournalPageBytes is read_journal's byte bound when its call
+	// names none; MaxJournalPageBytes the largest it takes.
+	DefaultJournalPageBytes = 64 << 10
+	MaxJournalPageBytes     = 256 << 10
+)
 
 // ReadJournal pages through the run's own journal, prior processes'
 // records included.
@@ -1416,11 +1443,12 @@ func (c *Coordinator) ReadJournal(a JournalArgs) JournalPage {
 	if limit <= 0 || limit > MaxJournalPage {
 		limit = MaxJournalPage
 	}
-	rows, next, more := c.log.page(a.SinceRow, a.Kinds, limit)
+	maxBytes := min(a.MaxBytes, MaxJournalPageBytes)
+	rows, next, more, over := c.log.page(a.SinceRow, a.Kinds, limit, maxBytes)
 	if rows == nil {
 		rows = []Record{}
 	}
-	return JournalPage{Rows: rows, NextRow: next, More: more}
+	return JournalPage{Rows: rows, NextRow: next, More: more, Oversize: over}
 }
 
 // VerbRefusal is a coordination verb's refusal other than a spawn's:

@@ -49,8 +49,8 @@ func FuzzResumeJournal(f *testing.F) {
 // admitted, refused as a result, or refused as invalid arguments —
 // never a panic, and the pool stays conserved.
 func FuzzSpawnWorkerArguments(f *testing.F) {
-	for _, s := range []string{`{"profile":"writer","task":"x"}`, `{"profile":"writer","task":"x","budget":{"usd":1e300}}`,
-		`{"profile":"writer","task":"x","budget":{"tokens":-5}}`, `{"profile":"writer","task":"x","parent":"run1:s7"}`,
+	for _, s := range []string{`{"profile":"writer","task":"x"}`, `{"profile":"writer","task":"x","budget":{"maxUsd":1e300}}`,
+		`{"profile":"writer","task":"x","budget":{"maxTokens":-5}}`, `{"profile":"writer","task":"x","parent":"run1:s7"}`,
 		`{"profile":"writer","task":"x","continuity":"resume"}`, `{"profile":"writer","task":"x","key":"k\u0000"}`, `{"task":1}`, `[]`,
 		`{"profile":{"name":"critic","model":{"default":"scripted/writer"}},"task":"x"}`, `{"profile":{"harness":7},"task":"x"}`,
 		`{"profile":{"name":"c","hooks":{"PreToolUse":[{"command":"rm"}]}},"task":"x"}`, `{"profile":{},"task":"x","key":"k"}`,

@@ -147,7 +147,7 @@ func rowOf(sp ledger.Spend) spendRow {
 func TestResumedManagerTurnIsChargedOnceAndNotAskedAgain(t *testing.T) {
 	rootPlan := []contract.ChatEvent{
 		call("r1", supervise.VerbSpawnWorker, map[string]any{"profile": "lead", "task": "lead the team", "label": "lead",
-			"budget": map[string]any{"tokens": 2000, "iterations": 10}}),
+			"budget": map[string]any{"maxTokens": 2000, "maxIterations": 10}}),
 		call("r2", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000}),
 	}
 	leadPlan := []contract.ChatEvent{
@@ -251,7 +251,7 @@ func TestFailedManagerTurnStillChargesItsSpend(t *testing.T) {
 			if node != "run1" {
 				root = &stepper{plan: []contract.ChatEvent{
 					call("r1", supervise.VerbSpawnWorker, map[string]any{"profile": "lead", "task": "lead the team", "label": "lead",
-						"budget": map[string]any{"tokens": 2000, "iterations": 10}}),
+						"budget": map[string]any{"maxTokens": 2000, "maxIterations": 10}}),
 					call("r2", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000}),
 				}}
 			}

@@ -125,7 +125,7 @@ func TestResumedNestedManagerGetsItsUnacknowledgedSteerOnce(t *testing.T) {
 				dir := t.TempDir()
 				plan := []contract.ChatEvent{
 					call("r1", supervise.VerbSpawnWorker, map[string]any{"profile": "lead", "task": "lead the team", "label": "lead",
-						"budget": map[string]any{"tokens": 2000, "iterations": 10}}),
+						"budget": map[string]any{"maxTokens": 2000, "maxIterations": 10}}),
 					call("r2", supervise.VerbSteerAgent, map[string]any{"workerId": "run1:s1", "instruction": leadSteerText}),
 					call("r3", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000}),
 				}

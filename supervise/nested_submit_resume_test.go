@@ -97,7 +97,7 @@ func TestResumedNestedManagerSettlesWithItsAcceptedSubmission(t *testing.T) {
 			dir := t.TempDir()
 			plan := []contract.ChatEvent{
 				call("r1", supervise.VerbSpawnWorker, map[string]any{"profile": "lead", "task": "lead the team", "label": "lead",
-					"budget": map[string]any{"tokens": 2000, "iterations": 10}}),
+					"budget": map[string]any{"maxTokens": 2000, "maxIterations": 10}}),
 				call("r2", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000}),
 			}
 			mgr := managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent)

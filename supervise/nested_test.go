@@ -46,7 +46,7 @@ var leadVerbs = []string{supervise.VerbSpawnWorker, supervise.VerbAwaitEvent, su
 func rootSpawningLead() *scripted.ChatModel {
 	return scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{
 		turn(call("r1", supervise.VerbSpawnWorker, map[string]any{"profile": "lead", "task": "lead the team", "label": "lead",
-			"budget": map[string]any{"tokens": 2000, "iterations": 10}}), managerUsage(10, 0, 0.0001)),
+			"budget": map[string]any{"maxTokens": 2000, "maxIterations": 10}}), managerUsage(10, 0, 0.0001)),
 		turn(call("r2", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000}), managerUsage(10, 0, 0.0001)),
 		turn(scripted.Text("root: the lead delivered"), managerUsage(10, 0, 0.0001)),
 	}})
@@ -761,7 +761,7 @@ func TestNestedManagerHeldToItsReservation(t *testing.T) {
 	lead := sequentialLead()
 	root := scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{
 		turn(call("r1", supervise.VerbSpawnWorker, map[string]any{"profile": "lead", "task": "lead the team",
-			"budget": map[string]any{"tokens": 2000, "iterations": 2}}), managerUsage(10, 0, 0.0001)),
+			"budget": map[string]any{"maxTokens": 2000, "maxIterations": 2}}), managerUsage(10, 0, 0.0001)),
 		turn(call("r2", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000}), managerUsage(10, 0, 0.0001)),
 		turn(scripted.Text("root: nothing delivered"), managerUsage(10, 0, 0.0001)),
 	}})

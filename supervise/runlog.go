@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -600,7 +601,7 @@ func (l *runLog) confirm(ctx context.Context) error {
 
 // page returns rows from index since on, filtered by kinds, at most
 // limit of them, and the index to continue from.
-func (l *runLog) page(since int, kinds []string, limit int) ([]Record, int, bool) {
+func (l *runLog) page(since int, kinds []string, limit, maxBytes int) ([]Record, int, bool, *OversizeRow) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	want := map[string]bool{}
@@ -608,15 +609,37 @@ func (l *runLog) page(since int, kinds []string, limit int) ([]Record, int, bool
 		want[k] = true
 	}
 	var out []Record
+	var over *OversizeRow
+	used := 2 // the rows array's brackets
 	i := max(since, 0)
 	for ; i < l.rows.len() && len(out) < limit; i++ {
 		// A manager's own transcript is paged only when asked for: read
 		// back unasked, it would feed the conversation to itself.
-		if r := l.rows.at(i); len(want) == 0 && r.Kind != KindTranscript || want[r.Kind] {
-			out = append(out, *r)
+		r := l.rows.at(i)
+		if len(want) != 0 && !want[r.Kind] || len(want) == 0 && r.Kind == KindTranscript {
+			continue
 		}
+		if maxBytes > 0 {
+			b, err := json.Marshal(r)
+			n := len(b)
+			if len(out) > 0 {
+				n++ // the comma before it
+			}
+			if err == nil && used+n > maxBytes {
+				if len(out) > 0 {
+					break
+				}
+				// A row no page holds would stop the cursor for good:
+				// it is named, and the page goes past it.
+				over = &OversizeRow{Row: i, Kind: r.Kind, Bytes: len(b)}
+				i++
+				break
+			}
+			used += n
+		}
+		out = append(out, *r)
 	}
-	return out, i, i < l.rows.len()
+	return out, i, i < l.rows.len(), over
 }
 
 // rowChunk is how many records one chunk of recordRows holds.

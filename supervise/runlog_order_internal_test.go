@@ -59,7 +59,7 @@ func TestRunLogCommitsInJournalOrder(t *testing.T) {
 		t.Fatalf("b committed (%v) before a, queued first, was made visible", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	if rows, _, _ := l.page(0, nil, 10); len(rows) != 0 {
+	if rows, _, _, _ := l.page(0, nil, 10, 0); len(rows) != 0 {
 		t.Fatalf("rows visible before a committed: %+v", rows)
 	}
 	close(gateA)
@@ -74,7 +74,7 @@ func TestRunLogCommitsInJournalOrder(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("b never committed after a")
 	}
-	rows, _, _ := l.page(0, nil, 10)
+	rows, _, _, _ := l.page(0, nil, 10, 0)
 	var got []NodeID
 	for _, r := range rows {
 		got = append(got, r.Node)
@@ -138,7 +138,7 @@ func TestRunLogFailedCommitIsNotVisible(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("a commit after a failed one never returned")
 	}
-	if rows, _, _ := l.page(0, nil, 10); len(rows) != 0 {
+	if rows, _, _, _ := l.page(0, nil, 10, 0); len(rows) != 0 {
 		t.Errorf("failed records visible: %+v", rows)
 	}
 	if err := l.close(); err != nil {

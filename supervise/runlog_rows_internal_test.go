@@ -23,7 +23,7 @@ func TestRecordRowsPageAcrossChunks(t *testing.T) {
 	var got []Record
 	for since, more := 0, true; more; {
 		var page []Record
-		page, since, more = l.page(since, nil, 100)
+		page, since, more, _ = l.page(since, nil, 100, 0)
 		got = append(got, page...)
 	}
 	if len(got) != n {
@@ -35,11 +35,11 @@ func TestRecordRowsPageAcrossChunks(t *testing.T) {
 		}
 	}
 	// Three settlements from just before the first boundary on.
-	page, next, more := l.page(rowChunk-3, []string{KindSettled}, 3)
+	page, next, more, _ := l.page(rowChunk-3, []string{KindSettled}, 3, 0)
 	if len(page) != 3 || page[0].Node != node(rowChunk-3) || page[2].Node != node(rowChunk+1) || next != rowChunk+2 || !more {
 		t.Fatalf("page from %d: %v, next %d, more %v", rowChunk-3, page, next, more)
 	}
-	if page, next, more := l.page(n, nil, 10); len(page) != 0 || next != n || more {
+	if page, next, more, _ := l.page(n, nil, 10, 0); len(page) != 0 || next != n || more {
 		t.Fatalf("page past the end: %v, next %d, more %v", page, next, more)
 	}
 }

@@ -41,12 +41,14 @@ func Verbs() []string {
 }
 
 // RefusalResult is a refused verb's tool result: {error, reason}, and
-// for a spawn also cause, live and freeSlots. Refusals are results the
-// model reads, not transport errors.
+// for a spawn also cause, live and freeSlots; a preflight refusal also
+// detail (§3.6 {error: preflight-refused, cause, detail}). Refusals are
+// results the model reads, not transport errors.
 type RefusalResult struct {
 	Error     string `json:"error"`
 	Reason    string `json:"reason"`
 	Cause     string `json:"cause,omitzero"`
+	Detail    string `json:"detail,omitzero"`
 	Live      *int   `json:"live,omitzero"`
 	FreeSlots *int   `json:"freeSlots,omitzero"`
 }
@@ -76,7 +78,14 @@ func refusalOf(err error) (RefusalResult, bool) {
 		if reason == "" {
 			reason = r.Cause
 		}
-		return RefusalResult{Error: string(r.Code), Reason: reason, Cause: r.Cause, Live: &live, FreeSlots: r.FreeSlots}, true
+		res := RefusalResult{Error: string(r.Code), Reason: reason, Cause: r.Cause, Live: &live, FreeSlots: r.FreeSlots}
+		if r.Code == CodePreflightRefused {
+			res.Detail = r.Detail
+			if res.Detail == "" {
+				res.Detail = r.Cause
+			}
+		}
+		return res, true
 	}
 	var v *VerbRefusal
 	if errors.As(err, &v) {
@@ -169,7 +178,10 @@ func (c *Coordinator) Tools() ([]contract.Tool, error) {
 	add(verb(VerbSteerAgent, "Send an instruction to a live worker's inbox.", c.steerFromManager))
 	add(verb(VerbSubmitResult, "Submit the run's final result to the deliverable check; the first passing result is kept.", c.Submit))
 	add(verb(VerbStop, "Stop the run: nothing more is spawned and the manager's loop ends.", func(_ context.Context, a StopArgs) (StopResult, error) { return c.Stop(a) }))
-	add(verb(VerbReadJournal, "Read this run's journal (prior processes included), paged from sinceRow.", func(_ context.Context, a JournalArgs) (JournalPage, error) {
+	add(verb(VerbReadJournal, "Read this run's journal (prior processes included), paged from sinceRow: at most limit rows (200) and maxBytes bytes of JSON (65536 by default, at most 262144); a row too large for any page is named in oversize and skipped.", func(_ context.Context, a JournalArgs) (JournalPage, error) {
+		if a.MaxBytes <= 0 {
+			a.MaxBytes = DefaultJournalPageBytes
+		}
 		return c.ReadJournal(a), nil
 	}))
 	add(verb(VerbAskParent, "Ask this manager's parent a question {from, level, question, reason, urgency}.", c.AskParent))

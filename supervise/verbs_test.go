@@ -103,7 +103,7 @@ func TestSpawnRefusalsAreToolResultsBehaviour38(t *testing.T) {
 		name: "usd-unbudgeted (behaviour 38)",
 		tune: func(o *supervise.Options) { o.Budget.MicroUSD, o.PerWorker.MicroUSD = nil, nil },
 		probe: func(string) map[string]any {
-			return map[string]any{"profile": "writer", "task": "x", "budget": map[string]any{"usd": 0.5}}
+			return map[string]any{"profile": "writer", "task": "x", "budget": map[string]any{"maxUsd": 0.5}}
 		},
 		want: map[string]any{"error": "usd-unbudgeted", "live": 0.0, "freeSlots": nil},
 	}, {
@@ -217,7 +217,7 @@ func TestDriverFailedBehaviour42(t *testing.T) {
 				}
 				if tc.spawns < 0 {
 					args := spawnArgs("x")
-					args["budget"] = map[string]any{"usd": 0.5}
+					args["budget"] = map[string]any{"maxUsd": 0.5}
 					if r := tool(t, ctx, c, supervise.VerbSpawnWorker, args); r["error"] != string(supervise.CodeUSDUnbudgeted) {
 						t.Errorf("a dollar spawn under a root without maxUsd: %v, want usd-unbudgeted", r)
 					}

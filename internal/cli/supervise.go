@@ -851,6 +851,10 @@ func supervisedValue(res supervise.SupervisedResult, runDir string) canonjson.Va
 		if res.Winner.OutRef != "" {
 			w = append(w, canonjson.Member{Name: "outRef", Value: canonjson.StringValue(res.Winner.OutRef)})
 		}
+		if res.Winner.Verdict != nil { // spec §3.6 winner{…, verdict?}
+			v, _ := canonjson.ToValue(res.Winner.Verdict)
+			w = append(w, canonjson.Member{Name: "verdict", Value: v})
+		}
 		m = append(m, canonjson.Member{Name: "winner", Value: canonjson.ObjectValue(w)})
 	} else {
 		m = append(m, canonjson.Member{Name: "reason", Value: canonjson.StringValue(string(res.Reason))})
@@ -864,7 +868,7 @@ func supervisedValue(res supervise.SupervisedResult, runDir string) canonjson.Va
 	if c := res.Cancellation; c != nil {
 		cm := []canonjson.Member{
 			{Name: "source", Value: canonjson.StringValue(c.Source)},
-			{Name: "reason", Value: canonjson.StringValue(c.Reason)},
+			{Name: "cancellationReason", Value: canonjson.StringValue(c.Reason)},
 		}
 		if c.OperationID != "" { // spec §3.6: operationId? (a context's cancellation has none)
 			cm = append(cm, canonjson.Member{Name: "operationId", Value: canonjson.StringValue(c.OperationID)})
@@ -903,11 +907,13 @@ func supervisedValue(res supervise.SupervisedResult, runDir string) canonjson.Va
 		for i, c := range g.Channels {
 			ch[i] = canonjson.StringValue(c)
 		}
-		gaps = append(gaps, canonjson.ObjectValue([]canonjson.Member{
-			{Name: "id", Value: canonjson.StringValue(string(g.ID))},
-			{Name: "kind", Value: canonjson.StringValue(string(g.Kind))},
-			{Name: "channels", Value: canonjson.ArrayValue(ch)},
-		}))
+		gm := []canonjson.Member{{Name: "id", Value: canonjson.StringValue(string(g.ID))}}
+		if g.Label != "" { // spec §3.6 spendGaps[{id, label?, kind, channels}]
+			gm = append(gm, canonjson.Member{Name: "label", Value: canonjson.StringValue(g.Label)})
+		}
+		gaps = append(gaps, canonjson.ObjectValue(append(gm,
+			canonjson.Member{Name: "kind", Value: canonjson.StringValue(string(g.Kind))},
+			canonjson.Member{Name: "channels", Value: canonjson.ArrayValue(ch)})))
 	}
 	teardowns := make([]canonjson.Value, 0, len(res.TeardownUnconfirmed))
 	for _, u := range res.TeardownUnconfirmed {
