@@ -189,7 +189,27 @@ func TestReadJournalMaxBytes(t *testing.T) {
 	if len(pages) < 2 {
 		t.Fatalf("maxBytes 700 read the journal in %d page(s)", len(pages))
 	}
+	if whole["more"] == true {
+		t.Fatalf("the default page did not hold the whole journal; the comparison below needs it: %v", whole)
+	}
 	wantRows := whole["rows"].([]any)
+	// The pages' rows are the whole journal's, in order, each once: a
+	// subsequence of it, short only by the rows named oversize.
+	next := 0
+	for _, r := range all {
+		b, _ := json.Marshal(r)
+		for next < len(wantRows) {
+			w, _ := json.Marshal(wantRows[next])
+			next++
+			if string(w) == string(b) {
+				b = nil
+				break
+			}
+		}
+		if b != nil {
+			t.Fatalf("a paged row is not the journal's next row: %s", b)
+		}
+	}
 	oversized := 0
 	for _, p := range pages {
 		if p["oversize"] != nil {
