@@ -350,7 +350,7 @@ var superviseOptionClass = map[string]string{
 	"Deadline": classForwarded, "PerWorker": classForwarded, "MaxLiveWorkers": classForwarded, "MaxDepth": classForwarded,
 	"AllowedModels": classForwarded, "AuthorizeSpawn": classForwarded, "Executor": classForwarded, "Workers": classForwarded,
 	"BudgetExempt": classForwarded, "RunDir": classForwarded, "RunID": classForwarded, "SettleGrace": classForwarded,
-	"Observer": classForwarded, "SpawnStore": classForwarded,
+	"Observer": classForwarded, "SpawnStore": classForwarded, "Store": classForwarded,
 	"SpawnLeaseTTL": classForwarded, "WorkspaceRoot": classTransformed, "OnResume": classOwned,
 	"AnalystModel": classForwarded, "AuthoredProfiles": classOwned, "ReturnEnded": classForwarded,
 	"RecoverTimeout": classForwarded, "ManagerBrain": classForwarded, "Held": classForwarded,

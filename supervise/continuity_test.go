@@ -2,6 +2,8 @@ package supervise_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -115,5 +117,55 @@ func TestSteerAgentJournaledLikeCrossProcessSteers(t *testing.T) {
 	}
 	if results[0]["outcome"] != "delivered" || results[1]["outcome"] != "not_live" {
 		t.Errorf("steer_agent results %v", results)
+	}
+}
+
+// Behaviour 48 at its edge: steer_agent holds its instruction to the
+// bound a cross-process steer has (1..64 KiB of UTF-8), refusing one
+// outside it before anything is journaled or delivered — a manager's
+// 2 MiB instruction never becomes a 2 MiB journal record and inbox line.
+func TestSteerAgentRefusesAnInstructionPastTheSteerBound(t *testing.T) {
+	exec := newInboxExecutor()
+	o := baseOptions(t, exec, nil)
+	o.RunDir = t.TempDir()
+	var results []map[string]any
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("alpha"))
+		eventually(t, "the worker's inbox opens", func() (bool, error) {
+			exec.mu.Lock()
+			defer exec.mu.Unlock()
+			return exec.inbox["run1:s1"] != nil, nil
+		})
+		for _, instruction := range []string{strings.Repeat("x", 2<<20), ""} {
+			results = append(results, tool(t, ctx, c, supervise.VerbSteerAgent, map[string]any{"workerId": "run1:s1", "instruction": instruction}))
+		}
+		results = append(results, tool(t, ctx, c, supervise.VerbSteerAgent, map[string]any{"workerId": "run1:s1", "instruction": strings.Repeat("y", 64<<10)}))
+		tool(t, ctx, c, supervise.VerbSteerAgent, map[string]any{"workerId": "run1:s1", "instruction": "finish"})
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
+		return supervise.BrainReport{}, nil
+	})
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range results[:2] {
+		if r["outcome"] != "refused" || r["delivered"] != false || !strings.Contains(fmt.Sprint(r["reason"]), "65536") {
+			t.Errorf("steer %d: %v, want refused naming the bound", i, r)
+		}
+	}
+	if r := results[2]; r["outcome"] != "delivered" {
+		t.Errorf("a 64 KiB instruction: %v, want delivered", r)
+	}
+	recs, _, err := supervise.ReadRunDir(context.Background(), o.RunDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requested := 0
+	for _, r := range recs {
+		if r.Kind == supervise.KindSteerRequested {
+			requested++
+		}
+	}
+	if requested != 2 {
+		t.Errorf("%d steer requests journaled, want 2 (the two within the bound)", requested)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -206,6 +207,15 @@ func steerDigest(r SteerRequest) (string, error) {
 	return canonjson.Digest(v)
 }
 
+// checkSteerMessage holds a steer's message, whichever channel it comes
+// by, to 1..maxSteerMessage bytes of UTF-8.
+func checkSteerMessage(m string) error {
+	if m == "" || len(m) > maxSteerMessage || !utf8.ValidString(m) {
+		return fmt.Errorf("must be 1..%d bytes of UTF-8 (it has %d)", maxSteerMessage, len(m))
+	}
+	return nil
+}
+
 // WriteWorkerSteer atomically publishes a steer request for worker (a
 // node id, a direct child's label or profile name, or the run id for the
 // manager itself) in runDir, for the run's supervisor to deliver. The
@@ -222,8 +232,9 @@ func WriteWorkerSteer(ctx context.Context, runDir, worker string, s WorkerSteer)
 	switch {
 	case worker == "":
 		return SteerRequest{}, fmt.Errorf("%w: no worker named", ErrInvalidControl)
-	case s.Message == "" || len(s.Message) > maxSteerMessage:
-		return SteerRequest{}, fmt.Errorf("%w: message must be 1..%d bytes", ErrInvalidControl, maxSteerMessage)
+	}
+	if err := checkSteerMessage(s.Message); err != nil {
+		return SteerRequest{}, fmt.Errorf("%w: the message %w", ErrInvalidControl, err)
 	}
 	if err := requireRun(runDir); err != nil {
 		return SteerRequest{}, err

@@ -1227,6 +1227,11 @@ type Steerer interface {
 // re-offered to the manager by the run itself, not by the call run
 // again, and so is one to a nested manager the resumed run drives again.
 func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, error) {
+	if err := checkSteerMessage(a.Instruction); err != nil {
+		// Refused before anything is journaled or delivered: the bound
+		// a cross-process steer has (WriteWorkerSteer).
+		return SteerResult{Outcome: string(SteerRefused), Reason: "the instruction " + err.Error()}, nil
+	}
 	if c.parent == nil && (a.WorkerID == NodeID(c.runID) || a.WorkerID == c.scope.Root()) {
 		// A root steer, as the cross-process path routes one: the
 		// manager's own inbox (ManagerInbox), read between its turns.
