@@ -275,9 +275,11 @@ func OpenStoreSpawnLog(ctx context.Context, st store.Store, runID string, o Stor
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	// Opening is bounded as an append is: a store that stops answering
-	// fails the open rather than hold a caller that set no deadline.
-	ctx, cancel := context.WithTimeout(ctx, spawnLogCallTimeout(ttl))
+	// Opening is bounded: a store that stops answering fails the open
+	// rather than hold a caller that set no deadline. It waits out a
+	// holder paused inside a transaction on the run's row, which an
+	// append's bound would not.
+	ctx, cancel := context.WithTimeout(ctx, spawnLogOpenTimeout(ttl))
 	defer cancel()
 	run, err := claimSpawnLog(ctx, st, runID, owner, ttl)
 	if err != nil {
@@ -590,10 +592,24 @@ func (l *StoreSpawnLog) Append(ctx context.Context, recs ...Record) error {
 	return nil
 }
 
-// spawnLogCallTimeout bounds opening a store spawn journal and each of
-// its appends, for a lease of ttl.
+// spawnLogCallTimeout bounds each of a store spawn journal's appends
+// and reads, for a lease of ttl.
 func spawnLogCallTimeout(ttl time.Duration) time.Duration {
 	return max(ttl, kernel.DefaultCleanupTimeout)
+}
+
+// pausedHolderWait is how long opening a store spawn journal may wait on
+// a holder paused (SIGSTOP, a frozen VM) inside a transaction that
+// locked the journal's run: longer than a store keeps such a holder's
+// locks (PostgreSQL ends its session after
+// pgdb.IdleInTransactionTimeout, 8 s), so a take-over on a short lease
+// waits the paused holder out instead of failing before its lock goes.
+const pausedHolderWait = 10 * time.Second
+
+// spawnLogOpenTimeout bounds opening (creating or taking over, then
+// reading) a store spawn journal for a lease of ttl.
+func spawnLogOpenTimeout(ttl time.Duration) time.Duration {
+	return spawnLogCallTimeout(ttl) + pausedHolderWait
 }
 
 // renew extends the lease every third of its TTL until Close. A renewal
