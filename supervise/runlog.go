@@ -866,7 +866,6 @@ func (l *runLog) close() error {
 	return errors.Join(errs...)
 }
 
-
 // MaxResultBlobBytes bounds one result blob (the canonical JSON of a
 // settled worker's result {text, output}, of an accepted submit_result,
 // or of one manager transcript message too large to journal inline):
