@@ -29,7 +29,7 @@
 //     idle (the cancel may reach the server after the next call).
 //     A cancel that crosses a result already returned still loses it:
 //     JSON-RPC has no acknowledgement to wait for.
-//     list_questions takes nothing, and answer_question's decision is
+//     list_questions only reads (a page of the questions asked), and answer_question's decision is
 //     the manager's act, visible again in list_questions, so neither
 //     needs this.
 //   - [Relay] (agentrt mcp coordination RUN-DIR): a stdio MCP server that

@@ -240,8 +240,8 @@ func (pl *plan) checkJournal(ctx context.Context, so supervise.Options, given to
 			return &supervise.ResumeError{RunDir: where, Reason: "reading the journal", Err: err}
 		}
 		if rec.Kind == supervise.KindGraph && fixed == nil {
-			var t topology
-			if err := canonjson.FromValue(rec.Data, &t); err != nil {
+			t, err := decodeTopology(rec.Data)
+			if err != nil {
 				return &supervise.ResumeError{RunDir: where, Reason: "the graph record does not decode", Err: err}
 			}
 			fixed = &t

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -64,6 +65,39 @@ func topologyOf(g Graph, reg *Registry) (topology, error) {
 	}
 	return t, nil
 }
+
+// decodeTopology decodes a journaled topology (a supervise.KindGraph
+// record's data).
+func decodeTopology(v canonjson.Value) (topology, error) {
+	var t topology
+	if err := canonjson.FromValue(v, &t); err != nil {
+		return topology{}, err
+	}
+	// topologyOf writes each node and edge once, from a validated graph:
+	// a repeated id (matched by id, one would hide the other) or a
+	// negative cap is a damaged record, not a graph that changed.
+	nodes := make(map[string]bool, len(t.Nodes))
+	for i, n := range t.Nodes {
+		if nodes[n.ID] {
+			return topology{}, fmt.Errorf("%w: /nodes/%d repeats node %q", errBadTopology, i, n.ID)
+		}
+		nodes[n.ID] = true
+	}
+	edges := make(map[string]bool, len(t.Edges))
+	for i, e := range t.Edges {
+		switch {
+		case edges[e.Edge]:
+			return topology{}, fmt.Errorf("%w: /edges/%d repeats edge %q", errBadTopology, i, e.Edge)
+		case e.MaxTraversals < 0:
+			return topology{}, fmt.Errorf("%w: /edges/%d/maxTraversals is negative", errBadTopology, i)
+		}
+		edges[e.Edge] = true
+	}
+	return t, nil
+}
+
+// errBadTopology: a journaled topology is not one topologyOf writes.
+var errBadTopology = errors.New("graph: the journaled topology is damaged")
 
 // change is the first way in which given (this graph's topology)
 // differs from journaled, as a *supervise.ResumeMismatchError pointing

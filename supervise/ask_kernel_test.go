@@ -93,7 +93,7 @@ func TestKernelWorkerAsksItsManager(t *testing.T) {
 			if waiting != supervise.StateWaiting {
 				t.Errorf("the asking worker is %s, want waiting", waiting)
 			}
-			wantListed := map[string]any{"questions": []any{map[string]any{"id": "q1", "from": "run1:s1", "level": "worker",
+			wantListed := map[string]any{"more": false, "questions": []any{map[string]any{"id": "q1", "from": "run1:s1", "level": "worker",
 				"question": "Which colour?\n\nThe brief names none.", "reason": "the worker's turn waits for an answer (interaction colour)",
 				"urgency": "blocks-step", "options": []any{"red", "blue"}, "status": "open"}}}
 			if diff := cmp.Diff(wantListed, listed); diff != "" {

@@ -115,6 +115,9 @@ type core struct {
 	// questionsByID indexes questions by id, in the order asked (an
 	// earlier process's ids may repeat); appendQuestionLocked keeps both.
 	questionsByID map[string][]*question
+	// questionsTo holds each manager's questions (question.to), in the
+	// order asked: what its list_questions pages through.
+	questionsTo map[NodeID][]*question
 	// teardowns are the settled workers whose teardown is unconfirmed.
 	teardowns []UnconfirmedTeardown
 	replay    map[string][]NodeID // canonical request → settled journaled nodes not yet claimed

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/agentrt/agentrt/tools"
 )
 
 // Urgency says how much a question holds up (§3.6 "Questions").
@@ -127,6 +129,10 @@ func (c *Coordinator) appendQuestionLocked(q *question) {
 		c.questionsByID = map[string][]*question{}
 	}
 	c.questionsByID[q.ID] = append(c.questionsByID[q.ID], q)
+	if c.questionsTo == nil {
+		c.questionsTo = map[NodeID][]*question{}
+	}
+	c.questionsTo[q.to] = append(c.questionsTo[q.to], q)
 }
 
 // addQuestion records a question and, when wait is set, returns the
@@ -215,22 +221,66 @@ func (c *Coordinator) AskParent(ctx context.Context, a AskArgs) (AskParentResult
 	return AskParentResult{QuestionID: q.ID, Status: "no-parent"}, nil
 }
 
-// QuestionList is list_questions' reply.
-type QuestionList struct {
-	Questions []Question `json:"questions"`
+// ListQuestionsArgs are list_questions' arguments: a page of at most
+// Limit questions (DefaultQuestionPage when 0, at most MaxQuestionPage)
+// from position Cursor in the order asked (a previous page's
+// NextCursor; 0 is the first question).
+type ListQuestionsArgs struct {
+	Cursor int `json:"cursor,omitzero" jsonschema:"where the page starts: the nextCursor of the previous page (default 0, the first question)"`
+	Limit  int `json:"limit,omitzero" jsonschema:"questions per page, at most 100 (default 50)"`
 }
 
-// ListQuestions returns every question asked of this manager.
+// QuestionList is list_questions' reply: one page of the questions asked
+// of the manager, in the order asked. More says whether questions remain
+// past it, and NextCursor (set only then) is where the next page starts.
+type QuestionList struct {
+	Questions  []Question `json:"questions"`
+	More       bool       `json:"more"`
+	NextCursor int        `json:"nextCursor,omitzero"`
+}
+
+// ListQuestions returns every question asked of this manager, in the
+// order asked. Its cost follows this manager's questions; the verb pages
+// them (ListQuestionsPage).
 func (c *Coordinator) ListQuestions() QuestionList {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := QuestionList{Questions: []Question{}}
-	for _, q := range c.questions {
-		if q.to == c.self {
-			out.Questions = append(out.Questions, q.Question)
-		}
+	own := c.questionsTo[c.self]
+	out := QuestionList{Questions: make([]Question, len(own))}
+	for i, q := range own {
+		out.Questions[i] = q.Question
 	}
 	return out
+}
+
+// ListQuestionsPage is list_questions: one page of the questions asked
+// of this manager. Arguments out of range are a *tools.ArgumentsError
+// naming the member; a cursor at or past the end is an empty last page.
+// Its cost follows the page, not the questions asked.
+func (c *Coordinator) ListQuestionsPage(a ListQuestionsArgs) (QuestionList, error) {
+	switch {
+	case a.Cursor < 0:
+		return QuestionList{}, &tools.ArgumentsError{Path: "/cursor", Reason: fmt.Sprintf("are refused: cursor %d is negative", a.Cursor)}
+	case a.Limit < 0 || a.Limit > MaxQuestionPage:
+		return QuestionList{}, &tools.ArgumentsError{Path: "/limit", Reason: fmt.Sprintf("are refused: limit %d is outside 0…%d questions", a.Limit, MaxQuestionPage)}
+	}
+	limit := a.Limit
+	if limit == 0 {
+		limit = DefaultQuestionPage
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	own := c.questionsTo[c.self]
+	from := min(a.Cursor, len(own))
+	to := min(from+limit, len(own))
+	out := QuestionList{Questions: make([]Question, to-from), More: to < len(own)}
+	for i, q := range own[from:to] {
+		out.Questions[i] = q.Question
+	}
+	if out.More {
+		out.NextCursor = to
+	}
+	return out, nil
 }
 
 // AnswerArgs are answer_question's arguments: exactly one of Answer,
@@ -366,3 +416,10 @@ func (d *Decision) same(a AnswerArgs) bool {
 	}
 	return false
 }
+
+// list_questions pages: DefaultQuestionPage questions when the call sets
+// no limit, at most MaxQuestionPage.
+const (
+	DefaultQuestionPage = 50
+	MaxQuestionPage     = 100
+)

@@ -146,12 +146,7 @@ func (c *Coordinator) reofferAsked() {
 	if err != nil || len(asked) == 0 {
 		return // the drive reports an unreadable transcript
 	}
-	waiting := map[string]bool{}
-	for _, id := range asked {
-		if !decisionIn(msgs, id) {
-			waiting[id] = true
-		}
-	}
+	waiting := undecided(msgs, asked)
 	p := c.parent
 	taken := map[string]bool{}
 	if _, took, _, err := p.recordedTranscript(); err == nil {
@@ -211,16 +206,39 @@ func (c *Coordinator) reofferAsked() {
 	}
 }
 
-// decisionIn reports whether msgs, a manager's conversation, hold a
-// decision on its question id as its inbox delivered it (decisionText).
-func decisionIn(msgs []contract.ChatMessage, id string) bool {
+// undecided returns the question ids of asked that msgs, a manager's
+// conversation, holds no decision on as its inbox delivered it
+// (decisionText). One pass over msgs collects the ids decided, so its
+// cost is linear in the conversation and the questions asked.
+func undecided(msgs []contract.ChatMessage, asked []string) map[string]bool {
+	decided := map[string]bool{}
 	for _, m := range msgs {
 		if m.Role != contract.ChatUser || m.Content == nil {
 			continue
 		}
-		if strings.HasPrefix(*m.Content, "Answer to your question "+id+": ") || strings.HasPrefix(*m.Content, "Your question "+id+" was ") {
-			return true
+		if id, ok := decidedID(*m.Content); ok {
+			decided[id] = true
 		}
 	}
-	return false
+	waiting := map[string]bool{}
+	for _, id := range asked {
+		if !decided[id] {
+			waiting[id] = true
+		}
+	}
+	return waiting
+}
+
+// decidedID returns the question id a decision message (decisionText)
+// names. Question ids ("q<n>") hold neither ": " nor " was ".
+func decidedID(content string) (string, bool) {
+	if rest, ok := strings.CutPrefix(content, "Answer to your question "); ok {
+		id, _, found := strings.Cut(rest, ": ")
+		return id, found
+	}
+	if rest, ok := strings.CutPrefix(content, "Your question "); ok {
+		id, _, found := strings.Cut(rest, " was ")
+		return id, found
+	}
+	return "", false
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -671,10 +672,16 @@ func (r *recordRows) at(i int) *Record { return &r.chunks[i/rowChunk][i%rowChunk
 
 // putBlob stores v content-addressed and returns its ref
 // ("sha256:<hex>").
+// A value whose canonical form is over MaxResultBlobBytes is not
+// stored (a resume could not read it back): a *BlobError.
 func (l *runLog) putBlob(ctx context.Context, v canonjson.Value) (string, error) {
-	ref, err := canonjson.Digest(v)
+	data, err := canonjson.Canonical(v)
 	if err != nil {
 		return "", fmt.Errorf("supervise: result blob: %w", err)
+	}
+	ref := canonjson.DigestBytes(data)
+	if len(data) > MaxResultBlobBytes {
+		return "", &BlobError{Ref: ref, Path: l.blobName(ref), Size: int64(len(data)), Limit: MaxResultBlobBytes}
 	}
 	if b, ok := l.spawn.(blobStore); ok {
 		// A journal in a store keeps the blobs beside it: the run dir
@@ -693,10 +700,6 @@ func (l *runLog) putBlob(ctx context.Context, v canonjson.Value) (string, error)
 	if _, err := os.Stat(path); err == nil {
 		l.knowBlob(ref)
 		return ref, nil
-	}
-	data, err := canonjson.Canonical(v)
-	if err != nil {
-		return "", fmt.Errorf("supervise: result blob: %w", err)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".blob-*")
 	if err != nil {
@@ -755,27 +758,37 @@ type blobStore interface {
 }
 
 // getBlob reads a stored result back: from the run dir, else from the
-// spawn log's store; a missing blob is fs.ErrNotExist.
+// spawn log's store; a missing blob is fs.ErrNotExist. A ref that is not
+// a digest, a blob file over MaxResultBlobBytes (refused unread), one
+// that is not JSON and a blob that does not hash to its name are each a
+// *BlobError.
 func (l *runLog) getBlob(ref string) (canonjson.Value, error) {
+	if !canonjson.IsDigest(ref) {
+		return canonjson.Value{}, &BlobError{Ref: ref, Path: l.blobName(ref), Err: errBlobRef}
+	}
 	v, err := l.readBlob(ref)
 	if err != nil {
 		return canonjson.Value{}, err
 	}
-	if got, err := canonjson.Digest(v); err != nil || got != ref {
-		return canonjson.Value{}, fmt.Errorf("supervise: blob %s does not hash to its name", ref)
+	got, err := canonjson.Digest(v)
+	if err == nil && got != ref {
+		err = fmt.Errorf("%w (it hashes to %s)", errBlobDigest, got)
+	}
+	if err != nil {
+		return canonjson.Value{}, &BlobError{Ref: ref, Path: l.blobName(ref), Err: err}
 	}
 	return v, nil
 }
 
-// readBlob reads blob ref unchecked: the run dir's file when there is
-// one, else the copy the spawn log's store keeps.
+// readBlob reads blob ref, a digest, unchecked: the run dir's file when
+// there is one, else the copy the spawn log's store keeps.
 func (l *runLog) readBlob(ref string) (canonjson.Value, error) {
 	if l.dir != "" {
-		data, err := os.ReadFile(l.blobPath(ref))
+		data, err := readBlobFile(ref, l.blobPath(ref))
 		if err == nil {
 			v, err := canonjson.Decode(data)
 			if err != nil {
-				return canonjson.Value{}, fmt.Errorf("supervise: blob %s: %w", ref, err)
+				return canonjson.Value{}, &BlobError{Ref: ref, Path: l.blobPath(ref), Err: err}
 			}
 			return v, nil
 		}
@@ -787,6 +800,41 @@ func (l *runLog) readBlob(ref string) (canonjson.Value, error) {
 		return b.GetBlob(context.Background(), ref)
 	}
 	return canonjson.Value{}, fs.ErrNotExist
+}
+
+// readBlobFile reads the blob file at path, refusing one over
+// MaxResultBlobBytes before reading it (and one that grew past it while
+// it was read) with a *BlobError.
+func readBlobFile(ref, path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, &BlobError{Ref: ref, Path: path, Err: err}
+	}
+	if st.Size() > MaxResultBlobBytes {
+		return nil, &BlobError{Ref: ref, Path: path, Size: st.Size(), Limit: MaxResultBlobBytes}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxResultBlobBytes+1))
+	if err != nil {
+		return nil, &BlobError{Ref: ref, Path: path, Err: err}
+	}
+	if len(data) > MaxResultBlobBytes {
+		return nil, &BlobError{Ref: ref, Path: path, Size: int64(len(data)), Limit: MaxResultBlobBytes}
+	}
+	return data, nil
+}
+
+// blobName is how a *BlobError names blob ref: its run dir file, or its
+// place in the spawn log's store.
+func (l *runLog) blobName(ref string) string {
+	if l.dir != "" {
+		return l.blobPath(ref)
+	}
+	return "store " + blobScope + " " + ref
 }
 
 func (l *runLog) blobPath(ref string) string {
@@ -840,3 +888,42 @@ func (l *runLog) close() error {
 	errs = append(errs, l.lock.release())
 	return errors.Join(errs...)
 }
+
+// MaxResultBlobBytes bounds one result blob (the canonical JSON of a
+// settled worker's result {text, output}, of an accepted submit_result,
+// or of one manager transcript message too large to journal inline):
+// putBlob refuses a larger value, so it is never delivered, and a blob
+// file read back larger than it is refused unread, both with a
+// *BlobError. It is the bound of one request to the coordination tools'
+// HTTP server (mcpserver.DefaultMaxRequestBytes), which a submitted
+// result arrives in.
+const MaxResultBlobBytes = 16 << 20
+
+// Why a blob is refused (BlobError.Err).
+var (
+	errBlobRef    = errors.New("the ref is not a digest")
+	errBlobDigest = errors.New("the blob does not hash to its name")
+)
+
+// BlobError reports a result blob that cannot be stored or read back:
+// over its limit (Size is what it held, Limit MaxResultBlobBytes), or
+// damaged (Err says how: not JSON, not hashing to its name, or a ref
+// that is not a digest).
+type BlobError struct {
+	// Ref is the blob's name ("sha256:<hex>"); Path its run dir file
+	// (or its place in a store).
+	Ref, Path   string
+	Size, Limit int64
+	// Err is why a damaged blob is refused; nil for an oversized one.
+	Err error
+}
+
+func (e *BlobError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("supervise: result blob %s: %v", e.Path, e.Err)
+	}
+	return fmt.Sprintf("supervise: result blob %s holds %d bytes, over its limit of %d", e.Path, e.Size, e.Limit)
+}
+
+// Unwrap returns why a damaged blob is refused.
+func (e *BlobError) Unwrap() error { return e.Err }

@@ -185,8 +185,8 @@ func (c *Coordinator) Tools() ([]contract.Tool, error) {
 		return c.ReadJournal(a), nil
 	}))
 	add(verb(VerbAskParent, "Ask this manager's parent a question {from, level, question, reason, urgency}.", c.AskParent))
-	add(verb(VerbListQuestions, "List the questions workers asked this manager, with their status.", func(context.Context, struct{}) (QuestionList, error) {
-		return c.ListQuestions(), nil
+	add(verb(VerbListQuestions, "List the questions workers asked this manager, with their status, in the order asked, a page at a time: limit questions (default 50, at most 100) from cursor (the previous page's nextCursor); more says whether questions remain.", func(_ context.Context, a ListQuestionsArgs) (QuestionList, error) {
+		return c.ListQuestionsPage(a)
 	}))
 	add(verb(VerbAnswerQuestion, "Decide a question: answer, deferReason or escalateTo (parent|user). A decision resolves the question only when delivered to its asker.", c.AnswerQuestion))
 	add(verb(VerbListAnalysts, "List the analyst lenses on the menu: the only lenses run_analyst runs.", func(context.Context, struct{}) (AnalystList, error) {

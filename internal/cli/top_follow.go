@@ -83,9 +83,10 @@ func (fl *superviseFollow) look(ctx context.Context) (topRun, error) {
 // superviseFold is a supervise run folded from its journal's records in
 // order, one record at a time.
 type superviseFold struct {
-	// recs are the records folded so far, kept to fold them again when
-	// a run-started record arrives after records that had to guess the
-	// run's root.
+	// recs are the records folded before the run's root was known from
+	// a run-started record, kept to fold them again when one arrives;
+	// once it has, none is kept (the fold holds the workers and a
+	// bounded tail, not the journal).
 	recs []supervise.Record
 	// root is the run's root node: the first run-started record's run
 	// id, or else the first parentless spawn.
@@ -135,7 +136,9 @@ func (f *superviseFold) apply(r supervise.Record) {
 }
 
 func (f *superviseFold) applyOne(r supervise.Record) {
-	f.recs = append(f.recs, r)
+	if !f.rootStarted {
+		f.recs = append(f.recs, r)
+	}
 	f.tail = append(f.tail, journalText(r))
 	if len(f.tail) >= 2*topLogTail {
 		f.tail = append(f.tail[:0], f.tail[len(f.tail)-topLogTail:]...)
