@@ -710,7 +710,15 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 	var outRef string
 	if state == StateDone {
 		ref, err := c.log.putBlob(bg, resultValue(res.Text, res.Output))
-		if err != nil {
+		var be *BlobError
+		switch {
+		case errors.As(err, &be) && be.Limit > 0:
+			// A result over the bound is the worker's outcome, not a
+			// loss of the journal's: settled, never delivered.
+			w.delivered = false
+			w.checkErr = clip("the result is not kept: "+err.Error(), MaxReasonBytes)
+			ref = ""
+		case err != nil:
 			// A result that is not stored cannot be delivered: a resume
 			// would find its settlement and no text behind it.
 			c.logger.Error("supervise: storing a result", "node", w.id, "err", err)
