@@ -159,20 +159,8 @@ func (c *Coordinator) resolveWorker(w string) (NodeInfo, bool) {
 	if info, ok := c.scope.Node(NodeID(w)); ok {
 		return info, true
 	}
-	var found []NodeInfo
-	for _, n := range c.scope.Nodes() {
-		if p, _ := n.ID.Parent(); p == c.scope.Root() && labelOf(n.Label, n.Profile) == w {
-			found = append(found, n)
-		}
-	}
-	if len(found) == 1 {
-		return found[0], true
-	}
 	// A reused label names its newest worker.
-	if len(found) > 1 {
-		return found[len(found)-1], true
-	}
-	return NodeInfo{}, false
+	return c.scope.Labelled(c.scope.Root(), w)
 }
 
 func live(n NodeInfo) bool { return n.State.Live() && !n.InDoubt && !n.NeverSettled }

@@ -566,6 +566,19 @@ func (s *Scope) Settle(id NodeID, r Result) (Settlement, error) {
 	return st, settleErr
 }
 
+// Labelled returns the newest node spawned under parent with label (its
+// label, or its profile name when it has none) and whether there is one:
+// a lookup of the scope's label index, not a scan of the tree.
+func (s *Scope) Labelled(parent NodeID, label string) (NodeInfo, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.labels[labelKey{parent, label}]
+	if l == nil || len(l.nodes) == 0 {
+		return NodeInfo{}, false
+	}
+	return l.nodes[len(l.nodes)-1].NodeInfo, true
+}
+
 // labelledOf is n's labelKey's nodes, made on first use; s.mu is held.
 func (s *Scope) labelledOf(n *node) *labelled {
 	k := labelKey{n.Parent, labelOf(n.Label, n.Profile)}
