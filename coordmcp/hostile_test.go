@@ -1,8 +1,12 @@
 package coordmcp_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -27,8 +31,11 @@ const maxShownBytes = 16 << 10
 // after the barrage is admitted, and the journal still reads.
 func TestRelayHostileArguments(t *testing.T) {
 	agentrtBinary(t) // build before the run's clock starts
+	const secret = "sk-ant-hostile-test-secret-7f3a"
+	t.Setenv("ANTHROPIC_API_KEY", secret) // the relay processes inherit it
 	ctx := deadline(t)
 	runDir := t.TempDir()
+	var shownAll bytes.Buffer
 	big := strings.Repeat("x", 2<<20)
 	deep := strings.Repeat("[", 5000) + strings.Repeat("]", 5000)
 	var spawned map[string]any
@@ -85,6 +92,7 @@ func TestRelayHostileArguments(t *testing.T) {
 					continue
 				}
 				shown, _ := json.Marshal(res.StructuredContent)
+				shownAll.Write(shown)
 				if len(shown) > maxShownBytes {
 					t.Errorf("%s, %s: a result of %d bytes (%.120s…), want at most %d", tl.Name, name, len(shown), shown, maxShownBytes)
 				}
@@ -124,5 +132,26 @@ func TestRelayHostileArguments(t *testing.T) {
 	}
 	if res.Status != supervise.StatusWinner {
 		t.Errorf("status %s, want the spawned worker's winner", res.Status)
+	}
+	// The API key in the environment reaches no result and no file of
+	// the run (journal, progress, logs).
+	if bytes.Contains(shownAll.Bytes(), []byte(secret)) {
+		t.Error("a result carries the API key")
+	}
+	err = filepath.WalkDir(runDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(data, []byte(secret)) {
+			t.Errorf("%s carries the API key", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
 	}
 }
