@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/agentrt/agentrt/canonjson"
 )
@@ -137,19 +138,34 @@ func isLoopbackHost(host string) bool {
 	return host == "127.0.0.1" || host == "::1" || host == "localhost"
 }
 
-// ReadEndpoint reads the endpoint file of runDir. A missing file is an
-// *EndpointError matching ErrNotLive; so is one that does not decode.
+// ReadEndpoint reads the endpoint file of runDir (runDir itself may be
+// reached through a symbolic link). A missing file is an *EndpointError
+// matching ErrNotLive. The file is trusted only as the supervising
+// process publishes it — a regular file, not a symbolic link, owned by
+// this user, mode 0600 (on unix) — since the relay sends the harness's
+// calls to the URL it names; any other is an *EndpointError saying why,
+// as is one that does not decode.
 func ReadEndpoint(runDir string) (Endpoint, error) {
 	path := filepath.Join(runDir, EndpointFile)
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, openFlags, 0)
 	if err != nil {
 		reason := "cannot be read"
-		if errors.Is(err, fs.ErrNotExist) {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			reason = "does not exist: the run is not live (it has not started, has ended, or serves no coordination endpoint)"
+		case errors.Is(err, syscall.ELOOP):
+			reason = "is a symbolic link: the supervising process writes a regular file"
 		}
 		return Endpoint{}, &EndpointError{Path: path, Reason: reason, Err: err}
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return Endpoint{}, &EndpointError{Path: path, Reason: "cannot be read", Err: err}
+	}
+	if why := untrusted(fi); why != "" {
+		return Endpoint{}, &EndpointError{Path: path, Reason: why}
+	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxEndpointBytes+1))
 	if err != nil {
 		return Endpoint{}, &EndpointError{Path: path, Reason: "cannot be read", Err: err}

@@ -233,9 +233,28 @@ func outcomeOf(err error) *Outcome {
 	return &Outcome{Error: kernel.CodeToolError, Reason: err.Error()}
 }
 
-// failed is the tool result of a failed call: isError, the reason as
-// text, the outcome as structuredContent.
+// MaxReasonBytes bounds the reason of a failed call's result: a longer
+// one (a refusal that quotes a 2 MiB argument) is clipped on a UTF-8
+// boundary and marked with "…", so that what the model is shown stays
+// small whatever it sent.
+const MaxReasonBytes = 4096
+
+// clip returns s cut to at most n bytes on a UTF-8 boundary, marked with
+// "…" when cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// failed is the tool result of a failed call: isError, the reason
+// (clipped to MaxReasonBytes) as text, the outcome as structuredContent.
 func failed(o Outcome) *mcp.CallToolResult {
+	o.Reason = clip(o.Reason, MaxReasonBytes)
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: o.Reason}},
 		StructuredContent: o,

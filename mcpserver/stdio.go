@@ -12,6 +12,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/kernel"
 )
 
 // MaxLineBytes bounds one JSON-RPC line on the stdio transport (the
@@ -78,10 +81,10 @@ func filterLines(in io.Reader, pw *io.PipeWriter, out io.Writer, limit int) {
 			continue
 		}
 		if tooLong {
-			reply(out, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: the line is longer than %d bytes", limit))
+			reply(out, nil, jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: the line is longer than %d bytes", limit))
 		} else if msg := bytes.TrimSpace(line); len(msg) > 0 {
 			if code, why := checkLine(msg); code != 0 {
-				reply(out, code, why)
+				answer(out, msg, code, why)
 			} else if _, werr := pw.Write(append(msg, '\n')); werr != nil {
 				return // the connection is closed
 			}
@@ -112,13 +115,86 @@ func checkLine(msg []byte) (code int64, why string) {
 	return 0, ""
 }
 
-// reply writes one JSON-RPC error response with a null id.
-func reply(out io.Writer, code int64, message string) {
-	b, err := json.Marshal(struct {
-		JSONRPC string        `json:"jsonrpc"`
-		ID      any           `json:"id"`
-		Error   jsonrpc.Error `json:"error"`
-	}{JSONRPC: "2.0", Error: jsonrpc.Error{Code: code, Message: message}})
+// maxPointerBytes bounds the JSON pointer a refusal of too deep
+// arguments names (a longer one is clipped, marked with "…").
+const maxPointerBytes = 1024
+
+// maxMessageDepth is the nesting depth of a whole JSON-RPC message the
+// SDK decodes (its internal decoder's bound); a tools/call's arguments
+// object sits at depth 3 (message, params, arguments).
+const maxMessageDepth = 1000
+
+// answer replies to msg, a JSON line the SDK would refuse. When msg is a
+// request whose id can be read (encoding/json reads deeper than the SDK,
+// and the line is valid JSON), the reply carries that id, so the client
+// can match it to its call: a tools/call is answered with a tool result
+// {error: invalid_arguments, reason} naming where its arguments nest too
+// deep, as a call the tool refused; another request with the error.
+// Otherwise the reply is the error with a null id.
+func answer(out io.Writer, msg []byte, code int64, why string) {
+	var req struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"params"`
+	}
+	if code != jsonrpc.CodeInvalidRequest || json.Unmarshal(msg, &req) != nil || req.Method == "" || !validID(req.ID) {
+		reply(out, nil, code, why)
+		return
+	}
+	if req.Method != "tools/call" {
+		reply(out, req.ID, code, why)
+		return
+	}
+	reason := "the arguments cannot be read: " + why
+	if len(req.Params.Arguments) > 0 {
+		_, err := canonjson.DecodeWith(req.Params.Arguments, canonjson.DecodeOptions{MaxDepth: maxMessageDepth - 2})
+		if de, ok := errors.AsType[*canonjson.DecodeError](err); ok {
+			reason = fmt.Sprintf("the arguments at %s are refused: %s (a call's message nests at most %d levels)", clip(de.Pointer, maxPointerBytes), de.Message, maxMessageDepth)
+		}
+	}
+	res, err := json.Marshal(failed(Outcome{Error: kernel.CodeInvalidArguments, Reason: reason}))
+	if err != nil {
+		reply(out, req.ID, code, why)
+		return
+	}
+	write(out, struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  json.RawMessage `json:"result"`
+	}{JSONRPC: "2.0", ID: req.ID, Result: res})
+}
+
+// validID reports whether id is a JSON-RPC request id: a string or a
+// number.
+func validID(id json.RawMessage) bool {
+	var v any
+	if json.Unmarshal(id, &v) != nil {
+		return false
+	}
+	switch v.(type) {
+	case string, float64:
+		return true
+	}
+	return false
+}
+
+// reply writes one JSON-RPC error response; a nil id is null.
+func reply(out io.Writer, id json.RawMessage, code int64, message string) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	write(out, struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   jsonrpc.Error   `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: jsonrpc.Error{Code: code, Message: message}})
+}
+
+// write writes v as one line.
+func write(out io.Writer, v any) {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return
 	}

@@ -68,9 +68,17 @@ func (r RefusalResult) MarshalJSON() ([]byte, error) {
 	}{plain(r), r.FreeSlots})
 }
 
-// refusalOf turns a verb's typed refusal into its tool result; any other
+// refusalOf turns a verb's typed refusal into its tool result, its
+// reason and detail clipped to MaxReasonBytes (a refusal may quote the
+// refused argument, which the model may have sent 2 MiB long); any other
 // error stays an error (a tool failure).
 func refusalOf(err error) (RefusalResult, bool) {
+	r, ok := refusalResult(err)
+	r.Reason, r.Detail = clip(r.Reason, MaxReasonBytes), clip(r.Detail, MaxReasonBytes)
+	return r, ok
+}
+
+func refusalResult(err error) (RefusalResult, bool) {
 	var r *Refusal
 	if errors.As(err, &r) {
 		live := r.Live
