@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"os"
 	"path/filepath"
@@ -145,6 +146,13 @@ func (l askingLead) Turn(ctx context.Context, msgs []contract.ChatMessage, _ []c
 				return
 			}
 			ev = call("l2", supervise.VerbListQuestions, map[string]any{})
+		case name == supervise.VerbListQuestions && listed(msgs) < 6:
+			// The decision joins the lead's inbox when the root's
+			// answer_question made it, which may be just after that call
+			// returned: the lead looks again (a turn drains its inbox)
+			// before it gives up.
+			time.Sleep(20 * time.Millisecond)
+			ev = call(fmt.Sprintf("l%d", 2+listed(msgs)), supervise.VerbListQuestions, map[string]any{})
 		default:
 			ev = scripted.Text("lead: no answer came")
 		}
@@ -152,6 +160,19 @@ func (l askingLead) Turn(ctx context.Context, msgs []contract.ChatMessage, _ []c
 			yield(managerUsage(10, 0, 0.0001), nil)
 		}
 	}
+}
+
+// listed counts the lead's list_questions calls in msgs.
+func listed(msgs []contract.ChatMessage) int {
+	n := 0
+	for _, m := range msgs {
+		for _, c := range m.ToolCalls {
+			if c.Name == supervise.ToolPrefix+supervise.VerbListQuestions {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // keepOnlyQuestions rewrites dir's coordination log without its
