@@ -67,12 +67,7 @@ func TestSteerAgentJournaledLikeCrossProcessSteers(t *testing.T) {
 	o.RunDir = t.TempDir()
 	var results []map[string]any
 	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("alpha"))
-		eventually(t, "the worker's inbox opens", func() (bool, error) {
-			exec.mu.Lock()
-			defer exec.mu.Unlock()
-			return exec.inbox["run1:s1"] != nil, nil
-		})
+		spawnSteerable(t, ctx, c, exec)
 		results = append(results, tool(t, ctx, c, supervise.VerbSteerAgent, map[string]any{"workerId": "run1:s1", "instruction": "finish"}))
 		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000})
 		results = append(results, tool(t, ctx, c, supervise.VerbSteerAgent, map[string]any{"workerId": "run1:s1", "instruction": "more", "interrupt": true}))
@@ -120,6 +115,18 @@ func TestSteerAgentJournaledLikeCrossProcessSteers(t *testing.T) {
 	}
 }
 
+// spawnSteerable spawns alpha (run1:s1) on exec and waits until its
+// inbox is open to steers.
+func spawnSteerable(t *testing.T, ctx context.Context, c *supervise.Coordinator, exec *inboxExecutor) {
+	t.Helper()
+	tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("alpha"))
+	eventually(t, "the worker's inbox opens", func() (bool, error) {
+		exec.mu.Lock()
+		defer exec.mu.Unlock()
+		return exec.inbox["run1:s1"] != nil, nil
+	})
+}
+
 // Behaviour 48 at its edge: steer_agent holds its instruction to the
 // bound a cross-process steer has (1..64 KiB of UTF-8), refusing one
 // outside it before anything is journaled or delivered — a manager's
@@ -130,12 +137,7 @@ func TestSteerAgentRefusesAnInstructionPastTheSteerBound(t *testing.T) {
 	o.RunDir = t.TempDir()
 	var results []map[string]any
 	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
-		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("alpha"))
-		eventually(t, "the worker's inbox opens", func() (bool, error) {
-			exec.mu.Lock()
-			defer exec.mu.Unlock()
-			return exec.inbox["run1:s1"] != nil, nil
-		})
+		spawnSteerable(t, ctx, c, exec)
 		for _, instruction := range []string{strings.Repeat("x", 2<<20), ""} {
 			results = append(results, tool(t, ctx, c, supervise.VerbSteerAgent, map[string]any{"workerId": "run1:s1", "instruction": instruction}))
 		}
