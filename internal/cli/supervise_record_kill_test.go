@@ -162,6 +162,9 @@ func TestSupervisedRunRecordReconcilesAfterSIGKILL(t *testing.T) {
 				human, _, _ := run(t, "", append([]string{"runs", "show", execution}, storeFlags...)...)
 				t.Logf("worker %s (%s, spent %s): run %s status %s spend %s\n%s", id, member(w, "state").Str(),
 					canonjson.Marshal(member(w, "spent")), execution, member(wrun, "status").Str(), canonjson.Marshal(member(wrun, "spend")), human)
+				if got, want := member(member(wrun, "record"), "judgedBy").Str(), "supervise run costs, node "+id; got != want {
+					t.Errorf("worker %s's run %s (%s) judgedBy %q, want %q", id, execution, member(wrun, "status").Str(), got, want)
+				}
 				if known {
 					spend := member(wrun, "spend")
 					in, o := member(spend, "inputTokens"), member(spend, "outputTokens")
