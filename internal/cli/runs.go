@@ -190,7 +190,7 @@ func newRunsListCmd(stdio IO) *cobra.Command {
 			tw := tabwriter.NewWriter(stdio.Out, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tSTATUS\tKIND\tSTARTED\tSUMMARY")
 			for _, r := range runs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.Kind,
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, listStatus(r), r.Kind,
 					r.CreatedAt.Local().Format("2006-01-02 15:04:05"), summary(r))
 			}
 			return tw.Flush()
@@ -201,6 +201,20 @@ func newRunsListCmd(stdio IO) *cobra.Command {
 	cmd.Flags().StringVar(&status, "status", "", "only runs with this status (running, completed, failed, cancelled, timed_out, interrupted)")
 	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many runs (0 for all)")
 	return cmd
+}
+
+// listStatus is runs list's status of r for people: the store's, but
+// for a store spawn journal's run, which stays running in the store so
+// that a resume may take it over, how the run ended once its record
+// says so.
+func listStatus(r store.Run) string {
+	if r.Kind != supervise.SpawnLogRunKind {
+		return string(r.Status)
+	}
+	if rec, err := supervise.RunRecordOf(r); err == nil {
+		return string(supervise.RecordStatus(rec.Outcome))
+	}
+	return string(r.Status)
 }
 
 // summary is a short human description of a run from its typed record.

@@ -182,6 +182,11 @@ func TestSupervisedRunRecordReconcilesAfterSIGKILL(t *testing.T) {
 			list, _, _ := run(t, "", append([]string{"runs", "list"}, storeFlags...)...)
 			human, _, _ := run(t, "", append([]string{"runs", "show", "costs"}, storeFlags...)...)
 			t.Logf("runs list:\n%s\nruns show costs:\n%s", list, human)
+			for line := range strings.Lines(list) {
+				if f := strings.Fields(line); len(f) > 1 && f[0] == "costs" && f[1] != "completed" {
+					t.Errorf("runs list says the ended run (a winner) is %q:\n%s", f[1], list)
+				}
+			}
 			if strings.Contains(list+human, "unreadable") {
 				t.Errorf("the run's record is unreadable:\n%s\n%s", list, human)
 			}
