@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/canonjson"
-		"github.com/agentrt/agentrt/supervise"
+	"github.com/agentrt/agentrt/supervise"
 )
 
 // tokensOf is the tokens member of a spend or total, and whether it is
