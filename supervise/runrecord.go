@@ -220,6 +220,9 @@ func storeRunRecord(ctx context.Context, st store.Store, journal *StoreSpawnLog,
 	case prior.Kind == KindSupervise:
 		return nil
 	case prior.Kind == SpawnLogRunKind && journal != nil:
+		if _, ok := prior.Doc.Get(RunRecordMember); ok {
+			return nil // recorded when the run ended
+		}
 		if err := journal.putRecord(ctx, v); err != nil {
 			return fmt.Errorf("%w: in its journal's run %s: %w", ErrRunNotRecorded, rec.RunID, err)
 		}
