@@ -327,12 +327,17 @@ func (x *execution) typed() Record {
 		EnvironmentID: NullString(r.EnvironmentID), EnvironmentCreated: x.createdEnv(), EnvironmentKept: r.EnvironmentKept, Events: r.Events,
 		NativeSessionID: r.NativeSessionID, Continuity: r.Continuity,
 	}
+	if x.req.Check == nil {
+		// Named from the start: a run cut off by a killed process stays
+		// running in the store, and still says who judges it.
+		rec.JudgedBy = x.req.JudgedBy
+	}
 	if r.Status.Terminal() {
 		text, delivered := r.Text, r.Delivered
 		rec.Terminal = &Terminal{Status: r.Status, Reason: r.Reason, Detail: r.Detail}
 		rec.Usage, rec.Text, rec.Delivered = &Usage{r.Usage}, &text, &delivered
-		if x.req.Check == nil && x.req.JudgedBy != "" {
-			rec.Delivered, rec.JudgedBy = nil, x.req.JudgedBy
+		if rec.JudgedBy != "" {
+			rec.Delivered = nil
 		}
 		rec.Output, rec.Verdict, rec.CheckError, rec.FailureReceipt = r.Output, r.Verdict, r.CheckError, r.Receipt
 		rec.TeardownUnconfirmed = r.TeardownUnconfirmed

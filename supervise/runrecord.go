@@ -69,10 +69,10 @@ type WorkerRecord struct {
 	CheckError string          `json:"checkError,omitzero"`
 	InDoubt    bool            `json:"inDoubt,omitzero"`
 	Replayed   bool            `json:"replayed,omitzero"`
-	// Spent is its settled spend, an unreported channel null; nil when
-	// it never settled (charged at its ceiling: Outcome.SpendGaps names
-	// it).
-	Spent *SpendRecord `json:"spent"`
+	// Spent is its settled spend, an unreported channel absent; nil
+	// (absent from the document) when it never settled: charged at its
+	// ceiling, Outcome.SpendGaps names it.
+	Spent *SpendRecord `json:"spent,omitzero"`
 	// Execution is the execution its executor bound it to: for a
 	// KernelExecutor its first kernel run's id in the same store (a
 	// steered worker's later turns are "<execution>.<n>"); "" when none
@@ -220,6 +220,9 @@ func storeRunRecord(ctx context.Context, st store.Store, journal *StoreSpawnLog,
 	case prior.Kind == KindSupervise:
 		return nil
 	case prior.Kind == SpawnLogRunKind && journal != nil:
+		if _, ok := prior.Doc.Get(RunRecordMember); ok {
+			return nil // recorded when the run ended
+		}
 		if err := journal.putRecord(ctx, v); err != nil {
 			return fmt.Errorf("%w: in its journal's run %s: %w", ErrRunNotRecorded, rec.RunID, err)
 		}

@@ -201,3 +201,37 @@ func FuzzDecodeRunRecord(f *testing.F) {
 		}
 	})
 }
+
+// A record whose tree holds a worker that never settled (in doubt after
+// a kill, its spend unknown: Spent nil) is written as any other and
+// decodes back to the same record — `agentrt runs show` must be able to
+// read the record of a run that ended with such a worker.
+func TestARunRecordWithANeverSettledWorkerDecodes(t *testing.T) {
+	tokens, iterations := int64(46), int64(1)
+	outcome := &supervise.OutcomeRecord{Status: supervise.StatusNoWinner, Reason: supervise.ReasonAllChildrenDown}
+	for _, tc := range []struct {
+		name   string
+		worker supervise.WorkerRecord
+	}{
+		{"settled", supervise.WorkerRecord{ID: "r:s1", State: supervise.StateDone, Delivered: true,
+			Spent: &supervise.SpendRecord{Tokens: &tokens, Iterations: &iterations}, Execution: "worker-1"}},
+		{"never settled", supervise.WorkerRecord{ID: "r:s2", State: supervise.StateRunning, InDoubt: true,
+			Reason: "its kernel run is running", Execution: "worker-2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := supervise.RunRecord{RunID: "r", Manager: supervise.ManagerRecord{ProfileDigest: "sha256:00"}, Task: "t",
+				Outcome: outcome, Workers: []supervise.WorkerRecord{tc.worker}}
+			v, err := canonjson.ToValue(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := supervise.DecodeRunRecord(v)
+			if err != nil {
+				t.Fatalf("the record %s does not decode: %v", canonjson.Marshal(v), err)
+			}
+			if diff := cmp.Diff(&rec, got); diff != "" {
+				t.Errorf("the record changed through its document:\n%s", diff)
+			}
+		})
+	}
+}

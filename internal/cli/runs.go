@@ -190,7 +190,7 @@ func newRunsListCmd(stdio IO) *cobra.Command {
 			tw := tabwriter.NewWriter(stdio.Out, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tSTATUS\tKIND\tSTARTED\tSUMMARY")
 			for _, r := range runs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.Kind,
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, listStatus(r), r.Kind,
 					r.CreatedAt.Local().Format("2006-01-02 15:04:05"), summary(r))
 			}
 			return tw.Flush()
@@ -201,6 +201,20 @@ func newRunsListCmd(stdio IO) *cobra.Command {
 	cmd.Flags().StringVar(&status, "status", "", "only runs with this status (running, completed, failed, cancelled, timed_out, interrupted)")
 	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many runs (0 for all)")
 	return cmd
+}
+
+// listStatus is runs list's status of r for people: the store's, but
+// for a store spawn journal's run, which stays running in the store so
+// that a resume may take it over, how the run ended once its record
+// says so.
+func listStatus(r store.Run) string {
+	if r.Kind != supervise.SpawnLogRunKind {
+		return string(r.Status)
+	}
+	if rec, err := supervise.RunRecordOf(r); err == nil {
+		return string(supervise.RecordStatus(rec.Outcome))
+	}
+	return string(r.Status)
 }
 
 // summary is a short human description of a run from its typed record.
@@ -316,7 +330,7 @@ func newRunsShowCmd(stdio IO) *cobra.Command {
 				return &exitError{code: ExitFailed, err: err}
 			}
 			if (r.Kind == supervise.KindSupervise || r.Kind == supervise.SpawnLogRunKind) && !asJSON {
-				printSupervisedRun(stdio.Out, r)
+				printSupervisedRun(cmd.Context(), stdio.Out, s, r)
 				return nil
 			}
 			if r.Kind == retained.Kind && !asJSON {
@@ -362,10 +376,16 @@ func supervisedSummary(r store.Run) string {
 	return strings.Join(parts, ", ")
 }
 
+// maxTurnRuns bounds the later turns' runs runs show looks up for one
+// worker of a supervised run (a KernelExecutor adds at most
+// MaxSteerTurns, by default supervise.DefaultMaxSteerTurns).
+const maxTurnRuns = 64
+
 // printSupervisedRun writes a supervised run's record for people: the
 // store's fields, then the result as agentrt supervise printed it, and
-// where each worker's runs are.
-func printSupervisedRun(w io.Writer, r *kernel.RunRecord) {
+// where each worker's runs are — its first turn's, and those of the
+// turns steers added ("<execution>.<n>", looked up in s).
+func printSupervisedRun(ctx context.Context, w io.Writer, s store.Store, r *kernel.RunRecord) {
 	rec, err := supervise.RunRecordOf(r.Run)
 	status := string(r.Status)
 	if r.Kind == supervise.SpawnLogRunKind {
@@ -393,8 +413,19 @@ func printSupervisedRun(w io.Writer, r *kernel.RunRecord) {
 	fmt.Fprintf(w, "  manager   %s %s\n", orName(rec.Manager.Name, "(unnamed)"), rec.Manager.ProfileDigest)
 	printSupervised(w, rec.Result(), rec.RunDir)
 	for _, wr := range rec.Workers {
-		if wr.Execution != "" {
-			fmt.Fprintf(w, "  runs of   %s: %s (agentrt runs show %s)\n", wr.ID, wr.Execution, wr.Execution)
+		if wr.Execution == "" {
+			continue
+		}
+		fmt.Fprintf(w, "  runs of   %s: %s (agentrt runs show %s)\n", wr.ID, wr.Execution, wr.Execution)
+		for n := 1; n <= maxTurnRuns; n++ {
+			id := fmt.Sprintf("%s.%d", wr.Execution, n)
+			if _, err := s.GetRun(ctx, id); err != nil {
+				if !errors.Is(err, store.ErrNotFound) {
+					fmt.Fprintf(w, "            %s: its later turns' runs cannot be looked up: %v\n", wr.ID, err)
+				}
+				break
+			}
+			fmt.Fprintf(w, "            %s (steered turn %d)\n", id, n+1)
 		}
 	}
 }
