@@ -358,8 +358,12 @@ func expectDeliverable(expect string) supervise.Deliverable {
 	return d
 }
 
-// routerModel is the manager's chat model: a script, the default plan, or
-// the manager profile's model on the openai or anthropic endpoint.
+// routerModel is the manager's chat model: a script, the default plan
+// (planModel), or the manager profile's model on the openai or anthropic
+// endpoint. A scripted manager plays its script FromConversation, as a
+// real model answers: a manager resumed from its journaled transcript
+// goes on from the turn it reached, not from the script's first (its
+// spawns again).
 //
 // maxLive is the run's --max-live (0: no cap), which the default plan
 // keeps to.
@@ -374,7 +378,7 @@ func routerModel(providerName, scriptPath, baseURL, openaiAPI string, mgr *profi
 	switch providerName {
 	case "scripted":
 		if scriptPath == "" {
-			return scripted.NewChatModel(defaultPlan(workers, task, maxLive)), nil
+			return planModel{script: defaultPlan(workers, task, maxLive)}, nil
 		}
 		data, err := readFile(scriptPath)
 		if err != nil {
@@ -384,6 +388,7 @@ func routerModel(providerName, scriptPath, baseURL, openaiAPI string, mgr *profi
 		if err != nil {
 			return nil, &exitError{code: ExitFailed, err: fmt.Errorf("%s: %w", scriptPath, err)}
 		}
+		script.FromConversation = true
 		return scripted.NewChatModel(script), nil
 	case "openai", "anthropic":
 		return endpointModel(providerName, model, baseURL, openaiAPI)
@@ -427,6 +432,9 @@ func defaultPlan(workers []string, task string, maxLive int) scripted.ChatScript
 // findings) instead of one per worker. With maxLive > 0 it spawns the
 // first maxLive workers, then each further one after awaiting an event
 // (a settlement frees its slot), so none is refused max-live-workers.
+// The plan plays FromConversation (planModel plays it so, and redoes
+// the work a resumed run lost): resumed, it goes on from the turn its
+// journaled transcript reached.
 func defaultPlanAwaiting(workers []string, n int, task string, maxLive int) scripted.ChatScript {
 	first := len(workers)
 	if maxLive > 0 && maxLive < first {
@@ -455,7 +463,7 @@ func defaultPlanAwaiting(workers []string, n int, task string, maxLive int) scri
 	if len(awaits) > 0 {
 		turns = append(turns, scripted.ChatTurn{Events: awaits})
 	}
-	return scripted.ChatScript{Turns: append(turns, scripted.ChatTurn{Events: []contract.ChatEvent{scripted.Text("Every worker settled.")}})}
+	return scripted.ChatScript{Turns: append(turns, scripted.ChatTurn{Events: []contract.ChatEvent{scripted.Text("Every worker settled.")}}), FromConversation: true}
 }
 
 func managerCall(id, verb string, args any) contract.ChatEvent {
