@@ -203,6 +203,10 @@ func TestResumedRunDoesWhatAnUninterruptedOneDoes(t *testing.T) {
 			if w, g := member(member(wantRes, "winner"), "node").Str(), member(member(res, "winner"), "node").Str(); w == "" || w != g {
 				t.Errorf("winner %q, uninterrupted %q:\n%s", g, w, out)
 			}
+			// Its progress says what it replayed and what it could not.
+			if !strings.Contains(errOut, "2 workers spawned, 1 settled (replayed, not run again)") || !strings.Contains(errOut, "in doubt "+string(running)+": ") {
+				t.Errorf("the resume's progress does not say what it replayed and what is in doubt:\n%s", errOut)
+			}
 			inDoubt := false
 			for _, w := range member(res, "workers").Items() {
 				if member(w, "id").Str() == string(running) {

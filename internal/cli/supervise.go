@@ -559,7 +559,7 @@ func startProgress(ctx context.Context, w io.Writer, j journalFeed, resume bool)
 	// resume says how much it holds, and a run refused for reusing a
 	// journaled run id shows none of it as if it ran again.
 	if recs, err := read(ctx); err == nil && resume {
-		fmt.Fprintf(w, "resuming %s: %d journaled records\n", j.name, len(recs))
+		fmt.Fprintln(w, resumeLine(j.name, recs))
 	}
 	go func() {
 		defer close(p.done)
@@ -703,6 +703,23 @@ func (p *progress) stop() {
 	})
 }
 
+// resumeLine is the progress line of a resume of the run name whose
+// journal holds recs: how many workers it spawned and how many of them
+// settled — replayed from the journal, not run again, so no progress
+// line of this process shows them.
+func resumeLine(name string, recs []supervise.Record) string {
+	spawned, settled := 0, map[supervise.NodeID]bool{}
+	for _, r := range recs {
+		switch r.Kind {
+		case supervise.KindSpawned:
+			spawned++
+		case supervise.KindSettled:
+			settled[r.Node] = true
+		}
+	}
+	return fmt.Sprintf("resuming %s: %d journaled records, %d workers spawned, %d settled (replayed, not run again)", name, len(recs), spawned, len(settled))
+}
+
 func progressLine(r supervise.Record) string {
 	switch r.Kind {
 	case supervise.KindRunStarted:
@@ -710,7 +727,13 @@ func progressLine(r supervise.Record) string {
 	case supervise.KindSpawned:
 		return fmt.Sprintf("spawned %s %s (%s)", r.Node, orName(r.Label, r.Profile), r.Profile)
 	case supervise.KindSettled:
-		return fmt.Sprintf("settled %s %s, %s", r.Node, r.State, deliveryText(r.Delivered, r.Verdict, r.CheckError, r.Reason))
+		line := fmt.Sprintf("settled %s %s, %s", r.Node, r.State, deliveryText(r.Delivered, r.Verdict, r.CheckError, r.Reason))
+		if r.Recovered {
+			line += ", recovered from its journaled execution"
+		}
+		return line
+	case supervise.KindRecoveryFailed:
+		return fmt.Sprintf("in doubt %s: %s", r.Node, r.Reason)
 	case supervise.KindSubmitted:
 		who := "the manager's"
 		if r.Node != "" {
