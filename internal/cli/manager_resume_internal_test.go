@@ -11,6 +11,7 @@ import (
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -141,4 +142,37 @@ func TestDefaultPlanRedoesWorkTheResumedRunLost(t *testing.T) {
 	if diff := cmp.Diff([]string{"text"}, callNames(t, m, msgs)); diff != "" {
 		t.Errorf("after the lost work was redone (-want +got):\n%s", diff)
 	}
+}
+
+// A lost worker's respawn that is refused (a spent edge cap, an
+// exhausted budget) is not asked again: the plan goes on with its script
+// rather than spawning and awaiting forever.
+func TestDefaultPlanDoesNotRetryARefusedRespawn(t *testing.T) {
+	m, err := routerModel("scripted", "", "", "", &profile.Profile{}, []string{"coder"}, "t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spawn, await := supervise.ToolPrefix+supervise.VerbSpawnWorker, supervise.ToolPrefix+supervise.VerbAwaitEvent
+	text := func(s string) *string { return &s }
+	args := `{"label":"coder","profile":"coder","task":"t"}`
+	call := func(id, name, a string) contract.ChatMessage {
+		c := scriptedCall(id, name, a)
+		return contract.ChatMessage{Role: contract.ChatAssistant, ToolCalls: []contract.ToolCall{c}}
+	}
+	result := func(id, name, s string) contract.ChatMessage {
+		return contract.ChatMessage{Role: contract.ChatTool, ToolCallID: id, Content: text("- " + name + s)}
+	}
+	msgs := []contract.ChatMessage{{Role: contract.ChatSystem, Content: text("system")}, {Role: contract.ChatUser, Content: text("task")},
+		call("s1", spawn, args), result("s1", spawn, ` → ok: {"workerId":"x:s1"}`),
+		call("a1", await, `{}`), result("a1", await, ` → ok: {"idle":true}`),
+		call("r1.s1", spawn, args), result("r1.s1", spawn, ` → failed (budget-exhausted): the pool is spent`),
+		call("r1.a1", await, `{}`), result("r1.a1", await, ` → ok: {"idle":true}`),
+	}
+	if diff := cmp.Diff([]string{"text"}, callNames(t, m, msgs)); diff != "" {
+		t.Errorf("after a refused respawn (-want +got):\n%s", diff)
+	}
+}
+
+func scriptedCall(id, name, args string) contract.ToolCall {
+	return scripted.Call(id, name, args).ToolCall
 }

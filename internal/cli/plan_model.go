@@ -21,8 +21,9 @@ import (
 // nothing queued) while a worker the plan spawned never settled, that
 // worker's work was lost with a process that died (it is in doubt or
 // was never recovered): the plan spawns it again, as it first did, then
-// awaits it, and goes on with its script. An uninterrupted run never
-// gets there — a spawned worker always settles before the run is idle.
+// awaits it, and goes on with its script (a respawn refused, say by a
+// spent edge cap, is not asked again). An uninterrupted run never gets
+// there — a spawned worker always settles before the run is idle.
 type planModel struct {
 	script scripted.ChatScript
 }
@@ -61,7 +62,8 @@ func (m planModel) next(messages []contract.ChatMessage) ([]contract.ChatEvent, 
 	latest := map[string]string{} // spawn arguments → the worker spawned last
 	calls := map[string]string{}  // call id → tool name
 	settled := map[string]bool{}
-	idle := false // the last tool message is an await that found the run idle
+	refused := map[string]bool{} // spawn arguments a spawn of which was refused: not asked again
+	idle := false                // the last tool message is an await that found the run idle
 	turns, recoveries := 0, 0
 	var lastRecovery []contract.ToolCall
 	for _, msg := range messages {
@@ -91,6 +93,9 @@ func (m planModel) next(messages []contract.ChatMessage) ([]contract.ChatEvent, 
 			}
 			_, result, ok := strings.Cut(*msg.Content, " → ok: ")
 			if !ok {
+				if calls[msg.ToolCallID] == supervise.ToolPrefix+supervise.VerbSpawnWorker {
+					refused[args[msg.ToolCallID]] = true
+				}
 				continue
 			}
 			var r struct {
@@ -128,7 +133,7 @@ func (m planModel) next(messages []contract.ChatMessage) ([]contract.ChatEvent, 
 	if idle {
 		var lost []contract.ChatEvent
 		for _, a := range order {
-			if w := latest[a]; w != "" && !settled[w] {
+			if w := latest[a]; w != "" && !settled[w] && !refused[a] {
 				id := fmt.Sprintf("%s%d.s%d", recoveryPrefix, recoveries+1, len(lost)+1)
 				lost = append(lost, scripted.Call(id, supervise.ToolPrefix+supervise.VerbSpawnWorker, a))
 			}
