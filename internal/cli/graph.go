@@ -14,7 +14,6 @@ import (
 	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
-	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -170,7 +169,7 @@ without a winner is also said on stderr), 2 on usage errors.`,
 				// The default plan also awaits the findings of the
 				// analyzes edges over the nodes it delegates to, so their
 				// analysts are not cancelled by the root's return.
-				router = scripted.NewChatModel(defaultPlanAwaiting(targets, len(targets)+findingsOver(g, targets), task, 0))
+				router = planModel{script: defaultPlanAwaiting(targets, len(targets)+findingsOver(g, targets), task, 0)}
 			}
 			tracing := startTracing(ctx, stdio)
 			defer stopTracing(ctx, stdio, tracing)

@@ -358,8 +358,12 @@ func expectDeliverable(expect string) supervise.Deliverable {
 	return d
 }
 
-// routerModel is the manager's chat model: a script, the default plan, or
-// the manager profile's model on the openai or anthropic endpoint.
+// routerModel is the manager's chat model: a script, the default plan
+// (planModel), or the manager profile's model on the openai or anthropic
+// endpoint. A scripted manager plays its script FromConversation, as a
+// real model answers: a manager resumed from its journaled transcript
+// goes on from the turn it reached, not from the script's first (its
+// spawns again).
 //
 // maxLive is the run's --max-live (0: no cap), which the default plan
 // keeps to.
@@ -374,7 +378,7 @@ func routerModel(providerName, scriptPath, baseURL, openaiAPI string, mgr *profi
 	switch providerName {
 	case "scripted":
 		if scriptPath == "" {
-			return scripted.NewChatModel(defaultPlan(workers, task, maxLive)), nil
+			return planModel{script: defaultPlan(workers, task, maxLive)}, nil
 		}
 		data, err := readFile(scriptPath)
 		if err != nil {
@@ -384,6 +388,7 @@ func routerModel(providerName, scriptPath, baseURL, openaiAPI string, mgr *profi
 		if err != nil {
 			return nil, &exitError{code: ExitFailed, err: fmt.Errorf("%s: %w", scriptPath, err)}
 		}
+		script.FromConversation = true
 		return scripted.NewChatModel(script), nil
 	case "openai", "anthropic":
 		return endpointModel(providerName, model, baseURL, openaiAPI)
@@ -427,6 +432,9 @@ func defaultPlan(workers []string, task string, maxLive int) scripted.ChatScript
 // findings) instead of one per worker. With maxLive > 0 it spawns the
 // first maxLive workers, then each further one after awaiting an event
 // (a settlement frees its slot), so none is refused max-live-workers.
+// The plan plays FromConversation (planModel plays it so, and redoes
+// the work a resumed run lost): resumed, it goes on from the turn its
+// journaled transcript reached.
 func defaultPlanAwaiting(workers []string, n int, task string, maxLive int) scripted.ChatScript {
 	first := len(workers)
 	if maxLive > 0 && maxLive < first {
@@ -455,7 +463,7 @@ func defaultPlanAwaiting(workers []string, n int, task string, maxLive int) scri
 	if len(awaits) > 0 {
 		turns = append(turns, scripted.ChatTurn{Events: awaits})
 	}
-	return scripted.ChatScript{Turns: append(turns, scripted.ChatTurn{Events: []contract.ChatEvent{scripted.Text("Every worker settled.")}})}
+	return scripted.ChatScript{Turns: append(turns, scripted.ChatTurn{Events: []contract.ChatEvent{scripted.Text("Every worker settled.")}}), FromConversation: true}
 }
 
 func managerCall(id, verb string, args any) contract.ChatEvent {
@@ -551,7 +559,7 @@ func startProgress(ctx context.Context, w io.Writer, j journalFeed, resume bool)
 	// resume says how much it holds, and a run refused for reusing a
 	// journaled run id shows none of it as if it ran again.
 	if recs, err := read(ctx); err == nil && resume {
-		fmt.Fprintf(w, "resuming %s: %d journaled records\n", j.name, len(recs))
+		fmt.Fprintln(w, resumeLine(j.name, recs))
 	}
 	go func() {
 		defer close(p.done)
@@ -695,6 +703,23 @@ func (p *progress) stop() {
 	})
 }
 
+// resumeLine is the progress line of a resume of the run name whose
+// journal holds recs: how many workers it spawned and how many of them
+// settled — replayed from the journal, not run again, so no progress
+// line of this process shows them.
+func resumeLine(name string, recs []supervise.Record) string {
+	spawned, settled := 0, map[supervise.NodeID]bool{}
+	for _, r := range recs {
+		switch r.Kind {
+		case supervise.KindSpawned:
+			spawned++
+		case supervise.KindSettled:
+			settled[r.Node] = true
+		}
+	}
+	return fmt.Sprintf("resuming %s: %d journaled records, %d workers spawned, %d settled (replayed, not run again)", name, len(recs), spawned, len(settled))
+}
+
 func progressLine(r supervise.Record) string {
 	switch r.Kind {
 	case supervise.KindRunStarted:
@@ -702,7 +727,13 @@ func progressLine(r supervise.Record) string {
 	case supervise.KindSpawned:
 		return fmt.Sprintf("spawned %s %s (%s)", r.Node, orName(r.Label, r.Profile), r.Profile)
 	case supervise.KindSettled:
-		return fmt.Sprintf("settled %s %s, %s", r.Node, r.State, deliveryText(r.Delivered, r.Verdict, r.CheckError, r.Reason))
+		line := fmt.Sprintf("settled %s %s, %s", r.Node, r.State, deliveryText(r.Delivered, r.Verdict, r.CheckError, r.Reason))
+		if r.Recovered {
+			line += ", recovered from its journaled execution"
+		}
+		return line
+	case supervise.KindRecoveryFailed:
+		return fmt.Sprintf("in doubt %s: %s", r.Node, r.Reason)
 	case supervise.KindSubmitted:
 		who := "the manager's"
 		if r.Node != "" {

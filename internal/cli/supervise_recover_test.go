@@ -110,7 +110,8 @@ func superviseArgsDB(script, dir, db string, extra ...string) []string {
 // under way: resumed, the worker's outcome cannot be recovered (the run
 // it started is still running in the store, its lease not yet lapsed),
 // so the output names it IN DOUBT with the reason and what to do, and
-// the manager's unkeyed spawn runs the work again and wins.
+// the manager, whose await finds the run idle, spawns the work again
+// (unkeyed: a new worker) and wins.
 func TestSuperviseResumeReportsUnrecoverableWorker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs agentrt in a child process")
@@ -134,7 +135,10 @@ func TestSuperviseResumeReportsUnrecoverableWorker(t *testing.T) {
 	}
 	_ = child.Wait()
 
-	second := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+answerDone+`]}`)
+	// The resumed manager goes on from its recorded turns (spawn, then
+	// the await it was in): that await finds the run idle, and its next
+	// turn spawns the work again.
+	second := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+spawnNote+`, `+awaitOne+`, `+answerDone+`]}`)
 	out, errOut, code := run(t, "", superviseArgsDB(second, dir, db, "--resume", "--worker-tokens", "10000")...)
 	if code != 0 {
 		t.Fatalf("resume: exit %d\n%s%s", code, out, errOut)

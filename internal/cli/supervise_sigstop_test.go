@@ -37,7 +37,10 @@ func TestPausedSuperviseProcessLosesTheRun(t *testing.T) {
 			storeFlags := backend.flags(t)
 			slow := writeFile(t, "slow.json", `{"turns": [{"match": "note", "repeat": true, "steps": [{"text": "drafting"}, {"delayMs": 600000}]}]}`)
 			fast := writeFile(t, "fast.json", `{"turns": [{"match": "note", "repeat": true, "steps": [{"text": "Done: the note."}]}]}`)
-			script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+answerDone+`]}`)
+			// The resumed manager goes on from its recorded spawn and the
+			// await it was in; that await finds the paused worker gone
+			// from the run (in doubt), and its next turn spawns again.
+			script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+spawnNote+`, `+awaitOne+`, `+answerDone+`]}`)
 			common := append([]string{"supervise", supManager, "--task", "Write release notes.", "--worker", noteWriter,
 				"--manager-script", script, "--run-id", "paused", "--journal-in-store", "--lease", "2s",
 				"--worker-tokens", "1000", "--expect", "Done"}, storeFlags...)

@@ -11,13 +11,24 @@ import (
 )
 
 // ChatScript is what a scripted chat model plays: Turns in order, one per
-// call of Turn.
+// call of Turn, or, with FromConversation, the turn the conversation it
+// is given has reached.
 type ChatScript struct {
 	// Turns play in order, one per call of Turn.
 	Turns []ChatTurn
 	// Cycle starts the script over after its last turn; without it, a
 	// turn asked for beyond the script fails with ErrScriptExhausted.
 	Cycle bool
+	// FromConversation makes the model stateless, as a real model is:
+	// each call plays the turn whose index is the number of assistant
+	// messages in the messages it is given (Turns[0] for a conversation
+	// the model has not spoken in yet), whatever was asked before. A
+	// conversation resumed from a record — by a new ChatModel in
+	// another process — goes on from where it was instead of from the
+	// script's first turn, and concurrent conversations each play the
+	// script on their own. Without it the model keeps one position in
+	// the script, shared by every caller.
+	FromConversation bool
 }
 
 // ChatTurn is one scripted model turn: its events, played in order with
@@ -43,7 +54,7 @@ var ErrScriptExhausted = errors.New("scripted: the chat script has no turn left"
 
 // ChatModel is a scripted contract.ChatModel: deterministic, offline, with
 // zero latency. It is safe for concurrent use; concurrent callers share
-// one position in the script.
+// one position in the script unless the script is FromConversation.
 type ChatModel struct {
 	script ChatScript
 	mu     sync.Mutex
@@ -67,11 +78,21 @@ func (m *ChatModel) Calls() int {
 func (m *ChatModel) Turn(ctx context.Context, messages []contract.ChatMessage, tools []contract.Tool) iter.Seq2[contract.ChatEvent, error] {
 	m.mu.Lock()
 	m.calls++
-	i, ok := m.next, m.next < len(m.script.Turns)
-	if ok {
-		m.next++
-		if m.script.Cycle && m.next == len(m.script.Turns) {
-			m.next = 0
+	var i int
+	var ok bool
+	if m.script.FromConversation {
+		i = assistantTurns(messages)
+		if m.script.Cycle && len(m.script.Turns) > 0 {
+			i %= len(m.script.Turns)
+		}
+		ok = i < len(m.script.Turns)
+	} else {
+		i, ok = m.next, m.next < len(m.script.Turns)
+		if ok {
+			m.next++
+			if m.script.Cycle && m.next == len(m.script.Turns) {
+				m.next = 0
+			}
 		}
 	}
 	m.mu.Unlock()
@@ -104,6 +125,18 @@ func (m *ChatModel) Turn(ctx context.Context, messages []contract.ChatMessage, t
 			yield(contract.ChatEvent{}, ctx.Err())
 		}
 	}
+}
+
+// assistantTurns is how many assistant messages messages holds: the
+// turns a model already took in that conversation.
+func assistantTurns(messages []contract.ChatMessage) int {
+	n := 0
+	for _, msg := range messages {
+		if msg.Role == contract.ChatAssistant {
+			n++
+		}
+	}
+	return n
 }
 
 // Text is a text event.

@@ -123,3 +123,65 @@ func TestCallArguments(t *testing.T) {
 		}
 	}
 }
+
+// A FromConversation script plays the turn the conversation it is given
+// has reached — its number of assistant messages — whatever the model
+// was asked before: two models (two processes) given one conversation
+// play the same turn, and concurrent conversations each start at the
+// first turn.
+func TestChatModelFromConversation(t *testing.T) {
+	turns := []scripted.ChatTurn{
+		{Events: []contract.ChatEvent{scripted.Text("a")}},
+		{Events: []contract.ChatEvent{scripted.Call("c", "t", "")}},
+		{Events: []contract.ChatEvent{scripted.Failure("f")}},
+	}
+	text := func(s string) *string { return &s }
+	said := func(n int) []contract.ChatMessage {
+		msgs := []contract.ChatMessage{{Role: contract.ChatSystem, Content: text("s")}, {Role: contract.ChatUser, Content: text("u")}}
+		for range n {
+			msgs = append(msgs, contract.ChatMessage{Role: contract.ChatAssistant, Content: text("x")},
+				contract.ChatMessage{Role: contract.ChatUser, Content: text("y")})
+		}
+		return msgs
+	}
+	tests := []struct {
+		name  string
+		cycle bool
+		said  int
+		kinds []string
+		err   error
+	}{
+		{"nothing said", false, 0, []string{"text"}, nil},
+		{"one turn said", false, 1, []string{"tool_call"}, nil},
+		{"two turns said", false, 2, []string{"failure"}, nil},
+		{"past the script", false, 3, nil, scripted.ErrScriptExhausted},
+		{"past the script, cycling", true, 4, []string{"tool_call"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for process := range 2 {
+				m := scripted.NewChatModel(scripted.ChatScript{Turns: turns, Cycle: tt.cycle, FromConversation: true})
+				for ask := range 2 { // asked again: the same turn
+					var kinds []string
+					var err error
+					for e, e2 := range m.Turn(context.Background(), said(tt.said), nil) {
+						if e2 != nil {
+							err = e2
+							break
+						}
+						kinds = append(kinds, string(e.Kind))
+					}
+					if diff := cmp.Diff(tt.kinds, kinds); diff != "" {
+						t.Errorf("process %d, ask %d: events (-want +got):\n%s", process, ask, diff)
+					}
+					if !errors.Is(err, tt.err) {
+						t.Errorf("process %d, ask %d: error %v, want %v", process, ask, err, tt.err)
+					}
+				}
+				if m.Calls() != 2 {
+					t.Errorf("Calls() = %d, want 2", m.Calls())
+				}
+			}
+		})
+	}
+}
