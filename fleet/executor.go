@@ -86,7 +86,8 @@ func (e *Executor) Execute(ctx context.Context, w supervise.Work) (supervise.Wor
 		}
 	}
 	sub, err := e.Fleet.Submit(ctx, Submission{
-		Spec:           Spec{Profile: pv, Task: w.Task, Provider: e.Provider, TimeoutMillis: e.TimeoutMillis},
+		// The supervised run's gate decides delivery, not the fleet.
+		Spec:           Spec{Profile: pv, Task: w.Task, Provider: e.Provider, TimeoutMillis: e.TimeoutMillis, JudgedBy: w.JudgedBy()},
 		RunID:          runID,
 		IdempotencyKey: workerKey(w.RunID, w.Node),
 		// The node's span (the supervise observer's, when traced): the

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/internal/pgdb"
+	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/postgres"
@@ -225,6 +227,11 @@ type Spec struct {
 	// Expect, when set, delivers the result only if it contains this
 	// text; otherwise a non-empty result is delivered.
 	Expect string `json:"expect,omitzero"`
+	// JudgedBy, when set, names who outside the fleet decides the
+	// result's delivery instead (a supervised run's completion gate:
+	// kernel.Request.JudgedBy): the attempts run with no check of their
+	// own, their records name the judge, and Expect must be empty.
+	JudgedBy string `json:"judgedBy,omitzero"`
 	// Stage is the profile's seat stage to run (0 is the first).
 	Stage int `json:"stage,omitzero"`
 	// TimeoutMillis bounds each attempt (0: no bound but the worker's).
@@ -233,6 +240,19 @@ type Spec struct {
 
 // queueName is what a provider name must be to serve as a River queue.
 var queueName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// maxJudgedBy bounds Spec.JudgedBy.
+const maxJudgedBy = 1024
+
+// completionCheck is the check the attempts of s run, and who else
+// judges them (kernel.Request.Check, JudgedBy): Expect's, or none when
+// s is judged elsewhere.
+func (s Spec) completionCheck() (kernel.Check, string) {
+	if s.JudgedBy != "" {
+		return nil, s.JudgedBy
+	}
+	return kernel.ExpectCheck(s.Expect), ""
+}
 
 // check validates s and returns its parsed profile and digest.
 func (s Spec) check() (*profile.Profile, string, error) {
@@ -251,6 +271,12 @@ func (s Spec) check() (*profile.Profile, string, error) {
 	}
 	if s.Stage < 0 || s.TimeoutMillis < 0 {
 		return nil, "", fmt.Errorf("%w: stage and timeout cannot be negative", ErrInvalid)
+	}
+	switch {
+	case s.JudgedBy != "" && s.Expect != "":
+		return nil, "", fmt.Errorf("%w: a spec judged elsewhere (judgedBy) has no expect of its own", ErrInvalid)
+	case len(s.JudgedBy) > maxJudgedBy || !utf8.ValidString(s.JudgedBy):
+		return nil, "", fmt.Errorf("%w: judgedBy must be valid UTF-8 of at most %d bytes", ErrInvalid, maxJudgedBy)
 	}
 	v, err := canonjson.ToValue(s)
 	if err != nil {
@@ -290,8 +316,11 @@ type Outcome struct {
 	Status string `json:"status"`
 	// RunID is the attempt's kernel run.
 	RunID string `json:"runId"`
-	// Delivered reports whether the completion check passed.
+	// Delivered reports whether the completion check passed; false when
+	// the spec is judged elsewhere (JudgedBy).
 	Delivered bool `json:"delivered"`
+	// JudgedBy is the spec's JudgedBy: who decides delivery instead.
+	JudgedBy string `json:"judgedBy,omitzero"`
 	// Text is the result's text.
 	Text string `json:"text,omitzero"`
 	// Error is why the attempt failed, if it did.

@@ -127,6 +127,9 @@ func TestSubmitRefusesInvalidSpecs(t *testing.T) {
 		{"no task", func(s *fleet.Spec) { s.Task = "" }},
 		{"provider not a queue name", func(s *fleet.Spec) { s.Provider = "Bad Name" }},
 		{"negative stage", func(s *fleet.Spec) { s.Stage = -1 }},
+		{"judged elsewhere with an expect of its own", func(s *fleet.Spec) { s.JudgedBy, s.Expect = "supervise run r, node r:s1", "DONE" }},
+		{"judgedBy over its bound", func(s *fleet.Spec) { s.JudgedBy = strings.Repeat("j", 1025) }},
+		{"judgedBy not UTF-8", func(s *fleet.Spec) { s.JudgedBy = "\xff" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -179,7 +179,7 @@ func (f *Fleet) Recover(ctx context.Context, runID string, o RecoverOptions) (*R
 		return nil, err
 	}
 	res, runErr := f.followInDoubt(ctx, runID, fr.Spec, attempt.RunID, env, created, o)
-	return f.settle(fence, attempt, doubt, res, runErr)
+	return f.settle(fence, attempt, doubt, fr.Spec.JudgedBy, res, runErr)
 }
 
 // stamp is the fleet's clock as RFC 3339.
@@ -263,17 +263,18 @@ func (f *Fleet) followInDoubt(ctx context.Context, runID string, spec Spec, atte
 	defer stop(nil)
 	unhook := context.AfterFunc(ctx, func() { stop(errStopFollowing) })
 	defer unhook()
+	check, judge := spec.completionCheck()
 	return kernel.Execute(follow, kernel.Request{
-		Profile: p, Task: spec.Task, Provider: o.Provider, Store: f.store, Check: kernel.ExpectCheck(spec.Expect), Stage: spec.Stage,
+		Profile: p, Task: spec.Task, Provider: o.Provider, Store: f.store, Check: check, JudgedBy: judge, Stage: spec.Stage,
 		RunID: attemptRun, LeaseTTL: o.LeaseTTL, CleanupTimeout: recoverCleanup, Logger: f.log,
 		Reattach: &kernel.Reattach{Environment: pin(env, turnID(runID), true), Created: created, Settle: true},
 	})
 }
 
 // settle records, fenced, what the recovery's kernel run found: the
-// turn's end as the run's outcome, the environment gone, or the turn
-// still in doubt.
-func (f *Fleet) settle(fence store.Fence, attempt Attempt, doubt InDoubt, res *kernel.Result, runErr error) (*Recovery, error) {
+// turn's end as the run's outcome (judged by judgedBy, the spec's, when
+// set), the environment gone, or the turn still in doubt.
+func (f *Fleet) settle(fence store.Fence, attempt Attempt, doubt InDoubt, judgedBy string, res *kernel.Result, runErr error) (*Recovery, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), recoverCleanup)
 	defer cancel()
 	rc := &Recovery{EnvironmentID: doubt.EnvironmentID, Attempt: attempt.RunID, At: f.stamp()}
@@ -313,7 +314,7 @@ func (f *Fleet) settle(fence store.Fence, attempt Attempt, doubt InDoubt, res *k
 	default:
 		status = string(res.Status)
 		rc.State, rc.Detail = RecoverySettled, "the turn in environment "+doubt.EnvironmentID+" had ended "+status
-		oc = &Outcome{Status: status, RunID: attempt.RunID, Delivered: res.Delivered, Text: res.Text}
+		oc = &Outcome{Status: status, RunID: attempt.RunID, Delivered: res.Delivered, Text: res.Text, JudgedBy: judgedBy}
 		if runErr != nil {
 			oc.Error = runErr.Error()
 		}

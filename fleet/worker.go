@@ -662,8 +662,10 @@ func (w *Worker) settledTurn(ctx context.Context, attempt string, spec Spec) (*O
 		return nil, nil
 	}
 	oc := &Outcome{Status: string(turn.Status), RunID: attempt, Text: turn.Text, Error: turn.Detail}
-	if turn.Status == store.StatusCompleted {
-		v, err := kernel.ExpectCheck(spec.Expect)(ctx, kernel.Outcome{RunID: attempt, Text: turn.Text, Output: turn.Output})
+	check, judge := spec.completionCheck()
+	oc.JudgedBy = judge
+	if turn.Status == store.StatusCompleted && check != nil {
+		v, err := check(ctx, kernel.Outcome{RunID: attempt, Text: turn.Text, Output: turn.Output})
 		if err != nil {
 			return nil, err
 		}
@@ -691,6 +693,7 @@ func outcomeOf(rec *kernel.RunRecord) Outcome {
 		if x.Delivered != nil {
 			oc.Delivered = *x.Delivered
 		}
+		oc.JudgedBy = x.JudgedBy
 		if x.Text != nil {
 			oc.Text = *x.Text
 		}
@@ -759,9 +762,10 @@ func (w *Worker) runAttempt(c claim) error {
 		st = w.kernelStore(st)
 	}
 	hb := w.startHeartbeat(c, cancel)
+	check, judge := c.spec.completionCheck()
 	res, runErr := kernel.Execute(runCtx, kernel.Request{
 		Profile: p, Task: c.spec.Task, Provider: provider, Store: st,
-		Check: kernel.ExpectCheck(c.spec.Expect), Stage: c.spec.Stage, RunID: c.attempt.RunID,
+		Check: check, JudgedBy: judge, Stage: c.spec.Stage, RunID: c.attempt.RunID,
 		LeaseTTL: w.o.LeaseTTL, Logger: w.log, Observer: observer, Reattach: reattach,
 		// An environment found by id can be settled later (Fleet.Recover):
 		// one whose turn is in doubt is kept for that, not destroyed.
@@ -841,7 +845,7 @@ func (w *Worker) end(c claim, res *kernel.Result, runErr error) error {
 		}
 	default:
 		status = res.Status
-		oc = Outcome{Status: string(res.Status), RunID: c.attempt.RunID, Delivered: res.Delivered, Text: res.Text}
+		oc = Outcome{Status: string(res.Status), RunID: c.attempt.RunID, Delivered: res.Delivered, Text: res.Text, JudgedBy: c.spec.JudgedBy}
 		if runErr != nil {
 			oc.Error = runErr.Error()
 		}

@@ -21,9 +21,9 @@ import (
 // (KernelExecutor).
 const WorkerRunKind = "supervise-worker"
 
-// judgedBy names, for a worker's kernel runs, who decides their
+// JudgedBy names, for the runs an executor makes of w, who decides their
 // delivery: the supervised run's completion gate (kernel.Request.JudgedBy).
-func (w Work) judgedBy() string {
+func (w Work) JudgedBy() string {
 	return fmt.Sprintf("supervise run %s, node %s", w.RunID, w.Node)
 }
 
@@ -407,7 +407,7 @@ type turnPlan struct {
 func (e *KernelExecutor) freshTurns(w Work, provider contract.Provider) turnPlan {
 	return turnPlan{request: func(id, task string) kernel.Request {
 		return kernel.Request{Profile: w.Profile, Task: task, Provider: provider, Store: e.Store,
-			RunID: id, Kind: WorkerRunKind, JudgedBy: w.judgedBy(), Observer: w.Observer}
+			RunID: id, Kind: WorkerRunKind, JudgedBy: w.JudgedBy(), Observer: w.Observer}
 	}}
 }
 

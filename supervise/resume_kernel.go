@@ -434,7 +434,7 @@ func (e *KernelExecutor) continueTurns(w Work, k *keptSession) turnPlan {
 	return turnPlan{
 		request: func(id, task string) kernel.Request {
 			return kernel.Request{Profile: w.Profile, Task: task, Provider: e.Provider, Store: e.Store,
-				RunID: id, Kind: WorkerRunKind, JudgedBy: w.judgedBy(), Observer: w.Observer,
+				RunID: id, Kind: WorkerRunKind, JudgedBy: w.JudgedBy(), Observer: w.Observer,
 				Continue: &kernel.Continue{Environment: k.env, Run: k.ref.Run, NativeSessionID: session}}
 		},
 		refused: func(err error) error {

@@ -46,7 +46,7 @@ func (e *KernelExecutor) executeSeated(ctx context.Context, w Work) (WorkResult,
 		return asking.provider(p), nil
 	})
 	res, err := kernel.ExecuteSeated(ctx, kernel.SeatedRequest{Accounts: accounts, Request: kernel.Request{
-		Profile: w.Profile, Task: w.Task, Store: e.Store, RunID: runID, Kind: WorkerRunKind, JudgedBy: w.judgedBy(), Observer: asking.observer(w.Observer)},
+		Profile: w.Profile, Task: w.Task, Store: e.Store, RunID: runID, Kind: WorkerRunKind, JudgedBy: w.JudgedBy(), Observer: asking.observer(w.Observer)},
 		// The worker is the logical node every stage runs as (RG-11).
 		Node: string(w.Node)})
 	if res == nil {

@@ -90,6 +90,21 @@ func TestSuperviseOnTheFleet(t *testing.T) {
 		if r.Status != store.StatusCompleted || len(r.Attempts) != 1 || r.Attempts[0].Worker != "fleet-w" {
 			t.Errorf("fleet run %s: %s, attempts %+v; want completed by the worker process", r.ID, r.Status, r.Attempts)
 		}
+		// The supervised run's gate decides delivery: the fleet run and
+		// its attempt name it, and claim no verdict of their own.
+		judge := "supervise run sup-" + schema + ", node "
+		if r.Spec.JudgedBy == "" || !strings.HasPrefix(r.Spec.JudgedBy, judge) || r.Outcome == nil || r.Outcome.JudgedBy != r.Spec.JudgedBy || r.Outcome.Delivered {
+			t.Errorf("fleet run %s: spec judgedBy %q, outcome %+v; want judged by %q…, not delivered by the fleet", r.ID, r.Spec.JudgedBy, r.Outcome, judge)
+		}
+		if len(r.Attempts) == 1 {
+			ar, err := kernel.ReadRun(t.Context(), f.Store(), r.Attempts[0].RunID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ar.Exact == nil || ar.Exact.JudgedBy != r.Spec.JudgedBy || ar.Exact.Delivered != nil || ar.Exact.Verdict != nil {
+				t.Errorf("attempt %s records %+v; want judged by %q with no delivered or verdict of its own", ar.ID, ar.Exact, r.Spec.JudgedBy)
+			}
+		}
 		executed++
 	}
 	if executed != 2 {

@@ -237,7 +237,10 @@ func summary(r store.Run) string {
 			return "(unreadable record)"
 		}
 		parts = append(parts, fmt.Sprintf("%q", clip(fr.Spec.Task, 40)), fmt.Sprintf("%d attempt(s)", len(fr.Attempts)))
-		if fr.Outcome != nil {
+		switch {
+		case fr.Outcome != nil && fr.Outcome.JudgedBy != "":
+			parts = append(parts, "delivery decided by "+fr.Outcome.JudgedBy)
+		case fr.Outcome != nil:
 			delivered = &fr.Outcome.Delivered
 		}
 	case kernel.KindToolLoop:

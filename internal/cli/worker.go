@@ -503,7 +503,11 @@ func newFleetShowCmd(stdio IO) *cobra.Command {
 				fmt.Fprintln(stdio.Out)
 			}
 			if oc := r.Outcome; oc != nil {
-				fmt.Fprintf(stdio.Out, "outcome: %s, delivered %v\n", oc.Status, oc.Delivered)
+				if oc.JudgedBy != "" {
+					fmt.Fprintf(stdio.Out, "outcome: %s, delivery decided by %s\n", oc.Status, oc.JudgedBy)
+				} else {
+					fmt.Fprintf(stdio.Out, "outcome: %s, delivered %v\n", oc.Status, oc.Delivered)
+				}
 				if oc.Text != "" {
 					fmt.Fprintf(stdio.Out, "text: %s\n", clip(oc.Text, 200))
 				}
