@@ -1,6 +1,7 @@
 package coordmcp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,10 +14,25 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentrt/agentrt/mcpserver"
+	"github.com/agentrt/agentrt/supervise"
 )
 
 // DefaultConnectTimeout bounds the relay's connection to the live run.
 const DefaultConnectTimeout = 10 * time.Second
+
+// Relayed call bounds: a supervising process that stalls (paused, or
+// its machine overloaded) leaves no relayed call waiting past them.
+const (
+	// DefaultCallTimeout bounds a relayed call other than await_event.
+	DefaultCallTimeout = 2 * time.Minute
+	// DefaultAwaitMargin is how long past its own wait (its timeoutMs,
+	// as supervise bounds it) a relayed await_event may take.
+	DefaultAwaitMargin = 30 * time.Second
+)
+
+// CodeUnresponsive is the error code of a relayed call the live run did
+// not answer within its bound (see DefaultCallTimeout).
+const CodeUnresponsive = "run-unresponsive"
 
 // CodeNotLive is the error code of a relayed call the live run could not
 // answer because it is no longer live.
@@ -32,6 +48,12 @@ type RelayOptions struct {
 	// ConnectTimeout bounds reading the endpoint, connecting and listing
 	// the run's tools (DefaultConnectTimeout when 0).
 	ConnectTimeout time.Duration
+	// CallTimeout bounds each relayed call other than await_event
+	// (DefaultCallTimeout when 0); AwaitMargin is how long past its own
+	// wait an await_event may take (DefaultAwaitMargin when 0). A call
+	// past its bound is a tool result {error: "run-unresponsive"}.
+	CallTimeout time.Duration
+	AwaitMargin time.Duration
 }
 
 // Relay serves, on the MCP stdio transport over in and out, the
@@ -73,7 +95,7 @@ func Relay(ctx context.Context, runDir string, in io.Reader, out io.Writer, o Re
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
 	for _, t := range tools {
-		srv.AddTool(t, forward(up, t.Name))
+		srv.AddTool(t, forward(up, t.Name, o.bounds()))
 	}
 	ss, err := srv.Connect(ctx, mcpserver.Stdio(in, out), nil)
 	if err != nil {
@@ -134,8 +156,38 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
-// forward relays one tool's calls to the live run.
-func forward(up *mcp.ClientSession, name string) mcp.ToolHandler {
+// callBounds are RelayOptions' call bounds, defaults applied.
+type callBounds struct{ call, awaitMargin time.Duration }
+
+func (o RelayOptions) bounds() callBounds {
+	return callBounds{call: cmp.Or(o.CallTimeout, DefaultCallTimeout), awaitMargin: cmp.Or(o.AwaitMargin, DefaultAwaitMargin)}
+}
+
+// of is how long a relayed call of tool name with args may take: an
+// await_event its own wait (supervise's bound of its timeoutMs) and the
+// margin, any other call the call bound.
+func (b callBounds) of(name string, args json.RawMessage) time.Duration {
+	if name != supervise.ToolPrefix+supervise.VerbAwaitEvent {
+		return b.call
+	}
+	var a struct {
+		TimeoutMS float64 `json:"timeoutMs"`
+	}
+	wait := supervise.DefaultAwaitTimeout
+	if json.Unmarshal(args, &a) == nil {
+		switch {
+		case a.TimeoutMS > 0:
+			wait = time.Duration(min(a.TimeoutMS, float64(supervise.MaxAwaitTimeout.Milliseconds()))) * time.Millisecond
+		case a.TimeoutMS < 0:
+			wait = supervise.MaxAwaitTimeout
+		}
+	}
+	return wait + b.awaitMargin
+}
+
+// forward relays one tool's calls to the live run, each within its
+// bound.
+func forward(up *mcp.ClientSession, name string, b callBounds) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var args json.RawMessage
 		if req != nil && req.Params != nil && len(req.Params.Arguments) > 0 {
@@ -145,7 +197,19 @@ func forward(up *mcp.ClientSession, name string) mcp.ToolHandler {
 		if args != nil {
 			p.Arguments = args
 		}
-		res, err := up.CallTool(ctx, p)
+		bound := b.of(name, args)
+		cctx, cancel := context.WithTimeout(ctx, bound)
+		defer cancel()
+		res, err := up.CallTool(cctx, p)
+		if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+			// The run did not answer in time: stalled, not gone.
+			why := fmt.Sprintf("the supervised run did not answer within %s (its supervising process may be paused or overloaded); try the call again", bound)
+			return &mcp.CallToolResult{
+				Content:           []mcp.Content{&mcp.TextContent{Text: why}},
+				StructuredContent: mcpserver.Outcome{Error: CodeUnresponsive, Reason: why},
+				IsError:           true,
+			}, nil
+		}
 		if err != nil {
 			// The run cannot answer: a result the model reads, not a
 			// protocol error.
