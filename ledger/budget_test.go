@@ -208,6 +208,31 @@ func TestDeadlineIsAbsolute(t *testing.T) {
 	}
 }
 
+// A reservation the journal already holds is re-admitted on resume
+// after the deadline passed (Readmit): the deadline refuses new work, not
+// the replay of work it admitted. Every other rule still holds.
+func TestReadmitPastTheDeadline(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now.Add(time.Hour) }
+	pool, _ := ledger.NewPool(ledger.Budget{Tokens: i64(10), Iterations: i64(10)}, ledger.PoolOptions{Deadline: now.Add(time.Minute), Now: clock})
+	tk, err := pool.Readmit(ledger.Budget{Tokens: i64(4), Iterations: i64(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := pool.Readout().Channels[ledger.ChannelTokens]; b.Reserved != 4 || b.Free != 6 {
+		t.Errorf("readmitted tokens %+v, want 4 reserved, 6 free", b)
+	}
+	if _, err := pool.Readmit(ledger.Budget{Tokens: i64(7)}); !errors.Is(err, ledger.ErrExhausted) {
+		t.Errorf("a readmission past the balance: %v, want ErrExhausted", err)
+	}
+	if _, err := pool.Reserve(ledger.Budget{Tokens: i64(1)}); !errors.Is(err, ledger.ErrDeadline) {
+		t.Errorf("a new reservation after the deadline: %v", err)
+	}
+	if err := pool.Settle(tk, ledger.Spend{Tokens: i64(3), Iterations: i64(1)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Behaviour 37: settling the same ticket twice is refused and changes no
 // balance; a ticket settled with invalid spend is still closed.
 func TestSettleTwiceRefusedBehaviour37(t *testing.T) {
