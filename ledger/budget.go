@@ -381,6 +381,24 @@ type Readout struct {
 	Deadline    time.Time
 }
 
+// ErrNotConserved: a readout's channel breaks total = free + reserved +
+// committed.
+var ErrNotConserved = errors.New("ledger: a channel does not conserve")
+
+// Conserved checks the pool's invariant on r: for every channel, total =
+// free + reserved + committed (an uncapped channel's total is 0), and
+// reserved and committed are never negative. It returns ErrNotConserved
+// naming the first channel (in name order) that breaks it.
+func (r Readout) Conserved() error {
+	for _, ch := range slices.Sorted(maps.Keys(r.Channels)) {
+		b := r.Channels[ch]
+		if b.Reserved < 0 || b.Committed < 0 || b.Total != b.Free+b.Reserved+b.Committed {
+			return fmt.Errorf("%w: %s total %d != free %d + reserved %d + committed %d", ErrNotConserved, ch, b.Total, b.Free, b.Reserved, b.Committed)
+		}
+	}
+	return nil
+}
+
 // Readout returns the pool's state.
 func (p *Pool) Readout() Readout {
 	p.mu.Lock()

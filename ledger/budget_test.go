@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -230,6 +231,35 @@ func TestReadmitPastTheDeadline(t *testing.T) {
 	}
 	if err := pool.Settle(tk, ledger.Spend{Tokens: i64(3), Iterations: i64(1)}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Readout.Conserved is the pool's invariant: it holds across reserve,
+// settle (known, unknown, overspent) and observe, and names a channel
+// that breaks it.
+func TestReadoutConserved(t *testing.T) {
+	pool, _ := ledger.NewPool(ledger.Budget{Tokens: i64(100), Iterations: i64(10), MicroUSD: i64(1000)}, ledger.PoolOptions{})
+	check := func(step string) {
+		t.Helper()
+		if err := pool.Readout().Conserved(); err != nil {
+			t.Errorf("%s: %v", step, err)
+		}
+	}
+	a, _ := pool.Reserve(ledger.Budget{Tokens: i64(30), Iterations: i64(1), MicroUSD: i64(100)})
+	b, _ := pool.Reserve(ledger.Budget{Tokens: i64(30), Iterations: i64(1), MicroUSD: i64(100)})
+	check("reserved")
+	_ = pool.Settle(a, ledger.Spend{Tokens: i64(40), Iterations: i64(1), MicroUSD: i64(5)})
+	check("overspent")
+	_ = pool.Settle(b, ledger.Spend{Iterations: i64(1)})
+	check("unknown")
+	pool.Observe(ledger.Spend{Tokens: i64(7), Iterations: i64(1)})
+	check("observed")
+	r := pool.Readout()
+	bad := r.Channels[ledger.ChannelTokens]
+	bad.Free++
+	r.Channels[ledger.ChannelTokens] = bad
+	if err := r.Conserved(); !errors.Is(err, ledger.ErrNotConserved) || !strings.Contains(err.Error(), ledger.ChannelTokens) {
+		t.Errorf("a broken readout: %v", err)
 	}
 }
 
