@@ -198,14 +198,23 @@ func requested(b Budget) (map[string]int64, error) {
 // from a pool without a dollar ceiling, when the dollar channel is tainted,
 // when the deadline passed, or when a capped named resource is not
 // declared by the request.
-func (p *Pool) Reserve(b Budget) (*Ticket, error) {
+func (p *Pool) Reserve(b Budget) (*Ticket, error) { return p.reserve(b, true) }
+
+// Readmit is Reserve for a reservation a journal already holds, made
+// again when a run is resumed and its journal replayed: every rule of
+// Reserve holds except the deadline, which admitted that work once
+// already. A resume past the deadline replays what was admitted before
+// it, and admits nothing new (Reserve refuses).
+func (p *Pool) Readmit(b Budget) (*Ticket, error) { return p.reserve(b, false) }
+
+func (p *Pool) reserve(b Budget, deadline bool) (*Ticket, error) {
 	req, err := requested(b)
 	if err != nil {
 		return nil, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.deadline.IsZero() && !p.now().Before(p.deadline) {
+	if deadline && !p.deadline.IsZero() && !p.now().Before(p.deadline) {
 		return nil, ErrDeadline
 	}
 	usd := p.accounts[ChannelUSD]
@@ -370,6 +379,24 @@ type Readout struct {
 	OpenTickets int
 	Violations  []Violation
 	Deadline    time.Time
+}
+
+// ErrNotConserved: a readout's channel breaks total = free + reserved +
+// committed.
+var ErrNotConserved = errors.New("ledger: a channel does not conserve")
+
+// Conserved checks the pool's invariant on r: for every channel, total =
+// free + reserved + committed (an uncapped channel's total is 0), and
+// reserved and committed are never negative. It returns ErrNotConserved
+// naming the first channel (in name order) that breaks it.
+func (r Readout) Conserved() error {
+	for _, ch := range slices.Sorted(maps.Keys(r.Channels)) {
+		b := r.Channels[ch]
+		if b.Reserved < 0 || b.Committed < 0 || b.Total != b.Free+b.Reserved+b.Committed {
+			return fmt.Errorf("%w: %s total %d != free %d + reserved %d + committed %d", ErrNotConserved, ch, b.Total, b.Free, b.Reserved, b.Committed)
+		}
+	}
+	return nil
 }
 
 // Readout returns the pool's state.

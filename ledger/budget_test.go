@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -205,6 +206,60 @@ func TestDeadlineIsAbsolute(t *testing.T) {
 	restored, _ := ledger.Restore(pool.Snapshot(), ledger.PoolOptions{Now: clock})
 	if _, err := restored.Reserve(ledger.Budget{Tokens: i64(1)}); !errors.Is(err, ledger.ErrDeadline) {
 		t.Errorf("the deadline slid on restore: %v", err)
+	}
+}
+
+// A reservation the journal already holds is re-admitted on resume
+// after the deadline passed (Readmit): the deadline refuses new work, not
+// the replay of work it admitted. Every other rule still holds.
+func TestReadmitPastTheDeadline(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now.Add(time.Hour) }
+	pool, _ := ledger.NewPool(ledger.Budget{Tokens: i64(10), Iterations: i64(10)}, ledger.PoolOptions{Deadline: now.Add(time.Minute), Now: clock})
+	tk, err := pool.Readmit(ledger.Budget{Tokens: i64(4), Iterations: i64(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := pool.Readout().Channels[ledger.ChannelTokens]; b.Reserved != 4 || b.Free != 6 {
+		t.Errorf("readmitted tokens %+v, want 4 reserved, 6 free", b)
+	}
+	if _, err := pool.Readmit(ledger.Budget{Tokens: i64(7)}); !errors.Is(err, ledger.ErrExhausted) {
+		t.Errorf("a readmission past the balance: %v, want ErrExhausted", err)
+	}
+	if _, err := pool.Reserve(ledger.Budget{Tokens: i64(1)}); !errors.Is(err, ledger.ErrDeadline) {
+		t.Errorf("a new reservation after the deadline: %v", err)
+	}
+	if err := pool.Settle(tk, ledger.Spend{Tokens: i64(3), Iterations: i64(1)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Readout.Conserved is the pool's invariant: it holds across reserve,
+// settle (known, unknown, overspent) and observe, and names a channel
+// that breaks it.
+func TestReadoutConserved(t *testing.T) {
+	pool, _ := ledger.NewPool(ledger.Budget{Tokens: i64(100), Iterations: i64(10), MicroUSD: i64(1000)}, ledger.PoolOptions{})
+	check := func(step string) {
+		t.Helper()
+		if err := pool.Readout().Conserved(); err != nil {
+			t.Errorf("%s: %v", step, err)
+		}
+	}
+	a, _ := pool.Reserve(ledger.Budget{Tokens: i64(30), Iterations: i64(1), MicroUSD: i64(100)})
+	b, _ := pool.Reserve(ledger.Budget{Tokens: i64(30), Iterations: i64(1), MicroUSD: i64(100)})
+	check("reserved")
+	_ = pool.Settle(a, ledger.Spend{Tokens: i64(40), Iterations: i64(1), MicroUSD: i64(5)})
+	check("overspent")
+	_ = pool.Settle(b, ledger.Spend{Iterations: i64(1)})
+	check("unknown")
+	pool.Observe(ledger.Spend{Tokens: i64(7), Iterations: i64(1)})
+	check("observed")
+	r := pool.Readout()
+	bad := r.Channels[ledger.ChannelTokens]
+	bad.Free++
+	r.Channels[ledger.ChannelTokens] = bad
+	if err := r.Conserved(); !errors.Is(err, ledger.ErrNotConserved) || !strings.Contains(err.Error(), ledger.ChannelTokens) {
+		t.Errorf("a broken readout: %v", err)
 	}
 }
 

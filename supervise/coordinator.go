@@ -1482,6 +1482,8 @@ func (e *VerbRefusal) Error() string { return "supervise: refused: " + e.Code + 
 // journaled spend, and every spawn left without a settlement marked in
 // doubt, charged at its ceiling (§15 behaviour 40).
 func (c *Coordinator) replayRecords(prior []Record) error {
+	c.scope.setReplaying(true)
+	defer c.scope.setReplaying(false)
 	var bound map[NodeID]string // each worker's journaled execution
 	// What this run was asked to cancel: workers (and their subtrees)
 	// and the whole run. A recovered execution that ended cancelled is

@@ -20,7 +20,11 @@
 // before it is visible; a run started again on the same dir with Resume
 // replays settled workers instead of executing them, charges workers
 // left unsettled at their ceilings, and keeps the original start and
-// deadline. The result is a SupervisedResult arm: winner, or no-winner
+// deadline: resumed before the deadline a run has what was left of it
+// (read on Options.Now), and resumed after it the journal is replayed
+// (its spawns re-admitted, ledger.Pool.Readmit) and the run ends at once,
+// no-winner budget-exhausted, with no brain driven, no worker run and
+// nothing more spent. The result is a SupervisedResult arm: winner, or no-winner
 // with a reason. The run's finished record journals that whole result
 // (OutcomeRecord) before Supervise returns it, so with
 // Options.ReturnEnded a run resumed after its end — its process killed

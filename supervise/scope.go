@@ -204,6 +204,18 @@ type Scope struct {
 	aborted bool
 	closed  bool
 	allowed map[string]bool
+	// replaying is set while a resumed run replays its journal: its
+	// spawns are re-admitted (ledger.Pool.Readmit), not admitted anew,
+	// so a run resumed past its deadline replays what was admitted
+	// before it.
+	replaying bool
+}
+
+// setReplaying marks the journal's replay begun or done.
+func (s *Scope) setReplaying(on bool) {
+	s.mu.Lock()
+	s.replaying = on
+	s.mu.Unlock()
 }
 
 // ErrInvalidOptions: New or Supervise was given options it cannot run
@@ -423,7 +435,11 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 
 	// 8. budget.
 	budget := mergeBudget(req.Budget, s.opts.PerWorker)
-	ticket, err := s.pool.Reserve(budget)
+	reserve := s.pool.Reserve
+	if s.replaying {
+		reserve = s.pool.Readmit
+	}
+	ticket, err := reserve(budget)
 	if err != nil {
 		return SpawnReply{}, s.reserveRefusal(err)
 	}

@@ -75,8 +75,10 @@ type Options struct {
 	// it (else a *ResumeMismatchError), so a zero Budget resumes with
 	// the journaled one. PerWorker is held to its journaled value the
 	// same way, and so are the task (empty: adopted) and the manager
-	// profile's digest. Deadline, when set, is its absolute deadline; on
-	// resume the journaled deadline holds.
+	// profile's digest. Deadline, when set, is its absolute deadline,
+	// read on Now's clock; on resume the journaled deadline holds (the
+	// run has what is left of it, and a run resumed after it ends at
+	// once, budget-exhausted, with nothing more driven or spent).
 	Budget   ledger.Budget
 	Deadline time.Time
 	// PerWorker, MaxLiveWorkers, MaxDepth, AllowedModels and
@@ -568,13 +570,17 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 
 	// Workers outlive a stopped brain only until they are cancelled
 	// below, and never the run's deadline.
+	// The deadline is absolute and read on the run's clock (Options.Now):
+	// the contexts get what is left of it, the original remainder on a
+	// resume, never a fresh deadline.
 	workCtx := context.WithoutCancel(ctx)
 	brainCtx, stop := context.WithCancelCause(ctx)
 	if !deadline.IsZero() {
+		left := deadline.Sub(now())
 		var cancelWorkDeadline, cancelDeadline context.CancelFunc
-		workCtx, cancelWorkDeadline = context.WithDeadline(workCtx, deadline)
+		workCtx, cancelWorkDeadline = context.WithTimeout(workCtx, left)
 		defer cancelWorkDeadline()
-		brainCtx, cancelDeadline = context.WithDeadline(brainCtx, deadline)
+		brainCtx, cancelDeadline = context.WithTimeout(brainCtx, left)
 		defer cancelDeadline()
 	}
 	c.workCtx, c.cancelWork = context.WithCancelCause(workCtx)
@@ -659,7 +665,11 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		}
 		return res, rerr
 	}
-	if resumed && resumeErr == nil {
+	// A run whose deadline passed before its brain drove (a resume after
+	// it) ends at once, as the deadline ends a run: nothing more is
+	// driven, run or spent.
+	late := !deadline.IsZero() && !now().Before(deadline)
+	if resumed && resumeErr == nil && !late {
 		// What the process before left half done: settlement hooks that
 		// never returned, analyses requested but never started, nested
 		// managers still driving.
@@ -675,11 +685,15 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	// while the brain drives; run end expires what is left.
 	c.openManagerInbox(brain)
 	stopWatch := c.watchControl(context.WithoutCancel(ctx))
-	report, driveErr := drive(brainCtx, brain, c, task)
+	var report BrainReport
+	var driveErr error
+	if !late {
+		report, driveErr = drive(brainCtx, brain, c, task)
+	}
 	c.closeManagerInbox(ctx) // a root steer still waiting is not_live
 	stopWatch()
 	stopped := errors.Is(context.Cause(brainCtx), ErrStopped)
-	deadlinePassed := !deadline.IsZero() && ctx.Err() == nil && (errors.Is(brainCtx.Err(), context.DeadlineExceeded) || !time.Now().Before(deadline))
+	deadlinePassed := !deadline.IsZero() && ctx.Err() == nil && (late || errors.Is(brainCtx.Err(), context.DeadlineExceeded) || !now().Before(deadline))
 	if deadlinePassed {
 		// The run's deadline is part of its budget.
 		c.mu.Lock()
