@@ -15,7 +15,9 @@ import (
 	"github.com/agentrt/agentrt/contract"
 	"github.com/agentrt/agentrt/harness"
 	"github.com/agentrt/agentrt/kernel"
+	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
+	"github.com/agentrt/agentrt/providers/clibridge"
 	"github.com/agentrt/agentrt/store"
 	"github.com/agentrt/agentrt/store/memory"
 	"github.com/agentrt/agentrt/supervise"
@@ -213,16 +215,28 @@ func (b *HarnessBrain) Drive(ctx context.Context, c *supervise.Coordinator, task
 		case <-turnCtx.Done():
 		}
 	}()
+	// The turn's spend is metered as the harness reports it: each model
+	// call it reports while the turn runs (opencode's steps), then what
+	// its final report adds. A process killed mid-turn keeps the calls
+	// already journaled; the rest of the turn is a gap on resume.
+	turn, err := c.OpenDriverTurn(ctx)
+	if err != nil {
+		return supervise.BrainReport{}, err
+	}
 	res, err := kernel.Execute(turnCtx, kernel.Request{Profile: p, Task: b.prompt(c, task), Provider: b.provider, Store: st,
-		RunID: kernel.NewID("manager"), Kind: "supervise-manager"})
+		RunID: kernel.NewID("manager"), Kind: "supervise-manager", Observer: callMeter{turn: turn, logger: b.o.Logger}})
 	// The harness's turn is its last: a steer it has not taken by now
 	// never reaches its model, so it is not_live at once (Seal, not
 	// TakeOrSeal: no later turn would read what a final take returned).
 	inbox.Seal(context.WithoutCancel(ctx))
 	var report supervise.BrainReport
+	var total *ledger.Usage
 	if res != nil {
-		usage := res.Usage
-		report = supervise.BrainReport{Text: res.Text, Metered: &usage}
+		report = supervise.BrainReport{Text: res.Text}
+		total = &res.Usage
+	}
+	if endErr := turn.End(context.WithoutCancel(ctx), total); endErr != nil {
+		b.o.Logger.Error("coordmcp: metering the manager's turn", "err", endErr)
 	}
 	if err != nil && errors.Is(context.Cause(turnCtx), errSubmitGrace) && ctx.Err() == nil {
 		b.o.Logger.Info("coordmcp: ended the manager's turn after its accepted result", "grace", b.o.SubmitGrace)
@@ -230,6 +244,37 @@ func (b *HarnessBrain) Drive(ctx context.Context, c *supervise.Coordinator, task
 	}
 	return report, err
 }
+
+// callMeter is the kernel.Observer of the manager's turn that meters
+// each model call the harness reports while the turn runs
+// (clibridge.CallUsage) through the turn's supervise.DriverTurn.
+type callMeter struct {
+	turn   *supervise.DriverTurn
+	logger *slog.Logger
+}
+
+func (m callMeter) RunStarted(ctx context.Context, _ kernel.RunStart) (context.Context, error) {
+	return ctx, nil
+}
+
+func (m callMeter) TurnStarted(ctx context.Context, _ kernel.TurnStart) (context.Context, error) {
+	return ctx, nil
+}
+
+func (m callMeter) Event(ctx context.Context, e contract.EnvironmentEvent) error {
+	if u, ok := clibridge.CallUsage(e); ok {
+		if err := m.turn.Meter(context.WithoutCancel(ctx), ledger.FromTokenUsage(&u)); err != nil {
+			// The spend is charged; only its record is lost (the
+			// journal counts the loss).
+			m.logger.Error("coordmcp: metering the manager's model call", "err", err)
+		}
+	}
+	return nil
+}
+
+func (m callMeter) TurnEnded(context.Context, kernel.TurnEnd) error { return nil }
+
+func (m callMeter) RunEnded(context.Context, kernel.Result) error { return nil }
 
 // withSteers wraps a coordination verb's run so that its result carries
 // the root steers waiting in inbox (SteersMember, at most

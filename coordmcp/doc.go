@@ -43,7 +43,14 @@
 //     contract.Provider (providers/clibridge) with an MCP server entry
 //     [MCPServerName] that starts the relay, and returns when the turn
 //     ends: the manager answered, called stop (supervise cancels the
-//     turn), or ran past a grace after its result was accepted.
+//     turn), or ran past a grace after its result was accepted. Its
+//     turn is a supervise.DriverTurn: each model call the harness
+//     reports while the turn runs (clibridge.CallUsage: opencode's
+//     steps; claude-code and codex report usage only at the turn's end)
+//     is charged and journaled as it arrives, the turn's final report
+//     adds the rest and the turn's one iteration, and a supervisor
+//     killed mid-turn keeps what was reported (the rest a spend gap on
+//     resume, never 0).
 //
 // Root steers (§3.6 "Steering": a steer whose worker is the run id, from
 // `agentrt steer RUN RUN-ID` or the run dir) reach the harness's manager

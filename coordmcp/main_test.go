@@ -1,6 +1,7 @@
 package coordmcp_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,6 +14,16 @@ var tempRoot string
 func mkdirTemp() (string, error) { return os.MkdirTemp(tempRoot, "bin-") }
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(fakeModeEnv); mode != "" {
+		fakeOpencode(mode)
+	}
+	if dir := os.Getenv(killChildEnv); dir != "" {
+		if err := superviseUntilKilled(dir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(3) // the parent kills the child before its run can end
+	}
 	dir, err := os.MkdirTemp("", "coordmcp-test-")
 	if err != nil {
 		panic(err)

@@ -1491,6 +1491,8 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 	cancelAsked := map[NodeID]bool{}
 	runCancelAsked := false
 	managers := map[NodeID]bool{} // the nested managers spawned
+	var openTurns []string        // driver turns opened, in order
+	endedTurns := map[string]bool{}
 	for _, r := range prior {
 		if r.Kind == KindAnalystDefined {
 			if err := c.replayAnalyst(r); err != nil {
@@ -1597,6 +1599,11 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				continue
 			}
 			c.chargeDriver(r.Spent.spend())
+		case KindDriverTurn:
+			openTurns = append(openTurns, r.Key)
+		case KindDriverTurnEnded:
+			endedTurns[r.Key] = true
+			c.chargeDriver(r.Spent.spend())
 		case KindSubmitted:
 			// A record naming no node, or the root's (as every record
 			// before nested managers journaled theirs), is the run's.
@@ -1609,6 +1616,13 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			}
 		case KindTeardownUnconfirmed:
 			c.replayTeardown(r)
+		}
+	}
+	for _, k := range openTurns {
+		if !endedTurns[k] {
+			// The process died in the manager's turn: what it reported
+			// was metered; the rest is unknown, never 0.
+			c.chargeDriver(unendedTurnSpend())
 		}
 	}
 	for _, n := range c.scope.Nodes() {

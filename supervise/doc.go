@@ -353,7 +353,17 @@
 // of older versions, a metered record for every turn beside transcript
 // records without spend, replay as before. A caller's brain may meter
 // through Coordinator.Meter or TurnMeter (a metered record per turn) or
-// report its usage in BrainReport.Metered.
+// report its usage in BrainReport.Metered. A root brain whose turn
+// reports usage while it runs (coordmcp.HarnessBrain: an external
+// harness's turn, which makes many model calls) opens a DriverTurn: the
+// opening is journaled (KindDriverTurn), each model call the harness
+// reports is charged and journaled as it arrives (a metered record
+// keyed by the turn), and the turn's end charges what its final report
+// adds plus the turn's one iteration — an agent turn, as a worker's
+// harness turn is (KindDriverTurnEnded). A process killed mid-turn
+// keeps the calls journaled before it died, charged once on resume;
+// the turn itself counts one iteration whose other spend is unknown,
+// the manager's gap on tokens and dollars, never 0.
 //
 // Analysts (§9): a Lens is data only — question, instructions, tool
 // group and bounds, decoded strictly by DecodeLens. The menu is

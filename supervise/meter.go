@@ -26,6 +26,7 @@ const KindMetered = "metered"
 type meter struct {
 	charged          bool  // some spend was charged
 	turns            int64 // model turns metered (a nested manager's)
+	iterations       int64 // iterations charged (the root's driver turns)
 	tokens, microUSD int64
 	tokensUnknown    bool
 	usdUnknown       bool
@@ -99,6 +100,9 @@ func (c *Coordinator) chargeDriver(sp ledger.Spend) {
 	defer c.mu.Unlock()
 	m := &c.meter
 	m.charged = true
+	if sp.Iterations != nil {
+		m.iterations += *sp.Iterations
+	}
 	if sp.Tokens == nil {
 		m.tokensUnknown = true
 	} else {
@@ -118,7 +122,7 @@ func (c *Coordinator) driverTotal() (SpentTotal, *SpendGap) {
 	m := c.meter
 	c.mu.Unlock()
 	t := SpentTotal{Resources: map[string]int64{}, TokensKnown: !m.tokensUnknown, IterationsKnown: true, USDKnown: !m.usdUnknown,
-		Tokens: m.tokens, MicroUSD: m.microUSD}
+		Tokens: m.tokens, Iterations: m.iterations, MicroUSD: m.microUSD}
 	if !m.tokensUnknown && !m.usdUnknown {
 		return t, nil
 	}

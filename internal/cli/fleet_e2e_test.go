@@ -117,7 +117,10 @@ func (p *proc) stop(t *testing.T) {
 //   - a run whose environment died with server 2 ends interrupted after
 //     that one attempt (in doubt: never run again);
 //   - a run whose worker died is taken over in the next generation and
-//     completes; no run fails;
+//     completes — or, when the kill fell after its turn's end was
+//     recorded and before the run's own end was, is adopted from its
+//     recorded events and never run again (its ledger then a floor of
+//     the turn's usage, which its events state whole); no run fails;
 //   - no run had two live executors, proved where the work happens:
 //     each server's provider records every turn it starts (turnLogEnv,
 //     a probe of this test binary only), and every completed run's turn
@@ -388,6 +391,10 @@ func TestFleetEndToEnd(t *testing.T) {
 
 	var completed, inDoubt, recovered, handedBack, attempts int
 	var ledgerIn, ledgerOut, usageIn, usageOut int64
+	// Adopted attempts (their end unrecorded, adopted from their events)
+	// and their turns' usage, which their ledgers hold only a floor of.
+	var adopted int
+	var adoptedIn, adoptedOut int64
 	for _, id := range ids {
 		r := runs[id]
 		// Read again: the status seen while waiting is the final one.
@@ -443,6 +450,35 @@ func TestFleetEndToEnd(t *testing.T) {
 				if rec.Exact != nil {
 					completedEnv = string(rec.Exact.EnvironmentID)
 				}
+			case a.Status == string(store.StatusCompleted) && rec.Run.Status == store.StatusInterrupted && strings.Contains(a.Note, "adopted by"):
+				// The killed worker's attempt whose turn completed, its
+				// terminal event recorded, though the worker died before
+				// recording the run's end: the next claim adopted it from
+				// its events, never running the turn again (fleet
+				// settledTurn). It is the attempt that completed the run,
+				// in its environment; its turn's usage is in its events,
+				// its kernel ledger only a floor of it.
+				if a.Worker != "w1" {
+					t.Errorf("run %s: attempt %s of %s adopted with its end unrecorded; only the killed worker's may be", id, a.RunID, a.Worker)
+				}
+				completedAttempts++
+				diedWithWorker = true
+				if rec.Exact != nil {
+					completedEnv = string(rec.Exact.EnvironmentID)
+				}
+				turn, err := kernel.ReadRecordedTurn(ctx, f.Store(), a.RunID)
+				if err != nil {
+					t.Fatalf("run %s: attempt %s: %v", id, a.RunID, err)
+				}
+				in, out := turn.Usage.InputTokens, turn.Usage.OutputTokens
+				if turn.Status != store.StatusCompleted || !in.Known() || !out.Known() {
+					t.Errorf("run %s: adopted attempt %s recorded turn %s with usage %+v; want completed, its usage whole", id, a.RunID, turn.Status, turn.Usage)
+				}
+				if sp := rec.Spend; sp.InputTokens.Known() || sp.InputTokens.Value > in.Value || sp.OutputTokens.Value > out.Value {
+					t.Errorf("run %s: adopted attempt %s: ledger %+v; want a floor of its turn's %d in, %d out", id, a.RunID, sp, in.Value, out.Value)
+				}
+				adoptedIn, adoptedOut = adoptedIn+in.Value, adoptedOut+out.Value
+				adopted++
 			case rec.Run.Status == store.StatusInterrupted:
 				// Only the killed worker's attempts lapsed.
 				if a.Worker != "w1" {
@@ -514,8 +550,11 @@ func TestFleetEndToEnd(t *testing.T) {
 	}
 	// Each completed run used 5 in, 3 out; attempts cut short add their
 	// own recorded usage, which the ledger states too.
-	if ledgerIn != usageIn || ledgerOut != usageOut || usageIn < int64(5*completed) || usageOut < int64(3*completed) {
-		t.Errorf("ledger totals %d in, %d out; run usage %d in, %d out; %d completed runs", ledgerIn, ledgerOut, usageIn, usageOut, completed)
+	// An adopted attempt's usage is its recorded turn's: its ledger is
+	// a floor, checked above.
+	if ledgerIn != usageIn || ledgerOut != usageOut || usageIn+adoptedIn < int64(5*completed) || usageOut+adoptedOut < int64(3*completed) {
+		t.Errorf("ledger totals %d in, %d out; run usage %d in, %d out (and %d in, %d out of %d adopted attempts); %d completed runs",
+			ledgerIn, ledgerOut, usageIn, usageOut, adoptedIn, adoptedOut, adopted, completed)
 	}
 
 	// No event a follower was given is lost, moved or changed. Each
@@ -557,8 +596,8 @@ func TestFleetEndToEnd(t *testing.T) {
 
 	t.Logf("%d runs, 3 workers on 2 servers; worker 1 and server 2 killed at %s; all ended after %s (%.1f runs/s)",
 		n, killedAt.Round(time.Millisecond), elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds())
-	t.Logf("%d completed (%d recovered from the killed worker), %d interrupted in doubt; %d attempts, %d handed back by the dead server's worker; %d turns started by the servers; %d events given to %d followers (%d of them agentrt processes), none lost; ledger %d in, %d out",
-		completed, recovered, inDoubt, attempts, handedBack, turnsStarted, read, n+len(cliFollowers), len(cliFollowers), ledgerIn, ledgerOut)
+	t.Logf("%d completed (%d recovered from the killed worker, %d of them adopted with their end unrecorded), %d interrupted in doubt; %d attempts, %d handed back by the dead server's worker; %d turns started by the servers; %d events given to %d followers (%d of them agentrt processes), none lost; ledger %d in, %d out",
+		completed, recovered, adopted, inDoubt, attempts, handedBack, turnsStarted, read, n+len(cliFollowers), len(cliFollowers), ledgerIn, ledgerOut)
 	if t.Failed() {
 		t.Log(dump())
 	}

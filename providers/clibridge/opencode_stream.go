@@ -277,3 +277,24 @@ func (n *opencodeNormalizer) end(x exit) []contract.EnvironmentEvent {
 	}
 	return []contract.EnvironmentEvent{ev}
 }
+
+// CallUsage is the usage of one model call that e reports while its turn
+// runs, and whether e reports one: opencode's step_finish, whose input
+// and output tokens are that call's. The turn's result still reports the
+// turn's total (cumulative); claude-code and codex report usage only
+// then, so none of their events is a call's.
+func CallUsage(e contract.EnvironmentEvent) (contract.TokenUsage, bool) {
+	if e.Type != "step_finish" {
+		return contract.TokenUsage{}, false
+	}
+	in, okIn := e.Data["inputTokens"]
+	out, okOut := e.Data["outputTokens"]
+	if !okIn || !okOut || in.Kind() != canonjson.Number || out.Kind() != canonjson.Number {
+		return contract.TokenUsage{}, false
+	}
+	i, o := in.Float(), out.Float()
+	if i < 0 || o < 0 || !canonjson.IsSafeInteger(i) || !canonjson.IsSafeInteger(o) {
+		return contract.TokenUsage{}, false
+	}
+	return contract.TokenUsage{InputTokens: int64(i), OutputTokens: int64(o)}, true
+}
