@@ -62,7 +62,9 @@
 // codex and opencode show their model. A steer that arrives while the
 // manager waits in await_event ends that wait (supervise.Inbox.Waiting):
 // await_event answers at once with what it has — pending, idle or an
-// event — and the steer. A steer is acknowledged delivered when a result
+// event — and the steer. An await_event in flight when the run starts
+// settling (the harness's own stop beside it, agentrt cancel RUN-DIR,
+// the deadline) answers at once too: {stopped: true, reason, live}. A steer is acknowledged delivered when a result
 // about to be sent takes it (a refused call's {error, reason} carries
 // none); when the harness's turn ends the inbox is sealed, so a steer it
 // never saw is not_live, never delivered. This is verified with a

@@ -38,6 +38,33 @@ const CodeUnresponsive = "run-unresponsive"
 // answer because it is no longer live.
 const CodeNotLive = "run-not-live"
 
+// ErrUnresponsive matches the error of a relay whose run did not answer
+// its connection within the connect bound: something listens on the
+// run's endpoint (the run is live) but does not answer — its
+// supervising process may be paused (SIGSTOP) or overloaded.
+var ErrUnresponsive = errors.New("coordmcp: the run did not answer")
+
+// UnresponsiveError is Relay's error when the live run's endpoint did
+// not answer within After; it matches ErrUnresponsive, never ErrNotLive.
+type UnresponsiveError struct {
+	RunID, RunDir string
+	// PID is the supervising process the endpoint file names.
+	PID   int
+	After time.Duration
+	Err   error
+}
+
+func (e *UnresponsiveError) Error() string {
+	return fmt.Sprintf("coordmcp: run %s in %s did not answer within %s: its supervising process (pid %d) may be paused or overloaded; try again once it runs",
+		e.RunID, e.RunDir, e.After, e.PID)
+}
+
+// Is matches ErrUnresponsive.
+func (e *UnresponsiveError) Is(target error) bool { return target == ErrUnresponsive }
+
+// Unwrap returns what the connection failed with.
+func (e *UnresponsiveError) Unwrap() error { return e.Err }
+
 // RelayOptions adjust Relay.
 type RelayOptions struct {
 	// Logger receives the relay's operational log (never arguments,
@@ -66,7 +93,9 @@ type RelayOptions struct {
 //
 // It returns an error matching ErrNotLive, before serving anything, when
 // the run is not live (no endpoint file, nothing listening, or the token
-// refused); otherwise it returns when the client closes in (nil) or ctx
+// refused), and an *UnresponsiveError (ErrUnresponsive) when the run's
+// endpoint took the connection but did not answer within the connect
+// bound (its process paused or overloaded); otherwise it returns when the client closes in (nil) or ctx
 // ends.
 func Relay(ctx context.Context, runDir string, in io.Reader, out io.Writer, o RelayOptions) error {
 	logger := o.Logger
@@ -84,6 +113,11 @@ func Relay(ctx context.Context, runDir string, in io.Reader, out io.Writer, o Re
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	up, tools, err := dial(cctx, ep, o.Version)
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		// Something took the connection and did not answer: stalled,
+		// not gone (nothing listening fails at once).
+		return &UnresponsiveError{RunID: ep.RunID, RunDir: runDir, PID: ep.PID, After: timeout, Err: err}
+	}
 	if err != nil {
 		return fmt.Errorf("%w: run %s in %s: %w", ErrNotLive, ep.RunID, runDir, err)
 	}

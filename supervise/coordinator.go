@@ -68,7 +68,10 @@ type Coordinator struct {
 	stopped    bool
 	stopWhy    string
 	stopFn     context.CancelCauseFunc
-	rootInbox  *Inbox
+	// brainCtx is its brain's context, set with stopFn: once it ended,
+	// Await answers stopped.
+	brainCtx  context.Context
+	rootInbox *Inbox
 	// reoffered counts the steers reofferSteers queued whose
 	// acknowledgement is not yet written; closeManagerInbox waits for
 	// them.
@@ -1060,12 +1063,22 @@ type AwaitArgs struct {
 
 // AwaitResult is await_event's reply: the next settlement, or idle (no
 // live worker and nothing queued), or pending (the wait ran out while
-// workers are live). It always carries FreeSlots.
+// workers are live), or stopped (the manager's run is settling: it
+// stopped, was cancelled, ran out of time, or its brain returned; an
+// event already queued is still returned first). It always carries
+// FreeSlots. Idle, pending and stopped answers name the manager's
+// workers in doubt (InDoubt): started by an earlier process of the run,
+// with no terminal record, and not recovered — they will never settle,
+// and observe_agent says why.
 type AwaitResult struct {
-	Event     *Event   `json:"event,omitzero"`
-	Idle      bool     `json:"idle,omitzero"`
-	Pending   bool     `json:"pending,omitzero"`
+	Event   *Event `json:"event,omitzero"`
+	Idle    bool   `json:"idle,omitzero"`
+	Pending bool   `json:"pending,omitzero"`
+	Stopped bool   `json:"stopped,omitzero"`
+	// Reason says, on a stopped answer, why the run is settling.
+	Reason    string   `json:"reason,omitzero"`
 	Live      []NodeID `json:"live,omitzero"`
+	InDoubt   []NodeID `json:"inDoubt,omitzero"`
 	FreeSlots *int     `json:"freeSlots"`
 }
 
@@ -1088,7 +1101,12 @@ func awaitBound(ms int64) time.Duration {
 }
 
 // Await returns the next settlement not yet returned, in recorded order,
-// waiting at most the bounded timeout.
+// waiting at most the bounded timeout. Once the manager's brain context
+// has ended (stop, a run cancel, the run's deadline, its caller, or its
+// brain returned) it waits no more: with nothing queued it answers
+// stopped at once, a wait already under way included — a harness's
+// await_event in flight beside its stop call does not run out its
+// timeout.
 func (c *Coordinator) Await(ctx context.Context, a AwaitArgs) (AwaitResult, error) {
 	d := awaitBound(a.TimeoutMS)
 	// The timer is made only when Await has to wait: an event already
@@ -1112,27 +1130,72 @@ func (c *Coordinator) Await(ctx context.Context, a AwaitArgs) (AwaitResult, erro
 			_, free := c.scope.Live()
 			return AwaitResult{Event: &ev, FreeSlots: free}, nil
 		}
-		wake, inflight, held := c.wake, c.inflight, c.held
+		wake, inflight, held, brain := c.wake, c.inflight, c.held, c.brainCtx
 		c.mu.Unlock()
+		var ended <-chan struct{}
+		if brain != nil {
+			if brain.Err() != nil {
+				return c.settlingAnswer(brain), nil
+			}
+			ended = brain.Done()
+		}
 		if inflight == 0 && held == 0 {
 			// Nothing runs and nothing is about to be queued, or put
 			// back by a call whose caller went away. (A node the scope
 			// still counts live is in doubt or was never started.)
 			_, free := c.scope.Live()
-			return AwaitResult{Idle: true, FreeSlots: free}, nil
+			return AwaitResult{Idle: true, InDoubt: c.inDoubtIDs(), FreeSlots: free}, nil
 		}
 		if timer == nil {
 			timer = time.NewTimer(d)
 		}
 		select {
 		case <-wake:
+		case <-ended:
+			// Look once more for a queued event, then answer stopped.
 		case <-timer.C:
 			_, free := c.scope.Live()
-			return AwaitResult{Pending: true, Live: c.liveIDs(), FreeSlots: free}, nil
+			return AwaitResult{Pending: true, Live: c.liveIDs(), InDoubt: c.inDoubtIDs(), FreeSlots: free}, nil
 		case <-ctx.Done():
 			return AwaitResult{}, context.Cause(ctx)
 		}
 	}
+}
+
+// settlingAnswer is Await's answer once the manager's brain context
+// brain has ended: stopped, saying why, with the workers still live
+// (they are being cancelled) and those in doubt.
+func (c *Coordinator) settlingAnswer(brain context.Context) AwaitResult {
+	cause := context.Cause(brain)
+	why := "the run is ending"
+	var rc *RunCancelledError
+	switch {
+	case errors.Is(cause, ErrStopped):
+		why = "the manager stopped"
+	case errors.As(cause, &rc):
+		why = "the run was cancelled"
+		if rc.Reason != "" {
+			why += ": " + rc.Reason
+		}
+	case errors.Is(cause, context.DeadlineExceeded):
+		why = "the run's deadline passed"
+	case cause != nil && !errors.Is(cause, context.Canceled):
+		why = cause.Error()
+	}
+	_, free := c.scope.Live()
+	return AwaitResult{Stopped: true, Reason: clip(why+"; its live workers are cancelled and no more events will be waited for", MaxReasonBytes),
+		Live: c.liveIDs(), InDoubt: c.inDoubtIDs(), FreeSlots: free}
+}
+
+// inDoubtIDs are this manager's workers in doubt, in admission order.
+func (c *Coordinator) inDoubtIDs() []NodeID {
+	var out []NodeID
+	for _, n := range c.scope.Nodes() {
+		if n.InDoubt && (c.parent == nil || n.Parent == c.self) {
+			out = append(out, n.ID)
+		}
+	}
+	return out
 }
 
 func (c *Coordinator) liveIDs() []NodeID {

@@ -129,6 +129,8 @@
 // recovery-failed record and the reason (observe_agent's reason,
 // WorkerSummary.InDoubtReason); the operator's way out is to resume
 // the run again once the execution ended (agentrt supervise --resume).
+// A manager that only awaits learns it too: await_event's idle, pending
+// and stopped answers name its workers in doubt (AwaitResult.InDoubt).
 //
 // observe_agent (ObservePage) reports a worker's progress — idleMs,
 // stalled (idle StallAfter or more), turns, recentActivity,

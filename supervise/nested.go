@@ -161,7 +161,7 @@ func (c *Coordinator) runManager(ctx context.Context, m *nestedManager, w Work) 
 		v.workCtx, cancelWork = context.WithCancelCause(ctx)
 		v.cancelWork = cancelWork
 	}
-	v.stopFn = stop
+	v.stopFn, v.brainCtx = stop, brainCtx
 	v.rootInbox, v.turnObs, v.reserved = w.Inbox, w.Observer, reservation{w.Reserved}
 	c.mu.Unlock()
 	// Driven again on resume, it is re-offered the steers an earlier

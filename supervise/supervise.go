@@ -585,7 +585,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	}
 	c.workCtx, c.cancelWork = context.WithCancelCause(workCtx)
 	c.mu.Lock()
-	c.stopFn = stop
+	c.stopFn, c.brainCtx = stop, brainCtx
 	c.mu.Unlock()
 	// A caller cancellation reaches the workers too. A caller whose
 	// context ended because it lost the lease it held the run under

@@ -30,7 +30,9 @@ claude-code, codex or opencode) is given.
 
 A refused verb is a tool result {error, reason}; a call made after the
 run ended is a tool result {error: "run-not-live"}. When the run is not
-live the command exits 1 before serving, saying so. Stdout carries nothing
+live the command exits 1 before serving, saying so; when the run's
+endpoint takes the connection but does not answer within 10s (its
+supervising process paused or overloaded) it exits 1 saying that instead. Stdout carries nothing
 but the MCP stdio transport; logs go to stderr.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -41,6 +43,8 @@ but the MCP stdio transport; logs go to stderr.`,
 			switch {
 			case err == nil || ctx.Err() != nil:
 				return nil
+			case errors.Is(err, coordmcp.ErrUnresponsive):
+				return &exitError{code: ExitFailed, err: err}
 			case errors.Is(err, coordmcp.ErrNotLive):
 				return &exitError{code: ExitFailed, err: errors.Join(err,
 					errors.New("start the run with agentrt supervise --run-dir "+args[0]+" (a claude-code, codex or opencode manager serves this endpoint), or check the directory"))}
