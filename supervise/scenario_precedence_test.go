@@ -1,0 +1,69 @@
+package supervise_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/supervise"
+)
+
+// failingExecutor ends every worker failed, having spent one iteration.
+type failingExecutor struct{}
+
+func (failingExecutor) Execute(context.Context, supervise.Work) (supervise.WorkResult, error) {
+	return supervise.WorkResult{Spent: ledger.Spend{Tokens: i64(5), Iterations: i64(1), MicroUSD: i64(5)}},
+		errors.New("worker crashed")
+}
+
+// §3.6 "Lifecycle causes outrank driver-failed", behaviour 42 ("no-winner
+// with ZERO down children and a throwing driver returns driver-failed"):
+// a real down child outranks the driver's rejection, so a run whose only
+// child went down before its driver threw is all-children-down, and
+// carries no error (the lifecycle arms declare none).
+func TestDownChildOutranksDriverFailedBehaviour42(t *testing.T) {
+	o := baseOptions(t, failingExecutor{}, nil)
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		if r := tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("x")); r["error"] != nil {
+			t.Fatalf("spawn refused: %v", r)
+		}
+		ev := tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
+		if e, _ := ev["event"].(map[string]any); e["state"] != "failed" {
+			t.Fatalf("await_event: %v, want the settlement", ev)
+		}
+		return supervise.BrainReport{}, errors.New("boom")
+	})
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != supervise.StatusNoWinner || res.Reason != supervise.ReasonAllChildrenDown || res.Error != nil {
+		t.Errorf("status %s reason %s error %+v, want no-winner all-children-down without an error", res.Status, res.Reason, res.Error)
+	}
+	if res.DownCount != 1 {
+		t.Errorf("downCount %d, want 1", res.DownCount)
+	}
+}
+
+// The other side of behaviour 42: a child the run's end cancelled (it
+// was still live when the driver threw) did not go down on its own, so
+// the driver's rejection is what ended the run: driver-failed, with the
+// error's name and message.
+func TestChildCancelledAtRunEndLeavesDriverFailedBehaviour42(t *testing.T) {
+	gate := &gateExecutor{release: make(chan struct{})}
+	o := baseOptions(t, gate, nil)
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		if r := tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("x")); r["error"] != nil {
+			t.Fatalf("spawn refused: %v", r)
+		}
+		return supervise.BrainReport{}, errors.New("boom")
+	})
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != supervise.StatusNoWinner || res.Reason != supervise.ReasonDriverFailed || res.Error == nil || res.Error.Message != "boom" {
+		t.Errorf("status %s reason %s error %+v, want no-winner driver-failed boom", res.Status, res.Reason, res.Error)
+	}
+}
