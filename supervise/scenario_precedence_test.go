@@ -67,3 +67,52 @@ func TestChildCancelledAtRunEndLeavesDriverFailedBehaviour42(t *testing.T) {
 		t.Errorf("status %s reason %s error %+v, want no-winner driver-failed boom", res.Status, res.Reason, res.Error)
 	}
 }
+
+// §3.6 "Every spawn reply carries live and freeSlots (null = uncapped)",
+// behaviour 45 ("every reply carries freeSlots"): an admitted spawn and a
+// keyed spawn that replays its completed key (resumed: completed) carry
+// both too, not only refusals.
+func TestEverySpawnReplyCarriesLiveAndFreeSlotsBehaviour45(t *testing.T) {
+	for _, capped := range []bool{false, true} {
+		gate := &gateExecutor{release: make(chan struct{})}
+		o := baseOptions(t, gate, nil)
+		want := any(nil)
+		if capped {
+			o.MaxLiveWorkers = 3
+			want = 2.0
+		}
+		var admitted, replayed map[string]any
+		o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+			keyed := map[string]any{"profile": "writer", "task": "x", "key": "k1"}
+			admitted = tool(t, ctx, c, supervise.VerbSpawnWorker, keyed)
+			close(gate.release)
+			tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
+			replayed = tool(t, ctx, c, supervise.VerbSpawnWorker, keyed)
+			return supervise.BrainReport{}, nil
+		})
+		if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "t", o); err != nil {
+			t.Fatal(err)
+		}
+		for name, r := range map[string]map[string]any{"admitted": admitted, "replayed": replayed} {
+			live, hasLive := r["live"]
+			free, hasFree := r["freeSlots"]
+			if !hasLive || !hasFree {
+				t.Errorf("capped=%v %s reply %v lacks live or freeSlots", capped, name, r)
+				continue
+			}
+			wantLive, wantFree := 1.0, want
+			if name == "replayed" {
+				wantLive = 0.0
+				if capped {
+					wantFree = 3.0
+				}
+			}
+			if live != wantLive || free != wantFree {
+				t.Errorf("capped=%v %s reply live %v freeSlots %v, want %v and %v: %v", capped, name, live, free, wantLive, wantFree, r)
+			}
+		}
+		if replayed["resumed"] != "completed" {
+			t.Errorf("capped=%v the second keyed spawn: %v, want resumed completed", capped, replayed)
+		}
+	}
+}
