@@ -3,6 +3,8 @@ package supervise_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/agentrt/agentrt/ledger"
@@ -114,5 +116,47 @@ func TestEverySpawnReplyCarriesLiveAndFreeSlotsBehaviour45(t *testing.T) {
 		if replayed["resumed"] != "completed" {
 			t.Errorf("capped=%v the second keyed spawn: %v, want resumed completed", capped, replayed)
 		}
+	}
+}
+
+// Behaviour 55 under concurrency (§3.6 "submit_result retains the FIRST
+// passing result; concurrent passing submits get earlier-passing-result"):
+// eight passing results submitted at once: exactly one is accepted, every
+// other is refused earlier-passing-result, and the accepted one is the
+// run's winner.
+func TestConcurrentPassingSubmitsKeepOneBehaviour55(t *testing.T) {
+	o := baseOptions(t, &gateExecutor{release: make(chan struct{})}, nil)
+	const n = 8
+	replies := make([]map[string]any, n)
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				replies[i] = tool(t, ctx, c, supervise.VerbSubmitResult, map[string]any{"result": fmt.Sprintf("result %d DONE", i)})
+			})
+		}
+		wg.Wait()
+		return supervise.BrainReport{}, nil
+	})
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSubmitResult), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := -1
+	for i, r := range replies {
+		switch {
+		case r["accepted"] == true && accepted < 0:
+			accepted = i
+		case r["accepted"] == true:
+			t.Errorf("submissions %d and %d were both accepted", accepted, i)
+		case r["error"] != "earlier-passing-result":
+			t.Errorf("submission %d: %v, want accepted or earlier-passing-result", i, r)
+		}
+	}
+	if accepted < 0 {
+		t.Fatalf("no submission accepted: %v", replies)
+	}
+	if want := fmt.Sprintf("result %d DONE", accepted); res.Status != supervise.StatusWinner || res.Winner == nil || res.Winner.Text != want || !res.Winner.Submitted {
+		t.Errorf("winner %+v, want the accepted %q", res.Winner, want)
 	}
 }
