@@ -243,7 +243,10 @@ const (
 type NoWinnerReason string
 
 // No-winner reasons (§3.6 Result). Lifecycle causes (cancelled,
-// budget-exhausted, aborted) outrank driver-failed. A run is
+// budget-exhausted, aborted, and a child that went down while the brain
+// drove: all-children-down) outrank driver-failed, which is the reason
+// only when no child was down when the brain failed (a child the run's
+// end cancelled does not count). A run is
 // budget-exhausted when a spawn was refused budget-exhausted, a budget
 // stop ended its brain, or its deadline passed; a spawn refused
 // usd-unbudgeted ran no pool out and does not make it so.
@@ -690,6 +693,10 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	if !late {
 		report, driveErr = drive(brainCtx, brain, c, task)
 	}
+	// The children down when the driver returned, before the run's end
+	// cancels the live ones: a real down child outranks the driver's
+	// rejection (§3.6 "lifecycle causes outrank driver-failed").
+	downWhileDriving := c.downCount()
 	c.closeManagerInbox(ctx) // a root steer still waiting is not_live
 	stopWatch()
 	stopped := errors.Is(context.Cause(brainCtx), ErrStopped)
@@ -738,7 +745,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	// Environments kept for continuity resume are released now that no
 	// resume can follow; one whose teardown is unconfirmed is named.
 	c.releaseSessions(ctx)
-	res := c.finish(ctx, report, driveErr, start, now())
+	res := c.finish(ctx, report, driveErr, downWhileDriving, start, now())
 	res.Resumed = resumed
 	c.finalizeControl(ctx, &res)
 	// The outcome is durable before anyone is told of it: a process
@@ -849,7 +856,7 @@ func (o *Options) resolve(manager *profile.Profile) (Brain, Executor, error) {
 }
 
 // finish settles the scope and builds the result.
-func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr error, start, end time.Time) SupervisedResult {
+func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr error, downWhileDriving int, start, end time.Time) SupervisedResult {
 	res := SupervisedResult{RunID: c.runID, BrainText: report.Text, MS: end.Sub(start).Milliseconds()}
 	if report.Metered != nil {
 		// Usage the brain reported only now: charged and journaled at
@@ -921,13 +928,25 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 		res.Status, res.Reason = StatusNoWinner, ReasonBudgetExhausted
 	case c.scope.Aborted():
 		res.Status, res.Reason = StatusNoWinner, ReasonAborted
-	case driveErr != nil:
+	case driveErr != nil && downWhileDriving == 0:
 		res.Status, res.Reason = StatusNoWinner, ReasonDriverFailed
 		res.Error = &DriverError{Name: errorName(driveErr), Message: driveErr.Error()}
 	default:
 		res.Status, res.Reason = StatusNoWinner, ReasonAllChildrenDown
 	}
 	return res
+}
+
+// downCount counts the tree's nodes that went down (failed, cancelled or
+// in doubt) so far.
+func (c *Coordinator) downCount() int {
+	n := 0
+	for _, node := range c.scope.Nodes() {
+		if node.State == StateFailed || node.State == StateCancelled || node.InDoubt {
+			n++
+		}
+	}
+	return n
 }
 
 // errBudgetStop marks a router brain that stopped for lack of budget.

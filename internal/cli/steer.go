@@ -63,11 +63,14 @@ func newSteerCmd(stdio IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "steer RUN WORKER MESSAGE",
 		Short: "Deliver a message to a worker of a running supervised or graph run",
-		Long: `agentrt supervise steer with the message as an argument. RUN is the run's
-directory or its id in --workspace (WORKSPACE/.agent/supervisor/RUN). WORKER
-is a worker id, a direct child's label or profile name, or the run id for the
-manager (a router manager takes it before its next model call, a claude-code,
-codex or opencode manager with its next coordination tool result). The operation id defaults to one derived from the worker WORKER
+		Long: `Deliver MESSAGE to WORKER of the supervised or graph run RUN while it
+runs, from any process: agentrt supervise steer with the message as an
+argument. RUN is the run's directory or its id in --workspace
+(WORKSPACE/.agent/supervisor/RUN). WORKER is a worker id, a direct child's
+label or profile name, or the run id for the manager (a router manager takes
+it before its next model call, a claude-code, codex or opencode manager with
+its next coordination tool result; a kernel worker takes it as its next
+turn's input). The operation id defaults to one derived from the worker WORKER
 names now (a reused label names its newest worker) and MESSAGE, so running
 the same command again retries the same request (and shows its outcome);
 pass --operation-id to send the same message once more.
@@ -105,7 +108,9 @@ func newCancelCmd(stdio IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cancel RUN [WORKER]",
 		Short: "Cancel a worker (and its subtree) of a running supervised or graph run, or the whole run",
-		Long: `agentrt supervise cancel. RUN is the run's directory or its id in --workspace
+		Long: `Cancel WORKER (and its subtree) of the supervised or graph run RUN, or
+without WORKER the whole run, from any process: agentrt supervise cancel.
+RUN is the run's directory or its id in --workspace
 (WORKSPACE/.agent/supervisor/RUN). The operation id defaults to one derived
 from the worker WORKER names now (a reused label names its newest worker)
 or the run, so running the same command again retries the same request.

@@ -401,6 +401,19 @@ func (s *topSource) storeRun(ctx context.Context, r store.Run) topRun {
 		tr.Task, usage = rec.ToolLoop.User, rec.ToolLoop.Usage
 	case rec.Seated != nil:
 		tr.Task = rec.Seated.Task
+	case rec.Kind == supervise.KindSupervise || rec.Kind == supervise.SpawnLogRunKind:
+		// A supervised run's record (or its store journal's) is not an
+		// exact run's: its task and its spend are the record's (a
+		// journal not yet ended says so, as in runs list).
+		switch sr, err := supervise.RunRecordOf(r); {
+		case err != nil:
+			tr.Task = summary(r)
+		default:
+			tr.Task = sr.Task
+			if sr.Outcome != nil {
+				tr.Spend = totalText(sr.Outcome.Spent)
+			}
+		}
 	case rec.Kind == retained.Kind || rec.DocErr == nil:
 		tr.Task = summary(r)
 	default:
@@ -601,6 +614,23 @@ func spendText(s *supervise.SpendRecord) string {
 	}
 	if s.Tokens == nil && s.MicroUSD == nil {
 		return "unknown"
+	}
+	return tok + " " + cost
+}
+
+// totalText renders a supervised run's recorded spend; a channel the
+// record does not claim as known is unknown (what it charged for it is a
+// ceiling, not a spend).
+func totalText(t supervise.TotalRecord) string {
+	if !t.TokensKnown && !t.USDKnown {
+		return "unknown"
+	}
+	tok, cost := "tok unknown", "$unknown"
+	if t.TokensKnown {
+		tok = "tok " + strconv.FormatInt(t.Tokens, 10)
+	}
+	if t.USDKnown {
+		cost = microUSD(t.MicroUSD)
 	}
 	return tok + " " + cost
 }
