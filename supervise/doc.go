@@ -125,6 +125,12 @@
 // recovery-failed record and the reason (observe_agent's reason,
 // WorkerSummary.InDoubtReason); the operator's way out is to resume
 // the run again once the execution ended (agentrt supervise --resume).
+// A kernel run found interrupted because its holder's lease lapsed with
+// no end recorded (the supervisor was killed mid-turn) is closed by
+// KernelExecutor.Recover as its judge (kernel.CloseAbandoned: recorded
+// interrupted, reason abandoned, naming the run and node), so the store
+// no longer holds it as live work of nobody; one whose lease still holds
+// is left to its holder.
 //
 // observe_agent (ObservePage) reports a worker's progress — idleMs,
 // stalled (idle StallAfter or more), turns, recentActivity,
