@@ -45,6 +45,11 @@
 // way though its own lease still holds (LeaseLostError.Holder): recorded
 // interrupted, never cancelled, its environment not destroyed, since the
 // caller's successor may have re-attached to it.
+// A run whose holder stopped (its lease lapsed, no end recorded) keeps no
+// owner; its judge (Request.JudgedBy) may close it with CloseAbandoned:
+// the lapsed lease taken over (a new generation) and the run recorded
+// interrupted for good, reason ReasonAbandoned, in one compare-and-set
+// write, its usage and delivery as the run left them.
 // Work a runtime run's caller must do at most once across the run's
 // holders (a claim it makes elsewhere in the store) first proves the
 // lease with RuntimeRun.Confirm: a fenced write that renews it, and

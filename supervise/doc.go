@@ -131,6 +131,12 @@
 // the run again once the execution ended (agentrt supervise --resume).
 // A manager that only awaits learns it too: await_event's idle, pending
 // and stopped answers name its workers in doubt (AwaitResult.InDoubt).
+// A kernel run found interrupted because its holder's lease lapsed with
+// no end recorded (the supervisor was killed mid-turn) is closed by
+// KernelExecutor.Recover as its judge (kernel.CloseAbandoned: recorded
+// interrupted, reason abandoned, naming the run and node), so the store
+// no longer holds it as live work of nobody; one whose lease still holds
+// is left to its holder.
 //
 // observe_agent (ObservePage) reports a worker's progress — idleMs,
 // stalled (idle StallAfter or more), turns, recentActivity,

@@ -277,7 +277,12 @@ func (c *Coordinator) markInDoubt(ctx context.Context, p recoverable, reason str
 // cancelled ends it so; a turn still pending or running, or
 // interrupted, leaves its outcome unknown (an error), and so does a
 // first run the store does not hold. Usage is summed over the turns
-// read, unknown channels unknown.
+// read, unknown channels unknown. A turn interrupted because its
+// holder's lease lapsed with no end recorded (the process running it
+// was killed) is closed as this run's judge (kernel.CloseAbandoned): its
+// record ends interrupted, reason abandoned, naming this run and node,
+// so that it no longer reads as unfinished work of nobody; one still
+// leased is left to its holder.
 func (e *KernelExecutor) Recover(ctx context.Context, w RecoverWork) (Recovered, error) {
 	if e == nil || e.Store == nil {
 		return Recovered{}, errors.New("supervise: KernelExecutor needs a Store to recover")
@@ -307,7 +312,8 @@ func (e *KernelExecutor) Recover(ctx context.Context, w RecoverWork) (Recovered,
 		}
 		switch {
 		case run.Status == store.StatusInterrupted:
-			return Recovered{}, fmt.Errorf("supervise: kernel run %s was interrupted: the process running it stopped before it ended, so its outcome stays unknown; spawn the work again under a new key", id)
+			why := fmt.Errorf("supervise: kernel run %s was interrupted: the process running it stopped before it ended, so its outcome stays unknown; spawn the work again under a new key", id)
+			return Recovered{}, e.closeAbandoned(ctx, w, run, why)
 		case !run.Status.Terminal():
 			return Recovered{}, fmt.Errorf("supervise: kernel run %s is %s (its holder's lease lasts until %s): another process may still be running it, so its outcome stays unknown to this run; a resume of the run begun after that lease, before the run finished, can recover it", id, run.Status, run.LeaseUntil.UTC().Format(time.RFC3339))
 		case turn == 0 && run.Kind == kernel.KindSeated:
@@ -362,4 +368,24 @@ func (e *KernelExecutor) Recover(ctx context.Context, w RecoverWork) (Recovered,
 		return out, nil
 	}
 	return out, nil
+}
+
+// closeAbandoned records the end of worker w's kernel run run, found
+// interrupted with no end (its holder stopped), as w's judge: the worker
+// stays in doubt (why, returned with what became of the run's record).
+func (e *KernelExecutor) closeAbandoned(ctx context.Context, w RecoverWork, run store.Run, why error) error {
+	lapsed := run.LeaseUntil.UTC().Format(time.RFC3339)
+	detail := fmt.Sprintf("the process running it stopped before it ended (its lease lapsed at %s); supervise run %s, resumed, settled node %s in doubt: its outcome is unknown, its spend only what it recorded, and it was not delivered", lapsed, w.RunID, w.Node)
+	_, err := kernel.CloseAbandoned(ctx, e.Store, run.ID, Work{RunID: w.RunID, Node: w.Node}.JudgedBy(), detail)
+	switch {
+	case err == nil:
+		return fmt.Errorf("%w (its record now says so: ended %s)", why, kernel.ReasonAbandoned)
+	case errors.Is(err, kernel.ErrNotAbandoned):
+		// Its end is recorded already, or another judges it: left as is.
+		return why
+	}
+	if e.Logger != nil {
+		e.Logger.Warn("supervise: recording an abandoned worker run's end", "run", run.ID, "node", w.Node, "err", err)
+	}
+	return fmt.Errorf("%w (its record could not be closed: %w)", why, err)
 }

@@ -190,8 +190,12 @@ func newRunsListCmd(stdio IO) *cobra.Command {
 			tw := tabwriter.NewWriter(stdio.Out, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tSTATUS\tKIND\tSTARTED\tSUMMARY")
 			for _, r := range runs {
+				sum := summary(r)
+				if at, ok := lapsedLease(r); ok {
+					sum = fmt.Sprintf("lease of %s lapsed %s, no end recorded; %s", orName(r.Owner, "its holder"), at.Local().Format("2006-01-02 15:04:05"), sum)
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, listStatus(r), r.Kind,
-					r.CreatedAt.Local().Format("2006-01-02 15:04:05"), summary(r))
+					r.CreatedAt.Local().Format("2006-01-02 15:04:05"), sum)
 			}
 			return tw.Flush()
 		},
@@ -296,7 +300,28 @@ func summary(r store.Run) string {
 	return strings.Join(parts, ", ")
 }
 
-// runValue is the JSON form of a run record.
+// lapsedLease reports whether r reads interrupted only because its
+// holder's lease lapsed before it recorded an end (the process holding
+// it stopped, or was cut off from the store; no process holds it now),
+// and when the lease lapsed. A recorded end clears the lease (and an
+// exact run's record then holds its terminal state), so a run that
+// ended interrupted is not one.
+func lapsedLease(r store.Run) (time.Time, bool) {
+	if r.Status != store.StatusInterrupted || r.LeaseUntil.IsZero() || time.Now().Before(r.LeaseUntil) {
+		return time.Time{}, false
+	}
+	if kernel.IsExactKind(r.Kind) {
+		if rec, err := kernel.DecodeRecord(r.Doc); err == nil && rec.Terminal != nil {
+			return time.Time{}, false
+		}
+	}
+	return r.LeaseUntil, true
+}
+
+// runValue is the JSON form of a run record. A run whose status is
+// interrupted only because its holder's lease lapsed (lapsedLease)
+// says so in leaseLapsed: {at, owner} — the store still holds it as
+// the holder left it, live, with no end.
 func runValue(r store.Run) canonjson.Value {
 	members := []canonjson.Member{
 		{Name: "id", Value: canonjson.StringValue(r.ID)},
@@ -305,6 +330,12 @@ func runValue(r store.Run) canonjson.Value {
 		{Name: "createdAt", Value: canonjson.StringValue(r.CreatedAt.UTC().Format(time.RFC3339Nano))},
 		{Name: "updatedAt", Value: canonjson.StringValue(r.UpdatedAt.UTC().Format(time.RFC3339Nano))},
 		{Name: "revision", Value: canonjson.NumberValue(float64(r.Revision))},
+	}
+	if at, ok := lapsedLease(r); ok {
+		members = append(members, canonjson.Member{Name: "leaseLapsed", Value: canonjson.ObjectValue([]canonjson.Member{
+			{Name: "at", Value: canonjson.StringValue(at.UTC().Format(time.RFC3339Nano))},
+			{Name: "owner", Value: canonjson.StringValue(r.Owner)},
+		})})
 	}
 	if r.Doc.IsValid() {
 		members = append(members, canonjson.Member{Name: "record", Value: r.Doc})
@@ -438,7 +469,12 @@ func printSupervisedRun(ctx context.Context, w io.Writer, s store.Store, r *kern
 // line (nested values as compact JSON).
 func printRun(w io.Writer, r *kernel.RunRecord) {
 	fmt.Fprintf(w, "run %s\n", r.ID)
-	fmt.Fprintf(w, "  status    %s\n", r.Status)
+	if at, ok := lapsedLease(r.Run); ok {
+		fmt.Fprintf(w, "  status    %s: the lease of %s lapsed at %s with no end recorded (the process holding it stopped; none holds it now)\n",
+			r.Status, orName(r.Owner, "its holder"), at.Local().Format(time.RFC3339))
+	} else {
+		fmt.Fprintf(w, "  status    %s\n", r.Status)
+	}
 	fmt.Fprintf(w, "  kind      %s\n", r.Kind)
 	fmt.Fprintf(w, "  started   %s\n", r.CreatedAt.Local().Format(time.RFC3339))
 	fmt.Fprintf(w, "  updated   %s\n", r.UpdatedAt.Local().Format(time.RFC3339))
