@@ -107,7 +107,8 @@ what is unknown shown as unknown, the run dir) on stdout, or as JSON with
 --json: agentrt's members (status, winner, reason, workers, spent, manager,
 …) and beside them the spec's SupervisedResult (kind, out, outRef, verdict,
 tree, downCount, spentTotal and spentBreakdown as the spec's Spend, whose
-tokensKnown/usdKnown are explicit and whose unknown amounts are null).
+tokensKnown/usdKnown are explicit and whose unknown amounts are null); a
+verdict carries valid and notes beside passed and reason.
 
 With OTEL_EXPORTER_OTLP_ENDPOINT set, the supervised run is traced over
 OTLP/HTTP: a supervisor.run span, a supervisor.node span per worker and each
@@ -873,6 +874,24 @@ func spentValue(s supervise.SpentTotal) canonjson.Value {
 	})
 }
 
+// verdictValue is v as --json prints it: agentrt's {passed, reason?,
+// score?} and beside them the spec's DefaultVerdict (§2.2) members
+// valid (= passed) and notes (= reason, when there is one).
+func verdictValue(v *kernel.Verdict) canonjson.Value {
+	m := []canonjson.Member{{Name: "passed", Value: canonjson.BoolValue(v.Passed)}}
+	if v.Reason != "" {
+		m = append(m, canonjson.Member{Name: "reason", Value: canonjson.StringValue(v.Reason)})
+	}
+	if v.Score != nil {
+		m = append(m, canonjson.Member{Name: "score", Value: canonjson.NumberValue(*v.Score)})
+	}
+	m = append(m, canonjson.Member{Name: "valid", Value: canonjson.BoolValue(v.Passed)})
+	if v.Reason != "" {
+		m = append(m, canonjson.Member{Name: "notes", Value: canonjson.StringValue(v.Reason)})
+	}
+	return canonjson.ObjectValue(m)
+}
+
 // specAmount is one channel of a §2.1 Spend: the amount charged (measured,
 // or ceilings for unmeasured work when known is false), or null when it
 // is not known and nothing was charged for it — unknown never prints as 0.
@@ -995,7 +1014,7 @@ func supervisedValue(res supervise.SupervisedResult, runDir string) canonjson.Va
 			m = append(m, canonjson.Member{Name: "outRef", Value: canonjson.StringValue(res.Winner.OutRef)})
 		}
 		if res.Winner.Verdict != nil {
-			v, _ := canonjson.ToValue(res.Winner.Verdict)
+			v := verdictValue(res.Winner.Verdict)
 			m = append(m, canonjson.Member{Name: "verdict", Value: v})
 		}
 		w := []canonjson.Member{
@@ -1008,7 +1027,7 @@ func supervisedValue(res supervise.SupervisedResult, runDir string) canonjson.Va
 			w = append(w, canonjson.Member{Name: "outRef", Value: canonjson.StringValue(res.Winner.OutRef)})
 		}
 		if res.Winner.Verdict != nil { // spec §3.6 winner{…, verdict?}
-			v, _ := canonjson.ToValue(res.Winner.Verdict)
+			v := verdictValue(res.Winner.Verdict)
 			w = append(w, canonjson.Member{Name: "verdict", Value: v})
 		}
 		m = append(m, canonjson.Member{Name: "winner", Value: canonjson.ObjectValue(w)})
@@ -1054,7 +1073,7 @@ func supervisedValue(res supervise.SupervisedResult, runDir string) canonjson.Va
 				canonjson.Member{Name: "inDoubtReason", Value: canonjson.StringValue(n.InDoubtReason)})
 		}
 		if n.Verdict != nil {
-			v, _ := canonjson.ToValue(n.Verdict)
+			v := verdictValue(n.Verdict)
 			wm = append(wm, canonjson.Member{Name: "verdict", Value: v})
 		}
 		if n.Reason != "" {

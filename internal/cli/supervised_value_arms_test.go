@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/kernel"
 	"github.com/agentrt/agentrt/supervise"
 )
 
@@ -44,5 +45,25 @@ func TestSupervisedValueNoWinnerArms(t *testing.T) {
 		Error: &supervise.DriverError{Name: "Error", Message: "boom"}}
 	if got := get(get(supervisedValue(failed, ""), "error"), "message").Str(); got != "boom" {
 		t.Errorf("driver-failed error.message %q", got)
+	}
+}
+
+// A verdict in --json carries the spec's DefaultVerdict members (§2.2
+// {valid, score?, notes?}) beside agentrt's {passed, reason, score}:
+// valid = passed, notes = reason when there is one.
+func TestSupervisedValueVerdictSpecMembers(t *testing.T) {
+	res := supervise.SupervisedResult{RunID: "r", Status: supervise.StatusWinner,
+		Winner: &supervise.Winner{Node: "r:s1", Text: "ok", Verdict: &kernel.Verdict{Passed: true, Reason: "the result contains DONE"}},
+		Tree:   []supervise.WorkerSummary{{NodeInfo: supervise.NodeInfo{ID: "r:s1"}, Verdict: &kernel.Verdict{Passed: false}}}}
+	v := supervisedValue(res, "")
+	for _, tc := range []struct{ pointer, want string }{
+		{"/winner/verdict", `{"passed":true,"reason":"the result contains DONE","valid":true,"notes":"the result contains DONE"}`},
+		{"/verdict", `{"passed":true,"reason":"the result contains DONE","valid":true,"notes":"the result contains DONE"}`},
+		{"/workers/0/verdict", `{"passed":false,"valid":false}`},
+	} {
+		got, ok := canonjson.Resolve(v, tc.pointer)
+		if !ok || string(canonjson.Marshal(got)) != tc.want {
+			t.Errorf("%s = %s, want %s", tc.pointer, canonjson.Marshal(got), tc.want)
+		}
 	}
 }
