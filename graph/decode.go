@@ -19,7 +19,12 @@ import (
 //	{"nodes": [{"id", "profile"}],
 //	 "edges": [{"kind": "delegates", "from", "to", "directive", "maxTraversals"?, "continuity"?}
 //	         | {"kind": "analyzes", "analyst", "over", "to", "directive", "maxTraversals"?}],
-//	 "budget": {"tokens", "iterations", "usd"?}}
+//	 "budget": {"maxTokens", "maxIterations", "maxUsd"?, "resources"?: {name: {"unit", "limit"}}}}
+//
+// The budget's keys are spec §2.1's Budget, canonical; the old form
+// {"tokens", "iterations"?, "usd"?} still loads (Graph.LegacyBudgetKeys),
+// and one budget mixing the two is refused. deadlineMs is refused: the
+// run's deadline is RunGraph's (supervise.Options.Deadline), journaled.
 //
 // Every object is strict: an unknown, misplaced or repeated key is a
 // *ValidationError naming its path, and each profile is parsed and
@@ -73,11 +78,11 @@ func Decode(data []byte) (Graph, error) {
 		}
 		g.Edges = append(g.Edges, e)
 	}
-	b, err := decodeBudget(top["budget"])
+	b, legacy, err := decodeBudget(top["budget"])
 	if err != nil {
 		return g, err
 	}
-	g.Budget = b
+	g.Budget, g.LegacyBudgetKeys = b, legacy
 	return g, nil
 }
 
@@ -126,36 +131,107 @@ func decodeEdge(raw json.RawMessage, p string) (Edge, error) {
 	return e, nil
 }
 
-func decodeBudget(raw json.RawMessage) (*ledger.Budget, error) {
-	m, err := object(raw, "budget", "tokens", "iterations", "usd")
+// Budget keys: the spec's (§2.1 Budget, canonical) and the old ones a
+// graph file written before them uses, which still load.
+var (
+	specBudgetKeys   = []string{"maxTokens", "maxIterations", "maxUsd", "deadlineMs", "resources"}
+	legacyBudgetKeys = []string{"tokens", "iterations", "usd"}
+)
+
+// decodeBudget reads a graph's budget in the spec's form {maxTokens,
+// maxIterations, maxUsd?, resources?} or the old {tokens, iterations,
+// usd?}; legacy says it was the old. One budget mixing both is refused
+// at its first key of the form it has less of (the old, on a tie).
+func decodeBudget(raw json.RawMessage) (b *ledger.Budget, legacy bool, err error) {
+	m, err := object(raw, "budget", append(slices.Clone(specBudgetKeys), legacyBudgetKeys...)...)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	var b ledger.Budget
+	var specs, olds []string
+	for _, k := range sortedKeys(m) {
+		if slices.Contains(legacyBudgetKeys, k) {
+			olds = append(olds, k)
+		} else {
+			specs = append(specs, k)
+		}
+	}
+	if len(specs) > 0 && len(olds) > 0 {
+		odd := olds[0]
+		if len(specs) < len(olds) {
+			odd = specs[0]
+		}
+		return nil, false, invalid("budget."+odd, "mixes the old budget keys (%s) with the spec's (maxTokens, maxIterations, maxUsd, resources); write one form, the spec's", strings.Join(olds, ", "))
+	}
+	legacy = len(olds) > 0
+	tokens, iterations, usd := "maxTokens", "maxIterations", "maxUsd"
+	if legacy {
+		tokens, iterations, usd = "tokens", "iterations", "usd"
+	}
+	b = &ledger.Budget{}
 	for _, f := range []struct {
 		key string
 		dst **int64
-	}{{"tokens", &b.Tokens}, {"iterations", &b.Iterations}} {
-		if raw, ok := m[f.key]; ok {
-			n, err := integer(raw, "budget."+f.key, 1<<53-1)
-			if err != nil {
-				return nil, err
+	}{{tokens, &b.Tokens}, {iterations, &b.Iterations}} {
+		raw, ok := m[f.key]
+		if !ok {
+			if !legacy { // §2.1: maxIterations and maxTokens are required
+				return nil, false, invalid("budget."+f.key, "is required")
 			}
-			*f.dst = &n
+			continue
 		}
+		n, err := integer(raw, "budget."+f.key, ledger.MaxQuantity)
+		if err != nil {
+			return nil, false, err
+		}
+		*f.dst = &n
 	}
-	if raw, ok := m["usd"]; ok {
-		var usd float64
-		if err := field(raw, "budget.usd", &usd); err != nil {
-			return nil, err
+	if raw, ok := m[usd]; ok {
+		var dollars float64
+		if err := field(raw, "budget."+usd, &dollars); err != nil {
+			return nil, false, err
 		}
-		if usd < 0 || usd > 1e9 {
-			return nil, invalid("budget.usd", "is %v; dollars are between 0 and 1e9", usd)
+		if dollars < 0 || dollars > 1e9 {
+			return nil, false, invalid("budget."+usd, "is %v; dollars are between 0 and 1e9", dollars)
 		}
-		micro := int64(math.Round(usd * 1e6))
+		micro := int64(math.Round(dollars * 1e6))
 		b.MicroUSD = &micro
 	}
-	return &b, nil
+	if _, ok := m["deadlineMs"]; ok {
+		return nil, false, invalid("budget.deadlineMs", "is not taken from a graph file: a relative deadline would restart on every resume; give the run's deadline to RunGraph (agentrt graph --timeout)")
+	}
+	if raw, ok := m["resources"]; ok {
+		var members map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &members); err != nil || members == nil {
+			return nil, false, invalid("budget.resources", "is not a JSON object")
+		}
+		b.Resources = map[string]int64{}
+		for _, name := range sortedKeys(members) {
+			p := "budget.resources[" + strconv.Quote(name) + "]"
+			r, err := object(members[name], p, "unit", "limit")
+			if err != nil {
+				return nil, false, err
+			}
+			var unit string
+			if r["unit"] == nil {
+				return nil, false, invalid(p+".unit", "is required")
+			}
+			if err := field(r["unit"], p+".unit", &unit); err != nil {
+				return nil, false, err
+			}
+			if unit == "" {
+				return nil, false, invalid(p+".unit", "is empty")
+			}
+			if r["limit"] == nil {
+				return nil, false, invalid(p+".limit", "is required")
+			}
+			n, err := integer(r["limit"], p+".limit", ledger.MaxQuantity)
+			if err != nil {
+				return nil, false, err
+			}
+			b.Resources[name] = n
+		}
+	}
+	return b, legacy, nil
 }
 
 // object decodes raw as a JSON object whose keys are among allowed.

@@ -94,6 +94,12 @@ type Graph struct {
 	Edges       []Edge
 	Deliverable supervise.Deliverable
 	Budget      *ledger.Budget
+	// LegacyBudgetKeys says the document Decode read wrote its budget
+	// with the old keys {tokens, iterations, usd} rather than the
+	// canonical ones of spec §2.1 (maxTokens, maxIterations, maxUsd?,
+	// resources?); a refusal about the budget then names the old keys.
+	// It does not change the pool.
+	LegacyBudgetKeys bool
 }
 
 // handlePattern is a directive handle: <surface>/v<n>.

@@ -45,7 +45,7 @@ func JournaledTask(ctx context.Context, so supervise.Options) (string, error) {
 // adopts the journaled one, another is refused. Each refusal is a
 // *supervise.ResumeError wrapping a *supervise.ResumeMismatchError when
 // one value differs. A run with no journal yet is a new run.
-func (r *run) checkStarted(ctx context.Context, so supervise.Options, budget ledger.Budget) error {
+func (r *run) checkStarted(ctx context.Context, so supervise.Options, budget ledger.Budget, legacyKeys bool) error {
 	rec, err := supervise.ReadRunStarted(ctx, so)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -62,7 +62,7 @@ func (r *run) checkStarted(ctx context.Context, so supervise.Options, budget led
 		return &supervise.ResumeError{RunDir: where, Reason: "reading the journal's run-started record", Err: err}
 	}
 	if rec.Budget != nil {
-		if m := budgetChange(rec.Budget.Ledger(), budget); m != nil {
+		if m := budgetChange(rec.Budget.Ledger(), budget, legacyKeys); m != nil {
 			return &supervise.ResumeError{RunDir: where, Reason: "the graph's budget is not the one the run journaled; resume with the graph that started the run", Err: m}
 		}
 	}
@@ -86,17 +86,23 @@ func (r *run) checkStarted(ctx context.Context, so supervise.Options, budget led
 }
 
 // budgetChange is the first channel in which a graph's budget differs
-// from the journaled one, named as the graph file names it (budget.usd
-// in dollars), both ways (a cap dropped is a change too), or
-// nil when they are equal.
-func budgetChange(journaled, given ledger.Budget) *supervise.ResumeMismatchError {
-	for _, ch := range []struct {
+// from the journaled one, named as the graph file names it (the spec's
+// keys, maxTokens, maxIterations, maxUsd in dollars, or with legacyKeys
+// the old tokens, iterations, usd), both ways (a cap dropped is a change
+// too), or nil when they are equal. The journal holds the pool, not the
+// keys, so either form resumes a run the other started.
+func budgetChange(journaled, given ledger.Budget, legacyKeys bool) *supervise.ResumeMismatchError {
+	keys := [3]string{"maxTokens", "maxIterations", "maxUsd"}
+	if legacyKeys {
+		keys = [3]string{"tokens", "iterations", "usd"}
+	}
+	for i, ch := range []struct {
 		key  string
 		j, g *int64
-	}{{"tokens", journaled.Tokens, given.Tokens}, {"iterations", journaled.Iterations, given.Iterations}, {"usd", journaled.MicroUSD, given.MicroUSD}} {
+	}{{keys[0], journaled.Tokens, given.Tokens}, {keys[1], journaled.Iterations, given.Iterations}, {keys[2], journaled.MicroUSD, given.MicroUSD}} {
 		if (ch.j == nil) != (ch.g == nil) || ch.j != nil && *ch.j != *ch.g {
 			m := &supervise.ResumeMismatchError{Field: "budget." + ch.key, Pointer: "/budget/" + ch.key, Journaled: amount(ch.j), Given: amount(ch.g)}
-			if ch.key == "usd" {
+			if i == 2 {
 				m.Journaled, m.Given = dollars(ch.j), dollars(ch.g)
 			}
 			return m

@@ -94,9 +94,9 @@ func TestGraphResumeRefusesAChangedBudgetOrTaskBehaviour46(t *testing.T) {
 		want   supervise.ResumeMismatchError
 	}{
 		{"more tokens", func(g *graph.Graph, _ *graph.Options) { g.Budget.Tokens = i64(20_000) },
-			supervise.ResumeMismatchError{Field: "budget.tokens", Pointer: "/budget/tokens", Journaled: "10000", Given: "20000"}},
+			supervise.ResumeMismatchError{Field: "budget.maxTokens", Pointer: "/budget/maxTokens", Journaled: "10000", Given: "20000"}},
 		{"the dollar cap dropped", func(g *graph.Graph, _ *graph.Options) { g.Budget.MicroUSD = nil },
-			supervise.ResumeMismatchError{Field: "budget.usd", Pointer: "/budget/usd", Journaled: "1", Given: "none"}},
+			supervise.ResumeMismatchError{Field: "budget.maxUsd", Pointer: "/budget/maxUsd", Journaled: "1", Given: "none"}},
 		{"a resource added", func(g *graph.Graph, _ *graph.Options) { g.Budget.Resources = map[string]int64{"gpu": 3} },
 			supervise.ResumeMismatchError{Field: "budget.resources.gpu", Pointer: "/budget/resources/gpu", Journaled: "none", Given: "3"}},
 		{"another task", func(_ *graph.Graph, o *graph.Options) { o.Task = "Make it red." },

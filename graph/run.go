@@ -149,7 +149,7 @@ func RunGraph(ctx context.Context, g Graph, o Options) (GraphResult, error) {
 		if err := pl.checkJournal(ctx, so, topo); err != nil {
 			return GraphResult{}, err
 		}
-		if err := r.checkStarted(ctx, so, *g.Budget); err != nil {
+		if err := r.checkStarted(ctx, so, *g.Budget, g.LegacyBudgetKeys); err != nil {
 			return GraphResult{}, err
 		}
 	}

@@ -186,9 +186,9 @@ func askArgsOf(req *contract.InteractionRequest) AskArgs {
 	// request's own options either way).
 	q.Question = clip(q.Question, MaxQuestionBytes/2)
 	if f := answerField(req); f != nil && len(f.Options) <= MaxQuestionOptions {
-		opts := make([]string, 0, len(f.Options))
+		opts := make([]QuestionOption, 0, len(f.Options))
 		for _, o := range f.Options {
-			opts = append(opts, o.Value)
+			opts = append(opts, QuestionOption{Label: o.Value})
 		}
 		if (AskArgs{Question: q.Question, Reason: q.Reason, Options: opts}).size() <= MaxQuestionBytes {
 			q.Options = opts

@@ -95,7 +95,7 @@ func TestKernelWorkerAsksItsManager(t *testing.T) {
 			}
 			wantListed := map[string]any{"more": false, "questions": []any{map[string]any{"id": "q1", "from": "run1:s1", "level": "worker",
 				"question": "Which colour?\n\nThe brief names none.", "reason": "the worker's turn waits for an answer (interaction colour)",
-				"urgency": "blocks-step", "options": []any{"red", "blue"}, "status": "open"}}}
+				"urgency": "blocks-step", "options": []any{map[string]any{"label": "red", "tradeoff": ""}, map[string]any{"label": "blue", "tradeoff": ""}}, "status": "open"}}}
 			if diff := cmp.Diff(wantListed, listed); diff != "" {
 				t.Errorf("list_questions (-want +got):\n%s", diff)
 			}

@@ -244,8 +244,12 @@
 // and answers the request with the decision — an answer accepted into
 // the request's answer field, a deferral (or an answer that does not fit
 // the form) declined — while a request withdrawn first (its timeout, the
-// turn's end) expires the question. A question is bounded
-// (MaxQuestionBytes, MaxQuestionOptions), and one the coordination log
+// turn's end) expires the question. A question's options are §3.6's
+// {label, tradeoff} (QuestionOption; a plain string is taken as a label,
+// which is how a question journaled before tradeoffs reads back), and
+// list_questions shows both. A question is bounded
+// (MaxQuestionBytes over question, reason, labels and tradeoffs;
+// MaxQuestionOptions), and one the coordination log
 // refused is a journal loss like any record of a change already made.
 // A resumed run lists its earlier processes' questions again (answered,
 // deferred, or expired with their askers) and numbers new ones after

@@ -1,10 +1,14 @@
 package supervise
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/agentrt/agentrt/tools"
 )
@@ -22,23 +26,75 @@ const (
 // AskArgs are ask_parent's arguments, and what a worker asks through
 // Work.Ask.
 type AskArgs struct {
-	From     NodeID   `json:"from,omitzero" jsonschema:"who asks; the asking node when empty"`
-	Level    string   `json:"level" jsonschema:"worker, driver or loop"`
-	Question string   `json:"question"`
-	Reason   string   `json:"reason"`
-	Urgency  Urgency  `json:"urgency" jsonschema:"continue-without, blocks-step or blocks-run"`
-	Options  []string `json:"options,omitzero"`
+	From     NodeID           `json:"from,omitzero" jsonschema:"who asks; the asking node when empty"`
+	Level    string           `json:"level" jsonschema:"worker, driver or loop"`
+	Question string           `json:"question"`
+	Reason   string           `json:"reason"`
+	Urgency  Urgency          `json:"urgency" jsonschema:"continue-without, blocks-step or blocks-run"`
+	Options  []QuestionOption `json:"options,omitzero" jsonschema:"the choices: {label, tradeoff} objects, or plain labels"`
+}
+
+// QuestionOption is one choice a question offers (§3.6, the reference's
+// {label, tradeoff}). It is written as {"label", "tradeoff"}, and read
+// from that form (tradeoff may be left out) or from a plain string, the
+// label alone: what a question journaled before options had tradeoffs
+// holds, and what a caller may still pass.
+type QuestionOption struct {
+	Label    string
+	Tradeoff string
+}
+
+// MarshalJSON writes o as {"label", "tradeoff"}.
+func (o QuestionOption) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Label    string `json:"label"`
+		Tradeoff string `json:"tradeoff"`
+	}{o.Label, o.Tradeoff})
+}
+
+// UnmarshalJSON reads a plain string (the label) or a strict
+// {"label", "tradeoff"?} object with a non-empty label.
+func (o *QuestionOption) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*o = QuestionOption{Label: s}
+		return nil
+	}
+	var v struct {
+		Label    *string `json:"label"`
+		Tradeoff string  `json:"tradeoff"`
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&v); err != nil {
+		return fmt.Errorf("%w: an option is a label or {label, tradeoff}: %w", ErrBadQuestion, err)
+	}
+	if v.Label == nil || *v.Label == "" {
+		return fmt.Errorf("%w: an option needs a label", ErrBadQuestion)
+	}
+	*o = QuestionOption{Label: *v.Label, Tradeoff: v.Tradeoff}
+	return nil
+}
+
+// questionOptionSchema is a QuestionOption's schema in a tool's input:
+// a label, or {label, tradeoff?}.
+func questionOptionSchema() *jsonschema.Schema {
+	return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{
+		{Type: "string"},
+		{Type: "object", Properties: map[string]*jsonschema.Schema{"label": {Type: "string", MinLength: jsonschema.Ptr(1)}, "tradeoff": {Type: "string"}},
+			Required: []string{"label"}, AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}},
+	}}
 }
 
 // Question is a question asked of a manager.
 type Question struct {
-	ID       string   `json:"id"`
-	From     NodeID   `json:"from"`
-	Level    string   `json:"level"`
-	Question string   `json:"question"`
-	Reason   string   `json:"reason"`
-	Urgency  Urgency  `json:"urgency"`
-	Options  []string `json:"options,omitzero"`
+	ID       string           `json:"id"`
+	From     NodeID           `json:"from"`
+	Level    string           `json:"level"`
+	Question string           `json:"question"`
+	Reason   string           `json:"reason"`
+	Urgency  Urgency          `json:"urgency"`
+	Options  []QuestionOption `json:"options,omitzero"`
 	// Status is open, answered, deferred, escalated (a nested manager
 	// queued it for its parent) or expired (its asker stopped waiting
 	// before a decision reached it).
@@ -80,7 +136,8 @@ type question struct {
 // ErrBadQuestion: a question's fields are not what §3.6 allows.
 var ErrBadQuestion = errors.New("supervise: invalid question")
 
-// Bounds of one question: its question, reason and options together
+// Bounds of one question: its question, reason and options (labels and
+// tradeoffs) together
 // take at most MaxQuestionBytes, in at most MaxQuestionOptions options.
 // A question is kept for list_questions and journaled whole, so each is
 // bounded.
@@ -116,7 +173,7 @@ func (a AskArgs) check() error {
 func (a AskArgs) size() int {
 	n := len(a.Question) + len(a.Reason)
 	for _, o := range a.Options {
-		n += len(o)
+		n += len(o.Label) + len(o.Tradeoff)
 	}
 	return n
 }

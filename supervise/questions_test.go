@@ -18,7 +18,7 @@ import (
 var askingExecutor = supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
 	spent := ledger.Spend{Tokens: i64(5), Iterations: i64(1), MicroUSD: i64(5)}
 	d, err := w.Ask(ctx, supervise.AskArgs{Level: "worker", Question: "which colour?", Reason: "the task does not say",
-		Urgency: supervise.UrgencyBlocksRun, Options: []string{"red", "blue"}})
+		Urgency: supervise.UrgencyBlocksRun, Options: []supervise.QuestionOption{{Label: "red"}, {Label: "blue"}}})
 	if err != nil {
 		return supervise.WorkResult{Spent: spent}, err
 	}

@@ -62,60 +62,65 @@ func (s *Scope) Totals() Totals {
 func (s *Scope) totalsLocked() Totals {
 	t := Totals{Spent: SpentTotal{Resources: map[string]int64{}, TokensKnown: true, IterationsKnown: true, USDKnown: true}}
 	for _, n := range s.order {
-		var spent ledger.Spend
-		kind := GapUnreported
-		if n.Settlement != nil {
-			spent = n.Settlement.Spent
-		} else {
-			kind = GapNeverSettled
-		}
-		var gaps []string
-		add := func(ch string, total *int64, reserved, got *int64) {
-			switch {
-			case got != nil:
-				*total += *got
-			default:
-				if reserved != nil {
-					*total += *reserved
-				}
-				gaps = append(gaps, ch)
-			}
-		}
-		add(ledger.ChannelTokens, &t.Spent.Tokens, n.Reserved.Tokens, spent.Tokens)
-		add(ledger.ChannelIterations, &t.Spent.Iterations, n.Reserved.Iterations, spent.Iterations)
-		add(ledger.ChannelUSD, &t.Spent.MicroUSD, n.Reserved.MicroUSD, spent.MicroUSD)
-		if len(n.Reserved.Resources) > 0 || len(spent.Resources) > 0 {
-			names := map[string]bool{}
-			for name := range n.Reserved.Resources {
-				names[name] = true
-			}
-			for name := range spent.Resources {
-				names[name] = true
-			}
-			for _, name := range slices.Sorted(maps.Keys(names)) {
-				var reserved *int64
-				if v, ok := n.Reserved.Resources[name]; ok {
-					reserved = &v
-				}
-				var sum int64
-				add("resource:"+name, &sum, reserved, spent.Resources[name])
-				t.Spent.Resources[name] += sum
-			}
-		}
+		spent, gaps := NodeSpent(n.NodeInfo)
+		t.Spent = addTotals(t.Spent, spent)
 		if len(gaps) == 0 {
 			continue
 		}
-		for _, ch := range gaps {
-			switch ch {
-			case ledger.ChannelTokens:
-				t.Spent.TokensKnown = false
-			case ledger.ChannelIterations:
-				t.Spent.IterationsKnown = false
-			case ledger.ChannelUSD:
-				t.Spent.USDKnown = false
-			}
+		kind := GapUnreported
+		if n.Settlement == nil {
+			kind = GapNeverSettled
 		}
 		t.Gaps = append(t.Gaps, SpendGap{ID: n.ID, Label: labelOf(n.Label, n.Profile), Kind: kind, Channels: gaps})
 	}
 	return t
+}
+
+// NodeSpent is node n's spend as the run's totals count it: what its
+// settlement measured, and its ceiling (Reserved) for every channel it
+// did not report or, when it never settled, for every channel. gaps
+// names those channels (ledger channel names, "resource:<name>"), the
+// Known flags of the channels among them false.
+func NodeSpent(n NodeInfo) (spent SpentTotal, gaps []string) {
+	spent = SpentTotal{Resources: map[string]int64{}, TokensKnown: true, IterationsKnown: true, USDKnown: true}
+	var got ledger.Spend
+	if n.Settlement != nil {
+		got = n.Settlement.Spent
+	}
+	add := func(ch string, total *int64, known *bool, reserved, measured *int64) {
+		switch {
+		case measured != nil:
+			*total += *measured
+		default:
+			if reserved != nil {
+				*total += *reserved
+			}
+			gaps = append(gaps, ch)
+			if known != nil {
+				*known = false
+			}
+		}
+	}
+	add(ledger.ChannelTokens, &spent.Tokens, &spent.TokensKnown, n.Reserved.Tokens, got.Tokens)
+	add(ledger.ChannelIterations, &spent.Iterations, &spent.IterationsKnown, n.Reserved.Iterations, got.Iterations)
+	add(ledger.ChannelUSD, &spent.MicroUSD, &spent.USDKnown, n.Reserved.MicroUSD, got.MicroUSD)
+	if len(n.Reserved.Resources) > 0 || len(got.Resources) > 0 {
+		names := map[string]bool{}
+		for name := range n.Reserved.Resources {
+			names[name] = true
+		}
+		for name := range got.Resources {
+			names[name] = true
+		}
+		for _, name := range slices.Sorted(maps.Keys(names)) {
+			var reserved *int64
+			if v, ok := n.Reserved.Resources[name]; ok {
+				reserved = &v
+			}
+			var sum int64
+			add("resource:"+name, &sum, nil, reserved, got.Resources[name])
+			spent.Resources[name] = sum
+		}
+	}
+	return spent, gaps
 }

@@ -60,7 +60,7 @@ const topology = `{
     {"kind": "delegates", "from": "driver", "to": "reviewer", "directive": "delegate/reviewer/v1", "maxTraversals": 2},
     {"kind": "analyzes", "analyst": "critic", "over": ["coder"], "to": "driver", "directive": "analyze/critic/v1"}
   ],
-  "budget": {"tokens": 5000, "iterations": 6, "usd": 0.05}
+  "budget": {"maxTokens": 5000, "maxIterations": 6, "maxUsd": 0.05}
 }`
 
 // directives are the edges' text, by handle.

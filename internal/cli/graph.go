@@ -31,7 +31,9 @@ func newGraphCmd(stdio IO, open providerOpener) *cobra.Command {
 		Short: "Run a fixed agent topology from a JSON graph under one conserved budget",
 		Long: `Run the graph in FILE (or - for stdin): nodes are profiles (name = id), edges
 are delegates and analyzes edges naming their directives by handle, and its
-budget is the one conserved pool (see package graph), from which each
+budget is the one conserved pool (spec keys: {"maxTokens", "maxIterations",
+"maxUsd"?, "resources"?}; the old {"tokens", "iterations", "usd"} still
+loads, a mix of both is refused), from which each
 worker reserves one iteration and a share of the tokens (a quarter, half
 with one worker node). An analyzes edge's
 analyst is a node or a lens: a built-in one or one of --analysts FILE.

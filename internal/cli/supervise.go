@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -102,7 +104,11 @@ agentrt supervise cancel.
 Progress (spawns, settlements and their verdicts, steers, cancels) shows on
 stderr; the result (winner or no winner with its reason, the spend with
 what is unknown shown as unknown, the run dir) on stdout, or as JSON with
---json.
+--json: agentrt's members (status, winner, reason, workers, spent, manager,
+…) and beside them the spec's SupervisedResult (kind, out, outRef, verdict,
+tree, downCount, spentTotal and spentBreakdown as the spec's Spend, whose
+tokensKnown/usdKnown are explicit and whose unknown amounts are null); a
+verdict carries valid and notes beside passed and reason.
 
 With OTEL_EXPORTER_OTLP_ENDPOINT set, the supervised run is traced over
 OTLP/HTTP: a supervisor.run span, a supervisor.node span per worker and each
@@ -868,27 +874,173 @@ func spentValue(s supervise.SpentTotal) canonjson.Value {
 	})
 }
 
+// verdictValue is v as --json prints it: agentrt's {passed, reason?,
+// score?} and beside them the spec's DefaultVerdict (§2.2) members
+// valid (= passed) and notes (= reason, when there is one).
+func verdictValue(v *kernel.Verdict) canonjson.Value {
+	m := []canonjson.Member{{Name: "passed", Value: canonjson.BoolValue(v.Passed)}}
+	if v.Reason != "" {
+		m = append(m, canonjson.Member{Name: "reason", Value: canonjson.StringValue(v.Reason)})
+	}
+	if v.Score != nil {
+		m = append(m, canonjson.Member{Name: "score", Value: canonjson.NumberValue(*v.Score)})
+	}
+	m = append(m, canonjson.Member{Name: "valid", Value: canonjson.BoolValue(v.Passed)})
+	if v.Reason != "" {
+		m = append(m, canonjson.Member{Name: "notes", Value: canonjson.StringValue(v.Reason)})
+	}
+	return canonjson.ObjectValue(m)
+}
+
+// specAmount is one channel of a §2.1 Spend: the amount charged (measured,
+// or ceilings for unmeasured work when known is false), or null when it
+// is not known and nothing was charged for it — unknown never prints as 0.
+func specAmount(n float64, known bool) canonjson.Value {
+	if !known && n == 0 {
+		return canonjson.NullValue()
+	}
+	return canonjson.NumberValue(n)
+}
+
+// specSpend is s as the spec's Spend (§2.1): iterations, tokens,
+// tokensKnown, usd, usdKnown, ms (when ms is not nil), resources (when
+// any). The ledger keeps one token channel, not the input/output split
+// of the spec's TokenUsage, so tokens is {total}: input and output are
+// left out, not printed as 0. iterationsKnown is agentrt's own. A
+// resource named in unknown is known false, its unit absent (the budget
+// names none).
+func specSpend(s supervise.SpentTotal, unknown map[string]bool, ms *int64) canonjson.Value {
+	m := []canonjson.Member{
+		{Name: "iterations", Value: specAmount(float64(s.Iterations), s.IterationsKnown)},
+		{Name: "iterationsKnown", Value: canonjson.BoolValue(s.IterationsKnown)},
+		{Name: "tokens", Value: canonjson.ObjectValue([]canonjson.Member{
+			{Name: "total", Value: specAmount(float64(s.Tokens), s.TokensKnown)}})},
+		{Name: "tokensKnown", Value: canonjson.BoolValue(s.TokensKnown)},
+		{Name: "usd", Value: specAmount(float64(s.MicroUSD)/1e6, s.USDKnown)},
+		{Name: "usdKnown", Value: canonjson.BoolValue(s.USDKnown)},
+	}
+	if ms != nil {
+		m = append(m, canonjson.Member{Name: "ms", Value: canonjson.NumberValue(float64(*ms))})
+	}
+	if len(s.Resources) > 0 {
+		var rs []canonjson.Member
+		for _, name := range slices.Sorted(maps.Keys(s.Resources)) {
+			known := !unknown["resource:"+name]
+			rs = append(rs, canonjson.Member{Name: name, Value: canonjson.ObjectValue([]canonjson.Member{
+				{Name: "amount", Value: specAmount(float64(s.Resources[name]), known)},
+				{Name: "known", Value: canonjson.BoolValue(known)},
+			})})
+		}
+		m = append(m, canonjson.Member{Name: "resources", Value: canonjson.ObjectValue(rs)})
+	}
+	return canonjson.ObjectValue(m)
+}
+
+// specTree is the result's tree as the spec's TreeView (§3.6):
+// {root, nodes[{id, parent?, label, status, runtime?, budget, spent,
+// outRef?}], inFlight, waiting}.
+func specTree(res supervise.SupervisedResult) canonjson.Value {
+	nodes := make([]canonjson.Value, 0, len(res.Tree))
+	inFlight, waiting := 0, 0
+	for _, n := range res.Tree {
+		switch n.State {
+		case supervise.StateRunning, supervise.StateAcquiring:
+			inFlight++
+		case supervise.StateWaiting:
+			waiting++
+		}
+		nm := []canonjson.Member{{Name: "id", Value: canonjson.StringValue(string(n.ID))}}
+		if n.Parent != "" {
+			nm = append(nm, canonjson.Member{Name: "parent", Value: canonjson.StringValue(string(n.Parent))})
+		}
+		nm = append(nm,
+			canonjson.Member{Name: "label", Value: canonjson.StringValue(n.Label)},
+			canonjson.Member{Name: "status", Value: canonjson.StringValue(string(n.State))})
+		if n.Runtime != "" {
+			nm = append(nm, canonjson.Member{Name: "runtime", Value: canonjson.StringValue(n.Runtime)})
+		}
+		var bm []canonjson.Member
+		if n.Reserved.Iterations != nil {
+			bm = append(bm, canonjson.Member{Name: "maxIterations", Value: canonjson.NumberValue(float64(*n.Reserved.Iterations))})
+		}
+		if n.Reserved.Tokens != nil {
+			bm = append(bm, canonjson.Member{Name: "maxTokens", Value: canonjson.NumberValue(float64(*n.Reserved.Tokens))})
+		}
+		if n.Reserved.MicroUSD != nil {
+			bm = append(bm, canonjson.Member{Name: "maxUsd", Value: canonjson.NumberValue(float64(*n.Reserved.MicroUSD) / 1e6)})
+		}
+		spent, gaps := supervise.NodeSpent(n.NodeInfo)
+		unknown := map[string]bool{}
+		for _, g := range gaps {
+			unknown[g] = true
+		}
+		nm = append(nm,
+			canonjson.Member{Name: "budget", Value: canonjson.ObjectValue(bm)},
+			canonjson.Member{Name: "spent", Value: specSpend(spent, unknown, nil)})
+		if n.OutRef != "" {
+			nm = append(nm, canonjson.Member{Name: "outRef", Value: canonjson.StringValue(n.OutRef)})
+		}
+		nodes = append(nodes, canonjson.ObjectValue(nm))
+	}
+	return canonjson.ObjectValue([]canonjson.Member{
+		{Name: "root", Value: canonjson.StringValue(res.RunID)},
+		{Name: "nodes", Value: canonjson.ArrayValue(nodes)},
+		{Name: "inFlight", Value: canonjson.NumberValue(float64(inFlight))},
+		{Name: "waiting", Value: canonjson.NumberValue(float64(waiting))},
+	})
+}
+
+// supervisedValue is a result as --json prints it: agentrt's own members
+// (status, winner{node, text, submitted, …}, reason, cancellation,
+// workers, spent, manager, …) and, beside them, the members of the
+// spec's SupervisedResult (§3.6), canonical for a TypeScript peer: kind,
+// out (winner), outRef (winner), verdict? (winner), tree, downCount
+// (no-winner), spentTotal, spentBreakdown, and for a cancelled run
+// source, cancellationReason and operationId? at the top; error only
+// on driver-failed.
 func supervisedValue(res supervise.SupervisedResult, runDir string) canonjson.Value {
 	m := []canonjson.Member{
 		{Name: "runId", Value: canonjson.StringValue(res.RunID)},
 		{Name: "status", Value: canonjson.StringValue(string(res.Status))},
 	}
+	kind := "no-winner"
 	if res.Winner != nil {
+		kind = "winner"
+	}
+	m = append(m, canonjson.Member{Name: "kind", Value: canonjson.StringValue(kind)})
+	if res.Winner != nil {
+		m = append(m, canonjson.Member{Name: "out", Value: canonjson.StringValue(res.Winner.Text)})
+		if res.Winner.OutRef != "" {
+			m = append(m, canonjson.Member{Name: "outRef", Value: canonjson.StringValue(res.Winner.OutRef)})
+		}
+		if res.Winner.Verdict != nil {
+			v := verdictValue(res.Winner.Verdict)
+			m = append(m, canonjson.Member{Name: "verdict", Value: v})
+		}
 		w := []canonjson.Member{
 			{Name: "node", Value: canonjson.StringValue(string(res.Winner.Node))},
 			{Name: "text", Value: canonjson.StringValue(res.Winner.Text)},
+			{Name: "out", Value: canonjson.StringValue(res.Winner.Text)},
 			{Name: "submitted", Value: canonjson.BoolValue(res.Winner.Submitted)},
 		}
 		if res.Winner.OutRef != "" {
 			w = append(w, canonjson.Member{Name: "outRef", Value: canonjson.StringValue(res.Winner.OutRef)})
 		}
 		if res.Winner.Verdict != nil { // spec §3.6 winner{…, verdict?}
-			v, _ := canonjson.ToValue(res.Winner.Verdict)
+			v := verdictValue(res.Winner.Verdict)
 			w = append(w, canonjson.Member{Name: "verdict", Value: v})
 		}
 		m = append(m, canonjson.Member{Name: "winner", Value: canonjson.ObjectValue(w)})
 	} else {
-		m = append(m, canonjson.Member{Name: "reason", Value: canonjson.StringValue(string(res.Reason))})
+		m = append(m, canonjson.Member{Name: "reason", Value: canonjson.StringValue(string(res.Reason))},
+			canonjson.Member{Name: "downCount", Value: canonjson.NumberValue(float64(res.DownCount))})
+		if c := res.Cancellation; c != nil { // §3.6 cancelled{source, cancellationReason, operationId?}
+			m = append(m, canonjson.Member{Name: "source", Value: canonjson.StringValue(c.Source)},
+				canonjson.Member{Name: "cancellationReason", Value: canonjson.StringValue(c.Reason)})
+			if c.OperationID != "" {
+				m = append(m, canonjson.Member{Name: "operationId", Value: canonjson.StringValue(c.OperationID)})
+			}
+		}
 	}
 	if res.Error != nil {
 		m = append(m, canonjson.Member{Name: "error", Value: canonjson.ObjectValue([]canonjson.Member{
@@ -921,7 +1073,7 @@ func supervisedValue(res supervise.SupervisedResult, runDir string) canonjson.Va
 				canonjson.Member{Name: "inDoubtReason", Value: canonjson.StringValue(n.InDoubtReason)})
 		}
 		if n.Verdict != nil {
-			v, _ := canonjson.ToValue(n.Verdict)
+			v := verdictValue(n.Verdict)
 			wm = append(wm, canonjson.Member{Name: "verdict", Value: v})
 		}
 		if n.Reason != "" {
@@ -960,6 +1112,21 @@ func supervisedValue(res supervise.SupervisedResult, runDir string) canonjson.Va
 		canonjson.Member{Name: "resumed", Value: canonjson.BoolValue(res.Resumed)},
 		canonjson.Member{Name: "ms", Value: canonjson.NumberValue(float64(res.MS))},
 		canonjson.Member{Name: "runDir", Value: canonjson.StringValue(runDir)},
+	)
+	unknown := map[string]bool{}
+	for _, g := range res.SpendGaps {
+		for _, ch := range g.Channels {
+			unknown[ch] = true
+		}
+	}
+	ms := res.MS
+	m = append(m,
+		canonjson.Member{Name: "tree", Value: specTree(res)},
+		canonjson.Member{Name: "spentTotal", Value: specSpend(res.Spent, unknown, &ms)},
+		canonjson.Member{Name: "spentBreakdown", Value: canonjson.ObjectValue([]canonjson.Member{
+			{Name: "driverInference", Value: specSpend(res.Breakdown.DriverInference, unknown, nil)},
+			{Name: "childWork", Value: specSpend(res.Breakdown.ChildWork, unknown, nil)},
+		})},
 	)
 	return canonjson.ObjectValue(m)
 }

@@ -46,7 +46,7 @@ func TestSupervisedValueSpecMembers(t *testing.T) {
 		pointer string
 		want    string
 	}{
-		{"winner verdict", res, "/winner/verdict", `{"passed":true,"score":0.75}`},
+		{"winner verdict", res, "/winner/verdict", `{"passed":true,"score":0.75,"valid":true}`},
 		{"gap label", res, "/spendGaps/0/label", `"critic"`},
 		{"cancellation reason", cancelled, "/cancellation/cancellationReason", `"enough"`},
 	} {

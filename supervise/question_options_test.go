@@ -1,0 +1,109 @@
+package supervise_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentrt/agentrt/canonjson"
+	"github.com/agentrt/agentrt/ledger"
+	"github.com/agentrt/agentrt/supervise"
+	"github.com/agentrt/agentrt/tools"
+)
+
+// §3.6 and the reference: a question's options are {label, tradeoff}[].
+// ask_parent takes that form and plain strings (a label with no
+// tradeoff), a question journaled with string options still reads, and
+// a question is written in the spec's form.
+func TestQuestionOptionsTakeLabelAndTradeoff(t *testing.T) {
+	var a supervise.AskArgs
+	if err := json.Unmarshal([]byte(`{"level": "worker", "question": "which?", "reason": "r", "urgency": "blocks-step",
+		"options": ["red", {"label": "blue", "tradeoff": "costs more"}]}`), &a); err != nil {
+		t.Fatal(err)
+	}
+	want := []supervise.QuestionOption{{Label: "red"}, {Label: "blue", Tradeoff: "costs more"}}
+	if diff := cmp.Diff(want, a.Options); diff != "" {
+		t.Errorf("options (-want +got):\n%s", diff)
+	}
+	var old supervise.Question
+	if err := json.Unmarshal([]byte(`{"id": "q1", "from": "r:s1", "level": "worker", "question": "which?", "reason": "r",
+		"urgency": "blocks-step", "options": ["red", "blue"], "status": "open"}`), &old); err != nil {
+		t.Fatalf("a question journaled with string options: %v", err)
+	}
+	b, _ := json.Marshal(old.Options)
+	if got := string(b); got != `[{"label":"red","tradeoff":""},{"label":"blue","tradeoff":""}]` {
+		t.Errorf("options written as %s", got)
+	}
+	for _, bad := range []string{`[{"label": "x", "cost": 1}]`, `[{"tradeoff": "t"}]`, `[3]`} {
+		var o []supervise.QuestionOption
+		if err := json.Unmarshal([]byte(bad), &o); err == nil {
+			t.Errorf("options %s decoded", bad)
+		}
+	}
+}
+
+// The ask_parent tool's schema takes both forms, and list_questions
+// shows each option's label and tradeoff; the bounds count tradeoffs.
+func TestListQuestionsShowsOptionTradeoffs(t *testing.T) {
+	exec := supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+		spent := ledger.Spend{Tokens: i64(5), Iterations: i64(1), MicroUSD: i64(5)}
+		d, err := w.Ask(ctx, supervise.AskArgs{Level: "worker", Question: "which colour?", Reason: "the task does not say",
+			Urgency: supervise.UrgencyBlocksRun, Options: []supervise.QuestionOption{{Label: "red", Tradeoff: "cheap"}, {Label: "blue", Tradeoff: "slow"}}})
+		if err != nil {
+			return supervise.WorkResult{Spent: spent}, err
+		}
+		return supervise.WorkResult{Text: d.Answer + " DONE", Spent: spent}, nil
+	})
+	o := baseOptions(t, exec, nil)
+	var listed map[string]any
+	var checkErrs []error
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		ts, err := c.Tools()
+		if err != nil {
+			return supervise.BrainReport{}, err
+		}
+		for _, tl := range ts {
+			if tl.Name != supervise.ToolPrefix+supervise.VerbAskParent {
+				continue
+			}
+			v, _ := tools.NewValidator(tl)
+			for _, args := range []string{
+				`{"level": "worker", "question": "q", "reason": "r", "urgency": "blocks-step", "options": ["a", {"label": "b", "tradeoff": "t"}]}`,
+			} {
+				a, _ := canonjson.Decode([]byte(args))
+				checkErrs = append(checkErrs, v.Check(a))
+			}
+		}
+		tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint"))
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
+		listed = tool(t, ctx, c, supervise.VerbListQuestions, map[string]any{})
+		tool(t, ctx, c, supervise.VerbAnswerQuestion, map[string]any{"questionId": "q1", "answer": "blue"})
+		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
+		return supervise.BrainReport{}, nil
+	})
+	if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+		t.Fatal(err)
+	}
+	if len(checkErrs) != 1 || checkErrs[0] != nil {
+		t.Errorf("ask_parent's schema on string and {label, tradeoff} options: %v", checkErrs)
+	}
+	qs, _ := listed["questions"].([]any)
+	if len(qs) != 1 {
+		t.Fatalf("list_questions %v", listed)
+	}
+	got := qs[0].(map[string]any)["options"]
+	want := []any{map[string]any{"label": "red", "tradeoff": "cheap"}, map[string]any{"label": "blue", "tradeoff": "slow"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("list_questions options (-want +got):\n%s", diff)
+	}
+	big := make([]byte, supervise.MaxQuestionBytes)
+	_, err := (&supervise.Coordinator{}).AskParent(context.Background(), supervise.AskArgs{Level: "worker", Question: "q", Reason: "r",
+		Urgency: supervise.UrgencyBlocksStep, Options: []supervise.QuestionOption{{Label: "a", Tradeoff: string(big)}}})
+	var r *supervise.VerbRefusal
+	if !errors.As(err, &r) || r.Code != "invalid-question" {
+		t.Errorf("a tradeoff past MaxQuestionBytes: %v, want refused invalid-question", err)
+	}
+}
