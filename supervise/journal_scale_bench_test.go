@@ -1,6 +1,7 @@
 package supervise_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -197,5 +198,76 @@ func BenchmarkResumeRichJournal(b *testing.B) {
 				b.StartTimer()
 			}
 		})
+	}
+}
+
+// richJournals caches each size's built file journal across the calls
+// the benchmark framework makes.
+var richJournals = map[int][]byte{}
+
+// richJournal returns the file journal of a richRun of n workers.
+func richJournal(b *testing.B, r richRun, n int) []byte {
+	b.Helper()
+	if j, ok := richJournals[n]; ok {
+		return j
+	}
+	o := r.opts
+	o.RunDir = b.TempDir()
+	r.build(b, o, n)
+	j, err := os.ReadFile(filepath.Join(o.RunDir, supervise.SpawnJournalFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	richJournals[n] = j
+	return j
+}
+
+// BenchmarkRichJournalReaders: what one read costs against a resumed
+// run of n workers (richRun's journal), per read: read_journal's page of
+// the last 10 records (deep paging), observe_agent on the last worker
+// spawned, and await_event taking one of the n replayed settlements. A
+// read's cost should not grow with n (or grow at most linearly for
+// read_journal, which pages a journal it holds in memory). Run with a
+// fixed -benchtime (e.g. 200x): each call resumes the run once.
+func BenchmarkRichJournalReaders(b *testing.B) {
+	for _, n := range richScaleSizes {
+		for _, reader := range []string{"read-journal-tail", "observe-last", "await-settled"} {
+			b.Run(fmt.Sprintf("%s/workers=%d", reader, n), func(b *testing.B) {
+				r := newRichRun(b)
+				journal := richJournal(b, r, n)
+				o := r.opts
+				o.RunDir = b.TempDir()
+				if err := os.WriteFile(filepath.Join(o.RunDir, supervise.SpawnJournalFile), journal, 0o600); err != nil {
+					b.Fatal(err)
+				}
+				if b.N > n {
+					b.Skipf("await-settled has %d settlements for b.N %d", n, b.N)
+				}
+				last := supervise.NodeID(fmt.Sprintf("run1:s%d", n))
+				r.resume(b, o, func(ctx context.Context, c *supervise.Coordinator) error {
+					total := bytes.Count(journal, []byte("\n")) // the rows before the resume's own
+					b.ReportAllocs()
+					b.ResetTimer()
+					for range b.N {
+						switch reader {
+						case "read-journal-tail":
+							if p := c.ReadJournal(supervise.JournalArgs{SinceRow: total - 10, Limit: 10}); len(p.Rows) == 0 {
+								return fmt.Errorf("an empty page at row %d of %d", total-10, total)
+							}
+						case "observe-last":
+							if _, err := c.Observe(last); err != nil {
+								return err
+							}
+						case "await-settled":
+							if r, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 60_000, Kinds: []string{supervise.EventSettled}}); err != nil || r.Event == nil {
+								return fmt.Errorf("await: %+v %w", r, err)
+							}
+						}
+					}
+					b.StopTimer()
+					return nil
+				})
+			})
+		}
 	}
 }
