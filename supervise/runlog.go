@@ -300,6 +300,11 @@ type runLog struct {
 
 	mu   sync.Mutex
 	rows recordRows
+	// steers indexes the in-process steers of rows (journaledSteer).
+	steers steerIndex
+	// steerRowsRead counts the rows journaledSteer has read (a test's
+	// guard that each is read once, not once per steer).
+	steerRowsRead int
 	// prior counts the rows an earlier process journaled: the first
 	// ones, read back when the run was opened.
 	prior int

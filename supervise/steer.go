@@ -70,27 +70,55 @@ func (c *Coordinator) steerAcknowledged(ctx context.Context, req SteerRequest, r
 // (earlier processes' records included): its request, and its
 // acknowledgement when one was journaled.
 func (c *Coordinator) journaledSteer(op string) (SteerRequest, *SteerAck, bool) {
-	var req SteerRequest
-	var ack *SteerAck
-	found := false
-	c.log.mu.Lock()
-	defer c.log.mu.Unlock()
-	for i := range c.log.rows.len() {
-		r := c.log.rows.at(i)
+	return c.log.journaledSteer(op)
+}
+
+// steerIndex holds the in-process steers of a run's journal by
+// operation id, folded from its rows in order: upTo rows are folded, so
+// each row is read once however many steers look their op up.
+type steerIndex struct {
+	upTo int
+	byOp map[string]*journaledSteerOp
+}
+
+// journaledSteerOp is an op's first journaled request and the last
+// acknowledgement journaled after it.
+type journaledSteerOp struct {
+	req SteerRequest
+	ack *SteerAck
+}
+
+// journaledSteer is Coordinator.journaledSteer over l's rows: the rows
+// appended since the last lookup are folded into l.steers first.
+func (l *runLog) journaledSteer(op string) (SteerRequest, *SteerAck, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.steers.byOp == nil {
+		l.steers.byOp = map[string]*journaledSteerOp{}
+	}
+	for ; l.steers.upTo < l.rows.len(); l.steers.upTo++ {
+		r := l.rows.at(l.steers.upTo)
+		l.steerRowsRead++
 		switch r.Kind {
 		case KindSteerRequested:
 			var v SteerRequest
-			if !found && canonjson.FromValue(r.Data, &v) == nil && v.OperationID == op && v.Source == SteerSourceCoordination {
-				req, found = v, true
+			if canonjson.FromValue(r.Data, &v) == nil && v.Source == SteerSourceCoordination && l.steers.byOp[v.OperationID] == nil {
+				l.steers.byOp[v.OperationID] = &journaledSteerOp{req: v}
 			}
 		case KindSteerAcknowledged:
 			var v SteerAck
-			if found && canonjson.FromValue(r.Data, &v) == nil && v.OperationID == op {
-				ack = &v
+			if canonjson.FromValue(r.Data, &v) == nil {
+				if e := l.steers.byOp[v.OperationID]; e != nil {
+					e.ack = &v
+				}
 			}
 		}
 	}
-	return req, ack, found
+	e := l.steers.byOp[op]
+	if e == nil {
+		return SteerRequest{}, nil, false
+	}
+	return e.req, e.ack, true
 }
 
 // replayedSteer answers a steer_agent call a resumed manager runs again
