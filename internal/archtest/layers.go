@@ -13,6 +13,7 @@ var layers = map[string]int{
 	"internal/whatwgurl": 0,
 	// boundediter imports only the standard library.
 	"internal/boundediter": 0,
+	"internal/termsafe":    0,
 
 	"harness":    1,
 	"profile":    1,

@@ -950,7 +950,7 @@ func (c *chat) turnValue(index int, turnID, runID string, attempt int, mode stri
 func writeNDJSON(w io.Writer, v canonjson.Value) {
 	b := canonjson.Marshal(v)
 	b = append(b, '\n')
-	w.Write(b)
+	machine(w).Write(b)
 }
 
 // chatLine is one line of input, or its end.

@@ -65,7 +65,18 @@ type providerOpener func(name, scriptPath, baseURL, openaiAPI string) (contract.
 // invocations with it, as a provider outside the process would be
 // shared, or watch what a served provider does).
 func mainWith(ctx context.Context, args []string, stdio IO, open providerOpener) int {
+	// Text for people is escaped for the terminal (termout.go): stderr
+	// always, stdout unless the command prints for machines (--json).
+	out, errw := newHumanWriter(stdio.Out), newHumanWriter(stdio.Err)
+	defer errw.esc.Flush()
+	defer out.esc.Flush()
+	stdio = IO{In: stdio.In, Out: out, Err: errw}
 	root := newRoot(stdio, open)
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+		if f := cmd.Flags().Lookup("json"); f != nil && f.Value.String() == "true" {
+			out.json = true
+		}
+	}
 	root.SetArgs(args)
 	root.SetIn(stdio.In)
 	root.SetOut(stdio.Out)

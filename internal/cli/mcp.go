@@ -156,7 +156,7 @@ func mcpHTTPToken(addr, tokenFile string) (string, error) {
 // serveMCPStdio serves srv on stdin/stdout until the client closes stdin
 // (the MCP stdio shutdown) or ctx ends.
 func serveMCPStdio(ctx context.Context, stdio IO, srv *mcp.Server) error {
-	ss, err := srv.Connect(ctx, mcpserver.Stdio(stdio.In, stdio.Out), nil)
+	ss, err := srv.Connect(ctx, mcpserver.Stdio(stdio.In, machine(stdio.Out)), nil)
 	if err != nil {
 		return &exitError{code: ExitFailed, err: fmt.Errorf("mcp stdio: %w", err)}
 	}

@@ -39,7 +39,7 @@ but the MCP stdio transport; logs go to stderr.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			logger := slog.New(slog.NewTextHandler(stdio.Err, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			err := coordmcp.Relay(ctx, args[0], stdio.In, stdio.Out, coordmcp.RelayOptions{Logger: logger, Version: Version})
+			err := coordmcp.Relay(ctx, args[0], stdio.In, machine(stdio.Out), coordmcp.RelayOptions{Logger: logger, Version: Version})
 			switch {
 			case err == nil || ctx.Err() != nil:
 				return nil

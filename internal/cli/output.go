@@ -12,7 +12,8 @@ import (
 
 // writeJSON prints v as indented JSON followed by a newline. It writes
 // through canonjson so that strings are never altered (encoding/json would
-// replace lone surrogates and escape <, > and &).
+// replace lone surrogates and escape <, > and &), and past the terminal
+// escaping of text for people (machine).
 func writeJSON(w io.Writer, v any) error {
 	val, ok := v.(canonjson.Value)
 	if !ok {
@@ -24,7 +25,7 @@ func writeJSON(w io.Writer, v any) error {
 	var b bytes.Buffer
 	indent(&b, val, 0)
 	b.WriteByte('\n')
-	_, err := w.Write(b.Bytes())
+	_, err := machine(w).Write(b.Bytes())
 	return err
 }
 

@@ -314,7 +314,7 @@ func mustValue(x any) canonjson.Value {
 
 // writeLine prints v as one JSON line.
 func writeLine(stdio IO, v canonjson.Value) error {
-	_, err := stdio.Out.Write(append(canonjson.Marshal(v), '\n'))
+	_, err := machine(stdio.Out).Write(append(canonjson.Marshal(v), '\n'))
 	return err
 }
 

@@ -644,7 +644,7 @@ func printEvent(w io.Writer, e store.Event, asJSON bool, extra []canonjson.Membe
 			{Name: "time", Value: canonjson.StringValue(e.Time.UTC().Format(time.RFC3339Nano))},
 			{Name: "event", Value: e.Body},
 		}...))
-		w.Write(append(canonjson.Marshal(line), '\n'))
+		machine(w).Write(append(canonjson.Marshal(line), '\n'))
 		return
 	}
 	fmt.Fprintf(w, "%4d  %s  %-24s %s\n", e.Sequence, e.Time.Local().Format("15:04:05.000"), e.Type, eventText(e.Body))

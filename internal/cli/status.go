@@ -7,12 +7,14 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/term"
+
+	"github.com/agentrt/agentrt/internal/termsafe"
 )
 
 // terminal reports whether w is a terminal and, if it is, how many
 // columns it has (0 when its size is unknown).
 func terminal(w io.Writer) (bool, int) {
-	f, ok := w.(interface{ Fd() uintptr })
+	f, ok := unwrap(w).(interface{ Fd() uintptr })
 	if !ok {
 		return false, 0
 	}
@@ -30,8 +32,10 @@ func terminal(w io.Writer) (bool, int) {
 // statusLine is one line of progress. On a terminal (tty) it is
 // rewritten in place — a carriage return, the new text, blanks over what
 // is left of the old — and cleared at the end; anywhere else each
-// message is a line of its own, so logs keep every step. It is not safe
-// for concurrent use.
+// message is a line of its own, so logs keep every step. A message is
+// escaped for the terminal (termsafe.Line), and the line's own carriage
+// returns and backspaces go to the terminal as they are (machine). It is
+// not safe for concurrent use.
 type statusLine struct {
 	w     io.Writer
 	tty   bool
@@ -48,6 +52,7 @@ const defaultWidth = 80
 // set shows msg: it replaces the line on a terminal, and is printed as a
 // line anywhere else.
 func (s *statusLine) set(msg string) {
+	msg = termsafe.Line(msg)
 	if !s.tty {
 		fmt.Fprintln(s.w, msg)
 		return
@@ -72,7 +77,7 @@ func (s *statusLine) draw() {
 	pad := max(s.shown-n, 0)
 	// Blanks erase the rest of a longer old line; backspaces bring the
 	// cursor back to the end of the message.
-	io.WriteString(s.w, "\r"+msg+strings.Repeat(" ", pad)+strings.Repeat("\b", pad))
+	io.WriteString(machine(s.w), "\r"+msg+strings.Repeat(" ", pad)+strings.Repeat("\b", pad))
 	s.shown = n
 }
 
@@ -82,7 +87,7 @@ func (s *statusLine) clear() {
 	if !s.tty || s.shown == 0 {
 		return
 	}
-	io.WriteString(s.w, "\r"+strings.Repeat(" ", s.shown)+"\r")
+	io.WriteString(machine(s.w), "\r"+strings.Repeat(" ", s.shown)+"\r")
 	s.shown = 0
 }
 

@@ -17,6 +17,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+
+	"github.com/agentrt/agentrt/internal/termsafe"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -121,11 +123,13 @@ terminal; the frame has no colours then (or with --no-color).`,
 			if once || !tty {
 				m.snap = src.load(ctx)
 				m.sel = m.newestRow()
-				_, err := io.WriteString(stdio.Out, m.frame())
+				// The frame escapes the run data it shows and may
+				// carry its own colour sequences: it goes out as is.
+				_, err := io.WriteString(machine(stdio.Out), m.frame())
 				return err
 			}
 			m.interactive = true
-			p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(stdio.In), tea.WithOutput(stdio.Out))
+			p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(stdio.In), tea.WithOutput(machine(stdio.Out)))
 			if _, err := p.Run(); err != nil && !errors.Is(err, tea.ErrProgramKilled) {
 				return &exitError{code: ExitFailed, err: err}
 			}
@@ -144,6 +148,9 @@ terminal; the frame has no colours then (or with --no-color).`,
 
 // isTerminal reports whether f is a terminal.
 func isTerminal(f any) bool {
+	if w, ok := f.(io.Writer); ok {
+		f = unwrap(w)
+	}
 	fd, ok := f.(interface{ Fd() uintptr })
 	return ok && term.IsTerminal(int(fd.Fd()))
 }
@@ -1298,7 +1305,9 @@ func (m topModel) rowAt(y int) (int, bool) {
 }
 
 // frame renders the lines clipped to the width, styled only in colour
-// mode.
+// mode. Each line is escaped for the terminal (termsafe.Line) before it
+// is styled: the run data in it cannot move the cursor, retitle the
+// window or end a style, and lipgloss would pass its escapes through.
 func (m topModel) frame() string {
 	lines, rowOf := m.screen()
 	width := m.width
@@ -1310,7 +1319,7 @@ func (m topModel) frame() string {
 	warn := lipgloss.NewStyle().Foreground(lipgloss.Color("3"))
 	var b strings.Builder
 	for i, l := range lines {
-		l = strings.TrimRight(clip(l, width), " ")
+		l = strings.TrimRight(clip(termsafe.Line(l), width), " ")
 		if m.color {
 			switch {
 			case i == 0:

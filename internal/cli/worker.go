@@ -100,7 +100,7 @@ func newLogger(w io.Writer, format string) (*slog.Logger, error) {
 	case "text", "":
 		return slog.New(slog.NewTextHandler(w, nil)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, nil)), nil
+		return slog.New(slog.NewJSONHandler(machine(w), nil)), nil
 	}
 	return nil, usage("--log-format must be text or json, not %q", format)
 }
