@@ -176,6 +176,29 @@ func TestRestartBreakerOffWithoutWindow(t *testing.T) {
 	}
 }
 
+// Only a down while the manager drives is a restart: the workers the
+// run's end cancels (here the manager returned with one live, under a
+// breaker that trips on the first down) do not trip it.
+func TestRestartBreakerIgnoresDownsTheRunsEndCauses(t *testing.T) {
+	var runs atomic.Int64
+	o := baseOptions(t, breakerExecutor{runs: &runs}, nil)
+	o.MaxRestarts, o.RestartsWithin = 0, time.Hour
+	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+		if r := tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("hold")); r["error"] != nil {
+			t.Fatalf("spawn: %v", r)
+		}
+		return supervise.BrainReport{}, nil
+	})
+	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold, _ := nodeState(res, "run1:s1")
+	if res.Breaker != nil || hold.State != supervise.StateCancelled || res.Reason != supervise.ReasonAllChildrenDown {
+		t.Errorf("breaker %+v, worker %s, reason %s; want no trip, the worker cancelled by the run's end", res.Breaker, hold.State, res.Reason)
+	}
+}
+
 // cutAfter is a spawn journal whose process "dies" right after a record
 // of kind is durable: nothing lands after it, the run's end included.
 type cutAfter struct {
@@ -266,6 +289,19 @@ func TestTrippedRunResumesTrippedWithoutRunning(t *testing.T) {
 				}
 				if res.Breaker == nil || *res.Breaker != *was.Breaker {
 					t.Errorf("resumed breaker %+v, want %+v", res.Breaker, was.Breaker)
+				}
+				if cut {
+					return
+				}
+				// Its finished record holds the trip too: a resume that
+				// returns the ended run's result returns it.
+				o.ReturnEnded = true
+				ended, err := supervise.Supervise(context.Background(), mgr, "", o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if driven || runs.Load() != 0 || ended.Reason != supervise.ReasonAllChildrenDown || ended.Breaker == nil || *ended.Breaker != *was.Breaker {
+					t.Errorf("returned ended: %s %s breaker %+v (driven %v, ran %d), want %+v", ended.Status, ended.Reason, ended.Breaker, driven, runs.Load(), was.Breaker)
 				}
 			})
 		}
