@@ -282,7 +282,11 @@ type NoWinnerReason string
 // end cancelled does not count). A run is
 // budget-exhausted when a spawn was refused budget-exhausted, a budget
 // stop ended its brain, or its deadline passed; a spawn refused
-// usd-unbudgeted ran no pool out and does not make it so.
+// usd-unbudgeted ran no pool out and does not make it so. A run whose
+// restart-intensity breaker tripped (Options.MaxRestarts) is
+// all-children-down, and one its caller aborted (RootHandle.Abort) is
+// aborted: both outrank every other reason, the abort having ended the
+// run before anything else could.
 const (
 	ReasonAllChildrenDown NoWinnerReason = "all-children-down"
 	ReasonBudgetExhausted NoWinnerReason = "budget-exhausted"
