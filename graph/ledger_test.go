@@ -208,3 +208,36 @@ func TestCapExhaustedButCancelledReturnsNormally(t *testing.T) {
 		t.Errorf("reason %s, exhausted %v", res.Result.Reason, res.ExhaustedEdges)
 	}
 }
+
+// §3.7 "a lifecycle no-winner (aborted/budget) returns normally": a
+// graph run its caller aborted through the forwarded RootHandle
+// (supervise.Options.Root) ends no-winner aborted, its exhausted cap
+// visible and nothing thrown.
+func TestCapExhaustedButAbortedReturnsNormally(t *testing.T) {
+	g := starGraph(t)
+	g.Edges[0].MaxTraversals = new(1)
+	h := supervise.NewRootHandle()
+	o := options(t, &inboxWorkers{}, nil)
+	o.Supervise.Router, o.Supervise.Root = nil, h
+	o.Brain = graph.BrainFunc(func(ctx context.Context, d *graph.Driver, _ string) (supervise.BrainReport, error) {
+		if _, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "Fix test_login."}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		_, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "again"})
+		var vr *supervise.VerbRefusal
+		if !errors.As(err, &vr) || vr.Code != "edge-cap-exhausted" {
+			t.Errorf("second spawn: err = %v, want edge-cap-exhausted", err)
+		}
+		if err := h.Abort("the operator stopped the graph"); err != nil {
+			t.Errorf("abort: %v", err)
+		}
+		return supervise.BrainReport{}, ctx.Err()
+	})
+	res, err := graph.RunGraph(context.Background(), g, o)
+	if err != nil {
+		t.Fatalf("err = %v, want a normal return", err)
+	}
+	if res.Result.Reason != supervise.ReasonAborted || !cmp.Equal(res.ExhaustedEdges, []string{"delegates:driver->coder"}) {
+		t.Errorf("reason %s, exhausted %v", res.Result.Reason, res.ExhaustedEdges)
+	}
+}

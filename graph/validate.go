@@ -354,6 +354,7 @@ var superviseOptionClass = map[string]string{
 	"SpawnLeaseTTL": classForwarded, "WorkspaceRoot": classTransformed, "OnResume": classOwned,
 	"AnalystModel": classForwarded, "AuthoredProfiles": classOwned, "ReturnEnded": classForwarded,
 	"RecoverTimeout": classForwarded, "ManagerBrain": classForwarded, "Held": classForwarded,
+	"MaxRestarts": classForwarded, "RestartsWithin": classForwarded, "Root": classForwarded,
 }
 
 // checkOptions refuses a supervise option the graph owns: a caller value

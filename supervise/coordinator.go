@@ -125,6 +125,13 @@ type core struct {
 	teardowns []UnconfirmedTeardown
 	replay    map[string][]NodeID // canonical request → settled journaled nodes not yet claimed
 	exhausted bool
+	// breaker is the restart-intensity breaker (nil when off); tripped
+	// is its trip and abortWhy a caller's abort (RootHandle.Abort), once
+	// either ended the run, here or in the journal an earlier process
+	// left (mu).
+	breaker  *restartBreaker
+	tripped  *BreakerTrip
+	abortWhy string
 
 	// ctl serves the run dir's steer and cancel files (nil without a
 	// run dir).
@@ -763,9 +770,15 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 	// the record is durable.
 	tk := c.log.enqueue(bg, rec)
 	turn := c.delivery.take()
+	trip := c.countDown(w.id, st.State)
 	c.spawnMu.Unlock()
 	if err := tk.commitOrLose(bg); err != nil {
 		c.logger.Error("supervise: journaling a settlement", "node", w.id, "err", err)
+	}
+	if trip != nil {
+		// Before the settlement that tripped it is delivered: the
+		// manager that sees it already finds the scope aborted.
+		c.tripBreaker(bg, trip)
 	}
 	c.delivery.wait(turn)
 	defer c.delivery.done(turn)
@@ -1679,6 +1692,22 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			}
 		case KindTeardownUnconfirmed:
 			c.replayTeardown(r)
+		case KindBreakerTripped:
+			// The run ended tripped: it stays so, its manager not
+			// driven again.
+			if r.Breaker != nil && c.tripped == nil && c.abortWhy == "" {
+				trip := *r.Breaker
+				c.tripped = &trip
+				c.scope.Abort()
+			}
+		case KindAborted:
+			if c.tripped == nil && c.abortWhy == "" {
+				c.abortWhy = r.Reason
+				if c.abortWhy == "" {
+					c.abortWhy = "root handle aborted"
+				}
+				c.scope.Abort()
+			}
 		}
 	}
 	for _, k := range openTurns {

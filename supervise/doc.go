@@ -443,6 +443,35 @@
 // replayed by request, not executed again, and the root's repeated
 // spawn of it re-attaches to it.
 //
+// Restart intensity and abort (§3.6 "OTP breaker: more than maxRestarts
+// within withinMs → no-winner", and the no-winner arm aborted). As in the
+// reference, the breaker (Options.MaxRestarts within
+// Options.RestartsWithin; off unless RestartsWithin is set) restarts
+// nothing: it counts the tree's downs — workers settled failed or
+// cancelled, nested managers' children included — in a window sliding on
+// the run's clock (Options.Now), while the root manager drives (the
+// downs a stop, a cancellation, the deadline or the run's end cause are
+// not counted). More than MaxRestarts within the window trip it: a
+// KindBreakerTripped record is journaled, the scope is aborted (every
+// later spawn is refused scope-aborted), the manager is stopped and every
+// live worker cancelled (their reason ErrBreakerTripped's), and the run
+// ends no-winner all-children-down — the reference's reason for a trip,
+// which outranks the abort it raised — with SupervisedResult.Breaker
+// naming the downs, the bound, when and which worker tripped it. The
+// trip happens before the settlement that caused it is delivered, so a
+// manager awaiting it already finds the scope aborted. A caller's
+// RootHandle (Options.Root, the reference's rootHandle) aborts the run
+// the same way, journaled as KindAborted, and the run ends no-winner
+// aborted: unlike a cancellation (the caller's context, CancelRun: reason
+// cancelled) an abort is the run's end. Each process counts the downs it
+// sees: a resumed run does not count its replayed settlements again, as
+// the reference's breaker counts only what its journal is appended. But
+// a run whose journal holds a trip or an abort stays aborted when
+// resumed — the same no-winner, its manager not driven, nothing run or
+// spent — whether its finished record was written or not
+// (TestTrippedRunResumesTrippedWithoutRunning, file and SQLite
+// journals).
+//
 // Above it, package graph interprets one supervised run as a fixed
 // topology (runGraph) and keeps its edge ledger in this run's journal
 // through Coordinator.Note.

@@ -51,6 +51,9 @@ type OutcomeRecord struct {
 	// JournalLossError).
 	LostCount int          `json:"lostCount,omitzero"`
 	Lost      []LostRecord `json:"lost,omitzero"`
+	// Breaker is the restart-intensity breaker's trip, when it ended
+	// the run.
+	Breaker *BreakerTrip `json:"breaker,omitzero"`
 }
 
 // WinnerRecord is the winner arm as journaled: the result itself is the
@@ -116,7 +119,7 @@ func (r TotalRecord) total() SpentTotal {
 func outcomeRecord(res SupervisedResult) *OutcomeRecord {
 	o := &OutcomeRecord{Status: res.Status, Reason: res.Reason, Spent: totalRecord(res.Spent),
 		DriverInference: totalRecord(res.Breakdown.DriverInference), ChildWork: totalRecord(res.Breakdown.ChildWork),
-		MS: res.MS, DownCount: res.DownCount, TeardownUnconfirmed: res.TeardownUnconfirmed}
+		MS: res.MS, DownCount: res.DownCount, TeardownUnconfirmed: res.TeardownUnconfirmed, Breaker: res.Breaker}
 	if w := res.Winner; w != nil {
 		o.Winner = &WinnerRecord{Node: w.Node, OutRef: w.OutRef, Verdict: w.Verdict, Submitted: w.Submitted}
 		if len(w.Text) <= MaxJournaledText {
@@ -234,6 +237,7 @@ func (o *OutcomeRecord) result(runID string) SupervisedResult {
 		Spent:     o.Spent.total(),
 		Breakdown: Breakdown{DriverInference: o.DriverInference.total(), ChildWork: o.ChildWork.total()},
 		MS:        o.MS, DownCount: o.DownCount, TeardownUnconfirmed: o.TeardownUnconfirmed, BrainText: o.BrainText,
+		Breaker: o.Breaker,
 	}
 	if w := o.Winner; w != nil {
 		res.Winner = &Winner{Node: w.Node, OutRef: w.OutRef, Verdict: w.Verdict, Submitted: w.Submitted}

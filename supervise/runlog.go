@@ -112,6 +112,13 @@ const (
 	// (replayQuestions).
 	KindQuestionAsked   = "question-asked"
 	KindQuestionDecided = "question-decided"
+	// KindBreakerTripped is the restart-intensity breaker's trip
+	// (Breaker; Node the worker whose down tripped it), and KindAborted
+	// a caller's RootHandle.Abort (Reason): journaled before either is
+	// acted on, so a resumed run stays aborted, its manager not driven
+	// again.
+	KindBreakerTripped = "breaker-tripped"
+	KindAborted        = "aborted"
 )
 
 // Record is one line of the spawn journal. Kind says which fields are
@@ -200,6 +207,8 @@ type Record struct {
 	QuestionID string    `json:"questionId,omitzero"`
 	Question   *Question `json:"question,omitzero"`
 	Decision   *Decision `json:"decision,omitzero"`
+	// Breaker is a breaker-tripped record's trip (KindBreakerTripped).
+	Breaker *BreakerTrip `json:"breaker,omitzero"`
 }
 
 // BudgetRecord is a ledger.Budget as journaled; an absent channel is

@@ -228,6 +228,39 @@ type Options struct {
 	// of them together; 0 means DefaultRecoverTimeout. Workers not
 	// recovered within it stay in doubt.
 	RecoverTimeout time.Duration
+	// MaxRestarts and RestartsWithin are the run's restart-intensity
+	// breaker (§3.6 "OTP breaker: more than maxRestarts within withinMs
+	// → no-winner"; the reference's maxRestarts and withinMs). A restart
+	// is a worker of the tree going down (settled failed or cancelled)
+	// while the manager drives: the breaker restarts nothing, it
+	// circuits the manager's own re-spawns. More than MaxRestarts downs
+	// within RestartsWithin, on the run's clock (Now), trip it: the trip
+	// is journaled (KindBreakerTripped), the scope is aborted (every
+	// later spawn is refused scope-aborted), the manager is stopped and
+	// every live worker cancelled, and the run ends no-winner
+	// all-children-down (a tripped breaker outranks the abort it
+	// raised, as in the reference) with SupervisedResult.Breaker naming
+	// the trip. RestartsWithin 0 leaves the breaker off; MaxRestarts 0
+	// with a window trips on the first down. Each process counts the
+	// downs it sees (a resumed run's replayed ones are not counted
+	// again), and a run whose journal holds a trip stays tripped.
+	MaxRestarts    int
+	RestartsWithin time.Duration
+	// Root, when set, is the caller's handle on the live run (§3.6
+	// rootHandle): RootHandle.Abort ends it no-winner aborted. One
+	// handle serves one run at a time.
+	Root *RootHandle
+}
+
+// BreakerTrip is a tripped restart-intensity breaker (Options.MaxRestarts):
+// Downs workers went down within WithinMS milliseconds, more than
+// MaxRestarts, the last of them Node, at AtMS on the run's clock.
+type BreakerTrip struct {
+	Downs       int    `json:"downs"`
+	MaxRestarts int    `json:"maxRestarts"`
+	WithinMS    int64  `json:"withinMs"`
+	AtMS        int64  `json:"atMs"`
+	Node        NodeID `json:"node"`
 }
 
 // Status is a supervised run's outcome.
@@ -249,7 +282,11 @@ type NoWinnerReason string
 // end cancelled does not count). A run is
 // budget-exhausted when a spawn was refused budget-exhausted, a budget
 // stop ended its brain, or its deadline passed; a spawn refused
-// usd-unbudgeted ran no pool out and does not make it so.
+// usd-unbudgeted ran no pool out and does not make it so. A run whose
+// restart-intensity breaker tripped (Options.MaxRestarts) is
+// all-children-down, and one its caller aborted (RootHandle.Abort) is
+// aborted: both outrank every other reason, the abort having ended the
+// run before anything else could.
 const (
 	ReasonAllChildrenDown NoWinnerReason = "all-children-down"
 	ReasonBudgetExhausted NoWinnerReason = "budget-exhausted"
@@ -361,6 +398,9 @@ type SupervisedResult struct {
 	// confirm their environment was destroyed, whose slots stayed
 	// charged. Each is journaled (KindTeardownUnconfirmed).
 	TeardownUnconfirmed []UnconfirmedTeardown
+	// Breaker is the restart-intensity breaker's trip that ended the
+	// run (Options.MaxRestarts); nil when it did not trip.
+	Breaker *BreakerTrip
 	// Resumed says the run continued an earlier process's journal.
 	Resumed bool
 	// BrainText is the brain's final text.
@@ -397,6 +437,13 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	brain, exec, err := o.resolve(manager)
 	if err != nil {
 		return SupervisedResult{}, err
+	}
+	if o.Root != nil {
+		// One run at a time: taken before anything of this run exists.
+		if err := o.Root.reserve(); err != nil {
+			return SupervisedResult{}, fmt.Errorf("%w: Root: %w", ErrInvalidOptions, err)
+		}
+		defer o.Root.release()
 	}
 	managerDigest, err := profile.Digest(manager)
 	if err != nil {
@@ -504,6 +551,9 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		analystModel: o.AnalystModel, analystStops: map[NodeID]string{},
 		views: map[NodeID]*Coordinator{}, router: o.Router, maxTurns: o.MaxTurns, managerBrain: o.ManagerBrain, settleGrace: grace}}
 	c.root = c
+	if o.RestartsWithin > 0 {
+		c.breaker = &restartBreaker{max: o.MaxRestarts, within: o.RestartsWithin}
+	}
 	// An executor that declares ResumesSessions() false cannot honour
 	// continuity resume: the value counts, not the method's presence.
 	rs, ok := exec.(interface{ ResumesSessions() bool })
@@ -590,6 +640,11 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	c.mu.Lock()
 	c.stopFn, c.brainCtx = stop, brainCtx
 	c.mu.Unlock()
+	if o.Root != nil {
+		// The caller's handle reaches the run while its manager drives
+		// (abortByCaller refuses it once the manager no longer does).
+		o.Root.set(func(reason string) error { return c.abortByCaller(context.WithoutCancel(ctx), reason) })
+	}
 	// A caller cancellation reaches the workers too. A caller whose
 	// context ended because it lost the lease it held the run under
 	// (its cause matches contract.ErrLeaseLost: a delegation queue whose
@@ -672,7 +727,11 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	// it) ends at once, as the deadline ends a run: nothing more is
 	// driven, run or spent.
 	late := !deadline.IsZero() && !now().Before(deadline)
-	if resumed && resumeErr == nil && !late {
+	// A run aborted before its manager drove — its journal holds its
+	// breaker's trip or its caller's abort — stays aborted: nothing
+	// more is driven, run or spent.
+	aborted := c.runAborted()
+	if resumed && resumeErr == nil && !late && !aborted {
 		// What the process before left half done: settlement hooks that
 		// never returned, analyses requested but never started, nested
 		// managers still driving.
@@ -690,7 +749,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	stopWatch := c.watchControl(context.WithoutCancel(ctx))
 	var report BrainReport
 	var driveErr error
-	if !late {
+	if !late && !aborted {
 		report, driveErr = drive(brainCtx, brain, c, task)
 	}
 	// The children down when the driver returned, before the run's end
@@ -824,6 +883,12 @@ func (o *Options) resolve(manager *profile.Profile) (Brain, Executor, error) {
 	if o.Resume && o.SpawnStore != nil && o.RunID == "" {
 		bad("Resume from a SpawnStore needs the RunID")
 	}
+	switch {
+	case o.MaxRestarts < 0 || o.RestartsWithin < 0:
+		bad("MaxRestarts and RestartsWithin cannot be negative")
+	case o.MaxRestarts > 0 && o.RestartsWithin == 0:
+		bad("MaxRestarts needs RestartsWithin, the window its restarts are counted in")
+	}
 	exec := o.Executor
 	if exec == nil {
 		if o.Workers == nil {
@@ -912,6 +977,15 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 	cancelled := ctx.Err() != nil
 	runCancel := c.appliedRunCancel()
 	switch {
+	case c.tripped != nil:
+		// The trip, journaled when it happened, is the run's end: a
+		// tripped breaker outranks the abort it raised (children kept
+		// going down), and the cancellations that followed it.
+		res.Status, res.Reason = StatusNoWinner, ReasonAllChildrenDown
+		trip := *c.tripped
+		res.Breaker = &trip
+	case c.abortWhy != "":
+		res.Status, res.Reason = StatusNoWinner, ReasonAborted
 	case runCancel != nil:
 		res.Status, res.Reason = StatusNoWinner, ReasonCancelled
 		res.Cancellation = &Cancellation{Source: runCancel.Source, Reason: runCancel.Reason, OperationID: runCancel.OperationID}
@@ -926,8 +1000,6 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 		res.Winner = &Winner{Node: best.ID, Text: w.text, Output: w.output, OutRef: w.outRef, Verdict: w.verdict}
 	case c.exhausted || errors.Is(driveErr, ledger.ErrExhausted) || budgetStop(driveErr):
 		res.Status, res.Reason = StatusNoWinner, ReasonBudgetExhausted
-	case c.scope.Aborted():
-		res.Status, res.Reason = StatusNoWinner, ReasonAborted
 	case driveErr != nil && downWhileDriving == 0:
 		res.Status, res.Reason = StatusNoWinner, ReasonDriverFailed
 		res.Error = &DriverError{Name: errorName(driveErr), Message: driveErr.Error()}
