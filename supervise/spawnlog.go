@@ -652,7 +652,8 @@ func (l *StoreSpawnLog) renew() {
 }
 
 // Close stops renewing the lease and releases it, so the next owner
-// takes the run over at once.
+// takes the run over at once; a lease already lost is left as it is,
+// with no store call.
 func (l *StoreSpawnLog) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -667,8 +668,14 @@ func (l *StoreSpawnLog) Close() error {
 }
 
 // release ends the lease now (a fenced write, so a holder that already
-// lost the run changes nothing).
+// lost the run changes nothing). A lease already known lost (fenced, or
+// lapsed while the store did not answer) is not released: the store
+// would refuse the write, and one that stopped answering would hold the
+// process for the call's whole timeout.
 func (l *StoreSpawnLog) release() error {
+	if l.Held() != nil {
+		return nil
+	}
 	if err := l.setLease(time.Time{}, kernel.DefaultCleanupTimeout); err != nil && !errors.Is(err, store.ErrFenced) {
 		return fmt.Errorf("supervise: releasing the spawn journal's lease: %w", err)
 	}

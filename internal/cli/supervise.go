@@ -550,7 +550,8 @@ type progress struct {
 
 // progressReadTimeout bounds each read of the journal the progress
 // lines follow: a store that stops answering delays the command's end
-// by at most this, never past every deadline.
+// by at most this, never past every deadline (the read in flight when
+// the run ends; no final read follows one that timed out).
 const progressReadTimeout = 5 * time.Second
 
 func startProgress(ctx context.Context, w io.Writer, j journalFeed, resume bool) *progress {
@@ -571,9 +572,17 @@ func startProgress(ctx context.Context, w io.Writer, j journalFeed, resume bool)
 		defer close(p.done)
 		t := time.NewTicker(supervise.ControlScanInterval)
 		defer t.Stop()
+		timedOut := false
 		for {
 			stopped := ctx.Err() != nil
-			if recs, err := read(context.WithoutCancel(ctx)); err == nil {
+			if stopped && timedOut {
+				// The store did not answer the last read: asking it
+				// again would only hold the command's end.
+				return
+			}
+			recs, err := read(context.WithoutCancel(ctx))
+			timedOut = errors.Is(err, context.DeadlineExceeded)
+			if err == nil {
 				for _, r := range recs {
 					if line := progressLine(r); line != "" {
 						fmt.Fprintln(w, line)
