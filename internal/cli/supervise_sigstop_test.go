@@ -82,11 +82,37 @@ func TestPausedSuperviseProcessLosesTheRun(t *testing.T) {
 				// Paused inside a write, the first process holds the
 				// file's write lock: nothing can take the run over until
 				// it goes on, and the resume must say so, not corrupt.
-				// Continued, it is still the holder.
+				// Continued, it is still the holder, unless the resume
+				// took the lapsed lease before its write met the lock:
+				// then the continued process has lost the run (fenced by
+				// the newer generation) and a further resume must win it.
 				if err := a.Process.Signal(syscall.SIGCONT); err != nil {
 					t.Fatal(err)
 				}
-				awaitStoreJournal(t, st, "paused", func(recs []supervise.Record) bool { return len(recs) >= 5 }, func() string { return aErr.String() })
+				superseded := false
+				for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+					select {
+					case <-exited:
+						superseded = true
+					default:
+					}
+					if superseded || len(storeRecords(st, "paused")) >= 5 {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("the continued holder neither went on nor ended within a minute; stderr:\n%s", aErr.String())
+					}
+				}
+				if superseded {
+					if aExit == nil || !strings.Contains(aErr.String(), "lost the run's spawn journal") {
+						t.Fatalf("the continued process ended %v before its journal grew, without saying it lost the run; stderr:\n%s", aExit, aErr.String())
+					}
+					out, errOut, code = resumeOnceLeaseLapsed(t, append(common, "--run-dir", t.TempDir(), "--script", fast, "--resume", "--json")...)
+					if code != 0 || member(decode(t, out), "status").Str() != "winner" {
+						t.Errorf("a resume after the superseded holder ended: exit %d, want a winner:\n%s%s", code, out, errOut)
+					}
+					return
+				}
 				_, errOut, code = run(t, "", append(common, "--run-dir", t.TempDir(), "--script", fast, "--resume")...)
 				if code == 0 || !strings.Contains(errOut, "holds the run's spawn journal") {
 					t.Errorf("a resume while the continued holder runs: exit %d, want refused as held:\n%s", code, errOut)
