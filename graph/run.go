@@ -495,7 +495,10 @@ type Driver struct {
 // refused (a *supervise.VerbRefusal) for a name that is no worker node —
 // analyst nodes included — a non-root parent, or an edge whose cap is
 // spent (ledgered unpropagated); supervise's own refusals pass through
-// and are ledgered unpropagated too.
+// and are ledgered unpropagated too, except a continuity refusal
+// (resume-no-prior, resume-while-live, resume-with-key): like an
+// invalid continuity, that refuses the call's arguments, so nothing
+// set out over the edge and no traversal is ledgered.
 func (d *Driver) Spawn(ctx context.Context, a supervise.SpawnArgs) (supervise.SpawnResult, error) {
 	r := d.r
 	if a.Parent != "" {
@@ -532,6 +535,9 @@ func (d *Driver) Spawn(ctx context.Context, a supervise.SpawnArgs) (supervise.Sp
 	payload := a.Task
 	a.Task = compose(directive, payload)
 	res, err := d.c.Spawn(ctx, a)
+	if code, _ := supervise.CodeOf(err); code == supervise.CodeResumeNoPrior || code == supervise.CodeResumeWhileLive || code == supervise.CodeResumeWithKey {
+		return res, err
+	}
 	if err != nil {
 		row.Outcome, row.Reason = OutcomeUnpropagated, "spawn refused: "+err.Error()
 		r.record(ctx, row, false)
