@@ -1455,13 +1455,14 @@ type StopResult struct {
 
 // Stop ends the run: nothing more is admitted and the brain's loop ends
 // after this call. It is refused (unresolved-blocking-questions) while a
-// blocks-run question is undecided (§15 behaviour 54).
+// blocking question to this manager — blocks-run or blocks-step — is
+// undecided (§3.6 "Questions", §15 behaviour 54).
 func (c *Coordinator) Stop(a StopArgs) (StopResult, error) {
 	c.mu.Lock()
 	for _, q := range c.questions {
-		if q.to == c.self && q.Urgency == UrgencyBlocksRun && q.Status == "open" {
+		if q.to == c.self && (q.Urgency == UrgencyBlocksRun || q.Urgency == UrgencyBlocksStep) && q.Status == "open" {
 			c.mu.Unlock()
-			return StopResult{}, &VerbRefusal{Code: "unresolved-blocking-questions", Reason: "question " + q.ID + " blocks the run and is undecided"}
+			return StopResult{}, &VerbRefusal{Code: "unresolved-blocking-questions", Reason: "question " + q.ID + " (" + string(q.Urgency) + ") is undecided"}
 		}
 	}
 	c.stopped, c.stopWhy = true, a.Reason
