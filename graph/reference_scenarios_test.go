@@ -329,3 +329,135 @@ func TestAnAuthoredProfileNamesItsNodeAndThePinnedProfileRuns(t *testing.T) {
 		t.Errorf("status %s/%s, want a winner", res.Result.Status, res.Result.Reason)
 	}
 }
+
+// §3.7 analyst nodes spend from the one conserved pool: the run's spend
+// is the coder's and its analyst's together (the reference: worker 5/5
+// + inspector 5/5 in one spentTotal), all of it child work.
+func TestAnalystNodeSpendIsInTheOnePool(t *testing.T) {
+	workers := &inboxWorkers{}
+	o := options(t, workers, nil)
+	o.Supervise.Router = nil
+	o.Brain = graph.BrainFunc(func(ctx context.Context, d *graph.Driver, _ string) (supervise.BrainReport, error) {
+		if _, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "Fix test_login."}); err != nil {
+			return supervise.BrainReport{}, err
+		}
+		workers.Deliver(ctx, "g:s1", "login fixed")
+		workers.Deliver(ctx, "g:s2", "the patch skips a nil check")
+		for range 2 {
+			if _, err := d.Await(ctx, supervise.AwaitArgs{TimeoutMS: 30000}); err != nil {
+				return supervise.BrainReport{}, err
+			}
+		}
+		return supervise.BrainReport{}, nil
+	})
+	res, err := graph.RunGraph(context.Background(), withCritic(t, "driver"), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := workers.runs.Load(); n != 2 {
+		t.Fatalf("%d runs, want the coder and the critic", n)
+	}
+	s := res.Result.Spent
+	if s.Tokens != 20 || s.Iterations != 2 || !s.TokensKnown || res.Result.Breakdown.ChildWork.Tokens != 20 {
+		t.Errorf("spent %+v, child work %+v; want 20 tokens over 2 iterations, all child work", s, res.Result.Breakdown.ChildWork)
+	}
+}
+
+// §3.7 options: a caller brain drives only a cli-base root ("refused for
+// external-harness roots"), and an external-harness root has no
+// built-in brain here; both are refused before spend with a
+// *ConfigError naming Brain.
+func TestExternalHarnessRootRefusals(t *testing.T) {
+	g := starGraph(t)
+	g.Nodes[0].Profile = prof(t, map[string]any{"name": "driver", "harness": "codex", "model": map[string]any{"default": "gpt-5-codex"},
+		"tools": map[string]bool{graph.SpawnTool: true}})
+	brain := graph.BrainFunc(func(context.Context, *graph.Driver, string) (supervise.BrainReport, error) {
+		return supervise.BrainReport{}, nil
+	})
+	for _, tc := range []struct {
+		name string
+		opts func(*graph.Options)
+	}{
+		{"a caller brain", func(o *graph.Options) { o.Supervise.Router, o.Brain = nil, brain }},
+		{"the router", func(*graph.Options) {}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			workers := &inboxWorkers{}
+			o := options(t, workers, router())
+			tc.opts(&o)
+			if diff := cmp.Diff(refused{"config", "Brain"}, refusalOf(graph.Validate(g, o))); diff != "" {
+				t.Errorf("Validate (-want +got):\n%s", diff)
+			}
+			_, err := graph.RunGraph(context.Background(), g, o)
+			if diff := cmp.Diff(refused{"config", "Brain"}, refusalOf(err)); diff != "" || workers.runs.Load() != 0 {
+				t.Errorf("RunGraph (-want +got):\n%s (%d runs)", diff, workers.runs.Load())
+			}
+		})
+	}
+}
+
+// §3.7: "authorizeSpawn sees the pinned profile". A caller's
+// AuthorizeSpawn is asked about the node the spawn named — never an
+// authored profile the root wrote — with the edge's directive opening
+// the task it authorizes.
+func TestAuthorizeSpawnSeesThePinnedNode(t *testing.T) {
+	smuggled := map[string]any{"name": "coder", "prompt": map[string]any{"systemPrompt": "smuggled"}}
+	model := router(
+		turn(call("c1", supervise.VerbSpawnWorker, map[string]any{"profile": smuggled, "task": "Fix it."})),
+		turn(call("c2", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60_000})),
+		turn(final("done")),
+	)
+	var seen []supervise.SpawnRequest
+	o := options(t, &profileRecorder{}, model)
+	o.Supervise.AuthorizeSpawn = func(r supervise.SpawnRequest) error {
+		seen = append(seen, r)
+		return nil
+	}
+	res, err := graph.RunGraph(context.Background(), starGraph(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 1 || seen[0].Profile != "coder" || seen[0].Authored != nil || seen[0].ProfileDigest != "" ||
+		seen[0].Task != coderDirective+"\n\nFix it." {
+		t.Errorf("AuthorizeSpawn saw %+v; want the coder node, no authored profile, the directive opening the task", seen)
+	}
+	if res.Result.Status != supervise.StatusWinner {
+		t.Errorf("status %s/%s, want a winner", res.Result.Status, res.Result.Reason)
+	}
+}
+
+// §3.7 Brain: a caller-owned root brain goes through the same graph
+// machinery as the router brain — the same three decisions (spawn,
+// await, stop) ledger the same rows and the same winner either way.
+func TestCallerBrainLedgersAsTheRouterBrain(t *testing.T) {
+	run := func(t *testing.T, caller bool) graph.GraphResult {
+		o := options(t, kernelWorkers(t, workerScript), router(
+			turn(call("c1", supervise.VerbSpawnWorker, map[string]any{"profile": "coder", "task": "Fix test_login."})),
+			turn(call("c2", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 30000})),
+			turn(final("done")),
+		))
+		if caller {
+			o.Supervise.Router = nil
+			o.Brain = graph.BrainFunc(func(ctx context.Context, d *graph.Driver, _ string) (supervise.BrainReport, error) {
+				if _, err := d.Spawn(ctx, supervise.SpawnArgs{Profile: "coder", Task: "Fix test_login."}); err != nil {
+					return supervise.BrainReport{}, err
+				}
+				_, err := d.Await(ctx, supervise.AwaitArgs{TimeoutMS: 30000})
+				return supervise.BrainReport{}, err
+			})
+		}
+		res, err := graph.RunGraph(context.Background(), starGraph(t), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	routed, called := run(t, false), run(t, true)
+	if diff := cmp.Diff(routed.Ledger, called.Ledger); diff != "" || len(called.Ledger) != 1 {
+		t.Errorf("ledger, router vs caller brain (-router +caller):\n%s", diff)
+	}
+	if routed.Result.Winner == nil || called.Result.Winner == nil || routed.Result.Winner.Text != called.Result.Winner.Text ||
+		routed.RunID != called.RunID || !cmp.Equal(routed.ExhaustedEdges, called.ExhaustedEdges) {
+		t.Errorf("router %+v, caller %+v: want the same winner, run id and exhausted edges", routed.Result.Winner, called.Result.Winner)
+	}
+}
