@@ -332,6 +332,13 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 	if p.Model != nil && p.Model.Default != nil {
 		req.Model = *p.Model.Default
 	}
+	// The scope holds the model a worker runs by default to
+	// AllowedModels; the models its profile hides (model.small, a seat,
+	// a subagent, a mode) run too, so they are held here.
+	if m, bad := disallowedModel(p, c.scope.opts.AllowedModels); bad && m.Pointer != "/model/default" {
+		return SpawnResult{}, c.refusal(CodeInvalidIdentity, "model-not-allowed",
+			"/profile"+m.Pointer+": model "+strconv.Quote(m.Model)+" is not one of "+strings.Join(c.scope.opts.AllowedModels, ", "))
+	}
 	// A worker whose profile declares coordination verbs is a manager
 	// itself (nested.go).
 	mexec, err := c.managerExecFor(p)
