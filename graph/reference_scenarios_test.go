@@ -461,3 +461,32 @@ func TestCallerBrainLedgersAsTheRouterBrain(t *testing.T) {
 		t.Errorf("router %+v, caller %+v: want the same winner, run id and exhausted edges", routed.Result.Winner, called.Result.Winner)
 	}
 }
+
+// §3.7 cyclic backstop, the reference's shape: a worker fails, the root
+// spawns it again over a delegates edge capped at 1, the cap refuses
+// the spawn, and the run — ended by the cap, not by a lifecycle cause —
+// fails loud with a *GraphEdgeCapError whose ledger is delivered then
+// unpropagated (traversal-cap-exhausted).
+func TestFailedWorkerRespawnPastTheCapIsACapError(t *testing.T) {
+	g := starGraph(t)
+	g.Edges[0].MaxTraversals = new(1)
+	workers := failOn{resumingWorkers: &resumingWorkers{}, node: "g:s1"}
+	model := router(
+		turn(call("c1", supervise.VerbSpawnWorker, map[string]any{"profile": "coder", "task": "build it"})),
+		turn(call("c2", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 30000})),
+		turn(call("c3", supervise.VerbSpawnWorker, map[string]any{"profile": "coder", "task": "build it"})),
+		turn(final("give up")),
+	)
+	_, err := graph.RunGraph(context.Background(), g, options(t, workers, model))
+	var capErr *graph.GraphEdgeCapError
+	if !errors.As(err, &capErr) {
+		t.Fatalf("err = %v, want *GraphEdgeCapError", err)
+	}
+	if diff := cmp.Diff([]string{"1 delivered fresh g:s1", "2 unpropagated fresh "}, rowsOf(capErr.Ledger)); diff != "" {
+		t.Errorf("ledger (-want +got):\n%s", diff)
+	}
+	if capErr.Ledger[1].Reason != "traversal-cap-exhausted (max 1)" || !cmp.Equal(capErr.ExhaustedEdges, []string{"delegates:driver->coder"}) ||
+		capErr.Result.Status == supervise.StatusWinner {
+		t.Errorf("refused row %+v, exhausted %v, result %s; want the cap reason, the coder edge, no winner", capErr.Ledger[1], capErr.ExhaustedEdges, capErr.Result.Status)
+	}
+}
