@@ -56,7 +56,8 @@ const (
 // Edge is one typed edge. Delegates edges use From, To, Directive,
 // MaxTraversals and Continuity; analyzes edges use Analyst, Over, To,
 // Directive and MaxTraversals. A nil MaxTraversals is
-// DefaultMaxTraversals.
+// DefaultMaxTraversals; a delegates cap is at least 1, an analyzes cap
+// may be 0 (it only ledgers: every finding past it is unpropagated).
 type Edge struct {
 	Kind          EdgeKind
 	From          string

@@ -44,9 +44,11 @@ func (*profileRecorder) ReportsUsage() bool { return true }
 // coder profile declaring a model and tools of its own, and for the
 // reviewer node under the label "coder"; an analyst node runs over the
 // reviewer. What the executor received is compared by digest: only the
-// nodes' own profiles ran (the reviewer's, the analyst's, the coder's),
-// each once, and the two smuggling spawns ran nothing and crossed no
-// edge.
+// nodes' own profiles ran — the authored coder ran the coder node's
+// canonical profile (the object names its node; the rest is ignored, as
+// the reference's runGraph pins it), the reviewer's, the analyst's and
+// the coder's again — and the spawn with an extra argument ran nothing
+// and crossed no edge.
 func TestSpawnRunsTheNodesCanonicalProfile(t *testing.T) {
 	g := starGraph(t)
 	g.Nodes = append(g.Nodes, graph.Node{ID: "critic", Profile: workerProfile(t, "critic")})
@@ -76,6 +78,7 @@ func TestSpawnRunsTheNodesCanonicalProfile(t *testing.T) {
 		}
 		want[n.ID] = []string{d}
 	}
+	want["coder"] = append(want["coder"], want["coder"]...) // the authored spawn, and the last
 	if diff := cmp.Diff(want, exec.got); diff != "" || len(exec.errs) > 0 {
 		t.Errorf("profiles the executor ran, by digest (-want +got):\n%s%v", diff, exec.errs)
 	}
@@ -83,7 +86,7 @@ func TestSpawnRunsTheNodesCanonicalProfile(t *testing.T) {
 	for _, r := range res.Ledger {
 		rows = append(rows, r.Edge+" "+string(r.Outcome))
 	}
-	wantRows := []string{"delegates:driver->reviewer delivered", "analyzes:critic:reviewer->driver delivered", "delegates:driver->coder delivered"}
+	wantRows := []string{"delegates:driver->coder delivered", "delegates:driver->reviewer delivered", "analyzes:critic:reviewer->driver delivered", "delegates:driver->coder delivered"}
 	if diff := cmp.Diff(wantRows, rows); diff != "" {
 		t.Errorf("ledger (-want +got):\n%s", diff)
 	}

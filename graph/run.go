@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"github.com/agentrt/agentrt/ledger"
 	"github.com/agentrt/agentrt/profile"
 	"github.com/agentrt/agentrt/supervise"
+	"github.com/agentrt/agentrt/tools"
 )
 
 // Options configure RunGraph.
@@ -492,12 +494,28 @@ type Driver struct {
 
 // Spawn spawns a worker node: a.Profile names the node, whose canonical
 // profile runs with its delegates edge's directive opening a.Task. It is
+// When a.AuthoredProfile is set (the root wrote the profile as an
+// object), its name names the node and the rest of it is ignored. It is
 // refused (a *supervise.VerbRefusal) for a name that is no worker node —
 // analyst nodes included — a non-root parent, or an edge whose cap is
 // spent (ledgered unpropagated); supervise's own refusals pass through
-// and are ledgered unpropagated too.
+// and are ledgered unpropagated too, except a continuity refusal
+// (resume-no-prior, resume-while-live, resume-with-key): like an
+// invalid continuity, that refuses the call's arguments, so nothing
+// set out over the edge and no traversal is ledgered.
 func (d *Driver) Spawn(ctx context.Context, a supervise.SpawnArgs) (supervise.SpawnResult, error) {
 	r := d.r
+	if a.AuthoredProfile != nil {
+		// A spawn names a node by profile.name (§3.7 node pinning): an
+		// authored profile document is read for its name alone, and the
+		// node's canonical profile runs — whatever else it declares is
+		// never run.
+		var named struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(a.AuthoredProfile, &named) // not an object with a name: no node, refused below
+		a.Profile, a.AuthoredProfile = named.Name, nil
+	}
 	if a.Parent != "" {
 		return supervise.SpawnResult{}, &supervise.VerbRefusal{Code: "not-graph-topology", Reason: "a graph spawns from its root only; leave parent empty"}
 	}
@@ -532,6 +550,9 @@ func (d *Driver) Spawn(ctx context.Context, a supervise.SpawnArgs) (supervise.Sp
 	payload := a.Task
 	a.Task = compose(directive, payload)
 	res, err := d.c.Spawn(ctx, a)
+	if code, _ := supervise.CodeOf(err); code == supervise.CodeResumeNoPrior || code == supervise.CodeResumeWhileLive || code == supervise.CodeResumeWithKey {
+		return res, err
+	}
 	if err != nil {
 		row.Outcome, row.Reason = OutcomeUnpropagated, "spawn refused: "+err.Error()
 		r.record(ctx, row, false)
@@ -674,7 +695,12 @@ func (d *Driver) Tools() ([]contract.Tool, error) {
 		}
 		own[t.Name] = t
 	}
-	add(supervise.NewVerb(supervise.VerbSpawnWorker, "Spawn a worker node of this graph by its id (profile), on a task; the node's own profile runs. Returns workerId, or {error, reason} when refused.", d.Spawn))
+	if ss, err := supervise.SpawnArgsSchema(); err != nil {
+		errs = append(errs, err)
+	} else {
+		add(supervise.NewVerb(supervise.VerbSpawnWorker, "Spawn a worker node of this graph by its id (profile: the id, or a profile object whose name is the id — only the name is read), on a task; the node's own profile runs. Returns workerId, or {error, reason} when refused.", d.Spawn,
+			tools.WithInputSchema(ss)))
+	}
 	add(supervise.NewVerb(supervise.VerbSteerAgent, "Send an instruction to a live worker node.", d.Steer))
 	add(supervise.NewVerb(supervise.VerbAnswerQuestion, "Decide a question: answer, deferReason or escalateTo (parent|user). A decision resolves the question only when delivered to its asker.", d.AnswerQuestion))
 	add(supervise.NewVerb(supervise.VerbAwaitEvent, "Wait for the next worker settlement or analyst finding (in recorded order): returns {event}, {idle:true} when nothing is live, or {pending:true, live} after the bounded wait.", d.Await))

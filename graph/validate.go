@@ -125,8 +125,14 @@ func validate(g Graph, o Options) (*plan, error) {
 		if _, ok := o.Registry.Resolve(e.Directive); !ok {
 			return nil, invalid(p+".directive", "%q does not resolve in the directive registry", e.Directive)
 		}
-		if e.MaxTraversals != nil && *e.MaxTraversals < 1 {
-			return nil, invalid(p+".maxTraversals", "is %d; a cap is at least 1", *e.MaxTraversals)
+		// A delegates cap refuses spawns, so 0 would leave its node
+		// unreachable; an analyzes cap only ledgers (over-cap findings
+		// are unpropagated, never refused), so 0 is a valid cap there.
+		if e.MaxTraversals != nil && e.Kind == Delegates && *e.MaxTraversals < 1 {
+			return nil, invalid(p+".maxTraversals", "is %d; a delegates cap is at least 1", *e.MaxTraversals)
+		}
+		if e.MaxTraversals != nil && *e.MaxTraversals < 0 {
+			return nil, invalid(p+".maxTraversals", "is %d; a cap is not negative", *e.MaxTraversals)
 		}
 		if e.Kind == Analyzes {
 			if e.Continuity != "" {

@@ -114,6 +114,10 @@ func (c *Coordinator) checkAuthored(raw []byte) (authored, error) {
 		return authored{}, c.refusal(CodeInvalidIdentity, "model-not-allowed",
 			"/profile/model/default: an authored profile must name its model, one of "+strings.Join(allowed, ", "))
 	}
+	if m, bad := disallowedModel(au.p, c.scope.opts.AllowedModels); bad {
+		return authored{}, c.refusal(CodeInvalidIdentity, "model-not-allowed",
+			"/profile"+m.Pointer+": model "+strconv.Quote(m.Model)+" is not one of "+strings.Join(c.scope.opts.AllowedModels, ", "))
+	}
 	if !c.authorizeHook {
 		if sec := profile.ValidateSecurity(au.p, profile.SecurityPolicy{DenyConnections: true}); !sec.OK {
 			for _, is := range sec.Issues {

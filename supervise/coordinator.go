@@ -339,6 +339,13 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 	if p.Model != nil && p.Model.Default != nil {
 		req.Model = *p.Model.Default
 	}
+	// The scope holds the model a worker runs by default to
+	// AllowedModels; the models its profile hides (model.small, a seat,
+	// a subagent, a mode) run too, so they are held here.
+	if m, bad := disallowedModel(p, c.scope.opts.AllowedModels); bad && m.Pointer != "/model/default" {
+		return SpawnResult{}, c.refusal(CodeInvalidIdentity, "model-not-allowed",
+			"/profile"+m.Pointer+": model "+strconv.Quote(m.Model)+" is not one of "+strings.Join(c.scope.opts.AllowedModels, ", "))
+	}
 	// A worker whose profile declares coordination verbs is a manager
 	// itself (nested.go).
 	mexec, err := c.managerExecFor(p)
@@ -1468,13 +1475,14 @@ type StopResult struct {
 
 // Stop ends the run: nothing more is admitted and the brain's loop ends
 // after this call. It is refused (unresolved-blocking-questions) while a
-// blocks-run question is undecided (§15 behaviour 54).
+// blocking question to this manager — blocks-run or blocks-step — is
+// undecided (§3.6 "Questions", §15 behaviour 54).
 func (c *Coordinator) Stop(a StopArgs) (StopResult, error) {
 	c.mu.Lock()
 	for _, q := range c.questions {
-		if q.to == c.self && q.Urgency == UrgencyBlocksRun && q.Status == "open" {
+		if q.to == c.self && (q.Urgency == UrgencyBlocksRun || q.Urgency == UrgencyBlocksStep) && q.Status == "open" {
 			c.mu.Unlock()
-			return StopResult{}, &VerbRefusal{Code: "unresolved-blocking-questions", Reason: "question " + q.ID + " blocks the run and is undecided"}
+			return StopResult{}, &VerbRefusal{Code: "unresolved-blocking-questions", Reason: "question " + q.ID + " (" + string(q.Urgency) + ") is undecided"}
 		}
 	}
 	c.stopped, c.stopWhy = true, a.Reason

@@ -187,7 +187,8 @@
 // max-live-workers and before any reservation: parsed strictly (a bad
 // one is refused invalid-identity, cause profile-invalid, with the JSON
 // pointer of its first issue under /profile), held to AllowedModels
-// (under which it must name its model.default),
+// (under which it must name its model.default; every model it names,
+// model.small, seats, subagents and modes too, must be allowed),
 // and refused preflight-refused (not-authorized) when it would run
 // commands or open connections unless an AuthorizeSpawn hook decides
 // (SpawnRequest.Authored). Its spawn record journals the profile's

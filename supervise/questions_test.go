@@ -154,3 +154,53 @@ func TestImmediateAnswerReachesTheAsker(t *testing.T) {
 		t.Errorf("settled %v; the worker did not get every answer", settled)
 	}
 }
+
+// §3.6 "Blocking undecided questions make stop refuse": blocking is
+// blocks-step as well as blocks-run (the reference's stop refuses both
+// urgencies while undecided), and a continue-without question never
+// holds stop. Each worker asks one question of the given urgency; stop
+// is refused for the blocking two until answer_question decides them.
+func TestStopRefusedWhileAnyBlockingQuestionIsOpen(t *testing.T) {
+	for _, tc := range []struct {
+		urgency supervise.Urgency
+		refused bool
+	}{
+		{supervise.UrgencyBlocksStep, true},
+		{supervise.UrgencyBlocksRun, true},
+		{supervise.UrgencyContinueWithout, false},
+	} {
+		t.Run(string(tc.urgency), func(t *testing.T) {
+			exec := supervise.ExecutorFunc(func(ctx context.Context, w supervise.Work) (supervise.WorkResult, error) {
+				spent := ledger.Spend{Tokens: i64(5), Iterations: i64(1), MicroUSD: i64(5)}
+				d, err := w.Ask(ctx, supervise.AskArgs{Level: "worker", Question: "which colour?", Reason: "the task does not say", Urgency: tc.urgency})
+				if err != nil {
+					return supervise.WorkResult{Spent: spent}, err
+				}
+				return supervise.WorkResult{Text: d.Answer + " DONE", Spent: spent}, nil
+			})
+			o := baseOptions(t, exec, nil)
+			var first, after map[string]any
+			o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
+				tool(t, ctx, c, supervise.VerbSpawnWorker, spawnArgs("paint"))
+				tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"question"}, "timeoutMs": 60000})
+				first = tool(t, ctx, c, supervise.VerbStop, map[string]any{"reason": "enough"})
+				if first["stopped"] == true {
+					return supervise.BrainReport{}, nil
+				}
+				tool(t, ctx, c, supervise.VerbAnswerQuestion, map[string]any{"questionId": "q1", "answer": "blue"})
+				tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
+				after = tool(t, ctx, c, supervise.VerbStop, map[string]any{"reason": "enough"})
+				return supervise.BrainReport{}, nil
+			})
+			if _, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker), "t", o); err != nil {
+				t.Fatal(err)
+			}
+			if got := first["error"] == "unresolved-blocking-questions"; got != tc.refused {
+				t.Errorf("stop with an open %s question: %v, want refused %v", tc.urgency, first, tc.refused)
+			}
+			if tc.refused && after["stopped"] != true {
+				t.Errorf("stop after the answer: %v", after)
+			}
+		})
+	}
+}

@@ -301,11 +301,12 @@ type canonical struct {
 //  1. scope state: scope-settled, scope-aborted;
 //  2. identity: invalid-identity (no profile, unknown or settled parent,
 //     control characters in label or key, a model outside AllowedModels);
+//     resume-with-key (a resume under any key, checked before the key);
 //  3. the key: key-conflict, in-doubt, duplicate-key, or a replay of a
 //     completed key (no new node, no spend);
 //  4. max-live-workers (before any reservation);
 //  5. depth-exceeded;
-//  6. continuity: resume-with-key, resume-while-live, resume-no-prior;
+//  6. continuity: resume-while-live, resume-no-prior;
 //  7. AuthorizeSpawn, then Preflight: preflight-refused;
 //  8. the budget, merged over PerWorker and reserved from the pool:
 //     usd-unbudgeted, budget-exhausted, preflight-refused (invalid
@@ -359,6 +360,13 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 	if req.Continuity != ContinuityFresh && req.Continuity != ContinuityResume {
 		return SpawnReply{}, s.refuse(CodeInvalidIdentity, "continuity", string(req.Continuity), nil)
 	}
+	// A resume under a key is refused by the request alone, before the
+	// key is looked up: otherwise a key used before would answer
+	// key-conflict (its continuity differs) for what is a continuity
+	// refusal (§3.6: continuity is resolved before the assignment id).
+	if req.Continuity == ContinuityResume && req.Key != "" {
+		return SpawnReply{}, s.refuse(CodeResumeWithKey, "", "a resume re-attaches to a settled worker; keys name fresh work", nil)
+	}
 
 	// 3. the key.
 	var canon string
@@ -400,9 +408,6 @@ func (s *Scope) Spawn(req SpawnRequest) (SpawnReply, error) {
 	// 6. continuity.
 	var resumeOf NodeID
 	if req.Continuity == ContinuityResume {
-		if req.Key != "" {
-			return SpawnReply{}, s.refuse(CodeResumeWithKey, "", "a resume re-attaches to a settled worker; keys name fresh work", nil)
-		}
 		label := labelOf(req.Label, req.Profile)
 		if l := s.labels[labelKey{req.Parent, label}]; l != nil {
 			if l.live > 0 {

@@ -149,6 +149,18 @@ func TestSpawnRefusals(t *testing.T) {
 			req:   with(func(r *supervise.SpawnRequest) { r.Continuity = supervise.ContinuityResume }), code: supervise.CodeResumeWhileLive},
 		{name: "resume-with-key", opts: supervise.ScopeOptions{PerWorker: worker},
 			req: with(func(r *supervise.SpawnRequest) { r.Continuity, r.Key = supervise.ContinuityResume, "k" }), code: supervise.CodeResumeWithKey},
+		// §3.6 fence order: continuity is resolved before the key, so a
+		// resume under a key already used is resume-with-key (the
+		// reference's "resume cannot ride a semantic key"), never the
+		// key-conflict its differing continuity would otherwise be.
+		{name: "resume-with-key: the key settled before", opts: supervise.ScopeOptions{PerWorker: worker},
+			setup: func(t *testing.T, f fixture) {
+				r := f.spawn(t, with(func(r *supervise.SpawnRequest) { r.Key = "k" }))
+				if _, err := f.scope.Settle(r.Node, supervise.Result{State: supervise.StateDone, Spent: ledger.Spend{Tokens: i64(1), Iterations: i64(1)}}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			req: with(func(r *supervise.SpawnRequest) { r.Continuity, r.Key = supervise.ContinuityResume, "k" }), code: supervise.CodeResumeWithKey},
 	}
 	seen := map[supervise.Code]bool{}
 	for _, tc := range cases {

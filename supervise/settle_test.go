@@ -158,3 +158,19 @@ func TestSpendGapsBehaviour43(t *testing.T) {
 func reflectGap(g supervise.SpendGap, id supervise.NodeID, kind supervise.GapKind) bool {
 	return g.ID == id && g.Kind == kind
 }
+
+// Two attempts of one keyed assignment (the first went down, the second
+// is its retry) are distinct workers under the same assignment id
+// key:<k> (the reference's "gives two attempts of one keyed assignment
+// distinct worker and event identities").
+func TestRetriedKeyKeepsItsAssignment(t *testing.T) {
+	f := newFixture(t, rootBudget(), supervise.ScopeOptions{PerWorker: worker})
+	first := f.spawn(t, supervise.SpawnRequest{Profile: "p", Key: "same", Task: "go"})
+	if _, err := f.scope.Settle(first.Node, supervise.Result{State: supervise.StateFailed, Spent: fullSpend(5), Reason: "first attempt failed"}); err != nil {
+		t.Fatal(err)
+	}
+	second := f.spawn(t, supervise.SpawnRequest{Profile: "p", Key: "same", Task: "go"})
+	if first.Assignment != "key:same" || second.Assignment != "key:same" || second.Node == first.Node || second.Resumed != supervise.ResumedRetried {
+		t.Errorf("attempts %+v and %+v: want two workers under assignment key:same, the second retried", first, second)
+	}
+}

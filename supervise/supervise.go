@@ -83,6 +83,11 @@ type Options struct {
 	Deadline time.Time
 	// PerWorker, MaxLiveWorkers, MaxDepth, AllowedModels and
 	// AuthorizeSpawn configure the Scope (see ScopeOptions).
+	// AllowedModels holds every model a worker's profile names, its
+	// model.default and the ones it hides (model.small, a seat, a
+	// subagent, a mode): a spawn naming one outside is refused
+	// invalid-identity (model-not-allowed). The manager's own profile is
+	// not held to it.
 	PerWorker      ledger.Budget
 	MaxLiveWorkers int
 	MaxDepth       int

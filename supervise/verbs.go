@@ -114,9 +114,9 @@ func refusalResult(err error) (RefusalResult, bool) {
 // tools.NewTool does: a typed refusal fn returns (a *Refusal, a
 // *VerbRefusal, ErrUnknownWorker, a *LensError) becomes its tool result
 // RefusalResult, never a tool failure. Package graph builds its verbs
-// with it.
-func NewVerb[In, Out any](name, desc string, fn func(ctx context.Context, in In) (Out, error)) (contract.Tool, error) {
-	return verb(name, desc, fn)
+// with it; opts are tools.NewTool's (an input schema of its own).
+func NewVerb[In, Out any](name, desc string, fn func(ctx context.Context, in In) (Out, error), opts ...tools.ToolOption) (contract.Tool, error) {
+	return verb(name, desc, fn, opts...)
 }
 
 func verb[In, Out any](name, desc string, fn func(ctx context.Context, in In) (Out, error), opts ...tools.ToolOption) (contract.Tool, error) {
@@ -136,7 +136,11 @@ func verb[In, Out any](name, desc string, fn func(ctx context.Context, in In) (O
 // a name or, when authored profiles are accepted, an AgentProfile
 // object (validated strictly by Spawn, which reports the member's
 // pointer).
-func (c *Coordinator) spawnSchema() (*jsonschema.Schema, error) {
+func (c *Coordinator) spawnSchema() (*jsonschema.Schema, error) { return SpawnArgsSchema() }
+
+// SpawnArgsSchema is spawn_worker's input schema: SpawnArgs, its
+// profile a name (string) or an authored AgentProfile (object).
+func SpawnArgsSchema() (*jsonschema.Schema, error) {
 	s, err := jsonschema.For[SpawnArgs](nil)
 	if err != nil {
 		return nil, err
