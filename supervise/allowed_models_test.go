@@ -61,3 +61,33 @@ func TestAllowedModelsHoldsTheModelsAProfileHides(t *testing.T) {
 		})
 	}
 }
+
+// ModelsOf lists every model a profile names, once each, in the order
+// AllowedModels checks them, so a caller that builds AllowedModels from
+// its workers' profiles (agentrt delegate --authored) never refuses its
+// own registered worker for a model it hides in model.small, a seat, a
+// subagent or a mode.
+func TestModelsOfNamesEveryModelOnce(t *testing.T) {
+	cases := []struct {
+		name, doc string
+		want      []string
+	}{
+		{"none", `{"name": "w"}`, nil},
+		{"default only", `{"name": "w", "model": {"default": "a"}}`, []string{"a"}},
+		{"default and small", `{"name": "w", "model": {"default": "a", "small": "b"}}`, []string{"a", "b"}},
+		{"repeats collapse", `{"name": "w", "model": {"default": "a", "small": "a"}, "modes": {"m": {"model": "a"}}}`, []string{"a"}},
+		{"subagents and modes in key order", `{"name": "w", "model": {"default": "a"}, "subagents": {"z": {"description": "d", "model": "z1"}, "y": {"description": "d", "model": "y1"}}, "modes": {"m": {"model": "m1"}}}`,
+			[]string{"a", "y1", "z1", "m1"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := supervise.ModelsOf(mustProfile(t, tc.doc))
+			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("ModelsOf = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if got := supervise.ModelsOf(nil); got != nil {
+		t.Errorf("ModelsOf(nil) = %q, want nil", got)
+	}
+}

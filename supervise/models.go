@@ -46,6 +46,20 @@ func modelsOf(p *profile.Profile) []namedModel {
 	return out
 }
 
+// ModelsOf is every model p names, in the order AllowedModels checks them
+// (model.default, model.small, seats, subagents and modes, maps in key
+// order), without repeats: the list a caller builds AllowedModels from
+// when it means "the models these workers declare".
+func ModelsOf(p *profile.Profile) []string {
+	var out []string
+	for _, m := range modelsOf(p) {
+		if !slices.Contains(out, m.Model) {
+			out = append(out, m.Model)
+		}
+	}
+	return out
+}
+
 // disallowedModel returns the first model p names outside allowed (none
 // when allowed is empty: AllowedModels unset is unrestricted).
 func disallowedModel(p *profile.Profile, allowed []string) (namedModel, bool) {

@@ -362,15 +362,14 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// workerModels are the default models of the worker profiles, sorted
+// workerModels are every model the worker profiles name (default, small,
+// seats, subagents, modes: what AllowedModels checks), sorted
 // and distinct: what an authored worker may run when no --allowed-model
 // says otherwise.
 func workerModels(profiles map[string]*profile.Profile) []string {
 	var out []string
 	for _, p := range profiles {
-		if p.Model != nil && p.Model.Default != nil && *p.Model.Default != "" {
-			out = append(out, *p.Model.Default)
-		}
+		out = append(out, supervise.ModelsOf(p)...)
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
