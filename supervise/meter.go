@@ -84,12 +84,13 @@ func (c *Coordinator) journalMetered(ctx context.Context, sp ledger.Spend) error
 	return nil
 }
 
-// driverSpend is the spend of the brain's usage u: its turns are not
-// worker iterations.
+// driverSpend is the spend of one model turn of the brain, usage u: one
+// iteration, as a nested manager's turn and a harness manager's turn
+// count one, so a manager that worked never reads a known 0 iterations.
 func driverSpend(u ledger.Usage) ledger.Spend {
 	sp := SpendOf(u)
-	zero := int64(0)
-	sp.Iterations = &zero
+	one := int64(1)
+	sp.Iterations = &one
 	return sp
 }
 

@@ -269,7 +269,7 @@ func TestFailedManagerTurnStillChargesItsSpend(t *testing.T) {
 				}
 			}
 			if len(charged) != 1 || charged[0].Kind != supervise.KindMetered ||
-				rowOf(ledger.Spend{Tokens: charged[0].Spent.Tokens, Iterations: charged[0].Spent.Iterations, MicroUSD: charged[0].Spent.MicroUSD}) != (spendRow{tokens, 0, microUSD}) {
+				rowOf(ledger.Spend{Tokens: charged[0].Spent.Tokens, Iterations: charged[0].Spent.Iterations, MicroUSD: charged[0].Spent.MicroUSD}) != (spendRow{tokens, 1, microUSD}) {
 				t.Fatalf("the journal charges %s's turns with %+v, want one metered record of its failed turn", node, charged)
 			}
 			if node == "run1" {
