@@ -269,7 +269,7 @@ func TestFailedManagerTurnStillChargesItsSpend(t *testing.T) {
 				}
 			}
 			if len(charged) != 1 || charged[0].Kind != supervise.KindMetered ||
-				rowOf(ledger.Spend{Tokens: charged[0].Spent.Tokens, Iterations: charged[0].Spent.Iterations, MicroUSD: charged[0].Spent.MicroUSD}) != (spendRow{tokens, 1, microUSD}) {
+				rowOf(ledger.Spend{Tokens: charged[0].Spent.Tokens, Iterations: charged[0].Spent.Iterations, MicroUSD: charged[0].Spent.MicroUSD}) != (spendRow{tokens, 0, microUSD}) {
 				t.Fatalf("the journal charges %s's turns with %+v, want one metered record of its failed turn", node, charged)
 			}
 			if node == "run1" {
@@ -279,7 +279,7 @@ func TestFailedManagerTurnStillChargesItsSpend(t *testing.T) {
 				return
 			}
 			for _, n := range res.Tree {
-				if n.ID == node && (n.Settlement == nil || rowOf(n.Settlement.Spent) != (spendRow{tokens, 1, microUSD})) {
+				if n.ID == node && (n.Settlement == nil || rowOf(n.Settlement.Spent) != (spendRow{tokens, 0, microUSD})) {
 					t.Errorf("the lead's settlement %+v, want its failed turn's spend", n.Settlement)
 				}
 			}
