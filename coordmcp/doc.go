@@ -48,9 +48,9 @@
 //     reports while the turn runs (clibridge.CallUsage: opencode's
 //     steps; claude-code and codex report usage only at the turn's end)
 //     is charged and journaled as it arrives, the turn's final report
-//     adds the rest and the turn's one iteration, and a supervisor
-//     killed mid-turn keeps what was reported (the rest a spend gap on
-//     resume, never 0).
+//     adds the rest (no iteration: no manager turn counts one), and a
+//     supervisor killed mid-turn keeps what was reported (the rest a
+//     spend gap on resume, never 0).
 //
 // Root steers (§3.6 "Steering": a steer whose worker is the run id, from
 // `agentrt steer RUN RUN-ID` or the run dir) reach the harness's manager

@@ -136,10 +136,11 @@ func managerCharges(t *testing.T, dir string) (turns []string, ended map[string]
 	return turns, ended, charges
 }
 
-// An external harness's manager turn counts as one iteration (an agent
-// turn, as a worker's harness turn is: SpendOf), and each model call the
-// harness reports while the turn runs (opencode's step_finish) is
-// charged and journaled as it arrives, not once at the turn's end.
+// An external harness's manager turn counts no iteration, as every
+// manager turn (supervise's driverSpend; the reference meters a harness
+// driver at iterations 0), and each model call the harness reports
+// while the turn runs (opencode's step_finish) is charged and journaled
+// as it arrives, not once at the turn's end.
 func TestHarnessManagerMetersEachReportedCall(t *testing.T) {
 	dir := t.TempDir()
 	brain := opencodeManager(t, "finish", filepath.Join(dir, "fake.pid"))
@@ -148,8 +149,8 @@ func TestHarnessManagerMetersEachReportedCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := res.Breakdown.DriverInference
-	if d.Iterations != 1 || !d.IterationsKnown {
-		t.Errorf("driver iterations %d (known %v) after one harness turn; want 1, known", d.Iterations, d.IterationsKnown)
+	if d.Iterations != 0 || !d.IterationsKnown {
+		t.Errorf("driver iterations %d (known %v) after one harness turn; want 0, known", d.Iterations, d.IterationsKnown)
 	}
 	if d.Tokens != 50 || !d.TokensKnown {
 		t.Errorf("driver tokens %d (known %v); want 50, known", d.Tokens, d.TokensKnown)
@@ -163,9 +164,9 @@ func TestHarnessManagerMetersEachReportedCall(t *testing.T) {
 // A supervisor SIGKILLed while its harness manager's turn runs keeps
 // what the harness had reported by then: each model call was journaled
 // as it arrived. Resumed, the run charges those calls once, counts the
-// dead turn as one iteration whose remaining spend is unknown (the
-// manager's gap on tokens and dollars, never 0), and meters the new
-// turn's calls on top.
+// dead turn's remaining spend unknown (the manager's gap on tokens and
+// dollars, never 0; no iteration, as no manager turn counts one), and
+// meters the new turn's calls on top.
 func TestKilledHarnessManagerKeepsReportedSpend(t *testing.T) {
 	if testing.Short() {
 		t.Skip("re-executes the test binary")
@@ -221,12 +222,12 @@ func TestKilledHarnessManagerKeepsReportedSpend(t *testing.T) {
 		t.Errorf("metered %v; want the killed turn's calls [120 180] once, the resumed turn's [50]", charges)
 	}
 	d := res.Breakdown.DriverInference
-	want := supervise.SpentTotal{Tokens: 350, Iterations: 2, Resources: map[string]int64{}, TokensKnown: false, IterationsKnown: true, USDKnown: false}
+	want := supervise.SpentTotal{Tokens: 350, Iterations: 0, Resources: map[string]int64{}, TokensKnown: false, IterationsKnown: true, USDKnown: false}
 	if diff := cmp.Diff(want, d); diff != "" {
 		t.Errorf("driver spend (-want +got):\n%s", diff)
 	}
-	if res.Spent.Tokens != 350 || res.Spent.TokensKnown || res.Spent.Iterations != 2 {
-		t.Errorf("spentTotal %+v; want 350 tokens (a lower bound: tokens unknown), 2 iterations", res.Spent)
+	if res.Spent.Tokens != 350 || res.Spent.TokensKnown || res.Spent.Iterations != 0 || !res.Spent.IterationsKnown {
+		t.Errorf("spentTotal %+v; want 350 tokens (a lower bound: tokens unknown), 0 iterations (known)", res.Spent)
 	}
 	gap := supervise.SpendGap{ID: "run1", Label: "manager", Kind: supervise.GapUnreported, Channels: []string{ledger.ChannelTokens, ledger.ChannelUSD}}
 	if !slicesContainsGap(res.SpendGaps, gap) {

@@ -372,11 +372,23 @@
 // opening is journaled (KindDriverTurn), each model call the harness
 // reports is charged and journaled as it arrives (a metered record
 // keyed by the turn), and the turn's end charges what its final report
-// adds plus the turn's one iteration — an agent turn, as a worker's
-// harness turn is (KindDriverTurnEnded). A process killed mid-turn
-// keeps the calls journaled before it died, charged once on resume;
-// the turn itself counts one iteration whose other spend is unknown,
-// the manager's gap on tokens and dollars, never 0.
+// adds (KindDriverTurnEnded). A process killed mid-turn keeps the calls
+// journaled before it died, charged once on resume; the rest of the
+// turn's spend is unknown, the manager's gap on tokens and dollars,
+// never 0.
+//
+// One rule for every manager's turn — the router root's, a nested
+// manager's, an external harness's: it charges its tokens and dollars
+// and no iteration. The iteration channel counts worker turns only, so
+// a manager's turns never draw on the run's iteration ceiling
+// (maxIterations) nor on a nested manager's node's reservation, and
+// spentBreakdown.driverInference reads 0 iterations, known. This is
+// the reference's rule (tangle-network/agent-runtime
+// src/runtime/supervise/coordination-driver.ts meters each driver turn
+// with iterations 0, "driver turns never consume the child-iteration
+// budget"; supervise.ts meters a harness driver's spend so too). A
+// nested manager is bounded by its node's token (and dollar)
+// reservation and by its turn cap.
 //
 // Analysts (§9): a Lens is data only — question, instructions, tool
 // group and bounds, decoded strictly by DecodeLens. The menu is
@@ -432,7 +444,9 @@
 // when its brain returns its children are cancelled and joined (at most
 // SettleGrace) and it settles, through the completion gate, with its
 // submitted result (else its brain's text) and what its brain metered,
-// its turns' spend journaled under its node. Its submitted result is
+// its turns' spend journaled under its node (tokens and dollars, no
+// iteration; its router brain is held to its node's token and dollar
+// reservation, never to its iterations). Its submitted result is
 // journaled under its node (KindSubmitted, Record.Node) before it is
 // accepted, as the root's is: a resumed run that drives it again knows
 // it, so the manager settles with exactly that result and a second

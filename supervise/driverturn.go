@@ -13,9 +13,10 @@ import (
 // Journal records of a brain's turn whose usage arrives as the turn goes
 // (an external harness's: OpenDriverTurn). A turn opened (KindDriverTurn)
 // and not ended (KindDriverTurnEnded) by the time its process died is,
-// on resume, one iteration of unknown tokens and dollars: the manager's
-// spend gap, never 0. The model calls it reported before it died are
-// metered records (KindMetered) carrying the turn's key, charged once.
+// on resume, a turn of unknown tokens and dollars (and, as every
+// manager turn, no iteration): the manager's spend gap, never 0. The
+// model calls it reported before it died are metered records
+// (KindMetered) carrying the turn's key, charged once.
 const (
 	KindDriverTurn      = "driver-turn"
 	KindDriverTurnEnded = "driver-turn-ended"
@@ -29,8 +30,9 @@ var ErrDriverTurnNested = errors.New("supervise: a driver turn meters the root m
 // is reported while the turn runs — an external harness's turn, which
 // may make many model calls (coordmcp.HarnessBrain). Each reported call
 // is charged to the run's pool and journaled as it arrives (Meter); End
-// charges what the turn's final report adds and the turn's one
-// iteration. A brain that uses it leaves BrainReport.Metered nil.
+// charges what the turn's final report adds. Like every manager turn
+// it counts no iteration (driverSpend). A brain that uses it leaves
+// BrainReport.Metered nil.
 type DriverTurn struct {
 	c   *Coordinator
 	key string
@@ -44,7 +46,7 @@ type DriverTurn struct {
 // OpenDriverTurn journals that the root manager's brain starts a turn
 // and returns it. The journal holds the opening before any of the
 // turn's usage, so a process that dies before End leaves a turn that a
-// resume counts as one iteration of unknown spend.
+// resume charges as unknown spend.
 func (c *Coordinator) OpenDriverTurn(ctx context.Context) (*DriverTurn, error) {
 	if c.parent != nil {
 		return nil, fmt.Errorf("%w (%s)", ErrDriverTurnNested, c.self)
@@ -87,9 +89,9 @@ func (t *DriverTurn) Meter(ctx context.Context, u ledger.Usage) error {
 
 // End closes the turn with its total usage as the harness finally
 // reported it (nil: none, as when the turn failed): what it adds to the
-// calls already metered, and the turn's one iteration (an agent turn, as
-// a worker's is), are charged and journaled. A channel the total does
-// not know is the manager's spend gap. A second End does nothing.
+// calls already metered is charged and journaled, with no iteration (a
+// manager's turn counts none). A channel the total does not know is the
+// manager's spend gap. A second End does nothing.
 func (t *DriverTurn) End(ctx context.Context, total *ledger.Usage) error {
 	t.mu.Lock()
 	if t.ended {
@@ -99,8 +101,8 @@ func (t *DriverTurn) End(ctx context.Context, total *ledger.Usage) error {
 	t.ended = true
 	tokens, microUSD := t.tokens, t.microUSD
 	t.mu.Unlock()
-	one := int64(1)
-	sp := ledger.Spend{Iterations: &one}
+	zero := int64(0)
+	sp := ledger.Spend{Iterations: &zero}
 	if total != nil {
 		all := SpendOf(*total)
 		if all.Tokens != nil {
@@ -120,9 +122,9 @@ func (t *DriverTurn) End(ctx context.Context, total *ledger.Usage) error {
 }
 
 // unendedTurnSpend is what a resume charges for a driver turn its
-// journal opened and never ended: one iteration, tokens and dollars
-// unknown.
+// journal opened and never ended: tokens and dollars unknown, no
+// iteration (a manager's turn counts none).
 func unendedTurnSpend() ledger.Spend {
-	one := int64(1)
-	return ledger.Spend{Iterations: &one}
+	zero := int64(0)
+	return ledger.Spend{Iterations: &zero}
 }

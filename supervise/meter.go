@@ -25,8 +25,7 @@ const KindMetered = "metered"
 // Coordinator.mu.
 type meter struct {
 	charged          bool  // some spend was charged
-	turns            int64 // model turns metered (a nested manager's)
-	iterations       int64 // iterations charged (the root's driver turns)
+	iterations       int64 // iterations charged: 0, a manager's turns count none (driverSpend)
 	tokens, microUSD int64
 	tokensUnknown    bool
 	usdUnknown       bool
@@ -84,8 +83,12 @@ func (c *Coordinator) journalMetered(ctx context.Context, sp ledger.Spend) error
 	return nil
 }
 
-// driverSpend is the spend of the brain's usage u: its turns are not
-// worker iterations.
+// driverSpend is the spend of one model turn of a manager's brain,
+// usage u: its tokens and dollars, and no iteration. The iteration
+// channel counts worker turns, never a manager's (the reference meters
+// every driver turn, router or harness, at iterations 0: "driver turns
+// never consume the child-iteration budget"), so a manager's turns
+// neither draw on the run's iteration ceiling nor on its node's.
 func driverSpend(u ledger.Usage) ledger.Spend {
 	sp := SpendOf(u)
 	zero := int64(0)

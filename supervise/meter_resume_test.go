@@ -279,7 +279,7 @@ func TestFailedManagerTurnStillChargesItsSpend(t *testing.T) {
 				return
 			}
 			for _, n := range res.Tree {
-				if n.ID == node && (n.Settlement == nil || rowOf(n.Settlement.Spent) != (spendRow{tokens, 1, microUSD})) {
+				if n.ID == node && (n.Settlement == nil || rowOf(n.Settlement.Spent) != (spendRow{tokens, 0, microUSD})) {
 					t.Errorf("the lead's settlement %+v, want its failed turn's spend", n.Settlement)
 				}
 			}

@@ -33,6 +33,8 @@ func TestRouterBrainMetersEachTurnAsItHappens(t *testing.T) {
 	if len(res.Tree) != 0 {
 		t.Errorf("%d workers ran; the spawn after a 9,500-token turn must be refused", len(res.Tree))
 	}
+	// Two model turns: their tokens and dollars, no iteration (a
+	// manager's turn counts none; TestManagerTurnsChargeNoIterations).
 	wantDriver := supervise.SpentTotal{Tokens: 9_510, MicroUSD: 1_001, Resources: map[string]int64{}, TokensKnown: true, IterationsKnown: true, USDKnown: true}
 	if diff := cmp.Diff(wantDriver, res.Breakdown.DriverInference); diff != "" {
 		t.Errorf("driver spend (-want +got):\n%s", diff)

@@ -221,11 +221,12 @@ func (c *Coordinator) joinChildren(grace time.Duration) {
 	}
 }
 
-// spend is what a nested manager's brain metered, iterations counting
-// its model turns; a channel some turn did not report is unknown.
+// spend is what a nested manager's brain metered: its turns' tokens and
+// dollars, and no iteration (driverSpend); a channel some turn did not
+// report is unknown.
 func (m meter) spend() ledger.Spend {
-	turns := m.turns
-	sp := ledger.Spend{Iterations: &turns}
+	iterations := m.iterations
+	sp := ledger.Spend{Iterations: &iterations}
 	if !m.tokensUnknown {
 		t := m.tokens
 		sp.Tokens = &t
@@ -260,7 +261,9 @@ func (c *Coordinator) meterNested(sp ledger.Spend) {
 func (c *Coordinator) meterNestedLocked(sp ledger.Spend) {
 	m := &c.meter
 	m.charged = true
-	m.turns++
+	if sp.Iterations != nil {
+		m.iterations += *sp.Iterations
+	}
 	if sp.Tokens == nil {
 		m.tokensUnknown = true
 	} else {
@@ -343,18 +346,20 @@ func (c *Coordinator) reattachKeyed(req SpawnRequest, err error) (NodeID, bool) 
 // turnGate is a nested manager's router loop's gate: a pool of what is
 // left of its node's reservation once its metered turns (a resumed
 // run's included) are taken off, from which each model turn reserves a
-// token and an iteration (and a micro-dollar when its reservation caps
-// dollars) and settles what it used. A turn the gate refuses is not
-// made (the loop stops StopBudget), so the manager overshoots its
-// ceiling by at most its last turn's use. The gate only bounds the
-// loop: the node's spend is what its turns metered, settled with it.
+// token (and a micro-dollar when its reservation caps dollars) and
+// settles what it used. Its iterations are not gated: a manager's turn
+// counts no iteration (driverSpend), so its node's iteration ceiling
+// never stops its brain. A turn the gate refuses is not made (the loop
+// stops StopBudget), so the manager overshoots its ceiling by at most
+// its last turn's use. The gate only bounds the loop: the node's spend
+// is what its turns metered, settled with it.
 func (c *Coordinator) turnGate() (*ledger.Pool, ledger.Budget, error) {
 	c.mu.Lock()
 	r, m := c.reserved, c.meter
 	c.mu.Unlock()
 	left := func(ceiling *int64, used int64, unknown bool) *int64 {
 		if ceiling == nil {
-			v := int64(1) << 62
+			v := int64(ledger.MaxQuantity)
 			return &v
 		}
 		v := *ceiling - used
@@ -364,7 +369,9 @@ func (c *Coordinator) turnGate() (*ledger.Pool, ledger.Budget, error) {
 		return &v
 	}
 	one := int64(1)
-	gate := ledger.Budget{Tokens: left(r.Tokens, m.tokens, m.tokensUnknown), Iterations: left(r.Iterations, m.turns, false)}
+	gate := ledger.Budget{Tokens: left(r.Tokens, m.tokens, m.tokensUnknown), Iterations: left(nil, 0, false)}
+	// The loop's per-turn reserve needs an iteration; the gate's
+	// iterations are unbounded, so it never refuses a turn for them.
 	reserve := ledger.Budget{Tokens: &one, Iterations: &one}
 	if r.MicroUSD != nil {
 		gate.MicroUSD, reserve.MicroUSD = left(r.MicroUSD, m.microUSD, m.usdUnknown), &one

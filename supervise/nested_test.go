@@ -130,10 +130,15 @@ func TestNestedManagerThreeLevelTreeOnePool(t *testing.T) {
 	if exec.count("alpha") != 1 || exec.count("beta") != 1 {
 		t.Errorf("executions alpha %d beta %d, want 1 and 1 (the lead runs no executor)", exec.count("alpha"), exec.count("beta"))
 	}
-	// The lead's own spend: five turns of 10 tokens, 5 iterations.
+	// The lead's own spend: five turns of 10 tokens and, a manager's
+	// turns counting no iteration, 0 iterations (known).
 	lead := res.Tree[0].Settlement
-	if lead == nil || lead.Spent.Tokens == nil || *lead.Spent.Tokens != 50 || *lead.Spent.Iterations != 5 {
-		t.Errorf("lead settlement %+v, want 50 tokens in 5 iterations", lead)
+	if lead == nil || lead.Spent.Tokens == nil || *lead.Spent.Tokens != 50 || lead.Spent.Iterations == nil || *lead.Spent.Iterations != 0 {
+		t.Errorf("lead settlement %+v, want 50 tokens in 0 iterations", lead)
+	}
+	// Iterations: alpha's and beta's turns, one each.
+	if res.Spent.Iterations != 2 || !res.Spent.IterationsKnown {
+		t.Errorf("spent %d iterations (known %v), want 2: the writers' turns", res.Spent.Iterations, res.Spent.IterationsKnown)
 	}
 	// Spend: root turns 30 tokens; lead 50; alpha 120; beta 60.
 	if res.Spent.Tokens != 260 || !res.Spent.TokensKnown || !res.Spent.USDKnown {
@@ -752,16 +757,18 @@ func TestInProcessRootSteerReachesRouterManager(t *testing.T) {
 }
 
 // §3.6 "one conserved budget", behaviour 39 at depth: a nested router
-// manager is held to its node's reservation — here two iterations — so
-// its brain makes no model call once its metered turns reached it; it
-// settles failed with the reason named, its spend within one turn of
-// its ceiling, and its delivered child is no candidate of the root's
-// (the root's finalizer picks among its own children): no winner.
+// manager is held to its node's reservation — here 20 tokens, two of
+// its 10-token turns — so its brain makes no model call once its
+// metered turns reached it; it settles failed with the reason named,
+// its spend within one turn of its ceiling, and its delivered child is
+// no candidate of the root's (the root's finalizer picks among its own
+// children): no winner. Its reservation's one iteration does not stop
+// it: a manager's turn counts no iteration.
 func TestNestedManagerHeldToItsReservation(t *testing.T) {
 	lead := sequentialLead()
 	root := scripted.NewChatModel(scripted.ChatScript{Turns: []scripted.ChatTurn{
 		turn(call("r1", supervise.VerbSpawnWorker, map[string]any{"profile": "lead", "task": "lead the team",
-			"budget": map[string]any{"maxTokens": 2000, "maxIterations": 2}}), managerUsage(10, 0, 0.0001)),
+			"budget": map[string]any{"maxTokens": 20, "maxIterations": 1}}), managerUsage(10, 0, 0.0001)),
 		turn(call("r2", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000}), managerUsage(10, 0, 0.0001)),
 		turn(scripted.Text("root: nothing delivered"), managerUsage(10, 0, 0.0001)),
 	}})
@@ -772,14 +779,14 @@ func TestNestedManagerHeldToItsReservation(t *testing.T) {
 		t.Fatal(err)
 	}
 	if lead.Calls() != 2 {
-		t.Errorf("the lead made %d model calls, want 2 (its reservation's iterations)", lead.Calls())
+		t.Errorf("the lead made %d model calls, want 2 (its reservation's 20 tokens)", lead.Calls())
 	}
 	l := res.Tree[0]
 	if l.ID != "run1:s1" || l.State != supervise.StateFailed || l.Settlement == nil || !strings.Contains(l.Settlement.Reason, "budget") {
 		t.Fatalf("lead %+v, want failed for its budget: %q", l.NodeInfo, l.Settlement.Reason)
 	}
-	if sp := l.Settlement.Spent; sp.Iterations == nil || *sp.Iterations != 2 || sp.Tokens == nil || *sp.Tokens != 20 {
-		t.Errorf("lead spent %+v, want 2 iterations and 20 tokens", sp)
+	if sp := l.Settlement.Spent; sp.Iterations == nil || *sp.Iterations != 0 || sp.Tokens == nil || *sp.Tokens != 20 {
+		t.Errorf("lead spent %+v, want 0 iterations and 20 tokens", sp)
 	}
 	if res.Status != supervise.StatusNoWinner || res.Winner != nil {
 		t.Errorf("status %s winner %+v; want no winner (the delivered grandchild is the lead's candidate)", res.Status, res.Winner)

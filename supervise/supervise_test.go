@@ -161,7 +161,7 @@ func TestSuperviseTwoWorkersOneFailsCheck(t *testing.T) {
 		t.Errorf("tree (-want +got):\n%s", diff)
 	}
 	// Workers: 120 + 60 tokens, 2 iterations, 2000 + 1000 µ$; manager:
-	// 75 tokens, 600 µ$.
+	// 75 tokens, 600 µ$ in 3 model turns, which count no iteration.
 	want := supervise.SpentTotal{Tokens: 255, Iterations: 2, MicroUSD: 3600, Resources: map[string]int64{},
 		TokensKnown: true, IterationsKnown: true, USDKnown: true}
 	if diff := cmp.Diff(want, res.Spent); diff != "" {

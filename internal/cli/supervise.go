@@ -55,7 +55,9 @@ coordination verbs it may use as agent_runtime_coordination_* tools) on --task.
 Its model spawns workers from the --worker profiles (named by their "name"),
 every spawn reserved from one budget (--budget-tokens, --iterations and
 optionally --budget-usd; each worker reserves --worker-tokens, one iteration and
---worker-usd unless its spawn asks otherwise). A result is delivered only when
+--worker-usd unless its spawn asks otherwise). The manager's own model turns
+are charged their tokens and dollars and no iteration: --iterations bounds
+worker turns only. A result is delivered only when
 it contains --expect TEXT and, when --check-cmd CMD is given, CMD (run by
 /bin/sh with the result on stdin, within --check-timeout) exits 0; with
 neither, when it is not empty.
