@@ -61,3 +61,36 @@ func TestAppendReusesEncodingBuffers(t *testing.T) {
 		t.Errorf("%d lines read back, want %d", seq, n)
 	}
 }
+
+// A queued record costs its batch and the channel its waiters block on,
+// nothing more: the queue keeps its backing array between commits and a
+// Pending is part of its batch (two objects per record on the spawn
+// path, which queues every spawn and settlement).
+func TestEnqueueAllocatesItsBatchOnly(t *testing.T) {
+	j, err := journal.Open(filepath.Join(t.TempDir(), "j.jsonl"), journal.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	type note struct {
+		Kind string `json:"kind"`
+	}
+	r := note{Kind: "note"}
+	ctx := context.Background()
+	var failed error
+	allocs := testing.AllocsPerRun(100, func() {
+		p, err := j.EnqueueOf(&r)
+		if err == nil {
+			_, err = p.Wait(ctx)
+		}
+		if err != nil {
+			failed = err
+		}
+	})
+	if failed != nil {
+		t.Fatal(failed)
+	}
+	if allocs > 2 {
+		t.Errorf("EnqueueOf and Wait of one record allocate %v objects, want at most 2 (its batch and done channel)", allocs)
+	}
+}

@@ -22,6 +22,10 @@ const DefaultMaxRecordBytes = 1 << 20
 // next commit.
 const maxGroupBytes = 4 << 20
 
+// maxKeptQueue bounds the queue's backing array a commit that empties
+// the queue keeps for the next batches.
+const maxKeptQueue = 64
+
 // recordSizeHint is the room Append reserves per record before encoding
 // a batch: the size of a typical record, not a bound.
 const recordSizeHint = 512
@@ -97,6 +101,8 @@ type batch struct {
 	taken bool // a committer owns it; it can no longer be withdrawn
 	err   error
 	done  chan struct{}
+	// pending is what Enqueue returns for it, allocated with it.
+	pending Pending
 }
 
 // Open opens the journal at path, creating it (mode 0600) if absent, takes
@@ -309,7 +315,7 @@ func (j *Journal) Enqueue(records ...canonjson.Value) (*Pending, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Pending{j: j, b: b}, nil
+	return b.pend(j), nil
 }
 
 // Wait returns once the batch is durable (written and fsynced; only
@@ -357,7 +363,13 @@ func (j *Journal) EnqueueOf(records ...any) (*Pending, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Pending{j: j, b: b}, nil
+	return b.pend(j), nil
+}
+
+// pend returns b's Pending, of journal j.
+func (b *batch) pend(j *Journal) *Pending {
+	b.pending = Pending{j: j, b: b}
+	return &b.pending
 }
 
 // enqueue encodes records into one batch and queues it.
@@ -489,16 +501,22 @@ func (j *Journal) commit(own *batch) bool {
 	j.mu.Lock()
 	var group []*batch
 	total := 0
-	for len(j.queue) > 0 && (len(group) == 0 || total+len(j.queue[0].data) <= maxGroupBytes) {
-		b := j.queue[0]
-		j.queue[0] = nil
-		j.queue = j.queue[1:]
+	taken := 0
+	for taken < len(j.queue) && (taken == 0 || total+len(j.queue[taken].data) <= maxGroupBytes) {
+		b := j.queue[taken]
+		j.queue[taken] = nil
 		b.taken = true
 		group = append(group, b)
 		total += len(b.data)
+		taken++
 	}
-	if len(j.queue) == 0 {
+	switch {
+	case taken < len(j.queue):
+		j.queue = j.queue[taken:]
+	case cap(j.queue) > maxKeptQueue:
 		j.queue = nil // let a long queue's backing array go
+	default:
+		j.queue = j.queue[:0] // the next batches queue without allocating
 	}
 	err := j.stateErr()
 	if err == nil {
