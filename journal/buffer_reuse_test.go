@@ -67,6 +67,9 @@ func TestAppendReusesEncodingBuffers(t *testing.T) {
 // Pending is part of its batch (two objects per record on the spawn
 // path, which queues every spawn and settlement).
 func TestEnqueueAllocatesItsBatchOnly(t *testing.T) {
+	if raceEnabled {
+		t.Skip("under the race detector sync.Pool drops buffers at random: the count does not hold")
+	}
 	j, err := journal.Open(filepath.Join(t.TempDir(), "j.jsonl"), journal.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
