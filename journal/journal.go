@@ -22,6 +22,10 @@ const DefaultMaxRecordBytes = 1 << 20
 // next commit.
 const maxGroupBytes = 4 << 20
 
+// maxKeptQueue bounds the queue's backing array a commit that empties
+// the queue keeps for the next batches.
+const maxKeptQueue = 64
+
 // recordSizeHint is the room Append reserves per record before encoding
 // a batch: the size of a typical record, not a bound.
 const recordSizeHint = 512
@@ -88,12 +92,17 @@ type Journal struct {
 
 // batch is one Append call's lines, waiting to be committed.
 type batch struct {
-	data  []byte
+	data []byte
+	// buf is the pooled buffer data was encoded into (getBuffer), given
+	// back once the batch is written.
+	buf   *[]byte
 	n     int64
 	first int64
 	taken bool // a committer owns it; it can no longer be withdrawn
 	err   error
 	done  chan struct{}
+	// pending is what Enqueue returns for it, allocated with it.
+	pending Pending
 }
 
 // Open opens the journal at path, creating it (mode 0600) if absent, takes
@@ -306,7 +315,7 @@ func (j *Journal) Enqueue(records ...canonjson.Value) (*Pending, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Pending{j: j, b: b}, nil
+	return b.pend(j), nil
 }
 
 // Wait returns once the batch is durable (written and fsynced; only
@@ -354,7 +363,13 @@ func (j *Journal) EnqueueOf(records ...any) (*Pending, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Pending{j: j, b: b}, nil
+	return b.pend(j), nil
+}
+
+// pend returns b's Pending, of journal j.
+func (b *batch) pend(j *Journal) *Pending {
+	b.pending = Pending{j: j, b: b}
+	return &b.pending
 }
 
 // enqueue encodes records into one batch and queues it.
@@ -367,29 +382,66 @@ func (j *Journal) enqueue(records []canonjson.Value) (*batch, error) {
 // enqueueWith encodes n records into one batch, record i appended to
 // data by encode, and queues it.
 func (j *Journal) enqueueWith(n int, encode func(data []byte, i int) ([]byte, error)) (*batch, error) {
-	// Room for typical records up front, so that encoding does not grow
-	// the buffer a doubling at a time from nothing.
-	data := make([]byte, 0, min(n, 64)*recordSizeHint)
+	buf := getBuffer(min(n, 64) * recordSizeHint)
+	data := *buf
 	var err error
 	for i := range n {
 		start := len(data)
 		data, err = encode(data, i)
 		if err != nil {
+			putBuffer(buf, data)
 			return nil, &RecordError{Index: i, Err: err}
 		}
 		if size := len(data) - start; size > j.limit {
+			putBuffer(buf, data)
 			return nil, &TooLargeError{Index: i, Size: size, Limit: j.limit}
 		}
 		data = append(data, '\n')
 	}
-	b := &batch{data: data, n: int64(n), done: make(chan struct{})}
+	b := &batch{data: data, buf: buf, n: int64(n), done: make(chan struct{})}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if err := j.stateErr(); err != nil {
+		putBuffer(buf, data)
 		return nil, err
 	}
 	j.queue = append(j.queue, b)
 	return b, nil
+}
+
+// maxPooledBuffer bounds the encoding buffers kept for reuse: a batch
+// larger than it (a rare huge record) leaves its buffer to the garbage
+// collector rather than pin it.
+const maxPooledBuffer = 64 << 10
+
+// buffers holds emptied encoding buffers (*[]byte): a batch's buffer is
+// dead once its group is written, so the next batch encodes into it
+// instead of allocating its own (most of a record's allocation).
+var buffers sync.Pool
+
+// getBuffer returns an empty buffer with room for at least size bytes:
+// a pooled one when there is one, else a new one, so that encoding does
+// not grow it a doubling at a time from nothing.
+func getBuffer(size int) *[]byte {
+	if p, ok := buffers.Get().(*[]byte); ok {
+		if cap(*p) < size {
+			*p = make([]byte, 0, size)
+		}
+		*p = (*p)[:0]
+		return p
+	}
+	data := make([]byte, 0, size)
+	return &data
+}
+
+// putBuffer gives buf back for reuse, holding data (what was encoded
+// into it, perhaps grown past it); nothing may use either afterwards.
+func putBuffer(buf *[]byte, data []byte) {
+	if buf == nil || cap(data) > maxPooledBuffer {
+		return
+	}
+	*buf = data[:0]
+	buffers.Put(buf)
 }
 
 // await waits for b's outcome, committing groups itself when the commit
@@ -449,16 +501,22 @@ func (j *Journal) commit(own *batch) bool {
 	j.mu.Lock()
 	var group []*batch
 	total := 0
-	for len(j.queue) > 0 && (len(group) == 0 || total+len(j.queue[0].data) <= maxGroupBytes) {
-		b := j.queue[0]
-		j.queue[0] = nil
-		j.queue = j.queue[1:]
+	taken := 0
+	for taken < len(j.queue) && (taken == 0 || total+len(j.queue[taken].data) <= maxGroupBytes) {
+		b := j.queue[taken]
+		j.queue[taken] = nil
 		b.taken = true
 		group = append(group, b)
 		total += len(b.data)
+		taken++
 	}
-	if len(j.queue) == 0 {
+	switch {
+	case taken < len(j.queue):
+		j.queue = j.queue[taken:]
+	case cap(j.queue) > maxKeptQueue:
 		j.queue = nil // let a long queue's backing array go
+	default:
+		j.queue = j.queue[:0] // the next batches queue without allocating
 	}
 	err := j.stateErr()
 	if err == nil {
@@ -494,6 +552,10 @@ func (j *Journal) commit(own *batch) bool {
 	}
 	j.mu.Unlock()
 	for _, b := range group {
+		// The batch is written (or failed): its bytes are dead, and no
+		// one reads b.data once a commit took it.
+		putBuffer(b.buf, b.data)
+		b.data, b.buf = nil, nil
 		if err != nil {
 			b.first, b.err = 0, err
 		}

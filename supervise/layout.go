@@ -381,8 +381,8 @@ func openLayout(dir, runID string, prior []Record, readout func() ledger.Readout
 	if st, err := ReadRunState(context.Background(), dir); err == nil && st.RunID == runID {
 		y.state.Revision = st.Revision
 	}
-	for _, r := range prior {
-		y.apply(r)
+	for i := range prior {
+		y.apply(&prior[i])
 	}
 	if len(prior) > 0 && y.state.Status == RunStatusRunning {
 		if err := y.writeState(); err != nil {
@@ -395,7 +395,7 @@ func openLayout(dir, runID string, prior []Record, readout func() ledger.Readout
 
 // apply folds r into the state and returns the progress line it makes,
 // if any. y.mu is held (or y is not shared yet).
-func (y *layout) apply(r Record) (ProgressRecord, bool) {
+func (y *layout) apply(r *Record) (ProgressRecord, bool) {
 	at := y.now().UnixMilli()
 	switch r.Kind {
 	case KindRunStarted:
@@ -436,7 +436,7 @@ func (y *layout) apply(r Record) (ProgressRecord, bool) {
 
 // controlProgress is the progress line of a steer or cancellation
 // record: its operation and the effect it has now.
-func controlProgress(r Record, at int64) (ProgressRecord, bool) {
+func controlProgress(r *Record, at int64) (ProgressRecord, bool) {
 	p := ProgressRecord{AtMS: at, Node: r.Node}
 	switch r.Kind {
 	case KindSteerRequested:
@@ -484,7 +484,7 @@ func controlProgress(r Record, at int64) (ProgressRecord, bool) {
 
 // observe folds an appended record into the layout: a progress line
 // when it makes one, and a state.json rewrite, both done by the writer.
-func (y *layout) observe(r Record) {
+func (y *layout) observe(r *Record) {
 	y.mu.Lock()
 	defer y.mu.Unlock()
 	for len(y.pending) >= maxPendingProgress && !y.closing {

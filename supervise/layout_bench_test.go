@@ -28,6 +28,6 @@ func BenchmarkLayoutObserve(b *testing.B) {
 	for b.Loop() {
 		i++
 		node := NodeID(fmt.Sprintf("run1:s%d", i))
-		y.observe(Record{Kind: KindSpawned, Node: node, Label: "w"})
+		y.observe(&Record{Kind: KindSpawned, Node: node, Label: "w"})
 	}
 }

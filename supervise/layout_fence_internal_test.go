@@ -50,7 +50,7 @@ func TestRunStateAndProgressStopOnceTheLeaseIsLost(t *testing.T) {
 		if err := a.Append(ctx, r); err != nil {
 			t.Fatal(err)
 		}
-		ya.observe(r)
+		ya.observe(&r)
 	}
 	waitState(t, ctx, dir, func(s RunState) bool { return s.Spawned == 1 })
 
@@ -72,7 +72,7 @@ func TestRunStateAndProgressStopOnceTheLeaseIsLost(t *testing.T) {
 	}
 	// A record A's layout sees after the loss, and A's close: neither
 	// is written.
-	ya.observe(settled)
+	ya.observe(&settled)
 	if err := ya.close(); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestRunStateAndProgressStopOnceTheLeaseIsLost(t *testing.T) {
 	if err := b.Append(ctx, settled); err != nil {
 		t.Fatal(err)
 	}
-	yb.observe(settled)
+	yb.observe(&settled)
 	if err := yb.close(); err != nil {
 		t.Fatal(err)
 	}

@@ -514,9 +514,9 @@ func (t *logTicket) commit(ctx context.Context) error {
 	l.rows.add(t.r)
 	l.mu.Unlock()
 	if l.layout != nil {
-		l.layout.observe(t.r)
+		l.layout.observe(&t.r)
 	}
-	l.streams.observe(t.r)
+	l.streams.observe(&t.r)
 	return nil
 }
 

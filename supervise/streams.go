@@ -308,7 +308,7 @@ func (s *streams) queueLocked(stem string, rec StreamRecord) {
 // observe turns a journaled record into the stream line it makes, if
 // any: a worker's spawn, settlement, steers and cancellations go to its
 // log, a run cancellation to the root stream.
-func (s *streams) observe(r Record) {
+func (s *streams) observe(r *Record) {
 	if s == nil {
 		return
 	}

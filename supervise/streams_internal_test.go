@@ -30,12 +30,12 @@ func TestStreamLogsStopOnceTheLeaseIsLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.observe(Record{Kind: KindSpawned, Node: "run1:s1", Label: "a", Profile: "writer", Task: "first"})
+	s.observe(&Record{Kind: KindSpawned, Node: "run1:s1", Label: "a", Profile: "writer", Task: "first"})
 	s.add("", StreamRecord{Kind: StreamTurnStarted, Run: "before"})
 	waitDrained(t, s)
 	lost.Store(true)
 	s.add("", StreamRecord{Kind: StreamTurnStarted, Run: "after"})
-	s.observe(Record{Kind: KindSettled, Node: "run1:s1", State: StateDone})
+	s.observe(&Record{Kind: KindSettled, Node: "run1:s1", State: StateDone})
 	if err := s.close(); err != nil {
 		t.Fatal(err)
 	}
@@ -67,12 +67,12 @@ func TestWorkerLogIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.observe(Record{Kind: KindSpawned, Node: "run1:s1", Label: "big", Profile: "writer", Task: strings.Repeat("t", 3*MaxStreamText)})
+	s.observe(&Record{Kind: KindSpawned, Node: "run1:s1", Label: "big", Profile: "writer", Task: strings.Repeat("t", 3*MaxStreamText)})
 	line := strings.Repeat("x", MaxStreamText)
 	for range 2 * MaxWorkerLogBytes / MaxStreamText {
 		s.add("big", StreamRecord{Kind: StreamEvent, Node: "run1:s1"}.withText(line))
 	}
-	s.observe(Record{Kind: KindSettled, Node: "run1:s1", State: StateDone})
+	s.observe(&Record{Kind: KindSettled, Node: "run1:s1", State: StateDone})
 	if err := s.close(); err != nil {
 		t.Fatal(err)
 	}
