@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -282,6 +283,8 @@ func FuzzDecodeLens(f *testing.F) {
 	f.Add([]byte(`{"id":"ab","limits":{"maxIterations":-1}}`))
 	f.Add([]byte(`[1,2,3]`))
 	f.Add([]byte(`{"id":"\u00e9"}`))
+	f.Add([]byte(`{"id":"ab","description":" d ","area":"a","question":"q","instructions":"i","toolGroup":"all","model":" m ","minimumEvidenceCitations":11}`))
+	f.Add([]byte(`{"id":"ab","a.b":1,"":2,"limits":{"x/y":3}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l, err := supervise.DecodeLens(data)
 		if err != nil {
@@ -289,10 +292,27 @@ func FuzzDecodeLens(f *testing.F) {
 			if !errors.As(err, &le) {
 				t.Fatalf("error %T %v is not a *LensError", err, err)
 			}
+			// The pointer is in the document, or names an absent
+			// member of an object in it.
+			if doc, derr := canonjson.Decode(data); derr == nil {
+				for _, is := range append([]supervise.LensIssue{{Pointer: le.Pointer}}, le.Issues...) {
+					_, in := canonjson.Resolve(doc, is.Pointer)
+					i := strings.LastIndexByte(is.Pointer, '/')
+					_, parentIn := canonjson.Resolve(doc, is.Pointer[:max(i, 0)])
+					if !in && (i < 0 || !parentIn) {
+						t.Fatalf("refusal at %q, not in the document: %v", is.Pointer, err)
+					}
+				}
+			}
 			return
 		}
 		if err := supervise.ValidateLens(l); err != nil {
 			t.Fatalf("a decoded lens does not validate: %v", err)
+		}
+		// What was accepted re-encodes and reads back the same.
+		again, err := supervise.DecodeLens(canonjson.Marshal(mustValue(t, l)))
+		if err != nil || !cmp.Equal(l, again) {
+			t.Fatalf("lens %+v reads back as %+v, %v", l, again, err)
 		}
 	})
 }
@@ -355,4 +375,13 @@ func FuzzDecodeLenses(f *testing.F) {
 			seen[l.ID] = true
 		}
 	})
+}
+
+func mustValue(t *testing.T, v any) canonjson.Value {
+	t.Helper()
+	out, err := canonjson.ToValue(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
