@@ -246,17 +246,23 @@ func object(raw json.RawMessage, path string, allowed ...string) (map[string]jso
 	}
 	for _, k := range sortedKeys(m) {
 		if !slices.Contains(allowed, k) {
-			kp := k
-			if k == "" {
-				kp = `""`
-			}
-			if path != "" {
-				kp = path + "." + kp
-			}
-			return nil, invalid(kp, "unknown field (known: %s)", strings.Join(allowed, ", "))
+			return nil, invalid(memberPath(path, k), "unknown field (known: %s)", strings.Join(allowed, ", "))
 		}
 	}
 	return m, nil
+}
+
+// memberPath is the path of member name of the object at path: path.name,
+// or path["name"] when name is empty or holds a path's punctuation (., [
+// or ]), so that ValidationError.Pointer reads it back as one token.
+func memberPath(path, name string) string {
+	if name == "" || strings.ContainsAny(name, ".[]") {
+		return path + "[" + strconv.Quote(name) + "]"
+	}
+	if path == "" {
+		return name
+	}
+	return path + "." + name
 }
 
 // syntax refuses a document that is not JSON, saying where it stops
@@ -287,22 +293,19 @@ func syntax(data []byte) error {
 // pointerPath writes a JSON pointer as the paths of this package's
 // refusals: /edges/0/to as edges[0].to.
 func pointerPath(pointer string) string {
-	var b strings.Builder
-	for i, tok := range strings.Split(pointer, "/")[1:] {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch {
-		case tok != "" && strings.Trim(tok, "0123456789") == "":
-			b.WriteString("[" + tok + "]")
-		case i > 0:
-			b.WriteString("." + tok)
-		default:
-			b.WriteString(tok)
-		}
-	}
-	if b.Len() == 0 {
+	if pointer == "" {
 		return "graph"
 	}
-	return b.String()
+	path := ""
+	for _, tok := range strings.Split(pointer, "/")[1:] {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		if tok != "" && strings.Trim(tok, "0123456789") == "" {
+			path += "[" + tok + "]"
+			continue
+		}
+		path = memberPath(path, tok)
+	}
+	return path
 }
 
 // field decodes an optional member into dst; an absent one leaves dst.

@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -45,7 +46,10 @@ const (
 	KindAfterSettle       = "after-settle"
 )
 
-// Bounds of a lens definition (§9 define_analyst).
+// Bounds of a lens definition (§9 define_analyst): the reference's
+// ANALYST_DEFINITION_BOUNDS. Text is measured trimmed, in UTF-16 code
+// units (a character outside the Basic Multilingual Plane counts two),
+// and refused past its bound; a limit past its bound is clamped to it.
 const (
 	MaxLensDescription  = 300
 	MaxLensArea         = 64
@@ -64,8 +68,8 @@ const (
 	// MaxLensListDocument the document's size.
 	MaxLensList         = 32
 	MaxLensListDocument = 1 << 20
-	// maxLensModel bounds a lens's model name.
-	maxLensModel = 200
+	// MaxLensModel bounds a lens's model name.
+	MaxLensModel = 128
 	// analysedOutput bounds how much of the analysed worker's output an
 	// analyst's task carries.
 	analysedOutput = 16000
@@ -106,31 +110,65 @@ type Lens struct {
 	Limits *LensLimits `json:"limits,omitzero"`
 	// MinimumEvidenceCitations asks the analyst for at least this many
 	// citations of the analysed output.
-	MinimumEvidenceCitations *int `json:"minimumEvidenceCitations,omitzero" jsonschema:"citations of evidence the findings must carry (at most 10)"`
+	MinimumEvidenceCitations *int `json:"minimumEvidenceCitations,omitzero" jsonschema:"citations of evidence each finding must carry: a positive integer; more than 10 is clamped to 10"`
 }
 
-// LensLimits bound one analyst run; an absent limit is the maximum.
+// LensLimits bound one analyst run; an absent limit is the maximum, and
+// one past its maximum is clamped to it (DecodeLens, define_analyst).
 // Iterations is the analyst's iteration ceiling (reserved from the pool;
 // with Options.AnalystModel each model call is one iteration), and
 // OutputChars clips its findings. With Options.AnalystModel, LLMCalls
 // bounds its model calls and ToolCalls its tool calls (see
 // Options.AnalystModel); on the Executor they are told to the analyst.
 type LensLimits struct {
-	Iterations  *int `json:"iterations,omitzero" jsonschema:"at most 24"`
-	LLMCalls    *int `json:"llmCalls,omitzero" jsonschema:"at most 16"`
-	ToolCalls   *int `json:"toolCalls,omitzero" jsonschema:"at most 96"`
-	OutputChars *int `json:"outputChars,omitzero" jsonschema:"at most 20000"`
+	Iterations  *int `json:"maxIterations,omitzero" jsonschema:"a positive integer; more than 24 is clamped to 24"`
+	LLMCalls    *int `json:"maxLlmCalls,omitzero" jsonschema:"a positive integer; more than 16 is clamped to 16"`
+	ToolCalls   *int `json:"maxToolCalls,omitzero" jsonschema:"a positive integer; more than 96 is clamped to 96"`
+	OutputChars *int `json:"maxOutputChars,omitzero" jsonschema:"a positive integer; more than 20000 is clamped to 20000"`
 }
 
 // LensError refuses a lens definition: Pointer is the RFC 6901 pointer
-// of the offending member ("" for the document).
+// of the (first) offending member ("" for the document) and Reason what
+// is wrong with it. Issues (from ValidateLens) names every offending
+// member, the first being Pointer and Reason.
 type LensError struct {
+	Pointer string
+	Reason  string
+	Issues  []LensIssue
+}
+
+// LensIssue is one offending member of a lens definition.
+type LensIssue struct {
 	Pointer string
 	Reason  string
 }
 
 func (e *LensError) Error() string {
+	if len(e.Issues) > 1 {
+		return "supervise: invalid analyst lens: " + e.issueText()
+	}
 	return fmt.Sprintf("supervise: invalid analyst lens at %q: %s", e.Pointer, e.Reason)
+}
+
+// issueText is every issue as "pointer: reason", joined by "; ".
+func (e *LensError) issueText() string {
+	if len(e.Issues) == 0 {
+		return e.Pointer + ": " + e.Reason
+	}
+	parts := make([]string, len(e.Issues))
+	for i, is := range e.Issues {
+		parts[i] = is.Pointer + ": " + is.Reason
+	}
+	return strings.Join(parts, "; ")
+}
+
+// prefixed is e with prefix before each of its pointers.
+func (e *LensError) prefixed(prefix string) *LensError {
+	out := &LensError{Pointer: prefix + e.Pointer, Reason: e.Reason}
+	for _, is := range e.Issues {
+		out.Issues = append(out.Issues, LensIssue{Pointer: prefix + is.Pointer, Reason: is.Reason})
+	}
+	return out
 }
 
 // DecodeLens reads one lens definition strictly: at most
@@ -204,62 +242,103 @@ func lensOf(v canonjson.Value, prefix string) (Lens, error) {
 		}
 		return Lens{}, &LensError{Pointer: prefix, Reason: err.Error()}
 	}
+	l = BoundLens(l)
 	if err := ValidateLens(l); err != nil {
 		var le *LensError
 		if errors.As(err, &le) {
-			return Lens{}, &LensError{Pointer: prefix + le.Pointer, Reason: le.Reason}
+			return Lens{}, le.prefixed(prefix)
 		}
 		return Lens{}, err
 	}
 	return l, nil
 }
 
-// ValidateLens checks l against §9's bounds and returns the first
-// violation as a *LensError.
-func ValidateLens(l Lens) error {
-	text := func(ptr, s string, max int, required bool) error {
-		switch n := utf8.RuneCountInString(s); {
-		case !utf8.ValidString(s):
-			return &LensError{Pointer: ptr, Reason: "not valid UTF-8"}
-		case required && strings.TrimSpace(s) == "":
-			return &LensError{Pointer: ptr, Reason: "is required"}
-		case n > max:
-			return &LensError{Pointer: ptr, Reason: fmt.Sprintf("is %d characters; at most %d", n, max)}
+// BoundLens is l as define_analyst accepts it: its text members trimmed
+// of surrounding white space (a blank model left as is, for
+// ValidateLens to refuse), and each limit and MinimumEvidenceCitations
+// past its maximum clamped to it (asking for 200 tool calls is a
+// mis-estimate, not a malformed definition). A limit below 1 is left
+// for ValidateLens to refuse. l's pointers are not shared.
+func BoundLens(l Lens) Lens {
+	l.ID, l.Description, l.Area = strings.TrimSpace(l.ID), strings.TrimSpace(l.Description), strings.TrimSpace(l.Area)
+	l.Question, l.Instructions = strings.TrimSpace(l.Question), strings.TrimSpace(l.Instructions)
+	if m := strings.TrimSpace(l.Model); m != "" {
+		l.Model = m
+	}
+	clamp := func(n *int, max int) *int {
+		if n == nil {
+			return nil
 		}
-		return nil
-	}
-	bound := func(ptr string, n *int, max int) error {
-		if n != nil && (*n < 1 || *n > max) {
-			return &LensError{Pointer: ptr, Reason: fmt.Sprintf("is %d; between 1 and %d", *n, max)}
-		}
-		return nil
-	}
-	if !lensIDPattern.MatchString(l.ID) {
-		return &LensError{Pointer: "/id", Reason: fmt.Sprintf("%q does not match %s", l.ID, lensIDPattern)}
-	}
-	errs := []error{
-		text("/description", l.Description, MaxLensDescription, true),
-		text("/area", l.Area, MaxLensArea, true),
-		text("/question", l.Question, MaxLensQuestion, true),
-		text("/instructions", l.Instructions, MaxLensInstructions, true),
-		text("/model", l.Model, maxLensModel, false),
-	}
-	if !slices.Contains(toolGroups, l.ToolGroup) {
-		errs = append(errs, &LensError{Pointer: "/toolGroup", Reason: fmt.Sprintf("is %q; one of %v", l.ToolGroup, toolGroups)})
+		return new(min(*n, max))
 	}
 	if m := l.Limits; m != nil {
-		errs = append(errs, bound("/limits/iterations", m.Iterations, MaxLensIterations), bound("/limits/llmCalls", m.LLMCalls, MaxLensLLMCalls),
-			bound("/limits/toolCalls", m.ToolCalls, MaxLensToolCalls), bound("/limits/outputChars", m.OutputChars, MaxLensOutput))
+		l.Limits = &LensLimits{Iterations: clamp(m.Iterations, MaxLensIterations), LLMCalls: clamp(m.LLMCalls, MaxLensLLMCalls),
+			ToolCalls: clamp(m.ToolCalls, MaxLensToolCalls), OutputChars: clamp(m.OutputChars, MaxLensOutput)}
 	}
-	if c := l.MinimumEvidenceCitations; c != nil && (*c < 0 || *c > MaxLensCitations) {
-		errs = append(errs, &LensError{Pointer: "/minimumEvidenceCitations", Reason: fmt.Sprintf("is %d; between 0 and %d", *c, MaxLensCitations)})
-	}
-	for _, err := range errs {
-		if err != nil {
-			return err
+	l.MinimumEvidenceCitations = clamp(l.MinimumEvidenceCitations, MaxLensCitations)
+	return l
+}
+
+// utf16Len is how many UTF-16 code units s is (JavaScript's length, the
+// reference's measure of a lens's text).
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n++
+		if r >= 0x10000 {
+			n++
 		}
 	}
-	return nil
+	return n
+}
+
+// ValidateLens checks l against §9's bounds (l as BoundLens leaves it:
+// a limit past its maximum is refused here, clamped there) and returns
+// every violation, in member order, as one *LensError.
+func ValidateLens(l Lens) error {
+	var issues []LensIssue
+	add := func(ptr, format string, args ...any) {
+		issues = append(issues, LensIssue{Pointer: ptr, Reason: fmt.Sprintf(format, args...)})
+	}
+	text := func(ptr, s string, max int, required bool) {
+		switch n := utf16Len(s); {
+		case !utf8.ValidString(s):
+			add(ptr, "is not valid UTF-8")
+		case required && strings.TrimSpace(s) == "":
+			add(ptr, "is required and must be a non-empty string")
+		case !required && s != "" && strings.TrimSpace(s) == "":
+			add(ptr, "must be a non-empty string when present")
+		case n > max:
+			add(ptr, "must be at most %d characters (UTF-16 code units; received %d)", max, n)
+		}
+	}
+	bound := func(ptr string, n *int, max int) {
+		if n != nil && (*n < 1 || *n > max) {
+			add(ptr, "is %d; must be a positive integer, at most %d", *n, max)
+		}
+	}
+	if !lensIDPattern.MatchString(l.ID) {
+		add("/id", "%q must be 2-64 characters of lowercase letters, digits and hyphens, starting with a letter or digit (%s)", clip(l.ID, 80), lensIDPattern)
+	}
+	text("/description", l.Description, MaxLensDescription, true)
+	text("/area", l.Area, MaxLensArea, true)
+	text("/question", l.Question, MaxLensQuestion, true)
+	text("/instructions", l.Instructions, MaxLensInstructions, true)
+	if !slices.Contains(toolGroups, l.ToolGroup) {
+		add("/toolGroup", "is %q; must be one of %v", clip(string(l.ToolGroup), 80), toolGroups)
+	}
+	text("/model", l.Model, MaxLensModel, false)
+	if m := l.Limits; m != nil {
+		bound("/limits/maxIterations", m.Iterations, MaxLensIterations)
+		bound("/limits/maxLlmCalls", m.LLMCalls, MaxLensLLMCalls)
+		bound("/limits/maxToolCalls", m.ToolCalls, MaxLensToolCalls)
+		bound("/limits/maxOutputChars", m.OutputChars, MaxLensOutput)
+	}
+	bound("/minimumEvidenceCitations", l.MinimumEvidenceCitations, MaxLensCitations)
+	if len(issues) == 0 {
+		return nil
+	}
+	return &LensError{Pointer: issues[0].Pointer, Reason: issues[0].Reason, Issues: issues}
 }
 
 // BuiltinLenses returns the lenses every supervised run offers (a fresh
@@ -304,6 +383,7 @@ type lensMenu struct {
 func newLensMenu(extra []Lens) (*lensMenu, error) {
 	m := &lensMenu{lenses: BuiltinLenses()}
 	for i, l := range extra {
+		l = BoundLens(l)
 		if err := ValidateLens(l); err != nil {
 			var le *LensError
 			errors.As(err, &le)
@@ -379,6 +459,10 @@ type DefineAnalystResult struct {
 	ID              string `json:"id"`
 	Defined         bool   `json:"defined"`
 	DefinitionsLeft int    `json:"definitionsLeft"`
+	// Limits and MinimumEvidenceCitations are the accepted ones (a
+	// value past its bound clamped to it).
+	Limits                   *LensLimits `json:"limits,omitzero"`
+	MinimumEvidenceCitations *int        `json:"minimumEvidenceCitations,omitzero"`
 	// Replayed: an earlier process of the run journaled this very
 	// definition (a call a resumed manager runs again); nothing changed.
 	Replayed bool `json:"replayed,omitzero"`
@@ -390,6 +474,7 @@ type DefineAnalystResult struct {
 // the run journaled is answered Replayed). The definition is journaled before it is
 // on the menu, so a resumed run offers it again.
 func (c *Coordinator) DefineAnalyst(ctx context.Context, l Lens) (DefineAnalystResult, error) {
+	l = BoundLens(l)
 	if err := ValidateLens(l); err != nil {
 		return DefineAnalystResult{}, err
 	}
@@ -400,21 +485,29 @@ func (c *Coordinator) DefineAnalyst(ctx context.Context, l Lens) (DefineAnalystR
 	c.spawnMu.Lock() // orders definitions with their journal records
 	defer c.spawnMu.Unlock()
 	c.mu.Lock()
-	_, exists := c.lenses.find(l.ID)
+	onMenu, exists := c.lenses.find(l.ID)
 	same := exists && c.lenses.definedAs(l.ID, data)
 	full := c.lenses.defined >= MaxDefinedLenses
 	left := MaxDefinedLenses - c.lenses.defined
+	var defined []string
+	for _, d := range c.lenses.lenses[len(c.lenses.lenses)-c.lenses.defined:] {
+		defined = append(defined, d.ID)
+	}
 	c.mu.Unlock()
+	accepted := DefineAnalystResult{ID: l.ID, Defined: true, Limits: l.Limits, MinimumEvidenceCitations: l.MinimumEvidenceCitations}
 	switch {
 	case same:
 		// This very definition an earlier process journaled: a call
 		// run again by a resumed manager (its result was not
 		// journaled).
-		return DefineAnalystResult{ID: l.ID, Defined: true, DefinitionsLeft: left, Replayed: true}, nil
+		accepted.DefinitionsLeft, accepted.Replayed = left, true
+		return accepted, nil
 	case exists:
-		return DefineAnalystResult{}, &VerbRefusal{Code: "analyst-exists", Reason: "lens " + strconv.Quote(l.ID) + " is already on the menu; choose another id"}
+		return DefineAnalystResult{}, &VerbRefusal{Code: "duplicate-analyst", Reason: "lens " + strconv.Quote(l.ID) + " is already on the menu (" +
+			clip(onMenu.Description, 300) + "); choose another id"}
 	case full:
-		return DefineAnalystResult{}, &VerbRefusal{Code: "too-many-analysts", Reason: fmt.Sprintf("a manager defines at most %d lenses", MaxDefinedLenses)}
+		return DefineAnalystResult{}, &VerbRefusal{Code: "max-defined-analysts", Reason: fmt.Sprintf("a manager defines at most %d lenses (defined: %s); run the ones you have",
+			MaxDefinedLenses, strings.Join(defined, ", "))}
 	}
 	if err := c.log.append(ctx, Record{Kind: KindAnalystDefined, Data: data}); err != nil {
 		return DefineAnalystResult{}, err
@@ -423,7 +516,8 @@ func (c *Coordinator) DefineAnalyst(ctx context.Context, l Lens) (DefineAnalystR
 	defer c.mu.Unlock()
 	c.lenses.lenses = append(c.lenses.lenses, l)
 	c.lenses.defined++
-	return DefineAnalystResult{ID: l.ID, Defined: true, DefinitionsLeft: MaxDefinedLenses - c.lenses.defined}, nil
+	accepted.DefinitionsLeft = MaxDefinedLenses - c.lenses.defined
+	return accepted, nil
 }
 
 // RunAnalystArgs are run_analyst's arguments.
@@ -640,8 +734,8 @@ func (c *Coordinator) replayAnalyst(r Record) error {
 	case KindAfterSettle:
 		c.hooksOpen = slices.DeleteFunc(c.hooksOpen, func(id NodeID) bool { return id == r.Node })
 	case KindAnalystDefined:
-		var l Lens
-		if err := canonjson.FromValue(r.Data, &l); err != nil {
+		l, err := journaledLens(r.Data)
+		if err != nil {
 			return &ResumeError{RunDir: c.log.dir, Reason: "an analyst-defined record does not decode", Err: err}
 		}
 		if err := ValidateLens(l); err != nil {
@@ -776,4 +870,47 @@ func (c *Coordinator) recordFinding(ctx context.Context, w *worker, a analystOf,
 	if err := c.log.appendCoordOrLose(ctx, rec, w.id); err != nil {
 		c.logger.Error("supervise: recording a finding", "node", w.id, "err", err)
 	}
+}
+
+// legacyLimitKeys are the names a lens's limits had before they took the
+// reference's (maxIterations, …): a run journaled then still resumes.
+var legacyLimitKeys = map[string]string{"iterations": "maxIterations", "llmCalls": "maxLlmCalls", "toolCalls": "maxToolCalls", "outputChars": "maxOutputChars"}
+
+// journaledLens decodes an analyst-defined record's lens, its limits
+// under their names or the legacy ones.
+func journaledLens(data canonjson.Value) (Lens, error) {
+	var l Lens
+	err := canonjson.FromValue(data, &l)
+	if err == nil {
+		return l, nil
+	}
+	var m map[string]any
+	if json.Unmarshal(canonjson.Marshal(data), &m) != nil {
+		return Lens{}, err
+	}
+	lim, ok := m["limits"].(map[string]any)
+	if !ok {
+		return Lens{}, err
+	}
+	renamed := map[string]any{}
+	for k, v := range lim {
+		if nk, ok := legacyLimitKeys[k]; ok {
+			k = nk
+		}
+		renamed[k] = v
+	}
+	m["limits"] = renamed
+	raw, merr := json.Marshal(m)
+	if merr != nil {
+		return Lens{}, err
+	}
+	v, derr := canonjson.Decode(raw)
+	if derr != nil {
+		return Lens{}, err
+	}
+	var old Lens
+	if canonjson.FromValue(v, &old) != nil {
+		return Lens{}, err
+	}
+	return old, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/agentrt/agentrt/canonjson"
 	"github.com/agentrt/agentrt/providers/scripted"
 	"github.com/agentrt/agentrt/supervise"
 )
@@ -37,7 +38,7 @@ func analystExecutor(t *testing.T) *countingExecutor {
 func validLens() map[string]any {
 	return map[string]any{"id": "source-check", "description": "Does the note cite its sources?", "area": "evidence",
 		"question": "Which statements lack a source?", "instructions": "List statements without a cited source.",
-		"toolGroup": "singleTrace", "limits": map[string]any{"iterations": 1, "outputChars": 200}, "minimumEvidenceCitations": 1}
+		"toolGroup": "singleTrace", "limits": map[string]any{"maxIterations": 1, "maxOutputChars": 200}, "minimumEvidenceCitations": 1}
 }
 
 // §9 list_analysts / run_analyst / define_analyst on a live run: the
@@ -89,7 +90,7 @@ func TestAnalystVerbsRunALensOverASettledWorker(t *testing.T) {
 		t.Errorf("menu %v (-want +got ids):\n%s", got["menu"], diff)
 	}
 	for name, code := range map[string]string{"unsettled": "worker-not-settled", "offMenu": "unknown-analyst", "unknown": "unknown-worker",
-		"invalid": "invalid-analyst", "again": "analyst-exists", "overAnalyst": "not-a-worker"} {
+		"invalid": "invalid-definition", "again": "duplicate-analyst", "overAnalyst": "not-a-worker"} {
 		if got[name]["error"] != code || got[name]["reason"] == "" {
 			t.Errorf("%s: %v, want refusal %s with a reason", name, got[name], code)
 		}
@@ -160,7 +161,7 @@ func TestResumedRunDoesNotRerunACompletedAnalysis(t *testing.T) {
 		t.Fatal(err)
 	}
 	if first["run"]["resumed"] != nil || second["define"]["defined"] != true || second["define"]["replayed"] != true ||
-		second["redefine"]["error"] != "analyst-exists" {
+		second["redefine"]["error"] != "duplicate-analyst" {
 		t.Errorf("first run %v, second define %v and redefine %v", first["run"], second["define"], second["redefine"])
 	}
 	if second["run"]["resumed"] != "completed" || second["run"]["findings"] != "finding: the note cites no source" ||
@@ -219,12 +220,9 @@ func TestDecodeLensRefusesWithJSONPointer(t *testing.T) {
 		{"empty question", func(m map[string]any) { m["question"] = "  " }, "/question"},
 		{"instructions", func(m map[string]any) { m["instructions"] = long(20001) }, "/instructions"},
 		{"tool group", func(m map[string]any) { m["toolGroup"] = "everything" }, "/toolGroup"},
-		{"iterations", func(m map[string]any) { m["limits"] = map[string]any{"iterations": 25} }, "/limits/iterations"},
-		{"llm calls", func(m map[string]any) { m["limits"] = map[string]any{"llmCalls": 17} }, "/limits/llmCalls"},
-		{"tool calls", func(m map[string]any) { m["limits"] = map[string]any{"toolCalls": 97} }, "/limits/toolCalls"},
-		{"output", func(m map[string]any) { m["limits"] = map[string]any{"outputChars": 20001} }, "/limits/outputChars"},
-		{"zero limit", func(m map[string]any) { m["limits"] = map[string]any{"iterations": 0} }, "/limits/iterations"},
-		{"citations", func(m map[string]any) { m["minimumEvidenceCitations"] = 11 }, "/minimumEvidenceCitations"},
+		{"negative llm calls", func(m map[string]any) { m["limits"] = map[string]any{"maxLlmCalls": -1} }, "/limits/maxLlmCalls"},
+		{"zero limit", func(m map[string]any) { m["limits"] = map[string]any{"maxIterations": 0} }, "/limits/maxIterations"},
+		{"citations", func(m map[string]any) { m["minimumEvidenceCitations"] = 0 }, "/minimumEvidenceCitations"},
 		{"unknown member", func(m map[string]any) { m["tools"] = []string{"bash"} }, ""},
 		{"unknown limit", func(m map[string]any) { m["limits"] = map[string]any{"seconds": 3} }, "/limits"},
 		{"wrong type", func(m map[string]any) { m["area"] = 3 }, "/area"},
@@ -281,10 +279,12 @@ func FuzzDecodeLens(f *testing.F) {
 	doc, _ := json.Marshal(validLens())
 	f.Add(doc)
 	f.Add([]byte(`{}`))
-	f.Add([]byte(`{"id":"ab","description":"d","area":"a","question":"q","instructions":"i","toolGroup":"all","limits":{"iterations":24}}`))
-	f.Add([]byte(`{"id":"ab","limits":{"iterations":-1}}`))
+	f.Add([]byte(`{"id":"ab","description":"d","area":"a","question":"q","instructions":"i","toolGroup":"all","limits":{"maxIterations":99}}`))
+	f.Add([]byte(`{"id":"ab","limits":{"maxIterations":-1}}`))
 	f.Add([]byte(`[1,2,3]`))
 	f.Add([]byte(`{"id":"\u00e9"}`))
+	f.Add([]byte(`{"id":"ab","description":" d ","area":"a","question":"q","instructions":"i","toolGroup":"all","model":" m ","minimumEvidenceCitations":11}`))
+	f.Add([]byte(`{"id":"ab","a.b":1,"":2,"limits":{"x/y":3}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l, err := supervise.DecodeLens(data)
 		if err != nil {
@@ -292,10 +292,27 @@ func FuzzDecodeLens(f *testing.F) {
 			if !errors.As(err, &le) {
 				t.Fatalf("error %T %v is not a *LensError", err, err)
 			}
+			// The pointer is in the document, or names an absent
+			// member of an object in it.
+			if doc, derr := canonjson.Decode(data); derr == nil {
+				for _, is := range append([]supervise.LensIssue{{Pointer: le.Pointer}}, le.Issues...) {
+					_, in := canonjson.Resolve(doc, is.Pointer)
+					i := strings.LastIndexByte(is.Pointer, '/')
+					_, parentIn := canonjson.Resolve(doc, is.Pointer[:max(i, 0)])
+					if !in && (i < 0 || !parentIn) {
+						t.Fatalf("refusal at %q, not in the document: %v", is.Pointer, err)
+					}
+				}
+			}
 			return
 		}
 		if err := supervise.ValidateLens(l); err != nil {
 			t.Fatalf("a decoded lens does not validate: %v", err)
+		}
+		// What was accepted re-encodes and reads back the same.
+		again, err := supervise.DecodeLens(canonjson.Marshal(mustValue(t, l)))
+		if err != nil || !cmp.Equal(l, again) {
+			t.Fatalf("lens %+v reads back as %+v, %v", l, again, err)
 		}
 	})
 }
@@ -358,4 +375,13 @@ func FuzzDecodeLenses(f *testing.F) {
 			seen[l.ID] = true
 		}
 	})
+}
+
+func mustValue(t *testing.T, v any) canonjson.Value {
+	t.Helper()
+	out, err := canonjson.ToValue(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -630,7 +630,7 @@ func traceTools(g ToolGroup, ds *traceDataset, b *analystBudget) ([]contract.Too
 func traceTool[In, Out any](b *analystBudget, name, desc string, fn func(context.Context, In) (Out, error)) (contract.Tool, error) {
 	return tools.NewTool(name, desc, func(ctx context.Context, in In) (any, error) {
 		if n := b.toolCalls.Add(1); n > b.maxToolCalls {
-			b.reached("toolCalls")
+			b.reached("maxToolCalls")
 			return RefusalResult{Error: "tool-call-limit", Reason: fmt.Sprintf("this analyst may make %d tool calls and made them; answer now with what you found", b.maxToolCalls)}, nil
 		}
 		out, err := fn(ctx, in)
@@ -645,7 +645,7 @@ func traceTool[In, Out any](b *analystBudget, name, desc string, fn func(context
 }
 
 // LensLimitError ends an analyst's loop at a lens limit: Limit names it
-// (llmCalls, or iterations when that is the smaller) and Max its value.
+// (maxLlmCalls, or maxIterations when that is the smaller) and Max its value.
 type LensLimitError struct {
 	Limit string
 	Max   int64
@@ -697,8 +697,8 @@ func lensLimits(l Lens) (iterations, llmCalls, toolCalls, output int) {
 // toolAnalyst runs lens l's analyst over source in process, on model
 // (Options.AnalystModel): a tool loop whose tools are l's tool group
 // over the run's settled workers, whose model calls are at most the
-// smaller of the lens's llmCalls and iterations, whose tool calls past
-// toolCalls are refused, and whose output is clipped to outputChars at
+// smaller of the lens's maxLlmCalls and maxIterations, whose tool calls past
+// maxToolCalls are refused, and whose output is clipped to maxOutputChars at
 // settlement. A loop stopped by a limit settles done with what it
 // produced and the limit named (truncation, not failure); each model
 // call is one iteration of the analyst.
@@ -720,9 +720,9 @@ func (a toolAnalyst) PropagatesTrace() bool { return true }
 func (a toolAnalyst) Execute(ctx context.Context, w Work) (WorkResult, error) {
 	iterations, llmCalls, toolCalls, _ := lensLimits(a.lens)
 	b := &analystBudget{maxModelCalls: int64(min(iterations, llmCalls)), maxToolCalls: int64(toolCalls)}
-	limit := "llmCalls"
+	limit := "maxLlmCalls"
 	if iterations < llmCalls {
-		limit = "iterations"
+		limit = "maxIterations"
 	}
 	ds := a.c.datasetFor(ctx, a.lens, a.source)
 	ts, err := traceTools(a.lens.ToolGroup, ds, b)

@@ -179,11 +179,11 @@ func TestAnalystLimitsEnforced(t *testing.T) {
 		check      func(t *testing.T, f supervise.FindingRecord, m *analystModel)
 	}{
 		{name: "llmCalls", limits: &supervise.LensLimits{LLMCalls: new(2)}, reply: always, wantCalls: 2,
-			wantReason: "stopped at the lens's llmCalls limit"},
+			wantReason: "stopped at the lens's maxLlmCalls limit"},
 		{name: "llmCalls-max", limits: nil, reply: always, wantCalls: supervise.MaxLensLLMCalls,
-			wantReason: "stopped at the lens's llmCalls limit"},
+			wantReason: "stopped at the lens's maxLlmCalls limit"},
 		{name: "iterations", limits: &supervise.LensLimits{Iterations: new(3), LLMCalls: new(10)}, reply: always, wantCalls: 3,
-			wantReason: "stopped at the lens's iterations limit"},
+			wantReason: "stopped at the lens's maxIterations limit"},
 		{name: "toolCalls", limits: &supervise.LensLimits{ToolCalls: new(3)}, wantCalls: 3,
 			reply: func(turn int, _ []contract.ChatMessage) []contract.ChatEvent {
 				if turn == 2 {
@@ -192,7 +192,7 @@ func TestAnalystLimitsEnforced(t *testing.T) {
 				return []contract.ChatEvent{toolCall(fmt.Sprintf("a%d", turn), "countTraces", map[string]any{"filters": map[string]any{"label": fmt.Sprint("a", turn)}}),
 					toolCall(fmt.Sprintf("b%d", turn), "countTraces", map[string]any{"filters": map[string]any{"label": fmt.Sprint("b", turn)}}), managerUsage(10, 2, 0.00001)}
 			},
-			wantReason: "stopped at the lens's toolCalls limit",
+			wantReason: "stopped at the lens's maxToolCalls limit",
 			check: func(t *testing.T, f supervise.FindingRecord, m *analystModel) {
 				refused := 0
 				for _, r := range m.results {
@@ -208,7 +208,7 @@ func TestAnalystLimitsEnforced(t *testing.T) {
 			reply: func(int, []contract.ChatMessage) []contract.ChatEvent {
 				return []contract.ChatEvent{scripted.Text(strings.Repeat("finding ", 40)), managerUsage(10, 2, 0.00001)}
 			},
-			wantReason: "stopped at the lens's outputChars limit",
+			wantReason: "stopped at the lens's maxOutputChars limit",
 			check: func(t *testing.T, f supervise.FindingRecord, _ *analystModel) {
 				if len(f.Findings) > 50+len("…") || !strings.HasSuffix(f.Findings, "…") {
 					t.Errorf("findings are %d bytes (%q), want clipped to 50 and marked", len(f.Findings), f.Findings)

@@ -701,7 +701,7 @@ func (c *Coordinator) settleAs(ctx context.Context, w *worker, res WorkResult, s
 		res.Text = clip(res.Text, an.limit)
 		c.mu.Lock()
 		if c.analystStops[w.id] == "" {
-			c.analystStops[w.id] = "stopped at the lens's outputChars limit"
+			c.analystStops[w.id] = "stopped at the lens's maxOutputChars limit"
 		}
 		c.mu.Unlock()
 	}

@@ -102,7 +102,7 @@
 //	                 was not delivered expired with its asker
 //	define_analyst   the same definition an earlier process journaled is
 //	                 answered defined, replayed; another is refused
-//	                 analyst-exists
+//	                 duplicate-analyst
 //	run_analyst      keyed by lens and worker (the analyst's spawn
 //	                 key): a completed analysis returns its findings
 //	                 (resumed: completed) and runs nothing; the key's
@@ -401,8 +401,8 @@
 // With Options.AnalystModel an analyst is an in-process tool loop: its
 // lens's tool group (ToolGroupTools: trace tools over the run's settled
 // workers) is mounted for the model and its limits are enforced (model
-// calls past llmCalls or iterations are not made, tool calls past
-// toolCalls are refused as tool results, output past outputChars is
+// calls past maxLlmCalls or maxIterations are not made, tool calls past
+// maxToolCalls are refused as tool results, output past maxOutputChars is
 // clipped). Each finding is appended to coordination-log.jsonl.
 // run_analyst journals its request before the analyst's spawn, and a
 // settlement whose AfterSettle hook runs stays marked until the hook

@@ -214,10 +214,11 @@ type Options struct {
 	// AnalystModel, when set, runs each analyst in process as a tool
 	// loop on this model, with its lens's tool group mounted (the trace
 	// tools over the run's settled workers, ToolGroupTools) and its
-	// limits enforced: model calls beyond llmCalls (or iterations, the
-	// smaller) are not made, tool calls beyond toolCalls are refused as
-	// tool results, output beyond outputChars is clipped; an analyst cut
-	// short settles with what it found, the limit named in its finding.
+	// limits enforced: model calls beyond maxLlmCalls (or maxIterations,
+	// the smaller) are not made, tool calls beyond maxToolCalls are
+	// refused as tool results, output beyond maxOutputChars is clipped;
+	// an analyst cut short settles with what it found, the limit named
+	// in its finding.
 	// When nil, analysts run on the Executor with the analysed output in
 	// their task and no tools.
 	AnalystModel contract.ChatModel

@@ -105,7 +105,7 @@ func refusalResult(err error) (RefusalResult, bool) {
 	}
 	var l *LensError
 	if errors.As(err, &l) {
-		return RefusalResult{Error: "invalid-analyst", Reason: l.Pointer + ": " + l.Reason}, true
+		return RefusalResult{Error: "invalid-definition", Reason: l.issueText()}, true
 	}
 	return RefusalResult{}, false
 }
@@ -207,7 +207,7 @@ func (c *Coordinator) Tools() ([]contract.Tool, error) {
 		return c.ListAnalysts(), nil
 	}))
 	add(verb(VerbRunAnalyst, "Run an analyst lens (kind, from list_analysts) over a settled worker; its findings arrive from await_event as a finding event. Charged to the run's budget like any worker.", c.RunAnalyst))
-	add(verb(VerbDefineAnalyst, "Define an analyst lens as data: id, description, area, question, instructions, toolGroup, and optional model, limits and minimumEvidenceCitations, within fixed bounds; at most 8 per manager.", c.DefineAnalyst))
+	add(verb(VerbDefineAnalyst, "Define an analyst lens as data: id, description, area, question, instructions, toolGroup, and optional model, limits {maxIterations, maxLlmCalls, maxToolCalls, maxOutputChars} and minimumEvidenceCitations. Text past its bound is refused (invalid-definition, naming every issue); a limit past its bound is clamped and the reply says what was accepted; at most 8 per manager (max-defined-analysts); an id already on the menu is refused (duplicate-analyst).", c.DefineAnalyst))
 	for i := range out {
 		if c.parent == nil { // a nested manager's calls are in its worker log
 			out[i] = c.streamed(out[i])

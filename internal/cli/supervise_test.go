@@ -424,7 +424,7 @@ func TestSuperviseAnalystsFile(t *testing.T) {
   "tools": {"agent_runtime_coordination_spawn_worker": true, "agent_runtime_coordination_await_event": true,
     "agent_runtime_coordination_run_analyst": true, "agent_runtime_coordination_list_analysts": true}}`)
 	lenses := writeFile(t, "analysts.json", `[{"id": "tone-check", "description": "Tone.", "area": "style", "question": "Is the tone right?",
-  "instructions": "Judge the tone of the note.", "toolGroup": "singleTrace", "limits": {"outputChars": 100}}]`)
+  "instructions": "Judge the tone of the note.", "toolGroup": "singleTrace", "limits": {"maxOutputChars": 100}}]`)
 	runLens := `{"calls": [{"verb": "run_analyst", "args": {"kind": "tone-check", "workerId": "rel:s1"}}], "usage": {"inputTokens": 20, "outputTokens": 5}}`
 	script := managerScript(t, `{"turns": [`+spawnNote+`, `+awaitOne+`, `+runLens+`, `+awaitOne+`, `+answerDone+`]}`)
 	out, errOut, code := run(t, "", "supervise", mgr, "--task", "Write release notes.", "--worker", noteWriter, "--manager-script", script,
