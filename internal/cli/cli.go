@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -111,6 +112,11 @@ byte like the reference TypeScript implementation, and runs them.`,
 }
 
 // readInput reads a file argument; "-" is standard input.
+//
+// A file the user named that cannot be read (missing, a directory, not
+// readable, too large) is a usage error, exit 2, whose message names the
+// file and what to do; a file that reads but whose content is refused is
+// the command's to judge (exit 1).
 func readInput(stdio IO, path string) ([]byte, error) {
 	if path == "-" {
 		return readCapped(stdio.In, path)
@@ -119,11 +125,11 @@ func readInput(stdio IO, path string) ([]byte, error) {
 }
 
 // readFile reads the file at path, at most maxInputLen bytes of it: a
-// larger one is refused.
+// larger one is refused. Every failure is a usage error (exit 2).
 func readFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, &exitError{code: ExitFailed, err: err}
+		return nil, unreadable(path, err)
 	}
 	defer f.Close()
 	return readCapped(f, path)
@@ -134,12 +140,27 @@ func readFile(path string) ([]byte, error) {
 func readCapped(r io.Reader, path string) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxInputLen+1))
 	if err != nil {
-		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("reading %s: %w", path, err)}
+		return nil, unreadable(path, err)
 	}
 	if len(data) > maxInputLen {
-		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("%s is larger than %d bytes", path, maxInputLen)}
+		return nil, unreadable(path, fmt.Errorf("%s is larger than %d bytes", path, maxInputLen))
 	}
 	return data, nil
+}
+
+// unreadable is the usage error of a file the user named that could not
+// be read: err, and what to do about it.
+func unreadable(path string, err error) error {
+	hint := "name a file that exists and can be read"
+	if path == "-" {
+		hint = "give the input on standard input, or name a file"
+	}
+	// The path is said once: an *fs.PathError's own text repeats it.
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return &exitError{code: ExitUsage, err: fmt.Errorf("cannot read %s: %w (%s)", path, err, hint)}
 }
 
 func newVersionCmd(stdio IO) *cobra.Command {
