@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -108,7 +109,57 @@ byte like the reference TypeScript implementation, and runs them.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usage("%v (see %s --help)", err, c.CommandPath())
 	})
+	root.SetHelpCommand(newHelpCmd())
+	root.InitDefaultCompletionCmd()
+	requireCommands(root)
 	return root
+}
+
+// newHelpCmd is agentrt help [COMMAND...]: the help of COMMAND (of
+// agentrt without one) on stdout; a command agentrt does not have is a
+// usage error, not help printed as a success.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Print the help of a command (agentrt help runs list), or of agentrt.",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || cmd == nil || len(rest) > 0 {
+				return usage("no command %q (agentrt help lists the commands)", strings.Join(args, " "))
+			}
+			return cmd.Help()
+		},
+	}
+}
+
+// requireCommands makes every command that only groups others (agentrt,
+// agentrt runs, agentrt profile, ...) refuse being run without one, or
+// with one it does not have, as a usage error (exit 2, on stderr),
+// instead of printing its help as a success: agentrt runs lsit is a
+// typo, not a request for help. --help still prints it, exit 0.
+func requireCommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		requireCommands(sub)
+	}
+	if c.Runnable() || !c.HasSubCommands() {
+		return
+	}
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usage("unknown command %q for %q (see %s --help)", args[0], cmd.CommandPath(), cmd.CommandPath())
+		}
+		return nil
+	}
+	c.RunE = func(cmd *cobra.Command, _ []string) error {
+		var names []string
+		for _, sub := range cmd.Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, sub.Name())
+			}
+		}
+		return usage("%s needs a command: %s (see %s --help)", cmd.CommandPath(), strings.Join(names, ", "), cmd.CommandPath())
+	}
 }
 
 // readInput reads a file argument; "-" is standard input.
