@@ -41,3 +41,21 @@ func TestNamedFileUnreadableIsUsage(t *testing.T) {
 		})
 	}
 }
+
+// A --check-cmd that is given but empty (or blank) names no check: a
+// usage error, never a run whose delivery check silently became "not
+// empty".
+func TestEmptyCheckCmdIsUsage(t *testing.T) {
+	dir := t.TempDir()
+	for _, check := range []string{"", "  "} {
+		for name, args := range map[string][]string{
+			"supervise":    {"supervise", supManager, "--task", "x", "--worker", noteWriter, "--check-cmd", check, "--run-dir", filepath.Join(dir, "r"), "--db", filepath.Join(dir, "s.db")},
+			"mcp delegate": {"mcp", "delegate", "--manager", supManager, "--worker", noteWriter, "--check-cmd", check, "--db", filepath.Join(dir, "s.db")},
+		} {
+			out, errOut, code := run(t, "", args...)
+			if code != cli.ExitUsage || !strings.Contains(errOut, "--check-cmd is empty") {
+				t.Errorf("%s --check-cmd %q: exit %d, want 2 and why\n%s%s", name, check, code, out, errOut)
+			}
+		}
+	}
+}

@@ -123,6 +123,8 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				return usage("--task is required")
 			case len(workers) == 0:
 				return usage("at least one --worker PROFILE is required")
+			case cmd.Flags().Changed("check-cmd") && strings.TrimSpace(checkCmd) == "":
+				return usage("--check-cmd is empty: give the shell command that judges a result, or leave the flag out")
 			case checkTimeout <= 0:
 				return usage("--check-timeout must be positive")
 			case timeout < 0 || (resume && timeout != 0):
