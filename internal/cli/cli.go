@@ -165,7 +165,7 @@ func requireCommands(c *cobra.Command) {
 // readInput reads a file argument; "-" is standard input.
 //
 // A file the user named that cannot be read (missing, a directory, not
-// readable, too large) is a usage error, exit 2, whose message names the
+// readable, larger than maxInputLen) is a usage error, exit 2, whose message names the
 // file and what to do; a file that reads but whose content is refused is
 // the command's to judge (exit 1).
 func readInput(stdio IO, path string) ([]byte, error) {
@@ -194,7 +194,7 @@ func readCapped(r io.Reader, path string) ([]byte, error) {
 		return nil, unreadable(path, err)
 	}
 	if len(data) > maxInputLen {
-		return nil, unreadable(path, fmt.Errorf("%s is larger than %d bytes", path, maxInputLen))
+		return nil, &exitError{code: ExitUsage, err: fmt.Errorf("%s is larger than %d bytes, the most agentrt reads of a file: give a smaller one", path, maxInputLen)}
 	}
 	return data, nil
 }
