@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -118,10 +120,65 @@ byte like the reference TypeScript implementation, and runs them.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usage("%v (see %s --help)", err, c.CommandPath())
 	})
+	root.SetHelpCommand(newHelpCmd())
+	root.InitDefaultCompletionCmd()
+	requireCommands(root)
 	return root
 }
 
+// newHelpCmd is agentrt help [COMMAND...]: the help of COMMAND (of
+// agentrt without one) on stdout; a command agentrt does not have is a
+// usage error, not help printed as a success.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Print the help of a command (agentrt help runs list), or of agentrt.",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || cmd == nil || len(rest) > 0 {
+				return usage("no command %q (agentrt help lists the commands)", strings.Join(args, " "))
+			}
+			return cmd.Help()
+		},
+	}
+}
+
+// requireCommands makes every command that only groups others (agentrt,
+// agentrt runs, agentrt profile, ...) refuse being run without one, or
+// with one it does not have, as a usage error (exit 2, on stderr),
+// instead of printing its help as a success: agentrt runs lsit is a
+// typo, not a request for help. --help still prints it, exit 0.
+func requireCommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		requireCommands(sub)
+	}
+	if c.Runnable() || !c.HasSubCommands() {
+		return
+	}
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usage("unknown command %q for %q (see %s --help)", args[0], cmd.CommandPath(), cmd.CommandPath())
+		}
+		return nil
+	}
+	c.RunE = func(cmd *cobra.Command, _ []string) error {
+		var names []string
+		for _, sub := range cmd.Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, sub.Name())
+			}
+		}
+		return usage("%s needs a command: %s (see %s --help)", cmd.CommandPath(), strings.Join(names, ", "), cmd.CommandPath())
+	}
+}
+
 // readInput reads a file argument; "-" is standard input.
+//
+// A file the user named that cannot be read (missing, a directory, not
+// readable, larger than maxInputLen) is a usage error, exit 2, whose message names the
+// file and what to do; a file that reads but whose content is refused is
+// the command's to judge (exit 1).
 func readInput(stdio IO, path string) ([]byte, error) {
 	if path == "-" {
 		return readCapped(stdio.In, path)
@@ -130,11 +187,11 @@ func readInput(stdio IO, path string) ([]byte, error) {
 }
 
 // readFile reads the file at path, at most maxInputLen bytes of it: a
-// larger one is refused.
+// larger one is refused. Every failure is a usage error (exit 2).
 func readFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, &exitError{code: ExitFailed, err: err}
+		return nil, unreadable(path, err)
 	}
 	defer f.Close()
 	return readCapped(f, path)
@@ -145,12 +202,27 @@ func readFile(path string) ([]byte, error) {
 func readCapped(r io.Reader, path string) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxInputLen+1))
 	if err != nil {
-		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("reading %s: %w", path, err)}
+		return nil, unreadable(path, err)
 	}
 	if len(data) > maxInputLen {
-		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("%s is larger than %d bytes", path, maxInputLen)}
+		return nil, &exitError{code: ExitUsage, err: fmt.Errorf("%s is larger than %d bytes, the most agentrt reads of a file: give a smaller one", path, maxInputLen)}
 	}
 	return data, nil
+}
+
+// unreadable is the usage error of a file the user named that could not
+// be read: err, and what to do about it.
+func unreadable(path string, err error) error {
+	hint := "name a file that exists and can be read"
+	if path == "-" {
+		hint = "give the input on standard input, or name a file"
+	}
+	// The path is said once: an *fs.PathError's own text repeats it.
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return &exitError{code: ExitUsage, err: fmt.Errorf("cannot read %s: %w (%s)", path, err, hint)}
 }
 
 func newVersionCmd(stdio IO) *cobra.Command {

@@ -154,7 +154,7 @@ func TestExitCodes(t *testing.T) {
 		{"function arity", "[]", []string{"check", "--function", "modelProvider"}, 2},
 		{"unknown flag", "", []string{"profile", "validate", "--nope", good}, 2},
 		{"unknown command", "", []string{"nope"}, 2},
-		{"missing file", "", []string{"profile", "validate", filepath.Join(dir, "missing.json")}, 1},
+		{"missing file", "", []string{"profile", "validate", filepath.Join(dir, "missing.json")}, 2},
 		{"validate ok", "", []string{"profile", "validate", good}, 0},
 		{"validate refused", `{"tools":{"a":1}}`, []string{"profile", "validate", "-"}, 1},
 		{"project missing stage", "", []string{"profile", "project", good, "--stage", "1"}, 2},

@@ -31,11 +31,13 @@ import (
 
 // mcpDelegateFlags are the flags of agentrt mcp delegate.
 type mcpDelegateFlags struct {
-	manager                                    string
-	workers                                    []string
-	providerName, scriptPath, managerScript    string
-	baseURL, openaiAPI                         string
-	expect, checkCmd                           string
+	manager                                 string
+	workers                                 []string
+	providerName, scriptPath, managerScript string
+	baseURL, openaiAPI                      string
+	expect, checkCmd                        string
+	// checkCmdGiven: --check-cmd was given (an empty one is refused).
+	checkCmdGiven                              bool
 	checkTimeout                               time.Duration
 	runDir                                     string
 	budgetTokens, iterations, workerTokens     int64
@@ -97,7 +99,10 @@ handed back for the next start.
 With OTEL_EXPORTER_OTLP_ENDPOINT set, each delegation's supervised run is
 traced over OTLP/HTTP as agentrt supervise's is.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runMCPDelegate(cmd.Context(), stdio, open, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.checkCmdGiven = cmd.Flags().Changed("check-cmd")
+			return runMCPDelegate(cmd.Context(), stdio, open, f)
+		},
 	}
 	f.store.register(cmd)
 	fl := cmd.Flags()
@@ -144,6 +149,8 @@ func runMCPDelegate(ctx context.Context, stdio IO, open providerOpener, f mcpDel
 		return usage("budgets, --max-live and --max-turns cannot be negative")
 	case f.concurrency < 1 || f.concurrency > delegation.MaxConcurrency:
 		return usage("--concurrency must be between 1 and %d", delegation.MaxConcurrency)
+	case f.checkCmdGiven && strings.TrimSpace(f.checkCmd) == "":
+		return usage("--check-cmd is empty: give the shell command that judges a result, or leave the flag out")
 	case f.maxPending < 1 || f.maxRunTime <= 0 || f.checkTimeout <= 0:
 		return usage("--max-pending, --timeout and --check-timeout must be positive")
 	case f.maxTerminal < 0:

@@ -370,8 +370,12 @@ func buildProvider(spec providerSpec) (contract.Provider, error) {
 		script := scripted.DefaultScript()
 		if spec.ScriptPath != "" {
 			var err error
-			if script, err = scripted.LoadScript(spec.ScriptPath); err != nil {
-				return nil, &exitError{code: ExitFailed, err: err}
+			data, err := readFile(spec.ScriptPath)
+			if err != nil {
+				return nil, err
+			}
+			if script, err = scripted.ParseScript(data); err != nil {
+				return nil, &exitError{code: ExitFailed, err: fmt.Errorf("%s: %w", spec.ScriptPath, err)}
 			}
 		}
 		return scripted.New(script, scripted.Options{}), nil

@@ -341,9 +341,9 @@ func serveToken(file string) (string, error) {
 	if file == "" {
 		return strings.TrimSpace(os.Getenv("AGENTRT_SERVE_TOKEN")), nil
 	}
-	b, err := os.ReadFile(file)
+	b, err := readFile(file)
 	if err != nil {
-		return "", &exitError{code: ExitFailed, err: fmt.Errorf("reading the token file: %w", err)}
+		return "", err
 	}
 	token := strings.TrimSpace(string(b))
 	if token == "" {

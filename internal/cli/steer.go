@@ -75,8 +75,9 @@ names now (a reused label names its newest worker) and MESSAGE, so running
 the same command again retries the same request (and shows its outcome);
 pass --operation-id to send the same message once more.
 
-Exit status: 0 when the acknowledgement says delivered, 1 for any other
-acknowledgement or none within --wait, 2 on usage errors.`,
+Exit status: 0 when the acknowledgement says delivered, or with --wait 0
+(the request is written and not waited for: "requested"), 1 for any other
+acknowledgement or none within --wait (said on stderr), 2 on usage errors.`,
 		Args: cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := resolveRunDir(args[0], workspace)
@@ -115,9 +116,14 @@ RUN is the run's directory or its id in --workspace
 from the worker WORKER names now (a reused label names its newest worker)
 or the run, so running the same command again retries the same request.
 
-Exit status: 0 when the cancellation was confirmed (cancelled) or found
-nothing live (not_live), 1 otherwise (a worker the run never had is
-unknown, finished run or not), 2 on usage errors.`,
+With --wait 0 the request is written and not waited for: its effect is
+cancel_requested (or the run's answer, when it already gave one). With
+--wait D a cancellation the run did not confirm within D is unknown.
+
+Exit status: 0 when the cancellation was confirmed (cancelled), found
+nothing live (not_live), or requested with --wait 0 (cancel_requested), 1
+otherwise (unknown: not confirmed within --wait, said on stderr, or a
+worker the run never had, finished run or not), 2 on usage errors.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := resolveRunDir(args[0], workspace)

@@ -125,6 +125,8 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				return usage("--task is required")
 			case len(workers) == 0:
 				return usage("at least one --worker PROFILE is required")
+			case cmd.Flags().Changed("check-cmd") && strings.TrimSpace(checkCmd) == "":
+				return usage("--check-cmd is empty: give the shell command that judges a result, or leave the flag out")
 			case checkTimeout <= 0:
 				return usage("--check-timeout must be positive")
 			case timeout < 0 || (resume && timeout != 0):
@@ -1159,8 +1161,9 @@ run through the kernel takes the message as its next turn's input, and the
 acknowledgement says delivered only then: until its current turn ends it stays
 unknown, and running this again with the same --operation-id shows the outcome.
 
-Exit status: 0 when the acknowledgement says delivered, 1 for any other
-acknowledgement or none within --wait, 2 on usage errors.`,
+Exit status: 0 when the acknowledgement says delivered, or with --wait 0
+(the request is written and not waited for: "requested"), 1 for any other
+acknowledgement or none within --wait (said on stderr), 2 on usage errors.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -1205,9 +1208,14 @@ direct child's label or profile name) and its subtree, or, without WORKER, of
 the whole run; then wait up to --wait for the supervisor to confirm the end
 (effect cancelled or not_live). Repeating the same --operation-id is safe.
 
-Exit status: 0 when the cancellation was confirmed (cancelled) or found
-nothing live (not_live), 1 otherwise (a worker the run never had is
-unknown, finished run or not), 2 on usage errors.`,
+With --wait 0 the request is written and not waited for: its effect is
+cancel_requested (or the run's answer, when it already gave one). With
+--wait D a cancellation the run did not confirm within D is unknown.
+
+Exit status: 0 when the cancellation was confirmed (cancelled), found
+nothing live (not_live), or requested with --wait 0 (cancel_requested), 1
+otherwise (unknown: not confirmed within --wait, said on stderr, or a
+worker the run never had, finished run or not), 2 on usage errors.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -1237,7 +1245,7 @@ func steerWorker(ctx context.Context, stdio IO, dir, worker, message, opID strin
 	if err != nil {
 		return controlError(err)
 	}
-	if !asJSON {
+	if !asJSON && wait > 0 {
 		fmt.Fprintf(stdio.Err, "steer %s requested for %s; waiting up to %s\n", req.OperationID, req.Worker, wait)
 	}
 	ack, err := pollAck(ctx, wait, func() (*supervise.SteerAck, bool, error) {
@@ -1249,6 +1257,10 @@ func steerWorker(ctx context.Context, stdio IO, dir, worker, message, opID strin
 	if err != nil {
 		return &exitError{code: ExitFailed, err: err}
 	}
+	// --wait 0 asks only that the request be written: an answer the
+	// supervisor has not given yet (none, or its claim, unknown) is
+	// not waited for.
+	requested := wait <= 0 && (ack == nil || ack.Effect == supervise.SteerUnknown)
 	if asJSON {
 		// No acknowledgement within --wait is null, said, not left out.
 		ackV := canonjson.NullValue()
@@ -1264,6 +1276,8 @@ func steerWorker(ctx context.Context, stdio IO, dir, worker, message, opID strin
 		if err := writeJSON(stdio.Out, canonjson.ObjectValue([]canonjson.Member{{Name: "request", Value: reqV}, {Name: "acknowledgement", Value: ackV}})); err != nil {
 			return err
 		}
+	} else if requested {
+		fmt.Fprintf(stdio.Out, "steer %s to %s: requested (not waited for: run this again with the same --operation-id to see the outcome)\n", opID, req.Worker)
 	} else if ack == nil {
 		fmt.Fprintf(stdio.Out, "steer %s: no acknowledgement within %s\n", opID, wait)
 	} else if ack.Effect == supervise.SteerUnknown {
@@ -1271,7 +1285,12 @@ func steerWorker(ctx context.Context, stdio IO, dir, worker, message, opID strin
 	} else {
 		fmt.Fprintf(stdio.Out, "steer %s to %s: %s%s\n", opID, ack.Worker, ack.Effect, detail(ack.Detail))
 	}
-	if ack == nil || ack.Effect != supervise.SteerDelivered {
+	switch {
+	case requested:
+		return nil
+	case ack == nil:
+		return &exitError{code: ExitFailed, err: fmt.Errorf("the run did not acknowledge the steer within %s (is its supervisor running?): run this again with --operation-id %s to see the outcome", wait, opID)}
+	case ack.Effect != supervise.SteerDelivered:
 		return refused()
 	}
 	return nil
@@ -1291,12 +1310,14 @@ func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string,
 	final := func(e kernel.Effect) bool { return e == kernel.EffectCancelled || e == kernel.EffectNotLive }
 	var effect kernel.Effect
 	var out any
+	// timedOut: the run did not confirm the cancellation within wait.
+	var timedOut bool
 	if worker != "" {
 		req, err := supervise.CancelWorker(ctx, dir, worker, opID, supervise.CancelOptions{Reason: reason, Source: "cli"})
 		if err != nil {
 			return controlError(err)
 		}
-		if !asJSON {
+		if !asJSON && wait > 0 {
 			fmt.Fprintf(stdio.Err, "cancel %s requested for %s; waiting up to %s\n", opID, req.Worker, wait)
 		}
 		rec, err := pollAck(ctx, wait, func() (supervise.WorkerCancellation, bool, error) {
@@ -1305,6 +1326,13 @@ func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string,
 		})
 		if err != nil {
 			return &exitError{code: ExitFailed, err: err}
+		}
+		// The run answered when it wrote the record (ObservedAt); an
+		// unknown it answered (a worker it never had) is its verdict,
+		// one it has not given yet is not.
+		if !final(rec.Effect) && (rec.ObservedAt == 0 || rec.Effect == kernel.EffectCancelRequested) {
+			rec.Effect, rec.Detail = unconfirmed(wait)
+			timedOut = wait > 0
 		}
 		effect, out = rec.Effect, rec
 		if !asJSON {
@@ -1315,7 +1343,7 @@ func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string,
 		if err != nil {
 			return controlError(err)
 		}
-		if !asJSON {
+		if !asJSON && wait > 0 {
 			fmt.Fprintf(stdio.Err, "cancel %s requested for the run; waiting up to %s\n", opID, wait)
 		}
 		rec, err := pollAck(ctx, wait, func() (*supervise.RunCancellation, bool, error) {
@@ -1327,10 +1355,16 @@ func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string,
 		}
 		if rec == nil {
 			// Nobody answered (no supervisor holds the run, or it has
-			// not read the request yet): unknown, never success, as an
-			// unresolved worker cancellation reads.
-			rec = &supervise.RunCancellation{OperationID: req.OperationID, Effect: kernel.EffectUnknown, RequestedAt: req.At,
-				Source: req.Source, Reason: req.Reason, Detail: fmt.Sprintf("no acknowledgement within %s", wait)}
+			// not read the request yet): requested when no wait was
+			// asked, else unknown, never success.
+			effect, why := unconfirmed(wait)
+			rec = &supervise.RunCancellation{OperationID: req.OperationID, Effect: effect, RequestedAt: req.At,
+				Source: req.Source, Reason: req.Reason, Detail: why}
+			timedOut = wait > 0
+		} else if rec.Effect == kernel.EffectCancelRequested {
+			// Acknowledged, not yet applied.
+			rec.Effect, rec.Detail = unconfirmed(wait)
+			timedOut = wait > 0
 		}
 		effect, out = rec.Effect, rec
 		if !asJSON {
@@ -1342,10 +1376,25 @@ func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string,
 			return err
 		}
 	}
-	if !final(effect) {
-		return refused()
+	switch {
+	case final(effect) || effect == kernel.EffectCancelRequested:
+		// cancel_requested only with --wait 0: the request is written
+		// and no wait was asked.
+		return nil
+	case timedOut:
+		return &exitError{code: ExitFailed, err: fmt.Errorf("the run did not confirm the cancellation within %s; it may still apply it: run this again with --operation-id %s to see the outcome", wait, opID)}
 	}
-	return nil
+	return refused()
+}
+
+// unconfirmed is the effect of a cancellation the run has not confirmed
+// after wait: requested when no wait was asked (--wait 0: the request is
+// written, which is all that was asked), else unknown.
+func unconfirmed(wait time.Duration) (kernel.Effect, string) {
+	if wait <= 0 {
+		return kernel.EffectCancelRequested, "not waited for (--wait 0): run this again with the same --operation-id to see the outcome"
+	}
+	return kernel.EffectUnknown, fmt.Sprintf("not confirmed by the run within %s", wait)
 }
 
 func detail(s string) string {

@@ -590,7 +590,8 @@ func waitProgress(t *testing.T, dir string, node supervise.NodeID) {
 }
 
 // A --manager-script larger than the CLI's input bound is refused with
-// what to do, before any run starts: it is never read whole.
+// what to do, before any run starts: it is never read whole. A file
+// agentrt cannot read is a usage error (exit 2).
 func TestSuperviseRefusesAnOversizeManagerScript(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "huge.json")
 	f, err := os.Create(script)
@@ -604,8 +605,8 @@ func TestSuperviseRefusesAnOversizeManagerScript(t *testing.T) {
 	f.Close()
 	dir := t.TempDir()
 	out, errOut, code := run(t, "", superviseArgs(t, script, dir)...)
-	if code != 1 {
-		t.Fatalf("exit %d, want 1\n%s%s", code, out, errOut)
+	if code != cli.ExitUsage {
+		t.Fatalf("exit %d, want 2\n%s%s", code, out, errOut)
 	}
 	if !strings.Contains(errOut, "huge.json is larger than") {
 		t.Errorf("stderr does not name the bound:\n%s", errOut)

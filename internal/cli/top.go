@@ -65,7 +65,8 @@ func newTopCmd(stdio IO) *cobra.Command {
 the workspace ROOT (default: the current directory), found under
 ROOT/.agent/supervisor/ newest first and picked up as they appear, and
 supervise run directories named with --run-dir (repeatable), refreshed
-every second: per run its
+every second (a run both in the store and in a run directory shows once,
+as its run directory's row): per run its
 status, task, budget and spend, its workers with their state, verdict,
 latency and spend, the totals of a supervise run (workers by state, in
 flight and settled, tokens in and out, usd, the latency distribution), and
@@ -296,8 +297,53 @@ func (s *topSource) load(ctx context.Context) topSnapshot {
 	if err != nil {
 		snap.Errors = append(snap.Errors, "workspace "+s.root+": "+err.Error())
 	}
-	snap.Runs = append(snap.Runs, runs...)
+	snap.Runs = collapseRuns(append(snap.Runs, runs...))
 	return snap
+}
+
+// collapseRuns folds the rows of one run read from two sources (a
+// supervise or graph run is both a store record and a run directory)
+// into one, at the place of its first: the run directory's row, which
+// has its workers, totals and tail, wins; what it shows as unknown and
+// the store knows (task, budget, spend, start) is taken from the store's.
+// Two run directories of one id both show.
+func collapseRuns(runs []topRun) []topRun {
+	at := make(map[string]int, len(runs))
+	out := runs[:0:0]
+	for _, r := range runs {
+		i, seen := at[r.ID]
+		if !seen || (r.dir != "" && out[i].dir != "") {
+			// Two directories of one run id (a copy, or a run moved
+			// to another machine) are two places: both show.
+			at[r.ID] = len(out)
+			out = append(out, r)
+			continue
+		}
+		out[i] = mergeRun(out[i], r)
+	}
+	return out
+}
+
+// mergeRun is the one row of a run read as a and as b: the run
+// directory's (the richer) with the gaps the other fills.
+func mergeRun(a, b topRun) topRun {
+	rich, other := a, b
+	if rich.dir == "" && other.dir != "" {
+		rich, other = other, rich
+	}
+	fill := func(v *string, from string) {
+		if *v == "" || *v == "unknown" {
+			*v = from
+		}
+	}
+	fill(&rich.Task, other.Task)
+	fill(&rich.Budget, other.Budget)
+	fill(&rich.Spend, other.Spend)
+	if rich.started.IsZero() {
+		rich.started = other.started
+	}
+	rich.Notes = slices.Concat(rich.Notes, other.Notes)
+	return rich
 }
 
 // workspaceRuns reads the supervise runs under root/.agent/supervisor,
