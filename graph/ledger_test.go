@@ -204,7 +204,7 @@ func TestCapExhaustedButCancelledReturnsNormally(t *testing.T) {
 	if err != nil {
 		t.Fatalf("err = %v, want a normal return", err)
 	}
-	if res.Result.Reason != supervise.ReasonCancelled || !cmp.Equal(res.ExhaustedEdges, []string{"delegates:driver->coder"}) {
+	if res.Result.Reason != supervise.ReasonAborted || !cmp.Equal(res.ExhaustedEdges, []string{"delegates:driver->coder"}) {
 		t.Errorf("reason %s, exhausted %v", res.Result.Reason, res.ExhaustedEdges)
 	}
 }

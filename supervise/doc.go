@@ -30,9 +30,10 @@
 // Options.ReturnEnded a run resumed after its end — its process killed
 // before its caller recorded the result — returns the same result
 // without driving the brain or running a worker. A run its caller's
-// context cancelled (CancelSourceContext: the host stopped, a claim was
-// lost) was interrupted, not ended: its finished record is kept, and a
-// resume drives it on. Without ReturnEnded a resume always drives the
+// context cancelled (the Go form of the reference's caller abort
+// signal: no-winner aborted, Cancellation.Source CancelSourceContext;
+// the host stopped, a claim was lost) was interrupted, not ended: its
+// finished record is kept, and a resume drives it on. Without ReturnEnded a resume always drives the
 // brain again over the replayed journal, as the reference does (its
 // drivers are replay-safe).
 //
@@ -477,8 +478,10 @@
 // manager awaiting it already finds the scope aborted. A caller's
 // RootHandle (Options.Root, the reference's rootHandle) aborts the run
 // the same way, journaled as KindAborted, and the run ends no-winner
-// aborted: unlike a cancellation (the caller's context, CancelRun: reason
-// cancelled) an abort is the run's end. Each process counts the downs it
+// aborted: unlike the caller's context (also reason aborted, as the
+// reference's caller abort signal is, but an interruption a resume
+// drives on) and a CancelRun request (reason cancelled, with its source
+// and operation id), a RootHandle abort is the run's end. Each process counts the downs it
 // sees: a resumed run does not count its replayed settlements again, as
 // the reference's breaker counts only what its journal is appended. But
 // a run whose journal holds a trip or an abort stays aborted when

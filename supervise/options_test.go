@@ -76,9 +76,12 @@ func TestBudgetExemptExecutorChargedAtCeiling(t *testing.T) {
 	}
 }
 
-// A cancelled caller ends the run as no-winner cancelled: live workers
-// are cancelled and settled with what they spent, and the brain's
-// resulting error does not turn it into driver-failed.
+// A cancelled caller's context ends the run as no-winner aborted, as the
+// reference's caller abort signal does (its classifyNoWinner: a caller's
+// signal is "aborted"; only a CancelRun request is "cancelled", with
+// its source and operation id): live workers are cancelled and settled
+// with what they spent, the brain's resulting error does not turn it
+// into driver-failed, and Cancellation names the context and its cause.
 func TestCancelledRun(t *testing.T) {
 	gate := &gateExecutor{release: make(chan struct{})}
 	o := baseOptions(t, gate, nil)
@@ -95,8 +98,8 @@ func TestCancelledRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != supervise.StatusNoWinner || res.Reason != supervise.ReasonCancelled || res.Cancellation == nil ||
-		res.Cancellation.Reason != "operator pressed stop" || res.Error != nil {
+	if res.Status != supervise.StatusNoWinner || res.Reason != supervise.ReasonAborted || res.Cancellation == nil ||
+		res.Cancellation.Source != supervise.CancelSourceContext || res.Cancellation.Reason != "operator pressed stop" || res.Error != nil {
 		t.Fatalf("result %+v", res)
 	}
 	if res.DownCount != 2 || res.Spent.Tokens != 20 || !res.Spent.TokensKnown {

@@ -220,13 +220,17 @@ func (o *OutcomeRecord) Check() error {
 }
 
 // Interrupted reports whether o is the outcome of a run its caller's
-// context cancelled (CancelSourceContext, no CancelRun operation): the
+// context cancelled (no-winner aborted with Cancellation.Source
+// CancelSourceContext, no CancelRun operation): the
 // process driving it stopped, the run did not decide to end. A
 // CancelRun request, the deadline, an exhausted budget, a driver failure
 // and a winner are ends.
 func (o *OutcomeRecord) Interrupted() bool {
-	return o != nil && o.Status == StatusNoWinner && o.Reason == ReasonCancelled && o.Cancellation != nil &&
-		o.Cancellation.Source == CancelSourceContext && o.Cancellation.OperationID == ""
+	// Reason aborted since a caller's context maps to it, as the
+	// reference's caller abort signal does; cancelled in records
+	// journaled before.
+	return o != nil && o.Status == StatusNoWinner && (o.Reason == ReasonAborted || o.Reason == ReasonCancelled) &&
+		o.Cancellation != nil && o.Cancellation.Source == CancelSourceContext && o.Cancellation.OperationID == ""
 }
 
 // result is the result o journals, without its tree: the winner's text

@@ -66,9 +66,9 @@ func TestReturnEndedDrivesOnACallerCancelledRunBehaviour46(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first.Status != supervise.StatusNoWinner || first.Reason != supervise.ReasonCancelled ||
+	if first.Status != supervise.StatusNoWinner || first.Reason != supervise.ReasonAborted ||
 		first.Cancellation == nil || first.Cancellation.Source != supervise.CancelSourceContext || first.Cancellation.OperationID != "" {
-		t.Fatalf("first process: %s %s %+v, want no-winner cancelled by its context", first.Status, first.Reason, first.Cancellation)
+		t.Fatalf("first process: %s %s %+v, want no-winner aborted by its context", first.Status, first.Reason, first.Cancellation)
 	}
 	if n := finishedCount(t, dir); n != 1 {
 		t.Fatalf("%d finished records after the interrupted process, want 1", n)

@@ -141,8 +141,8 @@ func TestAnInterruptedRunIsNotRecorded(t *testing.T) {
 		return supervise.BrainReport{}, bctx.Err()
 	})
 	res, err := supervise.Supervise(ctx, manager, "t", o)
-	if err != nil || res.Reason != supervise.ReasonCancelled {
-		t.Fatalf("run: %s %s %v, want cancelled by its context", res.Status, res.Reason, err)
+	if err != nil || res.Reason != supervise.ReasonAborted {
+		t.Fatalf("run: %s %s %v, want aborted by its context", res.Status, res.Reason, err)
 	}
 	if _, err := supervise.ReadRunRecord(context.Background(), st, "run1"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("an interrupted run was recorded: %v", err)

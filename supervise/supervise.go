@@ -292,7 +292,10 @@ type NoWinnerReason string
 // restart-intensity breaker tripped (Options.MaxRestarts) is
 // all-children-down, and one its caller aborted (RootHandle.Abort) is
 // aborted: both outrank every other reason, the abort having ended the
-// run before anything else could.
+// run before anything else could. A run whose caller's context was
+// cancelled is aborted too (the reference's caller abort signal), with
+// Cancellation naming the context; cancelled is only a CancelRun
+// request's, with its source and operation id.
 const (
 	ReasonAllChildrenDown NoWinnerReason = "all-children-down"
 	ReasonBudgetExhausted NoWinnerReason = "budget-exhausted"
@@ -318,10 +321,12 @@ type DriverError struct {
 	Name, Message string
 }
 
-// Cancellation says who cancelled a run.
+// Cancellation says who cancelled a run: the CancelRun request of a
+// no-winner cancelled run, or the caller's context (CancelSourceContext)
+// of a no-winner aborted one.
 type Cancellation struct {
 	// Source is the CancelRun request's source, or CancelSourceContext
-	// when the caller's context ended the run.
+	// when the caller's context ended the run (reason aborted).
 	Source, Reason string
 	// OperationID names the CancelRun request that cancelled the run
 	// ("" for a caller's context).
@@ -329,9 +334,11 @@ type Cancellation struct {
 }
 
 // CancelSourceContext is Cancellation.Source of a run whose caller's
-// context was cancelled: the process driving it stopped (shut down,
-// lost its claim, timed out), which interrupts the run rather than
-// ending it. Its finished record is journaled, but a resume with
+// context was cancelled — the reference's caller abort signal, so the
+// run ends no-winner aborted, not cancelled (that is a CancelRun
+// request's): the process driving it stopped (shut down, lost its
+// claim, timed out, was sent SIGINT), which interrupts the run rather
+// than ending it. Its finished record is journaled, but a resume with
 // Options.ReturnEnded drives the run on instead of returning it.
 const CancelSourceContext = "context"
 
@@ -996,7 +1003,12 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 		res.Status, res.Reason = StatusNoWinner, ReasonCancelled
 		res.Cancellation = &Cancellation{Source: runCancel.Source, Reason: runCancel.Reason, OperationID: runCancel.OperationID}
 	case cancelled:
-		res.Status, res.Reason = StatusNoWinner, ReasonCancelled
+		// The caller's context is the Go form of the reference's caller
+		// abort signal (options.signal), which ends a run "aborted";
+		// "cancelled" is a CancelRun request's, with its source and
+		// operation id. Cancellation still names the context and its
+		// cause, so the run reads as interrupted (OutcomeRecord.Interrupted).
+		res.Status, res.Reason = StatusNoWinner, ReasonAborted
 		res.Cancellation = &Cancellation{Source: CancelSourceContext, Reason: context.Cause(ctx).Error()}
 	case c.submitted != nil:
 		res.Status, res.Winner = StatusWinner, c.submitted

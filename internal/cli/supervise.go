@@ -116,6 +116,12 @@ With OTEL_EXPORTER_OTLP_ENDPOINT set, the supervised run is traced over
 OTLP/HTTP: a supervisor.run span, a supervisor.node span per worker and each
 worker's run under its node, in a trace derived from the run id.
 
+SIGINT (Ctrl-C) cancels the run's context: live workers are cancelled and
+the result is printed as no winner, reason aborted (the reference's caller
+abort; cancelled is only agentrt supervise cancel's, with its source and
+operation id), cancellation source "context", exit 1. The run was
+interrupted, not ended: --resume drives it on.
+
 Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
