@@ -355,6 +355,48 @@ func appendLedgerOnce(ctx context.Context, st store.Store, f store.Fence, entrie
 	return err
 }
 
+// LedgerSpend is the spend a supervised run's ledger entries
+// (LedgerEntries) state, summed per channel in the kernel's amount form:
+// {iterations, microUsd, tokens}, each a number when every entry
+// measured it, {"atLeast": n} when some entry knows only a floor, null
+// when some entry does not know it. Entries of other kinds are ignored;
+// an unreadable channel counts as unknown.
+func LedgerSpend(entries []store.LedgerEntry) canonjson.Value {
+	channels := []string{"iterations", "microUsd", "tokens"}
+	sums := make([]ledger.Amount[int64], len(channels))
+	for i := range sums {
+		sums[i] = ledger.Amount[int64]{Reported: true, Complete: true}
+	}
+	for _, e := range entries {
+		k, _ := e.Body.Get("kind")
+		if k.Kind() != canonjson.String || (k.Str() != LedgerWorker && k.Str() != LedgerManager) {
+			continue
+		}
+		spent, _ := e.Body.Get("spent")
+		for i, name := range channels {
+			c, _ := spent.Get(name)
+			switch c.Kind() {
+			case canonjson.Number:
+				sums[i].Value += int64(c.Float())
+			case canonjson.Object:
+				if f, ok := c.Get("atLeast"); ok && f.Kind() == canonjson.Number {
+					sums[i].Value += int64(f.Float())
+					sums[i].Complete = false
+					continue
+				}
+				sums[i].Reported = false
+			default:
+				sums[i].Reported = false
+			}
+		}
+	}
+	m := make([]canonjson.Member, len(channels))
+	for i, name := range channels {
+		m[i] = canonjson.Member{Name: name, Value: kernel.AmountValue(sums[i])}
+	}
+	return canonjson.ObjectValue(m)
+}
+
 // recordOwner names this process as the writer of a run's record.
 func recordOwner() string {
 	host, _ := os.Hostname()

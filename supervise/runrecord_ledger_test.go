@@ -111,3 +111,27 @@ func TestSupervisedRunLedgerReconciles(t *testing.T) {
 		})
 	}
 }
+
+// LedgerSpend sums a supervised run's ledger entries into one spend in
+// the kernel's amount form: a number when every entry measured the
+// channel, {"atLeast": n} when some only a floor, null when some not.
+func TestLedgerSpendSumsInTheKernelsForm(t *testing.T) {
+	entry := func(tokens, usd canonjson.Value) store.LedgerEntry {
+		zero := canonjson.NumberValue(0)
+		return store.LedgerEntry{Body: canonjson.ObjectValue([]canonjson.Member{
+			{Name: "charged", Value: canonjson.ObjectValue([]canonjson.Member{{Name: "iterations", Value: zero}, {Name: "microUsd", Value: zero}, {Name: "tokens", Value: zero}})},
+			{Name: "kind", Value: canonjson.StringValue(supervise.LedgerWorker)},
+			{Name: "node", Value: canonjson.StringValue("n")},
+			{Name: "spent", Value: canonjson.ObjectValue([]canonjson.Member{{Name: "iterations", Value: canonjson.NumberValue(1)}, {Name: "microUsd", Value: usd}, {Name: "tokens", Value: tokens}})},
+		})}
+	}
+	floor := canonjson.ObjectValue([]canonjson.Member{{Name: "atLeast", Value: canonjson.NumberValue(5)}})
+	got := supervise.LedgerSpend([]store.LedgerEntry{
+		entry(canonjson.NumberValue(10), canonjson.NumberValue(3)),
+		entry(floor, canonjson.NullValue()),
+	})
+	want := `{"iterations":2,"microUsd":null,"tokens":{"atLeast":15}}`
+	if s := string(canonjson.Marshal(got)); s != want {
+		t.Errorf("LedgerSpend = %s, want %s", s, want)
+	}
+}
