@@ -703,7 +703,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		}
 		sl, _ := log.spawn.(*StoreSpawnLog)
 		rec := c.runRecord(res, outcome, ManagerRecord{Name: managerName, ProfileDigest: managerDigest}, task, runDir)
-		return storeRunRecord(ctx, o.Store, sl, rec, now())
+		return storeRunRecord(ctx, o.Store, sl, rec, LedgerEntries(res), now())
 	}
 	var resumeErr error
 	if resumed && o.OnResume != nil {

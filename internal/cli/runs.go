@@ -377,7 +377,16 @@ func newRunsShowCmd(stdio IO) *cobra.Command {
 			}
 			if asJSON {
 				v := runValue(r.Run).With("eventsRecorded", canonjson.NumberValue(float64(r.Events)))
-				if r.LedgerEntries > 0 {
+				switch {
+				case r.LedgerEntries > 0 && (r.Kind == supervise.KindSupervise || r.Kind == supervise.SpawnLogRunKind):
+					// Its entries are its workers' and its manager's:
+					// their sum, in the kernel's amount form.
+					entries, err := s.Ledger(cmd.Context(), r.ID)
+					if err != nil {
+						return &exitError{code: ExitFailed, err: fmt.Errorf("reading run %s's ledger: %w", r.ID, err)}
+					}
+					v = v.With("spend", supervise.LedgerSpend(entries))
+				case r.LedgerEntries > 0:
 					v = v.With("spend", kernel.UsageValue(r.Spend))
 				}
 				return writeJSON(stdio.Out, v)
