@@ -83,13 +83,15 @@ type WorkerRecord struct {
 }
 
 // RecordStatus is the store status of an ended run's record: completed
-// for a winner, cancelled for a cancelled run, failed for every other
-// no-winner end.
+// for a winner, cancelled for a run its caller stopped (reason cancelled
+// or aborted), failed for every other no-winner end.
 func RecordStatus(o *OutcomeRecord) store.Status {
 	switch {
 	case o.Status == StatusWinner:
 		return store.StatusCompleted
-	case o.Reason == ReasonCancelled:
+	case o.Reason == ReasonCancelled, o.Reason == ReasonAborted:
+		// The caller stopped it (CancelRun, its context, RootHandle.Abort):
+		// cancelled, never failed (CHD-11, CAN-06).
 		return store.StatusCancelled
 	}
 	return store.StatusFailed

@@ -235,3 +235,25 @@ func TestARunRecordWithANeverSettledWorkerDecodes(t *testing.T) {
 		})
 	}
 }
+
+// A run the caller stopped — a CancelRun request (cancelled) or its own
+// signal (aborted: its context, RootHandle.Abort) — is stored cancelled,
+// never failed (CHD-11, CAN-06); a run that ended on its own without a
+// winner is failed; a winner is completed.
+func TestRecordStatusKeepsTheCallersStopApartFromFailure(t *testing.T) {
+	cases := []struct {
+		o    supervise.OutcomeRecord
+		want store.Status
+	}{
+		{supervise.OutcomeRecord{Status: supervise.StatusWinner}, store.StatusCompleted},
+		{supervise.OutcomeRecord{Status: supervise.StatusNoWinner, Reason: supervise.ReasonCancelled}, store.StatusCancelled},
+		{supervise.OutcomeRecord{Status: supervise.StatusNoWinner, Reason: supervise.ReasonAborted}, store.StatusCancelled},
+		{supervise.OutcomeRecord{Status: supervise.StatusNoWinner, Reason: supervise.ReasonAllChildrenDown}, store.StatusFailed},
+		{supervise.OutcomeRecord{Status: supervise.StatusNoWinner, Reason: supervise.ReasonBudgetExhausted}, store.StatusFailed},
+	}
+	for _, tc := range cases {
+		if got := supervise.RecordStatus(&tc.o); got != tc.want {
+			t.Errorf("RecordStatus(%s %s) = %s, want %s", tc.o.Status, tc.o.Reason, got, tc.want)
+		}
+	}
+}

@@ -831,8 +831,14 @@ func printSupervised(w io.Writer, res supervise.SupervisedResult, runDir string)
 		if res.Error != nil {
 			fmt.Fprintf(w, "  why       %s: %s\n", res.Error.Name, res.Error.Message)
 		}
-		if res.Cancellation != nil {
-			fmt.Fprintf(w, "  cancelled by %s %s\n", res.Cancellation.Source, res.Cancellation.Reason)
+		if c := res.Cancellation; c != nil {
+			if res.Reason == supervise.ReasonCancelled {
+				fmt.Fprintf(w, "  cancelled by %s %s\n", c.Source, c.Reason)
+			} else {
+				// The caller's context ended (an interrupt): the run is
+				// interrupted, not cancelled through the run layout.
+				fmt.Fprintf(w, "  interrupted (%s: %s); --resume drives it on\n", c.Source, c.Reason)
+			}
 		}
 	}
 	for _, n := range res.Tree {
@@ -1053,7 +1059,7 @@ func supervisedValue(res supervise.SupervisedResult, runDir string) canonjson.Va
 	} else {
 		m = append(m, canonjson.Member{Name: "reason", Value: canonjson.StringValue(string(res.Reason))},
 			canonjson.Member{Name: "downCount", Value: canonjson.NumberValue(float64(res.DownCount))})
-		if c := res.Cancellation; c != nil { // §3.6 cancelled{source, cancellationReason, operationId?}
+		if c := res.Cancellation; c != nil && res.Reason == supervise.ReasonCancelled { // §3.6 cancelled{source, cancellationReason, operationId?}
 			m = append(m, canonjson.Member{Name: "source", Value: canonjson.StringValue(c.Source)},
 				canonjson.Member{Name: "cancellationReason", Value: canonjson.StringValue(c.Reason)})
 			if c.OperationID != "" {
