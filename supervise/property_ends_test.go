@@ -154,16 +154,31 @@ func runEndsSequence(t *testing.T, seed uint64, st *endsStats) {
 				t.Fatalf("%s: %v", where(step, what), err)
 			}
 		}
-		// awaitSettled waits for id's settlement, passing over others; it
-		// gives up when the view idles or stops.
+		// awaitSettled waits for id's settlement, passing over others (a
+		// resumed run delivers the journal's settlements first) but
+		// remembering them: a settlement already taken is not awaited
+		// again. It gives up when the view idles or stops.
+		var seenMu sync.Mutex
+		seen := map[supervise.NodeID]bool{}
 		awaitSettled := func(ctx context.Context, c *supervise.Coordinator, id supervise.NodeID) {
 			for ctx.Err() == nil {
+				seenMu.Lock()
+				done := seen[id]
+				seenMu.Unlock()
+				if done {
+					return
+				}
 				r, err := c.Await(ctx, supervise.AwaitArgs{TimeoutMS: 30_000, Kinds: []string{supervise.EventSettled}})
 				switch {
-				case err != nil || r.Idle || r.Stopped || r.Pending:
+				case r.Pending: // every awaited worker settles at once
+					t.Errorf("seed %d, %s: awaiting %s ran out: %+v", seed, phase, id, r)
 					return
-				case r.Event != nil && r.Event.WorkerID == id:
+				case err != nil || r.Idle || r.Stopped:
 					return
+				case r.Event != nil:
+					seenMu.Lock()
+					seen[r.Event.WorkerID] = true
+					seenMu.Unlock()
 				}
 			}
 		}
