@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -73,7 +74,7 @@ func (e *endsExec) total() int {
 
 type endsStats struct {
 	sequences, runs, steps, resumes, pastDeadline, aborts, trips, nested, keyed, unknown, driverTurns, inDoubt, gapsChecked int
-	notRerun, keyedNotRerun                                                                                                 int
+	notRerun, keyedNotRerun, managerGaps                                                                                    int
 }
 
 // The ways a run ends that came after the first property tests (issue
@@ -108,7 +109,7 @@ func TestConservationAcrossNewRunEnds(t *testing.T) {
 	}
 	t.Logf("%+v", st)
 	if st.resumes == 0 || st.pastDeadline == 0 || st.aborts == 0 || st.trips == 0 || st.nested == 0 || st.keyed == 0 ||
-		st.unknown == 0 || st.driverTurns == 0 || st.inDoubt == 0 || st.gapsChecked == 0 || st.notRerun == 0 || st.keyedNotRerun == 0 {
+		st.unknown == 0 || st.driverTurns == 0 || st.inDoubt == 0 || st.gapsChecked == 0 || st.notRerun == 0 || st.keyedNotRerun == 0 || st.managerGaps == 0 {
 		t.Errorf("the sequences exercised too little: %+v", st)
 	}
 }
@@ -214,6 +215,10 @@ func runEndsSequence(t *testing.T, seed uint64, st *endsStats) {
 			})
 		}
 		var rootView *supervise.Coordinator
+		// What the brain left unknown of its own spend in this process
+		// (a Meter without dollars, a driver turn ended without a total):
+		// the result must report it unknown, in the manager's gap.
+		var mgrTokensUnknown, mgrUSDUnknown bool
 		o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
 			rootView = c
 			brng := rand.New(rand.NewPCG(brainSeed, 1))
@@ -252,8 +257,12 @@ func runEndsSequence(t *testing.T, seed uint64, st *endsStats) {
 					if brng.IntN(3) == 0 {
 						u.CostUSD = ledger.Amount[float64]{}
 					}
-					if err := c.Meter(ctx, u); err != nil && ctx.Err() == nil {
-						t.Errorf("%s: meter: %v", where(step, "meter"), err)
+					if err := c.Meter(ctx, u); err != nil {
+						if ctx.Err() == nil {
+							t.Errorf("%s: meter: %v", where(step, "meter"), err)
+						}
+					} else if !u.CostUSD.Reported {
+						mgrUSDUnknown = true
 					}
 				case k < 94:
 					turn, err := c.OpenDriverTurn(ctx)
@@ -272,7 +281,9 @@ func runEndsSequence(t *testing.T, seed uint64, st *endsStats) {
 						all := ledger.Usage{InputTokens: ledger.ExactAmount[int64](30), CostUSD: ledger.ExactAmount(0.0003)}
 						total = &all
 					}
-					_ = turn.End(ctx, total)
+					if err := turn.End(ctx, total); err == nil && total == nil {
+						mgrTokensUnknown, mgrUSDUnknown = true, true
+					}
 				default:
 					if err := root.Abort("property"); err != nil {
 						t.Errorf("%s: abort: %v", where(step, "abort"), err)
@@ -352,6 +363,20 @@ func runEndsSequence(t *testing.T, seed uint64, st *endsStats) {
 			t.Fatalf("%s: the brain was not driven, yet %d workers executed", where(-1, "end"), exec.total())
 		}
 		checkKnownFlags(t, res, where(-1, "end"), st)
+		if mgrTokensUnknown || mgrUSDUnknown {
+			st.managerGaps++
+			var gap *supervise.SpendGap
+			for i, g := range res.SpendGaps {
+				if g.Label == "manager" {
+					gap = &res.SpendGaps[i]
+				}
+			}
+			if gap == nil || mgrTokensUnknown && (res.Spent.TokensKnown || !slices.Contains(gap.Channels, ledger.ChannelTokens)) ||
+				mgrUSDUnknown && (res.Spent.USDKnown || !slices.Contains(gap.Channels, ledger.ChannelUSD)) {
+				t.Fatalf("%s: the manager's spend was left unknown (tokens %v, usd %v), but the result says %+v, gaps %+v",
+					where(-1, "end"), mgrTokensUnknown, mgrUSDUnknown, res.Spent, res.SpendGaps)
+			}
+		}
 	}
 	run("first run", false)
 	for crash := range 1 + rng.IntN(3) {
