@@ -148,11 +148,17 @@ func runEndsSequence(t *testing.T, seed uint64, st *endsStats) {
 			MaxLiveWorkers: 4, MaxDepth: 2, Now: clock.Now, Deadline: start.Add(time.Hour),
 			MaxRestarts: maxRestarts, RestartsWithin: within, Root: root,
 		}
+		// check runs on the root brain's goroutine and on the leads':
+		// it counts under a lock and fails with Errorf (the sequence
+		// loop stops at the first failed seed).
+		var stepsMu sync.Mutex
 		check := func(c *supervise.Coordinator, what string, step int) {
 			t.Helper()
+			stepsMu.Lock()
 			st.steps++
+			stepsMu.Unlock()
 			if err := c.Readout().Conserved(); err != nil {
-				t.Fatalf("%s: %v", where(step, what), err)
+				t.Errorf("%s: %v", where(step, what), err)
 			}
 		}
 		// awaitSettled waits for id's settlement, passing over others (a
