@@ -97,7 +97,7 @@ type endsStats struct {
 // no child the cut journal held settled is executed again.
 func TestConservationAcrossNewRunEnds(t *testing.T) {
 	sequences := uint64(2000)
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		sequences = 200
 	}
 	var st endsStats
