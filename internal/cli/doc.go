@@ -3,6 +3,13 @@
 // diagnostics to stderr, and exits 0 when it succeeded, 1 when the input
 // was refused or the work failed, and 2 on a usage error.
 //
+// Operator text that ends up in JSON (a worker reference, a message, a
+// reason, --task, --expect, a run id) is checked as the command line is
+// parsed (operand.go): text that is not UTF-8, and a worker reference or
+// run id holding a control character, is a usage error naming the
+// argument; a run id naming a directory must be one plain path element
+// (no '/' or '\', not '.' or '..').
+//
 // Text for people is escaped for the terminal (internal/termsafe): Main
 // wraps stderr, and stdout unless the command prints --json; JSON, NDJSON,
 // JSON logs and the MCP stdio transports are machine streams and bypass it
