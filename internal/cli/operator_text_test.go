@@ -126,3 +126,35 @@ func TestOperatorNamesRefused(t *testing.T) {
 		t.Errorf("RUN refused, yet run r_n's directory holds %s", ents[0].Name())
 	}
 }
+
+// agentrt fleet submit checks its text as the other run commands do:
+// --task, --expect, --idempotency-key and --run-id that are not UTF-8,
+// and a --run-id holding a control character, are usage errors before
+// anything is recorded or enqueued.
+func TestFleetSubmitOperatorTextRefused(t *testing.T) {
+	conn, schema := fleetDB(t)
+	db := []string{"--database", conn, "--river-schema", schema}
+	if out, errOut, code := run(t, "", append([]string{"fleet", "migrate"}, db...)...); code != 0 {
+		t.Fatalf("fleet migrate: %d %s %s", code, out, errOut)
+	}
+	for _, c := range []struct {
+		want string
+		args []string
+	}{
+		{"--task", []string{"--task", "no\xffte"}},
+		{"--expect", []string{"--task", "Write.", "--expect", "no\xffte"}},
+		{"--idempotency-key", []string{"--task", "Write.", "--idempotency-key", "k\xff"}},
+		{"--run-id", []string{"--task", "Write.", "--run-id", "r\xffn"}},
+		{"--run-id", []string{"--task", "Write.", "--run-id", "r\x00n"}},
+	} {
+		args := append(append([]string{"fleet", "submit", noteWriter}, c.args...), db...)
+		out, errOut, code := run(t, "", args...)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%q: exit %d, want 2 naming %s\nstdout: %s\nstderr: %s", c.args, code, c.want, out, errOut)
+		}
+	}
+	out, errOut, code := run(t, "", append([]string{"fleet", "status", "--json"}, db...)...)
+	if code != 0 || strings.Contains(out, "pending\":1") {
+		t.Errorf("fleet status after refusals: exit %d\n%s%s", code, out, errOut)
+	}
+}

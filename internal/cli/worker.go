@@ -328,6 +328,12 @@ nothing; the same key with another request is refused.`,
 			if strings.TrimSpace(task) == "" {
 				return usage("--task is required")
 			}
+			if err := checkTexts("--task", task, "--expect", expect, "--idempotency-key", key); err != nil {
+				return err
+			}
+			if err := checkName("--run-id", runID, "a run id is a key of the run store; use letters, digits, '.', '_' and '-'"); err != nil {
+				return err
+			}
 			if timeout < 0 {
 				return usage("--timeout cannot be negative")
 			}
