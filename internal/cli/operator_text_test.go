@@ -153,6 +153,13 @@ func TestFleetSubmitOperatorTextRefused(t *testing.T) {
 			t.Errorf("%q: exit %d, want 2 naming %s\nstdout: %s\nstderr: %s", c.args, code, c.want, out, errOut)
 		}
 	}
+	for _, sub := range [][]string{{"fleet", "show", "r\xffn"}, {"fleet", "cancel", "r\xffn"}, {"fleet", "recover", "r\xffn", "--provider", "scripted"}} {
+		args := append(sub, db...)
+		out, errOut, code := run(t, "", args...)
+		if code != 2 || !strings.Contains(errOut, "RUN") || !strings.Contains(errOut, "UTF-8") {
+			t.Errorf("%q: exit %d, want 2 naming RUN\nstdout: %s\nstderr: %s", sub, code, out, errOut)
+		}
+	}
 	out, errOut, code := run(t, "", append([]string{"fleet", "status", "--json"}, db...)...)
 	if code != 0 || strings.Contains(out, "pending\":1") {
 		t.Errorf("fleet status after refusals: exit %d\n%s%s", code, out, errOut)
