@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -16,9 +17,19 @@ import (
 // wrote.
 func checkText(what, v string) error {
 	if !utf8.ValidString(v) {
-		return usage("%s is not valid UTF-8: give it as UTF-8 text (check the terminal's or script's encoding)", what)
+		return usage("%s %s is not valid UTF-8: give it as UTF-8 text (check the terminal's or script's encoding)", what, quoteShort(v))
 	}
 	return nil
+}
+
+// quoteShort quotes v (Go syntax: bad bytes and controls escaped), its
+// first 64 bytes only when it is longer.
+func quoteShort(v string) string {
+	const limit = 64
+	if len(v) <= limit {
+		return fmt.Sprintf("%q", v)
+	}
+	return fmt.Sprintf("%q… (%d bytes)", v[:limit], len(v))
 }
 
 // checkTexts is checkText over pairs of (what, value).
