@@ -48,7 +48,7 @@ effect, conflict (the operation id names another request) or unknown. Give the
 
 Exit status: 0 when the run is cancelled (or the request is recorded and
 --wait is 0), 1 otherwise.`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MatchAll(cobra.ExactArgs(1), runArg),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			s, err := sf.open(ctx)

@@ -7,6 +7,13 @@
 // others (agentrt runs) run without one of them, or with one it does not
 // have, is a usage error too; --help prints help on stdout, exit 0.
 //
+// Operator text that ends up in JSON (a worker reference, a message, a
+// reason, --task, --expect, a run id) is checked as the command line is
+// parsed (operand.go): text that is not UTF-8, and a worker reference or
+// run id holding a control character, is a usage error naming the
+// argument; a run id naming a directory must be one plain path element
+// (no '/' or '\', not '.' or '..').
+//
 // Text for people is escaped for the terminal (internal/termsafe): Main
 // wraps stderr, and stdout unless the command prints --json; JSON, NDJSON,
 // JSON logs and the MCP stdio transports are machine streams and bypass it

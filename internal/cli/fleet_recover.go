@@ -41,7 +41,7 @@ A provider that refuses this process's credentials (agentrt serve answering
 is recorded and the run stays in doubt.
 
 Exit status 0 when the run was settled completed, 1 otherwise.`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MatchAll(cobra.ExactArgs(1), runArg),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if wait <= 0 {
 				return usage("--wait must be positive, not %s", wait)

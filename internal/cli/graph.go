@@ -94,6 +94,9 @@ without a winner is also said on stderr), 2 on usage errors.`,
 			if err := timeoutFlag(timeout, resume); err != nil {
 				return err
 			}
+			if err := checkOperatorRun(task, expect, runID); err != nil {
+				return err
+			}
 			if err := journal.check(runID); err != nil {
 				return err
 			}
@@ -279,7 +282,7 @@ without a winner is also said on stderr), 2 on usage errors.`,
 	workerFlags.register(cmd, "node")
 	cmd.Flags().StringVar(&seatsPath, "seats", "", "a JSON file naming the provider of each seat stage, as for agentrt run --seats: a node whose profile has seats walks its chain, moving on to its next stage (the same node) on a quota refusal; every stage is resolved before the run starts")
 	journal.register(cmd)
-	f.StringVar(&runID, "run-id", "", "the run's id (default: generated)")
+	f.StringVar(&runID, "run-id", "", "the run's id and its directory's name: UTF-8 without control characters, '/' or '\\', and not '.' or '..' (default: generated)")
 	f.DurationVar(&timeout, "timeout", 0, "the run's deadline, from its start: past it no worker is admitted, live ones are cancelled and the run ends budget-exhausted; journaled, so --resume keeps it (and refuses --timeout)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	cmd.AddCommand(newGraphDirectivesCmd(stdio))

@@ -484,7 +484,7 @@ or attach fails rather than skip anything. --json prints one JSON object per
 event and one for the result.
 
 Exit status: 0 when the run succeeded, 1 otherwise.`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MatchAll(cobra.ExactArgs(1), runArg),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			s, p, err := openRetained(ctx, &sf, &pf, open)
@@ -548,7 +548,7 @@ give this command the key agentrt run --retain had. On PostgreSQL without the
 variable no digest is recorded, and only the run's stage is checked.
 
 Exit status: 0 when recovered, 1 otherwise.`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MatchAll(cobra.ExactArgs(1), runArg),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if cmd.Flags().Changed("task") && strings.TrimSpace(task) == "" {

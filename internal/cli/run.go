@@ -131,6 +131,9 @@ it was submitted), 1 otherwise.`,
 			if strings.TrimSpace(task) == "" {
 				return usage("--task is required")
 			}
+			if err := checkTexts("--task", task, "--expect", expect, "--idempotency-key", idemKey); err != nil {
+				return err
+			}
 			if seatsPath != "" && rf.retain {
 				return runRetainedSeatsCmd(ctx, cmd, stdio, sf, rf, args[0], seatsPath, task, timeout, asJSON, quiet)
 			}

@@ -349,7 +349,7 @@ func newRunsShowCmd(stdio IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show RUN",
 		Short: "Show one run's record: what was requested, what ran, what was observed",
-		Args:  cobra.ExactArgs(1),
+		Args:  cobra.MatchAll(cobra.ExactArgs(1), runArg),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := sf.open(cmd.Context())
 			if err != nil {
@@ -574,7 +574,7 @@ with --json each line names its attempt, and its cursor (g<generation>/<event
 cursor>) resumes after that event with --after, into later attempts too.
 With stdout redirected and stderr on a terminal, a count of the events
 printed so far shows on stderr.`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MatchAll(cobra.ExactArgs(1), runArg),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			s, err := sf.open(ctx)

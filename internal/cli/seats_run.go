@@ -331,7 +331,7 @@ refused with what to do.
 
 Exit status: 0 when the resumed run completed and was delivered, 1 when it
 did not or cannot be resumed, 2 for a usage error.`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MatchAll(cobra.ExactArgs(1), runArg),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if sr.seatsPath == "" {

@@ -21,6 +21,12 @@ func resolveRunDir(run, workspace string) (string, error) {
 	if fi, err := os.Stat(run); err == nil && fi.IsDir() {
 		return run, nil
 	}
+	// The id becomes a file name with every other character replaced by
+	// '_': an id that is not UTF-8 or holds a control character would
+	// name another run's directory.
+	if err := checkName("RUN", run, "give the run's directory or its id"); err != nil {
+		return "", err
+	}
 	dir := supervise.RunDirFor(workspace, run)
 	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
 		return dir, nil
@@ -87,6 +93,12 @@ acknowledgement or none within --wait (said on stderr), 2 on usage errors.`,
 			if args[2] == "" {
 				return usage("MESSAGE is empty")
 			}
+			if err := checkRef("WORKER", args[1]); err != nil {
+				return err
+			}
+			if err := checkText("MESSAGE", args[2]); err != nil {
+				return err
+			}
 			if opID == "" {
 				opID = defaultOperationID("steer", workerTarget(cmd.Context(), dir, args[1]), args[2])
 			}
@@ -133,6 +145,9 @@ worker the run never had, finished run or not), 2 on usage errors.`,
 			worker := ""
 			if len(args) == 2 {
 				worker = args[1]
+			}
+			if err := checkCancelArgs(worker, reason, rc); err != nil {
+				return err
 			}
 			if opID == "" {
 				opID = defaultOperationID("cancel", workerTarget(cmd.Context(), dir, worker))

@@ -146,6 +146,9 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 			case managerScript != "" && providerName != "scripted":
 				return usage("--manager-script applies to --provider scripted only")
 			}
+			if err := checkOperatorRun(task, expect, runID); err != nil {
+				return err
+			}
 			if err := journal.check(runID); err != nil {
 				return err
 			}
@@ -339,7 +342,7 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 	f.DurationVar(&checkTimeout, "check-timeout", 2*time.Minute, "how long --check-cmd may run before the result counts as not judged")
 	f.StringVar(&runDir, "run-dir", "", "directory of the run's journal and logs (default: WORKSPACE/.agent/supervisor/RUN-ID)")
 	f.StringVar(&workspace, "workspace", ".", "workspace root of the default run directory")
-	f.StringVar(&runID, "run-id", "", "the run's id, the root of its worker ids and its directory's name (default: generated)")
+	f.StringVar(&runID, "run-id", "", "the run's id, the root of its worker ids and its directory's name: UTF-8 without control characters, '/' or '\\', and not '.' or '..' (default: generated)")
 	f.BoolVar(&resume, "resume", false, "continue the run journaled in --run-dir (or the --run-id's directory)")
 	journal.register(cmd)
 	f.StringVar(&analystsPath, "analysts", "", analystsFlagUsage+"; the manager runs them with run_analyst")
@@ -1182,6 +1185,12 @@ acknowledgement or none within --wait (said on stderr), 2 on usage errors.`,
 			if message == "" || opID == "" {
 				return usage("--message and --operation-id are required")
 			}
+			if err := checkRef("WORKER", args[1]); err != nil {
+				return err
+			}
+			if err := checkText("--message", message); err != nil {
+				return err
+			}
 			return steerWorker(ctx, stdio, args[0], args[1], message, opID, interrupt, wait, asJSON)
 		},
 	}
@@ -1191,6 +1200,17 @@ acknowledgement or none within --wait (said on stderr), 2 on usage errors.`,
 	cmd.Flags().DurationVar(&wait, "wait", 10*time.Second, "how long to wait for the acknowledgement")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the request and acknowledgement as JSON")
 	return cmd
+}
+
+// checkCancelArgs refuses a cancellation's operator text up front
+// (checkRef, checkText): WORKER, --reason, --operator.
+func checkCancelArgs(worker, reason string, rc runCancelFlags) error {
+	if worker != "" {
+		if err := checkRef("WORKER", worker); err != nil {
+			return err
+		}
+	}
+	return checkTexts("--reason", reason, "--operator", rc.operator)
 }
 
 // runCancelFlags are what a whole run's cancellation may add
@@ -1313,6 +1333,9 @@ func steerWorker(ctx context.Context, stdio IO, dir, worker, message, opID strin
 // wait for the supervisor to confirm it: agentrt supervise cancel and
 // agentrt cancel.
 func cancelWork(ctx context.Context, stdio IO, dir, worker, opID, reason string, rc runCancelFlags, wait time.Duration, asJSON bool) error {
+	if err := checkCancelArgs(worker, reason, rc); err != nil {
+		return err
+	}
 	if worker != "" && (rc.deadline != 0 || rc.operator != "") {
 		return usage("--deadline and --operator apply to the whole run's cancellation; leave out WORKER")
 	}

@@ -328,6 +328,12 @@ nothing; the same key with another request is refused.`,
 			if strings.TrimSpace(task) == "" {
 				return usage("--task is required")
 			}
+			if err := checkTexts("--task", task, "--expect", expect, "--idempotency-key", key); err != nil {
+				return err
+			}
+			if err := checkName("--run-id", runID, "a run id is a key of the run store; use letters, digits, '.', '_' and '-'"); err != nil {
+				return err
+			}
 			if timeout < 0 {
 				return usage("--timeout cannot be negative")
 			}
@@ -438,7 +444,7 @@ func newFleetShowCmd(stdio IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show RUN --database URL",
 		Short: "Show a fleet run: its status, its attempts as their kernel runs recorded them, its outcome",
-		Args:  cobra.ExactArgs(1),
+		Args:  cobra.MatchAll(cobra.ExactArgs(1), runArg),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := bounded(cmd)
 			defer cancel()
@@ -535,7 +541,7 @@ func newFleetCancelCmd(stdio IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cancel RUN --database URL",
 		Short: "Cancel a fleet run: a pending one at once, a running one by asking its worker",
-		Args:  cobra.ExactArgs(1),
+		Args:  cobra.MatchAll(cobra.ExactArgs(1), runArg),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := bounded(cmd)
 			defer cancel()

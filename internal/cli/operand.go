@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+)
+
+// checkText refuses operator text (an argument or flag value named what)
+// that is not UTF-8: it is written into JSON requests, journals and run
+// records, which hold Unicode text only, so it is a usage error when the
+// command line is parsed — never a failure deep inside after work
+// started, nor a conflict with a request its replacement characters
+// wrote.
+func checkText(what, v string) error {
+	if !utf8.ValidString(v) {
+		return usage("%s %s is not valid UTF-8: give it as UTF-8 text (check the terminal's or script's encoding)", what, quoteShort(v))
+	}
+	return nil
+}
+
+// quoteShort quotes v (Go syntax: bad bytes and controls escaped), its
+// first 64 bytes only when it is longer.
+func quoteShort(v string) string {
+	const limit = 64
+	if len(v) <= limit {
+		return fmt.Sprintf("%q", v)
+	}
+	return fmt.Sprintf("%q… (%d bytes)", v[:limit], len(v))
+}
+
+// checkTexts is checkText over pairs of (what, value).
+func checkTexts(pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if err := checkText(pairs[i], pairs[i+1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkRef refuses a worker reference (a worker id, a label or a profile
+// name) named what that is not UTF-8 or holds a control character (C0,
+// DEL or C1): no worker is named so, and the reference is written into
+// requests and file names.
+func checkRef(what, v string) error {
+	return checkName(what, v, "name the worker by its id, label or profile name")
+}
+
+// checkName refuses a name (named what) that is not UTF-8 or holds a
+// control character, saying hint.
+func checkName(what, v, hint string) error {
+	if err := checkText(what, v); err != nil {
+		return err
+	}
+	if i := strings.IndexFunc(v, unicode.IsControl); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(v[i:])
+		return usage("%s %q holds the control character %U at byte %d: %s", what, v, r, i, hint)
+	}
+	return nil
+}
+
+// checkRunID refuses a run id (named what) that could not name the run's
+// directory under the workspace (supervise.RunDirFor): one that is not
+// UTF-8, holds a control character, or is not one plain path element
+// ("/" or "\", ".", "..").
+func checkRunID(what, v string) error {
+	if err := checkName(what, v, "a run id names the run's directory; use letters, digits, '.', '_' and '-'"); err != nil {
+		return err
+	}
+	if v == "." || v == ".." || strings.ContainsAny(v, `/\`) {
+		return usage("%s %q is not a single directory name: a run id names the run's directory under the workspace, so it holds no '/' or '\\' and is not '.' or '..'", what, v)
+	}
+	return nil
+}
+
+// checkOperatorRun checks the text agentrt supervise and agentrt graph
+// journal before anything runs: --task and --expect (checkText), and a
+// given --run-id (checkRunID).
+func checkOperatorRun(task, expect, runID string) error {
+	if err := checkTexts("--task", task, "--expect", expect); err != nil {
+		return err
+	}
+	if runID != "" {
+		return checkRunID("--run-id", runID)
+	}
+	return nil
+}
+
+// runArg refuses a RUN argument (a run id in the store) that is not
+// UTF-8 (checkText), as the command line is parsed.
+func runArg(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return checkText("RUN", args[0])
+	}
+	return nil
+}
