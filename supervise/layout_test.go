@@ -236,3 +236,17 @@ func TestReadProgress(t *testing.T) {
 		t.Errorf("no progress.ndjson: %v, want fs.ErrNotExist", err)
 	}
 }
+
+// RunDirFor never names a directory outside the supervisor directory, nor
+// the supervisor directory itself, whatever the run id (a library caller
+// need not have checked it as Supervise and the CLI do).
+func TestRunDirForStaysInTheSupervisorDirectory(t *testing.T) {
+	root := t.TempDir()
+	sup := filepath.Join(root, filepath.FromSlash(supervise.SupervisorDir))
+	for _, id := range []string{"", ".", "..", "...", "../x", "a/../..", `..\..`, "a/b", "run-1"} {
+		dir := supervise.RunDirFor(root, id)
+		if filepath.Dir(dir) != sup {
+			t.Errorf("RunDirFor(%q) = %q, want a directory directly under %q", id, dir, sup)
+		}
+	}
+}

@@ -131,8 +131,14 @@ var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
 // RunDirFor is the default directory of run runID under workspace root:
 // <root>/.agent/supervisor/<stem of runID>, the stem as WorkerStem makes
 // it (so a run id never names a path outside the supervisor directory).
+// A stem that is only dots ("." or "..", which would name the supervisor
+// directory itself or its parent) gets a leading "_".
 func RunDirFor(root, runID string) string {
-	return filepath.Join(root, filepath.FromSlash(SupervisorDir), WorkerStem(NodeID(runID)))
+	stem := WorkerStem(NodeID(runID))
+	if strings.Trim(stem, ".") == "" {
+		stem = "_" + stem
+	}
+	return filepath.Join(root, filepath.FromSlash(SupervisorDir), stem)
 }
 
 // WorkerLogStem is the file stem of the log of the workers labelled
