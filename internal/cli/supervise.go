@@ -284,7 +284,7 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 			}
 			prog := startProgress(ctx, stdio.Err, journal.feed(s, runID, runDir, holder), resume)
 			res, err := supervise.Supervise(ctx, mgr, task, o)
-			prog.stop()
+			prog.stopAfter(err)
 			// A result its journal does not fully hold is still shown;
 			// the command then fails, naming what was lost.
 			incomplete := journalIncomplete(err)
@@ -546,8 +546,10 @@ func parseManagerScript(data []byte) (scripted.ChatScript, error) {
 // progress prints the journal's records on w as the run appends them.
 type progress struct {
 	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
+	// cutReads ends a read in flight (see cut).
+	cutReads context.CancelFunc
+	done     chan struct{}
+	once     sync.Once
 }
 
 // progressReadTimeout bounds each read of the journal the progress
@@ -557,8 +559,9 @@ type progress struct {
 const progressReadTimeout = 5 * time.Second
 
 func startProgress(ctx context.Context, w io.Writer, j journalFeed, resume bool) *progress {
+	readCtx, cutReads := context.WithCancel(context.WithoutCancel(ctx))
 	ctx, cancel := context.WithCancel(ctx)
-	p := &progress{cancel: cancel, done: make(chan struct{})}
+	p := &progress{cancel: cancel, cutReads: cutReads, done: make(chan struct{})}
 	read := func(ctx context.Context) ([]supervise.Record, error) {
 		ctx, cancel := context.WithTimeout(ctx, progressReadTimeout)
 		defer cancel()
@@ -582,7 +585,7 @@ func startProgress(ctx context.Context, w io.Writer, j journalFeed, resume bool)
 				// again would only hold the command's end.
 				return
 			}
-			recs, err := read(context.WithoutCancel(ctx))
+			recs, err := read(readCtx)
 			timedOut = errors.Is(err, context.DeadlineExceeded)
 			if err == nil {
 				for _, r := range recs {
@@ -717,7 +720,19 @@ func (p *progress) stop() {
 	p.once.Do(func() {
 		p.cancel()
 		<-p.done
+		p.cutReads()
 	})
+}
+
+// stopAfter stops the progress once the run returned err: as stop,
+// except that a run that lost its journal (supervise.ErrSpawnLogLost)
+// also cuts the read in flight — its store may have stopped answering,
+// and nothing more it holds is this process's to show.
+func (p *progress) stopAfter(err error) {
+	if errors.Is(err, supervise.ErrSpawnLogLost) {
+		p.cutReads()
+	}
+	p.stop()
 }
 
 // resumeLine is the progress line of a resume of the run name whose
