@@ -110,13 +110,17 @@ what is unknown shown as unknown, the run dir) on stdout, or as JSON with
 …) and beside them the spec's SupervisedResult (kind, out, outRef, verdict,
 tree, downCount, spentTotal and spentBreakdown as the spec's Spend, whose
 tokensKnown/usdKnown are explicit and whose unknown amounts are null); a
-verdict carries valid and notes beside passed and reason.
+verdict carries valid and notes beside passed and reason. A result its
+journal (or store) could not fully hold is still shown, its winner as NOT
+RECORDED with what was lost, and under --json with a journalIncomplete
+member {count, lost[{kind, node}], error}; the command then exits 1.
 
 With OTEL_EXPORTER_OTLP_ENDPOINT set, the supervised run is traced over
 OTLP/HTTP: a supervisor.run span, a supervisor.node span per worker and each
 worker's run under its node, in a trace derived from the run id.
 
-Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.`,
+Exit status: 0 when the run has a winner its journal holds, 1 when it has
+none or its journal lost part of it, 2 on usage errors.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -301,12 +305,16 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				}
 				return &exitError{code: ExitFailed, err: err}
 			}
+			var lost error
+			if incomplete {
+				lost = err
+			}
 			if asJSON {
-				if err := writeJSON(stdio.Out, supervisedValue(res, runDir)); err != nil {
+				if err := writeJSON(stdio.Out, journalLossValue(supervisedValue(res, runDir), lost)); err != nil {
 					return err
 				}
 			} else {
-				printSupervised(stdio.Out, res, runDir)
+				printSupervisedLost(stdio.Out, res, runDir, lost)
 			}
 			if incomplete {
 				return &exitError{code: ExitFailed, err: err}
@@ -826,9 +834,24 @@ func chargeText(n int64, known bool, unit func(int64) string) string {
 func countText(n int64) string { return fmt.Sprint(n) }
 
 func printSupervised(w io.Writer, res supervise.SupervisedResult, runDir string) {
+	printSupervisedLost(w, res, runDir, nil)
+}
+
+// printSupervisedLost is printSupervised for a result whose journal (or
+// store) does not hold all of it, lost being the error Supervise
+// returned beside it (journalIncomplete; nil: none): a winner is then
+// shown NOT RECORDED, with what was lost, never as a plain winner.
+func printSupervisedLost(w io.Writer, res supervise.SupervisedResult, runDir string, lost error) {
+	if lost != nil && res.Status != supervise.StatusWinner {
+		defer fmt.Fprintf(w, "  journal   INCOMPLETE: %s\n", journalLossText(lost))
+	}
 	switch res.Status {
 	case supervise.StatusWinner:
-		fmt.Fprintf(w, "supervised run %s  winner %s\n", res.RunID, res.Winner.Node)
+		if lost != nil {
+			fmt.Fprintf(w, "supervised run %s  winner %s NOT RECORDED: %s\n", res.RunID, res.Winner.Node, journalLossText(lost))
+		} else {
+			fmt.Fprintf(w, "supervised run %s  winner %s\n", res.RunID, res.Winner.Node)
+		}
 		if res.Winner.Verdict != nil && res.Winner.Verdict.Reason != "" {
 			fmt.Fprintf(w, "  check     passed: %s\n", res.Winner.Verdict.Reason)
 		}
@@ -1416,4 +1439,51 @@ func timeoutFlag(timeout time.Duration, resume bool) error {
 		return usage("--timeout cannot be given with --resume: the run keeps the deadline it was started with")
 	}
 	return nil
+}
+
+// journalLossText says what a run's journal (or store) could not hold,
+// for the first line of its human output: lost is the error Supervise
+// returned beside its result (journalIncomplete).
+func journalLossText(lost error) string {
+	var e *supervise.JournalLossError
+	if !errors.As(lost, &e) {
+		return "its journal or store does not hold it: " + lost.Error()
+	}
+	names := make([]string, len(e.Lost))
+	for i, r := range e.Lost {
+		names[i] = r.Kind
+		if r.Node != "" {
+			names[i] += " of " + string(r.Node)
+		}
+	}
+	if e.Count > len(e.Lost) {
+		names = append(names, fmt.Sprintf("and %d more", e.Count-len(e.Lost)))
+	}
+	return fmt.Sprintf("its journal lost %d record(s) (%s)", e.Count, strings.Join(names, ", "))
+}
+
+// journalLossValue is v, a result as --json prints it, with member
+// journalIncomplete {count?, lost?[{kind, node?}], error} when lost, the
+// error Supervise returned beside the result, says its journal (or
+// store) does not hold all of it; v unchanged when lost is nil.
+func journalLossValue(v canonjson.Value, lost error) canonjson.Value {
+	if lost == nil {
+		return v
+	}
+	var m []canonjson.Member
+	var e *supervise.JournalLossError
+	if errors.As(lost, &e) {
+		recs := make([]canonjson.Value, len(e.Lost))
+		for i, r := range e.Lost {
+			rm := []canonjson.Member{{Name: "kind", Value: canonjson.StringValue(r.Kind)}}
+			if r.Node != "" {
+				rm = append(rm, canonjson.Member{Name: "node", Value: canonjson.StringValue(string(r.Node))})
+			}
+			recs[i] = canonjson.ObjectValue(rm)
+		}
+		m = append(m, canonjson.Member{Name: "count", Value: canonjson.NumberValue(float64(e.Count))},
+			canonjson.Member{Name: "lost", Value: canonjson.ArrayValue(recs)})
+	}
+	m = append(m, canonjson.Member{Name: "error", Value: canonjson.StringValue(lost.Error())})
+	return v.With("journalIncomplete", canonjson.ObjectValue(m))
 }
