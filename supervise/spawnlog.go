@@ -254,9 +254,6 @@ type StoreSpawnLog struct {
 	// answering — ends at once instead of running out its own timeout.
 	leaseCtx context.Context
 	cut      context.CancelCauseFunc
-	// watch fires when the lease last written runs out: unrenewed by
-	// then, it is lost (lapsed), whatever a renewal in flight may do.
-	watch *time.Timer
 
 	stop chan struct{}
 	done chan struct{}
@@ -305,26 +302,8 @@ func OpenStoreSpawnLog(ctx context.Context, st store.Store, runID string, o Stor
 		l.cut(journal.ErrClosed)
 		return nil, err
 	}
-	l.watch = time.AfterFunc(time.Until(time.UnixMilli(l.untilMS.Load())), l.checkLapse)
 	go l.renew()
 	return l, nil
-}
-
-// checkLapse, run when the lease last written should run out, loses it
-// if no renewal extended it meanwhile, and otherwise waits for the new
-// end.
-func (l *StoreSpawnLog) checkLapse() {
-	now := time.Now()
-	if err := l.lapsed(now); err != nil {
-		l.lose(err)
-		return
-	}
-	select {
-	case <-l.stop:
-		return
-	default:
-	}
-	l.watch.Reset(time.UnixMilli(l.untilMS.Load()).Sub(now))
 }
 
 // bound is ctx bounded by timeout and by the lease: cancelled, with
@@ -733,7 +712,6 @@ func (l *StoreSpawnLog) Close() error {
 	l.closed = true
 	l.mu.Unlock()
 	close(l.stop)
-	l.watch.Stop()
 	<-l.done
 	err := l.release()
 	l.cut(journal.ErrClosed)

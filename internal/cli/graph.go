@@ -197,7 +197,7 @@ without a winner is also said on stderr), 2 on usage errors.`,
 			}
 			prog := startProgress(ctx, stdio.Err, journal.feed(s, runID, runDir, holder), resume)
 			res, err := graph.RunGraph(ctx, g, graph.Options{Task: task, Registry: reg, Supervise: so})
-			prog.stopAfter(err)
+			prog.stop()
 			var capErr *graph.GraphEdgeCapError
 			incomplete := journalIncomplete(err)
 			if errors.As(err, &capErr) {

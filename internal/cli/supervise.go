@@ -288,7 +288,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 			}
 			prog := startProgress(ctx, stdio.Err, journal.feed(s, runID, runDir, holder), resume)
 			res, err := supervise.Supervise(ctx, mgr, task, o)
-			prog.stopAfter(err)
+			prog.stop()
 			// A result its journal does not fully hold is still shown;
 			// the command then fails, naming what was lost.
 			incomplete := journalIncomplete(err)
@@ -554,7 +554,7 @@ func parseManagerScript(data []byte) (scripted.ChatScript, error) {
 // progress prints the journal's records on w as the run appends them.
 type progress struct {
 	cancel context.CancelFunc
-	// cutReads ends a read in flight (see cut).
+	// cutReads releases the reads' context once stopped.
 	cutReads context.CancelFunc
 	done     chan struct{}
 	once     sync.Once
@@ -730,17 +730,6 @@ func (p *progress) stop() {
 		<-p.done
 		p.cutReads()
 	})
-}
-
-// stopAfter stops the progress once the run returned err: as stop,
-// except that a run that lost its journal (supervise.ErrSpawnLogLost)
-// also cuts the read in flight — its store may have stopped answering,
-// and nothing more it holds is this process's to show.
-func (p *progress) stopAfter(err error) {
-	if errors.Is(err, supervise.ErrSpawnLogLost) {
-		p.cutReads()
-	}
-	p.stop()
 }
 
 // resumeLine is the progress line of a resume of the run name whose
