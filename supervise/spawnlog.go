@@ -36,8 +36,10 @@ type SpawnLog interface {
 	// none. It fails, and writes nothing, once the log is no longer
 	// this process's (a store lease another process took over or that
 	// lapsed: errors.Is(err, store.ErrFenced)). A store append is
-	// bounded by the lease TTL (at least kernel.DefaultCleanupTimeout);
-	// one that fails with store.ErrUnknownOutcome may still have landed.
+	// bounded by the lease TTL (at least kernel.DefaultCleanupTimeout),
+	// and cut at once when the lease is lost while it runs; one that
+	// fails with store.ErrUnknownOutcome may still have landed (a resume
+	// reads back whatever did).
 	Append(ctx context.Context, recs ...Record) error
 	// Close gives the log up: the next owner can open it at once.
 	Close() error
@@ -246,6 +248,12 @@ type StoreSpawnLog struct {
 	// untilMS is when the lease this process last wrote runs out (Unix
 	// ms): past it unrenewed, another process may take the run over.
 	untilMS atomic.Int64
+	// leaseCtx is cancelled, its cause the loss, the moment the lease
+	// is lost: every store call of the log derives its context from it
+	// (bound), so a call in flight then — into a store that stopped
+	// answering — ends at once instead of running out its own timeout.
+	leaseCtx context.Context
+	cut      context.CancelCauseFunc
 
 	stop chan struct{}
 	done chan struct{}
@@ -287,13 +295,42 @@ func OpenStoreSpawnLog(ctx context.Context, st store.Store, runID string, o Stor
 	}
 	l := &StoreSpawnLog{st: st, fence: run.Fence(), ttl: ttl, logger: logger, lostCh: make(chan struct{}),
 		stop: make(chan struct{}), done: make(chan struct{})}
+	l.leaseCtx, l.cut = context.WithCancelCause(context.Background())
 	l.untilMS.Store(leaseOf(run).UnixMilli())
 	if l.prior, err = l.load(ctx); err != nil {
 		l.release()
+		l.cut(journal.ErrClosed)
 		return nil, err
 	}
 	go l.renew()
 	return l, nil
+}
+
+// bound is ctx bounded by timeout and by the lease: cancelled, with
+// the loss as its cause, once the lease is lost (see leaseCtx).
+func (l *StoreSpawnLog) bound(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
+	stop := context.AfterFunc(l.leaseCtx, func() { cancelCause(context.Cause(l.leaseCtx)) })
+	return ctx, func() {
+		stop()
+		cancelTimeout()
+		cancelCause(nil)
+	}
+}
+
+// cutErr is err, a store call's failure, with the lease's loss when the
+// loss cut the call (bound): the call's outcome is unknown (a write
+// may have committed before the cut), and it failed because this
+// process no longer holds the log (errors.Is store.ErrFenced).
+func (l *StoreSpawnLog) cutErr(err error) error {
+	if err == nil || errors.Is(err, store.ErrFenced) {
+		return err
+	}
+	if held := l.Held(); held != nil && l.leaseCtx.Err() != nil {
+		return fmt.Errorf("%w (cut when the lease was lost: %w)", err, held)
+	}
+	return err
 }
 
 // claimSpawnLog creates the log's run or takes it over.
@@ -443,7 +480,10 @@ func (l *StoreSpawnLog) Lost() <-chan struct{} { return l.lostCh }
 // lose records that the lease is lost, when err says so.
 func (l *StoreSpawnLog) lose(err error) {
 	if errors.Is(err, store.ErrFenced) && l.lost.CompareAndSwap(nil, &err) {
-		l.lostOnce.Do(func() { close(l.lostCh) })
+		l.lostOnce.Do(func() {
+			close(l.lostCh)
+			l.cut(fmt.Errorf("%w: %w", ErrSpawnLogLost, err))
+		})
 	}
 }
 
@@ -486,7 +526,7 @@ func (l *StoreSpawnLog) Confirm(ctx context.Context) error {
 	if closed {
 		return fmt.Errorf("supervise: confirming the spawn journal's lease: %w", journal.ErrClosed)
 	}
-	ctx, cancel := context.WithTimeout(ctx, max(l.ttl/3, time.Second))
+	ctx, cancel := l.bound(ctx, max(l.ttl/3, time.Second))
 	defer cancel()
 	until := time.Now().Add(l.ttl)
 	if _, err := l.st.UpdateFenced(ctx, l.fence, func(r *store.Run) error {
@@ -494,7 +534,7 @@ func (l *StoreSpawnLog) Confirm(ctx context.Context) error {
 		return nil
 	}); err != nil {
 		l.lose(err)
-		return fmt.Errorf("supervise: confirming the spawn journal's lease: %w", err)
+		return fmt.Errorf("supervise: confirming the spawn journal's lease: %w", l.cutErr(err))
 	}
 	l.extend(until)
 	return nil
@@ -503,13 +543,16 @@ func (l *StoreSpawnLog) Confirm(ctx context.Context) error {
 // putRecord sets the run record (RunRecordMember) of the journal's run
 // to v, fenced: a holder that lost the run writes nothing.
 func (l *StoreSpawnLog) putRecord(ctx context.Context, v canonjson.Value) error {
-	ctx, cancel := context.WithTimeout(ctx, spawnLogCallTimeout(l.ttl))
+	if err := l.Held(); err != nil {
+		return err
+	}
+	ctx, cancel := l.bound(ctx, spawnLogCallTimeout(l.ttl))
 	defer cancel()
 	_, err := l.st.UpdateFenced(ctx, l.fence, func(r *store.Run) error {
 		r.Doc = r.Doc.With(RunRecordMember, v)
 		return nil
 	})
-	return err
+	return l.cutErr(err)
 }
 
 // blobScope is the store scope of a store spawn log's result blobs: one
@@ -523,12 +566,12 @@ const blobScope = "supervise.blob"
 // writing it twice, or by a former holder, writes the same bytes). It is
 // bounded as an append is.
 func (l *StoreSpawnLog) PutBlob(ctx context.Context, ref string, v canonjson.Value) error {
-	ctx, cancel := context.WithTimeout(ctx, spawnLogCallTimeout(l.ttl))
+	ctx, cancel := l.bound(ctx, spawnLogCallTimeout(l.ttl))
 	defer cancel()
 	rec := store.Idempotency{Scope: blobScope, Key: l.fence.RunID + "/" + ref, RequestDigest: ref, Result: v, CreatedAt: time.Now()}
 	got, _, err := l.st.ClaimIdempotency(ctx, rec)
 	if err != nil {
-		return fmt.Errorf("supervise: storing result blob %s: %w", ref, err)
+		return fmt.Errorf("supervise: storing result blob %s: %w", ref, l.cutErr(err))
 	}
 	if got.RequestDigest != ref {
 		return fmt.Errorf("supervise: result blob %s: the store holds another blob under its name", ref)
@@ -539,12 +582,12 @@ func (l *StoreSpawnLog) PutBlob(ctx context.Context, ref string, v canonjson.Val
 // GetBlob reads result blob ref of the run back; a blob the store does
 // not hold is fs.ErrNotExist.
 func (l *StoreSpawnLog) GetBlob(ctx context.Context, ref string) (canonjson.Value, error) {
-	ctx, cancel := context.WithTimeout(ctx, spawnLogCallTimeout(l.ttl))
+	ctx, cancel := l.bound(ctx, spawnLogCallTimeout(l.ttl))
 	defer cancel()
 	key := l.fence.RunID + "/" + ref
 	recs, err := l.st.ListIdempotency(ctx, store.IdempotencyQuery{Scope: blobScope, KeyPrefix: key, Limit: 1})
 	if err != nil {
-		return canonjson.Value{}, fmt.Errorf("supervise: reading result blob %s: %w", ref, err)
+		return canonjson.Value{}, fmt.Errorf("supervise: reading result blob %s: %w", ref, l.cutErr(err))
 	}
 	if len(recs) == 0 || recs[0].Key != key {
 		return canonjson.Value{}, fs.ErrNotExist
@@ -572,6 +615,10 @@ func (l *StoreSpawnLog) Append(ctx context.Context, recs ...Record) error {
 	if l.closed {
 		return fmt.Errorf("supervise: journal append: %w", journal.ErrClosed)
 	}
+	if err := l.Held(); err != nil {
+		// Known lost: the store would refuse it, or not answer.
+		return fmt.Errorf("supervise: journal append: %w", err)
+	}
 	now := time.Now()
 	evs := make([]store.NewEvent, len(recs))
 	for i, r := range recs {
@@ -582,12 +629,14 @@ func (l *StoreSpawnLog) Append(ctx context.Context, recs ...Record) error {
 	// be reused, or every later append would fail as a duplicate.
 	l.n += int64(len(recs))
 	// A store that stops answering fails the append rather than hold
-	// the run: a spawn not journaled is not started.
-	ctx, cancel := context.WithTimeout(ctx, spawnLogCallTimeout(l.ttl))
+	// the run: a spawn not journaled is not started. The lease's loss
+	// cuts it at once (bound): its outcome is then unknown, as a
+	// timeout's is — a resume reads back whatever did commit.
+	ctx, cancel := l.bound(ctx, spawnLogCallTimeout(l.ttl))
 	defer cancel()
 	if _, err := l.st.AppendEvents(ctx, l.fence, evs); err != nil {
 		l.lose(err)
-		return fmt.Errorf("supervise: journal append: %w", err)
+		return fmt.Errorf("supervise: journal append: %w", l.cutErr(err))
 	}
 	return nil
 }
@@ -664,7 +713,9 @@ func (l *StoreSpawnLog) Close() error {
 	l.mu.Unlock()
 	close(l.stop)
 	<-l.done
-	return l.release()
+	err := l.release()
+	l.cut(journal.ErrClosed)
+	return err
 }
 
 // release ends the lease now (a fenced write, so a holder that already
@@ -684,7 +735,7 @@ func (l *StoreSpawnLog) release() error {
 
 // setLease writes the lease under the holder's fence, within timeout.
 func (l *StoreSpawnLog) setLease(until time.Time, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := l.bound(context.Background(), timeout)
 	defer cancel()
 	_, err := l.st.UpdateFenced(ctx, l.fence, func(r *store.Run) error {
 		r.Doc = withLease(r.Doc, until)

@@ -224,8 +224,12 @@ without a winner is also said on stderr), 2 on usage errors.`,
 				}
 				return &exitError{code: ExitFailed, err: err}
 			}
+			var lost error
+			if incomplete {
+				lost = err
+			}
 			if asJSON {
-				v := supervisedValue(res.Result, runDir)
+				v := journalLossValue(supervisedValue(res.Result, runDir), lost)
 				lv, err := canonjson.ToValue(res.Ledger)
 				if err != nil {
 					return err
@@ -242,7 +246,7 @@ without a winner is also said on stderr), 2 on usage errors.`,
 					return err
 				}
 			} else {
-				printSupervised(stdio.Out, res.Result, runDir)
+				printSupervisedLost(stdio.Out, res.Result, runDir, lost)
 				for _, row := range res.Ledger {
 					fmt.Fprintf(stdio.Out, "  edge      %s #%d %s, %d bytes%s\n", row.Edge, row.Traversal, row.Outcome, row.Bytes, detail(row.Reason))
 				}

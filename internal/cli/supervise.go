@@ -110,19 +110,24 @@ what is unknown shown as unknown, the run dir) on stdout, or as JSON with
 …) and beside them the spec's SupervisedResult (kind, out, outRef, verdict,
 tree, downCount, spentTotal and spentBreakdown as the spec's Spend, whose
 tokensKnown/usdKnown are explicit and whose unknown amounts are null); a
-verdict carries valid and notes beside passed and reason.
+verdict carries valid and notes beside passed and reason. A result its
+journal (or store) could not fully hold is still shown, its winner as NOT
+RECORDED with what was lost, and under --json with a journalIncomplete
+member {count, lost[{kind, node}], error}; the command then exits 1.
 
 With OTEL_EXPORTER_OTLP_ENDPOINT set, the supervised run is traced over
 OTLP/HTTP: a supervisor.run span, a supervisor.node span per worker and each
 worker's run under its node, in a trace derived from the run id.
 
-SIGINT (Ctrl-C) cancels the run's context: live workers are cancelled and
-the result is printed as no winner, reason aborted (the reference's caller
-abort; cancelled is only agentrt supervise cancel's, with its source and
-operation id), cancellation source "context", exit 1. The run was
-interrupted, not ended: --resume drives it on.
+SIGINT (Ctrl-C) or SIGTERM cancels the run's context: live workers are
+cancelled and the result is printed as no winner, reason aborted (the
+reference's caller abort; cancelled is only agentrt supervise cancel's,
+with its source and operation id), cancellation source "context", exit 1.
+The run was interrupted, not ended: --resume drives it on. A second signal
+stops the process at once.
 
-Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.`,
+Exit status: 0 when the run has a winner its journal holds, 1 when it has
+none or its journal lost part of it, 2 on usage errors.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -312,12 +317,16 @@ Exit status: 0 when the run has a winner, 1 when it has none, 2 on usage errors.
 				}
 				return &exitError{code: ExitFailed, err: err}
 			}
+			var lost error
+			if incomplete {
+				lost = err
+			}
 			if asJSON {
-				if err := writeJSON(stdio.Out, supervisedValue(res, runDir)); err != nil {
+				if err := writeJSON(stdio.Out, journalLossValue(supervisedValue(res, runDir), lost)); err != nil {
 					return err
 				}
 			} else {
-				printSupervised(stdio.Out, res, runDir)
+				printSupervisedLost(stdio.Out, res, runDir, lost)
 			}
 			if incomplete {
 				return &exitError{code: ExitFailed, err: err}
@@ -557,8 +566,10 @@ func parseManagerScript(data []byte) (scripted.ChatScript, error) {
 // progress prints the journal's records on w as the run appends them.
 type progress struct {
 	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
+	// cutReads releases the reads' context once stopped.
+	cutReads context.CancelFunc
+	done     chan struct{}
+	once     sync.Once
 }
 
 // progressReadTimeout bounds each read of the journal the progress
@@ -568,8 +579,9 @@ type progress struct {
 const progressReadTimeout = 5 * time.Second
 
 func startProgress(ctx context.Context, w io.Writer, j journalFeed, resume bool) *progress {
+	readCtx, cutReads := context.WithCancel(context.WithoutCancel(ctx))
 	ctx, cancel := context.WithCancel(ctx)
-	p := &progress{cancel: cancel, done: make(chan struct{})}
+	p := &progress{cancel: cancel, cutReads: cutReads, done: make(chan struct{})}
 	read := func(ctx context.Context) ([]supervise.Record, error) {
 		ctx, cancel := context.WithTimeout(ctx, progressReadTimeout)
 		defer cancel()
@@ -593,7 +605,7 @@ func startProgress(ctx context.Context, w io.Writer, j journalFeed, resume bool)
 				// again would only hold the command's end.
 				return
 			}
-			recs, err := read(context.WithoutCancel(ctx))
+			recs, err := read(readCtx)
 			timedOut = errors.Is(err, context.DeadlineExceeded)
 			if err == nil {
 				for _, r := range recs {
@@ -728,6 +740,7 @@ func (p *progress) stop() {
 	p.once.Do(func() {
 		p.cancel()
 		<-p.done
+		p.cutReads()
 	})
 }
 
@@ -822,9 +835,24 @@ func chargeText(n int64, known bool, unit func(int64) string) string {
 func countText(n int64) string { return fmt.Sprint(n) }
 
 func printSupervised(w io.Writer, res supervise.SupervisedResult, runDir string) {
+	printSupervisedLost(w, res, runDir, nil)
+}
+
+// printSupervisedLost is printSupervised for a result whose journal (or
+// store) does not hold all of it, lost being the error Supervise
+// returned beside it (journalIncomplete; nil: none): a winner is then
+// shown NOT RECORDED, with what was lost, never as a plain winner.
+func printSupervisedLost(w io.Writer, res supervise.SupervisedResult, runDir string, lost error) {
+	if lost != nil && res.Status != supervise.StatusWinner {
+		defer fmt.Fprintf(w, "  journal   INCOMPLETE: %s\n", journalLossText(lost))
+	}
 	switch res.Status {
 	case supervise.StatusWinner:
-		fmt.Fprintf(w, "supervised run %s  winner %s\n", res.RunID, res.Winner.Node)
+		if lost != nil {
+			fmt.Fprintf(w, "supervised run %s  winner %s NOT RECORDED: %s\n", res.RunID, res.Winner.Node, journalLossText(lost))
+		} else {
+			fmt.Fprintf(w, "supervised run %s  winner %s\n", res.RunID, res.Winner.Node)
+		}
 		if res.Winner.Verdict != nil && res.Winner.Verdict.Reason != "" {
 			fmt.Fprintf(w, "  check     passed: %s\n", res.Winner.Verdict.Reason)
 		}
@@ -1485,4 +1513,51 @@ func timeoutFlag(timeout time.Duration, resume bool) error {
 		return usage("--timeout cannot be given with --resume: the run keeps the deadline it was started with")
 	}
 	return nil
+}
+
+// journalLossText says what a run's journal (or store) could not hold,
+// for the first line of its human output: lost is the error Supervise
+// returned beside its result (journalIncomplete).
+func journalLossText(lost error) string {
+	var e *supervise.JournalLossError
+	if !errors.As(lost, &e) {
+		return "its journal or store does not hold it: " + lost.Error()
+	}
+	names := make([]string, len(e.Lost))
+	for i, r := range e.Lost {
+		names[i] = r.Kind
+		if r.Node != "" {
+			names[i] += " of " + string(r.Node)
+		}
+	}
+	if e.Count > len(e.Lost) {
+		names = append(names, fmt.Sprintf("and %d more", e.Count-len(e.Lost)))
+	}
+	return fmt.Sprintf("its journal lost %d record(s) (%s)", e.Count, strings.Join(names, ", "))
+}
+
+// journalLossValue is v, a result as --json prints it, with member
+// journalIncomplete {count?, lost?[{kind, node?}], error} when lost, the
+// error Supervise returned beside the result, says its journal (or
+// store) does not hold all of it; v unchanged when lost is nil.
+func journalLossValue(v canonjson.Value, lost error) canonjson.Value {
+	if lost == nil {
+		return v
+	}
+	var m []canonjson.Member
+	var e *supervise.JournalLossError
+	if errors.As(lost, &e) {
+		recs := make([]canonjson.Value, len(e.Lost))
+		for i, r := range e.Lost {
+			rm := []canonjson.Member{{Name: "kind", Value: canonjson.StringValue(r.Kind)}}
+			if r.Node != "" {
+				rm = append(rm, canonjson.Member{Name: "node", Value: canonjson.StringValue(string(r.Node))})
+			}
+			recs[i] = canonjson.ObjectValue(rm)
+		}
+		m = append(m, canonjson.Member{Name: "count", Value: canonjson.NumberValue(float64(e.Count))},
+			canonjson.Member{Name: "lost", Value: canonjson.ArrayValue(recs)})
+	}
+	m = append(m, canonjson.Member{Name: "error", Value: canonjson.StringValue(lost.Error())})
+	return v.With("journalIncomplete", canonjson.ObjectValue(m))
 }

@@ -83,6 +83,16 @@ func TestSuperviseWhenPostgresFreezesMidRun(t *testing.T) {
 	}
 	hang := time.Since(frozen)
 	t.Logf("the process ended %v after PostgreSQL froze (%v); stderr:\n%s", hang.Round(time.Millisecond), aExit, aErr.String())
+	// Task H2: the lease bounds the end. Lost (its renewer saw it, or
+	// its deadline passed unrenewed), every journal call in flight is
+	// cut at once, not run out its own timeout; what remains is the
+	// worker's own settling, a progress read in flight (5 s) and the
+	// store's bounded close. Before: 20 s
+	// (an append ran out its 5 s, the PostgreSQL pool's close waited
+	// 15 s on pgx's cancel request to the frozen server).
+	if bound := 2*time.Second + 12*time.Second; hang > bound {
+		t.Errorf("the process ended %v after its store froze, past its lease and a small bound (%v)", hang.Round(time.Millisecond), bound)
+	}
 	if aExit == nil {
 		t.Errorf("the process exited 0 with its store frozen; stdout:\n%s", aOut.String())
 	}

@@ -135,13 +135,30 @@ func open(ctx context.Context, pool *pgxpool.Pool, schema string, opts Options) 
 	return s, nil
 }
 
+// PoolCloseWait is how long Close waits for the pool Open made to
+// close its connections. A connection a cancelled call left broken is
+// closed by pgx in the background, after a cancel request it waits up
+// to 15 s for: against a server that stopped answering, Close returns
+// after PoolCloseWait and the connections finish closing on their own.
+const PoolCloseWait = time.Second
+
 // Close implements store.Store. Appends already queued commit first;
 // later ones fail with store.ErrClosed. A pool given to OpenPool stays
-// open.
+// open; one Open made is closed, waiting at most PoolCloseWait for it.
 func (s *Store) Close() error {
 	s.appends.Close()
 	if s.owned {
-		s.pool.Close()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.pool.Close()
+		}()
+		t := time.NewTimer(PoolCloseWait)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+		}
 	}
 	return nil
 }

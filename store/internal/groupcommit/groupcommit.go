@@ -66,6 +66,20 @@ type Request[In, Out any] struct {
 	err   error
 	state atomic.Int32
 	done  chan struct{}
+	// tx is the transaction that took it, set before its state says
+	// taken.
+	tx *txn
+}
+
+// txn is one transaction's bound: cancelled once every caller whose
+// request it carries has given up waiting (its context ended), since
+// no one then waits for its outcome — which is unknown to each of
+// them either way — and a database that stopped answering must not
+// hold the committer (and Close) for the whole Timeout.
+type txn struct {
+	waiting atomic.Int32
+	ctx     context.Context
+	cancel  context.CancelFunc
 }
 
 // Succeed records the request's result; the caller sees it only if the
@@ -128,7 +142,9 @@ func New[In, Out any](opts Options, commit Commit[In, Out]) *Committer[In, Out] 
 // written; if it ends once a transaction has taken the request, Do
 // returns at once with store.ErrUnknownOutcome (wrapping ctx's error):
 // the caller's bound holds even when the database stops answering, and
-// the append may still commit. After Close, Do fails with
+// the append may still commit. A transaction every caller of which gave
+// up so is cut then (its context cancelled), so neither the committer
+// nor Close waits out its Timeout. After Close, Do fails with
 // store.ErrClosed.
 func (c *Committer[In, Out]) Do(ctx context.Context, in In, rows int) (Out, error) {
 	var zero Out
@@ -148,11 +164,15 @@ func (c *Committer[In, Out]) Do(ctx context.Context, in In, rows int) (Out, erro
 		}
 		// Taken: a transaction carries it. The caller's bound wins over
 		// waiting for the outcome, which is then unknown — the append
-		// may yet commit.
+		// may yet commit. The last caller of the transaction to give up
+		// cuts it.
 		select {
 		case <-r.done:
 			return r.out, r.err
 		default:
+			if r.tx.waiting.Add(-1) == 0 {
+				r.tx.cancel()
+			}
 			return zero, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, ctx.Err())
 		}
 	}
@@ -205,8 +225,10 @@ func (c *Committer[In, Out]) loop() {
 				}
 			}
 		}
-		batch, carry = c.fill(batch[:0], carry)
-		c.run(batch)
+		tx := &txn{}
+		tx.ctx, tx.cancel = context.WithTimeout(context.Background(), c.opts.Timeout)
+		batch, carry = c.fill(tx, batch[:0], carry)
+		c.run(tx, batch)
 		clear(batch)
 	}
 }
@@ -214,15 +236,19 @@ func (c *Committer[In, Out]) loop() {
 // fill takes first and then whatever is queued, within the bounds,
 // skipping abandoned requests. A request that would overflow MaxRows is
 // returned to start the next batch.
-func (c *Committer[In, Out]) fill(batch []*Request[In, Out], first *Request[In, Out]) ([]*Request[In, Out], *Request[In, Out]) {
+func (c *Committer[In, Out]) fill(tx *txn, batch []*Request[In, Out], first *Request[In, Out]) ([]*Request[In, Out], *Request[In, Out]) {
 	rows := 0
 	add := func(r *Request[In, Out]) bool {
 		if len(batch) > 0 && rows+r.rows > c.opts.MaxRows {
 			return false
 		}
+		r.tx = tx
+		tx.waiting.Add(1)
 		if r.state.CompareAndSwap(queued, taken) {
 			batch = append(batch, r)
 			rows += r.rows
+		} else {
+			tx.waiting.Add(-1)
 		}
 		return true
 	}
@@ -240,13 +266,12 @@ func (c *Committer[In, Out]) fill(batch []*Request[In, Out], first *Request[In, 
 	return batch, nil
 }
 
-func (c *Committer[In, Out]) run(batch []*Request[In, Out]) {
+func (c *Committer[In, Out]) run(tx *txn, batch []*Request[In, Out]) {
+	defer tx.cancel()
 	if len(batch) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Timeout)
-	err := c.commit(ctx, batch)
-	cancel()
+	err := c.commit(tx.ctx, batch)
 	for _, r := range batch {
 		if err != nil && r.err == nil {
 			r.Fail(err)

@@ -350,3 +350,81 @@ func TestCloseDrainsAndStops(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// ctxGate is a commit function that hands each commit's context to the
+// test and holds the commit until released or its context ends.
+type ctxGate struct {
+	entered chan context.Context
+	release chan struct{}
+}
+
+func (g *ctxGate) commit(ctx context.Context, batch []*call) error {
+	for _, r := range batch {
+		r.Succeed(r.In * 10)
+	}
+	g.entered <- ctx
+	select {
+	case <-g.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// A transaction whose every caller gave up (a database that stopped
+// answering) is cut at once rather than run out its Timeout, holding
+// the committer and Close: no one waits for its outcome, which each
+// caller was told is unknown.
+func TestTransactionAllCallersAbandonedIsCut(t *testing.T) {
+	g := &ctxGate{entered: make(chan context.Context, 1), release: make(chan struct{})}
+	c := New(Options{Timeout: time.Hour}, g.commit)
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	results := make(chan result, 1)
+	start(ctx, c, 7, results)
+	var txCtx context.Context
+	select {
+	case txCtx = <-g.entered:
+	case <-time.After(wait):
+		t.Fatal("the committer never started a commit")
+	}
+	cancel()
+	if r := receive(t, results); !errors.Is(r.err, store.ErrUnknownOutcome) {
+		t.Fatalf("got %d, %v; want the outcome unknown", r.out, r.err)
+	}
+	select {
+	case <-txCtx.Done():
+	case <-time.After(wait):
+		t.Fatal("the transaction its only caller abandoned still runs")
+	}
+}
+
+// A transaction one of whose callers still waits is not cut when another
+// gives up: the one waiting gets its outcome.
+func TestTransactionOneCallerWaitingIsNotCut(t *testing.T) {
+	g := newGate()
+	c := New(Options{Timeout: time.Hour}, g.commit)
+	defer c.Close()
+	// 1 holds the committer while 2 and 3 queue into one batch.
+	results := make(chan result, 3)
+	start(context.Background(), c, 1, results)
+	g.waitEntered(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	start(ctx, c, 2, results)
+	waitQueued(t, c, 1)
+	start(context.Background(), c, 3, results)
+	waitQueued(t, c, 2)
+	g.release <- struct{}{} // 1 commits
+	if r := receive(t, results); r.in != 1 || r.err != nil {
+		t.Fatalf("first: %+v", r)
+	}
+	g.waitEntered(t) // 2 and 3's transaction runs
+	cancel()
+	if r := receive(t, results); r.in != 2 || !errors.Is(r.err, store.ErrUnknownOutcome) {
+		t.Fatalf("the abandoned caller: %+v, want its outcome unknown", r)
+	}
+	close(g.release)
+	if r := receive(t, results); r.in != 3 || r.err != nil || r.out != 30 {
+		t.Errorf("the waiting caller: %+v, want 30 and no error (its transaction was not cut)", r)
+	}
+}
