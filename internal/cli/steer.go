@@ -128,14 +128,7 @@ RUN is the run's directory or its id in --workspace
 from the worker WORKER names now (a reused label names its newest worker)
 or the run, so running the same command again retries the same request.
 
-With --wait 0 the request is written and not waited for: its effect is
-cancel_requested (or the run's answer, when it already gave one). With
---wait D a cancellation the run did not confirm within D is unknown.
-
-Exit status: 0 when the cancellation was confirmed (cancelled), found
-nothing live (not_live), or requested with --wait 0 (cancel_requested), 1
-otherwise (unknown: not confirmed within --wait, said on stderr, or a
-worker the run never had, finished run or not), 2 on usage errors.`,
+` + cancelWaitHelp,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := resolveRunDir(args[0], workspace)
@@ -163,3 +156,14 @@ worker the run never had, finished run or not), 2 on usage errors.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the acknowledgement as JSON")
 	return cmd
 }
+
+// cancelWaitHelp is the --wait and exit-status text of agentrt cancel and
+// agentrt supervise cancel, one request with two spellings.
+const cancelWaitHelp = `With --wait 0 the request is written and not waited for: its effect is
+cancel_requested (or the run's answer, when it already gave one). With
+--wait D a cancellation the run did not confirm within D is unknown.
+
+Exit status: 0 when the cancellation was confirmed (cancelled), found
+nothing live (not_live), or requested with --wait 0 (cancel_requested), 1
+otherwise (unknown: not confirmed within --wait, said on stderr, or a
+worker the run never had, finished run or not), 2 on usage errors.`

@@ -1268,14 +1268,7 @@ direct child's label or profile name) and its subtree, or, without WORKER, of
 the whole run; then wait up to --wait for the supervisor to confirm the end
 (effect cancelled or not_live). Repeating the same --operation-id is safe.
 
-With --wait 0 the request is written and not waited for: its effect is
-cancel_requested (or the run's answer, when it already gave one). With
---wait D a cancellation the run did not confirm within D is unknown.
-
-Exit status: 0 when the cancellation was confirmed (cancelled), found
-nothing live (not_live), or requested with --wait 0 (cancel_requested), 1
-otherwise (unknown: not confirmed within --wait, said on stderr, or a
-worker the run never had, finished run or not), 2 on usage errors.`,
+` + cancelWaitHelp,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
