@@ -131,7 +131,10 @@ type core struct {
 	// journaled, claims it (claimInDoubtReplay); any other call spawns
 	// anew.
 	replayInDoubt map[string][]NodeID
-	exhausted     bool
+	// rerunCalls are the calls of the manager's recorded transcript
+	// that no recorded tool message answers (setRerunCalls).
+	rerunCalls map[string]bool
+	exhausted  bool
 	// breaker is the restart-intensity breaker (nil when off); tripped
 	// is its trip and abortWhy a caller's abort (RootHandle.Abort), once
 	// either ended the run, here or in the journal an earlier process
@@ -537,53 +540,42 @@ func (c *Coordinator) claimReplay(req SpawnRequest) (NodeID, bool) {
 
 // claimInDoubtReplay returns the journaled node, in doubt, that the
 // spawn_worker call running on ctx made in an earlier process: a call of
-// the manager's recorded transcript (kernel.ToolCallID) that no recorded
-// tool message answers, run again exactly as made, replays its child
-// rather than spawn it again (the child's execution may still run).
+// the manager's recorded transcript that no recorded tool message
+// answered (rerunCalls, by kernel.ToolCallID), run again exactly as
+// made, replays its child rather than spawn it again (the child's
+// execution may still run).
 func (c *Coordinator) claimInDoubtReplay(ctx context.Context, req SpawnRequest) (NodeID, bool) {
 	k := replayKey(req)
-	c.mu.Lock()
-	n := len(c.replayInDoubt[k])
-	c.mu.Unlock()
-	if n == 0 {
-		return "", false
-	}
 	call := kernel.ToolCallID(ctx)
-	if call == "" || !c.unansweredRecordedCall(call) {
-		return "", false
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ids := c.replayInDoubt[k]
-	if len(ids) == 0 {
+	if len(ids) == 0 || call == "" || !c.rerunCalls[call] {
 		return "", false
 	}
+	delete(c.rerunCalls, call)
 	c.replayInDoubt[k] = ids[1:]
 	return ids[0], true
 }
 
-// unansweredRecordedCall reports whether c's manager's journaled
-// transcript holds call id among an assistant message's calls and no
-// tool message answering it.
-func (c *Coordinator) unansweredRecordedCall(id string) bool {
-	msgs, _, _, err := c.recordedTranscript()
-	if err != nil {
-		return false
-	}
-	made := false
-	for _, m := range msgs {
+// setRerunCalls notes the calls of recorded, a resumed manager's
+// journaled transcript, that no tool message of it answers: the calls
+// its tool loop runs again (claimInDoubtReplay).
+func (c *Coordinator) setRerunCalls(recorded []contract.ChatMessage) {
+	open := map[string]bool{}
+	for _, m := range recorded {
 		switch m.Role {
 		case contract.ChatAssistant:
 			for _, tc := range m.ToolCalls {
-				made = made || tc.ID == id
+				open[tc.ID] = true
 			}
 		case contract.ChatTool:
-			if m.ToolCallID == id {
-				return false
-			}
+			delete(open, m.ToolCallID)
 		}
 	}
-	return made
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rerunCalls = open
 }
 
 func replayKey(req SpawnRequest) string {

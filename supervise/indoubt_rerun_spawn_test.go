@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -50,8 +51,9 @@ func (e *bindingExecutor) Recover(context.Context, supervise.RecoverWork) (super
 // (the transcript's result of the spawn call, what the manager did next,
 // node's settlement and the run's end are gone). The worker's bind and
 // the manager's checkpoint of the call's result are separate appends on
-// separate goroutines; under load the bind lands first.
-func cutAfterBindOf(t *testing.T, dir string, node supervise.NodeID) {
+// separate goroutines; under load the bind lands first. With answered
+// set, the transcript's tool message answering that call id is kept too.
+func cutAfterBindOf(t *testing.T, dir string, node supervise.NodeID, answered string) {
 	t.Helper()
 	path := filepath.Join(dir, supervise.SpawnJournalFile)
 	data, err := os.ReadFile(path)
@@ -63,7 +65,10 @@ func cutAfterBindOf(t *testing.T, dir string, node supervise.NodeID) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(nil, 1<<24)
 	for sc.Scan() {
-		var rec struct{ Kind, Node string }
+		var rec struct {
+			Kind, Node string
+			Messages   []struct{ ToolCallID string }
+		}
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 			t.Fatalf("a journal line does not decode: %v", err)
 		}
@@ -72,6 +77,7 @@ func cutAfterBindOf(t *testing.T, dir string, node supervise.NodeID) {
 			spawned = rec.Kind == supervise.KindSpawned && rec.Node == string(node)
 		case rec.Kind == supervise.KindExecutionBound && rec.Node == string(node):
 			bound = true
+		case answered != "" && rec.Kind == supervise.KindTranscript && len(rec.Messages) > 0 && rec.Messages[0].ToolCallID == answered:
 		default:
 			continue
 		}
@@ -92,20 +98,50 @@ func cutAfterBindOf(t *testing.T, dir string, node supervise.NodeID) {
 // script", under load) is resumed with that call unanswered: run again
 // exactly as made, it must replay the journaled child — in doubt, its
 // execution still running — not spawn and run a third worker.
+//
+// A later call of the resumed manager with the same request is another
+// call: it spawns the work anew (a manager that redoes the in-doubt
+// work), even when its id is one the journal's earlier process never
+// used.
 func TestResumedSpawnCallReplaysItsInDoubtChild(t *testing.T) {
+	for _, tt := range []struct {
+		name           string
+		answered, redo bool
+	}{
+		{"spawn unanswered", false, false},
+		{"spawn unanswered, then redone", false, true},
+		// The journal's answer to the spawn call names the child: no call
+		// is run again, and the redo, whose call is journaled before it
+		// runs, is no call of the journal's.
+		{"spawn answered, then redone", true, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) { resumedSpawnCall(t, tt.answered, tt.redo) })
+	}
+}
+
+func resumedSpawnCall(t *testing.T, answered, redo bool) {
 	spawn := func(id, task string) scripted.ChatTurn {
 		return scripted.ChatTurn{Events: []contract.ChatEvent{call(id, supervise.VerbSpawnWorker, spawnArgs(task)), managerUsage(10, 5, 0.0001)}}
 	}
 	await := func(id string) scripted.ChatTurn {
 		return scripted.ChatTurn{Events: []contract.ChatEvent{call(id, supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60000}), managerUsage(10, 5, 0.0001)}}
 	}
+	answer := scripted.ChatTurn{Events: []contract.ChatEvent{scripted.Text("done"), managerUsage(10, 5, 0.0001)}}
 	script := scripted.ChatScript{FromConversation: true, Turns: []scripted.ChatTurn{
-		spawn("s1", "first"), await("a1"), spawn("s2", "second"), await("a2"),
-		{Events: []contract.ChatEvent{scripted.Text("done"), managerUsage(10, 5, 0.0001)}}}}
+		spawn("s1", "first"), await("a1"), spawn("s2", "second"), await("a2"), answer}}
+	resumed := script
+	if redo {
+		resumed.Turns = []scripted.ChatTurn{spawn("s1", "first"), await("a1"), spawn("s2", "second"), await("a2"),
+			spawn("s3", "second"), await("a3"), answer}
+	}
 	dir := t.TempDir()
 	run := func(resume bool) (supervise.SupervisedResult, *bindingExecutor) {
 		exec := &bindingExecutor{runs: map[string]int{}}
-		o := baseOptions(t, exec, scripted.NewChatModel(script))
+		s := script
+		if resume {
+			s = resumed
+		}
+		o := baseOptions(t, exec, scripted.NewChatModel(s))
 		o.RunDir, o.Resume = dir, resume
 		// No dollar ceiling (as agentrt graph's): the in-doubt worker's
 		// unknown spend leaves the pool able to admit another.
@@ -117,11 +153,19 @@ func TestResumedSpawnCallReplaysItsInDoubtChild(t *testing.T) {
 		return res, exec
 	}
 	run(false)
-	cutAfterBindOf(t, dir, "run1:s2")
+	keep := ""
+	if answered {
+		keep = "s2"
+	}
+	cutAfterBindOf(t, dir, "run1:s2", keep)
 
 	res, exec := run(true)
-	if n := exec.runs["second"]; n != 0 {
-		t.Errorf("the resumed run executed the in-doubt worker's task %d times, want 0", n)
+	want := []supervise.NodeID{"run1:s1", "run1:s2"}
+	if redo {
+		want = append(want, "run1:s3")
+	}
+	if n := exec.runs["second"]; n != len(want)-2 {
+		t.Errorf("the resumed run executed the in-doubt worker's task %d times, want %d", n, len(want)-2)
 	}
 	var ids []supervise.NodeID
 	for _, n := range res.Tree {
@@ -130,23 +174,26 @@ func TestResumedSpawnCallReplaysItsInDoubtChild(t *testing.T) {
 			t.Errorf("run1:s2, killed in flight, is not in doubt: %+v", n)
 		}
 	}
-	if len(ids) != 2 {
-		t.Errorf("the resumed run's workers are %v, want run1:s1 and run1:s2 (no worker spawned again)", ids)
+	if !slices.Equal(ids, want) {
+		t.Errorf("the resumed run's workers are %v, want %v", ids, want)
 	}
 	// The call run again answers with the journaled child.
 	recs, _, err := supervise.ReadRunDir(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var answer string
+	answers := map[string]string{}
 	for _, r := range recs {
 		for _, m := range r.Messages {
-			if r.Kind == supervise.KindTranscript && m.ToolCallID == "s2" && m.Content != nil {
-				answer = *m.Content
+			if r.Kind == supervise.KindTranscript && m.Content != nil {
+				answers[m.ToolCallID] = *m.Content
 			}
 		}
 	}
-	if !strings.Contains(answer, `"workerId":"run1:s2"`) {
-		t.Errorf("the spawn call run again answered %q, want its journaled child run1:s2", answer)
+	if a := answers["s2"]; !strings.Contains(a, `"workerId":"run1:s2"`) {
+		t.Errorf("the spawn call run again answered %q, want its journaled child run1:s2", a)
+	}
+	if a := answers["s3"]; redo && !strings.Contains(a, `"workerId":"run1:s3"`) {
+		t.Errorf("the later spawn call answered %q, want a new worker run1:s3", a)
 	}
 }
