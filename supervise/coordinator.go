@@ -124,7 +124,17 @@ type core struct {
 	// teardowns are the settled workers whose teardown is unconfirmed.
 	teardowns []UnconfirmedTeardown
 	replay    map[string][]NodeID // canonical request → settled journaled nodes not yet claimed
-	exhausted bool
+	// replayInDoubt holds, by canonical request, the journaled unkeyed
+	// nodes pruned from replay in doubt with their execution bound (it
+	// may still run): only the manager's spawn_worker
+	// call that made one, run again because its result was not
+	// journaled, claims it (claimInDoubtReplay); any other call spawns
+	// anew.
+	replayInDoubt map[string][]NodeID
+	// rerunCalls are the calls of the manager's recorded transcript
+	// that no recorded tool message answers (setRerunCalls).
+	rerunCalls map[string]bool
+	exhausted  bool
 	// breaker is the restart-intensity breaker (nil when off); tripped
 	// is its trip and abortWhy a caller's abort (RootHandle.Abort), once
 	// either ended the run, here or in the journal an earlier process
@@ -365,7 +375,11 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 
 	c.spawnMu.Lock()
 	if req.Key == "" {
-		if id, ok := c.claimReplay(req); ok {
+		id, ok := c.claimReplay(req)
+		if !ok {
+			id, ok = c.claimInDoubtReplay(ctx, req)
+		}
+		if ok {
 			c.spawnMu.Unlock()
 			info, _ := c.scope.Node(id)
 			live, free := c.scope.Live()
@@ -522,6 +536,46 @@ func (c *Coordinator) claimReplay(req SpawnRequest) (NodeID, bool) {
 	}
 	c.replay[k] = ids[1:]
 	return ids[0], true
+}
+
+// claimInDoubtReplay returns the journaled node, in doubt, that the
+// spawn_worker call running on ctx made in an earlier process: a call of
+// the manager's recorded transcript that no recorded tool message
+// answered (rerunCalls, by kernel.ToolCallID), run again exactly as
+// made, replays its child rather than spawn it again (the child's
+// execution may still run).
+func (c *Coordinator) claimInDoubtReplay(ctx context.Context, req SpawnRequest) (NodeID, bool) {
+	k := replayKey(req)
+	call := kernel.ToolCallID(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := c.replayInDoubt[k]
+	if len(ids) == 0 || call == "" || !c.rerunCalls[call] {
+		return "", false
+	}
+	delete(c.rerunCalls, call)
+	c.replayInDoubt[k] = ids[1:]
+	return ids[0], true
+}
+
+// setRerunCalls notes the calls of recorded, a resumed manager's
+// journaled transcript, that no tool message of it answers: the calls
+// its tool loop runs again (claimInDoubtReplay).
+func (c *Coordinator) setRerunCalls(recorded []contract.ChatMessage) {
+	open := map[string]bool{}
+	for _, m := range recorded {
+		switch m.Role {
+		case contract.ChatAssistant:
+			for _, tc := range m.ToolCalls {
+				open[tc.ID] = true
+			}
+		case contract.ChatTool:
+			delete(open, m.ToolCallID)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rerunCalls = open
 }
 
 func replayKey(req SpawnRequest) string {
@@ -1776,7 +1830,10 @@ func inSubtreeOf(id NodeID, roots map[NodeID]bool) bool {
 
 // pruneReplay keeps, for an unkeyed spawn, only the settled-done nodes
 // to replay (and those awaiting recovery, until recoverInDoubt prunes
-// again): a node in doubt or down runs again when asked.
+// again): a node in doubt or down runs again when asked — but a node in
+// doubt whose execution was bound (it may still run) is kept aside
+// (replayInDoubt) for the call that made it, should that call run again
+// (claimInDoubtReplay).
 func (c *Coordinator) pruneReplay() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -1790,7 +1847,14 @@ func (c *Coordinator) pruneReplay() {
 	for k, ids := range c.replay {
 		c.replay[k] = slices.DeleteFunc(ids, func(id NodeID) bool {
 			n, _ := c.scope.Node(id)
-			return n.State != StateDone && !awaiting[id]
+			drop := n.State != StateDone && !awaiting[id]
+			if w := c.workers[id]; drop && n.InDoubt && w != nil && w.execution != "" {
+				if c.replayInDoubt == nil {
+					c.replayInDoubt = map[string][]NodeID{}
+				}
+				c.replayInDoubt[k] = append(c.replayInDoubt[k], id)
+			}
+			return drop
 		})
 	}
 }

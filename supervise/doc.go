@@ -66,7 +66,11 @@
 // does, its first run's effect journaled or not:
 //
 //	spawn_worker     replays the journaled child (same arguments): the
-//	                 child is not executed again
+//	                 child is not executed again — nor spawned again
+//	                 when it is in doubt with its execution bound (it
+//	                 may still run): the call, by its id, gets that
+//	                 child back. One in doubt that bound no execution
+//	                 runs anew
 //	await_event      takes the next queued event: the one the lost
 //	                 result held was never dropped (Took is journaled
 //	                 with the result), so it is returned now, once. An

@@ -319,6 +319,7 @@ func (b *RouterBrain) DriveTools(ctx context.Context, c *Coordinator, task strin
 		return BrainReport{}, err
 	}
 	c.dropTaken(took)
+	c.setRerunCalls(recorded)
 	journal := &transcriptJournal{c: c, inbox: c.ManagerInbox()}
 	// Steers the loop took that no checkpoint journaled go back.
 	defer journal.releaseHeld(ctx)
