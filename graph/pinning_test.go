@@ -61,6 +61,9 @@ func TestSpawnRunsTheNodesCanonicalProfile(t *testing.T) {
 		turn(call("c3", supervise.VerbSpawnWorker, map[string]any{"profile": "reviewer", "label": "coder", "task": "Review it."})),
 		turn(call("c4", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60_000})),
 		turn(call("c5", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60_000})),
+		// The critic's settle: its finding is ledgered before the next
+		// spawn's row, so the ledger's order is the run's, not a race.
+		turn(call("c5b", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60_000})),
 		turn(call("c6", supervise.VerbSpawnWorker, map[string]any{"profile": "coder", "task": "Fix it."})),
 		turn(call("c7", supervise.VerbAwaitEvent, map[string]any{"timeoutMs": 60_000})),
 		turn(final("done")),
