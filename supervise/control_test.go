@@ -36,10 +36,46 @@ type inboxExecutor struct {
 	mu    sync.Mutex
 	inbox map[supervise.NodeID]chan string
 	got   map[supervise.NodeID][]string
+	// opened holds, per worker, a channel closed once its inbox opened.
+	opened map[supervise.NodeID]chan struct{}
 }
 
 func newInboxExecutor() *inboxExecutor {
-	return &inboxExecutor{release: make(chan struct{}), inbox: map[supervise.NodeID]chan string{}, got: map[supervise.NodeID][]string{}}
+	return &inboxExecutor{release: make(chan struct{}), inbox: map[supervise.NodeID]chan string{}, got: map[supervise.NodeID][]string{},
+		opened: map[supervise.NodeID]chan struct{}{}}
+}
+
+// openedLocked is node's inbox-opened signal; e.mu is held.
+func (e *inboxExecutor) openedLocked(node supervise.NodeID) chan struct{} {
+	ch, ok := e.opened[node]
+	if !ok {
+		ch = make(chan struct{})
+		e.opened[node] = ch
+	}
+	return ch
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// awaitInbox waits until node's Execute opened its inbox (it stays
+// open until that Execute returns).
+func (e *inboxExecutor) awaitInbox(ctx context.Context, node supervise.NodeID) error {
+	e.mu.Lock()
+	ch := e.openedLocked(node)
+	e.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("worker %s's inbox never opened: %w", node, context.Cause(ctx))
+	}
 }
 
 func workSpend() ledger.Spend {
@@ -54,6 +90,9 @@ func (e *inboxExecutor) Execute(ctx context.Context, w supervise.Work) (supervis
 	ch := make(chan string, 8)
 	e.mu.Lock()
 	e.inbox[w.Node] = ch
+	if o := e.openedLocked(w.Node); !isClosed(o) {
+		close(o) // a worker resumed under the same id opens it again
+	}
 	e.mu.Unlock()
 	defer func() {
 		e.mu.Lock()
@@ -150,8 +189,18 @@ func startLiveRunWith(t *testing.T, exec supervise.Executor, grace time.Duration
 				return supervise.BrainReport{}, err
 			}
 			for _, task := range tasks {
-				if _, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: task, Label: task}); err != nil {
+				sp, err := c.Spawn(ctx, supervise.SpawnArgs{Profile: "writer", Task: task, Label: task})
+				if err != nil {
 					return supervise.BrainReport{}, err
+				}
+				// Ready means steerable: a spawn returns before its
+				// worker's Execute opened the inbox a steer is
+				// delivered to, so wait for it (else a steer sent at
+				// once is refused — a race of the test's executor).
+				if ie, ok := exec.(*inboxExecutor); ok {
+					if err := ie.awaitInbox(ctx, sp.WorkerID); err != nil {
+						return supervise.BrainReport{}, err
+					}
 				}
 			}
 			if before != nil {

@@ -76,7 +76,13 @@ type Coordinator struct {
 	// acknowledgement is not yet written; closeManagerInbox waits for
 	// them.
 	reoffered sync.WaitGroup
-	meter     meter
+	// rootSteers counts the in-process root steers (Steer) under way,
+	// from before their request is journaled until their
+	// acknowledgement is; closeManagerInbox waits for them, so a steer
+	// the manager's last turn took is acknowledged in the journal
+	// before the run ends and closes it.
+	rootSteers callGate
+	meter      meter
 	// turnObs is a nested manager's worker observer (its log and
 	// progress), under its TurnMeter; kids are the done channels of the
 	// children it started, joined when its brain returns.
@@ -1374,6 +1380,8 @@ type Steerer interface {
 // it; one a resumed run finds accepted but never acknowledged is
 // re-offered to the manager by the run itself, not by the call run
 // again, and so is one to a nested manager the resumed run drives again.
+// The run's end waits for a root steer under way (called before the
+// manager's inbox closed) to journal its acknowledgement.
 func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, error) {
 	if err := checkSteerMessage(a.Instruction); err != nil {
 		// Refused before anything is journaled or delivered: the bound
@@ -1396,6 +1404,12 @@ func (c *Coordinator) Steer(ctx context.Context, a SteerArgs) (SteerResult, erro
 				}
 				return reofferedSteer(), nil
 			}
+		}
+		// Counted from here to its acknowledgement, unless the run's end
+		// closed the manager's inbox already (its journal may be closed
+		// too: what follows is then not_live, and lost as before).
+		if c.rootSteers.enter() {
+			defer c.rootSteers.leave()
 		}
 		req := c.steerRequested(ctx, a, op)
 		effect, reason := c.deliverRoot(ctx, a.Instruction, req.OperationID)

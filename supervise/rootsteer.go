@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/agentrt/agentrt/canonjson"
 )
@@ -174,11 +175,44 @@ func (c *Coordinator) acknowledgeReoffered(ctx context.Context, q SteerRequest, 
 
 // closeManagerInbox seals the manager's inbox (the root's, or a nested
 // manager's) once its brain returned: a steer still waiting, or arriving
-// later, is not_live. It returns once every re-offered steer is
-// acknowledged.
+// later, is not_live. It returns once every re-offered steer, and every
+// in-process root steer (Steer) under way, is acknowledged.
 func (c *Coordinator) closeManagerInbox(ctx context.Context) {
 	c.ManagerInbox().close(context.WithoutCancel(ctx))
 	c.reoffered.Wait() // each was resolved by the close, if not before
+	c.rootSteers.closeAndWait()
+}
+
+// callGate counts calls under way until it is closed; closeAndWait
+// closes it and waits for those that entered before. A call that
+// enters (Add) always happens before the Wait, as sync.WaitGroup asks.
+type callGate struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// enter counts a call under way; false, and nothing counted, once the
+// gate is closed.
+func (g *callGate) enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.wg.Add(1)
+	return true
+}
+
+// leave ends a call enter counted.
+func (g *callGate) leave() { g.wg.Done() }
+
+// closeAndWait refuses later calls and waits for those under way.
+func (g *callGate) closeAndWait() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.wg.Wait()
 }
 
 // deliverRoot puts a steer addressed to the run's root in the manager's

@@ -67,6 +67,7 @@ func TestKeyedSpawnRetriedAcrossRestartThenDuplicateBehaviour44(t *testing.T) {
 
 	gate := &gateExecutor{release: make(chan struct{})}
 	var retried, duplicate map[string]any
+	var awaited []map[string]any
 	o = baseOptions(t, gate, nil)
 	o.RunDir, o.Resume = dir, true
 	o.Brain = supervise.BrainFunc(func(ctx context.Context, c *supervise.Coordinator, _ string) (supervise.BrainReport, error) {
@@ -77,7 +78,17 @@ func TestKeyedSpawnRetriedAcrossRestartThenDuplicateBehaviour44(t *testing.T) {
 			t.Errorf("the duplicate-key refusal changed the pool (-before +after):\n%s", diff)
 		}
 		close(gate.release)
-		tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
+		// The first process may have died before it journaled that its
+		// brain took run1:s1's settlement (what lands after the settled
+		// record depends on the group commit), so the resumed brain can
+		// be offered it again: wait for the retry's own settlement.
+		for {
+			ev := tool(t, ctx, c, supervise.VerbAwaitEvent, map[string]any{"kinds": []string{"settled"}, "timeoutMs": 60000})
+			awaited = append(awaited, ev)
+			if e, _ := ev["event"].(map[string]any); e == nil || e["workerId"] == retried["workerId"] {
+				break
+			}
+		}
 		return supervise.BrainReport{}, nil
 	})
 	res, err := supervise.Supervise(context.Background(), managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent), "t", o)
@@ -91,6 +102,6 @@ func TestKeyedSpawnRetriedAcrossRestartThenDuplicateBehaviour44(t *testing.T) {
 		t.Errorf("same key while its retry is live: %v, want duplicate-key", duplicate)
 	}
 	if res.Status != supervise.StatusWinner || res.Winner == nil || res.Winner.Node != supervise.NodeID(retried["workerId"].(string)) {
-		t.Errorf("result %s winner %+v, want the retry to win", res.Status, res.Winner)
+		t.Errorf("result %s winner %+v, want the retry to win; the brain awaited %v", res.Status, res.Winner, awaited)
 	}
 }
