@@ -297,8 +297,14 @@ type SpawnResult struct {
 	PriorWorker NodeID  `json:"priorWorkerId,omitzero"`
 	PriorReason string  `json:"priorReason,omitzero"`
 	Replayed    bool    `json:"replayed,omitzero"`
-	Live        int     `json:"live"`
-	FreeSlots   *int    `json:"freeSlots"`
+	// InDoubt: the replayed worker is in doubt (a resumed manager's
+	// call, run again, got back the child its earlier process spawned,
+	// which started without a terminal receipt): its outcome is unknown,
+	// it is neither completed nor live, and await_event reports it
+	// inDoubt. Resumed is then empty.
+	InDoubt   bool `json:"inDoubt,omitzero"`
+	Live      int  `json:"live"`
+	FreeSlots *int `json:"freeSlots"`
 }
 
 func (c *Coordinator) refusal(code Code, cause, detail string) *Refusal {
@@ -376,8 +382,10 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 	c.spawnMu.Lock()
 	if req.Key == "" {
 		id, ok := c.claimReplay(req)
+		inDoubt := false
 		if !ok {
 			id, ok = c.claimInDoubtReplay(ctx, req)
+			inDoubt = ok
 		}
 		if ok {
 			c.spawnMu.Unlock()
@@ -385,7 +393,13 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 			live, free := c.scope.Live()
 			res := SpawnResult{WorkerID: id, Assignment: "replay:" + strconv.Itoa(info.Seq), Resumed: ResumedCompleted,
 				Replayed: true, Live: live, FreeSlots: free}
-			if info.State.Live() {
+			switch {
+			case inDoubt:
+				// Neither completed nor live: its outcome is unknown (the
+				// reference refuses a keyed spawn of such a child in-doubt;
+				// this call made it, so it is named, in doubt).
+				res.Resumed, res.InDoubt = "", true
+			case info.State.Live():
 				res.Resumed = "" // a nested manager driven again (redriveManagers)
 			}
 			return res, nil

@@ -69,8 +69,9 @@
 //	                 child is not executed again — nor spawned again
 //	                 when it is in doubt with its execution bound (it
 //	                 may still run): the call, by its id, gets that
-//	                 child back. One in doubt that bound no execution
-//	                 runs anew
+//	                 child back, its answer inDoubt (no resumed: the
+//	                 child is neither completed nor live). One in doubt
+//	                 that bound no execution runs anew
 //	await_event      takes the next queued event: the one the lost
 //	                 result held was never dropped (Took is journaled
 //	                 with the result), so it is returned now, once. An
