@@ -142,6 +142,13 @@ type core struct {
 	breaker  *restartBreaker
 	tripped  *BreakerTrip
 	abortWhy string
+	// deadlineFirst: the run's deadline ended its manager before any
+	// abort or cancellation did (journaled, KindDeadlinePassed), so the
+	// run is budget-exhausted whatever came after (mu).
+	deadlineFirst bool
+	// cancelJournaled: the journal an earlier process left holds a run
+	// cancellation request and no deadline end before it (mu).
+	cancelJournaled bool
 
 	// ctl serves the run dir's steer and cancel files (nil without a
 	// run dir).
@@ -1728,6 +1735,7 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			}
 		case KindRunCancelRequested:
 			runCancelAsked = true
+			c.cancelJournaled = !c.deadlineFirst
 		case KindExecutionBound:
 			if r.Execution != "" {
 				if bound == nil {
@@ -1776,6 +1784,8 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				c.tripped = &trip
 				c.scope.Abort()
 			}
+		case KindDeadlinePassed:
+			c.deadlineFirst = true
 		case KindAborted:
 			if c.tripped == nil && c.abortWhy == "" {
 				c.abortWhy = r.Reason
