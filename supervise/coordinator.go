@@ -148,6 +148,13 @@ type core struct {
 	breaker  *restartBreaker
 	tripped  *BreakerTrip
 	abortWhy string
+	// deadlineFirst: the run's deadline ended its manager before any
+	// abort or cancellation did (journaled, KindDeadlinePassed), so the
+	// run is budget-exhausted whatever came after (mu).
+	deadlineFirst bool
+	// cancelJournaled: the journal an earlier process left holds a run
+	// cancellation request and no deadline end before it (mu).
+	cancelJournaled bool
 
 	// ctl serves the run dir's steer and cancel files (nil without a
 	// run dir).
@@ -303,8 +310,14 @@ type SpawnResult struct {
 	PriorWorker NodeID  `json:"priorWorkerId,omitzero"`
 	PriorReason string  `json:"priorReason,omitzero"`
 	Replayed    bool    `json:"replayed,omitzero"`
-	Live        int     `json:"live"`
-	FreeSlots   *int    `json:"freeSlots"`
+	// InDoubt: the replayed worker is in doubt (a resumed manager's
+	// call, run again, got back the child its earlier process spawned,
+	// which started without a terminal receipt): its outcome is unknown,
+	// it is neither completed nor live, and await_event reports it
+	// inDoubt. Resumed is then empty.
+	InDoubt   bool `json:"inDoubt,omitzero"`
+	Live      int  `json:"live"`
+	FreeSlots *int `json:"freeSlots"`
 }
 
 func (c *Coordinator) refusal(code Code, cause, detail string) *Refusal {
@@ -382,8 +395,10 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 	c.spawnMu.Lock()
 	if req.Key == "" {
 		id, ok := c.claimReplay(req)
+		inDoubt := false
 		if !ok {
 			id, ok = c.claimInDoubtReplay(ctx, req)
+			inDoubt = ok
 		}
 		if ok {
 			c.spawnMu.Unlock()
@@ -391,7 +406,13 @@ func (c *Coordinator) Spawn(ctx context.Context, a SpawnArgs) (SpawnResult, erro
 			live, free := c.scope.Live()
 			res := SpawnResult{WorkerID: id, Assignment: "replay:" + strconv.Itoa(info.Seq), Resumed: ResumedCompleted,
 				Replayed: true, Live: live, FreeSlots: free}
-			if info.State.Live() {
+			switch {
+			case inDoubt:
+				// Neither completed nor live: its outcome is unknown (the
+				// reference refuses a keyed spawn of such a child in-doubt;
+				// this call made it, so it is named, in doubt).
+				res.Resumed, res.InDoubt = "", true
+			case info.State.Live():
 				res.Resumed = "" // a nested manager driven again (redriveManagers)
 			}
 			return res, nil
@@ -1728,6 +1749,7 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 			}
 		case KindRunCancelRequested:
 			runCancelAsked = true
+			c.cancelJournaled = !c.deadlineFirst
 		case KindExecutionBound:
 			if r.Execution != "" {
 				if bound == nil {
@@ -1776,6 +1798,8 @@ func (c *Coordinator) replayRecords(prior []Record) error {
 				c.tripped = &trip
 				c.scope.Abort()
 			}
+		case KindDeadlinePassed:
+			c.deadlineFirst = true
 		case KindAborted:
 			if c.tripped == nil && c.abortWhy == "" {
 				c.abortWhy = r.Reason

@@ -69,8 +69,9 @@
 //	                 child is not executed again — nor spawned again
 //	                 when it is in doubt with its execution bound (it
 //	                 may still run): the call, by its id, gets that
-//	                 child back. One in doubt that bound no execution
-//	                 runs anew
+//	                 child back, its answer inDoubt (no resumed: the
+//	                 child is neither completed nor live). One in doubt
+//	                 that bound no execution runs anew
 //	await_event      takes the next queued event: the one the lost
 //	                 result held was never dropped (Took is journaled
 //	                 with the result), so it is returned now, once. An
@@ -485,7 +486,11 @@
 // aborted: unlike the caller's context (also reason aborted, as the
 // reference's caller abort signal is, but an interruption a resume
 // drives on) and a CancelRun request (reason cancelled, with its source
-// and operation id), a RootHandle abort is the run's end. Each process counts the downs it
+// and operation id), a RootHandle abort is the run's end. The first end
+// decides: a run whose deadline ended its manager before any of these
+// (journaled, KindDeadlinePassed) is budget-exhausted whatever came
+// after it, as the reference's deadline that won the abort race is.
+// Each process counts the downs it
 // sees: a resumed run does not count its replayed settlements again, as
 // the reference's breaker counts only what its journal is appended. But
 // a run whose journal holds a trip or an abort stays aborted when

@@ -193,6 +193,11 @@ func resumedSpawnCall(t *testing.T, answered, redo bool) {
 	if a := answers["s2"]; !strings.Contains(a, `"workerId":"run1:s2"`) {
 		t.Errorf("the spawn call run again answered %q, want its journaled child run1:s2", a)
 	}
+	// The child is in doubt, and the answer says so: never a completed
+	// result, nor (resumed absent) a worker live again.
+	if a := answers["s2"]; !answered && (!strings.Contains(a, `"inDoubt":true`) || strings.Contains(a, `"resumed"`)) {
+		t.Errorf("the spawn call run again answered %q, want its child named in doubt, not resumed", a)
+	}
 	if a := answers["s3"]; redo && !strings.Contains(a, `"workerId":"run1:s3"`) {
 		t.Errorf("the later spawn call answered %q, want a new worker run1:s3", a)
 	}

@@ -119,6 +119,11 @@ const (
 	// again.
 	KindBreakerTripped = "breaker-tripped"
 	KindAborted        = "aborted"
+	// KindDeadlinePassed is the run's deadline ending its manager before
+	// any abort or cancellation did: journaled when it happens, so a
+	// resumed run that finds an abort or a run cancellation after it
+	// still ends budget-exhausted (the first end decides, §3.6).
+	KindDeadlinePassed = "deadline-passed"
 )
 
 // Record is one line of the spawn journal. Kind says which fields are

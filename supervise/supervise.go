@@ -292,7 +292,12 @@ type NoWinnerReason string
 // restart-intensity breaker tripped (Options.MaxRestarts) is
 // all-children-down, and one its caller aborted (RootHandle.Abort) is
 // aborted: both outrank every other reason, the abort having ended the
-// run before anything else could. A run whose caller's context was
+// run before anything else could — unless the run's deadline ended it
+// first: the first end decides, so a run whose deadline passed and that
+// was then aborted or cancelled is budget-exhausted (journaled,
+// KindDeadlinePassed, so a resume agrees). A budget pool that ran out
+// ends nothing by itself: an abort or cancellation after it, or
+// before, outranks it, as in the reference. A run whose caller's context was
 // cancelled is aborted too (the reference's caller abort signal), with
 // Cancellation naming the context; cancelled is only a CancelRun
 // request's, with its source and operation id.
@@ -646,13 +651,22 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		var cancelWorkDeadline, cancelDeadline context.CancelFunc
 		workCtx, cancelWorkDeadline = context.WithTimeout(workCtx, left)
 		defer cancelWorkDeadline()
-		brainCtx, cancelDeadline = context.WithTimeout(brainCtx, left)
+		brainCtx, cancelDeadline = context.WithTimeoutCause(brainCtx, left, errRunDeadline)
 		defer cancelDeadline()
 	}
 	c.workCtx, c.cancelWork = context.WithCancelCause(workCtx)
 	c.mu.Lock()
 	c.stopFn, c.brainCtx = stop, brainCtx
 	c.mu.Unlock()
+	// The context's first cause is the run's first end: a deadline that
+	// ended the manager before an abort, a cancellation or the caller's
+	// context did is journaled as it happens, so a resume agrees.
+	stopDeadlineWatch := context.AfterFunc(brainCtx, func() {
+		if errors.Is(context.Cause(brainCtx), errRunDeadline) {
+			c.noteDeadlineFirst(context.WithoutCancel(ctx))
+		}
+	})
+	defer stopDeadlineWatch()
 	if o.Root != nil {
 		// The caller's handle reaches the run while its manager drives
 		// (abortByCaller refuses it once the manager no longer does).
@@ -773,6 +787,13 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 	stopWatch()
 	stopped := errors.Is(context.Cause(brainCtx), ErrStopped)
 	deadlinePassed := !deadline.IsZero() && ctx.Err() == nil && (late || errors.Is(brainCtx.Err(), context.DeadlineExceeded) || !now().Before(deadline))
+	if !deadline.IsZero() && !aborted && (errors.Is(context.Cause(brainCtx), errRunDeadline) ||
+		(brainCtx.Err() == nil && (late || !now().Before(deadline)))) {
+		// The deadline ended the manager (its timer, or the run's clock
+		// past it as the manager returned, or a resume after it) before
+		// anything else did.
+		c.noteDeadlineFirst(context.WithoutCancel(ctx))
+	}
 	if deadlinePassed {
 		// The run's deadline is part of its budget.
 		c.mu.Lock()
@@ -997,6 +1018,11 @@ func (c *Coordinator) finish(ctx context.Context, report BrainReport, driveErr e
 		res.Status, res.Reason = StatusNoWinner, ReasonAllChildrenDown
 		trip := *c.tripped
 		res.Breaker = &trip
+	case c.deadlineFirst && (c.abortWhy != "" || runCancel != nil || cancelled):
+		// The deadline ended the run first: an abort or a cancellation
+		// after it does not make it aborted or cancelled (the first end
+		// decides, as the reference's classification does).
+		res.Status, res.Reason = StatusNoWinner, ReasonBudgetExhausted
 	case c.abortWhy != "":
 		res.Status, res.Reason = StatusNoWinner, ReasonAborted
 	case runCancel != nil:
@@ -1037,6 +1063,28 @@ func (c *Coordinator) downCount() int {
 		}
 	}
 	return n
+}
+
+// errRunDeadline is the manager's context's cause when the run's
+// deadline ended it.
+var errRunDeadline = fmt.Errorf("supervise: the run's deadline passed: %w", ledger.ErrDeadline)
+
+// noteDeadlineFirst records, once, that the run's deadline ended it
+// before any abort or cancellation, and journals it (KindDeadlinePassed).
+func (c *Coordinator) noteDeadlineFirst(ctx context.Context) {
+	if c.appliedRunCancel() != nil {
+		return // a run cancellation came first
+	}
+	c.mu.Lock()
+	if c.deadlineFirst || c.cancelJournaled || c.tripped != nil || c.abortWhy != "" {
+		c.mu.Unlock()
+		return
+	}
+	c.deadlineFirst = true
+	c.mu.Unlock()
+	if err := c.log.appendOrLose(ctx, Record{Kind: KindDeadlinePassed}); err != nil {
+		c.logger.Error("supervise: journaling the deadline's end", "err", err)
+	}
 }
 
 // errBudgetStop marks a router brain that stopped for lack of budget.
