@@ -12,7 +12,12 @@
 // parsed (operand.go): text that is not UTF-8, and a worker reference or
 // run id holding a control character, is a usage error naming the
 // argument; a run id naming a directory must be one plain path element
-// (no '/' or '\', not '.' or '..').
+// (no '/' or '\', not '.' or '..'). An idempotency key holding a control
+// character, a directory path top shows (ROOT, --run-dir) that is not
+// UTF-8, an --after that is no event cursor, and a --run-id or
+// --idempotency-key given with an empty value (--run-id=, which names
+// nothing; leaving the flag out is what generates one) are usage errors
+// too, before anything is written.
 //
 // Text for people is escaped for the terminal (internal/termsafe): Main
 // wraps stderr, and stdout unless the command prints --json; JSON, NDJSON,

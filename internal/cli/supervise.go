@@ -151,7 +151,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 			case managerScript != "" && providerName != "scripted":
 				return usage("--manager-script applies to --provider scripted only")
 			}
-			if err := checkOperatorRun(task, expect, runID); err != nil {
+			if err := checkOperatorRun(cmd, task, expect, runID); err != nil {
 				return err
 			}
 			if err := journal.check(runID); err != nil {
