@@ -5,7 +5,11 @@
 // argument, or a file the user named that cannot be read (a file that
 // reads but whose content is refused is exit 1). A command that groups
 // others (agentrt runs) run without one of them, or with one it does not
-// have, is a usage error too; --help prints help on stdout, exit 0.
+// have, is a usage error too; --help prints help on stdout, exit 0. A
+// usage error is always made one (usage, unreadable); any other error a
+// command returns exits 1 (classifyErrors), its message followed by what
+// to do when the system names the cause (a refused connection, a full
+// disk, a path that cannot be made or written).
 //
 // Operator text that ends up in JSON (a worker reference, a message, a
 // reason, --task, --expect, a run id) is checked as the command line is
