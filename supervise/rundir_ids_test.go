@@ -106,3 +106,38 @@ func TestRunDirStateOfAnotherRunIsRefused(t *testing.T) {
 		t.Errorf("the refused run changed the other run's state.json:\n%s\nwant\n%s", after, before)
 	}
 }
+
+// Issue 13: a run started before the mapping became one-to-one lives in
+// the directory its id made then ("a_b" for "a:b"). A resume in the
+// workspace finds it there by its id, as its state records it, and
+// replays it (nothing runs again); the run "a_b" never takes it.
+func TestWorkspaceRootResumesARunInItsEarlierDirectory(t *testing.T) {
+	root := t.TempDir()
+	legacy := filepath.Join(root, filepath.FromSlash(supervise.SupervisorDir), "a_b")
+	manager := managerProfile(t, supervise.VerbSpawnWorker, supervise.VerbAwaitEvent)
+	exec := newCounting(t, workerProvider(t))
+	o := baseOptions(t, exec, twoWorkerManager())
+	o.RunDir, o.RunID = legacy, "a:b"
+	first, err := supervise.Supervise(context.Background(), manager, "ship a note", o)
+	if err != nil || first.Status != supervise.StatusWinner {
+		t.Fatalf("the earlier run: %s, %v", first.Status, err)
+	}
+	if got := supervise.RunDirIn(root, "a:b"); got != legacy {
+		t.Errorf("RunDirIn(a:b) = %s, want the run's earlier directory %s", got, legacy)
+	}
+	if got, want := supervise.RunDirIn(root, "a_b"), legacy; got != want {
+		t.Errorf("RunDirIn(a_b) = %s, want %s (a plain id's own directory)", got, want)
+	}
+	if got, want := supervise.RunDirIn(root, "a b"), supervise.RunDirFor(root, "a b"); got != want {
+		t.Errorf("RunDirIn(\"a b\") = %s, want %s: the earlier directory records run a:b", got, want)
+	}
+	o = baseOptions(t, exec, twoWorkerManager())
+	o.WorkspaceRoot, o.RunID, o.Resume = root, "a:b", true
+	again, err := supervise.Supervise(context.Background(), manager, "ship a note", o)
+	if err != nil || !again.Resumed || again.Winner == nil || again.Winner.OutRef != first.Winner.OutRef {
+		t.Fatalf("resume in the workspace = %+v, %v; want the earlier run's winner, resumed", again, err)
+	}
+	if exec.count("alpha") != 1 {
+		t.Errorf("alpha ran %d times; the resume must replay it", exec.count("alpha"))
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -136,6 +138,62 @@ var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
 // two distinct run ids never name one directory.
 func RunDirFor(root, runID string) string {
 	return filepath.Join(root, filepath.FromSlash(SupervisorDir), RunDirStem(runID))
+}
+
+// RunDirIn is where run runID's directory is under workspace root: at
+// RunDirFor, unless nothing is there and the directory an earlier
+// agentrt made for a run id that is not a plain name (every byte outside
+// [A-Za-z0-9._-] replaced by '_', "a_b" for "a:b") records exactly this
+// run — its state.json, else its journal's run-started — so a run
+// started before the mapping became one-to-one still resumes, is
+// steered and cancelled. A directory recording another run is never
+// taken. A new run is made at RunDirFor.
+func RunDirIn(root, runID string) string {
+	dir := RunDirFor(root, runID)
+	legacy := filepath.Join(root, filepath.FromSlash(SupervisorDir), legacyRunDirStem(runID))
+	if legacy == dir {
+		return dir
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		return dir
+	}
+	if fi, err := os.Stat(legacy); err != nil || !fi.IsDir() {
+		return dir
+	}
+	if recordedRunID(legacy) == runID {
+		return legacy
+	}
+	return dir
+}
+
+// legacyRunDirStem is the stem RunDirFor made before RunDirStem: the id
+// with every byte outside [A-Za-z0-9._-] replaced by '_' ("worker" when
+// empty), "_" before a stem of only dots.
+func legacyRunDirStem(runID string) string {
+	stem := WorkerStem(NodeID(runID))
+	if strings.Trim(stem, ".") == "" {
+		stem = "_" + stem
+	}
+	return stem
+}
+
+// recordedRunID is the run dir's own record of its run: its state.json's
+// runId, else its journal's run-started; "" when neither says.
+func recordedRunID(dir string) string {
+	if st, err := ReadRunState(context.Background(), dir); err == nil {
+		return st.RunID
+	}
+	for e, err := range journal.Read(context.Background(), filepath.Join(dir, SpawnJournalFile), 1, journal.Options{}) {
+		if err != nil {
+			return ""
+		}
+		var r Record
+		if canonjson.FromValue(e.Value, &r) != nil || r.Kind != KindRunStarted {
+			return ""
+		}
+		return r.RunID
+	}
+	return ""
 }
 
 // maxRunDirStem is the longest stem RunDirStem makes: NAME_MAX of the

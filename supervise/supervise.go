@@ -148,7 +148,7 @@ type Options struct {
 	// are replay-safe).
 	ReturnEnded bool
 	// WorkspaceRoot, when set and RunDir is empty, puts the run dir at
-	// the layout's default place, RunDirFor(WorkspaceRoot, RunID):
+	// the layout's default place, RunDirIn(WorkspaceRoot, RunID):
 	// <root>/.agent/supervisor/<runId> (§3.6 "Supervisor run layout"),
 	// where other processes (agentrt steer, cancel, top) find it by the
 	// run's id. RunID must then be letters, digits, '.', '_', ':' and
@@ -468,7 +468,7 @@ func Supervise(ctx context.Context, manager *profile.Profile, task string, o Opt
 		if runID == "" {
 			runID = kernel.NewID("supervise")
 		}
-		runDir = RunDirFor(o.WorkspaceRoot, runID)
+		runDir = RunDirIn(o.WorkspaceRoot, runID)
 	}
 	var openSpawn func(context.Context) (SpawnLog, error)
 	if o.SpawnStore != nil {

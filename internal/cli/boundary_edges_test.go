@@ -175,3 +175,25 @@ func TestStoreOpenFailureIsNotUsage(t *testing.T) {
 		}
 	}
 }
+
+// Issue 13: a run started before run dirs were one-to-one with ids
+// ("a:b" in "a_b") is still found by its id: the steer is written into
+// that directory (nobody acknowledges: exit 1), not refused as no run.
+func TestSteerFindsARunInItsEarlierDirectory(t *testing.T) {
+	ws := t.TempDir()
+	legacy := filepath.Join(ws, ".agent", "supervisor", "a_b")
+	if err := os.MkdirAll(legacy, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	state := `{"schemaVersion":1,"runId":"a:b","status":"running","updatedAtMs":1,"revision":1,"spawned":0,"live":0}`
+	if err := os.WriteFile(filepath.Join(legacy, supervise.StateFile), []byte(state), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := run(t, "", "steer", "a:b", "w", "Stop.", "--workspace", ws, "--wait", "1ms")
+	if code != cli.ExitFailed || !strings.Contains(errOut, "did not acknowledge") {
+		t.Errorf("exit %d, want 1 (written, not acknowledged)\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if got := entries(t, legacy); len(got) != 2 {
+		t.Errorf("the run's earlier directory holds %v, want state.json and the steer request", got)
+	}
+}

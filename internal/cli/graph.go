@@ -151,7 +151,7 @@ without a winner is also said on stderr), 2 on usage errors.`,
 				if runID == "" {
 					runID = kernel.NewID("graph")
 				}
-				runDir = supervise.RunDirFor(workspace, runID)
+				runDir = supervise.RunDirIn(workspace, runID)
 			}
 			if resume && !cmd.Flags().Changed("task") {
 				// A resumed graph run keeps its journaled task.

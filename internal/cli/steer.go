@@ -17,7 +17,7 @@ import (
 
 // resolveRunDir names a supervised run's directory: run itself when it
 // is a directory, else the directory of run id run in the workspace
-// (supervise.RunDirFor), refused when it records another run.
+// (supervise.RunDirIn), refused when it records another run.
 func resolveRunDir(run, workspace string) (string, error) {
 	if fi, err := os.Stat(run); err == nil && fi.IsDir() {
 		return run, nil
@@ -27,7 +27,7 @@ func resolveRunDir(run, workspace string) (string, error) {
 	if err := checkName("RUN", run, "give the run's directory or its id"); err != nil {
 		return "", err
 	}
-	dir := supervise.RunDirFor(workspace, run)
+	dir := supervise.RunDirIn(workspace, run)
 	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
 		// The directory names its run (state.json, else the journal's
 		// run-started): one that holds another run is not run's.

@@ -201,7 +201,7 @@ none or its journal lost part of it, 2 on usage errors.`,
 				if runID == "" {
 					runID = kernel.NewID("supervise")
 				}
-				runDir = supervise.RunDirFor(workspace, runID)
+				runDir = supervise.RunDirIn(workspace, runID)
 			}
 			// A resumed run keeps the task and budget its journal holds:
 			// a flag not given adopts the journaled value, one given must
